@@ -1,0 +1,48 @@
+// Package cudart binds the CUDA runtime API (cuda_runtime_api.h and
+// cuda_profiler_api.h): every function, enum, struct, union, handle and
+// constant, generated from the CUDA headers by ../gen.
+//
+// Names follow the C names without their prefix (cudaMalloc -> Malloc,
+// cudaStream_t -> Stream, cudaMemcpyHostToDevice -> MemcpyHostToDevice); gen's
+// package documentation gives the whole rule. A function returns nil or the
+// status as an Error, which works with errors.Is:
+//
+//	var p unsafe.Pointer
+//	if err := cudart.Malloc(&p, 1<<20); errors.Is(err, cudart.ErrorMemoryAllocation) {
+//		// out of device memory
+//	}
+//
+// # Loading
+//
+// Nothing links against CUDA at build time. libcudart.so.13 is opened on the
+// first call, looked for in this order: the file named by $GOCUDA_CUDART;
+// the system loader's path (LD_LIBRARY_PATH, the ldconfig cache); the lib64
+// and lib directories of $CUDA_PATH, $CUDA_HOME and /usr/local/cuda. Each
+// function's symbol is looked up on its first call. If the library cannot be
+// opened, every function returns a *LibraryError that lists the paths tried;
+// if the library lacks a function (it is older than the headers), that
+// function returns a *SymbolError naming it, and the rest keep working.
+package cudart
+
+//go:generate go run ../gen -headers ../headers/cuda-13.0 -out . -pkg cudart -include cuda_runtime_api.h,cuda_profiler_api.h -lib libcudart.so.13 -prefix cuda,CUDART_,CUDA_ -error cudaError_t
+
+import "github.com/gocuda/cuda/internal/dl"
+
+// lib is the runtime library, opened on first use.
+var lib = dl.New("GOCUDA_CUDART", "libcudart.so.13")
+
+type (
+	// LibraryError reports that libcudart could not be opened; Tried lists
+	// where it was looked for.
+	LibraryError = dl.LibraryError
+	// SymbolError reports that libcudart lacks a function.
+	SymbolError = dl.SymbolError
+)
+
+// Load opens libcudart now rather than on the first call, and reports
+// whether that worked.
+func Load() error { return lib.Load() }
+
+// LibraryPath returns the path libcudart was opened from, or "" if it could
+// not be opened.
+func LibraryPath() string { return lib.Path() }

@@ -1,0 +1,168 @@
+// Command gen generates Go bindings from CUDA's C headers.
+//
+// It parses the headers with modernc.org/cc/v4 into a plain model (see
+// model.go; -model prints it as JSON), then emits Go with
+// github.com/dave/jennifer, formatted by golang.org/x/tools/imports. Its
+// output depends only on the headers and the flags.
+//
+//	go run ./gen -headers headers/cuda-13.0 -out cudart -pkg cudart \
+//		-include cuda_runtime_api.h,cuda_profiler_api.h -lib libcudart.so.13 \
+//		-prefix cuda,CUDART_,CUDA_ -error cudaError_t
+//
+// # Files
+//
+// In the output directory: ztypes.go (enums, structs, unions, typedefs),
+// zconsts.go (#define constants), zfuncs.go (the functions), zlayout_test.go
+// and internal/ctest/zlayout.go (the layout test's Go and C sides). The
+// package supplies lib, a *dl.Library, by hand.
+//
+// # Naming
+//
+// A C name can be found in Go without searching:
+//
+//   - The first matching package prefix (-prefix, longest first) is dropped
+//     when what remains starts with a letter; the rest is kept as written,
+//     with its first letter upper-cased: cudaMalloc -> Malloc,
+//     cudaMemcpyHostToDevice -> MemcpyHostToDevice, CUDART_VERSION -> VERSION,
+//     dim3 -> Dim3.
+//   - Type names also drop a _t or _st suffix: cudaStream_t -> Stream.
+//     A struct, union or enum is named by its tag; a typedef with another name
+//     becomes a Go alias of it. An anonymous type takes its typedef's name,
+//     or, nested, its parent's name and its field's: cudaResourceDesc.res ->
+//     ResourceDescRes. An anonymous member is embedded under the name
+//     <Parent>Anon<N>, so its members are promoted as in C.
+//   - Struct fields are exported by upper-casing their first letter.
+//     Parameters keep their C names, with _ appended where a name is a Go
+//     keyword or predeclared identifier (type -> type_, error -> error_).
+//
+// Two C names that map to one Go name are reported and the second is
+// skipped, so a clash can never produce code that does not compile.
+//
+// # Types
+//
+// C arithmetic types map to Go's of the same size (char -> byte, int ->
+// int32, size_t -> uint64, ...). Enums are Go types with String; the status
+// enum (-error) also implements error. Structs are Go structs with C's size
+// and field offsets, padded explicitly where Go would lay them out
+// differently. Unions are raw storage of their size with one accessor per
+// member. Handles (pointers to opaque structs) and function pointers are
+// uintptr-based types: Go never dereferences them. void * is unsafe.Pointer;
+// const char * parameters are Go strings. Integer constants are untyped, so
+// that they convert to the parameter they are passed as, like C's.
+//
+// # Functions
+//
+// Each function calls, through a small C trampoline, the address of its
+// symbol as looked up on first use. A function returning the status enum
+// returns error; one returning void returns error, which is non-nil only when
+// the library or symbol cannot be loaded; one returning another value returns
+// it and such an error. The trampolines are marked #cgo noescape unless the
+// function may use a pointer after it returns (asynchronous calls, host
+// registration, graph nodes) or takes a function pointer, and #cgo nocallback
+// unless it takes a function pointer or may run a destructor registered
+// earlier (Destroy, Release, Reset, Exit).
+//
+// At the end gen prints what it emitted and what it skipped, and why.
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+func main() {
+	var cfg config
+	var out, include, prefix string
+	var model bool
+	flag.StringVar(&cfg.dir, "headers", "headers/cuda-13.0", "directory of the CUDA headers")
+	flag.StringVar(&out, "out", ".", "output directory")
+	flag.StringVar(&cfg.pkg, "pkg", "", "Go package name")
+	flag.StringVar(&include, "include", "", "comma-separated headers whose functions are bound")
+	flag.StringVar(&cfg.lib, "lib", "", "the shared library's file name")
+	flag.StringVar(&prefix, "prefix", "", "comma-separated C name prefixes to drop")
+	flag.StringVar(&cfg.errType, "error", "", "C name of the status type, whose values are errors")
+	flag.BoolVar(&model, "model", false, "print the model as JSON instead of writing files")
+	flag.Parse()
+	if cfg.pkg == "" || include == "" {
+		fmt.Fprintln(os.Stderr, "gen: -pkg and -include are required")
+		flag.Usage()
+		os.Exit(2)
+	}
+	cfg.headers = strings.Split(include, ",")
+	if prefix != "" {
+		cfg.prefixes = strings.Split(prefix, ",")
+	}
+	if err := run(cfg, out, model); err != nil {
+		fmt.Fprintln(os.Stderr, "gen:", err)
+		os.Exit(1)
+	}
+}
+
+func run(cfg config, out string, model bool) error {
+	pkg, err := parse(cfg)
+	if err != nil {
+		return err
+	}
+	if model {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "\t")
+		return enc.Encode(pkg)
+	}
+	absOut, err := filepath.Abs(out)
+	if err != nil {
+		return err
+	}
+	absHdr, err := filepath.Abs(cfg.dir)
+	if err != nil {
+		return err
+	}
+	files, err := emit(pkg, absOut, absHdr)
+	if err != nil {
+		return err
+	}
+	for _, name := range sortedKeys(files) {
+		path := filepath.Join(out, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(path, files[name], 0o644); err != nil {
+			return err
+		}
+	}
+	report(os.Stderr, pkg)
+	return nil
+}
+
+// report prints the closing counts: what was emitted, and what was skipped
+// and why.
+func report(w *os.File, pkg *Package) {
+	var fields, values int
+	for _, r := range pkg.Records {
+		fields += len(r.Fields)
+	}
+	for _, e := range pkg.Enums {
+		values += len(e.Values)
+	}
+	fmt.Fprintf(w, "gen %s: emitted %d functions, %d enums (%d values), %d structs and unions (%d fields), %d typedefs, %d constants\n",
+		pkg.Name, len(pkg.Funcs), len(pkg.Enums), values, len(pkg.Records), fields, len(pkg.Typedefs), len(pkg.Consts))
+	for _, r := range pkg.Renamed {
+		fmt.Fprintf(w, "gen %s: renamed %s to %s\n", pkg.Name, r.CName, r.Reason)
+	}
+	byReason := map[string][]string{}
+	for _, s := range pkg.Skipped {
+		k := s.Kind + ": " + s.Reason
+		byReason[k] = append(byReason[k], s.CName)
+	}
+	fmt.Fprintf(w, "gen %s: skipped %d\n", pkg.Name, len(pkg.Skipped))
+	keys := sortedKeys(byReason)
+	for _, k := range keys {
+		names := byReason[k]
+		sort.Strings(names)
+		fmt.Fprintf(w, "\t%d %s: %s\n", len(names), k, strings.Join(names, " "))
+	}
+}

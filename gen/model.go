@@ -1,0 +1,141 @@
+package main
+
+// The model is plain data: what parse found in the headers, already named
+// for Go, and what emit turns into source. Printing it (-model) shows
+// exactly what the generator knows.
+
+// Package is everything generated for one Go package.
+type Package struct {
+	Name     string     // Go package name
+	Headers  []string   // headers the package is generated from
+	Lib      string     // the library's file name
+	Error    string     // Go name of the status enum, whose values are errors
+	Funcs    []*Func    // in header order
+	Enums    []*Enum    // sorted by Go name
+	Records  []*Record  // structs and unions, sorted by Go name
+	Typedefs []*Typedef // handles, function pointers, scalars and aliases, sorted by Go name
+	Consts   []*Const   // object-like macros with a constant value, sorted by Go name
+	Skipped  []Skip     // what was not emitted, and why
+	Renamed  []Skip     // what was named against the rule to avoid a clash, and why
+}
+
+// Func is a C function.
+type Func struct {
+	CName  string  // as a C caller writes it
+	Symbol string  // the symbol looked up in the library
+	GoName string
+	Doc    string
+	Params []Param
+	Result *Type // nil for void
+
+	NoEscape   bool // no pointer argument is used after the call returns
+	NoCallback bool // the call cannot call back into Go
+}
+
+// Param is a function parameter.
+type Param struct {
+	CName  string
+	GoName string
+	Type   *Type
+}
+
+// TypeKind classifies a Type.
+type TypeKind int
+
+const (
+	Scalar  TypeKind = iota // a C arithmetic type: Go holds the Go type, C the C spelling
+	Named                   // a type declared in the headers: Go holds its Go name, Class what it is
+	Pointer                 // pointer to Elem (nil Elem: void *)
+	Array                   // Len elements of Elem
+	String                  // const char * as a function parameter
+	FuncPtr                 // a function pointer without a typedef
+)
+
+// Class is what a named type is.
+type Class string
+
+const (
+	ClassEnum    Class = "enum"
+	ClassStruct  Class = "struct"
+	ClassUnion   Class = "union"
+	ClassHandle  Class = "handle"  // pointer to an opaque struct
+	ClassFuncPtr Class = "funcptr" // pointer to function
+	ClassScalar  Class = "scalar"  // arithmetic typedef
+)
+
+// Type is a C type as Go sees it.
+type Type struct {
+	Kind  TypeKind
+	Go    string // Scalar: Go type; Named: Go type name
+	C     string // Scalar: C spelling; Named: the C spelling of the type
+	Class Class  // Named only
+	Under *Type  // Named enum or scalar: the underlying scalar
+	Elem  *Type  // Pointer, Array
+	Len   int64  // Array
+	Const bool   // Pointer: to const
+}
+
+// Enum is a C enum.
+type Enum struct {
+	CName  string // tag or typedef
+	GoName string
+	Doc    string
+	Under  *Type // scalar
+	Values []EnumValue
+}
+
+// EnumValue is an enumerator.
+type EnumValue struct {
+	CName  string
+	GoName string
+	Doc    string
+	Value  int64
+}
+
+// Record is a struct or union with its C layout.
+type Record struct {
+	CName  string // "struct tag", a typedef name, or "" for a nested anonymous type
+	CExpr  string // a C type expression for sizeof, _Alignof and offsetof
+	GoName string
+	Doc    string
+	Union  bool
+	Size   int64
+	Align  int64
+	Fields []Field
+}
+
+// Field is a member of a Record.
+type Field struct {
+	CName    string // "" for an anonymous member
+	GoName   string
+	Doc      string
+	Type     *Type
+	Offset   int64
+	Size     int64
+	Embedded bool // an anonymous struct or union member
+}
+
+// Typedef is a typedef that is not an enum, struct or union.
+type Typedef struct {
+	CName  string
+	GoName string
+	Doc    string
+	Class  Class // handle, funcptr, scalar, or "" for an alias of another named type
+	Type   *Type // scalar: the underlying scalar; alias: the aliased type
+}
+
+// Const is an object-like macro with a constant value.
+type Const struct {
+	CName  string
+	GoName string
+	Doc    string
+	Value  string // Go literal
+	Int    bool   // an integer: checked against C by the layout test
+}
+
+// Skip is a declaration that was not emitted.
+type Skip struct {
+	Kind   string // function, type, macro
+	CName  string
+	Reason string
+}

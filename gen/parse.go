@@ -1,0 +1,819 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"modernc.org/cc/v4"
+)
+
+// config says what to generate: flags of the command, plain data here.
+type config struct {
+	dir      string   // header directory
+	headers  []string // headers whose functions are the package's
+	pkg      string
+	lib      string
+	prefixes []string
+	errType  string // C name of the status type
+}
+
+// parser turns a translation unit into a Package.
+type parser struct {
+	cfg   config
+	dir   string // absolute header directory
+	ast   *cc.AST
+	names *namer
+	pkg   *Package
+	docs  docReader
+
+	records map[string]*Record // by Go name
+	enums   map[string]*Enum   // by Go name
+	typedef map[string]*Typedef
+	typeC   map[string]string // C type name (tag or typedef) -> Go name
+	values  map[string]string // Go name -> C name of every enumerator
+	raw     map[any]string    // raw doc comments, converted once all names are known
+}
+
+func parse(cfg config) (*Package, error) {
+	ccfg, err := cc.NewConfig("linux", "amd64")
+	if err != nil {
+		return nil, fmt.Errorf("configuring the C front end: %w", err)
+	}
+	dir, err := filepath.Abs(cfg.dir)
+	if err != nil {
+		return nil, err
+	}
+	ccfg.IncludePaths = append([]string{"@", dir}, ccfg.IncludePaths...)
+	ccfg.SysIncludePaths = append([]string{dir}, ccfg.SysIncludePaths...)
+	ccfg.EvalAllMacros = true
+	ccfg.Header = true
+	var src strings.Builder
+	for _, h := range cfg.headers {
+		fmt.Fprintf(&src, "#include %q\n", h)
+	}
+	ast, err := cc.Translate(ccfg, []cc.Source{
+		{Name: "<predefined>", Value: ccfg.Predefined},
+		{Name: "<builtin>", Value: cc.Builtin},
+		{Name: "<input>", Value: src.String()},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("parsing %s: %w", strings.Join(cfg.headers, ", "), err)
+	}
+	p := &parser{
+		cfg:     cfg,
+		dir:     dir,
+		ast:     ast,
+		names:   newNamer(cfg.prefixes),
+		pkg:     &Package{Name: cfg.pkg, Headers: cfg.headers, Lib: cfg.lib},
+		docs:    docReader{files: map[string][]string{}},
+		records: map[string]*Record{},
+		enums:   map[string]*Enum{},
+		typedef: map[string]*Typedef{},
+		typeC:   map[string]string{},
+		raw:     map[any]string{},
+	}
+	if err := p.run(); err != nil {
+		return nil, err
+	}
+	return p.pkg, nil
+}
+
+func (p *parser) own(pos string) bool {
+	return strings.HasPrefix(filepath.Clean(pos), p.dir+string(filepath.Separator))
+}
+
+func (p *parser) main(pos string) bool {
+	for _, h := range p.cfg.headers {
+		if filepath.Clean(pos) == filepath.Join(p.dir, h) {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *parser) skip(kind, name, reason string) {
+	p.pkg.Skipped = append(p.pkg.Skipped, Skip{Kind: kind, CName: name, Reason: reason})
+}
+
+func (p *parser) run() error {
+	// Pass 1: name every tagged type and typedef, so that uses anywhere
+	// resolve to Go names.
+	var decls []*cc.Declaration
+	for l := p.ast.TranslationUnit; l != nil; l = l.TranslationUnit {
+		ed := l.ExternalDeclaration
+		if ed.Case != cc.ExternalDeclarationDecl || ed.Declaration == nil || !p.own(ed.Position().Filename) {
+			continue
+		}
+		decls = append(decls, ed.Declaration)
+	}
+	p.values = map[string]string{}
+	for _, d := range decls {
+		for _, ts := range specifiers(d) {
+			if e := ts.EnumSpecifier; e != nil {
+				for l := e.EnumeratorList; l != nil; l = l.EnumeratorList {
+					p.values[p.names.constant(l.Enumerator.Token.SrcStr())] = l.Enumerator.Token.SrcStr()
+				}
+			}
+		}
+	}
+	for _, d := range decls {
+		p.nameTags(d)
+	}
+	for _, d := range decls {
+		for l := d.InitDeclaratorList; l != nil; l = l.InitDeclaratorList {
+			if dd := l.InitDeclarator.Declarator; dd.IsTypename() {
+				p.nameTypedef(dd)
+			}
+		}
+	}
+	// Pass 2: the declarations themselves.
+	for _, d := range decls {
+		p.tags(d)
+		for l := d.InitDeclaratorList; l != nil; l = l.InitDeclaratorList {
+			dd := l.InitDeclarator.Declarator
+			switch {
+			case dd.IsTypename():
+				p.typedefDecl(dd)
+			case dd.Type().Kind() == cc.Function:
+				if p.main(dd.Position().Filename) {
+					p.function(dd)
+				}
+			}
+		}
+	}
+	p.macros()
+	p.finish()
+	return nil
+}
+
+// specifiers returns the type specifiers of a declaration.
+func specifiers(d *cc.Declaration) []*cc.TypeSpecifier {
+	var r []*cc.TypeSpecifier
+	for s := d.DeclarationSpecifiers; s != nil; s = s.DeclarationSpecifiers {
+		if s.TypeSpecifier != nil {
+			r = append(r, s.TypeSpecifier)
+		}
+	}
+	return r
+}
+
+// nameTags names the tagged types a declaration defines.
+func (p *parser) nameTags(d *cc.Declaration) {
+	for _, ts := range specifiers(d) {
+		var tag cc.Token
+		var kind string
+		switch {
+		case ts.StructOrUnionSpecifier != nil && ts.StructOrUnionSpecifier.StructDeclarationList != nil:
+			s := ts.StructOrUnionSpecifier
+			tag, kind = s.Token, s.StructOrUnion.Token.SrcStr()
+		case ts.EnumSpecifier != nil && ts.EnumSpecifier.EnumeratorList != nil:
+			tag, kind = ts.EnumSpecifier.Token2, "enum"
+		default:
+			continue
+		}
+		if tag.Ch != rune(cc.IDENTIFIER) {
+			continue // anonymous: named by its typedef
+		}
+		c := kind + " " + tag.SrcStr()
+		goName := p.names.typ(tag.SrcStr())
+		if p.values[goName] != "" {
+			// An enumerator has the name: the tag gets its kind appended.
+			renamed := goName + exported(kind)
+			p.pkg.Renamed = append(p.pkg.Renamed, Skip{Kind: kind, CName: c, Reason: fmt.Sprintf("%s, as enumerator %s has %s", renamed, p.values[goName], goName)})
+			goName = renamed
+		}
+		p.typeC[c] = goName
+	}
+}
+
+// tagName returns the C spelling of a struct, union or enum type's tag, or "".
+func tagName(t cc.Type) string {
+	switch x := t.(type) {
+	case *cc.StructType:
+		if tok := x.Tag(); tok.SrcStr() != "" {
+			return "struct " + tok.SrcStr()
+		}
+	case *cc.UnionType:
+		if tok := x.Tag(); tok.SrcStr() != "" {
+			return "union " + tok.SrcStr()
+		}
+	case *cc.EnumType:
+		if tok := x.Tag(); tok.SrcStr() != "" {
+			return "enum " + tok.SrcStr()
+		}
+	}
+	return ""
+}
+
+func (p *parser) nameTypedef(d *cc.Declarator) {
+	name := d.Name()
+	if strings.HasPrefix(name, "__") {
+		return
+	}
+	p.typeC[name] = p.names.typ(name)
+}
+
+// tags emits the structs, unions and enums a declaration defines.
+func (p *parser) tags(d *cc.Declaration) {
+	for _, ts := range specifiers(d) {
+		switch {
+		case ts.StructOrUnionSpecifier != nil && ts.StructOrUnionSpecifier.StructDeclarationList != nil:
+			s := ts.StructOrUnionSpecifier
+			if c := tagName(s.Type()); c != "" {
+				p.record(s.Type(), c, c, p.typeC[c], s.Position().Filename, s.Token.Position().Line)
+			}
+		case ts.EnumSpecifier != nil && ts.EnumSpecifier.EnumeratorList != nil:
+			e := ts.EnumSpecifier
+			if c := tagName(e.Type()); c != "" {
+				p.enum(e.Type().(*cc.EnumType), c, p.typeC[c], e.Position().Filename, e.Token2.Position().Line)
+			}
+		}
+	}
+}
+
+func (p *parser) claim(goName, c, kind string) bool {
+	if p.names.claim(goName, c) {
+		return true
+	}
+	p.skip(kind, c, fmt.Sprintf("Go name %s is taken by %s", goName, p.names.taken[goName]))
+	return false
+}
+
+func (p *parser) enum(t *cc.EnumType, c, goName, file string, line int) {
+	if _, ok := p.enums[goName]; ok || !p.claim(goName, c, "enum") {
+		return
+	}
+	e := &Enum{CName: c, GoName: goName, Under: p.scalar(t.UnderlyingType())}
+	p.raw[e] = p.docs.before(file, line, false)
+	for _, en := range t.Enumerators() {
+		name := en.Token.SrcStr()
+		v := EnumValue{CName: name, GoName: p.names.constant(name)}
+		switch x := en.Value().(type) {
+		case cc.Int64Value:
+			v.Value = int64(x)
+		case cc.UInt64Value:
+			v.Value = int64(x)
+		default:
+			p.skip("enumerator", name, "value is not an integer constant")
+			continue
+		}
+		if !p.claim(v.GoName, name, "enumerator") {
+			continue
+		}
+		pos := en.Token.Position()
+		e.Values = append(e.Values, v)
+		p.raw[enumKey{e, len(e.Values) - 1}] = p.docs.member(pos.Filename, pos.Line)
+	}
+	p.enums[goName] = e
+	p.pkg.Enums = append(p.pkg.Enums, e)
+}
+
+// enumKey and fieldKey address a value inside a slice for the raw doc map.
+type enumKey struct {
+	e *Enum
+	i int
+}
+
+type fieldKey struct {
+	r *Record
+	i int
+}
+
+// record emits a struct or union; nested anonymous types become records of
+// their own, named after the field that holds them.
+func (p *parser) record(t cc.Type, c, cexpr, goName, file string, line int) {
+	if _, ok := p.records[goName]; ok || !p.claim(goName, c, "record") {
+		return
+	}
+	r := &Record{CName: c, CExpr: cexpr, GoName: goName, Union: t.Kind() == cc.Union, Size: t.Size(), Align: int64(t.Align())}
+	p.records[goName] = r
+	p.pkg.Records = append(p.pkg.Records, r)
+	if file != "" {
+		p.raw[r] = p.docs.before(file, line, false)
+	}
+	var n int
+	var field func(int) *cc.Field
+	switch x := t.(type) {
+	case *cc.StructType:
+		n, field = x.NumFields(), x.FieldByIndex
+	case *cc.UnionType:
+		n, field = x.NumFields(), x.FieldByIndex
+	}
+	anon := 0
+	for i := 0; i < n; i++ {
+		f := field(i)
+		if f.IsBitfield() {
+			p.skip("field", c+"."+f.Name(), "bit fields are not supported yet")
+			continue
+		}
+		fd := Field{CName: f.Name(), Offset: f.Offset(), Size: f.Type().Size()}
+		ft := f.Type()
+		elem := ft
+		for elem.Kind() == cc.Array {
+			elem = elem.(*cc.ArrayType).Elem()
+		}
+		if (elem.Kind() == cc.Struct || elem.Kind() == cc.Union) && tagName(elem) == "" && elem.Typedef() == nil {
+			// A nested anonymous struct or union.
+			var sub, subExpr string
+			if fd.CName == "" {
+				sub = fmt.Sprintf("%sAnon%d", goName, anon)
+				anon++
+				fd.Embedded = true
+			} else {
+				sub = goName + exported(fd.CName)
+				idx := ""
+				for x := ft; x.Kind() == cc.Array; x = x.(*cc.ArrayType).Elem() {
+					idx += "[0]"
+				}
+				subExpr = fmt.Sprintf("__typeof__(((%s *)0)->%s%s)", cexpr, fd.CName, idx)
+			}
+			p.record(elem, "", subExpr, sub, "", 0)
+			fd.Type = p.wrapArrays(ft, &Type{Kind: Named, Go: sub, C: subExpr, Class: classOf(elem)})
+		} else {
+			fd.Type = p.typ(ft)
+		}
+		if fd.Type == nil {
+			p.skip("field", c+"."+f.Name(), "unsupported type "+ft.String())
+			continue
+		}
+		if fd.Embedded {
+			fd.GoName = fd.Type.Go
+		} else {
+			fd.GoName = exported(fd.CName)
+		}
+		r.Fields = append(r.Fields, fd)
+		if d := f.Declarator(); d != nil {
+			pos := d.NameTok().Position()
+			p.raw[fieldKey{r, len(r.Fields) - 1}] = p.docs.member(pos.Filename, pos.Line)
+		}
+	}
+	uniqueFields(r)
+}
+
+// uniqueFields renames fields whose exported names collide ("x" and "X").
+func uniqueFields(r *Record) {
+	seen := map[string]bool{}
+	for i := range r.Fields {
+		for seen[r.Fields[i].GoName] {
+			r.Fields[i].GoName += "_"
+		}
+		seen[r.Fields[i].GoName] = true
+	}
+}
+
+// classOf returns the class of an emitted named type.
+func (p *parser) classOf(goName string) Class {
+	switch {
+	case p.records[goName] != nil && p.records[goName].Union:
+		return ClassUnion
+	case p.records[goName] != nil:
+		return ClassStruct
+	case p.enums[goName] != nil:
+		return ClassEnum
+	case p.typedef[goName] != nil:
+		return p.typedef[goName].Class
+	}
+	return ""
+}
+
+func classOf(t cc.Type) Class {
+	if t.Kind() == cc.Union {
+		return ClassUnion
+	}
+	return ClassStruct
+}
+
+func (p *parser) wrapArrays(t cc.Type, elem *Type) *Type {
+	if a, ok := t.(*cc.ArrayType); ok {
+		return &Type{Kind: Array, Len: a.Len(), Elem: p.wrapArrays(a.Elem(), elem)}
+	}
+	return elem
+}
+
+func (p *parser) typedefDecl(d *cc.Declarator) {
+	name := d.Name()
+	goName, ok := p.typeC[name]
+	if !ok {
+		return
+	}
+	pos := d.NameTok().Position()
+	t := d.Type()
+	doc := func(x any) { p.raw[x] = p.docs.before(pos.Filename, pos.Line, true) }
+	switch t.Kind() {
+	case cc.Struct, cc.Union:
+		if c := tagName(t); c != "" {
+			p.alias(name, goName, p.typeC[c], classOf(t), doc)
+			return
+		}
+		p.record(t, name, name, goName, pos.Filename, pos.Line)
+		if r := p.records[goName]; r != nil && p.raw[r] == "" {
+			doc(r)
+		}
+		return
+	case cc.Enum:
+		if c := tagName(t); c != "" {
+			p.alias(name, goName, p.typeC[c], ClassEnum, doc)
+			return
+		}
+		p.enum(t.(*cc.EnumType), name, goName, pos.Filename, pos.Line)
+		return
+	}
+	td := &Typedef{CName: name, GoName: goName}
+	switch {
+	case t.Kind() == cc.Ptr && t.(*cc.PointerType).Elem().Kind() == cc.Function:
+		td.Class = ClassFuncPtr
+	case t.Kind() == cc.Ptr && (t.(*cc.PointerType).Elem().Kind() == cc.Struct || t.(*cc.PointerType).Elem().Kind() == cc.Union):
+		td.Class = ClassHandle
+	default:
+		if s := p.scalar(t); s != nil {
+			td.Class, td.Type = ClassScalar, s
+		} else if x := p.shape(t); x != nil {
+			td.Type = x
+		} else {
+			p.skip("typedef", name, "unsupported type "+t.String())
+			return
+		}
+	}
+	if !p.claim(goName, name, "typedef") {
+		return
+	}
+	doc(td)
+	p.typedef[goName] = td
+	p.pkg.Typedefs = append(p.pkg.Typedefs, td)
+}
+
+// alias records typedef name for a tagged type: nothing when both have the
+// same Go name, else a Go alias.
+func (p *parser) alias(name, goName, target string, class Class, doc func(any)) {
+	if goName == target || target == "" {
+		return
+	}
+	if !p.claim(goName, name, "typedef") {
+		return
+	}
+	td := &Typedef{CName: name, GoName: goName, Type: &Type{Kind: Named, Go: target, C: name, Class: class}}
+	doc(td)
+	p.typedef[goName] = td
+	p.pkg.Typedefs = append(p.pkg.Typedefs, td)
+}
+
+// scalars maps C arithmetic kinds to Go types and cgo spellings.
+var scalars = map[cc.Kind][2]string{
+	cc.Bool:      {"bool", "_Bool"},
+	cc.Char:      {"byte", "char"},
+	cc.SChar:     {"int8", "schar"},
+	cc.UChar:     {"uint8", "uchar"},
+	cc.Short:     {"int16", "short"},
+	cc.UShort:    {"uint16", "ushort"},
+	cc.Int:       {"int32", "int"},
+	cc.UInt:      {"uint32", "uint"},
+	cc.Long:      {"int64", "long"},
+	cc.ULong:     {"uint64", "ulong"},
+	cc.LongLong:  {"int64", "longlong"},
+	cc.ULongLong: {"uint64", "ulonglong"},
+	cc.Float:     {"float32", "float"},
+	cc.Double:    {"float64", "double"},
+}
+
+// scalar returns the Go scalar for an arithmetic C type, or nil.
+func (p *parser) scalar(t cc.Type) *Type {
+	k := t.Kind()
+	if k == cc.Enum {
+		k = t.(*cc.EnumType).UnderlyingType().Kind()
+	}
+	s, ok := scalars[k]
+	if !ok {
+		return nil
+	}
+	if td := t.Typedef(); td != nil && !p.own(td.Position().Filename) {
+		s[1] = td.Name() // size_t, uint32_t: cgo spells these as C.size_t
+	}
+	return &Type{Kind: Scalar, Go: s[0], C: s[1]}
+}
+
+// typ maps a C type to Go, or returns nil when it cannot.
+func (p *parser) typ(t cc.Type) *Type {
+	if td := t.Typedef(); td != nil {
+		if goName, ok := p.typeC[td.Name()]; ok && p.own(td.Position().Filename) {
+			return p.named(goName, td.Name(), t)
+		}
+	}
+	return p.shape(t)
+}
+
+// shape maps a C type to Go by its structure, ignoring its own typedef name.
+func (p *parser) shape(t cc.Type) *Type {
+	switch x := t.(type) {
+	case *cc.PredefinedType:
+		if x.Kind() == cc.Void {
+			return nil
+		}
+		return p.scalar(x)
+	case *cc.PointerType:
+		e := x.Elem()
+		if e.Kind() == cc.Function {
+			return &Type{Kind: FuncPtr}
+		}
+		if e.Kind() == cc.Void {
+			return &Type{Kind: Pointer}
+		}
+		et := p.typ(e)
+		if et == nil {
+			return nil
+		}
+		return &Type{Kind: Pointer, Elem: et}
+	case *cc.ArrayType:
+		et := p.typ(x.Elem())
+		if et == nil || x.IsVLA() {
+			return nil
+		}
+		return &Type{Kind: Array, Len: x.Len(), Elem: et}
+	case *cc.StructType, *cc.UnionType, *cc.EnumType:
+		c := tagName(t)
+		if goName, ok := p.typeC[c]; ok {
+			return p.named(goName, c, t)
+		}
+		if x, ok := t.(*cc.EnumType); ok {
+			return p.scalar(x)
+		}
+	}
+	return nil
+}
+
+func (p *parser) named(goName, c string, t cc.Type) *Type {
+	r := &Type{Kind: Named, Go: goName, C: c}
+	switch t.Kind() {
+	case cc.Struct:
+		r.Class = ClassStruct
+	case cc.Union:
+		r.Class = ClassUnion
+	case cc.Enum:
+		r.Class, r.Under = ClassEnum, p.scalar(t)
+	case cc.Ptr:
+		if t.(*cc.PointerType).Elem().Kind() == cc.Function {
+			r.Class = ClassFuncPtr
+		} else {
+			r.Class = ClassHandle
+		}
+	default:
+		r.Class, r.Under = ClassScalar, p.scalar(t)
+		if r.Under == nil {
+			return nil
+		}
+	}
+	return r
+}
+
+func (p *parser) function(d *cc.Declarator) {
+	name := d.Name()
+	ft := d.Type().(*cc.FunctionType)
+	f := &Func{CName: name, Symbol: name}
+	if ft.IsVariadic() {
+		p.skip("function", name, "variadic")
+		return
+	}
+	for i, prm := range ft.Parameters() {
+		if prm.Type().Kind() == cc.Void {
+			continue
+		}
+		pt := p.paramType(prm.Type())
+		if pt == nil {
+			p.skip("function", name, fmt.Sprintf("parameter %s has unsupported type %s", prm.Name(), prm.Type()))
+			return
+		}
+		gn := param(prm.Name(), i)
+		if prm.Name() == "" {
+			gn = "p" + strconv.Itoa(i)
+		}
+		f.Params = append(f.Params, Param{CName: prm.Name(), GoName: gn, Type: pt})
+	}
+	if rt := ft.Result(); rt.Kind() != cc.Void {
+		if f.Result = p.typ(rt); f.Result == nil {
+			p.skip("function", name, "unsupported result type "+rt.String())
+			return
+		}
+		if f.Result.Kind == Pointer && f.Result.Elem != nil && f.Result.Elem.Kind == Scalar && f.Result.Elem.C == "char" {
+			f.Result = &Type{Kind: String}
+		}
+	}
+	pos := d.NameTok().Position()
+	p.raw[f] = p.docs.before(pos.Filename, pos.Line, true)
+	p.pkg.Funcs = append(p.pkg.Funcs, f)
+}
+
+// paramType maps a parameter type: arrays decay and const char * is a Go
+// string.
+func (p *parser) paramType(t cc.Type) *Type {
+	if a, ok := t.(*cc.ArrayType); ok {
+		et := p.typ(a.Elem())
+		if et == nil {
+			return nil
+		}
+		return &Type{Kind: Pointer, Elem: et}
+	}
+	if pt, ok := t.(*cc.PointerType); ok && t.Typedef() == nil {
+		if e := pt.Elem(); e.Kind() == cc.Char && e.Typedef() == nil && isConst(pt) {
+			return &Type{Kind: String}
+		}
+	}
+	return p.typ(t)
+}
+
+// isConst reports whether a pointer points to const.
+func isConst(t *cc.PointerType) bool {
+	return strings.HasPrefix(t.String(), "pointer to const ")
+}
+
+// macros collects function aliases and constants from object-like macros.
+func (p *parser) macros() {
+	funcs := map[string]*Func{}
+	for _, f := range p.pkg.Funcs {
+		funcs[f.CName] = f
+	}
+	names := make([]string, 0, len(p.ast.Macros))
+	for n := range p.ast.Macros {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		m := p.ast.Macros[n]
+		if m.IsFnLike || strings.HasPrefix(n, "_") || !p.own(m.Position().Filename) {
+			continue
+		}
+		rl := m.ReplacementList()
+		if len(rl) == 0 {
+			continue
+		}
+		if len(rl) == 1 && rl[0].Ch == rune(cc.IDENTIFIER) {
+			target := rl[0].SrcStr()
+			if f := funcs[target]; f != nil {
+				// A versioned alias: callers write n, the library exports the target.
+				f.CName = n
+				continue
+			}
+			if goTarget, ok := p.typeC[target]; ok {
+				// A type spelled by a macro: a Go alias.
+				p.alias(n, p.names.typ(n), goTarget, p.classOf(goTarget), func(x any) {
+					p.raw[x] = p.docs.macro(m.Position().Filename, m.Position().Line)
+				})
+				continue
+			}
+		}
+		c := &Const{CName: n, GoName: p.names.constant(n)}
+		switch v := m.Value().(type) {
+		case cc.Int64Value:
+			c.Value, c.Int = strconv.FormatInt(int64(v), 10), true
+		case cc.UInt64Value:
+			c.Value, c.Int = strconv.FormatUint(uint64(v), 10), true
+		case cc.Float64Value:
+			c.Value = strconv.FormatFloat(float64(v), 'g', -1, 64)
+			if !strings.ContainsAny(c.Value, ".e") {
+				c.Value += ".0"
+			}
+		case cc.StringValue:
+			c.Value = strconv.Quote(strings.TrimSuffix(string(v), "\x00"))
+		default:
+			p.skip("macro", n, "not a constant expression")
+			continue
+		}
+		if len(rl) == 1 && c.Int && rl[0].Ch == rune(cc.PPNUMBER) {
+			// Keep the header's spelling (hex stays hex), without C suffixes.
+			lit := strings.TrimRight(rl[0].SrcStr(), "uUlL")
+			if _, err := strconv.ParseInt(lit, 0, 64); err == nil {
+				c.Value = lit
+			}
+		}
+		if !p.claim(c.GoName, n, "macro") {
+			continue
+		}
+		pos := m.Position()
+		p.raw[c] = p.docs.macro(pos.Filename, pos.Line)
+		p.pkg.Consts = append(p.pkg.Consts, c)
+	}
+	for _, f := range p.pkg.Funcs {
+		f.GoName = p.names.function(f.CName)
+		if !p.claim(f.GoName, f.CName, "function") {
+			f.GoName = ""
+		}
+	}
+	kept := p.pkg.Funcs[:0]
+	for _, f := range p.pkg.Funcs {
+		if f.GoName != "" {
+			kept = append(kept, f)
+		}
+	}
+	p.pkg.Funcs = kept
+}
+
+// finish sorts, converts the doc comments and decides the cgo annotations.
+func (p *parser) finish() {
+	sort.Slice(p.pkg.Enums, func(i, j int) bool { return p.pkg.Enums[i].GoName < p.pkg.Enums[j].GoName })
+	sort.Slice(p.pkg.Records, func(i, j int) bool { return p.pkg.Records[i].GoName < p.pkg.Records[j].GoName })
+	sort.Slice(p.pkg.Typedefs, func(i, j int) bool { return p.pkg.Typedefs[i].GoName < p.pkg.Typedefs[j].GoName })
+	sort.Slice(p.pkg.Consts, func(i, j int) bool { return p.pkg.Consts[i].GoName < p.pkg.Consts[j].GoName })
+	if p.cfg.errType != "" {
+		p.pkg.Error = p.typeC[p.cfg.errType]
+	}
+	links := map[string]string{}
+	for g, c := range p.names.taken {
+		links[strings.TrimPrefix(strings.TrimPrefix(strings.TrimPrefix(c, "struct "), "enum "), "union ")] = g
+	}
+	conv := func(raw string) string { return doxygen(raw, links) }
+	for _, f := range p.pkg.Funcs {
+		f.Doc = conv(p.raw[f])
+		f.NoEscape, f.NoCallback = p.annotations(f)
+	}
+	for _, e := range p.pkg.Enums {
+		e.Doc = conv(p.raw[e])
+		for i := range e.Values {
+			e.Values[i].Doc = conv(p.raw[enumKey{e, i}])
+		}
+	}
+	for _, r := range p.pkg.Records {
+		r.Doc = conv(p.raw[r])
+		for i := range r.Fields {
+			r.Fields[i].Doc = conv(p.raw[fieldKey{r, i}])
+		}
+	}
+	for _, t := range p.pkg.Typedefs {
+		t.Doc = conv(p.raw[t])
+	}
+	for _, c := range p.pkg.Consts {
+		c.Doc = conv(p.raw[c])
+	}
+}
+
+// annotations decides the cgo annotations of a function (see the package
+// doc). noescape: no pointer argument is used after the call returns, which
+// rules out asynchronous calls, host registration and graph nodes that keep
+// pointers. nocallback: nothing the call can reach calls a function pointer,
+// which rules out parameters that carry function pointers and calls that may
+// run destructors registered earlier.
+func (p *parser) annotations(f *Func) (noescape, nocallback bool) {
+	carries := false
+	for _, prm := range f.Params {
+		if p.carriesFuncPtr(prm.Type, map[string]bool{}) {
+			carries = true
+		}
+	}
+	n := f.CName
+	retains := strings.Contains(n, "Async") || strings.Contains(n, "Graph") || strings.Contains(n, "HostRegister")
+	destroys := false
+	for _, s := range []string{"Destroy", "Release", "Reset", "Exit"} {
+		destroys = destroys || strings.Contains(n, s)
+	}
+	return !retains && !carries, !carries && !destroys
+}
+
+func (p *parser) carriesFuncPtr(t *Type, seen map[string]bool) bool {
+	switch {
+	case t == nil:
+		return false
+	case t.Kind == FuncPtr, t.Kind == Named && t.Class == ClassFuncPtr:
+		return true
+	case t.Kind == Pointer, t.Kind == Array:
+		return p.carriesFuncPtr(t.Elem, seen)
+	case t.Kind == Named && (t.Class == ClassStruct || t.Class == ClassUnion):
+		if seen[t.Go] {
+			return false
+		}
+		seen[t.Go] = true
+		r := p.records[t.Go]
+		if r == nil {
+			if td := p.typedef[t.Go]; td != nil {
+				return p.carriesFuncPtr(td.Type, seen)
+			}
+			return false
+		}
+		for _, f := range r.Fields {
+			if p.carriesFuncPtr(f.Type, seen) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// docReader finds the comment that documents a declaration in the header's
+// text, by line.
+type docReader struct {
+	files map[string][]string
+}
+
+func (r *docReader) lines(file string) []string {
+	if l, ok := r.files[file]; ok {
+		return l
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		r.files[file] = nil
+		return nil
+	}
+	l := strings.Split(string(b), "\n")
+	r.files[file] = l
+	return l
+}
