@@ -23,12 +23,10 @@ const (
 	ArrayTextureGather = 0x08
 	// CpuDeviceId is cudaCpuDeviceId: device id that represents the CPU
 	CpuDeviceId = -1
-	/*
-	   DeviceBlockingSync is cudaDeviceBlockingSync: device flag - Use blocking synchronization
-
-	   Deprecated: This flag was deprecated as of CUDA 4.0 and
-	   replaced with [DeviceScheduleBlockingSync].
-	*/
+	// DeviceBlockingSync is cudaDeviceBlockingSync: device flag - Use blocking synchronization
+	//
+	// Deprecated: This flag was deprecated as of CUDA 4.0 and
+	// replaced with [DeviceScheduleBlockingSync].
 	DeviceBlockingSync = 0x04
 	// DeviceLmemResizeToMax is cudaDeviceLmemResizeToMax: device flag - Keep local memory allocation after launch
 	DeviceLmemResizeToMax = 0x10
@@ -66,36 +64,28 @@ const (
 	EventWaitExternal = 0x01
 	// ExternalMemoryDedicated is cudaExternalMemoryDedicated: indicates that the external memory object is a dedicated resource
 	ExternalMemoryDedicated = 0x1
-	/*
-	   ExternalSemaphoreSignalSkipNvSciBufMemSync is cudaExternalSemaphoreSignalSkipNvSciBufMemSync: when the /p flags parameter of [ExternalSemaphoreSignalParams]
-	   contains this flag, it indicates that signaling an external semaphore object
-	   should skip performing appropriate memory synchronization operations over all
-	   the external memory objects that are imported as [ExternalMemoryHandleTypeNvSciBuf],
-	   which otherwise are performed by default to ensure data coherency with other
-	   importers of the same NvSciBuf memory objects.
-	*/
+	// ExternalSemaphoreSignalSkipNvSciBufMemSync is cudaExternalSemaphoreSignalSkipNvSciBufMemSync: when the /p flags parameter of [ExternalSemaphoreSignalParams]
+	// contains this flag, it indicates that signaling an external semaphore object
+	// should skip performing appropriate memory synchronization operations over all
+	// the external memory objects that are imported as [ExternalMemoryHandleTypeNvSciBuf],
+	// which otherwise are performed by default to ensure data coherency with other
+	// importers of the same NvSciBuf memory objects.
 	ExternalSemaphoreSignalSkipNvSciBufMemSync = 0x01
-	/*
-	   ExternalSemaphoreWaitSkipNvSciBufMemSync is cudaExternalSemaphoreWaitSkipNvSciBufMemSync: when the /p flags parameter of [ExternalSemaphoreWaitParams]
-	   contains this flag, it indicates that waiting an external semaphore object
-	   should skip performing appropriate memory synchronization operations over all
-	   the external memory objects that are imported as [ExternalMemoryHandleTypeNvSciBuf],
-	   which otherwise are performed by default to ensure data coherency with other
-	   importers of the same NvSciBuf memory objects.
-	*/
+	// ExternalSemaphoreWaitSkipNvSciBufMemSync is cudaExternalSemaphoreWaitSkipNvSciBufMemSync: when the /p flags parameter of [ExternalSemaphoreWaitParams]
+	// contains this flag, it indicates that waiting an external semaphore object
+	// should skip performing appropriate memory synchronization operations over all
+	// the external memory objects that are imported as [ExternalMemoryHandleTypeNvSciBuf],
+	// which otherwise are performed by default to ensure data coherency with other
+	// importers of the same NvSciBuf memory objects.
 	ExternalSemaphoreWaitSkipNvSciBufMemSync = 0x02
 	// GraphKernelNodePortDefault is cudaGraphKernelNodePortDefault: this port activates when the kernel has finished executing.
 	GraphKernelNodePortDefault = 0
-	/*
-	   GraphKernelNodePortLaunchCompletion is cudaGraphKernelNodePortLaunchCompletion: this port activates when all blocks of the kernel have begun execution. See also
-	   [LaunchAttributeLaunchCompletionEvent].
-	*/
+	// GraphKernelNodePortLaunchCompletion is cudaGraphKernelNodePortLaunchCompletion: this port activates when all blocks of the kernel have begun execution. See also
+	// [LaunchAttributeLaunchCompletionEvent].
 	GraphKernelNodePortLaunchCompletion = 2
-	/*
-	   GraphKernelNodePortProgrammatic is cudaGraphKernelNodePortProgrammatic: this port activates when all blocks of the kernel have performed cudaTriggerProgrammaticLaunchCompletion()
-	   or have terminated. It must be used with edge type [GraphDependencyTypeProgrammatic]. See also
-	   [LaunchAttributeProgrammaticEvent].
-	*/
+	// GraphKernelNodePortProgrammatic is cudaGraphKernelNodePortProgrammatic: this port activates when all blocks of the kernel have performed cudaTriggerProgrammaticLaunchCompletion()
+	// or have terminated. It must be used with edge type [GraphDependencyTypeProgrammatic]. See also
+	// [LaunchAttributeProgrammaticEvent].
 	GraphKernelNodePortProgrammatic = 1
 	// HostAllocDefault is cudaHostAllocDefault: default page-locked allocation flag
 	HostAllocDefault = 0x00
@@ -149,22 +139,16 @@ const (
 	MemAttachHost = 0x02
 	// MemAttachSingle is cudaMemAttachSingle: memory can only be accessed by a single stream on the associated device
 	MemAttachSingle = 0x04
-	/*
-	   MemPoolCreateUsageHwDecompress is cudaMemPoolCreateUsageHwDecompress: this flag, if set, indicates that the memory will be used as a buffer for
-	   hardware accelerated decompression.
-	*/
+	// MemPoolCreateUsageHwDecompress is cudaMemPoolCreateUsageHwDecompress: this flag, if set, indicates that the memory will be used as a buffer for
+	// hardware accelerated decompression.
 	MemPoolCreateUsageHwDecompress = 0x2
-	/*
-	   NvSciSyncAttrSignal is cudaNvSciSyncAttrSignal: when /p flags of [DeviceGetNvSciSyncAttributes] is set to this,
-	   it indicates that application need signaler specific NvSciSyncAttr
-	   to be filled by [DeviceGetNvSciSyncAttributes].
-	*/
+	// NvSciSyncAttrSignal is cudaNvSciSyncAttrSignal: when /p flags of [DeviceGetNvSciSyncAttributes] is set to this,
+	// it indicates that application need signaler specific NvSciSyncAttr
+	// to be filled by [DeviceGetNvSciSyncAttributes].
 	NvSciSyncAttrSignal = 0x1
-	/*
-	   NvSciSyncAttrWait is cudaNvSciSyncAttrWait: when /p flags of [DeviceGetNvSciSyncAttributes] is set to this,
-	   it indicates that application need waiter specific NvSciSyncAttr
-	   to be filled by [DeviceGetNvSciSyncAttributes].
-	*/
+	// NvSciSyncAttrWait is cudaNvSciSyncAttrWait: when /p flags of [DeviceGetNvSciSyncAttributes] is set to this,
+	// it indicates that application need waiter specific NvSciSyncAttr
+	// to be filled by [DeviceGetNvSciSyncAttributes].
 	NvSciSyncAttrWait = 0x2
 	// OccupancyDefault is cudaOccupancyDefault: default behavior
 	OccupancyDefault = 0x00
@@ -184,25 +168,21 @@ const (
 	StreamAttributeSynchronizationPolicy = 3
 	// StreamDefault is cudaStreamDefault: default stream flag
 	StreamDefault = 0x00
-	/*
-	   StreamLegacy is cudaStreamLegacy: legacy stream handle
-
-	   Stream handle that can be passed as a cudaStream_t to use an implicit stream
-	   with legacy synchronization behavior.
-
-	   See details of the
-	*/
+	// StreamLegacy is cudaStreamLegacy: legacy stream handle
+	//
+	// Stream handle that can be passed as a cudaStream_t to use an implicit stream
+	// with legacy synchronization behavior.
+	//
+	// See details of the
 	StreamLegacy = 1
 	// StreamNonBlocking is cudaStreamNonBlocking: stream does not synchronize with stream 0 (the NULL stream)
 	StreamNonBlocking = 0x01
-	/*
-	   StreamPerThread is cudaStreamPerThread: per-thread stream handle
-
-	   Stream handle that can be passed as a cudaStream_t to use an implicit stream
-	   with per-thread synchronization behavior.
-
-	   See details of the
-	*/
+	// StreamPerThread is cudaStreamPerThread: per-thread stream handle
+	//
+	// Stream handle that can be passed as a cudaStream_t to use an implicit stream
+	// with per-thread synchronization behavior.
+	//
+	// See details of the
 	StreamPerThread = 2
 	// SurfaceType1D is cudaSurfaceType1D.
 	SurfaceType1D = 0x01

@@ -1008,441 +1008,315 @@ func (v DriverEntryPointQueryResult) String() string {
 type Error int32
 
 const (
-	/*
-	   Success is cudaSuccess: the API call returned with no errors. In the case of query calls, this
-	   also means that the operation being queried is complete (see
-	   [EventQuery] and [StreamQuery]).
-	*/
+	// Success is cudaSuccess: the API call returned with no errors. In the case of query calls, this
+	// also means that the operation being queried is complete (see
+	// [EventQuery] and [StreamQuery]).
 	Success Error = 0
-	/*
-	   ErrorInvalidValue is cudaErrorInvalidValue: this indicates that one or more of the parameters passed to the API call
-	   is not within an acceptable range of values.
-	*/
+	// ErrorInvalidValue is cudaErrorInvalidValue: this indicates that one or more of the parameters passed to the API call
+	// is not within an acceptable range of values.
 	ErrorInvalidValue Error = 1
-	/*
-	   ErrorMemoryAllocation is cudaErrorMemoryAllocation: the API call failed because it was unable to allocate enough memory or
-	   other resources to perform the requested operation.
-	*/
+	// ErrorMemoryAllocation is cudaErrorMemoryAllocation: the API call failed because it was unable to allocate enough memory or
+	// other resources to perform the requested operation.
 	ErrorMemoryAllocation Error = 2
-	/*
-	   ErrorInitializationError is cudaErrorInitializationError: the API call failed because the CUDA driver and runtime could not be
-	   initialized.
-	*/
+	// ErrorInitializationError is cudaErrorInitializationError: the API call failed because the CUDA driver and runtime could not be
+	// initialized.
 	ErrorInitializationError Error = 3
-	/*
-	   ErrorCudartUnloading is cudaErrorCudartUnloading: this indicates that a CUDA Runtime API call cannot be executed because
-	   it is being called during process shut down, at a point in time after
-	   CUDA driver has been unloaded.
-	*/
+	// ErrorCudartUnloading is cudaErrorCudartUnloading: this indicates that a CUDA Runtime API call cannot be executed because
+	// it is being called during process shut down, at a point in time after
+	// CUDA driver has been unloaded.
 	ErrorCudartUnloading Error = 4
-	/*
-	   ErrorProfilerDisabled is cudaErrorProfilerDisabled: this indicates profiler is not initialized for this run. This can
-	   happen when the application is running with external profiling tools
-	   like visual profiler.
-	*/
+	// ErrorProfilerDisabled is cudaErrorProfilerDisabled: this indicates profiler is not initialized for this run. This can
+	// happen when the application is running with external profiling tools
+	// like visual profiler.
 	ErrorProfilerDisabled Error = 5
-	/*
-	   ErrorProfilerNotInitialized is cudaErrorProfilerNotInitialized: deprecated:
-	   This error return is deprecated as of CUDA 5.0. It is no longer an error
-	   to attempt to enable/disable the profiling via [ProfilerStart] or
-	   [ProfilerStop] without initialization.
-	*/
+	// ErrorProfilerNotInitialized is cudaErrorProfilerNotInitialized: deprecated:
+	// This error return is deprecated as of CUDA 5.0. It is no longer an error
+	// to attempt to enable/disable the profiling via [ProfilerStart] or
+	// [ProfilerStop] without initialization.
 	ErrorProfilerNotInitialized Error = 6
-	/*
-	   ErrorProfilerAlreadyStarted is cudaErrorProfilerAlreadyStarted: deprecated:
-	   This error return is deprecated as of CUDA 5.0. It is no longer an error
-	   to call cudaProfilerStart() when profiling is already enabled.
-	*/
+	// ErrorProfilerAlreadyStarted is cudaErrorProfilerAlreadyStarted: deprecated:
+	// This error return is deprecated as of CUDA 5.0. It is no longer an error
+	// to call cudaProfilerStart() when profiling is already enabled.
 	ErrorProfilerAlreadyStarted Error = 7
-	/*
-	   ErrorProfilerAlreadyStopped is cudaErrorProfilerAlreadyStopped: deprecated:
-	   This error return is deprecated as of CUDA 5.0. It is no longer an error
-	   to call cudaProfilerStop() when profiling is already disabled.
-	*/
+	// ErrorProfilerAlreadyStopped is cudaErrorProfilerAlreadyStopped: deprecated:
+	// This error return is deprecated as of CUDA 5.0. It is no longer an error
+	// to call cudaProfilerStop() when profiling is already disabled.
 	ErrorProfilerAlreadyStopped Error = 8
-	/*
-	   ErrorInvalidConfiguration is cudaErrorInvalidConfiguration: this indicates that a kernel launch is requesting resources that can
-	   never be satisfied by the current device. Requesting more shared memory
-	   per block than the device supports will trigger this error, as will
-	   requesting too many threads or blocks. See [DeviceProp] for more
-	   device limitations.
-	*/
+	// ErrorInvalidConfiguration is cudaErrorInvalidConfiguration: this indicates that a kernel launch is requesting resources that can
+	// never be satisfied by the current device. Requesting more shared memory
+	// per block than the device supports will trigger this error, as will
+	// requesting too many threads or blocks. See [DeviceProp] for more
+	// device limitations.
 	ErrorInvalidConfiguration Error = 9
-	/*
-	   ErrorInvalidPitchValue is cudaErrorInvalidPitchValue: this indicates that one or more of the pitch-related parameters passed
-	   to the API call is not within the acceptable range for pitch.
-	*/
+	// ErrorInvalidPitchValue is cudaErrorInvalidPitchValue: this indicates that one or more of the pitch-related parameters passed
+	// to the API call is not within the acceptable range for pitch.
 	ErrorInvalidPitchValue Error = 12
-	/*
-	   ErrorInvalidSymbol is cudaErrorInvalidSymbol: this indicates that the symbol name/identifier passed to the API call
-	   is not a valid name or identifier.
-	*/
+	// ErrorInvalidSymbol is cudaErrorInvalidSymbol: this indicates that the symbol name/identifier passed to the API call
+	// is not a valid name or identifier.
 	ErrorInvalidSymbol Error = 13
-	/*
-	   ErrorInvalidHostPointer is cudaErrorInvalidHostPointer: this indicates that at least one host pointer passed to the API call is
-	   not a valid host pointer.
-
-	   Deprecated:
-	   This error return is deprecated as of CUDA 10.1.
-	*/
+	// ErrorInvalidHostPointer is cudaErrorInvalidHostPointer: this indicates that at least one host pointer passed to the API call is
+	// not a valid host pointer.
+	//
+	// Deprecated:
+	// This error return is deprecated as of CUDA 10.1.
 	ErrorInvalidHostPointer Error = 16
-	/*
-	   ErrorInvalidDevicePointer is cudaErrorInvalidDevicePointer: this indicates that at least one device pointer passed to the API call is
-	   not a valid device pointer.
-
-	   Deprecated:
-	   This error return is deprecated as of CUDA 10.1.
-	*/
+	// ErrorInvalidDevicePointer is cudaErrorInvalidDevicePointer: this indicates that at least one device pointer passed to the API call is
+	// not a valid device pointer.
+	//
+	// Deprecated:
+	// This error return is deprecated as of CUDA 10.1.
 	ErrorInvalidDevicePointer Error = 17
-	/*
-	   ErrorInvalidTexture is cudaErrorInvalidTexture: this indicates that the texture passed to the API call is not a valid
-	   texture.
-	*/
+	// ErrorInvalidTexture is cudaErrorInvalidTexture: this indicates that the texture passed to the API call is not a valid
+	// texture.
 	ErrorInvalidTexture Error = 18
-	/*
-	   ErrorInvalidTextureBinding is cudaErrorInvalidTextureBinding: this indicates that the texture binding is not valid. This occurs if you
-	   call cudaGetTextureAlignmentOffset() with an unbound texture.
-	*/
+	// ErrorInvalidTextureBinding is cudaErrorInvalidTextureBinding: this indicates that the texture binding is not valid. This occurs if you
+	// call cudaGetTextureAlignmentOffset() with an unbound texture.
 	ErrorInvalidTextureBinding Error = 19
-	/*
-	   ErrorInvalidChannelDescriptor is cudaErrorInvalidChannelDescriptor: this indicates that the channel descriptor passed to the API call is not
-	   valid. This occurs if the format is not one of the formats specified by
-	   [ChannelFormatKind], or if one of the dimensions is invalid.
-	*/
+	// ErrorInvalidChannelDescriptor is cudaErrorInvalidChannelDescriptor: this indicates that the channel descriptor passed to the API call is not
+	// valid. This occurs if the format is not one of the formats specified by
+	// [ChannelFormatKind], or if one of the dimensions is invalid.
 	ErrorInvalidChannelDescriptor Error = 20
-	/*
-	   ErrorInvalidMemcpyDirection is cudaErrorInvalidMemcpyDirection: this indicates that the direction of the memcpy passed to the API call is
-	   not one of the types specified by [MemcpyKind].
-	*/
+	// ErrorInvalidMemcpyDirection is cudaErrorInvalidMemcpyDirection: this indicates that the direction of the memcpy passed to the API call is
+	// not one of the types specified by [MemcpyKind].
 	ErrorInvalidMemcpyDirection Error = 21
-	/*
-	   ErrorAddressOfConstant is cudaErrorAddressOfConstant: this indicated that the user has taken the address of a constant variable,
-	   which was forbidden up until the CUDA 3.1 release.
-
-	   Deprecated:
-	   This error return is deprecated as of CUDA 3.1. Variables in constant
-	   memory may now have their address taken by the runtime via
-	   [GetSymbolAddress].
-	*/
+	// ErrorAddressOfConstant is cudaErrorAddressOfConstant: this indicated that the user has taken the address of a constant variable,
+	// which was forbidden up until the CUDA 3.1 release.
+	//
+	// Deprecated:
+	// This error return is deprecated as of CUDA 3.1. Variables in constant
+	// memory may now have their address taken by the runtime via
+	// [GetSymbolAddress].
 	ErrorAddressOfConstant Error = 22
-	/*
-	   ErrorTextureFetchFailed is cudaErrorTextureFetchFailed: this indicated that a texture fetch was not able to be performed.
-	   This was previously used for device emulation of texture operations.
-
-	   Deprecated:
-	   This error return is deprecated as of CUDA 3.1. Device emulation mode was
-	   removed with the CUDA 3.1 release.
-	*/
+	// ErrorTextureFetchFailed is cudaErrorTextureFetchFailed: this indicated that a texture fetch was not able to be performed.
+	// This was previously used for device emulation of texture operations.
+	//
+	// Deprecated:
+	// This error return is deprecated as of CUDA 3.1. Device emulation mode was
+	// removed with the CUDA 3.1 release.
 	ErrorTextureFetchFailed Error = 23
-	/*
-	   ErrorTextureNotBound is cudaErrorTextureNotBound: this indicated that a texture was not bound for access.
-	   This was previously used for device emulation of texture operations.
-
-	   Deprecated:
-	   This error return is deprecated as of CUDA 3.1. Device emulation mode was
-	   removed with the CUDA 3.1 release.
-	*/
+	// ErrorTextureNotBound is cudaErrorTextureNotBound: this indicated that a texture was not bound for access.
+	// This was previously used for device emulation of texture operations.
+	//
+	// Deprecated:
+	// This error return is deprecated as of CUDA 3.1. Device emulation mode was
+	// removed with the CUDA 3.1 release.
 	ErrorTextureNotBound Error = 24
-	/*
-	   ErrorSynchronizationError is cudaErrorSynchronizationError: this indicated that a synchronization operation had failed.
-	   This was previously used for some device emulation functions.
-
-	   Deprecated:
-	   This error return is deprecated as of CUDA 3.1. Device emulation mode was
-	   removed with the CUDA 3.1 release.
-	*/
+	// ErrorSynchronizationError is cudaErrorSynchronizationError: this indicated that a synchronization operation had failed.
+	// This was previously used for some device emulation functions.
+	//
+	// Deprecated:
+	// This error return is deprecated as of CUDA 3.1. Device emulation mode was
+	// removed with the CUDA 3.1 release.
 	ErrorSynchronizationError Error = 25
-	/*
-	   ErrorInvalidFilterSetting is cudaErrorInvalidFilterSetting: this indicates that a non-float texture was being accessed with linear
-	   filtering. This is not supported by CUDA.
-	*/
+	// ErrorInvalidFilterSetting is cudaErrorInvalidFilterSetting: this indicates that a non-float texture was being accessed with linear
+	// filtering. This is not supported by CUDA.
 	ErrorInvalidFilterSetting Error = 26
-	/*
-	   ErrorInvalidNormSetting is cudaErrorInvalidNormSetting: this indicates that an attempt was made to read an unsupported data type as a
-	   normalized float. This is not supported by CUDA.
-	*/
+	// ErrorInvalidNormSetting is cudaErrorInvalidNormSetting: this indicates that an attempt was made to read an unsupported data type as a
+	// normalized float. This is not supported by CUDA.
 	ErrorInvalidNormSetting Error = 27
-	/*
-	   ErrorMixedDeviceExecution is cudaErrorMixedDeviceExecution: mixing of device and device emulation code was not allowed.
-
-	   Deprecated:
-	   This error return is deprecated as of CUDA 3.1. Device emulation mode was
-	   removed with the CUDA 3.1 release.
-	*/
+	// ErrorMixedDeviceExecution is cudaErrorMixedDeviceExecution: mixing of device and device emulation code was not allowed.
+	//
+	// Deprecated:
+	// This error return is deprecated as of CUDA 3.1. Device emulation mode was
+	// removed with the CUDA 3.1 release.
 	ErrorMixedDeviceExecution Error = 28
-	/*
-	   ErrorNotYetImplemented is cudaErrorNotYetImplemented: this indicates that the API call is not yet implemented. Production
-	   releases of CUDA will never return this error.
-
-	   Deprecated:
-	   This error return is deprecated as of CUDA 4.1.
-	*/
+	// ErrorNotYetImplemented is cudaErrorNotYetImplemented: this indicates that the API call is not yet implemented. Production
+	// releases of CUDA will never return this error.
+	//
+	// Deprecated:
+	// This error return is deprecated as of CUDA 4.1.
 	ErrorNotYetImplemented Error = 31
-	/*
-	   ErrorMemoryValueTooLarge is cudaErrorMemoryValueTooLarge: this indicated that an emulated device pointer exceeded the 32-bit address
-	   range.
-
-	   Deprecated:
-	   This error return is deprecated as of CUDA 3.1. Device emulation mode was
-	   removed with the CUDA 3.1 release.
-	*/
+	// ErrorMemoryValueTooLarge is cudaErrorMemoryValueTooLarge: this indicated that an emulated device pointer exceeded the 32-bit address
+	// range.
+	//
+	// Deprecated:
+	// This error return is deprecated as of CUDA 3.1. Device emulation mode was
+	// removed with the CUDA 3.1 release.
 	ErrorMemoryValueTooLarge Error = 32
-	/*
-	   ErrorStubLibrary is cudaErrorStubLibrary: this indicates that the CUDA driver that the application has loaded is a
-	   stub library. Applications that run with the stub rather than a real
-	   driver loaded will result in CUDA API returning this error.
-	*/
+	// ErrorStubLibrary is cudaErrorStubLibrary: this indicates that the CUDA driver that the application has loaded is a
+	// stub library. Applications that run with the stub rather than a real
+	// driver loaded will result in CUDA API returning this error.
 	ErrorStubLibrary Error = 34
-	/*
-	   ErrorInsufficientDriver is cudaErrorInsufficientDriver: this indicates that the installed NVIDIA CUDA driver is older than the
-	   CUDA runtime library. This is not a supported configuration. Users should
-	   install an updated NVIDIA display driver to allow the application to run.
-	*/
+	// ErrorInsufficientDriver is cudaErrorInsufficientDriver: this indicates that the installed NVIDIA CUDA driver is older than the
+	// CUDA runtime library. This is not a supported configuration. Users should
+	// install an updated NVIDIA display driver to allow the application to run.
 	ErrorInsufficientDriver Error = 35
-	/*
-	   ErrorCallRequiresNewerDriver is cudaErrorCallRequiresNewerDriver: this indicates that the API call requires a newer CUDA driver than the one
-	   currently installed. Users should install an updated NVIDIA CUDA driver
-	   to allow the API call to succeed.
-	*/
+	// ErrorCallRequiresNewerDriver is cudaErrorCallRequiresNewerDriver: this indicates that the API call requires a newer CUDA driver than the one
+	// currently installed. Users should install an updated NVIDIA CUDA driver
+	// to allow the API call to succeed.
 	ErrorCallRequiresNewerDriver Error = 36
-	/*
-	   ErrorInvalidSurface is cudaErrorInvalidSurface: this indicates that the surface passed to the API call is not a valid
-	   surface.
-	*/
+	// ErrorInvalidSurface is cudaErrorInvalidSurface: this indicates that the surface passed to the API call is not a valid
+	// surface.
 	ErrorInvalidSurface Error = 37
-	/*
-	   ErrorDuplicateVariableName is cudaErrorDuplicateVariableName: this indicates that multiple global or constant variables (across separate
-	   CUDA source files in the application) share the same string name.
-	*/
+	// ErrorDuplicateVariableName is cudaErrorDuplicateVariableName: this indicates that multiple global or constant variables (across separate
+	// CUDA source files in the application) share the same string name.
 	ErrorDuplicateVariableName Error = 43
-	/*
-	   ErrorDuplicateTextureName is cudaErrorDuplicateTextureName: this indicates that multiple textures (across separate CUDA source
-	   files in the application) share the same string name.
-	*/
+	// ErrorDuplicateTextureName is cudaErrorDuplicateTextureName: this indicates that multiple textures (across separate CUDA source
+	// files in the application) share the same string name.
 	ErrorDuplicateTextureName Error = 44
-	/*
-	   ErrorDuplicateSurfaceName is cudaErrorDuplicateSurfaceName: this indicates that multiple surfaces (across separate CUDA source
-	   files in the application) share the same string name.
-	*/
+	// ErrorDuplicateSurfaceName is cudaErrorDuplicateSurfaceName: this indicates that multiple surfaces (across separate CUDA source
+	// files in the application) share the same string name.
 	ErrorDuplicateSurfaceName Error = 45
-	/*
-	   ErrorDevicesUnavailable is cudaErrorDevicesUnavailable: this indicates that all CUDA devices are busy or unavailable at the current
-	   time. Devices are often busy/unavailable due to use of
-	   [ComputeModeProhibited], [ComputeModeExclusiveProcess], or when long
-	   running CUDA kernels have filled up the GPU and are blocking new work
-	   from starting. They can also be unavailable due to memory constraints
-	   on a device that already has active CUDA work being performed.
-	*/
+	// ErrorDevicesUnavailable is cudaErrorDevicesUnavailable: this indicates that all CUDA devices are busy or unavailable at the current
+	// time. Devices are often busy/unavailable due to use of
+	// [ComputeModeProhibited], [ComputeModeExclusiveProcess], or when long
+	// running CUDA kernels have filled up the GPU and are blocking new work
+	// from starting. They can also be unavailable due to memory constraints
+	// on a device that already has active CUDA work being performed.
 	ErrorDevicesUnavailable Error = 46
-	/*
-	   ErrorIncompatibleDriverContext is cudaErrorIncompatibleDriverContext: this indicates that the current context is not compatible with this
-	   the CUDA Runtime. This can only occur if you are using CUDA
-	   Runtime/Driver interoperability and have created an existing Driver
-	   context using the driver API. The Driver context may be incompatible
-	   either because the Driver context was created using an older version
-	   of the API, because the Runtime API call expects a primary driver
-	   context and the Driver context is not primary, or because the Driver
-	   context has been destroyed. Please see CUDART_DRIVER "Interactions
-	   with the CUDA Driver API" for more information.
-	*/
+	// ErrorIncompatibleDriverContext is cudaErrorIncompatibleDriverContext: this indicates that the current context is not compatible with this
+	// the CUDA Runtime. This can only occur if you are using CUDA
+	// Runtime/Driver interoperability and have created an existing Driver
+	// context using the driver API. The Driver context may be incompatible
+	// either because the Driver context was created using an older version
+	// of the API, because the Runtime API call expects a primary driver
+	// context and the Driver context is not primary, or because the Driver
+	// context has been destroyed. Please see CUDART_DRIVER "Interactions
+	// with the CUDA Driver API" for more information.
 	ErrorIncompatibleDriverContext Error = 49
-	/*
-	   ErrorMissingConfiguration is cudaErrorMissingConfiguration: the device function being invoked (usually via [LaunchKernel]) was not
-	   previously configured via the cudaConfigureCall() function.
-	*/
+	// ErrorMissingConfiguration is cudaErrorMissingConfiguration: the device function being invoked (usually via [LaunchKernel]) was not
+	// previously configured via the cudaConfigureCall() function.
 	ErrorMissingConfiguration Error = 52
-	/*
-	   ErrorPriorLaunchFailure is cudaErrorPriorLaunchFailure: this indicated that a previous kernel launch failed. This was previously
-	   used for device emulation of kernel launches.
-
-	   Deprecated:
-	   This error return is deprecated as of CUDA 3.1. Device emulation mode was
-	   removed with the CUDA 3.1 release.
-	*/
+	// ErrorPriorLaunchFailure is cudaErrorPriorLaunchFailure: this indicated that a previous kernel launch failed. This was previously
+	// used for device emulation of kernel launches.
+	//
+	// Deprecated:
+	// This error return is deprecated as of CUDA 3.1. Device emulation mode was
+	// removed with the CUDA 3.1 release.
 	ErrorPriorLaunchFailure Error = 53
-	/*
-	   ErrorLaunchMaxDepthExceeded is cudaErrorLaunchMaxDepthExceeded: this error indicates that a device runtime grid launch did not occur
-	   because the depth of the child grid would exceed the maximum supported
-	   number of nested grid launches.
-	*/
+	// ErrorLaunchMaxDepthExceeded is cudaErrorLaunchMaxDepthExceeded: this error indicates that a device runtime grid launch did not occur
+	// because the depth of the child grid would exceed the maximum supported
+	// number of nested grid launches.
 	ErrorLaunchMaxDepthExceeded Error = 65
-	/*
-	   ErrorLaunchFileScopedTex is cudaErrorLaunchFileScopedTex: this error indicates that a grid launch did not occur because the kernel
-	   uses file-scoped textures which are unsupported by the device runtime.
-	   Kernels launched via the device runtime only support textures created with
-	   the Texture Object API's.
-	*/
+	// ErrorLaunchFileScopedTex is cudaErrorLaunchFileScopedTex: this error indicates that a grid launch did not occur because the kernel
+	// uses file-scoped textures which are unsupported by the device runtime.
+	// Kernels launched via the device runtime only support textures created with
+	// the Texture Object API's.
 	ErrorLaunchFileScopedTex Error = 66
-	/*
-	   ErrorLaunchFileScopedSurf is cudaErrorLaunchFileScopedSurf: this error indicates that a grid launch did not occur because the kernel
-	   uses file-scoped surfaces which are unsupported by the device runtime.
-	   Kernels launched via the device runtime only support surfaces created with
-	   the Surface Object API's.
-	*/
+	// ErrorLaunchFileScopedSurf is cudaErrorLaunchFileScopedSurf: this error indicates that a grid launch did not occur because the kernel
+	// uses file-scoped surfaces which are unsupported by the device runtime.
+	// Kernels launched via the device runtime only support surfaces created with
+	// the Surface Object API's.
 	ErrorLaunchFileScopedSurf Error = 67
-	/*
-	   ErrorSyncDepthExceeded is cudaErrorSyncDepthExceeded: this error indicates that a call to [DeviceSynchronize] made from
-	   the device runtime failed because the call was made at grid depth greater
-	   than than either the default (2 levels of grids) or user specified device
-	   limit [LimitDevRuntimeSyncDepth]. To be able to synchronize on
-	   launched grids at a greater depth successfully, the maximum nested
-	   depth at which [DeviceSynchronize] will be called must be specified
-	   with the [LimitDevRuntimeSyncDepth] limit to the [DeviceSetLimit]
-	   api before the host-side launch of a kernel using the device runtime.
-	   Keep in mind that additional levels of sync depth require the runtime
-	   to reserve large amounts of device memory that cannot be used for
-	   user allocations. Note that [DeviceSynchronize] made from device
-	   runtime is only supported on devices of compute capability < 9.0.
-	*/
+	// ErrorSyncDepthExceeded is cudaErrorSyncDepthExceeded: this error indicates that a call to [DeviceSynchronize] made from
+	// the device runtime failed because the call was made at grid depth greater
+	// than than either the default (2 levels of grids) or user specified device
+	// limit [LimitDevRuntimeSyncDepth]. To be able to synchronize on
+	// launched grids at a greater depth successfully, the maximum nested
+	// depth at which [DeviceSynchronize] will be called must be specified
+	// with the [LimitDevRuntimeSyncDepth] limit to the [DeviceSetLimit]
+	// api before the host-side launch of a kernel using the device runtime.
+	// Keep in mind that additional levels of sync depth require the runtime
+	// to reserve large amounts of device memory that cannot be used for
+	// user allocations. Note that [DeviceSynchronize] made from device
+	// runtime is only supported on devices of compute capability < 9.0.
 	ErrorSyncDepthExceeded Error = 68
-	/*
-	   ErrorLaunchPendingCountExceeded is cudaErrorLaunchPendingCountExceeded: this error indicates that a device runtime grid launch failed because
-	   the launch would exceed the limit [LimitDevRuntimePendingLaunchCount].
-	   For this launch to proceed successfully, [DeviceSetLimit] must be
-	   called to set the [LimitDevRuntimePendingLaunchCount] to be higher
-	   than the upper bound of outstanding launches that can be issued to the
-	   device runtime. Keep in mind that raising the limit of pending device
-	   runtime launches will require the runtime to reserve device memory that
-	   cannot be used for user allocations.
-	*/
+	// ErrorLaunchPendingCountExceeded is cudaErrorLaunchPendingCountExceeded: this error indicates that a device runtime grid launch failed because
+	// the launch would exceed the limit [LimitDevRuntimePendingLaunchCount].
+	// For this launch to proceed successfully, [DeviceSetLimit] must be
+	// called to set the [LimitDevRuntimePendingLaunchCount] to be higher
+	// than the upper bound of outstanding launches that can be issued to the
+	// device runtime. Keep in mind that raising the limit of pending device
+	// runtime launches will require the runtime to reserve device memory that
+	// cannot be used for user allocations.
 	ErrorLaunchPendingCountExceeded Error = 69
-	/*
-	   ErrorInvalidDeviceFunction is cudaErrorInvalidDeviceFunction: the requested device function does not exist or is not compiled for the
-	   proper device architecture.
-	*/
+	// ErrorInvalidDeviceFunction is cudaErrorInvalidDeviceFunction: the requested device function does not exist or is not compiled for the
+	// proper device architecture.
 	ErrorInvalidDeviceFunction Error = 98
-	/*
-	   ErrorNoDevice is cudaErrorNoDevice: this indicates that no CUDA-capable devices were detected by the installed
-	   CUDA driver.
-	*/
+	// ErrorNoDevice is cudaErrorNoDevice: this indicates that no CUDA-capable devices were detected by the installed
+	// CUDA driver.
 	ErrorNoDevice Error = 100
-	/*
-	   ErrorInvalidDevice is cudaErrorInvalidDevice: this indicates that the device ordinal supplied by the user does not
-	   correspond to a valid CUDA device or that the action requested is
-	   invalid for the specified device.
-	*/
+	// ErrorInvalidDevice is cudaErrorInvalidDevice: this indicates that the device ordinal supplied by the user does not
+	// correspond to a valid CUDA device or that the action requested is
+	// invalid for the specified device.
 	ErrorInvalidDevice Error = 101
 	// ErrorDeviceNotLicensed is cudaErrorDeviceNotLicensed: this indicates that the device doesn't have a valid Grid License.
 	ErrorDeviceNotLicensed Error = 102
-	/*
-	   ErrorSoftwareValidityNotEstablished is cudaErrorSoftwareValidityNotEstablished: by default, the CUDA runtime may perform a minimal set of self-tests,
-	   as well as CUDA driver tests, to establish the validity of both.
-	   Introduced in CUDA 11.2, this error return indicates that at least one
-	   of these tests has failed and the validity of either the runtime
-	   or the driver could not be established.
-	*/
+	// ErrorSoftwareValidityNotEstablished is cudaErrorSoftwareValidityNotEstablished: by default, the CUDA runtime may perform a minimal set of self-tests,
+	// as well as CUDA driver tests, to establish the validity of both.
+	// Introduced in CUDA 11.2, this error return indicates that at least one
+	// of these tests has failed and the validity of either the runtime
+	// or the driver could not be established.
 	ErrorSoftwareValidityNotEstablished Error = 103
 	// ErrorStartupFailure is cudaErrorStartupFailure: this indicates an internal startup failure in the CUDA runtime.
 	ErrorStartupFailure Error = 127
 	// ErrorInvalidKernelImage is cudaErrorInvalidKernelImage: this indicates that the device kernel image is invalid.
 	ErrorInvalidKernelImage Error = 200
-	/*
-	   ErrorDeviceUninitialized is cudaErrorDeviceUninitialized: this most frequently indicates that there is no context bound to the
-	   current thread. This can also be returned if the context passed to an
-	   API call is not a valid handle (such as a context that has had
-	   cuCtxDestroy() invoked on it). This can also be returned if a user
-	   mixes different API versions (i.e. 3010 context with 3020 API calls).
-	   See cuCtxGetApiVersion() for more details.
-	*/
+	// ErrorDeviceUninitialized is cudaErrorDeviceUninitialized: this most frequently indicates that there is no context bound to the
+	// current thread. This can also be returned if the context passed to an
+	// API call is not a valid handle (such as a context that has had
+	// cuCtxDestroy() invoked on it). This can also be returned if a user
+	// mixes different API versions (i.e. 3010 context with 3020 API calls).
+	// See cuCtxGetApiVersion() for more details.
 	ErrorDeviceUninitialized Error = 201
 	// ErrorMapBufferObjectFailed is cudaErrorMapBufferObjectFailed: this indicates that the buffer object could not be mapped.
 	ErrorMapBufferObjectFailed Error = 205
 	// ErrorUnmapBufferObjectFailed is cudaErrorUnmapBufferObjectFailed: this indicates that the buffer object could not be unmapped.
 	ErrorUnmapBufferObjectFailed Error = 206
-	/*
-	   ErrorArrayIsMapped is cudaErrorArrayIsMapped: this indicates that the specified array is currently mapped and thus
-	   cannot be destroyed.
-	*/
+	// ErrorArrayIsMapped is cudaErrorArrayIsMapped: this indicates that the specified array is currently mapped and thus
+	// cannot be destroyed.
 	ErrorArrayIsMapped Error = 207
 	// ErrorAlreadyMapped is cudaErrorAlreadyMapped: this indicates that the resource is already mapped.
 	ErrorAlreadyMapped Error = 208
-	/*
-	   ErrorNoKernelImageForDevice is cudaErrorNoKernelImageForDevice: this indicates that there is no kernel image available that is suitable
-	   for the device. This can occur when a user specifies code generation
-	   options for a particular CUDA source file that do not include the
-	   corresponding device configuration.
-	*/
+	// ErrorNoKernelImageForDevice is cudaErrorNoKernelImageForDevice: this indicates that there is no kernel image available that is suitable
+	// for the device. This can occur when a user specifies code generation
+	// options for a particular CUDA source file that do not include the
+	// corresponding device configuration.
 	ErrorNoKernelImageForDevice Error = 209
 	// ErrorAlreadyAcquired is cudaErrorAlreadyAcquired: this indicates that a resource has already been acquired.
 	ErrorAlreadyAcquired Error = 210
 	// ErrorNotMapped is cudaErrorNotMapped: this indicates that a resource is not mapped.
 	ErrorNotMapped Error = 211
-	/*
-	   ErrorNotMappedAsArray is cudaErrorNotMappedAsArray: this indicates that a mapped resource is not available for access as an
-	   array.
-	*/
+	// ErrorNotMappedAsArray is cudaErrorNotMappedAsArray: this indicates that a mapped resource is not available for access as an
+	// array.
 	ErrorNotMappedAsArray Error = 212
-	/*
-	   ErrorNotMappedAsPointer is cudaErrorNotMappedAsPointer: this indicates that a mapped resource is not available for access as a
-	   pointer.
-	*/
+	// ErrorNotMappedAsPointer is cudaErrorNotMappedAsPointer: this indicates that a mapped resource is not available for access as a
+	// pointer.
 	ErrorNotMappedAsPointer Error = 213
-	/*
-	   ErrorECCUncorrectable is cudaErrorECCUncorrectable: this indicates that an uncorrectable ECC error was detected during
-	   execution.
-	*/
+	// ErrorECCUncorrectable is cudaErrorECCUncorrectable: this indicates that an uncorrectable ECC error was detected during
+	// execution.
 	ErrorECCUncorrectable Error = 214
-	/*
-	   ErrorUnsupportedLimit is cudaErrorUnsupportedLimit: this indicates that the [Limit] passed to the API call is not
-	   supported by the active device.
-	*/
+	// ErrorUnsupportedLimit is cudaErrorUnsupportedLimit: this indicates that the [Limit] passed to the API call is not
+	// supported by the active device.
 	ErrorUnsupportedLimit Error = 215
-	/*
-	   ErrorDeviceAlreadyInUse is cudaErrorDeviceAlreadyInUse: this indicates that a call tried to access an exclusive-thread device that
-	   is already in use by a different thread.
-	*/
+	// ErrorDeviceAlreadyInUse is cudaErrorDeviceAlreadyInUse: this indicates that a call tried to access an exclusive-thread device that
+	// is already in use by a different thread.
 	ErrorDeviceAlreadyInUse Error = 216
-	/*
-	   ErrorPeerAccessUnsupported is cudaErrorPeerAccessUnsupported: this error indicates that P2P access is not supported across the given
-	   devices.
-	*/
+	// ErrorPeerAccessUnsupported is cudaErrorPeerAccessUnsupported: this error indicates that P2P access is not supported across the given
+	// devices.
 	ErrorPeerAccessUnsupported Error = 217
-	/*
-	   ErrorInvalidPtx is cudaErrorInvalidPtx: a PTX compilation failed. The runtime may fall back to compiling PTX if
-	   an application does not contain a suitable binary for the current device.
-	*/
+	// ErrorInvalidPtx is cudaErrorInvalidPtx: a PTX compilation failed. The runtime may fall back to compiling PTX if
+	// an application does not contain a suitable binary for the current device.
 	ErrorInvalidPtx Error = 218
 	// ErrorInvalidGraphicsContext is cudaErrorInvalidGraphicsContext: this indicates an error with the OpenGL or DirectX context.
 	ErrorInvalidGraphicsContext Error = 219
-	/*
-	   ErrorNvlinkUncorrectable is cudaErrorNvlinkUncorrectable: this indicates that an uncorrectable NVLink error was detected during the
-	   execution.
-	*/
+	// ErrorNvlinkUncorrectable is cudaErrorNvlinkUncorrectable: this indicates that an uncorrectable NVLink error was detected during the
+	// execution.
 	ErrorNvlinkUncorrectable Error = 220
-	/*
-	   ErrorJitCompilerNotFound is cudaErrorJitCompilerNotFound: this indicates that the PTX JIT compiler library was not found. The JIT Compiler
-	   library is used for PTX compilation. The runtime may fall back to compiling PTX
-	   if an application does not contain a suitable binary for the current device.
-	*/
+	// ErrorJitCompilerNotFound is cudaErrorJitCompilerNotFound: this indicates that the PTX JIT compiler library was not found. The JIT Compiler
+	// library is used for PTX compilation. The runtime may fall back to compiling PTX
+	// if an application does not contain a suitable binary for the current device.
 	ErrorJitCompilerNotFound Error = 221
-	/*
-	   ErrorUnsupportedPtxVersion is cudaErrorUnsupportedPtxVersion: this indicates that the provided PTX was compiled with an unsupported toolchain.
-	   The most common reason for this, is the PTX was generated by a compiler newer
-	   than what is supported by the CUDA driver and PTX JIT compiler.
-	*/
+	// ErrorUnsupportedPtxVersion is cudaErrorUnsupportedPtxVersion: this indicates that the provided PTX was compiled with an unsupported toolchain.
+	// The most common reason for this, is the PTX was generated by a compiler newer
+	// than what is supported by the CUDA driver and PTX JIT compiler.
 	ErrorUnsupportedPtxVersion Error = 222
-	/*
-	   ErrorJitCompilationDisabled is cudaErrorJitCompilationDisabled: this indicates that the JIT compilation was disabled. The JIT compilation compiles
-	   PTX. The runtime may fall back to compiling PTX if an application does not contain
-	   a suitable binary for the current device.
-	*/
+	// ErrorJitCompilationDisabled is cudaErrorJitCompilationDisabled: this indicates that the JIT compilation was disabled. The JIT compilation compiles
+	// PTX. The runtime may fall back to compiling PTX if an application does not contain
+	// a suitable binary for the current device.
 	ErrorJitCompilationDisabled Error = 223
 	// ErrorUnsupportedExecAffinity is cudaErrorUnsupportedExecAffinity: this indicates that the provided execution affinity is not supported by the device.
 	ErrorUnsupportedExecAffinity Error = 224
-	/*
-	   ErrorUnsupportedDevSideSync is cudaErrorUnsupportedDevSideSync: this indicates that the code to be compiled by the PTX JIT contains
-	   unsupported call to cudaDeviceSynchronize.
-	*/
+	// ErrorUnsupportedDevSideSync is cudaErrorUnsupportedDevSideSync: this indicates that the code to be compiled by the PTX JIT contains
+	// unsupported call to cudaDeviceSynchronize.
 	ErrorUnsupportedDevSideSync Error = 225
-	/*
-	   ErrorContained is cudaErrorContained: this indicates that an exception occurred on the device that is now
-	   contained by the GPU's error containment capability. Common causes are -
-	   a. Certain types of invalid accesses of peer GPU memory over nvlink
-	   b. Certain classes of hardware errors
-	   This leaves the process in an inconsistent state and any further CUDA
-	   work will return the same error. To continue using CUDA, the process must
-	   be terminated and relaunched.
-	*/
+	// ErrorContained is cudaErrorContained: this indicates that an exception occurred on the device that is now
+	// contained by the GPU's error containment capability. Common causes are -
+	// a. Certain types of invalid accesses of peer GPU memory over nvlink
+	// b. Certain classes of hardware errors
+	// This leaves the process in an inconsistent state and any further CUDA
+	// work will return the same error. To continue using CUDA, the process must
+	// be terminated and relaunched.
 	ErrorContained Error = 226
 	// ErrorInvalidSource is cudaErrorInvalidSource: this indicates that the device kernel source is invalid.
 	ErrorInvalidSource Error = 300
@@ -1454,221 +1328,161 @@ const (
 	ErrorSharedObjectInitFailed Error = 303
 	// ErrorOperatingSystem is cudaErrorOperatingSystem: this error indicates that an OS call failed.
 	ErrorOperatingSystem Error = 304
-	/*
-	   ErrorInvalidResourceHandle is cudaErrorInvalidResourceHandle: this indicates that a resource handle passed to the API call was not
-	   valid. Resource handles are opaque types like [Stream] and
-	   [Event].
-	*/
+	// ErrorInvalidResourceHandle is cudaErrorInvalidResourceHandle: this indicates that a resource handle passed to the API call was not
+	// valid. Resource handles are opaque types like [Stream] and
+	// [Event].
 	ErrorInvalidResourceHandle Error = 400
-	/*
-	   ErrorIllegalState is cudaErrorIllegalState: this indicates that a resource required by the API call is not in a
-	   valid state to perform the requested operation.
-	*/
+	// ErrorIllegalState is cudaErrorIllegalState: this indicates that a resource required by the API call is not in a
+	// valid state to perform the requested operation.
 	ErrorIllegalState Error = 401
-	/*
-	   ErrorLossyQuery is cudaErrorLossyQuery: this indicates an attempt was made to introspect an object in a way that
-	   would discard semantically important information. This is either due to
-	   the object using funtionality newer than the API version used to
-	   introspect it or omission of optional return arguments.
-	*/
+	// ErrorLossyQuery is cudaErrorLossyQuery: this indicates an attempt was made to introspect an object in a way that
+	// would discard semantically important information. This is either due to
+	// the object using funtionality newer than the API version used to
+	// introspect it or omission of optional return arguments.
 	ErrorLossyQuery Error = 402
-	/*
-	   ErrorSymbolNotFound is cudaErrorSymbolNotFound: this indicates that a named symbol was not found. Examples of symbols
-	   are global/constant variable names, driver function names, texture names,
-	   and surface names.
-	*/
+	// ErrorSymbolNotFound is cudaErrorSymbolNotFound: this indicates that a named symbol was not found. Examples of symbols
+	// are global/constant variable names, driver function names, texture names,
+	// and surface names.
 	ErrorSymbolNotFound Error = 500
-	/*
-	   ErrorNotReady is cudaErrorNotReady: this indicates that asynchronous operations issued previously have not
-	   completed yet. This result is not actually an error, but must be indicated
-	   differently than [Success] (which indicates completion). Calls that
-	   may return this value include [EventQuery] and [StreamQuery].
-	*/
+	// ErrorNotReady is cudaErrorNotReady: this indicates that asynchronous operations issued previously have not
+	// completed yet. This result is not actually an error, but must be indicated
+	// differently than [Success] (which indicates completion). Calls that
+	// may return this value include [EventQuery] and [StreamQuery].
 	ErrorNotReady Error = 600
-	/*
-	   ErrorIllegalAddress is cudaErrorIllegalAddress: the device encountered a load or store instruction on an invalid memory address.
-	   This leaves the process in an inconsistent state and any further CUDA work
-	   will return the same error. To continue using CUDA, the process must be terminated
-	   and relaunched.
-	*/
+	// ErrorIllegalAddress is cudaErrorIllegalAddress: the device encountered a load or store instruction on an invalid memory address.
+	// This leaves the process in an inconsistent state and any further CUDA work
+	// will return the same error. To continue using CUDA, the process must be terminated
+	// and relaunched.
 	ErrorIllegalAddress Error = 700
-	/*
-	   ErrorLaunchOutOfResources is cudaErrorLaunchOutOfResources: this indicates that a launch did not occur because it did not have
-	   appropriate resources. Although this error is similar to
-	   [ErrorInvalidConfiguration], this error usually indicates that the
-	   user has attempted to pass too many arguments to the device kernel, or the
-	   kernel launch specifies too many threads for the kernel's register count.
-	*/
+	// ErrorLaunchOutOfResources is cudaErrorLaunchOutOfResources: this indicates that a launch did not occur because it did not have
+	// appropriate resources. Although this error is similar to
+	// [ErrorInvalidConfiguration], this error usually indicates that the
+	// user has attempted to pass too many arguments to the device kernel, or the
+	// kernel launch specifies too many threads for the kernel's register count.
 	ErrorLaunchOutOfResources Error = 701
-	/*
-	   ErrorLaunchTimeout is cudaErrorLaunchTimeout: this indicates that the device kernel took too long to execute. This can
-	   only occur if timeouts are enabled - see the device attribute
-	   [DeviceAttr][DevAttrKernelExecTimeout] "cudaDevAttrKernelExecTimeout"
-	   for more information.
-	   This leaves the process in an inconsistent state and any further CUDA work
-	   will return the same error. To continue using CUDA, the process must be terminated
-	   and relaunched.
-	*/
+	// ErrorLaunchTimeout is cudaErrorLaunchTimeout: this indicates that the device kernel took too long to execute. This can
+	// only occur if timeouts are enabled - see the device attribute
+	// [DeviceAttr][DevAttrKernelExecTimeout] "cudaDevAttrKernelExecTimeout"
+	// for more information.
+	// This leaves the process in an inconsistent state and any further CUDA work
+	// will return the same error. To continue using CUDA, the process must be terminated
+	// and relaunched.
 	ErrorLaunchTimeout Error = 702
-	/*
-	   ErrorLaunchIncompatibleTexturing is cudaErrorLaunchIncompatibleTexturing: this error indicates a kernel launch that uses an incompatible texturing
-	   mode.
-	*/
+	// ErrorLaunchIncompatibleTexturing is cudaErrorLaunchIncompatibleTexturing: this error indicates a kernel launch that uses an incompatible texturing
+	// mode.
 	ErrorLaunchIncompatibleTexturing Error = 703
-	/*
-	   ErrorPeerAccessAlreadyEnabled is cudaErrorPeerAccessAlreadyEnabled: this error indicates that a call to [DeviceEnablePeerAccess] is
-	   trying to re-enable peer addressing on from a context which has already
-	   had peer addressing enabled.
-	*/
+	// ErrorPeerAccessAlreadyEnabled is cudaErrorPeerAccessAlreadyEnabled: this error indicates that a call to [DeviceEnablePeerAccess] is
+	// trying to re-enable peer addressing on from a context which has already
+	// had peer addressing enabled.
 	ErrorPeerAccessAlreadyEnabled Error = 704
-	/*
-	   ErrorPeerAccessNotEnabled is cudaErrorPeerAccessNotEnabled: this error indicates that [DeviceDisablePeerAccess] is trying to
-	   disable peer addressing which has not been enabled yet via
-	   [DeviceEnablePeerAccess].
-	*/
+	// ErrorPeerAccessNotEnabled is cudaErrorPeerAccessNotEnabled: this error indicates that [DeviceDisablePeerAccess] is trying to
+	// disable peer addressing which has not been enabled yet via
+	// [DeviceEnablePeerAccess].
 	ErrorPeerAccessNotEnabled Error = 705
-	/*
-	   ErrorSetOnActiveProcess is cudaErrorSetOnActiveProcess: this indicates that the user has called [SetValidDevices],
-	   [SetDeviceFlags], cudaD3D9SetDirect3DDevice(),
-	   cudaD3D10SetDirect3DDevice, cudaD3D11SetDirect3DDevice(), or
-	   cudaVDPAUSetVDPAUDevice() after initializing the CUDA runtime by
-	   calling non-device management operations (allocating memory and
-	   launching kernels are examples of non-device management operations).
-	   This error can also be returned if using runtime/driver
-	   interoperability and there is an existing CUcontext active on the
-	   host thread.
-	*/
+	// ErrorSetOnActiveProcess is cudaErrorSetOnActiveProcess: this indicates that the user has called [SetValidDevices],
+	// [SetDeviceFlags], cudaD3D9SetDirect3DDevice(),
+	// cudaD3D10SetDirect3DDevice, cudaD3D11SetDirect3DDevice(), or
+	// cudaVDPAUSetVDPAUDevice() after initializing the CUDA runtime by
+	// calling non-device management operations (allocating memory and
+	// launching kernels are examples of non-device management operations).
+	// This error can also be returned if using runtime/driver
+	// interoperability and there is an existing CUcontext active on the
+	// host thread.
 	ErrorSetOnActiveProcess Error = 708
-	/*
-	   ErrorContextIsDestroyed is cudaErrorContextIsDestroyed: this error indicates that the context current to the calling thread
-	   has been destroyed using cuCtxDestroy, or is a primary context which
-	   has not yet been initialized.
-	*/
+	// ErrorContextIsDestroyed is cudaErrorContextIsDestroyed: this error indicates that the context current to the calling thread
+	// has been destroyed using cuCtxDestroy, or is a primary context which
+	// has not yet been initialized.
 	ErrorContextIsDestroyed Error = 709
-	/*
-	   ErrorAssert is cudaErrorAssert: an assert triggered in device code during kernel execution. The device
-	   cannot be used again. All existing allocations are invalid. To continue
-	   using CUDA, the process must be terminated and relaunched.
-	*/
+	// ErrorAssert is cudaErrorAssert: an assert triggered in device code during kernel execution. The device
+	// cannot be used again. All existing allocations are invalid. To continue
+	// using CUDA, the process must be terminated and relaunched.
 	ErrorAssert Error = 710
-	/*
-	   ErrorTooManyPeers is cudaErrorTooManyPeers: this error indicates that the hardware resources required to enable
-	   peer access have been exhausted for one or more of the devices
-	   passed to cudaEnablePeerAccess().
-	*/
+	// ErrorTooManyPeers is cudaErrorTooManyPeers: this error indicates that the hardware resources required to enable
+	// peer access have been exhausted for one or more of the devices
+	// passed to cudaEnablePeerAccess().
 	ErrorTooManyPeers Error = 711
-	/*
-	   ErrorHostMemoryAlreadyRegistered is cudaErrorHostMemoryAlreadyRegistered: this error indicates that the memory range passed to [HostRegister]
-	   has already been registered.
-	*/
+	// ErrorHostMemoryAlreadyRegistered is cudaErrorHostMemoryAlreadyRegistered: this error indicates that the memory range passed to [HostRegister]
+	// has already been registered.
 	ErrorHostMemoryAlreadyRegistered Error = 712
-	/*
-	   ErrorHostMemoryNotRegistered is cudaErrorHostMemoryNotRegistered: this error indicates that the pointer passed to [HostUnregister]
-	   does not correspond to any currently registered memory region.
-	*/
+	// ErrorHostMemoryNotRegistered is cudaErrorHostMemoryNotRegistered: this error indicates that the pointer passed to [HostUnregister]
+	// does not correspond to any currently registered memory region.
 	ErrorHostMemoryNotRegistered Error = 713
-	/*
-	   ErrorHardwareStackError is cudaErrorHardwareStackError: device encountered an error in the call stack during kernel execution,
-	   possibly due to stack corruption or exceeding the stack size limit.
-	   This leaves the process in an inconsistent state and any further CUDA work
-	   will return the same error. To continue using CUDA, the process must be terminated
-	   and relaunched.
-	*/
+	// ErrorHardwareStackError is cudaErrorHardwareStackError: device encountered an error in the call stack during kernel execution,
+	// possibly due to stack corruption or exceeding the stack size limit.
+	// This leaves the process in an inconsistent state and any further CUDA work
+	// will return the same error. To continue using CUDA, the process must be terminated
+	// and relaunched.
 	ErrorHardwareStackError Error = 714
-	/*
-	   ErrorIllegalInstruction is cudaErrorIllegalInstruction: the device encountered an illegal instruction during kernel execution
-	   This leaves the process in an inconsistent state and any further CUDA work
-	   will return the same error. To continue using CUDA, the process must be terminated
-	   and relaunched.
-	*/
+	// ErrorIllegalInstruction is cudaErrorIllegalInstruction: the device encountered an illegal instruction during kernel execution
+	// This leaves the process in an inconsistent state and any further CUDA work
+	// will return the same error. To continue using CUDA, the process must be terminated
+	// and relaunched.
 	ErrorIllegalInstruction Error = 715
-	/*
-	   ErrorMisalignedAddress is cudaErrorMisalignedAddress: the device encountered a load or store instruction
-	   on a memory address which is not aligned.
-	   This leaves the process in an inconsistent state and any further CUDA work
-	   will return the same error. To continue using CUDA, the process must be terminated
-	   and relaunched.
-	*/
+	// ErrorMisalignedAddress is cudaErrorMisalignedAddress: the device encountered a load or store instruction
+	// on a memory address which is not aligned.
+	// This leaves the process in an inconsistent state and any further CUDA work
+	// will return the same error. To continue using CUDA, the process must be terminated
+	// and relaunched.
 	ErrorMisalignedAddress Error = 716
-	/*
-	   ErrorInvalidAddressSpace is cudaErrorInvalidAddressSpace: while executing a kernel, the device encountered an instruction
-	   which can only operate on memory locations in certain address spaces
-	   (global, shared, or local), but was supplied a memory address not
-	   belonging to an allowed address space.
-	   This leaves the process in an inconsistent state and any further CUDA work
-	   will return the same error. To continue using CUDA, the process must be terminated
-	   and relaunched.
-	*/
+	// ErrorInvalidAddressSpace is cudaErrorInvalidAddressSpace: while executing a kernel, the device encountered an instruction
+	// which can only operate on memory locations in certain address spaces
+	// (global, shared, or local), but was supplied a memory address not
+	// belonging to an allowed address space.
+	// This leaves the process in an inconsistent state and any further CUDA work
+	// will return the same error. To continue using CUDA, the process must be terminated
+	// and relaunched.
 	ErrorInvalidAddressSpace Error = 717
-	/*
-	   ErrorInvalidPc is cudaErrorInvalidPc: the device encountered an invalid program counter.
-	   This leaves the process in an inconsistent state and any further CUDA work
-	   will return the same error. To continue using CUDA, the process must be terminated
-	   and relaunched.
-	*/
+	// ErrorInvalidPc is cudaErrorInvalidPc: the device encountered an invalid program counter.
+	// This leaves the process in an inconsistent state and any further CUDA work
+	// will return the same error. To continue using CUDA, the process must be terminated
+	// and relaunched.
 	ErrorInvalidPc Error = 718
-	/*
-	   ErrorLaunchFailure is cudaErrorLaunchFailure: an exception occurred on the device while executing a kernel. Common
-	   causes include dereferencing an invalid device pointer and accessing
-	   out of bounds shared memory. Less common cases can be system specific - more
-	   information about these cases can be found in the system specific user guide.
-	   This leaves the process in an inconsistent state and any further CUDA work
-	   will return the same error. To continue using CUDA, the process must be terminated
-	   and relaunched.
-	*/
+	// ErrorLaunchFailure is cudaErrorLaunchFailure: an exception occurred on the device while executing a kernel. Common
+	// causes include dereferencing an invalid device pointer and accessing
+	// out of bounds shared memory. Less common cases can be system specific - more
+	// information about these cases can be found in the system specific user guide.
+	// This leaves the process in an inconsistent state and any further CUDA work
+	// will return the same error. To continue using CUDA, the process must be terminated
+	// and relaunched.
 	ErrorLaunchFailure Error = 719
-	/*
-	   ErrorCooperativeLaunchTooLarge is cudaErrorCooperativeLaunchTooLarge: this error indicates that the number of blocks launched per grid for a kernel that was
-	   launched via either [LaunchCooperativeKernel]
-	   exceeds the maximum number of blocks as allowed by [OccupancyMaxActiveBlocksPerMultiprocessor]
-	   or [OccupancyMaxActiveBlocksPerMultiprocessorWithFlags] times the number of multiprocessors
-	   as specified by the device attribute [DevAttrMultiProcessorCount].
-	*/
+	// ErrorCooperativeLaunchTooLarge is cudaErrorCooperativeLaunchTooLarge: this error indicates that the number of blocks launched per grid for a kernel that was
+	// launched via either [LaunchCooperativeKernel]
+	// exceeds the maximum number of blocks as allowed by [OccupancyMaxActiveBlocksPerMultiprocessor]
+	// or [OccupancyMaxActiveBlocksPerMultiprocessorWithFlags] times the number of multiprocessors
+	// as specified by the device attribute [DevAttrMultiProcessorCount].
 	ErrorCooperativeLaunchTooLarge Error = 720
-	/*
-	   ErrorTensorMemoryLeak is cudaErrorTensorMemoryLeak: an exception occurred on the device while exiting a kernel using tensor memory: the
-	   tensor memory was not completely deallocated. This leaves the process in an inconsistent
-	   state and any further CUDA work will return the same error. To continue using CUDA, the
-	   process must be terminated and relaunched.
-	*/
+	// ErrorTensorMemoryLeak is cudaErrorTensorMemoryLeak: an exception occurred on the device while exiting a kernel using tensor memory: the
+	// tensor memory was not completely deallocated. This leaves the process in an inconsistent
+	// state and any further CUDA work will return the same error. To continue using CUDA, the
+	// process must be terminated and relaunched.
 	ErrorTensorMemoryLeak Error = 721
 	// ErrorNotPermitted is cudaErrorNotPermitted: this error indicates the attempted operation is not permitted.
 	ErrorNotPermitted Error = 800
-	/*
-	   ErrorNotSupported is cudaErrorNotSupported: this error indicates the attempted operation is not supported
-	   on the current system or device.
-	*/
+	// ErrorNotSupported is cudaErrorNotSupported: this error indicates the attempted operation is not supported
+	// on the current system or device.
 	ErrorNotSupported Error = 801
-	/*
-	   ErrorSystemNotReady is cudaErrorSystemNotReady: this error indicates that the system is not yet ready to start any CUDA
-	   work. To continue using CUDA, verify the system configuration is in a
-	   valid state and all required driver daemons are actively running.
-	   More information about this error can be found in the system specific
-	   user guide.
-	*/
+	// ErrorSystemNotReady is cudaErrorSystemNotReady: this error indicates that the system is not yet ready to start any CUDA
+	// work. To continue using CUDA, verify the system configuration is in a
+	// valid state and all required driver daemons are actively running.
+	// More information about this error can be found in the system specific
+	// user guide.
 	ErrorSystemNotReady Error = 802
-	/*
-	   ErrorSystemDriverMismatch is cudaErrorSystemDriverMismatch: this error indicates that there is a mismatch between the versions of
-	   the display driver and the CUDA driver. Refer to the compatibility documentation
-	   for supported versions.
-	*/
+	// ErrorSystemDriverMismatch is cudaErrorSystemDriverMismatch: this error indicates that there is a mismatch between the versions of
+	// the display driver and the CUDA driver. Refer to the compatibility documentation
+	// for supported versions.
 	ErrorSystemDriverMismatch Error = 803
-	/*
-	   ErrorCompatNotSupportedOnDevice is cudaErrorCompatNotSupportedOnDevice: this error indicates that the system was upgraded to run with forward compatibility
-	   but the visible hardware detected by CUDA does not support this configuration.
-	   Refer to the compatibility documentation for the supported hardware matrix or ensure
-	   that only supported hardware is visible during initialization via the CUDA_VISIBLE_DEVICES
-	   environment variable.
-	*/
+	// ErrorCompatNotSupportedOnDevice is cudaErrorCompatNotSupportedOnDevice: this error indicates that the system was upgraded to run with forward compatibility
+	// but the visible hardware detected by CUDA does not support this configuration.
+	// Refer to the compatibility documentation for the supported hardware matrix or ensure
+	// that only supported hardware is visible during initialization via the CUDA_VISIBLE_DEVICES
+	// environment variable.
 	ErrorCompatNotSupportedOnDevice Error = 804
 	// ErrorMpsConnectionFailed is cudaErrorMpsConnectionFailed: this error indicates that the MPS client failed to connect to the MPS control daemon or the MPS server.
 	ErrorMpsConnectionFailed Error = 805
 	// ErrorMpsRpcFailure is cudaErrorMpsRpcFailure: this error indicates that the remote procedural call between the MPS server and the MPS client failed.
 	ErrorMpsRpcFailure Error = 806
-	/*
-	   ErrorMpsServerNotReady is cudaErrorMpsServerNotReady: this error indicates that the MPS server is not ready to accept new MPS client requests.
-	   This error can be returned when the MPS server is in the process of recovering from a fatal failure.
-	*/
+	// ErrorMpsServerNotReady is cudaErrorMpsServerNotReady: this error indicates that the MPS server is not ready to accept new MPS client requests.
+	// This error can be returned when the MPS server is in the process of recovering from a fatal failure.
 	ErrorMpsServerNotReady Error = 807
 	// ErrorMpsMaxClientsReached is cudaErrorMpsMaxClientsReached: this error indicates that the hardware resources required to create MPS client have been exhausted.
 	ErrorMpsMaxClientsReached Error = 808
@@ -1682,90 +1496,62 @@ const (
 	ErrorCdpVersionMismatch Error = 812
 	// ErrorStreamCaptureUnsupported is cudaErrorStreamCaptureUnsupported: the operation is not permitted when the stream is capturing.
 	ErrorStreamCaptureUnsupported Error = 900
-	/*
-	   ErrorStreamCaptureInvalidated is cudaErrorStreamCaptureInvalidated: the current capture sequence on the stream has been invalidated due to
-	   a previous error.
-	*/
+	// ErrorStreamCaptureInvalidated is cudaErrorStreamCaptureInvalidated: the current capture sequence on the stream has been invalidated due to
+	// a previous error.
 	ErrorStreamCaptureInvalidated Error = 901
-	/*
-	   ErrorStreamCaptureMerge is cudaErrorStreamCaptureMerge: the operation would have resulted in a merge of two independent capture
-	   sequences.
-	*/
+	// ErrorStreamCaptureMerge is cudaErrorStreamCaptureMerge: the operation would have resulted in a merge of two independent capture
+	// sequences.
 	ErrorStreamCaptureMerge Error = 902
 	// ErrorStreamCaptureUnmatched is cudaErrorStreamCaptureUnmatched: the capture was not initiated in this stream.
 	ErrorStreamCaptureUnmatched Error = 903
-	/*
-	   ErrorStreamCaptureUnjoined is cudaErrorStreamCaptureUnjoined: the capture sequence contains a fork that was not joined to the primary
-	   stream.
-	*/
+	// ErrorStreamCaptureUnjoined is cudaErrorStreamCaptureUnjoined: the capture sequence contains a fork that was not joined to the primary
+	// stream.
 	ErrorStreamCaptureUnjoined Error = 904
-	/*
-	   ErrorStreamCaptureIsolation is cudaErrorStreamCaptureIsolation: a dependency would have been created which crosses the capture sequence
-	   boundary. Only implicit in-stream ordering dependencies are allowed to
-	   cross the boundary.
-	*/
+	// ErrorStreamCaptureIsolation is cudaErrorStreamCaptureIsolation: a dependency would have been created which crosses the capture sequence
+	// boundary. Only implicit in-stream ordering dependencies are allowed to
+	// cross the boundary.
 	ErrorStreamCaptureIsolation Error = 905
-	/*
-	   ErrorStreamCaptureImplicit is cudaErrorStreamCaptureImplicit: the operation would have resulted in a disallowed implicit dependency on
-	   a current capture sequence from cudaStreamLegacy.
-	*/
+	// ErrorStreamCaptureImplicit is cudaErrorStreamCaptureImplicit: the operation would have resulted in a disallowed implicit dependency on
+	// a current capture sequence from cudaStreamLegacy.
 	ErrorStreamCaptureImplicit Error = 906
-	/*
-	   ErrorCapturedEvent is cudaErrorCapturedEvent: the operation is not permitted on an event which was last recorded in a
-	   capturing stream.
-	*/
+	// ErrorCapturedEvent is cudaErrorCapturedEvent: the operation is not permitted on an event which was last recorded in a
+	// capturing stream.
 	ErrorCapturedEvent Error = 907
-	/*
-	   ErrorStreamCaptureWrongThread is cudaErrorStreamCaptureWrongThread: a stream capture sequence not initiated with the [StreamCaptureModeRelaxed]
-	   argument to [StreamBeginCapture] was passed to [StreamEndCapture] in a
-	   different thread.
-	*/
+	// ErrorStreamCaptureWrongThread is cudaErrorStreamCaptureWrongThread: a stream capture sequence not initiated with the [StreamCaptureModeRelaxed]
+	// argument to [StreamBeginCapture] was passed to [StreamEndCapture] in a
+	// different thread.
 	ErrorStreamCaptureWrongThread Error = 908
 	// ErrorTimeout is cudaErrorTimeout: this indicates that the wait operation has timed out.
 	ErrorTimeout Error = 909
-	/*
-	   ErrorGraphExecUpdateFailure is cudaErrorGraphExecUpdateFailure: this error indicates that the graph update was not performed because it included
-	   changes which violated constraints specific to instantiated graph update.
-	*/
+	// ErrorGraphExecUpdateFailure is cudaErrorGraphExecUpdateFailure: this error indicates that the graph update was not performed because it included
+	// changes which violated constraints specific to instantiated graph update.
 	ErrorGraphExecUpdateFailure Error = 910
-	/*
-	   ErrorExternalDevice is cudaErrorExternalDevice: this indicates that an async error has occurred in a device outside of CUDA.
-	   If CUDA was waiting for an external device's signal before consuming shared data,
-	   the external device signaled an error indicating that the data is not valid for
-	   consumption. This leaves the process in an inconsistent state and any further CUDA
-	   work will return the same error. To continue using CUDA, the process must be
-	   terminated and relaunched.
-	*/
+	// ErrorExternalDevice is cudaErrorExternalDevice: this indicates that an async error has occurred in a device outside of CUDA.
+	// If CUDA was waiting for an external device's signal before consuming shared data,
+	// the external device signaled an error indicating that the data is not valid for
+	// consumption. This leaves the process in an inconsistent state and any further CUDA
+	// work will return the same error. To continue using CUDA, the process must be
+	// terminated and relaunched.
 	ErrorExternalDevice Error = 911
-	/*
-	   ErrorInvalidClusterSize is cudaErrorInvalidClusterSize: this indicates that a kernel launch error has occurred due to cluster
-	   misconfiguration.
-	*/
+	// ErrorInvalidClusterSize is cudaErrorInvalidClusterSize: this indicates that a kernel launch error has occurred due to cluster
+	// misconfiguration.
 	ErrorInvalidClusterSize Error = 912
-	/*
-	   ErrorFunctionNotLoaded is cudaErrorFunctionNotLoaded: indiciates a function handle is not loaded when calling an API that requires
-	   a loaded function.
-	*/
+	// ErrorFunctionNotLoaded is cudaErrorFunctionNotLoaded: indiciates a function handle is not loaded when calling an API that requires
+	// a loaded function.
 	ErrorFunctionNotLoaded Error = 913
-	/*
-	   ErrorInvalidResourceType is cudaErrorInvalidResourceType: this error indicates one or more resources passed in are not valid resource
-	   types for the operation.
-	*/
+	// ErrorInvalidResourceType is cudaErrorInvalidResourceType: this error indicates one or more resources passed in are not valid resource
+	// types for the operation.
 	ErrorInvalidResourceType Error = 914
-	/*
-	   ErrorInvalidResourceConfiguration is cudaErrorInvalidResourceConfiguration: this error indicates one or more resources are insufficient or non-applicable for
-	   the operation.
-	*/
+	// ErrorInvalidResourceConfiguration is cudaErrorInvalidResourceConfiguration: this error indicates one or more resources are insufficient or non-applicable for
+	// the operation.
 	ErrorInvalidResourceConfiguration Error = 915
 	// ErrorUnknown is cudaErrorUnknown: this indicates that an unknown internal error has occurred.
 	ErrorUnknown Error = 999
-	/*
-	   ErrorApiFailureBase is cudaErrorApiFailureBase: any unhandled CUDA driver error is added to this value and returned via
-	   the runtime. Production releases of CUDA should not return such errors.
-
-	   Deprecated:
-	   This error return is deprecated as of CUDA 4.1.
-	*/
+	// ErrorApiFailureBase is cudaErrorApiFailureBase: any unhandled CUDA driver error is added to this value and returned via
+	// the runtime. Production releases of CUDA should not return such errors.
+	//
+	// Deprecated:
+	// This error return is deprecated as of CUDA 4.1.
 	ErrorApiFailureBase Error = 10000
 )
 
@@ -2578,10 +2364,8 @@ func (v GPUDirectRDMAWritesOrdering) String() string {
 	return "GPUDirectRDMAWritesOrdering(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
-/*
-GetDriverEntryPointFlags is enum cudaGetDriverEntryPointFlags: flags to specify search options to be used with [GetDriverEntryPoint]
-For more details see cuGetProcAddress
-*/
+// GetDriverEntryPointFlags is enum cudaGetDriverEntryPointFlags: flags to specify search options to be used with [GetDriverEntryPoint]
+// For more details see cuGetProcAddress
 type GetDriverEntryPointFlags int32
 
 const (
@@ -2610,23 +2394,19 @@ func (v GetDriverEntryPointFlags) String() string {
 type GraphChildGraphNodeOwnership int32
 
 const (
-	/*
-	   GraphChildGraphOwnershipClone is cudaGraphChildGraphOwnershipClone: default behavior for a child graph node. Child graph is cloned
-	   into the parent and memory allocation/free nodes can't be present
-	   in the child graph.
-	*/
+	// GraphChildGraphOwnershipClone is cudaGraphChildGraphOwnershipClone: default behavior for a child graph node. Child graph is cloned
+	// into the parent and memory allocation/free nodes can't be present
+	// in the child graph.
 	GraphChildGraphOwnershipClone GraphChildGraphNodeOwnership = 0
-	/*
-	   GraphChildGraphOwnershipMove is cudaGraphChildGraphOwnershipMove: the child graph is moved to the parent. The handle to the child graph
-	   is owned by the parent and will be destroyed when the parent is
-	   destroyed.
-
-	   The following restrictions apply to child graphs after they have been moved:
-	   Cannot be independently instantiated or destroyed;
-	   Cannot be added as a child graph of a separate parent graph;
-	   Cannot be used as an argument to cudaGraphExecUpdate;
-	   Cannot have additional memory allocation or free nodes added.
-	*/
+	// GraphChildGraphOwnershipMove is cudaGraphChildGraphOwnershipMove: the child graph is moved to the parent. The handle to the child graph
+	// is owned by the parent and will be destroyed when the parent is
+	// destroyed.
+	//
+	// The following restrictions apply to child graphs after they have been moved:
+	// Cannot be independently instantiated or destroyed;
+	// Cannot be added as a child graph of a separate parent graph;
+	// Cannot be used as an argument to cudaGraphExecUpdate;
+	// Cannot have additional memory allocation or free nodes added.
 	GraphChildGraphOwnershipMove GraphChildGraphNodeOwnership = 1
 )
 
@@ -2746,13 +2526,11 @@ type GraphDependencyType_enum int32
 const (
 	// GraphDependencyTypeDefault is cudaGraphDependencyTypeDefault: this is an ordinary dependency.
 	GraphDependencyTypeDefault GraphDependencyType_enum = 0
-	/*
-	   GraphDependencyTypeProgrammatic is cudaGraphDependencyTypeProgrammatic: this dependency type allows the downstream node to
-	   use cudaGridDependencySynchronize(). It may only be used
-	   between kernel nodes, and must be used with either the
-	   [GraphKernelNodePortProgrammatic] or
-	   [GraphKernelNodePortLaunchCompletion] outgoing port.
-	*/
+	// GraphDependencyTypeProgrammatic is cudaGraphDependencyTypeProgrammatic: this dependency type allows the downstream node to
+	// use cudaGridDependencySynchronize(). It may only be used
+	// between kernel nodes, and must be used with either the
+	// [GraphKernelNodePortProgrammatic] or
+	// [GraphKernelNodePortLaunchCompletion] outgoing port.
 	GraphDependencyTypeProgrammatic GraphDependencyType_enum = 1
 )
 
@@ -2822,22 +2600,16 @@ type GraphInstantiateFlags int32
 const (
 	// GraphInstantiateFlagAutoFreeOnLaunch is cudaGraphInstantiateFlagAutoFreeOnLaunch: automatically free memory allocated in a graph before relaunching.
 	GraphInstantiateFlagAutoFreeOnLaunch GraphInstantiateFlags = 1
-	/*
-	   GraphInstantiateFlagUpload is cudaGraphInstantiateFlagUpload: automatically upload the graph after instantiation. Only supported by
-	   [GraphInstantiateWithParams]. The upload will be performed using the
-	   stream provided in instantiateParams.
-	*/
+	// GraphInstantiateFlagUpload is cudaGraphInstantiateFlagUpload: automatically upload the graph after instantiation. Only supported by
+	// [GraphInstantiateWithParams]. The upload will be performed using the
+	// stream provided in instantiateParams.
 	GraphInstantiateFlagUpload GraphInstantiateFlags = 2
-	/*
-	   GraphInstantiateFlagDeviceLaunch is cudaGraphInstantiateFlagDeviceLaunch: instantiate the graph to be launchable from the device. This flag can only
-	   be used on platforms which support unified addressing. This flag cannot be
-	   used in conjunction with cudaGraphInstantiateFlagAutoFreeOnLaunch.
-	*/
+	// GraphInstantiateFlagDeviceLaunch is cudaGraphInstantiateFlagDeviceLaunch: instantiate the graph to be launchable from the device. This flag can only
+	// be used on platforms which support unified addressing. This flag cannot be
+	// used in conjunction with cudaGraphInstantiateFlagAutoFreeOnLaunch.
 	GraphInstantiateFlagDeviceLaunch GraphInstantiateFlags = 4
-	/*
-	   GraphInstantiateFlagUseNodePriority is cudaGraphInstantiateFlagUseNodePriority: run the graph using the per-node priority attributes rather than the
-	   priority of the stream it is launched into.
-	*/
+	// GraphInstantiateFlagUseNodePriority is cudaGraphInstantiateFlagUseNodePriority: run the graph using the per-node priority attributes rather than the
+	// priority of the stream it is launched into.
 	GraphInstantiateFlagUseNodePriority GraphInstantiateFlags = 8
 )
 
@@ -2926,28 +2698,20 @@ func (v GraphKernelNodeField) String() string {
 type GraphMemAttributeType int32
 
 const (
-	/*
-	   GraphMemAttrUsedMemCurrent is cudaGraphMemAttrUsedMemCurrent: (value type = cuuint64_t)
-	   Amount of memory, in bytes, currently associated with graphs.
-	*/
+	// GraphMemAttrUsedMemCurrent is cudaGraphMemAttrUsedMemCurrent: (value type = cuuint64_t)
+	// Amount of memory, in bytes, currently associated with graphs.
 	GraphMemAttrUsedMemCurrent GraphMemAttributeType = 0
-	/*
-	   GraphMemAttrUsedMemHigh is cudaGraphMemAttrUsedMemHigh: (value type = cuuint64_t)
-	   High watermark of memory, in bytes, associated with graphs since the
-	   last time it was reset. High watermark can only be reset to zero.
-	*/
+	// GraphMemAttrUsedMemHigh is cudaGraphMemAttrUsedMemHigh: (value type = cuuint64_t)
+	// High watermark of memory, in bytes, associated with graphs since the
+	// last time it was reset. High watermark can only be reset to zero.
 	GraphMemAttrUsedMemHigh GraphMemAttributeType = 1
-	/*
-	   GraphMemAttrReservedMemCurrent is cudaGraphMemAttrReservedMemCurrent: (value type = cuuint64_t)
-	   Amount of memory, in bytes, currently allocated for use by
-	   the CUDA graphs asynchronous allocator.
-	*/
+	// GraphMemAttrReservedMemCurrent is cudaGraphMemAttrReservedMemCurrent: (value type = cuuint64_t)
+	// Amount of memory, in bytes, currently allocated for use by
+	// the CUDA graphs asynchronous allocator.
 	GraphMemAttrReservedMemCurrent GraphMemAttributeType = 2
-	/*
-	   GraphMemAttrReservedMemHigh is cudaGraphMemAttrReservedMemHigh: (value type = cuuint64_t)
-	   High watermark of memory, in bytes, currently allocated for use by
-	   the CUDA graphs asynchronous allocator.
-	*/
+	// GraphMemAttrReservedMemHigh is cudaGraphMemAttrReservedMemHigh: (value type = cuuint64_t)
+	// High watermark of memory, in bytes, currently allocated for use by
+	// the CUDA graphs asynchronous allocator.
 	GraphMemAttrReservedMemHigh GraphMemAttributeType = 3
 )
 
@@ -2994,25 +2758,23 @@ const (
 	GraphNodeTypeMemAlloc GraphNodeType = 10
 	// GraphNodeTypeMemFree is cudaGraphNodeTypeMemFree: memory free node
 	GraphNodeTypeMemFree GraphNodeType = 11
-	/*
-	   GraphNodeTypeConditional is cudaGraphNodeTypeConditional: conditional node
-
-	   May be used to implement a conditional execution path or loop
-	   inside of a graph. The graph(s) contained within the body of the conditional node
-	   can be selectively executed or iterated upon based on the value of a conditional
-	   variable.
-
-	   Handles must be created in advance of creating the node
-	   using [GraphConditionalHandleCreate].
-
-	   The following restrictions apply to graphs which contain conditional nodes:
-	   The graph cannot be used in a child node.
-	   Only one instantiation of the graph may exist at any point in time.
-	   The graph cannot be cloned.
-
-	   To set the control value, supply a default value when creating the handle and/or
-	   call cudaGraphSetConditional from device code.
-	*/
+	// GraphNodeTypeConditional is cudaGraphNodeTypeConditional: conditional node
+	//
+	// May be used to implement a conditional execution path or loop
+	// inside of a graph. The graph(s) contained within the body of the conditional node
+	// can be selectively executed or iterated upon based on the value of a conditional
+	// variable.
+	//
+	// Handles must be created in advance of creating the node
+	// using [GraphConditionalHandleCreate].
+	//
+	// The following restrictions apply to graphs which contain conditional nodes:
+	// The graph cannot be used in a child node.
+	// Only one instantiation of the graph may exist at any point in time.
+	// The graph cannot be cloned.
+	//
+	// To set the control value, supply a default value when creating the handle and/or
+	// call cudaGraphSetConditional from device code.
 	GraphNodeTypeConditional GraphNodeType = 13
 	GraphNodeTypeCount       GraphNodeType = 14
 )
@@ -3151,142 +2913,108 @@ func (v GraphicsRegisterFlags) String() string {
 type JitOption int32
 
 const (
-	/*
-	   JitMaxRegisters is cudaJitMaxRegisters: max number of registers that a thread may use.
-	   Option type: unsigned int
-	   Applies to: compiler only
-	*/
+	// JitMaxRegisters is cudaJitMaxRegisters: max number of registers that a thread may use.
+	// Option type: unsigned int
+	// Applies to: compiler only
 	JitMaxRegisters JitOption = 0
-	/*
-	   JitThreadsPerBlock is cudaJitThreadsPerBlock: IN: Specifies minimum number of threads per block to target compilation
-	   for
-	   OUT: Returns the number of threads the compiler actually targeted.
-	   This restricts the resource utilization of the compiler (e.g. max
-	   registers) such that a block with the given number of threads should be
-	   able to launch based on register limitations. Note, this option does not
-	   currently take into account any other resource limitations, such as
-	   shared memory utilization.
-	   Option type: unsigned int
-	   Applies to: compiler only
-	*/
+	// JitThreadsPerBlock is cudaJitThreadsPerBlock: IN: Specifies minimum number of threads per block to target compilation
+	// for
+	// OUT: Returns the number of threads the compiler actually targeted.
+	// This restricts the resource utilization of the compiler (e.g. max
+	// registers) such that a block with the given number of threads should be
+	// able to launch based on register limitations. Note, this option does not
+	// currently take into account any other resource limitations, such as
+	// shared memory utilization.
+	// Option type: unsigned int
+	// Applies to: compiler only
 	JitThreadsPerBlock JitOption = 1
-	/*
-	   JitWallTime is cudaJitWallTime: overwrites the option value with the total wall clock time, in
-	   milliseconds, spent in the compiler and linker
-	   Option type: float
-	   Applies to: compiler and linker
-	*/
+	// JitWallTime is cudaJitWallTime: overwrites the option value with the total wall clock time, in
+	// milliseconds, spent in the compiler and linker
+	// Option type: float
+	// Applies to: compiler and linker
 	JitWallTime JitOption = 2
-	/*
-	   JitInfoLogBuffer is cudaJitInfoLogBuffer: pointer to a buffer in which to print any log messages
-	   that are informational in nature (the buffer size is specified via
-	   option [JitInfoLogBufferSizeBytes])
-	   Option type: char *
-	   Applies to: compiler and linker
-	*/
+	// JitInfoLogBuffer is cudaJitInfoLogBuffer: pointer to a buffer in which to print any log messages
+	// that are informational in nature (the buffer size is specified via
+	// option [JitInfoLogBufferSizeBytes])
+	// Option type: char *
+	// Applies to: compiler and linker
 	JitInfoLogBuffer JitOption = 3
-	/*
-	   JitInfoLogBufferSizeBytes is cudaJitInfoLogBufferSizeBytes: IN: Log buffer size in bytes. Log messages will be capped at this size
-	   (including null terminator)
-	   OUT: Amount of log buffer filled with messages
-	   Option type: unsigned int
-	   Applies to: compiler and linker
-	*/
+	// JitInfoLogBufferSizeBytes is cudaJitInfoLogBufferSizeBytes: IN: Log buffer size in bytes. Log messages will be capped at this size
+	// (including null terminator)
+	// OUT: Amount of log buffer filled with messages
+	// Option type: unsigned int
+	// Applies to: compiler and linker
 	JitInfoLogBufferSizeBytes JitOption = 4
-	/*
-	   JitErrorLogBuffer is cudaJitErrorLogBuffer: pointer to a buffer in which to print any log messages that
-	   reflect errors (the buffer size is specified via option
-	   [JitErrorLogBufferSizeBytes])
-	   Option type: char *
-	   Applies to: compiler and linker
-	*/
+	// JitErrorLogBuffer is cudaJitErrorLogBuffer: pointer to a buffer in which to print any log messages that
+	// reflect errors (the buffer size is specified via option
+	// [JitErrorLogBufferSizeBytes])
+	// Option type: char *
+	// Applies to: compiler and linker
 	JitErrorLogBuffer JitOption = 5
-	/*
-	   JitErrorLogBufferSizeBytes is cudaJitErrorLogBufferSizeBytes: IN: Log buffer size in bytes. Log messages will be capped at this size
-	   (including null terminator)
-	   OUT: Amount of log buffer filled with messages
-	   Option type: unsigned int
-	   Applies to: compiler and linker
-	*/
+	// JitErrorLogBufferSizeBytes is cudaJitErrorLogBufferSizeBytes: IN: Log buffer size in bytes. Log messages will be capped at this size
+	// (including null terminator)
+	// OUT: Amount of log buffer filled with messages
+	// Option type: unsigned int
+	// Applies to: compiler and linker
 	JitErrorLogBufferSizeBytes JitOption = 6
-	/*
-	   JitOptimizationLevel is cudaJitOptimizationLevel: level of optimizations to apply to generated code (0 - 4), with 4
-	   being the default and highest level of optimizations.
-	   Option type: unsigned int
-	   Applies to: compiler only
-	*/
+	// JitOptimizationLevel is cudaJitOptimizationLevel: level of optimizations to apply to generated code (0 - 4), with 4
+	// being the default and highest level of optimizations.
+	// Option type: unsigned int
+	// Applies to: compiler only
 	JitOptimizationLevel JitOption = 7
-	/*
-	   JitFallbackStrategy is cudaJitFallbackStrategy: specifies choice of fallback strategy if matching cubin is not found.
-	   Choice is based on supplied [Jit_Fallback].
-	   Option type: unsigned int for enumerated type [Jit_Fallback]
-	   Applies to: compiler only
-	*/
+	// JitFallbackStrategy is cudaJitFallbackStrategy: specifies choice of fallback strategy if matching cubin is not found.
+	// Choice is based on supplied [Jit_Fallback].
+	// Option type: unsigned int for enumerated type [Jit_Fallback]
+	// Applies to: compiler only
 	JitFallbackStrategy JitOption = 10
-	/*
-	   JitGenerateDebugInfo is cudaJitGenerateDebugInfo: specifies whether to create debug information in output (-g)
-	   (0: false, default)
-	   Option type: int
-	   Applies to: compiler and linker
-	*/
+	// JitGenerateDebugInfo is cudaJitGenerateDebugInfo: specifies whether to create debug information in output (-g)
+	// (0: false, default)
+	// Option type: int
+	// Applies to: compiler and linker
 	JitGenerateDebugInfo JitOption = 11
-	/*
-	   JitLogVerbose is cudaJitLogVerbose: generate verbose log messages (0: false, default)
-	   Option type: int
-	   Applies to: compiler and linker
-	*/
+	// JitLogVerbose is cudaJitLogVerbose: generate verbose log messages (0: false, default)
+	// Option type: int
+	// Applies to: compiler and linker
 	JitLogVerbose JitOption = 12
-	/*
-	   JitGenerateLineInfo is cudaJitGenerateLineInfo: generate line number information (-lineinfo) (0: false, default)
-	   Option type: int
-	   Applies to: compiler only
-	*/
+	// JitGenerateLineInfo is cudaJitGenerateLineInfo: generate line number information (-lineinfo) (0: false, default)
+	// Option type: int
+	// Applies to: compiler only
 	JitGenerateLineInfo JitOption = 13
-	/*
-	   JitCacheMode is cudaJitCacheMode: specifies whether to enable caching explicitly (-dlcm)
-	   Choice is based on supplied [Jit_CacheMode].
-	   Option type: unsigned int for enumerated type [Jit_CacheMode]
-	   Applies to: compiler only
-	*/
+	// JitCacheMode is cudaJitCacheMode: specifies whether to enable caching explicitly (-dlcm)
+	// Choice is based on supplied [Jit_CacheMode].
+	// Option type: unsigned int for enumerated type [Jit_CacheMode]
+	// Applies to: compiler only
 	JitCacheMode JitOption = 14
-	/*
-	   JitPositionIndependentCode is cudaJitPositionIndependentCode: generate position independent code (0: false)
-	   Option type: int
-	   Applies to: compiler only
-	*/
+	// JitPositionIndependentCode is cudaJitPositionIndependentCode: generate position independent code (0: false)
+	// Option type: int
+	// Applies to: compiler only
 	JitPositionIndependentCode JitOption = 30
-	/*
-	   JitMinCtaPerSm is cudaJitMinCtaPerSm: this option hints to the JIT compiler the minimum number of CTAs from the
-	   kernel’s grid to be mapped to a SM. This option is ignored when used together
-	   with [JitMaxRegisters] or [JitThreadsPerBlock].
-	   Optimizations based on this option need [JitMaxThreadsPerBlock] to
-	   be specified as well. For kernels already using PTX directive .minnctapersm,
-	   this option will be ignored by default. Use [JitOverrideDirectiveValues]
-	   to let this option take precedence over the PTX directive.
-	   Option type: unsigned int
-	   Applies to: compiler only
-	*/
+	// JitMinCtaPerSm is cudaJitMinCtaPerSm: this option hints to the JIT compiler the minimum number of CTAs from the
+	// kernel’s grid to be mapped to a SM. This option is ignored when used together
+	// with [JitMaxRegisters] or [JitThreadsPerBlock].
+	// Optimizations based on this option need [JitMaxThreadsPerBlock] to
+	// be specified as well. For kernels already using PTX directive .minnctapersm,
+	// this option will be ignored by default. Use [JitOverrideDirectiveValues]
+	// to let this option take precedence over the PTX directive.
+	// Option type: unsigned int
+	// Applies to: compiler only
 	JitMinCtaPerSm JitOption = 31
-	/*
-	   JitMaxThreadsPerBlock is cudaJitMaxThreadsPerBlock: maximum number threads in a thread block, computed as the product of
-	   the maximum extent specifed for each dimension of the block. This limit
-	   is guaranteed not to be exeeded in any invocation of the kernel. Exceeding
-	   the the maximum number of threads results in runtime error or kernel launch
-	   failure. For kernels already using PTX directive .maxntid, this option will
-	   be ignored by default. Use [JitOverrideDirectiveValues] to let this
-	   option take precedence over the PTX directive.
-	   Option type: int
-	   Applies to: compiler only
-	*/
+	// JitMaxThreadsPerBlock is cudaJitMaxThreadsPerBlock: maximum number threads in a thread block, computed as the product of
+	// the maximum extent specifed for each dimension of the block. This limit
+	// is guaranteed not to be exeeded in any invocation of the kernel. Exceeding
+	// the the maximum number of threads results in runtime error or kernel launch
+	// failure. For kernels already using PTX directive .maxntid, this option will
+	// be ignored by default. Use [JitOverrideDirectiveValues] to let this
+	// option take precedence over the PTX directive.
+	// Option type: int
+	// Applies to: compiler only
 	JitMaxThreadsPerBlock JitOption = 32
-	/*
-	   JitOverrideDirectiveValues is cudaJitOverrideDirectiveValues: this option lets the values specified using [JitMaxRegisters],
-	   [JitThreadsPerBlock], [JitMaxThreadsPerBlock] and
-	   [JitMinCtaPerSm] take precedence over any PTX directives.
-	   (0: Disable, default; 1: Enable)
-	   Option type: int
-	   Applies to: compiler only
-	*/
+	// JitOverrideDirectiveValues is cudaJitOverrideDirectiveValues: this option lets the values specified using [JitMaxRegisters],
+	// [JitThreadsPerBlock], [JitMaxThreadsPerBlock] and
+	// [JitMinCtaPerSm] take precedence over any PTX directives.
+	// (0: Disable, default; 1: Enable)
+	// Option type: int
+	// Applies to: compiler only
 	JitOverrideDirectiveValues JitOption = 33
 )
 
@@ -3383,206 +3111,178 @@ type LaunchAttributeID int32
 const (
 	// LaunchAttributeIgnore is cudaLaunchAttributeIgnore: ignored entry, for convenient composition
 	LaunchAttributeIgnore LaunchAttributeID = 0
-	/*
-	   LaunchAttributeAccessPolicyWindow is cudaLaunchAttributeAccessPolicyWindow: valid for streams, graph nodes, launches. See
-	   [LaunchAttributeValue]accessPolicyWindow.
-	*/
+	// LaunchAttributeAccessPolicyWindow is cudaLaunchAttributeAccessPolicyWindow: valid for streams, graph nodes, launches. See
+	// [LaunchAttributeValue]accessPolicyWindow.
 	LaunchAttributeAccessPolicyWindow LaunchAttributeID = 1
-	/*
-	   LaunchAttributeCooperative is cudaLaunchAttributeCooperative: valid for graph nodes, launches. See
-	   [LaunchAttributeValue]cooperative.
-	*/
+	// LaunchAttributeCooperative is cudaLaunchAttributeCooperative: valid for graph nodes, launches. See
+	// [LaunchAttributeValue]cooperative.
 	LaunchAttributeCooperative LaunchAttributeID = 2
 	// LaunchAttributeSynchronizationPolicy is cudaLaunchAttributeSynchronizationPolicy: valid for streams. See [LaunchAttributeValue]syncPolicy.
 	LaunchAttributeSynchronizationPolicy LaunchAttributeID = 3
-	/*
-	   LaunchAttributeClusterDimension is cudaLaunchAttributeClusterDimension: valid for graph nodes, launches. See
-	   [LaunchAttributeValue]clusterDim.
-	*/
+	// LaunchAttributeClusterDimension is cudaLaunchAttributeClusterDimension: valid for graph nodes, launches. See
+	// [LaunchAttributeValue]clusterDim.
 	LaunchAttributeClusterDimension LaunchAttributeID = 4
-	/*
-	   LaunchAttributeClusterSchedulingPolicyPreference is cudaLaunchAttributeClusterSchedulingPolicyPreference: valid for graph nodes, launches. See
-	   [LaunchAttributeValue]clusterSchedulingPolicyPreference.
-	*/
+	// LaunchAttributeClusterSchedulingPolicyPreference is cudaLaunchAttributeClusterSchedulingPolicyPreference: valid for graph nodes, launches. See
+	// [LaunchAttributeValue]clusterSchedulingPolicyPreference.
 	LaunchAttributeClusterSchedulingPolicyPreference LaunchAttributeID = 5
-	/*
-	   LaunchAttributeProgrammaticStreamSerialization is cudaLaunchAttributeProgrammaticStreamSerialization: valid for launches. Setting
-	   [LaunchAttributeValue]programmaticStreamSerializationAllowed
-	   to non-0 signals that the kernel will use programmatic
-	   means to resolve its stream dependency, so that the
-	   CUDA runtime should opportunistically allow the grid's
-	   execution to overlap with the previous kernel in the
-	   stream, if that kernel requests the overlap. The
-	   dependent launches can choose to wait on the
-	   dependency using the programmatic sync
-	   (cudaGridDependencySynchronize() or equivalent PTX
-	   instructions).
-	*/
+	// LaunchAttributeProgrammaticStreamSerialization is cudaLaunchAttributeProgrammaticStreamSerialization: valid for launches. Setting
+	// [LaunchAttributeValue]programmaticStreamSerializationAllowed
+	// to non-0 signals that the kernel will use programmatic
+	// means to resolve its stream dependency, so that the
+	// CUDA runtime should opportunistically allow the grid's
+	// execution to overlap with the previous kernel in the
+	// stream, if that kernel requests the overlap. The
+	// dependent launches can choose to wait on the
+	// dependency using the programmatic sync
+	// (cudaGridDependencySynchronize() or equivalent PTX
+	// instructions).
 	LaunchAttributeProgrammaticStreamSerialization LaunchAttributeID = 6
-	/*
-	   LaunchAttributeProgrammaticEvent is cudaLaunchAttributeProgrammaticEvent: valid for launches. Set
-	   [LaunchAttributeValue]programmaticEvent to
-	   record the event. Event recorded through this launch
-	   attribute is guaranteed to only trigger after all
-	   block in the associated kernel trigger the event. A
-	   block can trigger the event programmatically in a
-	   future CUDA release. A trigger can also be inserted at
-	   the beginning of each block's execution if
-	   triggerAtBlockStart is set to non-0. The dependent
-	   launches can choose to wait on the dependency using
-	   the programmatic sync (cudaGridDependencySynchronize()
-	   or equivalent PTX instructions). Note that dependents
-	   (including the CPU thread calling
-	   cudaEventSynchronize()) are not guaranteed to observe
-	   the release precisely when it is released. For
-	   example, cudaEventSynchronize() may only observe the
-	   event trigger long after the associated kernel has
-	   completed. This recording type is primarily meant for
-	   establishing programmatic dependency between device
-	   tasks. Note also this type of dependency allows, but
-	   does not guarantee, concurrent execution of tasks.
-
-	   The event supplied must not be an interprocess or
-	   interop event. The event must disable timing (i.e.
-	   must be created with the [EventDisableTiming] flag
-	   set).
-	*/
+	// LaunchAttributeProgrammaticEvent is cudaLaunchAttributeProgrammaticEvent: valid for launches. Set
+	// [LaunchAttributeValue]programmaticEvent to
+	// record the event. Event recorded through this launch
+	// attribute is guaranteed to only trigger after all
+	// block in the associated kernel trigger the event. A
+	// block can trigger the event programmatically in a
+	// future CUDA release. A trigger can also be inserted at
+	// the beginning of each block's execution if
+	// triggerAtBlockStart is set to non-0. The dependent
+	// launches can choose to wait on the dependency using
+	// the programmatic sync (cudaGridDependencySynchronize()
+	// or equivalent PTX instructions). Note that dependents
+	// (including the CPU thread calling
+	// cudaEventSynchronize()) are not guaranteed to observe
+	// the release precisely when it is released. For
+	// example, cudaEventSynchronize() may only observe the
+	// event trigger long after the associated kernel has
+	// completed. This recording type is primarily meant for
+	// establishing programmatic dependency between device
+	// tasks. Note also this type of dependency allows, but
+	// does not guarantee, concurrent execution of tasks.
+	//
+	// The event supplied must not be an interprocess or
+	// interop event. The event must disable timing (i.e.
+	// must be created with the [EventDisableTiming] flag
+	// set).
 	LaunchAttributeProgrammaticEvent LaunchAttributeID = 7
-	/*
-	   LaunchAttributePriority is cudaLaunchAttributePriority: valid for streams, graph nodes, launches. See
-	   [LaunchAttributeValue]priority.
-	*/
+	// LaunchAttributePriority is cudaLaunchAttributePriority: valid for streams, graph nodes, launches. See
+	// [LaunchAttributeValue]priority.
 	LaunchAttributePriority LaunchAttributeID = 8
-	/*
-	   LaunchAttributeMemSyncDomainMap is cudaLaunchAttributeMemSyncDomainMap: valid for streams, graph nodes, launches. See
-	   [LaunchAttributeValue]memSyncDomainMap.
-	*/
+	// LaunchAttributeMemSyncDomainMap is cudaLaunchAttributeMemSyncDomainMap: valid for streams, graph nodes, launches. See
+	// [LaunchAttributeValue]memSyncDomainMap.
 	LaunchAttributeMemSyncDomainMap LaunchAttributeID = 9
-	/*
-	   LaunchAttributeMemSyncDomain is cudaLaunchAttributeMemSyncDomain: valid for streams, graph nodes, launches. See
-	   [LaunchAttributeValue]memSyncDomain.
-	*/
+	// LaunchAttributeMemSyncDomain is cudaLaunchAttributeMemSyncDomain: valid for streams, graph nodes, launches. See
+	// [LaunchAttributeValue]memSyncDomain.
 	LaunchAttributeMemSyncDomain LaunchAttributeID = 10
-	/*
-	   LaunchAttributePreferredClusterDimension is cudaLaunchAttributePreferredClusterDimension: valid for graph nodes and launches. Set
-	   [LaunchAttributeValue]preferredClusterDim
-	   to allow the kernel launch to specify a preferred substitute
-	   cluster dimension. Blocks may be grouped according to either
-	   the dimensions specified with this attribute (grouped into a
-	   "preferred substitute cluster"), or the one specified with
-	   [LaunchAttributeClusterDimension] attribute (grouped
-	   into a "regular cluster"). The cluster dimensions of a
-	   "preferred substitute cluster" shall be an integer multiple
-	   greater than zero of the regular cluster dimensions. The
-	   device will attempt - on a best-effort basis - to group
-	   thread blocks into preferred clusters over grouping them
-	   into regular clusters. When it deems necessary (primarily
-	   when the device temporarily runs out of physical resources
-	   to launch the larger preferred clusters), the device may
-	   switch to launch the regular clusters instead to attempt to
-	   utilize as much of the physical device resources as possible.
-
-	   Each type of cluster will have its enumeration / coordinate
-	   setup as if the grid consists solely of its type of cluster.
-	   For example, if the preferred substitute cluster dimensions
-	   double the regular cluster dimensions, there might be
-	   simultaneously a regular cluster indexed at (1,0,0), and a
-	   preferred cluster indexed at (1,0,0). In this example, the
-	   preferred substitute cluster (1,0,0) replaces regular
-	   clusters (2,0,0) and (3,0,0) and groups their blocks.
-
-	   This attribute will only take effect when a regular cluster
-	   dimension has been specified. The preferred substitute cluster
-	   dimension must be an integer multiple greater than zero of the
-	   regular cluster dimension and must divide the grid. It must
-	   also be no more than `maxBlocksPerCluster`, if it is set in
-	   the kernel's `__launch_bounds__`. Otherwise it must be less
-	   than the maximum value the driver can support. Otherwise,
-	   setting this attribute to a value physically unable to fit on
-	   any particular device is permitted.
-	*/
+	// LaunchAttributePreferredClusterDimension is cudaLaunchAttributePreferredClusterDimension: valid for graph nodes and launches. Set
+	// [LaunchAttributeValue]preferredClusterDim
+	// to allow the kernel launch to specify a preferred substitute
+	// cluster dimension. Blocks may be grouped according to either
+	// the dimensions specified with this attribute (grouped into a
+	// "preferred substitute cluster"), or the one specified with
+	// [LaunchAttributeClusterDimension] attribute (grouped
+	// into a "regular cluster"). The cluster dimensions of a
+	// "preferred substitute cluster" shall be an integer multiple
+	// greater than zero of the regular cluster dimensions. The
+	// device will attempt - on a best-effort basis - to group
+	// thread blocks into preferred clusters over grouping them
+	// into regular clusters. When it deems necessary (primarily
+	// when the device temporarily runs out of physical resources
+	// to launch the larger preferred clusters), the device may
+	// switch to launch the regular clusters instead to attempt to
+	// utilize as much of the physical device resources as possible.
+	//
+	// Each type of cluster will have its enumeration / coordinate
+	// setup as if the grid consists solely of its type of cluster.
+	// For example, if the preferred substitute cluster dimensions
+	// double the regular cluster dimensions, there might be
+	// simultaneously a regular cluster indexed at (1,0,0), and a
+	// preferred cluster indexed at (1,0,0). In this example, the
+	// preferred substitute cluster (1,0,0) replaces regular
+	// clusters (2,0,0) and (3,0,0) and groups their blocks.
+	//
+	// This attribute will only take effect when a regular cluster
+	// dimension has been specified. The preferred substitute cluster
+	// dimension must be an integer multiple greater than zero of the
+	// regular cluster dimension and must divide the grid. It must
+	// also be no more than `maxBlocksPerCluster`, if it is set in
+	// the kernel's `__launch_bounds__`. Otherwise it must be less
+	// than the maximum value the driver can support. Otherwise,
+	// setting this attribute to a value physically unable to fit on
+	// any particular device is permitted.
 	LaunchAttributePreferredClusterDimension LaunchAttributeID = 11
-	/*
-	   LaunchAttributeLaunchCompletionEvent is cudaLaunchAttributeLaunchCompletionEvent: valid for launches. Set
-	   [LaunchAttributeValue]launchCompletionEvent to record the
-	   event.
-
-	   Nominally, the event is triggered once all blocks of the kernel
-	   have begun execution. Currently this is a best effort. If a kernel
-	   B has a launch completion dependency on a kernel A, B may wait
-	   until A is complete. Alternatively, blocks of B may begin before
-	   all blocks of A have begun, for example if B can claim execution
-	   resources unavailable to A (e.g. they run on different GPUs) or
-	   if B is a higher priority than A.
-	   Exercise caution if such an ordering inversion could lead
-	   to deadlock.
-
-	   A launch completion event is nominally similar to a programmatic
-	   event with triggerAtBlockStart set except that it is not
-	   visible to cudaGridDependencySynchronize() and can be used with
-	   compute capability less than 9.0.
-
-	   The event supplied must not be an interprocess or interop event.
-	   The event must disable timing (i.e. must be created with the
-	   [EventDisableTiming] flag set).
-	*/
+	// LaunchAttributeLaunchCompletionEvent is cudaLaunchAttributeLaunchCompletionEvent: valid for launches. Set
+	// [LaunchAttributeValue]launchCompletionEvent to record the
+	// event.
+	//
+	// Nominally, the event is triggered once all blocks of the kernel
+	// have begun execution. Currently this is a best effort. If a kernel
+	// B has a launch completion dependency on a kernel A, B may wait
+	// until A is complete. Alternatively, blocks of B may begin before
+	// all blocks of A have begun, for example if B can claim execution
+	// resources unavailable to A (e.g. they run on different GPUs) or
+	// if B is a higher priority than A.
+	// Exercise caution if such an ordering inversion could lead
+	// to deadlock.
+	//
+	// A launch completion event is nominally similar to a programmatic
+	// event with triggerAtBlockStart set except that it is not
+	// visible to cudaGridDependencySynchronize() and can be used with
+	// compute capability less than 9.0.
+	//
+	// The event supplied must not be an interprocess or interop event.
+	// The event must disable timing (i.e. must be created with the
+	// [EventDisableTiming] flag set).
 	LaunchAttributeLaunchCompletionEvent LaunchAttributeID = 12
-	/*
-	   LaunchAttributeDeviceUpdatableKernelNode is cudaLaunchAttributeDeviceUpdatableKernelNode: valid for graph nodes, launches. This attribute is graphs-only,
-	   and passing it to a launch in a non-capturing stream will result
-	   in an error.
-
-	   :cudaLaunchAttributeValuedeviceUpdatableKernelNodedeviceUpdatable can
-	   only be set to 0 or 1. Setting the field to 1 indicates that the
-	   corresponding kernel node should be device-updatable. On success, a handle
-	   will be returned via
-	   [LaunchAttributeValue]deviceUpdatableKernelNodedevNode which can be
-	   passed to the various device-side update functions to update the node's
-	   kernel parameters from within another kernel. For more information on the
-	   types of device updates that can be made, as well as the relevant limitations
-	   thereof, see cudaGraphKernelNodeUpdatesApply.
-
-	   Nodes which are device-updatable have additional restrictions compared to
-	   regular kernel nodes. Firstly, device-updatable nodes cannot be removed
-	   from their graph via [GraphDestroyNode]. Additionally, once opted-in
-	   to this functionality, a node cannot opt out, and any attempt to set the
-	   deviceUpdatable attribute to 0 will result in an error. Device-updatable
-	   kernel nodes also cannot have their attributes copied to/from another kernel
-	   node via [GraphKernelNodeCopyAttributes]. Graphs containing one or more
-	   device-updatable nodes also do not allow multiple instantiation, and neither
-	   the graph nor its instantiated version can be passed to [GraphExecUpdate].
-
-	   If a graph contains device-updatable nodes and updates those nodes from the device
-	   from within the graph, the graph must be uploaded with cuGraphUpload before it
-	   is launched. For such a graph, if host-side executable graph updates are made to the
-	   device-updatable nodes, the graph must be uploaded before it is launched again.
-	*/
+	// LaunchAttributeDeviceUpdatableKernelNode is cudaLaunchAttributeDeviceUpdatableKernelNode: valid for graph nodes, launches. This attribute is graphs-only,
+	// and passing it to a launch in a non-capturing stream will result
+	// in an error.
+	//
+	// :cudaLaunchAttributeValuedeviceUpdatableKernelNodedeviceUpdatable can
+	// only be set to 0 or 1. Setting the field to 1 indicates that the
+	// corresponding kernel node should be device-updatable. On success, a handle
+	// will be returned via
+	// [LaunchAttributeValue]deviceUpdatableKernelNodedevNode which can be
+	// passed to the various device-side update functions to update the node's
+	// kernel parameters from within another kernel. For more information on the
+	// types of device updates that can be made, as well as the relevant limitations
+	// thereof, see cudaGraphKernelNodeUpdatesApply.
+	//
+	// Nodes which are device-updatable have additional restrictions compared to
+	// regular kernel nodes. Firstly, device-updatable nodes cannot be removed
+	// from their graph via [GraphDestroyNode]. Additionally, once opted-in
+	// to this functionality, a node cannot opt out, and any attempt to set the
+	// deviceUpdatable attribute to 0 will result in an error. Device-updatable
+	// kernel nodes also cannot have their attributes copied to/from another kernel
+	// node via [GraphKernelNodeCopyAttributes]. Graphs containing one or more
+	// device-updatable nodes also do not allow multiple instantiation, and neither
+	// the graph nor its instantiated version can be passed to [GraphExecUpdate].
+	//
+	// If a graph contains device-updatable nodes and updates those nodes from the device
+	// from within the graph, the graph must be uploaded with cuGraphUpload before it
+	// is launched. For such a graph, if host-side executable graph updates are made to the
+	// device-updatable nodes, the graph must be uploaded before it is launched again.
 	LaunchAttributeDeviceUpdatableKernelNode LaunchAttributeID = 13
-	/*
-	   LaunchAttributePreferredSharedMemoryCarveout is cudaLaunchAttributePreferredSharedMemoryCarveout: valid for launches. On devices where the L1 cache and shared memory use the
-	   same hardware resources, setting [LaunchAttributeValue]sharedMemCarveout
-	   to a percentage between 0-100 signals sets the shared memory carveout
-	   preference in percent of the total shared memory for that kernel launch.
-	   This attribute takes precedence over [FuncAttributePreferredSharedMemoryCarveout].
-	   This is only a hint, and the driver can choose a different configuration if
-	   required for the launch.
-	*/
+	// LaunchAttributePreferredSharedMemoryCarveout is cudaLaunchAttributePreferredSharedMemoryCarveout: valid for launches. On devices where the L1 cache and shared memory use the
+	// same hardware resources, setting [LaunchAttributeValue]sharedMemCarveout
+	// to a percentage between 0-100 signals sets the shared memory carveout
+	// preference in percent of the total shared memory for that kernel launch.
+	// This attribute takes precedence over [FuncAttributePreferredSharedMemoryCarveout].
+	// This is only a hint, and the driver can choose a different configuration if
+	// required for the launch.
 	LaunchAttributePreferredSharedMemoryCarveout LaunchAttributeID = 14
-	/*
-	   LaunchAttributeNvlinkUtilCentricScheduling is cudaLaunchAttributeNvlinkUtilCentricScheduling: valid for streams, graph nodes, launches. This attribute is a hint to the CUDA runtime that the
-	   launch should attempt to make the kernel maximize its NVLINK utilization.
-
-	   When possible to honor this hint, CUDA will assume each block in the grid launch will carry out an even amount
-	   of NVLINK traffic, and make a best-effort attempt to adjust the kernel launch based on that assumption.
-
-	   This attribute is a hint only. CUDA makes no functional or performance guarantee. Its applicability can be
-	   affected by many different factors, including driver version (i.e. CUDA doesn't guarantee the performance
-	   characteristics will be maintained between driver versions or a driver update could alter or regress
-	   previously observed perf characteristics.) It also doesn't guarantee a successful result, i.e. applying
-	   the attribute may not improve the performance of either the targeted kernel or the encapsulating application.
-
-	   Valid values for [LaunchAttributeValue]nvlinkUtilCentricScheduling are 0 (disabled) and 1 (enabled).
-	*/
+	// LaunchAttributeNvlinkUtilCentricScheduling is cudaLaunchAttributeNvlinkUtilCentricScheduling: valid for streams, graph nodes, launches. This attribute is a hint to the CUDA runtime that the
+	// launch should attempt to make the kernel maximize its NVLINK utilization.
+	//
+	// When possible to honor this hint, CUDA will assume each block in the grid launch will carry out an even amount
+	// of NVLINK traffic, and make a best-effort attempt to adjust the kernel launch based on that assumption.
+	//
+	// This attribute is a hint only. CUDA makes no functional or performance guarantee. Its applicability can be
+	// affected by many different factors, including driver version (i.e. CUDA doesn't guarantee the performance
+	// characteristics will be maintained between driver versions or a driver update could alter or regress
+	// previously observed perf characteristics.) It also doesn't guarantee a successful result, i.e. applying
+	// the attribute may not improve the performance of either the targeted kernel or the encapsulating application.
+	//
+	// Valid values for [LaunchAttributeValue]nvlinkUtilCentricScheduling are 0 (disabled) and 1 (enabled).
 	LaunchAttributeNvlinkUtilCentricScheduling LaunchAttributeID = 16
 )
 
@@ -3625,22 +3325,20 @@ func (v LaunchAttributeID) String() string {
 	return "LaunchAttributeID(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
-/*
-LaunchMemSyncDomain is enum cudaLaunchMemSyncDomain: memory Synchronization Domain
-
-A kernel can be launched in a specified memory synchronization domain that affects all memory operations issued by
-that kernel. A memory barrier issued in one domain will only order memory operations in that domain, thus eliminating
-latency increase from memory barriers ordering unrelated traffic.
-
-By default, kernels are launched in domain 0. Kernel launched with [LaunchMemSyncDomainRemote] will have a
-different domain ID. User may also alter the domain ID with cudaLaunchMemSyncDomainMap for a specific stream /
-graph node / kernel launch. See [LaunchAttributeMemSyncDomain], [StreamSetAttribute], cudaLaunchKernelEx,
-[GraphKernelNodeSetAttribute].
-
-Memory operations done in kernels launched in different domains are considered system-scope distanced. In other
-words, a GPU scoped memory synchronization is not sufficient for memory order to be observed by kernels in another
-memory synchronization domain even if they are on the same GPU.
-*/
+// LaunchMemSyncDomain is enum cudaLaunchMemSyncDomain: memory Synchronization Domain
+//
+// A kernel can be launched in a specified memory synchronization domain that affects all memory operations issued by
+// that kernel. A memory barrier issued in one domain will only order memory operations in that domain, thus eliminating
+// latency increase from memory barriers ordering unrelated traffic.
+//
+// By default, kernels are launched in domain 0. Kernel launched with [LaunchMemSyncDomainRemote] will have a
+// different domain ID. User may also alter the domain ID with cudaLaunchMemSyncDomainMap for a specific stream /
+// graph node / kernel launch. See [LaunchAttributeMemSyncDomain], [StreamSetAttribute], cudaLaunchKernelEx,
+// [GraphKernelNodeSetAttribute].
+//
+// Memory operations done in kernels launched in different domains are considered system-scope distanced. In other
+// words, a GPU scoped memory synchronization is not sufficient for memory order to be observed by kernels in another
+// memory synchronization domain even if they are on the same GPU.
 type LaunchMemSyncDomain int32
 
 const (
@@ -3666,15 +3364,13 @@ type LibraryOption int32
 
 const (
 	LibraryHostUniversalFunctionAndDataTable LibraryOption = 0
-	/*
-	   LibraryBinaryIsPreserved is cudaLibraryBinaryIsPreserved: specifes that the argument code passed to [LibraryLoadData] will be preserved.
-	   Specifying this option will let the driver know that code can be accessed at any point
-	   until [LibraryUnload]. The default behavior is for the driver to allocate and
-	   maintain its own copy of code. Note that this is only a memory usage optimization
-	   hint and the driver can choose to ignore it if required.
-	   Specifying this option with [LibraryLoadFromFile] is invalid and
-	   will return [ErrorInvalidValue].
-	*/
+	// LibraryBinaryIsPreserved is cudaLibraryBinaryIsPreserved: specifes that the argument code passed to [LibraryLoadData] will be preserved.
+	// Specifying this option will let the driver know that code can be accessed at any point
+	// until [LibraryUnload]. The default behavior is for the driver to allocate and
+	// maintain its own copy of code. Note that this is only a memory usage optimization
+	// hint and the driver can choose to ignore it if required.
+	// Specifying this option with [LibraryLoadFromFile] is invalid and
+	// will return [ErrorInvalidValue].
 	LibraryBinaryIsPreserved LibraryOption = 1
 )
 
@@ -3793,10 +3489,8 @@ type MemAllocationType int32
 
 const (
 	MemAllocationTypeInvalid MemAllocationType = 0
-	/*
-	   MemAllocationTypePinned is cudaMemAllocationTypePinned: this allocation type is 'pinned', i.e. cannot migrate from its current
-	   location while the application is actively using it
-	*/
+	// MemAllocationTypePinned is cudaMemAllocationTypePinned: this allocation type is 'pinned', i.e. cannot migrate from its current
+	// location while the application is actively using it
 	MemAllocationTypePinned MemAllocationType = 1
 	// MemAllocationTypeManaged is cudaMemAllocationTypeManaged: this allocation type is managed memory
 	MemAllocationTypeManaged MemAllocationType = 2
@@ -3856,58 +3550,42 @@ func (v MemLocationType) String() string {
 type MemPoolAttr int32
 
 const (
-	/*
-	   MemPoolReuseFollowEventDependencies is cudaMemPoolReuseFollowEventDependencies: (value type = int)
-	   Allow cuMemAllocAsync to use memory asynchronously freed
-	   in another streams as long as a stream ordering dependency
-	   of the allocating stream on the free action exists.
-	   Cuda events and null stream interactions can create the required
-	   stream ordered dependencies. (default enabled)
-	*/
+	// MemPoolReuseFollowEventDependencies is cudaMemPoolReuseFollowEventDependencies: (value type = int)
+	// Allow cuMemAllocAsync to use memory asynchronously freed
+	// in another streams as long as a stream ordering dependency
+	// of the allocating stream on the free action exists.
+	// Cuda events and null stream interactions can create the required
+	// stream ordered dependencies. (default enabled)
 	MemPoolReuseFollowEventDependencies MemPoolAttr = 1
-	/*
-	   MemPoolReuseAllowOpportunistic is cudaMemPoolReuseAllowOpportunistic: (value type = int)
-	   Allow reuse of already completed frees when there is no dependency
-	   between the free and allocation. (default enabled)
-	*/
+	// MemPoolReuseAllowOpportunistic is cudaMemPoolReuseAllowOpportunistic: (value type = int)
+	// Allow reuse of already completed frees when there is no dependency
+	// between the free and allocation. (default enabled)
 	MemPoolReuseAllowOpportunistic MemPoolAttr = 2
-	/*
-	   MemPoolReuseAllowInternalDependencies is cudaMemPoolReuseAllowInternalDependencies: (value type = int)
-	   Allow cuMemAllocAsync to insert new stream dependencies
-	   in order to establish the stream ordering required to reuse
-	   a piece of memory released by cuFreeAsync (default enabled).
-	*/
+	// MemPoolReuseAllowInternalDependencies is cudaMemPoolReuseAllowInternalDependencies: (value type = int)
+	// Allow cuMemAllocAsync to insert new stream dependencies
+	// in order to establish the stream ordering required to reuse
+	// a piece of memory released by cuFreeAsync (default enabled).
 	MemPoolReuseAllowInternalDependencies MemPoolAttr = 3
-	/*
-	   MemPoolAttrReleaseThreshold is cudaMemPoolAttrReleaseThreshold: (value type = cuuint64_t)
-	   Amount of reserved memory in bytes to hold onto before trying
-	   to release memory back to the OS. When more than the release
-	   threshold bytes of memory are held by the memory pool, the
-	   allocator will try to release memory back to the OS on the
-	   next call to stream, event or context synchronize. (default 0)
-	*/
+	// MemPoolAttrReleaseThreshold is cudaMemPoolAttrReleaseThreshold: (value type = cuuint64_t)
+	// Amount of reserved memory in bytes to hold onto before trying
+	// to release memory back to the OS. When more than the release
+	// threshold bytes of memory are held by the memory pool, the
+	// allocator will try to release memory back to the OS on the
+	// next call to stream, event or context synchronize. (default 0)
 	MemPoolAttrReleaseThreshold MemPoolAttr = 4
-	/*
-	   MemPoolAttrReservedMemCurrent is cudaMemPoolAttrReservedMemCurrent: (value type = cuuint64_t)
-	   Amount of backing memory currently allocated for the mempool.
-	*/
+	// MemPoolAttrReservedMemCurrent is cudaMemPoolAttrReservedMemCurrent: (value type = cuuint64_t)
+	// Amount of backing memory currently allocated for the mempool.
 	MemPoolAttrReservedMemCurrent MemPoolAttr = 5
-	/*
-	   MemPoolAttrReservedMemHigh is cudaMemPoolAttrReservedMemHigh: (value type = cuuint64_t)
-	   High watermark of backing memory allocated for the mempool since the
-	   last time it was reset. High watermark can only be reset to zero.
-	*/
+	// MemPoolAttrReservedMemHigh is cudaMemPoolAttrReservedMemHigh: (value type = cuuint64_t)
+	// High watermark of backing memory allocated for the mempool since the
+	// last time it was reset. High watermark can only be reset to zero.
 	MemPoolAttrReservedMemHigh MemPoolAttr = 6
-	/*
-	   MemPoolAttrUsedMemCurrent is cudaMemPoolAttrUsedMemCurrent: (value type = cuuint64_t)
-	   Amount of memory from the pool that is currently in use by the application.
-	*/
+	// MemPoolAttrUsedMemCurrent is cudaMemPoolAttrUsedMemCurrent: (value type = cuuint64_t)
+	// Amount of memory from the pool that is currently in use by the application.
 	MemPoolAttrUsedMemCurrent MemPoolAttr = 7
-	/*
-	   MemPoolAttrUsedMemHigh is cudaMemPoolAttrUsedMemHigh: (value type = cuuint64_t)
-	   High watermark of the amount of memory from the pool that was in use by the application since
-	   the last time it was reset. High watermark can only be reset to zero.
-	*/
+	// MemPoolAttrUsedMemHigh is cudaMemPoolAttrUsedMemHigh: (value type = cuuint64_t)
+	// High watermark of the amount of memory from the pool that was in use by the application since
+	// the last time it was reset. High watermark can only be reset to zero.
 	MemPoolAttrUsedMemHigh MemPoolAttr = 8
 )
 
@@ -4064,23 +3742,19 @@ const (
 	MemcpySrcAccessOrderInvalid MemcpySrcAccessOrder = 0
 	// MemcpySrcAccessOrderStream is cudaMemcpySrcAccessOrderStream: indicates that access to the source pointer must be in stream order.
 	MemcpySrcAccessOrderStream MemcpySrcAccessOrder = 1
-	/*
-	   MemcpySrcAccessOrderDuringApiCall is cudaMemcpySrcAccessOrderDuringApiCall: indicates that access to the source pointer can be out of stream order and all
-	   accesses must be complete before the API call returns. This flag is suited for
-	   ephemeral sources (ex., stack variables) when it's known that no prior operations
-	   in the stream can be accessing the memory and also that the lifetime of the memory
-	   is limited to the scope that the source variable was declared in. Specifying
-	   this flag allows the driver to optimize the copy and removes the need for the user
-	   to synchronize the stream after the API call.
-	*/
+	// MemcpySrcAccessOrderDuringApiCall is cudaMemcpySrcAccessOrderDuringApiCall: indicates that access to the source pointer can be out of stream order and all
+	// accesses must be complete before the API call returns. This flag is suited for
+	// ephemeral sources (ex., stack variables) when it's known that no prior operations
+	// in the stream can be accessing the memory and also that the lifetime of the memory
+	// is limited to the scope that the source variable was declared in. Specifying
+	// this flag allows the driver to optimize the copy and removes the need for the user
+	// to synchronize the stream after the API call.
 	MemcpySrcAccessOrderDuringApiCall MemcpySrcAccessOrder = 2
-	/*
-	   MemcpySrcAccessOrderAny is cudaMemcpySrcAccessOrderAny: indicates that access to the source pointer can be out of stream order and the accesses
-	   can happen even after the API call returns. This flag is suited for host pointers
-	   allocated outside CUDA (ex., via malloc) when it's known that no prior operations
-	   in the stream can be accessing the memory. Specifying this flag allows the driver
-	   to optimize the copy on certain platforms.
-	*/
+	// MemcpySrcAccessOrderAny is cudaMemcpySrcAccessOrderAny: indicates that access to the source pointer can be out of stream order and the accesses
+	// can happen even after the API call returns. This flag is suited for host pointers
+	// allocated outside CUDA (ex., via malloc) when it's known that no prior operations
+	// in the stream can be accessing the memory. Specifying this flag allows the driver
+	// to optimize the copy on certain platforms.
 	MemcpySrcAccessOrderAny MemcpySrcAccessOrder = 3
 	MemcpySrcAccessOrderMax MemcpySrcAccessOrder = 2147483647
 )
@@ -4400,11 +4074,9 @@ func (v SharedCarveout) String() string {
 	return "SharedCarveout(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
-/*
-SharedMemConfig is enum cudaSharedMemConfig: CUDA shared memory configuration
-
-Deprecated:
-*/
+// SharedMemConfig is enum cudaSharedMemConfig: CUDA shared memory configuration
+//
+// Deprecated:
 type SharedMemConfig int32
 
 const (
@@ -4426,10 +4098,8 @@ func (v SharedMemConfig) String() string {
 	return "SharedMemConfig(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
-/*
-StreamCaptureMode is enum cudaStreamCaptureMode: possible modes for stream capture thread interactions. For more details see
-[StreamBeginCapture] and [ThreadExchangeStreamCaptureMode]
-*/
+// StreamCaptureMode is enum cudaStreamCaptureMode: possible modes for stream capture thread interactions. For more details see
+// [StreamBeginCapture] and [ThreadExchangeStreamCaptureMode]
 type StreamCaptureMode int32
 
 const (
@@ -4459,10 +4129,8 @@ const (
 	StreamCaptureStatusNone StreamCaptureStatus = 0
 	// StreamCaptureStatusActive is cudaStreamCaptureStatusActive: stream is actively capturing
 	StreamCaptureStatusActive StreamCaptureStatus = 1
-	/*
-	   StreamCaptureStatusInvalidated is cudaStreamCaptureStatusInvalidated: stream is part of a capture sequence that
-	   has been invalidated, but not terminated
-	*/
+	// StreamCaptureStatusInvalidated is cudaStreamCaptureStatusInvalidated: stream is part of a capture sequence that
+	// has been invalidated, but not terminated
 	StreamCaptureStatusInvalidated StreamCaptureStatus = 2
 )
 
@@ -4676,17 +4344,15 @@ func (v UserObjectRetainFlags) String() string {
 	return "UserObjectRetainFlags(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
-/*
-AccessPolicyWindow is struct cudaAccessPolicyWindow: specifies an access policy for a window, a contiguous extent of memory
-beginning at base_ptr and ending at base_ptr + num_bytes.
-Partition into many segments and assign segments such that.
-sum of "hit segments" / window == approx. ratio.
-sum of "miss segments" / window == approx 1-ratio.
-Segments and ratio specifications are fitted to the capabilities of
-the architecture.
-Accesses in a hit segment apply the hitProp access policy.
-Accesses in a miss segment apply the missProp access policy.
-*/
+// AccessPolicyWindow is struct cudaAccessPolicyWindow: specifies an access policy for a window, a contiguous extent of memory
+// beginning at base_ptr and ending at base_ptr + num_bytes.
+// Partition into many segments and assign segments such that.
+// sum of "hit segments" / window == approx. ratio.
+// sum of "miss segments" / window == approx 1-ratio.
+// Segments and ratio specifications are fitted to the capabilities of
+// the architecture.
+// Accesses in a hit segment apply the hitProp access policy.
+// Accesses in a miss segment apply the missProp access policy.
 type AccessPolicyWindow struct {
 	// Starting address of the access policy window. CUDA driver may align it.
 	Base_ptr unsafe.Pointer
@@ -4744,11 +4410,9 @@ type AsyncNotificationInfoInfo struct {
 	raw [1]uint64
 }
 
-/*
-OverBudget returns the union as its overBudget member.
-
-Information about notifications of type cudaAsyncNotificationTypeOverBudget
-*/
+// OverBudget returns the union as its overBudget member.
+//
+// Information about notifications of type cudaAsyncNotificationTypeOverBudget
 func (u *AsyncNotificationInfoInfo) OverBudget() *AsyncNotificationInfoInfoOverBudget {
 	return (*AsyncNotificationInfoInfoOverBudget)(unsafe.Pointer(u))
 }
@@ -4808,13 +4472,11 @@ type Char4 struct {
 
 // ChildGraphNodeParams is struct cudaChildGraphNodeParams: child graph node parameters
 type ChildGraphNodeParams struct {
-	/*
-	   The child graph to clone into the node for node creation, or
-	   a handle to the graph owned by the node for node query.
-	   The graph must not contain conditional nodes. Graphs
-	   containing memory allocation or memory free nodes must
-	   set the ownership to be moved to the parent.
-	*/
+	// The child graph to clone into the node for node creation, or
+	// a handle to the graph owned by the node for node query.
+	// The graph must not contain conditional nodes. Graphs
+	// containing memory allocation or memory free nodes must
+	// set the ownership to be moved to the parent.
 	Graph Graph
 	// The ownership relationship of the child graph node.
 	Ownership GraphChildGraphNodeOwnership
@@ -4822,37 +4484,33 @@ type ChildGraphNodeParams struct {
 
 // ConditionalNodeParams is struct cudaConditionalNodeParams: CUDA conditional node parameters
 type ConditionalNodeParams struct {
-	/*
-	   Conditional node handle.
-	   Handles must be created in advance of creating the node
-	   using [GraphConditionalHandleCreate].
-	*/
+	// Conditional node handle.
+	// Handles must be created in advance of creating the node
+	// using [GraphConditionalHandleCreate].
 	Handle GraphConditionalHandle
 	// Type of conditional node.
 	Type GraphConditionalNodeType
-	/*
-	   Size of graph output array. Allowed values are 1 for cudaGraphCondTypeWhile, 1 or 2
-	   for cudaGraphCondTypeIf, or any value greater than zero for cudaGraphCondTypeSwitch.
-	*/
+	// Size of graph output array. Allowed values are 1 for cudaGraphCondTypeWhile, 1 or 2
+	// for cudaGraphCondTypeIf, or any value greater than zero for cudaGraphCondTypeSwitch.
 	Size uint32
-	/*
-	   CUDA-owned array populated with conditional node child graphs during creation of the node.
-	   Valid for the lifetime of the conditional node.
-	   The contents of the graph(s) are subject to the following constraints:
-	   - Allowed node types are kernel nodes, empty nodes, child graphs, memsets,
-	   memcopies, and conditionals. This applies recursively to child graphs and conditional bodies.
-	   - All kernels, including kernels in nested conditionals or child graphs at any level,
-	   must belong to the same CUDA context.
-	   These graphs may be populated using graph node creation APIs or [StreamBeginCaptureToGraph].
-	   cudaGraphCondTypeIf:
-	   phGraph_out[0] is executed when the condition is non-zero. If size == 2, phGraph_out[1] will
-	   be executed when the condition is zero.
-	   cudaGraphCondTypeWhile:
-	   phGraph_out[0] is executed as long as the condition is non-zero.
-	   cudaGraphCondTypeSwitch:
-	   phGraph_out[n] is executed when the condition is equal to n. If the condition >= size,
-	   no body graph is executed.
-	*/
+	// CUDA-owned array populated with conditional node child graphs during creation of the node.
+	// Valid for the lifetime of the conditional node.
+	// The contents of the graph(s) are subject to the following constraints:
+	//
+	// - Allowed node types are kernel nodes, empty nodes, child graphs, memsets,
+	// memcopies, and conditionals. This applies recursively to child graphs and conditional bodies.
+	// - All kernels, including kernels in nested conditionals or child graphs at any level,
+	// must belong to the same CUDA context.
+	//
+	// These graphs may be populated using graph node creation APIs or [StreamBeginCaptureToGraph].
+	// cudaGraphCondTypeIf:
+	// phGraph_out[0] is executed when the condition is non-zero. If size == 2, phGraph_out[1] will
+	// be executed when the condition is zero.
+	// cudaGraphCondTypeWhile:
+	// phGraph_out[0] is executed as long as the condition is non-zero.
+	// cudaGraphCondTypeSwitch:
+	// phGraph_out[n] is executed when the condition is equal to n. If the condition >= size,
+	// no body graph is executed.
 	PhGraph_out *Graph
 }
 
@@ -5058,11 +4716,9 @@ type Double1 struct {
 	X float64
 }
 
-/*
-Double2 is struct double2.
-
-C aligns Double2 to 16 bytes; Go aligns it to 8.
-*/
+// Double2 is struct double2.
+//
+// C aligns Double2 to 16 bytes; Go aligns it to 8.
 type Double2 struct {
 	X float64
 	Y float64
@@ -5075,11 +4731,9 @@ type Double3 struct {
 	Z float64
 }
 
-/*
-Double4 is struct double4.
-
-C aligns Double4 to 16 bytes; Go aligns it to 8.
-*/
+// Double4 is struct double4.
+//
+// C aligns Double4 to 16 bytes; Go aligns it to 8.
 type Double4 struct {
 	X float64
 	Y float64
@@ -5087,11 +4741,9 @@ type Double4 struct {
 	W float64
 }
 
-/*
-Double4_16a is struct double4_16a.
-
-C aligns Double4_16a to 16 bytes; Go aligns it to 8.
-*/
+// Double4_16a is struct double4_16a.
+//
+// C aligns Double4_16a to 16 bytes; Go aligns it to 8.
 type Double4_16a struct {
 	X float64
 	Y float64
@@ -5099,11 +4751,9 @@ type Double4_16a struct {
 	W float64
 }
 
-/*
-Double4_32a is struct double4_32a.
-
-C aligns Double4_32a to 32 bytes; Go aligns it to 8.
-*/
+// Double4_32a is struct double4_32a.
+//
+// C aligns Double4_32a to 32 bytes; Go aligns it to 8.
 type Double4_32a struct {
 	X float64
 	Y float64
@@ -5123,11 +4773,9 @@ type EventWaitNodeParams struct {
 	Event Event
 }
 
-/*
-Extent is struct cudaExtent: CUDA extent
-
-See also: make_cudaExtent
-*/
+// Extent is struct cudaExtent: CUDA extent
+//
+// See also: make_cudaExtent
 type Extent struct {
 	// Width in elements when referring to array memory, in bytes when referring to linear memory
 	Width uint64
@@ -5167,13 +4815,11 @@ type ExternalMemoryHandleDescHandle struct {
 	raw [2]uint64
 }
 
-/*
-Fd returns the union as its fd member.
-
-File descriptor referencing the memory object. Valid
-when type is
-[ExternalMemoryHandleTypeOpaqueFd]
-*/
+// Fd returns the union as its fd member.
+//
+// File descriptor referencing the memory object. Valid
+// when type is
+// [ExternalMemoryHandleTypeOpaqueFd]
 func (u *ExternalMemoryHandleDescHandle) Fd() *int32 {
 	return (*int32)(unsafe.Pointer(u))
 }
@@ -5183,12 +4829,10 @@ func (u *ExternalMemoryHandleDescHandle) Win32() *ExternalMemoryHandleDescHandle
 	return (*ExternalMemoryHandleDescHandleWin32)(unsafe.Pointer(u))
 }
 
-/*
-NvSciBufObject returns the union as its nvSciBufObject member.
-
-A handle representing NvSciBuf Object. Valid when type
-is [ExternalMemoryHandleTypeNvSciBuf]
-*/
+// NvSciBufObject returns the union as its nvSciBufObject member.
+//
+// A handle representing NvSciBuf Object. Valid when type
+// is [ExternalMemoryHandleTypeNvSciBuf]
 func (u *ExternalMemoryHandleDescHandle) NvSciBufObject() *unsafe.Pointer {
 	return (*unsafe.Pointer)(unsafe.Pointer(u))
 }
@@ -5197,28 +4841,22 @@ func (u *ExternalMemoryHandleDescHandle) NvSciBufObject() *unsafe.Pointer {
 type ExternalMemoryHandleDescHandleWin32 struct {
 	// Valid NT handle. Must be NULL if 'name' is non-NULL
 	Handle unsafe.Pointer
-	/*
-	   Name of a valid memory object.
-	   Must be NULL if 'handle' is non-NULL.
-	*/
+	// Name of a valid memory object.
+	// Must be NULL if 'handle' is non-NULL.
 	Name unsafe.Pointer
 }
 
 // ExternalMemoryMipmappedArrayDesc is struct cudaExternalMemoryMipmappedArrayDesc: external memory mipmap descriptor
 type ExternalMemoryMipmappedArrayDesc struct {
-	/*
-	   Offset into the memory object where the base level of the
-	   mipmap chain is.
-	*/
+	// Offset into the memory object where the base level of the
+	// mipmap chain is.
 	Offset uint64
 	// Format of base level of the mipmap chain
 	FormatDesc ChannelFormatDesc
 	// Dimensions of base level of the mipmap chain
 	Extent Extent
-	/*
-	   Flags associated with CUDA mipmapped arrays.
-	   See [MallocMipmappedArray]
-	*/
+	// Flags associated with CUDA mipmapped arrays.
+	// See [MallocMipmappedArray]
 	Flags uint32
 	// Total number of levels in the mipmap chain
 	NumLevels uint32
@@ -5242,14 +4880,12 @@ type ExternalSemaphoreHandleDescHandle struct {
 	raw [2]uint64
 }
 
-/*
-Fd returns the union as its fd member.
-
-File descriptor referencing the semaphore object. Valid when
-type is one of the following:
-- [ExternalSemaphoreHandleTypeOpaqueFd]
-- [ExternalSemaphoreHandleTypeTimelineSemaphoreFd]
-*/
+// Fd returns the union as its fd member.
+//
+// File descriptor referencing the semaphore object. Valid when
+// type is one of the following:
+// - [ExternalSemaphoreHandleTypeOpaqueFd]
+// - [ExternalSemaphoreHandleTypeTimelineSemaphoreFd]
 func (u *ExternalSemaphoreHandleDescHandle) Fd() *int32 {
 	return (*int32)(unsafe.Pointer(u))
 }
@@ -5259,11 +4895,9 @@ func (u *ExternalSemaphoreHandleDescHandle) Win32() *ExternalSemaphoreHandleDesc
 	return (*ExternalSemaphoreHandleDescHandleWin32)(unsafe.Pointer(u))
 }
 
-/*
-NvSciSyncObj returns the union as its nvSciSyncObj member.
-
-Valid NvSciSyncObj. Must be non NULL
-*/
+// NvSciSyncObj returns the union as its nvSciSyncObj member.
+//
+// Valid NvSciSyncObj. Must be non NULL
 func (u *ExternalSemaphoreHandleDescHandle) NvSciSyncObj() *unsafe.Pointer {
 	return (*unsafe.Pointer)(unsafe.Pointer(u))
 }
@@ -5272,10 +4906,8 @@ func (u *ExternalSemaphoreHandleDescHandle) NvSciSyncObj() *unsafe.Pointer {
 type ExternalSemaphoreHandleDescHandleWin32 struct {
 	// Valid NT handle. Must be NULL if 'name' is non-NULL
 	Handle unsafe.Pointer
-	/*
-	   Name of a valid synchronization primitive.
-	   Must be NULL if 'handle' is non-NULL.
-	*/
+	// Name of a valid synchronization primitive.
+	// Must be NULL if 'handle' is non-NULL.
 	Name unsafe.Pointer
 }
 
@@ -5302,16 +4934,14 @@ type ExternalSemaphoreSignalNodeParamsV2 struct {
 // ExternalSemaphoreSignalParams is struct cudaExternalSemaphoreSignalParams: external semaphore signal parameters, compatible with driver type
 type ExternalSemaphoreSignalParams struct {
 	Params ExternalSemaphoreSignalParamsParams
-	/*
-	   Only when [ExternalSemaphoreSignalParams] is used to
-	   signal a [ExternalSemaphore] of type
-	   [ExternalSemaphoreHandleTypeNvSciSync], the valid flag is
-	   [ExternalSemaphoreSignalSkipNvSciBufMemSync]: which indicates
-	   that while signaling the [ExternalSemaphore], no memory
-	   synchronization operations should be performed for any external memory
-	   object imported as [ExternalMemoryHandleTypeNvSciBuf].
-	   For all other types of [ExternalSemaphore], flags must be zero.
-	*/
+	// Only when [ExternalSemaphoreSignalParams] is used to
+	// signal a [ExternalSemaphore] of type
+	// [ExternalSemaphoreHandleTypeNvSciSync], the valid flag is
+	// [ExternalSemaphoreSignalSkipNvSciBufMemSync]: which indicates
+	// that while signaling the [ExternalSemaphore], no memory
+	// synchronization operations should be performed for any external memory
+	// object imported as [ExternalMemoryHandleTypeNvSciBuf].
+	// For all other types of [ExternalSemaphore], flags must be zero.
 	Flags    uint32
 	Reserved [16]uint32
 }
@@ -5340,12 +4970,10 @@ type ExternalSemaphoreSignalParamsParamsNvSciSync struct {
 	raw [1]uint64
 }
 
-/*
-Fence returns the union as its fence member.
-
-Pointer to NvSciSyncFence. Valid if [ExternalSemaphoreHandleType]
-is of type [ExternalSemaphoreHandleTypeNvSciSync].
-*/
+// Fence returns the union as its fence member.
+//
+// Pointer to NvSciSyncFence. Valid if [ExternalSemaphoreHandleType]
+// is of type [ExternalSemaphoreHandleTypeNvSciSync].
 func (u *ExternalSemaphoreSignalParamsParamsNvSciSync) Fence() *unsafe.Pointer {
 	return (*unsafe.Pointer)(unsafe.Pointer(u))
 }
@@ -5378,16 +5006,14 @@ type ExternalSemaphoreWaitNodeParamsV2 struct {
 // ExternalSemaphoreWaitParams is struct cudaExternalSemaphoreWaitParams: external semaphore wait parameters, compatible with driver type
 type ExternalSemaphoreWaitParams struct {
 	Params ExternalSemaphoreWaitParamsParams
-	/*
-	   Only when [ExternalSemaphoreSignalParams] is used to
-	   signal a [ExternalSemaphore] of type
-	   [ExternalSemaphoreHandleTypeNvSciSync], the valid flag is
-	   [ExternalSemaphoreSignalSkipNvSciBufMemSync]: which indicates
-	   that while waiting for the [ExternalSemaphore], no memory
-	   synchronization operations should be performed for any external memory
-	   object imported as [ExternalMemoryHandleTypeNvSciBuf].
-	   For all other types of [ExternalSemaphore], flags must be zero.
-	*/
+	// Only when [ExternalSemaphoreSignalParams] is used to
+	// signal a [ExternalSemaphore] of type
+	// [ExternalSemaphoreHandleTypeNvSciSync], the valid flag is
+	// [ExternalSemaphoreSignalSkipNvSciBufMemSync]: which indicates
+	// that while waiting for the [ExternalSemaphore], no memory
+	// synchronization operations should be performed for any external memory
+	// object imported as [ExternalMemoryHandleTypeNvSciBuf].
+	// For all other types of [ExternalSemaphore], flags must be zero.
 	Flags    uint32
 	Reserved [16]uint32
 }
@@ -5419,12 +5045,10 @@ type ExternalSemaphoreWaitParamsParamsNvSciSync struct {
 	raw [1]uint64
 }
 
-/*
-Fence returns the union as its fence member.
-
-Pointer to NvSciSyncFence. Valid if [ExternalSemaphoreHandleType]
-is of type [ExternalSemaphoreHandleTypeNvSciSync].
-*/
+// Fence returns the union as its fence member.
+//
+// Pointer to NvSciSyncFence. Valid if [ExternalSemaphoreHandleType]
+// is of type [ExternalSemaphoreHandleTypeNvSciSync].
 func (u *ExternalSemaphoreWaitParamsParamsNvSciSync) Fence() *unsafe.Pointer {
 	return (*unsafe.Pointer)(unsafe.Pointer(u))
 }
@@ -5453,11 +5077,9 @@ type Float3 struct {
 	Z float32
 }
 
-/*
-Float4 is struct float4.
-
-C aligns Float4 to 16 bytes; Go aligns it to 8.
-*/
+// Float4 is struct float4.
+//
+// C aligns Float4 to 16 bytes; Go aligns it to 8.
 type Float4 struct {
 	_ [0]uint64
 	X float32
@@ -5468,137 +5090,110 @@ type Float4 struct {
 
 // FuncAttributes is struct cudaFuncAttributes: CUDA function attributes
 type FuncAttributes struct {
-	/*
-	   The size in bytes of statically-allocated shared memory per block
-	   required by this function. This does not include dynamically-allocated
-	   shared memory requested by the user at runtime.
-	*/
+	// The size in bytes of statically-allocated shared memory per block
+	// required by this function. This does not include dynamically-allocated
+	// shared memory requested by the user at runtime.
 	SharedSizeBytes uint64
-	/*
-	   The size in bytes of user-allocated constant memory required by this
-	   function.
-	*/
+	// The size in bytes of user-allocated constant memory required by this
+	// function.
 	ConstSizeBytes uint64
 	// The size in bytes of local memory used by each thread of this function.
 	LocalSizeBytes uint64
-	/*
-	   The maximum number of threads per block, beyond which a launch of the
-	   function would fail. This number depends on both the function and the
-	   device on which the function is currently loaded.
-	*/
+	// The maximum number of threads per block, beyond which a launch of the
+	// function would fail. This number depends on both the function and the
+	// device on which the function is currently loaded.
 	MaxThreadsPerBlock int32
 	// The number of registers used by each thread of this function.
 	NumRegs int32
-	/*
-	   The PTX virtual architecture version for which the function was
-	   compiled. This value is the major PTX version * 10 + the minor PTX
-	   version, so a PTX version 1.3 function would return the value 13.
-	*/
+	// The PTX virtual architecture version for which the function was
+	// compiled. This value is the major PTX version * 10 + the minor PTX
+	// version, so a PTX version 1.3 function would return the value 13.
 	PtxVersion int32
-	/*
-	   The binary architecture version for which the function was compiled.
-	   This value is the major binary version * 10 + the minor binary version,
-	   so a binary version 1.3 function would return the value 13.
-	*/
+	// The binary architecture version for which the function was compiled.
+	// This value is the major binary version * 10 + the minor binary version,
+	// so a binary version 1.3 function would return the value 13.
 	BinaryVersion int32
-	/*
-	   The attribute to indicate whether the function has been compiled with
-	   user specified option "-Xptxas --dlcm=ca" set.
-	*/
+	// The attribute to indicate whether the function has been compiled with
+	// user specified option "-Xptxas --dlcm=ca" set.
 	CacheModeCA int32
-	/*
-	   The maximum size in bytes of dynamic shared memory per block for
-	   this function. Any launch must have a dynamic shared memory size
-	   smaller than this value.
-	*/
+	// The maximum size in bytes of dynamic shared memory per block for
+	// this function. Any launch must have a dynamic shared memory size
+	// smaller than this value.
 	MaxDynamicSharedSizeBytes int32
-	/*
-	   On devices where the L1 cache and shared memory use the same hardware resources,
-	   this sets the shared memory carveout preference, in percent of the maximum shared memory.
-	   Refer to [DevAttrMaxSharedMemoryPerMultiprocessor].
-	   This is only a hint, and the driver can choose a different ratio if required to execute the function.
-	   See [FuncSetAttribute]
-	*/
+	// On devices where the L1 cache and shared memory use the same hardware resources,
+	// this sets the shared memory carveout preference, in percent of the maximum shared memory.
+	// Refer to [DevAttrMaxSharedMemoryPerMultiprocessor].
+	// This is only a hint, and the driver can choose a different ratio if required to execute the function.
+	// See [FuncSetAttribute]
 	PreferredShmemCarveout int32
-	/*
-	   If this attribute is set, the kernel must launch with a valid cluster dimension
-	   specified.
-	*/
+	// If this attribute is set, the kernel must launch with a valid cluster dimension
+	// specified.
 	ClusterDimMustBeSet int32
-	/*
-	   The required cluster width/height/depth in blocks. The values must either
-	   all be 0 or all be positive. The validity of the cluster dimensions is
-	   otherwise checked at launch time.
-	   If the value is set during compile time, it cannot be set at runtime.
-	   Setting it at runtime should return cudaErrorNotPermitted.
-	   See [FuncSetAttribute]
-	*/
+	// The required cluster width/height/depth in blocks. The values must either
+	// all be 0 or all be positive. The validity of the cluster dimensions is
+	// otherwise checked at launch time.
+	//
+	// If the value is set during compile time, it cannot be set at runtime.
+	// Setting it at runtime should return cudaErrorNotPermitted.
+	// See [FuncSetAttribute]
 	RequiredClusterWidth  int32
 	RequiredClusterHeight int32
 	RequiredClusterDepth  int32
-	/*
-	   The block scheduling policy of a function.
-	   See [FuncSetAttribute]
-	*/
+	// The block scheduling policy of a function.
+	// See [FuncSetAttribute]
 	ClusterSchedulingPolicyPreference int32
-	/*
-	   Whether the function can be launched with non-portable cluster size. 1 is
-	   allowed, 0 is disallowed. A non-portable cluster size may only function
-	   on the specific SKUs the program is tested on. The launch might fail if
-	   the program is run on a different hardware platform.
-	   CUDA API provides [OccupancyMaxActiveClusters] to assist with checking
-	   whether the desired size can be launched on the current device.
-	   Portable Cluster Size
-	   A portable cluster size is guaranteed to be functional on all compute
-	   capabilities higher than the target compute capability. The portable
-	   cluster size for sm_90 is 8 blocks per cluster. This value may increase
-	   for future compute capabilities.
-	   The specific hardware unit may support higher cluster sizes that’s not
-	   guaranteed to be portable.
-	   See [FuncSetAttribute]
-	*/
+	// Whether the function can be launched with non-portable cluster size. 1 is
+	// allowed, 0 is disallowed. A non-portable cluster size may only function
+	// on the specific SKUs the program is tested on. The launch might fail if
+	// the program is run on a different hardware platform.
+	//
+	// CUDA API provides [OccupancyMaxActiveClusters] to assist with checking
+	// whether the desired size can be launched on the current device.
+	//
+	// Portable Cluster Size
+	//
+	// A portable cluster size is guaranteed to be functional on all compute
+	// capabilities higher than the target compute capability. The portable
+	// cluster size for sm_90 is 8 blocks per cluster. This value may increase
+	// for future compute capabilities.
+	//
+	// The specific hardware unit may support higher cluster sizes that’s not
+	// guaranteed to be portable.
+	// See [FuncSetAttribute]
 	NonPortableClusterSizeAllowed int32
 	// Reserved for future use.
 	Reserved [16]int32
 }
 
-/*
-GraphEdgeData is struct cudaGraphEdgeData_st: optional annotation for edges in a CUDA graph. Note, all edges implicitly have annotations and
-default to a zero-initialized value if not specified. A zero-initialized struct indicates a
-standard full serialization of two nodes with memory visibility.
-*/
+// GraphEdgeData is struct cudaGraphEdgeData_st: optional annotation for edges in a CUDA graph. Note, all edges implicitly have annotations and
+// default to a zero-initialized value if not specified. A zero-initialized struct indicates a
+// standard full serialization of two nodes with memory visibility.
 type GraphEdgeData struct {
-	/*
-	   This indicates when the dependency is triggered from the upstream
-	   node on the edge. The meaning is specfic to the node type. A value
-	   of 0 in all cases means full completion of the upstream node, with
-	   memory visibility to the downstream node or portion thereof
-	   (indicated by to_port).
-	   Only kernel nodes define non-zero ports. A kernel node
-	   can use the following output port types:
-	   [GraphKernelNodePortDefault], [GraphKernelNodePortProgrammatic],
-	   or [GraphKernelNodePortLaunchCompletion].
-	*/
+	// This indicates when the dependency is triggered from the upstream
+	// node on the edge. The meaning is specfic to the node type. A value
+	// of 0 in all cases means full completion of the upstream node, with
+	// memory visibility to the downstream node or portion thereof
+	// (indicated by to_port).
+	//
+	// Only kernel nodes define non-zero ports. A kernel node
+	// can use the following output port types:
+	// [GraphKernelNodePortDefault], [GraphKernelNodePortProgrammatic],
+	// or [GraphKernelNodePortLaunchCompletion].
 	From_port uint8
-	/*
-	   This indicates what portion of the downstream node is dependent on
-	   the upstream node or portion thereof (indicated by from_port). The
-	   meaning is specific to the node type. A value of 0 in all cases means
-	   the entirety of the downstream node is dependent on the upstream work.
-	   Currently no node types define non-zero ports. Accordingly, this field
-	   must be set to zero.
-	*/
+	// This indicates what portion of the downstream node is dependent on
+	// the upstream node or portion thereof (indicated by from_port). The
+	// meaning is specific to the node type. A value of 0 in all cases means
+	// the entirety of the downstream node is dependent on the upstream work.
+	//
+	// Currently no node types define non-zero ports. Accordingly, this field
+	// must be set to zero.
 	To_port uint8
-	/*
-	   This should be populated with a value from [GraphDependencyType]. (It
-	   is typed as char due to compiler-specific layout of bitfields.) See
-	   [GraphDependencyType].
-	*/
+	// This should be populated with a value from [GraphDependencyType]. (It
+	// is typed as char due to compiler-specific layout of bitfields.) See
+	// [GraphDependencyType].
 	Type uint8
-	/*
-	   These bytes are unused and must be zeroed. This ensures
-	   compatibility if additional fields are added in the future.
-	*/
+	// These bytes are unused and must be zeroed. This ensures
+	// compatibility if additional fields are added in the future.
 	Reserved [5]uint8
 }
 
@@ -5606,11 +5201,9 @@ type GraphEdgeData struct {
 type GraphExecUpdateResultInfo struct {
 	// Gives more specific detail when a cuda graph update fails.
 	Result GraphExecUpdateResult
-	/*
-	   The "to node" of the error edge when the topologies do not match.
-	   The error node when the error is associated with a specific node.
-	   NULL when the error is generic.
-	*/
+	// The "to node" of the error edge when the topologies do not match.
+	// The error node when the error is associated with a specific node.
+	// NULL when the error is generic.
 	ErrorNode GraphNode
 	// The from node of error edge when the topologies do not match. Otherwise NULL.
 	ErrorFromNode GraphNode
@@ -5643,29 +5236,23 @@ type GraphKernelNodeUpdateUpdateData struct {
 	raw [3]uint64
 }
 
-/*
-GridDim returns the union as its gridDim member.
-
-Grid dimensions
-*/
+// GridDim returns the union as its gridDim member.
+//
+// Grid dimensions
 func (u *GraphKernelNodeUpdateUpdateData) GridDim() *Dim3 {
 	return (*Dim3)(unsafe.Pointer(u))
 }
 
-/*
-Param returns the union as its param member.
-
-Kernel parameter data
-*/
+// Param returns the union as its param member.
+//
+// Kernel parameter data
 func (u *GraphKernelNodeUpdateUpdateData) Param() *GraphKernelNodeUpdateUpdateDataParam {
 	return (*GraphKernelNodeUpdateUpdateDataParam)(unsafe.Pointer(u))
 }
 
-/*
-IsEnabled returns the union as its isEnabled member.
-
-Node enable/disable data. Nonzero if the node should be enabled, 0 if it should be disabled
-*/
+// IsEnabled returns the union as its isEnabled member.
+//
+// Node enable/disable data. Nonzero if the node should be enabled, 0 if it should be disabled
 func (u *GraphKernelNodeUpdateUpdateData) IsEnabled() *uint32 {
 	return (*uint32)(unsafe.Pointer(u))
 }
@@ -5696,119 +5283,93 @@ type GraphNodeParamsAnon0 struct {
 	raw [29]uint64
 }
 
-/*
-Reserved1 returns the union as its reserved1 member.
-
-Padding. Unused bytes must be zero.
-*/
+// Reserved1 returns the union as its reserved1 member.
+//
+// Padding. Unused bytes must be zero.
 func (u *GraphNodeParamsAnon0) Reserved1() *[29]int64 {
 	return (*[29]int64)(unsafe.Pointer(u))
 }
 
-/*
-Kernel returns the union as its kernel member.
-
-Kernel node parameters.
-*/
+// Kernel returns the union as its kernel member.
+//
+// Kernel node parameters.
 func (u *GraphNodeParamsAnon0) Kernel() *KernelNodeParamsV2 {
 	return (*KernelNodeParamsV2)(unsafe.Pointer(u))
 }
 
-/*
-Memcpy returns the union as its memcpy member.
-
-Memcpy node parameters.
-*/
+// Memcpy returns the union as its memcpy member.
+//
+// Memcpy node parameters.
 func (u *GraphNodeParamsAnon0) Memcpy() *MemcpyNodeParams {
 	return (*MemcpyNodeParams)(unsafe.Pointer(u))
 }
 
-/*
-Memset returns the union as its memset member.
-
-Memset node parameters.
-*/
+// Memset returns the union as its memset member.
+//
+// Memset node parameters.
 func (u *GraphNodeParamsAnon0) Memset() *MemsetParamsV2 {
 	return (*MemsetParamsV2)(unsafe.Pointer(u))
 }
 
-/*
-Host returns the union as its host member.
-
-Host node parameters.
-*/
+// Host returns the union as its host member.
+//
+// Host node parameters.
 func (u *GraphNodeParamsAnon0) Host() *HostNodeParamsV2 {
 	return (*HostNodeParamsV2)(unsafe.Pointer(u))
 }
 
-/*
-Graph returns the union as its graph member.
-
-Child graph node parameters.
-*/
+// Graph returns the union as its graph member.
+//
+// Child graph node parameters.
 func (u *GraphNodeParamsAnon0) Graph() *ChildGraphNodeParams {
 	return (*ChildGraphNodeParams)(unsafe.Pointer(u))
 }
 
-/*
-EventWait returns the union as its eventWait member.
-
-Event wait node parameters.
-*/
+// EventWait returns the union as its eventWait member.
+//
+// Event wait node parameters.
 func (u *GraphNodeParamsAnon0) EventWait() *EventWaitNodeParams {
 	return (*EventWaitNodeParams)(unsafe.Pointer(u))
 }
 
-/*
-EventRecord returns the union as its eventRecord member.
-
-Event record node parameters.
-*/
+// EventRecord returns the union as its eventRecord member.
+//
+// Event record node parameters.
 func (u *GraphNodeParamsAnon0) EventRecord() *EventRecordNodeParams {
 	return (*EventRecordNodeParams)(unsafe.Pointer(u))
 }
 
-/*
-ExtSemSignal returns the union as its extSemSignal member.
-
-External semaphore signal node parameters.
-*/
+// ExtSemSignal returns the union as its extSemSignal member.
+//
+// External semaphore signal node parameters.
 func (u *GraphNodeParamsAnon0) ExtSemSignal() *ExternalSemaphoreSignalNodeParamsV2 {
 	return (*ExternalSemaphoreSignalNodeParamsV2)(unsafe.Pointer(u))
 }
 
-/*
-ExtSemWait returns the union as its extSemWait member.
-
-External semaphore wait node parameters.
-*/
+// ExtSemWait returns the union as its extSemWait member.
+//
+// External semaphore wait node parameters.
 func (u *GraphNodeParamsAnon0) ExtSemWait() *ExternalSemaphoreWaitNodeParamsV2 {
 	return (*ExternalSemaphoreWaitNodeParamsV2)(unsafe.Pointer(u))
 }
 
-/*
-Alloc returns the union as its alloc member.
-
-Memory allocation node parameters.
-*/
+// Alloc returns the union as its alloc member.
+//
+// Memory allocation node parameters.
 func (u *GraphNodeParamsAnon0) Alloc() *MemAllocNodeParamsV2 {
 	return (*MemAllocNodeParamsV2)(unsafe.Pointer(u))
 }
 
-/*
-Free returns the union as its free member.
-
-Memory free node parameters.
-*/
+// Free returns the union as its free member.
+//
+// Memory free node parameters.
 func (u *GraphNodeParamsAnon0) Free() *MemFreeNodeParams {
 	return (*MemFreeNodeParams)(unsafe.Pointer(u))
 }
 
-/*
-Conditional returns the union as its conditional member.
-
-Conditional node parameters.
-*/
+// Conditional returns the union as its conditional member.
+//
+// Conditional node parameters.
 func (u *GraphNodeParamsAnon0) Conditional() *ConditionalNodeParams {
 	return (*ConditionalNodeParams)(unsafe.Pointer(u))
 }
@@ -5848,11 +5409,9 @@ type Int3 struct {
 	Z int32
 }
 
-/*
-Int4 is struct int4.
-
-C aligns Int4 to 16 bytes; Go aligns it to 8.
-*/
+// Int4 is struct int4.
+//
+// C aligns Int4 to 16 bytes; Go aligns it to 8.
 type Int4 struct {
 	_ [0]uint64
 	X int32
@@ -5922,32 +5481,26 @@ func (u *LaunchAttributeValue) Pad() *[64]byte {
 	return (*[64]byte)(unsafe.Pointer(u))
 }
 
-/*
-AccessPolicyWindow returns the union as its accessPolicyWindow member.
-
-Value of launch attribute [LaunchAttributeAccessPolicyWindow].
-*/
+// AccessPolicyWindow returns the union as its accessPolicyWindow member.
+//
+// Value of launch attribute [LaunchAttributeAccessPolicyWindow].
 func (u *LaunchAttributeValue) AccessPolicyWindow() *AccessPolicyWindow {
 	return (*AccessPolicyWindow)(unsafe.Pointer(u))
 }
 
-/*
-Cooperative returns the union as its cooperative member.
-
-Value of launch attribute [LaunchAttributeCooperative]. Nonzero indicates a cooperative
-kernel (see [LaunchCooperativeKernel]).
-*/
+// Cooperative returns the union as its cooperative member.
+//
+// Value of launch attribute [LaunchAttributeCooperative]. Nonzero indicates a cooperative
+// kernel (see [LaunchCooperativeKernel]).
 func (u *LaunchAttributeValue) Cooperative() *int32 {
 	return (*int32)(unsafe.Pointer(u))
 }
 
-/*
-SyncPolicy returns the union as its syncPolicy member.
-
-Value of launch attribute
-[LaunchAttributeSynchronizationPolicy]. [SynchronizationPolicy]
-for work queued up in this stream.
-*/
+// SyncPolicy returns the union as its syncPolicy member.
+//
+// Value of launch attribute
+// [LaunchAttributeSynchronizationPolicy]. [SynchronizationPolicy]
+// for work queued up in this stream.
 func (u *LaunchAttributeValue) SyncPolicy() *SynchronizationPolicy {
 	return (*SynchronizationPolicy)(unsafe.Pointer(u))
 }
@@ -5957,23 +5510,19 @@ func (u *LaunchAttributeValue) ClusterDim() *LaunchAttributeValueClusterDim {
 	return (*LaunchAttributeValueClusterDim)(unsafe.Pointer(u))
 }
 
-/*
-ClusterSchedulingPolicyPreference returns the union as its clusterSchedulingPolicyPreference member.
-
-Value of launch attribute
-[LaunchAttributeClusterSchedulingPolicyPreference]. Cluster
-scheduling policy preference for the kernel.
-*/
+// ClusterSchedulingPolicyPreference returns the union as its clusterSchedulingPolicyPreference member.
+//
+// Value of launch attribute
+// [LaunchAttributeClusterSchedulingPolicyPreference]. Cluster
+// scheduling policy preference for the kernel.
 func (u *LaunchAttributeValue) ClusterSchedulingPolicyPreference() *ClusterSchedulingPolicy {
 	return (*ClusterSchedulingPolicy)(unsafe.Pointer(u))
 }
 
-/*
-ProgrammaticStreamSerializationAllowed returns the union as its programmaticStreamSerializationAllowed member.
-
-Value of launch attribute
-[LaunchAttributeProgrammaticStreamSerialization].
-*/
+// ProgrammaticStreamSerializationAllowed returns the union as its programmaticStreamSerializationAllowed member.
+//
+// Value of launch attribute
+// [LaunchAttributeProgrammaticStreamSerialization].
 func (u *LaunchAttributeValue) ProgrammaticStreamSerializationAllowed() *int32 {
 	return (*int32)(unsafe.Pointer(u))
 }
@@ -5983,32 +5532,26 @@ func (u *LaunchAttributeValue) ProgrammaticEvent() *LaunchAttributeValueProgramm
 	return (*LaunchAttributeValueProgrammaticEvent)(unsafe.Pointer(u))
 }
 
-/*
-Priority returns the union as its priority member.
-
-Value of launch attribute [LaunchAttributePriority]. Execution priority of the kernel.
-*/
+// Priority returns the union as its priority member.
+//
+// Value of launch attribute [LaunchAttributePriority]. Execution priority of the kernel.
 func (u *LaunchAttributeValue) Priority() *int32 {
 	return (*int32)(unsafe.Pointer(u))
 }
 
-/*
-MemSyncDomainMap returns the union as its memSyncDomainMap member.
-
-Value of launch attribute
-[LaunchAttributeMemSyncDomainMap]. See
-cudaLaunchMemSyncDomainMap.
-*/
+// MemSyncDomainMap returns the union as its memSyncDomainMap member.
+//
+// Value of launch attribute
+// [LaunchAttributeMemSyncDomainMap]. See
+// cudaLaunchMemSyncDomainMap.
 func (u *LaunchAttributeValue) MemSyncDomainMap() *LaunchMemSyncDomainMap {
 	return (*LaunchMemSyncDomainMap)(unsafe.Pointer(u))
 }
 
-/*
-MemSyncDomain returns the union as its memSyncDomain member.
-
-Value of launch attribute [LaunchAttributeMemSyncDomain]. See
-[LaunchMemSyncDomain].
-*/
+// MemSyncDomain returns the union as its memSyncDomain member.
+//
+// Value of launch attribute [LaunchAttributeMemSyncDomain]. See
+// [LaunchMemSyncDomain].
 func (u *LaunchAttributeValue) MemSyncDomain() *LaunchMemSyncDomain {
 	return (*LaunchMemSyncDomain)(unsafe.Pointer(u))
 }
@@ -6028,20 +5571,16 @@ func (u *LaunchAttributeValue) DeviceUpdatableKernelNode() *LaunchAttributeValue
 	return (*LaunchAttributeValueDeviceUpdatableKernelNode)(unsafe.Pointer(u))
 }
 
-/*
-SharedMemCarveout returns the union as its sharedMemCarveout member.
-
-Value of launch attribute [LaunchAttributePreferredSharedMemoryCarveout].
-*/
+// SharedMemCarveout returns the union as its sharedMemCarveout member.
+//
+// Value of launch attribute [LaunchAttributePreferredSharedMemoryCarveout].
 func (u *LaunchAttributeValue) SharedMemCarveout() *uint32 {
 	return (*uint32)(unsafe.Pointer(u))
 }
 
-/*
-NvlinkUtilCentricScheduling returns the union as its nvlinkUtilCentricScheduling member.
-
-Value of launch attribute [LaunchAttributeNvlinkUtilCentricScheduling].
-*/
+// NvlinkUtilCentricScheduling returns the union as its nvlinkUtilCentricScheduling member.
+//
+// Value of launch attribute [LaunchAttributeNvlinkUtilCentricScheduling].
 func (u *LaunchAttributeValue) NvlinkUtilCentricScheduling() *uint32 {
 	return (*uint32)(unsafe.Pointer(u))
 }
@@ -6095,17 +5634,15 @@ type LaunchConfig struct {
 	NumAttrs uint32
 }
 
-/*
-LaunchMemSyncDomainMap is struct cudaLaunchMemSyncDomainMap_st: memory Synchronization Domain map
-
-See [LaunchMemSyncDomain].
-
-By default, kernels are launched in domain 0. Kernel launched with [LaunchMemSyncDomainRemote] will have a
-different domain ID. User may also alter the domain ID with cudaLaunchMemSyncDomainMap for a specific stream /
-graph node / kernel launch. See [LaunchAttributeMemSyncDomainMap].
-
-Domain ID range is available through [DevAttrMemSyncDomainCount].
-*/
+// LaunchMemSyncDomainMap is struct cudaLaunchMemSyncDomainMap_st: memory Synchronization Domain map
+//
+// See [LaunchMemSyncDomain].
+//
+// By default, kernels are launched in domain 0. Kernel launched with [LaunchMemSyncDomainRemote] will have a
+// different domain ID. User may also alter the domain ID with cudaLaunchMemSyncDomainMap for a specific stream /
+// graph node / kernel launch. See [LaunchAttributeMemSyncDomainMap].
+//
+// Domain ID range is available through [DevAttrMemSyncDomainCount].
 type LaunchMemSyncDomainMap struct {
 	// The default domain ID to use for designated kernels
 	Default_ uint8
@@ -6126,11 +5663,9 @@ type Long1 struct {
 	X int64
 }
 
-/*
-Long2 is struct long2.
-
-C aligns Long2 to 16 bytes; Go aligns it to 8.
-*/
+// Long2 is struct long2.
+//
+// C aligns Long2 to 16 bytes; Go aligns it to 8.
 type Long2 struct {
 	X int64
 	Y int64
@@ -6143,11 +5678,9 @@ type Long3 struct {
 	Z int64
 }
 
-/*
-Long4 is struct long4.
-
-C aligns Long4 to 16 bytes; Go aligns it to 8.
-*/
+// Long4 is struct long4.
+//
+// C aligns Long4 to 16 bytes; Go aligns it to 8.
 type Long4 struct {
 	X int64
 	Y int64
@@ -6155,11 +5688,9 @@ type Long4 struct {
 	W int64
 }
 
-/*
-Long4_16a is struct long4_16a.
-
-C aligns Long4_16a to 16 bytes; Go aligns it to 8.
-*/
+// Long4_16a is struct long4_16a.
+//
+// C aligns Long4_16a to 16 bytes; Go aligns it to 8.
 type Long4_16a struct {
 	X int64
 	Y int64
@@ -6167,11 +5698,9 @@ type Long4_16a struct {
 	W int64
 }
 
-/*
-Long4_32a is struct long4_32a.
-
-C aligns Long4_32a to 32 bytes; Go aligns it to 8.
-*/
+// Long4_32a is struct long4_32a.
+//
+// C aligns Long4_32a to 32 bytes; Go aligns it to 8.
 type Long4_32a struct {
 	X int64
 	Y int64
@@ -6184,11 +5713,9 @@ type Longlong1 struct {
 	X int64
 }
 
-/*
-Longlong2 is struct longlong2.
-
-C aligns Longlong2 to 16 bytes; Go aligns it to 8.
-*/
+// Longlong2 is struct longlong2.
+//
+// C aligns Longlong2 to 16 bytes; Go aligns it to 8.
 type Longlong2 struct {
 	X int64
 	Y int64
@@ -6201,11 +5728,9 @@ type Longlong3 struct {
 	Z int64
 }
 
-/*
-Longlong4 is struct longlong4.
-
-C aligns Longlong4 to 16 bytes; Go aligns it to 8.
-*/
+// Longlong4 is struct longlong4.
+//
+// C aligns Longlong4 to 16 bytes; Go aligns it to 8.
 type Longlong4 struct {
 	X int64
 	Y int64
@@ -6213,11 +5738,9 @@ type Longlong4 struct {
 	W int64
 }
 
-/*
-Longlong4_16a is struct longlong4_16a.
-
-C aligns Longlong4_16a to 16 bytes; Go aligns it to 8.
-*/
+// Longlong4_16a is struct longlong4_16a.
+//
+// C aligns Longlong4_16a to 16 bytes; Go aligns it to 8.
 type Longlong4_16a struct {
 	X int64
 	Y int64
@@ -6225,11 +5748,9 @@ type Longlong4_16a struct {
 	W int64
 }
 
-/*
-Longlong4_32a is struct longlong4_32a.
-
-C aligns Longlong4_32a to 32 bytes; Go aligns it to 8.
-*/
+// Longlong4_32a is struct longlong4_32a.
+//
+// C aligns Longlong4_32a to 32 bytes; Go aligns it to 8.
 type Longlong4_32a struct {
 	X int64
 	Y int64
@@ -6284,12 +5805,10 @@ type MemFreeNodeParams struct {
 	Dptr unsafe.Pointer
 }
 
-/*
-MemLocation is struct cudaMemLocation: specifies a memory location.
-
-To specify a gpu, set type = [MemLocationTypeDevice] and set id = the gpu's device ordinal.
-To specify a cpu NUMA node, set type = [MemLocationTypeHostNuma] and set id = host NUMA node id.
-*/
+// MemLocation is struct cudaMemLocation: specifies a memory location.
+//
+// To specify a gpu, set type = [MemLocationTypeDevice] and set id = the gpu's device ordinal.
+// To specify a cpu NUMA node, set type = [MemLocationTypeHostNuma] and set id = host NUMA node id.
 type MemLocation struct {
 	// Specifies the location type, which modifies the meaning of id.
 	Type MemLocationType
@@ -6305,12 +5824,10 @@ type MemPoolProps struct {
 	HandleTypes MemAllocationHandleType
 	// Location allocations should reside.
 	Location MemLocation
-	/*
-	   Windows-specific LPSECURITYATTRIBUTES required when
-	   [MemHandleTypeWin32] is specified. This security attribute defines
-	   the scope of which exported allocations may be tranferred to other
-	   processes. In all other cases, this field is required to be zero.
-	*/
+	// Windows-specific LPSECURITYATTRIBUTES required when
+	// [MemHandleTypeWin32] is specified. This security attribute defines
+	// the scope of which exported allocations may be tranferred to other
+	// processes. In all other cases, this field is required to be zero.
 	Win32SecurityAttributes unsafe.Pointer
 	// Maximum pool size. When set to 0, defaults to a system dependent value.
 	MaxSize uint64
@@ -6480,11 +5997,9 @@ type Offset3D struct {
 	Z uint64
 }
 
-/*
-PitchedPtr is struct cudaPitchedPtr: CUDA Pitched memory pointer
-
-See also: make_cudaPitchedPtr
-*/
+// PitchedPtr is struct cudaPitchedPtr: CUDA Pitched memory pointer
+//
+// See also: make_cudaPitchedPtr
 type PitchedPtr struct {
 	// Pointer to allocated memory
 	Ptr unsafe.Pointer
@@ -6498,42 +6013,33 @@ type PitchedPtr struct {
 
 // PointerAttributes is struct cudaPointerAttributes: CUDA pointer attributes
 type PointerAttributes struct {
-	/*
-	   The type of memory - [MemoryTypeUnregistered], [MemoryTypeHost],
-	   [MemoryTypeDevice] or [MemoryTypeManaged].
-	*/
+	// The type of memory - [MemoryTypeUnregistered], [MemoryTypeHost],
+	// [MemoryTypeDevice] or [MemoryTypeManaged].
 	Type MemoryType
-	/*
-	   The device against which the memory was allocated or registered.
-	   If the memory type is [MemoryTypeDevice] then this identifies
-	   the device on which the memory referred physically resides. If
-	   the memory type is [MemoryTypeHost] or[MemoryTypeManaged] then
-	   this identifies the device which was current when the memory was allocated
-	   or registered (and if that device is deinitialized then this allocation
-	   will vanish with that device's state).
-	*/
+	// The device against which the memory was allocated or registered.
+	// If the memory type is [MemoryTypeDevice] then this identifies
+	// the device on which the memory referred physically resides. If
+	// the memory type is [MemoryTypeHost] or[MemoryTypeManaged] then
+	// this identifies the device which was current when the memory was allocated
+	// or registered (and if that device is deinitialized then this allocation
+	// will vanish with that device's state).
 	Device int32
-	/*
-	   The address which may be dereferenced on the current device to access
-	   the memory or NULL if no such address exists.
-	*/
+	// The address which may be dereferenced on the current device to access
+	// the memory or NULL if no such address exists.
 	DevicePointer unsafe.Pointer
-	/*
-	   The address which may be dereferenced on the host to access the
-	   memory or NULL if no such address exists.
-	   Note: CUDA doesn't check if unregistered memory is allocated so this field
-	   may contain invalid pointer if an invalid pointer has been passed to CUDA.
-	*/
+	// The address which may be dereferenced on the host to access the
+	// memory or NULL if no such address exists.
+	//
+	// Note: CUDA doesn't check if unregistered memory is allocated so this field
+	// may contain invalid pointer if an invalid pointer has been passed to CUDA.
 	HostPointer unsafe.Pointer
 	// Must be zero
 	Reserved [8]int64
 }
 
-/*
-Pos is struct cudaPos: CUDA 3D position
-
-See also: make_cudaPos
-*/
+// Pos is struct cudaPos: CUDA 3D position
+//
+// See also: make_cudaPos
 type Pos struct {
 	// x
 	X uint64
@@ -6750,11 +6256,9 @@ type Uint3 struct {
 	Z uint32
 }
 
-/*
-Uint4 is struct uint4.
-
-C aligns Uint4 to 16 bytes; Go aligns it to 8.
-*/
+// Uint4 is struct uint4.
+//
+// C aligns Uint4 to 16 bytes; Go aligns it to 8.
 type Uint4 struct {
 	_ [0]uint64
 	X uint32
@@ -6768,11 +6272,9 @@ type Ulong1 struct {
 	X uint64
 }
 
-/*
-Ulong2 is struct ulong2.
-
-C aligns Ulong2 to 16 bytes; Go aligns it to 8.
-*/
+// Ulong2 is struct ulong2.
+//
+// C aligns Ulong2 to 16 bytes; Go aligns it to 8.
 type Ulong2 struct {
 	X uint64
 	Y uint64
@@ -6785,11 +6287,9 @@ type Ulong3 struct {
 	Z uint64
 }
 
-/*
-Ulong4 is struct ulong4.
-
-C aligns Ulong4 to 16 bytes; Go aligns it to 8.
-*/
+// Ulong4 is struct ulong4.
+//
+// C aligns Ulong4 to 16 bytes; Go aligns it to 8.
 type Ulong4 struct {
 	X uint64
 	Y uint64
@@ -6797,11 +6297,9 @@ type Ulong4 struct {
 	W uint64
 }
 
-/*
-Ulong4_16a is struct ulong4_16a.
-
-C aligns Ulong4_16a to 16 bytes; Go aligns it to 8.
-*/
+// Ulong4_16a is struct ulong4_16a.
+//
+// C aligns Ulong4_16a to 16 bytes; Go aligns it to 8.
 type Ulong4_16a struct {
 	X uint64
 	Y uint64
@@ -6809,11 +6307,9 @@ type Ulong4_16a struct {
 	W uint64
 }
 
-/*
-Ulong4_32a is struct ulong4_32a.
-
-C aligns Ulong4_32a to 32 bytes; Go aligns it to 8.
-*/
+// Ulong4_32a is struct ulong4_32a.
+//
+// C aligns Ulong4_32a to 32 bytes; Go aligns it to 8.
 type Ulong4_32a struct {
 	X uint64
 	Y uint64
@@ -6826,11 +6322,9 @@ type Ulonglong1 struct {
 	X uint64
 }
 
-/*
-Ulonglong2 is struct ulonglong2.
-
-C aligns Ulonglong2 to 16 bytes; Go aligns it to 8.
-*/
+// Ulonglong2 is struct ulonglong2.
+//
+// C aligns Ulonglong2 to 16 bytes; Go aligns it to 8.
 type Ulonglong2 struct {
 	X uint64
 	Y uint64
@@ -6843,11 +6337,9 @@ type Ulonglong3 struct {
 	Z uint64
 }
 
-/*
-Ulonglong4 is struct ulonglong4.
-
-C aligns Ulonglong4 to 16 bytes; Go aligns it to 8.
-*/
+// Ulonglong4 is struct ulonglong4.
+//
+// C aligns Ulonglong4 to 16 bytes; Go aligns it to 8.
 type Ulonglong4 struct {
 	X uint64
 	Y uint64
@@ -6855,11 +6347,9 @@ type Ulonglong4 struct {
 	W uint64
 }
 
-/*
-Ulonglong4_16a is struct ulonglong4_16a.
-
-C aligns Ulonglong4_16a to 16 bytes; Go aligns it to 8.
-*/
+// Ulonglong4_16a is struct ulonglong4_16a.
+//
+// C aligns Ulonglong4_16a to 16 bytes; Go aligns it to 8.
 type Ulonglong4_16a struct {
 	X uint64
 	Y uint64
@@ -6867,11 +6357,9 @@ type Ulonglong4_16a struct {
 	W uint64
 }
 
-/*
-Ulonglong4_32a is struct ulonglong4_32a.
-
-C aligns Ulonglong4_32a to 32 bytes; Go aligns it to 8.
-*/
+// Ulonglong4_32a is struct ulonglong4_32a.
+//
+// C aligns Ulonglong4_32a to 32 bytes; Go aligns it to 8.
 type Ulonglong4_32a struct {
 	X uint64
 	Y uint64
@@ -6955,13 +6443,11 @@ type GraphNode uintptr
 // GraphicsResource is cudaGraphicsResource_t: CUDA graphics resource types
 type GraphicsResource uintptr
 
-/*
-HostFn is cudaHostFn_t: CUDA host function
-
-Parameters:
-
-  - userData: Argument value passed to the function
-*/
+// HostFn is cudaHostFn_t: CUDA host function
+//
+// Parameters:
+//
+//   - userData: Argument value passed to the function
 type HostFn uintptr
 
 // Kernel is cudaKernel_t: CUDA kernel
@@ -6982,16 +6468,14 @@ type LogIterator uint32
 // LogLevel is cudaLogLevel.
 type LogLevel = CUDAlogLevel_enum
 
-/*
-LogsCallback is cudaLogsCallback_t: type of public error reporting callback functions.
-
-Parameters:
-
-  - data: User parameter provided at registration
-  - logLevel: Severity level of the log message
-  - message: Error log message being reported
-  - length: Length of the message in bytes
-*/
+// LogsCallback is cudaLogsCallback_t: type of public error reporting callback functions.
+//
+// Parameters:
+//
+//   - data: User parameter provided at registration
+//   - logLevel: Severity level of the log message
+//   - message: Error log message being reported
+//   - length: Length of the message in bytes
 type LogsCallback uintptr
 
 // LogsCallbackHandle is cudaLogsCallbackHandle.
@@ -7015,15 +6499,13 @@ type StreamAttrID = LaunchAttributeID
 // StreamAttrValue is cudaStreamAttrValue.
 type StreamAttrValue = LaunchAttributeValue
 
-/*
-StreamCallback is cudaStreamCallback_t: type of stream callback functions.
-
-Parameters:
-
-  - stream: The stream as passed to [StreamAddCallback], may be NULL.
-  - status: [Success] or any persistent error on the stream.
-  - userData: User parameter provided at registration.
-*/
+// StreamCallback is cudaStreamCallback_t: type of stream callback functions.
+//
+// Parameters:
+//
+//   - stream: The stream as passed to [StreamAddCallback], may be NULL.
+//   - status: [Success] or any persistent error on the stream.
+//   - userData: User parameter provided at registration.
 type StreamCallback uintptr
 
 // SurfaceObject is cudaSurfaceObject_t: an opaque value that represents a CUDA Surface object

@@ -39,7 +39,7 @@ func (r *docReader) before(file string, line int, cont bool) string {
 					depth--
 				}
 			}
-		case cont && strings.HasPrefix(s, "#"):
+		case cont && (strings.HasPrefix(s, "#if") || strings.HasPrefix(s, "#endif")):
 			continue
 		default:
 			return ""

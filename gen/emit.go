@@ -91,6 +91,18 @@ func doc(goName, verb, cName, text string) string {
 	return s
 }
 
+// docComment renders text as // lines; jennifer would use /* */ for several.
+func docComment(text string) *jen.Statement {
+	s := jen.Null()
+	for i, l := range strings.Split(text, "\n") {
+		if i > 0 {
+			s.Line()
+		}
+		s.Comment(l)
+	}
+	return s
+}
+
 func lowerFirst(s string) string {
 	r := []rune(s)
 	if len(r) > 1 && unicode.IsUpper(r[0]) && !unicode.IsUpper(r[1]) {
@@ -174,7 +186,7 @@ func (e *emitter) types() *jen.File {
 		e.record(f, r)
 	}
 	for _, t := range e.pkg.Typedefs {
-		f.Comment(doc(t.GoName, "is", t.CName, t.Doc))
+		f.Add(docComment(doc(t.GoName, "is", t.CName, t.Doc)))
 		switch t.Class {
 		case ClassHandle, ClassFuncPtr:
 			f.Type().Id(t.GoName).Uintptr()
@@ -188,13 +200,13 @@ func (e *emitter) types() *jen.File {
 }
 
 func (e *emitter) enum(f *jen.File, en *Enum) {
-	f.Comment(doc(en.GoName, "is", en.CName, en.Doc))
+	f.Add(docComment(doc(en.GoName, "is", en.CName, en.Doc)))
 	f.Type().Id(en.GoName).Id(en.Under.Go)
 	var defs []jen.Code
 	for _, v := range en.Values {
 		c := jen.Id(v.GoName).Id(en.GoName).Op("=").Lit(int(v.Value))
 		if v.Doc != "" {
-			c = jen.Comment(doc(v.GoName, "is", v.CName, v.Doc)).Line().Add(c)
+			c = docComment(doc(v.GoName, "is", v.CName, v.Doc)).Line().Add(c)
 		}
 		defs = append(defs, c)
 	}
@@ -214,13 +226,13 @@ func (e *emitter) enum(f *jen.File, en *Enum) {
 		}
 		errs = append(errs, jen.Case(jen.Id(v.GoName)).Block(jen.Return(jen.Lit(text))))
 	}
-	f.Comment(fmt.Sprintf("String returns the C name of v, or %s(n) for a value the headers do not name.", en.GoName))
+	f.Add(docComment(fmt.Sprintf("String returns the C name of v, or %s(n) for a value the headers do not name.", en.GoName)))
 	f.Func().Params(jen.Id("v").Id(en.GoName)).Id("String").Params().String().Block(
 		jen.Switch(jen.Id("v")).Block(names...),
 		jen.Return(jen.Lit(en.GoName+"(").Op("+").Qual("strconv", "FormatInt").Call(jen.Int64().Call(jen.Id("v")), jen.Lit(10)).Op("+").Lit(")")),
 	)
 	if en.GoName == e.pkg.Error {
-		f.Comment("Error returns the C name of v and the headers' description of it.")
+		f.Add(docComment("Error returns the C name of v and the headers' description of it."))
 		f.Func().Params(jen.Id("v").Id(en.GoName)).Id("Error").Params().String().Block(
 			jen.Switch(jen.Id("v")).Block(errs...),
 			jen.Return(jen.Id("v").Dot("String").Call()),
@@ -240,7 +252,7 @@ func (e *emitter) record(f *jen.File, r *Record) {
 	if goA := e.recordAlign(r); r.Align > goA {
 		text += fmt.Sprintf("\n\nC aligns %s to %d bytes; Go aligns it to %d.", r.GoName, r.Align, goA)
 	}
-	f.Comment(text)
+	f.Add(docComment(text))
 	if r.Union {
 		e.union(f, r)
 		return
@@ -269,7 +281,7 @@ func (e *emitter) record(f *jen.File, r *Record) {
 			c = jen.Id(fd.GoName).Add(goType(fd.Type))
 		}
 		if fd.Doc != "" {
-			c = jen.Comment(strings.ReplaceAll(fd.Doc, "\n\n", "\n")).Line().Add(c)
+			c = docComment(fd.Doc).Line().Add(c)
 		}
 		fields = append(fields, c)
 		off = fd.Offset + fd.Size
@@ -309,7 +321,7 @@ func (e *emitter) union(f *jen.File, r *Record) {
 		if fd.Doc != "" {
 			text += "\n\n" + fd.Doc
 		}
-		f.Comment(text)
+		f.Add(docComment(text))
 		f.Func().Params(jen.Id("u").Op("*").Id(r.GoName)).Id(name).Params().Op("*").Add(goType(fd.Type)).Block(
 			jen.Return(jen.Parens(jen.Op("*").Add(goType(fd.Type))).Call(jen.Qual("unsafe", "Pointer").Call(jen.Id("u")))),
 		)
@@ -320,7 +332,7 @@ func (e *emitter) consts() *jen.File {
 	f := e.file(e.pkg.Name)
 	var defs []jen.Code
 	for _, c := range e.pkg.Consts {
-		defs = append(defs, jen.Comment(doc(c.GoName, "is", c.CName, c.Doc)).Line().Id(c.GoName).Op("=").Op(c.Value))
+		defs = append(defs, docComment(doc(c.GoName, "is", c.CName, c.Doc)).Line().Id(c.GoName).Op("=").Op(c.Value))
 	}
 	if len(defs) > 0 {
 		f.Const().Defs(defs...)
@@ -502,7 +514,7 @@ func (e *emitter) wrapper(f *jen.File, fn *Func) {
 		_, conv := e.result(fn.Result)
 		body = append(body, jen.Id("r").Op(":=").Add(call), jen.Return(conv(jen.Id("r")), jen.Nil()))
 	}
-	f.Comment(doc(fn.GoName, "calls", fn.CName, fn.Doc))
+	f.Add(docComment(doc(fn.GoName, "calls", fn.CName, fn.Doc)))
 	f.Func().Id(fn.GoName).Params(params...).Add(results).Block(body...)
 }
 
@@ -610,7 +622,7 @@ func (e *emitter) layoutC() *jen.File {
 	table("gocuda_value", "gocuda_values", values)
 	f.CgoPreamble(b.String())
 
-	f.Comment("Sizes returns the size and alignment of each type, by Go name.")
+	f.Add(docComment("Sizes returns the size and alignment of each type, by Go name."))
 	f.Func().Id("Sizes").Params().Map(jen.String()).Index(jen.Lit(2)).Uintptr().Block(
 		jen.Id("m").Op(":=").Map(jen.String()).Index(jen.Lit(2)).Uintptr().Values(),
 		jen.For(jen.Id("i").Op(":=").Lit(0), jen.Qual("C", "gocuda_sizes").Index(jen.Id("i")).Dot("name").Op("!=").Nil(), jen.Id("i").Op("++")).Block(
@@ -619,7 +631,7 @@ func (e *emitter) layoutC() *jen.File {
 		),
 		jen.Return(jen.Id("m")),
 	)
-	f.Comment("Offsets returns the offset of each field, by Go type and field name.")
+	f.Add(docComment("Offsets returns the offset of each field, by Go type and field name."))
 	f.Func().Id("Offsets").Params().Map(jen.String()).Uintptr().Block(
 		jen.Id("m").Op(":=").Map(jen.String()).Uintptr().Values(),
 		jen.For(jen.Id("i").Op(":=").Lit(0), jen.Qual("C", "gocuda_offsets").Index(jen.Id("i")).Dot("name").Op("!=").Nil(), jen.Id("i").Op("++")).Block(
@@ -628,7 +640,7 @@ func (e *emitter) layoutC() *jen.File {
 		),
 		jen.Return(jen.Id("m")),
 	)
-	f.Comment("Values returns the value of each enumerator and integer constant, by Go name.")
+	f.Add(docComment("Values returns the value of each enumerator and integer constant, by Go name."))
 	f.Func().Id("Values").Params().Map(jen.String()).Int64().Block(
 		jen.Id("m").Op(":=").Map(jen.String()).Int64().Values(),
 		jen.For(jen.Id("i").Op(":=").Lit(0), jen.Qual("C", "gocuda_values").Index(jen.Id("i")).Dot("name").Op("!=").Nil(), jen.Id("i").Op("++")).Block(

@@ -77,10 +77,11 @@ import (
 
 func main() {
 	var cfg config
-	var out, include, prefix string
+	var out, dest, include, prefix string
 	var model bool
 	flag.StringVar(&cfg.dir, "headers", "headers/cuda-13.0", "directory of the CUDA headers")
 	flag.StringVar(&out, "out", ".", "output directory")
+	flag.StringVar(&dest, "dest", "", "directory the package will live in, for cgo's relative include path (default -out)")
 	flag.StringVar(&cfg.pkg, "pkg", "", "Go package name")
 	flag.StringVar(&include, "include", "", "comma-separated headers whose functions are bound")
 	flag.StringVar(&cfg.lib, "lib", "", "the shared library's file name")
@@ -97,13 +98,16 @@ func main() {
 	if prefix != "" {
 		cfg.prefixes = strings.Split(prefix, ",")
 	}
-	if err := run(cfg, out, model); err != nil {
+	if dest == "" {
+		dest = out
+	}
+	if err := run(cfg, out, dest, model); err != nil {
 		fmt.Fprintln(os.Stderr, "gen:", err)
 		os.Exit(1)
 	}
 }
 
-func run(cfg config, out string, model bool) error {
+func run(cfg config, out, dest string, model bool) error {
 	pkg, err := parse(cfg)
 	if err != nil {
 		return err
@@ -113,7 +117,7 @@ func run(cfg config, out string, model bool) error {
 		enc.SetIndent("", "\t")
 		return enc.Encode(pkg)
 	}
-	absOut, err := filepath.Abs(out)
+	absDest, err := filepath.Abs(dest)
 	if err != nil {
 		return err
 	}
@@ -121,7 +125,7 @@ func run(cfg config, out string, model bool) error {
 	if err != nil {
 		return err
 	}
-	files, err := emit(pkg, absOut, absHdr)
+	files, err := emit(pkg, absDest, absHdr)
 	if err != nil {
 		return err
 	}

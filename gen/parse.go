@@ -47,7 +47,7 @@ func parse(cfg config) (*Package, error) {
 	if err != nil {
 		return nil, err
 	}
-	ccfg.IncludePaths = append([]string{"@", dir}, ccfg.IncludePaths...)
+	ccfg.IncludePaths = append([]string{dir, "@"}, ccfg.IncludePaths...)
 	ccfg.SysIncludePaths = append([]string{dir}, ccfg.SysIncludePaths...)
 	ccfg.EvalAllMacros = true
 	ccfg.Header = true
@@ -83,12 +83,22 @@ func parse(cfg config) (*Package, error) {
 }
 
 func (p *parser) own(pos string) bool {
-	return strings.HasPrefix(filepath.Clean(pos), p.dir+string(filepath.Separator))
+	if strings.HasPrefix(pos, "<") {
+		return false // <predefined>, <builtin>, <input>
+	}
+	return strings.HasPrefix(abs(pos), p.dir+string(filepath.Separator))
+}
+
+func abs(path string) string {
+	if a, err := filepath.Abs(path); err == nil {
+		return a
+	}
+	return path
 }
 
 func (p *parser) main(pos string) bool {
 	for _, h := range p.cfg.headers {
-		if filepath.Clean(pos) == filepath.Join(p.dir, h) {
+		if abs(pos) == filepath.Join(p.dir, h) {
 			return true
 		}
 	}
@@ -683,7 +693,7 @@ func (p *parser) macros() {
 		if len(rl) == 1 && c.Int && rl[0].Ch == rune(cc.PPNUMBER) {
 			// Keep the header's spelling (hex stays hex), without C suffixes.
 			lit := strings.TrimRight(rl[0].SrcStr(), "uUlL")
-			if _, err := strconv.ParseInt(lit, 0, 64); err == nil {
+			if _, err := strconv.ParseUint(lit, 0, 64); err == nil || strings.HasPrefix(lit, "-") {
 				c.Value = lit
 			}
 		}

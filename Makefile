@@ -1,0 +1,26 @@
+# make generate  regenerates the bindings from headers/
+# make test      vet, tests and the regeneration check; needs no GPU and no CUDA
+# make gpu       builds the GPU suite into build/ for scripts/gpu.sh (run on a GPU machine)
+# make bench     runs the benchmarks here (they skip without a GPU)
+
+GO ?= go
+GPU_PKGS := cudart internal/dl bench
+
+.PHONY: generate test gpu bench
+
+generate:
+	$(GO) generate ./...
+
+test:
+	$(GO) vet ./...
+	$(GO) test ./...
+
+gpu:
+	rm -rf build/gpu
+	mkdir -p build/gpu
+	$(foreach p,$(GPU_PKGS),$(GO) test -c -o build/gpu/$(subst /,_,$(p)).test ./$(p) &&) true
+	$(GO) build -o build/gpu/devicequery ./examples/devicequery
+	cp bench/c/*.c scripts/gpu.sh build/gpu/
+
+bench:
+	$(GO) test -run '^$$' -bench . ./bench

@@ -1,0 +1,60 @@
+// The C twin of BenchmarkGetDevice: cudaGetDevice in a loop, called directly
+// (linked against libcudart.so) and through a pointer from dlsym, as the Go
+// binding calls it. Prints one line per way in Go benchmark format, so that
+// both read alike:
+//
+//	nvcc -O2 -o getdevice getdevice.c -lcudart -ldl && ./getdevice
+#include <cuda_runtime_api.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+enum { N = 20000000, RUNS = 5 };
+
+static double now(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+static int cmp(const void *a, const void *b) {
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+typedef cudaError_t (*getdevice_fn)(int *);
+
+// run returns the median over RUNS of the ns per call of fn.
+static double run(getdevice_fn fn) {
+	double t[RUNS];
+	int d;
+	for (int r = 0; r < RUNS; r++) {
+		double t0 = now();
+		for (int i = 0; i < N; i++) {
+			if (fn(&d) != cudaSuccess) {
+				fprintf(stderr, "cudaGetDevice failed\n");
+				exit(1);
+			}
+		}
+		t[r] = (now() - t0) / N;
+	}
+	qsort(t, RUNS, sizeof t[0], cmp);
+	return t[RUNS / 2];
+}
+
+int main(void) {
+	if (cudaSetDevice(0) != cudaSuccess || cudaFree(0) != cudaSuccess) {
+		fprintf(stderr, "no CUDA device\n");
+		return 1;
+	}
+	void *h = dlopen("libcudart.so.13", RTLD_NOW);
+	getdevice_fn p = h ? (getdevice_fn)dlsym(h, "cudaGetDevice") : NULL;
+	if (p == NULL) {
+		fprintf(stderr, "dlopen/dlsym: %s\n", dlerror());
+		return 1;
+	}
+	printf("BenchmarkCGetDeviceLinked \t%d\t%.2f ns/op\n", N, run(cudaGetDevice));
+	printf("BenchmarkCGetDeviceDlsym  \t%d\t%.2f ns/op\n", N, run(p));
+	return 0;
+}

@@ -1,0 +1,58 @@
+/* Functions: status results, other results, versioned aliases, doc comments. */
+#include <stddef.h>
+
+/** Status codes. */
+typedef enum cudaError {
+    /** The call succeeded. */
+    cudaSuccess = 0,
+    /**
+     * One or more of the parameters passed to the API call is not within an
+     * acceptable range of values.
+     */
+    cudaErrorInvalidValue = 1,
+    cudaErrorMemoryAllocation = 2 /**< Out of memory. And more. */
+} cudaError_t;
+
+typedef struct CUstream_st *cudaStream_t;
+typedef void (*cudaHostFn_t)(void *userData);
+
+struct cudaExtent {
+    size_t width, height, depth;
+};
+
+/**
+ * \brief Allocate memory on the device
+ *
+ * Allocates \p size bytes and returns in \p *devPtr a pointer to it.
+ * See ::cudaFree and ::cudaWidget.
+ *
+ * \param devPtr - Pointer to allocated device memory
+ * \param size   - Requested allocation size in bytes
+ *
+ * \return
+ * ::cudaSuccess,
+ * ::cudaErrorMemoryAllocation
+ * \notefnerr
+ *
+ * \sa ::cudaFree
+ */
+extern cudaError_t cudaMalloc(void **devPtr, size_t size);
+
+/** \brief Frees memory */
+extern cudaError_t cudaFree(void *devPtr);
+
+/** Returns the description of \p error. */
+extern const char *cudaGetErrorString(cudaError_t error);
+
+/** Takes a struct by value and returns one. */
+extern struct cudaExtent cudaMakeExtent(struct cudaExtent e, unsigned int scale);
+
+/** Takes a string, a handle and a function pointer. */
+extern cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, const char *name, void *userData);
+
+/** Returns nothing. */
+extern void cudaNothing(int type);
+
+/** A function the header renames: callers write cudaWidget, the library exports cudaWidget_v2. */
+#define cudaWidget cudaWidget_v2
+extern cudaError_t cudaWidget(int *count);
