@@ -497,32 +497,32 @@ static int gocuda_cudaDeviceSetLimit(void *fp, int a0, size_t a1) {
 	return ((__typeof__(&cudaDeviceSetLimit))fp)(a0, a1);
 }
 
-static int gocuda_cudaDeviceGetLimit(void *fp, void * a0, int a1) {
-	return ((__typeof__(&cudaDeviceGetLimit))fp)(a0, a1);
+static int gocuda_cudaDeviceGetLimit(void *fp, size_t * a0, int a1) {
+	return ((__typeof__(&cudaDeviceGetLimit))fp)((size_t *)a0, a1);
 }
 
-static int gocuda_cudaDeviceGetTexture1DLinearMaxWidth(void *fp, void * a0, void * a1, int a2) {
-	return ((__typeof__(&cudaDeviceGetTexture1DLinearMaxWidth))fp)(a0, a1, a2);
+static int gocuda_cudaDeviceGetTexture1DLinearMaxWidth(void *fp, size_t * a0, void * a1, int a2) {
+	return ((__typeof__(&cudaDeviceGetTexture1DLinearMaxWidth))fp)((size_t *)a0, a1, a2);
 }
 
-static int gocuda_cudaDeviceGetCacheConfig(void *fp, void * a0) {
-	return ((__typeof__(&cudaDeviceGetCacheConfig))fp)(a0);
+static int gocuda_cudaDeviceGetCacheConfig(void *fp, int * a0) {
+	return ((__typeof__(&cudaDeviceGetCacheConfig))fp)((enum cudaFuncCache *)a0);
 }
 
-static int gocuda_cudaDeviceGetStreamPriorityRange(void *fp, void * a0, void * a1) {
-	return ((__typeof__(&cudaDeviceGetStreamPriorityRange))fp)(a0, a1);
+static int gocuda_cudaDeviceGetStreamPriorityRange(void *fp, int * a0, int * a1) {
+	return ((__typeof__(&cudaDeviceGetStreamPriorityRange))fp)((int *)a0, (int *)a1);
 }
 
 static int gocuda_cudaDeviceSetCacheConfig(void *fp, int a0) {
 	return ((__typeof__(&cudaDeviceSetCacheConfig))fp)(a0);
 }
 
-static int gocuda_cudaDeviceGetByPCIBusId(void *fp, void * a0, void * a1) {
-	return ((__typeof__(&cudaDeviceGetByPCIBusId))fp)(a0, a1);
+static int gocuda_cudaDeviceGetByPCIBusId(void *fp, int * a0, void * a1) {
+	return ((__typeof__(&cudaDeviceGetByPCIBusId))fp)((int *)a0, a1);
 }
 
-static int gocuda_cudaDeviceGetPCIBusId(void *fp, void * a0, int a1, int a2) {
-	return ((__typeof__(&cudaDeviceGetPCIBusId))fp)(a0, a1, a2);
+static int gocuda_cudaDeviceGetPCIBusId(void *fp, char * a0, int a1, int a2) {
+	return ((__typeof__(&cudaDeviceGetPCIBusId))fp)((char *)a0, a1, a2);
 }
 
 static int gocuda_cudaIpcGetEventHandle(void *fp, void * a0, uintptr_t a1) {
@@ -557,8 +557,8 @@ static int gocuda_cudaDeviceUnregisterAsyncNotification(void *fp, int a0, uintpt
 	return ((__typeof__(&cudaDeviceUnregisterAsyncNotification))fp)(a0, (cudaAsyncCallbackHandle_t)a1);
 }
 
-static int gocuda_cudaDeviceGetSharedMemConfig(void *fp, void * a0) {
-	return ((__typeof__(&cudaDeviceGetSharedMemConfig))fp)(a0);
+static int gocuda_cudaDeviceGetSharedMemConfig(void *fp, int * a0) {
+	return ((__typeof__(&cudaDeviceGetSharedMemConfig))fp)((enum cudaSharedMemConfig *)a0);
 }
 
 static int gocuda_cudaDeviceSetSharedMemConfig(void *fp, int a0) {
@@ -581,20 +581,20 @@ static const char * gocuda_cudaGetErrorString(void *fp, int a0) {
 	return ((__typeof__(&cudaGetErrorString))fp)(a0);
 }
 
-static int gocuda_cudaGetDeviceCount(void *fp, void * a0) {
-	return ((__typeof__(&cudaGetDeviceCount))fp)(a0);
+static int gocuda_cudaGetDeviceCount(void *fp, int * a0) {
+	return ((__typeof__(&cudaGetDeviceCount))fp)((int *)a0);
 }
 
 static int gocuda_cudaGetDeviceProperties(void *fp, void * a0, int a1) {
 	return ((__typeof__(&cudaGetDeviceProperties))fp)(a0, a1);
 }
 
-static int gocuda_cudaDeviceGetAttribute(void *fp, void * a0, int a1, int a2) {
-	return ((__typeof__(&cudaDeviceGetAttribute))fp)(a0, a1, a2);
+static int gocuda_cudaDeviceGetAttribute(void *fp, int * a0, int a1, int a2) {
+	return ((__typeof__(&cudaDeviceGetAttribute))fp)((int *)a0, a1, a2);
 }
 
-static int gocuda_cudaDeviceGetHostAtomicCapabilities(void *fp, void * a0, void * a1, unsigned int a2, int a3) {
-	return ((__typeof__(&cudaDeviceGetHostAtomicCapabilities))fp)(a0, a1, a2, a3);
+static int gocuda_cudaDeviceGetHostAtomicCapabilities(void *fp, unsigned int * a0, int * a1, unsigned int a2, int a3) {
+	return ((__typeof__(&cudaDeviceGetHostAtomicCapabilities))fp)((unsigned int *)a0, (enum cudaAtomicOperation *)a1, a2, a3);
 }
 
 static int gocuda_cudaDeviceGetDefaultMemPool(void *fp, void * a0, int a1) {
@@ -613,16 +613,16 @@ static int gocuda_cudaDeviceGetNvSciSyncAttributes(void *fp, void * a0, int a1, 
 	return ((__typeof__(&cudaDeviceGetNvSciSyncAttributes))fp)(a0, a1, a2);
 }
 
-static int gocuda_cudaDeviceGetP2PAttribute(void *fp, void * a0, int a1, int a2, int a3) {
-	return ((__typeof__(&cudaDeviceGetP2PAttribute))fp)(a0, a1, a2, a3);
+static int gocuda_cudaDeviceGetP2PAttribute(void *fp, int * a0, int a1, int a2, int a3) {
+	return ((__typeof__(&cudaDeviceGetP2PAttribute))fp)((int *)a0, a1, a2, a3);
 }
 
-static int gocuda_cudaDeviceGetP2PAtomicCapabilities(void *fp, void * a0, void * a1, unsigned int a2, int a3, int a4) {
-	return ((__typeof__(&cudaDeviceGetP2PAtomicCapabilities))fp)(a0, a1, a2, a3, a4);
+static int gocuda_cudaDeviceGetP2PAtomicCapabilities(void *fp, unsigned int * a0, int * a1, unsigned int a2, int a3, int a4) {
+	return ((__typeof__(&cudaDeviceGetP2PAtomicCapabilities))fp)((unsigned int *)a0, (enum cudaAtomicOperation *)a1, a2, a3, a4);
 }
 
-static int gocuda_cudaChooseDevice(void *fp, void * a0, void * a1) {
-	return ((__typeof__(&cudaChooseDevice))fp)(a0, a1);
+static int gocuda_cudaChooseDevice(void *fp, int * a0, void * a1) {
+	return ((__typeof__(&cudaChooseDevice))fp)((int *)a0, a1);
 }
 
 static int gocuda_cudaInitDevice(void *fp, int a0, unsigned int a1, unsigned int a2) {
@@ -633,20 +633,20 @@ static int gocuda_cudaSetDevice(void *fp, int a0) {
 	return ((__typeof__(&cudaSetDevice))fp)(a0);
 }
 
-static int gocuda_cudaGetDevice(void *fp, void * a0) {
-	return ((__typeof__(&cudaGetDevice))fp)(a0);
+static int gocuda_cudaGetDevice(void *fp, int * a0) {
+	return ((__typeof__(&cudaGetDevice))fp)((int *)a0);
 }
 
-static int gocuda_cudaSetValidDevices(void *fp, void * a0, int a1) {
-	return ((__typeof__(&cudaSetValidDevices))fp)(a0, a1);
+static int gocuda_cudaSetValidDevices(void *fp, int * a0, int a1) {
+	return ((__typeof__(&cudaSetValidDevices))fp)((int *)a0, a1);
 }
 
 static int gocuda_cudaSetDeviceFlags(void *fp, unsigned int a0) {
 	return ((__typeof__(&cudaSetDeviceFlags))fp)(a0);
 }
 
-static int gocuda_cudaGetDeviceFlags(void *fp, void * a0) {
-	return ((__typeof__(&cudaGetDeviceFlags))fp)(a0);
+static int gocuda_cudaGetDeviceFlags(void *fp, unsigned int * a0) {
+	return ((__typeof__(&cudaGetDeviceFlags))fp)((unsigned int *)a0);
 }
 
 static int gocuda_cudaStreamCreate(void *fp, void * a0) {
@@ -661,20 +661,20 @@ static int gocuda_cudaStreamCreateWithPriority(void *fp, void * a0, unsigned int
 	return ((__typeof__(&cudaStreamCreateWithPriority))fp)(a0, a1, a2);
 }
 
-static int gocuda_cudaStreamGetPriority(void *fp, uintptr_t a0, void * a1) {
-	return ((__typeof__(&cudaStreamGetPriority))fp)((cudaStream_t)a0, a1);
+static int gocuda_cudaStreamGetPriority(void *fp, uintptr_t a0, int * a1) {
+	return ((__typeof__(&cudaStreamGetPriority))fp)((cudaStream_t)a0, (int *)a1);
 }
 
-static int gocuda_cudaStreamGetFlags(void *fp, uintptr_t a0, void * a1) {
-	return ((__typeof__(&cudaStreamGetFlags))fp)((cudaStream_t)a0, a1);
+static int gocuda_cudaStreamGetFlags(void *fp, uintptr_t a0, unsigned int * a1) {
+	return ((__typeof__(&cudaStreamGetFlags))fp)((cudaStream_t)a0, (unsigned int *)a1);
 }
 
-static int gocuda_cudaStreamGetId(void *fp, uintptr_t a0, void * a1) {
-	return ((__typeof__(&cudaStreamGetId))fp)((cudaStream_t)a0, a1);
+static int gocuda_cudaStreamGetId(void *fp, uintptr_t a0, unsigned long long * a1) {
+	return ((__typeof__(&cudaStreamGetId))fp)((cudaStream_t)a0, (unsigned long long *)a1);
 }
 
-static int gocuda_cudaStreamGetDevice(void *fp, uintptr_t a0, void * a1) {
-	return ((__typeof__(&cudaStreamGetDevice))fp)((cudaStream_t)a0, a1);
+static int gocuda_cudaStreamGetDevice(void *fp, uintptr_t a0, int * a1) {
+	return ((__typeof__(&cudaStreamGetDevice))fp)((cudaStream_t)a0, (int *)a1);
 }
 
 static int gocuda_cudaCtxResetPersistingL2Cache(void *fp) {
@@ -725,20 +725,20 @@ static int gocuda_cudaStreamBeginCaptureToGraph(void *fp, uintptr_t a0, uintptr_
 	return ((__typeof__(&cudaStreamBeginCaptureToGraph))fp)((cudaStream_t)a0, (cudaGraph_t)a1, a2, a3, a4, a5);
 }
 
-static int gocuda_cudaThreadExchangeStreamCaptureMode(void *fp, void * a0) {
-	return ((__typeof__(&cudaThreadExchangeStreamCaptureMode))fp)(a0);
+static int gocuda_cudaThreadExchangeStreamCaptureMode(void *fp, int * a0) {
+	return ((__typeof__(&cudaThreadExchangeStreamCaptureMode))fp)((enum cudaStreamCaptureMode *)a0);
 }
 
 static int gocuda_cudaStreamEndCapture(void *fp, uintptr_t a0, void * a1) {
 	return ((__typeof__(&cudaStreamEndCapture))fp)((cudaStream_t)a0, a1);
 }
 
-static int gocuda_cudaStreamIsCapturing(void *fp, uintptr_t a0, void * a1) {
-	return ((__typeof__(&cudaStreamIsCapturing))fp)((cudaStream_t)a0, a1);
+static int gocuda_cudaStreamIsCapturing(void *fp, uintptr_t a0, int * a1) {
+	return ((__typeof__(&cudaStreamIsCapturing))fp)((cudaStream_t)a0, (enum cudaStreamCaptureStatus *)a1);
 }
 
-static int gocuda_cudaStreamGetCaptureInfo(void *fp, uintptr_t a0, void * a1, void * a2, void * a3, void * a4, void * a5, void * a6) {
-	return ((__typeof__(&cudaStreamGetCaptureInfo))fp)((cudaStream_t)a0, a1, a2, a3, a4, a5, a6);
+static int gocuda_cudaStreamGetCaptureInfo(void *fp, uintptr_t a0, int * a1, unsigned long long * a2, void * a3, void * a4, void * a5, size_t * a6) {
+	return ((__typeof__(&cudaStreamGetCaptureInfo))fp)((cudaStream_t)a0, (enum cudaStreamCaptureStatus *)a1, (unsigned long long *)a2, a3, a4, a5, (size_t *)a6);
 }
 
 static int gocuda_cudaStreamUpdateCaptureDependencies(void *fp, uintptr_t a0, void * a1, void * a2, size_t a3, unsigned int a4) {
@@ -773,8 +773,8 @@ static int gocuda_cudaEventDestroy(void *fp, uintptr_t a0) {
 	return ((__typeof__(&cudaEventDestroy))fp)((cudaEvent_t)a0);
 }
 
-static int gocuda_cudaEventElapsedTime(void *fp, void * a0, uintptr_t a1, uintptr_t a2) {
-	return ((__typeof__(&cudaEventElapsedTime))fp)(a0, (cudaEvent_t)a1, (cudaEvent_t)a2);
+static int gocuda_cudaEventElapsedTime(void *fp, float * a0, uintptr_t a1, uintptr_t a2) {
+	return ((__typeof__(&cudaEventElapsedTime))fp)((float *)a0, (cudaEvent_t)a1, (cudaEvent_t)a2);
 }
 
 static int gocuda_cudaImportExternalMemory(void *fp, void * a0, void * a1) {
@@ -837,8 +837,8 @@ static int gocuda_cudaFuncGetName(void *fp, void * a0, void * a1) {
 	return ((__typeof__(&cudaFuncGetName))fp)(a0, a1);
 }
 
-static int gocuda_cudaFuncGetParamInfo(void *fp, void * a0, size_t a1, void * a2, void * a3) {
-	return ((__typeof__(&cudaFuncGetParamInfo))fp)(a0, a1, a2, a3);
+static int gocuda_cudaFuncGetParamInfo(void *fp, void * a0, size_t a1, size_t * a2, size_t * a3) {
+	return ((__typeof__(&cudaFuncGetParamInfo))fp)(a0, a1, (size_t *)a2, (size_t *)a3);
 }
 
 static int gocuda_cudaLaunchHostFunc(void *fp, uintptr_t a0, uintptr_t a1, void * a2) {
@@ -849,24 +849,24 @@ static int gocuda_cudaFuncSetSharedMemConfig(void *fp, void * a0, int a1) {
 	return ((__typeof__(&cudaFuncSetSharedMemConfig))fp)(a0, a1);
 }
 
-static int gocuda_cudaOccupancyMaxActiveBlocksPerMultiprocessor(void *fp, void * a0, void * a1, int a2, size_t a3) {
-	return ((__typeof__(&cudaOccupancyMaxActiveBlocksPerMultiprocessor))fp)(a0, a1, a2, a3);
+static int gocuda_cudaOccupancyMaxActiveBlocksPerMultiprocessor(void *fp, int * a0, void * a1, int a2, size_t a3) {
+	return ((__typeof__(&cudaOccupancyMaxActiveBlocksPerMultiprocessor))fp)((int *)a0, a1, a2, a3);
 }
 
-static int gocuda_cudaOccupancyAvailableDynamicSMemPerBlock(void *fp, void * a0, void * a1, int a2, int a3) {
-	return ((__typeof__(&cudaOccupancyAvailableDynamicSMemPerBlock))fp)(a0, a1, a2, a3);
+static int gocuda_cudaOccupancyAvailableDynamicSMemPerBlock(void *fp, size_t * a0, void * a1, int a2, int a3) {
+	return ((__typeof__(&cudaOccupancyAvailableDynamicSMemPerBlock))fp)((size_t *)a0, a1, a2, a3);
 }
 
-static int gocuda_cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(void *fp, void * a0, void * a1, int a2, size_t a3, unsigned int a4) {
-	return ((__typeof__(&cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags))fp)(a0, a1, a2, a3, a4);
+static int gocuda_cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(void *fp, int * a0, void * a1, int a2, size_t a3, unsigned int a4) {
+	return ((__typeof__(&cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags))fp)((int *)a0, a1, a2, a3, a4);
 }
 
-static int gocuda_cudaOccupancyMaxPotentialClusterSize(void *fp, void * a0, void * a1, void * a2) {
-	return ((__typeof__(&cudaOccupancyMaxPotentialClusterSize))fp)(a0, a1, a2);
+static int gocuda_cudaOccupancyMaxPotentialClusterSize(void *fp, int * a0, void * a1, void * a2) {
+	return ((__typeof__(&cudaOccupancyMaxPotentialClusterSize))fp)((int *)a0, a1, a2);
 }
 
-static int gocuda_cudaOccupancyMaxActiveClusters(void *fp, void * a0, void * a1, void * a2) {
-	return ((__typeof__(&cudaOccupancyMaxActiveClusters))fp)(a0, a1, a2);
+static int gocuda_cudaOccupancyMaxActiveClusters(void *fp, int * a0, void * a1, void * a2) {
+	return ((__typeof__(&cudaOccupancyMaxActiveClusters))fp)((int *)a0, a1, a2);
 }
 
 static int gocuda_cudaMallocManaged(void *fp, void * a0, size_t a1, unsigned int a2) {
@@ -881,8 +881,8 @@ static int gocuda_cudaMallocHost(void *fp, void * a0, size_t a1) {
 	return ((__typeof__(&cudaMallocHost))fp)(a0, a1);
 }
 
-static int gocuda_cudaMallocPitch(void *fp, void * a0, void * a1, size_t a2, size_t a3) {
-	return ((__typeof__(&cudaMallocPitch))fp)(a0, a1, a2, a3);
+static int gocuda_cudaMallocPitch(void *fp, void * a0, size_t * a1, size_t a2, size_t a3) {
+	return ((__typeof__(&cudaMallocPitch))fp)(a0, (size_t *)a1, a2, a3);
 }
 
 static int gocuda_cudaMallocArray(void *fp, void * a0, void * a1, size_t a2, size_t a3, unsigned int a4) {
@@ -921,8 +921,8 @@ static int gocuda_cudaHostGetDevicePointer(void *fp, void * a0, void * a1, unsig
 	return ((__typeof__(&cudaHostGetDevicePointer))fp)(a0, a1, a2);
 }
 
-static int gocuda_cudaHostGetFlags(void *fp, void * a0, void * a1) {
-	return ((__typeof__(&cudaHostGetFlags))fp)(a0, a1);
+static int gocuda_cudaHostGetFlags(void *fp, unsigned int * a0, void * a1) {
+	return ((__typeof__(&cudaHostGetFlags))fp)((unsigned int *)a0, a1);
 }
 
 static int gocuda_cudaMalloc3D(void *fp, void * a0, struct cudaExtent a1) {
@@ -957,12 +957,12 @@ static int gocuda_cudaMemcpy3DPeerAsync(void *fp, void * a0, uintptr_t a1) {
 	return ((__typeof__(&cudaMemcpy3DPeerAsync))fp)(a0, (cudaStream_t)a1);
 }
 
-static int gocuda_cudaMemGetInfo(void *fp, void * a0, void * a1) {
-	return ((__typeof__(&cudaMemGetInfo))fp)(a0, a1);
+static int gocuda_cudaMemGetInfo(void *fp, size_t * a0, size_t * a1) {
+	return ((__typeof__(&cudaMemGetInfo))fp)((size_t *)a0, (size_t *)a1);
 }
 
-static int gocuda_cudaArrayGetInfo(void *fp, void * a0, void * a1, void * a2, uintptr_t a3) {
-	return ((__typeof__(&cudaArrayGetInfo))fp)(a0, a1, a2, (cudaArray_t)a3);
+static int gocuda_cudaArrayGetInfo(void *fp, void * a0, void * a1, unsigned int * a2, uintptr_t a3) {
+	return ((__typeof__(&cudaArrayGetInfo))fp)(a0, a1, (unsigned int *)a2, (cudaArray_t)a3);
 }
 
 static int gocuda_cudaArrayGetPlane(void *fp, void * a0, uintptr_t a1, unsigned int a2) {
@@ -1025,8 +1025,8 @@ static int gocuda_cudaMemcpyPeerAsync(void *fp, void * a0, int a1, void * a2, in
 	return ((__typeof__(&cudaMemcpyPeerAsync))fp)(a0, a1, a2, a3, a4, (cudaStream_t)a5);
 }
 
-static int gocuda_cudaMemcpyBatchAsync(void *fp, void * a0, void * a1, void * a2, size_t a3, void * a4, void * a5, size_t a6, uintptr_t a7) {
-	return ((__typeof__(&cudaMemcpyBatchAsync))fp)(a0, a1, a2, a3, a4, a5, a6, (cudaStream_t)a7);
+static int gocuda_cudaMemcpyBatchAsync(void *fp, void * a0, void * a1, size_t * a2, size_t a3, void * a4, size_t * a5, size_t a6, uintptr_t a7) {
+	return ((__typeof__(&cudaMemcpyBatchAsync))fp)(a0, a1, (size_t *)a2, a3, a4, (size_t *)a5, a6, (cudaStream_t)a7);
 }
 
 static int gocuda_cudaMemcpy3DBatchAsync(void *fp, size_t a0, void * a1, unsigned long long a2, uintptr_t a3) {
@@ -1081,24 +1081,24 @@ static int gocuda_cudaGetSymbolAddress(void *fp, void * a0, void * a1) {
 	return ((__typeof__(&cudaGetSymbolAddress))fp)(a0, a1);
 }
 
-static int gocuda_cudaGetSymbolSize(void *fp, void * a0, void * a1) {
-	return ((__typeof__(&cudaGetSymbolSize))fp)(a0, a1);
+static int gocuda_cudaGetSymbolSize(void *fp, size_t * a0, void * a1) {
+	return ((__typeof__(&cudaGetSymbolSize))fp)((size_t *)a0, a1);
 }
 
 static int gocuda_cudaMemPrefetchAsync(void *fp, void * a0, size_t a1, struct cudaMemLocation a2, unsigned int a3, uintptr_t a4) {
 	return ((__typeof__(&cudaMemPrefetchAsync))fp)(a0, a1, a2, a3, (cudaStream_t)a4);
 }
 
-static int gocuda_cudaMemPrefetchBatchAsync(void *fp, void * a0, void * a1, size_t a2, void * a3, void * a4, size_t a5, unsigned long long a6, uintptr_t a7) {
-	return ((__typeof__(&cudaMemPrefetchBatchAsync))fp)(a0, a1, a2, a3, a4, a5, a6, (cudaStream_t)a7);
+static int gocuda_cudaMemPrefetchBatchAsync(void *fp, void * a0, size_t * a1, size_t a2, void * a3, size_t * a4, size_t a5, unsigned long long a6, uintptr_t a7) {
+	return ((__typeof__(&cudaMemPrefetchBatchAsync))fp)(a0, (size_t *)a1, a2, a3, (size_t *)a4, a5, a6, (cudaStream_t)a7);
 }
 
-static int gocuda_cudaMemDiscardBatchAsync(void *fp, void * a0, void * a1, size_t a2, unsigned long long a3, uintptr_t a4) {
-	return ((__typeof__(&cudaMemDiscardBatchAsync))fp)(a0, a1, a2, a3, (cudaStream_t)a4);
+static int gocuda_cudaMemDiscardBatchAsync(void *fp, void * a0, size_t * a1, size_t a2, unsigned long long a3, uintptr_t a4) {
+	return ((__typeof__(&cudaMemDiscardBatchAsync))fp)(a0, (size_t *)a1, a2, a3, (cudaStream_t)a4);
 }
 
-static int gocuda_cudaMemDiscardAndPrefetchBatchAsync(void *fp, void * a0, void * a1, size_t a2, void * a3, void * a4, size_t a5, unsigned long long a6, uintptr_t a7) {
-	return ((__typeof__(&cudaMemDiscardAndPrefetchBatchAsync))fp)(a0, a1, a2, a3, a4, a5, a6, (cudaStream_t)a7);
+static int gocuda_cudaMemDiscardAndPrefetchBatchAsync(void *fp, void * a0, size_t * a1, size_t a2, void * a3, size_t * a4, size_t a5, unsigned long long a6, uintptr_t a7) {
+	return ((__typeof__(&cudaMemDiscardAndPrefetchBatchAsync))fp)(a0, (size_t *)a1, a2, a3, (size_t *)a4, a5, a6, (cudaStream_t)a7);
 }
 
 static int gocuda_cudaMemAdvise(void *fp, void * a0, size_t a1, int a2, struct cudaMemLocation a3) {
@@ -1109,8 +1109,8 @@ static int gocuda_cudaMemRangeGetAttribute(void *fp, void * a0, size_t a1, int a
 	return ((__typeof__(&cudaMemRangeGetAttribute))fp)(a0, a1, a2, a3, a4);
 }
 
-static int gocuda_cudaMemRangeGetAttributes(void *fp, void * a0, void * a1, void * a2, size_t a3, void * a4, size_t a5) {
-	return ((__typeof__(&cudaMemRangeGetAttributes))fp)(a0, a1, a2, a3, a4, a5);
+static int gocuda_cudaMemRangeGetAttributes(void *fp, void * a0, size_t * a1, int * a2, size_t a3, void * a4, size_t a5) {
+	return ((__typeof__(&cudaMemRangeGetAttributes))fp)(a0, (size_t *)a1, (enum cudaMemRangeAttribute *)a2, a3, a4, a5);
 }
 
 static int gocuda_cudaMemcpyToArray(void *fp, uintptr_t a0, size_t a1, size_t a2, void * a3, size_t a4, int a5) {
@@ -1157,8 +1157,8 @@ static int gocuda_cudaMemPoolSetAccess(void *fp, uintptr_t a0, void * a1, size_t
 	return ((__typeof__(&cudaMemPoolSetAccess))fp)((cudaMemPool_t)a0, a1, a2);
 }
 
-static int gocuda_cudaMemPoolGetAccess(void *fp, void * a0, uintptr_t a1, void * a2) {
-	return ((__typeof__(&cudaMemPoolGetAccess))fp)(a0, (cudaMemPool_t)a1, a2);
+static int gocuda_cudaMemPoolGetAccess(void *fp, int * a0, uintptr_t a1, void * a2) {
+	return ((__typeof__(&cudaMemPoolGetAccess))fp)((enum cudaMemAccessFlags *)a0, (cudaMemPool_t)a1, a2);
 }
 
 static int gocuda_cudaMemPoolCreate(void *fp, void * a0, void * a1) {
@@ -1205,8 +1205,8 @@ static int gocuda_cudaPointerGetAttributes(void *fp, void * a0, void * a1) {
 	return ((__typeof__(&cudaPointerGetAttributes))fp)(a0, a1);
 }
 
-static int gocuda_cudaDeviceCanAccessPeer(void *fp, void * a0, int a1, int a2) {
-	return ((__typeof__(&cudaDeviceCanAccessPeer))fp)(a0, a1, a2);
+static int gocuda_cudaDeviceCanAccessPeer(void *fp, int * a0, int a1, int a2) {
+	return ((__typeof__(&cudaDeviceCanAccessPeer))fp)((int *)a0, a1, a2);
 }
 
 static int gocuda_cudaDeviceEnablePeerAccess(void *fp, int a0, unsigned int a1) {
@@ -1233,8 +1233,8 @@ static int gocuda_cudaGraphicsUnmapResources(void *fp, int a0, void * a1, uintpt
 	return ((__typeof__(&cudaGraphicsUnmapResources))fp)(a0, a1, (cudaStream_t)a2);
 }
 
-static int gocuda_cudaGraphicsResourceGetMappedPointer(void *fp, void * a0, void * a1, uintptr_t a2) {
-	return ((__typeof__(&cudaGraphicsResourceGetMappedPointer))fp)(a0, a1, (cudaGraphicsResource_t)a2);
+static int gocuda_cudaGraphicsResourceGetMappedPointer(void *fp, void * a0, size_t * a1, uintptr_t a2) {
+	return ((__typeof__(&cudaGraphicsResourceGetMappedPointer))fp)(a0, (size_t *)a1, (cudaGraphicsResource_t)a2);
 }
 
 static int gocuda_cudaGraphicsSubResourceGetMappedArray(void *fp, void * a0, uintptr_t a1, unsigned int a2, unsigned int a3) {
@@ -1253,8 +1253,8 @@ static struct cudaChannelFormatDesc gocuda_cudaCreateChannelDesc(void *fp, int a
 	return ((__typeof__(&cudaCreateChannelDesc))fp)(a0, a1, a2, a3, a4);
 }
 
-static int gocuda_cudaCreateTextureObject(void *fp, void * a0, void * a1, void * a2, void * a3) {
-	return ((__typeof__(&cudaCreateTextureObject))fp)(a0, a1, a2, a3);
+static int gocuda_cudaCreateTextureObject(void *fp, unsigned long long * a0, void * a1, void * a2, void * a3) {
+	return ((__typeof__(&cudaCreateTextureObject))fp)((cudaTextureObject_t *)a0, a1, a2, a3);
 }
 
 static int gocuda_cudaDestroyTextureObject(void *fp, unsigned long long a0) {
@@ -1273,8 +1273,8 @@ static int gocuda_cudaGetTextureObjectResourceViewDesc(void *fp, void * a0, unsi
 	return ((__typeof__(&cudaGetTextureObjectResourceViewDesc))fp)(a0, a1);
 }
 
-static int gocuda_cudaCreateSurfaceObject(void *fp, void * a0, void * a1) {
-	return ((__typeof__(&cudaCreateSurfaceObject))fp)(a0, a1);
+static int gocuda_cudaCreateSurfaceObject(void *fp, unsigned long long * a0, void * a1) {
+	return ((__typeof__(&cudaCreateSurfaceObject))fp)((cudaSurfaceObject_t *)a0, a1);
 }
 
 static int gocuda_cudaDestroySurfaceObject(void *fp, unsigned long long a0) {
@@ -1285,12 +1285,12 @@ static int gocuda_cudaGetSurfaceObjectResourceDesc(void *fp, void * a0, unsigned
 	return ((__typeof__(&cudaGetSurfaceObjectResourceDesc))fp)(a0, a1);
 }
 
-static int gocuda_cudaDriverGetVersion(void *fp, void * a0) {
-	return ((__typeof__(&cudaDriverGetVersion))fp)(a0);
+static int gocuda_cudaDriverGetVersion(void *fp, int * a0) {
+	return ((__typeof__(&cudaDriverGetVersion))fp)((int *)a0);
 }
 
-static int gocuda_cudaRuntimeGetVersion(void *fp, void * a0) {
-	return ((__typeof__(&cudaRuntimeGetVersion))fp)(a0);
+static int gocuda_cudaRuntimeGetVersion(void *fp, int * a0) {
+	return ((__typeof__(&cudaRuntimeGetVersion))fp)((int *)a0);
 }
 
 static int gocuda_cudaLogsRegisterCallback(void *fp, uintptr_t a0, void * a1, void * a2) {
@@ -1301,16 +1301,16 @@ static int gocuda_cudaLogsUnregisterCallback(void *fp, uintptr_t a0) {
 	return ((__typeof__(&cudaLogsUnregisterCallback))fp)((cudaLogsCallbackHandle)a0);
 }
 
-static int gocuda_cudaLogsCurrent(void *fp, void * a0, unsigned int a1) {
-	return ((__typeof__(&cudaLogsCurrent))fp)(a0, a1);
+static int gocuda_cudaLogsCurrent(void *fp, unsigned int * a0, unsigned int a1) {
+	return ((__typeof__(&cudaLogsCurrent))fp)((cudaLogIterator *)a0, a1);
 }
 
-static int gocuda_cudaLogsDumpToFile(void *fp, void * a0, void * a1, unsigned int a2) {
-	return ((__typeof__(&cudaLogsDumpToFile))fp)(a0, a1, a2);
+static int gocuda_cudaLogsDumpToFile(void *fp, unsigned int * a0, void * a1, unsigned int a2) {
+	return ((__typeof__(&cudaLogsDumpToFile))fp)((cudaLogIterator *)a0, a1, a2);
 }
 
-static int gocuda_cudaLogsDumpToMemory(void *fp, void * a0, void * a1, void * a2, unsigned int a3) {
-	return ((__typeof__(&cudaLogsDumpToMemory))fp)(a0, a1, a2, a3);
+static int gocuda_cudaLogsDumpToMemory(void *fp, unsigned int * a0, char * a1, size_t * a2, unsigned int a3) {
+	return ((__typeof__(&cudaLogsDumpToMemory))fp)((cudaLogIterator *)a0, (char *)a1, (size_t *)a2, a3);
 }
 
 static int gocuda_cudaGraphCreate(void *fp, void * a0, unsigned int a1) {
@@ -1497,28 +1497,28 @@ static int gocuda_cudaGraphNodeFindInClone(void *fp, void * a0, uintptr_t a1, ui
 	return ((__typeof__(&cudaGraphNodeFindInClone))fp)(a0, (cudaGraphNode_t)a1, (cudaGraph_t)a2);
 }
 
-static int gocuda_cudaGraphNodeGetType(void *fp, uintptr_t a0, void * a1) {
-	return ((__typeof__(&cudaGraphNodeGetType))fp)((cudaGraphNode_t)a0, a1);
+static int gocuda_cudaGraphNodeGetType(void *fp, uintptr_t a0, int * a1) {
+	return ((__typeof__(&cudaGraphNodeGetType))fp)((cudaGraphNode_t)a0, (enum cudaGraphNodeType *)a1);
 }
 
-static int gocuda_cudaGraphGetNodes(void *fp, uintptr_t a0, void * a1, void * a2) {
-	return ((__typeof__(&cudaGraphGetNodes))fp)((cudaGraph_t)a0, a1, a2);
+static int gocuda_cudaGraphGetNodes(void *fp, uintptr_t a0, void * a1, size_t * a2) {
+	return ((__typeof__(&cudaGraphGetNodes))fp)((cudaGraph_t)a0, a1, (size_t *)a2);
 }
 
-static int gocuda_cudaGraphGetRootNodes(void *fp, uintptr_t a0, void * a1, void * a2) {
-	return ((__typeof__(&cudaGraphGetRootNodes))fp)((cudaGraph_t)a0, a1, a2);
+static int gocuda_cudaGraphGetRootNodes(void *fp, uintptr_t a0, void * a1, size_t * a2) {
+	return ((__typeof__(&cudaGraphGetRootNodes))fp)((cudaGraph_t)a0, a1, (size_t *)a2);
 }
 
-static int gocuda_cudaGraphGetEdges(void *fp, uintptr_t a0, void * a1, void * a2, void * a3, void * a4) {
-	return ((__typeof__(&cudaGraphGetEdges))fp)((cudaGraph_t)a0, a1, a2, a3, a4);
+static int gocuda_cudaGraphGetEdges(void *fp, uintptr_t a0, void * a1, void * a2, void * a3, size_t * a4) {
+	return ((__typeof__(&cudaGraphGetEdges))fp)((cudaGraph_t)a0, a1, a2, a3, (size_t *)a4);
 }
 
-static int gocuda_cudaGraphNodeGetDependencies(void *fp, uintptr_t a0, void * a1, void * a2, void * a3) {
-	return ((__typeof__(&cudaGraphNodeGetDependencies))fp)((cudaGraphNode_t)a0, a1, a2, a3);
+static int gocuda_cudaGraphNodeGetDependencies(void *fp, uintptr_t a0, void * a1, void * a2, size_t * a3) {
+	return ((__typeof__(&cudaGraphNodeGetDependencies))fp)((cudaGraphNode_t)a0, a1, a2, (size_t *)a3);
 }
 
-static int gocuda_cudaGraphNodeGetDependentNodes(void *fp, uintptr_t a0, void * a1, void * a2, void * a3) {
-	return ((__typeof__(&cudaGraphNodeGetDependentNodes))fp)((cudaGraphNode_t)a0, a1, a2, a3);
+static int gocuda_cudaGraphNodeGetDependentNodes(void *fp, uintptr_t a0, void * a1, void * a2, size_t * a3) {
+	return ((__typeof__(&cudaGraphNodeGetDependentNodes))fp)((cudaGraphNode_t)a0, a1, a2, (size_t *)a3);
 }
 
 static int gocuda_cudaGraphAddDependencies(void *fp, uintptr_t a0, void * a1, void * a2, void * a3, size_t a4) {
@@ -1545,8 +1545,8 @@ static int gocuda_cudaGraphInstantiateWithParams(void *fp, void * a0, uintptr_t 
 	return ((__typeof__(&cudaGraphInstantiateWithParams))fp)(a0, (cudaGraph_t)a1, a2);
 }
 
-static int gocuda_cudaGraphExecGetFlags(void *fp, uintptr_t a0, void * a1) {
-	return ((__typeof__(&cudaGraphExecGetFlags))fp)((cudaGraphExec_t)a0, a1);
+static int gocuda_cudaGraphExecGetFlags(void *fp, uintptr_t a0, unsigned long long * a1) {
+	return ((__typeof__(&cudaGraphExecGetFlags))fp)((cudaGraphExec_t)a0, (unsigned long long *)a1);
 }
 
 static int gocuda_cudaGraphExecKernelNodeSetParams(void *fp, uintptr_t a0, uintptr_t a1, void * a2) {
@@ -1601,8 +1601,8 @@ static int gocuda_cudaGraphNodeSetEnabled(void *fp, uintptr_t a0, uintptr_t a1, 
 	return ((__typeof__(&cudaGraphNodeSetEnabled))fp)((cudaGraphExec_t)a0, (cudaGraphNode_t)a1, a2);
 }
 
-static int gocuda_cudaGraphNodeGetEnabled(void *fp, uintptr_t a0, uintptr_t a1, void * a2) {
-	return ((__typeof__(&cudaGraphNodeGetEnabled))fp)((cudaGraphExec_t)a0, (cudaGraphNode_t)a1, a2);
+static int gocuda_cudaGraphNodeGetEnabled(void *fp, uintptr_t a0, uintptr_t a1, unsigned int * a2) {
+	return ((__typeof__(&cudaGraphNodeGetEnabled))fp)((cudaGraphExec_t)a0, (cudaGraphNode_t)a1, (unsigned int *)a2);
 }
 
 static int gocuda_cudaGraphExecUpdate(void *fp, uintptr_t a0, uintptr_t a1, void * a2) {
@@ -1661,24 +1661,24 @@ static int gocuda_cudaGraphExecNodeSetParams(void *fp, uintptr_t a0, uintptr_t a
 	return ((__typeof__(&cudaGraphExecNodeSetParams))fp)((cudaGraphExec_t)a0, (cudaGraphNode_t)a1, a2);
 }
 
-static int gocuda_cudaGraphConditionalHandleCreate(void *fp, void * a0, uintptr_t a1, unsigned int a2, unsigned int a3) {
-	return ((__typeof__(&cudaGraphConditionalHandleCreate))fp)(a0, (cudaGraph_t)a1, a2, a3);
+static int gocuda_cudaGraphConditionalHandleCreate(void *fp, unsigned long long * a0, uintptr_t a1, unsigned int a2, unsigned int a3) {
+	return ((__typeof__(&cudaGraphConditionalHandleCreate))fp)((cudaGraphConditionalHandle *)a0, (cudaGraph_t)a1, a2, a3);
 }
 
-static int gocuda_cudaGetDriverEntryPoint(void *fp, void * a0, void * a1, unsigned long long a2, void * a3) {
-	return ((__typeof__(&cudaGetDriverEntryPoint))fp)(a0, a1, a2, a3);
+static int gocuda_cudaGetDriverEntryPoint(void *fp, void * a0, void * a1, unsigned long long a2, int * a3) {
+	return ((__typeof__(&cudaGetDriverEntryPoint))fp)(a0, a1, a2, (enum cudaDriverEntryPointQueryResult *)a3);
 }
 
-static int gocuda_cudaGetDriverEntryPointByVersion(void *fp, void * a0, void * a1, unsigned int a2, unsigned long long a3, void * a4) {
-	return ((__typeof__(&cudaGetDriverEntryPointByVersion))fp)(a0, a1, a2, a3, a4);
+static int gocuda_cudaGetDriverEntryPointByVersion(void *fp, void * a0, void * a1, unsigned int a2, unsigned long long a3, int * a4) {
+	return ((__typeof__(&cudaGetDriverEntryPointByVersion))fp)(a0, a1, a2, a3, (enum cudaDriverEntryPointQueryResult *)a4);
 }
 
-static int gocuda_cudaLibraryLoadData(void *fp, void * a0, void * a1, void * a2, void * a3, unsigned int a4, void * a5, void * a6, unsigned int a7) {
-	return ((__typeof__(&cudaLibraryLoadData))fp)(a0, a1, a2, a3, a4, a5, a6, a7);
+static int gocuda_cudaLibraryLoadData(void *fp, void * a0, void * a1, int * a2, void * a3, unsigned int a4, int * a5, void * a6, unsigned int a7) {
+	return ((__typeof__(&cudaLibraryLoadData))fp)(a0, a1, (enum cudaJitOption *)a2, a3, a4, (enum cudaLibraryOption *)a5, a6, a7);
 }
 
-static int gocuda_cudaLibraryLoadFromFile(void *fp, void * a0, void * a1, void * a2, void * a3, unsigned int a4, void * a5, void * a6, unsigned int a7) {
-	return ((__typeof__(&cudaLibraryLoadFromFile))fp)(a0, a1, a2, a3, a4, a5, a6, a7);
+static int gocuda_cudaLibraryLoadFromFile(void *fp, void * a0, void * a1, int * a2, void * a3, unsigned int a4, int * a5, void * a6, unsigned int a7) {
+	return ((__typeof__(&cudaLibraryLoadFromFile))fp)(a0, a1, (enum cudaJitOption *)a2, a3, a4, (enum cudaLibraryOption *)a5, a6, a7);
 }
 
 static int gocuda_cudaLibraryUnload(void *fp, uintptr_t a0) {
@@ -1689,20 +1689,20 @@ static int gocuda_cudaLibraryGetKernel(void *fp, void * a0, uintptr_t a1, void *
 	return ((__typeof__(&cudaLibraryGetKernel))fp)(a0, (cudaLibrary_t)a1, a2);
 }
 
-static int gocuda_cudaLibraryGetGlobal(void *fp, void * a0, void * a1, uintptr_t a2, void * a3) {
-	return ((__typeof__(&cudaLibraryGetGlobal))fp)(a0, a1, (cudaLibrary_t)a2, a3);
+static int gocuda_cudaLibraryGetGlobal(void *fp, void * a0, size_t * a1, uintptr_t a2, void * a3) {
+	return ((__typeof__(&cudaLibraryGetGlobal))fp)(a0, (size_t *)a1, (cudaLibrary_t)a2, a3);
 }
 
-static int gocuda_cudaLibraryGetManaged(void *fp, void * a0, void * a1, uintptr_t a2, void * a3) {
-	return ((__typeof__(&cudaLibraryGetManaged))fp)(a0, a1, (cudaLibrary_t)a2, a3);
+static int gocuda_cudaLibraryGetManaged(void *fp, void * a0, size_t * a1, uintptr_t a2, void * a3) {
+	return ((__typeof__(&cudaLibraryGetManaged))fp)(a0, (size_t *)a1, (cudaLibrary_t)a2, a3);
 }
 
 static int gocuda_cudaLibraryGetUnifiedFunction(void *fp, void * a0, uintptr_t a1, void * a2) {
 	return ((__typeof__(&cudaLibraryGetUnifiedFunction))fp)(a0, (cudaLibrary_t)a1, a2);
 }
 
-static int gocuda_cudaLibraryGetKernelCount(void *fp, void * a0, uintptr_t a1) {
-	return ((__typeof__(&cudaLibraryGetKernelCount))fp)(a0, (cudaLibrary_t)a1);
+static int gocuda_cudaLibraryGetKernelCount(void *fp, unsigned int * a0, uintptr_t a1) {
+	return ((__typeof__(&cudaLibraryGetKernelCount))fp)((unsigned int *)a0, (cudaLibrary_t)a1);
 }
 
 static int gocuda_cudaLibraryEnumerateKernels(void *fp, void * a0, unsigned int a1, uintptr_t a2) {
@@ -2246,7 +2246,7 @@ func DeviceGetLimit(pValue *uint64, limit Limit) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaDeviceGetLimit(fp, unsafe.Pointer(pValue), C.int(limit)); r != 0 {
+	if r := C.gocuda_cudaDeviceGetLimit(fp, (*C.size_t)(unsafe.Pointer(pValue)), C.int(limit)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -2275,7 +2275,7 @@ func DeviceGetTexture1DLinearMaxWidth(maxWidthInElements *uint64, fmtDesc *Chann
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaDeviceGetTexture1DLinearMaxWidth(fp, unsafe.Pointer(maxWidthInElements), unsafe.Pointer(fmtDesc), C.int(device)); r != 0 {
+	if r := C.gocuda_cudaDeviceGetTexture1DLinearMaxWidth(fp, (*C.size_t)(unsafe.Pointer(maxWidthInElements)), unsafe.Pointer(fmtDesc), C.int(device)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -2315,7 +2315,7 @@ func DeviceGetCacheConfig(pCacheConfig *FuncCache) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaDeviceGetCacheConfig(fp, unsafe.Pointer(pCacheConfig)); r != 0 {
+	if r := C.gocuda_cudaDeviceGetCacheConfig(fp, (*C.int)(unsafe.Pointer(pCacheConfig))); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -2359,7 +2359,7 @@ func DeviceGetStreamPriorityRange(leastPriority *int32, greatestPriority *int32)
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaDeviceGetStreamPriorityRange(fp, unsafe.Pointer(leastPriority), unsafe.Pointer(greatestPriority)); r != 0 {
+	if r := C.gocuda_cudaDeviceGetStreamPriorityRange(fp, (*C.int)(unsafe.Pointer(leastPriority)), (*C.int)(unsafe.Pointer(greatestPriority))); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -2448,7 +2448,7 @@ func DeviceGetByPCIBusId(device *int32, pciBusId string) error {
 	}
 	_pciBusId := C.CString(pciBusId)
 	defer C.free(unsafe.Pointer(_pciBusId))
-	if r := C.gocuda_cudaDeviceGetByPCIBusId(fp, unsafe.Pointer(device), unsafe.Pointer(_pciBusId)); r != 0 {
+	if r := C.gocuda_cudaDeviceGetByPCIBusId(fp, (*C.int)(unsafe.Pointer(device)), unsafe.Pointer(_pciBusId)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -2489,7 +2489,7 @@ func DeviceGetPCIBusId(pciBusId *byte, len_ int32, device int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaDeviceGetPCIBusId(fp, unsafe.Pointer(pciBusId), C.int(len_), C.int(device)); r != 0 {
+	if r := C.gocuda_cudaDeviceGetPCIBusId(fp, (*C.char)(unsafe.Pointer(pciBusId)), C.int(len_), C.int(device)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -2931,7 +2931,7 @@ func DeviceGetSharedMemConfig(pConfig *SharedMemConfig) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaDeviceGetSharedMemConfig(fp, unsafe.Pointer(pConfig)); r != 0 {
+	if r := C.gocuda_cudaDeviceGetSharedMemConfig(fp, (*C.int)(unsafe.Pointer(pConfig))); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -3173,7 +3173,7 @@ func GetDeviceCount(count *int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGetDeviceCount(fp, unsafe.Pointer(count)); r != 0 {
+	if r := C.gocuda_cudaGetDeviceCount(fp, (*C.int)(unsafe.Pointer(count))); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -3235,7 +3235,7 @@ func DeviceGetAttribute(value *int32, attr DeviceAttr, device int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaDeviceGetAttribute(fp, unsafe.Pointer(value), C.int(attr), C.int(device)); r != 0 {
+	if r := C.gocuda_cudaDeviceGetAttribute(fp, (*C.int)(unsafe.Pointer(value)), C.int(attr), C.int(device)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -3277,7 +3277,7 @@ func DeviceGetHostAtomicCapabilities(capabilities *uint32, operations *AtomicOpe
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaDeviceGetHostAtomicCapabilities(fp, unsafe.Pointer(capabilities), unsafe.Pointer(operations), C.uint(count), C.int(device)); r != 0 {
+	if r := C.gocuda_cudaDeviceGetHostAtomicCapabilities(fp, (*C.uint)(unsafe.Pointer(capabilities)), (*C.int)(unsafe.Pointer(operations)), C.uint(count), C.int(device)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -3476,7 +3476,7 @@ func DeviceGetP2PAttribute(value *int32, attr DeviceP2PAttr, srcDevice int32, ds
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaDeviceGetP2PAttribute(fp, unsafe.Pointer(value), C.int(attr), C.int(srcDevice), C.int(dstDevice)); r != 0 {
+	if r := C.gocuda_cudaDeviceGetP2PAttribute(fp, (*C.int)(unsafe.Pointer(value)), C.int(attr), C.int(srcDevice), C.int(dstDevice)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -3520,7 +3520,7 @@ func DeviceGetP2PAtomicCapabilities(capabilities *uint32, operations *AtomicOper
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaDeviceGetP2PAtomicCapabilities(fp, unsafe.Pointer(capabilities), unsafe.Pointer(operations), C.uint(count), C.int(srcDevice), C.int(dstDevice)); r != 0 {
+	if r := C.gocuda_cudaDeviceGetP2PAtomicCapabilities(fp, (*C.uint)(unsafe.Pointer(capabilities)), (*C.int)(unsafe.Pointer(operations)), C.uint(count), C.int(srcDevice), C.int(dstDevice)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -3549,7 +3549,7 @@ func ChooseDevice(device *int32, prop *DeviceProp) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaChooseDevice(fp, unsafe.Pointer(device), unsafe.Pointer(prop)); r != 0 {
+	if r := C.gocuda_cudaChooseDevice(fp, (*C.int)(unsafe.Pointer(device)), unsafe.Pointer(prop)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -3670,7 +3670,7 @@ func GetDevice(device *int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGetDevice(fp, unsafe.Pointer(device)); r != 0 {
+	if r := C.gocuda_cudaGetDevice(fp, (*C.int)(unsafe.Pointer(device))); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -3708,7 +3708,7 @@ func SetValidDevices(device_arr *int32, len_ int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaSetValidDevices(fp, unsafe.Pointer(device_arr), C.int(len_)); r != 0 {
+	if r := C.gocuda_cudaSetValidDevices(fp, (*C.int)(unsafe.Pointer(device_arr)), C.int(len_)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -3836,7 +3836,7 @@ func GetDeviceFlags(flags *uint32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGetDeviceFlags(fp, unsafe.Pointer(flags)); r != 0 {
+	if r := C.gocuda_cudaGetDeviceFlags(fp, (*C.uint)(unsafe.Pointer(flags))); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -4011,7 +4011,7 @@ func StreamGetPriority(hStream Stream, priority *int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaStreamGetPriority(fp, C.uintptr_t(hStream), unsafe.Pointer(priority)); r != 0 {
+	if r := C.gocuda_cudaStreamGetPriority(fp, C.uintptr_t(hStream), (*C.int)(unsafe.Pointer(priority))); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -4043,7 +4043,7 @@ func StreamGetFlags(hStream Stream, flags *uint32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaStreamGetFlags(fp, C.uintptr_t(hStream), unsafe.Pointer(flags)); r != 0 {
+	if r := C.gocuda_cudaStreamGetFlags(fp, C.uintptr_t(hStream), (*C.uint)(unsafe.Pointer(flags))); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -4087,7 +4087,7 @@ func StreamGetId(hStream Stream, streamId *uint64) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaStreamGetId(fp, C.uintptr_t(hStream), unsafe.Pointer(streamId)); r != 0 {
+	if r := C.gocuda_cudaStreamGetId(fp, C.uintptr_t(hStream), (*C.ulonglong)(unsafe.Pointer(streamId))); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -4119,7 +4119,7 @@ func StreamGetDevice(hStream Stream, device *int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaStreamGetDevice(fp, C.uintptr_t(hStream), unsafe.Pointer(device)); r != 0 {
+	if r := C.gocuda_cudaStreamGetDevice(fp, C.uintptr_t(hStream), (*C.int)(unsafe.Pointer(device))); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -4685,7 +4685,7 @@ func ThreadExchangeStreamCaptureMode(mode *StreamCaptureMode) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaThreadExchangeStreamCaptureMode(fp, unsafe.Pointer(mode)); r != 0 {
+	if r := C.gocuda_cudaThreadExchangeStreamCaptureMode(fp, (*C.int)(unsafe.Pointer(mode))); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -4770,7 +4770,7 @@ func StreamIsCapturing(stream Stream, pCaptureStatus *StreamCaptureStatus) error
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaStreamIsCapturing(fp, C.uintptr_t(stream), unsafe.Pointer(pCaptureStatus)); r != 0 {
+	if r := C.gocuda_cudaStreamIsCapturing(fp, C.uintptr_t(stream), (*C.int)(unsafe.Pointer(pCaptureStatus))); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -4837,7 +4837,7 @@ func StreamGetCaptureInfo(stream Stream, captureStatus_out *StreamCaptureStatus,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaStreamGetCaptureInfo(fp, C.uintptr_t(stream), unsafe.Pointer(captureStatus_out), unsafe.Pointer(id_out), unsafe.Pointer(graph_out), unsafe.Pointer(dependencies_out), unsafe.Pointer(edgeData_out), unsafe.Pointer(numDependencies_out)); r != 0 {
+	if r := C.gocuda_cudaStreamGetCaptureInfo(fp, C.uintptr_t(stream), (*C.int)(unsafe.Pointer(captureStatus_out)), (*C.ulonglong)(unsafe.Pointer(id_out)), unsafe.Pointer(graph_out), unsafe.Pointer(dependencies_out), unsafe.Pointer(edgeData_out), (*C.size_t)(unsafe.Pointer(numDependencies_out))); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -5218,7 +5218,7 @@ func EventElapsedTime(ms *float32, start Event, end Event) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaEventElapsedTime(fp, unsafe.Pointer(ms), C.uintptr_t(start), C.uintptr_t(end)); r != 0 {
+	if r := C.gocuda_cudaEventElapsedTime(fp, (*C.float)(unsafe.Pointer(ms)), C.uintptr_t(start), C.uintptr_t(end)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -6323,7 +6323,7 @@ func FuncGetParamInfo(func_ unsafe.Pointer, paramIndex uint64, paramOffset *uint
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaFuncGetParamInfo(fp, unsafe.Pointer(func_), C.size_t(paramIndex), unsafe.Pointer(paramOffset), unsafe.Pointer(paramSize)); r != 0 {
+	if r := C.gocuda_cudaFuncGetParamInfo(fp, unsafe.Pointer(func_), C.size_t(paramIndex), (*C.size_t)(unsafe.Pointer(paramOffset)), (*C.size_t)(unsafe.Pointer(paramSize))); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -6499,7 +6499,7 @@ func OccupancyMaxActiveBlocksPerMultiprocessor(numBlocks *int32, func_ unsafe.Po
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaOccupancyMaxActiveBlocksPerMultiprocessor(fp, unsafe.Pointer(numBlocks), unsafe.Pointer(func_), C.int(blockSize), C.size_t(dynamicSMemSize)); r != 0 {
+	if r := C.gocuda_cudaOccupancyMaxActiveBlocksPerMultiprocessor(fp, (*C.int)(unsafe.Pointer(numBlocks)), unsafe.Pointer(func_), C.int(blockSize), C.size_t(dynamicSMemSize)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -6535,7 +6535,7 @@ func OccupancyAvailableDynamicSMemPerBlock(dynamicSmemSize *uint64, func_ unsafe
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaOccupancyAvailableDynamicSMemPerBlock(fp, unsafe.Pointer(dynamicSmemSize), unsafe.Pointer(func_), C.int(numBlocks), C.int(blockSize)); r != 0 {
+	if r := C.gocuda_cudaOccupancyAvailableDynamicSMemPerBlock(fp, (*C.size_t)(unsafe.Pointer(dynamicSmemSize)), unsafe.Pointer(func_), C.int(numBlocks), C.int(blockSize)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -6587,7 +6587,7 @@ func OccupancyMaxActiveBlocksPerMultiprocessorWithFlags(numBlocks *int32, func_ 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(fp, unsafe.Pointer(numBlocks), unsafe.Pointer(func_), C.int(blockSize), C.size_t(dynamicSMemSize), C.uint(flags)); r != 0 {
+	if r := C.gocuda_cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(fp, (*C.int)(unsafe.Pointer(numBlocks)), unsafe.Pointer(func_), C.int(blockSize), C.size_t(dynamicSMemSize), C.uint(flags)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -6629,7 +6629,7 @@ func OccupancyMaxPotentialClusterSize(clusterSize *int32, func_ unsafe.Pointer, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaOccupancyMaxPotentialClusterSize(fp, unsafe.Pointer(clusterSize), unsafe.Pointer(func_), unsafe.Pointer(launchConfig)); r != 0 {
+	if r := C.gocuda_cudaOccupancyMaxPotentialClusterSize(fp, (*C.int)(unsafe.Pointer(clusterSize)), unsafe.Pointer(func_), unsafe.Pointer(launchConfig)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -6674,7 +6674,7 @@ func OccupancyMaxActiveClusters(numClusters *int32, func_ unsafe.Pointer, launch
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaOccupancyMaxActiveClusters(fp, unsafe.Pointer(numClusters), unsafe.Pointer(func_), unsafe.Pointer(launchConfig)); r != 0 {
+	if r := C.gocuda_cudaOccupancyMaxActiveClusters(fp, (*C.int)(unsafe.Pointer(numClusters)), unsafe.Pointer(func_), unsafe.Pointer(launchConfig)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -6914,7 +6914,7 @@ func MallocPitch(devPtr *unsafe.Pointer, pitch *uint64, width uint64, height uin
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMallocPitch(fp, unsafe.Pointer(devPtr), unsafe.Pointer(pitch), C.size_t(width), C.size_t(height)); r != 0 {
+	if r := C.gocuda_cudaMallocPitch(fp, unsafe.Pointer(devPtr), (*C.size_t)(unsafe.Pointer(pitch)), C.size_t(width), C.size_t(height)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -7396,7 +7396,7 @@ func HostGetFlags(pFlags *uint32, pHost unsafe.Pointer) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaHostGetFlags(fp, unsafe.Pointer(pFlags), unsafe.Pointer(pHost)); r != 0 {
+	if r := C.gocuda_cudaHostGetFlags(fp, (*C.uint)(unsafe.Pointer(pFlags)), unsafe.Pointer(pHost)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -7999,7 +7999,7 @@ func MemGetInfo(free *uint64, total *uint64) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMemGetInfo(fp, unsafe.Pointer(free), unsafe.Pointer(total)); r != 0 {
+	if r := C.gocuda_cudaMemGetInfo(fp, (*C.size_t)(unsafe.Pointer(free)), (*C.size_t)(unsafe.Pointer(total))); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -8032,7 +8032,7 @@ func ArrayGetInfo(desc *ChannelFormatDesc, extent *Extent, flags *uint32, array 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaArrayGetInfo(fp, unsafe.Pointer(desc), unsafe.Pointer(extent), unsafe.Pointer(flags), C.uintptr_t(array)); r != 0 {
+	if r := C.gocuda_cudaArrayGetInfo(fp, unsafe.Pointer(desc), unsafe.Pointer(extent), (*C.uint)(unsafe.Pointer(flags)), C.uintptr_t(array)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -8791,7 +8791,7 @@ func MemcpyBatchAsync(dsts *unsafe.Pointer, srcs *unsafe.Pointer, sizes *uint64,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMemcpyBatchAsync(fp, unsafe.Pointer(dsts), unsafe.Pointer(srcs), unsafe.Pointer(sizes), C.size_t(count), unsafe.Pointer(attrs), unsafe.Pointer(attrsIdxs), C.size_t(numAttrs), C.uintptr_t(stream)); r != 0 {
+	if r := C.gocuda_cudaMemcpyBatchAsync(fp, unsafe.Pointer(dsts), unsafe.Pointer(srcs), (*C.size_t)(unsafe.Pointer(sizes)), C.size_t(count), unsafe.Pointer(attrs), (*C.size_t)(unsafe.Pointer(attrsIdxs)), C.size_t(numAttrs), C.uintptr_t(stream)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -9499,7 +9499,7 @@ func GetSymbolSize(size *uint64, symbol unsafe.Pointer) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGetSymbolSize(fp, unsafe.Pointer(size), unsafe.Pointer(symbol)); r != 0 {
+	if r := C.gocuda_cudaGetSymbolSize(fp, (*C.size_t)(unsafe.Pointer(size)), unsafe.Pointer(symbol)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -9633,7 +9633,7 @@ func MemPrefetchBatchAsync(dptrs *unsafe.Pointer, sizes *uint64, count uint64, p
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMemPrefetchBatchAsync(fp, unsafe.Pointer(dptrs), unsafe.Pointer(sizes), C.size_t(count), unsafe.Pointer(prefetchLocs), unsafe.Pointer(prefetchLocIdxs), C.size_t(numPrefetchLocs), C.ulonglong(flags), C.uintptr_t(stream)); r != 0 {
+	if r := C.gocuda_cudaMemPrefetchBatchAsync(fp, unsafe.Pointer(dptrs), (*C.size_t)(unsafe.Pointer(sizes)), C.size_t(count), unsafe.Pointer(prefetchLocs), (*C.size_t)(unsafe.Pointer(prefetchLocIdxs)), C.size_t(numPrefetchLocs), C.ulonglong(flags), C.uintptr_t(stream)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -9672,7 +9672,7 @@ func MemDiscardBatchAsync(dptrs *unsafe.Pointer, sizes *uint64, count uint64, fl
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMemDiscardBatchAsync(fp, unsafe.Pointer(dptrs), unsafe.Pointer(sizes), C.size_t(count), C.ulonglong(flags), C.uintptr_t(stream)); r != 0 {
+	if r := C.gocuda_cudaMemDiscardBatchAsync(fp, unsafe.Pointer(dptrs), (*C.size_t)(unsafe.Pointer(sizes)), C.size_t(count), C.ulonglong(flags), C.uintptr_t(stream)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -9728,7 +9728,7 @@ func MemDiscardAndPrefetchBatchAsync(dptrs *unsafe.Pointer, sizes *uint64, count
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMemDiscardAndPrefetchBatchAsync(fp, unsafe.Pointer(dptrs), unsafe.Pointer(sizes), C.size_t(count), unsafe.Pointer(prefetchLocs), unsafe.Pointer(prefetchLocIdxs), C.size_t(numPrefetchLocs), C.ulonglong(flags), C.uintptr_t(stream)); r != 0 {
+	if r := C.gocuda_cudaMemDiscardAndPrefetchBatchAsync(fp, unsafe.Pointer(dptrs), (*C.size_t)(unsafe.Pointer(sizes)), C.size_t(count), unsafe.Pointer(prefetchLocs), (*C.size_t)(unsafe.Pointer(prefetchLocIdxs)), C.size_t(numPrefetchLocs), C.ulonglong(flags), C.uintptr_t(stream)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -9993,7 +9993,7 @@ func MemRangeGetAttributes(data *unsafe.Pointer, dataSizes *uint64, attributes *
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMemRangeGetAttributes(fp, unsafe.Pointer(data), unsafe.Pointer(dataSizes), unsafe.Pointer(attributes), C.size_t(numAttributes), unsafe.Pointer(devPtr), C.size_t(count)); r != 0 {
+	if r := C.gocuda_cudaMemRangeGetAttributes(fp, unsafe.Pointer(data), (*C.size_t)(unsafe.Pointer(dataSizes)), (*C.int)(unsafe.Pointer(attributes)), C.size_t(numAttributes), unsafe.Pointer(devPtr), C.size_t(count)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -10519,7 +10519,7 @@ func MemPoolGetAccess(flags *MemAccessFlags, memPool MemPool, location *MemLocat
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMemPoolGetAccess(fp, unsafe.Pointer(flags), C.uintptr_t(memPool), unsafe.Pointer(location)); r != 0 {
+	if r := C.gocuda_cudaMemPoolGetAccess(fp, (*C.int)(unsafe.Pointer(flags)), C.uintptr_t(memPool), unsafe.Pointer(location)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -10985,7 +10985,7 @@ func DeviceCanAccessPeer(canAccessPeer *int32, device int32, peerDevice int32) e
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaDeviceCanAccessPeer(fp, unsafe.Pointer(canAccessPeer), C.int(device), C.int(peerDevice)); r != 0 {
+	if r := C.gocuda_cudaDeviceCanAccessPeer(fp, (*C.int)(unsafe.Pointer(canAccessPeer)), C.int(device), C.int(peerDevice)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -11266,7 +11266,7 @@ func GraphicsResourceGetMappedPointer(devPtr *unsafe.Pointer, size *uint64, reso
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphicsResourceGetMappedPointer(fp, unsafe.Pointer(devPtr), unsafe.Pointer(size), C.uintptr_t(resource)); r != 0 {
+	if r := C.gocuda_cudaGraphicsResourceGetMappedPointer(fp, unsafe.Pointer(devPtr), (*C.size_t)(unsafe.Pointer(size)), C.uintptr_t(resource)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -11636,7 +11636,7 @@ func CreateTextureObject(pTexObject *TextureObject, pResDesc *ResourceDesc, pTex
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaCreateTextureObject(fp, unsafe.Pointer(pTexObject), unsafe.Pointer(pResDesc), unsafe.Pointer(pTexDesc), unsafe.Pointer(pResViewDesc)); r != 0 {
+	if r := C.gocuda_cudaCreateTextureObject(fp, (*C.ulonglong)(unsafe.Pointer(pTexObject)), unsafe.Pointer(pResDesc), unsafe.Pointer(pTexDesc), unsafe.Pointer(pResViewDesc)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -11785,7 +11785,7 @@ func CreateSurfaceObject(pSurfObject *SurfaceObject, pResDesc *ResourceDesc) err
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaCreateSurfaceObject(fp, unsafe.Pointer(pSurfObject), unsafe.Pointer(pResDesc)); r != 0 {
+	if r := C.gocuda_cudaCreateSurfaceObject(fp, (*C.ulonglong)(unsafe.Pointer(pSurfObject)), unsafe.Pointer(pResDesc)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -11872,7 +11872,7 @@ func DriverGetVersion(driverVersion *int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaDriverGetVersion(fp, unsafe.Pointer(driverVersion)); r != 0 {
+	if r := C.gocuda_cudaDriverGetVersion(fp, (*C.int)(unsafe.Pointer(driverVersion))); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -11909,7 +11909,7 @@ func RuntimeGetVersion(runtimeVersion *int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaRuntimeGetVersion(fp, unsafe.Pointer(runtimeVersion)); r != 0 {
+	if r := C.gocuda_cudaRuntimeGetVersion(fp, (*C.int)(unsafe.Pointer(runtimeVersion))); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -11975,7 +11975,7 @@ func LogsCurrent(iterator_out *LogIterator, flags uint32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaLogsCurrent(fp, unsafe.Pointer(iterator_out), C.uint(flags)); r != 0 {
+	if r := C.gocuda_cudaLogsCurrent(fp, (*C.uint)(unsafe.Pointer(iterator_out)), C.uint(flags)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -12011,7 +12011,7 @@ func LogsDumpToFile(iterator *LogIterator, pathToFile string, flags uint32) erro
 	}
 	_pathToFile := C.CString(pathToFile)
 	defer C.free(unsafe.Pointer(_pathToFile))
-	if r := C.gocuda_cudaLogsDumpToFile(fp, unsafe.Pointer(iterator), unsafe.Pointer(_pathToFile), C.uint(flags)); r != 0 {
+	if r := C.gocuda_cudaLogsDumpToFile(fp, (*C.uint)(unsafe.Pointer(iterator)), unsafe.Pointer(_pathToFile), C.uint(flags)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -12057,7 +12057,7 @@ func LogsDumpToMemory(iterator *LogIterator, buffer *byte, size *uint64, flags u
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaLogsDumpToMemory(fp, unsafe.Pointer(iterator), unsafe.Pointer(buffer), unsafe.Pointer(size), C.uint(flags)); r != 0 {
+	if r := C.gocuda_cudaLogsDumpToMemory(fp, (*C.uint)(unsafe.Pointer(iterator)), (*C.char)(unsafe.Pointer(buffer)), (*C.size_t)(unsafe.Pointer(size)), C.uint(flags)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -14037,7 +14037,7 @@ func GraphNodeGetType(node GraphNode, pType *GraphNodeType) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphNodeGetType(fp, C.uintptr_t(node), unsafe.Pointer(pType)); r != 0 {
+	if r := C.gocuda_cudaGraphNodeGetType(fp, C.uintptr_t(node), (*C.int)(unsafe.Pointer(pType))); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -14074,7 +14074,7 @@ func GraphGetNodes(graph Graph, nodes *GraphNode, numNodes *uint64) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphGetNodes(fp, C.uintptr_t(graph), unsafe.Pointer(nodes), unsafe.Pointer(numNodes)); r != 0 {
+	if r := C.gocuda_cudaGraphGetNodes(fp, C.uintptr_t(graph), unsafe.Pointer(nodes), (*C.size_t)(unsafe.Pointer(numNodes))); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -14111,7 +14111,7 @@ func GraphGetRootNodes(graph Graph, pRootNodes *GraphNode, pNumRootNodes *uint64
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphGetRootNodes(fp, C.uintptr_t(graph), unsafe.Pointer(pRootNodes), unsafe.Pointer(pNumRootNodes)); r != 0 {
+	if r := C.gocuda_cudaGraphGetRootNodes(fp, C.uintptr_t(graph), unsafe.Pointer(pRootNodes), (*C.size_t)(unsafe.Pointer(pNumRootNodes))); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -14157,7 +14157,7 @@ func GraphGetEdges(graph Graph, from *GraphNode, to *GraphNode, edgeData *GraphE
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphGetEdges(fp, C.uintptr_t(graph), unsafe.Pointer(from), unsafe.Pointer(to), unsafe.Pointer(edgeData), unsafe.Pointer(numEdges)); r != 0 {
+	if r := C.gocuda_cudaGraphGetEdges(fp, C.uintptr_t(graph), unsafe.Pointer(from), unsafe.Pointer(to), unsafe.Pointer(edgeData), (*C.size_t)(unsafe.Pointer(numEdges))); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -14200,7 +14200,7 @@ func GraphNodeGetDependencies(node GraphNode, pDependencies *GraphNode, edgeData
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphNodeGetDependencies(fp, C.uintptr_t(node), unsafe.Pointer(pDependencies), unsafe.Pointer(edgeData), unsafe.Pointer(pNumDependencies)); r != 0 {
+	if r := C.gocuda_cudaGraphNodeGetDependencies(fp, C.uintptr_t(node), unsafe.Pointer(pDependencies), unsafe.Pointer(edgeData), (*C.size_t)(unsafe.Pointer(pNumDependencies))); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -14244,7 +14244,7 @@ func GraphNodeGetDependentNodes(node GraphNode, pDependentNodes *GraphNode, edge
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphNodeGetDependentNodes(fp, C.uintptr_t(node), unsafe.Pointer(pDependentNodes), unsafe.Pointer(edgeData), unsafe.Pointer(pNumDependentNodes)); r != 0 {
+	if r := C.gocuda_cudaGraphNodeGetDependentNodes(fp, C.uintptr_t(node), unsafe.Pointer(pDependentNodes), unsafe.Pointer(edgeData), (*C.size_t)(unsafe.Pointer(pNumDependentNodes))); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -14654,7 +14654,7 @@ func GraphExecGetFlags(graphExec GraphExec, flags *uint64) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphExecGetFlags(fp, C.uintptr_t(graphExec), unsafe.Pointer(flags)); r != 0 {
+	if r := C.gocuda_cudaGraphExecGetFlags(fp, C.uintptr_t(graphExec), (*C.ulonglong)(unsafe.Pointer(flags))); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -15394,7 +15394,7 @@ func GraphNodeGetEnabled(hGraphExec GraphExec, hNode GraphNode, isEnabled *uint3
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphNodeGetEnabled(fp, C.uintptr_t(hGraphExec), C.uintptr_t(hNode), unsafe.Pointer(isEnabled)); r != 0 {
+	if r := C.gocuda_cudaGraphNodeGetEnabled(fp, C.uintptr_t(hGraphExec), C.uintptr_t(hNode), (*C.uint)(unsafe.Pointer(isEnabled))); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -16011,7 +16011,7 @@ func GraphConditionalHandleCreate(pHandle_out *GraphConditionalHandle, graph Gra
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphConditionalHandleCreate(fp, unsafe.Pointer(pHandle_out), C.uintptr_t(graph), C.uint(defaultLaunchValue), C.uint(flags)); r != 0 {
+	if r := C.gocuda_cudaGraphConditionalHandleCreate(fp, (*C.ulonglong)(unsafe.Pointer(pHandle_out)), C.uintptr_t(graph), C.uint(defaultLaunchValue), C.uint(flags)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -16091,7 +16091,7 @@ func GetDriverEntryPoint(symbol string, funcPtr *unsafe.Pointer, flags uint64, d
 	}
 	_symbol := C.CString(symbol)
 	defer C.free(unsafe.Pointer(_symbol))
-	if r := C.gocuda_cudaGetDriverEntryPoint(fp, unsafe.Pointer(_symbol), unsafe.Pointer(funcPtr), C.ulonglong(flags), unsafe.Pointer(driverStatus)); r != 0 {
+	if r := C.gocuda_cudaGetDriverEntryPoint(fp, unsafe.Pointer(_symbol), unsafe.Pointer(funcPtr), C.ulonglong(flags), (*C.int)(unsafe.Pointer(driverStatus))); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -16173,7 +16173,7 @@ func GetDriverEntryPointByVersion(symbol string, funcPtr *unsafe.Pointer, cudaVe
 	}
 	_symbol := C.CString(symbol)
 	defer C.free(unsafe.Pointer(_symbol))
-	if r := C.gocuda_cudaGetDriverEntryPointByVersion(fp, unsafe.Pointer(_symbol), unsafe.Pointer(funcPtr), C.uint(cudaVersion), C.ulonglong(flags), unsafe.Pointer(driverStatus)); r != 0 {
+	if r := C.gocuda_cudaGetDriverEntryPointByVersion(fp, unsafe.Pointer(_symbol), unsafe.Pointer(funcPtr), C.uint(cudaVersion), C.ulonglong(flags), (*C.int)(unsafe.Pointer(driverStatus))); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -16241,7 +16241,7 @@ func LibraryLoadData(library *Library, code unsafe.Pointer, jitOptions *JitOptio
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaLibraryLoadData(fp, unsafe.Pointer(library), unsafe.Pointer(code), unsafe.Pointer(jitOptions), unsafe.Pointer(jitOptionsValues), C.uint(numJitOptions), unsafe.Pointer(libraryOptions), unsafe.Pointer(libraryOptionValues), C.uint(numLibraryOptions)); r != 0 {
+	if r := C.gocuda_cudaLibraryLoadData(fp, unsafe.Pointer(library), unsafe.Pointer(code), (*C.int)(unsafe.Pointer(jitOptions)), unsafe.Pointer(jitOptionsValues), C.uint(numJitOptions), (*C.int)(unsafe.Pointer(libraryOptions)), unsafe.Pointer(libraryOptionValues), C.uint(numLibraryOptions)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -16311,7 +16311,7 @@ func LibraryLoadFromFile(library *Library, fileName string, jitOptions *JitOptio
 	}
 	_fileName := C.CString(fileName)
 	defer C.free(unsafe.Pointer(_fileName))
-	if r := C.gocuda_cudaLibraryLoadFromFile(fp, unsafe.Pointer(library), unsafe.Pointer(_fileName), unsafe.Pointer(jitOptions), unsafe.Pointer(jitOptionsValues), C.uint(numJitOptions), unsafe.Pointer(libraryOptions), unsafe.Pointer(libraryOptionValues), C.uint(numLibraryOptions)); r != 0 {
+	if r := C.gocuda_cudaLibraryLoadFromFile(fp, unsafe.Pointer(library), unsafe.Pointer(_fileName), (*C.int)(unsafe.Pointer(jitOptions)), unsafe.Pointer(jitOptionsValues), C.uint(numJitOptions), (*C.int)(unsafe.Pointer(libraryOptions)), unsafe.Pointer(libraryOptionValues), C.uint(numLibraryOptions)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -16423,7 +16423,7 @@ func LibraryGetGlobal(dptr *unsafe.Pointer, bytes *uint64, library Library, name
 	}
 	_name := C.CString(name)
 	defer C.free(unsafe.Pointer(_name))
-	if r := C.gocuda_cudaLibraryGetGlobal(fp, unsafe.Pointer(dptr), unsafe.Pointer(bytes), C.uintptr_t(library), unsafe.Pointer(_name)); r != 0 {
+	if r := C.gocuda_cudaLibraryGetGlobal(fp, unsafe.Pointer(dptr), (*C.size_t)(unsafe.Pointer(bytes)), C.uintptr_t(library), unsafe.Pointer(_name)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -16468,7 +16468,7 @@ func LibraryGetManaged(dptr *unsafe.Pointer, bytes *uint64, library Library, nam
 	}
 	_name := C.CString(name)
 	defer C.free(unsafe.Pointer(_name))
-	if r := C.gocuda_cudaLibraryGetManaged(fp, unsafe.Pointer(dptr), unsafe.Pointer(bytes), C.uintptr_t(library), unsafe.Pointer(_name)); r != 0 {
+	if r := C.gocuda_cudaLibraryGetManaged(fp, unsafe.Pointer(dptr), (*C.size_t)(unsafe.Pointer(bytes)), C.uintptr_t(library), unsafe.Pointer(_name)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -16539,7 +16539,7 @@ func LibraryGetKernelCount(count *uint32, lib Library) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaLibraryGetKernelCount(fp, unsafe.Pointer(count), C.uintptr_t(lib)); r != 0 {
+	if r := C.gocuda_cudaLibraryGetKernelCount(fp, (*C.uint)(unsafe.Pointer(count)), C.uintptr_t(lib)); r != 0 {
 		return Error(r)
 	}
 	return nil

@@ -374,7 +374,19 @@ func (e *emitter) transport(t *Type, arg jen.Code) (ctype string, goArg jen.Code
 		return t.C, jen.Op("*").Parens(jen.Op("*").Qual("C", cgo)).Call(jen.Qual("unsafe", "Pointer").Call(jen.Op("&").Add(arg))), ""
 	case t.Kind == String:
 		return "void *", jen.Qual("unsafe", "Pointer").Call(arg), ""
-	default: // pointers and function pointers
+	case t.Kind == Pointer && t.Elem != nil && (t.Elem.Kind == Scalar || t.Elem.Kind == Named && (t.Elem.Class == ClassEnum || t.Elem.Class == ClassScalar)):
+		// A pointer to memory without pointers: typed, so that cgo's run-time
+		// pointer check (needed for void *) is left out.
+		under := t.Elem
+		if under.Kind == Named {
+			under = under.Under
+		}
+		cast = t.Elem.C + " *"
+		if t.Elem.Kind == Scalar {
+			cast = cName(t.Elem.C) + " *"
+		}
+		return cName(under.C) + " *", jen.Parens(jen.Op("*").Qual("C", under.C)).Call(jen.Qual("unsafe", "Pointer").Call(arg)), cast
+	default: // other pointers and function pointers
 		if t.Kind == FuncPtr {
 			return "uintptr_t", jen.Qual("C", "uintptr_t").Call(arg), ""
 		}
