@@ -38,11 +38,11 @@ func emit(pkg *Package, outDir, hdrDir string) (map[string][]byte, error) {
 		e.tdefs[t.GoName] = t
 	}
 	files := map[string]*jen.File{
-		"ztypes.go":                  e.types(),
-		"zconsts.go":                 e.consts(),
-		"zfuncs.go":                  e.funcs(),
-		"zlayout_test.go":            e.layoutTest(),
-		"internal/ctest/zlayout.go":  e.layoutC(),
+		"ztypes.go":                 e.types(),
+		"zconsts.go":                e.consts(),
+		"zfuncs.go":                 e.funcs(),
+		"zlayout_test.go":           e.layoutTest(),
+		"internal/ctest/zlayout.go": e.layoutC(),
 	}
 	out := map[string][]byte{}
 	for name, f := range files {

@@ -21,8 +21,8 @@ type Package struct {
 
 // Func is a C function.
 type Func struct {
-	CName  string  // as a C caller writes it
-	Symbol string  // the symbol looked up in the library
+	CName  string // as a C caller writes it
+	Symbol string // the symbol looked up in the library
 	GoName string
 	Doc    string
 	Params []Param
