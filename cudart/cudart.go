@@ -24,7 +24,7 @@
 // function returns a *SymbolError naming it, and the rest keep working.
 package cudart
 
-//go:generate go run ../gen -headers ../headers/cuda-13.0 -out . -pkg cudart -include cuda_runtime_api.h,cuda_profiler_api.h -lib libcudart.so.13 -prefix cuda,CUDART_,CUDA_ -error cudaError_t
+//go:generate go run ../gen -headers ../headers/cuda-13.0 -out . -pkg cudart -include cuda_runtime_api.h,cuda_profiler_api.h -prefix cuda,CUDART_,CUDA_ -error cudaError_t
 
 import "github.com/gocuda/cuda/internal/dl"
 

@@ -6,7 +6,7 @@
 // output depends only on the headers and the flags.
 //
 //	go run ./gen -headers headers/cuda-13.0 -out cudart -pkg cudart \
-//		-include cuda_runtime_api.h,cuda_profiler_api.h -lib libcudart.so.13 \
+//		-include cuda_runtime_api.h,cuda_profiler_api.h \
 //		-prefix cuda,CUDART_,CUDA_ -error cudaError_t
 //
 // # Files
@@ -84,7 +84,6 @@ func main() {
 	flag.StringVar(&dest, "dest", "", "directory the package will live in, for cgo's relative include path (default -out)")
 	flag.StringVar(&cfg.pkg, "pkg", "", "Go package name")
 	flag.StringVar(&include, "include", "", "comma-separated headers whose functions are bound")
-	flag.StringVar(&cfg.lib, "lib", "", "the shared library's file name")
 	flag.StringVar(&prefix, "prefix", "", "comma-separated C name prefixes to drop")
 	flag.StringVar(&cfg.errType, "error", "", "C name of the status type, whose values are errors")
 	flag.BoolVar(&model, "model", false, "print the model as JSON instead of writing files")

@@ -8,7 +8,6 @@ package main
 type Package struct {
 	Name     string     // Go package name
 	Headers  []string   // headers the package is generated from
-	Lib      string     // the library's file name
 	Error    string     // Go name of the status enum, whose values are errors
 	Funcs    []*Func    // in header order
 	Enums    []*Enum    // sorted by Go name

@@ -16,7 +16,6 @@ type config struct {
 	dir      string   // header directory
 	headers  []string // headers whose functions are the package's
 	pkg      string
-	lib      string
 	prefixes []string
 	errType  string // C name of the status type
 }
@@ -68,7 +67,7 @@ func parse(cfg config) (*Package, error) {
 		dir:     dir,
 		ast:     ast,
 		names:   newNamer(cfg.prefixes),
-		pkg:     &Package{Name: cfg.pkg, Headers: cfg.headers, Lib: cfg.lib},
+		pkg:     &Package{Name: cfg.pkg, Headers: cfg.headers},
 		docs:    docReader{files: map[string][]string{}},
 		records: map[string]*Record{},
 		enums:   map[string]*Enum{},
