@@ -74,7 +74,7 @@ func TestGolden(t *testing.T) {
 		dir := filepath.Dir(input)
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			got := run(t, dir, "-headers", ".", "-include", "input.h", "-pkg", "golden",
-				"-prefix", "cuda,CUDART_,CUDA_", "-error", "cudaError_t")
+				"-prefix", "cuda,CUDART_,CUDA_", "-error", "cudaError_t", "-dest", ".")
 			want := filepath.Join(dir, "want")
 			if *update {
 				os.RemoveAll(want)
