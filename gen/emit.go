@@ -166,7 +166,13 @@ func (e *emitter) recordAlign(r *Record) int64 {
 	if r.Union {
 		return min(r.Align, 8)
 	}
-	a := min(r.Align, 8) // a leading _ [0]uintN field raises Go's alignment to C's
+	// A leading _ [0]uintN field raises Go's alignment to C's, up to 8.
+	return max(min(r.Align, 8), e.fieldsAlign(r))
+}
+
+// fieldsAlign is the largest Go alignment of a struct's fields.
+func (e *emitter) fieldsAlign(r *Record) int64 {
+	a := int64(1)
 	for _, f := range r.Fields {
 		a = max(a, e.goAlign(f.Type))
 	}
@@ -258,11 +264,7 @@ func (e *emitter) record(f *jen.File, r *Record) {
 		return
 	}
 	var fields []jen.Code
-	natural := int64(1)
-	for _, fd := range r.Fields {
-		natural = max(natural, e.goAlign(fd.Type))
-	}
-	if u := alignUnits[min(r.Align, 8)]; u != "" && natural < min(r.Align, 8) {
+	if u := alignUnits[min(r.Align, 8)]; u != "" && e.fieldsAlign(r) < min(r.Align, 8) {
 		fields = append(fields, jen.Id("_").Index(jen.Lit(0)).Id(u))
 	}
 	var off int64
@@ -381,11 +383,7 @@ func (e *emitter) transport(t *Type, arg jen.Code) (ctype string, goArg jen.Code
 		if under.Kind == Named {
 			under = under.Under
 		}
-		cast = t.Elem.C + " *"
-		if t.Elem.Kind == Scalar {
-			cast = cName(t.Elem.C) + " *"
-		}
-		return cName(under.C) + " *", jen.Parens(jen.Op("*").Qual("C", under.C)).Call(jen.Qual("unsafe", "Pointer").Call(arg)), cast
+		return cName(under.C) + " *", jen.Parens(jen.Op("*").Qual("C", under.C)).Call(jen.Qual("unsafe", "Pointer").Call(arg)), cName(t.Elem.C) + " *"
 	default: // other pointers and function pointers
 		if t.Kind == FuncPtr {
 			return "uintptr_t", jen.Qual("C", "uintptr_t").Call(arg), ""
