@@ -22,9 +22,10 @@
 // opened, every function returns a *LibraryError that lists the paths tried;
 // if the library lacks a function (it is older than the headers), that
 // function returns a *SymbolError naming it, and the rest keep working.
+// UsePerThreadDefaultStream selects the per-thread default stream variants.
 package cudart
 
-//go:generate go run ../gen -headers ../headers/cuda-13.0 -out . -pkg cudart -include cuda_runtime_api.h,cuda_profiler_api.h -prefix cuda,CUDART_,CUDA_ -error cudaError_t
+//go:generate go run ../gen -headers ../headers/cuda-13.0 -out . -pkg cudart -include cuda_runtime_api.h,cuda_profiler_api.h -prefix cuda,CUDART_,CUDA_ -error cudaError_t -perthread CUDA_API_PER_THREAD_DEFAULT_STREAM
 
 import "github.com/gocuda/cuda/internal/dl"
 
@@ -46,3 +47,14 @@ func Load() error { return lib.Load() }
 // LibraryPath returns the path libcudart was opened from, or "" if it could
 // not be opened.
 func LibraryPath() string { return lib.Path() }
+
+// UsePerThreadDefaultStream makes every function that has a per-thread
+// default stream variant call it (cudaMemcpy_ptds, cudaLaunchKernel_ptsz), as
+// C code compiled with CUDA_API_PER_THREAD_DEFAULT_STREAM (nvcc
+// --default-stream per-thread) does. It must be called before the library is
+// loaded, that is before any other function of the package; after that it
+// returns an error and changes nothing. Goroutines move between OS threads,
+// so the per-thread default stream is only predictable on a goroutine locked
+// to its thread (runtime.LockOSThread); explicit streams are the portable
+// choice.
+func UsePerThreadDefaultStream() error { return lib.UsePerThreadDefaultStream() }

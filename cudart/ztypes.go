@@ -32,21 +32,21 @@ func (v AccessProperty) String() string {
 	return "AccessProperty(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
-// AsyncNotificationType_enum is enum cudaAsyncNotificationType_enum: types of async notification that can occur
-type AsyncNotificationType_enum int32
+// AsyncNotificationType is enum cudaAsyncNotificationType_enum: types of async notification that can occur
+type AsyncNotificationType int32
 
 const (
 	// AsyncNotificationTypeOverBudget is cudaAsyncNotificationTypeOverBudget: sent when the process has exceeded its device memory budget
-	AsyncNotificationTypeOverBudget AsyncNotificationType_enum = 1
+	AsyncNotificationTypeOverBudget AsyncNotificationType = 1
 )
 
-// String returns the C name of v, or AsyncNotificationType_enum(n) for a value the headers do not name.
-func (v AsyncNotificationType_enum) String() string {
+// String returns the C name of v, or AsyncNotificationType(n) for a value the headers do not name.
+func (v AsyncNotificationType) String() string {
 	switch v {
 	case AsyncNotificationTypeOverBudget:
 		return "cudaAsyncNotificationTypeOverBudget"
 	}
-	return "AsyncNotificationType_enum(" + strconv.FormatInt(int64(v), 10) + ")"
+	return "AsyncNotificationType(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
 // AtomicOperation is enum cudaAtomicOperation: CUDA-valid Atomic Operations
@@ -158,25 +158,6 @@ func (v CGScope) String() string {
 		return "cudaCGScopeReserved"
 	}
 	return "CGScope(" + strconv.FormatInt(int64(v), 10) + ")"
-}
-
-// CUDAlogLevel_enum is enum CUDAlogLevel_enum.
-type CUDAlogLevel_enum int32
-
-const (
-	LogLevelError   CUDAlogLevel_enum = 0
-	LogLevelWarning CUDAlogLevel_enum = 1
-)
-
-// String returns the C name of v, or CUDAlogLevel_enum(n) for a value the headers do not name.
-func (v CUDAlogLevel_enum) String() string {
-	switch v {
-	case LogLevelError:
-		return "cudaLogLevelError"
-	case LogLevelWarning:
-		return "cudaLogLevelWarning"
-	}
-	return "CUDAlogLevel_enum(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
 // ChannelFormatKind is enum cudaChannelFormatKind: channel format kind
@@ -2520,29 +2501,29 @@ func (v GraphDebugDotFlags) String() string {
 	return "GraphDebugDotFlags(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
-// GraphDependencyType_enum is enum cudaGraphDependencyType_enum: type annotations that can be applied to graph edges as part of cudaGraphEdgeData.
-type GraphDependencyType_enum int32
+// GraphDependencyType is enum cudaGraphDependencyType_enum: type annotations that can be applied to graph edges as part of cudaGraphEdgeData.
+type GraphDependencyType int32
 
 const (
 	// GraphDependencyTypeDefault is cudaGraphDependencyTypeDefault: this is an ordinary dependency.
-	GraphDependencyTypeDefault GraphDependencyType_enum = 0
+	GraphDependencyTypeDefault GraphDependencyType = 0
 	// GraphDependencyTypeProgrammatic is cudaGraphDependencyTypeProgrammatic: this dependency type allows the downstream node to
 	// use cudaGridDependencySynchronize(). It may only be used
 	// between kernel nodes, and must be used with either the
 	// [GraphKernelNodePortProgrammatic] or
 	// [GraphKernelNodePortLaunchCompletion] outgoing port.
-	GraphDependencyTypeProgrammatic GraphDependencyType_enum = 1
+	GraphDependencyTypeProgrammatic GraphDependencyType = 1
 )
 
-// String returns the C name of v, or GraphDependencyType_enum(n) for a value the headers do not name.
-func (v GraphDependencyType_enum) String() string {
+// String returns the C name of v, or GraphDependencyType(n) for a value the headers do not name.
+func (v GraphDependencyType) String() string {
 	switch v {
 	case GraphDependencyTypeDefault:
 		return "cudaGraphDependencyTypeDefault"
 	case GraphDependencyTypeProgrammatic:
 		return "cudaGraphDependencyTypeProgrammatic"
 	}
-	return "GraphDependencyType_enum(" + strconv.FormatInt(int64(v), 10) + ")"
+	return "GraphDependencyType(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
 // GraphExecUpdateResult is enum cudaGraphExecUpdateResult: CUDA Graph Update error types
@@ -3424,6 +3405,25 @@ func (v Limit) String() string {
 		return "cudaLimitPersistingL2CacheSize"
 	}
 	return "Limit(" + strconv.FormatInt(int64(v), 10) + ")"
+}
+
+// LogLevel is enum CUDAlogLevel_enum.
+type LogLevel int32
+
+const (
+	LogLevelError   LogLevel = 0
+	LogLevelWarning LogLevel = 1
+)
+
+// String returns the C name of v, or LogLevel(n) for a value the headers do not name.
+func (v LogLevel) String() string {
+	switch v {
+	case LogLevelError:
+		return "cudaLogLevelError"
+	case LogLevelWarning:
+		return "cudaLogLevelWarning"
+	}
+	return "LogLevel(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
 // MemAccessFlags is enum cudaMemAccessFlags: specifies the memory protection flags for mapping.
@@ -5188,9 +5188,9 @@ type GraphEdgeData struct {
 	// Currently no node types define non-zero ports. Accordingly, this field
 	// must be set to zero.
 	To_port uint8
-	// This should be populated with a value from [GraphDependencyType]. (It
+	// This should be populated with a value from cudaGraphDependencyType. (It
 	// is typed as char due to compiler-specific layout of bitfields.) See
-	// [GraphDependencyType].
+	// cudaGraphDependencyType.
 	Type uint8
 	// These bytes are unused and must be zeroed. This ensures
 	// compatibility if additional fields are added in the future.
@@ -6407,9 +6407,6 @@ type AsyncCallback uintptr
 // AsyncCallbackHandle is cudaAsyncCallbackHandle_t: CUDA async callback handle
 type AsyncCallbackHandle uintptr
 
-// AsyncNotificationType is cudaAsyncNotificationType.
-type AsyncNotificationType = AsyncNotificationType_enum
-
 // Event is cudaEvent_t: CUDA event types
 type Event uintptr
 
@@ -6427,9 +6424,6 @@ type Graph uintptr
 
 // GraphConditionalHandle is cudaGraphConditionalHandle: CUDA handle for conditional graph nodes
 type GraphConditionalHandle uint64
-
-// GraphDependencyType is cudaGraphDependencyType.
-type GraphDependencyType = GraphDependencyType_enum
 
 // GraphDeviceNode is cudaGraphDeviceNode_t: CUDA device node handle for device-side node update
 type GraphDeviceNode uintptr
@@ -6464,9 +6458,6 @@ type Library uintptr
 
 // LogIterator is cudaLogIterator.
 type LogIterator uint32
-
-// LogLevel is cudaLogLevel.
-type LogLevel = CUDAlogLevel_enum
 
 // LogsCallback is cudaLogsCallback_t: type of public error reporting callback functions.
 //

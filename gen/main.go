@@ -13,8 +13,9 @@
 //
 // In the output directory: ztypes.go (enums, structs, unions, typedefs),
 // zconsts.go (#define constants), zfuncs.go (the functions), zlayout_test.go
-// and internal/ctest/zlayout.go (the layout test's Go and C sides). The
-// package supplies lib, a *dl.Library, by hand.
+// and internal/ctest/zlayout.go (the Go and C sides of the tests that compare
+// layouts, values and symbols with C, run by internal/ccheck). The package
+// supplies lib, a *dl.Library, by hand.
 //
 // # Naming
 //
@@ -26,17 +27,27 @@
 //     cudaMemcpyHostToDevice -> MemcpyHostToDevice, CUDART_VERSION -> VERSION,
 //     dim3 -> Dim3.
 //   - Type names also drop a _t or _st suffix: cudaStream_t -> Stream.
-//     A struct, union or enum is named by its tag; a typedef with another name
-//     becomes a Go alias of it. An anonymous type takes its typedef's name,
-//     or, nested, its parent's name and its field's: cudaResourceDesc.res ->
-//     ResourceDescRes. An anonymous member is embedded under the name
-//     <Parent>Anon<N>, so its members are promoted as in C.
+//     A struct, union or enum defined in a typedef takes the typedef's name,
+//     the one C code writes (typedef struct CUDA_MEMCPY2D_st {...}
+//     CUDA_MEMCPY2D_v2 -> MEMCPY2D_v2); otherwise it is named by its tag,
+//     also when the tag is defined inside another struct. Every other
+//     typedef becomes a Go alias (CUDA_MEMCPY2D -> MEMCPY2D = MEMCPY2D_v2).
+//     An anonymous type takes its typedef's name, or, nested, its parent's
+//     name and its field's: cudaResourceDesc.res -> ResourceDescRes. An
+//     anonymous member is embedded under the name <Parent>Anon<N>, so its
+//     members are promoted as in C.
+//   - A function is named as the header's declaration spells it, before
+//     macros: cuMemAlloc, which the header's macro turns into the symbol
+//     cuMemAlloc_v2, is MemAlloc and calls cuMemAlloc_v2; a name declared
+//     with its version (cuCtxGetDevice_v2) keeps it (CtxGetDevice_v2).
 //   - Struct fields are exported by upper-casing their first letter.
 //     Parameters keep their C names, with _ appended where a name is a Go
 //     keyword or predeclared identifier (type -> type_, error -> error_).
 //
-// Two C names that map to one Go name are reported and the second is
-// skipped, so a clash can never produce code that does not compile.
+// When a type and an enumerator map to one Go name, the enumerator keeps it
+// and the type gets its kind appended: Struct, Union, Enum, or Type for a
+// typedef. Any other two C names that map to one Go name are reported and the
+// second is skipped, so a clash can never produce code that does not compile.
 //
 // # Types
 //
@@ -62,7 +73,18 @@
 // unless it takes a function pointer or may run a destructor registered
 // earlier (Destroy, Release, Reset, Exit).
 //
-// At the end gen prints what it emitted and what it skipped, and why.
+// # Per-thread default stream
+//
+// With -perthread MACRO, gen parses the headers a second time with MACRO
+// defined, as C code built for the per-thread default stream sees them, and
+// records the symbol each function's declaration then names
+// (cuMemcpyHtoD_v2_ptds). The package's library looks those up instead once
+// UsePerThreadDefaultStream is called. Internal/ctest/zperthread.go compiles
+// the headers the same way, so TestSymbols checks both tables against the C
+// preprocessor. A per-thread name that the headers define inline instead of
+// exporting is reported; its function keeps the default symbol.
+//
+// At the end gen prints what it emitted, renamed and skipped, and why.
 package main
 
 import (
@@ -86,6 +108,7 @@ func main() {
 	flag.StringVar(&include, "include", "", "comma-separated headers whose functions are bound")
 	flag.StringVar(&prefix, "prefix", "", "comma-separated C name prefixes to drop")
 	flag.StringVar(&cfg.errType, "error", "", "C name of the status type, whose values are errors")
+	flag.StringVar(&cfg.perThread, "perthread", "", "macro that selects the per-thread default stream entry points when defined")
 	flag.BoolVar(&model, "model", false, "print the model as JSON instead of writing files")
 	flag.Parse()
 	if cfg.pkg == "" || include == "" {
@@ -153,6 +176,18 @@ func report(w *os.File, pkg *Package) {
 	}
 	fmt.Fprintf(w, "gen %s: emitted %d functions, %d enums (%d values), %d structs and unions (%d fields), %d typedefs, %d constants\n",
 		pkg.Name, len(pkg.Funcs), len(pkg.Enums), values, len(pkg.Records), fields, len(pkg.Typedefs), len(pkg.Consts))
+	if pkg.PerThread != "" {
+		n := 0
+		for _, f := range pkg.Funcs {
+			if f.PerThread != "" {
+				n++
+			}
+		}
+		fmt.Fprintf(w, "gen %s: %d functions have a per-thread default stream variant (%s)\n", pkg.Name, n, pkg.PerThread)
+		for _, s := range pkg.Wrappers {
+			fmt.Fprintf(w, "gen %s: %s is defined inline by the headers, not exported: its function keeps the default symbol\n", pkg.Name, s)
+		}
+	}
 	for _, r := range pkg.Renamed {
 		fmt.Fprintf(w, "gen %s: renamed %s to %s\n", pkg.Name, r.CName, r.Reason)
 	}

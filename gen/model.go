@@ -16,16 +16,24 @@ type Package struct {
 	Consts   []*Const   // object-like macros with a constant value, sorted by Go name
 	Skipped  []Skip     // what was not emitted, and why
 	Renamed  []Skip     // what was named against the rule to avoid a clash, and why
+	// PerThread is the macro that selects the per-thread default stream
+	// entry points, and Wrappers are the functions the headers define inline
+	// when it is set (they call an exported symbol that Func.PerThread names).
+	PerThread string   `json:",omitempty"`
+	Wrappers  []string `json:",omitempty"`
 }
 
 // Func is a C function.
 type Func struct {
 	CName  string // as a C caller writes it
 	Symbol string // the symbol looked up in the library
-	GoName string
-	Doc    string
-	Params []Param
-	Result *Type // nil for void
+	// PerThread is the symbol called instead when the library is loaded for
+	// the per-thread default stream, or "" when there is no such variant.
+	PerThread string `json:",omitempty"`
+	GoName    string
+	Doc       string
+	Params    []Param
+	Result    *Type // nil for void
 
 	NoEscape   bool // no pointer argument is used after the call returns
 	NoCallback bool // the call cannot call back into Go

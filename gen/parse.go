@@ -7,8 +7,10 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"modernc.org/cc/v4"
+	"modernc.org/token"
 )
 
 // config says what to generate: flags of the command, plain data here.
@@ -18,6 +20,9 @@ type config struct {
 	pkg      string
 	prefixes []string
 	errType  string // C name of the status type
+	// perThread is the macro that, defined, makes the headers select the
+	// per-thread default stream entry points (_ptds, _ptsz), or "".
+	perThread string
 }
 
 // parser turns a translation unit into a Package.
@@ -25,6 +30,8 @@ type parser struct {
 	cfg   config
 	dir   string // absolute header directory
 	ast   *cc.AST
+	ccfg  *cc.Config
+	src   string // the translation unit's #include lines
 	names *namer
 	pkg   *Package
 	docs  docReader
@@ -35,6 +42,7 @@ type parser struct {
 	typeC   map[string]string // C type name (tag or typedef) -> Go name
 	values  map[string]string // Go name -> C name of every enumerator
 	raw     map[any]string    // raw doc comments, converted once all names are known
+	pos     map[*Func]string  // where each function is declared
 }
 
 func parse(cfg config) (*Package, error) {
@@ -54,11 +62,7 @@ func parse(cfg config) (*Package, error) {
 	for _, h := range cfg.headers {
 		fmt.Fprintf(&src, "#include %q\n", h)
 	}
-	ast, err := cc.Translate(ccfg, []cc.Source{
-		{Name: "<predefined>", Value: ccfg.Predefined},
-		{Name: "<builtin>", Value: cc.Builtin},
-		{Name: "<input>", Value: src.String()},
-	})
+	ast, err := translate(ccfg, src.String())
 	if err != nil {
 		return nil, fmt.Errorf("parsing %s: %w", strings.Join(cfg.headers, ", "), err)
 	}
@@ -66,6 +70,8 @@ func parse(cfg config) (*Package, error) {
 		cfg:     cfg,
 		dir:     dir,
 		ast:     ast,
+		ccfg:    ccfg,
+		src:     src.String(),
 		names:   newNamer(cfg.prefixes),
 		pkg:     &Package{Name: cfg.pkg, Headers: cfg.headers},
 		docs:    docReader{files: map[string][]string{}},
@@ -74,11 +80,22 @@ func parse(cfg config) (*Package, error) {
 		typedef: map[string]*Typedef{},
 		typeC:   map[string]string{},
 		raw:     map[any]string{},
+		pos:     map[*Func]string{},
 	}
 	if err := p.run(); err != nil {
 		return nil, err
 	}
 	return p.pkg, nil
+}
+
+// translate parses src, a list of #include lines, with the configuration's
+// predefined macros.
+func translate(cfg *cc.Config, src string) (*cc.AST, error) {
+	return cc.Translate(cfg, []cc.Source{
+		{Name: "<predefined>", Value: cfg.Predefined},
+		{Name: "<builtin>", Value: cc.Builtin},
+		{Name: "<input>", Value: src},
+	})
 }
 
 func (p *parser) own(pos string) bool {
@@ -154,7 +171,9 @@ func (p *parser) run() error {
 			}
 		}
 	}
-	p.macros()
+	if err := p.macros(); err != nil {
+		return err
+	}
 	p.finish()
 	return nil
 }
@@ -170,33 +189,88 @@ func specifiers(d *cc.Declaration) []*cc.TypeSpecifier {
 	return r
 }
 
-// nameTags names the tagged types a declaration defines.
-func (p *parser) nameTags(d *cc.Declaration) {
-	for _, ts := range specifiers(d) {
-		var tag cc.Token
-		var kind string
+// definitions returns the type specifiers that define a tagged struct, union
+// or enum in a declaration, including those nested in a struct or union body
+// (C gives those file scope too), outermost first.
+func definitions(d *cc.Declaration) []*cc.TypeSpecifier {
+	var r []*cc.TypeSpecifier
+	var walk func(ts *cc.TypeSpecifier)
+	walk = func(ts *cc.TypeSpecifier) {
 		switch {
 		case ts.StructOrUnionSpecifier != nil && ts.StructOrUnionSpecifier.StructDeclarationList != nil:
 			s := ts.StructOrUnionSpecifier
-			tag, kind = s.Token, s.StructOrUnion.Token.SrcStr()
-		case ts.EnumSpecifier != nil && ts.EnumSpecifier.EnumeratorList != nil:
-			tag, kind = ts.EnumSpecifier.Token2, "enum"
-		default:
-			continue
+			if s.Token.Ch == rune(cc.IDENTIFIER) {
+				r = append(r, ts)
+			}
+			for l := s.StructDeclarationList; l != nil; l = l.StructDeclarationList {
+				if sd := l.StructDeclaration; sd != nil {
+					for q := sd.SpecifierQualifierList; q != nil; q = q.SpecifierQualifierList {
+						if q.TypeSpecifier != nil {
+							walk(q.TypeSpecifier)
+						}
+					}
+				}
+			}
+		case ts.EnumSpecifier != nil && ts.EnumSpecifier.EnumeratorList != nil && ts.EnumSpecifier.Token2.Ch == rune(cc.IDENTIFIER):
+			r = append(r, ts)
 		}
-		if tag.Ch != rune(cc.IDENTIFIER) {
-			continue // anonymous: named by its typedef
+	}
+	for _, ts := range specifiers(d) {
+		walk(ts)
+	}
+	return r
+}
+
+// definedType returns the type a definition defines, its tag's C spelling
+// and the tag's file and line.
+func definedType(ts *cc.TypeSpecifier) (t cc.Type, c, file string, line int) {
+	var tok cc.Token
+	if s := ts.StructOrUnionSpecifier; s != nil {
+		tok, t = s.Token, s.Type()
+	} else {
+		tok, t = ts.EnumSpecifier.Token2, ts.EnumSpecifier.Type()
+	}
+	return t, tagName(t), tok.Position().Filename, tok.Position().Line
+}
+
+// nameTags names the tagged types a declaration defines. A tag defined in a
+// typedef takes the typedef's name, the one C code writes
+// (typedef struct CUDA_MEMCPY2D_st {...} CUDA_MEMCPY2D_v2 names MEMCPY2D_v2);
+// other tags are named after themselves.
+func (p *parser) nameTags(d *cc.Declaration) {
+	for _, ts := range definitions(d) {
+		t, c, _, _ := definedType(ts)
+		kind, _, _ := strings.Cut(c, " ")
+		goName := ""
+		for l := d.InitDeclaratorList; l != nil; l = l.InitDeclaratorList {
+			if dd := l.InitDeclarator.Declarator; dd.IsTypename() && dd.Type().Kind() == t.Kind() && tagName(dd.Type()) == c {
+				goName = p.typeName(dd.Name(), kind)
+				p.typeC[dd.Name()] = goName
+				break
+			}
 		}
-		c := kind + " " + tag.SrcStr()
-		goName := p.names.typ(tag.SrcStr())
-		if p.values[goName] != "" {
-			// An enumerator has the name: the tag gets its kind appended.
-			renamed := goName + exported(kind)
-			p.pkg.Renamed = append(p.pkg.Renamed, Skip{Kind: kind, CName: c, Reason: fmt.Sprintf("%s, as enumerator %s has %s", renamed, p.values[goName], goName)})
-			goName = renamed
+		if goName == "" {
+			goName = p.typeName(c, kind)
 		}
 		p.typeC[c] = goName
 	}
+}
+
+// typeName names a type. When an enumerator has the type's Go name, the
+// enumerator keeps it and the type gets its kind appended (Struct, Union,
+// Enum, or Type for a typedef); the report lists each such rename.
+func (p *parser) typeName(c, kind string) string {
+	goName := p.names.typ(c)
+	if p.values[goName] == "" {
+		return goName
+	}
+	suffix := exported(kind)
+	if kind == "typedef" {
+		suffix = "Type"
+	}
+	renamed := goName + suffix
+	p.pkg.Renamed = append(p.pkg.Renamed, Skip{Kind: kind, CName: c, Reason: fmt.Sprintf("%s, as enumerator %s has %s", renamed, p.values[goName], goName)})
+	return renamed
 }
 
 // tagName returns the C spelling of a struct, union or enum type's tag, or "".
@@ -220,26 +294,20 @@ func tagName(t cc.Type) string {
 
 func (p *parser) nameTypedef(d *cc.Declarator) {
 	name := d.Name()
-	if strings.HasPrefix(name, "__") {
-		return
+	if _, named := p.typeC[name]; named || strings.HasPrefix(name, "__") {
+		return // named with the tag it defines, or reserved
 	}
-	p.typeC[name] = p.names.typ(name)
+	p.typeC[name] = p.typeName(name, "typedef")
 }
 
 // tags emits the structs, unions and enums a declaration defines.
 func (p *parser) tags(d *cc.Declaration) {
-	for _, ts := range specifiers(d) {
-		switch {
-		case ts.StructOrUnionSpecifier != nil && ts.StructOrUnionSpecifier.StructDeclarationList != nil:
-			s := ts.StructOrUnionSpecifier
-			if c := tagName(s.Type()); c != "" {
-				p.record(s.Type(), c, c, p.typeC[c], s.Position().Filename, s.Token.Position().Line)
-			}
-		case ts.EnumSpecifier != nil && ts.EnumSpecifier.EnumeratorList != nil:
-			e := ts.EnumSpecifier
-			if c := tagName(e.Type()); c != "" {
-				p.enum(e.Type().(*cc.EnumType), c, p.typeC[c], e.Position().Filename, e.Token2.Position().Line)
-			}
+	for _, ts := range definitions(d) {
+		t, c, file, line := definedType(ts)
+		if e, ok := t.(*cc.EnumType); ok {
+			p.enum(e, c, p.typeC[c], file, line)
+		} else {
+			p.record(t, c, c, p.typeC[c], file, line)
 		}
 	}
 }
@@ -577,10 +645,14 @@ func (p *parser) named(goName, c string, t cc.Type) *Type {
 	return r
 }
 
+// function records a function. Its C name is the one the header's
+// declaration spells, before macro expansion: cuMemAlloc, declared under a
+// macro that makes the symbol cuMemAlloc_v2.
 func (p *parser) function(d *cc.Declarator) {
 	name := d.Name()
+	pos := d.NameTok().Position()
 	ft := d.Type().(*cc.FunctionType)
-	f := &Func{CName: name, Symbol: name}
+	f := &Func{CName: p.spelling(pos, name), Symbol: name}
 	if ft.IsVariadic() {
 		p.skip("function", name, "variadic")
 		return
@@ -609,9 +681,27 @@ func (p *parser) function(d *cc.Declarator) {
 			f.Result = &Type{Kind: String}
 		}
 	}
-	pos := d.NameTok().Position()
 	p.raw[f] = p.docs.before(pos.Filename, pos.Line, true)
+	p.pos[f] = pos.String()
 	p.pkg.Funcs = append(p.pkg.Funcs, f)
+}
+
+// spelling returns the identifier the header has at pos, or name when there
+// is none there.
+func (p *parser) spelling(pos token.Position, name string) string {
+	lines := p.docs.lines(pos.Filename)
+	if pos.Line < 1 || pos.Line > len(lines) || pos.Column < 1 || pos.Column > len(lines[pos.Line-1]) {
+		return name
+	}
+	rest := lines[pos.Line-1][pos.Column-1:]
+	end := strings.IndexFunc(rest, func(r rune) bool { return r != '_' && !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+	if end < 0 {
+		end = len(rest)
+	}
+	if end == 0 {
+		return name
+	}
+	return rest[:end]
 }
 
 // paramType maps a parameter type: arrays decay and const char * is a Go
@@ -637,11 +727,13 @@ func isConst(t *cc.PointerType) bool {
 	return strings.HasPrefix(t.String(), "pointer to const ")
 }
 
-// macros collects function aliases and constants from object-like macros.
-func (p *parser) macros() {
-	funcs := map[string]*Func{}
+// macros collects constants and type aliases from object-like macros. A
+// macro that names a function (cuMemAlloc, defined as cuMemAlloc_v2) is
+// that function's C name.
+func (p *parser) macros() error {
+	funcs := map[string]bool{}
 	for _, f := range p.pkg.Funcs {
-		funcs[f.CName] = f
+		funcs[f.CName] = true
 	}
 	names := make([]string, 0, len(p.ast.Macros))
 	for n := range p.ast.Macros {
@@ -650,20 +742,12 @@ func (p *parser) macros() {
 	sort.Strings(names)
 	for _, n := range names {
 		m := p.ast.Macros[n]
-		if m.IsFnLike || strings.HasPrefix(n, "_") || !p.own(m.Position().Filename) {
-			continue
-		}
 		rl := m.ReplacementList()
-		if len(rl) == 0 {
+		if m.IsFnLike || strings.HasPrefix(n, "_") || !p.own(m.Position().Filename) || len(rl) == 0 || funcs[n] {
 			continue
 		}
 		if len(rl) == 1 && rl[0].Ch == rune(cc.IDENTIFIER) {
 			target := rl[0].SrcStr()
-			if f := funcs[target]; f != nil {
-				// A versioned alias: callers write n, the library exports the target.
-				f.CName = n
-				continue
-			}
 			if goTarget, ok := p.typeC[target]; ok {
 				// A type spelled by a macro: a Go alias.
 				p.alias(n, p.names.typ(n), goTarget, p.classOf(goTarget), func(x any) {
@@ -716,6 +800,53 @@ func (p *parser) macros() {
 		}
 	}
 	p.pkg.Funcs = kept
+	return p.perThreadSymbols()
+}
+
+// perThreadSymbols parses the headers again as compiled for the per-thread
+// default stream (with cfg.perThread defined) and records, for each function,
+// the symbol its declaration then names: cuMemcpyHtoD_v2_ptds where the
+// default is cuMemcpyHtoD_v2. A declaration is found again by its position.
+func (p *parser) perThreadSymbols() error {
+	if p.cfg.perThread == "" {
+		return nil
+	}
+	ast, err := translate(p.ccfg, fmt.Sprintf("#define %s 1\n%s", p.cfg.perThread, p.src))
+	if err != nil {
+		return fmt.Errorf("parsing for the per-thread default stream: %w", err)
+	}
+	p.pkg.PerThread = p.cfg.perThread
+	symbols := map[string]string{} // position -> name
+	var inline []string            // functions the headers define
+	for l := ast.TranslationUnit; l != nil; l = l.TranslationUnit {
+		ed := l.ExternalDeclaration
+		if fd := ed.FunctionDefinition; ed.Case == cc.ExternalDeclarationFuncDef && p.own(ed.Position().Filename) {
+			inline = append(inline, fd.Declarator.Name())
+		}
+		if ed.Case != cc.ExternalDeclarationDecl || ed.Declaration == nil {
+			continue
+		}
+		for il := ed.Declaration.InitDeclaratorList; il != nil; il = il.InitDeclaratorList {
+			if d := il.InitDeclarator.Declarator; d.Type().Kind() == cc.Function {
+				symbols[d.NameTok().Position().String()] = d.Name()
+			}
+		}
+	}
+	known := map[string]bool{}
+	for _, f := range p.pkg.Funcs {
+		if s := symbols[p.pos[f]]; s != "" && s != f.Symbol {
+			f.PerThread = s
+		}
+		known[f.CName], known[f.Symbol], known[f.PerThread] = true, true, true
+	}
+	// An inline function that C code may reach by a function's name, but
+	// that is none of the names bound here (cuGetProcAddress_v2_ptsz).
+	for _, n := range inline {
+		if !known[n] {
+			p.pkg.Wrappers = append(p.pkg.Wrappers, n)
+		}
+	}
+	return nil
 }
 
 // finish sorts, converts the doc comments and decides the cgo annotations.

@@ -74,7 +74,8 @@ func TestGolden(t *testing.T) {
 		dir := filepath.Dir(input)
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			got := run(t, dir, "-headers", ".", "-include", "input.h", "-pkg", "golden",
-				"-prefix", "cuda,CUDART_,CUDA_", "-error", "cudaError_t", "-dest", ".")
+				"-prefix", "cuda,CUDART_,CUDA_", "-error", "cudaError_t", "-dest", ".",
+				"-perthread", "CUDA_API_PER_THREAD_DEFAULT_STREAM")
 			want := filepath.Join(dir, "want")
 			if *update {
 				os.RemoveAll(want)
@@ -133,7 +134,7 @@ var generateLine = regexp.MustCompile(`(?m)^//go:generate go run \.\./gen (.*)$`
 // TestRegenerate checks that the generator, run as go generate runs it,
 // reproduces every committed generated file byte for byte.
 func TestRegenerate(t *testing.T) {
-	for _, pkg := range []string{"cudart"} {
+	for _, pkg := range []string{"cudart", "cudadrv"} {
 		t.Run(pkg, func(t *testing.T) {
 			dir := filepath.Join("..", pkg)
 			src, err := os.ReadFile(filepath.Join(dir, pkg+".go"))

@@ -64,10 +64,28 @@ type Library struct {
 	name string // file name to look for
 	env  string // environment variable that may name the file
 
+	mu        sync.Mutex
+	started   bool // Load has begun: the symbol choice is fixed
+	perThread bool // look up the per-thread default stream variants
+
 	once sync.Once
 	h    unsafe.Pointer
 	path string
 	err  error
+}
+
+// UsePerThreadDefaultStream makes procedures that have a per-thread default
+// stream variant look that variant up instead (see PerThreadProc). It must be
+// called before the library is loaded, so that every procedure agrees; after
+// that it returns an error.
+func (l *Library) UsePerThreadDefaultStream() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.started {
+		return fmt.Errorf("%s: the per-thread default stream must be chosen before the library is loaded", l.name)
+	}
+	l.perThread = true
+	return nil
 }
 
 // New returns a Library for the file name, such as "libcudart.so.13". It is
@@ -112,6 +130,9 @@ func (l *Library) Path() string {
 }
 
 func (l *Library) load() {
+	l.mu.Lock()
+	l.started = true
+	l.mu.Unlock()
 	var tried []string
 	for _, p := range l.Candidates() {
 		cs := C.CString(p)
@@ -129,8 +150,9 @@ func (l *Library) load() {
 
 // Proc is a function of a Library, looked up on first use.
 type Proc struct {
-	lib  *Library
-	name string
+	lib       *Library
+	name      string
+	perThread string // the per-thread default stream variant, or ""
 
 	once sync.Once
 	addr unsafe.Pointer
@@ -142,8 +164,19 @@ func (l *Library) Proc(symbol string) *Proc {
 	return &Proc{lib: l, name: symbol}
 }
 
+// PerThreadProc returns the function named symbol, whose per-thread default
+// stream variant is named perThread (cuMemcpy and cuMemcpy_ptds): Addr looks
+// that up instead if UsePerThreadDefaultStream was called.
+func (l *Library) PerThreadProc(symbol, perThread string) *Proc {
+	return &Proc{lib: l, name: symbol, perThread: perThread}
+}
+
 // Name returns the symbol's name.
 func (p *Proc) Name() string { return p.name }
+
+// PerThreadName returns the name of the per-thread default stream variant,
+// or "" if there is none.
+func (p *Proc) PerThreadName() string { return p.perThread }
 
 // Addr returns the function's address, opening the library if needed. The
 // error is a *LibraryError or a *SymbolError.
@@ -157,11 +190,15 @@ func (p *Proc) find() {
 		p.err = err
 		return
 	}
-	cs := C.CString(p.name)
+	name := p.name
+	if p.lib.perThread && p.perThread != "" {
+		name = p.perThread
+	}
+	cs := C.CString(name)
 	defer C.free(unsafe.Pointer(cs))
 	var msg *C.char
 	p.addr = C.gocuda_dlsym(p.lib.h, cs, &msg)
 	if p.addr == nil {
-		p.err = &SymbolError{Symbol: p.name, Library: p.lib.path, Reason: C.GoString(msg)}
+		p.err = &SymbolError{Symbol: name, Library: p.lib.path, Reason: C.GoString(msg)}
 	}
 }

@@ -1,0 +1,89 @@
+// Package cudadrv binds the CUDA driver API (cuda.h and cudaProfiler.h):
+// every function, enum, struct, union, handle and constant, generated from
+// the CUDA headers by ../gen.
+//
+// Names follow the C names without their prefix (cuMemAlloc -> MemAlloc,
+// CUstream -> Stream, CUDA_MEMCPY3D -> MEMCPY3D,
+// CU_DEVICE_ATTRIBUTE_WARP_SIZE -> DEVICE_ATTRIBUTE_WARP_SIZE); gen's package
+// documentation gives the whole rule. A function returns nil or the status as
+// a Result, which works with errors.Is:
+//
+//	var p cudadrv.Deviceptr
+//	if err := cudadrv.MemAlloc(&p, 1<<20); errors.Is(err, cudadrv.ERROR_OUT_OF_MEMORY) {
+//		// out of device memory
+//	}
+//
+// # Versioned entry points
+//
+// Each function calls the symbol that a C program compiled against the same
+// headers calls: MemAlloc calls cuMemAlloc_v2, CtxCreate cuCtxCreate_v4,
+// StreamGetCaptureInfo cuStreamGetCaptureInfo_v3. The headers' macros decide
+// this, so the table is generated, and a test compares it with what the C
+// preprocessor makes of each name. Explicitly versioned names that the
+// headers declare stay callable under their own names (CtxGetDevice_v2).
+//
+// # Per-thread default stream
+//
+// A C program built with CUDA_API_PER_THREAD_DEFAULT_STREAM (nvcc
+// --default-stream per-thread) calls per-thread variants of the functions
+// that use the default stream: cuMemcpyHtoD_v2_ptds, cuLaunchKernel_ptsz.
+// Call UsePerThreadDefaultStream before any other function of the package to
+// do the same. Goroutines move between OS threads, so the per-thread default
+// stream is only predictable on a goroutine locked to its thread
+// (runtime.LockOSThread); explicit streams are the portable choice.
+// GetProcAddress is the one exception: the headers wrap it inline to add
+// GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM to its flags, and here the
+// caller passes that flag itself.
+//
+// # Loading
+//
+// Nothing links against CUDA at build time. libcuda.so.1 is opened on the
+// first call, looked for in this order: the file named by $GOCUDA_CUDA; the
+// system loader's path (LD_LIBRARY_PATH, the ldconfig cache); the lib64 and
+// lib directories of $CUDA_PATH, $CUDA_HOME and /usr/local/cuda. Each
+// function's symbol is looked up on its first call. If the library cannot be
+// opened, every function returns a *LibraryError that lists the paths tried;
+// if the driver lacks a function (it is older than the headers), that
+// function returns a *SymbolError naming the symbol, and the rest keep
+// working.
+//
+// # The runtime API
+//
+// The runtime's handles are the driver's: a cudart.Stream and a
+// cudadrv.Stream hold the same CUstream_st pointer, and likewise events,
+// graphs, graph nodes, executable graphs, memory pools, user objects,
+// functions, kernels, libraries, arrays, mipmapped arrays, graphics resources
+// and external memory and semaphores. A Go conversion turns one into the
+// other: cudadrv.Stream(s), cudart.Stream(s). Device pointers differ in type
+// only; DeviceptrOf and Deviceptr.Pointer convert them.
+package cudadrv
+
+//go:generate go run ../gen -headers ../headers/cuda-13.0 -out . -pkg cudadrv -include cuda.h,cudaProfiler.h -prefix cu,CU_,CU,CUDA_ -error CUresult -perthread CUDA_API_PER_THREAD_DEFAULT_STREAM
+
+import "github.com/gocuda/cuda/internal/dl"
+
+// lib is the driver library, opened on first use.
+var lib = dl.New("GOCUDA_CUDA", "libcuda.so.1")
+
+type (
+	// LibraryError reports that libcuda could not be opened; Tried lists
+	// where it was looked for.
+	LibraryError = dl.LibraryError
+	// SymbolError reports that libcuda lacks a function.
+	SymbolError = dl.SymbolError
+)
+
+// Load opens libcuda now rather than on the first call, and reports whether
+// that worked.
+func Load() error { return lib.Load() }
+
+// LibraryPath returns the path libcuda was opened from, or "" if it could not
+// be opened.
+func LibraryPath() string { return lib.Path() }
+
+// UsePerThreadDefaultStream makes every function that has a per-thread
+// default stream variant call it, as C code compiled with
+// CUDA_API_PER_THREAD_DEFAULT_STREAM does (see the package doc). It must be
+// called before the library is loaded, that is before any other function of
+// the package; after that it returns an error and changes nothing.
+func UsePerThreadDefaultStream() error { return lib.UsePerThreadDefaultStream() }
