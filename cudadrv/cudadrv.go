@@ -50,12 +50,14 @@
 // # The runtime API
 //
 // The runtime's handles are the driver's: a cudart.Stream and a
-// cudadrv.Stream hold the same CUstream_st pointer, and likewise events,
-// graphs, graph nodes, executable graphs, memory pools, user objects,
-// functions, kernels, libraries, arrays, mipmapped arrays, graphics resources
-// and external memory and semaphores. A Go conversion turns one into the
-// other: cudadrv.Stream(s), cudart.Stream(s). Device pointers differ in type
-// only; DeviceptrOf and Deviceptr.Pointer convert them.
+// cudadrv.Stream hold the same CUstream_st pointer, and so do events, graphs,
+// graph nodes, executable graphs, memory pools, user objects, functions,
+// kernels and libraries (interop.go has the compiler check each pair). A Go
+// conversion turns one into the other: cudadrv.Stream(s), cudart.Stream(s).
+// Device pointers differ in type only; DeviceptrOf and Deviceptr.Pointer
+// convert them. Arrays, mipmapped arrays, graphics resources and external
+// memory and semaphores are distinct C types in the two APIs, so no
+// conversion is offered for them.
 package cudadrv
 
 //go:generate go run ../gen -headers ../headers/cuda-13.0 -out . -pkg cudadrv -include cuda.h,cudaProfiler.h -prefix cu,CU_,CU,CUDA_ -error CUresult -perthread CUDA_API_PER_THREAD_DEFAULT_STREAM

@@ -1,0 +1,162 @@
+package cudadrv
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unsafe"
+)
+
+func TestResultIs(t *testing.T) {
+	wrapped := fmt.Errorf("allocating: %w", error(ERROR_OUT_OF_MEMORY))
+	if !errors.Is(wrapped, ERROR_OUT_OF_MEMORY) {
+		t.Errorf("errors.Is(%v, ERROR_OUT_OF_MEMORY) = false", wrapped)
+	}
+	if errors.Is(wrapped, ERROR_INVALID_VALUE) {
+		t.Errorf("errors.Is(%v, ERROR_INVALID_VALUE) = true", wrapped)
+	}
+	var r Result
+	if !errors.As(wrapped, &r) || r != ERROR_OUT_OF_MEMORY {
+		t.Errorf("errors.As gave %v", r)
+	}
+}
+
+func TestResultText(t *testing.T) {
+	for _, tt := range []struct {
+		r    Result
+		want string
+	}{
+		{ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY: the API call failed because it was unable to allocate enough memory or other resources to perform the requested operation"},
+		{ERROR_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED: this indicates that the CUDA driver has not been initialized with Init or that initialization has failed"},
+		{Result(123456), "Result(123456)"},
+	} {
+		if got := tt.r.Error(); got != tt.want {
+			t.Errorf("%d.Error() = %q, want %q", int(tt.r), got, tt.want)
+		}
+	}
+}
+
+func TestEnumString(t *testing.T) {
+	for _, tt := range []struct {
+		v    fmt.Stringer
+		want string
+	}{
+		{DEVICE_ATTRIBUTE_WARP_SIZE, "CU_DEVICE_ATTRIBUTE_WARP_SIZE"},
+		{MEMPOOL_ATTR_USED_MEM_CURRENT, "CU_MEMPOOL_ATTR_USED_MEM_CURRENT"},
+		{SUCCESS, "CUDA_SUCCESS"},
+		{Device_attribute(-3), "Device_attribute(-3)"},
+	} {
+		if got := tt.v.String(); got != tt.want {
+			t.Errorf("String() = %q, want %q", got, tt.want)
+		}
+	}
+}
+
+// TestNoLibrary checks what a machine without CUDA sees: every call returns
+// an error naming where libcuda was looked for.
+func TestNoLibrary(t *testing.T) {
+	if Load() == nil {
+		t.Skip("libcuda is installed here: " + LibraryPath())
+	}
+	err := Init(0)
+	var le *LibraryError
+	if !errors.As(err, &le) {
+		t.Fatalf("Init error = %v, want *LibraryError", err)
+	}
+	if !strings.Contains(err.Error(), "libcuda.so.1") || !strings.Contains(err.Error(), "/usr/local/cuda/lib64/libcuda.so.1") {
+		t.Errorf("error %q does not list the paths tried", err)
+	}
+}
+
+// stubDriver is a libcuda of five functions, standing for a driver older than
+// the headers. Each function reports which symbol was called.
+const stubDriver = `
+#include <stddef.h>
+int cuInit(unsigned int flags) { return flags == 0 ? 0 : 1; }
+int cuDriverGetVersion(int *v) { *v = 12000; return 0; }
+int cuMemAlloc_v2(unsigned long long *p, size_t n) { *p = 0x1000 + n; return 0; }
+int cuMemcpyHtoD_v2(unsigned long long dst, const void *src, size_t n) { return 0; }
+int cuMemcpyHtoD_v2_ptds(unsigned long long dst, const void *src, size_t n) { return 700; }
+`
+
+// TestStubDriver runs TestStubChild against a stub libcuda (built here with
+// the C compiler cgo uses), once as is and once for the per-thread default
+// stream. The library is opened once per process, hence the child processes.
+func TestStubDriver(t *testing.T) {
+	cc := os.Getenv("CC")
+	if cc == "" {
+		cc = "cc"
+	}
+	dir := t.TempDir()
+	src, lib := filepath.Join(dir, "stub.c"), filepath.Join(dir, "libcuda.so.1")
+	if err := os.WriteFile(src, []byte(stubDriver), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(cc, "-shared", "-fPIC", "-o", lib, src).CombinedOutput(); err != nil {
+		t.Skipf("no C compiler to build the stub driver: %v\n%s", err, out)
+	}
+	for _, mode := range []string{"default", "per-thread"} {
+		t.Run(mode, func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestStubChild$", "-test.v")
+			cmd.Env = append(os.Environ(), "GOCUDA_CUDA="+lib, "GOCUDA_STUB_MODE="+mode)
+			out, err := cmd.CombinedOutput()
+			if err != nil || !strings.Contains(string(out), "--- PASS: TestStubChild") {
+				t.Errorf("child: %v\n%s", err, out)
+			}
+		})
+	}
+}
+
+// TestStubChild is TestStubDriver's child; it skips unless run by it.
+func TestStubChild(t *testing.T) {
+	mode := os.Getenv("GOCUDA_STUB_MODE")
+	if mode == "" {
+		t.Skip("run by TestStubDriver")
+	}
+	if mode == "per-thread" {
+		if err := UsePerThreadDefaultStream(); err != nil {
+			t.Fatalf("UsePerThreadDefaultStream before loading: %v", err)
+		}
+	}
+	if err := Init(0); err != nil {
+		t.Fatalf("Init: %v", err)
+	}
+	if got, want := LibraryPath(), os.Getenv("GOCUDA_CUDA"); got != want {
+		t.Errorf("LibraryPath = %q, want $GOCUDA_CUDA %q", got, want)
+	}
+	if err := UsePerThreadDefaultStream(); err == nil {
+		t.Error("UsePerThreadDefaultStream after loading succeeded")
+	}
+	var v int32
+	if err := DriverGetVersion(&v); err != nil || v != 12000 {
+		t.Errorf("DriverGetVersion = %d, %v; want 12000, nil", v, err)
+	}
+	// MemAlloc calls the versioned symbol; the stub has no plain cuMemAlloc.
+	var p Deviceptr
+	if err := MemAlloc(&p, 24); err != nil || p != 0x1018 {
+		t.Errorf("MemAlloc = %#x, %v; want 0x1018, nil", p, err)
+	}
+	// MemcpyHtoD calls cuMemcpyHtoD_v2, or its _ptds variant (which answers 700).
+	var want error
+	if mode == "per-thread" {
+		want = Result(700)
+	}
+	var b [4]byte
+	if err := MemcpyHtoD(p, unsafe.Pointer(&b[0]), 4); err != want {
+		t.Errorf("MemcpyHtoD = %v, want %v", err, want)
+	}
+	// A function the old driver lacks is an error naming its symbol; the
+	// rest keep working.
+	err := MemFree(p)
+	var se *SymbolError
+	if !errors.As(err, &se) || se.Symbol != "cuMemFree_v2" || se.Library != os.Getenv("GOCUDA_CUDA") {
+		t.Errorf("MemFree error = %#v, want a *SymbolError for cuMemFree_v2", err)
+	}
+	if err := Init(0); err != nil {
+		t.Errorf("Init after a missing symbol: %v", err)
+	}
+}
