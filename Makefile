@@ -4,7 +4,7 @@
 # make bench     runs the benchmarks here (they skip without a GPU)
 
 GO ?= go
-GPU_PKGS := cudart internal/dl bench
+GPU_PKGS := cudart cudadrv internal/dl bench
 
 .PHONY: generate test gpu bench
 
