@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"unsafe"
@@ -158,5 +159,53 @@ func TestStubChild(t *testing.T) {
 	}
 	if err := Init(0); err != nil {
 		t.Errorf("Init after a missing symbol: %v", err)
+	}
+}
+
+// TestTypedefs cross-checks the generated symbol table with cudaTypedefs.h
+// and cudaProfilerTypedefs.h, which declare a PFN_<name>_v<version> pointer
+// type for each entry point and a PFN_<name>_v<version>_ptds or _ptsz one for
+// each per-thread variant: every function has one (under its C name or its
+// symbol), and the functions with a per-thread variant are exactly those the
+// typedefs give one, except cuGetProcAddress, whose per-thread form is an
+// inline wrapper in cuda.h (see the package doc).
+func TestTypedefs(t *testing.T) {
+	const inlineWrapper = "cuGetProcAddress"
+	pfn := regexp.MustCompile(`\bPFN_(cu\w+?)_v\d+(_ptds|_ptsz)?\b`)
+	versioned := regexp.MustCompile(`_v\d+$`)
+	entry, perThread := map[string]bool{}, map[string]bool{}
+	for _, name := range []string{"cudaTypedefs.h", "cudaProfilerTypedefs.h"} {
+		b, err := os.ReadFile(filepath.Join("..", "headers", "cuda-13.0", name))
+		if err != nil {
+			t.Skipf("headers not here: %v", err)
+		}
+		// The section for the driver's own build names retired versions.
+		text := string(b)
+		if before, internal, ok := strings.Cut(text, "#if defined(__CUDA_API_VERSION_INTERNAL)"); ok {
+			_, after, _ := strings.Cut(internal, "\n#endif")
+			text = before + after
+		}
+		for _, m := range pfn.FindAllStringSubmatch(text, -1) {
+			entry[m[1]] = true
+			if m[2] != "" {
+				perThread[m[1]] = true
+			}
+		}
+	}
+	seen := map[string]bool{}
+	for _, s := range goSymbols {
+		name := versioned.ReplaceAllString(s.Name, "")
+		if !entry[name] && !entry[versioned.ReplaceAllString(s.Proc.Name(), "")] {
+			t.Errorf("%s (symbol %s) has no PFN typedef", s.Name, s.Proc.Name())
+		}
+		if got := s.Proc.PerThreadName() != ""; got != perThread[name] && name != inlineWrapper {
+			t.Errorf("%s: per-thread variant %v, typedefs say %v", s.Name, got, perThread[name])
+		}
+		seen[name] = true
+	}
+	for name := range perThread {
+		if !seen[name] {
+			t.Errorf("typedefs give %s a per-thread variant; no such function here", name)
+		}
 	}
 }
