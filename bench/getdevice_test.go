@@ -1,14 +1,16 @@
 package bench
 
 import (
+	"runtime"
 	"testing"
 	"unsafe"
 
+	"github.com/gocuda/cuda/cudadrv"
 	"github.com/gocuda/cuda/cudart"
 )
 
-// initDevice makes device 0 current with its primary context created:
-// before that, every runtime call takes a slow path.
+// initDevice makes device 0 current on the calling thread, with its primary
+// context created: before that, every runtime call takes a slow path.
 func initDevice(b *testing.B) {
 	b.Helper()
 	if err := cudart.Load(); err != nil {
@@ -29,6 +31,21 @@ func BenchmarkGetDevice(b *testing.B) {
 	var d int32
 	for b.Loop() {
 		if err := cudart.GetDevice(&d); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCtxGetDevice is cuCtxGetDevice through the driver binding, the
+// driver's cheapest call; c/getdevice.c times it in C as well.
+func BenchmarkCtxGetDevice(b *testing.B) {
+	// The context is current on one OS thread: stay on it.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	initDevice(b)
+	var d cudadrv.Device
+	for b.Loop() {
+		if err := cudadrv.CtxGetDevice(&d); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -25,7 +25,7 @@ echo "== benchmarks: Go, then the C twin"
 taskset -c 3 ./bench.test -test.run '^$' -test.bench . -test.count 10 -test.benchtime 5000000x | tee "$out/bench-go.txt"
 inc=${CUDA_HOME:-/usr/local/cuda}/include
 for c in *.c; do
-	nvcc -O2 -I"$inc" -o "${c%.c}" "$c" -lcudart -ldl && taskset -c 3 ./"${c%.c}" | tee "$out/bench-c-${c%.c}.txt" || status=1
+	nvcc -O2 -I"$inc" -o "${c%.c}" "$c" -lcudart -lcuda -ldl && taskset -c 3 ./"${c%.c}" | tee "$out/bench-c-${c%.c}.txt" || status=1
 done
 
 echo "== summary"
