@@ -162,6 +162,54 @@ func TestStubChild(t *testing.T) {
 	}
 }
 
+// publicHeader returns a header of headers/cuda-13.0 without its section for
+// the driver's own build (#if defined(__CUDA_API_VERSION_INTERNAL)), which
+// declares retired versions. It skips the test where the headers are absent,
+// as beside a test binary copied to a GPU machine.
+func publicHeader(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "headers", "cuda-13.0", name))
+	if err != nil {
+		t.Skipf("headers not here: %v", err)
+	}
+	before, internal, ok := strings.Cut(string(b), "\n#if defined(__CUDA_API_VERSION_INTERNAL)\n")
+	if !ok {
+		return before
+	}
+	_, after, _ := strings.Cut(internal, "\n#e") // #endif or #elif
+	return before + after
+}
+
+// TestCoverage checks, independently of the generator's C parser, that every
+// function the headers declare for callers is bound: the 449 of cuda.h and
+// the profiler's.
+func TestCoverage(t *testing.T) {
+	declared := regexp.MustCompile(`\bCUDAAPI\s+(cu\w+)\s*\(`)
+	want := map[string]bool{}
+	for _, name := range []string{"cuda.h", "cudaProfiler.h"} {
+		found := declared.FindAllStringSubmatch(publicHeader(t, name), -1)
+		if name == "cuda.h" && len(found) != 449 {
+			t.Errorf("cuda.h declares %d functions, want CUDA 13.0's 449", len(found))
+		}
+		for _, m := range found {
+			want[m[1]] = true
+		}
+	}
+	got := map[string]bool{}
+	for _, s := range goSymbols {
+		got[s.Name] = true
+		if !want[s.Name] {
+			t.Errorf("%s is bound but not declared", s.Name)
+		}
+	}
+	for name := range want {
+		if !got[name] {
+			t.Errorf("%s is declared but not bound", name)
+		}
+	}
+	t.Logf("%d functions declared, %d bound", len(want), len(got))
+}
+
 // TestTypedefs cross-checks the generated symbol table with cudaTypedefs.h
 // and cudaProfilerTypedefs.h, which declare a PFN_<name>_v<version> pointer
 // type for each entry point and a PFN_<name>_v<version>_ptds or _ptsz one for
@@ -175,17 +223,7 @@ func TestTypedefs(t *testing.T) {
 	versioned := regexp.MustCompile(`_v\d+$`)
 	entry, perThread := map[string]bool{}, map[string]bool{}
 	for _, name := range []string{"cudaTypedefs.h", "cudaProfilerTypedefs.h"} {
-		b, err := os.ReadFile(filepath.Join("..", "headers", "cuda-13.0", name))
-		if err != nil {
-			t.Skipf("headers not here: %v", err)
-		}
-		// The section for the driver's own build names retired versions.
-		text := string(b)
-		if before, internal, ok := strings.Cut(text, "#if defined(__CUDA_API_VERSION_INTERNAL)"); ok {
-			_, after, _ := strings.Cut(internal, "\n#endif")
-			text = before + after
-		}
-		for _, m := range pfn.FindAllStringSubmatch(text, -1) {
+		for _, m := range pfn.FindAllStringSubmatch(publicHeader(t, name), -1) {
 			entry[m[1]] = true
 			if m[2] != "" {
 				perThread[m[1]] = true
