@@ -79,10 +79,11 @@
 // defined, as C code built for the per-thread default stream sees them, and
 // records the symbol each function's declaration then names
 // (cuMemcpyHtoD_v2_ptds). The package's library looks those up instead once
-// UsePerThreadDefaultStream is called. The file internal/ctest/zperthread.go compiles
-// the headers the same way, so TestSymbols checks both tables against the C
-// preprocessor. A per-thread name that the headers define inline instead of
-// exporting is reported; its function keeps the default symbol.
+// UsePerThreadDefaultStream is called. The file internal/ctest/zperthread.go
+// compiles the headers the same way, so TestSymbols checks both tables
+// against the C preprocessor. A per-thread name that the headers define
+// inline instead of exporting is reported; its function keeps the default
+// symbol.
 //
 // At the end gen prints what it emitted, renamed and skipped, and why.
 package main

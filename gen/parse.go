@@ -171,7 +171,8 @@ func (p *parser) run() error {
 			}
 		}
 	}
-	if err := p.macros(); err != nil {
+	p.macros()
+	if err := p.perThreadSymbols(); err != nil {
 		return err
 	}
 	p.finish()
@@ -730,7 +731,7 @@ func isConst(t *cc.PointerType) bool {
 // macros collects constants and type aliases from object-like macros. A
 // macro that names a function (cuMemAlloc, defined as cuMemAlloc_v2) is
 // that function's C name.
-func (p *parser) macros() error {
+func (p *parser) macros() {
 	funcs := map[string]bool{}
 	for _, f := range p.pkg.Funcs {
 		funcs[f.CName] = true
@@ -800,7 +801,6 @@ func (p *parser) macros() error {
 		}
 	}
 	p.pkg.Funcs = kept
-	return p.perThreadSymbols()
 }
 
 // perThreadSymbols parses the headers again as compiled for the per-thread
