@@ -60,32 +60,4 @@
 // conversion is offered for them.
 package cudadrv
 
-//go:generate go run ../gen -headers ../headers/cuda-13.0 -out . -pkg cudadrv -include cuda.h,cudaProfiler.h -prefix cu,CU_,CU,CUDA_ -error CUresult -perthread CUDA_API_PER_THREAD_DEFAULT_STREAM
-
-import "github.com/gocuda/cuda/internal/dl"
-
-// lib is the driver library, opened on first use.
-var lib = dl.New("GOCUDA_CUDA", "libcuda.so.1")
-
-type (
-	// LibraryError reports that libcuda could not be opened; Tried lists
-	// where it was looked for.
-	LibraryError = dl.LibraryError
-	// SymbolError reports that libcuda lacks a function.
-	SymbolError = dl.SymbolError
-)
-
-// Load opens libcuda now rather than on the first call, and reports whether
-// that worked.
-func Load() error { return lib.Load() }
-
-// LibraryPath returns the path libcuda was opened from, or "" if it could not
-// be opened.
-func LibraryPath() string { return lib.Path() }
-
-// UsePerThreadDefaultStream makes every function that has a per-thread
-// default stream variant call it, as C code compiled with
-// CUDA_API_PER_THREAD_DEFAULT_STREAM does (see the package doc). It must be
-// called before the library is loaded, that is before any other function of
-// the package; after that it returns an error and changes nothing.
-func UsePerThreadDefaultStream() error { return lib.UsePerThreadDefaultStream() }
+//go:generate go run ../gen -headers ../headers/cuda-13.0 -out . -pkg cudadrv -include cuda.h,cudaProfiler.h -prefix cu,CU_,CU,CUDA_ -error CUresult -perthread CUDA_API_PER_THREAD_DEFAULT_STREAM -lib GOCUDA_CUDA=libcuda.so.1

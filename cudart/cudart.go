@@ -25,36 +25,4 @@
 // UsePerThreadDefaultStream selects the per-thread default stream variants.
 package cudart
 
-//go:generate go run ../gen -headers ../headers/cuda-13.0 -out . -pkg cudart -include cuda_runtime_api.h,cuda_profiler_api.h -prefix cuda,CUDART_,CUDA_ -error cudaError_t -perthread CUDA_API_PER_THREAD_DEFAULT_STREAM
-
-import "github.com/gocuda/cuda/internal/dl"
-
-// lib is the runtime library, opened on first use.
-var lib = dl.New("GOCUDA_CUDART", "libcudart.so.13")
-
-type (
-	// LibraryError reports that libcudart could not be opened; Tried lists
-	// where it was looked for.
-	LibraryError = dl.LibraryError
-	// SymbolError reports that libcudart lacks a function.
-	SymbolError = dl.SymbolError
-)
-
-// Load opens libcudart now rather than on the first call, and reports
-// whether that worked.
-func Load() error { return lib.Load() }
-
-// LibraryPath returns the path libcudart was opened from, or "" if it could
-// not be opened.
-func LibraryPath() string { return lib.Path() }
-
-// UsePerThreadDefaultStream makes every function that has a per-thread
-// default stream variant call it (cudaMemcpy_ptds, cudaLaunchKernel_ptsz), as
-// C code compiled with CUDA_API_PER_THREAD_DEFAULT_STREAM (nvcc
-// --default-stream per-thread) does. It must be called before the library is
-// loaded, that is before any other function of the package; after that it
-// returns an error and changes nothing. Goroutines move between OS threads,
-// so the per-thread default stream is only predictable on a goroutine locked
-// to its thread (runtime.LockOSThread); explicit streams are the portable
-// choice.
-func UsePerThreadDefaultStream() error { return lib.UsePerThreadDefaultStream() }
+//go:generate go run ../gen -headers ../headers/cuda-13.0 -out . -pkg cudart -include cuda_runtime_api.h,cuda_profiler_api.h -prefix cuda,CUDART_,CUDA_ -error cudaError_t -perthread CUDA_API_PER_THREAD_DEFAULT_STREAM -lib GOCUDA_CUDART=libcudart.so.13

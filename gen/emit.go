@@ -49,6 +49,7 @@ func emit(pkg *Package, outDir, hdrDir string) (map[string][]byte, error) {
 		"ztypes.go":                 e.types(),
 		"zconsts.go":                e.consts(),
 		"zfuncs.go":                 e.funcs(),
+		"zloader.go":                e.loader(),
 		"zlayout_test.go":           e.layoutTest(),
 		"internal/ctest/zlayout.go": e.layoutC(),
 	}
@@ -478,6 +479,44 @@ func (e *emitter) funcs() *jen.File {
 	f.Var().Defs(procs...)
 	for _, fn := range e.pkg.Funcs {
 		e.wrapper(f, fn)
+	}
+	return f
+}
+
+// loader emits the package's library and the functions that control it.
+func (e *emitter) loader() *jen.File {
+	f := e.file(e.pkg.Name)
+	f.ImportName("github.com/gocuda/cuda/internal/dl", "dl")
+	dl := func(name string) jen.Code { return jen.Qual("github.com/gocuda/cuda/internal/dl", name) }
+	name := e.pkg.Library
+	f.Comment("lib is " + name + ", opened on first use.")
+	f.Var().Id("lib").Op("=").Add(dl("New")).Call(jen.Lit(e.pkg.LibraryEnv), jen.Lit(name))
+	f.Type().Defs(
+		jen.Comment("LibraryError reports that "+name+" could not be opened; Tried lists where"),
+		jen.Comment("it was looked for, in order."),
+		jen.Id("LibraryError").Op("=").Add(dl("LibraryError")),
+		jen.Comment("SymbolError reports that "+name+" lacks a function: it is older than the"),
+		jen.Comment("headers."),
+		jen.Id("SymbolError").Op("=").Add(dl("SymbolError")),
+	)
+	f.Add(docComment("Load opens " + name + " now rather than on the first call, and reports\n" +
+		"whether that worked. The file is looked for in this order: the file named\n" +
+		"by $" + e.pkg.LibraryEnv + "; the system loader's path (LD_LIBRARY_PATH, the ldconfig\n" +
+		"cache); the lib64 and lib directories of $CUDA_PATH, $CUDA_HOME and\n" +
+		"/usr/local/cuda."))
+	f.Func().Id("Load").Params().Error().Block(jen.Return(jen.Id("lib").Dot("Load").Call()))
+	f.Add(docComment("LibraryPath returns the path " + name + " was opened from, or \"\" if it\ncould not be opened."))
+	f.Func().Id("LibraryPath").Params().String().Block(jen.Return(jen.Id("lib").Dot("Path").Call()))
+	if e.pkg.PerThread != "" {
+		f.Add(docComment("UsePerThreadDefaultStream makes every function that has a per-thread\n" +
+			"default stream variant call it (the _ptds and _ptsz symbols), as C code\n" +
+			"compiled with " + e.pkg.PerThread + " (nvcc --default-stream\n" +
+			"per-thread) does. It must be called before the library is loaded, that is\n" +
+			"before any other function of the package; after that it returns an error\n" +
+			"and changes nothing. Goroutines move between OS threads, so the per-thread\n" +
+			"default stream is only predictable on a goroutine locked to its thread\n" +
+			"(runtime.LockOSThread); explicit streams are the portable choice."))
+		f.Func().Id("UsePerThreadDefaultStream").Params().Error().Block(jen.Return(jen.Id("lib").Dot("UsePerThreadDefaultStream").Call()))
 	}
 	return f
 }

@@ -14,8 +14,10 @@
 // In the output directory: ztypes.go (enums, structs, unions, typedefs),
 // zconsts.go (#define constants), zfuncs.go (the functions), zlayout_test.go
 // and internal/ctest/zlayout.go (the Go and C sides of the tests that compare
-// layouts, values and symbols with C, run by internal/ccheck). The package
-// supplies lib, a *dl.Library, by hand.
+// layouts, values and symbols with C, run by internal/ccheck), and
+// zloader.go: the library (-lib ENV=FILE, such as
+// GOCUDA_CUDA=libcuda.so.1), opened at run time by internal/dl, with Load,
+// LibraryPath and, with -perthread, UsePerThreadDefaultStream.
 //
 // # Naming
 //
@@ -100,7 +102,7 @@ import (
 
 func main() {
 	var cfg config
-	var out, dest, include, prefix string
+	var out, dest, include, prefix, lib string
 	var model bool
 	flag.StringVar(&cfg.dir, "headers", "headers/cuda-13.0", "directory of the CUDA headers")
 	flag.StringVar(&out, "out", ".", "output directory")
@@ -108,12 +110,14 @@ func main() {
 	flag.StringVar(&cfg.pkg, "pkg", "", "Go package name")
 	flag.StringVar(&include, "include", "", "comma-separated headers whose functions are bound")
 	flag.StringVar(&prefix, "prefix", "", "comma-separated C name prefixes to drop")
+	flag.StringVar(&lib, "lib", "", "ENV=FILE: the shared library to open, and the environment variable that may name its path")
 	flag.StringVar(&cfg.errType, "error", "", "C name of the status type, whose values are errors")
 	flag.StringVar(&cfg.perThread, "perthread", "", "macro that selects the per-thread default stream entry points when defined")
 	flag.BoolVar(&model, "model", false, "print the model as JSON instead of writing files")
 	flag.Parse()
-	if cfg.pkg == "" || include == "" {
-		fmt.Fprintln(os.Stderr, "gen: -pkg and -include are required")
+	var ok bool
+	if cfg.libEnv, cfg.lib, ok = strings.Cut(lib, "="); cfg.pkg == "" || include == "" || !ok {
+		fmt.Fprintln(os.Stderr, "gen: -pkg, -include and -lib ENV=FILE are required")
 		flag.Usage()
 		os.Exit(2)
 	}

@@ -8,6 +8,9 @@ package main
 type Package struct {
 	Name     string     // Go package name
 	Headers  []string   // headers the package is generated from
+	// Library is the shared library's file name (libcuda.so.1), and
+	// LibraryEnv the environment variable that may name its path.
+	Library, LibraryEnv string
 	Error    string     // Go name of the status enum, whose values are errors
 	Funcs    []*Func    // in header order
 	Enums    []*Enum    // sorted by Go name

@@ -20,6 +20,8 @@ type config struct {
 	pkg      string
 	prefixes []string
 	errType  string // C name of the status type
+	lib      string // the shared library's file name
+	libEnv   string // the environment variable that may name its path
 	// perThread is the macro that, defined, makes the headers select the
 	// per-thread default stream entry points (_ptds, _ptsz), or "".
 	perThread string
@@ -73,7 +75,7 @@ func parse(cfg config) (*Package, error) {
 		ccfg:    ccfg,
 		src:     src.String(),
 		names:   newNamer(cfg.prefixes),
-		pkg:     &Package{Name: cfg.pkg, Headers: cfg.headers},
+		pkg:     &Package{Name: cfg.pkg, Headers: cfg.headers, Library: cfg.lib, LibraryEnv: cfg.libEnv},
 		docs:    docReader{files: map[string][]string{}},
 		records: map[string]*Record{},
 		enums:   map[string]*Enum{},

@@ -75,7 +75,7 @@ func TestGolden(t *testing.T) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			got := run(t, dir, "-headers", ".", "-include", "input.h", "-pkg", "golden",
 				"-prefix", "cuda,CUDART_,CUDA_", "-error", "cudaError_t", "-dest", ".",
-				"-perthread", "CUDA_API_PER_THREAD_DEFAULT_STREAM")
+				"-perthread", "CUDA_API_PER_THREAD_DEFAULT_STREAM", "-lib", "GOCUDA_GOLDEN=libgolden.so.1")
 			want := filepath.Join(dir, "want")
 			if *update {
 				os.RemoveAll(want)
