@@ -173,17 +173,21 @@ func fill(t *testing.T) Function {
 	return f
 }
 
-// kernelArgs is the argument block of fill: params points at each argument.
-// The driver reads it through kernelParams, so it is pinned, and it holds no
-// other Go pointer (cgo checks the whole object).
+// kernelArgs is the argument block of fill, for n words at out: params points
+// at each argument. The driver reads it through kernelParams, so it is
+// pinned, and it holds no other Go pointer (cgo checks the whole object).
 type kernelArgs struct {
 	out     Deviceptr
 	n, seed uint32
 	params  [3]unsafe.Pointer
 }
 
-func newKernelArgs(t *testing.T, out Deviceptr, n, seed uint32) *kernelArgs {
-	a := &kernelArgs{out: out, n: n, seed: seed}
+// newKernelArgs allocates out and makes the arguments; the test's cleanup
+// frees and unpins them.
+func newKernelArgs(t *testing.T, n, seed uint32) *kernelArgs {
+	a := &kernelArgs{n: n, seed: seed}
+	check(t, "MemAlloc", MemAlloc(&a.out, uint64(n)*4))
+	t.Cleanup(func() { MemFree(a.out) })
 	var pinner runtime.Pinner
 	pinner.Pin(a)
 	t.Cleanup(pinner.Unpin)
@@ -207,13 +211,10 @@ func TestGPULaunchKernel(t *testing.T) {
 	requireGPU(t)
 	f := fill(t)
 	const n = 1000
-	var d Deviceptr
-	check(t, "MemAlloc", MemAlloc(&d, n*4))
-	defer MemFree(d)
-	args := newKernelArgs(t, d, n, 7)
+	args := newKernelArgs(t, n, 7)
 	check(t, "LaunchKernel", LaunchKernel(f, (n+255)/256, 1, 1, 256, 1, 1, 0, 0, &args.params[0], nil))
 	check(t, "CtxSynchronize", CtxSynchronize())
-	checkFilled(t, d, n, 7)
+	checkFilled(t, args.out, n, 7)
 }
 
 func TestGPUMemoryPool(t *testing.T) {
@@ -253,10 +254,7 @@ func TestGPUGraphKernelNode(t *testing.T) {
 	requireGPU(t)
 	f := fill(t)
 	const n = 4096
-	var d Deviceptr
-	check(t, "MemAlloc", MemAlloc(&d, n*4))
-	defer MemFree(d)
-	args := newKernelArgs(t, d, n, 11)
+	args := newKernelArgs(t, n, 11)
 	var g Graph
 	check(t, "GraphCreate", GraphCreate(&g, 0))
 	defer GraphDestroy(g)
@@ -285,7 +283,7 @@ func TestGPUGraphKernelNode(t *testing.T) {
 	defer StreamDestroy(s)
 	check(t, "GraphLaunch", GraphLaunch(exec, s))
 	check(t, "StreamSynchronize", StreamSynchronize(s))
-	checkFilled(t, d, n, 11)
+	checkFilled(t, args.out, n, 11)
 }
 
 // TestGPURuntimeInterop uses handles and memory from the runtime API with the
@@ -354,11 +352,8 @@ func TestGPUPerThreadDefaultStream(t *testing.T) {
 	}
 	f := fill(t)
 	const n = 512
-	var d Deviceptr
-	check(t, "MemAlloc", MemAlloc(&d, n*4))
-	defer MemFree(d)
-	args := newKernelArgs(t, d, n, 5)
+	args := newKernelArgs(t, n, 5)
 	check(t, "LaunchKernel", LaunchKernel(f, n/128, 1, 1, 128, 1, 1, 0, 0, &args.params[0], nil))
 	check(t, "StreamSynchronize", StreamSynchronize(0))
-	checkFilled(t, d, n, 5)
+	checkFilled(t, args.out, n, 5)
 }
