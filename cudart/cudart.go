@@ -22,7 +22,13 @@
 // opened, every function returns a *LibraryError that lists the paths tried;
 // if the library lacks a function (it is older than the headers), that
 // function returns a *SymbolError naming it, and the rest keep working.
-// UsePerThreadDefaultStream selects the per-thread default stream variants.
+//
+// # Per-thread default stream
+//
+// UsePerThreadDefaultStream, called before any other function of the
+// package, makes the functions that have per-thread default stream variants
+// (cudaMemcpy_ptds, cudaLaunchKernel_ptsz) call them, as a C program built
+// with CUDA_API_PER_THREAD_DEFAULT_STREAM does.
 package cudart
 
 //go:generate go run ../gen -headers ../headers/cuda-13.0 -out . -pkg cudart -include cuda_runtime_api.h,cuda_profiler_api.h -prefix cuda,CUDART_,CUDA_ -error cudaError_t -perthread CUDA_API_PER_THREAD_DEFAULT_STREAM -lib GOCUDA_CUDART=libcudart.so.13

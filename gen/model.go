@@ -6,22 +6,22 @@ package main
 
 // Package is everything generated for one Go package.
 type Package struct {
-	Name     string     // Go package name
-	Headers  []string   // headers the package is generated from
-	// Library is the shared library's file name (libcuda.so.1), and
-	// LibraryEnv the environment variable that may name its path.
-	Library, LibraryEnv string
-	Error    string     // Go name of the status enum, whose values are errors
-	Funcs    []*Func    // in header order
-	Enums    []*Enum    // sorted by Go name
-	Records  []*Record  // structs and unions, sorted by Go name
-	Typedefs []*Typedef // handles, function pointers, scalars and aliases, sorted by Go name
-	Consts   []*Const   // object-like macros with a constant value, sorted by Go name
-	Skipped  []Skip     // what was not emitted, and why
-	Renamed  []Skip     // what was named against the rule to avoid a clash, and why
+	Name       string     // Go package name
+	Headers    []string   // headers the package is generated from
+	Library    string     // the shared library's file name, such as libcuda.so.1
+	LibraryEnv string     // the environment variable that may name its path
+	Error      string     // Go name of the status enum, whose values are errors
+	Funcs      []*Func    // in header order
+	Enums      []*Enum    // sorted by Go name
+	Records    []*Record  // structs and unions, sorted by Go name
+	Typedefs   []*Typedef // handles, function pointers, scalars and aliases, sorted by Go name
+	Consts     []*Const   // object-like macros with a constant value, sorted by Go name
+	Skipped    []Skip     // what was not emitted, and why
+	Renamed    []Skip     // what was named against the rule to avoid a clash, and why
 	// PerThread is the macro that selects the per-thread default stream
-	// entry points, and Wrappers are the functions the headers define inline
-	// when it is set (they call an exported symbol that Func.PerThread names).
+	// entry points, and Wrappers the per-thread names that the headers then
+	// define inline instead of exporting (cuGetProcAddress_v2_ptsz); their
+	// functions keep the default symbol.
 	PerThread string   `json:",omitempty"`
 	Wrappers  []string `json:",omitempty"`
 }
