@@ -2,7 +2,11 @@
 
 package cudart
 
-import "github.com/gocuda/cuda/internal/dl"
+import (
+	"unsafe"
+
+	"github.com/gocuda/cuda/internal/dl"
+)
 
 // lib is libcudart.so.13, opened on first use.
 var lib = dl.New("GOCUDA_CUDART", "libcudart.so.13")
@@ -29,6 +33,14 @@ func Load() error {
 // could not be opened.
 func LibraryPath() string {
 	return lib.Path()
+}
+
+// ProcAddress returns the address of libcudart.so.13's function named symbol,
+// opening the library if needed, for C code that calls through the library
+// this package loaded (such as a package's own C shim). The error is a
+// *LibraryError or a *SymbolError.
+func ProcAddress(symbol string) (unsafe.Pointer, error) {
+	return lib.Proc(symbol).Addr()
 }
 
 // UsePerThreadDefaultStream makes every function that has a per-thread

@@ -507,6 +507,12 @@ func (e *emitter) loader() *jen.File {
 	f.Func().Id("Load").Params().Error().Block(jen.Return(jen.Id("lib").Dot("Load").Call()))
 	f.Add(docComment("LibraryPath returns the path " + name + " was opened from, or \"\" if it\ncould not be opened."))
 	f.Func().Id("LibraryPath").Params().String().Block(jen.Return(jen.Id("lib").Dot("Path").Call()))
+	f.Add(docComment("ProcAddress returns the address of " + name + "'s function named symbol,\n" +
+		"opening the library if needed, for C code that calls through the library\n" +
+		"this package loaded (such as a package's own C shim). The error is a\n" +
+		"*LibraryError or a *SymbolError."))
+	f.Func().Id("ProcAddress").Params(jen.Id("symbol").String()).Params(jen.Qual("unsafe", "Pointer"), jen.Error()).Block(
+		jen.Return(jen.Id("lib").Dot("Proc").Call(jen.Id("symbol")).Dot("Addr").Call()))
 	if e.pkg.PerThread != "" {
 		f.Add(docComment("UsePerThreadDefaultStream makes every function that has a per-thread\n" +
 			"default stream variant call it (the _ptds and _ptsz symbols), as C code\n" +

@@ -143,7 +143,8 @@ func (l *Library) load() {
 			l.h, l.path = h, p
 			return
 		}
-		tried = append(tried, p+": "+C.GoString(msg))
+		// dlerror's message starts with the path already.
+		tried = append(tried, p+": "+strings.TrimPrefix(C.GoString(msg), p+": "))
 	}
 	l.err = &LibraryError{Name: l.name, Tried: tried}
 }

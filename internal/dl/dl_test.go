@@ -26,6 +26,12 @@ func TestMissingLibraryNamesPathsTried(t *testing.T) {
 			t.Errorf("error %q does not name %s", err, want)
 		}
 	}
+	for _, tr := range le.Tried {
+		path, _, _ := strings.Cut(tr, ": ")
+		if strings.Count(tr, path+":") != 1 {
+			t.Errorf("tried entry %q repeats its path", tr)
+		}
+	}
 	if len(le.Tried) != 6 {
 		t.Errorf("tried %d paths, want 6: %q", len(le.Tried), le.Tried)
 	}
