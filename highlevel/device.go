@@ -1,0 +1,289 @@
+package highlevel
+
+// #include "shim.h"
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"unsafe"
+
+	"github.com/gocuda/cuda/cudart"
+)
+
+// A Device is a CUDA device, numbered from 0 as CUDA numbers them.
+type Device int
+
+// deviceState is what the package keeps of a device: its primary context,
+// retained on first use, and the properties, which do not change.
+type deviceState struct {
+	once  sync.Once
+	ctx   unsafe.Pointer
+	props cudart.DeviceProp
+	err   error
+
+	asyncOnce sync.Once // the default CUDA memory pool, for MallocAsync
+	async     *MemoryAsyncPool
+	asyncErr  error
+}
+
+var (
+	devicesOnce sync.Once
+	devices     []deviceState
+	devicesErr  error
+)
+
+// state returns d's state, retaining its primary context the first time.
+func (d Device) state() (*deviceState, error) {
+	devicesOnce.Do(func() {
+		n, err := DeviceCount()
+		devices, devicesErr = make([]deviceState, n), err
+	})
+	if devicesErr != nil {
+		return nil, devicesErr
+	}
+	if d < 0 || int(d) >= len(devices) {
+		return nil, fmt.Errorf("highlevel: device %d: %w (%d devices)", d, cudart.ErrorInvalidDevice, len(devices))
+	}
+	s := &devices[d]
+	s.once.Do(func() {
+		if r := C.hl_primary_context(C.int(d), &s.ctx); r != 0 {
+			s.err = opError(fmt.Sprintf("device %d: primary context", d), statusError(r))
+			return
+		}
+		s.err = check("cudaGetDeviceProperties", C.hl_device_properties(s.ctx, (*C.struct_cudaDeviceProp)(unsafe.Pointer(&s.props)), C.int(d)))
+	})
+	return s, s.err
+}
+
+// context returns d's primary context, for the shim.
+func (d Device) context() (unsafe.Pointer, error) {
+	s, err := d.state()
+	if err != nil {
+		return nil, err
+	}
+	return s.ctx, nil
+}
+
+// DeviceCount returns the number of CUDA devices.
+func DeviceCount() (int, error) {
+	if err := load(); err != nil {
+		return 0, err
+	}
+	var n C.int
+	if err := check("cudaGetDeviceCount", C.hl_device_count(&n)); err != nil {
+		return 0, err
+	}
+	return int(n), nil
+}
+
+// IsAvailable reports whether CUDA can be used: the libraries load and there
+// is at least one device.
+func IsAvailable() bool {
+	n, err := DeviceCount()
+	return err == nil && n > 0
+}
+
+// RuntimeVersion returns the version of the CUDA runtime, 1000*major +
+// 10*minor (13000 for CUDA 13.0).
+func RuntimeVersion() (int, error) {
+	rt, _, err := versions()
+	return rt, err
+}
+
+// DriverVersion returns the latest CUDA version the driver supports, in the
+// form of RuntimeVersion.
+func DriverVersion() (int, error) {
+	_, drv, err := versions()
+	return drv, err
+}
+
+func versions() (runtime, driver int, err error) {
+	if err := load(); err != nil {
+		return 0, 0, err
+	}
+	var rt, drv C.int
+	if err := check("cudaRuntimeGetVersion", C.hl_versions(&rt, &drv)); err != nil {
+		return 0, 0, err
+	}
+	return int(rt), int(drv), nil
+}
+
+// CurrentDevice returns the calling OS thread's current device. A goroutine
+// may change OS threads between any two calls, so the answer is only
+// meaningful inside Device.Do or on a goroutine locked with
+// runtime.LockOSThread.
+func CurrentDevice() (Device, error) {
+	if err := load(); err != nil {
+		return 0, err
+	}
+	var d C.int
+	if err := check("cudaGetDevice", C.hl_get_device(&d)); err != nil {
+		return 0, err
+	}
+	return Device(d), nil
+}
+
+// ID returns the device's number.
+func (d Device) ID() int { return int(d) }
+
+// String returns "device N".
+func (d Device) String() string { return "device " + strconv.Itoa(int(d)) }
+
+// Properties returns the device's properties, read once and cached.
+func (d Device) Properties() (cudart.DeviceProp, error) {
+	s, err := d.state()
+	if err != nil {
+		return cudart.DeviceProp{}, err
+	}
+	return s.props, nil
+}
+
+// Name returns the device's name, such as "NVIDIA H200".
+func (d Device) Name() (string, error) {
+	s, err := d.state()
+	if err != nil {
+		return "", err
+	}
+	b := unsafe.Slice((*byte)(unsafe.Pointer(&s.props.Name[0])), len(s.props.Name))
+	if i := strings.IndexByte(string(b), 0); i >= 0 {
+		b = b[:i]
+	}
+	return string(b), nil
+}
+
+// ComputeCapability returns the compute capability as CuPy spells it: "90"
+// for 9.0.
+func (d Device) ComputeCapability() (string, error) {
+	s, err := d.state()
+	if err != nil {
+		return "", err
+	}
+	return strconv.Itoa(int(s.props.Major)) + strconv.Itoa(int(s.props.Minor)), nil
+}
+
+// Attribute returns one of the device's attributes.
+func (d Device) Attribute(attr cudart.DeviceAttr) (int, error) {
+	if _, err := d.state(); err != nil {
+		return 0, err
+	}
+	var v C.int
+	if err := check("cudaDeviceGetAttribute", C.hl_device_attribute(&v, C.int(attr), C.int(d))); err != nil {
+		return 0, err
+	}
+	return int(v), nil
+}
+
+// MemInfo returns the device's free and total memory in bytes.
+func (d Device) MemInfo() (free, total int, err error) {
+	ctx, err := d.context()
+	if err != nil {
+		return 0, 0, err
+	}
+	var f, t C.size_t
+	if err := check("cudaMemGetInfo", C.hl_mem_info(ctx, &f, &t)); err != nil {
+		return 0, 0, err
+	}
+	return int(f), int(t), nil
+}
+
+// Synchronize waits until the device has finished all its work.
+func (d Device) Synchronize() error {
+	ctx, err := d.context()
+	if err != nil {
+		return err
+	}
+	return check("cudaDeviceSynchronize", C.hl_device_synchronize(ctx))
+}
+
+// Use makes d the current device of the calling OS thread, as cudaSetDevice
+// does. The package's own operations do not depend on it: every object
+// remembers its device. It matters to code that calls cudart directly, and
+// only on a goroutine locked to its thread; Do is usually what you want.
+func (d Device) Use() error {
+	if _, err := d.state(); err != nil {
+		return err
+	}
+	return check("cudaSetDevice", C.hl_set_device(C.int(d)))
+}
+
+// Do runs fn on a goroutine locked to its OS thread, with d as the thread's
+// current device, and afterwards restores the previous device and unlocks
+// the thread, also when fn panics. It is CuPy's "with Device(n):" in Go. Do
+// returns fn's error, or the error of making d current (then fn does not
+// run).
+func (d Device) Do(fn func() error) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	prev, err := CurrentDevice()
+	if err != nil {
+		return err
+	}
+	if err := d.Use(); err != nil {
+		return err
+	}
+	defer prev.Use()
+	return fn()
+}
+
+var (
+	defaultOnce   sync.Once
+	defaultDevice Device
+	defaultErr    error
+)
+
+// DefaultDevice returns the device to use when the program names none, as
+// PyCUDA's make_default_context chooses it: the number in $CUDA_DEVICE; else
+// the number in the file ~/.cuda-device; else the first device whose primary
+// context can be made. A value that is not a device number is an error
+// that says where it came from. The choice is made once.
+func DefaultDevice() (Device, error) {
+	defaultOnce.Do(func() {
+		home, _ := os.UserHomeDir()
+		defaultDevice, defaultErr = chooseDevice(os.Getenv("CUDA_DEVICE"), filepath.Join(home, ".cuda-device"))
+	})
+	return defaultDevice, defaultErr
+}
+
+// chooseDevice is DefaultDevice with its inputs as arguments.
+func chooseDevice(env, file string) (Device, error) {
+	if env != "" {
+		return parseDevice(env, "$CUDA_DEVICE")
+	}
+	if b, err := os.ReadFile(file); err == nil {
+		return parseDevice(string(b), file)
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return 0, fmt.Errorf("highlevel: default device: %w", err)
+	}
+	n, err := DeviceCount()
+	if err != nil {
+		return 0, err
+	}
+	errs := []error{fmt.Errorf("highlevel: default device: no device of %d can be used", n)}
+	for d := range Device(n) {
+		_, err := d.state()
+		if err == nil {
+			return d, nil
+		}
+		errs = append(errs, err)
+	}
+	return 0, errors.Join(errs...)
+}
+
+func parseDevice(s, from string) (Device, error) {
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("highlevel: default device: %s holds %q, not a device number", from, s)
+	}
+	d := Device(n)
+	if _, err := d.state(); err != nil {
+		return 0, fmt.Errorf("highlevel: default device %d from %s: %w", n, from, err)
+	}
+	return d, nil
+}

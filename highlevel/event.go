@@ -1,0 +1,202 @@
+package highlevel
+
+// #include "shim.h"
+import "C"
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/gocuda/cuda/cudart"
+)
+
+// An Event marks a point in a stream's work: Record places it, and it
+// happens when the stream reaches it. An Event is safe for use by several
+// goroutines.
+type Event struct {
+	h   cudart.Event
+	dev Device
+	ctx unsafe.Pointer
+
+	mu     sync.Mutex
+	closed bool
+	w      *waitReq // Done's request for the latest Record, or nil
+}
+
+// EventOptions are the options of NewEvent; the zero value gives an event
+// that records timing and is waited for by spinning.
+type EventOptions struct {
+	// Blocking makes Synchronize yield the CPU while it waits
+	// (cudaEventBlockingSync).
+	Blocking bool
+	// DisableTiming makes the event cheaper, and unusable with ElapsedTime.
+	DisableTiming bool
+	// Interprocess lets other processes open the event; it needs
+	// DisableTiming.
+	Interprocess bool
+}
+
+// NewEvent creates an event on d. opts may be nil.
+func NewEvent(d Device, opts *EventOptions) (*Event, error) {
+	if opts == nil {
+		opts = &EventOptions{}
+	}
+	ctx, err := d.context()
+	if err != nil {
+		return nil, err
+	}
+	var flags C.uint
+	if opts.Blocking {
+		flags |= C.cudaEventBlockingSync
+	}
+	if opts.DisableTiming {
+		flags |= C.cudaEventDisableTiming
+	}
+	if opts.Interprocess {
+		flags |= C.cudaEventInterprocess
+	}
+	var h C.uintptr_t
+	if err := check("cudaEventCreateWithFlags", C.hl_event_create(ctx, &h, flags)); err != nil {
+		return nil, err
+	}
+	return &Event{h: cudart.Event(h), dev: d, ctx: ctx}, nil
+}
+
+// Handle returns the CUDA event, for use with cudart.
+func (e *Event) Handle() cudart.Event { return e.h }
+
+// Device returns the event's device.
+func (e *Event) Device() Device { return e.dev }
+
+func (e *Event) live() error {
+	if e == nil {
+		return fmt.Errorf("highlevel: nil Event")
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return ErrClosed
+	}
+	return nil
+}
+
+// Record records the event on s, a stream of the event's device (nil: its
+// legacy default stream): the event happens when s reaches this point.
+func (e *Event) Record(s *Stream) error {
+	if e == nil {
+		return fmt.Errorf("highlevel: nil Event")
+	}
+	sh, err := s.handleOn(e.dev)
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return ErrClosed
+	}
+	if e.w != nil && e.w.isFinished() {
+		e.w = nil // a pending request watches the new Record too
+	}
+	return check("cudaEventRecord", C.hl_event_record(e.ctx, C.uintptr_t(e.h), C.uintptr_t(sh)))
+}
+
+// Synchronize waits until the event has happened. It holds the calling
+// goroutine's OS thread while it waits; Wait does not.
+func (e *Event) Synchronize() error {
+	if err := e.live(); err != nil {
+		return err
+	}
+	return check("cudaEventSynchronize", C.hl_event_synchronize(e.ctx, C.uintptr_t(e.h)))
+}
+
+// Query reports whether the event has happened, without waiting (CuPy's
+// Event.done).
+func (e *Event) Query() (bool, error) {
+	if err := e.live(); err != nil {
+		return false, err
+	}
+	r := C.hl_event_query(e.ctx, C.uintptr_t(e.h))
+	if r == C.cudaErrorNotReady {
+		return false, nil
+	}
+	return r == 0, check("cudaEventQuery", r)
+}
+
+// Done returns a channel that is closed when the event has happened, for
+// use in select: when the latest Record before the call is reached, or at
+// once for an event never recorded. For a closed event the channel is
+// closed at once.
+func (e *Event) Done() <-chan struct{} {
+	w, err := e.watch()
+	if err != nil {
+		return closedChan
+	}
+	return w.done
+}
+
+// Wait waits until the event has happened or ctx is done; then it returns
+// ctx's error and leaves the GPU's work alone. Waiting holds no OS thread:
+// any number of goroutines may wait at once, and the package polls for all
+// of them from one goroutine.
+func (e *Event) Wait(ctx context.Context) error {
+	w, err := e.watch()
+	if err != nil {
+		return err
+	}
+	return w.wait(ctx)
+}
+
+func (e *Event) watch() (*waitReq, error) {
+	if e == nil {
+		return nil, fmt.Errorf("highlevel: nil Event")
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil, ErrClosed
+	}
+	if e.w == nil {
+		e.w = watch(e.ctx, e.h, false)
+	}
+	return e.w, nil
+}
+
+// Close destroys the event. A second Close does nothing and returns nil.
+// Goroutines waiting for it are woken when it happens, as if it were still
+// open.
+func (e *Event) Close() error {
+	if e == nil {
+		return nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil
+	}
+	e.closed = true
+	if e.w != nil && e.w.handOver() {
+		return nil // the waiter destroys it
+	}
+	return check("cudaEventDestroy", C.hl_event_destroy(e.ctx, C.uintptr_t(e.h)))
+}
+
+// ElapsedTime returns the time between two recorded events that have
+// happened, with a resolution of about half a microsecond (CuPy's
+// get_elapsed_time).
+func ElapsedTime(start, end *Event) (time.Duration, error) {
+	if err := start.live(); err != nil {
+		return 0, err
+	}
+	if err := end.live(); err != nil {
+		return 0, err
+	}
+	var ms C.float
+	if err := check("cudaEventElapsedTime", C.hl_event_elapsed(start.ctx, &ms, C.uintptr_t(start.h), C.uintptr_t(end.h))); err != nil {
+		return 0, err
+	}
+	return time.Duration(float64(ms) * float64(time.Millisecond)), nil
+}

@@ -1,0 +1,245 @@
+package highlevel
+
+// #include "shim.h"
+import "C"
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/gocuda/cuda/cudart"
+)
+
+// A MemoryPool is a caching allocator of device memory (CuPy's MemoryPool,
+// PyCUDA's DeviceMemoryPool): Free returns a block to the pool, and the next
+// Malloc that fits takes it back without calling CUDA. It is safe for use by
+// several goroutines.
+//
+// Sizes are rounded up to 512 bytes. A request takes the smallest free
+// block that fits, splitting off the rest; a freed block merges with its
+// free neighbours. When nothing fits, the pool allocates from its upstream
+// allocator; if that is out of memory, it gives back the blocks it holds
+// free and tries once more, then returns an error that matches
+// cudart.ErrorMemoryAllocation.
+//
+// # Streams
+//
+// A block is reused only by allocations for the stream it was allocated
+// for (Malloc: the legacy default stream; MallocStream: the stream given),
+// because work on that stream runs in order: the new owner's work cannot
+// start before the old owner's work on the same stream is done. Memory used
+// on other streams too must be synchronized with its stream (Stream.WaitEvent,
+// Synchronize) before it is freed.
+type MemoryPool struct {
+	*arena
+}
+
+// NewMemoryPool returns a pool that takes its memory from upstream; nil
+// upstream is DefaultDevice's cudaMalloc.
+func NewMemoryPool(upstream Allocator) (*MemoryPool, error) {
+	if upstream == nil {
+		d, err := DefaultDevice()
+		if err != nil {
+			return nil, err
+		}
+		upstream = d
+	}
+	return &MemoryPool{newArena(func(n int) (chunk, error) {
+		m, err := upstream.Malloc(n)
+		if err != nil {
+			return chunk{}, err
+		}
+		return chunk{ptr: m.Ptr(), size: n, dev: m.Device(), release: m.Mem.Free}, nil
+	})}, nil
+}
+
+var defaultPool struct {
+	once sync.Once
+	p    *MemoryPool
+	err  error
+}
+
+// DefaultMemoryPool returns the pool of DefaultDevice, which Alloc uses
+// unless SetAllocator chose another allocator.
+func DefaultMemoryPool() (*MemoryPool, error) {
+	defaultPool.once.Do(func() { defaultPool.p, defaultPool.err = NewMemoryPool(nil) })
+	return defaultPool.p, defaultPool.err
+}
+
+// Malloc allocates size bytes for the legacy default stream.
+func (p *MemoryPool) Malloc(size int) (MemoryPointer, error) {
+	return p.MallocStream(size, nil)
+}
+
+// MallocStream allocates size bytes for use on stream s: see the type's
+// documentation.
+func (p *MemoryPool) MallocStream(size int, s *Stream) (MemoryPointer, error) {
+	b, err := p.alloc(size, s.Handle())
+	if err != nil {
+		return MemoryPointer{}, err
+	}
+	return newMemory(b.ptr, size, b.chunk.dev, b, b), nil
+}
+
+// free gives the memory back to the pool; a block is the owner of the
+// Memory made of it.
+func (b *block) free(*Memory) error { return b.arena.release(b) }
+
+// A MemoryAsyncPool allocates stream-ordered memory from a CUDA memory
+// pool (cudaMallocFromPoolAsync; CuPy's MemoryAsyncPool): memory freed on a
+// stream is reused by later allocations on that stream, in the order of
+// the stream's work.
+type MemoryAsyncPool struct {
+	h      C.uintptr_t
+	dev    Device
+	ctx    unsafe.Pointer
+	owned  bool
+	closed atomic.Bool
+}
+
+// NewMemoryAsyncPool creates a CUDA memory pool on d.
+func NewMemoryAsyncPool(d Device) (*MemoryAsyncPool, error) {
+	ctx, err := d.context()
+	if err != nil {
+		return nil, err
+	}
+	var h C.uintptr_t
+	if err := check("cudaMemPoolCreate", C.hl_mem_pool_create(ctx, &h, C.int(d))); err != nil {
+		return nil, err
+	}
+	return &MemoryAsyncPool{h: h, dev: d, ctx: ctx, owned: true}, nil
+}
+
+// DeviceMemoryAsyncPool returns d's default CUDA memory pool, the one
+// cudaMallocAsync uses. Close does nothing to it.
+func DeviceMemoryAsyncPool(d Device) (*MemoryAsyncPool, error) {
+	ctx, err := d.context()
+	if err != nil {
+		return nil, err
+	}
+	var h C.uintptr_t
+	if err := check("cudaDeviceGetDefaultMemPool", C.hl_default_mem_pool(ctx, &h, C.int(d))); err != nil {
+		return nil, err
+	}
+	return &MemoryAsyncPool{h: h, dev: d, ctx: ctx}, nil
+}
+
+// MallocAsync allocates size bytes from the default CUDA memory pool of s's
+// device (nil: DefaultDevice's, on the legacy default stream), ordered on
+// s. Free frees it on the same stream.
+func MallocAsync(size int, s *Stream) (MemoryPointer, error) {
+	d := Device(0)
+	if s != nil {
+		d = s.dev
+	} else {
+		var err error
+		if d, err = DefaultDevice(); err != nil {
+			return MemoryPointer{}, err
+		}
+	}
+	st, err := d.state()
+	if err != nil {
+		return MemoryPointer{}, err
+	}
+	st.asyncOnce.Do(func() { st.async, st.asyncErr = DeviceMemoryAsyncPool(d) })
+	if st.asyncErr != nil {
+		return MemoryPointer{}, st.asyncErr
+	}
+	return st.async.MallocAsync(size, s)
+}
+
+// Malloc allocates size bytes on the legacy default stream.
+func (p *MemoryAsyncPool) Malloc(size int) (MemoryPointer, error) {
+	return p.MallocAsync(size, nil)
+}
+
+// MallocAsync allocates size bytes ordered on s, a stream of the pool's
+// device (nil: the legacy default stream). Free frees it on the same
+// stream, or on the legacy default stream once s is closed.
+func (p *MemoryAsyncPool) MallocAsync(size int, s *Stream) (MemoryPointer, error) {
+	if size <= 0 {
+		return MemoryPointer{}, fmt.Errorf("highlevel: allocation of %d bytes: size must be positive", size)
+	}
+	if p.closed.Load() {
+		return MemoryPointer{}, ErrClosed
+	}
+	sh, err := s.handleOn(p.dev)
+	if err != nil {
+		return MemoryPointer{}, err
+	}
+	freeLost()
+	var ptr unsafe.Pointer
+	if err := check("cudaMallocAsync", C.hl_malloc_async(p.ctx, &ptr, C.size_t(size), p.h, C.uintptr_t(sh))); err != nil {
+		return MemoryPointer{}, fmt.Errorf("%w (%d bytes on %v)", err, size, p.dev)
+	}
+	return newMemory(ptr, size, p.dev, asyncOwner{s}, lostDevice{ptr, p.ctx}), nil
+}
+
+// asyncOwner frees with cudaFreeAsync on the stream of the allocation.
+type asyncOwner struct{ s *Stream }
+
+func (o asyncOwner) free(m *Memory) error {
+	var sh cudart.Stream
+	if o.s != nil && !o.s.closed.Load() {
+		sh = o.s.h
+	}
+	ctx, err := m.dev.context()
+	if err != nil {
+		return err
+	}
+	return check("cudaFreeAsync", C.hl_free_async(ctx, m.ptr, C.uintptr_t(sh)))
+}
+
+func (p *MemoryAsyncPool) attr(a C.int) (int, error) {
+	if p.closed.Load() {
+		return 0, ErrClosed
+	}
+	var v C.uint64_t
+	err := check("cudaMemPoolGetAttribute", C.hl_mem_pool_get_attribute(p.ctx, p.h, a, &v))
+	return int(v), err
+}
+
+// UsedBytes returns the bytes allocated from the pool and not yet freed.
+func (p *MemoryAsyncPool) UsedBytes() (int, error) { return p.attr(C.cudaMemPoolAttrUsedMemCurrent) }
+
+// TotalBytes returns the bytes the pool holds from the device.
+func (p *MemoryAsyncPool) TotalBytes() (int, error) {
+	return p.attr(C.cudaMemPoolAttrReservedMemCurrent)
+}
+
+// ReleaseThreshold returns the bytes the pool keeps when a stream
+// synchronizes; memory beyond it is given back to the device.
+func (p *MemoryAsyncPool) ReleaseThreshold() (int, error) {
+	return p.attr(C.cudaMemPoolAttrReleaseThreshold)
+}
+
+// SetReleaseThreshold sets ReleaseThreshold; math.MaxInt keeps everything.
+func (p *MemoryAsyncPool) SetReleaseThreshold(n int) error {
+	if n < 0 {
+		return fmt.Errorf("highlevel: release threshold %d: must not be negative", n)
+	}
+	if p.closed.Load() {
+		return ErrClosed
+	}
+	return check("cudaMemPoolSetAttribute", C.hl_mem_pool_set_attribute(p.ctx, p.h, C.cudaMemPoolAttrReleaseThreshold, C.uint64_t(n)))
+}
+
+// FreeAllBlocks gives the memory the pool holds unused back to the device
+// (cudaMemPoolTrimTo with nothing kept).
+func (p *MemoryAsyncPool) FreeAllBlocks() error {
+	if p.closed.Load() {
+		return ErrClosed
+	}
+	return check("cudaMemPoolTrimTo", C.hl_mem_pool_trim(p.ctx, p.h, 0))
+}
+
+// Close destroys a pool NewMemoryAsyncPool created; memory still allocated
+// from it stays valid until freed. A second Close does nothing.
+func (p *MemoryAsyncPool) Close() error {
+	if !p.closed.CompareAndSwap(false, true) || !p.owned {
+		return nil
+	}
+	return check("cudaMemPoolDestroy", C.hl_mem_pool_destroy(p.ctx, p.h))
+}

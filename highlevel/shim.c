@@ -1,0 +1,308 @@
+#include "shim.h"
+
+// The functions the shim calls, resolved by Go (load.go) through cudart's and
+// cudadrv's loaded libraries: RT for libcudart.so.13, DRV for libcuda.so.1.
+#define HL_SYMBOLS(RT, DRV) \
+	RT(cudaGetDevice) RT(cudaSetDevice) RT(cudaGetDeviceCount) \
+	RT(cudaRuntimeGetVersion) RT(cudaDriverGetVersion) RT(cudaDeviceGetAttribute) \
+	RT(cudaGetDeviceProperties) RT(cudaMemGetInfo) RT(cudaDeviceSynchronize) \
+	RT(cudaPointerGetAttributes) RT(cudaMalloc) RT(cudaMallocManaged) RT(cudaFree) \
+	RT(cudaMallocFromPoolAsync) RT(cudaFreeAsync) \
+	RT(cudaMemcpy) RT(cudaMemcpyAsync) RT(cudaMemcpyPeer) RT(cudaMemcpyPeerAsync) \
+	RT(cudaMemset) RT(cudaMemsetAsync) RT(cudaMallocHost) RT(cudaFreeHost) \
+	RT(cudaHostRegister) RT(cudaHostUnregister) RT(cudaMemPoolCreate) \
+	RT(cudaMemPoolDestroy) RT(cudaMemPoolSetAttribute) RT(cudaMemPoolGetAttribute) \
+	RT(cudaMemPoolTrimTo) RT(cudaDeviceGetDefaultMemPool) RT(cudaStreamCreateWithPriority) \
+	RT(cudaDeviceGetStreamPriorityRange) RT(cudaStreamDestroy) \
+	RT(cudaStreamSynchronize) RT(cudaStreamQuery) RT(cudaStreamWaitEvent) \
+	RT(cudaStreamAddCallback) RT(cudaLaunchHostFunc) RT(cudaStreamIsCapturing) \
+	RT(cudaStreamBeginCapture) RT(cudaStreamEndCapture) RT(cudaEventCreateWithFlags) \
+	RT(cudaEventDestroy) RT(cudaEventRecord) RT(cudaEventSynchronize) \
+	RT(cudaEventQuery) RT(cudaEventElapsedTime) RT(cudaGraphInstantiate) \
+	RT(cudaGraphLaunch) RT(cudaGraphUpload) RT(cudaGraphExecUpdate) \
+	RT(cudaGraphDestroy) RT(cudaGraphExecDestroy) \
+	DRV(cuCtxGetCurrent) DRV(cuCtxSetCurrent) DRV(cuInit) DRV(cuDeviceGet) \
+	DRV(cuDevicePrimaryCtxRetain)
+
+#define HL_INDEX(name) HL_##name,
+enum { HL_SYMBOLS(HL_INDEX, HL_INDEX) HL_NSYMBOLS };
+
+#define HL_NAME(name) #name,
+static const char *const hl_names[] = { HL_SYMBOLS(HL_NAME, HL_NAME) };
+
+static void *hl_fn[HL_NSYMBOLS];
+
+const char *hl_symbol(int i) { return hl_names[i]; }
+int hl_nsymbols(void) { return HL_NSYMBOLS; }
+void hl_set_symbol(int i, void *p) { hl_fn[i] = p; }
+
+// RT calls a runtime function with its own prototype from cuda_runtime_api.h.
+#define RT(name) ((__typeof__(&name))hl_fn[HL_##name])
+
+// The driver functions, declared here so that cuda.h is not needed.
+#define CTX_GET ((int (*)(void **))hl_fn[HL_cuCtxGetCurrent])
+#define CTX_SET ((int (*)(void *))hl_fn[HL_cuCtxSetCurrent])
+#define DRV_INIT ((int (*)(unsigned))hl_fn[HL_cuInit])
+#define DRV_DEVICE_GET ((int (*)(int *, int))hl_fn[HL_cuDeviceGet])
+#define DRV_RETAIN ((int (*)(void **, int))hl_fn[HL_cuDevicePrimaryCtxRetain])
+
+// hl_in_callback is set while a stream callback or host function runs on
+// this thread: CUDA forbids calling it from there, so every shim function
+// refuses, rather than deadlock.
+static __thread int hl_in_callback;
+
+// hl_enter makes ctx current (when it is not NULL and not current already)
+// and leaves the context to restore in *prev.
+static int hl_enter(void *ctx, void **prev) {
+	*prev = ctx;
+	if (hl_in_callback) {
+		return HL_IN_CALLBACK;
+	}
+	if (ctx == NULL) {
+		return 0;
+	}
+	int r = CTX_GET(prev);
+	if (r == 0 && *prev != ctx) {
+		r = CTX_SET(ctx);
+	}
+	if (r != 0) {
+		*prev = ctx;
+		return HL_DRIVER_BASE - r;
+	}
+	return 0;
+}
+
+static void hl_leave(void *ctx, void *prev) {
+	if (prev != ctx) {
+		CTX_SET(prev);
+	}
+}
+
+// CALL runs one runtime call inside hl_enter/hl_leave and returns its status.
+#define CALL(ctx, call) do { \
+	void *prev_; \
+	int e_ = hl_enter(ctx, &prev_); \
+	if (e_ != 0) return e_; \
+	int r_ = (int)(call); \
+	hl_leave(ctx, prev_); \
+	return r_; \
+} while (0)
+
+#define STREAM(s) ((cudaStream_t)(s))
+#define EVENT(e) ((cudaEvent_t)(e))
+
+// hl_primary_context retains dev's primary context through the driver,
+// leaving the calling thread's current context and device alone.
+int hl_primary_context(int dev, void **ctx) {
+	void *prev;
+	int r = hl_enter(NULL, &prev);
+	if (r != 0) return r;
+	int d;
+	r = DRV_INIT(0);
+	if (r == 0) r = DRV_DEVICE_GET(&d, dev);
+	if (r == 0) r = DRV_RETAIN(ctx, d);
+	return r == 0 ? 0 : HL_DRIVER_BASE - r;
+}
+
+int hl_get_device(int *dev) { CALL(NULL, RT(cudaGetDevice)(dev)); }
+int hl_set_device(int dev) { CALL(NULL, RT(cudaSetDevice)(dev)); }
+int hl_device_count(int *n) { CALL(NULL, RT(cudaGetDeviceCount)(n)); }
+
+int hl_versions(int *runtime, int *driver) {
+	void *prev;
+	int e = hl_enter(NULL, &prev);
+	if (e != 0) return e;
+	int r = RT(cudaRuntimeGetVersion)(runtime);
+	if (r != 0) return r;
+	return RT(cudaDriverGetVersion)(driver);
+}
+
+int hl_device_attribute(int *v, int attr, int dev) {
+	CALL(NULL, RT(cudaDeviceGetAttribute)(v, (enum cudaDeviceAttr)attr, dev));
+}
+int hl_device_properties(void *ctx, struct cudaDeviceProp *p, int dev) {
+	CALL(ctx, RT(cudaGetDeviceProperties)(p, dev));
+}
+int hl_mem_info(void *ctx, size_t *free, size_t *total) { CALL(ctx, RT(cudaMemGetInfo)(free, total)); }
+int hl_device_synchronize(void *ctx) { CALL(ctx, RT(cudaDeviceSynchronize)()); }
+
+int hl_pointer_device(void *ptr, int *dev, int *type) {
+	void *prev;
+	int e = hl_enter(NULL, &prev);
+	if (e != 0) return e;
+	struct cudaPointerAttributes a;
+	int r = RT(cudaPointerGetAttributes)(&a, ptr);
+	*dev = a.device;
+	*type = a.type;
+	return r;
+}
+
+int hl_malloc(void *ctx, void **p, size_t n) { CALL(ctx, RT(cudaMalloc)(p, n)); }
+int hl_malloc_managed(void *ctx, void **p, size_t n) {
+	CALL(ctx, RT(cudaMallocManaged)(p, n, cudaMemAttachGlobal));
+}
+int hl_free(void *ctx, void *p) { CALL(ctx, RT(cudaFree)(p)); }
+
+int hl_malloc_async(void *ctx, void **p, size_t n, uintptr_t pool, uintptr_t s) {
+	CALL(ctx, RT(cudaMallocFromPoolAsync)(p, n, (cudaMemPool_t)pool, STREAM(s)));
+}
+int hl_free_async(void *ctx, void *p, uintptr_t s) { CALL(ctx, RT(cudaFreeAsync)(p, STREAM(s))); }
+
+int hl_memcpy(void *ctx, void *dst, const void *src, size_t n, uintptr_t s, int async) {
+	if (async) {
+		CALL(ctx, RT(cudaMemcpyAsync)(dst, src, n, cudaMemcpyDefault, STREAM(s)));
+	}
+	CALL(ctx, RT(cudaMemcpy)(dst, src, n, cudaMemcpyDefault));
+}
+
+int hl_memcpy_peer(void *ctx, void *dst, int ddev, const void *src, int sdev, size_t n, uintptr_t s, int async) {
+	if (async) {
+		CALL(ctx, RT(cudaMemcpyPeerAsync)(dst, ddev, src, sdev, n, STREAM(s)));
+	}
+	CALL(ctx, RT(cudaMemcpyPeer)(dst, ddev, src, sdev, n));
+}
+
+int hl_memset(void *ctx, void *p, int v, size_t n, uintptr_t s, int async) {
+	if (async) {
+		CALL(ctx, RT(cudaMemsetAsync)(p, v, n, STREAM(s)));
+	}
+	CALL(ctx, RT(cudaMemset)(p, v, n));
+}
+
+int hl_malloc_host(void **p, size_t n) { CALL(NULL, RT(cudaMallocHost)(p, n)); }
+int hl_free_host(void *p) { CALL(NULL, RT(cudaFreeHost)(p)); }
+int hl_host_register(void *p, size_t n, unsigned flags) { CALL(NULL, RT(cudaHostRegister)(p, n, flags)); }
+int hl_host_unregister(void *p) { CALL(NULL, RT(cudaHostUnregister)(p)); }
+
+int hl_mem_pool_create(void *ctx, uintptr_t *pool, int dev) {
+	struct cudaMemPoolProps props = {0};
+	props.allocType = cudaMemAllocationTypePinned;
+	props.location.type = cudaMemLocationTypeDevice;
+	props.location.id = dev;
+	CALL(ctx, RT(cudaMemPoolCreate)((cudaMemPool_t *)pool, &props));
+}
+int hl_default_mem_pool(void *ctx, uintptr_t *pool, int dev) {
+	CALL(ctx, RT(cudaDeviceGetDefaultMemPool)((cudaMemPool_t *)pool, dev));
+}
+int hl_mem_pool_destroy(void *ctx, uintptr_t pool) { CALL(ctx, RT(cudaMemPoolDestroy)((cudaMemPool_t)pool)); }
+int hl_mem_pool_set_attribute(void *ctx, uintptr_t pool, int attr, uint64_t v) {
+	CALL(ctx, RT(cudaMemPoolSetAttribute)((cudaMemPool_t)pool, (enum cudaMemPoolAttr)attr, &v));
+}
+int hl_mem_pool_get_attribute(void *ctx, uintptr_t pool, int attr, uint64_t *v) {
+	CALL(ctx, RT(cudaMemPoolGetAttribute)((cudaMemPool_t)pool, (enum cudaMemPoolAttr)attr, v));
+}
+int hl_mem_pool_trim(void *ctx, uintptr_t pool, size_t keep) {
+	CALL(ctx, RT(cudaMemPoolTrimTo)((cudaMemPool_t)pool, keep));
+}
+
+int hl_stream_create(void *ctx, uintptr_t *s, unsigned flags, int priority) {
+	CALL(ctx, RT(cudaStreamCreateWithPriority)((cudaStream_t *)s, flags, priority));
+}
+int hl_stream_priority_range(void *ctx, int *least, int *greatest) {
+	CALL(ctx, RT(cudaDeviceGetStreamPriorityRange)(least, greatest));
+}
+int hl_stream_destroy(void *ctx, uintptr_t s) { CALL(ctx, RT(cudaStreamDestroy)(STREAM(s))); }
+int hl_stream_synchronize(void *ctx, uintptr_t s) { CALL(ctx, RT(cudaStreamSynchronize)(STREAM(s))); }
+int hl_stream_query(void *ctx, uintptr_t s) { CALL(ctx, RT(cudaStreamQuery)(STREAM(s))); }
+int hl_stream_wait_event(void *ctx, uintptr_t s, uintptr_t e) {
+	CALL(ctx, RT(cudaStreamWaitEvent)(STREAM(s), EVENT(e), 0));
+}
+
+// Go's side of the callbacks (callback.go). keep says whether the callback
+// may run again (it is a node of a graph), so that Go keeps its handle.
+extern void hlRunCallback(uintptr_t h, int status, int keep);
+
+static void CUDART_CB hl_host_fn(void *h) {
+	hl_in_callback = 1;
+	hlRunCallback((uintptr_t)h, 0, 0);
+	hl_in_callback = 0;
+}
+
+static void CUDART_CB hl_host_fn_node(void *h) {
+	hl_in_callback = 1;
+	hlRunCallback((uintptr_t)h, 0, 1);
+	hl_in_callback = 0;
+}
+
+static void CUDART_CB hl_stream_callback(cudaStream_t s, cudaError_t status, void *h) {
+	hl_in_callback = 1;
+	hlRunCallback((uintptr_t)h, (int)status, 0);
+	hl_in_callback = 0;
+}
+
+int hl_stream_add_callback(void *ctx, uintptr_t s, uintptr_t h) {
+	CALL(ctx, RT(cudaStreamAddCallback)(STREAM(s), hl_stream_callback, (void *)h, 0));
+}
+
+// hl_launch_host_func queues a host function; while s is capturing, it
+// becomes a graph node that runs at every launch, and *capturing says so.
+int hl_launch_host_func(void *ctx, uintptr_t s, uintptr_t h, int *capturing) {
+	void *prev;
+	int r = hl_enter(ctx, &prev);
+	if (r != 0) return r;
+	enum cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+	r = RT(cudaStreamIsCapturing)(STREAM(s), &st);
+	*capturing = st != cudaStreamCaptureStatusNone;
+	if (r == 0) r = RT(cudaLaunchHostFunc)(STREAM(s), *capturing ? hl_host_fn_node : hl_host_fn, (void *)h);
+	hl_leave(ctx, prev);
+	return r;
+}
+
+int hl_stream_begin_capture(void *ctx, uintptr_t s, int mode) {
+	CALL(ctx, RT(cudaStreamBeginCapture)(STREAM(s), (enum cudaStreamCaptureMode)mode));
+}
+int hl_stream_end_capture(void *ctx, uintptr_t s, uintptr_t *g) {
+	CALL(ctx, RT(cudaStreamEndCapture)(STREAM(s), (cudaGraph_t *)g));
+}
+
+int hl_event_create(void *ctx, uintptr_t *e, unsigned flags) {
+	CALL(ctx, RT(cudaEventCreateWithFlags)((cudaEvent_t *)e, flags));
+}
+int hl_event_destroy(void *ctx, uintptr_t e) { CALL(ctx, RT(cudaEventDestroy)(EVENT(e))); }
+int hl_event_record(void *ctx, uintptr_t e, uintptr_t s) { CALL(ctx, RT(cudaEventRecord)(EVENT(e), STREAM(s))); }
+int hl_event_synchronize(void *ctx, uintptr_t e) { CALL(ctx, RT(cudaEventSynchronize)(EVENT(e))); }
+int hl_event_query(void *ctx, uintptr_t e) { CALL(ctx, RT(cudaEventQuery)(EVENT(e))); }
+int hl_event_elapsed(void *ctx, float *ms, uintptr_t start, uintptr_t end) {
+	CALL(ctx, RT(cudaEventElapsedTime)(ms, EVENT(start), EVENT(end)));
+}
+
+// hl_event_query_many queries n events in one cgo call, for the waiter.
+void hl_event_query_many(int n, void **ctxs, uintptr_t *events, int *status) {
+	void *prev = NULL;
+	if (hl_in_callback) {
+		for (int i = 0; i < n; i++) status[i] = HL_IN_CALLBACK;
+		return;
+	}
+	CTX_GET(&prev);
+	void *cur = prev;
+	for (int i = 0; i < n; i++) {
+		if (ctxs[i] != cur) {
+			CTX_SET(ctxs[i]);
+			cur = ctxs[i];
+		}
+		status[i] = RT(cudaEventQuery)(EVENT(events[i]));
+	}
+	if (cur != prev) CTX_SET(prev);
+}
+
+int hl_graph_instantiate(void *ctx, uintptr_t *exec, uintptr_t g) {
+	CALL(ctx, RT(cudaGraphInstantiate)((cudaGraphExec_t *)exec, (cudaGraph_t)g, 0));
+}
+int hl_graph_launch(void *ctx, uintptr_t exec, uintptr_t s) {
+	CALL(ctx, RT(cudaGraphLaunch)((cudaGraphExec_t)exec, STREAM(s)));
+}
+int hl_graph_upload(void *ctx, uintptr_t exec, uintptr_t s) {
+	CALL(ctx, RT(cudaGraphUpload)((cudaGraphExec_t)exec, STREAM(s)));
+}
+int hl_graph_update(void *ctx, uintptr_t exec, uintptr_t g, int *result) {
+	cudaGraphExecUpdateResultInfo info = {0};
+	void *prev;
+	int r = hl_enter(ctx, &prev);
+	if (r != 0) return r;
+	r = RT(cudaGraphExecUpdate)((cudaGraphExec_t)exec, (cudaGraph_t)g, &info);
+	*result = info.result;
+	hl_leave(ctx, prev);
+	return r;
+}
+int hl_graph_destroy(void *ctx, uintptr_t g) { CALL(ctx, RT(cudaGraphDestroy)((cudaGraph_t)g)); }
+int hl_graph_exec_destroy(void *ctx, uintptr_t exec) { CALL(ctx, RT(cudaGraphExecDestroy)((cudaGraphExec_t)exec)); }

@@ -1,0 +1,76 @@
+// shim.h declares highlevel's C shim: each function makes its context
+// current on the calling OS thread (when it is not already), calls the
+// runtime function through the pointer resolved from the loaded
+// libcudart.so.13, and puts the previous context back, all in one cgo call.
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cuda_runtime_api.h>
+
+// Status codes of the shim that are not cudaError_t values.
+enum {
+	HL_IN_CALLBACK = -1, // called from a stream callback or host function
+	HL_DRIVER_BASE = -1000, // HL_DRIVER_BASE - r: the driver's CUresult r
+};
+
+const char *hl_symbol(int i);
+int hl_nsymbols(void);
+void hl_set_symbol(int i, void *p);
+
+int hl_primary_context(int dev, void **ctx);
+int hl_get_device(int *dev);
+int hl_set_device(int dev);
+int hl_device_count(int *n);
+int hl_versions(int *runtime, int *driver);
+int hl_device_attribute(int *v, int attr, int dev);
+int hl_device_properties(void *ctx, struct cudaDeviceProp *p, int dev);
+int hl_mem_info(void *ctx, size_t *free, size_t *total);
+int hl_device_synchronize(void *ctx);
+int hl_pointer_device(void *ptr, int *dev, int *type);
+
+int hl_malloc(void *ctx, void **p, size_t n);
+int hl_malloc_managed(void *ctx, void **p, size_t n);
+int hl_free(void *ctx, void *p);
+int hl_malloc_async(void *ctx, void **p, size_t n, uintptr_t pool, uintptr_t s);
+int hl_free_async(void *ctx, void *p, uintptr_t s);
+int hl_memcpy(void *ctx, void *dst, const void *src, size_t n, uintptr_t s, int async);
+int hl_memcpy_peer(void *ctx, void *dst, int ddev, const void *src, int sdev, size_t n, uintptr_t s, int async);
+int hl_memset(void *ctx, void *p, int v, size_t n, uintptr_t s, int async);
+
+int hl_malloc_host(void **p, size_t n);
+int hl_free_host(void *p);
+int hl_host_register(void *p, size_t n, unsigned flags);
+int hl_host_unregister(void *p);
+
+int hl_mem_pool_create(void *ctx, uintptr_t *pool, int dev);
+int hl_default_mem_pool(void *ctx, uintptr_t *pool, int dev);
+int hl_mem_pool_destroy(void *ctx, uintptr_t pool);
+int hl_mem_pool_set_attribute(void *ctx, uintptr_t pool, int attr, uint64_t v);
+int hl_mem_pool_get_attribute(void *ctx, uintptr_t pool, int attr, uint64_t *v);
+int hl_mem_pool_trim(void *ctx, uintptr_t pool, size_t keep);
+
+int hl_stream_create(void *ctx, uintptr_t *s, unsigned flags, int priority);
+int hl_stream_priority_range(void *ctx, int *least, int *greatest);
+int hl_stream_destroy(void *ctx, uintptr_t s);
+int hl_stream_synchronize(void *ctx, uintptr_t s);
+int hl_stream_query(void *ctx, uintptr_t s);
+int hl_stream_wait_event(void *ctx, uintptr_t s, uintptr_t e);
+int hl_stream_add_callback(void *ctx, uintptr_t s, uintptr_t h);
+int hl_launch_host_func(void *ctx, uintptr_t s, uintptr_t h, int *capturing);
+int hl_stream_begin_capture(void *ctx, uintptr_t s, int mode);
+int hl_stream_end_capture(void *ctx, uintptr_t s, uintptr_t *g);
+
+int hl_event_create(void *ctx, uintptr_t *e, unsigned flags);
+int hl_event_destroy(void *ctx, uintptr_t e);
+int hl_event_record(void *ctx, uintptr_t e, uintptr_t s);
+int hl_event_synchronize(void *ctx, uintptr_t e);
+int hl_event_query(void *ctx, uintptr_t e);
+int hl_event_elapsed(void *ctx, float *ms, uintptr_t start, uintptr_t end);
+void hl_event_query_many(int n, void **ctxs, uintptr_t *events, int *status);
+
+int hl_graph_instantiate(void *ctx, uintptr_t *exec, uintptr_t g);
+int hl_graph_launch(void *ctx, uintptr_t exec, uintptr_t s);
+int hl_graph_upload(void *ctx, uintptr_t exec, uintptr_t s);
+int hl_graph_update(void *ctx, uintptr_t exec, uintptr_t g, int *result);
+int hl_graph_destroy(void *ctx, uintptr_t g);
+int hl_graph_exec_destroy(void *ctx, uintptr_t exec);
