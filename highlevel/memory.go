@@ -362,7 +362,7 @@ func (d Device) malloc(size int, managed bool) (MemoryPointer, error) {
 	if err != nil {
 		return MemoryPointer{}, fmt.Errorf("%w (%d bytes on %v)", err, size, d)
 	}
-	return newMemory(p, size, d, deviceOwner{}, lostDevice{p, ctx}), nil
+	return newMemory(p, size, d, deviceOwner{}, lostMemory{ptr: p, ctx: ctx}), nil
 }
 
 // newMemory returns a pointer to a new Memory, with a cleanup that passes
@@ -384,19 +384,20 @@ func (deviceOwner) free(m *Memory) error {
 	return check("cudaFree", C.hl_free(ctx, m.ptr))
 }
 
-// lostDevice is memory from cudaMalloc that was dropped without Free.
-// A cleanup must not call CUDA, so it is queued and freed by the next
-// allocation through Device.
-type lostDevice struct {
+// lostMemory is memory from cudaMalloc, cudaMallocAsync or cudaMallocHost
+// whose owner was dropped without Free. A cleanup must not call CUDA, so it
+// is queued, and freed by the next allocation of its kind.
+type lostMemory struct {
 	ptr, ctx unsafe.Pointer
+	host     bool
 }
 
 var lost struct {
 	mu  sync.Mutex
-	mem []lostDevice
+	mem []lostMemory
 }
 
-func (l lostDevice) lose() {
+func (l lostMemory) lose() {
 	lost.mu.Lock()
 	lost.mem = append(lost.mem, l)
 	lost.mu.Unlock()
@@ -409,7 +410,11 @@ func freeLost() {
 	lost.mem = nil
 	lost.mu.Unlock()
 	for _, l := range mem {
-		C.hl_free(l.ctx, l.ptr)
+		if l.host {
+			C.hl_free_host(l.ptr)
+		} else {
+			C.hl_free(l.ctx, l.ptr)
+		}
 	}
 }
 

@@ -174,7 +174,7 @@ func (p *MemoryAsyncPool) MallocAsync(size int, s *Stream) (MemoryPointer, error
 	if err := check("cudaMallocAsync", C.hl_malloc_async(p.ctx, &ptr, C.size_t(size), p.h, C.uintptr_t(sh))); err != nil {
 		return MemoryPointer{}, fmt.Errorf("%w (%d bytes on %v)", err, size, p.dev)
 	}
-	return newMemory(ptr, size, p.dev, asyncOwner{s}, lostDevice{ptr, p.ctx}), nil
+	return newMemory(ptr, size, p.dev, asyncOwner{s}, lostMemory{ptr: ptr, ctx: p.ctx}), nil
 }
 
 // asyncOwner frees with cudaFreeAsync on the stream of the allocation.

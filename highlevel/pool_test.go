@@ -1,0 +1,434 @@
+package highlevel
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/gocuda/cuda/cudart"
+)
+
+// hostAllocator is an Allocator backed by Go memory, so that the pools'
+// bookkeeping can be tested without a GPU. It fails with
+// cudart.ErrorMemoryAllocation past capacity bytes.
+type hostAllocator struct {
+	mu       sync.Mutex
+	capacity int
+	held     int
+	allocs   int
+	live     map[unsafe.Pointer][]byte
+}
+
+func newHostAllocator(capacity int) *hostAllocator {
+	return &hostAllocator{capacity: capacity, live: make(map[unsafe.Pointer][]byte)}
+}
+
+func (h *hostAllocator) Malloc(size int) (MemoryPointer, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.held+size > h.capacity {
+		return MemoryPointer{}, cudart.ErrorMemoryAllocation
+	}
+	b := make([]byte, size)
+	p := unsafe.Pointer(&b[0])
+	h.live[p] = b
+	h.held += size
+	h.allocs++
+	return MemoryPointer{Mem: &Memory{ptr: p, size: size, owner: h}}, nil
+}
+
+func (h *hostAllocator) free(m *Memory) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.live[m.ptr]; !ok {
+		return fmt.Errorf("host allocator: free of %p, not allocated", m.ptr)
+	}
+	delete(h.live, m.ptr)
+	h.held -= m.size
+	return nil
+}
+
+func (h *hostAllocator) stats() (held, allocs int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.held, h.allocs
+}
+
+func newTestPool(t testing.TB, capacity int) (*MemoryPool, *hostAllocator) {
+	t.Helper()
+	h := newHostAllocator(capacity)
+	p, err := NewMemoryPool(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, h
+}
+
+type poolCounts struct{ used, free, total, requested, nfree, active int }
+
+func counts(p *MemoryPool) poolCounts {
+	return poolCounts{p.UsedBytes(), p.FreeBytes(), p.TotalBytes(), p.RequestedBytes(), p.NFreeBlocks(), p.ActiveBlocks()}
+}
+
+func mustMalloc(t testing.TB, p *MemoryPool, n int) MemoryPointer {
+	t.Helper()
+	m, err := p.Malloc(n)
+	if err != nil {
+		t.Fatalf("Malloc(%d): %v", n, err)
+	}
+	return m
+}
+
+func TestPoolReusesFreedBlock(t *testing.T) {
+	p, h := newTestPool(t, 1<<20)
+	a := mustMalloc(t, p, 1000)
+	if got, want := counts(p), (poolCounts{used: 1024, total: 1024, requested: 1000, active: 1}); got != want {
+		t.Errorf("after Malloc(1000): %+v, want %+v", got, want)
+	}
+	addr := a.Ptr()
+	if err := a.Mem.Free(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := counts(p), (poolCounts{free: 1024, total: 1024, nfree: 1}); got != want {
+		t.Errorf("after Free: %+v, want %+v", got, want)
+	}
+	b := mustMalloc(t, p, 1024)
+	if b.Ptr() != addr {
+		t.Errorf("second Malloc got %p, want the freed block %p", b.Ptr(), addr)
+	}
+	if _, allocs := h.stats(); allocs != 1 {
+		t.Errorf("upstream allocations = %d, want 1", allocs)
+	}
+	b.Mem.Free()
+}
+
+func TestPoolSplitAndMerge(t *testing.T) {
+	p, h := newTestPool(t, 1<<20)
+	big := mustMalloc(t, p, 4*binSize)
+	base := big.Ptr()
+	big.Mem.Free()
+	// Best fit splits the 2048-byte block into four.
+	var ms []MemoryPointer
+	for i := range 4 {
+		m := mustMalloc(t, p, binSize)
+		if m.Ptr() != unsafe.Add(base, i*binSize) {
+			t.Errorf("block %d at %p, want %p", i, m.Ptr(), unsafe.Add(base, i*binSize))
+		}
+		ms = append(ms, m)
+	}
+	if got := p.NFreeBlocks(); got != 0 {
+		t.Errorf("NFreeBlocks = %d, want 0", got)
+	}
+	// Free 1 and 2: they merge into one; then 0 and 3 merge them all.
+	ms[1].Mem.Free()
+	ms[2].Mem.Free()
+	if got := p.NFreeBlocks(); got != 1 {
+		t.Errorf("after freeing neighbours: NFreeBlocks = %d, want 1", got)
+	}
+	ms[0].Mem.Free()
+	ms[3].Mem.Free()
+	if got, want := counts(p), (poolCounts{free: 2048, total: 2048, nfree: 1}); got != want {
+		t.Errorf("after freeing all: %+v, want %+v", got, want)
+	}
+	// Best fit: with free blocks of 512 and 1536, a 512 request takes the
+	// 512 one.
+	a := mustMalloc(t, p, 512)
+	b := mustMalloc(t, p, 1536)
+	a.Mem.Free()
+	c := mustMalloc(t, p, 100)
+	if c.Ptr() != a.Ptr() {
+		t.Errorf("best fit took %p, want %p", c.Ptr(), a.Ptr())
+	}
+	b.Mem.Free()
+	c.Mem.Free()
+	if err := p.FreeAllBlocks(); err != nil {
+		t.Fatal(err)
+	}
+	if held, _ := h.stats(); held != 0 || p.TotalBytes() != 0 {
+		t.Errorf("after FreeAllBlocks: upstream holds %d, pool %d; want 0", held, p.TotalBytes())
+	}
+}
+
+func TestPoolStreamTaggedReuse(t *testing.T) {
+	p, h := newTestPool(t, 1<<20)
+	s1, s2 := &Stream{h: 0x1000}, &Stream{h: 0x2000}
+	a, err := p.MallocStream(1024, s1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := a.Ptr()
+	a.Mem.Free()
+	b, err := p.MallocStream(1024, s2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Ptr() == addr {
+		t.Errorf("a block freed on stream 1 was reused on stream 2")
+	}
+	c, err := p.MallocStream(1024, s1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Ptr() != addr {
+		t.Errorf("stream 1 got %p, want its freed block %p", c.Ptr(), addr)
+	}
+	if _, allocs := h.stats(); allocs != 2 {
+		t.Errorf("upstream allocations = %d, want 2", allocs)
+	}
+	b.Mem.Free()
+	c.Mem.Free()
+}
+
+func TestPoolOutOfMemoryFreesAndRetries(t *testing.T) {
+	p, h := newTestPool(t, 4096)
+	a := mustMalloc(t, p, 4096)
+	a.Mem.Free() // held free, but too small to split into 8192
+	big, err := p.Malloc(2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	big.Mem.Free()
+	p.FreeAllBlocks()
+	x := mustMalloc(t, p, 3072)
+	x.Mem.Free() // 3072 held, upstream has 1024 left
+	y, err := p.Malloc(4096)
+	if err != nil {
+		t.Fatalf("Malloc(4096) after freeing the held block should succeed: %v", err)
+	}
+	y.Mem.Free()
+	_, err = p.Malloc(8192)
+	if !errors.Is(err, cudart.ErrorMemoryAllocation) {
+		t.Fatalf("Malloc past capacity: %v, want ErrorMemoryAllocation", err)
+	}
+	if held, _ := h.stats(); held != 0 || p.TotalBytes() != 0 {
+		t.Errorf("after the failed retry: upstream %d, pool %d bytes; want 0 (the retry frees what the pool holds)", held, p.TotalBytes())
+	}
+}
+
+func TestPoolLimit(t *testing.T) {
+	p, _ := newTestPool(t, 1<<20)
+	p.SetLimit(2048)
+	if p.Limit() != 2048 {
+		t.Errorf("Limit = %d", p.Limit())
+	}
+	a := mustMalloc(t, p, 1024)
+	b := mustMalloc(t, p, 1024)
+	if _, err := p.Malloc(1); !errors.Is(err, cudart.ErrorMemoryAllocation) {
+		t.Errorf("Malloc past the limit: %v, want ErrorMemoryAllocation", err)
+	}
+	a.Mem.Free()
+	// The freed 1024 are reused within the limit.
+	c := mustMalloc(t, p, 600)
+	b.Mem.Free()
+	c.Mem.Free()
+	p.SetLimit(0)
+	mustMalloc(t, p, 1<<19).Mem.Free()
+}
+
+func TestPoolStopHolding(t *testing.T) {
+	p, h := newTestPool(t, 1<<20)
+	a := mustMalloc(t, p, 1024)
+	b := mustMalloc(t, p, 1024)
+	a.Mem.Free()
+	if err := p.StopHolding(); err != nil {
+		t.Fatal(err)
+	}
+	if held, _ := h.stats(); held != 1024 {
+		t.Errorf("after StopHolding upstream holds %d, want 1024 (the block in use)", held)
+	}
+	b.Mem.Free()
+	if held, _ := h.stats(); held != 0 || p.TotalBytes() != 0 || p.NFreeBlocks() != 0 {
+		t.Errorf("after the last Free: upstream %d, pool %d, free blocks %d; want 0", held, p.TotalBytes(), p.NFreeBlocks())
+	}
+}
+
+func TestPoolSizeChecks(t *testing.T) {
+	p, _ := newTestPool(t, 1<<20)
+	for _, n := range []int{0, -1} {
+		if _, err := p.Malloc(n); err == nil {
+			t.Errorf("Malloc(%d) succeeded", n)
+		}
+	}
+	m := mustMalloc(t, p, 100)
+	for _, tc := range []struct {
+		name string
+		err  error
+	}{
+		{"zero size", m.Memset(0, 0)},
+		{"negative size", m.CopyToHost(unsafe.Pointer(&[1]byte{}), -5)},
+		{"past the end", m.Memset(0, 101)},
+		{"nil host pointer", m.CopyFromHost(nil, 10)},
+	} {
+		if tc.err == nil {
+			t.Errorf("%s: no error", tc.name)
+		}
+	}
+	if _, err := m.Add(101); err == nil {
+		t.Errorf("Add past the end: no error")
+	}
+	if _, err := m.Add(-1); err == nil {
+		t.Errorf("Add before the start: no error")
+	}
+	q, err := m.Add(60)
+	if err != nil || q.Size() != 40 || q.Ptr() != unsafe.Add(m.Ptr(), 60) {
+		t.Errorf("Add(60) = %v (size %d), %v", q.Ptr(), q.Size(), err)
+	}
+	if err := q.Memset(0, 41); err == nil {
+		t.Errorf("Memset of 41 bytes at offset 60 of 100: no error")
+	}
+	if err := m.Mem.Free(); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Mem.Free(); !errors.Is(err, ErrFreed) {
+		t.Errorf("second Free: %v, want ErrFreed", err)
+	}
+	if err := q.Memset(0, 1); !errors.Is(err, ErrFreed) {
+		t.Errorf("Memset after Free: %v, want ErrFreed", err)
+	}
+	if _, err := (MemoryPointer{}).Add(0); !errors.Is(err, ErrFreed) {
+		t.Errorf("zero MemoryPointer: %v, want ErrFreed", err)
+	}
+	if p.UsedBytes() != 0 {
+		t.Errorf("UsedBytes = %d, want 0", p.UsedBytes())
+	}
+}
+
+// TestPoolCleanupReturnsLostBlocks drops allocations without Free: the
+// cleanup puts them back, and UsedBytes returns to 0.
+func TestPoolCleanupReturnsLostBlocks(t *testing.T) {
+	p, _ := newTestPool(t, 1<<20)
+	for range 10 {
+		mustMalloc(t, p, 1000)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for p.UsedBytes() != 0 && time.Now().Before(deadline) {
+		runtime.GC()
+		time.Sleep(time.Millisecond)
+	}
+	if got := p.UsedBytes(); got != 0 {
+		t.Fatalf("UsedBytes = %d after the lost allocations were collected, want 0", got)
+	}
+	if got, want := p.NFreeBlocks(), 10; got != want {
+		t.Errorf("NFreeBlocks = %d, want %d", got, want)
+	}
+}
+
+func TestPoolConcurrent(t *testing.T) {
+	p, _ := newTestPool(t, 64<<20)
+	var wg sync.WaitGroup
+	for g := range 16 {
+		wg.Go(func() {
+			var held []MemoryPointer
+			for i := range 500 {
+				m, err := p.Malloc(1 + (g*7919+i*104729)%20000)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				*(*byte)(m.Ptr()) = byte(g)
+				held = append(held, m)
+				if i%3 == 0 {
+					for _, h := range held {
+						if *(*byte)(h.Ptr()) != byte(g) {
+							t.Errorf("goroutine %d: a block it holds was handed out again", g)
+						}
+						h.Mem.Free()
+					}
+					held = held[:0]
+				}
+			}
+			for _, h := range held {
+				h.Mem.Free()
+			}
+		})
+	}
+	wg.Wait()
+	if p.UsedBytes() != 0 || p.ActiveBlocks() != 0 {
+		t.Errorf("UsedBytes %d, ActiveBlocks %d; want 0", p.UsedBytes(), p.ActiveBlocks())
+	}
+}
+
+// FuzzPool runs random sequences of Malloc, Free and FreeAllBlocks and
+// checks the pool's invariants after each step.
+func FuzzPool(f *testing.F) {
+	f.Add([]byte{0, 10, 0, 20, 1, 0, 0, 5, 2, 1, 1})
+	f.Add([]byte{0, 255, 0, 1, 0, 128, 1, 1, 1, 0, 0, 3, 2})
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		if len(ops) > 1024 {
+			ops = ops[:1024] // the checks are quadratic in the steps
+		}
+		p, h := newTestPool(t, 1<<20)
+		var held []MemoryPointer
+		streams := []*Stream{nil, {h: 1}, {h: 2}}
+		for i := 0; i+1 < len(ops); i += 2 {
+			arg := int(ops[i+1])
+			switch ops[i] % 4 {
+			case 0, 3: // malloc
+				m, err := p.MallocStream(1+arg*97, streams[arg%3])
+				if err != nil {
+					if !errors.Is(err, cudart.ErrorMemoryAllocation) {
+						t.Fatalf("Malloc: %v", err)
+					}
+					continue
+				}
+				for _, o := range held {
+					lo, hi := uintptr(o.Ptr()), uintptr(o.Ptr())+uintptr(roundSize(o.Mem.size))
+					if p := uintptr(m.Ptr()); p < hi && p+uintptr(roundSize(m.Mem.size)) > lo {
+						t.Fatalf("block %#x overlaps a block in use %#x", p, lo)
+					}
+				}
+				held = append(held, m)
+			case 1: // free
+				if len(held) > 0 {
+					k := arg % len(held)
+					if err := held[k].Mem.Free(); err != nil {
+						t.Fatal(err)
+					}
+					held = append(held[:k], held[k+1:]...)
+				}
+			case 2:
+				if err := p.FreeAllBlocks(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			used, req := 0, 0
+			for _, m := range held {
+				used += roundSize(m.Mem.size)
+				req += m.Mem.size
+			}
+			upstream, _ := h.stats()
+			c := counts(p)
+			if c.used != used || c.requested != req || c.active != len(held) || c.total != upstream || c.used+c.free != c.total {
+				t.Fatalf("step %d: pool %+v; want used %d, requested %d, active %d, total %d (upstream)", i/2, c, used, req, len(held), upstream)
+			}
+		}
+		for _, m := range held {
+			m.Mem.Free()
+		}
+		p.FreeAllBlocks()
+		if p.UsedBytes() != 0 || p.TotalBytes() != 0 {
+			t.Fatalf("at the end: UsedBytes %d, TotalBytes %d; want 0", p.UsedBytes(), p.TotalBytes())
+		}
+		if upstream, _ := h.stats(); upstream != 0 {
+			t.Fatalf("upstream still holds %d bytes", upstream)
+		}
+	})
+}
+
+// BenchmarkPoolHostMallocFree is the pool's hit path without a GPU.
+func BenchmarkPoolHostMallocFree(b *testing.B) {
+	p, _ := newTestPool(b, 1<<30)
+	mustMalloc(b, p, 1<<20).Mem.Free()
+	b.ReportAllocs()
+	for b.Loop() {
+		m, err := p.Malloc(1 << 20)
+		if err != nil {
+			b.Fatal(err)
+		}
+		m.Mem.Free()
+	}
+}
