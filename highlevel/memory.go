@@ -252,8 +252,8 @@ type Allocator interface {
 // recent still running.
 var allocators struct {
 	mu      sync.Mutex
-	base    Allocator   // SetAllocator's; nil means DefaultMemoryPool
-	scopes  []*scope    // UsingAllocator's, in the order they began
+	base    Allocator // SetAllocator's; nil means DefaultMemoryPool
+	scopes  []*scope  // UsingAllocator's, in the order they began
 	current atomic.Pointer[Allocator]
 }
 

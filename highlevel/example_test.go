@@ -1,0 +1,100 @@
+package highlevel_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+
+	"github.com/gocuda/cuda/highlevel"
+)
+
+// Device.Do runs code with a device current on a locked OS thread, as
+// CuPy's "with Device(1):" does; the package's own objects need no Do.
+func ExampleDevice_Do() {
+	dev := highlevel.Device(1)
+	err := dev.Do(func() error {
+		d, err := highlevel.CurrentDevice()
+		fmt.Println("current:", d, err)
+		// cudart calls made here go to device 1.
+		return nil
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+}
+
+// A pool hands freed blocks to the next allocation without calling CUDA.
+func ExampleMemoryPool() {
+	pool, err := highlevel.NewMemoryPool(highlevel.Device(0))
+	if err != nil {
+		log.Fatal(err)
+	}
+	for range 1000 {
+		m, err := pool.Malloc(1 << 20)
+		if err != nil {
+			log.Fatal(err)
+		}
+		// ... use m ...
+		m.Mem.Free()
+	}
+	fmt.Println(pool.UsedBytes(), pool.TotalBytes()) // 0 1048576
+	pool.FreeAllBlocks()
+}
+
+// Array moves Go slices to the device and back.
+func ExampleArray() {
+	a, err := highlevel.ArrayFrom([]float32{1, 2, 3, 4})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer a.Free()
+	tail, _ := a.Slice(2, 4)
+	tail.CopyFromHost([]float32{30, 40})
+	v, err := a.ToHost()
+	fmt.Println(v, err) // [1 2 30 40] <nil>
+}
+
+// Events on a stream time its work; Wait waits without holding a thread.
+func ExampleElapsedTime() {
+	dev := highlevel.Device(0)
+	s, err := highlevel.NewStream(dev, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	start, _ := s.Record(nil)
+	m, _ := dev.Malloc(256 << 20)
+	defer m.Mem.Free()
+	m.MemsetAsync(0, m.Size(), s)
+	end, _ := s.Record(nil)
+	if err := end.Wait(context.Background()); err != nil {
+		log.Fatal(err)
+	}
+	d, err := highlevel.ElapsedTime(start, end)
+	fmt.Println("memset of 256 MiB took", d, err)
+}
+
+// Capture records a stream's work once; the instantiated graph replays it.
+func ExampleCapture() {
+	dev := highlevel.Device(0)
+	s, _ := highlevel.NewStream(dev, &highlevel.StreamOptions{NonBlocking: true})
+	defer s.Close()
+	m, _ := dev.Malloc(1 << 20)
+	defer m.Mem.Free()
+	g, err := highlevel.Capture(s, func() error {
+		return m.MemsetAsync(1, m.Size(), s)
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer g.Close()
+	x, err := g.Instantiate()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer x.Close()
+	for range 10 {
+		x.Launch(s)
+	}
+	fmt.Println(s.Synchronize())
+}

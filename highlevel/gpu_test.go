@@ -1,0 +1,707 @@
+package highlevel
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/gocuda/cuda/cudart"
+)
+
+// gpu skips the test where there is no GPU and returns device 0.
+func gpu(t testing.TB) Device {
+	t.Helper()
+	if !IsAvailable() {
+		t.Skip("no CUDA device")
+	}
+	return 0
+}
+
+func randomBytes(n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(rand.IntN(256))
+	}
+	return b
+}
+
+func TestGPUDevice(t *testing.T) {
+	d := gpu(t)
+	n, err := DeviceCount()
+	if err != nil || n < 1 {
+		t.Fatalf("DeviceCount = %d, %v", n, err)
+	}
+	name, err := d.Name()
+	if err != nil || !strings.Contains(name, "NVIDIA") {
+		t.Errorf("Name = %q, %v", name, err)
+	}
+	cc, err := d.ComputeCapability()
+	major, _ := d.Attribute(cudart.DevAttrComputeCapabilityMajor)
+	minor, _ := d.Attribute(cudart.DevAttrComputeCapabilityMinor)
+	if err != nil || cc != strconv.Itoa(major)+strconv.Itoa(minor) {
+		t.Errorf("ComputeCapability = %q, %v; attributes say %d.%d", cc, err, major, minor)
+	}
+	if w, err := d.Attribute(cudart.DevAttrWarpSize); w != 32 || err != nil {
+		t.Errorf("warp size = %d, %v", w, err)
+	}
+	p, err := d.Properties()
+	if err != nil || p.Major != int32(major) || p.TotalGlobalMem == 0 {
+		t.Errorf("Properties: major %d, memory %d, %v", p.Major, p.TotalGlobalMem, err)
+	}
+	free, total, err := d.MemInfo()
+	if err != nil || free <= 0 || free > total || uint64(total) != p.TotalGlobalMem {
+		t.Errorf("MemInfo = %d free of %d, %v; properties say %d", free, total, err, p.TotalGlobalMem)
+	}
+	rt, err1 := RuntimeVersion()
+	drv, err2 := DriverVersion()
+	if rt < 13000 || drv < rt || err1 != nil || err2 != nil {
+		t.Errorf("versions: runtime %d (%v), driver %d (%v)", rt, err1, drv, err2)
+	}
+	if err := d.Synchronize(); err != nil {
+		t.Error(err)
+	}
+	if _, err := Device(n).Name(); !errors.Is(err, cudart.ErrorInvalidDevice) {
+		t.Errorf("Device(%d).Name: %v, want ErrorInvalidDevice", n, err)
+	}
+	if dd, err := DefaultDevice(); err != nil || dd < 0 || int(dd) >= n {
+		t.Errorf("DefaultDevice = %v, %v", dd, err)
+	}
+	t.Logf("%s, compute capability %s, %d devices, runtime %d, driver %d", name, cc, n, rt, drv)
+}
+
+// TestGPUDo checks that Do runs fn with the device current on a locked
+// thread and restores the previous device, also after a panic.
+func TestGPUDo(t *testing.T) {
+	gpu(t)
+	n, _ := DeviceCount()
+	last := Device(n - 1)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := Device(0).Use(); err != nil {
+		t.Fatal(err)
+	}
+	err := last.Do(func() error {
+		if d, err := CurrentDevice(); d != last || err != nil {
+			t.Errorf("in Do: current device %v, %v; want %v", d, err, last)
+		}
+		return errors.New("fn's error")
+	})
+	if err == nil || err.Error() != "fn's error" {
+		t.Errorf("Do returned %v", err)
+	}
+	func() {
+		defer func() { recover() }()
+		last.Do(func() error { panic("boom") })
+	}()
+	if d, _ := CurrentDevice(); d != 0 {
+		t.Errorf("after Do: current device %v, want 0", d)
+	}
+}
+
+func TestGPUMemory(t *testing.T) {
+	d := gpu(t)
+	const n = 1 << 20
+	for _, tc := range []struct {
+		name  string
+		alloc func(int) (MemoryPointer, error)
+	}{
+		{"Malloc", d.Malloc},
+		{"MallocManaged", d.MallocManaged},
+		{"MallocAsync", func(n int) (MemoryPointer, error) { return MallocAsync(n, nil) }},
+		{"pool", func(n int) (MemoryPointer, error) {
+			p, err := DefaultMemoryPool()
+			if err != nil {
+				return MemoryPointer{}, err
+			}
+			return p.Malloc(n)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := tc.alloc(n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.Size() != n || m.Device() != d {
+				t.Errorf("size %d on %v", m.Size(), m.Device())
+			}
+			src := randomBytes(n)
+			if err := m.CopyFromHost(unsafe.Pointer(&src[0]), n); err != nil {
+				t.Fatal(err)
+			}
+			// Offsets: set 100 bytes at 1000 to 7, then copy the second half
+			// over the first half through another allocation.
+			q, err := m.Add(1000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := q.Memset(7, 100); err != nil {
+				t.Fatal(err)
+			}
+			copy(src[1000:1100], bytes.Repeat([]byte{7}, 100))
+			other, err := d.Malloc(n / 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer other.Mem.Free()
+			half, _ := m.Add(n / 2)
+			if err := other.CopyFrom(half, n/2); err != nil {
+				t.Fatal(err)
+			}
+			if err := m.CopyFromDevice(other, n/2); err != nil {
+				t.Fatal(err)
+			}
+			copy(src[:n/2], src[n/2:])
+			got := make([]byte, n)
+			if err := m.CopyToHost(unsafe.Pointer(&got[0]), n); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, src) {
+				t.Errorf("read back differs")
+			}
+			if err := m.Memset(0, n+1); err == nil {
+				t.Errorf("Memset past the end: no error")
+			}
+			if err := m.Mem.Free(); err != nil {
+				t.Fatal(err)
+			}
+			if err := m.Mem.Free(); !errors.Is(err, ErrFreed) {
+				t.Errorf("second Free: %v, want ErrFreed", err)
+			}
+			if err := m.CopyToHost(unsafe.Pointer(&got[0]), n); !errors.Is(err, ErrFreed) {
+				t.Errorf("copy after Free: %v, want ErrFreed", err)
+			}
+		})
+	}
+}
+
+func TestGPUAsyncCopies(t *testing.T) {
+	d := gpu(t)
+	s, err := NewStream(d, &StreamOptions{NonBlocking: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const n = 4 << 20
+	pinned, err := DefaultPinnedMemoryPool().Malloc(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pinned.Free()
+	src := randomBytes(n)
+	copy(pinned.Bytes(), src)
+	m, err := MallocAsync(n, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.CopyFromHostAsync(pinned.Ptr(), n, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.MemsetAsync(9, 10, s); err != nil {
+		t.Fatal(err)
+	}
+	copy(src[:10], bytes.Repeat([]byte{9}, 10))
+	clear(pinned.Bytes())
+	// A registered Go slice receives the result.
+	dst := make([]byte, n)
+	reg, err := RegisterHost(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.CopyToHostAsync(unsafe.Pointer(&dst[0]), n, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(dst, src) {
+		t.Errorf("async round trip differs")
+	}
+	if err := reg.Unregister(); err != nil {
+		t.Error(err)
+	}
+	if err := reg.Unregister(); err != nil {
+		t.Errorf("second Unregister: %v", err)
+	}
+	if err := m.Mem.Free(); err != nil {
+		t.Error(err)
+	}
+	if err := s.Synchronize(); err != nil {
+		t.Error(err)
+	}
+	u, err := AllocPinnedMemory(100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := u.Free(); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestGPUPoolOnDevice(t *testing.T) {
+	d := gpu(t)
+	p, err := NewMemoryPool(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 100 {
+		m, err := p.Malloc(3 << 20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Mem.Free()
+	}
+	if p.UsedBytes() != 0 || p.TotalBytes() != 3<<20 {
+		t.Errorf("after 100 Malloc/Free: used %d, total %d", p.UsedBytes(), p.TotalBytes())
+	}
+	_, total, _ := d.MemInfo()
+	_, err = p.Malloc(2 * total)
+	if !errors.Is(err, cudart.ErrorMemoryAllocation) {
+		t.Errorf("Malloc of twice the device: %v, want ErrorMemoryAllocation", err)
+	}
+	if p.TotalBytes() != 0 {
+		t.Errorf("after out of memory the pool holds %d, want 0 (it frees and retries)", p.TotalBytes())
+	}
+	ap, err := NewMemoryAsyncPool(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ap.Close()
+	if err := ap.SetReleaseThreshold(64 << 20); err != nil {
+		t.Fatal(err)
+	}
+	if th, err := ap.ReleaseThreshold(); th != 64<<20 || err != nil {
+		t.Errorf("ReleaseThreshold = %d, %v", th, err)
+	}
+	m, err := ap.Malloc(8 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if used, err := ap.UsedBytes(); used < 8<<20 || err != nil {
+		t.Errorf("async pool UsedBytes = %d, %v", used, err)
+	}
+	m.Mem.Free()
+	d.Synchronize()
+	if used, _ := ap.UsedBytes(); used != 0 {
+		t.Errorf("async pool UsedBytes after Free = %d", used)
+	}
+	if err := ap.FreeAllBlocks(); err != nil {
+		t.Error(err)
+	}
+	if total, _ := ap.TotalBytes(); total != 0 {
+		t.Errorf("async pool TotalBytes after FreeAllBlocks = %d", total)
+	}
+	own, err := d.Malloc(1024)
+	if err != nil {
+		t.Fatal(err)
+	}
+	un, err := UnownedMemory(own.Ptr(), 1024, own)
+	if err != nil || un.Device() != d {
+		t.Fatalf("UnownedMemory: %v on %v", err, un.Device())
+	}
+	if err := un.Memset(1, 1024); err != nil {
+		t.Error(err)
+	}
+	un.Mem.Free()
+	if err := own.Mem.Free(); err != nil {
+		t.Errorf("the owner's Free after the unowned one's: %v", err)
+	}
+	x := 5
+	if _, err := UnownedMemory(unsafe.Pointer(&x), 8, nil); err == nil {
+		t.Errorf("UnownedMemory of Go memory: no error")
+	}
+}
+
+func TestGPUArray(t *testing.T) {
+	gpu(t)
+	src := make([]float32, 100000)
+	for i := range src {
+		src[i] = float32(i) * 0.5
+	}
+	a, err := ArrayFrom(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Free()
+	got, err := a.ToHost()
+	if err != nil || !slices.Equal(got, src) {
+		t.Fatalf("ToHost: %v, equal %v", err, slices.Equal(got, src))
+	}
+	s, err := a.Slice(10, 20)
+	if err != nil || s.Len() != 10 {
+		t.Fatal(s, err)
+	}
+	part := []float32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	st, _ := NewStream(0, nil)
+	defer st.Close()
+	if err := s.CopyFromHostAsync(part, st); err != nil {
+		t.Fatal(err)
+	}
+	copy(src[10:20], part)
+	if err := a.CopyToHostAsync(got, st); err != nil {
+		t.Fatal(err)
+	}
+	st.Synchronize()
+	if !slices.Equal(got, src) {
+		t.Errorf("after writing a slice: differs")
+	}
+	if err := s.CopyToHost(make([]float32, 9)); err == nil {
+		t.Errorf("CopyToHost to a shorter slice: no error")
+	}
+	if _, err := a.Slice(5, 100001); err == nil {
+		t.Errorf("Slice past the end: no error")
+	}
+	if err := s.Free(); err == nil {
+		t.Errorf("Free of a slice: no error")
+	}
+}
+
+func TestGPUStreamsAndEvents(t *testing.T) {
+	d := gpu(t)
+	least, greatest, err := StreamPriorityRange(d)
+	if err != nil || greatest > least {
+		t.Fatalf("priority range %d..%d, %v", least, greatest, err)
+	}
+	hi, err := NewStream(d, &StreamOptions{NonBlocking: true, Priority: greatest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lo, _ := NewStream(d, nil)
+	start, _ := NewEvent(d, nil)
+	if err := start.Record(lo); err != nil {
+		t.Fatal(err)
+	}
+	// Callbacks run in order, after the work before them, and refuse CUDA.
+	var order []int
+	var inCallback error
+	lo.LaunchHostFunc(func() { time.Sleep(20 * time.Millisecond); order = append(order, 1) })
+	lo.AddCallback(func(err error) {
+		order = append(order, 2)
+		_, _, inCallback = d.MemInfo()
+		if err != nil {
+			t.Errorf("callback status %v", err)
+		}
+	})
+	end, err := lo.Record(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// hi waits for lo's end event, then runs its own host function.
+	if err := hi.WaitEvent(end); err != nil {
+		t.Fatal(err)
+	}
+	hi.LaunchHostFunc(func() { order = append(order, 3) })
+	if done, err := end.Query(); done || err != nil {
+		t.Errorf("end event done at once: %v, %v", done, err)
+	}
+	if err := hi.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(order, []int{1, 2, 3}) {
+		t.Errorf("callbacks ran in order %v, want 1 2 3", order)
+	}
+	if !errors.Is(inCallback, ErrInCallback) {
+		t.Errorf("CUDA from a callback: %v, want ErrInCallback", inCallback)
+	}
+	elapsed, err := ElapsedTime(start, end)
+	if err != nil || elapsed < 15*time.Millisecond || elapsed > time.Second {
+		t.Errorf("ElapsedTime = %v, %v; want about 20ms", elapsed, err)
+	}
+	if done, err := lo.Query(); !done || err != nil {
+		t.Errorf("lo.Query = %v, %v", done, err)
+	}
+	for _, c := range []interface{ Close() error }{hi, lo, start, end} {
+		if err := c.Close(); err != nil {
+			t.Error(err)
+		}
+		if err := c.Close(); err != nil {
+			t.Errorf("second Close: %v", err)
+		}
+	}
+	if err := lo.Synchronize(); !errors.Is(err, ErrClosed) {
+		t.Errorf("Synchronize of a closed stream: %v", err)
+	}
+	for _, mk := range []func(Device) (*Stream, error){LegacyDefaultStream, PerThreadDefaultStream} {
+		s, err := mk(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Synchronize(); err != nil {
+			t.Error(err)
+		}
+		s.Close()
+	}
+	ext, _ := NewStream(d, nil)
+	wrapped, _ := ExternalStream(ext.Handle(), d)
+	wrapped.Close()
+	if err := ext.Synchronize(); err != nil {
+		t.Errorf("an external stream's Close destroyed it: %v", err)
+	}
+	ext.Close()
+	ipc, err := NewEvent(d, &EventOptions{Interprocess: true, DisableTiming: true, Blocking: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ipc.Close()
+}
+
+// TestGPUWait checks Wait and Done with cancellation: the GPU work goes on.
+func TestGPUWait(t *testing.T) {
+	d := gpu(t)
+	s, _ := NewStream(d, nil)
+	defer s.Close()
+	var ran atomic.Bool
+	s.LaunchHostFunc(func() { time.Sleep(200 * time.Millisecond); ran.Store(true) })
+	e, err := s.Record(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if err := e.Wait(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Wait with a 20ms timeout: %v, want DeadlineExceeded", err)
+	}
+	select {
+	case <-e.Done():
+		t.Errorf("Done closed before the work")
+	default:
+	}
+	if err := s.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-e.Done():
+	case <-time.After(time.Second):
+		t.Errorf("Done not closed after the work")
+	}
+	if !ran.Load() {
+		t.Errorf("Wait returned before the host function ran")
+	}
+}
+
+func threads() int {
+	b, _ := os.ReadFile("/proc/self/status")
+	for l := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(l, "Threads:"); ok {
+			n, _ := strconv.Atoi(strings.TrimSpace(v))
+			return n
+		}
+	}
+	return -1
+}
+
+// TestGPUWaitManyGoroutines makes 10,000 goroutines wait on one event and
+// reports the OS threads they take and their wake-up latency, beside a
+// goroutine blocked in cudaEventSynchronize.
+func TestGPUWaitManyGoroutines(t *testing.T) {
+	d := gpu(t)
+	const waiters = 10000
+	s, _ := NewStream(d, nil)
+	defer s.Close()
+	var released atomic.Int64
+	s.LaunchHostFunc(func() { time.Sleep(300 * time.Millisecond); released.Store(time.Now().UnixNano()) })
+	e, err := s.Record(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := threads()
+	wake := make([]int64, waiters)
+	var wg sync.WaitGroup
+	for i := range waiters {
+		wg.Go(func() {
+			if err := e.Wait(context.Background()); err != nil {
+				t.Error(err)
+			}
+			wake[i] = time.Now().UnixNano()
+		})
+	}
+	var syncWake int64
+	wg.Go(func() {
+		if err := e.Synchronize(); err != nil {
+			t.Error(err)
+		}
+		syncWake = time.Now().UnixNano()
+	})
+	time.Sleep(150 * time.Millisecond)
+	during := threads()
+	wg.Wait()
+	r := released.Load()
+	lat := make([]time.Duration, waiters)
+	for i, w := range wake {
+		lat[i] = time.Duration(w - r)
+	}
+	slices.Sort(lat)
+	t.Logf("%d goroutines waiting: OS threads %d before, %d while waiting; wake-up after the event: median %v, p99 %v, max %v; cudaEventSynchronize: %v",
+		waiters, before, during, lat[waiters/2], lat[waiters*99/100], lat[waiters-1], time.Duration(syncWake-r))
+	if during > before+16 {
+		t.Errorf("%d OS threads while waiting, %d before: waiting should hold none", during, before)
+	}
+	e.Close()
+}
+
+func TestGPUGraph(t *testing.T) {
+	d := gpu(t)
+	s, _ := NewStream(d, &StreamOptions{NonBlocking: true})
+	defer s.Close()
+	m, _ := d.Malloc(1 << 20)
+	defer m.Mem.Free()
+	host := make([]byte, 1<<20)
+	var runs atomic.Int32
+	capture := func(v byte) *Graph {
+		g, err := Capture(s, func() error {
+			if err := m.MemsetAsync(v, 1<<20, s); err != nil {
+				return err
+			}
+			return s.LaunchHostFunc(func() { runs.Add(1) })
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	g := capture(5)
+	x, err := g.Instantiate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Upload(s); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if err := x.Launch(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Synchronize()
+	m.CopyToHost(unsafe.Pointer(&host[0]), len(host))
+	if host[0] != 5 || host[len(host)-1] != 5 || runs.Load() != 3 {
+		t.Errorf("after 3 launches: bytes %d..%d, host node ran %d times", host[0], host[len(host)-1], runs.Load())
+	}
+	g.Close() // the instantiation keeps working
+	g2 := capture(6)
+	if err := x.Update(g2); err != nil {
+		t.Fatal(err)
+	}
+	g2.Close()
+	x.Launch(s)
+	s.Synchronize()
+	m.CopyToHost(unsafe.Pointer(&host[0]), len(host))
+	if host[0] != 6 || runs.Load() != 4 {
+		t.Errorf("after Update: byte %d, host node ran %d times", host[0], runs.Load())
+	}
+	x.Close()
+	if err := x.Launch(s); !errors.Is(err, ErrClosed) {
+		t.Errorf("Launch of a closed graph: %v", err)
+	}
+	_, err = Capture(s, func() error { return errors.New("stop") })
+	if err == nil || !strings.Contains(err.Error(), "stop") {
+		t.Errorf("Capture with a failing fn: %v", err)
+	}
+	if err := s.Synchronize(); err != nil {
+		t.Errorf("the stream after a failed capture: %v", err)
+	}
+}
+
+// TestGPUManyGoroutines runs 64 goroutines over every device, each
+// allocating, copying, checking and freeing through the pools with its own
+// stream and events; goroutines move between OS threads all the while.
+func TestGPUManyGoroutines(t *testing.T) {
+	gpu(t)
+	n, _ := DeviceCount()
+	pools := make([]*MemoryPool, n)
+	for i := range pools {
+		pools[i], _ = NewMemoryPool(Device(i))
+	}
+	var wg sync.WaitGroup
+	for g := range 64 {
+		wg.Go(func() {
+			d := Device(g % n)
+			s, err := NewStream(d, &StreamOptions{NonBlocking: true})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer s.Close()
+			for i := range 20 {
+				size := 1024 * (1 + (g+i)%64)
+				m, err := pools[d].MallocStream(size, s)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				src := bytes.Repeat([]byte{byte(g + i)}, size)
+				dst := make([]byte, size)
+				m.CopyFromHostAsync(unsafe.Pointer(&src[0]), size, s)
+				e, err := s.Record(nil)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				s.WaitEvent(e)
+				m.CopyToHostAsync(unsafe.Pointer(&dst[0]), size, s)
+				if err := s.Wait(context.Background()); err != nil {
+					t.Error(err)
+				}
+				if !bytes.Equal(src, dst) {
+					t.Errorf("goroutine %d on %v: round trip %d differs", g, d, i)
+				}
+				e.Close()
+				m.Mem.Free()
+			}
+		})
+	}
+	wg.Wait()
+	for i, p := range pools {
+		if p.UsedBytes() != 0 {
+			t.Errorf("device %d pool: UsedBytes %d", i, p.UsedBytes())
+		}
+		p.FreeAllBlocks()
+	}
+	t.Logf("64 goroutines over %d devices", n)
+}
+
+// TestGPUPeer copies between two devices and checks that a stream of one
+// device is refused for memory of another.
+func TestGPUPeer(t *testing.T) {
+	gpu(t)
+	if n, _ := DeviceCount(); n < 2 {
+		t.Skip("one device: peer copies need two")
+	}
+	a, err := Device(0).Malloc(1 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Mem.Free()
+	b, err := Device(1).Malloc(1 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Mem.Free()
+	src := randomBytes(1 << 20)
+	a.CopyFromHost(unsafe.Pointer(&src[0]), len(src))
+	s1, _ := NewStream(1, nil)
+	defer s1.Close()
+	if err := b.CopyFromDeviceAsync(a, 1<<20, s1); err != nil {
+		t.Fatal(err)
+	}
+	s1.Synchronize()
+	got := make([]byte, 1<<20)
+	b.CopyToHost(unsafe.Pointer(&got[0]), len(got))
+	if !bytes.Equal(got, src) {
+		t.Errorf("peer copy differs")
+	}
+	if err := a.MemsetAsync(0, 10, s1); err == nil {
+		t.Errorf("memory of device 0 on a stream of device 1: no error")
+	}
+}
