@@ -4,7 +4,7 @@
 # make bench     runs the benchmarks here (they skip without a GPU)
 
 GO ?= go
-GPU_PKGS := cudart cudadrv internal/dl bench
+GPU_PKGS := cudart cudadrv internal/dl highlevel bench
 
 .PHONY: generate test gpu bench
 
@@ -19,6 +19,7 @@ gpu:
 	rm -rf build/gpu
 	mkdir -p build/gpu
 	$(foreach p,$(GPU_PKGS),$(GO) test -c -o build/gpu/$(subst /,_,$(p)).test ./$(p) &&) true
+	$(GO) test -race -c -o build/gpu/highlevel_race.test ./highlevel
 	$(GO) build -o build/gpu/devicequery ./examples/devicequery
 	cp bench/c/*.c scripts/gpu.sh build/gpu/
 

@@ -16,13 +16,18 @@ for t in *.test; do
 	grep -E '^(--- |=== RUN|ok|FAIL|PASS)' "$out/${t%.test}.log" | grep -v '=== RUN' | tail -40
 done
 
+echo "== highlevel under compute-sanitizer (memcheck)"
+compute-sanitizer --tool memcheck --print-limit 20 ./highlevel.test -test.run GPU -test.count=1 >"$out/sanitizer.txt" 2>&1 || status=1
+grep -E 'ERROR SUMMARY|^(ok|FAIL|PASS)' "$out/sanitizer.txt"
+
 echo "== devicequery"
 ./devicequery >"$out/devicequery.txt" 2>&1 || status=1
 cat "$out/devicequery.txt"
 
 echo "== benchmarks: Go, then the C twin"
 # One pinned core for both, so that the scheduler does not add noise.
-taskset -c 3 ./bench.test -test.run '^$' -test.bench . -test.count 10 -test.benchtime 5000000x | tee "$out/bench-go.txt"
+taskset -c 3 ./bench.test -test.run '^$' -test.bench 'GetDevice|PoolMallocFree' -test.benchmem -test.count 10 -test.benchtime 5000000x | tee "$out/bench-go.txt"
+taskset -c 3 ./bench.test -test.run '^$' -test.bench 'EventRecord|StreamCreateDestroy|MallocAsyncFree' -test.count 5 -test.benchtime 200000x | tee -a "$out/bench-go.txt"
 inc=${CUDA_HOME:-/usr/local/cuda}/include
 for c in *.c; do
 	nvcc -O2 -I"$inc" -o "${c%.c}" "$c" -lcudart -lcuda -ldl && taskset -c 3 ./"${c%.c}" | tee "$out/bench-c-${c%.c}.txt" || status=1

@@ -1,0 +1,95 @@
+package bench
+
+import (
+	"testing"
+
+	"github.com/gocuda/cuda/highlevel"
+)
+
+// device returns device 0 with its primary context made, or skips.
+func device(b *testing.B) highlevel.Device {
+	b.Helper()
+	if !highlevel.IsAvailable() {
+		b.Skip("no CUDA device")
+	}
+	d := highlevel.Device(0)
+	if _, err := d.Name(); err != nil {
+		b.Fatal(err)
+	}
+	return d
+}
+
+// BenchmarkPoolMallocFree is a pool hit: Malloc and Free of 1 MiB, no cgo
+// call. CuPy's MemoryPool takes 557 ns for the pair on the H200; c/highlevel.c
+// times cudaMallocAsync + cudaFreeAsync, CUDA's own pool.
+func BenchmarkPoolMallocFree(b *testing.B) {
+	d := device(b)
+	p, err := highlevel.NewMemoryPool(d)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.FreeAllBlocks()
+	b.ReportAllocs()
+	for b.Loop() {
+		m, err := p.Malloc(1 << 20)
+		if err != nil {
+			b.Fatal(err)
+		}
+		m.Mem.Free()
+	}
+}
+
+// BenchmarkMallocAsyncFree is MallocAsync + Free of 1 MiB on a stream,
+// through CUDA's stream-ordered pool.
+func BenchmarkMallocAsyncFree(b *testing.B) {
+	d := device(b)
+	s, err := highlevel.NewStream(d, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	for b.Loop() {
+		m, err := highlevel.MallocAsync(1<<20, s)
+		if err != nil {
+			b.Fatal(err)
+		}
+		m.Mem.Free()
+	}
+	s.Synchronize()
+}
+
+// BenchmarkEventRecord records one event on one stream, as c/highlevel.c
+// does.
+func BenchmarkEventRecord(b *testing.B) {
+	d := device(b)
+	s, err := highlevel.NewStream(d, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	e, err := highlevel.NewEvent(d, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	for b.Loop() {
+		if err := e.Record(s); err != nil {
+			b.Fatal(err)
+		}
+	}
+	s.Synchronize()
+}
+
+// BenchmarkStreamCreateDestroy creates and closes a stream.
+func BenchmarkStreamCreateDestroy(b *testing.B) {
+	d := device(b)
+	for b.Loop() {
+		s, err := highlevel.NewStream(d, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

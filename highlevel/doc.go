@@ -1,0 +1,96 @@
+// Package highlevel is the idiomatic way to use CUDA from Go: devices,
+// device and pinned memory, caching pools, typed arrays, streams, events
+// and graphs, over the generated cudart and cudadrv packages.
+//
+//	a, err := highlevel.ArrayFrom([]float32{1, 2, 3})
+//	if err != nil {
+//		return err
+//	}
+//	defer a.Free()
+//	v, err := a.ToHost()
+//
+// # Devices and goroutines
+//
+// CUDA's current device belongs to the OS thread, and a goroutine may move
+// to another thread between any two calls. So the package never relies on
+// it: every object (Memory, Stream, Event, Graph, pools) remembers its
+// device, and each operation makes that device's primary context current,
+// does its work and puts the previous context back, all in one cgo call
+// into a small C shim that calls through the libraries cudart and cudadrv
+// loaded. A goroutine cannot send work to the wrong GPU, and no executor
+// goroutine sits in the way. Device.Do is for code that calls cudart
+// directly and wants a current device: it runs a function on a locked OS
+// thread with the device current.
+//
+// # Streams, waiting and callbacks
+//
+// Every asynchronous operation takes a *Stream; nil means the legacy
+// default stream of the device of the memory or object involved. Event.Wait
+// and Stream.Wait take a context and hold no OS thread while they wait:
+// one goroutine polls all pending events in one cgo call a round, and
+// Done channels serve select. Functions queued with Stream.AddCallback and
+// Stream.LaunchHostFunc run on a CUDA thread and must not call CUDA: the
+// package's functions return ErrInCallback there.
+//
+// # Memory
+//
+// Alloc allocates through the process's allocator (SetAllocator,
+// UsingAllocator), by default DefaultMemoryPool. Memory is freed with Free;
+// memory dropped without Free is given back by a cleanup, a safety net that
+// neither calls CUDA nor blocks (the next allocation frees it). Sizes and
+// offsets are checked before any CUDA call.
+//
+// # Coming from CuPy and PyCUDA
+//
+//	CuPy / PyCUDA                           Go
+//	cupy.cuda.Device(n)                     Device(n)
+//	Device.id, compute_capability           Device.ID, Device.ComputeCapability ("90")
+//	Device.attributes, properties           Device.Attribute, Device.Properties (cached)
+//	Device.mem_info, synchronize, use       Device.MemInfo, Synchronize, Use
+//	with Device(n):                         Device.Do(fn)
+//	runtime.getDeviceCount, is_available    DeviceCount, IsAvailable
+//	runtime.runtimeGetVersion, driver...    RuntimeVersion, DriverVersion
+//	pycuda.tools.make_default_context       DefaultDevice ($CUDA_DEVICE, ~/.cuda-device, first usable)
+//	Memory                                  Memory (Ptr, Size, Device, Free)
+//	MemoryPointer                           MemoryPointer (Mem, Offset, Ptr, Size, Add, Copy*, Memset*)
+//	MemoryPointer + n                       MemoryPointer.Add(n)
+//	copy_from_host, copy_to_host            CopyFromHost, CopyToHost (and ...Async with a stream)
+//	copy_from_device, copy_from             CopyFromDevice, CopyFrom (peer copies between devices)
+//	memset, memset_async                    Memset, MemsetAsync
+//	alloc                                   Alloc
+//	set_allocator, get_allocator            SetAllocator, GetAllocator (per process: Go has no thread-local state)
+//	using_allocator                         UsingAllocator(a, fn)
+//	malloc_managed, malloc_async            Device.MallocManaged, MallocAsync(size, stream)
+//	UnownedMemory                           UnownedMemory(ptr, size, owner)
+//	MemoryPool, get_default_memory_pool     MemoryPool, DefaultMemoryPool
+//	MemoryPool.malloc, free_all_blocks      MemoryPool.Malloc (MallocStream), FreeAllBlocks
+//	n_free_blocks, used/free/total_bytes    NFreeBlocks, UsedBytes, FreeBytes, TotalBytes
+//	set_limit, get_limit                    SetLimit, Limit
+//	DeviceMemoryPool.active_blocks          ActiveBlocks
+//	DeviceMemoryPool active vs. requested   UsedBytes vs. RequestedBytes
+//	DeviceMemoryPool.stop_holding           StopHolding
+//	DeviceMemoryPool.held_blocks            NFreeBlocks
+//	DeviceMemoryPool.free_held              FreeAllBlocks
+//	MemoryAsyncPool                         MemoryAsyncPool, DeviceMemoryAsyncPool
+//	alloc_pinned_memory                     AllocPinnedMemory
+//	PinnedMemoryPool, PageLockedMemoryPool  PinnedMemoryPool, DefaultPinnedMemoryPool
+//	cupyx.empty_pinned over Go memory       RegisterHost (cudaHostRegister)
+//	cupy.asarray, cupy.asnumpy              ArrayFrom, Array.ToHost (Array[T], NewArray, Slice)
+//	Stream(non_blocking, priority)          NewStream(dev, &StreamOptions{NonBlocking, Priority})
+//	Stream.null, Stream.ptds                LegacyDefaultStream, PerThreadDefaultStream
+//	ExternalStream                          ExternalStream(handle, dev)
+//	Stream.synchronize, done                Stream.Synchronize, Query; Wait(ctx) and Done() to wait
+//	Stream.record, wait_event               Stream.Record, WaitEvent
+//	Stream.add_callback, launch_host_func   Stream.AddCallback, LaunchHostFunc (Go funcs)
+//	Stream.begin_capture, end_capture       Stream.BeginCapture, EndCapture
+//	with stream: (current stream)           none: every asynchronous call takes its stream
+//	Event(block, disable_timing, interp.)   NewEvent(dev, &EventOptions{...})
+//	Event.record, synchronize, done         Event.Record, Synchronize, Query; Wait(ctx) and Done()
+//	get_elapsed_time                        ElapsedTime (a time.Duration)
+//	Graph (launch, upload)                  GraphExec.Launch, Upload
+//	graph capture as a whole                Capture(stream, fn), Graph.Instantiate, GraphExec.Update
+//
+// Freeing is explicit: CuPy frees when the last reference goes, Go has no
+// reference counts, so Free (Close for streams, events and graphs) does it,
+// with cleanups as a safety net.
+package highlevel

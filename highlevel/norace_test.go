@@ -1,0 +1,5 @@
+//go:build !race
+
+package highlevel
+
+const maxWaiters = 10000
