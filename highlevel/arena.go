@@ -66,7 +66,7 @@ type block struct {
 
 // freeBins are one stream's free blocks.
 type freeBins struct {
-	sizes []int // sizes of the non-empty bins, ascending
+	sizes []int // sizes of the bins, ascending; some may be empty
 	bins  map[int][]*block
 }
 
@@ -109,6 +109,10 @@ func (a *arena) takeLocked(n int, s cudart.Stream) *block {
 		return nil
 	}
 	i, _ := slices.BinarySearch(f.sizes, n)
+	for i < len(f.sizes) && len(f.bins[f.sizes[i]]) == 0 {
+		delete(f.bins, f.sizes[i])
+		f.sizes = slices.Delete(f.sizes, i, i+1)
+	}
 	if i == len(f.sizes) {
 		return nil
 	}
@@ -213,8 +217,8 @@ func (a *arena) insertLocked(b *block) {
 		f = &freeBins{bins: make(map[int][]*block)}
 		a.streams[b.stream] = f
 	}
-	bin := f.bins[b.size]
-	if len(bin) == 0 {
+	bin, ok := f.bins[b.size]
+	if !ok {
 		i, _ := slices.BinarySearch(f.sizes, b.size)
 		f.sizes = slices.Insert(f.sizes, i, b.size)
 	}
@@ -230,11 +234,7 @@ func (a *arena) removeLocked(b *block) {
 	bin[b.index], last.index = last, b.index
 	bin[len(bin)-1] = nil
 	bin = bin[:len(bin)-1]
-	f.bins[b.size] = bin
-	if len(bin) == 0 {
-		i, _ := slices.BinarySearch(f.sizes, b.size)
-		f.sizes = slices.Delete(f.sizes, i, i+1)
-	}
+	f.bins[b.size] = bin // an empty bin stays listed until takeLocked passes it
 	a.nfree--
 }
 

@@ -18,12 +18,14 @@ import (
 // Free leaks nothing for long, but Free is what makes the memory reusable
 // right away.
 type Memory struct {
-	ptr   unsafe.Pointer
-	size  int
-	dev   Device
-	owner owner
-	freed atomic.Bool
-	clean runtime.Cleanup
+	ptr    unsafe.Pointer
+	size   int
+	dev    Device
+	owner  owner
+	freed  atomic.Bool
+	clean  runtime.Cleanup // the safety net, or, for a pool's Memory:
+	ledger *slabLedger     // its slab's ledger
+	slot   int32
 }
 
 // owner gives back the memory it handed out.
@@ -48,6 +50,9 @@ func (m *Memory) Free() error {
 		return ErrFreed
 	}
 	m.clean.Stop()
+	if m.ledger != nil {
+		m.ledger.freed[m.slot].Store(true)
+	}
 	if m.owner == nil {
 		return nil
 	}

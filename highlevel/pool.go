@@ -5,6 +5,7 @@ import "C"
 
 import (
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -34,6 +35,54 @@ import (
 // Synchronize) before it is freed.
 type MemoryPool struct {
 	*arena
+	slab atomic.Pointer[memSlab]
+}
+
+// slabSize is how many Memory values a memSlab holds.
+const slabSize = 64
+
+// A memSlab holds the Memory values a pool hands out, slabSize at a time,
+// so that one cleanup (runtime.AddCleanup costs more than the rest of a
+// pool hit) watches many allocations. When all of a slab's Memory values are
+// unreachable, its cleanup returns the blocks of those never freed to the
+// pool: a block dropped without Free comes back once the other allocations
+// of its slab are gone too.
+type memSlab struct {
+	mem    [slabSize]Memory
+	next   atomic.Int32 // slots handed out
+	ledger *slabLedger
+}
+
+// slabLedger is what a slab's cleanup reads: it must not reach the slab.
+type slabLedger struct {
+	blocks [slabSize]atomic.Pointer[block]
+	freed  [slabSize]atomic.Bool
+}
+
+func (l *slabLedger) lose() {
+	for i := range l.blocks {
+		if b := l.blocks[i].Load(); b != nil && !l.freed[i].Load() {
+			b.lose()
+		}
+	}
+}
+
+// newPooled returns a Memory of p for block b, from the current slab.
+func (p *MemoryPool) newPooled(b *block, size int) *Memory {
+	for {
+		s := p.slab.Load()
+		if s != nil {
+			if i := s.next.Add(1) - 1; i < slabSize {
+				m := &s.mem[i]
+				*m = Memory{ptr: b.ptr, size: size, dev: b.chunk.dev, owner: b, ledger: s.ledger, slot: i}
+				s.ledger.blocks[i].Store(b)
+				return m
+			}
+		}
+		ns := &memSlab{ledger: new(slabLedger)}
+		runtime.AddCleanup(ns, (*slabLedger).lose, ns.ledger)
+		p.slab.CompareAndSwap(s, ns)
+	}
 }
 
 // NewMemoryPool returns a pool that takes its memory from upstream; nil
@@ -46,7 +95,7 @@ func NewMemoryPool(upstream Allocator) (*MemoryPool, error) {
 		}
 		upstream = d
 	}
-	return &MemoryPool{newArena(func(n int) (chunk, error) {
+	return &MemoryPool{arena: newArena(func(n int) (chunk, error) {
 		m, err := upstream.Malloc(n)
 		if err != nil {
 			return chunk{}, err
@@ -80,7 +129,7 @@ func (p *MemoryPool) MallocStream(size int, s *Stream) (MemoryPointer, error) {
 	if err != nil {
 		return MemoryPointer{}, err
 	}
-	return newMemory(b.ptr, size, b.chunk.dev, b, b), nil
+	return MemoryPointer{Mem: p.newPooled(b, size)}, nil
 }
 
 // free gives the memory back to the pool; a block is the owner of the

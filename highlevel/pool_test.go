@@ -304,6 +304,11 @@ func TestPoolCleanupReturnsLostBlocks(t *testing.T) {
 	for range 10 {
 		mustMalloc(t, p, 1000)
 	}
+	// A pool's Memory values come in slabs, and the current slab stays
+	// reachable from the pool until it is used up: use it up.
+	for range slabSize {
+		mustMalloc(t, p, 1<<12).Mem.Free()
+	}
 	deadline := time.Now().Add(5 * time.Second)
 	for p.UsedBytes() != 0 && time.Now().Before(deadline) {
 		runtime.GC()
@@ -312,8 +317,8 @@ func TestPoolCleanupReturnsLostBlocks(t *testing.T) {
 	if got := p.UsedBytes(); got != 0 {
 		t.Fatalf("UsedBytes = %d after the lost allocations were collected, want 0", got)
 	}
-	if got, want := p.NFreeBlocks(), 10; got != want {
-		t.Errorf("NFreeBlocks = %d, want %d", got, want)
+	if got := p.NFreeBlocks(); got < 10 {
+		t.Errorf("NFreeBlocks = %d, want at least the 10 lost blocks", got)
 	}
 }
 

@@ -12,7 +12,8 @@
 	RT(cudaMemset) RT(cudaMemsetAsync) RT(cudaMallocHost) RT(cudaFreeHost) \
 	RT(cudaHostRegister) RT(cudaHostUnregister) RT(cudaMemPoolCreate) \
 	RT(cudaMemPoolDestroy) RT(cudaMemPoolSetAttribute) RT(cudaMemPoolGetAttribute) \
-	RT(cudaMemPoolTrimTo) RT(cudaDeviceGetDefaultMemPool) RT(cudaStreamCreateWithPriority) \
+	RT(cudaMemPoolTrimTo) RT(cudaDeviceGetDefaultMemPool) RT(cudaStreamCreateWithFlags) \
+	RT(cudaStreamCreateWithPriority) \
 	RT(cudaDeviceGetStreamPriorityRange) RT(cudaStreamDestroy) \
 	RT(cudaStreamSynchronize) RT(cudaStreamQuery) RT(cudaStreamWaitEvent) \
 	RT(cudaStreamAddCallback) RT(cudaLaunchHostFunc) RT(cudaStreamIsCapturing) \
@@ -196,6 +197,9 @@ int hl_mem_pool_trim(void *ctx, uintptr_t pool, size_t keep) {
 }
 
 int hl_stream_create(void *ctx, uintptr_t *s, unsigned flags, int priority) {
+	if (priority == 0) {
+		CALL(ctx, RT(cudaStreamCreateWithFlags)((cudaStream_t *)s, flags));
+	}
 	CALL(ctx, RT(cudaStreamCreateWithPriority)((cudaStream_t *)s, flags, priority));
 }
 int hl_stream_priority_range(void *ctx, int *least, int *greatest) {

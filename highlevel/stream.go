@@ -58,7 +58,7 @@ func NewStream(d Device, opts *StreamOptions) (*Stream, error) {
 		flags = C.cudaStreamNonBlocking
 	}
 	var h C.uintptr_t
-	if err := check("cudaStreamCreateWithPriority", C.hl_stream_create(ctx, &h, flags, C.int(opts.Priority))); err != nil {
+	if err := check("cudaStreamCreate", C.hl_stream_create(ctx, &h, flags, C.int(opts.Priority))); err != nil {
 		return nil, err
 	}
 	return &Stream{h: cudart.Stream(h), dev: d, ctx: ctx, owned: true}, nil

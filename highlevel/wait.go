@@ -18,7 +18,7 @@ import (
 // round, and closes each one's channel when it has happened. So waiting
 // goroutines park on channels and hold no OS thread, however many there are.
 // While events are pending, the poller yields for a few rounds, then sleeps
-// from 10µs doubling up to 500µs; a new request wakes it.
+// from 10µs doubling up to 100µs; a new request wakes it.
 
 var closedChan = func() chan struct{} {
 	c := make(chan struct{})
@@ -148,7 +148,7 @@ func poll() {
 			runtime.Gosched()
 			continue
 		}
-		timer.Reset(min(10*time.Microsecond<<min(idle-16, 6), 500*time.Microsecond))
+		timer.Reset(min(10*time.Microsecond<<min(idle-16, 4), 100*time.Microsecond))
 		select {
 		case <-timer.C:
 		case <-waiter.wake:

@@ -22,7 +22,7 @@ grep -E 'ERROR SUMMARY|^(ok|FAIL|PASS)' "$out/sanitizer.txt"
 
 echo "== devicequery"
 ./devicequery >"$out/devicequery.txt" 2>&1 || status=1
-cat "$out/devicequery.txt"
+grep -E '^Device [0-9]|Result' "$out/devicequery.txt"
 
 echo "== benchmarks: Go, then the C twin"
 # One pinned core for both, so that the scheduler does not add noise.
@@ -38,4 +38,6 @@ for l in "$out"/*.log; do
 	printf '%s: %d passed, %d failed, %d skipped\n' "$(basename "$l" .log)" \
 		"$(grep -c -- '^--- PASS' "$l")" "$(grep -c -- '^--- FAIL' "$l")" "$(grep -c -- '^--- SKIP' "$l")"
 done
+# Only a few files come back from the device machine: pack the logs in one.
+tar -C "$out" -czf logs.tgz . && mv logs.tgz "$out/"
 exit $status
