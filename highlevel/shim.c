@@ -1,5 +1,7 @@
 #include "shim.h"
 
+#include <time.h>
+
 // The functions the shim calls, resolved by Go (load.go) through cudart's and
 // cudadrv's loaded libraries: RT for libcudart.so.13, DRV for libcuda.so.1.
 #define HL_SYMBOLS(RT, DRV) \
@@ -310,3 +312,8 @@ int hl_graph_update(void *ctx, uintptr_t exec, uintptr_t g, int *result) {
 }
 int hl_graph_destroy(void *ctx, uintptr_t g) { CALL(ctx, RT(cudaGraphDestroy)((cudaGraph_t)g)); }
 int hl_graph_exec_destroy(void *ctx, uintptr_t exec) { CALL(ctx, RT(cudaGraphExecDestroy)((cudaGraphExec_t)exec)); }
+
+void hl_sleep_us(int us) {
+	struct timespec ts = {0, (long)us * 1000};
+	nanosleep(&ts, NULL);
+}

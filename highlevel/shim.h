@@ -74,3 +74,5 @@ int hl_graph_upload(void *ctx, uintptr_t exec, uintptr_t s);
 int hl_graph_update(void *ctx, uintptr_t exec, uintptr_t g, int *result);
 int hl_graph_destroy(void *ctx, uintptr_t g);
 int hl_graph_exec_destroy(void *ctx, uintptr_t exec);
+
+void hl_sleep_us(int us);
