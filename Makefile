@@ -1,5 +1,5 @@
 # make generate  regenerates the bindings from headers/
-# make test      vet, tests and the regeneration check; needs no GPU and no CUDA
+# make test      vet, tests (highlevel's also under -race) and the regeneration check; needs no GPU and no CUDA
 # make gpu       builds the GPU suite into build/ for scripts/gpu.sh (run on a GPU machine)
 # make bench     runs the benchmarks here (they skip without a GPU)
 
@@ -14,6 +14,7 @@ generate:
 test:
 	$(GO) vet ./...
 	$(GO) test ./...
+	$(GO) test -race ./highlevel
 
 gpu:
 	rm -rf build/gpu
