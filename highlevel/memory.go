@@ -370,11 +370,11 @@ func (d Device) malloc(size int, managed bool) (MemoryPointer, error) {
 	return newMemory(p, size, d, deviceOwner{}, lostMemory{ptr: p, ctx: ctx}), nil
 }
 
-// newMemory returns a pointer to a new Memory, with a cleanup that passes
-// lost to the owner's safety net if the Memory is dropped without Free.
-func newMemory[L interface{ lose() }](p unsafe.Pointer, size int, d Device, o owner, lost L) MemoryPointer {
+// newMemory returns a pointer to a new Memory, with a cleanup that queues
+// lost for freeing if the Memory is dropped without Free.
+func newMemory(p unsafe.Pointer, size int, d Device, o owner, lost lostMemory) MemoryPointer {
 	m := &Memory{ptr: p, size: size, dev: d, owner: o}
-	m.clean = runtime.AddCleanup(m, L.lose, lost)
+	m.clean = runtime.AddCleanup(m, lostMemory.lose, lost)
 	return MemoryPointer{Mem: m}
 }
 

@@ -33,6 +33,13 @@ import (
 // start before the old owner's work on the same stream is done. Memory used
 // on other streams too must be synchronized with its stream (Stream.WaitEvent,
 // Synchronize) before it is freed.
+//
+// # Memory dropped without Free
+//
+// The pool's Memory values come in slabs of 64, watched by one cleanup: a
+// block whose Memory is dropped without Free returns to the pool once all
+// the Memory values of its slab are unreachable and the pool has moved on
+// to a new slab.
 type MemoryPool struct {
 	*arena
 	slab atomic.Pointer[memSlab]
