@@ -187,19 +187,11 @@ func (a *arena) releaseLocked(b *block) *chunk {
 	b.isFree, b.requested = true, 0
 	if n := b.next; n != nil && n.isFree {
 		a.removeLocked(n)
-		b.size += n.size
-		b.next = n.next
-		if n.next != nil {
-			n.next.prev = b
-		}
+		absorb(b, n)
 	}
 	if p := b.prev; p != nil && p.isFree {
 		a.removeLocked(p)
-		p.size += b.size
-		p.next = b.next
-		if b.next != nil {
-			b.next.prev = p
-		}
+		absorb(p, b)
 		b = p
 	}
 	if a.noHold && b.prev == nil && b.next == nil {
@@ -208,6 +200,15 @@ func (a *arena) releaseLocked(b *block) *chunk {
 	}
 	a.insertLocked(b)
 	return nil
+}
+
+// absorb merges n, the block after b in their chunk, into b.
+func absorb(b, n *block) {
+	b.size += n.size
+	b.next = n.next
+	if n.next != nil {
+		n.next.prev = b
+	}
 }
 
 func (a *arena) insertLocked(b *block) {

@@ -119,11 +119,7 @@ func (e *Event) Query() (bool, error) {
 	if err := e.live(); err != nil {
 		return false, err
 	}
-	r := C.hl_event_query(e.ctx, C.uintptr_t(e.h))
-	if r == C.cudaErrorNotReady {
-		return false, nil
-	}
-	return r == 0, check("cudaEventQuery", r)
+	return ready("cudaEventQuery", C.hl_event_query(e.ctx, C.uintptr_t(e.h)))
 }
 
 // Done returns a channel that is closed when the event has happened, for

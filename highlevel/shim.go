@@ -63,6 +63,15 @@ func check(op string, r C.int) error {
 	return opError(op, statusError(r))
 }
 
+// ready turns the status of a query (cudaEventQuery, cudaStreamQuery) into
+// whether the work is done: cudaErrorNotReady is not an error.
+func ready(op string, r C.int) (bool, error) {
+	if r == C.cudaErrorNotReady {
+		return false, nil
+	}
+	return r == 0, check(op, r)
+}
+
 func statusError(r C.int) error {
 	switch {
 	case r > 0:

@@ -158,11 +158,7 @@ func (s *Stream) Query() (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	r := C.hl_stream_query(ctx, h)
-	if r == C.cudaErrorNotReady {
-		return false, nil
-	}
-	return r == 0, check("cudaStreamQuery", r)
+	return ready("cudaStreamQuery", C.hl_stream_query(ctx, h))
 }
 
 // Done returns a channel that is closed when the work queued on the stream

@@ -88,11 +88,12 @@ func (w *waitReq) wait(ctx context.Context) error {
 
 func poll() {
 	var (
-		batch  []*waitReq
-		ctxs   []unsafe.Pointer
-		events []C.uintptr_t
-		status []C.int
-		idle   int
+		batch    []*waitReq
+		finished []*waitReq
+		ctxs     []unsafe.Pointer
+		events   []C.uintptr_t
+		status   []C.int
+		idle     int
 	)
 	for {
 		waiter.mu.Lock()
@@ -112,7 +113,7 @@ func poll() {
 		}
 		C.hl_event_query_many(C.int(len(batch)), (*unsafe.Pointer)(unsafe.Pointer(&ctxs[0])), &events[0], &status[0])
 
-		finished := 0
+		finished = finished[:0]
 		waiter.mu.Lock()
 		keep := waiter.pending[:0]
 		for i, w := range waiter.pending {
@@ -122,17 +123,22 @@ func poll() {
 			}
 			w.err = check("cudaEventQuery", status[i])
 			w.finished = true
-			if w.destroy {
-				C.hl_event_destroy(w.ctx, C.uintptr_t(w.ev))
-			}
-			close(w.done)
-			finished++
+			finished = append(finished, w)
 		}
 		clear(waiter.pending[len(keep):])
 		waiter.pending = keep
 		waiter.mu.Unlock()
 
-		if finished > 0 {
+		// destroy was settled under the lock, with finished: Event.Close
+		// leaves a finished request's event alone.
+		for _, w := range finished {
+			if w.destroy {
+				C.hl_event_destroy(w.ctx, C.uintptr_t(w.ev))
+			}
+			close(w.done)
+		}
+		clear(finished) // let the requests go
+		if len(finished) > 0 {
 			idle = 0
 			continue
 		}
