@@ -22,7 +22,7 @@ gpu:
 	$(foreach p,$(GPU_PKGS),$(GO) test -c -o build/gpu/$(subst /,_,$(p)).test ./$(p) &&) true
 	$(GO) test -race -c -o build/gpu/highlevel_race.test ./highlevel
 	$(GO) build -o build/gpu/devicequery ./examples/devicequery
-	cp bench/c/*.c scripts/gpu.sh build/gpu/
+	cp bench/c/*.c bench/c/*.h scripts/gpu.sh build/gpu/
 
 bench:
 	$(GO) test -run '^$$' -bench . ./bench

@@ -9,20 +9,10 @@
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
-enum { N = 20000000, RUNS = 5 };
+#include "bench.h"
 
-static double now(void) {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b) {
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
+enum { N = 20000000 };
 
 // Both functions take an int * and return 0 on success.
 typedef int (*getdevice_fn)(int *);
@@ -41,8 +31,7 @@ static double run(getdevice_fn fn) {
 		}
 		t[r] = (now() - t0) / N;
 	}
-	qsort(t, RUNS, sizeof t[0], cmp);
-	return t[RUNS / 2];
+	return median(t);
 }
 
 int main(void) {

@@ -5,20 +5,8 @@
 #include <cuda_runtime_api.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
-enum { RUNS = 5 };
-
-static double now(void) {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b) {
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
+#include "bench.h"
 
 static void check(cudaError_t r, const char *what) {
 	if (r != cudaSuccess) {
@@ -55,8 +43,7 @@ static void run(const char *name, void (*fn)(void), int n) {
 		check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
 		t[r] = (now() - t0) / n;
 	}
-	qsort(t, RUNS, sizeof t[0], cmp);
-	printf("%-32s\t%d\t%.2f ns/op\n", name, n, t[RUNS / 2]);
+	printf("%-32s\t%d\t%.2f ns/op\n", name, n, median(t));
 }
 
 int main(void) {
