@@ -103,7 +103,8 @@ var (
 	reWordCmd = regexp.MustCompile(`\\[pecb]\s+`)
 	reTag     = regexp.MustCompile(`</?(b|i|em|strong|tt|code|ul|ol|br|p|sup|sub|table|tr|td|th)\s*/?>`)
 	reAlias   = regexp.MustCompile(`\\(note_\w+|notefnerr|link_\w+)\b`)
-	reParam   = regexp.MustCompile(`^\\param(?:\[[a-z, ]+\])?\s+(\w+)\s*(?:-\s*)?(.*)$`)
+	reParam   = regexp.MustCompile(`^\\param(?:\s*\[[a-z, ]+\])?\s+(\w+)\s*(?:-\s*)?(.*)$`)
+	reLinkCmd = regexp.MustCompile(`\\link\s+#?(\w+)\s*(.*?)\s*\\endlink`)
 	reSpace   = regexp.MustCompile(`[ \t]+`)
 )
 
@@ -176,8 +177,8 @@ func doxygen(raw string, links map[string]string) string {
 			t = strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(t, "\\returns"), "\\return"))
 			out = append(out, "", "Returns:")
 			section = "return"
-		case strings.HasPrefix(t, "\\sa"):
-			t = "See also: " + strings.TrimSpace(strings.TrimPrefix(t, "\\sa"))
+		case strings.HasPrefix(t, "\\sa"), strings.HasPrefix(t, "\\see"):
+			t = "See also: " + strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(t, "\\see"), "\\sa"))
 			out = append(out, "")
 			section = "sa"
 		case strings.HasPrefix(t, "\\note"):
@@ -226,6 +227,13 @@ func doxygen(raw string, links map[string]string) string {
 
 // inline converts Doxygen's inline commands and HTML in one line.
 func inline(t string, links map[string]string) string {
+	t = reLinkCmd.ReplaceAllStringFunc(t, func(s string) string {
+		m := reLinkCmd.FindStringSubmatch(s)
+		if m[2] != "" {
+			return m[2]
+		}
+		return "::" + m[1]
+	})
 	t = reRef.ReplaceAllStringFunc(t, func(s string) string {
 		m := reRef.FindStringSubmatch(s)
 		if m[2] != "" {

@@ -417,7 +417,9 @@ func (e *emitter) transport(t *Type, arg jen.Code) (ctype string, goArg jen.Code
 		return cName(under.C) + " *", jen.Parens(jen.Op("*").Qual("C", under.C)).Call(jen.Qual("unsafe", "Pointer").Call(arg)), cName(t.Elem.C) + " *"
 	default: // other pointers and function pointers
 		if t.Kind == FuncPtr {
-			return "uintptr_t", jen.Qual("C", "uintptr_t").Call(arg), ""
+			// The parameter's own type has no name to cast to; a data
+			// pointer converts to it implicitly.
+			return "uintptr_t", jen.Qual("C", "uintptr_t").Call(arg), "void *"
 		}
 		return "void *", jen.Qual("unsafe", "Pointer").Call(arg), ""
 	}
@@ -790,7 +792,13 @@ func (e *emitter) symbolRows(name string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "const struct gocuda_symbol %s[] = {\n", name)
 	for _, fn := range e.pkg.Funcs {
-		fmt.Fprintf(&b, "\t{%q, gocuda_expand(%s)},\n", fn.CName, fn.CName)
+		called := fn.CName
+		if fn.Inline {
+			// C cannot see what an inline function calls: the package's
+			// coverage test reads that from the header.
+			called = fn.Symbol
+		}
+		fmt.Fprintf(&b, "\t{%q, gocuda_expand(%s)},\n", fn.CName, called)
 	}
 	b.WriteString("\t{0},\n};\n")
 	return b.String()

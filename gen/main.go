@@ -42,6 +42,10 @@
 //     macros: cuMemAlloc, which the header's macro turns into the symbol
 //     cuMemAlloc_v2, is MemAlloc and calls cuMemAlloc_v2; a name declared
 //     with its version (cuCtxGetDevice_v2) keeps it (CtxGetDevice_v2).
+//     A static inline function of the headers whose body only returns a
+//     call is named for itself and calls its callee: nvJitLinkCreate, which
+//     returns __nvJitLinkCreate_13_0(...), is Create and calls
+//     __nvJitLinkCreate_13_0.
 //   - Struct fields are exported by upper-casing their first letter.
 //     Parameters keep their C names, with _ appended where a name is a Go
 //     keyword or predeclared identifier (type -> type_, error -> error_).

@@ -30,6 +30,9 @@ type Package struct {
 type Func struct {
 	CName  string // as a C caller writes it
 	Symbol string // the symbol looked up in the library
+	// Inline reports that CName is a static inline function of the headers
+	// whose body calls Symbol (nvJitLinkCreate calls __nvJitLinkCreate_13_0).
+	Inline bool `json:",omitempty"`
 	// PerThread is the symbol called instead when the library is loaded for
 	// the per-thread default stream, or "" when there is no such variant.
 	PerThread string `json:",omitempty"`

@@ -45,6 +45,10 @@ type parser struct {
 	values  map[string]string // Go name -> C name of every enumerator
 	raw     map[any]string    // raw doc comments, converted once all names are known
 	pos     map[*Func]string  // where each function is declared
+	// wrappers maps a function to the static inline function of the main
+	// headers whose whole body forwards to it, the name C code calls
+	// (nvJitLinkCreate for __nvJitLinkCreate_13_0).
+	wrappers map[string]*cc.Declarator
 }
 
 func parse(cfg config) (*Package, error) {
@@ -69,20 +73,21 @@ func parse(cfg config) (*Package, error) {
 		return nil, fmt.Errorf("parsing %s: %w", strings.Join(cfg.headers, ", "), err)
 	}
 	p := &parser{
-		cfg:     cfg,
-		dir:     dir,
-		ast:     ast,
-		ccfg:    ccfg,
-		src:     src.String(),
-		names:   newNamer(cfg.prefixes),
-		pkg:     &Package{Name: cfg.pkg, Headers: cfg.headers, Library: cfg.lib, LibraryEnv: cfg.libEnv},
-		docs:    docReader{files: map[string][]string{}},
-		records: map[string]*Record{},
-		enums:   map[string]*Enum{},
-		typedef: map[string]*Typedef{},
-		typeC:   map[string]string{},
-		raw:     map[any]string{},
-		pos:     map[*Func]string{},
+		cfg:      cfg,
+		dir:      dir,
+		ast:      ast,
+		ccfg:     ccfg,
+		src:      src.String(),
+		names:    newNamer(cfg.prefixes),
+		pkg:      &Package{Name: cfg.pkg, Headers: cfg.headers, Library: cfg.lib, LibraryEnv: cfg.libEnv},
+		docs:     docReader{files: map[string][]string{}},
+		records:  map[string]*Record{},
+		enums:    map[string]*Enum{},
+		typedef:  map[string]*Typedef{},
+		typeC:    map[string]string{},
+		raw:      map[any]string{},
+		pos:      map[*Func]string{},
+		wrappers: map[string]*cc.Declarator{},
 	}
 	if err := p.run(); err != nil {
 		return nil, err
@@ -133,10 +138,19 @@ func (p *parser) run() error {
 	var decls []*cc.Declaration
 	for l := p.ast.TranslationUnit; l != nil; l = l.TranslationUnit {
 		ed := l.ExternalDeclaration
-		if ed.Case != cc.ExternalDeclarationDecl || ed.Declaration == nil || !p.own(ed.Position().Filename) {
+		if !p.own(ed.Position().Filename) {
 			continue
 		}
-		decls = append(decls, ed.Declaration)
+		switch {
+		case ed.Case == cc.ExternalDeclarationDecl && ed.Declaration != nil:
+			decls = append(decls, ed.Declaration)
+		case ed.Case == cc.ExternalDeclarationFuncDef && p.main(ed.Position().Filename):
+			if fd := ed.FunctionDefinition; fd.Declarator.IsStatic() {
+				if callee := forwardsTo(fd); callee != "" {
+					p.wrappers[callee] = fd.Declarator
+				}
+			}
+		}
 	}
 	p.values = map[string]string{}
 	for _, d := range decls {
@@ -179,6 +193,48 @@ func (p *parser) run() error {
 	}
 	p.finish()
 	return nil
+}
+
+// forwardsTo returns the function that a definition's whole body calls and
+// returns the result of (return f(...);), or "".
+func forwardsTo(fd *cc.FunctionDefinition) string {
+	var stmts []*cc.Statement
+	for l := fd.CompoundStatement.BlockItemList; l != nil; l = l.BlockItemList {
+		switch it := l.BlockItem; {
+		case it.Statement != nil:
+			stmts = append(stmts, it.Statement)
+		case it.Case == cc.BlockItemDecl && isFuncName(it.Declaration):
+			// The front end declares __func__ in every body.
+		default:
+			return ""
+		}
+	}
+	if len(stmts) != 1 {
+		return ""
+	}
+	j := stmts[0].JumpStatement
+	if j == nil || j.Case != cc.JumpStatementReturn {
+		return ""
+	}
+	e := j.ExpressionList
+	if l, ok := e.(*cc.ExpressionList); ok && l.ExpressionList == nil {
+		e = l.AssignmentExpression
+	}
+	call, ok := e.(*cc.PostfixExpression)
+	if !ok || call.Case != cc.PostfixExpressionCall {
+		return ""
+	}
+	id, ok := call.PostfixExpression.(*cc.PrimaryExpression)
+	if !ok || id.Case != cc.PrimaryExpressionIdent {
+		return ""
+	}
+	return id.Token.SrcStr()
+}
+
+// isFuncName reports whether d declares only __func__.
+func isFuncName(d *cc.Declaration) bool {
+	l := d.InitDeclaratorList
+	return l != nil && l.InitDeclaratorList == nil && l.InitDeclarator.Declarator.Name() == "__func__"
 }
 
 // specifiers returns the type specifiers of a declaration.
@@ -683,6 +739,10 @@ func (p *parser) function(d *cc.Declarator) {
 		if f.Result.Kind == Pointer && f.Result.Elem != nil && f.Result.Elem.Kind == Scalar && f.Result.Elem.C == "char" {
 			f.Result = &Type{Kind: String}
 		}
+	}
+	if w := p.wrappers[name]; w != nil {
+		// C code calls the wrapper: it names the function and documents it.
+		f.CName, f.Inline, pos = w.Name(), true, w.NameTok().Position()
 	}
 	p.raw[f] = p.docs.before(pos.Filename, pos.Line, true)
 	p.pos[f] = pos.String()

@@ -131,22 +131,45 @@ func firstDiff(want, got []byte) string {
 
 var generateLine = regexp.MustCompile(`(?m)^//go:generate go run \.\./gen (.*)$`)
 
+// generated are the packages that gen generates, by the //go:generate line
+// in the file named after each, with that line's arguments.
+func generated(t *testing.T) map[string][]byte {
+	t.Helper()
+	files, err := filepath.Glob("../*/*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkgs := map[string][]byte{}
+	for _, f := range files {
+		dir := filepath.Dir(f)
+		if filepath.Base(f) != filepath.Base(dir)+".go" {
+			continue
+		}
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := generateLine.FindSubmatch(src); m != nil {
+			pkgs[filepath.Base(dir)] = m[1]
+		}
+	}
+	return pkgs
+}
+
 // TestRegenerate checks that the generator, run as go generate runs it,
 // reproduces every committed generated file byte for byte.
 func TestRegenerate(t *testing.T) {
-	for _, pkg := range []string{"cudart", "cudadrv"} {
+	pkgs := generated(t)
+	for _, want := range []string{"cudart", "cudadrv", "nvrtc", "nvjitlink"} {
+		if pkgs[want] == nil {
+			t.Errorf("%s.go has no //go:generate line", want)
+		}
+	}
+	for pkg, line := range pkgs {
 		t.Run(pkg, func(t *testing.T) {
 			dir := filepath.Join("..", pkg)
-			src, err := os.ReadFile(filepath.Join(dir, pkg+".go"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			m := generateLine.FindSubmatch(src)
-			if m == nil {
-				t.Fatalf("%s.go has no //go:generate line", pkg)
-			}
 			var args []string
-			for _, a := range strings.Fields(string(m[1])) {
+			for _, a := range strings.Fields(string(line)) {
 				if a == "-out" || a == "." {
 					continue
 				}

@@ -1,0 +1,132 @@
+package nvjitlink
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"unsafe"
+)
+
+func TestErrorIs(t *testing.T) {
+	err := fmt.Errorf("linking: %w", ERROR_PTX_COMPILE)
+	if !errors.Is(err, ERROR_PTX_COMPILE) || errors.Is(err, ERROR_INTERNAL) {
+		t.Errorf("errors.Is does not tell %v apart", err)
+	}
+}
+
+func TestNoLibrary(t *testing.T) {
+	if Load() == nil {
+		t.Skip("libnvJitLink is installed here: " + LibraryPath())
+	}
+	var h Handle
+	err := Create(&h, 0, nil)
+	var le *LibraryError
+	if !errors.As(err, &le) || !strings.Contains(err.Error(), "/usr/local/cuda/lib64/libnvJitLink.so.13") {
+		t.Errorf("Create error = %v, want a *LibraryError listing the paths tried", err)
+	}
+}
+
+// TestCoverage reads nvJitLink.h, independently of the generator's C parser:
+// each public function is bound under its name, and an inline wrapper calls
+// the versioned symbol that its body calls.
+func TestCoverage(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "headers", "cuda-13.0", "nvJitLink.h"))
+	if err != nil {
+		t.Skipf("headers not here: %v", err)
+	}
+	wrapper := regexp.MustCompile(`static inline nvJitLinkResult (nvJitLink\w+)\s*\([^)]*\)\s*\{\s*return (\w+)\s*\(`)
+	exported := regexp.MustCompile(`extern nvJitLinkResult (nvJitLink\w+)\s*\(`)
+	want := map[string]string{} // C name -> symbol
+	for _, m := range wrapper.FindAllStringSubmatch(string(b), -1) {
+		want[m[1]] = m[2]
+	}
+	for _, m := range exported.FindAllStringSubmatch(string(b), -1) {
+		want[m[1]] = m[1]
+	}
+	if len(want) != 14 {
+		t.Errorf("nvJitLink.h declares %d functions, want CUDA 13.0's 14", len(want))
+	}
+	for _, s := range goSymbols {
+		if sym, ok := want[s.Name]; !ok {
+			t.Errorf("%s is bound but not declared", s.Name)
+		} else if s.Proc.Name() != sym {
+			t.Errorf("%s calls %s, the header %s", s.Name, s.Proc.Name(), sym)
+		}
+		delete(want, s.Name)
+	}
+	for name := range want {
+		t.Errorf("%s is declared but not bound", name)
+	}
+}
+
+// TestGPULink links PTX for sm_90 into a CUBIN. The PTX is hand-written: an
+// empty kernel. Linking needs no GPU, only the library.
+func TestGPULink(t *testing.T) {
+	if err := Load(); err != nil {
+		t.Skipf("no nvJitLink: %v", err)
+	}
+	var major, minor uint32
+	if err := Version(&major, &minor); err != nil || major < 13 {
+		t.Fatalf("Version = %d.%d, %v; want 13.x", major, minor, err)
+	}
+	ptx := []byte(".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry empty()\n{\n\tret;\n}\n")
+	h := create(t, "-arch=sm_90")
+	if err := AddData(h, INPUT_PTX, unsafe.Pointer(&ptx[0]), uint64(len(ptx)), "empty.ptx"); err != nil {
+		t.Fatalf("AddData: %v (%s)", err, errorLog(h))
+	}
+	if err := Complete(h); err != nil {
+		t.Fatalf("Complete: %v (%s)", err, errorLog(h))
+	}
+	var size uint64
+	if err := GetLinkedCubinSize(h, &size); err != nil || size == 0 {
+		t.Fatalf("GetLinkedCubinSize = %d, %v", size, err)
+	}
+	cubin := make([]byte, size)
+	if err := GetLinkedCubin(h, unsafe.Pointer(&cubin[0])); err != nil {
+		t.Fatal(err)
+	}
+	if string(cubin[:4]) != "\x7fELF" {
+		t.Errorf("CUBIN starts with %q, want an ELF header", cubin[:4])
+	}
+
+	bad := []byte(".version 8.0\n.target sm_90\nthis is not PTX\n")
+	h = create(t, "-arch=sm_90")
+	err := AddData(h, INPUT_PTX, unsafe.Pointer(&bad[0]), uint64(len(bad)), "bad.ptx")
+	if err == nil {
+		err = Complete(h)
+	}
+	if !errors.Is(err, ERROR_PTX_COMPILE) || !strings.Contains(errorLog(h), "bad.ptx") {
+		t.Errorf("bad PTX gave %v, log %q", err, errorLog(h))
+	}
+}
+
+// create makes a linker, destroyed at cleanup.
+func create(t *testing.T, options ...string) Handle {
+	t.Helper()
+	opts := make([]*byte, len(options))
+	for i, o := range options {
+		opts[i] = &append([]byte(o), 0)[0]
+	}
+	var h Handle
+	if err := Create(&h, uint32(len(opts)), &opts[0]); err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	t.Cleanup(func() { Destroy(&h) })
+	return h
+}
+
+func errorLog(h Handle) string {
+	var n uint64
+	if GetErrorLogSize(h, &n) != nil || n == 0 {
+		return ""
+	}
+	b := make([]byte, n)
+	if GetErrorLog(h, &b[0]) != nil {
+		return ""
+	}
+	return strings.TrimRight(string(b), "\x00")
+}

@@ -1,0 +1,25 @@
+// Package nvrtc binds NVRTC, CUDA's run-time compiler of CUDA C++ (nvrtc.h):
+// every function, enum and handle, generated from the CUDA headers by ../gen.
+//
+// Names follow the C names without their prefix (nvrtcCreateProgram ->
+// CreateProgram, nvrtcProgram -> Program, NVRTC_ERROR_COMPILATION ->
+// ERROR_COMPILATION); gen's package documentation gives the whole rule. A
+// function returns nil or the status as a Result, which works with errors.Is:
+//
+//	if err := nvrtc.CompileProgram(prog, 0, nil); errors.Is(err, nvrtc.ERROR_COMPILATION) {
+//		// read the log with GetProgramLogSize and GetProgramLog
+//	}
+//
+// # Loading
+//
+// Nothing links against CUDA at build time. libnvrtc.so.13 is opened on the
+// first call, looked for in this order: the file named by $GOCUDA_NVRTC; the
+// system loader's path (LD_LIBRARY_PATH, the ldconfig cache); the lib64 and
+// lib directories of $CUDA_PATH, $CUDA_HOME and /usr/local/cuda. Each
+// function's symbol is looked up on its first call. If the library cannot be
+// opened, every function returns a *LibraryError that lists the paths tried;
+// if the library lacks a function, that function returns a *SymbolError
+// naming it, and the rest keep working.
+package nvrtc
+
+//go:generate go run ../gen -headers ../headers/cuda-13.0 -out . -pkg nvrtc -include nvrtc.h -prefix nvrtc,NVRTC_ -error nvrtcResult -lib GOCUDA_NVRTC=libnvrtc.so.13
