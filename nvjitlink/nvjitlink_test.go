@@ -38,7 +38,7 @@ func TestCoverage(t *testing.T) {
 	if err != nil {
 		t.Skipf("headers not here: %v", err)
 	}
-	wrapper := regexp.MustCompile(`static inline nvJitLinkResult (nvJitLink\w+)\s*\([^)]*\)\s*\{\s*return (\w+)\s*\(`)
+	wrapper := regexp.MustCompile(`static inline nvJitLinkResult (nvJitLink\w+)\s*\([^)]*\)[^{]*\{\s*return (\w+)\s*\(`)
 	exported := regexp.MustCompile(`extern nvJitLinkResult (nvJitLink\w+)\s*\(`)
 	want := map[string]string{} // C name -> symbol
 	for _, m := range wrapper.FindAllStringSubmatch(string(b), -1) {
