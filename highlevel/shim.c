@@ -1,5 +1,7 @@
 #include "shim.h"
 
+#include <cuda.h>
+#include <cuda_profiler_api.h>
 #include <time.h>
 
 // The functions the shim calls, resolved by Go (load.go) through cudart's and
@@ -24,8 +26,13 @@
 	RT(cudaEventQuery) RT(cudaEventElapsedTime) RT(cudaGraphInstantiate) \
 	RT(cudaGraphLaunch) RT(cudaGraphUpload) RT(cudaGraphExecUpdate) \
 	RT(cudaGraphDestroy) RT(cudaGraphExecDestroy) \
+	RT(cudaProfilerStart) RT(cudaProfilerStop) \
 	DRV(cuCtxGetCurrent) DRV(cuCtxSetCurrent) DRV(cuInit) DRV(cuDeviceGet) \
-	DRV(cuDevicePrimaryCtxRetain)
+	DRV(cuDevicePrimaryCtxRetain) DRV(cuLibraryLoadData) DRV(cuLibraryUnload) \
+	DRV(cuLibraryGetKernel) DRV(cuKernelGetParamInfo) DRV(cuKernelGetAttribute) \
+	DRV(cuKernelSetAttribute) DRV(cuLaunchKernel) DRV(cuLaunchKernelEx) \
+	DRV(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags) \
+	DRV(cuOccupancyMaxPotentialBlockSizeWithFlags)
 
 #define HL_INDEX(name) HL_##name,
 enum { HL_SYMBOLS(HL_INDEX, HL_INDEX) HL_NSYMBOLS };
@@ -42,7 +49,10 @@ void hl_set_symbol(int i, void *p) { hl_fn[i] = p; }
 // RT calls a runtime function with its own prototype from cuda_runtime_api.h.
 #define RT(name) ((__typeof__(&name))hl_fn[HL_##name])
 
-// The driver functions, declared here so that cuda.h is not needed.
+// DRV calls a driver function with its own prototype from cuda.h.
+#define DRV(name) ((__typeof__(&name))hl_fn[HL_##name])
+
+// The driver functions of the shim's context handling.
 #define CTX_GET ((int (*)(void **))hl_fn[HL_cuCtxGetCurrent])
 #define CTX_SET ((int (*)(void *))hl_fn[HL_cuCtxSetCurrent])
 #define DRV_INIT ((int (*)(unsigned))hl_fn[HL_cuInit])
@@ -89,6 +99,16 @@ static void hl_leave(void *ctx, void *prev) {
 	int r_ = (int)(call); \
 	hl_leave(ctx, prev_); \
 	return r_; \
+} while (0)
+
+// DCALL is CALL for a driver call: its CUresult r becomes HL_DRIVER_BASE - r.
+#define DCALL(ctx, call) do { \
+	void *prev_; \
+	int e_ = hl_enter(ctx, &prev_); \
+	if (e_ != 0) return e_; \
+	int r_ = (int)(call); \
+	hl_leave(ctx, prev_); \
+	return r_ == 0 ? 0 : HL_DRIVER_BASE - r_; \
 } while (0)
 
 #define STREAM(s) ((cudaStream_t)(s))
@@ -312,6 +332,110 @@ int hl_graph_update(void *ctx, uintptr_t exec, uintptr_t g, int *result) {
 }
 int hl_graph_destroy(void *ctx, uintptr_t g) { CALL(ctx, RT(cudaGraphDestroy)((cudaGraph_t)g)); }
 int hl_graph_exec_destroy(void *ctx, uintptr_t exec) { CALL(ctx, RT(cudaGraphExecDestroy)((cudaGraphExec_t)exec)); }
+
+int hl_profiler(void *ctx, int start) {
+	if (start) {
+		CALL(ctx, RT(cudaProfilerStart)());
+	}
+	CALL(ctx, RT(cudaProfilerStop)());
+}
+
+// Kernels go through the driver: a CUkernel of a context-independent
+// CUlibrary, launched as a CUfunction in the stream's context.
+#define KERNEL(k) ((CUkernel)(k))
+#define FUNC(k) ((CUfunction)(k))
+
+int hl_library_load(void *ctx, uintptr_t *lib, const void *image) {
+	DCALL(ctx, DRV(cuLibraryLoadData)((CUlibrary *)lib, image, NULL, NULL, 0, NULL, NULL, 0));
+}
+int hl_library_unload(void *ctx, uintptr_t lib) { DCALL(ctx, DRV(cuLibraryUnload)((CUlibrary)lib)); }
+int hl_library_get_kernel(void *ctx, uintptr_t *k, uintptr_t lib, const char *name) {
+	DCALL(ctx, DRV(cuLibraryGetKernel)((CUkernel *)k, (CUlibrary)lib, name));
+}
+
+// hl_kernel_params stores the offset and size of each of k's parameters,
+// at most max, and their number in *n.
+int hl_kernel_params(void *ctx, uintptr_t k, uint32_t *offsets, uint32_t *sizes, int max, int *n) {
+	void *prev;
+	int r = hl_enter(ctx, &prev);
+	if (r != 0) return r;
+	*n = 0;
+	for (int i = 0; i < max; i++) {
+		size_t off, size;
+		if (DRV(cuKernelGetParamInfo)(KERNEL(k), i, &off, &size) != CUDA_SUCCESS) {
+			break; // CUDA_ERROR_INVALID_VALUE: no parameter i
+		}
+		offsets[i] = (uint32_t)off;
+		sizes[i] = (uint32_t)size;
+		*n = i + 1;
+	}
+	hl_leave(ctx, prev);
+	return 0;
+}
+
+// hl_kernel_attribute gets (set 0) or sets k's attribute on device ordinal
+// dev.
+int hl_kernel_attribute(void *ctx, int set, int *v, int attr, uintptr_t k, int dev) {
+	void *prev;
+	int r = hl_enter(ctx, &prev);
+	if (r != 0) return r;
+	CUdevice d;
+	r = DRV_DEVICE_GET(&d, dev);
+	if (r == 0) {
+		r = set ? DRV(cuKernelSetAttribute)((CUfunction_attribute)attr, *v, KERNEL(k), d)
+			: DRV(cuKernelGetAttribute)(v, (CUfunction_attribute)attr, KERNEL(k), d);
+	}
+	hl_leave(ctx, prev);
+	return r == 0 ? 0 : HL_DRIVER_BASE - r;
+}
+
+// hl_launch launches k with the arguments at the given offsets of args.
+// dims holds the grid, block and cluster dimensions (x, y, z each); a
+// cluster of 0 and cooperative 0 take cuLaunchKernel, the rest
+// cuLaunchKernelEx.
+int hl_launch(void *ctx, uintptr_t k, const uint32_t *dims, uint32_t smem, uintptr_t s, int cooperative,
+		char *args, const uint32_t *offsets, int n) {
+	void *params[n > 0 ? n : 1];
+	for (int i = 0; i < n; i++) {
+		params[i] = args + offsets[i];
+	}
+	void *prev;
+	int r = hl_enter(ctx, &prev);
+	if (r != 0) return r;
+	if (dims[6] == 0 && !cooperative) {
+		r = DRV(cuLaunchKernel)(FUNC(k), dims[0], dims[1], dims[2], dims[3], dims[4], dims[5], smem,
+			(CUstream)s, params, NULL);
+	} else {
+		CUlaunchAttribute attrs[2];
+		CUlaunchConfig cfg = {
+			.gridDimX = dims[0], .gridDimY = dims[1], .gridDimZ = dims[2],
+			.blockDimX = dims[3], .blockDimY = dims[4], .blockDimZ = dims[5],
+			.sharedMemBytes = smem, .hStream = (CUstream)s, .attrs = attrs,
+		};
+		if (dims[6] != 0) {
+			attrs[cfg.numAttrs].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+			attrs[cfg.numAttrs].value.clusterDim.x = dims[6];
+			attrs[cfg.numAttrs].value.clusterDim.y = dims[7];
+			attrs[cfg.numAttrs].value.clusterDim.z = dims[8];
+			cfg.numAttrs++;
+		}
+		if (cooperative) {
+			attrs[cfg.numAttrs].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+			attrs[cfg.numAttrs].value.cooperative = 1;
+			cfg.numAttrs++;
+		}
+		r = DRV(cuLaunchKernelEx)(&cfg, FUNC(k), params, NULL);
+	}
+	hl_leave(ctx, prev);
+	return r == 0 ? 0 : HL_DRIVER_BASE - r;
+}
+
+int hl_occupancy_blocks(void *ctx, int *n, uintptr_t k, int block, size_t smem) {
+	DCALL(ctx, DRV(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags)(n, FUNC(k), block, smem, CU_OCCUPANCY_DEFAULT));
+}
+int hl_occupancy_block_size(void *ctx, int *grid, int *block, uintptr_t k, size_t smem, int limit) {
+	DCALL(ctx, DRV(cuOccupancyMaxPotentialBlockSizeWithFlags)(grid, block, FUNC(k), NULL, smem, limit, CU_OCCUPANCY_DEFAULT));
+}
 
 void hl_sleep_us(int us) {
 	struct timespec ts = {0, (long)us * 1000};

@@ -1,0 +1,563 @@
+package highlevel
+
+/*
+#cgo noescape hl_launch
+#cgo nocallback hl_launch
+#include <stdlib.h>
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"reflect"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/gocuda/cuda/cudadrv"
+)
+
+// ErrArgument is wrapped by the errors of Kernel.Launch about its
+// arguments: a wrong count, or a value whose type or size does not fit its
+// parameter.
+var ErrArgument = errors.New("highlevel: bad kernel argument")
+
+// A Module is loaded device code (PTX, CUBIN or fatbin): a CUDA library,
+// which is not tied to a context, so its kernels run on every device. It is
+// safe for use by several goroutines. A Module that is not closed stays
+// loaded until the process exits.
+type Module struct {
+	lib    C.uintptr_t
+	image  unsafe.Pointer // the C copy of the image, freed by Close
+	ctx    unsafe.Pointer // the context the calls are made in
+	closed atomic.Bool
+
+	mu      sync.Mutex
+	kernels map[string]*Kernel
+}
+
+// LoadModule loads device code: PTX (as NVRTC or nvcc -ptx writes it), a
+// CUBIN or a fatbin, such as Compile returns.
+func LoadModule(image []byte) (*Module, error) {
+	if len(image) == 0 {
+		return nil, errors.New("highlevel: LoadModule: empty image")
+	}
+	d, err := DefaultDevice()
+	if err != nil {
+		return nil, err
+	}
+	ctx, err := d.context()
+	if err != nil {
+		return nil, err
+	}
+	if isPTX(image) && image[len(image)-1] != 0 {
+		image = append(image[:len(image):len(image)], 0) // PTX is read as a C string
+	}
+	m := &Module{image: C.CBytes(image), ctx: ctx, kernels: map[string]*Kernel{}}
+	if err := check("cuLibraryLoadData", C.hl_library_load(ctx, &m.lib, m.image)); err != nil {
+		C.free(m.image)
+		return nil, err
+	}
+	return m, nil
+}
+
+// isPTX reports whether an image is PTX text rather than an ELF CUBIN or a
+// fatbin.
+func isPTX(image []byte) bool {
+	return !bytes.HasPrefix(image, []byte("\x7fELF")) && !bytes.HasPrefix(image, []byte{0x50, 0xed, 0x55, 0xba})
+}
+
+// LoadModuleFile loads the device code in the named file (.ptx, .cubin or
+// .fatbin).
+func LoadModuleFile(name string) (*Module, error) {
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return nil, fmt.Errorf("highlevel: LoadModuleFile: %w", err)
+	}
+	m, err := LoadModule(b)
+	if err != nil {
+		return nil, fmt.Errorf("highlevel: loading %s: %w", name, err)
+	}
+	return m, nil
+}
+
+// Kernel returns the kernel of the module named name, as the device code
+// spells it: the name given to extern "C" functions, or the lowered
+// (mangled) name of others (Compiled.LoweredNames gives it).
+func (m *Module) Kernel(name string) (*Kernel, error) {
+	if m.closed.Load() {
+		return nil, ErrClosed
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if k := m.kernels[name]; k != nil {
+		return k, nil
+	}
+	cname := C.CString(name)
+	defer C.free(unsafe.Pointer(cname))
+	k := &Kernel{m: m, name: name}
+	if err := check(fmt.Sprintf("kernel %q", name), C.hl_library_get_kernel(m.ctx, &k.k, m.lib, cname)); err != nil {
+		return nil, err
+	}
+	var offsets, sizes [maxParams]C.uint32_t
+	var n C.int
+	if err := check("cuKernelGetParamInfo", C.hl_kernel_params(m.ctx, k.k, &offsets[0], &sizes[0], maxParams, &n)); err != nil {
+		return nil, err
+	}
+	for i := range int(n) {
+		k.offsets = append(k.offsets, uint32(offsets[i]))
+		k.sizes = append(k.sizes, uint32(sizes[i]))
+		k.size = max(k.size, int(offsets[i]+sizes[i]))
+	}
+	m.kernels[name] = k
+	return k, nil
+}
+
+// maxParams bounds the parameters of a kernel; CUDA's 32764 bytes of
+// parameters hold at most 8191 of 4 bytes.
+const maxParams = 8191
+
+// Close unloads the module. Its kernels must not be running or queued. A
+// second Close does nothing.
+func (m *Module) Close() error {
+	if !m.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	err := check("cuLibraryUnload", C.hl_library_unload(m.ctx, m.lib))
+	C.free(m.image)
+	return err
+}
+
+// A Kernel is a function of a Module that the host launches (a __global__
+// function). It is safe for use by several goroutines.
+type Kernel struct {
+	m       *Module
+	k       C.uintptr_t
+	name    string
+	offsets []uint32 // of each parameter in the parameter buffer
+	sizes   []uint32
+	size    int // of the parameter buffer
+}
+
+// Name returns the kernel's name in its module.
+func (k *Kernel) Name() string { return k.name }
+
+// NumParams returns the number of the kernel's parameters.
+func (k *Kernel) NumParams() int { return len(k.sizes) }
+
+// Dim3 is a size in up to three dimensions. A zero component counts as 1,
+// so Dim3{X: n} is n.
+type Dim3 struct{ X, Y, Z int }
+
+func (d Dim3) dims() (x, y, z int) {
+	return max(d.X, 1), max(d.Y, 1), max(d.Z, 1)
+}
+
+func (d Dim3) String() string {
+	x, y, z := d.dims()
+	return fmt.Sprintf("(%d, %d, %d)", x, y, z)
+}
+
+// LaunchConfig is how a kernel is launched.
+type LaunchConfig struct {
+	Grid  Dim3 // blocks in the grid
+	Block Dim3 // threads in a block
+	// SharedMem is the dynamic shared memory of a block, in bytes. Beyond
+	// 48 KiB the kernel must allow it first:
+	// SetAttribute(d, cudadrv.FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, n).
+	SharedMem int
+	// Cluster is the size of a thread block cluster (compute capability 9.0
+	// and later); the zero value launches without clusters.
+	Cluster Dim3
+	// Cooperative launches the grid cooperatively: all its blocks run at
+	// once and can synchronize (cooperative_groups::grid_group::sync).
+	Cooperative bool
+}
+
+// Launch queues the kernel on stream s (nil: the legacy default stream of
+// DefaultDevice) with the given arguments, one per parameter:
+//
+//   - Go integers and floats of the parameter's size; an int or uint also
+//     fits a 4-byte parameter when its value does;
+//   - bool, for a 1-byte parameter;
+//   - device pointers: MemoryPointer, *Memory, *Array[T], unsafe.Pointer,
+//     uintptr and cudadrv.Deviceptr;
+//   - structs and arrays without Go pointers, laid out as in C, of the
+//     parameter's size.
+//
+// Anything else is an error wrapping ErrArgument that names the argument
+// and its type, and nothing is launched. So is a block or grid the device
+// cannot run, or too much shared memory. A launch with at most 256 bytes of
+// parameters allocates nothing. Errors of the kernel itself (an invalid
+// address) show at the next call that synchronizes with it.
+func (k *Kernel) Launch(s *Stream, cfg LaunchConfig, args ...any) error {
+	if k.m.closed.Load() {
+		return ErrClosed
+	}
+	h, ctx, d, err := launchStream(s)
+	if err != nil {
+		return err
+	}
+	dims, err := cfg.check(d)
+	if err != nil {
+		return fmt.Errorf("highlevel: launching %s: %w", k.name, err)
+	}
+	var small [256]byte
+	buf := small[:]
+	if k.size > len(small) {
+		buf = make([]byte, k.size)
+	}
+	if err := k.pack(buf, args); err != nil {
+		return err
+	}
+	var offsets *C.uint32_t
+	if len(k.offsets) > 0 {
+		offsets = (*C.uint32_t)(unsafe.Pointer(&k.offsets[0]))
+	}
+	r := C.hl_launch(ctx, k.k, &dims[0], C.uint32_t(cfg.SharedMem), h, cbool(cfg.Cooperative),
+		(*C.char)(unsafe.Pointer(&buf[0])), offsets, C.int(len(k.offsets)))
+	if r != 0 {
+		return check("launching "+k.name, r)
+	}
+	return nil
+}
+
+// launchStream returns the handle, context and device of the stream a
+// launch goes to.
+func launchStream(s *Stream) (C.uintptr_t, unsafe.Pointer, Device, error) {
+	if s != nil {
+		h, ctx, err := s.use()
+		return h, ctx, s.dev, err
+	}
+	d, err := DefaultDevice()
+	if err != nil {
+		return 0, nil, 0, err
+	}
+	ctx, err := d.context()
+	return 0, ctx, d, err
+}
+
+// check checks the configuration against device d's limits and returns the
+// grid, block and cluster dimensions for the shim.
+func (cfg *LaunchConfig) check(d Device) ([9]C.uint32_t, error) {
+	var dims [9]C.uint32_t
+	st, err := d.state()
+	if err != nil {
+		return dims, err
+	}
+	p := &st.props
+	gx, gy, gz := cfg.Grid.dims()
+	bx, by, bz := cfg.Block.dims()
+	switch {
+	case gx > int(p.MaxGridSize[0]) || gy > int(p.MaxGridSize[1]) || gz > int(p.MaxGridSize[2]) || min(cfg.Grid.X, cfg.Grid.Y, cfg.Grid.Z) < 0:
+		return dims, fmt.Errorf("grid %v is outside %v's limits (%v)", cfg.Grid, d, p.MaxGridSize)
+	case bx > int(p.MaxThreadsDim[0]) || by > int(p.MaxThreadsDim[1]) || bz > int(p.MaxThreadsDim[2]) || min(cfg.Block.X, cfg.Block.Y, cfg.Block.Z) < 0:
+		return dims, fmt.Errorf("block %v is outside %v's limits (%v)", cfg.Block, d, p.MaxThreadsDim)
+	case bx*by*bz > int(p.MaxThreadsPerBlock):
+		return dims, fmt.Errorf("block %v has %d threads, more than the %d of %v", cfg.Block, bx*by*bz, p.MaxThreadsPerBlock, d)
+	case cfg.SharedMem < 0 || cfg.SharedMem > int(p.SharedMemPerBlockOptin):
+		return dims, fmt.Errorf("%d bytes of shared memory: %v allows at most %d per block", cfg.SharedMem, d, p.SharedMemPerBlockOptin)
+	case min(cfg.Cluster.X, cfg.Cluster.Y, cfg.Cluster.Z) < 0:
+		return dims, fmt.Errorf("cluster %v is negative", cfg.Cluster)
+	}
+	dims = [9]C.uint32_t{C.uint32_t(gx), C.uint32_t(gy), C.uint32_t(gz), C.uint32_t(bx), C.uint32_t(by), C.uint32_t(bz)}
+	if cfg.Cluster != (Dim3{}) {
+		cx, cy, cz := cfg.Cluster.dims()
+		dims[6], dims[7], dims[8] = C.uint32_t(cx), C.uint32_t(cy), C.uint32_t(cz)
+	}
+	return dims, nil
+}
+
+// pack writes the arguments into buf at the parameters' offsets.
+func (k *Kernel) pack(buf []byte, args []any) error {
+	if len(args) != len(k.sizes) {
+		return fmt.Errorf("%w: %s takes %d arguments, got %d", ErrArgument, k.name, len(k.sizes), len(args))
+	}
+	for i, a := range args {
+		off := k.offsets[i]
+		if err := putArg(buf[off:off+k.sizes[i]], a); err != nil {
+			return fmt.Errorf("%w: %s argument %d: %v", ErrArgument, k.name, i, err)
+		}
+	}
+	return nil
+}
+
+// putArg writes a, which must be exactly len(dst) bytes. It never lets a
+// escape, so that the caller's conversions to any stay on its stack.
+func putArg(dst []byte, a any) error {
+	switch v := a.(type) {
+	case int:
+		return putInt(dst, int64(v), "int")
+	case uint:
+		return putUint(dst, uint64(v), "uint")
+	case int8:
+		return put8(dst, uint8(v), "int8")
+	case uint8:
+		return put8(dst, v, "uint8")
+	case bool:
+		var b uint8
+		if v {
+			b = 1
+		}
+		return put8(dst, b, "bool")
+	case int16:
+		return put16(dst, uint16(v), "int16")
+	case uint16:
+		return put16(dst, v, "uint16")
+	case int32:
+		return put32(dst, uint32(v), "int32")
+	case uint32:
+		return put32(dst, v, "uint32")
+	case float32:
+		return put32(dst, math.Float32bits(v), "float32")
+	case int64:
+		return put64(dst, uint64(v), "int64")
+	case uint64:
+		return put64(dst, v, "uint64")
+	case float64:
+		return put64(dst, math.Float64bits(v), "float64")
+	case uintptr:
+		return put64(dst, uint64(v), "uintptr")
+	case unsafe.Pointer:
+		return put64(dst, uint64(uintptr(v)), "unsafe.Pointer")
+	case cudadrv.Deviceptr:
+		return put64(dst, uint64(v), "cudadrv.Deviceptr")
+	case MemoryPointer:
+		return putMemory(dst, v, "MemoryPointer")
+	case *Memory:
+		if err := v.live(); err != nil {
+			return fmt.Errorf("*Memory: %w", err)
+		}
+		return put64(dst, uint64(uintptr(v.ptr)), "*Memory")
+	case nil:
+		return errors.New("nil")
+	}
+	t := reflect.TypeOf(a)
+	data := (*[2]unsafe.Pointer)(unsafe.Pointer(&a))[1] // the interface's value
+	switch kindOf(t) {
+	case argArray:
+		// Every Array[T] starts with its MemoryPointer.
+		if data == nil {
+			return fmt.Errorf("nil %v", t)
+		}
+		return putMemory(dst, *(*MemoryPointer)(data), t.String())
+	case argValue:
+		if int(t.Size()) != len(dst) {
+			return fmt.Errorf("%v is %d bytes, the parameter %d", t, t.Size(), len(dst))
+		}
+		copy(dst, unsafe.Slice((*byte)(data), len(dst)))
+		return nil
+	}
+	return fmt.Errorf("%v cannot be passed to a kernel", t)
+}
+
+func putMemory(dst []byte, p MemoryPointer, what string) error {
+	if err := p.Mem.live(); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return put64(dst, uint64(uintptr(p.Ptr())), what)
+}
+
+func sizeError(what string, size, want int) error {
+	return fmt.Errorf("%s is %d bytes, the parameter %d", what, size, want)
+}
+
+func put8(dst []byte, v uint8, what string) error {
+	if len(dst) != 1 {
+		return sizeError(what, 1, len(dst))
+	}
+	dst[0] = v
+	return nil
+}
+
+func put16(dst []byte, v uint16, what string) error {
+	if len(dst) != 2 {
+		return sizeError(what, 2, len(dst))
+	}
+	binary.NativeEndian.PutUint16(dst, v)
+	return nil
+}
+
+func put32(dst []byte, v uint32, what string) error {
+	if len(dst) != 4 {
+		return sizeError(what, 4, len(dst))
+	}
+	binary.NativeEndian.PutUint32(dst, v)
+	return nil
+}
+
+func put64(dst []byte, v uint64, what string) error {
+	if len(dst) != 8 {
+		return sizeError(what, 8, len(dst))
+	}
+	binary.NativeEndian.PutUint64(dst, v)
+	return nil
+}
+
+// putInt writes an int to an 8-byte parameter, or to a 4-byte one when it
+// fits.
+func putInt(dst []byte, v int64, what string) error {
+	if len(dst) == 4 {
+		if v < math.MinInt32 || v > math.MaxInt32 {
+			return fmt.Errorf("%s %d does not fit the 4-byte parameter", what, v)
+		}
+		return put32(dst, uint32(v), what)
+	}
+	return put64(dst, uint64(v), what)
+}
+
+func putUint(dst []byte, v uint64, what string) error {
+	if len(dst) == 4 {
+		if v > math.MaxUint32 {
+			return fmt.Errorf("%s %d does not fit the 4-byte parameter", what, v)
+		}
+		return put32(dst, uint32(v), what)
+	}
+	return put64(dst, v, what)
+}
+
+// An argKind is how putArg passes a type it has no case for.
+type argKind int
+
+const (
+	argInvalid argKind = iota
+	argArray           // *Array[T]
+	argValue           // a struct or array without pointers
+)
+
+var argKinds sync.Map // reflect.Type -> argKind
+
+var arrayPrefix = reflect.TypeFor[Array[byte]]().Name()[:len("Array[")]
+
+func kindOf(t reflect.Type) argKind {
+	if k, ok := argKinds.Load(t); ok {
+		return k.(argKind)
+	}
+	k := argInvalid
+	switch t.Kind() {
+	case reflect.Pointer:
+		e := t.Elem()
+		if e.PkgPath() == reflect.TypeFor[Kernel]().PkgPath() && strings.HasPrefix(e.Name(), arrayPrefix) {
+			k = argArray
+		}
+	case reflect.Struct, reflect.Array:
+		if !hasPointers(t) && t.Size() > 0 {
+			k = argValue
+		}
+	}
+	argKinds.Store(t, k)
+	return k
+}
+
+// KernelAttributes are a kernel's attributes on a device
+// (cuKernelGetAttribute).
+type KernelAttributes struct {
+	MaxThreadsPerBlock      int // the most threads a block can have, given the kernel's resources
+	NumRegs                 int // registers per thread
+	SharedSizeBytes         int // static shared memory per block
+	ConstSizeBytes          int
+	LocalSizeBytes          int // local memory per thread
+	MaxDynamicSharedSize    int // the dynamic shared memory a launch may ask for
+	PTXVersion              int // major*10 + minor
+	BinaryVersion           int // major*10 + minor
+	PreferredSharedCarveout int // percent, or -1 for no preference
+}
+
+// Attributes returns the kernel's attributes on device d.
+func (k *Kernel) Attributes(d Device) (KernelAttributes, error) {
+	var a KernelAttributes
+	for _, f := range []struct {
+		attr cudadrv.Function_attribute
+		v    *int
+	}{
+		{cudadrv.FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, &a.MaxThreadsPerBlock},
+		{cudadrv.FUNC_ATTRIBUTE_NUM_REGS, &a.NumRegs},
+		{cudadrv.FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, &a.SharedSizeBytes},
+		{cudadrv.FUNC_ATTRIBUTE_CONST_SIZE_BYTES, &a.ConstSizeBytes},
+		{cudadrv.FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, &a.LocalSizeBytes},
+		{cudadrv.FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, &a.MaxDynamicSharedSize},
+		{cudadrv.FUNC_ATTRIBUTE_PTX_VERSION, &a.PTXVersion},
+		{cudadrv.FUNC_ATTRIBUTE_BINARY_VERSION, &a.BinaryVersion},
+		{cudadrv.FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, &a.PreferredSharedCarveout},
+	} {
+		v, err := k.Attribute(d, f.attr)
+		if err != nil {
+			return a, err
+		}
+		*f.v = v
+	}
+	return a, nil
+}
+
+// Attribute returns one of the kernel's attributes on device d.
+func (k *Kernel) Attribute(d Device, attr cudadrv.Function_attribute) (int, error) {
+	return k.attribute(d, false, attr, 0)
+}
+
+// SetAttribute sets one of the kernel's attributes on device d, where CUDA
+// allows it: FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+// FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, the required cluster
+// size, and the cluster scheduling policy.
+func (k *Kernel) SetAttribute(d Device, attr cudadrv.Function_attribute, value int) error {
+	_, err := k.attribute(d, true, attr, value)
+	return err
+}
+
+func (k *Kernel) attribute(d Device, set bool, attr cudadrv.Function_attribute, value int) (int, error) {
+	if k.m.closed.Load() {
+		return 0, ErrClosed
+	}
+	ctx, err := d.context()
+	if err != nil {
+		return 0, err
+	}
+	v := C.int(value)
+	op := "cuKernelGetAttribute " + attr.String()
+	if set {
+		op = "cuKernelSetAttribute " + attr.String()
+	}
+	err = check(op, C.hl_kernel_attribute(ctx, cbool(set), &v, C.int(attr), k.k, C.int(d)))
+	return int(v), err
+}
+
+// MaxActiveBlocksPerSM returns how many blocks of blockSize threads, each
+// with dynamicSharedMem bytes of dynamic shared memory, can run at once on
+// one multiprocessor of device d, as CUDA computes it
+// (cuOccupancyMaxActiveBlocksPerMultiprocessor).
+func (k *Kernel) MaxActiveBlocksPerSM(d Device, blockSize, dynamicSharedMem int) (int, error) {
+	if k.m.closed.Load() {
+		return 0, ErrClosed
+	}
+	ctx, err := d.context()
+	if err != nil {
+		return 0, err
+	}
+	var n C.int
+	err = check("cuOccupancyMaxActiveBlocksPerMultiprocessor", C.hl_occupancy_blocks(ctx, &n, k.k, C.int(blockSize), C.size_t(dynamicSharedMem)))
+	return int(n), err
+}
+
+// MaxPotentialBlockSize returns the block size that gives the kernel the
+// most occupancy on device d with dynamicSharedMem bytes of dynamic shared
+// memory per block, and the smallest grid that fills the device at that
+// size (cuOccupancyMaxPotentialBlockSize). blockSizeLimit caps the block
+// size; 0 means none.
+func (k *Kernel) MaxPotentialBlockSize(d Device, dynamicSharedMem, blockSizeLimit int) (minGridSize, blockSize int, err error) {
+	if k.m.closed.Load() {
+		return 0, 0, ErrClosed
+	}
+	ctx, err := d.context()
+	if err != nil {
+		return 0, 0, err
+	}
+	var g, b C.int
+	err = check("cuOccupancyMaxPotentialBlockSize", C.hl_occupancy_block_size(ctx, &g, &b, k.k, C.size_t(dynamicSharedMem), C.int(blockSizeLimit)))
+	return int(g), int(b), err
+}

@@ -1,0 +1,153 @@
+package highlevel
+
+import (
+	"encoding/binary"
+	"errors"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"github.com/gocuda/cuda/cudadrv"
+)
+
+// testKernel is a kernel with the given parameter sizes, laid out as C lays
+// out a parameter list: each at the next multiple of its size.
+func testKernel(sizes ...uint32) *Kernel {
+	k := &Kernel{m: &Module{}, name: "k", sizes: sizes}
+	off := uint32(0)
+	for _, s := range sizes {
+		off = (off + s - 1) / s * s
+		k.offsets = append(k.offsets, off)
+		off += s
+		k.size = int(off)
+	}
+	return k
+}
+
+type vec3 struct{ X, Y, Z float32 }
+
+func TestKernelArguments(t *testing.T) {
+	var host [16]byte
+	mem := &Memory{ptr: unsafe.Pointer(&host[0]), size: len(host)}
+	addr := uint64(uintptr(mem.ptr))
+	arr := &Array[float64]{p: MemoryPointer{Mem: mem, Offset: 8}, n: 1}
+	freed := &Memory{ptr: unsafe.Pointer(&host[0]), size: len(host)}
+	freed.freed.Store(true)
+	for _, tt := range []struct {
+		name string
+		size uint32
+		arg  any
+		want []byte // nil: an error containing err
+		err  string
+	}{
+		{"float32", 4, float32(1.5), le32(math.Float32bits(1.5)), ""},
+		{"float64", 8, 2.5, le64(math.Float64bits(2.5)), ""},
+		{"int32", 4, int32(-2), le32(0xfffffffe), ""},
+		{"int to 4 bytes", 4, 7, le32(7), ""},
+		{"int to 8 bytes", 8, -1, le64(math.MaxUint64), ""},
+		{"uint8", 1, uint8(9), []byte{9}, ""},
+		{"bool", 1, true, []byte{1}, ""},
+		{"int16", 2, int16(-1), []byte{0xff, 0xff}, ""},
+		{"uint64", 8, uint64(1 << 40), le64(1 << 40), ""},
+		{"uintptr", 8, uintptr(0x1000), le64(0x1000), ""},
+		{"Deviceptr", 8, cudadrv.Deviceptr(0x2000), le64(0x2000), ""},
+		{"unsafe.Pointer", 8, mem.ptr, le64(addr), ""},
+		{"*Memory", 8, mem, le64(addr), ""},
+		{"MemoryPointer", 8, MemoryPointer{Mem: mem, Offset: 4}, le64(addr + 4), ""},
+		{"*Array", 8, arr, le64(addr + 8), ""},
+		{"struct", 12, vec3{1, 2, 3}, append(append(le32(math.Float32bits(1)), le32(math.Float32bits(2))...), le32(math.Float32bits(3))...), ""},
+		{"array", 8, [2]int32{1, 2}, append(le32(1), le32(2)...), ""},
+
+		{"int too big for 4 bytes", 4, math.MaxInt32 + 1, nil, "int 2147483648 does not fit"},
+		{"float64 for float", 4, 1.0, nil, "float64 is 8 bytes, the parameter 4"},
+		{"int32 for pointer", 8, int32(1), nil, "int32 is 4 bytes, the parameter 8"},
+		{"struct size", 8, vec3{}, nil, "highlevel.vec3 is 12 bytes, the parameter 8"},
+		{"string", 8, "x", nil, "string cannot be passed"},
+		{"slice", 8, []float32{1}, nil, "[]float32 cannot be passed"},
+		{"struct with pointer", 8, struct{ P *int }{}, nil, "cannot be passed"},
+		{"Go pointer", 8, new(int), nil, "*int cannot be passed"},
+		{"nil", 8, nil, nil, "nil"},
+		{"nil *Array", 8, (*Array[float32])(nil), nil, "nil *highlevel.Array[float32]"},
+		{"freed *Memory", 8, freed, nil, ErrFreed.Error()},
+		{"zero MemoryPointer", 8, MemoryPointer{}, nil, ErrFreed.Error()},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			k := testKernel(tt.size)
+			buf := make([]byte, k.size)
+			err := k.pack(buf, []any{tt.arg})
+			if tt.want == nil {
+				if !errors.Is(err, ErrArgument) || !strings.Contains(err.Error(), tt.err) || !strings.Contains(err.Error(), "k argument 0") {
+					t.Errorf("pack(%T) = %v, want ErrArgument naming argument 0 and %q", tt.arg, err, tt.err)
+				}
+				return
+			}
+			if err != nil || string(buf) != string(tt.want) {
+				t.Errorf("pack(%T) = % x, %v; want % x", tt.arg, buf, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestKernelArgumentLayout(t *testing.T) {
+	// saxpy(float a, const float *x, float *y, int n): a at 0, x at 8, y at
+	// 16, n at 24, as the compiler lays them out.
+	k := testKernel(4, 8, 8, 4)
+	if want := []uint32{0, 8, 16, 24}; !slices.Equal(k.offsets, want) {
+		t.Fatalf("offsets %v, want %v", k.offsets, want)
+	}
+	buf := make([]byte, k.size)
+	if err := k.pack(buf, []any{float32(2), uintptr(0x100), uintptr(0x200), 1000}); err != nil {
+		t.Fatal(err)
+	}
+	ne := binary.NativeEndian
+	if ne.Uint32(buf[0:]) != math.Float32bits(2) || ne.Uint64(buf[8:]) != 0x100 || ne.Uint64(buf[16:]) != 0x200 || ne.Uint32(buf[24:]) != 1000 {
+		t.Errorf("buffer % x", buf)
+	}
+	for _, args := range [][]any{{float32(2)}, {float32(2), uintptr(1), uintptr(2), 3, 4}} {
+		if err := k.pack(buf, args); !errors.Is(err, ErrArgument) || !strings.Contains(err.Error(), "takes 4 arguments") {
+			t.Errorf("%d arguments: %v", len(args), err)
+		}
+	}
+}
+
+// TestKernelArgumentsAllocate checks that packing the arguments of a launch,
+// as Launch does, allocates nothing: not the arguments' conversions to any,
+// not the buffer.
+func TestKernelArgumentsAllocate(t *testing.T) {
+	var host [16]byte
+	mem := &Memory{ptr: unsafe.Pointer(&host[0]), size: len(host)}
+	x := &Array[float32]{p: MemoryPointer{Mem: mem}, n: 4}
+	y := MemoryPointer{Mem: mem, Offset: 4}
+	k := testKernel(4, 8, 8, 4, 12)
+	a, n := float32(2.5), 1000
+	v := vec3{1, 2, 3}
+	allocs := testing.AllocsPerRun(100, func() {
+		var buf [256]byte
+		if err := k.pack(buf[:], []any{a, x, y, n, v}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("packing allocates %v times per launch", allocs)
+	}
+}
+
+func TestLaunchConfigDims(t *testing.T) {
+	for _, tt := range []struct {
+		d    Dim3
+		want string
+	}{
+		{Dim3{}, "(1, 1, 1)"},
+		{Dim3{X: 256}, "(256, 1, 1)"},
+		{Dim3{X: 2, Y: 3, Z: 4}, "(2, 3, 4)"},
+	} {
+		if got := tt.d.String(); got != tt.want {
+			t.Errorf("%#v.String() = %s, want %s", tt.d, got, tt.want)
+		}
+	}
+}
+
+func le32(v uint32) []byte { return binary.NativeEndian.AppendUint32(nil, v) }
+func le64(v uint64) []byte { return binary.NativeEndian.AppendUint64(nil, v) }
