@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 	"unsafe"
@@ -107,10 +108,7 @@ func TestGPULink(t *testing.T) {
 // create makes a linker, destroyed at cleanup.
 func create(t *testing.T, options ...string) Handle {
 	t.Helper()
-	opts := make([]*byte, len(options))
-	for i, o := range options {
-		opts[i] = &append([]byte(o), 0)[0]
-	}
+	opts := cStrings(t, options)
 	var h Handle
 	if err := Create(&h, uint32(len(opts)), &opts[0]); err != nil {
 		t.Fatalf("Create: %v", err)
@@ -129,4 +127,17 @@ func errorLog(h Handle) string {
 		return ""
 	}
 	return strings.TrimRight(string(b), "\x00")
+}
+
+// cStrings returns options as C strings, pinned until the test ends, since
+// C receives an array of pointers to them.
+func cStrings(t *testing.T, options []string) []*byte {
+	var pin runtime.Pinner
+	t.Cleanup(pin.Unpin)
+	opts := make([]*byte, len(options))
+	for i, o := range options {
+		opts[i] = &append([]byte(o), 0)[0]
+		pin.Pin(opts[i])
+	}
+	return opts
 }

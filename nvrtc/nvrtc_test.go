@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 	"unsafe"
@@ -89,10 +90,7 @@ func compile(t *testing.T, src string, names []string, options ...string) (Progr
 			t.Fatalf("AddNameExpression(%q): %v", n, err)
 		}
 	}
-	opts := make([]*byte, len(options))
-	for i, o := range options {
-		opts[i] = &append([]byte(o), 0)[0]
-	}
+	opts := cStrings(t, options)
 	var first **byte
 	if len(opts) > 0 {
 		first = &opts[0]
@@ -199,4 +197,17 @@ func cString(p *byte) string {
 		n++
 	}
 	return string(unsafe.Slice(p, n))
+}
+
+// cStrings returns options as C strings, pinned until the test ends, since
+// C receives an array of pointers to them.
+func cStrings(t *testing.T, options []string) []*byte {
+	var pin runtime.Pinner
+	t.Cleanup(pin.Unpin)
+	opts := make([]*byte, len(options))
+	for i, o := range options {
+		opts[i] = &append([]byte(o), 0)[0]
+		pin.Pin(opts[i])
+	}
+	return opts
 }

@@ -1,0 +1,203 @@
+package highlevel
+
+// #include <stdlib.h>
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"unsafe"
+
+	"github.com/gocuda/cuda/nvrtc"
+)
+
+// CompileOptions are the options of Compile. The zero value compiles to a
+// CUBIN for DefaultDevice.
+type CompileOptions struct {
+	// Name is the source's file name in the compiler's messages; the
+	// default is "kernel.cu".
+	Name string
+	// Arch is the target: "sm_90" gives a CUBIN for compute capability 9.0,
+	// "compute_90" PTX, which the driver compiles for any later device
+	// too. The default is sm_ of DefaultDevice's compute capability.
+	Arch string
+	// IncludePaths are searched by #include (-I).
+	IncludePaths []string
+	// Defines are macros defined before the source (-D name=value; an
+	// empty value defines name as 1).
+	Defines map[string]string
+	// NameExpressions are C++ names, such as "fill<float>", whose lowered
+	// names Compiled.LoweredNames gives: template instances and functions
+	// that are not extern "C".
+	NameExpressions []string
+	// Options are further NVRTC options as nvrtc takes them, such as
+	// "--use_fast_math" or "-G".
+	Options []string
+}
+
+// Compiled is device code compiled by Compile, to load with LoadModule. It
+// is shared by the calls that Compile's cache answers: do not modify it.
+type Compiled struct {
+	Image []byte // a CUBIN, or PTX for a compute_ target
+	Arch  string
+	Log   string // the compiler's warnings, if any
+	// LoweredNames maps each name expression to its lowered name, the
+	// name to give Module.Kernel.
+	LoweredNames map[string]string
+}
+
+// A CompileError is a failed compilation, with the compiler's log, which
+// names the lines of the mistakes. It wraps NVRTC's status, such as
+// nvrtc.ERROR_COMPILATION.
+type CompileError struct {
+	Name string
+	Log  string
+	Err  error
+}
+
+func (e *CompileError) Error() string {
+	return fmt.Sprintf("highlevel: compiling %s: %v\n%s", e.Name, e.Err, strings.TrimSpace(e.Log))
+}
+
+func (e *CompileError) Unwrap() error { return e.Err }
+
+// compileKey is what Compile's result depends on, NUL-separated lists
+// included.
+type compileKey struct{ source, name, arch, args, names string }
+
+// compiled caches Compile's results per device and compileKey.
+var compiled = NewMemo(func(_ Device, k compileKey) (*Compiled, error) {
+	return compile(k.source, k.name, k.arch, split(k.args), split(k.names))
+})
+
+func split(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, "\x00")
+}
+
+// Compile compiles CUDA C++ source with NVRTC (libnvrtc.so.13, loaded at
+// run time). opts may be nil. Results are cached per device (the default
+// device, which the default target is taken from), source and options;
+// ClearCaches empties the cache. A failed compilation returns a
+// *CompileError holding the compiler's log.
+func Compile(source string, opts *CompileOptions) (*Compiled, error) {
+	if opts == nil {
+		opts = &CompileOptions{}
+	}
+	name := opts.Name
+	if name == "" {
+		name = "kernel.cu"
+	}
+	var dev Device = -1 // no device: an explicit target
+	arch := opts.Arch
+	if arch == "" {
+		d, err := DefaultDevice()
+		if err != nil {
+			return nil, fmt.Errorf("highlevel: compiling %s for the default device: %w", name, err)
+		}
+		cc, err := d.ComputeCapability()
+		if err != nil {
+			return nil, err
+		}
+		dev, arch = d, "sm_"+cc
+	}
+	if !strings.HasPrefix(arch, "sm_") && !strings.HasPrefix(arch, "compute_") {
+		return nil, fmt.Errorf("highlevel: compiling %s: target %q is neither sm_XY nor compute_XY", name, arch)
+	}
+	args := []string{"--gpu-architecture=" + arch}
+	for _, p := range opts.IncludePaths {
+		args = append(args, "-I"+p)
+	}
+	macros := make([]string, 0, len(opts.Defines))
+	for m, v := range opts.Defines {
+		if v != "" {
+			m += "=" + v
+		}
+		macros = append(macros, "-D"+m)
+	}
+	sort.Strings(macros) // one cache key for one set of macros
+	args = append(append(args, macros...), opts.Options...)
+	for _, s := range append(append([]string{source, name}, args...), opts.NameExpressions...) {
+		if strings.IndexByte(s, 0) >= 0 {
+			return nil, fmt.Errorf("highlevel: compiling %s: NUL byte in the source or an option", name)
+		}
+	}
+	return compiled.Get(dev, compileKey{source, name, arch, strings.Join(args, "\x00"), strings.Join(opts.NameExpressions, "\x00")})
+}
+
+// compile runs NVRTC once.
+func compile(source, name, arch string, args, names []string) (_ *Compiled, err error) {
+	var prog nvrtc.Program
+	if err := nvrtc.CreateProgram(&prog, source, name, 0, nil, nil); err != nil {
+		return nil, fmt.Errorf("highlevel: compiling %s: %w", name, err)
+	}
+	defer nvrtc.DestroyProgram(&prog)
+	for _, n := range names {
+		if err := nvrtc.AddNameExpression(prog, n); err != nil {
+			return nil, fmt.Errorf("highlevel: compiling %s: name expression %q: %w", name, n, err)
+		}
+	}
+	copts := make([]*C.char, len(args))
+	for i, a := range args {
+		copts[i] = C.CString(a)
+		defer C.free(unsafe.Pointer(copts[i]))
+	}
+	cerr := nvrtc.CompileProgram(prog, int32(len(copts)), (**byte)(unsafe.Pointer(unsafe.SliceData(copts))))
+	log, err := programLog(prog)
+	if err != nil {
+		return nil, fmt.Errorf("highlevel: compiling %s: %w", name, err)
+	}
+	if cerr != nil {
+		return nil, &CompileError{Name: name, Log: log, Err: cerr}
+	}
+	c := &Compiled{Arch: arch, Log: log, LoweredNames: map[string]string{}}
+	if c.Image, err = programImage(prog, strings.HasPrefix(arch, "compute_")); err != nil {
+		return nil, fmt.Errorf("highlevel: compiling %s: %w", name, err)
+	}
+	for _, n := range names {
+		var lowered *byte
+		if err := nvrtc.GetLoweredName(prog, n, &lowered); err != nil {
+			return nil, fmt.Errorf("highlevel: compiling %s: lowered name of %q: %w", name, n, err)
+		}
+		c.LoweredNames[n] = C.GoString((*C.char)(unsafe.Pointer(lowered)))
+	}
+	return c, nil
+}
+
+func programLog(prog nvrtc.Program) (string, error) {
+	var n uint64
+	if err := nvrtc.GetProgramLogSize(prog, &n); err != nil {
+		return "", err
+	}
+	if n <= 1 {
+		return "", nil
+	}
+	b := make([]byte, n)
+	if err := nvrtc.GetProgramLog(prog, &b[0]); err != nil {
+		return "", err
+	}
+	return strings.TrimRight(string(b), "\x00"), nil
+}
+
+func programImage(prog nvrtc.Program, ptx bool) ([]byte, error) {
+	size, get := nvrtc.GetCUBINSize, nvrtc.GetCUBIN
+	if ptx {
+		size, get = nvrtc.GetPTXSize, nvrtc.GetPTX
+	}
+	var n uint64
+	if err := size(prog, &n); err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return nil, errors.New("the compiler produced no code")
+	}
+	b := make([]byte, n)
+	if err := get(prog, &b[0]); err != nil {
+		return nil, err
+	}
+	return b, nil
+}

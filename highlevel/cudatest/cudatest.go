@@ -1,0 +1,55 @@
+// Package cudatest helps tests that need a GPU: PyCUDA's mark_cuda_test.
+//
+//	func TestSaxpy(t *testing.T) {
+//		d := cudatest.Require(t)
+//		...
+//	}
+package cudatest
+
+import (
+	"testing"
+
+	"github.com/gocuda/cuda/highlevel"
+)
+
+// Require skips the test, with the reason, where there is no usable GPU or
+// driver; otherwise it returns highlevel.DefaultDevice. At cleanup it fails
+// the test if the default memory pool or the default pinned memory pool
+// has more bytes in use than at the start: memory the test did not free.
+func Require(t testing.TB) highlevel.Device {
+	t.Helper()
+	n, err := highlevel.DeviceCount()
+	if err != nil {
+		t.Skipf("cudatest: no CUDA driver or runtime: %v", err)
+	}
+	if n == 0 {
+		t.Skip("cudatest: no CUDA device")
+	}
+	d, err := highlevel.DefaultDevice()
+	if err != nil {
+		t.Skipf("cudatest: no usable CUDA device: %v", err)
+	}
+	pool, err := highlevel.DefaultMemoryPool()
+	if err != nil {
+		t.Fatalf("cudatest: %v", err)
+	}
+	pools := []struct {
+		name string
+		used func() int
+	}{
+		{"default memory pool", pool.UsedBytes},
+		{"default pinned memory pool", highlevel.DefaultPinnedMemoryPool().UsedBytes},
+	}
+	before := make([]int, len(pools))
+	for i, p := range pools {
+		before[i] = p.used()
+	}
+	t.Cleanup(func() {
+		for i, p := range pools {
+			if after := p.used(); after > before[i] {
+				t.Errorf("cudatest: the %s has %d bytes in use, %d at the start: memory the test did not free", p.name, after, before[i])
+			}
+		}
+	})
+	return d
+}

@@ -1,0 +1,97 @@
+package highlevel
+
+import (
+	"sync"
+	"weak"
+)
+
+// A Memo caches a function's results per device and key: PyCUDA's
+// context_dependent_memoize. It is safe for use by several goroutines;
+// concurrent Gets of one missing entry call the function once, and the
+// others wait for its result. Errors are not cached.
+type Memo[K comparable, V any] struct {
+	fn func(Device, K) (V, error)
+
+	mu      sync.Mutex
+	entries map[memoKey[K]]*memoEntry[V]
+}
+
+type memoKey[K comparable] struct {
+	dev Device
+	key K
+}
+
+type memoEntry[V any] struct {
+	done chan struct{} // closed when v and err are set
+	v    V
+	err  error
+}
+
+// NewMemo returns a Memo of fn. ClearCaches clears it with every other.
+func NewMemo[K comparable, V any](fn func(d Device, key K) (V, error)) *Memo[K, V] {
+	m := &Memo[K, V]{fn: fn, entries: map[memoKey[K]]*memoEntry[V]{}}
+	wp := weak.Make(m) // the registry does not keep a Memo alive
+	memos.Lock()
+	memos.clear = append(memos.clear, func() bool {
+		m := wp.Value()
+		if m != nil {
+			m.Clear()
+		}
+		return m != nil
+	})
+	memos.Unlock()
+	return m
+}
+
+// memos lists how to clear every live Memo.
+var memos struct {
+	sync.Mutex
+	clear []func() bool // false once its Memo is gone
+}
+
+// ClearCaches clears every Memo, the package's own included (compiled
+// programs): PyCUDA's clear_context_caches.
+func ClearCaches() {
+	memos.Lock()
+	defer memos.Unlock()
+	live := memos.clear[:0]
+	for _, c := range memos.clear {
+		if c() {
+			live = append(live, c)
+		}
+	}
+	clear(memos.clear[len(live):])
+	memos.clear = live
+}
+
+// Get returns fn(d, key), calling fn only when no result is cached.
+func (m *Memo[K, V]) Get(d Device, key K) (V, error) {
+	k := memoKey[K]{d, key}
+	m.mu.Lock()
+	e := m.entries[k]
+	if e == nil {
+		e = &memoEntry[V]{done: make(chan struct{})}
+		m.entries[k] = e
+		m.mu.Unlock()
+		e.v, e.err = m.fn(d, key)
+		close(e.done)
+		if e.err != nil {
+			m.mu.Lock()
+			if m.entries[k] == e {
+				delete(m.entries, k)
+			}
+			m.mu.Unlock()
+		}
+		return e.v, e.err
+	}
+	m.mu.Unlock()
+	<-e.done
+	return e.v, e.err
+}
+
+// Clear forgets every cached result.
+func (m *Memo[K, V]) Clear() {
+	m.mu.Lock()
+	clear(m.entries)
+	m.mu.Unlock()
+}

@@ -1,0 +1,41 @@
+package highlevel
+
+// #include "shim.h"
+import "C"
+
+import "errors"
+
+// ProfilerStart starts the profiler attached to the process (Nsight
+// Systems, Nsight Compute with --profile-from-start off) collecting
+// (cudaProfilerStart). Without a profiler it does nothing.
+func ProfilerStart() error { return profiler(true) }
+
+// ProfilerStop stops the collection that ProfilerStart started.
+func ProfilerStop() error { return profiler(false) }
+
+func profiler(start bool) error {
+	d, err := DefaultDevice()
+	if err != nil {
+		return err
+	}
+	ctx, err := d.context()
+	if err != nil {
+		return err
+	}
+	op := "cudaProfilerStop"
+	if start {
+		op = "cudaProfilerStart"
+	}
+	return check(op, C.hl_profiler(ctx, cbool(start)))
+}
+
+// Profile runs fn with the profiler collecting, and stops it also when fn
+// panics: CuPy's cupyx.profiler.profile. It returns fn's error joined with
+// the profiler's.
+func Profile(fn func() error) (err error) {
+	if err := ProfilerStart(); err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, ProfilerStop()) }()
+	return fn()
+}
