@@ -53,8 +53,8 @@ func main() {
 // run parses the command line args and writes the table to w.
 func run(args []string, w io.Writer) (err error) {
 	fs := flag.NewFlagSet("bandwidth", flag.ContinueOnError)
-	devFlag := fs.Int("device", -1, "CUDA device number (default: highlevel.DefaultDevice)")
-	sizeFlag := fs.String("size", "256MiB", "bytes per copy, such as 268435456, 256MiB or 32MB (bandwidthTest's default)")
+	devFlag := fs.Int("device", -1, "CUDA device number; -1 means highlevel.DefaultDevice")
+	sizeFlag := fs.String("size", "256MiB", "bytes per copy: 268435456, 256MiB, 32MB (bandwidthTest's default)...")
 	n := fs.Int("n", 20, "timed copies per measurement")
 	if err := fs.Parse(args); err != nil {
 		return err
