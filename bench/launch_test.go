@@ -1,0 +1,91 @@
+package bench
+
+import (
+	"testing"
+
+	"github.com/gocuda/cuda/highlevel"
+)
+
+// kernels are the launch benchmarks' kernels; c/launch.cu has the same.
+const kernels = `
+extern "C" __global__ void empty() {}
+extern "C" __global__ void args4(float a, const float *x, float *y, int n) {
+	if (n > 0 && threadIdx.x == 0) y[0] = a * x[0];
+}
+`
+
+// launchSetup compiles the kernels and returns one by name, with a stream.
+func launchSetup(b *testing.B, name string) (*highlevel.Kernel, *highlevel.Stream) {
+	d := device(b)
+	c, err := highlevel.Compile(kernels, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	m, err := highlevel.LoadModule(c.Image)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { m.Close() })
+	k, err := m.Kernel(name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := highlevel.NewStream(d, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return k, s
+}
+
+var one = highlevel.LaunchConfig{Grid: highlevel.Dim3{X: 1}, Block: highlevel.Dim3{X: 1}}
+
+// BenchmarkLaunchEmpty is launch throughput: empty kernels queued on a
+// stream, synchronized once at the end, as c/launch.cu times <<<>>> and
+// cudaLaunchKernel.
+func BenchmarkLaunchEmpty(b *testing.B) {
+	k, s := launchSetup(b, "empty")
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := k.Launch(s, one); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := s.Synchronize(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkLaunchArgs is BenchmarkLaunchEmpty with four arguments (a
+// float32, two device pointers and an int), as saxpy takes.
+func BenchmarkLaunchArgs(b *testing.B) {
+	k, s := launchSetup(b, "args4")
+	x, err := highlevel.NewArray[float32](1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer x.Free()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := k.Launch(s, one, float32(2), x, x, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := s.Synchronize(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkLaunchSync is a round trip: launch an empty kernel and wait for
+// it with Stream.Synchronize.
+func BenchmarkLaunchSync(b *testing.B) {
+	k, s := launchSetup(b, "empty")
+	for b.Loop() {
+		if err := k.Launch(s, one); err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Synchronize(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
