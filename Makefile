@@ -4,7 +4,7 @@
 # make bench     runs the benchmarks here (they skip without a GPU)
 
 GO ?= go
-GPU_PKGS := cudart cudadrv internal/dl highlevel bench
+GPU_PKGS := cudart cudadrv nvrtc nvjitlink internal/dl highlevel highlevel/cudatest highlevel/nvtx bench
 
 .PHONY: generate test gpu bench
 
@@ -21,8 +21,8 @@ gpu:
 	mkdir -p build/gpu
 	$(foreach p,$(GPU_PKGS),$(GO) test -c -o build/gpu/$(subst /,_,$(p)).test ./$(p) &&) true
 	$(GO) test -race -c -o build/gpu/highlevel_race.test ./highlevel
-	$(GO) build -o build/gpu/devicequery ./examples/devicequery
-	cp bench/c/*.c bench/c/*.h scripts/gpu.sh build/gpu/
+	$(foreach e,devicequery saxpy bandwidth,$(GO) build -o build/gpu/$(e) ./examples/$(e) &&) true
+	cp bench/c/*.c bench/c/*.cu bench/c/*.h scripts/gpu.sh build/gpu/
 
 bench:
 	$(GO) test -run '^$$' -bench . ./bench

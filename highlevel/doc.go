@@ -1,6 +1,7 @@
 // Package highlevel is the idiomatic way to use CUDA from Go: devices,
-// device and pinned memory, caching pools, typed arrays, streams, events
-// and graphs, over the generated cudart and cudadrv packages.
+// device and pinned memory, caching pools, typed arrays, streams, events,
+// graphs, and kernels compiled at run time, over the generated cudart,
+// cudadrv and nvrtc packages.
 //
 //	a, err := highlevel.ArrayFrom([]float32{1, 2, 3})
 //	if err != nil {
@@ -39,6 +40,21 @@
 // memory dropped without Free is given back by a cleanup, a safety net that
 // neither calls CUDA nor blocks (the next allocation frees it). Sizes and
 // offsets are checked before any CUDA call.
+//
+// # Kernels
+//
+// Compile turns CUDA C++ in a Go string into device code with NVRTC (no
+// nvcc needed), LoadModule loads it, Module.Kernel finds a kernel, and
+// Kernel.Launch queues it with typed Go arguments, checked against the
+// kernel's parameters before anything is launched:
+//
+//	c, err := highlevel.Compile(`extern "C" __global__ void scale(float a, float *y, int n) {
+//		int i = blockIdx.x * blockDim.x + threadIdx.x;
+//		if (i < n) y[i] *= a;
+//	}`, nil)
+//	m, err := highlevel.LoadModule(c.Image)
+//	k, err := m.Kernel("scale")
+//	err = k.Launch(stream, highlevel.LaunchConfig{Grid: highlevel.Dim3{X: (n + 255) / 256}, Block: highlevel.Dim3{X: 256}}, float32(2), y, n)
 //
 // # Coming from CuPy and PyCUDA
 //
@@ -89,6 +105,19 @@
 //	get_elapsed_time                        ElapsedTime (a time.Duration)
 //	Graph (launch, upload)                  GraphExec.Launch, Upload
 //	graph capture as a whole                Capture(stream, fn), Graph.Instantiate, GraphExec.Update
+//	cupy.RawModule(code=...), compile       Compile(source, &CompileOptions{...}), LoadModule(image)
+//	RawModule(path=...)                     LoadModuleFile(name)
+//	RawModule.get_function, RawKernel       Module.Kernel(name)
+//	name_expressions, get_lowered_name      CompileOptions.NameExpressions, Compiled.LoweredNames
+//	RawKernel((grid), (block), args,        Kernel.Launch(stream, LaunchConfig{Grid, Block,
+//	  shared_mem, enable_cooperative_...)     SharedMem, Cluster, Cooperative}, args...)
+//	RawKernel.attributes, max_dynamic_...   Kernel.Attributes, Attribute, SetAttribute
+//	cuda.core occupancy, pycuda.tools       Kernel.MaxActiveBlocksPerSM, MaxPotentialBlockSize
+//	pycuda.tools.DeviceData, Occupancy...   DeviceData, DeviceData.Occupancy (an OccupancyRecord)
+//	context_dependent_memoize               Memo[K, V] (NewMemo, Get), ClearCaches
+//	cupyx.profiler.profile, cuda.profiler   Profile(fn), ProfilerStart, ProfilerStop
+//	cupy.cuda.nvtx                          package highlevel/nvtx
+//	pycuda.tools.mark_cuda_test             package highlevel/cudatest (Require)
 //
 // Freeing is explicit: CuPy frees when the last reference goes, Go has no
 // reference counts, so Free (Close for streams, events and graphs) does it,

@@ -391,3 +391,40 @@ func TestGPUProfile(t *testing.T) {
 		t.Errorf("Profile = %v (ran %v)", err, ran)
 	}
 }
+
+// TestGPUOccupancyCalculator compares the DeviceData calculator with CUDA's
+// answer for real kernels over a sweep of block and shared memory sizes,
+// and logs the agreement.
+func TestGPUOccupancyCalculator(t *testing.T) {
+	d := gpu(t)
+	m := testModule(t)
+	dd, err := NewDeviceData(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases, agree int
+	for _, name := range []string{"saxpy", "affine", "dynamic_smem", "cluster_rank"} {
+		k := kernel(t, m, name)
+		a, err := k.Attributes(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for block := 32; block <= a.MaxThreadsPerBlock; block += 32 {
+			for _, smem := range []int{0, 1 << 10, 3000, 8 << 10, 20 << 10, 48 << 10} {
+				want, err := k.MaxActiveBlocksPerSM(d, block, smem)
+				if err != nil {
+					t.Fatal(err)
+				}
+				rec, err := dd.Occupancy(block, a.SharedSizeBytes+smem, a.NumRegs)
+				cases++
+				if err == nil && rec.TBPerMP == want {
+					agree++
+				} else if cases-agree <= 10 {
+					t.Errorf("%s (%d registers), block %d, %d bytes of shared memory: calculator %+v, %v; CUDA %d blocks",
+						name, a.NumRegs, block, a.SharedSizeBytes+smem, rec, err, want)
+				}
+			}
+		}
+	}
+	t.Logf("occupancy calculator agrees with CUDA in %d of %d cases", agree, cases)
+}

@@ -21,20 +21,23 @@ done
 echo "== highlevel under compute-sanitizer (memcheck)"
 # The tests provoke API errors on purpose (out of memory); memcheck's own
 # findings are what counts.
-compute-sanitizer --tool memcheck --report-api-errors no --print-limit 20 ./highlevel.test -test.run GPU -test.count=1 >"$log/sanitizer.txt" 2>&1 || status=1
+HL_SANITIZER=1 compute-sanitizer --tool memcheck --report-api-errors no --print-limit 20 ./highlevel.test -test.run GPU -test.count=1 >"$log/sanitizer.txt" 2>&1 || status=1
 grep -E 'ERROR SUMMARY|^(ok|FAIL|PASS)' "$log/sanitizer.txt"
 
-echo "== devicequery"
+echo "== examples"
 ./devicequery >"$log/devicequery.txt" 2>&1 || status=1
 grep -E '^Device [0-9]|Result' "$log/devicequery.txt"
+./saxpy 2>&1 | tee "$log/saxpy.txt" || status=1
+./bandwidth 2>&1 | tee "$log/bandwidth.txt" || status=1
 
 echo "== benchmarks: Go, then the C twin"
 # One pinned core for both, so that the scheduler does not add noise.
 taskset -c 3 ./bench.test -test.run '^$' -test.bench 'GetDevice|PoolMallocFree' -test.benchmem -test.count 10 -test.benchtime 5000000x | tee "$log/bench-go.txt"
-taskset -c 3 ./bench.test -test.run '^$' -test.bench 'EventRecord|StreamCreateDestroy|MallocAsyncFree' -test.count 5 -test.benchtime 200000x | tee -a "$log/bench-go.txt"
+taskset -c 3 ./bench.test -test.run '^$' -test.bench 'EventRecord|StreamCreateDestroy|MallocAsyncFree|LaunchEmpty|LaunchArgs' -test.benchmem -test.count 5 -test.benchtime 200000x | tee -a "$log/bench-go.txt"
+taskset -c 3 ./bench.test -test.run '^$' -test.bench 'LaunchSync' -test.count 5 -test.benchtime 50000x | tee -a "$log/bench-go.txt"
 inc=${CUDA_HOME:-/usr/local/cuda}/include
-for c in *.c; do
-	nvcc -O2 -I"$inc" -o "${c%.c}" "$c" -lcudart -lcuda -ldl && taskset -c 3 ./"${c%.c}" | tee "$log/bench-c-${c%.c}.txt" || status=1
+for c in *.c *.cu; do
+	nvcc -O2 -arch=native -I"$inc" -o "${c%.*}" "$c" -lcudart -lcuda -ldl && taskset -c 3 ./"${c%.*}" | tee "$log/bench-c-${c%.*}.txt" || status=1
 done
 
 echo "== summary"
