@@ -113,7 +113,11 @@
 //	  shared_mem, enable_cooperative_...)     SharedMem, Cluster, Cooperative}, args...)
 //	RawKernel.attributes, max_dynamic_...   Kernel.Attributes, Attribute, SetAttribute
 //	cuda.core occupancy, pycuda.tools       Kernel.MaxActiveBlocksPerSM, MaxPotentialBlockSize
-//	pycuda.tools.DeviceData, Occupancy...   DeviceData, DeviceData.Occupancy (an OccupancyRecord)
+//	pycuda.tools.DeviceData(dev)            NewDeviceData(dev), DeviceDataFromProperties(&prop)
+//	DeviceData.align, align_words           DeviceData.Align, AlignWords
+//	DeviceData.align_dtype(n, size)         DeviceData.AlignElems(n, size)
+//	make_valid_tex_channel_count            DeviceData.ValidTextureChannelCount
+//	OccupancyRecord(devdata, t, smem, r)    DeviceData.Occupancy(t, smem, r)
 //	context_dependent_memoize               Memo[K, V] (NewMemo, Get), ClearCaches
 //	cupyx.profiler.profile, cuda.profiler   Profile(fn), ProfilerStart, ProfilerStop
 //	cupy.cuda.nvtx                          package highlevel/nvtx
