@@ -4,6 +4,8 @@
 # make bench     runs the benchmarks here (they skip without a GPU)
 
 GO ?= go
+# The suite travels to the GPU machine (64 MiB at most): no symbol tables.
+STRIP := -ldflags='-s -w'
 GPU_PKGS := cudart cudadrv nvrtc nvjitlink internal/dl highlevel highlevel/cudatest highlevel/nvtx bench
 
 .PHONY: generate test gpu bench
@@ -19,9 +21,9 @@ test:
 gpu:
 	rm -rf build/gpu
 	mkdir -p build/gpu
-	$(foreach p,$(GPU_PKGS),$(GO) test -c -o build/gpu/$(subst /,_,$(p)).test ./$(p) &&) true
-	$(GO) test -race -c -o build/gpu/highlevel_race.test ./highlevel
-	$(foreach e,devicequery saxpy bandwidth,$(GO) build -o build/gpu/$(e) ./examples/$(e) &&) true
+	$(foreach p,$(GPU_PKGS),$(GO) test $(STRIP) -c -o build/gpu/$(subst /,_,$(p)).test ./$(p) &&) true
+	$(GO) test $(STRIP) -race -c -o build/gpu/highlevel_race.test ./highlevel
+	$(foreach e,devicequery saxpy bandwidth,$(GO) build $(STRIP) -o build/gpu/$(e) ./examples/$(e) &&) true
 	cp bench/c/*.c bench/c/*.cu bench/c/*.h scripts/gpu.sh build/gpu/
 
 bench:
