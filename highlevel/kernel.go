@@ -102,16 +102,20 @@ func (m *Module) Kernel(name string) (*Kernel, error) {
 	}
 	cname := C.CString(name)
 	defer C.free(unsafe.Pointer(cname))
-	k := &Kernel{m: m, name: name}
+	n, err := DeviceCount()
+	if err != nil {
+		return nil, err
+	}
+	k := &Kernel{m: m, name: name, funcs: make([]atomic.Uintptr, n)}
 	if err := check(fmt.Sprintf("kernel %q", name), C.hl_library_get_kernel(m.ctx, &k.k, m.lib, cname)); err != nil {
 		return nil, err
 	}
 	var offsets, sizes [maxParams]C.uint32_t
-	var n C.int
-	if err := check("cuKernelGetParamInfo", C.hl_kernel_params(m.ctx, k.k, &offsets[0], &sizes[0], maxParams, &n)); err != nil {
+	var np C.int
+	if err := check("cuKernelGetParamInfo", C.hl_kernel_params(m.ctx, k.k, &offsets[0], &sizes[0], maxParams, &np)); err != nil {
 		return nil, err
 	}
-	for i := range int(n) {
+	for i := range int(np) {
 		k.offsets = append(k.offsets, uint32(offsets[i]))
 		k.sizes = append(k.sizes, uint32(sizes[i]))
 		k.size = max(k.size, int(offsets[i]+sizes[i]))
@@ -143,7 +147,8 @@ type Kernel struct {
 	name    string
 	offsets []uint32 // of each parameter in the parameter buffer
 	sizes   []uint32
-	size    int // of the parameter buffer
+	size    int              // of the parameter buffer
+	funcs   []atomic.Uintptr // by device: the kernel's CUfunction in its primary context, once looked up
 }
 
 // Name returns the kernel's name in its module.
@@ -209,6 +214,10 @@ func (k *Kernel) Launch(s *Stream, cfg LaunchConfig, args ...any) error {
 	if err != nil {
 		return fmt.Errorf("highlevel: launching %s: %w", k.name, err)
 	}
+	f, err := k.function(d, ctx)
+	if err != nil {
+		return err
+	}
 	var small [256]byte
 	buf := small[:]
 	if k.size > len(small) {
@@ -221,12 +230,26 @@ func (k *Kernel) Launch(s *Stream, cfg LaunchConfig, args ...any) error {
 	if len(k.offsets) > 0 {
 		offsets = (*C.uint32_t)(unsafe.Pointer(&k.offsets[0]))
 	}
-	r := C.hl_launch(ctx, k.k, &dims[0], C.uint32_t(cfg.SharedMem), h, cbool(cfg.Cooperative),
+	r := C.hl_launch(ctx, f, &dims[0], C.uint32_t(cfg.SharedMem), h, cbool(cfg.Cooperative),
 		(*C.char)(unsafe.Pointer(&buf[0])), offsets, C.int(len(k.offsets)))
 	if r != 0 {
 		return check("launching "+k.name, r)
 	}
 	return nil
+}
+
+// function returns the kernel's CUfunction in device d's primary context
+// ctx, looking it up the first time.
+func (k *Kernel) function(d Device, ctx unsafe.Pointer) (C.uintptr_t, error) {
+	if f := k.funcs[d].Load(); f != 0 {
+		return C.uintptr_t(f), nil
+	}
+	var f C.uintptr_t
+	if err := check("cuKernelGetFunction "+k.name, C.hl_kernel_function(ctx, &f, k.k)); err != nil {
+		return 0, err
+	}
+	k.funcs[d].Store(uintptr(f))
+	return f, nil
 }
 
 // launchStream returns the handle, context and device of the stream a

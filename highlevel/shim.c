@@ -29,7 +29,7 @@
 	RT(cudaProfilerStart) RT(cudaProfilerStop) \
 	DRV(cuCtxGetCurrent) DRV(cuCtxSetCurrent) DRV(cuInit) DRV(cuDeviceGet) \
 	DRV(cuDevicePrimaryCtxRetain) DRV(cuLibraryLoadData) DRV(cuLibraryUnload) \
-	DRV(cuLibraryGetKernel) DRV(cuKernelGetParamInfo) DRV(cuKernelGetAttribute) \
+	DRV(cuLibraryGetKernel) DRV(cuKernelGetFunction) DRV(cuKernelGetParamInfo) DRV(cuKernelGetAttribute) \
 	DRV(cuKernelSetAttribute) DRV(cuLaunchKernel) DRV(cuLaunchKernelEx) \
 	DRV(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags) \
 	DRV(cuOccupancyMaxPotentialBlockSizeWithFlags)
@@ -353,6 +353,12 @@ int hl_library_get_kernel(void *ctx, uintptr_t *k, uintptr_t lib, const char *na
 	DCALL(ctx, DRV(cuLibraryGetKernel)((CUkernel *)k, (CUlibrary)lib, name));
 }
 
+// hl_kernel_function returns k's function in ctx, which launches take:
+// launching the CUkernel itself makes the driver look that up each time.
+int hl_kernel_function(void *ctx, uintptr_t *f, uintptr_t k) {
+	DCALL(ctx, DRV(cuKernelGetFunction)((CUfunction *)f, KERNEL(k)));
+}
+
 // hl_kernel_params stores the offset and size of each of k's parameters,
 // at most max, and their number in *n.
 int hl_kernel_params(void *ctx, uintptr_t k, uint32_t *offsets, uint32_t *sizes, int max, int *n) {
@@ -389,11 +395,11 @@ int hl_kernel_attribute(void *ctx, int set, int *v, int attr, uintptr_t k, int d
 	return r == 0 ? 0 : HL_DRIVER_BASE - r;
 }
 
-// hl_launch launches k with the arguments at the given offsets of args.
+// hl_launch launches f, a kernel's function in ctx, with the arguments at the given offsets of args.
 // dims holds the grid, block and cluster dimensions (x, y, z each); a
 // cluster of 0 and cooperative 0 take cuLaunchKernel, the rest
 // cuLaunchKernelEx.
-int hl_launch(void *ctx, uintptr_t k, const uint32_t *dims, uint32_t smem, uintptr_t s, int cooperative,
+int hl_launch(void *ctx, uintptr_t f, const uint32_t *dims, uint32_t smem, uintptr_t s, int cooperative,
 		char *args, const uint32_t *offsets, int n) {
 	void *params[n > 0 ? n : 1];
 	for (int i = 0; i < n; i++) {
@@ -403,7 +409,7 @@ int hl_launch(void *ctx, uintptr_t k, const uint32_t *dims, uint32_t smem, uintp
 	int r = hl_enter(ctx, &prev);
 	if (r != 0) return r;
 	if (dims[6] == 0 && !cooperative) {
-		r = DRV(cuLaunchKernel)(FUNC(k), dims[0], dims[1], dims[2], dims[3], dims[4], dims[5], smem,
+		r = DRV(cuLaunchKernel)(FUNC(f), dims[0], dims[1], dims[2], dims[3], dims[4], dims[5], smem,
 			(CUstream)s, params, NULL);
 	} else {
 		CUlaunchAttribute attrs[2];
@@ -424,7 +430,7 @@ int hl_launch(void *ctx, uintptr_t k, const uint32_t *dims, uint32_t smem, uintp
 			attrs[cfg.numAttrs].value.cooperative = 1;
 			cfg.numAttrs++;
 		}
-		r = DRV(cuLaunchKernelEx)(&cfg, FUNC(k), params, NULL);
+		r = DRV(cuLaunchKernelEx)(&cfg, FUNC(f), params, NULL);
 	}
 	hl_leave(ctx, prev);
 	return r == 0 ? 0 : HL_DRIVER_BASE - r;
