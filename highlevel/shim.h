@@ -1,7 +1,8 @@
 // shim.h declares highlevel's C shim: each function makes its context
 // current on the calling OS thread (when it is not already), calls the
-// runtime function through the pointer resolved from the loaded
-// libcudart.so.13, and puts the previous context back, all in one cgo call.
+// runtime or driver function through the pointer resolved from the loaded
+// libcudart.so.13 or libcuda.so.1, and puts the previous context back, all
+// in one cgo call.
 
 #include <stddef.h>
 #include <stdint.h>
