@@ -457,7 +457,8 @@ const (
 
 var argKinds sync.Map // reflect.Type -> argKind
 
-var arrayPrefix = reflect.TypeFor[Array[byte]]().Name()[:len("Array[")]
+// arrayPrefix begins the name of every instance of Array.
+const arrayPrefix = "Array["
 
 func kindOf(t reflect.Type) argKind {
 	if k, ok := argKinds.Load(t); ok {

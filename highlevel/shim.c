@@ -64,6 +64,9 @@ void hl_set_symbol(int i, void *p) { hl_fn[i] = p; }
 // refuses, rather than deadlock.
 static __thread int hl_in_callback;
 
+// drv_status turns the driver's CUresult r into a shim status.
+static int drv_status(int r) { return r == 0 ? 0 : HL_DRIVER_BASE - r; }
+
 // hl_enter makes ctx current (when it is not NULL and not current already)
 // and leaves the context to restore in *prev.
 static int hl_enter(void *ctx, void **prev) {
@@ -80,9 +83,8 @@ static int hl_enter(void *ctx, void **prev) {
 	}
 	if (r != 0) {
 		*prev = ctx;
-		return HL_DRIVER_BASE - r;
 	}
-	return 0;
+	return drv_status(r);
 }
 
 static void hl_leave(void *ctx, void *prev) {
@@ -101,15 +103,8 @@ static void hl_leave(void *ctx, void *prev) {
 	return r_; \
 } while (0)
 
-// DCALL is CALL for a driver call: its CUresult r becomes HL_DRIVER_BASE - r.
-#define DCALL(ctx, call) do { \
-	void *prev_; \
-	int e_ = hl_enter(ctx, &prev_); \
-	if (e_ != 0) return e_; \
-	int r_ = (int)(call); \
-	hl_leave(ctx, prev_); \
-	return r_ == 0 ? 0 : HL_DRIVER_BASE - r_; \
-} while (0)
+// DCALL is CALL for a driver call, whose CUresult becomes a shim status.
+#define DCALL(ctx, call) CALL(ctx, drv_status(call))
 
 #define STREAM(s) ((cudaStream_t)(s))
 #define EVENT(e) ((cudaEvent_t)(e))
@@ -124,7 +119,7 @@ int hl_primary_context(int dev, void **ctx) {
 	r = DRV_INIT(0);
 	if (r == 0) r = DRV_DEVICE_GET(&d, dev);
 	if (r == 0) r = DRV_RETAIN(ctx, d);
-	return r == 0 ? 0 : HL_DRIVER_BASE - r;
+	return drv_status(r);
 }
 
 int hl_get_device(int *dev) { CALL(NULL, RT(cudaGetDevice)(dev)); }
@@ -392,7 +387,7 @@ int hl_kernel_attribute(void *ctx, int set, int *v, int attr, uintptr_t k, int d
 			: DRV(cuKernelGetAttribute)(v, (CUfunction_attribute)attr, KERNEL(k), d);
 	}
 	hl_leave(ctx, prev);
-	return r == 0 ? 0 : HL_DRIVER_BASE - r;
+	return drv_status(r);
 }
 
 // hl_launch launches f, a kernel's function in ctx, with the arguments at the given offsets of args.
@@ -433,7 +428,7 @@ int hl_launch(void *ctx, uintptr_t f, const uint32_t *dims, uint32_t smem, uintp
 		r = DRV(cuLaunchKernelEx)(&cfg, FUNC(f), params, NULL);
 	}
 	hl_leave(ctx, prev);
-	return r == 0 ? 0 : HL_DRIVER_BASE - r;
+	return drv_status(r);
 }
 
 int hl_occupancy_blocks(void *ctx, int *n, uintptr_t k, int block, size_t smem) {
