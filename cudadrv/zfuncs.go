@@ -5,7 +5,7 @@ package cudadrv
 import "unsafe"
 
 /*
-#cgo CFLAGS: -I${SRCDIR}/../headers/cuda-13.0
+#cgo CFLAGS: -Wno-deprecated-declarations -I${SRCDIR}/../headers/cuda-13.0
 #cgo noescape gocuda_cuGetErrorString
 #cgo nocallback gocuda_cuGetErrorString
 #cgo noescape gocuda_cuGetErrorName

@@ -5,7 +5,7 @@ package cudart
 import "unsafe"
 
 /*
-#cgo CFLAGS: -I${SRCDIR}/../headers/cuda-13.0
+#cgo CFLAGS: -Wno-deprecated-declarations -I${SRCDIR}/../headers/cuda-13.0
 #cgo noescape gocuda_cudaDeviceReset
 #cgo noescape gocuda_cudaDeviceSynchronize
 #cgo nocallback gocuda_cudaDeviceSynchronize
@@ -484,6 +484,8 @@ import "unsafe"
 #define __NV_NO_VECTOR_DEPRECATION_DIAG 1
 #include "cuda_runtime_api.h"
 #include "cuda_profiler_api.h"
+#include "library_types.h"
+#include "cuComplex.h"
 
 static int gocuda_cudaDeviceReset(void *fp) {
 	return ((__typeof__(&cudaDeviceReset))fp)();

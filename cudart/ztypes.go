@@ -355,6 +355,122 @@ func (v ComputeMode) String() string {
 	return "ComputeMode(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
+// DataType is enum cudaDataType_t.
+type DataType int32
+
+const (
+	R_16F      DataType = 2
+	C_16F      DataType = 6
+	R_16BF     DataType = 14
+	C_16BF     DataType = 15
+	R_32F      DataType = 0
+	C_32F      DataType = 4
+	R_64F      DataType = 1
+	C_64F      DataType = 5
+	R_4I       DataType = 16
+	C_4I       DataType = 17
+	R_4U       DataType = 18
+	C_4U       DataType = 19
+	R_8I       DataType = 3
+	C_8I       DataType = 7
+	R_8U       DataType = 8
+	C_8U       DataType = 9
+	R_16I      DataType = 20
+	C_16I      DataType = 21
+	R_16U      DataType = 22
+	C_16U      DataType = 23
+	R_32I      DataType = 10
+	C_32I      DataType = 11
+	R_32U      DataType = 12
+	C_32U      DataType = 13
+	R_64I      DataType = 24
+	C_64I      DataType = 25
+	R_64U      DataType = 26
+	C_64U      DataType = 27
+	R_8F_E4M3  DataType = 28
+	R_8F_UE4M3 DataType = 28
+	R_8F_E5M2  DataType = 29
+	R_8F_UE8M0 DataType = 30
+	R_6F_E2M3  DataType = 31
+	R_6F_E3M2  DataType = 32
+	R_4F_E2M1  DataType = 33
+)
+
+// String returns the C name of v, or DataType(n) for a value the headers do not name.
+func (v DataType) String() string {
+	switch v {
+	case R_16F:
+		return "CUDA_R_16F"
+	case C_16F:
+		return "CUDA_C_16F"
+	case R_16BF:
+		return "CUDA_R_16BF"
+	case C_16BF:
+		return "CUDA_C_16BF"
+	case R_32F:
+		return "CUDA_R_32F"
+	case C_32F:
+		return "CUDA_C_32F"
+	case R_64F:
+		return "CUDA_R_64F"
+	case C_64F:
+		return "CUDA_C_64F"
+	case R_4I:
+		return "CUDA_R_4I"
+	case C_4I:
+		return "CUDA_C_4I"
+	case R_4U:
+		return "CUDA_R_4U"
+	case C_4U:
+		return "CUDA_C_4U"
+	case R_8I:
+		return "CUDA_R_8I"
+	case C_8I:
+		return "CUDA_C_8I"
+	case R_8U:
+		return "CUDA_R_8U"
+	case C_8U:
+		return "CUDA_C_8U"
+	case R_16I:
+		return "CUDA_R_16I"
+	case C_16I:
+		return "CUDA_C_16I"
+	case R_16U:
+		return "CUDA_R_16U"
+	case C_16U:
+		return "CUDA_C_16U"
+	case R_32I:
+		return "CUDA_R_32I"
+	case C_32I:
+		return "CUDA_C_32I"
+	case R_32U:
+		return "CUDA_R_32U"
+	case C_32U:
+		return "CUDA_C_32U"
+	case R_64I:
+		return "CUDA_R_64I"
+	case C_64I:
+		return "CUDA_C_64I"
+	case R_64U:
+		return "CUDA_R_64U"
+	case C_64U:
+		return "CUDA_C_64U"
+	case R_8F_E4M3:
+		return "CUDA_R_8F_E4M3"
+	case R_8F_E5M2:
+		return "CUDA_R_8F_E5M2"
+	case R_8F_UE8M0:
+		return "CUDA_R_8F_UE8M0"
+	case R_6F_E2M3:
+		return "CUDA_R_6F_E2M3"
+	case R_6F_E3M2:
+		return "CUDA_R_6F_E3M2"
+	case R_4F_E2M1:
+		return "CUDA_R_4F_E2M1"
+	}
+	return "DataType(" + strconv.FormatInt(int64(v), 10) + ")"
+}
+
 // DeviceAttr is enum cudaDeviceAttr: CUDA device attributes
 type DeviceAttr int32
 
@@ -983,6 +1099,92 @@ func (v DriverEntryPointQueryResult) String() string {
 		return "cudaDriverEntryPointVersionNotSufficent"
 	}
 	return "DriverEntryPointQueryResult(" + strconv.FormatInt(int64(v), 10) + ")"
+}
+
+// EmulationMantissaControl is enum cudaEmulationMantissaControl_t: enum to configure the mantissa related parameters for floating-point
+// emulation algorithms
+type EmulationMantissaControl int32
+
+const (
+	// EMULATION_MANTISSA_CONTROL_DYNAMIC is CUDA_EMULATION_MANTISSA_CONTROL_DYNAMIC: the number of retained mantissa bits are computed at runtime to
+	// ensure the same or better accuracy than the floating point
+	// representation being emulated
+	EMULATION_MANTISSA_CONTROL_DYNAMIC EmulationMantissaControl = 0
+	// EMULATION_MANTISSA_CONTROL_FIXED is CUDA_EMULATION_MANTISSA_CONTROL_FIXED: the number of retained mantissa bits are known at runtime
+	EMULATION_MANTISSA_CONTROL_FIXED EmulationMantissaControl = 1
+)
+
+// String returns the C name of v, or EmulationMantissaControl(n) for a value the headers do not name.
+func (v EmulationMantissaControl) String() string {
+	switch v {
+	case EMULATION_MANTISSA_CONTROL_DYNAMIC:
+		return "CUDA_EMULATION_MANTISSA_CONTROL_DYNAMIC"
+	case EMULATION_MANTISSA_CONTROL_FIXED:
+		return "CUDA_EMULATION_MANTISSA_CONTROL_FIXED"
+	}
+	return "EmulationMantissaControl(" + strconv.FormatInt(int64(v), 10) + ")"
+}
+
+// EmulationSpecialValuesSupport is enum cudaEmulationSpecialValuesSupport_t: enum to configure how special floating-point values will be handled by
+// emulation algorithms
+type EmulationSpecialValuesSupport int32
+
+const (
+	// EMULATION_SPECIAL_VALUES_SUPPORT_DEFAULT is CUDA_EMULATION_SPECIAL_VALUES_SUPPORT_DEFAULT: the default special value support mask which contains support for
+	// signed infinities and NaN values
+	EMULATION_SPECIAL_VALUES_SUPPORT_DEFAULT EmulationSpecialValuesSupport = 65535
+	// EMULATION_SPECIAL_VALUES_SUPPORT_NONE is CUDA_EMULATION_SPECIAL_VALUES_SUPPORT_NONE: there are no requirements for emulation algorithms to support special
+	// values
+	EMULATION_SPECIAL_VALUES_SUPPORT_NONE EmulationSpecialValuesSupport = 0
+	// EMULATION_SPECIAL_VALUES_SUPPORT_INFINITY is CUDA_EMULATION_SPECIAL_VALUES_SUPPORT_INFINITY: require emulation algorithms to handle signed infinity inputs and
+	// outputs
+	EMULATION_SPECIAL_VALUES_SUPPORT_INFINITY EmulationSpecialValuesSupport = 1
+	// EMULATION_SPECIAL_VALUES_SUPPORT_NAN is CUDA_EMULATION_SPECIAL_VALUES_SUPPORT_NAN: require emulation algorithms to handle NaN inputs and outputs
+	EMULATION_SPECIAL_VALUES_SUPPORT_NAN EmulationSpecialValuesSupport = 2
+)
+
+// String returns the C name of v, or EmulationSpecialValuesSupport(n) for a value the headers do not name.
+func (v EmulationSpecialValuesSupport) String() string {
+	switch v {
+	case EMULATION_SPECIAL_VALUES_SUPPORT_DEFAULT:
+		return "CUDA_EMULATION_SPECIAL_VALUES_SUPPORT_DEFAULT"
+	case EMULATION_SPECIAL_VALUES_SUPPORT_NONE:
+		return "CUDA_EMULATION_SPECIAL_VALUES_SUPPORT_NONE"
+	case EMULATION_SPECIAL_VALUES_SUPPORT_INFINITY:
+		return "CUDA_EMULATION_SPECIAL_VALUES_SUPPORT_INFINITY"
+	case EMULATION_SPECIAL_VALUES_SUPPORT_NAN:
+		return "CUDA_EMULATION_SPECIAL_VALUES_SUPPORT_NAN"
+	}
+	return "EmulationSpecialValuesSupport(" + strconv.FormatInt(int64(v), 10) + ")"
+}
+
+// EmulationStrategy is enum cudaEmulationStrategy_t: enum for specifying how to leverage floating-point emulation algorithms
+type EmulationStrategy int32
+
+const (
+	// EMULATION_STRATEGY_DEFAULT is CUDA_EMULATION_STRATEGY_DEFAULT: the default emulation strategy. For emulated computations, this is
+	// equivalent to CUDA_EMULATION_STRATEGY_PERFORMANT, unless a library
+	// dependent environment variable is set
+	EMULATION_STRATEGY_DEFAULT EmulationStrategy = 0
+	// EMULATION_STRATEGY_PERFORMANT is CUDA_EMULATION_STRATEGY_PERFORMANT: an emulation strategy which configures libraries to use emulation
+	// when it provides a performance benefit
+	EMULATION_STRATEGY_PERFORMANT EmulationStrategy = 1
+	// EMULATION_STRATEGY_EAGER is CUDA_EMULATION_STRATEGY_EAGER: an emulation strategy which configures libraries to use emulation
+	// whenever possible
+	EMULATION_STRATEGY_EAGER EmulationStrategy = 2
+)
+
+// String returns the C name of v, or EmulationStrategy(n) for a value the headers do not name.
+func (v EmulationStrategy) String() string {
+	switch v {
+	case EMULATION_STRATEGY_DEFAULT:
+		return "CUDA_EMULATION_STRATEGY_DEFAULT"
+	case EMULATION_STRATEGY_PERFORMANT:
+		return "CUDA_EMULATION_STRATEGY_PERFORMANT"
+	case EMULATION_STRATEGY_EAGER:
+		return "CUDA_EMULATION_STRATEGY_EAGER"
+	}
+	return "EmulationStrategy(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
 // Error is enum cudaError: CUDA error types
@@ -3364,6 +3566,28 @@ func (v LibraryOption) String() string {
 		return "cudaLibraryBinaryIsPreserved"
 	}
 	return "LibraryOption(" + strconv.FormatInt(int64(v), 10) + ")"
+}
+
+// LibraryPropertyType is enum libraryPropertyType_t.
+type LibraryPropertyType int32
+
+const (
+	MAJOR_VERSION LibraryPropertyType = 0
+	MINOR_VERSION LibraryPropertyType = 1
+	PATCH_LEVEL   LibraryPropertyType = 2
+)
+
+// String returns the C name of v, or LibraryPropertyType(n) for a value the headers do not name.
+func (v LibraryPropertyType) String() string {
+	switch v {
+	case MAJOR_VERSION:
+		return "MAJOR_VERSION"
+	case MINOR_VERSION:
+		return "MINOR_VERSION"
+	case PATCH_LEVEL:
+		return "PATCH_LEVEL"
+	}
+	return "LibraryPropertyType(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
 // Limit is enum cudaLimit: CUDA Limits
@@ -6406,6 +6630,15 @@ type AsyncCallback uintptr
 
 // AsyncCallbackHandle is cudaAsyncCallbackHandle_t: CUDA async callback handle
 type AsyncCallbackHandle uintptr
+
+// CuComplex is cuComplex.
+type CuComplex = Float2
+
+// CuDoubleComplex is cuDoubleComplex.
+type CuDoubleComplex = Double2
+
+// CuFloatComplex is cuFloatComplex.
+type CuFloatComplex = Float2
 
 // Event is cudaEvent_t: CUDA event types
 type Event uintptr

@@ -100,42 +100,105 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 )
 
 func main() {
-	var cfg config
-	var out, dest, include, prefix, lib string
-	var model bool
-	flag.StringVar(&cfg.dir, "headers", "headers/cuda-13.0", "directory of the CUDA headers")
-	flag.StringVar(&out, "out", ".", "output directory")
-	flag.StringVar(&dest, "dest", "", "directory the package will live in, for cgo's relative include path (default -out)")
-	flag.StringVar(&cfg.pkg, "pkg", "", "Go package name")
-	flag.StringVar(&include, "include", "", "comma-separated headers whose functions are bound")
-	flag.StringVar(&prefix, "prefix", "", "comma-separated C name prefixes to drop")
-	flag.StringVar(&lib, "lib", "", "ENV=FILE: the shared library to open, and the environment variable that may name its path")
-	flag.StringVar(&cfg.errType, "error", "", "C name of the status type, whose values are errors")
-	flag.StringVar(&cfg.perThread, "perthread", "", "macro that selects the per-thread default stream entry points when defined")
-	flag.BoolVar(&model, "model", false, "print the model as JSON instead of writing files")
-	flag.Parse()
-	var ok bool
-	if cfg.libEnv, cfg.lib, ok = strings.Cut(lib, "="); cfg.pkg == "" || include == "" || !ok {
-		fmt.Fprintln(os.Stderr, "gen: -pkg, -include and -lib ENV=FILE are required")
+	cfg, out, dest, model, err := flags(flag.CommandLine, os.Args[1:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gen:", err)
 		flag.Usage()
 		os.Exit(2)
-	}
-	cfg.headers = strings.Split(include, ",")
-	if prefix != "" {
-		cfg.prefixes = strings.Split(prefix, ",")
-	}
-	if dest == "" {
-		dest = out
 	}
 	if err := run(cfg, out, dest, model); err != nil {
 		fmt.Fprintln(os.Stderr, "gen:", err)
 		os.Exit(1)
 	}
+}
+
+// flags parses gen's command line into a config. It also reads the
+// //go:generate line of a package named by -use.
+func flags(fs *flag.FlagSet, args []string) (cfg config, out, dest string, model bool, err error) {
+	var include, types, prefix, lib, inc, use, omit string
+	fs.StringVar(&cfg.dir, "headers", "headers/cuda-13.0", "directory of the headers the package owns")
+	fs.StringVar(&inc, "I", "", "comma-separated further include directories, whose declarations are not emitted")
+	fs.StringVar(&out, "out", ".", "output directory")
+	fs.StringVar(&dest, "dest", "", "directory the package will live in, for cgo's relative include path (default -out)")
+	fs.StringVar(&cfg.pkg, "pkg", "", "Go package name")
+	fs.StringVar(&include, "include", "", "comma-separated headers whose functions are bound")
+	fs.StringVar(&types, "types", "", "comma-separated headers included for their types and constants only")
+	fs.StringVar(&use, "use", "", "comma-separated directories of generated packages whose types are referenced, not emitted again")
+	fs.StringVar(&prefix, "prefix", "", "comma-separated C name prefixes to drop")
+	fs.StringVar(&omit, "omit", "", "comma-separated prefixes of functions not to bind (NCCL's pnccl profiling aliases)")
+	fs.StringVar(&lib, "lib", "", "ENV=FILE: the shared library to open, and the environment variable that may name its path")
+	fs.StringVar(&cfg.errType, "error", "", "C name of the status type, whose values are errors")
+	fs.StringVar(&cfg.perThread, "perthread", "", "macro that selects the per-thread default stream entry points when defined")
+	fs.BoolVar(&model, "model", false, "print the model as JSON instead of writing files")
+	if err = fs.Parse(args); err != nil {
+		return
+	}
+	var ok bool
+	if cfg.libEnv, cfg.lib, ok = strings.Cut(lib, "="); cfg.pkg == "" || include == "" || !ok {
+		err = fmt.Errorf("-pkg, -include and -lib ENV=FILE are required")
+		return
+	}
+	cfg.headers = strings.Split(include, ",")
+	cfg.typeHeaders = list(types)
+	cfg.prefixes = list(prefix)
+	cfg.includeDirs = list(inc)
+	cfg.use = list(use)
+	cfg.omit = list(omit)
+	if dest == "" {
+		dest = out
+	}
+	return
+}
+
+// list splits a comma-separated flag value; "" is the empty list.
+func list(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
+}
+
+// generateLine matches the //go:generate line of a generated package.
+var generateLine = regexp.MustCompile(`(?m)^//go:generate go run \S*gen (.*)$`)
+
+// packageConfig reads the configuration of the generated package in dir from
+// its //go:generate line, with the paths in it made relative to the current
+// directory.
+func packageConfig(dir string) (config, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		return config{}, err
+	}
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			return config{}, err
+		}
+		m := generateLine.FindSubmatch(src)
+		if m == nil {
+			continue
+		}
+		fs := flag.NewFlagSet(f, flag.ContinueOnError)
+		cfg, _, _, _, err := flags(fs, strings.Fields(string(m[1])))
+		if err != nil {
+			return config{}, fmt.Errorf("%s: %w", f, err)
+		}
+		cfg.dir = filepath.Join(dir, cfg.dir)
+		for i, d := range cfg.includeDirs {
+			cfg.includeDirs[i] = filepath.Join(dir, d)
+		}
+		for i, d := range cfg.use {
+			cfg.use[i] = filepath.Join(dir, d)
+		}
+		return cfg, nil
+	}
+	return config{}, fmt.Errorf("no //go:generate go run ../gen line in %s", dir)
 }
 
 func run(cfg config, out, dest string, model bool) error {
@@ -152,11 +215,15 @@ func run(cfg config, out, dest string, model bool) error {
 	if err != nil {
 		return err
 	}
-	absHdr, err := filepath.Abs(cfg.dir)
-	if err != nil {
-		return err
+	var dirs []string
+	for _, d := range append([]string{cfg.dir}, cfg.includeDirs...) {
+		a, err := filepath.Abs(d)
+		if err != nil {
+			return err
+		}
+		dirs = append(dirs, a)
 	}
-	files, err := emit(pkg, absDest, absHdr)
+	files, err := emit(pkg, absDest, dirs)
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,7 @@ type Package struct {
 	Headers    []string   // headers the package is generated from
 	Library    string     // the shared library's file name, such as libcuda.so.1
 	LibraryEnv string     // the environment variable that may name its path
-	Error      string     // Go name of the status enum, whose values are errors
+	Error      *Type      // the status enum, whose values are errors, or nil
 	Funcs      []*Func    // in header order
 	Enums      []*Enum    // sorted by Go name
 	Records    []*Record  // structs and unions, sorted by Go name
@@ -24,6 +24,9 @@ type Package struct {
 	// functions keep the default symbol.
 	PerThread string   `json:",omitempty"`
 	Wrappers  []string `json:",omitempty"`
+	// Uses are the generated packages whose types this one references
+	// (see Type.Pkg), by import path.
+	Uses map[string]*Package `json:"-"`
 }
 
 // Func is a C function.
@@ -86,6 +89,7 @@ type Type struct {
 	Elem  *Type  // Pointer, Array
 	Len   int64  // Array
 	Const bool   // Pointer: to const
+	Pkg   string `json:",omitempty"` // Named: import path of the package that declares it, "" for this one
 }
 
 // Enum is a C enum.

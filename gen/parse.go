@@ -25,6 +25,16 @@ type config struct {
 	// perThread is the macro that, defined, makes the headers select the
 	// per-thread default stream entry points (_ptds, _ptsz), or "".
 	perThread string
+	// typeHeaders are included for their types and constants only.
+	typeHeaders []string
+	// includeDirs are further include directories; what they declare is
+	// not the package's.
+	includeDirs []string
+	// use are the directories of generated packages whose types this one
+	// references instead of emitting them again.
+	use []string
+	// omit are prefixes of functions that are not bound.
+	omit []string
 }
 
 // parser turns a translation unit into a Package.
@@ -49,9 +59,25 @@ type parser struct {
 	// headers whose whole body forwards to it, the name C code calls
 	// (nvJitLinkCreate for __nvJitLinkCreate_13_0).
 	wrappers map[string]*cc.Declarator
+	// used are the files whose declarations belong to a package of
+	// cfg.use, and ext the types those declare, by C name (tag or typedef).
+	used map[string]bool
+	ext  map[string]*Type
 }
 
 func parse(cfg config) (*Package, error) {
+	p, err := newParser(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.run(); err != nil {
+		return nil, err
+	}
+	return p.pkg, nil
+}
+
+// newParser parses the headers and the packages cfg.use names.
+func newParser(cfg config) (*parser, error) {
 	ccfg, err := cc.NewConfig("linux", "amd64")
 	if err != nil {
 		return nil, fmt.Errorf("configuring the C front end: %w", err)
@@ -60,12 +86,20 @@ func parse(cfg config) (*Package, error) {
 	if err != nil {
 		return nil, err
 	}
-	ccfg.IncludePaths = append([]string{dir, "@"}, ccfg.IncludePaths...)
-	ccfg.SysIncludePaths = append([]string{dir}, ccfg.SysIncludePaths...)
+	dirs := []string{dir}
+	for _, d := range cfg.includeDirs {
+		a, err := filepath.Abs(d)
+		if err != nil {
+			return nil, err
+		}
+		dirs = append(dirs, a)
+	}
+	ccfg.IncludePaths = append(append(dirs[:1:1], "@"), append(dirs[1:], ccfg.IncludePaths...)...)
+	ccfg.SysIncludePaths = append(dirs, ccfg.SysIncludePaths...)
 	ccfg.EvalAllMacros = true
 	ccfg.Header = true
 	var src strings.Builder
-	for _, h := range cfg.headers {
+	for _, h := range append(cfg.headers, cfg.typeHeaders...) {
 		fmt.Fprintf(&src, "#include %q\n", h)
 	}
 	ast, err := translate(ccfg, src.String())
@@ -79,7 +113,7 @@ func parse(cfg config) (*Package, error) {
 		ccfg:     ccfg,
 		src:      src.String(),
 		names:    newNamer(cfg.prefixes),
-		pkg:      &Package{Name: cfg.pkg, Headers: cfg.headers, Library: cfg.lib, LibraryEnv: cfg.libEnv},
+		pkg:      &Package{Name: cfg.pkg, Headers: append(cfg.headers, cfg.typeHeaders...), Library: cfg.lib, LibraryEnv: cfg.libEnv},
 		docs:     docReader{files: map[string][]string{}},
 		records:  map[string]*Record{},
 		enums:    map[string]*Enum{},
@@ -88,11 +122,91 @@ func parse(cfg config) (*Package, error) {
 		raw:      map[any]string{},
 		pos:      map[*Func]string{},
 		wrappers: map[string]*cc.Declarator{},
+		used:     map[string]bool{},
+		ext:      map[string]*Type{},
 	}
-	if err := p.run(); err != nil {
-		return nil, err
+	for _, d := range cfg.use {
+		if err := p.use(d); err != nil {
+			return nil, fmt.Errorf("using %s: %w", d, err)
+		}
 	}
-	return p.pkg, nil
+	return p, nil
+}
+
+// use parses the generated package in dir (as its //go:generate line says)
+// and makes its files and types the ones this package references.
+func (p *parser) use(dir string) error {
+	cfg, err := packageConfig(dir)
+	if err != nil {
+		return err
+	}
+	absDir, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	path, err := packagePath(absDir)
+	if err != nil {
+		return err
+	}
+	u, err := newParser(cfg)
+	if err != nil {
+		return err
+	}
+	if err := u.run(); err != nil {
+		return err
+	}
+	if p.pkg.Uses == nil {
+		p.pkg.Uses = map[string]*Package{}
+	}
+	p.pkg.Uses[path] = u.pkg
+	for f := range u.used {
+		p.used[f] = true
+	}
+	for c, x := range u.ext {
+		p.ext[c] = x
+	}
+	for l := u.ast.TranslationUnit; l != nil; l = l.TranslationUnit {
+		if f := l.ExternalDeclaration.Position().Filename; u.own(f) {
+			p.used[abs(f)] = true
+		}
+	}
+	for _, m := range u.ast.Macros {
+		if f := m.Position().Filename; u.own(f) {
+			p.used[abs(f)] = true
+		}
+	}
+	for c, goName := range u.typeC {
+		if x := u.exported(goName, c); x != nil {
+			x.Pkg = path
+			p.ext[c] = x
+		}
+	}
+	return nil
+}
+
+// exported returns the type the package emitted under a Go name, as a
+// package that uses it refers to it by the C name c, or nil.
+func (p *parser) exported(goName, c string) *Type {
+	t := &Type{Kind: Named, Go: goName, C: c}
+	switch {
+	case p.enums[goName] != nil:
+		t.Class, t.Under = ClassEnum, p.enums[goName].Under
+	case p.records[goName] != nil:
+		t.Class = p.classOf(goName)
+	case p.typedef[goName] != nil:
+		td := p.typedef[goName]
+		switch td.Class {
+		case "":
+			t.Class, t.Under = td.Type.Class, td.Type.Under
+		case ClassScalar:
+			t.Class, t.Under = ClassScalar, td.Type
+		default:
+			t.Class = td.Class
+		}
+	default:
+		return nil
+	}
+	return t
 }
 
 // translate parses src, a list of #include lines, with the configuration's
@@ -105,11 +219,14 @@ func translate(cfg *cc.Config, src string) (*cc.AST, error) {
 	})
 }
 
+// own reports whether a declaration at pos is the package's: in its header
+// directory and not in a file of a package it uses.
 func (p *parser) own(pos string) bool {
 	if strings.HasPrefix(pos, "<") {
 		return false // <predefined>, <builtin>, <input>
 	}
-	return strings.HasPrefix(abs(pos), p.dir+string(filepath.Separator))
+	a := abs(pos)
+	return strings.HasPrefix(a, p.dir+string(filepath.Separator)) && !p.used[a]
 }
 
 func abs(path string) string {
@@ -195,8 +312,10 @@ func (p *parser) run() error {
 	return nil
 }
 
-// forwardsTo returns the function that a definition's whole body calls and
-// returns the result of (return f(...);), or "".
+// forwardsTo returns the function that a definition's whole body calls with
+// the definition's own parameters, in order, and returns the result of
+// (return f(a, b);), or "". A body that passes anything else
+// (cublasLtMatrixLayoutInit passes a sizeof too) is not a mere wrapper.
 func forwardsTo(fd *cc.FunctionDefinition) string {
 	var stmts []*cc.Statement
 	for l := fd.CompoundStatement.BlockItemList; l != nil; l = l.BlockItemList {
@@ -226,6 +345,23 @@ func forwardsTo(fd *cc.FunctionDefinition) string {
 	}
 	id, ok := call.PostfixExpression.(*cc.PrimaryExpression)
 	if !ok || id.Case != cc.PrimaryExpressionIdent {
+		return ""
+	}
+	args := call.ArgumentExpressionList
+	for _, prm := range fd.Declarator.Type().(*cc.FunctionType).Parameters() {
+		if prm.Type().Kind() == cc.Void {
+			continue
+		}
+		if args == nil {
+			return ""
+		}
+		a, ok := args.AssignmentExpression.(*cc.PrimaryExpression)
+		if !ok || a.Case != cc.PrimaryExpressionIdent || a.Token.SrcStr() != prm.Name() {
+			return ""
+		}
+		args = args.ArgumentExpressionList
+	}
+	if args != nil {
 		return ""
 	}
 	return id.Token.SrcStr()
@@ -542,7 +678,7 @@ func (p *parser) typedefDecl(d *cc.Declarator) {
 	switch t.Kind() {
 	case cc.Struct, cc.Union:
 		if c := tagName(t); c != "" {
-			p.alias(name, goName, p.typeC[c], classOf(t), doc)
+			p.alias(name, goName, p.tagType(c, classOf(t)), doc)
 			return
 		}
 		p.record(t, name, name, goName, pos.Filename, pos.Line)
@@ -552,7 +688,7 @@ func (p *parser) typedefDecl(d *cc.Declarator) {
 		return
 	case cc.Enum:
 		if c := tagName(t); c != "" {
-			p.alias(name, goName, p.typeC[c], ClassEnum, doc)
+			p.alias(name, goName, p.tagType(c, ClassEnum), doc)
 			return
 		}
 		p.enum(t.(*cc.EnumType), name, goName, pos.Filename, pos.Line)
@@ -582,16 +718,27 @@ func (p *parser) typedefDecl(d *cc.Declarator) {
 	p.pkg.Typedefs = append(p.pkg.Typedefs, td)
 }
 
-// alias records typedef name for a tagged type: nothing when both have the
-// same Go name, else a Go alias.
-func (p *parser) alias(name, goName, target string, class Class, doc func(any)) {
-	if goName == target || target == "" {
+// tagType returns the type a struct, union or enum tag c names: the
+// package's own, one of a used package, or nil.
+func (p *parser) tagType(c string, class Class) *Type {
+	if goName := p.typeC[c]; goName != "" {
+		return &Type{Kind: Named, Go: goName, C: c, Class: class}
+	}
+	return p.ext[c]
+}
+
+// alias records typedef name for a type: nothing when both have the same
+// Go name, else a Go alias.
+func (p *parser) alias(name, goName string, target *Type, doc func(any)) {
+	if target == nil || target.Pkg == "" && goName == target.Go {
 		return
 	}
 	if !p.claim(goName, name, "typedef") {
 		return
 	}
-	td := &Typedef{CName: name, GoName: goName, Type: &Type{Kind: Named, Go: target, C: name, Class: class}}
+	t := *target
+	t.C = name
+	td := &Typedef{CName: name, GoName: goName, Type: &t}
 	doc(td)
 	p.typedef[goName] = td
 	p.pkg.Typedefs = append(p.pkg.Typedefs, td)
@@ -637,6 +784,9 @@ func (p *parser) typ(t cc.Type) *Type {
 		if goName, ok := p.typeC[td.Name()]; ok && p.own(td.Position().Filename) {
 			return p.named(goName, td.Name(), t)
 		}
+		if x := p.ext[td.Name()]; x != nil {
+			return x
+		}
 	}
 	return p.shape(t)
 }
@@ -673,6 +823,9 @@ func (p *parser) shape(t cc.Type) *Type {
 		if goName, ok := p.typeC[c]; ok {
 			return p.named(goName, c, t)
 		}
+		if x := p.ext[c]; x != nil {
+			return x
+		}
 		if x, ok := t.(*cc.EnumType); ok {
 			return p.scalar(x)
 		}
@@ -695,6 +848,8 @@ func (p *parser) named(goName, c string, t cc.Type) *Type {
 		} else {
 			r.Class = ClassHandle
 		}
+	case cc.Array:
+		return p.shape(t) // the typedef is an alias of the array
 	default:
 		r.Class, r.Under = ClassScalar, p.scalar(t)
 		if r.Under == nil {
@@ -712,6 +867,12 @@ func (p *parser) function(d *cc.Declarator) {
 	pos := d.NameTok().Position()
 	ft := d.Type().(*cc.FunctionType)
 	f := &Func{CName: p.spelling(pos, name), Symbol: name}
+	for _, o := range p.cfg.omit {
+		if strings.HasPrefix(name, o) {
+			p.skip("function", name, "omitted by -omit "+o)
+			return
+		}
+	}
 	if ft.IsVariadic() {
 		p.skip("function", name, "variadic")
 		return
@@ -794,15 +955,32 @@ func isConst(t *cc.PointerType) bool {
 // macro that names a function (cuMemAlloc, defined as cuMemAlloc_v2) is
 // that function's C name.
 func (p *parser) macros() {
-	funcs := map[string]bool{}
-	for _, f := range p.pkg.Funcs {
-		funcs[f.CName] = true
-	}
 	names := make([]string, 0, len(p.ast.Macros))
 	for n := range p.ast.Macros {
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	declared := map[string]*Func{}
+	for _, f := range p.pkg.Funcs {
+		declared[f.CName] = f
+	}
+	for _, n := range names {
+		// A macro that renames a function the headers declare under its
+		// versioned name (cublas_v2.h: #define cublasSgemm cublasSgemm_v2)
+		// is the name C code calls it by.
+		m := p.ast.Macros[n]
+		rl := m.ReplacementList()
+		if m.IsFnLike || !p.own(m.Position().Filename) || len(rl) != 1 || declared[n] != nil {
+			continue
+		}
+		if f := declared[rl[0].SrcStr()]; f != nil && !f.Inline && f.CName == f.Symbol {
+			f.CName = n
+		}
+	}
+	funcs := map[string]bool{}
+	for _, f := range p.pkg.Funcs {
+		funcs[f.CName] = true
+	}
 	for _, n := range names {
 		m := p.ast.Macros[n]
 		rl := m.ReplacementList()
@@ -813,7 +991,7 @@ func (p *parser) macros() {
 			target := rl[0].SrcStr()
 			if goTarget, ok := p.typeC[target]; ok {
 				// A type spelled by a macro: a Go alias.
-				p.alias(n, p.names.typ(n), goTarget, p.classOf(goTarget), func(x any) {
+				p.alias(n, p.names.typ(n), &Type{Kind: Named, Go: goTarget, C: target, Class: p.classOf(goTarget)}, func(x any) {
 					p.raw[x] = p.docs.macro(m.Position().Filename, m.Position().Line)
 				})
 				continue
@@ -882,7 +1060,7 @@ func (p *parser) perThreadSymbols() error {
 	var inline []string            // functions the headers define
 	for l := ast.TranslationUnit; l != nil; l = l.TranslationUnit {
 		ed := l.ExternalDeclaration
-		if fd := ed.FunctionDefinition; ed.Case == cc.ExternalDeclarationFuncDef && p.own(ed.Position().Filename) {
+		if fd := ed.FunctionDefinition; ed.Case == cc.ExternalDeclarationFuncDef && p.main(ed.Position().Filename) {
 			inline = append(inline, fd.Declarator.Name())
 		}
 		if ed.Case != cc.ExternalDeclarationDecl || ed.Declaration == nil {
@@ -918,7 +1096,7 @@ func (p *parser) finish() {
 	sort.Slice(p.pkg.Typedefs, func(i, j int) bool { return p.pkg.Typedefs[i].GoName < p.pkg.Typedefs[j].GoName })
 	sort.Slice(p.pkg.Consts, func(i, j int) bool { return p.pkg.Consts[i].GoName < p.pkg.Consts[j].GoName })
 	if p.cfg.errType != "" {
-		p.pkg.Error = p.typeC[p.cfg.errType]
+		p.pkg.Error = p.tagType(p.cfg.errType, ClassEnum)
 	}
 	links := map[string]string{}
 	for g, c := range p.names.taken {

@@ -5,7 +5,7 @@ package nvjitlink
 import "unsafe"
 
 /*
-#cgo CFLAGS: -I${SRCDIR}/../headers/cuda-13.0
+#cgo CFLAGS: -Wno-deprecated-declarations -I${SRCDIR}/../headers/cuda-13.0
 #cgo noescape gocuda_nvJitLinkCreate
 #cgo nocallback gocuda_nvJitLinkCreate
 #cgo noescape gocuda_nvJitLinkDestroy

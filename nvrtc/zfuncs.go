@@ -5,7 +5,7 @@ package nvrtc
 import "unsafe"
 
 /*
-#cgo CFLAGS: -I${SRCDIR}/../headers/cuda-13.0
+#cgo CFLAGS: -Wno-deprecated-declarations -I${SRCDIR}/../headers/cuda-13.0
 #cgo noescape gocuda_nvrtcGetErrorString
 #cgo nocallback gocuda_nvrtcGetErrorString
 #cgo noescape gocuda_nvrtcVersion

@@ -5,6 +5,9 @@
 package ccheck
 
 import (
+	"os"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/gocuda/cuda/internal/dl"
@@ -109,4 +112,106 @@ func Symbols(t *testing.T, symbols []Symbol, cSymbols, cPerThread map[string]str
 			t.Errorf("%s: looks up %s for the per-thread default stream, C calls %q", g.Name, got, want)
 		}
 	}
+}
+
+// Coverage checks, independently of the generator's C parser, that the
+// functions bound (symbols) are exactly those the header text declares for C
+// callers: each match of declared, its first group the declared name. Code
+// that only C++ compiles (#if defined(__cplusplus) ... #endif) is left out. A
+// macro of the header that renames a declared function (cublas_v2.h's
+// #define cublasSgemm cublasSgemm_v2) gives the name C code calls, and the
+// symbol that name must call. unbound lists the declared names left unbound
+// on purpose, each with the reason. want is the number of functions the
+// header declares, so that a regular expression that stops matching fails.
+func Coverage(t *testing.T, symbols []Symbol, text string, declared *regexp.Regexp, want int, unbound map[string]string) {
+	t.Helper()
+	text = WithoutCPlusPlus(text)
+	called := map[string]string{} // name C code calls -> symbol
+	for _, m := range declared.FindAllStringSubmatch(text, -1) {
+		called[m[1]] = m[1]
+	}
+	if len(called) != want {
+		t.Errorf("the header declares %d functions, want %d", len(called), want)
+	}
+	for _, m := range renames.FindAllStringSubmatch(text, -1) {
+		if _, ok := called[m[2]]; ok && m[1] != m[2] {
+			delete(called, m[2])
+			called[m[1]] = m[2]
+		}
+	}
+	for name, why := range unbound {
+		if _, ok := called[name]; !ok {
+			t.Errorf("%s is listed as unbound (%s) but not declared", name, why)
+		}
+		delete(called, name)
+	}
+	for _, s := range symbols {
+		sym, ok := called[s.Name]
+		switch {
+		case !ok:
+			t.Errorf("%s is bound but not declared", s.Name)
+		case s.Proc.Name() != sym:
+			t.Errorf("%s calls %s; C code calls %s", s.Name, s.Proc.Name(), sym)
+		}
+		delete(called, s.Name)
+	}
+	for name := range called {
+		t.Errorf("%s is declared but not bound", name)
+	}
+}
+
+// renames matches an object-like macro that is one identifier.
+var renames = regexp.MustCompile(`(?m)^\s*#\s*define\s+(\w+)\s+(\w+)\s*$`)
+
+// WithoutCPlusPlus returns C header text without the blocks that only C++
+// compiles: #if defined(__cplusplus) or #ifdef __cplusplus up to its #else
+// or #endif.
+func WithoutCPlusPlus(text string) string {
+	lines := strings.Split(text, "\n")
+	out := lines[:0]
+	depth := 0 // nesting inside a skipped block; 0: not skipping
+	for _, l := range lines {
+		d := strings.Fields(strings.ReplaceAll(strings.TrimSpace(l), "#", "# "))
+		directive := ""
+		if len(d) > 1 && d[0] == "#" {
+			directive = d[1]
+		}
+		if depth == 0 {
+			if directive == "ifdef" && len(d) > 2 && d[2] == "__cplusplus" ||
+				directive == "if" && len(d) == 3 && (d[2] == "defined(__cplusplus)" || d[2] == "__cplusplus") {
+				depth = 1
+				continue
+			}
+			out = append(out, l)
+			continue
+		}
+		switch directive {
+		case "if", "ifdef", "ifndef":
+			depth++
+		case "endif":
+			depth--
+		case "else", "elif":
+			if depth == 1 {
+				depth = 0 // the C side; its #endif is kept as a line
+			}
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// Header returns the text of the header files at paths, one after another,
+// or skips the test when one cannot be read (the test binary runs away from
+// the source tree).
+func Header(t *testing.T, paths ...string) string {
+	t.Helper()
+	var b strings.Builder
+	for _, p := range paths {
+		src, err := os.ReadFile(p)
+		if err != nil {
+			t.Skipf("headers not here: %v", err)
+		}
+		b.Write(src)
+		b.WriteByte('\n')
+	}
+	return b.String()
 }

@@ -4,12 +4,14 @@
 package ctest
 
 /*
-#cgo CFLAGS: -I${SRCDIR}/../../../headers/cuda-13.0
+#cgo CFLAGS: -Wno-deprecated-declarations -I${SRCDIR}/../../../headers/cuda-13.0
 #include <stddef.h>
 #define CUDA_ENABLE_DEPRECATED 1
 #define __NV_NO_VECTOR_DEPRECATION_DIAG 1
 #include "cuda_runtime_api.h"
 #include "cuda_profiler_api.h"
+#include "library_types.h"
+#include "cuComplex.h"
 
 struct gocuda_size { const char *name; size_t size, align; };
 struct gocuda_offset { const char *name; size_t offset; };
@@ -796,6 +798,41 @@ const struct gocuda_value gocuda_values[] = {
 	{"ComputeModeExclusive", (long long)cudaComputeModeExclusive},
 	{"ComputeModeProhibited", (long long)cudaComputeModeProhibited},
 	{"ComputeModeExclusiveProcess", (long long)cudaComputeModeExclusiveProcess},
+	{"R_16F", (long long)CUDA_R_16F},
+	{"C_16F", (long long)CUDA_C_16F},
+	{"R_16BF", (long long)CUDA_R_16BF},
+	{"C_16BF", (long long)CUDA_C_16BF},
+	{"R_32F", (long long)CUDA_R_32F},
+	{"C_32F", (long long)CUDA_C_32F},
+	{"R_64F", (long long)CUDA_R_64F},
+	{"C_64F", (long long)CUDA_C_64F},
+	{"R_4I", (long long)CUDA_R_4I},
+	{"C_4I", (long long)CUDA_C_4I},
+	{"R_4U", (long long)CUDA_R_4U},
+	{"C_4U", (long long)CUDA_C_4U},
+	{"R_8I", (long long)CUDA_R_8I},
+	{"C_8I", (long long)CUDA_C_8I},
+	{"R_8U", (long long)CUDA_R_8U},
+	{"C_8U", (long long)CUDA_C_8U},
+	{"R_16I", (long long)CUDA_R_16I},
+	{"C_16I", (long long)CUDA_C_16I},
+	{"R_16U", (long long)CUDA_R_16U},
+	{"C_16U", (long long)CUDA_C_16U},
+	{"R_32I", (long long)CUDA_R_32I},
+	{"C_32I", (long long)CUDA_C_32I},
+	{"R_32U", (long long)CUDA_R_32U},
+	{"C_32U", (long long)CUDA_C_32U},
+	{"R_64I", (long long)CUDA_R_64I},
+	{"C_64I", (long long)CUDA_C_64I},
+	{"R_64U", (long long)CUDA_R_64U},
+	{"C_64U", (long long)CUDA_C_64U},
+	{"R_8F_E4M3", (long long)CUDA_R_8F_E4M3},
+	{"R_8F_UE4M3", (long long)CUDA_R_8F_UE4M3},
+	{"R_8F_E5M2", (long long)CUDA_R_8F_E5M2},
+	{"R_8F_UE8M0", (long long)CUDA_R_8F_UE8M0},
+	{"R_6F_E2M3", (long long)CUDA_R_6F_E2M3},
+	{"R_6F_E3M2", (long long)CUDA_R_6F_E3M2},
+	{"R_4F_E2M1", (long long)CUDA_R_4F_E2M1},
 	{"DevAttrMaxThreadsPerBlock", (long long)cudaDevAttrMaxThreadsPerBlock},
 	{"DevAttrMaxBlockDimX", (long long)cudaDevAttrMaxBlockDimX},
 	{"DevAttrMaxBlockDimY", (long long)cudaDevAttrMaxBlockDimY},
@@ -944,6 +981,15 @@ const struct gocuda_value gocuda_values[] = {
 	{"DriverEntryPointSuccess", (long long)cudaDriverEntryPointSuccess},
 	{"DriverEntryPointSymbolNotFound", (long long)cudaDriverEntryPointSymbolNotFound},
 	{"DriverEntryPointVersionNotSufficent", (long long)cudaDriverEntryPointVersionNotSufficent},
+	{"EMULATION_MANTISSA_CONTROL_DYNAMIC", (long long)CUDA_EMULATION_MANTISSA_CONTROL_DYNAMIC},
+	{"EMULATION_MANTISSA_CONTROL_FIXED", (long long)CUDA_EMULATION_MANTISSA_CONTROL_FIXED},
+	{"EMULATION_SPECIAL_VALUES_SUPPORT_DEFAULT", (long long)CUDA_EMULATION_SPECIAL_VALUES_SUPPORT_DEFAULT},
+	{"EMULATION_SPECIAL_VALUES_SUPPORT_NONE", (long long)CUDA_EMULATION_SPECIAL_VALUES_SUPPORT_NONE},
+	{"EMULATION_SPECIAL_VALUES_SUPPORT_INFINITY", (long long)CUDA_EMULATION_SPECIAL_VALUES_SUPPORT_INFINITY},
+	{"EMULATION_SPECIAL_VALUES_SUPPORT_NAN", (long long)CUDA_EMULATION_SPECIAL_VALUES_SUPPORT_NAN},
+	{"EMULATION_STRATEGY_DEFAULT", (long long)CUDA_EMULATION_STRATEGY_DEFAULT},
+	{"EMULATION_STRATEGY_PERFORMANT", (long long)CUDA_EMULATION_STRATEGY_PERFORMANT},
+	{"EMULATION_STRATEGY_EAGER", (long long)CUDA_EMULATION_STRATEGY_EAGER},
 	{"Success", (long long)cudaSuccess},
 	{"ErrorInvalidValue", (long long)cudaErrorInvalidValue},
 	{"ErrorMemoryAllocation", (long long)cudaErrorMemoryAllocation},
@@ -1236,6 +1282,9 @@ const struct gocuda_value gocuda_values[] = {
 	{"LaunchMemSyncDomainRemote", (long long)cudaLaunchMemSyncDomainRemote},
 	{"LibraryHostUniversalFunctionAndDataTable", (long long)cudaLibraryHostUniversalFunctionAndDataTable},
 	{"LibraryBinaryIsPreserved", (long long)cudaLibraryBinaryIsPreserved},
+	{"MAJOR_VERSION", (long long)MAJOR_VERSION},
+	{"MINOR_VERSION", (long long)MINOR_VERSION},
+	{"PATCH_LEVEL", (long long)PATCH_LEVEL},
 	{"LimitStackSize", (long long)cudaLimitStackSize},
 	{"LimitPrintfFifoSize", (long long)cudaLimitPrintfFifoSize},
 	{"LimitMallocHeapSize", (long long)cudaLimitMallocHeapSize},

@@ -3,12 +3,14 @@
 package ctest
 
 /*
-#cgo CFLAGS: -I${SRCDIR}/../../../headers/cuda-13.0
+#cgo CFLAGS: -Wno-deprecated-declarations -I${SRCDIR}/../../../headers/cuda-13.0
 #define CUDA_API_PER_THREAD_DEFAULT_STREAM 1
 #define CUDA_ENABLE_DEPRECATED 1
 #define __NV_NO_VECTOR_DEPRECATION_DIAG 1
 #include "cuda_runtime_api.h"
 #include "cuda_profiler_api.h"
+#include "library_types.h"
+#include "cuComplex.h"
 
 #define gocuda_str(x) #x
 #define gocuda_expand(x) gocuda_str(x)

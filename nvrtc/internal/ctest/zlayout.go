@@ -4,7 +4,7 @@
 package ctest
 
 /*
-#cgo CFLAGS: -I${SRCDIR}/../../../headers/cuda-13.0
+#cgo CFLAGS: -Wno-deprecated-declarations -I${SRCDIR}/../../../headers/cuda-13.0
 #include <stddef.h>
 #define CUDA_ENABLE_DEPRECATED 1
 #define __NV_NO_VECTOR_DEPRECATION_DIAG 1
