@@ -1,4 +1,37 @@
-// Package cublas binds cuBLAS.
+// Package cublas binds cuBLAS, CUDA's dense linear algebra library
+// (cublas_v2.h): every function, enum and handle, generated from the headers
+// by ../gen.
+//
+// Names follow the C names without their prefix (cublasSgemm -> Sgemm,
+// cublasHandle_t -> Handle, CUBLAS_OP_T -> OP_T); gen's package
+// documentation gives the whole rule. A function returns nil or the status
+// as a Status, which works with errors.Is.
+//
+// Functions take the names C code calls them by: cublas_v2.h defines
+// cublasSgemm as cublasSgemm_v2, so Sgemm calls cublasSgemm_v2. The variants
+// with 64-bit sizes keep their suffix (Sgemm_64). cuBLAS is column-major, as
+// in C.
+//
+//	var h cublas.Handle
+//	if err := cublas.Create(&h); err != nil {
+//		return err
+//	}
+//	defer cublas.Destroy(h)
+//	err := cublas.Sgemm(h, cublas.OP_N, cublas.OP_N, m, n, k, &alpha, a, m, b, k, &beta, c, m)
+//	if errors.Is(err, cublas.STATUS_INVALID_VALUE) {
+//		// a leading dimension is too small
+//	}
+//
+// # Loading
+//
+// Nothing links against CUDA at build time. libcublas.so.13 is opened on the
+// first call, looked for in this order: the file named by $GOCUDA_CUBLAS; the
+// system loader's path (LD_LIBRARY_PATH, the ldconfig cache); the lib64 and
+// lib directories of $CUDA_PATH, $CUDA_HOME and /usr/local/cuda. Each
+// function's symbol is looked up on its first call. If the library cannot be
+// opened, every function returns a *LibraryError that lists the paths tried;
+// if the library lacks a function, that function returns a *SymbolError
+// naming it, and the rest keep working.
 package cublas
 
 //go:generate go run ../gen -headers ../headers/cuda-13.0 -use ../cudart -out . -pkg cublas -include cublas_v2.h,cublas_api.h -prefix cublas,CUBLAS_ -error cublasStatus_t -lib GOCUDA_CUBLAS=libcublas.so.13

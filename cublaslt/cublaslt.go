@@ -1,4 +1,28 @@
-// Package cublaslt binds cuBLASLt.
+// Package cublaslt binds cuBLASLt, cuBLAS's lightweight matrix
+// multiplication API (cublasLt.h): every function, enum and handle,
+// generated from the headers by ../gen.
+//
+// Names follow the C names without their prefix (cublasLtMatmul -> Matmul,
+// cublasLtHandle_t -> Handle, CUBLASLT_MATMUL_DESC_TRANSA ->
+// MATMUL_DESC_TRANSA); gen's package documentation gives the whole rule. A
+// function returns nil or the status as a cublas.Status, which works with
+// errors.Is.
+//
+// Functions return cuBLAS's status, cublas.Status. Types of cuBLAS
+// (cublasComputeType_t) and of the runtime (cudaDataType) are those of
+// packages cublas and cudart. cublasLtLoggerSetFile is not bound: its
+// parameter is a C FILE *.
+//
+// # Loading
+//
+// Nothing links against CUDA at build time. libcublasLt.so.13 is opened on the
+// first call, looked for in this order: the file named by $GOCUDA_CUBLASLT; the
+// system loader's path (LD_LIBRARY_PATH, the ldconfig cache); the lib64 and
+// lib directories of $CUDA_PATH, $CUDA_HOME and /usr/local/cuda. Each
+// function's symbol is looked up on its first call. If the library cannot be
+// opened, every function returns a *LibraryError that lists the paths tried;
+// if the library lacks a function, that function returns a *SymbolError
+// naming it, and the rest keep working.
 package cublaslt
 
 //go:generate go run ../gen -headers ../headers/cuda-13.0 -use ../cudart,../cublas -out . -pkg cublaslt -include cublasLt.h -prefix cublasLt,CUBLASLT_ -error cublasStatus_t -lib GOCUDA_CUBLASLT=libcublasLt.so.13

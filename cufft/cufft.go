@@ -1,4 +1,23 @@
-// Package cufft binds cuFFT.
+// Package cufft binds cuFFT, CUDA's fast Fourier transforms (cufft.h): every
+// function, enum and handle, generated from the headers by ../gen.
+//
+// Names follow the C names without their prefix (cufftExecC2C -> ExecC2C,
+// cufftHandle -> Handle, CUFFT_FORWARD -> FORWARD); gen's package
+// documentation gives the whole rule. A function returns nil or the status
+// as a Result, which works with errors.Is.
+//
+// Complex data is the runtime's: cufftComplex is cudart.CuComplex.
+//
+// # Loading
+//
+// Nothing links against CUDA at build time. libcufft.so.12 is opened on the
+// first call, looked for in this order: the file named by $GOCUDA_CUFFT; the
+// system loader's path (LD_LIBRARY_PATH, the ldconfig cache); the lib64 and
+// lib directories of $CUDA_PATH, $CUDA_HOME and /usr/local/cuda. Each
+// function's symbol is looked up on its first call. If the library cannot be
+// opened, every function returns a *LibraryError that lists the paths tried;
+// if the library lacks a function, that function returns a *SymbolError
+// naming it, and the rest keep working.
 package cufft
 
 //go:generate go run ../gen -headers ../headers/cuda-13.0 -use ../cudart -out . -pkg cufft -include cufft.h -prefix cufft,CUFFT_ -error cufftResult -lib GOCUDA_CUFFT=libcufft.so.12

@@ -1,4 +1,26 @@
-// Package cusparse binds cuSPARSE.
+// Package cusparse binds cuSPARSE, CUDA's sparse linear algebra library
+// (cusparse.h): every function, enum and handle, generated from the headers
+// by ../gen.
+//
+// Names follow the C names without their prefix (cusparseSpMV -> SpMV,
+// cusparseSpMatDescr_t -> SpMatDescr, CUSPARSE_SPMV_ALG_DEFAULT ->
+// SPMV_ALG_DEFAULT); gen's package documentation gives the whole rule. A
+// function returns nil or the status as a Status, which works with
+// errors.Is.
+//
+// Types of the runtime (cudaDataType, cudaStream_t) are those of package
+// cudart. cusparseLoggerSetFile is not bound: its parameter is a C FILE *.
+//
+// # Loading
+//
+// Nothing links against CUDA at build time. libcusparse.so.12 is opened on the
+// first call, looked for in this order: the file named by $GOCUDA_CUSPARSE; the
+// system loader's path (LD_LIBRARY_PATH, the ldconfig cache); the lib64 and
+// lib directories of $CUDA_PATH, $CUDA_HOME and /usr/local/cuda. Each
+// function's symbol is looked up on its first call. If the library cannot be
+// opened, every function returns a *LibraryError that lists the paths tried;
+// if the library lacks a function, that function returns a *SymbolError
+// naming it, and the rest keep working.
 package cusparse
 
 //go:generate go run ../gen -headers ../headers/cuda-13.0 -use ../cudart -out . -pkg cusparse -include cusparse.h -prefix cusparse,CUSPARSE_ -error cusparseStatus_t -lib GOCUDA_CUSPARSE=libcusparse.so.12

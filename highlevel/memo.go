@@ -10,7 +10,8 @@ import (
 // concurrent Gets of one missing entry call the function once, and the
 // others wait for its result. Errors are not cached.
 type Memo[K comparable, V any] struct {
-	fn func(Device, K) (V, error)
+	fn      func(Device, K) (V, error)
+	release func(V) // frees a result when the Memo is cleared, or nil
 
 	mu      sync.Mutex
 	entries map[memoKey[K]]*memoEntry[V]
@@ -29,7 +30,13 @@ type memoEntry[V any] struct {
 
 // NewMemo returns a Memo of fn. ClearCaches clears it with every other.
 func NewMemo[K comparable, V any](fn func(d Device, key K) (V, error)) *Memo[K, V] {
-	m := &Memo[K, V]{fn: fn, entries: map[memoKey[K]]*memoEntry[V]{}}
+	return newMemo(fn, nil)
+}
+
+// newMemo returns a Memo of fn whose results are freed by release when it is
+// cleared (library handles).
+func newMemo[K comparable, V any](fn func(d Device, key K) (V, error), release func(V)) *Memo[K, V] {
+	m := &Memo[K, V]{fn: fn, release: release, entries: map[memoKey[K]]*memoEntry[V]{}}
 	wp := weak.Make(m) // the registry does not keep a Memo alive
 	memos.Lock()
 	memos.clear = append(memos.clear, func() bool {
@@ -49,8 +56,10 @@ var memos struct {
 	clear []func() bool // false once its Memo is gone
 }
 
-// ClearCaches clears every Memo, the package's own included (compiled
-// programs): PyCUDA's clear_context_caches.
+// ClearCaches clears every Memo, the package's own included: compiled
+// programs, and the BLAS and Solver handles, which it destroys (a call in
+// progress on one finishes first; later calls on it return ErrClosed).
+// PyCUDA's clear_context_caches.
 func ClearCaches() {
 	memos.Lock()
 	defer memos.Unlock()
@@ -92,6 +101,16 @@ func (m *Memo[K, V]) Get(d Device, key K) (V, error) {
 // Clear forgets every cached result.
 func (m *Memo[K, V]) Clear() {
 	m.mu.Lock()
-	clear(m.entries)
+	old := m.entries
+	m.entries = map[memoKey[K]]*memoEntry[V]{}
 	m.mu.Unlock()
+	if m.release == nil {
+		return
+	}
+	for _, e := range old {
+		<-e.done
+		if e.err == nil {
+			m.release(e.v)
+		}
+	}
 }

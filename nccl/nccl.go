@@ -1,4 +1,29 @@
-// Package nccl binds NCCL.
+// Package nccl binds NCCL, NVIDIA's collective communication library for
+// several GPUs and hosts (nccl.h of NCCL 2.28.3): every function, enum and
+// handle, generated from the headers by ../gen.
+//
+// Names follow the C names without their prefix (ncclAllReduce -> AllReduce,
+// ncclComm_t -> Comm, ncclFloat32 -> Float32); gen's package documentation
+// gives the whole rule. A function returns nil or the status as a Result,
+// which works with errors.Is.
+//
+// The pnccl profiling aliases of each function are not bound: they are
+// the same functions under a second name, for profilers to intercept.
+//
+// CUDA's current device is per OS thread and goroutines move between
+// threads: a goroutine that drives one GPU calls runtime.LockOSThread before
+// cudart.SetDevice.
+//
+// # Loading
+//
+// Nothing links against CUDA at build time. libnccl.so.2 is opened on the
+// first call, looked for in this order: the file named by $GOCUDA_NCCL; the
+// system loader's path (LD_LIBRARY_PATH, the ldconfig cache); the lib64 and
+// lib directories of $CUDA_PATH, $CUDA_HOME and /usr/local/cuda. Each
+// function's symbol is looked up on its first call. If the library cannot be
+// opened, every function returns a *LibraryError that lists the paths tried;
+// if the library lacks a function, that function returns a *SymbolError
+// naming it, and the rest keep working.
 package nccl
 
 //go:generate go run ../gen -headers ../headers/nccl-2.28.3 -I ../headers/cuda-13.0 -use ../cudart -out . -pkg nccl -include nccl.h -prefix nccl,NCCL_ -omit pnccl -error ncclResult_t -lib GOCUDA_NCCL=libnccl.so.2

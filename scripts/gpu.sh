@@ -40,9 +40,10 @@ echo "== benchmarks: Go, then the C twin"
 taskset -c 3 ./bench.test -test.run '^$' -test.bench 'GetDevice|PoolMallocFree' -test.benchmem -test.count 10 -test.benchtime 5000000x | tee "$log/bench-go.txt"
 taskset -c 3 ./bench.test -test.run '^$' -test.bench 'EventRecord|StreamCreateDestroy|MallocAsyncFree|LaunchEmpty|LaunchArgs' -test.benchmem -test.count 5 -test.benchtime 200000x | tee -a "$log/bench-go.txt"
 taskset -c 3 ./bench.test -test.run '^$' -test.bench 'LaunchSync' -test.count 5 -test.benchtime 50000x | tee -a "$log/bench-go.txt"
+taskset -c 3 ./bench.test -test.run '^$' -test.bench 'Sgemm8192' -test.count 5 -test.benchtime 30x | tee -a "$log/bench-go.txt"
 inc=${CUDA_HOME:-/usr/local/cuda}/include
 for c in *.c *.cu; do
-	nvcc -O2 -arch=native -I"$inc" -o "${c%.*}" "$c" -lcudart -lcuda -ldl && taskset -c 3 ./"${c%.*}" | tee "$log/bench-c-${c%.*}.txt" || status=1
+	nvcc -O2 -arch=native -I"$inc" -o "${c%.*}" "$c" -lcudart -lcuda -ldl -lcublas -lnccl && taskset -c 3 ./"${c%.*}" | tee "$log/bench-c-${c%.*}.txt" || status=1
 done
 fi
 
