@@ -7,7 +7,11 @@
 //
 //	go run ./gen -headers headers/cuda-13.0 -out cudart -pkg cudart \
 //		-include cuda_runtime_api.h,cuda_profiler_api.h \
+//		-types library_types.h,cuComplex.h \
 //		-prefix cuda,CUDART_,CUDA_ -error cudaError_t
+//	go run ./gen -headers headers/cuda-13.0 -use cudart -out cublas \
+//		-pkg cublas -include cublas_v2.h,cublas_api.h \
+//		-prefix cublas,CUBLAS_ -error cublasStatus_t
 //
 // # Files
 //
@@ -38,10 +42,15 @@
 //     name and its field's: cudaResourceDesc.res -> ResourceDescRes. An
 //     anonymous member is embedded under the name <Parent>Anon<N>, so its
 //     members are promoted as in C.
-//   - A function is named as the header's declaration spells it, before
-//     macros: cuMemAlloc, which the header's macro turns into the symbol
-//     cuMemAlloc_v2, is MemAlloc and calls cuMemAlloc_v2; a name declared
-//     with its version (cuCtxGetDevice_v2) keeps it (CtxGetDevice_v2).
+//   - A function is named as C code calls it. That is the name the
+//     header's declaration spells, before macros: cuMemAlloc, which the
+//     header's macro turns into the symbol cuMemAlloc_v2, is MemAlloc and
+//     calls cuMemAlloc_v2; a name declared with its version
+//     (cuCtxGetDevice_v2) keeps it (CtxGetDevice_v2). Unless a macro of the
+//     headers renames the declared name: cublas_api.h declares
+//     cublasSgemm_v2 and cublas_v2.h defines cublasSgemm as cublasSgemm_v2,
+//     so the function is Sgemm and calls cublasSgemm_v2 (and
+//     cublasSgemm_64, defined as cublasSgemm_v2_64, is Sgemm_64).
 //     A static inline function of the headers whose body only returns a
 //     call is named for itself and calls its callee: nvJitLinkCreate, which
 //     returns __nvJitLinkCreate_13_0(...), is Create and calls
@@ -78,6 +87,20 @@
 // registration, graph nodes) or takes a function pointer, and #cgo nocallback
 // unless it takes a function pointer or may run a destructor registered
 // earlier (Destroy, Release, Reset, Exit).
+//
+// # Packages that use other packages
+//
+// The libraries' headers include the runtime's. With -use ../cudart, gen
+// reads cudart's //go:generate line, parses its headers as cudart does, and
+// leaves out of the package everything declared in cudart's files: the
+// package refers to cudart.Stream, cudart.DataType and cudart.CuComplex
+// instead of declaring types of its own, so a stream of cudart or highlevel
+// passes straight to cublas.SetStream. -use takes several packages
+// (cusolver uses cudart and cublas). -types names headers whose types and
+// constants the package declares without binding their functions (cudart's
+// library_types.h and cuComplex.h); -I adds an include directory whose
+// declarations are not the package's (NCCL's headers include CUDA's); -omit
+// leaves out functions by prefix (NCCL's pnccl profiling aliases).
 //
 // # Per-thread default stream
 //
