@@ -24,7 +24,7 @@ gpu:
 	$(foreach p,$(GPU_PKGS),$(GO) test $(STRIP) -c -o build/gpu/$(subst /,_,$(p)).test ./$(p) &&) true
 	$(GO) test $(STRIP) -race -c -o build/gpu/highlevel_race.test ./highlevel
 	$(foreach e,devicequery saxpy bandwidth,$(GO) build $(STRIP) -o build/gpu/$(e) ./examples/$(e) &&) true
-	cp bench/c/*.c bench/c/*.cu bench/c/*.h scripts/gpu.sh build/gpu/
+	cp bench/c/*.c bench/c/*.cu bench/c/*.h headers/nccl-2.28.3/nccl.h scripts/gpu.sh build/gpu/
 	tar -C build -czf build/gpu.tgz gpu
 
 bench:

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 
 	"github.com/gocuda/cuda/cublas"
 	"github.com/gocuda/cuda/cudart"
@@ -144,17 +145,19 @@ func TestGPULibraryHandles(t *testing.T) {
 	if err := cublas.Sgemm(0, cublas.OP_N, cublas.OP_N, 8, 8, 8, &one, nil, 8, nil, 8, &one, nil, 8); !errors.Is(err, cublas.STATUS_NOT_INITIALIZED) {
 		t.Errorf("Sgemm on a null handle: %v, want CUBLAS_STATUS_NOT_INITIALIZED", err)
 	}
-	// The same for cuSOLVER: lda < m.
+	// The same for cuSOLVER: Dgetrs with ldb 4 < n 8.
 	sv, err := SolverOf(d)
 	if err != nil {
 		t.Fatal(err)
 	}
+	f64 := arrayFrom(t, make([]float64, 64))
+	i32 := arrayFrom(t, make([]int32, 9))
 	err = sv.Do(nil, func(h cusolver.Handle) error {
-		var lwork int32
-		return cusolver.Dgetrf_bufferSize(h, 8, 8, nil, 4, &lwork)
+		a, piv := (*float64)(f64.Ptr()), (*int32)(i32.Ptr())
+		return cusolver.Dgetrs(h, cublas.OP_N, 8, 1, a, 8, piv, a, 4, (*int32)(unsafe.Add(i32.Ptr(), 32)))
 	})
 	if !errors.Is(err, cusolver.STATUS_INVALID_VALUE) {
-		t.Errorf("Dgetrf_bufferSize with lda 4 < m 8: %v, want CUSOLVER_STATUS_INVALID_VALUE", err)
+		t.Errorf("Dgetrs with ldb 4 < n 8: %v, want CUSOLVER_STATUS_INVALID_VALUE", err)
 	}
 
 	// ClearCaches destroys both handles; what was taken before is closed.

@@ -14,6 +14,15 @@ status=0
 
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$log/nvidia-smi.txt"
 
+# NCCL may come only as a Python wheel, off the loader's path: the tests,
+# the Go benchmark and the C twin all use the file found here. NVLink
+# multicast stays off (NCCL_NVLS_ENABLE=0 is set on the machine).
+export NCCL_NVLS_ENABLE=0
+ncclso=${GOCUDA_NCCL:-$(ldconfig -p | awk '$1 == "libnccl.so.2" {print $NF; exit}')}
+[ -n "$ncclso" ] || ncclso=$(find / -path /proc -prune -o -name libnccl.so.2 -print 2>/dev/null | head -1)
+export GOCUDA_NCCL=$ncclso
+echo "NCCL: $ncclso"
+
 if [ "$part" != bench ]; then
 for t in *.test; do
 	echo "== $t"
@@ -43,8 +52,14 @@ taskset -c 3 ./bench.test -test.run '^$' -test.bench 'LaunchSync' -test.count 5 
 taskset -c 3 ./bench.test -test.run '^$' -test.bench 'Sgemm8192' -test.count 5 -test.benchtime 30x | tee -a "$log/bench-go.txt"
 inc=${CUDA_HOME:-/usr/local/cuda}/include
 for c in *.c *.cu; do
-	nvcc -O2 -arch=native -I"$inc" -o "${c%.*}" "$c" -lcudart -lcuda -ldl -lcublas -lnccl && taskset -c 3 ./"${c%.*}" | tee "$log/bench-c-${c%.*}.txt" || status=1
+	[ "$c" = nccl.cu ] && continue
+	nvcc -O2 -arch=native -I"$inc" -o "${c%.*}" "$c" -lcudart -lcuda -ldl -lcublas && taskset -c 3 ./"${c%.*}" | tee "$log/bench-c-${c%.*}.txt" || status=1
 done
+echo "== all-reduce over all GPUs: Go, then C (NCCL's threads need more than one core)"
+./bench.test -test.run '^$' -test.bench '^BenchmarkAllReduce$' -test.count 5 -test.benchtime 0.5s -test.v | tee "$log/bench-go-nccl.txt"
+nccldir=$(dirname "$ncclso")
+nvcc -O2 -arch=native -I"$inc" -I. -o nccl nccl.cu "$ncclso" -Xlinker -rpath="$nccldir" -lcudart -lcuda -ldl \
+	&& ./nccl | tee "$log/bench-c-nccl.txt" || status=1
 fi
 
 echo "== summary"

@@ -1,0 +1,172 @@
+package bench
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+	"unsafe"
+
+	"github.com/gocuda/cuda/cudart"
+	"github.com/gocuda/cuda/nccl"
+)
+
+// allReduceSizes are BenchmarkAllReduce's message sizes in bytes, each
+// device's buffer; c/nccl.cu has the same list.
+var allReduceSizes = []int{
+	8, 64, 512, 4 << 10, 32 << 10, 256 << 10, 2 << 20, 16 << 20,
+	64 << 20, 128 << 20, 256 << 20, 512 << 20, 1 << 30,
+}
+
+// allReduceWarmup is how many all-reduces each run queues, and waits for,
+// before its timer starts.
+const allReduceWarmup = 5
+
+// sizeName writes n bytes in the largest binary unit that divides it: 8B,
+// 4KiB, 1GiB.
+func sizeName(n int) string {
+	units := []string{"B", "KiB", "MiB", "GiB"}
+	u := 0
+	for u < len(units)-1 && n >= 1024 && n%1024 == 0 {
+		n /= 1024
+		u++
+	}
+	return fmt.Sprintf("%d%s", n, units[u])
+}
+
+// ncclRanks are one communicator per device, from CommInitAll, each with a
+// non-blocking stream and a zeroed buffer of the largest size.
+type ncclRanks struct {
+	comms   []nccl.Comm
+	streams []cudart.Stream
+	bufs    []unsafe.Pointer
+}
+
+// newNCCLRanks makes the communicators and buffers over every device, or
+// skips without NCCL or two devices. The caller has locked its OS thread.
+func newNCCLRanks(b *testing.B, bytes int) *ncclRanks {
+	b.Helper()
+	if err := nccl.Load(); err != nil {
+		b.Skipf("no NCCL: %v", err)
+	}
+	if err := cudart.Load(); err != nil {
+		b.Skipf("no CUDA runtime: %v", err)
+	}
+	var n int32
+	if err := cudart.GetDeviceCount(&n); err != nil || n < 2 {
+		b.Skipf("needs 2 CUDA devices: count %d, %v", n, err)
+	}
+	var v int32
+	if err := nccl.GetVersion(&v); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("NCCL %d from %s, %d devices", v, nccl.LibraryPath(), n)
+	r := &ncclRanks{comms: make([]nccl.Comm, n), streams: make([]cudart.Stream, n), bufs: make([]unsafe.Pointer, n)}
+	if err := nccl.CommInitAll(&r.comms[0], n, nil); err != nil {
+		b.Fatalf("CommInitAll: %v", err)
+	}
+	for g := range r.comms {
+		if err := cudart.SetDevice(int32(g)); err != nil {
+			b.Fatal(err)
+		}
+		if err := cudart.StreamCreateWithFlags(&r.streams[g], cudart.StreamNonBlocking); err != nil {
+			b.Fatal(err)
+		}
+		if err := cudart.Malloc(&r.bufs[g], uint64(bytes)); err != nil {
+			b.Fatal(err)
+		}
+		// Zeros stay zeros however often they are summed. The memset is
+		// on the default stream, which the non-blocking stream ignores.
+		if err := cudart.Memset(r.bufs[g], 0, uint64(bytes)); err != nil {
+			b.Fatal(err)
+		}
+		if err := cudart.DeviceSynchronize(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return r
+}
+
+func (r *ncclRanks) close(b *testing.B) {
+	for g := range r.comms {
+		if err := cudart.SetDevice(int32(g)); err != nil {
+			b.Error(err)
+		}
+		if err := cudart.Free(r.bufs[g]); err != nil {
+			b.Error(err)
+		}
+		if err := cudart.StreamDestroy(r.streams[g]); err != nil {
+			b.Error(err)
+		}
+		if err := nccl.CommDestroy(r.comms[g]); err != nil {
+			b.Error(err)
+		}
+	}
+}
+
+// allReduce queues one in-place float32 sum of count elements on every
+// device, grouped: what nccl-tests' all_reduce_perf does from one thread.
+func (r *ncclRanks) allReduce(count uint64) error {
+	if err := nccl.GroupStart(); err != nil {
+		return err
+	}
+	for g, c := range r.comms {
+		if err := nccl.AllReduce(r.bufs[g], r.bufs[g], count, nccl.Float32, nccl.Sum, c, r.streams[g]); err != nil {
+			nccl.GroupEnd()
+			return err
+		}
+	}
+	return nccl.GroupEnd()
+}
+
+func (r *ncclRanks) sync() error {
+	for _, s := range r.streams {
+		if err := cudart.StreamSynchronize(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// BenchmarkAllReduce is NCCL's all-reduce over every GPU of one process,
+// communicators from CommInitAll, one goroutine: b.N grouped in-place
+// float32 sums queued, then every stream waited for, the wait timed too, as
+// nccl-tests times a batch. busbw-GB/s is nccl-tests' bus bandwidth,
+// 2(n-1)/n times the bytes per device over the time per all-reduce.
+// c/nccl.cu is its C twin.
+func BenchmarkAllReduce(b *testing.B) {
+	// The device made current here, and NCCL's group state, belong to the
+	// OS thread.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	r := newNCCLRanks(b, allReduceSizes[len(allReduceSizes)-1])
+	defer r.close(b)
+	n := len(r.comms)
+	for _, size := range allReduceSizes {
+		b.Run("size="+sizeName(size), func(b *testing.B) {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			count := uint64(size / 4)
+			for range allReduceWarmup {
+				if err := r.allReduce(count); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := r.sync(); err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(int64(size))
+			b.ResetTimer()
+			// Not b.Loop: it would stop the timer before the wait below.
+			for range b.N {
+				if err := r.allReduce(count); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := r.sync(); err != nil {
+				b.Fatal(err)
+			}
+			perOp := b.Elapsed().Seconds() / float64(b.N)
+			b.ReportMetric(float64(2*(n-1))/float64(n)*float64(size)/perOp/1e9, "busbw-GB/s")
+		})
+	}
+}
