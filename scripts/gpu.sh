@@ -3,7 +3,8 @@
 # with a GPU, CUDA and nvcc but no Go. Logs go to $OUT/logs.tgz (default
 # build/out) and the benchmark results beside it; the last lines printed are
 # the summary. "gpu.sh tests" runs only the tests and examples, "gpu.sh bench"
-# only the benchmarks, so that each part fits in one call to the device.
+# only the benchmarks, "gpu.sh nccl" only the all-reduce benchmark and its
+# twin, so that each part fits in one call to the device.
 set -u
 part=${1:-all}
 cd "$(dirname "$0")"
@@ -23,7 +24,7 @@ ncclso=${GOCUDA_NCCL:-$(ldconfig -p | awk '$1 == "libnccl.so.2" {print $NF; exit
 export GOCUDA_NCCL=$ncclso
 echo "NCCL: $ncclso"
 
-if [ "$part" != bench ]; then
+if [ "$part" != bench ] && [ "$part" != nccl ]; then
 for t in *.test; do
 	echo "== $t"
 	./"$t" -test.v -test.count=1 >"$log/${t%.test}.log" 2>&1 || status=1
@@ -43,7 +44,7 @@ grep -E '^Device [0-9]|Result' "$log/devicequery.txt"
 ./bandwidth 2>&1 | tee "$log/bandwidth.txt" || status=1
 fi
 
-if [ "$part" != tests ]; then
+if [ "$part" != tests ] && [ "$part" != nccl ]; then
 echo "== benchmarks: Go, then the C twin"
 # One pinned core for both, so that the scheduler does not add noise.
 taskset -c 3 ./bench.test -test.run '^$' -test.bench 'GetDevice|PoolMallocFree' -test.benchmem -test.count 10 -test.benchtime 5000000x | tee "$log/bench-go.txt"
@@ -55,10 +56,15 @@ for c in *.c *.cu; do
 	[ "$c" = nccl.cu ] && continue
 	nvcc -O2 -arch=native -I"$inc" -o "${c%.*}" "$c" -lcudart -lcuda -ldl -lcublas && taskset -c 3 ./"${c%.*}" | tee "$log/bench-c-${c%.*}.txt" || status=1
 done
+fi
+
+if [ "$part" != tests ]; then
 echo "== all-reduce over all GPUs: Go, then C (NCCL's threads need more than one core)"
+inc=${CUDA_HOME:-/usr/local/cuda}/include
 ./bench.test -test.run '^$' -test.bench '^BenchmarkAllReduce$' -test.count 5 -test.benchtime 0.5s -test.v | tee "$log/bench-go-nccl.txt"
-nccldir=$(dirname "$ncclso")
-nvcc -O2 -arch=native -I"$inc" -I. -o nccl nccl.cu "$ncclso" -Xlinker -rpath="$nccldir" -lcudart -lcuda -ldl \
+# The twin links the library the Go side loaded, through a libnccl.so link.
+ln -sf "$ncclso" libnccl.so
+nvcc -O2 -arch=native -I"$inc" -I. -o nccl nccl.cu -L. -lnccl -Xlinker -rpath="$(dirname "$ncclso")" -lcudart -lcuda -ldl \
 	&& ./nccl | tee "$log/bench-c-nccl.txt" || status=1
 fi
 
