@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -99,7 +100,7 @@ func newParser(cfg config) (*parser, error) {
 	ccfg.EvalAllMacros = true
 	ccfg.Header = true
 	var src strings.Builder
-	for _, h := range append(cfg.headers, cfg.typeHeaders...) {
+	for _, h := range slices.Concat(cfg.headers, cfg.typeHeaders) {
 		fmt.Fprintf(&src, "#include %q\n", h)
 	}
 	ast, err := translate(ccfg, src.String())
@@ -113,7 +114,7 @@ func newParser(cfg config) (*parser, error) {
 		ccfg:     ccfg,
 		src:      src.String(),
 		names:    newNamer(cfg.prefixes),
-		pkg:      &Package{Name: cfg.pkg, Headers: append(cfg.headers, cfg.typeHeaders...), Library: cfg.lib, LibraryEnv: cfg.libEnv},
+		pkg:      &Package{Name: cfg.pkg, Headers: slices.Concat(cfg.headers, cfg.typeHeaders), Library: cfg.lib, LibraryEnv: cfg.libEnv},
 		docs:     docReader{files: map[string][]string{}},
 		records:  map[string]*Record{},
 		enums:    map[string]*Enum{},
