@@ -1038,2071 +1038,2071 @@ import (
 #include "cublas_v2.h"
 #include "cublas_api.h"
 
-static int gocuda_cublasCreate(void *fp, void * a0) {
+static int gocuda_cublasCreate(uintptr_t fp, void * a0) {
 	return ((__typeof__(&cublasCreate))fp)(a0);
 }
 
-static int gocuda_cublasDestroy(void *fp, uintptr_t a0) {
+static int gocuda_cublasDestroy(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cublasDestroy))fp)((cublasHandle_t)a0);
 }
 
-static int gocuda_cublasGetVersion(void *fp, uintptr_t a0, int * a1) {
+static int gocuda_cublasGetVersion(uintptr_t fp, uintptr_t a0, int * a1) {
 	return ((__typeof__(&cublasGetVersion))fp)((cublasHandle_t)a0, (int *)a1);
 }
 
-static int gocuda_cublasGetProperty(void *fp, int a0, int * a1) {
+static int gocuda_cublasGetProperty(uintptr_t fp, int a0, int * a1) {
 	return ((__typeof__(&cublasGetProperty))fp)(a0, (int *)a1);
 }
 
-static size_t gocuda_cublasGetCudartVersion(void *fp) {
+static size_t gocuda_cublasGetCudartVersion(uintptr_t fp) {
 	return ((__typeof__(&cublasGetCudartVersion))fp)();
 }
 
-static int gocuda_cublasSetWorkspace(void *fp, uintptr_t a0, void * a1, size_t a2) {
+static int gocuda_cublasSetWorkspace(uintptr_t fp, uintptr_t a0, void * a1, size_t a2) {
 	return ((__typeof__(&cublasSetWorkspace))fp)((cublasHandle_t)a0, a1, a2);
 }
 
-static int gocuda_cublasSetStream(void *fp, uintptr_t a0, uintptr_t a1) {
+static int gocuda_cublasSetStream(uintptr_t fp, uintptr_t a0, uintptr_t a1) {
 	return ((__typeof__(&cublasSetStream))fp)((cublasHandle_t)a0, (cudaStream_t)a1);
 }
 
-static int gocuda_cublasGetStream(void *fp, uintptr_t a0, void * a1) {
+static int gocuda_cublasGetStream(uintptr_t fp, uintptr_t a0, void * a1) {
 	return ((__typeof__(&cublasGetStream))fp)((cublasHandle_t)a0, a1);
 }
 
-static int gocuda_cublasGetPointerMode(void *fp, uintptr_t a0, int * a1) {
+static int gocuda_cublasGetPointerMode(uintptr_t fp, uintptr_t a0, int * a1) {
 	return ((__typeof__(&cublasGetPointerMode))fp)((cublasHandle_t)a0, (cublasPointerMode_t *)a1);
 }
 
-static int gocuda_cublasSetPointerMode(void *fp, uintptr_t a0, int a1) {
+static int gocuda_cublasSetPointerMode(uintptr_t fp, uintptr_t a0, int a1) {
 	return ((__typeof__(&cublasSetPointerMode))fp)((cublasHandle_t)a0, a1);
 }
 
-static int gocuda_cublasGetAtomicsMode(void *fp, uintptr_t a0, int * a1) {
+static int gocuda_cublasGetAtomicsMode(uintptr_t fp, uintptr_t a0, int * a1) {
 	return ((__typeof__(&cublasGetAtomicsMode))fp)((cublasHandle_t)a0, (cublasAtomicsMode_t *)a1);
 }
 
-static int gocuda_cublasSetAtomicsMode(void *fp, uintptr_t a0, int a1) {
+static int gocuda_cublasSetAtomicsMode(uintptr_t fp, uintptr_t a0, int a1) {
 	return ((__typeof__(&cublasSetAtomicsMode))fp)((cublasHandle_t)a0, a1);
 }
 
-static int gocuda_cublasGetMathMode(void *fp, uintptr_t a0, int * a1) {
+static int gocuda_cublasGetMathMode(uintptr_t fp, uintptr_t a0, int * a1) {
 	return ((__typeof__(&cublasGetMathMode))fp)((cublasHandle_t)a0, (cublasMath_t *)a1);
 }
 
-static int gocuda_cublasSetMathMode(void *fp, uintptr_t a0, int a1) {
+static int gocuda_cublasSetMathMode(uintptr_t fp, uintptr_t a0, int a1) {
 	return ((__typeof__(&cublasSetMathMode))fp)((cublasHandle_t)a0, a1);
 }
 
-static int gocuda_cublasGetSmCountTarget(void *fp, uintptr_t a0, int * a1) {
+static int gocuda_cublasGetSmCountTarget(uintptr_t fp, uintptr_t a0, int * a1) {
 	return ((__typeof__(&cublasGetSmCountTarget))fp)((cublasHandle_t)a0, (int *)a1);
 }
 
-static int gocuda_cublasSetSmCountTarget(void *fp, uintptr_t a0, int a1) {
+static int gocuda_cublasSetSmCountTarget(uintptr_t fp, uintptr_t a0, int a1) {
 	return ((__typeof__(&cublasSetSmCountTarget))fp)((cublasHandle_t)a0, a1);
 }
 
-static int gocuda_cublasGetEmulationStrategy(void *fp, uintptr_t a0, int * a1) {
+static int gocuda_cublasGetEmulationStrategy(uintptr_t fp, uintptr_t a0, int * a1) {
 	return ((__typeof__(&cublasGetEmulationStrategy))fp)((cublasHandle_t)a0, (cublasEmulationStrategy_t *)a1);
 }
 
-static int gocuda_cublasSetEmulationStrategy(void *fp, uintptr_t a0, int a1) {
+static int gocuda_cublasSetEmulationStrategy(uintptr_t fp, uintptr_t a0, int a1) {
 	return ((__typeof__(&cublasSetEmulationStrategy))fp)((cublasHandle_t)a0, a1);
 }
 
-static int gocuda_cublasGetEmulationSpecialValuesSupport(void *fp, uintptr_t a0, int * a1) {
+static int gocuda_cublasGetEmulationSpecialValuesSupport(uintptr_t fp, uintptr_t a0, int * a1) {
 	return ((__typeof__(&cublasGetEmulationSpecialValuesSupport))fp)((cublasHandle_t)a0, (cudaEmulationSpecialValuesSupport *)a1);
 }
 
-static int gocuda_cublasSetEmulationSpecialValuesSupport(void *fp, uintptr_t a0, int a1) {
+static int gocuda_cublasSetEmulationSpecialValuesSupport(uintptr_t fp, uintptr_t a0, int a1) {
 	return ((__typeof__(&cublasSetEmulationSpecialValuesSupport))fp)((cublasHandle_t)a0, a1);
 }
 
-static int gocuda_cublasGetFixedPointEmulationMantissaControl(void *fp, uintptr_t a0, int * a1) {
+static int gocuda_cublasGetFixedPointEmulationMantissaControl(uintptr_t fp, uintptr_t a0, int * a1) {
 	return ((__typeof__(&cublasGetFixedPointEmulationMantissaControl))fp)((cublasHandle_t)a0, (cudaEmulationMantissaControl *)a1);
 }
 
-static int gocuda_cublasSetFixedPointEmulationMantissaControl(void *fp, uintptr_t a0, int a1) {
+static int gocuda_cublasSetFixedPointEmulationMantissaControl(uintptr_t fp, uintptr_t a0, int a1) {
 	return ((__typeof__(&cublasSetFixedPointEmulationMantissaControl))fp)((cublasHandle_t)a0, a1);
 }
 
-static int gocuda_cublasGetFixedPointEmulationMaxMantissaBitCount(void *fp, uintptr_t a0, int * a1) {
+static int gocuda_cublasGetFixedPointEmulationMaxMantissaBitCount(uintptr_t fp, uintptr_t a0, int * a1) {
 	return ((__typeof__(&cublasGetFixedPointEmulationMaxMantissaBitCount))fp)((cublasHandle_t)a0, (int *)a1);
 }
 
-static int gocuda_cublasSetFixedPointEmulationMaxMantissaBitCount(void *fp, uintptr_t a0, int a1) {
+static int gocuda_cublasSetFixedPointEmulationMaxMantissaBitCount(uintptr_t fp, uintptr_t a0, int a1) {
 	return ((__typeof__(&cublasSetFixedPointEmulationMaxMantissaBitCount))fp)((cublasHandle_t)a0, a1);
 }
 
-static int gocuda_cublasGetFixedPointEmulationMantissaBitOffset(void *fp, uintptr_t a0, int * a1) {
+static int gocuda_cublasGetFixedPointEmulationMantissaBitOffset(uintptr_t fp, uintptr_t a0, int * a1) {
 	return ((__typeof__(&cublasGetFixedPointEmulationMantissaBitOffset))fp)((cublasHandle_t)a0, (int *)a1);
 }
 
-static int gocuda_cublasSetFixedPointEmulationMantissaBitOffset(void *fp, uintptr_t a0, int a1) {
+static int gocuda_cublasSetFixedPointEmulationMantissaBitOffset(uintptr_t fp, uintptr_t a0, int a1) {
 	return ((__typeof__(&cublasSetFixedPointEmulationMantissaBitOffset))fp)((cublasHandle_t)a0, a1);
 }
 
-static int gocuda_cublasGetFixedPointEmulationMantissaBitCountPointer(void *fp, uintptr_t a0, void * a1) {
+static int gocuda_cublasGetFixedPointEmulationMantissaBitCountPointer(uintptr_t fp, uintptr_t a0, void * a1) {
 	return ((__typeof__(&cublasGetFixedPointEmulationMantissaBitCountPointer))fp)((cublasHandle_t)a0, a1);
 }
 
-static int gocuda_cublasSetFixedPointEmulationMantissaBitCountPointer(void *fp, uintptr_t a0, int * a1) {
+static int gocuda_cublasSetFixedPointEmulationMantissaBitCountPointer(uintptr_t fp, uintptr_t a0, int * a1) {
 	return ((__typeof__(&cublasSetFixedPointEmulationMantissaBitCountPointer))fp)((cublasHandle_t)a0, (int *)a1);
 }
 
-static const char * gocuda_cublasGetStatusName(void *fp, int a0) {
+static const char * gocuda_cublasGetStatusName(uintptr_t fp, int a0) {
 	return ((__typeof__(&cublasGetStatusName))fp)(a0);
 }
 
-static const char * gocuda_cublasGetStatusString(void *fp, int a0) {
+static const char * gocuda_cublasGetStatusString(uintptr_t fp, int a0) {
 	return ((__typeof__(&cublasGetStatusString))fp)(a0);
 }
 
-static int gocuda_cublasLoggerConfigure(void *fp, int a0, int a1, int a2, void * a3) {
+static int gocuda_cublasLoggerConfigure(uintptr_t fp, int a0, int a1, int a2, void * a3) {
 	return ((__typeof__(&cublasLoggerConfigure))fp)(a0, a1, a2, a3);
 }
 
-static int gocuda_cublasSetLoggerCallback(void *fp, uintptr_t a0) {
+static int gocuda_cublasSetLoggerCallback(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cublasSetLoggerCallback))fp)((cublasLogCallback)a0);
 }
 
-static int gocuda_cublasGetLoggerCallback(void *fp, void * a0) {
+static int gocuda_cublasGetLoggerCallback(uintptr_t fp, void * a0) {
 	return ((__typeof__(&cublasGetLoggerCallback))fp)(a0);
 }
 
-static int gocuda_cublasSetVector(void *fp, int a0, int a1, void * a2, int a3, void * a4, int a5) {
+static int gocuda_cublasSetVector(uintptr_t fp, int a0, int a1, void * a2, int a3, void * a4, int a5) {
 	return ((__typeof__(&cublasSetVector))fp)(a0, a1, a2, a3, a4, a5);
 }
 
-static int gocuda_cublasSetVector_64(void *fp, int64_t a0, int64_t a1, void * a2, int64_t a3, void * a4, int64_t a5) {
+static int gocuda_cublasSetVector_64(uintptr_t fp, int64_t a0, int64_t a1, void * a2, int64_t a3, void * a4, int64_t a5) {
 	return ((__typeof__(&cublasSetVector_64))fp)(a0, a1, a2, a3, a4, a5);
 }
 
-static int gocuda_cublasGetVector(void *fp, int a0, int a1, void * a2, int a3, void * a4, int a5) {
+static int gocuda_cublasGetVector(uintptr_t fp, int a0, int a1, void * a2, int a3, void * a4, int a5) {
 	return ((__typeof__(&cublasGetVector))fp)(a0, a1, a2, a3, a4, a5);
 }
 
-static int gocuda_cublasGetVector_64(void *fp, int64_t a0, int64_t a1, void * a2, int64_t a3, void * a4, int64_t a5) {
+static int gocuda_cublasGetVector_64(uintptr_t fp, int64_t a0, int64_t a1, void * a2, int64_t a3, void * a4, int64_t a5) {
 	return ((__typeof__(&cublasGetVector_64))fp)(a0, a1, a2, a3, a4, a5);
 }
 
-static int gocuda_cublasSetMatrix(void *fp, int a0, int a1, int a2, void * a3, int a4, void * a5, int a6) {
+static int gocuda_cublasSetMatrix(uintptr_t fp, int a0, int a1, int a2, void * a3, int a4, void * a5, int a6) {
 	return ((__typeof__(&cublasSetMatrix))fp)(a0, a1, a2, a3, a4, a5, a6);
 }
 
-static int gocuda_cublasSetMatrix_64(void *fp, int64_t a0, int64_t a1, int64_t a2, void * a3, int64_t a4, void * a5, int64_t a6) {
+static int gocuda_cublasSetMatrix_64(uintptr_t fp, int64_t a0, int64_t a1, int64_t a2, void * a3, int64_t a4, void * a5, int64_t a6) {
 	return ((__typeof__(&cublasSetMatrix_64))fp)(a0, a1, a2, a3, a4, a5, a6);
 }
 
-static int gocuda_cublasGetMatrix(void *fp, int a0, int a1, int a2, void * a3, int a4, void * a5, int a6) {
+static int gocuda_cublasGetMatrix(uintptr_t fp, int a0, int a1, int a2, void * a3, int a4, void * a5, int a6) {
 	return ((__typeof__(&cublasGetMatrix))fp)(a0, a1, a2, a3, a4, a5, a6);
 }
 
-static int gocuda_cublasGetMatrix_64(void *fp, int64_t a0, int64_t a1, int64_t a2, void * a3, int64_t a4, void * a5, int64_t a6) {
+static int gocuda_cublasGetMatrix_64(uintptr_t fp, int64_t a0, int64_t a1, int64_t a2, void * a3, int64_t a4, void * a5, int64_t a6) {
 	return ((__typeof__(&cublasGetMatrix_64))fp)(a0, a1, a2, a3, a4, a5, a6);
 }
 
-static int gocuda_cublasSetVectorAsync(void *fp, int a0, int a1, void * a2, int a3, void * a4, int a5, uintptr_t a6) {
+static int gocuda_cublasSetVectorAsync(uintptr_t fp, int a0, int a1, void * a2, int a3, void * a4, int a5, uintptr_t a6) {
 	return ((__typeof__(&cublasSetVectorAsync))fp)(a0, a1, a2, a3, a4, a5, (cudaStream_t)a6);
 }
 
-static int gocuda_cublasSetVectorAsync_64(void *fp, int64_t a0, int64_t a1, void * a2, int64_t a3, void * a4, int64_t a5, uintptr_t a6) {
+static int gocuda_cublasSetVectorAsync_64(uintptr_t fp, int64_t a0, int64_t a1, void * a2, int64_t a3, void * a4, int64_t a5, uintptr_t a6) {
 	return ((__typeof__(&cublasSetVectorAsync_64))fp)(a0, a1, a2, a3, a4, a5, (cudaStream_t)a6);
 }
 
-static int gocuda_cublasGetVectorAsync(void *fp, int a0, int a1, void * a2, int a3, void * a4, int a5, uintptr_t a6) {
+static int gocuda_cublasGetVectorAsync(uintptr_t fp, int a0, int a1, void * a2, int a3, void * a4, int a5, uintptr_t a6) {
 	return ((__typeof__(&cublasGetVectorAsync))fp)(a0, a1, a2, a3, a4, a5, (cudaStream_t)a6);
 }
 
-static int gocuda_cublasGetVectorAsync_64(void *fp, int64_t a0, int64_t a1, void * a2, int64_t a3, void * a4, int64_t a5, uintptr_t a6) {
+static int gocuda_cublasGetVectorAsync_64(uintptr_t fp, int64_t a0, int64_t a1, void * a2, int64_t a3, void * a4, int64_t a5, uintptr_t a6) {
 	return ((__typeof__(&cublasGetVectorAsync_64))fp)(a0, a1, a2, a3, a4, a5, (cudaStream_t)a6);
 }
 
-static int gocuda_cublasSetMatrixAsync(void *fp, int a0, int a1, int a2, void * a3, int a4, void * a5, int a6, uintptr_t a7) {
+static int gocuda_cublasSetMatrixAsync(uintptr_t fp, int a0, int a1, int a2, void * a3, int a4, void * a5, int a6, uintptr_t a7) {
 	return ((__typeof__(&cublasSetMatrixAsync))fp)(a0, a1, a2, a3, a4, a5, a6, (cudaStream_t)a7);
 }
 
-static int gocuda_cublasSetMatrixAsync_64(void *fp, int64_t a0, int64_t a1, int64_t a2, void * a3, int64_t a4, void * a5, int64_t a6, uintptr_t a7) {
+static int gocuda_cublasSetMatrixAsync_64(uintptr_t fp, int64_t a0, int64_t a1, int64_t a2, void * a3, int64_t a4, void * a5, int64_t a6, uintptr_t a7) {
 	return ((__typeof__(&cublasSetMatrixAsync_64))fp)(a0, a1, a2, a3, a4, a5, a6, (cudaStream_t)a7);
 }
 
-static int gocuda_cublasGetMatrixAsync(void *fp, int a0, int a1, int a2, void * a3, int a4, void * a5, int a6, uintptr_t a7) {
+static int gocuda_cublasGetMatrixAsync(uintptr_t fp, int a0, int a1, int a2, void * a3, int a4, void * a5, int a6, uintptr_t a7) {
 	return ((__typeof__(&cublasGetMatrixAsync))fp)(a0, a1, a2, a3, a4, a5, a6, (cudaStream_t)a7);
 }
 
-static int gocuda_cublasGetMatrixAsync_64(void *fp, int64_t a0, int64_t a1, int64_t a2, void * a3, int64_t a4, void * a5, int64_t a6, uintptr_t a7) {
+static int gocuda_cublasGetMatrixAsync_64(uintptr_t fp, int64_t a0, int64_t a1, int64_t a2, void * a3, int64_t a4, void * a5, int64_t a6, uintptr_t a7) {
 	return ((__typeof__(&cublasGetMatrixAsync_64))fp)(a0, a1, a2, a3, a4, a5, a6, (cudaStream_t)a7);
 }
 
-static void gocuda_cublasXerbla(void *fp, void * a0, int a1) {
+static void gocuda_cublasXerbla(uintptr_t fp, void * a0, int a1) {
 	((__typeof__(&cublasXerbla))fp)(a0, a1);
 }
 
-static int gocuda_cublasNrm2Ex(void *fp, uintptr_t a0, int a1, void * a2, int a3, int a4, void * a5, int a6, int a7) {
+static int gocuda_cublasNrm2Ex(uintptr_t fp, uintptr_t a0, int a1, void * a2, int a3, int a4, void * a5, int a6, int a7) {
 	return ((__typeof__(&cublasNrm2Ex))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7);
 }
 
-static int gocuda_cublasNrm2Ex_64(void *fp, uintptr_t a0, int64_t a1, void * a2, int a3, int64_t a4, void * a5, int a6, int a7) {
+static int gocuda_cublasNrm2Ex_64(uintptr_t fp, uintptr_t a0, int64_t a1, void * a2, int a3, int64_t a4, void * a5, int a6, int a7) {
 	return ((__typeof__(&cublasNrm2Ex_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7);
 }
 
-static int gocuda_cublasSnrm2(void *fp, uintptr_t a0, int a1, float * a2, int a3, float * a4) {
+static int gocuda_cublasSnrm2(uintptr_t fp, uintptr_t a0, int a1, float * a2, int a3, float * a4) {
 	return ((__typeof__(&cublasSnrm2))fp)((cublasHandle_t)a0, a1, (float *)a2, a3, (float *)a4);
 }
 
-static int gocuda_cublasSnrm2_64(void *fp, uintptr_t a0, int64_t a1, float * a2, int64_t a3, float * a4) {
+static int gocuda_cublasSnrm2_64(uintptr_t fp, uintptr_t a0, int64_t a1, float * a2, int64_t a3, float * a4) {
 	return ((__typeof__(&cublasSnrm2_64))fp)((cublasHandle_t)a0, a1, (float *)a2, a3, (float *)a4);
 }
 
-static int gocuda_cublasDnrm2(void *fp, uintptr_t a0, int a1, double * a2, int a3, double * a4) {
+static int gocuda_cublasDnrm2(uintptr_t fp, uintptr_t a0, int a1, double * a2, int a3, double * a4) {
 	return ((__typeof__(&cublasDnrm2))fp)((cublasHandle_t)a0, a1, (double *)a2, a3, (double *)a4);
 }
 
-static int gocuda_cublasDnrm2_64(void *fp, uintptr_t a0, int64_t a1, double * a2, int64_t a3, double * a4) {
+static int gocuda_cublasDnrm2_64(uintptr_t fp, uintptr_t a0, int64_t a1, double * a2, int64_t a3, double * a4) {
 	return ((__typeof__(&cublasDnrm2_64))fp)((cublasHandle_t)a0, a1, (double *)a2, a3, (double *)a4);
 }
 
-static int gocuda_cublasScnrm2(void *fp, uintptr_t a0, int a1, void * a2, int a3, float * a4) {
+static int gocuda_cublasScnrm2(uintptr_t fp, uintptr_t a0, int a1, void * a2, int a3, float * a4) {
 	return ((__typeof__(&cublasScnrm2))fp)((cublasHandle_t)a0, a1, a2, a3, (float *)a4);
 }
 
-static int gocuda_cublasScnrm2_64(void *fp, uintptr_t a0, int64_t a1, void * a2, int64_t a3, float * a4) {
+static int gocuda_cublasScnrm2_64(uintptr_t fp, uintptr_t a0, int64_t a1, void * a2, int64_t a3, float * a4) {
 	return ((__typeof__(&cublasScnrm2_64))fp)((cublasHandle_t)a0, a1, a2, a3, (float *)a4);
 }
 
-static int gocuda_cublasDznrm2(void *fp, uintptr_t a0, int a1, void * a2, int a3, double * a4) {
+static int gocuda_cublasDznrm2(uintptr_t fp, uintptr_t a0, int a1, void * a2, int a3, double * a4) {
 	return ((__typeof__(&cublasDznrm2))fp)((cublasHandle_t)a0, a1, a2, a3, (double *)a4);
 }
 
-static int gocuda_cublasDznrm2_64(void *fp, uintptr_t a0, int64_t a1, void * a2, int64_t a3, double * a4) {
+static int gocuda_cublasDznrm2_64(uintptr_t fp, uintptr_t a0, int64_t a1, void * a2, int64_t a3, double * a4) {
 	return ((__typeof__(&cublasDznrm2_64))fp)((cublasHandle_t)a0, a1, a2, a3, (double *)a4);
 }
 
-static int gocuda_cublasDotEx(void *fp, uintptr_t a0, int a1, void * a2, int a3, int a4, void * a5, int a6, int a7, void * a8, int a9, int a10) {
+static int gocuda_cublasDotEx(uintptr_t fp, uintptr_t a0, int a1, void * a2, int a3, int a4, void * a5, int a6, int a7, void * a8, int a9, int a10) {
 	return ((__typeof__(&cublasDotEx))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
 }
 
-static int gocuda_cublasDotEx_64(void *fp, uintptr_t a0, int64_t a1, void * a2, int a3, int64_t a4, void * a5, int a6, int64_t a7, void * a8, int a9, int a10) {
+static int gocuda_cublasDotEx_64(uintptr_t fp, uintptr_t a0, int64_t a1, void * a2, int a3, int64_t a4, void * a5, int a6, int64_t a7, void * a8, int a9, int a10) {
 	return ((__typeof__(&cublasDotEx_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
 }
 
-static int gocuda_cublasDotcEx(void *fp, uintptr_t a0, int a1, void * a2, int a3, int a4, void * a5, int a6, int a7, void * a8, int a9, int a10) {
+static int gocuda_cublasDotcEx(uintptr_t fp, uintptr_t a0, int a1, void * a2, int a3, int a4, void * a5, int a6, int a7, void * a8, int a9, int a10) {
 	return ((__typeof__(&cublasDotcEx))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
 }
 
-static int gocuda_cublasDotcEx_64(void *fp, uintptr_t a0, int64_t a1, void * a2, int a3, int64_t a4, void * a5, int a6, int64_t a7, void * a8, int a9, int a10) {
+static int gocuda_cublasDotcEx_64(uintptr_t fp, uintptr_t a0, int64_t a1, void * a2, int a3, int64_t a4, void * a5, int a6, int64_t a7, void * a8, int a9, int a10) {
 	return ((__typeof__(&cublasDotcEx_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
 }
 
-static int gocuda_cublasSdot(void *fp, uintptr_t a0, int a1, float * a2, int a3, float * a4, int a5, float * a6) {
+static int gocuda_cublasSdot(uintptr_t fp, uintptr_t a0, int a1, float * a2, int a3, float * a4, int a5, float * a6) {
 	return ((__typeof__(&cublasSdot))fp)((cublasHandle_t)a0, a1, (float *)a2, a3, (float *)a4, a5, (float *)a6);
 }
 
-static int gocuda_cublasSdot_64(void *fp, uintptr_t a0, int64_t a1, float * a2, int64_t a3, float * a4, int64_t a5, float * a6) {
+static int gocuda_cublasSdot_64(uintptr_t fp, uintptr_t a0, int64_t a1, float * a2, int64_t a3, float * a4, int64_t a5, float * a6) {
 	return ((__typeof__(&cublasSdot_64))fp)((cublasHandle_t)a0, a1, (float *)a2, a3, (float *)a4, a5, (float *)a6);
 }
 
-static int gocuda_cublasDdot(void *fp, uintptr_t a0, int a1, double * a2, int a3, double * a4, int a5, double * a6) {
+static int gocuda_cublasDdot(uintptr_t fp, uintptr_t a0, int a1, double * a2, int a3, double * a4, int a5, double * a6) {
 	return ((__typeof__(&cublasDdot))fp)((cublasHandle_t)a0, a1, (double *)a2, a3, (double *)a4, a5, (double *)a6);
 }
 
-static int gocuda_cublasDdot_64(void *fp, uintptr_t a0, int64_t a1, double * a2, int64_t a3, double * a4, int64_t a5, double * a6) {
+static int gocuda_cublasDdot_64(uintptr_t fp, uintptr_t a0, int64_t a1, double * a2, int64_t a3, double * a4, int64_t a5, double * a6) {
 	return ((__typeof__(&cublasDdot_64))fp)((cublasHandle_t)a0, a1, (double *)a2, a3, (double *)a4, a5, (double *)a6);
 }
 
-static int gocuda_cublasCdotu(void *fp, uintptr_t a0, int a1, void * a2, int a3, void * a4, int a5, void * a6) {
+static int gocuda_cublasCdotu(uintptr_t fp, uintptr_t a0, int a1, void * a2, int a3, void * a4, int a5, void * a6) {
 	return ((__typeof__(&cublasCdotu))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6);
 }
 
-static int gocuda_cublasCdotu_64(void *fp, uintptr_t a0, int64_t a1, void * a2, int64_t a3, void * a4, int64_t a5, void * a6) {
+static int gocuda_cublasCdotu_64(uintptr_t fp, uintptr_t a0, int64_t a1, void * a2, int64_t a3, void * a4, int64_t a5, void * a6) {
 	return ((__typeof__(&cublasCdotu_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6);
 }
 
-static int gocuda_cublasCdotc(void *fp, uintptr_t a0, int a1, void * a2, int a3, void * a4, int a5, void * a6) {
+static int gocuda_cublasCdotc(uintptr_t fp, uintptr_t a0, int a1, void * a2, int a3, void * a4, int a5, void * a6) {
 	return ((__typeof__(&cublasCdotc))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6);
 }
 
-static int gocuda_cublasCdotc_64(void *fp, uintptr_t a0, int64_t a1, void * a2, int64_t a3, void * a4, int64_t a5, void * a6) {
+static int gocuda_cublasCdotc_64(uintptr_t fp, uintptr_t a0, int64_t a1, void * a2, int64_t a3, void * a4, int64_t a5, void * a6) {
 	return ((__typeof__(&cublasCdotc_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6);
 }
 
-static int gocuda_cublasZdotu(void *fp, uintptr_t a0, int a1, void * a2, int a3, void * a4, int a5, void * a6) {
+static int gocuda_cublasZdotu(uintptr_t fp, uintptr_t a0, int a1, void * a2, int a3, void * a4, int a5, void * a6) {
 	return ((__typeof__(&cublasZdotu))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6);
 }
 
-static int gocuda_cublasZdotu_64(void *fp, uintptr_t a0, int64_t a1, void * a2, int64_t a3, void * a4, int64_t a5, void * a6) {
+static int gocuda_cublasZdotu_64(uintptr_t fp, uintptr_t a0, int64_t a1, void * a2, int64_t a3, void * a4, int64_t a5, void * a6) {
 	return ((__typeof__(&cublasZdotu_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6);
 }
 
-static int gocuda_cublasZdotc(void *fp, uintptr_t a0, int a1, void * a2, int a3, void * a4, int a5, void * a6) {
+static int gocuda_cublasZdotc(uintptr_t fp, uintptr_t a0, int a1, void * a2, int a3, void * a4, int a5, void * a6) {
 	return ((__typeof__(&cublasZdotc))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6);
 }
 
-static int gocuda_cublasZdotc_64(void *fp, uintptr_t a0, int64_t a1, void * a2, int64_t a3, void * a4, int64_t a5, void * a6) {
+static int gocuda_cublasZdotc_64(uintptr_t fp, uintptr_t a0, int64_t a1, void * a2, int64_t a3, void * a4, int64_t a5, void * a6) {
 	return ((__typeof__(&cublasZdotc_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6);
 }
 
-static int gocuda_cublasScalEx(void *fp, uintptr_t a0, int a1, void * a2, int a3, void * a4, int a5, int a6, int a7) {
+static int gocuda_cublasScalEx(uintptr_t fp, uintptr_t a0, int a1, void * a2, int a3, void * a4, int a5, int a6, int a7) {
 	return ((__typeof__(&cublasScalEx))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7);
 }
 
-static int gocuda_cublasScalEx_64(void *fp, uintptr_t a0, int64_t a1, void * a2, int a3, void * a4, int a5, int64_t a6, int a7) {
+static int gocuda_cublasScalEx_64(uintptr_t fp, uintptr_t a0, int64_t a1, void * a2, int a3, void * a4, int a5, int64_t a6, int a7) {
 	return ((__typeof__(&cublasScalEx_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7);
 }
 
-static int gocuda_cublasSscal(void *fp, uintptr_t a0, int a1, float * a2, float * a3, int a4) {
+static int gocuda_cublasSscal(uintptr_t fp, uintptr_t a0, int a1, float * a2, float * a3, int a4) {
 	return ((__typeof__(&cublasSscal))fp)((cublasHandle_t)a0, a1, (float *)a2, (float *)a3, a4);
 }
 
-static int gocuda_cublasSscal_64(void *fp, uintptr_t a0, int64_t a1, float * a2, float * a3, int64_t a4) {
+static int gocuda_cublasSscal_64(uintptr_t fp, uintptr_t a0, int64_t a1, float * a2, float * a3, int64_t a4) {
 	return ((__typeof__(&cublasSscal_64))fp)((cublasHandle_t)a0, a1, (float *)a2, (float *)a3, a4);
 }
 
-static int gocuda_cublasDscal(void *fp, uintptr_t a0, int a1, double * a2, double * a3, int a4) {
+static int gocuda_cublasDscal(uintptr_t fp, uintptr_t a0, int a1, double * a2, double * a3, int a4) {
 	return ((__typeof__(&cublasDscal))fp)((cublasHandle_t)a0, a1, (double *)a2, (double *)a3, a4);
 }
 
-static int gocuda_cublasDscal_64(void *fp, uintptr_t a0, int64_t a1, double * a2, double * a3, int64_t a4) {
+static int gocuda_cublasDscal_64(uintptr_t fp, uintptr_t a0, int64_t a1, double * a2, double * a3, int64_t a4) {
 	return ((__typeof__(&cublasDscal_64))fp)((cublasHandle_t)a0, a1, (double *)a2, (double *)a3, a4);
 }
 
-static int gocuda_cublasCscal(void *fp, uintptr_t a0, int a1, void * a2, void * a3, int a4) {
+static int gocuda_cublasCscal(uintptr_t fp, uintptr_t a0, int a1, void * a2, void * a3, int a4) {
 	return ((__typeof__(&cublasCscal))fp)((cublasHandle_t)a0, a1, a2, a3, a4);
 }
 
-static int gocuda_cublasCscal_64(void *fp, uintptr_t a0, int64_t a1, void * a2, void * a3, int64_t a4) {
+static int gocuda_cublasCscal_64(uintptr_t fp, uintptr_t a0, int64_t a1, void * a2, void * a3, int64_t a4) {
 	return ((__typeof__(&cublasCscal_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4);
 }
 
-static int gocuda_cublasCsscal(void *fp, uintptr_t a0, int a1, float * a2, void * a3, int a4) {
+static int gocuda_cublasCsscal(uintptr_t fp, uintptr_t a0, int a1, float * a2, void * a3, int a4) {
 	return ((__typeof__(&cublasCsscal))fp)((cublasHandle_t)a0, a1, (float *)a2, a3, a4);
 }
 
-static int gocuda_cublasCsscal_64(void *fp, uintptr_t a0, int64_t a1, float * a2, void * a3, int64_t a4) {
+static int gocuda_cublasCsscal_64(uintptr_t fp, uintptr_t a0, int64_t a1, float * a2, void * a3, int64_t a4) {
 	return ((__typeof__(&cublasCsscal_64))fp)((cublasHandle_t)a0, a1, (float *)a2, a3, a4);
 }
 
-static int gocuda_cublasZscal(void *fp, uintptr_t a0, int a1, void * a2, void * a3, int a4) {
+static int gocuda_cublasZscal(uintptr_t fp, uintptr_t a0, int a1, void * a2, void * a3, int a4) {
 	return ((__typeof__(&cublasZscal))fp)((cublasHandle_t)a0, a1, a2, a3, a4);
 }
 
-static int gocuda_cublasZscal_64(void *fp, uintptr_t a0, int64_t a1, void * a2, void * a3, int64_t a4) {
+static int gocuda_cublasZscal_64(uintptr_t fp, uintptr_t a0, int64_t a1, void * a2, void * a3, int64_t a4) {
 	return ((__typeof__(&cublasZscal_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4);
 }
 
-static int gocuda_cublasZdscal(void *fp, uintptr_t a0, int a1, double * a2, void * a3, int a4) {
+static int gocuda_cublasZdscal(uintptr_t fp, uintptr_t a0, int a1, double * a2, void * a3, int a4) {
 	return ((__typeof__(&cublasZdscal))fp)((cublasHandle_t)a0, a1, (double *)a2, a3, a4);
 }
 
-static int gocuda_cublasZdscal_64(void *fp, uintptr_t a0, int64_t a1, double * a2, void * a3, int64_t a4) {
+static int gocuda_cublasZdscal_64(uintptr_t fp, uintptr_t a0, int64_t a1, double * a2, void * a3, int64_t a4) {
 	return ((__typeof__(&cublasZdscal_64))fp)((cublasHandle_t)a0, a1, (double *)a2, a3, a4);
 }
 
-static int gocuda_cublasAxpyEx(void *fp, uintptr_t a0, int a1, void * a2, int a3, void * a4, int a5, int a6, void * a7, int a8, int a9, int a10) {
+static int gocuda_cublasAxpyEx(uintptr_t fp, uintptr_t a0, int a1, void * a2, int a3, void * a4, int a5, int a6, void * a7, int a8, int a9, int a10) {
 	return ((__typeof__(&cublasAxpyEx))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
 }
 
-static int gocuda_cublasAxpyEx_64(void *fp, uintptr_t a0, int64_t a1, void * a2, int a3, void * a4, int a5, int64_t a6, void * a7, int a8, int64_t a9, int a10) {
+static int gocuda_cublasAxpyEx_64(uintptr_t fp, uintptr_t a0, int64_t a1, void * a2, int a3, void * a4, int a5, int64_t a6, void * a7, int a8, int64_t a9, int a10) {
 	return ((__typeof__(&cublasAxpyEx_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
 }
 
-static int gocuda_cublasSaxpy(void *fp, uintptr_t a0, int a1, float * a2, float * a3, int a4, float * a5, int a6) {
+static int gocuda_cublasSaxpy(uintptr_t fp, uintptr_t a0, int a1, float * a2, float * a3, int a4, float * a5, int a6) {
 	return ((__typeof__(&cublasSaxpy))fp)((cublasHandle_t)a0, a1, (float *)a2, (float *)a3, a4, (float *)a5, a6);
 }
 
-static int gocuda_cublasSaxpy_64(void *fp, uintptr_t a0, int64_t a1, float * a2, float * a3, int64_t a4, float * a5, int64_t a6) {
+static int gocuda_cublasSaxpy_64(uintptr_t fp, uintptr_t a0, int64_t a1, float * a2, float * a3, int64_t a4, float * a5, int64_t a6) {
 	return ((__typeof__(&cublasSaxpy_64))fp)((cublasHandle_t)a0, a1, (float *)a2, (float *)a3, a4, (float *)a5, a6);
 }
 
-static int gocuda_cublasDaxpy(void *fp, uintptr_t a0, int a1, double * a2, double * a3, int a4, double * a5, int a6) {
+static int gocuda_cublasDaxpy(uintptr_t fp, uintptr_t a0, int a1, double * a2, double * a3, int a4, double * a5, int a6) {
 	return ((__typeof__(&cublasDaxpy))fp)((cublasHandle_t)a0, a1, (double *)a2, (double *)a3, a4, (double *)a5, a6);
 }
 
-static int gocuda_cublasDaxpy_64(void *fp, uintptr_t a0, int64_t a1, double * a2, double * a3, int64_t a4, double * a5, int64_t a6) {
+static int gocuda_cublasDaxpy_64(uintptr_t fp, uintptr_t a0, int64_t a1, double * a2, double * a3, int64_t a4, double * a5, int64_t a6) {
 	return ((__typeof__(&cublasDaxpy_64))fp)((cublasHandle_t)a0, a1, (double *)a2, (double *)a3, a4, (double *)a5, a6);
 }
 
-static int gocuda_cublasCaxpy(void *fp, uintptr_t a0, int a1, void * a2, void * a3, int a4, void * a5, int a6) {
+static int gocuda_cublasCaxpy(uintptr_t fp, uintptr_t a0, int a1, void * a2, void * a3, int a4, void * a5, int a6) {
 	return ((__typeof__(&cublasCaxpy))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6);
 }
 
-static int gocuda_cublasCaxpy_64(void *fp, uintptr_t a0, int64_t a1, void * a2, void * a3, int64_t a4, void * a5, int64_t a6) {
+static int gocuda_cublasCaxpy_64(uintptr_t fp, uintptr_t a0, int64_t a1, void * a2, void * a3, int64_t a4, void * a5, int64_t a6) {
 	return ((__typeof__(&cublasCaxpy_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6);
 }
 
-static int gocuda_cublasZaxpy(void *fp, uintptr_t a0, int a1, void * a2, void * a3, int a4, void * a5, int a6) {
+static int gocuda_cublasZaxpy(uintptr_t fp, uintptr_t a0, int a1, void * a2, void * a3, int a4, void * a5, int a6) {
 	return ((__typeof__(&cublasZaxpy))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6);
 }
 
-static int gocuda_cublasZaxpy_64(void *fp, uintptr_t a0, int64_t a1, void * a2, void * a3, int64_t a4, void * a5, int64_t a6) {
+static int gocuda_cublasZaxpy_64(uintptr_t fp, uintptr_t a0, int64_t a1, void * a2, void * a3, int64_t a4, void * a5, int64_t a6) {
 	return ((__typeof__(&cublasZaxpy_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6);
 }
 
-static int gocuda_cublasCopyEx(void *fp, uintptr_t a0, int a1, void * a2, int a3, int a4, void * a5, int a6, int a7) {
+static int gocuda_cublasCopyEx(uintptr_t fp, uintptr_t a0, int a1, void * a2, int a3, int a4, void * a5, int a6, int a7) {
 	return ((__typeof__(&cublasCopyEx))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7);
 }
 
-static int gocuda_cublasCopyEx_64(void *fp, uintptr_t a0, int64_t a1, void * a2, int a3, int64_t a4, void * a5, int a6, int64_t a7) {
+static int gocuda_cublasCopyEx_64(uintptr_t fp, uintptr_t a0, int64_t a1, void * a2, int a3, int64_t a4, void * a5, int a6, int64_t a7) {
 	return ((__typeof__(&cublasCopyEx_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7);
 }
 
-static int gocuda_cublasScopy(void *fp, uintptr_t a0, int a1, float * a2, int a3, float * a4, int a5) {
+static int gocuda_cublasScopy(uintptr_t fp, uintptr_t a0, int a1, float * a2, int a3, float * a4, int a5) {
 	return ((__typeof__(&cublasScopy))fp)((cublasHandle_t)a0, a1, (float *)a2, a3, (float *)a4, a5);
 }
 
-static int gocuda_cublasScopy_64(void *fp, uintptr_t a0, int64_t a1, float * a2, int64_t a3, float * a4, int64_t a5) {
+static int gocuda_cublasScopy_64(uintptr_t fp, uintptr_t a0, int64_t a1, float * a2, int64_t a3, float * a4, int64_t a5) {
 	return ((__typeof__(&cublasScopy_64))fp)((cublasHandle_t)a0, a1, (float *)a2, a3, (float *)a4, a5);
 }
 
-static int gocuda_cublasDcopy(void *fp, uintptr_t a0, int a1, double * a2, int a3, double * a4, int a5) {
+static int gocuda_cublasDcopy(uintptr_t fp, uintptr_t a0, int a1, double * a2, int a3, double * a4, int a5) {
 	return ((__typeof__(&cublasDcopy))fp)((cublasHandle_t)a0, a1, (double *)a2, a3, (double *)a4, a5);
 }
 
-static int gocuda_cublasDcopy_64(void *fp, uintptr_t a0, int64_t a1, double * a2, int64_t a3, double * a4, int64_t a5) {
+static int gocuda_cublasDcopy_64(uintptr_t fp, uintptr_t a0, int64_t a1, double * a2, int64_t a3, double * a4, int64_t a5) {
 	return ((__typeof__(&cublasDcopy_64))fp)((cublasHandle_t)a0, a1, (double *)a2, a3, (double *)a4, a5);
 }
 
-static int gocuda_cublasCcopy(void *fp, uintptr_t a0, int a1, void * a2, int a3, void * a4, int a5) {
+static int gocuda_cublasCcopy(uintptr_t fp, uintptr_t a0, int a1, void * a2, int a3, void * a4, int a5) {
 	return ((__typeof__(&cublasCcopy))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5);
 }
 
-static int gocuda_cublasCcopy_64(void *fp, uintptr_t a0, int64_t a1, void * a2, int64_t a3, void * a4, int64_t a5) {
+static int gocuda_cublasCcopy_64(uintptr_t fp, uintptr_t a0, int64_t a1, void * a2, int64_t a3, void * a4, int64_t a5) {
 	return ((__typeof__(&cublasCcopy_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5);
 }
 
-static int gocuda_cublasZcopy(void *fp, uintptr_t a0, int a1, void * a2, int a3, void * a4, int a5) {
+static int gocuda_cublasZcopy(uintptr_t fp, uintptr_t a0, int a1, void * a2, int a3, void * a4, int a5) {
 	return ((__typeof__(&cublasZcopy))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5);
 }
 
-static int gocuda_cublasZcopy_64(void *fp, uintptr_t a0, int64_t a1, void * a2, int64_t a3, void * a4, int64_t a5) {
+static int gocuda_cublasZcopy_64(uintptr_t fp, uintptr_t a0, int64_t a1, void * a2, int64_t a3, void * a4, int64_t a5) {
 	return ((__typeof__(&cublasZcopy_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5);
 }
 
-static int gocuda_cublasSswap(void *fp, uintptr_t a0, int a1, float * a2, int a3, float * a4, int a5) {
+static int gocuda_cublasSswap(uintptr_t fp, uintptr_t a0, int a1, float * a2, int a3, float * a4, int a5) {
 	return ((__typeof__(&cublasSswap))fp)((cublasHandle_t)a0, a1, (float *)a2, a3, (float *)a4, a5);
 }
 
-static int gocuda_cublasSswap_64(void *fp, uintptr_t a0, int64_t a1, float * a2, int64_t a3, float * a4, int64_t a5) {
+static int gocuda_cublasSswap_64(uintptr_t fp, uintptr_t a0, int64_t a1, float * a2, int64_t a3, float * a4, int64_t a5) {
 	return ((__typeof__(&cublasSswap_64))fp)((cublasHandle_t)a0, a1, (float *)a2, a3, (float *)a4, a5);
 }
 
-static int gocuda_cublasDswap(void *fp, uintptr_t a0, int a1, double * a2, int a3, double * a4, int a5) {
+static int gocuda_cublasDswap(uintptr_t fp, uintptr_t a0, int a1, double * a2, int a3, double * a4, int a5) {
 	return ((__typeof__(&cublasDswap))fp)((cublasHandle_t)a0, a1, (double *)a2, a3, (double *)a4, a5);
 }
 
-static int gocuda_cublasDswap_64(void *fp, uintptr_t a0, int64_t a1, double * a2, int64_t a3, double * a4, int64_t a5) {
+static int gocuda_cublasDswap_64(uintptr_t fp, uintptr_t a0, int64_t a1, double * a2, int64_t a3, double * a4, int64_t a5) {
 	return ((__typeof__(&cublasDswap_64))fp)((cublasHandle_t)a0, a1, (double *)a2, a3, (double *)a4, a5);
 }
 
-static int gocuda_cublasCswap(void *fp, uintptr_t a0, int a1, void * a2, int a3, void * a4, int a5) {
+static int gocuda_cublasCswap(uintptr_t fp, uintptr_t a0, int a1, void * a2, int a3, void * a4, int a5) {
 	return ((__typeof__(&cublasCswap))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5);
 }
 
-static int gocuda_cublasCswap_64(void *fp, uintptr_t a0, int64_t a1, void * a2, int64_t a3, void * a4, int64_t a5) {
+static int gocuda_cublasCswap_64(uintptr_t fp, uintptr_t a0, int64_t a1, void * a2, int64_t a3, void * a4, int64_t a5) {
 	return ((__typeof__(&cublasCswap_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5);
 }
 
-static int gocuda_cublasZswap(void *fp, uintptr_t a0, int a1, void * a2, int a3, void * a4, int a5) {
+static int gocuda_cublasZswap(uintptr_t fp, uintptr_t a0, int a1, void * a2, int a3, void * a4, int a5) {
 	return ((__typeof__(&cublasZswap))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5);
 }
 
-static int gocuda_cublasZswap_64(void *fp, uintptr_t a0, int64_t a1, void * a2, int64_t a3, void * a4, int64_t a5) {
+static int gocuda_cublasZswap_64(uintptr_t fp, uintptr_t a0, int64_t a1, void * a2, int64_t a3, void * a4, int64_t a5) {
 	return ((__typeof__(&cublasZswap_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5);
 }
 
-static int gocuda_cublasSwapEx(void *fp, uintptr_t a0, int a1, void * a2, int a3, int a4, void * a5, int a6, int a7) {
+static int gocuda_cublasSwapEx(uintptr_t fp, uintptr_t a0, int a1, void * a2, int a3, int a4, void * a5, int a6, int a7) {
 	return ((__typeof__(&cublasSwapEx))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7);
 }
 
-static int gocuda_cublasSwapEx_64(void *fp, uintptr_t a0, int64_t a1, void * a2, int a3, int64_t a4, void * a5, int a6, int64_t a7) {
+static int gocuda_cublasSwapEx_64(uintptr_t fp, uintptr_t a0, int64_t a1, void * a2, int a3, int64_t a4, void * a5, int a6, int64_t a7) {
 	return ((__typeof__(&cublasSwapEx_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7);
 }
 
-static int gocuda_cublasIsamax(void *fp, uintptr_t a0, int a1, float * a2, int a3, int * a4) {
+static int gocuda_cublasIsamax(uintptr_t fp, uintptr_t a0, int a1, float * a2, int a3, int * a4) {
 	return ((__typeof__(&cublasIsamax))fp)((cublasHandle_t)a0, a1, (float *)a2, a3, (int *)a4);
 }
 
-static int gocuda_cublasIsamax_64(void *fp, uintptr_t a0, int64_t a1, float * a2, int64_t a3, int64_t * a4) {
+static int gocuda_cublasIsamax_64(uintptr_t fp, uintptr_t a0, int64_t a1, float * a2, int64_t a3, int64_t * a4) {
 	return ((__typeof__(&cublasIsamax_64))fp)((cublasHandle_t)a0, a1, (float *)a2, a3, (int64_t *)a4);
 }
 
-static int gocuda_cublasIdamax(void *fp, uintptr_t a0, int a1, double * a2, int a3, int * a4) {
+static int gocuda_cublasIdamax(uintptr_t fp, uintptr_t a0, int a1, double * a2, int a3, int * a4) {
 	return ((__typeof__(&cublasIdamax))fp)((cublasHandle_t)a0, a1, (double *)a2, a3, (int *)a4);
 }
 
-static int gocuda_cublasIdamax_64(void *fp, uintptr_t a0, int64_t a1, double * a2, int64_t a3, int64_t * a4) {
+static int gocuda_cublasIdamax_64(uintptr_t fp, uintptr_t a0, int64_t a1, double * a2, int64_t a3, int64_t * a4) {
 	return ((__typeof__(&cublasIdamax_64))fp)((cublasHandle_t)a0, a1, (double *)a2, a3, (int64_t *)a4);
 }
 
-static int gocuda_cublasIcamax(void *fp, uintptr_t a0, int a1, void * a2, int a3, int * a4) {
+static int gocuda_cublasIcamax(uintptr_t fp, uintptr_t a0, int a1, void * a2, int a3, int * a4) {
 	return ((__typeof__(&cublasIcamax))fp)((cublasHandle_t)a0, a1, a2, a3, (int *)a4);
 }
 
-static int gocuda_cublasIcamax_64(void *fp, uintptr_t a0, int64_t a1, void * a2, int64_t a3, int64_t * a4) {
+static int gocuda_cublasIcamax_64(uintptr_t fp, uintptr_t a0, int64_t a1, void * a2, int64_t a3, int64_t * a4) {
 	return ((__typeof__(&cublasIcamax_64))fp)((cublasHandle_t)a0, a1, a2, a3, (int64_t *)a4);
 }
 
-static int gocuda_cublasIzamax(void *fp, uintptr_t a0, int a1, void * a2, int a3, int * a4) {
+static int gocuda_cublasIzamax(uintptr_t fp, uintptr_t a0, int a1, void * a2, int a3, int * a4) {
 	return ((__typeof__(&cublasIzamax))fp)((cublasHandle_t)a0, a1, a2, a3, (int *)a4);
 }
 
-static int gocuda_cublasIzamax_64(void *fp, uintptr_t a0, int64_t a1, void * a2, int64_t a3, int64_t * a4) {
+static int gocuda_cublasIzamax_64(uintptr_t fp, uintptr_t a0, int64_t a1, void * a2, int64_t a3, int64_t * a4) {
 	return ((__typeof__(&cublasIzamax_64))fp)((cublasHandle_t)a0, a1, a2, a3, (int64_t *)a4);
 }
 
-static int gocuda_cublasIamaxEx(void *fp, uintptr_t a0, int a1, void * a2, int a3, int a4, int * a5) {
+static int gocuda_cublasIamaxEx(uintptr_t fp, uintptr_t a0, int a1, void * a2, int a3, int a4, int * a5) {
 	return ((__typeof__(&cublasIamaxEx))fp)((cublasHandle_t)a0, a1, a2, a3, a4, (int *)a5);
 }
 
-static int gocuda_cublasIamaxEx_64(void *fp, uintptr_t a0, int64_t a1, void * a2, int a3, int64_t a4, int64_t * a5) {
+static int gocuda_cublasIamaxEx_64(uintptr_t fp, uintptr_t a0, int64_t a1, void * a2, int a3, int64_t a4, int64_t * a5) {
 	return ((__typeof__(&cublasIamaxEx_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, (int64_t *)a5);
 }
 
-static int gocuda_cublasIsamin(void *fp, uintptr_t a0, int a1, float * a2, int a3, int * a4) {
+static int gocuda_cublasIsamin(uintptr_t fp, uintptr_t a0, int a1, float * a2, int a3, int * a4) {
 	return ((__typeof__(&cublasIsamin))fp)((cublasHandle_t)a0, a1, (float *)a2, a3, (int *)a4);
 }
 
-static int gocuda_cublasIsamin_64(void *fp, uintptr_t a0, int64_t a1, float * a2, int64_t a3, int64_t * a4) {
+static int gocuda_cublasIsamin_64(uintptr_t fp, uintptr_t a0, int64_t a1, float * a2, int64_t a3, int64_t * a4) {
 	return ((__typeof__(&cublasIsamin_64))fp)((cublasHandle_t)a0, a1, (float *)a2, a3, (int64_t *)a4);
 }
 
-static int gocuda_cublasIdamin(void *fp, uintptr_t a0, int a1, double * a2, int a3, int * a4) {
+static int gocuda_cublasIdamin(uintptr_t fp, uintptr_t a0, int a1, double * a2, int a3, int * a4) {
 	return ((__typeof__(&cublasIdamin))fp)((cublasHandle_t)a0, a1, (double *)a2, a3, (int *)a4);
 }
 
-static int gocuda_cublasIdamin_64(void *fp, uintptr_t a0, int64_t a1, double * a2, int64_t a3, int64_t * a4) {
+static int gocuda_cublasIdamin_64(uintptr_t fp, uintptr_t a0, int64_t a1, double * a2, int64_t a3, int64_t * a4) {
 	return ((__typeof__(&cublasIdamin_64))fp)((cublasHandle_t)a0, a1, (double *)a2, a3, (int64_t *)a4);
 }
 
-static int gocuda_cublasIcamin(void *fp, uintptr_t a0, int a1, void * a2, int a3, int * a4) {
+static int gocuda_cublasIcamin(uintptr_t fp, uintptr_t a0, int a1, void * a2, int a3, int * a4) {
 	return ((__typeof__(&cublasIcamin))fp)((cublasHandle_t)a0, a1, a2, a3, (int *)a4);
 }
 
-static int gocuda_cublasIcamin_64(void *fp, uintptr_t a0, int64_t a1, void * a2, int64_t a3, int64_t * a4) {
+static int gocuda_cublasIcamin_64(uintptr_t fp, uintptr_t a0, int64_t a1, void * a2, int64_t a3, int64_t * a4) {
 	return ((__typeof__(&cublasIcamin_64))fp)((cublasHandle_t)a0, a1, a2, a3, (int64_t *)a4);
 }
 
-static int gocuda_cublasIzamin(void *fp, uintptr_t a0, int a1, void * a2, int a3, int * a4) {
+static int gocuda_cublasIzamin(uintptr_t fp, uintptr_t a0, int a1, void * a2, int a3, int * a4) {
 	return ((__typeof__(&cublasIzamin))fp)((cublasHandle_t)a0, a1, a2, a3, (int *)a4);
 }
 
-static int gocuda_cublasIzamin_64(void *fp, uintptr_t a0, int64_t a1, void * a2, int64_t a3, int64_t * a4) {
+static int gocuda_cublasIzamin_64(uintptr_t fp, uintptr_t a0, int64_t a1, void * a2, int64_t a3, int64_t * a4) {
 	return ((__typeof__(&cublasIzamin_64))fp)((cublasHandle_t)a0, a1, a2, a3, (int64_t *)a4);
 }
 
-static int gocuda_cublasIaminEx(void *fp, uintptr_t a0, int a1, void * a2, int a3, int a4, int * a5) {
+static int gocuda_cublasIaminEx(uintptr_t fp, uintptr_t a0, int a1, void * a2, int a3, int a4, int * a5) {
 	return ((__typeof__(&cublasIaminEx))fp)((cublasHandle_t)a0, a1, a2, a3, a4, (int *)a5);
 }
 
-static int gocuda_cublasIaminEx_64(void *fp, uintptr_t a0, int64_t a1, void * a2, int a3, int64_t a4, int64_t * a5) {
+static int gocuda_cublasIaminEx_64(uintptr_t fp, uintptr_t a0, int64_t a1, void * a2, int a3, int64_t a4, int64_t * a5) {
 	return ((__typeof__(&cublasIaminEx_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, (int64_t *)a5);
 }
 
-static int gocuda_cublasAsumEx(void *fp, uintptr_t a0, int a1, void * a2, int a3, int a4, void * a5, int a6, int a7) {
+static int gocuda_cublasAsumEx(uintptr_t fp, uintptr_t a0, int a1, void * a2, int a3, int a4, void * a5, int a6, int a7) {
 	return ((__typeof__(&cublasAsumEx))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7);
 }
 
-static int gocuda_cublasAsumEx_64(void *fp, uintptr_t a0, int64_t a1, void * a2, int a3, int64_t a4, void * a5, int a6, int a7) {
+static int gocuda_cublasAsumEx_64(uintptr_t fp, uintptr_t a0, int64_t a1, void * a2, int a3, int64_t a4, void * a5, int a6, int a7) {
 	return ((__typeof__(&cublasAsumEx_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7);
 }
 
-static int gocuda_cublasSasum(void *fp, uintptr_t a0, int a1, float * a2, int a3, float * a4) {
+static int gocuda_cublasSasum(uintptr_t fp, uintptr_t a0, int a1, float * a2, int a3, float * a4) {
 	return ((__typeof__(&cublasSasum))fp)((cublasHandle_t)a0, a1, (float *)a2, a3, (float *)a4);
 }
 
-static int gocuda_cublasSasum_64(void *fp, uintptr_t a0, int64_t a1, float * a2, int64_t a3, float * a4) {
+static int gocuda_cublasSasum_64(uintptr_t fp, uintptr_t a0, int64_t a1, float * a2, int64_t a3, float * a4) {
 	return ((__typeof__(&cublasSasum_64))fp)((cublasHandle_t)a0, a1, (float *)a2, a3, (float *)a4);
 }
 
-static int gocuda_cublasDasum(void *fp, uintptr_t a0, int a1, double * a2, int a3, double * a4) {
+static int gocuda_cublasDasum(uintptr_t fp, uintptr_t a0, int a1, double * a2, int a3, double * a4) {
 	return ((__typeof__(&cublasDasum))fp)((cublasHandle_t)a0, a1, (double *)a2, a3, (double *)a4);
 }
 
-static int gocuda_cublasDasum_64(void *fp, uintptr_t a0, int64_t a1, double * a2, int64_t a3, double * a4) {
+static int gocuda_cublasDasum_64(uintptr_t fp, uintptr_t a0, int64_t a1, double * a2, int64_t a3, double * a4) {
 	return ((__typeof__(&cublasDasum_64))fp)((cublasHandle_t)a0, a1, (double *)a2, a3, (double *)a4);
 }
 
-static int gocuda_cublasScasum(void *fp, uintptr_t a0, int a1, void * a2, int a3, float * a4) {
+static int gocuda_cublasScasum(uintptr_t fp, uintptr_t a0, int a1, void * a2, int a3, float * a4) {
 	return ((__typeof__(&cublasScasum))fp)((cublasHandle_t)a0, a1, a2, a3, (float *)a4);
 }
 
-static int gocuda_cublasScasum_64(void *fp, uintptr_t a0, int64_t a1, void * a2, int64_t a3, float * a4) {
+static int gocuda_cublasScasum_64(uintptr_t fp, uintptr_t a0, int64_t a1, void * a2, int64_t a3, float * a4) {
 	return ((__typeof__(&cublasScasum_64))fp)((cublasHandle_t)a0, a1, a2, a3, (float *)a4);
 }
 
-static int gocuda_cublasDzasum(void *fp, uintptr_t a0, int a1, void * a2, int a3, double * a4) {
+static int gocuda_cublasDzasum(uintptr_t fp, uintptr_t a0, int a1, void * a2, int a3, double * a4) {
 	return ((__typeof__(&cublasDzasum))fp)((cublasHandle_t)a0, a1, a2, a3, (double *)a4);
 }
 
-static int gocuda_cublasDzasum_64(void *fp, uintptr_t a0, int64_t a1, void * a2, int64_t a3, double * a4) {
+static int gocuda_cublasDzasum_64(uintptr_t fp, uintptr_t a0, int64_t a1, void * a2, int64_t a3, double * a4) {
 	return ((__typeof__(&cublasDzasum_64))fp)((cublasHandle_t)a0, a1, a2, a3, (double *)a4);
 }
 
-static int gocuda_cublasSrot(void *fp, uintptr_t a0, int a1, float * a2, int a3, float * a4, int a5, float * a6, float * a7) {
+static int gocuda_cublasSrot(uintptr_t fp, uintptr_t a0, int a1, float * a2, int a3, float * a4, int a5, float * a6, float * a7) {
 	return ((__typeof__(&cublasSrot))fp)((cublasHandle_t)a0, a1, (float *)a2, a3, (float *)a4, a5, (float *)a6, (float *)a7);
 }
 
-static int gocuda_cublasSrot_64(void *fp, uintptr_t a0, int64_t a1, float * a2, int64_t a3, float * a4, int64_t a5, float * a6, float * a7) {
+static int gocuda_cublasSrot_64(uintptr_t fp, uintptr_t a0, int64_t a1, float * a2, int64_t a3, float * a4, int64_t a5, float * a6, float * a7) {
 	return ((__typeof__(&cublasSrot_64))fp)((cublasHandle_t)a0, a1, (float *)a2, a3, (float *)a4, a5, (float *)a6, (float *)a7);
 }
 
-static int gocuda_cublasDrot(void *fp, uintptr_t a0, int a1, double * a2, int a3, double * a4, int a5, double * a6, double * a7) {
+static int gocuda_cublasDrot(uintptr_t fp, uintptr_t a0, int a1, double * a2, int a3, double * a4, int a5, double * a6, double * a7) {
 	return ((__typeof__(&cublasDrot))fp)((cublasHandle_t)a0, a1, (double *)a2, a3, (double *)a4, a5, (double *)a6, (double *)a7);
 }
 
-static int gocuda_cublasDrot_64(void *fp, uintptr_t a0, int64_t a1, double * a2, int64_t a3, double * a4, int64_t a5, double * a6, double * a7) {
+static int gocuda_cublasDrot_64(uintptr_t fp, uintptr_t a0, int64_t a1, double * a2, int64_t a3, double * a4, int64_t a5, double * a6, double * a7) {
 	return ((__typeof__(&cublasDrot_64))fp)((cublasHandle_t)a0, a1, (double *)a2, a3, (double *)a4, a5, (double *)a6, (double *)a7);
 }
 
-static int gocuda_cublasCrot(void *fp, uintptr_t a0, int a1, void * a2, int a3, void * a4, int a5, float * a6, void * a7) {
+static int gocuda_cublasCrot(uintptr_t fp, uintptr_t a0, int a1, void * a2, int a3, void * a4, int a5, float * a6, void * a7) {
 	return ((__typeof__(&cublasCrot))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, (float *)a6, a7);
 }
 
-static int gocuda_cublasCrot_64(void *fp, uintptr_t a0, int64_t a1, void * a2, int64_t a3, void * a4, int64_t a5, float * a6, void * a7) {
+static int gocuda_cublasCrot_64(uintptr_t fp, uintptr_t a0, int64_t a1, void * a2, int64_t a3, void * a4, int64_t a5, float * a6, void * a7) {
 	return ((__typeof__(&cublasCrot_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, (float *)a6, a7);
 }
 
-static int gocuda_cublasCsrot(void *fp, uintptr_t a0, int a1, void * a2, int a3, void * a4, int a5, float * a6, float * a7) {
+static int gocuda_cublasCsrot(uintptr_t fp, uintptr_t a0, int a1, void * a2, int a3, void * a4, int a5, float * a6, float * a7) {
 	return ((__typeof__(&cublasCsrot))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, (float *)a6, (float *)a7);
 }
 
-static int gocuda_cublasCsrot_64(void *fp, uintptr_t a0, int64_t a1, void * a2, int64_t a3, void * a4, int64_t a5, float * a6, float * a7) {
+static int gocuda_cublasCsrot_64(uintptr_t fp, uintptr_t a0, int64_t a1, void * a2, int64_t a3, void * a4, int64_t a5, float * a6, float * a7) {
 	return ((__typeof__(&cublasCsrot_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, (float *)a6, (float *)a7);
 }
 
-static int gocuda_cublasZrot(void *fp, uintptr_t a0, int a1, void * a2, int a3, void * a4, int a5, double * a6, void * a7) {
+static int gocuda_cublasZrot(uintptr_t fp, uintptr_t a0, int a1, void * a2, int a3, void * a4, int a5, double * a6, void * a7) {
 	return ((__typeof__(&cublasZrot))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, (double *)a6, a7);
 }
 
-static int gocuda_cublasZrot_64(void *fp, uintptr_t a0, int64_t a1, void * a2, int64_t a3, void * a4, int64_t a5, double * a6, void * a7) {
+static int gocuda_cublasZrot_64(uintptr_t fp, uintptr_t a0, int64_t a1, void * a2, int64_t a3, void * a4, int64_t a5, double * a6, void * a7) {
 	return ((__typeof__(&cublasZrot_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, (double *)a6, a7);
 }
 
-static int gocuda_cublasZdrot(void *fp, uintptr_t a0, int a1, void * a2, int a3, void * a4, int a5, double * a6, double * a7) {
+static int gocuda_cublasZdrot(uintptr_t fp, uintptr_t a0, int a1, void * a2, int a3, void * a4, int a5, double * a6, double * a7) {
 	return ((__typeof__(&cublasZdrot))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, (double *)a6, (double *)a7);
 }
 
-static int gocuda_cublasZdrot_64(void *fp, uintptr_t a0, int64_t a1, void * a2, int64_t a3, void * a4, int64_t a5, double * a6, double * a7) {
+static int gocuda_cublasZdrot_64(uintptr_t fp, uintptr_t a0, int64_t a1, void * a2, int64_t a3, void * a4, int64_t a5, double * a6, double * a7) {
 	return ((__typeof__(&cublasZdrot_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, (double *)a6, (double *)a7);
 }
 
-static int gocuda_cublasRotEx(void *fp, uintptr_t a0, int a1, void * a2, int a3, int a4, void * a5, int a6, int a7, void * a8, void * a9, int a10, int a11) {
+static int gocuda_cublasRotEx(uintptr_t fp, uintptr_t a0, int a1, void * a2, int a3, int a4, void * a5, int a6, int a7, void * a8, void * a9, int a10, int a11) {
 	return ((__typeof__(&cublasRotEx))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11);
 }
 
-static int gocuda_cublasRotEx_64(void *fp, uintptr_t a0, int64_t a1, void * a2, int a3, int64_t a4, void * a5, int a6, int64_t a7, void * a8, void * a9, int a10, int a11) {
+static int gocuda_cublasRotEx_64(uintptr_t fp, uintptr_t a0, int64_t a1, void * a2, int a3, int64_t a4, void * a5, int a6, int64_t a7, void * a8, void * a9, int a10, int a11) {
 	return ((__typeof__(&cublasRotEx_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11);
 }
 
-static int gocuda_cublasSrotg(void *fp, uintptr_t a0, float * a1, float * a2, float * a3, float * a4) {
+static int gocuda_cublasSrotg(uintptr_t fp, uintptr_t a0, float * a1, float * a2, float * a3, float * a4) {
 	return ((__typeof__(&cublasSrotg))fp)((cublasHandle_t)a0, (float *)a1, (float *)a2, (float *)a3, (float *)a4);
 }
 
-static int gocuda_cublasDrotg(void *fp, uintptr_t a0, double * a1, double * a2, double * a3, double * a4) {
+static int gocuda_cublasDrotg(uintptr_t fp, uintptr_t a0, double * a1, double * a2, double * a3, double * a4) {
 	return ((__typeof__(&cublasDrotg))fp)((cublasHandle_t)a0, (double *)a1, (double *)a2, (double *)a3, (double *)a4);
 }
 
-static int gocuda_cublasCrotg(void *fp, uintptr_t a0, void * a1, void * a2, float * a3, void * a4) {
+static int gocuda_cublasCrotg(uintptr_t fp, uintptr_t a0, void * a1, void * a2, float * a3, void * a4) {
 	return ((__typeof__(&cublasCrotg))fp)((cublasHandle_t)a0, a1, a2, (float *)a3, a4);
 }
 
-static int gocuda_cublasZrotg(void *fp, uintptr_t a0, void * a1, void * a2, double * a3, void * a4) {
+static int gocuda_cublasZrotg(uintptr_t fp, uintptr_t a0, void * a1, void * a2, double * a3, void * a4) {
 	return ((__typeof__(&cublasZrotg))fp)((cublasHandle_t)a0, a1, a2, (double *)a3, a4);
 }
 
-static int gocuda_cublasRotgEx(void *fp, uintptr_t a0, void * a1, void * a2, int a3, void * a4, void * a5, int a6, int a7) {
+static int gocuda_cublasRotgEx(uintptr_t fp, uintptr_t a0, void * a1, void * a2, int a3, void * a4, void * a5, int a6, int a7) {
 	return ((__typeof__(&cublasRotgEx))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7);
 }
 
-static int gocuda_cublasSrotm(void *fp, uintptr_t a0, int a1, float * a2, int a3, float * a4, int a5, float * a6) {
+static int gocuda_cublasSrotm(uintptr_t fp, uintptr_t a0, int a1, float * a2, int a3, float * a4, int a5, float * a6) {
 	return ((__typeof__(&cublasSrotm))fp)((cublasHandle_t)a0, a1, (float *)a2, a3, (float *)a4, a5, (float *)a6);
 }
 
-static int gocuda_cublasSrotm_64(void *fp, uintptr_t a0, int64_t a1, float * a2, int64_t a3, float * a4, int64_t a5, float * a6) {
+static int gocuda_cublasSrotm_64(uintptr_t fp, uintptr_t a0, int64_t a1, float * a2, int64_t a3, float * a4, int64_t a5, float * a6) {
 	return ((__typeof__(&cublasSrotm_64))fp)((cublasHandle_t)a0, a1, (float *)a2, a3, (float *)a4, a5, (float *)a6);
 }
 
-static int gocuda_cublasDrotm(void *fp, uintptr_t a0, int a1, double * a2, int a3, double * a4, int a5, double * a6) {
+static int gocuda_cublasDrotm(uintptr_t fp, uintptr_t a0, int a1, double * a2, int a3, double * a4, int a5, double * a6) {
 	return ((__typeof__(&cublasDrotm))fp)((cublasHandle_t)a0, a1, (double *)a2, a3, (double *)a4, a5, (double *)a6);
 }
 
-static int gocuda_cublasDrotm_64(void *fp, uintptr_t a0, int64_t a1, double * a2, int64_t a3, double * a4, int64_t a5, double * a6) {
+static int gocuda_cublasDrotm_64(uintptr_t fp, uintptr_t a0, int64_t a1, double * a2, int64_t a3, double * a4, int64_t a5, double * a6) {
 	return ((__typeof__(&cublasDrotm_64))fp)((cublasHandle_t)a0, a1, (double *)a2, a3, (double *)a4, a5, (double *)a6);
 }
 
-static int gocuda_cublasRotmEx(void *fp, uintptr_t a0, int a1, void * a2, int a3, int a4, void * a5, int a6, int a7, void * a8, int a9, int a10) {
+static int gocuda_cublasRotmEx(uintptr_t fp, uintptr_t a0, int a1, void * a2, int a3, int a4, void * a5, int a6, int a7, void * a8, int a9, int a10) {
 	return ((__typeof__(&cublasRotmEx))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
 }
 
-static int gocuda_cublasRotmEx_64(void *fp, uintptr_t a0, int64_t a1, void * a2, int a3, int64_t a4, void * a5, int a6, int64_t a7, void * a8, int a9, int a10) {
+static int gocuda_cublasRotmEx_64(uintptr_t fp, uintptr_t a0, int64_t a1, void * a2, int a3, int64_t a4, void * a5, int a6, int64_t a7, void * a8, int a9, int a10) {
 	return ((__typeof__(&cublasRotmEx_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
 }
 
-static int gocuda_cublasSrotmg(void *fp, uintptr_t a0, float * a1, float * a2, float * a3, float * a4, float * a5) {
+static int gocuda_cublasSrotmg(uintptr_t fp, uintptr_t a0, float * a1, float * a2, float * a3, float * a4, float * a5) {
 	return ((__typeof__(&cublasSrotmg))fp)((cublasHandle_t)a0, (float *)a1, (float *)a2, (float *)a3, (float *)a4, (float *)a5);
 }
 
-static int gocuda_cublasDrotmg(void *fp, uintptr_t a0, double * a1, double * a2, double * a3, double * a4, double * a5) {
+static int gocuda_cublasDrotmg(uintptr_t fp, uintptr_t a0, double * a1, double * a2, double * a3, double * a4, double * a5) {
 	return ((__typeof__(&cublasDrotmg))fp)((cublasHandle_t)a0, (double *)a1, (double *)a2, (double *)a3, (double *)a4, (double *)a5);
 }
 
-static int gocuda_cublasRotmgEx(void *fp, uintptr_t a0, void * a1, int a2, void * a3, int a4, void * a5, int a6, void * a7, int a8, void * a9, int a10, int a11) {
+static int gocuda_cublasRotmgEx(uintptr_t fp, uintptr_t a0, void * a1, int a2, void * a3, int a4, void * a5, int a6, void * a7, int a8, void * a9, int a10, int a11) {
 	return ((__typeof__(&cublasRotmgEx))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11);
 }
 
-static int gocuda_cublasSgemv(void *fp, uintptr_t a0, int a1, int a2, int a3, float * a4, float * a5, int a6, float * a7, int a8, float * a9, float * a10, int a11) {
+static int gocuda_cublasSgemv(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, float * a4, float * a5, int a6, float * a7, int a8, float * a9, float * a10, int a11) {
 	return ((__typeof__(&cublasSgemv))fp)((cublasHandle_t)a0, a1, a2, a3, (float *)a4, (float *)a5, a6, (float *)a7, a8, (float *)a9, (float *)a10, a11);
 }
 
-static int gocuda_cublasSgemv_64(void *fp, uintptr_t a0, int a1, int64_t a2, int64_t a3, float * a4, float * a5, int64_t a6, float * a7, int64_t a8, float * a9, float * a10, int64_t a11) {
+static int gocuda_cublasSgemv_64(uintptr_t fp, uintptr_t a0, int a1, int64_t a2, int64_t a3, float * a4, float * a5, int64_t a6, float * a7, int64_t a8, float * a9, float * a10, int64_t a11) {
 	return ((__typeof__(&cublasSgemv_64))fp)((cublasHandle_t)a0, a1, a2, a3, (float *)a4, (float *)a5, a6, (float *)a7, a8, (float *)a9, (float *)a10, a11);
 }
 
-static int gocuda_cublasDgemv(void *fp, uintptr_t a0, int a1, int a2, int a3, double * a4, double * a5, int a6, double * a7, int a8, double * a9, double * a10, int a11) {
+static int gocuda_cublasDgemv(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, double * a4, double * a5, int a6, double * a7, int a8, double * a9, double * a10, int a11) {
 	return ((__typeof__(&cublasDgemv))fp)((cublasHandle_t)a0, a1, a2, a3, (double *)a4, (double *)a5, a6, (double *)a7, a8, (double *)a9, (double *)a10, a11);
 }
 
-static int gocuda_cublasDgemv_64(void *fp, uintptr_t a0, int a1, int64_t a2, int64_t a3, double * a4, double * a5, int64_t a6, double * a7, int64_t a8, double * a9, double * a10, int64_t a11) {
+static int gocuda_cublasDgemv_64(uintptr_t fp, uintptr_t a0, int a1, int64_t a2, int64_t a3, double * a4, double * a5, int64_t a6, double * a7, int64_t a8, double * a9, double * a10, int64_t a11) {
 	return ((__typeof__(&cublasDgemv_64))fp)((cublasHandle_t)a0, a1, a2, a3, (double *)a4, (double *)a5, a6, (double *)a7, a8, (double *)a9, (double *)a10, a11);
 }
 
-static int gocuda_cublasCgemv(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, void * a5, int a6, void * a7, int a8, void * a9, void * a10, int a11) {
+static int gocuda_cublasCgemv(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, void * a5, int a6, void * a7, int a8, void * a9, void * a10, int a11) {
 	return ((__typeof__(&cublasCgemv))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11);
 }
 
-static int gocuda_cublasCgemv_64(void *fp, uintptr_t a0, int a1, int64_t a2, int64_t a3, void * a4, void * a5, int64_t a6, void * a7, int64_t a8, void * a9, void * a10, int64_t a11) {
+static int gocuda_cublasCgemv_64(uintptr_t fp, uintptr_t a0, int a1, int64_t a2, int64_t a3, void * a4, void * a5, int64_t a6, void * a7, int64_t a8, void * a9, void * a10, int64_t a11) {
 	return ((__typeof__(&cublasCgemv_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11);
 }
 
-static int gocuda_cublasZgemv(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, void * a5, int a6, void * a7, int a8, void * a9, void * a10, int a11) {
+static int gocuda_cublasZgemv(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, void * a5, int a6, void * a7, int a8, void * a9, void * a10, int a11) {
 	return ((__typeof__(&cublasZgemv))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11);
 }
 
-static int gocuda_cublasZgemv_64(void *fp, uintptr_t a0, int a1, int64_t a2, int64_t a3, void * a4, void * a5, int64_t a6, void * a7, int64_t a8, void * a9, void * a10, int64_t a11) {
+static int gocuda_cublasZgemv_64(uintptr_t fp, uintptr_t a0, int a1, int64_t a2, int64_t a3, void * a4, void * a5, int64_t a6, void * a7, int64_t a8, void * a9, void * a10, int64_t a11) {
 	return ((__typeof__(&cublasZgemv_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11);
 }
 
-static int gocuda_cublasSgbmv(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, float * a6, float * a7, int a8, float * a9, int a10, float * a11, float * a12, int a13) {
+static int gocuda_cublasSgbmv(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, float * a6, float * a7, int a8, float * a9, int a10, float * a11, float * a12, int a13) {
 	return ((__typeof__(&cublasSgbmv))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, (float *)a6, (float *)a7, a8, (float *)a9, a10, (float *)a11, (float *)a12, a13);
 }
 
-static int gocuda_cublasSgbmv_64(void *fp, uintptr_t a0, int a1, int64_t a2, int64_t a3, int64_t a4, int64_t a5, float * a6, float * a7, int64_t a8, float * a9, int64_t a10, float * a11, float * a12, int64_t a13) {
+static int gocuda_cublasSgbmv_64(uintptr_t fp, uintptr_t a0, int a1, int64_t a2, int64_t a3, int64_t a4, int64_t a5, float * a6, float * a7, int64_t a8, float * a9, int64_t a10, float * a11, float * a12, int64_t a13) {
 	return ((__typeof__(&cublasSgbmv_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, (float *)a6, (float *)a7, a8, (float *)a9, a10, (float *)a11, (float *)a12, a13);
 }
 
-static int gocuda_cublasDgbmv(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, double * a6, double * a7, int a8, double * a9, int a10, double * a11, double * a12, int a13) {
+static int gocuda_cublasDgbmv(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, double * a6, double * a7, int a8, double * a9, int a10, double * a11, double * a12, int a13) {
 	return ((__typeof__(&cublasDgbmv))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, (double *)a6, (double *)a7, a8, (double *)a9, a10, (double *)a11, (double *)a12, a13);
 }
 
-static int gocuda_cublasDgbmv_64(void *fp, uintptr_t a0, int a1, int64_t a2, int64_t a3, int64_t a4, int64_t a5, double * a6, double * a7, int64_t a8, double * a9, int64_t a10, double * a11, double * a12, int64_t a13) {
+static int gocuda_cublasDgbmv_64(uintptr_t fp, uintptr_t a0, int a1, int64_t a2, int64_t a3, int64_t a4, int64_t a5, double * a6, double * a7, int64_t a8, double * a9, int64_t a10, double * a11, double * a12, int64_t a13) {
 	return ((__typeof__(&cublasDgbmv_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, (double *)a6, (double *)a7, a8, (double *)a9, a10, (double *)a11, (double *)a12, a13);
 }
 
-static int gocuda_cublasCgbmv(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, void * a7, int a8, void * a9, int a10, void * a11, void * a12, int a13) {
+static int gocuda_cublasCgbmv(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, void * a7, int a8, void * a9, int a10, void * a11, void * a12, int a13) {
 	return ((__typeof__(&cublasCgbmv))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13);
 }
 
-static int gocuda_cublasCgbmv_64(void *fp, uintptr_t a0, int a1, int64_t a2, int64_t a3, int64_t a4, int64_t a5, void * a6, void * a7, int64_t a8, void * a9, int64_t a10, void * a11, void * a12, int64_t a13) {
+static int gocuda_cublasCgbmv_64(uintptr_t fp, uintptr_t a0, int a1, int64_t a2, int64_t a3, int64_t a4, int64_t a5, void * a6, void * a7, int64_t a8, void * a9, int64_t a10, void * a11, void * a12, int64_t a13) {
 	return ((__typeof__(&cublasCgbmv_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13);
 }
 
-static int gocuda_cublasZgbmv(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, void * a7, int a8, void * a9, int a10, void * a11, void * a12, int a13) {
+static int gocuda_cublasZgbmv(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, void * a7, int a8, void * a9, int a10, void * a11, void * a12, int a13) {
 	return ((__typeof__(&cublasZgbmv))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13);
 }
 
-static int gocuda_cublasZgbmv_64(void *fp, uintptr_t a0, int a1, int64_t a2, int64_t a3, int64_t a4, int64_t a5, void * a6, void * a7, int64_t a8, void * a9, int64_t a10, void * a11, void * a12, int64_t a13) {
+static int gocuda_cublasZgbmv_64(uintptr_t fp, uintptr_t a0, int a1, int64_t a2, int64_t a3, int64_t a4, int64_t a5, void * a6, void * a7, int64_t a8, void * a9, int64_t a10, void * a11, void * a12, int64_t a13) {
 	return ((__typeof__(&cublasZgbmv_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13);
 }
 
-static int gocuda_cublasStrmv(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, float * a5, int a6, float * a7, int a8) {
+static int gocuda_cublasStrmv(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, float * a5, int a6, float * a7, int a8) {
 	return ((__typeof__(&cublasStrmv))fp)((cublasHandle_t)a0, a1, a2, a3, a4, (float *)a5, a6, (float *)a7, a8);
 }
 
-static int gocuda_cublasStrmv_64(void *fp, uintptr_t a0, int a1, int a2, int a3, int64_t a4, float * a5, int64_t a6, float * a7, int64_t a8) {
+static int gocuda_cublasStrmv_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int64_t a4, float * a5, int64_t a6, float * a7, int64_t a8) {
 	return ((__typeof__(&cublasStrmv_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, (float *)a5, a6, (float *)a7, a8);
 }
 
-static int gocuda_cublasDtrmv(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, double * a5, int a6, double * a7, int a8) {
+static int gocuda_cublasDtrmv(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, double * a5, int a6, double * a7, int a8) {
 	return ((__typeof__(&cublasDtrmv))fp)((cublasHandle_t)a0, a1, a2, a3, a4, (double *)a5, a6, (double *)a7, a8);
 }
 
-static int gocuda_cublasDtrmv_64(void *fp, uintptr_t a0, int a1, int a2, int a3, int64_t a4, double * a5, int64_t a6, double * a7, int64_t a8) {
+static int gocuda_cublasDtrmv_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int64_t a4, double * a5, int64_t a6, double * a7, int64_t a8) {
 	return ((__typeof__(&cublasDtrmv_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, (double *)a5, a6, (double *)a7, a8);
 }
 
-static int gocuda_cublasCtrmv(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, int a6, void * a7, int a8) {
+static int gocuda_cublasCtrmv(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, int a6, void * a7, int a8) {
 	return ((__typeof__(&cublasCtrmv))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8);
 }
 
-static int gocuda_cublasCtrmv_64(void *fp, uintptr_t a0, int a1, int a2, int a3, int64_t a4, void * a5, int64_t a6, void * a7, int64_t a8) {
+static int gocuda_cublasCtrmv_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int64_t a4, void * a5, int64_t a6, void * a7, int64_t a8) {
 	return ((__typeof__(&cublasCtrmv_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8);
 }
 
-static int gocuda_cublasZtrmv(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, int a6, void * a7, int a8) {
+static int gocuda_cublasZtrmv(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, int a6, void * a7, int a8) {
 	return ((__typeof__(&cublasZtrmv))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8);
 }
 
-static int gocuda_cublasZtrmv_64(void *fp, uintptr_t a0, int a1, int a2, int a3, int64_t a4, void * a5, int64_t a6, void * a7, int64_t a8) {
+static int gocuda_cublasZtrmv_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int64_t a4, void * a5, int64_t a6, void * a7, int64_t a8) {
 	return ((__typeof__(&cublasZtrmv_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8);
 }
 
-static int gocuda_cublasStbmv(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, float * a6, int a7, float * a8, int a9) {
+static int gocuda_cublasStbmv(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, float * a6, int a7, float * a8, int a9) {
 	return ((__typeof__(&cublasStbmv))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, (float *)a6, a7, (float *)a8, a9);
 }
 
-static int gocuda_cublasStbmv_64(void *fp, uintptr_t a0, int a1, int a2, int a3, int64_t a4, int64_t a5, float * a6, int64_t a7, float * a8, int64_t a9) {
+static int gocuda_cublasStbmv_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int64_t a4, int64_t a5, float * a6, int64_t a7, float * a8, int64_t a9) {
 	return ((__typeof__(&cublasStbmv_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, (float *)a6, a7, (float *)a8, a9);
 }
 
-static int gocuda_cublasDtbmv(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, double * a6, int a7, double * a8, int a9) {
+static int gocuda_cublasDtbmv(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, double * a6, int a7, double * a8, int a9) {
 	return ((__typeof__(&cublasDtbmv))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, (double *)a6, a7, (double *)a8, a9);
 }
 
-static int gocuda_cublasDtbmv_64(void *fp, uintptr_t a0, int a1, int a2, int a3, int64_t a4, int64_t a5, double * a6, int64_t a7, double * a8, int64_t a9) {
+static int gocuda_cublasDtbmv_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int64_t a4, int64_t a5, double * a6, int64_t a7, double * a8, int64_t a9) {
 	return ((__typeof__(&cublasDtbmv_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, (double *)a6, a7, (double *)a8, a9);
 }
 
-static int gocuda_cublasCtbmv(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, int a7, void * a8, int a9) {
+static int gocuda_cublasCtbmv(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, int a7, void * a8, int a9) {
 	return ((__typeof__(&cublasCtbmv))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9);
 }
 
-static int gocuda_cublasCtbmv_64(void *fp, uintptr_t a0, int a1, int a2, int a3, int64_t a4, int64_t a5, void * a6, int64_t a7, void * a8, int64_t a9) {
+static int gocuda_cublasCtbmv_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int64_t a4, int64_t a5, void * a6, int64_t a7, void * a8, int64_t a9) {
 	return ((__typeof__(&cublasCtbmv_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9);
 }
 
-static int gocuda_cublasZtbmv(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, int a7, void * a8, int a9) {
+static int gocuda_cublasZtbmv(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, int a7, void * a8, int a9) {
 	return ((__typeof__(&cublasZtbmv))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9);
 }
 
-static int gocuda_cublasZtbmv_64(void *fp, uintptr_t a0, int a1, int a2, int a3, int64_t a4, int64_t a5, void * a6, int64_t a7, void * a8, int64_t a9) {
+static int gocuda_cublasZtbmv_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int64_t a4, int64_t a5, void * a6, int64_t a7, void * a8, int64_t a9) {
 	return ((__typeof__(&cublasZtbmv_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9);
 }
 
-static int gocuda_cublasStpmv(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, float * a5, float * a6, int a7) {
+static int gocuda_cublasStpmv(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, float * a5, float * a6, int a7) {
 	return ((__typeof__(&cublasStpmv))fp)((cublasHandle_t)a0, a1, a2, a3, a4, (float *)a5, (float *)a6, a7);
 }
 
-static int gocuda_cublasStpmv_64(void *fp, uintptr_t a0, int a1, int a2, int a3, int64_t a4, float * a5, float * a6, int64_t a7) {
+static int gocuda_cublasStpmv_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int64_t a4, float * a5, float * a6, int64_t a7) {
 	return ((__typeof__(&cublasStpmv_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, (float *)a5, (float *)a6, a7);
 }
 
-static int gocuda_cublasDtpmv(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, double * a5, double * a6, int a7) {
+static int gocuda_cublasDtpmv(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, double * a5, double * a6, int a7) {
 	return ((__typeof__(&cublasDtpmv))fp)((cublasHandle_t)a0, a1, a2, a3, a4, (double *)a5, (double *)a6, a7);
 }
 
-static int gocuda_cublasDtpmv_64(void *fp, uintptr_t a0, int a1, int a2, int a3, int64_t a4, double * a5, double * a6, int64_t a7) {
+static int gocuda_cublasDtpmv_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int64_t a4, double * a5, double * a6, int64_t a7) {
 	return ((__typeof__(&cublasDtpmv_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, (double *)a5, (double *)a6, a7);
 }
 
-static int gocuda_cublasCtpmv(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, void * a6, int a7) {
+static int gocuda_cublasCtpmv(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, void * a6, int a7) {
 	return ((__typeof__(&cublasCtpmv))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7);
 }
 
-static int gocuda_cublasCtpmv_64(void *fp, uintptr_t a0, int a1, int a2, int a3, int64_t a4, void * a5, void * a6, int64_t a7) {
+static int gocuda_cublasCtpmv_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int64_t a4, void * a5, void * a6, int64_t a7) {
 	return ((__typeof__(&cublasCtpmv_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7);
 }
 
-static int gocuda_cublasZtpmv(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, void * a6, int a7) {
+static int gocuda_cublasZtpmv(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, void * a6, int a7) {
 	return ((__typeof__(&cublasZtpmv))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7);
 }
 
-static int gocuda_cublasZtpmv_64(void *fp, uintptr_t a0, int a1, int a2, int a3, int64_t a4, void * a5, void * a6, int64_t a7) {
+static int gocuda_cublasZtpmv_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int64_t a4, void * a5, void * a6, int64_t a7) {
 	return ((__typeof__(&cublasZtpmv_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7);
 }
 
-static int gocuda_cublasStrsv(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, float * a5, int a6, float * a7, int a8) {
+static int gocuda_cublasStrsv(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, float * a5, int a6, float * a7, int a8) {
 	return ((__typeof__(&cublasStrsv))fp)((cublasHandle_t)a0, a1, a2, a3, a4, (float *)a5, a6, (float *)a7, a8);
 }
 
-static int gocuda_cublasStrsv_64(void *fp, uintptr_t a0, int a1, int a2, int a3, int64_t a4, float * a5, int64_t a6, float * a7, int64_t a8) {
+static int gocuda_cublasStrsv_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int64_t a4, float * a5, int64_t a6, float * a7, int64_t a8) {
 	return ((__typeof__(&cublasStrsv_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, (float *)a5, a6, (float *)a7, a8);
 }
 
-static int gocuda_cublasDtrsv(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, double * a5, int a6, double * a7, int a8) {
+static int gocuda_cublasDtrsv(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, double * a5, int a6, double * a7, int a8) {
 	return ((__typeof__(&cublasDtrsv))fp)((cublasHandle_t)a0, a1, a2, a3, a4, (double *)a5, a6, (double *)a7, a8);
 }
 
-static int gocuda_cublasDtrsv_64(void *fp, uintptr_t a0, int a1, int a2, int a3, int64_t a4, double * a5, int64_t a6, double * a7, int64_t a8) {
+static int gocuda_cublasDtrsv_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int64_t a4, double * a5, int64_t a6, double * a7, int64_t a8) {
 	return ((__typeof__(&cublasDtrsv_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, (double *)a5, a6, (double *)a7, a8);
 }
 
-static int gocuda_cublasCtrsv(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, int a6, void * a7, int a8) {
+static int gocuda_cublasCtrsv(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, int a6, void * a7, int a8) {
 	return ((__typeof__(&cublasCtrsv))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8);
 }
 
-static int gocuda_cublasCtrsv_64(void *fp, uintptr_t a0, int a1, int a2, int a3, int64_t a4, void * a5, int64_t a6, void * a7, int64_t a8) {
+static int gocuda_cublasCtrsv_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int64_t a4, void * a5, int64_t a6, void * a7, int64_t a8) {
 	return ((__typeof__(&cublasCtrsv_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8);
 }
 
-static int gocuda_cublasZtrsv(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, int a6, void * a7, int a8) {
+static int gocuda_cublasZtrsv(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, int a6, void * a7, int a8) {
 	return ((__typeof__(&cublasZtrsv))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8);
 }
 
-static int gocuda_cublasZtrsv_64(void *fp, uintptr_t a0, int a1, int a2, int a3, int64_t a4, void * a5, int64_t a6, void * a7, int64_t a8) {
+static int gocuda_cublasZtrsv_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int64_t a4, void * a5, int64_t a6, void * a7, int64_t a8) {
 	return ((__typeof__(&cublasZtrsv_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8);
 }
 
-static int gocuda_cublasStpsv(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, float * a5, float * a6, int a7) {
+static int gocuda_cublasStpsv(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, float * a5, float * a6, int a7) {
 	return ((__typeof__(&cublasStpsv))fp)((cublasHandle_t)a0, a1, a2, a3, a4, (float *)a5, (float *)a6, a7);
 }
 
-static int gocuda_cublasStpsv_64(void *fp, uintptr_t a0, int a1, int a2, int a3, int64_t a4, float * a5, float * a6, int64_t a7) {
+static int gocuda_cublasStpsv_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int64_t a4, float * a5, float * a6, int64_t a7) {
 	return ((__typeof__(&cublasStpsv_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, (float *)a5, (float *)a6, a7);
 }
 
-static int gocuda_cublasDtpsv(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, double * a5, double * a6, int a7) {
+static int gocuda_cublasDtpsv(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, double * a5, double * a6, int a7) {
 	return ((__typeof__(&cublasDtpsv))fp)((cublasHandle_t)a0, a1, a2, a3, a4, (double *)a5, (double *)a6, a7);
 }
 
-static int gocuda_cublasDtpsv_64(void *fp, uintptr_t a0, int a1, int a2, int a3, int64_t a4, double * a5, double * a6, int64_t a7) {
+static int gocuda_cublasDtpsv_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int64_t a4, double * a5, double * a6, int64_t a7) {
 	return ((__typeof__(&cublasDtpsv_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, (double *)a5, (double *)a6, a7);
 }
 
-static int gocuda_cublasCtpsv(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, void * a6, int a7) {
+static int gocuda_cublasCtpsv(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, void * a6, int a7) {
 	return ((__typeof__(&cublasCtpsv))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7);
 }
 
-static int gocuda_cublasCtpsv_64(void *fp, uintptr_t a0, int a1, int a2, int a3, int64_t a4, void * a5, void * a6, int64_t a7) {
+static int gocuda_cublasCtpsv_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int64_t a4, void * a5, void * a6, int64_t a7) {
 	return ((__typeof__(&cublasCtpsv_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7);
 }
 
-static int gocuda_cublasZtpsv(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, void * a6, int a7) {
+static int gocuda_cublasZtpsv(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, void * a6, int a7) {
 	return ((__typeof__(&cublasZtpsv))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7);
 }
 
-static int gocuda_cublasZtpsv_64(void *fp, uintptr_t a0, int a1, int a2, int a3, int64_t a4, void * a5, void * a6, int64_t a7) {
+static int gocuda_cublasZtpsv_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int64_t a4, void * a5, void * a6, int64_t a7) {
 	return ((__typeof__(&cublasZtpsv_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7);
 }
 
-static int gocuda_cublasStbsv(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, float * a6, int a7, float * a8, int a9) {
+static int gocuda_cublasStbsv(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, float * a6, int a7, float * a8, int a9) {
 	return ((__typeof__(&cublasStbsv))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, (float *)a6, a7, (float *)a8, a9);
 }
 
-static int gocuda_cublasStbsv_64(void *fp, uintptr_t a0, int a1, int a2, int a3, int64_t a4, int64_t a5, float * a6, int64_t a7, float * a8, int64_t a9) {
+static int gocuda_cublasStbsv_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int64_t a4, int64_t a5, float * a6, int64_t a7, float * a8, int64_t a9) {
 	return ((__typeof__(&cublasStbsv_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, (float *)a6, a7, (float *)a8, a9);
 }
 
-static int gocuda_cublasDtbsv(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, double * a6, int a7, double * a8, int a9) {
+static int gocuda_cublasDtbsv(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, double * a6, int a7, double * a8, int a9) {
 	return ((__typeof__(&cublasDtbsv))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, (double *)a6, a7, (double *)a8, a9);
 }
 
-static int gocuda_cublasDtbsv_64(void *fp, uintptr_t a0, int a1, int a2, int a3, int64_t a4, int64_t a5, double * a6, int64_t a7, double * a8, int64_t a9) {
+static int gocuda_cublasDtbsv_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int64_t a4, int64_t a5, double * a6, int64_t a7, double * a8, int64_t a9) {
 	return ((__typeof__(&cublasDtbsv_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, (double *)a6, a7, (double *)a8, a9);
 }
 
-static int gocuda_cublasCtbsv(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, int a7, void * a8, int a9) {
+static int gocuda_cublasCtbsv(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, int a7, void * a8, int a9) {
 	return ((__typeof__(&cublasCtbsv))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9);
 }
 
-static int gocuda_cublasCtbsv_64(void *fp, uintptr_t a0, int a1, int a2, int a3, int64_t a4, int64_t a5, void * a6, int64_t a7, void * a8, int64_t a9) {
+static int gocuda_cublasCtbsv_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int64_t a4, int64_t a5, void * a6, int64_t a7, void * a8, int64_t a9) {
 	return ((__typeof__(&cublasCtbsv_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9);
 }
 
-static int gocuda_cublasZtbsv(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, int a7, void * a8, int a9) {
+static int gocuda_cublasZtbsv(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, int a7, void * a8, int a9) {
 	return ((__typeof__(&cublasZtbsv))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9);
 }
 
-static int gocuda_cublasZtbsv_64(void *fp, uintptr_t a0, int a1, int a2, int a3, int64_t a4, int64_t a5, void * a6, int64_t a7, void * a8, int64_t a9) {
+static int gocuda_cublasZtbsv_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int64_t a4, int64_t a5, void * a6, int64_t a7, void * a8, int64_t a9) {
 	return ((__typeof__(&cublasZtbsv_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9);
 }
 
-static int gocuda_cublasSsymv(void *fp, uintptr_t a0, int a1, int a2, float * a3, float * a4, int a5, float * a6, int a7, float * a8, float * a9, int a10) {
+static int gocuda_cublasSsymv(uintptr_t fp, uintptr_t a0, int a1, int a2, float * a3, float * a4, int a5, float * a6, int a7, float * a8, float * a9, int a10) {
 	return ((__typeof__(&cublasSsymv))fp)((cublasHandle_t)a0, a1, a2, (float *)a3, (float *)a4, a5, (float *)a6, a7, (float *)a8, (float *)a9, a10);
 }
 
-static int gocuda_cublasSsymv_64(void *fp, uintptr_t a0, int a1, int64_t a2, float * a3, float * a4, int64_t a5, float * a6, int64_t a7, float * a8, float * a9, int64_t a10) {
+static int gocuda_cublasSsymv_64(uintptr_t fp, uintptr_t a0, int a1, int64_t a2, float * a3, float * a4, int64_t a5, float * a6, int64_t a7, float * a8, float * a9, int64_t a10) {
 	return ((__typeof__(&cublasSsymv_64))fp)((cublasHandle_t)a0, a1, a2, (float *)a3, (float *)a4, a5, (float *)a6, a7, (float *)a8, (float *)a9, a10);
 }
 
-static int gocuda_cublasDsymv(void *fp, uintptr_t a0, int a1, int a2, double * a3, double * a4, int a5, double * a6, int a7, double * a8, double * a9, int a10) {
+static int gocuda_cublasDsymv(uintptr_t fp, uintptr_t a0, int a1, int a2, double * a3, double * a4, int a5, double * a6, int a7, double * a8, double * a9, int a10) {
 	return ((__typeof__(&cublasDsymv))fp)((cublasHandle_t)a0, a1, a2, (double *)a3, (double *)a4, a5, (double *)a6, a7, (double *)a8, (double *)a9, a10);
 }
 
-static int gocuda_cublasDsymv_64(void *fp, uintptr_t a0, int a1, int64_t a2, double * a3, double * a4, int64_t a5, double * a6, int64_t a7, double * a8, double * a9, int64_t a10) {
+static int gocuda_cublasDsymv_64(uintptr_t fp, uintptr_t a0, int a1, int64_t a2, double * a3, double * a4, int64_t a5, double * a6, int64_t a7, double * a8, double * a9, int64_t a10) {
 	return ((__typeof__(&cublasDsymv_64))fp)((cublasHandle_t)a0, a1, a2, (double *)a3, (double *)a4, a5, (double *)a6, a7, (double *)a8, (double *)a9, a10);
 }
 
-static int gocuda_cublasCsymv(void *fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, int a5, void * a6, int a7, void * a8, void * a9, int a10) {
+static int gocuda_cublasCsymv(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, int a5, void * a6, int a7, void * a8, void * a9, int a10) {
 	return ((__typeof__(&cublasCsymv))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
 }
 
-static int gocuda_cublasCsymv_64(void *fp, uintptr_t a0, int a1, int64_t a2, void * a3, void * a4, int64_t a5, void * a6, int64_t a7, void * a8, void * a9, int64_t a10) {
+static int gocuda_cublasCsymv_64(uintptr_t fp, uintptr_t a0, int a1, int64_t a2, void * a3, void * a4, int64_t a5, void * a6, int64_t a7, void * a8, void * a9, int64_t a10) {
 	return ((__typeof__(&cublasCsymv_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
 }
 
-static int gocuda_cublasZsymv(void *fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, int a5, void * a6, int a7, void * a8, void * a9, int a10) {
+static int gocuda_cublasZsymv(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, int a5, void * a6, int a7, void * a8, void * a9, int a10) {
 	return ((__typeof__(&cublasZsymv))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
 }
 
-static int gocuda_cublasZsymv_64(void *fp, uintptr_t a0, int a1, int64_t a2, void * a3, void * a4, int64_t a5, void * a6, int64_t a7, void * a8, void * a9, int64_t a10) {
+static int gocuda_cublasZsymv_64(uintptr_t fp, uintptr_t a0, int a1, int64_t a2, void * a3, void * a4, int64_t a5, void * a6, int64_t a7, void * a8, void * a9, int64_t a10) {
 	return ((__typeof__(&cublasZsymv_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
 }
 
-static int gocuda_cublasChemv(void *fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, int a5, void * a6, int a7, void * a8, void * a9, int a10) {
+static int gocuda_cublasChemv(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, int a5, void * a6, int a7, void * a8, void * a9, int a10) {
 	return ((__typeof__(&cublasChemv))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
 }
 
-static int gocuda_cublasChemv_64(void *fp, uintptr_t a0, int a1, int64_t a2, void * a3, void * a4, int64_t a5, void * a6, int64_t a7, void * a8, void * a9, int64_t a10) {
+static int gocuda_cublasChemv_64(uintptr_t fp, uintptr_t a0, int a1, int64_t a2, void * a3, void * a4, int64_t a5, void * a6, int64_t a7, void * a8, void * a9, int64_t a10) {
 	return ((__typeof__(&cublasChemv_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
 }
 
-static int gocuda_cublasZhemv(void *fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, int a5, void * a6, int a7, void * a8, void * a9, int a10) {
+static int gocuda_cublasZhemv(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, int a5, void * a6, int a7, void * a8, void * a9, int a10) {
 	return ((__typeof__(&cublasZhemv))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
 }
 
-static int gocuda_cublasZhemv_64(void *fp, uintptr_t a0, int a1, int64_t a2, void * a3, void * a4, int64_t a5, void * a6, int64_t a7, void * a8, void * a9, int64_t a10) {
+static int gocuda_cublasZhemv_64(uintptr_t fp, uintptr_t a0, int a1, int64_t a2, void * a3, void * a4, int64_t a5, void * a6, int64_t a7, void * a8, void * a9, int64_t a10) {
 	return ((__typeof__(&cublasZhemv_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
 }
 
-static int gocuda_cublasSsbmv(void *fp, uintptr_t a0, int a1, int a2, int a3, float * a4, float * a5, int a6, float * a7, int a8, float * a9, float * a10, int a11) {
+static int gocuda_cublasSsbmv(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, float * a4, float * a5, int a6, float * a7, int a8, float * a9, float * a10, int a11) {
 	return ((__typeof__(&cublasSsbmv))fp)((cublasHandle_t)a0, a1, a2, a3, (float *)a4, (float *)a5, a6, (float *)a7, a8, (float *)a9, (float *)a10, a11);
 }
 
-static int gocuda_cublasSsbmv_64(void *fp, uintptr_t a0, int a1, int64_t a2, int64_t a3, float * a4, float * a5, int64_t a6, float * a7, int64_t a8, float * a9, float * a10, int64_t a11) {
+static int gocuda_cublasSsbmv_64(uintptr_t fp, uintptr_t a0, int a1, int64_t a2, int64_t a3, float * a4, float * a5, int64_t a6, float * a7, int64_t a8, float * a9, float * a10, int64_t a11) {
 	return ((__typeof__(&cublasSsbmv_64))fp)((cublasHandle_t)a0, a1, a2, a3, (float *)a4, (float *)a5, a6, (float *)a7, a8, (float *)a9, (float *)a10, a11);
 }
 
-static int gocuda_cublasDsbmv(void *fp, uintptr_t a0, int a1, int a2, int a3, double * a4, double * a5, int a6, double * a7, int a8, double * a9, double * a10, int a11) {
+static int gocuda_cublasDsbmv(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, double * a4, double * a5, int a6, double * a7, int a8, double * a9, double * a10, int a11) {
 	return ((__typeof__(&cublasDsbmv))fp)((cublasHandle_t)a0, a1, a2, a3, (double *)a4, (double *)a5, a6, (double *)a7, a8, (double *)a9, (double *)a10, a11);
 }
 
-static int gocuda_cublasDsbmv_64(void *fp, uintptr_t a0, int a1, int64_t a2, int64_t a3, double * a4, double * a5, int64_t a6, double * a7, int64_t a8, double * a9, double * a10, int64_t a11) {
+static int gocuda_cublasDsbmv_64(uintptr_t fp, uintptr_t a0, int a1, int64_t a2, int64_t a3, double * a4, double * a5, int64_t a6, double * a7, int64_t a8, double * a9, double * a10, int64_t a11) {
 	return ((__typeof__(&cublasDsbmv_64))fp)((cublasHandle_t)a0, a1, a2, a3, (double *)a4, (double *)a5, a6, (double *)a7, a8, (double *)a9, (double *)a10, a11);
 }
 
-static int gocuda_cublasChbmv(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, void * a5, int a6, void * a7, int a8, void * a9, void * a10, int a11) {
+static int gocuda_cublasChbmv(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, void * a5, int a6, void * a7, int a8, void * a9, void * a10, int a11) {
 	return ((__typeof__(&cublasChbmv))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11);
 }
 
-static int gocuda_cublasChbmv_64(void *fp, uintptr_t a0, int a1, int64_t a2, int64_t a3, void * a4, void * a5, int64_t a6, void * a7, int64_t a8, void * a9, void * a10, int64_t a11) {
+static int gocuda_cublasChbmv_64(uintptr_t fp, uintptr_t a0, int a1, int64_t a2, int64_t a3, void * a4, void * a5, int64_t a6, void * a7, int64_t a8, void * a9, void * a10, int64_t a11) {
 	return ((__typeof__(&cublasChbmv_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11);
 }
 
-static int gocuda_cublasZhbmv(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, void * a5, int a6, void * a7, int a8, void * a9, void * a10, int a11) {
+static int gocuda_cublasZhbmv(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, void * a5, int a6, void * a7, int a8, void * a9, void * a10, int a11) {
 	return ((__typeof__(&cublasZhbmv))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11);
 }
 
-static int gocuda_cublasZhbmv_64(void *fp, uintptr_t a0, int a1, int64_t a2, int64_t a3, void * a4, void * a5, int64_t a6, void * a7, int64_t a8, void * a9, void * a10, int64_t a11) {
+static int gocuda_cublasZhbmv_64(uintptr_t fp, uintptr_t a0, int a1, int64_t a2, int64_t a3, void * a4, void * a5, int64_t a6, void * a7, int64_t a8, void * a9, void * a10, int64_t a11) {
 	return ((__typeof__(&cublasZhbmv_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11);
 }
 
-static int gocuda_cublasSspmv(void *fp, uintptr_t a0, int a1, int a2, float * a3, float * a4, float * a5, int a6, float * a7, float * a8, int a9) {
+static int gocuda_cublasSspmv(uintptr_t fp, uintptr_t a0, int a1, int a2, float * a3, float * a4, float * a5, int a6, float * a7, float * a8, int a9) {
 	return ((__typeof__(&cublasSspmv))fp)((cublasHandle_t)a0, a1, a2, (float *)a3, (float *)a4, (float *)a5, a6, (float *)a7, (float *)a8, a9);
 }
 
-static int gocuda_cublasSspmv_64(void *fp, uintptr_t a0, int a1, int64_t a2, float * a3, float * a4, float * a5, int64_t a6, float * a7, float * a8, int64_t a9) {
+static int gocuda_cublasSspmv_64(uintptr_t fp, uintptr_t a0, int a1, int64_t a2, float * a3, float * a4, float * a5, int64_t a6, float * a7, float * a8, int64_t a9) {
 	return ((__typeof__(&cublasSspmv_64))fp)((cublasHandle_t)a0, a1, a2, (float *)a3, (float *)a4, (float *)a5, a6, (float *)a7, (float *)a8, a9);
 }
 
-static int gocuda_cublasDspmv(void *fp, uintptr_t a0, int a1, int a2, double * a3, double * a4, double * a5, int a6, double * a7, double * a8, int a9) {
+static int gocuda_cublasDspmv(uintptr_t fp, uintptr_t a0, int a1, int a2, double * a3, double * a4, double * a5, int a6, double * a7, double * a8, int a9) {
 	return ((__typeof__(&cublasDspmv))fp)((cublasHandle_t)a0, a1, a2, (double *)a3, (double *)a4, (double *)a5, a6, (double *)a7, (double *)a8, a9);
 }
 
-static int gocuda_cublasDspmv_64(void *fp, uintptr_t a0, int a1, int64_t a2, double * a3, double * a4, double * a5, int64_t a6, double * a7, double * a8, int64_t a9) {
+static int gocuda_cublasDspmv_64(uintptr_t fp, uintptr_t a0, int a1, int64_t a2, double * a3, double * a4, double * a5, int64_t a6, double * a7, double * a8, int64_t a9) {
 	return ((__typeof__(&cublasDspmv_64))fp)((cublasHandle_t)a0, a1, a2, (double *)a3, (double *)a4, (double *)a5, a6, (double *)a7, (double *)a8, a9);
 }
 
-static int gocuda_cublasChpmv(void *fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, void * a5, int a6, void * a7, void * a8, int a9) {
+static int gocuda_cublasChpmv(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, void * a5, int a6, void * a7, void * a8, int a9) {
 	return ((__typeof__(&cublasChpmv))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9);
 }
 
-static int gocuda_cublasChpmv_64(void *fp, uintptr_t a0, int a1, int64_t a2, void * a3, void * a4, void * a5, int64_t a6, void * a7, void * a8, int64_t a9) {
+static int gocuda_cublasChpmv_64(uintptr_t fp, uintptr_t a0, int a1, int64_t a2, void * a3, void * a4, void * a5, int64_t a6, void * a7, void * a8, int64_t a9) {
 	return ((__typeof__(&cublasChpmv_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9);
 }
 
-static int gocuda_cublasZhpmv(void *fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, void * a5, int a6, void * a7, void * a8, int a9) {
+static int gocuda_cublasZhpmv(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, void * a5, int a6, void * a7, void * a8, int a9) {
 	return ((__typeof__(&cublasZhpmv))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9);
 }
 
-static int gocuda_cublasZhpmv_64(void *fp, uintptr_t a0, int a1, int64_t a2, void * a3, void * a4, void * a5, int64_t a6, void * a7, void * a8, int64_t a9) {
+static int gocuda_cublasZhpmv_64(uintptr_t fp, uintptr_t a0, int a1, int64_t a2, void * a3, void * a4, void * a5, int64_t a6, void * a7, void * a8, int64_t a9) {
 	return ((__typeof__(&cublasZhpmv_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9);
 }
 
-static int gocuda_cublasSger(void *fp, uintptr_t a0, int a1, int a2, float * a3, float * a4, int a5, float * a6, int a7, float * a8, int a9) {
+static int gocuda_cublasSger(uintptr_t fp, uintptr_t a0, int a1, int a2, float * a3, float * a4, int a5, float * a6, int a7, float * a8, int a9) {
 	return ((__typeof__(&cublasSger))fp)((cublasHandle_t)a0, a1, a2, (float *)a3, (float *)a4, a5, (float *)a6, a7, (float *)a8, a9);
 }
 
-static int gocuda_cublasSger_64(void *fp, uintptr_t a0, int64_t a1, int64_t a2, float * a3, float * a4, int64_t a5, float * a6, int64_t a7, float * a8, int64_t a9) {
+static int gocuda_cublasSger_64(uintptr_t fp, uintptr_t a0, int64_t a1, int64_t a2, float * a3, float * a4, int64_t a5, float * a6, int64_t a7, float * a8, int64_t a9) {
 	return ((__typeof__(&cublasSger_64))fp)((cublasHandle_t)a0, a1, a2, (float *)a3, (float *)a4, a5, (float *)a6, a7, (float *)a8, a9);
 }
 
-static int gocuda_cublasDger(void *fp, uintptr_t a0, int a1, int a2, double * a3, double * a4, int a5, double * a6, int a7, double * a8, int a9) {
+static int gocuda_cublasDger(uintptr_t fp, uintptr_t a0, int a1, int a2, double * a3, double * a4, int a5, double * a6, int a7, double * a8, int a9) {
 	return ((__typeof__(&cublasDger))fp)((cublasHandle_t)a0, a1, a2, (double *)a3, (double *)a4, a5, (double *)a6, a7, (double *)a8, a9);
 }
 
-static int gocuda_cublasDger_64(void *fp, uintptr_t a0, int64_t a1, int64_t a2, double * a3, double * a4, int64_t a5, double * a6, int64_t a7, double * a8, int64_t a9) {
+static int gocuda_cublasDger_64(uintptr_t fp, uintptr_t a0, int64_t a1, int64_t a2, double * a3, double * a4, int64_t a5, double * a6, int64_t a7, double * a8, int64_t a9) {
 	return ((__typeof__(&cublasDger_64))fp)((cublasHandle_t)a0, a1, a2, (double *)a3, (double *)a4, a5, (double *)a6, a7, (double *)a8, a9);
 }
 
-static int gocuda_cublasCgeru(void *fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, int a5, void * a6, int a7, void * a8, int a9) {
+static int gocuda_cublasCgeru(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, int a5, void * a6, int a7, void * a8, int a9) {
 	return ((__typeof__(&cublasCgeru))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9);
 }
 
-static int gocuda_cublasCgeru_64(void *fp, uintptr_t a0, int64_t a1, int64_t a2, void * a3, void * a4, int64_t a5, void * a6, int64_t a7, void * a8, int64_t a9) {
+static int gocuda_cublasCgeru_64(uintptr_t fp, uintptr_t a0, int64_t a1, int64_t a2, void * a3, void * a4, int64_t a5, void * a6, int64_t a7, void * a8, int64_t a9) {
 	return ((__typeof__(&cublasCgeru_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9);
 }
 
-static int gocuda_cublasCgerc(void *fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, int a5, void * a6, int a7, void * a8, int a9) {
+static int gocuda_cublasCgerc(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, int a5, void * a6, int a7, void * a8, int a9) {
 	return ((__typeof__(&cublasCgerc))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9);
 }
 
-static int gocuda_cublasCgerc_64(void *fp, uintptr_t a0, int64_t a1, int64_t a2, void * a3, void * a4, int64_t a5, void * a6, int64_t a7, void * a8, int64_t a9) {
+static int gocuda_cublasCgerc_64(uintptr_t fp, uintptr_t a0, int64_t a1, int64_t a2, void * a3, void * a4, int64_t a5, void * a6, int64_t a7, void * a8, int64_t a9) {
 	return ((__typeof__(&cublasCgerc_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9);
 }
 
-static int gocuda_cublasZgeru(void *fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, int a5, void * a6, int a7, void * a8, int a9) {
+static int gocuda_cublasZgeru(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, int a5, void * a6, int a7, void * a8, int a9) {
 	return ((__typeof__(&cublasZgeru))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9);
 }
 
-static int gocuda_cublasZgeru_64(void *fp, uintptr_t a0, int64_t a1, int64_t a2, void * a3, void * a4, int64_t a5, void * a6, int64_t a7, void * a8, int64_t a9) {
+static int gocuda_cublasZgeru_64(uintptr_t fp, uintptr_t a0, int64_t a1, int64_t a2, void * a3, void * a4, int64_t a5, void * a6, int64_t a7, void * a8, int64_t a9) {
 	return ((__typeof__(&cublasZgeru_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9);
 }
 
-static int gocuda_cublasZgerc(void *fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, int a5, void * a6, int a7, void * a8, int a9) {
+static int gocuda_cublasZgerc(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, int a5, void * a6, int a7, void * a8, int a9) {
 	return ((__typeof__(&cublasZgerc))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9);
 }
 
-static int gocuda_cublasZgerc_64(void *fp, uintptr_t a0, int64_t a1, int64_t a2, void * a3, void * a4, int64_t a5, void * a6, int64_t a7, void * a8, int64_t a9) {
+static int gocuda_cublasZgerc_64(uintptr_t fp, uintptr_t a0, int64_t a1, int64_t a2, void * a3, void * a4, int64_t a5, void * a6, int64_t a7, void * a8, int64_t a9) {
 	return ((__typeof__(&cublasZgerc_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9);
 }
 
-static int gocuda_cublasSsyr(void *fp, uintptr_t a0, int a1, int a2, float * a3, float * a4, int a5, float * a6, int a7) {
+static int gocuda_cublasSsyr(uintptr_t fp, uintptr_t a0, int a1, int a2, float * a3, float * a4, int a5, float * a6, int a7) {
 	return ((__typeof__(&cublasSsyr))fp)((cublasHandle_t)a0, a1, a2, (float *)a3, (float *)a4, a5, (float *)a6, a7);
 }
 
-static int gocuda_cublasSsyr_64(void *fp, uintptr_t a0, int a1, int64_t a2, float * a3, float * a4, int64_t a5, float * a6, int64_t a7) {
+static int gocuda_cublasSsyr_64(uintptr_t fp, uintptr_t a0, int a1, int64_t a2, float * a3, float * a4, int64_t a5, float * a6, int64_t a7) {
 	return ((__typeof__(&cublasSsyr_64))fp)((cublasHandle_t)a0, a1, a2, (float *)a3, (float *)a4, a5, (float *)a6, a7);
 }
 
-static int gocuda_cublasDsyr(void *fp, uintptr_t a0, int a1, int a2, double * a3, double * a4, int a5, double * a6, int a7) {
+static int gocuda_cublasDsyr(uintptr_t fp, uintptr_t a0, int a1, int a2, double * a3, double * a4, int a5, double * a6, int a7) {
 	return ((__typeof__(&cublasDsyr))fp)((cublasHandle_t)a0, a1, a2, (double *)a3, (double *)a4, a5, (double *)a6, a7);
 }
 
-static int gocuda_cublasDsyr_64(void *fp, uintptr_t a0, int a1, int64_t a2, double * a3, double * a4, int64_t a5, double * a6, int64_t a7) {
+static int gocuda_cublasDsyr_64(uintptr_t fp, uintptr_t a0, int a1, int64_t a2, double * a3, double * a4, int64_t a5, double * a6, int64_t a7) {
 	return ((__typeof__(&cublasDsyr_64))fp)((cublasHandle_t)a0, a1, a2, (double *)a3, (double *)a4, a5, (double *)a6, a7);
 }
 
-static int gocuda_cublasCsyr(void *fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, int a5, void * a6, int a7) {
+static int gocuda_cublasCsyr(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, int a5, void * a6, int a7) {
 	return ((__typeof__(&cublasCsyr))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7);
 }
 
-static int gocuda_cublasCsyr_64(void *fp, uintptr_t a0, int a1, int64_t a2, void * a3, void * a4, int64_t a5, void * a6, int64_t a7) {
+static int gocuda_cublasCsyr_64(uintptr_t fp, uintptr_t a0, int a1, int64_t a2, void * a3, void * a4, int64_t a5, void * a6, int64_t a7) {
 	return ((__typeof__(&cublasCsyr_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7);
 }
 
-static int gocuda_cublasZsyr(void *fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, int a5, void * a6, int a7) {
+static int gocuda_cublasZsyr(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, int a5, void * a6, int a7) {
 	return ((__typeof__(&cublasZsyr))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7);
 }
 
-static int gocuda_cublasZsyr_64(void *fp, uintptr_t a0, int a1, int64_t a2, void * a3, void * a4, int64_t a5, void * a6, int64_t a7) {
+static int gocuda_cublasZsyr_64(uintptr_t fp, uintptr_t a0, int a1, int64_t a2, void * a3, void * a4, int64_t a5, void * a6, int64_t a7) {
 	return ((__typeof__(&cublasZsyr_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7);
 }
 
-static int gocuda_cublasCher(void *fp, uintptr_t a0, int a1, int a2, float * a3, void * a4, int a5, void * a6, int a7) {
+static int gocuda_cublasCher(uintptr_t fp, uintptr_t a0, int a1, int a2, float * a3, void * a4, int a5, void * a6, int a7) {
 	return ((__typeof__(&cublasCher))fp)((cublasHandle_t)a0, a1, a2, (float *)a3, a4, a5, a6, a7);
 }
 
-static int gocuda_cublasCher_64(void *fp, uintptr_t a0, int a1, int64_t a2, float * a3, void * a4, int64_t a5, void * a6, int64_t a7) {
+static int gocuda_cublasCher_64(uintptr_t fp, uintptr_t a0, int a1, int64_t a2, float * a3, void * a4, int64_t a5, void * a6, int64_t a7) {
 	return ((__typeof__(&cublasCher_64))fp)((cublasHandle_t)a0, a1, a2, (float *)a3, a4, a5, a6, a7);
 }
 
-static int gocuda_cublasZher(void *fp, uintptr_t a0, int a1, int a2, double * a3, void * a4, int a5, void * a6, int a7) {
+static int gocuda_cublasZher(uintptr_t fp, uintptr_t a0, int a1, int a2, double * a3, void * a4, int a5, void * a6, int a7) {
 	return ((__typeof__(&cublasZher))fp)((cublasHandle_t)a0, a1, a2, (double *)a3, a4, a5, a6, a7);
 }
 
-static int gocuda_cublasZher_64(void *fp, uintptr_t a0, int a1, int64_t a2, double * a3, void * a4, int64_t a5, void * a6, int64_t a7) {
+static int gocuda_cublasZher_64(uintptr_t fp, uintptr_t a0, int a1, int64_t a2, double * a3, void * a4, int64_t a5, void * a6, int64_t a7) {
 	return ((__typeof__(&cublasZher_64))fp)((cublasHandle_t)a0, a1, a2, (double *)a3, a4, a5, a6, a7);
 }
 
-static int gocuda_cublasSspr(void *fp, uintptr_t a0, int a1, int a2, float * a3, float * a4, int a5, float * a6) {
+static int gocuda_cublasSspr(uintptr_t fp, uintptr_t a0, int a1, int a2, float * a3, float * a4, int a5, float * a6) {
 	return ((__typeof__(&cublasSspr))fp)((cublasHandle_t)a0, a1, a2, (float *)a3, (float *)a4, a5, (float *)a6);
 }
 
-static int gocuda_cublasSspr_64(void *fp, uintptr_t a0, int a1, int64_t a2, float * a3, float * a4, int64_t a5, float * a6) {
+static int gocuda_cublasSspr_64(uintptr_t fp, uintptr_t a0, int a1, int64_t a2, float * a3, float * a4, int64_t a5, float * a6) {
 	return ((__typeof__(&cublasSspr_64))fp)((cublasHandle_t)a0, a1, a2, (float *)a3, (float *)a4, a5, (float *)a6);
 }
 
-static int gocuda_cublasDspr(void *fp, uintptr_t a0, int a1, int a2, double * a3, double * a4, int a5, double * a6) {
+static int gocuda_cublasDspr(uintptr_t fp, uintptr_t a0, int a1, int a2, double * a3, double * a4, int a5, double * a6) {
 	return ((__typeof__(&cublasDspr))fp)((cublasHandle_t)a0, a1, a2, (double *)a3, (double *)a4, a5, (double *)a6);
 }
 
-static int gocuda_cublasDspr_64(void *fp, uintptr_t a0, int a1, int64_t a2, double * a3, double * a4, int64_t a5, double * a6) {
+static int gocuda_cublasDspr_64(uintptr_t fp, uintptr_t a0, int a1, int64_t a2, double * a3, double * a4, int64_t a5, double * a6) {
 	return ((__typeof__(&cublasDspr_64))fp)((cublasHandle_t)a0, a1, a2, (double *)a3, (double *)a4, a5, (double *)a6);
 }
 
-static int gocuda_cublasChpr(void *fp, uintptr_t a0, int a1, int a2, float * a3, void * a4, int a5, void * a6) {
+static int gocuda_cublasChpr(uintptr_t fp, uintptr_t a0, int a1, int a2, float * a3, void * a4, int a5, void * a6) {
 	return ((__typeof__(&cublasChpr))fp)((cublasHandle_t)a0, a1, a2, (float *)a3, a4, a5, a6);
 }
 
-static int gocuda_cublasChpr_64(void *fp, uintptr_t a0, int a1, int64_t a2, float * a3, void * a4, int64_t a5, void * a6) {
+static int gocuda_cublasChpr_64(uintptr_t fp, uintptr_t a0, int a1, int64_t a2, float * a3, void * a4, int64_t a5, void * a6) {
 	return ((__typeof__(&cublasChpr_64))fp)((cublasHandle_t)a0, a1, a2, (float *)a3, a4, a5, a6);
 }
 
-static int gocuda_cublasZhpr(void *fp, uintptr_t a0, int a1, int a2, double * a3, void * a4, int a5, void * a6) {
+static int gocuda_cublasZhpr(uintptr_t fp, uintptr_t a0, int a1, int a2, double * a3, void * a4, int a5, void * a6) {
 	return ((__typeof__(&cublasZhpr))fp)((cublasHandle_t)a0, a1, a2, (double *)a3, a4, a5, a6);
 }
 
-static int gocuda_cublasZhpr_64(void *fp, uintptr_t a0, int a1, int64_t a2, double * a3, void * a4, int64_t a5, void * a6) {
+static int gocuda_cublasZhpr_64(uintptr_t fp, uintptr_t a0, int a1, int64_t a2, double * a3, void * a4, int64_t a5, void * a6) {
 	return ((__typeof__(&cublasZhpr_64))fp)((cublasHandle_t)a0, a1, a2, (double *)a3, a4, a5, a6);
 }
 
-static int gocuda_cublasSsyr2(void *fp, uintptr_t a0, int a1, int a2, float * a3, float * a4, int a5, float * a6, int a7, float * a8, int a9) {
+static int gocuda_cublasSsyr2(uintptr_t fp, uintptr_t a0, int a1, int a2, float * a3, float * a4, int a5, float * a6, int a7, float * a8, int a9) {
 	return ((__typeof__(&cublasSsyr2))fp)((cublasHandle_t)a0, a1, a2, (float *)a3, (float *)a4, a5, (float *)a6, a7, (float *)a8, a9);
 }
 
-static int gocuda_cublasSsyr2_64(void *fp, uintptr_t a0, int a1, int64_t a2, float * a3, float * a4, int64_t a5, float * a6, int64_t a7, float * a8, int64_t a9) {
+static int gocuda_cublasSsyr2_64(uintptr_t fp, uintptr_t a0, int a1, int64_t a2, float * a3, float * a4, int64_t a5, float * a6, int64_t a7, float * a8, int64_t a9) {
 	return ((__typeof__(&cublasSsyr2_64))fp)((cublasHandle_t)a0, a1, a2, (float *)a3, (float *)a4, a5, (float *)a6, a7, (float *)a8, a9);
 }
 
-static int gocuda_cublasDsyr2(void *fp, uintptr_t a0, int a1, int a2, double * a3, double * a4, int a5, double * a6, int a7, double * a8, int a9) {
+static int gocuda_cublasDsyr2(uintptr_t fp, uintptr_t a0, int a1, int a2, double * a3, double * a4, int a5, double * a6, int a7, double * a8, int a9) {
 	return ((__typeof__(&cublasDsyr2))fp)((cublasHandle_t)a0, a1, a2, (double *)a3, (double *)a4, a5, (double *)a6, a7, (double *)a8, a9);
 }
 
-static int gocuda_cublasDsyr2_64(void *fp, uintptr_t a0, int a1, int64_t a2, double * a3, double * a4, int64_t a5, double * a6, int64_t a7, double * a8, int64_t a9) {
+static int gocuda_cublasDsyr2_64(uintptr_t fp, uintptr_t a0, int a1, int64_t a2, double * a3, double * a4, int64_t a5, double * a6, int64_t a7, double * a8, int64_t a9) {
 	return ((__typeof__(&cublasDsyr2_64))fp)((cublasHandle_t)a0, a1, a2, (double *)a3, (double *)a4, a5, (double *)a6, a7, (double *)a8, a9);
 }
 
-static int gocuda_cublasCsyr2(void *fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, int a5, void * a6, int a7, void * a8, int a9) {
+static int gocuda_cublasCsyr2(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, int a5, void * a6, int a7, void * a8, int a9) {
 	return ((__typeof__(&cublasCsyr2))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9);
 }
 
-static int gocuda_cublasCsyr2_64(void *fp, uintptr_t a0, int a1, int64_t a2, void * a3, void * a4, int64_t a5, void * a6, int64_t a7, void * a8, int64_t a9) {
+static int gocuda_cublasCsyr2_64(uintptr_t fp, uintptr_t a0, int a1, int64_t a2, void * a3, void * a4, int64_t a5, void * a6, int64_t a7, void * a8, int64_t a9) {
 	return ((__typeof__(&cublasCsyr2_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9);
 }
 
-static int gocuda_cublasZsyr2(void *fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, int a5, void * a6, int a7, void * a8, int a9) {
+static int gocuda_cublasZsyr2(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, int a5, void * a6, int a7, void * a8, int a9) {
 	return ((__typeof__(&cublasZsyr2))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9);
 }
 
-static int gocuda_cublasZsyr2_64(void *fp, uintptr_t a0, int a1, int64_t a2, void * a3, void * a4, int64_t a5, void * a6, int64_t a7, void * a8, int64_t a9) {
+static int gocuda_cublasZsyr2_64(uintptr_t fp, uintptr_t a0, int a1, int64_t a2, void * a3, void * a4, int64_t a5, void * a6, int64_t a7, void * a8, int64_t a9) {
 	return ((__typeof__(&cublasZsyr2_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9);
 }
 
-static int gocuda_cublasCher2(void *fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, int a5, void * a6, int a7, void * a8, int a9) {
+static int gocuda_cublasCher2(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, int a5, void * a6, int a7, void * a8, int a9) {
 	return ((__typeof__(&cublasCher2))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9);
 }
 
-static int gocuda_cublasCher2_64(void *fp, uintptr_t a0, int a1, int64_t a2, void * a3, void * a4, int64_t a5, void * a6, int64_t a7, void * a8, int64_t a9) {
+static int gocuda_cublasCher2_64(uintptr_t fp, uintptr_t a0, int a1, int64_t a2, void * a3, void * a4, int64_t a5, void * a6, int64_t a7, void * a8, int64_t a9) {
 	return ((__typeof__(&cublasCher2_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9);
 }
 
-static int gocuda_cublasZher2(void *fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, int a5, void * a6, int a7, void * a8, int a9) {
+static int gocuda_cublasZher2(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, int a5, void * a6, int a7, void * a8, int a9) {
 	return ((__typeof__(&cublasZher2))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9);
 }
 
-static int gocuda_cublasZher2_64(void *fp, uintptr_t a0, int a1, int64_t a2, void * a3, void * a4, int64_t a5, void * a6, int64_t a7, void * a8, int64_t a9) {
+static int gocuda_cublasZher2_64(uintptr_t fp, uintptr_t a0, int a1, int64_t a2, void * a3, void * a4, int64_t a5, void * a6, int64_t a7, void * a8, int64_t a9) {
 	return ((__typeof__(&cublasZher2_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9);
 }
 
-static int gocuda_cublasSspr2(void *fp, uintptr_t a0, int a1, int a2, float * a3, float * a4, int a5, float * a6, int a7, float * a8) {
+static int gocuda_cublasSspr2(uintptr_t fp, uintptr_t a0, int a1, int a2, float * a3, float * a4, int a5, float * a6, int a7, float * a8) {
 	return ((__typeof__(&cublasSspr2))fp)((cublasHandle_t)a0, a1, a2, (float *)a3, (float *)a4, a5, (float *)a6, a7, (float *)a8);
 }
 
-static int gocuda_cublasSspr2_64(void *fp, uintptr_t a0, int a1, int64_t a2, float * a3, float * a4, int64_t a5, float * a6, int64_t a7, float * a8) {
+static int gocuda_cublasSspr2_64(uintptr_t fp, uintptr_t a0, int a1, int64_t a2, float * a3, float * a4, int64_t a5, float * a6, int64_t a7, float * a8) {
 	return ((__typeof__(&cublasSspr2_64))fp)((cublasHandle_t)a0, a1, a2, (float *)a3, (float *)a4, a5, (float *)a6, a7, (float *)a8);
 }
 
-static int gocuda_cublasDspr2(void *fp, uintptr_t a0, int a1, int a2, double * a3, double * a4, int a5, double * a6, int a7, double * a8) {
+static int gocuda_cublasDspr2(uintptr_t fp, uintptr_t a0, int a1, int a2, double * a3, double * a4, int a5, double * a6, int a7, double * a8) {
 	return ((__typeof__(&cublasDspr2))fp)((cublasHandle_t)a0, a1, a2, (double *)a3, (double *)a4, a5, (double *)a6, a7, (double *)a8);
 }
 
-static int gocuda_cublasDspr2_64(void *fp, uintptr_t a0, int a1, int64_t a2, double * a3, double * a4, int64_t a5, double * a6, int64_t a7, double * a8) {
+static int gocuda_cublasDspr2_64(uintptr_t fp, uintptr_t a0, int a1, int64_t a2, double * a3, double * a4, int64_t a5, double * a6, int64_t a7, double * a8) {
 	return ((__typeof__(&cublasDspr2_64))fp)((cublasHandle_t)a0, a1, a2, (double *)a3, (double *)a4, a5, (double *)a6, a7, (double *)a8);
 }
 
-static int gocuda_cublasChpr2(void *fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, int a5, void * a6, int a7, void * a8) {
+static int gocuda_cublasChpr2(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, int a5, void * a6, int a7, void * a8) {
 	return ((__typeof__(&cublasChpr2))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8);
 }
 
-static int gocuda_cublasChpr2_64(void *fp, uintptr_t a0, int a1, int64_t a2, void * a3, void * a4, int64_t a5, void * a6, int64_t a7, void * a8) {
+static int gocuda_cublasChpr2_64(uintptr_t fp, uintptr_t a0, int a1, int64_t a2, void * a3, void * a4, int64_t a5, void * a6, int64_t a7, void * a8) {
 	return ((__typeof__(&cublasChpr2_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8);
 }
 
-static int gocuda_cublasZhpr2(void *fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, int a5, void * a6, int a7, void * a8) {
+static int gocuda_cublasZhpr2(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, int a5, void * a6, int a7, void * a8) {
 	return ((__typeof__(&cublasZhpr2))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8);
 }
 
-static int gocuda_cublasZhpr2_64(void *fp, uintptr_t a0, int a1, int64_t a2, void * a3, void * a4, int64_t a5, void * a6, int64_t a7, void * a8) {
+static int gocuda_cublasZhpr2_64(uintptr_t fp, uintptr_t a0, int a1, int64_t a2, void * a3, void * a4, int64_t a5, void * a6, int64_t a7, void * a8) {
 	return ((__typeof__(&cublasZhpr2_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8);
 }
 
-static int gocuda_cublasSgemvBatched(void *fp, uintptr_t a0, int a1, int a2, int a3, float * a4, void * a5, int a6, void * a7, int a8, float * a9, void * a10, int a11, int a12) {
+static int gocuda_cublasSgemvBatched(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, float * a4, void * a5, int a6, void * a7, int a8, float * a9, void * a10, int a11, int a12) {
 	return ((__typeof__(&cublasSgemvBatched))fp)((cublasHandle_t)a0, a1, a2, a3, (float *)a4, a5, a6, a7, a8, (float *)a9, a10, a11, a12);
 }
 
-static int gocuda_cublasSgemvBatched_64(void *fp, uintptr_t a0, int a1, int64_t a2, int64_t a3, float * a4, void * a5, int64_t a6, void * a7, int64_t a8, float * a9, void * a10, int64_t a11, int64_t a12) {
+static int gocuda_cublasSgemvBatched_64(uintptr_t fp, uintptr_t a0, int a1, int64_t a2, int64_t a3, float * a4, void * a5, int64_t a6, void * a7, int64_t a8, float * a9, void * a10, int64_t a11, int64_t a12) {
 	return ((__typeof__(&cublasSgemvBatched_64))fp)((cublasHandle_t)a0, a1, a2, a3, (float *)a4, a5, a6, a7, a8, (float *)a9, a10, a11, a12);
 }
 
-static int gocuda_cublasDgemvBatched(void *fp, uintptr_t a0, int a1, int a2, int a3, double * a4, void * a5, int a6, void * a7, int a8, double * a9, void * a10, int a11, int a12) {
+static int gocuda_cublasDgemvBatched(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, double * a4, void * a5, int a6, void * a7, int a8, double * a9, void * a10, int a11, int a12) {
 	return ((__typeof__(&cublasDgemvBatched))fp)((cublasHandle_t)a0, a1, a2, a3, (double *)a4, a5, a6, a7, a8, (double *)a9, a10, a11, a12);
 }
 
-static int gocuda_cublasDgemvBatched_64(void *fp, uintptr_t a0, int a1, int64_t a2, int64_t a3, double * a4, void * a5, int64_t a6, void * a7, int64_t a8, double * a9, void * a10, int64_t a11, int64_t a12) {
+static int gocuda_cublasDgemvBatched_64(uintptr_t fp, uintptr_t a0, int a1, int64_t a2, int64_t a3, double * a4, void * a5, int64_t a6, void * a7, int64_t a8, double * a9, void * a10, int64_t a11, int64_t a12) {
 	return ((__typeof__(&cublasDgemvBatched_64))fp)((cublasHandle_t)a0, a1, a2, a3, (double *)a4, a5, a6, a7, a8, (double *)a9, a10, a11, a12);
 }
 
-static int gocuda_cublasCgemvBatched(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, void * a5, int a6, void * a7, int a8, void * a9, void * a10, int a11, int a12) {
+static int gocuda_cublasCgemvBatched(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, void * a5, int a6, void * a7, int a8, void * a9, void * a10, int a11, int a12) {
 	return ((__typeof__(&cublasCgemvBatched))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12);
 }
 
-static int gocuda_cublasCgemvBatched_64(void *fp, uintptr_t a0, int a1, int64_t a2, int64_t a3, void * a4, void * a5, int64_t a6, void * a7, int64_t a8, void * a9, void * a10, int64_t a11, int64_t a12) {
+static int gocuda_cublasCgemvBatched_64(uintptr_t fp, uintptr_t a0, int a1, int64_t a2, int64_t a3, void * a4, void * a5, int64_t a6, void * a7, int64_t a8, void * a9, void * a10, int64_t a11, int64_t a12) {
 	return ((__typeof__(&cublasCgemvBatched_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12);
 }
 
-static int gocuda_cublasZgemvBatched(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, void * a5, int a6, void * a7, int a8, void * a9, void * a10, int a11, int a12) {
+static int gocuda_cublasZgemvBatched(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, void * a5, int a6, void * a7, int a8, void * a9, void * a10, int a11, int a12) {
 	return ((__typeof__(&cublasZgemvBatched))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12);
 }
 
-static int gocuda_cublasZgemvBatched_64(void *fp, uintptr_t a0, int a1, int64_t a2, int64_t a3, void * a4, void * a5, int64_t a6, void * a7, int64_t a8, void * a9, void * a10, int64_t a11, int64_t a12) {
+static int gocuda_cublasZgemvBatched_64(uintptr_t fp, uintptr_t a0, int a1, int64_t a2, int64_t a3, void * a4, void * a5, int64_t a6, void * a7, int64_t a8, void * a9, void * a10, int64_t a11, int64_t a12) {
 	return ((__typeof__(&cublasZgemvBatched_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12);
 }
 
-static int gocuda_cublasSgemvStridedBatched(void *fp, uintptr_t a0, int a1, int a2, int a3, float * a4, float * a5, int a6, long long a7, float * a8, int a9, long long a10, float * a11, float * a12, int a13, long long a14, int a15) {
+static int gocuda_cublasSgemvStridedBatched(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, float * a4, float * a5, int a6, long long a7, float * a8, int a9, long long a10, float * a11, float * a12, int a13, long long a14, int a15) {
 	return ((__typeof__(&cublasSgemvStridedBatched))fp)((cublasHandle_t)a0, a1, a2, a3, (float *)a4, (float *)a5, a6, a7, (float *)a8, a9, a10, (float *)a11, (float *)a12, a13, a14, a15);
 }
 
-static int gocuda_cublasSgemvStridedBatched_64(void *fp, uintptr_t a0, int a1, int64_t a2, int64_t a3, float * a4, float * a5, int64_t a6, long long a7, float * a8, int64_t a9, long long a10, float * a11, float * a12, int64_t a13, long long a14, int64_t a15) {
+static int gocuda_cublasSgemvStridedBatched_64(uintptr_t fp, uintptr_t a0, int a1, int64_t a2, int64_t a3, float * a4, float * a5, int64_t a6, long long a7, float * a8, int64_t a9, long long a10, float * a11, float * a12, int64_t a13, long long a14, int64_t a15) {
 	return ((__typeof__(&cublasSgemvStridedBatched_64))fp)((cublasHandle_t)a0, a1, a2, a3, (float *)a4, (float *)a5, a6, a7, (float *)a8, a9, a10, (float *)a11, (float *)a12, a13, a14, a15);
 }
 
-static int gocuda_cublasDgemvStridedBatched(void *fp, uintptr_t a0, int a1, int a2, int a3, double * a4, double * a5, int a6, long long a7, double * a8, int a9, long long a10, double * a11, double * a12, int a13, long long a14, int a15) {
+static int gocuda_cublasDgemvStridedBatched(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, double * a4, double * a5, int a6, long long a7, double * a8, int a9, long long a10, double * a11, double * a12, int a13, long long a14, int a15) {
 	return ((__typeof__(&cublasDgemvStridedBatched))fp)((cublasHandle_t)a0, a1, a2, a3, (double *)a4, (double *)a5, a6, a7, (double *)a8, a9, a10, (double *)a11, (double *)a12, a13, a14, a15);
 }
 
-static int gocuda_cublasDgemvStridedBatched_64(void *fp, uintptr_t a0, int a1, int64_t a2, int64_t a3, double * a4, double * a5, int64_t a6, long long a7, double * a8, int64_t a9, long long a10, double * a11, double * a12, int64_t a13, long long a14, int64_t a15) {
+static int gocuda_cublasDgemvStridedBatched_64(uintptr_t fp, uintptr_t a0, int a1, int64_t a2, int64_t a3, double * a4, double * a5, int64_t a6, long long a7, double * a8, int64_t a9, long long a10, double * a11, double * a12, int64_t a13, long long a14, int64_t a15) {
 	return ((__typeof__(&cublasDgemvStridedBatched_64))fp)((cublasHandle_t)a0, a1, a2, a3, (double *)a4, (double *)a5, a6, a7, (double *)a8, a9, a10, (double *)a11, (double *)a12, a13, a14, a15);
 }
 
-static int gocuda_cublasCgemvStridedBatched(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, void * a5, int a6, long long a7, void * a8, int a9, long long a10, void * a11, void * a12, int a13, long long a14, int a15) {
+static int gocuda_cublasCgemvStridedBatched(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, void * a5, int a6, long long a7, void * a8, int a9, long long a10, void * a11, void * a12, int a13, long long a14, int a15) {
 	return ((__typeof__(&cublasCgemvStridedBatched))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15);
 }
 
-static int gocuda_cublasCgemvStridedBatched_64(void *fp, uintptr_t a0, int a1, int64_t a2, int64_t a3, void * a4, void * a5, int64_t a6, long long a7, void * a8, int64_t a9, long long a10, void * a11, void * a12, int64_t a13, long long a14, int64_t a15) {
+static int gocuda_cublasCgemvStridedBatched_64(uintptr_t fp, uintptr_t a0, int a1, int64_t a2, int64_t a3, void * a4, void * a5, int64_t a6, long long a7, void * a8, int64_t a9, long long a10, void * a11, void * a12, int64_t a13, long long a14, int64_t a15) {
 	return ((__typeof__(&cublasCgemvStridedBatched_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15);
 }
 
-static int gocuda_cublasZgemvStridedBatched(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, void * a5, int a6, long long a7, void * a8, int a9, long long a10, void * a11, void * a12, int a13, long long a14, int a15) {
+static int gocuda_cublasZgemvStridedBatched(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, void * a5, int a6, long long a7, void * a8, int a9, long long a10, void * a11, void * a12, int a13, long long a14, int a15) {
 	return ((__typeof__(&cublasZgemvStridedBatched))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15);
 }
 
-static int gocuda_cublasZgemvStridedBatched_64(void *fp, uintptr_t a0, int a1, int64_t a2, int64_t a3, void * a4, void * a5, int64_t a6, long long a7, void * a8, int64_t a9, long long a10, void * a11, void * a12, int64_t a13, long long a14, int64_t a15) {
+static int gocuda_cublasZgemvStridedBatched_64(uintptr_t fp, uintptr_t a0, int a1, int64_t a2, int64_t a3, void * a4, void * a5, int64_t a6, long long a7, void * a8, int64_t a9, long long a10, void * a11, void * a12, int64_t a13, long long a14, int64_t a15) {
 	return ((__typeof__(&cublasZgemvStridedBatched_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15);
 }
 
-static int gocuda_cublasSgemm(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, float * a6, float * a7, int a8, float * a9, int a10, float * a11, float * a12, int a13) {
+static int gocuda_cublasSgemm(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, float * a6, float * a7, int a8, float * a9, int a10, float * a11, float * a12, int a13) {
 	return ((__typeof__(&cublasSgemm))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, (float *)a6, (float *)a7, a8, (float *)a9, a10, (float *)a11, (float *)a12, a13);
 }
 
-static int gocuda_cublasSgemm_64(void *fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, int64_t a5, float * a6, float * a7, int64_t a8, float * a9, int64_t a10, float * a11, float * a12, int64_t a13) {
+static int gocuda_cublasSgemm_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, int64_t a5, float * a6, float * a7, int64_t a8, float * a9, int64_t a10, float * a11, float * a12, int64_t a13) {
 	return ((__typeof__(&cublasSgemm_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, (float *)a6, (float *)a7, a8, (float *)a9, a10, (float *)a11, (float *)a12, a13);
 }
 
-static int gocuda_cublasDgemm(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, double * a6, double * a7, int a8, double * a9, int a10, double * a11, double * a12, int a13) {
+static int gocuda_cublasDgemm(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, double * a6, double * a7, int a8, double * a9, int a10, double * a11, double * a12, int a13) {
 	return ((__typeof__(&cublasDgemm))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, (double *)a6, (double *)a7, a8, (double *)a9, a10, (double *)a11, (double *)a12, a13);
 }
 
-static int gocuda_cublasDgemm_64(void *fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, int64_t a5, double * a6, double * a7, int64_t a8, double * a9, int64_t a10, double * a11, double * a12, int64_t a13) {
+static int gocuda_cublasDgemm_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, int64_t a5, double * a6, double * a7, int64_t a8, double * a9, int64_t a10, double * a11, double * a12, int64_t a13) {
 	return ((__typeof__(&cublasDgemm_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, (double *)a6, (double *)a7, a8, (double *)a9, a10, (double *)a11, (double *)a12, a13);
 }
 
-static int gocuda_cublasCgemm(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, void * a7, int a8, void * a9, int a10, void * a11, void * a12, int a13) {
+static int gocuda_cublasCgemm(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, void * a7, int a8, void * a9, int a10, void * a11, void * a12, int a13) {
 	return ((__typeof__(&cublasCgemm))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13);
 }
 
-static int gocuda_cublasCgemm_64(void *fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, int64_t a5, void * a6, void * a7, int64_t a8, void * a9, int64_t a10, void * a11, void * a12, int64_t a13) {
+static int gocuda_cublasCgemm_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, int64_t a5, void * a6, void * a7, int64_t a8, void * a9, int64_t a10, void * a11, void * a12, int64_t a13) {
 	return ((__typeof__(&cublasCgemm_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13);
 }
 
-static int gocuda_cublasCgemm3m(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, void * a7, int a8, void * a9, int a10, void * a11, void * a12, int a13) {
+static int gocuda_cublasCgemm3m(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, void * a7, int a8, void * a9, int a10, void * a11, void * a12, int a13) {
 	return ((__typeof__(&cublasCgemm3m))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13);
 }
 
-static int gocuda_cublasCgemm3m_64(void *fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, int64_t a5, void * a6, void * a7, int64_t a8, void * a9, int64_t a10, void * a11, void * a12, int64_t a13) {
+static int gocuda_cublasCgemm3m_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, int64_t a5, void * a6, void * a7, int64_t a8, void * a9, int64_t a10, void * a11, void * a12, int64_t a13) {
 	return ((__typeof__(&cublasCgemm3m_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13);
 }
 
-static int gocuda_cublasCgemm3mEx(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, void * a7, int a8, int a9, void * a10, int a11, int a12, void * a13, void * a14, int a15, int a16) {
+static int gocuda_cublasCgemm3mEx(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, void * a7, int a8, int a9, void * a10, int a11, int a12, void * a13, void * a14, int a15, int a16) {
 	return ((__typeof__(&cublasCgemm3mEx))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16);
 }
 
-static int gocuda_cublasCgemm3mEx_64(void *fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, int64_t a5, void * a6, void * a7, int a8, int64_t a9, void * a10, int a11, int64_t a12, void * a13, void * a14, int a15, int64_t a16) {
+static int gocuda_cublasCgemm3mEx_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, int64_t a5, void * a6, void * a7, int a8, int64_t a9, void * a10, int a11, int64_t a12, void * a13, void * a14, int a15, int64_t a16) {
 	return ((__typeof__(&cublasCgemm3mEx_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16);
 }
 
-static int gocuda_cublasZgemm(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, void * a7, int a8, void * a9, int a10, void * a11, void * a12, int a13) {
+static int gocuda_cublasZgemm(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, void * a7, int a8, void * a9, int a10, void * a11, void * a12, int a13) {
 	return ((__typeof__(&cublasZgemm))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13);
 }
 
-static int gocuda_cublasZgemm_64(void *fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, int64_t a5, void * a6, void * a7, int64_t a8, void * a9, int64_t a10, void * a11, void * a12, int64_t a13) {
+static int gocuda_cublasZgemm_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, int64_t a5, void * a6, void * a7, int64_t a8, void * a9, int64_t a10, void * a11, void * a12, int64_t a13) {
 	return ((__typeof__(&cublasZgemm_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13);
 }
 
-static int gocuda_cublasZgemm3m(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, void * a7, int a8, void * a9, int a10, void * a11, void * a12, int a13) {
+static int gocuda_cublasZgemm3m(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, void * a7, int a8, void * a9, int a10, void * a11, void * a12, int a13) {
 	return ((__typeof__(&cublasZgemm3m))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13);
 }
 
-static int gocuda_cublasZgemm3m_64(void *fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, int64_t a5, void * a6, void * a7, int64_t a8, void * a9, int64_t a10, void * a11, void * a12, int64_t a13) {
+static int gocuda_cublasZgemm3m_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, int64_t a5, void * a6, void * a7, int64_t a8, void * a9, int64_t a10, void * a11, void * a12, int64_t a13) {
 	return ((__typeof__(&cublasZgemm3m_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13);
 }
 
-static int gocuda_cublasSgemmEx(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, float * a6, void * a7, int a8, int a9, void * a10, int a11, int a12, float * a13, void * a14, int a15, int a16) {
+static int gocuda_cublasSgemmEx(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, float * a6, void * a7, int a8, int a9, void * a10, int a11, int a12, float * a13, void * a14, int a15, int a16) {
 	return ((__typeof__(&cublasSgemmEx))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, (float *)a6, a7, a8, a9, a10, a11, a12, (float *)a13, a14, a15, a16);
 }
 
-static int gocuda_cublasSgemmEx_64(void *fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, int64_t a5, float * a6, void * a7, int a8, int64_t a9, void * a10, int a11, int64_t a12, float * a13, void * a14, int a15, int64_t a16) {
+static int gocuda_cublasSgemmEx_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, int64_t a5, float * a6, void * a7, int a8, int64_t a9, void * a10, int a11, int64_t a12, float * a13, void * a14, int a15, int64_t a16) {
 	return ((__typeof__(&cublasSgemmEx_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, (float *)a6, a7, a8, a9, a10, a11, a12, (float *)a13, a14, a15, a16);
 }
 
-static int gocuda_cublasGemmEx(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, void * a7, int a8, int a9, void * a10, int a11, int a12, void * a13, void * a14, int a15, int a16, int a17, int a18) {
+static int gocuda_cublasGemmEx(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, void * a7, int a8, int a9, void * a10, int a11, int a12, void * a13, void * a14, int a15, int a16, int a17, int a18) {
 	return ((__typeof__(&cublasGemmEx))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18);
 }
 
-static int gocuda_cublasGemmEx_64(void *fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, int64_t a5, void * a6, void * a7, int a8, int64_t a9, void * a10, int a11, int64_t a12, void * a13, void * a14, int a15, int64_t a16, int a17, int a18) {
+static int gocuda_cublasGemmEx_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, int64_t a5, void * a6, void * a7, int a8, int64_t a9, void * a10, int a11, int64_t a12, void * a13, void * a14, int a15, int64_t a16, int a17, int a18) {
 	return ((__typeof__(&cublasGemmEx_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18);
 }
 
-static int gocuda_cublasCgemmEx(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, void * a7, int a8, int a9, void * a10, int a11, int a12, void * a13, void * a14, int a15, int a16) {
+static int gocuda_cublasCgemmEx(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, void * a7, int a8, int a9, void * a10, int a11, int a12, void * a13, void * a14, int a15, int a16) {
 	return ((__typeof__(&cublasCgemmEx))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16);
 }
 
-static int gocuda_cublasCgemmEx_64(void *fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, int64_t a5, void * a6, void * a7, int a8, int64_t a9, void * a10, int a11, int64_t a12, void * a13, void * a14, int a15, int64_t a16) {
+static int gocuda_cublasCgemmEx_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, int64_t a5, void * a6, void * a7, int a8, int64_t a9, void * a10, int a11, int64_t a12, void * a13, void * a14, int a15, int64_t a16) {
 	return ((__typeof__(&cublasCgemmEx_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16);
 }
 
-static int gocuda_cublasSsyrk(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, float * a5, float * a6, int a7, float * a8, float * a9, int a10) {
+static int gocuda_cublasSsyrk(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, float * a5, float * a6, int a7, float * a8, float * a9, int a10) {
 	return ((__typeof__(&cublasSsyrk))fp)((cublasHandle_t)a0, a1, a2, a3, a4, (float *)a5, (float *)a6, a7, (float *)a8, (float *)a9, a10);
 }
 
-static int gocuda_cublasSsyrk_64(void *fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, float * a5, float * a6, int64_t a7, float * a8, float * a9, int64_t a10) {
+static int gocuda_cublasSsyrk_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, float * a5, float * a6, int64_t a7, float * a8, float * a9, int64_t a10) {
 	return ((__typeof__(&cublasSsyrk_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, (float *)a5, (float *)a6, a7, (float *)a8, (float *)a9, a10);
 }
 
-static int gocuda_cublasDsyrk(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, double * a5, double * a6, int a7, double * a8, double * a9, int a10) {
+static int gocuda_cublasDsyrk(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, double * a5, double * a6, int a7, double * a8, double * a9, int a10) {
 	return ((__typeof__(&cublasDsyrk))fp)((cublasHandle_t)a0, a1, a2, a3, a4, (double *)a5, (double *)a6, a7, (double *)a8, (double *)a9, a10);
 }
 
-static int gocuda_cublasDsyrk_64(void *fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, double * a5, double * a6, int64_t a7, double * a8, double * a9, int64_t a10) {
+static int gocuda_cublasDsyrk_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, double * a5, double * a6, int64_t a7, double * a8, double * a9, int64_t a10) {
 	return ((__typeof__(&cublasDsyrk_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, (double *)a5, (double *)a6, a7, (double *)a8, (double *)a9, a10);
 }
 
-static int gocuda_cublasCsyrk(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, void * a6, int a7, void * a8, void * a9, int a10) {
+static int gocuda_cublasCsyrk(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, void * a6, int a7, void * a8, void * a9, int a10) {
 	return ((__typeof__(&cublasCsyrk))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
 }
 
-static int gocuda_cublasCsyrk_64(void *fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, void * a5, void * a6, int64_t a7, void * a8, void * a9, int64_t a10) {
+static int gocuda_cublasCsyrk_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, void * a5, void * a6, int64_t a7, void * a8, void * a9, int64_t a10) {
 	return ((__typeof__(&cublasCsyrk_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
 }
 
-static int gocuda_cublasZsyrk(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, void * a6, int a7, void * a8, void * a9, int a10) {
+static int gocuda_cublasZsyrk(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, void * a6, int a7, void * a8, void * a9, int a10) {
 	return ((__typeof__(&cublasZsyrk))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
 }
 
-static int gocuda_cublasZsyrk_64(void *fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, void * a5, void * a6, int64_t a7, void * a8, void * a9, int64_t a10) {
+static int gocuda_cublasZsyrk_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, void * a5, void * a6, int64_t a7, void * a8, void * a9, int64_t a10) {
 	return ((__typeof__(&cublasZsyrk_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
 }
 
-static int gocuda_cublasCsyrkEx(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, void * a6, int a7, int a8, void * a9, void * a10, int a11, int a12) {
+static int gocuda_cublasCsyrkEx(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, void * a6, int a7, int a8, void * a9, void * a10, int a11, int a12) {
 	return ((__typeof__(&cublasCsyrkEx))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12);
 }
 
-static int gocuda_cublasCsyrkEx_64(void *fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, void * a5, void * a6, int a7, int64_t a8, void * a9, void * a10, int a11, int64_t a12) {
+static int gocuda_cublasCsyrkEx_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, void * a5, void * a6, int a7, int64_t a8, void * a9, void * a10, int a11, int64_t a12) {
 	return ((__typeof__(&cublasCsyrkEx_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12);
 }
 
-static int gocuda_cublasCsyrk3mEx(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, void * a6, int a7, int a8, void * a9, void * a10, int a11, int a12) {
+static int gocuda_cublasCsyrk3mEx(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, void * a6, int a7, int a8, void * a9, void * a10, int a11, int a12) {
 	return ((__typeof__(&cublasCsyrk3mEx))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12);
 }
 
-static int gocuda_cublasCsyrk3mEx_64(void *fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, void * a5, void * a6, int a7, int64_t a8, void * a9, void * a10, int a11, int64_t a12) {
+static int gocuda_cublasCsyrk3mEx_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, void * a5, void * a6, int a7, int64_t a8, void * a9, void * a10, int a11, int64_t a12) {
 	return ((__typeof__(&cublasCsyrk3mEx_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12);
 }
 
-static int gocuda_cublasCherk(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, float * a5, void * a6, int a7, float * a8, void * a9, int a10) {
+static int gocuda_cublasCherk(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, float * a5, void * a6, int a7, float * a8, void * a9, int a10) {
 	return ((__typeof__(&cublasCherk))fp)((cublasHandle_t)a0, a1, a2, a3, a4, (float *)a5, a6, a7, (float *)a8, a9, a10);
 }
 
-static int gocuda_cublasCherk_64(void *fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, float * a5, void * a6, int64_t a7, float * a8, void * a9, int64_t a10) {
+static int gocuda_cublasCherk_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, float * a5, void * a6, int64_t a7, float * a8, void * a9, int64_t a10) {
 	return ((__typeof__(&cublasCherk_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, (float *)a5, a6, a7, (float *)a8, a9, a10);
 }
 
-static int gocuda_cublasZherk(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, double * a5, void * a6, int a7, double * a8, void * a9, int a10) {
+static int gocuda_cublasZherk(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, double * a5, void * a6, int a7, double * a8, void * a9, int a10) {
 	return ((__typeof__(&cublasZherk))fp)((cublasHandle_t)a0, a1, a2, a3, a4, (double *)a5, a6, a7, (double *)a8, a9, a10);
 }
 
-static int gocuda_cublasZherk_64(void *fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, double * a5, void * a6, int64_t a7, double * a8, void * a9, int64_t a10) {
+static int gocuda_cublasZherk_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, double * a5, void * a6, int64_t a7, double * a8, void * a9, int64_t a10) {
 	return ((__typeof__(&cublasZherk_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, (double *)a5, a6, a7, (double *)a8, a9, a10);
 }
 
-static int gocuda_cublasCherkEx(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, float * a5, void * a6, int a7, int a8, float * a9, void * a10, int a11, int a12) {
+static int gocuda_cublasCherkEx(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, float * a5, void * a6, int a7, int a8, float * a9, void * a10, int a11, int a12) {
 	return ((__typeof__(&cublasCherkEx))fp)((cublasHandle_t)a0, a1, a2, a3, a4, (float *)a5, a6, a7, a8, (float *)a9, a10, a11, a12);
 }
 
-static int gocuda_cublasCherkEx_64(void *fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, float * a5, void * a6, int a7, int64_t a8, float * a9, void * a10, int a11, int64_t a12) {
+static int gocuda_cublasCherkEx_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, float * a5, void * a6, int a7, int64_t a8, float * a9, void * a10, int a11, int64_t a12) {
 	return ((__typeof__(&cublasCherkEx_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, (float *)a5, a6, a7, a8, (float *)a9, a10, a11, a12);
 }
 
-static int gocuda_cublasCherk3mEx(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, float * a5, void * a6, int a7, int a8, float * a9, void * a10, int a11, int a12) {
+static int gocuda_cublasCherk3mEx(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, float * a5, void * a6, int a7, int a8, float * a9, void * a10, int a11, int a12) {
 	return ((__typeof__(&cublasCherk3mEx))fp)((cublasHandle_t)a0, a1, a2, a3, a4, (float *)a5, a6, a7, a8, (float *)a9, a10, a11, a12);
 }
 
-static int gocuda_cublasCherk3mEx_64(void *fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, float * a5, void * a6, int a7, int64_t a8, float * a9, void * a10, int a11, int64_t a12) {
+static int gocuda_cublasCherk3mEx_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, float * a5, void * a6, int a7, int64_t a8, float * a9, void * a10, int a11, int64_t a12) {
 	return ((__typeof__(&cublasCherk3mEx_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, (float *)a5, a6, a7, a8, (float *)a9, a10, a11, a12);
 }
 
-static int gocuda_cublasSsyr2k(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, float * a5, float * a6, int a7, float * a8, int a9, float * a10, float * a11, int a12) {
+static int gocuda_cublasSsyr2k(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, float * a5, float * a6, int a7, float * a8, int a9, float * a10, float * a11, int a12) {
 	return ((__typeof__(&cublasSsyr2k))fp)((cublasHandle_t)a0, a1, a2, a3, a4, (float *)a5, (float *)a6, a7, (float *)a8, a9, (float *)a10, (float *)a11, a12);
 }
 
-static int gocuda_cublasSsyr2k_64(void *fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, float * a5, float * a6, int64_t a7, float * a8, int64_t a9, float * a10, float * a11, int64_t a12) {
+static int gocuda_cublasSsyr2k_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, float * a5, float * a6, int64_t a7, float * a8, int64_t a9, float * a10, float * a11, int64_t a12) {
 	return ((__typeof__(&cublasSsyr2k_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, (float *)a5, (float *)a6, a7, (float *)a8, a9, (float *)a10, (float *)a11, a12);
 }
 
-static int gocuda_cublasDsyr2k(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, double * a5, double * a6, int a7, double * a8, int a9, double * a10, double * a11, int a12) {
+static int gocuda_cublasDsyr2k(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, double * a5, double * a6, int a7, double * a8, int a9, double * a10, double * a11, int a12) {
 	return ((__typeof__(&cublasDsyr2k))fp)((cublasHandle_t)a0, a1, a2, a3, a4, (double *)a5, (double *)a6, a7, (double *)a8, a9, (double *)a10, (double *)a11, a12);
 }
 
-static int gocuda_cublasDsyr2k_64(void *fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, double * a5, double * a6, int64_t a7, double * a8, int64_t a9, double * a10, double * a11, int64_t a12) {
+static int gocuda_cublasDsyr2k_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, double * a5, double * a6, int64_t a7, double * a8, int64_t a9, double * a10, double * a11, int64_t a12) {
 	return ((__typeof__(&cublasDsyr2k_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, (double *)a5, (double *)a6, a7, (double *)a8, a9, (double *)a10, (double *)a11, a12);
 }
 
-static int gocuda_cublasCsyr2k(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, void * a6, int a7, void * a8, int a9, void * a10, void * a11, int a12) {
+static int gocuda_cublasCsyr2k(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, void * a6, int a7, void * a8, int a9, void * a10, void * a11, int a12) {
 	return ((__typeof__(&cublasCsyr2k))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12);
 }
 
-static int gocuda_cublasCsyr2k_64(void *fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, void * a5, void * a6, int64_t a7, void * a8, int64_t a9, void * a10, void * a11, int64_t a12) {
+static int gocuda_cublasCsyr2k_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, void * a5, void * a6, int64_t a7, void * a8, int64_t a9, void * a10, void * a11, int64_t a12) {
 	return ((__typeof__(&cublasCsyr2k_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12);
 }
 
-static int gocuda_cublasZsyr2k(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, void * a6, int a7, void * a8, int a9, void * a10, void * a11, int a12) {
+static int gocuda_cublasZsyr2k(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, void * a6, int a7, void * a8, int a9, void * a10, void * a11, int a12) {
 	return ((__typeof__(&cublasZsyr2k))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12);
 }
 
-static int gocuda_cublasZsyr2k_64(void *fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, void * a5, void * a6, int64_t a7, void * a8, int64_t a9, void * a10, void * a11, int64_t a12) {
+static int gocuda_cublasZsyr2k_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, void * a5, void * a6, int64_t a7, void * a8, int64_t a9, void * a10, void * a11, int64_t a12) {
 	return ((__typeof__(&cublasZsyr2k_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12);
 }
 
-static int gocuda_cublasCher2k(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, void * a6, int a7, void * a8, int a9, float * a10, void * a11, int a12) {
+static int gocuda_cublasCher2k(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, void * a6, int a7, void * a8, int a9, float * a10, void * a11, int a12) {
 	return ((__typeof__(&cublasCher2k))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, (float *)a10, a11, a12);
 }
 
-static int gocuda_cublasCher2k_64(void *fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, void * a5, void * a6, int64_t a7, void * a8, int64_t a9, float * a10, void * a11, int64_t a12) {
+static int gocuda_cublasCher2k_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, void * a5, void * a6, int64_t a7, void * a8, int64_t a9, float * a10, void * a11, int64_t a12) {
 	return ((__typeof__(&cublasCher2k_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, (float *)a10, a11, a12);
 }
 
-static int gocuda_cublasZher2k(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, void * a6, int a7, void * a8, int a9, double * a10, void * a11, int a12) {
+static int gocuda_cublasZher2k(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, void * a6, int a7, void * a8, int a9, double * a10, void * a11, int a12) {
 	return ((__typeof__(&cublasZher2k))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, (double *)a10, a11, a12);
 }
 
-static int gocuda_cublasZher2k_64(void *fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, void * a5, void * a6, int64_t a7, void * a8, int64_t a9, double * a10, void * a11, int64_t a12) {
+static int gocuda_cublasZher2k_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, void * a5, void * a6, int64_t a7, void * a8, int64_t a9, double * a10, void * a11, int64_t a12) {
 	return ((__typeof__(&cublasZher2k_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, (double *)a10, a11, a12);
 }
 
-static int gocuda_cublasSsyrkx(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, float * a5, float * a6, int a7, float * a8, int a9, float * a10, float * a11, int a12) {
+static int gocuda_cublasSsyrkx(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, float * a5, float * a6, int a7, float * a8, int a9, float * a10, float * a11, int a12) {
 	return ((__typeof__(&cublasSsyrkx))fp)((cublasHandle_t)a0, a1, a2, a3, a4, (float *)a5, (float *)a6, a7, (float *)a8, a9, (float *)a10, (float *)a11, a12);
 }
 
-static int gocuda_cublasSsyrkx_64(void *fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, float * a5, float * a6, int64_t a7, float * a8, int64_t a9, float * a10, float * a11, int64_t a12) {
+static int gocuda_cublasSsyrkx_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, float * a5, float * a6, int64_t a7, float * a8, int64_t a9, float * a10, float * a11, int64_t a12) {
 	return ((__typeof__(&cublasSsyrkx_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, (float *)a5, (float *)a6, a7, (float *)a8, a9, (float *)a10, (float *)a11, a12);
 }
 
-static int gocuda_cublasDsyrkx(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, double * a5, double * a6, int a7, double * a8, int a9, double * a10, double * a11, int a12) {
+static int gocuda_cublasDsyrkx(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, double * a5, double * a6, int a7, double * a8, int a9, double * a10, double * a11, int a12) {
 	return ((__typeof__(&cublasDsyrkx))fp)((cublasHandle_t)a0, a1, a2, a3, a4, (double *)a5, (double *)a6, a7, (double *)a8, a9, (double *)a10, (double *)a11, a12);
 }
 
-static int gocuda_cublasDsyrkx_64(void *fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, double * a5, double * a6, int64_t a7, double * a8, int64_t a9, double * a10, double * a11, int64_t a12) {
+static int gocuda_cublasDsyrkx_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, double * a5, double * a6, int64_t a7, double * a8, int64_t a9, double * a10, double * a11, int64_t a12) {
 	return ((__typeof__(&cublasDsyrkx_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, (double *)a5, (double *)a6, a7, (double *)a8, a9, (double *)a10, (double *)a11, a12);
 }
 
-static int gocuda_cublasCsyrkx(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, void * a6, int a7, void * a8, int a9, void * a10, void * a11, int a12) {
+static int gocuda_cublasCsyrkx(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, void * a6, int a7, void * a8, int a9, void * a10, void * a11, int a12) {
 	return ((__typeof__(&cublasCsyrkx))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12);
 }
 
-static int gocuda_cublasCsyrkx_64(void *fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, void * a5, void * a6, int64_t a7, void * a8, int64_t a9, void * a10, void * a11, int64_t a12) {
+static int gocuda_cublasCsyrkx_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, void * a5, void * a6, int64_t a7, void * a8, int64_t a9, void * a10, void * a11, int64_t a12) {
 	return ((__typeof__(&cublasCsyrkx_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12);
 }
 
-static int gocuda_cublasZsyrkx(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, void * a6, int a7, void * a8, int a9, void * a10, void * a11, int a12) {
+static int gocuda_cublasZsyrkx(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, void * a6, int a7, void * a8, int a9, void * a10, void * a11, int a12) {
 	return ((__typeof__(&cublasZsyrkx))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12);
 }
 
-static int gocuda_cublasZsyrkx_64(void *fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, void * a5, void * a6, int64_t a7, void * a8, int64_t a9, void * a10, void * a11, int64_t a12) {
+static int gocuda_cublasZsyrkx_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, void * a5, void * a6, int64_t a7, void * a8, int64_t a9, void * a10, void * a11, int64_t a12) {
 	return ((__typeof__(&cublasZsyrkx_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12);
 }
 
-static int gocuda_cublasCherkx(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, void * a6, int a7, void * a8, int a9, float * a10, void * a11, int a12) {
+static int gocuda_cublasCherkx(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, void * a6, int a7, void * a8, int a9, float * a10, void * a11, int a12) {
 	return ((__typeof__(&cublasCherkx))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, (float *)a10, a11, a12);
 }
 
-static int gocuda_cublasCherkx_64(void *fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, void * a5, void * a6, int64_t a7, void * a8, int64_t a9, float * a10, void * a11, int64_t a12) {
+static int gocuda_cublasCherkx_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, void * a5, void * a6, int64_t a7, void * a8, int64_t a9, float * a10, void * a11, int64_t a12) {
 	return ((__typeof__(&cublasCherkx_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, (float *)a10, a11, a12);
 }
 
-static int gocuda_cublasZherkx(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, void * a6, int a7, void * a8, int a9, double * a10, void * a11, int a12) {
+static int gocuda_cublasZherkx(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, void * a6, int a7, void * a8, int a9, double * a10, void * a11, int a12) {
 	return ((__typeof__(&cublasZherkx))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, (double *)a10, a11, a12);
 }
 
-static int gocuda_cublasZherkx_64(void *fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, void * a5, void * a6, int64_t a7, void * a8, int64_t a9, double * a10, void * a11, int64_t a12) {
+static int gocuda_cublasZherkx_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, void * a5, void * a6, int64_t a7, void * a8, int64_t a9, double * a10, void * a11, int64_t a12) {
 	return ((__typeof__(&cublasZherkx_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, (double *)a10, a11, a12);
 }
 
-static int gocuda_cublasSsymm(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, float * a5, float * a6, int a7, float * a8, int a9, float * a10, float * a11, int a12) {
+static int gocuda_cublasSsymm(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, float * a5, float * a6, int a7, float * a8, int a9, float * a10, float * a11, int a12) {
 	return ((__typeof__(&cublasSsymm))fp)((cublasHandle_t)a0, a1, a2, a3, a4, (float *)a5, (float *)a6, a7, (float *)a8, a9, (float *)a10, (float *)a11, a12);
 }
 
-static int gocuda_cublasSsymm_64(void *fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, float * a5, float * a6, int64_t a7, float * a8, int64_t a9, float * a10, float * a11, int64_t a12) {
+static int gocuda_cublasSsymm_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, float * a5, float * a6, int64_t a7, float * a8, int64_t a9, float * a10, float * a11, int64_t a12) {
 	return ((__typeof__(&cublasSsymm_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, (float *)a5, (float *)a6, a7, (float *)a8, a9, (float *)a10, (float *)a11, a12);
 }
 
-static int gocuda_cublasDsymm(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, double * a5, double * a6, int a7, double * a8, int a9, double * a10, double * a11, int a12) {
+static int gocuda_cublasDsymm(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, double * a5, double * a6, int a7, double * a8, int a9, double * a10, double * a11, int a12) {
 	return ((__typeof__(&cublasDsymm))fp)((cublasHandle_t)a0, a1, a2, a3, a4, (double *)a5, (double *)a6, a7, (double *)a8, a9, (double *)a10, (double *)a11, a12);
 }
 
-static int gocuda_cublasDsymm_64(void *fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, double * a5, double * a6, int64_t a7, double * a8, int64_t a9, double * a10, double * a11, int64_t a12) {
+static int gocuda_cublasDsymm_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, double * a5, double * a6, int64_t a7, double * a8, int64_t a9, double * a10, double * a11, int64_t a12) {
 	return ((__typeof__(&cublasDsymm_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, (double *)a5, (double *)a6, a7, (double *)a8, a9, (double *)a10, (double *)a11, a12);
 }
 
-static int gocuda_cublasCsymm(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, void * a6, int a7, void * a8, int a9, void * a10, void * a11, int a12) {
+static int gocuda_cublasCsymm(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, void * a6, int a7, void * a8, int a9, void * a10, void * a11, int a12) {
 	return ((__typeof__(&cublasCsymm))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12);
 }
 
-static int gocuda_cublasCsymm_64(void *fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, void * a5, void * a6, int64_t a7, void * a8, int64_t a9, void * a10, void * a11, int64_t a12) {
+static int gocuda_cublasCsymm_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, void * a5, void * a6, int64_t a7, void * a8, int64_t a9, void * a10, void * a11, int64_t a12) {
 	return ((__typeof__(&cublasCsymm_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12);
 }
 
-static int gocuda_cublasZsymm(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, void * a6, int a7, void * a8, int a9, void * a10, void * a11, int a12) {
+static int gocuda_cublasZsymm(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, void * a6, int a7, void * a8, int a9, void * a10, void * a11, int a12) {
 	return ((__typeof__(&cublasZsymm))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12);
 }
 
-static int gocuda_cublasZsymm_64(void *fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, void * a5, void * a6, int64_t a7, void * a8, int64_t a9, void * a10, void * a11, int64_t a12) {
+static int gocuda_cublasZsymm_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, void * a5, void * a6, int64_t a7, void * a8, int64_t a9, void * a10, void * a11, int64_t a12) {
 	return ((__typeof__(&cublasZsymm_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12);
 }
 
-static int gocuda_cublasChemm(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, void * a6, int a7, void * a8, int a9, void * a10, void * a11, int a12) {
+static int gocuda_cublasChemm(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, void * a6, int a7, void * a8, int a9, void * a10, void * a11, int a12) {
 	return ((__typeof__(&cublasChemm))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12);
 }
 
-static int gocuda_cublasChemm_64(void *fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, void * a5, void * a6, int64_t a7, void * a8, int64_t a9, void * a10, void * a11, int64_t a12) {
+static int gocuda_cublasChemm_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, void * a5, void * a6, int64_t a7, void * a8, int64_t a9, void * a10, void * a11, int64_t a12) {
 	return ((__typeof__(&cublasChemm_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12);
 }
 
-static int gocuda_cublasZhemm(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, void * a6, int a7, void * a8, int a9, void * a10, void * a11, int a12) {
+static int gocuda_cublasZhemm(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, void * a6, int a7, void * a8, int a9, void * a10, void * a11, int a12) {
 	return ((__typeof__(&cublasZhemm))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12);
 }
 
-static int gocuda_cublasZhemm_64(void *fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, void * a5, void * a6, int64_t a7, void * a8, int64_t a9, void * a10, void * a11, int64_t a12) {
+static int gocuda_cublasZhemm_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, void * a5, void * a6, int64_t a7, void * a8, int64_t a9, void * a10, void * a11, int64_t a12) {
 	return ((__typeof__(&cublasZhemm_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12);
 }
 
-static int gocuda_cublasStrsm(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, float * a7, float * a8, int a9, float * a10, int a11) {
+static int gocuda_cublasStrsm(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, float * a7, float * a8, int a9, float * a10, int a11) {
 	return ((__typeof__(&cublasStrsm))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, (float *)a7, (float *)a8, a9, (float *)a10, a11);
 }
 
-static int gocuda_cublasStrsm_64(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int64_t a5, int64_t a6, float * a7, float * a8, int64_t a9, float * a10, int64_t a11) {
+static int gocuda_cublasStrsm_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int64_t a5, int64_t a6, float * a7, float * a8, int64_t a9, float * a10, int64_t a11) {
 	return ((__typeof__(&cublasStrsm_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, (float *)a7, (float *)a8, a9, (float *)a10, a11);
 }
 
-static int gocuda_cublasDtrsm(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, double * a7, double * a8, int a9, double * a10, int a11) {
+static int gocuda_cublasDtrsm(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, double * a7, double * a8, int a9, double * a10, int a11) {
 	return ((__typeof__(&cublasDtrsm))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, (double *)a7, (double *)a8, a9, (double *)a10, a11);
 }
 
-static int gocuda_cublasDtrsm_64(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int64_t a5, int64_t a6, double * a7, double * a8, int64_t a9, double * a10, int64_t a11) {
+static int gocuda_cublasDtrsm_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int64_t a5, int64_t a6, double * a7, double * a8, int64_t a9, double * a10, int64_t a11) {
 	return ((__typeof__(&cublasDtrsm_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, (double *)a7, (double *)a8, a9, (double *)a10, a11);
 }
 
-static int gocuda_cublasCtrsm(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, void * a7, void * a8, int a9, void * a10, int a11) {
+static int gocuda_cublasCtrsm(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, void * a7, void * a8, int a9, void * a10, int a11) {
 	return ((__typeof__(&cublasCtrsm))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11);
 }
 
-static int gocuda_cublasCtrsm_64(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int64_t a5, int64_t a6, void * a7, void * a8, int64_t a9, void * a10, int64_t a11) {
+static int gocuda_cublasCtrsm_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int64_t a5, int64_t a6, void * a7, void * a8, int64_t a9, void * a10, int64_t a11) {
 	return ((__typeof__(&cublasCtrsm_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11);
 }
 
-static int gocuda_cublasZtrsm(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, void * a7, void * a8, int a9, void * a10, int a11) {
+static int gocuda_cublasZtrsm(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, void * a7, void * a8, int a9, void * a10, int a11) {
 	return ((__typeof__(&cublasZtrsm))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11);
 }
 
-static int gocuda_cublasZtrsm_64(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int64_t a5, int64_t a6, void * a7, void * a8, int64_t a9, void * a10, int64_t a11) {
+static int gocuda_cublasZtrsm_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int64_t a5, int64_t a6, void * a7, void * a8, int64_t a9, void * a10, int64_t a11) {
 	return ((__typeof__(&cublasZtrsm_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11);
 }
 
-static int gocuda_cublasStrmm(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, float * a7, float * a8, int a9, float * a10, int a11, float * a12, int a13) {
+static int gocuda_cublasStrmm(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, float * a7, float * a8, int a9, float * a10, int a11, float * a12, int a13) {
 	return ((__typeof__(&cublasStrmm))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, (float *)a7, (float *)a8, a9, (float *)a10, a11, (float *)a12, a13);
 }
 
-static int gocuda_cublasStrmm_64(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int64_t a5, int64_t a6, float * a7, float * a8, int64_t a9, float * a10, int64_t a11, float * a12, int64_t a13) {
+static int gocuda_cublasStrmm_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int64_t a5, int64_t a6, float * a7, float * a8, int64_t a9, float * a10, int64_t a11, float * a12, int64_t a13) {
 	return ((__typeof__(&cublasStrmm_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, (float *)a7, (float *)a8, a9, (float *)a10, a11, (float *)a12, a13);
 }
 
-static int gocuda_cublasDtrmm(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, double * a7, double * a8, int a9, double * a10, int a11, double * a12, int a13) {
+static int gocuda_cublasDtrmm(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, double * a7, double * a8, int a9, double * a10, int a11, double * a12, int a13) {
 	return ((__typeof__(&cublasDtrmm))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, (double *)a7, (double *)a8, a9, (double *)a10, a11, (double *)a12, a13);
 }
 
-static int gocuda_cublasDtrmm_64(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int64_t a5, int64_t a6, double * a7, double * a8, int64_t a9, double * a10, int64_t a11, double * a12, int64_t a13) {
+static int gocuda_cublasDtrmm_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int64_t a5, int64_t a6, double * a7, double * a8, int64_t a9, double * a10, int64_t a11, double * a12, int64_t a13) {
 	return ((__typeof__(&cublasDtrmm_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, (double *)a7, (double *)a8, a9, (double *)a10, a11, (double *)a12, a13);
 }
 
-static int gocuda_cublasCtrmm(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, void * a7, void * a8, int a9, void * a10, int a11, void * a12, int a13) {
+static int gocuda_cublasCtrmm(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, void * a7, void * a8, int a9, void * a10, int a11, void * a12, int a13) {
 	return ((__typeof__(&cublasCtrmm))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13);
 }
 
-static int gocuda_cublasCtrmm_64(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int64_t a5, int64_t a6, void * a7, void * a8, int64_t a9, void * a10, int64_t a11, void * a12, int64_t a13) {
+static int gocuda_cublasCtrmm_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int64_t a5, int64_t a6, void * a7, void * a8, int64_t a9, void * a10, int64_t a11, void * a12, int64_t a13) {
 	return ((__typeof__(&cublasCtrmm_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13);
 }
 
-static int gocuda_cublasZtrmm(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, void * a7, void * a8, int a9, void * a10, int a11, void * a12, int a13) {
+static int gocuda_cublasZtrmm(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, void * a7, void * a8, int a9, void * a10, int a11, void * a12, int a13) {
 	return ((__typeof__(&cublasZtrmm))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13);
 }
 
-static int gocuda_cublasZtrmm_64(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int64_t a5, int64_t a6, void * a7, void * a8, int64_t a9, void * a10, int64_t a11, void * a12, int64_t a13) {
+static int gocuda_cublasZtrmm_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int64_t a5, int64_t a6, void * a7, void * a8, int64_t a9, void * a10, int64_t a11, void * a12, int64_t a13) {
 	return ((__typeof__(&cublasZtrmm_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13);
 }
 
-static int gocuda_cublasSgemmBatched(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, float * a6, void * a7, int a8, void * a9, int a10, float * a11, void * a12, int a13, int a14) {
+static int gocuda_cublasSgemmBatched(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, float * a6, void * a7, int a8, void * a9, int a10, float * a11, void * a12, int a13, int a14) {
 	return ((__typeof__(&cublasSgemmBatched))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, (float *)a6, a7, a8, a9, a10, (float *)a11, a12, a13, a14);
 }
 
-static int gocuda_cublasSgemmBatched_64(void *fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, int64_t a5, float * a6, void * a7, int64_t a8, void * a9, int64_t a10, float * a11, void * a12, int64_t a13, int64_t a14) {
+static int gocuda_cublasSgemmBatched_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, int64_t a5, float * a6, void * a7, int64_t a8, void * a9, int64_t a10, float * a11, void * a12, int64_t a13, int64_t a14) {
 	return ((__typeof__(&cublasSgemmBatched_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, (float *)a6, a7, a8, a9, a10, (float *)a11, a12, a13, a14);
 }
 
-static int gocuda_cublasDgemmBatched(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, double * a6, void * a7, int a8, void * a9, int a10, double * a11, void * a12, int a13, int a14) {
+static int gocuda_cublasDgemmBatched(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, double * a6, void * a7, int a8, void * a9, int a10, double * a11, void * a12, int a13, int a14) {
 	return ((__typeof__(&cublasDgemmBatched))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, (double *)a6, a7, a8, a9, a10, (double *)a11, a12, a13, a14);
 }
 
-static int gocuda_cublasDgemmBatched_64(void *fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, int64_t a5, double * a6, void * a7, int64_t a8, void * a9, int64_t a10, double * a11, void * a12, int64_t a13, int64_t a14) {
+static int gocuda_cublasDgemmBatched_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, int64_t a5, double * a6, void * a7, int64_t a8, void * a9, int64_t a10, double * a11, void * a12, int64_t a13, int64_t a14) {
 	return ((__typeof__(&cublasDgemmBatched_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, (double *)a6, a7, a8, a9, a10, (double *)a11, a12, a13, a14);
 }
 
-static int gocuda_cublasCgemmBatched(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, void * a7, int a8, void * a9, int a10, void * a11, void * a12, int a13, int a14) {
+static int gocuda_cublasCgemmBatched(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, void * a7, int a8, void * a9, int a10, void * a11, void * a12, int a13, int a14) {
 	return ((__typeof__(&cublasCgemmBatched))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14);
 }
 
-static int gocuda_cublasCgemmBatched_64(void *fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, int64_t a5, void * a6, void * a7, int64_t a8, void * a9, int64_t a10, void * a11, void * a12, int64_t a13, int64_t a14) {
+static int gocuda_cublasCgemmBatched_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, int64_t a5, void * a6, void * a7, int64_t a8, void * a9, int64_t a10, void * a11, void * a12, int64_t a13, int64_t a14) {
 	return ((__typeof__(&cublasCgemmBatched_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14);
 }
 
-static int gocuda_cublasCgemm3mBatched(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, void * a7, int a8, void * a9, int a10, void * a11, void * a12, int a13, int a14) {
+static int gocuda_cublasCgemm3mBatched(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, void * a7, int a8, void * a9, int a10, void * a11, void * a12, int a13, int a14) {
 	return ((__typeof__(&cublasCgemm3mBatched))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14);
 }
 
-static int gocuda_cublasCgemm3mBatched_64(void *fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, int64_t a5, void * a6, void * a7, int64_t a8, void * a9, int64_t a10, void * a11, void * a12, int64_t a13, int64_t a14) {
+static int gocuda_cublasCgemm3mBatched_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, int64_t a5, void * a6, void * a7, int64_t a8, void * a9, int64_t a10, void * a11, void * a12, int64_t a13, int64_t a14) {
 	return ((__typeof__(&cublasCgemm3mBatched_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14);
 }
 
-static int gocuda_cublasZgemmBatched(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, void * a7, int a8, void * a9, int a10, void * a11, void * a12, int a13, int a14) {
+static int gocuda_cublasZgemmBatched(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, void * a7, int a8, void * a9, int a10, void * a11, void * a12, int a13, int a14) {
 	return ((__typeof__(&cublasZgemmBatched))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14);
 }
 
-static int gocuda_cublasZgemmBatched_64(void *fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, int64_t a5, void * a6, void * a7, int64_t a8, void * a9, int64_t a10, void * a11, void * a12, int64_t a13, int64_t a14) {
+static int gocuda_cublasZgemmBatched_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, int64_t a5, void * a6, void * a7, int64_t a8, void * a9, int64_t a10, void * a11, void * a12, int64_t a13, int64_t a14) {
 	return ((__typeof__(&cublasZgemmBatched_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14);
 }
 
-static int gocuda_cublasSgemmStridedBatched(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, float * a6, float * a7, int a8, long long a9, float * a10, int a11, long long a12, float * a13, float * a14, int a15, long long a16, int a17) {
+static int gocuda_cublasSgemmStridedBatched(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, float * a6, float * a7, int a8, long long a9, float * a10, int a11, long long a12, float * a13, float * a14, int a15, long long a16, int a17) {
 	return ((__typeof__(&cublasSgemmStridedBatched))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, (float *)a6, (float *)a7, a8, a9, (float *)a10, a11, a12, (float *)a13, (float *)a14, a15, a16, a17);
 }
 
-static int gocuda_cublasSgemmStridedBatched_64(void *fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, int64_t a5, float * a6, float * a7, int64_t a8, long long a9, float * a10, int64_t a11, long long a12, float * a13, float * a14, int64_t a15, long long a16, int64_t a17) {
+static int gocuda_cublasSgemmStridedBatched_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, int64_t a5, float * a6, float * a7, int64_t a8, long long a9, float * a10, int64_t a11, long long a12, float * a13, float * a14, int64_t a15, long long a16, int64_t a17) {
 	return ((__typeof__(&cublasSgemmStridedBatched_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, (float *)a6, (float *)a7, a8, a9, (float *)a10, a11, a12, (float *)a13, (float *)a14, a15, a16, a17);
 }
 
-static int gocuda_cublasDgemmStridedBatched(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, double * a6, double * a7, int a8, long long a9, double * a10, int a11, long long a12, double * a13, double * a14, int a15, long long a16, int a17) {
+static int gocuda_cublasDgemmStridedBatched(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, double * a6, double * a7, int a8, long long a9, double * a10, int a11, long long a12, double * a13, double * a14, int a15, long long a16, int a17) {
 	return ((__typeof__(&cublasDgemmStridedBatched))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, (double *)a6, (double *)a7, a8, a9, (double *)a10, a11, a12, (double *)a13, (double *)a14, a15, a16, a17);
 }
 
-static int gocuda_cublasDgemmStridedBatched_64(void *fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, int64_t a5, double * a6, double * a7, int64_t a8, long long a9, double * a10, int64_t a11, long long a12, double * a13, double * a14, int64_t a15, long long a16, int64_t a17) {
+static int gocuda_cublasDgemmStridedBatched_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, int64_t a5, double * a6, double * a7, int64_t a8, long long a9, double * a10, int64_t a11, long long a12, double * a13, double * a14, int64_t a15, long long a16, int64_t a17) {
 	return ((__typeof__(&cublasDgemmStridedBatched_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, (double *)a6, (double *)a7, a8, a9, (double *)a10, a11, a12, (double *)a13, (double *)a14, a15, a16, a17);
 }
 
-static int gocuda_cublasCgemmStridedBatched(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, void * a7, int a8, long long a9, void * a10, int a11, long long a12, void * a13, void * a14, int a15, long long a16, int a17) {
+static int gocuda_cublasCgemmStridedBatched(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, void * a7, int a8, long long a9, void * a10, int a11, long long a12, void * a13, void * a14, int a15, long long a16, int a17) {
 	return ((__typeof__(&cublasCgemmStridedBatched))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17);
 }
 
-static int gocuda_cublasCgemmStridedBatched_64(void *fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, int64_t a5, void * a6, void * a7, int64_t a8, long long a9, void * a10, int64_t a11, long long a12, void * a13, void * a14, int64_t a15, long long a16, int64_t a17) {
+static int gocuda_cublasCgemmStridedBatched_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, int64_t a5, void * a6, void * a7, int64_t a8, long long a9, void * a10, int64_t a11, long long a12, void * a13, void * a14, int64_t a15, long long a16, int64_t a17) {
 	return ((__typeof__(&cublasCgemmStridedBatched_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17);
 }
 
-static int gocuda_cublasCgemm3mStridedBatched(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, void * a7, int a8, long long a9, void * a10, int a11, long long a12, void * a13, void * a14, int a15, long long a16, int a17) {
+static int gocuda_cublasCgemm3mStridedBatched(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, void * a7, int a8, long long a9, void * a10, int a11, long long a12, void * a13, void * a14, int a15, long long a16, int a17) {
 	return ((__typeof__(&cublasCgemm3mStridedBatched))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17);
 }
 
-static int gocuda_cublasCgemm3mStridedBatched_64(void *fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, int64_t a5, void * a6, void * a7, int64_t a8, long long a9, void * a10, int64_t a11, long long a12, void * a13, void * a14, int64_t a15, long long a16, int64_t a17) {
+static int gocuda_cublasCgemm3mStridedBatched_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, int64_t a5, void * a6, void * a7, int64_t a8, long long a9, void * a10, int64_t a11, long long a12, void * a13, void * a14, int64_t a15, long long a16, int64_t a17) {
 	return ((__typeof__(&cublasCgemm3mStridedBatched_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17);
 }
 
-static int gocuda_cublasZgemmStridedBatched(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, void * a7, int a8, long long a9, void * a10, int a11, long long a12, void * a13, void * a14, int a15, long long a16, int a17) {
+static int gocuda_cublasZgemmStridedBatched(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, void * a7, int a8, long long a9, void * a10, int a11, long long a12, void * a13, void * a14, int a15, long long a16, int a17) {
 	return ((__typeof__(&cublasZgemmStridedBatched))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17);
 }
 
-static int gocuda_cublasZgemmStridedBatched_64(void *fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, int64_t a5, void * a6, void * a7, int64_t a8, long long a9, void * a10, int64_t a11, long long a12, void * a13, void * a14, int64_t a15, long long a16, int64_t a17) {
+static int gocuda_cublasZgemmStridedBatched_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, int64_t a5, void * a6, void * a7, int64_t a8, long long a9, void * a10, int64_t a11, long long a12, void * a13, void * a14, int64_t a15, long long a16, int64_t a17) {
 	return ((__typeof__(&cublasZgemmStridedBatched_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17);
 }
 
-static int gocuda_cublasGemmBatchedEx(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, void * a7, int a8, int a9, void * a10, int a11, int a12, void * a13, void * a14, int a15, int a16, int a17, int a18, int a19) {
+static int gocuda_cublasGemmBatchedEx(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, void * a7, int a8, int a9, void * a10, int a11, int a12, void * a13, void * a14, int a15, int a16, int a17, int a18, int a19) {
 	return ((__typeof__(&cublasGemmBatchedEx))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19);
 }
 
-static int gocuda_cublasGemmBatchedEx_64(void *fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, int64_t a5, void * a6, void * a7, int a8, int64_t a9, void * a10, int a11, int64_t a12, void * a13, void * a14, int a15, int64_t a16, int64_t a17, int a18, int a19) {
+static int gocuda_cublasGemmBatchedEx_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, int64_t a5, void * a6, void * a7, int a8, int64_t a9, void * a10, int a11, int64_t a12, void * a13, void * a14, int a15, int64_t a16, int64_t a17, int a18, int a19) {
 	return ((__typeof__(&cublasGemmBatchedEx_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19);
 }
 
-static int gocuda_cublasGemmStridedBatchedEx(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, void * a7, int a8, int a9, long long a10, void * a11, int a12, int a13, long long a14, void * a15, void * a16, int a17, int a18, long long a19, int a20, int a21, int a22) {
+static int gocuda_cublasGemmStridedBatchedEx(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, void * a7, int a8, int a9, long long a10, void * a11, int a12, int a13, long long a14, void * a15, void * a16, int a17, int a18, long long a19, int a20, int a21, int a22) {
 	return ((__typeof__(&cublasGemmStridedBatchedEx))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19, a20, a21, a22);
 }
 
-static int gocuda_cublasGemmStridedBatchedEx_64(void *fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, int64_t a5, void * a6, void * a7, int a8, int64_t a9, long long a10, void * a11, int a12, int64_t a13, long long a14, void * a15, void * a16, int a17, int64_t a18, long long a19, int64_t a20, int a21, int a22) {
+static int gocuda_cublasGemmStridedBatchedEx_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, int64_t a5, void * a6, void * a7, int a8, int64_t a9, long long a10, void * a11, int a12, int64_t a13, long long a14, void * a15, void * a16, int a17, int64_t a18, long long a19, int64_t a20, int a21, int a22) {
 	return ((__typeof__(&cublasGemmStridedBatchedEx_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19, a20, a21, a22);
 }
 
-static int gocuda_cublasSgemmGroupedBatched(void *fp, uintptr_t a0, int * a1, int * a2, int * a3, int * a4, int * a5, float * a6, void * a7, int * a8, void * a9, int * a10, float * a11, void * a12, int * a13, int a14, int * a15) {
+static int gocuda_cublasSgemmGroupedBatched(uintptr_t fp, uintptr_t a0, int * a1, int * a2, int * a3, int * a4, int * a5, float * a6, void * a7, int * a8, void * a9, int * a10, float * a11, void * a12, int * a13, int a14, int * a15) {
 	return ((__typeof__(&cublasSgemmGroupedBatched))fp)((cublasHandle_t)a0, (cublasOperation_t *)a1, (cublasOperation_t *)a2, (int *)a3, (int *)a4, (int *)a5, (float *)a6, a7, (int *)a8, a9, (int *)a10, (float *)a11, a12, (int *)a13, a14, (int *)a15);
 }
 
-static int gocuda_cublasSgemmGroupedBatched_64(void *fp, uintptr_t a0, int * a1, int * a2, int64_t * a3, int64_t * a4, int64_t * a5, float * a6, void * a7, int64_t * a8, void * a9, int64_t * a10, float * a11, void * a12, int64_t * a13, int64_t a14, int64_t * a15) {
+static int gocuda_cublasSgemmGroupedBatched_64(uintptr_t fp, uintptr_t a0, int * a1, int * a2, int64_t * a3, int64_t * a4, int64_t * a5, float * a6, void * a7, int64_t * a8, void * a9, int64_t * a10, float * a11, void * a12, int64_t * a13, int64_t a14, int64_t * a15) {
 	return ((__typeof__(&cublasSgemmGroupedBatched_64))fp)((cublasHandle_t)a0, (cublasOperation_t *)a1, (cublasOperation_t *)a2, (int64_t *)a3, (int64_t *)a4, (int64_t *)a5, (float *)a6, a7, (int64_t *)a8, a9, (int64_t *)a10, (float *)a11, a12, (int64_t *)a13, a14, (int64_t *)a15);
 }
 
-static int gocuda_cublasDgemmGroupedBatched(void *fp, uintptr_t a0, int * a1, int * a2, int * a3, int * a4, int * a5, double * a6, void * a7, int * a8, void * a9, int * a10, double * a11, void * a12, int * a13, int a14, int * a15) {
+static int gocuda_cublasDgemmGroupedBatched(uintptr_t fp, uintptr_t a0, int * a1, int * a2, int * a3, int * a4, int * a5, double * a6, void * a7, int * a8, void * a9, int * a10, double * a11, void * a12, int * a13, int a14, int * a15) {
 	return ((__typeof__(&cublasDgemmGroupedBatched))fp)((cublasHandle_t)a0, (cublasOperation_t *)a1, (cublasOperation_t *)a2, (int *)a3, (int *)a4, (int *)a5, (double *)a6, a7, (int *)a8, a9, (int *)a10, (double *)a11, a12, (int *)a13, a14, (int *)a15);
 }
 
-static int gocuda_cublasDgemmGroupedBatched_64(void *fp, uintptr_t a0, int * a1, int * a2, int64_t * a3, int64_t * a4, int64_t * a5, double * a6, void * a7, int64_t * a8, void * a9, int64_t * a10, double * a11, void * a12, int64_t * a13, int64_t a14, int64_t * a15) {
+static int gocuda_cublasDgemmGroupedBatched_64(uintptr_t fp, uintptr_t a0, int * a1, int * a2, int64_t * a3, int64_t * a4, int64_t * a5, double * a6, void * a7, int64_t * a8, void * a9, int64_t * a10, double * a11, void * a12, int64_t * a13, int64_t a14, int64_t * a15) {
 	return ((__typeof__(&cublasDgemmGroupedBatched_64))fp)((cublasHandle_t)a0, (cublasOperation_t *)a1, (cublasOperation_t *)a2, (int64_t *)a3, (int64_t *)a4, (int64_t *)a5, (double *)a6, a7, (int64_t *)a8, a9, (int64_t *)a10, (double *)a11, a12, (int64_t *)a13, a14, (int64_t *)a15);
 }
 
-static int gocuda_cublasGemmGroupedBatchedEx(void *fp, uintptr_t a0, int * a1, int * a2, int * a3, int * a4, int * a5, void * a6, void * a7, int a8, int * a9, void * a10, int a11, int * a12, void * a13, void * a14, int a15, int * a16, int a17, int * a18, int a19) {
+static int gocuda_cublasGemmGroupedBatchedEx(uintptr_t fp, uintptr_t a0, int * a1, int * a2, int * a3, int * a4, int * a5, void * a6, void * a7, int a8, int * a9, void * a10, int a11, int * a12, void * a13, void * a14, int a15, int * a16, int a17, int * a18, int a19) {
 	return ((__typeof__(&cublasGemmGroupedBatchedEx))fp)((cublasHandle_t)a0, (cublasOperation_t *)a1, (cublasOperation_t *)a2, (int *)a3, (int *)a4, (int *)a5, a6, a7, a8, (int *)a9, a10, a11, (int *)a12, a13, a14, a15, (int *)a16, a17, (int *)a18, a19);
 }
 
-static int gocuda_cublasGemmGroupedBatchedEx_64(void *fp, uintptr_t a0, int * a1, int * a2, int64_t * a3, int64_t * a4, int64_t * a5, void * a6, void * a7, int a8, int64_t * a9, void * a10, int a11, int64_t * a12, void * a13, void * a14, int a15, int64_t * a16, int64_t a17, int64_t * a18, int a19) {
+static int gocuda_cublasGemmGroupedBatchedEx_64(uintptr_t fp, uintptr_t a0, int * a1, int * a2, int64_t * a3, int64_t * a4, int64_t * a5, void * a6, void * a7, int a8, int64_t * a9, void * a10, int a11, int64_t * a12, void * a13, void * a14, int a15, int64_t * a16, int64_t a17, int64_t * a18, int a19) {
 	return ((__typeof__(&cublasGemmGroupedBatchedEx_64))fp)((cublasHandle_t)a0, (cublasOperation_t *)a1, (cublasOperation_t *)a2, (int64_t *)a3, (int64_t *)a4, (int64_t *)a5, a6, a7, a8, (int64_t *)a9, a10, a11, (int64_t *)a12, a13, a14, a15, (int64_t *)a16, a17, (int64_t *)a18, a19);
 }
 
-static int gocuda_cublasSgeam(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, float * a5, float * a6, int a7, float * a8, float * a9, int a10, float * a11, int a12) {
+static int gocuda_cublasSgeam(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, float * a5, float * a6, int a7, float * a8, float * a9, int a10, float * a11, int a12) {
 	return ((__typeof__(&cublasSgeam))fp)((cublasHandle_t)a0, a1, a2, a3, a4, (float *)a5, (float *)a6, a7, (float *)a8, (float *)a9, a10, (float *)a11, a12);
 }
 
-static int gocuda_cublasSgeam_64(void *fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, float * a5, float * a6, int64_t a7, float * a8, float * a9, int64_t a10, float * a11, int64_t a12) {
+static int gocuda_cublasSgeam_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, float * a5, float * a6, int64_t a7, float * a8, float * a9, int64_t a10, float * a11, int64_t a12) {
 	return ((__typeof__(&cublasSgeam_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, (float *)a5, (float *)a6, a7, (float *)a8, (float *)a9, a10, (float *)a11, a12);
 }
 
-static int gocuda_cublasDgeam(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, double * a5, double * a6, int a7, double * a8, double * a9, int a10, double * a11, int a12) {
+static int gocuda_cublasDgeam(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, double * a5, double * a6, int a7, double * a8, double * a9, int a10, double * a11, int a12) {
 	return ((__typeof__(&cublasDgeam))fp)((cublasHandle_t)a0, a1, a2, a3, a4, (double *)a5, (double *)a6, a7, (double *)a8, (double *)a9, a10, (double *)a11, a12);
 }
 
-static int gocuda_cublasDgeam_64(void *fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, double * a5, double * a6, int64_t a7, double * a8, double * a9, int64_t a10, double * a11, int64_t a12) {
+static int gocuda_cublasDgeam_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, double * a5, double * a6, int64_t a7, double * a8, double * a9, int64_t a10, double * a11, int64_t a12) {
 	return ((__typeof__(&cublasDgeam_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, (double *)a5, (double *)a6, a7, (double *)a8, (double *)a9, a10, (double *)a11, a12);
 }
 
-static int gocuda_cublasCgeam(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, void * a6, int a7, void * a8, void * a9, int a10, void * a11, int a12) {
+static int gocuda_cublasCgeam(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, void * a6, int a7, void * a8, void * a9, int a10, void * a11, int a12) {
 	return ((__typeof__(&cublasCgeam))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12);
 }
 
-static int gocuda_cublasCgeam_64(void *fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, void * a5, void * a6, int64_t a7, void * a8, void * a9, int64_t a10, void * a11, int64_t a12) {
+static int gocuda_cublasCgeam_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, void * a5, void * a6, int64_t a7, void * a8, void * a9, int64_t a10, void * a11, int64_t a12) {
 	return ((__typeof__(&cublasCgeam_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12);
 }
 
-static int gocuda_cublasZgeam(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, void * a6, int a7, void * a8, void * a9, int a10, void * a11, int a12) {
+static int gocuda_cublasZgeam(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, void * a6, int a7, void * a8, void * a9, int a10, void * a11, int a12) {
 	return ((__typeof__(&cublasZgeam))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12);
 }
 
-static int gocuda_cublasZgeam_64(void *fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, void * a5, void * a6, int64_t a7, void * a8, void * a9, int64_t a10, void * a11, int64_t a12) {
+static int gocuda_cublasZgeam_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int64_t a3, int64_t a4, void * a5, void * a6, int64_t a7, void * a8, void * a9, int64_t a10, void * a11, int64_t a12) {
 	return ((__typeof__(&cublasZgeam_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12);
 }
 
-static int gocuda_cublasStrsmBatched(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, float * a7, void * a8, int a9, void * a10, int a11, int a12) {
+static int gocuda_cublasStrsmBatched(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, float * a7, void * a8, int a9, void * a10, int a11, int a12) {
 	return ((__typeof__(&cublasStrsmBatched))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, (float *)a7, a8, a9, a10, a11, a12);
 }
 
-static int gocuda_cublasStrsmBatched_64(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int64_t a5, int64_t a6, float * a7, void * a8, int64_t a9, void * a10, int64_t a11, int64_t a12) {
+static int gocuda_cublasStrsmBatched_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int64_t a5, int64_t a6, float * a7, void * a8, int64_t a9, void * a10, int64_t a11, int64_t a12) {
 	return ((__typeof__(&cublasStrsmBatched_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, (float *)a7, a8, a9, a10, a11, a12);
 }
 
-static int gocuda_cublasDtrsmBatched(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, double * a7, void * a8, int a9, void * a10, int a11, int a12) {
+static int gocuda_cublasDtrsmBatched(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, double * a7, void * a8, int a9, void * a10, int a11, int a12) {
 	return ((__typeof__(&cublasDtrsmBatched))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, (double *)a7, a8, a9, a10, a11, a12);
 }
 
-static int gocuda_cublasDtrsmBatched_64(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int64_t a5, int64_t a6, double * a7, void * a8, int64_t a9, void * a10, int64_t a11, int64_t a12) {
+static int gocuda_cublasDtrsmBatched_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int64_t a5, int64_t a6, double * a7, void * a8, int64_t a9, void * a10, int64_t a11, int64_t a12) {
 	return ((__typeof__(&cublasDtrsmBatched_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, (double *)a7, a8, a9, a10, a11, a12);
 }
 
-static int gocuda_cublasCtrsmBatched(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, void * a7, void * a8, int a9, void * a10, int a11, int a12) {
+static int gocuda_cublasCtrsmBatched(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, void * a7, void * a8, int a9, void * a10, int a11, int a12) {
 	return ((__typeof__(&cublasCtrsmBatched))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12);
 }
 
-static int gocuda_cublasCtrsmBatched_64(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int64_t a5, int64_t a6, void * a7, void * a8, int64_t a9, void * a10, int64_t a11, int64_t a12) {
+static int gocuda_cublasCtrsmBatched_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int64_t a5, int64_t a6, void * a7, void * a8, int64_t a9, void * a10, int64_t a11, int64_t a12) {
 	return ((__typeof__(&cublasCtrsmBatched_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12);
 }
 
-static int gocuda_cublasZtrsmBatched(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, void * a7, void * a8, int a9, void * a10, int a11, int a12) {
+static int gocuda_cublasZtrsmBatched(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, void * a7, void * a8, int a9, void * a10, int a11, int a12) {
 	return ((__typeof__(&cublasZtrsmBatched))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12);
 }
 
-static int gocuda_cublasZtrsmBatched_64(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int64_t a5, int64_t a6, void * a7, void * a8, int64_t a9, void * a10, int64_t a11, int64_t a12) {
+static int gocuda_cublasZtrsmBatched_64(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int64_t a5, int64_t a6, void * a7, void * a8, int64_t a9, void * a10, int64_t a11, int64_t a12) {
 	return ((__typeof__(&cublasZtrsmBatched_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12);
 }
 
-static int gocuda_cublasSdgmm(void *fp, uintptr_t a0, int a1, int a2, int a3, float * a4, int a5, float * a6, int a7, float * a8, int a9) {
+static int gocuda_cublasSdgmm(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, float * a4, int a5, float * a6, int a7, float * a8, int a9) {
 	return ((__typeof__(&cublasSdgmm))fp)((cublasHandle_t)a0, a1, a2, a3, (float *)a4, a5, (float *)a6, a7, (float *)a8, a9);
 }
 
-static int gocuda_cublasSdgmm_64(void *fp, uintptr_t a0, int a1, int64_t a2, int64_t a3, float * a4, int64_t a5, float * a6, int64_t a7, float * a8, int64_t a9) {
+static int gocuda_cublasSdgmm_64(uintptr_t fp, uintptr_t a0, int a1, int64_t a2, int64_t a3, float * a4, int64_t a5, float * a6, int64_t a7, float * a8, int64_t a9) {
 	return ((__typeof__(&cublasSdgmm_64))fp)((cublasHandle_t)a0, a1, a2, a3, (float *)a4, a5, (float *)a6, a7, (float *)a8, a9);
 }
 
-static int gocuda_cublasDdgmm(void *fp, uintptr_t a0, int a1, int a2, int a3, double * a4, int a5, double * a6, int a7, double * a8, int a9) {
+static int gocuda_cublasDdgmm(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, double * a4, int a5, double * a6, int a7, double * a8, int a9) {
 	return ((__typeof__(&cublasDdgmm))fp)((cublasHandle_t)a0, a1, a2, a3, (double *)a4, a5, (double *)a6, a7, (double *)a8, a9);
 }
 
-static int gocuda_cublasDdgmm_64(void *fp, uintptr_t a0, int a1, int64_t a2, int64_t a3, double * a4, int64_t a5, double * a6, int64_t a7, double * a8, int64_t a9) {
+static int gocuda_cublasDdgmm_64(uintptr_t fp, uintptr_t a0, int a1, int64_t a2, int64_t a3, double * a4, int64_t a5, double * a6, int64_t a7, double * a8, int64_t a9) {
 	return ((__typeof__(&cublasDdgmm_64))fp)((cublasHandle_t)a0, a1, a2, a3, (double *)a4, a5, (double *)a6, a7, (double *)a8, a9);
 }
 
-static int gocuda_cublasCdgmm(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, void * a6, int a7, void * a8, int a9) {
+static int gocuda_cublasCdgmm(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, void * a6, int a7, void * a8, int a9) {
 	return ((__typeof__(&cublasCdgmm))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9);
 }
 
-static int gocuda_cublasCdgmm_64(void *fp, uintptr_t a0, int a1, int64_t a2, int64_t a3, void * a4, int64_t a5, void * a6, int64_t a7, void * a8, int64_t a9) {
+static int gocuda_cublasCdgmm_64(uintptr_t fp, uintptr_t a0, int a1, int64_t a2, int64_t a3, void * a4, int64_t a5, void * a6, int64_t a7, void * a8, int64_t a9) {
 	return ((__typeof__(&cublasCdgmm_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9);
 }
 
-static int gocuda_cublasZdgmm(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, void * a6, int a7, void * a8, int a9) {
+static int gocuda_cublasZdgmm(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, void * a6, int a7, void * a8, int a9) {
 	return ((__typeof__(&cublasZdgmm))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9);
 }
 
-static int gocuda_cublasZdgmm_64(void *fp, uintptr_t a0, int a1, int64_t a2, int64_t a3, void * a4, int64_t a5, void * a6, int64_t a7, void * a8, int64_t a9) {
+static int gocuda_cublasZdgmm_64(uintptr_t fp, uintptr_t a0, int a1, int64_t a2, int64_t a3, void * a4, int64_t a5, void * a6, int64_t a7, void * a8, int64_t a9) {
 	return ((__typeof__(&cublasZdgmm_64))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9);
 }
 
-static int gocuda_cublasSmatinvBatched(void *fp, uintptr_t a0, int a1, void * a2, int a3, void * a4, int a5, int * a6, int a7) {
+static int gocuda_cublasSmatinvBatched(uintptr_t fp, uintptr_t a0, int a1, void * a2, int a3, void * a4, int a5, int * a6, int a7) {
 	return ((__typeof__(&cublasSmatinvBatched))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, (int *)a6, a7);
 }
 
-static int gocuda_cublasDmatinvBatched(void *fp, uintptr_t a0, int a1, void * a2, int a3, void * a4, int a5, int * a6, int a7) {
+static int gocuda_cublasDmatinvBatched(uintptr_t fp, uintptr_t a0, int a1, void * a2, int a3, void * a4, int a5, int * a6, int a7) {
 	return ((__typeof__(&cublasDmatinvBatched))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, (int *)a6, a7);
 }
 
-static int gocuda_cublasCmatinvBatched(void *fp, uintptr_t a0, int a1, void * a2, int a3, void * a4, int a5, int * a6, int a7) {
+static int gocuda_cublasCmatinvBatched(uintptr_t fp, uintptr_t a0, int a1, void * a2, int a3, void * a4, int a5, int * a6, int a7) {
 	return ((__typeof__(&cublasCmatinvBatched))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, (int *)a6, a7);
 }
 
-static int gocuda_cublasZmatinvBatched(void *fp, uintptr_t a0, int a1, void * a2, int a3, void * a4, int a5, int * a6, int a7) {
+static int gocuda_cublasZmatinvBatched(uintptr_t fp, uintptr_t a0, int a1, void * a2, int a3, void * a4, int a5, int * a6, int a7) {
 	return ((__typeof__(&cublasZmatinvBatched))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, (int *)a6, a7);
 }
 
-static int gocuda_cublasSgeqrfBatched(void *fp, uintptr_t a0, int a1, int a2, void * a3, int a4, void * a5, int * a6, int a7) {
+static int gocuda_cublasSgeqrfBatched(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, int a4, void * a5, int * a6, int a7) {
 	return ((__typeof__(&cublasSgeqrfBatched))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, (int *)a6, a7);
 }
 
-static int gocuda_cublasDgeqrfBatched(void *fp, uintptr_t a0, int a1, int a2, void * a3, int a4, void * a5, int * a6, int a7) {
+static int gocuda_cublasDgeqrfBatched(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, int a4, void * a5, int * a6, int a7) {
 	return ((__typeof__(&cublasDgeqrfBatched))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, (int *)a6, a7);
 }
 
-static int gocuda_cublasCgeqrfBatched(void *fp, uintptr_t a0, int a1, int a2, void * a3, int a4, void * a5, int * a6, int a7) {
+static int gocuda_cublasCgeqrfBatched(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, int a4, void * a5, int * a6, int a7) {
 	return ((__typeof__(&cublasCgeqrfBatched))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, (int *)a6, a7);
 }
 
-static int gocuda_cublasZgeqrfBatched(void *fp, uintptr_t a0, int a1, int a2, void * a3, int a4, void * a5, int * a6, int a7) {
+static int gocuda_cublasZgeqrfBatched(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, int a4, void * a5, int * a6, int a7) {
 	return ((__typeof__(&cublasZgeqrfBatched))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, (int *)a6, a7);
 }
 
-static int gocuda_cublasSgelsBatched(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, int a6, void * a7, int a8, int * a9, int * a10, int a11) {
+static int gocuda_cublasSgelsBatched(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, int a6, void * a7, int a8, int * a9, int * a10, int a11) {
 	return ((__typeof__(&cublasSgelsBatched))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, (int *)a9, (int *)a10, a11);
 }
 
-static int gocuda_cublasDgelsBatched(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, int a6, void * a7, int a8, int * a9, int * a10, int a11) {
+static int gocuda_cublasDgelsBatched(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, int a6, void * a7, int a8, int * a9, int * a10, int a11) {
 	return ((__typeof__(&cublasDgelsBatched))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, (int *)a9, (int *)a10, a11);
 }
 
-static int gocuda_cublasCgelsBatched(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, int a6, void * a7, int a8, int * a9, int * a10, int a11) {
+static int gocuda_cublasCgelsBatched(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, int a6, void * a7, int a8, int * a9, int * a10, int a11) {
 	return ((__typeof__(&cublasCgelsBatched))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, (int *)a9, (int *)a10, a11);
 }
 
-static int gocuda_cublasZgelsBatched(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, int a6, void * a7, int a8, int * a9, int * a10, int a11) {
+static int gocuda_cublasZgelsBatched(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, int a6, void * a7, int a8, int * a9, int * a10, int a11) {
 	return ((__typeof__(&cublasZgelsBatched))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, (int *)a9, (int *)a10, a11);
 }
 
-static int gocuda_cublasStpttr(void *fp, uintptr_t a0, int a1, int a2, float * a3, float * a4, int a5) {
+static int gocuda_cublasStpttr(uintptr_t fp, uintptr_t a0, int a1, int a2, float * a3, float * a4, int a5) {
 	return ((__typeof__(&cublasStpttr))fp)((cublasHandle_t)a0, a1, a2, (float *)a3, (float *)a4, a5);
 }
 
-static int gocuda_cublasDtpttr(void *fp, uintptr_t a0, int a1, int a2, double * a3, double * a4, int a5) {
+static int gocuda_cublasDtpttr(uintptr_t fp, uintptr_t a0, int a1, int a2, double * a3, double * a4, int a5) {
 	return ((__typeof__(&cublasDtpttr))fp)((cublasHandle_t)a0, a1, a2, (double *)a3, (double *)a4, a5);
 }
 
-static int gocuda_cublasCtpttr(void *fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, int a5) {
+static int gocuda_cublasCtpttr(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, int a5) {
 	return ((__typeof__(&cublasCtpttr))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5);
 }
 
-static int gocuda_cublasZtpttr(void *fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, int a5) {
+static int gocuda_cublasZtpttr(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, int a5) {
 	return ((__typeof__(&cublasZtpttr))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5);
 }
 
-static int gocuda_cublasStrttp(void *fp, uintptr_t a0, int a1, int a2, float * a3, int a4, float * a5) {
+static int gocuda_cublasStrttp(uintptr_t fp, uintptr_t a0, int a1, int a2, float * a3, int a4, float * a5) {
 	return ((__typeof__(&cublasStrttp))fp)((cublasHandle_t)a0, a1, a2, (float *)a3, a4, (float *)a5);
 }
 
-static int gocuda_cublasDtrttp(void *fp, uintptr_t a0, int a1, int a2, double * a3, int a4, double * a5) {
+static int gocuda_cublasDtrttp(uintptr_t fp, uintptr_t a0, int a1, int a2, double * a3, int a4, double * a5) {
 	return ((__typeof__(&cublasDtrttp))fp)((cublasHandle_t)a0, a1, a2, (double *)a3, a4, (double *)a5);
 }
 
-static int gocuda_cublasCtrttp(void *fp, uintptr_t a0, int a1, int a2, void * a3, int a4, void * a5) {
+static int gocuda_cublasCtrttp(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, int a4, void * a5) {
 	return ((__typeof__(&cublasCtrttp))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5);
 }
 
-static int gocuda_cublasZtrttp(void *fp, uintptr_t a0, int a1, int a2, void * a3, int a4, void * a5) {
+static int gocuda_cublasZtrttp(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, int a4, void * a5) {
 	return ((__typeof__(&cublasZtrttp))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5);
 }
 
-static int gocuda_cublasSgetrfBatched(void *fp, uintptr_t a0, int a1, void * a2, int a3, int * a4, int * a5, int a6) {
+static int gocuda_cublasSgetrfBatched(uintptr_t fp, uintptr_t a0, int a1, void * a2, int a3, int * a4, int * a5, int a6) {
 	return ((__typeof__(&cublasSgetrfBatched))fp)((cublasHandle_t)a0, a1, a2, a3, (int *)a4, (int *)a5, a6);
 }
 
-static int gocuda_cublasDgetrfBatched(void *fp, uintptr_t a0, int a1, void * a2, int a3, int * a4, int * a5, int a6) {
+static int gocuda_cublasDgetrfBatched(uintptr_t fp, uintptr_t a0, int a1, void * a2, int a3, int * a4, int * a5, int a6) {
 	return ((__typeof__(&cublasDgetrfBatched))fp)((cublasHandle_t)a0, a1, a2, a3, (int *)a4, (int *)a5, a6);
 }
 
-static int gocuda_cublasCgetrfBatched(void *fp, uintptr_t a0, int a1, void * a2, int a3, int * a4, int * a5, int a6) {
+static int gocuda_cublasCgetrfBatched(uintptr_t fp, uintptr_t a0, int a1, void * a2, int a3, int * a4, int * a5, int a6) {
 	return ((__typeof__(&cublasCgetrfBatched))fp)((cublasHandle_t)a0, a1, a2, a3, (int *)a4, (int *)a5, a6);
 }
 
-static int gocuda_cublasZgetrfBatched(void *fp, uintptr_t a0, int a1, void * a2, int a3, int * a4, int * a5, int a6) {
+static int gocuda_cublasZgetrfBatched(uintptr_t fp, uintptr_t a0, int a1, void * a2, int a3, int * a4, int * a5, int a6) {
 	return ((__typeof__(&cublasZgetrfBatched))fp)((cublasHandle_t)a0, a1, a2, a3, (int *)a4, (int *)a5, a6);
 }
 
-static int gocuda_cublasSgetriBatched(void *fp, uintptr_t a0, int a1, void * a2, int a3, int * a4, void * a5, int a6, int * a7, int a8) {
+static int gocuda_cublasSgetriBatched(uintptr_t fp, uintptr_t a0, int a1, void * a2, int a3, int * a4, void * a5, int a6, int * a7, int a8) {
 	return ((__typeof__(&cublasSgetriBatched))fp)((cublasHandle_t)a0, a1, a2, a3, (int *)a4, a5, a6, (int *)a7, a8);
 }
 
-static int gocuda_cublasDgetriBatched(void *fp, uintptr_t a0, int a1, void * a2, int a3, int * a4, void * a5, int a6, int * a7, int a8) {
+static int gocuda_cublasDgetriBatched(uintptr_t fp, uintptr_t a0, int a1, void * a2, int a3, int * a4, void * a5, int a6, int * a7, int a8) {
 	return ((__typeof__(&cublasDgetriBatched))fp)((cublasHandle_t)a0, a1, a2, a3, (int *)a4, a5, a6, (int *)a7, a8);
 }
 
-static int gocuda_cublasCgetriBatched(void *fp, uintptr_t a0, int a1, void * a2, int a3, int * a4, void * a5, int a6, int * a7, int a8) {
+static int gocuda_cublasCgetriBatched(uintptr_t fp, uintptr_t a0, int a1, void * a2, int a3, int * a4, void * a5, int a6, int * a7, int a8) {
 	return ((__typeof__(&cublasCgetriBatched))fp)((cublasHandle_t)a0, a1, a2, a3, (int *)a4, a5, a6, (int *)a7, a8);
 }
 
-static int gocuda_cublasZgetriBatched(void *fp, uintptr_t a0, int a1, void * a2, int a3, int * a4, void * a5, int a6, int * a7, int a8) {
+static int gocuda_cublasZgetriBatched(uintptr_t fp, uintptr_t a0, int a1, void * a2, int a3, int * a4, void * a5, int a6, int * a7, int a8) {
 	return ((__typeof__(&cublasZgetriBatched))fp)((cublasHandle_t)a0, a1, a2, a3, (int *)a4, a5, a6, (int *)a7, a8);
 }
 
-static int gocuda_cublasSgetrsBatched(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, int * a6, void * a7, int a8, int * a9, int a10) {
+static int gocuda_cublasSgetrsBatched(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, int * a6, void * a7, int a8, int * a9, int a10) {
 	return ((__typeof__(&cublasSgetrsBatched))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, (int *)a6, a7, a8, (int *)a9, a10);
 }
 
-static int gocuda_cublasDgetrsBatched(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, int * a6, void * a7, int a8, int * a9, int a10) {
+static int gocuda_cublasDgetrsBatched(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, int * a6, void * a7, int a8, int * a9, int a10) {
 	return ((__typeof__(&cublasDgetrsBatched))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, (int *)a6, a7, a8, (int *)a9, a10);
 }
 
-static int gocuda_cublasCgetrsBatched(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, int * a6, void * a7, int a8, int * a9, int a10) {
+static int gocuda_cublasCgetrsBatched(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, int * a6, void * a7, int a8, int * a9, int a10) {
 	return ((__typeof__(&cublasCgetrsBatched))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, (int *)a6, a7, a8, (int *)a9, a10);
 }
 
-static int gocuda_cublasZgetrsBatched(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, int * a6, void * a7, int a8, int * a9, int a10) {
+static int gocuda_cublasZgetrsBatched(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, int * a6, void * a7, int a8, int * a9, int a10) {
 	return ((__typeof__(&cublasZgetrsBatched))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, (int *)a6, a7, a8, (int *)a9, a10);
 }
 
-static int gocuda_cublasUint8gemmBias(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, unsigned char * a7, int a8, int a9, unsigned char * a10, int a11, int a12, unsigned char * a13, int a14, int a15, int a16, int a17) {
+static int gocuda_cublasUint8gemmBias(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, unsigned char * a7, int a8, int a9, unsigned char * a10, int a11, int a12, unsigned char * a13, int a14, int a15, int a16, int a17) {
 	return ((__typeof__(&cublasUint8gemmBias))fp)((cublasHandle_t)a0, a1, a2, a3, a4, a5, a6, (unsigned char *)a7, a8, a9, (unsigned char *)a10, a11, a12, (unsigned char *)a13, a14, a15, a16, a17);
 }
 */
@@ -3634,7 +3634,7 @@ func Create(handle *Handle) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCreate(fp, unsafe.Pointer(handle)); r != 0 {
+	if r := C.gocuda_cublasCreate(C.uintptr_t(uintptr(fp)), unsafe.Pointer(handle)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3646,7 +3646,7 @@ func Destroy(handle Handle) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDestroy(fp, C.uintptr_t(handle)); r != 0 {
+	if r := C.gocuda_cublasDestroy(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3658,7 +3658,7 @@ func GetVersion(handle Handle, version *int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasGetVersion(fp, C.uintptr_t(handle), (*C.int)(unsafe.Pointer(version))); r != 0 {
+	if r := C.gocuda_cublasGetVersion(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), (*C.int)(unsafe.Pointer(version))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3670,7 +3670,7 @@ func GetProperty(type_ cudart.LibraryPropertyType, value *int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasGetProperty(fp, C.int(type_), (*C.int)(unsafe.Pointer(value))); r != 0 {
+	if r := C.gocuda_cublasGetProperty(C.uintptr_t(uintptr(fp)), C.int(type_), (*C.int)(unsafe.Pointer(value))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3682,7 +3682,7 @@ func GetCudartVersion() (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	r := C.gocuda_cublasGetCudartVersion(fp)
+	r := C.gocuda_cublasGetCudartVersion(C.uintptr_t(uintptr(fp)))
 	return uint64(r), nil
 }
 
@@ -3692,7 +3692,7 @@ func SetWorkspace(handle Handle, workspace unsafe.Pointer, workspaceSizeInBytes 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSetWorkspace(fp, C.uintptr_t(handle), unsafe.Pointer(workspace), C.size_t(workspaceSizeInBytes)); r != 0 {
+	if r := C.gocuda_cublasSetWorkspace(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), unsafe.Pointer(workspace), C.size_t(workspaceSizeInBytes)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3704,7 +3704,7 @@ func SetStream(handle Handle, streamId cudart.Stream) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSetStream(fp, C.uintptr_t(handle), C.uintptr_t(streamId)); r != 0 {
+	if r := C.gocuda_cublasSetStream(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.uintptr_t(streamId)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3716,7 +3716,7 @@ func GetStream(handle Handle, streamId *cudart.Stream) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasGetStream(fp, C.uintptr_t(handle), unsafe.Pointer(streamId)); r != 0 {
+	if r := C.gocuda_cublasGetStream(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), unsafe.Pointer(streamId)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3728,7 +3728,7 @@ func GetPointerMode(handle Handle, mode *PointerMode) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasGetPointerMode(fp, C.uintptr_t(handle), (*C.int)(unsafe.Pointer(mode))); r != 0 {
+	if r := C.gocuda_cublasGetPointerMode(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), (*C.int)(unsafe.Pointer(mode))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3740,7 +3740,7 @@ func SetPointerMode(handle Handle, mode PointerMode) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSetPointerMode(fp, C.uintptr_t(handle), C.int(mode)); r != 0 {
+	if r := C.gocuda_cublasSetPointerMode(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(mode)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3752,7 +3752,7 @@ func GetAtomicsMode(handle Handle, mode *AtomicsMode) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasGetAtomicsMode(fp, C.uintptr_t(handle), (*C.int)(unsafe.Pointer(mode))); r != 0 {
+	if r := C.gocuda_cublasGetAtomicsMode(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), (*C.int)(unsafe.Pointer(mode))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3764,7 +3764,7 @@ func SetAtomicsMode(handle Handle, mode AtomicsMode) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSetAtomicsMode(fp, C.uintptr_t(handle), C.int(mode)); r != 0 {
+	if r := C.gocuda_cublasSetAtomicsMode(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(mode)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3776,7 +3776,7 @@ func GetMathMode(handle Handle, mode *Math) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasGetMathMode(fp, C.uintptr_t(handle), (*C.int)(unsafe.Pointer(mode))); r != 0 {
+	if r := C.gocuda_cublasGetMathMode(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), (*C.int)(unsafe.Pointer(mode))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3788,7 +3788,7 @@ func SetMathMode(handle Handle, mode Math) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSetMathMode(fp, C.uintptr_t(handle), C.int(mode)); r != 0 {
+	if r := C.gocuda_cublasSetMathMode(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(mode)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3800,7 +3800,7 @@ func GetSmCountTarget(handle Handle, smCountTarget *int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasGetSmCountTarget(fp, C.uintptr_t(handle), (*C.int)(unsafe.Pointer(smCountTarget))); r != 0 {
+	if r := C.gocuda_cublasGetSmCountTarget(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), (*C.int)(unsafe.Pointer(smCountTarget))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3812,7 +3812,7 @@ func SetSmCountTarget(handle Handle, smCountTarget int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSetSmCountTarget(fp, C.uintptr_t(handle), C.int(smCountTarget)); r != 0 {
+	if r := C.gocuda_cublasSetSmCountTarget(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(smCountTarget)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3824,7 +3824,7 @@ func GetEmulationStrategy(handle Handle, emulationStrategy *EmulationStrategy) e
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasGetEmulationStrategy(fp, C.uintptr_t(handle), (*C.int)(unsafe.Pointer(emulationStrategy))); r != 0 {
+	if r := C.gocuda_cublasGetEmulationStrategy(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), (*C.int)(unsafe.Pointer(emulationStrategy))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3836,7 +3836,7 @@ func SetEmulationStrategy(handle Handle, emulationStrategy EmulationStrategy) er
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSetEmulationStrategy(fp, C.uintptr_t(handle), C.int(emulationStrategy)); r != 0 {
+	if r := C.gocuda_cublasSetEmulationStrategy(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(emulationStrategy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3848,7 +3848,7 @@ func GetEmulationSpecialValuesSupport(handle Handle, mask *cudart.EmulationSpeci
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasGetEmulationSpecialValuesSupport(fp, C.uintptr_t(handle), (*C.int)(unsafe.Pointer(mask))); r != 0 {
+	if r := C.gocuda_cublasGetEmulationSpecialValuesSupport(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), (*C.int)(unsafe.Pointer(mask))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3860,7 +3860,7 @@ func SetEmulationSpecialValuesSupport(handle Handle, mask cudart.EmulationSpecia
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSetEmulationSpecialValuesSupport(fp, C.uintptr_t(handle), C.int(mask)); r != 0 {
+	if r := C.gocuda_cublasSetEmulationSpecialValuesSupport(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(mask)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3872,7 +3872,7 @@ func GetFixedPointEmulationMantissaControl(handle Handle, mantissaControl *cudar
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasGetFixedPointEmulationMantissaControl(fp, C.uintptr_t(handle), (*C.int)(unsafe.Pointer(mantissaControl))); r != 0 {
+	if r := C.gocuda_cublasGetFixedPointEmulationMantissaControl(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), (*C.int)(unsafe.Pointer(mantissaControl))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3884,7 +3884,7 @@ func SetFixedPointEmulationMantissaControl(handle Handle, mantissaControl cudart
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSetFixedPointEmulationMantissaControl(fp, C.uintptr_t(handle), C.int(mantissaControl)); r != 0 {
+	if r := C.gocuda_cublasSetFixedPointEmulationMantissaControl(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(mantissaControl)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3896,7 +3896,7 @@ func GetFixedPointEmulationMaxMantissaBitCount(handle Handle, maxMantissaBitCoun
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasGetFixedPointEmulationMaxMantissaBitCount(fp, C.uintptr_t(handle), (*C.int)(unsafe.Pointer(maxMantissaBitCount))); r != 0 {
+	if r := C.gocuda_cublasGetFixedPointEmulationMaxMantissaBitCount(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), (*C.int)(unsafe.Pointer(maxMantissaBitCount))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3908,7 +3908,7 @@ func SetFixedPointEmulationMaxMantissaBitCount(handle Handle, maxMantissaBitCoun
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSetFixedPointEmulationMaxMantissaBitCount(fp, C.uintptr_t(handle), C.int(maxMantissaBitCount)); r != 0 {
+	if r := C.gocuda_cublasSetFixedPointEmulationMaxMantissaBitCount(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(maxMantissaBitCount)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3920,7 +3920,7 @@ func GetFixedPointEmulationMantissaBitOffset(handle Handle, mantissaBitOffset *i
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasGetFixedPointEmulationMantissaBitOffset(fp, C.uintptr_t(handle), (*C.int)(unsafe.Pointer(mantissaBitOffset))); r != 0 {
+	if r := C.gocuda_cublasGetFixedPointEmulationMantissaBitOffset(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), (*C.int)(unsafe.Pointer(mantissaBitOffset))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3932,7 +3932,7 @@ func SetFixedPointEmulationMantissaBitOffset(handle Handle, mantissaBitOffset in
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSetFixedPointEmulationMantissaBitOffset(fp, C.uintptr_t(handle), C.int(mantissaBitOffset)); r != 0 {
+	if r := C.gocuda_cublasSetFixedPointEmulationMantissaBitOffset(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(mantissaBitOffset)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3944,7 +3944,7 @@ func GetFixedPointEmulationMantissaBitCountPointer(handle Handle, mantissaBitCou
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasGetFixedPointEmulationMantissaBitCountPointer(fp, C.uintptr_t(handle), unsafe.Pointer(mantissaBitCount)); r != 0 {
+	if r := C.gocuda_cublasGetFixedPointEmulationMantissaBitCountPointer(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), unsafe.Pointer(mantissaBitCount)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3956,7 +3956,7 @@ func SetFixedPointEmulationMantissaBitCountPointer(handle Handle, mantissaBitCou
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSetFixedPointEmulationMantissaBitCountPointer(fp, C.uintptr_t(handle), (*C.int)(unsafe.Pointer(mantissaBitCount))); r != 0 {
+	if r := C.gocuda_cublasSetFixedPointEmulationMantissaBitCountPointer(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), (*C.int)(unsafe.Pointer(mantissaBitCount))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3968,7 +3968,7 @@ func GetStatusName(status Status) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	r := C.gocuda_cublasGetStatusName(fp, C.int(status))
+	r := C.gocuda_cublasGetStatusName(C.uintptr_t(uintptr(fp)), C.int(status))
 	return C.GoString(r), nil
 }
 
@@ -3978,7 +3978,7 @@ func GetStatusString(status Status) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	r := C.gocuda_cublasGetStatusString(fp, C.int(status))
+	r := C.gocuda_cublasGetStatusString(C.uintptr_t(uintptr(fp)), C.int(status))
 	return C.GoString(r), nil
 }
 
@@ -3990,7 +3990,7 @@ func LoggerConfigure(logIsOn int32, logToStdOut int32, logToStdErr int32, logFil
 	}
 	_logFileName := C.CString(logFileName)
 	defer C.free(unsafe.Pointer(_logFileName))
-	if r := C.gocuda_cublasLoggerConfigure(fp, C.int(logIsOn), C.int(logToStdOut), C.int(logToStdErr), unsafe.Pointer(_logFileName)); r != 0 {
+	if r := C.gocuda_cublasLoggerConfigure(C.uintptr_t(uintptr(fp)), C.int(logIsOn), C.int(logToStdOut), C.int(logToStdErr), unsafe.Pointer(_logFileName)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4002,7 +4002,7 @@ func SetLoggerCallback(userCallback LogCallback) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSetLoggerCallback(fp, C.uintptr_t(userCallback)); r != 0 {
+	if r := C.gocuda_cublasSetLoggerCallback(C.uintptr_t(uintptr(fp)), C.uintptr_t(userCallback)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4014,7 +4014,7 @@ func GetLoggerCallback(userCallback *LogCallback) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasGetLoggerCallback(fp, unsafe.Pointer(userCallback)); r != 0 {
+	if r := C.gocuda_cublasGetLoggerCallback(C.uintptr_t(uintptr(fp)), unsafe.Pointer(userCallback)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4026,7 +4026,7 @@ func SetVector(n int32, elemSize int32, x unsafe.Pointer, incx int32, devicePtr 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSetVector(fp, C.int(n), C.int(elemSize), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(devicePtr), C.int(incy)); r != 0 {
+	if r := C.gocuda_cublasSetVector(C.uintptr_t(uintptr(fp)), C.int(n), C.int(elemSize), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(devicePtr), C.int(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4038,7 +4038,7 @@ func SetVector_64(n int64, elemSize int64, x unsafe.Pointer, incx int64, deviceP
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSetVector_64(fp, C.int64_t(n), C.int64_t(elemSize), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(devicePtr), C.int64_t(incy)); r != 0 {
+	if r := C.gocuda_cublasSetVector_64(C.uintptr_t(uintptr(fp)), C.int64_t(n), C.int64_t(elemSize), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(devicePtr), C.int64_t(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4050,7 +4050,7 @@ func GetVector(n int32, elemSize int32, x unsafe.Pointer, incx int32, y unsafe.P
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasGetVector(fp, C.int(n), C.int(elemSize), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(y), C.int(incy)); r != 0 {
+	if r := C.gocuda_cublasGetVector(C.uintptr_t(uintptr(fp)), C.int(n), C.int(elemSize), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(y), C.int(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4062,7 +4062,7 @@ func GetVector_64(n int64, elemSize int64, x unsafe.Pointer, incx int64, y unsaf
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasGetVector_64(fp, C.int64_t(n), C.int64_t(elemSize), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy)); r != 0 {
+	if r := C.gocuda_cublasGetVector_64(C.uintptr_t(uintptr(fp)), C.int64_t(n), C.int64_t(elemSize), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4074,7 +4074,7 @@ func SetMatrix(rows int32, cols int32, elemSize int32, A unsafe.Pointer, lda int
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSetMatrix(fp, C.int(rows), C.int(cols), C.int(elemSize), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb)); r != 0 {
+	if r := C.gocuda_cublasSetMatrix(C.uintptr_t(uintptr(fp)), C.int(rows), C.int(cols), C.int(elemSize), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4086,7 +4086,7 @@ func SetMatrix_64(rows int64, cols int64, elemSize int64, A unsafe.Pointer, lda 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSetMatrix_64(fp, C.int64_t(rows), C.int64_t(cols), C.int64_t(elemSize), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb)); r != 0 {
+	if r := C.gocuda_cublasSetMatrix_64(C.uintptr_t(uintptr(fp)), C.int64_t(rows), C.int64_t(cols), C.int64_t(elemSize), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4098,7 +4098,7 @@ func GetMatrix(rows int32, cols int32, elemSize int32, A unsafe.Pointer, lda int
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasGetMatrix(fp, C.int(rows), C.int(cols), C.int(elemSize), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb)); r != 0 {
+	if r := C.gocuda_cublasGetMatrix(C.uintptr_t(uintptr(fp)), C.int(rows), C.int(cols), C.int(elemSize), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4110,7 +4110,7 @@ func GetMatrix_64(rows int64, cols int64, elemSize int64, A unsafe.Pointer, lda 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasGetMatrix_64(fp, C.int64_t(rows), C.int64_t(cols), C.int64_t(elemSize), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb)); r != 0 {
+	if r := C.gocuda_cublasGetMatrix_64(C.uintptr_t(uintptr(fp)), C.int64_t(rows), C.int64_t(cols), C.int64_t(elemSize), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4122,7 +4122,7 @@ func SetVectorAsync(n int32, elemSize int32, hostPtr unsafe.Pointer, incx int32,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSetVectorAsync(fp, C.int(n), C.int(elemSize), unsafe.Pointer(hostPtr), C.int(incx), unsafe.Pointer(devicePtr), C.int(incy), C.uintptr_t(stream)); r != 0 {
+	if r := C.gocuda_cublasSetVectorAsync(C.uintptr_t(uintptr(fp)), C.int(n), C.int(elemSize), unsafe.Pointer(hostPtr), C.int(incx), unsafe.Pointer(devicePtr), C.int(incy), C.uintptr_t(stream)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4134,7 +4134,7 @@ func SetVectorAsync_64(n int64, elemSize int64, hostPtr unsafe.Pointer, incx int
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSetVectorAsync_64(fp, C.int64_t(n), C.int64_t(elemSize), unsafe.Pointer(hostPtr), C.int64_t(incx), unsafe.Pointer(devicePtr), C.int64_t(incy), C.uintptr_t(stream)); r != 0 {
+	if r := C.gocuda_cublasSetVectorAsync_64(C.uintptr_t(uintptr(fp)), C.int64_t(n), C.int64_t(elemSize), unsafe.Pointer(hostPtr), C.int64_t(incx), unsafe.Pointer(devicePtr), C.int64_t(incy), C.uintptr_t(stream)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4146,7 +4146,7 @@ func GetVectorAsync(n int32, elemSize int32, devicePtr unsafe.Pointer, incx int3
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasGetVectorAsync(fp, C.int(n), C.int(elemSize), unsafe.Pointer(devicePtr), C.int(incx), unsafe.Pointer(hostPtr), C.int(incy), C.uintptr_t(stream)); r != 0 {
+	if r := C.gocuda_cublasGetVectorAsync(C.uintptr_t(uintptr(fp)), C.int(n), C.int(elemSize), unsafe.Pointer(devicePtr), C.int(incx), unsafe.Pointer(hostPtr), C.int(incy), C.uintptr_t(stream)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4158,7 +4158,7 @@ func GetVectorAsync_64(n int64, elemSize int64, devicePtr unsafe.Pointer, incx i
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasGetVectorAsync_64(fp, C.int64_t(n), C.int64_t(elemSize), unsafe.Pointer(devicePtr), C.int64_t(incx), unsafe.Pointer(hostPtr), C.int64_t(incy), C.uintptr_t(stream)); r != 0 {
+	if r := C.gocuda_cublasGetVectorAsync_64(C.uintptr_t(uintptr(fp)), C.int64_t(n), C.int64_t(elemSize), unsafe.Pointer(devicePtr), C.int64_t(incx), unsafe.Pointer(hostPtr), C.int64_t(incy), C.uintptr_t(stream)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4170,7 +4170,7 @@ func SetMatrixAsync(rows int32, cols int32, elemSize int32, A unsafe.Pointer, ld
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSetMatrixAsync(fp, C.int(rows), C.int(cols), C.int(elemSize), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), C.uintptr_t(stream)); r != 0 {
+	if r := C.gocuda_cublasSetMatrixAsync(C.uintptr_t(uintptr(fp)), C.int(rows), C.int(cols), C.int(elemSize), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), C.uintptr_t(stream)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4182,7 +4182,7 @@ func SetMatrixAsync_64(rows int64, cols int64, elemSize int64, A unsafe.Pointer,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSetMatrixAsync_64(fp, C.int64_t(rows), C.int64_t(cols), C.int64_t(elemSize), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), C.uintptr_t(stream)); r != 0 {
+	if r := C.gocuda_cublasSetMatrixAsync_64(C.uintptr_t(uintptr(fp)), C.int64_t(rows), C.int64_t(cols), C.int64_t(elemSize), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), C.uintptr_t(stream)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4194,7 +4194,7 @@ func GetMatrixAsync(rows int32, cols int32, elemSize int32, A unsafe.Pointer, ld
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasGetMatrixAsync(fp, C.int(rows), C.int(cols), C.int(elemSize), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), C.uintptr_t(stream)); r != 0 {
+	if r := C.gocuda_cublasGetMatrixAsync(C.uintptr_t(uintptr(fp)), C.int(rows), C.int(cols), C.int(elemSize), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), C.uintptr_t(stream)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4206,7 +4206,7 @@ func GetMatrixAsync_64(rows int64, cols int64, elemSize int64, A unsafe.Pointer,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasGetMatrixAsync_64(fp, C.int64_t(rows), C.int64_t(cols), C.int64_t(elemSize), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), C.uintptr_t(stream)); r != 0 {
+	if r := C.gocuda_cublasGetMatrixAsync_64(C.uintptr_t(uintptr(fp)), C.int64_t(rows), C.int64_t(cols), C.int64_t(elemSize), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), C.uintptr_t(stream)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4220,7 +4220,7 @@ func Xerbla(srName string, info int32) error {
 	}
 	_srName := C.CString(srName)
 	defer C.free(unsafe.Pointer(_srName))
-	C.gocuda_cublasXerbla(fp, unsafe.Pointer(_srName), C.int(info))
+	C.gocuda_cublasXerbla(C.uintptr_t(uintptr(fp)), unsafe.Pointer(_srName), C.int(info))
 	return nil
 }
 
@@ -4230,7 +4230,7 @@ func Nrm2Ex(handle Handle, n int32, x unsafe.Pointer, xType cudart.DataType, inc
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasNrm2Ex(fp, C.uintptr_t(handle), C.int(n), unsafe.Pointer(x), C.int(xType), C.int(incx), unsafe.Pointer(result), C.int(resultType), C.int(executionType)); r != 0 {
+	if r := C.gocuda_cublasNrm2Ex(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), unsafe.Pointer(x), C.int(xType), C.int(incx), unsafe.Pointer(result), C.int(resultType), C.int(executionType)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4242,7 +4242,7 @@ func Nrm2Ex_64(handle Handle, n int64, x unsafe.Pointer, xType cudart.DataType, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasNrm2Ex_64(fp, C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int(xType), C.int64_t(incx), unsafe.Pointer(result), C.int(resultType), C.int(executionType)); r != 0 {
+	if r := C.gocuda_cublasNrm2Ex_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int(xType), C.int64_t(incx), unsafe.Pointer(result), C.int(resultType), C.int(executionType)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4254,7 +4254,7 @@ func Snrm2(handle Handle, n int32, x *float32, incx int32, result *float32) erro
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSnrm2(fp, C.uintptr_t(handle), C.int(n), (*C.float)(unsafe.Pointer(x)), C.int(incx), (*C.float)(unsafe.Pointer(result))); r != 0 {
+	if r := C.gocuda_cublasSnrm2(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), (*C.float)(unsafe.Pointer(x)), C.int(incx), (*C.float)(unsafe.Pointer(result))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4266,7 +4266,7 @@ func Snrm2_64(handle Handle, n int64, x *float32, incx int64, result *float32) e
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSnrm2_64(fp, C.uintptr_t(handle), C.int64_t(n), (*C.float)(unsafe.Pointer(x)), C.int64_t(incx), (*C.float)(unsafe.Pointer(result))); r != 0 {
+	if r := C.gocuda_cublasSnrm2_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int64_t(n), (*C.float)(unsafe.Pointer(x)), C.int64_t(incx), (*C.float)(unsafe.Pointer(result))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4278,7 +4278,7 @@ func Dnrm2(handle Handle, n int32, x *float64, incx int32, result *float64) erro
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDnrm2(fp, C.uintptr_t(handle), C.int(n), (*C.double)(unsafe.Pointer(x)), C.int(incx), (*C.double)(unsafe.Pointer(result))); r != 0 {
+	if r := C.gocuda_cublasDnrm2(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), (*C.double)(unsafe.Pointer(x)), C.int(incx), (*C.double)(unsafe.Pointer(result))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4290,7 +4290,7 @@ func Dnrm2_64(handle Handle, n int64, x *float64, incx int64, result *float64) e
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDnrm2_64(fp, C.uintptr_t(handle), C.int64_t(n), (*C.double)(unsafe.Pointer(x)), C.int64_t(incx), (*C.double)(unsafe.Pointer(result))); r != 0 {
+	if r := C.gocuda_cublasDnrm2_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int64_t(n), (*C.double)(unsafe.Pointer(x)), C.int64_t(incx), (*C.double)(unsafe.Pointer(result))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4302,7 +4302,7 @@ func Scnrm2(handle Handle, n int32, x *cudart.CuComplex, incx int32, result *flo
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasScnrm2(fp, C.uintptr_t(handle), C.int(n), unsafe.Pointer(x), C.int(incx), (*C.float)(unsafe.Pointer(result))); r != 0 {
+	if r := C.gocuda_cublasScnrm2(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), unsafe.Pointer(x), C.int(incx), (*C.float)(unsafe.Pointer(result))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4314,7 +4314,7 @@ func Scnrm2_64(handle Handle, n int64, x *cudart.CuComplex, incx int64, result *
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasScnrm2_64(fp, C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), (*C.float)(unsafe.Pointer(result))); r != 0 {
+	if r := C.gocuda_cublasScnrm2_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), (*C.float)(unsafe.Pointer(result))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4326,7 +4326,7 @@ func Dznrm2(handle Handle, n int32, x *cudart.CuDoubleComplex, incx int32, resul
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDznrm2(fp, C.uintptr_t(handle), C.int(n), unsafe.Pointer(x), C.int(incx), (*C.double)(unsafe.Pointer(result))); r != 0 {
+	if r := C.gocuda_cublasDznrm2(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), unsafe.Pointer(x), C.int(incx), (*C.double)(unsafe.Pointer(result))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4338,7 +4338,7 @@ func Dznrm2_64(handle Handle, n int64, x *cudart.CuDoubleComplex, incx int64, re
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDznrm2_64(fp, C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), (*C.double)(unsafe.Pointer(result))); r != 0 {
+	if r := C.gocuda_cublasDznrm2_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), (*C.double)(unsafe.Pointer(result))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4350,7 +4350,7 @@ func DotEx(handle Handle, n int32, x unsafe.Pointer, xType cudart.DataType, incx
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDotEx(fp, C.uintptr_t(handle), C.int(n), unsafe.Pointer(x), C.int(xType), C.int(incx), unsafe.Pointer(y), C.int(yType), C.int(incy), unsafe.Pointer(result), C.int(resultType), C.int(executionType)); r != 0 {
+	if r := C.gocuda_cublasDotEx(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), unsafe.Pointer(x), C.int(xType), C.int(incx), unsafe.Pointer(y), C.int(yType), C.int(incy), unsafe.Pointer(result), C.int(resultType), C.int(executionType)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4362,7 +4362,7 @@ func DotEx_64(handle Handle, n int64, x unsafe.Pointer, xType cudart.DataType, i
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDotEx_64(fp, C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int(xType), C.int64_t(incx), unsafe.Pointer(y), C.int(yType), C.int64_t(incy), unsafe.Pointer(result), C.int(resultType), C.int(executionType)); r != 0 {
+	if r := C.gocuda_cublasDotEx_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int(xType), C.int64_t(incx), unsafe.Pointer(y), C.int(yType), C.int64_t(incy), unsafe.Pointer(result), C.int(resultType), C.int(executionType)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4374,7 +4374,7 @@ func DotcEx(handle Handle, n int32, x unsafe.Pointer, xType cudart.DataType, inc
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDotcEx(fp, C.uintptr_t(handle), C.int(n), unsafe.Pointer(x), C.int(xType), C.int(incx), unsafe.Pointer(y), C.int(yType), C.int(incy), unsafe.Pointer(result), C.int(resultType), C.int(executionType)); r != 0 {
+	if r := C.gocuda_cublasDotcEx(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), unsafe.Pointer(x), C.int(xType), C.int(incx), unsafe.Pointer(y), C.int(yType), C.int(incy), unsafe.Pointer(result), C.int(resultType), C.int(executionType)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4386,7 +4386,7 @@ func DotcEx_64(handle Handle, n int64, x unsafe.Pointer, xType cudart.DataType, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDotcEx_64(fp, C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int(xType), C.int64_t(incx), unsafe.Pointer(y), C.int(yType), C.int64_t(incy), unsafe.Pointer(result), C.int(resultType), C.int(executionType)); r != 0 {
+	if r := C.gocuda_cublasDotcEx_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int(xType), C.int64_t(incx), unsafe.Pointer(y), C.int(yType), C.int64_t(incy), unsafe.Pointer(result), C.int(resultType), C.int(executionType)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4398,7 +4398,7 @@ func Sdot(handle Handle, n int32, x *float32, incx int32, y *float32, incy int32
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSdot(fp, C.uintptr_t(handle), C.int(n), (*C.float)(unsafe.Pointer(x)), C.int(incx), (*C.float)(unsafe.Pointer(y)), C.int(incy), (*C.float)(unsafe.Pointer(result))); r != 0 {
+	if r := C.gocuda_cublasSdot(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), (*C.float)(unsafe.Pointer(x)), C.int(incx), (*C.float)(unsafe.Pointer(y)), C.int(incy), (*C.float)(unsafe.Pointer(result))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4410,7 +4410,7 @@ func Sdot_64(handle Handle, n int64, x *float32, incx int64, y *float32, incy in
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSdot_64(fp, C.uintptr_t(handle), C.int64_t(n), (*C.float)(unsafe.Pointer(x)), C.int64_t(incx), (*C.float)(unsafe.Pointer(y)), C.int64_t(incy), (*C.float)(unsafe.Pointer(result))); r != 0 {
+	if r := C.gocuda_cublasSdot_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int64_t(n), (*C.float)(unsafe.Pointer(x)), C.int64_t(incx), (*C.float)(unsafe.Pointer(y)), C.int64_t(incy), (*C.float)(unsafe.Pointer(result))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4422,7 +4422,7 @@ func Ddot(handle Handle, n int32, x *float64, incx int32, y *float64, incy int32
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDdot(fp, C.uintptr_t(handle), C.int(n), (*C.double)(unsafe.Pointer(x)), C.int(incx), (*C.double)(unsafe.Pointer(y)), C.int(incy), (*C.double)(unsafe.Pointer(result))); r != 0 {
+	if r := C.gocuda_cublasDdot(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), (*C.double)(unsafe.Pointer(x)), C.int(incx), (*C.double)(unsafe.Pointer(y)), C.int(incy), (*C.double)(unsafe.Pointer(result))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4434,7 +4434,7 @@ func Ddot_64(handle Handle, n int64, x *float64, incx int64, y *float64, incy in
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDdot_64(fp, C.uintptr_t(handle), C.int64_t(n), (*C.double)(unsafe.Pointer(x)), C.int64_t(incx), (*C.double)(unsafe.Pointer(y)), C.int64_t(incy), (*C.double)(unsafe.Pointer(result))); r != 0 {
+	if r := C.gocuda_cublasDdot_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int64_t(n), (*C.double)(unsafe.Pointer(x)), C.int64_t(incx), (*C.double)(unsafe.Pointer(y)), C.int64_t(incy), (*C.double)(unsafe.Pointer(result))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4446,7 +4446,7 @@ func Cdotu(handle Handle, n int32, x *cudart.CuComplex, incx int32, y *cudart.Cu
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCdotu(fp, C.uintptr_t(handle), C.int(n), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(y), C.int(incy), unsafe.Pointer(result)); r != 0 {
+	if r := C.gocuda_cublasCdotu(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(y), C.int(incy), unsafe.Pointer(result)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4458,7 +4458,7 @@ func Cdotu_64(handle Handle, n int64, x *cudart.CuComplex, incx int64, y *cudart
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCdotu_64(fp, C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy), unsafe.Pointer(result)); r != 0 {
+	if r := C.gocuda_cublasCdotu_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy), unsafe.Pointer(result)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4470,7 +4470,7 @@ func Cdotc(handle Handle, n int32, x *cudart.CuComplex, incx int32, y *cudart.Cu
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCdotc(fp, C.uintptr_t(handle), C.int(n), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(y), C.int(incy), unsafe.Pointer(result)); r != 0 {
+	if r := C.gocuda_cublasCdotc(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(y), C.int(incy), unsafe.Pointer(result)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4482,7 +4482,7 @@ func Cdotc_64(handle Handle, n int64, x *cudart.CuComplex, incx int64, y *cudart
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCdotc_64(fp, C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy), unsafe.Pointer(result)); r != 0 {
+	if r := C.gocuda_cublasCdotc_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy), unsafe.Pointer(result)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4494,7 +4494,7 @@ func Zdotu(handle Handle, n int32, x *cudart.CuDoubleComplex, incx int32, y *cud
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZdotu(fp, C.uintptr_t(handle), C.int(n), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(y), C.int(incy), unsafe.Pointer(result)); r != 0 {
+	if r := C.gocuda_cublasZdotu(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(y), C.int(incy), unsafe.Pointer(result)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4506,7 +4506,7 @@ func Zdotu_64(handle Handle, n int64, x *cudart.CuDoubleComplex, incx int64, y *
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZdotu_64(fp, C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy), unsafe.Pointer(result)); r != 0 {
+	if r := C.gocuda_cublasZdotu_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy), unsafe.Pointer(result)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4518,7 +4518,7 @@ func Zdotc(handle Handle, n int32, x *cudart.CuDoubleComplex, incx int32, y *cud
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZdotc(fp, C.uintptr_t(handle), C.int(n), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(y), C.int(incy), unsafe.Pointer(result)); r != 0 {
+	if r := C.gocuda_cublasZdotc(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(y), C.int(incy), unsafe.Pointer(result)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4530,7 +4530,7 @@ func Zdotc_64(handle Handle, n int64, x *cudart.CuDoubleComplex, incx int64, y *
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZdotc_64(fp, C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy), unsafe.Pointer(result)); r != 0 {
+	if r := C.gocuda_cublasZdotc_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy), unsafe.Pointer(result)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4542,7 +4542,7 @@ func ScalEx(handle Handle, n int32, alpha unsafe.Pointer, alphaType cudart.DataT
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasScalEx(fp, C.uintptr_t(handle), C.int(n), unsafe.Pointer(alpha), C.int(alphaType), unsafe.Pointer(x), C.int(xType), C.int(incx), C.int(executionType)); r != 0 {
+	if r := C.gocuda_cublasScalEx(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), unsafe.Pointer(alpha), C.int(alphaType), unsafe.Pointer(x), C.int(xType), C.int(incx), C.int(executionType)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4554,7 +4554,7 @@ func ScalEx_64(handle Handle, n int64, alpha unsafe.Pointer, alphaType cudart.Da
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasScalEx_64(fp, C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(alpha), C.int(alphaType), unsafe.Pointer(x), C.int(xType), C.int64_t(incx), C.int(executionType)); r != 0 {
+	if r := C.gocuda_cublasScalEx_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(alpha), C.int(alphaType), unsafe.Pointer(x), C.int(xType), C.int64_t(incx), C.int(executionType)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4566,7 +4566,7 @@ func Sscal(handle Handle, n int32, alpha *float32, x *float32, incx int32) error
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSscal(fp, C.uintptr_t(handle), C.int(n), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(x)), C.int(incx)); r != 0 {
+	if r := C.gocuda_cublasSscal(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(x)), C.int(incx)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4578,7 +4578,7 @@ func Sscal_64(handle Handle, n int64, alpha *float32, x *float32, incx int64) er
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSscal_64(fp, C.uintptr_t(handle), C.int64_t(n), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(x)), C.int64_t(incx)); r != 0 {
+	if r := C.gocuda_cublasSscal_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int64_t(n), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(x)), C.int64_t(incx)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4590,7 +4590,7 @@ func Dscal(handle Handle, n int32, alpha *float64, x *float64, incx int32) error
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDscal(fp, C.uintptr_t(handle), C.int(n), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(x)), C.int(incx)); r != 0 {
+	if r := C.gocuda_cublasDscal(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(x)), C.int(incx)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4602,7 +4602,7 @@ func Dscal_64(handle Handle, n int64, alpha *float64, x *float64, incx int64) er
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDscal_64(fp, C.uintptr_t(handle), C.int64_t(n), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(x)), C.int64_t(incx)); r != 0 {
+	if r := C.gocuda_cublasDscal_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int64_t(n), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(x)), C.int64_t(incx)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4614,7 +4614,7 @@ func Cscal(handle Handle, n int32, alpha *cudart.CuComplex, x *cudart.CuComplex,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCscal(fp, C.uintptr_t(handle), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int(incx)); r != 0 {
+	if r := C.gocuda_cublasCscal(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int(incx)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4626,7 +4626,7 @@ func Cscal_64(handle Handle, n int64, alpha *cudart.CuComplex, x *cudart.CuCompl
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCscal_64(fp, C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx)); r != 0 {
+	if r := C.gocuda_cublasCscal_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4638,7 +4638,7 @@ func Csscal(handle Handle, n int32, alpha *float32, x *cudart.CuComplex, incx in
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCsscal(fp, C.uintptr_t(handle), C.int(n), (*C.float)(unsafe.Pointer(alpha)), unsafe.Pointer(x), C.int(incx)); r != 0 {
+	if r := C.gocuda_cublasCsscal(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), (*C.float)(unsafe.Pointer(alpha)), unsafe.Pointer(x), C.int(incx)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4650,7 +4650,7 @@ func Csscal_64(handle Handle, n int64, alpha *float32, x *cudart.CuComplex, incx
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCsscal_64(fp, C.uintptr_t(handle), C.int64_t(n), (*C.float)(unsafe.Pointer(alpha)), unsafe.Pointer(x), C.int64_t(incx)); r != 0 {
+	if r := C.gocuda_cublasCsscal_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int64_t(n), (*C.float)(unsafe.Pointer(alpha)), unsafe.Pointer(x), C.int64_t(incx)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4662,7 +4662,7 @@ func Zscal(handle Handle, n int32, alpha *cudart.CuDoubleComplex, x *cudart.CuDo
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZscal(fp, C.uintptr_t(handle), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int(incx)); r != 0 {
+	if r := C.gocuda_cublasZscal(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int(incx)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4674,7 +4674,7 @@ func Zscal_64(handle Handle, n int64, alpha *cudart.CuDoubleComplex, x *cudart.C
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZscal_64(fp, C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx)); r != 0 {
+	if r := C.gocuda_cublasZscal_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4686,7 +4686,7 @@ func Zdscal(handle Handle, n int32, alpha *float64, x *cudart.CuDoubleComplex, i
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZdscal(fp, C.uintptr_t(handle), C.int(n), (*C.double)(unsafe.Pointer(alpha)), unsafe.Pointer(x), C.int(incx)); r != 0 {
+	if r := C.gocuda_cublasZdscal(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), (*C.double)(unsafe.Pointer(alpha)), unsafe.Pointer(x), C.int(incx)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4698,7 +4698,7 @@ func Zdscal_64(handle Handle, n int64, alpha *float64, x *cudart.CuDoubleComplex
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZdscal_64(fp, C.uintptr_t(handle), C.int64_t(n), (*C.double)(unsafe.Pointer(alpha)), unsafe.Pointer(x), C.int64_t(incx)); r != 0 {
+	if r := C.gocuda_cublasZdscal_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int64_t(n), (*C.double)(unsafe.Pointer(alpha)), unsafe.Pointer(x), C.int64_t(incx)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4710,7 +4710,7 @@ func AxpyEx(handle Handle, n int32, alpha unsafe.Pointer, alphaType cudart.DataT
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasAxpyEx(fp, C.uintptr_t(handle), C.int(n), unsafe.Pointer(alpha), C.int(alphaType), unsafe.Pointer(x), C.int(xType), C.int(incx), unsafe.Pointer(y), C.int(yType), C.int(incy), C.int(executiontype)); r != 0 {
+	if r := C.gocuda_cublasAxpyEx(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), unsafe.Pointer(alpha), C.int(alphaType), unsafe.Pointer(x), C.int(xType), C.int(incx), unsafe.Pointer(y), C.int(yType), C.int(incy), C.int(executiontype)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4722,7 +4722,7 @@ func AxpyEx_64(handle Handle, n int64, alpha unsafe.Pointer, alphaType cudart.Da
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasAxpyEx_64(fp, C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(alpha), C.int(alphaType), unsafe.Pointer(x), C.int(xType), C.int64_t(incx), unsafe.Pointer(y), C.int(yType), C.int64_t(incy), C.int(executiontype)); r != 0 {
+	if r := C.gocuda_cublasAxpyEx_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(alpha), C.int(alphaType), unsafe.Pointer(x), C.int(xType), C.int64_t(incx), unsafe.Pointer(y), C.int(yType), C.int64_t(incy), C.int(executiontype)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4734,7 +4734,7 @@ func Saxpy(handle Handle, n int32, alpha *float32, x *float32, incx int32, y *fl
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSaxpy(fp, C.uintptr_t(handle), C.int(n), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(x)), C.int(incx), (*C.float)(unsafe.Pointer(y)), C.int(incy)); r != 0 {
+	if r := C.gocuda_cublasSaxpy(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(x)), C.int(incx), (*C.float)(unsafe.Pointer(y)), C.int(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4746,7 +4746,7 @@ func Saxpy_64(handle Handle, n int64, alpha *float32, x *float32, incx int64, y 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSaxpy_64(fp, C.uintptr_t(handle), C.int64_t(n), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(x)), C.int64_t(incx), (*C.float)(unsafe.Pointer(y)), C.int64_t(incy)); r != 0 {
+	if r := C.gocuda_cublasSaxpy_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int64_t(n), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(x)), C.int64_t(incx), (*C.float)(unsafe.Pointer(y)), C.int64_t(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4758,7 +4758,7 @@ func Daxpy(handle Handle, n int32, alpha *float64, x *float64, incx int32, y *fl
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDaxpy(fp, C.uintptr_t(handle), C.int(n), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(x)), C.int(incx), (*C.double)(unsafe.Pointer(y)), C.int(incy)); r != 0 {
+	if r := C.gocuda_cublasDaxpy(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(x)), C.int(incx), (*C.double)(unsafe.Pointer(y)), C.int(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4770,7 +4770,7 @@ func Daxpy_64(handle Handle, n int64, alpha *float64, x *float64, incx int64, y 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDaxpy_64(fp, C.uintptr_t(handle), C.int64_t(n), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(x)), C.int64_t(incx), (*C.double)(unsafe.Pointer(y)), C.int64_t(incy)); r != 0 {
+	if r := C.gocuda_cublasDaxpy_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int64_t(n), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(x)), C.int64_t(incx), (*C.double)(unsafe.Pointer(y)), C.int64_t(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4782,7 +4782,7 @@ func Caxpy(handle Handle, n int32, alpha *cudart.CuComplex, x *cudart.CuComplex,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCaxpy(fp, C.uintptr_t(handle), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(y), C.int(incy)); r != 0 {
+	if r := C.gocuda_cublasCaxpy(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(y), C.int(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4794,7 +4794,7 @@ func Caxpy_64(handle Handle, n int64, alpha *cudart.CuComplex, x *cudart.CuCompl
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCaxpy_64(fp, C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy)); r != 0 {
+	if r := C.gocuda_cublasCaxpy_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4806,7 +4806,7 @@ func Zaxpy(handle Handle, n int32, alpha *cudart.CuDoubleComplex, x *cudart.CuDo
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZaxpy(fp, C.uintptr_t(handle), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(y), C.int(incy)); r != 0 {
+	if r := C.gocuda_cublasZaxpy(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(y), C.int(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4818,7 +4818,7 @@ func Zaxpy_64(handle Handle, n int64, alpha *cudart.CuDoubleComplex, x *cudart.C
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZaxpy_64(fp, C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy)); r != 0 {
+	if r := C.gocuda_cublasZaxpy_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4830,7 +4830,7 @@ func CopyEx(handle Handle, n int32, x unsafe.Pointer, xType cudart.DataType, inc
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCopyEx(fp, C.uintptr_t(handle), C.int(n), unsafe.Pointer(x), C.int(xType), C.int(incx), unsafe.Pointer(y), C.int(yType), C.int(incy)); r != 0 {
+	if r := C.gocuda_cublasCopyEx(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), unsafe.Pointer(x), C.int(xType), C.int(incx), unsafe.Pointer(y), C.int(yType), C.int(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4842,7 +4842,7 @@ func CopyEx_64(handle Handle, n int64, x unsafe.Pointer, xType cudart.DataType, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCopyEx_64(fp, C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int(xType), C.int64_t(incx), unsafe.Pointer(y), C.int(yType), C.int64_t(incy)); r != 0 {
+	if r := C.gocuda_cublasCopyEx_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int(xType), C.int64_t(incx), unsafe.Pointer(y), C.int(yType), C.int64_t(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4854,7 +4854,7 @@ func Scopy(handle Handle, n int32, x *float32, incx int32, y *float32, incy int3
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasScopy(fp, C.uintptr_t(handle), C.int(n), (*C.float)(unsafe.Pointer(x)), C.int(incx), (*C.float)(unsafe.Pointer(y)), C.int(incy)); r != 0 {
+	if r := C.gocuda_cublasScopy(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), (*C.float)(unsafe.Pointer(x)), C.int(incx), (*C.float)(unsafe.Pointer(y)), C.int(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4866,7 +4866,7 @@ func Scopy_64(handle Handle, n int64, x *float32, incx int64, y *float32, incy i
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasScopy_64(fp, C.uintptr_t(handle), C.int64_t(n), (*C.float)(unsafe.Pointer(x)), C.int64_t(incx), (*C.float)(unsafe.Pointer(y)), C.int64_t(incy)); r != 0 {
+	if r := C.gocuda_cublasScopy_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int64_t(n), (*C.float)(unsafe.Pointer(x)), C.int64_t(incx), (*C.float)(unsafe.Pointer(y)), C.int64_t(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4878,7 +4878,7 @@ func Dcopy(handle Handle, n int32, x *float64, incx int32, y *float64, incy int3
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDcopy(fp, C.uintptr_t(handle), C.int(n), (*C.double)(unsafe.Pointer(x)), C.int(incx), (*C.double)(unsafe.Pointer(y)), C.int(incy)); r != 0 {
+	if r := C.gocuda_cublasDcopy(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), (*C.double)(unsafe.Pointer(x)), C.int(incx), (*C.double)(unsafe.Pointer(y)), C.int(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4890,7 +4890,7 @@ func Dcopy_64(handle Handle, n int64, x *float64, incx int64, y *float64, incy i
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDcopy_64(fp, C.uintptr_t(handle), C.int64_t(n), (*C.double)(unsafe.Pointer(x)), C.int64_t(incx), (*C.double)(unsafe.Pointer(y)), C.int64_t(incy)); r != 0 {
+	if r := C.gocuda_cublasDcopy_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int64_t(n), (*C.double)(unsafe.Pointer(x)), C.int64_t(incx), (*C.double)(unsafe.Pointer(y)), C.int64_t(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4902,7 +4902,7 @@ func Ccopy(handle Handle, n int32, x *cudart.CuComplex, incx int32, y *cudart.Cu
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCcopy(fp, C.uintptr_t(handle), C.int(n), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(y), C.int(incy)); r != 0 {
+	if r := C.gocuda_cublasCcopy(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(y), C.int(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4914,7 +4914,7 @@ func Ccopy_64(handle Handle, n int64, x *cudart.CuComplex, incx int64, y *cudart
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCcopy_64(fp, C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy)); r != 0 {
+	if r := C.gocuda_cublasCcopy_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4926,7 +4926,7 @@ func Zcopy(handle Handle, n int32, x *cudart.CuDoubleComplex, incx int32, y *cud
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZcopy(fp, C.uintptr_t(handle), C.int(n), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(y), C.int(incy)); r != 0 {
+	if r := C.gocuda_cublasZcopy(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(y), C.int(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4938,7 +4938,7 @@ func Zcopy_64(handle Handle, n int64, x *cudart.CuDoubleComplex, incx int64, y *
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZcopy_64(fp, C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy)); r != 0 {
+	if r := C.gocuda_cublasZcopy_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4950,7 +4950,7 @@ func Sswap(handle Handle, n int32, x *float32, incx int32, y *float32, incy int3
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSswap(fp, C.uintptr_t(handle), C.int(n), (*C.float)(unsafe.Pointer(x)), C.int(incx), (*C.float)(unsafe.Pointer(y)), C.int(incy)); r != 0 {
+	if r := C.gocuda_cublasSswap(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), (*C.float)(unsafe.Pointer(x)), C.int(incx), (*C.float)(unsafe.Pointer(y)), C.int(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4962,7 +4962,7 @@ func Sswap_64(handle Handle, n int64, x *float32, incx int64, y *float32, incy i
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSswap_64(fp, C.uintptr_t(handle), C.int64_t(n), (*C.float)(unsafe.Pointer(x)), C.int64_t(incx), (*C.float)(unsafe.Pointer(y)), C.int64_t(incy)); r != 0 {
+	if r := C.gocuda_cublasSswap_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int64_t(n), (*C.float)(unsafe.Pointer(x)), C.int64_t(incx), (*C.float)(unsafe.Pointer(y)), C.int64_t(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4974,7 +4974,7 @@ func Dswap(handle Handle, n int32, x *float64, incx int32, y *float64, incy int3
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDswap(fp, C.uintptr_t(handle), C.int(n), (*C.double)(unsafe.Pointer(x)), C.int(incx), (*C.double)(unsafe.Pointer(y)), C.int(incy)); r != 0 {
+	if r := C.gocuda_cublasDswap(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), (*C.double)(unsafe.Pointer(x)), C.int(incx), (*C.double)(unsafe.Pointer(y)), C.int(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4986,7 +4986,7 @@ func Dswap_64(handle Handle, n int64, x *float64, incx int64, y *float64, incy i
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDswap_64(fp, C.uintptr_t(handle), C.int64_t(n), (*C.double)(unsafe.Pointer(x)), C.int64_t(incx), (*C.double)(unsafe.Pointer(y)), C.int64_t(incy)); r != 0 {
+	if r := C.gocuda_cublasDswap_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int64_t(n), (*C.double)(unsafe.Pointer(x)), C.int64_t(incx), (*C.double)(unsafe.Pointer(y)), C.int64_t(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4998,7 +4998,7 @@ func Cswap(handle Handle, n int32, x *cudart.CuComplex, incx int32, y *cudart.Cu
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCswap(fp, C.uintptr_t(handle), C.int(n), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(y), C.int(incy)); r != 0 {
+	if r := C.gocuda_cublasCswap(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(y), C.int(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5010,7 +5010,7 @@ func Cswap_64(handle Handle, n int64, x *cudart.CuComplex, incx int64, y *cudart
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCswap_64(fp, C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy)); r != 0 {
+	if r := C.gocuda_cublasCswap_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5022,7 +5022,7 @@ func Zswap(handle Handle, n int32, x *cudart.CuDoubleComplex, incx int32, y *cud
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZswap(fp, C.uintptr_t(handle), C.int(n), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(y), C.int(incy)); r != 0 {
+	if r := C.gocuda_cublasZswap(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(y), C.int(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5034,7 +5034,7 @@ func Zswap_64(handle Handle, n int64, x *cudart.CuDoubleComplex, incx int64, y *
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZswap_64(fp, C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy)); r != 0 {
+	if r := C.gocuda_cublasZswap_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5046,7 +5046,7 @@ func SwapEx(handle Handle, n int32, x unsafe.Pointer, xType cudart.DataType, inc
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSwapEx(fp, C.uintptr_t(handle), C.int(n), unsafe.Pointer(x), C.int(xType), C.int(incx), unsafe.Pointer(y), C.int(yType), C.int(incy)); r != 0 {
+	if r := C.gocuda_cublasSwapEx(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), unsafe.Pointer(x), C.int(xType), C.int(incx), unsafe.Pointer(y), C.int(yType), C.int(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5058,7 +5058,7 @@ func SwapEx_64(handle Handle, n int64, x unsafe.Pointer, xType cudart.DataType, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSwapEx_64(fp, C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int(xType), C.int64_t(incx), unsafe.Pointer(y), C.int(yType), C.int64_t(incy)); r != 0 {
+	if r := C.gocuda_cublasSwapEx_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int(xType), C.int64_t(incx), unsafe.Pointer(y), C.int(yType), C.int64_t(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5070,7 +5070,7 @@ func Isamax(handle Handle, n int32, x *float32, incx int32, result *int32) error
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasIsamax(fp, C.uintptr_t(handle), C.int(n), (*C.float)(unsafe.Pointer(x)), C.int(incx), (*C.int)(unsafe.Pointer(result))); r != 0 {
+	if r := C.gocuda_cublasIsamax(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), (*C.float)(unsafe.Pointer(x)), C.int(incx), (*C.int)(unsafe.Pointer(result))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5082,7 +5082,7 @@ func Isamax_64(handle Handle, n int64, x *float32, incx int64, result *int64) er
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasIsamax_64(fp, C.uintptr_t(handle), C.int64_t(n), (*C.float)(unsafe.Pointer(x)), C.int64_t(incx), (*C.int64_t)(unsafe.Pointer(result))); r != 0 {
+	if r := C.gocuda_cublasIsamax_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int64_t(n), (*C.float)(unsafe.Pointer(x)), C.int64_t(incx), (*C.int64_t)(unsafe.Pointer(result))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5094,7 +5094,7 @@ func Idamax(handle Handle, n int32, x *float64, incx int32, result *int32) error
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasIdamax(fp, C.uintptr_t(handle), C.int(n), (*C.double)(unsafe.Pointer(x)), C.int(incx), (*C.int)(unsafe.Pointer(result))); r != 0 {
+	if r := C.gocuda_cublasIdamax(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), (*C.double)(unsafe.Pointer(x)), C.int(incx), (*C.int)(unsafe.Pointer(result))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5106,7 +5106,7 @@ func Idamax_64(handle Handle, n int64, x *float64, incx int64, result *int64) er
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasIdamax_64(fp, C.uintptr_t(handle), C.int64_t(n), (*C.double)(unsafe.Pointer(x)), C.int64_t(incx), (*C.int64_t)(unsafe.Pointer(result))); r != 0 {
+	if r := C.gocuda_cublasIdamax_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int64_t(n), (*C.double)(unsafe.Pointer(x)), C.int64_t(incx), (*C.int64_t)(unsafe.Pointer(result))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5118,7 +5118,7 @@ func Icamax(handle Handle, n int32, x *cudart.CuComplex, incx int32, result *int
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasIcamax(fp, C.uintptr_t(handle), C.int(n), unsafe.Pointer(x), C.int(incx), (*C.int)(unsafe.Pointer(result))); r != 0 {
+	if r := C.gocuda_cublasIcamax(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), unsafe.Pointer(x), C.int(incx), (*C.int)(unsafe.Pointer(result))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5130,7 +5130,7 @@ func Icamax_64(handle Handle, n int64, x *cudart.CuComplex, incx int64, result *
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasIcamax_64(fp, C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), (*C.int64_t)(unsafe.Pointer(result))); r != 0 {
+	if r := C.gocuda_cublasIcamax_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), (*C.int64_t)(unsafe.Pointer(result))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5142,7 +5142,7 @@ func Izamax(handle Handle, n int32, x *cudart.CuDoubleComplex, incx int32, resul
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasIzamax(fp, C.uintptr_t(handle), C.int(n), unsafe.Pointer(x), C.int(incx), (*C.int)(unsafe.Pointer(result))); r != 0 {
+	if r := C.gocuda_cublasIzamax(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), unsafe.Pointer(x), C.int(incx), (*C.int)(unsafe.Pointer(result))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5154,7 +5154,7 @@ func Izamax_64(handle Handle, n int64, x *cudart.CuDoubleComplex, incx int64, re
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasIzamax_64(fp, C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), (*C.int64_t)(unsafe.Pointer(result))); r != 0 {
+	if r := C.gocuda_cublasIzamax_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), (*C.int64_t)(unsafe.Pointer(result))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5166,7 +5166,7 @@ func IamaxEx(handle Handle, n int32, x unsafe.Pointer, xType cudart.DataType, in
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasIamaxEx(fp, C.uintptr_t(handle), C.int(n), unsafe.Pointer(x), C.int(xType), C.int(incx), (*C.int)(unsafe.Pointer(result))); r != 0 {
+	if r := C.gocuda_cublasIamaxEx(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), unsafe.Pointer(x), C.int(xType), C.int(incx), (*C.int)(unsafe.Pointer(result))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5178,7 +5178,7 @@ func IamaxEx_64(handle Handle, n int64, x unsafe.Pointer, xType cudart.DataType,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasIamaxEx_64(fp, C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int(xType), C.int64_t(incx), (*C.int64_t)(unsafe.Pointer(result))); r != 0 {
+	if r := C.gocuda_cublasIamaxEx_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int(xType), C.int64_t(incx), (*C.int64_t)(unsafe.Pointer(result))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5190,7 +5190,7 @@ func Isamin(handle Handle, n int32, x *float32, incx int32, result *int32) error
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasIsamin(fp, C.uintptr_t(handle), C.int(n), (*C.float)(unsafe.Pointer(x)), C.int(incx), (*C.int)(unsafe.Pointer(result))); r != 0 {
+	if r := C.gocuda_cublasIsamin(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), (*C.float)(unsafe.Pointer(x)), C.int(incx), (*C.int)(unsafe.Pointer(result))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5202,7 +5202,7 @@ func Isamin_64(handle Handle, n int64, x *float32, incx int64, result *int64) er
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasIsamin_64(fp, C.uintptr_t(handle), C.int64_t(n), (*C.float)(unsafe.Pointer(x)), C.int64_t(incx), (*C.int64_t)(unsafe.Pointer(result))); r != 0 {
+	if r := C.gocuda_cublasIsamin_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int64_t(n), (*C.float)(unsafe.Pointer(x)), C.int64_t(incx), (*C.int64_t)(unsafe.Pointer(result))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5214,7 +5214,7 @@ func Idamin(handle Handle, n int32, x *float64, incx int32, result *int32) error
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasIdamin(fp, C.uintptr_t(handle), C.int(n), (*C.double)(unsafe.Pointer(x)), C.int(incx), (*C.int)(unsafe.Pointer(result))); r != 0 {
+	if r := C.gocuda_cublasIdamin(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), (*C.double)(unsafe.Pointer(x)), C.int(incx), (*C.int)(unsafe.Pointer(result))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5226,7 +5226,7 @@ func Idamin_64(handle Handle, n int64, x *float64, incx int64, result *int64) er
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasIdamin_64(fp, C.uintptr_t(handle), C.int64_t(n), (*C.double)(unsafe.Pointer(x)), C.int64_t(incx), (*C.int64_t)(unsafe.Pointer(result))); r != 0 {
+	if r := C.gocuda_cublasIdamin_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int64_t(n), (*C.double)(unsafe.Pointer(x)), C.int64_t(incx), (*C.int64_t)(unsafe.Pointer(result))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5238,7 +5238,7 @@ func Icamin(handle Handle, n int32, x *cudart.CuComplex, incx int32, result *int
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasIcamin(fp, C.uintptr_t(handle), C.int(n), unsafe.Pointer(x), C.int(incx), (*C.int)(unsafe.Pointer(result))); r != 0 {
+	if r := C.gocuda_cublasIcamin(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), unsafe.Pointer(x), C.int(incx), (*C.int)(unsafe.Pointer(result))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5250,7 +5250,7 @@ func Icamin_64(handle Handle, n int64, x *cudart.CuComplex, incx int64, result *
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasIcamin_64(fp, C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), (*C.int64_t)(unsafe.Pointer(result))); r != 0 {
+	if r := C.gocuda_cublasIcamin_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), (*C.int64_t)(unsafe.Pointer(result))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5262,7 +5262,7 @@ func Izamin(handle Handle, n int32, x *cudart.CuDoubleComplex, incx int32, resul
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasIzamin(fp, C.uintptr_t(handle), C.int(n), unsafe.Pointer(x), C.int(incx), (*C.int)(unsafe.Pointer(result))); r != 0 {
+	if r := C.gocuda_cublasIzamin(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), unsafe.Pointer(x), C.int(incx), (*C.int)(unsafe.Pointer(result))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5274,7 +5274,7 @@ func Izamin_64(handle Handle, n int64, x *cudart.CuDoubleComplex, incx int64, re
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasIzamin_64(fp, C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), (*C.int64_t)(unsafe.Pointer(result))); r != 0 {
+	if r := C.gocuda_cublasIzamin_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), (*C.int64_t)(unsafe.Pointer(result))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5286,7 +5286,7 @@ func IaminEx(handle Handle, n int32, x unsafe.Pointer, xType cudart.DataType, in
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasIaminEx(fp, C.uintptr_t(handle), C.int(n), unsafe.Pointer(x), C.int(xType), C.int(incx), (*C.int)(unsafe.Pointer(result))); r != 0 {
+	if r := C.gocuda_cublasIaminEx(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), unsafe.Pointer(x), C.int(xType), C.int(incx), (*C.int)(unsafe.Pointer(result))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5298,7 +5298,7 @@ func IaminEx_64(handle Handle, n int64, x unsafe.Pointer, xType cudart.DataType,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasIaminEx_64(fp, C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int(xType), C.int64_t(incx), (*C.int64_t)(unsafe.Pointer(result))); r != 0 {
+	if r := C.gocuda_cublasIaminEx_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int(xType), C.int64_t(incx), (*C.int64_t)(unsafe.Pointer(result))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5310,7 +5310,7 @@ func AsumEx(handle Handle, n int32, x unsafe.Pointer, xType cudart.DataType, inc
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasAsumEx(fp, C.uintptr_t(handle), C.int(n), unsafe.Pointer(x), C.int(xType), C.int(incx), unsafe.Pointer(result), C.int(resultType), C.int(executiontype)); r != 0 {
+	if r := C.gocuda_cublasAsumEx(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), unsafe.Pointer(x), C.int(xType), C.int(incx), unsafe.Pointer(result), C.int(resultType), C.int(executiontype)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5322,7 +5322,7 @@ func AsumEx_64(handle Handle, n int64, x unsafe.Pointer, xType cudart.DataType, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasAsumEx_64(fp, C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int(xType), C.int64_t(incx), unsafe.Pointer(result), C.int(resultType), C.int(executiontype)); r != 0 {
+	if r := C.gocuda_cublasAsumEx_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int(xType), C.int64_t(incx), unsafe.Pointer(result), C.int(resultType), C.int(executiontype)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5334,7 +5334,7 @@ func Sasum(handle Handle, n int32, x *float32, incx int32, result *float32) erro
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSasum(fp, C.uintptr_t(handle), C.int(n), (*C.float)(unsafe.Pointer(x)), C.int(incx), (*C.float)(unsafe.Pointer(result))); r != 0 {
+	if r := C.gocuda_cublasSasum(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), (*C.float)(unsafe.Pointer(x)), C.int(incx), (*C.float)(unsafe.Pointer(result))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5346,7 +5346,7 @@ func Sasum_64(handle Handle, n int64, x *float32, incx int64, result *float32) e
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSasum_64(fp, C.uintptr_t(handle), C.int64_t(n), (*C.float)(unsafe.Pointer(x)), C.int64_t(incx), (*C.float)(unsafe.Pointer(result))); r != 0 {
+	if r := C.gocuda_cublasSasum_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int64_t(n), (*C.float)(unsafe.Pointer(x)), C.int64_t(incx), (*C.float)(unsafe.Pointer(result))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5358,7 +5358,7 @@ func Dasum(handle Handle, n int32, x *float64, incx int32, result *float64) erro
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDasum(fp, C.uintptr_t(handle), C.int(n), (*C.double)(unsafe.Pointer(x)), C.int(incx), (*C.double)(unsafe.Pointer(result))); r != 0 {
+	if r := C.gocuda_cublasDasum(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), (*C.double)(unsafe.Pointer(x)), C.int(incx), (*C.double)(unsafe.Pointer(result))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5370,7 +5370,7 @@ func Dasum_64(handle Handle, n int64, x *float64, incx int64, result *float64) e
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDasum_64(fp, C.uintptr_t(handle), C.int64_t(n), (*C.double)(unsafe.Pointer(x)), C.int64_t(incx), (*C.double)(unsafe.Pointer(result))); r != 0 {
+	if r := C.gocuda_cublasDasum_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int64_t(n), (*C.double)(unsafe.Pointer(x)), C.int64_t(incx), (*C.double)(unsafe.Pointer(result))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5382,7 +5382,7 @@ func Scasum(handle Handle, n int32, x *cudart.CuComplex, incx int32, result *flo
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasScasum(fp, C.uintptr_t(handle), C.int(n), unsafe.Pointer(x), C.int(incx), (*C.float)(unsafe.Pointer(result))); r != 0 {
+	if r := C.gocuda_cublasScasum(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), unsafe.Pointer(x), C.int(incx), (*C.float)(unsafe.Pointer(result))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5394,7 +5394,7 @@ func Scasum_64(handle Handle, n int64, x *cudart.CuComplex, incx int64, result *
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasScasum_64(fp, C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), (*C.float)(unsafe.Pointer(result))); r != 0 {
+	if r := C.gocuda_cublasScasum_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), (*C.float)(unsafe.Pointer(result))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5406,7 +5406,7 @@ func Dzasum(handle Handle, n int32, x *cudart.CuDoubleComplex, incx int32, resul
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDzasum(fp, C.uintptr_t(handle), C.int(n), unsafe.Pointer(x), C.int(incx), (*C.double)(unsafe.Pointer(result))); r != 0 {
+	if r := C.gocuda_cublasDzasum(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), unsafe.Pointer(x), C.int(incx), (*C.double)(unsafe.Pointer(result))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5418,7 +5418,7 @@ func Dzasum_64(handle Handle, n int64, x *cudart.CuDoubleComplex, incx int64, re
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDzasum_64(fp, C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), (*C.double)(unsafe.Pointer(result))); r != 0 {
+	if r := C.gocuda_cublasDzasum_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), (*C.double)(unsafe.Pointer(result))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5430,7 +5430,7 @@ func Srot(handle Handle, n int32, x *float32, incx int32, y *float32, incy int32
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSrot(fp, C.uintptr_t(handle), C.int(n), (*C.float)(unsafe.Pointer(x)), C.int(incx), (*C.float)(unsafe.Pointer(y)), C.int(incy), (*C.float)(unsafe.Pointer(c)), (*C.float)(unsafe.Pointer(s))); r != 0 {
+	if r := C.gocuda_cublasSrot(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), (*C.float)(unsafe.Pointer(x)), C.int(incx), (*C.float)(unsafe.Pointer(y)), C.int(incy), (*C.float)(unsafe.Pointer(c)), (*C.float)(unsafe.Pointer(s))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5442,7 +5442,7 @@ func Srot_64(handle Handle, n int64, x *float32, incx int64, y *float32, incy in
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSrot_64(fp, C.uintptr_t(handle), C.int64_t(n), (*C.float)(unsafe.Pointer(x)), C.int64_t(incx), (*C.float)(unsafe.Pointer(y)), C.int64_t(incy), (*C.float)(unsafe.Pointer(c)), (*C.float)(unsafe.Pointer(s))); r != 0 {
+	if r := C.gocuda_cublasSrot_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int64_t(n), (*C.float)(unsafe.Pointer(x)), C.int64_t(incx), (*C.float)(unsafe.Pointer(y)), C.int64_t(incy), (*C.float)(unsafe.Pointer(c)), (*C.float)(unsafe.Pointer(s))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5454,7 +5454,7 @@ func Drot(handle Handle, n int32, x *float64, incx int32, y *float64, incy int32
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDrot(fp, C.uintptr_t(handle), C.int(n), (*C.double)(unsafe.Pointer(x)), C.int(incx), (*C.double)(unsafe.Pointer(y)), C.int(incy), (*C.double)(unsafe.Pointer(c)), (*C.double)(unsafe.Pointer(s))); r != 0 {
+	if r := C.gocuda_cublasDrot(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), (*C.double)(unsafe.Pointer(x)), C.int(incx), (*C.double)(unsafe.Pointer(y)), C.int(incy), (*C.double)(unsafe.Pointer(c)), (*C.double)(unsafe.Pointer(s))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5466,7 +5466,7 @@ func Drot_64(handle Handle, n int64, x *float64, incx int64, y *float64, incy in
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDrot_64(fp, C.uintptr_t(handle), C.int64_t(n), (*C.double)(unsafe.Pointer(x)), C.int64_t(incx), (*C.double)(unsafe.Pointer(y)), C.int64_t(incy), (*C.double)(unsafe.Pointer(c)), (*C.double)(unsafe.Pointer(s))); r != 0 {
+	if r := C.gocuda_cublasDrot_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int64_t(n), (*C.double)(unsafe.Pointer(x)), C.int64_t(incx), (*C.double)(unsafe.Pointer(y)), C.int64_t(incy), (*C.double)(unsafe.Pointer(c)), (*C.double)(unsafe.Pointer(s))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5478,7 +5478,7 @@ func Crot(handle Handle, n int32, x *cudart.CuComplex, incx int32, y *cudart.CuC
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCrot(fp, C.uintptr_t(handle), C.int(n), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(y), C.int(incy), (*C.float)(unsafe.Pointer(c)), unsafe.Pointer(s)); r != 0 {
+	if r := C.gocuda_cublasCrot(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(y), C.int(incy), (*C.float)(unsafe.Pointer(c)), unsafe.Pointer(s)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5490,7 +5490,7 @@ func Crot_64(handle Handle, n int64, x *cudart.CuComplex, incx int64, y *cudart.
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCrot_64(fp, C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy), (*C.float)(unsafe.Pointer(c)), unsafe.Pointer(s)); r != 0 {
+	if r := C.gocuda_cublasCrot_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy), (*C.float)(unsafe.Pointer(c)), unsafe.Pointer(s)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5502,7 +5502,7 @@ func Csrot(handle Handle, n int32, x *cudart.CuComplex, incx int32, y *cudart.Cu
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCsrot(fp, C.uintptr_t(handle), C.int(n), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(y), C.int(incy), (*C.float)(unsafe.Pointer(c)), (*C.float)(unsafe.Pointer(s))); r != 0 {
+	if r := C.gocuda_cublasCsrot(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(y), C.int(incy), (*C.float)(unsafe.Pointer(c)), (*C.float)(unsafe.Pointer(s))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5514,7 +5514,7 @@ func Csrot_64(handle Handle, n int64, x *cudart.CuComplex, incx int64, y *cudart
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCsrot_64(fp, C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy), (*C.float)(unsafe.Pointer(c)), (*C.float)(unsafe.Pointer(s))); r != 0 {
+	if r := C.gocuda_cublasCsrot_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy), (*C.float)(unsafe.Pointer(c)), (*C.float)(unsafe.Pointer(s))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5526,7 +5526,7 @@ func Zrot(handle Handle, n int32, x *cudart.CuDoubleComplex, incx int32, y *cuda
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZrot(fp, C.uintptr_t(handle), C.int(n), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(y), C.int(incy), (*C.double)(unsafe.Pointer(c)), unsafe.Pointer(s)); r != 0 {
+	if r := C.gocuda_cublasZrot(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(y), C.int(incy), (*C.double)(unsafe.Pointer(c)), unsafe.Pointer(s)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5538,7 +5538,7 @@ func Zrot_64(handle Handle, n int64, x *cudart.CuDoubleComplex, incx int64, y *c
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZrot_64(fp, C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy), (*C.double)(unsafe.Pointer(c)), unsafe.Pointer(s)); r != 0 {
+	if r := C.gocuda_cublasZrot_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy), (*C.double)(unsafe.Pointer(c)), unsafe.Pointer(s)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5550,7 +5550,7 @@ func Zdrot(handle Handle, n int32, x *cudart.CuDoubleComplex, incx int32, y *cud
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZdrot(fp, C.uintptr_t(handle), C.int(n), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(y), C.int(incy), (*C.double)(unsafe.Pointer(c)), (*C.double)(unsafe.Pointer(s))); r != 0 {
+	if r := C.gocuda_cublasZdrot(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(y), C.int(incy), (*C.double)(unsafe.Pointer(c)), (*C.double)(unsafe.Pointer(s))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5562,7 +5562,7 @@ func Zdrot_64(handle Handle, n int64, x *cudart.CuDoubleComplex, incx int64, y *
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZdrot_64(fp, C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy), (*C.double)(unsafe.Pointer(c)), (*C.double)(unsafe.Pointer(s))); r != 0 {
+	if r := C.gocuda_cublasZdrot_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy), (*C.double)(unsafe.Pointer(c)), (*C.double)(unsafe.Pointer(s))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5574,7 +5574,7 @@ func RotEx(handle Handle, n int32, x unsafe.Pointer, xType cudart.DataType, incx
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasRotEx(fp, C.uintptr_t(handle), C.int(n), unsafe.Pointer(x), C.int(xType), C.int(incx), unsafe.Pointer(y), C.int(yType), C.int(incy), unsafe.Pointer(c), unsafe.Pointer(s), C.int(csType), C.int(executiontype)); r != 0 {
+	if r := C.gocuda_cublasRotEx(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), unsafe.Pointer(x), C.int(xType), C.int(incx), unsafe.Pointer(y), C.int(yType), C.int(incy), unsafe.Pointer(c), unsafe.Pointer(s), C.int(csType), C.int(executiontype)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5586,7 +5586,7 @@ func RotEx_64(handle Handle, n int64, x unsafe.Pointer, xType cudart.DataType, i
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasRotEx_64(fp, C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int(xType), C.int64_t(incx), unsafe.Pointer(y), C.int(yType), C.int64_t(incy), unsafe.Pointer(c), unsafe.Pointer(s), C.int(csType), C.int(executiontype)); r != 0 {
+	if r := C.gocuda_cublasRotEx_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int(xType), C.int64_t(incx), unsafe.Pointer(y), C.int(yType), C.int64_t(incy), unsafe.Pointer(c), unsafe.Pointer(s), C.int(csType), C.int(executiontype)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5598,7 +5598,7 @@ func Srotg(handle Handle, a *float32, b *float32, c *float32, s *float32) error 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSrotg(fp, C.uintptr_t(handle), (*C.float)(unsafe.Pointer(a)), (*C.float)(unsafe.Pointer(b)), (*C.float)(unsafe.Pointer(c)), (*C.float)(unsafe.Pointer(s))); r != 0 {
+	if r := C.gocuda_cublasSrotg(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), (*C.float)(unsafe.Pointer(a)), (*C.float)(unsafe.Pointer(b)), (*C.float)(unsafe.Pointer(c)), (*C.float)(unsafe.Pointer(s))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5610,7 +5610,7 @@ func Drotg(handle Handle, a *float64, b *float64, c *float64, s *float64) error 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDrotg(fp, C.uintptr_t(handle), (*C.double)(unsafe.Pointer(a)), (*C.double)(unsafe.Pointer(b)), (*C.double)(unsafe.Pointer(c)), (*C.double)(unsafe.Pointer(s))); r != 0 {
+	if r := C.gocuda_cublasDrotg(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), (*C.double)(unsafe.Pointer(a)), (*C.double)(unsafe.Pointer(b)), (*C.double)(unsafe.Pointer(c)), (*C.double)(unsafe.Pointer(s))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5622,7 +5622,7 @@ func Crotg(handle Handle, a *cudart.CuComplex, b *cudart.CuComplex, c *float32, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCrotg(fp, C.uintptr_t(handle), unsafe.Pointer(a), unsafe.Pointer(b), (*C.float)(unsafe.Pointer(c)), unsafe.Pointer(s)); r != 0 {
+	if r := C.gocuda_cublasCrotg(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), unsafe.Pointer(a), unsafe.Pointer(b), (*C.float)(unsafe.Pointer(c)), unsafe.Pointer(s)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5634,7 +5634,7 @@ func Zrotg(handle Handle, a *cudart.CuDoubleComplex, b *cudart.CuDoubleComplex, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZrotg(fp, C.uintptr_t(handle), unsafe.Pointer(a), unsafe.Pointer(b), (*C.double)(unsafe.Pointer(c)), unsafe.Pointer(s)); r != 0 {
+	if r := C.gocuda_cublasZrotg(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), unsafe.Pointer(a), unsafe.Pointer(b), (*C.double)(unsafe.Pointer(c)), unsafe.Pointer(s)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5646,7 +5646,7 @@ func RotgEx(handle Handle, a unsafe.Pointer, b unsafe.Pointer, abType cudart.Dat
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasRotgEx(fp, C.uintptr_t(handle), unsafe.Pointer(a), unsafe.Pointer(b), C.int(abType), unsafe.Pointer(c), unsafe.Pointer(s), C.int(csType), C.int(executiontype)); r != 0 {
+	if r := C.gocuda_cublasRotgEx(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), unsafe.Pointer(a), unsafe.Pointer(b), C.int(abType), unsafe.Pointer(c), unsafe.Pointer(s), C.int(csType), C.int(executiontype)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5658,7 +5658,7 @@ func Srotm(handle Handle, n int32, x *float32, incx int32, y *float32, incy int3
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSrotm(fp, C.uintptr_t(handle), C.int(n), (*C.float)(unsafe.Pointer(x)), C.int(incx), (*C.float)(unsafe.Pointer(y)), C.int(incy), (*C.float)(unsafe.Pointer(param))); r != 0 {
+	if r := C.gocuda_cublasSrotm(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), (*C.float)(unsafe.Pointer(x)), C.int(incx), (*C.float)(unsafe.Pointer(y)), C.int(incy), (*C.float)(unsafe.Pointer(param))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5670,7 +5670,7 @@ func Srotm_64(handle Handle, n int64, x *float32, incx int64, y *float32, incy i
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSrotm_64(fp, C.uintptr_t(handle), C.int64_t(n), (*C.float)(unsafe.Pointer(x)), C.int64_t(incx), (*C.float)(unsafe.Pointer(y)), C.int64_t(incy), (*C.float)(unsafe.Pointer(param))); r != 0 {
+	if r := C.gocuda_cublasSrotm_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int64_t(n), (*C.float)(unsafe.Pointer(x)), C.int64_t(incx), (*C.float)(unsafe.Pointer(y)), C.int64_t(incy), (*C.float)(unsafe.Pointer(param))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5682,7 +5682,7 @@ func Drotm(handle Handle, n int32, x *float64, incx int32, y *float64, incy int3
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDrotm(fp, C.uintptr_t(handle), C.int(n), (*C.double)(unsafe.Pointer(x)), C.int(incx), (*C.double)(unsafe.Pointer(y)), C.int(incy), (*C.double)(unsafe.Pointer(param))); r != 0 {
+	if r := C.gocuda_cublasDrotm(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), (*C.double)(unsafe.Pointer(x)), C.int(incx), (*C.double)(unsafe.Pointer(y)), C.int(incy), (*C.double)(unsafe.Pointer(param))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5694,7 +5694,7 @@ func Drotm_64(handle Handle, n int64, x *float64, incx int64, y *float64, incy i
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDrotm_64(fp, C.uintptr_t(handle), C.int64_t(n), (*C.double)(unsafe.Pointer(x)), C.int64_t(incx), (*C.double)(unsafe.Pointer(y)), C.int64_t(incy), (*C.double)(unsafe.Pointer(param))); r != 0 {
+	if r := C.gocuda_cublasDrotm_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int64_t(n), (*C.double)(unsafe.Pointer(x)), C.int64_t(incx), (*C.double)(unsafe.Pointer(y)), C.int64_t(incy), (*C.double)(unsafe.Pointer(param))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5706,7 +5706,7 @@ func RotmEx(handle Handle, n int32, x unsafe.Pointer, xType cudart.DataType, inc
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasRotmEx(fp, C.uintptr_t(handle), C.int(n), unsafe.Pointer(x), C.int(xType), C.int(incx), unsafe.Pointer(y), C.int(yType), C.int(incy), unsafe.Pointer(param), C.int(paramType), C.int(executiontype)); r != 0 {
+	if r := C.gocuda_cublasRotmEx(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), unsafe.Pointer(x), C.int(xType), C.int(incx), unsafe.Pointer(y), C.int(yType), C.int(incy), unsafe.Pointer(param), C.int(paramType), C.int(executiontype)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5718,7 +5718,7 @@ func RotmEx_64(handle Handle, n int64, x unsafe.Pointer, xType cudart.DataType, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasRotmEx_64(fp, C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int(xType), C.int64_t(incx), unsafe.Pointer(y), C.int(yType), C.int64_t(incy), unsafe.Pointer(param), C.int(paramType), C.int(executiontype)); r != 0 {
+	if r := C.gocuda_cublasRotmEx_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int64_t(n), unsafe.Pointer(x), C.int(xType), C.int64_t(incx), unsafe.Pointer(y), C.int(yType), C.int64_t(incy), unsafe.Pointer(param), C.int(paramType), C.int(executiontype)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5730,7 +5730,7 @@ func Srotmg(handle Handle, d1 *float32, d2 *float32, x1 *float32, y1 *float32, p
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSrotmg(fp, C.uintptr_t(handle), (*C.float)(unsafe.Pointer(d1)), (*C.float)(unsafe.Pointer(d2)), (*C.float)(unsafe.Pointer(x1)), (*C.float)(unsafe.Pointer(y1)), (*C.float)(unsafe.Pointer(param))); r != 0 {
+	if r := C.gocuda_cublasSrotmg(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), (*C.float)(unsafe.Pointer(d1)), (*C.float)(unsafe.Pointer(d2)), (*C.float)(unsafe.Pointer(x1)), (*C.float)(unsafe.Pointer(y1)), (*C.float)(unsafe.Pointer(param))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5742,7 +5742,7 @@ func Drotmg(handle Handle, d1 *float64, d2 *float64, x1 *float64, y1 *float64, p
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDrotmg(fp, C.uintptr_t(handle), (*C.double)(unsafe.Pointer(d1)), (*C.double)(unsafe.Pointer(d2)), (*C.double)(unsafe.Pointer(x1)), (*C.double)(unsafe.Pointer(y1)), (*C.double)(unsafe.Pointer(param))); r != 0 {
+	if r := C.gocuda_cublasDrotmg(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), (*C.double)(unsafe.Pointer(d1)), (*C.double)(unsafe.Pointer(d2)), (*C.double)(unsafe.Pointer(x1)), (*C.double)(unsafe.Pointer(y1)), (*C.double)(unsafe.Pointer(param))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5754,7 +5754,7 @@ func RotmgEx(handle Handle, d1 unsafe.Pointer, d1Type cudart.DataType, d2 unsafe
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasRotmgEx(fp, C.uintptr_t(handle), unsafe.Pointer(d1), C.int(d1Type), unsafe.Pointer(d2), C.int(d2Type), unsafe.Pointer(x1), C.int(x1Type), unsafe.Pointer(y1), C.int(y1Type), unsafe.Pointer(param), C.int(paramType), C.int(executiontype)); r != 0 {
+	if r := C.gocuda_cublasRotmgEx(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), unsafe.Pointer(d1), C.int(d1Type), unsafe.Pointer(d2), C.int(d2Type), unsafe.Pointer(x1), C.int(x1Type), unsafe.Pointer(y1), C.int(y1Type), unsafe.Pointer(param), C.int(paramType), C.int(executiontype)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5766,7 +5766,7 @@ func Sgemv(handle Handle, trans Operation, m int32, n int32, alpha *float32, A *
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSgemv(fp, C.uintptr_t(handle), C.int(trans), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(x)), C.int(incx), (*C.float)(unsafe.Pointer(beta)), (*C.float)(unsafe.Pointer(y)), C.int(incy)); r != 0 {
+	if r := C.gocuda_cublasSgemv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(trans), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(x)), C.int(incx), (*C.float)(unsafe.Pointer(beta)), (*C.float)(unsafe.Pointer(y)), C.int(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5778,7 +5778,7 @@ func Sgemv_64(handle Handle, trans Operation, m int64, n int64, alpha *float32, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSgemv_64(fp, C.uintptr_t(handle), C.int(trans), C.int64_t(m), C.int64_t(n), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(A)), C.int64_t(lda), (*C.float)(unsafe.Pointer(x)), C.int64_t(incx), (*C.float)(unsafe.Pointer(beta)), (*C.float)(unsafe.Pointer(y)), C.int64_t(incy)); r != 0 {
+	if r := C.gocuda_cublasSgemv_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(trans), C.int64_t(m), C.int64_t(n), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(A)), C.int64_t(lda), (*C.float)(unsafe.Pointer(x)), C.int64_t(incx), (*C.float)(unsafe.Pointer(beta)), (*C.float)(unsafe.Pointer(y)), C.int64_t(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5790,7 +5790,7 @@ func Dgemv(handle Handle, trans Operation, m int32, n int32, alpha *float64, A *
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDgemv(fp, C.uintptr_t(handle), C.int(trans), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(x)), C.int(incx), (*C.double)(unsafe.Pointer(beta)), (*C.double)(unsafe.Pointer(y)), C.int(incy)); r != 0 {
+	if r := C.gocuda_cublasDgemv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(trans), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(x)), C.int(incx), (*C.double)(unsafe.Pointer(beta)), (*C.double)(unsafe.Pointer(y)), C.int(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5802,7 +5802,7 @@ func Dgemv_64(handle Handle, trans Operation, m int64, n int64, alpha *float64, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDgemv_64(fp, C.uintptr_t(handle), C.int(trans), C.int64_t(m), C.int64_t(n), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(A)), C.int64_t(lda), (*C.double)(unsafe.Pointer(x)), C.int64_t(incx), (*C.double)(unsafe.Pointer(beta)), (*C.double)(unsafe.Pointer(y)), C.int64_t(incy)); r != 0 {
+	if r := C.gocuda_cublasDgemv_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(trans), C.int64_t(m), C.int64_t(n), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(A)), C.int64_t(lda), (*C.double)(unsafe.Pointer(x)), C.int64_t(incx), (*C.double)(unsafe.Pointer(beta)), (*C.double)(unsafe.Pointer(y)), C.int64_t(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5814,7 +5814,7 @@ func Cgemv(handle Handle, trans Operation, m int32, n int32, alpha *cudart.CuCom
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCgemv(fp, C.uintptr_t(handle), C.int(trans), C.int(m), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int(incy)); r != 0 {
+	if r := C.gocuda_cublasCgemv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(trans), C.int(m), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5826,7 +5826,7 @@ func Cgemv_64(handle Handle, trans Operation, m int64, n int64, alpha *cudart.Cu
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCgemv_64(fp, C.uintptr_t(handle), C.int(trans), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int64_t(incy)); r != 0 {
+	if r := C.gocuda_cublasCgemv_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(trans), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int64_t(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5838,7 +5838,7 @@ func Zgemv(handle Handle, trans Operation, m int32, n int32, alpha *cudart.CuDou
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZgemv(fp, C.uintptr_t(handle), C.int(trans), C.int(m), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int(incy)); r != 0 {
+	if r := C.gocuda_cublasZgemv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(trans), C.int(m), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5850,7 +5850,7 @@ func Zgemv_64(handle Handle, trans Operation, m int64, n int64, alpha *cudart.Cu
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZgemv_64(fp, C.uintptr_t(handle), C.int(trans), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int64_t(incy)); r != 0 {
+	if r := C.gocuda_cublasZgemv_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(trans), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int64_t(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5862,7 +5862,7 @@ func Sgbmv(handle Handle, trans Operation, m int32, n int32, kl int32, ku int32,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSgbmv(fp, C.uintptr_t(handle), C.int(trans), C.int(m), C.int(n), C.int(kl), C.int(ku), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(x)), C.int(incx), (*C.float)(unsafe.Pointer(beta)), (*C.float)(unsafe.Pointer(y)), C.int(incy)); r != 0 {
+	if r := C.gocuda_cublasSgbmv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(trans), C.int(m), C.int(n), C.int(kl), C.int(ku), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(x)), C.int(incx), (*C.float)(unsafe.Pointer(beta)), (*C.float)(unsafe.Pointer(y)), C.int(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5874,7 +5874,7 @@ func Sgbmv_64(handle Handle, trans Operation, m int64, n int64, kl int64, ku int
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSgbmv_64(fp, C.uintptr_t(handle), C.int(trans), C.int64_t(m), C.int64_t(n), C.int64_t(kl), C.int64_t(ku), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(A)), C.int64_t(lda), (*C.float)(unsafe.Pointer(x)), C.int64_t(incx), (*C.float)(unsafe.Pointer(beta)), (*C.float)(unsafe.Pointer(y)), C.int64_t(incy)); r != 0 {
+	if r := C.gocuda_cublasSgbmv_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(trans), C.int64_t(m), C.int64_t(n), C.int64_t(kl), C.int64_t(ku), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(A)), C.int64_t(lda), (*C.float)(unsafe.Pointer(x)), C.int64_t(incx), (*C.float)(unsafe.Pointer(beta)), (*C.float)(unsafe.Pointer(y)), C.int64_t(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5886,7 +5886,7 @@ func Dgbmv(handle Handle, trans Operation, m int32, n int32, kl int32, ku int32,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDgbmv(fp, C.uintptr_t(handle), C.int(trans), C.int(m), C.int(n), C.int(kl), C.int(ku), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(x)), C.int(incx), (*C.double)(unsafe.Pointer(beta)), (*C.double)(unsafe.Pointer(y)), C.int(incy)); r != 0 {
+	if r := C.gocuda_cublasDgbmv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(trans), C.int(m), C.int(n), C.int(kl), C.int(ku), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(x)), C.int(incx), (*C.double)(unsafe.Pointer(beta)), (*C.double)(unsafe.Pointer(y)), C.int(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5898,7 +5898,7 @@ func Dgbmv_64(handle Handle, trans Operation, m int64, n int64, kl int64, ku int
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDgbmv_64(fp, C.uintptr_t(handle), C.int(trans), C.int64_t(m), C.int64_t(n), C.int64_t(kl), C.int64_t(ku), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(A)), C.int64_t(lda), (*C.double)(unsafe.Pointer(x)), C.int64_t(incx), (*C.double)(unsafe.Pointer(beta)), (*C.double)(unsafe.Pointer(y)), C.int64_t(incy)); r != 0 {
+	if r := C.gocuda_cublasDgbmv_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(trans), C.int64_t(m), C.int64_t(n), C.int64_t(kl), C.int64_t(ku), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(A)), C.int64_t(lda), (*C.double)(unsafe.Pointer(x)), C.int64_t(incx), (*C.double)(unsafe.Pointer(beta)), (*C.double)(unsafe.Pointer(y)), C.int64_t(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5910,7 +5910,7 @@ func Cgbmv(handle Handle, trans Operation, m int32, n int32, kl int32, ku int32,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCgbmv(fp, C.uintptr_t(handle), C.int(trans), C.int(m), C.int(n), C.int(kl), C.int(ku), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int(incy)); r != 0 {
+	if r := C.gocuda_cublasCgbmv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(trans), C.int(m), C.int(n), C.int(kl), C.int(ku), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5922,7 +5922,7 @@ func Cgbmv_64(handle Handle, trans Operation, m int64, n int64, kl int64, ku int
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCgbmv_64(fp, C.uintptr_t(handle), C.int(trans), C.int64_t(m), C.int64_t(n), C.int64_t(kl), C.int64_t(ku), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int64_t(incy)); r != 0 {
+	if r := C.gocuda_cublasCgbmv_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(trans), C.int64_t(m), C.int64_t(n), C.int64_t(kl), C.int64_t(ku), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int64_t(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5934,7 +5934,7 @@ func Zgbmv(handle Handle, trans Operation, m int32, n int32, kl int32, ku int32,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZgbmv(fp, C.uintptr_t(handle), C.int(trans), C.int(m), C.int(n), C.int(kl), C.int(ku), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int(incy)); r != 0 {
+	if r := C.gocuda_cublasZgbmv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(trans), C.int(m), C.int(n), C.int(kl), C.int(ku), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5946,7 +5946,7 @@ func Zgbmv_64(handle Handle, trans Operation, m int64, n int64, kl int64, ku int
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZgbmv_64(fp, C.uintptr_t(handle), C.int(trans), C.int64_t(m), C.int64_t(n), C.int64_t(kl), C.int64_t(ku), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int64_t(incy)); r != 0 {
+	if r := C.gocuda_cublasZgbmv_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(trans), C.int64_t(m), C.int64_t(n), C.int64_t(kl), C.int64_t(ku), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int64_t(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5958,7 +5958,7 @@ func Strmv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasStrmv(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(x)), C.int(incx)); r != 0 {
+	if r := C.gocuda_cublasStrmv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(x)), C.int(incx)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5970,7 +5970,7 @@ func Strmv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n in
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasStrmv_64(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(n), (*C.float)(unsafe.Pointer(A)), C.int64_t(lda), (*C.float)(unsafe.Pointer(x)), C.int64_t(incx)); r != 0 {
+	if r := C.gocuda_cublasStrmv_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(n), (*C.float)(unsafe.Pointer(A)), C.int64_t(lda), (*C.float)(unsafe.Pointer(x)), C.int64_t(incx)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5982,7 +5982,7 @@ func Dtrmv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDtrmv(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(x)), C.int(incx)); r != 0 {
+	if r := C.gocuda_cublasDtrmv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(x)), C.int(incx)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5994,7 +5994,7 @@ func Dtrmv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n in
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDtrmv_64(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(n), (*C.double)(unsafe.Pointer(A)), C.int64_t(lda), (*C.double)(unsafe.Pointer(x)), C.int64_t(incx)); r != 0 {
+	if r := C.gocuda_cublasDtrmv_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(n), (*C.double)(unsafe.Pointer(A)), C.int64_t(lda), (*C.double)(unsafe.Pointer(x)), C.int64_t(incx)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6006,7 +6006,7 @@ func Ctrmv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCtrmv(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(x), C.int(incx)); r != 0 {
+	if r := C.gocuda_cublasCtrmv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(x), C.int(incx)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6018,7 +6018,7 @@ func Ctrmv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n in
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCtrmv_64(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(n), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx)); r != 0 {
+	if r := C.gocuda_cublasCtrmv_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(n), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6030,7 +6030,7 @@ func Ztrmv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZtrmv(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(x), C.int(incx)); r != 0 {
+	if r := C.gocuda_cublasZtrmv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(x), C.int(incx)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6042,7 +6042,7 @@ func Ztrmv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n in
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZtrmv_64(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(n), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx)); r != 0 {
+	if r := C.gocuda_cublasZtrmv_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(n), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6054,7 +6054,7 @@ func Stbmv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasStbmv(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int(n), C.int(k), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(x)), C.int(incx)); r != 0 {
+	if r := C.gocuda_cublasStbmv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int(n), C.int(k), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(x)), C.int(incx)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6066,7 +6066,7 @@ func Stbmv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n in
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasStbmv_64(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(n), C.int64_t(k), (*C.float)(unsafe.Pointer(A)), C.int64_t(lda), (*C.float)(unsafe.Pointer(x)), C.int64_t(incx)); r != 0 {
+	if r := C.gocuda_cublasStbmv_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(n), C.int64_t(k), (*C.float)(unsafe.Pointer(A)), C.int64_t(lda), (*C.float)(unsafe.Pointer(x)), C.int64_t(incx)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6078,7 +6078,7 @@ func Dtbmv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDtbmv(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int(n), C.int(k), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(x)), C.int(incx)); r != 0 {
+	if r := C.gocuda_cublasDtbmv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int(n), C.int(k), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(x)), C.int(incx)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6090,7 +6090,7 @@ func Dtbmv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n in
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDtbmv_64(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(n), C.int64_t(k), (*C.double)(unsafe.Pointer(A)), C.int64_t(lda), (*C.double)(unsafe.Pointer(x)), C.int64_t(incx)); r != 0 {
+	if r := C.gocuda_cublasDtbmv_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(n), C.int64_t(k), (*C.double)(unsafe.Pointer(A)), C.int64_t(lda), (*C.double)(unsafe.Pointer(x)), C.int64_t(incx)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6102,7 +6102,7 @@ func Ctbmv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCtbmv(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int(n), C.int(k), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(x), C.int(incx)); r != 0 {
+	if r := C.gocuda_cublasCtbmv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int(n), C.int(k), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(x), C.int(incx)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6114,7 +6114,7 @@ func Ctbmv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n in
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCtbmv_64(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(n), C.int64_t(k), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx)); r != 0 {
+	if r := C.gocuda_cublasCtbmv_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(n), C.int64_t(k), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6126,7 +6126,7 @@ func Ztbmv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZtbmv(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int(n), C.int(k), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(x), C.int(incx)); r != 0 {
+	if r := C.gocuda_cublasZtbmv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int(n), C.int(k), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(x), C.int(incx)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6138,7 +6138,7 @@ func Ztbmv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n in
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZtbmv_64(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(n), C.int64_t(k), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx)); r != 0 {
+	if r := C.gocuda_cublasZtbmv_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(n), C.int64_t(k), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6150,7 +6150,7 @@ func Stpmv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasStpmv(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int(n), (*C.float)(unsafe.Pointer(AP)), (*C.float)(unsafe.Pointer(x)), C.int(incx)); r != 0 {
+	if r := C.gocuda_cublasStpmv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int(n), (*C.float)(unsafe.Pointer(AP)), (*C.float)(unsafe.Pointer(x)), C.int(incx)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6162,7 +6162,7 @@ func Stpmv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n in
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasStpmv_64(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(n), (*C.float)(unsafe.Pointer(AP)), (*C.float)(unsafe.Pointer(x)), C.int64_t(incx)); r != 0 {
+	if r := C.gocuda_cublasStpmv_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(n), (*C.float)(unsafe.Pointer(AP)), (*C.float)(unsafe.Pointer(x)), C.int64_t(incx)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6174,7 +6174,7 @@ func Dtpmv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDtpmv(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int(n), (*C.double)(unsafe.Pointer(AP)), (*C.double)(unsafe.Pointer(x)), C.int(incx)); r != 0 {
+	if r := C.gocuda_cublasDtpmv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int(n), (*C.double)(unsafe.Pointer(AP)), (*C.double)(unsafe.Pointer(x)), C.int(incx)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6186,7 +6186,7 @@ func Dtpmv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n in
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDtpmv_64(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(n), (*C.double)(unsafe.Pointer(AP)), (*C.double)(unsafe.Pointer(x)), C.int64_t(incx)); r != 0 {
+	if r := C.gocuda_cublasDtpmv_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(n), (*C.double)(unsafe.Pointer(AP)), (*C.double)(unsafe.Pointer(x)), C.int64_t(incx)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6198,7 +6198,7 @@ func Ctpmv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCtpmv(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int(n), unsafe.Pointer(AP), unsafe.Pointer(x), C.int(incx)); r != 0 {
+	if r := C.gocuda_cublasCtpmv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int(n), unsafe.Pointer(AP), unsafe.Pointer(x), C.int(incx)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6210,7 +6210,7 @@ func Ctpmv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n in
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCtpmv_64(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(n), unsafe.Pointer(AP), unsafe.Pointer(x), C.int64_t(incx)); r != 0 {
+	if r := C.gocuda_cublasCtpmv_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(n), unsafe.Pointer(AP), unsafe.Pointer(x), C.int64_t(incx)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6222,7 +6222,7 @@ func Ztpmv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZtpmv(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int(n), unsafe.Pointer(AP), unsafe.Pointer(x), C.int(incx)); r != 0 {
+	if r := C.gocuda_cublasZtpmv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int(n), unsafe.Pointer(AP), unsafe.Pointer(x), C.int(incx)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6234,7 +6234,7 @@ func Ztpmv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n in
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZtpmv_64(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(n), unsafe.Pointer(AP), unsafe.Pointer(x), C.int64_t(incx)); r != 0 {
+	if r := C.gocuda_cublasZtpmv_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(n), unsafe.Pointer(AP), unsafe.Pointer(x), C.int64_t(incx)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6246,7 +6246,7 @@ func Strsv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasStrsv(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(x)), C.int(incx)); r != 0 {
+	if r := C.gocuda_cublasStrsv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(x)), C.int(incx)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6258,7 +6258,7 @@ func Strsv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n in
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasStrsv_64(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(n), (*C.float)(unsafe.Pointer(A)), C.int64_t(lda), (*C.float)(unsafe.Pointer(x)), C.int64_t(incx)); r != 0 {
+	if r := C.gocuda_cublasStrsv_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(n), (*C.float)(unsafe.Pointer(A)), C.int64_t(lda), (*C.float)(unsafe.Pointer(x)), C.int64_t(incx)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6270,7 +6270,7 @@ func Dtrsv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDtrsv(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(x)), C.int(incx)); r != 0 {
+	if r := C.gocuda_cublasDtrsv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(x)), C.int(incx)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6282,7 +6282,7 @@ func Dtrsv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n in
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDtrsv_64(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(n), (*C.double)(unsafe.Pointer(A)), C.int64_t(lda), (*C.double)(unsafe.Pointer(x)), C.int64_t(incx)); r != 0 {
+	if r := C.gocuda_cublasDtrsv_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(n), (*C.double)(unsafe.Pointer(A)), C.int64_t(lda), (*C.double)(unsafe.Pointer(x)), C.int64_t(incx)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6294,7 +6294,7 @@ func Ctrsv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCtrsv(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(x), C.int(incx)); r != 0 {
+	if r := C.gocuda_cublasCtrsv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(x), C.int(incx)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6306,7 +6306,7 @@ func Ctrsv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n in
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCtrsv_64(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(n), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx)); r != 0 {
+	if r := C.gocuda_cublasCtrsv_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(n), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6318,7 +6318,7 @@ func Ztrsv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZtrsv(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(x), C.int(incx)); r != 0 {
+	if r := C.gocuda_cublasZtrsv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(x), C.int(incx)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6330,7 +6330,7 @@ func Ztrsv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n in
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZtrsv_64(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(n), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx)); r != 0 {
+	if r := C.gocuda_cublasZtrsv_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(n), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6342,7 +6342,7 @@ func Stpsv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasStpsv(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int(n), (*C.float)(unsafe.Pointer(AP)), (*C.float)(unsafe.Pointer(x)), C.int(incx)); r != 0 {
+	if r := C.gocuda_cublasStpsv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int(n), (*C.float)(unsafe.Pointer(AP)), (*C.float)(unsafe.Pointer(x)), C.int(incx)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6354,7 +6354,7 @@ func Stpsv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n in
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasStpsv_64(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(n), (*C.float)(unsafe.Pointer(AP)), (*C.float)(unsafe.Pointer(x)), C.int64_t(incx)); r != 0 {
+	if r := C.gocuda_cublasStpsv_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(n), (*C.float)(unsafe.Pointer(AP)), (*C.float)(unsafe.Pointer(x)), C.int64_t(incx)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6366,7 +6366,7 @@ func Dtpsv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDtpsv(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int(n), (*C.double)(unsafe.Pointer(AP)), (*C.double)(unsafe.Pointer(x)), C.int(incx)); r != 0 {
+	if r := C.gocuda_cublasDtpsv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int(n), (*C.double)(unsafe.Pointer(AP)), (*C.double)(unsafe.Pointer(x)), C.int(incx)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6378,7 +6378,7 @@ func Dtpsv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n in
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDtpsv_64(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(n), (*C.double)(unsafe.Pointer(AP)), (*C.double)(unsafe.Pointer(x)), C.int64_t(incx)); r != 0 {
+	if r := C.gocuda_cublasDtpsv_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(n), (*C.double)(unsafe.Pointer(AP)), (*C.double)(unsafe.Pointer(x)), C.int64_t(incx)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6390,7 +6390,7 @@ func Ctpsv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCtpsv(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int(n), unsafe.Pointer(AP), unsafe.Pointer(x), C.int(incx)); r != 0 {
+	if r := C.gocuda_cublasCtpsv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int(n), unsafe.Pointer(AP), unsafe.Pointer(x), C.int(incx)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6402,7 +6402,7 @@ func Ctpsv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n in
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCtpsv_64(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(n), unsafe.Pointer(AP), unsafe.Pointer(x), C.int64_t(incx)); r != 0 {
+	if r := C.gocuda_cublasCtpsv_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(n), unsafe.Pointer(AP), unsafe.Pointer(x), C.int64_t(incx)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6414,7 +6414,7 @@ func Ztpsv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZtpsv(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int(n), unsafe.Pointer(AP), unsafe.Pointer(x), C.int(incx)); r != 0 {
+	if r := C.gocuda_cublasZtpsv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int(n), unsafe.Pointer(AP), unsafe.Pointer(x), C.int(incx)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6426,7 +6426,7 @@ func Ztpsv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n in
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZtpsv_64(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(n), unsafe.Pointer(AP), unsafe.Pointer(x), C.int64_t(incx)); r != 0 {
+	if r := C.gocuda_cublasZtpsv_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(n), unsafe.Pointer(AP), unsafe.Pointer(x), C.int64_t(incx)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6438,7 +6438,7 @@ func Stbsv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasStbsv(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int(n), C.int(k), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(x)), C.int(incx)); r != 0 {
+	if r := C.gocuda_cublasStbsv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int(n), C.int(k), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(x)), C.int(incx)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6450,7 +6450,7 @@ func Stbsv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n in
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasStbsv_64(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(n), C.int64_t(k), (*C.float)(unsafe.Pointer(A)), C.int64_t(lda), (*C.float)(unsafe.Pointer(x)), C.int64_t(incx)); r != 0 {
+	if r := C.gocuda_cublasStbsv_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(n), C.int64_t(k), (*C.float)(unsafe.Pointer(A)), C.int64_t(lda), (*C.float)(unsafe.Pointer(x)), C.int64_t(incx)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6462,7 +6462,7 @@ func Dtbsv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDtbsv(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int(n), C.int(k), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(x)), C.int(incx)); r != 0 {
+	if r := C.gocuda_cublasDtbsv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int(n), C.int(k), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(x)), C.int(incx)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6474,7 +6474,7 @@ func Dtbsv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n in
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDtbsv_64(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(n), C.int64_t(k), (*C.double)(unsafe.Pointer(A)), C.int64_t(lda), (*C.double)(unsafe.Pointer(x)), C.int64_t(incx)); r != 0 {
+	if r := C.gocuda_cublasDtbsv_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(n), C.int64_t(k), (*C.double)(unsafe.Pointer(A)), C.int64_t(lda), (*C.double)(unsafe.Pointer(x)), C.int64_t(incx)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6486,7 +6486,7 @@ func Ctbsv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCtbsv(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int(n), C.int(k), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(x), C.int(incx)); r != 0 {
+	if r := C.gocuda_cublasCtbsv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int(n), C.int(k), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(x), C.int(incx)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6498,7 +6498,7 @@ func Ctbsv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n in
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCtbsv_64(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(n), C.int64_t(k), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx)); r != 0 {
+	if r := C.gocuda_cublasCtbsv_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(n), C.int64_t(k), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6510,7 +6510,7 @@ func Ztbsv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZtbsv(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int(n), C.int(k), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(x), C.int(incx)); r != 0 {
+	if r := C.gocuda_cublasZtbsv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int(n), C.int(k), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(x), C.int(incx)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6522,7 +6522,7 @@ func Ztbsv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n in
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZtbsv_64(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(n), C.int64_t(k), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx)); r != 0 {
+	if r := C.gocuda_cublasZtbsv_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(n), C.int64_t(k), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6534,7 +6534,7 @@ func Ssymv(handle Handle, uplo FillMode, n int32, alpha *float32, A *float32, ld
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSsymv(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(x)), C.int(incx), (*C.float)(unsafe.Pointer(beta)), (*C.float)(unsafe.Pointer(y)), C.int(incy)); r != 0 {
+	if r := C.gocuda_cublasSsymv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(x)), C.int(incx), (*C.float)(unsafe.Pointer(beta)), (*C.float)(unsafe.Pointer(y)), C.int(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6546,7 +6546,7 @@ func Ssymv_64(handle Handle, uplo FillMode, n int64, alpha *float32, A *float32,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSsymv_64(fp, C.uintptr_t(handle), C.int(uplo), C.int64_t(n), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(A)), C.int64_t(lda), (*C.float)(unsafe.Pointer(x)), C.int64_t(incx), (*C.float)(unsafe.Pointer(beta)), (*C.float)(unsafe.Pointer(y)), C.int64_t(incy)); r != 0 {
+	if r := C.gocuda_cublasSsymv_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int64_t(n), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(A)), C.int64_t(lda), (*C.float)(unsafe.Pointer(x)), C.int64_t(incx), (*C.float)(unsafe.Pointer(beta)), (*C.float)(unsafe.Pointer(y)), C.int64_t(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6558,7 +6558,7 @@ func Dsymv(handle Handle, uplo FillMode, n int32, alpha *float64, A *float64, ld
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDsymv(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(x)), C.int(incx), (*C.double)(unsafe.Pointer(beta)), (*C.double)(unsafe.Pointer(y)), C.int(incy)); r != 0 {
+	if r := C.gocuda_cublasDsymv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(x)), C.int(incx), (*C.double)(unsafe.Pointer(beta)), (*C.double)(unsafe.Pointer(y)), C.int(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6570,7 +6570,7 @@ func Dsymv_64(handle Handle, uplo FillMode, n int64, alpha *float64, A *float64,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDsymv_64(fp, C.uintptr_t(handle), C.int(uplo), C.int64_t(n), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(A)), C.int64_t(lda), (*C.double)(unsafe.Pointer(x)), C.int64_t(incx), (*C.double)(unsafe.Pointer(beta)), (*C.double)(unsafe.Pointer(y)), C.int64_t(incy)); r != 0 {
+	if r := C.gocuda_cublasDsymv_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int64_t(n), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(A)), C.int64_t(lda), (*C.double)(unsafe.Pointer(x)), C.int64_t(incx), (*C.double)(unsafe.Pointer(beta)), (*C.double)(unsafe.Pointer(y)), C.int64_t(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6582,7 +6582,7 @@ func Csymv(handle Handle, uplo FillMode, n int32, alpha *cudart.CuComplex, A *cu
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCsymv(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int(incy)); r != 0 {
+	if r := C.gocuda_cublasCsymv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6594,7 +6594,7 @@ func Csymv_64(handle Handle, uplo FillMode, n int64, alpha *cudart.CuComplex, A 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCsymv_64(fp, C.uintptr_t(handle), C.int(uplo), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int64_t(incy)); r != 0 {
+	if r := C.gocuda_cublasCsymv_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int64_t(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6606,7 +6606,7 @@ func Zsymv(handle Handle, uplo FillMode, n int32, alpha *cudart.CuDoubleComplex,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZsymv(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int(incy)); r != 0 {
+	if r := C.gocuda_cublasZsymv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6618,7 +6618,7 @@ func Zsymv_64(handle Handle, uplo FillMode, n int64, alpha *cudart.CuDoubleCompl
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZsymv_64(fp, C.uintptr_t(handle), C.int(uplo), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int64_t(incy)); r != 0 {
+	if r := C.gocuda_cublasZsymv_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int64_t(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6630,7 +6630,7 @@ func Chemv(handle Handle, uplo FillMode, n int32, alpha *cudart.CuComplex, A *cu
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasChemv(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int(incy)); r != 0 {
+	if r := C.gocuda_cublasChemv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6642,7 +6642,7 @@ func Chemv_64(handle Handle, uplo FillMode, n int64, alpha *cudart.CuComplex, A 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasChemv_64(fp, C.uintptr_t(handle), C.int(uplo), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int64_t(incy)); r != 0 {
+	if r := C.gocuda_cublasChemv_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int64_t(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6654,7 +6654,7 @@ func Zhemv(handle Handle, uplo FillMode, n int32, alpha *cudart.CuDoubleComplex,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZhemv(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int(incy)); r != 0 {
+	if r := C.gocuda_cublasZhemv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6666,7 +6666,7 @@ func Zhemv_64(handle Handle, uplo FillMode, n int64, alpha *cudart.CuDoubleCompl
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZhemv_64(fp, C.uintptr_t(handle), C.int(uplo), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int64_t(incy)); r != 0 {
+	if r := C.gocuda_cublasZhemv_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int64_t(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6678,7 +6678,7 @@ func Ssbmv(handle Handle, uplo FillMode, n int32, k int32, alpha *float32, A *fl
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSsbmv(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), C.int(k), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(x)), C.int(incx), (*C.float)(unsafe.Pointer(beta)), (*C.float)(unsafe.Pointer(y)), C.int(incy)); r != 0 {
+	if r := C.gocuda_cublasSsbmv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), C.int(k), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(x)), C.int(incx), (*C.float)(unsafe.Pointer(beta)), (*C.float)(unsafe.Pointer(y)), C.int(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6690,7 +6690,7 @@ func Ssbmv_64(handle Handle, uplo FillMode, n int64, k int64, alpha *float32, A 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSsbmv_64(fp, C.uintptr_t(handle), C.int(uplo), C.int64_t(n), C.int64_t(k), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(A)), C.int64_t(lda), (*C.float)(unsafe.Pointer(x)), C.int64_t(incx), (*C.float)(unsafe.Pointer(beta)), (*C.float)(unsafe.Pointer(y)), C.int64_t(incy)); r != 0 {
+	if r := C.gocuda_cublasSsbmv_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int64_t(n), C.int64_t(k), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(A)), C.int64_t(lda), (*C.float)(unsafe.Pointer(x)), C.int64_t(incx), (*C.float)(unsafe.Pointer(beta)), (*C.float)(unsafe.Pointer(y)), C.int64_t(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6702,7 +6702,7 @@ func Dsbmv(handle Handle, uplo FillMode, n int32, k int32, alpha *float64, A *fl
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDsbmv(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), C.int(k), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(x)), C.int(incx), (*C.double)(unsafe.Pointer(beta)), (*C.double)(unsafe.Pointer(y)), C.int(incy)); r != 0 {
+	if r := C.gocuda_cublasDsbmv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), C.int(k), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(x)), C.int(incx), (*C.double)(unsafe.Pointer(beta)), (*C.double)(unsafe.Pointer(y)), C.int(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6714,7 +6714,7 @@ func Dsbmv_64(handle Handle, uplo FillMode, n int64, k int64, alpha *float64, A 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDsbmv_64(fp, C.uintptr_t(handle), C.int(uplo), C.int64_t(n), C.int64_t(k), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(A)), C.int64_t(lda), (*C.double)(unsafe.Pointer(x)), C.int64_t(incx), (*C.double)(unsafe.Pointer(beta)), (*C.double)(unsafe.Pointer(y)), C.int64_t(incy)); r != 0 {
+	if r := C.gocuda_cublasDsbmv_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int64_t(n), C.int64_t(k), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(A)), C.int64_t(lda), (*C.double)(unsafe.Pointer(x)), C.int64_t(incx), (*C.double)(unsafe.Pointer(beta)), (*C.double)(unsafe.Pointer(y)), C.int64_t(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6726,7 +6726,7 @@ func Chbmv(handle Handle, uplo FillMode, n int32, k int32, alpha *cudart.CuCompl
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasChbmv(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), C.int(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int(incy)); r != 0 {
+	if r := C.gocuda_cublasChbmv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), C.int(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6738,7 +6738,7 @@ func Chbmv_64(handle Handle, uplo FillMode, n int64, k int64, alpha *cudart.CuCo
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasChbmv_64(fp, C.uintptr_t(handle), C.int(uplo), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int64_t(incy)); r != 0 {
+	if r := C.gocuda_cublasChbmv_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int64_t(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6750,7 +6750,7 @@ func Zhbmv(handle Handle, uplo FillMode, n int32, k int32, alpha *cudart.CuDoubl
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZhbmv(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), C.int(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int(incy)); r != 0 {
+	if r := C.gocuda_cublasZhbmv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), C.int(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6762,7 +6762,7 @@ func Zhbmv_64(handle Handle, uplo FillMode, n int64, k int64, alpha *cudart.CuDo
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZhbmv_64(fp, C.uintptr_t(handle), C.int(uplo), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int64_t(incy)); r != 0 {
+	if r := C.gocuda_cublasZhbmv_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int64_t(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6774,7 +6774,7 @@ func Sspmv(handle Handle, uplo FillMode, n int32, alpha *float32, AP *float32, x
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSspmv(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(AP)), (*C.float)(unsafe.Pointer(x)), C.int(incx), (*C.float)(unsafe.Pointer(beta)), (*C.float)(unsafe.Pointer(y)), C.int(incy)); r != 0 {
+	if r := C.gocuda_cublasSspmv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(AP)), (*C.float)(unsafe.Pointer(x)), C.int(incx), (*C.float)(unsafe.Pointer(beta)), (*C.float)(unsafe.Pointer(y)), C.int(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6786,7 +6786,7 @@ func Sspmv_64(handle Handle, uplo FillMode, n int64, alpha *float32, AP *float32
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSspmv_64(fp, C.uintptr_t(handle), C.int(uplo), C.int64_t(n), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(AP)), (*C.float)(unsafe.Pointer(x)), C.int64_t(incx), (*C.float)(unsafe.Pointer(beta)), (*C.float)(unsafe.Pointer(y)), C.int64_t(incy)); r != 0 {
+	if r := C.gocuda_cublasSspmv_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int64_t(n), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(AP)), (*C.float)(unsafe.Pointer(x)), C.int64_t(incx), (*C.float)(unsafe.Pointer(beta)), (*C.float)(unsafe.Pointer(y)), C.int64_t(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6798,7 +6798,7 @@ func Dspmv(handle Handle, uplo FillMode, n int32, alpha *float64, AP *float64, x
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDspmv(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(AP)), (*C.double)(unsafe.Pointer(x)), C.int(incx), (*C.double)(unsafe.Pointer(beta)), (*C.double)(unsafe.Pointer(y)), C.int(incy)); r != 0 {
+	if r := C.gocuda_cublasDspmv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(AP)), (*C.double)(unsafe.Pointer(x)), C.int(incx), (*C.double)(unsafe.Pointer(beta)), (*C.double)(unsafe.Pointer(y)), C.int(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6810,7 +6810,7 @@ func Dspmv_64(handle Handle, uplo FillMode, n int64, alpha *float64, AP *float64
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDspmv_64(fp, C.uintptr_t(handle), C.int(uplo), C.int64_t(n), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(AP)), (*C.double)(unsafe.Pointer(x)), C.int64_t(incx), (*C.double)(unsafe.Pointer(beta)), (*C.double)(unsafe.Pointer(y)), C.int64_t(incy)); r != 0 {
+	if r := C.gocuda_cublasDspmv_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int64_t(n), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(AP)), (*C.double)(unsafe.Pointer(x)), C.int64_t(incx), (*C.double)(unsafe.Pointer(beta)), (*C.double)(unsafe.Pointer(y)), C.int64_t(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6822,7 +6822,7 @@ func Chpmv(handle Handle, uplo FillMode, n int32, alpha *cudart.CuComplex, AP *c
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasChpmv(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(AP), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int(incy)); r != 0 {
+	if r := C.gocuda_cublasChpmv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(AP), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6834,7 +6834,7 @@ func Chpmv_64(handle Handle, uplo FillMode, n int64, alpha *cudart.CuComplex, AP
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasChpmv_64(fp, C.uintptr_t(handle), C.int(uplo), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(AP), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int64_t(incy)); r != 0 {
+	if r := C.gocuda_cublasChpmv_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(AP), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int64_t(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6846,7 +6846,7 @@ func Zhpmv(handle Handle, uplo FillMode, n int32, alpha *cudart.CuDoubleComplex,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZhpmv(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(AP), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int(incy)); r != 0 {
+	if r := C.gocuda_cublasZhpmv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(AP), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6858,7 +6858,7 @@ func Zhpmv_64(handle Handle, uplo FillMode, n int64, alpha *cudart.CuDoubleCompl
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZhpmv_64(fp, C.uintptr_t(handle), C.int(uplo), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(AP), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int64_t(incy)); r != 0 {
+	if r := C.gocuda_cublasZhpmv_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(AP), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(beta), unsafe.Pointer(y), C.int64_t(incy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6870,7 +6870,7 @@ func Sger(handle Handle, m int32, n int32, alpha *float32, x *float32, incx int3
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSger(fp, C.uintptr_t(handle), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(x)), C.int(incx), (*C.float)(unsafe.Pointer(y)), C.int(incy), (*C.float)(unsafe.Pointer(A)), C.int(lda)); r != 0 {
+	if r := C.gocuda_cublasSger(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(x)), C.int(incx), (*C.float)(unsafe.Pointer(y)), C.int(incy), (*C.float)(unsafe.Pointer(A)), C.int(lda)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6882,7 +6882,7 @@ func Sger_64(handle Handle, m int64, n int64, alpha *float32, x *float32, incx i
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSger_64(fp, C.uintptr_t(handle), C.int64_t(m), C.int64_t(n), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(x)), C.int64_t(incx), (*C.float)(unsafe.Pointer(y)), C.int64_t(incy), (*C.float)(unsafe.Pointer(A)), C.int64_t(lda)); r != 0 {
+	if r := C.gocuda_cublasSger_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int64_t(m), C.int64_t(n), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(x)), C.int64_t(incx), (*C.float)(unsafe.Pointer(y)), C.int64_t(incy), (*C.float)(unsafe.Pointer(A)), C.int64_t(lda)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6894,7 +6894,7 @@ func Dger(handle Handle, m int32, n int32, alpha *float64, x *float64, incx int3
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDger(fp, C.uintptr_t(handle), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(x)), C.int(incx), (*C.double)(unsafe.Pointer(y)), C.int(incy), (*C.double)(unsafe.Pointer(A)), C.int(lda)); r != 0 {
+	if r := C.gocuda_cublasDger(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(x)), C.int(incx), (*C.double)(unsafe.Pointer(y)), C.int(incy), (*C.double)(unsafe.Pointer(A)), C.int(lda)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6906,7 +6906,7 @@ func Dger_64(handle Handle, m int64, n int64, alpha *float64, x *float64, incx i
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDger_64(fp, C.uintptr_t(handle), C.int64_t(m), C.int64_t(n), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(x)), C.int64_t(incx), (*C.double)(unsafe.Pointer(y)), C.int64_t(incy), (*C.double)(unsafe.Pointer(A)), C.int64_t(lda)); r != 0 {
+	if r := C.gocuda_cublasDger_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int64_t(m), C.int64_t(n), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(x)), C.int64_t(incx), (*C.double)(unsafe.Pointer(y)), C.int64_t(incy), (*C.double)(unsafe.Pointer(A)), C.int64_t(lda)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6918,7 +6918,7 @@ func Cgeru(handle Handle, m int32, n int32, alpha *cudart.CuComplex, x *cudart.C
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCgeru(fp, C.uintptr_t(handle), C.int(m), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(y), C.int(incy), unsafe.Pointer(A), C.int(lda)); r != 0 {
+	if r := C.gocuda_cublasCgeru(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(y), C.int(incy), unsafe.Pointer(A), C.int(lda)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6930,7 +6930,7 @@ func Cgeru_64(handle Handle, m int64, n int64, alpha *cudart.CuComplex, x *cudar
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCgeru_64(fp, C.uintptr_t(handle), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy), unsafe.Pointer(A), C.int64_t(lda)); r != 0 {
+	if r := C.gocuda_cublasCgeru_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy), unsafe.Pointer(A), C.int64_t(lda)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6942,7 +6942,7 @@ func Cgerc(handle Handle, m int32, n int32, alpha *cudart.CuComplex, x *cudart.C
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCgerc(fp, C.uintptr_t(handle), C.int(m), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(y), C.int(incy), unsafe.Pointer(A), C.int(lda)); r != 0 {
+	if r := C.gocuda_cublasCgerc(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(y), C.int(incy), unsafe.Pointer(A), C.int(lda)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6954,7 +6954,7 @@ func Cgerc_64(handle Handle, m int64, n int64, alpha *cudart.CuComplex, x *cudar
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCgerc_64(fp, C.uintptr_t(handle), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy), unsafe.Pointer(A), C.int64_t(lda)); r != 0 {
+	if r := C.gocuda_cublasCgerc_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy), unsafe.Pointer(A), C.int64_t(lda)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6966,7 +6966,7 @@ func Zgeru(handle Handle, m int32, n int32, alpha *cudart.CuDoubleComplex, x *cu
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZgeru(fp, C.uintptr_t(handle), C.int(m), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(y), C.int(incy), unsafe.Pointer(A), C.int(lda)); r != 0 {
+	if r := C.gocuda_cublasZgeru(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(y), C.int(incy), unsafe.Pointer(A), C.int(lda)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6978,7 +6978,7 @@ func Zgeru_64(handle Handle, m int64, n int64, alpha *cudart.CuDoubleComplex, x 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZgeru_64(fp, C.uintptr_t(handle), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy), unsafe.Pointer(A), C.int64_t(lda)); r != 0 {
+	if r := C.gocuda_cublasZgeru_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy), unsafe.Pointer(A), C.int64_t(lda)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6990,7 +6990,7 @@ func Zgerc(handle Handle, m int32, n int32, alpha *cudart.CuDoubleComplex, x *cu
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZgerc(fp, C.uintptr_t(handle), C.int(m), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(y), C.int(incy), unsafe.Pointer(A), C.int(lda)); r != 0 {
+	if r := C.gocuda_cublasZgerc(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(y), C.int(incy), unsafe.Pointer(A), C.int(lda)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7002,7 +7002,7 @@ func Zgerc_64(handle Handle, m int64, n int64, alpha *cudart.CuDoubleComplex, x 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZgerc_64(fp, C.uintptr_t(handle), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy), unsafe.Pointer(A), C.int64_t(lda)); r != 0 {
+	if r := C.gocuda_cublasZgerc_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy), unsafe.Pointer(A), C.int64_t(lda)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7014,7 +7014,7 @@ func Ssyr(handle Handle, uplo FillMode, n int32, alpha *float32, x *float32, inc
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSsyr(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(x)), C.int(incx), (*C.float)(unsafe.Pointer(A)), C.int(lda)); r != 0 {
+	if r := C.gocuda_cublasSsyr(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(x)), C.int(incx), (*C.float)(unsafe.Pointer(A)), C.int(lda)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7026,7 +7026,7 @@ func Ssyr_64(handle Handle, uplo FillMode, n int64, alpha *float32, x *float32, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSsyr_64(fp, C.uintptr_t(handle), C.int(uplo), C.int64_t(n), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(x)), C.int64_t(incx), (*C.float)(unsafe.Pointer(A)), C.int64_t(lda)); r != 0 {
+	if r := C.gocuda_cublasSsyr_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int64_t(n), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(x)), C.int64_t(incx), (*C.float)(unsafe.Pointer(A)), C.int64_t(lda)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7038,7 +7038,7 @@ func Dsyr(handle Handle, uplo FillMode, n int32, alpha *float64, x *float64, inc
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDsyr(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(x)), C.int(incx), (*C.double)(unsafe.Pointer(A)), C.int(lda)); r != 0 {
+	if r := C.gocuda_cublasDsyr(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(x)), C.int(incx), (*C.double)(unsafe.Pointer(A)), C.int(lda)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7050,7 +7050,7 @@ func Dsyr_64(handle Handle, uplo FillMode, n int64, alpha *float64, x *float64, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDsyr_64(fp, C.uintptr_t(handle), C.int(uplo), C.int64_t(n), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(x)), C.int64_t(incx), (*C.double)(unsafe.Pointer(A)), C.int64_t(lda)); r != 0 {
+	if r := C.gocuda_cublasDsyr_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int64_t(n), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(x)), C.int64_t(incx), (*C.double)(unsafe.Pointer(A)), C.int64_t(lda)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7062,7 +7062,7 @@ func Csyr(handle Handle, uplo FillMode, n int32, alpha *cudart.CuComplex, x *cud
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCsyr(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(A), C.int(lda)); r != 0 {
+	if r := C.gocuda_cublasCsyr(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(A), C.int(lda)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7074,7 +7074,7 @@ func Csyr_64(handle Handle, uplo FillMode, n int64, alpha *cudart.CuComplex, x *
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCsyr_64(fp, C.uintptr_t(handle), C.int(uplo), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(A), C.int64_t(lda)); r != 0 {
+	if r := C.gocuda_cublasCsyr_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(A), C.int64_t(lda)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7086,7 +7086,7 @@ func Zsyr(handle Handle, uplo FillMode, n int32, alpha *cudart.CuDoubleComplex, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZsyr(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(A), C.int(lda)); r != 0 {
+	if r := C.gocuda_cublasZsyr(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(A), C.int(lda)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7098,7 +7098,7 @@ func Zsyr_64(handle Handle, uplo FillMode, n int64, alpha *cudart.CuDoubleComple
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZsyr_64(fp, C.uintptr_t(handle), C.int(uplo), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(A), C.int64_t(lda)); r != 0 {
+	if r := C.gocuda_cublasZsyr_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(A), C.int64_t(lda)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7110,7 +7110,7 @@ func Cher(handle Handle, uplo FillMode, n int32, alpha *float32, x *cudart.CuCom
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCher(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(alpha)), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(A), C.int(lda)); r != 0 {
+	if r := C.gocuda_cublasCher(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(alpha)), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(A), C.int(lda)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7122,7 +7122,7 @@ func Cher_64(handle Handle, uplo FillMode, n int64, alpha *float32, x *cudart.Cu
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCher_64(fp, C.uintptr_t(handle), C.int(uplo), C.int64_t(n), (*C.float)(unsafe.Pointer(alpha)), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(A), C.int64_t(lda)); r != 0 {
+	if r := C.gocuda_cublasCher_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int64_t(n), (*C.float)(unsafe.Pointer(alpha)), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(A), C.int64_t(lda)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7134,7 +7134,7 @@ func Zher(handle Handle, uplo FillMode, n int32, alpha *float64, x *cudart.CuDou
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZher(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(alpha)), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(A), C.int(lda)); r != 0 {
+	if r := C.gocuda_cublasZher(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(alpha)), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(A), C.int(lda)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7146,7 +7146,7 @@ func Zher_64(handle Handle, uplo FillMode, n int64, alpha *float64, x *cudart.Cu
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZher_64(fp, C.uintptr_t(handle), C.int(uplo), C.int64_t(n), (*C.double)(unsafe.Pointer(alpha)), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(A), C.int64_t(lda)); r != 0 {
+	if r := C.gocuda_cublasZher_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int64_t(n), (*C.double)(unsafe.Pointer(alpha)), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(A), C.int64_t(lda)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7158,7 +7158,7 @@ func Sspr(handle Handle, uplo FillMode, n int32, alpha *float32, x *float32, inc
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSspr(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(x)), C.int(incx), (*C.float)(unsafe.Pointer(AP))); r != 0 {
+	if r := C.gocuda_cublasSspr(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(x)), C.int(incx), (*C.float)(unsafe.Pointer(AP))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7170,7 +7170,7 @@ func Sspr_64(handle Handle, uplo FillMode, n int64, alpha *float32, x *float32, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSspr_64(fp, C.uintptr_t(handle), C.int(uplo), C.int64_t(n), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(x)), C.int64_t(incx), (*C.float)(unsafe.Pointer(AP))); r != 0 {
+	if r := C.gocuda_cublasSspr_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int64_t(n), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(x)), C.int64_t(incx), (*C.float)(unsafe.Pointer(AP))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7182,7 +7182,7 @@ func Dspr(handle Handle, uplo FillMode, n int32, alpha *float64, x *float64, inc
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDspr(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(x)), C.int(incx), (*C.double)(unsafe.Pointer(AP))); r != 0 {
+	if r := C.gocuda_cublasDspr(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(x)), C.int(incx), (*C.double)(unsafe.Pointer(AP))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7194,7 +7194,7 @@ func Dspr_64(handle Handle, uplo FillMode, n int64, alpha *float64, x *float64, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDspr_64(fp, C.uintptr_t(handle), C.int(uplo), C.int64_t(n), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(x)), C.int64_t(incx), (*C.double)(unsafe.Pointer(AP))); r != 0 {
+	if r := C.gocuda_cublasDspr_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int64_t(n), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(x)), C.int64_t(incx), (*C.double)(unsafe.Pointer(AP))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7206,7 +7206,7 @@ func Chpr(handle Handle, uplo FillMode, n int32, alpha *float32, x *cudart.CuCom
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasChpr(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(alpha)), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(AP)); r != 0 {
+	if r := C.gocuda_cublasChpr(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(alpha)), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(AP)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7218,7 +7218,7 @@ func Chpr_64(handle Handle, uplo FillMode, n int64, alpha *float32, x *cudart.Cu
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasChpr_64(fp, C.uintptr_t(handle), C.int(uplo), C.int64_t(n), (*C.float)(unsafe.Pointer(alpha)), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(AP)); r != 0 {
+	if r := C.gocuda_cublasChpr_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int64_t(n), (*C.float)(unsafe.Pointer(alpha)), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(AP)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7230,7 +7230,7 @@ func Zhpr(handle Handle, uplo FillMode, n int32, alpha *float64, x *cudart.CuDou
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZhpr(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(alpha)), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(AP)); r != 0 {
+	if r := C.gocuda_cublasZhpr(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(alpha)), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(AP)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7242,7 +7242,7 @@ func Zhpr_64(handle Handle, uplo FillMode, n int64, alpha *float64, x *cudart.Cu
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZhpr_64(fp, C.uintptr_t(handle), C.int(uplo), C.int64_t(n), (*C.double)(unsafe.Pointer(alpha)), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(AP)); r != 0 {
+	if r := C.gocuda_cublasZhpr_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int64_t(n), (*C.double)(unsafe.Pointer(alpha)), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(AP)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7254,7 +7254,7 @@ func Ssyr2(handle Handle, uplo FillMode, n int32, alpha *float32, x *float32, in
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSsyr2(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(x)), C.int(incx), (*C.float)(unsafe.Pointer(y)), C.int(incy), (*C.float)(unsafe.Pointer(A)), C.int(lda)); r != 0 {
+	if r := C.gocuda_cublasSsyr2(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(x)), C.int(incx), (*C.float)(unsafe.Pointer(y)), C.int(incy), (*C.float)(unsafe.Pointer(A)), C.int(lda)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7266,7 +7266,7 @@ func Ssyr2_64(handle Handle, uplo FillMode, n int64, alpha *float32, x *float32,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSsyr2_64(fp, C.uintptr_t(handle), C.int(uplo), C.int64_t(n), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(x)), C.int64_t(incx), (*C.float)(unsafe.Pointer(y)), C.int64_t(incy), (*C.float)(unsafe.Pointer(A)), C.int64_t(lda)); r != 0 {
+	if r := C.gocuda_cublasSsyr2_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int64_t(n), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(x)), C.int64_t(incx), (*C.float)(unsafe.Pointer(y)), C.int64_t(incy), (*C.float)(unsafe.Pointer(A)), C.int64_t(lda)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7278,7 +7278,7 @@ func Dsyr2(handle Handle, uplo FillMode, n int32, alpha *float64, x *float64, in
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDsyr2(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(x)), C.int(incx), (*C.double)(unsafe.Pointer(y)), C.int(incy), (*C.double)(unsafe.Pointer(A)), C.int(lda)); r != 0 {
+	if r := C.gocuda_cublasDsyr2(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(x)), C.int(incx), (*C.double)(unsafe.Pointer(y)), C.int(incy), (*C.double)(unsafe.Pointer(A)), C.int(lda)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7290,7 +7290,7 @@ func Dsyr2_64(handle Handle, uplo FillMode, n int64, alpha *float64, x *float64,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDsyr2_64(fp, C.uintptr_t(handle), C.int(uplo), C.int64_t(n), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(x)), C.int64_t(incx), (*C.double)(unsafe.Pointer(y)), C.int64_t(incy), (*C.double)(unsafe.Pointer(A)), C.int64_t(lda)); r != 0 {
+	if r := C.gocuda_cublasDsyr2_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int64_t(n), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(x)), C.int64_t(incx), (*C.double)(unsafe.Pointer(y)), C.int64_t(incy), (*C.double)(unsafe.Pointer(A)), C.int64_t(lda)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7302,7 +7302,7 @@ func Csyr2(handle Handle, uplo FillMode, n int32, alpha *cudart.CuComplex, x *cu
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCsyr2(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(y), C.int(incy), unsafe.Pointer(A), C.int(lda)); r != 0 {
+	if r := C.gocuda_cublasCsyr2(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(y), C.int(incy), unsafe.Pointer(A), C.int(lda)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7314,7 +7314,7 @@ func Csyr2_64(handle Handle, uplo FillMode, n int64, alpha *cudart.CuComplex, x 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCsyr2_64(fp, C.uintptr_t(handle), C.int(uplo), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy), unsafe.Pointer(A), C.int64_t(lda)); r != 0 {
+	if r := C.gocuda_cublasCsyr2_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy), unsafe.Pointer(A), C.int64_t(lda)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7326,7 +7326,7 @@ func Zsyr2(handle Handle, uplo FillMode, n int32, alpha *cudart.CuDoubleComplex,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZsyr2(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(y), C.int(incy), unsafe.Pointer(A), C.int(lda)); r != 0 {
+	if r := C.gocuda_cublasZsyr2(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(y), C.int(incy), unsafe.Pointer(A), C.int(lda)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7338,7 +7338,7 @@ func Zsyr2_64(handle Handle, uplo FillMode, n int64, alpha *cudart.CuDoubleCompl
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZsyr2_64(fp, C.uintptr_t(handle), C.int(uplo), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy), unsafe.Pointer(A), C.int64_t(lda)); r != 0 {
+	if r := C.gocuda_cublasZsyr2_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy), unsafe.Pointer(A), C.int64_t(lda)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7350,7 +7350,7 @@ func Cher2(handle Handle, uplo FillMode, n int32, alpha *cudart.CuComplex, x *cu
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCher2(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(y), C.int(incy), unsafe.Pointer(A), C.int(lda)); r != 0 {
+	if r := C.gocuda_cublasCher2(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(y), C.int(incy), unsafe.Pointer(A), C.int(lda)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7362,7 +7362,7 @@ func Cher2_64(handle Handle, uplo FillMode, n int64, alpha *cudart.CuComplex, x 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCher2_64(fp, C.uintptr_t(handle), C.int(uplo), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy), unsafe.Pointer(A), C.int64_t(lda)); r != 0 {
+	if r := C.gocuda_cublasCher2_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy), unsafe.Pointer(A), C.int64_t(lda)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7374,7 +7374,7 @@ func Zher2(handle Handle, uplo FillMode, n int32, alpha *cudart.CuDoubleComplex,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZher2(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(y), C.int(incy), unsafe.Pointer(A), C.int(lda)); r != 0 {
+	if r := C.gocuda_cublasZher2(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(y), C.int(incy), unsafe.Pointer(A), C.int(lda)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7386,7 +7386,7 @@ func Zher2_64(handle Handle, uplo FillMode, n int64, alpha *cudart.CuDoubleCompl
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZher2_64(fp, C.uintptr_t(handle), C.int(uplo), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy), unsafe.Pointer(A), C.int64_t(lda)); r != 0 {
+	if r := C.gocuda_cublasZher2_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy), unsafe.Pointer(A), C.int64_t(lda)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7398,7 +7398,7 @@ func Sspr2(handle Handle, uplo FillMode, n int32, alpha *float32, x *float32, in
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSspr2(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(x)), C.int(incx), (*C.float)(unsafe.Pointer(y)), C.int(incy), (*C.float)(unsafe.Pointer(AP))); r != 0 {
+	if r := C.gocuda_cublasSspr2(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(x)), C.int(incx), (*C.float)(unsafe.Pointer(y)), C.int(incy), (*C.float)(unsafe.Pointer(AP))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7410,7 +7410,7 @@ func Sspr2_64(handle Handle, uplo FillMode, n int64, alpha *float32, x *float32,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSspr2_64(fp, C.uintptr_t(handle), C.int(uplo), C.int64_t(n), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(x)), C.int64_t(incx), (*C.float)(unsafe.Pointer(y)), C.int64_t(incy), (*C.float)(unsafe.Pointer(AP))); r != 0 {
+	if r := C.gocuda_cublasSspr2_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int64_t(n), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(x)), C.int64_t(incx), (*C.float)(unsafe.Pointer(y)), C.int64_t(incy), (*C.float)(unsafe.Pointer(AP))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7422,7 +7422,7 @@ func Dspr2(handle Handle, uplo FillMode, n int32, alpha *float64, x *float64, in
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDspr2(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(x)), C.int(incx), (*C.double)(unsafe.Pointer(y)), C.int(incy), (*C.double)(unsafe.Pointer(AP))); r != 0 {
+	if r := C.gocuda_cublasDspr2(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(x)), C.int(incx), (*C.double)(unsafe.Pointer(y)), C.int(incy), (*C.double)(unsafe.Pointer(AP))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7434,7 +7434,7 @@ func Dspr2_64(handle Handle, uplo FillMode, n int64, alpha *float64, x *float64,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDspr2_64(fp, C.uintptr_t(handle), C.int(uplo), C.int64_t(n), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(x)), C.int64_t(incx), (*C.double)(unsafe.Pointer(y)), C.int64_t(incy), (*C.double)(unsafe.Pointer(AP))); r != 0 {
+	if r := C.gocuda_cublasDspr2_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int64_t(n), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(x)), C.int64_t(incx), (*C.double)(unsafe.Pointer(y)), C.int64_t(incy), (*C.double)(unsafe.Pointer(AP))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7446,7 +7446,7 @@ func Chpr2(handle Handle, uplo FillMode, n int32, alpha *cudart.CuComplex, x *cu
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasChpr2(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(y), C.int(incy), unsafe.Pointer(AP)); r != 0 {
+	if r := C.gocuda_cublasChpr2(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(y), C.int(incy), unsafe.Pointer(AP)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7458,7 +7458,7 @@ func Chpr2_64(handle Handle, uplo FillMode, n int64, alpha *cudart.CuComplex, x 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasChpr2_64(fp, C.uintptr_t(handle), C.int(uplo), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy), unsafe.Pointer(AP)); r != 0 {
+	if r := C.gocuda_cublasChpr2_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy), unsafe.Pointer(AP)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7470,7 +7470,7 @@ func Zhpr2(handle Handle, uplo FillMode, n int32, alpha *cudart.CuDoubleComplex,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZhpr2(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(y), C.int(incy), unsafe.Pointer(AP)); r != 0 {
+	if r := C.gocuda_cublasZhpr2(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(y), C.int(incy), unsafe.Pointer(AP)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7482,7 +7482,7 @@ func Zhpr2_64(handle Handle, uplo FillMode, n int64, alpha *cudart.CuDoubleCompl
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZhpr2_64(fp, C.uintptr_t(handle), C.int(uplo), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy), unsafe.Pointer(AP)); r != 0 {
+	if r := C.gocuda_cublasZhpr2_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(y), C.int64_t(incy), unsafe.Pointer(AP)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7494,7 +7494,7 @@ func SgemvBatched(handle Handle, trans Operation, m int32, n int32, alpha *float
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSgemvBatched(fp, C.uintptr_t(handle), C.int(trans), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(alpha)), unsafe.Pointer(Aarray), C.int(lda), unsafe.Pointer(xarray), C.int(incx), (*C.float)(unsafe.Pointer(beta)), unsafe.Pointer(yarray), C.int(incy), C.int(batchCount)); r != 0 {
+	if r := C.gocuda_cublasSgemvBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(trans), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(alpha)), unsafe.Pointer(Aarray), C.int(lda), unsafe.Pointer(xarray), C.int(incx), (*C.float)(unsafe.Pointer(beta)), unsafe.Pointer(yarray), C.int(incy), C.int(batchCount)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7506,7 +7506,7 @@ func SgemvBatched_64(handle Handle, trans Operation, m int64, n int64, alpha *fl
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSgemvBatched_64(fp, C.uintptr_t(handle), C.int(trans), C.int64_t(m), C.int64_t(n), (*C.float)(unsafe.Pointer(alpha)), unsafe.Pointer(Aarray), C.int64_t(lda), unsafe.Pointer(xarray), C.int64_t(incx), (*C.float)(unsafe.Pointer(beta)), unsafe.Pointer(yarray), C.int64_t(incy), C.int64_t(batchCount)); r != 0 {
+	if r := C.gocuda_cublasSgemvBatched_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(trans), C.int64_t(m), C.int64_t(n), (*C.float)(unsafe.Pointer(alpha)), unsafe.Pointer(Aarray), C.int64_t(lda), unsafe.Pointer(xarray), C.int64_t(incx), (*C.float)(unsafe.Pointer(beta)), unsafe.Pointer(yarray), C.int64_t(incy), C.int64_t(batchCount)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7518,7 +7518,7 @@ func DgemvBatched(handle Handle, trans Operation, m int32, n int32, alpha *float
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDgemvBatched(fp, C.uintptr_t(handle), C.int(trans), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(alpha)), unsafe.Pointer(Aarray), C.int(lda), unsafe.Pointer(xarray), C.int(incx), (*C.double)(unsafe.Pointer(beta)), unsafe.Pointer(yarray), C.int(incy), C.int(batchCount)); r != 0 {
+	if r := C.gocuda_cublasDgemvBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(trans), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(alpha)), unsafe.Pointer(Aarray), C.int(lda), unsafe.Pointer(xarray), C.int(incx), (*C.double)(unsafe.Pointer(beta)), unsafe.Pointer(yarray), C.int(incy), C.int(batchCount)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7530,7 +7530,7 @@ func DgemvBatched_64(handle Handle, trans Operation, m int64, n int64, alpha *fl
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDgemvBatched_64(fp, C.uintptr_t(handle), C.int(trans), C.int64_t(m), C.int64_t(n), (*C.double)(unsafe.Pointer(alpha)), unsafe.Pointer(Aarray), C.int64_t(lda), unsafe.Pointer(xarray), C.int64_t(incx), (*C.double)(unsafe.Pointer(beta)), unsafe.Pointer(yarray), C.int64_t(incy), C.int64_t(batchCount)); r != 0 {
+	if r := C.gocuda_cublasDgemvBatched_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(trans), C.int64_t(m), C.int64_t(n), (*C.double)(unsafe.Pointer(alpha)), unsafe.Pointer(Aarray), C.int64_t(lda), unsafe.Pointer(xarray), C.int64_t(incx), (*C.double)(unsafe.Pointer(beta)), unsafe.Pointer(yarray), C.int64_t(incy), C.int64_t(batchCount)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7542,7 +7542,7 @@ func CgemvBatched(handle Handle, trans Operation, m int32, n int32, alpha *cudar
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCgemvBatched(fp, C.uintptr_t(handle), C.int(trans), C.int(m), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(Aarray), C.int(lda), unsafe.Pointer(xarray), C.int(incx), unsafe.Pointer(beta), unsafe.Pointer(yarray), C.int(incy), C.int(batchCount)); r != 0 {
+	if r := C.gocuda_cublasCgemvBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(trans), C.int(m), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(Aarray), C.int(lda), unsafe.Pointer(xarray), C.int(incx), unsafe.Pointer(beta), unsafe.Pointer(yarray), C.int(incy), C.int(batchCount)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7554,7 +7554,7 @@ func CgemvBatched_64(handle Handle, trans Operation, m int64, n int64, alpha *cu
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCgemvBatched_64(fp, C.uintptr_t(handle), C.int(trans), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(Aarray), C.int64_t(lda), unsafe.Pointer(xarray), C.int64_t(incx), unsafe.Pointer(beta), unsafe.Pointer(yarray), C.int64_t(incy), C.int64_t(batchCount)); r != 0 {
+	if r := C.gocuda_cublasCgemvBatched_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(trans), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(Aarray), C.int64_t(lda), unsafe.Pointer(xarray), C.int64_t(incx), unsafe.Pointer(beta), unsafe.Pointer(yarray), C.int64_t(incy), C.int64_t(batchCount)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7566,7 +7566,7 @@ func ZgemvBatched(handle Handle, trans Operation, m int32, n int32, alpha *cudar
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZgemvBatched(fp, C.uintptr_t(handle), C.int(trans), C.int(m), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(Aarray), C.int(lda), unsafe.Pointer(xarray), C.int(incx), unsafe.Pointer(beta), unsafe.Pointer(yarray), C.int(incy), C.int(batchCount)); r != 0 {
+	if r := C.gocuda_cublasZgemvBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(trans), C.int(m), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(Aarray), C.int(lda), unsafe.Pointer(xarray), C.int(incx), unsafe.Pointer(beta), unsafe.Pointer(yarray), C.int(incy), C.int(batchCount)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7578,7 +7578,7 @@ func ZgemvBatched_64(handle Handle, trans Operation, m int64, n int64, alpha *cu
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZgemvBatched_64(fp, C.uintptr_t(handle), C.int(trans), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(Aarray), C.int64_t(lda), unsafe.Pointer(xarray), C.int64_t(incx), unsafe.Pointer(beta), unsafe.Pointer(yarray), C.int64_t(incy), C.int64_t(batchCount)); r != 0 {
+	if r := C.gocuda_cublasZgemvBatched_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(trans), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(Aarray), C.int64_t(lda), unsafe.Pointer(xarray), C.int64_t(incx), unsafe.Pointer(beta), unsafe.Pointer(yarray), C.int64_t(incy), C.int64_t(batchCount)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7590,7 +7590,7 @@ func SgemvStridedBatched(handle Handle, trans Operation, m int32, n int32, alpha
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSgemvStridedBatched(fp, C.uintptr_t(handle), C.int(trans), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(A)), C.int(lda), C.longlong(strideA), (*C.float)(unsafe.Pointer(x)), C.int(incx), C.longlong(stridex), (*C.float)(unsafe.Pointer(beta)), (*C.float)(unsafe.Pointer(y)), C.int(incy), C.longlong(stridey), C.int(batchCount)); r != 0 {
+	if r := C.gocuda_cublasSgemvStridedBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(trans), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(A)), C.int(lda), C.longlong(strideA), (*C.float)(unsafe.Pointer(x)), C.int(incx), C.longlong(stridex), (*C.float)(unsafe.Pointer(beta)), (*C.float)(unsafe.Pointer(y)), C.int(incy), C.longlong(stridey), C.int(batchCount)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7602,7 +7602,7 @@ func SgemvStridedBatched_64(handle Handle, trans Operation, m int64, n int64, al
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSgemvStridedBatched_64(fp, C.uintptr_t(handle), C.int(trans), C.int64_t(m), C.int64_t(n), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(A)), C.int64_t(lda), C.longlong(strideA), (*C.float)(unsafe.Pointer(x)), C.int64_t(incx), C.longlong(stridex), (*C.float)(unsafe.Pointer(beta)), (*C.float)(unsafe.Pointer(y)), C.int64_t(incy), C.longlong(stridey), C.int64_t(batchCount)); r != 0 {
+	if r := C.gocuda_cublasSgemvStridedBatched_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(trans), C.int64_t(m), C.int64_t(n), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(A)), C.int64_t(lda), C.longlong(strideA), (*C.float)(unsafe.Pointer(x)), C.int64_t(incx), C.longlong(stridex), (*C.float)(unsafe.Pointer(beta)), (*C.float)(unsafe.Pointer(y)), C.int64_t(incy), C.longlong(stridey), C.int64_t(batchCount)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7614,7 +7614,7 @@ func DgemvStridedBatched(handle Handle, trans Operation, m int32, n int32, alpha
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDgemvStridedBatched(fp, C.uintptr_t(handle), C.int(trans), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(A)), C.int(lda), C.longlong(strideA), (*C.double)(unsafe.Pointer(x)), C.int(incx), C.longlong(stridex), (*C.double)(unsafe.Pointer(beta)), (*C.double)(unsafe.Pointer(y)), C.int(incy), C.longlong(stridey), C.int(batchCount)); r != 0 {
+	if r := C.gocuda_cublasDgemvStridedBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(trans), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(A)), C.int(lda), C.longlong(strideA), (*C.double)(unsafe.Pointer(x)), C.int(incx), C.longlong(stridex), (*C.double)(unsafe.Pointer(beta)), (*C.double)(unsafe.Pointer(y)), C.int(incy), C.longlong(stridey), C.int(batchCount)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7626,7 +7626,7 @@ func DgemvStridedBatched_64(handle Handle, trans Operation, m int64, n int64, al
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDgemvStridedBatched_64(fp, C.uintptr_t(handle), C.int(trans), C.int64_t(m), C.int64_t(n), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(A)), C.int64_t(lda), C.longlong(strideA), (*C.double)(unsafe.Pointer(x)), C.int64_t(incx), C.longlong(stridex), (*C.double)(unsafe.Pointer(beta)), (*C.double)(unsafe.Pointer(y)), C.int64_t(incy), C.longlong(stridey), C.int64_t(batchCount)); r != 0 {
+	if r := C.gocuda_cublasDgemvStridedBatched_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(trans), C.int64_t(m), C.int64_t(n), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(A)), C.int64_t(lda), C.longlong(strideA), (*C.double)(unsafe.Pointer(x)), C.int64_t(incx), C.longlong(stridex), (*C.double)(unsafe.Pointer(beta)), (*C.double)(unsafe.Pointer(y)), C.int64_t(incy), C.longlong(stridey), C.int64_t(batchCount)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7638,7 +7638,7 @@ func CgemvStridedBatched(handle Handle, trans Operation, m int32, n int32, alpha
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCgemvStridedBatched(fp, C.uintptr_t(handle), C.int(trans), C.int(m), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), C.longlong(strideA), unsafe.Pointer(x), C.int(incx), C.longlong(stridex), unsafe.Pointer(beta), unsafe.Pointer(y), C.int(incy), C.longlong(stridey), C.int(batchCount)); r != 0 {
+	if r := C.gocuda_cublasCgemvStridedBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(trans), C.int(m), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), C.longlong(strideA), unsafe.Pointer(x), C.int(incx), C.longlong(stridex), unsafe.Pointer(beta), unsafe.Pointer(y), C.int(incy), C.longlong(stridey), C.int(batchCount)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7650,7 +7650,7 @@ func CgemvStridedBatched_64(handle Handle, trans Operation, m int64, n int64, al
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCgemvStridedBatched_64(fp, C.uintptr_t(handle), C.int(trans), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), C.longlong(strideA), unsafe.Pointer(x), C.int64_t(incx), C.longlong(stridex), unsafe.Pointer(beta), unsafe.Pointer(y), C.int64_t(incy), C.longlong(stridey), C.int64_t(batchCount)); r != 0 {
+	if r := C.gocuda_cublasCgemvStridedBatched_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(trans), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), C.longlong(strideA), unsafe.Pointer(x), C.int64_t(incx), C.longlong(stridex), unsafe.Pointer(beta), unsafe.Pointer(y), C.int64_t(incy), C.longlong(stridey), C.int64_t(batchCount)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7662,7 +7662,7 @@ func ZgemvStridedBatched(handle Handle, trans Operation, m int32, n int32, alpha
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZgemvStridedBatched(fp, C.uintptr_t(handle), C.int(trans), C.int(m), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), C.longlong(strideA), unsafe.Pointer(x), C.int(incx), C.longlong(stridex), unsafe.Pointer(beta), unsafe.Pointer(y), C.int(incy), C.longlong(stridey), C.int(batchCount)); r != 0 {
+	if r := C.gocuda_cublasZgemvStridedBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(trans), C.int(m), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), C.longlong(strideA), unsafe.Pointer(x), C.int(incx), C.longlong(stridex), unsafe.Pointer(beta), unsafe.Pointer(y), C.int(incy), C.longlong(stridey), C.int(batchCount)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7674,7 +7674,7 @@ func ZgemvStridedBatched_64(handle Handle, trans Operation, m int64, n int64, al
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZgemvStridedBatched_64(fp, C.uintptr_t(handle), C.int(trans), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), C.longlong(strideA), unsafe.Pointer(x), C.int64_t(incx), C.longlong(stridex), unsafe.Pointer(beta), unsafe.Pointer(y), C.int64_t(incy), C.longlong(stridey), C.int64_t(batchCount)); r != 0 {
+	if r := C.gocuda_cublasZgemvStridedBatched_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(trans), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), C.longlong(strideA), unsafe.Pointer(x), C.int64_t(incx), C.longlong(stridex), unsafe.Pointer(beta), unsafe.Pointer(y), C.int64_t(incy), C.longlong(stridey), C.int64_t(batchCount)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7686,7 +7686,7 @@ func Sgemm(handle Handle, transa Operation, transb Operation, m int32, n int32, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSgemm(fp, C.uintptr_t(handle), C.int(transa), C.int(transb), C.int(m), C.int(n), C.int(k), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(B)), C.int(ldb), (*C.float)(unsafe.Pointer(beta)), (*C.float)(unsafe.Pointer(C_)), C.int(ldc)); r != 0 {
+	if r := C.gocuda_cublasSgemm(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(transa), C.int(transb), C.int(m), C.int(n), C.int(k), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(B)), C.int(ldb), (*C.float)(unsafe.Pointer(beta)), (*C.float)(unsafe.Pointer(C_)), C.int(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7698,7 +7698,7 @@ func Sgemm_64(handle Handle, transa Operation, transb Operation, m int64, n int6
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSgemm_64(fp, C.uintptr_t(handle), C.int(transa), C.int(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(A)), C.int64_t(lda), (*C.float)(unsafe.Pointer(B)), C.int64_t(ldb), (*C.float)(unsafe.Pointer(beta)), (*C.float)(unsafe.Pointer(C_)), C.int64_t(ldc)); r != 0 {
+	if r := C.gocuda_cublasSgemm_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(transa), C.int(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(A)), C.int64_t(lda), (*C.float)(unsafe.Pointer(B)), C.int64_t(ldb), (*C.float)(unsafe.Pointer(beta)), (*C.float)(unsafe.Pointer(C_)), C.int64_t(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7710,7 +7710,7 @@ func Dgemm(handle Handle, transa Operation, transb Operation, m int32, n int32, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDgemm(fp, C.uintptr_t(handle), C.int(transa), C.int(transb), C.int(m), C.int(n), C.int(k), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(B)), C.int(ldb), (*C.double)(unsafe.Pointer(beta)), (*C.double)(unsafe.Pointer(C_)), C.int(ldc)); r != 0 {
+	if r := C.gocuda_cublasDgemm(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(transa), C.int(transb), C.int(m), C.int(n), C.int(k), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(B)), C.int(ldb), (*C.double)(unsafe.Pointer(beta)), (*C.double)(unsafe.Pointer(C_)), C.int(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7722,7 +7722,7 @@ func Dgemm_64(handle Handle, transa Operation, transb Operation, m int64, n int6
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDgemm_64(fp, C.uintptr_t(handle), C.int(transa), C.int(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(A)), C.int64_t(lda), (*C.double)(unsafe.Pointer(B)), C.int64_t(ldb), (*C.double)(unsafe.Pointer(beta)), (*C.double)(unsafe.Pointer(C_)), C.int64_t(ldc)); r != 0 {
+	if r := C.gocuda_cublasDgemm_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(transa), C.int(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(A)), C.int64_t(lda), (*C.double)(unsafe.Pointer(B)), C.int64_t(ldb), (*C.double)(unsafe.Pointer(beta)), (*C.double)(unsafe.Pointer(C_)), C.int64_t(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7734,7 +7734,7 @@ func Cgemm(handle Handle, transa Operation, transb Operation, m int32, n int32, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCgemm(fp, C.uintptr_t(handle), C.int(transa), C.int(transb), C.int(m), C.int(n), C.int(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int(ldc)); r != 0 {
+	if r := C.gocuda_cublasCgemm(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(transa), C.int(transb), C.int(m), C.int(n), C.int(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7746,7 +7746,7 @@ func Cgemm_64(handle Handle, transa Operation, transb Operation, m int64, n int6
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCgemm_64(fp, C.uintptr_t(handle), C.int(transa), C.int(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc)); r != 0 {
+	if r := C.gocuda_cublasCgemm_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(transa), C.int(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7758,7 +7758,7 @@ func Cgemm3m(handle Handle, transa Operation, transb Operation, m int32, n int32
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCgemm3m(fp, C.uintptr_t(handle), C.int(transa), C.int(transb), C.int(m), C.int(n), C.int(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int(ldc)); r != 0 {
+	if r := C.gocuda_cublasCgemm3m(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(transa), C.int(transb), C.int(m), C.int(n), C.int(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7770,7 +7770,7 @@ func Cgemm3m_64(handle Handle, transa Operation, transb Operation, m int64, n in
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCgemm3m_64(fp, C.uintptr_t(handle), C.int(transa), C.int(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc)); r != 0 {
+	if r := C.gocuda_cublasCgemm3m_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(transa), C.int(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7782,7 +7782,7 @@ func Cgemm3mEx(handle Handle, transa Operation, transb Operation, m int32, n int
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCgemm3mEx(fp, C.uintptr_t(handle), C.int(transa), C.int(transb), C.int(m), C.int(n), C.int(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(Atype), C.int(lda), unsafe.Pointer(B), C.int(Btype), C.int(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int(Ctype), C.int(ldc)); r != 0 {
+	if r := C.gocuda_cublasCgemm3mEx(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(transa), C.int(transb), C.int(m), C.int(n), C.int(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(Atype), C.int(lda), unsafe.Pointer(B), C.int(Btype), C.int(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int(Ctype), C.int(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7794,7 +7794,7 @@ func Cgemm3mEx_64(handle Handle, transa Operation, transb Operation, m int64, n 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCgemm3mEx_64(fp, C.uintptr_t(handle), C.int(transa), C.int(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(Atype), C.int64_t(lda), unsafe.Pointer(B), C.int(Btype), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int(Ctype), C.int64_t(ldc)); r != 0 {
+	if r := C.gocuda_cublasCgemm3mEx_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(transa), C.int(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(Atype), C.int64_t(lda), unsafe.Pointer(B), C.int(Btype), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int(Ctype), C.int64_t(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7806,7 +7806,7 @@ func Zgemm(handle Handle, transa Operation, transb Operation, m int32, n int32, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZgemm(fp, C.uintptr_t(handle), C.int(transa), C.int(transb), C.int(m), C.int(n), C.int(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int(ldc)); r != 0 {
+	if r := C.gocuda_cublasZgemm(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(transa), C.int(transb), C.int(m), C.int(n), C.int(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7818,7 +7818,7 @@ func Zgemm_64(handle Handle, transa Operation, transb Operation, m int64, n int6
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZgemm_64(fp, C.uintptr_t(handle), C.int(transa), C.int(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc)); r != 0 {
+	if r := C.gocuda_cublasZgemm_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(transa), C.int(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7830,7 +7830,7 @@ func Zgemm3m(handle Handle, transa Operation, transb Operation, m int32, n int32
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZgemm3m(fp, C.uintptr_t(handle), C.int(transa), C.int(transb), C.int(m), C.int(n), C.int(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int(ldc)); r != 0 {
+	if r := C.gocuda_cublasZgemm3m(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(transa), C.int(transb), C.int(m), C.int(n), C.int(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7842,7 +7842,7 @@ func Zgemm3m_64(handle Handle, transa Operation, transb Operation, m int64, n in
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZgemm3m_64(fp, C.uintptr_t(handle), C.int(transa), C.int(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc)); r != 0 {
+	if r := C.gocuda_cublasZgemm3m_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(transa), C.int(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7854,7 +7854,7 @@ func SgemmEx(handle Handle, transa Operation, transb Operation, m int32, n int32
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSgemmEx(fp, C.uintptr_t(handle), C.int(transa), C.int(transb), C.int(m), C.int(n), C.int(k), (*C.float)(unsafe.Pointer(alpha)), unsafe.Pointer(A), C.int(Atype), C.int(lda), unsafe.Pointer(B), C.int(Btype), C.int(ldb), (*C.float)(unsafe.Pointer(beta)), unsafe.Pointer(C_), C.int(Ctype), C.int(ldc)); r != 0 {
+	if r := C.gocuda_cublasSgemmEx(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(transa), C.int(transb), C.int(m), C.int(n), C.int(k), (*C.float)(unsafe.Pointer(alpha)), unsafe.Pointer(A), C.int(Atype), C.int(lda), unsafe.Pointer(B), C.int(Btype), C.int(ldb), (*C.float)(unsafe.Pointer(beta)), unsafe.Pointer(C_), C.int(Ctype), C.int(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7866,7 +7866,7 @@ func SgemmEx_64(handle Handle, transa Operation, transb Operation, m int64, n in
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSgemmEx_64(fp, C.uintptr_t(handle), C.int(transa), C.int(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), (*C.float)(unsafe.Pointer(alpha)), unsafe.Pointer(A), C.int(Atype), C.int64_t(lda), unsafe.Pointer(B), C.int(Btype), C.int64_t(ldb), (*C.float)(unsafe.Pointer(beta)), unsafe.Pointer(C_), C.int(Ctype), C.int64_t(ldc)); r != 0 {
+	if r := C.gocuda_cublasSgemmEx_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(transa), C.int(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), (*C.float)(unsafe.Pointer(alpha)), unsafe.Pointer(A), C.int(Atype), C.int64_t(lda), unsafe.Pointer(B), C.int(Btype), C.int64_t(ldb), (*C.float)(unsafe.Pointer(beta)), unsafe.Pointer(C_), C.int(Ctype), C.int64_t(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7878,7 +7878,7 @@ func GemmEx(handle Handle, transa Operation, transb Operation, m int32, n int32,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasGemmEx(fp, C.uintptr_t(handle), C.int(transa), C.int(transb), C.int(m), C.int(n), C.int(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(Atype), C.int(lda), unsafe.Pointer(B), C.int(Btype), C.int(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int(Ctype), C.int(ldc), C.int(computeType), C.int(algo)); r != 0 {
+	if r := C.gocuda_cublasGemmEx(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(transa), C.int(transb), C.int(m), C.int(n), C.int(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(Atype), C.int(lda), unsafe.Pointer(B), C.int(Btype), C.int(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int(Ctype), C.int(ldc), C.int(computeType), C.int(algo)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7890,7 +7890,7 @@ func GemmEx_64(handle Handle, transa Operation, transb Operation, m int64, n int
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasGemmEx_64(fp, C.uintptr_t(handle), C.int(transa), C.int(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(Atype), C.int64_t(lda), unsafe.Pointer(B), C.int(Btype), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int(Ctype), C.int64_t(ldc), C.int(computeType), C.int(algo)); r != 0 {
+	if r := C.gocuda_cublasGemmEx_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(transa), C.int(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(Atype), C.int64_t(lda), unsafe.Pointer(B), C.int(Btype), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int(Ctype), C.int64_t(ldc), C.int(computeType), C.int(algo)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7902,7 +7902,7 @@ func CgemmEx(handle Handle, transa Operation, transb Operation, m int32, n int32
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCgemmEx(fp, C.uintptr_t(handle), C.int(transa), C.int(transb), C.int(m), C.int(n), C.int(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(Atype), C.int(lda), unsafe.Pointer(B), C.int(Btype), C.int(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int(Ctype), C.int(ldc)); r != 0 {
+	if r := C.gocuda_cublasCgemmEx(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(transa), C.int(transb), C.int(m), C.int(n), C.int(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(Atype), C.int(lda), unsafe.Pointer(B), C.int(Btype), C.int(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int(Ctype), C.int(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7914,7 +7914,7 @@ func CgemmEx_64(handle Handle, transa Operation, transb Operation, m int64, n in
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCgemmEx_64(fp, C.uintptr_t(handle), C.int(transa), C.int(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(Atype), C.int64_t(lda), unsafe.Pointer(B), C.int(Btype), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int(Ctype), C.int64_t(ldc)); r != 0 {
+	if r := C.gocuda_cublasCgemmEx_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(transa), C.int(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(Atype), C.int64_t(lda), unsafe.Pointer(B), C.int(Btype), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int(Ctype), C.int64_t(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7926,7 +7926,7 @@ func Ssyrk(handle Handle, uplo FillMode, trans Operation, n int32, k int32, alph
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSsyrk(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(n), C.int(k), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(beta)), (*C.float)(unsafe.Pointer(C_)), C.int(ldc)); r != 0 {
+	if r := C.gocuda_cublasSsyrk(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(n), C.int(k), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(beta)), (*C.float)(unsafe.Pointer(C_)), C.int(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7938,7 +7938,7 @@ func Ssyrk_64(handle Handle, uplo FillMode, trans Operation, n int64, k int64, a
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSsyrk_64(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int64_t(n), C.int64_t(k), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(A)), C.int64_t(lda), (*C.float)(unsafe.Pointer(beta)), (*C.float)(unsafe.Pointer(C_)), C.int64_t(ldc)); r != 0 {
+	if r := C.gocuda_cublasSsyrk_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int64_t(n), C.int64_t(k), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(A)), C.int64_t(lda), (*C.float)(unsafe.Pointer(beta)), (*C.float)(unsafe.Pointer(C_)), C.int64_t(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7950,7 +7950,7 @@ func Dsyrk(handle Handle, uplo FillMode, trans Operation, n int32, k int32, alph
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDsyrk(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(n), C.int(k), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(beta)), (*C.double)(unsafe.Pointer(C_)), C.int(ldc)); r != 0 {
+	if r := C.gocuda_cublasDsyrk(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(n), C.int(k), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(beta)), (*C.double)(unsafe.Pointer(C_)), C.int(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7962,7 +7962,7 @@ func Dsyrk_64(handle Handle, uplo FillMode, trans Operation, n int64, k int64, a
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDsyrk_64(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int64_t(n), C.int64_t(k), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(A)), C.int64_t(lda), (*C.double)(unsafe.Pointer(beta)), (*C.double)(unsafe.Pointer(C_)), C.int64_t(ldc)); r != 0 {
+	if r := C.gocuda_cublasDsyrk_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int64_t(n), C.int64_t(k), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(A)), C.int64_t(lda), (*C.double)(unsafe.Pointer(beta)), (*C.double)(unsafe.Pointer(C_)), C.int64_t(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7974,7 +7974,7 @@ func Csyrk(handle Handle, uplo FillMode, trans Operation, n int32, k int32, alph
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCsyrk(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(n), C.int(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int(ldc)); r != 0 {
+	if r := C.gocuda_cublasCsyrk(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(n), C.int(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7986,7 +7986,7 @@ func Csyrk_64(handle Handle, uplo FillMode, trans Operation, n int64, k int64, a
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCsyrk_64(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc)); r != 0 {
+	if r := C.gocuda_cublasCsyrk_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7998,7 +7998,7 @@ func Zsyrk(handle Handle, uplo FillMode, trans Operation, n int32, k int32, alph
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZsyrk(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(n), C.int(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int(ldc)); r != 0 {
+	if r := C.gocuda_cublasZsyrk(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(n), C.int(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8010,7 +8010,7 @@ func Zsyrk_64(handle Handle, uplo FillMode, trans Operation, n int64, k int64, a
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZsyrk_64(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc)); r != 0 {
+	if r := C.gocuda_cublasZsyrk_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8022,7 +8022,7 @@ func CsyrkEx(handle Handle, uplo FillMode, trans Operation, n int32, k int32, al
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCsyrkEx(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(n), C.int(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(Atype), C.int(lda), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int(Ctype), C.int(ldc)); r != 0 {
+	if r := C.gocuda_cublasCsyrkEx(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(n), C.int(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(Atype), C.int(lda), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int(Ctype), C.int(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8034,7 +8034,7 @@ func CsyrkEx_64(handle Handle, uplo FillMode, trans Operation, n int64, k int64,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCsyrkEx_64(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(Atype), C.int64_t(lda), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int(Ctype), C.int64_t(ldc)); r != 0 {
+	if r := C.gocuda_cublasCsyrkEx_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(Atype), C.int64_t(lda), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int(Ctype), C.int64_t(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8046,7 +8046,7 @@ func Csyrk3mEx(handle Handle, uplo FillMode, trans Operation, n int32, k int32, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCsyrk3mEx(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(n), C.int(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(Atype), C.int(lda), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int(Ctype), C.int(ldc)); r != 0 {
+	if r := C.gocuda_cublasCsyrk3mEx(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(n), C.int(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(Atype), C.int(lda), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int(Ctype), C.int(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8058,7 +8058,7 @@ func Csyrk3mEx_64(handle Handle, uplo FillMode, trans Operation, n int64, k int6
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCsyrk3mEx_64(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(Atype), C.int64_t(lda), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int(Ctype), C.int64_t(ldc)); r != 0 {
+	if r := C.gocuda_cublasCsyrk3mEx_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(Atype), C.int64_t(lda), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int(Ctype), C.int64_t(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8070,7 +8070,7 @@ func Cherk(handle Handle, uplo FillMode, trans Operation, n int32, k int32, alph
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCherk(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(n), C.int(k), (*C.float)(unsafe.Pointer(alpha)), unsafe.Pointer(A), C.int(lda), (*C.float)(unsafe.Pointer(beta)), unsafe.Pointer(C_), C.int(ldc)); r != 0 {
+	if r := C.gocuda_cublasCherk(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(n), C.int(k), (*C.float)(unsafe.Pointer(alpha)), unsafe.Pointer(A), C.int(lda), (*C.float)(unsafe.Pointer(beta)), unsafe.Pointer(C_), C.int(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8082,7 +8082,7 @@ func Cherk_64(handle Handle, uplo FillMode, trans Operation, n int64, k int64, a
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCherk_64(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int64_t(n), C.int64_t(k), (*C.float)(unsafe.Pointer(alpha)), unsafe.Pointer(A), C.int64_t(lda), (*C.float)(unsafe.Pointer(beta)), unsafe.Pointer(C_), C.int64_t(ldc)); r != 0 {
+	if r := C.gocuda_cublasCherk_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int64_t(n), C.int64_t(k), (*C.float)(unsafe.Pointer(alpha)), unsafe.Pointer(A), C.int64_t(lda), (*C.float)(unsafe.Pointer(beta)), unsafe.Pointer(C_), C.int64_t(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8094,7 +8094,7 @@ func Zherk(handle Handle, uplo FillMode, trans Operation, n int32, k int32, alph
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZherk(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(n), C.int(k), (*C.double)(unsafe.Pointer(alpha)), unsafe.Pointer(A), C.int(lda), (*C.double)(unsafe.Pointer(beta)), unsafe.Pointer(C_), C.int(ldc)); r != 0 {
+	if r := C.gocuda_cublasZherk(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(n), C.int(k), (*C.double)(unsafe.Pointer(alpha)), unsafe.Pointer(A), C.int(lda), (*C.double)(unsafe.Pointer(beta)), unsafe.Pointer(C_), C.int(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8106,7 +8106,7 @@ func Zherk_64(handle Handle, uplo FillMode, trans Operation, n int64, k int64, a
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZherk_64(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int64_t(n), C.int64_t(k), (*C.double)(unsafe.Pointer(alpha)), unsafe.Pointer(A), C.int64_t(lda), (*C.double)(unsafe.Pointer(beta)), unsafe.Pointer(C_), C.int64_t(ldc)); r != 0 {
+	if r := C.gocuda_cublasZherk_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int64_t(n), C.int64_t(k), (*C.double)(unsafe.Pointer(alpha)), unsafe.Pointer(A), C.int64_t(lda), (*C.double)(unsafe.Pointer(beta)), unsafe.Pointer(C_), C.int64_t(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8118,7 +8118,7 @@ func CherkEx(handle Handle, uplo FillMode, trans Operation, n int32, k int32, al
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCherkEx(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(n), C.int(k), (*C.float)(unsafe.Pointer(alpha)), unsafe.Pointer(A), C.int(Atype), C.int(lda), (*C.float)(unsafe.Pointer(beta)), unsafe.Pointer(C_), C.int(Ctype), C.int(ldc)); r != 0 {
+	if r := C.gocuda_cublasCherkEx(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(n), C.int(k), (*C.float)(unsafe.Pointer(alpha)), unsafe.Pointer(A), C.int(Atype), C.int(lda), (*C.float)(unsafe.Pointer(beta)), unsafe.Pointer(C_), C.int(Ctype), C.int(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8130,7 +8130,7 @@ func CherkEx_64(handle Handle, uplo FillMode, trans Operation, n int64, k int64,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCherkEx_64(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int64_t(n), C.int64_t(k), (*C.float)(unsafe.Pointer(alpha)), unsafe.Pointer(A), C.int(Atype), C.int64_t(lda), (*C.float)(unsafe.Pointer(beta)), unsafe.Pointer(C_), C.int(Ctype), C.int64_t(ldc)); r != 0 {
+	if r := C.gocuda_cublasCherkEx_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int64_t(n), C.int64_t(k), (*C.float)(unsafe.Pointer(alpha)), unsafe.Pointer(A), C.int(Atype), C.int64_t(lda), (*C.float)(unsafe.Pointer(beta)), unsafe.Pointer(C_), C.int(Ctype), C.int64_t(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8142,7 +8142,7 @@ func Cherk3mEx(handle Handle, uplo FillMode, trans Operation, n int32, k int32, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCherk3mEx(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(n), C.int(k), (*C.float)(unsafe.Pointer(alpha)), unsafe.Pointer(A), C.int(Atype), C.int(lda), (*C.float)(unsafe.Pointer(beta)), unsafe.Pointer(C_), C.int(Ctype), C.int(ldc)); r != 0 {
+	if r := C.gocuda_cublasCherk3mEx(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(n), C.int(k), (*C.float)(unsafe.Pointer(alpha)), unsafe.Pointer(A), C.int(Atype), C.int(lda), (*C.float)(unsafe.Pointer(beta)), unsafe.Pointer(C_), C.int(Ctype), C.int(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8154,7 +8154,7 @@ func Cherk3mEx_64(handle Handle, uplo FillMode, trans Operation, n int64, k int6
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCherk3mEx_64(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int64_t(n), C.int64_t(k), (*C.float)(unsafe.Pointer(alpha)), unsafe.Pointer(A), C.int(Atype), C.int64_t(lda), (*C.float)(unsafe.Pointer(beta)), unsafe.Pointer(C_), C.int(Ctype), C.int64_t(ldc)); r != 0 {
+	if r := C.gocuda_cublasCherk3mEx_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int64_t(n), C.int64_t(k), (*C.float)(unsafe.Pointer(alpha)), unsafe.Pointer(A), C.int(Atype), C.int64_t(lda), (*C.float)(unsafe.Pointer(beta)), unsafe.Pointer(C_), C.int(Ctype), C.int64_t(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8166,7 +8166,7 @@ func Ssyr2k(handle Handle, uplo FillMode, trans Operation, n int32, k int32, alp
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSsyr2k(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(n), C.int(k), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(B)), C.int(ldb), (*C.float)(unsafe.Pointer(beta)), (*C.float)(unsafe.Pointer(C_)), C.int(ldc)); r != 0 {
+	if r := C.gocuda_cublasSsyr2k(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(n), C.int(k), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(B)), C.int(ldb), (*C.float)(unsafe.Pointer(beta)), (*C.float)(unsafe.Pointer(C_)), C.int(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8178,7 +8178,7 @@ func Ssyr2k_64(handle Handle, uplo FillMode, trans Operation, n int64, k int64, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSsyr2k_64(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int64_t(n), C.int64_t(k), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(A)), C.int64_t(lda), (*C.float)(unsafe.Pointer(B)), C.int64_t(ldb), (*C.float)(unsafe.Pointer(beta)), (*C.float)(unsafe.Pointer(C_)), C.int64_t(ldc)); r != 0 {
+	if r := C.gocuda_cublasSsyr2k_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int64_t(n), C.int64_t(k), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(A)), C.int64_t(lda), (*C.float)(unsafe.Pointer(B)), C.int64_t(ldb), (*C.float)(unsafe.Pointer(beta)), (*C.float)(unsafe.Pointer(C_)), C.int64_t(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8190,7 +8190,7 @@ func Dsyr2k(handle Handle, uplo FillMode, trans Operation, n int32, k int32, alp
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDsyr2k(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(n), C.int(k), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(B)), C.int(ldb), (*C.double)(unsafe.Pointer(beta)), (*C.double)(unsafe.Pointer(C_)), C.int(ldc)); r != 0 {
+	if r := C.gocuda_cublasDsyr2k(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(n), C.int(k), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(B)), C.int(ldb), (*C.double)(unsafe.Pointer(beta)), (*C.double)(unsafe.Pointer(C_)), C.int(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8202,7 +8202,7 @@ func Dsyr2k_64(handle Handle, uplo FillMode, trans Operation, n int64, k int64, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDsyr2k_64(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int64_t(n), C.int64_t(k), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(A)), C.int64_t(lda), (*C.double)(unsafe.Pointer(B)), C.int64_t(ldb), (*C.double)(unsafe.Pointer(beta)), (*C.double)(unsafe.Pointer(C_)), C.int64_t(ldc)); r != 0 {
+	if r := C.gocuda_cublasDsyr2k_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int64_t(n), C.int64_t(k), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(A)), C.int64_t(lda), (*C.double)(unsafe.Pointer(B)), C.int64_t(ldb), (*C.double)(unsafe.Pointer(beta)), (*C.double)(unsafe.Pointer(C_)), C.int64_t(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8214,7 +8214,7 @@ func Csyr2k(handle Handle, uplo FillMode, trans Operation, n int32, k int32, alp
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCsyr2k(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(n), C.int(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int(ldc)); r != 0 {
+	if r := C.gocuda_cublasCsyr2k(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(n), C.int(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8226,7 +8226,7 @@ func Csyr2k_64(handle Handle, uplo FillMode, trans Operation, n int64, k int64, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCsyr2k_64(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc)); r != 0 {
+	if r := C.gocuda_cublasCsyr2k_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8238,7 +8238,7 @@ func Zsyr2k(handle Handle, uplo FillMode, trans Operation, n int32, k int32, alp
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZsyr2k(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(n), C.int(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int(ldc)); r != 0 {
+	if r := C.gocuda_cublasZsyr2k(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(n), C.int(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8250,7 +8250,7 @@ func Zsyr2k_64(handle Handle, uplo FillMode, trans Operation, n int64, k int64, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZsyr2k_64(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc)); r != 0 {
+	if r := C.gocuda_cublasZsyr2k_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8262,7 +8262,7 @@ func Cher2k(handle Handle, uplo FillMode, trans Operation, n int32, k int32, alp
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCher2k(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(n), C.int(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), (*C.float)(unsafe.Pointer(beta)), unsafe.Pointer(C_), C.int(ldc)); r != 0 {
+	if r := C.gocuda_cublasCher2k(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(n), C.int(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), (*C.float)(unsafe.Pointer(beta)), unsafe.Pointer(C_), C.int(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8274,7 +8274,7 @@ func Cher2k_64(handle Handle, uplo FillMode, trans Operation, n int64, k int64, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCher2k_64(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), (*C.float)(unsafe.Pointer(beta)), unsafe.Pointer(C_), C.int64_t(ldc)); r != 0 {
+	if r := C.gocuda_cublasCher2k_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), (*C.float)(unsafe.Pointer(beta)), unsafe.Pointer(C_), C.int64_t(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8286,7 +8286,7 @@ func Zher2k(handle Handle, uplo FillMode, trans Operation, n int32, k int32, alp
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZher2k(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(n), C.int(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), (*C.double)(unsafe.Pointer(beta)), unsafe.Pointer(C_), C.int(ldc)); r != 0 {
+	if r := C.gocuda_cublasZher2k(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(n), C.int(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), (*C.double)(unsafe.Pointer(beta)), unsafe.Pointer(C_), C.int(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8298,7 +8298,7 @@ func Zher2k_64(handle Handle, uplo FillMode, trans Operation, n int64, k int64, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZher2k_64(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), (*C.double)(unsafe.Pointer(beta)), unsafe.Pointer(C_), C.int64_t(ldc)); r != 0 {
+	if r := C.gocuda_cublasZher2k_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), (*C.double)(unsafe.Pointer(beta)), unsafe.Pointer(C_), C.int64_t(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8310,7 +8310,7 @@ func Ssyrkx(handle Handle, uplo FillMode, trans Operation, n int32, k int32, alp
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSsyrkx(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(n), C.int(k), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(B)), C.int(ldb), (*C.float)(unsafe.Pointer(beta)), (*C.float)(unsafe.Pointer(C_)), C.int(ldc)); r != 0 {
+	if r := C.gocuda_cublasSsyrkx(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(n), C.int(k), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(B)), C.int(ldb), (*C.float)(unsafe.Pointer(beta)), (*C.float)(unsafe.Pointer(C_)), C.int(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8322,7 +8322,7 @@ func Ssyrkx_64(handle Handle, uplo FillMode, trans Operation, n int64, k int64, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSsyrkx_64(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int64_t(n), C.int64_t(k), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(A)), C.int64_t(lda), (*C.float)(unsafe.Pointer(B)), C.int64_t(ldb), (*C.float)(unsafe.Pointer(beta)), (*C.float)(unsafe.Pointer(C_)), C.int64_t(ldc)); r != 0 {
+	if r := C.gocuda_cublasSsyrkx_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int64_t(n), C.int64_t(k), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(A)), C.int64_t(lda), (*C.float)(unsafe.Pointer(B)), C.int64_t(ldb), (*C.float)(unsafe.Pointer(beta)), (*C.float)(unsafe.Pointer(C_)), C.int64_t(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8334,7 +8334,7 @@ func Dsyrkx(handle Handle, uplo FillMode, trans Operation, n int32, k int32, alp
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDsyrkx(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(n), C.int(k), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(B)), C.int(ldb), (*C.double)(unsafe.Pointer(beta)), (*C.double)(unsafe.Pointer(C_)), C.int(ldc)); r != 0 {
+	if r := C.gocuda_cublasDsyrkx(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(n), C.int(k), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(B)), C.int(ldb), (*C.double)(unsafe.Pointer(beta)), (*C.double)(unsafe.Pointer(C_)), C.int(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8346,7 +8346,7 @@ func Dsyrkx_64(handle Handle, uplo FillMode, trans Operation, n int64, k int64, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDsyrkx_64(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int64_t(n), C.int64_t(k), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(A)), C.int64_t(lda), (*C.double)(unsafe.Pointer(B)), C.int64_t(ldb), (*C.double)(unsafe.Pointer(beta)), (*C.double)(unsafe.Pointer(C_)), C.int64_t(ldc)); r != 0 {
+	if r := C.gocuda_cublasDsyrkx_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int64_t(n), C.int64_t(k), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(A)), C.int64_t(lda), (*C.double)(unsafe.Pointer(B)), C.int64_t(ldb), (*C.double)(unsafe.Pointer(beta)), (*C.double)(unsafe.Pointer(C_)), C.int64_t(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8358,7 +8358,7 @@ func Csyrkx(handle Handle, uplo FillMode, trans Operation, n int32, k int32, alp
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCsyrkx(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(n), C.int(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int(ldc)); r != 0 {
+	if r := C.gocuda_cublasCsyrkx(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(n), C.int(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8370,7 +8370,7 @@ func Csyrkx_64(handle Handle, uplo FillMode, trans Operation, n int64, k int64, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCsyrkx_64(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc)); r != 0 {
+	if r := C.gocuda_cublasCsyrkx_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8382,7 +8382,7 @@ func Zsyrkx(handle Handle, uplo FillMode, trans Operation, n int32, k int32, alp
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZsyrkx(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(n), C.int(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int(ldc)); r != 0 {
+	if r := C.gocuda_cublasZsyrkx(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(n), C.int(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8394,7 +8394,7 @@ func Zsyrkx_64(handle Handle, uplo FillMode, trans Operation, n int64, k int64, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZsyrkx_64(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc)); r != 0 {
+	if r := C.gocuda_cublasZsyrkx_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8406,7 +8406,7 @@ func Cherkx(handle Handle, uplo FillMode, trans Operation, n int32, k int32, alp
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCherkx(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(n), C.int(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), (*C.float)(unsafe.Pointer(beta)), unsafe.Pointer(C_), C.int(ldc)); r != 0 {
+	if r := C.gocuda_cublasCherkx(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(n), C.int(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), (*C.float)(unsafe.Pointer(beta)), unsafe.Pointer(C_), C.int(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8418,7 +8418,7 @@ func Cherkx_64(handle Handle, uplo FillMode, trans Operation, n int64, k int64, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCherkx_64(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), (*C.float)(unsafe.Pointer(beta)), unsafe.Pointer(C_), C.int64_t(ldc)); r != 0 {
+	if r := C.gocuda_cublasCherkx_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), (*C.float)(unsafe.Pointer(beta)), unsafe.Pointer(C_), C.int64_t(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8430,7 +8430,7 @@ func Zherkx(handle Handle, uplo FillMode, trans Operation, n int32, k int32, alp
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZherkx(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(n), C.int(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), (*C.double)(unsafe.Pointer(beta)), unsafe.Pointer(C_), C.int(ldc)); r != 0 {
+	if r := C.gocuda_cublasZherkx(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int(n), C.int(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), (*C.double)(unsafe.Pointer(beta)), unsafe.Pointer(C_), C.int(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8442,7 +8442,7 @@ func Zherkx_64(handle Handle, uplo FillMode, trans Operation, n int64, k int64, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZherkx_64(fp, C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), (*C.double)(unsafe.Pointer(beta)), unsafe.Pointer(C_), C.int64_t(ldc)); r != 0 {
+	if r := C.gocuda_cublasZherkx_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(trans), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), (*C.double)(unsafe.Pointer(beta)), unsafe.Pointer(C_), C.int64_t(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8454,7 +8454,7 @@ func Ssymm(handle Handle, side SideMode, uplo FillMode, m int32, n int32, alpha 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSsymm(fp, C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(B)), C.int(ldb), (*C.float)(unsafe.Pointer(beta)), (*C.float)(unsafe.Pointer(C_)), C.int(ldc)); r != 0 {
+	if r := C.gocuda_cublasSsymm(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(B)), C.int(ldb), (*C.float)(unsafe.Pointer(beta)), (*C.float)(unsafe.Pointer(C_)), C.int(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8466,7 +8466,7 @@ func Ssymm_64(handle Handle, side SideMode, uplo FillMode, m int64, n int64, alp
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSsymm_64(fp, C.uintptr_t(handle), C.int(side), C.int(uplo), C.int64_t(m), C.int64_t(n), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(A)), C.int64_t(lda), (*C.float)(unsafe.Pointer(B)), C.int64_t(ldb), (*C.float)(unsafe.Pointer(beta)), (*C.float)(unsafe.Pointer(C_)), C.int64_t(ldc)); r != 0 {
+	if r := C.gocuda_cublasSsymm_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(side), C.int(uplo), C.int64_t(m), C.int64_t(n), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(A)), C.int64_t(lda), (*C.float)(unsafe.Pointer(B)), C.int64_t(ldb), (*C.float)(unsafe.Pointer(beta)), (*C.float)(unsafe.Pointer(C_)), C.int64_t(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8478,7 +8478,7 @@ func Dsymm(handle Handle, side SideMode, uplo FillMode, m int32, n int32, alpha 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDsymm(fp, C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(B)), C.int(ldb), (*C.double)(unsafe.Pointer(beta)), (*C.double)(unsafe.Pointer(C_)), C.int(ldc)); r != 0 {
+	if r := C.gocuda_cublasDsymm(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(B)), C.int(ldb), (*C.double)(unsafe.Pointer(beta)), (*C.double)(unsafe.Pointer(C_)), C.int(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8490,7 +8490,7 @@ func Dsymm_64(handle Handle, side SideMode, uplo FillMode, m int64, n int64, alp
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDsymm_64(fp, C.uintptr_t(handle), C.int(side), C.int(uplo), C.int64_t(m), C.int64_t(n), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(A)), C.int64_t(lda), (*C.double)(unsafe.Pointer(B)), C.int64_t(ldb), (*C.double)(unsafe.Pointer(beta)), (*C.double)(unsafe.Pointer(C_)), C.int64_t(ldc)); r != 0 {
+	if r := C.gocuda_cublasDsymm_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(side), C.int(uplo), C.int64_t(m), C.int64_t(n), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(A)), C.int64_t(lda), (*C.double)(unsafe.Pointer(B)), C.int64_t(ldb), (*C.double)(unsafe.Pointer(beta)), (*C.double)(unsafe.Pointer(C_)), C.int64_t(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8502,7 +8502,7 @@ func Csymm(handle Handle, side SideMode, uplo FillMode, m int32, n int32, alpha 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCsymm(fp, C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(m), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int(ldc)); r != 0 {
+	if r := C.gocuda_cublasCsymm(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(m), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8514,7 +8514,7 @@ func Csymm_64(handle Handle, side SideMode, uplo FillMode, m int64, n int64, alp
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCsymm_64(fp, C.uintptr_t(handle), C.int(side), C.int(uplo), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc)); r != 0 {
+	if r := C.gocuda_cublasCsymm_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(side), C.int(uplo), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8526,7 +8526,7 @@ func Zsymm(handle Handle, side SideMode, uplo FillMode, m int32, n int32, alpha 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZsymm(fp, C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(m), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int(ldc)); r != 0 {
+	if r := C.gocuda_cublasZsymm(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(m), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8538,7 +8538,7 @@ func Zsymm_64(handle Handle, side SideMode, uplo FillMode, m int64, n int64, alp
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZsymm_64(fp, C.uintptr_t(handle), C.int(side), C.int(uplo), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc)); r != 0 {
+	if r := C.gocuda_cublasZsymm_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(side), C.int(uplo), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8550,7 +8550,7 @@ func Chemm(handle Handle, side SideMode, uplo FillMode, m int32, n int32, alpha 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasChemm(fp, C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(m), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int(ldc)); r != 0 {
+	if r := C.gocuda_cublasChemm(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(m), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8562,7 +8562,7 @@ func Chemm_64(handle Handle, side SideMode, uplo FillMode, m int64, n int64, alp
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasChemm_64(fp, C.uintptr_t(handle), C.int(side), C.int(uplo), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc)); r != 0 {
+	if r := C.gocuda_cublasChemm_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(side), C.int(uplo), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8574,7 +8574,7 @@ func Zhemm(handle Handle, side SideMode, uplo FillMode, m int32, n int32, alpha 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZhemm(fp, C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(m), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int(ldc)); r != 0 {
+	if r := C.gocuda_cublasZhemm(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(m), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8586,7 +8586,7 @@ func Zhemm_64(handle Handle, side SideMode, uplo FillMode, m int64, n int64, alp
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZhemm_64(fp, C.uintptr_t(handle), C.int(side), C.int(uplo), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc)); r != 0 {
+	if r := C.gocuda_cublasZhemm_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(side), C.int(uplo), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8598,7 +8598,7 @@ func Strsm(handle Handle, side SideMode, uplo FillMode, trans Operation, diag Di
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasStrsm(fp, C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(trans), C.int(diag), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(B)), C.int(ldb)); r != 0 {
+	if r := C.gocuda_cublasStrsm(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(trans), C.int(diag), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(B)), C.int(ldb)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8610,7 +8610,7 @@ func Strsm_64(handle Handle, side SideMode, uplo FillMode, trans Operation, diag
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasStrsm_64(fp, C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(m), C.int64_t(n), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(A)), C.int64_t(lda), (*C.float)(unsafe.Pointer(B)), C.int64_t(ldb)); r != 0 {
+	if r := C.gocuda_cublasStrsm_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(m), C.int64_t(n), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(A)), C.int64_t(lda), (*C.float)(unsafe.Pointer(B)), C.int64_t(ldb)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8622,7 +8622,7 @@ func Dtrsm(handle Handle, side SideMode, uplo FillMode, trans Operation, diag Di
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDtrsm(fp, C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(trans), C.int(diag), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(B)), C.int(ldb)); r != 0 {
+	if r := C.gocuda_cublasDtrsm(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(trans), C.int(diag), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(B)), C.int(ldb)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8634,7 +8634,7 @@ func Dtrsm_64(handle Handle, side SideMode, uplo FillMode, trans Operation, diag
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDtrsm_64(fp, C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(m), C.int64_t(n), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(A)), C.int64_t(lda), (*C.double)(unsafe.Pointer(B)), C.int64_t(ldb)); r != 0 {
+	if r := C.gocuda_cublasDtrsm_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(m), C.int64_t(n), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(A)), C.int64_t(lda), (*C.double)(unsafe.Pointer(B)), C.int64_t(ldb)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8646,7 +8646,7 @@ func Ctrsm(handle Handle, side SideMode, uplo FillMode, trans Operation, diag Di
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCtrsm(fp, C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(trans), C.int(diag), C.int(m), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb)); r != 0 {
+	if r := C.gocuda_cublasCtrsm(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(trans), C.int(diag), C.int(m), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8658,7 +8658,7 @@ func Ctrsm_64(handle Handle, side SideMode, uplo FillMode, trans Operation, diag
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCtrsm_64(fp, C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb)); r != 0 {
+	if r := C.gocuda_cublasCtrsm_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8670,7 +8670,7 @@ func Ztrsm(handle Handle, side SideMode, uplo FillMode, trans Operation, diag Di
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZtrsm(fp, C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(trans), C.int(diag), C.int(m), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb)); r != 0 {
+	if r := C.gocuda_cublasZtrsm(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(trans), C.int(diag), C.int(m), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8682,7 +8682,7 @@ func Ztrsm_64(handle Handle, side SideMode, uplo FillMode, trans Operation, diag
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZtrsm_64(fp, C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb)); r != 0 {
+	if r := C.gocuda_cublasZtrsm_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8694,7 +8694,7 @@ func Strmm(handle Handle, side SideMode, uplo FillMode, trans Operation, diag Di
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasStrmm(fp, C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(trans), C.int(diag), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(B)), C.int(ldb), (*C.float)(unsafe.Pointer(C_)), C.int(ldc)); r != 0 {
+	if r := C.gocuda_cublasStrmm(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(trans), C.int(diag), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(B)), C.int(ldb), (*C.float)(unsafe.Pointer(C_)), C.int(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8706,7 +8706,7 @@ func Strmm_64(handle Handle, side SideMode, uplo FillMode, trans Operation, diag
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasStrmm_64(fp, C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(m), C.int64_t(n), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(A)), C.int64_t(lda), (*C.float)(unsafe.Pointer(B)), C.int64_t(ldb), (*C.float)(unsafe.Pointer(C_)), C.int64_t(ldc)); r != 0 {
+	if r := C.gocuda_cublasStrmm_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(m), C.int64_t(n), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(A)), C.int64_t(lda), (*C.float)(unsafe.Pointer(B)), C.int64_t(ldb), (*C.float)(unsafe.Pointer(C_)), C.int64_t(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8718,7 +8718,7 @@ func Dtrmm(handle Handle, side SideMode, uplo FillMode, trans Operation, diag Di
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDtrmm(fp, C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(trans), C.int(diag), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(B)), C.int(ldb), (*C.double)(unsafe.Pointer(C_)), C.int(ldc)); r != 0 {
+	if r := C.gocuda_cublasDtrmm(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(trans), C.int(diag), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(B)), C.int(ldb), (*C.double)(unsafe.Pointer(C_)), C.int(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8730,7 +8730,7 @@ func Dtrmm_64(handle Handle, side SideMode, uplo FillMode, trans Operation, diag
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDtrmm_64(fp, C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(m), C.int64_t(n), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(A)), C.int64_t(lda), (*C.double)(unsafe.Pointer(B)), C.int64_t(ldb), (*C.double)(unsafe.Pointer(C_)), C.int64_t(ldc)); r != 0 {
+	if r := C.gocuda_cublasDtrmm_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(m), C.int64_t(n), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(A)), C.int64_t(lda), (*C.double)(unsafe.Pointer(B)), C.int64_t(ldb), (*C.double)(unsafe.Pointer(C_)), C.int64_t(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8742,7 +8742,7 @@ func Ctrmm(handle Handle, side SideMode, uplo FillMode, trans Operation, diag Di
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCtrmm(fp, C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(trans), C.int(diag), C.int(m), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), unsafe.Pointer(C_), C.int(ldc)); r != 0 {
+	if r := C.gocuda_cublasCtrmm(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(trans), C.int(diag), C.int(m), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), unsafe.Pointer(C_), C.int(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8754,7 +8754,7 @@ func Ctrmm_64(handle Handle, side SideMode, uplo FillMode, trans Operation, diag
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCtrmm_64(fp, C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), unsafe.Pointer(C_), C.int64_t(ldc)); r != 0 {
+	if r := C.gocuda_cublasCtrmm_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), unsafe.Pointer(C_), C.int64_t(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8766,7 +8766,7 @@ func Ztrmm(handle Handle, side SideMode, uplo FillMode, trans Operation, diag Di
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZtrmm(fp, C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(trans), C.int(diag), C.int(m), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), unsafe.Pointer(C_), C.int(ldc)); r != 0 {
+	if r := C.gocuda_cublasZtrmm(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(trans), C.int(diag), C.int(m), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), unsafe.Pointer(C_), C.int(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8778,7 +8778,7 @@ func Ztrmm_64(handle Handle, side SideMode, uplo FillMode, trans Operation, diag
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZtrmm_64(fp, C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), unsafe.Pointer(C_), C.int64_t(ldc)); r != 0 {
+	if r := C.gocuda_cublasZtrmm_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), unsafe.Pointer(C_), C.int64_t(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8790,7 +8790,7 @@ func SgemmBatched(handle Handle, transa Operation, transb Operation, m int32, n 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSgemmBatched(fp, C.uintptr_t(handle), C.int(transa), C.int(transb), C.int(m), C.int(n), C.int(k), (*C.float)(unsafe.Pointer(alpha)), unsafe.Pointer(Aarray), C.int(lda), unsafe.Pointer(Barray), C.int(ldb), (*C.float)(unsafe.Pointer(beta)), unsafe.Pointer(Carray), C.int(ldc), C.int(batchCount)); r != 0 {
+	if r := C.gocuda_cublasSgemmBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(transa), C.int(transb), C.int(m), C.int(n), C.int(k), (*C.float)(unsafe.Pointer(alpha)), unsafe.Pointer(Aarray), C.int(lda), unsafe.Pointer(Barray), C.int(ldb), (*C.float)(unsafe.Pointer(beta)), unsafe.Pointer(Carray), C.int(ldc), C.int(batchCount)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8802,7 +8802,7 @@ func SgemmBatched_64(handle Handle, transa Operation, transb Operation, m int64,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSgemmBatched_64(fp, C.uintptr_t(handle), C.int(transa), C.int(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), (*C.float)(unsafe.Pointer(alpha)), unsafe.Pointer(Aarray), C.int64_t(lda), unsafe.Pointer(Barray), C.int64_t(ldb), (*C.float)(unsafe.Pointer(beta)), unsafe.Pointer(Carray), C.int64_t(ldc), C.int64_t(batchCount)); r != 0 {
+	if r := C.gocuda_cublasSgemmBatched_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(transa), C.int(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), (*C.float)(unsafe.Pointer(alpha)), unsafe.Pointer(Aarray), C.int64_t(lda), unsafe.Pointer(Barray), C.int64_t(ldb), (*C.float)(unsafe.Pointer(beta)), unsafe.Pointer(Carray), C.int64_t(ldc), C.int64_t(batchCount)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8814,7 +8814,7 @@ func DgemmBatched(handle Handle, transa Operation, transb Operation, m int32, n 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDgemmBatched(fp, C.uintptr_t(handle), C.int(transa), C.int(transb), C.int(m), C.int(n), C.int(k), (*C.double)(unsafe.Pointer(alpha)), unsafe.Pointer(Aarray), C.int(lda), unsafe.Pointer(Barray), C.int(ldb), (*C.double)(unsafe.Pointer(beta)), unsafe.Pointer(Carray), C.int(ldc), C.int(batchCount)); r != 0 {
+	if r := C.gocuda_cublasDgemmBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(transa), C.int(transb), C.int(m), C.int(n), C.int(k), (*C.double)(unsafe.Pointer(alpha)), unsafe.Pointer(Aarray), C.int(lda), unsafe.Pointer(Barray), C.int(ldb), (*C.double)(unsafe.Pointer(beta)), unsafe.Pointer(Carray), C.int(ldc), C.int(batchCount)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8826,7 +8826,7 @@ func DgemmBatched_64(handle Handle, transa Operation, transb Operation, m int64,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDgemmBatched_64(fp, C.uintptr_t(handle), C.int(transa), C.int(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), (*C.double)(unsafe.Pointer(alpha)), unsafe.Pointer(Aarray), C.int64_t(lda), unsafe.Pointer(Barray), C.int64_t(ldb), (*C.double)(unsafe.Pointer(beta)), unsafe.Pointer(Carray), C.int64_t(ldc), C.int64_t(batchCount)); r != 0 {
+	if r := C.gocuda_cublasDgemmBatched_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(transa), C.int(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), (*C.double)(unsafe.Pointer(alpha)), unsafe.Pointer(Aarray), C.int64_t(lda), unsafe.Pointer(Barray), C.int64_t(ldb), (*C.double)(unsafe.Pointer(beta)), unsafe.Pointer(Carray), C.int64_t(ldc), C.int64_t(batchCount)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8838,7 +8838,7 @@ func CgemmBatched(handle Handle, transa Operation, transb Operation, m int32, n 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCgemmBatched(fp, C.uintptr_t(handle), C.int(transa), C.int(transb), C.int(m), C.int(n), C.int(k), unsafe.Pointer(alpha), unsafe.Pointer(Aarray), C.int(lda), unsafe.Pointer(Barray), C.int(ldb), unsafe.Pointer(beta), unsafe.Pointer(Carray), C.int(ldc), C.int(batchCount)); r != 0 {
+	if r := C.gocuda_cublasCgemmBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(transa), C.int(transb), C.int(m), C.int(n), C.int(k), unsafe.Pointer(alpha), unsafe.Pointer(Aarray), C.int(lda), unsafe.Pointer(Barray), C.int(ldb), unsafe.Pointer(beta), unsafe.Pointer(Carray), C.int(ldc), C.int(batchCount)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8850,7 +8850,7 @@ func CgemmBatched_64(handle Handle, transa Operation, transb Operation, m int64,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCgemmBatched_64(fp, C.uintptr_t(handle), C.int(transa), C.int(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(Aarray), C.int64_t(lda), unsafe.Pointer(Barray), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(Carray), C.int64_t(ldc), C.int64_t(batchCount)); r != 0 {
+	if r := C.gocuda_cublasCgemmBatched_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(transa), C.int(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(Aarray), C.int64_t(lda), unsafe.Pointer(Barray), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(Carray), C.int64_t(ldc), C.int64_t(batchCount)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8862,7 +8862,7 @@ func Cgemm3mBatched(handle Handle, transa Operation, transb Operation, m int32, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCgemm3mBatched(fp, C.uintptr_t(handle), C.int(transa), C.int(transb), C.int(m), C.int(n), C.int(k), unsafe.Pointer(alpha), unsafe.Pointer(Aarray), C.int(lda), unsafe.Pointer(Barray), C.int(ldb), unsafe.Pointer(beta), unsafe.Pointer(Carray), C.int(ldc), C.int(batchCount)); r != 0 {
+	if r := C.gocuda_cublasCgemm3mBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(transa), C.int(transb), C.int(m), C.int(n), C.int(k), unsafe.Pointer(alpha), unsafe.Pointer(Aarray), C.int(lda), unsafe.Pointer(Barray), C.int(ldb), unsafe.Pointer(beta), unsafe.Pointer(Carray), C.int(ldc), C.int(batchCount)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8874,7 +8874,7 @@ func Cgemm3mBatched_64(handle Handle, transa Operation, transb Operation, m int6
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCgemm3mBatched_64(fp, C.uintptr_t(handle), C.int(transa), C.int(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(Aarray), C.int64_t(lda), unsafe.Pointer(Barray), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(Carray), C.int64_t(ldc), C.int64_t(batchCount)); r != 0 {
+	if r := C.gocuda_cublasCgemm3mBatched_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(transa), C.int(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(Aarray), C.int64_t(lda), unsafe.Pointer(Barray), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(Carray), C.int64_t(ldc), C.int64_t(batchCount)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8886,7 +8886,7 @@ func ZgemmBatched(handle Handle, transa Operation, transb Operation, m int32, n 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZgemmBatched(fp, C.uintptr_t(handle), C.int(transa), C.int(transb), C.int(m), C.int(n), C.int(k), unsafe.Pointer(alpha), unsafe.Pointer(Aarray), C.int(lda), unsafe.Pointer(Barray), C.int(ldb), unsafe.Pointer(beta), unsafe.Pointer(Carray), C.int(ldc), C.int(batchCount)); r != 0 {
+	if r := C.gocuda_cublasZgemmBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(transa), C.int(transb), C.int(m), C.int(n), C.int(k), unsafe.Pointer(alpha), unsafe.Pointer(Aarray), C.int(lda), unsafe.Pointer(Barray), C.int(ldb), unsafe.Pointer(beta), unsafe.Pointer(Carray), C.int(ldc), C.int(batchCount)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8898,7 +8898,7 @@ func ZgemmBatched_64(handle Handle, transa Operation, transb Operation, m int64,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZgemmBatched_64(fp, C.uintptr_t(handle), C.int(transa), C.int(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(Aarray), C.int64_t(lda), unsafe.Pointer(Barray), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(Carray), C.int64_t(ldc), C.int64_t(batchCount)); r != 0 {
+	if r := C.gocuda_cublasZgemmBatched_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(transa), C.int(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(Aarray), C.int64_t(lda), unsafe.Pointer(Barray), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(Carray), C.int64_t(ldc), C.int64_t(batchCount)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8910,7 +8910,7 @@ func SgemmStridedBatched(handle Handle, transa Operation, transb Operation, m in
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSgemmStridedBatched(fp, C.uintptr_t(handle), C.int(transa), C.int(transb), C.int(m), C.int(n), C.int(k), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(A)), C.int(lda), C.longlong(strideA), (*C.float)(unsafe.Pointer(B)), C.int(ldb), C.longlong(strideB), (*C.float)(unsafe.Pointer(beta)), (*C.float)(unsafe.Pointer(C_)), C.int(ldc), C.longlong(strideC), C.int(batchCount)); r != 0 {
+	if r := C.gocuda_cublasSgemmStridedBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(transa), C.int(transb), C.int(m), C.int(n), C.int(k), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(A)), C.int(lda), C.longlong(strideA), (*C.float)(unsafe.Pointer(B)), C.int(ldb), C.longlong(strideB), (*C.float)(unsafe.Pointer(beta)), (*C.float)(unsafe.Pointer(C_)), C.int(ldc), C.longlong(strideC), C.int(batchCount)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8922,7 +8922,7 @@ func SgemmStridedBatched_64(handle Handle, transa Operation, transb Operation, m
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSgemmStridedBatched_64(fp, C.uintptr_t(handle), C.int(transa), C.int(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(A)), C.int64_t(lda), C.longlong(strideA), (*C.float)(unsafe.Pointer(B)), C.int64_t(ldb), C.longlong(strideB), (*C.float)(unsafe.Pointer(beta)), (*C.float)(unsafe.Pointer(C_)), C.int64_t(ldc), C.longlong(strideC), C.int64_t(batchCount)); r != 0 {
+	if r := C.gocuda_cublasSgemmStridedBatched_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(transa), C.int(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(A)), C.int64_t(lda), C.longlong(strideA), (*C.float)(unsafe.Pointer(B)), C.int64_t(ldb), C.longlong(strideB), (*C.float)(unsafe.Pointer(beta)), (*C.float)(unsafe.Pointer(C_)), C.int64_t(ldc), C.longlong(strideC), C.int64_t(batchCount)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8934,7 +8934,7 @@ func DgemmStridedBatched(handle Handle, transa Operation, transb Operation, m in
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDgemmStridedBatched(fp, C.uintptr_t(handle), C.int(transa), C.int(transb), C.int(m), C.int(n), C.int(k), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(A)), C.int(lda), C.longlong(strideA), (*C.double)(unsafe.Pointer(B)), C.int(ldb), C.longlong(strideB), (*C.double)(unsafe.Pointer(beta)), (*C.double)(unsafe.Pointer(C_)), C.int(ldc), C.longlong(strideC), C.int(batchCount)); r != 0 {
+	if r := C.gocuda_cublasDgemmStridedBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(transa), C.int(transb), C.int(m), C.int(n), C.int(k), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(A)), C.int(lda), C.longlong(strideA), (*C.double)(unsafe.Pointer(B)), C.int(ldb), C.longlong(strideB), (*C.double)(unsafe.Pointer(beta)), (*C.double)(unsafe.Pointer(C_)), C.int(ldc), C.longlong(strideC), C.int(batchCount)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8946,7 +8946,7 @@ func DgemmStridedBatched_64(handle Handle, transa Operation, transb Operation, m
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDgemmStridedBatched_64(fp, C.uintptr_t(handle), C.int(transa), C.int(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(A)), C.int64_t(lda), C.longlong(strideA), (*C.double)(unsafe.Pointer(B)), C.int64_t(ldb), C.longlong(strideB), (*C.double)(unsafe.Pointer(beta)), (*C.double)(unsafe.Pointer(C_)), C.int64_t(ldc), C.longlong(strideC), C.int64_t(batchCount)); r != 0 {
+	if r := C.gocuda_cublasDgemmStridedBatched_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(transa), C.int(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(A)), C.int64_t(lda), C.longlong(strideA), (*C.double)(unsafe.Pointer(B)), C.int64_t(ldb), C.longlong(strideB), (*C.double)(unsafe.Pointer(beta)), (*C.double)(unsafe.Pointer(C_)), C.int64_t(ldc), C.longlong(strideC), C.int64_t(batchCount)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8958,7 +8958,7 @@ func CgemmStridedBatched(handle Handle, transa Operation, transb Operation, m in
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCgemmStridedBatched(fp, C.uintptr_t(handle), C.int(transa), C.int(transb), C.int(m), C.int(n), C.int(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), C.longlong(strideA), unsafe.Pointer(B), C.int(ldb), C.longlong(strideB), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int(ldc), C.longlong(strideC), C.int(batchCount)); r != 0 {
+	if r := C.gocuda_cublasCgemmStridedBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(transa), C.int(transb), C.int(m), C.int(n), C.int(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), C.longlong(strideA), unsafe.Pointer(B), C.int(ldb), C.longlong(strideB), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int(ldc), C.longlong(strideC), C.int(batchCount)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8970,7 +8970,7 @@ func CgemmStridedBatched_64(handle Handle, transa Operation, transb Operation, m
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCgemmStridedBatched_64(fp, C.uintptr_t(handle), C.int(transa), C.int(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), C.longlong(strideA), unsafe.Pointer(B), C.int64_t(ldb), C.longlong(strideB), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc), C.longlong(strideC), C.int64_t(batchCount)); r != 0 {
+	if r := C.gocuda_cublasCgemmStridedBatched_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(transa), C.int(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), C.longlong(strideA), unsafe.Pointer(B), C.int64_t(ldb), C.longlong(strideB), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc), C.longlong(strideC), C.int64_t(batchCount)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8982,7 +8982,7 @@ func Cgemm3mStridedBatched(handle Handle, transa Operation, transb Operation, m 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCgemm3mStridedBatched(fp, C.uintptr_t(handle), C.int(transa), C.int(transb), C.int(m), C.int(n), C.int(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), C.longlong(strideA), unsafe.Pointer(B), C.int(ldb), C.longlong(strideB), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int(ldc), C.longlong(strideC), C.int(batchCount)); r != 0 {
+	if r := C.gocuda_cublasCgemm3mStridedBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(transa), C.int(transb), C.int(m), C.int(n), C.int(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), C.longlong(strideA), unsafe.Pointer(B), C.int(ldb), C.longlong(strideB), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int(ldc), C.longlong(strideC), C.int(batchCount)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8994,7 +8994,7 @@ func Cgemm3mStridedBatched_64(handle Handle, transa Operation, transb Operation,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCgemm3mStridedBatched_64(fp, C.uintptr_t(handle), C.int(transa), C.int(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), C.longlong(strideA), unsafe.Pointer(B), C.int64_t(ldb), C.longlong(strideB), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc), C.longlong(strideC), C.int64_t(batchCount)); r != 0 {
+	if r := C.gocuda_cublasCgemm3mStridedBatched_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(transa), C.int(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), C.longlong(strideA), unsafe.Pointer(B), C.int64_t(ldb), C.longlong(strideB), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc), C.longlong(strideC), C.int64_t(batchCount)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9006,7 +9006,7 @@ func ZgemmStridedBatched(handle Handle, transa Operation, transb Operation, m in
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZgemmStridedBatched(fp, C.uintptr_t(handle), C.int(transa), C.int(transb), C.int(m), C.int(n), C.int(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), C.longlong(strideA), unsafe.Pointer(B), C.int(ldb), C.longlong(strideB), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int(ldc), C.longlong(strideC), C.int(batchCount)); r != 0 {
+	if r := C.gocuda_cublasZgemmStridedBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(transa), C.int(transb), C.int(m), C.int(n), C.int(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), C.longlong(strideA), unsafe.Pointer(B), C.int(ldb), C.longlong(strideB), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int(ldc), C.longlong(strideC), C.int(batchCount)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9018,7 +9018,7 @@ func ZgemmStridedBatched_64(handle Handle, transa Operation, transb Operation, m
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZgemmStridedBatched_64(fp, C.uintptr_t(handle), C.int(transa), C.int(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), C.longlong(strideA), unsafe.Pointer(B), C.int64_t(ldb), C.longlong(strideB), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc), C.longlong(strideC), C.int64_t(batchCount)); r != 0 {
+	if r := C.gocuda_cublasZgemmStridedBatched_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(transa), C.int(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), C.longlong(strideA), unsafe.Pointer(B), C.int64_t(ldb), C.longlong(strideB), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int64_t(ldc), C.longlong(strideC), C.int64_t(batchCount)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9030,7 +9030,7 @@ func GemmBatchedEx(handle Handle, transa Operation, transb Operation, m int32, n
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasGemmBatchedEx(fp, C.uintptr_t(handle), C.int(transa), C.int(transb), C.int(m), C.int(n), C.int(k), unsafe.Pointer(alpha), unsafe.Pointer(Aarray), C.int(Atype), C.int(lda), unsafe.Pointer(Barray), C.int(Btype), C.int(ldb), unsafe.Pointer(beta), unsafe.Pointer(Carray), C.int(Ctype), C.int(ldc), C.int(batchCount), C.int(computeType), C.int(algo)); r != 0 {
+	if r := C.gocuda_cublasGemmBatchedEx(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(transa), C.int(transb), C.int(m), C.int(n), C.int(k), unsafe.Pointer(alpha), unsafe.Pointer(Aarray), C.int(Atype), C.int(lda), unsafe.Pointer(Barray), C.int(Btype), C.int(ldb), unsafe.Pointer(beta), unsafe.Pointer(Carray), C.int(Ctype), C.int(ldc), C.int(batchCount), C.int(computeType), C.int(algo)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9042,7 +9042,7 @@ func GemmBatchedEx_64(handle Handle, transa Operation, transb Operation, m int64
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasGemmBatchedEx_64(fp, C.uintptr_t(handle), C.int(transa), C.int(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(Aarray), C.int(Atype), C.int64_t(lda), unsafe.Pointer(Barray), C.int(Btype), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(Carray), C.int(Ctype), C.int64_t(ldc), C.int64_t(batchCount), C.int(computeType), C.int(algo)); r != 0 {
+	if r := C.gocuda_cublasGemmBatchedEx_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(transa), C.int(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(Aarray), C.int(Atype), C.int64_t(lda), unsafe.Pointer(Barray), C.int(Btype), C.int64_t(ldb), unsafe.Pointer(beta), unsafe.Pointer(Carray), C.int(Ctype), C.int64_t(ldc), C.int64_t(batchCount), C.int(computeType), C.int(algo)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9054,7 +9054,7 @@ func GemmStridedBatchedEx(handle Handle, transa Operation, transb Operation, m i
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasGemmStridedBatchedEx(fp, C.uintptr_t(handle), C.int(transa), C.int(transb), C.int(m), C.int(n), C.int(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(Atype), C.int(lda), C.longlong(strideA), unsafe.Pointer(B), C.int(Btype), C.int(ldb), C.longlong(strideB), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int(Ctype), C.int(ldc), C.longlong(strideC), C.int(batchCount), C.int(computeType), C.int(algo)); r != 0 {
+	if r := C.gocuda_cublasGemmStridedBatchedEx(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(transa), C.int(transb), C.int(m), C.int(n), C.int(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(Atype), C.int(lda), C.longlong(strideA), unsafe.Pointer(B), C.int(Btype), C.int(ldb), C.longlong(strideB), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int(Ctype), C.int(ldc), C.longlong(strideC), C.int(batchCount), C.int(computeType), C.int(algo)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9066,7 +9066,7 @@ func GemmStridedBatchedEx_64(handle Handle, transa Operation, transb Operation, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasGemmStridedBatchedEx_64(fp, C.uintptr_t(handle), C.int(transa), C.int(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(Atype), C.int64_t(lda), C.longlong(strideA), unsafe.Pointer(B), C.int(Btype), C.int64_t(ldb), C.longlong(strideB), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int(Ctype), C.int64_t(ldc), C.longlong(strideC), C.int64_t(batchCount), C.int(computeType), C.int(algo)); r != 0 {
+	if r := C.gocuda_cublasGemmStridedBatchedEx_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(transa), C.int(transb), C.int64_t(m), C.int64_t(n), C.int64_t(k), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(Atype), C.int64_t(lda), C.longlong(strideA), unsafe.Pointer(B), C.int(Btype), C.int64_t(ldb), C.longlong(strideB), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int(Ctype), C.int64_t(ldc), C.longlong(strideC), C.int64_t(batchCount), C.int(computeType), C.int(algo)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9078,7 +9078,7 @@ func SgemmGroupedBatched(handle Handle, transa_array *Operation, transb_array *O
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSgemmGroupedBatched(fp, C.uintptr_t(handle), (*C.int)(unsafe.Pointer(transa_array)), (*C.int)(unsafe.Pointer(transb_array)), (*C.int)(unsafe.Pointer(m_array)), (*C.int)(unsafe.Pointer(n_array)), (*C.int)(unsafe.Pointer(k_array)), (*C.float)(unsafe.Pointer(alpha_array)), unsafe.Pointer(Aarray), (*C.int)(unsafe.Pointer(lda_array)), unsafe.Pointer(Barray), (*C.int)(unsafe.Pointer(ldb_array)), (*C.float)(unsafe.Pointer(beta_array)), unsafe.Pointer(Carray), (*C.int)(unsafe.Pointer(ldc_array)), C.int(group_count), (*C.int)(unsafe.Pointer(group_size))); r != 0 {
+	if r := C.gocuda_cublasSgemmGroupedBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), (*C.int)(unsafe.Pointer(transa_array)), (*C.int)(unsafe.Pointer(transb_array)), (*C.int)(unsafe.Pointer(m_array)), (*C.int)(unsafe.Pointer(n_array)), (*C.int)(unsafe.Pointer(k_array)), (*C.float)(unsafe.Pointer(alpha_array)), unsafe.Pointer(Aarray), (*C.int)(unsafe.Pointer(lda_array)), unsafe.Pointer(Barray), (*C.int)(unsafe.Pointer(ldb_array)), (*C.float)(unsafe.Pointer(beta_array)), unsafe.Pointer(Carray), (*C.int)(unsafe.Pointer(ldc_array)), C.int(group_count), (*C.int)(unsafe.Pointer(group_size))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9090,7 +9090,7 @@ func SgemmGroupedBatched_64(handle Handle, transa_array *Operation, transb_array
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSgemmGroupedBatched_64(fp, C.uintptr_t(handle), (*C.int)(unsafe.Pointer(transa_array)), (*C.int)(unsafe.Pointer(transb_array)), (*C.int64_t)(unsafe.Pointer(m_array)), (*C.int64_t)(unsafe.Pointer(n_array)), (*C.int64_t)(unsafe.Pointer(k_array)), (*C.float)(unsafe.Pointer(alpha_array)), unsafe.Pointer(Aarray), (*C.int64_t)(unsafe.Pointer(lda_array)), unsafe.Pointer(Barray), (*C.int64_t)(unsafe.Pointer(ldb_array)), (*C.float)(unsafe.Pointer(beta_array)), unsafe.Pointer(Carray), (*C.int64_t)(unsafe.Pointer(ldc_array)), C.int64_t(group_count), (*C.int64_t)(unsafe.Pointer(group_size))); r != 0 {
+	if r := C.gocuda_cublasSgemmGroupedBatched_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), (*C.int)(unsafe.Pointer(transa_array)), (*C.int)(unsafe.Pointer(transb_array)), (*C.int64_t)(unsafe.Pointer(m_array)), (*C.int64_t)(unsafe.Pointer(n_array)), (*C.int64_t)(unsafe.Pointer(k_array)), (*C.float)(unsafe.Pointer(alpha_array)), unsafe.Pointer(Aarray), (*C.int64_t)(unsafe.Pointer(lda_array)), unsafe.Pointer(Barray), (*C.int64_t)(unsafe.Pointer(ldb_array)), (*C.float)(unsafe.Pointer(beta_array)), unsafe.Pointer(Carray), (*C.int64_t)(unsafe.Pointer(ldc_array)), C.int64_t(group_count), (*C.int64_t)(unsafe.Pointer(group_size))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9102,7 +9102,7 @@ func DgemmGroupedBatched(handle Handle, transa_array *Operation, transb_array *O
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDgemmGroupedBatched(fp, C.uintptr_t(handle), (*C.int)(unsafe.Pointer(transa_array)), (*C.int)(unsafe.Pointer(transb_array)), (*C.int)(unsafe.Pointer(m_array)), (*C.int)(unsafe.Pointer(n_array)), (*C.int)(unsafe.Pointer(k_array)), (*C.double)(unsafe.Pointer(alpha_array)), unsafe.Pointer(Aarray), (*C.int)(unsafe.Pointer(lda_array)), unsafe.Pointer(Barray), (*C.int)(unsafe.Pointer(ldb_array)), (*C.double)(unsafe.Pointer(beta_array)), unsafe.Pointer(Carray), (*C.int)(unsafe.Pointer(ldc_array)), C.int(group_count), (*C.int)(unsafe.Pointer(group_size))); r != 0 {
+	if r := C.gocuda_cublasDgemmGroupedBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), (*C.int)(unsafe.Pointer(transa_array)), (*C.int)(unsafe.Pointer(transb_array)), (*C.int)(unsafe.Pointer(m_array)), (*C.int)(unsafe.Pointer(n_array)), (*C.int)(unsafe.Pointer(k_array)), (*C.double)(unsafe.Pointer(alpha_array)), unsafe.Pointer(Aarray), (*C.int)(unsafe.Pointer(lda_array)), unsafe.Pointer(Barray), (*C.int)(unsafe.Pointer(ldb_array)), (*C.double)(unsafe.Pointer(beta_array)), unsafe.Pointer(Carray), (*C.int)(unsafe.Pointer(ldc_array)), C.int(group_count), (*C.int)(unsafe.Pointer(group_size))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9114,7 +9114,7 @@ func DgemmGroupedBatched_64(handle Handle, transa_array *Operation, transb_array
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDgemmGroupedBatched_64(fp, C.uintptr_t(handle), (*C.int)(unsafe.Pointer(transa_array)), (*C.int)(unsafe.Pointer(transb_array)), (*C.int64_t)(unsafe.Pointer(m_array)), (*C.int64_t)(unsafe.Pointer(n_array)), (*C.int64_t)(unsafe.Pointer(k_array)), (*C.double)(unsafe.Pointer(alpha_array)), unsafe.Pointer(Aarray), (*C.int64_t)(unsafe.Pointer(lda_array)), unsafe.Pointer(Barray), (*C.int64_t)(unsafe.Pointer(ldb_array)), (*C.double)(unsafe.Pointer(beta_array)), unsafe.Pointer(Carray), (*C.int64_t)(unsafe.Pointer(ldc_array)), C.int64_t(group_count), (*C.int64_t)(unsafe.Pointer(group_size))); r != 0 {
+	if r := C.gocuda_cublasDgemmGroupedBatched_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), (*C.int)(unsafe.Pointer(transa_array)), (*C.int)(unsafe.Pointer(transb_array)), (*C.int64_t)(unsafe.Pointer(m_array)), (*C.int64_t)(unsafe.Pointer(n_array)), (*C.int64_t)(unsafe.Pointer(k_array)), (*C.double)(unsafe.Pointer(alpha_array)), unsafe.Pointer(Aarray), (*C.int64_t)(unsafe.Pointer(lda_array)), unsafe.Pointer(Barray), (*C.int64_t)(unsafe.Pointer(ldb_array)), (*C.double)(unsafe.Pointer(beta_array)), unsafe.Pointer(Carray), (*C.int64_t)(unsafe.Pointer(ldc_array)), C.int64_t(group_count), (*C.int64_t)(unsafe.Pointer(group_size))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9126,7 +9126,7 @@ func GemmGroupedBatchedEx(handle Handle, transa_array *Operation, transb_array *
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasGemmGroupedBatchedEx(fp, C.uintptr_t(handle), (*C.int)(unsafe.Pointer(transa_array)), (*C.int)(unsafe.Pointer(transb_array)), (*C.int)(unsafe.Pointer(m_array)), (*C.int)(unsafe.Pointer(n_array)), (*C.int)(unsafe.Pointer(k_array)), unsafe.Pointer(alpha_array), unsafe.Pointer(Aarray), C.int(Atype), (*C.int)(unsafe.Pointer(lda_array)), unsafe.Pointer(Barray), C.int(Btype), (*C.int)(unsafe.Pointer(ldb_array)), unsafe.Pointer(beta_array), unsafe.Pointer(Carray), C.int(Ctype), (*C.int)(unsafe.Pointer(ldc_array)), C.int(group_count), (*C.int)(unsafe.Pointer(group_size)), C.int(computeType)); r != 0 {
+	if r := C.gocuda_cublasGemmGroupedBatchedEx(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), (*C.int)(unsafe.Pointer(transa_array)), (*C.int)(unsafe.Pointer(transb_array)), (*C.int)(unsafe.Pointer(m_array)), (*C.int)(unsafe.Pointer(n_array)), (*C.int)(unsafe.Pointer(k_array)), unsafe.Pointer(alpha_array), unsafe.Pointer(Aarray), C.int(Atype), (*C.int)(unsafe.Pointer(lda_array)), unsafe.Pointer(Barray), C.int(Btype), (*C.int)(unsafe.Pointer(ldb_array)), unsafe.Pointer(beta_array), unsafe.Pointer(Carray), C.int(Ctype), (*C.int)(unsafe.Pointer(ldc_array)), C.int(group_count), (*C.int)(unsafe.Pointer(group_size)), C.int(computeType)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9138,7 +9138,7 @@ func GemmGroupedBatchedEx_64(handle Handle, transa_array *Operation, transb_arra
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasGemmGroupedBatchedEx_64(fp, C.uintptr_t(handle), (*C.int)(unsafe.Pointer(transa_array)), (*C.int)(unsafe.Pointer(transb_array)), (*C.int64_t)(unsafe.Pointer(m_array)), (*C.int64_t)(unsafe.Pointer(n_array)), (*C.int64_t)(unsafe.Pointer(k_array)), unsafe.Pointer(alpha_array), unsafe.Pointer(Aarray), C.int(Atype), (*C.int64_t)(unsafe.Pointer(lda_array)), unsafe.Pointer(Barray), C.int(Btype), (*C.int64_t)(unsafe.Pointer(ldb_array)), unsafe.Pointer(beta_array), unsafe.Pointer(Carray), C.int(Ctype), (*C.int64_t)(unsafe.Pointer(ldc_array)), C.int64_t(group_count), (*C.int64_t)(unsafe.Pointer(group_size)), C.int(computeType)); r != 0 {
+	if r := C.gocuda_cublasGemmGroupedBatchedEx_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), (*C.int)(unsafe.Pointer(transa_array)), (*C.int)(unsafe.Pointer(transb_array)), (*C.int64_t)(unsafe.Pointer(m_array)), (*C.int64_t)(unsafe.Pointer(n_array)), (*C.int64_t)(unsafe.Pointer(k_array)), unsafe.Pointer(alpha_array), unsafe.Pointer(Aarray), C.int(Atype), (*C.int64_t)(unsafe.Pointer(lda_array)), unsafe.Pointer(Barray), C.int(Btype), (*C.int64_t)(unsafe.Pointer(ldb_array)), unsafe.Pointer(beta_array), unsafe.Pointer(Carray), C.int(Ctype), (*C.int64_t)(unsafe.Pointer(ldc_array)), C.int64_t(group_count), (*C.int64_t)(unsafe.Pointer(group_size)), C.int(computeType)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9150,7 +9150,7 @@ func Sgeam(handle Handle, transa Operation, transb Operation, m int32, n int32, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSgeam(fp, C.uintptr_t(handle), C.int(transa), C.int(transb), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(beta)), (*C.float)(unsafe.Pointer(B)), C.int(ldb), (*C.float)(unsafe.Pointer(C_)), C.int(ldc)); r != 0 {
+	if r := C.gocuda_cublasSgeam(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(transa), C.int(transb), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(beta)), (*C.float)(unsafe.Pointer(B)), C.int(ldb), (*C.float)(unsafe.Pointer(C_)), C.int(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9162,7 +9162,7 @@ func Sgeam_64(handle Handle, transa Operation, transb Operation, m int64, n int6
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSgeam_64(fp, C.uintptr_t(handle), C.int(transa), C.int(transb), C.int64_t(m), C.int64_t(n), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(A)), C.int64_t(lda), (*C.float)(unsafe.Pointer(beta)), (*C.float)(unsafe.Pointer(B)), C.int64_t(ldb), (*C.float)(unsafe.Pointer(C_)), C.int64_t(ldc)); r != 0 {
+	if r := C.gocuda_cublasSgeam_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(transa), C.int(transb), C.int64_t(m), C.int64_t(n), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(A)), C.int64_t(lda), (*C.float)(unsafe.Pointer(beta)), (*C.float)(unsafe.Pointer(B)), C.int64_t(ldb), (*C.float)(unsafe.Pointer(C_)), C.int64_t(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9174,7 +9174,7 @@ func Dgeam(handle Handle, transa Operation, transb Operation, m int32, n int32, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDgeam(fp, C.uintptr_t(handle), C.int(transa), C.int(transb), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(beta)), (*C.double)(unsafe.Pointer(B)), C.int(ldb), (*C.double)(unsafe.Pointer(C_)), C.int(ldc)); r != 0 {
+	if r := C.gocuda_cublasDgeam(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(transa), C.int(transb), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(beta)), (*C.double)(unsafe.Pointer(B)), C.int(ldb), (*C.double)(unsafe.Pointer(C_)), C.int(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9186,7 +9186,7 @@ func Dgeam_64(handle Handle, transa Operation, transb Operation, m int64, n int6
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDgeam_64(fp, C.uintptr_t(handle), C.int(transa), C.int(transb), C.int64_t(m), C.int64_t(n), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(A)), C.int64_t(lda), (*C.double)(unsafe.Pointer(beta)), (*C.double)(unsafe.Pointer(B)), C.int64_t(ldb), (*C.double)(unsafe.Pointer(C_)), C.int64_t(ldc)); r != 0 {
+	if r := C.gocuda_cublasDgeam_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(transa), C.int(transb), C.int64_t(m), C.int64_t(n), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(A)), C.int64_t(lda), (*C.double)(unsafe.Pointer(beta)), (*C.double)(unsafe.Pointer(B)), C.int64_t(ldb), (*C.double)(unsafe.Pointer(C_)), C.int64_t(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9198,7 +9198,7 @@ func Cgeam(handle Handle, transa Operation, transb Operation, m int32, n int32, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCgeam(fp, C.uintptr_t(handle), C.int(transa), C.int(transb), C.int(m), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(beta), unsafe.Pointer(B), C.int(ldb), unsafe.Pointer(C_), C.int(ldc)); r != 0 {
+	if r := C.gocuda_cublasCgeam(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(transa), C.int(transb), C.int(m), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(beta), unsafe.Pointer(B), C.int(ldb), unsafe.Pointer(C_), C.int(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9210,7 +9210,7 @@ func Cgeam_64(handle Handle, transa Operation, transb Operation, m int64, n int6
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCgeam_64(fp, C.uintptr_t(handle), C.int(transa), C.int(transb), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(beta), unsafe.Pointer(B), C.int64_t(ldb), unsafe.Pointer(C_), C.int64_t(ldc)); r != 0 {
+	if r := C.gocuda_cublasCgeam_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(transa), C.int(transb), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(beta), unsafe.Pointer(B), C.int64_t(ldb), unsafe.Pointer(C_), C.int64_t(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9222,7 +9222,7 @@ func Zgeam(handle Handle, transa Operation, transb Operation, m int32, n int32, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZgeam(fp, C.uintptr_t(handle), C.int(transa), C.int(transb), C.int(m), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(beta), unsafe.Pointer(B), C.int(ldb), unsafe.Pointer(C_), C.int(ldc)); r != 0 {
+	if r := C.gocuda_cublasZgeam(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(transa), C.int(transb), C.int(m), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(beta), unsafe.Pointer(B), C.int(ldb), unsafe.Pointer(C_), C.int(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9234,7 +9234,7 @@ func Zgeam_64(handle Handle, transa Operation, transb Operation, m int64, n int6
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZgeam_64(fp, C.uintptr_t(handle), C.int(transa), C.int(transb), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(beta), unsafe.Pointer(B), C.int64_t(ldb), unsafe.Pointer(C_), C.int64_t(ldc)); r != 0 {
+	if r := C.gocuda_cublasZgeam_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(transa), C.int(transb), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(beta), unsafe.Pointer(B), C.int64_t(ldb), unsafe.Pointer(C_), C.int64_t(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9246,7 +9246,7 @@ func StrsmBatched(handle Handle, side SideMode, uplo FillMode, trans Operation, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasStrsmBatched(fp, C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(trans), C.int(diag), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(alpha)), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), C.int(batchCount)); r != 0 {
+	if r := C.gocuda_cublasStrsmBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(trans), C.int(diag), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(alpha)), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), C.int(batchCount)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9258,7 +9258,7 @@ func StrsmBatched_64(handle Handle, side SideMode, uplo FillMode, trans Operatio
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasStrsmBatched_64(fp, C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(m), C.int64_t(n), (*C.float)(unsafe.Pointer(alpha)), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), C.int64_t(batchCount)); r != 0 {
+	if r := C.gocuda_cublasStrsmBatched_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(m), C.int64_t(n), (*C.float)(unsafe.Pointer(alpha)), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), C.int64_t(batchCount)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9270,7 +9270,7 @@ func DtrsmBatched(handle Handle, side SideMode, uplo FillMode, trans Operation, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDtrsmBatched(fp, C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(trans), C.int(diag), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(alpha)), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), C.int(batchCount)); r != 0 {
+	if r := C.gocuda_cublasDtrsmBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(trans), C.int(diag), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(alpha)), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), C.int(batchCount)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9282,7 +9282,7 @@ func DtrsmBatched_64(handle Handle, side SideMode, uplo FillMode, trans Operatio
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDtrsmBatched_64(fp, C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(m), C.int64_t(n), (*C.double)(unsafe.Pointer(alpha)), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), C.int64_t(batchCount)); r != 0 {
+	if r := C.gocuda_cublasDtrsmBatched_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(m), C.int64_t(n), (*C.double)(unsafe.Pointer(alpha)), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), C.int64_t(batchCount)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9294,7 +9294,7 @@ func CtrsmBatched(handle Handle, side SideMode, uplo FillMode, trans Operation, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCtrsmBatched(fp, C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(trans), C.int(diag), C.int(m), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), C.int(batchCount)); r != 0 {
+	if r := C.gocuda_cublasCtrsmBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(trans), C.int(diag), C.int(m), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), C.int(batchCount)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9306,7 +9306,7 @@ func CtrsmBatched_64(handle Handle, side SideMode, uplo FillMode, trans Operatio
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCtrsmBatched_64(fp, C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), C.int64_t(batchCount)); r != 0 {
+	if r := C.gocuda_cublasCtrsmBatched_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), C.int64_t(batchCount)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9318,7 +9318,7 @@ func ZtrsmBatched(handle Handle, side SideMode, uplo FillMode, trans Operation, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZtrsmBatched(fp, C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(trans), C.int(diag), C.int(m), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), C.int(batchCount)); r != 0 {
+	if r := C.gocuda_cublasZtrsmBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(trans), C.int(diag), C.int(m), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), C.int(batchCount)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9330,7 +9330,7 @@ func ZtrsmBatched_64(handle Handle, side SideMode, uplo FillMode, trans Operatio
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZtrsmBatched_64(fp, C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), C.int64_t(batchCount)); r != 0 {
+	if r := C.gocuda_cublasZtrsmBatched_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(trans), C.int(diag), C.int64_t(m), C.int64_t(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(B), C.int64_t(ldb), C.int64_t(batchCount)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9342,7 +9342,7 @@ func Sdgmm(handle Handle, mode SideMode, m int32, n int32, A *float32, lda int32
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSdgmm(fp, C.uintptr_t(handle), C.int(mode), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(x)), C.int(incx), (*C.float)(unsafe.Pointer(C_)), C.int(ldc)); r != 0 {
+	if r := C.gocuda_cublasSdgmm(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(mode), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(x)), C.int(incx), (*C.float)(unsafe.Pointer(C_)), C.int(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9354,7 +9354,7 @@ func Sdgmm_64(handle Handle, mode SideMode, m int64, n int64, A *float32, lda in
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSdgmm_64(fp, C.uintptr_t(handle), C.int(mode), C.int64_t(m), C.int64_t(n), (*C.float)(unsafe.Pointer(A)), C.int64_t(lda), (*C.float)(unsafe.Pointer(x)), C.int64_t(incx), (*C.float)(unsafe.Pointer(C_)), C.int64_t(ldc)); r != 0 {
+	if r := C.gocuda_cublasSdgmm_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(mode), C.int64_t(m), C.int64_t(n), (*C.float)(unsafe.Pointer(A)), C.int64_t(lda), (*C.float)(unsafe.Pointer(x)), C.int64_t(incx), (*C.float)(unsafe.Pointer(C_)), C.int64_t(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9366,7 +9366,7 @@ func Ddgmm(handle Handle, mode SideMode, m int32, n int32, A *float64, lda int32
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDdgmm(fp, C.uintptr_t(handle), C.int(mode), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(x)), C.int(incx), (*C.double)(unsafe.Pointer(C_)), C.int(ldc)); r != 0 {
+	if r := C.gocuda_cublasDdgmm(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(mode), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(x)), C.int(incx), (*C.double)(unsafe.Pointer(C_)), C.int(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9378,7 +9378,7 @@ func Ddgmm_64(handle Handle, mode SideMode, m int64, n int64, A *float64, lda in
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDdgmm_64(fp, C.uintptr_t(handle), C.int(mode), C.int64_t(m), C.int64_t(n), (*C.double)(unsafe.Pointer(A)), C.int64_t(lda), (*C.double)(unsafe.Pointer(x)), C.int64_t(incx), (*C.double)(unsafe.Pointer(C_)), C.int64_t(ldc)); r != 0 {
+	if r := C.gocuda_cublasDdgmm_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(mode), C.int64_t(m), C.int64_t(n), (*C.double)(unsafe.Pointer(A)), C.int64_t(lda), (*C.double)(unsafe.Pointer(x)), C.int64_t(incx), (*C.double)(unsafe.Pointer(C_)), C.int64_t(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9390,7 +9390,7 @@ func Cdgmm(handle Handle, mode SideMode, m int32, n int32, A *cudart.CuComplex, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCdgmm(fp, C.uintptr_t(handle), C.int(mode), C.int(m), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(C_), C.int(ldc)); r != 0 {
+	if r := C.gocuda_cublasCdgmm(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(mode), C.int(m), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(C_), C.int(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9402,7 +9402,7 @@ func Cdgmm_64(handle Handle, mode SideMode, m int64, n int64, A *cudart.CuComple
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCdgmm_64(fp, C.uintptr_t(handle), C.int(mode), C.int64_t(m), C.int64_t(n), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(C_), C.int64_t(ldc)); r != 0 {
+	if r := C.gocuda_cublasCdgmm_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(mode), C.int64_t(m), C.int64_t(n), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(C_), C.int64_t(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9414,7 +9414,7 @@ func Zdgmm(handle Handle, mode SideMode, m int32, n int32, A *cudart.CuDoubleCom
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZdgmm(fp, C.uintptr_t(handle), C.int(mode), C.int(m), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(C_), C.int(ldc)); r != 0 {
+	if r := C.gocuda_cublasZdgmm(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(mode), C.int(m), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(x), C.int(incx), unsafe.Pointer(C_), C.int(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9426,7 +9426,7 @@ func Zdgmm_64(handle Handle, mode SideMode, m int64, n int64, A *cudart.CuDouble
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZdgmm_64(fp, C.uintptr_t(handle), C.int(mode), C.int64_t(m), C.int64_t(n), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(C_), C.int64_t(ldc)); r != 0 {
+	if r := C.gocuda_cublasZdgmm_64(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(mode), C.int64_t(m), C.int64_t(n), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(x), C.int64_t(incx), unsafe.Pointer(C_), C.int64_t(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9438,7 +9438,7 @@ func SmatinvBatched(handle Handle, n int32, A **float32, lda int32, Ainv **float
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSmatinvBatched(fp, C.uintptr_t(handle), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(Ainv), C.int(lda_inv), (*C.int)(unsafe.Pointer(info)), C.int(batchSize)); r != 0 {
+	if r := C.gocuda_cublasSmatinvBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(Ainv), C.int(lda_inv), (*C.int)(unsafe.Pointer(info)), C.int(batchSize)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9450,7 +9450,7 @@ func DmatinvBatched(handle Handle, n int32, A **float64, lda int32, Ainv **float
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDmatinvBatched(fp, C.uintptr_t(handle), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(Ainv), C.int(lda_inv), (*C.int)(unsafe.Pointer(info)), C.int(batchSize)); r != 0 {
+	if r := C.gocuda_cublasDmatinvBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(Ainv), C.int(lda_inv), (*C.int)(unsafe.Pointer(info)), C.int(batchSize)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9462,7 +9462,7 @@ func CmatinvBatched(handle Handle, n int32, A **cudart.CuComplex, lda int32, Ain
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCmatinvBatched(fp, C.uintptr_t(handle), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(Ainv), C.int(lda_inv), (*C.int)(unsafe.Pointer(info)), C.int(batchSize)); r != 0 {
+	if r := C.gocuda_cublasCmatinvBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(Ainv), C.int(lda_inv), (*C.int)(unsafe.Pointer(info)), C.int(batchSize)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9474,7 +9474,7 @@ func ZmatinvBatched(handle Handle, n int32, A **cudart.CuDoubleComplex, lda int3
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZmatinvBatched(fp, C.uintptr_t(handle), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(Ainv), C.int(lda_inv), (*C.int)(unsafe.Pointer(info)), C.int(batchSize)); r != 0 {
+	if r := C.gocuda_cublasZmatinvBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(Ainv), C.int(lda_inv), (*C.int)(unsafe.Pointer(info)), C.int(batchSize)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9486,7 +9486,7 @@ func SgeqrfBatched(handle Handle, m int32, n int32, Aarray **float32, lda int32,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSgeqrfBatched(fp, C.uintptr_t(handle), C.int(m), C.int(n), unsafe.Pointer(Aarray), C.int(lda), unsafe.Pointer(TauArray), (*C.int)(unsafe.Pointer(info)), C.int(batchSize)); r != 0 {
+	if r := C.gocuda_cublasSgeqrfBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), unsafe.Pointer(Aarray), C.int(lda), unsafe.Pointer(TauArray), (*C.int)(unsafe.Pointer(info)), C.int(batchSize)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9498,7 +9498,7 @@ func DgeqrfBatched(handle Handle, m int32, n int32, Aarray **float64, lda int32,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDgeqrfBatched(fp, C.uintptr_t(handle), C.int(m), C.int(n), unsafe.Pointer(Aarray), C.int(lda), unsafe.Pointer(TauArray), (*C.int)(unsafe.Pointer(info)), C.int(batchSize)); r != 0 {
+	if r := C.gocuda_cublasDgeqrfBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), unsafe.Pointer(Aarray), C.int(lda), unsafe.Pointer(TauArray), (*C.int)(unsafe.Pointer(info)), C.int(batchSize)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9510,7 +9510,7 @@ func CgeqrfBatched(handle Handle, m int32, n int32, Aarray **cudart.CuComplex, l
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCgeqrfBatched(fp, C.uintptr_t(handle), C.int(m), C.int(n), unsafe.Pointer(Aarray), C.int(lda), unsafe.Pointer(TauArray), (*C.int)(unsafe.Pointer(info)), C.int(batchSize)); r != 0 {
+	if r := C.gocuda_cublasCgeqrfBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), unsafe.Pointer(Aarray), C.int(lda), unsafe.Pointer(TauArray), (*C.int)(unsafe.Pointer(info)), C.int(batchSize)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9522,7 +9522,7 @@ func ZgeqrfBatched(handle Handle, m int32, n int32, Aarray **cudart.CuDoubleComp
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZgeqrfBatched(fp, C.uintptr_t(handle), C.int(m), C.int(n), unsafe.Pointer(Aarray), C.int(lda), unsafe.Pointer(TauArray), (*C.int)(unsafe.Pointer(info)), C.int(batchSize)); r != 0 {
+	if r := C.gocuda_cublasZgeqrfBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), unsafe.Pointer(Aarray), C.int(lda), unsafe.Pointer(TauArray), (*C.int)(unsafe.Pointer(info)), C.int(batchSize)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9534,7 +9534,7 @@ func SgelsBatched(handle Handle, trans Operation, m int32, n int32, nrhs int32, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSgelsBatched(fp, C.uintptr_t(handle), C.int(trans), C.int(m), C.int(n), C.int(nrhs), unsafe.Pointer(Aarray), C.int(lda), unsafe.Pointer(Carray), C.int(ldc), (*C.int)(unsafe.Pointer(info)), (*C.int)(unsafe.Pointer(devInfoArray)), C.int(batchSize)); r != 0 {
+	if r := C.gocuda_cublasSgelsBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(trans), C.int(m), C.int(n), C.int(nrhs), unsafe.Pointer(Aarray), C.int(lda), unsafe.Pointer(Carray), C.int(ldc), (*C.int)(unsafe.Pointer(info)), (*C.int)(unsafe.Pointer(devInfoArray)), C.int(batchSize)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9546,7 +9546,7 @@ func DgelsBatched(handle Handle, trans Operation, m int32, n int32, nrhs int32, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDgelsBatched(fp, C.uintptr_t(handle), C.int(trans), C.int(m), C.int(n), C.int(nrhs), unsafe.Pointer(Aarray), C.int(lda), unsafe.Pointer(Carray), C.int(ldc), (*C.int)(unsafe.Pointer(info)), (*C.int)(unsafe.Pointer(devInfoArray)), C.int(batchSize)); r != 0 {
+	if r := C.gocuda_cublasDgelsBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(trans), C.int(m), C.int(n), C.int(nrhs), unsafe.Pointer(Aarray), C.int(lda), unsafe.Pointer(Carray), C.int(ldc), (*C.int)(unsafe.Pointer(info)), (*C.int)(unsafe.Pointer(devInfoArray)), C.int(batchSize)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9558,7 +9558,7 @@ func CgelsBatched(handle Handle, trans Operation, m int32, n int32, nrhs int32, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCgelsBatched(fp, C.uintptr_t(handle), C.int(trans), C.int(m), C.int(n), C.int(nrhs), unsafe.Pointer(Aarray), C.int(lda), unsafe.Pointer(Carray), C.int(ldc), (*C.int)(unsafe.Pointer(info)), (*C.int)(unsafe.Pointer(devInfoArray)), C.int(batchSize)); r != 0 {
+	if r := C.gocuda_cublasCgelsBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(trans), C.int(m), C.int(n), C.int(nrhs), unsafe.Pointer(Aarray), C.int(lda), unsafe.Pointer(Carray), C.int(ldc), (*C.int)(unsafe.Pointer(info)), (*C.int)(unsafe.Pointer(devInfoArray)), C.int(batchSize)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9570,7 +9570,7 @@ func ZgelsBatched(handle Handle, trans Operation, m int32, n int32, nrhs int32, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZgelsBatched(fp, C.uintptr_t(handle), C.int(trans), C.int(m), C.int(n), C.int(nrhs), unsafe.Pointer(Aarray), C.int(lda), unsafe.Pointer(Carray), C.int(ldc), (*C.int)(unsafe.Pointer(info)), (*C.int)(unsafe.Pointer(devInfoArray)), C.int(batchSize)); r != 0 {
+	if r := C.gocuda_cublasZgelsBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(trans), C.int(m), C.int(n), C.int(nrhs), unsafe.Pointer(Aarray), C.int(lda), unsafe.Pointer(Carray), C.int(ldc), (*C.int)(unsafe.Pointer(info)), (*C.int)(unsafe.Pointer(devInfoArray)), C.int(batchSize)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9582,7 +9582,7 @@ func Stpttr(handle Handle, uplo FillMode, n int32, AP *float32, A *float32, lda 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasStpttr(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(AP)), (*C.float)(unsafe.Pointer(A)), C.int(lda)); r != 0 {
+	if r := C.gocuda_cublasStpttr(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(AP)), (*C.float)(unsafe.Pointer(A)), C.int(lda)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9594,7 +9594,7 @@ func Dtpttr(handle Handle, uplo FillMode, n int32, AP *float64, A *float64, lda 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDtpttr(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(AP)), (*C.double)(unsafe.Pointer(A)), C.int(lda)); r != 0 {
+	if r := C.gocuda_cublasDtpttr(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(AP)), (*C.double)(unsafe.Pointer(A)), C.int(lda)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9606,7 +9606,7 @@ func Ctpttr(handle Handle, uplo FillMode, n int32, AP *cudart.CuComplex, A *cuda
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCtpttr(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(AP), unsafe.Pointer(A), C.int(lda)); r != 0 {
+	if r := C.gocuda_cublasCtpttr(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(AP), unsafe.Pointer(A), C.int(lda)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9618,7 +9618,7 @@ func Ztpttr(handle Handle, uplo FillMode, n int32, AP *cudart.CuDoubleComplex, A
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZtpttr(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(AP), unsafe.Pointer(A), C.int(lda)); r != 0 {
+	if r := C.gocuda_cublasZtpttr(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(AP), unsafe.Pointer(A), C.int(lda)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9630,7 +9630,7 @@ func Strttp(handle Handle, uplo FillMode, n int32, A *float32, lda int32, AP *fl
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasStrttp(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(AP))); r != 0 {
+	if r := C.gocuda_cublasStrttp(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(AP))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9642,7 +9642,7 @@ func Dtrttp(handle Handle, uplo FillMode, n int32, A *float64, lda int32, AP *fl
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDtrttp(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(AP))); r != 0 {
+	if r := C.gocuda_cublasDtrttp(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(AP))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9654,7 +9654,7 @@ func Ctrttp(handle Handle, uplo FillMode, n int32, A *cudart.CuComplex, lda int3
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCtrttp(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(AP)); r != 0 {
+	if r := C.gocuda_cublasCtrttp(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(AP)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9666,7 +9666,7 @@ func Ztrttp(handle Handle, uplo FillMode, n int32, A *cudart.CuDoubleComplex, ld
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZtrttp(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(AP)); r != 0 {
+	if r := C.gocuda_cublasZtrttp(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(AP)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9678,7 +9678,7 @@ func SgetrfBatched(handle Handle, n int32, A **float32, lda int32, P *int32, inf
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSgetrfBatched(fp, C.uintptr_t(handle), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.int)(unsafe.Pointer(P)), (*C.int)(unsafe.Pointer(info)), C.int(batchSize)); r != 0 {
+	if r := C.gocuda_cublasSgetrfBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.int)(unsafe.Pointer(P)), (*C.int)(unsafe.Pointer(info)), C.int(batchSize)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9690,7 +9690,7 @@ func DgetrfBatched(handle Handle, n int32, A **float64, lda int32, P *int32, inf
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDgetrfBatched(fp, C.uintptr_t(handle), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.int)(unsafe.Pointer(P)), (*C.int)(unsafe.Pointer(info)), C.int(batchSize)); r != 0 {
+	if r := C.gocuda_cublasDgetrfBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.int)(unsafe.Pointer(P)), (*C.int)(unsafe.Pointer(info)), C.int(batchSize)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9702,7 +9702,7 @@ func CgetrfBatched(handle Handle, n int32, A **cudart.CuComplex, lda int32, P *i
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCgetrfBatched(fp, C.uintptr_t(handle), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.int)(unsafe.Pointer(P)), (*C.int)(unsafe.Pointer(info)), C.int(batchSize)); r != 0 {
+	if r := C.gocuda_cublasCgetrfBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.int)(unsafe.Pointer(P)), (*C.int)(unsafe.Pointer(info)), C.int(batchSize)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9714,7 +9714,7 @@ func ZgetrfBatched(handle Handle, n int32, A **cudart.CuDoubleComplex, lda int32
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZgetrfBatched(fp, C.uintptr_t(handle), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.int)(unsafe.Pointer(P)), (*C.int)(unsafe.Pointer(info)), C.int(batchSize)); r != 0 {
+	if r := C.gocuda_cublasZgetrfBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.int)(unsafe.Pointer(P)), (*C.int)(unsafe.Pointer(info)), C.int(batchSize)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9726,7 +9726,7 @@ func SgetriBatched(handle Handle, n int32, A **float32, lda int32, P *int32, C_ 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSgetriBatched(fp, C.uintptr_t(handle), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.int)(unsafe.Pointer(P)), unsafe.Pointer(C_), C.int(ldc), (*C.int)(unsafe.Pointer(info)), C.int(batchSize)); r != 0 {
+	if r := C.gocuda_cublasSgetriBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.int)(unsafe.Pointer(P)), unsafe.Pointer(C_), C.int(ldc), (*C.int)(unsafe.Pointer(info)), C.int(batchSize)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9738,7 +9738,7 @@ func DgetriBatched(handle Handle, n int32, A **float64, lda int32, P *int32, C_ 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDgetriBatched(fp, C.uintptr_t(handle), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.int)(unsafe.Pointer(P)), unsafe.Pointer(C_), C.int(ldc), (*C.int)(unsafe.Pointer(info)), C.int(batchSize)); r != 0 {
+	if r := C.gocuda_cublasDgetriBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.int)(unsafe.Pointer(P)), unsafe.Pointer(C_), C.int(ldc), (*C.int)(unsafe.Pointer(info)), C.int(batchSize)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9750,7 +9750,7 @@ func CgetriBatched(handle Handle, n int32, A **cudart.CuComplex, lda int32, P *i
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCgetriBatched(fp, C.uintptr_t(handle), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.int)(unsafe.Pointer(P)), unsafe.Pointer(C_), C.int(ldc), (*C.int)(unsafe.Pointer(info)), C.int(batchSize)); r != 0 {
+	if r := C.gocuda_cublasCgetriBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.int)(unsafe.Pointer(P)), unsafe.Pointer(C_), C.int(ldc), (*C.int)(unsafe.Pointer(info)), C.int(batchSize)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9762,7 +9762,7 @@ func ZgetriBatched(handle Handle, n int32, A **cudart.CuDoubleComplex, lda int32
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZgetriBatched(fp, C.uintptr_t(handle), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.int)(unsafe.Pointer(P)), unsafe.Pointer(C_), C.int(ldc), (*C.int)(unsafe.Pointer(info)), C.int(batchSize)); r != 0 {
+	if r := C.gocuda_cublasZgetriBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.int)(unsafe.Pointer(P)), unsafe.Pointer(C_), C.int(ldc), (*C.int)(unsafe.Pointer(info)), C.int(batchSize)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9774,7 +9774,7 @@ func SgetrsBatched(handle Handle, trans Operation, n int32, nrhs int32, Aarray *
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasSgetrsBatched(fp, C.uintptr_t(handle), C.int(trans), C.int(n), C.int(nrhs), unsafe.Pointer(Aarray), C.int(lda), (*C.int)(unsafe.Pointer(devIpiv)), unsafe.Pointer(Barray), C.int(ldb), (*C.int)(unsafe.Pointer(info)), C.int(batchSize)); r != 0 {
+	if r := C.gocuda_cublasSgetrsBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(trans), C.int(n), C.int(nrhs), unsafe.Pointer(Aarray), C.int(lda), (*C.int)(unsafe.Pointer(devIpiv)), unsafe.Pointer(Barray), C.int(ldb), (*C.int)(unsafe.Pointer(info)), C.int(batchSize)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9786,7 +9786,7 @@ func DgetrsBatched(handle Handle, trans Operation, n int32, nrhs int32, Aarray *
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasDgetrsBatched(fp, C.uintptr_t(handle), C.int(trans), C.int(n), C.int(nrhs), unsafe.Pointer(Aarray), C.int(lda), (*C.int)(unsafe.Pointer(devIpiv)), unsafe.Pointer(Barray), C.int(ldb), (*C.int)(unsafe.Pointer(info)), C.int(batchSize)); r != 0 {
+	if r := C.gocuda_cublasDgetrsBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(trans), C.int(n), C.int(nrhs), unsafe.Pointer(Aarray), C.int(lda), (*C.int)(unsafe.Pointer(devIpiv)), unsafe.Pointer(Barray), C.int(ldb), (*C.int)(unsafe.Pointer(info)), C.int(batchSize)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9798,7 +9798,7 @@ func CgetrsBatched(handle Handle, trans Operation, n int32, nrhs int32, Aarray *
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasCgetrsBatched(fp, C.uintptr_t(handle), C.int(trans), C.int(n), C.int(nrhs), unsafe.Pointer(Aarray), C.int(lda), (*C.int)(unsafe.Pointer(devIpiv)), unsafe.Pointer(Barray), C.int(ldb), (*C.int)(unsafe.Pointer(info)), C.int(batchSize)); r != 0 {
+	if r := C.gocuda_cublasCgetrsBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(trans), C.int(n), C.int(nrhs), unsafe.Pointer(Aarray), C.int(lda), (*C.int)(unsafe.Pointer(devIpiv)), unsafe.Pointer(Barray), C.int(ldb), (*C.int)(unsafe.Pointer(info)), C.int(batchSize)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9810,7 +9810,7 @@ func ZgetrsBatched(handle Handle, trans Operation, n int32, nrhs int32, Aarray *
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasZgetrsBatched(fp, C.uintptr_t(handle), C.int(trans), C.int(n), C.int(nrhs), unsafe.Pointer(Aarray), C.int(lda), (*C.int)(unsafe.Pointer(devIpiv)), unsafe.Pointer(Barray), C.int(ldb), (*C.int)(unsafe.Pointer(info)), C.int(batchSize)); r != 0 {
+	if r := C.gocuda_cublasZgetrsBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(trans), C.int(n), C.int(nrhs), unsafe.Pointer(Aarray), C.int(lda), (*C.int)(unsafe.Pointer(devIpiv)), unsafe.Pointer(Barray), C.int(ldb), (*C.int)(unsafe.Pointer(info)), C.int(batchSize)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -9822,7 +9822,7 @@ func Uint8gemmBias(handle Handle, transa Operation, transb Operation, transc Ope
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasUint8gemmBias(fp, C.uintptr_t(handle), C.int(transa), C.int(transb), C.int(transc), C.int(m), C.int(n), C.int(k), (*C.uchar)(unsafe.Pointer(A)), C.int(A_bias), C.int(lda), (*C.uchar)(unsafe.Pointer(B)), C.int(B_bias), C.int(ldb), (*C.uchar)(unsafe.Pointer(C_)), C.int(C_bias), C.int(ldc), C.int(C_mult), C.int(C_shift)); r != 0 {
+	if r := C.gocuda_cublasUint8gemmBias(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(transa), C.int(transb), C.int(transc), C.int(m), C.int(n), C.int(k), (*C.uchar)(unsafe.Pointer(A)), C.int(A_bias), C.int(lda), (*C.uchar)(unsafe.Pointer(B)), C.int(B_bias), C.int(ldb), (*C.uchar)(unsafe.Pointer(C_)), C.int(C_bias), C.int(ldc), C.int(C_mult), C.int(C_shift)); r != 0 {
 		return Status(r)
 	}
 	return nil

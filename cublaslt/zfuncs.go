@@ -107,199 +107,199 @@ import (
 #define __NV_NO_VECTOR_DEPRECATION_DIAG 1
 #include "cublasLt.h"
 
-static int gocuda_cublasLtCreate(void *fp, void * a0) {
+static int gocuda_cublasLtCreate(uintptr_t fp, void * a0) {
 	return ((__typeof__(&cublasLtCreate))fp)(a0);
 }
 
-static int gocuda_cublasLtDestroy(void *fp, uintptr_t a0) {
+static int gocuda_cublasLtDestroy(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cublasLtDestroy))fp)((cublasLtHandle_t)a0);
 }
 
-static const char * gocuda_cublasLtGetStatusName(void *fp, int a0) {
+static const char * gocuda_cublasLtGetStatusName(uintptr_t fp, int a0) {
 	return ((__typeof__(&cublasLtGetStatusName))fp)(a0);
 }
 
-static const char * gocuda_cublasLtGetStatusString(void *fp, int a0) {
+static const char * gocuda_cublasLtGetStatusString(uintptr_t fp, int a0) {
 	return ((__typeof__(&cublasLtGetStatusString))fp)(a0);
 }
 
-static size_t gocuda_cublasLtGetVersion(void *fp) {
+static size_t gocuda_cublasLtGetVersion(uintptr_t fp) {
 	return ((__typeof__(&cublasLtGetVersion))fp)();
 }
 
-static size_t gocuda_cublasLtGetCudartVersion(void *fp) {
+static size_t gocuda_cublasLtGetCudartVersion(uintptr_t fp) {
 	return ((__typeof__(&cublasLtGetCudartVersion))fp)();
 }
 
-static int gocuda_cublasLtGetProperty(void *fp, int a0, int * a1) {
+static int gocuda_cublasLtGetProperty(uintptr_t fp, int a0, int * a1) {
 	return ((__typeof__(&cublasLtGetProperty))fp)(a0, (int *)a1);
 }
 
-static int gocuda_cublasLtHeuristicsCacheGetCapacity(void *fp, size_t * a0) {
+static int gocuda_cublasLtHeuristicsCacheGetCapacity(uintptr_t fp, size_t * a0) {
 	return ((__typeof__(&cublasLtHeuristicsCacheGetCapacity))fp)((size_t *)a0);
 }
 
-static int gocuda_cublasLtHeuristicsCacheSetCapacity(void *fp, size_t a0) {
+static int gocuda_cublasLtHeuristicsCacheSetCapacity(uintptr_t fp, size_t a0) {
 	return ((__typeof__(&cublasLtHeuristicsCacheSetCapacity))fp)(a0);
 }
 
-static unsigned int gocuda_cublasLtDisableCpuInstructionsSetMask(void *fp, unsigned int a0) {
+static unsigned int gocuda_cublasLtDisableCpuInstructionsSetMask(uintptr_t fp, unsigned int a0) {
 	return ((__typeof__(&cublasLtDisableCpuInstructionsSetMask))fp)(a0);
 }
 
-static int gocuda_cublasLtMatmul(void *fp, uintptr_t a0, uintptr_t a1, void * a2, void * a3, uintptr_t a4, void * a5, uintptr_t a6, void * a7, void * a8, uintptr_t a9, void * a10, uintptr_t a11, void * a12, void * a13, size_t a14, uintptr_t a15) {
+static int gocuda_cublasLtMatmul(uintptr_t fp, uintptr_t a0, uintptr_t a1, void * a2, void * a3, uintptr_t a4, void * a5, uintptr_t a6, void * a7, void * a8, uintptr_t a9, void * a10, uintptr_t a11, void * a12, void * a13, size_t a14, uintptr_t a15) {
 	return ((__typeof__(&cublasLtMatmul))fp)((cublasLtHandle_t)a0, (cublasLtMatmulDesc_t)a1, a2, a3, (cublasLtMatrixLayout_t)a4, a5, (cublasLtMatrixLayout_t)a6, a7, a8, (cublasLtMatrixLayout_t)a9, a10, (cublasLtMatrixLayout_t)a11, a12, a13, a14, (cudaStream_t)a15);
 }
 
-static int gocuda_cublasLtMatrixTransform(void *fp, uintptr_t a0, uintptr_t a1, void * a2, void * a3, uintptr_t a4, void * a5, void * a6, uintptr_t a7, void * a8, uintptr_t a9, uintptr_t a10) {
+static int gocuda_cublasLtMatrixTransform(uintptr_t fp, uintptr_t a0, uintptr_t a1, void * a2, void * a3, uintptr_t a4, void * a5, void * a6, uintptr_t a7, void * a8, uintptr_t a9, uintptr_t a10) {
 	return ((__typeof__(&cublasLtMatrixTransform))fp)((cublasLtHandle_t)a0, (cublasLtMatrixTransformDesc_t)a1, a2, a3, (cublasLtMatrixLayout_t)a4, a5, a6, (cublasLtMatrixLayout_t)a7, a8, (cublasLtMatrixLayout_t)a9, (cudaStream_t)a10);
 }
 
-static int gocuda_cublasLtMatrixLayoutInit_internal(void *fp, uintptr_t a0, size_t a1, int a2, uint64_t a3, uint64_t a4, int64_t a5) {
+static int gocuda_cublasLtMatrixLayoutInit_internal(uintptr_t fp, uintptr_t a0, size_t a1, int a2, uint64_t a3, uint64_t a4, int64_t a5) {
 	return ((__typeof__(&cublasLtMatrixLayoutInit_internal))fp)((cublasLtMatrixLayout_t)a0, a1, a2, a3, a4, a5);
 }
 
-static int gocuda_cublasLtMatrixLayoutCreate(void *fp, void * a0, int a1, uint64_t a2, uint64_t a3, int64_t a4) {
+static int gocuda_cublasLtMatrixLayoutCreate(uintptr_t fp, void * a0, int a1, uint64_t a2, uint64_t a3, int64_t a4) {
 	return ((__typeof__(&cublasLtMatrixLayoutCreate))fp)(a0, a1, a2, a3, a4);
 }
 
-static int gocuda_cublasLtMatrixLayoutDestroy(void *fp, uintptr_t a0) {
+static int gocuda_cublasLtMatrixLayoutDestroy(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cublasLtMatrixLayoutDestroy))fp)((cublasLtMatrixLayout_t)a0);
 }
 
-static int gocuda_cublasLtMatrixLayoutSetAttribute(void *fp, uintptr_t a0, int a1, void * a2, size_t a3) {
+static int gocuda_cublasLtMatrixLayoutSetAttribute(uintptr_t fp, uintptr_t a0, int a1, void * a2, size_t a3) {
 	return ((__typeof__(&cublasLtMatrixLayoutSetAttribute))fp)((cublasLtMatrixLayout_t)a0, a1, a2, a3);
 }
 
-static int gocuda_cublasLtMatrixLayoutGetAttribute(void *fp, uintptr_t a0, int a1, void * a2, size_t a3, size_t * a4) {
+static int gocuda_cublasLtMatrixLayoutGetAttribute(uintptr_t fp, uintptr_t a0, int a1, void * a2, size_t a3, size_t * a4) {
 	return ((__typeof__(&cublasLtMatrixLayoutGetAttribute))fp)((cublasLtMatrixLayout_t)a0, a1, a2, a3, (size_t *)a4);
 }
 
-static int gocuda_cublasLtMatmulDescInit_internal(void *fp, uintptr_t a0, size_t a1, int a2, int a3) {
+static int gocuda_cublasLtMatmulDescInit_internal(uintptr_t fp, uintptr_t a0, size_t a1, int a2, int a3) {
 	return ((__typeof__(&cublasLtMatmulDescInit_internal))fp)((cublasLtMatmulDesc_t)a0, a1, a2, a3);
 }
 
-static int gocuda_cublasLtMatmulDescCreate(void *fp, void * a0, int a1, int a2) {
+static int gocuda_cublasLtMatmulDescCreate(uintptr_t fp, void * a0, int a1, int a2) {
 	return ((__typeof__(&cublasLtMatmulDescCreate))fp)(a0, a1, a2);
 }
 
-static int gocuda_cublasLtMatmulDescDestroy(void *fp, uintptr_t a0) {
+static int gocuda_cublasLtMatmulDescDestroy(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cublasLtMatmulDescDestroy))fp)((cublasLtMatmulDesc_t)a0);
 }
 
-static int gocuda_cublasLtMatmulDescSetAttribute(void *fp, uintptr_t a0, int a1, void * a2, size_t a3) {
+static int gocuda_cublasLtMatmulDescSetAttribute(uintptr_t fp, uintptr_t a0, int a1, void * a2, size_t a3) {
 	return ((__typeof__(&cublasLtMatmulDescSetAttribute))fp)((cublasLtMatmulDesc_t)a0, a1, a2, a3);
 }
 
-static int gocuda_cublasLtMatmulDescGetAttribute(void *fp, uintptr_t a0, int a1, void * a2, size_t a3, size_t * a4) {
+static int gocuda_cublasLtMatmulDescGetAttribute(uintptr_t fp, uintptr_t a0, int a1, void * a2, size_t a3, size_t * a4) {
 	return ((__typeof__(&cublasLtMatmulDescGetAttribute))fp)((cublasLtMatmulDesc_t)a0, a1, a2, a3, (size_t *)a4);
 }
 
-static int gocuda_cublasLtMatrixTransformDescInit_internal(void *fp, uintptr_t a0, size_t a1, int a2) {
+static int gocuda_cublasLtMatrixTransformDescInit_internal(uintptr_t fp, uintptr_t a0, size_t a1, int a2) {
 	return ((__typeof__(&cublasLtMatrixTransformDescInit_internal))fp)((cublasLtMatrixTransformDesc_t)a0, a1, a2);
 }
 
-static int gocuda_cublasLtMatrixTransformDescCreate(void *fp, void * a0, int a1) {
+static int gocuda_cublasLtMatrixTransformDescCreate(uintptr_t fp, void * a0, int a1) {
 	return ((__typeof__(&cublasLtMatrixTransformDescCreate))fp)(a0, a1);
 }
 
-static int gocuda_cublasLtMatrixTransformDescDestroy(void *fp, uintptr_t a0) {
+static int gocuda_cublasLtMatrixTransformDescDestroy(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cublasLtMatrixTransformDescDestroy))fp)((cublasLtMatrixTransformDesc_t)a0);
 }
 
-static int gocuda_cublasLtMatrixTransformDescSetAttribute(void *fp, uintptr_t a0, int a1, void * a2, size_t a3) {
+static int gocuda_cublasLtMatrixTransformDescSetAttribute(uintptr_t fp, uintptr_t a0, int a1, void * a2, size_t a3) {
 	return ((__typeof__(&cublasLtMatrixTransformDescSetAttribute))fp)((cublasLtMatrixTransformDesc_t)a0, a1, a2, a3);
 }
 
-static int gocuda_cublasLtMatrixTransformDescGetAttribute(void *fp, uintptr_t a0, int a1, void * a2, size_t a3, size_t * a4) {
+static int gocuda_cublasLtMatrixTransformDescGetAttribute(uintptr_t fp, uintptr_t a0, int a1, void * a2, size_t a3, size_t * a4) {
 	return ((__typeof__(&cublasLtMatrixTransformDescGetAttribute))fp)((cublasLtMatrixTransformDesc_t)a0, a1, a2, a3, (size_t *)a4);
 }
 
-static int gocuda_cublasLtEmulationDescInit_internal(void *fp, uintptr_t a0, size_t a1) {
+static int gocuda_cublasLtEmulationDescInit_internal(uintptr_t fp, uintptr_t a0, size_t a1) {
 	return ((__typeof__(&cublasLtEmulationDescInit_internal))fp)((cublasLtEmulationDesc_t)a0, a1);
 }
 
-static int gocuda_cublasLtEmulationDescCreate(void *fp, void * a0) {
+static int gocuda_cublasLtEmulationDescCreate(uintptr_t fp, void * a0) {
 	return ((__typeof__(&cublasLtEmulationDescCreate))fp)(a0);
 }
 
-static int gocuda_cublasLtEmulationDescDestroy(void *fp, uintptr_t a0) {
+static int gocuda_cublasLtEmulationDescDestroy(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cublasLtEmulationDescDestroy))fp)((cublasLtEmulationDesc_t)a0);
 }
 
-static int gocuda_cublasLtEmulationDescSetAttribute(void *fp, uintptr_t a0, int a1, void * a2, size_t a3) {
+static int gocuda_cublasLtEmulationDescSetAttribute(uintptr_t fp, uintptr_t a0, int a1, void * a2, size_t a3) {
 	return ((__typeof__(&cublasLtEmulationDescSetAttribute))fp)((cublasLtEmulationDesc_t)a0, a1, a2, a3);
 }
 
-static int gocuda_cublasLtEmulationDescGetAttribute(void *fp, uintptr_t a0, int a1, void * a2, size_t a3, size_t * a4) {
+static int gocuda_cublasLtEmulationDescGetAttribute(uintptr_t fp, uintptr_t a0, int a1, void * a2, size_t a3, size_t * a4) {
 	return ((__typeof__(&cublasLtEmulationDescGetAttribute))fp)((cublasLtEmulationDesc_t)a0, a1, a2, a3, (size_t *)a4);
 }
 
-static int gocuda_cublasLtMatmulPreferenceInit_internal(void *fp, uintptr_t a0, size_t a1) {
+static int gocuda_cublasLtMatmulPreferenceInit_internal(uintptr_t fp, uintptr_t a0, size_t a1) {
 	return ((__typeof__(&cublasLtMatmulPreferenceInit_internal))fp)((cublasLtMatmulPreference_t)a0, a1);
 }
 
-static int gocuda_cublasLtMatmulPreferenceCreate(void *fp, void * a0) {
+static int gocuda_cublasLtMatmulPreferenceCreate(uintptr_t fp, void * a0) {
 	return ((__typeof__(&cublasLtMatmulPreferenceCreate))fp)(a0);
 }
 
-static int gocuda_cublasLtMatmulPreferenceDestroy(void *fp, uintptr_t a0) {
+static int gocuda_cublasLtMatmulPreferenceDestroy(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cublasLtMatmulPreferenceDestroy))fp)((cublasLtMatmulPreference_t)a0);
 }
 
-static int gocuda_cublasLtMatmulPreferenceSetAttribute(void *fp, uintptr_t a0, int a1, void * a2, size_t a3) {
+static int gocuda_cublasLtMatmulPreferenceSetAttribute(uintptr_t fp, uintptr_t a0, int a1, void * a2, size_t a3) {
 	return ((__typeof__(&cublasLtMatmulPreferenceSetAttribute))fp)((cublasLtMatmulPreference_t)a0, a1, a2, a3);
 }
 
-static int gocuda_cublasLtMatmulPreferenceGetAttribute(void *fp, uintptr_t a0, int a1, void * a2, size_t a3, size_t * a4) {
+static int gocuda_cublasLtMatmulPreferenceGetAttribute(uintptr_t fp, uintptr_t a0, int a1, void * a2, size_t a3, size_t * a4) {
 	return ((__typeof__(&cublasLtMatmulPreferenceGetAttribute))fp)((cublasLtMatmulPreference_t)a0, a1, a2, a3, (size_t *)a4);
 }
 
-static int gocuda_cublasLtMatmulAlgoGetHeuristic(void *fp, uintptr_t a0, uintptr_t a1, uintptr_t a2, uintptr_t a3, uintptr_t a4, uintptr_t a5, uintptr_t a6, int a7, void * a8, int * a9) {
+static int gocuda_cublasLtMatmulAlgoGetHeuristic(uintptr_t fp, uintptr_t a0, uintptr_t a1, uintptr_t a2, uintptr_t a3, uintptr_t a4, uintptr_t a5, uintptr_t a6, int a7, void * a8, int * a9) {
 	return ((__typeof__(&cublasLtMatmulAlgoGetHeuristic))fp)((cublasLtHandle_t)a0, (cublasLtMatmulDesc_t)a1, (cublasLtMatrixLayout_t)a2, (cublasLtMatrixLayout_t)a3, (cublasLtMatrixLayout_t)a4, (cublasLtMatrixLayout_t)a5, (cublasLtMatmulPreference_t)a6, a7, a8, (int *)a9);
 }
 
-static int gocuda_cublasLtMatmulAlgoGetIds(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, int a7, int * a8, int * a9) {
+static int gocuda_cublasLtMatmulAlgoGetIds(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, int a7, int * a8, int * a9) {
 	return ((__typeof__(&cublasLtMatmulAlgoGetIds))fp)((cublasLtHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, (int *)a8, (int *)a9);
 }
 
-static int gocuda_cublasLtMatmulAlgoInit(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, int a7, void * a8) {
+static int gocuda_cublasLtMatmulAlgoInit(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, int a7, void * a8) {
 	return ((__typeof__(&cublasLtMatmulAlgoInit))fp)((cublasLtHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8);
 }
 
-static int gocuda_cublasLtMatmulAlgoCheck(void *fp, uintptr_t a0, uintptr_t a1, uintptr_t a2, uintptr_t a3, uintptr_t a4, uintptr_t a5, void * a6, void * a7) {
+static int gocuda_cublasLtMatmulAlgoCheck(uintptr_t fp, uintptr_t a0, uintptr_t a1, uintptr_t a2, uintptr_t a3, uintptr_t a4, uintptr_t a5, void * a6, void * a7) {
 	return ((__typeof__(&cublasLtMatmulAlgoCheck))fp)((cublasLtHandle_t)a0, (cublasLtMatmulDesc_t)a1, (cublasLtMatrixLayout_t)a2, (cublasLtMatrixLayout_t)a3, (cublasLtMatrixLayout_t)a4, (cublasLtMatrixLayout_t)a5, a6, a7);
 }
 
-static int gocuda_cublasLtMatmulAlgoCapGetAttribute(void *fp, void * a0, int a1, void * a2, size_t a3, size_t * a4) {
+static int gocuda_cublasLtMatmulAlgoCapGetAttribute(uintptr_t fp, void * a0, int a1, void * a2, size_t a3, size_t * a4) {
 	return ((__typeof__(&cublasLtMatmulAlgoCapGetAttribute))fp)(a0, a1, a2, a3, (size_t *)a4);
 }
 
-static int gocuda_cublasLtMatmulAlgoConfigSetAttribute(void *fp, void * a0, int a1, void * a2, size_t a3) {
+static int gocuda_cublasLtMatmulAlgoConfigSetAttribute(uintptr_t fp, void * a0, int a1, void * a2, size_t a3) {
 	return ((__typeof__(&cublasLtMatmulAlgoConfigSetAttribute))fp)(a0, a1, a2, a3);
 }
 
-static int gocuda_cublasLtMatmulAlgoConfigGetAttribute(void *fp, void * a0, int a1, void * a2, size_t a3, size_t * a4) {
+static int gocuda_cublasLtMatmulAlgoConfigGetAttribute(uintptr_t fp, void * a0, int a1, void * a2, size_t a3, size_t * a4) {
 	return ((__typeof__(&cublasLtMatmulAlgoConfigGetAttribute))fp)(a0, a1, a2, a3, (size_t *)a4);
 }
 
-static int gocuda_cublasLtLoggerSetCallback(void *fp, uintptr_t a0) {
+static int gocuda_cublasLtLoggerSetCallback(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cublasLtLoggerSetCallback))fp)((cublasLtLoggerCallback_t)a0);
 }
 
-static int gocuda_cublasLtLoggerOpenFile(void *fp, void * a0) {
+static int gocuda_cublasLtLoggerOpenFile(uintptr_t fp, void * a0) {
 	return ((__typeof__(&cublasLtLoggerOpenFile))fp)(a0);
 }
 
-static int gocuda_cublasLtLoggerSetLevel(void *fp, int a0) {
+static int gocuda_cublasLtLoggerSetLevel(uintptr_t fp, int a0) {
 	return ((__typeof__(&cublasLtLoggerSetLevel))fp)(a0);
 }
 
-static int gocuda_cublasLtLoggerSetMask(void *fp, int a0) {
+static int gocuda_cublasLtLoggerSetMask(uintptr_t fp, int a0) {
 	return ((__typeof__(&cublasLtLoggerSetMask))fp)(a0);
 }
 
-static int gocuda_cublasLtLoggerForceDisable(void *fp) {
+static int gocuda_cublasLtLoggerForceDisable(uintptr_t fp) {
 	return ((__typeof__(&cublasLtLoggerForceDisable))fp)();
 }
 */
@@ -363,7 +363,7 @@ func Create(lightHandle *Handle) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasLtCreate(fp, unsafe.Pointer(lightHandle)); r != 0 {
+	if r := C.gocuda_cublasLtCreate(C.uintptr_t(uintptr(fp)), unsafe.Pointer(lightHandle)); r != 0 {
 		return cublas.Status(r)
 	}
 	return nil
@@ -375,7 +375,7 @@ func Destroy(lightHandle Handle) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasLtDestroy(fp, C.uintptr_t(lightHandle)); r != 0 {
+	if r := C.gocuda_cublasLtDestroy(C.uintptr_t(uintptr(fp)), C.uintptr_t(lightHandle)); r != 0 {
 		return cublas.Status(r)
 	}
 	return nil
@@ -387,7 +387,7 @@ func GetStatusName(status cublas.Status) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	r := C.gocuda_cublasLtGetStatusName(fp, C.int(status))
+	r := C.gocuda_cublasLtGetStatusName(C.uintptr_t(uintptr(fp)), C.int(status))
 	return C.GoString(r), nil
 }
 
@@ -397,7 +397,7 @@ func GetStatusString(status cublas.Status) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	r := C.gocuda_cublasLtGetStatusString(fp, C.int(status))
+	r := C.gocuda_cublasLtGetStatusString(C.uintptr_t(uintptr(fp)), C.int(status))
 	return C.GoString(r), nil
 }
 
@@ -407,7 +407,7 @@ func GetVersion() (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	r := C.gocuda_cublasLtGetVersion(fp)
+	r := C.gocuda_cublasLtGetVersion(C.uintptr_t(uintptr(fp)))
 	return uint64(r), nil
 }
 
@@ -417,7 +417,7 @@ func GetCudartVersion() (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	r := C.gocuda_cublasLtGetCudartVersion(fp)
+	r := C.gocuda_cublasLtGetCudartVersion(C.uintptr_t(uintptr(fp)))
 	return uint64(r), nil
 }
 
@@ -427,7 +427,7 @@ func GetProperty(type_ cudart.LibraryPropertyType, value *int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasLtGetProperty(fp, C.int(type_), (*C.int)(unsafe.Pointer(value))); r != 0 {
+	if r := C.gocuda_cublasLtGetProperty(C.uintptr_t(uintptr(fp)), C.int(type_), (*C.int)(unsafe.Pointer(value))); r != 0 {
 		return cublas.Status(r)
 	}
 	return nil
@@ -439,7 +439,7 @@ func HeuristicsCacheGetCapacity(capacity *uint64) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasLtHeuristicsCacheGetCapacity(fp, (*C.size_t)(unsafe.Pointer(capacity))); r != 0 {
+	if r := C.gocuda_cublasLtHeuristicsCacheGetCapacity(C.uintptr_t(uintptr(fp)), (*C.size_t)(unsafe.Pointer(capacity))); r != 0 {
 		return cublas.Status(r)
 	}
 	return nil
@@ -451,7 +451,7 @@ func HeuristicsCacheSetCapacity(capacity uint64) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasLtHeuristicsCacheSetCapacity(fp, C.size_t(capacity)); r != 0 {
+	if r := C.gocuda_cublasLtHeuristicsCacheSetCapacity(C.uintptr_t(uintptr(fp)), C.size_t(capacity)); r != 0 {
 		return cublas.Status(r)
 	}
 	return nil
@@ -471,7 +471,7 @@ func DisableCpuInstructionsSetMask(mask uint32) (uint32, error) {
 	if err != nil {
 		return 0, err
 	}
-	r := C.gocuda_cublasLtDisableCpuInstructionsSetMask(fp, C.uint(mask))
+	r := C.gocuda_cublasLtDisableCpuInstructionsSetMask(C.uintptr_t(uintptr(fp)), C.uint(mask))
 	return uint32(r), nil
 }
 
@@ -491,7 +491,7 @@ func Matmul(lightHandle Handle, computeDesc MatmulDesc, alpha unsafe.Pointer, A 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasLtMatmul(fp, C.uintptr_t(lightHandle), C.uintptr_t(computeDesc), unsafe.Pointer(alpha), unsafe.Pointer(A), C.uintptr_t(Adesc), unsafe.Pointer(B), C.uintptr_t(Bdesc), unsafe.Pointer(beta), unsafe.Pointer(C_), C.uintptr_t(Cdesc), unsafe.Pointer(D), C.uintptr_t(Ddesc), unsafe.Pointer(algo), unsafe.Pointer(workspace), C.size_t(workspaceSizeInBytes), C.uintptr_t(stream)); r != 0 {
+	if r := C.gocuda_cublasLtMatmul(C.uintptr_t(uintptr(fp)), C.uintptr_t(lightHandle), C.uintptr_t(computeDesc), unsafe.Pointer(alpha), unsafe.Pointer(A), C.uintptr_t(Adesc), unsafe.Pointer(B), C.uintptr_t(Bdesc), unsafe.Pointer(beta), unsafe.Pointer(C_), C.uintptr_t(Cdesc), unsafe.Pointer(D), C.uintptr_t(Ddesc), unsafe.Pointer(algo), unsafe.Pointer(workspace), C.size_t(workspaceSizeInBytes), C.uintptr_t(stream)); r != 0 {
 		return cublas.Status(r)
 	}
 	return nil
@@ -514,7 +514,7 @@ func MatrixTransform(lightHandle Handle, transformDesc MatrixTransformDesc, alph
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasLtMatrixTransform(fp, C.uintptr_t(lightHandle), C.uintptr_t(transformDesc), unsafe.Pointer(alpha), unsafe.Pointer(A), C.uintptr_t(Adesc), unsafe.Pointer(beta), unsafe.Pointer(B), C.uintptr_t(Bdesc), unsafe.Pointer(C_), C.uintptr_t(Cdesc), C.uintptr_t(stream)); r != 0 {
+	if r := C.gocuda_cublasLtMatrixTransform(C.uintptr_t(uintptr(fp)), C.uintptr_t(lightHandle), C.uintptr_t(transformDesc), unsafe.Pointer(alpha), unsafe.Pointer(A), C.uintptr_t(Adesc), unsafe.Pointer(beta), unsafe.Pointer(B), C.uintptr_t(Bdesc), unsafe.Pointer(C_), C.uintptr_t(Cdesc), C.uintptr_t(stream)); r != 0 {
 		return cublas.Status(r)
 	}
 	return nil
@@ -526,7 +526,7 @@ func MatrixLayoutInit_internal(matLayout MatrixLayout, size uint64, type_ cudart
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasLtMatrixLayoutInit_internal(fp, C.uintptr_t(matLayout), C.size_t(size), C.int(type_), C.uint64_t(rows), C.uint64_t(cols), C.int64_t(ld)); r != 0 {
+	if r := C.gocuda_cublasLtMatrixLayoutInit_internal(C.uintptr_t(uintptr(fp)), C.uintptr_t(matLayout), C.size_t(size), C.int(type_), C.uint64_t(rows), C.uint64_t(cols), C.int64_t(ld)); r != 0 {
 		return cublas.Status(r)
 	}
 	return nil
@@ -541,7 +541,7 @@ func MatrixLayoutCreate(matLayout *MatrixLayout, type_ cudart.DataType, rows uin
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasLtMatrixLayoutCreate(fp, unsafe.Pointer(matLayout), C.int(type_), C.uint64_t(rows), C.uint64_t(cols), C.int64_t(ld)); r != 0 {
+	if r := C.gocuda_cublasLtMatrixLayoutCreate(C.uintptr_t(uintptr(fp)), unsafe.Pointer(matLayout), C.int(type_), C.uint64_t(rows), C.uint64_t(cols), C.int64_t(ld)); r != 0 {
 		return cublas.Status(r)
 	}
 	return nil
@@ -555,7 +555,7 @@ func MatrixLayoutDestroy(matLayout MatrixLayout) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasLtMatrixLayoutDestroy(fp, C.uintptr_t(matLayout)); r != 0 {
+	if r := C.gocuda_cublasLtMatrixLayoutDestroy(C.uintptr_t(uintptr(fp)), C.uintptr_t(matLayout)); r != 0 {
 		return cublas.Status(r)
 	}
 	return nil
@@ -578,7 +578,7 @@ func MatrixLayoutSetAttribute(matLayout MatrixLayout, attr MatrixLayoutAttribute
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasLtMatrixLayoutSetAttribute(fp, C.uintptr_t(matLayout), C.int(attr), unsafe.Pointer(buf), C.size_t(sizeInBytes)); r != 0 {
+	if r := C.gocuda_cublasLtMatrixLayoutSetAttribute(C.uintptr_t(uintptr(fp)), C.uintptr_t(matLayout), C.int(attr), unsafe.Pointer(buf), C.size_t(sizeInBytes)); r != 0 {
 		return cublas.Status(r)
 	}
 	return nil
@@ -604,7 +604,7 @@ func MatrixLayoutGetAttribute(matLayout MatrixLayout, attr MatrixLayoutAttribute
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasLtMatrixLayoutGetAttribute(fp, C.uintptr_t(matLayout), C.int(attr), unsafe.Pointer(buf), C.size_t(sizeInBytes), (*C.size_t)(unsafe.Pointer(sizeWritten))); r != 0 {
+	if r := C.gocuda_cublasLtMatrixLayoutGetAttribute(C.uintptr_t(uintptr(fp)), C.uintptr_t(matLayout), C.int(attr), unsafe.Pointer(buf), C.size_t(sizeInBytes), (*C.size_t)(unsafe.Pointer(sizeWritten))); r != 0 {
 		return cublas.Status(r)
 	}
 	return nil
@@ -616,7 +616,7 @@ func MatmulDescInit_internal(matmulDesc MatmulDesc, size uint64, computeType cub
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasLtMatmulDescInit_internal(fp, C.uintptr_t(matmulDesc), C.size_t(size), C.int(computeType), C.int(scaleType)); r != 0 {
+	if r := C.gocuda_cublasLtMatmulDescInit_internal(C.uintptr_t(uintptr(fp)), C.uintptr_t(matmulDesc), C.size_t(size), C.int(computeType), C.int(scaleType)); r != 0 {
 		return cublas.Status(r)
 	}
 	return nil
@@ -631,7 +631,7 @@ func MatmulDescCreate(matmulDesc *MatmulDesc, computeType cublas.ComputeType, sc
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasLtMatmulDescCreate(fp, unsafe.Pointer(matmulDesc), C.int(computeType), C.int(scaleType)); r != 0 {
+	if r := C.gocuda_cublasLtMatmulDescCreate(C.uintptr_t(uintptr(fp)), unsafe.Pointer(matmulDesc), C.int(computeType), C.int(scaleType)); r != 0 {
 		return cublas.Status(r)
 	}
 	return nil
@@ -645,7 +645,7 @@ func MatmulDescDestroy(matmulDesc MatmulDesc) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasLtMatmulDescDestroy(fp, C.uintptr_t(matmulDesc)); r != 0 {
+	if r := C.gocuda_cublasLtMatmulDescDestroy(C.uintptr_t(uintptr(fp)), C.uintptr_t(matmulDesc)); r != 0 {
 		return cublas.Status(r)
 	}
 	return nil
@@ -668,7 +668,7 @@ func MatmulDescSetAttribute(matmulDesc MatmulDesc, attr MatmulDescAttributes, bu
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasLtMatmulDescSetAttribute(fp, C.uintptr_t(matmulDesc), C.int(attr), unsafe.Pointer(buf), C.size_t(sizeInBytes)); r != 0 {
+	if r := C.gocuda_cublasLtMatmulDescSetAttribute(C.uintptr_t(uintptr(fp)), C.uintptr_t(matmulDesc), C.int(attr), unsafe.Pointer(buf), C.size_t(sizeInBytes)); r != 0 {
 		return cublas.Status(r)
 	}
 	return nil
@@ -694,7 +694,7 @@ func MatmulDescGetAttribute(matmulDesc MatmulDesc, attr MatmulDescAttributes, bu
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasLtMatmulDescGetAttribute(fp, C.uintptr_t(matmulDesc), C.int(attr), unsafe.Pointer(buf), C.size_t(sizeInBytes), (*C.size_t)(unsafe.Pointer(sizeWritten))); r != 0 {
+	if r := C.gocuda_cublasLtMatmulDescGetAttribute(C.uintptr_t(uintptr(fp)), C.uintptr_t(matmulDesc), C.int(attr), unsafe.Pointer(buf), C.size_t(sizeInBytes), (*C.size_t)(unsafe.Pointer(sizeWritten))); r != 0 {
 		return cublas.Status(r)
 	}
 	return nil
@@ -706,7 +706,7 @@ func MatrixTransformDescInit_internal(transformDesc MatrixTransformDesc, size ui
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasLtMatrixTransformDescInit_internal(fp, C.uintptr_t(transformDesc), C.size_t(size), C.int(scaleType)); r != 0 {
+	if r := C.gocuda_cublasLtMatrixTransformDescInit_internal(C.uintptr_t(uintptr(fp)), C.uintptr_t(transformDesc), C.size_t(size), C.int(scaleType)); r != 0 {
 		return cublas.Status(r)
 	}
 	return nil
@@ -721,7 +721,7 @@ func MatrixTransformDescCreate(transformDesc *MatrixTransformDesc, scaleType cud
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasLtMatrixTransformDescCreate(fp, unsafe.Pointer(transformDesc), C.int(scaleType)); r != 0 {
+	if r := C.gocuda_cublasLtMatrixTransformDescCreate(C.uintptr_t(uintptr(fp)), unsafe.Pointer(transformDesc), C.int(scaleType)); r != 0 {
 		return cublas.Status(r)
 	}
 	return nil
@@ -735,7 +735,7 @@ func MatrixTransformDescDestroy(transformDesc MatrixTransformDesc) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasLtMatrixTransformDescDestroy(fp, C.uintptr_t(transformDesc)); r != 0 {
+	if r := C.gocuda_cublasLtMatrixTransformDescDestroy(C.uintptr_t(uintptr(fp)), C.uintptr_t(transformDesc)); r != 0 {
 		return cublas.Status(r)
 	}
 	return nil
@@ -758,7 +758,7 @@ func MatrixTransformDescSetAttribute(transformDesc MatrixTransformDesc, attr Mat
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasLtMatrixTransformDescSetAttribute(fp, C.uintptr_t(transformDesc), C.int(attr), unsafe.Pointer(buf), C.size_t(sizeInBytes)); r != 0 {
+	if r := C.gocuda_cublasLtMatrixTransformDescSetAttribute(C.uintptr_t(uintptr(fp)), C.uintptr_t(transformDesc), C.int(attr), unsafe.Pointer(buf), C.size_t(sizeInBytes)); r != 0 {
 		return cublas.Status(r)
 	}
 	return nil
@@ -784,7 +784,7 @@ func MatrixTransformDescGetAttribute(transformDesc MatrixTransformDesc, attr Mat
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasLtMatrixTransformDescGetAttribute(fp, C.uintptr_t(transformDesc), C.int(attr), unsafe.Pointer(buf), C.size_t(sizeInBytes), (*C.size_t)(unsafe.Pointer(sizeWritten))); r != 0 {
+	if r := C.gocuda_cublasLtMatrixTransformDescGetAttribute(C.uintptr_t(uintptr(fp)), C.uintptr_t(transformDesc), C.int(attr), unsafe.Pointer(buf), C.size_t(sizeInBytes), (*C.size_t)(unsafe.Pointer(sizeWritten))); r != 0 {
 		return cublas.Status(r)
 	}
 	return nil
@@ -796,7 +796,7 @@ func EmulationDescInit_internal(emulationDesc EmulationDesc, size uint64) error 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasLtEmulationDescInit_internal(fp, C.uintptr_t(emulationDesc), C.size_t(size)); r != 0 {
+	if r := C.gocuda_cublasLtEmulationDescInit_internal(C.uintptr_t(uintptr(fp)), C.uintptr_t(emulationDesc), C.size_t(size)); r != 0 {
 		return cublas.Status(r)
 	}
 	return nil
@@ -811,7 +811,7 @@ func EmulationDescCreate(emulationDesc *EmulationDesc) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasLtEmulationDescCreate(fp, unsafe.Pointer(emulationDesc)); r != 0 {
+	if r := C.gocuda_cublasLtEmulationDescCreate(C.uintptr_t(uintptr(fp)), unsafe.Pointer(emulationDesc)); r != 0 {
 		return cublas.Status(r)
 	}
 	return nil
@@ -825,7 +825,7 @@ func EmulationDescDestroy(emulationDesc EmulationDesc) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasLtEmulationDescDestroy(fp, C.uintptr_t(emulationDesc)); r != 0 {
+	if r := C.gocuda_cublasLtEmulationDescDestroy(C.uintptr_t(uintptr(fp)), C.uintptr_t(emulationDesc)); r != 0 {
 		return cublas.Status(r)
 	}
 	return nil
@@ -848,7 +848,7 @@ func EmulationDescSetAttribute(emulationDesc EmulationDesc, attr EmulationDescAt
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasLtEmulationDescSetAttribute(fp, C.uintptr_t(emulationDesc), C.int(attr), unsafe.Pointer(buf), C.size_t(sizeInBytes)); r != 0 {
+	if r := C.gocuda_cublasLtEmulationDescSetAttribute(C.uintptr_t(uintptr(fp)), C.uintptr_t(emulationDesc), C.int(attr), unsafe.Pointer(buf), C.size_t(sizeInBytes)); r != 0 {
 		return cublas.Status(r)
 	}
 	return nil
@@ -874,7 +874,7 @@ func EmulationDescGetAttribute(emulationDesc EmulationDesc, attr EmulationDescAt
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasLtEmulationDescGetAttribute(fp, C.uintptr_t(emulationDesc), C.int(attr), unsafe.Pointer(buf), C.size_t(sizeInBytes), (*C.size_t)(unsafe.Pointer(sizeWritten))); r != 0 {
+	if r := C.gocuda_cublasLtEmulationDescGetAttribute(C.uintptr_t(uintptr(fp)), C.uintptr_t(emulationDesc), C.int(attr), unsafe.Pointer(buf), C.size_t(sizeInBytes), (*C.size_t)(unsafe.Pointer(sizeWritten))); r != 0 {
 		return cublas.Status(r)
 	}
 	return nil
@@ -886,7 +886,7 @@ func MatmulPreferenceInit_internal(pref MatmulPreference, size uint64) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasLtMatmulPreferenceInit_internal(fp, C.uintptr_t(pref), C.size_t(size)); r != 0 {
+	if r := C.gocuda_cublasLtMatmulPreferenceInit_internal(C.uintptr_t(uintptr(fp)), C.uintptr_t(pref), C.size_t(size)); r != 0 {
 		return cublas.Status(r)
 	}
 	return nil
@@ -901,7 +901,7 @@ func MatmulPreferenceCreate(pref *MatmulPreference) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasLtMatmulPreferenceCreate(fp, unsafe.Pointer(pref)); r != 0 {
+	if r := C.gocuda_cublasLtMatmulPreferenceCreate(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pref)); r != 0 {
 		return cublas.Status(r)
 	}
 	return nil
@@ -915,7 +915,7 @@ func MatmulPreferenceDestroy(pref MatmulPreference) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasLtMatmulPreferenceDestroy(fp, C.uintptr_t(pref)); r != 0 {
+	if r := C.gocuda_cublasLtMatmulPreferenceDestroy(C.uintptr_t(uintptr(fp)), C.uintptr_t(pref)); r != 0 {
 		return cublas.Status(r)
 	}
 	return nil
@@ -938,7 +938,7 @@ func MatmulPreferenceSetAttribute(pref MatmulPreference, attr MatmulPreferenceAt
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasLtMatmulPreferenceSetAttribute(fp, C.uintptr_t(pref), C.int(attr), unsafe.Pointer(buf), C.size_t(sizeInBytes)); r != 0 {
+	if r := C.gocuda_cublasLtMatmulPreferenceSetAttribute(C.uintptr_t(uintptr(fp)), C.uintptr_t(pref), C.int(attr), unsafe.Pointer(buf), C.size_t(sizeInBytes)); r != 0 {
 		return cublas.Status(r)
 	}
 	return nil
@@ -964,7 +964,7 @@ func MatmulPreferenceGetAttribute(pref MatmulPreference, attr MatmulPreferenceAt
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasLtMatmulPreferenceGetAttribute(fp, C.uintptr_t(pref), C.int(attr), unsafe.Pointer(buf), C.size_t(sizeInBytes), (*C.size_t)(unsafe.Pointer(sizeWritten))); r != 0 {
+	if r := C.gocuda_cublasLtMatmulPreferenceGetAttribute(C.uintptr_t(uintptr(fp)), C.uintptr_t(pref), C.int(attr), unsafe.Pointer(buf), C.size_t(sizeInBytes), (*C.size_t)(unsafe.Pointer(sizeWritten))); r != 0 {
 		return cublas.Status(r)
 	}
 	return nil
@@ -999,7 +999,7 @@ func MatmulAlgoGetHeuristic(lightHandle Handle, operationDesc MatmulDesc, Adesc 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasLtMatmulAlgoGetHeuristic(fp, C.uintptr_t(lightHandle), C.uintptr_t(operationDesc), C.uintptr_t(Adesc), C.uintptr_t(Bdesc), C.uintptr_t(Cdesc), C.uintptr_t(Ddesc), C.uintptr_t(preference), C.int(requestedAlgoCount), unsafe.Pointer(heuristicResultsArray), (*C.int)(unsafe.Pointer(returnAlgoCount))); r != 0 {
+	if r := C.gocuda_cublasLtMatmulAlgoGetHeuristic(C.uintptr_t(uintptr(fp)), C.uintptr_t(lightHandle), C.uintptr_t(operationDesc), C.uintptr_t(Adesc), C.uintptr_t(Bdesc), C.uintptr_t(Cdesc), C.uintptr_t(Ddesc), C.uintptr_t(preference), C.int(requestedAlgoCount), unsafe.Pointer(heuristicResultsArray), (*C.int)(unsafe.Pointer(returnAlgoCount))); r != 0 {
 		return cublas.Status(r)
 	}
 	return nil
@@ -1021,7 +1021,7 @@ func MatmulAlgoGetIds(lightHandle Handle, computeType cublas.ComputeType, scaleT
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasLtMatmulAlgoGetIds(fp, C.uintptr_t(lightHandle), C.int(computeType), C.int(scaleType), C.int(Atype), C.int(Btype), C.int(Ctype), C.int(Dtype), C.int(requestedAlgoCount), (*C.int)(unsafe.Pointer(algoIdsArray)), (*C.int)(unsafe.Pointer(returnAlgoCount))); r != 0 {
+	if r := C.gocuda_cublasLtMatmulAlgoGetIds(C.uintptr_t(uintptr(fp)), C.uintptr_t(lightHandle), C.int(computeType), C.int(scaleType), C.int(Atype), C.int(Btype), C.int(Ctype), C.int(Dtype), C.int(requestedAlgoCount), (*C.int)(unsafe.Pointer(algoIdsArray)), (*C.int)(unsafe.Pointer(returnAlgoCount))); r != 0 {
 		return cublas.Status(r)
 	}
 	return nil
@@ -1037,7 +1037,7 @@ func MatmulAlgoInit(lightHandle Handle, computeType cublas.ComputeType, scaleTyp
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasLtMatmulAlgoInit(fp, C.uintptr_t(lightHandle), C.int(computeType), C.int(scaleType), C.int(Atype), C.int(Btype), C.int(Ctype), C.int(Dtype), C.int(algoId), unsafe.Pointer(algo)); r != 0 {
+	if r := C.gocuda_cublasLtMatmulAlgoInit(C.uintptr_t(uintptr(fp)), C.uintptr_t(lightHandle), C.int(computeType), C.int(scaleType), C.int(Atype), C.int(Btype), C.int(Ctype), C.int(Dtype), C.int(algoId), unsafe.Pointer(algo)); r != 0 {
 		return cublas.Status(r)
 	}
 	return nil
@@ -1066,7 +1066,7 @@ func MatmulAlgoCheck(lightHandle Handle, operationDesc MatmulDesc, Adesc MatrixL
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasLtMatmulAlgoCheck(fp, C.uintptr_t(lightHandle), C.uintptr_t(operationDesc), C.uintptr_t(Adesc), C.uintptr_t(Bdesc), C.uintptr_t(Cdesc), C.uintptr_t(Ddesc), unsafe.Pointer(algo), unsafe.Pointer(result)); r != 0 {
+	if r := C.gocuda_cublasLtMatmulAlgoCheck(C.uintptr_t(uintptr(fp)), C.uintptr_t(lightHandle), C.uintptr_t(operationDesc), C.uintptr_t(Adesc), C.uintptr_t(Bdesc), C.uintptr_t(Cdesc), C.uintptr_t(Ddesc), unsafe.Pointer(algo), unsafe.Pointer(result)); r != 0 {
 		return cublas.Status(r)
 	}
 	return nil
@@ -1099,7 +1099,7 @@ func MatmulAlgoCapGetAttribute(algo *MatmulAlgo, attr MatmulAlgoCapAttributes, b
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasLtMatmulAlgoCapGetAttribute(fp, unsafe.Pointer(algo), C.int(attr), unsafe.Pointer(buf), C.size_t(sizeInBytes), (*C.size_t)(unsafe.Pointer(sizeWritten))); r != 0 {
+	if r := C.gocuda_cublasLtMatmulAlgoCapGetAttribute(C.uintptr_t(uintptr(fp)), unsafe.Pointer(algo), C.int(attr), unsafe.Pointer(buf), C.size_t(sizeInBytes), (*C.size_t)(unsafe.Pointer(sizeWritten))); r != 0 {
 		return cublas.Status(r)
 	}
 	return nil
@@ -1122,7 +1122,7 @@ func MatmulAlgoConfigSetAttribute(algo *MatmulAlgo, attr MatmulAlgoConfigAttribu
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasLtMatmulAlgoConfigSetAttribute(fp, unsafe.Pointer(algo), C.int(attr), unsafe.Pointer(buf), C.size_t(sizeInBytes)); r != 0 {
+	if r := C.gocuda_cublasLtMatmulAlgoConfigSetAttribute(C.uintptr_t(uintptr(fp)), unsafe.Pointer(algo), C.int(attr), unsafe.Pointer(buf), C.size_t(sizeInBytes)); r != 0 {
 		return cublas.Status(r)
 	}
 	return nil
@@ -1148,7 +1148,7 @@ func MatmulAlgoConfigGetAttribute(algo *MatmulAlgo, attr MatmulAlgoConfigAttribu
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasLtMatmulAlgoConfigGetAttribute(fp, unsafe.Pointer(algo), C.int(attr), unsafe.Pointer(buf), C.size_t(sizeInBytes), (*C.size_t)(unsafe.Pointer(sizeWritten))); r != 0 {
+	if r := C.gocuda_cublasLtMatmulAlgoConfigGetAttribute(C.uintptr_t(uintptr(fp)), unsafe.Pointer(algo), C.int(attr), unsafe.Pointer(buf), C.size_t(sizeInBytes), (*C.size_t)(unsafe.Pointer(sizeWritten))); r != 0 {
 		return cublas.Status(r)
 	}
 	return nil
@@ -1166,7 +1166,7 @@ func LoggerSetCallback(callback LoggerCallback) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasLtLoggerSetCallback(fp, C.uintptr_t(callback)); r != 0 {
+	if r := C.gocuda_cublasLtLoggerSetCallback(C.uintptr_t(uintptr(fp)), C.uintptr_t(callback)); r != 0 {
 		return cublas.Status(r)
 	}
 	return nil
@@ -1186,7 +1186,7 @@ func LoggerOpenFile(logFile string) error {
 	}
 	_logFile := C.CString(logFile)
 	defer C.free(unsafe.Pointer(_logFile))
-	if r := C.gocuda_cublasLtLoggerOpenFile(fp, unsafe.Pointer(_logFile)); r != 0 {
+	if r := C.gocuda_cublasLtLoggerOpenFile(C.uintptr_t(uintptr(fp)), unsafe.Pointer(_logFile)); r != 0 {
 		return cublas.Status(r)
 	}
 	return nil
@@ -1212,7 +1212,7 @@ func LoggerSetLevel(level int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasLtLoggerSetLevel(fp, C.int(level)); r != 0 {
+	if r := C.gocuda_cublasLtLoggerSetLevel(C.uintptr_t(uintptr(fp)), C.int(level)); r != 0 {
 		return cublas.Status(r)
 	}
 	return nil
@@ -1236,7 +1236,7 @@ func LoggerSetMask(mask int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasLtLoggerSetMask(fp, C.int(mask)); r != 0 {
+	if r := C.gocuda_cublasLtLoggerSetMask(C.uintptr_t(uintptr(fp)), C.int(mask)); r != 0 {
 		return cublas.Status(r)
 	}
 	return nil
@@ -1250,7 +1250,7 @@ func LoggerForceDisable() error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cublasLtLoggerForceDisable(fp); r != 0 {
+	if r := C.gocuda_cublasLtLoggerForceDisable(C.uintptr_t(uintptr(fp))); r != 0 {
 		return cublas.Status(r)
 	}
 	return nil

@@ -754,1811 +754,1811 @@ import "unsafe"
 #include "cuda.h"
 #include "cudaProfiler.h"
 
-static int gocuda_cuGetErrorString(void *fp, int a0, void * a1) {
+static int gocuda_cuGetErrorString(uintptr_t fp, int a0, void * a1) {
 	return ((__typeof__(&cuGetErrorString))fp)(a0, a1);
 }
 
-static int gocuda_cuGetErrorName(void *fp, int a0, void * a1) {
+static int gocuda_cuGetErrorName(uintptr_t fp, int a0, void * a1) {
 	return ((__typeof__(&cuGetErrorName))fp)(a0, a1);
 }
 
-static int gocuda_cuInit(void *fp, unsigned int a0) {
+static int gocuda_cuInit(uintptr_t fp, unsigned int a0) {
 	return ((__typeof__(&cuInit))fp)(a0);
 }
 
-static int gocuda_cuDriverGetVersion(void *fp, int * a0) {
+static int gocuda_cuDriverGetVersion(uintptr_t fp, int * a0) {
 	return ((__typeof__(&cuDriverGetVersion))fp)((int *)a0);
 }
 
-static int gocuda_cuDeviceGet(void *fp, int * a0, int a1) {
+static int gocuda_cuDeviceGet(uintptr_t fp, int * a0, int a1) {
 	return ((__typeof__(&cuDeviceGet))fp)((CUdevice *)a0, a1);
 }
 
-static int gocuda_cuDeviceGetCount(void *fp, int * a0) {
+static int gocuda_cuDeviceGetCount(uintptr_t fp, int * a0) {
 	return ((__typeof__(&cuDeviceGetCount))fp)((int *)a0);
 }
 
-static int gocuda_cuDeviceGetName(void *fp, char * a0, int a1, int a2) {
+static int gocuda_cuDeviceGetName(uintptr_t fp, char * a0, int a1, int a2) {
 	return ((__typeof__(&cuDeviceGetName))fp)((char *)a0, a1, a2);
 }
 
-static int gocuda_cuDeviceGetUuid(void *fp, void * a0, int a1) {
+static int gocuda_cuDeviceGetUuid(uintptr_t fp, void * a0, int a1) {
 	return ((__typeof__(&cuDeviceGetUuid))fp)(a0, a1);
 }
 
-static int gocuda_cuDeviceGetLuid(void *fp, char * a0, unsigned int * a1, int a2) {
+static int gocuda_cuDeviceGetLuid(uintptr_t fp, char * a0, unsigned int * a1, int a2) {
 	return ((__typeof__(&cuDeviceGetLuid))fp)((char *)a0, (unsigned int *)a1, a2);
 }
 
-static int gocuda_cuDeviceTotalMem(void *fp, size_t * a0, int a1) {
+static int gocuda_cuDeviceTotalMem(uintptr_t fp, size_t * a0, int a1) {
 	return ((__typeof__(&cuDeviceTotalMem))fp)((size_t *)a0, a1);
 }
 
-static int gocuda_cuDeviceGetTexture1DLinearMaxWidth(void *fp, size_t * a0, int a1, unsigned int a2, int a3) {
+static int gocuda_cuDeviceGetTexture1DLinearMaxWidth(uintptr_t fp, size_t * a0, int a1, unsigned int a2, int a3) {
 	return ((__typeof__(&cuDeviceGetTexture1DLinearMaxWidth))fp)((size_t *)a0, a1, a2, a3);
 }
 
-static int gocuda_cuDeviceGetAttribute(void *fp, int * a0, int a1, int a2) {
+static int gocuda_cuDeviceGetAttribute(uintptr_t fp, int * a0, int a1, int a2) {
 	return ((__typeof__(&cuDeviceGetAttribute))fp)((int *)a0, a1, a2);
 }
 
-static int gocuda_cuDeviceGetHostAtomicCapabilities(void *fp, unsigned int * a0, int * a1, unsigned int a2, int a3) {
+static int gocuda_cuDeviceGetHostAtomicCapabilities(uintptr_t fp, unsigned int * a0, int * a1, unsigned int a2, int a3) {
 	return ((__typeof__(&cuDeviceGetHostAtomicCapabilities))fp)((unsigned int *)a0, (CUatomicOperation *)a1, a2, a3);
 }
 
-static int gocuda_cuDeviceGetNvSciSyncAttributes(void *fp, void * a0, int a1, int a2) {
+static int gocuda_cuDeviceGetNvSciSyncAttributes(uintptr_t fp, void * a0, int a1, int a2) {
 	return ((__typeof__(&cuDeviceGetNvSciSyncAttributes))fp)(a0, a1, a2);
 }
 
-static int gocuda_cuDeviceSetMemPool(void *fp, int a0, uintptr_t a1) {
+static int gocuda_cuDeviceSetMemPool(uintptr_t fp, int a0, uintptr_t a1) {
 	return ((__typeof__(&cuDeviceSetMemPool))fp)(a0, (CUmemoryPool)a1);
 }
 
-static int gocuda_cuDeviceGetMemPool(void *fp, void * a0, int a1) {
+static int gocuda_cuDeviceGetMemPool(uintptr_t fp, void * a0, int a1) {
 	return ((__typeof__(&cuDeviceGetMemPool))fp)(a0, a1);
 }
 
-static int gocuda_cuDeviceGetDefaultMemPool(void *fp, void * a0, int a1) {
+static int gocuda_cuDeviceGetDefaultMemPool(uintptr_t fp, void * a0, int a1) {
 	return ((__typeof__(&cuDeviceGetDefaultMemPool))fp)(a0, a1);
 }
 
-static int gocuda_cuDeviceGetExecAffinitySupport(void *fp, int * a0, int a1, int a2) {
+static int gocuda_cuDeviceGetExecAffinitySupport(uintptr_t fp, int * a0, int a1, int a2) {
 	return ((__typeof__(&cuDeviceGetExecAffinitySupport))fp)((int *)a0, a1, a2);
 }
 
-static int gocuda_cuFlushGPUDirectRDMAWrites(void *fp, int a0, int a1) {
+static int gocuda_cuFlushGPUDirectRDMAWrites(uintptr_t fp, int a0, int a1) {
 	return ((__typeof__(&cuFlushGPUDirectRDMAWrites))fp)(a0, a1);
 }
 
-static int gocuda_cuDeviceGetProperties(void *fp, void * a0, int a1) {
+static int gocuda_cuDeviceGetProperties(uintptr_t fp, void * a0, int a1) {
 	return ((__typeof__(&cuDeviceGetProperties))fp)(a0, a1);
 }
 
-static int gocuda_cuDeviceComputeCapability(void *fp, int * a0, int * a1, int a2) {
+static int gocuda_cuDeviceComputeCapability(uintptr_t fp, int * a0, int * a1, int a2) {
 	return ((__typeof__(&cuDeviceComputeCapability))fp)((int *)a0, (int *)a1, a2);
 }
 
-static int gocuda_cuDevicePrimaryCtxRetain(void *fp, void * a0, int a1) {
+static int gocuda_cuDevicePrimaryCtxRetain(uintptr_t fp, void * a0, int a1) {
 	return ((__typeof__(&cuDevicePrimaryCtxRetain))fp)(a0, a1);
 }
 
-static int gocuda_cuDevicePrimaryCtxRelease(void *fp, int a0) {
+static int gocuda_cuDevicePrimaryCtxRelease(uintptr_t fp, int a0) {
 	return ((__typeof__(&cuDevicePrimaryCtxRelease))fp)(a0);
 }
 
-static int gocuda_cuDevicePrimaryCtxSetFlags(void *fp, int a0, unsigned int a1) {
+static int gocuda_cuDevicePrimaryCtxSetFlags(uintptr_t fp, int a0, unsigned int a1) {
 	return ((__typeof__(&cuDevicePrimaryCtxSetFlags))fp)(a0, a1);
 }
 
-static int gocuda_cuDevicePrimaryCtxGetState(void *fp, int a0, unsigned int * a1, int * a2) {
+static int gocuda_cuDevicePrimaryCtxGetState(uintptr_t fp, int a0, unsigned int * a1, int * a2) {
 	return ((__typeof__(&cuDevicePrimaryCtxGetState))fp)(a0, (unsigned int *)a1, (int *)a2);
 }
 
-static int gocuda_cuDevicePrimaryCtxReset(void *fp, int a0) {
+static int gocuda_cuDevicePrimaryCtxReset(uintptr_t fp, int a0) {
 	return ((__typeof__(&cuDevicePrimaryCtxReset))fp)(a0);
 }
 
-static int gocuda_cuCtxCreate(void *fp, void * a0, void * a1, unsigned int a2, int a3) {
+static int gocuda_cuCtxCreate(uintptr_t fp, void * a0, void * a1, unsigned int a2, int a3) {
 	return ((__typeof__(&cuCtxCreate))fp)(a0, a1, a2, a3);
 }
 
-static int gocuda_cuCtxDestroy(void *fp, uintptr_t a0) {
+static int gocuda_cuCtxDestroy(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cuCtxDestroy))fp)((CUcontext)a0);
 }
 
-static int gocuda_cuCtxPushCurrent(void *fp, uintptr_t a0) {
+static int gocuda_cuCtxPushCurrent(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cuCtxPushCurrent))fp)((CUcontext)a0);
 }
 
-static int gocuda_cuCtxPopCurrent(void *fp, void * a0) {
+static int gocuda_cuCtxPopCurrent(uintptr_t fp, void * a0) {
 	return ((__typeof__(&cuCtxPopCurrent))fp)(a0);
 }
 
-static int gocuda_cuCtxSetCurrent(void *fp, uintptr_t a0) {
+static int gocuda_cuCtxSetCurrent(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cuCtxSetCurrent))fp)((CUcontext)a0);
 }
 
-static int gocuda_cuCtxGetCurrent(void *fp, void * a0) {
+static int gocuda_cuCtxGetCurrent(uintptr_t fp, void * a0) {
 	return ((__typeof__(&cuCtxGetCurrent))fp)(a0);
 }
 
-static int gocuda_cuCtxGetDevice(void *fp, int * a0) {
+static int gocuda_cuCtxGetDevice(uintptr_t fp, int * a0) {
 	return ((__typeof__(&cuCtxGetDevice))fp)((CUdevice *)a0);
 }
 
-static int gocuda_cuCtxGetDevice_v2(void *fp, int * a0, uintptr_t a1) {
+static int gocuda_cuCtxGetDevice_v2(uintptr_t fp, int * a0, uintptr_t a1) {
 	return ((__typeof__(&cuCtxGetDevice_v2))fp)((CUdevice *)a0, (CUcontext)a1);
 }
 
-static int gocuda_cuCtxGetFlags(void *fp, unsigned int * a0) {
+static int gocuda_cuCtxGetFlags(uintptr_t fp, unsigned int * a0) {
 	return ((__typeof__(&cuCtxGetFlags))fp)((unsigned int *)a0);
 }
 
-static int gocuda_cuCtxSetFlags(void *fp, unsigned int a0) {
+static int gocuda_cuCtxSetFlags(uintptr_t fp, unsigned int a0) {
 	return ((__typeof__(&cuCtxSetFlags))fp)(a0);
 }
 
-static int gocuda_cuCtxGetId(void *fp, uintptr_t a0, unsigned long long * a1) {
+static int gocuda_cuCtxGetId(uintptr_t fp, uintptr_t a0, unsigned long long * a1) {
 	return ((__typeof__(&cuCtxGetId))fp)((CUcontext)a0, (unsigned long long *)a1);
 }
 
-static int gocuda_cuCtxSynchronize(void *fp) {
+static int gocuda_cuCtxSynchronize(uintptr_t fp) {
 	return ((__typeof__(&cuCtxSynchronize))fp)();
 }
 
-static int gocuda_cuCtxSynchronize_v2(void *fp, uintptr_t a0) {
+static int gocuda_cuCtxSynchronize_v2(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cuCtxSynchronize_v2))fp)((CUcontext)a0);
 }
 
-static int gocuda_cuCtxSetLimit(void *fp, int a0, size_t a1) {
+static int gocuda_cuCtxSetLimit(uintptr_t fp, int a0, size_t a1) {
 	return ((__typeof__(&cuCtxSetLimit))fp)(a0, a1);
 }
 
-static int gocuda_cuCtxGetLimit(void *fp, size_t * a0, int a1) {
+static int gocuda_cuCtxGetLimit(uintptr_t fp, size_t * a0, int a1) {
 	return ((__typeof__(&cuCtxGetLimit))fp)((size_t *)a0, a1);
 }
 
-static int gocuda_cuCtxGetCacheConfig(void *fp, int * a0) {
+static int gocuda_cuCtxGetCacheConfig(uintptr_t fp, int * a0) {
 	return ((__typeof__(&cuCtxGetCacheConfig))fp)((CUfunc_cache *)a0);
 }
 
-static int gocuda_cuCtxSetCacheConfig(void *fp, int a0) {
+static int gocuda_cuCtxSetCacheConfig(uintptr_t fp, int a0) {
 	return ((__typeof__(&cuCtxSetCacheConfig))fp)(a0);
 }
 
-static int gocuda_cuCtxGetApiVersion(void *fp, uintptr_t a0, unsigned int * a1) {
+static int gocuda_cuCtxGetApiVersion(uintptr_t fp, uintptr_t a0, unsigned int * a1) {
 	return ((__typeof__(&cuCtxGetApiVersion))fp)((CUcontext)a0, (unsigned int *)a1);
 }
 
-static int gocuda_cuCtxGetStreamPriorityRange(void *fp, int * a0, int * a1) {
+static int gocuda_cuCtxGetStreamPriorityRange(uintptr_t fp, int * a0, int * a1) {
 	return ((__typeof__(&cuCtxGetStreamPriorityRange))fp)((int *)a0, (int *)a1);
 }
 
-static int gocuda_cuCtxResetPersistingL2Cache(void *fp) {
+static int gocuda_cuCtxResetPersistingL2Cache(uintptr_t fp) {
 	return ((__typeof__(&cuCtxResetPersistingL2Cache))fp)();
 }
 
-static int gocuda_cuCtxGetExecAffinity(void *fp, void * a0, int a1) {
+static int gocuda_cuCtxGetExecAffinity(uintptr_t fp, void * a0, int a1) {
 	return ((__typeof__(&cuCtxGetExecAffinity))fp)(a0, a1);
 }
 
-static int gocuda_cuCtxRecordEvent(void *fp, uintptr_t a0, uintptr_t a1) {
+static int gocuda_cuCtxRecordEvent(uintptr_t fp, uintptr_t a0, uintptr_t a1) {
 	return ((__typeof__(&cuCtxRecordEvent))fp)((CUcontext)a0, (CUevent)a1);
 }
 
-static int gocuda_cuCtxWaitEvent(void *fp, uintptr_t a0, uintptr_t a1) {
+static int gocuda_cuCtxWaitEvent(uintptr_t fp, uintptr_t a0, uintptr_t a1) {
 	return ((__typeof__(&cuCtxWaitEvent))fp)((CUcontext)a0, (CUevent)a1);
 }
 
-static int gocuda_cuCtxAttach(void *fp, void * a0, unsigned int a1) {
+static int gocuda_cuCtxAttach(uintptr_t fp, void * a0, unsigned int a1) {
 	return ((__typeof__(&cuCtxAttach))fp)(a0, a1);
 }
 
-static int gocuda_cuCtxDetach(void *fp, uintptr_t a0) {
+static int gocuda_cuCtxDetach(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cuCtxDetach))fp)((CUcontext)a0);
 }
 
-static int gocuda_cuCtxGetSharedMemConfig(void *fp, int * a0) {
+static int gocuda_cuCtxGetSharedMemConfig(uintptr_t fp, int * a0) {
 	return ((__typeof__(&cuCtxGetSharedMemConfig))fp)((CUsharedconfig *)a0);
 }
 
-static int gocuda_cuCtxSetSharedMemConfig(void *fp, int a0) {
+static int gocuda_cuCtxSetSharedMemConfig(uintptr_t fp, int a0) {
 	return ((__typeof__(&cuCtxSetSharedMemConfig))fp)(a0);
 }
 
-static int gocuda_cuModuleLoad(void *fp, void * a0, void * a1) {
+static int gocuda_cuModuleLoad(uintptr_t fp, void * a0, void * a1) {
 	return ((__typeof__(&cuModuleLoad))fp)(a0, a1);
 }
 
-static int gocuda_cuModuleLoadData(void *fp, void * a0, void * a1) {
+static int gocuda_cuModuleLoadData(uintptr_t fp, void * a0, void * a1) {
 	return ((__typeof__(&cuModuleLoadData))fp)(a0, a1);
 }
 
-static int gocuda_cuModuleLoadDataEx(void *fp, void * a0, void * a1, unsigned int a2, int * a3, void * a4) {
+static int gocuda_cuModuleLoadDataEx(uintptr_t fp, void * a0, void * a1, unsigned int a2, int * a3, void * a4) {
 	return ((__typeof__(&cuModuleLoadDataEx))fp)(a0, a1, a2, (CUjit_option *)a3, a4);
 }
 
-static int gocuda_cuModuleLoadFatBinary(void *fp, void * a0, void * a1) {
+static int gocuda_cuModuleLoadFatBinary(uintptr_t fp, void * a0, void * a1) {
 	return ((__typeof__(&cuModuleLoadFatBinary))fp)(a0, a1);
 }
 
-static int gocuda_cuModuleUnload(void *fp, uintptr_t a0) {
+static int gocuda_cuModuleUnload(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cuModuleUnload))fp)((CUmodule)a0);
 }
 
-static int gocuda_cuModuleGetLoadingMode(void *fp, int * a0) {
+static int gocuda_cuModuleGetLoadingMode(uintptr_t fp, int * a0) {
 	return ((__typeof__(&cuModuleGetLoadingMode))fp)((CUmoduleLoadingMode *)a0);
 }
 
-static int gocuda_cuModuleGetFunction(void *fp, void * a0, uintptr_t a1, void * a2) {
+static int gocuda_cuModuleGetFunction(uintptr_t fp, void * a0, uintptr_t a1, void * a2) {
 	return ((__typeof__(&cuModuleGetFunction))fp)(a0, (CUmodule)a1, a2);
 }
 
-static int gocuda_cuModuleGetFunctionCount(void *fp, unsigned int * a0, uintptr_t a1) {
+static int gocuda_cuModuleGetFunctionCount(uintptr_t fp, unsigned int * a0, uintptr_t a1) {
 	return ((__typeof__(&cuModuleGetFunctionCount))fp)((unsigned int *)a0, (CUmodule)a1);
 }
 
-static int gocuda_cuModuleEnumerateFunctions(void *fp, void * a0, unsigned int a1, uintptr_t a2) {
+static int gocuda_cuModuleEnumerateFunctions(uintptr_t fp, void * a0, unsigned int a1, uintptr_t a2) {
 	return ((__typeof__(&cuModuleEnumerateFunctions))fp)(a0, a1, (CUmodule)a2);
 }
 
-static int gocuda_cuModuleGetGlobal(void *fp, unsigned long long * a0, size_t * a1, uintptr_t a2, void * a3) {
+static int gocuda_cuModuleGetGlobal(uintptr_t fp, unsigned long long * a0, size_t * a1, uintptr_t a2, void * a3) {
 	return ((__typeof__(&cuModuleGetGlobal))fp)((CUdeviceptr *)a0, (size_t *)a1, (CUmodule)a2, a3);
 }
 
-static int gocuda_cuLinkCreate(void *fp, unsigned int a0, int * a1, void * a2, void * a3) {
+static int gocuda_cuLinkCreate(uintptr_t fp, unsigned int a0, int * a1, void * a2, void * a3) {
 	return ((__typeof__(&cuLinkCreate))fp)(a0, (CUjit_option *)a1, a2, a3);
 }
 
-static int gocuda_cuLinkAddData(void *fp, uintptr_t a0, int a1, void * a2, size_t a3, void * a4, unsigned int a5, int * a6, void * a7) {
+static int gocuda_cuLinkAddData(uintptr_t fp, uintptr_t a0, int a1, void * a2, size_t a3, void * a4, unsigned int a5, int * a6, void * a7) {
 	return ((__typeof__(&cuLinkAddData))fp)((CUlinkState)a0, a1, a2, a3, a4, a5, (CUjit_option *)a6, a7);
 }
 
-static int gocuda_cuLinkAddFile(void *fp, uintptr_t a0, int a1, void * a2, unsigned int a3, int * a4, void * a5) {
+static int gocuda_cuLinkAddFile(uintptr_t fp, uintptr_t a0, int a1, void * a2, unsigned int a3, int * a4, void * a5) {
 	return ((__typeof__(&cuLinkAddFile))fp)((CUlinkState)a0, a1, a2, a3, (CUjit_option *)a4, a5);
 }
 
-static int gocuda_cuLinkComplete(void *fp, uintptr_t a0, void * a1, size_t * a2) {
+static int gocuda_cuLinkComplete(uintptr_t fp, uintptr_t a0, void * a1, size_t * a2) {
 	return ((__typeof__(&cuLinkComplete))fp)((CUlinkState)a0, a1, (size_t *)a2);
 }
 
-static int gocuda_cuLinkDestroy(void *fp, uintptr_t a0) {
+static int gocuda_cuLinkDestroy(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cuLinkDestroy))fp)((CUlinkState)a0);
 }
 
-static int gocuda_cuModuleGetTexRef(void *fp, void * a0, uintptr_t a1, void * a2) {
+static int gocuda_cuModuleGetTexRef(uintptr_t fp, void * a0, uintptr_t a1, void * a2) {
 	return ((__typeof__(&cuModuleGetTexRef))fp)(a0, (CUmodule)a1, a2);
 }
 
-static int gocuda_cuModuleGetSurfRef(void *fp, void * a0, uintptr_t a1, void * a2) {
+static int gocuda_cuModuleGetSurfRef(uintptr_t fp, void * a0, uintptr_t a1, void * a2) {
 	return ((__typeof__(&cuModuleGetSurfRef))fp)(a0, (CUmodule)a1, a2);
 }
 
-static int gocuda_cuLibraryLoadData(void *fp, void * a0, void * a1, int * a2, void * a3, unsigned int a4, int * a5, void * a6, unsigned int a7) {
+static int gocuda_cuLibraryLoadData(uintptr_t fp, void * a0, void * a1, int * a2, void * a3, unsigned int a4, int * a5, void * a6, unsigned int a7) {
 	return ((__typeof__(&cuLibraryLoadData))fp)(a0, a1, (CUjit_option *)a2, a3, a4, (CUlibraryOption *)a5, a6, a7);
 }
 
-static int gocuda_cuLibraryLoadFromFile(void *fp, void * a0, void * a1, int * a2, void * a3, unsigned int a4, int * a5, void * a6, unsigned int a7) {
+static int gocuda_cuLibraryLoadFromFile(uintptr_t fp, void * a0, void * a1, int * a2, void * a3, unsigned int a4, int * a5, void * a6, unsigned int a7) {
 	return ((__typeof__(&cuLibraryLoadFromFile))fp)(a0, a1, (CUjit_option *)a2, a3, a4, (CUlibraryOption *)a5, a6, a7);
 }
 
-static int gocuda_cuLibraryUnload(void *fp, uintptr_t a0) {
+static int gocuda_cuLibraryUnload(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cuLibraryUnload))fp)((CUlibrary)a0);
 }
 
-static int gocuda_cuLibraryGetKernel(void *fp, void * a0, uintptr_t a1, void * a2) {
+static int gocuda_cuLibraryGetKernel(uintptr_t fp, void * a0, uintptr_t a1, void * a2) {
 	return ((__typeof__(&cuLibraryGetKernel))fp)(a0, (CUlibrary)a1, a2);
 }
 
-static int gocuda_cuLibraryGetKernelCount(void *fp, unsigned int * a0, uintptr_t a1) {
+static int gocuda_cuLibraryGetKernelCount(uintptr_t fp, unsigned int * a0, uintptr_t a1) {
 	return ((__typeof__(&cuLibraryGetKernelCount))fp)((unsigned int *)a0, (CUlibrary)a1);
 }
 
-static int gocuda_cuLibraryEnumerateKernels(void *fp, void * a0, unsigned int a1, uintptr_t a2) {
+static int gocuda_cuLibraryEnumerateKernels(uintptr_t fp, void * a0, unsigned int a1, uintptr_t a2) {
 	return ((__typeof__(&cuLibraryEnumerateKernels))fp)(a0, a1, (CUlibrary)a2);
 }
 
-static int gocuda_cuLibraryGetModule(void *fp, void * a0, uintptr_t a1) {
+static int gocuda_cuLibraryGetModule(uintptr_t fp, void * a0, uintptr_t a1) {
 	return ((__typeof__(&cuLibraryGetModule))fp)(a0, (CUlibrary)a1);
 }
 
-static int gocuda_cuKernelGetFunction(void *fp, void * a0, uintptr_t a1) {
+static int gocuda_cuKernelGetFunction(uintptr_t fp, void * a0, uintptr_t a1) {
 	return ((__typeof__(&cuKernelGetFunction))fp)(a0, (CUkernel)a1);
 }
 
-static int gocuda_cuKernelGetLibrary(void *fp, void * a0, uintptr_t a1) {
+static int gocuda_cuKernelGetLibrary(uintptr_t fp, void * a0, uintptr_t a1) {
 	return ((__typeof__(&cuKernelGetLibrary))fp)(a0, (CUkernel)a1);
 }
 
-static int gocuda_cuLibraryGetGlobal(void *fp, unsigned long long * a0, size_t * a1, uintptr_t a2, void * a3) {
+static int gocuda_cuLibraryGetGlobal(uintptr_t fp, unsigned long long * a0, size_t * a1, uintptr_t a2, void * a3) {
 	return ((__typeof__(&cuLibraryGetGlobal))fp)((CUdeviceptr *)a0, (size_t *)a1, (CUlibrary)a2, a3);
 }
 
-static int gocuda_cuLibraryGetManaged(void *fp, unsigned long long * a0, size_t * a1, uintptr_t a2, void * a3) {
+static int gocuda_cuLibraryGetManaged(uintptr_t fp, unsigned long long * a0, size_t * a1, uintptr_t a2, void * a3) {
 	return ((__typeof__(&cuLibraryGetManaged))fp)((CUdeviceptr *)a0, (size_t *)a1, (CUlibrary)a2, a3);
 }
 
-static int gocuda_cuLibraryGetUnifiedFunction(void *fp, void * a0, uintptr_t a1, void * a2) {
+static int gocuda_cuLibraryGetUnifiedFunction(uintptr_t fp, void * a0, uintptr_t a1, void * a2) {
 	return ((__typeof__(&cuLibraryGetUnifiedFunction))fp)(a0, (CUlibrary)a1, a2);
 }
 
-static int gocuda_cuKernelGetAttribute(void *fp, int * a0, int a1, uintptr_t a2, int a3) {
+static int gocuda_cuKernelGetAttribute(uintptr_t fp, int * a0, int a1, uintptr_t a2, int a3) {
 	return ((__typeof__(&cuKernelGetAttribute))fp)((int *)a0, a1, (CUkernel)a2, a3);
 }
 
-static int gocuda_cuKernelSetAttribute(void *fp, int a0, int a1, uintptr_t a2, int a3) {
+static int gocuda_cuKernelSetAttribute(uintptr_t fp, int a0, int a1, uintptr_t a2, int a3) {
 	return ((__typeof__(&cuKernelSetAttribute))fp)(a0, a1, (CUkernel)a2, a3);
 }
 
-static int gocuda_cuKernelSetCacheConfig(void *fp, uintptr_t a0, int a1, int a2) {
+static int gocuda_cuKernelSetCacheConfig(uintptr_t fp, uintptr_t a0, int a1, int a2) {
 	return ((__typeof__(&cuKernelSetCacheConfig))fp)((CUkernel)a0, a1, a2);
 }
 
-static int gocuda_cuKernelGetName(void *fp, void * a0, uintptr_t a1) {
+static int gocuda_cuKernelGetName(uintptr_t fp, void * a0, uintptr_t a1) {
 	return ((__typeof__(&cuKernelGetName))fp)(a0, (CUkernel)a1);
 }
 
-static int gocuda_cuKernelGetParamInfo(void *fp, uintptr_t a0, size_t a1, size_t * a2, size_t * a3) {
+static int gocuda_cuKernelGetParamInfo(uintptr_t fp, uintptr_t a0, size_t a1, size_t * a2, size_t * a3) {
 	return ((__typeof__(&cuKernelGetParamInfo))fp)((CUkernel)a0, a1, (size_t *)a2, (size_t *)a3);
 }
 
-static int gocuda_cuMemGetInfo(void *fp, size_t * a0, size_t * a1) {
+static int gocuda_cuMemGetInfo(uintptr_t fp, size_t * a0, size_t * a1) {
 	return ((__typeof__(&cuMemGetInfo))fp)((size_t *)a0, (size_t *)a1);
 }
 
-static int gocuda_cuMemAlloc(void *fp, unsigned long long * a0, size_t a1) {
+static int gocuda_cuMemAlloc(uintptr_t fp, unsigned long long * a0, size_t a1) {
 	return ((__typeof__(&cuMemAlloc))fp)((CUdeviceptr *)a0, a1);
 }
 
-static int gocuda_cuMemAllocPitch(void *fp, unsigned long long * a0, size_t * a1, size_t a2, size_t a3, unsigned int a4) {
+static int gocuda_cuMemAllocPitch(uintptr_t fp, unsigned long long * a0, size_t * a1, size_t a2, size_t a3, unsigned int a4) {
 	return ((__typeof__(&cuMemAllocPitch))fp)((CUdeviceptr *)a0, (size_t *)a1, a2, a3, a4);
 }
 
-static int gocuda_cuMemFree(void *fp, unsigned long long a0) {
+static int gocuda_cuMemFree(uintptr_t fp, unsigned long long a0) {
 	return ((__typeof__(&cuMemFree))fp)(a0);
 }
 
-static int gocuda_cuMemGetAddressRange(void *fp, unsigned long long * a0, size_t * a1, unsigned long long a2) {
+static int gocuda_cuMemGetAddressRange(uintptr_t fp, unsigned long long * a0, size_t * a1, unsigned long long a2) {
 	return ((__typeof__(&cuMemGetAddressRange))fp)((CUdeviceptr *)a0, (size_t *)a1, a2);
 }
 
-static int gocuda_cuMemAllocHost(void *fp, void * a0, size_t a1) {
+static int gocuda_cuMemAllocHost(uintptr_t fp, void * a0, size_t a1) {
 	return ((__typeof__(&cuMemAllocHost))fp)(a0, a1);
 }
 
-static int gocuda_cuMemFreeHost(void *fp, void * a0) {
+static int gocuda_cuMemFreeHost(uintptr_t fp, void * a0) {
 	return ((__typeof__(&cuMemFreeHost))fp)(a0);
 }
 
-static int gocuda_cuMemHostAlloc(void *fp, void * a0, size_t a1, unsigned int a2) {
+static int gocuda_cuMemHostAlloc(uintptr_t fp, void * a0, size_t a1, unsigned int a2) {
 	return ((__typeof__(&cuMemHostAlloc))fp)(a0, a1, a2);
 }
 
-static int gocuda_cuMemHostGetDevicePointer(void *fp, unsigned long long * a0, void * a1, unsigned int a2) {
+static int gocuda_cuMemHostGetDevicePointer(uintptr_t fp, unsigned long long * a0, void * a1, unsigned int a2) {
 	return ((__typeof__(&cuMemHostGetDevicePointer))fp)((CUdeviceptr *)a0, a1, a2);
 }
 
-static int gocuda_cuMemHostGetFlags(void *fp, unsigned int * a0, void * a1) {
+static int gocuda_cuMemHostGetFlags(uintptr_t fp, unsigned int * a0, void * a1) {
 	return ((__typeof__(&cuMemHostGetFlags))fp)((unsigned int *)a0, a1);
 }
 
-static int gocuda_cuMemAllocManaged(void *fp, unsigned long long * a0, size_t a1, unsigned int a2) {
+static int gocuda_cuMemAllocManaged(uintptr_t fp, unsigned long long * a0, size_t a1, unsigned int a2) {
 	return ((__typeof__(&cuMemAllocManaged))fp)((CUdeviceptr *)a0, a1, a2);
 }
 
-static int gocuda_cuDeviceRegisterAsyncNotification(void *fp, int a0, uintptr_t a1, void * a2, void * a3) {
+static int gocuda_cuDeviceRegisterAsyncNotification(uintptr_t fp, int a0, uintptr_t a1, void * a2, void * a3) {
 	return ((__typeof__(&cuDeviceRegisterAsyncNotification))fp)(a0, (CUasyncCallback)a1, a2, a3);
 }
 
-static int gocuda_cuDeviceUnregisterAsyncNotification(void *fp, int a0, uintptr_t a1) {
+static int gocuda_cuDeviceUnregisterAsyncNotification(uintptr_t fp, int a0, uintptr_t a1) {
 	return ((__typeof__(&cuDeviceUnregisterAsyncNotification))fp)(a0, (CUasyncCallbackHandle)a1);
 }
 
-static int gocuda_cuDeviceGetByPCIBusId(void *fp, int * a0, void * a1) {
+static int gocuda_cuDeviceGetByPCIBusId(uintptr_t fp, int * a0, void * a1) {
 	return ((__typeof__(&cuDeviceGetByPCIBusId))fp)((CUdevice *)a0, a1);
 }
 
-static int gocuda_cuDeviceGetPCIBusId(void *fp, char * a0, int a1, int a2) {
+static int gocuda_cuDeviceGetPCIBusId(uintptr_t fp, char * a0, int a1, int a2) {
 	return ((__typeof__(&cuDeviceGetPCIBusId))fp)((char *)a0, a1, a2);
 }
 
-static int gocuda_cuIpcGetEventHandle(void *fp, void * a0, uintptr_t a1) {
+static int gocuda_cuIpcGetEventHandle(uintptr_t fp, void * a0, uintptr_t a1) {
 	return ((__typeof__(&cuIpcGetEventHandle))fp)(a0, (CUevent)a1);
 }
 
-static int gocuda_cuIpcOpenEventHandle(void *fp, void * a0, CUipcEventHandle a1) {
+static int gocuda_cuIpcOpenEventHandle(uintptr_t fp, void * a0, CUipcEventHandle a1) {
 	return ((__typeof__(&cuIpcOpenEventHandle))fp)(a0, a1);
 }
 
-static int gocuda_cuIpcGetMemHandle(void *fp, void * a0, unsigned long long a1) {
+static int gocuda_cuIpcGetMemHandle(uintptr_t fp, void * a0, unsigned long long a1) {
 	return ((__typeof__(&cuIpcGetMemHandle))fp)(a0, a1);
 }
 
-static int gocuda_cuIpcOpenMemHandle(void *fp, unsigned long long * a0, CUipcMemHandle a1, unsigned int a2) {
+static int gocuda_cuIpcOpenMemHandle(uintptr_t fp, unsigned long long * a0, CUipcMemHandle a1, unsigned int a2) {
 	return ((__typeof__(&cuIpcOpenMemHandle))fp)((CUdeviceptr *)a0, a1, a2);
 }
 
-static int gocuda_cuIpcCloseMemHandle(void *fp, unsigned long long a0) {
+static int gocuda_cuIpcCloseMemHandle(uintptr_t fp, unsigned long long a0) {
 	return ((__typeof__(&cuIpcCloseMemHandle))fp)(a0);
 }
 
-static int gocuda_cuMemHostRegister(void *fp, void * a0, size_t a1, unsigned int a2) {
+static int gocuda_cuMemHostRegister(uintptr_t fp, void * a0, size_t a1, unsigned int a2) {
 	return ((__typeof__(&cuMemHostRegister))fp)(a0, a1, a2);
 }
 
-static int gocuda_cuMemHostUnregister(void *fp, void * a0) {
+static int gocuda_cuMemHostUnregister(uintptr_t fp, void * a0) {
 	return ((__typeof__(&cuMemHostUnregister))fp)(a0);
 }
 
-static int gocuda_cuMemcpy(void *fp, unsigned long long a0, unsigned long long a1, size_t a2) {
+static int gocuda_cuMemcpy(uintptr_t fp, unsigned long long a0, unsigned long long a1, size_t a2) {
 	return ((__typeof__(&cuMemcpy))fp)(a0, a1, a2);
 }
 
-static int gocuda_cuMemcpyPeer(void *fp, unsigned long long a0, uintptr_t a1, unsigned long long a2, uintptr_t a3, size_t a4) {
+static int gocuda_cuMemcpyPeer(uintptr_t fp, unsigned long long a0, uintptr_t a1, unsigned long long a2, uintptr_t a3, size_t a4) {
 	return ((__typeof__(&cuMemcpyPeer))fp)(a0, (CUcontext)a1, a2, (CUcontext)a3, a4);
 }
 
-static int gocuda_cuMemcpyHtoD(void *fp, unsigned long long a0, void * a1, size_t a2) {
+static int gocuda_cuMemcpyHtoD(uintptr_t fp, unsigned long long a0, void * a1, size_t a2) {
 	return ((__typeof__(&cuMemcpyHtoD))fp)(a0, a1, a2);
 }
 
-static int gocuda_cuMemcpyDtoH(void *fp, void * a0, unsigned long long a1, size_t a2) {
+static int gocuda_cuMemcpyDtoH(uintptr_t fp, void * a0, unsigned long long a1, size_t a2) {
 	return ((__typeof__(&cuMemcpyDtoH))fp)(a0, a1, a2);
 }
 
-static int gocuda_cuMemcpyDtoD(void *fp, unsigned long long a0, unsigned long long a1, size_t a2) {
+static int gocuda_cuMemcpyDtoD(uintptr_t fp, unsigned long long a0, unsigned long long a1, size_t a2) {
 	return ((__typeof__(&cuMemcpyDtoD))fp)(a0, a1, a2);
 }
 
-static int gocuda_cuMemcpyDtoA(void *fp, uintptr_t a0, size_t a1, unsigned long long a2, size_t a3) {
+static int gocuda_cuMemcpyDtoA(uintptr_t fp, uintptr_t a0, size_t a1, unsigned long long a2, size_t a3) {
 	return ((__typeof__(&cuMemcpyDtoA))fp)((CUarray)a0, a1, a2, a3);
 }
 
-static int gocuda_cuMemcpyAtoD(void *fp, unsigned long long a0, uintptr_t a1, size_t a2, size_t a3) {
+static int gocuda_cuMemcpyAtoD(uintptr_t fp, unsigned long long a0, uintptr_t a1, size_t a2, size_t a3) {
 	return ((__typeof__(&cuMemcpyAtoD))fp)(a0, (CUarray)a1, a2, a3);
 }
 
-static int gocuda_cuMemcpyHtoA(void *fp, uintptr_t a0, size_t a1, void * a2, size_t a3) {
+static int gocuda_cuMemcpyHtoA(uintptr_t fp, uintptr_t a0, size_t a1, void * a2, size_t a3) {
 	return ((__typeof__(&cuMemcpyHtoA))fp)((CUarray)a0, a1, a2, a3);
 }
 
-static int gocuda_cuMemcpyAtoH(void *fp, void * a0, uintptr_t a1, size_t a2, size_t a3) {
+static int gocuda_cuMemcpyAtoH(uintptr_t fp, void * a0, uintptr_t a1, size_t a2, size_t a3) {
 	return ((__typeof__(&cuMemcpyAtoH))fp)(a0, (CUarray)a1, a2, a3);
 }
 
-static int gocuda_cuMemcpyAtoA(void *fp, uintptr_t a0, size_t a1, uintptr_t a2, size_t a3, size_t a4) {
+static int gocuda_cuMemcpyAtoA(uintptr_t fp, uintptr_t a0, size_t a1, uintptr_t a2, size_t a3, size_t a4) {
 	return ((__typeof__(&cuMemcpyAtoA))fp)((CUarray)a0, a1, (CUarray)a2, a3, a4);
 }
 
-static int gocuda_cuMemcpy2D(void *fp, void * a0) {
+static int gocuda_cuMemcpy2D(uintptr_t fp, void * a0) {
 	return ((__typeof__(&cuMemcpy2D))fp)(a0);
 }
 
-static int gocuda_cuMemcpy2DUnaligned(void *fp, void * a0) {
+static int gocuda_cuMemcpy2DUnaligned(uintptr_t fp, void * a0) {
 	return ((__typeof__(&cuMemcpy2DUnaligned))fp)(a0);
 }
 
-static int gocuda_cuMemcpy3D(void *fp, void * a0) {
+static int gocuda_cuMemcpy3D(uintptr_t fp, void * a0) {
 	return ((__typeof__(&cuMemcpy3D))fp)(a0);
 }
 
-static int gocuda_cuMemcpy3DPeer(void *fp, void * a0) {
+static int gocuda_cuMemcpy3DPeer(uintptr_t fp, void * a0) {
 	return ((__typeof__(&cuMemcpy3DPeer))fp)(a0);
 }
 
-static int gocuda_cuMemcpyAsync(void *fp, unsigned long long a0, unsigned long long a1, size_t a2, uintptr_t a3) {
+static int gocuda_cuMemcpyAsync(uintptr_t fp, unsigned long long a0, unsigned long long a1, size_t a2, uintptr_t a3) {
 	return ((__typeof__(&cuMemcpyAsync))fp)(a0, a1, a2, (CUstream)a3);
 }
 
-static int gocuda_cuMemcpyPeerAsync(void *fp, unsigned long long a0, uintptr_t a1, unsigned long long a2, uintptr_t a3, size_t a4, uintptr_t a5) {
+static int gocuda_cuMemcpyPeerAsync(uintptr_t fp, unsigned long long a0, uintptr_t a1, unsigned long long a2, uintptr_t a3, size_t a4, uintptr_t a5) {
 	return ((__typeof__(&cuMemcpyPeerAsync))fp)(a0, (CUcontext)a1, a2, (CUcontext)a3, a4, (CUstream)a5);
 }
 
-static int gocuda_cuMemcpyHtoDAsync(void *fp, unsigned long long a0, void * a1, size_t a2, uintptr_t a3) {
+static int gocuda_cuMemcpyHtoDAsync(uintptr_t fp, unsigned long long a0, void * a1, size_t a2, uintptr_t a3) {
 	return ((__typeof__(&cuMemcpyHtoDAsync))fp)(a0, a1, a2, (CUstream)a3);
 }
 
-static int gocuda_cuMemcpyDtoHAsync(void *fp, void * a0, unsigned long long a1, size_t a2, uintptr_t a3) {
+static int gocuda_cuMemcpyDtoHAsync(uintptr_t fp, void * a0, unsigned long long a1, size_t a2, uintptr_t a3) {
 	return ((__typeof__(&cuMemcpyDtoHAsync))fp)(a0, a1, a2, (CUstream)a3);
 }
 
-static int gocuda_cuMemcpyDtoDAsync(void *fp, unsigned long long a0, unsigned long long a1, size_t a2, uintptr_t a3) {
+static int gocuda_cuMemcpyDtoDAsync(uintptr_t fp, unsigned long long a0, unsigned long long a1, size_t a2, uintptr_t a3) {
 	return ((__typeof__(&cuMemcpyDtoDAsync))fp)(a0, a1, a2, (CUstream)a3);
 }
 
-static int gocuda_cuMemcpyHtoAAsync(void *fp, uintptr_t a0, size_t a1, void * a2, size_t a3, uintptr_t a4) {
+static int gocuda_cuMemcpyHtoAAsync(uintptr_t fp, uintptr_t a0, size_t a1, void * a2, size_t a3, uintptr_t a4) {
 	return ((__typeof__(&cuMemcpyHtoAAsync))fp)((CUarray)a0, a1, a2, a3, (CUstream)a4);
 }
 
-static int gocuda_cuMemcpyAtoHAsync(void *fp, void * a0, uintptr_t a1, size_t a2, size_t a3, uintptr_t a4) {
+static int gocuda_cuMemcpyAtoHAsync(uintptr_t fp, void * a0, uintptr_t a1, size_t a2, size_t a3, uintptr_t a4) {
 	return ((__typeof__(&cuMemcpyAtoHAsync))fp)(a0, (CUarray)a1, a2, a3, (CUstream)a4);
 }
 
-static int gocuda_cuMemcpy2DAsync(void *fp, void * a0, uintptr_t a1) {
+static int gocuda_cuMemcpy2DAsync(uintptr_t fp, void * a0, uintptr_t a1) {
 	return ((__typeof__(&cuMemcpy2DAsync))fp)(a0, (CUstream)a1);
 }
 
-static int gocuda_cuMemcpy3DAsync(void *fp, void * a0, uintptr_t a1) {
+static int gocuda_cuMemcpy3DAsync(uintptr_t fp, void * a0, uintptr_t a1) {
 	return ((__typeof__(&cuMemcpy3DAsync))fp)(a0, (CUstream)a1);
 }
 
-static int gocuda_cuMemcpy3DPeerAsync(void *fp, void * a0, uintptr_t a1) {
+static int gocuda_cuMemcpy3DPeerAsync(uintptr_t fp, void * a0, uintptr_t a1) {
 	return ((__typeof__(&cuMemcpy3DPeerAsync))fp)(a0, (CUstream)a1);
 }
 
-static int gocuda_cuMemcpyBatchAsync(void *fp, unsigned long long * a0, unsigned long long * a1, size_t * a2, size_t a3, void * a4, size_t * a5, size_t a6, uintptr_t a7) {
+static int gocuda_cuMemcpyBatchAsync(uintptr_t fp, unsigned long long * a0, unsigned long long * a1, size_t * a2, size_t a3, void * a4, size_t * a5, size_t a6, uintptr_t a7) {
 	return ((__typeof__(&cuMemcpyBatchAsync))fp)((CUdeviceptr *)a0, (CUdeviceptr *)a1, (size_t *)a2, a3, a4, (size_t *)a5, a6, (CUstream)a7);
 }
 
-static int gocuda_cuMemcpy3DBatchAsync(void *fp, size_t a0, void * a1, unsigned long long a2, uintptr_t a3) {
+static int gocuda_cuMemcpy3DBatchAsync(uintptr_t fp, size_t a0, void * a1, unsigned long long a2, uintptr_t a3) {
 	return ((__typeof__(&cuMemcpy3DBatchAsync))fp)(a0, a1, a2, (CUstream)a3);
 }
 
-static int gocuda_cuMemsetD8(void *fp, unsigned long long a0, unsigned char a1, size_t a2) {
+static int gocuda_cuMemsetD8(uintptr_t fp, unsigned long long a0, unsigned char a1, size_t a2) {
 	return ((__typeof__(&cuMemsetD8))fp)(a0, a1, a2);
 }
 
-static int gocuda_cuMemsetD16(void *fp, unsigned long long a0, unsigned short a1, size_t a2) {
+static int gocuda_cuMemsetD16(uintptr_t fp, unsigned long long a0, unsigned short a1, size_t a2) {
 	return ((__typeof__(&cuMemsetD16))fp)(a0, a1, a2);
 }
 
-static int gocuda_cuMemsetD32(void *fp, unsigned long long a0, unsigned int a1, size_t a2) {
+static int gocuda_cuMemsetD32(uintptr_t fp, unsigned long long a0, unsigned int a1, size_t a2) {
 	return ((__typeof__(&cuMemsetD32))fp)(a0, a1, a2);
 }
 
-static int gocuda_cuMemsetD2D8(void *fp, unsigned long long a0, size_t a1, unsigned char a2, size_t a3, size_t a4) {
+static int gocuda_cuMemsetD2D8(uintptr_t fp, unsigned long long a0, size_t a1, unsigned char a2, size_t a3, size_t a4) {
 	return ((__typeof__(&cuMemsetD2D8))fp)(a0, a1, a2, a3, a4);
 }
 
-static int gocuda_cuMemsetD2D16(void *fp, unsigned long long a0, size_t a1, unsigned short a2, size_t a3, size_t a4) {
+static int gocuda_cuMemsetD2D16(uintptr_t fp, unsigned long long a0, size_t a1, unsigned short a2, size_t a3, size_t a4) {
 	return ((__typeof__(&cuMemsetD2D16))fp)(a0, a1, a2, a3, a4);
 }
 
-static int gocuda_cuMemsetD2D32(void *fp, unsigned long long a0, size_t a1, unsigned int a2, size_t a3, size_t a4) {
+static int gocuda_cuMemsetD2D32(uintptr_t fp, unsigned long long a0, size_t a1, unsigned int a2, size_t a3, size_t a4) {
 	return ((__typeof__(&cuMemsetD2D32))fp)(a0, a1, a2, a3, a4);
 }
 
-static int gocuda_cuMemsetD8Async(void *fp, unsigned long long a0, unsigned char a1, size_t a2, uintptr_t a3) {
+static int gocuda_cuMemsetD8Async(uintptr_t fp, unsigned long long a0, unsigned char a1, size_t a2, uintptr_t a3) {
 	return ((__typeof__(&cuMemsetD8Async))fp)(a0, a1, a2, (CUstream)a3);
 }
 
-static int gocuda_cuMemsetD16Async(void *fp, unsigned long long a0, unsigned short a1, size_t a2, uintptr_t a3) {
+static int gocuda_cuMemsetD16Async(uintptr_t fp, unsigned long long a0, unsigned short a1, size_t a2, uintptr_t a3) {
 	return ((__typeof__(&cuMemsetD16Async))fp)(a0, a1, a2, (CUstream)a3);
 }
 
-static int gocuda_cuMemsetD32Async(void *fp, unsigned long long a0, unsigned int a1, size_t a2, uintptr_t a3) {
+static int gocuda_cuMemsetD32Async(uintptr_t fp, unsigned long long a0, unsigned int a1, size_t a2, uintptr_t a3) {
 	return ((__typeof__(&cuMemsetD32Async))fp)(a0, a1, a2, (CUstream)a3);
 }
 
-static int gocuda_cuMemsetD2D8Async(void *fp, unsigned long long a0, size_t a1, unsigned char a2, size_t a3, size_t a4, uintptr_t a5) {
+static int gocuda_cuMemsetD2D8Async(uintptr_t fp, unsigned long long a0, size_t a1, unsigned char a2, size_t a3, size_t a4, uintptr_t a5) {
 	return ((__typeof__(&cuMemsetD2D8Async))fp)(a0, a1, a2, a3, a4, (CUstream)a5);
 }
 
-static int gocuda_cuMemsetD2D16Async(void *fp, unsigned long long a0, size_t a1, unsigned short a2, size_t a3, size_t a4, uintptr_t a5) {
+static int gocuda_cuMemsetD2D16Async(uintptr_t fp, unsigned long long a0, size_t a1, unsigned short a2, size_t a3, size_t a4, uintptr_t a5) {
 	return ((__typeof__(&cuMemsetD2D16Async))fp)(a0, a1, a2, a3, a4, (CUstream)a5);
 }
 
-static int gocuda_cuMemsetD2D32Async(void *fp, unsigned long long a0, size_t a1, unsigned int a2, size_t a3, size_t a4, uintptr_t a5) {
+static int gocuda_cuMemsetD2D32Async(uintptr_t fp, unsigned long long a0, size_t a1, unsigned int a2, size_t a3, size_t a4, uintptr_t a5) {
 	return ((__typeof__(&cuMemsetD2D32Async))fp)(a0, a1, a2, a3, a4, (CUstream)a5);
 }
 
-static int gocuda_cuArrayCreate(void *fp, void * a0, void * a1) {
+static int gocuda_cuArrayCreate(uintptr_t fp, void * a0, void * a1) {
 	return ((__typeof__(&cuArrayCreate))fp)(a0, a1);
 }
 
-static int gocuda_cuArrayGetDescriptor(void *fp, void * a0, uintptr_t a1) {
+static int gocuda_cuArrayGetDescriptor(uintptr_t fp, void * a0, uintptr_t a1) {
 	return ((__typeof__(&cuArrayGetDescriptor))fp)(a0, (CUarray)a1);
 }
 
-static int gocuda_cuArrayGetSparseProperties(void *fp, void * a0, uintptr_t a1) {
+static int gocuda_cuArrayGetSparseProperties(uintptr_t fp, void * a0, uintptr_t a1) {
 	return ((__typeof__(&cuArrayGetSparseProperties))fp)(a0, (CUarray)a1);
 }
 
-static int gocuda_cuMipmappedArrayGetSparseProperties(void *fp, void * a0, uintptr_t a1) {
+static int gocuda_cuMipmappedArrayGetSparseProperties(uintptr_t fp, void * a0, uintptr_t a1) {
 	return ((__typeof__(&cuMipmappedArrayGetSparseProperties))fp)(a0, (CUmipmappedArray)a1);
 }
 
-static int gocuda_cuArrayGetMemoryRequirements(void *fp, void * a0, uintptr_t a1, int a2) {
+static int gocuda_cuArrayGetMemoryRequirements(uintptr_t fp, void * a0, uintptr_t a1, int a2) {
 	return ((__typeof__(&cuArrayGetMemoryRequirements))fp)(a0, (CUarray)a1, a2);
 }
 
-static int gocuda_cuMipmappedArrayGetMemoryRequirements(void *fp, void * a0, uintptr_t a1, int a2) {
+static int gocuda_cuMipmappedArrayGetMemoryRequirements(uintptr_t fp, void * a0, uintptr_t a1, int a2) {
 	return ((__typeof__(&cuMipmappedArrayGetMemoryRequirements))fp)(a0, (CUmipmappedArray)a1, a2);
 }
 
-static int gocuda_cuArrayGetPlane(void *fp, void * a0, uintptr_t a1, unsigned int a2) {
+static int gocuda_cuArrayGetPlane(uintptr_t fp, void * a0, uintptr_t a1, unsigned int a2) {
 	return ((__typeof__(&cuArrayGetPlane))fp)(a0, (CUarray)a1, a2);
 }
 
-static int gocuda_cuArrayDestroy(void *fp, uintptr_t a0) {
+static int gocuda_cuArrayDestroy(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cuArrayDestroy))fp)((CUarray)a0);
 }
 
-static int gocuda_cuArray3DCreate(void *fp, void * a0, void * a1) {
+static int gocuda_cuArray3DCreate(uintptr_t fp, void * a0, void * a1) {
 	return ((__typeof__(&cuArray3DCreate))fp)(a0, a1);
 }
 
-static int gocuda_cuArray3DGetDescriptor(void *fp, void * a0, uintptr_t a1) {
+static int gocuda_cuArray3DGetDescriptor(uintptr_t fp, void * a0, uintptr_t a1) {
 	return ((__typeof__(&cuArray3DGetDescriptor))fp)(a0, (CUarray)a1);
 }
 
-static int gocuda_cuMipmappedArrayCreate(void *fp, void * a0, void * a1, unsigned int a2) {
+static int gocuda_cuMipmappedArrayCreate(uintptr_t fp, void * a0, void * a1, unsigned int a2) {
 	return ((__typeof__(&cuMipmappedArrayCreate))fp)(a0, a1, a2);
 }
 
-static int gocuda_cuMipmappedArrayGetLevel(void *fp, void * a0, uintptr_t a1, unsigned int a2) {
+static int gocuda_cuMipmappedArrayGetLevel(uintptr_t fp, void * a0, uintptr_t a1, unsigned int a2) {
 	return ((__typeof__(&cuMipmappedArrayGetLevel))fp)(a0, (CUmipmappedArray)a1, a2);
 }
 
-static int gocuda_cuMipmappedArrayDestroy(void *fp, uintptr_t a0) {
+static int gocuda_cuMipmappedArrayDestroy(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cuMipmappedArrayDestroy))fp)((CUmipmappedArray)a0);
 }
 
-static int gocuda_cuMemGetHandleForAddressRange(void *fp, void * a0, unsigned long long a1, size_t a2, int a3, unsigned long long a4) {
+static int gocuda_cuMemGetHandleForAddressRange(uintptr_t fp, void * a0, unsigned long long a1, size_t a2, int a3, unsigned long long a4) {
 	return ((__typeof__(&cuMemGetHandleForAddressRange))fp)(a0, a1, a2, a3, a4);
 }
 
-static int gocuda_cuMemBatchDecompressAsync(void *fp, void * a0, size_t a1, unsigned int a2, size_t * a3, uintptr_t a4) {
+static int gocuda_cuMemBatchDecompressAsync(uintptr_t fp, void * a0, size_t a1, unsigned int a2, size_t * a3, uintptr_t a4) {
 	return ((__typeof__(&cuMemBatchDecompressAsync))fp)(a0, a1, a2, (size_t *)a3, (CUstream)a4);
 }
 
-static int gocuda_cuMemAddressReserve(void *fp, unsigned long long * a0, size_t a1, size_t a2, unsigned long long a3, unsigned long long a4) {
+static int gocuda_cuMemAddressReserve(uintptr_t fp, unsigned long long * a0, size_t a1, size_t a2, unsigned long long a3, unsigned long long a4) {
 	return ((__typeof__(&cuMemAddressReserve))fp)((CUdeviceptr *)a0, a1, a2, a3, a4);
 }
 
-static int gocuda_cuMemAddressFree(void *fp, unsigned long long a0, size_t a1) {
+static int gocuda_cuMemAddressFree(uintptr_t fp, unsigned long long a0, size_t a1) {
 	return ((__typeof__(&cuMemAddressFree))fp)(a0, a1);
 }
 
-static int gocuda_cuMemCreate(void *fp, unsigned long long * a0, size_t a1, void * a2, unsigned long long a3) {
+static int gocuda_cuMemCreate(uintptr_t fp, unsigned long long * a0, size_t a1, void * a2, unsigned long long a3) {
 	return ((__typeof__(&cuMemCreate))fp)((CUmemGenericAllocationHandle *)a0, a1, a2, a3);
 }
 
-static int gocuda_cuMemRelease(void *fp, unsigned long long a0) {
+static int gocuda_cuMemRelease(uintptr_t fp, unsigned long long a0) {
 	return ((__typeof__(&cuMemRelease))fp)(a0);
 }
 
-static int gocuda_cuMemMap(void *fp, unsigned long long a0, size_t a1, size_t a2, unsigned long long a3, unsigned long long a4) {
+static int gocuda_cuMemMap(uintptr_t fp, unsigned long long a0, size_t a1, size_t a2, unsigned long long a3, unsigned long long a4) {
 	return ((__typeof__(&cuMemMap))fp)(a0, a1, a2, a3, a4);
 }
 
-static int gocuda_cuMemMapArrayAsync(void *fp, void * a0, unsigned int a1, uintptr_t a2) {
+static int gocuda_cuMemMapArrayAsync(uintptr_t fp, void * a0, unsigned int a1, uintptr_t a2) {
 	return ((__typeof__(&cuMemMapArrayAsync))fp)(a0, a1, (CUstream)a2);
 }
 
-static int gocuda_cuMemUnmap(void *fp, unsigned long long a0, size_t a1) {
+static int gocuda_cuMemUnmap(uintptr_t fp, unsigned long long a0, size_t a1) {
 	return ((__typeof__(&cuMemUnmap))fp)(a0, a1);
 }
 
-static int gocuda_cuMemSetAccess(void *fp, unsigned long long a0, size_t a1, void * a2, size_t a3) {
+static int gocuda_cuMemSetAccess(uintptr_t fp, unsigned long long a0, size_t a1, void * a2, size_t a3) {
 	return ((__typeof__(&cuMemSetAccess))fp)(a0, a1, a2, a3);
 }
 
-static int gocuda_cuMemGetAccess(void *fp, unsigned long long * a0, void * a1, unsigned long long a2) {
+static int gocuda_cuMemGetAccess(uintptr_t fp, unsigned long long * a0, void * a1, unsigned long long a2) {
 	return ((__typeof__(&cuMemGetAccess))fp)((unsigned long long *)a0, a1, a2);
 }
 
-static int gocuda_cuMemExportToShareableHandle(void *fp, void * a0, unsigned long long a1, int a2, unsigned long long a3) {
+static int gocuda_cuMemExportToShareableHandle(uintptr_t fp, void * a0, unsigned long long a1, int a2, unsigned long long a3) {
 	return ((__typeof__(&cuMemExportToShareableHandle))fp)(a0, a1, a2, a3);
 }
 
-static int gocuda_cuMemImportFromShareableHandle(void *fp, unsigned long long * a0, void * a1, int a2) {
+static int gocuda_cuMemImportFromShareableHandle(uintptr_t fp, unsigned long long * a0, void * a1, int a2) {
 	return ((__typeof__(&cuMemImportFromShareableHandle))fp)((CUmemGenericAllocationHandle *)a0, a1, a2);
 }
 
-static int gocuda_cuMemGetAllocationGranularity(void *fp, size_t * a0, void * a1, int a2) {
+static int gocuda_cuMemGetAllocationGranularity(uintptr_t fp, size_t * a0, void * a1, int a2) {
 	return ((__typeof__(&cuMemGetAllocationGranularity))fp)((size_t *)a0, a1, a2);
 }
 
-static int gocuda_cuMemGetAllocationPropertiesFromHandle(void *fp, void * a0, unsigned long long a1) {
+static int gocuda_cuMemGetAllocationPropertiesFromHandle(uintptr_t fp, void * a0, unsigned long long a1) {
 	return ((__typeof__(&cuMemGetAllocationPropertiesFromHandle))fp)(a0, a1);
 }
 
-static int gocuda_cuMemRetainAllocationHandle(void *fp, unsigned long long * a0, void * a1) {
+static int gocuda_cuMemRetainAllocationHandle(uintptr_t fp, unsigned long long * a0, void * a1) {
 	return ((__typeof__(&cuMemRetainAllocationHandle))fp)((CUmemGenericAllocationHandle *)a0, a1);
 }
 
-static int gocuda_cuMemFreeAsync(void *fp, unsigned long long a0, uintptr_t a1) {
+static int gocuda_cuMemFreeAsync(uintptr_t fp, unsigned long long a0, uintptr_t a1) {
 	return ((__typeof__(&cuMemFreeAsync))fp)(a0, (CUstream)a1);
 }
 
-static int gocuda_cuMemAllocAsync(void *fp, unsigned long long * a0, size_t a1, uintptr_t a2) {
+static int gocuda_cuMemAllocAsync(uintptr_t fp, unsigned long long * a0, size_t a1, uintptr_t a2) {
 	return ((__typeof__(&cuMemAllocAsync))fp)((CUdeviceptr *)a0, a1, (CUstream)a2);
 }
 
-static int gocuda_cuMemPoolTrimTo(void *fp, uintptr_t a0, size_t a1) {
+static int gocuda_cuMemPoolTrimTo(uintptr_t fp, uintptr_t a0, size_t a1) {
 	return ((__typeof__(&cuMemPoolTrimTo))fp)((CUmemoryPool)a0, a1);
 }
 
-static int gocuda_cuMemPoolSetAttribute(void *fp, uintptr_t a0, int a1, void * a2) {
+static int gocuda_cuMemPoolSetAttribute(uintptr_t fp, uintptr_t a0, int a1, void * a2) {
 	return ((__typeof__(&cuMemPoolSetAttribute))fp)((CUmemoryPool)a0, a1, a2);
 }
 
-static int gocuda_cuMemPoolGetAttribute(void *fp, uintptr_t a0, int a1, void * a2) {
+static int gocuda_cuMemPoolGetAttribute(uintptr_t fp, uintptr_t a0, int a1, void * a2) {
 	return ((__typeof__(&cuMemPoolGetAttribute))fp)((CUmemoryPool)a0, a1, a2);
 }
 
-static int gocuda_cuMemPoolSetAccess(void *fp, uintptr_t a0, void * a1, size_t a2) {
+static int gocuda_cuMemPoolSetAccess(uintptr_t fp, uintptr_t a0, void * a1, size_t a2) {
 	return ((__typeof__(&cuMemPoolSetAccess))fp)((CUmemoryPool)a0, a1, a2);
 }
 
-static int gocuda_cuMemPoolGetAccess(void *fp, int * a0, uintptr_t a1, void * a2) {
+static int gocuda_cuMemPoolGetAccess(uintptr_t fp, int * a0, uintptr_t a1, void * a2) {
 	return ((__typeof__(&cuMemPoolGetAccess))fp)((CUmemAccess_flags *)a0, (CUmemoryPool)a1, a2);
 }
 
-static int gocuda_cuMemPoolCreate(void *fp, void * a0, void * a1) {
+static int gocuda_cuMemPoolCreate(uintptr_t fp, void * a0, void * a1) {
 	return ((__typeof__(&cuMemPoolCreate))fp)(a0, a1);
 }
 
-static int gocuda_cuMemPoolDestroy(void *fp, uintptr_t a0) {
+static int gocuda_cuMemPoolDestroy(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cuMemPoolDestroy))fp)((CUmemoryPool)a0);
 }
 
-static int gocuda_cuMemGetDefaultMemPool(void *fp, void * a0, void * a1, int a2) {
+static int gocuda_cuMemGetDefaultMemPool(uintptr_t fp, void * a0, void * a1, int a2) {
 	return ((__typeof__(&cuMemGetDefaultMemPool))fp)(a0, a1, a2);
 }
 
-static int gocuda_cuMemGetMemPool(void *fp, void * a0, void * a1, int a2) {
+static int gocuda_cuMemGetMemPool(uintptr_t fp, void * a0, void * a1, int a2) {
 	return ((__typeof__(&cuMemGetMemPool))fp)(a0, a1, a2);
 }
 
-static int gocuda_cuMemSetMemPool(void *fp, void * a0, int a1, uintptr_t a2) {
+static int gocuda_cuMemSetMemPool(uintptr_t fp, void * a0, int a1, uintptr_t a2) {
 	return ((__typeof__(&cuMemSetMemPool))fp)(a0, a1, (CUmemoryPool)a2);
 }
 
-static int gocuda_cuMemAllocFromPoolAsync(void *fp, unsigned long long * a0, size_t a1, uintptr_t a2, uintptr_t a3) {
+static int gocuda_cuMemAllocFromPoolAsync(uintptr_t fp, unsigned long long * a0, size_t a1, uintptr_t a2, uintptr_t a3) {
 	return ((__typeof__(&cuMemAllocFromPoolAsync))fp)((CUdeviceptr *)a0, a1, (CUmemoryPool)a2, (CUstream)a3);
 }
 
-static int gocuda_cuMemPoolExportToShareableHandle(void *fp, void * a0, uintptr_t a1, int a2, unsigned long long a3) {
+static int gocuda_cuMemPoolExportToShareableHandle(uintptr_t fp, void * a0, uintptr_t a1, int a2, unsigned long long a3) {
 	return ((__typeof__(&cuMemPoolExportToShareableHandle))fp)(a0, (CUmemoryPool)a1, a2, a3);
 }
 
-static int gocuda_cuMemPoolImportFromShareableHandle(void *fp, void * a0, void * a1, int a2, unsigned long long a3) {
+static int gocuda_cuMemPoolImportFromShareableHandle(uintptr_t fp, void * a0, void * a1, int a2, unsigned long long a3) {
 	return ((__typeof__(&cuMemPoolImportFromShareableHandle))fp)(a0, a1, a2, a3);
 }
 
-static int gocuda_cuMemPoolExportPointer(void *fp, void * a0, unsigned long long a1) {
+static int gocuda_cuMemPoolExportPointer(uintptr_t fp, void * a0, unsigned long long a1) {
 	return ((__typeof__(&cuMemPoolExportPointer))fp)(a0, a1);
 }
 
-static int gocuda_cuMemPoolImportPointer(void *fp, unsigned long long * a0, uintptr_t a1, void * a2) {
+static int gocuda_cuMemPoolImportPointer(uintptr_t fp, unsigned long long * a0, uintptr_t a1, void * a2) {
 	return ((__typeof__(&cuMemPoolImportPointer))fp)((CUdeviceptr *)a0, (CUmemoryPool)a1, a2);
 }
 
-static int gocuda_cuMulticastCreate(void *fp, unsigned long long * a0, void * a1) {
+static int gocuda_cuMulticastCreate(uintptr_t fp, unsigned long long * a0, void * a1) {
 	return ((__typeof__(&cuMulticastCreate))fp)((CUmemGenericAllocationHandle *)a0, a1);
 }
 
-static int gocuda_cuMulticastAddDevice(void *fp, unsigned long long a0, int a1) {
+static int gocuda_cuMulticastAddDevice(uintptr_t fp, unsigned long long a0, int a1) {
 	return ((__typeof__(&cuMulticastAddDevice))fp)(a0, a1);
 }
 
-static int gocuda_cuMulticastBindMem(void *fp, unsigned long long a0, size_t a1, unsigned long long a2, size_t a3, size_t a4, unsigned long long a5) {
+static int gocuda_cuMulticastBindMem(uintptr_t fp, unsigned long long a0, size_t a1, unsigned long long a2, size_t a3, size_t a4, unsigned long long a5) {
 	return ((__typeof__(&cuMulticastBindMem))fp)(a0, a1, a2, a3, a4, a5);
 }
 
-static int gocuda_cuMulticastBindAddr(void *fp, unsigned long long a0, size_t a1, unsigned long long a2, size_t a3, unsigned long long a4) {
+static int gocuda_cuMulticastBindAddr(uintptr_t fp, unsigned long long a0, size_t a1, unsigned long long a2, size_t a3, unsigned long long a4) {
 	return ((__typeof__(&cuMulticastBindAddr))fp)(a0, a1, a2, a3, a4);
 }
 
-static int gocuda_cuMulticastUnbind(void *fp, unsigned long long a0, int a1, size_t a2, size_t a3) {
+static int gocuda_cuMulticastUnbind(uintptr_t fp, unsigned long long a0, int a1, size_t a2, size_t a3) {
 	return ((__typeof__(&cuMulticastUnbind))fp)(a0, a1, a2, a3);
 }
 
-static int gocuda_cuMulticastGetGranularity(void *fp, size_t * a0, void * a1, int a2) {
+static int gocuda_cuMulticastGetGranularity(uintptr_t fp, size_t * a0, void * a1, int a2) {
 	return ((__typeof__(&cuMulticastGetGranularity))fp)((size_t *)a0, a1, a2);
 }
 
-static int gocuda_cuPointerGetAttribute(void *fp, void * a0, int a1, unsigned long long a2) {
+static int gocuda_cuPointerGetAttribute(uintptr_t fp, void * a0, int a1, unsigned long long a2) {
 	return ((__typeof__(&cuPointerGetAttribute))fp)(a0, a1, a2);
 }
 
-static int gocuda_cuMemPrefetchAsync(void *fp, unsigned long long a0, size_t a1, CUmemLocation a2, unsigned int a3, uintptr_t a4) {
+static int gocuda_cuMemPrefetchAsync(uintptr_t fp, unsigned long long a0, size_t a1, CUmemLocation a2, unsigned int a3, uintptr_t a4) {
 	return ((__typeof__(&cuMemPrefetchAsync))fp)(a0, a1, a2, a3, (CUstream)a4);
 }
 
-static int gocuda_cuMemAdvise(void *fp, unsigned long long a0, size_t a1, int a2, CUmemLocation a3) {
+static int gocuda_cuMemAdvise(uintptr_t fp, unsigned long long a0, size_t a1, int a2, CUmemLocation a3) {
 	return ((__typeof__(&cuMemAdvise))fp)(a0, a1, a2, a3);
 }
 
-static int gocuda_cuMemPrefetchBatchAsync(void *fp, unsigned long long * a0, size_t * a1, size_t a2, void * a3, size_t * a4, size_t a5, unsigned long long a6, uintptr_t a7) {
+static int gocuda_cuMemPrefetchBatchAsync(uintptr_t fp, unsigned long long * a0, size_t * a1, size_t a2, void * a3, size_t * a4, size_t a5, unsigned long long a6, uintptr_t a7) {
 	return ((__typeof__(&cuMemPrefetchBatchAsync))fp)((CUdeviceptr *)a0, (size_t *)a1, a2, a3, (size_t *)a4, a5, a6, (CUstream)a7);
 }
 
-static int gocuda_cuMemDiscardBatchAsync(void *fp, unsigned long long * a0, size_t * a1, size_t a2, unsigned long long a3, uintptr_t a4) {
+static int gocuda_cuMemDiscardBatchAsync(uintptr_t fp, unsigned long long * a0, size_t * a1, size_t a2, unsigned long long a3, uintptr_t a4) {
 	return ((__typeof__(&cuMemDiscardBatchAsync))fp)((CUdeviceptr *)a0, (size_t *)a1, a2, a3, (CUstream)a4);
 }
 
-static int gocuda_cuMemDiscardAndPrefetchBatchAsync(void *fp, unsigned long long * a0, size_t * a1, size_t a2, void * a3, size_t * a4, size_t a5, unsigned long long a6, uintptr_t a7) {
+static int gocuda_cuMemDiscardAndPrefetchBatchAsync(uintptr_t fp, unsigned long long * a0, size_t * a1, size_t a2, void * a3, size_t * a4, size_t a5, unsigned long long a6, uintptr_t a7) {
 	return ((__typeof__(&cuMemDiscardAndPrefetchBatchAsync))fp)((CUdeviceptr *)a0, (size_t *)a1, a2, a3, (size_t *)a4, a5, a6, (CUstream)a7);
 }
 
-static int gocuda_cuMemRangeGetAttribute(void *fp, void * a0, size_t a1, int a2, unsigned long long a3, size_t a4) {
+static int gocuda_cuMemRangeGetAttribute(uintptr_t fp, void * a0, size_t a1, int a2, unsigned long long a3, size_t a4) {
 	return ((__typeof__(&cuMemRangeGetAttribute))fp)(a0, a1, a2, a3, a4);
 }
 
-static int gocuda_cuMemRangeGetAttributes(void *fp, void * a0, size_t * a1, int * a2, size_t a3, unsigned long long a4, size_t a5) {
+static int gocuda_cuMemRangeGetAttributes(uintptr_t fp, void * a0, size_t * a1, int * a2, size_t a3, unsigned long long a4, size_t a5) {
 	return ((__typeof__(&cuMemRangeGetAttributes))fp)(a0, (size_t *)a1, (CUmem_range_attribute *)a2, a3, a4, a5);
 }
 
-static int gocuda_cuPointerSetAttribute(void *fp, void * a0, int a1, unsigned long long a2) {
+static int gocuda_cuPointerSetAttribute(uintptr_t fp, void * a0, int a1, unsigned long long a2) {
 	return ((__typeof__(&cuPointerSetAttribute))fp)(a0, a1, a2);
 }
 
-static int gocuda_cuPointerGetAttributes(void *fp, unsigned int a0, int * a1, void * a2, unsigned long long a3) {
+static int gocuda_cuPointerGetAttributes(uintptr_t fp, unsigned int a0, int * a1, void * a2, unsigned long long a3) {
 	return ((__typeof__(&cuPointerGetAttributes))fp)(a0, (CUpointer_attribute *)a1, a2, a3);
 }
 
-static int gocuda_cuStreamCreate(void *fp, void * a0, unsigned int a1) {
+static int gocuda_cuStreamCreate(uintptr_t fp, void * a0, unsigned int a1) {
 	return ((__typeof__(&cuStreamCreate))fp)(a0, a1);
 }
 
-static int gocuda_cuStreamCreateWithPriority(void *fp, void * a0, unsigned int a1, int a2) {
+static int gocuda_cuStreamCreateWithPriority(uintptr_t fp, void * a0, unsigned int a1, int a2) {
 	return ((__typeof__(&cuStreamCreateWithPriority))fp)(a0, a1, a2);
 }
 
-static int gocuda_cuStreamGetPriority(void *fp, uintptr_t a0, int * a1) {
+static int gocuda_cuStreamGetPriority(uintptr_t fp, uintptr_t a0, int * a1) {
 	return ((__typeof__(&cuStreamGetPriority))fp)((CUstream)a0, (int *)a1);
 }
 
-static int gocuda_cuStreamGetDevice(void *fp, uintptr_t a0, int * a1) {
+static int gocuda_cuStreamGetDevice(uintptr_t fp, uintptr_t a0, int * a1) {
 	return ((__typeof__(&cuStreamGetDevice))fp)((CUstream)a0, (CUdevice *)a1);
 }
 
-static int gocuda_cuStreamGetFlags(void *fp, uintptr_t a0, unsigned int * a1) {
+static int gocuda_cuStreamGetFlags(uintptr_t fp, uintptr_t a0, unsigned int * a1) {
 	return ((__typeof__(&cuStreamGetFlags))fp)((CUstream)a0, (unsigned int *)a1);
 }
 
-static int gocuda_cuStreamGetId(void *fp, uintptr_t a0, unsigned long long * a1) {
+static int gocuda_cuStreamGetId(uintptr_t fp, uintptr_t a0, unsigned long long * a1) {
 	return ((__typeof__(&cuStreamGetId))fp)((CUstream)a0, (unsigned long long *)a1);
 }
 
-static int gocuda_cuStreamGetCtx(void *fp, uintptr_t a0, void * a1) {
+static int gocuda_cuStreamGetCtx(uintptr_t fp, uintptr_t a0, void * a1) {
 	return ((__typeof__(&cuStreamGetCtx))fp)((CUstream)a0, a1);
 }
 
-static int gocuda_cuStreamGetCtx_v2(void *fp, uintptr_t a0, void * a1, void * a2) {
+static int gocuda_cuStreamGetCtx_v2(uintptr_t fp, uintptr_t a0, void * a1, void * a2) {
 	return ((__typeof__(&cuStreamGetCtx_v2))fp)((CUstream)a0, a1, a2);
 }
 
-static int gocuda_cuStreamWaitEvent(void *fp, uintptr_t a0, uintptr_t a1, unsigned int a2) {
+static int gocuda_cuStreamWaitEvent(uintptr_t fp, uintptr_t a0, uintptr_t a1, unsigned int a2) {
 	return ((__typeof__(&cuStreamWaitEvent))fp)((CUstream)a0, (CUevent)a1, a2);
 }
 
-static int gocuda_cuStreamAddCallback(void *fp, uintptr_t a0, uintptr_t a1, void * a2, unsigned int a3) {
+static int gocuda_cuStreamAddCallback(uintptr_t fp, uintptr_t a0, uintptr_t a1, void * a2, unsigned int a3) {
 	return ((__typeof__(&cuStreamAddCallback))fp)((CUstream)a0, (CUstreamCallback)a1, a2, a3);
 }
 
-static int gocuda_cuStreamBeginCapture(void *fp, uintptr_t a0, int a1) {
+static int gocuda_cuStreamBeginCapture(uintptr_t fp, uintptr_t a0, int a1) {
 	return ((__typeof__(&cuStreamBeginCapture))fp)((CUstream)a0, a1);
 }
 
-static int gocuda_cuStreamBeginCaptureToGraph(void *fp, uintptr_t a0, uintptr_t a1, void * a2, void * a3, size_t a4, int a5) {
+static int gocuda_cuStreamBeginCaptureToGraph(uintptr_t fp, uintptr_t a0, uintptr_t a1, void * a2, void * a3, size_t a4, int a5) {
 	return ((__typeof__(&cuStreamBeginCaptureToGraph))fp)((CUstream)a0, (CUgraph)a1, a2, a3, a4, a5);
 }
 
-static int gocuda_cuThreadExchangeStreamCaptureMode(void *fp, int * a0) {
+static int gocuda_cuThreadExchangeStreamCaptureMode(uintptr_t fp, int * a0) {
 	return ((__typeof__(&cuThreadExchangeStreamCaptureMode))fp)((CUstreamCaptureMode *)a0);
 }
 
-static int gocuda_cuStreamEndCapture(void *fp, uintptr_t a0, void * a1) {
+static int gocuda_cuStreamEndCapture(uintptr_t fp, uintptr_t a0, void * a1) {
 	return ((__typeof__(&cuStreamEndCapture))fp)((CUstream)a0, a1);
 }
 
-static int gocuda_cuStreamIsCapturing(void *fp, uintptr_t a0, int * a1) {
+static int gocuda_cuStreamIsCapturing(uintptr_t fp, uintptr_t a0, int * a1) {
 	return ((__typeof__(&cuStreamIsCapturing))fp)((CUstream)a0, (CUstreamCaptureStatus *)a1);
 }
 
-static int gocuda_cuStreamGetCaptureInfo(void *fp, uintptr_t a0, int * a1, unsigned long * a2, void * a3, void * a4, void * a5, size_t * a6) {
+static int gocuda_cuStreamGetCaptureInfo(uintptr_t fp, uintptr_t a0, int * a1, unsigned long * a2, void * a3, void * a4, void * a5, size_t * a6) {
 	return ((__typeof__(&cuStreamGetCaptureInfo))fp)((CUstream)a0, (CUstreamCaptureStatus *)a1, (cuuint64_t *)a2, a3, a4, a5, (size_t *)a6);
 }
 
-static int gocuda_cuStreamUpdateCaptureDependencies(void *fp, uintptr_t a0, void * a1, void * a2, size_t a3, unsigned int a4) {
+static int gocuda_cuStreamUpdateCaptureDependencies(uintptr_t fp, uintptr_t a0, void * a1, void * a2, size_t a3, unsigned int a4) {
 	return ((__typeof__(&cuStreamUpdateCaptureDependencies))fp)((CUstream)a0, a1, a2, a3, a4);
 }
 
-static int gocuda_cuStreamAttachMemAsync(void *fp, uintptr_t a0, unsigned long long a1, size_t a2, unsigned int a3) {
+static int gocuda_cuStreamAttachMemAsync(uintptr_t fp, uintptr_t a0, unsigned long long a1, size_t a2, unsigned int a3) {
 	return ((__typeof__(&cuStreamAttachMemAsync))fp)((CUstream)a0, a1, a2, a3);
 }
 
-static int gocuda_cuStreamQuery(void *fp, uintptr_t a0) {
+static int gocuda_cuStreamQuery(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cuStreamQuery))fp)((CUstream)a0);
 }
 
-static int gocuda_cuStreamSynchronize(void *fp, uintptr_t a0) {
+static int gocuda_cuStreamSynchronize(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cuStreamSynchronize))fp)((CUstream)a0);
 }
 
-static int gocuda_cuStreamDestroy(void *fp, uintptr_t a0) {
+static int gocuda_cuStreamDestroy(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cuStreamDestroy))fp)((CUstream)a0);
 }
 
-static int gocuda_cuStreamCopyAttributes(void *fp, uintptr_t a0, uintptr_t a1) {
+static int gocuda_cuStreamCopyAttributes(uintptr_t fp, uintptr_t a0, uintptr_t a1) {
 	return ((__typeof__(&cuStreamCopyAttributes))fp)((CUstream)a0, (CUstream)a1);
 }
 
-static int gocuda_cuStreamGetAttribute(void *fp, uintptr_t a0, int a1, void * a2) {
+static int gocuda_cuStreamGetAttribute(uintptr_t fp, uintptr_t a0, int a1, void * a2) {
 	return ((__typeof__(&cuStreamGetAttribute))fp)((CUstream)a0, a1, a2);
 }
 
-static int gocuda_cuStreamSetAttribute(void *fp, uintptr_t a0, int a1, void * a2) {
+static int gocuda_cuStreamSetAttribute(uintptr_t fp, uintptr_t a0, int a1, void * a2) {
 	return ((__typeof__(&cuStreamSetAttribute))fp)((CUstream)a0, a1, a2);
 }
 
-static int gocuda_cuEventCreate(void *fp, void * a0, unsigned int a1) {
+static int gocuda_cuEventCreate(uintptr_t fp, void * a0, unsigned int a1) {
 	return ((__typeof__(&cuEventCreate))fp)(a0, a1);
 }
 
-static int gocuda_cuEventRecord(void *fp, uintptr_t a0, uintptr_t a1) {
+static int gocuda_cuEventRecord(uintptr_t fp, uintptr_t a0, uintptr_t a1) {
 	return ((__typeof__(&cuEventRecord))fp)((CUevent)a0, (CUstream)a1);
 }
 
-static int gocuda_cuEventRecordWithFlags(void *fp, uintptr_t a0, uintptr_t a1, unsigned int a2) {
+static int gocuda_cuEventRecordWithFlags(uintptr_t fp, uintptr_t a0, uintptr_t a1, unsigned int a2) {
 	return ((__typeof__(&cuEventRecordWithFlags))fp)((CUevent)a0, (CUstream)a1, a2);
 }
 
-static int gocuda_cuEventQuery(void *fp, uintptr_t a0) {
+static int gocuda_cuEventQuery(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cuEventQuery))fp)((CUevent)a0);
 }
 
-static int gocuda_cuEventSynchronize(void *fp, uintptr_t a0) {
+static int gocuda_cuEventSynchronize(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cuEventSynchronize))fp)((CUevent)a0);
 }
 
-static int gocuda_cuEventDestroy(void *fp, uintptr_t a0) {
+static int gocuda_cuEventDestroy(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cuEventDestroy))fp)((CUevent)a0);
 }
 
-static int gocuda_cuEventElapsedTime(void *fp, float * a0, uintptr_t a1, uintptr_t a2) {
+static int gocuda_cuEventElapsedTime(uintptr_t fp, float * a0, uintptr_t a1, uintptr_t a2) {
 	return ((__typeof__(&cuEventElapsedTime))fp)((float *)a0, (CUevent)a1, (CUevent)a2);
 }
 
-static int gocuda_cuImportExternalMemory(void *fp, void * a0, void * a1) {
+static int gocuda_cuImportExternalMemory(uintptr_t fp, void * a0, void * a1) {
 	return ((__typeof__(&cuImportExternalMemory))fp)(a0, a1);
 }
 
-static int gocuda_cuExternalMemoryGetMappedBuffer(void *fp, unsigned long long * a0, uintptr_t a1, void * a2) {
+static int gocuda_cuExternalMemoryGetMappedBuffer(uintptr_t fp, unsigned long long * a0, uintptr_t a1, void * a2) {
 	return ((__typeof__(&cuExternalMemoryGetMappedBuffer))fp)((CUdeviceptr *)a0, (CUexternalMemory)a1, a2);
 }
 
-static int gocuda_cuExternalMemoryGetMappedMipmappedArray(void *fp, void * a0, uintptr_t a1, void * a2) {
+static int gocuda_cuExternalMemoryGetMappedMipmappedArray(uintptr_t fp, void * a0, uintptr_t a1, void * a2) {
 	return ((__typeof__(&cuExternalMemoryGetMappedMipmappedArray))fp)(a0, (CUexternalMemory)a1, a2);
 }
 
-static int gocuda_cuDestroyExternalMemory(void *fp, uintptr_t a0) {
+static int gocuda_cuDestroyExternalMemory(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cuDestroyExternalMemory))fp)((CUexternalMemory)a0);
 }
 
-static int gocuda_cuImportExternalSemaphore(void *fp, void * a0, void * a1) {
+static int gocuda_cuImportExternalSemaphore(uintptr_t fp, void * a0, void * a1) {
 	return ((__typeof__(&cuImportExternalSemaphore))fp)(a0, a1);
 }
 
-static int gocuda_cuSignalExternalSemaphoresAsync(void *fp, void * a0, void * a1, unsigned int a2, uintptr_t a3) {
+static int gocuda_cuSignalExternalSemaphoresAsync(uintptr_t fp, void * a0, void * a1, unsigned int a2, uintptr_t a3) {
 	return ((__typeof__(&cuSignalExternalSemaphoresAsync))fp)(a0, a1, a2, (CUstream)a3);
 }
 
-static int gocuda_cuWaitExternalSemaphoresAsync(void *fp, void * a0, void * a1, unsigned int a2, uintptr_t a3) {
+static int gocuda_cuWaitExternalSemaphoresAsync(uintptr_t fp, void * a0, void * a1, unsigned int a2, uintptr_t a3) {
 	return ((__typeof__(&cuWaitExternalSemaphoresAsync))fp)(a0, a1, a2, (CUstream)a3);
 }
 
-static int gocuda_cuDestroyExternalSemaphore(void *fp, uintptr_t a0) {
+static int gocuda_cuDestroyExternalSemaphore(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cuDestroyExternalSemaphore))fp)((CUexternalSemaphore)a0);
 }
 
-static int gocuda_cuStreamWaitValue32(void *fp, uintptr_t a0, unsigned long long a1, unsigned int a2, unsigned int a3) {
+static int gocuda_cuStreamWaitValue32(uintptr_t fp, uintptr_t a0, unsigned long long a1, unsigned int a2, unsigned int a3) {
 	return ((__typeof__(&cuStreamWaitValue32))fp)((CUstream)a0, a1, a2, a3);
 }
 
-static int gocuda_cuStreamWaitValue64(void *fp, uintptr_t a0, unsigned long long a1, unsigned long a2, unsigned int a3) {
+static int gocuda_cuStreamWaitValue64(uintptr_t fp, uintptr_t a0, unsigned long long a1, unsigned long a2, unsigned int a3) {
 	return ((__typeof__(&cuStreamWaitValue64))fp)((CUstream)a0, a1, a2, a3);
 }
 
-static int gocuda_cuStreamWriteValue32(void *fp, uintptr_t a0, unsigned long long a1, unsigned int a2, unsigned int a3) {
+static int gocuda_cuStreamWriteValue32(uintptr_t fp, uintptr_t a0, unsigned long long a1, unsigned int a2, unsigned int a3) {
 	return ((__typeof__(&cuStreamWriteValue32))fp)((CUstream)a0, a1, a2, a3);
 }
 
-static int gocuda_cuStreamWriteValue64(void *fp, uintptr_t a0, unsigned long long a1, unsigned long a2, unsigned int a3) {
+static int gocuda_cuStreamWriteValue64(uintptr_t fp, uintptr_t a0, unsigned long long a1, unsigned long a2, unsigned int a3) {
 	return ((__typeof__(&cuStreamWriteValue64))fp)((CUstream)a0, a1, a2, a3);
 }
 
-static int gocuda_cuStreamBatchMemOp(void *fp, uintptr_t a0, unsigned int a1, void * a2, unsigned int a3) {
+static int gocuda_cuStreamBatchMemOp(uintptr_t fp, uintptr_t a0, unsigned int a1, void * a2, unsigned int a3) {
 	return ((__typeof__(&cuStreamBatchMemOp))fp)((CUstream)a0, a1, a2, a3);
 }
 
-static int gocuda_cuFuncGetAttribute(void *fp, int * a0, int a1, uintptr_t a2) {
+static int gocuda_cuFuncGetAttribute(uintptr_t fp, int * a0, int a1, uintptr_t a2) {
 	return ((__typeof__(&cuFuncGetAttribute))fp)((int *)a0, a1, (CUfunction)a2);
 }
 
-static int gocuda_cuFuncSetAttribute(void *fp, uintptr_t a0, int a1, int a2) {
+static int gocuda_cuFuncSetAttribute(uintptr_t fp, uintptr_t a0, int a1, int a2) {
 	return ((__typeof__(&cuFuncSetAttribute))fp)((CUfunction)a0, a1, a2);
 }
 
-static int gocuda_cuFuncSetCacheConfig(void *fp, uintptr_t a0, int a1) {
+static int gocuda_cuFuncSetCacheConfig(uintptr_t fp, uintptr_t a0, int a1) {
 	return ((__typeof__(&cuFuncSetCacheConfig))fp)((CUfunction)a0, a1);
 }
 
-static int gocuda_cuFuncGetModule(void *fp, void * a0, uintptr_t a1) {
+static int gocuda_cuFuncGetModule(uintptr_t fp, void * a0, uintptr_t a1) {
 	return ((__typeof__(&cuFuncGetModule))fp)(a0, (CUfunction)a1);
 }
 
-static int gocuda_cuFuncGetName(void *fp, void * a0, uintptr_t a1) {
+static int gocuda_cuFuncGetName(uintptr_t fp, void * a0, uintptr_t a1) {
 	return ((__typeof__(&cuFuncGetName))fp)(a0, (CUfunction)a1);
 }
 
-static int gocuda_cuFuncGetParamInfo(void *fp, uintptr_t a0, size_t a1, size_t * a2, size_t * a3) {
+static int gocuda_cuFuncGetParamInfo(uintptr_t fp, uintptr_t a0, size_t a1, size_t * a2, size_t * a3) {
 	return ((__typeof__(&cuFuncGetParamInfo))fp)((CUfunction)a0, a1, (size_t *)a2, (size_t *)a3);
 }
 
-static int gocuda_cuFuncIsLoaded(void *fp, int * a0, uintptr_t a1) {
+static int gocuda_cuFuncIsLoaded(uintptr_t fp, int * a0, uintptr_t a1) {
 	return ((__typeof__(&cuFuncIsLoaded))fp)((CUfunctionLoadingState *)a0, (CUfunction)a1);
 }
 
-static int gocuda_cuFuncLoad(void *fp, uintptr_t a0) {
+static int gocuda_cuFuncLoad(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cuFuncLoad))fp)((CUfunction)a0);
 }
 
-static int gocuda_cuLaunchKernel(void *fp, uintptr_t a0, unsigned int a1, unsigned int a2, unsigned int a3, unsigned int a4, unsigned int a5, unsigned int a6, unsigned int a7, uintptr_t a8, void * a9, void * a10) {
+static int gocuda_cuLaunchKernel(uintptr_t fp, uintptr_t a0, unsigned int a1, unsigned int a2, unsigned int a3, unsigned int a4, unsigned int a5, unsigned int a6, unsigned int a7, uintptr_t a8, void * a9, void * a10) {
 	return ((__typeof__(&cuLaunchKernel))fp)((CUfunction)a0, a1, a2, a3, a4, a5, a6, a7, (CUstream)a8, a9, a10);
 }
 
-static int gocuda_cuLaunchKernelEx(void *fp, void * a0, uintptr_t a1, void * a2, void * a3) {
+static int gocuda_cuLaunchKernelEx(uintptr_t fp, void * a0, uintptr_t a1, void * a2, void * a3) {
 	return ((__typeof__(&cuLaunchKernelEx))fp)(a0, (CUfunction)a1, a2, a3);
 }
 
-static int gocuda_cuLaunchCooperativeKernel(void *fp, uintptr_t a0, unsigned int a1, unsigned int a2, unsigned int a3, unsigned int a4, unsigned int a5, unsigned int a6, unsigned int a7, uintptr_t a8, void * a9) {
+static int gocuda_cuLaunchCooperativeKernel(uintptr_t fp, uintptr_t a0, unsigned int a1, unsigned int a2, unsigned int a3, unsigned int a4, unsigned int a5, unsigned int a6, unsigned int a7, uintptr_t a8, void * a9) {
 	return ((__typeof__(&cuLaunchCooperativeKernel))fp)((CUfunction)a0, a1, a2, a3, a4, a5, a6, a7, (CUstream)a8, a9);
 }
 
-static int gocuda_cuLaunchCooperativeKernelMultiDevice(void *fp, void * a0, unsigned int a1, unsigned int a2) {
+static int gocuda_cuLaunchCooperativeKernelMultiDevice(uintptr_t fp, void * a0, unsigned int a1, unsigned int a2) {
 	return ((__typeof__(&cuLaunchCooperativeKernelMultiDevice))fp)(a0, a1, a2);
 }
 
-static int gocuda_cuLaunchHostFunc(void *fp, uintptr_t a0, uintptr_t a1, void * a2) {
+static int gocuda_cuLaunchHostFunc(uintptr_t fp, uintptr_t a0, uintptr_t a1, void * a2) {
 	return ((__typeof__(&cuLaunchHostFunc))fp)((CUstream)a0, (CUhostFn)a1, a2);
 }
 
-static int gocuda_cuFuncSetBlockShape(void *fp, uintptr_t a0, int a1, int a2, int a3) {
+static int gocuda_cuFuncSetBlockShape(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3) {
 	return ((__typeof__(&cuFuncSetBlockShape))fp)((CUfunction)a0, a1, a2, a3);
 }
 
-static int gocuda_cuFuncSetSharedSize(void *fp, uintptr_t a0, unsigned int a1) {
+static int gocuda_cuFuncSetSharedSize(uintptr_t fp, uintptr_t a0, unsigned int a1) {
 	return ((__typeof__(&cuFuncSetSharedSize))fp)((CUfunction)a0, a1);
 }
 
-static int gocuda_cuParamSetSize(void *fp, uintptr_t a0, unsigned int a1) {
+static int gocuda_cuParamSetSize(uintptr_t fp, uintptr_t a0, unsigned int a1) {
 	return ((__typeof__(&cuParamSetSize))fp)((CUfunction)a0, a1);
 }
 
-static int gocuda_cuParamSeti(void *fp, uintptr_t a0, int a1, unsigned int a2) {
+static int gocuda_cuParamSeti(uintptr_t fp, uintptr_t a0, int a1, unsigned int a2) {
 	return ((__typeof__(&cuParamSeti))fp)((CUfunction)a0, a1, a2);
 }
 
-static int gocuda_cuParamSetf(void *fp, uintptr_t a0, int a1, float a2) {
+static int gocuda_cuParamSetf(uintptr_t fp, uintptr_t a0, int a1, float a2) {
 	return ((__typeof__(&cuParamSetf))fp)((CUfunction)a0, a1, a2);
 }
 
-static int gocuda_cuParamSetv(void *fp, uintptr_t a0, int a1, void * a2, unsigned int a3) {
+static int gocuda_cuParamSetv(uintptr_t fp, uintptr_t a0, int a1, void * a2, unsigned int a3) {
 	return ((__typeof__(&cuParamSetv))fp)((CUfunction)a0, a1, a2, a3);
 }
 
-static int gocuda_cuLaunch(void *fp, uintptr_t a0) {
+static int gocuda_cuLaunch(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cuLaunch))fp)((CUfunction)a0);
 }
 
-static int gocuda_cuLaunchGrid(void *fp, uintptr_t a0, int a1, int a2) {
+static int gocuda_cuLaunchGrid(uintptr_t fp, uintptr_t a0, int a1, int a2) {
 	return ((__typeof__(&cuLaunchGrid))fp)((CUfunction)a0, a1, a2);
 }
 
-static int gocuda_cuLaunchGridAsync(void *fp, uintptr_t a0, int a1, int a2, uintptr_t a3) {
+static int gocuda_cuLaunchGridAsync(uintptr_t fp, uintptr_t a0, int a1, int a2, uintptr_t a3) {
 	return ((__typeof__(&cuLaunchGridAsync))fp)((CUfunction)a0, a1, a2, (CUstream)a3);
 }
 
-static int gocuda_cuParamSetTexRef(void *fp, uintptr_t a0, int a1, uintptr_t a2) {
+static int gocuda_cuParamSetTexRef(uintptr_t fp, uintptr_t a0, int a1, uintptr_t a2) {
 	return ((__typeof__(&cuParamSetTexRef))fp)((CUfunction)a0, a1, (CUtexref)a2);
 }
 
-static int gocuda_cuFuncSetSharedMemConfig(void *fp, uintptr_t a0, int a1) {
+static int gocuda_cuFuncSetSharedMemConfig(uintptr_t fp, uintptr_t a0, int a1) {
 	return ((__typeof__(&cuFuncSetSharedMemConfig))fp)((CUfunction)a0, a1);
 }
 
-static int gocuda_cuGraphCreate(void *fp, void * a0, unsigned int a1) {
+static int gocuda_cuGraphCreate(uintptr_t fp, void * a0, unsigned int a1) {
 	return ((__typeof__(&cuGraphCreate))fp)(a0, a1);
 }
 
-static int gocuda_cuGraphAddKernelNode(void *fp, void * a0, uintptr_t a1, void * a2, size_t a3, void * a4) {
+static int gocuda_cuGraphAddKernelNode(uintptr_t fp, void * a0, uintptr_t a1, void * a2, size_t a3, void * a4) {
 	return ((__typeof__(&cuGraphAddKernelNode))fp)(a0, (CUgraph)a1, a2, a3, a4);
 }
 
-static int gocuda_cuGraphKernelNodeGetParams(void *fp, uintptr_t a0, void * a1) {
+static int gocuda_cuGraphKernelNodeGetParams(uintptr_t fp, uintptr_t a0, void * a1) {
 	return ((__typeof__(&cuGraphKernelNodeGetParams))fp)((CUgraphNode)a0, a1);
 }
 
-static int gocuda_cuGraphKernelNodeSetParams(void *fp, uintptr_t a0, void * a1) {
+static int gocuda_cuGraphKernelNodeSetParams(uintptr_t fp, uintptr_t a0, void * a1) {
 	return ((__typeof__(&cuGraphKernelNodeSetParams))fp)((CUgraphNode)a0, a1);
 }
 
-static int gocuda_cuGraphAddMemcpyNode(void *fp, void * a0, uintptr_t a1, void * a2, size_t a3, void * a4, uintptr_t a5) {
+static int gocuda_cuGraphAddMemcpyNode(uintptr_t fp, void * a0, uintptr_t a1, void * a2, size_t a3, void * a4, uintptr_t a5) {
 	return ((__typeof__(&cuGraphAddMemcpyNode))fp)(a0, (CUgraph)a1, a2, a3, a4, (CUcontext)a5);
 }
 
-static int gocuda_cuGraphMemcpyNodeGetParams(void *fp, uintptr_t a0, void * a1) {
+static int gocuda_cuGraphMemcpyNodeGetParams(uintptr_t fp, uintptr_t a0, void * a1) {
 	return ((__typeof__(&cuGraphMemcpyNodeGetParams))fp)((CUgraphNode)a0, a1);
 }
 
-static int gocuda_cuGraphMemcpyNodeSetParams(void *fp, uintptr_t a0, void * a1) {
+static int gocuda_cuGraphMemcpyNodeSetParams(uintptr_t fp, uintptr_t a0, void * a1) {
 	return ((__typeof__(&cuGraphMemcpyNodeSetParams))fp)((CUgraphNode)a0, a1);
 }
 
-static int gocuda_cuGraphAddMemsetNode(void *fp, void * a0, uintptr_t a1, void * a2, size_t a3, void * a4, uintptr_t a5) {
+static int gocuda_cuGraphAddMemsetNode(uintptr_t fp, void * a0, uintptr_t a1, void * a2, size_t a3, void * a4, uintptr_t a5) {
 	return ((__typeof__(&cuGraphAddMemsetNode))fp)(a0, (CUgraph)a1, a2, a3, a4, (CUcontext)a5);
 }
 
-static int gocuda_cuGraphMemsetNodeGetParams(void *fp, uintptr_t a0, void * a1) {
+static int gocuda_cuGraphMemsetNodeGetParams(uintptr_t fp, uintptr_t a0, void * a1) {
 	return ((__typeof__(&cuGraphMemsetNodeGetParams))fp)((CUgraphNode)a0, a1);
 }
 
-static int gocuda_cuGraphMemsetNodeSetParams(void *fp, uintptr_t a0, void * a1) {
+static int gocuda_cuGraphMemsetNodeSetParams(uintptr_t fp, uintptr_t a0, void * a1) {
 	return ((__typeof__(&cuGraphMemsetNodeSetParams))fp)((CUgraphNode)a0, a1);
 }
 
-static int gocuda_cuGraphAddHostNode(void *fp, void * a0, uintptr_t a1, void * a2, size_t a3, void * a4) {
+static int gocuda_cuGraphAddHostNode(uintptr_t fp, void * a0, uintptr_t a1, void * a2, size_t a3, void * a4) {
 	return ((__typeof__(&cuGraphAddHostNode))fp)(a0, (CUgraph)a1, a2, a3, a4);
 }
 
-static int gocuda_cuGraphHostNodeGetParams(void *fp, uintptr_t a0, void * a1) {
+static int gocuda_cuGraphHostNodeGetParams(uintptr_t fp, uintptr_t a0, void * a1) {
 	return ((__typeof__(&cuGraphHostNodeGetParams))fp)((CUgraphNode)a0, a1);
 }
 
-static int gocuda_cuGraphHostNodeSetParams(void *fp, uintptr_t a0, void * a1) {
+static int gocuda_cuGraphHostNodeSetParams(uintptr_t fp, uintptr_t a0, void * a1) {
 	return ((__typeof__(&cuGraphHostNodeSetParams))fp)((CUgraphNode)a0, a1);
 }
 
-static int gocuda_cuGraphAddChildGraphNode(void *fp, void * a0, uintptr_t a1, void * a2, size_t a3, uintptr_t a4) {
+static int gocuda_cuGraphAddChildGraphNode(uintptr_t fp, void * a0, uintptr_t a1, void * a2, size_t a3, uintptr_t a4) {
 	return ((__typeof__(&cuGraphAddChildGraphNode))fp)(a0, (CUgraph)a1, a2, a3, (CUgraph)a4);
 }
 
-static int gocuda_cuGraphChildGraphNodeGetGraph(void *fp, uintptr_t a0, void * a1) {
+static int gocuda_cuGraphChildGraphNodeGetGraph(uintptr_t fp, uintptr_t a0, void * a1) {
 	return ((__typeof__(&cuGraphChildGraphNodeGetGraph))fp)((CUgraphNode)a0, a1);
 }
 
-static int gocuda_cuGraphAddEmptyNode(void *fp, void * a0, uintptr_t a1, void * a2, size_t a3) {
+static int gocuda_cuGraphAddEmptyNode(uintptr_t fp, void * a0, uintptr_t a1, void * a2, size_t a3) {
 	return ((__typeof__(&cuGraphAddEmptyNode))fp)(a0, (CUgraph)a1, a2, a3);
 }
 
-static int gocuda_cuGraphAddEventRecordNode(void *fp, void * a0, uintptr_t a1, void * a2, size_t a3, uintptr_t a4) {
+static int gocuda_cuGraphAddEventRecordNode(uintptr_t fp, void * a0, uintptr_t a1, void * a2, size_t a3, uintptr_t a4) {
 	return ((__typeof__(&cuGraphAddEventRecordNode))fp)(a0, (CUgraph)a1, a2, a3, (CUevent)a4);
 }
 
-static int gocuda_cuGraphEventRecordNodeGetEvent(void *fp, uintptr_t a0, void * a1) {
+static int gocuda_cuGraphEventRecordNodeGetEvent(uintptr_t fp, uintptr_t a0, void * a1) {
 	return ((__typeof__(&cuGraphEventRecordNodeGetEvent))fp)((CUgraphNode)a0, a1);
 }
 
-static int gocuda_cuGraphEventRecordNodeSetEvent(void *fp, uintptr_t a0, uintptr_t a1) {
+static int gocuda_cuGraphEventRecordNodeSetEvent(uintptr_t fp, uintptr_t a0, uintptr_t a1) {
 	return ((__typeof__(&cuGraphEventRecordNodeSetEvent))fp)((CUgraphNode)a0, (CUevent)a1);
 }
 
-static int gocuda_cuGraphAddEventWaitNode(void *fp, void * a0, uintptr_t a1, void * a2, size_t a3, uintptr_t a4) {
+static int gocuda_cuGraphAddEventWaitNode(uintptr_t fp, void * a0, uintptr_t a1, void * a2, size_t a3, uintptr_t a4) {
 	return ((__typeof__(&cuGraphAddEventWaitNode))fp)(a0, (CUgraph)a1, a2, a3, (CUevent)a4);
 }
 
-static int gocuda_cuGraphEventWaitNodeGetEvent(void *fp, uintptr_t a0, void * a1) {
+static int gocuda_cuGraphEventWaitNodeGetEvent(uintptr_t fp, uintptr_t a0, void * a1) {
 	return ((__typeof__(&cuGraphEventWaitNodeGetEvent))fp)((CUgraphNode)a0, a1);
 }
 
-static int gocuda_cuGraphEventWaitNodeSetEvent(void *fp, uintptr_t a0, uintptr_t a1) {
+static int gocuda_cuGraphEventWaitNodeSetEvent(uintptr_t fp, uintptr_t a0, uintptr_t a1) {
 	return ((__typeof__(&cuGraphEventWaitNodeSetEvent))fp)((CUgraphNode)a0, (CUevent)a1);
 }
 
-static int gocuda_cuGraphAddExternalSemaphoresSignalNode(void *fp, void * a0, uintptr_t a1, void * a2, size_t a3, void * a4) {
+static int gocuda_cuGraphAddExternalSemaphoresSignalNode(uintptr_t fp, void * a0, uintptr_t a1, void * a2, size_t a3, void * a4) {
 	return ((__typeof__(&cuGraphAddExternalSemaphoresSignalNode))fp)(a0, (CUgraph)a1, a2, a3, a4);
 }
 
-static int gocuda_cuGraphExternalSemaphoresSignalNodeGetParams(void *fp, uintptr_t a0, void * a1) {
+static int gocuda_cuGraphExternalSemaphoresSignalNodeGetParams(uintptr_t fp, uintptr_t a0, void * a1) {
 	return ((__typeof__(&cuGraphExternalSemaphoresSignalNodeGetParams))fp)((CUgraphNode)a0, a1);
 }
 
-static int gocuda_cuGraphExternalSemaphoresSignalNodeSetParams(void *fp, uintptr_t a0, void * a1) {
+static int gocuda_cuGraphExternalSemaphoresSignalNodeSetParams(uintptr_t fp, uintptr_t a0, void * a1) {
 	return ((__typeof__(&cuGraphExternalSemaphoresSignalNodeSetParams))fp)((CUgraphNode)a0, a1);
 }
 
-static int gocuda_cuGraphAddExternalSemaphoresWaitNode(void *fp, void * a0, uintptr_t a1, void * a2, size_t a3, void * a4) {
+static int gocuda_cuGraphAddExternalSemaphoresWaitNode(uintptr_t fp, void * a0, uintptr_t a1, void * a2, size_t a3, void * a4) {
 	return ((__typeof__(&cuGraphAddExternalSemaphoresWaitNode))fp)(a0, (CUgraph)a1, a2, a3, a4);
 }
 
-static int gocuda_cuGraphExternalSemaphoresWaitNodeGetParams(void *fp, uintptr_t a0, void * a1) {
+static int gocuda_cuGraphExternalSemaphoresWaitNodeGetParams(uintptr_t fp, uintptr_t a0, void * a1) {
 	return ((__typeof__(&cuGraphExternalSemaphoresWaitNodeGetParams))fp)((CUgraphNode)a0, a1);
 }
 
-static int gocuda_cuGraphExternalSemaphoresWaitNodeSetParams(void *fp, uintptr_t a0, void * a1) {
+static int gocuda_cuGraphExternalSemaphoresWaitNodeSetParams(uintptr_t fp, uintptr_t a0, void * a1) {
 	return ((__typeof__(&cuGraphExternalSemaphoresWaitNodeSetParams))fp)((CUgraphNode)a0, a1);
 }
 
-static int gocuda_cuGraphAddBatchMemOpNode(void *fp, void * a0, uintptr_t a1, void * a2, size_t a3, void * a4) {
+static int gocuda_cuGraphAddBatchMemOpNode(uintptr_t fp, void * a0, uintptr_t a1, void * a2, size_t a3, void * a4) {
 	return ((__typeof__(&cuGraphAddBatchMemOpNode))fp)(a0, (CUgraph)a1, a2, a3, a4);
 }
 
-static int gocuda_cuGraphBatchMemOpNodeGetParams(void *fp, uintptr_t a0, void * a1) {
+static int gocuda_cuGraphBatchMemOpNodeGetParams(uintptr_t fp, uintptr_t a0, void * a1) {
 	return ((__typeof__(&cuGraphBatchMemOpNodeGetParams))fp)((CUgraphNode)a0, a1);
 }
 
-static int gocuda_cuGraphBatchMemOpNodeSetParams(void *fp, uintptr_t a0, void * a1) {
+static int gocuda_cuGraphBatchMemOpNodeSetParams(uintptr_t fp, uintptr_t a0, void * a1) {
 	return ((__typeof__(&cuGraphBatchMemOpNodeSetParams))fp)((CUgraphNode)a0, a1);
 }
 
-static int gocuda_cuGraphExecBatchMemOpNodeSetParams(void *fp, uintptr_t a0, uintptr_t a1, void * a2) {
+static int gocuda_cuGraphExecBatchMemOpNodeSetParams(uintptr_t fp, uintptr_t a0, uintptr_t a1, void * a2) {
 	return ((__typeof__(&cuGraphExecBatchMemOpNodeSetParams))fp)((CUgraphExec)a0, (CUgraphNode)a1, a2);
 }
 
-static int gocuda_cuGraphAddMemAllocNode(void *fp, void * a0, uintptr_t a1, void * a2, size_t a3, void * a4) {
+static int gocuda_cuGraphAddMemAllocNode(uintptr_t fp, void * a0, uintptr_t a1, void * a2, size_t a3, void * a4) {
 	return ((__typeof__(&cuGraphAddMemAllocNode))fp)(a0, (CUgraph)a1, a2, a3, a4);
 }
 
-static int gocuda_cuGraphMemAllocNodeGetParams(void *fp, uintptr_t a0, void * a1) {
+static int gocuda_cuGraphMemAllocNodeGetParams(uintptr_t fp, uintptr_t a0, void * a1) {
 	return ((__typeof__(&cuGraphMemAllocNodeGetParams))fp)((CUgraphNode)a0, a1);
 }
 
-static int gocuda_cuGraphAddMemFreeNode(void *fp, void * a0, uintptr_t a1, void * a2, size_t a3, unsigned long long a4) {
+static int gocuda_cuGraphAddMemFreeNode(uintptr_t fp, void * a0, uintptr_t a1, void * a2, size_t a3, unsigned long long a4) {
 	return ((__typeof__(&cuGraphAddMemFreeNode))fp)(a0, (CUgraph)a1, a2, a3, a4);
 }
 
-static int gocuda_cuGraphMemFreeNodeGetParams(void *fp, uintptr_t a0, unsigned long long * a1) {
+static int gocuda_cuGraphMemFreeNodeGetParams(uintptr_t fp, uintptr_t a0, unsigned long long * a1) {
 	return ((__typeof__(&cuGraphMemFreeNodeGetParams))fp)((CUgraphNode)a0, (CUdeviceptr *)a1);
 }
 
-static int gocuda_cuDeviceGraphMemTrim(void *fp, int a0) {
+static int gocuda_cuDeviceGraphMemTrim(uintptr_t fp, int a0) {
 	return ((__typeof__(&cuDeviceGraphMemTrim))fp)(a0);
 }
 
-static int gocuda_cuDeviceGetGraphMemAttribute(void *fp, int a0, int a1, void * a2) {
+static int gocuda_cuDeviceGetGraphMemAttribute(uintptr_t fp, int a0, int a1, void * a2) {
 	return ((__typeof__(&cuDeviceGetGraphMemAttribute))fp)(a0, a1, a2);
 }
 
-static int gocuda_cuDeviceSetGraphMemAttribute(void *fp, int a0, int a1, void * a2) {
+static int gocuda_cuDeviceSetGraphMemAttribute(uintptr_t fp, int a0, int a1, void * a2) {
 	return ((__typeof__(&cuDeviceSetGraphMemAttribute))fp)(a0, a1, a2);
 }
 
-static int gocuda_cuGraphClone(void *fp, void * a0, uintptr_t a1) {
+static int gocuda_cuGraphClone(uintptr_t fp, void * a0, uintptr_t a1) {
 	return ((__typeof__(&cuGraphClone))fp)(a0, (CUgraph)a1);
 }
 
-static int gocuda_cuGraphNodeFindInClone(void *fp, void * a0, uintptr_t a1, uintptr_t a2) {
+static int gocuda_cuGraphNodeFindInClone(uintptr_t fp, void * a0, uintptr_t a1, uintptr_t a2) {
 	return ((__typeof__(&cuGraphNodeFindInClone))fp)(a0, (CUgraphNode)a1, (CUgraph)a2);
 }
 
-static int gocuda_cuGraphNodeGetType(void *fp, uintptr_t a0, int * a1) {
+static int gocuda_cuGraphNodeGetType(uintptr_t fp, uintptr_t a0, int * a1) {
 	return ((__typeof__(&cuGraphNodeGetType))fp)((CUgraphNode)a0, (CUgraphNodeType *)a1);
 }
 
-static int gocuda_cuGraphGetNodes(void *fp, uintptr_t a0, void * a1, size_t * a2) {
+static int gocuda_cuGraphGetNodes(uintptr_t fp, uintptr_t a0, void * a1, size_t * a2) {
 	return ((__typeof__(&cuGraphGetNodes))fp)((CUgraph)a0, a1, (size_t *)a2);
 }
 
-static int gocuda_cuGraphGetRootNodes(void *fp, uintptr_t a0, void * a1, size_t * a2) {
+static int gocuda_cuGraphGetRootNodes(uintptr_t fp, uintptr_t a0, void * a1, size_t * a2) {
 	return ((__typeof__(&cuGraphGetRootNodes))fp)((CUgraph)a0, a1, (size_t *)a2);
 }
 
-static int gocuda_cuGraphGetEdges(void *fp, uintptr_t a0, void * a1, void * a2, void * a3, size_t * a4) {
+static int gocuda_cuGraphGetEdges(uintptr_t fp, uintptr_t a0, void * a1, void * a2, void * a3, size_t * a4) {
 	return ((__typeof__(&cuGraphGetEdges))fp)((CUgraph)a0, a1, a2, a3, (size_t *)a4);
 }
 
-static int gocuda_cuGraphNodeGetDependencies(void *fp, uintptr_t a0, void * a1, void * a2, size_t * a3) {
+static int gocuda_cuGraphNodeGetDependencies(uintptr_t fp, uintptr_t a0, void * a1, void * a2, size_t * a3) {
 	return ((__typeof__(&cuGraphNodeGetDependencies))fp)((CUgraphNode)a0, a1, a2, (size_t *)a3);
 }
 
-static int gocuda_cuGraphNodeGetDependentNodes(void *fp, uintptr_t a0, void * a1, void * a2, size_t * a3) {
+static int gocuda_cuGraphNodeGetDependentNodes(uintptr_t fp, uintptr_t a0, void * a1, void * a2, size_t * a3) {
 	return ((__typeof__(&cuGraphNodeGetDependentNodes))fp)((CUgraphNode)a0, a1, a2, (size_t *)a3);
 }
 
-static int gocuda_cuGraphAddDependencies(void *fp, uintptr_t a0, void * a1, void * a2, void * a3, size_t a4) {
+static int gocuda_cuGraphAddDependencies(uintptr_t fp, uintptr_t a0, void * a1, void * a2, void * a3, size_t a4) {
 	return ((__typeof__(&cuGraphAddDependencies))fp)((CUgraph)a0, a1, a2, a3, a4);
 }
 
-static int gocuda_cuGraphRemoveDependencies(void *fp, uintptr_t a0, void * a1, void * a2, void * a3, size_t a4) {
+static int gocuda_cuGraphRemoveDependencies(uintptr_t fp, uintptr_t a0, void * a1, void * a2, void * a3, size_t a4) {
 	return ((__typeof__(&cuGraphRemoveDependencies))fp)((CUgraph)a0, a1, a2, a3, a4);
 }
 
-static int gocuda_cuGraphDestroyNode(void *fp, uintptr_t a0) {
+static int gocuda_cuGraphDestroyNode(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cuGraphDestroyNode))fp)((CUgraphNode)a0);
 }
 
-static int gocuda_cuGraphInstantiate(void *fp, void * a0, uintptr_t a1, unsigned long long a2) {
+static int gocuda_cuGraphInstantiate(uintptr_t fp, void * a0, uintptr_t a1, unsigned long long a2) {
 	return ((__typeof__(&cuGraphInstantiate))fp)(a0, (CUgraph)a1, a2);
 }
 
-static int gocuda_cuGraphInstantiateWithParams(void *fp, void * a0, uintptr_t a1, void * a2) {
+static int gocuda_cuGraphInstantiateWithParams(uintptr_t fp, void * a0, uintptr_t a1, void * a2) {
 	return ((__typeof__(&cuGraphInstantiateWithParams))fp)(a0, (CUgraph)a1, a2);
 }
 
-static int gocuda_cuGraphExecGetFlags(void *fp, uintptr_t a0, unsigned long * a1) {
+static int gocuda_cuGraphExecGetFlags(uintptr_t fp, uintptr_t a0, unsigned long * a1) {
 	return ((__typeof__(&cuGraphExecGetFlags))fp)((CUgraphExec)a0, (cuuint64_t *)a1);
 }
 
-static int gocuda_cuGraphExecKernelNodeSetParams(void *fp, uintptr_t a0, uintptr_t a1, void * a2) {
+static int gocuda_cuGraphExecKernelNodeSetParams(uintptr_t fp, uintptr_t a0, uintptr_t a1, void * a2) {
 	return ((__typeof__(&cuGraphExecKernelNodeSetParams))fp)((CUgraphExec)a0, (CUgraphNode)a1, a2);
 }
 
-static int gocuda_cuGraphExecMemcpyNodeSetParams(void *fp, uintptr_t a0, uintptr_t a1, void * a2, uintptr_t a3) {
+static int gocuda_cuGraphExecMemcpyNodeSetParams(uintptr_t fp, uintptr_t a0, uintptr_t a1, void * a2, uintptr_t a3) {
 	return ((__typeof__(&cuGraphExecMemcpyNodeSetParams))fp)((CUgraphExec)a0, (CUgraphNode)a1, a2, (CUcontext)a3);
 }
 
-static int gocuda_cuGraphExecMemsetNodeSetParams(void *fp, uintptr_t a0, uintptr_t a1, void * a2, uintptr_t a3) {
+static int gocuda_cuGraphExecMemsetNodeSetParams(uintptr_t fp, uintptr_t a0, uintptr_t a1, void * a2, uintptr_t a3) {
 	return ((__typeof__(&cuGraphExecMemsetNodeSetParams))fp)((CUgraphExec)a0, (CUgraphNode)a1, a2, (CUcontext)a3);
 }
 
-static int gocuda_cuGraphExecHostNodeSetParams(void *fp, uintptr_t a0, uintptr_t a1, void * a2) {
+static int gocuda_cuGraphExecHostNodeSetParams(uintptr_t fp, uintptr_t a0, uintptr_t a1, void * a2) {
 	return ((__typeof__(&cuGraphExecHostNodeSetParams))fp)((CUgraphExec)a0, (CUgraphNode)a1, a2);
 }
 
-static int gocuda_cuGraphExecChildGraphNodeSetParams(void *fp, uintptr_t a0, uintptr_t a1, uintptr_t a2) {
+static int gocuda_cuGraphExecChildGraphNodeSetParams(uintptr_t fp, uintptr_t a0, uintptr_t a1, uintptr_t a2) {
 	return ((__typeof__(&cuGraphExecChildGraphNodeSetParams))fp)((CUgraphExec)a0, (CUgraphNode)a1, (CUgraph)a2);
 }
 
-static int gocuda_cuGraphExecEventRecordNodeSetEvent(void *fp, uintptr_t a0, uintptr_t a1, uintptr_t a2) {
+static int gocuda_cuGraphExecEventRecordNodeSetEvent(uintptr_t fp, uintptr_t a0, uintptr_t a1, uintptr_t a2) {
 	return ((__typeof__(&cuGraphExecEventRecordNodeSetEvent))fp)((CUgraphExec)a0, (CUgraphNode)a1, (CUevent)a2);
 }
 
-static int gocuda_cuGraphExecEventWaitNodeSetEvent(void *fp, uintptr_t a0, uintptr_t a1, uintptr_t a2) {
+static int gocuda_cuGraphExecEventWaitNodeSetEvent(uintptr_t fp, uintptr_t a0, uintptr_t a1, uintptr_t a2) {
 	return ((__typeof__(&cuGraphExecEventWaitNodeSetEvent))fp)((CUgraphExec)a0, (CUgraphNode)a1, (CUevent)a2);
 }
 
-static int gocuda_cuGraphExecExternalSemaphoresSignalNodeSetParams(void *fp, uintptr_t a0, uintptr_t a1, void * a2) {
+static int gocuda_cuGraphExecExternalSemaphoresSignalNodeSetParams(uintptr_t fp, uintptr_t a0, uintptr_t a1, void * a2) {
 	return ((__typeof__(&cuGraphExecExternalSemaphoresSignalNodeSetParams))fp)((CUgraphExec)a0, (CUgraphNode)a1, a2);
 }
 
-static int gocuda_cuGraphExecExternalSemaphoresWaitNodeSetParams(void *fp, uintptr_t a0, uintptr_t a1, void * a2) {
+static int gocuda_cuGraphExecExternalSemaphoresWaitNodeSetParams(uintptr_t fp, uintptr_t a0, uintptr_t a1, void * a2) {
 	return ((__typeof__(&cuGraphExecExternalSemaphoresWaitNodeSetParams))fp)((CUgraphExec)a0, (CUgraphNode)a1, a2);
 }
 
-static int gocuda_cuGraphNodeSetEnabled(void *fp, uintptr_t a0, uintptr_t a1, unsigned int a2) {
+static int gocuda_cuGraphNodeSetEnabled(uintptr_t fp, uintptr_t a0, uintptr_t a1, unsigned int a2) {
 	return ((__typeof__(&cuGraphNodeSetEnabled))fp)((CUgraphExec)a0, (CUgraphNode)a1, a2);
 }
 
-static int gocuda_cuGraphNodeGetEnabled(void *fp, uintptr_t a0, uintptr_t a1, unsigned int * a2) {
+static int gocuda_cuGraphNodeGetEnabled(uintptr_t fp, uintptr_t a0, uintptr_t a1, unsigned int * a2) {
 	return ((__typeof__(&cuGraphNodeGetEnabled))fp)((CUgraphExec)a0, (CUgraphNode)a1, (unsigned int *)a2);
 }
 
-static int gocuda_cuGraphUpload(void *fp, uintptr_t a0, uintptr_t a1) {
+static int gocuda_cuGraphUpload(uintptr_t fp, uintptr_t a0, uintptr_t a1) {
 	return ((__typeof__(&cuGraphUpload))fp)((CUgraphExec)a0, (CUstream)a1);
 }
 
-static int gocuda_cuGraphLaunch(void *fp, uintptr_t a0, uintptr_t a1) {
+static int gocuda_cuGraphLaunch(uintptr_t fp, uintptr_t a0, uintptr_t a1) {
 	return ((__typeof__(&cuGraphLaunch))fp)((CUgraphExec)a0, (CUstream)a1);
 }
 
-static int gocuda_cuGraphExecDestroy(void *fp, uintptr_t a0) {
+static int gocuda_cuGraphExecDestroy(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cuGraphExecDestroy))fp)((CUgraphExec)a0);
 }
 
-static int gocuda_cuGraphDestroy(void *fp, uintptr_t a0) {
+static int gocuda_cuGraphDestroy(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cuGraphDestroy))fp)((CUgraph)a0);
 }
 
-static int gocuda_cuGraphExecUpdate(void *fp, uintptr_t a0, uintptr_t a1, void * a2) {
+static int gocuda_cuGraphExecUpdate(uintptr_t fp, uintptr_t a0, uintptr_t a1, void * a2) {
 	return ((__typeof__(&cuGraphExecUpdate))fp)((CUgraphExec)a0, (CUgraph)a1, a2);
 }
 
-static int gocuda_cuGraphKernelNodeCopyAttributes(void *fp, uintptr_t a0, uintptr_t a1) {
+static int gocuda_cuGraphKernelNodeCopyAttributes(uintptr_t fp, uintptr_t a0, uintptr_t a1) {
 	return ((__typeof__(&cuGraphKernelNodeCopyAttributes))fp)((CUgraphNode)a0, (CUgraphNode)a1);
 }
 
-static int gocuda_cuGraphKernelNodeGetAttribute(void *fp, uintptr_t a0, int a1, void * a2) {
+static int gocuda_cuGraphKernelNodeGetAttribute(uintptr_t fp, uintptr_t a0, int a1, void * a2) {
 	return ((__typeof__(&cuGraphKernelNodeGetAttribute))fp)((CUgraphNode)a0, a1, a2);
 }
 
-static int gocuda_cuGraphKernelNodeSetAttribute(void *fp, uintptr_t a0, int a1, void * a2) {
+static int gocuda_cuGraphKernelNodeSetAttribute(uintptr_t fp, uintptr_t a0, int a1, void * a2) {
 	return ((__typeof__(&cuGraphKernelNodeSetAttribute))fp)((CUgraphNode)a0, a1, a2);
 }
 
-static int gocuda_cuGraphDebugDotPrint(void *fp, uintptr_t a0, void * a1, unsigned int a2) {
+static int gocuda_cuGraphDebugDotPrint(uintptr_t fp, uintptr_t a0, void * a1, unsigned int a2) {
 	return ((__typeof__(&cuGraphDebugDotPrint))fp)((CUgraph)a0, a1, a2);
 }
 
-static int gocuda_cuUserObjectCreate(void *fp, void * a0, void * a1, uintptr_t a2, unsigned int a3, unsigned int a4) {
+static int gocuda_cuUserObjectCreate(uintptr_t fp, void * a0, void * a1, uintptr_t a2, unsigned int a3, unsigned int a4) {
 	return ((__typeof__(&cuUserObjectCreate))fp)(a0, a1, (CUhostFn)a2, a3, a4);
 }
 
-static int gocuda_cuUserObjectRetain(void *fp, uintptr_t a0, unsigned int a1) {
+static int gocuda_cuUserObjectRetain(uintptr_t fp, uintptr_t a0, unsigned int a1) {
 	return ((__typeof__(&cuUserObjectRetain))fp)((CUuserObject)a0, a1);
 }
 
-static int gocuda_cuUserObjectRelease(void *fp, uintptr_t a0, unsigned int a1) {
+static int gocuda_cuUserObjectRelease(uintptr_t fp, uintptr_t a0, unsigned int a1) {
 	return ((__typeof__(&cuUserObjectRelease))fp)((CUuserObject)a0, a1);
 }
 
-static int gocuda_cuGraphRetainUserObject(void *fp, uintptr_t a0, uintptr_t a1, unsigned int a2, unsigned int a3) {
+static int gocuda_cuGraphRetainUserObject(uintptr_t fp, uintptr_t a0, uintptr_t a1, unsigned int a2, unsigned int a3) {
 	return ((__typeof__(&cuGraphRetainUserObject))fp)((CUgraph)a0, (CUuserObject)a1, a2, a3);
 }
 
-static int gocuda_cuGraphReleaseUserObject(void *fp, uintptr_t a0, uintptr_t a1, unsigned int a2) {
+static int gocuda_cuGraphReleaseUserObject(uintptr_t fp, uintptr_t a0, uintptr_t a1, unsigned int a2) {
 	return ((__typeof__(&cuGraphReleaseUserObject))fp)((CUgraph)a0, (CUuserObject)a1, a2);
 }
 
-static int gocuda_cuGraphAddNode(void *fp, void * a0, uintptr_t a1, void * a2, void * a3, size_t a4, void * a5) {
+static int gocuda_cuGraphAddNode(uintptr_t fp, void * a0, uintptr_t a1, void * a2, void * a3, size_t a4, void * a5) {
 	return ((__typeof__(&cuGraphAddNode))fp)(a0, (CUgraph)a1, a2, a3, a4, a5);
 }
 
-static int gocuda_cuGraphNodeSetParams(void *fp, uintptr_t a0, void * a1) {
+static int gocuda_cuGraphNodeSetParams(uintptr_t fp, uintptr_t a0, void * a1) {
 	return ((__typeof__(&cuGraphNodeSetParams))fp)((CUgraphNode)a0, a1);
 }
 
-static int gocuda_cuGraphExecNodeSetParams(void *fp, uintptr_t a0, uintptr_t a1, void * a2) {
+static int gocuda_cuGraphExecNodeSetParams(uintptr_t fp, uintptr_t a0, uintptr_t a1, void * a2) {
 	return ((__typeof__(&cuGraphExecNodeSetParams))fp)((CUgraphExec)a0, (CUgraphNode)a1, a2);
 }
 
-static int gocuda_cuGraphConditionalHandleCreate(void *fp, unsigned long * a0, uintptr_t a1, uintptr_t a2, unsigned int a3, unsigned int a4) {
+static int gocuda_cuGraphConditionalHandleCreate(uintptr_t fp, unsigned long * a0, uintptr_t a1, uintptr_t a2, unsigned int a3, unsigned int a4) {
 	return ((__typeof__(&cuGraphConditionalHandleCreate))fp)((CUgraphConditionalHandle *)a0, (CUgraph)a1, (CUcontext)a2, a3, a4);
 }
 
-static int gocuda_cuOccupancyMaxActiveBlocksPerMultiprocessor(void *fp, int * a0, uintptr_t a1, int a2, size_t a3) {
+static int gocuda_cuOccupancyMaxActiveBlocksPerMultiprocessor(uintptr_t fp, int * a0, uintptr_t a1, int a2, size_t a3) {
 	return ((__typeof__(&cuOccupancyMaxActiveBlocksPerMultiprocessor))fp)((int *)a0, (CUfunction)a1, a2, a3);
 }
 
-static int gocuda_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(void *fp, int * a0, uintptr_t a1, int a2, size_t a3, unsigned int a4) {
+static int gocuda_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(uintptr_t fp, int * a0, uintptr_t a1, int a2, size_t a3, unsigned int a4) {
 	return ((__typeof__(&cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags))fp)((int *)a0, (CUfunction)a1, a2, a3, a4);
 }
 
-static int gocuda_cuOccupancyMaxPotentialBlockSize(void *fp, int * a0, int * a1, uintptr_t a2, uintptr_t a3, size_t a4, int a5) {
+static int gocuda_cuOccupancyMaxPotentialBlockSize(uintptr_t fp, int * a0, int * a1, uintptr_t a2, uintptr_t a3, size_t a4, int a5) {
 	return ((__typeof__(&cuOccupancyMaxPotentialBlockSize))fp)((int *)a0, (int *)a1, (CUfunction)a2, (CUoccupancyB2DSize)a3, a4, a5);
 }
 
-static int gocuda_cuOccupancyMaxPotentialBlockSizeWithFlags(void *fp, int * a0, int * a1, uintptr_t a2, uintptr_t a3, size_t a4, int a5, unsigned int a6) {
+static int gocuda_cuOccupancyMaxPotentialBlockSizeWithFlags(uintptr_t fp, int * a0, int * a1, uintptr_t a2, uintptr_t a3, size_t a4, int a5, unsigned int a6) {
 	return ((__typeof__(&cuOccupancyMaxPotentialBlockSizeWithFlags))fp)((int *)a0, (int *)a1, (CUfunction)a2, (CUoccupancyB2DSize)a3, a4, a5, a6);
 }
 
-static int gocuda_cuOccupancyAvailableDynamicSMemPerBlock(void *fp, size_t * a0, uintptr_t a1, int a2, int a3) {
+static int gocuda_cuOccupancyAvailableDynamicSMemPerBlock(uintptr_t fp, size_t * a0, uintptr_t a1, int a2, int a3) {
 	return ((__typeof__(&cuOccupancyAvailableDynamicSMemPerBlock))fp)((size_t *)a0, (CUfunction)a1, a2, a3);
 }
 
-static int gocuda_cuOccupancyMaxPotentialClusterSize(void *fp, int * a0, uintptr_t a1, void * a2) {
+static int gocuda_cuOccupancyMaxPotentialClusterSize(uintptr_t fp, int * a0, uintptr_t a1, void * a2) {
 	return ((__typeof__(&cuOccupancyMaxPotentialClusterSize))fp)((int *)a0, (CUfunction)a1, a2);
 }
 
-static int gocuda_cuOccupancyMaxActiveClusters(void *fp, int * a0, uintptr_t a1, void * a2) {
+static int gocuda_cuOccupancyMaxActiveClusters(uintptr_t fp, int * a0, uintptr_t a1, void * a2) {
 	return ((__typeof__(&cuOccupancyMaxActiveClusters))fp)((int *)a0, (CUfunction)a1, a2);
 }
 
-static int gocuda_cuTexRefSetArray(void *fp, uintptr_t a0, uintptr_t a1, unsigned int a2) {
+static int gocuda_cuTexRefSetArray(uintptr_t fp, uintptr_t a0, uintptr_t a1, unsigned int a2) {
 	return ((__typeof__(&cuTexRefSetArray))fp)((CUtexref)a0, (CUarray)a1, a2);
 }
 
-static int gocuda_cuTexRefSetMipmappedArray(void *fp, uintptr_t a0, uintptr_t a1, unsigned int a2) {
+static int gocuda_cuTexRefSetMipmappedArray(uintptr_t fp, uintptr_t a0, uintptr_t a1, unsigned int a2) {
 	return ((__typeof__(&cuTexRefSetMipmappedArray))fp)((CUtexref)a0, (CUmipmappedArray)a1, a2);
 }
 
-static int gocuda_cuTexRefSetAddress(void *fp, size_t * a0, uintptr_t a1, unsigned long long a2, size_t a3) {
+static int gocuda_cuTexRefSetAddress(uintptr_t fp, size_t * a0, uintptr_t a1, unsigned long long a2, size_t a3) {
 	return ((__typeof__(&cuTexRefSetAddress))fp)((size_t *)a0, (CUtexref)a1, a2, a3);
 }
 
-static int gocuda_cuTexRefSetAddress2D(void *fp, uintptr_t a0, void * a1, unsigned long long a2, size_t a3) {
+static int gocuda_cuTexRefSetAddress2D(uintptr_t fp, uintptr_t a0, void * a1, unsigned long long a2, size_t a3) {
 	return ((__typeof__(&cuTexRefSetAddress2D))fp)((CUtexref)a0, a1, a2, a3);
 }
 
-static int gocuda_cuTexRefSetFormat(void *fp, uintptr_t a0, int a1, int a2) {
+static int gocuda_cuTexRefSetFormat(uintptr_t fp, uintptr_t a0, int a1, int a2) {
 	return ((__typeof__(&cuTexRefSetFormat))fp)((CUtexref)a0, a1, a2);
 }
 
-static int gocuda_cuTexRefSetAddressMode(void *fp, uintptr_t a0, int a1, int a2) {
+static int gocuda_cuTexRefSetAddressMode(uintptr_t fp, uintptr_t a0, int a1, int a2) {
 	return ((__typeof__(&cuTexRefSetAddressMode))fp)((CUtexref)a0, a1, a2);
 }
 
-static int gocuda_cuTexRefSetFilterMode(void *fp, uintptr_t a0, int a1) {
+static int gocuda_cuTexRefSetFilterMode(uintptr_t fp, uintptr_t a0, int a1) {
 	return ((__typeof__(&cuTexRefSetFilterMode))fp)((CUtexref)a0, a1);
 }
 
-static int gocuda_cuTexRefSetMipmapFilterMode(void *fp, uintptr_t a0, int a1) {
+static int gocuda_cuTexRefSetMipmapFilterMode(uintptr_t fp, uintptr_t a0, int a1) {
 	return ((__typeof__(&cuTexRefSetMipmapFilterMode))fp)((CUtexref)a0, a1);
 }
 
-static int gocuda_cuTexRefSetMipmapLevelBias(void *fp, uintptr_t a0, float a1) {
+static int gocuda_cuTexRefSetMipmapLevelBias(uintptr_t fp, uintptr_t a0, float a1) {
 	return ((__typeof__(&cuTexRefSetMipmapLevelBias))fp)((CUtexref)a0, a1);
 }
 
-static int gocuda_cuTexRefSetMipmapLevelClamp(void *fp, uintptr_t a0, float a1, float a2) {
+static int gocuda_cuTexRefSetMipmapLevelClamp(uintptr_t fp, uintptr_t a0, float a1, float a2) {
 	return ((__typeof__(&cuTexRefSetMipmapLevelClamp))fp)((CUtexref)a0, a1, a2);
 }
 
-static int gocuda_cuTexRefSetMaxAnisotropy(void *fp, uintptr_t a0, unsigned int a1) {
+static int gocuda_cuTexRefSetMaxAnisotropy(uintptr_t fp, uintptr_t a0, unsigned int a1) {
 	return ((__typeof__(&cuTexRefSetMaxAnisotropy))fp)((CUtexref)a0, a1);
 }
 
-static int gocuda_cuTexRefSetBorderColor(void *fp, uintptr_t a0, float * a1) {
+static int gocuda_cuTexRefSetBorderColor(uintptr_t fp, uintptr_t a0, float * a1) {
 	return ((__typeof__(&cuTexRefSetBorderColor))fp)((CUtexref)a0, (float *)a1);
 }
 
-static int gocuda_cuTexRefSetFlags(void *fp, uintptr_t a0, unsigned int a1) {
+static int gocuda_cuTexRefSetFlags(uintptr_t fp, uintptr_t a0, unsigned int a1) {
 	return ((__typeof__(&cuTexRefSetFlags))fp)((CUtexref)a0, a1);
 }
 
-static int gocuda_cuTexRefGetAddress(void *fp, unsigned long long * a0, uintptr_t a1) {
+static int gocuda_cuTexRefGetAddress(uintptr_t fp, unsigned long long * a0, uintptr_t a1) {
 	return ((__typeof__(&cuTexRefGetAddress))fp)((CUdeviceptr *)a0, (CUtexref)a1);
 }
 
-static int gocuda_cuTexRefGetArray(void *fp, void * a0, uintptr_t a1) {
+static int gocuda_cuTexRefGetArray(uintptr_t fp, void * a0, uintptr_t a1) {
 	return ((__typeof__(&cuTexRefGetArray))fp)(a0, (CUtexref)a1);
 }
 
-static int gocuda_cuTexRefGetMipmappedArray(void *fp, void * a0, uintptr_t a1) {
+static int gocuda_cuTexRefGetMipmappedArray(uintptr_t fp, void * a0, uintptr_t a1) {
 	return ((__typeof__(&cuTexRefGetMipmappedArray))fp)(a0, (CUtexref)a1);
 }
 
-static int gocuda_cuTexRefGetAddressMode(void *fp, int * a0, uintptr_t a1, int a2) {
+static int gocuda_cuTexRefGetAddressMode(uintptr_t fp, int * a0, uintptr_t a1, int a2) {
 	return ((__typeof__(&cuTexRefGetAddressMode))fp)((CUaddress_mode *)a0, (CUtexref)a1, a2);
 }
 
-static int gocuda_cuTexRefGetFilterMode(void *fp, int * a0, uintptr_t a1) {
+static int gocuda_cuTexRefGetFilterMode(uintptr_t fp, int * a0, uintptr_t a1) {
 	return ((__typeof__(&cuTexRefGetFilterMode))fp)((CUfilter_mode *)a0, (CUtexref)a1);
 }
 
-static int gocuda_cuTexRefGetFormat(void *fp, int * a0, int * a1, uintptr_t a2) {
+static int gocuda_cuTexRefGetFormat(uintptr_t fp, int * a0, int * a1, uintptr_t a2) {
 	return ((__typeof__(&cuTexRefGetFormat))fp)((CUarray_format *)a0, (int *)a1, (CUtexref)a2);
 }
 
-static int gocuda_cuTexRefGetMipmapFilterMode(void *fp, int * a0, uintptr_t a1) {
+static int gocuda_cuTexRefGetMipmapFilterMode(uintptr_t fp, int * a0, uintptr_t a1) {
 	return ((__typeof__(&cuTexRefGetMipmapFilterMode))fp)((CUfilter_mode *)a0, (CUtexref)a1);
 }
 
-static int gocuda_cuTexRefGetMipmapLevelBias(void *fp, float * a0, uintptr_t a1) {
+static int gocuda_cuTexRefGetMipmapLevelBias(uintptr_t fp, float * a0, uintptr_t a1) {
 	return ((__typeof__(&cuTexRefGetMipmapLevelBias))fp)((float *)a0, (CUtexref)a1);
 }
 
-static int gocuda_cuTexRefGetMipmapLevelClamp(void *fp, float * a0, float * a1, uintptr_t a2) {
+static int gocuda_cuTexRefGetMipmapLevelClamp(uintptr_t fp, float * a0, float * a1, uintptr_t a2) {
 	return ((__typeof__(&cuTexRefGetMipmapLevelClamp))fp)((float *)a0, (float *)a1, (CUtexref)a2);
 }
 
-static int gocuda_cuTexRefGetMaxAnisotropy(void *fp, int * a0, uintptr_t a1) {
+static int gocuda_cuTexRefGetMaxAnisotropy(uintptr_t fp, int * a0, uintptr_t a1) {
 	return ((__typeof__(&cuTexRefGetMaxAnisotropy))fp)((int *)a0, (CUtexref)a1);
 }
 
-static int gocuda_cuTexRefGetBorderColor(void *fp, float * a0, uintptr_t a1) {
+static int gocuda_cuTexRefGetBorderColor(uintptr_t fp, float * a0, uintptr_t a1) {
 	return ((__typeof__(&cuTexRefGetBorderColor))fp)((float *)a0, (CUtexref)a1);
 }
 
-static int gocuda_cuTexRefGetFlags(void *fp, unsigned int * a0, uintptr_t a1) {
+static int gocuda_cuTexRefGetFlags(uintptr_t fp, unsigned int * a0, uintptr_t a1) {
 	return ((__typeof__(&cuTexRefGetFlags))fp)((unsigned int *)a0, (CUtexref)a1);
 }
 
-static int gocuda_cuTexRefCreate(void *fp, void * a0) {
+static int gocuda_cuTexRefCreate(uintptr_t fp, void * a0) {
 	return ((__typeof__(&cuTexRefCreate))fp)(a0);
 }
 
-static int gocuda_cuTexRefDestroy(void *fp, uintptr_t a0) {
+static int gocuda_cuTexRefDestroy(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cuTexRefDestroy))fp)((CUtexref)a0);
 }
 
-static int gocuda_cuSurfRefSetArray(void *fp, uintptr_t a0, uintptr_t a1, unsigned int a2) {
+static int gocuda_cuSurfRefSetArray(uintptr_t fp, uintptr_t a0, uintptr_t a1, unsigned int a2) {
 	return ((__typeof__(&cuSurfRefSetArray))fp)((CUsurfref)a0, (CUarray)a1, a2);
 }
 
-static int gocuda_cuSurfRefGetArray(void *fp, void * a0, uintptr_t a1) {
+static int gocuda_cuSurfRefGetArray(uintptr_t fp, void * a0, uintptr_t a1) {
 	return ((__typeof__(&cuSurfRefGetArray))fp)(a0, (CUsurfref)a1);
 }
 
-static int gocuda_cuTexObjectCreate(void *fp, unsigned long long * a0, void * a1, void * a2, void * a3) {
+static int gocuda_cuTexObjectCreate(uintptr_t fp, unsigned long long * a0, void * a1, void * a2, void * a3) {
 	return ((__typeof__(&cuTexObjectCreate))fp)((CUtexObject *)a0, a1, a2, a3);
 }
 
-static int gocuda_cuTexObjectDestroy(void *fp, unsigned long long a0) {
+static int gocuda_cuTexObjectDestroy(uintptr_t fp, unsigned long long a0) {
 	return ((__typeof__(&cuTexObjectDestroy))fp)(a0);
 }
 
-static int gocuda_cuTexObjectGetResourceDesc(void *fp, void * a0, unsigned long long a1) {
+static int gocuda_cuTexObjectGetResourceDesc(uintptr_t fp, void * a0, unsigned long long a1) {
 	return ((__typeof__(&cuTexObjectGetResourceDesc))fp)(a0, a1);
 }
 
-static int gocuda_cuTexObjectGetTextureDesc(void *fp, void * a0, unsigned long long a1) {
+static int gocuda_cuTexObjectGetTextureDesc(uintptr_t fp, void * a0, unsigned long long a1) {
 	return ((__typeof__(&cuTexObjectGetTextureDesc))fp)(a0, a1);
 }
 
-static int gocuda_cuTexObjectGetResourceViewDesc(void *fp, void * a0, unsigned long long a1) {
+static int gocuda_cuTexObjectGetResourceViewDesc(uintptr_t fp, void * a0, unsigned long long a1) {
 	return ((__typeof__(&cuTexObjectGetResourceViewDesc))fp)(a0, a1);
 }
 
-static int gocuda_cuSurfObjectCreate(void *fp, unsigned long long * a0, void * a1) {
+static int gocuda_cuSurfObjectCreate(uintptr_t fp, unsigned long long * a0, void * a1) {
 	return ((__typeof__(&cuSurfObjectCreate))fp)((CUsurfObject *)a0, a1);
 }
 
-static int gocuda_cuSurfObjectDestroy(void *fp, unsigned long long a0) {
+static int gocuda_cuSurfObjectDestroy(uintptr_t fp, unsigned long long a0) {
 	return ((__typeof__(&cuSurfObjectDestroy))fp)(a0);
 }
 
-static int gocuda_cuSurfObjectGetResourceDesc(void *fp, void * a0, unsigned long long a1) {
+static int gocuda_cuSurfObjectGetResourceDesc(uintptr_t fp, void * a0, unsigned long long a1) {
 	return ((__typeof__(&cuSurfObjectGetResourceDesc))fp)(a0, a1);
 }
 
-static int gocuda_cuTensorMapEncodeTiled(void *fp, void * a0, int a1, unsigned int a2, void * a3, unsigned long * a4, unsigned long * a5, unsigned int * a6, unsigned int * a7, int a8, int a9, int a10, int a11) {
+static int gocuda_cuTensorMapEncodeTiled(uintptr_t fp, void * a0, int a1, unsigned int a2, void * a3, unsigned long * a4, unsigned long * a5, unsigned int * a6, unsigned int * a7, int a8, int a9, int a10, int a11) {
 	return ((__typeof__(&cuTensorMapEncodeTiled))fp)(a0, a1, a2, a3, (cuuint64_t *)a4, (cuuint64_t *)a5, (cuuint32_t *)a6, (cuuint32_t *)a7, a8, a9, a10, a11);
 }
 
-static int gocuda_cuTensorMapEncodeIm2col(void *fp, void * a0, int a1, unsigned int a2, void * a3, unsigned long * a4, unsigned long * a5, int * a6, int * a7, unsigned int a8, unsigned int a9, unsigned int * a10, int a11, int a12, int a13, int a14) {
+static int gocuda_cuTensorMapEncodeIm2col(uintptr_t fp, void * a0, int a1, unsigned int a2, void * a3, unsigned long * a4, unsigned long * a5, int * a6, int * a7, unsigned int a8, unsigned int a9, unsigned int * a10, int a11, int a12, int a13, int a14) {
 	return ((__typeof__(&cuTensorMapEncodeIm2col))fp)(a0, a1, a2, a3, (cuuint64_t *)a4, (cuuint64_t *)a5, (int *)a6, (int *)a7, a8, a9, (cuuint32_t *)a10, a11, a12, a13, a14);
 }
 
-static int gocuda_cuTensorMapEncodeIm2colWide(void *fp, void * a0, int a1, unsigned int a2, void * a3, unsigned long * a4, unsigned long * a5, int a6, int a7, unsigned int a8, unsigned int a9, unsigned int * a10, int a11, int a12, int a13, int a14, int a15) {
+static int gocuda_cuTensorMapEncodeIm2colWide(uintptr_t fp, void * a0, int a1, unsigned int a2, void * a3, unsigned long * a4, unsigned long * a5, int a6, int a7, unsigned int a8, unsigned int a9, unsigned int * a10, int a11, int a12, int a13, int a14, int a15) {
 	return ((__typeof__(&cuTensorMapEncodeIm2colWide))fp)(a0, a1, a2, a3, (cuuint64_t *)a4, (cuuint64_t *)a5, a6, a7, a8, a9, (cuuint32_t *)a10, a11, a12, a13, a14, a15);
 }
 
-static int gocuda_cuTensorMapReplaceAddress(void *fp, void * a0, void * a1) {
+static int gocuda_cuTensorMapReplaceAddress(uintptr_t fp, void * a0, void * a1) {
 	return ((__typeof__(&cuTensorMapReplaceAddress))fp)(a0, a1);
 }
 
-static int gocuda_cuDeviceCanAccessPeer(void *fp, int * a0, int a1, int a2) {
+static int gocuda_cuDeviceCanAccessPeer(uintptr_t fp, int * a0, int a1, int a2) {
 	return ((__typeof__(&cuDeviceCanAccessPeer))fp)((int *)a0, a1, a2);
 }
 
-static int gocuda_cuCtxEnablePeerAccess(void *fp, uintptr_t a0, unsigned int a1) {
+static int gocuda_cuCtxEnablePeerAccess(uintptr_t fp, uintptr_t a0, unsigned int a1) {
 	return ((__typeof__(&cuCtxEnablePeerAccess))fp)((CUcontext)a0, a1);
 }
 
-static int gocuda_cuCtxDisablePeerAccess(void *fp, uintptr_t a0) {
+static int gocuda_cuCtxDisablePeerAccess(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cuCtxDisablePeerAccess))fp)((CUcontext)a0);
 }
 
-static int gocuda_cuDeviceGetP2PAttribute(void *fp, int * a0, int a1, int a2, int a3) {
+static int gocuda_cuDeviceGetP2PAttribute(uintptr_t fp, int * a0, int a1, int a2, int a3) {
 	return ((__typeof__(&cuDeviceGetP2PAttribute))fp)((int *)a0, a1, a2, a3);
 }
 
-static int gocuda_cuDeviceGetP2PAtomicCapabilities(void *fp, unsigned int * a0, int * a1, unsigned int a2, int a3, int a4) {
+static int gocuda_cuDeviceGetP2PAtomicCapabilities(uintptr_t fp, unsigned int * a0, int * a1, unsigned int a2, int a3, int a4) {
 	return ((__typeof__(&cuDeviceGetP2PAtomicCapabilities))fp)((unsigned int *)a0, (CUatomicOperation *)a1, a2, a3, a4);
 }
 
-static int gocuda_cuGraphicsUnregisterResource(void *fp, uintptr_t a0) {
+static int gocuda_cuGraphicsUnregisterResource(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cuGraphicsUnregisterResource))fp)((CUgraphicsResource)a0);
 }
 
-static int gocuda_cuGraphicsSubResourceGetMappedArray(void *fp, void * a0, uintptr_t a1, unsigned int a2, unsigned int a3) {
+static int gocuda_cuGraphicsSubResourceGetMappedArray(uintptr_t fp, void * a0, uintptr_t a1, unsigned int a2, unsigned int a3) {
 	return ((__typeof__(&cuGraphicsSubResourceGetMappedArray))fp)(a0, (CUgraphicsResource)a1, a2, a3);
 }
 
-static int gocuda_cuGraphicsResourceGetMappedMipmappedArray(void *fp, void * a0, uintptr_t a1) {
+static int gocuda_cuGraphicsResourceGetMappedMipmappedArray(uintptr_t fp, void * a0, uintptr_t a1) {
 	return ((__typeof__(&cuGraphicsResourceGetMappedMipmappedArray))fp)(a0, (CUgraphicsResource)a1);
 }
 
-static int gocuda_cuGraphicsResourceGetMappedPointer(void *fp, unsigned long long * a0, size_t * a1, uintptr_t a2) {
+static int gocuda_cuGraphicsResourceGetMappedPointer(uintptr_t fp, unsigned long long * a0, size_t * a1, uintptr_t a2) {
 	return ((__typeof__(&cuGraphicsResourceGetMappedPointer))fp)((CUdeviceptr *)a0, (size_t *)a1, (CUgraphicsResource)a2);
 }
 
-static int gocuda_cuGraphicsResourceSetMapFlags(void *fp, uintptr_t a0, unsigned int a1) {
+static int gocuda_cuGraphicsResourceSetMapFlags(uintptr_t fp, uintptr_t a0, unsigned int a1) {
 	return ((__typeof__(&cuGraphicsResourceSetMapFlags))fp)((CUgraphicsResource)a0, a1);
 }
 
-static int gocuda_cuGraphicsMapResources(void *fp, unsigned int a0, void * a1, uintptr_t a2) {
+static int gocuda_cuGraphicsMapResources(uintptr_t fp, unsigned int a0, void * a1, uintptr_t a2) {
 	return ((__typeof__(&cuGraphicsMapResources))fp)(a0, a1, (CUstream)a2);
 }
 
-static int gocuda_cuGraphicsUnmapResources(void *fp, unsigned int a0, void * a1, uintptr_t a2) {
+static int gocuda_cuGraphicsUnmapResources(uintptr_t fp, unsigned int a0, void * a1, uintptr_t a2) {
 	return ((__typeof__(&cuGraphicsUnmapResources))fp)(a0, a1, (CUstream)a2);
 }
 
-static int gocuda_cuGetProcAddress(void *fp, void * a0, void * a1, int a2, unsigned long a3, int * a4) {
+static int gocuda_cuGetProcAddress(uintptr_t fp, void * a0, void * a1, int a2, unsigned long a3, int * a4) {
 	return ((__typeof__(&cuGetProcAddress))fp)(a0, a1, a2, a3, (CUdriverProcAddressQueryResult *)a4);
 }
 
-static int gocuda_cuCoredumpGetAttribute(void *fp, int a0, void * a1, size_t * a2) {
+static int gocuda_cuCoredumpGetAttribute(uintptr_t fp, int a0, void * a1, size_t * a2) {
 	return ((__typeof__(&cuCoredumpGetAttribute))fp)(a0, a1, (size_t *)a2);
 }
 
-static int gocuda_cuCoredumpGetAttributeGlobal(void *fp, int a0, void * a1, size_t * a2) {
+static int gocuda_cuCoredumpGetAttributeGlobal(uintptr_t fp, int a0, void * a1, size_t * a2) {
 	return ((__typeof__(&cuCoredumpGetAttributeGlobal))fp)(a0, a1, (size_t *)a2);
 }
 
-static int gocuda_cuCoredumpSetAttribute(void *fp, int a0, void * a1, size_t * a2) {
+static int gocuda_cuCoredumpSetAttribute(uintptr_t fp, int a0, void * a1, size_t * a2) {
 	return ((__typeof__(&cuCoredumpSetAttribute))fp)(a0, a1, (size_t *)a2);
 }
 
-static int gocuda_cuCoredumpSetAttributeGlobal(void *fp, int a0, void * a1, size_t * a2) {
+static int gocuda_cuCoredumpSetAttributeGlobal(uintptr_t fp, int a0, void * a1, size_t * a2) {
 	return ((__typeof__(&cuCoredumpSetAttributeGlobal))fp)(a0, a1, (size_t *)a2);
 }
 
-static int gocuda_cuGetExportTable(void *fp, void * a0, void * a1) {
+static int gocuda_cuGetExportTable(uintptr_t fp, void * a0, void * a1) {
 	return ((__typeof__(&cuGetExportTable))fp)(a0, a1);
 }
 
-static int gocuda_cuGreenCtxCreate(void *fp, void * a0, uintptr_t a1, int a2, unsigned int a3) {
+static int gocuda_cuGreenCtxCreate(uintptr_t fp, void * a0, uintptr_t a1, int a2, unsigned int a3) {
 	return ((__typeof__(&cuGreenCtxCreate))fp)(a0, (CUdevResourceDesc)a1, a2, a3);
 }
 
-static int gocuda_cuGreenCtxDestroy(void *fp, uintptr_t a0) {
+static int gocuda_cuGreenCtxDestroy(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cuGreenCtxDestroy))fp)((CUgreenCtx)a0);
 }
 
-static int gocuda_cuCtxFromGreenCtx(void *fp, void * a0, uintptr_t a1) {
+static int gocuda_cuCtxFromGreenCtx(uintptr_t fp, void * a0, uintptr_t a1) {
 	return ((__typeof__(&cuCtxFromGreenCtx))fp)(a0, (CUgreenCtx)a1);
 }
 
-static int gocuda_cuDeviceGetDevResource(void *fp, int a0, void * a1, int a2) {
+static int gocuda_cuDeviceGetDevResource(uintptr_t fp, int a0, void * a1, int a2) {
 	return ((__typeof__(&cuDeviceGetDevResource))fp)(a0, a1, a2);
 }
 
-static int gocuda_cuCtxGetDevResource(void *fp, uintptr_t a0, void * a1, int a2) {
+static int gocuda_cuCtxGetDevResource(uintptr_t fp, uintptr_t a0, void * a1, int a2) {
 	return ((__typeof__(&cuCtxGetDevResource))fp)((CUcontext)a0, a1, a2);
 }
 
-static int gocuda_cuGreenCtxGetDevResource(void *fp, uintptr_t a0, void * a1, int a2) {
+static int gocuda_cuGreenCtxGetDevResource(uintptr_t fp, uintptr_t a0, void * a1, int a2) {
 	return ((__typeof__(&cuGreenCtxGetDevResource))fp)((CUgreenCtx)a0, a1, a2);
 }
 
-static int gocuda_cuDevSmResourceSplitByCount(void *fp, void * a0, unsigned int * a1, void * a2, void * a3, unsigned int a4, unsigned int a5) {
+static int gocuda_cuDevSmResourceSplitByCount(uintptr_t fp, void * a0, unsigned int * a1, void * a2, void * a3, unsigned int a4, unsigned int a5) {
 	return ((__typeof__(&cuDevSmResourceSplitByCount))fp)(a0, (unsigned int *)a1, a2, a3, a4, a5);
 }
 
-static int gocuda_cuDevResourceGenerateDesc(void *fp, void * a0, void * a1, unsigned int a2) {
+static int gocuda_cuDevResourceGenerateDesc(uintptr_t fp, void * a0, void * a1, unsigned int a2) {
 	return ((__typeof__(&cuDevResourceGenerateDesc))fp)(a0, a1, a2);
 }
 
-static int gocuda_cuGreenCtxRecordEvent(void *fp, uintptr_t a0, uintptr_t a1) {
+static int gocuda_cuGreenCtxRecordEvent(uintptr_t fp, uintptr_t a0, uintptr_t a1) {
 	return ((__typeof__(&cuGreenCtxRecordEvent))fp)((CUgreenCtx)a0, (CUevent)a1);
 }
 
-static int gocuda_cuGreenCtxWaitEvent(void *fp, uintptr_t a0, uintptr_t a1) {
+static int gocuda_cuGreenCtxWaitEvent(uintptr_t fp, uintptr_t a0, uintptr_t a1) {
 	return ((__typeof__(&cuGreenCtxWaitEvent))fp)((CUgreenCtx)a0, (CUevent)a1);
 }
 
-static int gocuda_cuStreamGetGreenCtx(void *fp, uintptr_t a0, void * a1) {
+static int gocuda_cuStreamGetGreenCtx(uintptr_t fp, uintptr_t a0, void * a1) {
 	return ((__typeof__(&cuStreamGetGreenCtx))fp)((CUstream)a0, a1);
 }
 
-static int gocuda_cuGreenCtxStreamCreate(void *fp, void * a0, uintptr_t a1, unsigned int a2, int a3) {
+static int gocuda_cuGreenCtxStreamCreate(uintptr_t fp, void * a0, uintptr_t a1, unsigned int a2, int a3) {
 	return ((__typeof__(&cuGreenCtxStreamCreate))fp)(a0, (CUgreenCtx)a1, a2, a3);
 }
 
-static int gocuda_cuGreenCtxGetId(void *fp, uintptr_t a0, unsigned long long * a1) {
+static int gocuda_cuGreenCtxGetId(uintptr_t fp, uintptr_t a0, unsigned long long * a1) {
 	return ((__typeof__(&cuGreenCtxGetId))fp)((CUgreenCtx)a0, (unsigned long long *)a1);
 }
 
-static int gocuda_cuLogsRegisterCallback(void *fp, uintptr_t a0, void * a1, void * a2) {
+static int gocuda_cuLogsRegisterCallback(uintptr_t fp, uintptr_t a0, void * a1, void * a2) {
 	return ((__typeof__(&cuLogsRegisterCallback))fp)((CUlogsCallback)a0, a1, a2);
 }
 
-static int gocuda_cuLogsUnregisterCallback(void *fp, uintptr_t a0) {
+static int gocuda_cuLogsUnregisterCallback(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cuLogsUnregisterCallback))fp)((CUlogsCallbackHandle)a0);
 }
 
-static int gocuda_cuLogsCurrent(void *fp, unsigned int * a0, unsigned int a1) {
+static int gocuda_cuLogsCurrent(uintptr_t fp, unsigned int * a0, unsigned int a1) {
 	return ((__typeof__(&cuLogsCurrent))fp)((CUlogIterator *)a0, a1);
 }
 
-static int gocuda_cuLogsDumpToFile(void *fp, unsigned int * a0, void * a1, unsigned int a2) {
+static int gocuda_cuLogsDumpToFile(uintptr_t fp, unsigned int * a0, void * a1, unsigned int a2) {
 	return ((__typeof__(&cuLogsDumpToFile))fp)((CUlogIterator *)a0, a1, a2);
 }
 
-static int gocuda_cuLogsDumpToMemory(void *fp, unsigned int * a0, char * a1, size_t * a2, unsigned int a3) {
+static int gocuda_cuLogsDumpToMemory(uintptr_t fp, unsigned int * a0, char * a1, size_t * a2, unsigned int a3) {
 	return ((__typeof__(&cuLogsDumpToMemory))fp)((CUlogIterator *)a0, (char *)a1, (size_t *)a2, a3);
 }
 
-static int gocuda_cuCheckpointProcessGetRestoreThreadId(void *fp, int a0, int * a1) {
+static int gocuda_cuCheckpointProcessGetRestoreThreadId(uintptr_t fp, int a0, int * a1) {
 	return ((__typeof__(&cuCheckpointProcessGetRestoreThreadId))fp)(a0, (int *)a1);
 }
 
-static int gocuda_cuCheckpointProcessGetState(void *fp, int a0, int * a1) {
+static int gocuda_cuCheckpointProcessGetState(uintptr_t fp, int a0, int * a1) {
 	return ((__typeof__(&cuCheckpointProcessGetState))fp)(a0, (CUprocessState *)a1);
 }
 
-static int gocuda_cuCheckpointProcessLock(void *fp, int a0, void * a1) {
+static int gocuda_cuCheckpointProcessLock(uintptr_t fp, int a0, void * a1) {
 	return ((__typeof__(&cuCheckpointProcessLock))fp)(a0, a1);
 }
 
-static int gocuda_cuCheckpointProcessCheckpoint(void *fp, int a0, void * a1) {
+static int gocuda_cuCheckpointProcessCheckpoint(uintptr_t fp, int a0, void * a1) {
 	return ((__typeof__(&cuCheckpointProcessCheckpoint))fp)(a0, a1);
 }
 
-static int gocuda_cuCheckpointProcessRestore(void *fp, int a0, void * a1) {
+static int gocuda_cuCheckpointProcessRestore(uintptr_t fp, int a0, void * a1) {
 	return ((__typeof__(&cuCheckpointProcessRestore))fp)(a0, a1);
 }
 
-static int gocuda_cuCheckpointProcessUnlock(void *fp, int a0, void * a1) {
+static int gocuda_cuCheckpointProcessUnlock(uintptr_t fp, int a0, void * a1) {
 	return ((__typeof__(&cuCheckpointProcessUnlock))fp)(a0, a1);
 }
 
-static int gocuda_cuProfilerInitialize(void *fp, void * a0, void * a1, int a2) {
+static int gocuda_cuProfilerInitialize(uintptr_t fp, void * a0, void * a1, int a2) {
 	return ((__typeof__(&cuProfilerInitialize))fp)(a0, a1, a2);
 }
 
-static int gocuda_cuProfilerStart(void *fp) {
+static int gocuda_cuProfilerStart(uintptr_t fp) {
 	return ((__typeof__(&cuProfilerStart))fp)();
 }
 
-static int gocuda_cuProfilerStop(void *fp) {
+static int gocuda_cuProfilerStop(uintptr_t fp) {
 	return ((__typeof__(&cuProfilerStop))fp)();
 }
 */
@@ -3044,7 +3044,7 @@ func GetErrorString(error_ Result, pStr **byte) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGetErrorString(fp, C.int(error_), unsafe.Pointer(pStr)); r != 0 {
+	if r := C.gocuda_cuGetErrorString(C.uintptr_t(uintptr(fp)), C.int(error_), unsafe.Pointer(pStr)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -3075,7 +3075,7 @@ func GetErrorName(error_ Result, pStr **byte) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGetErrorName(fp, C.int(error_), unsafe.Pointer(pStr)); r != 0 {
+	if r := C.gocuda_cuGetErrorName(C.uintptr_t(uintptr(fp)), C.int(error_), unsafe.Pointer(pStr)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -3107,7 +3107,7 @@ func Init(Flags uint32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuInit(fp, C.uint(Flags)); r != 0 {
+	if r := C.gocuda_cuInit(C.uintptr_t(uintptr(fp)), C.uint(Flags)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -3140,7 +3140,7 @@ func DriverGetVersion(driverVersion *int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuDriverGetVersion(fp, (*C.int)(unsafe.Pointer(driverVersion))); r != 0 {
+	if r := C.gocuda_cuDriverGetVersion(C.uintptr_t(uintptr(fp)), (*C.int)(unsafe.Pointer(driverVersion))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -3178,7 +3178,7 @@ func DeviceGet(device *Device, ordinal int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuDeviceGet(fp, (*C.int)(unsafe.Pointer(device)), C.int(ordinal)); r != 0 {
+	if r := C.gocuda_cuDeviceGet(C.uintptr_t(uintptr(fp)), (*C.int)(unsafe.Pointer(device)), C.int(ordinal)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -3216,7 +3216,7 @@ func DeviceGetCount(count *int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuDeviceGetCount(fp, (*C.int)(unsafe.Pointer(count))); r != 0 {
+	if r := C.gocuda_cuDeviceGetCount(C.uintptr_t(uintptr(fp)), (*C.int)(unsafe.Pointer(count))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -3257,7 +3257,7 @@ func DeviceGetName(name *byte, len_ int32, dev Device) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuDeviceGetName(fp, (*C.char)(unsafe.Pointer(name)), C.int(len_), C.int(dev)); r != 0 {
+	if r := C.gocuda_cuDeviceGetName(C.uintptr_t(uintptr(fp)), (*C.char)(unsafe.Pointer(name)), C.int(len_), C.int(dev)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -3295,7 +3295,7 @@ func DeviceGetUuid(uuid *Uuid, dev Device) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuDeviceGetUuid(fp, unsafe.Pointer(uuid), C.int(dev)); r != 0 {
+	if r := C.gocuda_cuDeviceGetUuid(C.uintptr_t(uintptr(fp)), unsafe.Pointer(uuid), C.int(dev)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -3333,7 +3333,7 @@ func DeviceGetLuid(luid *byte, deviceNodeMask *uint32, dev Device) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuDeviceGetLuid(fp, (*C.char)(unsafe.Pointer(luid)), (*C.uint)(unsafe.Pointer(deviceNodeMask)), C.int(dev)); r != 0 {
+	if r := C.gocuda_cuDeviceGetLuid(C.uintptr_t(uintptr(fp)), (*C.char)(unsafe.Pointer(luid)), (*C.uint)(unsafe.Pointer(deviceNodeMask)), C.int(dev)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -3371,7 +3371,7 @@ func DeviceTotalMem(bytes *uint64, dev Device) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuDeviceTotalMem(fp, (*C.size_t)(unsafe.Pointer(bytes)), C.int(dev)); r != 0 {
+	if r := C.gocuda_cuDeviceTotalMem(C.uintptr_t(uintptr(fp)), (*C.size_t)(unsafe.Pointer(bytes)), C.int(dev)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -3411,7 +3411,7 @@ func DeviceGetTexture1DLinearMaxWidth(maxWidthInElements *uint64, format Array_f
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuDeviceGetTexture1DLinearMaxWidth(fp, (*C.size_t)(unsafe.Pointer(maxWidthInElements)), C.int(format), C.uint(numChannels), C.int(dev)); r != 0 {
+	if r := C.gocuda_cuDeviceGetTexture1DLinearMaxWidth(C.uintptr_t(uintptr(fp)), (*C.size_t)(unsafe.Pointer(maxWidthInElements)), C.int(format), C.uint(numChannels), C.int(dev)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -3451,7 +3451,7 @@ func DeviceGetAttribute(pi *int32, attrib Device_attribute, dev Device) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuDeviceGetAttribute(fp, (*C.int)(unsafe.Pointer(pi)), C.int(attrib), C.int(dev)); r != 0 {
+	if r := C.gocuda_cuDeviceGetAttribute(C.uintptr_t(uintptr(fp)), (*C.int)(unsafe.Pointer(pi)), C.int(attrib), C.int(dev)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -3493,7 +3493,7 @@ func DeviceGetHostAtomicCapabilities(capabilities *uint32, operations *AtomicOpe
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuDeviceGetHostAtomicCapabilities(fp, (*C.uint)(unsafe.Pointer(capabilities)), (*C.int)(unsafe.Pointer(operations)), C.uint(count), C.int(dev)); r != 0 {
+	if r := C.gocuda_cuDeviceGetHostAtomicCapabilities(C.uintptr_t(uintptr(fp)), (*C.uint)(unsafe.Pointer(capabilities)), (*C.int)(unsafe.Pointer(operations)), C.uint(count), C.int(dev)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -3565,7 +3565,7 @@ func DeviceGetNvSciSyncAttributes(nvSciSyncAttrList unsafe.Pointer, dev Device, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuDeviceGetNvSciSyncAttributes(fp, unsafe.Pointer(nvSciSyncAttrList), C.int(dev), C.int(flags)); r != 0 {
+	if r := C.gocuda_cuDeviceGetNvSciSyncAttributes(C.uintptr_t(uintptr(fp)), unsafe.Pointer(nvSciSyncAttrList), C.int(dev), C.int(flags)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -3591,7 +3591,7 @@ func DeviceSetMemPool(dev Device, pool MemoryPool) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuDeviceSetMemPool(fp, C.int(dev), C.uintptr_t(pool)); r != 0 {
+	if r := C.gocuda_cuDeviceSetMemPool(C.uintptr_t(uintptr(fp)), C.int(dev), C.uintptr_t(pool)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -3615,7 +3615,7 @@ func DeviceGetMemPool(pool *MemoryPool, dev Device) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuDeviceGetMemPool(fp, unsafe.Pointer(pool), C.int(dev)); r != 0 {
+	if r := C.gocuda_cuDeviceGetMemPool(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pool), C.int(dev)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -3640,7 +3640,7 @@ func DeviceGetDefaultMemPool(pool_out *MemoryPool, dev Device) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuDeviceGetDefaultMemPool(fp, unsafe.Pointer(pool_out), C.int(dev)); r != 0 {
+	if r := C.gocuda_cuDeviceGetDefaultMemPool(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pool_out), C.int(dev)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -3680,7 +3680,7 @@ func DeviceGetExecAffinitySupport(pi *int32, type_ ExecAffinityType, dev Device)
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuDeviceGetExecAffinitySupport(fp, (*C.int)(unsafe.Pointer(pi)), C.int(type_), C.int(dev)); r != 0 {
+	if r := C.gocuda_cuDeviceGetExecAffinitySupport(C.uintptr_t(uintptr(fp)), (*C.int)(unsafe.Pointer(pi)), C.int(type_), C.int(dev)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -3728,7 +3728,7 @@ func FlushGPUDirectRDMAWrites(target FlushGPUDirectRDMAWritesTarget, scope Flush
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuFlushGPUDirectRDMAWrites(fp, C.int(target), C.int(scope)); r != 0 {
+	if r := C.gocuda_cuFlushGPUDirectRDMAWrites(C.uintptr_t(uintptr(fp)), C.int(target), C.int(scope)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -3800,7 +3800,7 @@ func DeviceGetProperties(prop *Devprop, dev Device) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuDeviceGetProperties(fp, unsafe.Pointer(prop), C.int(dev)); r != 0 {
+	if r := C.gocuda_cuDeviceGetProperties(C.uintptr_t(uintptr(fp)), unsafe.Pointer(prop), C.int(dev)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -3843,7 +3843,7 @@ func DeviceComputeCapability(major *int32, minor *int32, dev Device) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuDeviceComputeCapability(fp, (*C.int)(unsafe.Pointer(major)), (*C.int)(unsafe.Pointer(minor)), C.int(dev)); r != 0 {
+	if r := C.gocuda_cuDeviceComputeCapability(C.uintptr_t(uintptr(fp)), (*C.int)(unsafe.Pointer(major)), (*C.int)(unsafe.Pointer(minor)), C.int(dev)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -3902,7 +3902,7 @@ func DevicePrimaryCtxRetain(pctx *Context, dev Device) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuDevicePrimaryCtxRetain(fp, unsafe.Pointer(pctx), C.int(dev)); r != 0 {
+	if r := C.gocuda_cuDevicePrimaryCtxRetain(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pctx), C.int(dev)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -3952,7 +3952,7 @@ func DevicePrimaryCtxRelease(dev Device) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuDevicePrimaryCtxRelease(fp, C.int(dev)); r != 0 {
+	if r := C.gocuda_cuDevicePrimaryCtxRelease(C.uintptr_t(uintptr(fp)), C.int(dev)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -4057,7 +4057,7 @@ func DevicePrimaryCtxSetFlags(dev Device, flags uint32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuDevicePrimaryCtxSetFlags(fp, C.int(dev), C.uint(flags)); r != 0 {
+	if r := C.gocuda_cuDevicePrimaryCtxSetFlags(C.uintptr_t(uintptr(fp)), C.int(dev), C.uint(flags)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -4093,7 +4093,7 @@ func DevicePrimaryCtxGetState(dev Device, flags *uint32, active *int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuDevicePrimaryCtxGetState(fp, C.int(dev), (*C.uint)(unsafe.Pointer(flags)), (*C.int)(unsafe.Pointer(active))); r != 0 {
+	if r := C.gocuda_cuDevicePrimaryCtxGetState(C.uintptr_t(uintptr(fp)), C.int(dev), (*C.uint)(unsafe.Pointer(flags)), (*C.int)(unsafe.Pointer(active))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -4142,7 +4142,7 @@ func DevicePrimaryCtxReset(dev Device) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuDevicePrimaryCtxReset(fp, C.int(dev)); r != 0 {
+	if r := C.gocuda_cuDevicePrimaryCtxReset(C.uintptr_t(uintptr(fp)), C.int(dev)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -4310,7 +4310,7 @@ func CtxCreate(pctx *Context, ctxCreateParams *CtxCreateParams, flags uint32, de
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuCtxCreate(fp, unsafe.Pointer(pctx), unsafe.Pointer(ctxCreateParams), C.uint(flags), C.int(dev)); r != 0 {
+	if r := C.gocuda_cuCtxCreate(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pctx), unsafe.Pointer(ctxCreateParams), C.uint(flags), C.int(dev)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -4370,7 +4370,7 @@ func CtxDestroy(ctx Context) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuCtxDestroy(fp, C.uintptr_t(ctx)); r != 0 {
+	if r := C.gocuda_cuCtxDestroy(C.uintptr_t(uintptr(fp)), C.uintptr_t(ctx)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -4413,7 +4413,7 @@ func CtxPushCurrent(ctx Context) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuCtxPushCurrent(fp, C.uintptr_t(ctx)); r != 0 {
+	if r := C.gocuda_cuCtxPushCurrent(C.uintptr_t(uintptr(fp)), C.uintptr_t(ctx)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -4456,7 +4456,7 @@ func CtxPopCurrent(pctx *Context) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuCtxPopCurrent(fp, unsafe.Pointer(pctx)); r != 0 {
+	if r := C.gocuda_cuCtxPopCurrent(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pctx)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -4495,7 +4495,7 @@ func CtxSetCurrent(ctx Context) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuCtxSetCurrent(fp, C.uintptr_t(ctx)); r != 0 {
+	if r := C.gocuda_cuCtxSetCurrent(C.uintptr_t(uintptr(fp)), C.uintptr_t(ctx)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -4527,7 +4527,7 @@ func CtxGetCurrent(pctx *Context) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuCtxGetCurrent(fp, unsafe.Pointer(pctx)); r != 0 {
+	if r := C.gocuda_cuCtxGetCurrent(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pctx)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -4566,7 +4566,7 @@ func CtxGetDevice(device *Device) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuCtxGetDevice(fp, (*C.int)(unsafe.Pointer(device))); r != 0 {
+	if r := C.gocuda_cuCtxGetDevice(C.uintptr_t(uintptr(fp)), (*C.int)(unsafe.Pointer(device))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -4598,7 +4598,7 @@ func CtxGetDevice_v2(device *Device, ctx Context) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuCtxGetDevice_v2(fp, (*C.int)(unsafe.Pointer(device)), C.uintptr_t(ctx)); r != 0 {
+	if r := C.gocuda_cuCtxGetDevice_v2(C.uintptr_t(uintptr(fp)), (*C.int)(unsafe.Pointer(device)), C.uintptr_t(ctx)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -4636,7 +4636,7 @@ func CtxGetFlags(flags *uint32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuCtxGetFlags(fp, (*C.uint)(unsafe.Pointer(flags))); r != 0 {
+	if r := C.gocuda_cuCtxGetFlags(C.uintptr_t(uintptr(fp)), (*C.uint)(unsafe.Pointer(flags))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -4675,7 +4675,7 @@ func CtxSetFlags(flags uint32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuCtxSetFlags(fp, C.uint(flags)); r != 0 {
+	if r := C.gocuda_cuCtxSetFlags(C.uintptr_t(uintptr(fp)), C.uint(flags)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -4715,7 +4715,7 @@ func CtxGetId(ctx Context, ctxId *uint64) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuCtxGetId(fp, C.uintptr_t(ctx), (*C.ulonglong)(unsafe.Pointer(ctxId))); r != 0 {
+	if r := C.gocuda_cuCtxGetId(C.uintptr_t(uintptr(fp)), C.uintptr_t(ctx), (*C.ulonglong)(unsafe.Pointer(ctxId))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -4754,7 +4754,7 @@ func CtxSynchronize() error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuCtxSynchronize(fp); r != 0 {
+	if r := C.gocuda_cuCtxSynchronize(C.uintptr_t(uintptr(fp))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -4795,7 +4795,7 @@ func CtxSynchronize_v2(ctx Context) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuCtxSynchronize_v2(fp, C.uintptr_t(ctx)); r != 0 {
+	if r := C.gocuda_cuCtxSynchronize_v2(C.uintptr_t(uintptr(fp)), C.uintptr_t(ctx)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -4903,7 +4903,7 @@ func CtxSetLimit(limit Limit, value uint64) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuCtxSetLimit(fp, C.int(limit), C.size_t(value)); r != 0 {
+	if r := C.gocuda_cuCtxSetLimit(C.uintptr_t(uintptr(fp)), C.int(limit), C.size_t(value)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -4954,7 +4954,7 @@ func CtxGetLimit(pvalue *uint64, limit Limit) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuCtxGetLimit(fp, (*C.size_t)(unsafe.Pointer(pvalue)), C.int(limit)); r != 0 {
+	if r := C.gocuda_cuCtxGetLimit(C.uintptr_t(uintptr(fp)), (*C.size_t)(unsafe.Pointer(pvalue)), C.int(limit)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -5007,7 +5007,7 @@ func CtxGetCacheConfig(pconfig *Func_cache) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuCtxGetCacheConfig(fp, (*C.int)(unsafe.Pointer(pconfig))); r != 0 {
+	if r := C.gocuda_cuCtxGetCacheConfig(C.uintptr_t(uintptr(fp)), (*C.int)(unsafe.Pointer(pconfig))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -5068,7 +5068,7 @@ func CtxSetCacheConfig(config Func_cache) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuCtxSetCacheConfig(fp, C.int(config)); r != 0 {
+	if r := C.gocuda_cuCtxSetCacheConfig(C.uintptr_t(uintptr(fp)), C.int(config)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -5115,7 +5115,7 @@ func CtxGetApiVersion(ctx Context, version *uint32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuCtxGetApiVersion(fp, C.uintptr_t(ctx), (*C.uint)(unsafe.Pointer(version))); r != 0 {
+	if r := C.gocuda_cuCtxGetApiVersion(C.uintptr_t(uintptr(fp)), C.uintptr_t(ctx), (*C.uint)(unsafe.Pointer(version))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -5164,7 +5164,7 @@ func CtxGetStreamPriorityRange(leastPriority *int32, greatestPriority *int32) er
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuCtxGetStreamPriorityRange(fp, (*C.int)(unsafe.Pointer(leastPriority)), (*C.int)(unsafe.Pointer(greatestPriority))); r != 0 {
+	if r := C.gocuda_cuCtxGetStreamPriorityRange(C.uintptr_t(uintptr(fp)), (*C.int)(unsafe.Pointer(leastPriority)), (*C.int)(unsafe.Pointer(greatestPriority))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -5187,7 +5187,7 @@ func CtxResetPersistingL2Cache() error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuCtxResetPersistingL2Cache(fp); r != 0 {
+	if r := C.gocuda_cuCtxResetPersistingL2Cache(C.uintptr_t(uintptr(fp))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -5220,7 +5220,7 @@ func CtxGetExecAffinity(pExecAffinity *ExecAffinityParam, type_ ExecAffinityType
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuCtxGetExecAffinity(fp, unsafe.Pointer(pExecAffinity), C.int(type_)); r != 0 {
+	if r := C.gocuda_cuCtxGetExecAffinity(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pExecAffinity), C.int(type_)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -5267,7 +5267,7 @@ func CtxRecordEvent(hCtx Context, hEvent Event) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuCtxRecordEvent(fp, C.uintptr_t(hCtx), C.uintptr_t(hEvent)); r != 0 {
+	if r := C.gocuda_cuCtxRecordEvent(C.uintptr_t(uintptr(fp)), C.uintptr_t(hCtx), C.uintptr_t(hEvent)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -5314,7 +5314,7 @@ func CtxWaitEvent(hCtx Context, hEvent Event) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuCtxWaitEvent(fp, C.uintptr_t(hCtx), C.uintptr_t(hEvent)); r != 0 {
+	if r := C.gocuda_cuCtxWaitEvent(C.uintptr_t(uintptr(fp)), C.uintptr_t(hCtx), C.uintptr_t(hEvent)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -5364,7 +5364,7 @@ func CtxAttach(pctx *Context, flags uint32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuCtxAttach(fp, unsafe.Pointer(pctx), C.uint(flags)); r != 0 {
+	if r := C.gocuda_cuCtxAttach(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pctx), C.uint(flags)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -5409,7 +5409,7 @@ func CtxDetach(ctx Context) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuCtxDetach(fp, C.uintptr_t(ctx)); r != 0 {
+	if r := C.gocuda_cuCtxDetach(C.uintptr_t(uintptr(fp)), C.uintptr_t(ctx)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -5463,7 +5463,7 @@ func CtxGetSharedMemConfig(pConfig *Sharedconfig) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuCtxGetSharedMemConfig(fp, (*C.int)(unsafe.Pointer(pConfig))); r != 0 {
+	if r := C.gocuda_cuCtxGetSharedMemConfig(C.uintptr_t(uintptr(fp)), (*C.int)(unsafe.Pointer(pConfig))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -5527,7 +5527,7 @@ func CtxSetSharedMemConfig(config Sharedconfig) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuCtxSetSharedMemConfig(fp, C.int(config)); r != 0 {
+	if r := C.gocuda_cuCtxSetSharedMemConfig(C.uintptr_t(uintptr(fp)), C.int(config)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -5579,7 +5579,7 @@ func ModuleLoad(module *Module, fname string) error {
 	}
 	_fname := C.CString(fname)
 	defer C.free(unsafe.Pointer(_fname))
-	if r := C.gocuda_cuModuleLoad(fp, unsafe.Pointer(module), unsafe.Pointer(_fname)); r != 0 {
+	if r := C.gocuda_cuModuleLoad(C.uintptr_t(uintptr(fp)), unsafe.Pointer(module), unsafe.Pointer(_fname)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -5624,7 +5624,7 @@ func ModuleLoadData(module *Module, image unsafe.Pointer) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuModuleLoadData(fp, unsafe.Pointer(module), unsafe.Pointer(image)); r != 0 {
+	if r := C.gocuda_cuModuleLoadData(C.uintptr_t(uintptr(fp)), unsafe.Pointer(module), unsafe.Pointer(image)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -5672,7 +5672,7 @@ func ModuleLoadDataEx(module *Module, image unsafe.Pointer, numOptions uint32, o
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuModuleLoadDataEx(fp, unsafe.Pointer(module), unsafe.Pointer(image), C.uint(numOptions), (*C.int)(unsafe.Pointer(options)), unsafe.Pointer(optionValues)); r != 0 {
+	if r := C.gocuda_cuModuleLoadDataEx(C.uintptr_t(uintptr(fp)), unsafe.Pointer(module), unsafe.Pointer(image), C.uint(numOptions), (*C.int)(unsafe.Pointer(options)), unsafe.Pointer(optionValues)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -5724,7 +5724,7 @@ func ModuleLoadFatBinary(module *Module, fatCubin unsafe.Pointer) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuModuleLoadFatBinary(fp, unsafe.Pointer(module), unsafe.Pointer(fatCubin)); r != 0 {
+	if r := C.gocuda_cuModuleLoadFatBinary(C.uintptr_t(uintptr(fp)), unsafe.Pointer(module), unsafe.Pointer(fatCubin)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -5761,7 +5761,7 @@ func ModuleUnload(hmod Module) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuModuleUnload(fp, C.uintptr_t(hmod)); r != 0 {
+	if r := C.gocuda_cuModuleUnload(C.uintptr_t(uintptr(fp)), C.uintptr_t(hmod)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -5788,7 +5788,7 @@ func ModuleGetLoadingMode(mode *ModuleLoadingMode) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuModuleGetLoadingMode(fp, (*C.int)(unsafe.Pointer(mode))); r != 0 {
+	if r := C.gocuda_cuModuleGetLoadingMode(C.uintptr_t(uintptr(fp)), (*C.int)(unsafe.Pointer(mode))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -5829,7 +5829,7 @@ func ModuleGetFunction(hfunc *Function, hmod Module, name string) error {
 	}
 	_name := C.CString(name)
 	defer C.free(unsafe.Pointer(_name))
-	if r := C.gocuda_cuModuleGetFunction(fp, unsafe.Pointer(hfunc), C.uintptr_t(hmod), unsafe.Pointer(_name)); r != 0 {
+	if r := C.gocuda_cuModuleGetFunction(C.uintptr_t(uintptr(fp)), unsafe.Pointer(hfunc), C.uintptr_t(hmod), unsafe.Pointer(_name)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -5854,7 +5854,7 @@ func ModuleGetFunctionCount(count *uint32, mod Module) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuModuleGetFunctionCount(fp, (*C.uint)(unsafe.Pointer(count)), C.uintptr_t(mod)); r != 0 {
+	if r := C.gocuda_cuModuleGetFunctionCount(C.uintptr_t(uintptr(fp)), (*C.uint)(unsafe.Pointer(count)), C.uintptr_t(mod)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -5891,7 +5891,7 @@ func ModuleEnumerateFunctions(functions *Function, numFunctions uint32, mod Modu
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuModuleEnumerateFunctions(fp, unsafe.Pointer(functions), C.uint(numFunctions), C.uintptr_t(mod)); r != 0 {
+	if r := C.gocuda_cuModuleEnumerateFunctions(C.uintptr_t(uintptr(fp)), unsafe.Pointer(functions), C.uint(numFunctions), C.uintptr_t(mod)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -5937,7 +5937,7 @@ func ModuleGetGlobal(dptr *Deviceptr, bytes *uint64, hmod Module, name string) e
 	}
 	_name := C.CString(name)
 	defer C.free(unsafe.Pointer(_name))
-	if r := C.gocuda_cuModuleGetGlobal(fp, (*C.ulonglong)(unsafe.Pointer(dptr)), (*C.size_t)(unsafe.Pointer(bytes)), C.uintptr_t(hmod), unsafe.Pointer(_name)); r != 0 {
+	if r := C.gocuda_cuModuleGetGlobal(C.uintptr_t(uintptr(fp)), (*C.ulonglong)(unsafe.Pointer(dptr)), (*C.size_t)(unsafe.Pointer(bytes)), C.uintptr_t(hmod), unsafe.Pointer(_name)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -5993,7 +5993,7 @@ func LinkCreate(numOptions uint32, options *Jit_option, optionValues *unsafe.Poi
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuLinkCreate(fp, C.uint(numOptions), (*C.int)(unsafe.Pointer(options)), unsafe.Pointer(optionValues), unsafe.Pointer(stateOut)); r != 0 {
+	if r := C.gocuda_cuLinkCreate(C.uintptr_t(uintptr(fp)), C.uint(numOptions), (*C.int)(unsafe.Pointer(options)), unsafe.Pointer(optionValues), unsafe.Pointer(stateOut)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -6044,7 +6044,7 @@ func LinkAddData(state LinkState, type_ JitInputType, data unsafe.Pointer, size 
 	}
 	_name := C.CString(name)
 	defer C.free(unsafe.Pointer(_name))
-	if r := C.gocuda_cuLinkAddData(fp, C.uintptr_t(state), C.int(type_), unsafe.Pointer(data), C.size_t(size), unsafe.Pointer(_name), C.uint(numOptions), (*C.int)(unsafe.Pointer(options)), unsafe.Pointer(optionValues)); r != 0 {
+	if r := C.gocuda_cuLinkAddData(C.uintptr_t(uintptr(fp)), C.uintptr_t(state), C.int(type_), unsafe.Pointer(data), C.size_t(size), unsafe.Pointer(_name), C.uint(numOptions), (*C.int)(unsafe.Pointer(options)), unsafe.Pointer(optionValues)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -6096,7 +6096,7 @@ func LinkAddFile(state LinkState, type_ JitInputType, path string, numOptions ui
 	}
 	_path := C.CString(path)
 	defer C.free(unsafe.Pointer(_path))
-	if r := C.gocuda_cuLinkAddFile(fp, C.uintptr_t(state), C.int(type_), unsafe.Pointer(_path), C.uint(numOptions), (*C.int)(unsafe.Pointer(options)), unsafe.Pointer(optionValues)); r != 0 {
+	if r := C.gocuda_cuLinkAddFile(C.uintptr_t(uintptr(fp)), C.uintptr_t(state), C.int(type_), unsafe.Pointer(_path), C.uint(numOptions), (*C.int)(unsafe.Pointer(options)), unsafe.Pointer(optionValues)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -6131,7 +6131,7 @@ func LinkComplete(state LinkState, cubinOut *unsafe.Pointer, sizeOut *uint64) er
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuLinkComplete(fp, C.uintptr_t(state), unsafe.Pointer(cubinOut), (*C.size_t)(unsafe.Pointer(sizeOut))); r != 0 {
+	if r := C.gocuda_cuLinkComplete(C.uintptr_t(uintptr(fp)), C.uintptr_t(state), unsafe.Pointer(cubinOut), (*C.size_t)(unsafe.Pointer(sizeOut))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -6154,7 +6154,7 @@ func LinkDestroy(state LinkState) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuLinkDestroy(fp, C.uintptr_t(state)); r != 0 {
+	if r := C.gocuda_cuLinkDestroy(C.uintptr_t(uintptr(fp)), C.uintptr_t(state)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -6201,7 +6201,7 @@ func ModuleGetTexRef(pTexRef *Texref, hmod Module, name string) error {
 	}
 	_name := C.CString(name)
 	defer C.free(unsafe.Pointer(_name))
-	if r := C.gocuda_cuModuleGetTexRef(fp, unsafe.Pointer(pTexRef), C.uintptr_t(hmod), unsafe.Pointer(_name)); r != 0 {
+	if r := C.gocuda_cuModuleGetTexRef(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pTexRef), C.uintptr_t(hmod), unsafe.Pointer(_name)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -6246,7 +6246,7 @@ func ModuleGetSurfRef(pSurfRef *Surfref, hmod Module, name string) error {
 	}
 	_name := C.CString(name)
 	defer C.free(unsafe.Pointer(_name))
-	if r := C.gocuda_cuModuleGetSurfRef(fp, unsafe.Pointer(pSurfRef), C.uintptr_t(hmod), unsafe.Pointer(_name)); r != 0 {
+	if r := C.gocuda_cuModuleGetSurfRef(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pSurfRef), C.uintptr_t(hmod), unsafe.Pointer(_name)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -6316,7 +6316,7 @@ func LibraryLoadData(library *Library, code unsafe.Pointer, jitOptions *Jit_opti
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuLibraryLoadData(fp, unsafe.Pointer(library), unsafe.Pointer(code), (*C.int)(unsafe.Pointer(jitOptions)), unsafe.Pointer(jitOptionsValues), C.uint(numJitOptions), (*C.int)(unsafe.Pointer(libraryOptions)), unsafe.Pointer(libraryOptionValues), C.uint(numLibraryOptions)); r != 0 {
+	if r := C.gocuda_cuLibraryLoadData(C.uintptr_t(uintptr(fp)), unsafe.Pointer(library), unsafe.Pointer(code), (*C.int)(unsafe.Pointer(jitOptions)), unsafe.Pointer(jitOptionsValues), C.uint(numJitOptions), (*C.int)(unsafe.Pointer(libraryOptions)), unsafe.Pointer(libraryOptionValues), C.uint(numLibraryOptions)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -6388,7 +6388,7 @@ func LibraryLoadFromFile(library *Library, fileName string, jitOptions *Jit_opti
 	}
 	_fileName := C.CString(fileName)
 	defer C.free(unsafe.Pointer(_fileName))
-	if r := C.gocuda_cuLibraryLoadFromFile(fp, unsafe.Pointer(library), unsafe.Pointer(_fileName), (*C.int)(unsafe.Pointer(jitOptions)), unsafe.Pointer(jitOptionsValues), C.uint(numJitOptions), (*C.int)(unsafe.Pointer(libraryOptions)), unsafe.Pointer(libraryOptionValues), C.uint(numLibraryOptions)); r != 0 {
+	if r := C.gocuda_cuLibraryLoadFromFile(C.uintptr_t(uintptr(fp)), unsafe.Pointer(library), unsafe.Pointer(_fileName), (*C.int)(unsafe.Pointer(jitOptions)), unsafe.Pointer(jitOptionsValues), C.uint(numJitOptions), (*C.int)(unsafe.Pointer(libraryOptions)), unsafe.Pointer(libraryOptionValues), C.uint(numLibraryOptions)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -6417,7 +6417,7 @@ func LibraryUnload(library Library) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuLibraryUnload(fp, C.uintptr_t(library)); r != 0 {
+	if r := C.gocuda_cuLibraryUnload(C.uintptr_t(uintptr(fp)), C.uintptr_t(library)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -6456,7 +6456,7 @@ func LibraryGetKernel(pKernel *Kernel, library Library, name string) error {
 	}
 	_name := C.CString(name)
 	defer C.free(unsafe.Pointer(_name))
-	if r := C.gocuda_cuLibraryGetKernel(fp, unsafe.Pointer(pKernel), C.uintptr_t(library), unsafe.Pointer(_name)); r != 0 {
+	if r := C.gocuda_cuLibraryGetKernel(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pKernel), C.uintptr_t(library), unsafe.Pointer(_name)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -6481,7 +6481,7 @@ func LibraryGetKernelCount(count *uint32, lib Library) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuLibraryGetKernelCount(fp, (*C.uint)(unsafe.Pointer(count)), C.uintptr_t(lib)); r != 0 {
+	if r := C.gocuda_cuLibraryGetKernelCount(C.uintptr_t(uintptr(fp)), (*C.uint)(unsafe.Pointer(count)), C.uintptr_t(lib)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -6510,7 +6510,7 @@ func LibraryEnumerateKernels(kernels *Kernel, numKernels uint32, lib Library) er
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuLibraryEnumerateKernels(fp, unsafe.Pointer(kernels), C.uint(numKernels), C.uintptr_t(lib)); r != 0 {
+	if r := C.gocuda_cuLibraryEnumerateKernels(C.uintptr_t(uintptr(fp)), unsafe.Pointer(kernels), C.uint(numKernels), C.uintptr_t(lib)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -6546,7 +6546,7 @@ func LibraryGetModule(pMod *Module, library Library) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuLibraryGetModule(fp, unsafe.Pointer(pMod), C.uintptr_t(library)); r != 0 {
+	if r := C.gocuda_cuLibraryGetModule(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pMod), C.uintptr_t(library)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -6584,7 +6584,7 @@ func KernelGetFunction(pFunc *Function, kernel Kernel) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuKernelGetFunction(fp, unsafe.Pointer(pFunc), C.uintptr_t(kernel)); r != 0 {
+	if r := C.gocuda_cuKernelGetFunction(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pFunc), C.uintptr_t(kernel)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -6617,7 +6617,7 @@ func KernelGetLibrary(pLib *Library, kernel Kernel) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuKernelGetLibrary(fp, unsafe.Pointer(pLib), C.uintptr_t(kernel)); r != 0 {
+	if r := C.gocuda_cuKernelGetLibrary(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pLib), C.uintptr_t(kernel)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -6661,7 +6661,7 @@ func LibraryGetGlobal(dptr *Deviceptr, bytes *uint64, library Library, name stri
 	}
 	_name := C.CString(name)
 	defer C.free(unsafe.Pointer(_name))
-	if r := C.gocuda_cuLibraryGetGlobal(fp, (*C.ulonglong)(unsafe.Pointer(dptr)), (*C.size_t)(unsafe.Pointer(bytes)), C.uintptr_t(library), unsafe.Pointer(_name)); r != 0 {
+	if r := C.gocuda_cuLibraryGetGlobal(C.uintptr_t(uintptr(fp)), (*C.ulonglong)(unsafe.Pointer(dptr)), (*C.size_t)(unsafe.Pointer(bytes)), C.uintptr_t(library), unsafe.Pointer(_name)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -6702,7 +6702,7 @@ func LibraryGetManaged(dptr *Deviceptr, bytes *uint64, library Library, name str
 	}
 	_name := C.CString(name)
 	defer C.free(unsafe.Pointer(_name))
-	if r := C.gocuda_cuLibraryGetManaged(fp, (*C.ulonglong)(unsafe.Pointer(dptr)), (*C.size_t)(unsafe.Pointer(bytes)), C.uintptr_t(library), unsafe.Pointer(_name)); r != 0 {
+	if r := C.gocuda_cuLibraryGetManaged(C.uintptr_t(uintptr(fp)), (*C.ulonglong)(unsafe.Pointer(dptr)), (*C.size_t)(unsafe.Pointer(bytes)), C.uintptr_t(library), unsafe.Pointer(_name)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -6740,7 +6740,7 @@ func LibraryGetUnifiedFunction(fptr *unsafe.Pointer, library Library, symbol str
 	}
 	_symbol := C.CString(symbol)
 	defer C.free(unsafe.Pointer(_symbol))
-	if r := C.gocuda_cuLibraryGetUnifiedFunction(fp, unsafe.Pointer(fptr), C.uintptr_t(library), unsafe.Pointer(_symbol)); r != 0 {
+	if r := C.gocuda_cuLibraryGetUnifiedFunction(C.uintptr_t(uintptr(fp)), unsafe.Pointer(fptr), C.uintptr_t(library), unsafe.Pointer(_symbol)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -6838,7 +6838,7 @@ func KernelGetAttribute(pi *int32, attrib Function_attribute, kernel Kernel, dev
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuKernelGetAttribute(fp, (*C.int)(unsafe.Pointer(pi)), C.int(attrib), C.uintptr_t(kernel), C.int(dev)); r != 0 {
+	if r := C.gocuda_cuKernelGetAttribute(C.uintptr_t(uintptr(fp)), (*C.int)(unsafe.Pointer(pi)), C.int(attrib), C.uintptr_t(kernel), C.int(dev)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -6929,7 +6929,7 @@ func KernelSetAttribute(attrib Function_attribute, val int32, kernel Kernel, dev
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuKernelSetAttribute(fp, C.int(attrib), C.int(val), C.uintptr_t(kernel), C.int(dev)); r != 0 {
+	if r := C.gocuda_cuKernelSetAttribute(C.uintptr_t(uintptr(fp)), C.int(attrib), C.int(val), C.uintptr_t(kernel), C.int(dev)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -6997,7 +6997,7 @@ func KernelSetCacheConfig(kernel Kernel, config Func_cache, dev Device) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuKernelSetCacheConfig(fp, C.uintptr_t(kernel), C.int(config), C.int(dev)); r != 0 {
+	if r := C.gocuda_cuKernelSetCacheConfig(C.uintptr_t(uintptr(fp)), C.uintptr_t(kernel), C.int(config), C.int(dev)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -7026,7 +7026,7 @@ func KernelGetName(name **byte, hfunc Kernel) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuKernelGetName(fp, unsafe.Pointer(name), C.uintptr_t(hfunc)); r != 0 {
+	if r := C.gocuda_cuKernelGetName(C.uintptr_t(uintptr(fp)), unsafe.Pointer(name), C.uintptr_t(hfunc)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -7059,7 +7059,7 @@ func KernelGetParamInfo(kernel Kernel, paramIndex uint64, paramOffset *uint64, p
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuKernelGetParamInfo(fp, C.uintptr_t(kernel), C.size_t(paramIndex), (*C.size_t)(unsafe.Pointer(paramOffset)), (*C.size_t)(unsafe.Pointer(paramSize))); r != 0 {
+	if r := C.gocuda_cuKernelGetParamInfo(C.uintptr_t(uintptr(fp)), C.uintptr_t(kernel), C.size_t(paramIndex), (*C.size_t)(unsafe.Pointer(paramOffset)), (*C.size_t)(unsafe.Pointer(paramSize))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -7111,7 +7111,7 @@ func MemGetInfo(free *uint64, total *uint64) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemGetInfo(fp, (*C.size_t)(unsafe.Pointer(free)), (*C.size_t)(unsafe.Pointer(total))); r != 0 {
+	if r := C.gocuda_cuMemGetInfo(C.uintptr_t(uintptr(fp)), (*C.size_t)(unsafe.Pointer(free)), (*C.size_t)(unsafe.Pointer(total))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -7154,7 +7154,7 @@ func MemAlloc(dptr *Deviceptr, bytesize uint64) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemAlloc(fp, (*C.ulonglong)(unsafe.Pointer(dptr)), C.size_t(bytesize)); r != 0 {
+	if r := C.gocuda_cuMemAlloc(C.uintptr_t(uintptr(fp)), (*C.ulonglong)(unsafe.Pointer(dptr)), C.size_t(bytesize)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -7224,7 +7224,7 @@ func MemAllocPitch(dptr *Deviceptr, pPitch *uint64, WidthInBytes uint64, Height 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemAllocPitch(fp, (*C.ulonglong)(unsafe.Pointer(dptr)), (*C.size_t)(unsafe.Pointer(pPitch)), C.size_t(WidthInBytes), C.size_t(Height), C.uint(ElementSizeBytes)); r != 0 {
+	if r := C.gocuda_cuMemAllocPitch(C.uintptr_t(uintptr(fp)), (*C.ulonglong)(unsafe.Pointer(dptr)), (*C.size_t)(unsafe.Pointer(pPitch)), C.size_t(WidthInBytes), C.size_t(Height), C.uint(ElementSizeBytes)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -7270,7 +7270,7 @@ func MemFree(dptr Deviceptr) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemFree(fp, C.ulonglong(dptr)); r != 0 {
+	if r := C.gocuda_cuMemFree(C.uintptr_t(uintptr(fp)), C.ulonglong(dptr)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -7313,7 +7313,7 @@ func MemGetAddressRange(pbase *Deviceptr, psize *uint64, dptr Deviceptr) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemGetAddressRange(fp, (*C.ulonglong)(unsafe.Pointer(pbase)), (*C.size_t)(unsafe.Pointer(psize)), C.ulonglong(dptr)); r != 0 {
+	if r := C.gocuda_cuMemGetAddressRange(C.uintptr_t(uintptr(fp)), (*C.ulonglong)(unsafe.Pointer(pbase)), (*C.size_t)(unsafe.Pointer(psize)), C.ulonglong(dptr)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -7373,7 +7373,7 @@ func MemAllocHost(pp *unsafe.Pointer, bytesize uint64) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemAllocHost(fp, unsafe.Pointer(pp), C.size_t(bytesize)); r != 0 {
+	if r := C.gocuda_cuMemAllocHost(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pp), C.size_t(bytesize)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -7412,7 +7412,7 @@ func MemFreeHost(p unsafe.Pointer) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemFreeHost(fp, unsafe.Pointer(p)); r != 0 {
+	if r := C.gocuda_cuMemFreeHost(C.uintptr_t(uintptr(fp)), unsafe.Pointer(p)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -7504,7 +7504,7 @@ func MemHostAlloc(pp *unsafe.Pointer, bytesize uint64, Flags uint32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemHostAlloc(fp, unsafe.Pointer(pp), C.size_t(bytesize), C.uint(Flags)); r != 0 {
+	if r := C.gocuda_cuMemHostAlloc(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pp), C.size_t(bytesize), C.uint(Flags)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -7566,7 +7566,7 @@ func MemHostGetDevicePointer(pdptr *Deviceptr, p unsafe.Pointer, Flags uint32) e
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemHostGetDevicePointer(fp, (*C.ulonglong)(unsafe.Pointer(pdptr)), unsafe.Pointer(p), C.uint(Flags)); r != 0 {
+	if r := C.gocuda_cuMemHostGetDevicePointer(C.uintptr_t(uintptr(fp)), (*C.ulonglong)(unsafe.Pointer(pdptr)), unsafe.Pointer(p), C.uint(Flags)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -7602,7 +7602,7 @@ func MemHostGetFlags(pFlags *uint32, p unsafe.Pointer) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemHostGetFlags(fp, (*C.uint)(unsafe.Pointer(pFlags)), unsafe.Pointer(p)); r != 0 {
+	if r := C.gocuda_cuMemHostGetFlags(C.uintptr_t(uintptr(fp)), (*C.uint)(unsafe.Pointer(pFlags)), unsafe.Pointer(p)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -7721,7 +7721,7 @@ func MemAllocManaged(dptr *Deviceptr, bytesize uint64, flags uint32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemAllocManaged(fp, (*C.ulonglong)(unsafe.Pointer(dptr)), C.size_t(bytesize), C.uint(flags)); r != 0 {
+	if r := C.gocuda_cuMemAllocManaged(C.uintptr_t(uintptr(fp)), (*C.ulonglong)(unsafe.Pointer(dptr)), C.size_t(bytesize), C.uint(flags)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -7767,7 +7767,7 @@ func DeviceRegisterAsyncNotification(device Device, callbackFunc AsyncCallback, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuDeviceRegisterAsyncNotification(fp, C.int(device), C.uintptr_t(callbackFunc), unsafe.Pointer(userData), unsafe.Pointer(callback)); r != 0 {
+	if r := C.gocuda_cuDeviceRegisterAsyncNotification(C.uintptr_t(uintptr(fp)), C.int(device), C.uintptr_t(callbackFunc), unsafe.Pointer(userData), unsafe.Pointer(callback)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -7799,7 +7799,7 @@ func DeviceUnregisterAsyncNotification(device Device, callback AsyncCallbackHand
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuDeviceUnregisterAsyncNotification(fp, C.int(device), C.uintptr_t(callback)); r != 0 {
+	if r := C.gocuda_cuDeviceUnregisterAsyncNotification(C.uintptr_t(uintptr(fp)), C.int(device), C.uintptr_t(callback)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -7841,7 +7841,7 @@ func DeviceGetByPCIBusId(dev *Device, pciBusId string) error {
 	}
 	_pciBusId := C.CString(pciBusId)
 	defer C.free(unsafe.Pointer(_pciBusId))
-	if r := C.gocuda_cuDeviceGetByPCIBusId(fp, (*C.int)(unsafe.Pointer(dev)), unsafe.Pointer(_pciBusId)); r != 0 {
+	if r := C.gocuda_cuDeviceGetByPCIBusId(C.uintptr_t(uintptr(fp)), (*C.int)(unsafe.Pointer(dev)), unsafe.Pointer(_pciBusId)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -7886,7 +7886,7 @@ func DeviceGetPCIBusId(pciBusId *byte, len_ int32, dev Device) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuDeviceGetPCIBusId(fp, (*C.char)(unsafe.Pointer(pciBusId)), C.int(len_), C.int(dev)); r != 0 {
+	if r := C.gocuda_cuDeviceGetPCIBusId(C.uintptr_t(uintptr(fp)), (*C.char)(unsafe.Pointer(pciBusId)), C.int(len_), C.int(dev)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -7944,7 +7944,7 @@ func IpcGetEventHandle(pHandle *IpcEventHandle, event Event) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuIpcGetEventHandle(fp, unsafe.Pointer(pHandle), C.uintptr_t(event)); r != 0 {
+	if r := C.gocuda_cuIpcGetEventHandle(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pHandle), C.uintptr_t(event)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -7997,7 +7997,7 @@ func IpcOpenEventHandle(phEvent *Event, handle IpcEventHandle) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuIpcOpenEventHandle(fp, unsafe.Pointer(phEvent), *(*C.CUipcEventHandle)(unsafe.Pointer(&handle))); r != 0 {
+	if r := C.gocuda_cuIpcOpenEventHandle(C.uintptr_t(uintptr(fp)), unsafe.Pointer(phEvent), *(*C.CUipcEventHandle)(unsafe.Pointer(&handle))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -8051,7 +8051,7 @@ func IpcGetMemHandle(pHandle *IpcMemHandle, dptr Deviceptr) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuIpcGetMemHandle(fp, unsafe.Pointer(pHandle), C.ulonglong(dptr)); r != 0 {
+	if r := C.gocuda_cuIpcGetMemHandle(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pHandle), C.ulonglong(dptr)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -8122,7 +8122,7 @@ func IpcOpenMemHandle(pdptr *Deviceptr, handle IpcMemHandle, Flags uint32) error
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuIpcOpenMemHandle(fp, (*C.ulonglong)(unsafe.Pointer(pdptr)), *(*C.CUipcMemHandle)(unsafe.Pointer(&handle)), C.uint(Flags)); r != 0 {
+	if r := C.gocuda_cuIpcOpenMemHandle(C.uintptr_t(uintptr(fp)), (*C.ulonglong)(unsafe.Pointer(pdptr)), *(*C.CUipcMemHandle)(unsafe.Pointer(&handle)), C.uint(Flags)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -8170,7 +8170,7 @@ func IpcCloseMemHandle(dptr Deviceptr) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuIpcCloseMemHandle(fp, C.ulonglong(dptr)); r != 0 {
+	if r := C.gocuda_cuIpcCloseMemHandle(C.uintptr_t(uintptr(fp)), C.ulonglong(dptr)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -8270,7 +8270,7 @@ func MemHostRegister(p unsafe.Pointer, bytesize uint64, Flags uint32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemHostRegister(fp, unsafe.Pointer(p), C.size_t(bytesize), C.uint(Flags)); r != 0 {
+	if r := C.gocuda_cuMemHostRegister(C.uintptr_t(uintptr(fp)), unsafe.Pointer(p), C.size_t(bytesize), C.uint(Flags)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -8305,7 +8305,7 @@ func MemHostUnregister(p unsafe.Pointer) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemHostUnregister(fp, unsafe.Pointer(p)); r != 0 {
+	if r := C.gocuda_cuMemHostUnregister(C.uintptr_t(uintptr(fp)), unsafe.Pointer(p)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -8352,7 +8352,7 @@ func Memcpy(dst Deviceptr, src Deviceptr, ByteCount uint64) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemcpy(fp, C.ulonglong(dst), C.ulonglong(src), C.size_t(ByteCount)); r != 0 {
+	if r := C.gocuda_cuMemcpy(C.uintptr_t(uintptr(fp)), C.ulonglong(dst), C.ulonglong(src), C.size_t(ByteCount)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -8390,7 +8390,7 @@ func MemcpyPeer(dstDevice Deviceptr, dstContext Context, srcDevice Deviceptr, sr
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemcpyPeer(fp, C.ulonglong(dstDevice), C.uintptr_t(dstContext), C.ulonglong(srcDevice), C.uintptr_t(srcContext), C.size_t(ByteCount)); r != 0 {
+	if r := C.gocuda_cuMemcpyPeer(C.uintptr_t(uintptr(fp)), C.ulonglong(dstDevice), C.uintptr_t(dstContext), C.ulonglong(srcDevice), C.uintptr_t(srcContext), C.size_t(ByteCount)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -8433,7 +8433,7 @@ func MemcpyHtoD(dstDevice Deviceptr, srcHost unsafe.Pointer, ByteCount uint64) e
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemcpyHtoD(fp, C.ulonglong(dstDevice), unsafe.Pointer(srcHost), C.size_t(ByteCount)); r != 0 {
+	if r := C.gocuda_cuMemcpyHtoD(C.uintptr_t(uintptr(fp)), C.ulonglong(dstDevice), unsafe.Pointer(srcHost), C.size_t(ByteCount)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -8476,7 +8476,7 @@ func MemcpyDtoH(dstHost unsafe.Pointer, srcDevice Deviceptr, ByteCount uint64) e
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemcpyDtoH(fp, unsafe.Pointer(dstHost), C.ulonglong(srcDevice), C.size_t(ByteCount)); r != 0 {
+	if r := C.gocuda_cuMemcpyDtoH(C.uintptr_t(uintptr(fp)), unsafe.Pointer(dstHost), C.ulonglong(srcDevice), C.size_t(ByteCount)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -8520,7 +8520,7 @@ func MemcpyDtoD(dstDevice Deviceptr, srcDevice Deviceptr, ByteCount uint64) erro
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemcpyDtoD(fp, C.ulonglong(dstDevice), C.ulonglong(srcDevice), C.size_t(ByteCount)); r != 0 {
+	if r := C.gocuda_cuMemcpyDtoD(C.uintptr_t(uintptr(fp)), C.ulonglong(dstDevice), C.ulonglong(srcDevice), C.size_t(ByteCount)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -8564,7 +8564,7 @@ func MemcpyDtoA(dstArray Array, dstOffset uint64, srcDevice Deviceptr, ByteCount
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemcpyDtoA(fp, C.uintptr_t(dstArray), C.size_t(dstOffset), C.ulonglong(srcDevice), C.size_t(ByteCount)); r != 0 {
+	if r := C.gocuda_cuMemcpyDtoA(C.uintptr_t(uintptr(fp)), C.uintptr_t(dstArray), C.size_t(dstOffset), C.ulonglong(srcDevice), C.size_t(ByteCount)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -8610,7 +8610,7 @@ func MemcpyAtoD(dstDevice Deviceptr, srcArray Array, srcOffset uint64, ByteCount
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemcpyAtoD(fp, C.ulonglong(dstDevice), C.uintptr_t(srcArray), C.size_t(srcOffset), C.size_t(ByteCount)); r != 0 {
+	if r := C.gocuda_cuMemcpyAtoD(C.uintptr_t(uintptr(fp)), C.ulonglong(dstDevice), C.uintptr_t(srcArray), C.size_t(srcOffset), C.size_t(ByteCount)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -8654,7 +8654,7 @@ func MemcpyHtoA(dstArray Array, dstOffset uint64, srcHost unsafe.Pointer, ByteCo
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemcpyHtoA(fp, C.uintptr_t(dstArray), C.size_t(dstOffset), unsafe.Pointer(srcHost), C.size_t(ByteCount)); r != 0 {
+	if r := C.gocuda_cuMemcpyHtoA(C.uintptr_t(uintptr(fp)), C.uintptr_t(dstArray), C.size_t(dstOffset), unsafe.Pointer(srcHost), C.size_t(ByteCount)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -8698,7 +8698,7 @@ func MemcpyAtoH(dstHost unsafe.Pointer, srcArray Array, srcOffset uint64, ByteCo
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemcpyAtoH(fp, unsafe.Pointer(dstHost), C.uintptr_t(srcArray), C.size_t(srcOffset), C.size_t(ByteCount)); r != 0 {
+	if r := C.gocuda_cuMemcpyAtoH(C.uintptr_t(uintptr(fp)), unsafe.Pointer(dstHost), C.uintptr_t(srcArray), C.size_t(srcOffset), C.size_t(ByteCount)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -8746,7 +8746,7 @@ func MemcpyAtoA(dstArray Array, dstOffset uint64, srcArray Array, srcOffset uint
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemcpyAtoA(fp, C.uintptr_t(dstArray), C.size_t(dstOffset), C.uintptr_t(srcArray), C.size_t(srcOffset), C.size_t(ByteCount)); r != 0 {
+	if r := C.gocuda_cuMemcpyAtoA(C.uintptr_t(uintptr(fp)), C.uintptr_t(dstArray), C.size_t(dstOffset), C.uintptr_t(srcArray), C.size_t(srcOffset), C.size_t(ByteCount)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -8896,7 +8896,7 @@ func Memcpy2D(pCopy *MEMCPY2D) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemcpy2D(fp, unsafe.Pointer(pCopy)); r != 0 {
+	if r := C.gocuda_cuMemcpy2D(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pCopy)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -9044,7 +9044,7 @@ func Memcpy2DUnaligned(pCopy *MEMCPY2D) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemcpy2DUnaligned(fp, unsafe.Pointer(pCopy)); r != 0 {
+	if r := C.gocuda_cuMemcpy2DUnaligned(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pCopy)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -9199,7 +9199,7 @@ func Memcpy3D(pCopy *MEMCPY3D) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemcpy3D(fp, unsafe.Pointer(pCopy)); r != 0 {
+	if r := C.gocuda_cuMemcpy3D(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pCopy)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -9231,7 +9231,7 @@ func Memcpy3DPeer(pCopy *MEMCPY3D_PEER) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemcpy3DPeer(fp, unsafe.Pointer(pCopy)); r != 0 {
+	if r := C.gocuda_cuMemcpy3DPeer(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pCopy)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -9282,7 +9282,7 @@ func MemcpyAsync(dst Deviceptr, src Deviceptr, ByteCount uint64, hStream Stream)
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemcpyAsync(fp, C.ulonglong(dst), C.ulonglong(src), C.size_t(ByteCount), C.uintptr_t(hStream)); r != 0 {
+	if r := C.gocuda_cuMemcpyAsync(C.uintptr_t(uintptr(fp)), C.ulonglong(dst), C.ulonglong(src), C.size_t(ByteCount), C.uintptr_t(hStream)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -9322,7 +9322,7 @@ func MemcpyPeerAsync(dstDevice Deviceptr, dstContext Context, srcDevice Devicept
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemcpyPeerAsync(fp, C.ulonglong(dstDevice), C.uintptr_t(dstContext), C.ulonglong(srcDevice), C.uintptr_t(srcContext), C.size_t(ByteCount), C.uintptr_t(hStream)); r != 0 {
+	if r := C.gocuda_cuMemcpyPeerAsync(C.uintptr_t(uintptr(fp)), C.ulonglong(dstDevice), C.uintptr_t(dstContext), C.ulonglong(srcDevice), C.uintptr_t(srcContext), C.size_t(ByteCount), C.uintptr_t(hStream)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -9369,7 +9369,7 @@ func MemcpyHtoDAsync(dstDevice Deviceptr, srcHost unsafe.Pointer, ByteCount uint
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemcpyHtoDAsync(fp, C.ulonglong(dstDevice), unsafe.Pointer(srcHost), C.size_t(ByteCount), C.uintptr_t(hStream)); r != 0 {
+	if r := C.gocuda_cuMemcpyHtoDAsync(C.uintptr_t(uintptr(fp)), C.ulonglong(dstDevice), unsafe.Pointer(srcHost), C.size_t(ByteCount), C.uintptr_t(hStream)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -9416,7 +9416,7 @@ func MemcpyDtoHAsync(dstHost unsafe.Pointer, srcDevice Deviceptr, ByteCount uint
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemcpyDtoHAsync(fp, unsafe.Pointer(dstHost), C.ulonglong(srcDevice), C.size_t(ByteCount), C.uintptr_t(hStream)); r != 0 {
+	if r := C.gocuda_cuMemcpyDtoHAsync(C.uintptr_t(uintptr(fp)), unsafe.Pointer(dstHost), C.ulonglong(srcDevice), C.size_t(ByteCount), C.uintptr_t(hStream)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -9464,7 +9464,7 @@ func MemcpyDtoDAsync(dstDevice Deviceptr, srcDevice Deviceptr, ByteCount uint64,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemcpyDtoDAsync(fp, C.ulonglong(dstDevice), C.ulonglong(srcDevice), C.size_t(ByteCount), C.uintptr_t(hStream)); r != 0 {
+	if r := C.gocuda_cuMemcpyDtoDAsync(C.uintptr_t(uintptr(fp)), C.ulonglong(dstDevice), C.ulonglong(srcDevice), C.size_t(ByteCount), C.uintptr_t(hStream)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -9512,7 +9512,7 @@ func MemcpyHtoAAsync(dstArray Array, dstOffset uint64, srcHost unsafe.Pointer, B
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemcpyHtoAAsync(fp, C.uintptr_t(dstArray), C.size_t(dstOffset), unsafe.Pointer(srcHost), C.size_t(ByteCount), C.uintptr_t(hStream)); r != 0 {
+	if r := C.gocuda_cuMemcpyHtoAAsync(C.uintptr_t(uintptr(fp)), C.uintptr_t(dstArray), C.size_t(dstOffset), unsafe.Pointer(srcHost), C.size_t(ByteCount), C.uintptr_t(hStream)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -9560,7 +9560,7 @@ func MemcpyAtoHAsync(dstHost unsafe.Pointer, srcArray Array, srcOffset uint64, B
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemcpyAtoHAsync(fp, unsafe.Pointer(dstHost), C.uintptr_t(srcArray), C.size_t(srcOffset), C.size_t(ByteCount), C.uintptr_t(hStream)); r != 0 {
+	if r := C.gocuda_cuMemcpyAtoHAsync(C.uintptr_t(uintptr(fp)), unsafe.Pointer(dstHost), C.uintptr_t(srcArray), C.size_t(srcOffset), C.size_t(ByteCount), C.uintptr_t(hStream)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -9714,7 +9714,7 @@ func Memcpy2DAsync(pCopy *MEMCPY2D, hStream Stream) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemcpy2DAsync(fp, unsafe.Pointer(pCopy), C.uintptr_t(hStream)); r != 0 {
+	if r := C.gocuda_cuMemcpy2DAsync(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pCopy), C.uintptr_t(hStream)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -9873,7 +9873,7 @@ func Memcpy3DAsync(pCopy *MEMCPY3D, hStream Stream) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemcpy3DAsync(fp, unsafe.Pointer(pCopy), C.uintptr_t(hStream)); r != 0 {
+	if r := C.gocuda_cuMemcpy3DAsync(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pCopy), C.uintptr_t(hStream)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -9906,7 +9906,7 @@ func Memcpy3DPeerAsync(pCopy *MEMCPY3D_PEER, hStream Stream) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemcpy3DPeerAsync(fp, unsafe.Pointer(pCopy), C.uintptr_t(hStream)); r != 0 {
+	if r := C.gocuda_cuMemcpy3DPeerAsync(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pCopy), C.uintptr_t(hStream)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -9982,7 +9982,7 @@ func MemcpyBatchAsync(dsts *Deviceptr, srcs *Deviceptr, sizes *uint64, count uin
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemcpyBatchAsync(fp, (*C.ulonglong)(unsafe.Pointer(dsts)), (*C.ulonglong)(unsafe.Pointer(srcs)), (*C.size_t)(unsafe.Pointer(sizes)), C.size_t(count), unsafe.Pointer(attrs), (*C.size_t)(unsafe.Pointer(attrsIdxs)), C.size_t(numAttrs), C.uintptr_t(hStream)); r != 0 {
+	if r := C.gocuda_cuMemcpyBatchAsync(C.uintptr_t(uintptr(fp)), (*C.ulonglong)(unsafe.Pointer(dsts)), (*C.ulonglong)(unsafe.Pointer(srcs)), (*C.size_t)(unsafe.Pointer(sizes)), C.size_t(count), unsafe.Pointer(attrs), (*C.size_t)(unsafe.Pointer(attrsIdxs)), C.size_t(numAttrs), C.uintptr_t(hStream)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -10054,7 +10054,7 @@ func Memcpy3DBatchAsync(numOps uint64, opList *MEMCPY3D_BATCH_OP, flags uint64, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemcpy3DBatchAsync(fp, C.size_t(numOps), unsafe.Pointer(opList), C.ulonglong(flags), C.uintptr_t(hStream)); r != 0 {
+	if r := C.gocuda_cuMemcpy3DBatchAsync(C.uintptr_t(uintptr(fp)), C.size_t(numOps), unsafe.Pointer(opList), C.ulonglong(flags), C.uintptr_t(hStream)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -10097,7 +10097,7 @@ func MemsetD8(dstDevice Deviceptr, uc uint8, N uint64) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemsetD8(fp, C.ulonglong(dstDevice), C.uchar(uc), C.size_t(N)); r != 0 {
+	if r := C.gocuda_cuMemsetD8(C.uintptr_t(uintptr(fp)), C.ulonglong(dstDevice), C.uchar(uc), C.size_t(N)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -10140,7 +10140,7 @@ func MemsetD16(dstDevice Deviceptr, us uint16, N uint64) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemsetD16(fp, C.ulonglong(dstDevice), C.ushort(us), C.size_t(N)); r != 0 {
+	if r := C.gocuda_cuMemsetD16(C.uintptr_t(uintptr(fp)), C.ulonglong(dstDevice), C.ushort(us), C.size_t(N)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -10183,7 +10183,7 @@ func MemsetD32(dstDevice Deviceptr, ui uint32, N uint64) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemsetD32(fp, C.ulonglong(dstDevice), C.uint(ui), C.size_t(N)); r != 0 {
+	if r := C.gocuda_cuMemsetD32(C.uintptr_t(uintptr(fp)), C.ulonglong(dstDevice), C.uint(ui), C.size_t(N)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -10231,7 +10231,7 @@ func MemsetD2D8(dstDevice Deviceptr, dstPitch uint64, uc uint8, Width uint64, He
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemsetD2D8(fp, C.ulonglong(dstDevice), C.size_t(dstPitch), C.uchar(uc), C.size_t(Width), C.size_t(Height)); r != 0 {
+	if r := C.gocuda_cuMemsetD2D8(C.uintptr_t(uintptr(fp)), C.ulonglong(dstDevice), C.size_t(dstPitch), C.uchar(uc), C.size_t(Width), C.size_t(Height)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -10280,7 +10280,7 @@ func MemsetD2D16(dstDevice Deviceptr, dstPitch uint64, us uint16, Width uint64, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemsetD2D16(fp, C.ulonglong(dstDevice), C.size_t(dstPitch), C.ushort(us), C.size_t(Width), C.size_t(Height)); r != 0 {
+	if r := C.gocuda_cuMemsetD2D16(C.uintptr_t(uintptr(fp)), C.ulonglong(dstDevice), C.size_t(dstPitch), C.ushort(us), C.size_t(Width), C.size_t(Height)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -10329,7 +10329,7 @@ func MemsetD2D32(dstDevice Deviceptr, dstPitch uint64, ui uint32, Width uint64, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemsetD2D32(fp, C.ulonglong(dstDevice), C.size_t(dstPitch), C.uint(ui), C.size_t(Width), C.size_t(Height)); r != 0 {
+	if r := C.gocuda_cuMemsetD2D32(C.uintptr_t(uintptr(fp)), C.ulonglong(dstDevice), C.size_t(dstPitch), C.uint(ui), C.size_t(Width), C.size_t(Height)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -10373,7 +10373,7 @@ func MemsetD8Async(dstDevice Deviceptr, uc uint8, N uint64, hStream Stream) erro
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemsetD8Async(fp, C.ulonglong(dstDevice), C.uchar(uc), C.size_t(N), C.uintptr_t(hStream)); r != 0 {
+	if r := C.gocuda_cuMemsetD8Async(C.uintptr_t(uintptr(fp)), C.ulonglong(dstDevice), C.uchar(uc), C.size_t(N), C.uintptr_t(hStream)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -10417,7 +10417,7 @@ func MemsetD16Async(dstDevice Deviceptr, us uint16, N uint64, hStream Stream) er
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemsetD16Async(fp, C.ulonglong(dstDevice), C.ushort(us), C.size_t(N), C.uintptr_t(hStream)); r != 0 {
+	if r := C.gocuda_cuMemsetD16Async(C.uintptr_t(uintptr(fp)), C.ulonglong(dstDevice), C.ushort(us), C.size_t(N), C.uintptr_t(hStream)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -10460,7 +10460,7 @@ func MemsetD32Async(dstDevice Deviceptr, ui uint32, N uint64, hStream Stream) er
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemsetD32Async(fp, C.ulonglong(dstDevice), C.uint(ui), C.size_t(N), C.uintptr_t(hStream)); r != 0 {
+	if r := C.gocuda_cuMemsetD32Async(C.uintptr_t(uintptr(fp)), C.ulonglong(dstDevice), C.uint(ui), C.size_t(N), C.uintptr_t(hStream)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -10509,7 +10509,7 @@ func MemsetD2D8Async(dstDevice Deviceptr, dstPitch uint64, uc uint8, Width uint6
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemsetD2D8Async(fp, C.ulonglong(dstDevice), C.size_t(dstPitch), C.uchar(uc), C.size_t(Width), C.size_t(Height), C.uintptr_t(hStream)); r != 0 {
+	if r := C.gocuda_cuMemsetD2D8Async(C.uintptr_t(uintptr(fp)), C.ulonglong(dstDevice), C.size_t(dstPitch), C.uchar(uc), C.size_t(Width), C.size_t(Height), C.uintptr_t(hStream)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -10559,7 +10559,7 @@ func MemsetD2D16Async(dstDevice Deviceptr, dstPitch uint64, us uint16, Width uin
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemsetD2D16Async(fp, C.ulonglong(dstDevice), C.size_t(dstPitch), C.ushort(us), C.size_t(Width), C.size_t(Height), C.uintptr_t(hStream)); r != 0 {
+	if r := C.gocuda_cuMemsetD2D16Async(C.uintptr_t(uintptr(fp)), C.ulonglong(dstDevice), C.size_t(dstPitch), C.ushort(us), C.size_t(Width), C.size_t(Height), C.uintptr_t(hStream)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -10609,7 +10609,7 @@ func MemsetD2D32Async(dstDevice Deviceptr, dstPitch uint64, ui uint32, Width uin
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemsetD2D32Async(fp, C.ulonglong(dstDevice), C.size_t(dstPitch), C.uint(ui), C.size_t(Width), C.size_t(Height), C.uintptr_t(hStream)); r != 0 {
+	if r := C.gocuda_cuMemsetD2D32Async(C.uintptr_t(uintptr(fp)), C.ulonglong(dstDevice), C.size_t(dstPitch), C.uint(ui), C.size_t(Width), C.size_t(Height), C.uintptr_t(hStream)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -10760,7 +10760,7 @@ func ArrayCreate(pHandle *Array, pAllocateArray *ARRAY_DESCRIPTOR) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuArrayCreate(fp, unsafe.Pointer(pHandle), unsafe.Pointer(pAllocateArray)); r != 0 {
+	if r := C.gocuda_cuArrayCreate(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pHandle), unsafe.Pointer(pAllocateArray)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -10803,7 +10803,7 @@ func ArrayGetDescriptor(pArrayDescriptor *ARRAY_DESCRIPTOR, hArray Array) error 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuArrayGetDescriptor(fp, unsafe.Pointer(pArrayDescriptor), C.uintptr_t(hArray)); r != 0 {
+	if r := C.gocuda_cuArrayGetDescriptor(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pArrayDescriptor), C.uintptr_t(hArray)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -10838,7 +10838,7 @@ func ArrayGetSparseProperties(sparseProperties *ARRAY_SPARSE_PROPERTIES, array A
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuArrayGetSparseProperties(fp, unsafe.Pointer(sparseProperties), C.uintptr_t(array)); r != 0 {
+	if r := C.gocuda_cuArrayGetSparseProperties(C.uintptr_t(uintptr(fp)), unsafe.Pointer(sparseProperties), C.uintptr_t(array)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -10874,7 +10874,7 @@ func MipmappedArrayGetSparseProperties(sparseProperties *ARRAY_SPARSE_PROPERTIES
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMipmappedArrayGetSparseProperties(fp, unsafe.Pointer(sparseProperties), C.uintptr_t(mipmap)); r != 0 {
+	if r := C.gocuda_cuMipmappedArrayGetSparseProperties(C.uintptr_t(uintptr(fp)), unsafe.Pointer(sparseProperties), C.uintptr_t(mipmap)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -10908,7 +10908,7 @@ func ArrayGetMemoryRequirements(memoryRequirements *ARRAY_MEMORY_REQUIREMENTS, a
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuArrayGetMemoryRequirements(fp, unsafe.Pointer(memoryRequirements), C.uintptr_t(array), C.int(device)); r != 0 {
+	if r := C.gocuda_cuArrayGetMemoryRequirements(C.uintptr_t(uintptr(fp)), unsafe.Pointer(memoryRequirements), C.uintptr_t(array), C.int(device)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -10943,7 +10943,7 @@ func MipmappedArrayGetMemoryRequirements(memoryRequirements *ARRAY_MEMORY_REQUIR
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMipmappedArrayGetMemoryRequirements(fp, unsafe.Pointer(memoryRequirements), C.uintptr_t(mipmap), C.int(device)); r != 0 {
+	if r := C.gocuda_cuMipmappedArrayGetMemoryRequirements(C.uintptr_t(uintptr(fp)), unsafe.Pointer(memoryRequirements), C.uintptr_t(mipmap), C.int(device)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -10985,7 +10985,7 @@ func ArrayGetPlane(pPlaneArray *Array, hArray Array, planeIdx uint32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuArrayGetPlane(fp, unsafe.Pointer(pPlaneArray), C.uintptr_t(hArray), C.uint(planeIdx)); r != 0 {
+	if r := C.gocuda_cuArrayGetPlane(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pPlaneArray), C.uintptr_t(hArray), C.uint(planeIdx)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -11025,7 +11025,7 @@ func ArrayDestroy(hArray Array) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuArrayDestroy(fp, C.uintptr_t(hArray)); r != 0 {
+	if r := C.gocuda_cuArrayDestroy(C.uintptr_t(uintptr(fp)), C.uintptr_t(hArray)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -11253,7 +11253,7 @@ func Array3DCreate(pHandle *Array, pAllocateArray *ARRAY3D_DESCRIPTOR) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuArray3DCreate(fp, unsafe.Pointer(pHandle), unsafe.Pointer(pAllocateArray)); r != 0 {
+	if r := C.gocuda_cuArray3DCreate(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pHandle), unsafe.Pointer(pAllocateArray)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -11300,7 +11300,7 @@ func Array3DGetDescriptor(pArrayDescriptor *ARRAY3D_DESCRIPTOR, hArray Array) er
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuArray3DGetDescriptor(fp, unsafe.Pointer(pArrayDescriptor), C.uintptr_t(hArray)); r != 0 {
+	if r := C.gocuda_cuArray3DGetDescriptor(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pArrayDescriptor), C.uintptr_t(hArray)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -11490,7 +11490,7 @@ func MipmappedArrayCreate(pHandle *MipmappedArray, pMipmappedArrayDesc *ARRAY3D_
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMipmappedArrayCreate(fp, unsafe.Pointer(pHandle), unsafe.Pointer(pMipmappedArrayDesc), C.uint(numMipmapLevels)); r != 0 {
+	if r := C.gocuda_cuMipmappedArrayCreate(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pHandle), unsafe.Pointer(pMipmappedArrayDesc), C.uint(numMipmapLevels)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -11529,7 +11529,7 @@ func MipmappedArrayGetLevel(pLevelArray *Array, hMipmappedArray MipmappedArray, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMipmappedArrayGetLevel(fp, unsafe.Pointer(pLevelArray), C.uintptr_t(hMipmappedArray), C.uint(level)); r != 0 {
+	if r := C.gocuda_cuMipmappedArrayGetLevel(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pLevelArray), C.uintptr_t(hMipmappedArray), C.uint(level)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -11563,7 +11563,7 @@ func MipmappedArrayDestroy(hMipmappedArray MipmappedArray) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMipmappedArrayDestroy(fp, C.uintptr_t(hMipmappedArray)); r != 0 {
+	if r := C.gocuda_cuMipmappedArrayDestroy(C.uintptr_t(uintptr(fp)), C.uintptr_t(hMipmappedArray)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -11620,7 +11620,7 @@ func MemGetHandleForAddressRange(handle unsafe.Pointer, dptr Deviceptr, size uin
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemGetHandleForAddressRange(fp, unsafe.Pointer(handle), C.ulonglong(dptr), C.size_t(size), C.int(handleType), C.ulonglong(flags)); r != 0 {
+	if r := C.gocuda_cuMemGetHandleForAddressRange(C.uintptr_t(uintptr(fp)), unsafe.Pointer(handle), C.ulonglong(dptr), C.size_t(size), C.int(handleType), C.ulonglong(flags)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -11687,7 +11687,7 @@ func MemBatchDecompressAsync(paramsArray *MemDecompressParams, count uint64, fla
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemBatchDecompressAsync(fp, unsafe.Pointer(paramsArray), C.size_t(count), C.uint(flags), (*C.size_t)(unsafe.Pointer(errorIndex)), C.uintptr_t(stream)); r != 0 {
+	if r := C.gocuda_cuMemBatchDecompressAsync(C.uintptr_t(uintptr(fp)), unsafe.Pointer(paramsArray), C.size_t(count), C.uint(flags), (*C.size_t)(unsafe.Pointer(errorIndex)), C.uintptr_t(stream)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -11727,7 +11727,7 @@ func MemAddressReserve(ptr *Deviceptr, size uint64, alignment uint64, addr Devic
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemAddressReserve(fp, (*C.ulonglong)(unsafe.Pointer(ptr)), C.size_t(size), C.size_t(alignment), C.ulonglong(addr), C.ulonglong(flags)); r != 0 {
+	if r := C.gocuda_cuMemAddressReserve(C.uintptr_t(uintptr(fp)), (*C.ulonglong)(unsafe.Pointer(ptr)), C.size_t(size), C.size_t(alignment), C.ulonglong(addr), C.ulonglong(flags)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -11759,7 +11759,7 @@ func MemAddressFree(ptr Deviceptr, size uint64) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemAddressFree(fp, C.ulonglong(ptr), C.size_t(size)); r != 0 {
+	if r := C.gocuda_cuMemAddressFree(C.uintptr_t(uintptr(fp)), C.ulonglong(ptr), C.size_t(size)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -11835,7 +11835,7 @@ func MemCreate(handle *MemGenericAllocationHandle, size uint64, prop *MemAllocat
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemCreate(fp, (*C.ulonglong)(unsafe.Pointer(handle)), C.size_t(size), unsafe.Pointer(prop), C.ulonglong(flags)); r != 0 {
+	if r := C.gocuda_cuMemCreate(C.uintptr_t(uintptr(fp)), (*C.ulonglong)(unsafe.Pointer(handle)), C.size_t(size), unsafe.Pointer(prop), C.ulonglong(flags)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -11872,7 +11872,7 @@ func MemRelease(handle MemGenericAllocationHandle) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemRelease(fp, C.ulonglong(handle)); r != 0 {
+	if r := C.gocuda_cuMemRelease(C.uintptr_t(uintptr(fp)), C.ulonglong(handle)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -11939,7 +11939,7 @@ func MemMap(ptr Deviceptr, size uint64, offset uint64, handle MemGenericAllocati
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemMap(fp, C.ulonglong(ptr), C.size_t(size), C.size_t(offset), C.ulonglong(handle), C.ulonglong(flags)); r != 0 {
+	if r := C.gocuda_cuMemMap(C.uintptr_t(uintptr(fp)), C.ulonglong(ptr), C.size_t(size), C.size_t(offset), C.ulonglong(handle), C.ulonglong(flags)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -12082,7 +12082,7 @@ func MemMapArrayAsync(mapInfoList *ArrayMapInfo, count uint32, hStream Stream) e
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemMapArrayAsync(fp, unsafe.Pointer(mapInfoList), C.uint(count), C.uintptr_t(hStream)); r != 0 {
+	if r := C.gocuda_cuMemMapArrayAsync(C.uintptr_t(uintptr(fp)), unsafe.Pointer(mapInfoList), C.uint(count), C.uintptr_t(hStream)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -12120,7 +12120,7 @@ func MemUnmap(ptr Deviceptr, size uint64) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemUnmap(fp, C.ulonglong(ptr), C.size_t(size)); r != 0 {
+	if r := C.gocuda_cuMemUnmap(C.uintptr_t(uintptr(fp)), C.ulonglong(ptr), C.size_t(size)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -12163,7 +12163,7 @@ func MemSetAccess(ptr Deviceptr, size uint64, desc *MemAccessDesc, count uint64)
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemSetAccess(fp, C.ulonglong(ptr), C.size_t(size), unsafe.Pointer(desc), C.size_t(count)); r != 0 {
+	if r := C.gocuda_cuMemSetAccess(C.uintptr_t(uintptr(fp)), C.ulonglong(ptr), C.size_t(size), unsafe.Pointer(desc), C.size_t(count)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -12193,7 +12193,7 @@ func MemGetAccess(flags *uint64, location *MemLocation, ptr Deviceptr) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemGetAccess(fp, (*C.ulonglong)(unsafe.Pointer(flags)), unsafe.Pointer(location), C.ulonglong(ptr)); r != 0 {
+	if r := C.gocuda_cuMemGetAccess(C.uintptr_t(uintptr(fp)), (*C.ulonglong)(unsafe.Pointer(flags)), unsafe.Pointer(location), C.ulonglong(ptr)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -12237,7 +12237,7 @@ func MemExportToShareableHandle(shareableHandle unsafe.Pointer, handle MemGeneri
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemExportToShareableHandle(fp, unsafe.Pointer(shareableHandle), C.ulonglong(handle), C.int(handleType), C.ulonglong(flags)); r != 0 {
+	if r := C.gocuda_cuMemExportToShareableHandle(C.uintptr_t(uintptr(fp)), unsafe.Pointer(shareableHandle), C.ulonglong(handle), C.int(handleType), C.ulonglong(flags)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -12279,7 +12279,7 @@ func MemImportFromShareableHandle(handle *MemGenericAllocationHandle, osHandle u
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemImportFromShareableHandle(fp, (*C.ulonglong)(unsafe.Pointer(handle)), unsafe.Pointer(osHandle), C.int(shHandleType)); r != 0 {
+	if r := C.gocuda_cuMemImportFromShareableHandle(C.uintptr_t(uintptr(fp)), (*C.ulonglong)(unsafe.Pointer(handle)), unsafe.Pointer(osHandle), C.int(shHandleType)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -12312,7 +12312,7 @@ func MemGetAllocationGranularity(granularity *uint64, prop *MemAllocationProp, o
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemGetAllocationGranularity(fp, (*C.size_t)(unsafe.Pointer(granularity)), unsafe.Pointer(prop), C.int(option)); r != 0 {
+	if r := C.gocuda_cuMemGetAllocationGranularity(C.uintptr_t(uintptr(fp)), (*C.size_t)(unsafe.Pointer(granularity)), unsafe.Pointer(prop), C.int(option)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -12340,7 +12340,7 @@ func MemGetAllocationPropertiesFromHandle(prop *MemAllocationProp, handle MemGen
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemGetAllocationPropertiesFromHandle(fp, unsafe.Pointer(prop), C.ulonglong(handle)); r != 0 {
+	if r := C.gocuda_cuMemGetAllocationPropertiesFromHandle(C.uintptr_t(uintptr(fp)), unsafe.Pointer(prop), C.ulonglong(handle)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -12375,7 +12375,7 @@ func MemRetainAllocationHandle(handle *MemGenericAllocationHandle, addr unsafe.P
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemRetainAllocationHandle(fp, (*C.ulonglong)(unsafe.Pointer(handle)), unsafe.Pointer(addr)); r != 0 {
+	if r := C.gocuda_cuMemRetainAllocationHandle(C.uintptr_t(uintptr(fp)), (*C.ulonglong)(unsafe.Pointer(handle)), unsafe.Pointer(addr)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -12408,7 +12408,7 @@ func MemFreeAsync(dptr Deviceptr, hStream Stream) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemFreeAsync(fp, C.ulonglong(dptr), C.uintptr_t(hStream)); r != 0 {
+	if r := C.gocuda_cuMemFreeAsync(C.uintptr_t(uintptr(fp)), C.ulonglong(dptr), C.uintptr_t(hStream)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -12454,7 +12454,7 @@ func MemAllocAsync(dptr *Deviceptr, bytesize uint64, hStream Stream) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemAllocAsync(fp, (*C.ulonglong)(unsafe.Pointer(dptr)), C.size_t(bytesize), C.uintptr_t(hStream)); r != 0 {
+	if r := C.gocuda_cuMemAllocAsync(C.uintptr_t(uintptr(fp)), (*C.ulonglong)(unsafe.Pointer(dptr)), C.size_t(bytesize), C.uintptr_t(hStream)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -12492,7 +12492,7 @@ func MemPoolTrimTo(pool MemoryPool, minBytesToKeep uint64) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemPoolTrimTo(fp, C.uintptr_t(pool), C.size_t(minBytesToKeep)); r != 0 {
+	if r := C.gocuda_cuMemPoolTrimTo(C.uintptr_t(uintptr(fp)), C.uintptr_t(pool), C.size_t(minBytesToKeep)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -12545,7 +12545,7 @@ func MemPoolSetAttribute(pool MemoryPool, attr MemPool_attribute, value unsafe.P
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemPoolSetAttribute(fp, C.uintptr_t(pool), C.int(attr), unsafe.Pointer(value)); r != 0 {
+	if r := C.gocuda_cuMemPoolSetAttribute(C.uintptr_t(uintptr(fp)), C.uintptr_t(pool), C.int(attr), unsafe.Pointer(value)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -12602,7 +12602,7 @@ func MemPoolGetAttribute(pool MemoryPool, attr MemPool_attribute, value unsafe.P
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemPoolGetAttribute(fp, C.uintptr_t(pool), C.int(attr), unsafe.Pointer(value)); r != 0 {
+	if r := C.gocuda_cuMemPoolGetAttribute(C.uintptr_t(uintptr(fp)), C.uintptr_t(pool), C.int(attr), unsafe.Pointer(value)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -12629,7 +12629,7 @@ func MemPoolSetAccess(pool MemoryPool, map_ *MemAccessDesc, count uint64) error 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemPoolSetAccess(fp, C.uintptr_t(pool), unsafe.Pointer(map_), C.size_t(count)); r != 0 {
+	if r := C.gocuda_cuMemPoolSetAccess(C.uintptr_t(uintptr(fp)), C.uintptr_t(pool), unsafe.Pointer(map_), C.size_t(count)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -12652,7 +12652,7 @@ func MemPoolGetAccess(flags *MemAccess_flags, memPool MemoryPool, location *MemL
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemPoolGetAccess(fp, (*C.int)(unsafe.Pointer(flags)), C.uintptr_t(memPool), unsafe.Pointer(location)); r != 0 {
+	if r := C.gocuda_cuMemPoolGetAccess(C.uintptr_t(uintptr(fp)), (*C.int)(unsafe.Pointer(flags)), C.uintptr_t(memPool), unsafe.Pointer(location)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -12714,7 +12714,7 @@ func MemPoolCreate(pool *MemoryPool, poolProps *MemPoolProps) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemPoolCreate(fp, unsafe.Pointer(pool), unsafe.Pointer(poolProps)); r != 0 {
+	if r := C.gocuda_cuMemPoolCreate(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pool), unsafe.Pointer(poolProps)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -12745,7 +12745,7 @@ func MemPoolDestroy(pool MemoryPool) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemPoolDestroy(fp, C.uintptr_t(pool)); r != 0 {
+	if r := C.gocuda_cuMemPoolDestroy(C.uintptr_t(uintptr(fp)), C.uintptr_t(pool)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -12774,7 +12774,7 @@ func MemGetDefaultMemPool(pool_out *MemoryPool, location *MemLocation, type_ Mem
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemGetDefaultMemPool(fp, unsafe.Pointer(pool_out), unsafe.Pointer(location), C.int(type_)); r != 0 {
+	if r := C.gocuda_cuMemGetDefaultMemPool(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pool_out), unsafe.Pointer(location), C.int(type_)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -12804,7 +12804,7 @@ func MemGetMemPool(pool *MemoryPool, location *MemLocation, type_ MemAllocationT
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemGetMemPool(fp, unsafe.Pointer(pool), unsafe.Pointer(location), C.int(type_)); r != 0 {
+	if r := C.gocuda_cuMemGetMemPool(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pool), unsafe.Pointer(location), C.int(type_)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -12839,7 +12839,7 @@ func MemSetMemPool(location *MemLocation, type_ MemAllocationType, pool MemoryPo
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemSetMemPool(fp, unsafe.Pointer(location), C.int(type_), C.uintptr_t(pool)); r != 0 {
+	if r := C.gocuda_cuMemSetMemPool(C.uintptr_t(uintptr(fp)), unsafe.Pointer(location), C.int(type_), C.uintptr_t(pool)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -12887,7 +12887,7 @@ func MemAllocFromPoolAsync(dptr *Deviceptr, bytesize uint64, pool MemoryPool, hS
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemAllocFromPoolAsync(fp, (*C.ulonglong)(unsafe.Pointer(dptr)), C.size_t(bytesize), C.uintptr_t(pool), C.uintptr_t(hStream)); r != 0 {
+	if r := C.gocuda_cuMemAllocFromPoolAsync(C.uintptr_t(uintptr(fp)), (*C.ulonglong)(unsafe.Pointer(dptr)), C.size_t(bytesize), C.uintptr_t(pool), C.uintptr_t(hStream)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -12926,7 +12926,7 @@ func MemPoolExportToShareableHandle(handle_out unsafe.Pointer, pool MemoryPool, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemPoolExportToShareableHandle(fp, unsafe.Pointer(handle_out), C.uintptr_t(pool), C.int(handleType), C.ulonglong(flags)); r != 0 {
+	if r := C.gocuda_cuMemPoolExportToShareableHandle(C.uintptr_t(uintptr(fp)), unsafe.Pointer(handle_out), C.uintptr_t(pool), C.int(handleType), C.ulonglong(flags)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -12964,7 +12964,7 @@ func MemPoolImportFromShareableHandle(pool_out *MemoryPool, handle unsafe.Pointe
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemPoolImportFromShareableHandle(fp, unsafe.Pointer(pool_out), unsafe.Pointer(handle), C.int(handleType), C.ulonglong(flags)); r != 0 {
+	if r := C.gocuda_cuMemPoolImportFromShareableHandle(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pool_out), unsafe.Pointer(handle), C.int(handleType), C.ulonglong(flags)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -12994,7 +12994,7 @@ func MemPoolExportPointer(shareData_out *MemPoolPtrExportData, ptr Deviceptr) er
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemPoolExportPointer(fp, unsafe.Pointer(shareData_out), C.ulonglong(ptr)); r != 0 {
+	if r := C.gocuda_cuMemPoolExportPointer(C.uintptr_t(uintptr(fp)), unsafe.Pointer(shareData_out), C.ulonglong(ptr)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -13033,7 +13033,7 @@ func MemPoolImportPointer(ptr_out *Deviceptr, pool MemoryPool, shareData *MemPoo
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemPoolImportPointer(fp, (*C.ulonglong)(unsafe.Pointer(ptr_out)), C.uintptr_t(pool), unsafe.Pointer(shareData)); r != 0 {
+	if r := C.gocuda_cuMemPoolImportPointer(C.uintptr_t(uintptr(fp)), (*C.ulonglong)(unsafe.Pointer(ptr_out)), C.uintptr_t(pool), unsafe.Pointer(shareData)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -13087,7 +13087,7 @@ func MulticastCreate(mcHandle *MemGenericAllocationHandle, prop *MulticastObject
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMulticastCreate(fp, (*C.ulonglong)(unsafe.Pointer(mcHandle)), unsafe.Pointer(prop)); r != 0 {
+	if r := C.gocuda_cuMulticastCreate(C.uintptr_t(uintptr(fp)), (*C.ulonglong)(unsafe.Pointer(mcHandle)), unsafe.Pointer(prop)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -13130,7 +13130,7 @@ func MulticastAddDevice(mcHandle MemGenericAllocationHandle, dev Device) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMulticastAddDevice(fp, C.ulonglong(mcHandle), C.int(dev)); r != 0 {
+	if r := C.gocuda_cuMulticastAddDevice(C.uintptr_t(uintptr(fp)), C.ulonglong(mcHandle), C.int(dev)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -13195,7 +13195,7 @@ func MulticastBindMem(mcHandle MemGenericAllocationHandle, mcOffset uint64, memH
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMulticastBindMem(fp, C.ulonglong(mcHandle), C.size_t(mcOffset), C.ulonglong(memHandle), C.size_t(memOffset), C.size_t(size), C.ulonglong(flags)); r != 0 {
+	if r := C.gocuda_cuMulticastBindMem(C.uintptr_t(uintptr(fp)), C.ulonglong(mcHandle), C.size_t(mcOffset), C.ulonglong(memHandle), C.size_t(memOffset), C.size_t(size), C.ulonglong(flags)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -13258,7 +13258,7 @@ func MulticastBindAddr(mcHandle MemGenericAllocationHandle, mcOffset uint64, mem
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMulticastBindAddr(fp, C.ulonglong(mcHandle), C.size_t(mcOffset), C.ulonglong(memptr), C.size_t(size), C.ulonglong(flags)); r != 0 {
+	if r := C.gocuda_cuMulticastBindAddr(C.uintptr_t(uintptr(fp)), C.ulonglong(mcHandle), C.size_t(mcOffset), C.ulonglong(memptr), C.size_t(size), C.ulonglong(flags)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -13302,7 +13302,7 @@ func MulticastUnbind(mcHandle MemGenericAllocationHandle, dev Device, mcOffset u
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMulticastUnbind(fp, C.ulonglong(mcHandle), C.int(dev), C.size_t(mcOffset), C.size_t(size)); r != 0 {
+	if r := C.gocuda_cuMulticastUnbind(C.uintptr_t(uintptr(fp)), C.ulonglong(mcHandle), C.int(dev), C.size_t(mcOffset), C.size_t(size)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -13336,7 +13336,7 @@ func MulticastGetGranularity(granularity *uint64, prop *MulticastObjectProp, opt
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMulticastGetGranularity(fp, (*C.size_t)(unsafe.Pointer(granularity)), unsafe.Pointer(prop), C.int(option)); r != 0 {
+	if r := C.gocuda_cuMulticastGetGranularity(C.uintptr_t(uintptr(fp)), (*C.size_t)(unsafe.Pointer(granularity)), unsafe.Pointer(prop), C.int(option)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -13538,7 +13538,7 @@ func PointerGetAttribute(data unsafe.Pointer, attribute Pointer_attribute, ptr D
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuPointerGetAttribute(fp, unsafe.Pointer(data), C.int(attribute), C.ulonglong(ptr)); r != 0 {
+	if r := C.gocuda_cuPointerGetAttribute(C.uintptr_t(uintptr(fp)), unsafe.Pointer(data), C.int(attribute), C.ulonglong(ptr)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -13622,7 +13622,7 @@ func MemPrefetchAsync(devPtr Deviceptr, count uint64, location MemLocation, flag
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemPrefetchAsync(fp, C.ulonglong(devPtr), C.size_t(count), *(*C.CUmemLocation)(unsafe.Pointer(&location)), C.uint(flags), C.uintptr_t(hStream)); r != 0 {
+	if r := C.gocuda_cuMemPrefetchAsync(C.uintptr_t(uintptr(fp)), C.ulonglong(devPtr), C.size_t(count), *(*C.CUmemLocation)(unsafe.Pointer(&location)), C.uint(flags), C.uintptr_t(hStream)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -13750,7 +13750,7 @@ func MemAdvise(devPtr Deviceptr, count uint64, advice Mem_advise, location MemLo
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemAdvise(fp, C.ulonglong(devPtr), C.size_t(count), C.int(advice), *(*C.CUmemLocation)(unsafe.Pointer(&location))); r != 0 {
+	if r := C.gocuda_cuMemAdvise(C.uintptr_t(uintptr(fp)), C.ulonglong(devPtr), C.size_t(count), C.int(advice), *(*C.CUmemLocation)(unsafe.Pointer(&location))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -13799,7 +13799,7 @@ func MemPrefetchBatchAsync(dptrs *Deviceptr, sizes *uint64, count uint64, prefet
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemPrefetchBatchAsync(fp, (*C.ulonglong)(unsafe.Pointer(dptrs)), (*C.size_t)(unsafe.Pointer(sizes)), C.size_t(count), unsafe.Pointer(prefetchLocs), (*C.size_t)(unsafe.Pointer(prefetchLocIdxs)), C.size_t(numPrefetchLocs), C.ulonglong(flags), C.uintptr_t(hStream)); r != 0 {
+	if r := C.gocuda_cuMemPrefetchBatchAsync(C.uintptr_t(uintptr(fp)), (*C.ulonglong)(unsafe.Pointer(dptrs)), (*C.size_t)(unsafe.Pointer(sizes)), C.size_t(count), unsafe.Pointer(prefetchLocs), (*C.size_t)(unsafe.Pointer(prefetchLocIdxs)), C.size_t(numPrefetchLocs), C.ulonglong(flags), C.uintptr_t(hStream)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -13838,7 +13838,7 @@ func MemDiscardBatchAsync(dptrs *Deviceptr, sizes *uint64, count uint64, flags u
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemDiscardBatchAsync(fp, (*C.ulonglong)(unsafe.Pointer(dptrs)), (*C.size_t)(unsafe.Pointer(sizes)), C.size_t(count), C.ulonglong(flags), C.uintptr_t(hStream)); r != 0 {
+	if r := C.gocuda_cuMemDiscardBatchAsync(C.uintptr_t(uintptr(fp)), (*C.ulonglong)(unsafe.Pointer(dptrs)), (*C.size_t)(unsafe.Pointer(sizes)), C.size_t(count), C.ulonglong(flags), C.uintptr_t(hStream)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -13894,7 +13894,7 @@ func MemDiscardAndPrefetchBatchAsync(dptrs *Deviceptr, sizes *uint64, count uint
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemDiscardAndPrefetchBatchAsync(fp, (*C.ulonglong)(unsafe.Pointer(dptrs)), (*C.size_t)(unsafe.Pointer(sizes)), C.size_t(count), unsafe.Pointer(prefetchLocs), (*C.size_t)(unsafe.Pointer(prefetchLocIdxs)), C.size_t(numPrefetchLocs), C.ulonglong(flags), C.uintptr_t(hStream)); r != 0 {
+	if r := C.gocuda_cuMemDiscardAndPrefetchBatchAsync(C.uintptr_t(uintptr(fp)), (*C.ulonglong)(unsafe.Pointer(dptrs)), (*C.size_t)(unsafe.Pointer(sizes)), C.size_t(count), unsafe.Pointer(prefetchLocs), (*C.size_t)(unsafe.Pointer(prefetchLocIdxs)), C.size_t(numPrefetchLocs), C.ulonglong(flags), C.uintptr_t(hStream)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -13982,7 +13982,7 @@ func MemRangeGetAttribute(data unsafe.Pointer, dataSize uint64, attribute Mem_ra
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemRangeGetAttribute(fp, unsafe.Pointer(data), C.size_t(dataSize), C.int(attribute), C.ulonglong(devPtr), C.size_t(count)); r != 0 {
+	if r := C.gocuda_cuMemRangeGetAttribute(C.uintptr_t(uintptr(fp)), unsafe.Pointer(data), C.size_t(dataSize), C.int(attribute), C.ulonglong(devPtr), C.size_t(count)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -14035,7 +14035,7 @@ func MemRangeGetAttributes(data *unsafe.Pointer, dataSizes *uint64, attributes *
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuMemRangeGetAttributes(fp, unsafe.Pointer(data), (*C.size_t)(unsafe.Pointer(dataSizes)), (*C.int)(unsafe.Pointer(attributes)), C.size_t(numAttributes), C.ulonglong(devPtr), C.size_t(count)); r != 0 {
+	if r := C.gocuda_cuMemRangeGetAttributes(C.uintptr_t(uintptr(fp)), unsafe.Pointer(data), (*C.size_t)(unsafe.Pointer(dataSizes)), (*C.int)(unsafe.Pointer(attributes)), C.size_t(numAttributes), C.ulonglong(devPtr), C.size_t(count)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -14086,7 +14086,7 @@ func PointerSetAttribute(value unsafe.Pointer, attribute Pointer_attribute, ptr 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuPointerSetAttribute(fp, unsafe.Pointer(value), C.int(attribute), C.ulonglong(ptr)); r != 0 {
+	if r := C.gocuda_cuPointerSetAttribute(C.uintptr_t(uintptr(fp)), unsafe.Pointer(value), C.int(attribute), C.ulonglong(ptr)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -14145,7 +14145,7 @@ func PointerGetAttributes(numAttributes uint32, attributes *Pointer_attribute, d
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuPointerGetAttributes(fp, C.uint(numAttributes), (*C.int)(unsafe.Pointer(attributes)), unsafe.Pointer(data), C.ulonglong(ptr)); r != 0 {
+	if r := C.gocuda_cuPointerGetAttributes(C.uintptr_t(uintptr(fp)), C.uint(numAttributes), (*C.int)(unsafe.Pointer(attributes)), unsafe.Pointer(data), C.ulonglong(ptr)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -14193,7 +14193,7 @@ func StreamCreate(phStream *Stream, Flags uint32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuStreamCreate(fp, unsafe.Pointer(phStream), C.uint(Flags)); r != 0 {
+	if r := C.gocuda_cuStreamCreate(C.uintptr_t(uintptr(fp)), unsafe.Pointer(phStream), C.uint(Flags)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -14255,7 +14255,7 @@ func StreamCreateWithPriority(phStream *Stream, flags uint32, priority int32) er
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuStreamCreateWithPriority(fp, unsafe.Pointer(phStream), C.uint(flags), C.int(priority)); r != 0 {
+	if r := C.gocuda_cuStreamCreateWithPriority(C.uintptr_t(uintptr(fp)), unsafe.Pointer(phStream), C.uint(flags), C.int(priority)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -14297,7 +14297,7 @@ func StreamGetPriority(hStream Stream, priority *int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuStreamGetPriority(fp, C.uintptr_t(hStream), (*C.int)(unsafe.Pointer(priority))); r != 0 {
+	if r := C.gocuda_cuStreamGetPriority(C.uintptr_t(uintptr(fp)), C.uintptr_t(hStream), (*C.int)(unsafe.Pointer(priority))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -14332,7 +14332,7 @@ func StreamGetDevice(hStream Stream, device *Device) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuStreamGetDevice(fp, C.uintptr_t(hStream), (*C.int)(unsafe.Pointer(device))); r != 0 {
+	if r := C.gocuda_cuStreamGetDevice(C.uintptr_t(uintptr(fp)), C.uintptr_t(hStream), (*C.int)(unsafe.Pointer(device))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -14372,7 +14372,7 @@ func StreamGetFlags(hStream Stream, flags *uint32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuStreamGetFlags(fp, C.uintptr_t(hStream), (*C.uint)(unsafe.Pointer(flags))); r != 0 {
+	if r := C.gocuda_cuStreamGetFlags(C.uintptr_t(uintptr(fp)), C.uintptr_t(hStream), (*C.uint)(unsafe.Pointer(flags))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -14415,7 +14415,7 @@ func StreamGetId(hStream Stream, streamId *uint64) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuStreamGetId(fp, C.uintptr_t(hStream), (*C.ulonglong)(unsafe.Pointer(streamId))); r != 0 {
+	if r := C.gocuda_cuStreamGetId(C.uintptr_t(uintptr(fp)), C.uintptr_t(hStream), (*C.ulonglong)(unsafe.Pointer(streamId))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -14475,7 +14475,7 @@ func StreamGetCtx(hStream Stream, pctx *Context) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuStreamGetCtx(fp, C.uintptr_t(hStream), unsafe.Pointer(pctx)); r != 0 {
+	if r := C.gocuda_cuStreamGetCtx(C.uintptr_t(uintptr(fp)), C.uintptr_t(hStream), unsafe.Pointer(pctx)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -14543,7 +14543,7 @@ func StreamGetCtx_v2(hStream Stream, pCtx *Context, pGreenCtx *GreenCtx) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuStreamGetCtx_v2(fp, C.uintptr_t(hStream), unsafe.Pointer(pCtx), unsafe.Pointer(pGreenCtx)); r != 0 {
+	if r := C.gocuda_cuStreamGetCtx_v2(C.uintptr_t(uintptr(fp)), C.uintptr_t(hStream), unsafe.Pointer(pCtx), unsafe.Pointer(pGreenCtx)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -14588,7 +14588,7 @@ func StreamWaitEvent(hStream Stream, hEvent Event, Flags uint32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuStreamWaitEvent(fp, C.uintptr_t(hStream), C.uintptr_t(hEvent), C.uint(Flags)); r != 0 {
+	if r := C.gocuda_cuStreamWaitEvent(C.uintptr_t(uintptr(fp)), C.uintptr_t(hStream), C.uintptr_t(hEvent), C.uint(Flags)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -14674,7 +14674,7 @@ func StreamAddCallback(hStream Stream, callback StreamCallback, userData unsafe.
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuStreamAddCallback(fp, C.uintptr_t(hStream), C.uintptr_t(callback), unsafe.Pointer(userData), C.uint(flags)); r != 0 {
+	if r := C.gocuda_cuStreamAddCallback(C.uintptr_t(uintptr(fp)), C.uintptr_t(hStream), C.uintptr_t(callback), unsafe.Pointer(userData), C.uint(flags)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -14721,7 +14721,7 @@ func StreamBeginCapture(hStream Stream, mode StreamCaptureMode) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuStreamBeginCapture(fp, C.uintptr_t(hStream), C.int(mode)); r != 0 {
+	if r := C.gocuda_cuStreamBeginCapture(C.uintptr_t(uintptr(fp)), C.uintptr_t(hStream), C.int(mode)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -14776,7 +14776,7 @@ func StreamBeginCaptureToGraph(hStream Stream, hGraph Graph, dependencies *Graph
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuStreamBeginCaptureToGraph(fp, C.uintptr_t(hStream), C.uintptr_t(hGraph), unsafe.Pointer(dependencies), unsafe.Pointer(dependencyData), C.size_t(numDependencies), C.int(mode)); r != 0 {
+	if r := C.gocuda_cuStreamBeginCaptureToGraph(C.uintptr_t(uintptr(fp)), C.uintptr_t(hStream), C.uintptr_t(hGraph), unsafe.Pointer(dependencies), unsafe.Pointer(dependencyData), C.size_t(numDependencies), C.int(mode)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -14837,7 +14837,7 @@ func ThreadExchangeStreamCaptureMode(mode *StreamCaptureMode) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuThreadExchangeStreamCaptureMode(fp, (*C.int)(unsafe.Pointer(mode))); r != 0 {
+	if r := C.gocuda_cuThreadExchangeStreamCaptureMode(C.uintptr_t(uintptr(fp)), (*C.int)(unsafe.Pointer(mode))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -14877,7 +14877,7 @@ func StreamEndCapture(hStream Stream, phGraph *Graph) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuStreamEndCapture(fp, C.uintptr_t(hStream), unsafe.Pointer(phGraph)); r != 0 {
+	if r := C.gocuda_cuStreamEndCapture(C.uintptr_t(uintptr(fp)), C.uintptr_t(hStream), unsafe.Pointer(phGraph)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -14926,7 +14926,7 @@ func StreamIsCapturing(hStream Stream, captureStatus *StreamCaptureStatus) error
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuStreamIsCapturing(fp, C.uintptr_t(hStream), (*C.int)(unsafe.Pointer(captureStatus))); r != 0 {
+	if r := C.gocuda_cuStreamIsCapturing(C.uintptr_t(uintptr(fp)), C.uintptr_t(hStream), (*C.int)(unsafe.Pointer(captureStatus))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -14993,7 +14993,7 @@ func StreamGetCaptureInfo(hStream Stream, captureStatus_out *StreamCaptureStatus
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuStreamGetCaptureInfo(fp, C.uintptr_t(hStream), (*C.int)(unsafe.Pointer(captureStatus_out)), (*C.ulong)(unsafe.Pointer(id_out)), unsafe.Pointer(graph_out), unsafe.Pointer(dependencies_out), unsafe.Pointer(edgeData_out), (*C.size_t)(unsafe.Pointer(numDependencies_out))); r != 0 {
+	if r := C.gocuda_cuStreamGetCaptureInfo(C.uintptr_t(uintptr(fp)), C.uintptr_t(hStream), (*C.int)(unsafe.Pointer(captureStatus_out)), (*C.ulong)(unsafe.Pointer(id_out)), unsafe.Pointer(graph_out), unsafe.Pointer(dependencies_out), unsafe.Pointer(edgeData_out), (*C.size_t)(unsafe.Pointer(numDependencies_out))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -15038,7 +15038,7 @@ func StreamUpdateCaptureDependencies(hStream Stream, dependencies *GraphNode, de
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuStreamUpdateCaptureDependencies(fp, C.uintptr_t(hStream), unsafe.Pointer(dependencies), unsafe.Pointer(dependencyData), C.size_t(numDependencies), C.uint(flags)); r != 0 {
+	if r := C.gocuda_cuStreamUpdateCaptureDependencies(C.uintptr_t(uintptr(fp)), C.uintptr_t(hStream), unsafe.Pointer(dependencies), unsafe.Pointer(dependencyData), C.size_t(numDependencies), C.uint(flags)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -15134,7 +15134,7 @@ func StreamAttachMemAsync(hStream Stream, dptr Deviceptr, length uint64, flags u
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuStreamAttachMemAsync(fp, C.uintptr_t(hStream), C.ulonglong(dptr), C.size_t(length), C.uint(flags)); r != 0 {
+	if r := C.gocuda_cuStreamAttachMemAsync(C.uintptr_t(uintptr(fp)), C.uintptr_t(hStream), C.ulonglong(dptr), C.size_t(length), C.uint(flags)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -15172,7 +15172,7 @@ func StreamQuery(hStream Stream) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuStreamQuery(fp, C.uintptr_t(hStream)); r != 0 {
+	if r := C.gocuda_cuStreamQuery(C.uintptr_t(uintptr(fp)), C.uintptr_t(hStream)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -15208,7 +15208,7 @@ func StreamSynchronize(hStream Stream) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuStreamSynchronize(fp, C.uintptr_t(hStream)); r != 0 {
+	if r := C.gocuda_cuStreamSynchronize(C.uintptr_t(uintptr(fp)), C.uintptr_t(hStream)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -15247,7 +15247,7 @@ func StreamDestroy(hStream Stream) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuStreamDestroy(fp, C.uintptr_t(hStream)); r != 0 {
+	if r := C.gocuda_cuStreamDestroy(C.uintptr_t(uintptr(fp)), C.uintptr_t(hStream)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -15276,7 +15276,7 @@ func StreamCopyAttributes(dst Stream, src Stream) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuStreamCopyAttributes(fp, C.uintptr_t(dst), C.uintptr_t(src)); r != 0 {
+	if r := C.gocuda_cuStreamCopyAttributes(C.uintptr_t(uintptr(fp)), C.uintptr_t(dst), C.uintptr_t(src)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -15306,7 +15306,7 @@ func StreamGetAttribute(hStream Stream, attr StreamAttrID, value_out *StreamAttr
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuStreamGetAttribute(fp, C.uintptr_t(hStream), C.int(attr), unsafe.Pointer(value_out)); r != 0 {
+	if r := C.gocuda_cuStreamGetAttribute(C.uintptr_t(uintptr(fp)), C.uintptr_t(hStream), C.int(attr), unsafe.Pointer(value_out)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -15337,7 +15337,7 @@ func StreamSetAttribute(hStream Stream, attr StreamAttrID, value *StreamAttrValu
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuStreamSetAttribute(fp, C.uintptr_t(hStream), C.int(attr), unsafe.Pointer(value)); r != 0 {
+	if r := C.gocuda_cuStreamSetAttribute(C.uintptr_t(uintptr(fp)), C.uintptr_t(hStream), C.int(attr), unsafe.Pointer(value)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -15387,7 +15387,7 @@ func EventCreate(phEvent *Event, Flags uint32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuEventCreate(fp, unsafe.Pointer(phEvent), C.uint(Flags)); r != 0 {
+	if r := C.gocuda_cuEventCreate(C.uintptr_t(uintptr(fp)), unsafe.Pointer(phEvent), C.uint(Flags)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -15438,7 +15438,7 @@ func EventRecord(hEvent Event, hStream Stream) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuEventRecord(fp, C.uintptr_t(hEvent), C.uintptr_t(hStream)); r != 0 {
+	if r := C.gocuda_cuEventRecord(C.uintptr_t(uintptr(fp)), C.uintptr_t(hEvent), C.uintptr_t(hStream)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -15496,7 +15496,7 @@ func EventRecordWithFlags(hEvent Event, hStream Stream, flags uint32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuEventRecordWithFlags(fp, C.uintptr_t(hEvent), C.uintptr_t(hStream), C.uint(flags)); r != 0 {
+	if r := C.gocuda_cuEventRecordWithFlags(C.uintptr_t(uintptr(fp)), C.uintptr_t(hEvent), C.uintptr_t(hStream), C.uint(flags)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -15537,7 +15537,7 @@ func EventQuery(hEvent Event) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuEventQuery(fp, C.uintptr_t(hEvent)); r != 0 {
+	if r := C.gocuda_cuEventQuery(C.uintptr_t(uintptr(fp)), C.uintptr_t(hEvent)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -15577,7 +15577,7 @@ func EventSynchronize(hEvent Event) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuEventSynchronize(fp, C.uintptr_t(hEvent)); r != 0 {
+	if r := C.gocuda_cuEventSynchronize(C.uintptr_t(uintptr(fp)), C.uintptr_t(hEvent)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -15615,7 +15615,7 @@ func EventDestroy(hEvent Event) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuEventDestroy(fp, C.uintptr_t(hEvent)); r != 0 {
+	if r := C.gocuda_cuEventDestroy(C.uintptr_t(uintptr(fp)), C.uintptr_t(hEvent)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -15672,7 +15672,7 @@ func EventElapsedTime(pMilliseconds *float32, hStart Event, hEnd Event) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuEventElapsedTime(fp, (*C.float)(unsafe.Pointer(pMilliseconds)), C.uintptr_t(hStart), C.uintptr_t(hEnd)); r != 0 {
+	if r := C.gocuda_cuEventElapsedTime(C.uintptr_t(uintptr(fp)), (*C.float)(unsafe.Pointer(pMilliseconds)), C.uintptr_t(hStart), C.uintptr_t(hEnd)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -15852,7 +15852,7 @@ func ImportExternalMemory(extMem_out *ExternalMemory, memHandleDesc *EXTERNAL_ME
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuImportExternalMemory(fp, unsafe.Pointer(extMem_out), unsafe.Pointer(memHandleDesc)); r != 0 {
+	if r := C.gocuda_cuImportExternalMemory(C.uintptr_t(uintptr(fp)), unsafe.Pointer(extMem_out), unsafe.Pointer(memHandleDesc)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -15913,7 +15913,7 @@ func ExternalMemoryGetMappedBuffer(devPtr *Deviceptr, extMem ExternalMemory, buf
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuExternalMemoryGetMappedBuffer(fp, (*C.ulonglong)(unsafe.Pointer(devPtr)), C.uintptr_t(extMem), unsafe.Pointer(bufferDesc)); r != 0 {
+	if r := C.gocuda_cuExternalMemoryGetMappedBuffer(C.uintptr_t(uintptr(fp)), (*C.ulonglong)(unsafe.Pointer(devPtr)), C.uintptr_t(extMem), unsafe.Pointer(bufferDesc)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -15976,7 +15976,7 @@ func ExternalMemoryGetMappedMipmappedArray(mipmap *MipmappedArray, extMem Extern
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuExternalMemoryGetMappedMipmappedArray(fp, unsafe.Pointer(mipmap), C.uintptr_t(extMem), unsafe.Pointer(mipmapDesc)); r != 0 {
+	if r := C.gocuda_cuExternalMemoryGetMappedMipmappedArray(C.uintptr_t(uintptr(fp)), unsafe.Pointer(mipmap), C.uintptr_t(extMem), unsafe.Pointer(mipmapDesc)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -16007,7 +16007,7 @@ func DestroyExternalMemory(extMem ExternalMemory) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuDestroyExternalMemory(fp, C.uintptr_t(extMem)); r != 0 {
+	if r := C.gocuda_cuDestroyExternalMemory(C.uintptr_t(uintptr(fp)), C.uintptr_t(extMem)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -16170,7 +16170,7 @@ func ImportExternalSemaphore(extSem_out *ExternalSemaphore, semHandleDesc *EXTER
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuImportExternalSemaphore(fp, unsafe.Pointer(extSem_out), unsafe.Pointer(semHandleDesc)); r != 0 {
+	if r := C.gocuda_cuImportExternalSemaphore(C.uintptr_t(uintptr(fp)), unsafe.Pointer(extSem_out), unsafe.Pointer(semHandleDesc)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -16274,7 +16274,7 @@ func SignalExternalSemaphoresAsync(extSemArray *ExternalSemaphore, paramsArray *
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuSignalExternalSemaphoresAsync(fp, unsafe.Pointer(extSemArray), unsafe.Pointer(paramsArray), C.uint(numExtSems), C.uintptr_t(stream)); r != 0 {
+	if r := C.gocuda_cuSignalExternalSemaphoresAsync(C.uintptr_t(uintptr(fp)), unsafe.Pointer(extSemArray), unsafe.Pointer(paramsArray), C.uint(numExtSems), C.uintptr_t(stream)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -16359,7 +16359,7 @@ func WaitExternalSemaphoresAsync(extSemArray *ExternalSemaphore, paramsArray *EX
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuWaitExternalSemaphoresAsync(fp, unsafe.Pointer(extSemArray), unsafe.Pointer(paramsArray), C.uint(numExtSems), C.uintptr_t(stream)); r != 0 {
+	if r := C.gocuda_cuWaitExternalSemaphoresAsync(C.uintptr_t(uintptr(fp)), unsafe.Pointer(extSemArray), unsafe.Pointer(paramsArray), C.uint(numExtSems), C.uintptr_t(stream)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -16389,7 +16389,7 @@ func DestroyExternalSemaphore(extSem ExternalSemaphore) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuDestroyExternalSemaphore(fp, C.uintptr_t(extSem)); r != 0 {
+	if r := C.gocuda_cuDestroyExternalSemaphore(C.uintptr_t(uintptr(fp)), C.uintptr_t(extSem)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -16442,7 +16442,7 @@ func StreamWaitValue32(stream Stream, addr Deviceptr, value Uint32, flags uint32
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuStreamWaitValue32(fp, C.uintptr_t(stream), C.ulonglong(addr), C.uint(value), C.uint(flags)); r != 0 {
+	if r := C.gocuda_cuStreamWaitValue32(C.uintptr_t(uintptr(fp)), C.uintptr_t(stream), C.ulonglong(addr), C.uint(value), C.uint(flags)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -16494,7 +16494,7 @@ func StreamWaitValue64(stream Stream, addr Deviceptr, value Uint64, flags uint32
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuStreamWaitValue64(fp, C.uintptr_t(stream), C.ulonglong(addr), C.ulong(value), C.uint(flags)); r != 0 {
+	if r := C.gocuda_cuStreamWaitValue64(C.uintptr_t(uintptr(fp)), C.uintptr_t(stream), C.ulonglong(addr), C.ulong(value), C.uint(flags)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -16532,7 +16532,7 @@ func StreamWriteValue32(stream Stream, addr Deviceptr, value Uint32, flags uint3
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuStreamWriteValue32(fp, C.uintptr_t(stream), C.ulonglong(addr), C.uint(value), C.uint(flags)); r != 0 {
+	if r := C.gocuda_cuStreamWriteValue32(C.uintptr_t(uintptr(fp)), C.uintptr_t(stream), C.ulonglong(addr), C.uint(value), C.uint(flags)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -16572,7 +16572,7 @@ func StreamWriteValue64(stream Stream, addr Deviceptr, value Uint64, flags uint3
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuStreamWriteValue64(fp, C.uintptr_t(stream), C.ulonglong(addr), C.ulong(value), C.uint(flags)); r != 0 {
+	if r := C.gocuda_cuStreamWriteValue64(C.uintptr_t(uintptr(fp)), C.uintptr_t(stream), C.ulonglong(addr), C.ulong(value), C.uint(flags)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -16622,7 +16622,7 @@ func StreamBatchMemOp(stream Stream, count uint32, paramArray *StreamBatchMemOpP
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuStreamBatchMemOp(fp, C.uintptr_t(stream), C.uint(count), unsafe.Pointer(paramArray), C.uint(flags)); r != 0 {
+	if r := C.gocuda_cuStreamBatchMemOp(C.uintptr_t(uintptr(fp)), C.uintptr_t(stream), C.uint(count), unsafe.Pointer(paramArray), C.uint(flags)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -16727,7 +16727,7 @@ func FuncGetAttribute(pi *int32, attrib Function_attribute, hfunc Function) erro
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuFuncGetAttribute(fp, (*C.int)(unsafe.Pointer(pi)), C.int(attrib), C.uintptr_t(hfunc)); r != 0 {
+	if r := C.gocuda_cuFuncGetAttribute(C.uintptr_t(uintptr(fp)), (*C.int)(unsafe.Pointer(pi)), C.int(attrib), C.uintptr_t(hfunc)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -16803,7 +16803,7 @@ func FuncSetAttribute(hfunc Function, attrib Function_attribute, value int32) er
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuFuncSetAttribute(fp, C.uintptr_t(hfunc), C.int(attrib), C.int(value)); r != 0 {
+	if r := C.gocuda_cuFuncSetAttribute(C.uintptr_t(uintptr(fp)), C.uintptr_t(hfunc), C.int(attrib), C.int(value)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -16856,7 +16856,7 @@ func FuncSetCacheConfig(hfunc Function, config Func_cache) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuFuncSetCacheConfig(fp, C.uintptr_t(hfunc), C.int(config)); r != 0 {
+	if r := C.gocuda_cuFuncSetCacheConfig(C.uintptr_t(uintptr(fp)), C.uintptr_t(hfunc), C.int(config)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -16890,7 +16890,7 @@ func FuncGetModule(hmod *Module, hfunc Function) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuFuncGetModule(fp, unsafe.Pointer(hmod), C.uintptr_t(hfunc)); r != 0 {
+	if r := C.gocuda_cuFuncGetModule(C.uintptr_t(uintptr(fp)), unsafe.Pointer(hmod), C.uintptr_t(hfunc)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -16919,7 +16919,7 @@ func FuncGetName(name **byte, hfunc Function) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuFuncGetName(fp, unsafe.Pointer(name), C.uintptr_t(hfunc)); r != 0 {
+	if r := C.gocuda_cuFuncGetName(C.uintptr_t(uintptr(fp)), unsafe.Pointer(name), C.uintptr_t(hfunc)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -16952,7 +16952,7 @@ func FuncGetParamInfo(func_ Function, paramIndex uint64, paramOffset *uint64, pa
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuFuncGetParamInfo(fp, C.uintptr_t(func_), C.size_t(paramIndex), (*C.size_t)(unsafe.Pointer(paramOffset)), (*C.size_t)(unsafe.Pointer(paramSize))); r != 0 {
+	if r := C.gocuda_cuFuncGetParamInfo(C.uintptr_t(uintptr(fp)), C.uintptr_t(func_), C.size_t(paramIndex), (*C.size_t)(unsafe.Pointer(paramOffset)), (*C.size_t)(unsafe.Pointer(paramSize))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -16980,7 +16980,7 @@ func FuncIsLoaded(state *FunctionLoadingState, function Function) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuFuncIsLoaded(fp, (*C.int)(unsafe.Pointer(state)), C.uintptr_t(function)); r != 0 {
+	if r := C.gocuda_cuFuncIsLoaded(C.uintptr_t(uintptr(fp)), (*C.int)(unsafe.Pointer(state)), C.uintptr_t(function)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -17008,7 +17008,7 @@ func FuncLoad(function Function) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuFuncLoad(fp, C.uintptr_t(function)); r != 0 {
+	if r := C.gocuda_cuFuncLoad(C.uintptr_t(uintptr(fp)), C.uintptr_t(function)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -17136,7 +17136,7 @@ func LaunchKernel(f Function, gridDimX uint32, gridDimY uint32, gridDimZ uint32,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuLaunchKernel(fp, C.uintptr_t(f), C.uint(gridDimX), C.uint(gridDimY), C.uint(gridDimZ), C.uint(blockDimX), C.uint(blockDimY), C.uint(blockDimZ), C.uint(sharedMemBytes), C.uintptr_t(hStream), unsafe.Pointer(kernelParams), unsafe.Pointer(extra)); r != 0 {
+	if r := C.gocuda_cuLaunchKernel(C.uintptr_t(uintptr(fp)), C.uintptr_t(f), C.uint(gridDimX), C.uint(gridDimY), C.uint(gridDimZ), C.uint(blockDimX), C.uint(blockDimY), C.uint(blockDimZ), C.uint(sharedMemBytes), C.uintptr_t(hStream), unsafe.Pointer(kernelParams), unsafe.Pointer(extra)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -17412,7 +17412,7 @@ func LaunchKernelEx(config *LaunchConfig, f Function, kernelParams *unsafe.Point
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuLaunchKernelEx(fp, unsafe.Pointer(config), C.uintptr_t(f), unsafe.Pointer(kernelParams), unsafe.Pointer(extra)); r != 0 {
+	if r := C.gocuda_cuLaunchKernelEx(C.uintptr_t(uintptr(fp)), unsafe.Pointer(config), C.uintptr_t(f), unsafe.Pointer(kernelParams), unsafe.Pointer(extra)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -17510,7 +17510,7 @@ func LaunchCooperativeKernel(f Function, gridDimX uint32, gridDimY uint32, gridD
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuLaunchCooperativeKernel(fp, C.uintptr_t(f), C.uint(gridDimX), C.uint(gridDimY), C.uint(gridDimZ), C.uint(blockDimX), C.uint(blockDimY), C.uint(blockDimZ), C.uint(sharedMemBytes), C.uintptr_t(hStream), unsafe.Pointer(kernelParams)); r != 0 {
+	if r := C.gocuda_cuLaunchCooperativeKernel(C.uintptr_t(uintptr(fp)), C.uintptr_t(f), C.uint(gridDimX), C.uint(gridDimY), C.uint(gridDimZ), C.uint(blockDimX), C.uint(blockDimY), C.uint(blockDimZ), C.uint(sharedMemBytes), C.uintptr_t(hStream), unsafe.Pointer(kernelParams)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -17658,7 +17658,7 @@ func LaunchCooperativeKernelMultiDevice(launchParamsList *LAUNCH_PARAMS, numDevi
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuLaunchCooperativeKernelMultiDevice(fp, unsafe.Pointer(launchParamsList), C.uint(numDevices), C.uint(flags)); r != 0 {
+	if r := C.gocuda_cuLaunchCooperativeKernelMultiDevice(C.uintptr_t(uintptr(fp)), unsafe.Pointer(launchParamsList), C.uint(numDevices), C.uint(flags)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -17734,7 +17734,7 @@ func LaunchHostFunc(hStream Stream, fn HostFn, userData unsafe.Pointer) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuLaunchHostFunc(fp, C.uintptr_t(hStream), C.uintptr_t(fn), unsafe.Pointer(userData)); r != 0 {
+	if r := C.gocuda_cuLaunchHostFunc(C.uintptr_t(uintptr(fp)), C.uintptr_t(hStream), C.uintptr_t(fn), unsafe.Pointer(userData)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -17779,7 +17779,7 @@ func FuncSetBlockShape(hfunc Function, x int32, y int32, z int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuFuncSetBlockShape(fp, C.uintptr_t(hfunc), C.int(x), C.int(y), C.int(z)); r != 0 {
+	if r := C.gocuda_cuFuncSetBlockShape(C.uintptr_t(uintptr(fp)), C.uintptr_t(hfunc), C.int(x), C.int(y), C.int(z)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -17822,7 +17822,7 @@ func FuncSetSharedSize(hfunc Function, bytes uint32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuFuncSetSharedSize(fp, C.uintptr_t(hfunc), C.uint(bytes)); r != 0 {
+	if r := C.gocuda_cuFuncSetSharedSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(hfunc), C.uint(bytes)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -17863,7 +17863,7 @@ func ParamSetSize(hfunc Function, numbytes uint32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuParamSetSize(fp, C.uintptr_t(hfunc), C.uint(numbytes)); r != 0 {
+	if r := C.gocuda_cuParamSetSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(hfunc), C.uint(numbytes)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -17905,7 +17905,7 @@ func ParamSeti(hfunc Function, offset int32, value uint32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuParamSeti(fp, C.uintptr_t(hfunc), C.int(offset), C.uint(value)); r != 0 {
+	if r := C.gocuda_cuParamSeti(C.uintptr_t(uintptr(fp)), C.uintptr_t(hfunc), C.int(offset), C.uint(value)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -17947,7 +17947,7 @@ func ParamSetf(hfunc Function, offset int32, value float32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuParamSetf(fp, C.uintptr_t(hfunc), C.int(offset), C.float(value)); r != 0 {
+	if r := C.gocuda_cuParamSetf(C.uintptr_t(uintptr(fp)), C.uintptr_t(hfunc), C.int(offset), C.float(value)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -17991,7 +17991,7 @@ func ParamSetv(hfunc Function, offset int32, ptr unsafe.Pointer, numbytes uint32
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuParamSetv(fp, C.uintptr_t(hfunc), C.int(offset), unsafe.Pointer(ptr), C.uint(numbytes)); r != 0 {
+	if r := C.gocuda_cuParamSetv(C.uintptr_t(uintptr(fp)), C.uintptr_t(hfunc), C.int(offset), unsafe.Pointer(ptr), C.uint(numbytes)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -18052,7 +18052,7 @@ func Launch(f Function) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuLaunch(fp, C.uintptr_t(f)); r != 0 {
+	if r := C.gocuda_cuLaunch(C.uintptr_t(uintptr(fp)), C.uintptr_t(f)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -18115,7 +18115,7 @@ func LaunchGrid(f Function, grid_width int32, grid_height int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuLaunchGrid(fp, C.uintptr_t(f), C.int(grid_width), C.int(grid_height)); r != 0 {
+	if r := C.gocuda_cuLaunchGrid(C.uintptr_t(uintptr(fp)), C.uintptr_t(f), C.int(grid_width), C.int(grid_height)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -18184,7 +18184,7 @@ func LaunchGridAsync(f Function, grid_width int32, grid_height int32, hStream St
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuLaunchGridAsync(fp, C.uintptr_t(f), C.int(grid_width), C.int(grid_height), C.uintptr_t(hStream)); r != 0 {
+	if r := C.gocuda_cuLaunchGridAsync(C.uintptr_t(uintptr(fp)), C.uintptr_t(f), C.int(grid_width), C.int(grid_height), C.uintptr_t(hStream)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -18217,7 +18217,7 @@ func ParamSetTexRef(hfunc Function, texunit int32, hTexRef Texref) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuParamSetTexRef(fp, C.uintptr_t(hfunc), C.int(texunit), C.uintptr_t(hTexRef)); r != 0 {
+	if r := C.gocuda_cuParamSetTexRef(C.uintptr_t(uintptr(fp)), C.uintptr_t(hfunc), C.int(texunit), C.uintptr_t(hTexRef)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -18280,7 +18280,7 @@ func FuncSetSharedMemConfig(hfunc Function, config Sharedconfig) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuFuncSetSharedMemConfig(fp, C.uintptr_t(hfunc), C.int(config)); r != 0 {
+	if r := C.gocuda_cuFuncSetSharedMemConfig(C.uintptr_t(uintptr(fp)), C.uintptr_t(hfunc), C.int(config)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -18321,7 +18321,7 @@ func GraphCreate(phGraph *Graph, flags uint32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphCreate(fp, unsafe.Pointer(phGraph), C.uint(flags)); r != 0 {
+	if r := C.gocuda_cuGraphCreate(C.uintptr_t(uintptr(fp)), unsafe.Pointer(phGraph), C.uint(flags)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -18430,7 +18430,7 @@ func GraphAddKernelNode(phGraphNode *GraphNode, hGraph Graph, dependencies *Grap
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphAddKernelNode(fp, unsafe.Pointer(phGraphNode), C.uintptr_t(hGraph), unsafe.Pointer(dependencies), C.size_t(numDependencies), unsafe.Pointer(nodeParams)); r != 0 {
+	if r := C.gocuda_cuGraphAddKernelNode(C.uintptr_t(uintptr(fp)), unsafe.Pointer(phGraphNode), C.uintptr_t(hGraph), unsafe.Pointer(dependencies), C.size_t(numDependencies), unsafe.Pointer(nodeParams)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -18470,7 +18470,7 @@ func GraphKernelNodeGetParams(hNode GraphNode, nodeParams *KERNEL_NODE_PARAMS) e
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphKernelNodeGetParams(fp, C.uintptr_t(hNode), unsafe.Pointer(nodeParams)); r != 0 {
+	if r := C.gocuda_cuGraphKernelNodeGetParams(C.uintptr_t(uintptr(fp)), C.uintptr_t(hNode), unsafe.Pointer(nodeParams)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -18502,7 +18502,7 @@ func GraphKernelNodeSetParams(hNode GraphNode, nodeParams *KERNEL_NODE_PARAMS) e
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphKernelNodeSetParams(fp, C.uintptr_t(hNode), unsafe.Pointer(nodeParams)); r != 0 {
+	if r := C.gocuda_cuGraphKernelNodeSetParams(C.uintptr_t(uintptr(fp)), C.uintptr_t(hNode), unsafe.Pointer(nodeParams)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -18559,7 +18559,7 @@ func GraphAddMemcpyNode(phGraphNode *GraphNode, hGraph Graph, dependencies *Grap
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphAddMemcpyNode(fp, unsafe.Pointer(phGraphNode), C.uintptr_t(hGraph), unsafe.Pointer(dependencies), C.size_t(numDependencies), unsafe.Pointer(copyParams), C.uintptr_t(ctx)); r != 0 {
+	if r := C.gocuda_cuGraphAddMemcpyNode(C.uintptr_t(uintptr(fp)), unsafe.Pointer(phGraphNode), C.uintptr_t(hGraph), unsafe.Pointer(dependencies), C.size_t(numDependencies), unsafe.Pointer(copyParams), C.uintptr_t(ctx)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -18590,7 +18590,7 @@ func GraphMemcpyNodeGetParams(hNode GraphNode, nodeParams *MEMCPY3D) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphMemcpyNodeGetParams(fp, C.uintptr_t(hNode), unsafe.Pointer(nodeParams)); r != 0 {
+	if r := C.gocuda_cuGraphMemcpyNodeGetParams(C.uintptr_t(uintptr(fp)), C.uintptr_t(hNode), unsafe.Pointer(nodeParams)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -18622,7 +18622,7 @@ func GraphMemcpyNodeSetParams(hNode GraphNode, nodeParams *MEMCPY3D) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphMemcpyNodeSetParams(fp, C.uintptr_t(hNode), unsafe.Pointer(nodeParams)); r != 0 {
+	if r := C.gocuda_cuGraphMemcpyNodeSetParams(C.uintptr_t(uintptr(fp)), C.uintptr_t(hNode), unsafe.Pointer(nodeParams)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -18673,7 +18673,7 @@ func GraphAddMemsetNode(phGraphNode *GraphNode, hGraph Graph, dependencies *Grap
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphAddMemsetNode(fp, unsafe.Pointer(phGraphNode), C.uintptr_t(hGraph), unsafe.Pointer(dependencies), C.size_t(numDependencies), unsafe.Pointer(memsetParams), C.uintptr_t(ctx)); r != 0 {
+	if r := C.gocuda_cuGraphAddMemsetNode(C.uintptr_t(uintptr(fp)), unsafe.Pointer(phGraphNode), C.uintptr_t(hGraph), unsafe.Pointer(dependencies), C.size_t(numDependencies), unsafe.Pointer(memsetParams), C.uintptr_t(ctx)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -18704,7 +18704,7 @@ func GraphMemsetNodeGetParams(hNode GraphNode, nodeParams *MEMSET_NODE_PARAMS) e
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphMemsetNodeGetParams(fp, C.uintptr_t(hNode), unsafe.Pointer(nodeParams)); r != 0 {
+	if r := C.gocuda_cuGraphMemsetNodeGetParams(C.uintptr_t(uintptr(fp)), C.uintptr_t(hNode), unsafe.Pointer(nodeParams)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -18736,7 +18736,7 @@ func GraphMemsetNodeSetParams(hNode GraphNode, nodeParams *MEMSET_NODE_PARAMS) e
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphMemsetNodeSetParams(fp, C.uintptr_t(hNode), unsafe.Pointer(nodeParams)); r != 0 {
+	if r := C.gocuda_cuGraphMemsetNodeSetParams(C.uintptr_t(uintptr(fp)), C.uintptr_t(hNode), unsafe.Pointer(nodeParams)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -18786,7 +18786,7 @@ func GraphAddHostNode(phGraphNode *GraphNode, hGraph Graph, dependencies *GraphN
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphAddHostNode(fp, unsafe.Pointer(phGraphNode), C.uintptr_t(hGraph), unsafe.Pointer(dependencies), C.size_t(numDependencies), unsafe.Pointer(nodeParams)); r != 0 {
+	if r := C.gocuda_cuGraphAddHostNode(C.uintptr_t(uintptr(fp)), unsafe.Pointer(phGraphNode), C.uintptr_t(hGraph), unsafe.Pointer(dependencies), C.size_t(numDependencies), unsafe.Pointer(nodeParams)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -18817,7 +18817,7 @@ func GraphHostNodeGetParams(hNode GraphNode, nodeParams *HOST_NODE_PARAMS) error
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphHostNodeGetParams(fp, C.uintptr_t(hNode), unsafe.Pointer(nodeParams)); r != 0 {
+	if r := C.gocuda_cuGraphHostNodeGetParams(C.uintptr_t(uintptr(fp)), C.uintptr_t(hNode), unsafe.Pointer(nodeParams)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -18849,7 +18849,7 @@ func GraphHostNodeSetParams(hNode GraphNode, nodeParams *HOST_NODE_PARAMS) error
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphHostNodeSetParams(fp, C.uintptr_t(hNode), unsafe.Pointer(nodeParams)); r != 0 {
+	if r := C.gocuda_cuGraphHostNodeSetParams(C.uintptr_t(uintptr(fp)), C.uintptr_t(hNode), unsafe.Pointer(nodeParams)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -18899,7 +18899,7 @@ func GraphAddChildGraphNode(phGraphNode *GraphNode, hGraph Graph, dependencies *
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphAddChildGraphNode(fp, unsafe.Pointer(phGraphNode), C.uintptr_t(hGraph), unsafe.Pointer(dependencies), C.size_t(numDependencies), C.uintptr_t(childGraph)); r != 0 {
+	if r := C.gocuda_cuGraphAddChildGraphNode(C.uintptr_t(uintptr(fp)), unsafe.Pointer(phGraphNode), C.uintptr_t(hGraph), unsafe.Pointer(dependencies), C.size_t(numDependencies), C.uintptr_t(childGraph)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -18934,7 +18934,7 @@ func GraphChildGraphNodeGetGraph(hNode GraphNode, phGraph *Graph) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphChildGraphNodeGetGraph(fp, C.uintptr_t(hNode), unsafe.Pointer(phGraph)); r != 0 {
+	if r := C.gocuda_cuGraphChildGraphNodeGetGraph(C.uintptr_t(uintptr(fp)), C.uintptr_t(hNode), unsafe.Pointer(phGraph)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -18981,7 +18981,7 @@ func GraphAddEmptyNode(phGraphNode *GraphNode, hGraph Graph, dependencies *Graph
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphAddEmptyNode(fp, unsafe.Pointer(phGraphNode), C.uintptr_t(hGraph), unsafe.Pointer(dependencies), C.size_t(numDependencies)); r != 0 {
+	if r := C.gocuda_cuGraphAddEmptyNode(C.uintptr_t(uintptr(fp)), unsafe.Pointer(phGraphNode), C.uintptr_t(hGraph), unsafe.Pointer(dependencies), C.size_t(numDependencies)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -19031,7 +19031,7 @@ func GraphAddEventRecordNode(phGraphNode *GraphNode, hGraph Graph, dependencies 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphAddEventRecordNode(fp, unsafe.Pointer(phGraphNode), C.uintptr_t(hGraph), unsafe.Pointer(dependencies), C.size_t(numDependencies), C.uintptr_t(event)); r != 0 {
+	if r := C.gocuda_cuGraphAddEventRecordNode(C.uintptr_t(uintptr(fp)), unsafe.Pointer(phGraphNode), C.uintptr_t(hGraph), unsafe.Pointer(dependencies), C.size_t(numDependencies), C.uintptr_t(event)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -19064,7 +19064,7 @@ func GraphEventRecordNodeGetEvent(hNode GraphNode, event_out *Event) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphEventRecordNodeGetEvent(fp, C.uintptr_t(hNode), unsafe.Pointer(event_out)); r != 0 {
+	if r := C.gocuda_cuGraphEventRecordNodeGetEvent(C.uintptr_t(uintptr(fp)), C.uintptr_t(hNode), unsafe.Pointer(event_out)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -19098,7 +19098,7 @@ func GraphEventRecordNodeSetEvent(hNode GraphNode, event Event) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphEventRecordNodeSetEvent(fp, C.uintptr_t(hNode), C.uintptr_t(event)); r != 0 {
+	if r := C.gocuda_cuGraphEventRecordNodeSetEvent(C.uintptr_t(uintptr(fp)), C.uintptr_t(hNode), C.uintptr_t(event)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -19149,7 +19149,7 @@ func GraphAddEventWaitNode(phGraphNode *GraphNode, hGraph Graph, dependencies *G
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphAddEventWaitNode(fp, unsafe.Pointer(phGraphNode), C.uintptr_t(hGraph), unsafe.Pointer(dependencies), C.size_t(numDependencies), C.uintptr_t(event)); r != 0 {
+	if r := C.gocuda_cuGraphAddEventWaitNode(C.uintptr_t(uintptr(fp)), unsafe.Pointer(phGraphNode), C.uintptr_t(hGraph), unsafe.Pointer(dependencies), C.size_t(numDependencies), C.uintptr_t(event)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -19182,7 +19182,7 @@ func GraphEventWaitNodeGetEvent(hNode GraphNode, event_out *Event) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphEventWaitNodeGetEvent(fp, C.uintptr_t(hNode), unsafe.Pointer(event_out)); r != 0 {
+	if r := C.gocuda_cuGraphEventWaitNodeGetEvent(C.uintptr_t(uintptr(fp)), C.uintptr_t(hNode), unsafe.Pointer(event_out)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -19216,7 +19216,7 @@ func GraphEventWaitNodeSetEvent(hNode GraphNode, event Event) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphEventWaitNodeSetEvent(fp, C.uintptr_t(hNode), C.uintptr_t(event)); r != 0 {
+	if r := C.gocuda_cuGraphEventWaitNodeSetEvent(C.uintptr_t(uintptr(fp)), C.uintptr_t(hNode), C.uintptr_t(event)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -19273,7 +19273,7 @@ func GraphAddExternalSemaphoresSignalNode(phGraphNode *GraphNode, hGraph Graph, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphAddExternalSemaphoresSignalNode(fp, unsafe.Pointer(phGraphNode), C.uintptr_t(hGraph), unsafe.Pointer(dependencies), C.size_t(numDependencies), unsafe.Pointer(nodeParams)); r != 0 {
+	if r := C.gocuda_cuGraphAddExternalSemaphoresSignalNode(C.uintptr_t(uintptr(fp)), unsafe.Pointer(phGraphNode), C.uintptr_t(hGraph), unsafe.Pointer(dependencies), C.size_t(numDependencies), unsafe.Pointer(nodeParams)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -19312,7 +19312,7 @@ func GraphExternalSemaphoresSignalNodeGetParams(hNode GraphNode, params_out *EXT
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphExternalSemaphoresSignalNodeGetParams(fp, C.uintptr_t(hNode), unsafe.Pointer(params_out)); r != 0 {
+	if r := C.gocuda_cuGraphExternalSemaphoresSignalNodeGetParams(C.uintptr_t(uintptr(fp)), C.uintptr_t(hNode), unsafe.Pointer(params_out)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -19346,7 +19346,7 @@ func GraphExternalSemaphoresSignalNodeSetParams(hNode GraphNode, nodeParams *EXT
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphExternalSemaphoresSignalNodeSetParams(fp, C.uintptr_t(hNode), unsafe.Pointer(nodeParams)); r != 0 {
+	if r := C.gocuda_cuGraphExternalSemaphoresSignalNodeSetParams(C.uintptr_t(uintptr(fp)), C.uintptr_t(hNode), unsafe.Pointer(nodeParams)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -19403,7 +19403,7 @@ func GraphAddExternalSemaphoresWaitNode(phGraphNode *GraphNode, hGraph Graph, de
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphAddExternalSemaphoresWaitNode(fp, unsafe.Pointer(phGraphNode), C.uintptr_t(hGraph), unsafe.Pointer(dependencies), C.size_t(numDependencies), unsafe.Pointer(nodeParams)); r != 0 {
+	if r := C.gocuda_cuGraphAddExternalSemaphoresWaitNode(C.uintptr_t(uintptr(fp)), unsafe.Pointer(phGraphNode), C.uintptr_t(hGraph), unsafe.Pointer(dependencies), C.size_t(numDependencies), unsafe.Pointer(nodeParams)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -19442,7 +19442,7 @@ func GraphExternalSemaphoresWaitNodeGetParams(hNode GraphNode, params_out *EXT_S
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphExternalSemaphoresWaitNodeGetParams(fp, C.uintptr_t(hNode), unsafe.Pointer(params_out)); r != 0 {
+	if r := C.gocuda_cuGraphExternalSemaphoresWaitNodeGetParams(C.uintptr_t(uintptr(fp)), C.uintptr_t(hNode), unsafe.Pointer(params_out)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -19476,7 +19476,7 @@ func GraphExternalSemaphoresWaitNodeSetParams(hNode GraphNode, nodeParams *EXT_S
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphExternalSemaphoresWaitNodeSetParams(fp, C.uintptr_t(hNode), unsafe.Pointer(nodeParams)); r != 0 {
+	if r := C.gocuda_cuGraphExternalSemaphoresWaitNodeSetParams(C.uintptr_t(uintptr(fp)), C.uintptr_t(hNode), unsafe.Pointer(nodeParams)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -19538,7 +19538,7 @@ func GraphAddBatchMemOpNode(phGraphNode *GraphNode, hGraph Graph, dependencies *
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphAddBatchMemOpNode(fp, unsafe.Pointer(phGraphNode), C.uintptr_t(hGraph), unsafe.Pointer(dependencies), C.size_t(numDependencies), unsafe.Pointer(nodeParams)); r != 0 {
+	if r := C.gocuda_cuGraphAddBatchMemOpNode(C.uintptr_t(uintptr(fp)), unsafe.Pointer(phGraphNode), C.uintptr_t(hGraph), unsafe.Pointer(dependencies), C.size_t(numDependencies), unsafe.Pointer(nodeParams)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -19574,7 +19574,7 @@ func GraphBatchMemOpNodeGetParams(hNode GraphNode, nodeParams_out *BATCH_MEM_OP_
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphBatchMemOpNodeGetParams(fp, C.uintptr_t(hNode), unsafe.Pointer(nodeParams_out)); r != 0 {
+	if r := C.gocuda_cuGraphBatchMemOpNodeGetParams(C.uintptr_t(uintptr(fp)), C.uintptr_t(hNode), unsafe.Pointer(nodeParams_out)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -19609,7 +19609,7 @@ func GraphBatchMemOpNodeSetParams(hNode GraphNode, nodeParams *BATCH_MEM_OP_NODE
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphBatchMemOpNodeSetParams(fp, C.uintptr_t(hNode), unsafe.Pointer(nodeParams)); r != 0 {
+	if r := C.gocuda_cuGraphBatchMemOpNodeSetParams(C.uintptr_t(uintptr(fp)), C.uintptr_t(hNode), unsafe.Pointer(nodeParams)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -19664,7 +19664,7 @@ func GraphExecBatchMemOpNodeSetParams(hGraphExec GraphExec, hNode GraphNode, nod
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphExecBatchMemOpNodeSetParams(fp, C.uintptr_t(hGraphExec), C.uintptr_t(hNode), unsafe.Pointer(nodeParams)); r != 0 {
+	if r := C.gocuda_cuGraphExecBatchMemOpNodeSetParams(C.uintptr_t(uintptr(fp)), C.uintptr_t(hGraphExec), C.uintptr_t(hNode), unsafe.Pointer(nodeParams)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -19747,7 +19747,7 @@ func GraphAddMemAllocNode(phGraphNode *GraphNode, hGraph Graph, dependencies *Gr
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphAddMemAllocNode(fp, unsafe.Pointer(phGraphNode), C.uintptr_t(hGraph), unsafe.Pointer(dependencies), C.size_t(numDependencies), unsafe.Pointer(nodeParams)); r != 0 {
+	if r := C.gocuda_cuGraphAddMemAllocNode(C.uintptr_t(uintptr(fp)), unsafe.Pointer(phGraphNode), C.uintptr_t(hGraph), unsafe.Pointer(dependencies), C.size_t(numDependencies), unsafe.Pointer(nodeParams)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -19780,7 +19780,7 @@ func GraphMemAllocNodeGetParams(hNode GraphNode, params_out *MEM_ALLOC_NODE_PARA
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphMemAllocNodeGetParams(fp, C.uintptr_t(hNode), unsafe.Pointer(params_out)); r != 0 {
+	if r := C.gocuda_cuGraphMemAllocNodeGetParams(C.uintptr_t(uintptr(fp)), C.uintptr_t(hNode), unsafe.Pointer(params_out)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -19846,7 +19846,7 @@ func GraphAddMemFreeNode(phGraphNode *GraphNode, hGraph Graph, dependencies *Gra
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphAddMemFreeNode(fp, unsafe.Pointer(phGraphNode), C.uintptr_t(hGraph), unsafe.Pointer(dependencies), C.size_t(numDependencies), C.ulonglong(dptr)); r != 0 {
+	if r := C.gocuda_cuGraphAddMemFreeNode(C.uintptr_t(uintptr(fp)), unsafe.Pointer(phGraphNode), C.uintptr_t(hGraph), unsafe.Pointer(dependencies), C.size_t(numDependencies), C.ulonglong(dptr)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -19876,7 +19876,7 @@ func GraphMemFreeNodeGetParams(hNode GraphNode, dptr_out *Deviceptr) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphMemFreeNodeGetParams(fp, C.uintptr_t(hNode), (*C.ulonglong)(unsafe.Pointer(dptr_out))); r != 0 {
+	if r := C.gocuda_cuGraphMemFreeNodeGetParams(C.uintptr_t(uintptr(fp)), C.uintptr_t(hNode), (*C.ulonglong)(unsafe.Pointer(dptr_out))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -19906,7 +19906,7 @@ func DeviceGraphMemTrim(device Device) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuDeviceGraphMemTrim(fp, C.int(device)); r != 0 {
+	if r := C.gocuda_cuDeviceGraphMemTrim(C.uintptr_t(uintptr(fp)), C.int(device)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -19944,7 +19944,7 @@ func DeviceGetGraphMemAttribute(device Device, attr GraphMem_attribute, value un
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuDeviceGetGraphMemAttribute(fp, C.int(device), C.int(attr), unsafe.Pointer(value)); r != 0 {
+	if r := C.gocuda_cuDeviceGetGraphMemAttribute(C.uintptr_t(uintptr(fp)), C.int(device), C.int(attr), unsafe.Pointer(value)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -19979,7 +19979,7 @@ func DeviceSetGraphMemAttribute(device Device, attr GraphMem_attribute, value un
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuDeviceSetGraphMemAttribute(fp, C.int(device), C.int(attr), unsafe.Pointer(value)); r != 0 {
+	if r := C.gocuda_cuDeviceSetGraphMemAttribute(C.uintptr_t(uintptr(fp)), C.int(device), C.int(attr), unsafe.Pointer(value)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -20015,7 +20015,7 @@ func GraphClone(phGraphClone *Graph, originalGraph Graph) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphClone(fp, unsafe.Pointer(phGraphClone), C.uintptr_t(originalGraph)); r != 0 {
+	if r := C.gocuda_cuGraphClone(C.uintptr_t(uintptr(fp)), unsafe.Pointer(phGraphClone), C.uintptr_t(originalGraph)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -20049,7 +20049,7 @@ func GraphNodeFindInClone(phNode *GraphNode, hOriginalNode GraphNode, hClonedGra
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphNodeFindInClone(fp, unsafe.Pointer(phNode), C.uintptr_t(hOriginalNode), C.uintptr_t(hClonedGraph)); r != 0 {
+	if r := C.gocuda_cuGraphNodeFindInClone(C.uintptr_t(uintptr(fp)), unsafe.Pointer(phNode), C.uintptr_t(hOriginalNode), C.uintptr_t(hClonedGraph)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -20088,7 +20088,7 @@ func GraphNodeGetType(hNode GraphNode, type_ *GraphNodeType) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphNodeGetType(fp, C.uintptr_t(hNode), (*C.int)(unsafe.Pointer(type_))); r != 0 {
+	if r := C.gocuda_cuGraphNodeGetType(C.uintptr_t(uintptr(fp)), C.uintptr_t(hNode), (*C.int)(unsafe.Pointer(type_))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -20127,7 +20127,7 @@ func GraphGetNodes(hGraph Graph, nodes *GraphNode, numNodes *uint64) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphGetNodes(fp, C.uintptr_t(hGraph), unsafe.Pointer(nodes), (*C.size_t)(unsafe.Pointer(numNodes))); r != 0 {
+	if r := C.gocuda_cuGraphGetNodes(C.uintptr_t(uintptr(fp)), C.uintptr_t(hGraph), unsafe.Pointer(nodes), (*C.size_t)(unsafe.Pointer(numNodes))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -20166,7 +20166,7 @@ func GraphGetRootNodes(hGraph Graph, rootNodes *GraphNode, numRootNodes *uint64)
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphGetRootNodes(fp, C.uintptr_t(hGraph), unsafe.Pointer(rootNodes), (*C.size_t)(unsafe.Pointer(numRootNodes))); r != 0 {
+	if r := C.gocuda_cuGraphGetRootNodes(C.uintptr_t(uintptr(fp)), C.uintptr_t(hGraph), unsafe.Pointer(rootNodes), (*C.size_t)(unsafe.Pointer(numRootNodes))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -20214,7 +20214,7 @@ func GraphGetEdges(hGraph Graph, from *GraphNode, to *GraphNode, edgeData *Graph
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphGetEdges(fp, C.uintptr_t(hGraph), unsafe.Pointer(from), unsafe.Pointer(to), unsafe.Pointer(edgeData), (*C.size_t)(unsafe.Pointer(numEdges))); r != 0 {
+	if r := C.gocuda_cuGraphGetEdges(C.uintptr_t(uintptr(fp)), C.uintptr_t(hGraph), unsafe.Pointer(from), unsafe.Pointer(to), unsafe.Pointer(edgeData), (*C.size_t)(unsafe.Pointer(numEdges))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -20259,7 +20259,7 @@ func GraphNodeGetDependencies(hNode GraphNode, dependencies *GraphNode, edgeData
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphNodeGetDependencies(fp, C.uintptr_t(hNode), unsafe.Pointer(dependencies), unsafe.Pointer(edgeData), (*C.size_t)(unsafe.Pointer(numDependencies))); r != 0 {
+	if r := C.gocuda_cuGraphNodeGetDependencies(C.uintptr_t(uintptr(fp)), C.uintptr_t(hNode), unsafe.Pointer(dependencies), unsafe.Pointer(edgeData), (*C.size_t)(unsafe.Pointer(numDependencies))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -20305,7 +20305,7 @@ func GraphNodeGetDependentNodes(hNode GraphNode, dependentNodes *GraphNode, edge
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphNodeGetDependentNodes(fp, C.uintptr_t(hNode), unsafe.Pointer(dependentNodes), unsafe.Pointer(edgeData), (*C.size_t)(unsafe.Pointer(numDependentNodes))); r != 0 {
+	if r := C.gocuda_cuGraphNodeGetDependentNodes(C.uintptr_t(uintptr(fp)), C.uintptr_t(hNode), unsafe.Pointer(dependentNodes), unsafe.Pointer(edgeData), (*C.size_t)(unsafe.Pointer(numDependentNodes))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -20343,7 +20343,7 @@ func GraphAddDependencies(hGraph Graph, from *GraphNode, to *GraphNode, edgeData
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphAddDependencies(fp, C.uintptr_t(hGraph), unsafe.Pointer(from), unsafe.Pointer(to), unsafe.Pointer(edgeData), C.size_t(numDependencies)); r != 0 {
+	if r := C.gocuda_cuGraphAddDependencies(C.uintptr_t(uintptr(fp)), C.uintptr_t(hGraph), unsafe.Pointer(from), unsafe.Pointer(to), unsafe.Pointer(edgeData), C.size_t(numDependencies)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -20387,7 +20387,7 @@ func GraphRemoveDependencies(hGraph Graph, from *GraphNode, to *GraphNode, edgeD
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphRemoveDependencies(fp, C.uintptr_t(hGraph), unsafe.Pointer(from), unsafe.Pointer(to), unsafe.Pointer(edgeData), C.size_t(numDependencies)); r != 0 {
+	if r := C.gocuda_cuGraphRemoveDependencies(C.uintptr_t(uintptr(fp)), C.uintptr_t(hGraph), unsafe.Pointer(from), unsafe.Pointer(to), unsafe.Pointer(edgeData), C.size_t(numDependencies)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -20422,7 +20422,7 @@ func GraphDestroyNode(hNode GraphNode) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphDestroyNode(fp, C.uintptr_t(hNode)); r != 0 {
+	if r := C.gocuda_cuGraphDestroyNode(C.uintptr_t(uintptr(fp)), C.uintptr_t(hNode)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -20502,7 +20502,7 @@ func GraphInstantiate(phGraphExec *GraphExec, hGraph Graph, flags uint64) error 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphInstantiate(fp, unsafe.Pointer(phGraphExec), C.uintptr_t(hGraph), C.ulonglong(flags)); r != 0 {
+	if r := C.gocuda_cuGraphInstantiate(C.uintptr_t(uintptr(fp)), unsafe.Pointer(phGraphExec), C.uintptr_t(hGraph), C.ulonglong(flags)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -20611,7 +20611,7 @@ func GraphInstantiateWithParams(phGraphExec *GraphExec, hGraph Graph, instantiat
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphInstantiateWithParams(fp, unsafe.Pointer(phGraphExec), C.uintptr_t(hGraph), unsafe.Pointer(instantiateParams)); r != 0 {
+	if r := C.gocuda_cuGraphInstantiateWithParams(C.uintptr_t(uintptr(fp)), unsafe.Pointer(phGraphExec), C.uintptr_t(hGraph), unsafe.Pointer(instantiateParams)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -20641,7 +20641,7 @@ func GraphExecGetFlags(hGraphExec GraphExec, flags *Uint64) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphExecGetFlags(fp, C.uintptr_t(hGraphExec), (*C.ulong)(unsafe.Pointer(flags))); r != 0 {
+	if r := C.gocuda_cuGraphExecGetFlags(C.uintptr_t(uintptr(fp)), C.uintptr_t(hGraphExec), (*C.ulong)(unsafe.Pointer(flags))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -20706,7 +20706,7 @@ func GraphExecKernelNodeSetParams(hGraphExec GraphExec, hNode GraphNode, nodePar
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphExecKernelNodeSetParams(fp, C.uintptr_t(hGraphExec), C.uintptr_t(hNode), unsafe.Pointer(nodeParams)); r != 0 {
+	if r := C.gocuda_cuGraphExecKernelNodeSetParams(C.uintptr_t(uintptr(fp)), C.uintptr_t(hGraphExec), C.uintptr_t(hNode), unsafe.Pointer(nodeParams)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -20761,7 +20761,7 @@ func GraphExecMemcpyNodeSetParams(hGraphExec GraphExec, hNode GraphNode, copyPar
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphExecMemcpyNodeSetParams(fp, C.uintptr_t(hGraphExec), C.uintptr_t(hNode), unsafe.Pointer(copyParams), C.uintptr_t(ctx)); r != 0 {
+	if r := C.gocuda_cuGraphExecMemcpyNodeSetParams(C.uintptr_t(uintptr(fp)), C.uintptr_t(hGraphExec), C.uintptr_t(hNode), unsafe.Pointer(copyParams), C.uintptr_t(ctx)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -20820,7 +20820,7 @@ func GraphExecMemsetNodeSetParams(hGraphExec GraphExec, hNode GraphNode, memsetP
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphExecMemsetNodeSetParams(fp, C.uintptr_t(hGraphExec), C.uintptr_t(hNode), unsafe.Pointer(memsetParams), C.uintptr_t(ctx)); r != 0 {
+	if r := C.gocuda_cuGraphExecMemsetNodeSetParams(C.uintptr_t(uintptr(fp)), C.uintptr_t(hGraphExec), C.uintptr_t(hNode), unsafe.Pointer(memsetParams), C.uintptr_t(ctx)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -20866,7 +20866,7 @@ func GraphExecHostNodeSetParams(hGraphExec GraphExec, hNode GraphNode, nodeParam
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphExecHostNodeSetParams(fp, C.uintptr_t(hGraphExec), C.uintptr_t(hNode), unsafe.Pointer(nodeParams)); r != 0 {
+	if r := C.gocuda_cuGraphExecHostNodeSetParams(C.uintptr_t(uintptr(fp)), C.uintptr_t(hGraphExec), C.uintptr_t(hNode), unsafe.Pointer(nodeParams)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -20918,7 +20918,7 @@ func GraphExecChildGraphNodeSetParams(hGraphExec GraphExec, hNode GraphNode, chi
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphExecChildGraphNodeSetParams(fp, C.uintptr_t(hGraphExec), C.uintptr_t(hNode), C.uintptr_t(childGraph)); r != 0 {
+	if r := C.gocuda_cuGraphExecChildGraphNodeSetParams(C.uintptr_t(uintptr(fp)), C.uintptr_t(hGraphExec), C.uintptr_t(hNode), C.uintptr_t(childGraph)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -20967,7 +20967,7 @@ func GraphExecEventRecordNodeSetEvent(hGraphExec GraphExec, hNode GraphNode, eve
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphExecEventRecordNodeSetEvent(fp, C.uintptr_t(hGraphExec), C.uintptr_t(hNode), C.uintptr_t(event)); r != 0 {
+	if r := C.gocuda_cuGraphExecEventRecordNodeSetEvent(C.uintptr_t(uintptr(fp)), C.uintptr_t(hGraphExec), C.uintptr_t(hNode), C.uintptr_t(event)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -21016,7 +21016,7 @@ func GraphExecEventWaitNodeSetEvent(hGraphExec GraphExec, hNode GraphNode, event
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphExecEventWaitNodeSetEvent(fp, C.uintptr_t(hGraphExec), C.uintptr_t(hNode), C.uintptr_t(event)); r != 0 {
+	if r := C.gocuda_cuGraphExecEventWaitNodeSetEvent(C.uintptr_t(uintptr(fp)), C.uintptr_t(hGraphExec), C.uintptr_t(hNode), C.uintptr_t(event)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -21068,7 +21068,7 @@ func GraphExecExternalSemaphoresSignalNodeSetParams(hGraphExec GraphExec, hNode 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphExecExternalSemaphoresSignalNodeSetParams(fp, C.uintptr_t(hGraphExec), C.uintptr_t(hNode), unsafe.Pointer(nodeParams)); r != 0 {
+	if r := C.gocuda_cuGraphExecExternalSemaphoresSignalNodeSetParams(C.uintptr_t(uintptr(fp)), C.uintptr_t(hGraphExec), C.uintptr_t(hNode), unsafe.Pointer(nodeParams)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -21120,7 +21120,7 @@ func GraphExecExternalSemaphoresWaitNodeSetParams(hGraphExec GraphExec, hNode Gr
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphExecExternalSemaphoresWaitNodeSetParams(fp, C.uintptr_t(hGraphExec), C.uintptr_t(hNode), unsafe.Pointer(nodeParams)); r != 0 {
+	if r := C.gocuda_cuGraphExecExternalSemaphoresWaitNodeSetParams(C.uintptr_t(uintptr(fp)), C.uintptr_t(hGraphExec), C.uintptr_t(hNode), unsafe.Pointer(nodeParams)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -21169,7 +21169,7 @@ func GraphNodeSetEnabled(hGraphExec GraphExec, hNode GraphNode, isEnabled uint32
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphNodeSetEnabled(fp, C.uintptr_t(hGraphExec), C.uintptr_t(hNode), C.uint(isEnabled)); r != 0 {
+	if r := C.gocuda_cuGraphNodeSetEnabled(C.uintptr_t(uintptr(fp)), C.uintptr_t(hGraphExec), C.uintptr_t(hNode), C.uint(isEnabled)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -21209,7 +21209,7 @@ func GraphNodeGetEnabled(hGraphExec GraphExec, hNode GraphNode, isEnabled *uint3
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphNodeGetEnabled(fp, C.uintptr_t(hGraphExec), C.uintptr_t(hNode), (*C.uint)(unsafe.Pointer(isEnabled))); r != 0 {
+	if r := C.gocuda_cuGraphNodeGetEnabled(C.uintptr_t(uintptr(fp)), C.uintptr_t(hGraphExec), C.uintptr_t(hNode), (*C.uint)(unsafe.Pointer(isEnabled))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -21243,7 +21243,7 @@ func GraphUpload(hGraphExec GraphExec, hStream Stream) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphUpload(fp, C.uintptr_t(hGraphExec), C.uintptr_t(hStream)); r != 0 {
+	if r := C.gocuda_cuGraphUpload(C.uintptr_t(uintptr(fp)), C.uintptr_t(hGraphExec), C.uintptr_t(hStream)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -21281,7 +21281,7 @@ func GraphLaunch(hGraphExec GraphExec, hStream Stream) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphLaunch(fp, C.uintptr_t(hGraphExec), C.uintptr_t(hStream)); r != 0 {
+	if r := C.gocuda_cuGraphLaunch(C.uintptr_t(uintptr(fp)), C.uintptr_t(hGraphExec), C.uintptr_t(hStream)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -21314,7 +21314,7 @@ func GraphExecDestroy(hGraphExec GraphExec) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphExecDestroy(fp, C.uintptr_t(hGraphExec)); r != 0 {
+	if r := C.gocuda_cuGraphExecDestroy(C.uintptr_t(uintptr(fp)), C.uintptr_t(hGraphExec)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -21342,7 +21342,7 @@ func GraphDestroy(hGraph Graph) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphDestroy(fp, C.uintptr_t(hGraph)); r != 0 {
+	if r := C.gocuda_cuGraphDestroy(C.uintptr_t(uintptr(fp)), C.uintptr_t(hGraph)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -21442,7 +21442,7 @@ func GraphExecUpdate(hGraphExec GraphExec, hGraph Graph, resultInfo *GraphExecUp
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphExecUpdate(fp, C.uintptr_t(hGraphExec), C.uintptr_t(hGraph), unsafe.Pointer(resultInfo)); r != 0 {
+	if r := C.gocuda_cuGraphExecUpdate(C.uintptr_t(uintptr(fp)), C.uintptr_t(hGraphExec), C.uintptr_t(hGraph), unsafe.Pointer(resultInfo)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -21471,7 +21471,7 @@ func GraphKernelNodeCopyAttributes(dst GraphNode, src GraphNode) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphKernelNodeCopyAttributes(fp, C.uintptr_t(dst), C.uintptr_t(src)); r != 0 {
+	if r := C.gocuda_cuGraphKernelNodeCopyAttributes(C.uintptr_t(uintptr(fp)), C.uintptr_t(dst), C.uintptr_t(src)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -21501,7 +21501,7 @@ func GraphKernelNodeGetAttribute(hNode GraphNode, attr KernelNodeAttrID, value_o
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphKernelNodeGetAttribute(fp, C.uintptr_t(hNode), C.int(attr), unsafe.Pointer(value_out)); r != 0 {
+	if r := C.gocuda_cuGraphKernelNodeGetAttribute(C.uintptr_t(uintptr(fp)), C.uintptr_t(hNode), C.int(attr), unsafe.Pointer(value_out)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -21531,7 +21531,7 @@ func GraphKernelNodeSetAttribute(hNode GraphNode, attr KernelNodeAttrID, value *
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphKernelNodeSetAttribute(fp, C.uintptr_t(hNode), C.int(attr), unsafe.Pointer(value)); r != 0 {
+	if r := C.gocuda_cuGraphKernelNodeSetAttribute(C.uintptr_t(uintptr(fp)), C.uintptr_t(hNode), C.int(attr), unsafe.Pointer(value)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -21562,7 +21562,7 @@ func GraphDebugDotPrint(hGraph Graph, path string, flags uint32) error {
 	}
 	_path := C.CString(path)
 	defer C.free(unsafe.Pointer(_path))
-	if r := C.gocuda_cuGraphDebugDotPrint(fp, C.uintptr_t(hGraph), unsafe.Pointer(_path), C.uint(flags)); r != 0 {
+	if r := C.gocuda_cuGraphDebugDotPrint(C.uintptr_t(uintptr(fp)), C.uintptr_t(hGraph), unsafe.Pointer(_path), C.uint(flags)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -21608,7 +21608,7 @@ func UserObjectCreate(object_out *UserObject, ptr unsafe.Pointer, destroy HostFn
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuUserObjectCreate(fp, unsafe.Pointer(object_out), unsafe.Pointer(ptr), C.uintptr_t(destroy), C.uint(initialRefcount), C.uint(flags)); r != 0 {
+	if r := C.gocuda_cuUserObjectCreate(C.uintptr_t(uintptr(fp)), unsafe.Pointer(object_out), unsafe.Pointer(ptr), C.uintptr_t(destroy), C.uint(initialRefcount), C.uint(flags)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -21642,7 +21642,7 @@ func UserObjectRetain(object UserObject, count uint32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuUserObjectRetain(fp, C.uintptr_t(object), C.uint(count)); r != 0 {
+	if r := C.gocuda_cuUserObjectRetain(C.uintptr_t(uintptr(fp)), C.uintptr_t(object), C.uint(count)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -21680,7 +21680,7 @@ func UserObjectRelease(object UserObject, count uint32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuUserObjectRelease(fp, C.uintptr_t(object), C.uint(count)); r != 0 {
+	if r := C.gocuda_cuUserObjectRelease(C.uintptr_t(uintptr(fp)), C.uintptr_t(object), C.uint(count)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -21718,7 +21718,7 @@ func GraphRetainUserObject(graph Graph, object UserObject, count uint32, flags u
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphRetainUserObject(fp, C.uintptr_t(graph), C.uintptr_t(object), C.uint(count), C.uint(flags)); r != 0 {
+	if r := C.gocuda_cuGraphRetainUserObject(C.uintptr_t(uintptr(fp)), C.uintptr_t(graph), C.uintptr_t(object), C.uint(count), C.uint(flags)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -21753,7 +21753,7 @@ func GraphReleaseUserObject(graph Graph, object UserObject, count uint32) error 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphReleaseUserObject(fp, C.uintptr_t(graph), C.uintptr_t(object), C.uint(count)); r != 0 {
+	if r := C.gocuda_cuGraphReleaseUserObject(C.uintptr_t(uintptr(fp)), C.uintptr_t(graph), C.uintptr_t(object), C.uint(count)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -21803,7 +21803,7 @@ func GraphAddNode(phGraphNode *GraphNode, hGraph Graph, dependencies *GraphNode,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphAddNode(fp, unsafe.Pointer(phGraphNode), C.uintptr_t(hGraph), unsafe.Pointer(dependencies), unsafe.Pointer(dependencyData), C.size_t(numDependencies), unsafe.Pointer(nodeParams)); r != 0 {
+	if r := C.gocuda_cuGraphAddNode(C.uintptr_t(uintptr(fp)), unsafe.Pointer(phGraphNode), C.uintptr_t(hGraph), unsafe.Pointer(dependencies), unsafe.Pointer(dependencyData), C.size_t(numDependencies), unsafe.Pointer(nodeParams)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -21837,7 +21837,7 @@ func GraphNodeSetParams(hNode GraphNode, nodeParams *GraphNodeParams) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphNodeSetParams(fp, C.uintptr_t(hNode), unsafe.Pointer(nodeParams)); r != 0 {
+	if r := C.gocuda_cuGraphNodeSetParams(C.uintptr_t(uintptr(fp)), C.uintptr_t(hNode), unsafe.Pointer(nodeParams)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -21891,7 +21891,7 @@ func GraphExecNodeSetParams(hGraphExec GraphExec, hNode GraphNode, nodeParams *G
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphExecNodeSetParams(fp, C.uintptr_t(hGraphExec), C.uintptr_t(hNode), unsafe.Pointer(nodeParams)); r != 0 {
+	if r := C.gocuda_cuGraphExecNodeSetParams(C.uintptr_t(uintptr(fp)), C.uintptr_t(hGraphExec), C.uintptr_t(hNode), unsafe.Pointer(nodeParams)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -21929,7 +21929,7 @@ func GraphConditionalHandleCreate(pHandle_out *GraphConditionalHandle, hGraph Gr
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphConditionalHandleCreate(fp, (*C.ulong)(unsafe.Pointer(pHandle_out)), C.uintptr_t(hGraph), C.uintptr_t(ctx), C.uint(defaultLaunchValue), C.uint(flags)); r != 0 {
+	if r := C.gocuda_cuGraphConditionalHandleCreate(C.uintptr_t(uintptr(fp)), (*C.ulong)(unsafe.Pointer(pHandle_out)), C.uintptr_t(hGraph), C.uintptr_t(ctx), C.uint(defaultLaunchValue), C.uint(flags)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -21968,7 +21968,7 @@ func OccupancyMaxActiveBlocksPerMultiprocessor(numBlocks *int32, func_ Function,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuOccupancyMaxActiveBlocksPerMultiprocessor(fp, (*C.int)(unsafe.Pointer(numBlocks)), C.uintptr_t(func_), C.int(blockSize), C.size_t(dynamicSMemSize)); r != 0 {
+	if r := C.gocuda_cuOccupancyMaxActiveBlocksPerMultiprocessor(C.uintptr_t(uintptr(fp)), (*C.int)(unsafe.Pointer(numBlocks)), C.uintptr_t(func_), C.int(blockSize), C.size_t(dynamicSMemSize)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -22024,7 +22024,7 @@ func OccupancyMaxActiveBlocksPerMultiprocessorWithFlags(numBlocks *int32, func_ 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(fp, (*C.int)(unsafe.Pointer(numBlocks)), C.uintptr_t(func_), C.int(blockSize), C.size_t(dynamicSMemSize), C.uint(flags)); r != 0 {
+	if r := C.gocuda_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(C.uintptr_t(uintptr(fp)), (*C.int)(unsafe.Pointer(numBlocks)), C.uintptr_t(func_), C.int(blockSize), C.size_t(dynamicSMemSize), C.uint(flags)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -22088,7 +22088,7 @@ func OccupancyMaxPotentialBlockSize(minGridSize *int32, blockSize *int32, func_ 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuOccupancyMaxPotentialBlockSize(fp, (*C.int)(unsafe.Pointer(minGridSize)), (*C.int)(unsafe.Pointer(blockSize)), C.uintptr_t(func_), C.uintptr_t(blockSizeToDynamicSMemSize), C.size_t(dynamicSMemSize), C.int(blockSizeLimit)); r != 0 {
+	if r := C.gocuda_cuOccupancyMaxPotentialBlockSize(C.uintptr_t(uintptr(fp)), (*C.int)(unsafe.Pointer(minGridSize)), (*C.int)(unsafe.Pointer(blockSize)), C.uintptr_t(func_), C.uintptr_t(blockSizeToDynamicSMemSize), C.size_t(dynamicSMemSize), C.int(blockSizeLimit)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -22148,7 +22148,7 @@ func OccupancyMaxPotentialBlockSizeWithFlags(minGridSize *int32, blockSize *int3
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuOccupancyMaxPotentialBlockSizeWithFlags(fp, (*C.int)(unsafe.Pointer(minGridSize)), (*C.int)(unsafe.Pointer(blockSize)), C.uintptr_t(func_), C.uintptr_t(blockSizeToDynamicSMemSize), C.size_t(dynamicSMemSize), C.int(blockSizeLimit), C.uint(flags)); r != 0 {
+	if r := C.gocuda_cuOccupancyMaxPotentialBlockSizeWithFlags(C.uintptr_t(uintptr(fp)), (*C.int)(unsafe.Pointer(minGridSize)), (*C.int)(unsafe.Pointer(blockSize)), C.uintptr_t(func_), C.uintptr_t(blockSizeToDynamicSMemSize), C.size_t(dynamicSMemSize), C.int(blockSizeLimit), C.uint(flags)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -22183,7 +22183,7 @@ func OccupancyAvailableDynamicSMemPerBlock(dynamicSmemSize *uint64, func_ Functi
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuOccupancyAvailableDynamicSMemPerBlock(fp, (*C.size_t)(unsafe.Pointer(dynamicSmemSize)), C.uintptr_t(func_), C.int(numBlocks), C.int(blockSize)); r != 0 {
+	if r := C.gocuda_cuOccupancyAvailableDynamicSMemPerBlock(C.uintptr_t(uintptr(fp)), (*C.size_t)(unsafe.Pointer(dynamicSmemSize)), C.uintptr_t(func_), C.int(numBlocks), C.int(blockSize)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -22233,7 +22233,7 @@ func OccupancyMaxPotentialClusterSize(clusterSize *int32, func_ Function, config
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuOccupancyMaxPotentialClusterSize(fp, (*C.int)(unsafe.Pointer(clusterSize)), C.uintptr_t(func_), unsafe.Pointer(config)); r != 0 {
+	if r := C.gocuda_cuOccupancyMaxPotentialClusterSize(C.uintptr_t(uintptr(fp)), (*C.int)(unsafe.Pointer(clusterSize)), C.uintptr_t(func_), unsafe.Pointer(config)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -22285,7 +22285,7 @@ func OccupancyMaxActiveClusters(numClusters *int32, func_ Function, config *Laun
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuOccupancyMaxActiveClusters(fp, (*C.int)(unsafe.Pointer(numClusters)), C.uintptr_t(func_), unsafe.Pointer(config)); r != 0 {
+	if r := C.gocuda_cuOccupancyMaxActiveClusters(C.uintptr_t(uintptr(fp)), (*C.int)(unsafe.Pointer(numClusters)), C.uintptr_t(func_), unsafe.Pointer(config)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -22326,7 +22326,7 @@ func TexRefSetArray(hTexRef Texref, hArray Array, Flags uint32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuTexRefSetArray(fp, C.uintptr_t(hTexRef), C.uintptr_t(hArray), C.uint(Flags)); r != 0 {
+	if r := C.gocuda_cuTexRefSetArray(C.uintptr_t(uintptr(fp)), C.uintptr_t(hTexRef), C.uintptr_t(hArray), C.uint(Flags)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -22366,7 +22366,7 @@ func TexRefSetMipmappedArray(hTexRef Texref, hMipmappedArray MipmappedArray, Fla
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuTexRefSetMipmappedArray(fp, C.uintptr_t(hTexRef), C.uintptr_t(hMipmappedArray), C.uint(Flags)); r != 0 {
+	if r := C.gocuda_cuTexRefSetMipmappedArray(C.uintptr_t(uintptr(fp)), C.uintptr_t(hTexRef), C.uintptr_t(hMipmappedArray), C.uint(Flags)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -22422,7 +22422,7 @@ func TexRefSetAddress(ByteOffset *uint64, hTexRef Texref, dptr Deviceptr, bytes 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuTexRefSetAddress(fp, (*C.size_t)(unsafe.Pointer(ByteOffset)), C.uintptr_t(hTexRef), C.ulonglong(dptr), C.size_t(bytes)); r != 0 {
+	if r := C.gocuda_cuTexRefSetAddress(C.uintptr_t(uintptr(fp)), (*C.size_t)(unsafe.Pointer(ByteOffset)), C.uintptr_t(hTexRef), C.ulonglong(dptr), C.size_t(bytes)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -22487,7 +22487,7 @@ func TexRefSetAddress2D(hTexRef Texref, desc *ARRAY_DESCRIPTOR, dptr Deviceptr, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuTexRefSetAddress2D(fp, C.uintptr_t(hTexRef), unsafe.Pointer(desc), C.ulonglong(dptr), C.size_t(Pitch)); r != 0 {
+	if r := C.gocuda_cuTexRefSetAddress2D(C.uintptr_t(uintptr(fp)), C.uintptr_t(hTexRef), unsafe.Pointer(desc), C.ulonglong(dptr), C.size_t(Pitch)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -22529,7 +22529,7 @@ func TexRefSetFormat(hTexRef Texref, fmt Array_format, NumPackedComponents int32
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuTexRefSetFormat(fp, C.uintptr_t(hTexRef), C.int(fmt), C.int(NumPackedComponents)); r != 0 {
+	if r := C.gocuda_cuTexRefSetFormat(C.uintptr_t(uintptr(fp)), C.uintptr_t(hTexRef), C.int(fmt), C.int(NumPackedComponents)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -22581,7 +22581,7 @@ func TexRefSetAddressMode(hTexRef Texref, dim int32, am Address_mode) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuTexRefSetAddressMode(fp, C.uintptr_t(hTexRef), C.int(dim), C.int(am)); r != 0 {
+	if r := C.gocuda_cuTexRefSetAddressMode(C.uintptr_t(uintptr(fp)), C.uintptr_t(hTexRef), C.int(dim), C.int(am)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -22625,7 +22625,7 @@ func TexRefSetFilterMode(hTexRef Texref, fm Filter_mode) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuTexRefSetFilterMode(fp, C.uintptr_t(hTexRef), C.int(fm)); r != 0 {
+	if r := C.gocuda_cuTexRefSetFilterMode(C.uintptr_t(uintptr(fp)), C.uintptr_t(hTexRef), C.int(fm)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -22669,7 +22669,7 @@ func TexRefSetMipmapFilterMode(hTexRef Texref, fm Filter_mode) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuTexRefSetMipmapFilterMode(fp, C.uintptr_t(hTexRef), C.int(fm)); r != 0 {
+	if r := C.gocuda_cuTexRefSetMipmapFilterMode(C.uintptr_t(uintptr(fp)), C.uintptr_t(hTexRef), C.int(fm)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -22708,7 +22708,7 @@ func TexRefSetMipmapLevelBias(hTexRef Texref, bias float32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuTexRefSetMipmapLevelBias(fp, C.uintptr_t(hTexRef), C.float(bias)); r != 0 {
+	if r := C.gocuda_cuTexRefSetMipmapLevelBias(C.uintptr_t(uintptr(fp)), C.uintptr_t(hTexRef), C.float(bias)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -22749,7 +22749,7 @@ func TexRefSetMipmapLevelClamp(hTexRef Texref, minMipmapLevelClamp float32, maxM
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuTexRefSetMipmapLevelClamp(fp, C.uintptr_t(hTexRef), C.float(minMipmapLevelClamp), C.float(maxMipmapLevelClamp)); r != 0 {
+	if r := C.gocuda_cuTexRefSetMipmapLevelClamp(C.uintptr_t(uintptr(fp)), C.uintptr_t(hTexRef), C.float(minMipmapLevelClamp), C.float(maxMipmapLevelClamp)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -22788,7 +22788,7 @@ func TexRefSetMaxAnisotropy(hTexRef Texref, maxAniso uint32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuTexRefSetMaxAnisotropy(fp, C.uintptr_t(hTexRef), C.uint(maxAniso)); r != 0 {
+	if r := C.gocuda_cuTexRefSetMaxAnisotropy(C.uintptr_t(uintptr(fp)), C.uintptr_t(hTexRef), C.uint(maxAniso)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -22831,7 +22831,7 @@ func TexRefSetBorderColor(hTexRef Texref, pBorderColor *float32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuTexRefSetBorderColor(fp, C.uintptr_t(hTexRef), (*C.float)(unsafe.Pointer(pBorderColor))); r != 0 {
+	if r := C.gocuda_cuTexRefSetBorderColor(C.uintptr_t(uintptr(fp)), C.uintptr_t(hTexRef), (*C.float)(unsafe.Pointer(pBorderColor))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -22883,7 +22883,7 @@ func TexRefSetFlags(hTexRef Texref, Flags uint32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuTexRefSetFlags(fp, C.uintptr_t(hTexRef), C.uint(Flags)); r != 0 {
+	if r := C.gocuda_cuTexRefSetFlags(C.uintptr_t(uintptr(fp)), C.uintptr_t(hTexRef), C.uint(Flags)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -22920,7 +22920,7 @@ func TexRefGetAddress(pdptr *Deviceptr, hTexRef Texref) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuTexRefGetAddress(fp, (*C.ulonglong)(unsafe.Pointer(pdptr)), C.uintptr_t(hTexRef)); r != 0 {
+	if r := C.gocuda_cuTexRefGetAddress(C.uintptr_t(uintptr(fp)), (*C.ulonglong)(unsafe.Pointer(pdptr)), C.uintptr_t(hTexRef)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -22957,7 +22957,7 @@ func TexRefGetArray(phArray *Array, hTexRef Texref) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuTexRefGetArray(fp, unsafe.Pointer(phArray), C.uintptr_t(hTexRef)); r != 0 {
+	if r := C.gocuda_cuTexRefGetArray(C.uintptr_t(uintptr(fp)), unsafe.Pointer(phArray), C.uintptr_t(hTexRef)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -22994,7 +22994,7 @@ func TexRefGetMipmappedArray(phMipmappedArray *MipmappedArray, hTexRef Texref) e
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuTexRefGetMipmappedArray(fp, unsafe.Pointer(phMipmappedArray), C.uintptr_t(hTexRef)); r != 0 {
+	if r := C.gocuda_cuTexRefGetMipmappedArray(C.uintptr_t(uintptr(fp)), unsafe.Pointer(phMipmappedArray), C.uintptr_t(hTexRef)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -23032,7 +23032,7 @@ func TexRefGetAddressMode(pam *Address_mode, hTexRef Texref, dim int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuTexRefGetAddressMode(fp, (*C.int)(unsafe.Pointer(pam)), C.uintptr_t(hTexRef), C.int(dim)); r != 0 {
+	if r := C.gocuda_cuTexRefGetAddressMode(C.uintptr_t(uintptr(fp)), (*C.int)(unsafe.Pointer(pam)), C.uintptr_t(hTexRef), C.int(dim)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -23068,7 +23068,7 @@ func TexRefGetFilterMode(pfm *Filter_mode, hTexRef Texref) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuTexRefGetFilterMode(fp, (*C.int)(unsafe.Pointer(pfm)), C.uintptr_t(hTexRef)); r != 0 {
+	if r := C.gocuda_cuTexRefGetFilterMode(C.uintptr_t(uintptr(fp)), (*C.int)(unsafe.Pointer(pfm)), C.uintptr_t(hTexRef)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -23106,7 +23106,7 @@ func TexRefGetFormat(pFormat *Array_format, pNumChannels *int32, hTexRef Texref)
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuTexRefGetFormat(fp, (*C.int)(unsafe.Pointer(pFormat)), (*C.int)(unsafe.Pointer(pNumChannels)), C.uintptr_t(hTexRef)); r != 0 {
+	if r := C.gocuda_cuTexRefGetFormat(C.uintptr_t(uintptr(fp)), (*C.int)(unsafe.Pointer(pFormat)), (*C.int)(unsafe.Pointer(pNumChannels)), C.uintptr_t(hTexRef)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -23142,7 +23142,7 @@ func TexRefGetMipmapFilterMode(pfm *Filter_mode, hTexRef Texref) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuTexRefGetMipmapFilterMode(fp, (*C.int)(unsafe.Pointer(pfm)), C.uintptr_t(hTexRef)); r != 0 {
+	if r := C.gocuda_cuTexRefGetMipmapFilterMode(C.uintptr_t(uintptr(fp)), (*C.int)(unsafe.Pointer(pfm)), C.uintptr_t(hTexRef)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -23178,7 +23178,7 @@ func TexRefGetMipmapLevelBias(pbias *float32, hTexRef Texref) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuTexRefGetMipmapLevelBias(fp, (*C.float)(unsafe.Pointer(pbias)), C.uintptr_t(hTexRef)); r != 0 {
+	if r := C.gocuda_cuTexRefGetMipmapLevelBias(C.uintptr_t(uintptr(fp)), (*C.float)(unsafe.Pointer(pbias)), C.uintptr_t(hTexRef)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -23215,7 +23215,7 @@ func TexRefGetMipmapLevelClamp(pminMipmapLevelClamp *float32, pmaxMipmapLevelCla
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuTexRefGetMipmapLevelClamp(fp, (*C.float)(unsafe.Pointer(pminMipmapLevelClamp)), (*C.float)(unsafe.Pointer(pmaxMipmapLevelClamp)), C.uintptr_t(hTexRef)); r != 0 {
+	if r := C.gocuda_cuTexRefGetMipmapLevelClamp(C.uintptr_t(uintptr(fp)), (*C.float)(unsafe.Pointer(pminMipmapLevelClamp)), (*C.float)(unsafe.Pointer(pmaxMipmapLevelClamp)), C.uintptr_t(hTexRef)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -23251,7 +23251,7 @@ func TexRefGetMaxAnisotropy(pmaxAniso *int32, hTexRef Texref) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuTexRefGetMaxAnisotropy(fp, (*C.int)(unsafe.Pointer(pmaxAniso)), C.uintptr_t(hTexRef)); r != 0 {
+	if r := C.gocuda_cuTexRefGetMaxAnisotropy(C.uintptr_t(uintptr(fp)), (*C.int)(unsafe.Pointer(pmaxAniso)), C.uintptr_t(hTexRef)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -23290,7 +23290,7 @@ func TexRefGetBorderColor(pBorderColor *float32, hTexRef Texref) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuTexRefGetBorderColor(fp, (*C.float)(unsafe.Pointer(pBorderColor)), C.uintptr_t(hTexRef)); r != 0 {
+	if r := C.gocuda_cuTexRefGetBorderColor(C.uintptr_t(uintptr(fp)), (*C.float)(unsafe.Pointer(pBorderColor)), C.uintptr_t(hTexRef)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -23325,7 +23325,7 @@ func TexRefGetFlags(pFlags *uint32, hTexRef Texref) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuTexRefGetFlags(fp, (*C.uint)(unsafe.Pointer(pFlags)), C.uintptr_t(hTexRef)); r != 0 {
+	if r := C.gocuda_cuTexRefGetFlags(C.uintptr_t(uintptr(fp)), (*C.uint)(unsafe.Pointer(pFlags)), C.uintptr_t(hTexRef)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -23360,7 +23360,7 @@ func TexRefCreate(pTexRef *Texref) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuTexRefCreate(fp, unsafe.Pointer(pTexRef)); r != 0 {
+	if r := C.gocuda_cuTexRefCreate(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pTexRef)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -23390,7 +23390,7 @@ func TexRefDestroy(hTexRef Texref) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuTexRefDestroy(fp, C.uintptr_t(hTexRef)); r != 0 {
+	if r := C.gocuda_cuTexRefDestroy(C.uintptr_t(uintptr(fp)), C.uintptr_t(hTexRef)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -23428,7 +23428,7 @@ func SurfRefSetArray(hSurfRef Surfref, hArray Array, Flags uint32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuSurfRefSetArray(fp, C.uintptr_t(hSurfRef), C.uintptr_t(hArray), C.uint(Flags)); r != 0 {
+	if r := C.gocuda_cuSurfRefSetArray(C.uintptr_t(uintptr(fp)), C.uintptr_t(hSurfRef), C.uintptr_t(hArray), C.uint(Flags)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -23461,7 +23461,7 @@ func SurfRefGetArray(phArray *Array, hSurfRef Surfref) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuSurfRefGetArray(fp, unsafe.Pointer(phArray), C.uintptr_t(hSurfRef)); r != 0 {
+	if r := C.gocuda_cuSurfRefGetArray(C.uintptr_t(uintptr(fp)), unsafe.Pointer(phArray), C.uintptr_t(hSurfRef)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -23688,7 +23688,7 @@ func TexObjectCreate(pTexObject *TexObject, pResDesc *RESOURCE_DESC, pTexDesc *T
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuTexObjectCreate(fp, (*C.ulonglong)(unsafe.Pointer(pTexObject)), unsafe.Pointer(pResDesc), unsafe.Pointer(pTexDesc), unsafe.Pointer(pResViewDesc)); r != 0 {
+	if r := C.gocuda_cuTexObjectCreate(C.uintptr_t(uintptr(fp)), (*C.ulonglong)(unsafe.Pointer(pTexObject)), unsafe.Pointer(pResDesc), unsafe.Pointer(pTexDesc), unsafe.Pointer(pResViewDesc)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -23718,7 +23718,7 @@ func TexObjectDestroy(texObject TexObject) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuTexObjectDestroy(fp, C.ulonglong(texObject)); r != 0 {
+	if r := C.gocuda_cuTexObjectDestroy(C.uintptr_t(uintptr(fp)), C.ulonglong(texObject)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -23749,7 +23749,7 @@ func TexObjectGetResourceDesc(pResDesc *RESOURCE_DESC, texObject TexObject) erro
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuTexObjectGetResourceDesc(fp, unsafe.Pointer(pResDesc), C.ulonglong(texObject)); r != 0 {
+	if r := C.gocuda_cuTexObjectGetResourceDesc(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pResDesc), C.ulonglong(texObject)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -23780,7 +23780,7 @@ func TexObjectGetTextureDesc(pTexDesc *TEXTURE_DESC, texObject TexObject) error 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuTexObjectGetTextureDesc(fp, unsafe.Pointer(pTexDesc), C.ulonglong(texObject)); r != 0 {
+	if r := C.gocuda_cuTexObjectGetTextureDesc(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pTexDesc), C.ulonglong(texObject)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -23812,7 +23812,7 @@ func TexObjectGetResourceViewDesc(pResViewDesc *RESOURCE_VIEW_DESC, texObject Te
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuTexObjectGetResourceViewDesc(fp, unsafe.Pointer(pResViewDesc), C.ulonglong(texObject)); r != 0 {
+	if r := C.gocuda_cuTexObjectGetResourceViewDesc(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pResViewDesc), C.ulonglong(texObject)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -23850,7 +23850,7 @@ func SurfObjectCreate(pSurfObject *SurfObject, pResDesc *RESOURCE_DESC) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuSurfObjectCreate(fp, (*C.ulonglong)(unsafe.Pointer(pSurfObject)), unsafe.Pointer(pResDesc)); r != 0 {
+	if r := C.gocuda_cuSurfObjectCreate(C.uintptr_t(uintptr(fp)), (*C.ulonglong)(unsafe.Pointer(pSurfObject)), unsafe.Pointer(pResDesc)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -23880,7 +23880,7 @@ func SurfObjectDestroy(surfObject SurfObject) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuSurfObjectDestroy(fp, C.ulonglong(surfObject)); r != 0 {
+	if r := C.gocuda_cuSurfObjectDestroy(C.uintptr_t(uintptr(fp)), C.ulonglong(surfObject)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -23911,7 +23911,7 @@ func SurfObjectGetResourceDesc(pResDesc *RESOURCE_DESC, surfObject SurfObject) e
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuSurfObjectGetResourceDesc(fp, unsafe.Pointer(pResDesc), C.ulonglong(surfObject)); r != 0 {
+	if r := C.gocuda_cuSurfObjectGetResourceDesc(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pResDesc), C.ulonglong(surfObject)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -24088,7 +24088,7 @@ func TensorMapEncodeTiled(tensorMap *TensorMap, tensorDataType TensorMapDataType
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuTensorMapEncodeTiled(fp, unsafe.Pointer(tensorMap), C.int(tensorDataType), C.uint(tensorRank), unsafe.Pointer(globalAddress), (*C.ulong)(unsafe.Pointer(globalDim)), (*C.ulong)(unsafe.Pointer(globalStrides)), (*C.uint)(unsafe.Pointer(boxDim)), (*C.uint)(unsafe.Pointer(elementStrides)), C.int(interleave), C.int(swizzle), C.int(l2Promotion), C.int(oobFill)); r != 0 {
+	if r := C.gocuda_cuTensorMapEncodeTiled(C.uintptr_t(uintptr(fp)), unsafe.Pointer(tensorMap), C.int(tensorDataType), C.uint(tensorRank), unsafe.Pointer(globalAddress), (*C.ulong)(unsafe.Pointer(globalDim)), (*C.ulong)(unsafe.Pointer(globalStrides)), (*C.uint)(unsafe.Pointer(boxDim)), (*C.uint)(unsafe.Pointer(elementStrides)), C.int(interleave), C.int(swizzle), C.int(l2Promotion), C.int(oobFill)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -24281,7 +24281,7 @@ func TensorMapEncodeIm2col(tensorMap *TensorMap, tensorDataType TensorMapDataTyp
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuTensorMapEncodeIm2col(fp, unsafe.Pointer(tensorMap), C.int(tensorDataType), C.uint(tensorRank), unsafe.Pointer(globalAddress), (*C.ulong)(unsafe.Pointer(globalDim)), (*C.ulong)(unsafe.Pointer(globalStrides)), (*C.int)(unsafe.Pointer(pixelBoxLowerCorner)), (*C.int)(unsafe.Pointer(pixelBoxUpperCorner)), C.uint(channelsPerPixel), C.uint(pixelsPerColumn), (*C.uint)(unsafe.Pointer(elementStrides)), C.int(interleave), C.int(swizzle), C.int(l2Promotion), C.int(oobFill)); r != 0 {
+	if r := C.gocuda_cuTensorMapEncodeIm2col(C.uintptr_t(uintptr(fp)), unsafe.Pointer(tensorMap), C.int(tensorDataType), C.uint(tensorRank), unsafe.Pointer(globalAddress), (*C.ulong)(unsafe.Pointer(globalDim)), (*C.ulong)(unsafe.Pointer(globalStrides)), (*C.int)(unsafe.Pointer(pixelBoxLowerCorner)), (*C.int)(unsafe.Pointer(pixelBoxUpperCorner)), C.uint(channelsPerPixel), C.uint(pixelsPerColumn), (*C.uint)(unsafe.Pointer(elementStrides)), C.int(interleave), C.int(swizzle), C.int(l2Promotion), C.int(oobFill)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -24473,7 +24473,7 @@ func TensorMapEncodeIm2colWide(tensorMap *TensorMap, tensorDataType TensorMapDat
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuTensorMapEncodeIm2colWide(fp, unsafe.Pointer(tensorMap), C.int(tensorDataType), C.uint(tensorRank), unsafe.Pointer(globalAddress), (*C.ulong)(unsafe.Pointer(globalDim)), (*C.ulong)(unsafe.Pointer(globalStrides)), C.int(pixelBoxLowerCornerWidth), C.int(pixelBoxUpperCornerWidth), C.uint(channelsPerPixel), C.uint(pixelsPerColumn), (*C.uint)(unsafe.Pointer(elementStrides)), C.int(interleave), C.int(mode), C.int(swizzle), C.int(l2Promotion), C.int(oobFill)); r != 0 {
+	if r := C.gocuda_cuTensorMapEncodeIm2colWide(C.uintptr_t(uintptr(fp)), unsafe.Pointer(tensorMap), C.int(tensorDataType), C.uint(tensorRank), unsafe.Pointer(globalAddress), (*C.ulong)(unsafe.Pointer(globalDim)), (*C.ulong)(unsafe.Pointer(globalStrides)), C.int(pixelBoxLowerCornerWidth), C.int(pixelBoxUpperCornerWidth), C.uint(channelsPerPixel), C.uint(pixelsPerColumn), (*C.uint)(unsafe.Pointer(elementStrides)), C.int(interleave), C.int(mode), C.int(swizzle), C.int(l2Promotion), C.int(oobFill)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -24510,7 +24510,7 @@ func TensorMapReplaceAddress(tensorMap *TensorMap, globalAddress unsafe.Pointer)
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuTensorMapReplaceAddress(fp, unsafe.Pointer(tensorMap), unsafe.Pointer(globalAddress)); r != 0 {
+	if r := C.gocuda_cuTensorMapReplaceAddress(C.uintptr_t(uintptr(fp)), unsafe.Pointer(tensorMap), unsafe.Pointer(globalAddress)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -24547,7 +24547,7 @@ func DeviceCanAccessPeer(canAccessPeer *int32, dev Device, peerDev Device) error
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuDeviceCanAccessPeer(fp, (*C.int)(unsafe.Pointer(canAccessPeer)), C.int(dev), C.int(peerDev)); r != 0 {
+	if r := C.gocuda_cuDeviceCanAccessPeer(C.uintptr_t(uintptr(fp)), (*C.int)(unsafe.Pointer(canAccessPeer)), C.int(dev), C.int(peerDev)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -24609,7 +24609,7 @@ func CtxEnablePeerAccess(peerContext Context, Flags uint32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuCtxEnablePeerAccess(fp, C.uintptr_t(peerContext), C.uint(Flags)); r != 0 {
+	if r := C.gocuda_cuCtxEnablePeerAccess(C.uintptr_t(uintptr(fp)), C.uintptr_t(peerContext), C.uint(Flags)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -24645,7 +24645,7 @@ func CtxDisablePeerAccess(peerContext Context) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuCtxDisablePeerAccess(fp, C.uintptr_t(peerContext)); r != 0 {
+	if r := C.gocuda_cuCtxDisablePeerAccess(C.uintptr_t(uintptr(fp)), C.uintptr_t(peerContext)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -24698,7 +24698,7 @@ func DeviceGetP2PAttribute(value *int32, attrib Device_P2PAttribute, srcDevice D
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuDeviceGetP2PAttribute(fp, (*C.int)(unsafe.Pointer(value)), C.int(attrib), C.int(srcDevice), C.int(dstDevice)); r != 0 {
+	if r := C.gocuda_cuDeviceGetP2PAttribute(C.uintptr_t(uintptr(fp)), (*C.int)(unsafe.Pointer(value)), C.int(attrib), C.int(srcDevice), C.int(dstDevice)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -24742,7 +24742,7 @@ func DeviceGetP2PAtomicCapabilities(capabilities *uint32, operations *AtomicOper
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuDeviceGetP2PAtomicCapabilities(fp, (*C.uint)(unsafe.Pointer(capabilities)), (*C.int)(unsafe.Pointer(operations)), C.uint(count), C.int(srcDevice), C.int(dstDevice)); r != 0 {
+	if r := C.gocuda_cuDeviceGetP2PAtomicCapabilities(C.uintptr_t(uintptr(fp)), (*C.uint)(unsafe.Pointer(capabilities)), (*C.int)(unsafe.Pointer(operations)), C.uint(count), C.int(srcDevice), C.int(dstDevice)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -24781,7 +24781,7 @@ func GraphicsUnregisterResource(resource GraphicsResource) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphicsUnregisterResource(fp, C.uintptr_t(resource)); r != 0 {
+	if r := C.gocuda_cuGraphicsUnregisterResource(C.uintptr_t(uintptr(fp)), C.uintptr_t(resource)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -24830,7 +24830,7 @@ func GraphicsSubResourceGetMappedArray(pArray *Array, resource GraphicsResource,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphicsSubResourceGetMappedArray(fp, unsafe.Pointer(pArray), C.uintptr_t(resource), C.uint(arrayIndex), C.uint(mipLevel)); r != 0 {
+	if r := C.gocuda_cuGraphicsSubResourceGetMappedArray(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pArray), C.uintptr_t(resource), C.uint(arrayIndex), C.uint(mipLevel)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -24870,7 +24870,7 @@ func GraphicsResourceGetMappedMipmappedArray(pMipmappedArray *MipmappedArray, re
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphicsResourceGetMappedMipmappedArray(fp, unsafe.Pointer(pMipmappedArray), C.uintptr_t(resource)); r != 0 {
+	if r := C.gocuda_cuGraphicsResourceGetMappedMipmappedArray(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pMipmappedArray), C.uintptr_t(resource)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -24913,7 +24913,7 @@ func GraphicsResourceGetMappedPointer(pDevPtr *Deviceptr, pSize *uint64, resourc
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphicsResourceGetMappedPointer(fp, (*C.ulonglong)(unsafe.Pointer(pDevPtr)), (*C.size_t)(unsafe.Pointer(pSize)), C.uintptr_t(resource)); r != 0 {
+	if r := C.gocuda_cuGraphicsResourceGetMappedPointer(C.uintptr_t(uintptr(fp)), (*C.ulonglong)(unsafe.Pointer(pDevPtr)), (*C.size_t)(unsafe.Pointer(pSize)), C.uintptr_t(resource)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -24963,7 +24963,7 @@ func GraphicsResourceSetMapFlags(resource GraphicsResource, flags uint32) error 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphicsResourceSetMapFlags(fp, C.uintptr_t(resource), C.uint(flags)); r != 0 {
+	if r := C.gocuda_cuGraphicsResourceSetMapFlags(C.uintptr_t(uintptr(fp)), C.uintptr_t(resource), C.uint(flags)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -25011,7 +25011,7 @@ func GraphicsMapResources(count uint32, resources *GraphicsResource, hStream Str
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphicsMapResources(fp, C.uint(count), unsafe.Pointer(resources), C.uintptr_t(hStream)); r != 0 {
+	if r := C.gocuda_cuGraphicsMapResources(C.uintptr_t(uintptr(fp)), C.uint(count), unsafe.Pointer(resources), C.uintptr_t(hStream)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -25055,7 +25055,7 @@ func GraphicsUnmapResources(count uint32, resources *GraphicsResource, hStream S
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGraphicsUnmapResources(fp, C.uint(count), unsafe.Pointer(resources), C.uintptr_t(hStream)); r != 0 {
+	if r := C.gocuda_cuGraphicsUnmapResources(C.uintptr_t(uintptr(fp)), C.uint(count), unsafe.Pointer(resources), C.uintptr_t(hStream)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -25130,7 +25130,7 @@ func GetProcAddress(symbol string, pfn *unsafe.Pointer, cudaVersion int32, flags
 	}
 	_symbol := C.CString(symbol)
 	defer C.free(unsafe.Pointer(_symbol))
-	if r := C.gocuda_cuGetProcAddress(fp, unsafe.Pointer(_symbol), unsafe.Pointer(pfn), C.int(cudaVersion), C.ulong(flags), (*C.int)(unsafe.Pointer(symbolStatus))); r != 0 {
+	if r := C.gocuda_cuGetProcAddress(C.uintptr_t(uintptr(fp)), unsafe.Pointer(_symbol), unsafe.Pointer(pfn), C.int(cudaVersion), C.ulong(flags), (*C.int)(unsafe.Pointer(symbolStatus))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -25210,7 +25210,7 @@ func CoredumpGetAttribute(attrib CoredumpSettings, value unsafe.Pointer, size *u
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuCoredumpGetAttribute(fp, C.int(attrib), unsafe.Pointer(value), (*C.size_t)(unsafe.Pointer(size))); r != 0 {
+	if r := C.gocuda_cuCoredumpGetAttribute(C.uintptr_t(uintptr(fp)), C.int(attrib), unsafe.Pointer(value), (*C.size_t)(unsafe.Pointer(size))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -25284,7 +25284,7 @@ func CoredumpGetAttributeGlobal(attrib CoredumpSettings, value unsafe.Pointer, s
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuCoredumpGetAttributeGlobal(fp, C.int(attrib), unsafe.Pointer(value), (*C.size_t)(unsafe.Pointer(size))); r != 0 {
+	if r := C.gocuda_cuCoredumpGetAttributeGlobal(C.uintptr_t(uintptr(fp)), C.int(attrib), unsafe.Pointer(value), (*C.size_t)(unsafe.Pointer(size))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -25371,7 +25371,7 @@ func CoredumpSetAttribute(attrib CoredumpSettings, value unsafe.Pointer, size *u
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuCoredumpSetAttribute(fp, C.int(attrib), unsafe.Pointer(value), (*C.size_t)(unsafe.Pointer(size))); r != 0 {
+	if r := C.gocuda_cuCoredumpSetAttribute(C.uintptr_t(uintptr(fp)), C.int(attrib), unsafe.Pointer(value), (*C.size_t)(unsafe.Pointer(size))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -25455,7 +25455,7 @@ func CoredumpSetAttributeGlobal(attrib CoredumpSettings, value unsafe.Pointer, s
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuCoredumpSetAttributeGlobal(fp, C.int(attrib), unsafe.Pointer(value), (*C.size_t)(unsafe.Pointer(size))); r != 0 {
+	if r := C.gocuda_cuCoredumpSetAttributeGlobal(C.uintptr_t(uintptr(fp)), C.int(attrib), unsafe.Pointer(value), (*C.size_t)(unsafe.Pointer(size))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -25467,7 +25467,7 @@ func GetExportTable(ppExportTable *unsafe.Pointer, pExportTableId *Uuid) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGetExportTable(fp, unsafe.Pointer(ppExportTable), unsafe.Pointer(pExportTableId)); r != 0 {
+	if r := C.gocuda_cuGetExportTable(C.uintptr_t(uintptr(fp)), unsafe.Pointer(ppExportTable), unsafe.Pointer(pExportTableId)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -25522,7 +25522,7 @@ func GreenCtxCreate(phCtx *GreenCtx, desc DevResourceDesc, dev Device, flags uin
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGreenCtxCreate(fp, unsafe.Pointer(phCtx), C.uintptr_t(desc), C.int(dev), C.uint(flags)); r != 0 {
+	if r := C.gocuda_cuGreenCtxCreate(C.uintptr_t(uintptr(fp)), unsafe.Pointer(phCtx), C.uintptr_t(desc), C.int(dev), C.uint(flags)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -25558,7 +25558,7 @@ func GreenCtxDestroy(hCtx GreenCtx) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGreenCtxDestroy(fp, C.uintptr_t(hCtx)); r != 0 {
+	if r := C.gocuda_cuGreenCtxDestroy(C.uintptr_t(uintptr(fp)), C.uintptr_t(hCtx)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -25595,7 +25595,7 @@ func CtxFromGreenCtx(pContext *Context, hCtx GreenCtx) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuCtxFromGreenCtx(fp, unsafe.Pointer(pContext), C.uintptr_t(hCtx)); r != 0 {
+	if r := C.gocuda_cuCtxFromGreenCtx(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pContext), C.uintptr_t(hCtx)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -25630,7 +25630,7 @@ func DeviceGetDevResource(device Device, resource *DevResource, type_ DevResourc
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuDeviceGetDevResource(fp, C.int(device), unsafe.Pointer(resource), C.int(type_)); r != 0 {
+	if r := C.gocuda_cuDeviceGetDevResource(C.uintptr_t(uintptr(fp)), C.int(device), unsafe.Pointer(resource), C.int(type_)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -25667,7 +25667,7 @@ func CtxGetDevResource(hCtx Context, resource *DevResource, type_ DevResourceTyp
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuCtxGetDevResource(fp, C.uintptr_t(hCtx), unsafe.Pointer(resource), C.int(type_)); r != 0 {
+	if r := C.gocuda_cuCtxGetDevResource(C.uintptr_t(uintptr(fp)), C.uintptr_t(hCtx), unsafe.Pointer(resource), C.int(type_)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -25699,7 +25699,7 @@ func GreenCtxGetDevResource(hCtx GreenCtx, resource *DevResource, type_ DevResou
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGreenCtxGetDevResource(fp, C.uintptr_t(hCtx), unsafe.Pointer(resource), C.int(type_)); r != 0 {
+	if r := C.gocuda_cuGreenCtxGetDevResource(C.uintptr_t(uintptr(fp)), C.uintptr_t(hCtx), unsafe.Pointer(resource), C.int(type_)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -25773,7 +25773,7 @@ func DevSmResourceSplitByCount(result *DevResource, nbGroups *uint32, input *Dev
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuDevSmResourceSplitByCount(fp, unsafe.Pointer(result), (*C.uint)(unsafe.Pointer(nbGroups)), unsafe.Pointer(input), unsafe.Pointer(remaining), C.uint(useFlags), C.uint(minCount)); r != 0 {
+	if r := C.gocuda_cuDevSmResourceSplitByCount(C.uintptr_t(uintptr(fp)), unsafe.Pointer(result), (*C.uint)(unsafe.Pointer(nbGroups)), unsafe.Pointer(input), unsafe.Pointer(remaining), C.uint(useFlags), C.uint(minCount)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -25818,7 +25818,7 @@ func DevResourceGenerateDesc(phDesc *DevResourceDesc, resources *DevResource, nb
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuDevResourceGenerateDesc(fp, unsafe.Pointer(phDesc), unsafe.Pointer(resources), C.uint(nbResources)); r != 0 {
+	if r := C.gocuda_cuDevResourceGenerateDesc(C.uintptr_t(uintptr(fp)), unsafe.Pointer(phDesc), unsafe.Pointer(resources), C.uint(nbResources)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -25861,7 +25861,7 @@ func GreenCtxRecordEvent(hCtx GreenCtx, hEvent Event) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGreenCtxRecordEvent(fp, C.uintptr_t(hCtx), C.uintptr_t(hEvent)); r != 0 {
+	if r := C.gocuda_cuGreenCtxRecordEvent(C.uintptr_t(uintptr(fp)), C.uintptr_t(hCtx), C.uintptr_t(hEvent)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -25905,7 +25905,7 @@ func GreenCtxWaitEvent(hCtx GreenCtx, hEvent Event) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGreenCtxWaitEvent(fp, C.uintptr_t(hCtx), C.uintptr_t(hEvent)); r != 0 {
+	if r := C.gocuda_cuGreenCtxWaitEvent(C.uintptr_t(uintptr(fp)), C.uintptr_t(hCtx), C.uintptr_t(hEvent)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -25970,7 +25970,7 @@ func StreamGetGreenCtx(hStream Stream, phCtx *GreenCtx) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuStreamGetGreenCtx(fp, C.uintptr_t(hStream), unsafe.Pointer(phCtx)); r != 0 {
+	if r := C.gocuda_cuStreamGetGreenCtx(C.uintptr_t(uintptr(fp)), C.uintptr_t(hStream), unsafe.Pointer(phCtx)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -26035,7 +26035,7 @@ func GreenCtxStreamCreate(phStream *Stream, greenCtx GreenCtx, flags uint32, pri
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGreenCtxStreamCreate(fp, unsafe.Pointer(phStream), C.uintptr_t(greenCtx), C.uint(flags), C.int(priority)); r != 0 {
+	if r := C.gocuda_cuGreenCtxStreamCreate(C.uintptr_t(uintptr(fp)), unsafe.Pointer(phStream), C.uintptr_t(greenCtx), C.uint(flags), C.int(priority)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -26070,7 +26070,7 @@ func GreenCtxGetId(greenCtx GreenCtx, greenCtxId *uint64) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuGreenCtxGetId(fp, C.uintptr_t(greenCtx), (*C.ulonglong)(unsafe.Pointer(greenCtxId))); r != 0 {
+	if r := C.gocuda_cuGreenCtxGetId(C.uintptr_t(uintptr(fp)), C.uintptr_t(greenCtx), (*C.ulonglong)(unsafe.Pointer(greenCtxId))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -26093,7 +26093,7 @@ func LogsRegisterCallback(callbackFunc LogsCallback, userData unsafe.Pointer, ca
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuLogsRegisterCallback(fp, C.uintptr_t(callbackFunc), unsafe.Pointer(userData), unsafe.Pointer(callback_out)); r != 0 {
+	if r := C.gocuda_cuLogsRegisterCallback(C.uintptr_t(uintptr(fp)), C.uintptr_t(callbackFunc), unsafe.Pointer(userData), unsafe.Pointer(callback_out)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -26114,7 +26114,7 @@ func LogsUnregisterCallback(callback LogsCallbackHandle) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuLogsUnregisterCallback(fp, C.uintptr_t(callback)); r != 0 {
+	if r := C.gocuda_cuLogsUnregisterCallback(C.uintptr_t(uintptr(fp)), C.uintptr_t(callback)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -26136,7 +26136,7 @@ func LogsCurrent(iterator_out *LogIterator, flags uint32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuLogsCurrent(fp, (*C.uint)(unsafe.Pointer(iterator_out)), C.uint(flags)); r != 0 {
+	if r := C.gocuda_cuLogsCurrent(C.uintptr_t(uintptr(fp)), (*C.uint)(unsafe.Pointer(iterator_out)), C.uint(flags)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -26172,7 +26172,7 @@ func LogsDumpToFile(iterator *LogIterator, pathToFile string, flags uint32) erro
 	}
 	_pathToFile := C.CString(pathToFile)
 	defer C.free(unsafe.Pointer(_pathToFile))
-	if r := C.gocuda_cuLogsDumpToFile(fp, (*C.uint)(unsafe.Pointer(iterator)), unsafe.Pointer(_pathToFile), C.uint(flags)); r != 0 {
+	if r := C.gocuda_cuLogsDumpToFile(C.uintptr_t(uintptr(fp)), (*C.uint)(unsafe.Pointer(iterator)), unsafe.Pointer(_pathToFile), C.uint(flags)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -26218,7 +26218,7 @@ func LogsDumpToMemory(iterator *LogIterator, buffer *byte, size *uint64, flags u
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuLogsDumpToMemory(fp, (*C.uint)(unsafe.Pointer(iterator)), (*C.char)(unsafe.Pointer(buffer)), (*C.size_t)(unsafe.Pointer(size)), C.uint(flags)); r != 0 {
+	if r := C.gocuda_cuLogsDumpToMemory(C.uintptr_t(uintptr(fp)), (*C.uint)(unsafe.Pointer(iterator)), (*C.char)(unsafe.Pointer(buffer)), (*C.size_t)(unsafe.Pointer(size)), C.uint(flags)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -26245,7 +26245,7 @@ func CheckpointProcessGetRestoreThreadId(pid int32, tid *int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuCheckpointProcessGetRestoreThreadId(fp, C.int(pid), (*C.int)(unsafe.Pointer(tid))); r != 0 {
+	if r := C.gocuda_cuCheckpointProcessGetRestoreThreadId(C.uintptr_t(uintptr(fp)), C.int(pid), (*C.int)(unsafe.Pointer(tid))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -26271,7 +26271,7 @@ func CheckpointProcessGetState(pid int32, state *ProcessState) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuCheckpointProcessGetState(fp, C.int(pid), (*C.int)(unsafe.Pointer(state))); r != 0 {
+	if r := C.gocuda_cuCheckpointProcessGetState(C.uintptr_t(uintptr(fp)), C.int(pid), (*C.int)(unsafe.Pointer(state))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -26305,7 +26305,7 @@ func CheckpointProcessLock(pid int32, args *CheckpointLockArgs) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuCheckpointProcessLock(fp, C.int(pid), unsafe.Pointer(args)); r != 0 {
+	if r := C.gocuda_cuCheckpointProcessLock(C.uintptr_t(uintptr(fp)), C.int(pid), unsafe.Pointer(args)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -26337,7 +26337,7 @@ func CheckpointProcessCheckpoint(pid int32, args *CheckpointCheckpointArgs) erro
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuCheckpointProcessCheckpoint(fp, C.int(pid), unsafe.Pointer(args)); r != 0 {
+	if r := C.gocuda_cuCheckpointProcessCheckpoint(C.uintptr_t(uintptr(fp)), C.int(pid), unsafe.Pointer(args)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -26378,7 +26378,7 @@ func CheckpointProcessRestore(pid int32, args *CheckpointRestoreArgs) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuCheckpointProcessRestore(fp, C.int(pid), unsafe.Pointer(args)); r != 0 {
+	if r := C.gocuda_cuCheckpointProcessRestore(C.uintptr_t(uintptr(fp)), C.int(pid), unsafe.Pointer(args)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -26408,7 +26408,7 @@ func CheckpointProcessUnlock(pid int32, args *CheckpointUnlockArgs) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuCheckpointProcessUnlock(fp, C.int(pid), unsafe.Pointer(args)); r != 0 {
+	if r := C.gocuda_cuCheckpointProcessUnlock(C.uintptr_t(uintptr(fp)), C.int(pid), unsafe.Pointer(args)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -26473,7 +26473,7 @@ func ProfilerInitialize(configFile string, outputFile string, outputMode Output_
 	defer C.free(unsafe.Pointer(_configFile))
 	_outputFile := C.CString(outputFile)
 	defer C.free(unsafe.Pointer(_outputFile))
-	if r := C.gocuda_cuProfilerInitialize(fp, unsafe.Pointer(_configFile), unsafe.Pointer(_outputFile), C.int(outputMode)); r != 0 {
+	if r := C.gocuda_cuProfilerInitialize(C.uintptr_t(uintptr(fp)), unsafe.Pointer(_configFile), unsafe.Pointer(_outputFile), C.int(outputMode)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -26503,7 +26503,7 @@ func ProfilerStart() error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuProfilerStart(fp); r != 0 {
+	if r := C.gocuda_cuProfilerStart(C.uintptr_t(uintptr(fp))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -26533,7 +26533,7 @@ func ProfilerStop() error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cuProfilerStop(fp); r != 0 {
+	if r := C.gocuda_cuProfilerStop(C.uintptr_t(uintptr(fp))); r != 0 {
 		return Result(r)
 	}
 	return nil

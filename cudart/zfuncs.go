@@ -487,1251 +487,1251 @@ import "unsafe"
 #include "library_types.h"
 #include "cuComplex.h"
 
-static int gocuda_cudaDeviceReset(void *fp) {
+static int gocuda_cudaDeviceReset(uintptr_t fp) {
 	return ((__typeof__(&cudaDeviceReset))fp)();
 }
 
-static int gocuda_cudaDeviceSynchronize(void *fp) {
+static int gocuda_cudaDeviceSynchronize(uintptr_t fp) {
 	return ((__typeof__(&cudaDeviceSynchronize))fp)();
 }
 
-static int gocuda_cudaDeviceSetLimit(void *fp, int a0, size_t a1) {
+static int gocuda_cudaDeviceSetLimit(uintptr_t fp, int a0, size_t a1) {
 	return ((__typeof__(&cudaDeviceSetLimit))fp)(a0, a1);
 }
 
-static int gocuda_cudaDeviceGetLimit(void *fp, size_t * a0, int a1) {
+static int gocuda_cudaDeviceGetLimit(uintptr_t fp, size_t * a0, int a1) {
 	return ((__typeof__(&cudaDeviceGetLimit))fp)((size_t *)a0, a1);
 }
 
-static int gocuda_cudaDeviceGetTexture1DLinearMaxWidth(void *fp, size_t * a0, void * a1, int a2) {
+static int gocuda_cudaDeviceGetTexture1DLinearMaxWidth(uintptr_t fp, size_t * a0, void * a1, int a2) {
 	return ((__typeof__(&cudaDeviceGetTexture1DLinearMaxWidth))fp)((size_t *)a0, a1, a2);
 }
 
-static int gocuda_cudaDeviceGetCacheConfig(void *fp, int * a0) {
+static int gocuda_cudaDeviceGetCacheConfig(uintptr_t fp, int * a0) {
 	return ((__typeof__(&cudaDeviceGetCacheConfig))fp)((enum cudaFuncCache *)a0);
 }
 
-static int gocuda_cudaDeviceGetStreamPriorityRange(void *fp, int * a0, int * a1) {
+static int gocuda_cudaDeviceGetStreamPriorityRange(uintptr_t fp, int * a0, int * a1) {
 	return ((__typeof__(&cudaDeviceGetStreamPriorityRange))fp)((int *)a0, (int *)a1);
 }
 
-static int gocuda_cudaDeviceSetCacheConfig(void *fp, int a0) {
+static int gocuda_cudaDeviceSetCacheConfig(uintptr_t fp, int a0) {
 	return ((__typeof__(&cudaDeviceSetCacheConfig))fp)(a0);
 }
 
-static int gocuda_cudaDeviceGetByPCIBusId(void *fp, int * a0, void * a1) {
+static int gocuda_cudaDeviceGetByPCIBusId(uintptr_t fp, int * a0, void * a1) {
 	return ((__typeof__(&cudaDeviceGetByPCIBusId))fp)((int *)a0, a1);
 }
 
-static int gocuda_cudaDeviceGetPCIBusId(void *fp, char * a0, int a1, int a2) {
+static int gocuda_cudaDeviceGetPCIBusId(uintptr_t fp, char * a0, int a1, int a2) {
 	return ((__typeof__(&cudaDeviceGetPCIBusId))fp)((char *)a0, a1, a2);
 }
 
-static int gocuda_cudaIpcGetEventHandle(void *fp, void * a0, uintptr_t a1) {
+static int gocuda_cudaIpcGetEventHandle(uintptr_t fp, void * a0, uintptr_t a1) {
 	return ((__typeof__(&cudaIpcGetEventHandle))fp)(a0, (cudaEvent_t)a1);
 }
 
-static int gocuda_cudaIpcOpenEventHandle(void *fp, void * a0, cudaIpcEventHandle_t a1) {
+static int gocuda_cudaIpcOpenEventHandle(uintptr_t fp, void * a0, cudaIpcEventHandle_t a1) {
 	return ((__typeof__(&cudaIpcOpenEventHandle))fp)(a0, a1);
 }
 
-static int gocuda_cudaIpcGetMemHandle(void *fp, void * a0, void * a1) {
+static int gocuda_cudaIpcGetMemHandle(uintptr_t fp, void * a0, void * a1) {
 	return ((__typeof__(&cudaIpcGetMemHandle))fp)(a0, a1);
 }
 
-static int gocuda_cudaIpcOpenMemHandle(void *fp, void * a0, cudaIpcMemHandle_t a1, unsigned int a2) {
+static int gocuda_cudaIpcOpenMemHandle(uintptr_t fp, void * a0, cudaIpcMemHandle_t a1, unsigned int a2) {
 	return ((__typeof__(&cudaIpcOpenMemHandle))fp)(a0, a1, a2);
 }
 
-static int gocuda_cudaIpcCloseMemHandle(void *fp, void * a0) {
+static int gocuda_cudaIpcCloseMemHandle(uintptr_t fp, void * a0) {
 	return ((__typeof__(&cudaIpcCloseMemHandle))fp)(a0);
 }
 
-static int gocuda_cudaDeviceFlushGPUDirectRDMAWrites(void *fp, int a0, int a1) {
+static int gocuda_cudaDeviceFlushGPUDirectRDMAWrites(uintptr_t fp, int a0, int a1) {
 	return ((__typeof__(&cudaDeviceFlushGPUDirectRDMAWrites))fp)(a0, a1);
 }
 
-static int gocuda_cudaDeviceRegisterAsyncNotification(void *fp, int a0, uintptr_t a1, void * a2, void * a3) {
+static int gocuda_cudaDeviceRegisterAsyncNotification(uintptr_t fp, int a0, uintptr_t a1, void * a2, void * a3) {
 	return ((__typeof__(&cudaDeviceRegisterAsyncNotification))fp)(a0, (cudaAsyncCallback)a1, a2, a3);
 }
 
-static int gocuda_cudaDeviceUnregisterAsyncNotification(void *fp, int a0, uintptr_t a1) {
+static int gocuda_cudaDeviceUnregisterAsyncNotification(uintptr_t fp, int a0, uintptr_t a1) {
 	return ((__typeof__(&cudaDeviceUnregisterAsyncNotification))fp)(a0, (cudaAsyncCallbackHandle_t)a1);
 }
 
-static int gocuda_cudaDeviceGetSharedMemConfig(void *fp, int * a0) {
+static int gocuda_cudaDeviceGetSharedMemConfig(uintptr_t fp, int * a0) {
 	return ((__typeof__(&cudaDeviceGetSharedMemConfig))fp)((enum cudaSharedMemConfig *)a0);
 }
 
-static int gocuda_cudaDeviceSetSharedMemConfig(void *fp, int a0) {
+static int gocuda_cudaDeviceSetSharedMemConfig(uintptr_t fp, int a0) {
 	return ((__typeof__(&cudaDeviceSetSharedMemConfig))fp)(a0);
 }
 
-static int gocuda_cudaGetLastError(void *fp) {
+static int gocuda_cudaGetLastError(uintptr_t fp) {
 	return ((__typeof__(&cudaGetLastError))fp)();
 }
 
-static int gocuda_cudaPeekAtLastError(void *fp) {
+static int gocuda_cudaPeekAtLastError(uintptr_t fp) {
 	return ((__typeof__(&cudaPeekAtLastError))fp)();
 }
 
-static const char * gocuda_cudaGetErrorName(void *fp, int a0) {
+static const char * gocuda_cudaGetErrorName(uintptr_t fp, int a0) {
 	return ((__typeof__(&cudaGetErrorName))fp)(a0);
 }
 
-static const char * gocuda_cudaGetErrorString(void *fp, int a0) {
+static const char * gocuda_cudaGetErrorString(uintptr_t fp, int a0) {
 	return ((__typeof__(&cudaGetErrorString))fp)(a0);
 }
 
-static int gocuda_cudaGetDeviceCount(void *fp, int * a0) {
+static int gocuda_cudaGetDeviceCount(uintptr_t fp, int * a0) {
 	return ((__typeof__(&cudaGetDeviceCount))fp)((int *)a0);
 }
 
-static int gocuda_cudaGetDeviceProperties(void *fp, void * a0, int a1) {
+static int gocuda_cudaGetDeviceProperties(uintptr_t fp, void * a0, int a1) {
 	return ((__typeof__(&cudaGetDeviceProperties))fp)(a0, a1);
 }
 
-static int gocuda_cudaDeviceGetAttribute(void *fp, int * a0, int a1, int a2) {
+static int gocuda_cudaDeviceGetAttribute(uintptr_t fp, int * a0, int a1, int a2) {
 	return ((__typeof__(&cudaDeviceGetAttribute))fp)((int *)a0, a1, a2);
 }
 
-static int gocuda_cudaDeviceGetHostAtomicCapabilities(void *fp, unsigned int * a0, int * a1, unsigned int a2, int a3) {
+static int gocuda_cudaDeviceGetHostAtomicCapabilities(uintptr_t fp, unsigned int * a0, int * a1, unsigned int a2, int a3) {
 	return ((__typeof__(&cudaDeviceGetHostAtomicCapabilities))fp)((unsigned int *)a0, (enum cudaAtomicOperation *)a1, a2, a3);
 }
 
-static int gocuda_cudaDeviceGetDefaultMemPool(void *fp, void * a0, int a1) {
+static int gocuda_cudaDeviceGetDefaultMemPool(uintptr_t fp, void * a0, int a1) {
 	return ((__typeof__(&cudaDeviceGetDefaultMemPool))fp)(a0, a1);
 }
 
-static int gocuda_cudaDeviceSetMemPool(void *fp, int a0, uintptr_t a1) {
+static int gocuda_cudaDeviceSetMemPool(uintptr_t fp, int a0, uintptr_t a1) {
 	return ((__typeof__(&cudaDeviceSetMemPool))fp)(a0, (cudaMemPool_t)a1);
 }
 
-static int gocuda_cudaDeviceGetMemPool(void *fp, void * a0, int a1) {
+static int gocuda_cudaDeviceGetMemPool(uintptr_t fp, void * a0, int a1) {
 	return ((__typeof__(&cudaDeviceGetMemPool))fp)(a0, a1);
 }
 
-static int gocuda_cudaDeviceGetNvSciSyncAttributes(void *fp, void * a0, int a1, int a2) {
+static int gocuda_cudaDeviceGetNvSciSyncAttributes(uintptr_t fp, void * a0, int a1, int a2) {
 	return ((__typeof__(&cudaDeviceGetNvSciSyncAttributes))fp)(a0, a1, a2);
 }
 
-static int gocuda_cudaDeviceGetP2PAttribute(void *fp, int * a0, int a1, int a2, int a3) {
+static int gocuda_cudaDeviceGetP2PAttribute(uintptr_t fp, int * a0, int a1, int a2, int a3) {
 	return ((__typeof__(&cudaDeviceGetP2PAttribute))fp)((int *)a0, a1, a2, a3);
 }
 
-static int gocuda_cudaDeviceGetP2PAtomicCapabilities(void *fp, unsigned int * a0, int * a1, unsigned int a2, int a3, int a4) {
+static int gocuda_cudaDeviceGetP2PAtomicCapabilities(uintptr_t fp, unsigned int * a0, int * a1, unsigned int a2, int a3, int a4) {
 	return ((__typeof__(&cudaDeviceGetP2PAtomicCapabilities))fp)((unsigned int *)a0, (enum cudaAtomicOperation *)a1, a2, a3, a4);
 }
 
-static int gocuda_cudaChooseDevice(void *fp, int * a0, void * a1) {
+static int gocuda_cudaChooseDevice(uintptr_t fp, int * a0, void * a1) {
 	return ((__typeof__(&cudaChooseDevice))fp)((int *)a0, a1);
 }
 
-static int gocuda_cudaInitDevice(void *fp, int a0, unsigned int a1, unsigned int a2) {
+static int gocuda_cudaInitDevice(uintptr_t fp, int a0, unsigned int a1, unsigned int a2) {
 	return ((__typeof__(&cudaInitDevice))fp)(a0, a1, a2);
 }
 
-static int gocuda_cudaSetDevice(void *fp, int a0) {
+static int gocuda_cudaSetDevice(uintptr_t fp, int a0) {
 	return ((__typeof__(&cudaSetDevice))fp)(a0);
 }
 
-static int gocuda_cudaGetDevice(void *fp, int * a0) {
+static int gocuda_cudaGetDevice(uintptr_t fp, int * a0) {
 	return ((__typeof__(&cudaGetDevice))fp)((int *)a0);
 }
 
-static int gocuda_cudaSetValidDevices(void *fp, int * a0, int a1) {
+static int gocuda_cudaSetValidDevices(uintptr_t fp, int * a0, int a1) {
 	return ((__typeof__(&cudaSetValidDevices))fp)((int *)a0, a1);
 }
 
-static int gocuda_cudaSetDeviceFlags(void *fp, unsigned int a0) {
+static int gocuda_cudaSetDeviceFlags(uintptr_t fp, unsigned int a0) {
 	return ((__typeof__(&cudaSetDeviceFlags))fp)(a0);
 }
 
-static int gocuda_cudaGetDeviceFlags(void *fp, unsigned int * a0) {
+static int gocuda_cudaGetDeviceFlags(uintptr_t fp, unsigned int * a0) {
 	return ((__typeof__(&cudaGetDeviceFlags))fp)((unsigned int *)a0);
 }
 
-static int gocuda_cudaStreamCreate(void *fp, void * a0) {
+static int gocuda_cudaStreamCreate(uintptr_t fp, void * a0) {
 	return ((__typeof__(&cudaStreamCreate))fp)(a0);
 }
 
-static int gocuda_cudaStreamCreateWithFlags(void *fp, void * a0, unsigned int a1) {
+static int gocuda_cudaStreamCreateWithFlags(uintptr_t fp, void * a0, unsigned int a1) {
 	return ((__typeof__(&cudaStreamCreateWithFlags))fp)(a0, a1);
 }
 
-static int gocuda_cudaStreamCreateWithPriority(void *fp, void * a0, unsigned int a1, int a2) {
+static int gocuda_cudaStreamCreateWithPriority(uintptr_t fp, void * a0, unsigned int a1, int a2) {
 	return ((__typeof__(&cudaStreamCreateWithPriority))fp)(a0, a1, a2);
 }
 
-static int gocuda_cudaStreamGetPriority(void *fp, uintptr_t a0, int * a1) {
+static int gocuda_cudaStreamGetPriority(uintptr_t fp, uintptr_t a0, int * a1) {
 	return ((__typeof__(&cudaStreamGetPriority))fp)((cudaStream_t)a0, (int *)a1);
 }
 
-static int gocuda_cudaStreamGetFlags(void *fp, uintptr_t a0, unsigned int * a1) {
+static int gocuda_cudaStreamGetFlags(uintptr_t fp, uintptr_t a0, unsigned int * a1) {
 	return ((__typeof__(&cudaStreamGetFlags))fp)((cudaStream_t)a0, (unsigned int *)a1);
 }
 
-static int gocuda_cudaStreamGetId(void *fp, uintptr_t a0, unsigned long long * a1) {
+static int gocuda_cudaStreamGetId(uintptr_t fp, uintptr_t a0, unsigned long long * a1) {
 	return ((__typeof__(&cudaStreamGetId))fp)((cudaStream_t)a0, (unsigned long long *)a1);
 }
 
-static int gocuda_cudaStreamGetDevice(void *fp, uintptr_t a0, int * a1) {
+static int gocuda_cudaStreamGetDevice(uintptr_t fp, uintptr_t a0, int * a1) {
 	return ((__typeof__(&cudaStreamGetDevice))fp)((cudaStream_t)a0, (int *)a1);
 }
 
-static int gocuda_cudaCtxResetPersistingL2Cache(void *fp) {
+static int gocuda_cudaCtxResetPersistingL2Cache(uintptr_t fp) {
 	return ((__typeof__(&cudaCtxResetPersistingL2Cache))fp)();
 }
 
-static int gocuda_cudaStreamCopyAttributes(void *fp, uintptr_t a0, uintptr_t a1) {
+static int gocuda_cudaStreamCopyAttributes(uintptr_t fp, uintptr_t a0, uintptr_t a1) {
 	return ((__typeof__(&cudaStreamCopyAttributes))fp)((cudaStream_t)a0, (cudaStream_t)a1);
 }
 
-static int gocuda_cudaStreamGetAttribute(void *fp, uintptr_t a0, int a1, void * a2) {
+static int gocuda_cudaStreamGetAttribute(uintptr_t fp, uintptr_t a0, int a1, void * a2) {
 	return ((__typeof__(&cudaStreamGetAttribute))fp)((cudaStream_t)a0, a1, a2);
 }
 
-static int gocuda_cudaStreamSetAttribute(void *fp, uintptr_t a0, int a1, void * a2) {
+static int gocuda_cudaStreamSetAttribute(uintptr_t fp, uintptr_t a0, int a1, void * a2) {
 	return ((__typeof__(&cudaStreamSetAttribute))fp)((cudaStream_t)a0, a1, a2);
 }
 
-static int gocuda_cudaStreamDestroy(void *fp, uintptr_t a0) {
+static int gocuda_cudaStreamDestroy(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cudaStreamDestroy))fp)((cudaStream_t)a0);
 }
 
-static int gocuda_cudaStreamWaitEvent(void *fp, uintptr_t a0, uintptr_t a1, unsigned int a2) {
+static int gocuda_cudaStreamWaitEvent(uintptr_t fp, uintptr_t a0, uintptr_t a1, unsigned int a2) {
 	return ((__typeof__(&cudaStreamWaitEvent))fp)((cudaStream_t)a0, (cudaEvent_t)a1, a2);
 }
 
-static int gocuda_cudaStreamAddCallback(void *fp, uintptr_t a0, uintptr_t a1, void * a2, unsigned int a3) {
+static int gocuda_cudaStreamAddCallback(uintptr_t fp, uintptr_t a0, uintptr_t a1, void * a2, unsigned int a3) {
 	return ((__typeof__(&cudaStreamAddCallback))fp)((cudaStream_t)a0, (cudaStreamCallback_t)a1, a2, a3);
 }
 
-static int gocuda_cudaStreamSynchronize(void *fp, uintptr_t a0) {
+static int gocuda_cudaStreamSynchronize(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cudaStreamSynchronize))fp)((cudaStream_t)a0);
 }
 
-static int gocuda_cudaStreamQuery(void *fp, uintptr_t a0) {
+static int gocuda_cudaStreamQuery(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cudaStreamQuery))fp)((cudaStream_t)a0);
 }
 
-static int gocuda_cudaStreamAttachMemAsync(void *fp, uintptr_t a0, void * a1, size_t a2, unsigned int a3) {
+static int gocuda_cudaStreamAttachMemAsync(uintptr_t fp, uintptr_t a0, void * a1, size_t a2, unsigned int a3) {
 	return ((__typeof__(&cudaStreamAttachMemAsync))fp)((cudaStream_t)a0, a1, a2, a3);
 }
 
-static int gocuda_cudaStreamBeginCapture(void *fp, uintptr_t a0, int a1) {
+static int gocuda_cudaStreamBeginCapture(uintptr_t fp, uintptr_t a0, int a1) {
 	return ((__typeof__(&cudaStreamBeginCapture))fp)((cudaStream_t)a0, a1);
 }
 
-static int gocuda_cudaStreamBeginCaptureToGraph(void *fp, uintptr_t a0, uintptr_t a1, void * a2, void * a3, size_t a4, int a5) {
+static int gocuda_cudaStreamBeginCaptureToGraph(uintptr_t fp, uintptr_t a0, uintptr_t a1, void * a2, void * a3, size_t a4, int a5) {
 	return ((__typeof__(&cudaStreamBeginCaptureToGraph))fp)((cudaStream_t)a0, (cudaGraph_t)a1, a2, a3, a4, a5);
 }
 
-static int gocuda_cudaThreadExchangeStreamCaptureMode(void *fp, int * a0) {
+static int gocuda_cudaThreadExchangeStreamCaptureMode(uintptr_t fp, int * a0) {
 	return ((__typeof__(&cudaThreadExchangeStreamCaptureMode))fp)((enum cudaStreamCaptureMode *)a0);
 }
 
-static int gocuda_cudaStreamEndCapture(void *fp, uintptr_t a0, void * a1) {
+static int gocuda_cudaStreamEndCapture(uintptr_t fp, uintptr_t a0, void * a1) {
 	return ((__typeof__(&cudaStreamEndCapture))fp)((cudaStream_t)a0, a1);
 }
 
-static int gocuda_cudaStreamIsCapturing(void *fp, uintptr_t a0, int * a1) {
+static int gocuda_cudaStreamIsCapturing(uintptr_t fp, uintptr_t a0, int * a1) {
 	return ((__typeof__(&cudaStreamIsCapturing))fp)((cudaStream_t)a0, (enum cudaStreamCaptureStatus *)a1);
 }
 
-static int gocuda_cudaStreamGetCaptureInfo(void *fp, uintptr_t a0, int * a1, unsigned long long * a2, void * a3, void * a4, void * a5, size_t * a6) {
+static int gocuda_cudaStreamGetCaptureInfo(uintptr_t fp, uintptr_t a0, int * a1, unsigned long long * a2, void * a3, void * a4, void * a5, size_t * a6) {
 	return ((__typeof__(&cudaStreamGetCaptureInfo))fp)((cudaStream_t)a0, (enum cudaStreamCaptureStatus *)a1, (unsigned long long *)a2, a3, a4, a5, (size_t *)a6);
 }
 
-static int gocuda_cudaStreamUpdateCaptureDependencies(void *fp, uintptr_t a0, void * a1, void * a2, size_t a3, unsigned int a4) {
+static int gocuda_cudaStreamUpdateCaptureDependencies(uintptr_t fp, uintptr_t a0, void * a1, void * a2, size_t a3, unsigned int a4) {
 	return ((__typeof__(&cudaStreamUpdateCaptureDependencies))fp)((cudaStream_t)a0, a1, a2, a3, a4);
 }
 
-static int gocuda_cudaEventCreate(void *fp, void * a0) {
+static int gocuda_cudaEventCreate(uintptr_t fp, void * a0) {
 	return ((__typeof__(&cudaEventCreate))fp)(a0);
 }
 
-static int gocuda_cudaEventCreateWithFlags(void *fp, void * a0, unsigned int a1) {
+static int gocuda_cudaEventCreateWithFlags(uintptr_t fp, void * a0, unsigned int a1) {
 	return ((__typeof__(&cudaEventCreateWithFlags))fp)(a0, a1);
 }
 
-static int gocuda_cudaEventRecord(void *fp, uintptr_t a0, uintptr_t a1) {
+static int gocuda_cudaEventRecord(uintptr_t fp, uintptr_t a0, uintptr_t a1) {
 	return ((__typeof__(&cudaEventRecord))fp)((cudaEvent_t)a0, (cudaStream_t)a1);
 }
 
-static int gocuda_cudaEventRecordWithFlags(void *fp, uintptr_t a0, uintptr_t a1, unsigned int a2) {
+static int gocuda_cudaEventRecordWithFlags(uintptr_t fp, uintptr_t a0, uintptr_t a1, unsigned int a2) {
 	return ((__typeof__(&cudaEventRecordWithFlags))fp)((cudaEvent_t)a0, (cudaStream_t)a1, a2);
 }
 
-static int gocuda_cudaEventQuery(void *fp, uintptr_t a0) {
+static int gocuda_cudaEventQuery(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cudaEventQuery))fp)((cudaEvent_t)a0);
 }
 
-static int gocuda_cudaEventSynchronize(void *fp, uintptr_t a0) {
+static int gocuda_cudaEventSynchronize(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cudaEventSynchronize))fp)((cudaEvent_t)a0);
 }
 
-static int gocuda_cudaEventDestroy(void *fp, uintptr_t a0) {
+static int gocuda_cudaEventDestroy(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cudaEventDestroy))fp)((cudaEvent_t)a0);
 }
 
-static int gocuda_cudaEventElapsedTime(void *fp, float * a0, uintptr_t a1, uintptr_t a2) {
+static int gocuda_cudaEventElapsedTime(uintptr_t fp, float * a0, uintptr_t a1, uintptr_t a2) {
 	return ((__typeof__(&cudaEventElapsedTime))fp)((float *)a0, (cudaEvent_t)a1, (cudaEvent_t)a2);
 }
 
-static int gocuda_cudaImportExternalMemory(void *fp, void * a0, void * a1) {
+static int gocuda_cudaImportExternalMemory(uintptr_t fp, void * a0, void * a1) {
 	return ((__typeof__(&cudaImportExternalMemory))fp)(a0, a1);
 }
 
-static int gocuda_cudaExternalMemoryGetMappedBuffer(void *fp, void * a0, uintptr_t a1, void * a2) {
+static int gocuda_cudaExternalMemoryGetMappedBuffer(uintptr_t fp, void * a0, uintptr_t a1, void * a2) {
 	return ((__typeof__(&cudaExternalMemoryGetMappedBuffer))fp)(a0, (cudaExternalMemory_t)a1, a2);
 }
 
-static int gocuda_cudaExternalMemoryGetMappedMipmappedArray(void *fp, void * a0, uintptr_t a1, void * a2) {
+static int gocuda_cudaExternalMemoryGetMappedMipmappedArray(uintptr_t fp, void * a0, uintptr_t a1, void * a2) {
 	return ((__typeof__(&cudaExternalMemoryGetMappedMipmappedArray))fp)(a0, (cudaExternalMemory_t)a1, a2);
 }
 
-static int gocuda_cudaDestroyExternalMemory(void *fp, uintptr_t a0) {
+static int gocuda_cudaDestroyExternalMemory(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cudaDestroyExternalMemory))fp)((cudaExternalMemory_t)a0);
 }
 
-static int gocuda_cudaImportExternalSemaphore(void *fp, void * a0, void * a1) {
+static int gocuda_cudaImportExternalSemaphore(uintptr_t fp, void * a0, void * a1) {
 	return ((__typeof__(&cudaImportExternalSemaphore))fp)(a0, a1);
 }
 
-static int gocuda_cudaSignalExternalSemaphoresAsync(void *fp, void * a0, void * a1, unsigned int a2, uintptr_t a3) {
+static int gocuda_cudaSignalExternalSemaphoresAsync(uintptr_t fp, void * a0, void * a1, unsigned int a2, uintptr_t a3) {
 	return ((__typeof__(&cudaSignalExternalSemaphoresAsync))fp)(a0, a1, a2, (cudaStream_t)a3);
 }
 
-static int gocuda_cudaWaitExternalSemaphoresAsync(void *fp, void * a0, void * a1, unsigned int a2, uintptr_t a3) {
+static int gocuda_cudaWaitExternalSemaphoresAsync(uintptr_t fp, void * a0, void * a1, unsigned int a2, uintptr_t a3) {
 	return ((__typeof__(&cudaWaitExternalSemaphoresAsync))fp)(a0, a1, a2, (cudaStream_t)a3);
 }
 
-static int gocuda_cudaDestroyExternalSemaphore(void *fp, uintptr_t a0) {
+static int gocuda_cudaDestroyExternalSemaphore(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cudaDestroyExternalSemaphore))fp)((cudaExternalSemaphore_t)a0);
 }
 
-static int gocuda_cudaLaunchKernel(void *fp, void * a0, dim3 a1, dim3 a2, void * a3, size_t a4, uintptr_t a5) {
+static int gocuda_cudaLaunchKernel(uintptr_t fp, void * a0, dim3 a1, dim3 a2, void * a3, size_t a4, uintptr_t a5) {
 	return ((__typeof__(&cudaLaunchKernel))fp)(a0, a1, a2, a3, a4, (cudaStream_t)a5);
 }
 
-static int gocuda_cudaLaunchKernelExC(void *fp, void * a0, void * a1, void * a2) {
+static int gocuda_cudaLaunchKernelExC(uintptr_t fp, void * a0, void * a1, void * a2) {
 	return ((__typeof__(&cudaLaunchKernelExC))fp)(a0, a1, a2);
 }
 
-static int gocuda_cudaLaunchCooperativeKernel(void *fp, void * a0, dim3 a1, dim3 a2, void * a3, size_t a4, uintptr_t a5) {
+static int gocuda_cudaLaunchCooperativeKernel(uintptr_t fp, void * a0, dim3 a1, dim3 a2, void * a3, size_t a4, uintptr_t a5) {
 	return ((__typeof__(&cudaLaunchCooperativeKernel))fp)(a0, a1, a2, a3, a4, (cudaStream_t)a5);
 }
 
-static int gocuda_cudaFuncSetCacheConfig(void *fp, void * a0, int a1) {
+static int gocuda_cudaFuncSetCacheConfig(uintptr_t fp, void * a0, int a1) {
 	return ((__typeof__(&cudaFuncSetCacheConfig))fp)(a0, a1);
 }
 
-static int gocuda_cudaFuncGetAttributes(void *fp, void * a0, void * a1) {
+static int gocuda_cudaFuncGetAttributes(uintptr_t fp, void * a0, void * a1) {
 	return ((__typeof__(&cudaFuncGetAttributes))fp)(a0, a1);
 }
 
-static int gocuda_cudaFuncSetAttribute(void *fp, void * a0, int a1, int a2) {
+static int gocuda_cudaFuncSetAttribute(uintptr_t fp, void * a0, int a1, int a2) {
 	return ((__typeof__(&cudaFuncSetAttribute))fp)(a0, a1, a2);
 }
 
-static int gocuda_cudaFuncGetName(void *fp, void * a0, void * a1) {
+static int gocuda_cudaFuncGetName(uintptr_t fp, void * a0, void * a1) {
 	return ((__typeof__(&cudaFuncGetName))fp)(a0, a1);
 }
 
-static int gocuda_cudaFuncGetParamInfo(void *fp, void * a0, size_t a1, size_t * a2, size_t * a3) {
+static int gocuda_cudaFuncGetParamInfo(uintptr_t fp, void * a0, size_t a1, size_t * a2, size_t * a3) {
 	return ((__typeof__(&cudaFuncGetParamInfo))fp)(a0, a1, (size_t *)a2, (size_t *)a3);
 }
 
-static int gocuda_cudaLaunchHostFunc(void *fp, uintptr_t a0, uintptr_t a1, void * a2) {
+static int gocuda_cudaLaunchHostFunc(uintptr_t fp, uintptr_t a0, uintptr_t a1, void * a2) {
 	return ((__typeof__(&cudaLaunchHostFunc))fp)((cudaStream_t)a0, (cudaHostFn_t)a1, a2);
 }
 
-static int gocuda_cudaFuncSetSharedMemConfig(void *fp, void * a0, int a1) {
+static int gocuda_cudaFuncSetSharedMemConfig(uintptr_t fp, void * a0, int a1) {
 	return ((__typeof__(&cudaFuncSetSharedMemConfig))fp)(a0, a1);
 }
 
-static int gocuda_cudaOccupancyMaxActiveBlocksPerMultiprocessor(void *fp, int * a0, void * a1, int a2, size_t a3) {
+static int gocuda_cudaOccupancyMaxActiveBlocksPerMultiprocessor(uintptr_t fp, int * a0, void * a1, int a2, size_t a3) {
 	return ((__typeof__(&cudaOccupancyMaxActiveBlocksPerMultiprocessor))fp)((int *)a0, a1, a2, a3);
 }
 
-static int gocuda_cudaOccupancyAvailableDynamicSMemPerBlock(void *fp, size_t * a0, void * a1, int a2, int a3) {
+static int gocuda_cudaOccupancyAvailableDynamicSMemPerBlock(uintptr_t fp, size_t * a0, void * a1, int a2, int a3) {
 	return ((__typeof__(&cudaOccupancyAvailableDynamicSMemPerBlock))fp)((size_t *)a0, a1, a2, a3);
 }
 
-static int gocuda_cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(void *fp, int * a0, void * a1, int a2, size_t a3, unsigned int a4) {
+static int gocuda_cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(uintptr_t fp, int * a0, void * a1, int a2, size_t a3, unsigned int a4) {
 	return ((__typeof__(&cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags))fp)((int *)a0, a1, a2, a3, a4);
 }
 
-static int gocuda_cudaOccupancyMaxPotentialClusterSize(void *fp, int * a0, void * a1, void * a2) {
+static int gocuda_cudaOccupancyMaxPotentialClusterSize(uintptr_t fp, int * a0, void * a1, void * a2) {
 	return ((__typeof__(&cudaOccupancyMaxPotentialClusterSize))fp)((int *)a0, a1, a2);
 }
 
-static int gocuda_cudaOccupancyMaxActiveClusters(void *fp, int * a0, void * a1, void * a2) {
+static int gocuda_cudaOccupancyMaxActiveClusters(uintptr_t fp, int * a0, void * a1, void * a2) {
 	return ((__typeof__(&cudaOccupancyMaxActiveClusters))fp)((int *)a0, a1, a2);
 }
 
-static int gocuda_cudaMallocManaged(void *fp, void * a0, size_t a1, unsigned int a2) {
+static int gocuda_cudaMallocManaged(uintptr_t fp, void * a0, size_t a1, unsigned int a2) {
 	return ((__typeof__(&cudaMallocManaged))fp)(a0, a1, a2);
 }
 
-static int gocuda_cudaMalloc(void *fp, void * a0, size_t a1) {
+static int gocuda_cudaMalloc(uintptr_t fp, void * a0, size_t a1) {
 	return ((__typeof__(&cudaMalloc))fp)(a0, a1);
 }
 
-static int gocuda_cudaMallocHost(void *fp, void * a0, size_t a1) {
+static int gocuda_cudaMallocHost(uintptr_t fp, void * a0, size_t a1) {
 	return ((__typeof__(&cudaMallocHost))fp)(a0, a1);
 }
 
-static int gocuda_cudaMallocPitch(void *fp, void * a0, size_t * a1, size_t a2, size_t a3) {
+static int gocuda_cudaMallocPitch(uintptr_t fp, void * a0, size_t * a1, size_t a2, size_t a3) {
 	return ((__typeof__(&cudaMallocPitch))fp)(a0, (size_t *)a1, a2, a3);
 }
 
-static int gocuda_cudaMallocArray(void *fp, void * a0, void * a1, size_t a2, size_t a3, unsigned int a4) {
+static int gocuda_cudaMallocArray(uintptr_t fp, void * a0, void * a1, size_t a2, size_t a3, unsigned int a4) {
 	return ((__typeof__(&cudaMallocArray))fp)(a0, a1, a2, a3, a4);
 }
 
-static int gocuda_cudaFree(void *fp, void * a0) {
+static int gocuda_cudaFree(uintptr_t fp, void * a0) {
 	return ((__typeof__(&cudaFree))fp)(a0);
 }
 
-static int gocuda_cudaFreeHost(void *fp, void * a0) {
+static int gocuda_cudaFreeHost(uintptr_t fp, void * a0) {
 	return ((__typeof__(&cudaFreeHost))fp)(a0);
 }
 
-static int gocuda_cudaFreeArray(void *fp, uintptr_t a0) {
+static int gocuda_cudaFreeArray(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cudaFreeArray))fp)((cudaArray_t)a0);
 }
 
-static int gocuda_cudaFreeMipmappedArray(void *fp, uintptr_t a0) {
+static int gocuda_cudaFreeMipmappedArray(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cudaFreeMipmappedArray))fp)((cudaMipmappedArray_t)a0);
 }
 
-static int gocuda_cudaHostAlloc(void *fp, void * a0, size_t a1, unsigned int a2) {
+static int gocuda_cudaHostAlloc(uintptr_t fp, void * a0, size_t a1, unsigned int a2) {
 	return ((__typeof__(&cudaHostAlloc))fp)(a0, a1, a2);
 }
 
-static int gocuda_cudaHostRegister(void *fp, void * a0, size_t a1, unsigned int a2) {
+static int gocuda_cudaHostRegister(uintptr_t fp, void * a0, size_t a1, unsigned int a2) {
 	return ((__typeof__(&cudaHostRegister))fp)(a0, a1, a2);
 }
 
-static int gocuda_cudaHostUnregister(void *fp, void * a0) {
+static int gocuda_cudaHostUnregister(uintptr_t fp, void * a0) {
 	return ((__typeof__(&cudaHostUnregister))fp)(a0);
 }
 
-static int gocuda_cudaHostGetDevicePointer(void *fp, void * a0, void * a1, unsigned int a2) {
+static int gocuda_cudaHostGetDevicePointer(uintptr_t fp, void * a0, void * a1, unsigned int a2) {
 	return ((__typeof__(&cudaHostGetDevicePointer))fp)(a0, a1, a2);
 }
 
-static int gocuda_cudaHostGetFlags(void *fp, unsigned int * a0, void * a1) {
+static int gocuda_cudaHostGetFlags(uintptr_t fp, unsigned int * a0, void * a1) {
 	return ((__typeof__(&cudaHostGetFlags))fp)((unsigned int *)a0, a1);
 }
 
-static int gocuda_cudaMalloc3D(void *fp, void * a0, struct cudaExtent a1) {
+static int gocuda_cudaMalloc3D(uintptr_t fp, void * a0, struct cudaExtent a1) {
 	return ((__typeof__(&cudaMalloc3D))fp)(a0, a1);
 }
 
-static int gocuda_cudaMalloc3DArray(void *fp, void * a0, void * a1, struct cudaExtent a2, unsigned int a3) {
+static int gocuda_cudaMalloc3DArray(uintptr_t fp, void * a0, void * a1, struct cudaExtent a2, unsigned int a3) {
 	return ((__typeof__(&cudaMalloc3DArray))fp)(a0, a1, a2, a3);
 }
 
-static int gocuda_cudaMallocMipmappedArray(void *fp, void * a0, void * a1, struct cudaExtent a2, unsigned int a3, unsigned int a4) {
+static int gocuda_cudaMallocMipmappedArray(uintptr_t fp, void * a0, void * a1, struct cudaExtent a2, unsigned int a3, unsigned int a4) {
 	return ((__typeof__(&cudaMallocMipmappedArray))fp)(a0, a1, a2, a3, a4);
 }
 
-static int gocuda_cudaGetMipmappedArrayLevel(void *fp, void * a0, uintptr_t a1, unsigned int a2) {
+static int gocuda_cudaGetMipmappedArrayLevel(uintptr_t fp, void * a0, uintptr_t a1, unsigned int a2) {
 	return ((__typeof__(&cudaGetMipmappedArrayLevel))fp)(a0, (cudaMipmappedArray_const_t)a1, a2);
 }
 
-static int gocuda_cudaMemcpy3D(void *fp, void * a0) {
+static int gocuda_cudaMemcpy3D(uintptr_t fp, void * a0) {
 	return ((__typeof__(&cudaMemcpy3D))fp)(a0);
 }
 
-static int gocuda_cudaMemcpy3DPeer(void *fp, void * a0) {
+static int gocuda_cudaMemcpy3DPeer(uintptr_t fp, void * a0) {
 	return ((__typeof__(&cudaMemcpy3DPeer))fp)(a0);
 }
 
-static int gocuda_cudaMemcpy3DAsync(void *fp, void * a0, uintptr_t a1) {
+static int gocuda_cudaMemcpy3DAsync(uintptr_t fp, void * a0, uintptr_t a1) {
 	return ((__typeof__(&cudaMemcpy3DAsync))fp)(a0, (cudaStream_t)a1);
 }
 
-static int gocuda_cudaMemcpy3DPeerAsync(void *fp, void * a0, uintptr_t a1) {
+static int gocuda_cudaMemcpy3DPeerAsync(uintptr_t fp, void * a0, uintptr_t a1) {
 	return ((__typeof__(&cudaMemcpy3DPeerAsync))fp)(a0, (cudaStream_t)a1);
 }
 
-static int gocuda_cudaMemGetInfo(void *fp, size_t * a0, size_t * a1) {
+static int gocuda_cudaMemGetInfo(uintptr_t fp, size_t * a0, size_t * a1) {
 	return ((__typeof__(&cudaMemGetInfo))fp)((size_t *)a0, (size_t *)a1);
 }
 
-static int gocuda_cudaArrayGetInfo(void *fp, void * a0, void * a1, unsigned int * a2, uintptr_t a3) {
+static int gocuda_cudaArrayGetInfo(uintptr_t fp, void * a0, void * a1, unsigned int * a2, uintptr_t a3) {
 	return ((__typeof__(&cudaArrayGetInfo))fp)(a0, a1, (unsigned int *)a2, (cudaArray_t)a3);
 }
 
-static int gocuda_cudaArrayGetPlane(void *fp, void * a0, uintptr_t a1, unsigned int a2) {
+static int gocuda_cudaArrayGetPlane(uintptr_t fp, void * a0, uintptr_t a1, unsigned int a2) {
 	return ((__typeof__(&cudaArrayGetPlane))fp)(a0, (cudaArray_t)a1, a2);
 }
 
-static int gocuda_cudaArrayGetMemoryRequirements(void *fp, void * a0, uintptr_t a1, int a2) {
+static int gocuda_cudaArrayGetMemoryRequirements(uintptr_t fp, void * a0, uintptr_t a1, int a2) {
 	return ((__typeof__(&cudaArrayGetMemoryRequirements))fp)(a0, (cudaArray_t)a1, a2);
 }
 
-static int gocuda_cudaMipmappedArrayGetMemoryRequirements(void *fp, void * a0, uintptr_t a1, int a2) {
+static int gocuda_cudaMipmappedArrayGetMemoryRequirements(uintptr_t fp, void * a0, uintptr_t a1, int a2) {
 	return ((__typeof__(&cudaMipmappedArrayGetMemoryRequirements))fp)(a0, (cudaMipmappedArray_t)a1, a2);
 }
 
-static int gocuda_cudaArrayGetSparseProperties(void *fp, void * a0, uintptr_t a1) {
+static int gocuda_cudaArrayGetSparseProperties(uintptr_t fp, void * a0, uintptr_t a1) {
 	return ((__typeof__(&cudaArrayGetSparseProperties))fp)(a0, (cudaArray_t)a1);
 }
 
-static int gocuda_cudaMipmappedArrayGetSparseProperties(void *fp, void * a0, uintptr_t a1) {
+static int gocuda_cudaMipmappedArrayGetSparseProperties(uintptr_t fp, void * a0, uintptr_t a1) {
 	return ((__typeof__(&cudaMipmappedArrayGetSparseProperties))fp)(a0, (cudaMipmappedArray_t)a1);
 }
 
-static int gocuda_cudaMemcpy(void *fp, void * a0, void * a1, size_t a2, int a3) {
+static int gocuda_cudaMemcpy(uintptr_t fp, void * a0, void * a1, size_t a2, int a3) {
 	return ((__typeof__(&cudaMemcpy))fp)(a0, a1, a2, a3);
 }
 
-static int gocuda_cudaMemcpyPeer(void *fp, void * a0, int a1, void * a2, int a3, size_t a4) {
+static int gocuda_cudaMemcpyPeer(uintptr_t fp, void * a0, int a1, void * a2, int a3, size_t a4) {
 	return ((__typeof__(&cudaMemcpyPeer))fp)(a0, a1, a2, a3, a4);
 }
 
-static int gocuda_cudaMemcpy2D(void *fp, void * a0, size_t a1, void * a2, size_t a3, size_t a4, size_t a5, int a6) {
+static int gocuda_cudaMemcpy2D(uintptr_t fp, void * a0, size_t a1, void * a2, size_t a3, size_t a4, size_t a5, int a6) {
 	return ((__typeof__(&cudaMemcpy2D))fp)(a0, a1, a2, a3, a4, a5, a6);
 }
 
-static int gocuda_cudaMemcpy2DToArray(void *fp, uintptr_t a0, size_t a1, size_t a2, void * a3, size_t a4, size_t a5, size_t a6, int a7) {
+static int gocuda_cudaMemcpy2DToArray(uintptr_t fp, uintptr_t a0, size_t a1, size_t a2, void * a3, size_t a4, size_t a5, size_t a6, int a7) {
 	return ((__typeof__(&cudaMemcpy2DToArray))fp)((cudaArray_t)a0, a1, a2, a3, a4, a5, a6, a7);
 }
 
-static int gocuda_cudaMemcpy2DFromArray(void *fp, void * a0, size_t a1, uintptr_t a2, size_t a3, size_t a4, size_t a5, size_t a6, int a7) {
+static int gocuda_cudaMemcpy2DFromArray(uintptr_t fp, void * a0, size_t a1, uintptr_t a2, size_t a3, size_t a4, size_t a5, size_t a6, int a7) {
 	return ((__typeof__(&cudaMemcpy2DFromArray))fp)(a0, a1, (cudaArray_const_t)a2, a3, a4, a5, a6, a7);
 }
 
-static int gocuda_cudaMemcpy2DArrayToArray(void *fp, uintptr_t a0, size_t a1, size_t a2, uintptr_t a3, size_t a4, size_t a5, size_t a6, size_t a7, int a8) {
+static int gocuda_cudaMemcpy2DArrayToArray(uintptr_t fp, uintptr_t a0, size_t a1, size_t a2, uintptr_t a3, size_t a4, size_t a5, size_t a6, size_t a7, int a8) {
 	return ((__typeof__(&cudaMemcpy2DArrayToArray))fp)((cudaArray_t)a0, a1, a2, (cudaArray_const_t)a3, a4, a5, a6, a7, a8);
 }
 
-static int gocuda_cudaMemcpyToSymbol(void *fp, void * a0, void * a1, size_t a2, size_t a3, int a4) {
+static int gocuda_cudaMemcpyToSymbol(uintptr_t fp, void * a0, void * a1, size_t a2, size_t a3, int a4) {
 	return ((__typeof__(&cudaMemcpyToSymbol))fp)(a0, a1, a2, a3, a4);
 }
 
-static int gocuda_cudaMemcpyFromSymbol(void *fp, void * a0, void * a1, size_t a2, size_t a3, int a4) {
+static int gocuda_cudaMemcpyFromSymbol(uintptr_t fp, void * a0, void * a1, size_t a2, size_t a3, int a4) {
 	return ((__typeof__(&cudaMemcpyFromSymbol))fp)(a0, a1, a2, a3, a4);
 }
 
-static int gocuda_cudaMemcpyAsync(void *fp, void * a0, void * a1, size_t a2, int a3, uintptr_t a4) {
+static int gocuda_cudaMemcpyAsync(uintptr_t fp, void * a0, void * a1, size_t a2, int a3, uintptr_t a4) {
 	return ((__typeof__(&cudaMemcpyAsync))fp)(a0, a1, a2, a3, (cudaStream_t)a4);
 }
 
-static int gocuda_cudaMemcpyPeerAsync(void *fp, void * a0, int a1, void * a2, int a3, size_t a4, uintptr_t a5) {
+static int gocuda_cudaMemcpyPeerAsync(uintptr_t fp, void * a0, int a1, void * a2, int a3, size_t a4, uintptr_t a5) {
 	return ((__typeof__(&cudaMemcpyPeerAsync))fp)(a0, a1, a2, a3, a4, (cudaStream_t)a5);
 }
 
-static int gocuda_cudaMemcpyBatchAsync(void *fp, void * a0, void * a1, size_t * a2, size_t a3, void * a4, size_t * a5, size_t a6, uintptr_t a7) {
+static int gocuda_cudaMemcpyBatchAsync(uintptr_t fp, void * a0, void * a1, size_t * a2, size_t a3, void * a4, size_t * a5, size_t a6, uintptr_t a7) {
 	return ((__typeof__(&cudaMemcpyBatchAsync))fp)(a0, a1, (size_t *)a2, a3, a4, (size_t *)a5, a6, (cudaStream_t)a7);
 }
 
-static int gocuda_cudaMemcpy3DBatchAsync(void *fp, size_t a0, void * a1, unsigned long long a2, uintptr_t a3) {
+static int gocuda_cudaMemcpy3DBatchAsync(uintptr_t fp, size_t a0, void * a1, unsigned long long a2, uintptr_t a3) {
 	return ((__typeof__(&cudaMemcpy3DBatchAsync))fp)(a0, a1, a2, (cudaStream_t)a3);
 }
 
-static int gocuda_cudaMemcpy2DAsync(void *fp, void * a0, size_t a1, void * a2, size_t a3, size_t a4, size_t a5, int a6, uintptr_t a7) {
+static int gocuda_cudaMemcpy2DAsync(uintptr_t fp, void * a0, size_t a1, void * a2, size_t a3, size_t a4, size_t a5, int a6, uintptr_t a7) {
 	return ((__typeof__(&cudaMemcpy2DAsync))fp)(a0, a1, a2, a3, a4, a5, a6, (cudaStream_t)a7);
 }
 
-static int gocuda_cudaMemcpy2DToArrayAsync(void *fp, uintptr_t a0, size_t a1, size_t a2, void * a3, size_t a4, size_t a5, size_t a6, int a7, uintptr_t a8) {
+static int gocuda_cudaMemcpy2DToArrayAsync(uintptr_t fp, uintptr_t a0, size_t a1, size_t a2, void * a3, size_t a4, size_t a5, size_t a6, int a7, uintptr_t a8) {
 	return ((__typeof__(&cudaMemcpy2DToArrayAsync))fp)((cudaArray_t)a0, a1, a2, a3, a4, a5, a6, a7, (cudaStream_t)a8);
 }
 
-static int gocuda_cudaMemcpy2DFromArrayAsync(void *fp, void * a0, size_t a1, uintptr_t a2, size_t a3, size_t a4, size_t a5, size_t a6, int a7, uintptr_t a8) {
+static int gocuda_cudaMemcpy2DFromArrayAsync(uintptr_t fp, void * a0, size_t a1, uintptr_t a2, size_t a3, size_t a4, size_t a5, size_t a6, int a7, uintptr_t a8) {
 	return ((__typeof__(&cudaMemcpy2DFromArrayAsync))fp)(a0, a1, (cudaArray_const_t)a2, a3, a4, a5, a6, a7, (cudaStream_t)a8);
 }
 
-static int gocuda_cudaMemcpyToSymbolAsync(void *fp, void * a0, void * a1, size_t a2, size_t a3, int a4, uintptr_t a5) {
+static int gocuda_cudaMemcpyToSymbolAsync(uintptr_t fp, void * a0, void * a1, size_t a2, size_t a3, int a4, uintptr_t a5) {
 	return ((__typeof__(&cudaMemcpyToSymbolAsync))fp)(a0, a1, a2, a3, a4, (cudaStream_t)a5);
 }
 
-static int gocuda_cudaMemcpyFromSymbolAsync(void *fp, void * a0, void * a1, size_t a2, size_t a3, int a4, uintptr_t a5) {
+static int gocuda_cudaMemcpyFromSymbolAsync(uintptr_t fp, void * a0, void * a1, size_t a2, size_t a3, int a4, uintptr_t a5) {
 	return ((__typeof__(&cudaMemcpyFromSymbolAsync))fp)(a0, a1, a2, a3, a4, (cudaStream_t)a5);
 }
 
-static int gocuda_cudaMemset(void *fp, void * a0, int a1, size_t a2) {
+static int gocuda_cudaMemset(uintptr_t fp, void * a0, int a1, size_t a2) {
 	return ((__typeof__(&cudaMemset))fp)(a0, a1, a2);
 }
 
-static int gocuda_cudaMemset2D(void *fp, void * a0, size_t a1, int a2, size_t a3, size_t a4) {
+static int gocuda_cudaMemset2D(uintptr_t fp, void * a0, size_t a1, int a2, size_t a3, size_t a4) {
 	return ((__typeof__(&cudaMemset2D))fp)(a0, a1, a2, a3, a4);
 }
 
-static int gocuda_cudaMemset3D(void *fp, struct cudaPitchedPtr a0, int a1, struct cudaExtent a2) {
+static int gocuda_cudaMemset3D(uintptr_t fp, struct cudaPitchedPtr a0, int a1, struct cudaExtent a2) {
 	return ((__typeof__(&cudaMemset3D))fp)(a0, a1, a2);
 }
 
-static int gocuda_cudaMemsetAsync(void *fp, void * a0, int a1, size_t a2, uintptr_t a3) {
+static int gocuda_cudaMemsetAsync(uintptr_t fp, void * a0, int a1, size_t a2, uintptr_t a3) {
 	return ((__typeof__(&cudaMemsetAsync))fp)(a0, a1, a2, (cudaStream_t)a3);
 }
 
-static int gocuda_cudaMemset2DAsync(void *fp, void * a0, size_t a1, int a2, size_t a3, size_t a4, uintptr_t a5) {
+static int gocuda_cudaMemset2DAsync(uintptr_t fp, void * a0, size_t a1, int a2, size_t a3, size_t a4, uintptr_t a5) {
 	return ((__typeof__(&cudaMemset2DAsync))fp)(a0, a1, a2, a3, a4, (cudaStream_t)a5);
 }
 
-static int gocuda_cudaMemset3DAsync(void *fp, struct cudaPitchedPtr a0, int a1, struct cudaExtent a2, uintptr_t a3) {
+static int gocuda_cudaMemset3DAsync(uintptr_t fp, struct cudaPitchedPtr a0, int a1, struct cudaExtent a2, uintptr_t a3) {
 	return ((__typeof__(&cudaMemset3DAsync))fp)(a0, a1, a2, (cudaStream_t)a3);
 }
 
-static int gocuda_cudaGetSymbolAddress(void *fp, void * a0, void * a1) {
+static int gocuda_cudaGetSymbolAddress(uintptr_t fp, void * a0, void * a1) {
 	return ((__typeof__(&cudaGetSymbolAddress))fp)(a0, a1);
 }
 
-static int gocuda_cudaGetSymbolSize(void *fp, size_t * a0, void * a1) {
+static int gocuda_cudaGetSymbolSize(uintptr_t fp, size_t * a0, void * a1) {
 	return ((__typeof__(&cudaGetSymbolSize))fp)((size_t *)a0, a1);
 }
 
-static int gocuda_cudaMemPrefetchAsync(void *fp, void * a0, size_t a1, struct cudaMemLocation a2, unsigned int a3, uintptr_t a4) {
+static int gocuda_cudaMemPrefetchAsync(uintptr_t fp, void * a0, size_t a1, struct cudaMemLocation a2, unsigned int a3, uintptr_t a4) {
 	return ((__typeof__(&cudaMemPrefetchAsync))fp)(a0, a1, a2, a3, (cudaStream_t)a4);
 }
 
-static int gocuda_cudaMemPrefetchBatchAsync(void *fp, void * a0, size_t * a1, size_t a2, void * a3, size_t * a4, size_t a5, unsigned long long a6, uintptr_t a7) {
+static int gocuda_cudaMemPrefetchBatchAsync(uintptr_t fp, void * a0, size_t * a1, size_t a2, void * a3, size_t * a4, size_t a5, unsigned long long a6, uintptr_t a7) {
 	return ((__typeof__(&cudaMemPrefetchBatchAsync))fp)(a0, (size_t *)a1, a2, a3, (size_t *)a4, a5, a6, (cudaStream_t)a7);
 }
 
-static int gocuda_cudaMemDiscardBatchAsync(void *fp, void * a0, size_t * a1, size_t a2, unsigned long long a3, uintptr_t a4) {
+static int gocuda_cudaMemDiscardBatchAsync(uintptr_t fp, void * a0, size_t * a1, size_t a2, unsigned long long a3, uintptr_t a4) {
 	return ((__typeof__(&cudaMemDiscardBatchAsync))fp)(a0, (size_t *)a1, a2, a3, (cudaStream_t)a4);
 }
 
-static int gocuda_cudaMemDiscardAndPrefetchBatchAsync(void *fp, void * a0, size_t * a1, size_t a2, void * a3, size_t * a4, size_t a5, unsigned long long a6, uintptr_t a7) {
+static int gocuda_cudaMemDiscardAndPrefetchBatchAsync(uintptr_t fp, void * a0, size_t * a1, size_t a2, void * a3, size_t * a4, size_t a5, unsigned long long a6, uintptr_t a7) {
 	return ((__typeof__(&cudaMemDiscardAndPrefetchBatchAsync))fp)(a0, (size_t *)a1, a2, a3, (size_t *)a4, a5, a6, (cudaStream_t)a7);
 }
 
-static int gocuda_cudaMemAdvise(void *fp, void * a0, size_t a1, int a2, struct cudaMemLocation a3) {
+static int gocuda_cudaMemAdvise(uintptr_t fp, void * a0, size_t a1, int a2, struct cudaMemLocation a3) {
 	return ((__typeof__(&cudaMemAdvise))fp)(a0, a1, a2, a3);
 }
 
-static int gocuda_cudaMemRangeGetAttribute(void *fp, void * a0, size_t a1, int a2, void * a3, size_t a4) {
+static int gocuda_cudaMemRangeGetAttribute(uintptr_t fp, void * a0, size_t a1, int a2, void * a3, size_t a4) {
 	return ((__typeof__(&cudaMemRangeGetAttribute))fp)(a0, a1, a2, a3, a4);
 }
 
-static int gocuda_cudaMemRangeGetAttributes(void *fp, void * a0, size_t * a1, int * a2, size_t a3, void * a4, size_t a5) {
+static int gocuda_cudaMemRangeGetAttributes(uintptr_t fp, void * a0, size_t * a1, int * a2, size_t a3, void * a4, size_t a5) {
 	return ((__typeof__(&cudaMemRangeGetAttributes))fp)(a0, (size_t *)a1, (enum cudaMemRangeAttribute *)a2, a3, a4, a5);
 }
 
-static int gocuda_cudaMemcpyToArray(void *fp, uintptr_t a0, size_t a1, size_t a2, void * a3, size_t a4, int a5) {
+static int gocuda_cudaMemcpyToArray(uintptr_t fp, uintptr_t a0, size_t a1, size_t a2, void * a3, size_t a4, int a5) {
 	return ((__typeof__(&cudaMemcpyToArray))fp)((cudaArray_t)a0, a1, a2, a3, a4, a5);
 }
 
-static int gocuda_cudaMemcpyFromArray(void *fp, void * a0, uintptr_t a1, size_t a2, size_t a3, size_t a4, int a5) {
+static int gocuda_cudaMemcpyFromArray(uintptr_t fp, void * a0, uintptr_t a1, size_t a2, size_t a3, size_t a4, int a5) {
 	return ((__typeof__(&cudaMemcpyFromArray))fp)(a0, (cudaArray_const_t)a1, a2, a3, a4, a5);
 }
 
-static int gocuda_cudaMemcpyArrayToArray(void *fp, uintptr_t a0, size_t a1, size_t a2, uintptr_t a3, size_t a4, size_t a5, size_t a6, int a7) {
+static int gocuda_cudaMemcpyArrayToArray(uintptr_t fp, uintptr_t a0, size_t a1, size_t a2, uintptr_t a3, size_t a4, size_t a5, size_t a6, int a7) {
 	return ((__typeof__(&cudaMemcpyArrayToArray))fp)((cudaArray_t)a0, a1, a2, (cudaArray_const_t)a3, a4, a5, a6, a7);
 }
 
-static int gocuda_cudaMemcpyToArrayAsync(void *fp, uintptr_t a0, size_t a1, size_t a2, void * a3, size_t a4, int a5, uintptr_t a6) {
+static int gocuda_cudaMemcpyToArrayAsync(uintptr_t fp, uintptr_t a0, size_t a1, size_t a2, void * a3, size_t a4, int a5, uintptr_t a6) {
 	return ((__typeof__(&cudaMemcpyToArrayAsync))fp)((cudaArray_t)a0, a1, a2, a3, a4, a5, (cudaStream_t)a6);
 }
 
-static int gocuda_cudaMemcpyFromArrayAsync(void *fp, void * a0, uintptr_t a1, size_t a2, size_t a3, size_t a4, int a5, uintptr_t a6) {
+static int gocuda_cudaMemcpyFromArrayAsync(uintptr_t fp, void * a0, uintptr_t a1, size_t a2, size_t a3, size_t a4, int a5, uintptr_t a6) {
 	return ((__typeof__(&cudaMemcpyFromArrayAsync))fp)(a0, (cudaArray_const_t)a1, a2, a3, a4, a5, (cudaStream_t)a6);
 }
 
-static int gocuda_cudaMallocAsync(void *fp, void * a0, size_t a1, uintptr_t a2) {
+static int gocuda_cudaMallocAsync(uintptr_t fp, void * a0, size_t a1, uintptr_t a2) {
 	return ((__typeof__(&cudaMallocAsync))fp)(a0, a1, (cudaStream_t)a2);
 }
 
-static int gocuda_cudaFreeAsync(void *fp, void * a0, uintptr_t a1) {
+static int gocuda_cudaFreeAsync(uintptr_t fp, void * a0, uintptr_t a1) {
 	return ((__typeof__(&cudaFreeAsync))fp)(a0, (cudaStream_t)a1);
 }
 
-static int gocuda_cudaMemPoolTrimTo(void *fp, uintptr_t a0, size_t a1) {
+static int gocuda_cudaMemPoolTrimTo(uintptr_t fp, uintptr_t a0, size_t a1) {
 	return ((__typeof__(&cudaMemPoolTrimTo))fp)((cudaMemPool_t)a0, a1);
 }
 
-static int gocuda_cudaMemPoolSetAttribute(void *fp, uintptr_t a0, int a1, void * a2) {
+static int gocuda_cudaMemPoolSetAttribute(uintptr_t fp, uintptr_t a0, int a1, void * a2) {
 	return ((__typeof__(&cudaMemPoolSetAttribute))fp)((cudaMemPool_t)a0, a1, a2);
 }
 
-static int gocuda_cudaMemPoolGetAttribute(void *fp, uintptr_t a0, int a1, void * a2) {
+static int gocuda_cudaMemPoolGetAttribute(uintptr_t fp, uintptr_t a0, int a1, void * a2) {
 	return ((__typeof__(&cudaMemPoolGetAttribute))fp)((cudaMemPool_t)a0, a1, a2);
 }
 
-static int gocuda_cudaMemPoolSetAccess(void *fp, uintptr_t a0, void * a1, size_t a2) {
+static int gocuda_cudaMemPoolSetAccess(uintptr_t fp, uintptr_t a0, void * a1, size_t a2) {
 	return ((__typeof__(&cudaMemPoolSetAccess))fp)((cudaMemPool_t)a0, a1, a2);
 }
 
-static int gocuda_cudaMemPoolGetAccess(void *fp, int * a0, uintptr_t a1, void * a2) {
+static int gocuda_cudaMemPoolGetAccess(uintptr_t fp, int * a0, uintptr_t a1, void * a2) {
 	return ((__typeof__(&cudaMemPoolGetAccess))fp)((enum cudaMemAccessFlags *)a0, (cudaMemPool_t)a1, a2);
 }
 
-static int gocuda_cudaMemPoolCreate(void *fp, void * a0, void * a1) {
+static int gocuda_cudaMemPoolCreate(uintptr_t fp, void * a0, void * a1) {
 	return ((__typeof__(&cudaMemPoolCreate))fp)(a0, a1);
 }
 
-static int gocuda_cudaMemPoolDestroy(void *fp, uintptr_t a0) {
+static int gocuda_cudaMemPoolDestroy(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cudaMemPoolDestroy))fp)((cudaMemPool_t)a0);
 }
 
-static int gocuda_cudaMemGetDefaultMemPool(void *fp, void * a0, void * a1, int a2) {
+static int gocuda_cudaMemGetDefaultMemPool(uintptr_t fp, void * a0, void * a1, int a2) {
 	return ((__typeof__(&cudaMemGetDefaultMemPool))fp)(a0, a1, a2);
 }
 
-static int gocuda_cudaMemGetMemPool(void *fp, void * a0, void * a1, int a2) {
+static int gocuda_cudaMemGetMemPool(uintptr_t fp, void * a0, void * a1, int a2) {
 	return ((__typeof__(&cudaMemGetMemPool))fp)(a0, a1, a2);
 }
 
-static int gocuda_cudaMemSetMemPool(void *fp, void * a0, int a1, uintptr_t a2) {
+static int gocuda_cudaMemSetMemPool(uintptr_t fp, void * a0, int a1, uintptr_t a2) {
 	return ((__typeof__(&cudaMemSetMemPool))fp)(a0, a1, (cudaMemPool_t)a2);
 }
 
-static int gocuda_cudaMallocFromPoolAsync(void *fp, void * a0, size_t a1, uintptr_t a2, uintptr_t a3) {
+static int gocuda_cudaMallocFromPoolAsync(uintptr_t fp, void * a0, size_t a1, uintptr_t a2, uintptr_t a3) {
 	return ((__typeof__(&cudaMallocFromPoolAsync))fp)(a0, a1, (cudaMemPool_t)a2, (cudaStream_t)a3);
 }
 
-static int gocuda_cudaMemPoolExportToShareableHandle(void *fp, void * a0, uintptr_t a1, int a2, unsigned int a3) {
+static int gocuda_cudaMemPoolExportToShareableHandle(uintptr_t fp, void * a0, uintptr_t a1, int a2, unsigned int a3) {
 	return ((__typeof__(&cudaMemPoolExportToShareableHandle))fp)(a0, (cudaMemPool_t)a1, a2, a3);
 }
 
-static int gocuda_cudaMemPoolImportFromShareableHandle(void *fp, void * a0, void * a1, int a2, unsigned int a3) {
+static int gocuda_cudaMemPoolImportFromShareableHandle(uintptr_t fp, void * a0, void * a1, int a2, unsigned int a3) {
 	return ((__typeof__(&cudaMemPoolImportFromShareableHandle))fp)(a0, a1, a2, a3);
 }
 
-static int gocuda_cudaMemPoolExportPointer(void *fp, void * a0, void * a1) {
+static int gocuda_cudaMemPoolExportPointer(uintptr_t fp, void * a0, void * a1) {
 	return ((__typeof__(&cudaMemPoolExportPointer))fp)(a0, a1);
 }
 
-static int gocuda_cudaMemPoolImportPointer(void *fp, void * a0, uintptr_t a1, void * a2) {
+static int gocuda_cudaMemPoolImportPointer(uintptr_t fp, void * a0, uintptr_t a1, void * a2) {
 	return ((__typeof__(&cudaMemPoolImportPointer))fp)(a0, (cudaMemPool_t)a1, a2);
 }
 
-static int gocuda_cudaPointerGetAttributes(void *fp, void * a0, void * a1) {
+static int gocuda_cudaPointerGetAttributes(uintptr_t fp, void * a0, void * a1) {
 	return ((__typeof__(&cudaPointerGetAttributes))fp)(a0, a1);
 }
 
-static int gocuda_cudaDeviceCanAccessPeer(void *fp, int * a0, int a1, int a2) {
+static int gocuda_cudaDeviceCanAccessPeer(uintptr_t fp, int * a0, int a1, int a2) {
 	return ((__typeof__(&cudaDeviceCanAccessPeer))fp)((int *)a0, a1, a2);
 }
 
-static int gocuda_cudaDeviceEnablePeerAccess(void *fp, int a0, unsigned int a1) {
+static int gocuda_cudaDeviceEnablePeerAccess(uintptr_t fp, int a0, unsigned int a1) {
 	return ((__typeof__(&cudaDeviceEnablePeerAccess))fp)(a0, a1);
 }
 
-static int gocuda_cudaDeviceDisablePeerAccess(void *fp, int a0) {
+static int gocuda_cudaDeviceDisablePeerAccess(uintptr_t fp, int a0) {
 	return ((__typeof__(&cudaDeviceDisablePeerAccess))fp)(a0);
 }
 
-static int gocuda_cudaGraphicsUnregisterResource(void *fp, uintptr_t a0) {
+static int gocuda_cudaGraphicsUnregisterResource(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cudaGraphicsUnregisterResource))fp)((cudaGraphicsResource_t)a0);
 }
 
-static int gocuda_cudaGraphicsResourceSetMapFlags(void *fp, uintptr_t a0, unsigned int a1) {
+static int gocuda_cudaGraphicsResourceSetMapFlags(uintptr_t fp, uintptr_t a0, unsigned int a1) {
 	return ((__typeof__(&cudaGraphicsResourceSetMapFlags))fp)((cudaGraphicsResource_t)a0, a1);
 }
 
-static int gocuda_cudaGraphicsMapResources(void *fp, int a0, void * a1, uintptr_t a2) {
+static int gocuda_cudaGraphicsMapResources(uintptr_t fp, int a0, void * a1, uintptr_t a2) {
 	return ((__typeof__(&cudaGraphicsMapResources))fp)(a0, a1, (cudaStream_t)a2);
 }
 
-static int gocuda_cudaGraphicsUnmapResources(void *fp, int a0, void * a1, uintptr_t a2) {
+static int gocuda_cudaGraphicsUnmapResources(uintptr_t fp, int a0, void * a1, uintptr_t a2) {
 	return ((__typeof__(&cudaGraphicsUnmapResources))fp)(a0, a1, (cudaStream_t)a2);
 }
 
-static int gocuda_cudaGraphicsResourceGetMappedPointer(void *fp, void * a0, size_t * a1, uintptr_t a2) {
+static int gocuda_cudaGraphicsResourceGetMappedPointer(uintptr_t fp, void * a0, size_t * a1, uintptr_t a2) {
 	return ((__typeof__(&cudaGraphicsResourceGetMappedPointer))fp)(a0, (size_t *)a1, (cudaGraphicsResource_t)a2);
 }
 
-static int gocuda_cudaGraphicsSubResourceGetMappedArray(void *fp, void * a0, uintptr_t a1, unsigned int a2, unsigned int a3) {
+static int gocuda_cudaGraphicsSubResourceGetMappedArray(uintptr_t fp, void * a0, uintptr_t a1, unsigned int a2, unsigned int a3) {
 	return ((__typeof__(&cudaGraphicsSubResourceGetMappedArray))fp)(a0, (cudaGraphicsResource_t)a1, a2, a3);
 }
 
-static int gocuda_cudaGraphicsResourceGetMappedMipmappedArray(void *fp, void * a0, uintptr_t a1) {
+static int gocuda_cudaGraphicsResourceGetMappedMipmappedArray(uintptr_t fp, void * a0, uintptr_t a1) {
 	return ((__typeof__(&cudaGraphicsResourceGetMappedMipmappedArray))fp)(a0, (cudaGraphicsResource_t)a1);
 }
 
-static int gocuda_cudaGetChannelDesc(void *fp, void * a0, uintptr_t a1) {
+static int gocuda_cudaGetChannelDesc(uintptr_t fp, void * a0, uintptr_t a1) {
 	return ((__typeof__(&cudaGetChannelDesc))fp)(a0, (cudaArray_const_t)a1);
 }
 
-static struct cudaChannelFormatDesc gocuda_cudaCreateChannelDesc(void *fp, int a0, int a1, int a2, int a3, int a4) {
+static struct cudaChannelFormatDesc gocuda_cudaCreateChannelDesc(uintptr_t fp, int a0, int a1, int a2, int a3, int a4) {
 	return ((__typeof__(&cudaCreateChannelDesc))fp)(a0, a1, a2, a3, a4);
 }
 
-static int gocuda_cudaCreateTextureObject(void *fp, unsigned long long * a0, void * a1, void * a2, void * a3) {
+static int gocuda_cudaCreateTextureObject(uintptr_t fp, unsigned long long * a0, void * a1, void * a2, void * a3) {
 	return ((__typeof__(&cudaCreateTextureObject))fp)((cudaTextureObject_t *)a0, a1, a2, a3);
 }
 
-static int gocuda_cudaDestroyTextureObject(void *fp, unsigned long long a0) {
+static int gocuda_cudaDestroyTextureObject(uintptr_t fp, unsigned long long a0) {
 	return ((__typeof__(&cudaDestroyTextureObject))fp)(a0);
 }
 
-static int gocuda_cudaGetTextureObjectResourceDesc(void *fp, void * a0, unsigned long long a1) {
+static int gocuda_cudaGetTextureObjectResourceDesc(uintptr_t fp, void * a0, unsigned long long a1) {
 	return ((__typeof__(&cudaGetTextureObjectResourceDesc))fp)(a0, a1);
 }
 
-static int gocuda_cudaGetTextureObjectTextureDesc(void *fp, void * a0, unsigned long long a1) {
+static int gocuda_cudaGetTextureObjectTextureDesc(uintptr_t fp, void * a0, unsigned long long a1) {
 	return ((__typeof__(&cudaGetTextureObjectTextureDesc))fp)(a0, a1);
 }
 
-static int gocuda_cudaGetTextureObjectResourceViewDesc(void *fp, void * a0, unsigned long long a1) {
+static int gocuda_cudaGetTextureObjectResourceViewDesc(uintptr_t fp, void * a0, unsigned long long a1) {
 	return ((__typeof__(&cudaGetTextureObjectResourceViewDesc))fp)(a0, a1);
 }
 
-static int gocuda_cudaCreateSurfaceObject(void *fp, unsigned long long * a0, void * a1) {
+static int gocuda_cudaCreateSurfaceObject(uintptr_t fp, unsigned long long * a0, void * a1) {
 	return ((__typeof__(&cudaCreateSurfaceObject))fp)((cudaSurfaceObject_t *)a0, a1);
 }
 
-static int gocuda_cudaDestroySurfaceObject(void *fp, unsigned long long a0) {
+static int gocuda_cudaDestroySurfaceObject(uintptr_t fp, unsigned long long a0) {
 	return ((__typeof__(&cudaDestroySurfaceObject))fp)(a0);
 }
 
-static int gocuda_cudaGetSurfaceObjectResourceDesc(void *fp, void * a0, unsigned long long a1) {
+static int gocuda_cudaGetSurfaceObjectResourceDesc(uintptr_t fp, void * a0, unsigned long long a1) {
 	return ((__typeof__(&cudaGetSurfaceObjectResourceDesc))fp)(a0, a1);
 }
 
-static int gocuda_cudaDriverGetVersion(void *fp, int * a0) {
+static int gocuda_cudaDriverGetVersion(uintptr_t fp, int * a0) {
 	return ((__typeof__(&cudaDriverGetVersion))fp)((int *)a0);
 }
 
-static int gocuda_cudaRuntimeGetVersion(void *fp, int * a0) {
+static int gocuda_cudaRuntimeGetVersion(uintptr_t fp, int * a0) {
 	return ((__typeof__(&cudaRuntimeGetVersion))fp)((int *)a0);
 }
 
-static int gocuda_cudaLogsRegisterCallback(void *fp, uintptr_t a0, void * a1, void * a2) {
+static int gocuda_cudaLogsRegisterCallback(uintptr_t fp, uintptr_t a0, void * a1, void * a2) {
 	return ((__typeof__(&cudaLogsRegisterCallback))fp)((cudaLogsCallback_t)a0, a1, a2);
 }
 
-static int gocuda_cudaLogsUnregisterCallback(void *fp, uintptr_t a0) {
+static int gocuda_cudaLogsUnregisterCallback(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cudaLogsUnregisterCallback))fp)((cudaLogsCallbackHandle)a0);
 }
 
-static int gocuda_cudaLogsCurrent(void *fp, unsigned int * a0, unsigned int a1) {
+static int gocuda_cudaLogsCurrent(uintptr_t fp, unsigned int * a0, unsigned int a1) {
 	return ((__typeof__(&cudaLogsCurrent))fp)((cudaLogIterator *)a0, a1);
 }
 
-static int gocuda_cudaLogsDumpToFile(void *fp, unsigned int * a0, void * a1, unsigned int a2) {
+static int gocuda_cudaLogsDumpToFile(uintptr_t fp, unsigned int * a0, void * a1, unsigned int a2) {
 	return ((__typeof__(&cudaLogsDumpToFile))fp)((cudaLogIterator *)a0, a1, a2);
 }
 
-static int gocuda_cudaLogsDumpToMemory(void *fp, unsigned int * a0, char * a1, size_t * a2, unsigned int a3) {
+static int gocuda_cudaLogsDumpToMemory(uintptr_t fp, unsigned int * a0, char * a1, size_t * a2, unsigned int a3) {
 	return ((__typeof__(&cudaLogsDumpToMemory))fp)((cudaLogIterator *)a0, (char *)a1, (size_t *)a2, a3);
 }
 
-static int gocuda_cudaGraphCreate(void *fp, void * a0, unsigned int a1) {
+static int gocuda_cudaGraphCreate(uintptr_t fp, void * a0, unsigned int a1) {
 	return ((__typeof__(&cudaGraphCreate))fp)(a0, a1);
 }
 
-static int gocuda_cudaGraphAddKernelNode(void *fp, void * a0, uintptr_t a1, void * a2, size_t a3, void * a4) {
+static int gocuda_cudaGraphAddKernelNode(uintptr_t fp, void * a0, uintptr_t a1, void * a2, size_t a3, void * a4) {
 	return ((__typeof__(&cudaGraphAddKernelNode))fp)(a0, (cudaGraph_t)a1, a2, a3, a4);
 }
 
-static int gocuda_cudaGraphKernelNodeGetParams(void *fp, uintptr_t a0, void * a1) {
+static int gocuda_cudaGraphKernelNodeGetParams(uintptr_t fp, uintptr_t a0, void * a1) {
 	return ((__typeof__(&cudaGraphKernelNodeGetParams))fp)((cudaGraphNode_t)a0, a1);
 }
 
-static int gocuda_cudaGraphKernelNodeSetParams(void *fp, uintptr_t a0, void * a1) {
+static int gocuda_cudaGraphKernelNodeSetParams(uintptr_t fp, uintptr_t a0, void * a1) {
 	return ((__typeof__(&cudaGraphKernelNodeSetParams))fp)((cudaGraphNode_t)a0, a1);
 }
 
-static int gocuda_cudaGraphKernelNodeCopyAttributes(void *fp, uintptr_t a0, uintptr_t a1) {
+static int gocuda_cudaGraphKernelNodeCopyAttributes(uintptr_t fp, uintptr_t a0, uintptr_t a1) {
 	return ((__typeof__(&cudaGraphKernelNodeCopyAttributes))fp)((cudaGraphNode_t)a0, (cudaGraphNode_t)a1);
 }
 
-static int gocuda_cudaGraphKernelNodeGetAttribute(void *fp, uintptr_t a0, int a1, void * a2) {
+static int gocuda_cudaGraphKernelNodeGetAttribute(uintptr_t fp, uintptr_t a0, int a1, void * a2) {
 	return ((__typeof__(&cudaGraphKernelNodeGetAttribute))fp)((cudaGraphNode_t)a0, a1, a2);
 }
 
-static int gocuda_cudaGraphKernelNodeSetAttribute(void *fp, uintptr_t a0, int a1, void * a2) {
+static int gocuda_cudaGraphKernelNodeSetAttribute(uintptr_t fp, uintptr_t a0, int a1, void * a2) {
 	return ((__typeof__(&cudaGraphKernelNodeSetAttribute))fp)((cudaGraphNode_t)a0, a1, a2);
 }
 
-static int gocuda_cudaGraphAddMemcpyNode(void *fp, void * a0, uintptr_t a1, void * a2, size_t a3, void * a4) {
+static int gocuda_cudaGraphAddMemcpyNode(uintptr_t fp, void * a0, uintptr_t a1, void * a2, size_t a3, void * a4) {
 	return ((__typeof__(&cudaGraphAddMemcpyNode))fp)(a0, (cudaGraph_t)a1, a2, a3, a4);
 }
 
-static int gocuda_cudaGraphAddMemcpyNodeToSymbol(void *fp, void * a0, uintptr_t a1, void * a2, size_t a3, void * a4, void * a5, size_t a6, size_t a7, int a8) {
+static int gocuda_cudaGraphAddMemcpyNodeToSymbol(uintptr_t fp, void * a0, uintptr_t a1, void * a2, size_t a3, void * a4, void * a5, size_t a6, size_t a7, int a8) {
 	return ((__typeof__(&cudaGraphAddMemcpyNodeToSymbol))fp)(a0, (cudaGraph_t)a1, a2, a3, a4, a5, a6, a7, a8);
 }
 
-static int gocuda_cudaGraphAddMemcpyNodeFromSymbol(void *fp, void * a0, uintptr_t a1, void * a2, size_t a3, void * a4, void * a5, size_t a6, size_t a7, int a8) {
+static int gocuda_cudaGraphAddMemcpyNodeFromSymbol(uintptr_t fp, void * a0, uintptr_t a1, void * a2, size_t a3, void * a4, void * a5, size_t a6, size_t a7, int a8) {
 	return ((__typeof__(&cudaGraphAddMemcpyNodeFromSymbol))fp)(a0, (cudaGraph_t)a1, a2, a3, a4, a5, a6, a7, a8);
 }
 
-static int gocuda_cudaGraphAddMemcpyNode1D(void *fp, void * a0, uintptr_t a1, void * a2, size_t a3, void * a4, void * a5, size_t a6, int a7) {
+static int gocuda_cudaGraphAddMemcpyNode1D(uintptr_t fp, void * a0, uintptr_t a1, void * a2, size_t a3, void * a4, void * a5, size_t a6, int a7) {
 	return ((__typeof__(&cudaGraphAddMemcpyNode1D))fp)(a0, (cudaGraph_t)a1, a2, a3, a4, a5, a6, a7);
 }
 
-static int gocuda_cudaGraphMemcpyNodeGetParams(void *fp, uintptr_t a0, void * a1) {
+static int gocuda_cudaGraphMemcpyNodeGetParams(uintptr_t fp, uintptr_t a0, void * a1) {
 	return ((__typeof__(&cudaGraphMemcpyNodeGetParams))fp)((cudaGraphNode_t)a0, a1);
 }
 
-static int gocuda_cudaGraphMemcpyNodeSetParams(void *fp, uintptr_t a0, void * a1) {
+static int gocuda_cudaGraphMemcpyNodeSetParams(uintptr_t fp, uintptr_t a0, void * a1) {
 	return ((__typeof__(&cudaGraphMemcpyNodeSetParams))fp)((cudaGraphNode_t)a0, a1);
 }
 
-static int gocuda_cudaGraphMemcpyNodeSetParamsToSymbol(void *fp, uintptr_t a0, void * a1, void * a2, size_t a3, size_t a4, int a5) {
+static int gocuda_cudaGraphMemcpyNodeSetParamsToSymbol(uintptr_t fp, uintptr_t a0, void * a1, void * a2, size_t a3, size_t a4, int a5) {
 	return ((__typeof__(&cudaGraphMemcpyNodeSetParamsToSymbol))fp)((cudaGraphNode_t)a0, a1, a2, a3, a4, a5);
 }
 
-static int gocuda_cudaGraphMemcpyNodeSetParamsFromSymbol(void *fp, uintptr_t a0, void * a1, void * a2, size_t a3, size_t a4, int a5) {
+static int gocuda_cudaGraphMemcpyNodeSetParamsFromSymbol(uintptr_t fp, uintptr_t a0, void * a1, void * a2, size_t a3, size_t a4, int a5) {
 	return ((__typeof__(&cudaGraphMemcpyNodeSetParamsFromSymbol))fp)((cudaGraphNode_t)a0, a1, a2, a3, a4, a5);
 }
 
-static int gocuda_cudaGraphMemcpyNodeSetParams1D(void *fp, uintptr_t a0, void * a1, void * a2, size_t a3, int a4) {
+static int gocuda_cudaGraphMemcpyNodeSetParams1D(uintptr_t fp, uintptr_t a0, void * a1, void * a2, size_t a3, int a4) {
 	return ((__typeof__(&cudaGraphMemcpyNodeSetParams1D))fp)((cudaGraphNode_t)a0, a1, a2, a3, a4);
 }
 
-static int gocuda_cudaGraphAddMemsetNode(void *fp, void * a0, uintptr_t a1, void * a2, size_t a3, void * a4) {
+static int gocuda_cudaGraphAddMemsetNode(uintptr_t fp, void * a0, uintptr_t a1, void * a2, size_t a3, void * a4) {
 	return ((__typeof__(&cudaGraphAddMemsetNode))fp)(a0, (cudaGraph_t)a1, a2, a3, a4);
 }
 
-static int gocuda_cudaGraphMemsetNodeGetParams(void *fp, uintptr_t a0, void * a1) {
+static int gocuda_cudaGraphMemsetNodeGetParams(uintptr_t fp, uintptr_t a0, void * a1) {
 	return ((__typeof__(&cudaGraphMemsetNodeGetParams))fp)((cudaGraphNode_t)a0, a1);
 }
 
-static int gocuda_cudaGraphMemsetNodeSetParams(void *fp, uintptr_t a0, void * a1) {
+static int gocuda_cudaGraphMemsetNodeSetParams(uintptr_t fp, uintptr_t a0, void * a1) {
 	return ((__typeof__(&cudaGraphMemsetNodeSetParams))fp)((cudaGraphNode_t)a0, a1);
 }
 
-static int gocuda_cudaGraphAddHostNode(void *fp, void * a0, uintptr_t a1, void * a2, size_t a3, void * a4) {
+static int gocuda_cudaGraphAddHostNode(uintptr_t fp, void * a0, uintptr_t a1, void * a2, size_t a3, void * a4) {
 	return ((__typeof__(&cudaGraphAddHostNode))fp)(a0, (cudaGraph_t)a1, a2, a3, a4);
 }
 
-static int gocuda_cudaGraphHostNodeGetParams(void *fp, uintptr_t a0, void * a1) {
+static int gocuda_cudaGraphHostNodeGetParams(uintptr_t fp, uintptr_t a0, void * a1) {
 	return ((__typeof__(&cudaGraphHostNodeGetParams))fp)((cudaGraphNode_t)a0, a1);
 }
 
-static int gocuda_cudaGraphHostNodeSetParams(void *fp, uintptr_t a0, void * a1) {
+static int gocuda_cudaGraphHostNodeSetParams(uintptr_t fp, uintptr_t a0, void * a1) {
 	return ((__typeof__(&cudaGraphHostNodeSetParams))fp)((cudaGraphNode_t)a0, a1);
 }
 
-static int gocuda_cudaGraphAddChildGraphNode(void *fp, void * a0, uintptr_t a1, void * a2, size_t a3, uintptr_t a4) {
+static int gocuda_cudaGraphAddChildGraphNode(uintptr_t fp, void * a0, uintptr_t a1, void * a2, size_t a3, uintptr_t a4) {
 	return ((__typeof__(&cudaGraphAddChildGraphNode))fp)(a0, (cudaGraph_t)a1, a2, a3, (cudaGraph_t)a4);
 }
 
-static int gocuda_cudaGraphChildGraphNodeGetGraph(void *fp, uintptr_t a0, void * a1) {
+static int gocuda_cudaGraphChildGraphNodeGetGraph(uintptr_t fp, uintptr_t a0, void * a1) {
 	return ((__typeof__(&cudaGraphChildGraphNodeGetGraph))fp)((cudaGraphNode_t)a0, a1);
 }
 
-static int gocuda_cudaGraphAddEmptyNode(void *fp, void * a0, uintptr_t a1, void * a2, size_t a3) {
+static int gocuda_cudaGraphAddEmptyNode(uintptr_t fp, void * a0, uintptr_t a1, void * a2, size_t a3) {
 	return ((__typeof__(&cudaGraphAddEmptyNode))fp)(a0, (cudaGraph_t)a1, a2, a3);
 }
 
-static int gocuda_cudaGraphAddEventRecordNode(void *fp, void * a0, uintptr_t a1, void * a2, size_t a3, uintptr_t a4) {
+static int gocuda_cudaGraphAddEventRecordNode(uintptr_t fp, void * a0, uintptr_t a1, void * a2, size_t a3, uintptr_t a4) {
 	return ((__typeof__(&cudaGraphAddEventRecordNode))fp)(a0, (cudaGraph_t)a1, a2, a3, (cudaEvent_t)a4);
 }
 
-static int gocuda_cudaGraphEventRecordNodeGetEvent(void *fp, uintptr_t a0, void * a1) {
+static int gocuda_cudaGraphEventRecordNodeGetEvent(uintptr_t fp, uintptr_t a0, void * a1) {
 	return ((__typeof__(&cudaGraphEventRecordNodeGetEvent))fp)((cudaGraphNode_t)a0, a1);
 }
 
-static int gocuda_cudaGraphEventRecordNodeSetEvent(void *fp, uintptr_t a0, uintptr_t a1) {
+static int gocuda_cudaGraphEventRecordNodeSetEvent(uintptr_t fp, uintptr_t a0, uintptr_t a1) {
 	return ((__typeof__(&cudaGraphEventRecordNodeSetEvent))fp)((cudaGraphNode_t)a0, (cudaEvent_t)a1);
 }
 
-static int gocuda_cudaGraphAddEventWaitNode(void *fp, void * a0, uintptr_t a1, void * a2, size_t a3, uintptr_t a4) {
+static int gocuda_cudaGraphAddEventWaitNode(uintptr_t fp, void * a0, uintptr_t a1, void * a2, size_t a3, uintptr_t a4) {
 	return ((__typeof__(&cudaGraphAddEventWaitNode))fp)(a0, (cudaGraph_t)a1, a2, a3, (cudaEvent_t)a4);
 }
 
-static int gocuda_cudaGraphEventWaitNodeGetEvent(void *fp, uintptr_t a0, void * a1) {
+static int gocuda_cudaGraphEventWaitNodeGetEvent(uintptr_t fp, uintptr_t a0, void * a1) {
 	return ((__typeof__(&cudaGraphEventWaitNodeGetEvent))fp)((cudaGraphNode_t)a0, a1);
 }
 
-static int gocuda_cudaGraphEventWaitNodeSetEvent(void *fp, uintptr_t a0, uintptr_t a1) {
+static int gocuda_cudaGraphEventWaitNodeSetEvent(uintptr_t fp, uintptr_t a0, uintptr_t a1) {
 	return ((__typeof__(&cudaGraphEventWaitNodeSetEvent))fp)((cudaGraphNode_t)a0, (cudaEvent_t)a1);
 }
 
-static int gocuda_cudaGraphAddExternalSemaphoresSignalNode(void *fp, void * a0, uintptr_t a1, void * a2, size_t a3, void * a4) {
+static int gocuda_cudaGraphAddExternalSemaphoresSignalNode(uintptr_t fp, void * a0, uintptr_t a1, void * a2, size_t a3, void * a4) {
 	return ((__typeof__(&cudaGraphAddExternalSemaphoresSignalNode))fp)(a0, (cudaGraph_t)a1, a2, a3, a4);
 }
 
-static int gocuda_cudaGraphExternalSemaphoresSignalNodeGetParams(void *fp, uintptr_t a0, void * a1) {
+static int gocuda_cudaGraphExternalSemaphoresSignalNodeGetParams(uintptr_t fp, uintptr_t a0, void * a1) {
 	return ((__typeof__(&cudaGraphExternalSemaphoresSignalNodeGetParams))fp)((cudaGraphNode_t)a0, a1);
 }
 
-static int gocuda_cudaGraphExternalSemaphoresSignalNodeSetParams(void *fp, uintptr_t a0, void * a1) {
+static int gocuda_cudaGraphExternalSemaphoresSignalNodeSetParams(uintptr_t fp, uintptr_t a0, void * a1) {
 	return ((__typeof__(&cudaGraphExternalSemaphoresSignalNodeSetParams))fp)((cudaGraphNode_t)a0, a1);
 }
 
-static int gocuda_cudaGraphAddExternalSemaphoresWaitNode(void *fp, void * a0, uintptr_t a1, void * a2, size_t a3, void * a4) {
+static int gocuda_cudaGraphAddExternalSemaphoresWaitNode(uintptr_t fp, void * a0, uintptr_t a1, void * a2, size_t a3, void * a4) {
 	return ((__typeof__(&cudaGraphAddExternalSemaphoresWaitNode))fp)(a0, (cudaGraph_t)a1, a2, a3, a4);
 }
 
-static int gocuda_cudaGraphExternalSemaphoresWaitNodeGetParams(void *fp, uintptr_t a0, void * a1) {
+static int gocuda_cudaGraphExternalSemaphoresWaitNodeGetParams(uintptr_t fp, uintptr_t a0, void * a1) {
 	return ((__typeof__(&cudaGraphExternalSemaphoresWaitNodeGetParams))fp)((cudaGraphNode_t)a0, a1);
 }
 
-static int gocuda_cudaGraphExternalSemaphoresWaitNodeSetParams(void *fp, uintptr_t a0, void * a1) {
+static int gocuda_cudaGraphExternalSemaphoresWaitNodeSetParams(uintptr_t fp, uintptr_t a0, void * a1) {
 	return ((__typeof__(&cudaGraphExternalSemaphoresWaitNodeSetParams))fp)((cudaGraphNode_t)a0, a1);
 }
 
-static int gocuda_cudaGraphAddMemAllocNode(void *fp, void * a0, uintptr_t a1, void * a2, size_t a3, void * a4) {
+static int gocuda_cudaGraphAddMemAllocNode(uintptr_t fp, void * a0, uintptr_t a1, void * a2, size_t a3, void * a4) {
 	return ((__typeof__(&cudaGraphAddMemAllocNode))fp)(a0, (cudaGraph_t)a1, a2, a3, a4);
 }
 
-static int gocuda_cudaGraphMemAllocNodeGetParams(void *fp, uintptr_t a0, void * a1) {
+static int gocuda_cudaGraphMemAllocNodeGetParams(uintptr_t fp, uintptr_t a0, void * a1) {
 	return ((__typeof__(&cudaGraphMemAllocNodeGetParams))fp)((cudaGraphNode_t)a0, a1);
 }
 
-static int gocuda_cudaGraphAddMemFreeNode(void *fp, void * a0, uintptr_t a1, void * a2, size_t a3, void * a4) {
+static int gocuda_cudaGraphAddMemFreeNode(uintptr_t fp, void * a0, uintptr_t a1, void * a2, size_t a3, void * a4) {
 	return ((__typeof__(&cudaGraphAddMemFreeNode))fp)(a0, (cudaGraph_t)a1, a2, a3, a4);
 }
 
-static int gocuda_cudaGraphMemFreeNodeGetParams(void *fp, uintptr_t a0, void * a1) {
+static int gocuda_cudaGraphMemFreeNodeGetParams(uintptr_t fp, uintptr_t a0, void * a1) {
 	return ((__typeof__(&cudaGraphMemFreeNodeGetParams))fp)((cudaGraphNode_t)a0, a1);
 }
 
-static int gocuda_cudaDeviceGraphMemTrim(void *fp, int a0) {
+static int gocuda_cudaDeviceGraphMemTrim(uintptr_t fp, int a0) {
 	return ((__typeof__(&cudaDeviceGraphMemTrim))fp)(a0);
 }
 
-static int gocuda_cudaDeviceGetGraphMemAttribute(void *fp, int a0, int a1, void * a2) {
+static int gocuda_cudaDeviceGetGraphMemAttribute(uintptr_t fp, int a0, int a1, void * a2) {
 	return ((__typeof__(&cudaDeviceGetGraphMemAttribute))fp)(a0, a1, a2);
 }
 
-static int gocuda_cudaDeviceSetGraphMemAttribute(void *fp, int a0, int a1, void * a2) {
+static int gocuda_cudaDeviceSetGraphMemAttribute(uintptr_t fp, int a0, int a1, void * a2) {
 	return ((__typeof__(&cudaDeviceSetGraphMemAttribute))fp)(a0, a1, a2);
 }
 
-static int gocuda_cudaGraphClone(void *fp, void * a0, uintptr_t a1) {
+static int gocuda_cudaGraphClone(uintptr_t fp, void * a0, uintptr_t a1) {
 	return ((__typeof__(&cudaGraphClone))fp)(a0, (cudaGraph_t)a1);
 }
 
-static int gocuda_cudaGraphNodeFindInClone(void *fp, void * a0, uintptr_t a1, uintptr_t a2) {
+static int gocuda_cudaGraphNodeFindInClone(uintptr_t fp, void * a0, uintptr_t a1, uintptr_t a2) {
 	return ((__typeof__(&cudaGraphNodeFindInClone))fp)(a0, (cudaGraphNode_t)a1, (cudaGraph_t)a2);
 }
 
-static int gocuda_cudaGraphNodeGetType(void *fp, uintptr_t a0, int * a1) {
+static int gocuda_cudaGraphNodeGetType(uintptr_t fp, uintptr_t a0, int * a1) {
 	return ((__typeof__(&cudaGraphNodeGetType))fp)((cudaGraphNode_t)a0, (enum cudaGraphNodeType *)a1);
 }
 
-static int gocuda_cudaGraphGetNodes(void *fp, uintptr_t a0, void * a1, size_t * a2) {
+static int gocuda_cudaGraphGetNodes(uintptr_t fp, uintptr_t a0, void * a1, size_t * a2) {
 	return ((__typeof__(&cudaGraphGetNodes))fp)((cudaGraph_t)a0, a1, (size_t *)a2);
 }
 
-static int gocuda_cudaGraphGetRootNodes(void *fp, uintptr_t a0, void * a1, size_t * a2) {
+static int gocuda_cudaGraphGetRootNodes(uintptr_t fp, uintptr_t a0, void * a1, size_t * a2) {
 	return ((__typeof__(&cudaGraphGetRootNodes))fp)((cudaGraph_t)a0, a1, (size_t *)a2);
 }
 
-static int gocuda_cudaGraphGetEdges(void *fp, uintptr_t a0, void * a1, void * a2, void * a3, size_t * a4) {
+static int gocuda_cudaGraphGetEdges(uintptr_t fp, uintptr_t a0, void * a1, void * a2, void * a3, size_t * a4) {
 	return ((__typeof__(&cudaGraphGetEdges))fp)((cudaGraph_t)a0, a1, a2, a3, (size_t *)a4);
 }
 
-static int gocuda_cudaGraphNodeGetDependencies(void *fp, uintptr_t a0, void * a1, void * a2, size_t * a3) {
+static int gocuda_cudaGraphNodeGetDependencies(uintptr_t fp, uintptr_t a0, void * a1, void * a2, size_t * a3) {
 	return ((__typeof__(&cudaGraphNodeGetDependencies))fp)((cudaGraphNode_t)a0, a1, a2, (size_t *)a3);
 }
 
-static int gocuda_cudaGraphNodeGetDependentNodes(void *fp, uintptr_t a0, void * a1, void * a2, size_t * a3) {
+static int gocuda_cudaGraphNodeGetDependentNodes(uintptr_t fp, uintptr_t a0, void * a1, void * a2, size_t * a3) {
 	return ((__typeof__(&cudaGraphNodeGetDependentNodes))fp)((cudaGraphNode_t)a0, a1, a2, (size_t *)a3);
 }
 
-static int gocuda_cudaGraphAddDependencies(void *fp, uintptr_t a0, void * a1, void * a2, void * a3, size_t a4) {
+static int gocuda_cudaGraphAddDependencies(uintptr_t fp, uintptr_t a0, void * a1, void * a2, void * a3, size_t a4) {
 	return ((__typeof__(&cudaGraphAddDependencies))fp)((cudaGraph_t)a0, a1, a2, a3, a4);
 }
 
-static int gocuda_cudaGraphRemoveDependencies(void *fp, uintptr_t a0, void * a1, void * a2, void * a3, size_t a4) {
+static int gocuda_cudaGraphRemoveDependencies(uintptr_t fp, uintptr_t a0, void * a1, void * a2, void * a3, size_t a4) {
 	return ((__typeof__(&cudaGraphRemoveDependencies))fp)((cudaGraph_t)a0, a1, a2, a3, a4);
 }
 
-static int gocuda_cudaGraphDestroyNode(void *fp, uintptr_t a0) {
+static int gocuda_cudaGraphDestroyNode(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cudaGraphDestroyNode))fp)((cudaGraphNode_t)a0);
 }
 
-static int gocuda_cudaGraphInstantiate(void *fp, void * a0, uintptr_t a1, unsigned long long a2) {
+static int gocuda_cudaGraphInstantiate(uintptr_t fp, void * a0, uintptr_t a1, unsigned long long a2) {
 	return ((__typeof__(&cudaGraphInstantiate))fp)(a0, (cudaGraph_t)a1, a2);
 }
 
-static int gocuda_cudaGraphInstantiateWithFlags(void *fp, void * a0, uintptr_t a1, unsigned long long a2) {
+static int gocuda_cudaGraphInstantiateWithFlags(uintptr_t fp, void * a0, uintptr_t a1, unsigned long long a2) {
 	return ((__typeof__(&cudaGraphInstantiateWithFlags))fp)(a0, (cudaGraph_t)a1, a2);
 }
 
-static int gocuda_cudaGraphInstantiateWithParams(void *fp, void * a0, uintptr_t a1, void * a2) {
+static int gocuda_cudaGraphInstantiateWithParams(uintptr_t fp, void * a0, uintptr_t a1, void * a2) {
 	return ((__typeof__(&cudaGraphInstantiateWithParams))fp)(a0, (cudaGraph_t)a1, a2);
 }
 
-static int gocuda_cudaGraphExecGetFlags(void *fp, uintptr_t a0, unsigned long long * a1) {
+static int gocuda_cudaGraphExecGetFlags(uintptr_t fp, uintptr_t a0, unsigned long long * a1) {
 	return ((__typeof__(&cudaGraphExecGetFlags))fp)((cudaGraphExec_t)a0, (unsigned long long *)a1);
 }
 
-static int gocuda_cudaGraphExecKernelNodeSetParams(void *fp, uintptr_t a0, uintptr_t a1, void * a2) {
+static int gocuda_cudaGraphExecKernelNodeSetParams(uintptr_t fp, uintptr_t a0, uintptr_t a1, void * a2) {
 	return ((__typeof__(&cudaGraphExecKernelNodeSetParams))fp)((cudaGraphExec_t)a0, (cudaGraphNode_t)a1, a2);
 }
 
-static int gocuda_cudaGraphExecMemcpyNodeSetParams(void *fp, uintptr_t a0, uintptr_t a1, void * a2) {
+static int gocuda_cudaGraphExecMemcpyNodeSetParams(uintptr_t fp, uintptr_t a0, uintptr_t a1, void * a2) {
 	return ((__typeof__(&cudaGraphExecMemcpyNodeSetParams))fp)((cudaGraphExec_t)a0, (cudaGraphNode_t)a1, a2);
 }
 
-static int gocuda_cudaGraphExecMemcpyNodeSetParamsToSymbol(void *fp, uintptr_t a0, uintptr_t a1, void * a2, void * a3, size_t a4, size_t a5, int a6) {
+static int gocuda_cudaGraphExecMemcpyNodeSetParamsToSymbol(uintptr_t fp, uintptr_t a0, uintptr_t a1, void * a2, void * a3, size_t a4, size_t a5, int a6) {
 	return ((__typeof__(&cudaGraphExecMemcpyNodeSetParamsToSymbol))fp)((cudaGraphExec_t)a0, (cudaGraphNode_t)a1, a2, a3, a4, a5, a6);
 }
 
-static int gocuda_cudaGraphExecMemcpyNodeSetParamsFromSymbol(void *fp, uintptr_t a0, uintptr_t a1, void * a2, void * a3, size_t a4, size_t a5, int a6) {
+static int gocuda_cudaGraphExecMemcpyNodeSetParamsFromSymbol(uintptr_t fp, uintptr_t a0, uintptr_t a1, void * a2, void * a3, size_t a4, size_t a5, int a6) {
 	return ((__typeof__(&cudaGraphExecMemcpyNodeSetParamsFromSymbol))fp)((cudaGraphExec_t)a0, (cudaGraphNode_t)a1, a2, a3, a4, a5, a6);
 }
 
-static int gocuda_cudaGraphExecMemcpyNodeSetParams1D(void *fp, uintptr_t a0, uintptr_t a1, void * a2, void * a3, size_t a4, int a5) {
+static int gocuda_cudaGraphExecMemcpyNodeSetParams1D(uintptr_t fp, uintptr_t a0, uintptr_t a1, void * a2, void * a3, size_t a4, int a5) {
 	return ((__typeof__(&cudaGraphExecMemcpyNodeSetParams1D))fp)((cudaGraphExec_t)a0, (cudaGraphNode_t)a1, a2, a3, a4, a5);
 }
 
-static int gocuda_cudaGraphExecMemsetNodeSetParams(void *fp, uintptr_t a0, uintptr_t a1, void * a2) {
+static int gocuda_cudaGraphExecMemsetNodeSetParams(uintptr_t fp, uintptr_t a0, uintptr_t a1, void * a2) {
 	return ((__typeof__(&cudaGraphExecMemsetNodeSetParams))fp)((cudaGraphExec_t)a0, (cudaGraphNode_t)a1, a2);
 }
 
-static int gocuda_cudaGraphExecHostNodeSetParams(void *fp, uintptr_t a0, uintptr_t a1, void * a2) {
+static int gocuda_cudaGraphExecHostNodeSetParams(uintptr_t fp, uintptr_t a0, uintptr_t a1, void * a2) {
 	return ((__typeof__(&cudaGraphExecHostNodeSetParams))fp)((cudaGraphExec_t)a0, (cudaGraphNode_t)a1, a2);
 }
 
-static int gocuda_cudaGraphExecChildGraphNodeSetParams(void *fp, uintptr_t a0, uintptr_t a1, uintptr_t a2) {
+static int gocuda_cudaGraphExecChildGraphNodeSetParams(uintptr_t fp, uintptr_t a0, uintptr_t a1, uintptr_t a2) {
 	return ((__typeof__(&cudaGraphExecChildGraphNodeSetParams))fp)((cudaGraphExec_t)a0, (cudaGraphNode_t)a1, (cudaGraph_t)a2);
 }
 
-static int gocuda_cudaGraphExecEventRecordNodeSetEvent(void *fp, uintptr_t a0, uintptr_t a1, uintptr_t a2) {
+static int gocuda_cudaGraphExecEventRecordNodeSetEvent(uintptr_t fp, uintptr_t a0, uintptr_t a1, uintptr_t a2) {
 	return ((__typeof__(&cudaGraphExecEventRecordNodeSetEvent))fp)((cudaGraphExec_t)a0, (cudaGraphNode_t)a1, (cudaEvent_t)a2);
 }
 
-static int gocuda_cudaGraphExecEventWaitNodeSetEvent(void *fp, uintptr_t a0, uintptr_t a1, uintptr_t a2) {
+static int gocuda_cudaGraphExecEventWaitNodeSetEvent(uintptr_t fp, uintptr_t a0, uintptr_t a1, uintptr_t a2) {
 	return ((__typeof__(&cudaGraphExecEventWaitNodeSetEvent))fp)((cudaGraphExec_t)a0, (cudaGraphNode_t)a1, (cudaEvent_t)a2);
 }
 
-static int gocuda_cudaGraphExecExternalSemaphoresSignalNodeSetParams(void *fp, uintptr_t a0, uintptr_t a1, void * a2) {
+static int gocuda_cudaGraphExecExternalSemaphoresSignalNodeSetParams(uintptr_t fp, uintptr_t a0, uintptr_t a1, void * a2) {
 	return ((__typeof__(&cudaGraphExecExternalSemaphoresSignalNodeSetParams))fp)((cudaGraphExec_t)a0, (cudaGraphNode_t)a1, a2);
 }
 
-static int gocuda_cudaGraphExecExternalSemaphoresWaitNodeSetParams(void *fp, uintptr_t a0, uintptr_t a1, void * a2) {
+static int gocuda_cudaGraphExecExternalSemaphoresWaitNodeSetParams(uintptr_t fp, uintptr_t a0, uintptr_t a1, void * a2) {
 	return ((__typeof__(&cudaGraphExecExternalSemaphoresWaitNodeSetParams))fp)((cudaGraphExec_t)a0, (cudaGraphNode_t)a1, a2);
 }
 
-static int gocuda_cudaGraphNodeSetEnabled(void *fp, uintptr_t a0, uintptr_t a1, unsigned int a2) {
+static int gocuda_cudaGraphNodeSetEnabled(uintptr_t fp, uintptr_t a0, uintptr_t a1, unsigned int a2) {
 	return ((__typeof__(&cudaGraphNodeSetEnabled))fp)((cudaGraphExec_t)a0, (cudaGraphNode_t)a1, a2);
 }
 
-static int gocuda_cudaGraphNodeGetEnabled(void *fp, uintptr_t a0, uintptr_t a1, unsigned int * a2) {
+static int gocuda_cudaGraphNodeGetEnabled(uintptr_t fp, uintptr_t a0, uintptr_t a1, unsigned int * a2) {
 	return ((__typeof__(&cudaGraphNodeGetEnabled))fp)((cudaGraphExec_t)a0, (cudaGraphNode_t)a1, (unsigned int *)a2);
 }
 
-static int gocuda_cudaGraphExecUpdate(void *fp, uintptr_t a0, uintptr_t a1, void * a2) {
+static int gocuda_cudaGraphExecUpdate(uintptr_t fp, uintptr_t a0, uintptr_t a1, void * a2) {
 	return ((__typeof__(&cudaGraphExecUpdate))fp)((cudaGraphExec_t)a0, (cudaGraph_t)a1, a2);
 }
 
-static int gocuda_cudaGraphUpload(void *fp, uintptr_t a0, uintptr_t a1) {
+static int gocuda_cudaGraphUpload(uintptr_t fp, uintptr_t a0, uintptr_t a1) {
 	return ((__typeof__(&cudaGraphUpload))fp)((cudaGraphExec_t)a0, (cudaStream_t)a1);
 }
 
-static int gocuda_cudaGraphLaunch(void *fp, uintptr_t a0, uintptr_t a1) {
+static int gocuda_cudaGraphLaunch(uintptr_t fp, uintptr_t a0, uintptr_t a1) {
 	return ((__typeof__(&cudaGraphLaunch))fp)((cudaGraphExec_t)a0, (cudaStream_t)a1);
 }
 
-static int gocuda_cudaGraphExecDestroy(void *fp, uintptr_t a0) {
+static int gocuda_cudaGraphExecDestroy(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cudaGraphExecDestroy))fp)((cudaGraphExec_t)a0);
 }
 
-static int gocuda_cudaGraphDestroy(void *fp, uintptr_t a0) {
+static int gocuda_cudaGraphDestroy(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cudaGraphDestroy))fp)((cudaGraph_t)a0);
 }
 
-static int gocuda_cudaGraphDebugDotPrint(void *fp, uintptr_t a0, void * a1, unsigned int a2) {
+static int gocuda_cudaGraphDebugDotPrint(uintptr_t fp, uintptr_t a0, void * a1, unsigned int a2) {
 	return ((__typeof__(&cudaGraphDebugDotPrint))fp)((cudaGraph_t)a0, a1, a2);
 }
 
-static int gocuda_cudaUserObjectCreate(void *fp, void * a0, void * a1, uintptr_t a2, unsigned int a3, unsigned int a4) {
+static int gocuda_cudaUserObjectCreate(uintptr_t fp, void * a0, void * a1, uintptr_t a2, unsigned int a3, unsigned int a4) {
 	return ((__typeof__(&cudaUserObjectCreate))fp)(a0, a1, (cudaHostFn_t)a2, a3, a4);
 }
 
-static int gocuda_cudaUserObjectRetain(void *fp, uintptr_t a0, unsigned int a1) {
+static int gocuda_cudaUserObjectRetain(uintptr_t fp, uintptr_t a0, unsigned int a1) {
 	return ((__typeof__(&cudaUserObjectRetain))fp)((cudaUserObject_t)a0, a1);
 }
 
-static int gocuda_cudaUserObjectRelease(void *fp, uintptr_t a0, unsigned int a1) {
+static int gocuda_cudaUserObjectRelease(uintptr_t fp, uintptr_t a0, unsigned int a1) {
 	return ((__typeof__(&cudaUserObjectRelease))fp)((cudaUserObject_t)a0, a1);
 }
 
-static int gocuda_cudaGraphRetainUserObject(void *fp, uintptr_t a0, uintptr_t a1, unsigned int a2, unsigned int a3) {
+static int gocuda_cudaGraphRetainUserObject(uintptr_t fp, uintptr_t a0, uintptr_t a1, unsigned int a2, unsigned int a3) {
 	return ((__typeof__(&cudaGraphRetainUserObject))fp)((cudaGraph_t)a0, (cudaUserObject_t)a1, a2, a3);
 }
 
-static int gocuda_cudaGraphReleaseUserObject(void *fp, uintptr_t a0, uintptr_t a1, unsigned int a2) {
+static int gocuda_cudaGraphReleaseUserObject(uintptr_t fp, uintptr_t a0, uintptr_t a1, unsigned int a2) {
 	return ((__typeof__(&cudaGraphReleaseUserObject))fp)((cudaGraph_t)a0, (cudaUserObject_t)a1, a2);
 }
 
-static int gocuda_cudaGraphAddNode(void *fp, void * a0, uintptr_t a1, void * a2, void * a3, size_t a4, void * a5) {
+static int gocuda_cudaGraphAddNode(uintptr_t fp, void * a0, uintptr_t a1, void * a2, void * a3, size_t a4, void * a5) {
 	return ((__typeof__(&cudaGraphAddNode))fp)(a0, (cudaGraph_t)a1, a2, a3, a4, a5);
 }
 
-static int gocuda_cudaGraphNodeSetParams(void *fp, uintptr_t a0, void * a1) {
+static int gocuda_cudaGraphNodeSetParams(uintptr_t fp, uintptr_t a0, void * a1) {
 	return ((__typeof__(&cudaGraphNodeSetParams))fp)((cudaGraphNode_t)a0, a1);
 }
 
-static int gocuda_cudaGraphExecNodeSetParams(void *fp, uintptr_t a0, uintptr_t a1, void * a2) {
+static int gocuda_cudaGraphExecNodeSetParams(uintptr_t fp, uintptr_t a0, uintptr_t a1, void * a2) {
 	return ((__typeof__(&cudaGraphExecNodeSetParams))fp)((cudaGraphExec_t)a0, (cudaGraphNode_t)a1, a2);
 }
 
-static int gocuda_cudaGraphConditionalHandleCreate(void *fp, unsigned long long * a0, uintptr_t a1, unsigned int a2, unsigned int a3) {
+static int gocuda_cudaGraphConditionalHandleCreate(uintptr_t fp, unsigned long long * a0, uintptr_t a1, unsigned int a2, unsigned int a3) {
 	return ((__typeof__(&cudaGraphConditionalHandleCreate))fp)((cudaGraphConditionalHandle *)a0, (cudaGraph_t)a1, a2, a3);
 }
 
-static int gocuda_cudaGetDriverEntryPoint(void *fp, void * a0, void * a1, unsigned long long a2, int * a3) {
+static int gocuda_cudaGetDriverEntryPoint(uintptr_t fp, void * a0, void * a1, unsigned long long a2, int * a3) {
 	return ((__typeof__(&cudaGetDriverEntryPoint))fp)(a0, a1, a2, (enum cudaDriverEntryPointQueryResult *)a3);
 }
 
-static int gocuda_cudaGetDriverEntryPointByVersion(void *fp, void * a0, void * a1, unsigned int a2, unsigned long long a3, int * a4) {
+static int gocuda_cudaGetDriverEntryPointByVersion(uintptr_t fp, void * a0, void * a1, unsigned int a2, unsigned long long a3, int * a4) {
 	return ((__typeof__(&cudaGetDriverEntryPointByVersion))fp)(a0, a1, a2, a3, (enum cudaDriverEntryPointQueryResult *)a4);
 }
 
-static int gocuda_cudaLibraryLoadData(void *fp, void * a0, void * a1, int * a2, void * a3, unsigned int a4, int * a5, void * a6, unsigned int a7) {
+static int gocuda_cudaLibraryLoadData(uintptr_t fp, void * a0, void * a1, int * a2, void * a3, unsigned int a4, int * a5, void * a6, unsigned int a7) {
 	return ((__typeof__(&cudaLibraryLoadData))fp)(a0, a1, (enum cudaJitOption *)a2, a3, a4, (enum cudaLibraryOption *)a5, a6, a7);
 }
 
-static int gocuda_cudaLibraryLoadFromFile(void *fp, void * a0, void * a1, int * a2, void * a3, unsigned int a4, int * a5, void * a6, unsigned int a7) {
+static int gocuda_cudaLibraryLoadFromFile(uintptr_t fp, void * a0, void * a1, int * a2, void * a3, unsigned int a4, int * a5, void * a6, unsigned int a7) {
 	return ((__typeof__(&cudaLibraryLoadFromFile))fp)(a0, a1, (enum cudaJitOption *)a2, a3, a4, (enum cudaLibraryOption *)a5, a6, a7);
 }
 
-static int gocuda_cudaLibraryUnload(void *fp, uintptr_t a0) {
+static int gocuda_cudaLibraryUnload(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cudaLibraryUnload))fp)((cudaLibrary_t)a0);
 }
 
-static int gocuda_cudaLibraryGetKernel(void *fp, void * a0, uintptr_t a1, void * a2) {
+static int gocuda_cudaLibraryGetKernel(uintptr_t fp, void * a0, uintptr_t a1, void * a2) {
 	return ((__typeof__(&cudaLibraryGetKernel))fp)(a0, (cudaLibrary_t)a1, a2);
 }
 
-static int gocuda_cudaLibraryGetGlobal(void *fp, void * a0, size_t * a1, uintptr_t a2, void * a3) {
+static int gocuda_cudaLibraryGetGlobal(uintptr_t fp, void * a0, size_t * a1, uintptr_t a2, void * a3) {
 	return ((__typeof__(&cudaLibraryGetGlobal))fp)(a0, (size_t *)a1, (cudaLibrary_t)a2, a3);
 }
 
-static int gocuda_cudaLibraryGetManaged(void *fp, void * a0, size_t * a1, uintptr_t a2, void * a3) {
+static int gocuda_cudaLibraryGetManaged(uintptr_t fp, void * a0, size_t * a1, uintptr_t a2, void * a3) {
 	return ((__typeof__(&cudaLibraryGetManaged))fp)(a0, (size_t *)a1, (cudaLibrary_t)a2, a3);
 }
 
-static int gocuda_cudaLibraryGetUnifiedFunction(void *fp, void * a0, uintptr_t a1, void * a2) {
+static int gocuda_cudaLibraryGetUnifiedFunction(uintptr_t fp, void * a0, uintptr_t a1, void * a2) {
 	return ((__typeof__(&cudaLibraryGetUnifiedFunction))fp)(a0, (cudaLibrary_t)a1, a2);
 }
 
-static int gocuda_cudaLibraryGetKernelCount(void *fp, unsigned int * a0, uintptr_t a1) {
+static int gocuda_cudaLibraryGetKernelCount(uintptr_t fp, unsigned int * a0, uintptr_t a1) {
 	return ((__typeof__(&cudaLibraryGetKernelCount))fp)((unsigned int *)a0, (cudaLibrary_t)a1);
 }
 
-static int gocuda_cudaLibraryEnumerateKernels(void *fp, void * a0, unsigned int a1, uintptr_t a2) {
+static int gocuda_cudaLibraryEnumerateKernels(uintptr_t fp, void * a0, unsigned int a1, uintptr_t a2) {
 	return ((__typeof__(&cudaLibraryEnumerateKernels))fp)(a0, a1, (cudaLibrary_t)a2);
 }
 
-static int gocuda_cudaKernelSetAttributeForDevice(void *fp, uintptr_t a0, int a1, int a2, int a3) {
+static int gocuda_cudaKernelSetAttributeForDevice(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3) {
 	return ((__typeof__(&cudaKernelSetAttributeForDevice))fp)((cudaKernel_t)a0, a1, a2, a3);
 }
 
-static int gocuda_cudaGetExportTable(void *fp, void * a0, void * a1) {
+static int gocuda_cudaGetExportTable(uintptr_t fp, void * a0, void * a1) {
 	return ((__typeof__(&cudaGetExportTable))fp)(a0, a1);
 }
 
-static int gocuda_cudaGetFuncBySymbol(void *fp, void * a0, void * a1) {
+static int gocuda_cudaGetFuncBySymbol(uintptr_t fp, void * a0, void * a1) {
 	return ((__typeof__(&cudaGetFuncBySymbol))fp)(a0, a1);
 }
 
-static int gocuda_cudaGetKernel(void *fp, void * a0, void * a1) {
+static int gocuda_cudaGetKernel(uintptr_t fp, void * a0, void * a1) {
 	return ((__typeof__(&cudaGetKernel))fp)(a0, a1);
 }
 
-static int gocuda_cudaProfilerStart(void *fp) {
+static int gocuda_cudaProfilerStart(uintptr_t fp) {
 	return ((__typeof__(&cudaProfilerStart))fp)();
 }
 
-static int gocuda_cudaProfilerStop(void *fp) {
+static int gocuda_cudaProfilerStop(uintptr_t fp) {
 	return ((__typeof__(&cudaProfilerStop))fp)();
 }
 */
@@ -2086,7 +2086,7 @@ func DeviceReset() error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaDeviceReset(fp); r != 0 {
+	if r := C.gocuda_cudaDeviceReset(C.uintptr_t(uintptr(fp))); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -2112,7 +2112,7 @@ func DeviceSynchronize() error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaDeviceSynchronize(fp); r != 0 {
+	if r := C.gocuda_cudaDeviceSynchronize(C.uintptr_t(uintptr(fp))); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -2205,7 +2205,7 @@ func DeviceSetLimit(limit Limit, value uint64) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaDeviceSetLimit(fp, C.int(limit), C.size_t(value)); r != 0 {
+	if r := C.gocuda_cudaDeviceSetLimit(C.uintptr_t(uintptr(fp)), C.int(limit), C.size_t(value)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -2248,7 +2248,7 @@ func DeviceGetLimit(pValue *uint64, limit Limit) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaDeviceGetLimit(fp, (*C.size_t)(unsafe.Pointer(pValue)), C.int(limit)); r != 0 {
+	if r := C.gocuda_cudaDeviceGetLimit(C.uintptr_t(uintptr(fp)), (*C.size_t)(unsafe.Pointer(pValue)), C.int(limit)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -2277,7 +2277,7 @@ func DeviceGetTexture1DLinearMaxWidth(maxWidthInElements *uint64, fmtDesc *Chann
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaDeviceGetTexture1DLinearMaxWidth(fp, (*C.size_t)(unsafe.Pointer(maxWidthInElements)), unsafe.Pointer(fmtDesc), C.int(device)); r != 0 {
+	if r := C.gocuda_cudaDeviceGetTexture1DLinearMaxWidth(C.uintptr_t(uintptr(fp)), (*C.size_t)(unsafe.Pointer(maxWidthInElements)), unsafe.Pointer(fmtDesc), C.int(device)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -2317,7 +2317,7 @@ func DeviceGetCacheConfig(pCacheConfig *FuncCache) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaDeviceGetCacheConfig(fp, (*C.int)(unsafe.Pointer(pCacheConfig))); r != 0 {
+	if r := C.gocuda_cudaDeviceGetCacheConfig(C.uintptr_t(uintptr(fp)), (*C.int)(unsafe.Pointer(pCacheConfig))); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -2361,7 +2361,7 @@ func DeviceGetStreamPriorityRange(leastPriority *int32, greatestPriority *int32)
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaDeviceGetStreamPriorityRange(fp, (*C.int)(unsafe.Pointer(leastPriority)), (*C.int)(unsafe.Pointer(greatestPriority))); r != 0 {
+	if r := C.gocuda_cudaDeviceGetStreamPriorityRange(C.uintptr_t(uintptr(fp)), (*C.int)(unsafe.Pointer(leastPriority)), (*C.int)(unsafe.Pointer(greatestPriority))); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -2412,7 +2412,7 @@ func DeviceSetCacheConfig(cacheConfig FuncCache) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaDeviceSetCacheConfig(fp, C.int(cacheConfig)); r != 0 {
+	if r := C.gocuda_cudaDeviceSetCacheConfig(C.uintptr_t(uintptr(fp)), C.int(cacheConfig)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -2450,7 +2450,7 @@ func DeviceGetByPCIBusId(device *int32, pciBusId string) error {
 	}
 	_pciBusId := C.CString(pciBusId)
 	defer C.free(unsafe.Pointer(_pciBusId))
-	if r := C.gocuda_cudaDeviceGetByPCIBusId(fp, (*C.int)(unsafe.Pointer(device)), unsafe.Pointer(_pciBusId)); r != 0 {
+	if r := C.gocuda_cudaDeviceGetByPCIBusId(C.uintptr_t(uintptr(fp)), (*C.int)(unsafe.Pointer(device)), unsafe.Pointer(_pciBusId)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -2491,7 +2491,7 @@ func DeviceGetPCIBusId(pciBusId *byte, len_ int32, device int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaDeviceGetPCIBusId(fp, (*C.char)(unsafe.Pointer(pciBusId)), C.int(len_), C.int(device)); r != 0 {
+	if r := C.gocuda_cudaDeviceGetPCIBusId(C.uintptr_t(uintptr(fp)), (*C.char)(unsafe.Pointer(pciBusId)), C.int(len_), C.int(device)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -2550,7 +2550,7 @@ func IpcGetEventHandle(handle *IpcEventHandle, event Event) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaIpcGetEventHandle(fp, unsafe.Pointer(handle), C.uintptr_t(event)); r != 0 {
+	if r := C.gocuda_cudaIpcGetEventHandle(C.uintptr_t(uintptr(fp)), unsafe.Pointer(handle), C.uintptr_t(event)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -2602,7 +2602,7 @@ func IpcOpenEventHandle(event *Event, handle IpcEventHandle) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaIpcOpenEventHandle(fp, unsafe.Pointer(event), *(*C.cudaIpcEventHandle_t)(unsafe.Pointer(&handle))); r != 0 {
+	if r := C.gocuda_cudaIpcOpenEventHandle(C.uintptr_t(uintptr(fp)), unsafe.Pointer(event), *(*C.cudaIpcEventHandle_t)(unsafe.Pointer(&handle))); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -2655,7 +2655,7 @@ func IpcGetMemHandle(handle *IpcMemHandle, devPtr unsafe.Pointer) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaIpcGetMemHandle(fp, unsafe.Pointer(handle), unsafe.Pointer(devPtr)); r != 0 {
+	if r := C.gocuda_cudaIpcGetMemHandle(C.uintptr_t(uintptr(fp)), unsafe.Pointer(handle), unsafe.Pointer(devPtr)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -2730,7 +2730,7 @@ func IpcOpenMemHandle(devPtr *unsafe.Pointer, handle IpcMemHandle, flags uint32)
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaIpcOpenMemHandle(fp, unsafe.Pointer(devPtr), *(*C.cudaIpcMemHandle_t)(unsafe.Pointer(&handle)), C.uint(flags)); r != 0 {
+	if r := C.gocuda_cudaIpcOpenMemHandle(C.uintptr_t(uintptr(fp)), unsafe.Pointer(devPtr), *(*C.cudaIpcMemHandle_t)(unsafe.Pointer(&handle)), C.uint(flags)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -2777,7 +2777,7 @@ func IpcCloseMemHandle(devPtr unsafe.Pointer) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaIpcCloseMemHandle(fp, unsafe.Pointer(devPtr)); r != 0 {
+	if r := C.gocuda_cudaIpcCloseMemHandle(C.uintptr_t(uintptr(fp)), unsafe.Pointer(devPtr)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -2815,7 +2815,7 @@ func DeviceFlushGPUDirectRDMAWrites(target FlushGPUDirectRDMAWritesTarget, scope
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaDeviceFlushGPUDirectRDMAWrites(fp, C.int(target), C.int(scope)); r != 0 {
+	if r := C.gocuda_cudaDeviceFlushGPUDirectRDMAWrites(C.uintptr_t(uintptr(fp)), C.int(target), C.int(scope)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -2861,7 +2861,7 @@ func DeviceRegisterAsyncNotification(device int32, callbackFunc AsyncCallback, u
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaDeviceRegisterAsyncNotification(fp, C.int(device), C.uintptr_t(callbackFunc), unsafe.Pointer(userData), unsafe.Pointer(callback)); r != 0 {
+	if r := C.gocuda_cudaDeviceRegisterAsyncNotification(C.uintptr_t(uintptr(fp)), C.int(device), C.uintptr_t(callbackFunc), unsafe.Pointer(userData), unsafe.Pointer(callback)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -2893,7 +2893,7 @@ func DeviceUnregisterAsyncNotification(device int32, callback AsyncCallbackHandl
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaDeviceUnregisterAsyncNotification(fp, C.int(device), C.uintptr_t(callback)); r != 0 {
+	if r := C.gocuda_cudaDeviceUnregisterAsyncNotification(C.uintptr_t(uintptr(fp)), C.int(device), C.uintptr_t(callback)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -2933,7 +2933,7 @@ func DeviceGetSharedMemConfig(pConfig *SharedMemConfig) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaDeviceGetSharedMemConfig(fp, (*C.int)(unsafe.Pointer(pConfig))); r != 0 {
+	if r := C.gocuda_cudaDeviceGetSharedMemConfig(C.uintptr_t(uintptr(fp)), (*C.int)(unsafe.Pointer(pConfig))); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -2986,7 +2986,7 @@ func DeviceSetSharedMemConfig(config SharedMemConfig) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaDeviceSetSharedMemConfig(fp, C.int(config)); r != 0 {
+	if r := C.gocuda_cudaDeviceSetSharedMemConfig(C.uintptr_t(uintptr(fp)), C.int(config)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -3042,7 +3042,7 @@ func GetLastError() error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGetLastError(fp); r != 0 {
+	if r := C.gocuda_cudaGetLastError(C.uintptr_t(uintptr(fp))); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -3098,7 +3098,7 @@ func PeekAtLastError() error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaPeekAtLastError(fp); r != 0 {
+	if r := C.gocuda_cudaPeekAtLastError(C.uintptr_t(uintptr(fp))); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -3124,7 +3124,7 @@ func GetErrorName(error_ Error) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	r := C.gocuda_cudaGetErrorName(fp, C.int(error_))
+	r := C.gocuda_cudaGetErrorName(C.uintptr_t(uintptr(fp)), C.int(error_))
 	return C.GoString(r), nil
 }
 
@@ -3148,7 +3148,7 @@ func GetErrorString(error_ Error) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	r := C.gocuda_cudaGetErrorString(fp, C.int(error_))
+	r := C.gocuda_cudaGetErrorString(C.uintptr_t(uintptr(fp)), C.int(error_))
 	return C.GoString(r), nil
 }
 
@@ -3175,7 +3175,7 @@ func GetDeviceCount(count *int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGetDeviceCount(fp, (*C.int)(unsafe.Pointer(count))); r != 0 {
+	if r := C.gocuda_cudaGetDeviceCount(C.uintptr_t(uintptr(fp)), (*C.int)(unsafe.Pointer(count))); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -3205,7 +3205,7 @@ func GetDeviceProperties(prop *DeviceProp, device int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGetDeviceProperties(fp, unsafe.Pointer(prop), C.int(device)); r != 0 {
+	if r := C.gocuda_cudaGetDeviceProperties(C.uintptr_t(uintptr(fp)), unsafe.Pointer(prop), C.int(device)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -3237,7 +3237,7 @@ func DeviceGetAttribute(value *int32, attr DeviceAttr, device int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaDeviceGetAttribute(fp, (*C.int)(unsafe.Pointer(value)), C.int(attr), C.int(device)); r != 0 {
+	if r := C.gocuda_cudaDeviceGetAttribute(C.uintptr_t(uintptr(fp)), (*C.int)(unsafe.Pointer(value)), C.int(attr), C.int(device)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -3279,7 +3279,7 @@ func DeviceGetHostAtomicCapabilities(capabilities *uint32, operations *AtomicOpe
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaDeviceGetHostAtomicCapabilities(fp, (*C.uint)(unsafe.Pointer(capabilities)), (*C.int)(unsafe.Pointer(operations)), C.uint(count), C.int(device)); r != 0 {
+	if r := C.gocuda_cudaDeviceGetHostAtomicCapabilities(C.uintptr_t(uintptr(fp)), (*C.uint)(unsafe.Pointer(capabilities)), (*C.int)(unsafe.Pointer(operations)), C.uint(count), C.int(device)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -3302,7 +3302,7 @@ func DeviceGetDefaultMemPool(memPool *MemPool, device int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaDeviceGetDefaultMemPool(fp, unsafe.Pointer(memPool), C.int(device)); r != 0 {
+	if r := C.gocuda_cudaDeviceGetDefaultMemPool(C.uintptr_t(uintptr(fp)), unsafe.Pointer(memPool), C.int(device)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -3331,7 +3331,7 @@ func DeviceSetMemPool(device int32, memPool MemPool) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaDeviceSetMemPool(fp, C.int(device), C.uintptr_t(memPool)); r != 0 {
+	if r := C.gocuda_cudaDeviceSetMemPool(C.uintptr_t(uintptr(fp)), C.int(device), C.uintptr_t(memPool)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -3356,7 +3356,7 @@ func DeviceGetMemPool(memPool *MemPool, device int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaDeviceGetMemPool(fp, unsafe.Pointer(memPool), C.int(device)); r != 0 {
+	if r := C.gocuda_cudaDeviceGetMemPool(C.uintptr_t(uintptr(fp)), unsafe.Pointer(memPool), C.int(device)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -3427,7 +3427,7 @@ func DeviceGetNvSciSyncAttributes(nvSciSyncAttrList unsafe.Pointer, device int32
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaDeviceGetNvSciSyncAttributes(fp, unsafe.Pointer(nvSciSyncAttrList), C.int(device), C.int(flags)); r != 0 {
+	if r := C.gocuda_cudaDeviceGetNvSciSyncAttributes(C.uintptr_t(uintptr(fp)), unsafe.Pointer(nvSciSyncAttrList), C.int(device), C.int(flags)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -3478,7 +3478,7 @@ func DeviceGetP2PAttribute(value *int32, attr DeviceP2PAttr, srcDevice int32, ds
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaDeviceGetP2PAttribute(fp, (*C.int)(unsafe.Pointer(value)), C.int(attr), C.int(srcDevice), C.int(dstDevice)); r != 0 {
+	if r := C.gocuda_cudaDeviceGetP2PAttribute(C.uintptr_t(uintptr(fp)), (*C.int)(unsafe.Pointer(value)), C.int(attr), C.int(srcDevice), C.int(dstDevice)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -3522,7 +3522,7 @@ func DeviceGetP2PAtomicCapabilities(capabilities *uint32, operations *AtomicOper
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaDeviceGetP2PAtomicCapabilities(fp, (*C.uint)(unsafe.Pointer(capabilities)), (*C.int)(unsafe.Pointer(operations)), C.uint(count), C.int(srcDevice), C.int(dstDevice)); r != 0 {
+	if r := C.gocuda_cudaDeviceGetP2PAtomicCapabilities(C.uintptr_t(uintptr(fp)), (*C.uint)(unsafe.Pointer(capabilities)), (*C.int)(unsafe.Pointer(operations)), C.uint(count), C.int(srcDevice), C.int(dstDevice)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -3551,7 +3551,7 @@ func ChooseDevice(device *int32, prop *DeviceProp) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaChooseDevice(fp, (*C.int)(unsafe.Pointer(device)), unsafe.Pointer(prop)); r != 0 {
+	if r := C.gocuda_cudaChooseDevice(C.uintptr_t(uintptr(fp)), (*C.int)(unsafe.Pointer(device)), unsafe.Pointer(prop)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -3588,7 +3588,7 @@ func InitDevice(device int32, deviceFlags uint32, flags uint32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaInitDevice(fp, C.int(device), C.uint(deviceFlags), C.uint(flags)); r != 0 {
+	if r := C.gocuda_cudaInitDevice(C.uintptr_t(uintptr(fp)), C.int(device), C.uint(deviceFlags), C.uint(flags)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -3643,7 +3643,7 @@ func SetDevice(device int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaSetDevice(fp, C.int(device)); r != 0 {
+	if r := C.gocuda_cudaSetDevice(C.uintptr_t(uintptr(fp)), C.int(device)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -3672,7 +3672,7 @@ func GetDevice(device *int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGetDevice(fp, (*C.int)(unsafe.Pointer(device))); r != 0 {
+	if r := C.gocuda_cudaGetDevice(C.uintptr_t(uintptr(fp)), (*C.int)(unsafe.Pointer(device))); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -3710,7 +3710,7 @@ func SetValidDevices(device_arr *int32, len_ int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaSetValidDevices(fp, (*C.int)(unsafe.Pointer(device_arr)), C.int(len_)); r != 0 {
+	if r := C.gocuda_cudaSetValidDevices(C.uintptr_t(uintptr(fp)), (*C.int)(unsafe.Pointer(device_arr)), C.int(len_)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -3787,7 +3787,7 @@ func SetDeviceFlags(flags uint32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaSetDeviceFlags(fp, C.uint(flags)); r != 0 {
+	if r := C.gocuda_cudaSetDeviceFlags(C.uintptr_t(uintptr(fp)), C.uint(flags)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -3838,7 +3838,7 @@ func GetDeviceFlags(flags *uint32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGetDeviceFlags(fp, (*C.uint)(unsafe.Pointer(flags))); r != 0 {
+	if r := C.gocuda_cudaGetDeviceFlags(C.uintptr_t(uintptr(fp)), (*C.uint)(unsafe.Pointer(flags))); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -3876,7 +3876,7 @@ func StreamCreate(pStream *Stream) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaStreamCreate(fp, unsafe.Pointer(pStream)); r != 0 {
+	if r := C.gocuda_cudaStreamCreate(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pStream)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -3919,7 +3919,7 @@ func StreamCreateWithFlags(pStream *Stream, flags uint32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaStreamCreateWithFlags(fp, unsafe.Pointer(pStream), C.uint(flags)); r != 0 {
+	if r := C.gocuda_cudaStreamCreateWithFlags(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pStream), C.uint(flags)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -3978,7 +3978,7 @@ func StreamCreateWithPriority(pStream *Stream, flags uint32, priority int32) err
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaStreamCreateWithPriority(fp, unsafe.Pointer(pStream), C.uint(flags), C.int(priority)); r != 0 {
+	if r := C.gocuda_cudaStreamCreateWithPriority(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pStream), C.uint(flags), C.int(priority)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -4013,7 +4013,7 @@ func StreamGetPriority(hStream Stream, priority *int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaStreamGetPriority(fp, C.uintptr_t(hStream), (*C.int)(unsafe.Pointer(priority))); r != 0 {
+	if r := C.gocuda_cudaStreamGetPriority(C.uintptr_t(uintptr(fp)), C.uintptr_t(hStream), (*C.int)(unsafe.Pointer(priority))); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -4045,7 +4045,7 @@ func StreamGetFlags(hStream Stream, flags *uint32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaStreamGetFlags(fp, C.uintptr_t(hStream), (*C.uint)(unsafe.Pointer(flags))); r != 0 {
+	if r := C.gocuda_cudaStreamGetFlags(C.uintptr_t(uintptr(fp)), C.uintptr_t(hStream), (*C.uint)(unsafe.Pointer(flags))); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -4089,7 +4089,7 @@ func StreamGetId(hStream Stream, streamId *uint64) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaStreamGetId(fp, C.uintptr_t(hStream), (*C.ulonglong)(unsafe.Pointer(streamId))); r != 0 {
+	if r := C.gocuda_cudaStreamGetId(C.uintptr_t(uintptr(fp)), C.uintptr_t(hStream), (*C.ulonglong)(unsafe.Pointer(streamId))); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -4121,7 +4121,7 @@ func StreamGetDevice(hStream Stream, device *int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaStreamGetDevice(fp, C.uintptr_t(hStream), (*C.int)(unsafe.Pointer(device))); r != 0 {
+	if r := C.gocuda_cudaStreamGetDevice(C.uintptr_t(uintptr(fp)), C.uintptr_t(hStream), (*C.int)(unsafe.Pointer(device))); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -4143,7 +4143,7 @@ func CtxResetPersistingL2Cache() error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaCtxResetPersistingL2Cache(fp); r != 0 {
+	if r := C.gocuda_cudaCtxResetPersistingL2Cache(C.uintptr_t(uintptr(fp))); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -4172,7 +4172,7 @@ func StreamCopyAttributes(dst Stream, src Stream) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaStreamCopyAttributes(fp, C.uintptr_t(dst), C.uintptr_t(src)); r != 0 {
+	if r := C.gocuda_cudaStreamCopyAttributes(C.uintptr_t(uintptr(fp)), C.uintptr_t(dst), C.uintptr_t(src)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -4202,7 +4202,7 @@ func StreamGetAttribute(hStream Stream, attr LaunchAttributeID, value_out *Launc
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaStreamGetAttribute(fp, C.uintptr_t(hStream), C.int(attr), unsafe.Pointer(value_out)); r != 0 {
+	if r := C.gocuda_cudaStreamGetAttribute(C.uintptr_t(uintptr(fp)), C.uintptr_t(hStream), C.int(attr), unsafe.Pointer(value_out)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -4233,7 +4233,7 @@ func StreamSetAttribute(hStream Stream, attr LaunchAttributeID, value *LaunchAtt
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaStreamSetAttribute(fp, C.uintptr_t(hStream), C.int(attr), unsafe.Pointer(value)); r != 0 {
+	if r := C.gocuda_cudaStreamSetAttribute(C.uintptr_t(uintptr(fp)), C.uintptr_t(hStream), C.int(attr), unsafe.Pointer(value)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -4270,7 +4270,7 @@ func StreamDestroy(stream Stream) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaStreamDestroy(fp, C.uintptr_t(stream)); r != 0 {
+	if r := C.gocuda_cudaStreamDestroy(C.uintptr_t(uintptr(fp)), C.uintptr_t(stream)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -4307,7 +4307,7 @@ func StreamWaitEvent(stream Stream, event Event, flags uint32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaStreamWaitEvent(fp, C.uintptr_t(stream), C.uintptr_t(event), C.uint(flags)); r != 0 {
+	if r := C.gocuda_cudaStreamWaitEvent(C.uintptr_t(uintptr(fp)), C.uintptr_t(stream), C.uintptr_t(event), C.uint(flags)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -4383,7 +4383,7 @@ func StreamAddCallback(stream Stream, callback StreamCallback, userData unsafe.P
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaStreamAddCallback(fp, C.uintptr_t(stream), C.uintptr_t(callback), unsafe.Pointer(userData), C.uint(flags)); r != 0 {
+	if r := C.gocuda_cudaStreamAddCallback(C.uintptr_t(uintptr(fp)), C.uintptr_t(stream), C.uintptr_t(callback), unsafe.Pointer(userData), C.uint(flags)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -4412,7 +4412,7 @@ func StreamSynchronize(stream Stream) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaStreamSynchronize(fp, C.uintptr_t(stream)); r != 0 {
+	if r := C.gocuda_cudaStreamSynchronize(C.uintptr_t(uintptr(fp)), C.uintptr_t(stream)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -4443,7 +4443,7 @@ func StreamQuery(stream Stream) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaStreamQuery(fp, C.uintptr_t(stream)); r != 0 {
+	if r := C.gocuda_cudaStreamQuery(C.uintptr_t(uintptr(fp)), C.uintptr_t(stream)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -4533,7 +4533,7 @@ func StreamAttachMemAsync(stream Stream, devPtr unsafe.Pointer, length uint64, f
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaStreamAttachMemAsync(fp, C.uintptr_t(stream), unsafe.Pointer(devPtr), C.size_t(length), C.uint(flags)); r != 0 {
+	if r := C.gocuda_cudaStreamAttachMemAsync(C.uintptr_t(uintptr(fp)), C.uintptr_t(stream), unsafe.Pointer(devPtr), C.size_t(length), C.uint(flags)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -4578,7 +4578,7 @@ func StreamBeginCapture(stream Stream, mode StreamCaptureMode) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaStreamBeginCapture(fp, C.uintptr_t(stream), C.int(mode)); r != 0 {
+	if r := C.gocuda_cudaStreamBeginCapture(C.uintptr_t(uintptr(fp)), C.uintptr_t(stream), C.int(mode)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -4628,7 +4628,7 @@ func StreamBeginCaptureToGraph(stream Stream, graph Graph, dependencies *GraphNo
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaStreamBeginCaptureToGraph(fp, C.uintptr_t(stream), C.uintptr_t(graph), unsafe.Pointer(dependencies), unsafe.Pointer(dependencyData), C.size_t(numDependencies), C.int(mode)); r != 0 {
+	if r := C.gocuda_cudaStreamBeginCaptureToGraph(C.uintptr_t(uintptr(fp)), C.uintptr_t(stream), C.uintptr_t(graph), unsafe.Pointer(dependencies), unsafe.Pointer(dependencyData), C.size_t(numDependencies), C.int(mode)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -4687,7 +4687,7 @@ func ThreadExchangeStreamCaptureMode(mode *StreamCaptureMode) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaThreadExchangeStreamCaptureMode(fp, (*C.int)(unsafe.Pointer(mode))); r != 0 {
+	if r := C.gocuda_cudaThreadExchangeStreamCaptureMode(C.uintptr_t(uintptr(fp)), (*C.int)(unsafe.Pointer(mode))); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -4725,7 +4725,7 @@ func StreamEndCapture(stream Stream, pGraph *Graph) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaStreamEndCapture(fp, C.uintptr_t(stream), unsafe.Pointer(pGraph)); r != 0 {
+	if r := C.gocuda_cudaStreamEndCapture(C.uintptr_t(uintptr(fp)), C.uintptr_t(stream), unsafe.Pointer(pGraph)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -4772,7 +4772,7 @@ func StreamIsCapturing(stream Stream, pCaptureStatus *StreamCaptureStatus) error
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaStreamIsCapturing(fp, C.uintptr_t(stream), (*C.int)(unsafe.Pointer(pCaptureStatus))); r != 0 {
+	if r := C.gocuda_cudaStreamIsCapturing(C.uintptr_t(uintptr(fp)), C.uintptr_t(stream), (*C.int)(unsafe.Pointer(pCaptureStatus))); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -4839,7 +4839,7 @@ func StreamGetCaptureInfo(stream Stream, captureStatus_out *StreamCaptureStatus,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaStreamGetCaptureInfo(fp, C.uintptr_t(stream), (*C.int)(unsafe.Pointer(captureStatus_out)), (*C.ulonglong)(unsafe.Pointer(id_out)), unsafe.Pointer(graph_out), unsafe.Pointer(dependencies_out), unsafe.Pointer(edgeData_out), (*C.size_t)(unsafe.Pointer(numDependencies_out))); r != 0 {
+	if r := C.gocuda_cudaStreamGetCaptureInfo(C.uintptr_t(uintptr(fp)), C.uintptr_t(stream), (*C.int)(unsafe.Pointer(captureStatus_out)), (*C.ulonglong)(unsafe.Pointer(id_out)), unsafe.Pointer(graph_out), unsafe.Pointer(dependencies_out), unsafe.Pointer(edgeData_out), (*C.size_t)(unsafe.Pointer(numDependencies_out))); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -4883,7 +4883,7 @@ func StreamUpdateCaptureDependencies(stream Stream, dependencies *GraphNode, dep
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaStreamUpdateCaptureDependencies(fp, C.uintptr_t(stream), unsafe.Pointer(dependencies), unsafe.Pointer(dependencyData), C.size_t(numDependencies), C.uint(flags)); r != 0 {
+	if r := C.gocuda_cudaStreamUpdateCaptureDependencies(C.uintptr_t(uintptr(fp)), C.uintptr_t(stream), unsafe.Pointer(dependencies), unsafe.Pointer(dependencyData), C.size_t(numDependencies), C.uint(flags)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -4914,7 +4914,7 @@ func EventCreate(event *Event) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaEventCreate(fp, unsafe.Pointer(event)); r != 0 {
+	if r := C.gocuda_cudaEventCreate(C.uintptr_t(uintptr(fp)), unsafe.Pointer(event)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -4958,7 +4958,7 @@ func EventCreateWithFlags(event *Event, flags uint32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaEventCreateWithFlags(fp, unsafe.Pointer(event), C.uint(flags)); r != 0 {
+	if r := C.gocuda_cudaEventCreateWithFlags(C.uintptr_t(uintptr(fp)), unsafe.Pointer(event), C.uint(flags)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -5004,7 +5004,7 @@ func EventRecord(event Event, stream Stream) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaEventRecord(fp, C.uintptr_t(event), C.uintptr_t(stream)); r != 0 {
+	if r := C.gocuda_cudaEventRecord(C.uintptr_t(uintptr(fp)), C.uintptr_t(event), C.uintptr_t(stream)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -5056,7 +5056,7 @@ func EventRecordWithFlags(event Event, stream Stream, flags uint32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaEventRecordWithFlags(fp, C.uintptr_t(event), C.uintptr_t(stream), C.uint(flags)); r != 0 {
+	if r := C.gocuda_cudaEventRecordWithFlags(C.uintptr_t(uintptr(fp)), C.uintptr_t(event), C.uintptr_t(stream), C.uint(flags)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -5094,7 +5094,7 @@ func EventQuery(event Event) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaEventQuery(fp, C.uintptr_t(event)); r != 0 {
+	if r := C.gocuda_cudaEventQuery(C.uintptr_t(uintptr(fp)), C.uintptr_t(event)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -5131,7 +5131,7 @@ func EventSynchronize(event Event) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaEventSynchronize(fp, C.uintptr_t(event)); r != 0 {
+	if r := C.gocuda_cudaEventSynchronize(C.uintptr_t(uintptr(fp)), C.uintptr_t(event)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -5166,7 +5166,7 @@ func EventDestroy(event Event) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaEventDestroy(fp, C.uintptr_t(event)); r != 0 {
+	if r := C.gocuda_cudaEventDestroy(C.uintptr_t(uintptr(fp)), C.uintptr_t(event)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -5220,7 +5220,7 @@ func EventElapsedTime(ms *float32, start Event, end Event) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaEventElapsedTime(fp, (*C.float)(unsafe.Pointer(ms)), C.uintptr_t(start), C.uintptr_t(end)); r != 0 {
+	if r := C.gocuda_cudaEventElapsedTime(C.uintptr_t(uintptr(fp)), (*C.float)(unsafe.Pointer(ms)), C.uintptr_t(start), C.uintptr_t(end)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -5389,7 +5389,7 @@ func ImportExternalMemory(extMem_out *ExternalMemory, memHandleDesc *ExternalMem
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaImportExternalMemory(fp, unsafe.Pointer(extMem_out), unsafe.Pointer(memHandleDesc)); r != 0 {
+	if r := C.gocuda_cudaImportExternalMemory(C.uintptr_t(uintptr(fp)), unsafe.Pointer(extMem_out), unsafe.Pointer(memHandleDesc)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -5449,7 +5449,7 @@ func ExternalMemoryGetMappedBuffer(devPtr *unsafe.Pointer, extMem ExternalMemory
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaExternalMemoryGetMappedBuffer(fp, unsafe.Pointer(devPtr), C.uintptr_t(extMem), unsafe.Pointer(bufferDesc)); r != 0 {
+	if r := C.gocuda_cudaExternalMemoryGetMappedBuffer(C.uintptr_t(uintptr(fp)), unsafe.Pointer(devPtr), C.uintptr_t(extMem), unsafe.Pointer(bufferDesc)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -5514,7 +5514,7 @@ func ExternalMemoryGetMappedMipmappedArray(mipmap *MipmappedArray, extMem Extern
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaExternalMemoryGetMappedMipmappedArray(fp, unsafe.Pointer(mipmap), C.uintptr_t(extMem), unsafe.Pointer(mipmapDesc)); r != 0 {
+	if r := C.gocuda_cudaExternalMemoryGetMappedMipmappedArray(C.uintptr_t(uintptr(fp)), unsafe.Pointer(mipmap), C.uintptr_t(extMem), unsafe.Pointer(mipmapDesc)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -5544,7 +5544,7 @@ func DestroyExternalMemory(extMem ExternalMemory) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaDestroyExternalMemory(fp, C.uintptr_t(extMem)); r != 0 {
+	if r := C.gocuda_cudaDestroyExternalMemory(C.uintptr_t(uintptr(fp)), C.uintptr_t(extMem)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -5701,7 +5701,7 @@ func ImportExternalSemaphore(extSem_out *ExternalSemaphore, semHandleDesc *Exter
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaImportExternalSemaphore(fp, unsafe.Pointer(extSem_out), unsafe.Pointer(semHandleDesc)); r != 0 {
+	if r := C.gocuda_cudaImportExternalSemaphore(C.uintptr_t(uintptr(fp)), unsafe.Pointer(extSem_out), unsafe.Pointer(semHandleDesc)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -5804,7 +5804,7 @@ func SignalExternalSemaphoresAsync(extSemArray *ExternalSemaphore, paramsArray *
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaSignalExternalSemaphoresAsync(fp, unsafe.Pointer(extSemArray), unsafe.Pointer(paramsArray), C.uint(numExtSems), C.uintptr_t(stream)); r != 0 {
+	if r := C.gocuda_cudaSignalExternalSemaphoresAsync(C.uintptr_t(uintptr(fp)), unsafe.Pointer(extSemArray), unsafe.Pointer(paramsArray), C.uint(numExtSems), C.uintptr_t(stream)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -5887,7 +5887,7 @@ func WaitExternalSemaphoresAsync(extSemArray *ExternalSemaphore, paramsArray *Ex
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaWaitExternalSemaphoresAsync(fp, unsafe.Pointer(extSemArray), unsafe.Pointer(paramsArray), C.uint(numExtSems), C.uintptr_t(stream)); r != 0 {
+	if r := C.gocuda_cudaWaitExternalSemaphoresAsync(C.uintptr_t(uintptr(fp)), unsafe.Pointer(extSemArray), unsafe.Pointer(paramsArray), C.uint(numExtSems), C.uintptr_t(stream)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -5916,7 +5916,7 @@ func DestroyExternalSemaphore(extSem ExternalSemaphore) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaDestroyExternalSemaphore(fp, C.uintptr_t(extSem)); r != 0 {
+	if r := C.gocuda_cudaDestroyExternalSemaphore(C.uintptr_t(uintptr(fp)), C.uintptr_t(extSem)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -5972,7 +5972,7 @@ func LaunchKernel(func_ unsafe.Pointer, gridDim Dim3, blockDim Dim3, args *unsaf
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaLaunchKernel(fp, unsafe.Pointer(func_), *(*C.dim3)(unsafe.Pointer(&gridDim)), *(*C.dim3)(unsafe.Pointer(&blockDim)), unsafe.Pointer(args), C.size_t(sharedMem), C.uintptr_t(stream)); r != 0 {
+	if r := C.gocuda_cudaLaunchKernel(C.uintptr_t(uintptr(fp)), unsafe.Pointer(func_), *(*C.dim3)(unsafe.Pointer(&gridDim)), *(*C.dim3)(unsafe.Pointer(&blockDim)), unsafe.Pointer(args), C.size_t(sharedMem), C.uintptr_t(stream)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -6040,7 +6040,7 @@ func LaunchKernelExC(config *LaunchConfig, func_ unsafe.Pointer, args *unsafe.Po
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaLaunchKernelExC(fp, unsafe.Pointer(config), unsafe.Pointer(func_), unsafe.Pointer(args)); r != 0 {
+	if r := C.gocuda_cudaLaunchKernelExC(C.uintptr_t(uintptr(fp)), unsafe.Pointer(config), unsafe.Pointer(func_), unsafe.Pointer(args)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -6102,7 +6102,7 @@ func LaunchCooperativeKernel(func_ unsafe.Pointer, gridDim Dim3, blockDim Dim3, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaLaunchCooperativeKernel(fp, unsafe.Pointer(func_), *(*C.dim3)(unsafe.Pointer(&gridDim)), *(*C.dim3)(unsafe.Pointer(&blockDim)), unsafe.Pointer(args), C.size_t(sharedMem), C.uintptr_t(stream)); r != 0 {
+	if r := C.gocuda_cudaLaunchCooperativeKernel(C.uintptr_t(uintptr(fp)), unsafe.Pointer(func_), *(*C.dim3)(unsafe.Pointer(&gridDim)), *(*C.dim3)(unsafe.Pointer(&blockDim)), unsafe.Pointer(args), C.size_t(sharedMem), C.uintptr_t(stream)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -6158,7 +6158,7 @@ func FuncSetCacheConfig(func_ unsafe.Pointer, cacheConfig FuncCache) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaFuncSetCacheConfig(fp, unsafe.Pointer(func_), C.int(cacheConfig)); r != 0 {
+	if r := C.gocuda_cudaFuncSetCacheConfig(C.uintptr_t(uintptr(fp)), unsafe.Pointer(func_), C.int(cacheConfig)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -6198,7 +6198,7 @@ func FuncGetAttributes(attr *FuncAttributes, func_ unsafe.Pointer) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaFuncGetAttributes(fp, unsafe.Pointer(attr), unsafe.Pointer(func_)); r != 0 {
+	if r := C.gocuda_cudaFuncGetAttributes(C.uintptr_t(uintptr(fp)), unsafe.Pointer(attr), unsafe.Pointer(func_)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -6262,7 +6262,7 @@ func FuncSetAttribute(func_ unsafe.Pointer, attr FuncAttribute, value int32) err
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaFuncSetAttribute(fp, unsafe.Pointer(func_), C.int(attr), C.int(value)); r != 0 {
+	if r := C.gocuda_cudaFuncSetAttribute(C.uintptr_t(uintptr(fp)), unsafe.Pointer(func_), C.int(attr), C.int(value)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -6294,7 +6294,7 @@ func FuncGetName(name **byte, func_ unsafe.Pointer) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaFuncGetName(fp, unsafe.Pointer(name), unsafe.Pointer(func_)); r != 0 {
+	if r := C.gocuda_cudaFuncGetName(C.uintptr_t(uintptr(fp)), unsafe.Pointer(name), unsafe.Pointer(func_)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -6325,7 +6325,7 @@ func FuncGetParamInfo(func_ unsafe.Pointer, paramIndex uint64, paramOffset *uint
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaFuncGetParamInfo(fp, unsafe.Pointer(func_), C.size_t(paramIndex), (*C.size_t)(unsafe.Pointer(paramOffset)), (*C.size_t)(unsafe.Pointer(paramSize))); r != 0 {
+	if r := C.gocuda_cudaFuncGetParamInfo(C.uintptr_t(uintptr(fp)), unsafe.Pointer(func_), C.size_t(paramIndex), (*C.size_t)(unsafe.Pointer(paramOffset)), (*C.size_t)(unsafe.Pointer(paramSize))); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -6400,7 +6400,7 @@ func LaunchHostFunc(stream Stream, fn HostFn, userData unsafe.Pointer) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaLaunchHostFunc(fp, C.uintptr_t(stream), C.uintptr_t(fn), unsafe.Pointer(userData)); r != 0 {
+	if r := C.gocuda_cudaLaunchHostFunc(C.uintptr_t(uintptr(fp)), C.uintptr_t(stream), C.uintptr_t(fn), unsafe.Pointer(userData)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -6463,7 +6463,7 @@ func FuncSetSharedMemConfig(func_ unsafe.Pointer, config SharedMemConfig) error 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaFuncSetSharedMemConfig(fp, unsafe.Pointer(func_), C.int(config)); r != 0 {
+	if r := C.gocuda_cudaFuncSetSharedMemConfig(C.uintptr_t(uintptr(fp)), unsafe.Pointer(func_), C.int(config)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -6501,7 +6501,7 @@ func OccupancyMaxActiveBlocksPerMultiprocessor(numBlocks *int32, func_ unsafe.Po
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaOccupancyMaxActiveBlocksPerMultiprocessor(fp, (*C.int)(unsafe.Pointer(numBlocks)), unsafe.Pointer(func_), C.int(blockSize), C.size_t(dynamicSMemSize)); r != 0 {
+	if r := C.gocuda_cudaOccupancyMaxActiveBlocksPerMultiprocessor(C.uintptr_t(uintptr(fp)), (*C.int)(unsafe.Pointer(numBlocks)), unsafe.Pointer(func_), C.int(blockSize), C.size_t(dynamicSMemSize)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -6537,7 +6537,7 @@ func OccupancyAvailableDynamicSMemPerBlock(dynamicSmemSize *uint64, func_ unsafe
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaOccupancyAvailableDynamicSMemPerBlock(fp, (*C.size_t)(unsafe.Pointer(dynamicSmemSize)), unsafe.Pointer(func_), C.int(numBlocks), C.int(blockSize)); r != 0 {
+	if r := C.gocuda_cudaOccupancyAvailableDynamicSMemPerBlock(C.uintptr_t(uintptr(fp)), (*C.size_t)(unsafe.Pointer(dynamicSmemSize)), unsafe.Pointer(func_), C.int(numBlocks), C.int(blockSize)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -6589,7 +6589,7 @@ func OccupancyMaxActiveBlocksPerMultiprocessorWithFlags(numBlocks *int32, func_ 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(fp, (*C.int)(unsafe.Pointer(numBlocks)), unsafe.Pointer(func_), C.int(blockSize), C.size_t(dynamicSMemSize), C.uint(flags)); r != 0 {
+	if r := C.gocuda_cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(C.uintptr_t(uintptr(fp)), (*C.int)(unsafe.Pointer(numBlocks)), unsafe.Pointer(func_), C.int(blockSize), C.size_t(dynamicSMemSize), C.uint(flags)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -6631,7 +6631,7 @@ func OccupancyMaxPotentialClusterSize(clusterSize *int32, func_ unsafe.Pointer, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaOccupancyMaxPotentialClusterSize(fp, (*C.int)(unsafe.Pointer(clusterSize)), unsafe.Pointer(func_), unsafe.Pointer(launchConfig)); r != 0 {
+	if r := C.gocuda_cudaOccupancyMaxPotentialClusterSize(C.uintptr_t(uintptr(fp)), (*C.int)(unsafe.Pointer(clusterSize)), unsafe.Pointer(func_), unsafe.Pointer(launchConfig)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -6676,7 +6676,7 @@ func OccupancyMaxActiveClusters(numClusters *int32, func_ unsafe.Pointer, launch
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaOccupancyMaxActiveClusters(fp, (*C.int)(unsafe.Pointer(numClusters)), unsafe.Pointer(func_), unsafe.Pointer(launchConfig)); r != 0 {
+	if r := C.gocuda_cudaOccupancyMaxActiveClusters(C.uintptr_t(uintptr(fp)), (*C.int)(unsafe.Pointer(numClusters)), unsafe.Pointer(func_), unsafe.Pointer(launchConfig)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -6786,7 +6786,7 @@ func MallocManaged(devPtr *unsafe.Pointer, size uint64, flags uint32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMallocManaged(fp, unsafe.Pointer(devPtr), C.size_t(size), C.uint(flags)); r != 0 {
+	if r := C.gocuda_cudaMallocManaged(C.uintptr_t(uintptr(fp)), unsafe.Pointer(devPtr), C.size_t(size), C.uint(flags)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -6823,7 +6823,7 @@ func Malloc(devPtr *unsafe.Pointer, size uint64) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMalloc(fp, unsafe.Pointer(devPtr), C.size_t(size)); r != 0 {
+	if r := C.gocuda_cudaMalloc(C.uintptr_t(uintptr(fp)), unsafe.Pointer(devPtr), C.size_t(size)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -6867,7 +6867,7 @@ func MallocHost(ptr *unsafe.Pointer, size uint64) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMallocHost(fp, unsafe.Pointer(ptr), C.size_t(size)); r != 0 {
+	if r := C.gocuda_cudaMallocHost(C.uintptr_t(uintptr(fp)), unsafe.Pointer(ptr), C.size_t(size)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -6916,7 +6916,7 @@ func MallocPitch(devPtr *unsafe.Pointer, pitch *uint64, width uint64, height uin
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMallocPitch(fp, unsafe.Pointer(devPtr), (*C.size_t)(unsafe.Pointer(pitch)), C.size_t(width), C.size_t(height)); r != 0 {
+	if r := C.gocuda_cudaMallocPitch(C.uintptr_t(uintptr(fp)), unsafe.Pointer(devPtr), (*C.size_t)(unsafe.Pointer(pitch)), C.size_t(width), C.size_t(height)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -6975,7 +6975,7 @@ func MallocArray(array *Array, desc *ChannelFormatDesc, width uint64, height uin
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMallocArray(fp, unsafe.Pointer(array), unsafe.Pointer(desc), C.size_t(width), C.size_t(height), C.uint(flags)); r != 0 {
+	if r := C.gocuda_cudaMallocArray(C.uintptr_t(uintptr(fp)), unsafe.Pointer(array), unsafe.Pointer(desc), C.size_t(width), C.size_t(height), C.uint(flags)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -7021,7 +7021,7 @@ func Free(devPtr unsafe.Pointer) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaFree(fp, unsafe.Pointer(devPtr)); r != 0 {
+	if r := C.gocuda_cudaFree(C.uintptr_t(uintptr(fp)), unsafe.Pointer(devPtr)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -7051,7 +7051,7 @@ func FreeHost(ptr unsafe.Pointer) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaFreeHost(fp, unsafe.Pointer(ptr)); r != 0 {
+	if r := C.gocuda_cudaFreeHost(C.uintptr_t(uintptr(fp)), unsafe.Pointer(ptr)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -7081,7 +7081,7 @@ func FreeArray(array Array) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaFreeArray(fp, C.uintptr_t(array)); r != 0 {
+	if r := C.gocuda_cudaFreeArray(C.uintptr_t(uintptr(fp)), C.uintptr_t(array)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -7111,7 +7111,7 @@ func FreeMipmappedArray(mipmappedArray MipmappedArray) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaFreeMipmappedArray(fp, C.uintptr_t(mipmappedArray)); r != 0 {
+	if r := C.gocuda_cudaFreeMipmappedArray(C.uintptr_t(uintptr(fp)), C.uintptr_t(mipmappedArray)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -7183,7 +7183,7 @@ func HostAlloc(pHost *unsafe.Pointer, size uint64, flags uint32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaHostAlloc(fp, unsafe.Pointer(pHost), C.size_t(size), C.uint(flags)); r != 0 {
+	if r := C.gocuda_cudaHostAlloc(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pHost), C.size_t(size), C.uint(flags)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -7287,7 +7287,7 @@ func HostRegister(ptr unsafe.Pointer, size uint64, flags uint32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaHostRegister(fp, unsafe.Pointer(ptr), C.size_t(size), C.uint(flags)); r != 0 {
+	if r := C.gocuda_cudaHostRegister(C.uintptr_t(uintptr(fp)), unsafe.Pointer(ptr), C.size_t(size), C.uint(flags)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -7317,7 +7317,7 @@ func HostUnregister(ptr unsafe.Pointer) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaHostUnregister(fp, unsafe.Pointer(ptr)); r != 0 {
+	if r := C.gocuda_cudaHostUnregister(C.uintptr_t(uintptr(fp)), unsafe.Pointer(ptr)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -7369,7 +7369,7 @@ func HostGetDevicePointer(pDevice *unsafe.Pointer, pHost unsafe.Pointer, flags u
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaHostGetDevicePointer(fp, unsafe.Pointer(pDevice), unsafe.Pointer(pHost), C.uint(flags)); r != 0 {
+	if r := C.gocuda_cudaHostGetDevicePointer(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pDevice), unsafe.Pointer(pHost), C.uint(flags)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -7398,7 +7398,7 @@ func HostGetFlags(pFlags *uint32, pHost unsafe.Pointer) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaHostGetFlags(fp, (*C.uint)(unsafe.Pointer(pFlags)), unsafe.Pointer(pHost)); r != 0 {
+	if r := C.gocuda_cudaHostGetFlags(C.uintptr_t(uintptr(fp)), (*C.uint)(unsafe.Pointer(pFlags)), unsafe.Pointer(pHost)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -7444,7 +7444,7 @@ func Malloc3D(pitchedDevPtr *PitchedPtr, extent Extent) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMalloc3D(fp, unsafe.Pointer(pitchedDevPtr), *(*C.struct_cudaExtent)(unsafe.Pointer(&extent))); r != 0 {
+	if r := C.gocuda_cudaMalloc3D(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pitchedDevPtr), *(*C.struct_cudaExtent)(unsafe.Pointer(&extent))); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -7533,7 +7533,7 @@ func Malloc3DArray(array *Array, desc *ChannelFormatDesc, extent Extent, flags u
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMalloc3DArray(fp, unsafe.Pointer(array), unsafe.Pointer(desc), *(*C.struct_cudaExtent)(unsafe.Pointer(&extent)), C.uint(flags)); r != 0 {
+	if r := C.gocuda_cudaMalloc3DArray(C.uintptr_t(uintptr(fp)), unsafe.Pointer(array), unsafe.Pointer(desc), *(*C.struct_cudaExtent)(unsafe.Pointer(&extent)), C.uint(flags)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -7622,7 +7622,7 @@ func MallocMipmappedArray(mipmappedArray *MipmappedArray, desc *ChannelFormatDes
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMallocMipmappedArray(fp, unsafe.Pointer(mipmappedArray), unsafe.Pointer(desc), *(*C.struct_cudaExtent)(unsafe.Pointer(&extent)), C.uint(numLevels), C.uint(flags)); r != 0 {
+	if r := C.gocuda_cudaMallocMipmappedArray(C.uintptr_t(uintptr(fp)), unsafe.Pointer(mipmappedArray), unsafe.Pointer(desc), *(*C.struct_cudaExtent)(unsafe.Pointer(&extent)), C.uint(numLevels), C.uint(flags)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -7662,7 +7662,7 @@ func GetMipmappedArrayLevel(levelArray *Array, mipmappedArray MipmappedArray_con
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGetMipmappedArrayLevel(fp, unsafe.Pointer(levelArray), C.uintptr_t(mipmappedArray), C.uint(level)); r != 0 {
+	if r := C.gocuda_cudaGetMipmappedArrayLevel(C.uintptr_t(uintptr(fp)), unsafe.Pointer(levelArray), C.uintptr_t(mipmappedArray), C.uint(level)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -7770,7 +7770,7 @@ func Memcpy3D(p *Memcpy3DParms) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMemcpy3D(fp, unsafe.Pointer(p)); r != 0 {
+	if r := C.gocuda_cudaMemcpy3D(C.uintptr_t(uintptr(fp)), unsafe.Pointer(p)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -7808,7 +7808,7 @@ func Memcpy3DPeer(p *Memcpy3DPeerParms) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMemcpy3DPeer(fp, unsafe.Pointer(p)); r != 0 {
+	if r := C.gocuda_cudaMemcpy3DPeer(C.uintptr_t(uintptr(fp)), unsafe.Pointer(p)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -7928,7 +7928,7 @@ func Memcpy3DAsync(p *Memcpy3DParms, stream Stream) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMemcpy3DAsync(fp, unsafe.Pointer(p), C.uintptr_t(stream)); r != 0 {
+	if r := C.gocuda_cudaMemcpy3DAsync(C.uintptr_t(uintptr(fp)), unsafe.Pointer(p), C.uintptr_t(stream)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -7960,7 +7960,7 @@ func Memcpy3DPeerAsync(p *Memcpy3DPeerParms, stream Stream) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMemcpy3DPeerAsync(fp, unsafe.Pointer(p), C.uintptr_t(stream)); r != 0 {
+	if r := C.gocuda_cudaMemcpy3DPeerAsync(C.uintptr_t(uintptr(fp)), unsafe.Pointer(p), C.uintptr_t(stream)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -8001,7 +8001,7 @@ func MemGetInfo(free *uint64, total *uint64) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMemGetInfo(fp, (*C.size_t)(unsafe.Pointer(free)), (*C.size_t)(unsafe.Pointer(total))); r != 0 {
+	if r := C.gocuda_cudaMemGetInfo(C.uintptr_t(uintptr(fp)), (*C.size_t)(unsafe.Pointer(free)), (*C.size_t)(unsafe.Pointer(total))); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -8034,7 +8034,7 @@ func ArrayGetInfo(desc *ChannelFormatDesc, extent *Extent, flags *uint32, array 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaArrayGetInfo(fp, unsafe.Pointer(desc), unsafe.Pointer(extent), (*C.uint)(unsafe.Pointer(flags)), C.uintptr_t(array)); r != 0 {
+	if r := C.gocuda_cudaArrayGetInfo(C.uintptr_t(uintptr(fp)), unsafe.Pointer(desc), unsafe.Pointer(extent), (*C.uint)(unsafe.Pointer(flags)), C.uintptr_t(array)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -8072,7 +8072,7 @@ func ArrayGetPlane(pPlaneArray *Array, hArray Array, planeIdx uint32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaArrayGetPlane(fp, unsafe.Pointer(pPlaneArray), C.uintptr_t(hArray), C.uint(planeIdx)); r != 0 {
+	if r := C.gocuda_cudaArrayGetPlane(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pPlaneArray), C.uintptr_t(hArray), C.uint(planeIdx)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -8106,7 +8106,7 @@ func ArrayGetMemoryRequirements(memoryRequirements *ArrayMemoryRequirements, arr
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaArrayGetMemoryRequirements(fp, unsafe.Pointer(memoryRequirements), C.uintptr_t(array), C.int(device)); r != 0 {
+	if r := C.gocuda_cudaArrayGetMemoryRequirements(C.uintptr_t(uintptr(fp)), unsafe.Pointer(memoryRequirements), C.uintptr_t(array), C.int(device)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -8141,7 +8141,7 @@ func MipmappedArrayGetMemoryRequirements(memoryRequirements *ArrayMemoryRequirem
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMipmappedArrayGetMemoryRequirements(fp, unsafe.Pointer(memoryRequirements), C.uintptr_t(mipmap), C.int(device)); r != 0 {
+	if r := C.gocuda_cudaMipmappedArrayGetMemoryRequirements(C.uintptr_t(uintptr(fp)), unsafe.Pointer(memoryRequirements), C.uintptr_t(mipmap), C.int(device)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -8178,7 +8178,7 @@ func ArrayGetSparseProperties(sparseProperties *ArraySparseProperties, array Arr
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaArrayGetSparseProperties(fp, unsafe.Pointer(sparseProperties), C.uintptr_t(array)); r != 0 {
+	if r := C.gocuda_cudaArrayGetSparseProperties(C.uintptr_t(uintptr(fp)), unsafe.Pointer(sparseProperties), C.uintptr_t(array)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -8216,7 +8216,7 @@ func MipmappedArrayGetSparseProperties(sparseProperties *ArraySparseProperties, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMipmappedArrayGetSparseProperties(fp, unsafe.Pointer(sparseProperties), C.uintptr_t(mipmap)); r != 0 {
+	if r := C.gocuda_cudaMipmappedArrayGetSparseProperties(C.uintptr_t(uintptr(fp)), unsafe.Pointer(sparseProperties), C.uintptr_t(mipmap)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -8264,7 +8264,7 @@ func Memcpy(dst unsafe.Pointer, src unsafe.Pointer, count uint64, kind MemcpyKin
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMemcpy(fp, unsafe.Pointer(dst), unsafe.Pointer(src), C.size_t(count), C.int(kind)); r != 0 {
+	if r := C.gocuda_cudaMemcpy(C.uintptr_t(uintptr(fp)), unsafe.Pointer(dst), unsafe.Pointer(src), C.size_t(count), C.int(kind)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -8305,7 +8305,7 @@ func MemcpyPeer(dst unsafe.Pointer, dstDevice int32, src unsafe.Pointer, srcDevi
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMemcpyPeer(fp, unsafe.Pointer(dst), C.int(dstDevice), unsafe.Pointer(src), C.int(srcDevice), C.size_t(count)); r != 0 {
+	if r := C.gocuda_cudaMemcpyPeer(C.uintptr_t(uintptr(fp)), unsafe.Pointer(dst), C.int(dstDevice), unsafe.Pointer(src), C.int(srcDevice), C.size_t(count)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -8360,7 +8360,7 @@ func Memcpy2D(dst unsafe.Pointer, dpitch uint64, src unsafe.Pointer, spitch uint
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMemcpy2D(fp, unsafe.Pointer(dst), C.size_t(dpitch), unsafe.Pointer(src), C.size_t(spitch), C.size_t(width), C.size_t(height), C.int(kind)); r != 0 {
+	if r := C.gocuda_cudaMemcpy2D(C.uintptr_t(uintptr(fp)), unsafe.Pointer(dst), C.size_t(dpitch), unsafe.Pointer(src), C.size_t(spitch), C.size_t(width), C.size_t(height), C.int(kind)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -8415,7 +8415,7 @@ func Memcpy2DToArray(dst Array, wOffset uint64, hOffset uint64, src unsafe.Point
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMemcpy2DToArray(fp, C.uintptr_t(dst), C.size_t(wOffset), C.size_t(hOffset), unsafe.Pointer(src), C.size_t(spitch), C.size_t(width), C.size_t(height), C.int(kind)); r != 0 {
+	if r := C.gocuda_cudaMemcpy2DToArray(C.uintptr_t(uintptr(fp)), C.uintptr_t(dst), C.size_t(wOffset), C.size_t(hOffset), unsafe.Pointer(src), C.size_t(spitch), C.size_t(width), C.size_t(height), C.int(kind)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -8470,7 +8470,7 @@ func Memcpy2DFromArray(dst unsafe.Pointer, dpitch uint64, src Array_const, wOffs
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMemcpy2DFromArray(fp, unsafe.Pointer(dst), C.size_t(dpitch), C.uintptr_t(src), C.size_t(wOffset), C.size_t(hOffset), C.size_t(width), C.size_t(height), C.int(kind)); r != 0 {
+	if r := C.gocuda_cudaMemcpy2DFromArray(C.uintptr_t(uintptr(fp)), unsafe.Pointer(dst), C.size_t(dpitch), C.uintptr_t(src), C.size_t(wOffset), C.size_t(hOffset), C.size_t(width), C.size_t(height), C.int(kind)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -8523,7 +8523,7 @@ func Memcpy2DArrayToArray(dst Array, wOffsetDst uint64, hOffsetDst uint64, src A
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMemcpy2DArrayToArray(fp, C.uintptr_t(dst), C.size_t(wOffsetDst), C.size_t(hOffsetDst), C.uintptr_t(src), C.size_t(wOffsetSrc), C.size_t(hOffsetSrc), C.size_t(width), C.size_t(height), C.int(kind)); r != 0 {
+	if r := C.gocuda_cudaMemcpy2DArrayToArray(C.uintptr_t(uintptr(fp)), C.uintptr_t(dst), C.size_t(wOffsetDst), C.size_t(hOffsetDst), C.uintptr_t(src), C.size_t(wOffsetSrc), C.size_t(hOffsetSrc), C.size_t(width), C.size_t(height), C.int(kind)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -8571,7 +8571,7 @@ func MemcpyToSymbol(symbol unsafe.Pointer, src unsafe.Pointer, count uint64, off
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMemcpyToSymbol(fp, unsafe.Pointer(symbol), unsafe.Pointer(src), C.size_t(count), C.size_t(offset), C.int(kind)); r != 0 {
+	if r := C.gocuda_cudaMemcpyToSymbol(C.uintptr_t(uintptr(fp)), unsafe.Pointer(symbol), unsafe.Pointer(src), C.size_t(count), C.size_t(offset), C.int(kind)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -8619,7 +8619,7 @@ func MemcpyFromSymbol(dst unsafe.Pointer, symbol unsafe.Pointer, count uint64, o
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMemcpyFromSymbol(fp, unsafe.Pointer(dst), unsafe.Pointer(symbol), C.size_t(count), C.size_t(offset), C.int(kind)); r != 0 {
+	if r := C.gocuda_cudaMemcpyFromSymbol(C.uintptr_t(uintptr(fp)), unsafe.Pointer(dst), unsafe.Pointer(symbol), C.size_t(count), C.size_t(offset), C.int(kind)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -8679,7 +8679,7 @@ func MemcpyAsync(dst unsafe.Pointer, src unsafe.Pointer, count uint64, kind Memc
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMemcpyAsync(fp, unsafe.Pointer(dst), unsafe.Pointer(src), C.size_t(count), C.int(kind), C.uintptr_t(stream)); r != 0 {
+	if r := C.gocuda_cudaMemcpyAsync(C.uintptr_t(uintptr(fp)), unsafe.Pointer(dst), unsafe.Pointer(src), C.size_t(count), C.int(kind), C.uintptr_t(stream)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -8719,7 +8719,7 @@ func MemcpyPeerAsync(dst unsafe.Pointer, dstDevice int32, src unsafe.Pointer, sr
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMemcpyPeerAsync(fp, unsafe.Pointer(dst), C.int(dstDevice), unsafe.Pointer(src), C.int(srcDevice), C.size_t(count), C.uintptr_t(stream)); r != 0 {
+	if r := C.gocuda_cudaMemcpyPeerAsync(C.uintptr_t(uintptr(fp)), unsafe.Pointer(dst), C.int(dstDevice), unsafe.Pointer(src), C.int(srcDevice), C.size_t(count), C.uintptr_t(stream)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -8793,7 +8793,7 @@ func MemcpyBatchAsync(dsts *unsafe.Pointer, srcs *unsafe.Pointer, sizes *uint64,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMemcpyBatchAsync(fp, unsafe.Pointer(dsts), unsafe.Pointer(srcs), (*C.size_t)(unsafe.Pointer(sizes)), C.size_t(count), unsafe.Pointer(attrs), (*C.size_t)(unsafe.Pointer(attrsIdxs)), C.size_t(numAttrs), C.uintptr_t(stream)); r != 0 {
+	if r := C.gocuda_cudaMemcpyBatchAsync(C.uintptr_t(uintptr(fp)), unsafe.Pointer(dsts), unsafe.Pointer(srcs), (*C.size_t)(unsafe.Pointer(sizes)), C.size_t(count), unsafe.Pointer(attrs), (*C.size_t)(unsafe.Pointer(attrsIdxs)), C.size_t(numAttrs), C.uintptr_t(stream)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -8863,7 +8863,7 @@ func Memcpy3DBatchAsync(numOps uint64, opList *Memcpy3DBatchOp, flags uint64, st
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMemcpy3DBatchAsync(fp, C.size_t(numOps), unsafe.Pointer(opList), C.ulonglong(flags), C.uintptr_t(stream)); r != 0 {
+	if r := C.gocuda_cudaMemcpy3DBatchAsync(C.uintptr_t(uintptr(fp)), C.size_t(numOps), unsafe.Pointer(opList), C.ulonglong(flags), C.uintptr_t(stream)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -8930,7 +8930,7 @@ func Memcpy2DAsync(dst unsafe.Pointer, dpitch uint64, src unsafe.Pointer, spitch
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMemcpy2DAsync(fp, unsafe.Pointer(dst), C.size_t(dpitch), unsafe.Pointer(src), C.size_t(spitch), C.size_t(width), C.size_t(height), C.int(kind), C.uintptr_t(stream)); r != 0 {
+	if r := C.gocuda_cudaMemcpy2DAsync(C.uintptr_t(uintptr(fp)), unsafe.Pointer(dst), C.size_t(dpitch), unsafe.Pointer(src), C.size_t(spitch), C.size_t(width), C.size_t(height), C.int(kind), C.uintptr_t(stream)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -8992,7 +8992,7 @@ func Memcpy2DToArrayAsync(dst Array, wOffset uint64, hOffset uint64, src unsafe.
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMemcpy2DToArrayAsync(fp, C.uintptr_t(dst), C.size_t(wOffset), C.size_t(hOffset), unsafe.Pointer(src), C.size_t(spitch), C.size_t(width), C.size_t(height), C.int(kind), C.uintptr_t(stream)); r != 0 {
+	if r := C.gocuda_cudaMemcpy2DToArrayAsync(C.uintptr_t(uintptr(fp)), C.uintptr_t(dst), C.size_t(wOffset), C.size_t(hOffset), unsafe.Pointer(src), C.size_t(spitch), C.size_t(width), C.size_t(height), C.int(kind), C.uintptr_t(stream)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -9053,7 +9053,7 @@ func Memcpy2DFromArrayAsync(dst unsafe.Pointer, dpitch uint64, src Array_const, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMemcpy2DFromArrayAsync(fp, unsafe.Pointer(dst), C.size_t(dpitch), C.uintptr_t(src), C.size_t(wOffset), C.size_t(hOffset), C.size_t(width), C.size_t(height), C.int(kind), C.uintptr_t(stream)); r != 0 {
+	if r := C.gocuda_cudaMemcpy2DFromArrayAsync(C.uintptr_t(uintptr(fp)), unsafe.Pointer(dst), C.size_t(dpitch), C.uintptr_t(src), C.size_t(wOffset), C.size_t(hOffset), C.size_t(width), C.size_t(height), C.int(kind), C.uintptr_t(stream)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -9108,7 +9108,7 @@ func MemcpyToSymbolAsync(symbol unsafe.Pointer, src unsafe.Pointer, count uint64
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMemcpyToSymbolAsync(fp, unsafe.Pointer(symbol), unsafe.Pointer(src), C.size_t(count), C.size_t(offset), C.int(kind), C.uintptr_t(stream)); r != 0 {
+	if r := C.gocuda_cudaMemcpyToSymbolAsync(C.uintptr_t(uintptr(fp)), unsafe.Pointer(symbol), unsafe.Pointer(src), C.size_t(count), C.size_t(offset), C.int(kind), C.uintptr_t(stream)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -9163,7 +9163,7 @@ func MemcpyFromSymbolAsync(dst unsafe.Pointer, symbol unsafe.Pointer, count uint
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMemcpyFromSymbolAsync(fp, unsafe.Pointer(dst), unsafe.Pointer(symbol), C.size_t(count), C.size_t(offset), C.int(kind), C.uintptr_t(stream)); r != 0 {
+	if r := C.gocuda_cudaMemcpyFromSymbolAsync(C.uintptr_t(uintptr(fp)), unsafe.Pointer(dst), unsafe.Pointer(symbol), C.size_t(count), C.size_t(offset), C.int(kind), C.uintptr_t(stream)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -9197,7 +9197,7 @@ func Memset(devPtr unsafe.Pointer, value int32, count uint64) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMemset(fp, unsafe.Pointer(devPtr), C.int(value), C.size_t(count)); r != 0 {
+	if r := C.gocuda_cudaMemset(C.uintptr_t(uintptr(fp)), unsafe.Pointer(devPtr), C.int(value), C.size_t(count)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -9237,7 +9237,7 @@ func Memset2D(devPtr unsafe.Pointer, pitch uint64, value int32, width uint64, he
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMemset2D(fp, unsafe.Pointer(devPtr), C.size_t(pitch), C.int(value), C.size_t(width), C.size_t(height)); r != 0 {
+	if r := C.gocuda_cudaMemset2D(C.uintptr_t(uintptr(fp)), unsafe.Pointer(devPtr), C.size_t(pitch), C.int(value), C.size_t(width), C.size_t(height)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -9289,7 +9289,7 @@ func Memset3D(pitchedDevPtr PitchedPtr, value int32, extent Extent) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMemset3D(fp, *(*C.struct_cudaPitchedPtr)(unsafe.Pointer(&pitchedDevPtr)), C.int(value), *(*C.struct_cudaExtent)(unsafe.Pointer(&extent))); r != 0 {
+	if r := C.gocuda_cudaMemset3D(C.uintptr_t(uintptr(fp)), *(*C.struct_cudaPitchedPtr)(unsafe.Pointer(&pitchedDevPtr)), C.int(value), *(*C.struct_cudaExtent)(unsafe.Pointer(&extent))); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -9330,7 +9330,7 @@ func MemsetAsync(devPtr unsafe.Pointer, value int32, count uint64, stream Stream
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMemsetAsync(fp, unsafe.Pointer(devPtr), C.int(value), C.size_t(count), C.uintptr_t(stream)); r != 0 {
+	if r := C.gocuda_cudaMemsetAsync(C.uintptr_t(uintptr(fp)), unsafe.Pointer(devPtr), C.int(value), C.size_t(count), C.uintptr_t(stream)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -9376,7 +9376,7 @@ func Memset2DAsync(devPtr unsafe.Pointer, pitch uint64, value int32, width uint6
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMemset2DAsync(fp, unsafe.Pointer(devPtr), C.size_t(pitch), C.int(value), C.size_t(width), C.size_t(height), C.uintptr_t(stream)); r != 0 {
+	if r := C.gocuda_cudaMemset2DAsync(C.uintptr_t(uintptr(fp)), unsafe.Pointer(devPtr), C.size_t(pitch), C.int(value), C.size_t(width), C.size_t(height), C.uintptr_t(stream)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -9434,7 +9434,7 @@ func Memset3DAsync(pitchedDevPtr PitchedPtr, value int32, extent Extent, stream 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMemset3DAsync(fp, *(*C.struct_cudaPitchedPtr)(unsafe.Pointer(&pitchedDevPtr)), C.int(value), *(*C.struct_cudaExtent)(unsafe.Pointer(&extent)), C.uintptr_t(stream)); r != 0 {
+	if r := C.gocuda_cudaMemset3DAsync(C.uintptr_t(uintptr(fp)), *(*C.struct_cudaPitchedPtr)(unsafe.Pointer(&pitchedDevPtr)), C.int(value), *(*C.struct_cudaExtent)(unsafe.Pointer(&extent)), C.uintptr_t(stream)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -9468,7 +9468,7 @@ func GetSymbolAddress(devPtr *unsafe.Pointer, symbol unsafe.Pointer) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGetSymbolAddress(fp, unsafe.Pointer(devPtr), unsafe.Pointer(symbol)); r != 0 {
+	if r := C.gocuda_cudaGetSymbolAddress(C.uintptr_t(uintptr(fp)), unsafe.Pointer(devPtr), unsafe.Pointer(symbol)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -9501,7 +9501,7 @@ func GetSymbolSize(size *uint64, symbol unsafe.Pointer) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGetSymbolSize(fp, (*C.size_t)(unsafe.Pointer(size)), unsafe.Pointer(symbol)); r != 0 {
+	if r := C.gocuda_cudaGetSymbolSize(C.uintptr_t(uintptr(fp)), (*C.size_t)(unsafe.Pointer(size)), unsafe.Pointer(symbol)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -9586,7 +9586,7 @@ func MemPrefetchAsync(devPtr unsafe.Pointer, count uint64, location MemLocation,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMemPrefetchAsync(fp, unsafe.Pointer(devPtr), C.size_t(count), *(*C.struct_cudaMemLocation)(unsafe.Pointer(&location)), C.uint(flags), C.uintptr_t(stream)); r != 0 {
+	if r := C.gocuda_cudaMemPrefetchAsync(C.uintptr_t(uintptr(fp)), unsafe.Pointer(devPtr), C.size_t(count), *(*C.struct_cudaMemLocation)(unsafe.Pointer(&location)), C.uint(flags), C.uintptr_t(stream)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -9635,7 +9635,7 @@ func MemPrefetchBatchAsync(dptrs *unsafe.Pointer, sizes *uint64, count uint64, p
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMemPrefetchBatchAsync(fp, unsafe.Pointer(dptrs), (*C.size_t)(unsafe.Pointer(sizes)), C.size_t(count), unsafe.Pointer(prefetchLocs), (*C.size_t)(unsafe.Pointer(prefetchLocIdxs)), C.size_t(numPrefetchLocs), C.ulonglong(flags), C.uintptr_t(stream)); r != 0 {
+	if r := C.gocuda_cudaMemPrefetchBatchAsync(C.uintptr_t(uintptr(fp)), unsafe.Pointer(dptrs), (*C.size_t)(unsafe.Pointer(sizes)), C.size_t(count), unsafe.Pointer(prefetchLocs), (*C.size_t)(unsafe.Pointer(prefetchLocIdxs)), C.size_t(numPrefetchLocs), C.ulonglong(flags), C.uintptr_t(stream)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -9674,7 +9674,7 @@ func MemDiscardBatchAsync(dptrs *unsafe.Pointer, sizes *uint64, count uint64, fl
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMemDiscardBatchAsync(fp, unsafe.Pointer(dptrs), (*C.size_t)(unsafe.Pointer(sizes)), C.size_t(count), C.ulonglong(flags), C.uintptr_t(stream)); r != 0 {
+	if r := C.gocuda_cudaMemDiscardBatchAsync(C.uintptr_t(uintptr(fp)), unsafe.Pointer(dptrs), (*C.size_t)(unsafe.Pointer(sizes)), C.size_t(count), C.ulonglong(flags), C.uintptr_t(stream)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -9730,7 +9730,7 @@ func MemDiscardAndPrefetchBatchAsync(dptrs *unsafe.Pointer, sizes *uint64, count
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMemDiscardAndPrefetchBatchAsync(fp, unsafe.Pointer(dptrs), (*C.size_t)(unsafe.Pointer(sizes)), C.size_t(count), unsafe.Pointer(prefetchLocs), (*C.size_t)(unsafe.Pointer(prefetchLocIdxs)), C.size_t(numPrefetchLocs), C.ulonglong(flags), C.uintptr_t(stream)); r != 0 {
+	if r := C.gocuda_cudaMemDiscardAndPrefetchBatchAsync(C.uintptr_t(uintptr(fp)), unsafe.Pointer(dptrs), (*C.size_t)(unsafe.Pointer(sizes)), C.size_t(count), unsafe.Pointer(prefetchLocs), (*C.size_t)(unsafe.Pointer(prefetchLocIdxs)), C.size_t(numPrefetchLocs), C.ulonglong(flags), C.uintptr_t(stream)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -9858,7 +9858,7 @@ func MemAdvise(devPtr unsafe.Pointer, count uint64, advice MemoryAdvise, locatio
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMemAdvise(fp, unsafe.Pointer(devPtr), C.size_t(count), C.int(advice), *(*C.struct_cudaMemLocation)(unsafe.Pointer(&location))); r != 0 {
+	if r := C.gocuda_cudaMemAdvise(C.uintptr_t(uintptr(fp)), unsafe.Pointer(devPtr), C.size_t(count), C.int(advice), *(*C.struct_cudaMemLocation)(unsafe.Pointer(&location))); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -9945,7 +9945,7 @@ func MemRangeGetAttribute(data unsafe.Pointer, dataSize uint64, attribute MemRan
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMemRangeGetAttribute(fp, unsafe.Pointer(data), C.size_t(dataSize), C.int(attribute), unsafe.Pointer(devPtr), C.size_t(count)); r != 0 {
+	if r := C.gocuda_cudaMemRangeGetAttribute(C.uintptr_t(uintptr(fp)), unsafe.Pointer(data), C.size_t(dataSize), C.int(attribute), unsafe.Pointer(devPtr), C.size_t(count)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -9995,7 +9995,7 @@ func MemRangeGetAttributes(data *unsafe.Pointer, dataSizes *uint64, attributes *
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMemRangeGetAttributes(fp, unsafe.Pointer(data), (*C.size_t)(unsafe.Pointer(dataSizes)), (*C.int)(unsafe.Pointer(attributes)), C.size_t(numAttributes), unsafe.Pointer(devPtr), C.size_t(count)); r != 0 {
+	if r := C.gocuda_cudaMemRangeGetAttributes(C.uintptr_t(uintptr(fp)), unsafe.Pointer(data), (*C.size_t)(unsafe.Pointer(dataSizes)), (*C.int)(unsafe.Pointer(attributes)), C.size_t(numAttributes), unsafe.Pointer(devPtr), C.size_t(count)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -10044,7 +10044,7 @@ func MemcpyToArray(dst Array, wOffset uint64, hOffset uint64, src unsafe.Pointer
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMemcpyToArray(fp, C.uintptr_t(dst), C.size_t(wOffset), C.size_t(hOffset), unsafe.Pointer(src), C.size_t(count), C.int(kind)); r != 0 {
+	if r := C.gocuda_cudaMemcpyToArray(C.uintptr_t(uintptr(fp)), C.uintptr_t(dst), C.size_t(wOffset), C.size_t(hOffset), unsafe.Pointer(src), C.size_t(count), C.int(kind)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -10092,7 +10092,7 @@ func MemcpyFromArray(dst unsafe.Pointer, src Array_const, wOffset uint64, hOffse
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMemcpyFromArray(fp, unsafe.Pointer(dst), C.uintptr_t(src), C.size_t(wOffset), C.size_t(hOffset), C.size_t(count), C.int(kind)); r != 0 {
+	if r := C.gocuda_cudaMemcpyFromArray(C.uintptr_t(uintptr(fp)), unsafe.Pointer(dst), C.uintptr_t(src), C.size_t(wOffset), C.size_t(hOffset), C.size_t(count), C.int(kind)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -10142,7 +10142,7 @@ func MemcpyArrayToArray(dst Array, wOffsetDst uint64, hOffsetDst uint64, src Arr
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMemcpyArrayToArray(fp, C.uintptr_t(dst), C.size_t(wOffsetDst), C.size_t(hOffsetDst), C.uintptr_t(src), C.size_t(wOffsetSrc), C.size_t(hOffsetSrc), C.size_t(count), C.int(kind)); r != 0 {
+	if r := C.gocuda_cudaMemcpyArrayToArray(C.uintptr_t(uintptr(fp)), C.uintptr_t(dst), C.size_t(wOffsetDst), C.size_t(hOffsetDst), C.uintptr_t(src), C.size_t(wOffsetSrc), C.size_t(hOffsetSrc), C.size_t(count), C.int(kind)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -10198,7 +10198,7 @@ func MemcpyToArrayAsync(dst Array, wOffset uint64, hOffset uint64, src unsafe.Po
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMemcpyToArrayAsync(fp, C.uintptr_t(dst), C.size_t(wOffset), C.size_t(hOffset), unsafe.Pointer(src), C.size_t(count), C.int(kind), C.uintptr_t(stream)); r != 0 {
+	if r := C.gocuda_cudaMemcpyToArrayAsync(C.uintptr_t(uintptr(fp)), C.uintptr_t(dst), C.size_t(wOffset), C.size_t(hOffset), unsafe.Pointer(src), C.size_t(count), C.int(kind), C.uintptr_t(stream)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -10253,7 +10253,7 @@ func MemcpyFromArrayAsync(dst unsafe.Pointer, src Array_const, wOffset uint64, h
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMemcpyFromArrayAsync(fp, unsafe.Pointer(dst), C.uintptr_t(src), C.size_t(wOffset), C.size_t(hOffset), C.size_t(count), C.int(kind), C.uintptr_t(stream)); r != 0 {
+	if r := C.gocuda_cudaMemcpyFromArrayAsync(C.uintptr_t(uintptr(fp)), unsafe.Pointer(dst), C.uintptr_t(src), C.size_t(wOffset), C.size_t(hOffset), C.size_t(count), C.int(kind), C.uintptr_t(stream)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -10297,7 +10297,7 @@ func MallocAsync(devPtr *unsafe.Pointer, size uint64, hStream Stream) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMallocAsync(fp, unsafe.Pointer(devPtr), C.size_t(size), C.uintptr_t(hStream)); r != 0 {
+	if r := C.gocuda_cudaMallocAsync(C.uintptr_t(uintptr(fp)), unsafe.Pointer(devPtr), C.size_t(size), C.uintptr_t(hStream)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -10330,7 +10330,7 @@ func FreeAsync(devPtr unsafe.Pointer, hStream Stream) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaFreeAsync(fp, unsafe.Pointer(devPtr), C.uintptr_t(hStream)); r != 0 {
+	if r := C.gocuda_cudaFreeAsync(C.uintptr_t(uintptr(fp)), unsafe.Pointer(devPtr), C.uintptr_t(hStream)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -10366,7 +10366,7 @@ func MemPoolTrimTo(memPool MemPool, minBytesToKeep uint64) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMemPoolTrimTo(fp, C.uintptr_t(memPool), C.size_t(minBytesToKeep)); r != 0 {
+	if r := C.gocuda_cudaMemPoolTrimTo(C.uintptr_t(uintptr(fp)), C.uintptr_t(memPool), C.size_t(minBytesToKeep)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -10418,7 +10418,7 @@ func MemPoolSetAttribute(memPool MemPool, attr MemPoolAttr, value unsafe.Pointer
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMemPoolSetAttribute(fp, C.uintptr_t(memPool), C.int(attr), unsafe.Pointer(value)); r != 0 {
+	if r := C.gocuda_cudaMemPoolSetAttribute(C.uintptr_t(uintptr(fp)), C.uintptr_t(memPool), C.int(attr), unsafe.Pointer(value)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -10474,7 +10474,7 @@ func MemPoolGetAttribute(memPool MemPool, attr MemPoolAttr, value unsafe.Pointer
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMemPoolGetAttribute(fp, C.uintptr_t(memPool), C.int(attr), unsafe.Pointer(value)); r != 0 {
+	if r := C.gocuda_cudaMemPoolGetAttribute(C.uintptr_t(uintptr(fp)), C.uintptr_t(memPool), C.int(attr), unsafe.Pointer(value)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -10499,7 +10499,7 @@ func MemPoolSetAccess(memPool MemPool, descList *MemAccessDesc, count uint64) er
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMemPoolSetAccess(fp, C.uintptr_t(memPool), unsafe.Pointer(descList), C.size_t(count)); r != 0 {
+	if r := C.gocuda_cudaMemPoolSetAccess(C.uintptr_t(uintptr(fp)), C.uintptr_t(memPool), unsafe.Pointer(descList), C.size_t(count)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -10521,7 +10521,7 @@ func MemPoolGetAccess(flags *MemAccessFlags, memPool MemPool, location *MemLocat
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMemPoolGetAccess(fp, (*C.int)(unsafe.Pointer(flags)), C.uintptr_t(memPool), unsafe.Pointer(location)); r != 0 {
+	if r := C.gocuda_cudaMemPoolGetAccess(C.uintptr_t(uintptr(fp)), (*C.int)(unsafe.Pointer(flags)), C.uintptr_t(memPool), unsafe.Pointer(location)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -10579,7 +10579,7 @@ func MemPoolCreate(memPool *MemPool, poolProps *MemPoolProps) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMemPoolCreate(fp, unsafe.Pointer(memPool), unsafe.Pointer(poolProps)); r != 0 {
+	if r := C.gocuda_cudaMemPoolCreate(C.uintptr_t(uintptr(fp)), unsafe.Pointer(memPool), unsafe.Pointer(poolProps)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -10609,7 +10609,7 @@ func MemPoolDestroy(memPool MemPool) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMemPoolDestroy(fp, C.uintptr_t(memPool)); r != 0 {
+	if r := C.gocuda_cudaMemPoolDestroy(C.uintptr_t(uintptr(fp)), C.uintptr_t(memPool)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -10635,7 +10635,7 @@ func MemGetDefaultMemPool(memPool *MemPool, location *MemLocation, type_ MemAllo
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMemGetDefaultMemPool(fp, unsafe.Pointer(memPool), unsafe.Pointer(location), C.int(type_)); r != 0 {
+	if r := C.gocuda_cudaMemGetDefaultMemPool(C.uintptr_t(uintptr(fp)), unsafe.Pointer(memPool), unsafe.Pointer(location), C.int(type_)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -10665,7 +10665,7 @@ func MemGetMemPool(memPool *MemPool, location *MemLocation, type_ MemAllocationT
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMemGetMemPool(fp, unsafe.Pointer(memPool), unsafe.Pointer(location), C.int(type_)); r != 0 {
+	if r := C.gocuda_cudaMemGetMemPool(C.uintptr_t(uintptr(fp)), unsafe.Pointer(memPool), unsafe.Pointer(location), C.int(type_)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -10700,7 +10700,7 @@ func MemSetMemPool(location *MemLocation, type_ MemAllocationType, memPool MemPo
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMemSetMemPool(fp, unsafe.Pointer(location), C.int(type_), C.uintptr_t(memPool)); r != 0 {
+	if r := C.gocuda_cudaMemSetMemPool(C.uintptr_t(uintptr(fp)), unsafe.Pointer(location), C.int(type_), C.uintptr_t(memPool)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -10746,7 +10746,7 @@ func MallocFromPoolAsync(ptr *unsafe.Pointer, size uint64, memPool MemPool, stre
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMallocFromPoolAsync(fp, unsafe.Pointer(ptr), C.size_t(size), C.uintptr_t(memPool), C.uintptr_t(stream)); r != 0 {
+	if r := C.gocuda_cudaMallocFromPoolAsync(C.uintptr_t(uintptr(fp)), unsafe.Pointer(ptr), C.size_t(size), C.uintptr_t(memPool), C.uintptr_t(stream)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -10781,7 +10781,7 @@ func MemPoolExportToShareableHandle(shareableHandle unsafe.Pointer, memPool MemP
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMemPoolExportToShareableHandle(fp, unsafe.Pointer(shareableHandle), C.uintptr_t(memPool), C.int(handleType), C.uint(flags)); r != 0 {
+	if r := C.gocuda_cudaMemPoolExportToShareableHandle(C.uintptr_t(uintptr(fp)), unsafe.Pointer(shareableHandle), C.uintptr_t(memPool), C.int(handleType), C.uint(flags)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -10814,7 +10814,7 @@ func MemPoolImportFromShareableHandle(memPool *MemPool, shareableHandle unsafe.P
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMemPoolImportFromShareableHandle(fp, unsafe.Pointer(memPool), unsafe.Pointer(shareableHandle), C.int(handleType), C.uint(flags)); r != 0 {
+	if r := C.gocuda_cudaMemPoolImportFromShareableHandle(C.uintptr_t(uintptr(fp)), unsafe.Pointer(memPool), unsafe.Pointer(shareableHandle), C.int(handleType), C.uint(flags)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -10843,7 +10843,7 @@ func MemPoolExportPointer(exportData *MemPoolPtrExportData, ptr unsafe.Pointer) 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMemPoolExportPointer(fp, unsafe.Pointer(exportData), unsafe.Pointer(ptr)); r != 0 {
+	if r := C.gocuda_cudaMemPoolExportPointer(C.uintptr_t(uintptr(fp)), unsafe.Pointer(exportData), unsafe.Pointer(ptr)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -10882,7 +10882,7 @@ func MemPoolImportPointer(ptr *unsafe.Pointer, memPool MemPool, exportData *MemP
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaMemPoolImportPointer(fp, unsafe.Pointer(ptr), C.uintptr_t(memPool), unsafe.Pointer(exportData)); r != 0 {
+	if r := C.gocuda_cudaMemPoolImportPointer(C.uintptr_t(uintptr(fp)), unsafe.Pointer(ptr), C.uintptr_t(memPool), unsafe.Pointer(exportData)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -10953,7 +10953,7 @@ func PointerGetAttributes(attributes *PointerAttributes, ptr unsafe.Pointer) err
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaPointerGetAttributes(fp, unsafe.Pointer(attributes), unsafe.Pointer(ptr)); r != 0 {
+	if r := C.gocuda_cudaPointerGetAttributes(C.uintptr_t(uintptr(fp)), unsafe.Pointer(attributes), unsafe.Pointer(ptr)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -10987,7 +10987,7 @@ func DeviceCanAccessPeer(canAccessPeer *int32, device int32, peerDevice int32) e
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaDeviceCanAccessPeer(fp, (*C.int)(unsafe.Pointer(canAccessPeer)), C.int(device), C.int(peerDevice)); r != 0 {
+	if r := C.gocuda_cudaDeviceCanAccessPeer(C.uintptr_t(uintptr(fp)), (*C.int)(unsafe.Pointer(canAccessPeer)), C.int(device), C.int(peerDevice)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -11036,7 +11036,7 @@ func DeviceEnablePeerAccess(peerDevice int32, flags uint32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaDeviceEnablePeerAccess(fp, C.int(peerDevice), C.uint(flags)); r != 0 {
+	if r := C.gocuda_cudaDeviceEnablePeerAccess(C.uintptr_t(uintptr(fp)), C.int(peerDevice), C.uint(flags)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -11065,7 +11065,7 @@ func DeviceDisablePeerAccess(peerDevice int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaDeviceDisablePeerAccess(fp, C.int(peerDevice)); r != 0 {
+	if r := C.gocuda_cudaDeviceDisablePeerAccess(C.uintptr_t(uintptr(fp)), C.int(peerDevice)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -11101,7 +11101,7 @@ func GraphicsUnregisterResource(resource GraphicsResource) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphicsUnregisterResource(fp, C.uintptr_t(resource)); r != 0 {
+	if r := C.gocuda_cudaGraphicsUnregisterResource(C.uintptr_t(uintptr(fp)), C.uintptr_t(resource)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -11143,7 +11143,7 @@ func GraphicsResourceSetMapFlags(resource GraphicsResource, flags uint32) error 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphicsResourceSetMapFlags(fp, C.uintptr_t(resource), C.uint(flags)); r != 0 {
+	if r := C.gocuda_cudaGraphicsResourceSetMapFlags(C.uintptr_t(uintptr(fp)), C.uintptr_t(resource), C.uint(flags)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -11188,7 +11188,7 @@ func GraphicsMapResources(count int32, resources *GraphicsResource, stream Strea
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphicsMapResources(fp, C.int(count), unsafe.Pointer(resources), C.uintptr_t(stream)); r != 0 {
+	if r := C.gocuda_cudaGraphicsMapResources(C.uintptr_t(uintptr(fp)), C.int(count), unsafe.Pointer(resources), C.uintptr_t(stream)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -11229,7 +11229,7 @@ func GraphicsUnmapResources(count int32, resources *GraphicsResource, stream Str
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphicsUnmapResources(fp, C.int(count), unsafe.Pointer(resources), C.uintptr_t(stream)); r != 0 {
+	if r := C.gocuda_cudaGraphicsUnmapResources(C.uintptr_t(uintptr(fp)), C.int(count), unsafe.Pointer(resources), C.uintptr_t(stream)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -11268,7 +11268,7 @@ func GraphicsResourceGetMappedPointer(devPtr *unsafe.Pointer, size *uint64, reso
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphicsResourceGetMappedPointer(fp, unsafe.Pointer(devPtr), (*C.size_t)(unsafe.Pointer(size)), C.uintptr_t(resource)); r != 0 {
+	if r := C.gocuda_cudaGraphicsResourceGetMappedPointer(C.uintptr_t(uintptr(fp)), unsafe.Pointer(devPtr), (*C.size_t)(unsafe.Pointer(size)), C.uintptr_t(resource)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -11313,7 +11313,7 @@ func GraphicsSubResourceGetMappedArray(array *Array, resource GraphicsResource, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphicsSubResourceGetMappedArray(fp, unsafe.Pointer(array), C.uintptr_t(resource), C.uint(arrayIndex), C.uint(mipLevel)); r != 0 {
+	if r := C.gocuda_cudaGraphicsSubResourceGetMappedArray(C.uintptr_t(uintptr(fp)), unsafe.Pointer(array), C.uintptr_t(resource), C.uint(arrayIndex), C.uint(mipLevel)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -11349,7 +11349,7 @@ func GraphicsResourceGetMappedMipmappedArray(mipmappedArray *MipmappedArray, res
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphicsResourceGetMappedMipmappedArray(fp, unsafe.Pointer(mipmappedArray), C.uintptr_t(resource)); r != 0 {
+	if r := C.gocuda_cudaGraphicsResourceGetMappedMipmappedArray(C.uintptr_t(uintptr(fp)), unsafe.Pointer(mipmappedArray), C.uintptr_t(resource)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -11376,7 +11376,7 @@ func GetChannelDesc(desc *ChannelFormatDesc, array Array_const) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGetChannelDesc(fp, unsafe.Pointer(desc), C.uintptr_t(array)); r != 0 {
+	if r := C.gocuda_cudaGetChannelDesc(C.uintptr_t(uintptr(fp)), unsafe.Pointer(desc), C.uintptr_t(array)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -11415,7 +11415,7 @@ func CreateChannelDesc(x int32, y int32, z int32, w int32, f ChannelFormatKind) 
 	if err != nil {
 		return ChannelFormatDesc{}, err
 	}
-	r := C.gocuda_cudaCreateChannelDesc(fp, C.int(x), C.int(y), C.int(z), C.int(w), C.int(f))
+	r := C.gocuda_cudaCreateChannelDesc(C.uintptr_t(uintptr(fp)), C.int(x), C.int(y), C.int(z), C.int(w), C.int(f))
 	return *(*ChannelFormatDesc)(unsafe.Pointer(&r)), nil
 }
 
@@ -11638,7 +11638,7 @@ func CreateTextureObject(pTexObject *TextureObject, pResDesc *ResourceDesc, pTex
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaCreateTextureObject(fp, (*C.ulonglong)(unsafe.Pointer(pTexObject)), unsafe.Pointer(pResDesc), unsafe.Pointer(pTexDesc), unsafe.Pointer(pResViewDesc)); r != 0 {
+	if r := C.gocuda_cudaCreateTextureObject(C.uintptr_t(uintptr(fp)), (*C.ulonglong)(unsafe.Pointer(pTexObject)), unsafe.Pointer(pResDesc), unsafe.Pointer(pTexDesc), unsafe.Pointer(pResViewDesc)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -11665,7 +11665,7 @@ func DestroyTextureObject(texObject TextureObject) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaDestroyTextureObject(fp, C.ulonglong(texObject)); r != 0 {
+	if r := C.gocuda_cudaDestroyTextureObject(C.uintptr_t(uintptr(fp)), C.ulonglong(texObject)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -11693,7 +11693,7 @@ func GetTextureObjectResourceDesc(pResDesc *ResourceDesc, texObject TextureObjec
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGetTextureObjectResourceDesc(fp, unsafe.Pointer(pResDesc), C.ulonglong(texObject)); r != 0 {
+	if r := C.gocuda_cudaGetTextureObjectResourceDesc(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pResDesc), C.ulonglong(texObject)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -11721,7 +11721,7 @@ func GetTextureObjectTextureDesc(pTexDesc *TextureDesc, texObject TextureObject)
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGetTextureObjectTextureDesc(fp, unsafe.Pointer(pTexDesc), C.ulonglong(texObject)); r != 0 {
+	if r := C.gocuda_cudaGetTextureObjectTextureDesc(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pTexDesc), C.ulonglong(texObject)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -11750,7 +11750,7 @@ func GetTextureObjectResourceViewDesc(pResViewDesc *ResourceViewDesc, texObject 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGetTextureObjectResourceViewDesc(fp, unsafe.Pointer(pResViewDesc), C.ulonglong(texObject)); r != 0 {
+	if r := C.gocuda_cudaGetTextureObjectResourceViewDesc(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pResViewDesc), C.ulonglong(texObject)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -11787,7 +11787,7 @@ func CreateSurfaceObject(pSurfObject *SurfaceObject, pResDesc *ResourceDesc) err
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaCreateSurfaceObject(fp, (*C.ulonglong)(unsafe.Pointer(pSurfObject)), unsafe.Pointer(pResDesc)); r != 0 {
+	if r := C.gocuda_cudaCreateSurfaceObject(C.uintptr_t(uintptr(fp)), (*C.ulonglong)(unsafe.Pointer(pSurfObject)), unsafe.Pointer(pResDesc)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -11814,7 +11814,7 @@ func DestroySurfaceObject(surfObject SurfaceObject) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaDestroySurfaceObject(fp, C.ulonglong(surfObject)); r != 0 {
+	if r := C.gocuda_cudaDestroySurfaceObject(C.uintptr_t(uintptr(fp)), C.ulonglong(surfObject)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -11841,7 +11841,7 @@ func GetSurfaceObjectResourceDesc(pResDesc *ResourceDesc, surfObject SurfaceObje
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGetSurfaceObjectResourceDesc(fp, unsafe.Pointer(pResDesc), C.ulonglong(surfObject)); r != 0 {
+	if r := C.gocuda_cudaGetSurfaceObjectResourceDesc(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pResDesc), C.ulonglong(surfObject)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -11874,7 +11874,7 @@ func DriverGetVersion(driverVersion *int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaDriverGetVersion(fp, (*C.int)(unsafe.Pointer(driverVersion))); r != 0 {
+	if r := C.gocuda_cudaDriverGetVersion(C.uintptr_t(uintptr(fp)), (*C.int)(unsafe.Pointer(driverVersion))); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -11911,7 +11911,7 @@ func RuntimeGetVersion(runtimeVersion *int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaRuntimeGetVersion(fp, (*C.int)(unsafe.Pointer(runtimeVersion))); r != 0 {
+	if r := C.gocuda_cudaRuntimeGetVersion(C.uintptr_t(uintptr(fp)), (*C.int)(unsafe.Pointer(runtimeVersion))); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -11934,7 +11934,7 @@ func LogsRegisterCallback(callbackFunc LogsCallback, userData unsafe.Pointer, ca
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaLogsRegisterCallback(fp, C.uintptr_t(callbackFunc), unsafe.Pointer(userData), unsafe.Pointer(callback_out)); r != 0 {
+	if r := C.gocuda_cudaLogsRegisterCallback(C.uintptr_t(uintptr(fp)), C.uintptr_t(callbackFunc), unsafe.Pointer(userData), unsafe.Pointer(callback_out)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -11955,7 +11955,7 @@ func LogsUnregisterCallback(callback LogsCallbackHandle) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaLogsUnregisterCallback(fp, C.uintptr_t(callback)); r != 0 {
+	if r := C.gocuda_cudaLogsUnregisterCallback(C.uintptr_t(uintptr(fp)), C.uintptr_t(callback)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -11977,7 +11977,7 @@ func LogsCurrent(iterator_out *LogIterator, flags uint32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaLogsCurrent(fp, (*C.uint)(unsafe.Pointer(iterator_out)), C.uint(flags)); r != 0 {
+	if r := C.gocuda_cudaLogsCurrent(C.uintptr_t(uintptr(fp)), (*C.uint)(unsafe.Pointer(iterator_out)), C.uint(flags)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -12013,7 +12013,7 @@ func LogsDumpToFile(iterator *LogIterator, pathToFile string, flags uint32) erro
 	}
 	_pathToFile := C.CString(pathToFile)
 	defer C.free(unsafe.Pointer(_pathToFile))
-	if r := C.gocuda_cudaLogsDumpToFile(fp, (*C.uint)(unsafe.Pointer(iterator)), unsafe.Pointer(_pathToFile), C.uint(flags)); r != 0 {
+	if r := C.gocuda_cudaLogsDumpToFile(C.uintptr_t(uintptr(fp)), (*C.uint)(unsafe.Pointer(iterator)), unsafe.Pointer(_pathToFile), C.uint(flags)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -12059,7 +12059,7 @@ func LogsDumpToMemory(iterator *LogIterator, buffer *byte, size *uint64, flags u
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaLogsDumpToMemory(fp, (*C.uint)(unsafe.Pointer(iterator)), (*C.char)(unsafe.Pointer(buffer)), (*C.size_t)(unsafe.Pointer(size)), C.uint(flags)); r != 0 {
+	if r := C.gocuda_cudaLogsDumpToMemory(C.uintptr_t(uintptr(fp)), (*C.uint)(unsafe.Pointer(iterator)), (*C.char)(unsafe.Pointer(buffer)), (*C.size_t)(unsafe.Pointer(size)), C.uint(flags)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -12098,7 +12098,7 @@ func GraphCreate(pGraph *Graph, flags uint32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphCreate(fp, unsafe.Pointer(pGraph), C.uint(flags)); r != 0 {
+	if r := C.gocuda_cudaGraphCreate(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pGraph), C.uint(flags)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -12200,7 +12200,7 @@ func GraphAddKernelNode(pGraphNode *GraphNode, graph Graph, pDependencies *Graph
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphAddKernelNode(fp, unsafe.Pointer(pGraphNode), C.uintptr_t(graph), unsafe.Pointer(pDependencies), C.size_t(numDependencies), unsafe.Pointer(pNodeParams)); r != 0 {
+	if r := C.gocuda_cudaGraphAddKernelNode(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pGraphNode), C.uintptr_t(graph), unsafe.Pointer(pDependencies), C.size_t(numDependencies), unsafe.Pointer(pNodeParams)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -12239,7 +12239,7 @@ func GraphKernelNodeGetParams(node GraphNode, pNodeParams *KernelNodeParams) err
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphKernelNodeGetParams(fp, C.uintptr_t(node), unsafe.Pointer(pNodeParams)); r != 0 {
+	if r := C.gocuda_cudaGraphKernelNodeGetParams(C.uintptr_t(uintptr(fp)), C.uintptr_t(node), unsafe.Pointer(pNodeParams)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -12271,7 +12271,7 @@ func GraphKernelNodeSetParams(node GraphNode, pNodeParams *KernelNodeParams) err
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphKernelNodeSetParams(fp, C.uintptr_t(node), unsafe.Pointer(pNodeParams)); r != 0 {
+	if r := C.gocuda_cudaGraphKernelNodeSetParams(C.uintptr_t(uintptr(fp)), C.uintptr_t(node), unsafe.Pointer(pNodeParams)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -12300,7 +12300,7 @@ func GraphKernelNodeCopyAttributes(hDst GraphNode, hSrc GraphNode) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphKernelNodeCopyAttributes(fp, C.uintptr_t(hDst), C.uintptr_t(hSrc)); r != 0 {
+	if r := C.gocuda_cudaGraphKernelNodeCopyAttributes(C.uintptr_t(uintptr(fp)), C.uintptr_t(hDst), C.uintptr_t(hSrc)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -12330,7 +12330,7 @@ func GraphKernelNodeGetAttribute(hNode GraphNode, attr LaunchAttributeID, value_
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphKernelNodeGetAttribute(fp, C.uintptr_t(hNode), C.int(attr), unsafe.Pointer(value_out)); r != 0 {
+	if r := C.gocuda_cudaGraphKernelNodeGetAttribute(C.uintptr_t(uintptr(fp)), C.uintptr_t(hNode), C.int(attr), unsafe.Pointer(value_out)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -12360,7 +12360,7 @@ func GraphKernelNodeSetAttribute(hNode GraphNode, attr LaunchAttributeID, value 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphKernelNodeSetAttribute(fp, C.uintptr_t(hNode), C.int(attr), unsafe.Pointer(value)); r != 0 {
+	if r := C.gocuda_cudaGraphKernelNodeSetAttribute(C.uintptr_t(uintptr(fp)), C.uintptr_t(hNode), C.int(attr), unsafe.Pointer(value)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -12414,7 +12414,7 @@ func GraphAddMemcpyNode(pGraphNode *GraphNode, graph Graph, pDependencies *Graph
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphAddMemcpyNode(fp, unsafe.Pointer(pGraphNode), C.uintptr_t(graph), unsafe.Pointer(pDependencies), C.size_t(numDependencies), unsafe.Pointer(pCopyParams)); r != 0 {
+	if r := C.gocuda_cudaGraphAddMemcpyNode(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pGraphNode), C.uintptr_t(graph), unsafe.Pointer(pDependencies), C.size_t(numDependencies), unsafe.Pointer(pCopyParams)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -12478,7 +12478,7 @@ func GraphAddMemcpyNodeToSymbol(pGraphNode *GraphNode, graph Graph, pDependencie
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphAddMemcpyNodeToSymbol(fp, unsafe.Pointer(pGraphNode), C.uintptr_t(graph), unsafe.Pointer(pDependencies), C.size_t(numDependencies), unsafe.Pointer(symbol), unsafe.Pointer(src), C.size_t(count), C.size_t(offset), C.int(kind)); r != 0 {
+	if r := C.gocuda_cudaGraphAddMemcpyNodeToSymbol(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pGraphNode), C.uintptr_t(graph), unsafe.Pointer(pDependencies), C.size_t(numDependencies), unsafe.Pointer(symbol), unsafe.Pointer(src), C.size_t(count), C.size_t(offset), C.int(kind)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -12542,7 +12542,7 @@ func GraphAddMemcpyNodeFromSymbol(pGraphNode *GraphNode, graph Graph, pDependenc
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphAddMemcpyNodeFromSymbol(fp, unsafe.Pointer(pGraphNode), C.uintptr_t(graph), unsafe.Pointer(pDependencies), C.size_t(numDependencies), unsafe.Pointer(dst), unsafe.Pointer(symbol), C.size_t(count), C.size_t(offset), C.int(kind)); r != 0 {
+	if r := C.gocuda_cudaGraphAddMemcpyNodeFromSymbol(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pGraphNode), C.uintptr_t(graph), unsafe.Pointer(pDependencies), C.size_t(numDependencies), unsafe.Pointer(dst), unsafe.Pointer(symbol), C.size_t(count), C.size_t(offset), C.int(kind)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -12605,7 +12605,7 @@ func GraphAddMemcpyNode1D(pGraphNode *GraphNode, graph Graph, pDependencies *Gra
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphAddMemcpyNode1D(fp, unsafe.Pointer(pGraphNode), C.uintptr_t(graph), unsafe.Pointer(pDependencies), C.size_t(numDependencies), unsafe.Pointer(dst), unsafe.Pointer(src), C.size_t(count), C.int(kind)); r != 0 {
+	if r := C.gocuda_cudaGraphAddMemcpyNode1D(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pGraphNode), C.uintptr_t(graph), unsafe.Pointer(pDependencies), C.size_t(numDependencies), unsafe.Pointer(dst), unsafe.Pointer(src), C.size_t(count), C.int(kind)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -12634,7 +12634,7 @@ func GraphMemcpyNodeGetParams(node GraphNode, pNodeParams *Memcpy3DParms) error 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphMemcpyNodeGetParams(fp, C.uintptr_t(node), unsafe.Pointer(pNodeParams)); r != 0 {
+	if r := C.gocuda_cudaGraphMemcpyNodeGetParams(C.uintptr_t(uintptr(fp)), C.uintptr_t(node), unsafe.Pointer(pNodeParams)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -12667,7 +12667,7 @@ func GraphMemcpyNodeSetParams(node GraphNode, pNodeParams *Memcpy3DParms) error 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphMemcpyNodeSetParams(fp, C.uintptr_t(node), unsafe.Pointer(pNodeParams)); r != 0 {
+	if r := C.gocuda_cudaGraphMemcpyNodeSetParams(C.uintptr_t(uintptr(fp)), C.uintptr_t(node), unsafe.Pointer(pNodeParams)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -12711,7 +12711,7 @@ func GraphMemcpyNodeSetParamsToSymbol(node GraphNode, symbol unsafe.Pointer, src
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphMemcpyNodeSetParamsToSymbol(fp, C.uintptr_t(node), unsafe.Pointer(symbol), unsafe.Pointer(src), C.size_t(count), C.size_t(offset), C.int(kind)); r != 0 {
+	if r := C.gocuda_cudaGraphMemcpyNodeSetParamsToSymbol(C.uintptr_t(uintptr(fp)), C.uintptr_t(node), unsafe.Pointer(symbol), unsafe.Pointer(src), C.size_t(count), C.size_t(offset), C.int(kind)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -12755,7 +12755,7 @@ func GraphMemcpyNodeSetParamsFromSymbol(node GraphNode, dst unsafe.Pointer, symb
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphMemcpyNodeSetParamsFromSymbol(fp, C.uintptr_t(node), unsafe.Pointer(dst), unsafe.Pointer(symbol), C.size_t(count), C.size_t(offset), C.int(kind)); r != 0 {
+	if r := C.gocuda_cudaGraphMemcpyNodeSetParamsFromSymbol(C.uintptr_t(uintptr(fp)), C.uintptr_t(node), unsafe.Pointer(dst), unsafe.Pointer(symbol), C.size_t(count), C.size_t(offset), C.int(kind)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -12799,7 +12799,7 @@ func GraphMemcpyNodeSetParams1D(node GraphNode, dst unsafe.Pointer, src unsafe.P
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphMemcpyNodeSetParams1D(fp, C.uintptr_t(node), unsafe.Pointer(dst), unsafe.Pointer(src), C.size_t(count), C.int(kind)); r != 0 {
+	if r := C.gocuda_cudaGraphMemcpyNodeSetParams1D(C.uintptr_t(uintptr(fp)), C.uintptr_t(node), unsafe.Pointer(dst), unsafe.Pointer(src), C.size_t(count), C.int(kind)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -12847,7 +12847,7 @@ func GraphAddMemsetNode(pGraphNode *GraphNode, graph Graph, pDependencies *Graph
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphAddMemsetNode(fp, unsafe.Pointer(pGraphNode), C.uintptr_t(graph), unsafe.Pointer(pDependencies), C.size_t(numDependencies), unsafe.Pointer(pMemsetParams)); r != 0 {
+	if r := C.gocuda_cudaGraphAddMemsetNode(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pGraphNode), C.uintptr_t(graph), unsafe.Pointer(pDependencies), C.size_t(numDependencies), unsafe.Pointer(pMemsetParams)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -12876,7 +12876,7 @@ func GraphMemsetNodeGetParams(node GraphNode, pNodeParams *MemsetParams) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphMemsetNodeGetParams(fp, C.uintptr_t(node), unsafe.Pointer(pNodeParams)); r != 0 {
+	if r := C.gocuda_cudaGraphMemsetNodeGetParams(C.uintptr_t(uintptr(fp)), C.uintptr_t(node), unsafe.Pointer(pNodeParams)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -12906,7 +12906,7 @@ func GraphMemsetNodeSetParams(node GraphNode, pNodeParams *MemsetParams) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphMemsetNodeSetParams(fp, C.uintptr_t(node), unsafe.Pointer(pNodeParams)); r != 0 {
+	if r := C.gocuda_cudaGraphMemsetNodeSetParams(C.uintptr_t(uintptr(fp)), C.uintptr_t(node), unsafe.Pointer(pNodeParams)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -12954,7 +12954,7 @@ func GraphAddHostNode(pGraphNode *GraphNode, graph Graph, pDependencies *GraphNo
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphAddHostNode(fp, unsafe.Pointer(pGraphNode), C.uintptr_t(graph), unsafe.Pointer(pDependencies), C.size_t(numDependencies), unsafe.Pointer(pNodeParams)); r != 0 {
+	if r := C.gocuda_cudaGraphAddHostNode(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pGraphNode), C.uintptr_t(graph), unsafe.Pointer(pDependencies), C.size_t(numDependencies), unsafe.Pointer(pNodeParams)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -12983,7 +12983,7 @@ func GraphHostNodeGetParams(node GraphNode, pNodeParams *HostNodeParams) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphHostNodeGetParams(fp, C.uintptr_t(node), unsafe.Pointer(pNodeParams)); r != 0 {
+	if r := C.gocuda_cudaGraphHostNodeGetParams(C.uintptr_t(uintptr(fp)), C.uintptr_t(node), unsafe.Pointer(pNodeParams)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -13013,7 +13013,7 @@ func GraphHostNodeSetParams(node GraphNode, pNodeParams *HostNodeParams) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphHostNodeSetParams(fp, C.uintptr_t(node), unsafe.Pointer(pNodeParams)); r != 0 {
+	if r := C.gocuda_cudaGraphHostNodeSetParams(C.uintptr_t(uintptr(fp)), C.uintptr_t(node), unsafe.Pointer(pNodeParams)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -13061,7 +13061,7 @@ func GraphAddChildGraphNode(pGraphNode *GraphNode, graph Graph, pDependencies *G
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphAddChildGraphNode(fp, unsafe.Pointer(pGraphNode), C.uintptr_t(graph), unsafe.Pointer(pDependencies), C.size_t(numDependencies), C.uintptr_t(childGraph)); r != 0 {
+	if r := C.gocuda_cudaGraphAddChildGraphNode(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pGraphNode), C.uintptr_t(graph), unsafe.Pointer(pDependencies), C.size_t(numDependencies), C.uintptr_t(childGraph)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -13094,7 +13094,7 @@ func GraphChildGraphNodeGetGraph(node GraphNode, pGraph *Graph) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphChildGraphNodeGetGraph(fp, C.uintptr_t(node), unsafe.Pointer(pGraph)); r != 0 {
+	if r := C.gocuda_cudaGraphChildGraphNodeGetGraph(C.uintptr_t(uintptr(fp)), C.uintptr_t(node), unsafe.Pointer(pGraph)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -13139,7 +13139,7 @@ func GraphAddEmptyNode(pGraphNode *GraphNode, graph Graph, pDependencies *GraphN
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphAddEmptyNode(fp, unsafe.Pointer(pGraphNode), C.uintptr_t(graph), unsafe.Pointer(pDependencies), C.size_t(numDependencies)); r != 0 {
+	if r := C.gocuda_cudaGraphAddEmptyNode(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pGraphNode), C.uintptr_t(graph), unsafe.Pointer(pDependencies), C.size_t(numDependencies)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -13188,7 +13188,7 @@ func GraphAddEventRecordNode(pGraphNode *GraphNode, graph Graph, pDependencies *
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphAddEventRecordNode(fp, unsafe.Pointer(pGraphNode), C.uintptr_t(graph), unsafe.Pointer(pDependencies), C.size_t(numDependencies), C.uintptr_t(event)); r != 0 {
+	if r := C.gocuda_cudaGraphAddEventRecordNode(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pGraphNode), C.uintptr_t(graph), unsafe.Pointer(pDependencies), C.size_t(numDependencies), C.uintptr_t(event)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -13219,7 +13219,7 @@ func GraphEventRecordNodeGetEvent(node GraphNode, event_out *Event) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphEventRecordNodeGetEvent(fp, C.uintptr_t(node), unsafe.Pointer(event_out)); r != 0 {
+	if r := C.gocuda_cudaGraphEventRecordNodeGetEvent(C.uintptr_t(uintptr(fp)), C.uintptr_t(node), unsafe.Pointer(event_out)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -13251,7 +13251,7 @@ func GraphEventRecordNodeSetEvent(node GraphNode, event Event) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphEventRecordNodeSetEvent(fp, C.uintptr_t(node), C.uintptr_t(event)); r != 0 {
+	if r := C.gocuda_cudaGraphEventRecordNodeSetEvent(C.uintptr_t(uintptr(fp)), C.uintptr_t(node), C.uintptr_t(event)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -13302,7 +13302,7 @@ func GraphAddEventWaitNode(pGraphNode *GraphNode, graph Graph, pDependencies *Gr
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphAddEventWaitNode(fp, unsafe.Pointer(pGraphNode), C.uintptr_t(graph), unsafe.Pointer(pDependencies), C.size_t(numDependencies), C.uintptr_t(event)); r != 0 {
+	if r := C.gocuda_cudaGraphAddEventWaitNode(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pGraphNode), C.uintptr_t(graph), unsafe.Pointer(pDependencies), C.size_t(numDependencies), C.uintptr_t(event)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -13333,7 +13333,7 @@ func GraphEventWaitNodeGetEvent(node GraphNode, event_out *Event) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphEventWaitNodeGetEvent(fp, C.uintptr_t(node), unsafe.Pointer(event_out)); r != 0 {
+	if r := C.gocuda_cudaGraphEventWaitNodeGetEvent(C.uintptr_t(uintptr(fp)), C.uintptr_t(node), unsafe.Pointer(event_out)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -13365,7 +13365,7 @@ func GraphEventWaitNodeSetEvent(node GraphNode, event Event) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphEventWaitNodeSetEvent(fp, C.uintptr_t(node), C.uintptr_t(event)); r != 0 {
+	if r := C.gocuda_cudaGraphEventWaitNodeSetEvent(C.uintptr_t(uintptr(fp)), C.uintptr_t(node), C.uintptr_t(event)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -13419,7 +13419,7 @@ func GraphAddExternalSemaphoresSignalNode(pGraphNode *GraphNode, graph Graph, pD
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphAddExternalSemaphoresSignalNode(fp, unsafe.Pointer(pGraphNode), C.uintptr_t(graph), unsafe.Pointer(pDependencies), C.size_t(numDependencies), unsafe.Pointer(nodeParams)); r != 0 {
+	if r := C.gocuda_cudaGraphAddExternalSemaphoresSignalNode(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pGraphNode), C.uintptr_t(graph), unsafe.Pointer(pDependencies), C.size_t(numDependencies), unsafe.Pointer(nodeParams)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -13456,7 +13456,7 @@ func GraphExternalSemaphoresSignalNodeGetParams(hNode GraphNode, params_out *Ext
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphExternalSemaphoresSignalNodeGetParams(fp, C.uintptr_t(hNode), unsafe.Pointer(params_out)); r != 0 {
+	if r := C.gocuda_cudaGraphExternalSemaphoresSignalNodeGetParams(C.uintptr_t(uintptr(fp)), C.uintptr_t(hNode), unsafe.Pointer(params_out)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -13488,7 +13488,7 @@ func GraphExternalSemaphoresSignalNodeSetParams(hNode GraphNode, nodeParams *Ext
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphExternalSemaphoresSignalNodeSetParams(fp, C.uintptr_t(hNode), unsafe.Pointer(nodeParams)); r != 0 {
+	if r := C.gocuda_cudaGraphExternalSemaphoresSignalNodeSetParams(C.uintptr_t(uintptr(fp)), C.uintptr_t(hNode), unsafe.Pointer(nodeParams)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -13542,7 +13542,7 @@ func GraphAddExternalSemaphoresWaitNode(pGraphNode *GraphNode, graph Graph, pDep
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphAddExternalSemaphoresWaitNode(fp, unsafe.Pointer(pGraphNode), C.uintptr_t(graph), unsafe.Pointer(pDependencies), C.size_t(numDependencies), unsafe.Pointer(nodeParams)); r != 0 {
+	if r := C.gocuda_cudaGraphAddExternalSemaphoresWaitNode(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pGraphNode), C.uintptr_t(graph), unsafe.Pointer(pDependencies), C.size_t(numDependencies), unsafe.Pointer(nodeParams)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -13579,7 +13579,7 @@ func GraphExternalSemaphoresWaitNodeGetParams(hNode GraphNode, params_out *Exter
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphExternalSemaphoresWaitNodeGetParams(fp, C.uintptr_t(hNode), unsafe.Pointer(params_out)); r != 0 {
+	if r := C.gocuda_cudaGraphExternalSemaphoresWaitNodeGetParams(C.uintptr_t(uintptr(fp)), C.uintptr_t(hNode), unsafe.Pointer(params_out)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -13611,7 +13611,7 @@ func GraphExternalSemaphoresWaitNodeSetParams(hNode GraphNode, nodeParams *Exter
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphExternalSemaphoresWaitNodeSetParams(fp, C.uintptr_t(hNode), unsafe.Pointer(nodeParams)); r != 0 {
+	if r := C.gocuda_cudaGraphExternalSemaphoresWaitNodeSetParams(C.uintptr_t(uintptr(fp)), C.uintptr_t(hNode), unsafe.Pointer(nodeParams)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -13695,7 +13695,7 @@ func GraphAddMemAllocNode(pGraphNode *GraphNode, graph Graph, pDependencies *Gra
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphAddMemAllocNode(fp, unsafe.Pointer(pGraphNode), C.uintptr_t(graph), unsafe.Pointer(pDependencies), C.size_t(numDependencies), unsafe.Pointer(nodeParams)); r != 0 {
+	if r := C.gocuda_cudaGraphAddMemAllocNode(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pGraphNode), C.uintptr_t(graph), unsafe.Pointer(pDependencies), C.size_t(numDependencies), unsafe.Pointer(nodeParams)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -13726,7 +13726,7 @@ func GraphMemAllocNodeGetParams(node GraphNode, params_out *MemAllocNodeParams) 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphMemAllocNodeGetParams(fp, C.uintptr_t(node), unsafe.Pointer(params_out)); r != 0 {
+	if r := C.gocuda_cudaGraphMemAllocNodeGetParams(C.uintptr_t(uintptr(fp)), C.uintptr_t(node), unsafe.Pointer(params_out)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -13793,7 +13793,7 @@ func GraphAddMemFreeNode(pGraphNode *GraphNode, graph Graph, pDependencies *Grap
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphAddMemFreeNode(fp, unsafe.Pointer(pGraphNode), C.uintptr_t(graph), unsafe.Pointer(pDependencies), C.size_t(numDependencies), unsafe.Pointer(dptr)); r != 0 {
+	if r := C.gocuda_cudaGraphAddMemFreeNode(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pGraphNode), C.uintptr_t(graph), unsafe.Pointer(pDependencies), C.size_t(numDependencies), unsafe.Pointer(dptr)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -13821,7 +13821,7 @@ func GraphMemFreeNodeGetParams(node GraphNode, dptr_out unsafe.Pointer) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphMemFreeNodeGetParams(fp, C.uintptr_t(node), unsafe.Pointer(dptr_out)); r != 0 {
+	if r := C.gocuda_cudaGraphMemFreeNodeGetParams(C.uintptr_t(uintptr(fp)), C.uintptr_t(node), unsafe.Pointer(dptr_out)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -13853,7 +13853,7 @@ func DeviceGraphMemTrim(device int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaDeviceGraphMemTrim(fp, C.int(device)); r != 0 {
+	if r := C.gocuda_cudaDeviceGraphMemTrim(C.uintptr_t(uintptr(fp)), C.int(device)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -13894,7 +13894,7 @@ func DeviceGetGraphMemAttribute(device int32, attr GraphMemAttributeType, value 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaDeviceGetGraphMemAttribute(fp, C.int(device), C.int(attr), unsafe.Pointer(value)); r != 0 {
+	if r := C.gocuda_cudaDeviceGetGraphMemAttribute(C.uintptr_t(uintptr(fp)), C.int(device), C.int(attr), unsafe.Pointer(value)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -13932,7 +13932,7 @@ func DeviceSetGraphMemAttribute(device int32, attr GraphMemAttributeType, value 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaDeviceSetGraphMemAttribute(fp, C.int(device), C.int(attr), unsafe.Pointer(value)); r != 0 {
+	if r := C.gocuda_cudaDeviceSetGraphMemAttribute(C.uintptr_t(uintptr(fp)), C.int(device), C.int(attr), unsafe.Pointer(value)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -13968,7 +13968,7 @@ func GraphClone(pGraphClone *Graph, originalGraph Graph) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphClone(fp, unsafe.Pointer(pGraphClone), C.uintptr_t(originalGraph)); r != 0 {
+	if r := C.gocuda_cudaGraphClone(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pGraphClone), C.uintptr_t(originalGraph)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -14002,7 +14002,7 @@ func GraphNodeFindInClone(pNode *GraphNode, originalNode GraphNode, clonedGraph 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphNodeFindInClone(fp, unsafe.Pointer(pNode), C.uintptr_t(originalNode), C.uintptr_t(clonedGraph)); r != 0 {
+	if r := C.gocuda_cudaGraphNodeFindInClone(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pNode), C.uintptr_t(originalNode), C.uintptr_t(clonedGraph)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -14039,7 +14039,7 @@ func GraphNodeGetType(node GraphNode, pType *GraphNodeType) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphNodeGetType(fp, C.uintptr_t(node), (*C.int)(unsafe.Pointer(pType))); r != 0 {
+	if r := C.gocuda_cudaGraphNodeGetType(C.uintptr_t(uintptr(fp)), C.uintptr_t(node), (*C.int)(unsafe.Pointer(pType))); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -14076,7 +14076,7 @@ func GraphGetNodes(graph Graph, nodes *GraphNode, numNodes *uint64) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphGetNodes(fp, C.uintptr_t(graph), unsafe.Pointer(nodes), (*C.size_t)(unsafe.Pointer(numNodes))); r != 0 {
+	if r := C.gocuda_cudaGraphGetNodes(C.uintptr_t(uintptr(fp)), C.uintptr_t(graph), unsafe.Pointer(nodes), (*C.size_t)(unsafe.Pointer(numNodes))); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -14113,7 +14113,7 @@ func GraphGetRootNodes(graph Graph, pRootNodes *GraphNode, pNumRootNodes *uint64
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphGetRootNodes(fp, C.uintptr_t(graph), unsafe.Pointer(pRootNodes), (*C.size_t)(unsafe.Pointer(pNumRootNodes))); r != 0 {
+	if r := C.gocuda_cudaGraphGetRootNodes(C.uintptr_t(uintptr(fp)), C.uintptr_t(graph), unsafe.Pointer(pRootNodes), (*C.size_t)(unsafe.Pointer(pNumRootNodes))); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -14159,7 +14159,7 @@ func GraphGetEdges(graph Graph, from *GraphNode, to *GraphNode, edgeData *GraphE
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphGetEdges(fp, C.uintptr_t(graph), unsafe.Pointer(from), unsafe.Pointer(to), unsafe.Pointer(edgeData), (*C.size_t)(unsafe.Pointer(numEdges))); r != 0 {
+	if r := C.gocuda_cudaGraphGetEdges(C.uintptr_t(uintptr(fp)), C.uintptr_t(graph), unsafe.Pointer(from), unsafe.Pointer(to), unsafe.Pointer(edgeData), (*C.size_t)(unsafe.Pointer(numEdges))); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -14202,7 +14202,7 @@ func GraphNodeGetDependencies(node GraphNode, pDependencies *GraphNode, edgeData
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphNodeGetDependencies(fp, C.uintptr_t(node), unsafe.Pointer(pDependencies), unsafe.Pointer(edgeData), (*C.size_t)(unsafe.Pointer(pNumDependencies))); r != 0 {
+	if r := C.gocuda_cudaGraphNodeGetDependencies(C.uintptr_t(uintptr(fp)), C.uintptr_t(node), unsafe.Pointer(pDependencies), unsafe.Pointer(edgeData), (*C.size_t)(unsafe.Pointer(pNumDependencies))); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -14246,7 +14246,7 @@ func GraphNodeGetDependentNodes(node GraphNode, pDependentNodes *GraphNode, edge
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphNodeGetDependentNodes(fp, C.uintptr_t(node), unsafe.Pointer(pDependentNodes), unsafe.Pointer(edgeData), (*C.size_t)(unsafe.Pointer(pNumDependentNodes))); r != 0 {
+	if r := C.gocuda_cudaGraphNodeGetDependentNodes(C.uintptr_t(uintptr(fp)), C.uintptr_t(node), unsafe.Pointer(pDependentNodes), unsafe.Pointer(edgeData), (*C.size_t)(unsafe.Pointer(pNumDependentNodes))); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -14284,7 +14284,7 @@ func GraphAddDependencies(graph Graph, from *GraphNode, to *GraphNode, edgeData 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphAddDependencies(fp, C.uintptr_t(graph), unsafe.Pointer(from), unsafe.Pointer(to), unsafe.Pointer(edgeData), C.size_t(numDependencies)); r != 0 {
+	if r := C.gocuda_cudaGraphAddDependencies(C.uintptr_t(uintptr(fp)), C.uintptr_t(graph), unsafe.Pointer(from), unsafe.Pointer(to), unsafe.Pointer(edgeData), C.size_t(numDependencies)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -14325,7 +14325,7 @@ func GraphRemoveDependencies(graph Graph, from *GraphNode, to *GraphNode, edgeDa
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphRemoveDependencies(fp, C.uintptr_t(graph), unsafe.Pointer(from), unsafe.Pointer(to), unsafe.Pointer(edgeData), C.size_t(numDependencies)); r != 0 {
+	if r := C.gocuda_cudaGraphRemoveDependencies(C.uintptr_t(uintptr(fp)), C.uintptr_t(graph), unsafe.Pointer(from), unsafe.Pointer(to), unsafe.Pointer(edgeData), C.size_t(numDependencies)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -14360,7 +14360,7 @@ func GraphDestroyNode(node GraphNode) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphDestroyNode(fp, C.uintptr_t(node)); r != 0 {
+	if r := C.gocuda_cudaGraphDestroyNode(C.uintptr_t(uintptr(fp)), C.uintptr_t(node)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -14437,7 +14437,7 @@ func GraphInstantiate(pGraphExec *GraphExec, graph Graph, flags uint64) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphInstantiate(fp, unsafe.Pointer(pGraphExec), C.uintptr_t(graph), C.ulonglong(flags)); r != 0 {
+	if r := C.gocuda_cudaGraphInstantiate(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pGraphExec), C.uintptr_t(graph), C.ulonglong(flags)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -14515,7 +14515,7 @@ func GraphInstantiateWithFlags(pGraphExec *GraphExec, graph Graph, flags uint64)
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphInstantiateWithFlags(fp, unsafe.Pointer(pGraphExec), C.uintptr_t(graph), C.ulonglong(flags)); r != 0 {
+	if r := C.gocuda_cudaGraphInstantiateWithFlags(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pGraphExec), C.uintptr_t(graph), C.ulonglong(flags)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -14625,7 +14625,7 @@ func GraphInstantiateWithParams(pGraphExec *GraphExec, graph Graph, instantiateP
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphInstantiateWithParams(fp, unsafe.Pointer(pGraphExec), C.uintptr_t(graph), unsafe.Pointer(instantiateParams)); r != 0 {
+	if r := C.gocuda_cudaGraphInstantiateWithParams(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pGraphExec), C.uintptr_t(graph), unsafe.Pointer(instantiateParams)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -14656,7 +14656,7 @@ func GraphExecGetFlags(graphExec GraphExec, flags *uint64) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphExecGetFlags(fp, C.uintptr_t(graphExec), (*C.ulonglong)(unsafe.Pointer(flags))); r != 0 {
+	if r := C.gocuda_cudaGraphExecGetFlags(C.uintptr_t(uintptr(fp)), C.uintptr_t(graphExec), (*C.ulonglong)(unsafe.Pointer(flags))); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -14721,7 +14721,7 @@ func GraphExecKernelNodeSetParams(hGraphExec GraphExec, node GraphNode, pNodePar
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphExecKernelNodeSetParams(fp, C.uintptr_t(hGraphExec), C.uintptr_t(node), unsafe.Pointer(pNodeParams)); r != 0 {
+	if r := C.gocuda_cudaGraphExecKernelNodeSetParams(C.uintptr_t(uintptr(fp)), C.uintptr_t(hGraphExec), C.uintptr_t(node), unsafe.Pointer(pNodeParams)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -14778,7 +14778,7 @@ func GraphExecMemcpyNodeSetParams(hGraphExec GraphExec, node GraphNode, pNodePar
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphExecMemcpyNodeSetParams(fp, C.uintptr_t(hGraphExec), C.uintptr_t(node), unsafe.Pointer(pNodeParams)); r != 0 {
+	if r := C.gocuda_cudaGraphExecMemcpyNodeSetParams(C.uintptr_t(uintptr(fp)), C.uintptr_t(hGraphExec), C.uintptr_t(node), unsafe.Pointer(pNodeParams)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -14838,7 +14838,7 @@ func GraphExecMemcpyNodeSetParamsToSymbol(hGraphExec GraphExec, node GraphNode, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphExecMemcpyNodeSetParamsToSymbol(fp, C.uintptr_t(hGraphExec), C.uintptr_t(node), unsafe.Pointer(symbol), unsafe.Pointer(src), C.size_t(count), C.size_t(offset), C.int(kind)); r != 0 {
+	if r := C.gocuda_cudaGraphExecMemcpyNodeSetParamsToSymbol(C.uintptr_t(uintptr(fp)), C.uintptr_t(hGraphExec), C.uintptr_t(node), unsafe.Pointer(symbol), unsafe.Pointer(src), C.size_t(count), C.size_t(offset), C.int(kind)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -14898,7 +14898,7 @@ func GraphExecMemcpyNodeSetParamsFromSymbol(hGraphExec GraphExec, node GraphNode
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphExecMemcpyNodeSetParamsFromSymbol(fp, C.uintptr_t(hGraphExec), C.uintptr_t(node), unsafe.Pointer(dst), unsafe.Pointer(symbol), C.size_t(count), C.size_t(offset), C.int(kind)); r != 0 {
+	if r := C.gocuda_cudaGraphExecMemcpyNodeSetParamsFromSymbol(C.uintptr_t(uintptr(fp)), C.uintptr_t(hGraphExec), C.uintptr_t(node), unsafe.Pointer(dst), unsafe.Pointer(symbol), C.size_t(count), C.size_t(offset), C.int(kind)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -14956,7 +14956,7 @@ func GraphExecMemcpyNodeSetParams1D(hGraphExec GraphExec, node GraphNode, dst un
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphExecMemcpyNodeSetParams1D(fp, C.uintptr_t(hGraphExec), C.uintptr_t(node), unsafe.Pointer(dst), unsafe.Pointer(src), C.size_t(count), C.int(kind)); r != 0 {
+	if r := C.gocuda_cudaGraphExecMemcpyNodeSetParams1D(C.uintptr_t(uintptr(fp)), C.uintptr_t(hGraphExec), C.uintptr_t(node), unsafe.Pointer(dst), unsafe.Pointer(src), C.size_t(count), C.int(kind)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -15014,7 +15014,7 @@ func GraphExecMemsetNodeSetParams(hGraphExec GraphExec, node GraphNode, pNodePar
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphExecMemsetNodeSetParams(fp, C.uintptr_t(hGraphExec), C.uintptr_t(node), unsafe.Pointer(pNodeParams)); r != 0 {
+	if r := C.gocuda_cudaGraphExecMemsetNodeSetParams(C.uintptr_t(uintptr(fp)), C.uintptr_t(hGraphExec), C.uintptr_t(node), unsafe.Pointer(pNodeParams)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -15060,7 +15060,7 @@ func GraphExecHostNodeSetParams(hGraphExec GraphExec, node GraphNode, pNodeParam
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphExecHostNodeSetParams(fp, C.uintptr_t(hGraphExec), C.uintptr_t(node), unsafe.Pointer(pNodeParams)); r != 0 {
+	if r := C.gocuda_cudaGraphExecHostNodeSetParams(C.uintptr_t(uintptr(fp)), C.uintptr_t(hGraphExec), C.uintptr_t(node), unsafe.Pointer(pNodeParams)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -15112,7 +15112,7 @@ func GraphExecChildGraphNodeSetParams(hGraphExec GraphExec, node GraphNode, chil
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphExecChildGraphNodeSetParams(fp, C.uintptr_t(hGraphExec), C.uintptr_t(node), C.uintptr_t(childGraph)); r != 0 {
+	if r := C.gocuda_cudaGraphExecChildGraphNodeSetParams(C.uintptr_t(uintptr(fp)), C.uintptr_t(hGraphExec), C.uintptr_t(node), C.uintptr_t(childGraph)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -15161,7 +15161,7 @@ func GraphExecEventRecordNodeSetEvent(hGraphExec GraphExec, hNode GraphNode, eve
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphExecEventRecordNodeSetEvent(fp, C.uintptr_t(hGraphExec), C.uintptr_t(hNode), C.uintptr_t(event)); r != 0 {
+	if r := C.gocuda_cudaGraphExecEventRecordNodeSetEvent(C.uintptr_t(uintptr(fp)), C.uintptr_t(hGraphExec), C.uintptr_t(hNode), C.uintptr_t(event)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -15210,7 +15210,7 @@ func GraphExecEventWaitNodeSetEvent(hGraphExec GraphExec, hNode GraphNode, event
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphExecEventWaitNodeSetEvent(fp, C.uintptr_t(hGraphExec), C.uintptr_t(hNode), C.uintptr_t(event)); r != 0 {
+	if r := C.gocuda_cudaGraphExecEventWaitNodeSetEvent(C.uintptr_t(uintptr(fp)), C.uintptr_t(hGraphExec), C.uintptr_t(hNode), C.uintptr_t(event)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -15262,7 +15262,7 @@ func GraphExecExternalSemaphoresSignalNodeSetParams(hGraphExec GraphExec, hNode 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphExecExternalSemaphoresSignalNodeSetParams(fp, C.uintptr_t(hGraphExec), C.uintptr_t(hNode), unsafe.Pointer(nodeParams)); r != 0 {
+	if r := C.gocuda_cudaGraphExecExternalSemaphoresSignalNodeSetParams(C.uintptr_t(uintptr(fp)), C.uintptr_t(hGraphExec), C.uintptr_t(hNode), unsafe.Pointer(nodeParams)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -15314,7 +15314,7 @@ func GraphExecExternalSemaphoresWaitNodeSetParams(hGraphExec GraphExec, hNode Gr
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphExecExternalSemaphoresWaitNodeSetParams(fp, C.uintptr_t(hGraphExec), C.uintptr_t(hNode), unsafe.Pointer(nodeParams)); r != 0 {
+	if r := C.gocuda_cudaGraphExecExternalSemaphoresWaitNodeSetParams(C.uintptr_t(uintptr(fp)), C.uintptr_t(hGraphExec), C.uintptr_t(hNode), unsafe.Pointer(nodeParams)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -15358,7 +15358,7 @@ func GraphNodeSetEnabled(hGraphExec GraphExec, hNode GraphNode, isEnabled uint32
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphNodeSetEnabled(fp, C.uintptr_t(hGraphExec), C.uintptr_t(hNode), C.uint(isEnabled)); r != 0 {
+	if r := C.gocuda_cudaGraphNodeSetEnabled(C.uintptr_t(uintptr(fp)), C.uintptr_t(hGraphExec), C.uintptr_t(hNode), C.uint(isEnabled)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -15396,7 +15396,7 @@ func GraphNodeGetEnabled(hGraphExec GraphExec, hNode GraphNode, isEnabled *uint3
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphNodeGetEnabled(fp, C.uintptr_t(hGraphExec), C.uintptr_t(hNode), (*C.uint)(unsafe.Pointer(isEnabled))); r != 0 {
+	if r := C.gocuda_cudaGraphNodeGetEnabled(C.uintptr_t(uintptr(fp)), C.uintptr_t(hGraphExec), C.uintptr_t(hNode), (*C.uint)(unsafe.Pointer(isEnabled))); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -15495,7 +15495,7 @@ func GraphExecUpdate(hGraphExec GraphExec, hGraph Graph, resultInfo *GraphExecUp
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphExecUpdate(fp, C.uintptr_t(hGraphExec), C.uintptr_t(hGraph), unsafe.Pointer(resultInfo)); r != 0 {
+	if r := C.gocuda_cudaGraphExecUpdate(C.uintptr_t(uintptr(fp)), C.uintptr_t(hGraphExec), C.uintptr_t(hGraph), unsafe.Pointer(resultInfo)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -15527,7 +15527,7 @@ func GraphUpload(graphExec GraphExec, stream Stream) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphUpload(fp, C.uintptr_t(graphExec), C.uintptr_t(stream)); r != 0 {
+	if r := C.gocuda_cudaGraphUpload(C.uintptr_t(uintptr(fp)), C.uintptr_t(graphExec), C.uintptr_t(stream)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -15563,7 +15563,7 @@ func GraphLaunch(graphExec GraphExec, stream Stream) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphLaunch(fp, C.uintptr_t(graphExec), C.uintptr_t(stream)); r != 0 {
+	if r := C.gocuda_cudaGraphLaunch(C.uintptr_t(uintptr(fp)), C.uintptr_t(graphExec), C.uintptr_t(stream)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -15591,7 +15591,7 @@ func GraphExecDestroy(graphExec GraphExec) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphExecDestroy(fp, C.uintptr_t(graphExec)); r != 0 {
+	if r := C.gocuda_cudaGraphExecDestroy(C.uintptr_t(uintptr(fp)), C.uintptr_t(graphExec)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -15617,7 +15617,7 @@ func GraphDestroy(graph Graph) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphDestroy(fp, C.uintptr_t(graph)); r != 0 {
+	if r := C.gocuda_cudaGraphDestroy(C.uintptr_t(uintptr(fp)), C.uintptr_t(graph)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -15648,7 +15648,7 @@ func GraphDebugDotPrint(graph Graph, path string, flags uint32) error {
 	}
 	_path := C.CString(path)
 	defer C.free(unsafe.Pointer(_path))
-	if r := C.gocuda_cudaGraphDebugDotPrint(fp, C.uintptr_t(graph), unsafe.Pointer(_path), C.uint(flags)); r != 0 {
+	if r := C.gocuda_cudaGraphDebugDotPrint(C.uintptr_t(uintptr(fp)), C.uintptr_t(graph), unsafe.Pointer(_path), C.uint(flags)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -15694,7 +15694,7 @@ func UserObjectCreate(object_out *UserObject, ptr unsafe.Pointer, destroy HostFn
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaUserObjectCreate(fp, unsafe.Pointer(object_out), unsafe.Pointer(ptr), C.uintptr_t(destroy), C.uint(initialRefcount), C.uint(flags)); r != 0 {
+	if r := C.gocuda_cudaUserObjectCreate(C.uintptr_t(uintptr(fp)), unsafe.Pointer(object_out), unsafe.Pointer(ptr), C.uintptr_t(destroy), C.uint(initialRefcount), C.uint(flags)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -15728,7 +15728,7 @@ func UserObjectRetain(object UserObject, count uint32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaUserObjectRetain(fp, C.uintptr_t(object), C.uint(count)); r != 0 {
+	if r := C.gocuda_cudaUserObjectRetain(C.uintptr_t(uintptr(fp)), C.uintptr_t(object), C.uint(count)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -15766,7 +15766,7 @@ func UserObjectRelease(object UserObject, count uint32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaUserObjectRelease(fp, C.uintptr_t(object), C.uint(count)); r != 0 {
+	if r := C.gocuda_cudaUserObjectRelease(C.uintptr_t(uintptr(fp)), C.uintptr_t(object), C.uint(count)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -15804,7 +15804,7 @@ func GraphRetainUserObject(graph Graph, object UserObject, count uint32, flags u
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphRetainUserObject(fp, C.uintptr_t(graph), C.uintptr_t(object), C.uint(count), C.uint(flags)); r != 0 {
+	if r := C.gocuda_cudaGraphRetainUserObject(C.uintptr_t(uintptr(fp)), C.uintptr_t(graph), C.uintptr_t(object), C.uint(count), C.uint(flags)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -15839,7 +15839,7 @@ func GraphReleaseUserObject(graph Graph, object UserObject, count uint32) error 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphReleaseUserObject(fp, C.uintptr_t(graph), C.uintptr_t(object), C.uint(count)); r != 0 {
+	if r := C.gocuda_cudaGraphReleaseUserObject(C.uintptr_t(uintptr(fp)), C.uintptr_t(graph), C.uintptr_t(object), C.uint(count)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -15889,7 +15889,7 @@ func GraphAddNode(pGraphNode *GraphNode, graph Graph, pDependencies *GraphNode, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphAddNode(fp, unsafe.Pointer(pGraphNode), C.uintptr_t(graph), unsafe.Pointer(pDependencies), unsafe.Pointer(dependencyData), C.size_t(numDependencies), unsafe.Pointer(nodeParams)); r != 0 {
+	if r := C.gocuda_cudaGraphAddNode(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pGraphNode), C.uintptr_t(graph), unsafe.Pointer(pDependencies), unsafe.Pointer(dependencyData), C.size_t(numDependencies), unsafe.Pointer(nodeParams)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -15924,7 +15924,7 @@ func GraphNodeSetParams(node GraphNode, nodeParams *GraphNodeParams) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphNodeSetParams(fp, C.uintptr_t(node), unsafe.Pointer(nodeParams)); r != 0 {
+	if r := C.gocuda_cudaGraphNodeSetParams(C.uintptr_t(uintptr(fp)), C.uintptr_t(node), unsafe.Pointer(nodeParams)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -15978,7 +15978,7 @@ func GraphExecNodeSetParams(graphExec GraphExec, node GraphNode, nodeParams *Gra
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphExecNodeSetParams(fp, C.uintptr_t(graphExec), C.uintptr_t(node), unsafe.Pointer(nodeParams)); r != 0 {
+	if r := C.gocuda_cudaGraphExecNodeSetParams(C.uintptr_t(uintptr(fp)), C.uintptr_t(graphExec), C.uintptr_t(node), unsafe.Pointer(nodeParams)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -16013,7 +16013,7 @@ func GraphConditionalHandleCreate(pHandle_out *GraphConditionalHandle, graph Gra
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGraphConditionalHandleCreate(fp, (*C.ulonglong)(unsafe.Pointer(pHandle_out)), C.uintptr_t(graph), C.uint(defaultLaunchValue), C.uint(flags)); r != 0 {
+	if r := C.gocuda_cudaGraphConditionalHandleCreate(C.uintptr_t(uintptr(fp)), (*C.ulonglong)(unsafe.Pointer(pHandle_out)), C.uintptr_t(graph), C.uint(defaultLaunchValue), C.uint(flags)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -16093,7 +16093,7 @@ func GetDriverEntryPoint(symbol string, funcPtr *unsafe.Pointer, flags uint64, d
 	}
 	_symbol := C.CString(symbol)
 	defer C.free(unsafe.Pointer(_symbol))
-	if r := C.gocuda_cudaGetDriverEntryPoint(fp, unsafe.Pointer(_symbol), unsafe.Pointer(funcPtr), C.ulonglong(flags), (*C.int)(unsafe.Pointer(driverStatus))); r != 0 {
+	if r := C.gocuda_cudaGetDriverEntryPoint(C.uintptr_t(uintptr(fp)), unsafe.Pointer(_symbol), unsafe.Pointer(funcPtr), C.ulonglong(flags), (*C.int)(unsafe.Pointer(driverStatus))); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -16175,7 +16175,7 @@ func GetDriverEntryPointByVersion(symbol string, funcPtr *unsafe.Pointer, cudaVe
 	}
 	_symbol := C.CString(symbol)
 	defer C.free(unsafe.Pointer(_symbol))
-	if r := C.gocuda_cudaGetDriverEntryPointByVersion(fp, unsafe.Pointer(_symbol), unsafe.Pointer(funcPtr), C.uint(cudaVersion), C.ulonglong(flags), (*C.int)(unsafe.Pointer(driverStatus))); r != 0 {
+	if r := C.gocuda_cudaGetDriverEntryPointByVersion(C.uintptr_t(uintptr(fp)), unsafe.Pointer(_symbol), unsafe.Pointer(funcPtr), C.uint(cudaVersion), C.ulonglong(flags), (*C.int)(unsafe.Pointer(driverStatus))); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -16243,7 +16243,7 @@ func LibraryLoadData(library *Library, code unsafe.Pointer, jitOptions *JitOptio
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaLibraryLoadData(fp, unsafe.Pointer(library), unsafe.Pointer(code), (*C.int)(unsafe.Pointer(jitOptions)), unsafe.Pointer(jitOptionsValues), C.uint(numJitOptions), (*C.int)(unsafe.Pointer(libraryOptions)), unsafe.Pointer(libraryOptionValues), C.uint(numLibraryOptions)); r != 0 {
+	if r := C.gocuda_cudaLibraryLoadData(C.uintptr_t(uintptr(fp)), unsafe.Pointer(library), unsafe.Pointer(code), (*C.int)(unsafe.Pointer(jitOptions)), unsafe.Pointer(jitOptionsValues), C.uint(numJitOptions), (*C.int)(unsafe.Pointer(libraryOptions)), unsafe.Pointer(libraryOptionValues), C.uint(numLibraryOptions)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -16313,7 +16313,7 @@ func LibraryLoadFromFile(library *Library, fileName string, jitOptions *JitOptio
 	}
 	_fileName := C.CString(fileName)
 	defer C.free(unsafe.Pointer(_fileName))
-	if r := C.gocuda_cudaLibraryLoadFromFile(fp, unsafe.Pointer(library), unsafe.Pointer(_fileName), (*C.int)(unsafe.Pointer(jitOptions)), unsafe.Pointer(jitOptionsValues), C.uint(numJitOptions), (*C.int)(unsafe.Pointer(libraryOptions)), unsafe.Pointer(libraryOptionValues), C.uint(numLibraryOptions)); r != 0 {
+	if r := C.gocuda_cudaLibraryLoadFromFile(C.uintptr_t(uintptr(fp)), unsafe.Pointer(library), unsafe.Pointer(_fileName), (*C.int)(unsafe.Pointer(jitOptions)), unsafe.Pointer(jitOptionsValues), C.uint(numJitOptions), (*C.int)(unsafe.Pointer(libraryOptions)), unsafe.Pointer(libraryOptionValues), C.uint(numLibraryOptions)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -16342,7 +16342,7 @@ func LibraryUnload(library Library) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaLibraryUnload(fp, C.uintptr_t(library)); r != 0 {
+	if r := C.gocuda_cudaLibraryUnload(C.uintptr_t(uintptr(fp)), C.uintptr_t(library)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -16379,7 +16379,7 @@ func LibraryGetKernel(pKernel *Kernel, library Library, name string) error {
 	}
 	_name := C.CString(name)
 	defer C.free(unsafe.Pointer(_name))
-	if r := C.gocuda_cudaLibraryGetKernel(fp, unsafe.Pointer(pKernel), C.uintptr_t(library), unsafe.Pointer(_name)); r != 0 {
+	if r := C.gocuda_cudaLibraryGetKernel(C.uintptr_t(uintptr(fp)), unsafe.Pointer(pKernel), C.uintptr_t(library), unsafe.Pointer(_name)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -16425,7 +16425,7 @@ func LibraryGetGlobal(dptr *unsafe.Pointer, bytes *uint64, library Library, name
 	}
 	_name := C.CString(name)
 	defer C.free(unsafe.Pointer(_name))
-	if r := C.gocuda_cudaLibraryGetGlobal(fp, unsafe.Pointer(dptr), (*C.size_t)(unsafe.Pointer(bytes)), C.uintptr_t(library), unsafe.Pointer(_name)); r != 0 {
+	if r := C.gocuda_cudaLibraryGetGlobal(C.uintptr_t(uintptr(fp)), unsafe.Pointer(dptr), (*C.size_t)(unsafe.Pointer(bytes)), C.uintptr_t(library), unsafe.Pointer(_name)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -16470,7 +16470,7 @@ func LibraryGetManaged(dptr *unsafe.Pointer, bytes *uint64, library Library, nam
 	}
 	_name := C.CString(name)
 	defer C.free(unsafe.Pointer(_name))
-	if r := C.gocuda_cudaLibraryGetManaged(fp, unsafe.Pointer(dptr), (*C.size_t)(unsafe.Pointer(bytes)), C.uintptr_t(library), unsafe.Pointer(_name)); r != 0 {
+	if r := C.gocuda_cudaLibraryGetManaged(C.uintptr_t(uintptr(fp)), unsafe.Pointer(dptr), (*C.size_t)(unsafe.Pointer(bytes)), C.uintptr_t(library), unsafe.Pointer(_name)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -16509,7 +16509,7 @@ func LibraryGetUnifiedFunction(fptr *unsafe.Pointer, library Library, symbol str
 	}
 	_symbol := C.CString(symbol)
 	defer C.free(unsafe.Pointer(_symbol))
-	if r := C.gocuda_cudaLibraryGetUnifiedFunction(fp, unsafe.Pointer(fptr), C.uintptr_t(library), unsafe.Pointer(_symbol)); r != 0 {
+	if r := C.gocuda_cudaLibraryGetUnifiedFunction(C.uintptr_t(uintptr(fp)), unsafe.Pointer(fptr), C.uintptr_t(library), unsafe.Pointer(_symbol)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -16541,7 +16541,7 @@ func LibraryGetKernelCount(count *uint32, lib Library) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaLibraryGetKernelCount(fp, (*C.uint)(unsafe.Pointer(count)), C.uintptr_t(lib)); r != 0 {
+	if r := C.gocuda_cudaLibraryGetKernelCount(C.uintptr_t(uintptr(fp)), (*C.uint)(unsafe.Pointer(count)), C.uintptr_t(lib)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -16573,7 +16573,7 @@ func LibraryEnumerateKernels(kernels *Kernel, numKernels uint32, lib Library) er
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaLibraryEnumerateKernels(fp, unsafe.Pointer(kernels), C.uint(numKernels), C.uintptr_t(lib)); r != 0 {
+	if r := C.gocuda_cudaLibraryEnumerateKernels(C.uintptr_t(uintptr(fp)), unsafe.Pointer(kernels), C.uint(numKernels), C.uintptr_t(lib)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -16652,7 +16652,7 @@ func KernelSetAttributeForDevice(kernel Kernel, attr FuncAttribute, value int32,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaKernelSetAttributeForDevice(fp, C.uintptr_t(kernel), C.int(attr), C.int(value), C.int(device)); r != 0 {
+	if r := C.gocuda_cudaKernelSetAttributeForDevice(C.uintptr_t(uintptr(fp)), C.uintptr_t(kernel), C.int(attr), C.int(value), C.int(device)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -16664,7 +16664,7 @@ func GetExportTable(ppExportTable *unsafe.Pointer, pExportTableId *UUID) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGetExportTable(fp, unsafe.Pointer(ppExportTable), unsafe.Pointer(pExportTableId)); r != 0 {
+	if r := C.gocuda_cudaGetExportTable(C.uintptr_t(uintptr(fp)), unsafe.Pointer(ppExportTable), unsafe.Pointer(pExportTableId)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -16687,7 +16687,7 @@ func GetFuncBySymbol(functionPtr *Function, symbolPtr unsafe.Pointer) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGetFuncBySymbol(fp, unsafe.Pointer(functionPtr), unsafe.Pointer(symbolPtr)); r != 0 {
+	if r := C.gocuda_cudaGetFuncBySymbol(C.uintptr_t(uintptr(fp)), unsafe.Pointer(functionPtr), unsafe.Pointer(symbolPtr)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -16721,7 +16721,7 @@ func GetKernel(kernelPtr *Kernel, entryFuncAddr unsafe.Pointer) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaGetKernel(fp, unsafe.Pointer(kernelPtr), unsafe.Pointer(entryFuncAddr)); r != 0 {
+	if r := C.gocuda_cudaGetKernel(C.uintptr_t(uintptr(fp)), unsafe.Pointer(kernelPtr), unsafe.Pointer(entryFuncAddr)); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -16749,7 +16749,7 @@ func ProfilerStart() error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaProfilerStart(fp); r != 0 {
+	if r := C.gocuda_cudaProfilerStart(C.uintptr_t(uintptr(fp))); r != 0 {
 		return Error(r)
 	}
 	return nil
@@ -16777,7 +16777,7 @@ func ProfilerStop() error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cudaProfilerStop(fp); r != 0 {
+	if r := C.gocuda_cudaProfilerStop(C.uintptr_t(uintptr(fp))); r != 0 {
 		return Error(r)
 	}
 	return nil

@@ -84,143 +84,143 @@ import (
 #define __NV_NO_VECTOR_DEPRECATION_DIAG 1
 #include "cufft.h"
 
-static int gocuda_cufftPlan1d(void *fp, int * a0, int a1, int a2, int a3) {
+static int gocuda_cufftPlan1d(uintptr_t fp, int * a0, int a1, int a2, int a3) {
 	return ((__typeof__(&cufftPlan1d))fp)((cufftHandle *)a0, a1, a2, a3);
 }
 
-static int gocuda_cufftPlan2d(void *fp, int * a0, int a1, int a2, int a3) {
+static int gocuda_cufftPlan2d(uintptr_t fp, int * a0, int a1, int a2, int a3) {
 	return ((__typeof__(&cufftPlan2d))fp)((cufftHandle *)a0, a1, a2, a3);
 }
 
-static int gocuda_cufftPlan3d(void *fp, int * a0, int a1, int a2, int a3, int a4) {
+static int gocuda_cufftPlan3d(uintptr_t fp, int * a0, int a1, int a2, int a3, int a4) {
 	return ((__typeof__(&cufftPlan3d))fp)((cufftHandle *)a0, a1, a2, a3, a4);
 }
 
-static int gocuda_cufftPlanMany(void *fp, int * a0, int a1, int * a2, int * a3, int a4, int a5, int * a6, int a7, int a8, int a9, int a10) {
+static int gocuda_cufftPlanMany(uintptr_t fp, int * a0, int a1, int * a2, int * a3, int a4, int a5, int * a6, int a7, int a8, int a9, int a10) {
 	return ((__typeof__(&cufftPlanMany))fp)((cufftHandle *)a0, a1, (int *)a2, (int *)a3, a4, a5, (int *)a6, a7, a8, a9, a10);
 }
 
-static int gocuda_cufftMakePlan1d(void *fp, int a0, int a1, int a2, int a3, size_t * a4) {
+static int gocuda_cufftMakePlan1d(uintptr_t fp, int a0, int a1, int a2, int a3, size_t * a4) {
 	return ((__typeof__(&cufftMakePlan1d))fp)(a0, a1, a2, a3, (size_t *)a4);
 }
 
-static int gocuda_cufftMakePlan2d(void *fp, int a0, int a1, int a2, int a3, size_t * a4) {
+static int gocuda_cufftMakePlan2d(uintptr_t fp, int a0, int a1, int a2, int a3, size_t * a4) {
 	return ((__typeof__(&cufftMakePlan2d))fp)(a0, a1, a2, a3, (size_t *)a4);
 }
 
-static int gocuda_cufftMakePlan3d(void *fp, int a0, int a1, int a2, int a3, int a4, size_t * a5) {
+static int gocuda_cufftMakePlan3d(uintptr_t fp, int a0, int a1, int a2, int a3, int a4, size_t * a5) {
 	return ((__typeof__(&cufftMakePlan3d))fp)(a0, a1, a2, a3, a4, (size_t *)a5);
 }
 
-static int gocuda_cufftMakePlanMany(void *fp, int a0, int a1, int * a2, int * a3, int a4, int a5, int * a6, int a7, int a8, int a9, int a10, size_t * a11) {
+static int gocuda_cufftMakePlanMany(uintptr_t fp, int a0, int a1, int * a2, int * a3, int a4, int a5, int * a6, int a7, int a8, int a9, int a10, size_t * a11) {
 	return ((__typeof__(&cufftMakePlanMany))fp)(a0, a1, (int *)a2, (int *)a3, a4, a5, (int *)a6, a7, a8, a9, a10, (size_t *)a11);
 }
 
-static int gocuda_cufftMakePlanMany64(void *fp, int a0, int a1, long long * a2, long long * a3, long long a4, long long a5, long long * a6, long long a7, long long a8, int a9, long long a10, size_t * a11) {
+static int gocuda_cufftMakePlanMany64(uintptr_t fp, int a0, int a1, long long * a2, long long * a3, long long a4, long long a5, long long * a6, long long a7, long long a8, int a9, long long a10, size_t * a11) {
 	return ((__typeof__(&cufftMakePlanMany64))fp)(a0, a1, (long long *)a2, (long long *)a3, a4, a5, (long long *)a6, a7, a8, a9, a10, (size_t *)a11);
 }
 
-static int gocuda_cufftGetSizeMany64(void *fp, int a0, int a1, long long * a2, long long * a3, long long a4, long long a5, long long * a6, long long a7, long long a8, int a9, long long a10, size_t * a11) {
+static int gocuda_cufftGetSizeMany64(uintptr_t fp, int a0, int a1, long long * a2, long long * a3, long long a4, long long a5, long long * a6, long long a7, long long a8, int a9, long long a10, size_t * a11) {
 	return ((__typeof__(&cufftGetSizeMany64))fp)(a0, a1, (long long *)a2, (long long *)a3, a4, a5, (long long *)a6, a7, a8, a9, a10, (size_t *)a11);
 }
 
-static int gocuda_cufftEstimate1d(void *fp, int a0, int a1, int a2, size_t * a3) {
+static int gocuda_cufftEstimate1d(uintptr_t fp, int a0, int a1, int a2, size_t * a3) {
 	return ((__typeof__(&cufftEstimate1d))fp)(a0, a1, a2, (size_t *)a3);
 }
 
-static int gocuda_cufftEstimate2d(void *fp, int a0, int a1, int a2, size_t * a3) {
+static int gocuda_cufftEstimate2d(uintptr_t fp, int a0, int a1, int a2, size_t * a3) {
 	return ((__typeof__(&cufftEstimate2d))fp)(a0, a1, a2, (size_t *)a3);
 }
 
-static int gocuda_cufftEstimate3d(void *fp, int a0, int a1, int a2, int a3, size_t * a4) {
+static int gocuda_cufftEstimate3d(uintptr_t fp, int a0, int a1, int a2, int a3, size_t * a4) {
 	return ((__typeof__(&cufftEstimate3d))fp)(a0, a1, a2, a3, (size_t *)a4);
 }
 
-static int gocuda_cufftEstimateMany(void *fp, int a0, int * a1, int * a2, int a3, int a4, int * a5, int a6, int a7, int a8, int a9, size_t * a10) {
+static int gocuda_cufftEstimateMany(uintptr_t fp, int a0, int * a1, int * a2, int a3, int a4, int * a5, int a6, int a7, int a8, int a9, size_t * a10) {
 	return ((__typeof__(&cufftEstimateMany))fp)(a0, (int *)a1, (int *)a2, a3, a4, (int *)a5, a6, a7, a8, a9, (size_t *)a10);
 }
 
-static int gocuda_cufftCreate(void *fp, int * a0) {
+static int gocuda_cufftCreate(uintptr_t fp, int * a0) {
 	return ((__typeof__(&cufftCreate))fp)((cufftHandle *)a0);
 }
 
-static int gocuda_cufftGetSize1d(void *fp, int a0, int a1, int a2, int a3, size_t * a4) {
+static int gocuda_cufftGetSize1d(uintptr_t fp, int a0, int a1, int a2, int a3, size_t * a4) {
 	return ((__typeof__(&cufftGetSize1d))fp)(a0, a1, a2, a3, (size_t *)a4);
 }
 
-static int gocuda_cufftGetSize2d(void *fp, int a0, int a1, int a2, int a3, size_t * a4) {
+static int gocuda_cufftGetSize2d(uintptr_t fp, int a0, int a1, int a2, int a3, size_t * a4) {
 	return ((__typeof__(&cufftGetSize2d))fp)(a0, a1, a2, a3, (size_t *)a4);
 }
 
-static int gocuda_cufftGetSize3d(void *fp, int a0, int a1, int a2, int a3, int a4, size_t * a5) {
+static int gocuda_cufftGetSize3d(uintptr_t fp, int a0, int a1, int a2, int a3, int a4, size_t * a5) {
 	return ((__typeof__(&cufftGetSize3d))fp)(a0, a1, a2, a3, a4, (size_t *)a5);
 }
 
-static int gocuda_cufftGetSizeMany(void *fp, int a0, int a1, int * a2, int * a3, int a4, int a5, int * a6, int a7, int a8, int a9, int a10, size_t * a11) {
+static int gocuda_cufftGetSizeMany(uintptr_t fp, int a0, int a1, int * a2, int * a3, int a4, int a5, int * a6, int a7, int a8, int a9, int a10, size_t * a11) {
 	return ((__typeof__(&cufftGetSizeMany))fp)(a0, a1, (int *)a2, (int *)a3, a4, a5, (int *)a6, a7, a8, a9, a10, (size_t *)a11);
 }
 
-static int gocuda_cufftGetSize(void *fp, int a0, size_t * a1) {
+static int gocuda_cufftGetSize(uintptr_t fp, int a0, size_t * a1) {
 	return ((__typeof__(&cufftGetSize))fp)(a0, (size_t *)a1);
 }
 
-static int gocuda_cufftSetWorkArea(void *fp, int a0, void * a1) {
+static int gocuda_cufftSetWorkArea(uintptr_t fp, int a0, void * a1) {
 	return ((__typeof__(&cufftSetWorkArea))fp)(a0, a1);
 }
 
-static int gocuda_cufftSetAutoAllocation(void *fp, int a0, int a1) {
+static int gocuda_cufftSetAutoAllocation(uintptr_t fp, int a0, int a1) {
 	return ((__typeof__(&cufftSetAutoAllocation))fp)(a0, a1);
 }
 
-static int gocuda_cufftExecC2C(void *fp, int a0, void * a1, void * a2, int a3) {
+static int gocuda_cufftExecC2C(uintptr_t fp, int a0, void * a1, void * a2, int a3) {
 	return ((__typeof__(&cufftExecC2C))fp)(a0, a1, a2, a3);
 }
 
-static int gocuda_cufftExecR2C(void *fp, int a0, float * a1, void * a2) {
+static int gocuda_cufftExecR2C(uintptr_t fp, int a0, float * a1, void * a2) {
 	return ((__typeof__(&cufftExecR2C))fp)(a0, (cufftReal *)a1, a2);
 }
 
-static int gocuda_cufftExecC2R(void *fp, int a0, void * a1, float * a2) {
+static int gocuda_cufftExecC2R(uintptr_t fp, int a0, void * a1, float * a2) {
 	return ((__typeof__(&cufftExecC2R))fp)(a0, a1, (cufftReal *)a2);
 }
 
-static int gocuda_cufftExecZ2Z(void *fp, int a0, void * a1, void * a2, int a3) {
+static int gocuda_cufftExecZ2Z(uintptr_t fp, int a0, void * a1, void * a2, int a3) {
 	return ((__typeof__(&cufftExecZ2Z))fp)(a0, a1, a2, a3);
 }
 
-static int gocuda_cufftExecD2Z(void *fp, int a0, double * a1, void * a2) {
+static int gocuda_cufftExecD2Z(uintptr_t fp, int a0, double * a1, void * a2) {
 	return ((__typeof__(&cufftExecD2Z))fp)(a0, (cufftDoubleReal *)a1, a2);
 }
 
-static int gocuda_cufftExecZ2D(void *fp, int a0, void * a1, double * a2) {
+static int gocuda_cufftExecZ2D(uintptr_t fp, int a0, void * a1, double * a2) {
 	return ((__typeof__(&cufftExecZ2D))fp)(a0, a1, (cufftDoubleReal *)a2);
 }
 
-static int gocuda_cufftSetStream(void *fp, int a0, uintptr_t a1) {
+static int gocuda_cufftSetStream(uintptr_t fp, int a0, uintptr_t a1) {
 	return ((__typeof__(&cufftSetStream))fp)(a0, (cudaStream_t)a1);
 }
 
-static int gocuda_cufftDestroy(void *fp, int a0) {
+static int gocuda_cufftDestroy(uintptr_t fp, int a0) {
 	return ((__typeof__(&cufftDestroy))fp)(a0);
 }
 
-static int gocuda_cufftGetVersion(void *fp, int * a0) {
+static int gocuda_cufftGetVersion(uintptr_t fp, int * a0) {
 	return ((__typeof__(&cufftGetVersion))fp)((int *)a0);
 }
 
-static int gocuda_cufftGetProperty(void *fp, int a0, int * a1) {
+static int gocuda_cufftGetProperty(uintptr_t fp, int a0, int * a1) {
 	return ((__typeof__(&cufftGetProperty))fp)(a0, (int *)a1);
 }
 
-static int gocuda_cufftSetPlanPropertyInt64(void *fp, int a0, int a1, long long a2) {
+static int gocuda_cufftSetPlanPropertyInt64(uintptr_t fp, int a0, int a1, long long a2) {
 	return ((__typeof__(&cufftSetPlanPropertyInt64))fp)(a0, a1, a2);
 }
 
-static int gocuda_cufftGetPlanPropertyInt64(void *fp, int a0, int a1, long long * a2) {
+static int gocuda_cufftGetPlanPropertyInt64(uintptr_t fp, int a0, int a1, long long * a2) {
 	return ((__typeof__(&cufftGetPlanPropertyInt64))fp)(a0, a1, (long long *)a2);
 }
 
-static int gocuda_cufftResetPlanProperty(void *fp, int a0, int a1) {
+static int gocuda_cufftResetPlanProperty(uintptr_t fp, int a0, int a1) {
 	return ((__typeof__(&cufftResetPlanProperty))fp)(a0, a1);
 }
 */
@@ -270,7 +270,7 @@ func Plan1d(plan *Handle, nx int32, type_ Type, batch int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cufftPlan1d(fp, (*C.int)(unsafe.Pointer(plan)), C.int(nx), C.int(type_), C.int(batch)); r != 0 {
+	if r := C.gocuda_cufftPlan1d(C.uintptr_t(uintptr(fp)), (*C.int)(unsafe.Pointer(plan)), C.int(nx), C.int(type_), C.int(batch)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -282,7 +282,7 @@ func Plan2d(plan *Handle, nx int32, ny int32, type_ Type) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cufftPlan2d(fp, (*C.int)(unsafe.Pointer(plan)), C.int(nx), C.int(ny), C.int(type_)); r != 0 {
+	if r := C.gocuda_cufftPlan2d(C.uintptr_t(uintptr(fp)), (*C.int)(unsafe.Pointer(plan)), C.int(nx), C.int(ny), C.int(type_)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -294,7 +294,7 @@ func Plan3d(plan *Handle, nx int32, ny int32, nz int32, type_ Type) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cufftPlan3d(fp, (*C.int)(unsafe.Pointer(plan)), C.int(nx), C.int(ny), C.int(nz), C.int(type_)); r != 0 {
+	if r := C.gocuda_cufftPlan3d(C.uintptr_t(uintptr(fp)), (*C.int)(unsafe.Pointer(plan)), C.int(nx), C.int(ny), C.int(nz), C.int(type_)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -306,7 +306,7 @@ func PlanMany(plan *Handle, rank int32, n *int32, inembed *int32, istride int32,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cufftPlanMany(fp, (*C.int)(unsafe.Pointer(plan)), C.int(rank), (*C.int)(unsafe.Pointer(n)), (*C.int)(unsafe.Pointer(inembed)), C.int(istride), C.int(idist), (*C.int)(unsafe.Pointer(onembed)), C.int(ostride), C.int(odist), C.int(type_), C.int(batch)); r != 0 {
+	if r := C.gocuda_cufftPlanMany(C.uintptr_t(uintptr(fp)), (*C.int)(unsafe.Pointer(plan)), C.int(rank), (*C.int)(unsafe.Pointer(n)), (*C.int)(unsafe.Pointer(inembed)), C.int(istride), C.int(idist), (*C.int)(unsafe.Pointer(onembed)), C.int(ostride), C.int(odist), C.int(type_), C.int(batch)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -318,7 +318,7 @@ func MakePlan1d(plan Handle, nx int32, type_ Type, batch int32, workSize *uint64
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cufftMakePlan1d(fp, C.int(plan), C.int(nx), C.int(type_), C.int(batch), (*C.size_t)(unsafe.Pointer(workSize))); r != 0 {
+	if r := C.gocuda_cufftMakePlan1d(C.uintptr_t(uintptr(fp)), C.int(plan), C.int(nx), C.int(type_), C.int(batch), (*C.size_t)(unsafe.Pointer(workSize))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -330,7 +330,7 @@ func MakePlan2d(plan Handle, nx int32, ny int32, type_ Type, workSize *uint64) e
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cufftMakePlan2d(fp, C.int(plan), C.int(nx), C.int(ny), C.int(type_), (*C.size_t)(unsafe.Pointer(workSize))); r != 0 {
+	if r := C.gocuda_cufftMakePlan2d(C.uintptr_t(uintptr(fp)), C.int(plan), C.int(nx), C.int(ny), C.int(type_), (*C.size_t)(unsafe.Pointer(workSize))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -342,7 +342,7 @@ func MakePlan3d(plan Handle, nx int32, ny int32, nz int32, type_ Type, workSize 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cufftMakePlan3d(fp, C.int(plan), C.int(nx), C.int(ny), C.int(nz), C.int(type_), (*C.size_t)(unsafe.Pointer(workSize))); r != 0 {
+	if r := C.gocuda_cufftMakePlan3d(C.uintptr_t(uintptr(fp)), C.int(plan), C.int(nx), C.int(ny), C.int(nz), C.int(type_), (*C.size_t)(unsafe.Pointer(workSize))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -354,7 +354,7 @@ func MakePlanMany(plan Handle, rank int32, n *int32, inembed *int32, istride int
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cufftMakePlanMany(fp, C.int(plan), C.int(rank), (*C.int)(unsafe.Pointer(n)), (*C.int)(unsafe.Pointer(inembed)), C.int(istride), C.int(idist), (*C.int)(unsafe.Pointer(onembed)), C.int(ostride), C.int(odist), C.int(type_), C.int(batch), (*C.size_t)(unsafe.Pointer(workSize))); r != 0 {
+	if r := C.gocuda_cufftMakePlanMany(C.uintptr_t(uintptr(fp)), C.int(plan), C.int(rank), (*C.int)(unsafe.Pointer(n)), (*C.int)(unsafe.Pointer(inembed)), C.int(istride), C.int(idist), (*C.int)(unsafe.Pointer(onembed)), C.int(ostride), C.int(odist), C.int(type_), C.int(batch), (*C.size_t)(unsafe.Pointer(workSize))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -366,7 +366,7 @@ func MakePlanMany64(plan Handle, rank int32, n *int64, inembed *int64, istride i
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cufftMakePlanMany64(fp, C.int(plan), C.int(rank), (*C.longlong)(unsafe.Pointer(n)), (*C.longlong)(unsafe.Pointer(inembed)), C.longlong(istride), C.longlong(idist), (*C.longlong)(unsafe.Pointer(onembed)), C.longlong(ostride), C.longlong(odist), C.int(type_), C.longlong(batch), (*C.size_t)(unsafe.Pointer(workSize))); r != 0 {
+	if r := C.gocuda_cufftMakePlanMany64(C.uintptr_t(uintptr(fp)), C.int(plan), C.int(rank), (*C.longlong)(unsafe.Pointer(n)), (*C.longlong)(unsafe.Pointer(inembed)), C.longlong(istride), C.longlong(idist), (*C.longlong)(unsafe.Pointer(onembed)), C.longlong(ostride), C.longlong(odist), C.int(type_), C.longlong(batch), (*C.size_t)(unsafe.Pointer(workSize))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -378,7 +378,7 @@ func GetSizeMany64(plan Handle, rank int32, n *int64, inembed *int64, istride in
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cufftGetSizeMany64(fp, C.int(plan), C.int(rank), (*C.longlong)(unsafe.Pointer(n)), (*C.longlong)(unsafe.Pointer(inembed)), C.longlong(istride), C.longlong(idist), (*C.longlong)(unsafe.Pointer(onembed)), C.longlong(ostride), C.longlong(odist), C.int(type_), C.longlong(batch), (*C.size_t)(unsafe.Pointer(workSize))); r != 0 {
+	if r := C.gocuda_cufftGetSizeMany64(C.uintptr_t(uintptr(fp)), C.int(plan), C.int(rank), (*C.longlong)(unsafe.Pointer(n)), (*C.longlong)(unsafe.Pointer(inembed)), C.longlong(istride), C.longlong(idist), (*C.longlong)(unsafe.Pointer(onembed)), C.longlong(ostride), C.longlong(odist), C.int(type_), C.longlong(batch), (*C.size_t)(unsafe.Pointer(workSize))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -390,7 +390,7 @@ func Estimate1d(nx int32, type_ Type, batch int32, workSize *uint64) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cufftEstimate1d(fp, C.int(nx), C.int(type_), C.int(batch), (*C.size_t)(unsafe.Pointer(workSize))); r != 0 {
+	if r := C.gocuda_cufftEstimate1d(C.uintptr_t(uintptr(fp)), C.int(nx), C.int(type_), C.int(batch), (*C.size_t)(unsafe.Pointer(workSize))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -402,7 +402,7 @@ func Estimate2d(nx int32, ny int32, type_ Type, workSize *uint64) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cufftEstimate2d(fp, C.int(nx), C.int(ny), C.int(type_), (*C.size_t)(unsafe.Pointer(workSize))); r != 0 {
+	if r := C.gocuda_cufftEstimate2d(C.uintptr_t(uintptr(fp)), C.int(nx), C.int(ny), C.int(type_), (*C.size_t)(unsafe.Pointer(workSize))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -414,7 +414,7 @@ func Estimate3d(nx int32, ny int32, nz int32, type_ Type, workSize *uint64) erro
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cufftEstimate3d(fp, C.int(nx), C.int(ny), C.int(nz), C.int(type_), (*C.size_t)(unsafe.Pointer(workSize))); r != 0 {
+	if r := C.gocuda_cufftEstimate3d(C.uintptr_t(uintptr(fp)), C.int(nx), C.int(ny), C.int(nz), C.int(type_), (*C.size_t)(unsafe.Pointer(workSize))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -426,7 +426,7 @@ func EstimateMany(rank int32, n *int32, inembed *int32, istride int32, idist int
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cufftEstimateMany(fp, C.int(rank), (*C.int)(unsafe.Pointer(n)), (*C.int)(unsafe.Pointer(inembed)), C.int(istride), C.int(idist), (*C.int)(unsafe.Pointer(onembed)), C.int(ostride), C.int(odist), C.int(type_), C.int(batch), (*C.size_t)(unsafe.Pointer(workSize))); r != 0 {
+	if r := C.gocuda_cufftEstimateMany(C.uintptr_t(uintptr(fp)), C.int(rank), (*C.int)(unsafe.Pointer(n)), (*C.int)(unsafe.Pointer(inembed)), C.int(istride), C.int(idist), (*C.int)(unsafe.Pointer(onembed)), C.int(ostride), C.int(odist), C.int(type_), C.int(batch), (*C.size_t)(unsafe.Pointer(workSize))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -438,7 +438,7 @@ func Create(handle *Handle) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cufftCreate(fp, (*C.int)(unsafe.Pointer(handle))); r != 0 {
+	if r := C.gocuda_cufftCreate(C.uintptr_t(uintptr(fp)), (*C.int)(unsafe.Pointer(handle))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -450,7 +450,7 @@ func GetSize1d(handle Handle, nx int32, type_ Type, batch int32, workSize *uint6
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cufftGetSize1d(fp, C.int(handle), C.int(nx), C.int(type_), C.int(batch), (*C.size_t)(unsafe.Pointer(workSize))); r != 0 {
+	if r := C.gocuda_cufftGetSize1d(C.uintptr_t(uintptr(fp)), C.int(handle), C.int(nx), C.int(type_), C.int(batch), (*C.size_t)(unsafe.Pointer(workSize))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -462,7 +462,7 @@ func GetSize2d(handle Handle, nx int32, ny int32, type_ Type, workSize *uint64) 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cufftGetSize2d(fp, C.int(handle), C.int(nx), C.int(ny), C.int(type_), (*C.size_t)(unsafe.Pointer(workSize))); r != 0 {
+	if r := C.gocuda_cufftGetSize2d(C.uintptr_t(uintptr(fp)), C.int(handle), C.int(nx), C.int(ny), C.int(type_), (*C.size_t)(unsafe.Pointer(workSize))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -474,7 +474,7 @@ func GetSize3d(handle Handle, nx int32, ny int32, nz int32, type_ Type, workSize
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cufftGetSize3d(fp, C.int(handle), C.int(nx), C.int(ny), C.int(nz), C.int(type_), (*C.size_t)(unsafe.Pointer(workSize))); r != 0 {
+	if r := C.gocuda_cufftGetSize3d(C.uintptr_t(uintptr(fp)), C.int(handle), C.int(nx), C.int(ny), C.int(nz), C.int(type_), (*C.size_t)(unsafe.Pointer(workSize))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -486,7 +486,7 @@ func GetSizeMany(handle Handle, rank int32, n *int32, inembed *int32, istride in
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cufftGetSizeMany(fp, C.int(handle), C.int(rank), (*C.int)(unsafe.Pointer(n)), (*C.int)(unsafe.Pointer(inembed)), C.int(istride), C.int(idist), (*C.int)(unsafe.Pointer(onembed)), C.int(ostride), C.int(odist), C.int(type_), C.int(batch), (*C.size_t)(unsafe.Pointer(workArea))); r != 0 {
+	if r := C.gocuda_cufftGetSizeMany(C.uintptr_t(uintptr(fp)), C.int(handle), C.int(rank), (*C.int)(unsafe.Pointer(n)), (*C.int)(unsafe.Pointer(inembed)), C.int(istride), C.int(idist), (*C.int)(unsafe.Pointer(onembed)), C.int(ostride), C.int(odist), C.int(type_), C.int(batch), (*C.size_t)(unsafe.Pointer(workArea))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -498,7 +498,7 @@ func GetSize(handle Handle, workSize *uint64) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cufftGetSize(fp, C.int(handle), (*C.size_t)(unsafe.Pointer(workSize))); r != 0 {
+	if r := C.gocuda_cufftGetSize(C.uintptr_t(uintptr(fp)), C.int(handle), (*C.size_t)(unsafe.Pointer(workSize))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -510,7 +510,7 @@ func SetWorkArea(plan Handle, workArea unsafe.Pointer) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cufftSetWorkArea(fp, C.int(plan), unsafe.Pointer(workArea)); r != 0 {
+	if r := C.gocuda_cufftSetWorkArea(C.uintptr_t(uintptr(fp)), C.int(plan), unsafe.Pointer(workArea)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -522,7 +522,7 @@ func SetAutoAllocation(plan Handle, autoAllocate int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cufftSetAutoAllocation(fp, C.int(plan), C.int(autoAllocate)); r != 0 {
+	if r := C.gocuda_cufftSetAutoAllocation(C.uintptr_t(uintptr(fp)), C.int(plan), C.int(autoAllocate)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -534,7 +534,7 @@ func ExecC2C(plan Handle, idata *Complex, odata *Complex, direction int32) error
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cufftExecC2C(fp, C.int(plan), unsafe.Pointer(idata), unsafe.Pointer(odata), C.int(direction)); r != 0 {
+	if r := C.gocuda_cufftExecC2C(C.uintptr_t(uintptr(fp)), C.int(plan), unsafe.Pointer(idata), unsafe.Pointer(odata), C.int(direction)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -546,7 +546,7 @@ func ExecR2C(plan Handle, idata *Real, odata *Complex) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cufftExecR2C(fp, C.int(plan), (*C.float)(unsafe.Pointer(idata)), unsafe.Pointer(odata)); r != 0 {
+	if r := C.gocuda_cufftExecR2C(C.uintptr_t(uintptr(fp)), C.int(plan), (*C.float)(unsafe.Pointer(idata)), unsafe.Pointer(odata)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -558,7 +558,7 @@ func ExecC2R(plan Handle, idata *Complex, odata *Real) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cufftExecC2R(fp, C.int(plan), unsafe.Pointer(idata), (*C.float)(unsafe.Pointer(odata))); r != 0 {
+	if r := C.gocuda_cufftExecC2R(C.uintptr_t(uintptr(fp)), C.int(plan), unsafe.Pointer(idata), (*C.float)(unsafe.Pointer(odata))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -570,7 +570,7 @@ func ExecZ2Z(plan Handle, idata *DoubleComplex, odata *DoubleComplex, direction 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cufftExecZ2Z(fp, C.int(plan), unsafe.Pointer(idata), unsafe.Pointer(odata), C.int(direction)); r != 0 {
+	if r := C.gocuda_cufftExecZ2Z(C.uintptr_t(uintptr(fp)), C.int(plan), unsafe.Pointer(idata), unsafe.Pointer(odata), C.int(direction)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -582,7 +582,7 @@ func ExecD2Z(plan Handle, idata *DoubleReal, odata *DoubleComplex) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cufftExecD2Z(fp, C.int(plan), (*C.double)(unsafe.Pointer(idata)), unsafe.Pointer(odata)); r != 0 {
+	if r := C.gocuda_cufftExecD2Z(C.uintptr_t(uintptr(fp)), C.int(plan), (*C.double)(unsafe.Pointer(idata)), unsafe.Pointer(odata)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -594,7 +594,7 @@ func ExecZ2D(plan Handle, idata *DoubleComplex, odata *DoubleReal) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cufftExecZ2D(fp, C.int(plan), unsafe.Pointer(idata), (*C.double)(unsafe.Pointer(odata))); r != 0 {
+	if r := C.gocuda_cufftExecZ2D(C.uintptr_t(uintptr(fp)), C.int(plan), unsafe.Pointer(idata), (*C.double)(unsafe.Pointer(odata))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -606,7 +606,7 @@ func SetStream(plan Handle, stream cudart.Stream) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cufftSetStream(fp, C.int(plan), C.uintptr_t(stream)); r != 0 {
+	if r := C.gocuda_cufftSetStream(C.uintptr_t(uintptr(fp)), C.int(plan), C.uintptr_t(stream)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -618,7 +618,7 @@ func Destroy(plan Handle) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cufftDestroy(fp, C.int(plan)); r != 0 {
+	if r := C.gocuda_cufftDestroy(C.uintptr_t(uintptr(fp)), C.int(plan)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -630,7 +630,7 @@ func GetVersion(version *int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cufftGetVersion(fp, (*C.int)(unsafe.Pointer(version))); r != 0 {
+	if r := C.gocuda_cufftGetVersion(C.uintptr_t(uintptr(fp)), (*C.int)(unsafe.Pointer(version))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -642,7 +642,7 @@ func GetProperty(type_ cudart.LibraryPropertyType, value *int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cufftGetProperty(fp, C.int(type_), (*C.int)(unsafe.Pointer(value))); r != 0 {
+	if r := C.gocuda_cufftGetProperty(C.uintptr_t(uintptr(fp)), C.int(type_), (*C.int)(unsafe.Pointer(value))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -654,7 +654,7 @@ func SetPlanPropertyInt64(plan Handle, property Property, inputValueInt int64) e
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cufftSetPlanPropertyInt64(fp, C.int(plan), C.int(property), C.longlong(inputValueInt)); r != 0 {
+	if r := C.gocuda_cufftSetPlanPropertyInt64(C.uintptr_t(uintptr(fp)), C.int(plan), C.int(property), C.longlong(inputValueInt)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -666,7 +666,7 @@ func GetPlanPropertyInt64(plan Handle, property Property, returnPtrValue *int64)
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cufftGetPlanPropertyInt64(fp, C.int(plan), C.int(property), (*C.longlong)(unsafe.Pointer(returnPtrValue))); r != 0 {
+	if r := C.gocuda_cufftGetPlanPropertyInt64(C.uintptr_t(uintptr(fp)), C.int(plan), C.int(property), (*C.longlong)(unsafe.Pointer(returnPtrValue))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -678,7 +678,7 @@ func ResetPlanProperty(plan Handle, property Property) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cufftResetPlanProperty(fp, C.int(plan), C.int(property)); r != 0 {
+	if r := C.gocuda_cufftResetPlanProperty(C.uintptr_t(uintptr(fp)), C.int(plan), C.int(property)); r != 0 {
 		return Result(r)
 	}
 	return nil

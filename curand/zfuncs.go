@@ -72,119 +72,119 @@ import (
 #define __NV_NO_VECTOR_DEPRECATION_DIAG 1
 #include "curand.h"
 
-static int gocuda_curandCreateGenerator(void *fp, void * a0, int a1) {
+static int gocuda_curandCreateGenerator(uintptr_t fp, void * a0, int a1) {
 	return ((__typeof__(&curandCreateGenerator))fp)(a0, a1);
 }
 
-static int gocuda_curandCreateGeneratorHost(void *fp, void * a0, int a1) {
+static int gocuda_curandCreateGeneratorHost(uintptr_t fp, void * a0, int a1) {
 	return ((__typeof__(&curandCreateGeneratorHost))fp)(a0, a1);
 }
 
-static int gocuda_curandDestroyGenerator(void *fp, uintptr_t a0) {
+static int gocuda_curandDestroyGenerator(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&curandDestroyGenerator))fp)((curandGenerator_t)a0);
 }
 
-static int gocuda_curandGetVersion(void *fp, int * a0) {
+static int gocuda_curandGetVersion(uintptr_t fp, int * a0) {
 	return ((__typeof__(&curandGetVersion))fp)((int *)a0);
 }
 
-static int gocuda_curandGetProperty(void *fp, int a0, int * a1) {
+static int gocuda_curandGetProperty(uintptr_t fp, int a0, int * a1) {
 	return ((__typeof__(&curandGetProperty))fp)(a0, (int *)a1);
 }
 
-static int gocuda_curandSetStream(void *fp, uintptr_t a0, uintptr_t a1) {
+static int gocuda_curandSetStream(uintptr_t fp, uintptr_t a0, uintptr_t a1) {
 	return ((__typeof__(&curandSetStream))fp)((curandGenerator_t)a0, (cudaStream_t)a1);
 }
 
-static int gocuda_curandSetPseudoRandomGeneratorSeed(void *fp, uintptr_t a0, unsigned long long a1) {
+static int gocuda_curandSetPseudoRandomGeneratorSeed(uintptr_t fp, uintptr_t a0, unsigned long long a1) {
 	return ((__typeof__(&curandSetPseudoRandomGeneratorSeed))fp)((curandGenerator_t)a0, a1);
 }
 
-static int gocuda_curandSetGeneratorOffset(void *fp, uintptr_t a0, unsigned long long a1) {
+static int gocuda_curandSetGeneratorOffset(uintptr_t fp, uintptr_t a0, unsigned long long a1) {
 	return ((__typeof__(&curandSetGeneratorOffset))fp)((curandGenerator_t)a0, a1);
 }
 
-static int gocuda_curandSetGeneratorOrdering(void *fp, uintptr_t a0, int a1) {
+static int gocuda_curandSetGeneratorOrdering(uintptr_t fp, uintptr_t a0, int a1) {
 	return ((__typeof__(&curandSetGeneratorOrdering))fp)((curandGenerator_t)a0, a1);
 }
 
-static int gocuda_curandSetQuasiRandomGeneratorDimensions(void *fp, uintptr_t a0, unsigned int a1) {
+static int gocuda_curandSetQuasiRandomGeneratorDimensions(uintptr_t fp, uintptr_t a0, unsigned int a1) {
 	return ((__typeof__(&curandSetQuasiRandomGeneratorDimensions))fp)((curandGenerator_t)a0, a1);
 }
 
-static int gocuda_curandGenerate(void *fp, uintptr_t a0, unsigned int * a1, size_t a2) {
+static int gocuda_curandGenerate(uintptr_t fp, uintptr_t a0, unsigned int * a1, size_t a2) {
 	return ((__typeof__(&curandGenerate))fp)((curandGenerator_t)a0, (unsigned int *)a1, a2);
 }
 
-static int gocuda_curandGenerateLongLong(void *fp, uintptr_t a0, unsigned long long * a1, size_t a2) {
+static int gocuda_curandGenerateLongLong(uintptr_t fp, uintptr_t a0, unsigned long long * a1, size_t a2) {
 	return ((__typeof__(&curandGenerateLongLong))fp)((curandGenerator_t)a0, (unsigned long long *)a1, a2);
 }
 
-static int gocuda_curandGenerateUniform(void *fp, uintptr_t a0, float * a1, size_t a2) {
+static int gocuda_curandGenerateUniform(uintptr_t fp, uintptr_t a0, float * a1, size_t a2) {
 	return ((__typeof__(&curandGenerateUniform))fp)((curandGenerator_t)a0, (float *)a1, a2);
 }
 
-static int gocuda_curandGenerateUniformDouble(void *fp, uintptr_t a0, double * a1, size_t a2) {
+static int gocuda_curandGenerateUniformDouble(uintptr_t fp, uintptr_t a0, double * a1, size_t a2) {
 	return ((__typeof__(&curandGenerateUniformDouble))fp)((curandGenerator_t)a0, (double *)a1, a2);
 }
 
-static int gocuda_curandGenerateNormal(void *fp, uintptr_t a0, float * a1, size_t a2, float a3, float a4) {
+static int gocuda_curandGenerateNormal(uintptr_t fp, uintptr_t a0, float * a1, size_t a2, float a3, float a4) {
 	return ((__typeof__(&curandGenerateNormal))fp)((curandGenerator_t)a0, (float *)a1, a2, a3, a4);
 }
 
-static int gocuda_curandGenerateNormalDouble(void *fp, uintptr_t a0, double * a1, size_t a2, double a3, double a4) {
+static int gocuda_curandGenerateNormalDouble(uintptr_t fp, uintptr_t a0, double * a1, size_t a2, double a3, double a4) {
 	return ((__typeof__(&curandGenerateNormalDouble))fp)((curandGenerator_t)a0, (double *)a1, a2, a3, a4);
 }
 
-static int gocuda_curandGenerateLogNormal(void *fp, uintptr_t a0, float * a1, size_t a2, float a3, float a4) {
+static int gocuda_curandGenerateLogNormal(uintptr_t fp, uintptr_t a0, float * a1, size_t a2, float a3, float a4) {
 	return ((__typeof__(&curandGenerateLogNormal))fp)((curandGenerator_t)a0, (float *)a1, a2, a3, a4);
 }
 
-static int gocuda_curandGenerateLogNormalDouble(void *fp, uintptr_t a0, double * a1, size_t a2, double a3, double a4) {
+static int gocuda_curandGenerateLogNormalDouble(uintptr_t fp, uintptr_t a0, double * a1, size_t a2, double a3, double a4) {
 	return ((__typeof__(&curandGenerateLogNormalDouble))fp)((curandGenerator_t)a0, (double *)a1, a2, a3, a4);
 }
 
-static int gocuda_curandCreatePoissonDistribution(void *fp, double a0, void * a1) {
+static int gocuda_curandCreatePoissonDistribution(uintptr_t fp, double a0, void * a1) {
 	return ((__typeof__(&curandCreatePoissonDistribution))fp)(a0, a1);
 }
 
-static int gocuda_curandDestroyDistribution(void *fp, uintptr_t a0) {
+static int gocuda_curandDestroyDistribution(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&curandDestroyDistribution))fp)((curandDiscreteDistribution_t)a0);
 }
 
-static int gocuda_curandGeneratePoisson(void *fp, uintptr_t a0, unsigned int * a1, size_t a2, double a3) {
+static int gocuda_curandGeneratePoisson(uintptr_t fp, uintptr_t a0, unsigned int * a1, size_t a2, double a3) {
 	return ((__typeof__(&curandGeneratePoisson))fp)((curandGenerator_t)a0, (unsigned int *)a1, a2, a3);
 }
 
-static int gocuda_curandGeneratePoissonMethod(void *fp, uintptr_t a0, unsigned int * a1, size_t a2, double a3, int a4) {
+static int gocuda_curandGeneratePoissonMethod(uintptr_t fp, uintptr_t a0, unsigned int * a1, size_t a2, double a3, int a4) {
 	return ((__typeof__(&curandGeneratePoissonMethod))fp)((curandGenerator_t)a0, (unsigned int *)a1, a2, a3, a4);
 }
 
-static int gocuda_curandGenerateBinomial(void *fp, uintptr_t a0, unsigned int * a1, size_t a2, unsigned int a3, double a4) {
+static int gocuda_curandGenerateBinomial(uintptr_t fp, uintptr_t a0, unsigned int * a1, size_t a2, unsigned int a3, double a4) {
 	return ((__typeof__(&curandGenerateBinomial))fp)((curandGenerator_t)a0, (unsigned int *)a1, a2, a3, a4);
 }
 
-static int gocuda_curandGenerateBinomialMethod(void *fp, uintptr_t a0, unsigned int * a1, size_t a2, unsigned int a3, double a4, int a5) {
+static int gocuda_curandGenerateBinomialMethod(uintptr_t fp, uintptr_t a0, unsigned int * a1, size_t a2, unsigned int a3, double a4, int a5) {
 	return ((__typeof__(&curandGenerateBinomialMethod))fp)((curandGenerator_t)a0, (unsigned int *)a1, a2, a3, a4, a5);
 }
 
-static int gocuda_curandGenerateSeeds(void *fp, uintptr_t a0) {
+static int gocuda_curandGenerateSeeds(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&curandGenerateSeeds))fp)((curandGenerator_t)a0);
 }
 
-static int gocuda_curandGetDirectionVectors32(void *fp, void * a0, int a1) {
+static int gocuda_curandGetDirectionVectors32(uintptr_t fp, void * a0, int a1) {
 	return ((__typeof__(&curandGetDirectionVectors32))fp)(a0, a1);
 }
 
-static int gocuda_curandGetScrambleConstants32(void *fp, void * a0) {
+static int gocuda_curandGetScrambleConstants32(uintptr_t fp, void * a0) {
 	return ((__typeof__(&curandGetScrambleConstants32))fp)(a0);
 }
 
-static int gocuda_curandGetDirectionVectors64(void *fp, void * a0, int a1) {
+static int gocuda_curandGetDirectionVectors64(uintptr_t fp, void * a0, int a1) {
 	return ((__typeof__(&curandGetDirectionVectors64))fp)(a0, a1);
 }
 
-static int gocuda_curandGetScrambleConstants64(void *fp, void * a0) {
+static int gocuda_curandGetScrambleConstants64(uintptr_t fp, void * a0) {
 	return ((__typeof__(&curandGetScrambleConstants64))fp)(a0);
 }
 */
@@ -308,7 +308,7 @@ func CreateGenerator(generator *Generator, rng_type RngType) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_curandCreateGenerator(fp, unsafe.Pointer(generator), C.int(rng_type)); r != 0 {
+	if r := C.gocuda_curandCreateGenerator(C.uintptr_t(uintptr(fp)), unsafe.Pointer(generator), C.int(rng_type)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -400,7 +400,7 @@ func CreateGeneratorHost(generator *Generator, rng_type RngType) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_curandCreateGeneratorHost(fp, unsafe.Pointer(generator), C.int(rng_type)); r != 0 {
+	if r := C.gocuda_curandCreateGeneratorHost(C.uintptr_t(uintptr(fp)), unsafe.Pointer(generator), C.int(rng_type)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -423,7 +423,7 @@ func DestroyGenerator(generator Generator) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_curandDestroyGenerator(fp, C.uintptr_t(generator)); r != 0 {
+	if r := C.gocuda_curandDestroyGenerator(C.uintptr_t(uintptr(fp)), C.uintptr_t(generator)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -448,7 +448,7 @@ func GetVersion(version *int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_curandGetVersion(fp, (*C.int)(unsafe.Pointer(version))); r != 0 {
+	if r := C.gocuda_curandGetVersion(C.uintptr_t(uintptr(fp)), (*C.int)(unsafe.Pointer(version))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -473,7 +473,7 @@ func GetProperty(type_ cudart.LibraryPropertyType, value *int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_curandGetProperty(fp, C.int(type_), (*C.int)(unsafe.Pointer(value))); r != 0 {
+	if r := C.gocuda_curandGetProperty(C.uintptr_t(uintptr(fp)), C.int(type_), (*C.int)(unsafe.Pointer(value))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -498,7 +498,7 @@ func SetStream(generator Generator, stream cudart.Stream) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_curandSetStream(fp, C.uintptr_t(generator), C.uintptr_t(stream)); r != 0 {
+	if r := C.gocuda_curandSetStream(C.uintptr_t(uintptr(fp)), C.uintptr_t(generator), C.uintptr_t(stream)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -526,7 +526,7 @@ func SetPseudoRandomGeneratorSeed(generator Generator, seed uint64) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_curandSetPseudoRandomGeneratorSeed(fp, C.uintptr_t(generator), C.ulonglong(seed)); r != 0 {
+	if r := C.gocuda_curandSetPseudoRandomGeneratorSeed(C.uintptr_t(uintptr(fp)), C.uintptr_t(generator), C.ulonglong(seed)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -553,7 +553,7 @@ func SetGeneratorOffset(generator Generator, offset uint64) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_curandSetGeneratorOffset(fp, C.uintptr_t(generator), C.ulonglong(offset)); r != 0 {
+	if r := C.gocuda_curandSetGeneratorOffset(C.uintptr_t(uintptr(fp)), C.uintptr_t(generator), C.ulonglong(offset)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -587,7 +587,7 @@ func SetGeneratorOrdering(generator Generator, order Ordering) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_curandSetGeneratorOrdering(fp, C.uintptr_t(generator), C.int(order)); r != 0 {
+	if r := C.gocuda_curandSetGeneratorOrdering(C.uintptr_t(uintptr(fp)), C.uintptr_t(generator), C.int(order)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -616,7 +616,7 @@ func SetQuasiRandomGeneratorDimensions(generator Generator, num_dimensions uint3
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_curandSetQuasiRandomGeneratorDimensions(fp, C.uintptr_t(generator), C.uint(num_dimensions)); r != 0 {
+	if r := C.gocuda_curandSetQuasiRandomGeneratorDimensions(C.uintptr_t(uintptr(fp)), C.uintptr_t(generator), C.uint(num_dimensions)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -655,7 +655,7 @@ func Generate(generator Generator, outputPtr *uint32, num uint64) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_curandGenerate(fp, C.uintptr_t(generator), (*C.uint)(unsafe.Pointer(outputPtr)), C.size_t(num)); r != 0 {
+	if r := C.gocuda_curandGenerate(C.uintptr_t(uintptr(fp)), C.uintptr_t(generator), (*C.uint)(unsafe.Pointer(outputPtr)), C.size_t(num)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -692,7 +692,7 @@ func GenerateLongLong(generator Generator, outputPtr *uint64, num uint64) error 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_curandGenerateLongLong(fp, C.uintptr_t(generator), (*C.ulonglong)(unsafe.Pointer(outputPtr)), C.size_t(num)); r != 0 {
+	if r := C.gocuda_curandGenerateLongLong(C.uintptr_t(uintptr(fp)), C.uintptr_t(generator), (*C.ulonglong)(unsafe.Pointer(outputPtr)), C.size_t(num)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -730,7 +730,7 @@ func GenerateUniform(generator Generator, outputPtr *float32, num uint64) error 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_curandGenerateUniform(fp, C.uintptr_t(generator), (*C.float)(unsafe.Pointer(outputPtr)), C.size_t(num)); r != 0 {
+	if r := C.gocuda_curandGenerateUniform(C.uintptr_t(uintptr(fp)), C.uintptr_t(generator), (*C.float)(unsafe.Pointer(outputPtr)), C.size_t(num)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -769,7 +769,7 @@ func GenerateUniformDouble(generator Generator, outputPtr *float64, num uint64) 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_curandGenerateUniformDouble(fp, C.uintptr_t(generator), (*C.double)(unsafe.Pointer(outputPtr)), C.size_t(num)); r != 0 {
+	if r := C.gocuda_curandGenerateUniformDouble(C.uintptr_t(uintptr(fp)), C.uintptr_t(generator), (*C.double)(unsafe.Pointer(outputPtr)), C.size_t(num)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -824,7 +824,7 @@ func GenerateNormal(generator Generator, outputPtr *float32, n uint64, mean floa
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_curandGenerateNormal(fp, C.uintptr_t(generator), (*C.float)(unsafe.Pointer(outputPtr)), C.size_t(n), C.float(mean), C.float(stddev)); r != 0 {
+	if r := C.gocuda_curandGenerateNormal(C.uintptr_t(uintptr(fp)), C.uintptr_t(generator), (*C.float)(unsafe.Pointer(outputPtr)), C.size_t(n), C.float(mean), C.float(stddev)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -880,7 +880,7 @@ func GenerateNormalDouble(generator Generator, outputPtr *float64, n uint64, mea
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_curandGenerateNormalDouble(fp, C.uintptr_t(generator), (*C.double)(unsafe.Pointer(outputPtr)), C.size_t(n), C.double(mean), C.double(stddev)); r != 0 {
+	if r := C.gocuda_curandGenerateNormalDouble(C.uintptr_t(uintptr(fp)), C.uintptr_t(generator), (*C.double)(unsafe.Pointer(outputPtr)), C.size_t(n), C.double(mean), C.double(stddev)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -936,7 +936,7 @@ func GenerateLogNormal(generator Generator, outputPtr *float32, n uint64, mean f
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_curandGenerateLogNormal(fp, C.uintptr_t(generator), (*C.float)(unsafe.Pointer(outputPtr)), C.size_t(n), C.float(mean), C.float(stddev)); r != 0 {
+	if r := C.gocuda_curandGenerateLogNormal(C.uintptr_t(uintptr(fp)), C.uintptr_t(generator), (*C.float)(unsafe.Pointer(outputPtr)), C.size_t(n), C.float(mean), C.float(stddev)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -993,7 +993,7 @@ func GenerateLogNormalDouble(generator Generator, outputPtr *float64, n uint64, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_curandGenerateLogNormalDouble(fp, C.uintptr_t(generator), (*C.double)(unsafe.Pointer(outputPtr)), C.size_t(n), C.double(mean), C.double(stddev)); r != 0 {
+	if r := C.gocuda_curandGenerateLogNormalDouble(C.uintptr_t(uintptr(fp)), C.uintptr_t(generator), (*C.double)(unsafe.Pointer(outputPtr)), C.size_t(n), C.double(mean), C.double(stddev)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -1027,7 +1027,7 @@ func CreatePoissonDistribution(lambda float64, discrete_distribution *DiscreteDi
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_curandCreatePoissonDistribution(fp, C.double(lambda), unsafe.Pointer(discrete_distribution)); r != 0 {
+	if r := C.gocuda_curandCreatePoissonDistribution(C.uintptr_t(uintptr(fp)), C.double(lambda), unsafe.Pointer(discrete_distribution)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -1050,7 +1050,7 @@ func DestroyDistribution(discrete_distribution DiscreteDistribution) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_curandDestroyDistribution(fp, C.uintptr_t(discrete_distribution)); r != 0 {
+	if r := C.gocuda_curandDestroyDistribution(C.uintptr_t(uintptr(fp)), C.uintptr_t(discrete_distribution)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -1090,7 +1090,7 @@ func GeneratePoisson(generator Generator, outputPtr *uint32, n uint64, lambda fl
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_curandGeneratePoisson(fp, C.uintptr_t(generator), (*C.uint)(unsafe.Pointer(outputPtr)), C.size_t(n), C.double(lambda)); r != 0 {
+	if r := C.gocuda_curandGeneratePoisson(C.uintptr_t(uintptr(fp)), C.uintptr_t(generator), (*C.uint)(unsafe.Pointer(outputPtr)), C.size_t(n), C.double(lambda)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -1102,7 +1102,7 @@ func GeneratePoissonMethod(generator Generator, outputPtr *uint32, n uint64, lam
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_curandGeneratePoissonMethod(fp, C.uintptr_t(generator), (*C.uint)(unsafe.Pointer(outputPtr)), C.size_t(n), C.double(lambda), C.int(method)); r != 0 {
+	if r := C.gocuda_curandGeneratePoissonMethod(C.uintptr_t(uintptr(fp)), C.uintptr_t(generator), (*C.uint)(unsafe.Pointer(outputPtr)), C.size_t(n), C.double(lambda), C.int(method)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -1114,7 +1114,7 @@ func GenerateBinomial(generator Generator, outputPtr *uint32, num uint64, n uint
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_curandGenerateBinomial(fp, C.uintptr_t(generator), (*C.uint)(unsafe.Pointer(outputPtr)), C.size_t(num), C.uint(n), C.double(p)); r != 0 {
+	if r := C.gocuda_curandGenerateBinomial(C.uintptr_t(uintptr(fp)), C.uintptr_t(generator), (*C.uint)(unsafe.Pointer(outputPtr)), C.size_t(num), C.uint(n), C.double(p)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -1126,7 +1126,7 @@ func GenerateBinomialMethod(generator Generator, outputPtr *uint32, num uint64, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_curandGenerateBinomialMethod(fp, C.uintptr_t(generator), (*C.uint)(unsafe.Pointer(outputPtr)), C.size_t(num), C.uint(n), C.double(p), C.int(method)); r != 0 {
+	if r := C.gocuda_curandGenerateBinomialMethod(C.uintptr_t(uintptr(fp)), C.uintptr_t(generator), (*C.uint)(unsafe.Pointer(outputPtr)), C.size_t(num), C.uint(n), C.double(p), C.int(method)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -1157,7 +1157,7 @@ func GenerateSeeds(generator Generator) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_curandGenerateSeeds(fp, C.uintptr_t(generator)); r != 0 {
+	if r := C.gocuda_curandGenerateSeeds(C.uintptr_t(uintptr(fp)), C.uintptr_t(generator)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -1190,7 +1190,7 @@ func GetDirectionVectors32(vectors **[32]uint32, set DirectionVectorSet) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_curandGetDirectionVectors32(fp, unsafe.Pointer(vectors), C.int(set)); r != 0 {
+	if r := C.gocuda_curandGetDirectionVectors32(C.uintptr_t(uintptr(fp)), unsafe.Pointer(vectors), C.int(set)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -1217,7 +1217,7 @@ func GetScrambleConstants32(constants **uint32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_curandGetScrambleConstants32(fp, unsafe.Pointer(constants)); r != 0 {
+	if r := C.gocuda_curandGetScrambleConstants32(C.uintptr_t(uintptr(fp)), unsafe.Pointer(constants)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -1250,7 +1250,7 @@ func GetDirectionVectors64(vectors **[64]uint64, set DirectionVectorSet) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_curandGetDirectionVectors64(fp, unsafe.Pointer(vectors), C.int(set)); r != 0 {
+	if r := C.gocuda_curandGetDirectionVectors64(C.uintptr_t(uintptr(fp)), unsafe.Pointer(vectors), C.int(set)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -1277,7 +1277,7 @@ func GetScrambleConstants64(constants **uint64) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_curandGetScrambleConstants64(fp, unsafe.Pointer(constants)); r != 0 {
+	if r := C.gocuda_curandGetScrambleConstants64(C.uintptr_t(uintptr(fp)), unsafe.Pointer(constants)); r != 0 {
 		return Status(r)
 	}
 	return nil

@@ -766,1515 +766,1515 @@ import (
 #include "cusolverDn.h"
 #include "cusolver_common.h"
 
-static int gocuda_cusolverGetProperty(void *fp, int a0, int * a1) {
+static int gocuda_cusolverGetProperty(uintptr_t fp, int a0, int * a1) {
 	return ((__typeof__(&cusolverGetProperty))fp)(a0, (int *)a1);
 }
 
-static int gocuda_cusolverGetVersion(void *fp, int * a0) {
+static int gocuda_cusolverGetVersion(uintptr_t fp, int * a0) {
 	return ((__typeof__(&cusolverGetVersion))fp)((int *)a0);
 }
 
-static int gocuda_cusolverDnCreate(void *fp, void * a0) {
+static int gocuda_cusolverDnCreate(uintptr_t fp, void * a0) {
 	return ((__typeof__(&cusolverDnCreate))fp)(a0);
 }
 
-static int gocuda_cusolverDnDestroy(void *fp, uintptr_t a0) {
+static int gocuda_cusolverDnDestroy(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cusolverDnDestroy))fp)((cusolverDnHandle_t)a0);
 }
 
-static int gocuda_cusolverDnSetStream(void *fp, uintptr_t a0, uintptr_t a1) {
+static int gocuda_cusolverDnSetStream(uintptr_t fp, uintptr_t a0, uintptr_t a1) {
 	return ((__typeof__(&cusolverDnSetStream))fp)((cusolverDnHandle_t)a0, (cudaStream_t)a1);
 }
 
-static int gocuda_cusolverDnGetStream(void *fp, uintptr_t a0, void * a1) {
+static int gocuda_cusolverDnGetStream(uintptr_t fp, uintptr_t a0, void * a1) {
 	return ((__typeof__(&cusolverDnGetStream))fp)((cusolverDnHandle_t)a0, a1);
 }
 
-static int gocuda_cusolverDnSetDeterministicMode(void *fp, uintptr_t a0, int a1) {
+static int gocuda_cusolverDnSetDeterministicMode(uintptr_t fp, uintptr_t a0, int a1) {
 	return ((__typeof__(&cusolverDnSetDeterministicMode))fp)((cusolverDnHandle_t)a0, a1);
 }
 
-static int gocuda_cusolverDnGetDeterministicMode(void *fp, uintptr_t a0, int * a1) {
+static int gocuda_cusolverDnGetDeterministicMode(uintptr_t fp, uintptr_t a0, int * a1) {
 	return ((__typeof__(&cusolverDnGetDeterministicMode))fp)((cusolverDnHandle_t)a0, (cusolverDeterministicMode_t *)a1);
 }
 
-static int gocuda_cusolverDnSetMathMode(void *fp, uintptr_t a0, int a1) {
+static int gocuda_cusolverDnSetMathMode(uintptr_t fp, uintptr_t a0, int a1) {
 	return ((__typeof__(&cusolverDnSetMathMode))fp)((cusolverDnHandle_t)a0, a1);
 }
 
-static int gocuda_cusolverDnGetMathMode(void *fp, uintptr_t a0, int * a1) {
+static int gocuda_cusolverDnGetMathMode(uintptr_t fp, uintptr_t a0, int * a1) {
 	return ((__typeof__(&cusolverDnGetMathMode))fp)((cusolverDnHandle_t)a0, (cusolverMathMode_t *)a1);
 }
 
-static int gocuda_cusolverDnSetEmulationStrategy(void *fp, uintptr_t a0, int a1) {
+static int gocuda_cusolverDnSetEmulationStrategy(uintptr_t fp, uintptr_t a0, int a1) {
 	return ((__typeof__(&cusolverDnSetEmulationStrategy))fp)((cusolverDnHandle_t)a0, a1);
 }
 
-static int gocuda_cusolverDnGetEmulationStrategy(void *fp, uintptr_t a0, int * a1) {
+static int gocuda_cusolverDnGetEmulationStrategy(uintptr_t fp, uintptr_t a0, int * a1) {
 	return ((__typeof__(&cusolverDnGetEmulationStrategy))fp)((cusolverDnHandle_t)a0, (cudaEmulationStrategy_t *)a1);
 }
 
-static int gocuda_cusolverDnIRSParamsCreate(void *fp, void * a0) {
+static int gocuda_cusolverDnIRSParamsCreate(uintptr_t fp, void * a0) {
 	return ((__typeof__(&cusolverDnIRSParamsCreate))fp)(a0);
 }
 
-static int gocuda_cusolverDnIRSParamsDestroy(void *fp, uintptr_t a0) {
+static int gocuda_cusolverDnIRSParamsDestroy(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cusolverDnIRSParamsDestroy))fp)((cusolverDnIRSParams_t)a0);
 }
 
-static int gocuda_cusolverDnIRSParamsSetRefinementSolver(void *fp, uintptr_t a0, int a1) {
+static int gocuda_cusolverDnIRSParamsSetRefinementSolver(uintptr_t fp, uintptr_t a0, int a1) {
 	return ((__typeof__(&cusolverDnIRSParamsSetRefinementSolver))fp)((cusolverDnIRSParams_t)a0, a1);
 }
 
-static int gocuda_cusolverDnIRSParamsSetSolverMainPrecision(void *fp, uintptr_t a0, int a1) {
+static int gocuda_cusolverDnIRSParamsSetSolverMainPrecision(uintptr_t fp, uintptr_t a0, int a1) {
 	return ((__typeof__(&cusolverDnIRSParamsSetSolverMainPrecision))fp)((cusolverDnIRSParams_t)a0, a1);
 }
 
-static int gocuda_cusolverDnIRSParamsSetSolverLowestPrecision(void *fp, uintptr_t a0, int a1) {
+static int gocuda_cusolverDnIRSParamsSetSolverLowestPrecision(uintptr_t fp, uintptr_t a0, int a1) {
 	return ((__typeof__(&cusolverDnIRSParamsSetSolverLowestPrecision))fp)((cusolverDnIRSParams_t)a0, a1);
 }
 
-static int gocuda_cusolverDnIRSParamsSetSolverPrecisions(void *fp, uintptr_t a0, int a1, int a2) {
+static int gocuda_cusolverDnIRSParamsSetSolverPrecisions(uintptr_t fp, uintptr_t a0, int a1, int a2) {
 	return ((__typeof__(&cusolverDnIRSParamsSetSolverPrecisions))fp)((cusolverDnIRSParams_t)a0, a1, a2);
 }
 
-static int gocuda_cusolverDnIRSParamsSetTol(void *fp, uintptr_t a0, double a1) {
+static int gocuda_cusolverDnIRSParamsSetTol(uintptr_t fp, uintptr_t a0, double a1) {
 	return ((__typeof__(&cusolverDnIRSParamsSetTol))fp)((cusolverDnIRSParams_t)a0, a1);
 }
 
-static int gocuda_cusolverDnIRSParamsSetTolInner(void *fp, uintptr_t a0, double a1) {
+static int gocuda_cusolverDnIRSParamsSetTolInner(uintptr_t fp, uintptr_t a0, double a1) {
 	return ((__typeof__(&cusolverDnIRSParamsSetTolInner))fp)((cusolverDnIRSParams_t)a0, a1);
 }
 
-static int gocuda_cusolverDnIRSParamsSetMaxIters(void *fp, uintptr_t a0, int a1) {
+static int gocuda_cusolverDnIRSParamsSetMaxIters(uintptr_t fp, uintptr_t a0, int a1) {
 	return ((__typeof__(&cusolverDnIRSParamsSetMaxIters))fp)((cusolverDnIRSParams_t)a0, a1);
 }
 
-static int gocuda_cusolverDnIRSParamsSetMaxItersInner(void *fp, uintptr_t a0, int a1) {
+static int gocuda_cusolverDnIRSParamsSetMaxItersInner(uintptr_t fp, uintptr_t a0, int a1) {
 	return ((__typeof__(&cusolverDnIRSParamsSetMaxItersInner))fp)((cusolverDnIRSParams_t)a0, a1);
 }
 
-static int gocuda_cusolverDnIRSParamsGetMaxIters(void *fp, uintptr_t a0, int * a1) {
+static int gocuda_cusolverDnIRSParamsGetMaxIters(uintptr_t fp, uintptr_t a0, int * a1) {
 	return ((__typeof__(&cusolverDnIRSParamsGetMaxIters))fp)((cusolverDnIRSParams_t)a0, (cusolver_int_t *)a1);
 }
 
-static int gocuda_cusolverDnIRSParamsEnableFallback(void *fp, uintptr_t a0) {
+static int gocuda_cusolverDnIRSParamsEnableFallback(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cusolverDnIRSParamsEnableFallback))fp)((cusolverDnIRSParams_t)a0);
 }
 
-static int gocuda_cusolverDnIRSParamsDisableFallback(void *fp, uintptr_t a0) {
+static int gocuda_cusolverDnIRSParamsDisableFallback(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cusolverDnIRSParamsDisableFallback))fp)((cusolverDnIRSParams_t)a0);
 }
 
-static int gocuda_cusolverDnIRSInfosDestroy(void *fp, uintptr_t a0) {
+static int gocuda_cusolverDnIRSInfosDestroy(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cusolverDnIRSInfosDestroy))fp)((cusolverDnIRSInfos_t)a0);
 }
 
-static int gocuda_cusolverDnIRSInfosCreate(void *fp, void * a0) {
+static int gocuda_cusolverDnIRSInfosCreate(uintptr_t fp, void * a0) {
 	return ((__typeof__(&cusolverDnIRSInfosCreate))fp)(a0);
 }
 
-static int gocuda_cusolverDnIRSInfosGetNiters(void *fp, uintptr_t a0, int * a1) {
+static int gocuda_cusolverDnIRSInfosGetNiters(uintptr_t fp, uintptr_t a0, int * a1) {
 	return ((__typeof__(&cusolverDnIRSInfosGetNiters))fp)((cusolverDnIRSInfos_t)a0, (cusolver_int_t *)a1);
 }
 
-static int gocuda_cusolverDnIRSInfosGetOuterNiters(void *fp, uintptr_t a0, int * a1) {
+static int gocuda_cusolverDnIRSInfosGetOuterNiters(uintptr_t fp, uintptr_t a0, int * a1) {
 	return ((__typeof__(&cusolverDnIRSInfosGetOuterNiters))fp)((cusolverDnIRSInfos_t)a0, (cusolver_int_t *)a1);
 }
 
-static int gocuda_cusolverDnIRSInfosRequestResidual(void *fp, uintptr_t a0) {
+static int gocuda_cusolverDnIRSInfosRequestResidual(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cusolverDnIRSInfosRequestResidual))fp)((cusolverDnIRSInfos_t)a0);
 }
 
-static int gocuda_cusolverDnIRSInfosGetResidualHistory(void *fp, uintptr_t a0, void * a1) {
+static int gocuda_cusolverDnIRSInfosGetResidualHistory(uintptr_t fp, uintptr_t a0, void * a1) {
 	return ((__typeof__(&cusolverDnIRSInfosGetResidualHistory))fp)((cusolverDnIRSInfos_t)a0, a1);
 }
 
-static int gocuda_cusolverDnIRSInfosGetMaxIters(void *fp, uintptr_t a0, int * a1) {
+static int gocuda_cusolverDnIRSInfosGetMaxIters(uintptr_t fp, uintptr_t a0, int * a1) {
 	return ((__typeof__(&cusolverDnIRSInfosGetMaxIters))fp)((cusolverDnIRSInfos_t)a0, (cusolver_int_t *)a1);
 }
 
-static int gocuda_cusolverDnZZgesv(void *fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5, void * a6, int a7, void * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
+static int gocuda_cusolverDnZZgesv(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5, void * a6, int a7, void * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
 	return ((__typeof__(&cusolverDnZZgesv))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (cusolver_int_t *)a5, a6, a7, a8, a9, a10, a11, (cusolver_int_t *)a12, (cusolver_int_t *)a13);
 }
 
-static int gocuda_cusolverDnZCgesv(void *fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5, void * a6, int a7, void * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
+static int gocuda_cusolverDnZCgesv(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5, void * a6, int a7, void * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
 	return ((__typeof__(&cusolverDnZCgesv))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (cusolver_int_t *)a5, a6, a7, a8, a9, a10, a11, (cusolver_int_t *)a12, (cusolver_int_t *)a13);
 }
 
-static int gocuda_cusolverDnZKgesv(void *fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5, void * a6, int a7, void * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
+static int gocuda_cusolverDnZKgesv(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5, void * a6, int a7, void * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
 	return ((__typeof__(&cusolverDnZKgesv))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (cusolver_int_t *)a5, a6, a7, a8, a9, a10, a11, (cusolver_int_t *)a12, (cusolver_int_t *)a13);
 }
 
-static int gocuda_cusolverDnZEgesv(void *fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5, void * a6, int a7, void * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
+static int gocuda_cusolverDnZEgesv(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5, void * a6, int a7, void * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
 	return ((__typeof__(&cusolverDnZEgesv))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (cusolver_int_t *)a5, a6, a7, a8, a9, a10, a11, (cusolver_int_t *)a12, (cusolver_int_t *)a13);
 }
 
-static int gocuda_cusolverDnZYgesv(void *fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5, void * a6, int a7, void * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
+static int gocuda_cusolverDnZYgesv(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5, void * a6, int a7, void * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
 	return ((__typeof__(&cusolverDnZYgesv))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (cusolver_int_t *)a5, a6, a7, a8, a9, a10, a11, (cusolver_int_t *)a12, (cusolver_int_t *)a13);
 }
 
-static int gocuda_cusolverDnCCgesv(void *fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5, void * a6, int a7, void * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
+static int gocuda_cusolverDnCCgesv(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5, void * a6, int a7, void * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
 	return ((__typeof__(&cusolverDnCCgesv))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (cusolver_int_t *)a5, a6, a7, a8, a9, a10, a11, (cusolver_int_t *)a12, (cusolver_int_t *)a13);
 }
 
-static int gocuda_cusolverDnCEgesv(void *fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5, void * a6, int a7, void * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
+static int gocuda_cusolverDnCEgesv(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5, void * a6, int a7, void * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
 	return ((__typeof__(&cusolverDnCEgesv))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (cusolver_int_t *)a5, a6, a7, a8, a9, a10, a11, (cusolver_int_t *)a12, (cusolver_int_t *)a13);
 }
 
-static int gocuda_cusolverDnCKgesv(void *fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5, void * a6, int a7, void * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
+static int gocuda_cusolverDnCKgesv(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5, void * a6, int a7, void * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
 	return ((__typeof__(&cusolverDnCKgesv))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (cusolver_int_t *)a5, a6, a7, a8, a9, a10, a11, (cusolver_int_t *)a12, (cusolver_int_t *)a13);
 }
 
-static int gocuda_cusolverDnCYgesv(void *fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5, void * a6, int a7, void * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
+static int gocuda_cusolverDnCYgesv(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5, void * a6, int a7, void * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
 	return ((__typeof__(&cusolverDnCYgesv))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (cusolver_int_t *)a5, a6, a7, a8, a9, a10, a11, (cusolver_int_t *)a12, (cusolver_int_t *)a13);
 }
 
-static int gocuda_cusolverDnDDgesv(void *fp, uintptr_t a0, int a1, int a2, double * a3, int a4, int * a5, double * a6, int a7, double * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
+static int gocuda_cusolverDnDDgesv(uintptr_t fp, uintptr_t a0, int a1, int a2, double * a3, int a4, int * a5, double * a6, int a7, double * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
 	return ((__typeof__(&cusolverDnDDgesv))fp)((cusolverDnHandle_t)a0, a1, a2, (double *)a3, a4, (cusolver_int_t *)a5, (double *)a6, a7, (double *)a8, a9, a10, a11, (cusolver_int_t *)a12, (cusolver_int_t *)a13);
 }
 
-static int gocuda_cusolverDnDSgesv(void *fp, uintptr_t a0, int a1, int a2, double * a3, int a4, int * a5, double * a6, int a7, double * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
+static int gocuda_cusolverDnDSgesv(uintptr_t fp, uintptr_t a0, int a1, int a2, double * a3, int a4, int * a5, double * a6, int a7, double * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
 	return ((__typeof__(&cusolverDnDSgesv))fp)((cusolverDnHandle_t)a0, a1, a2, (double *)a3, a4, (cusolver_int_t *)a5, (double *)a6, a7, (double *)a8, a9, a10, a11, (cusolver_int_t *)a12, (cusolver_int_t *)a13);
 }
 
-static int gocuda_cusolverDnDHgesv(void *fp, uintptr_t a0, int a1, int a2, double * a3, int a4, int * a5, double * a6, int a7, double * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
+static int gocuda_cusolverDnDHgesv(uintptr_t fp, uintptr_t a0, int a1, int a2, double * a3, int a4, int * a5, double * a6, int a7, double * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
 	return ((__typeof__(&cusolverDnDHgesv))fp)((cusolverDnHandle_t)a0, a1, a2, (double *)a3, a4, (cusolver_int_t *)a5, (double *)a6, a7, (double *)a8, a9, a10, a11, (cusolver_int_t *)a12, (cusolver_int_t *)a13);
 }
 
-static int gocuda_cusolverDnDBgesv(void *fp, uintptr_t a0, int a1, int a2, double * a3, int a4, int * a5, double * a6, int a7, double * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
+static int gocuda_cusolverDnDBgesv(uintptr_t fp, uintptr_t a0, int a1, int a2, double * a3, int a4, int * a5, double * a6, int a7, double * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
 	return ((__typeof__(&cusolverDnDBgesv))fp)((cusolverDnHandle_t)a0, a1, a2, (double *)a3, a4, (cusolver_int_t *)a5, (double *)a6, a7, (double *)a8, a9, a10, a11, (cusolver_int_t *)a12, (cusolver_int_t *)a13);
 }
 
-static int gocuda_cusolverDnDXgesv(void *fp, uintptr_t a0, int a1, int a2, double * a3, int a4, int * a5, double * a6, int a7, double * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
+static int gocuda_cusolverDnDXgesv(uintptr_t fp, uintptr_t a0, int a1, int a2, double * a3, int a4, int * a5, double * a6, int a7, double * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
 	return ((__typeof__(&cusolverDnDXgesv))fp)((cusolverDnHandle_t)a0, a1, a2, (double *)a3, a4, (cusolver_int_t *)a5, (double *)a6, a7, (double *)a8, a9, a10, a11, (cusolver_int_t *)a12, (cusolver_int_t *)a13);
 }
 
-static int gocuda_cusolverDnSSgesv(void *fp, uintptr_t a0, int a1, int a2, float * a3, int a4, int * a5, float * a6, int a7, float * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
+static int gocuda_cusolverDnSSgesv(uintptr_t fp, uintptr_t a0, int a1, int a2, float * a3, int a4, int * a5, float * a6, int a7, float * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
 	return ((__typeof__(&cusolverDnSSgesv))fp)((cusolverDnHandle_t)a0, a1, a2, (float *)a3, a4, (cusolver_int_t *)a5, (float *)a6, a7, (float *)a8, a9, a10, a11, (cusolver_int_t *)a12, (cusolver_int_t *)a13);
 }
 
-static int gocuda_cusolverDnSHgesv(void *fp, uintptr_t a0, int a1, int a2, float * a3, int a4, int * a5, float * a6, int a7, float * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
+static int gocuda_cusolverDnSHgesv(uintptr_t fp, uintptr_t a0, int a1, int a2, float * a3, int a4, int * a5, float * a6, int a7, float * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
 	return ((__typeof__(&cusolverDnSHgesv))fp)((cusolverDnHandle_t)a0, a1, a2, (float *)a3, a4, (cusolver_int_t *)a5, (float *)a6, a7, (float *)a8, a9, a10, a11, (cusolver_int_t *)a12, (cusolver_int_t *)a13);
 }
 
-static int gocuda_cusolverDnSBgesv(void *fp, uintptr_t a0, int a1, int a2, float * a3, int a4, int * a5, float * a6, int a7, float * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
+static int gocuda_cusolverDnSBgesv(uintptr_t fp, uintptr_t a0, int a1, int a2, float * a3, int a4, int * a5, float * a6, int a7, float * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
 	return ((__typeof__(&cusolverDnSBgesv))fp)((cusolverDnHandle_t)a0, a1, a2, (float *)a3, a4, (cusolver_int_t *)a5, (float *)a6, a7, (float *)a8, a9, a10, a11, (cusolver_int_t *)a12, (cusolver_int_t *)a13);
 }
 
-static int gocuda_cusolverDnSXgesv(void *fp, uintptr_t a0, int a1, int a2, float * a3, int a4, int * a5, float * a6, int a7, float * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
+static int gocuda_cusolverDnSXgesv(uintptr_t fp, uintptr_t a0, int a1, int a2, float * a3, int a4, int * a5, float * a6, int a7, float * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
 	return ((__typeof__(&cusolverDnSXgesv))fp)((cusolverDnHandle_t)a0, a1, a2, (float *)a3, a4, (cusolver_int_t *)a5, (float *)a6, a7, (float *)a8, a9, a10, a11, (cusolver_int_t *)a12, (cusolver_int_t *)a13);
 }
 
-static int gocuda_cusolverDnZZgesv_bufferSize(void *fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5, void * a6, int a7, void * a8, int a9, void * a10, size_t * a11) {
+static int gocuda_cusolverDnZZgesv_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5, void * a6, int a7, void * a8, int a9, void * a10, size_t * a11) {
 	return ((__typeof__(&cusolverDnZZgesv_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (cusolver_int_t *)a5, a6, a7, a8, a9, a10, (size_t *)a11);
 }
 
-static int gocuda_cusolverDnZCgesv_bufferSize(void *fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5, void * a6, int a7, void * a8, int a9, void * a10, size_t * a11) {
+static int gocuda_cusolverDnZCgesv_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5, void * a6, int a7, void * a8, int a9, void * a10, size_t * a11) {
 	return ((__typeof__(&cusolverDnZCgesv_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (cusolver_int_t *)a5, a6, a7, a8, a9, a10, (size_t *)a11);
 }
 
-static int gocuda_cusolverDnZKgesv_bufferSize(void *fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5, void * a6, int a7, void * a8, int a9, void * a10, size_t * a11) {
+static int gocuda_cusolverDnZKgesv_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5, void * a6, int a7, void * a8, int a9, void * a10, size_t * a11) {
 	return ((__typeof__(&cusolverDnZKgesv_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (cusolver_int_t *)a5, a6, a7, a8, a9, a10, (size_t *)a11);
 }
 
-static int gocuda_cusolverDnZEgesv_bufferSize(void *fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5, void * a6, int a7, void * a8, int a9, void * a10, size_t * a11) {
+static int gocuda_cusolverDnZEgesv_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5, void * a6, int a7, void * a8, int a9, void * a10, size_t * a11) {
 	return ((__typeof__(&cusolverDnZEgesv_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (cusolver_int_t *)a5, a6, a7, a8, a9, a10, (size_t *)a11);
 }
 
-static int gocuda_cusolverDnZYgesv_bufferSize(void *fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5, void * a6, int a7, void * a8, int a9, void * a10, size_t * a11) {
+static int gocuda_cusolverDnZYgesv_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5, void * a6, int a7, void * a8, int a9, void * a10, size_t * a11) {
 	return ((__typeof__(&cusolverDnZYgesv_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (cusolver_int_t *)a5, a6, a7, a8, a9, a10, (size_t *)a11);
 }
 
-static int gocuda_cusolverDnCCgesv_bufferSize(void *fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5, void * a6, int a7, void * a8, int a9, void * a10, size_t * a11) {
+static int gocuda_cusolverDnCCgesv_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5, void * a6, int a7, void * a8, int a9, void * a10, size_t * a11) {
 	return ((__typeof__(&cusolverDnCCgesv_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (cusolver_int_t *)a5, a6, a7, a8, a9, a10, (size_t *)a11);
 }
 
-static int gocuda_cusolverDnCKgesv_bufferSize(void *fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5, void * a6, int a7, void * a8, int a9, void * a10, size_t * a11) {
+static int gocuda_cusolverDnCKgesv_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5, void * a6, int a7, void * a8, int a9, void * a10, size_t * a11) {
 	return ((__typeof__(&cusolverDnCKgesv_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (cusolver_int_t *)a5, a6, a7, a8, a9, a10, (size_t *)a11);
 }
 
-static int gocuda_cusolverDnCEgesv_bufferSize(void *fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5, void * a6, int a7, void * a8, int a9, void * a10, size_t * a11) {
+static int gocuda_cusolverDnCEgesv_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5, void * a6, int a7, void * a8, int a9, void * a10, size_t * a11) {
 	return ((__typeof__(&cusolverDnCEgesv_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (cusolver_int_t *)a5, a6, a7, a8, a9, a10, (size_t *)a11);
 }
 
-static int gocuda_cusolverDnCYgesv_bufferSize(void *fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5, void * a6, int a7, void * a8, int a9, void * a10, size_t * a11) {
+static int gocuda_cusolverDnCYgesv_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5, void * a6, int a7, void * a8, int a9, void * a10, size_t * a11) {
 	return ((__typeof__(&cusolverDnCYgesv_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (cusolver_int_t *)a5, a6, a7, a8, a9, a10, (size_t *)a11);
 }
 
-static int gocuda_cusolverDnDDgesv_bufferSize(void *fp, uintptr_t a0, int a1, int a2, double * a3, int a4, int * a5, double * a6, int a7, double * a8, int a9, void * a10, size_t * a11) {
+static int gocuda_cusolverDnDDgesv_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, double * a3, int a4, int * a5, double * a6, int a7, double * a8, int a9, void * a10, size_t * a11) {
 	return ((__typeof__(&cusolverDnDDgesv_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, (double *)a3, a4, (cusolver_int_t *)a5, (double *)a6, a7, (double *)a8, a9, a10, (size_t *)a11);
 }
 
-static int gocuda_cusolverDnDSgesv_bufferSize(void *fp, uintptr_t a0, int a1, int a2, double * a3, int a4, int * a5, double * a6, int a7, double * a8, int a9, void * a10, size_t * a11) {
+static int gocuda_cusolverDnDSgesv_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, double * a3, int a4, int * a5, double * a6, int a7, double * a8, int a9, void * a10, size_t * a11) {
 	return ((__typeof__(&cusolverDnDSgesv_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, (double *)a3, a4, (cusolver_int_t *)a5, (double *)a6, a7, (double *)a8, a9, a10, (size_t *)a11);
 }
 
-static int gocuda_cusolverDnDHgesv_bufferSize(void *fp, uintptr_t a0, int a1, int a2, double * a3, int a4, int * a5, double * a6, int a7, double * a8, int a9, void * a10, size_t * a11) {
+static int gocuda_cusolverDnDHgesv_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, double * a3, int a4, int * a5, double * a6, int a7, double * a8, int a9, void * a10, size_t * a11) {
 	return ((__typeof__(&cusolverDnDHgesv_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, (double *)a3, a4, (cusolver_int_t *)a5, (double *)a6, a7, (double *)a8, a9, a10, (size_t *)a11);
 }
 
-static int gocuda_cusolverDnDBgesv_bufferSize(void *fp, uintptr_t a0, int a1, int a2, double * a3, int a4, int * a5, double * a6, int a7, double * a8, int a9, void * a10, size_t * a11) {
+static int gocuda_cusolverDnDBgesv_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, double * a3, int a4, int * a5, double * a6, int a7, double * a8, int a9, void * a10, size_t * a11) {
 	return ((__typeof__(&cusolverDnDBgesv_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, (double *)a3, a4, (cusolver_int_t *)a5, (double *)a6, a7, (double *)a8, a9, a10, (size_t *)a11);
 }
 
-static int gocuda_cusolverDnDXgesv_bufferSize(void *fp, uintptr_t a0, int a1, int a2, double * a3, int a4, int * a5, double * a6, int a7, double * a8, int a9, void * a10, size_t * a11) {
+static int gocuda_cusolverDnDXgesv_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, double * a3, int a4, int * a5, double * a6, int a7, double * a8, int a9, void * a10, size_t * a11) {
 	return ((__typeof__(&cusolverDnDXgesv_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, (double *)a3, a4, (cusolver_int_t *)a5, (double *)a6, a7, (double *)a8, a9, a10, (size_t *)a11);
 }
 
-static int gocuda_cusolverDnSSgesv_bufferSize(void *fp, uintptr_t a0, int a1, int a2, float * a3, int a4, int * a5, float * a6, int a7, float * a8, int a9, void * a10, size_t * a11) {
+static int gocuda_cusolverDnSSgesv_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, float * a3, int a4, int * a5, float * a6, int a7, float * a8, int a9, void * a10, size_t * a11) {
 	return ((__typeof__(&cusolverDnSSgesv_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, (float *)a3, a4, (cusolver_int_t *)a5, (float *)a6, a7, (float *)a8, a9, a10, (size_t *)a11);
 }
 
-static int gocuda_cusolverDnSHgesv_bufferSize(void *fp, uintptr_t a0, int a1, int a2, float * a3, int a4, int * a5, float * a6, int a7, float * a8, int a9, void * a10, size_t * a11) {
+static int gocuda_cusolverDnSHgesv_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, float * a3, int a4, int * a5, float * a6, int a7, float * a8, int a9, void * a10, size_t * a11) {
 	return ((__typeof__(&cusolverDnSHgesv_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, (float *)a3, a4, (cusolver_int_t *)a5, (float *)a6, a7, (float *)a8, a9, a10, (size_t *)a11);
 }
 
-static int gocuda_cusolverDnSBgesv_bufferSize(void *fp, uintptr_t a0, int a1, int a2, float * a3, int a4, int * a5, float * a6, int a7, float * a8, int a9, void * a10, size_t * a11) {
+static int gocuda_cusolverDnSBgesv_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, float * a3, int a4, int * a5, float * a6, int a7, float * a8, int a9, void * a10, size_t * a11) {
 	return ((__typeof__(&cusolverDnSBgesv_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, (float *)a3, a4, (cusolver_int_t *)a5, (float *)a6, a7, (float *)a8, a9, a10, (size_t *)a11);
 }
 
-static int gocuda_cusolverDnSXgesv_bufferSize(void *fp, uintptr_t a0, int a1, int a2, float * a3, int a4, int * a5, float * a6, int a7, float * a8, int a9, void * a10, size_t * a11) {
+static int gocuda_cusolverDnSXgesv_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, float * a3, int a4, int * a5, float * a6, int a7, float * a8, int a9, void * a10, size_t * a11) {
 	return ((__typeof__(&cusolverDnSXgesv_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, (float *)a3, a4, (cusolver_int_t *)a5, (float *)a6, a7, (float *)a8, a9, a10, (size_t *)a11);
 }
 
-static int gocuda_cusolverDnZZgels(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, void * a6, int a7, void * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
+static int gocuda_cusolverDnZZgels(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, void * a6, int a7, void * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
 	return ((__typeof__(&cusolverDnZZgels))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, (cusolver_int_t *)a12, (cusolver_int_t *)a13);
 }
 
-static int gocuda_cusolverDnZCgels(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, void * a6, int a7, void * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
+static int gocuda_cusolverDnZCgels(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, void * a6, int a7, void * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
 	return ((__typeof__(&cusolverDnZCgels))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, (cusolver_int_t *)a12, (cusolver_int_t *)a13);
 }
 
-static int gocuda_cusolverDnZKgels(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, void * a6, int a7, void * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
+static int gocuda_cusolverDnZKgels(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, void * a6, int a7, void * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
 	return ((__typeof__(&cusolverDnZKgels))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, (cusolver_int_t *)a12, (cusolver_int_t *)a13);
 }
 
-static int gocuda_cusolverDnZEgels(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, void * a6, int a7, void * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
+static int gocuda_cusolverDnZEgels(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, void * a6, int a7, void * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
 	return ((__typeof__(&cusolverDnZEgels))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, (cusolver_int_t *)a12, (cusolver_int_t *)a13);
 }
 
-static int gocuda_cusolverDnZYgels(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, void * a6, int a7, void * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
+static int gocuda_cusolverDnZYgels(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, void * a6, int a7, void * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
 	return ((__typeof__(&cusolverDnZYgels))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, (cusolver_int_t *)a12, (cusolver_int_t *)a13);
 }
 
-static int gocuda_cusolverDnCCgels(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, void * a6, int a7, void * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
+static int gocuda_cusolverDnCCgels(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, void * a6, int a7, void * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
 	return ((__typeof__(&cusolverDnCCgels))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, (cusolver_int_t *)a12, (cusolver_int_t *)a13);
 }
 
-static int gocuda_cusolverDnCKgels(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, void * a6, int a7, void * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
+static int gocuda_cusolverDnCKgels(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, void * a6, int a7, void * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
 	return ((__typeof__(&cusolverDnCKgels))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, (cusolver_int_t *)a12, (cusolver_int_t *)a13);
 }
 
-static int gocuda_cusolverDnCEgels(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, void * a6, int a7, void * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
+static int gocuda_cusolverDnCEgels(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, void * a6, int a7, void * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
 	return ((__typeof__(&cusolverDnCEgels))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, (cusolver_int_t *)a12, (cusolver_int_t *)a13);
 }
 
-static int gocuda_cusolverDnCYgels(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, void * a6, int a7, void * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
+static int gocuda_cusolverDnCYgels(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, void * a6, int a7, void * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
 	return ((__typeof__(&cusolverDnCYgels))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, (cusolver_int_t *)a12, (cusolver_int_t *)a13);
 }
 
-static int gocuda_cusolverDnDDgels(void *fp, uintptr_t a0, int a1, int a2, int a3, double * a4, int a5, double * a6, int a7, double * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
+static int gocuda_cusolverDnDDgels(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, double * a4, int a5, double * a6, int a7, double * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
 	return ((__typeof__(&cusolverDnDDgels))fp)((cusolverDnHandle_t)a0, a1, a2, a3, (double *)a4, a5, (double *)a6, a7, (double *)a8, a9, a10, a11, (cusolver_int_t *)a12, (cusolver_int_t *)a13);
 }
 
-static int gocuda_cusolverDnDSgels(void *fp, uintptr_t a0, int a1, int a2, int a3, double * a4, int a5, double * a6, int a7, double * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
+static int gocuda_cusolverDnDSgels(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, double * a4, int a5, double * a6, int a7, double * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
 	return ((__typeof__(&cusolverDnDSgels))fp)((cusolverDnHandle_t)a0, a1, a2, a3, (double *)a4, a5, (double *)a6, a7, (double *)a8, a9, a10, a11, (cusolver_int_t *)a12, (cusolver_int_t *)a13);
 }
 
-static int gocuda_cusolverDnDHgels(void *fp, uintptr_t a0, int a1, int a2, int a3, double * a4, int a5, double * a6, int a7, double * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
+static int gocuda_cusolverDnDHgels(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, double * a4, int a5, double * a6, int a7, double * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
 	return ((__typeof__(&cusolverDnDHgels))fp)((cusolverDnHandle_t)a0, a1, a2, a3, (double *)a4, a5, (double *)a6, a7, (double *)a8, a9, a10, a11, (cusolver_int_t *)a12, (cusolver_int_t *)a13);
 }
 
-static int gocuda_cusolverDnDBgels(void *fp, uintptr_t a0, int a1, int a2, int a3, double * a4, int a5, double * a6, int a7, double * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
+static int gocuda_cusolverDnDBgels(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, double * a4, int a5, double * a6, int a7, double * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
 	return ((__typeof__(&cusolverDnDBgels))fp)((cusolverDnHandle_t)a0, a1, a2, a3, (double *)a4, a5, (double *)a6, a7, (double *)a8, a9, a10, a11, (cusolver_int_t *)a12, (cusolver_int_t *)a13);
 }
 
-static int gocuda_cusolverDnDXgels(void *fp, uintptr_t a0, int a1, int a2, int a3, double * a4, int a5, double * a6, int a7, double * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
+static int gocuda_cusolverDnDXgels(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, double * a4, int a5, double * a6, int a7, double * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
 	return ((__typeof__(&cusolverDnDXgels))fp)((cusolverDnHandle_t)a0, a1, a2, a3, (double *)a4, a5, (double *)a6, a7, (double *)a8, a9, a10, a11, (cusolver_int_t *)a12, (cusolver_int_t *)a13);
 }
 
-static int gocuda_cusolverDnSSgels(void *fp, uintptr_t a0, int a1, int a2, int a3, float * a4, int a5, float * a6, int a7, float * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
+static int gocuda_cusolverDnSSgels(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, float * a4, int a5, float * a6, int a7, float * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
 	return ((__typeof__(&cusolverDnSSgels))fp)((cusolverDnHandle_t)a0, a1, a2, a3, (float *)a4, a5, (float *)a6, a7, (float *)a8, a9, a10, a11, (cusolver_int_t *)a12, (cusolver_int_t *)a13);
 }
 
-static int gocuda_cusolverDnSHgels(void *fp, uintptr_t a0, int a1, int a2, int a3, float * a4, int a5, float * a6, int a7, float * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
+static int gocuda_cusolverDnSHgels(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, float * a4, int a5, float * a6, int a7, float * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
 	return ((__typeof__(&cusolverDnSHgels))fp)((cusolverDnHandle_t)a0, a1, a2, a3, (float *)a4, a5, (float *)a6, a7, (float *)a8, a9, a10, a11, (cusolver_int_t *)a12, (cusolver_int_t *)a13);
 }
 
-static int gocuda_cusolverDnSBgels(void *fp, uintptr_t a0, int a1, int a2, int a3, float * a4, int a5, float * a6, int a7, float * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
+static int gocuda_cusolverDnSBgels(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, float * a4, int a5, float * a6, int a7, float * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
 	return ((__typeof__(&cusolverDnSBgels))fp)((cusolverDnHandle_t)a0, a1, a2, a3, (float *)a4, a5, (float *)a6, a7, (float *)a8, a9, a10, a11, (cusolver_int_t *)a12, (cusolver_int_t *)a13);
 }
 
-static int gocuda_cusolverDnSXgels(void *fp, uintptr_t a0, int a1, int a2, int a3, float * a4, int a5, float * a6, int a7, float * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
+static int gocuda_cusolverDnSXgels(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, float * a4, int a5, float * a6, int a7, float * a8, int a9, void * a10, size_t a11, int * a12, int * a13) {
 	return ((__typeof__(&cusolverDnSXgels))fp)((cusolverDnHandle_t)a0, a1, a2, a3, (float *)a4, a5, (float *)a6, a7, (float *)a8, a9, a10, a11, (cusolver_int_t *)a12, (cusolver_int_t *)a13);
 }
 
-static int gocuda_cusolverDnZZgels_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, void * a6, int a7, void * a8, int a9, void * a10, size_t * a11) {
+static int gocuda_cusolverDnZZgels_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, void * a6, int a7, void * a8, int a9, void * a10, size_t * a11) {
 	return ((__typeof__(&cusolverDnZZgels_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, (size_t *)a11);
 }
 
-static int gocuda_cusolverDnZCgels_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, void * a6, int a7, void * a8, int a9, void * a10, size_t * a11) {
+static int gocuda_cusolverDnZCgels_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, void * a6, int a7, void * a8, int a9, void * a10, size_t * a11) {
 	return ((__typeof__(&cusolverDnZCgels_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, (size_t *)a11);
 }
 
-static int gocuda_cusolverDnZKgels_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, void * a6, int a7, void * a8, int a9, void * a10, size_t * a11) {
+static int gocuda_cusolverDnZKgels_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, void * a6, int a7, void * a8, int a9, void * a10, size_t * a11) {
 	return ((__typeof__(&cusolverDnZKgels_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, (size_t *)a11);
 }
 
-static int gocuda_cusolverDnZEgels_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, void * a6, int a7, void * a8, int a9, void * a10, size_t * a11) {
+static int gocuda_cusolverDnZEgels_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, void * a6, int a7, void * a8, int a9, void * a10, size_t * a11) {
 	return ((__typeof__(&cusolverDnZEgels_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, (size_t *)a11);
 }
 
-static int gocuda_cusolverDnZYgels_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, void * a6, int a7, void * a8, int a9, void * a10, size_t * a11) {
+static int gocuda_cusolverDnZYgels_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, void * a6, int a7, void * a8, int a9, void * a10, size_t * a11) {
 	return ((__typeof__(&cusolverDnZYgels_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, (size_t *)a11);
 }
 
-static int gocuda_cusolverDnCCgels_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, void * a6, int a7, void * a8, int a9, void * a10, size_t * a11) {
+static int gocuda_cusolverDnCCgels_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, void * a6, int a7, void * a8, int a9, void * a10, size_t * a11) {
 	return ((__typeof__(&cusolverDnCCgels_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, (size_t *)a11);
 }
 
-static int gocuda_cusolverDnCKgels_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, void * a6, int a7, void * a8, int a9, void * a10, size_t * a11) {
+static int gocuda_cusolverDnCKgels_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, void * a6, int a7, void * a8, int a9, void * a10, size_t * a11) {
 	return ((__typeof__(&cusolverDnCKgels_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, (size_t *)a11);
 }
 
-static int gocuda_cusolverDnCEgels_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, void * a6, int a7, void * a8, int a9, void * a10, size_t * a11) {
+static int gocuda_cusolverDnCEgels_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, void * a6, int a7, void * a8, int a9, void * a10, size_t * a11) {
 	return ((__typeof__(&cusolverDnCEgels_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, (size_t *)a11);
 }
 
-static int gocuda_cusolverDnCYgels_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, void * a6, int a7, void * a8, int a9, void * a10, size_t * a11) {
+static int gocuda_cusolverDnCYgels_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, void * a6, int a7, void * a8, int a9, void * a10, size_t * a11) {
 	return ((__typeof__(&cusolverDnCYgels_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, (size_t *)a11);
 }
 
-static int gocuda_cusolverDnDDgels_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, double * a4, int a5, double * a6, int a7, double * a8, int a9, void * a10, size_t * a11) {
+static int gocuda_cusolverDnDDgels_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, double * a4, int a5, double * a6, int a7, double * a8, int a9, void * a10, size_t * a11) {
 	return ((__typeof__(&cusolverDnDDgels_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, (double *)a4, a5, (double *)a6, a7, (double *)a8, a9, a10, (size_t *)a11);
 }
 
-static int gocuda_cusolverDnDSgels_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, double * a4, int a5, double * a6, int a7, double * a8, int a9, void * a10, size_t * a11) {
+static int gocuda_cusolverDnDSgels_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, double * a4, int a5, double * a6, int a7, double * a8, int a9, void * a10, size_t * a11) {
 	return ((__typeof__(&cusolverDnDSgels_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, (double *)a4, a5, (double *)a6, a7, (double *)a8, a9, a10, (size_t *)a11);
 }
 
-static int gocuda_cusolverDnDHgels_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, double * a4, int a5, double * a6, int a7, double * a8, int a9, void * a10, size_t * a11) {
+static int gocuda_cusolverDnDHgels_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, double * a4, int a5, double * a6, int a7, double * a8, int a9, void * a10, size_t * a11) {
 	return ((__typeof__(&cusolverDnDHgels_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, (double *)a4, a5, (double *)a6, a7, (double *)a8, a9, a10, (size_t *)a11);
 }
 
-static int gocuda_cusolverDnDBgels_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, double * a4, int a5, double * a6, int a7, double * a8, int a9, void * a10, size_t * a11) {
+static int gocuda_cusolverDnDBgels_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, double * a4, int a5, double * a6, int a7, double * a8, int a9, void * a10, size_t * a11) {
 	return ((__typeof__(&cusolverDnDBgels_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, (double *)a4, a5, (double *)a6, a7, (double *)a8, a9, a10, (size_t *)a11);
 }
 
-static int gocuda_cusolverDnDXgels_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, double * a4, int a5, double * a6, int a7, double * a8, int a9, void * a10, size_t * a11) {
+static int gocuda_cusolverDnDXgels_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, double * a4, int a5, double * a6, int a7, double * a8, int a9, void * a10, size_t * a11) {
 	return ((__typeof__(&cusolverDnDXgels_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, (double *)a4, a5, (double *)a6, a7, (double *)a8, a9, a10, (size_t *)a11);
 }
 
-static int gocuda_cusolverDnSSgels_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, float * a4, int a5, float * a6, int a7, float * a8, int a9, void * a10, size_t * a11) {
+static int gocuda_cusolverDnSSgels_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, float * a4, int a5, float * a6, int a7, float * a8, int a9, void * a10, size_t * a11) {
 	return ((__typeof__(&cusolverDnSSgels_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, (float *)a4, a5, (float *)a6, a7, (float *)a8, a9, a10, (size_t *)a11);
 }
 
-static int gocuda_cusolverDnSHgels_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, float * a4, int a5, float * a6, int a7, float * a8, int a9, void * a10, size_t * a11) {
+static int gocuda_cusolverDnSHgels_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, float * a4, int a5, float * a6, int a7, float * a8, int a9, void * a10, size_t * a11) {
 	return ((__typeof__(&cusolverDnSHgels_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, (float *)a4, a5, (float *)a6, a7, (float *)a8, a9, a10, (size_t *)a11);
 }
 
-static int gocuda_cusolverDnSBgels_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, float * a4, int a5, float * a6, int a7, float * a8, int a9, void * a10, size_t * a11) {
+static int gocuda_cusolverDnSBgels_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, float * a4, int a5, float * a6, int a7, float * a8, int a9, void * a10, size_t * a11) {
 	return ((__typeof__(&cusolverDnSBgels_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, (float *)a4, a5, (float *)a6, a7, (float *)a8, a9, a10, (size_t *)a11);
 }
 
-static int gocuda_cusolverDnSXgels_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, float * a4, int a5, float * a6, int a7, float * a8, int a9, void * a10, size_t * a11) {
+static int gocuda_cusolverDnSXgels_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, float * a4, int a5, float * a6, int a7, float * a8, int a9, void * a10, size_t * a11) {
 	return ((__typeof__(&cusolverDnSXgels_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, (float *)a4, a5, (float *)a6, a7, (float *)a8, a9, a10, (size_t *)a11);
 }
 
-static int gocuda_cusolverDnIRSXgesv(void *fp, uintptr_t a0, uintptr_t a1, uintptr_t a2, int a3, int a4, void * a5, int a6, void * a7, int a8, void * a9, int a10, void * a11, size_t a12, int * a13, int * a14) {
+static int gocuda_cusolverDnIRSXgesv(uintptr_t fp, uintptr_t a0, uintptr_t a1, uintptr_t a2, int a3, int a4, void * a5, int a6, void * a7, int a8, void * a9, int a10, void * a11, size_t a12, int * a13, int * a14) {
 	return ((__typeof__(&cusolverDnIRSXgesv))fp)((cusolverDnHandle_t)a0, (cusolverDnIRSParams_t)a1, (cusolverDnIRSInfos_t)a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, (cusolver_int_t *)a13, (cusolver_int_t *)a14);
 }
 
-static int gocuda_cusolverDnIRSXgesv_bufferSize(void *fp, uintptr_t a0, uintptr_t a1, int a2, int a3, size_t * a4) {
+static int gocuda_cusolverDnIRSXgesv_bufferSize(uintptr_t fp, uintptr_t a0, uintptr_t a1, int a2, int a3, size_t * a4) {
 	return ((__typeof__(&cusolverDnIRSXgesv_bufferSize))fp)((cusolverDnHandle_t)a0, (cusolverDnIRSParams_t)a1, a2, a3, (size_t *)a4);
 }
 
-static int gocuda_cusolverDnIRSXgels(void *fp, uintptr_t a0, uintptr_t a1, uintptr_t a2, int a3, int a4, int a5, void * a6, int a7, void * a8, int a9, void * a10, int a11, void * a12, size_t a13, int * a14, int * a15) {
+static int gocuda_cusolverDnIRSXgels(uintptr_t fp, uintptr_t a0, uintptr_t a1, uintptr_t a2, int a3, int a4, int a5, void * a6, int a7, void * a8, int a9, void * a10, int a11, void * a12, size_t a13, int * a14, int * a15) {
 	return ((__typeof__(&cusolverDnIRSXgels))fp)((cusolverDnHandle_t)a0, (cusolverDnIRSParams_t)a1, (cusolverDnIRSInfos_t)a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, (cusolver_int_t *)a14, (cusolver_int_t *)a15);
 }
 
-static int gocuda_cusolverDnIRSXgels_bufferSize(void *fp, uintptr_t a0, uintptr_t a1, int a2, int a3, int a4, size_t * a5) {
+static int gocuda_cusolverDnIRSXgels_bufferSize(uintptr_t fp, uintptr_t a0, uintptr_t a1, int a2, int a3, int a4, size_t * a5) {
 	return ((__typeof__(&cusolverDnIRSXgels_bufferSize))fp)((cusolverDnHandle_t)a0, (cusolverDnIRSParams_t)a1, a2, a3, a4, (size_t *)a5);
 }
 
-static int gocuda_cusolverDnSpotrf_bufferSize(void *fp, uintptr_t a0, int a1, int a2, float * a3, int a4, int * a5) {
+static int gocuda_cusolverDnSpotrf_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, float * a3, int a4, int * a5) {
 	return ((__typeof__(&cusolverDnSpotrf_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, (float *)a3, a4, (int *)a5);
 }
 
-static int gocuda_cusolverDnDpotrf_bufferSize(void *fp, uintptr_t a0, int a1, int a2, double * a3, int a4, int * a5) {
+static int gocuda_cusolverDnDpotrf_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, double * a3, int a4, int * a5) {
 	return ((__typeof__(&cusolverDnDpotrf_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, (double *)a3, a4, (int *)a5);
 }
 
-static int gocuda_cusolverDnCpotrf_bufferSize(void *fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5) {
+static int gocuda_cusolverDnCpotrf_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5) {
 	return ((__typeof__(&cusolverDnCpotrf_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (int *)a5);
 }
 
-static int gocuda_cusolverDnZpotrf_bufferSize(void *fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5) {
+static int gocuda_cusolverDnZpotrf_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5) {
 	return ((__typeof__(&cusolverDnZpotrf_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (int *)a5);
 }
 
-static int gocuda_cusolverDnSpotrf(void *fp, uintptr_t a0, int a1, int a2, float * a3, int a4, float * a5, int a6, int * a7) {
+static int gocuda_cusolverDnSpotrf(uintptr_t fp, uintptr_t a0, int a1, int a2, float * a3, int a4, float * a5, int a6, int * a7) {
 	return ((__typeof__(&cusolverDnSpotrf))fp)((cusolverDnHandle_t)a0, a1, a2, (float *)a3, a4, (float *)a5, a6, (int *)a7);
 }
 
-static int gocuda_cusolverDnDpotrf(void *fp, uintptr_t a0, int a1, int a2, double * a3, int a4, double * a5, int a6, int * a7) {
+static int gocuda_cusolverDnDpotrf(uintptr_t fp, uintptr_t a0, int a1, int a2, double * a3, int a4, double * a5, int a6, int * a7) {
 	return ((__typeof__(&cusolverDnDpotrf))fp)((cusolverDnHandle_t)a0, a1, a2, (double *)a3, a4, (double *)a5, a6, (int *)a7);
 }
 
-static int gocuda_cusolverDnCpotrf(void *fp, uintptr_t a0, int a1, int a2, void * a3, int a4, void * a5, int a6, int * a7) {
+static int gocuda_cusolverDnCpotrf(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, int a4, void * a5, int a6, int * a7) {
 	return ((__typeof__(&cusolverDnCpotrf))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, (int *)a7);
 }
 
-static int gocuda_cusolverDnZpotrf(void *fp, uintptr_t a0, int a1, int a2, void * a3, int a4, void * a5, int a6, int * a7) {
+static int gocuda_cusolverDnZpotrf(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, int a4, void * a5, int a6, int * a7) {
 	return ((__typeof__(&cusolverDnZpotrf))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, (int *)a7);
 }
 
-static int gocuda_cusolverDnSpotrs(void *fp, uintptr_t a0, int a1, int a2, int a3, float * a4, int a5, float * a6, int a7, int * a8) {
+static int gocuda_cusolverDnSpotrs(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, float * a4, int a5, float * a6, int a7, int * a8) {
 	return ((__typeof__(&cusolverDnSpotrs))fp)((cusolverDnHandle_t)a0, a1, a2, a3, (float *)a4, a5, (float *)a6, a7, (int *)a8);
 }
 
-static int gocuda_cusolverDnDpotrs(void *fp, uintptr_t a0, int a1, int a2, int a3, double * a4, int a5, double * a6, int a7, int * a8) {
+static int gocuda_cusolverDnDpotrs(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, double * a4, int a5, double * a6, int a7, int * a8) {
 	return ((__typeof__(&cusolverDnDpotrs))fp)((cusolverDnHandle_t)a0, a1, a2, a3, (double *)a4, a5, (double *)a6, a7, (int *)a8);
 }
 
-static int gocuda_cusolverDnCpotrs(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, void * a6, int a7, int * a8) {
+static int gocuda_cusolverDnCpotrs(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, void * a6, int a7, int * a8) {
 	return ((__typeof__(&cusolverDnCpotrs))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, (int *)a8);
 }
 
-static int gocuda_cusolverDnZpotrs(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, void * a6, int a7, int * a8) {
+static int gocuda_cusolverDnZpotrs(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, void * a6, int a7, int * a8) {
 	return ((__typeof__(&cusolverDnZpotrs))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, (int *)a8);
 }
 
-static int gocuda_cusolverDnSpotrfBatched(void *fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5, int a6) {
+static int gocuda_cusolverDnSpotrfBatched(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5, int a6) {
 	return ((__typeof__(&cusolverDnSpotrfBatched))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (int *)a5, a6);
 }
 
-static int gocuda_cusolverDnDpotrfBatched(void *fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5, int a6) {
+static int gocuda_cusolverDnDpotrfBatched(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5, int a6) {
 	return ((__typeof__(&cusolverDnDpotrfBatched))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (int *)a5, a6);
 }
 
-static int gocuda_cusolverDnCpotrfBatched(void *fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5, int a6) {
+static int gocuda_cusolverDnCpotrfBatched(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5, int a6) {
 	return ((__typeof__(&cusolverDnCpotrfBatched))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (int *)a5, a6);
 }
 
-static int gocuda_cusolverDnZpotrfBatched(void *fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5, int a6) {
+static int gocuda_cusolverDnZpotrfBatched(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5, int a6) {
 	return ((__typeof__(&cusolverDnZpotrfBatched))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (int *)a5, a6);
 }
 
-static int gocuda_cusolverDnSpotrsBatched(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, void * a6, int a7, int * a8, int a9) {
+static int gocuda_cusolverDnSpotrsBatched(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, void * a6, int a7, int * a8, int a9) {
 	return ((__typeof__(&cusolverDnSpotrsBatched))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, (int *)a8, a9);
 }
 
-static int gocuda_cusolverDnDpotrsBatched(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, void * a6, int a7, int * a8, int a9) {
+static int gocuda_cusolverDnDpotrsBatched(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, void * a6, int a7, int * a8, int a9) {
 	return ((__typeof__(&cusolverDnDpotrsBatched))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, (int *)a8, a9);
 }
 
-static int gocuda_cusolverDnCpotrsBatched(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, void * a6, int a7, int * a8, int a9) {
+static int gocuda_cusolverDnCpotrsBatched(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, void * a6, int a7, int * a8, int a9) {
 	return ((__typeof__(&cusolverDnCpotrsBatched))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, (int *)a8, a9);
 }
 
-static int gocuda_cusolverDnZpotrsBatched(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, void * a6, int a7, int * a8, int a9) {
+static int gocuda_cusolverDnZpotrsBatched(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, void * a6, int a7, int * a8, int a9) {
 	return ((__typeof__(&cusolverDnZpotrsBatched))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, (int *)a8, a9);
 }
 
-static int gocuda_cusolverDnSpotri_bufferSize(void *fp, uintptr_t a0, int a1, int a2, float * a3, int a4, int * a5) {
+static int gocuda_cusolverDnSpotri_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, float * a3, int a4, int * a5) {
 	return ((__typeof__(&cusolverDnSpotri_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, (float *)a3, a4, (int *)a5);
 }
 
-static int gocuda_cusolverDnDpotri_bufferSize(void *fp, uintptr_t a0, int a1, int a2, double * a3, int a4, int * a5) {
+static int gocuda_cusolverDnDpotri_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, double * a3, int a4, int * a5) {
 	return ((__typeof__(&cusolverDnDpotri_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, (double *)a3, a4, (int *)a5);
 }
 
-static int gocuda_cusolverDnCpotri_bufferSize(void *fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5) {
+static int gocuda_cusolverDnCpotri_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5) {
 	return ((__typeof__(&cusolverDnCpotri_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (int *)a5);
 }
 
-static int gocuda_cusolverDnZpotri_bufferSize(void *fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5) {
+static int gocuda_cusolverDnZpotri_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5) {
 	return ((__typeof__(&cusolverDnZpotri_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (int *)a5);
 }
 
-static int gocuda_cusolverDnSpotri(void *fp, uintptr_t a0, int a1, int a2, float * a3, int a4, float * a5, int a6, int * a7) {
+static int gocuda_cusolverDnSpotri(uintptr_t fp, uintptr_t a0, int a1, int a2, float * a3, int a4, float * a5, int a6, int * a7) {
 	return ((__typeof__(&cusolverDnSpotri))fp)((cusolverDnHandle_t)a0, a1, a2, (float *)a3, a4, (float *)a5, a6, (int *)a7);
 }
 
-static int gocuda_cusolverDnDpotri(void *fp, uintptr_t a0, int a1, int a2, double * a3, int a4, double * a5, int a6, int * a7) {
+static int gocuda_cusolverDnDpotri(uintptr_t fp, uintptr_t a0, int a1, int a2, double * a3, int a4, double * a5, int a6, int * a7) {
 	return ((__typeof__(&cusolverDnDpotri))fp)((cusolverDnHandle_t)a0, a1, a2, (double *)a3, a4, (double *)a5, a6, (int *)a7);
 }
 
-static int gocuda_cusolverDnCpotri(void *fp, uintptr_t a0, int a1, int a2, void * a3, int a4, void * a5, int a6, int * a7) {
+static int gocuda_cusolverDnCpotri(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, int a4, void * a5, int a6, int * a7) {
 	return ((__typeof__(&cusolverDnCpotri))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, (int *)a7);
 }
 
-static int gocuda_cusolverDnZpotri(void *fp, uintptr_t a0, int a1, int a2, void * a3, int a4, void * a5, int a6, int * a7) {
+static int gocuda_cusolverDnZpotri(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, int a4, void * a5, int a6, int * a7) {
 	return ((__typeof__(&cusolverDnZpotri))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, (int *)a7);
 }
 
-static int gocuda_cusolverDnXtrtri_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int64_t a3, int a4, void * a5, int64_t a6, size_t * a7, size_t * a8) {
+static int gocuda_cusolverDnXtrtri_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int64_t a3, int a4, void * a5, int64_t a6, size_t * a7, size_t * a8) {
 	return ((__typeof__(&cusolverDnXtrtri_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, (size_t *)a7, (size_t *)a8);
 }
 
-static int gocuda_cusolverDnXtrtri(void *fp, uintptr_t a0, int a1, int a2, int64_t a3, int a4, void * a5, int64_t a6, void * a7, size_t a8, void * a9, size_t a10, int * a11) {
+static int gocuda_cusolverDnXtrtri(uintptr_t fp, uintptr_t a0, int a1, int a2, int64_t a3, int a4, void * a5, int64_t a6, void * a7, size_t a8, void * a9, size_t a10, int * a11) {
 	return ((__typeof__(&cusolverDnXtrtri))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, (int *)a11);
 }
 
-static int gocuda_cusolverDnSlauum_bufferSize(void *fp, uintptr_t a0, int a1, int a2, float * a3, int a4, int * a5) {
+static int gocuda_cusolverDnSlauum_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, float * a3, int a4, int * a5) {
 	return ((__typeof__(&cusolverDnSlauum_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, (float *)a3, a4, (int *)a5);
 }
 
-static int gocuda_cusolverDnDlauum_bufferSize(void *fp, uintptr_t a0, int a1, int a2, double * a3, int a4, int * a5) {
+static int gocuda_cusolverDnDlauum_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, double * a3, int a4, int * a5) {
 	return ((__typeof__(&cusolverDnDlauum_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, (double *)a3, a4, (int *)a5);
 }
 
-static int gocuda_cusolverDnClauum_bufferSize(void *fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5) {
+static int gocuda_cusolverDnClauum_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5) {
 	return ((__typeof__(&cusolverDnClauum_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (int *)a5);
 }
 
-static int gocuda_cusolverDnZlauum_bufferSize(void *fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5) {
+static int gocuda_cusolverDnZlauum_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5) {
 	return ((__typeof__(&cusolverDnZlauum_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (int *)a5);
 }
 
-static int gocuda_cusolverDnSlauum(void *fp, uintptr_t a0, int a1, int a2, float * a3, int a4, float * a5, int a6, int * a7) {
+static int gocuda_cusolverDnSlauum(uintptr_t fp, uintptr_t a0, int a1, int a2, float * a3, int a4, float * a5, int a6, int * a7) {
 	return ((__typeof__(&cusolverDnSlauum))fp)((cusolverDnHandle_t)a0, a1, a2, (float *)a3, a4, (float *)a5, a6, (int *)a7);
 }
 
-static int gocuda_cusolverDnDlauum(void *fp, uintptr_t a0, int a1, int a2, double * a3, int a4, double * a5, int a6, int * a7) {
+static int gocuda_cusolverDnDlauum(uintptr_t fp, uintptr_t a0, int a1, int a2, double * a3, int a4, double * a5, int a6, int * a7) {
 	return ((__typeof__(&cusolverDnDlauum))fp)((cusolverDnHandle_t)a0, a1, a2, (double *)a3, a4, (double *)a5, a6, (int *)a7);
 }
 
-static int gocuda_cusolverDnClauum(void *fp, uintptr_t a0, int a1, int a2, void * a3, int a4, void * a5, int a6, int * a7) {
+static int gocuda_cusolverDnClauum(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, int a4, void * a5, int a6, int * a7) {
 	return ((__typeof__(&cusolverDnClauum))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, (int *)a7);
 }
 
-static int gocuda_cusolverDnZlauum(void *fp, uintptr_t a0, int a1, int a2, void * a3, int a4, void * a5, int a6, int * a7) {
+static int gocuda_cusolverDnZlauum(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, int a4, void * a5, int a6, int * a7) {
 	return ((__typeof__(&cusolverDnZlauum))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, (int *)a7);
 }
 
-static int gocuda_cusolverDnSgetrf_bufferSize(void *fp, uintptr_t a0, int a1, int a2, float * a3, int a4, int * a5) {
+static int gocuda_cusolverDnSgetrf_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, float * a3, int a4, int * a5) {
 	return ((__typeof__(&cusolverDnSgetrf_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, (float *)a3, a4, (int *)a5);
 }
 
-static int gocuda_cusolverDnDgetrf_bufferSize(void *fp, uintptr_t a0, int a1, int a2, double * a3, int a4, int * a5) {
+static int gocuda_cusolverDnDgetrf_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, double * a3, int a4, int * a5) {
 	return ((__typeof__(&cusolverDnDgetrf_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, (double *)a3, a4, (int *)a5);
 }
 
-static int gocuda_cusolverDnCgetrf_bufferSize(void *fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5) {
+static int gocuda_cusolverDnCgetrf_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5) {
 	return ((__typeof__(&cusolverDnCgetrf_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (int *)a5);
 }
 
-static int gocuda_cusolverDnZgetrf_bufferSize(void *fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5) {
+static int gocuda_cusolverDnZgetrf_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5) {
 	return ((__typeof__(&cusolverDnZgetrf_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (int *)a5);
 }
 
-static int gocuda_cusolverDnSgetrf(void *fp, uintptr_t a0, int a1, int a2, float * a3, int a4, float * a5, int * a6, int * a7) {
+static int gocuda_cusolverDnSgetrf(uintptr_t fp, uintptr_t a0, int a1, int a2, float * a3, int a4, float * a5, int * a6, int * a7) {
 	return ((__typeof__(&cusolverDnSgetrf))fp)((cusolverDnHandle_t)a0, a1, a2, (float *)a3, a4, (float *)a5, (int *)a6, (int *)a7);
 }
 
-static int gocuda_cusolverDnDgetrf(void *fp, uintptr_t a0, int a1, int a2, double * a3, int a4, double * a5, int * a6, int * a7) {
+static int gocuda_cusolverDnDgetrf(uintptr_t fp, uintptr_t a0, int a1, int a2, double * a3, int a4, double * a5, int * a6, int * a7) {
 	return ((__typeof__(&cusolverDnDgetrf))fp)((cusolverDnHandle_t)a0, a1, a2, (double *)a3, a4, (double *)a5, (int *)a6, (int *)a7);
 }
 
-static int gocuda_cusolverDnCgetrf(void *fp, uintptr_t a0, int a1, int a2, void * a3, int a4, void * a5, int * a6, int * a7) {
+static int gocuda_cusolverDnCgetrf(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, int a4, void * a5, int * a6, int * a7) {
 	return ((__typeof__(&cusolverDnCgetrf))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, (int *)a6, (int *)a7);
 }
 
-static int gocuda_cusolverDnZgetrf(void *fp, uintptr_t a0, int a1, int a2, void * a3, int a4, void * a5, int * a6, int * a7) {
+static int gocuda_cusolverDnZgetrf(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, int a4, void * a5, int * a6, int * a7) {
 	return ((__typeof__(&cusolverDnZgetrf))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, (int *)a6, (int *)a7);
 }
 
-static int gocuda_cusolverDnSlaswp(void *fp, uintptr_t a0, int a1, float * a2, int a3, int a4, int a5, int * a6, int a7) {
+static int gocuda_cusolverDnSlaswp(uintptr_t fp, uintptr_t a0, int a1, float * a2, int a3, int a4, int a5, int * a6, int a7) {
 	return ((__typeof__(&cusolverDnSlaswp))fp)((cusolverDnHandle_t)a0, a1, (float *)a2, a3, a4, a5, (int *)a6, a7);
 }
 
-static int gocuda_cusolverDnDlaswp(void *fp, uintptr_t a0, int a1, double * a2, int a3, int a4, int a5, int * a6, int a7) {
+static int gocuda_cusolverDnDlaswp(uintptr_t fp, uintptr_t a0, int a1, double * a2, int a3, int a4, int a5, int * a6, int a7) {
 	return ((__typeof__(&cusolverDnDlaswp))fp)((cusolverDnHandle_t)a0, a1, (double *)a2, a3, a4, a5, (int *)a6, a7);
 }
 
-static int gocuda_cusolverDnClaswp(void *fp, uintptr_t a0, int a1, void * a2, int a3, int a4, int a5, int * a6, int a7) {
+static int gocuda_cusolverDnClaswp(uintptr_t fp, uintptr_t a0, int a1, void * a2, int a3, int a4, int a5, int * a6, int a7) {
 	return ((__typeof__(&cusolverDnClaswp))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, (int *)a6, a7);
 }
 
-static int gocuda_cusolverDnZlaswp(void *fp, uintptr_t a0, int a1, void * a2, int a3, int a4, int a5, int * a6, int a7) {
+static int gocuda_cusolverDnZlaswp(uintptr_t fp, uintptr_t a0, int a1, void * a2, int a3, int a4, int a5, int * a6, int a7) {
 	return ((__typeof__(&cusolverDnZlaswp))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, (int *)a6, a7);
 }
 
-static int gocuda_cusolverDnSgetrs(void *fp, uintptr_t a0, int a1, int a2, int a3, float * a4, int a5, int * a6, float * a7, int a8, int * a9) {
+static int gocuda_cusolverDnSgetrs(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, float * a4, int a5, int * a6, float * a7, int a8, int * a9) {
 	return ((__typeof__(&cusolverDnSgetrs))fp)((cusolverDnHandle_t)a0, a1, a2, a3, (float *)a4, a5, (int *)a6, (float *)a7, a8, (int *)a9);
 }
 
-static int gocuda_cusolverDnDgetrs(void *fp, uintptr_t a0, int a1, int a2, int a3, double * a4, int a5, int * a6, double * a7, int a8, int * a9) {
+static int gocuda_cusolverDnDgetrs(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, double * a4, int a5, int * a6, double * a7, int a8, int * a9) {
 	return ((__typeof__(&cusolverDnDgetrs))fp)((cusolverDnHandle_t)a0, a1, a2, a3, (double *)a4, a5, (int *)a6, (double *)a7, a8, (int *)a9);
 }
 
-static int gocuda_cusolverDnCgetrs(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, int * a6, void * a7, int a8, int * a9) {
+static int gocuda_cusolverDnCgetrs(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, int * a6, void * a7, int a8, int * a9) {
 	return ((__typeof__(&cusolverDnCgetrs))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, (int *)a6, a7, a8, (int *)a9);
 }
 
-static int gocuda_cusolverDnZgetrs(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, int * a6, void * a7, int a8, int * a9) {
+static int gocuda_cusolverDnZgetrs(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, int * a6, void * a7, int a8, int * a9) {
 	return ((__typeof__(&cusolverDnZgetrs))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, (int *)a6, a7, a8, (int *)a9);
 }
 
-static int gocuda_cusolverDnSgeqrf_bufferSize(void *fp, uintptr_t a0, int a1, int a2, float * a3, int a4, int * a5) {
+static int gocuda_cusolverDnSgeqrf_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, float * a3, int a4, int * a5) {
 	return ((__typeof__(&cusolverDnSgeqrf_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, (float *)a3, a4, (int *)a5);
 }
 
-static int gocuda_cusolverDnDgeqrf_bufferSize(void *fp, uintptr_t a0, int a1, int a2, double * a3, int a4, int * a5) {
+static int gocuda_cusolverDnDgeqrf_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, double * a3, int a4, int * a5) {
 	return ((__typeof__(&cusolverDnDgeqrf_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, (double *)a3, a4, (int *)a5);
 }
 
-static int gocuda_cusolverDnCgeqrf_bufferSize(void *fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5) {
+static int gocuda_cusolverDnCgeqrf_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5) {
 	return ((__typeof__(&cusolverDnCgeqrf_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (int *)a5);
 }
 
-static int gocuda_cusolverDnZgeqrf_bufferSize(void *fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5) {
+static int gocuda_cusolverDnZgeqrf_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5) {
 	return ((__typeof__(&cusolverDnZgeqrf_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (int *)a5);
 }
 
-static int gocuda_cusolverDnSgeqrf(void *fp, uintptr_t a0, int a1, int a2, float * a3, int a4, float * a5, float * a6, int a7, int * a8) {
+static int gocuda_cusolverDnSgeqrf(uintptr_t fp, uintptr_t a0, int a1, int a2, float * a3, int a4, float * a5, float * a6, int a7, int * a8) {
 	return ((__typeof__(&cusolverDnSgeqrf))fp)((cusolverDnHandle_t)a0, a1, a2, (float *)a3, a4, (float *)a5, (float *)a6, a7, (int *)a8);
 }
 
-static int gocuda_cusolverDnDgeqrf(void *fp, uintptr_t a0, int a1, int a2, double * a3, int a4, double * a5, double * a6, int a7, int * a8) {
+static int gocuda_cusolverDnDgeqrf(uintptr_t fp, uintptr_t a0, int a1, int a2, double * a3, int a4, double * a5, double * a6, int a7, int * a8) {
 	return ((__typeof__(&cusolverDnDgeqrf))fp)((cusolverDnHandle_t)a0, a1, a2, (double *)a3, a4, (double *)a5, (double *)a6, a7, (int *)a8);
 }
 
-static int gocuda_cusolverDnCgeqrf(void *fp, uintptr_t a0, int a1, int a2, void * a3, int a4, void * a5, void * a6, int a7, int * a8) {
+static int gocuda_cusolverDnCgeqrf(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, int a4, void * a5, void * a6, int a7, int * a8) {
 	return ((__typeof__(&cusolverDnCgeqrf))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, (int *)a8);
 }
 
-static int gocuda_cusolverDnZgeqrf(void *fp, uintptr_t a0, int a1, int a2, void * a3, int a4, void * a5, void * a6, int a7, int * a8) {
+static int gocuda_cusolverDnZgeqrf(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, int a4, void * a5, void * a6, int a7, int * a8) {
 	return ((__typeof__(&cusolverDnZgeqrf))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, (int *)a8);
 }
 
-static int gocuda_cusolverDnSorgqr_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, float * a4, int a5, float * a6, int * a7) {
+static int gocuda_cusolverDnSorgqr_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, float * a4, int a5, float * a6, int * a7) {
 	return ((__typeof__(&cusolverDnSorgqr_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, (float *)a4, a5, (float *)a6, (int *)a7);
 }
 
-static int gocuda_cusolverDnDorgqr_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, double * a4, int a5, double * a6, int * a7) {
+static int gocuda_cusolverDnDorgqr_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, double * a4, int a5, double * a6, int * a7) {
 	return ((__typeof__(&cusolverDnDorgqr_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, (double *)a4, a5, (double *)a6, (int *)a7);
 }
 
-static int gocuda_cusolverDnCungqr_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, void * a6, int * a7) {
+static int gocuda_cusolverDnCungqr_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, void * a6, int * a7) {
 	return ((__typeof__(&cusolverDnCungqr_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, (int *)a7);
 }
 
-static int gocuda_cusolverDnZungqr_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, void * a6, int * a7) {
+static int gocuda_cusolverDnZungqr_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, void * a6, int * a7) {
 	return ((__typeof__(&cusolverDnZungqr_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, (int *)a7);
 }
 
-static int gocuda_cusolverDnSorgqr(void *fp, uintptr_t a0, int a1, int a2, int a3, float * a4, int a5, float * a6, float * a7, int a8, int * a9) {
+static int gocuda_cusolverDnSorgqr(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, float * a4, int a5, float * a6, float * a7, int a8, int * a9) {
 	return ((__typeof__(&cusolverDnSorgqr))fp)((cusolverDnHandle_t)a0, a1, a2, a3, (float *)a4, a5, (float *)a6, (float *)a7, a8, (int *)a9);
 }
 
-static int gocuda_cusolverDnDorgqr(void *fp, uintptr_t a0, int a1, int a2, int a3, double * a4, int a5, double * a6, double * a7, int a8, int * a9) {
+static int gocuda_cusolverDnDorgqr(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, double * a4, int a5, double * a6, double * a7, int a8, int * a9) {
 	return ((__typeof__(&cusolverDnDorgqr))fp)((cusolverDnHandle_t)a0, a1, a2, a3, (double *)a4, a5, (double *)a6, (double *)a7, a8, (int *)a9);
 }
 
-static int gocuda_cusolverDnCungqr(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, void * a6, void * a7, int a8, int * a9) {
+static int gocuda_cusolverDnCungqr(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, void * a6, void * a7, int a8, int * a9) {
 	return ((__typeof__(&cusolverDnCungqr))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, (int *)a9);
 }
 
-static int gocuda_cusolverDnZungqr(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, void * a6, void * a7, int a8, int * a9) {
+static int gocuda_cusolverDnZungqr(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, void * a6, void * a7, int a8, int * a9) {
 	return ((__typeof__(&cusolverDnZungqr))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, (int *)a9);
 }
 
-static int gocuda_cusolverDnSormqr_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, float * a6, int a7, float * a8, float * a9, int a10, int * a11) {
+static int gocuda_cusolverDnSormqr_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, float * a6, int a7, float * a8, float * a9, int a10, int * a11) {
 	return ((__typeof__(&cusolverDnSormqr_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, (float *)a6, a7, (float *)a8, (float *)a9, a10, (int *)a11);
 }
 
-static int gocuda_cusolverDnDormqr_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, double * a6, int a7, double * a8, double * a9, int a10, int * a11) {
+static int gocuda_cusolverDnDormqr_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, double * a6, int a7, double * a8, double * a9, int a10, int * a11) {
 	return ((__typeof__(&cusolverDnDormqr_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, (double *)a6, a7, (double *)a8, (double *)a9, a10, (int *)a11);
 }
 
-static int gocuda_cusolverDnCunmqr_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, int a7, void * a8, void * a9, int a10, int * a11) {
+static int gocuda_cusolverDnCunmqr_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, int a7, void * a8, void * a9, int a10, int * a11) {
 	return ((__typeof__(&cusolverDnCunmqr_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, (int *)a11);
 }
 
-static int gocuda_cusolverDnZunmqr_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, int a7, void * a8, void * a9, int a10, int * a11) {
+static int gocuda_cusolverDnZunmqr_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, int a7, void * a8, void * a9, int a10, int * a11) {
 	return ((__typeof__(&cusolverDnZunmqr_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, (int *)a11);
 }
 
-static int gocuda_cusolverDnSormqr(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, float * a6, int a7, float * a8, float * a9, int a10, float * a11, int a12, int * a13) {
+static int gocuda_cusolverDnSormqr(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, float * a6, int a7, float * a8, float * a9, int a10, float * a11, int a12, int * a13) {
 	return ((__typeof__(&cusolverDnSormqr))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, (float *)a6, a7, (float *)a8, (float *)a9, a10, (float *)a11, a12, (int *)a13);
 }
 
-static int gocuda_cusolverDnDormqr(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, double * a6, int a7, double * a8, double * a9, int a10, double * a11, int a12, int * a13) {
+static int gocuda_cusolverDnDormqr(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, double * a6, int a7, double * a8, double * a9, int a10, double * a11, int a12, int * a13) {
 	return ((__typeof__(&cusolverDnDormqr))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, (double *)a6, a7, (double *)a8, (double *)a9, a10, (double *)a11, a12, (int *)a13);
 }
 
-static int gocuda_cusolverDnCunmqr(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, int a7, void * a8, void * a9, int a10, void * a11, int a12, int * a13) {
+static int gocuda_cusolverDnCunmqr(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, int a7, void * a8, void * a9, int a10, void * a11, int a12, int * a13) {
 	return ((__typeof__(&cusolverDnCunmqr))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, (int *)a13);
 }
 
-static int gocuda_cusolverDnZunmqr(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, int a7, void * a8, void * a9, int a10, void * a11, int a12, int * a13) {
+static int gocuda_cusolverDnZunmqr(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, int a7, void * a8, void * a9, int a10, void * a11, int a12, int * a13) {
 	return ((__typeof__(&cusolverDnZunmqr))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, (int *)a13);
 }
 
-static int gocuda_cusolverDnSsytrf_bufferSize(void *fp, uintptr_t a0, int a1, float * a2, int a3, int * a4) {
+static int gocuda_cusolverDnSsytrf_bufferSize(uintptr_t fp, uintptr_t a0, int a1, float * a2, int a3, int * a4) {
 	return ((__typeof__(&cusolverDnSsytrf_bufferSize))fp)((cusolverDnHandle_t)a0, a1, (float *)a2, a3, (int *)a4);
 }
 
-static int gocuda_cusolverDnDsytrf_bufferSize(void *fp, uintptr_t a0, int a1, double * a2, int a3, int * a4) {
+static int gocuda_cusolverDnDsytrf_bufferSize(uintptr_t fp, uintptr_t a0, int a1, double * a2, int a3, int * a4) {
 	return ((__typeof__(&cusolverDnDsytrf_bufferSize))fp)((cusolverDnHandle_t)a0, a1, (double *)a2, a3, (int *)a4);
 }
 
-static int gocuda_cusolverDnCsytrf_bufferSize(void *fp, uintptr_t a0, int a1, void * a2, int a3, int * a4) {
+static int gocuda_cusolverDnCsytrf_bufferSize(uintptr_t fp, uintptr_t a0, int a1, void * a2, int a3, int * a4) {
 	return ((__typeof__(&cusolverDnCsytrf_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, (int *)a4);
 }
 
-static int gocuda_cusolverDnZsytrf_bufferSize(void *fp, uintptr_t a0, int a1, void * a2, int a3, int * a4) {
+static int gocuda_cusolverDnZsytrf_bufferSize(uintptr_t fp, uintptr_t a0, int a1, void * a2, int a3, int * a4) {
 	return ((__typeof__(&cusolverDnZsytrf_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, (int *)a4);
 }
 
-static int gocuda_cusolverDnSsytrf(void *fp, uintptr_t a0, int a1, int a2, float * a3, int a4, int * a5, float * a6, int a7, int * a8) {
+static int gocuda_cusolverDnSsytrf(uintptr_t fp, uintptr_t a0, int a1, int a2, float * a3, int a4, int * a5, float * a6, int a7, int * a8) {
 	return ((__typeof__(&cusolverDnSsytrf))fp)((cusolverDnHandle_t)a0, a1, a2, (float *)a3, a4, (int *)a5, (float *)a6, a7, (int *)a8);
 }
 
-static int gocuda_cusolverDnDsytrf(void *fp, uintptr_t a0, int a1, int a2, double * a3, int a4, int * a5, double * a6, int a7, int * a8) {
+static int gocuda_cusolverDnDsytrf(uintptr_t fp, uintptr_t a0, int a1, int a2, double * a3, int a4, int * a5, double * a6, int a7, int * a8) {
 	return ((__typeof__(&cusolverDnDsytrf))fp)((cusolverDnHandle_t)a0, a1, a2, (double *)a3, a4, (int *)a5, (double *)a6, a7, (int *)a8);
 }
 
-static int gocuda_cusolverDnCsytrf(void *fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5, void * a6, int a7, int * a8) {
+static int gocuda_cusolverDnCsytrf(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5, void * a6, int a7, int * a8) {
 	return ((__typeof__(&cusolverDnCsytrf))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (int *)a5, a6, a7, (int *)a8);
 }
 
-static int gocuda_cusolverDnZsytrf(void *fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5, void * a6, int a7, int * a8) {
+static int gocuda_cusolverDnZsytrf(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5, void * a6, int a7, int * a8) {
 	return ((__typeof__(&cusolverDnZsytrf))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (int *)a5, a6, a7, (int *)a8);
 }
 
-static int gocuda_cusolverDnXsytrs_bufferSize(void *fp, uintptr_t a0, int a1, int64_t a2, int64_t a3, int a4, void * a5, int64_t a6, int64_t * a7, int a8, void * a9, int64_t a10, size_t * a11, size_t * a12) {
+static int gocuda_cusolverDnXsytrs_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int64_t a2, int64_t a3, int a4, void * a5, int64_t a6, int64_t * a7, int a8, void * a9, int64_t a10, size_t * a11, size_t * a12) {
 	return ((__typeof__(&cusolverDnXsytrs_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, (int64_t *)a7, a8, a9, a10, (size_t *)a11, (size_t *)a12);
 }
 
-static int gocuda_cusolverDnXsytrs(void *fp, uintptr_t a0, int a1, int64_t a2, int64_t a3, int a4, void * a5, int64_t a6, int64_t * a7, int a8, void * a9, int64_t a10, void * a11, size_t a12, void * a13, size_t a14, int * a15) {
+static int gocuda_cusolverDnXsytrs(uintptr_t fp, uintptr_t a0, int a1, int64_t a2, int64_t a3, int a4, void * a5, int64_t a6, int64_t * a7, int a8, void * a9, int64_t a10, void * a11, size_t a12, void * a13, size_t a14, int * a15) {
 	return ((__typeof__(&cusolverDnXsytrs))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, (int64_t *)a7, a8, a9, a10, a11, a12, a13, a14, (int *)a15);
 }
 
-static int gocuda_cusolverDnSsytri_bufferSize(void *fp, uintptr_t a0, int a1, int a2, float * a3, int a4, int * a5, int * a6) {
+static int gocuda_cusolverDnSsytri_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, float * a3, int a4, int * a5, int * a6) {
 	return ((__typeof__(&cusolverDnSsytri_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, (float *)a3, a4, (int *)a5, (int *)a6);
 }
 
-static int gocuda_cusolverDnDsytri_bufferSize(void *fp, uintptr_t a0, int a1, int a2, double * a3, int a4, int * a5, int * a6) {
+static int gocuda_cusolverDnDsytri_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, double * a3, int a4, int * a5, int * a6) {
 	return ((__typeof__(&cusolverDnDsytri_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, (double *)a3, a4, (int *)a5, (int *)a6);
 }
 
-static int gocuda_cusolverDnCsytri_bufferSize(void *fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5, int * a6) {
+static int gocuda_cusolverDnCsytri_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5, int * a6) {
 	return ((__typeof__(&cusolverDnCsytri_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (int *)a5, (int *)a6);
 }
 
-static int gocuda_cusolverDnZsytri_bufferSize(void *fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5, int * a6) {
+static int gocuda_cusolverDnZsytri_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5, int * a6) {
 	return ((__typeof__(&cusolverDnZsytri_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (int *)a5, (int *)a6);
 }
 
-static int gocuda_cusolverDnSsytri(void *fp, uintptr_t a0, int a1, int a2, float * a3, int a4, int * a5, float * a6, int a7, int * a8) {
+static int gocuda_cusolverDnSsytri(uintptr_t fp, uintptr_t a0, int a1, int a2, float * a3, int a4, int * a5, float * a6, int a7, int * a8) {
 	return ((__typeof__(&cusolverDnSsytri))fp)((cusolverDnHandle_t)a0, a1, a2, (float *)a3, a4, (int *)a5, (float *)a6, a7, (int *)a8);
 }
 
-static int gocuda_cusolverDnDsytri(void *fp, uintptr_t a0, int a1, int a2, double * a3, int a4, int * a5, double * a6, int a7, int * a8) {
+static int gocuda_cusolverDnDsytri(uintptr_t fp, uintptr_t a0, int a1, int a2, double * a3, int a4, int * a5, double * a6, int a7, int * a8) {
 	return ((__typeof__(&cusolverDnDsytri))fp)((cusolverDnHandle_t)a0, a1, a2, (double *)a3, a4, (int *)a5, (double *)a6, a7, (int *)a8);
 }
 
-static int gocuda_cusolverDnCsytri(void *fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5, void * a6, int a7, int * a8) {
+static int gocuda_cusolverDnCsytri(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5, void * a6, int a7, int * a8) {
 	return ((__typeof__(&cusolverDnCsytri))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (int *)a5, a6, a7, (int *)a8);
 }
 
-static int gocuda_cusolverDnZsytri(void *fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5, void * a6, int a7, int * a8) {
+static int gocuda_cusolverDnZsytri(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, int a4, int * a5, void * a6, int a7, int * a8) {
 	return ((__typeof__(&cusolverDnZsytri))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (int *)a5, a6, a7, (int *)a8);
 }
 
-static int gocuda_cusolverDnSgebrd_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int * a3) {
+static int gocuda_cusolverDnSgebrd_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int * a3) {
 	return ((__typeof__(&cusolverDnSgebrd_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, (int *)a3);
 }
 
-static int gocuda_cusolverDnDgebrd_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int * a3) {
+static int gocuda_cusolverDnDgebrd_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int * a3) {
 	return ((__typeof__(&cusolverDnDgebrd_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, (int *)a3);
 }
 
-static int gocuda_cusolverDnCgebrd_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int * a3) {
+static int gocuda_cusolverDnCgebrd_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int * a3) {
 	return ((__typeof__(&cusolverDnCgebrd_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, (int *)a3);
 }
 
-static int gocuda_cusolverDnZgebrd_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int * a3) {
+static int gocuda_cusolverDnZgebrd_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int * a3) {
 	return ((__typeof__(&cusolverDnZgebrd_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, (int *)a3);
 }
 
-static int gocuda_cusolverDnSgebrd(void *fp, uintptr_t a0, int a1, int a2, float * a3, int a4, float * a5, float * a6, float * a7, float * a8, float * a9, int a10, int * a11) {
+static int gocuda_cusolverDnSgebrd(uintptr_t fp, uintptr_t a0, int a1, int a2, float * a3, int a4, float * a5, float * a6, float * a7, float * a8, float * a9, int a10, int * a11) {
 	return ((__typeof__(&cusolverDnSgebrd))fp)((cusolverDnHandle_t)a0, a1, a2, (float *)a3, a4, (float *)a5, (float *)a6, (float *)a7, (float *)a8, (float *)a9, a10, (int *)a11);
 }
 
-static int gocuda_cusolverDnDgebrd(void *fp, uintptr_t a0, int a1, int a2, double * a3, int a4, double * a5, double * a6, double * a7, double * a8, double * a9, int a10, int * a11) {
+static int gocuda_cusolverDnDgebrd(uintptr_t fp, uintptr_t a0, int a1, int a2, double * a3, int a4, double * a5, double * a6, double * a7, double * a8, double * a9, int a10, int * a11) {
 	return ((__typeof__(&cusolverDnDgebrd))fp)((cusolverDnHandle_t)a0, a1, a2, (double *)a3, a4, (double *)a5, (double *)a6, (double *)a7, (double *)a8, (double *)a9, a10, (int *)a11);
 }
 
-static int gocuda_cusolverDnCgebrd(void *fp, uintptr_t a0, int a1, int a2, void * a3, int a4, float * a5, float * a6, void * a7, void * a8, void * a9, int a10, int * a11) {
+static int gocuda_cusolverDnCgebrd(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, int a4, float * a5, float * a6, void * a7, void * a8, void * a9, int a10, int * a11) {
 	return ((__typeof__(&cusolverDnCgebrd))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (float *)a5, (float *)a6, a7, a8, a9, a10, (int *)a11);
 }
 
-static int gocuda_cusolverDnZgebrd(void *fp, uintptr_t a0, int a1, int a2, void * a3, int a4, double * a5, double * a6, void * a7, void * a8, void * a9, int a10, int * a11) {
+static int gocuda_cusolverDnZgebrd(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, int a4, double * a5, double * a6, void * a7, void * a8, void * a9, int a10, int * a11) {
 	return ((__typeof__(&cusolverDnZgebrd))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (double *)a5, (double *)a6, a7, a8, a9, a10, (int *)a11);
 }
 
-static int gocuda_cusolverDnSorgbr_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, float * a5, int a6, float * a7, int * a8) {
+static int gocuda_cusolverDnSorgbr_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, float * a5, int a6, float * a7, int * a8) {
 	return ((__typeof__(&cusolverDnSorgbr_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (float *)a5, a6, (float *)a7, (int *)a8);
 }
 
-static int gocuda_cusolverDnDorgbr_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, double * a5, int a6, double * a7, int * a8) {
+static int gocuda_cusolverDnDorgbr_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, double * a5, int a6, double * a7, int * a8) {
 	return ((__typeof__(&cusolverDnDorgbr_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (double *)a5, a6, (double *)a7, (int *)a8);
 }
 
-static int gocuda_cusolverDnCungbr_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, int a6, void * a7, int * a8) {
+static int gocuda_cusolverDnCungbr_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, int a6, void * a7, int * a8) {
 	return ((__typeof__(&cusolverDnCungbr_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, (int *)a8);
 }
 
-static int gocuda_cusolverDnZungbr_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, int a6, void * a7, int * a8) {
+static int gocuda_cusolverDnZungbr_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, int a6, void * a7, int * a8) {
 	return ((__typeof__(&cusolverDnZungbr_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, (int *)a8);
 }
 
-static int gocuda_cusolverDnSorgbr(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, float * a5, int a6, float * a7, float * a8, int a9, int * a10) {
+static int gocuda_cusolverDnSorgbr(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, float * a5, int a6, float * a7, float * a8, int a9, int * a10) {
 	return ((__typeof__(&cusolverDnSorgbr))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (float *)a5, a6, (float *)a7, (float *)a8, a9, (int *)a10);
 }
 
-static int gocuda_cusolverDnDorgbr(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, double * a5, int a6, double * a7, double * a8, int a9, int * a10) {
+static int gocuda_cusolverDnDorgbr(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, double * a5, int a6, double * a7, double * a8, int a9, int * a10) {
 	return ((__typeof__(&cusolverDnDorgbr))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (double *)a5, a6, (double *)a7, (double *)a8, a9, (int *)a10);
 }
 
-static int gocuda_cusolverDnCungbr(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, int a6, void * a7, void * a8, int a9, int * a10) {
+static int gocuda_cusolverDnCungbr(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, int a6, void * a7, void * a8, int a9, int * a10) {
 	return ((__typeof__(&cusolverDnCungbr))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, (int *)a10);
 }
 
-static int gocuda_cusolverDnZungbr(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, int a6, void * a7, void * a8, int a9, int * a10) {
+static int gocuda_cusolverDnZungbr(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, int a6, void * a7, void * a8, int a9, int * a10) {
 	return ((__typeof__(&cusolverDnZungbr))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, (int *)a10);
 }
 
-static int gocuda_cusolverDnSsytrd_bufferSize(void *fp, uintptr_t a0, int a1, int a2, float * a3, int a4, float * a5, float * a6, float * a7, int * a8) {
+static int gocuda_cusolverDnSsytrd_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, float * a3, int a4, float * a5, float * a6, float * a7, int * a8) {
 	return ((__typeof__(&cusolverDnSsytrd_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, (float *)a3, a4, (float *)a5, (float *)a6, (float *)a7, (int *)a8);
 }
 
-static int gocuda_cusolverDnDsytrd_bufferSize(void *fp, uintptr_t a0, int a1, int a2, double * a3, int a4, double * a5, double * a6, double * a7, int * a8) {
+static int gocuda_cusolverDnDsytrd_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, double * a3, int a4, double * a5, double * a6, double * a7, int * a8) {
 	return ((__typeof__(&cusolverDnDsytrd_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, (double *)a3, a4, (double *)a5, (double *)a6, (double *)a7, (int *)a8);
 }
 
-static int gocuda_cusolverDnChetrd_bufferSize(void *fp, uintptr_t a0, int a1, int a2, void * a3, int a4, float * a5, float * a6, void * a7, int * a8) {
+static int gocuda_cusolverDnChetrd_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, int a4, float * a5, float * a6, void * a7, int * a8) {
 	return ((__typeof__(&cusolverDnChetrd_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (float *)a5, (float *)a6, a7, (int *)a8);
 }
 
-static int gocuda_cusolverDnZhetrd_bufferSize(void *fp, uintptr_t a0, int a1, int a2, void * a3, int a4, double * a5, double * a6, void * a7, int * a8) {
+static int gocuda_cusolverDnZhetrd_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, int a4, double * a5, double * a6, void * a7, int * a8) {
 	return ((__typeof__(&cusolverDnZhetrd_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (double *)a5, (double *)a6, a7, (int *)a8);
 }
 
-static int gocuda_cusolverDnSsytrd(void *fp, uintptr_t a0, int a1, int a2, float * a3, int a4, float * a5, float * a6, float * a7, float * a8, int a9, int * a10) {
+static int gocuda_cusolverDnSsytrd(uintptr_t fp, uintptr_t a0, int a1, int a2, float * a3, int a4, float * a5, float * a6, float * a7, float * a8, int a9, int * a10) {
 	return ((__typeof__(&cusolverDnSsytrd))fp)((cusolverDnHandle_t)a0, a1, a2, (float *)a3, a4, (float *)a5, (float *)a6, (float *)a7, (float *)a8, a9, (int *)a10);
 }
 
-static int gocuda_cusolverDnDsytrd(void *fp, uintptr_t a0, int a1, int a2, double * a3, int a4, double * a5, double * a6, double * a7, double * a8, int a9, int * a10) {
+static int gocuda_cusolverDnDsytrd(uintptr_t fp, uintptr_t a0, int a1, int a2, double * a3, int a4, double * a5, double * a6, double * a7, double * a8, int a9, int * a10) {
 	return ((__typeof__(&cusolverDnDsytrd))fp)((cusolverDnHandle_t)a0, a1, a2, (double *)a3, a4, (double *)a5, (double *)a6, (double *)a7, (double *)a8, a9, (int *)a10);
 }
 
-static int gocuda_cusolverDnChetrd(void *fp, uintptr_t a0, int a1, int a2, void * a3, int a4, float * a5, float * a6, void * a7, void * a8, int a9, int * a10) {
+static int gocuda_cusolverDnChetrd(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, int a4, float * a5, float * a6, void * a7, void * a8, int a9, int * a10) {
 	return ((__typeof__(&cusolverDnChetrd))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (float *)a5, (float *)a6, a7, a8, a9, (int *)a10);
 }
 
-static int gocuda_cusolverDnZhetrd(void *fp, uintptr_t a0, int a1, int a2, void * a3, int a4, double * a5, double * a6, void * a7, void * a8, int a9, int * a10) {
+static int gocuda_cusolverDnZhetrd(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, int a4, double * a5, double * a6, void * a7, void * a8, int a9, int * a10) {
 	return ((__typeof__(&cusolverDnZhetrd))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (double *)a5, (double *)a6, a7, a8, a9, (int *)a10);
 }
 
-static int gocuda_cusolverDnSorgtr_bufferSize(void *fp, uintptr_t a0, int a1, int a2, float * a3, int a4, float * a5, int * a6) {
+static int gocuda_cusolverDnSorgtr_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, float * a3, int a4, float * a5, int * a6) {
 	return ((__typeof__(&cusolverDnSorgtr_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, (float *)a3, a4, (float *)a5, (int *)a6);
 }
 
-static int gocuda_cusolverDnDorgtr_bufferSize(void *fp, uintptr_t a0, int a1, int a2, double * a3, int a4, double * a5, int * a6) {
+static int gocuda_cusolverDnDorgtr_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, double * a3, int a4, double * a5, int * a6) {
 	return ((__typeof__(&cusolverDnDorgtr_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, (double *)a3, a4, (double *)a5, (int *)a6);
 }
 
-static int gocuda_cusolverDnCungtr_bufferSize(void *fp, uintptr_t a0, int a1, int a2, void * a3, int a4, void * a5, int * a6) {
+static int gocuda_cusolverDnCungtr_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, int a4, void * a5, int * a6) {
 	return ((__typeof__(&cusolverDnCungtr_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, (int *)a6);
 }
 
-static int gocuda_cusolverDnZungtr_bufferSize(void *fp, uintptr_t a0, int a1, int a2, void * a3, int a4, void * a5, int * a6) {
+static int gocuda_cusolverDnZungtr_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, int a4, void * a5, int * a6) {
 	return ((__typeof__(&cusolverDnZungtr_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, (int *)a6);
 }
 
-static int gocuda_cusolverDnSorgtr(void *fp, uintptr_t a0, int a1, int a2, float * a3, int a4, float * a5, float * a6, int a7, int * a8) {
+static int gocuda_cusolverDnSorgtr(uintptr_t fp, uintptr_t a0, int a1, int a2, float * a3, int a4, float * a5, float * a6, int a7, int * a8) {
 	return ((__typeof__(&cusolverDnSorgtr))fp)((cusolverDnHandle_t)a0, a1, a2, (float *)a3, a4, (float *)a5, (float *)a6, a7, (int *)a8);
 }
 
-static int gocuda_cusolverDnDorgtr(void *fp, uintptr_t a0, int a1, int a2, double * a3, int a4, double * a5, double * a6, int a7, int * a8) {
+static int gocuda_cusolverDnDorgtr(uintptr_t fp, uintptr_t a0, int a1, int a2, double * a3, int a4, double * a5, double * a6, int a7, int * a8) {
 	return ((__typeof__(&cusolverDnDorgtr))fp)((cusolverDnHandle_t)a0, a1, a2, (double *)a3, a4, (double *)a5, (double *)a6, a7, (int *)a8);
 }
 
-static int gocuda_cusolverDnCungtr(void *fp, uintptr_t a0, int a1, int a2, void * a3, int a4, void * a5, void * a6, int a7, int * a8) {
+static int gocuda_cusolverDnCungtr(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, int a4, void * a5, void * a6, int a7, int * a8) {
 	return ((__typeof__(&cusolverDnCungtr))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, (int *)a8);
 }
 
-static int gocuda_cusolverDnZungtr(void *fp, uintptr_t a0, int a1, int a2, void * a3, int a4, void * a5, void * a6, int a7, int * a8) {
+static int gocuda_cusolverDnZungtr(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, int a4, void * a5, void * a6, int a7, int * a8) {
 	return ((__typeof__(&cusolverDnZungtr))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, (int *)a8);
 }
 
-static int gocuda_cusolverDnSormtr_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, float * a6, int a7, float * a8, float * a9, int a10, int * a11) {
+static int gocuda_cusolverDnSormtr_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, float * a6, int a7, float * a8, float * a9, int a10, int * a11) {
 	return ((__typeof__(&cusolverDnSormtr_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, (float *)a6, a7, (float *)a8, (float *)a9, a10, (int *)a11);
 }
 
-static int gocuda_cusolverDnDormtr_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, double * a6, int a7, double * a8, double * a9, int a10, int * a11) {
+static int gocuda_cusolverDnDormtr_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, double * a6, int a7, double * a8, double * a9, int a10, int * a11) {
 	return ((__typeof__(&cusolverDnDormtr_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, (double *)a6, a7, (double *)a8, (double *)a9, a10, (int *)a11);
 }
 
-static int gocuda_cusolverDnCunmtr_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, int a7, void * a8, void * a9, int a10, int * a11) {
+static int gocuda_cusolverDnCunmtr_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, int a7, void * a8, void * a9, int a10, int * a11) {
 	return ((__typeof__(&cusolverDnCunmtr_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, (int *)a11);
 }
 
-static int gocuda_cusolverDnZunmtr_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, int a7, void * a8, void * a9, int a10, int * a11) {
+static int gocuda_cusolverDnZunmtr_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, int a7, void * a8, void * a9, int a10, int * a11) {
 	return ((__typeof__(&cusolverDnZunmtr_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, (int *)a11);
 }
 
-static int gocuda_cusolverDnSormtr(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, float * a6, int a7, float * a8, float * a9, int a10, float * a11, int a12, int * a13) {
+static int gocuda_cusolverDnSormtr(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, float * a6, int a7, float * a8, float * a9, int a10, float * a11, int a12, int * a13) {
 	return ((__typeof__(&cusolverDnSormtr))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, (float *)a6, a7, (float *)a8, (float *)a9, a10, (float *)a11, a12, (int *)a13);
 }
 
-static int gocuda_cusolverDnDormtr(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, double * a6, int a7, double * a8, double * a9, int a10, double * a11, int a12, int * a13) {
+static int gocuda_cusolverDnDormtr(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, double * a6, int a7, double * a8, double * a9, int a10, double * a11, int a12, int * a13) {
 	return ((__typeof__(&cusolverDnDormtr))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, (double *)a6, a7, (double *)a8, (double *)a9, a10, (double *)a11, a12, (int *)a13);
 }
 
-static int gocuda_cusolverDnCunmtr(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, int a7, void * a8, void * a9, int a10, void * a11, int a12, int * a13) {
+static int gocuda_cusolverDnCunmtr(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, int a7, void * a8, void * a9, int a10, void * a11, int a12, int * a13) {
 	return ((__typeof__(&cusolverDnCunmtr))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, (int *)a13);
 }
 
-static int gocuda_cusolverDnZunmtr(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, int a7, void * a8, void * a9, int a10, void * a11, int a12, int * a13) {
+static int gocuda_cusolverDnZunmtr(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, int a7, void * a8, void * a9, int a10, void * a11, int a12, int * a13) {
 	return ((__typeof__(&cusolverDnZunmtr))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, (int *)a13);
 }
 
-static int gocuda_cusolverDnSgesvd_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int * a3) {
+static int gocuda_cusolverDnSgesvd_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int * a3) {
 	return ((__typeof__(&cusolverDnSgesvd_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, (int *)a3);
 }
 
-static int gocuda_cusolverDnDgesvd_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int * a3) {
+static int gocuda_cusolverDnDgesvd_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int * a3) {
 	return ((__typeof__(&cusolverDnDgesvd_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, (int *)a3);
 }
 
-static int gocuda_cusolverDnCgesvd_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int * a3) {
+static int gocuda_cusolverDnCgesvd_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int * a3) {
 	return ((__typeof__(&cusolverDnCgesvd_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, (int *)a3);
 }
 
-static int gocuda_cusolverDnZgesvd_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int * a3) {
+static int gocuda_cusolverDnZgesvd_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int * a3) {
 	return ((__typeof__(&cusolverDnZgesvd_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, (int *)a3);
 }
 
-static int gocuda_cusolverDnSgesvd(void *fp, uintptr_t a0, signed char a1, signed char a2, int a3, int a4, float * a5, int a6, float * a7, float * a8, int a9, float * a10, int a11, float * a12, int a13, float * a14, int * a15) {
+static int gocuda_cusolverDnSgesvd(uintptr_t fp, uintptr_t a0, signed char a1, signed char a2, int a3, int a4, float * a5, int a6, float * a7, float * a8, int a9, float * a10, int a11, float * a12, int a13, float * a14, int * a15) {
 	return ((__typeof__(&cusolverDnSgesvd))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (float *)a5, a6, (float *)a7, (float *)a8, a9, (float *)a10, a11, (float *)a12, a13, (float *)a14, (int *)a15);
 }
 
-static int gocuda_cusolverDnDgesvd(void *fp, uintptr_t a0, signed char a1, signed char a2, int a3, int a4, double * a5, int a6, double * a7, double * a8, int a9, double * a10, int a11, double * a12, int a13, double * a14, int * a15) {
+static int gocuda_cusolverDnDgesvd(uintptr_t fp, uintptr_t a0, signed char a1, signed char a2, int a3, int a4, double * a5, int a6, double * a7, double * a8, int a9, double * a10, int a11, double * a12, int a13, double * a14, int * a15) {
 	return ((__typeof__(&cusolverDnDgesvd))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (double *)a5, a6, (double *)a7, (double *)a8, a9, (double *)a10, a11, (double *)a12, a13, (double *)a14, (int *)a15);
 }
 
-static int gocuda_cusolverDnCgesvd(void *fp, uintptr_t a0, signed char a1, signed char a2, int a3, int a4, void * a5, int a6, float * a7, void * a8, int a9, void * a10, int a11, void * a12, int a13, float * a14, int * a15) {
+static int gocuda_cusolverDnCgesvd(uintptr_t fp, uintptr_t a0, signed char a1, signed char a2, int a3, int a4, void * a5, int a6, float * a7, void * a8, int a9, void * a10, int a11, void * a12, int a13, float * a14, int * a15) {
 	return ((__typeof__(&cusolverDnCgesvd))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, (float *)a7, a8, a9, a10, a11, a12, a13, (float *)a14, (int *)a15);
 }
 
-static int gocuda_cusolverDnZgesvd(void *fp, uintptr_t a0, signed char a1, signed char a2, int a3, int a4, void * a5, int a6, double * a7, void * a8, int a9, void * a10, int a11, void * a12, int a13, double * a14, int * a15) {
+static int gocuda_cusolverDnZgesvd(uintptr_t fp, uintptr_t a0, signed char a1, signed char a2, int a3, int a4, void * a5, int a6, double * a7, void * a8, int a9, void * a10, int a11, void * a12, int a13, double * a14, int * a15) {
 	return ((__typeof__(&cusolverDnZgesvd))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, (double *)a7, a8, a9, a10, a11, a12, a13, (double *)a14, (int *)a15);
 }
 
-static int gocuda_cusolverDnSsyevd_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, float * a4, int a5, float * a6, int * a7) {
+static int gocuda_cusolverDnSsyevd_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, float * a4, int a5, float * a6, int * a7) {
 	return ((__typeof__(&cusolverDnSsyevd_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, (float *)a4, a5, (float *)a6, (int *)a7);
 }
 
-static int gocuda_cusolverDnDsyevd_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, double * a4, int a5, double * a6, int * a7) {
+static int gocuda_cusolverDnDsyevd_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, double * a4, int a5, double * a6, int * a7) {
 	return ((__typeof__(&cusolverDnDsyevd_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, (double *)a4, a5, (double *)a6, (int *)a7);
 }
 
-static int gocuda_cusolverDnCheevd_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, float * a6, int * a7) {
+static int gocuda_cusolverDnCheevd_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, float * a6, int * a7) {
 	return ((__typeof__(&cusolverDnCheevd_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, (float *)a6, (int *)a7);
 }
 
-static int gocuda_cusolverDnZheevd_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, double * a6, int * a7) {
+static int gocuda_cusolverDnZheevd_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, double * a6, int * a7) {
 	return ((__typeof__(&cusolverDnZheevd_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, (double *)a6, (int *)a7);
 }
 
-static int gocuda_cusolverDnSsyevd(void *fp, uintptr_t a0, int a1, int a2, int a3, float * a4, int a5, float * a6, float * a7, int a8, int * a9) {
+static int gocuda_cusolverDnSsyevd(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, float * a4, int a5, float * a6, float * a7, int a8, int * a9) {
 	return ((__typeof__(&cusolverDnSsyevd))fp)((cusolverDnHandle_t)a0, a1, a2, a3, (float *)a4, a5, (float *)a6, (float *)a7, a8, (int *)a9);
 }
 
-static int gocuda_cusolverDnDsyevd(void *fp, uintptr_t a0, int a1, int a2, int a3, double * a4, int a5, double * a6, double * a7, int a8, int * a9) {
+static int gocuda_cusolverDnDsyevd(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, double * a4, int a5, double * a6, double * a7, int a8, int * a9) {
 	return ((__typeof__(&cusolverDnDsyevd))fp)((cusolverDnHandle_t)a0, a1, a2, a3, (double *)a4, a5, (double *)a6, (double *)a7, a8, (int *)a9);
 }
 
-static int gocuda_cusolverDnCheevd(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, float * a6, void * a7, int a8, int * a9) {
+static int gocuda_cusolverDnCheevd(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, float * a6, void * a7, int a8, int * a9) {
 	return ((__typeof__(&cusolverDnCheevd))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, (float *)a6, a7, a8, (int *)a9);
 }
 
-static int gocuda_cusolverDnZheevd(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, double * a6, void * a7, int a8, int * a9) {
+static int gocuda_cusolverDnZheevd(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, double * a6, void * a7, int a8, int * a9) {
 	return ((__typeof__(&cusolverDnZheevd))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, (double *)a6, a7, a8, (int *)a9);
 }
 
-static int gocuda_cusolverDnSsyevdx_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, float * a5, int a6, float a7, float a8, int a9, int a10, int * a11, float * a12, int * a13) {
+static int gocuda_cusolverDnSsyevdx_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, float * a5, int a6, float a7, float a8, int a9, int a10, int * a11, float * a12, int * a13) {
 	return ((__typeof__(&cusolverDnSsyevdx_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (float *)a5, a6, a7, a8, a9, a10, (int *)a11, (float *)a12, (int *)a13);
 }
 
-static int gocuda_cusolverDnDsyevdx_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, double * a5, int a6, double a7, double a8, int a9, int a10, int * a11, double * a12, int * a13) {
+static int gocuda_cusolverDnDsyevdx_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, double * a5, int a6, double a7, double a8, int a9, int a10, int * a11, double * a12, int * a13) {
 	return ((__typeof__(&cusolverDnDsyevdx_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (double *)a5, a6, a7, a8, a9, a10, (int *)a11, (double *)a12, (int *)a13);
 }
 
-static int gocuda_cusolverDnCheevdx_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, int a6, float a7, float a8, int a9, int a10, int * a11, float * a12, int * a13) {
+static int gocuda_cusolverDnCheevdx_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, int a6, float a7, float a8, int a9, int a10, int * a11, float * a12, int * a13) {
 	return ((__typeof__(&cusolverDnCheevdx_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, (int *)a11, (float *)a12, (int *)a13);
 }
 
-static int gocuda_cusolverDnZheevdx_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, int a6, double a7, double a8, int a9, int a10, int * a11, double * a12, int * a13) {
+static int gocuda_cusolverDnZheevdx_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, int a6, double a7, double a8, int a9, int a10, int * a11, double * a12, int * a13) {
 	return ((__typeof__(&cusolverDnZheevdx_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, (int *)a11, (double *)a12, (int *)a13);
 }
 
-static int gocuda_cusolverDnSsyevdx(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, float * a5, int a6, float a7, float a8, int a9, int a10, int * a11, float * a12, float * a13, int a14, int * a15) {
+static int gocuda_cusolverDnSsyevdx(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, float * a5, int a6, float a7, float a8, int a9, int a10, int * a11, float * a12, float * a13, int a14, int * a15) {
 	return ((__typeof__(&cusolverDnSsyevdx))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (float *)a5, a6, a7, a8, a9, a10, (int *)a11, (float *)a12, (float *)a13, a14, (int *)a15);
 }
 
-static int gocuda_cusolverDnDsyevdx(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, double * a5, int a6, double a7, double a8, int a9, int a10, int * a11, double * a12, double * a13, int a14, int * a15) {
+static int gocuda_cusolverDnDsyevdx(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, double * a5, int a6, double a7, double a8, int a9, int a10, int * a11, double * a12, double * a13, int a14, int * a15) {
 	return ((__typeof__(&cusolverDnDsyevdx))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (double *)a5, a6, a7, a8, a9, a10, (int *)a11, (double *)a12, (double *)a13, a14, (int *)a15);
 }
 
-static int gocuda_cusolverDnCheevdx(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, int a6, float a7, float a8, int a9, int a10, int * a11, float * a12, void * a13, int a14, int * a15) {
+static int gocuda_cusolverDnCheevdx(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, int a6, float a7, float a8, int a9, int a10, int * a11, float * a12, void * a13, int a14, int * a15) {
 	return ((__typeof__(&cusolverDnCheevdx))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, (int *)a11, (float *)a12, a13, a14, (int *)a15);
 }
 
-static int gocuda_cusolverDnZheevdx(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, int a6, double a7, double a8, int a9, int a10, int * a11, double * a12, void * a13, int a14, int * a15) {
+static int gocuda_cusolverDnZheevdx(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, int a6, double a7, double a8, int a9, int a10, int * a11, double * a12, void * a13, int a14, int * a15) {
 	return ((__typeof__(&cusolverDnZheevdx))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, (int *)a11, (double *)a12, a13, a14, (int *)a15);
 }
 
-static int gocuda_cusolverDnSsygvdx_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, float * a6, int a7, float * a8, int a9, float a10, float a11, int a12, int a13, int * a14, float * a15, int * a16) {
+static int gocuda_cusolverDnSsygvdx_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, float * a6, int a7, float * a8, int a9, float a10, float a11, int a12, int a13, int * a14, float * a15, int * a16) {
 	return ((__typeof__(&cusolverDnSsygvdx_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, (float *)a6, a7, (float *)a8, a9, a10, a11, a12, a13, (int *)a14, (float *)a15, (int *)a16);
 }
 
-static int gocuda_cusolverDnDsygvdx_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, double * a6, int a7, double * a8, int a9, double a10, double a11, int a12, int a13, int * a14, double * a15, int * a16) {
+static int gocuda_cusolverDnDsygvdx_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, double * a6, int a7, double * a8, int a9, double a10, double a11, int a12, int a13, int * a14, double * a15, int * a16) {
 	return ((__typeof__(&cusolverDnDsygvdx_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, (double *)a6, a7, (double *)a8, a9, a10, a11, a12, a13, (int *)a14, (double *)a15, (int *)a16);
 }
 
-static int gocuda_cusolverDnChegvdx_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, int a7, void * a8, int a9, float a10, float a11, int a12, int a13, int * a14, float * a15, int * a16) {
+static int gocuda_cusolverDnChegvdx_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, int a7, void * a8, int a9, float a10, float a11, int a12, int a13, int * a14, float * a15, int * a16) {
 	return ((__typeof__(&cusolverDnChegvdx_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, (int *)a14, (float *)a15, (int *)a16);
 }
 
-static int gocuda_cusolverDnZhegvdx_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, int a7, void * a8, int a9, double a10, double a11, int a12, int a13, int * a14, double * a15, int * a16) {
+static int gocuda_cusolverDnZhegvdx_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, int a7, void * a8, int a9, double a10, double a11, int a12, int a13, int * a14, double * a15, int * a16) {
 	return ((__typeof__(&cusolverDnZhegvdx_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, (int *)a14, (double *)a15, (int *)a16);
 }
 
-static int gocuda_cusolverDnSsygvdx(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, float * a6, int a7, float * a8, int a9, float a10, float a11, int a12, int a13, int * a14, float * a15, float * a16, int a17, int * a18) {
+static int gocuda_cusolverDnSsygvdx(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, float * a6, int a7, float * a8, int a9, float a10, float a11, int a12, int a13, int * a14, float * a15, float * a16, int a17, int * a18) {
 	return ((__typeof__(&cusolverDnSsygvdx))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, (float *)a6, a7, (float *)a8, a9, a10, a11, a12, a13, (int *)a14, (float *)a15, (float *)a16, a17, (int *)a18);
 }
 
-static int gocuda_cusolverDnDsygvdx(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, double * a6, int a7, double * a8, int a9, double a10, double a11, int a12, int a13, int * a14, double * a15, double * a16, int a17, int * a18) {
+static int gocuda_cusolverDnDsygvdx(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, double * a6, int a7, double * a8, int a9, double a10, double a11, int a12, int a13, int * a14, double * a15, double * a16, int a17, int * a18) {
 	return ((__typeof__(&cusolverDnDsygvdx))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, (double *)a6, a7, (double *)a8, a9, a10, a11, a12, a13, (int *)a14, (double *)a15, (double *)a16, a17, (int *)a18);
 }
 
-static int gocuda_cusolverDnChegvdx(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, int a7, void * a8, int a9, float a10, float a11, int a12, int a13, int * a14, float * a15, void * a16, int a17, int * a18) {
+static int gocuda_cusolverDnChegvdx(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, int a7, void * a8, int a9, float a10, float a11, int a12, int a13, int * a14, float * a15, void * a16, int a17, int * a18) {
 	return ((__typeof__(&cusolverDnChegvdx))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, (int *)a14, (float *)a15, a16, a17, (int *)a18);
 }
 
-static int gocuda_cusolverDnZhegvdx(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, int a7, void * a8, int a9, double a10, double a11, int a12, int a13, int * a14, double * a15, void * a16, int a17, int * a18) {
+static int gocuda_cusolverDnZhegvdx(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, int a7, void * a8, int a9, double a10, double a11, int a12, int a13, int * a14, double * a15, void * a16, int a17, int * a18) {
 	return ((__typeof__(&cusolverDnZhegvdx))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, (int *)a14, (double *)a15, a16, a17, (int *)a18);
 }
 
-static int gocuda_cusolverDnSsygvd_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, float * a5, int a6, float * a7, int a8, float * a9, int * a10) {
+static int gocuda_cusolverDnSsygvd_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, float * a5, int a6, float * a7, int a8, float * a9, int * a10) {
 	return ((__typeof__(&cusolverDnSsygvd_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (float *)a5, a6, (float *)a7, a8, (float *)a9, (int *)a10);
 }
 
-static int gocuda_cusolverDnDsygvd_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, double * a5, int a6, double * a7, int a8, double * a9, int * a10) {
+static int gocuda_cusolverDnDsygvd_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, double * a5, int a6, double * a7, int a8, double * a9, int * a10) {
 	return ((__typeof__(&cusolverDnDsygvd_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (double *)a5, a6, (double *)a7, a8, (double *)a9, (int *)a10);
 }
 
-static int gocuda_cusolverDnChegvd_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, int a6, void * a7, int a8, float * a9, int * a10) {
+static int gocuda_cusolverDnChegvd_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, int a6, void * a7, int a8, float * a9, int * a10) {
 	return ((__typeof__(&cusolverDnChegvd_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, (float *)a9, (int *)a10);
 }
 
-static int gocuda_cusolverDnZhegvd_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, int a6, void * a7, int a8, double * a9, int * a10) {
+static int gocuda_cusolverDnZhegvd_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, int a6, void * a7, int a8, double * a9, int * a10) {
 	return ((__typeof__(&cusolverDnZhegvd_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, (double *)a9, (int *)a10);
 }
 
-static int gocuda_cusolverDnSsygvd(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, float * a5, int a6, float * a7, int a8, float * a9, float * a10, int a11, int * a12) {
+static int gocuda_cusolverDnSsygvd(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, float * a5, int a6, float * a7, int a8, float * a9, float * a10, int a11, int * a12) {
 	return ((__typeof__(&cusolverDnSsygvd))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (float *)a5, a6, (float *)a7, a8, (float *)a9, (float *)a10, a11, (int *)a12);
 }
 
-static int gocuda_cusolverDnDsygvd(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, double * a5, int a6, double * a7, int a8, double * a9, double * a10, int a11, int * a12) {
+static int gocuda_cusolverDnDsygvd(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, double * a5, int a6, double * a7, int a8, double * a9, double * a10, int a11, int * a12) {
 	return ((__typeof__(&cusolverDnDsygvd))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (double *)a5, a6, (double *)a7, a8, (double *)a9, (double *)a10, a11, (int *)a12);
 }
 
-static int gocuda_cusolverDnChegvd(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, int a6, void * a7, int a8, float * a9, void * a10, int a11, int * a12) {
+static int gocuda_cusolverDnChegvd(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, int a6, void * a7, int a8, float * a9, void * a10, int a11, int * a12) {
 	return ((__typeof__(&cusolverDnChegvd))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, (float *)a9, a10, a11, (int *)a12);
 }
 
-static int gocuda_cusolverDnZhegvd(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, int a6, void * a7, int a8, double * a9, void * a10, int a11, int * a12) {
+static int gocuda_cusolverDnZhegvd(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, int a6, void * a7, int a8, double * a9, void * a10, int a11, int * a12) {
 	return ((__typeof__(&cusolverDnZhegvd))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, (double *)a9, a10, a11, (int *)a12);
 }
 
-static int gocuda_cusolverDnCreateSyevjInfo(void *fp, void * a0) {
+static int gocuda_cusolverDnCreateSyevjInfo(uintptr_t fp, void * a0) {
 	return ((__typeof__(&cusolverDnCreateSyevjInfo))fp)(a0);
 }
 
-static int gocuda_cusolverDnDestroySyevjInfo(void *fp, uintptr_t a0) {
+static int gocuda_cusolverDnDestroySyevjInfo(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cusolverDnDestroySyevjInfo))fp)((syevjInfo_t)a0);
 }
 
-static int gocuda_cusolverDnXsyevjSetTolerance(void *fp, uintptr_t a0, double a1) {
+static int gocuda_cusolverDnXsyevjSetTolerance(uintptr_t fp, uintptr_t a0, double a1) {
 	return ((__typeof__(&cusolverDnXsyevjSetTolerance))fp)((syevjInfo_t)a0, a1);
 }
 
-static int gocuda_cusolverDnXsyevjSetMaxSweeps(void *fp, uintptr_t a0, int a1) {
+static int gocuda_cusolverDnXsyevjSetMaxSweeps(uintptr_t fp, uintptr_t a0, int a1) {
 	return ((__typeof__(&cusolverDnXsyevjSetMaxSweeps))fp)((syevjInfo_t)a0, a1);
 }
 
-static int gocuda_cusolverDnXsyevjSetSortEig(void *fp, uintptr_t a0, int a1) {
+static int gocuda_cusolverDnXsyevjSetSortEig(uintptr_t fp, uintptr_t a0, int a1) {
 	return ((__typeof__(&cusolverDnXsyevjSetSortEig))fp)((syevjInfo_t)a0, a1);
 }
 
-static int gocuda_cusolverDnXsyevjGetResidual(void *fp, uintptr_t a0, uintptr_t a1, double * a2) {
+static int gocuda_cusolverDnXsyevjGetResidual(uintptr_t fp, uintptr_t a0, uintptr_t a1, double * a2) {
 	return ((__typeof__(&cusolverDnXsyevjGetResidual))fp)((cusolverDnHandle_t)a0, (syevjInfo_t)a1, (double *)a2);
 }
 
-static int gocuda_cusolverDnXsyevjGetSweeps(void *fp, uintptr_t a0, uintptr_t a1, int * a2) {
+static int gocuda_cusolverDnXsyevjGetSweeps(uintptr_t fp, uintptr_t a0, uintptr_t a1, int * a2) {
 	return ((__typeof__(&cusolverDnXsyevjGetSweeps))fp)((cusolverDnHandle_t)a0, (syevjInfo_t)a1, (int *)a2);
 }
 
-static int gocuda_cusolverDnSsyevjBatched_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, float * a4, int a5, float * a6, int * a7, uintptr_t a8, int a9) {
+static int gocuda_cusolverDnSsyevjBatched_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, float * a4, int a5, float * a6, int * a7, uintptr_t a8, int a9) {
 	return ((__typeof__(&cusolverDnSsyevjBatched_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, (float *)a4, a5, (float *)a6, (int *)a7, (syevjInfo_t)a8, a9);
 }
 
-static int gocuda_cusolverDnDsyevjBatched_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, double * a4, int a5, double * a6, int * a7, uintptr_t a8, int a9) {
+static int gocuda_cusolverDnDsyevjBatched_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, double * a4, int a5, double * a6, int * a7, uintptr_t a8, int a9) {
 	return ((__typeof__(&cusolverDnDsyevjBatched_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, (double *)a4, a5, (double *)a6, (int *)a7, (syevjInfo_t)a8, a9);
 }
 
-static int gocuda_cusolverDnCheevjBatched_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, float * a6, int * a7, uintptr_t a8, int a9) {
+static int gocuda_cusolverDnCheevjBatched_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, float * a6, int * a7, uintptr_t a8, int a9) {
 	return ((__typeof__(&cusolverDnCheevjBatched_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, (float *)a6, (int *)a7, (syevjInfo_t)a8, a9);
 }
 
-static int gocuda_cusolverDnZheevjBatched_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, double * a6, int * a7, uintptr_t a8, int a9) {
+static int gocuda_cusolverDnZheevjBatched_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, double * a6, int * a7, uintptr_t a8, int a9) {
 	return ((__typeof__(&cusolverDnZheevjBatched_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, (double *)a6, (int *)a7, (syevjInfo_t)a8, a9);
 }
 
-static int gocuda_cusolverDnSsyevjBatched(void *fp, uintptr_t a0, int a1, int a2, int a3, float * a4, int a5, float * a6, float * a7, int a8, int * a9, uintptr_t a10, int a11) {
+static int gocuda_cusolverDnSsyevjBatched(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, float * a4, int a5, float * a6, float * a7, int a8, int * a9, uintptr_t a10, int a11) {
 	return ((__typeof__(&cusolverDnSsyevjBatched))fp)((cusolverDnHandle_t)a0, a1, a2, a3, (float *)a4, a5, (float *)a6, (float *)a7, a8, (int *)a9, (syevjInfo_t)a10, a11);
 }
 
-static int gocuda_cusolverDnDsyevjBatched(void *fp, uintptr_t a0, int a1, int a2, int a3, double * a4, int a5, double * a6, double * a7, int a8, int * a9, uintptr_t a10, int a11) {
+static int gocuda_cusolverDnDsyevjBatched(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, double * a4, int a5, double * a6, double * a7, int a8, int * a9, uintptr_t a10, int a11) {
 	return ((__typeof__(&cusolverDnDsyevjBatched))fp)((cusolverDnHandle_t)a0, a1, a2, a3, (double *)a4, a5, (double *)a6, (double *)a7, a8, (int *)a9, (syevjInfo_t)a10, a11);
 }
 
-static int gocuda_cusolverDnCheevjBatched(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, float * a6, void * a7, int a8, int * a9, uintptr_t a10, int a11) {
+static int gocuda_cusolverDnCheevjBatched(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, float * a6, void * a7, int a8, int * a9, uintptr_t a10, int a11) {
 	return ((__typeof__(&cusolverDnCheevjBatched))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, (float *)a6, a7, a8, (int *)a9, (syevjInfo_t)a10, a11);
 }
 
-static int gocuda_cusolverDnZheevjBatched(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, double * a6, void * a7, int a8, int * a9, uintptr_t a10, int a11) {
+static int gocuda_cusolverDnZheevjBatched(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, double * a6, void * a7, int a8, int * a9, uintptr_t a10, int a11) {
 	return ((__typeof__(&cusolverDnZheevjBatched))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, (double *)a6, a7, a8, (int *)a9, (syevjInfo_t)a10, a11);
 }
 
-static int gocuda_cusolverDnSsyevj_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, float * a4, int a5, float * a6, int * a7, uintptr_t a8) {
+static int gocuda_cusolverDnSsyevj_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, float * a4, int a5, float * a6, int * a7, uintptr_t a8) {
 	return ((__typeof__(&cusolverDnSsyevj_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, (float *)a4, a5, (float *)a6, (int *)a7, (syevjInfo_t)a8);
 }
 
-static int gocuda_cusolverDnDsyevj_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, double * a4, int a5, double * a6, int * a7, uintptr_t a8) {
+static int gocuda_cusolverDnDsyevj_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, double * a4, int a5, double * a6, int * a7, uintptr_t a8) {
 	return ((__typeof__(&cusolverDnDsyevj_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, (double *)a4, a5, (double *)a6, (int *)a7, (syevjInfo_t)a8);
 }
 
-static int gocuda_cusolverDnCheevj_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, float * a6, int * a7, uintptr_t a8) {
+static int gocuda_cusolverDnCheevj_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, float * a6, int * a7, uintptr_t a8) {
 	return ((__typeof__(&cusolverDnCheevj_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, (float *)a6, (int *)a7, (syevjInfo_t)a8);
 }
 
-static int gocuda_cusolverDnZheevj_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, double * a6, int * a7, uintptr_t a8) {
+static int gocuda_cusolverDnZheevj_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, double * a6, int * a7, uintptr_t a8) {
 	return ((__typeof__(&cusolverDnZheevj_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, (double *)a6, (int *)a7, (syevjInfo_t)a8);
 }
 
-static int gocuda_cusolverDnSsyevj(void *fp, uintptr_t a0, int a1, int a2, int a3, float * a4, int a5, float * a6, float * a7, int a8, int * a9, uintptr_t a10) {
+static int gocuda_cusolverDnSsyevj(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, float * a4, int a5, float * a6, float * a7, int a8, int * a9, uintptr_t a10) {
 	return ((__typeof__(&cusolverDnSsyevj))fp)((cusolverDnHandle_t)a0, a1, a2, a3, (float *)a4, a5, (float *)a6, (float *)a7, a8, (int *)a9, (syevjInfo_t)a10);
 }
 
-static int gocuda_cusolverDnDsyevj(void *fp, uintptr_t a0, int a1, int a2, int a3, double * a4, int a5, double * a6, double * a7, int a8, int * a9, uintptr_t a10) {
+static int gocuda_cusolverDnDsyevj(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, double * a4, int a5, double * a6, double * a7, int a8, int * a9, uintptr_t a10) {
 	return ((__typeof__(&cusolverDnDsyevj))fp)((cusolverDnHandle_t)a0, a1, a2, a3, (double *)a4, a5, (double *)a6, (double *)a7, a8, (int *)a9, (syevjInfo_t)a10);
 }
 
-static int gocuda_cusolverDnCheevj(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, float * a6, void * a7, int a8, int * a9, uintptr_t a10) {
+static int gocuda_cusolverDnCheevj(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, float * a6, void * a7, int a8, int * a9, uintptr_t a10) {
 	return ((__typeof__(&cusolverDnCheevj))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, (float *)a6, a7, a8, (int *)a9, (syevjInfo_t)a10);
 }
 
-static int gocuda_cusolverDnZheevj(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, double * a6, void * a7, int a8, int * a9, uintptr_t a10) {
+static int gocuda_cusolverDnZheevj(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, double * a6, void * a7, int a8, int * a9, uintptr_t a10) {
 	return ((__typeof__(&cusolverDnZheevj))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, (double *)a6, a7, a8, (int *)a9, (syevjInfo_t)a10);
 }
 
-static int gocuda_cusolverDnSsygvj_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, float * a5, int a6, float * a7, int a8, float * a9, int * a10, uintptr_t a11) {
+static int gocuda_cusolverDnSsygvj_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, float * a5, int a6, float * a7, int a8, float * a9, int * a10, uintptr_t a11) {
 	return ((__typeof__(&cusolverDnSsygvj_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (float *)a5, a6, (float *)a7, a8, (float *)a9, (int *)a10, (syevjInfo_t)a11);
 }
 
-static int gocuda_cusolverDnDsygvj_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, double * a5, int a6, double * a7, int a8, double * a9, int * a10, uintptr_t a11) {
+static int gocuda_cusolverDnDsygvj_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, double * a5, int a6, double * a7, int a8, double * a9, int * a10, uintptr_t a11) {
 	return ((__typeof__(&cusolverDnDsygvj_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (double *)a5, a6, (double *)a7, a8, (double *)a9, (int *)a10, (syevjInfo_t)a11);
 }
 
-static int gocuda_cusolverDnChegvj_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, int a6, void * a7, int a8, float * a9, int * a10, uintptr_t a11) {
+static int gocuda_cusolverDnChegvj_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, int a6, void * a7, int a8, float * a9, int * a10, uintptr_t a11) {
 	return ((__typeof__(&cusolverDnChegvj_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, (float *)a9, (int *)a10, (syevjInfo_t)a11);
 }
 
-static int gocuda_cusolverDnZhegvj_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, int a6, void * a7, int a8, double * a9, int * a10, uintptr_t a11) {
+static int gocuda_cusolverDnZhegvj_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, int a6, void * a7, int a8, double * a9, int * a10, uintptr_t a11) {
 	return ((__typeof__(&cusolverDnZhegvj_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, (double *)a9, (int *)a10, (syevjInfo_t)a11);
 }
 
-static int gocuda_cusolverDnSsygvj(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, float * a5, int a6, float * a7, int a8, float * a9, float * a10, int a11, int * a12, uintptr_t a13) {
+static int gocuda_cusolverDnSsygvj(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, float * a5, int a6, float * a7, int a8, float * a9, float * a10, int a11, int * a12, uintptr_t a13) {
 	return ((__typeof__(&cusolverDnSsygvj))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (float *)a5, a6, (float *)a7, a8, (float *)a9, (float *)a10, a11, (int *)a12, (syevjInfo_t)a13);
 }
 
-static int gocuda_cusolverDnDsygvj(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, double * a5, int a6, double * a7, int a8, double * a9, double * a10, int a11, int * a12, uintptr_t a13) {
+static int gocuda_cusolverDnDsygvj(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, double * a5, int a6, double * a7, int a8, double * a9, double * a10, int a11, int * a12, uintptr_t a13) {
 	return ((__typeof__(&cusolverDnDsygvj))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (double *)a5, a6, (double *)a7, a8, (double *)a9, (double *)a10, a11, (int *)a12, (syevjInfo_t)a13);
 }
 
-static int gocuda_cusolverDnChegvj(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, int a6, void * a7, int a8, float * a9, void * a10, int a11, int * a12, uintptr_t a13) {
+static int gocuda_cusolverDnChegvj(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, int a6, void * a7, int a8, float * a9, void * a10, int a11, int * a12, uintptr_t a13) {
 	return ((__typeof__(&cusolverDnChegvj))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, (float *)a9, a10, a11, (int *)a12, (syevjInfo_t)a13);
 }
 
-static int gocuda_cusolverDnZhegvj(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, int a6, void * a7, int a8, double * a9, void * a10, int a11, int * a12, uintptr_t a13) {
+static int gocuda_cusolverDnZhegvj(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, int a6, void * a7, int a8, double * a9, void * a10, int a11, int * a12, uintptr_t a13) {
 	return ((__typeof__(&cusolverDnZhegvj))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, (double *)a9, a10, a11, (int *)a12, (syevjInfo_t)a13);
 }
 
-static int gocuda_cusolverDnCreateGesvdjInfo(void *fp, void * a0) {
+static int gocuda_cusolverDnCreateGesvdjInfo(uintptr_t fp, void * a0) {
 	return ((__typeof__(&cusolverDnCreateGesvdjInfo))fp)(a0);
 }
 
-static int gocuda_cusolverDnDestroyGesvdjInfo(void *fp, uintptr_t a0) {
+static int gocuda_cusolverDnDestroyGesvdjInfo(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cusolverDnDestroyGesvdjInfo))fp)((gesvdjInfo_t)a0);
 }
 
-static int gocuda_cusolverDnXgesvdjSetTolerance(void *fp, uintptr_t a0, double a1) {
+static int gocuda_cusolverDnXgesvdjSetTolerance(uintptr_t fp, uintptr_t a0, double a1) {
 	return ((__typeof__(&cusolverDnXgesvdjSetTolerance))fp)((gesvdjInfo_t)a0, a1);
 }
 
-static int gocuda_cusolverDnXgesvdjSetMaxSweeps(void *fp, uintptr_t a0, int a1) {
+static int gocuda_cusolverDnXgesvdjSetMaxSweeps(uintptr_t fp, uintptr_t a0, int a1) {
 	return ((__typeof__(&cusolverDnXgesvdjSetMaxSweeps))fp)((gesvdjInfo_t)a0, a1);
 }
 
-static int gocuda_cusolverDnXgesvdjSetSortEig(void *fp, uintptr_t a0, int a1) {
+static int gocuda_cusolverDnXgesvdjSetSortEig(uintptr_t fp, uintptr_t a0, int a1) {
 	return ((__typeof__(&cusolverDnXgesvdjSetSortEig))fp)((gesvdjInfo_t)a0, a1);
 }
 
-static int gocuda_cusolverDnXgesvdjGetResidual(void *fp, uintptr_t a0, uintptr_t a1, double * a2) {
+static int gocuda_cusolverDnXgesvdjGetResidual(uintptr_t fp, uintptr_t a0, uintptr_t a1, double * a2) {
 	return ((__typeof__(&cusolverDnXgesvdjGetResidual))fp)((cusolverDnHandle_t)a0, (gesvdjInfo_t)a1, (double *)a2);
 }
 
-static int gocuda_cusolverDnXgesvdjGetSweeps(void *fp, uintptr_t a0, uintptr_t a1, int * a2) {
+static int gocuda_cusolverDnXgesvdjGetSweeps(uintptr_t fp, uintptr_t a0, uintptr_t a1, int * a2) {
 	return ((__typeof__(&cusolverDnXgesvdjGetSweeps))fp)((cusolverDnHandle_t)a0, (gesvdjInfo_t)a1, (int *)a2);
 }
 
-static int gocuda_cusolverDnSgesvdjBatched_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, float * a4, int a5, float * a6, float * a7, int a8, float * a9, int a10, int * a11, uintptr_t a12, int a13) {
+static int gocuda_cusolverDnSgesvdjBatched_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, float * a4, int a5, float * a6, float * a7, int a8, float * a9, int a10, int * a11, uintptr_t a12, int a13) {
 	return ((__typeof__(&cusolverDnSgesvdjBatched_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, (float *)a4, a5, (float *)a6, (float *)a7, a8, (float *)a9, a10, (int *)a11, (gesvdjInfo_t)a12, a13);
 }
 
-static int gocuda_cusolverDnDgesvdjBatched_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, double * a4, int a5, double * a6, double * a7, int a8, double * a9, int a10, int * a11, uintptr_t a12, int a13) {
+static int gocuda_cusolverDnDgesvdjBatched_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, double * a4, int a5, double * a6, double * a7, int a8, double * a9, int a10, int * a11, uintptr_t a12, int a13) {
 	return ((__typeof__(&cusolverDnDgesvdjBatched_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, (double *)a4, a5, (double *)a6, (double *)a7, a8, (double *)a9, a10, (int *)a11, (gesvdjInfo_t)a12, a13);
 }
 
-static int gocuda_cusolverDnCgesvdjBatched_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, float * a6, void * a7, int a8, void * a9, int a10, int * a11, uintptr_t a12, int a13) {
+static int gocuda_cusolverDnCgesvdjBatched_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, float * a6, void * a7, int a8, void * a9, int a10, int * a11, uintptr_t a12, int a13) {
 	return ((__typeof__(&cusolverDnCgesvdjBatched_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, (float *)a6, a7, a8, a9, a10, (int *)a11, (gesvdjInfo_t)a12, a13);
 }
 
-static int gocuda_cusolverDnZgesvdjBatched_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, double * a6, void * a7, int a8, void * a9, int a10, int * a11, uintptr_t a12, int a13) {
+static int gocuda_cusolverDnZgesvdjBatched_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, double * a6, void * a7, int a8, void * a9, int a10, int * a11, uintptr_t a12, int a13) {
 	return ((__typeof__(&cusolverDnZgesvdjBatched_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, (double *)a6, a7, a8, a9, a10, (int *)a11, (gesvdjInfo_t)a12, a13);
 }
 
-static int gocuda_cusolverDnSgesvdjBatched(void *fp, uintptr_t a0, int a1, int a2, int a3, float * a4, int a5, float * a6, float * a7, int a8, float * a9, int a10, float * a11, int a12, int * a13, uintptr_t a14, int a15) {
+static int gocuda_cusolverDnSgesvdjBatched(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, float * a4, int a5, float * a6, float * a7, int a8, float * a9, int a10, float * a11, int a12, int * a13, uintptr_t a14, int a15) {
 	return ((__typeof__(&cusolverDnSgesvdjBatched))fp)((cusolverDnHandle_t)a0, a1, a2, a3, (float *)a4, a5, (float *)a6, (float *)a7, a8, (float *)a9, a10, (float *)a11, a12, (int *)a13, (gesvdjInfo_t)a14, a15);
 }
 
-static int gocuda_cusolverDnDgesvdjBatched(void *fp, uintptr_t a0, int a1, int a2, int a3, double * a4, int a5, double * a6, double * a7, int a8, double * a9, int a10, double * a11, int a12, int * a13, uintptr_t a14, int a15) {
+static int gocuda_cusolverDnDgesvdjBatched(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, double * a4, int a5, double * a6, double * a7, int a8, double * a9, int a10, double * a11, int a12, int * a13, uintptr_t a14, int a15) {
 	return ((__typeof__(&cusolverDnDgesvdjBatched))fp)((cusolverDnHandle_t)a0, a1, a2, a3, (double *)a4, a5, (double *)a6, (double *)a7, a8, (double *)a9, a10, (double *)a11, a12, (int *)a13, (gesvdjInfo_t)a14, a15);
 }
 
-static int gocuda_cusolverDnCgesvdjBatched(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, float * a6, void * a7, int a8, void * a9, int a10, void * a11, int a12, int * a13, uintptr_t a14, int a15) {
+static int gocuda_cusolverDnCgesvdjBatched(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, float * a6, void * a7, int a8, void * a9, int a10, void * a11, int a12, int * a13, uintptr_t a14, int a15) {
 	return ((__typeof__(&cusolverDnCgesvdjBatched))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, (float *)a6, a7, a8, a9, a10, a11, a12, (int *)a13, (gesvdjInfo_t)a14, a15);
 }
 
-static int gocuda_cusolverDnZgesvdjBatched(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, double * a6, void * a7, int a8, void * a9, int a10, void * a11, int a12, int * a13, uintptr_t a14, int a15) {
+static int gocuda_cusolverDnZgesvdjBatched(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int a5, double * a6, void * a7, int a8, void * a9, int a10, void * a11, int a12, int * a13, uintptr_t a14, int a15) {
 	return ((__typeof__(&cusolverDnZgesvdjBatched))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, (double *)a6, a7, a8, a9, a10, a11, a12, (int *)a13, (gesvdjInfo_t)a14, a15);
 }
 
-static int gocuda_cusolverDnSgesvdj_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, float * a5, int a6, float * a7, float * a8, int a9, float * a10, int a11, int * a12, uintptr_t a13) {
+static int gocuda_cusolverDnSgesvdj_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, float * a5, int a6, float * a7, float * a8, int a9, float * a10, int a11, int * a12, uintptr_t a13) {
 	return ((__typeof__(&cusolverDnSgesvdj_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (float *)a5, a6, (float *)a7, (float *)a8, a9, (float *)a10, a11, (int *)a12, (gesvdjInfo_t)a13);
 }
 
-static int gocuda_cusolverDnDgesvdj_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, double * a5, int a6, double * a7, double * a8, int a9, double * a10, int a11, int * a12, uintptr_t a13) {
+static int gocuda_cusolverDnDgesvdj_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, double * a5, int a6, double * a7, double * a8, int a9, double * a10, int a11, int * a12, uintptr_t a13) {
 	return ((__typeof__(&cusolverDnDgesvdj_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (double *)a5, a6, (double *)a7, (double *)a8, a9, (double *)a10, a11, (int *)a12, (gesvdjInfo_t)a13);
 }
 
-static int gocuda_cusolverDnCgesvdj_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, int a6, float * a7, void * a8, int a9, void * a10, int a11, int * a12, uintptr_t a13) {
+static int gocuda_cusolverDnCgesvdj_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, int a6, float * a7, void * a8, int a9, void * a10, int a11, int * a12, uintptr_t a13) {
 	return ((__typeof__(&cusolverDnCgesvdj_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, (float *)a7, a8, a9, a10, a11, (int *)a12, (gesvdjInfo_t)a13);
 }
 
-static int gocuda_cusolverDnZgesvdj_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, int a6, double * a7, void * a8, int a9, void * a10, int a11, int * a12, uintptr_t a13) {
+static int gocuda_cusolverDnZgesvdj_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, int a6, double * a7, void * a8, int a9, void * a10, int a11, int * a12, uintptr_t a13) {
 	return ((__typeof__(&cusolverDnZgesvdj_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, (double *)a7, a8, a9, a10, a11, (int *)a12, (gesvdjInfo_t)a13);
 }
 
-static int gocuda_cusolverDnSgesvdj(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, float * a5, int a6, float * a7, float * a8, int a9, float * a10, int a11, float * a12, int a13, int * a14, uintptr_t a15) {
+static int gocuda_cusolverDnSgesvdj(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, float * a5, int a6, float * a7, float * a8, int a9, float * a10, int a11, float * a12, int a13, int * a14, uintptr_t a15) {
 	return ((__typeof__(&cusolverDnSgesvdj))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (float *)a5, a6, (float *)a7, (float *)a8, a9, (float *)a10, a11, (float *)a12, a13, (int *)a14, (gesvdjInfo_t)a15);
 }
 
-static int gocuda_cusolverDnDgesvdj(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, double * a5, int a6, double * a7, double * a8, int a9, double * a10, int a11, double * a12, int a13, int * a14, uintptr_t a15) {
+static int gocuda_cusolverDnDgesvdj(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, double * a5, int a6, double * a7, double * a8, int a9, double * a10, int a11, double * a12, int a13, int * a14, uintptr_t a15) {
 	return ((__typeof__(&cusolverDnDgesvdj))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (double *)a5, a6, (double *)a7, (double *)a8, a9, (double *)a10, a11, (double *)a12, a13, (int *)a14, (gesvdjInfo_t)a15);
 }
 
-static int gocuda_cusolverDnCgesvdj(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, int a6, float * a7, void * a8, int a9, void * a10, int a11, void * a12, int a13, int * a14, uintptr_t a15) {
+static int gocuda_cusolverDnCgesvdj(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, int a6, float * a7, void * a8, int a9, void * a10, int a11, void * a12, int a13, int * a14, uintptr_t a15) {
 	return ((__typeof__(&cusolverDnCgesvdj))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, (float *)a7, a8, a9, a10, a11, a12, a13, (int *)a14, (gesvdjInfo_t)a15);
 }
 
-static int gocuda_cusolverDnZgesvdj(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, int a6, double * a7, void * a8, int a9, void * a10, int a11, void * a12, int a13, int * a14, uintptr_t a15) {
+static int gocuda_cusolverDnZgesvdj(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, int a6, double * a7, void * a8, int a9, void * a10, int a11, void * a12, int a13, int * a14, uintptr_t a15) {
 	return ((__typeof__(&cusolverDnZgesvdj))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, (double *)a7, a8, a9, a10, a11, a12, a13, (int *)a14, (gesvdjInfo_t)a15);
 }
 
-static int gocuda_cusolverDnSgesvdaStridedBatched_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, float * a5, int a6, long long a7, float * a8, long long a9, float * a10, int a11, long long a12, float * a13, int a14, long long a15, int * a16, int a17) {
+static int gocuda_cusolverDnSgesvdaStridedBatched_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, float * a5, int a6, long long a7, float * a8, long long a9, float * a10, int a11, long long a12, float * a13, int a14, long long a15, int * a16, int a17) {
 	return ((__typeof__(&cusolverDnSgesvdaStridedBatched_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (float *)a5, a6, a7, (float *)a8, a9, (float *)a10, a11, a12, (float *)a13, a14, a15, (int *)a16, a17);
 }
 
-static int gocuda_cusolverDnDgesvdaStridedBatched_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, double * a5, int a6, long long a7, double * a8, long long a9, double * a10, int a11, long long a12, double * a13, int a14, long long a15, int * a16, int a17) {
+static int gocuda_cusolverDnDgesvdaStridedBatched_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, double * a5, int a6, long long a7, double * a8, long long a9, double * a10, int a11, long long a12, double * a13, int a14, long long a15, int * a16, int a17) {
 	return ((__typeof__(&cusolverDnDgesvdaStridedBatched_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (double *)a5, a6, a7, (double *)a8, a9, (double *)a10, a11, a12, (double *)a13, a14, a15, (int *)a16, a17);
 }
 
-static int gocuda_cusolverDnCgesvdaStridedBatched_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, int a6, long long a7, float * a8, long long a9, void * a10, int a11, long long a12, void * a13, int a14, long long a15, int * a16, int a17) {
+static int gocuda_cusolverDnCgesvdaStridedBatched_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, int a6, long long a7, float * a8, long long a9, void * a10, int a11, long long a12, void * a13, int a14, long long a15, int * a16, int a17) {
 	return ((__typeof__(&cusolverDnCgesvdaStridedBatched_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, (float *)a8, a9, a10, a11, a12, a13, a14, a15, (int *)a16, a17);
 }
 
-static int gocuda_cusolverDnZgesvdaStridedBatched_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, int a6, long long a7, double * a8, long long a9, void * a10, int a11, long long a12, void * a13, int a14, long long a15, int * a16, int a17) {
+static int gocuda_cusolverDnZgesvdaStridedBatched_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, int a6, long long a7, double * a8, long long a9, void * a10, int a11, long long a12, void * a13, int a14, long long a15, int * a16, int a17) {
 	return ((__typeof__(&cusolverDnZgesvdaStridedBatched_bufferSize))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, (double *)a8, a9, a10, a11, a12, a13, a14, a15, (int *)a16, a17);
 }
 
-static int gocuda_cusolverDnSgesvdaStridedBatched(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, float * a5, int a6, long long a7, float * a8, long long a9, float * a10, int a11, long long a12, float * a13, int a14, long long a15, float * a16, int a17, int * a18, double * a19, int a20) {
+static int gocuda_cusolverDnSgesvdaStridedBatched(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, float * a5, int a6, long long a7, float * a8, long long a9, float * a10, int a11, long long a12, float * a13, int a14, long long a15, float * a16, int a17, int * a18, double * a19, int a20) {
 	return ((__typeof__(&cusolverDnSgesvdaStridedBatched))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (float *)a5, a6, a7, (float *)a8, a9, (float *)a10, a11, a12, (float *)a13, a14, a15, (float *)a16, a17, (int *)a18, (double *)a19, a20);
 }
 
-static int gocuda_cusolverDnDgesvdaStridedBatched(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, double * a5, int a6, long long a7, double * a8, long long a9, double * a10, int a11, long long a12, double * a13, int a14, long long a15, double * a16, int a17, int * a18, double * a19, int a20) {
+static int gocuda_cusolverDnDgesvdaStridedBatched(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, double * a5, int a6, long long a7, double * a8, long long a9, double * a10, int a11, long long a12, double * a13, int a14, long long a15, double * a16, int a17, int * a18, double * a19, int a20) {
 	return ((__typeof__(&cusolverDnDgesvdaStridedBatched))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, (double *)a5, a6, a7, (double *)a8, a9, (double *)a10, a11, a12, (double *)a13, a14, a15, (double *)a16, a17, (int *)a18, (double *)a19, a20);
 }
 
-static int gocuda_cusolverDnCgesvdaStridedBatched(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, int a6, long long a7, float * a8, long long a9, void * a10, int a11, long long a12, void * a13, int a14, long long a15, void * a16, int a17, int * a18, double * a19, int a20) {
+static int gocuda_cusolverDnCgesvdaStridedBatched(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, int a6, long long a7, float * a8, long long a9, void * a10, int a11, long long a12, void * a13, int a14, long long a15, void * a16, int a17, int * a18, double * a19, int a20) {
 	return ((__typeof__(&cusolverDnCgesvdaStridedBatched))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, (float *)a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, (int *)a18, (double *)a19, a20);
 }
 
-static int gocuda_cusolverDnZgesvdaStridedBatched(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, int a6, long long a7, double * a8, long long a9, void * a10, int a11, long long a12, void * a13, int a14, long long a15, void * a16, int a17, int * a18, double * a19, int a20) {
+static int gocuda_cusolverDnZgesvdaStridedBatched(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, int a6, long long a7, double * a8, long long a9, void * a10, int a11, long long a12, void * a13, int a14, long long a15, void * a16, int a17, int * a18, double * a19, int a20) {
 	return ((__typeof__(&cusolverDnZgesvdaStridedBatched))fp)((cusolverDnHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, (double *)a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, (int *)a18, (double *)a19, a20);
 }
 
-static int gocuda_cusolverDnCreateParams(void *fp, void * a0) {
+static int gocuda_cusolverDnCreateParams(uintptr_t fp, void * a0) {
 	return ((__typeof__(&cusolverDnCreateParams))fp)(a0);
 }
 
-static int gocuda_cusolverDnDestroyParams(void *fp, uintptr_t a0) {
+static int gocuda_cusolverDnDestroyParams(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cusolverDnDestroyParams))fp)((cusolverDnParams_t)a0);
 }
 
-static int gocuda_cusolverDnSetAdvOptions(void *fp, uintptr_t a0, int a1, int a2) {
+static int gocuda_cusolverDnSetAdvOptions(uintptr_t fp, uintptr_t a0, int a1, int a2) {
 	return ((__typeof__(&cusolverDnSetAdvOptions))fp)((cusolverDnParams_t)a0, a1, a2);
 }
 
-static int gocuda_cusolverDnXpotrf_bufferSize(void *fp, uintptr_t a0, uintptr_t a1, int a2, int64_t a3, int a4, void * a5, int64_t a6, int a7, size_t * a8, size_t * a9) {
+static int gocuda_cusolverDnXpotrf_bufferSize(uintptr_t fp, uintptr_t a0, uintptr_t a1, int a2, int64_t a3, int a4, void * a5, int64_t a6, int a7, size_t * a8, size_t * a9) {
 	return ((__typeof__(&cusolverDnXpotrf_bufferSize))fp)((cusolverDnHandle_t)a0, (cusolverDnParams_t)a1, a2, a3, a4, a5, a6, a7, (size_t *)a8, (size_t *)a9);
 }
 
-static int gocuda_cusolverDnXpotrf(void *fp, uintptr_t a0, uintptr_t a1, int a2, int64_t a3, int a4, void * a5, int64_t a6, int a7, void * a8, size_t a9, void * a10, size_t a11, int * a12) {
+static int gocuda_cusolverDnXpotrf(uintptr_t fp, uintptr_t a0, uintptr_t a1, int a2, int64_t a3, int a4, void * a5, int64_t a6, int a7, void * a8, size_t a9, void * a10, size_t a11, int * a12) {
 	return ((__typeof__(&cusolverDnXpotrf))fp)((cusolverDnHandle_t)a0, (cusolverDnParams_t)a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, (int *)a12);
 }
 
-static int gocuda_cusolverDnXpotrs(void *fp, uintptr_t a0, uintptr_t a1, int a2, int64_t a3, int64_t a4, int a5, void * a6, int64_t a7, int a8, void * a9, int64_t a10, int * a11) {
+static int gocuda_cusolverDnXpotrs(uintptr_t fp, uintptr_t a0, uintptr_t a1, int a2, int64_t a3, int64_t a4, int a5, void * a6, int64_t a7, int a8, void * a9, int64_t a10, int * a11) {
 	return ((__typeof__(&cusolverDnXpotrs))fp)((cusolverDnHandle_t)a0, (cusolverDnParams_t)a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, (int *)a11);
 }
 
-static int gocuda_cusolverDnXgeqrf_bufferSize(void *fp, uintptr_t a0, uintptr_t a1, int64_t a2, int64_t a3, int a4, void * a5, int64_t a6, int a7, void * a8, int a9, size_t * a10, size_t * a11) {
+static int gocuda_cusolverDnXgeqrf_bufferSize(uintptr_t fp, uintptr_t a0, uintptr_t a1, int64_t a2, int64_t a3, int a4, void * a5, int64_t a6, int a7, void * a8, int a9, size_t * a10, size_t * a11) {
 	return ((__typeof__(&cusolverDnXgeqrf_bufferSize))fp)((cusolverDnHandle_t)a0, (cusolverDnParams_t)a1, a2, a3, a4, a5, a6, a7, a8, a9, (size_t *)a10, (size_t *)a11);
 }
 
-static int gocuda_cusolverDnXgeqrf(void *fp, uintptr_t a0, uintptr_t a1, int64_t a2, int64_t a3, int a4, void * a5, int64_t a6, int a7, void * a8, int a9, void * a10, size_t a11, void * a12, size_t a13, int * a14) {
+static int gocuda_cusolverDnXgeqrf(uintptr_t fp, uintptr_t a0, uintptr_t a1, int64_t a2, int64_t a3, int a4, void * a5, int64_t a6, int a7, void * a8, int a9, void * a10, size_t a11, void * a12, size_t a13, int * a14) {
 	return ((__typeof__(&cusolverDnXgeqrf))fp)((cusolverDnHandle_t)a0, (cusolverDnParams_t)a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, (int *)a14);
 }
 
-static int gocuda_cusolverDnXgetrf_bufferSize(void *fp, uintptr_t a0, uintptr_t a1, int64_t a2, int64_t a3, int a4, void * a5, int64_t a6, int a7, size_t * a8, size_t * a9) {
+static int gocuda_cusolverDnXgetrf_bufferSize(uintptr_t fp, uintptr_t a0, uintptr_t a1, int64_t a2, int64_t a3, int a4, void * a5, int64_t a6, int a7, size_t * a8, size_t * a9) {
 	return ((__typeof__(&cusolverDnXgetrf_bufferSize))fp)((cusolverDnHandle_t)a0, (cusolverDnParams_t)a1, a2, a3, a4, a5, a6, a7, (size_t *)a8, (size_t *)a9);
 }
 
-static int gocuda_cusolverDnXgetrf(void *fp, uintptr_t a0, uintptr_t a1, int64_t a2, int64_t a3, int a4, void * a5, int64_t a6, int64_t * a7, int a8, void * a9, size_t a10, void * a11, size_t a12, int * a13) {
+static int gocuda_cusolverDnXgetrf(uintptr_t fp, uintptr_t a0, uintptr_t a1, int64_t a2, int64_t a3, int a4, void * a5, int64_t a6, int64_t * a7, int a8, void * a9, size_t a10, void * a11, size_t a12, int * a13) {
 	return ((__typeof__(&cusolverDnXgetrf))fp)((cusolverDnHandle_t)a0, (cusolverDnParams_t)a1, a2, a3, a4, a5, a6, (int64_t *)a7, a8, a9, a10, a11, a12, (int *)a13);
 }
 
-static int gocuda_cusolverDnXgetrs(void *fp, uintptr_t a0, uintptr_t a1, int a2, int64_t a3, int64_t a4, int a5, void * a6, int64_t a7, int64_t * a8, int a9, void * a10, int64_t a11, int * a12) {
+static int gocuda_cusolverDnXgetrs(uintptr_t fp, uintptr_t a0, uintptr_t a1, int a2, int64_t a3, int64_t a4, int a5, void * a6, int64_t a7, int64_t * a8, int a9, void * a10, int64_t a11, int * a12) {
 	return ((__typeof__(&cusolverDnXgetrs))fp)((cusolverDnHandle_t)a0, (cusolverDnParams_t)a1, a2, a3, a4, a5, a6, a7, (int64_t *)a8, a9, a10, a11, (int *)a12);
 }
 
-static int gocuda_cusolverDnXsyevd_bufferSize(void *fp, uintptr_t a0, uintptr_t a1, int a2, int a3, int64_t a4, int a5, void * a6, int64_t a7, int a8, void * a9, int a10, size_t * a11, size_t * a12) {
+static int gocuda_cusolverDnXsyevd_bufferSize(uintptr_t fp, uintptr_t a0, uintptr_t a1, int a2, int a3, int64_t a4, int a5, void * a6, int64_t a7, int a8, void * a9, int a10, size_t * a11, size_t * a12) {
 	return ((__typeof__(&cusolverDnXsyevd_bufferSize))fp)((cusolverDnHandle_t)a0, (cusolverDnParams_t)a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, (size_t *)a11, (size_t *)a12);
 }
 
-static int gocuda_cusolverDnXsyevd(void *fp, uintptr_t a0, uintptr_t a1, int a2, int a3, int64_t a4, int a5, void * a6, int64_t a7, int a8, void * a9, int a10, void * a11, size_t a12, void * a13, size_t a14, int * a15) {
+static int gocuda_cusolverDnXsyevd(uintptr_t fp, uintptr_t a0, uintptr_t a1, int a2, int a3, int64_t a4, int a5, void * a6, int64_t a7, int a8, void * a9, int a10, void * a11, size_t a12, void * a13, size_t a14, int * a15) {
 	return ((__typeof__(&cusolverDnXsyevd))fp)((cusolverDnHandle_t)a0, (cusolverDnParams_t)a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, (int *)a15);
 }
 
-static int gocuda_cusolverDnXsyevBatched_bufferSize(void *fp, uintptr_t a0, uintptr_t a1, int a2, int a3, int64_t a4, int a5, void * a6, int64_t a7, int a8, void * a9, int a10, size_t * a11, size_t * a12, int64_t a13) {
+static int gocuda_cusolverDnXsyevBatched_bufferSize(uintptr_t fp, uintptr_t a0, uintptr_t a1, int a2, int a3, int64_t a4, int a5, void * a6, int64_t a7, int a8, void * a9, int a10, size_t * a11, size_t * a12, int64_t a13) {
 	return ((__typeof__(&cusolverDnXsyevBatched_bufferSize))fp)((cusolverDnHandle_t)a0, (cusolverDnParams_t)a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, (size_t *)a11, (size_t *)a12, a13);
 }
 
-static int gocuda_cusolverDnXsyevBatched(void *fp, uintptr_t a0, uintptr_t a1, int a2, int a3, int64_t a4, int a5, void * a6, int64_t a7, int a8, void * a9, int a10, void * a11, size_t a12, void * a13, size_t a14, int * a15, int64_t a16) {
+static int gocuda_cusolverDnXsyevBatched(uintptr_t fp, uintptr_t a0, uintptr_t a1, int a2, int a3, int64_t a4, int a5, void * a6, int64_t a7, int a8, void * a9, int a10, void * a11, size_t a12, void * a13, size_t a14, int * a15, int64_t a16) {
 	return ((__typeof__(&cusolverDnXsyevBatched))fp)((cusolverDnHandle_t)a0, (cusolverDnParams_t)a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, (int *)a15, a16);
 }
 
-static int gocuda_cusolverDnXsyevdx_bufferSize(void *fp, uintptr_t a0, uintptr_t a1, int a2, int a3, int a4, int64_t a5, int a6, void * a7, int64_t a8, void * a9, void * a10, int64_t a11, int64_t a12, int64_t * a13, int a14, void * a15, int a16, size_t * a17, size_t * a18) {
+static int gocuda_cusolverDnXsyevdx_bufferSize(uintptr_t fp, uintptr_t a0, uintptr_t a1, int a2, int a3, int a4, int64_t a5, int a6, void * a7, int64_t a8, void * a9, void * a10, int64_t a11, int64_t a12, int64_t * a13, int a14, void * a15, int a16, size_t * a17, size_t * a18) {
 	return ((__typeof__(&cusolverDnXsyevdx_bufferSize))fp)((cusolverDnHandle_t)a0, (cusolverDnParams_t)a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, (int64_t *)a13, a14, a15, a16, (size_t *)a17, (size_t *)a18);
 }
 
-static int gocuda_cusolverDnXsyevdx(void *fp, uintptr_t a0, uintptr_t a1, int a2, int a3, int a4, int64_t a5, int a6, void * a7, int64_t a8, void * a9, void * a10, int64_t a11, int64_t a12, int64_t * a13, int a14, void * a15, int a16, void * a17, size_t a18, void * a19, size_t a20, int * a21) {
+static int gocuda_cusolverDnXsyevdx(uintptr_t fp, uintptr_t a0, uintptr_t a1, int a2, int a3, int a4, int64_t a5, int a6, void * a7, int64_t a8, void * a9, void * a10, int64_t a11, int64_t a12, int64_t * a13, int a14, void * a15, int a16, void * a17, size_t a18, void * a19, size_t a20, int * a21) {
 	return ((__typeof__(&cusolverDnXsyevdx))fp)((cusolverDnHandle_t)a0, (cusolverDnParams_t)a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, (int64_t *)a13, a14, a15, a16, a17, a18, a19, a20, (int *)a21);
 }
 
-static int gocuda_cusolverDnXgeev_bufferSize(void *fp, uintptr_t a0, uintptr_t a1, int a2, int a3, int64_t a4, int a5, void * a6, int64_t a7, int a8, void * a9, int a10, void * a11, int64_t a12, int a13, void * a14, int64_t a15, int a16, size_t * a17, size_t * a18) {
+static int gocuda_cusolverDnXgeev_bufferSize(uintptr_t fp, uintptr_t a0, uintptr_t a1, int a2, int a3, int64_t a4, int a5, void * a6, int64_t a7, int a8, void * a9, int a10, void * a11, int64_t a12, int a13, void * a14, int64_t a15, int a16, size_t * a17, size_t * a18) {
 	return ((__typeof__(&cusolverDnXgeev_bufferSize))fp)((cusolverDnHandle_t)a0, (cusolverDnParams_t)a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, (size_t *)a17, (size_t *)a18);
 }
 
-static int gocuda_cusolverDnXgeev(void *fp, uintptr_t a0, uintptr_t a1, int a2, int a3, int64_t a4, int a5, void * a6, int64_t a7, int a8, void * a9, int a10, void * a11, int64_t a12, int a13, void * a14, int64_t a15, int a16, void * a17, size_t a18, void * a19, size_t a20, int * a21) {
+static int gocuda_cusolverDnXgeev(uintptr_t fp, uintptr_t a0, uintptr_t a1, int a2, int a3, int64_t a4, int a5, void * a6, int64_t a7, int a8, void * a9, int a10, void * a11, int64_t a12, int a13, void * a14, int64_t a15, int a16, void * a17, size_t a18, void * a19, size_t a20, int * a21) {
 	return ((__typeof__(&cusolverDnXgeev))fp)((cusolverDnHandle_t)a0, (cusolverDnParams_t)a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19, a20, (int *)a21);
 }
 
-static int gocuda_cusolverDnXgesvd_bufferSize(void *fp, uintptr_t a0, uintptr_t a1, signed char a2, signed char a3, int64_t a4, int64_t a5, int a6, void * a7, int64_t a8, int a9, void * a10, int a11, void * a12, int64_t a13, int a14, void * a15, int64_t a16, int a17, size_t * a18, size_t * a19) {
+static int gocuda_cusolverDnXgesvd_bufferSize(uintptr_t fp, uintptr_t a0, uintptr_t a1, signed char a2, signed char a3, int64_t a4, int64_t a5, int a6, void * a7, int64_t a8, int a9, void * a10, int a11, void * a12, int64_t a13, int a14, void * a15, int64_t a16, int a17, size_t * a18, size_t * a19) {
 	return ((__typeof__(&cusolverDnXgesvd_bufferSize))fp)((cusolverDnHandle_t)a0, (cusolverDnParams_t)a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, (size_t *)a18, (size_t *)a19);
 }
 
-static int gocuda_cusolverDnXgesvd(void *fp, uintptr_t a0, uintptr_t a1, signed char a2, signed char a3, int64_t a4, int64_t a5, int a6, void * a7, int64_t a8, int a9, void * a10, int a11, void * a12, int64_t a13, int a14, void * a15, int64_t a16, int a17, void * a18, size_t a19, void * a20, size_t a21, int * a22) {
+static int gocuda_cusolverDnXgesvd(uintptr_t fp, uintptr_t a0, uintptr_t a1, signed char a2, signed char a3, int64_t a4, int64_t a5, int a6, void * a7, int64_t a8, int a9, void * a10, int a11, void * a12, int64_t a13, int a14, void * a15, int64_t a16, int a17, void * a18, size_t a19, void * a20, size_t a21, int * a22) {
 	return ((__typeof__(&cusolverDnXgesvd))fp)((cusolverDnHandle_t)a0, (cusolverDnParams_t)a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19, a20, a21, (int *)a22);
 }
 
-static int gocuda_cusolverDnXgesvdp_bufferSize(void *fp, uintptr_t a0, uintptr_t a1, int a2, int a3, int64_t a4, int64_t a5, int a6, void * a7, int64_t a8, int a9, void * a10, int a11, void * a12, int64_t a13, int a14, void * a15, int64_t a16, int a17, size_t * a18, size_t * a19) {
+static int gocuda_cusolverDnXgesvdp_bufferSize(uintptr_t fp, uintptr_t a0, uintptr_t a1, int a2, int a3, int64_t a4, int64_t a5, int a6, void * a7, int64_t a8, int a9, void * a10, int a11, void * a12, int64_t a13, int a14, void * a15, int64_t a16, int a17, size_t * a18, size_t * a19) {
 	return ((__typeof__(&cusolverDnXgesvdp_bufferSize))fp)((cusolverDnHandle_t)a0, (cusolverDnParams_t)a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, (size_t *)a18, (size_t *)a19);
 }
 
-static int gocuda_cusolverDnXgesvdp(void *fp, uintptr_t a0, uintptr_t a1, int a2, int a3, int64_t a4, int64_t a5, int a6, void * a7, int64_t a8, int a9, void * a10, int a11, void * a12, int64_t a13, int a14, void * a15, int64_t a16, int a17, void * a18, size_t a19, void * a20, size_t a21, int * a22, double * a23) {
+static int gocuda_cusolverDnXgesvdp(uintptr_t fp, uintptr_t a0, uintptr_t a1, int a2, int a3, int64_t a4, int64_t a5, int a6, void * a7, int64_t a8, int a9, void * a10, int a11, void * a12, int64_t a13, int a14, void * a15, int64_t a16, int a17, void * a18, size_t a19, void * a20, size_t a21, int * a22, double * a23) {
 	return ((__typeof__(&cusolverDnXgesvdp))fp)((cusolverDnHandle_t)a0, (cusolverDnParams_t)a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19, a20, a21, (int *)a22, (double *)a23);
 }
 
-static int gocuda_cusolverDnXgesvdr_bufferSize(void *fp, uintptr_t a0, uintptr_t a1, signed char a2, signed char a3, int64_t a4, int64_t a5, int64_t a6, int64_t a7, int64_t a8, int a9, void * a10, int64_t a11, int a12, void * a13, int a14, void * a15, int64_t a16, int a17, void * a18, int64_t a19, int a20, size_t * a21, size_t * a22) {
+static int gocuda_cusolverDnXgesvdr_bufferSize(uintptr_t fp, uintptr_t a0, uintptr_t a1, signed char a2, signed char a3, int64_t a4, int64_t a5, int64_t a6, int64_t a7, int64_t a8, int a9, void * a10, int64_t a11, int a12, void * a13, int a14, void * a15, int64_t a16, int a17, void * a18, int64_t a19, int a20, size_t * a21, size_t * a22) {
 	return ((__typeof__(&cusolverDnXgesvdr_bufferSize))fp)((cusolverDnHandle_t)a0, (cusolverDnParams_t)a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19, a20, (size_t *)a21, (size_t *)a22);
 }
 
-static int gocuda_cusolverDnXgesvdr(void *fp, uintptr_t a0, uintptr_t a1, signed char a2, signed char a3, int64_t a4, int64_t a5, int64_t a6, int64_t a7, int64_t a8, int a9, void * a10, int64_t a11, int a12, void * a13, int a14, void * a15, int64_t a16, int a17, void * a18, int64_t a19, int a20, void * a21, size_t a22, void * a23, size_t a24, int * a25) {
+static int gocuda_cusolverDnXgesvdr(uintptr_t fp, uintptr_t a0, uintptr_t a1, signed char a2, signed char a3, int64_t a4, int64_t a5, int64_t a6, int64_t a7, int64_t a8, int a9, void * a10, int64_t a11, int a12, void * a13, int a14, void * a15, int64_t a16, int a17, void * a18, int64_t a19, int a20, void * a21, size_t a22, void * a23, size_t a24, int * a25) {
 	return ((__typeof__(&cusolverDnXgesvdr))fp)((cusolverDnHandle_t)a0, (cusolverDnParams_t)a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19, a20, a21, a22, a23, a24, (int *)a25);
 }
 
-static int gocuda_cusolverDnXlarft_bufferSize(void *fp, uintptr_t a0, uintptr_t a1, int a2, int a3, int64_t a4, int64_t a5, int a6, void * a7, int64_t a8, int a9, void * a10, int a11, void * a12, int64_t a13, int a14, size_t * a15, size_t * a16) {
+static int gocuda_cusolverDnXlarft_bufferSize(uintptr_t fp, uintptr_t a0, uintptr_t a1, int a2, int a3, int64_t a4, int64_t a5, int a6, void * a7, int64_t a8, int a9, void * a10, int a11, void * a12, int64_t a13, int a14, size_t * a15, size_t * a16) {
 	return ((__typeof__(&cusolverDnXlarft_bufferSize))fp)((cusolverDnHandle_t)a0, (cusolverDnParams_t)a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, (size_t *)a15, (size_t *)a16);
 }
 
-static int gocuda_cusolverDnXlarft(void *fp, uintptr_t a0, uintptr_t a1, int a2, int a3, int64_t a4, int64_t a5, int a6, void * a7, int64_t a8, int a9, void * a10, int a11, void * a12, int64_t a13, int a14, void * a15, size_t a16, void * a17, size_t a18) {
+static int gocuda_cusolverDnXlarft(uintptr_t fp, uintptr_t a0, uintptr_t a1, int a2, int a3, int64_t a4, int64_t a5, int a6, void * a7, int64_t a8, int a9, void * a10, int a11, void * a12, int64_t a13, int a14, void * a15, size_t a16, void * a17, size_t a18) {
 	return ((__typeof__(&cusolverDnXlarft))fp)((cusolverDnHandle_t)a0, (cusolverDnParams_t)a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18);
 }
 
-static int gocuda_cusolverDnLoggerSetCallback(void *fp, uintptr_t a0) {
+static int gocuda_cusolverDnLoggerSetCallback(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cusolverDnLoggerSetCallback))fp)((cusolverDnLoggerCallback_t)a0);
 }
 
-static int gocuda_cusolverDnLoggerOpenFile(void *fp, void * a0) {
+static int gocuda_cusolverDnLoggerOpenFile(uintptr_t fp, void * a0) {
 	return ((__typeof__(&cusolverDnLoggerOpenFile))fp)(a0);
 }
 
-static int gocuda_cusolverDnLoggerSetLevel(void *fp, int a0) {
+static int gocuda_cusolverDnLoggerSetLevel(uintptr_t fp, int a0) {
 	return ((__typeof__(&cusolverDnLoggerSetLevel))fp)(a0);
 }
 
-static int gocuda_cusolverDnLoggerSetMask(void *fp, int a0) {
+static int gocuda_cusolverDnLoggerSetMask(uintptr_t fp, int a0) {
 	return ((__typeof__(&cusolverDnLoggerSetMask))fp)(a0);
 }
 
-static int gocuda_cusolverDnLoggerForceDisable(void *fp) {
+static int gocuda_cusolverDnLoggerForceDisable(uintptr_t fp) {
 	return ((__typeof__(&cusolverDnLoggerForceDisable))fp)();
 }
 */
@@ -2667,7 +2667,7 @@ func GetProperty(type_ cudart.LibraryPropertyType, value *int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverGetProperty(fp, C.int(type_), (*C.int)(unsafe.Pointer(value))); r != 0 {
+	if r := C.gocuda_cusolverGetProperty(C.uintptr_t(uintptr(fp)), C.int(type_), (*C.int)(unsafe.Pointer(value))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -2679,7 +2679,7 @@ func GetVersion(version *int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverGetVersion(fp, (*C.int)(unsafe.Pointer(version))); r != 0 {
+	if r := C.gocuda_cusolverGetVersion(C.uintptr_t(uintptr(fp)), (*C.int)(unsafe.Pointer(version))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -2691,7 +2691,7 @@ func Create(handle *Handle) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnCreate(fp, unsafe.Pointer(handle)); r != 0 {
+	if r := C.gocuda_cusolverDnCreate(C.uintptr_t(uintptr(fp)), unsafe.Pointer(handle)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -2703,7 +2703,7 @@ func Destroy(handle Handle) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDestroy(fp, C.uintptr_t(handle)); r != 0 {
+	if r := C.gocuda_cusolverDnDestroy(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -2715,7 +2715,7 @@ func SetStream(handle Handle, streamId cudart.Stream) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSetStream(fp, C.uintptr_t(handle), C.uintptr_t(streamId)); r != 0 {
+	if r := C.gocuda_cusolverDnSetStream(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.uintptr_t(streamId)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -2727,7 +2727,7 @@ func GetStream(handle Handle, streamId *cudart.Stream) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnGetStream(fp, C.uintptr_t(handle), unsafe.Pointer(streamId)); r != 0 {
+	if r := C.gocuda_cusolverDnGetStream(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), unsafe.Pointer(streamId)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -2739,7 +2739,7 @@ func SetDeterministicMode(handle Handle, mode DeterministicMode) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSetDeterministicMode(fp, C.uintptr_t(handle), C.int(mode)); r != 0 {
+	if r := C.gocuda_cusolverDnSetDeterministicMode(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(mode)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -2751,7 +2751,7 @@ func GetDeterministicMode(handle Handle, mode *DeterministicMode) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnGetDeterministicMode(fp, C.uintptr_t(handle), (*C.int)(unsafe.Pointer(mode))); r != 0 {
+	if r := C.gocuda_cusolverDnGetDeterministicMode(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), (*C.int)(unsafe.Pointer(mode))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -2763,7 +2763,7 @@ func SetMathMode(handle Handle, mode MathMode) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSetMathMode(fp, C.uintptr_t(handle), C.int(mode)); r != 0 {
+	if r := C.gocuda_cusolverDnSetMathMode(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(mode)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -2775,7 +2775,7 @@ func GetMathMode(handle Handle, mode *MathMode) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnGetMathMode(fp, C.uintptr_t(handle), (*C.int)(unsafe.Pointer(mode))); r != 0 {
+	if r := C.gocuda_cusolverDnGetMathMode(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), (*C.int)(unsafe.Pointer(mode))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -2787,7 +2787,7 @@ func SetEmulationStrategy(handle Handle, strategy cudart.EmulationStrategy) erro
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSetEmulationStrategy(fp, C.uintptr_t(handle), C.int(strategy)); r != 0 {
+	if r := C.gocuda_cusolverDnSetEmulationStrategy(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(strategy)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -2799,7 +2799,7 @@ func GetEmulationStrategy(handle Handle, strategy *cudart.EmulationStrategy) err
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnGetEmulationStrategy(fp, C.uintptr_t(handle), (*C.int)(unsafe.Pointer(strategy))); r != 0 {
+	if r := C.gocuda_cusolverDnGetEmulationStrategy(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), (*C.int)(unsafe.Pointer(strategy))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -2811,7 +2811,7 @@ func IRSParamsCreate(params_ptr *IRSParams) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnIRSParamsCreate(fp, unsafe.Pointer(params_ptr)); r != 0 {
+	if r := C.gocuda_cusolverDnIRSParamsCreate(C.uintptr_t(uintptr(fp)), unsafe.Pointer(params_ptr)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -2823,7 +2823,7 @@ func IRSParamsDestroy(params IRSParams) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnIRSParamsDestroy(fp, C.uintptr_t(params)); r != 0 {
+	if r := C.gocuda_cusolverDnIRSParamsDestroy(C.uintptr_t(uintptr(fp)), C.uintptr_t(params)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -2835,7 +2835,7 @@ func IRSParamsSetRefinementSolver(params IRSParams, refinement_solver IRSRefinem
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnIRSParamsSetRefinementSolver(fp, C.uintptr_t(params), C.int(refinement_solver)); r != 0 {
+	if r := C.gocuda_cusolverDnIRSParamsSetRefinementSolver(C.uintptr_t(uintptr(fp)), C.uintptr_t(params), C.int(refinement_solver)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -2847,7 +2847,7 @@ func IRSParamsSetSolverMainPrecision(params IRSParams, solver_main_precision Pre
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnIRSParamsSetSolverMainPrecision(fp, C.uintptr_t(params), C.int(solver_main_precision)); r != 0 {
+	if r := C.gocuda_cusolverDnIRSParamsSetSolverMainPrecision(C.uintptr_t(uintptr(fp)), C.uintptr_t(params), C.int(solver_main_precision)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -2859,7 +2859,7 @@ func IRSParamsSetSolverLowestPrecision(params IRSParams, solver_lowest_precision
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnIRSParamsSetSolverLowestPrecision(fp, C.uintptr_t(params), C.int(solver_lowest_precision)); r != 0 {
+	if r := C.gocuda_cusolverDnIRSParamsSetSolverLowestPrecision(C.uintptr_t(uintptr(fp)), C.uintptr_t(params), C.int(solver_lowest_precision)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -2871,7 +2871,7 @@ func IRSParamsSetSolverPrecisions(params IRSParams, solver_main_precision PrecTy
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnIRSParamsSetSolverPrecisions(fp, C.uintptr_t(params), C.int(solver_main_precision), C.int(solver_lowest_precision)); r != 0 {
+	if r := C.gocuda_cusolverDnIRSParamsSetSolverPrecisions(C.uintptr_t(uintptr(fp)), C.uintptr_t(params), C.int(solver_main_precision), C.int(solver_lowest_precision)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -2883,7 +2883,7 @@ func IRSParamsSetTol(params IRSParams, val float64) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnIRSParamsSetTol(fp, C.uintptr_t(params), C.double(val)); r != 0 {
+	if r := C.gocuda_cusolverDnIRSParamsSetTol(C.uintptr_t(uintptr(fp)), C.uintptr_t(params), C.double(val)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -2895,7 +2895,7 @@ func IRSParamsSetTolInner(params IRSParams, val float64) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnIRSParamsSetTolInner(fp, C.uintptr_t(params), C.double(val)); r != 0 {
+	if r := C.gocuda_cusolverDnIRSParamsSetTolInner(C.uintptr_t(uintptr(fp)), C.uintptr_t(params), C.double(val)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -2907,7 +2907,7 @@ func IRSParamsSetMaxIters(params IRSParams, maxiters Cusolver_int) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnIRSParamsSetMaxIters(fp, C.uintptr_t(params), C.int(maxiters)); r != 0 {
+	if r := C.gocuda_cusolverDnIRSParamsSetMaxIters(C.uintptr_t(uintptr(fp)), C.uintptr_t(params), C.int(maxiters)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -2919,7 +2919,7 @@ func IRSParamsSetMaxItersInner(params IRSParams, maxiters_inner Cusolver_int) er
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnIRSParamsSetMaxItersInner(fp, C.uintptr_t(params), C.int(maxiters_inner)); r != 0 {
+	if r := C.gocuda_cusolverDnIRSParamsSetMaxItersInner(C.uintptr_t(uintptr(fp)), C.uintptr_t(params), C.int(maxiters_inner)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -2931,7 +2931,7 @@ func IRSParamsGetMaxIters(params IRSParams, maxiters *Cusolver_int) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnIRSParamsGetMaxIters(fp, C.uintptr_t(params), (*C.int)(unsafe.Pointer(maxiters))); r != 0 {
+	if r := C.gocuda_cusolverDnIRSParamsGetMaxIters(C.uintptr_t(uintptr(fp)), C.uintptr_t(params), (*C.int)(unsafe.Pointer(maxiters))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -2943,7 +2943,7 @@ func IRSParamsEnableFallback(params IRSParams) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnIRSParamsEnableFallback(fp, C.uintptr_t(params)); r != 0 {
+	if r := C.gocuda_cusolverDnIRSParamsEnableFallback(C.uintptr_t(uintptr(fp)), C.uintptr_t(params)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -2955,7 +2955,7 @@ func IRSParamsDisableFallback(params IRSParams) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnIRSParamsDisableFallback(fp, C.uintptr_t(params)); r != 0 {
+	if r := C.gocuda_cusolverDnIRSParamsDisableFallback(C.uintptr_t(uintptr(fp)), C.uintptr_t(params)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -2967,7 +2967,7 @@ func IRSInfosDestroy(infos IRSInfos) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnIRSInfosDestroy(fp, C.uintptr_t(infos)); r != 0 {
+	if r := C.gocuda_cusolverDnIRSInfosDestroy(C.uintptr_t(uintptr(fp)), C.uintptr_t(infos)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -2979,7 +2979,7 @@ func IRSInfosCreate(infos_ptr *IRSInfos) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnIRSInfosCreate(fp, unsafe.Pointer(infos_ptr)); r != 0 {
+	if r := C.gocuda_cusolverDnIRSInfosCreate(C.uintptr_t(uintptr(fp)), unsafe.Pointer(infos_ptr)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -2991,7 +2991,7 @@ func IRSInfosGetNiters(infos IRSInfos, niters *Cusolver_int) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnIRSInfosGetNiters(fp, C.uintptr_t(infos), (*C.int)(unsafe.Pointer(niters))); r != 0 {
+	if r := C.gocuda_cusolverDnIRSInfosGetNiters(C.uintptr_t(uintptr(fp)), C.uintptr_t(infos), (*C.int)(unsafe.Pointer(niters))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3003,7 +3003,7 @@ func IRSInfosGetOuterNiters(infos IRSInfos, outer_niters *Cusolver_int) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnIRSInfosGetOuterNiters(fp, C.uintptr_t(infos), (*C.int)(unsafe.Pointer(outer_niters))); r != 0 {
+	if r := C.gocuda_cusolverDnIRSInfosGetOuterNiters(C.uintptr_t(uintptr(fp)), C.uintptr_t(infos), (*C.int)(unsafe.Pointer(outer_niters))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3015,7 +3015,7 @@ func IRSInfosRequestResidual(infos IRSInfos) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnIRSInfosRequestResidual(fp, C.uintptr_t(infos)); r != 0 {
+	if r := C.gocuda_cusolverDnIRSInfosRequestResidual(C.uintptr_t(uintptr(fp)), C.uintptr_t(infos)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3027,7 +3027,7 @@ func IRSInfosGetResidualHistory(infos IRSInfos, residual_history *unsafe.Pointer
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnIRSInfosGetResidualHistory(fp, C.uintptr_t(infos), unsafe.Pointer(residual_history)); r != 0 {
+	if r := C.gocuda_cusolverDnIRSInfosGetResidualHistory(C.uintptr_t(uintptr(fp)), C.uintptr_t(infos), unsafe.Pointer(residual_history)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3039,7 +3039,7 @@ func IRSInfosGetMaxIters(infos IRSInfos, maxiters *Cusolver_int) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnIRSInfosGetMaxIters(fp, C.uintptr_t(infos), (*C.int)(unsafe.Pointer(maxiters))); r != 0 {
+	if r := C.gocuda_cusolverDnIRSInfosGetMaxIters(C.uintptr_t(uintptr(fp)), C.uintptr_t(infos), (*C.int)(unsafe.Pointer(maxiters))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3051,7 +3051,7 @@ func ZZgesv(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *cudart.CuDoubl
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZZgesv(fp, C.uintptr_t(handle), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
+	if r := C.gocuda_cusolverDnZZgesv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3063,7 +3063,7 @@ func ZCgesv(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *cudart.CuDoubl
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZCgesv(fp, C.uintptr_t(handle), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
+	if r := C.gocuda_cusolverDnZCgesv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3075,7 +3075,7 @@ func ZKgesv(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *cudart.CuDoubl
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZKgesv(fp, C.uintptr_t(handle), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
+	if r := C.gocuda_cusolverDnZKgesv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3087,7 +3087,7 @@ func ZEgesv(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *cudart.CuDoubl
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZEgesv(fp, C.uintptr_t(handle), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
+	if r := C.gocuda_cusolverDnZEgesv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3099,7 +3099,7 @@ func ZYgesv(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *cudart.CuDoubl
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZYgesv(fp, C.uintptr_t(handle), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
+	if r := C.gocuda_cusolverDnZYgesv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3111,7 +3111,7 @@ func CCgesv(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *cudart.CuCompl
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnCCgesv(fp, C.uintptr_t(handle), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
+	if r := C.gocuda_cusolverDnCCgesv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3123,7 +3123,7 @@ func CEgesv(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *cudart.CuCompl
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnCEgesv(fp, C.uintptr_t(handle), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
+	if r := C.gocuda_cusolverDnCEgesv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3135,7 +3135,7 @@ func CKgesv(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *cudart.CuCompl
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnCKgesv(fp, C.uintptr_t(handle), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
+	if r := C.gocuda_cusolverDnCKgesv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3147,7 +3147,7 @@ func CYgesv(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *cudart.CuCompl
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnCYgesv(fp, C.uintptr_t(handle), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
+	if r := C.gocuda_cusolverDnCYgesv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3159,7 +3159,7 @@ func DDgesv(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *float64, ldda 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDDgesv(fp, C.uintptr_t(handle), C.int(n), C.int(nrhs), (*C.double)(unsafe.Pointer(dA)), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), (*C.double)(unsafe.Pointer(dB)), C.int(lddb), (*C.double)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
+	if r := C.gocuda_cusolverDnDDgesv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), C.int(nrhs), (*C.double)(unsafe.Pointer(dA)), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), (*C.double)(unsafe.Pointer(dB)), C.int(lddb), (*C.double)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3171,7 +3171,7 @@ func DSgesv(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *float64, ldda 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDSgesv(fp, C.uintptr_t(handle), C.int(n), C.int(nrhs), (*C.double)(unsafe.Pointer(dA)), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), (*C.double)(unsafe.Pointer(dB)), C.int(lddb), (*C.double)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
+	if r := C.gocuda_cusolverDnDSgesv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), C.int(nrhs), (*C.double)(unsafe.Pointer(dA)), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), (*C.double)(unsafe.Pointer(dB)), C.int(lddb), (*C.double)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3183,7 +3183,7 @@ func DHgesv(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *float64, ldda 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDHgesv(fp, C.uintptr_t(handle), C.int(n), C.int(nrhs), (*C.double)(unsafe.Pointer(dA)), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), (*C.double)(unsafe.Pointer(dB)), C.int(lddb), (*C.double)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
+	if r := C.gocuda_cusolverDnDHgesv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), C.int(nrhs), (*C.double)(unsafe.Pointer(dA)), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), (*C.double)(unsafe.Pointer(dB)), C.int(lddb), (*C.double)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3195,7 +3195,7 @@ func DBgesv(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *float64, ldda 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDBgesv(fp, C.uintptr_t(handle), C.int(n), C.int(nrhs), (*C.double)(unsafe.Pointer(dA)), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), (*C.double)(unsafe.Pointer(dB)), C.int(lddb), (*C.double)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
+	if r := C.gocuda_cusolverDnDBgesv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), C.int(nrhs), (*C.double)(unsafe.Pointer(dA)), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), (*C.double)(unsafe.Pointer(dB)), C.int(lddb), (*C.double)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3207,7 +3207,7 @@ func DXgesv(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *float64, ldda 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDXgesv(fp, C.uintptr_t(handle), C.int(n), C.int(nrhs), (*C.double)(unsafe.Pointer(dA)), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), (*C.double)(unsafe.Pointer(dB)), C.int(lddb), (*C.double)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
+	if r := C.gocuda_cusolverDnDXgesv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), C.int(nrhs), (*C.double)(unsafe.Pointer(dA)), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), (*C.double)(unsafe.Pointer(dB)), C.int(lddb), (*C.double)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3219,7 +3219,7 @@ func SSgesv(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *float32, ldda 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSSgesv(fp, C.uintptr_t(handle), C.int(n), C.int(nrhs), (*C.float)(unsafe.Pointer(dA)), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), (*C.float)(unsafe.Pointer(dB)), C.int(lddb), (*C.float)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
+	if r := C.gocuda_cusolverDnSSgesv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), C.int(nrhs), (*C.float)(unsafe.Pointer(dA)), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), (*C.float)(unsafe.Pointer(dB)), C.int(lddb), (*C.float)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3231,7 +3231,7 @@ func SHgesv(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *float32, ldda 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSHgesv(fp, C.uintptr_t(handle), C.int(n), C.int(nrhs), (*C.float)(unsafe.Pointer(dA)), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), (*C.float)(unsafe.Pointer(dB)), C.int(lddb), (*C.float)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
+	if r := C.gocuda_cusolverDnSHgesv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), C.int(nrhs), (*C.float)(unsafe.Pointer(dA)), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), (*C.float)(unsafe.Pointer(dB)), C.int(lddb), (*C.float)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3243,7 +3243,7 @@ func SBgesv(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *float32, ldda 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSBgesv(fp, C.uintptr_t(handle), C.int(n), C.int(nrhs), (*C.float)(unsafe.Pointer(dA)), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), (*C.float)(unsafe.Pointer(dB)), C.int(lddb), (*C.float)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
+	if r := C.gocuda_cusolverDnSBgesv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), C.int(nrhs), (*C.float)(unsafe.Pointer(dA)), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), (*C.float)(unsafe.Pointer(dB)), C.int(lddb), (*C.float)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3255,7 +3255,7 @@ func SXgesv(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *float32, ldda 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSXgesv(fp, C.uintptr_t(handle), C.int(n), C.int(nrhs), (*C.float)(unsafe.Pointer(dA)), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), (*C.float)(unsafe.Pointer(dB)), C.int(lddb), (*C.float)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
+	if r := C.gocuda_cusolverDnSXgesv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), C.int(nrhs), (*C.float)(unsafe.Pointer(dA)), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), (*C.float)(unsafe.Pointer(dB)), C.int(lddb), (*C.float)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3267,7 +3267,7 @@ func ZZgesv_bufferSize(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *cud
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZZgesv_bufferSize(fp, C.uintptr_t(handle), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
+	if r := C.gocuda_cusolverDnZZgesv_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3279,7 +3279,7 @@ func ZCgesv_bufferSize(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *cud
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZCgesv_bufferSize(fp, C.uintptr_t(handle), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
+	if r := C.gocuda_cusolverDnZCgesv_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3291,7 +3291,7 @@ func ZKgesv_bufferSize(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *cud
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZKgesv_bufferSize(fp, C.uintptr_t(handle), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
+	if r := C.gocuda_cusolverDnZKgesv_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3303,7 +3303,7 @@ func ZEgesv_bufferSize(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *cud
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZEgesv_bufferSize(fp, C.uintptr_t(handle), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
+	if r := C.gocuda_cusolverDnZEgesv_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3315,7 +3315,7 @@ func ZYgesv_bufferSize(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *cud
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZYgesv_bufferSize(fp, C.uintptr_t(handle), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
+	if r := C.gocuda_cusolverDnZYgesv_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3327,7 +3327,7 @@ func CCgesv_bufferSize(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *cud
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnCCgesv_bufferSize(fp, C.uintptr_t(handle), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
+	if r := C.gocuda_cusolverDnCCgesv_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3339,7 +3339,7 @@ func CKgesv_bufferSize(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *cud
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnCKgesv_bufferSize(fp, C.uintptr_t(handle), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
+	if r := C.gocuda_cusolverDnCKgesv_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3351,7 +3351,7 @@ func CEgesv_bufferSize(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *cud
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnCEgesv_bufferSize(fp, C.uintptr_t(handle), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
+	if r := C.gocuda_cusolverDnCEgesv_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3363,7 +3363,7 @@ func CYgesv_bufferSize(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *cud
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnCYgesv_bufferSize(fp, C.uintptr_t(handle), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
+	if r := C.gocuda_cusolverDnCYgesv_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3375,7 +3375,7 @@ func DDgesv_bufferSize(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *flo
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDDgesv_bufferSize(fp, C.uintptr_t(handle), C.int(n), C.int(nrhs), (*C.double)(unsafe.Pointer(dA)), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), (*C.double)(unsafe.Pointer(dB)), C.int(lddb), (*C.double)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
+	if r := C.gocuda_cusolverDnDDgesv_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), C.int(nrhs), (*C.double)(unsafe.Pointer(dA)), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), (*C.double)(unsafe.Pointer(dB)), C.int(lddb), (*C.double)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3387,7 +3387,7 @@ func DSgesv_bufferSize(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *flo
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDSgesv_bufferSize(fp, C.uintptr_t(handle), C.int(n), C.int(nrhs), (*C.double)(unsafe.Pointer(dA)), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), (*C.double)(unsafe.Pointer(dB)), C.int(lddb), (*C.double)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
+	if r := C.gocuda_cusolverDnDSgesv_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), C.int(nrhs), (*C.double)(unsafe.Pointer(dA)), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), (*C.double)(unsafe.Pointer(dB)), C.int(lddb), (*C.double)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3399,7 +3399,7 @@ func DHgesv_bufferSize(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *flo
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDHgesv_bufferSize(fp, C.uintptr_t(handle), C.int(n), C.int(nrhs), (*C.double)(unsafe.Pointer(dA)), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), (*C.double)(unsafe.Pointer(dB)), C.int(lddb), (*C.double)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
+	if r := C.gocuda_cusolverDnDHgesv_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), C.int(nrhs), (*C.double)(unsafe.Pointer(dA)), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), (*C.double)(unsafe.Pointer(dB)), C.int(lddb), (*C.double)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3411,7 +3411,7 @@ func DBgesv_bufferSize(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *flo
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDBgesv_bufferSize(fp, C.uintptr_t(handle), C.int(n), C.int(nrhs), (*C.double)(unsafe.Pointer(dA)), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), (*C.double)(unsafe.Pointer(dB)), C.int(lddb), (*C.double)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
+	if r := C.gocuda_cusolverDnDBgesv_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), C.int(nrhs), (*C.double)(unsafe.Pointer(dA)), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), (*C.double)(unsafe.Pointer(dB)), C.int(lddb), (*C.double)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3423,7 +3423,7 @@ func DXgesv_bufferSize(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *flo
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDXgesv_bufferSize(fp, C.uintptr_t(handle), C.int(n), C.int(nrhs), (*C.double)(unsafe.Pointer(dA)), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), (*C.double)(unsafe.Pointer(dB)), C.int(lddb), (*C.double)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
+	if r := C.gocuda_cusolverDnDXgesv_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), C.int(nrhs), (*C.double)(unsafe.Pointer(dA)), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), (*C.double)(unsafe.Pointer(dB)), C.int(lddb), (*C.double)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3435,7 +3435,7 @@ func SSgesv_bufferSize(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *flo
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSSgesv_bufferSize(fp, C.uintptr_t(handle), C.int(n), C.int(nrhs), (*C.float)(unsafe.Pointer(dA)), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), (*C.float)(unsafe.Pointer(dB)), C.int(lddb), (*C.float)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
+	if r := C.gocuda_cusolverDnSSgesv_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), C.int(nrhs), (*C.float)(unsafe.Pointer(dA)), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), (*C.float)(unsafe.Pointer(dB)), C.int(lddb), (*C.float)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3447,7 +3447,7 @@ func SHgesv_bufferSize(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *flo
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSHgesv_bufferSize(fp, C.uintptr_t(handle), C.int(n), C.int(nrhs), (*C.float)(unsafe.Pointer(dA)), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), (*C.float)(unsafe.Pointer(dB)), C.int(lddb), (*C.float)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
+	if r := C.gocuda_cusolverDnSHgesv_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), C.int(nrhs), (*C.float)(unsafe.Pointer(dA)), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), (*C.float)(unsafe.Pointer(dB)), C.int(lddb), (*C.float)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3459,7 +3459,7 @@ func SBgesv_bufferSize(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *flo
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSBgesv_bufferSize(fp, C.uintptr_t(handle), C.int(n), C.int(nrhs), (*C.float)(unsafe.Pointer(dA)), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), (*C.float)(unsafe.Pointer(dB)), C.int(lddb), (*C.float)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
+	if r := C.gocuda_cusolverDnSBgesv_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), C.int(nrhs), (*C.float)(unsafe.Pointer(dA)), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), (*C.float)(unsafe.Pointer(dB)), C.int(lddb), (*C.float)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3471,7 +3471,7 @@ func SXgesv_bufferSize(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *flo
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSXgesv_bufferSize(fp, C.uintptr_t(handle), C.int(n), C.int(nrhs), (*C.float)(unsafe.Pointer(dA)), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), (*C.float)(unsafe.Pointer(dB)), C.int(lddb), (*C.float)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
+	if r := C.gocuda_cusolverDnSXgesv_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), C.int(nrhs), (*C.float)(unsafe.Pointer(dA)), C.int(ldda), (*C.int)(unsafe.Pointer(dipiv)), (*C.float)(unsafe.Pointer(dB)), C.int(lddb), (*C.float)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3483,7 +3483,7 @@ func ZZgels(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZZgels(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
+	if r := C.gocuda_cusolverDnZZgels(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3495,7 +3495,7 @@ func ZCgels(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZCgels(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
+	if r := C.gocuda_cusolverDnZCgels(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3507,7 +3507,7 @@ func ZKgels(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZKgels(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
+	if r := C.gocuda_cusolverDnZKgels(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3519,7 +3519,7 @@ func ZEgels(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZEgels(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
+	if r := C.gocuda_cusolverDnZEgels(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3531,7 +3531,7 @@ func ZYgels(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZYgels(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
+	if r := C.gocuda_cusolverDnZYgels(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3543,7 +3543,7 @@ func CCgels(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnCCgels(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
+	if r := C.gocuda_cusolverDnCCgels(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3555,7 +3555,7 @@ func CKgels(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnCKgels(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
+	if r := C.gocuda_cusolverDnCKgels(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3567,7 +3567,7 @@ func CEgels(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnCEgels(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
+	if r := C.gocuda_cusolverDnCEgels(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3579,7 +3579,7 @@ func CYgels(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnCYgels(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
+	if r := C.gocuda_cusolverDnCYgels(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3591,7 +3591,7 @@ func DDgels(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDDgels(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), (*C.double)(unsafe.Pointer(dA)), C.int(ldda), (*C.double)(unsafe.Pointer(dB)), C.int(lddb), (*C.double)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
+	if r := C.gocuda_cusolverDnDDgels(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), (*C.double)(unsafe.Pointer(dA)), C.int(ldda), (*C.double)(unsafe.Pointer(dB)), C.int(lddb), (*C.double)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3603,7 +3603,7 @@ func DSgels(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDSgels(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), (*C.double)(unsafe.Pointer(dA)), C.int(ldda), (*C.double)(unsafe.Pointer(dB)), C.int(lddb), (*C.double)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
+	if r := C.gocuda_cusolverDnDSgels(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), (*C.double)(unsafe.Pointer(dA)), C.int(ldda), (*C.double)(unsafe.Pointer(dB)), C.int(lddb), (*C.double)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3615,7 +3615,7 @@ func DHgels(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDHgels(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), (*C.double)(unsafe.Pointer(dA)), C.int(ldda), (*C.double)(unsafe.Pointer(dB)), C.int(lddb), (*C.double)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
+	if r := C.gocuda_cusolverDnDHgels(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), (*C.double)(unsafe.Pointer(dA)), C.int(ldda), (*C.double)(unsafe.Pointer(dB)), C.int(lddb), (*C.double)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3627,7 +3627,7 @@ func DBgels(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDBgels(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), (*C.double)(unsafe.Pointer(dA)), C.int(ldda), (*C.double)(unsafe.Pointer(dB)), C.int(lddb), (*C.double)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
+	if r := C.gocuda_cusolverDnDBgels(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), (*C.double)(unsafe.Pointer(dA)), C.int(ldda), (*C.double)(unsafe.Pointer(dB)), C.int(lddb), (*C.double)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3639,7 +3639,7 @@ func DXgels(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDXgels(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), (*C.double)(unsafe.Pointer(dA)), C.int(ldda), (*C.double)(unsafe.Pointer(dB)), C.int(lddb), (*C.double)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
+	if r := C.gocuda_cusolverDnDXgels(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), (*C.double)(unsafe.Pointer(dA)), C.int(ldda), (*C.double)(unsafe.Pointer(dB)), C.int(lddb), (*C.double)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3651,7 +3651,7 @@ func SSgels(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSSgels(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), (*C.float)(unsafe.Pointer(dA)), C.int(ldda), (*C.float)(unsafe.Pointer(dB)), C.int(lddb), (*C.float)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
+	if r := C.gocuda_cusolverDnSSgels(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), (*C.float)(unsafe.Pointer(dA)), C.int(ldda), (*C.float)(unsafe.Pointer(dB)), C.int(lddb), (*C.float)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3663,7 +3663,7 @@ func SHgels(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSHgels(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), (*C.float)(unsafe.Pointer(dA)), C.int(ldda), (*C.float)(unsafe.Pointer(dB)), C.int(lddb), (*C.float)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
+	if r := C.gocuda_cusolverDnSHgels(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), (*C.float)(unsafe.Pointer(dA)), C.int(ldda), (*C.float)(unsafe.Pointer(dB)), C.int(lddb), (*C.float)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3675,7 +3675,7 @@ func SBgels(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSBgels(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), (*C.float)(unsafe.Pointer(dA)), C.int(ldda), (*C.float)(unsafe.Pointer(dB)), C.int(lddb), (*C.float)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
+	if r := C.gocuda_cusolverDnSBgels(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), (*C.float)(unsafe.Pointer(dA)), C.int(ldda), (*C.float)(unsafe.Pointer(dB)), C.int(lddb), (*C.float)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3687,7 +3687,7 @@ func SXgels(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSXgels(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), (*C.float)(unsafe.Pointer(dA)), C.int(ldda), (*C.float)(unsafe.Pointer(dB)), C.int(lddb), (*C.float)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
+	if r := C.gocuda_cusolverDnSXgels(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), (*C.float)(unsafe.Pointer(dA)), C.int(ldda), (*C.float)(unsafe.Pointer(dB)), C.int(lddb), (*C.float)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(iter)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3699,7 +3699,7 @@ func ZZgels_bufferSize(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusol
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZZgels_bufferSize(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
+	if r := C.gocuda_cusolverDnZZgels_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3711,7 +3711,7 @@ func ZCgels_bufferSize(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusol
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZCgels_bufferSize(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
+	if r := C.gocuda_cusolverDnZCgels_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3723,7 +3723,7 @@ func ZKgels_bufferSize(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusol
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZKgels_bufferSize(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
+	if r := C.gocuda_cusolverDnZKgels_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3735,7 +3735,7 @@ func ZEgels_bufferSize(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusol
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZEgels_bufferSize(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
+	if r := C.gocuda_cusolverDnZEgels_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3747,7 +3747,7 @@ func ZYgels_bufferSize(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusol
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZYgels_bufferSize(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
+	if r := C.gocuda_cusolverDnZYgels_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3759,7 +3759,7 @@ func CCgels_bufferSize(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusol
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnCCgels_bufferSize(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
+	if r := C.gocuda_cusolverDnCCgels_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3771,7 +3771,7 @@ func CKgels_bufferSize(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusol
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnCKgels_bufferSize(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
+	if r := C.gocuda_cusolverDnCKgels_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3783,7 +3783,7 @@ func CEgels_bufferSize(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusol
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnCEgels_bufferSize(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
+	if r := C.gocuda_cusolverDnCEgels_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3795,7 +3795,7 @@ func CYgels_bufferSize(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusol
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnCYgels_bufferSize(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
+	if r := C.gocuda_cusolverDnCYgels_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3807,7 +3807,7 @@ func DDgels_bufferSize(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusol
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDDgels_bufferSize(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), (*C.double)(unsafe.Pointer(dA)), C.int(ldda), (*C.double)(unsafe.Pointer(dB)), C.int(lddb), (*C.double)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
+	if r := C.gocuda_cusolverDnDDgels_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), (*C.double)(unsafe.Pointer(dA)), C.int(ldda), (*C.double)(unsafe.Pointer(dB)), C.int(lddb), (*C.double)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3819,7 +3819,7 @@ func DSgels_bufferSize(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusol
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDSgels_bufferSize(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), (*C.double)(unsafe.Pointer(dA)), C.int(ldda), (*C.double)(unsafe.Pointer(dB)), C.int(lddb), (*C.double)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
+	if r := C.gocuda_cusolverDnDSgels_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), (*C.double)(unsafe.Pointer(dA)), C.int(ldda), (*C.double)(unsafe.Pointer(dB)), C.int(lddb), (*C.double)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3831,7 +3831,7 @@ func DHgels_bufferSize(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusol
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDHgels_bufferSize(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), (*C.double)(unsafe.Pointer(dA)), C.int(ldda), (*C.double)(unsafe.Pointer(dB)), C.int(lddb), (*C.double)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
+	if r := C.gocuda_cusolverDnDHgels_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), (*C.double)(unsafe.Pointer(dA)), C.int(ldda), (*C.double)(unsafe.Pointer(dB)), C.int(lddb), (*C.double)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3843,7 +3843,7 @@ func DBgels_bufferSize(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusol
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDBgels_bufferSize(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), (*C.double)(unsafe.Pointer(dA)), C.int(ldda), (*C.double)(unsafe.Pointer(dB)), C.int(lddb), (*C.double)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
+	if r := C.gocuda_cusolverDnDBgels_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), (*C.double)(unsafe.Pointer(dA)), C.int(ldda), (*C.double)(unsafe.Pointer(dB)), C.int(lddb), (*C.double)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3855,7 +3855,7 @@ func DXgels_bufferSize(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusol
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDXgels_bufferSize(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), (*C.double)(unsafe.Pointer(dA)), C.int(ldda), (*C.double)(unsafe.Pointer(dB)), C.int(lddb), (*C.double)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
+	if r := C.gocuda_cusolverDnDXgels_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), (*C.double)(unsafe.Pointer(dA)), C.int(ldda), (*C.double)(unsafe.Pointer(dB)), C.int(lddb), (*C.double)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3867,7 +3867,7 @@ func SSgels_bufferSize(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusol
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSSgels_bufferSize(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), (*C.float)(unsafe.Pointer(dA)), C.int(ldda), (*C.float)(unsafe.Pointer(dB)), C.int(lddb), (*C.float)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
+	if r := C.gocuda_cusolverDnSSgels_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), (*C.float)(unsafe.Pointer(dA)), C.int(ldda), (*C.float)(unsafe.Pointer(dB)), C.int(lddb), (*C.float)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3879,7 +3879,7 @@ func SHgels_bufferSize(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusol
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSHgels_bufferSize(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), (*C.float)(unsafe.Pointer(dA)), C.int(ldda), (*C.float)(unsafe.Pointer(dB)), C.int(lddb), (*C.float)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
+	if r := C.gocuda_cusolverDnSHgels_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), (*C.float)(unsafe.Pointer(dA)), C.int(ldda), (*C.float)(unsafe.Pointer(dB)), C.int(lddb), (*C.float)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3891,7 +3891,7 @@ func SBgels_bufferSize(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusol
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSBgels_bufferSize(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), (*C.float)(unsafe.Pointer(dA)), C.int(ldda), (*C.float)(unsafe.Pointer(dB)), C.int(lddb), (*C.float)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
+	if r := C.gocuda_cusolverDnSBgels_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), (*C.float)(unsafe.Pointer(dA)), C.int(ldda), (*C.float)(unsafe.Pointer(dB)), C.int(lddb), (*C.float)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3903,7 +3903,7 @@ func SXgels_bufferSize(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusol
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSXgels_bufferSize(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), (*C.float)(unsafe.Pointer(dA)), C.int(ldda), (*C.float)(unsafe.Pointer(dB)), C.int(lddb), (*C.float)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
+	if r := C.gocuda_cusolverDnSXgels_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nrhs), (*C.float)(unsafe.Pointer(dA)), C.int(ldda), (*C.float)(unsafe.Pointer(dB)), C.int(lddb), (*C.float)(unsafe.Pointer(dX)), C.int(lddx), unsafe.Pointer(dWorkspace), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3915,7 +3915,7 @@ func IRSXgesv(handle Handle, gesv_irs_params IRSParams, gesv_irs_infos IRSInfos,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnIRSXgesv(fp, C.uintptr_t(handle), C.uintptr_t(gesv_irs_params), C.uintptr_t(gesv_irs_infos), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(niters)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
+	if r := C.gocuda_cusolverDnIRSXgesv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.uintptr_t(gesv_irs_params), C.uintptr_t(gesv_irs_infos), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(niters)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3927,7 +3927,7 @@ func IRSXgesv_bufferSize(handle Handle, params IRSParams, n Cusolver_int, nrhs C
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnIRSXgesv_bufferSize(fp, C.uintptr_t(handle), C.uintptr_t(params), C.int(n), C.int(nrhs), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
+	if r := C.gocuda_cusolverDnIRSXgesv_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.uintptr_t(params), C.int(n), C.int(nrhs), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3939,7 +3939,7 @@ func IRSXgels(handle Handle, gels_irs_params IRSParams, gels_irs_infos IRSInfos,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnIRSXgels(fp, C.uintptr_t(handle), C.uintptr_t(gels_irs_params), C.uintptr_t(gels_irs_infos), C.int(m), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(niters)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
+	if r := C.gocuda_cusolverDnIRSXgels(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.uintptr_t(gels_irs_params), C.uintptr_t(gels_irs_infos), C.int(m), C.int(n), C.int(nrhs), unsafe.Pointer(dA), C.int(ldda), unsafe.Pointer(dB), C.int(lddb), unsafe.Pointer(dX), C.int(lddx), unsafe.Pointer(dWorkspace), C.size_t(lwork_bytes), (*C.int)(unsafe.Pointer(niters)), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3951,7 +3951,7 @@ func IRSXgels_bufferSize(handle Handle, params IRSParams, m Cusolver_int, n Cuso
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnIRSXgels_bufferSize(fp, C.uintptr_t(handle), C.uintptr_t(params), C.int(m), C.int(n), C.int(nrhs), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
+	if r := C.gocuda_cusolverDnIRSXgels_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.uintptr_t(params), C.int(m), C.int(n), C.int(nrhs), (*C.size_t)(unsafe.Pointer(lwork_bytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3963,7 +3963,7 @@ func Spotrf_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *float32,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSpotrf_bufferSize(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.int)(unsafe.Pointer(Lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnSpotrf_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.int)(unsafe.Pointer(Lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3975,7 +3975,7 @@ func Dpotrf_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *float64,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDpotrf_bufferSize(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.int)(unsafe.Pointer(Lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnDpotrf_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.int)(unsafe.Pointer(Lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3987,7 +3987,7 @@ func Cpotrf_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *cudart.C
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnCpotrf_bufferSize(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.int)(unsafe.Pointer(Lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnCpotrf_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.int)(unsafe.Pointer(Lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3999,7 +3999,7 @@ func Zpotrf_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *cudart.C
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZpotrf_bufferSize(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.int)(unsafe.Pointer(Lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnZpotrf_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.int)(unsafe.Pointer(Lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4011,7 +4011,7 @@ func Spotrf(handle Handle, uplo cublas.FillMode, n int32, A *float32, lda int32,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSpotrf(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(Workspace)), C.int(Lwork), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
+	if r := C.gocuda_cusolverDnSpotrf(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(Workspace)), C.int(Lwork), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4023,7 +4023,7 @@ func Dpotrf(handle Handle, uplo cublas.FillMode, n int32, A *float64, lda int32,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDpotrf(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(Workspace)), C.int(Lwork), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
+	if r := C.gocuda_cusolverDnDpotrf(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(Workspace)), C.int(Lwork), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4035,7 +4035,7 @@ func Cpotrf(handle Handle, uplo cublas.FillMode, n int32, A *cudart.CuComplex, l
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnCpotrf(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(Workspace), C.int(Lwork), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
+	if r := C.gocuda_cusolverDnCpotrf(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(Workspace), C.int(Lwork), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4047,7 +4047,7 @@ func Zpotrf(handle Handle, uplo cublas.FillMode, n int32, A *cudart.CuDoubleComp
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZpotrf(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(Workspace), C.int(Lwork), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
+	if r := C.gocuda_cusolverDnZpotrf(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(Workspace), C.int(Lwork), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4059,7 +4059,7 @@ func Spotrs(handle Handle, uplo cublas.FillMode, n int32, nrhs int32, A *float32
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSpotrs(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), C.int(nrhs), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(B)), C.int(ldb), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
+	if r := C.gocuda_cusolverDnSpotrs(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), C.int(nrhs), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(B)), C.int(ldb), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4071,7 +4071,7 @@ func Dpotrs(handle Handle, uplo cublas.FillMode, n int32, nrhs int32, A *float64
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDpotrs(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), C.int(nrhs), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(B)), C.int(ldb), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
+	if r := C.gocuda_cusolverDnDpotrs(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), C.int(nrhs), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(B)), C.int(ldb), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4083,7 +4083,7 @@ func Cpotrs(handle Handle, uplo cublas.FillMode, n int32, nrhs int32, A *cudart.
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnCpotrs(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), C.int(nrhs), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
+	if r := C.gocuda_cusolverDnCpotrs(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), C.int(nrhs), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4095,7 +4095,7 @@ func Zpotrs(handle Handle, uplo cublas.FillMode, n int32, nrhs int32, A *cudart.
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZpotrs(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), C.int(nrhs), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
+	if r := C.gocuda_cusolverDnZpotrs(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), C.int(nrhs), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4107,7 +4107,7 @@ func SpotrfBatched(handle Handle, uplo cublas.FillMode, n int32, Aarray **float3
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSpotrfBatched(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(Aarray), C.int(lda), (*C.int)(unsafe.Pointer(infoArray)), C.int(batchSize)); r != 0 {
+	if r := C.gocuda_cusolverDnSpotrfBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(Aarray), C.int(lda), (*C.int)(unsafe.Pointer(infoArray)), C.int(batchSize)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4119,7 +4119,7 @@ func DpotrfBatched(handle Handle, uplo cublas.FillMode, n int32, Aarray **float6
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDpotrfBatched(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(Aarray), C.int(lda), (*C.int)(unsafe.Pointer(infoArray)), C.int(batchSize)); r != 0 {
+	if r := C.gocuda_cusolverDnDpotrfBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(Aarray), C.int(lda), (*C.int)(unsafe.Pointer(infoArray)), C.int(batchSize)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4131,7 +4131,7 @@ func CpotrfBatched(handle Handle, uplo cublas.FillMode, n int32, Aarray **cudart
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnCpotrfBatched(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(Aarray), C.int(lda), (*C.int)(unsafe.Pointer(infoArray)), C.int(batchSize)); r != 0 {
+	if r := C.gocuda_cusolverDnCpotrfBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(Aarray), C.int(lda), (*C.int)(unsafe.Pointer(infoArray)), C.int(batchSize)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4143,7 +4143,7 @@ func ZpotrfBatched(handle Handle, uplo cublas.FillMode, n int32, Aarray **cudart
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZpotrfBatched(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(Aarray), C.int(lda), (*C.int)(unsafe.Pointer(infoArray)), C.int(batchSize)); r != 0 {
+	if r := C.gocuda_cusolverDnZpotrfBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(Aarray), C.int(lda), (*C.int)(unsafe.Pointer(infoArray)), C.int(batchSize)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4155,7 +4155,7 @@ func SpotrsBatched(handle Handle, uplo cublas.FillMode, n int32, nrhs int32, A *
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSpotrsBatched(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), C.int(nrhs), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), (*C.int)(unsafe.Pointer(d_info)), C.int(batchSize)); r != 0 {
+	if r := C.gocuda_cusolverDnSpotrsBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), C.int(nrhs), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), (*C.int)(unsafe.Pointer(d_info)), C.int(batchSize)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4167,7 +4167,7 @@ func DpotrsBatched(handle Handle, uplo cublas.FillMode, n int32, nrhs int32, A *
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDpotrsBatched(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), C.int(nrhs), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), (*C.int)(unsafe.Pointer(d_info)), C.int(batchSize)); r != 0 {
+	if r := C.gocuda_cusolverDnDpotrsBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), C.int(nrhs), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), (*C.int)(unsafe.Pointer(d_info)), C.int(batchSize)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4179,7 +4179,7 @@ func CpotrsBatched(handle Handle, uplo cublas.FillMode, n int32, nrhs int32, A *
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnCpotrsBatched(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), C.int(nrhs), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), (*C.int)(unsafe.Pointer(d_info)), C.int(batchSize)); r != 0 {
+	if r := C.gocuda_cusolverDnCpotrsBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), C.int(nrhs), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), (*C.int)(unsafe.Pointer(d_info)), C.int(batchSize)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4191,7 +4191,7 @@ func ZpotrsBatched(handle Handle, uplo cublas.FillMode, n int32, nrhs int32, A *
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZpotrsBatched(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), C.int(nrhs), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), (*C.int)(unsafe.Pointer(d_info)), C.int(batchSize)); r != 0 {
+	if r := C.gocuda_cusolverDnZpotrsBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), C.int(nrhs), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), (*C.int)(unsafe.Pointer(d_info)), C.int(batchSize)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4203,7 +4203,7 @@ func Spotri_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *float32,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSpotri_bufferSize(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnSpotri_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4215,7 +4215,7 @@ func Dpotri_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *float64,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDpotri_bufferSize(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnDpotri_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4227,7 +4227,7 @@ func Cpotri_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *cudart.C
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnCpotri_bufferSize(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnCpotri_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4239,7 +4239,7 @@ func Zpotri_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *cudart.C
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZpotri_bufferSize(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnZpotri_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4251,7 +4251,7 @@ func Spotri(handle Handle, uplo cublas.FillMode, n int32, A *float32, lda int32,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSpotri(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
+	if r := C.gocuda_cusolverDnSpotri(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4263,7 +4263,7 @@ func Dpotri(handle Handle, uplo cublas.FillMode, n int32, A *float64, lda int32,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDpotri(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
+	if r := C.gocuda_cusolverDnDpotri(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4275,7 +4275,7 @@ func Cpotri(handle Handle, uplo cublas.FillMode, n int32, A *cudart.CuComplex, l
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnCpotri(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
+	if r := C.gocuda_cusolverDnCpotri(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4287,7 +4287,7 @@ func Zpotri(handle Handle, uplo cublas.FillMode, n int32, A *cudart.CuDoubleComp
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZpotri(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
+	if r := C.gocuda_cusolverDnZpotri(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4299,7 +4299,7 @@ func Xtrtri_bufferSize(handle Handle, uplo cublas.FillMode, diag cublas.DiagType
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnXtrtri_bufferSize(fp, C.uintptr_t(handle), C.int(uplo), C.int(diag), C.int64_t(n), C.int(dataTypeA), unsafe.Pointer(A), C.int64_t(lda), (*C.size_t)(unsafe.Pointer(workspaceInBytesOnDevice)), (*C.size_t)(unsafe.Pointer(workspaceInBytesOnHost))); r != 0 {
+	if r := C.gocuda_cusolverDnXtrtri_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(diag), C.int64_t(n), C.int(dataTypeA), unsafe.Pointer(A), C.int64_t(lda), (*C.size_t)(unsafe.Pointer(workspaceInBytesOnDevice)), (*C.size_t)(unsafe.Pointer(workspaceInBytesOnHost))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4311,7 +4311,7 @@ func Xtrtri(handle Handle, uplo cublas.FillMode, diag cublas.DiagType, n int64, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnXtrtri(fp, C.uintptr_t(handle), C.int(uplo), C.int(diag), C.int64_t(n), C.int(dataTypeA), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(bufferOnDevice), C.size_t(workspaceInBytesOnDevice), unsafe.Pointer(bufferOnHost), C.size_t(workspaceInBytesOnHost), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
+	if r := C.gocuda_cusolverDnXtrtri(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(diag), C.int64_t(n), C.int(dataTypeA), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(bufferOnDevice), C.size_t(workspaceInBytesOnDevice), unsafe.Pointer(bufferOnHost), C.size_t(workspaceInBytesOnHost), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4323,7 +4323,7 @@ func Slauum_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *float32,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSlauum_bufferSize(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnSlauum_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4335,7 +4335,7 @@ func Dlauum_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *float64,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDlauum_bufferSize(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnDlauum_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4347,7 +4347,7 @@ func Clauum_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *cudart.C
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnClauum_bufferSize(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnClauum_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4359,7 +4359,7 @@ func Zlauum_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *cudart.C
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZlauum_bufferSize(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnZlauum_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4371,7 +4371,7 @@ func Slauum(handle Handle, uplo cublas.FillMode, n int32, A *float32, lda int32,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSlauum(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
+	if r := C.gocuda_cusolverDnSlauum(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4383,7 +4383,7 @@ func Dlauum(handle Handle, uplo cublas.FillMode, n int32, A *float64, lda int32,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDlauum(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
+	if r := C.gocuda_cusolverDnDlauum(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4395,7 +4395,7 @@ func Clauum(handle Handle, uplo cublas.FillMode, n int32, A *cudart.CuComplex, l
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnClauum(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
+	if r := C.gocuda_cusolverDnClauum(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4407,7 +4407,7 @@ func Zlauum(handle Handle, uplo cublas.FillMode, n int32, A *cudart.CuDoubleComp
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZlauum(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
+	if r := C.gocuda_cusolverDnZlauum(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4419,7 +4419,7 @@ func Sgetrf_bufferSize(handle Handle, m int32, n int32, A *float32, lda int32, L
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSgetrf_bufferSize(fp, C.uintptr_t(handle), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.int)(unsafe.Pointer(Lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnSgetrf_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.int)(unsafe.Pointer(Lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4431,7 +4431,7 @@ func Dgetrf_bufferSize(handle Handle, m int32, n int32, A *float64, lda int32, L
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDgetrf_bufferSize(fp, C.uintptr_t(handle), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.int)(unsafe.Pointer(Lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnDgetrf_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.int)(unsafe.Pointer(Lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4443,7 +4443,7 @@ func Cgetrf_bufferSize(handle Handle, m int32, n int32, A *cudart.CuComplex, lda
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnCgetrf_bufferSize(fp, C.uintptr_t(handle), C.int(m), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.int)(unsafe.Pointer(Lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnCgetrf_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.int)(unsafe.Pointer(Lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4455,7 +4455,7 @@ func Zgetrf_bufferSize(handle Handle, m int32, n int32, A *cudart.CuDoubleComple
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZgetrf_bufferSize(fp, C.uintptr_t(handle), C.int(m), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.int)(unsafe.Pointer(Lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnZgetrf_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.int)(unsafe.Pointer(Lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4467,7 +4467,7 @@ func Sgetrf(handle Handle, m int32, n int32, A *float32, lda int32, Workspace *f
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSgetrf(fp, C.uintptr_t(handle), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(Workspace)), (*C.int)(unsafe.Pointer(devIpiv)), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
+	if r := C.gocuda_cusolverDnSgetrf(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(Workspace)), (*C.int)(unsafe.Pointer(devIpiv)), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4479,7 +4479,7 @@ func Dgetrf(handle Handle, m int32, n int32, A *float64, lda int32, Workspace *f
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDgetrf(fp, C.uintptr_t(handle), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(Workspace)), (*C.int)(unsafe.Pointer(devIpiv)), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
+	if r := C.gocuda_cusolverDnDgetrf(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(Workspace)), (*C.int)(unsafe.Pointer(devIpiv)), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4491,7 +4491,7 @@ func Cgetrf(handle Handle, m int32, n int32, A *cudart.CuComplex, lda int32, Wor
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnCgetrf(fp, C.uintptr_t(handle), C.int(m), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(Workspace), (*C.int)(unsafe.Pointer(devIpiv)), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
+	if r := C.gocuda_cusolverDnCgetrf(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(Workspace), (*C.int)(unsafe.Pointer(devIpiv)), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4503,7 +4503,7 @@ func Zgetrf(handle Handle, m int32, n int32, A *cudart.CuDoubleComplex, lda int3
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZgetrf(fp, C.uintptr_t(handle), C.int(m), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(Workspace), (*C.int)(unsafe.Pointer(devIpiv)), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
+	if r := C.gocuda_cusolverDnZgetrf(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(Workspace), (*C.int)(unsafe.Pointer(devIpiv)), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4515,7 +4515,7 @@ func Slaswp(handle Handle, n int32, A *float32, lda int32, k1 int32, k2 int32, d
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSlaswp(fp, C.uintptr_t(handle), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), C.int(k1), C.int(k2), (*C.int)(unsafe.Pointer(devIpiv)), C.int(incx)); r != 0 {
+	if r := C.gocuda_cusolverDnSlaswp(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), C.int(k1), C.int(k2), (*C.int)(unsafe.Pointer(devIpiv)), C.int(incx)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4527,7 +4527,7 @@ func Dlaswp(handle Handle, n int32, A *float64, lda int32, k1 int32, k2 int32, d
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDlaswp(fp, C.uintptr_t(handle), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), C.int(k1), C.int(k2), (*C.int)(unsafe.Pointer(devIpiv)), C.int(incx)); r != 0 {
+	if r := C.gocuda_cusolverDnDlaswp(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), C.int(k1), C.int(k2), (*C.int)(unsafe.Pointer(devIpiv)), C.int(incx)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4539,7 +4539,7 @@ func Claswp(handle Handle, n int32, A *cudart.CuComplex, lda int32, k1 int32, k2
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnClaswp(fp, C.uintptr_t(handle), C.int(n), unsafe.Pointer(A), C.int(lda), C.int(k1), C.int(k2), (*C.int)(unsafe.Pointer(devIpiv)), C.int(incx)); r != 0 {
+	if r := C.gocuda_cusolverDnClaswp(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), unsafe.Pointer(A), C.int(lda), C.int(k1), C.int(k2), (*C.int)(unsafe.Pointer(devIpiv)), C.int(incx)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4551,7 +4551,7 @@ func Zlaswp(handle Handle, n int32, A *cudart.CuDoubleComplex, lda int32, k1 int
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZlaswp(fp, C.uintptr_t(handle), C.int(n), unsafe.Pointer(A), C.int(lda), C.int(k1), C.int(k2), (*C.int)(unsafe.Pointer(devIpiv)), C.int(incx)); r != 0 {
+	if r := C.gocuda_cusolverDnZlaswp(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), unsafe.Pointer(A), C.int(lda), C.int(k1), C.int(k2), (*C.int)(unsafe.Pointer(devIpiv)), C.int(incx)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4563,7 +4563,7 @@ func Sgetrs(handle Handle, trans cublas.Operation, n int32, nrhs int32, A *float
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSgetrs(fp, C.uintptr_t(handle), C.int(trans), C.int(n), C.int(nrhs), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.int)(unsafe.Pointer(devIpiv)), (*C.float)(unsafe.Pointer(B)), C.int(ldb), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
+	if r := C.gocuda_cusolverDnSgetrs(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(trans), C.int(n), C.int(nrhs), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.int)(unsafe.Pointer(devIpiv)), (*C.float)(unsafe.Pointer(B)), C.int(ldb), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4575,7 +4575,7 @@ func Dgetrs(handle Handle, trans cublas.Operation, n int32, nrhs int32, A *float
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDgetrs(fp, C.uintptr_t(handle), C.int(trans), C.int(n), C.int(nrhs), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.int)(unsafe.Pointer(devIpiv)), (*C.double)(unsafe.Pointer(B)), C.int(ldb), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
+	if r := C.gocuda_cusolverDnDgetrs(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(trans), C.int(n), C.int(nrhs), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.int)(unsafe.Pointer(devIpiv)), (*C.double)(unsafe.Pointer(B)), C.int(ldb), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4587,7 +4587,7 @@ func Cgetrs(handle Handle, trans cublas.Operation, n int32, nrhs int32, A *cudar
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnCgetrs(fp, C.uintptr_t(handle), C.int(trans), C.int(n), C.int(nrhs), unsafe.Pointer(A), C.int(lda), (*C.int)(unsafe.Pointer(devIpiv)), unsafe.Pointer(B), C.int(ldb), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
+	if r := C.gocuda_cusolverDnCgetrs(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(trans), C.int(n), C.int(nrhs), unsafe.Pointer(A), C.int(lda), (*C.int)(unsafe.Pointer(devIpiv)), unsafe.Pointer(B), C.int(ldb), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4599,7 +4599,7 @@ func Zgetrs(handle Handle, trans cublas.Operation, n int32, nrhs int32, A *cudar
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZgetrs(fp, C.uintptr_t(handle), C.int(trans), C.int(n), C.int(nrhs), unsafe.Pointer(A), C.int(lda), (*C.int)(unsafe.Pointer(devIpiv)), unsafe.Pointer(B), C.int(ldb), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
+	if r := C.gocuda_cusolverDnZgetrs(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(trans), C.int(n), C.int(nrhs), unsafe.Pointer(A), C.int(lda), (*C.int)(unsafe.Pointer(devIpiv)), unsafe.Pointer(B), C.int(ldb), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4611,7 +4611,7 @@ func Sgeqrf_bufferSize(handle Handle, m int32, n int32, A *float32, lda int32, l
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSgeqrf_bufferSize(fp, C.uintptr_t(handle), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnSgeqrf_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4623,7 +4623,7 @@ func Dgeqrf_bufferSize(handle Handle, m int32, n int32, A *float64, lda int32, l
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDgeqrf_bufferSize(fp, C.uintptr_t(handle), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnDgeqrf_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4635,7 +4635,7 @@ func Cgeqrf_bufferSize(handle Handle, m int32, n int32, A *cudart.CuComplex, lda
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnCgeqrf_bufferSize(fp, C.uintptr_t(handle), C.int(m), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnCgeqrf_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4647,7 +4647,7 @@ func Zgeqrf_bufferSize(handle Handle, m int32, n int32, A *cudart.CuDoubleComple
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZgeqrf_bufferSize(fp, C.uintptr_t(handle), C.int(m), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnZgeqrf_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4659,7 +4659,7 @@ func Sgeqrf(handle Handle, m int32, n int32, A *float32, lda int32, TAU *float32
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSgeqrf(fp, C.uintptr_t(handle), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(TAU)), (*C.float)(unsafe.Pointer(Workspace)), C.int(Lwork), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
+	if r := C.gocuda_cusolverDnSgeqrf(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(TAU)), (*C.float)(unsafe.Pointer(Workspace)), C.int(Lwork), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4671,7 +4671,7 @@ func Dgeqrf(handle Handle, m int32, n int32, A *float64, lda int32, TAU *float64
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDgeqrf(fp, C.uintptr_t(handle), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(TAU)), (*C.double)(unsafe.Pointer(Workspace)), C.int(Lwork), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
+	if r := C.gocuda_cusolverDnDgeqrf(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(TAU)), (*C.double)(unsafe.Pointer(Workspace)), C.int(Lwork), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4683,7 +4683,7 @@ func Cgeqrf(handle Handle, m int32, n int32, A *cudart.CuComplex, lda int32, TAU
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnCgeqrf(fp, C.uintptr_t(handle), C.int(m), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(TAU), unsafe.Pointer(Workspace), C.int(Lwork), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
+	if r := C.gocuda_cusolverDnCgeqrf(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(TAU), unsafe.Pointer(Workspace), C.int(Lwork), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4695,7 +4695,7 @@ func Zgeqrf(handle Handle, m int32, n int32, A *cudart.CuDoubleComplex, lda int3
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZgeqrf(fp, C.uintptr_t(handle), C.int(m), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(TAU), unsafe.Pointer(Workspace), C.int(Lwork), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
+	if r := C.gocuda_cusolverDnZgeqrf(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(TAU), unsafe.Pointer(Workspace), C.int(Lwork), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4707,7 +4707,7 @@ func Sorgqr_bufferSize(handle Handle, m int32, n int32, k int32, A *float32, lda
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSorgqr_bufferSize(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(k), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(tau)), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnSorgqr_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(k), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(tau)), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4719,7 +4719,7 @@ func Dorgqr_bufferSize(handle Handle, m int32, n int32, k int32, A *float64, lda
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDorgqr_bufferSize(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(k), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(tau)), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnDorgqr_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(k), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(tau)), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4731,7 +4731,7 @@ func Cungqr_bufferSize(handle Handle, m int32, n int32, k int32, A *cudart.CuCom
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnCungqr_bufferSize(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(k), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(tau), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnCungqr_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(k), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(tau), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4743,7 +4743,7 @@ func Zungqr_bufferSize(handle Handle, m int32, n int32, k int32, A *cudart.CuDou
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZungqr_bufferSize(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(k), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(tau), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnZungqr_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(k), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(tau), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4755,7 +4755,7 @@ func Sorgqr(handle Handle, m int32, n int32, k int32, A *float32, lda int32, tau
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSorgqr(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(k), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(tau)), (*C.float)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
+	if r := C.gocuda_cusolverDnSorgqr(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(k), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(tau)), (*C.float)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4767,7 +4767,7 @@ func Dorgqr(handle Handle, m int32, n int32, k int32, A *float64, lda int32, tau
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDorgqr(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(k), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(tau)), (*C.double)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
+	if r := C.gocuda_cusolverDnDorgqr(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(k), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(tau)), (*C.double)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4779,7 +4779,7 @@ func Cungqr(handle Handle, m int32, n int32, k int32, A *cudart.CuComplex, lda i
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnCungqr(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(k), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(tau), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
+	if r := C.gocuda_cusolverDnCungqr(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(k), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(tau), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4791,7 +4791,7 @@ func Zungqr(handle Handle, m int32, n int32, k int32, A *cudart.CuDoubleComplex,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZungqr(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(k), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(tau), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
+	if r := C.gocuda_cusolverDnZungqr(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(k), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(tau), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4803,7 +4803,7 @@ func Sormqr_bufferSize(handle Handle, side cublas.SideMode, trans cublas.Operati
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSormqr_bufferSize(fp, C.uintptr_t(handle), C.int(side), C.int(trans), C.int(m), C.int(n), C.int(k), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(tau)), (*C.float)(unsafe.Pointer(C_)), C.int(ldc), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnSormqr_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(side), C.int(trans), C.int(m), C.int(n), C.int(k), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(tau)), (*C.float)(unsafe.Pointer(C_)), C.int(ldc), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4815,7 +4815,7 @@ func Dormqr_bufferSize(handle Handle, side cublas.SideMode, trans cublas.Operati
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDormqr_bufferSize(fp, C.uintptr_t(handle), C.int(side), C.int(trans), C.int(m), C.int(n), C.int(k), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(tau)), (*C.double)(unsafe.Pointer(C_)), C.int(ldc), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnDormqr_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(side), C.int(trans), C.int(m), C.int(n), C.int(k), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(tau)), (*C.double)(unsafe.Pointer(C_)), C.int(ldc), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4827,7 +4827,7 @@ func Cunmqr_bufferSize(handle Handle, side cublas.SideMode, trans cublas.Operati
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnCunmqr_bufferSize(fp, C.uintptr_t(handle), C.int(side), C.int(trans), C.int(m), C.int(n), C.int(k), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(tau), unsafe.Pointer(C_), C.int(ldc), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnCunmqr_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(side), C.int(trans), C.int(m), C.int(n), C.int(k), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(tau), unsafe.Pointer(C_), C.int(ldc), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4839,7 +4839,7 @@ func Zunmqr_bufferSize(handle Handle, side cublas.SideMode, trans cublas.Operati
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZunmqr_bufferSize(fp, C.uintptr_t(handle), C.int(side), C.int(trans), C.int(m), C.int(n), C.int(k), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(tau), unsafe.Pointer(C_), C.int(ldc), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnZunmqr_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(side), C.int(trans), C.int(m), C.int(n), C.int(k), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(tau), unsafe.Pointer(C_), C.int(ldc), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4851,7 +4851,7 @@ func Sormqr(handle Handle, side cublas.SideMode, trans cublas.Operation, m int32
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSormqr(fp, C.uintptr_t(handle), C.int(side), C.int(trans), C.int(m), C.int(n), C.int(k), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(tau)), (*C.float)(unsafe.Pointer(C_)), C.int(ldc), (*C.float)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
+	if r := C.gocuda_cusolverDnSormqr(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(side), C.int(trans), C.int(m), C.int(n), C.int(k), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(tau)), (*C.float)(unsafe.Pointer(C_)), C.int(ldc), (*C.float)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4863,7 +4863,7 @@ func Dormqr(handle Handle, side cublas.SideMode, trans cublas.Operation, m int32
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDormqr(fp, C.uintptr_t(handle), C.int(side), C.int(trans), C.int(m), C.int(n), C.int(k), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(tau)), (*C.double)(unsafe.Pointer(C_)), C.int(ldc), (*C.double)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
+	if r := C.gocuda_cusolverDnDormqr(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(side), C.int(trans), C.int(m), C.int(n), C.int(k), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(tau)), (*C.double)(unsafe.Pointer(C_)), C.int(ldc), (*C.double)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4875,7 +4875,7 @@ func Cunmqr(handle Handle, side cublas.SideMode, trans cublas.Operation, m int32
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnCunmqr(fp, C.uintptr_t(handle), C.int(side), C.int(trans), C.int(m), C.int(n), C.int(k), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(tau), unsafe.Pointer(C_), C.int(ldc), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
+	if r := C.gocuda_cusolverDnCunmqr(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(side), C.int(trans), C.int(m), C.int(n), C.int(k), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(tau), unsafe.Pointer(C_), C.int(ldc), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4887,7 +4887,7 @@ func Zunmqr(handle Handle, side cublas.SideMode, trans cublas.Operation, m int32
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZunmqr(fp, C.uintptr_t(handle), C.int(side), C.int(trans), C.int(m), C.int(n), C.int(k), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(tau), unsafe.Pointer(C_), C.int(ldc), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
+	if r := C.gocuda_cusolverDnZunmqr(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(side), C.int(trans), C.int(m), C.int(n), C.int(k), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(tau), unsafe.Pointer(C_), C.int(ldc), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4899,7 +4899,7 @@ func Ssytrf_bufferSize(handle Handle, n int32, A *float32, lda int32, lwork *int
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSsytrf_bufferSize(fp, C.uintptr_t(handle), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnSsytrf_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4911,7 +4911,7 @@ func Dsytrf_bufferSize(handle Handle, n int32, A *float64, lda int32, lwork *int
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDsytrf_bufferSize(fp, C.uintptr_t(handle), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnDsytrf_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4923,7 +4923,7 @@ func Csytrf_bufferSize(handle Handle, n int32, A *cudart.CuComplex, lda int32, l
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnCsytrf_bufferSize(fp, C.uintptr_t(handle), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnCsytrf_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4935,7 +4935,7 @@ func Zsytrf_bufferSize(handle Handle, n int32, A *cudart.CuDoubleComplex, lda in
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZsytrf_bufferSize(fp, C.uintptr_t(handle), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnZsytrf_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4947,7 +4947,7 @@ func Ssytrf(handle Handle, uplo cublas.FillMode, n int32, A *float32, lda int32,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSsytrf(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.int)(unsafe.Pointer(ipiv)), (*C.float)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
+	if r := C.gocuda_cusolverDnSsytrf(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.int)(unsafe.Pointer(ipiv)), (*C.float)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4959,7 +4959,7 @@ func Dsytrf(handle Handle, uplo cublas.FillMode, n int32, A *float64, lda int32,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDsytrf(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.int)(unsafe.Pointer(ipiv)), (*C.double)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
+	if r := C.gocuda_cusolverDnDsytrf(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.int)(unsafe.Pointer(ipiv)), (*C.double)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4971,7 +4971,7 @@ func Csytrf(handle Handle, uplo cublas.FillMode, n int32, A *cudart.CuComplex, l
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnCsytrf(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.int)(unsafe.Pointer(ipiv)), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
+	if r := C.gocuda_cusolverDnCsytrf(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.int)(unsafe.Pointer(ipiv)), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4983,7 +4983,7 @@ func Zsytrf(handle Handle, uplo cublas.FillMode, n int32, A *cudart.CuDoubleComp
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZsytrf(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.int)(unsafe.Pointer(ipiv)), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
+	if r := C.gocuda_cusolverDnZsytrf(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.int)(unsafe.Pointer(ipiv)), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4995,7 +4995,7 @@ func Xsytrs_bufferSize(handle Handle, uplo cublas.FillMode, n int64, nrhs int64,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnXsytrs_bufferSize(fp, C.uintptr_t(handle), C.int(uplo), C.int64_t(n), C.int64_t(nrhs), C.int(dataTypeA), unsafe.Pointer(A), C.int64_t(lda), (*C.int64_t)(unsafe.Pointer(ipiv)), C.int(dataTypeB), unsafe.Pointer(B), C.int64_t(ldb), (*C.size_t)(unsafe.Pointer(workspaceInBytesOnDevice)), (*C.size_t)(unsafe.Pointer(workspaceInBytesOnHost))); r != 0 {
+	if r := C.gocuda_cusolverDnXsytrs_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int64_t(n), C.int64_t(nrhs), C.int(dataTypeA), unsafe.Pointer(A), C.int64_t(lda), (*C.int64_t)(unsafe.Pointer(ipiv)), C.int(dataTypeB), unsafe.Pointer(B), C.int64_t(ldb), (*C.size_t)(unsafe.Pointer(workspaceInBytesOnDevice)), (*C.size_t)(unsafe.Pointer(workspaceInBytesOnHost))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5007,7 +5007,7 @@ func Xsytrs(handle Handle, uplo cublas.FillMode, n int64, nrhs int64, dataTypeA 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnXsytrs(fp, C.uintptr_t(handle), C.int(uplo), C.int64_t(n), C.int64_t(nrhs), C.int(dataTypeA), unsafe.Pointer(A), C.int64_t(lda), (*C.int64_t)(unsafe.Pointer(ipiv)), C.int(dataTypeB), unsafe.Pointer(B), C.int64_t(ldb), unsafe.Pointer(bufferOnDevice), C.size_t(workspaceInBytesOnDevice), unsafe.Pointer(bufferOnHost), C.size_t(workspaceInBytesOnHost), (*C.int)(unsafe.Pointer(info))); r != 0 {
+	if r := C.gocuda_cusolverDnXsytrs(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int64_t(n), C.int64_t(nrhs), C.int(dataTypeA), unsafe.Pointer(A), C.int64_t(lda), (*C.int64_t)(unsafe.Pointer(ipiv)), C.int(dataTypeB), unsafe.Pointer(B), C.int64_t(ldb), unsafe.Pointer(bufferOnDevice), C.size_t(workspaceInBytesOnDevice), unsafe.Pointer(bufferOnHost), C.size_t(workspaceInBytesOnHost), (*C.int)(unsafe.Pointer(info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5019,7 +5019,7 @@ func Ssytri_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *float32,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSsytri_bufferSize(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.int)(unsafe.Pointer(ipiv)), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnSsytri_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.int)(unsafe.Pointer(ipiv)), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5031,7 +5031,7 @@ func Dsytri_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *float64,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDsytri_bufferSize(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.int)(unsafe.Pointer(ipiv)), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnDsytri_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.int)(unsafe.Pointer(ipiv)), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5043,7 +5043,7 @@ func Csytri_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *cudart.C
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnCsytri_bufferSize(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.int)(unsafe.Pointer(ipiv)), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnCsytri_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.int)(unsafe.Pointer(ipiv)), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5055,7 +5055,7 @@ func Zsytri_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *cudart.C
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZsytri_bufferSize(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.int)(unsafe.Pointer(ipiv)), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnZsytri_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.int)(unsafe.Pointer(ipiv)), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5067,7 +5067,7 @@ func Ssytri(handle Handle, uplo cublas.FillMode, n int32, A *float32, lda int32,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSsytri(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.int)(unsafe.Pointer(ipiv)), (*C.float)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
+	if r := C.gocuda_cusolverDnSsytri(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.int)(unsafe.Pointer(ipiv)), (*C.float)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5079,7 +5079,7 @@ func Dsytri(handle Handle, uplo cublas.FillMode, n int32, A *float64, lda int32,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDsytri(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.int)(unsafe.Pointer(ipiv)), (*C.double)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
+	if r := C.gocuda_cusolverDnDsytri(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.int)(unsafe.Pointer(ipiv)), (*C.double)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5091,7 +5091,7 @@ func Csytri(handle Handle, uplo cublas.FillMode, n int32, A *cudart.CuComplex, l
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnCsytri(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.int)(unsafe.Pointer(ipiv)), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
+	if r := C.gocuda_cusolverDnCsytri(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.int)(unsafe.Pointer(ipiv)), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5103,7 +5103,7 @@ func Zsytri(handle Handle, uplo cublas.FillMode, n int32, A *cudart.CuDoubleComp
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZsytri(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.int)(unsafe.Pointer(ipiv)), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
+	if r := C.gocuda_cusolverDnZsytri(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.int)(unsafe.Pointer(ipiv)), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5115,7 +5115,7 @@ func Sgebrd_bufferSize(handle Handle, m int32, n int32, Lwork *int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSgebrd_bufferSize(fp, C.uintptr_t(handle), C.int(m), C.int(n), (*C.int)(unsafe.Pointer(Lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnSgebrd_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), (*C.int)(unsafe.Pointer(Lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5127,7 +5127,7 @@ func Dgebrd_bufferSize(handle Handle, m int32, n int32, Lwork *int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDgebrd_bufferSize(fp, C.uintptr_t(handle), C.int(m), C.int(n), (*C.int)(unsafe.Pointer(Lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnDgebrd_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), (*C.int)(unsafe.Pointer(Lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5139,7 +5139,7 @@ func Cgebrd_bufferSize(handle Handle, m int32, n int32, Lwork *int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnCgebrd_bufferSize(fp, C.uintptr_t(handle), C.int(m), C.int(n), (*C.int)(unsafe.Pointer(Lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnCgebrd_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), (*C.int)(unsafe.Pointer(Lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5151,7 +5151,7 @@ func Zgebrd_bufferSize(handle Handle, m int32, n int32, Lwork *int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZgebrd_bufferSize(fp, C.uintptr_t(handle), C.int(m), C.int(n), (*C.int)(unsafe.Pointer(Lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnZgebrd_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), (*C.int)(unsafe.Pointer(Lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5163,7 +5163,7 @@ func Sgebrd(handle Handle, m int32, n int32, A *float32, lda int32, D *float32, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSgebrd(fp, C.uintptr_t(handle), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(D)), (*C.float)(unsafe.Pointer(E)), (*C.float)(unsafe.Pointer(TAUQ)), (*C.float)(unsafe.Pointer(TAUP)), (*C.float)(unsafe.Pointer(Work)), C.int(Lwork), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
+	if r := C.gocuda_cusolverDnSgebrd(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(D)), (*C.float)(unsafe.Pointer(E)), (*C.float)(unsafe.Pointer(TAUQ)), (*C.float)(unsafe.Pointer(TAUP)), (*C.float)(unsafe.Pointer(Work)), C.int(Lwork), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5175,7 +5175,7 @@ func Dgebrd(handle Handle, m int32, n int32, A *float64, lda int32, D *float64, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDgebrd(fp, C.uintptr_t(handle), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(D)), (*C.double)(unsafe.Pointer(E)), (*C.double)(unsafe.Pointer(TAUQ)), (*C.double)(unsafe.Pointer(TAUP)), (*C.double)(unsafe.Pointer(Work)), C.int(Lwork), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
+	if r := C.gocuda_cusolverDnDgebrd(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(D)), (*C.double)(unsafe.Pointer(E)), (*C.double)(unsafe.Pointer(TAUQ)), (*C.double)(unsafe.Pointer(TAUP)), (*C.double)(unsafe.Pointer(Work)), C.int(Lwork), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5187,7 +5187,7 @@ func Cgebrd(handle Handle, m int32, n int32, A *cudart.CuComplex, lda int32, D *
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnCgebrd(fp, C.uintptr_t(handle), C.int(m), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.float)(unsafe.Pointer(D)), (*C.float)(unsafe.Pointer(E)), unsafe.Pointer(TAUQ), unsafe.Pointer(TAUP), unsafe.Pointer(Work), C.int(Lwork), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
+	if r := C.gocuda_cusolverDnCgebrd(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.float)(unsafe.Pointer(D)), (*C.float)(unsafe.Pointer(E)), unsafe.Pointer(TAUQ), unsafe.Pointer(TAUP), unsafe.Pointer(Work), C.int(Lwork), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5199,7 +5199,7 @@ func Zgebrd(handle Handle, m int32, n int32, A *cudart.CuDoubleComplex, lda int3
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZgebrd(fp, C.uintptr_t(handle), C.int(m), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.double)(unsafe.Pointer(D)), (*C.double)(unsafe.Pointer(E)), unsafe.Pointer(TAUQ), unsafe.Pointer(TAUP), unsafe.Pointer(Work), C.int(Lwork), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
+	if r := C.gocuda_cusolverDnZgebrd(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.double)(unsafe.Pointer(D)), (*C.double)(unsafe.Pointer(E)), unsafe.Pointer(TAUQ), unsafe.Pointer(TAUP), unsafe.Pointer(Work), C.int(Lwork), (*C.int)(unsafe.Pointer(devInfo))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5211,7 +5211,7 @@ func Sorgbr_bufferSize(handle Handle, side cublas.SideMode, m int32, n int32, k 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSorgbr_bufferSize(fp, C.uintptr_t(handle), C.int(side), C.int(m), C.int(n), C.int(k), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(tau)), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnSorgbr_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(side), C.int(m), C.int(n), C.int(k), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(tau)), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5223,7 +5223,7 @@ func Dorgbr_bufferSize(handle Handle, side cublas.SideMode, m int32, n int32, k 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDorgbr_bufferSize(fp, C.uintptr_t(handle), C.int(side), C.int(m), C.int(n), C.int(k), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(tau)), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnDorgbr_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(side), C.int(m), C.int(n), C.int(k), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(tau)), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5235,7 +5235,7 @@ func Cungbr_bufferSize(handle Handle, side cublas.SideMode, m int32, n int32, k 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnCungbr_bufferSize(fp, C.uintptr_t(handle), C.int(side), C.int(m), C.int(n), C.int(k), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(tau), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnCungbr_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(side), C.int(m), C.int(n), C.int(k), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(tau), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5247,7 +5247,7 @@ func Zungbr_bufferSize(handle Handle, side cublas.SideMode, m int32, n int32, k 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZungbr_bufferSize(fp, C.uintptr_t(handle), C.int(side), C.int(m), C.int(n), C.int(k), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(tau), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnZungbr_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(side), C.int(m), C.int(n), C.int(k), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(tau), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5259,7 +5259,7 @@ func Sorgbr(handle Handle, side cublas.SideMode, m int32, n int32, k int32, A *f
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSorgbr(fp, C.uintptr_t(handle), C.int(side), C.int(m), C.int(n), C.int(k), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(tau)), (*C.float)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
+	if r := C.gocuda_cusolverDnSorgbr(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(side), C.int(m), C.int(n), C.int(k), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(tau)), (*C.float)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5271,7 +5271,7 @@ func Dorgbr(handle Handle, side cublas.SideMode, m int32, n int32, k int32, A *f
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDorgbr(fp, C.uintptr_t(handle), C.int(side), C.int(m), C.int(n), C.int(k), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(tau)), (*C.double)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
+	if r := C.gocuda_cusolverDnDorgbr(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(side), C.int(m), C.int(n), C.int(k), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(tau)), (*C.double)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5283,7 +5283,7 @@ func Cungbr(handle Handle, side cublas.SideMode, m int32, n int32, k int32, A *c
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnCungbr(fp, C.uintptr_t(handle), C.int(side), C.int(m), C.int(n), C.int(k), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(tau), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
+	if r := C.gocuda_cusolverDnCungbr(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(side), C.int(m), C.int(n), C.int(k), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(tau), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5295,7 +5295,7 @@ func Zungbr(handle Handle, side cublas.SideMode, m int32, n int32, k int32, A *c
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZungbr(fp, C.uintptr_t(handle), C.int(side), C.int(m), C.int(n), C.int(k), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(tau), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
+	if r := C.gocuda_cusolverDnZungbr(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(side), C.int(m), C.int(n), C.int(k), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(tau), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5307,7 +5307,7 @@ func Ssytrd_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *float32,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSsytrd_bufferSize(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(d)), (*C.float)(unsafe.Pointer(e)), (*C.float)(unsafe.Pointer(tau)), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnSsytrd_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(d)), (*C.float)(unsafe.Pointer(e)), (*C.float)(unsafe.Pointer(tau)), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5319,7 +5319,7 @@ func Dsytrd_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *float64,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDsytrd_bufferSize(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(d)), (*C.double)(unsafe.Pointer(e)), (*C.double)(unsafe.Pointer(tau)), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnDsytrd_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(d)), (*C.double)(unsafe.Pointer(e)), (*C.double)(unsafe.Pointer(tau)), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5331,7 +5331,7 @@ func Chetrd_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *cudart.C
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnChetrd_bufferSize(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.float)(unsafe.Pointer(d)), (*C.float)(unsafe.Pointer(e)), unsafe.Pointer(tau), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnChetrd_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.float)(unsafe.Pointer(d)), (*C.float)(unsafe.Pointer(e)), unsafe.Pointer(tau), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5343,7 +5343,7 @@ func Zhetrd_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *cudart.C
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZhetrd_bufferSize(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.double)(unsafe.Pointer(d)), (*C.double)(unsafe.Pointer(e)), unsafe.Pointer(tau), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnZhetrd_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.double)(unsafe.Pointer(d)), (*C.double)(unsafe.Pointer(e)), unsafe.Pointer(tau), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5355,7 +5355,7 @@ func Ssytrd(handle Handle, uplo cublas.FillMode, n int32, A *float32, lda int32,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSsytrd(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(d)), (*C.float)(unsafe.Pointer(e)), (*C.float)(unsafe.Pointer(tau)), (*C.float)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
+	if r := C.gocuda_cusolverDnSsytrd(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(d)), (*C.float)(unsafe.Pointer(e)), (*C.float)(unsafe.Pointer(tau)), (*C.float)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5367,7 +5367,7 @@ func Dsytrd(handle Handle, uplo cublas.FillMode, n int32, A *float64, lda int32,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDsytrd(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(d)), (*C.double)(unsafe.Pointer(e)), (*C.double)(unsafe.Pointer(tau)), (*C.double)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
+	if r := C.gocuda_cusolverDnDsytrd(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(d)), (*C.double)(unsafe.Pointer(e)), (*C.double)(unsafe.Pointer(tau)), (*C.double)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5379,7 +5379,7 @@ func Chetrd(handle Handle, uplo cublas.FillMode, n int32, A *cudart.CuComplex, l
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnChetrd(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.float)(unsafe.Pointer(d)), (*C.float)(unsafe.Pointer(e)), unsafe.Pointer(tau), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
+	if r := C.gocuda_cusolverDnChetrd(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.float)(unsafe.Pointer(d)), (*C.float)(unsafe.Pointer(e)), unsafe.Pointer(tau), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5391,7 +5391,7 @@ func Zhetrd(handle Handle, uplo cublas.FillMode, n int32, A *cudart.CuDoubleComp
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZhetrd(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.double)(unsafe.Pointer(d)), (*C.double)(unsafe.Pointer(e)), unsafe.Pointer(tau), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
+	if r := C.gocuda_cusolverDnZhetrd(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.double)(unsafe.Pointer(d)), (*C.double)(unsafe.Pointer(e)), unsafe.Pointer(tau), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5403,7 +5403,7 @@ func Sorgtr_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *float32,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSorgtr_bufferSize(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(tau)), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnSorgtr_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(tau)), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5415,7 +5415,7 @@ func Dorgtr_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *float64,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDorgtr_bufferSize(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(tau)), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnDorgtr_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(tau)), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5427,7 +5427,7 @@ func Cungtr_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *cudart.C
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnCungtr_bufferSize(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(tau), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnCungtr_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(tau), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5439,7 +5439,7 @@ func Zungtr_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *cudart.C
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZungtr_bufferSize(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(tau), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnZungtr_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(tau), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5451,7 +5451,7 @@ func Sorgtr(handle Handle, uplo cublas.FillMode, n int32, A *float32, lda int32,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSorgtr(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(tau)), (*C.float)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
+	if r := C.gocuda_cusolverDnSorgtr(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(tau)), (*C.float)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5463,7 +5463,7 @@ func Dorgtr(handle Handle, uplo cublas.FillMode, n int32, A *float64, lda int32,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDorgtr(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(tau)), (*C.double)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
+	if r := C.gocuda_cusolverDnDorgtr(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(tau)), (*C.double)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5475,7 +5475,7 @@ func Cungtr(handle Handle, uplo cublas.FillMode, n int32, A *cudart.CuComplex, l
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnCungtr(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(tau), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
+	if r := C.gocuda_cusolverDnCungtr(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(tau), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5487,7 +5487,7 @@ func Zungtr(handle Handle, uplo cublas.FillMode, n int32, A *cudart.CuDoubleComp
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZungtr(fp, C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(tau), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
+	if r := C.gocuda_cusolverDnZungtr(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(tau), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5499,7 +5499,7 @@ func Sormtr_bufferSize(handle Handle, side cublas.SideMode, uplo cublas.FillMode
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSormtr_bufferSize(fp, C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(trans), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(tau)), (*C.float)(unsafe.Pointer(C_)), C.int(ldc), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnSormtr_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(trans), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(tau)), (*C.float)(unsafe.Pointer(C_)), C.int(ldc), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5511,7 +5511,7 @@ func Dormtr_bufferSize(handle Handle, side cublas.SideMode, uplo cublas.FillMode
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDormtr_bufferSize(fp, C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(trans), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(tau)), (*C.double)(unsafe.Pointer(C_)), C.int(ldc), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnDormtr_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(trans), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(tau)), (*C.double)(unsafe.Pointer(C_)), C.int(ldc), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5523,7 +5523,7 @@ func Cunmtr_bufferSize(handle Handle, side cublas.SideMode, uplo cublas.FillMode
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnCunmtr_bufferSize(fp, C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(trans), C.int(m), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(tau), unsafe.Pointer(C_), C.int(ldc), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnCunmtr_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(trans), C.int(m), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(tau), unsafe.Pointer(C_), C.int(ldc), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5535,7 +5535,7 @@ func Zunmtr_bufferSize(handle Handle, side cublas.SideMode, uplo cublas.FillMode
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZunmtr_bufferSize(fp, C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(trans), C.int(m), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(tau), unsafe.Pointer(C_), C.int(ldc), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnZunmtr_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(trans), C.int(m), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(tau), unsafe.Pointer(C_), C.int(ldc), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5547,7 +5547,7 @@ func Sormtr(handle Handle, side cublas.SideMode, uplo cublas.FillMode, trans cub
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSormtr(fp, C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(trans), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(tau)), (*C.float)(unsafe.Pointer(C_)), C.int(ldc), (*C.float)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
+	if r := C.gocuda_cusolverDnSormtr(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(trans), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(tau)), (*C.float)(unsafe.Pointer(C_)), C.int(ldc), (*C.float)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5559,7 +5559,7 @@ func Dormtr(handle Handle, side cublas.SideMode, uplo cublas.FillMode, trans cub
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDormtr(fp, C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(trans), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(tau)), (*C.double)(unsafe.Pointer(C_)), C.int(ldc), (*C.double)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
+	if r := C.gocuda_cusolverDnDormtr(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(trans), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(tau)), (*C.double)(unsafe.Pointer(C_)), C.int(ldc), (*C.double)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5571,7 +5571,7 @@ func Cunmtr(handle Handle, side cublas.SideMode, uplo cublas.FillMode, trans cub
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnCunmtr(fp, C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(trans), C.int(m), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(tau), unsafe.Pointer(C_), C.int(ldc), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
+	if r := C.gocuda_cusolverDnCunmtr(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(trans), C.int(m), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(tau), unsafe.Pointer(C_), C.int(ldc), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5583,7 +5583,7 @@ func Zunmtr(handle Handle, side cublas.SideMode, uplo cublas.FillMode, trans cub
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZunmtr(fp, C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(trans), C.int(m), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(tau), unsafe.Pointer(C_), C.int(ldc), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
+	if r := C.gocuda_cusolverDnZunmtr(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(side), C.int(uplo), C.int(trans), C.int(m), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(tau), unsafe.Pointer(C_), C.int(ldc), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5595,7 +5595,7 @@ func Sgesvd_bufferSize(handle Handle, m int32, n int32, lwork *int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSgesvd_bufferSize(fp, C.uintptr_t(handle), C.int(m), C.int(n), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnSgesvd_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5607,7 +5607,7 @@ func Dgesvd_bufferSize(handle Handle, m int32, n int32, lwork *int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDgesvd_bufferSize(fp, C.uintptr_t(handle), C.int(m), C.int(n), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnDgesvd_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5619,7 +5619,7 @@ func Cgesvd_bufferSize(handle Handle, m int32, n int32, lwork *int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnCgesvd_bufferSize(fp, C.uintptr_t(handle), C.int(m), C.int(n), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnCgesvd_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5631,7 +5631,7 @@ func Zgesvd_bufferSize(handle Handle, m int32, n int32, lwork *int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZgesvd_bufferSize(fp, C.uintptr_t(handle), C.int(m), C.int(n), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnZgesvd_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5643,7 +5643,7 @@ func Sgesvd(handle Handle, jobu int8, jobvt int8, m int32, n int32, A *float32, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSgesvd(fp, C.uintptr_t(handle), C.schar(jobu), C.schar(jobvt), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(S)), (*C.float)(unsafe.Pointer(U)), C.int(ldu), (*C.float)(unsafe.Pointer(VT)), C.int(ldvt), (*C.float)(unsafe.Pointer(work)), C.int(lwork), (*C.float)(unsafe.Pointer(rwork)), (*C.int)(unsafe.Pointer(info))); r != 0 {
+	if r := C.gocuda_cusolverDnSgesvd(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.schar(jobu), C.schar(jobvt), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(S)), (*C.float)(unsafe.Pointer(U)), C.int(ldu), (*C.float)(unsafe.Pointer(VT)), C.int(ldvt), (*C.float)(unsafe.Pointer(work)), C.int(lwork), (*C.float)(unsafe.Pointer(rwork)), (*C.int)(unsafe.Pointer(info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5655,7 +5655,7 @@ func Dgesvd(handle Handle, jobu int8, jobvt int8, m int32, n int32, A *float64, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDgesvd(fp, C.uintptr_t(handle), C.schar(jobu), C.schar(jobvt), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(S)), (*C.double)(unsafe.Pointer(U)), C.int(ldu), (*C.double)(unsafe.Pointer(VT)), C.int(ldvt), (*C.double)(unsafe.Pointer(work)), C.int(lwork), (*C.double)(unsafe.Pointer(rwork)), (*C.int)(unsafe.Pointer(info))); r != 0 {
+	if r := C.gocuda_cusolverDnDgesvd(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.schar(jobu), C.schar(jobvt), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(S)), (*C.double)(unsafe.Pointer(U)), C.int(ldu), (*C.double)(unsafe.Pointer(VT)), C.int(ldvt), (*C.double)(unsafe.Pointer(work)), C.int(lwork), (*C.double)(unsafe.Pointer(rwork)), (*C.int)(unsafe.Pointer(info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5667,7 +5667,7 @@ func Cgesvd(handle Handle, jobu int8, jobvt int8, m int32, n int32, A *cudart.Cu
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnCgesvd(fp, C.uintptr_t(handle), C.schar(jobu), C.schar(jobvt), C.int(m), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.float)(unsafe.Pointer(S)), unsafe.Pointer(U), C.int(ldu), unsafe.Pointer(VT), C.int(ldvt), unsafe.Pointer(work), C.int(lwork), (*C.float)(unsafe.Pointer(rwork)), (*C.int)(unsafe.Pointer(info))); r != 0 {
+	if r := C.gocuda_cusolverDnCgesvd(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.schar(jobu), C.schar(jobvt), C.int(m), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.float)(unsafe.Pointer(S)), unsafe.Pointer(U), C.int(ldu), unsafe.Pointer(VT), C.int(ldvt), unsafe.Pointer(work), C.int(lwork), (*C.float)(unsafe.Pointer(rwork)), (*C.int)(unsafe.Pointer(info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5679,7 +5679,7 @@ func Zgesvd(handle Handle, jobu int8, jobvt int8, m int32, n int32, A *cudart.Cu
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZgesvd(fp, C.uintptr_t(handle), C.schar(jobu), C.schar(jobvt), C.int(m), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.double)(unsafe.Pointer(S)), unsafe.Pointer(U), C.int(ldu), unsafe.Pointer(VT), C.int(ldvt), unsafe.Pointer(work), C.int(lwork), (*C.double)(unsafe.Pointer(rwork)), (*C.int)(unsafe.Pointer(info))); r != 0 {
+	if r := C.gocuda_cusolverDnZgesvd(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.schar(jobu), C.schar(jobvt), C.int(m), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.double)(unsafe.Pointer(S)), unsafe.Pointer(U), C.int(ldu), unsafe.Pointer(VT), C.int(ldvt), unsafe.Pointer(work), C.int(lwork), (*C.double)(unsafe.Pointer(rwork)), (*C.int)(unsafe.Pointer(info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5691,7 +5691,7 @@ func Ssyevd_bufferSize(handle Handle, jobz EigMode, uplo cublas.FillMode, n int3
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSsyevd_bufferSize(fp, C.uintptr_t(handle), C.int(jobz), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(W)), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnSsyevd_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(jobz), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(W)), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5703,7 +5703,7 @@ func Dsyevd_bufferSize(handle Handle, jobz EigMode, uplo cublas.FillMode, n int3
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDsyevd_bufferSize(fp, C.uintptr_t(handle), C.int(jobz), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(W)), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnDsyevd_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(jobz), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(W)), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5715,7 +5715,7 @@ func Cheevd_bufferSize(handle Handle, jobz EigMode, uplo cublas.FillMode, n int3
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnCheevd_bufferSize(fp, C.uintptr_t(handle), C.int(jobz), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.float)(unsafe.Pointer(W)), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnCheevd_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(jobz), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.float)(unsafe.Pointer(W)), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5727,7 +5727,7 @@ func Zheevd_bufferSize(handle Handle, jobz EigMode, uplo cublas.FillMode, n int3
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZheevd_bufferSize(fp, C.uintptr_t(handle), C.int(jobz), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.double)(unsafe.Pointer(W)), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnZheevd_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(jobz), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.double)(unsafe.Pointer(W)), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5739,7 +5739,7 @@ func Ssyevd(handle Handle, jobz EigMode, uplo cublas.FillMode, n int32, A *float
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSsyevd(fp, C.uintptr_t(handle), C.int(jobz), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(W)), (*C.float)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
+	if r := C.gocuda_cusolverDnSsyevd(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(jobz), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(W)), (*C.float)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5751,7 +5751,7 @@ func Dsyevd(handle Handle, jobz EigMode, uplo cublas.FillMode, n int32, A *float
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDsyevd(fp, C.uintptr_t(handle), C.int(jobz), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(W)), (*C.double)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
+	if r := C.gocuda_cusolverDnDsyevd(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(jobz), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(W)), (*C.double)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5763,7 +5763,7 @@ func Cheevd(handle Handle, jobz EigMode, uplo cublas.FillMode, n int32, A *cudar
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnCheevd(fp, C.uintptr_t(handle), C.int(jobz), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.float)(unsafe.Pointer(W)), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
+	if r := C.gocuda_cusolverDnCheevd(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(jobz), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.float)(unsafe.Pointer(W)), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5775,7 +5775,7 @@ func Zheevd(handle Handle, jobz EigMode, uplo cublas.FillMode, n int32, A *cudar
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZheevd(fp, C.uintptr_t(handle), C.int(jobz), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.double)(unsafe.Pointer(W)), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
+	if r := C.gocuda_cusolverDnZheevd(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(jobz), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.double)(unsafe.Pointer(W)), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5787,7 +5787,7 @@ func Ssyevdx_bufferSize(handle Handle, jobz EigMode, range_ EigRange, uplo cubla
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSsyevdx_bufferSize(fp, C.uintptr_t(handle), C.int(jobz), C.int(range_), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), C.float(vl), C.float(vu), C.int(il), C.int(iu), (*C.int)(unsafe.Pointer(meig)), (*C.float)(unsafe.Pointer(W)), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnSsyevdx_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(jobz), C.int(range_), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), C.float(vl), C.float(vu), C.int(il), C.int(iu), (*C.int)(unsafe.Pointer(meig)), (*C.float)(unsafe.Pointer(W)), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5799,7 +5799,7 @@ func Dsyevdx_bufferSize(handle Handle, jobz EigMode, range_ EigRange, uplo cubla
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDsyevdx_bufferSize(fp, C.uintptr_t(handle), C.int(jobz), C.int(range_), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), C.double(vl), C.double(vu), C.int(il), C.int(iu), (*C.int)(unsafe.Pointer(meig)), (*C.double)(unsafe.Pointer(W)), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnDsyevdx_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(jobz), C.int(range_), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), C.double(vl), C.double(vu), C.int(il), C.int(iu), (*C.int)(unsafe.Pointer(meig)), (*C.double)(unsafe.Pointer(W)), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5811,7 +5811,7 @@ func Cheevdx_bufferSize(handle Handle, jobz EigMode, range_ EigRange, uplo cubla
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnCheevdx_bufferSize(fp, C.uintptr_t(handle), C.int(jobz), C.int(range_), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), C.float(vl), C.float(vu), C.int(il), C.int(iu), (*C.int)(unsafe.Pointer(meig)), (*C.float)(unsafe.Pointer(W)), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnCheevdx_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(jobz), C.int(range_), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), C.float(vl), C.float(vu), C.int(il), C.int(iu), (*C.int)(unsafe.Pointer(meig)), (*C.float)(unsafe.Pointer(W)), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5823,7 +5823,7 @@ func Zheevdx_bufferSize(handle Handle, jobz EigMode, range_ EigRange, uplo cubla
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZheevdx_bufferSize(fp, C.uintptr_t(handle), C.int(jobz), C.int(range_), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), C.double(vl), C.double(vu), C.int(il), C.int(iu), (*C.int)(unsafe.Pointer(meig)), (*C.double)(unsafe.Pointer(W)), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnZheevdx_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(jobz), C.int(range_), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), C.double(vl), C.double(vu), C.int(il), C.int(iu), (*C.int)(unsafe.Pointer(meig)), (*C.double)(unsafe.Pointer(W)), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5835,7 +5835,7 @@ func Ssyevdx(handle Handle, jobz EigMode, range_ EigRange, uplo cublas.FillMode,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSsyevdx(fp, C.uintptr_t(handle), C.int(jobz), C.int(range_), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), C.float(vl), C.float(vu), C.int(il), C.int(iu), (*C.int)(unsafe.Pointer(meig)), (*C.float)(unsafe.Pointer(W)), (*C.float)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
+	if r := C.gocuda_cusolverDnSsyevdx(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(jobz), C.int(range_), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), C.float(vl), C.float(vu), C.int(il), C.int(iu), (*C.int)(unsafe.Pointer(meig)), (*C.float)(unsafe.Pointer(W)), (*C.float)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5847,7 +5847,7 @@ func Dsyevdx(handle Handle, jobz EigMode, range_ EigRange, uplo cublas.FillMode,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDsyevdx(fp, C.uintptr_t(handle), C.int(jobz), C.int(range_), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), C.double(vl), C.double(vu), C.int(il), C.int(iu), (*C.int)(unsafe.Pointer(meig)), (*C.double)(unsafe.Pointer(W)), (*C.double)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
+	if r := C.gocuda_cusolverDnDsyevdx(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(jobz), C.int(range_), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), C.double(vl), C.double(vu), C.int(il), C.int(iu), (*C.int)(unsafe.Pointer(meig)), (*C.double)(unsafe.Pointer(W)), (*C.double)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5859,7 +5859,7 @@ func Cheevdx(handle Handle, jobz EigMode, range_ EigRange, uplo cublas.FillMode,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnCheevdx(fp, C.uintptr_t(handle), C.int(jobz), C.int(range_), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), C.float(vl), C.float(vu), C.int(il), C.int(iu), (*C.int)(unsafe.Pointer(meig)), (*C.float)(unsafe.Pointer(W)), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
+	if r := C.gocuda_cusolverDnCheevdx(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(jobz), C.int(range_), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), C.float(vl), C.float(vu), C.int(il), C.int(iu), (*C.int)(unsafe.Pointer(meig)), (*C.float)(unsafe.Pointer(W)), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5871,7 +5871,7 @@ func Zheevdx(handle Handle, jobz EigMode, range_ EigRange, uplo cublas.FillMode,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZheevdx(fp, C.uintptr_t(handle), C.int(jobz), C.int(range_), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), C.double(vl), C.double(vu), C.int(il), C.int(iu), (*C.int)(unsafe.Pointer(meig)), (*C.double)(unsafe.Pointer(W)), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
+	if r := C.gocuda_cusolverDnZheevdx(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(jobz), C.int(range_), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), C.double(vl), C.double(vu), C.int(il), C.int(iu), (*C.int)(unsafe.Pointer(meig)), (*C.double)(unsafe.Pointer(W)), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5883,7 +5883,7 @@ func Ssygvdx_bufferSize(handle Handle, itype EigType, jobz EigMode, range_ EigRa
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSsygvdx_bufferSize(fp, C.uintptr_t(handle), C.int(itype), C.int(jobz), C.int(range_), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(B)), C.int(ldb), C.float(vl), C.float(vu), C.int(il), C.int(iu), (*C.int)(unsafe.Pointer(meig)), (*C.float)(unsafe.Pointer(W)), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnSsygvdx_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(itype), C.int(jobz), C.int(range_), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(B)), C.int(ldb), C.float(vl), C.float(vu), C.int(il), C.int(iu), (*C.int)(unsafe.Pointer(meig)), (*C.float)(unsafe.Pointer(W)), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5895,7 +5895,7 @@ func Dsygvdx_bufferSize(handle Handle, itype EigType, jobz EigMode, range_ EigRa
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDsygvdx_bufferSize(fp, C.uintptr_t(handle), C.int(itype), C.int(jobz), C.int(range_), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(B)), C.int(ldb), C.double(vl), C.double(vu), C.int(il), C.int(iu), (*C.int)(unsafe.Pointer(meig)), (*C.double)(unsafe.Pointer(W)), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnDsygvdx_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(itype), C.int(jobz), C.int(range_), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(B)), C.int(ldb), C.double(vl), C.double(vu), C.int(il), C.int(iu), (*C.int)(unsafe.Pointer(meig)), (*C.double)(unsafe.Pointer(W)), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5907,7 +5907,7 @@ func Chegvdx_bufferSize(handle Handle, itype EigType, jobz EigMode, range_ EigRa
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnChegvdx_bufferSize(fp, C.uintptr_t(handle), C.int(itype), C.int(jobz), C.int(range_), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), C.float(vl), C.float(vu), C.int(il), C.int(iu), (*C.int)(unsafe.Pointer(meig)), (*C.float)(unsafe.Pointer(W)), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnChegvdx_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(itype), C.int(jobz), C.int(range_), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), C.float(vl), C.float(vu), C.int(il), C.int(iu), (*C.int)(unsafe.Pointer(meig)), (*C.float)(unsafe.Pointer(W)), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5919,7 +5919,7 @@ func Zhegvdx_bufferSize(handle Handle, itype EigType, jobz EigMode, range_ EigRa
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZhegvdx_bufferSize(fp, C.uintptr_t(handle), C.int(itype), C.int(jobz), C.int(range_), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), C.double(vl), C.double(vu), C.int(il), C.int(iu), (*C.int)(unsafe.Pointer(meig)), (*C.double)(unsafe.Pointer(W)), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnZhegvdx_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(itype), C.int(jobz), C.int(range_), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), C.double(vl), C.double(vu), C.int(il), C.int(iu), (*C.int)(unsafe.Pointer(meig)), (*C.double)(unsafe.Pointer(W)), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5931,7 +5931,7 @@ func Ssygvdx(handle Handle, itype EigType, jobz EigMode, range_ EigRange, uplo c
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSsygvdx(fp, C.uintptr_t(handle), C.int(itype), C.int(jobz), C.int(range_), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(B)), C.int(ldb), C.float(vl), C.float(vu), C.int(il), C.int(iu), (*C.int)(unsafe.Pointer(meig)), (*C.float)(unsafe.Pointer(W)), (*C.float)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
+	if r := C.gocuda_cusolverDnSsygvdx(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(itype), C.int(jobz), C.int(range_), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(B)), C.int(ldb), C.float(vl), C.float(vu), C.int(il), C.int(iu), (*C.int)(unsafe.Pointer(meig)), (*C.float)(unsafe.Pointer(W)), (*C.float)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5943,7 +5943,7 @@ func Dsygvdx(handle Handle, itype EigType, jobz EigMode, range_ EigRange, uplo c
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDsygvdx(fp, C.uintptr_t(handle), C.int(itype), C.int(jobz), C.int(range_), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(B)), C.int(ldb), C.double(vl), C.double(vu), C.int(il), C.int(iu), (*C.int)(unsafe.Pointer(meig)), (*C.double)(unsafe.Pointer(W)), (*C.double)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
+	if r := C.gocuda_cusolverDnDsygvdx(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(itype), C.int(jobz), C.int(range_), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(B)), C.int(ldb), C.double(vl), C.double(vu), C.int(il), C.int(iu), (*C.int)(unsafe.Pointer(meig)), (*C.double)(unsafe.Pointer(W)), (*C.double)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5955,7 +5955,7 @@ func Chegvdx(handle Handle, itype EigType, jobz EigMode, range_ EigRange, uplo c
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnChegvdx(fp, C.uintptr_t(handle), C.int(itype), C.int(jobz), C.int(range_), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), C.float(vl), C.float(vu), C.int(il), C.int(iu), (*C.int)(unsafe.Pointer(meig)), (*C.float)(unsafe.Pointer(W)), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
+	if r := C.gocuda_cusolverDnChegvdx(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(itype), C.int(jobz), C.int(range_), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), C.float(vl), C.float(vu), C.int(il), C.int(iu), (*C.int)(unsafe.Pointer(meig)), (*C.float)(unsafe.Pointer(W)), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5967,7 +5967,7 @@ func Zhegvdx(handle Handle, itype EigType, jobz EigMode, range_ EigRange, uplo c
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZhegvdx(fp, C.uintptr_t(handle), C.int(itype), C.int(jobz), C.int(range_), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), C.double(vl), C.double(vu), C.int(il), C.int(iu), (*C.int)(unsafe.Pointer(meig)), (*C.double)(unsafe.Pointer(W)), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
+	if r := C.gocuda_cusolverDnZhegvdx(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(itype), C.int(jobz), C.int(range_), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), C.double(vl), C.double(vu), C.int(il), C.int(iu), (*C.int)(unsafe.Pointer(meig)), (*C.double)(unsafe.Pointer(W)), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5979,7 +5979,7 @@ func Ssygvd_bufferSize(handle Handle, itype EigType, jobz EigMode, uplo cublas.F
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSsygvd_bufferSize(fp, C.uintptr_t(handle), C.int(itype), C.int(jobz), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(B)), C.int(ldb), (*C.float)(unsafe.Pointer(W)), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnSsygvd_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(itype), C.int(jobz), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(B)), C.int(ldb), (*C.float)(unsafe.Pointer(W)), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5991,7 +5991,7 @@ func Dsygvd_bufferSize(handle Handle, itype EigType, jobz EigMode, uplo cublas.F
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDsygvd_bufferSize(fp, C.uintptr_t(handle), C.int(itype), C.int(jobz), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(B)), C.int(ldb), (*C.double)(unsafe.Pointer(W)), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnDsygvd_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(itype), C.int(jobz), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(B)), C.int(ldb), (*C.double)(unsafe.Pointer(W)), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6003,7 +6003,7 @@ func Chegvd_bufferSize(handle Handle, itype EigType, jobz EigMode, uplo cublas.F
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnChegvd_bufferSize(fp, C.uintptr_t(handle), C.int(itype), C.int(jobz), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), (*C.float)(unsafe.Pointer(W)), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnChegvd_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(itype), C.int(jobz), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), (*C.float)(unsafe.Pointer(W)), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6015,7 +6015,7 @@ func Zhegvd_bufferSize(handle Handle, itype EigType, jobz EigMode, uplo cublas.F
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZhegvd_bufferSize(fp, C.uintptr_t(handle), C.int(itype), C.int(jobz), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), (*C.double)(unsafe.Pointer(W)), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
+	if r := C.gocuda_cusolverDnZhegvd_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(itype), C.int(jobz), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), (*C.double)(unsafe.Pointer(W)), (*C.int)(unsafe.Pointer(lwork))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6027,7 +6027,7 @@ func Ssygvd(handle Handle, itype EigType, jobz EigMode, uplo cublas.FillMode, n 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSsygvd(fp, C.uintptr_t(handle), C.int(itype), C.int(jobz), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(B)), C.int(ldb), (*C.float)(unsafe.Pointer(W)), (*C.float)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
+	if r := C.gocuda_cusolverDnSsygvd(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(itype), C.int(jobz), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(B)), C.int(ldb), (*C.float)(unsafe.Pointer(W)), (*C.float)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6039,7 +6039,7 @@ func Dsygvd(handle Handle, itype EigType, jobz EigMode, uplo cublas.FillMode, n 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDsygvd(fp, C.uintptr_t(handle), C.int(itype), C.int(jobz), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(B)), C.int(ldb), (*C.double)(unsafe.Pointer(W)), (*C.double)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
+	if r := C.gocuda_cusolverDnDsygvd(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(itype), C.int(jobz), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(B)), C.int(ldb), (*C.double)(unsafe.Pointer(W)), (*C.double)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6051,7 +6051,7 @@ func Chegvd(handle Handle, itype EigType, jobz EigMode, uplo cublas.FillMode, n 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnChegvd(fp, C.uintptr_t(handle), C.int(itype), C.int(jobz), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), (*C.float)(unsafe.Pointer(W)), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
+	if r := C.gocuda_cusolverDnChegvd(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(itype), C.int(jobz), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), (*C.float)(unsafe.Pointer(W)), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6063,7 +6063,7 @@ func Zhegvd(handle Handle, itype EigType, jobz EigMode, uplo cublas.FillMode, n 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZhegvd(fp, C.uintptr_t(handle), C.int(itype), C.int(jobz), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), (*C.double)(unsafe.Pointer(W)), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
+	if r := C.gocuda_cusolverDnZhegvd(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(itype), C.int(jobz), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), (*C.double)(unsafe.Pointer(W)), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6075,7 +6075,7 @@ func CreateSyevjInfo(info *SyevjInfo) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnCreateSyevjInfo(fp, unsafe.Pointer(info)); r != 0 {
+	if r := C.gocuda_cusolverDnCreateSyevjInfo(C.uintptr_t(uintptr(fp)), unsafe.Pointer(info)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6087,7 +6087,7 @@ func DestroySyevjInfo(info SyevjInfo) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDestroySyevjInfo(fp, C.uintptr_t(info)); r != 0 {
+	if r := C.gocuda_cusolverDnDestroySyevjInfo(C.uintptr_t(uintptr(fp)), C.uintptr_t(info)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6099,7 +6099,7 @@ func XsyevjSetTolerance(info SyevjInfo, tolerance float64) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnXsyevjSetTolerance(fp, C.uintptr_t(info), C.double(tolerance)); r != 0 {
+	if r := C.gocuda_cusolverDnXsyevjSetTolerance(C.uintptr_t(uintptr(fp)), C.uintptr_t(info), C.double(tolerance)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6111,7 +6111,7 @@ func XsyevjSetMaxSweeps(info SyevjInfo, max_sweeps int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnXsyevjSetMaxSweeps(fp, C.uintptr_t(info), C.int(max_sweeps)); r != 0 {
+	if r := C.gocuda_cusolverDnXsyevjSetMaxSweeps(C.uintptr_t(uintptr(fp)), C.uintptr_t(info), C.int(max_sweeps)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6123,7 +6123,7 @@ func XsyevjSetSortEig(info SyevjInfo, sort_eig int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnXsyevjSetSortEig(fp, C.uintptr_t(info), C.int(sort_eig)); r != 0 {
+	if r := C.gocuda_cusolverDnXsyevjSetSortEig(C.uintptr_t(uintptr(fp)), C.uintptr_t(info), C.int(sort_eig)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6135,7 +6135,7 @@ func XsyevjGetResidual(handle Handle, info SyevjInfo, residual *float64) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnXsyevjGetResidual(fp, C.uintptr_t(handle), C.uintptr_t(info), (*C.double)(unsafe.Pointer(residual))); r != 0 {
+	if r := C.gocuda_cusolverDnXsyevjGetResidual(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.uintptr_t(info), (*C.double)(unsafe.Pointer(residual))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6147,7 +6147,7 @@ func XsyevjGetSweeps(handle Handle, info SyevjInfo, executed_sweeps *int32) erro
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnXsyevjGetSweeps(fp, C.uintptr_t(handle), C.uintptr_t(info), (*C.int)(unsafe.Pointer(executed_sweeps))); r != 0 {
+	if r := C.gocuda_cusolverDnXsyevjGetSweeps(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.uintptr_t(info), (*C.int)(unsafe.Pointer(executed_sweeps))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6159,7 +6159,7 @@ func SsyevjBatched_bufferSize(handle Handle, jobz EigMode, uplo cublas.FillMode,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSsyevjBatched_bufferSize(fp, C.uintptr_t(handle), C.int(jobz), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(W)), (*C.int)(unsafe.Pointer(lwork)), C.uintptr_t(params), C.int(batchSize)); r != 0 {
+	if r := C.gocuda_cusolverDnSsyevjBatched_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(jobz), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(W)), (*C.int)(unsafe.Pointer(lwork)), C.uintptr_t(params), C.int(batchSize)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6171,7 +6171,7 @@ func DsyevjBatched_bufferSize(handle Handle, jobz EigMode, uplo cublas.FillMode,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDsyevjBatched_bufferSize(fp, C.uintptr_t(handle), C.int(jobz), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(W)), (*C.int)(unsafe.Pointer(lwork)), C.uintptr_t(params), C.int(batchSize)); r != 0 {
+	if r := C.gocuda_cusolverDnDsyevjBatched_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(jobz), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(W)), (*C.int)(unsafe.Pointer(lwork)), C.uintptr_t(params), C.int(batchSize)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6183,7 +6183,7 @@ func CheevjBatched_bufferSize(handle Handle, jobz EigMode, uplo cublas.FillMode,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnCheevjBatched_bufferSize(fp, C.uintptr_t(handle), C.int(jobz), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.float)(unsafe.Pointer(W)), (*C.int)(unsafe.Pointer(lwork)), C.uintptr_t(params), C.int(batchSize)); r != 0 {
+	if r := C.gocuda_cusolverDnCheevjBatched_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(jobz), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.float)(unsafe.Pointer(W)), (*C.int)(unsafe.Pointer(lwork)), C.uintptr_t(params), C.int(batchSize)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6195,7 +6195,7 @@ func ZheevjBatched_bufferSize(handle Handle, jobz EigMode, uplo cublas.FillMode,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZheevjBatched_bufferSize(fp, C.uintptr_t(handle), C.int(jobz), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.double)(unsafe.Pointer(W)), (*C.int)(unsafe.Pointer(lwork)), C.uintptr_t(params), C.int(batchSize)); r != 0 {
+	if r := C.gocuda_cusolverDnZheevjBatched_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(jobz), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.double)(unsafe.Pointer(W)), (*C.int)(unsafe.Pointer(lwork)), C.uintptr_t(params), C.int(batchSize)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6207,7 +6207,7 @@ func SsyevjBatched(handle Handle, jobz EigMode, uplo cublas.FillMode, n int32, A
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSsyevjBatched(fp, C.uintptr_t(handle), C.int(jobz), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(W)), (*C.float)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(info)), C.uintptr_t(params), C.int(batchSize)); r != 0 {
+	if r := C.gocuda_cusolverDnSsyevjBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(jobz), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(W)), (*C.float)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(info)), C.uintptr_t(params), C.int(batchSize)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6219,7 +6219,7 @@ func DsyevjBatched(handle Handle, jobz EigMode, uplo cublas.FillMode, n int32, A
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDsyevjBatched(fp, C.uintptr_t(handle), C.int(jobz), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(W)), (*C.double)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(info)), C.uintptr_t(params), C.int(batchSize)); r != 0 {
+	if r := C.gocuda_cusolverDnDsyevjBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(jobz), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(W)), (*C.double)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(info)), C.uintptr_t(params), C.int(batchSize)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6231,7 +6231,7 @@ func CheevjBatched(handle Handle, jobz EigMode, uplo cublas.FillMode, n int32, A
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnCheevjBatched(fp, C.uintptr_t(handle), C.int(jobz), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.float)(unsafe.Pointer(W)), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(info)), C.uintptr_t(params), C.int(batchSize)); r != 0 {
+	if r := C.gocuda_cusolverDnCheevjBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(jobz), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.float)(unsafe.Pointer(W)), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(info)), C.uintptr_t(params), C.int(batchSize)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6243,7 +6243,7 @@ func ZheevjBatched(handle Handle, jobz EigMode, uplo cublas.FillMode, n int32, A
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZheevjBatched(fp, C.uintptr_t(handle), C.int(jobz), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.double)(unsafe.Pointer(W)), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(info)), C.uintptr_t(params), C.int(batchSize)); r != 0 {
+	if r := C.gocuda_cusolverDnZheevjBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(jobz), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.double)(unsafe.Pointer(W)), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(info)), C.uintptr_t(params), C.int(batchSize)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6255,7 +6255,7 @@ func Ssyevj_bufferSize(handle Handle, jobz EigMode, uplo cublas.FillMode, n int3
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSsyevj_bufferSize(fp, C.uintptr_t(handle), C.int(jobz), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(W)), (*C.int)(unsafe.Pointer(lwork)), C.uintptr_t(params)); r != 0 {
+	if r := C.gocuda_cusolverDnSsyevj_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(jobz), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(W)), (*C.int)(unsafe.Pointer(lwork)), C.uintptr_t(params)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6267,7 +6267,7 @@ func Dsyevj_bufferSize(handle Handle, jobz EigMode, uplo cublas.FillMode, n int3
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDsyevj_bufferSize(fp, C.uintptr_t(handle), C.int(jobz), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(W)), (*C.int)(unsafe.Pointer(lwork)), C.uintptr_t(params)); r != 0 {
+	if r := C.gocuda_cusolverDnDsyevj_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(jobz), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(W)), (*C.int)(unsafe.Pointer(lwork)), C.uintptr_t(params)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6279,7 +6279,7 @@ func Cheevj_bufferSize(handle Handle, jobz EigMode, uplo cublas.FillMode, n int3
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnCheevj_bufferSize(fp, C.uintptr_t(handle), C.int(jobz), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.float)(unsafe.Pointer(W)), (*C.int)(unsafe.Pointer(lwork)), C.uintptr_t(params)); r != 0 {
+	if r := C.gocuda_cusolverDnCheevj_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(jobz), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.float)(unsafe.Pointer(W)), (*C.int)(unsafe.Pointer(lwork)), C.uintptr_t(params)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6291,7 +6291,7 @@ func Zheevj_bufferSize(handle Handle, jobz EigMode, uplo cublas.FillMode, n int3
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZheevj_bufferSize(fp, C.uintptr_t(handle), C.int(jobz), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.double)(unsafe.Pointer(W)), (*C.int)(unsafe.Pointer(lwork)), C.uintptr_t(params)); r != 0 {
+	if r := C.gocuda_cusolverDnZheevj_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(jobz), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.double)(unsafe.Pointer(W)), (*C.int)(unsafe.Pointer(lwork)), C.uintptr_t(params)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6303,7 +6303,7 @@ func Ssyevj(handle Handle, jobz EigMode, uplo cublas.FillMode, n int32, A *float
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSsyevj(fp, C.uintptr_t(handle), C.int(jobz), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(W)), (*C.float)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(info)), C.uintptr_t(params)); r != 0 {
+	if r := C.gocuda_cusolverDnSsyevj(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(jobz), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(W)), (*C.float)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(info)), C.uintptr_t(params)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6315,7 +6315,7 @@ func Dsyevj(handle Handle, jobz EigMode, uplo cublas.FillMode, n int32, A *float
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDsyevj(fp, C.uintptr_t(handle), C.int(jobz), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(W)), (*C.double)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(info)), C.uintptr_t(params)); r != 0 {
+	if r := C.gocuda_cusolverDnDsyevj(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(jobz), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(W)), (*C.double)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(info)), C.uintptr_t(params)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6327,7 +6327,7 @@ func Cheevj(handle Handle, jobz EigMode, uplo cublas.FillMode, n int32, A *cudar
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnCheevj(fp, C.uintptr_t(handle), C.int(jobz), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.float)(unsafe.Pointer(W)), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(info)), C.uintptr_t(params)); r != 0 {
+	if r := C.gocuda_cusolverDnCheevj(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(jobz), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.float)(unsafe.Pointer(W)), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(info)), C.uintptr_t(params)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6339,7 +6339,7 @@ func Zheevj(handle Handle, jobz EigMode, uplo cublas.FillMode, n int32, A *cudar
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZheevj(fp, C.uintptr_t(handle), C.int(jobz), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.double)(unsafe.Pointer(W)), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(info)), C.uintptr_t(params)); r != 0 {
+	if r := C.gocuda_cusolverDnZheevj(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(jobz), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.double)(unsafe.Pointer(W)), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(info)), C.uintptr_t(params)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6351,7 +6351,7 @@ func Ssygvj_bufferSize(handle Handle, itype EigType, jobz EigMode, uplo cublas.F
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSsygvj_bufferSize(fp, C.uintptr_t(handle), C.int(itype), C.int(jobz), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(B)), C.int(ldb), (*C.float)(unsafe.Pointer(W)), (*C.int)(unsafe.Pointer(lwork)), C.uintptr_t(params)); r != 0 {
+	if r := C.gocuda_cusolverDnSsygvj_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(itype), C.int(jobz), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(B)), C.int(ldb), (*C.float)(unsafe.Pointer(W)), (*C.int)(unsafe.Pointer(lwork)), C.uintptr_t(params)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6363,7 +6363,7 @@ func Dsygvj_bufferSize(handle Handle, itype EigType, jobz EigMode, uplo cublas.F
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDsygvj_bufferSize(fp, C.uintptr_t(handle), C.int(itype), C.int(jobz), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(B)), C.int(ldb), (*C.double)(unsafe.Pointer(W)), (*C.int)(unsafe.Pointer(lwork)), C.uintptr_t(params)); r != 0 {
+	if r := C.gocuda_cusolverDnDsygvj_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(itype), C.int(jobz), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(B)), C.int(ldb), (*C.double)(unsafe.Pointer(W)), (*C.int)(unsafe.Pointer(lwork)), C.uintptr_t(params)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6375,7 +6375,7 @@ func Chegvj_bufferSize(handle Handle, itype EigType, jobz EigMode, uplo cublas.F
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnChegvj_bufferSize(fp, C.uintptr_t(handle), C.int(itype), C.int(jobz), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), (*C.float)(unsafe.Pointer(W)), (*C.int)(unsafe.Pointer(lwork)), C.uintptr_t(params)); r != 0 {
+	if r := C.gocuda_cusolverDnChegvj_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(itype), C.int(jobz), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), (*C.float)(unsafe.Pointer(W)), (*C.int)(unsafe.Pointer(lwork)), C.uintptr_t(params)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6387,7 +6387,7 @@ func Zhegvj_bufferSize(handle Handle, itype EigType, jobz EigMode, uplo cublas.F
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZhegvj_bufferSize(fp, C.uintptr_t(handle), C.int(itype), C.int(jobz), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), (*C.double)(unsafe.Pointer(W)), (*C.int)(unsafe.Pointer(lwork)), C.uintptr_t(params)); r != 0 {
+	if r := C.gocuda_cusolverDnZhegvj_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(itype), C.int(jobz), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), (*C.double)(unsafe.Pointer(W)), (*C.int)(unsafe.Pointer(lwork)), C.uintptr_t(params)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6399,7 +6399,7 @@ func Ssygvj(handle Handle, itype EigType, jobz EigMode, uplo cublas.FillMode, n 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSsygvj(fp, C.uintptr_t(handle), C.int(itype), C.int(jobz), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(B)), C.int(ldb), (*C.float)(unsafe.Pointer(W)), (*C.float)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(info)), C.uintptr_t(params)); r != 0 {
+	if r := C.gocuda_cusolverDnSsygvj(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(itype), C.int(jobz), C.int(uplo), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(B)), C.int(ldb), (*C.float)(unsafe.Pointer(W)), (*C.float)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(info)), C.uintptr_t(params)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6411,7 +6411,7 @@ func Dsygvj(handle Handle, itype EigType, jobz EigMode, uplo cublas.FillMode, n 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDsygvj(fp, C.uintptr_t(handle), C.int(itype), C.int(jobz), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(B)), C.int(ldb), (*C.double)(unsafe.Pointer(W)), (*C.double)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(info)), C.uintptr_t(params)); r != 0 {
+	if r := C.gocuda_cusolverDnDsygvj(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(itype), C.int(jobz), C.int(uplo), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(B)), C.int(ldb), (*C.double)(unsafe.Pointer(W)), (*C.double)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(info)), C.uintptr_t(params)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6423,7 +6423,7 @@ func Chegvj(handle Handle, itype EigType, jobz EigMode, uplo cublas.FillMode, n 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnChegvj(fp, C.uintptr_t(handle), C.int(itype), C.int(jobz), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), (*C.float)(unsafe.Pointer(W)), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(info)), C.uintptr_t(params)); r != 0 {
+	if r := C.gocuda_cusolverDnChegvj(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(itype), C.int(jobz), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), (*C.float)(unsafe.Pointer(W)), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(info)), C.uintptr_t(params)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6435,7 +6435,7 @@ func Zhegvj(handle Handle, itype EigType, jobz EigMode, uplo cublas.FillMode, n 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZhegvj(fp, C.uintptr_t(handle), C.int(itype), C.int(jobz), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), (*C.double)(unsafe.Pointer(W)), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(info)), C.uintptr_t(params)); r != 0 {
+	if r := C.gocuda_cusolverDnZhegvj(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(itype), C.int(jobz), C.int(uplo), C.int(n), unsafe.Pointer(A), C.int(lda), unsafe.Pointer(B), C.int(ldb), (*C.double)(unsafe.Pointer(W)), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(info)), C.uintptr_t(params)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6447,7 +6447,7 @@ func CreateGesvdjInfo(info *GesvdjInfo) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnCreateGesvdjInfo(fp, unsafe.Pointer(info)); r != 0 {
+	if r := C.gocuda_cusolverDnCreateGesvdjInfo(C.uintptr_t(uintptr(fp)), unsafe.Pointer(info)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6459,7 +6459,7 @@ func DestroyGesvdjInfo(info GesvdjInfo) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDestroyGesvdjInfo(fp, C.uintptr_t(info)); r != 0 {
+	if r := C.gocuda_cusolverDnDestroyGesvdjInfo(C.uintptr_t(uintptr(fp)), C.uintptr_t(info)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6471,7 +6471,7 @@ func XgesvdjSetTolerance(info GesvdjInfo, tolerance float64) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnXgesvdjSetTolerance(fp, C.uintptr_t(info), C.double(tolerance)); r != 0 {
+	if r := C.gocuda_cusolverDnXgesvdjSetTolerance(C.uintptr_t(uintptr(fp)), C.uintptr_t(info), C.double(tolerance)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6483,7 +6483,7 @@ func XgesvdjSetMaxSweeps(info GesvdjInfo, max_sweeps int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnXgesvdjSetMaxSweeps(fp, C.uintptr_t(info), C.int(max_sweeps)); r != 0 {
+	if r := C.gocuda_cusolverDnXgesvdjSetMaxSweeps(C.uintptr_t(uintptr(fp)), C.uintptr_t(info), C.int(max_sweeps)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6495,7 +6495,7 @@ func XgesvdjSetSortEig(info GesvdjInfo, sort_svd int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnXgesvdjSetSortEig(fp, C.uintptr_t(info), C.int(sort_svd)); r != 0 {
+	if r := C.gocuda_cusolverDnXgesvdjSetSortEig(C.uintptr_t(uintptr(fp)), C.uintptr_t(info), C.int(sort_svd)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6507,7 +6507,7 @@ func XgesvdjGetResidual(handle Handle, info GesvdjInfo, residual *float64) error
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnXgesvdjGetResidual(fp, C.uintptr_t(handle), C.uintptr_t(info), (*C.double)(unsafe.Pointer(residual))); r != 0 {
+	if r := C.gocuda_cusolverDnXgesvdjGetResidual(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.uintptr_t(info), (*C.double)(unsafe.Pointer(residual))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6519,7 +6519,7 @@ func XgesvdjGetSweeps(handle Handle, info GesvdjInfo, executed_sweeps *int32) er
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnXgesvdjGetSweeps(fp, C.uintptr_t(handle), C.uintptr_t(info), (*C.int)(unsafe.Pointer(executed_sweeps))); r != 0 {
+	if r := C.gocuda_cusolverDnXgesvdjGetSweeps(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.uintptr_t(info), (*C.int)(unsafe.Pointer(executed_sweeps))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6531,7 +6531,7 @@ func SgesvdjBatched_bufferSize(handle Handle, jobz EigMode, m int32, n int32, A 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSgesvdjBatched_bufferSize(fp, C.uintptr_t(handle), C.int(jobz), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(S)), (*C.float)(unsafe.Pointer(U)), C.int(ldu), (*C.float)(unsafe.Pointer(V)), C.int(ldv), (*C.int)(unsafe.Pointer(lwork)), C.uintptr_t(params), C.int(batchSize)); r != 0 {
+	if r := C.gocuda_cusolverDnSgesvdjBatched_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(jobz), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(S)), (*C.float)(unsafe.Pointer(U)), C.int(ldu), (*C.float)(unsafe.Pointer(V)), C.int(ldv), (*C.int)(unsafe.Pointer(lwork)), C.uintptr_t(params), C.int(batchSize)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6543,7 +6543,7 @@ func DgesvdjBatched_bufferSize(handle Handle, jobz EigMode, m int32, n int32, A 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDgesvdjBatched_bufferSize(fp, C.uintptr_t(handle), C.int(jobz), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(S)), (*C.double)(unsafe.Pointer(U)), C.int(ldu), (*C.double)(unsafe.Pointer(V)), C.int(ldv), (*C.int)(unsafe.Pointer(lwork)), C.uintptr_t(params), C.int(batchSize)); r != 0 {
+	if r := C.gocuda_cusolverDnDgesvdjBatched_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(jobz), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(S)), (*C.double)(unsafe.Pointer(U)), C.int(ldu), (*C.double)(unsafe.Pointer(V)), C.int(ldv), (*C.int)(unsafe.Pointer(lwork)), C.uintptr_t(params), C.int(batchSize)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6555,7 +6555,7 @@ func CgesvdjBatched_bufferSize(handle Handle, jobz EigMode, m int32, n int32, A 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnCgesvdjBatched_bufferSize(fp, C.uintptr_t(handle), C.int(jobz), C.int(m), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.float)(unsafe.Pointer(S)), unsafe.Pointer(U), C.int(ldu), unsafe.Pointer(V), C.int(ldv), (*C.int)(unsafe.Pointer(lwork)), C.uintptr_t(params), C.int(batchSize)); r != 0 {
+	if r := C.gocuda_cusolverDnCgesvdjBatched_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(jobz), C.int(m), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.float)(unsafe.Pointer(S)), unsafe.Pointer(U), C.int(ldu), unsafe.Pointer(V), C.int(ldv), (*C.int)(unsafe.Pointer(lwork)), C.uintptr_t(params), C.int(batchSize)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6567,7 +6567,7 @@ func ZgesvdjBatched_bufferSize(handle Handle, jobz EigMode, m int32, n int32, A 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZgesvdjBatched_bufferSize(fp, C.uintptr_t(handle), C.int(jobz), C.int(m), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.double)(unsafe.Pointer(S)), unsafe.Pointer(U), C.int(ldu), unsafe.Pointer(V), C.int(ldv), (*C.int)(unsafe.Pointer(lwork)), C.uintptr_t(params), C.int(batchSize)); r != 0 {
+	if r := C.gocuda_cusolverDnZgesvdjBatched_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(jobz), C.int(m), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.double)(unsafe.Pointer(S)), unsafe.Pointer(U), C.int(ldu), unsafe.Pointer(V), C.int(ldv), (*C.int)(unsafe.Pointer(lwork)), C.uintptr_t(params), C.int(batchSize)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6579,7 +6579,7 @@ func SgesvdjBatched(handle Handle, jobz EigMode, m int32, n int32, A *float32, l
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSgesvdjBatched(fp, C.uintptr_t(handle), C.int(jobz), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(S)), (*C.float)(unsafe.Pointer(U)), C.int(ldu), (*C.float)(unsafe.Pointer(V)), C.int(ldv), (*C.float)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(info)), C.uintptr_t(params), C.int(batchSize)); r != 0 {
+	if r := C.gocuda_cusolverDnSgesvdjBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(jobz), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(S)), (*C.float)(unsafe.Pointer(U)), C.int(ldu), (*C.float)(unsafe.Pointer(V)), C.int(ldv), (*C.float)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(info)), C.uintptr_t(params), C.int(batchSize)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6591,7 +6591,7 @@ func DgesvdjBatched(handle Handle, jobz EigMode, m int32, n int32, A *float64, l
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDgesvdjBatched(fp, C.uintptr_t(handle), C.int(jobz), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(S)), (*C.double)(unsafe.Pointer(U)), C.int(ldu), (*C.double)(unsafe.Pointer(V)), C.int(ldv), (*C.double)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(info)), C.uintptr_t(params), C.int(batchSize)); r != 0 {
+	if r := C.gocuda_cusolverDnDgesvdjBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(jobz), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(S)), (*C.double)(unsafe.Pointer(U)), C.int(ldu), (*C.double)(unsafe.Pointer(V)), C.int(ldv), (*C.double)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(info)), C.uintptr_t(params), C.int(batchSize)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6603,7 +6603,7 @@ func CgesvdjBatched(handle Handle, jobz EigMode, m int32, n int32, A *cudart.CuC
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnCgesvdjBatched(fp, C.uintptr_t(handle), C.int(jobz), C.int(m), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.float)(unsafe.Pointer(S)), unsafe.Pointer(U), C.int(ldu), unsafe.Pointer(V), C.int(ldv), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(info)), C.uintptr_t(params), C.int(batchSize)); r != 0 {
+	if r := C.gocuda_cusolverDnCgesvdjBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(jobz), C.int(m), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.float)(unsafe.Pointer(S)), unsafe.Pointer(U), C.int(ldu), unsafe.Pointer(V), C.int(ldv), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(info)), C.uintptr_t(params), C.int(batchSize)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6615,7 +6615,7 @@ func ZgesvdjBatched(handle Handle, jobz EigMode, m int32, n int32, A *cudart.CuD
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZgesvdjBatched(fp, C.uintptr_t(handle), C.int(jobz), C.int(m), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.double)(unsafe.Pointer(S)), unsafe.Pointer(U), C.int(ldu), unsafe.Pointer(V), C.int(ldv), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(info)), C.uintptr_t(params), C.int(batchSize)); r != 0 {
+	if r := C.gocuda_cusolverDnZgesvdjBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(jobz), C.int(m), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.double)(unsafe.Pointer(S)), unsafe.Pointer(U), C.int(ldu), unsafe.Pointer(V), C.int(ldv), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(info)), C.uintptr_t(params), C.int(batchSize)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6627,7 +6627,7 @@ func Sgesvdj_bufferSize(handle Handle, jobz EigMode, econ int32, m int32, n int3
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSgesvdj_bufferSize(fp, C.uintptr_t(handle), C.int(jobz), C.int(econ), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(S)), (*C.float)(unsafe.Pointer(U)), C.int(ldu), (*C.float)(unsafe.Pointer(V)), C.int(ldv), (*C.int)(unsafe.Pointer(lwork)), C.uintptr_t(params)); r != 0 {
+	if r := C.gocuda_cusolverDnSgesvdj_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(jobz), C.int(econ), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(S)), (*C.float)(unsafe.Pointer(U)), C.int(ldu), (*C.float)(unsafe.Pointer(V)), C.int(ldv), (*C.int)(unsafe.Pointer(lwork)), C.uintptr_t(params)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6639,7 +6639,7 @@ func Dgesvdj_bufferSize(handle Handle, jobz EigMode, econ int32, m int32, n int3
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDgesvdj_bufferSize(fp, C.uintptr_t(handle), C.int(jobz), C.int(econ), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(S)), (*C.double)(unsafe.Pointer(U)), C.int(ldu), (*C.double)(unsafe.Pointer(V)), C.int(ldv), (*C.int)(unsafe.Pointer(lwork)), C.uintptr_t(params)); r != 0 {
+	if r := C.gocuda_cusolverDnDgesvdj_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(jobz), C.int(econ), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(S)), (*C.double)(unsafe.Pointer(U)), C.int(ldu), (*C.double)(unsafe.Pointer(V)), C.int(ldv), (*C.int)(unsafe.Pointer(lwork)), C.uintptr_t(params)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6651,7 +6651,7 @@ func Cgesvdj_bufferSize(handle Handle, jobz EigMode, econ int32, m int32, n int3
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnCgesvdj_bufferSize(fp, C.uintptr_t(handle), C.int(jobz), C.int(econ), C.int(m), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.float)(unsafe.Pointer(S)), unsafe.Pointer(U), C.int(ldu), unsafe.Pointer(V), C.int(ldv), (*C.int)(unsafe.Pointer(lwork)), C.uintptr_t(params)); r != 0 {
+	if r := C.gocuda_cusolverDnCgesvdj_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(jobz), C.int(econ), C.int(m), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.float)(unsafe.Pointer(S)), unsafe.Pointer(U), C.int(ldu), unsafe.Pointer(V), C.int(ldv), (*C.int)(unsafe.Pointer(lwork)), C.uintptr_t(params)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6663,7 +6663,7 @@ func Zgesvdj_bufferSize(handle Handle, jobz EigMode, econ int32, m int32, n int3
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZgesvdj_bufferSize(fp, C.uintptr_t(handle), C.int(jobz), C.int(econ), C.int(m), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.double)(unsafe.Pointer(S)), unsafe.Pointer(U), C.int(ldu), unsafe.Pointer(V), C.int(ldv), (*C.int)(unsafe.Pointer(lwork)), C.uintptr_t(params)); r != 0 {
+	if r := C.gocuda_cusolverDnZgesvdj_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(jobz), C.int(econ), C.int(m), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.double)(unsafe.Pointer(S)), unsafe.Pointer(U), C.int(ldu), unsafe.Pointer(V), C.int(ldv), (*C.int)(unsafe.Pointer(lwork)), C.uintptr_t(params)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6675,7 +6675,7 @@ func Sgesvdj(handle Handle, jobz EigMode, econ int32, m int32, n int32, A *float
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSgesvdj(fp, C.uintptr_t(handle), C.int(jobz), C.int(econ), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(S)), (*C.float)(unsafe.Pointer(U)), C.int(ldu), (*C.float)(unsafe.Pointer(V)), C.int(ldv), (*C.float)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(info)), C.uintptr_t(params)); r != 0 {
+	if r := C.gocuda_cusolverDnSgesvdj(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(jobz), C.int(econ), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(S)), (*C.float)(unsafe.Pointer(U)), C.int(ldu), (*C.float)(unsafe.Pointer(V)), C.int(ldv), (*C.float)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(info)), C.uintptr_t(params)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6687,7 +6687,7 @@ func Dgesvdj(handle Handle, jobz EigMode, econ int32, m int32, n int32, A *float
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDgesvdj(fp, C.uintptr_t(handle), C.int(jobz), C.int(econ), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(S)), (*C.double)(unsafe.Pointer(U)), C.int(ldu), (*C.double)(unsafe.Pointer(V)), C.int(ldv), (*C.double)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(info)), C.uintptr_t(params)); r != 0 {
+	if r := C.gocuda_cusolverDnDgesvdj(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(jobz), C.int(econ), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(S)), (*C.double)(unsafe.Pointer(U)), C.int(ldu), (*C.double)(unsafe.Pointer(V)), C.int(ldv), (*C.double)(unsafe.Pointer(work)), C.int(lwork), (*C.int)(unsafe.Pointer(info)), C.uintptr_t(params)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6699,7 +6699,7 @@ func Cgesvdj(handle Handle, jobz EigMode, econ int32, m int32, n int32, A *cudar
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnCgesvdj(fp, C.uintptr_t(handle), C.int(jobz), C.int(econ), C.int(m), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.float)(unsafe.Pointer(S)), unsafe.Pointer(U), C.int(ldu), unsafe.Pointer(V), C.int(ldv), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(info)), C.uintptr_t(params)); r != 0 {
+	if r := C.gocuda_cusolverDnCgesvdj(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(jobz), C.int(econ), C.int(m), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.float)(unsafe.Pointer(S)), unsafe.Pointer(U), C.int(ldu), unsafe.Pointer(V), C.int(ldv), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(info)), C.uintptr_t(params)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6711,7 +6711,7 @@ func Zgesvdj(handle Handle, jobz EigMode, econ int32, m int32, n int32, A *cudar
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZgesvdj(fp, C.uintptr_t(handle), C.int(jobz), C.int(econ), C.int(m), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.double)(unsafe.Pointer(S)), unsafe.Pointer(U), C.int(ldu), unsafe.Pointer(V), C.int(ldv), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(info)), C.uintptr_t(params)); r != 0 {
+	if r := C.gocuda_cusolverDnZgesvdj(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(jobz), C.int(econ), C.int(m), C.int(n), unsafe.Pointer(A), C.int(lda), (*C.double)(unsafe.Pointer(S)), unsafe.Pointer(U), C.int(ldu), unsafe.Pointer(V), C.int(ldv), unsafe.Pointer(work), C.int(lwork), (*C.int)(unsafe.Pointer(info)), C.uintptr_t(params)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6723,7 +6723,7 @@ func SgesvdaStridedBatched_bufferSize(handle Handle, jobz EigMode, rank int32, m
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSgesvdaStridedBatched_bufferSize(fp, C.uintptr_t(handle), C.int(jobz), C.int(rank), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(d_A)), C.int(lda), C.longlong(strideA), (*C.float)(unsafe.Pointer(d_S)), C.longlong(strideS), (*C.float)(unsafe.Pointer(d_U)), C.int(ldu), C.longlong(strideU), (*C.float)(unsafe.Pointer(d_V)), C.int(ldv), C.longlong(strideV), (*C.int)(unsafe.Pointer(lwork)), C.int(batchSize)); r != 0 {
+	if r := C.gocuda_cusolverDnSgesvdaStridedBatched_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(jobz), C.int(rank), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(d_A)), C.int(lda), C.longlong(strideA), (*C.float)(unsafe.Pointer(d_S)), C.longlong(strideS), (*C.float)(unsafe.Pointer(d_U)), C.int(ldu), C.longlong(strideU), (*C.float)(unsafe.Pointer(d_V)), C.int(ldv), C.longlong(strideV), (*C.int)(unsafe.Pointer(lwork)), C.int(batchSize)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6735,7 +6735,7 @@ func DgesvdaStridedBatched_bufferSize(handle Handle, jobz EigMode, rank int32, m
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDgesvdaStridedBatched_bufferSize(fp, C.uintptr_t(handle), C.int(jobz), C.int(rank), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(d_A)), C.int(lda), C.longlong(strideA), (*C.double)(unsafe.Pointer(d_S)), C.longlong(strideS), (*C.double)(unsafe.Pointer(d_U)), C.int(ldu), C.longlong(strideU), (*C.double)(unsafe.Pointer(d_V)), C.int(ldv), C.longlong(strideV), (*C.int)(unsafe.Pointer(lwork)), C.int(batchSize)); r != 0 {
+	if r := C.gocuda_cusolverDnDgesvdaStridedBatched_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(jobz), C.int(rank), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(d_A)), C.int(lda), C.longlong(strideA), (*C.double)(unsafe.Pointer(d_S)), C.longlong(strideS), (*C.double)(unsafe.Pointer(d_U)), C.int(ldu), C.longlong(strideU), (*C.double)(unsafe.Pointer(d_V)), C.int(ldv), C.longlong(strideV), (*C.int)(unsafe.Pointer(lwork)), C.int(batchSize)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6747,7 +6747,7 @@ func CgesvdaStridedBatched_bufferSize(handle Handle, jobz EigMode, rank int32, m
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnCgesvdaStridedBatched_bufferSize(fp, C.uintptr_t(handle), C.int(jobz), C.int(rank), C.int(m), C.int(n), unsafe.Pointer(d_A), C.int(lda), C.longlong(strideA), (*C.float)(unsafe.Pointer(d_S)), C.longlong(strideS), unsafe.Pointer(d_U), C.int(ldu), C.longlong(strideU), unsafe.Pointer(d_V), C.int(ldv), C.longlong(strideV), (*C.int)(unsafe.Pointer(lwork)), C.int(batchSize)); r != 0 {
+	if r := C.gocuda_cusolverDnCgesvdaStridedBatched_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(jobz), C.int(rank), C.int(m), C.int(n), unsafe.Pointer(d_A), C.int(lda), C.longlong(strideA), (*C.float)(unsafe.Pointer(d_S)), C.longlong(strideS), unsafe.Pointer(d_U), C.int(ldu), C.longlong(strideU), unsafe.Pointer(d_V), C.int(ldv), C.longlong(strideV), (*C.int)(unsafe.Pointer(lwork)), C.int(batchSize)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6759,7 +6759,7 @@ func ZgesvdaStridedBatched_bufferSize(handle Handle, jobz EigMode, rank int32, m
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZgesvdaStridedBatched_bufferSize(fp, C.uintptr_t(handle), C.int(jobz), C.int(rank), C.int(m), C.int(n), unsafe.Pointer(d_A), C.int(lda), C.longlong(strideA), (*C.double)(unsafe.Pointer(d_S)), C.longlong(strideS), unsafe.Pointer(d_U), C.int(ldu), C.longlong(strideU), unsafe.Pointer(d_V), C.int(ldv), C.longlong(strideV), (*C.int)(unsafe.Pointer(lwork)), C.int(batchSize)); r != 0 {
+	if r := C.gocuda_cusolverDnZgesvdaStridedBatched_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(jobz), C.int(rank), C.int(m), C.int(n), unsafe.Pointer(d_A), C.int(lda), C.longlong(strideA), (*C.double)(unsafe.Pointer(d_S)), C.longlong(strideS), unsafe.Pointer(d_U), C.int(ldu), C.longlong(strideU), unsafe.Pointer(d_V), C.int(ldv), C.longlong(strideV), (*C.int)(unsafe.Pointer(lwork)), C.int(batchSize)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6771,7 +6771,7 @@ func SgesvdaStridedBatched(handle Handle, jobz EigMode, rank int32, m int32, n i
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSgesvdaStridedBatched(fp, C.uintptr_t(handle), C.int(jobz), C.int(rank), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(d_A)), C.int(lda), C.longlong(strideA), (*C.float)(unsafe.Pointer(d_S)), C.longlong(strideS), (*C.float)(unsafe.Pointer(d_U)), C.int(ldu), C.longlong(strideU), (*C.float)(unsafe.Pointer(d_V)), C.int(ldv), C.longlong(strideV), (*C.float)(unsafe.Pointer(d_work)), C.int(lwork), (*C.int)(unsafe.Pointer(d_info)), (*C.double)(unsafe.Pointer(h_R_nrmF)), C.int(batchSize)); r != 0 {
+	if r := C.gocuda_cusolverDnSgesvdaStridedBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(jobz), C.int(rank), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(d_A)), C.int(lda), C.longlong(strideA), (*C.float)(unsafe.Pointer(d_S)), C.longlong(strideS), (*C.float)(unsafe.Pointer(d_U)), C.int(ldu), C.longlong(strideU), (*C.float)(unsafe.Pointer(d_V)), C.int(ldv), C.longlong(strideV), (*C.float)(unsafe.Pointer(d_work)), C.int(lwork), (*C.int)(unsafe.Pointer(d_info)), (*C.double)(unsafe.Pointer(h_R_nrmF)), C.int(batchSize)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6783,7 +6783,7 @@ func DgesvdaStridedBatched(handle Handle, jobz EigMode, rank int32, m int32, n i
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDgesvdaStridedBatched(fp, C.uintptr_t(handle), C.int(jobz), C.int(rank), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(d_A)), C.int(lda), C.longlong(strideA), (*C.double)(unsafe.Pointer(d_S)), C.longlong(strideS), (*C.double)(unsafe.Pointer(d_U)), C.int(ldu), C.longlong(strideU), (*C.double)(unsafe.Pointer(d_V)), C.int(ldv), C.longlong(strideV), (*C.double)(unsafe.Pointer(d_work)), C.int(lwork), (*C.int)(unsafe.Pointer(d_info)), (*C.double)(unsafe.Pointer(h_R_nrmF)), C.int(batchSize)); r != 0 {
+	if r := C.gocuda_cusolverDnDgesvdaStridedBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(jobz), C.int(rank), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(d_A)), C.int(lda), C.longlong(strideA), (*C.double)(unsafe.Pointer(d_S)), C.longlong(strideS), (*C.double)(unsafe.Pointer(d_U)), C.int(ldu), C.longlong(strideU), (*C.double)(unsafe.Pointer(d_V)), C.int(ldv), C.longlong(strideV), (*C.double)(unsafe.Pointer(d_work)), C.int(lwork), (*C.int)(unsafe.Pointer(d_info)), (*C.double)(unsafe.Pointer(h_R_nrmF)), C.int(batchSize)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6795,7 +6795,7 @@ func CgesvdaStridedBatched(handle Handle, jobz EigMode, rank int32, m int32, n i
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnCgesvdaStridedBatched(fp, C.uintptr_t(handle), C.int(jobz), C.int(rank), C.int(m), C.int(n), unsafe.Pointer(d_A), C.int(lda), C.longlong(strideA), (*C.float)(unsafe.Pointer(d_S)), C.longlong(strideS), unsafe.Pointer(d_U), C.int(ldu), C.longlong(strideU), unsafe.Pointer(d_V), C.int(ldv), C.longlong(strideV), unsafe.Pointer(d_work), C.int(lwork), (*C.int)(unsafe.Pointer(d_info)), (*C.double)(unsafe.Pointer(h_R_nrmF)), C.int(batchSize)); r != 0 {
+	if r := C.gocuda_cusolverDnCgesvdaStridedBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(jobz), C.int(rank), C.int(m), C.int(n), unsafe.Pointer(d_A), C.int(lda), C.longlong(strideA), (*C.float)(unsafe.Pointer(d_S)), C.longlong(strideS), unsafe.Pointer(d_U), C.int(ldu), C.longlong(strideU), unsafe.Pointer(d_V), C.int(ldv), C.longlong(strideV), unsafe.Pointer(d_work), C.int(lwork), (*C.int)(unsafe.Pointer(d_info)), (*C.double)(unsafe.Pointer(h_R_nrmF)), C.int(batchSize)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6807,7 +6807,7 @@ func ZgesvdaStridedBatched(handle Handle, jobz EigMode, rank int32, m int32, n i
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnZgesvdaStridedBatched(fp, C.uintptr_t(handle), C.int(jobz), C.int(rank), C.int(m), C.int(n), unsafe.Pointer(d_A), C.int(lda), C.longlong(strideA), (*C.double)(unsafe.Pointer(d_S)), C.longlong(strideS), unsafe.Pointer(d_U), C.int(ldu), C.longlong(strideU), unsafe.Pointer(d_V), C.int(ldv), C.longlong(strideV), unsafe.Pointer(d_work), C.int(lwork), (*C.int)(unsafe.Pointer(d_info)), (*C.double)(unsafe.Pointer(h_R_nrmF)), C.int(batchSize)); r != 0 {
+	if r := C.gocuda_cusolverDnZgesvdaStridedBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(jobz), C.int(rank), C.int(m), C.int(n), unsafe.Pointer(d_A), C.int(lda), C.longlong(strideA), (*C.double)(unsafe.Pointer(d_S)), C.longlong(strideS), unsafe.Pointer(d_U), C.int(ldu), C.longlong(strideU), unsafe.Pointer(d_V), C.int(ldv), C.longlong(strideV), unsafe.Pointer(d_work), C.int(lwork), (*C.int)(unsafe.Pointer(d_info)), (*C.double)(unsafe.Pointer(h_R_nrmF)), C.int(batchSize)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6819,7 +6819,7 @@ func CreateParams(params *Params) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnCreateParams(fp, unsafe.Pointer(params)); r != 0 {
+	if r := C.gocuda_cusolverDnCreateParams(C.uintptr_t(uintptr(fp)), unsafe.Pointer(params)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6831,7 +6831,7 @@ func DestroyParams(params Params) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnDestroyParams(fp, C.uintptr_t(params)); r != 0 {
+	if r := C.gocuda_cusolverDnDestroyParams(C.uintptr_t(uintptr(fp)), C.uintptr_t(params)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6843,7 +6843,7 @@ func SetAdvOptions(params Params, function Function, algo AlgMode) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnSetAdvOptions(fp, C.uintptr_t(params), C.int(function), C.int(algo)); r != 0 {
+	if r := C.gocuda_cusolverDnSetAdvOptions(C.uintptr_t(uintptr(fp)), C.uintptr_t(params), C.int(function), C.int(algo)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6855,7 +6855,7 @@ func Xpotrf_bufferSize(handle Handle, params Params, uplo cublas.FillMode, n int
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnXpotrf_bufferSize(fp, C.uintptr_t(handle), C.uintptr_t(params), C.int(uplo), C.int64_t(n), C.int(dataTypeA), unsafe.Pointer(A), C.int64_t(lda), C.int(computeType), (*C.size_t)(unsafe.Pointer(workspaceInBytesOnDevice)), (*C.size_t)(unsafe.Pointer(workspaceInBytesOnHost))); r != 0 {
+	if r := C.gocuda_cusolverDnXpotrf_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.uintptr_t(params), C.int(uplo), C.int64_t(n), C.int(dataTypeA), unsafe.Pointer(A), C.int64_t(lda), C.int(computeType), (*C.size_t)(unsafe.Pointer(workspaceInBytesOnDevice)), (*C.size_t)(unsafe.Pointer(workspaceInBytesOnHost))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6867,7 +6867,7 @@ func Xpotrf(handle Handle, params Params, uplo cublas.FillMode, n int64, dataTyp
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnXpotrf(fp, C.uintptr_t(handle), C.uintptr_t(params), C.int(uplo), C.int64_t(n), C.int(dataTypeA), unsafe.Pointer(A), C.int64_t(lda), C.int(computeType), unsafe.Pointer(bufferOnDevice), C.size_t(workspaceInBytesOnDevice), unsafe.Pointer(bufferOnHost), C.size_t(workspaceInBytesOnHost), (*C.int)(unsafe.Pointer(info))); r != 0 {
+	if r := C.gocuda_cusolverDnXpotrf(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.uintptr_t(params), C.int(uplo), C.int64_t(n), C.int(dataTypeA), unsafe.Pointer(A), C.int64_t(lda), C.int(computeType), unsafe.Pointer(bufferOnDevice), C.size_t(workspaceInBytesOnDevice), unsafe.Pointer(bufferOnHost), C.size_t(workspaceInBytesOnHost), (*C.int)(unsafe.Pointer(info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6879,7 +6879,7 @@ func Xpotrs(handle Handle, params Params, uplo cublas.FillMode, n int64, nrhs in
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnXpotrs(fp, C.uintptr_t(handle), C.uintptr_t(params), C.int(uplo), C.int64_t(n), C.int64_t(nrhs), C.int(dataTypeA), unsafe.Pointer(A), C.int64_t(lda), C.int(dataTypeB), unsafe.Pointer(B), C.int64_t(ldb), (*C.int)(unsafe.Pointer(info))); r != 0 {
+	if r := C.gocuda_cusolverDnXpotrs(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.uintptr_t(params), C.int(uplo), C.int64_t(n), C.int64_t(nrhs), C.int(dataTypeA), unsafe.Pointer(A), C.int64_t(lda), C.int(dataTypeB), unsafe.Pointer(B), C.int64_t(ldb), (*C.int)(unsafe.Pointer(info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6891,7 +6891,7 @@ func Xgeqrf_bufferSize(handle Handle, params Params, m int64, n int64, dataTypeA
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnXgeqrf_bufferSize(fp, C.uintptr_t(handle), C.uintptr_t(params), C.int64_t(m), C.int64_t(n), C.int(dataTypeA), unsafe.Pointer(A), C.int64_t(lda), C.int(dataTypeTau), unsafe.Pointer(tau), C.int(computeType), (*C.size_t)(unsafe.Pointer(workspaceInBytesOnDevice)), (*C.size_t)(unsafe.Pointer(workspaceInBytesOnHost))); r != 0 {
+	if r := C.gocuda_cusolverDnXgeqrf_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.uintptr_t(params), C.int64_t(m), C.int64_t(n), C.int(dataTypeA), unsafe.Pointer(A), C.int64_t(lda), C.int(dataTypeTau), unsafe.Pointer(tau), C.int(computeType), (*C.size_t)(unsafe.Pointer(workspaceInBytesOnDevice)), (*C.size_t)(unsafe.Pointer(workspaceInBytesOnHost))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6903,7 +6903,7 @@ func Xgeqrf(handle Handle, params Params, m int64, n int64, dataTypeA cudart.Dat
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnXgeqrf(fp, C.uintptr_t(handle), C.uintptr_t(params), C.int64_t(m), C.int64_t(n), C.int(dataTypeA), unsafe.Pointer(A), C.int64_t(lda), C.int(dataTypeTau), unsafe.Pointer(tau), C.int(computeType), unsafe.Pointer(bufferOnDevice), C.size_t(workspaceInBytesOnDevice), unsafe.Pointer(bufferOnHost), C.size_t(workspaceInBytesOnHost), (*C.int)(unsafe.Pointer(info))); r != 0 {
+	if r := C.gocuda_cusolverDnXgeqrf(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.uintptr_t(params), C.int64_t(m), C.int64_t(n), C.int(dataTypeA), unsafe.Pointer(A), C.int64_t(lda), C.int(dataTypeTau), unsafe.Pointer(tau), C.int(computeType), unsafe.Pointer(bufferOnDevice), C.size_t(workspaceInBytesOnDevice), unsafe.Pointer(bufferOnHost), C.size_t(workspaceInBytesOnHost), (*C.int)(unsafe.Pointer(info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6915,7 +6915,7 @@ func Xgetrf_bufferSize(handle Handle, params Params, m int64, n int64, dataTypeA
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnXgetrf_bufferSize(fp, C.uintptr_t(handle), C.uintptr_t(params), C.int64_t(m), C.int64_t(n), C.int(dataTypeA), unsafe.Pointer(A), C.int64_t(lda), C.int(computeType), (*C.size_t)(unsafe.Pointer(workspaceInBytesOnDevice)), (*C.size_t)(unsafe.Pointer(workspaceInBytesOnHost))); r != 0 {
+	if r := C.gocuda_cusolverDnXgetrf_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.uintptr_t(params), C.int64_t(m), C.int64_t(n), C.int(dataTypeA), unsafe.Pointer(A), C.int64_t(lda), C.int(computeType), (*C.size_t)(unsafe.Pointer(workspaceInBytesOnDevice)), (*C.size_t)(unsafe.Pointer(workspaceInBytesOnHost))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6927,7 +6927,7 @@ func Xgetrf(handle Handle, params Params, m int64, n int64, dataTypeA cudart.Dat
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnXgetrf(fp, C.uintptr_t(handle), C.uintptr_t(params), C.int64_t(m), C.int64_t(n), C.int(dataTypeA), unsafe.Pointer(A), C.int64_t(lda), (*C.int64_t)(unsafe.Pointer(ipiv)), C.int(computeType), unsafe.Pointer(bufferOnDevice), C.size_t(workspaceInBytesOnDevice), unsafe.Pointer(bufferOnHost), C.size_t(workspaceInBytesOnHost), (*C.int)(unsafe.Pointer(info))); r != 0 {
+	if r := C.gocuda_cusolverDnXgetrf(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.uintptr_t(params), C.int64_t(m), C.int64_t(n), C.int(dataTypeA), unsafe.Pointer(A), C.int64_t(lda), (*C.int64_t)(unsafe.Pointer(ipiv)), C.int(computeType), unsafe.Pointer(bufferOnDevice), C.size_t(workspaceInBytesOnDevice), unsafe.Pointer(bufferOnHost), C.size_t(workspaceInBytesOnHost), (*C.int)(unsafe.Pointer(info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6939,7 +6939,7 @@ func Xgetrs(handle Handle, params Params, trans cublas.Operation, n int64, nrhs 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnXgetrs(fp, C.uintptr_t(handle), C.uintptr_t(params), C.int(trans), C.int64_t(n), C.int64_t(nrhs), C.int(dataTypeA), unsafe.Pointer(A), C.int64_t(lda), (*C.int64_t)(unsafe.Pointer(ipiv)), C.int(dataTypeB), unsafe.Pointer(B), C.int64_t(ldb), (*C.int)(unsafe.Pointer(info))); r != 0 {
+	if r := C.gocuda_cusolverDnXgetrs(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.uintptr_t(params), C.int(trans), C.int64_t(n), C.int64_t(nrhs), C.int(dataTypeA), unsafe.Pointer(A), C.int64_t(lda), (*C.int64_t)(unsafe.Pointer(ipiv)), C.int(dataTypeB), unsafe.Pointer(B), C.int64_t(ldb), (*C.int)(unsafe.Pointer(info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6951,7 +6951,7 @@ func Xsyevd_bufferSize(handle Handle, params Params, jobz EigMode, uplo cublas.F
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnXsyevd_bufferSize(fp, C.uintptr_t(handle), C.uintptr_t(params), C.int(jobz), C.int(uplo), C.int64_t(n), C.int(dataTypeA), unsafe.Pointer(A), C.int64_t(lda), C.int(dataTypeW), unsafe.Pointer(W), C.int(computeType), (*C.size_t)(unsafe.Pointer(workspaceInBytesOnDevice)), (*C.size_t)(unsafe.Pointer(workspaceInBytesOnHost))); r != 0 {
+	if r := C.gocuda_cusolverDnXsyevd_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.uintptr_t(params), C.int(jobz), C.int(uplo), C.int64_t(n), C.int(dataTypeA), unsafe.Pointer(A), C.int64_t(lda), C.int(dataTypeW), unsafe.Pointer(W), C.int(computeType), (*C.size_t)(unsafe.Pointer(workspaceInBytesOnDevice)), (*C.size_t)(unsafe.Pointer(workspaceInBytesOnHost))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6963,7 +6963,7 @@ func Xsyevd(handle Handle, params Params, jobz EigMode, uplo cublas.FillMode, n 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnXsyevd(fp, C.uintptr_t(handle), C.uintptr_t(params), C.int(jobz), C.int(uplo), C.int64_t(n), C.int(dataTypeA), unsafe.Pointer(A), C.int64_t(lda), C.int(dataTypeW), unsafe.Pointer(W), C.int(computeType), unsafe.Pointer(bufferOnDevice), C.size_t(workspaceInBytesOnDevice), unsafe.Pointer(bufferOnHost), C.size_t(workspaceInBytesOnHost), (*C.int)(unsafe.Pointer(info))); r != 0 {
+	if r := C.gocuda_cusolverDnXsyevd(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.uintptr_t(params), C.int(jobz), C.int(uplo), C.int64_t(n), C.int(dataTypeA), unsafe.Pointer(A), C.int64_t(lda), C.int(dataTypeW), unsafe.Pointer(W), C.int(computeType), unsafe.Pointer(bufferOnDevice), C.size_t(workspaceInBytesOnDevice), unsafe.Pointer(bufferOnHost), C.size_t(workspaceInBytesOnHost), (*C.int)(unsafe.Pointer(info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6975,7 +6975,7 @@ func XsyevBatched_bufferSize(handle Handle, params Params, jobz EigMode, uplo cu
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnXsyevBatched_bufferSize(fp, C.uintptr_t(handle), C.uintptr_t(params), C.int(jobz), C.int(uplo), C.int64_t(n), C.int(dataTypeA), unsafe.Pointer(A), C.int64_t(lda), C.int(dataTypeW), unsafe.Pointer(W), C.int(computeType), (*C.size_t)(unsafe.Pointer(workspaceInBytesOnDevice)), (*C.size_t)(unsafe.Pointer(workspaceInBytesOnHost)), C.int64_t(batchSize)); r != 0 {
+	if r := C.gocuda_cusolverDnXsyevBatched_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.uintptr_t(params), C.int(jobz), C.int(uplo), C.int64_t(n), C.int(dataTypeA), unsafe.Pointer(A), C.int64_t(lda), C.int(dataTypeW), unsafe.Pointer(W), C.int(computeType), (*C.size_t)(unsafe.Pointer(workspaceInBytesOnDevice)), (*C.size_t)(unsafe.Pointer(workspaceInBytesOnHost)), C.int64_t(batchSize)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6987,7 +6987,7 @@ func XsyevBatched(handle Handle, params Params, jobz EigMode, uplo cublas.FillMo
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnXsyevBatched(fp, C.uintptr_t(handle), C.uintptr_t(params), C.int(jobz), C.int(uplo), C.int64_t(n), C.int(dataTypeA), unsafe.Pointer(A), C.int64_t(lda), C.int(dataTypeW), unsafe.Pointer(W), C.int(computeType), unsafe.Pointer(bufferOnDevice), C.size_t(workspaceInBytesOnDevice), unsafe.Pointer(bufferOnHost), C.size_t(workspaceInBytesOnHost), (*C.int)(unsafe.Pointer(info)), C.int64_t(batchSize)); r != 0 {
+	if r := C.gocuda_cusolverDnXsyevBatched(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.uintptr_t(params), C.int(jobz), C.int(uplo), C.int64_t(n), C.int(dataTypeA), unsafe.Pointer(A), C.int64_t(lda), C.int(dataTypeW), unsafe.Pointer(W), C.int(computeType), unsafe.Pointer(bufferOnDevice), C.size_t(workspaceInBytesOnDevice), unsafe.Pointer(bufferOnHost), C.size_t(workspaceInBytesOnHost), (*C.int)(unsafe.Pointer(info)), C.int64_t(batchSize)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6999,7 +6999,7 @@ func Xsyevdx_bufferSize(handle Handle, params Params, jobz EigMode, range_ EigRa
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnXsyevdx_bufferSize(fp, C.uintptr_t(handle), C.uintptr_t(params), C.int(jobz), C.int(range_), C.int(uplo), C.int64_t(n), C.int(dataTypeA), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(vl), unsafe.Pointer(vu), C.int64_t(il), C.int64_t(iu), (*C.int64_t)(unsafe.Pointer(h_meig)), C.int(dataTypeW), unsafe.Pointer(W), C.int(computeType), (*C.size_t)(unsafe.Pointer(workspaceInBytesOnDevice)), (*C.size_t)(unsafe.Pointer(workspaceInBytesOnHost))); r != 0 {
+	if r := C.gocuda_cusolverDnXsyevdx_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.uintptr_t(params), C.int(jobz), C.int(range_), C.int(uplo), C.int64_t(n), C.int(dataTypeA), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(vl), unsafe.Pointer(vu), C.int64_t(il), C.int64_t(iu), (*C.int64_t)(unsafe.Pointer(h_meig)), C.int(dataTypeW), unsafe.Pointer(W), C.int(computeType), (*C.size_t)(unsafe.Pointer(workspaceInBytesOnDevice)), (*C.size_t)(unsafe.Pointer(workspaceInBytesOnHost))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7011,7 +7011,7 @@ func Xsyevdx(handle Handle, params Params, jobz EigMode, range_ EigRange, uplo c
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnXsyevdx(fp, C.uintptr_t(handle), C.uintptr_t(params), C.int(jobz), C.int(range_), C.int(uplo), C.int64_t(n), C.int(dataTypeA), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(vl), unsafe.Pointer(vu), C.int64_t(il), C.int64_t(iu), (*C.int64_t)(unsafe.Pointer(meig64)), C.int(dataTypeW), unsafe.Pointer(W), C.int(computeType), unsafe.Pointer(bufferOnDevice), C.size_t(workspaceInBytesOnDevice), unsafe.Pointer(bufferOnHost), C.size_t(workspaceInBytesOnHost), (*C.int)(unsafe.Pointer(info))); r != 0 {
+	if r := C.gocuda_cusolverDnXsyevdx(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.uintptr_t(params), C.int(jobz), C.int(range_), C.int(uplo), C.int64_t(n), C.int(dataTypeA), unsafe.Pointer(A), C.int64_t(lda), unsafe.Pointer(vl), unsafe.Pointer(vu), C.int64_t(il), C.int64_t(iu), (*C.int64_t)(unsafe.Pointer(meig64)), C.int(dataTypeW), unsafe.Pointer(W), C.int(computeType), unsafe.Pointer(bufferOnDevice), C.size_t(workspaceInBytesOnDevice), unsafe.Pointer(bufferOnHost), C.size_t(workspaceInBytesOnHost), (*C.int)(unsafe.Pointer(info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7023,7 +7023,7 @@ func Xgeev_bufferSize(handle Handle, params Params, jobvl EigMode, jobvr EigMode
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnXgeev_bufferSize(fp, C.uintptr_t(handle), C.uintptr_t(params), C.int(jobvl), C.int(jobvr), C.int64_t(n), C.int(dataTypeA), unsafe.Pointer(A), C.int64_t(lda), C.int(dataTypeW), unsafe.Pointer(W), C.int(dataTypeVL), unsafe.Pointer(VL), C.int64_t(ldvl), C.int(dataTypeVR), unsafe.Pointer(VR), C.int64_t(ldvr), C.int(computeType), (*C.size_t)(unsafe.Pointer(workspaceInBytesOnDevice)), (*C.size_t)(unsafe.Pointer(workspaceInBytesOnHost))); r != 0 {
+	if r := C.gocuda_cusolverDnXgeev_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.uintptr_t(params), C.int(jobvl), C.int(jobvr), C.int64_t(n), C.int(dataTypeA), unsafe.Pointer(A), C.int64_t(lda), C.int(dataTypeW), unsafe.Pointer(W), C.int(dataTypeVL), unsafe.Pointer(VL), C.int64_t(ldvl), C.int(dataTypeVR), unsafe.Pointer(VR), C.int64_t(ldvr), C.int(computeType), (*C.size_t)(unsafe.Pointer(workspaceInBytesOnDevice)), (*C.size_t)(unsafe.Pointer(workspaceInBytesOnHost))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7035,7 +7035,7 @@ func Xgeev(handle Handle, params Params, jobvl EigMode, jobvr EigMode, n int64, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnXgeev(fp, C.uintptr_t(handle), C.uintptr_t(params), C.int(jobvl), C.int(jobvr), C.int64_t(n), C.int(dataTypeA), unsafe.Pointer(A), C.int64_t(lda), C.int(dataTypeW), unsafe.Pointer(W), C.int(dataTypeVL), unsafe.Pointer(VL), C.int64_t(ldvl), C.int(dataTypeVR), unsafe.Pointer(VR), C.int64_t(ldvr), C.int(computeType), unsafe.Pointer(bufferOnDevice), C.size_t(workspaceInBytesOnDevice), unsafe.Pointer(bufferOnHost), C.size_t(workspaceInBytesOnHost), (*C.int)(unsafe.Pointer(info))); r != 0 {
+	if r := C.gocuda_cusolverDnXgeev(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.uintptr_t(params), C.int(jobvl), C.int(jobvr), C.int64_t(n), C.int(dataTypeA), unsafe.Pointer(A), C.int64_t(lda), C.int(dataTypeW), unsafe.Pointer(W), C.int(dataTypeVL), unsafe.Pointer(VL), C.int64_t(ldvl), C.int(dataTypeVR), unsafe.Pointer(VR), C.int64_t(ldvr), C.int(computeType), unsafe.Pointer(bufferOnDevice), C.size_t(workspaceInBytesOnDevice), unsafe.Pointer(bufferOnHost), C.size_t(workspaceInBytesOnHost), (*C.int)(unsafe.Pointer(info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7047,7 +7047,7 @@ func Xgesvd_bufferSize(handle Handle, params Params, jobu int8, jobvt int8, m in
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnXgesvd_bufferSize(fp, C.uintptr_t(handle), C.uintptr_t(params), C.schar(jobu), C.schar(jobvt), C.int64_t(m), C.int64_t(n), C.int(dataTypeA), unsafe.Pointer(A), C.int64_t(lda), C.int(dataTypeS), unsafe.Pointer(S), C.int(dataTypeU), unsafe.Pointer(U), C.int64_t(ldu), C.int(dataTypeVT), unsafe.Pointer(VT), C.int64_t(ldvt), C.int(computeType), (*C.size_t)(unsafe.Pointer(workspaceInBytesOnDevice)), (*C.size_t)(unsafe.Pointer(workspaceInBytesOnHost))); r != 0 {
+	if r := C.gocuda_cusolverDnXgesvd_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.uintptr_t(params), C.schar(jobu), C.schar(jobvt), C.int64_t(m), C.int64_t(n), C.int(dataTypeA), unsafe.Pointer(A), C.int64_t(lda), C.int(dataTypeS), unsafe.Pointer(S), C.int(dataTypeU), unsafe.Pointer(U), C.int64_t(ldu), C.int(dataTypeVT), unsafe.Pointer(VT), C.int64_t(ldvt), C.int(computeType), (*C.size_t)(unsafe.Pointer(workspaceInBytesOnDevice)), (*C.size_t)(unsafe.Pointer(workspaceInBytesOnHost))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7059,7 +7059,7 @@ func Xgesvd(handle Handle, params Params, jobu int8, jobvt int8, m int64, n int6
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnXgesvd(fp, C.uintptr_t(handle), C.uintptr_t(params), C.schar(jobu), C.schar(jobvt), C.int64_t(m), C.int64_t(n), C.int(dataTypeA), unsafe.Pointer(A), C.int64_t(lda), C.int(dataTypeS), unsafe.Pointer(S), C.int(dataTypeU), unsafe.Pointer(U), C.int64_t(ldu), C.int(dataTypeVT), unsafe.Pointer(VT), C.int64_t(ldvt), C.int(computeType), unsafe.Pointer(bufferOnDevice), C.size_t(workspaceInBytesOnDevice), unsafe.Pointer(bufferOnHost), C.size_t(workspaceInBytesOnHost), (*C.int)(unsafe.Pointer(info))); r != 0 {
+	if r := C.gocuda_cusolverDnXgesvd(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.uintptr_t(params), C.schar(jobu), C.schar(jobvt), C.int64_t(m), C.int64_t(n), C.int(dataTypeA), unsafe.Pointer(A), C.int64_t(lda), C.int(dataTypeS), unsafe.Pointer(S), C.int(dataTypeU), unsafe.Pointer(U), C.int64_t(ldu), C.int(dataTypeVT), unsafe.Pointer(VT), C.int64_t(ldvt), C.int(computeType), unsafe.Pointer(bufferOnDevice), C.size_t(workspaceInBytesOnDevice), unsafe.Pointer(bufferOnHost), C.size_t(workspaceInBytesOnHost), (*C.int)(unsafe.Pointer(info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7071,7 +7071,7 @@ func Xgesvdp_bufferSize(handle Handle, params Params, jobz EigMode, econ int32, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnXgesvdp_bufferSize(fp, C.uintptr_t(handle), C.uintptr_t(params), C.int(jobz), C.int(econ), C.int64_t(m), C.int64_t(n), C.int(dataTypeA), unsafe.Pointer(A), C.int64_t(lda), C.int(dataTypeS), unsafe.Pointer(S), C.int(dataTypeU), unsafe.Pointer(U), C.int64_t(ldu), C.int(dataTypeV), unsafe.Pointer(V), C.int64_t(ldv), C.int(computeType), (*C.size_t)(unsafe.Pointer(workspaceInBytesOnDevice)), (*C.size_t)(unsafe.Pointer(workspaceInBytesOnHost))); r != 0 {
+	if r := C.gocuda_cusolverDnXgesvdp_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.uintptr_t(params), C.int(jobz), C.int(econ), C.int64_t(m), C.int64_t(n), C.int(dataTypeA), unsafe.Pointer(A), C.int64_t(lda), C.int(dataTypeS), unsafe.Pointer(S), C.int(dataTypeU), unsafe.Pointer(U), C.int64_t(ldu), C.int(dataTypeV), unsafe.Pointer(V), C.int64_t(ldv), C.int(computeType), (*C.size_t)(unsafe.Pointer(workspaceInBytesOnDevice)), (*C.size_t)(unsafe.Pointer(workspaceInBytesOnHost))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7083,7 +7083,7 @@ func Xgesvdp(handle Handle, params Params, jobz EigMode, econ int32, m int64, n 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnXgesvdp(fp, C.uintptr_t(handle), C.uintptr_t(params), C.int(jobz), C.int(econ), C.int64_t(m), C.int64_t(n), C.int(dataTypeA), unsafe.Pointer(A), C.int64_t(lda), C.int(dataTypeS), unsafe.Pointer(S), C.int(dataTypeU), unsafe.Pointer(U), C.int64_t(ldu), C.int(dataTypeV), unsafe.Pointer(V), C.int64_t(ldv), C.int(computeType), unsafe.Pointer(bufferOnDevice), C.size_t(workspaceInBytesOnDevice), unsafe.Pointer(bufferOnHost), C.size_t(workspaceInBytesOnHost), (*C.int)(unsafe.Pointer(d_info)), (*C.double)(unsafe.Pointer(h_err_sigma))); r != 0 {
+	if r := C.gocuda_cusolverDnXgesvdp(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.uintptr_t(params), C.int(jobz), C.int(econ), C.int64_t(m), C.int64_t(n), C.int(dataTypeA), unsafe.Pointer(A), C.int64_t(lda), C.int(dataTypeS), unsafe.Pointer(S), C.int(dataTypeU), unsafe.Pointer(U), C.int64_t(ldu), C.int(dataTypeV), unsafe.Pointer(V), C.int64_t(ldv), C.int(computeType), unsafe.Pointer(bufferOnDevice), C.size_t(workspaceInBytesOnDevice), unsafe.Pointer(bufferOnHost), C.size_t(workspaceInBytesOnHost), (*C.int)(unsafe.Pointer(d_info)), (*C.double)(unsafe.Pointer(h_err_sigma))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7095,7 +7095,7 @@ func Xgesvdr_bufferSize(handle Handle, params Params, jobu int8, jobv int8, m in
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnXgesvdr_bufferSize(fp, C.uintptr_t(handle), C.uintptr_t(params), C.schar(jobu), C.schar(jobv), C.int64_t(m), C.int64_t(n), C.int64_t(k), C.int64_t(p), C.int64_t(niters), C.int(dataTypeA), unsafe.Pointer(A), C.int64_t(lda), C.int(dataTypeSrand), unsafe.Pointer(Srand), C.int(dataTypeUrand), unsafe.Pointer(Urand), C.int64_t(ldUrand), C.int(dataTypeVrand), unsafe.Pointer(Vrand), C.int64_t(ldVrand), C.int(computeType), (*C.size_t)(unsafe.Pointer(workspaceInBytesOnDevice)), (*C.size_t)(unsafe.Pointer(workspaceInBytesOnHost))); r != 0 {
+	if r := C.gocuda_cusolverDnXgesvdr_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.uintptr_t(params), C.schar(jobu), C.schar(jobv), C.int64_t(m), C.int64_t(n), C.int64_t(k), C.int64_t(p), C.int64_t(niters), C.int(dataTypeA), unsafe.Pointer(A), C.int64_t(lda), C.int(dataTypeSrand), unsafe.Pointer(Srand), C.int(dataTypeUrand), unsafe.Pointer(Urand), C.int64_t(ldUrand), C.int(dataTypeVrand), unsafe.Pointer(Vrand), C.int64_t(ldVrand), C.int(computeType), (*C.size_t)(unsafe.Pointer(workspaceInBytesOnDevice)), (*C.size_t)(unsafe.Pointer(workspaceInBytesOnHost))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7107,7 +7107,7 @@ func Xgesvdr(handle Handle, params Params, jobu int8, jobv int8, m int64, n int6
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnXgesvdr(fp, C.uintptr_t(handle), C.uintptr_t(params), C.schar(jobu), C.schar(jobv), C.int64_t(m), C.int64_t(n), C.int64_t(k), C.int64_t(p), C.int64_t(niters), C.int(dataTypeA), unsafe.Pointer(A), C.int64_t(lda), C.int(dataTypeSrand), unsafe.Pointer(Srand), C.int(dataTypeUrand), unsafe.Pointer(Urand), C.int64_t(ldUrand), C.int(dataTypeVrand), unsafe.Pointer(Vrand), C.int64_t(ldVrand), C.int(computeType), unsafe.Pointer(bufferOnDevice), C.size_t(workspaceInBytesOnDevice), unsafe.Pointer(bufferOnHost), C.size_t(workspaceInBytesOnHost), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
+	if r := C.gocuda_cusolverDnXgesvdr(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.uintptr_t(params), C.schar(jobu), C.schar(jobv), C.int64_t(m), C.int64_t(n), C.int64_t(k), C.int64_t(p), C.int64_t(niters), C.int(dataTypeA), unsafe.Pointer(A), C.int64_t(lda), C.int(dataTypeSrand), unsafe.Pointer(Srand), C.int(dataTypeUrand), unsafe.Pointer(Urand), C.int64_t(ldUrand), C.int(dataTypeVrand), unsafe.Pointer(Vrand), C.int64_t(ldVrand), C.int(computeType), unsafe.Pointer(bufferOnDevice), C.size_t(workspaceInBytesOnDevice), unsafe.Pointer(bufferOnHost), C.size_t(workspaceInBytesOnHost), (*C.int)(unsafe.Pointer(d_info))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7119,7 +7119,7 @@ func Xlarft_bufferSize(handle Handle, params Params, direct DirectMode, storev S
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnXlarft_bufferSize(fp, C.uintptr_t(handle), C.uintptr_t(params), C.int(direct), C.int(storev), C.int64_t(n), C.int64_t(k), C.int(dataTypeV), unsafe.Pointer(V), C.int64_t(ldv), C.int(dataTypeTau), unsafe.Pointer(tau), C.int(dataTypeT), unsafe.Pointer(T), C.int64_t(ldt), C.int(computeType), (*C.size_t)(unsafe.Pointer(workspaceInBytesOnDevice)), (*C.size_t)(unsafe.Pointer(workspaceInBytesOnHost))); r != 0 {
+	if r := C.gocuda_cusolverDnXlarft_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.uintptr_t(params), C.int(direct), C.int(storev), C.int64_t(n), C.int64_t(k), C.int(dataTypeV), unsafe.Pointer(V), C.int64_t(ldv), C.int(dataTypeTau), unsafe.Pointer(tau), C.int(dataTypeT), unsafe.Pointer(T), C.int64_t(ldt), C.int(computeType), (*C.size_t)(unsafe.Pointer(workspaceInBytesOnDevice)), (*C.size_t)(unsafe.Pointer(workspaceInBytesOnHost))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7131,7 +7131,7 @@ func Xlarft(handle Handle, params Params, direct DirectMode, storev StorevMode, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnXlarft(fp, C.uintptr_t(handle), C.uintptr_t(params), C.int(direct), C.int(storev), C.int64_t(n), C.int64_t(k), C.int(dataTypeV), unsafe.Pointer(V), C.int64_t(ldv), C.int(dataTypeTau), unsafe.Pointer(tau), C.int(dataTypeT), unsafe.Pointer(T), C.int64_t(ldt), C.int(computeType), unsafe.Pointer(bufferOnDevice), C.size_t(workspaceInBytesOnDevice), unsafe.Pointer(bufferOnHost), C.size_t(workspaceInBytesOnHost)); r != 0 {
+	if r := C.gocuda_cusolverDnXlarft(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.uintptr_t(params), C.int(direct), C.int(storev), C.int64_t(n), C.int64_t(k), C.int(dataTypeV), unsafe.Pointer(V), C.int64_t(ldv), C.int(dataTypeTau), unsafe.Pointer(tau), C.int(dataTypeT), unsafe.Pointer(T), C.int64_t(ldt), C.int(computeType), unsafe.Pointer(bufferOnDevice), C.size_t(workspaceInBytesOnDevice), unsafe.Pointer(bufferOnHost), C.size_t(workspaceInBytesOnHost)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7143,7 +7143,7 @@ func LoggerSetCallback(callback LoggerCallback) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnLoggerSetCallback(fp, C.uintptr_t(callback)); r != 0 {
+	if r := C.gocuda_cusolverDnLoggerSetCallback(C.uintptr_t(uintptr(fp)), C.uintptr_t(callback)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7157,7 +7157,7 @@ func LoggerOpenFile(logFile string) error {
 	}
 	_logFile := C.CString(logFile)
 	defer C.free(unsafe.Pointer(_logFile))
-	if r := C.gocuda_cusolverDnLoggerOpenFile(fp, unsafe.Pointer(_logFile)); r != 0 {
+	if r := C.gocuda_cusolverDnLoggerOpenFile(C.uintptr_t(uintptr(fp)), unsafe.Pointer(_logFile)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7169,7 +7169,7 @@ func LoggerSetLevel(level int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnLoggerSetLevel(fp, C.int(level)); r != 0 {
+	if r := C.gocuda_cusolverDnLoggerSetLevel(C.uintptr_t(uintptr(fp)), C.int(level)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7181,7 +7181,7 @@ func LoggerSetMask(mask int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnLoggerSetMask(fp, C.int(mask)); r != 0 {
+	if r := C.gocuda_cusolverDnLoggerSetMask(C.uintptr_t(uintptr(fp)), C.int(mask)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7193,7 +7193,7 @@ func LoggerForceDisable() error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusolverDnLoggerForceDisable(fp); r != 0 {
+	if r := C.gocuda_cusolverDnLoggerForceDisable(C.uintptr_t(uintptr(fp))); r != 0 {
 		return Status(r)
 	}
 	return nil

@@ -893,1791 +893,1791 @@ import (
 #define __NV_NO_VECTOR_DEPRECATION_DIAG 1
 #include "cusparse.h"
 
-static int gocuda_cusparseCreate(void *fp, void * a0) {
+static int gocuda_cusparseCreate(uintptr_t fp, void * a0) {
 	return ((__typeof__(&cusparseCreate))fp)(a0);
 }
 
-static int gocuda_cusparseDestroy(void *fp, uintptr_t a0) {
+static int gocuda_cusparseDestroy(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cusparseDestroy))fp)((cusparseHandle_t)a0);
 }
 
-static int gocuda_cusparseGetVersion(void *fp, uintptr_t a0, int * a1) {
+static int gocuda_cusparseGetVersion(uintptr_t fp, uintptr_t a0, int * a1) {
 	return ((__typeof__(&cusparseGetVersion))fp)((cusparseHandle_t)a0, (int *)a1);
 }
 
-static int gocuda_cusparseGetProperty(void *fp, int a0, int * a1) {
+static int gocuda_cusparseGetProperty(uintptr_t fp, int a0, int * a1) {
 	return ((__typeof__(&cusparseGetProperty))fp)(a0, (int *)a1);
 }
 
-static const char * gocuda_cusparseGetErrorName(void *fp, int a0) {
+static const char * gocuda_cusparseGetErrorName(uintptr_t fp, int a0) {
 	return ((__typeof__(&cusparseGetErrorName))fp)(a0);
 }
 
-static const char * gocuda_cusparseGetErrorString(void *fp, int a0) {
+static const char * gocuda_cusparseGetErrorString(uintptr_t fp, int a0) {
 	return ((__typeof__(&cusparseGetErrorString))fp)(a0);
 }
 
-static int gocuda_cusparseSetStream(void *fp, uintptr_t a0, uintptr_t a1) {
+static int gocuda_cusparseSetStream(uintptr_t fp, uintptr_t a0, uintptr_t a1) {
 	return ((__typeof__(&cusparseSetStream))fp)((cusparseHandle_t)a0, (cudaStream_t)a1);
 }
 
-static int gocuda_cusparseGetStream(void *fp, uintptr_t a0, void * a1) {
+static int gocuda_cusparseGetStream(uintptr_t fp, uintptr_t a0, void * a1) {
 	return ((__typeof__(&cusparseGetStream))fp)((cusparseHandle_t)a0, a1);
 }
 
-static int gocuda_cusparseGetPointerMode(void *fp, uintptr_t a0, int * a1) {
+static int gocuda_cusparseGetPointerMode(uintptr_t fp, uintptr_t a0, int * a1) {
 	return ((__typeof__(&cusparseGetPointerMode))fp)((cusparseHandle_t)a0, (cusparsePointerMode_t *)a1);
 }
 
-static int gocuda_cusparseSetPointerMode(void *fp, uintptr_t a0, int a1) {
+static int gocuda_cusparseSetPointerMode(uintptr_t fp, uintptr_t a0, int a1) {
 	return ((__typeof__(&cusparseSetPointerMode))fp)((cusparseHandle_t)a0, a1);
 }
 
-static int gocuda_cusparseLoggerSetCallback(void *fp, uintptr_t a0) {
+static int gocuda_cusparseLoggerSetCallback(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cusparseLoggerSetCallback))fp)((cusparseLoggerCallback_t)a0);
 }
 
-static int gocuda_cusparseLoggerOpenFile(void *fp, void * a0) {
+static int gocuda_cusparseLoggerOpenFile(uintptr_t fp, void * a0) {
 	return ((__typeof__(&cusparseLoggerOpenFile))fp)(a0);
 }
 
-static int gocuda_cusparseLoggerSetLevel(void *fp, int a0) {
+static int gocuda_cusparseLoggerSetLevel(uintptr_t fp, int a0) {
 	return ((__typeof__(&cusparseLoggerSetLevel))fp)(a0);
 }
 
-static int gocuda_cusparseLoggerSetMask(void *fp, int a0) {
+static int gocuda_cusparseLoggerSetMask(uintptr_t fp, int a0) {
 	return ((__typeof__(&cusparseLoggerSetMask))fp)(a0);
 }
 
-static int gocuda_cusparseLoggerForceDisable(void *fp) {
+static int gocuda_cusparseLoggerForceDisable(uintptr_t fp) {
 	return ((__typeof__(&cusparseLoggerForceDisable))fp)();
 }
 
-static int gocuda_cusparseCreateMatDescr(void *fp, void * a0) {
+static int gocuda_cusparseCreateMatDescr(uintptr_t fp, void * a0) {
 	return ((__typeof__(&cusparseCreateMatDescr))fp)(a0);
 }
 
-static int gocuda_cusparseDestroyMatDescr(void *fp, uintptr_t a0) {
+static int gocuda_cusparseDestroyMatDescr(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cusparseDestroyMatDescr))fp)((cusparseMatDescr_t)a0);
 }
 
-static int gocuda_cusparseSetMatType(void *fp, uintptr_t a0, int a1) {
+static int gocuda_cusparseSetMatType(uintptr_t fp, uintptr_t a0, int a1) {
 	return ((__typeof__(&cusparseSetMatType))fp)((cusparseMatDescr_t)a0, a1);
 }
 
-static int gocuda_cusparseGetMatType(void *fp, uintptr_t a0) {
+static int gocuda_cusparseGetMatType(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cusparseGetMatType))fp)((cusparseMatDescr_t)a0);
 }
 
-static int gocuda_cusparseSetMatFillMode(void *fp, uintptr_t a0, int a1) {
+static int gocuda_cusparseSetMatFillMode(uintptr_t fp, uintptr_t a0, int a1) {
 	return ((__typeof__(&cusparseSetMatFillMode))fp)((cusparseMatDescr_t)a0, a1);
 }
 
-static int gocuda_cusparseGetMatFillMode(void *fp, uintptr_t a0) {
+static int gocuda_cusparseGetMatFillMode(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cusparseGetMatFillMode))fp)((cusparseMatDescr_t)a0);
 }
 
-static int gocuda_cusparseSetMatDiagType(void *fp, uintptr_t a0, int a1) {
+static int gocuda_cusparseSetMatDiagType(uintptr_t fp, uintptr_t a0, int a1) {
 	return ((__typeof__(&cusparseSetMatDiagType))fp)((cusparseMatDescr_t)a0, a1);
 }
 
-static int gocuda_cusparseGetMatDiagType(void *fp, uintptr_t a0) {
+static int gocuda_cusparseGetMatDiagType(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cusparseGetMatDiagType))fp)((cusparseMatDescr_t)a0);
 }
 
-static int gocuda_cusparseSetMatIndexBase(void *fp, uintptr_t a0, int a1) {
+static int gocuda_cusparseSetMatIndexBase(uintptr_t fp, uintptr_t a0, int a1) {
 	return ((__typeof__(&cusparseSetMatIndexBase))fp)((cusparseMatDescr_t)a0, a1);
 }
 
-static int gocuda_cusparseGetMatIndexBase(void *fp, uintptr_t a0) {
+static int gocuda_cusparseGetMatIndexBase(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cusparseGetMatIndexBase))fp)((cusparseMatDescr_t)a0);
 }
 
-static int gocuda_cusparseCreateCsric02Info(void *fp, void * a0) {
+static int gocuda_cusparseCreateCsric02Info(uintptr_t fp, void * a0) {
 	return ((__typeof__(&cusparseCreateCsric02Info))fp)(a0);
 }
 
-static int gocuda_cusparseDestroyCsric02Info(void *fp, uintptr_t a0) {
+static int gocuda_cusparseDestroyCsric02Info(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cusparseDestroyCsric02Info))fp)((csric02Info_t)a0);
 }
 
-static int gocuda_cusparseCreateBsric02Info(void *fp, void * a0) {
+static int gocuda_cusparseCreateBsric02Info(uintptr_t fp, void * a0) {
 	return ((__typeof__(&cusparseCreateBsric02Info))fp)(a0);
 }
 
-static int gocuda_cusparseDestroyBsric02Info(void *fp, uintptr_t a0) {
+static int gocuda_cusparseDestroyBsric02Info(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cusparseDestroyBsric02Info))fp)((bsric02Info_t)a0);
 }
 
-static int gocuda_cusparseCreateCsrilu02Info(void *fp, void * a0) {
+static int gocuda_cusparseCreateCsrilu02Info(uintptr_t fp, void * a0) {
 	return ((__typeof__(&cusparseCreateCsrilu02Info))fp)(a0);
 }
 
-static int gocuda_cusparseDestroyCsrilu02Info(void *fp, uintptr_t a0) {
+static int gocuda_cusparseDestroyCsrilu02Info(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cusparseDestroyCsrilu02Info))fp)((csrilu02Info_t)a0);
 }
 
-static int gocuda_cusparseCreateBsrilu02Info(void *fp, void * a0) {
+static int gocuda_cusparseCreateBsrilu02Info(uintptr_t fp, void * a0) {
 	return ((__typeof__(&cusparseCreateBsrilu02Info))fp)(a0);
 }
 
-static int gocuda_cusparseDestroyBsrilu02Info(void *fp, uintptr_t a0) {
+static int gocuda_cusparseDestroyBsrilu02Info(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cusparseDestroyBsrilu02Info))fp)((bsrilu02Info_t)a0);
 }
 
-static int gocuda_cusparseCreateBsrsv2Info(void *fp, void * a0) {
+static int gocuda_cusparseCreateBsrsv2Info(uintptr_t fp, void * a0) {
 	return ((__typeof__(&cusparseCreateBsrsv2Info))fp)(a0);
 }
 
-static int gocuda_cusparseDestroyBsrsv2Info(void *fp, uintptr_t a0) {
+static int gocuda_cusparseDestroyBsrsv2Info(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cusparseDestroyBsrsv2Info))fp)((bsrsv2Info_t)a0);
 }
 
-static int gocuda_cusparseCreateBsrsm2Info(void *fp, void * a0) {
+static int gocuda_cusparseCreateBsrsm2Info(uintptr_t fp, void * a0) {
 	return ((__typeof__(&cusparseCreateBsrsm2Info))fp)(a0);
 }
 
-static int gocuda_cusparseDestroyBsrsm2Info(void *fp, uintptr_t a0) {
+static int gocuda_cusparseDestroyBsrsm2Info(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cusparseDestroyBsrsm2Info))fp)((bsrsm2Info_t)a0);
 }
 
-static int gocuda_cusparseCreateCsru2csrInfo(void *fp, void * a0) {
+static int gocuda_cusparseCreateCsru2csrInfo(uintptr_t fp, void * a0) {
 	return ((__typeof__(&cusparseCreateCsru2csrInfo))fp)(a0);
 }
 
-static int gocuda_cusparseDestroyCsru2csrInfo(void *fp, uintptr_t a0) {
+static int gocuda_cusparseDestroyCsru2csrInfo(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cusparseDestroyCsru2csrInfo))fp)((csru2csrInfo_t)a0);
 }
 
-static int gocuda_cusparseCreateColorInfo(void *fp, void * a0) {
+static int gocuda_cusparseCreateColorInfo(uintptr_t fp, void * a0) {
 	return ((__typeof__(&cusparseCreateColorInfo))fp)(a0);
 }
 
-static int gocuda_cusparseDestroyColorInfo(void *fp, uintptr_t a0) {
+static int gocuda_cusparseDestroyColorInfo(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cusparseDestroyColorInfo))fp)((cusparseColorInfo_t)a0);
 }
 
-static int gocuda_cusparseCreatePruneInfo(void *fp, void * a0) {
+static int gocuda_cusparseCreatePruneInfo(uintptr_t fp, void * a0) {
 	return ((__typeof__(&cusparseCreatePruneInfo))fp)(a0);
 }
 
-static int gocuda_cusparseDestroyPruneInfo(void *fp, uintptr_t a0) {
+static int gocuda_cusparseDestroyPruneInfo(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cusparseDestroyPruneInfo))fp)((pruneInfo_t)a0);
 }
 
-static int gocuda_cusparseSgemvi(void *fp, uintptr_t a0, int a1, int a2, int a3, float * a4, float * a5, int a6, int a7, float * a8, int * a9, float * a10, float * a11, int a12, void * a13) {
+static int gocuda_cusparseSgemvi(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, float * a4, float * a5, int a6, int a7, float * a8, int * a9, float * a10, float * a11, int a12, void * a13) {
 	return ((__typeof__(&cusparseSgemvi))fp)((cusparseHandle_t)a0, a1, a2, a3, (float *)a4, (float *)a5, a6, a7, (float *)a8, (int *)a9, (float *)a10, (float *)a11, a12, a13);
 }
 
-static int gocuda_cusparseSgemvi_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int * a5) {
+static int gocuda_cusparseSgemvi_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int * a5) {
 	return ((__typeof__(&cusparseSgemvi_bufferSize))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, (int *)a5);
 }
 
-static int gocuda_cusparseDgemvi(void *fp, uintptr_t a0, int a1, int a2, int a3, double * a4, double * a5, int a6, int a7, double * a8, int * a9, double * a10, double * a11, int a12, void * a13) {
+static int gocuda_cusparseDgemvi(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, double * a4, double * a5, int a6, int a7, double * a8, int * a9, double * a10, double * a11, int a12, void * a13) {
 	return ((__typeof__(&cusparseDgemvi))fp)((cusparseHandle_t)a0, a1, a2, a3, (double *)a4, (double *)a5, a6, a7, (double *)a8, (int *)a9, (double *)a10, (double *)a11, a12, a13);
 }
 
-static int gocuda_cusparseDgemvi_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int * a5) {
+static int gocuda_cusparseDgemvi_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int * a5) {
 	return ((__typeof__(&cusparseDgemvi_bufferSize))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, (int *)a5);
 }
 
-static int gocuda_cusparseCgemvi(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, void * a5, int a6, int a7, void * a8, int * a9, void * a10, void * a11, int a12, void * a13) {
+static int gocuda_cusparseCgemvi(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, void * a5, int a6, int a7, void * a8, int * a9, void * a10, void * a11, int a12, void * a13) {
 	return ((__typeof__(&cusparseCgemvi))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, (int *)a9, a10, a11, a12, a13);
 }
 
-static int gocuda_cusparseCgemvi_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int * a5) {
+static int gocuda_cusparseCgemvi_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int * a5) {
 	return ((__typeof__(&cusparseCgemvi_bufferSize))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, (int *)a5);
 }
 
-static int gocuda_cusparseZgemvi(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, void * a5, int a6, int a7, void * a8, int * a9, void * a10, void * a11, int a12, void * a13) {
+static int gocuda_cusparseZgemvi(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, void * a5, int a6, int a7, void * a8, int * a9, void * a10, void * a11, int a12, void * a13) {
 	return ((__typeof__(&cusparseZgemvi))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, (int *)a9, a10, a11, a12, a13);
 }
 
-static int gocuda_cusparseZgemvi_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int * a5) {
+static int gocuda_cusparseZgemvi_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int * a5) {
 	return ((__typeof__(&cusparseZgemvi_bufferSize))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, (int *)a5);
 }
 
-static int gocuda_cusparseSbsrmv(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, float * a6, uintptr_t a7, float * a8, int * a9, int * a10, int a11, float * a12, float * a13, float * a14) {
+static int gocuda_cusparseSbsrmv(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, float * a6, uintptr_t a7, float * a8, int * a9, int * a10, int a11, float * a12, float * a13, float * a14) {
 	return ((__typeof__(&cusparseSbsrmv))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, a5, (float *)a6, (cusparseMatDescr_t)a7, (float *)a8, (int *)a9, (int *)a10, a11, (float *)a12, (float *)a13, (float *)a14);
 }
 
-static int gocuda_cusparseDbsrmv(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, double * a6, uintptr_t a7, double * a8, int * a9, int * a10, int a11, double * a12, double * a13, double * a14) {
+static int gocuda_cusparseDbsrmv(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, double * a6, uintptr_t a7, double * a8, int * a9, int * a10, int a11, double * a12, double * a13, double * a14) {
 	return ((__typeof__(&cusparseDbsrmv))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, a5, (double *)a6, (cusparseMatDescr_t)a7, (double *)a8, (int *)a9, (int *)a10, a11, (double *)a12, (double *)a13, (double *)a14);
 }
 
-static int gocuda_cusparseCbsrmv(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, uintptr_t a7, void * a8, int * a9, int * a10, int a11, void * a12, void * a13, void * a14) {
+static int gocuda_cusparseCbsrmv(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, uintptr_t a7, void * a8, int * a9, int * a10, int a11, void * a12, void * a13, void * a14) {
 	return ((__typeof__(&cusparseCbsrmv))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, a5, a6, (cusparseMatDescr_t)a7, a8, (int *)a9, (int *)a10, a11, a12, a13, a14);
 }
 
-static int gocuda_cusparseZbsrmv(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, uintptr_t a7, void * a8, int * a9, int * a10, int a11, void * a12, void * a13, void * a14) {
+static int gocuda_cusparseZbsrmv(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, void * a6, uintptr_t a7, void * a8, int * a9, int * a10, int a11, void * a12, void * a13, void * a14) {
 	return ((__typeof__(&cusparseZbsrmv))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, a5, a6, (cusparseMatDescr_t)a7, a8, (int *)a9, (int *)a10, a11, a12, a13, a14);
 }
 
-static int gocuda_cusparseSbsrxmv(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, float * a7, uintptr_t a8, float * a9, int * a10, int * a11, int * a12, int * a13, int a14, float * a15, float * a16, float * a17) {
+static int gocuda_cusparseSbsrxmv(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, float * a7, uintptr_t a8, float * a9, int * a10, int * a11, int * a12, int * a13, int a14, float * a15, float * a16, float * a17) {
 	return ((__typeof__(&cusparseSbsrxmv))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, a5, a6, (float *)a7, (cusparseMatDescr_t)a8, (float *)a9, (int *)a10, (int *)a11, (int *)a12, (int *)a13, a14, (float *)a15, (float *)a16, (float *)a17);
 }
 
-static int gocuda_cusparseDbsrxmv(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, double * a7, uintptr_t a8, double * a9, int * a10, int * a11, int * a12, int * a13, int a14, double * a15, double * a16, double * a17) {
+static int gocuda_cusparseDbsrxmv(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, double * a7, uintptr_t a8, double * a9, int * a10, int * a11, int * a12, int * a13, int a14, double * a15, double * a16, double * a17) {
 	return ((__typeof__(&cusparseDbsrxmv))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, a5, a6, (double *)a7, (cusparseMatDescr_t)a8, (double *)a9, (int *)a10, (int *)a11, (int *)a12, (int *)a13, a14, (double *)a15, (double *)a16, (double *)a17);
 }
 
-static int gocuda_cusparseCbsrxmv(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, void * a7, uintptr_t a8, void * a9, int * a10, int * a11, int * a12, int * a13, int a14, void * a15, void * a16, void * a17) {
+static int gocuda_cusparseCbsrxmv(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, void * a7, uintptr_t a8, void * a9, int * a10, int * a11, int * a12, int * a13, int a14, void * a15, void * a16, void * a17) {
 	return ((__typeof__(&cusparseCbsrxmv))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, (cusparseMatDescr_t)a8, a9, (int *)a10, (int *)a11, (int *)a12, (int *)a13, a14, a15, a16, a17);
 }
 
-static int gocuda_cusparseZbsrxmv(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, void * a7, uintptr_t a8, void * a9, int * a10, int * a11, int * a12, int * a13, int a14, void * a15, void * a16, void * a17) {
+static int gocuda_cusparseZbsrxmv(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, void * a7, uintptr_t a8, void * a9, int * a10, int * a11, int * a12, int * a13, int a14, void * a15, void * a16, void * a17) {
 	return ((__typeof__(&cusparseZbsrxmv))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, (cusparseMatDescr_t)a8, a9, (int *)a10, (int *)a11, (int *)a12, (int *)a13, a14, a15, a16, a17);
 }
 
-static int gocuda_cusparseXbsrsv2_zeroPivot(void *fp, uintptr_t a0, uintptr_t a1, int * a2) {
+static int gocuda_cusparseXbsrsv2_zeroPivot(uintptr_t fp, uintptr_t a0, uintptr_t a1, int * a2) {
 	return ((__typeof__(&cusparseXbsrsv2_zeroPivot))fp)((cusparseHandle_t)a0, (bsrsv2Info_t)a1, (int *)a2);
 }
 
-static int gocuda_cusparseSbsrsv2_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, uintptr_t a5, float * a6, int * a7, int * a8, int a9, uintptr_t a10, int * a11) {
+static int gocuda_cusparseSbsrsv2_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, uintptr_t a5, float * a6, int * a7, int * a8, int a9, uintptr_t a10, int * a11) {
 	return ((__typeof__(&cusparseSbsrsv2_bufferSize))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, (cusparseMatDescr_t)a5, (float *)a6, (int *)a7, (int *)a8, a9, (bsrsv2Info_t)a10, (int *)a11);
 }
 
-static int gocuda_cusparseDbsrsv2_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, uintptr_t a5, double * a6, int * a7, int * a8, int a9, uintptr_t a10, int * a11) {
+static int gocuda_cusparseDbsrsv2_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, uintptr_t a5, double * a6, int * a7, int * a8, int a9, uintptr_t a10, int * a11) {
 	return ((__typeof__(&cusparseDbsrsv2_bufferSize))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, (cusparseMatDescr_t)a5, (double *)a6, (int *)a7, (int *)a8, a9, (bsrsv2Info_t)a10, (int *)a11);
 }
 
-static int gocuda_cusparseCbsrsv2_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, uintptr_t a5, void * a6, int * a7, int * a8, int a9, uintptr_t a10, int * a11) {
+static int gocuda_cusparseCbsrsv2_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, uintptr_t a5, void * a6, int * a7, int * a8, int a9, uintptr_t a10, int * a11) {
 	return ((__typeof__(&cusparseCbsrsv2_bufferSize))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, (cusparseMatDescr_t)a5, a6, (int *)a7, (int *)a8, a9, (bsrsv2Info_t)a10, (int *)a11);
 }
 
-static int gocuda_cusparseZbsrsv2_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, uintptr_t a5, void * a6, int * a7, int * a8, int a9, uintptr_t a10, int * a11) {
+static int gocuda_cusparseZbsrsv2_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, uintptr_t a5, void * a6, int * a7, int * a8, int a9, uintptr_t a10, int * a11) {
 	return ((__typeof__(&cusparseZbsrsv2_bufferSize))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, (cusparseMatDescr_t)a5, a6, (int *)a7, (int *)a8, a9, (bsrsv2Info_t)a10, (int *)a11);
 }
 
-static int gocuda_cusparseSbsrsv2_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, uintptr_t a5, float * a6, int * a7, int * a8, int a9, uintptr_t a10, size_t * a11) {
+static int gocuda_cusparseSbsrsv2_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, uintptr_t a5, float * a6, int * a7, int * a8, int a9, uintptr_t a10, size_t * a11) {
 	return ((__typeof__(&cusparseSbsrsv2_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, (cusparseMatDescr_t)a5, (float *)a6, (int *)a7, (int *)a8, a9, (bsrsv2Info_t)a10, (size_t *)a11);
 }
 
-static int gocuda_cusparseDbsrsv2_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, uintptr_t a5, double * a6, int * a7, int * a8, int a9, uintptr_t a10, size_t * a11) {
+static int gocuda_cusparseDbsrsv2_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, uintptr_t a5, double * a6, int * a7, int * a8, int a9, uintptr_t a10, size_t * a11) {
 	return ((__typeof__(&cusparseDbsrsv2_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, (cusparseMatDescr_t)a5, (double *)a6, (int *)a7, (int *)a8, a9, (bsrsv2Info_t)a10, (size_t *)a11);
 }
 
-static int gocuda_cusparseCbsrsv2_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, uintptr_t a5, void * a6, int * a7, int * a8, int a9, uintptr_t a10, size_t * a11) {
+static int gocuda_cusparseCbsrsv2_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, uintptr_t a5, void * a6, int * a7, int * a8, int a9, uintptr_t a10, size_t * a11) {
 	return ((__typeof__(&cusparseCbsrsv2_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, (cusparseMatDescr_t)a5, a6, (int *)a7, (int *)a8, a9, (bsrsv2Info_t)a10, (size_t *)a11);
 }
 
-static int gocuda_cusparseZbsrsv2_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, uintptr_t a5, void * a6, int * a7, int * a8, int a9, uintptr_t a10, size_t * a11) {
+static int gocuda_cusparseZbsrsv2_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, uintptr_t a5, void * a6, int * a7, int * a8, int a9, uintptr_t a10, size_t * a11) {
 	return ((__typeof__(&cusparseZbsrsv2_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, (cusparseMatDescr_t)a5, a6, (int *)a7, (int *)a8, a9, (bsrsv2Info_t)a10, (size_t *)a11);
 }
 
-static int gocuda_cusparseSbsrsv2_analysis(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, uintptr_t a5, float * a6, int * a7, int * a8, int a9, uintptr_t a10, int a11, void * a12) {
+static int gocuda_cusparseSbsrsv2_analysis(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, uintptr_t a5, float * a6, int * a7, int * a8, int a9, uintptr_t a10, int a11, void * a12) {
 	return ((__typeof__(&cusparseSbsrsv2_analysis))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, (cusparseMatDescr_t)a5, (float *)a6, (int *)a7, (int *)a8, a9, (bsrsv2Info_t)a10, a11, a12);
 }
 
-static int gocuda_cusparseDbsrsv2_analysis(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, uintptr_t a5, double * a6, int * a7, int * a8, int a9, uintptr_t a10, int a11, void * a12) {
+static int gocuda_cusparseDbsrsv2_analysis(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, uintptr_t a5, double * a6, int * a7, int * a8, int a9, uintptr_t a10, int a11, void * a12) {
 	return ((__typeof__(&cusparseDbsrsv2_analysis))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, (cusparseMatDescr_t)a5, (double *)a6, (int *)a7, (int *)a8, a9, (bsrsv2Info_t)a10, a11, a12);
 }
 
-static int gocuda_cusparseCbsrsv2_analysis(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, uintptr_t a5, void * a6, int * a7, int * a8, int a9, uintptr_t a10, int a11, void * a12) {
+static int gocuda_cusparseCbsrsv2_analysis(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, uintptr_t a5, void * a6, int * a7, int * a8, int a9, uintptr_t a10, int a11, void * a12) {
 	return ((__typeof__(&cusparseCbsrsv2_analysis))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, (cusparseMatDescr_t)a5, a6, (int *)a7, (int *)a8, a9, (bsrsv2Info_t)a10, a11, a12);
 }
 
-static int gocuda_cusparseZbsrsv2_analysis(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, uintptr_t a5, void * a6, int * a7, int * a8, int a9, uintptr_t a10, int a11, void * a12) {
+static int gocuda_cusparseZbsrsv2_analysis(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, uintptr_t a5, void * a6, int * a7, int * a8, int a9, uintptr_t a10, int a11, void * a12) {
 	return ((__typeof__(&cusparseZbsrsv2_analysis))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, (cusparseMatDescr_t)a5, a6, (int *)a7, (int *)a8, a9, (bsrsv2Info_t)a10, a11, a12);
 }
 
-static int gocuda_cusparseSbsrsv2_solve(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, float * a5, uintptr_t a6, float * a7, int * a8, int * a9, int a10, uintptr_t a11, float * a12, float * a13, int a14, void * a15) {
+static int gocuda_cusparseSbsrsv2_solve(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, float * a5, uintptr_t a6, float * a7, int * a8, int * a9, int a10, uintptr_t a11, float * a12, float * a13, int a14, void * a15) {
 	return ((__typeof__(&cusparseSbsrsv2_solve))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, (float *)a5, (cusparseMatDescr_t)a6, (float *)a7, (int *)a8, (int *)a9, a10, (bsrsv2Info_t)a11, (float *)a12, (float *)a13, a14, a15);
 }
 
-static int gocuda_cusparseDbsrsv2_solve(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, double * a5, uintptr_t a6, double * a7, int * a8, int * a9, int a10, uintptr_t a11, double * a12, double * a13, int a14, void * a15) {
+static int gocuda_cusparseDbsrsv2_solve(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, double * a5, uintptr_t a6, double * a7, int * a8, int * a9, int a10, uintptr_t a11, double * a12, double * a13, int a14, void * a15) {
 	return ((__typeof__(&cusparseDbsrsv2_solve))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, (double *)a5, (cusparseMatDescr_t)a6, (double *)a7, (int *)a8, (int *)a9, a10, (bsrsv2Info_t)a11, (double *)a12, (double *)a13, a14, a15);
 }
 
-static int gocuda_cusparseCbsrsv2_solve(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, uintptr_t a6, void * a7, int * a8, int * a9, int a10, uintptr_t a11, void * a12, void * a13, int a14, void * a15) {
+static int gocuda_cusparseCbsrsv2_solve(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, uintptr_t a6, void * a7, int * a8, int * a9, int a10, uintptr_t a11, void * a12, void * a13, int a14, void * a15) {
 	return ((__typeof__(&cusparseCbsrsv2_solve))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, a5, (cusparseMatDescr_t)a6, a7, (int *)a8, (int *)a9, a10, (bsrsv2Info_t)a11, a12, a13, a14, a15);
 }
 
-static int gocuda_cusparseZbsrsv2_solve(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, uintptr_t a6, void * a7, int * a8, int * a9, int a10, uintptr_t a11, void * a12, void * a13, int a14, void * a15) {
+static int gocuda_cusparseZbsrsv2_solve(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, void * a5, uintptr_t a6, void * a7, int * a8, int * a9, int a10, uintptr_t a11, void * a12, void * a13, int a14, void * a15) {
 	return ((__typeof__(&cusparseZbsrsv2_solve))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, a5, (cusparseMatDescr_t)a6, a7, (int *)a8, (int *)a9, a10, (bsrsv2Info_t)a11, a12, a13, a14, a15);
 }
 
-static int gocuda_cusparseSbsrmm(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, int a7, float * a8, uintptr_t a9, float * a10, int * a11, int * a12, int a13, float * a14, int a15, float * a16, float * a17, int a18) {
+static int gocuda_cusparseSbsrmm(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, int a7, float * a8, uintptr_t a9, float * a10, int * a11, int * a12, int a13, float * a14, int a15, float * a16, float * a17, int a18) {
 	return ((__typeof__(&cusparseSbsrmm))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, (float *)a8, (cusparseMatDescr_t)a9, (float *)a10, (int *)a11, (int *)a12, a13, (float *)a14, a15, (float *)a16, (float *)a17, a18);
 }
 
-static int gocuda_cusparseDbsrmm(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, int a7, double * a8, uintptr_t a9, double * a10, int * a11, int * a12, int a13, double * a14, int a15, double * a16, double * a17, int a18) {
+static int gocuda_cusparseDbsrmm(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, int a7, double * a8, uintptr_t a9, double * a10, int * a11, int * a12, int a13, double * a14, int a15, double * a16, double * a17, int a18) {
 	return ((__typeof__(&cusparseDbsrmm))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, (double *)a8, (cusparseMatDescr_t)a9, (double *)a10, (int *)a11, (int *)a12, a13, (double *)a14, a15, (double *)a16, (double *)a17, a18);
 }
 
-static int gocuda_cusparseCbsrmm(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, int a7, void * a8, uintptr_t a9, void * a10, int * a11, int * a12, int a13, void * a14, int a15, void * a16, void * a17, int a18) {
+static int gocuda_cusparseCbsrmm(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, int a7, void * a8, uintptr_t a9, void * a10, int * a11, int * a12, int a13, void * a14, int a15, void * a16, void * a17, int a18) {
 	return ((__typeof__(&cusparseCbsrmm))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, (cusparseMatDescr_t)a9, a10, (int *)a11, (int *)a12, a13, a14, a15, a16, a17, a18);
 }
 
-static int gocuda_cusparseZbsrmm(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, int a7, void * a8, uintptr_t a9, void * a10, int * a11, int * a12, int a13, void * a14, int a15, void * a16, void * a17, int a18) {
+static int gocuda_cusparseZbsrmm(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, int a7, void * a8, uintptr_t a9, void * a10, int * a11, int * a12, int a13, void * a14, int a15, void * a16, void * a17, int a18) {
 	return ((__typeof__(&cusparseZbsrmm))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, (cusparseMatDescr_t)a9, a10, (int *)a11, (int *)a12, a13, a14, a15, a16, a17, a18);
 }
 
-static int gocuda_cusparseXbsrsm2_zeroPivot(void *fp, uintptr_t a0, uintptr_t a1, int * a2) {
+static int gocuda_cusparseXbsrsm2_zeroPivot(uintptr_t fp, uintptr_t a0, uintptr_t a1, int * a2) {
 	return ((__typeof__(&cusparseXbsrsm2_zeroPivot))fp)((cusparseHandle_t)a0, (bsrsm2Info_t)a1, (int *)a2);
 }
 
-static int gocuda_cusparseSbsrsm2_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, uintptr_t a7, float * a8, int * a9, int * a10, int a11, uintptr_t a12, int * a13) {
+static int gocuda_cusparseSbsrsm2_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, uintptr_t a7, float * a8, int * a9, int * a10, int a11, uintptr_t a12, int * a13) {
 	return ((__typeof__(&cusparseSbsrsm2_bufferSize))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, a5, a6, (cusparseMatDescr_t)a7, (float *)a8, (int *)a9, (int *)a10, a11, (bsrsm2Info_t)a12, (int *)a13);
 }
 
-static int gocuda_cusparseDbsrsm2_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, uintptr_t a7, double * a8, int * a9, int * a10, int a11, uintptr_t a12, int * a13) {
+static int gocuda_cusparseDbsrsm2_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, uintptr_t a7, double * a8, int * a9, int * a10, int a11, uintptr_t a12, int * a13) {
 	return ((__typeof__(&cusparseDbsrsm2_bufferSize))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, a5, a6, (cusparseMatDescr_t)a7, (double *)a8, (int *)a9, (int *)a10, a11, (bsrsm2Info_t)a12, (int *)a13);
 }
 
-static int gocuda_cusparseCbsrsm2_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, uintptr_t a7, void * a8, int * a9, int * a10, int a11, uintptr_t a12, int * a13) {
+static int gocuda_cusparseCbsrsm2_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, uintptr_t a7, void * a8, int * a9, int * a10, int a11, uintptr_t a12, int * a13) {
 	return ((__typeof__(&cusparseCbsrsm2_bufferSize))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, a5, a6, (cusparseMatDescr_t)a7, a8, (int *)a9, (int *)a10, a11, (bsrsm2Info_t)a12, (int *)a13);
 }
 
-static int gocuda_cusparseZbsrsm2_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, uintptr_t a7, void * a8, int * a9, int * a10, int a11, uintptr_t a12, int * a13) {
+static int gocuda_cusparseZbsrsm2_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, uintptr_t a7, void * a8, int * a9, int * a10, int a11, uintptr_t a12, int * a13) {
 	return ((__typeof__(&cusparseZbsrsm2_bufferSize))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, a5, a6, (cusparseMatDescr_t)a7, a8, (int *)a9, (int *)a10, a11, (bsrsm2Info_t)a12, (int *)a13);
 }
 
-static int gocuda_cusparseSbsrsm2_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, uintptr_t a7, float * a8, int * a9, int * a10, int a11, uintptr_t a12, size_t * a13) {
+static int gocuda_cusparseSbsrsm2_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, uintptr_t a7, float * a8, int * a9, int * a10, int a11, uintptr_t a12, size_t * a13) {
 	return ((__typeof__(&cusparseSbsrsm2_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, a5, a6, (cusparseMatDescr_t)a7, (float *)a8, (int *)a9, (int *)a10, a11, (bsrsm2Info_t)a12, (size_t *)a13);
 }
 
-static int gocuda_cusparseDbsrsm2_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, uintptr_t a7, double * a8, int * a9, int * a10, int a11, uintptr_t a12, size_t * a13) {
+static int gocuda_cusparseDbsrsm2_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, uintptr_t a7, double * a8, int * a9, int * a10, int a11, uintptr_t a12, size_t * a13) {
 	return ((__typeof__(&cusparseDbsrsm2_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, a5, a6, (cusparseMatDescr_t)a7, (double *)a8, (int *)a9, (int *)a10, a11, (bsrsm2Info_t)a12, (size_t *)a13);
 }
 
-static int gocuda_cusparseCbsrsm2_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, uintptr_t a7, void * a8, int * a9, int * a10, int a11, uintptr_t a12, size_t * a13) {
+static int gocuda_cusparseCbsrsm2_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, uintptr_t a7, void * a8, int * a9, int * a10, int a11, uintptr_t a12, size_t * a13) {
 	return ((__typeof__(&cusparseCbsrsm2_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, a5, a6, (cusparseMatDescr_t)a7, a8, (int *)a9, (int *)a10, a11, (bsrsm2Info_t)a12, (size_t *)a13);
 }
 
-static int gocuda_cusparseZbsrsm2_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, uintptr_t a7, void * a8, int * a9, int * a10, int a11, uintptr_t a12, size_t * a13) {
+static int gocuda_cusparseZbsrsm2_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, uintptr_t a7, void * a8, int * a9, int * a10, int a11, uintptr_t a12, size_t * a13) {
 	return ((__typeof__(&cusparseZbsrsm2_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, a5, a6, (cusparseMatDescr_t)a7, a8, (int *)a9, (int *)a10, a11, (bsrsm2Info_t)a12, (size_t *)a13);
 }
 
-static int gocuda_cusparseSbsrsm2_analysis(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, uintptr_t a7, float * a8, int * a9, int * a10, int a11, uintptr_t a12, int a13, void * a14) {
+static int gocuda_cusparseSbsrsm2_analysis(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, uintptr_t a7, float * a8, int * a9, int * a10, int a11, uintptr_t a12, int a13, void * a14) {
 	return ((__typeof__(&cusparseSbsrsm2_analysis))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, a5, a6, (cusparseMatDescr_t)a7, (float *)a8, (int *)a9, (int *)a10, a11, (bsrsm2Info_t)a12, a13, a14);
 }
 
-static int gocuda_cusparseDbsrsm2_analysis(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, uintptr_t a7, double * a8, int * a9, int * a10, int a11, uintptr_t a12, int a13, void * a14) {
+static int gocuda_cusparseDbsrsm2_analysis(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, uintptr_t a7, double * a8, int * a9, int * a10, int a11, uintptr_t a12, int a13, void * a14) {
 	return ((__typeof__(&cusparseDbsrsm2_analysis))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, a5, a6, (cusparseMatDescr_t)a7, (double *)a8, (int *)a9, (int *)a10, a11, (bsrsm2Info_t)a12, a13, a14);
 }
 
-static int gocuda_cusparseCbsrsm2_analysis(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, uintptr_t a7, void * a8, int * a9, int * a10, int a11, uintptr_t a12, int a13, void * a14) {
+static int gocuda_cusparseCbsrsm2_analysis(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, uintptr_t a7, void * a8, int * a9, int * a10, int a11, uintptr_t a12, int a13, void * a14) {
 	return ((__typeof__(&cusparseCbsrsm2_analysis))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, a5, a6, (cusparseMatDescr_t)a7, a8, (int *)a9, (int *)a10, a11, (bsrsm2Info_t)a12, a13, a14);
 }
 
-static int gocuda_cusparseZbsrsm2_analysis(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, uintptr_t a7, void * a8, int * a9, int * a10, int a11, uintptr_t a12, int a13, void * a14) {
+static int gocuda_cusparseZbsrsm2_analysis(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, uintptr_t a7, void * a8, int * a9, int * a10, int a11, uintptr_t a12, int a13, void * a14) {
 	return ((__typeof__(&cusparseZbsrsm2_analysis))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, a5, a6, (cusparseMatDescr_t)a7, a8, (int *)a9, (int *)a10, a11, (bsrsm2Info_t)a12, a13, a14);
 }
 
-static int gocuda_cusparseSbsrsm2_solve(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, float * a7, uintptr_t a8, float * a9, int * a10, int * a11, int a12, uintptr_t a13, float * a14, int a15, float * a16, int a17, int a18, void * a19) {
+static int gocuda_cusparseSbsrsm2_solve(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, float * a7, uintptr_t a8, float * a9, int * a10, int * a11, int a12, uintptr_t a13, float * a14, int a15, float * a16, int a17, int a18, void * a19) {
 	return ((__typeof__(&cusparseSbsrsm2_solve))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, a5, a6, (float *)a7, (cusparseMatDescr_t)a8, (float *)a9, (int *)a10, (int *)a11, a12, (bsrsm2Info_t)a13, (float *)a14, a15, (float *)a16, a17, a18, a19);
 }
 
-static int gocuda_cusparseDbsrsm2_solve(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, double * a7, uintptr_t a8, double * a9, int * a10, int * a11, int a12, uintptr_t a13, double * a14, int a15, double * a16, int a17, int a18, void * a19) {
+static int gocuda_cusparseDbsrsm2_solve(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, double * a7, uintptr_t a8, double * a9, int * a10, int * a11, int a12, uintptr_t a13, double * a14, int a15, double * a16, int a17, int a18, void * a19) {
 	return ((__typeof__(&cusparseDbsrsm2_solve))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, a5, a6, (double *)a7, (cusparseMatDescr_t)a8, (double *)a9, (int *)a10, (int *)a11, a12, (bsrsm2Info_t)a13, (double *)a14, a15, (double *)a16, a17, a18, a19);
 }
 
-static int gocuda_cusparseCbsrsm2_solve(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, void * a7, uintptr_t a8, void * a9, int * a10, int * a11, int a12, uintptr_t a13, void * a14, int a15, void * a16, int a17, int a18, void * a19) {
+static int gocuda_cusparseCbsrsm2_solve(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, void * a7, uintptr_t a8, void * a9, int * a10, int * a11, int a12, uintptr_t a13, void * a14, int a15, void * a16, int a17, int a18, void * a19) {
 	return ((__typeof__(&cusparseCbsrsm2_solve))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, (cusparseMatDescr_t)a8, a9, (int *)a10, (int *)a11, a12, (bsrsm2Info_t)a13, a14, a15, a16, a17, a18, a19);
 }
 
-static int gocuda_cusparseZbsrsm2_solve(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, void * a7, uintptr_t a8, void * a9, int * a10, int * a11, int a12, uintptr_t a13, void * a14, int a15, void * a16, int a17, int a18, void * a19) {
+static int gocuda_cusparseZbsrsm2_solve(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, int a5, int a6, void * a7, uintptr_t a8, void * a9, int * a10, int * a11, int a12, uintptr_t a13, void * a14, int a15, void * a16, int a17, int a18, void * a19) {
 	return ((__typeof__(&cusparseZbsrsm2_solve))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, (cusparseMatDescr_t)a8, a9, (int *)a10, (int *)a11, a12, (bsrsm2Info_t)a13, a14, a15, a16, a17, a18, a19);
 }
 
-static int gocuda_cusparseScsrilu02_numericBoost(void *fp, uintptr_t a0, uintptr_t a1, int a2, double * a3, float * a4) {
+static int gocuda_cusparseScsrilu02_numericBoost(uintptr_t fp, uintptr_t a0, uintptr_t a1, int a2, double * a3, float * a4) {
 	return ((__typeof__(&cusparseScsrilu02_numericBoost))fp)((cusparseHandle_t)a0, (csrilu02Info_t)a1, a2, (double *)a3, (float *)a4);
 }
 
-static int gocuda_cusparseDcsrilu02_numericBoost(void *fp, uintptr_t a0, uintptr_t a1, int a2, double * a3, double * a4) {
+static int gocuda_cusparseDcsrilu02_numericBoost(uintptr_t fp, uintptr_t a0, uintptr_t a1, int a2, double * a3, double * a4) {
 	return ((__typeof__(&cusparseDcsrilu02_numericBoost))fp)((cusparseHandle_t)a0, (csrilu02Info_t)a1, a2, (double *)a3, (double *)a4);
 }
 
-static int gocuda_cusparseCcsrilu02_numericBoost(void *fp, uintptr_t a0, uintptr_t a1, int a2, double * a3, void * a4) {
+static int gocuda_cusparseCcsrilu02_numericBoost(uintptr_t fp, uintptr_t a0, uintptr_t a1, int a2, double * a3, void * a4) {
 	return ((__typeof__(&cusparseCcsrilu02_numericBoost))fp)((cusparseHandle_t)a0, (csrilu02Info_t)a1, a2, (double *)a3, a4);
 }
 
-static int gocuda_cusparseZcsrilu02_numericBoost(void *fp, uintptr_t a0, uintptr_t a1, int a2, double * a3, void * a4) {
+static int gocuda_cusparseZcsrilu02_numericBoost(uintptr_t fp, uintptr_t a0, uintptr_t a1, int a2, double * a3, void * a4) {
 	return ((__typeof__(&cusparseZcsrilu02_numericBoost))fp)((cusparseHandle_t)a0, (csrilu02Info_t)a1, a2, (double *)a3, a4);
 }
 
-static int gocuda_cusparseXcsrilu02_zeroPivot(void *fp, uintptr_t a0, uintptr_t a1, int * a2) {
+static int gocuda_cusparseXcsrilu02_zeroPivot(uintptr_t fp, uintptr_t a0, uintptr_t a1, int * a2) {
 	return ((__typeof__(&cusparseXcsrilu02_zeroPivot))fp)((cusparseHandle_t)a0, (csrilu02Info_t)a1, (int *)a2);
 }
 
-static int gocuda_cusparseScsrilu02_bufferSize(void *fp, uintptr_t a0, int a1, int a2, uintptr_t a3, float * a4, int * a5, int * a6, uintptr_t a7, int * a8) {
+static int gocuda_cusparseScsrilu02_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, uintptr_t a3, float * a4, int * a5, int * a6, uintptr_t a7, int * a8) {
 	return ((__typeof__(&cusparseScsrilu02_bufferSize))fp)((cusparseHandle_t)a0, a1, a2, (cusparseMatDescr_t)a3, (float *)a4, (int *)a5, (int *)a6, (csrilu02Info_t)a7, (int *)a8);
 }
 
-static int gocuda_cusparseDcsrilu02_bufferSize(void *fp, uintptr_t a0, int a1, int a2, uintptr_t a3, double * a4, int * a5, int * a6, uintptr_t a7, int * a8) {
+static int gocuda_cusparseDcsrilu02_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, uintptr_t a3, double * a4, int * a5, int * a6, uintptr_t a7, int * a8) {
 	return ((__typeof__(&cusparseDcsrilu02_bufferSize))fp)((cusparseHandle_t)a0, a1, a2, (cusparseMatDescr_t)a3, (double *)a4, (int *)a5, (int *)a6, (csrilu02Info_t)a7, (int *)a8);
 }
 
-static int gocuda_cusparseCcsrilu02_bufferSize(void *fp, uintptr_t a0, int a1, int a2, uintptr_t a3, void * a4, int * a5, int * a6, uintptr_t a7, int * a8) {
+static int gocuda_cusparseCcsrilu02_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, uintptr_t a3, void * a4, int * a5, int * a6, uintptr_t a7, int * a8) {
 	return ((__typeof__(&cusparseCcsrilu02_bufferSize))fp)((cusparseHandle_t)a0, a1, a2, (cusparseMatDescr_t)a3, a4, (int *)a5, (int *)a6, (csrilu02Info_t)a7, (int *)a8);
 }
 
-static int gocuda_cusparseZcsrilu02_bufferSize(void *fp, uintptr_t a0, int a1, int a2, uintptr_t a3, void * a4, int * a5, int * a6, uintptr_t a7, int * a8) {
+static int gocuda_cusparseZcsrilu02_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, uintptr_t a3, void * a4, int * a5, int * a6, uintptr_t a7, int * a8) {
 	return ((__typeof__(&cusparseZcsrilu02_bufferSize))fp)((cusparseHandle_t)a0, a1, a2, (cusparseMatDescr_t)a3, a4, (int *)a5, (int *)a6, (csrilu02Info_t)a7, (int *)a8);
 }
 
-static int gocuda_cusparseScsrilu02_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, uintptr_t a3, float * a4, int * a5, int * a6, uintptr_t a7, size_t * a8) {
+static int gocuda_cusparseScsrilu02_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, uintptr_t a3, float * a4, int * a5, int * a6, uintptr_t a7, size_t * a8) {
 	return ((__typeof__(&cusparseScsrilu02_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, (cusparseMatDescr_t)a3, (float *)a4, (int *)a5, (int *)a6, (csrilu02Info_t)a7, (size_t *)a8);
 }
 
-static int gocuda_cusparseDcsrilu02_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, uintptr_t a3, double * a4, int * a5, int * a6, uintptr_t a7, size_t * a8) {
+static int gocuda_cusparseDcsrilu02_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, uintptr_t a3, double * a4, int * a5, int * a6, uintptr_t a7, size_t * a8) {
 	return ((__typeof__(&cusparseDcsrilu02_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, (cusparseMatDescr_t)a3, (double *)a4, (int *)a5, (int *)a6, (csrilu02Info_t)a7, (size_t *)a8);
 }
 
-static int gocuda_cusparseCcsrilu02_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, uintptr_t a3, void * a4, int * a5, int * a6, uintptr_t a7, size_t * a8) {
+static int gocuda_cusparseCcsrilu02_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, uintptr_t a3, void * a4, int * a5, int * a6, uintptr_t a7, size_t * a8) {
 	return ((__typeof__(&cusparseCcsrilu02_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, (cusparseMatDescr_t)a3, a4, (int *)a5, (int *)a6, (csrilu02Info_t)a7, (size_t *)a8);
 }
 
-static int gocuda_cusparseZcsrilu02_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, uintptr_t a3, void * a4, int * a5, int * a6, uintptr_t a7, size_t * a8) {
+static int gocuda_cusparseZcsrilu02_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, uintptr_t a3, void * a4, int * a5, int * a6, uintptr_t a7, size_t * a8) {
 	return ((__typeof__(&cusparseZcsrilu02_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, (cusparseMatDescr_t)a3, a4, (int *)a5, (int *)a6, (csrilu02Info_t)a7, (size_t *)a8);
 }
 
-static int gocuda_cusparseScsrilu02_analysis(void *fp, uintptr_t a0, int a1, int a2, uintptr_t a3, float * a4, int * a5, int * a6, uintptr_t a7, int a8, void * a9) {
+static int gocuda_cusparseScsrilu02_analysis(uintptr_t fp, uintptr_t a0, int a1, int a2, uintptr_t a3, float * a4, int * a5, int * a6, uintptr_t a7, int a8, void * a9) {
 	return ((__typeof__(&cusparseScsrilu02_analysis))fp)((cusparseHandle_t)a0, a1, a2, (cusparseMatDescr_t)a3, (float *)a4, (int *)a5, (int *)a6, (csrilu02Info_t)a7, a8, a9);
 }
 
-static int gocuda_cusparseDcsrilu02_analysis(void *fp, uintptr_t a0, int a1, int a2, uintptr_t a3, double * a4, int * a5, int * a6, uintptr_t a7, int a8, void * a9) {
+static int gocuda_cusparseDcsrilu02_analysis(uintptr_t fp, uintptr_t a0, int a1, int a2, uintptr_t a3, double * a4, int * a5, int * a6, uintptr_t a7, int a8, void * a9) {
 	return ((__typeof__(&cusparseDcsrilu02_analysis))fp)((cusparseHandle_t)a0, a1, a2, (cusparseMatDescr_t)a3, (double *)a4, (int *)a5, (int *)a6, (csrilu02Info_t)a7, a8, a9);
 }
 
-static int gocuda_cusparseCcsrilu02_analysis(void *fp, uintptr_t a0, int a1, int a2, uintptr_t a3, void * a4, int * a5, int * a6, uintptr_t a7, int a8, void * a9) {
+static int gocuda_cusparseCcsrilu02_analysis(uintptr_t fp, uintptr_t a0, int a1, int a2, uintptr_t a3, void * a4, int * a5, int * a6, uintptr_t a7, int a8, void * a9) {
 	return ((__typeof__(&cusparseCcsrilu02_analysis))fp)((cusparseHandle_t)a0, a1, a2, (cusparseMatDescr_t)a3, a4, (int *)a5, (int *)a6, (csrilu02Info_t)a7, a8, a9);
 }
 
-static int gocuda_cusparseZcsrilu02_analysis(void *fp, uintptr_t a0, int a1, int a2, uintptr_t a3, void * a4, int * a5, int * a6, uintptr_t a7, int a8, void * a9) {
+static int gocuda_cusparseZcsrilu02_analysis(uintptr_t fp, uintptr_t a0, int a1, int a2, uintptr_t a3, void * a4, int * a5, int * a6, uintptr_t a7, int a8, void * a9) {
 	return ((__typeof__(&cusparseZcsrilu02_analysis))fp)((cusparseHandle_t)a0, a1, a2, (cusparseMatDescr_t)a3, a4, (int *)a5, (int *)a6, (csrilu02Info_t)a7, a8, a9);
 }
 
-static int gocuda_cusparseScsrilu02(void *fp, uintptr_t a0, int a1, int a2, uintptr_t a3, float * a4, int * a5, int * a6, uintptr_t a7, int a8, void * a9) {
+static int gocuda_cusparseScsrilu02(uintptr_t fp, uintptr_t a0, int a1, int a2, uintptr_t a3, float * a4, int * a5, int * a6, uintptr_t a7, int a8, void * a9) {
 	return ((__typeof__(&cusparseScsrilu02))fp)((cusparseHandle_t)a0, a1, a2, (cusparseMatDescr_t)a3, (float *)a4, (int *)a5, (int *)a6, (csrilu02Info_t)a7, a8, a9);
 }
 
-static int gocuda_cusparseDcsrilu02(void *fp, uintptr_t a0, int a1, int a2, uintptr_t a3, double * a4, int * a5, int * a6, uintptr_t a7, int a8, void * a9) {
+static int gocuda_cusparseDcsrilu02(uintptr_t fp, uintptr_t a0, int a1, int a2, uintptr_t a3, double * a4, int * a5, int * a6, uintptr_t a7, int a8, void * a9) {
 	return ((__typeof__(&cusparseDcsrilu02))fp)((cusparseHandle_t)a0, a1, a2, (cusparseMatDescr_t)a3, (double *)a4, (int *)a5, (int *)a6, (csrilu02Info_t)a7, a8, a9);
 }
 
-static int gocuda_cusparseCcsrilu02(void *fp, uintptr_t a0, int a1, int a2, uintptr_t a3, void * a4, int * a5, int * a6, uintptr_t a7, int a8, void * a9) {
+static int gocuda_cusparseCcsrilu02(uintptr_t fp, uintptr_t a0, int a1, int a2, uintptr_t a3, void * a4, int * a5, int * a6, uintptr_t a7, int a8, void * a9) {
 	return ((__typeof__(&cusparseCcsrilu02))fp)((cusparseHandle_t)a0, a1, a2, (cusparseMatDescr_t)a3, a4, (int *)a5, (int *)a6, (csrilu02Info_t)a7, a8, a9);
 }
 
-static int gocuda_cusparseZcsrilu02(void *fp, uintptr_t a0, int a1, int a2, uintptr_t a3, void * a4, int * a5, int * a6, uintptr_t a7, int a8, void * a9) {
+static int gocuda_cusparseZcsrilu02(uintptr_t fp, uintptr_t a0, int a1, int a2, uintptr_t a3, void * a4, int * a5, int * a6, uintptr_t a7, int a8, void * a9) {
 	return ((__typeof__(&cusparseZcsrilu02))fp)((cusparseHandle_t)a0, a1, a2, (cusparseMatDescr_t)a3, a4, (int *)a5, (int *)a6, (csrilu02Info_t)a7, a8, a9);
 }
 
-static int gocuda_cusparseSbsrilu02_numericBoost(void *fp, uintptr_t a0, uintptr_t a1, int a2, double * a3, float * a4) {
+static int gocuda_cusparseSbsrilu02_numericBoost(uintptr_t fp, uintptr_t a0, uintptr_t a1, int a2, double * a3, float * a4) {
 	return ((__typeof__(&cusparseSbsrilu02_numericBoost))fp)((cusparseHandle_t)a0, (bsrilu02Info_t)a1, a2, (double *)a3, (float *)a4);
 }
 
-static int gocuda_cusparseDbsrilu02_numericBoost(void *fp, uintptr_t a0, uintptr_t a1, int a2, double * a3, double * a4) {
+static int gocuda_cusparseDbsrilu02_numericBoost(uintptr_t fp, uintptr_t a0, uintptr_t a1, int a2, double * a3, double * a4) {
 	return ((__typeof__(&cusparseDbsrilu02_numericBoost))fp)((cusparseHandle_t)a0, (bsrilu02Info_t)a1, a2, (double *)a3, (double *)a4);
 }
 
-static int gocuda_cusparseCbsrilu02_numericBoost(void *fp, uintptr_t a0, uintptr_t a1, int a2, double * a3, void * a4) {
+static int gocuda_cusparseCbsrilu02_numericBoost(uintptr_t fp, uintptr_t a0, uintptr_t a1, int a2, double * a3, void * a4) {
 	return ((__typeof__(&cusparseCbsrilu02_numericBoost))fp)((cusparseHandle_t)a0, (bsrilu02Info_t)a1, a2, (double *)a3, a4);
 }
 
-static int gocuda_cusparseZbsrilu02_numericBoost(void *fp, uintptr_t a0, uintptr_t a1, int a2, double * a3, void * a4) {
+static int gocuda_cusparseZbsrilu02_numericBoost(uintptr_t fp, uintptr_t a0, uintptr_t a1, int a2, double * a3, void * a4) {
 	return ((__typeof__(&cusparseZbsrilu02_numericBoost))fp)((cusparseHandle_t)a0, (bsrilu02Info_t)a1, a2, (double *)a3, a4);
 }
 
-static int gocuda_cusparseXbsrilu02_zeroPivot(void *fp, uintptr_t a0, uintptr_t a1, int * a2) {
+static int gocuda_cusparseXbsrilu02_zeroPivot(uintptr_t fp, uintptr_t a0, uintptr_t a1, int * a2) {
 	return ((__typeof__(&cusparseXbsrilu02_zeroPivot))fp)((cusparseHandle_t)a0, (bsrilu02Info_t)a1, (int *)a2);
 }
 
-static int gocuda_cusparseSbsrilu02_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, float * a5, int * a6, int * a7, int a8, uintptr_t a9, int * a10) {
+static int gocuda_cusparseSbsrilu02_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, float * a5, int * a6, int * a7, int a8, uintptr_t a9, int * a10) {
 	return ((__typeof__(&cusparseSbsrilu02_bufferSize))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, (float *)a5, (int *)a6, (int *)a7, a8, (bsrilu02Info_t)a9, (int *)a10);
 }
 
-static int gocuda_cusparseDbsrilu02_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, double * a5, int * a6, int * a7, int a8, uintptr_t a9, int * a10) {
+static int gocuda_cusparseDbsrilu02_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, double * a5, int * a6, int * a7, int a8, uintptr_t a9, int * a10) {
 	return ((__typeof__(&cusparseDbsrilu02_bufferSize))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, (double *)a5, (int *)a6, (int *)a7, a8, (bsrilu02Info_t)a9, (int *)a10);
 }
 
-static int gocuda_cusparseCbsrilu02_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int * a6, int * a7, int a8, uintptr_t a9, int * a10) {
+static int gocuda_cusparseCbsrilu02_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int * a6, int * a7, int a8, uintptr_t a9, int * a10) {
 	return ((__typeof__(&cusparseCbsrilu02_bufferSize))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, a5, (int *)a6, (int *)a7, a8, (bsrilu02Info_t)a9, (int *)a10);
 }
 
-static int gocuda_cusparseZbsrilu02_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int * a6, int * a7, int a8, uintptr_t a9, int * a10) {
+static int gocuda_cusparseZbsrilu02_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int * a6, int * a7, int a8, uintptr_t a9, int * a10) {
 	return ((__typeof__(&cusparseZbsrilu02_bufferSize))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, a5, (int *)a6, (int *)a7, a8, (bsrilu02Info_t)a9, (int *)a10);
 }
 
-static int gocuda_cusparseSbsrilu02_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, float * a5, int * a6, int * a7, int a8, uintptr_t a9, size_t * a10) {
+static int gocuda_cusparseSbsrilu02_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, float * a5, int * a6, int * a7, int a8, uintptr_t a9, size_t * a10) {
 	return ((__typeof__(&cusparseSbsrilu02_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, (float *)a5, (int *)a6, (int *)a7, a8, (bsrilu02Info_t)a9, (size_t *)a10);
 }
 
-static int gocuda_cusparseDbsrilu02_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, double * a5, int * a6, int * a7, int a8, uintptr_t a9, size_t * a10) {
+static int gocuda_cusparseDbsrilu02_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, double * a5, int * a6, int * a7, int a8, uintptr_t a9, size_t * a10) {
 	return ((__typeof__(&cusparseDbsrilu02_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, (double *)a5, (int *)a6, (int *)a7, a8, (bsrilu02Info_t)a9, (size_t *)a10);
 }
 
-static int gocuda_cusparseCbsrilu02_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int * a6, int * a7, int a8, uintptr_t a9, size_t * a10) {
+static int gocuda_cusparseCbsrilu02_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int * a6, int * a7, int a8, uintptr_t a9, size_t * a10) {
 	return ((__typeof__(&cusparseCbsrilu02_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, a5, (int *)a6, (int *)a7, a8, (bsrilu02Info_t)a9, (size_t *)a10);
 }
 
-static int gocuda_cusparseZbsrilu02_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int * a6, int * a7, int a8, uintptr_t a9, size_t * a10) {
+static int gocuda_cusparseZbsrilu02_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int * a6, int * a7, int a8, uintptr_t a9, size_t * a10) {
 	return ((__typeof__(&cusparseZbsrilu02_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, a5, (int *)a6, (int *)a7, a8, (bsrilu02Info_t)a9, (size_t *)a10);
 }
 
-static int gocuda_cusparseSbsrilu02_analysis(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, float * a5, int * a6, int * a7, int a8, uintptr_t a9, int a10, void * a11) {
+static int gocuda_cusparseSbsrilu02_analysis(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, float * a5, int * a6, int * a7, int a8, uintptr_t a9, int a10, void * a11) {
 	return ((__typeof__(&cusparseSbsrilu02_analysis))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, (float *)a5, (int *)a6, (int *)a7, a8, (bsrilu02Info_t)a9, a10, a11);
 }
 
-static int gocuda_cusparseDbsrilu02_analysis(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, double * a5, int * a6, int * a7, int a8, uintptr_t a9, int a10, void * a11) {
+static int gocuda_cusparseDbsrilu02_analysis(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, double * a5, int * a6, int * a7, int a8, uintptr_t a9, int a10, void * a11) {
 	return ((__typeof__(&cusparseDbsrilu02_analysis))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, (double *)a5, (int *)a6, (int *)a7, a8, (bsrilu02Info_t)a9, a10, a11);
 }
 
-static int gocuda_cusparseCbsrilu02_analysis(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int * a6, int * a7, int a8, uintptr_t a9, int a10, void * a11) {
+static int gocuda_cusparseCbsrilu02_analysis(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int * a6, int * a7, int a8, uintptr_t a9, int a10, void * a11) {
 	return ((__typeof__(&cusparseCbsrilu02_analysis))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, a5, (int *)a6, (int *)a7, a8, (bsrilu02Info_t)a9, a10, a11);
 }
 
-static int gocuda_cusparseZbsrilu02_analysis(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int * a6, int * a7, int a8, uintptr_t a9, int a10, void * a11) {
+static int gocuda_cusparseZbsrilu02_analysis(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int * a6, int * a7, int a8, uintptr_t a9, int a10, void * a11) {
 	return ((__typeof__(&cusparseZbsrilu02_analysis))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, a5, (int *)a6, (int *)a7, a8, (bsrilu02Info_t)a9, a10, a11);
 }
 
-static int gocuda_cusparseSbsrilu02(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, float * a5, int * a6, int * a7, int a8, uintptr_t a9, int a10, void * a11) {
+static int gocuda_cusparseSbsrilu02(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, float * a5, int * a6, int * a7, int a8, uintptr_t a9, int a10, void * a11) {
 	return ((__typeof__(&cusparseSbsrilu02))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, (float *)a5, (int *)a6, (int *)a7, a8, (bsrilu02Info_t)a9, a10, a11);
 }
 
-static int gocuda_cusparseDbsrilu02(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, double * a5, int * a6, int * a7, int a8, uintptr_t a9, int a10, void * a11) {
+static int gocuda_cusparseDbsrilu02(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, double * a5, int * a6, int * a7, int a8, uintptr_t a9, int a10, void * a11) {
 	return ((__typeof__(&cusparseDbsrilu02))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, (double *)a5, (int *)a6, (int *)a7, a8, (bsrilu02Info_t)a9, a10, a11);
 }
 
-static int gocuda_cusparseCbsrilu02(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int * a6, int * a7, int a8, uintptr_t a9, int a10, void * a11) {
+static int gocuda_cusparseCbsrilu02(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int * a6, int * a7, int a8, uintptr_t a9, int a10, void * a11) {
 	return ((__typeof__(&cusparseCbsrilu02))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, a5, (int *)a6, (int *)a7, a8, (bsrilu02Info_t)a9, a10, a11);
 }
 
-static int gocuda_cusparseZbsrilu02(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int * a6, int * a7, int a8, uintptr_t a9, int a10, void * a11) {
+static int gocuda_cusparseZbsrilu02(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int * a6, int * a7, int a8, uintptr_t a9, int a10, void * a11) {
 	return ((__typeof__(&cusparseZbsrilu02))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, a5, (int *)a6, (int *)a7, a8, (bsrilu02Info_t)a9, a10, a11);
 }
 
-static int gocuda_cusparseXcsric02_zeroPivot(void *fp, uintptr_t a0, uintptr_t a1, int * a2) {
+static int gocuda_cusparseXcsric02_zeroPivot(uintptr_t fp, uintptr_t a0, uintptr_t a1, int * a2) {
 	return ((__typeof__(&cusparseXcsric02_zeroPivot))fp)((cusparseHandle_t)a0, (csric02Info_t)a1, (int *)a2);
 }
 
-static int gocuda_cusparseScsric02_bufferSize(void *fp, uintptr_t a0, int a1, int a2, uintptr_t a3, float * a4, int * a5, int * a6, uintptr_t a7, int * a8) {
+static int gocuda_cusparseScsric02_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, uintptr_t a3, float * a4, int * a5, int * a6, uintptr_t a7, int * a8) {
 	return ((__typeof__(&cusparseScsric02_bufferSize))fp)((cusparseHandle_t)a0, a1, a2, (cusparseMatDescr_t)a3, (float *)a4, (int *)a5, (int *)a6, (csric02Info_t)a7, (int *)a8);
 }
 
-static int gocuda_cusparseDcsric02_bufferSize(void *fp, uintptr_t a0, int a1, int a2, uintptr_t a3, double * a4, int * a5, int * a6, uintptr_t a7, int * a8) {
+static int gocuda_cusparseDcsric02_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, uintptr_t a3, double * a4, int * a5, int * a6, uintptr_t a7, int * a8) {
 	return ((__typeof__(&cusparseDcsric02_bufferSize))fp)((cusparseHandle_t)a0, a1, a2, (cusparseMatDescr_t)a3, (double *)a4, (int *)a5, (int *)a6, (csric02Info_t)a7, (int *)a8);
 }
 
-static int gocuda_cusparseCcsric02_bufferSize(void *fp, uintptr_t a0, int a1, int a2, uintptr_t a3, void * a4, int * a5, int * a6, uintptr_t a7, int * a8) {
+static int gocuda_cusparseCcsric02_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, uintptr_t a3, void * a4, int * a5, int * a6, uintptr_t a7, int * a8) {
 	return ((__typeof__(&cusparseCcsric02_bufferSize))fp)((cusparseHandle_t)a0, a1, a2, (cusparseMatDescr_t)a3, a4, (int *)a5, (int *)a6, (csric02Info_t)a7, (int *)a8);
 }
 
-static int gocuda_cusparseZcsric02_bufferSize(void *fp, uintptr_t a0, int a1, int a2, uintptr_t a3, void * a4, int * a5, int * a6, uintptr_t a7, int * a8) {
+static int gocuda_cusparseZcsric02_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, uintptr_t a3, void * a4, int * a5, int * a6, uintptr_t a7, int * a8) {
 	return ((__typeof__(&cusparseZcsric02_bufferSize))fp)((cusparseHandle_t)a0, a1, a2, (cusparseMatDescr_t)a3, a4, (int *)a5, (int *)a6, (csric02Info_t)a7, (int *)a8);
 }
 
-static int gocuda_cusparseScsric02_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, uintptr_t a3, float * a4, int * a5, int * a6, uintptr_t a7, size_t * a8) {
+static int gocuda_cusparseScsric02_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, uintptr_t a3, float * a4, int * a5, int * a6, uintptr_t a7, size_t * a8) {
 	return ((__typeof__(&cusparseScsric02_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, (cusparseMatDescr_t)a3, (float *)a4, (int *)a5, (int *)a6, (csric02Info_t)a7, (size_t *)a8);
 }
 
-static int gocuda_cusparseDcsric02_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, uintptr_t a3, double * a4, int * a5, int * a6, uintptr_t a7, size_t * a8) {
+static int gocuda_cusparseDcsric02_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, uintptr_t a3, double * a4, int * a5, int * a6, uintptr_t a7, size_t * a8) {
 	return ((__typeof__(&cusparseDcsric02_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, (cusparseMatDescr_t)a3, (double *)a4, (int *)a5, (int *)a6, (csric02Info_t)a7, (size_t *)a8);
 }
 
-static int gocuda_cusparseCcsric02_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, uintptr_t a3, void * a4, int * a5, int * a6, uintptr_t a7, size_t * a8) {
+static int gocuda_cusparseCcsric02_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, uintptr_t a3, void * a4, int * a5, int * a6, uintptr_t a7, size_t * a8) {
 	return ((__typeof__(&cusparseCcsric02_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, (cusparseMatDescr_t)a3, a4, (int *)a5, (int *)a6, (csric02Info_t)a7, (size_t *)a8);
 }
 
-static int gocuda_cusparseZcsric02_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, uintptr_t a3, void * a4, int * a5, int * a6, uintptr_t a7, size_t * a8) {
+static int gocuda_cusparseZcsric02_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, uintptr_t a3, void * a4, int * a5, int * a6, uintptr_t a7, size_t * a8) {
 	return ((__typeof__(&cusparseZcsric02_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, (cusparseMatDescr_t)a3, a4, (int *)a5, (int *)a6, (csric02Info_t)a7, (size_t *)a8);
 }
 
-static int gocuda_cusparseScsric02_analysis(void *fp, uintptr_t a0, int a1, int a2, uintptr_t a3, float * a4, int * a5, int * a6, uintptr_t a7, int a8, void * a9) {
+static int gocuda_cusparseScsric02_analysis(uintptr_t fp, uintptr_t a0, int a1, int a2, uintptr_t a3, float * a4, int * a5, int * a6, uintptr_t a7, int a8, void * a9) {
 	return ((__typeof__(&cusparseScsric02_analysis))fp)((cusparseHandle_t)a0, a1, a2, (cusparseMatDescr_t)a3, (float *)a4, (int *)a5, (int *)a6, (csric02Info_t)a7, a8, a9);
 }
 
-static int gocuda_cusparseDcsric02_analysis(void *fp, uintptr_t a0, int a1, int a2, uintptr_t a3, double * a4, int * a5, int * a6, uintptr_t a7, int a8, void * a9) {
+static int gocuda_cusparseDcsric02_analysis(uintptr_t fp, uintptr_t a0, int a1, int a2, uintptr_t a3, double * a4, int * a5, int * a6, uintptr_t a7, int a8, void * a9) {
 	return ((__typeof__(&cusparseDcsric02_analysis))fp)((cusparseHandle_t)a0, a1, a2, (cusparseMatDescr_t)a3, (double *)a4, (int *)a5, (int *)a6, (csric02Info_t)a7, a8, a9);
 }
 
-static int gocuda_cusparseCcsric02_analysis(void *fp, uintptr_t a0, int a1, int a2, uintptr_t a3, void * a4, int * a5, int * a6, uintptr_t a7, int a8, void * a9) {
+static int gocuda_cusparseCcsric02_analysis(uintptr_t fp, uintptr_t a0, int a1, int a2, uintptr_t a3, void * a4, int * a5, int * a6, uintptr_t a7, int a8, void * a9) {
 	return ((__typeof__(&cusparseCcsric02_analysis))fp)((cusparseHandle_t)a0, a1, a2, (cusparseMatDescr_t)a3, a4, (int *)a5, (int *)a6, (csric02Info_t)a7, a8, a9);
 }
 
-static int gocuda_cusparseZcsric02_analysis(void *fp, uintptr_t a0, int a1, int a2, uintptr_t a3, void * a4, int * a5, int * a6, uintptr_t a7, int a8, void * a9) {
+static int gocuda_cusparseZcsric02_analysis(uintptr_t fp, uintptr_t a0, int a1, int a2, uintptr_t a3, void * a4, int * a5, int * a6, uintptr_t a7, int a8, void * a9) {
 	return ((__typeof__(&cusparseZcsric02_analysis))fp)((cusparseHandle_t)a0, a1, a2, (cusparseMatDescr_t)a3, a4, (int *)a5, (int *)a6, (csric02Info_t)a7, a8, a9);
 }
 
-static int gocuda_cusparseScsric02(void *fp, uintptr_t a0, int a1, int a2, uintptr_t a3, float * a4, int * a5, int * a6, uintptr_t a7, int a8, void * a9) {
+static int gocuda_cusparseScsric02(uintptr_t fp, uintptr_t a0, int a1, int a2, uintptr_t a3, float * a4, int * a5, int * a6, uintptr_t a7, int a8, void * a9) {
 	return ((__typeof__(&cusparseScsric02))fp)((cusparseHandle_t)a0, a1, a2, (cusparseMatDescr_t)a3, (float *)a4, (int *)a5, (int *)a6, (csric02Info_t)a7, a8, a9);
 }
 
-static int gocuda_cusparseDcsric02(void *fp, uintptr_t a0, int a1, int a2, uintptr_t a3, double * a4, int * a5, int * a6, uintptr_t a7, int a8, void * a9) {
+static int gocuda_cusparseDcsric02(uintptr_t fp, uintptr_t a0, int a1, int a2, uintptr_t a3, double * a4, int * a5, int * a6, uintptr_t a7, int a8, void * a9) {
 	return ((__typeof__(&cusparseDcsric02))fp)((cusparseHandle_t)a0, a1, a2, (cusparseMatDescr_t)a3, (double *)a4, (int *)a5, (int *)a6, (csric02Info_t)a7, a8, a9);
 }
 
-static int gocuda_cusparseCcsric02(void *fp, uintptr_t a0, int a1, int a2, uintptr_t a3, void * a4, int * a5, int * a6, uintptr_t a7, int a8, void * a9) {
+static int gocuda_cusparseCcsric02(uintptr_t fp, uintptr_t a0, int a1, int a2, uintptr_t a3, void * a4, int * a5, int * a6, uintptr_t a7, int a8, void * a9) {
 	return ((__typeof__(&cusparseCcsric02))fp)((cusparseHandle_t)a0, a1, a2, (cusparseMatDescr_t)a3, a4, (int *)a5, (int *)a6, (csric02Info_t)a7, a8, a9);
 }
 
-static int gocuda_cusparseZcsric02(void *fp, uintptr_t a0, int a1, int a2, uintptr_t a3, void * a4, int * a5, int * a6, uintptr_t a7, int a8, void * a9) {
+static int gocuda_cusparseZcsric02(uintptr_t fp, uintptr_t a0, int a1, int a2, uintptr_t a3, void * a4, int * a5, int * a6, uintptr_t a7, int a8, void * a9) {
 	return ((__typeof__(&cusparseZcsric02))fp)((cusparseHandle_t)a0, a1, a2, (cusparseMatDescr_t)a3, a4, (int *)a5, (int *)a6, (csric02Info_t)a7, a8, a9);
 }
 
-static int gocuda_cusparseXbsric02_zeroPivot(void *fp, uintptr_t a0, uintptr_t a1, int * a2) {
+static int gocuda_cusparseXbsric02_zeroPivot(uintptr_t fp, uintptr_t a0, uintptr_t a1, int * a2) {
 	return ((__typeof__(&cusparseXbsric02_zeroPivot))fp)((cusparseHandle_t)a0, (bsric02Info_t)a1, (int *)a2);
 }
 
-static int gocuda_cusparseSbsric02_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, float * a5, int * a6, int * a7, int a8, uintptr_t a9, int * a10) {
+static int gocuda_cusparseSbsric02_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, float * a5, int * a6, int * a7, int a8, uintptr_t a9, int * a10) {
 	return ((__typeof__(&cusparseSbsric02_bufferSize))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, (float *)a5, (int *)a6, (int *)a7, a8, (bsric02Info_t)a9, (int *)a10);
 }
 
-static int gocuda_cusparseDbsric02_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, double * a5, int * a6, int * a7, int a8, uintptr_t a9, int * a10) {
+static int gocuda_cusparseDbsric02_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, double * a5, int * a6, int * a7, int a8, uintptr_t a9, int * a10) {
 	return ((__typeof__(&cusparseDbsric02_bufferSize))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, (double *)a5, (int *)a6, (int *)a7, a8, (bsric02Info_t)a9, (int *)a10);
 }
 
-static int gocuda_cusparseCbsric02_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int * a6, int * a7, int a8, uintptr_t a9, int * a10) {
+static int gocuda_cusparseCbsric02_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int * a6, int * a7, int a8, uintptr_t a9, int * a10) {
 	return ((__typeof__(&cusparseCbsric02_bufferSize))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, a5, (int *)a6, (int *)a7, a8, (bsric02Info_t)a9, (int *)a10);
 }
 
-static int gocuda_cusparseZbsric02_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int * a6, int * a7, int a8, uintptr_t a9, int * a10) {
+static int gocuda_cusparseZbsric02_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int * a6, int * a7, int a8, uintptr_t a9, int * a10) {
 	return ((__typeof__(&cusparseZbsric02_bufferSize))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, a5, (int *)a6, (int *)a7, a8, (bsric02Info_t)a9, (int *)a10);
 }
 
-static int gocuda_cusparseSbsric02_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, float * a5, int * a6, int * a7, int a8, uintptr_t a9, size_t * a10) {
+static int gocuda_cusparseSbsric02_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, float * a5, int * a6, int * a7, int a8, uintptr_t a9, size_t * a10) {
 	return ((__typeof__(&cusparseSbsric02_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, (float *)a5, (int *)a6, (int *)a7, a8, (bsric02Info_t)a9, (size_t *)a10);
 }
 
-static int gocuda_cusparseDbsric02_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, double * a5, int * a6, int * a7, int a8, uintptr_t a9, size_t * a10) {
+static int gocuda_cusparseDbsric02_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, double * a5, int * a6, int * a7, int a8, uintptr_t a9, size_t * a10) {
 	return ((__typeof__(&cusparseDbsric02_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, (double *)a5, (int *)a6, (int *)a7, a8, (bsric02Info_t)a9, (size_t *)a10);
 }
 
-static int gocuda_cusparseCbsric02_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int * a6, int * a7, int a8, uintptr_t a9, size_t * a10) {
+static int gocuda_cusparseCbsric02_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int * a6, int * a7, int a8, uintptr_t a9, size_t * a10) {
 	return ((__typeof__(&cusparseCbsric02_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, a5, (int *)a6, (int *)a7, a8, (bsric02Info_t)a9, (size_t *)a10);
 }
 
-static int gocuda_cusparseZbsric02_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int * a6, int * a7, int a8, uintptr_t a9, size_t * a10) {
+static int gocuda_cusparseZbsric02_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int * a6, int * a7, int a8, uintptr_t a9, size_t * a10) {
 	return ((__typeof__(&cusparseZbsric02_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, a5, (int *)a6, (int *)a7, a8, (bsric02Info_t)a9, (size_t *)a10);
 }
 
-static int gocuda_cusparseSbsric02_analysis(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, float * a5, int * a6, int * a7, int a8, uintptr_t a9, int a10, void * a11) {
+static int gocuda_cusparseSbsric02_analysis(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, float * a5, int * a6, int * a7, int a8, uintptr_t a9, int a10, void * a11) {
 	return ((__typeof__(&cusparseSbsric02_analysis))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, (float *)a5, (int *)a6, (int *)a7, a8, (bsric02Info_t)a9, a10, a11);
 }
 
-static int gocuda_cusparseDbsric02_analysis(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, double * a5, int * a6, int * a7, int a8, uintptr_t a9, int a10, void * a11) {
+static int gocuda_cusparseDbsric02_analysis(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, double * a5, int * a6, int * a7, int a8, uintptr_t a9, int a10, void * a11) {
 	return ((__typeof__(&cusparseDbsric02_analysis))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, (double *)a5, (int *)a6, (int *)a7, a8, (bsric02Info_t)a9, a10, a11);
 }
 
-static int gocuda_cusparseCbsric02_analysis(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int * a6, int * a7, int a8, uintptr_t a9, int a10, void * a11) {
+static int gocuda_cusparseCbsric02_analysis(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int * a6, int * a7, int a8, uintptr_t a9, int a10, void * a11) {
 	return ((__typeof__(&cusparseCbsric02_analysis))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, a5, (int *)a6, (int *)a7, a8, (bsric02Info_t)a9, a10, a11);
 }
 
-static int gocuda_cusparseZbsric02_analysis(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int * a6, int * a7, int a8, uintptr_t a9, int a10, void * a11) {
+static int gocuda_cusparseZbsric02_analysis(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int * a6, int * a7, int a8, uintptr_t a9, int a10, void * a11) {
 	return ((__typeof__(&cusparseZbsric02_analysis))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, a5, (int *)a6, (int *)a7, a8, (bsric02Info_t)a9, a10, a11);
 }
 
-static int gocuda_cusparseSbsric02(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, float * a5, int * a6, int * a7, int a8, uintptr_t a9, int a10, void * a11) {
+static int gocuda_cusparseSbsric02(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, float * a5, int * a6, int * a7, int a8, uintptr_t a9, int a10, void * a11) {
 	return ((__typeof__(&cusparseSbsric02))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, (float *)a5, (int *)a6, (int *)a7, a8, (bsric02Info_t)a9, a10, a11);
 }
 
-static int gocuda_cusparseDbsric02(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, double * a5, int * a6, int * a7, int a8, uintptr_t a9, int a10, void * a11) {
+static int gocuda_cusparseDbsric02(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, double * a5, int * a6, int * a7, int a8, uintptr_t a9, int a10, void * a11) {
 	return ((__typeof__(&cusparseDbsric02))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, (double *)a5, (int *)a6, (int *)a7, a8, (bsric02Info_t)a9, a10, a11);
 }
 
-static int gocuda_cusparseCbsric02(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int * a6, int * a7, int a8, uintptr_t a9, int a10, void * a11) {
+static int gocuda_cusparseCbsric02(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int * a6, int * a7, int a8, uintptr_t a9, int a10, void * a11) {
 	return ((__typeof__(&cusparseCbsric02))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, a5, (int *)a6, (int *)a7, a8, (bsric02Info_t)a9, a10, a11);
 }
 
-static int gocuda_cusparseZbsric02(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int * a6, int * a7, int a8, uintptr_t a9, int a10, void * a11) {
+static int gocuda_cusparseZbsric02(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int * a6, int * a7, int a8, uintptr_t a9, int a10, void * a11) {
 	return ((__typeof__(&cusparseZbsric02))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, a5, (int *)a6, (int *)a7, a8, (bsric02Info_t)a9, a10, a11);
 }
 
-static int gocuda_cusparseSgtsv2_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, float * a3, float * a4, float * a5, float * a6, int a7, size_t * a8) {
+static int gocuda_cusparseSgtsv2_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, float * a3, float * a4, float * a5, float * a6, int a7, size_t * a8) {
 	return ((__typeof__(&cusparseSgtsv2_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, (float *)a3, (float *)a4, (float *)a5, (float *)a6, a7, (size_t *)a8);
 }
 
-static int gocuda_cusparseDgtsv2_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, double * a3, double * a4, double * a5, double * a6, int a7, size_t * a8) {
+static int gocuda_cusparseDgtsv2_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, double * a3, double * a4, double * a5, double * a6, int a7, size_t * a8) {
 	return ((__typeof__(&cusparseDgtsv2_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, (double *)a3, (double *)a4, (double *)a5, (double *)a6, a7, (size_t *)a8);
 }
 
-static int gocuda_cusparseCgtsv2_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, void * a5, void * a6, int a7, size_t * a8) {
+static int gocuda_cusparseCgtsv2_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, void * a5, void * a6, int a7, size_t * a8) {
 	return ((__typeof__(&cusparseCgtsv2_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, (size_t *)a8);
 }
 
-static int gocuda_cusparseZgtsv2_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, void * a5, void * a6, int a7, size_t * a8) {
+static int gocuda_cusparseZgtsv2_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, void * a5, void * a6, int a7, size_t * a8) {
 	return ((__typeof__(&cusparseZgtsv2_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, (size_t *)a8);
 }
 
-static int gocuda_cusparseSgtsv2(void *fp, uintptr_t a0, int a1, int a2, float * a3, float * a4, float * a5, float * a6, int a7, void * a8) {
+static int gocuda_cusparseSgtsv2(uintptr_t fp, uintptr_t a0, int a1, int a2, float * a3, float * a4, float * a5, float * a6, int a7, void * a8) {
 	return ((__typeof__(&cusparseSgtsv2))fp)((cusparseHandle_t)a0, a1, a2, (float *)a3, (float *)a4, (float *)a5, (float *)a6, a7, a8);
 }
 
-static int gocuda_cusparseDgtsv2(void *fp, uintptr_t a0, int a1, int a2, double * a3, double * a4, double * a5, double * a6, int a7, void * a8) {
+static int gocuda_cusparseDgtsv2(uintptr_t fp, uintptr_t a0, int a1, int a2, double * a3, double * a4, double * a5, double * a6, int a7, void * a8) {
 	return ((__typeof__(&cusparseDgtsv2))fp)((cusparseHandle_t)a0, a1, a2, (double *)a3, (double *)a4, (double *)a5, (double *)a6, a7, a8);
 }
 
-static int gocuda_cusparseCgtsv2(void *fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, void * a5, void * a6, int a7, void * a8) {
+static int gocuda_cusparseCgtsv2(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, void * a5, void * a6, int a7, void * a8) {
 	return ((__typeof__(&cusparseCgtsv2))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8);
 }
 
-static int gocuda_cusparseZgtsv2(void *fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, void * a5, void * a6, int a7, void * a8) {
+static int gocuda_cusparseZgtsv2(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, void * a5, void * a6, int a7, void * a8) {
 	return ((__typeof__(&cusparseZgtsv2))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8);
 }
 
-static int gocuda_cusparseSgtsv2_nopivot_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, float * a3, float * a4, float * a5, float * a6, int a7, size_t * a8) {
+static int gocuda_cusparseSgtsv2_nopivot_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, float * a3, float * a4, float * a5, float * a6, int a7, size_t * a8) {
 	return ((__typeof__(&cusparseSgtsv2_nopivot_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, (float *)a3, (float *)a4, (float *)a5, (float *)a6, a7, (size_t *)a8);
 }
 
-static int gocuda_cusparseDgtsv2_nopivot_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, double * a3, double * a4, double * a5, double * a6, int a7, size_t * a8) {
+static int gocuda_cusparseDgtsv2_nopivot_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, double * a3, double * a4, double * a5, double * a6, int a7, size_t * a8) {
 	return ((__typeof__(&cusparseDgtsv2_nopivot_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, (double *)a3, (double *)a4, (double *)a5, (double *)a6, a7, (size_t *)a8);
 }
 
-static int gocuda_cusparseCgtsv2_nopivot_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, void * a5, void * a6, int a7, size_t * a8) {
+static int gocuda_cusparseCgtsv2_nopivot_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, void * a5, void * a6, int a7, size_t * a8) {
 	return ((__typeof__(&cusparseCgtsv2_nopivot_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, (size_t *)a8);
 }
 
-static int gocuda_cusparseZgtsv2_nopivot_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, void * a5, void * a6, int a7, size_t * a8) {
+static int gocuda_cusparseZgtsv2_nopivot_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, void * a5, void * a6, int a7, size_t * a8) {
 	return ((__typeof__(&cusparseZgtsv2_nopivot_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, (size_t *)a8);
 }
 
-static int gocuda_cusparseSgtsv2_nopivot(void *fp, uintptr_t a0, int a1, int a2, float * a3, float * a4, float * a5, float * a6, int a7, void * a8) {
+static int gocuda_cusparseSgtsv2_nopivot(uintptr_t fp, uintptr_t a0, int a1, int a2, float * a3, float * a4, float * a5, float * a6, int a7, void * a8) {
 	return ((__typeof__(&cusparseSgtsv2_nopivot))fp)((cusparseHandle_t)a0, a1, a2, (float *)a3, (float *)a4, (float *)a5, (float *)a6, a7, a8);
 }
 
-static int gocuda_cusparseDgtsv2_nopivot(void *fp, uintptr_t a0, int a1, int a2, double * a3, double * a4, double * a5, double * a6, int a7, void * a8) {
+static int gocuda_cusparseDgtsv2_nopivot(uintptr_t fp, uintptr_t a0, int a1, int a2, double * a3, double * a4, double * a5, double * a6, int a7, void * a8) {
 	return ((__typeof__(&cusparseDgtsv2_nopivot))fp)((cusparseHandle_t)a0, a1, a2, (double *)a3, (double *)a4, (double *)a5, (double *)a6, a7, a8);
 }
 
-static int gocuda_cusparseCgtsv2_nopivot(void *fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, void * a5, void * a6, int a7, void * a8) {
+static int gocuda_cusparseCgtsv2_nopivot(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, void * a5, void * a6, int a7, void * a8) {
 	return ((__typeof__(&cusparseCgtsv2_nopivot))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8);
 }
 
-static int gocuda_cusparseZgtsv2_nopivot(void *fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, void * a5, void * a6, int a7, void * a8) {
+static int gocuda_cusparseZgtsv2_nopivot(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, void * a5, void * a6, int a7, void * a8) {
 	return ((__typeof__(&cusparseZgtsv2_nopivot))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8);
 }
 
-static int gocuda_cusparseSgtsv2StridedBatch_bufferSizeExt(void *fp, uintptr_t a0, int a1, float * a2, float * a3, float * a4, float * a5, int a6, int a7, size_t * a8) {
+static int gocuda_cusparseSgtsv2StridedBatch_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, float * a2, float * a3, float * a4, float * a5, int a6, int a7, size_t * a8) {
 	return ((__typeof__(&cusparseSgtsv2StridedBatch_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, (float *)a2, (float *)a3, (float *)a4, (float *)a5, a6, a7, (size_t *)a8);
 }
 
-static int gocuda_cusparseDgtsv2StridedBatch_bufferSizeExt(void *fp, uintptr_t a0, int a1, double * a2, double * a3, double * a4, double * a5, int a6, int a7, size_t * a8) {
+static int gocuda_cusparseDgtsv2StridedBatch_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, double * a2, double * a3, double * a4, double * a5, int a6, int a7, size_t * a8) {
 	return ((__typeof__(&cusparseDgtsv2StridedBatch_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, (double *)a2, (double *)a3, (double *)a4, (double *)a5, a6, a7, (size_t *)a8);
 }
 
-static int gocuda_cusparseCgtsv2StridedBatch_bufferSizeExt(void *fp, uintptr_t a0, int a1, void * a2, void * a3, void * a4, void * a5, int a6, int a7, size_t * a8) {
+static int gocuda_cusparseCgtsv2StridedBatch_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, void * a2, void * a3, void * a4, void * a5, int a6, int a7, size_t * a8) {
 	return ((__typeof__(&cusparseCgtsv2StridedBatch_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, (size_t *)a8);
 }
 
-static int gocuda_cusparseZgtsv2StridedBatch_bufferSizeExt(void *fp, uintptr_t a0, int a1, void * a2, void * a3, void * a4, void * a5, int a6, int a7, size_t * a8) {
+static int gocuda_cusparseZgtsv2StridedBatch_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, void * a2, void * a3, void * a4, void * a5, int a6, int a7, size_t * a8) {
 	return ((__typeof__(&cusparseZgtsv2StridedBatch_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, (size_t *)a8);
 }
 
-static int gocuda_cusparseSgtsv2StridedBatch(void *fp, uintptr_t a0, int a1, float * a2, float * a3, float * a4, float * a5, int a6, int a7, void * a8) {
+static int gocuda_cusparseSgtsv2StridedBatch(uintptr_t fp, uintptr_t a0, int a1, float * a2, float * a3, float * a4, float * a5, int a6, int a7, void * a8) {
 	return ((__typeof__(&cusparseSgtsv2StridedBatch))fp)((cusparseHandle_t)a0, a1, (float *)a2, (float *)a3, (float *)a4, (float *)a5, a6, a7, a8);
 }
 
-static int gocuda_cusparseDgtsv2StridedBatch(void *fp, uintptr_t a0, int a1, double * a2, double * a3, double * a4, double * a5, int a6, int a7, void * a8) {
+static int gocuda_cusparseDgtsv2StridedBatch(uintptr_t fp, uintptr_t a0, int a1, double * a2, double * a3, double * a4, double * a5, int a6, int a7, void * a8) {
 	return ((__typeof__(&cusparseDgtsv2StridedBatch))fp)((cusparseHandle_t)a0, a1, (double *)a2, (double *)a3, (double *)a4, (double *)a5, a6, a7, a8);
 }
 
-static int gocuda_cusparseCgtsv2StridedBatch(void *fp, uintptr_t a0, int a1, void * a2, void * a3, void * a4, void * a5, int a6, int a7, void * a8) {
+static int gocuda_cusparseCgtsv2StridedBatch(uintptr_t fp, uintptr_t a0, int a1, void * a2, void * a3, void * a4, void * a5, int a6, int a7, void * a8) {
 	return ((__typeof__(&cusparseCgtsv2StridedBatch))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8);
 }
 
-static int gocuda_cusparseZgtsv2StridedBatch(void *fp, uintptr_t a0, int a1, void * a2, void * a3, void * a4, void * a5, int a6, int a7, void * a8) {
+static int gocuda_cusparseZgtsv2StridedBatch(uintptr_t fp, uintptr_t a0, int a1, void * a2, void * a3, void * a4, void * a5, int a6, int a7, void * a8) {
 	return ((__typeof__(&cusparseZgtsv2StridedBatch))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8);
 }
 
-static int gocuda_cusparseSgtsvInterleavedBatch_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, float * a3, float * a4, float * a5, float * a6, int a7, size_t * a8) {
+static int gocuda_cusparseSgtsvInterleavedBatch_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, float * a3, float * a4, float * a5, float * a6, int a7, size_t * a8) {
 	return ((__typeof__(&cusparseSgtsvInterleavedBatch_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, (float *)a3, (float *)a4, (float *)a5, (float *)a6, a7, (size_t *)a8);
 }
 
-static int gocuda_cusparseDgtsvInterleavedBatch_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, double * a3, double * a4, double * a5, double * a6, int a7, size_t * a8) {
+static int gocuda_cusparseDgtsvInterleavedBatch_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, double * a3, double * a4, double * a5, double * a6, int a7, size_t * a8) {
 	return ((__typeof__(&cusparseDgtsvInterleavedBatch_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, (double *)a3, (double *)a4, (double *)a5, (double *)a6, a7, (size_t *)a8);
 }
 
-static int gocuda_cusparseCgtsvInterleavedBatch_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, void * a5, void * a6, int a7, size_t * a8) {
+static int gocuda_cusparseCgtsvInterleavedBatch_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, void * a5, void * a6, int a7, size_t * a8) {
 	return ((__typeof__(&cusparseCgtsvInterleavedBatch_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, (size_t *)a8);
 }
 
-static int gocuda_cusparseZgtsvInterleavedBatch_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, void * a5, void * a6, int a7, size_t * a8) {
+static int gocuda_cusparseZgtsvInterleavedBatch_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, void * a5, void * a6, int a7, size_t * a8) {
 	return ((__typeof__(&cusparseZgtsvInterleavedBatch_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, (size_t *)a8);
 }
 
-static int gocuda_cusparseSgtsvInterleavedBatch(void *fp, uintptr_t a0, int a1, int a2, float * a3, float * a4, float * a5, float * a6, int a7, void * a8) {
+static int gocuda_cusparseSgtsvInterleavedBatch(uintptr_t fp, uintptr_t a0, int a1, int a2, float * a3, float * a4, float * a5, float * a6, int a7, void * a8) {
 	return ((__typeof__(&cusparseSgtsvInterleavedBatch))fp)((cusparseHandle_t)a0, a1, a2, (float *)a3, (float *)a4, (float *)a5, (float *)a6, a7, a8);
 }
 
-static int gocuda_cusparseDgtsvInterleavedBatch(void *fp, uintptr_t a0, int a1, int a2, double * a3, double * a4, double * a5, double * a6, int a7, void * a8) {
+static int gocuda_cusparseDgtsvInterleavedBatch(uintptr_t fp, uintptr_t a0, int a1, int a2, double * a3, double * a4, double * a5, double * a6, int a7, void * a8) {
 	return ((__typeof__(&cusparseDgtsvInterleavedBatch))fp)((cusparseHandle_t)a0, a1, a2, (double *)a3, (double *)a4, (double *)a5, (double *)a6, a7, a8);
 }
 
-static int gocuda_cusparseCgtsvInterleavedBatch(void *fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, void * a5, void * a6, int a7, void * a8) {
+static int gocuda_cusparseCgtsvInterleavedBatch(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, void * a5, void * a6, int a7, void * a8) {
 	return ((__typeof__(&cusparseCgtsvInterleavedBatch))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8);
 }
 
-static int gocuda_cusparseZgtsvInterleavedBatch(void *fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, void * a5, void * a6, int a7, void * a8) {
+static int gocuda_cusparseZgtsvInterleavedBatch(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, void * a5, void * a6, int a7, void * a8) {
 	return ((__typeof__(&cusparseZgtsvInterleavedBatch))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8);
 }
 
-static int gocuda_cusparseSgpsvInterleavedBatch_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, float * a3, float * a4, float * a5, float * a6, float * a7, float * a8, int a9, size_t * a10) {
+static int gocuda_cusparseSgpsvInterleavedBatch_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, float * a3, float * a4, float * a5, float * a6, float * a7, float * a8, int a9, size_t * a10) {
 	return ((__typeof__(&cusparseSgpsvInterleavedBatch_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, (float *)a3, (float *)a4, (float *)a5, (float *)a6, (float *)a7, (float *)a8, a9, (size_t *)a10);
 }
 
-static int gocuda_cusparseDgpsvInterleavedBatch_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, double * a3, double * a4, double * a5, double * a6, double * a7, double * a8, int a9, size_t * a10) {
+static int gocuda_cusparseDgpsvInterleavedBatch_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, double * a3, double * a4, double * a5, double * a6, double * a7, double * a8, int a9, size_t * a10) {
 	return ((__typeof__(&cusparseDgpsvInterleavedBatch_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, (double *)a3, (double *)a4, (double *)a5, (double *)a6, (double *)a7, (double *)a8, a9, (size_t *)a10);
 }
 
-static int gocuda_cusparseCgpsvInterleavedBatch_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, void * a5, void * a6, void * a7, void * a8, int a9, size_t * a10) {
+static int gocuda_cusparseCgpsvInterleavedBatch_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, void * a5, void * a6, void * a7, void * a8, int a9, size_t * a10) {
 	return ((__typeof__(&cusparseCgpsvInterleavedBatch_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, (size_t *)a10);
 }
 
-static int gocuda_cusparseZgpsvInterleavedBatch_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, void * a5, void * a6, void * a7, void * a8, int a9, size_t * a10) {
+static int gocuda_cusparseZgpsvInterleavedBatch_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, void * a5, void * a6, void * a7, void * a8, int a9, size_t * a10) {
 	return ((__typeof__(&cusparseZgpsvInterleavedBatch_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, (size_t *)a10);
 }
 
-static int gocuda_cusparseSgpsvInterleavedBatch(void *fp, uintptr_t a0, int a1, int a2, float * a3, float * a4, float * a5, float * a6, float * a7, float * a8, int a9, void * a10) {
+static int gocuda_cusparseSgpsvInterleavedBatch(uintptr_t fp, uintptr_t a0, int a1, int a2, float * a3, float * a4, float * a5, float * a6, float * a7, float * a8, int a9, void * a10) {
 	return ((__typeof__(&cusparseSgpsvInterleavedBatch))fp)((cusparseHandle_t)a0, a1, a2, (float *)a3, (float *)a4, (float *)a5, (float *)a6, (float *)a7, (float *)a8, a9, a10);
 }
 
-static int gocuda_cusparseDgpsvInterleavedBatch(void *fp, uintptr_t a0, int a1, int a2, double * a3, double * a4, double * a5, double * a6, double * a7, double * a8, int a9, void * a10) {
+static int gocuda_cusparseDgpsvInterleavedBatch(uintptr_t fp, uintptr_t a0, int a1, int a2, double * a3, double * a4, double * a5, double * a6, double * a7, double * a8, int a9, void * a10) {
 	return ((__typeof__(&cusparseDgpsvInterleavedBatch))fp)((cusparseHandle_t)a0, a1, a2, (double *)a3, (double *)a4, (double *)a5, (double *)a6, (double *)a7, (double *)a8, a9, a10);
 }
 
-static int gocuda_cusparseCgpsvInterleavedBatch(void *fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, void * a5, void * a6, void * a7, void * a8, int a9, void * a10) {
+static int gocuda_cusparseCgpsvInterleavedBatch(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, void * a5, void * a6, void * a7, void * a8, int a9, void * a10) {
 	return ((__typeof__(&cusparseCgpsvInterleavedBatch))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
 }
 
-static int gocuda_cusparseZgpsvInterleavedBatch(void *fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, void * a5, void * a6, void * a7, void * a8, int a9, void * a10) {
+static int gocuda_cusparseZgpsvInterleavedBatch(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, void * a4, void * a5, void * a6, void * a7, void * a8, int a9, void * a10) {
 	return ((__typeof__(&cusparseZgpsvInterleavedBatch))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
 }
 
-static int gocuda_cusparseScsrgeam2_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, float * a3, uintptr_t a4, int a5, float * a6, int * a7, int * a8, float * a9, uintptr_t a10, int a11, float * a12, int * a13, int * a14, uintptr_t a15, float * a16, int * a17, int * a18, size_t * a19) {
+static int gocuda_cusparseScsrgeam2_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, float * a3, uintptr_t a4, int a5, float * a6, int * a7, int * a8, float * a9, uintptr_t a10, int a11, float * a12, int * a13, int * a14, uintptr_t a15, float * a16, int * a17, int * a18, size_t * a19) {
 	return ((__typeof__(&cusparseScsrgeam2_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, (float *)a3, (cusparseMatDescr_t)a4, a5, (float *)a6, (int *)a7, (int *)a8, (float *)a9, (cusparseMatDescr_t)a10, a11, (float *)a12, (int *)a13, (int *)a14, (cusparseMatDescr_t)a15, (float *)a16, (int *)a17, (int *)a18, (size_t *)a19);
 }
 
-static int gocuda_cusparseDcsrgeam2_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, double * a3, uintptr_t a4, int a5, double * a6, int * a7, int * a8, double * a9, uintptr_t a10, int a11, double * a12, int * a13, int * a14, uintptr_t a15, double * a16, int * a17, int * a18, size_t * a19) {
+static int gocuda_cusparseDcsrgeam2_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, double * a3, uintptr_t a4, int a5, double * a6, int * a7, int * a8, double * a9, uintptr_t a10, int a11, double * a12, int * a13, int * a14, uintptr_t a15, double * a16, int * a17, int * a18, size_t * a19) {
 	return ((__typeof__(&cusparseDcsrgeam2_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, (double *)a3, (cusparseMatDescr_t)a4, a5, (double *)a6, (int *)a7, (int *)a8, (double *)a9, (cusparseMatDescr_t)a10, a11, (double *)a12, (int *)a13, (int *)a14, (cusparseMatDescr_t)a15, (double *)a16, (int *)a17, (int *)a18, (size_t *)a19);
 }
 
-static int gocuda_cusparseCcsrgeam2_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, void * a3, uintptr_t a4, int a5, void * a6, int * a7, int * a8, void * a9, uintptr_t a10, int a11, void * a12, int * a13, int * a14, uintptr_t a15, void * a16, int * a17, int * a18, size_t * a19) {
+static int gocuda_cusparseCcsrgeam2_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, uintptr_t a4, int a5, void * a6, int * a7, int * a8, void * a9, uintptr_t a10, int a11, void * a12, int * a13, int * a14, uintptr_t a15, void * a16, int * a17, int * a18, size_t * a19) {
 	return ((__typeof__(&cusparseCcsrgeam2_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, a5, a6, (int *)a7, (int *)a8, a9, (cusparseMatDescr_t)a10, a11, a12, (int *)a13, (int *)a14, (cusparseMatDescr_t)a15, a16, (int *)a17, (int *)a18, (size_t *)a19);
 }
 
-static int gocuda_cusparseZcsrgeam2_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, void * a3, uintptr_t a4, int a5, void * a6, int * a7, int * a8, void * a9, uintptr_t a10, int a11, void * a12, int * a13, int * a14, uintptr_t a15, void * a16, int * a17, int * a18, size_t * a19) {
+static int gocuda_cusparseZcsrgeam2_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, uintptr_t a4, int a5, void * a6, int * a7, int * a8, void * a9, uintptr_t a10, int a11, void * a12, int * a13, int * a14, uintptr_t a15, void * a16, int * a17, int * a18, size_t * a19) {
 	return ((__typeof__(&cusparseZcsrgeam2_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, a5, a6, (int *)a7, (int *)a8, a9, (cusparseMatDescr_t)a10, a11, a12, (int *)a13, (int *)a14, (cusparseMatDescr_t)a15, a16, (int *)a17, (int *)a18, (size_t *)a19);
 }
 
-static int gocuda_cusparseXcsrgeam2Nnz(void *fp, uintptr_t a0, int a1, int a2, uintptr_t a3, int a4, int * a5, int * a6, uintptr_t a7, int a8, int * a9, int * a10, uintptr_t a11, int * a12, int * a13, void * a14) {
+static int gocuda_cusparseXcsrgeam2Nnz(uintptr_t fp, uintptr_t a0, int a1, int a2, uintptr_t a3, int a4, int * a5, int * a6, uintptr_t a7, int a8, int * a9, int * a10, uintptr_t a11, int * a12, int * a13, void * a14) {
 	return ((__typeof__(&cusparseXcsrgeam2Nnz))fp)((cusparseHandle_t)a0, a1, a2, (cusparseMatDescr_t)a3, a4, (int *)a5, (int *)a6, (cusparseMatDescr_t)a7, a8, (int *)a9, (int *)a10, (cusparseMatDescr_t)a11, (int *)a12, (int *)a13, a14);
 }
 
-static int gocuda_cusparseScsrgeam2(void *fp, uintptr_t a0, int a1, int a2, float * a3, uintptr_t a4, int a5, float * a6, int * a7, int * a8, float * a9, uintptr_t a10, int a11, float * a12, int * a13, int * a14, uintptr_t a15, float * a16, int * a17, int * a18, void * a19) {
+static int gocuda_cusparseScsrgeam2(uintptr_t fp, uintptr_t a0, int a1, int a2, float * a3, uintptr_t a4, int a5, float * a6, int * a7, int * a8, float * a9, uintptr_t a10, int a11, float * a12, int * a13, int * a14, uintptr_t a15, float * a16, int * a17, int * a18, void * a19) {
 	return ((__typeof__(&cusparseScsrgeam2))fp)((cusparseHandle_t)a0, a1, a2, (float *)a3, (cusparseMatDescr_t)a4, a5, (float *)a6, (int *)a7, (int *)a8, (float *)a9, (cusparseMatDescr_t)a10, a11, (float *)a12, (int *)a13, (int *)a14, (cusparseMatDescr_t)a15, (float *)a16, (int *)a17, (int *)a18, a19);
 }
 
-static int gocuda_cusparseDcsrgeam2(void *fp, uintptr_t a0, int a1, int a2, double * a3, uintptr_t a4, int a5, double * a6, int * a7, int * a8, double * a9, uintptr_t a10, int a11, double * a12, int * a13, int * a14, uintptr_t a15, double * a16, int * a17, int * a18, void * a19) {
+static int gocuda_cusparseDcsrgeam2(uintptr_t fp, uintptr_t a0, int a1, int a2, double * a3, uintptr_t a4, int a5, double * a6, int * a7, int * a8, double * a9, uintptr_t a10, int a11, double * a12, int * a13, int * a14, uintptr_t a15, double * a16, int * a17, int * a18, void * a19) {
 	return ((__typeof__(&cusparseDcsrgeam2))fp)((cusparseHandle_t)a0, a1, a2, (double *)a3, (cusparseMatDescr_t)a4, a5, (double *)a6, (int *)a7, (int *)a8, (double *)a9, (cusparseMatDescr_t)a10, a11, (double *)a12, (int *)a13, (int *)a14, (cusparseMatDescr_t)a15, (double *)a16, (int *)a17, (int *)a18, a19);
 }
 
-static int gocuda_cusparseCcsrgeam2(void *fp, uintptr_t a0, int a1, int a2, void * a3, uintptr_t a4, int a5, void * a6, int * a7, int * a8, void * a9, uintptr_t a10, int a11, void * a12, int * a13, int * a14, uintptr_t a15, void * a16, int * a17, int * a18, void * a19) {
+static int gocuda_cusparseCcsrgeam2(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, uintptr_t a4, int a5, void * a6, int * a7, int * a8, void * a9, uintptr_t a10, int a11, void * a12, int * a13, int * a14, uintptr_t a15, void * a16, int * a17, int * a18, void * a19) {
 	return ((__typeof__(&cusparseCcsrgeam2))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, a5, a6, (int *)a7, (int *)a8, a9, (cusparseMatDescr_t)a10, a11, a12, (int *)a13, (int *)a14, (cusparseMatDescr_t)a15, a16, (int *)a17, (int *)a18, a19);
 }
 
-static int gocuda_cusparseZcsrgeam2(void *fp, uintptr_t a0, int a1, int a2, void * a3, uintptr_t a4, int a5, void * a6, int * a7, int * a8, void * a9, uintptr_t a10, int a11, void * a12, int * a13, int * a14, uintptr_t a15, void * a16, int * a17, int * a18, void * a19) {
+static int gocuda_cusparseZcsrgeam2(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, uintptr_t a4, int a5, void * a6, int * a7, int * a8, void * a9, uintptr_t a10, int a11, void * a12, int * a13, int * a14, uintptr_t a15, void * a16, int * a17, int * a18, void * a19) {
 	return ((__typeof__(&cusparseZcsrgeam2))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, a5, a6, (int *)a7, (int *)a8, a9, (cusparseMatDescr_t)a10, a11, a12, (int *)a13, (int *)a14, (cusparseMatDescr_t)a15, a16, (int *)a17, (int *)a18, a19);
 }
 
-static int gocuda_cusparseScsrcolor(void *fp, uintptr_t a0, int a1, int a2, uintptr_t a3, float * a4, int * a5, int * a6, float * a7, int * a8, int * a9, int * a10, uintptr_t a11) {
+static int gocuda_cusparseScsrcolor(uintptr_t fp, uintptr_t a0, int a1, int a2, uintptr_t a3, float * a4, int * a5, int * a6, float * a7, int * a8, int * a9, int * a10, uintptr_t a11) {
 	return ((__typeof__(&cusparseScsrcolor))fp)((cusparseHandle_t)a0, a1, a2, (cusparseMatDescr_t)a3, (float *)a4, (int *)a5, (int *)a6, (float *)a7, (int *)a8, (int *)a9, (int *)a10, (cusparseColorInfo_t)a11);
 }
 
-static int gocuda_cusparseDcsrcolor(void *fp, uintptr_t a0, int a1, int a2, uintptr_t a3, double * a4, int * a5, int * a6, double * a7, int * a8, int * a9, int * a10, uintptr_t a11) {
+static int gocuda_cusparseDcsrcolor(uintptr_t fp, uintptr_t a0, int a1, int a2, uintptr_t a3, double * a4, int * a5, int * a6, double * a7, int * a8, int * a9, int * a10, uintptr_t a11) {
 	return ((__typeof__(&cusparseDcsrcolor))fp)((cusparseHandle_t)a0, a1, a2, (cusparseMatDescr_t)a3, (double *)a4, (int *)a5, (int *)a6, (double *)a7, (int *)a8, (int *)a9, (int *)a10, (cusparseColorInfo_t)a11);
 }
 
-static int gocuda_cusparseCcsrcolor(void *fp, uintptr_t a0, int a1, int a2, uintptr_t a3, void * a4, int * a5, int * a6, float * a7, int * a8, int * a9, int * a10, uintptr_t a11) {
+static int gocuda_cusparseCcsrcolor(uintptr_t fp, uintptr_t a0, int a1, int a2, uintptr_t a3, void * a4, int * a5, int * a6, float * a7, int * a8, int * a9, int * a10, uintptr_t a11) {
 	return ((__typeof__(&cusparseCcsrcolor))fp)((cusparseHandle_t)a0, a1, a2, (cusparseMatDescr_t)a3, a4, (int *)a5, (int *)a6, (float *)a7, (int *)a8, (int *)a9, (int *)a10, (cusparseColorInfo_t)a11);
 }
 
-static int gocuda_cusparseZcsrcolor(void *fp, uintptr_t a0, int a1, int a2, uintptr_t a3, void * a4, int * a5, int * a6, double * a7, int * a8, int * a9, int * a10, uintptr_t a11) {
+static int gocuda_cusparseZcsrcolor(uintptr_t fp, uintptr_t a0, int a1, int a2, uintptr_t a3, void * a4, int * a5, int * a6, double * a7, int * a8, int * a9, int * a10, uintptr_t a11) {
 	return ((__typeof__(&cusparseZcsrcolor))fp)((cusparseHandle_t)a0, a1, a2, (cusparseMatDescr_t)a3, a4, (int *)a5, (int *)a6, (double *)a7, (int *)a8, (int *)a9, (int *)a10, (cusparseColorInfo_t)a11);
 }
 
-static int gocuda_cusparseSnnz(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, float * a5, int a6, int * a7, int * a8) {
+static int gocuda_cusparseSnnz(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, float * a5, int a6, int * a7, int * a8) {
 	return ((__typeof__(&cusparseSnnz))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, (float *)a5, a6, (int *)a7, (int *)a8);
 }
 
-static int gocuda_cusparseDnnz(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, double * a5, int a6, int * a7, int * a8) {
+static int gocuda_cusparseDnnz(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, double * a5, int a6, int * a7, int * a8) {
 	return ((__typeof__(&cusparseDnnz))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, (double *)a5, a6, (int *)a7, (int *)a8);
 }
 
-static int gocuda_cusparseCnnz(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int a6, int * a7, int * a8) {
+static int gocuda_cusparseCnnz(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int a6, int * a7, int * a8) {
 	return ((__typeof__(&cusparseCnnz))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, a5, a6, (int *)a7, (int *)a8);
 }
 
-static int gocuda_cusparseZnnz(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int a6, int * a7, int * a8) {
+static int gocuda_cusparseZnnz(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int a6, int * a7, int * a8) {
 	return ((__typeof__(&cusparseZnnz))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, a5, a6, (int *)a7, (int *)a8);
 }
 
-static int gocuda_cusparseSnnz_compress(void *fp, uintptr_t a0, int a1, uintptr_t a2, float * a3, int * a4, int * a5, int * a6, float a7) {
+static int gocuda_cusparseSnnz_compress(uintptr_t fp, uintptr_t a0, int a1, uintptr_t a2, float * a3, int * a4, int * a5, int * a6, float a7) {
 	return ((__typeof__(&cusparseSnnz_compress))fp)((cusparseHandle_t)a0, a1, (cusparseMatDescr_t)a2, (float *)a3, (int *)a4, (int *)a5, (int *)a6, a7);
 }
 
-static int gocuda_cusparseDnnz_compress(void *fp, uintptr_t a0, int a1, uintptr_t a2, double * a3, int * a4, int * a5, int * a6, double a7) {
+static int gocuda_cusparseDnnz_compress(uintptr_t fp, uintptr_t a0, int a1, uintptr_t a2, double * a3, int * a4, int * a5, int * a6, double a7) {
 	return ((__typeof__(&cusparseDnnz_compress))fp)((cusparseHandle_t)a0, a1, (cusparseMatDescr_t)a2, (double *)a3, (int *)a4, (int *)a5, (int *)a6, a7);
 }
 
-static int gocuda_cusparseCnnz_compress(void *fp, uintptr_t a0, int a1, uintptr_t a2, void * a3, int * a4, int * a5, int * a6, cuComplex a7) {
+static int gocuda_cusparseCnnz_compress(uintptr_t fp, uintptr_t a0, int a1, uintptr_t a2, void * a3, int * a4, int * a5, int * a6, cuComplex a7) {
 	return ((__typeof__(&cusparseCnnz_compress))fp)((cusparseHandle_t)a0, a1, (cusparseMatDescr_t)a2, a3, (int *)a4, (int *)a5, (int *)a6, a7);
 }
 
-static int gocuda_cusparseZnnz_compress(void *fp, uintptr_t a0, int a1, uintptr_t a2, void * a3, int * a4, int * a5, int * a6, cuDoubleComplex a7) {
+static int gocuda_cusparseZnnz_compress(uintptr_t fp, uintptr_t a0, int a1, uintptr_t a2, void * a3, int * a4, int * a5, int * a6, cuDoubleComplex a7) {
 	return ((__typeof__(&cusparseZnnz_compress))fp)((cusparseHandle_t)a0, a1, (cusparseMatDescr_t)a2, a3, (int *)a4, (int *)a5, (int *)a6, a7);
 }
 
-static int gocuda_cusparseScsr2csr_compress(void *fp, uintptr_t a0, int a1, int a2, uintptr_t a3, float * a4, int * a5, int * a6, int a7, int * a8, float * a9, int * a10, int * a11, float a12) {
+static int gocuda_cusparseScsr2csr_compress(uintptr_t fp, uintptr_t a0, int a1, int a2, uintptr_t a3, float * a4, int * a5, int * a6, int a7, int * a8, float * a9, int * a10, int * a11, float a12) {
 	return ((__typeof__(&cusparseScsr2csr_compress))fp)((cusparseHandle_t)a0, a1, a2, (cusparseMatDescr_t)a3, (float *)a4, (int *)a5, (int *)a6, a7, (int *)a8, (float *)a9, (int *)a10, (int *)a11, a12);
 }
 
-static int gocuda_cusparseDcsr2csr_compress(void *fp, uintptr_t a0, int a1, int a2, uintptr_t a3, double * a4, int * a5, int * a6, int a7, int * a8, double * a9, int * a10, int * a11, double a12) {
+static int gocuda_cusparseDcsr2csr_compress(uintptr_t fp, uintptr_t a0, int a1, int a2, uintptr_t a3, double * a4, int * a5, int * a6, int a7, int * a8, double * a9, int * a10, int * a11, double a12) {
 	return ((__typeof__(&cusparseDcsr2csr_compress))fp)((cusparseHandle_t)a0, a1, a2, (cusparseMatDescr_t)a3, (double *)a4, (int *)a5, (int *)a6, a7, (int *)a8, (double *)a9, (int *)a10, (int *)a11, a12);
 }
 
-static int gocuda_cusparseCcsr2csr_compress(void *fp, uintptr_t a0, int a1, int a2, uintptr_t a3, void * a4, int * a5, int * a6, int a7, int * a8, void * a9, int * a10, int * a11, cuComplex a12) {
+static int gocuda_cusparseCcsr2csr_compress(uintptr_t fp, uintptr_t a0, int a1, int a2, uintptr_t a3, void * a4, int * a5, int * a6, int a7, int * a8, void * a9, int * a10, int * a11, cuComplex a12) {
 	return ((__typeof__(&cusparseCcsr2csr_compress))fp)((cusparseHandle_t)a0, a1, a2, (cusparseMatDescr_t)a3, a4, (int *)a5, (int *)a6, a7, (int *)a8, a9, (int *)a10, (int *)a11, a12);
 }
 
-static int gocuda_cusparseZcsr2csr_compress(void *fp, uintptr_t a0, int a1, int a2, uintptr_t a3, void * a4, int * a5, int * a6, int a7, int * a8, void * a9, int * a10, int * a11, cuDoubleComplex a12) {
+static int gocuda_cusparseZcsr2csr_compress(uintptr_t fp, uintptr_t a0, int a1, int a2, uintptr_t a3, void * a4, int * a5, int * a6, int a7, int * a8, void * a9, int * a10, int * a11, cuDoubleComplex a12) {
 	return ((__typeof__(&cusparseZcsr2csr_compress))fp)((cusparseHandle_t)a0, a1, a2, (cusparseMatDescr_t)a3, a4, (int *)a5, (int *)a6, a7, (int *)a8, a9, (int *)a10, (int *)a11, a12);
 }
 
-static int gocuda_cusparseXcoo2csr(void *fp, uintptr_t a0, int * a1, int a2, int a3, int * a4, int a5) {
+static int gocuda_cusparseXcoo2csr(uintptr_t fp, uintptr_t a0, int * a1, int a2, int a3, int * a4, int a5) {
 	return ((__typeof__(&cusparseXcoo2csr))fp)((cusparseHandle_t)a0, (int *)a1, a2, a3, (int *)a4, a5);
 }
 
-static int gocuda_cusparseXcsr2coo(void *fp, uintptr_t a0, int * a1, int a2, int a3, int * a4, int a5) {
+static int gocuda_cusparseXcsr2coo(uintptr_t fp, uintptr_t a0, int * a1, int a2, int a3, int * a4, int a5) {
 	return ((__typeof__(&cusparseXcsr2coo))fp)((cusparseHandle_t)a0, (int *)a1, a2, a3, (int *)a4, a5);
 }
 
-static int gocuda_cusparseXcsr2bsrNnz(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, int * a5, int * a6, int a7, uintptr_t a8, int * a9, int * a10) {
+static int gocuda_cusparseXcsr2bsrNnz(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, int * a5, int * a6, int a7, uintptr_t a8, int * a9, int * a10) {
 	return ((__typeof__(&cusparseXcsr2bsrNnz))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, (int *)a5, (int *)a6, a7, (cusparseMatDescr_t)a8, (int *)a9, (int *)a10);
 }
 
-static int gocuda_cusparseScsr2bsr(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, float * a5, int * a6, int * a7, int a8, uintptr_t a9, float * a10, int * a11, int * a12) {
+static int gocuda_cusparseScsr2bsr(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, float * a5, int * a6, int * a7, int a8, uintptr_t a9, float * a10, int * a11, int * a12) {
 	return ((__typeof__(&cusparseScsr2bsr))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, (float *)a5, (int *)a6, (int *)a7, a8, (cusparseMatDescr_t)a9, (float *)a10, (int *)a11, (int *)a12);
 }
 
-static int gocuda_cusparseDcsr2bsr(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, double * a5, int * a6, int * a7, int a8, uintptr_t a9, double * a10, int * a11, int * a12) {
+static int gocuda_cusparseDcsr2bsr(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, double * a5, int * a6, int * a7, int a8, uintptr_t a9, double * a10, int * a11, int * a12) {
 	return ((__typeof__(&cusparseDcsr2bsr))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, (double *)a5, (int *)a6, (int *)a7, a8, (cusparseMatDescr_t)a9, (double *)a10, (int *)a11, (int *)a12);
 }
 
-static int gocuda_cusparseCcsr2bsr(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int * a6, int * a7, int a8, uintptr_t a9, void * a10, int * a11, int * a12) {
+static int gocuda_cusparseCcsr2bsr(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int * a6, int * a7, int a8, uintptr_t a9, void * a10, int * a11, int * a12) {
 	return ((__typeof__(&cusparseCcsr2bsr))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, a5, (int *)a6, (int *)a7, a8, (cusparseMatDescr_t)a9, a10, (int *)a11, (int *)a12);
 }
 
-static int gocuda_cusparseZcsr2bsr(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int * a6, int * a7, int a8, uintptr_t a9, void * a10, int * a11, int * a12) {
+static int gocuda_cusparseZcsr2bsr(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int * a6, int * a7, int a8, uintptr_t a9, void * a10, int * a11, int * a12) {
 	return ((__typeof__(&cusparseZcsr2bsr))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, a5, (int *)a6, (int *)a7, a8, (cusparseMatDescr_t)a9, a10, (int *)a11, (int *)a12);
 }
 
-static int gocuda_cusparseSbsr2csr(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, float * a5, int * a6, int * a7, int a8, uintptr_t a9, float * a10, int * a11, int * a12) {
+static int gocuda_cusparseSbsr2csr(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, float * a5, int * a6, int * a7, int a8, uintptr_t a9, float * a10, int * a11, int * a12) {
 	return ((__typeof__(&cusparseSbsr2csr))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, (float *)a5, (int *)a6, (int *)a7, a8, (cusparseMatDescr_t)a9, (float *)a10, (int *)a11, (int *)a12);
 }
 
-static int gocuda_cusparseDbsr2csr(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, double * a5, int * a6, int * a7, int a8, uintptr_t a9, double * a10, int * a11, int * a12) {
+static int gocuda_cusparseDbsr2csr(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, double * a5, int * a6, int * a7, int a8, uintptr_t a9, double * a10, int * a11, int * a12) {
 	return ((__typeof__(&cusparseDbsr2csr))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, (double *)a5, (int *)a6, (int *)a7, a8, (cusparseMatDescr_t)a9, (double *)a10, (int *)a11, (int *)a12);
 }
 
-static int gocuda_cusparseCbsr2csr(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int * a6, int * a7, int a8, uintptr_t a9, void * a10, int * a11, int * a12) {
+static int gocuda_cusparseCbsr2csr(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int * a6, int * a7, int a8, uintptr_t a9, void * a10, int * a11, int * a12) {
 	return ((__typeof__(&cusparseCbsr2csr))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, a5, (int *)a6, (int *)a7, a8, (cusparseMatDescr_t)a9, a10, (int *)a11, (int *)a12);
 }
 
-static int gocuda_cusparseZbsr2csr(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int * a6, int * a7, int a8, uintptr_t a9, void * a10, int * a11, int * a12) {
+static int gocuda_cusparseZbsr2csr(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int * a6, int * a7, int a8, uintptr_t a9, void * a10, int * a11, int * a12) {
 	return ((__typeof__(&cusparseZbsr2csr))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, a5, (int *)a6, (int *)a7, a8, (cusparseMatDescr_t)a9, a10, (int *)a11, (int *)a12);
 }
 
-static int gocuda_cusparseSgebsr2gebsc_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, float * a4, int * a5, int * a6, int a7, int a8, int * a9) {
+static int gocuda_cusparseSgebsr2gebsc_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, float * a4, int * a5, int * a6, int a7, int a8, int * a9) {
 	return ((__typeof__(&cusparseSgebsr2gebsc_bufferSize))fp)((cusparseHandle_t)a0, a1, a2, a3, (float *)a4, (int *)a5, (int *)a6, a7, a8, (int *)a9);
 }
 
-static int gocuda_cusparseDgebsr2gebsc_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, double * a4, int * a5, int * a6, int a7, int a8, int * a9) {
+static int gocuda_cusparseDgebsr2gebsc_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, double * a4, int * a5, int * a6, int a7, int a8, int * a9) {
 	return ((__typeof__(&cusparseDgebsr2gebsc_bufferSize))fp)((cusparseHandle_t)a0, a1, a2, a3, (double *)a4, (int *)a5, (int *)a6, a7, a8, (int *)a9);
 }
 
-static int gocuda_cusparseCgebsr2gebsc_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int * a5, int * a6, int a7, int a8, int * a9) {
+static int gocuda_cusparseCgebsr2gebsc_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int * a5, int * a6, int a7, int a8, int * a9) {
 	return ((__typeof__(&cusparseCgebsr2gebsc_bufferSize))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, (int *)a5, (int *)a6, a7, a8, (int *)a9);
 }
 
-static int gocuda_cusparseZgebsr2gebsc_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int * a5, int * a6, int a7, int a8, int * a9) {
+static int gocuda_cusparseZgebsr2gebsc_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int * a5, int * a6, int a7, int a8, int * a9) {
 	return ((__typeof__(&cusparseZgebsr2gebsc_bufferSize))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, (int *)a5, (int *)a6, a7, a8, (int *)a9);
 }
 
-static int gocuda_cusparseSgebsr2gebsc_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, int a3, float * a4, int * a5, int * a6, int a7, int a8, size_t * a9) {
+static int gocuda_cusparseSgebsr2gebsc_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, float * a4, int * a5, int * a6, int a7, int a8, size_t * a9) {
 	return ((__typeof__(&cusparseSgebsr2gebsc_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, a3, (float *)a4, (int *)a5, (int *)a6, a7, a8, (size_t *)a9);
 }
 
-static int gocuda_cusparseDgebsr2gebsc_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, int a3, double * a4, int * a5, int * a6, int a7, int a8, size_t * a9) {
+static int gocuda_cusparseDgebsr2gebsc_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, double * a4, int * a5, int * a6, int a7, int a8, size_t * a9) {
 	return ((__typeof__(&cusparseDgebsr2gebsc_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, a3, (double *)a4, (int *)a5, (int *)a6, a7, a8, (size_t *)a9);
 }
 
-static int gocuda_cusparseCgebsr2gebsc_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int * a5, int * a6, int a7, int a8, size_t * a9) {
+static int gocuda_cusparseCgebsr2gebsc_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int * a5, int * a6, int a7, int a8, size_t * a9) {
 	return ((__typeof__(&cusparseCgebsr2gebsc_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, (int *)a5, (int *)a6, a7, a8, (size_t *)a9);
 }
 
-static int gocuda_cusparseZgebsr2gebsc_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int * a5, int * a6, int a7, int a8, size_t * a9) {
+static int gocuda_cusparseZgebsr2gebsc_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int * a5, int * a6, int a7, int a8, size_t * a9) {
 	return ((__typeof__(&cusparseZgebsr2gebsc_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, (int *)a5, (int *)a6, a7, a8, (size_t *)a9);
 }
 
-static int gocuda_cusparseSgebsr2gebsc(void *fp, uintptr_t a0, int a1, int a2, int a3, float * a4, int * a5, int * a6, int a7, int a8, float * a9, int * a10, int * a11, int a12, int a13, void * a14) {
+static int gocuda_cusparseSgebsr2gebsc(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, float * a4, int * a5, int * a6, int a7, int a8, float * a9, int * a10, int * a11, int a12, int a13, void * a14) {
 	return ((__typeof__(&cusparseSgebsr2gebsc))fp)((cusparseHandle_t)a0, a1, a2, a3, (float *)a4, (int *)a5, (int *)a6, a7, a8, (float *)a9, (int *)a10, (int *)a11, a12, a13, a14);
 }
 
-static int gocuda_cusparseDgebsr2gebsc(void *fp, uintptr_t a0, int a1, int a2, int a3, double * a4, int * a5, int * a6, int a7, int a8, double * a9, int * a10, int * a11, int a12, int a13, void * a14) {
+static int gocuda_cusparseDgebsr2gebsc(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, double * a4, int * a5, int * a6, int a7, int a8, double * a9, int * a10, int * a11, int a12, int a13, void * a14) {
 	return ((__typeof__(&cusparseDgebsr2gebsc))fp)((cusparseHandle_t)a0, a1, a2, a3, (double *)a4, (int *)a5, (int *)a6, a7, a8, (double *)a9, (int *)a10, (int *)a11, a12, a13, a14);
 }
 
-static int gocuda_cusparseCgebsr2gebsc(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int * a5, int * a6, int a7, int a8, void * a9, int * a10, int * a11, int a12, int a13, void * a14) {
+static int gocuda_cusparseCgebsr2gebsc(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int * a5, int * a6, int a7, int a8, void * a9, int * a10, int * a11, int a12, int a13, void * a14) {
 	return ((__typeof__(&cusparseCgebsr2gebsc))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, (int *)a5, (int *)a6, a7, a8, a9, (int *)a10, (int *)a11, a12, a13, a14);
 }
 
-static int gocuda_cusparseZgebsr2gebsc(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int * a5, int * a6, int a7, int a8, void * a9, int * a10, int * a11, int a12, int a13, void * a14) {
+static int gocuda_cusparseZgebsr2gebsc(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int * a5, int * a6, int a7, int a8, void * a9, int * a10, int * a11, int a12, int a13, void * a14) {
 	return ((__typeof__(&cusparseZgebsr2gebsc))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, (int *)a5, (int *)a6, a7, a8, a9, (int *)a10, (int *)a11, a12, a13, a14);
 }
 
-static int gocuda_cusparseXgebsr2csr(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, int * a5, int * a6, int a7, int a8, uintptr_t a9, int * a10, int * a11) {
+static int gocuda_cusparseXgebsr2csr(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, int * a5, int * a6, int a7, int a8, uintptr_t a9, int * a10, int * a11) {
 	return ((__typeof__(&cusparseXgebsr2csr))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, (int *)a5, (int *)a6, a7, a8, (cusparseMatDescr_t)a9, (int *)a10, (int *)a11);
 }
 
-static int gocuda_cusparseSgebsr2csr(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, float * a5, int * a6, int * a7, int a8, int a9, uintptr_t a10, float * a11, int * a12, int * a13) {
+static int gocuda_cusparseSgebsr2csr(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, float * a5, int * a6, int * a7, int a8, int a9, uintptr_t a10, float * a11, int * a12, int * a13) {
 	return ((__typeof__(&cusparseSgebsr2csr))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, (float *)a5, (int *)a6, (int *)a7, a8, a9, (cusparseMatDescr_t)a10, (float *)a11, (int *)a12, (int *)a13);
 }
 
-static int gocuda_cusparseDgebsr2csr(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, double * a5, int * a6, int * a7, int a8, int a9, uintptr_t a10, double * a11, int * a12, int * a13) {
+static int gocuda_cusparseDgebsr2csr(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, double * a5, int * a6, int * a7, int a8, int a9, uintptr_t a10, double * a11, int * a12, int * a13) {
 	return ((__typeof__(&cusparseDgebsr2csr))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, (double *)a5, (int *)a6, (int *)a7, a8, a9, (cusparseMatDescr_t)a10, (double *)a11, (int *)a12, (int *)a13);
 }
 
-static int gocuda_cusparseCgebsr2csr(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int * a6, int * a7, int a8, int a9, uintptr_t a10, void * a11, int * a12, int * a13) {
+static int gocuda_cusparseCgebsr2csr(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int * a6, int * a7, int a8, int a9, uintptr_t a10, void * a11, int * a12, int * a13) {
 	return ((__typeof__(&cusparseCgebsr2csr))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, a5, (int *)a6, (int *)a7, a8, a9, (cusparseMatDescr_t)a10, a11, (int *)a12, (int *)a13);
 }
 
-static int gocuda_cusparseZgebsr2csr(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int * a6, int * a7, int a8, int a9, uintptr_t a10, void * a11, int * a12, int * a13) {
+static int gocuda_cusparseZgebsr2csr(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int * a6, int * a7, int a8, int a9, uintptr_t a10, void * a11, int * a12, int * a13) {
 	return ((__typeof__(&cusparseZgebsr2csr))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, a5, (int *)a6, (int *)a7, a8, a9, (cusparseMatDescr_t)a10, a11, (int *)a12, (int *)a13);
 }
 
-static int gocuda_cusparseScsr2gebsr_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, float * a5, int * a6, int * a7, int a8, int a9, int * a10) {
+static int gocuda_cusparseScsr2gebsr_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, float * a5, int * a6, int * a7, int a8, int a9, int * a10) {
 	return ((__typeof__(&cusparseScsr2gebsr_bufferSize))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, (float *)a5, (int *)a6, (int *)a7, a8, a9, (int *)a10);
 }
 
-static int gocuda_cusparseDcsr2gebsr_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, double * a5, int * a6, int * a7, int a8, int a9, int * a10) {
+static int gocuda_cusparseDcsr2gebsr_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, double * a5, int * a6, int * a7, int a8, int a9, int * a10) {
 	return ((__typeof__(&cusparseDcsr2gebsr_bufferSize))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, (double *)a5, (int *)a6, (int *)a7, a8, a9, (int *)a10);
 }
 
-static int gocuda_cusparseCcsr2gebsr_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int * a6, int * a7, int a8, int a9, int * a10) {
+static int gocuda_cusparseCcsr2gebsr_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int * a6, int * a7, int a8, int a9, int * a10) {
 	return ((__typeof__(&cusparseCcsr2gebsr_bufferSize))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, a5, (int *)a6, (int *)a7, a8, a9, (int *)a10);
 }
 
-static int gocuda_cusparseZcsr2gebsr_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int * a6, int * a7, int a8, int a9, int * a10) {
+static int gocuda_cusparseZcsr2gebsr_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int * a6, int * a7, int a8, int a9, int * a10) {
 	return ((__typeof__(&cusparseZcsr2gebsr_bufferSize))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, a5, (int *)a6, (int *)a7, a8, a9, (int *)a10);
 }
 
-static int gocuda_cusparseScsr2gebsr_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, float * a5, int * a6, int * a7, int a8, int a9, size_t * a10) {
+static int gocuda_cusparseScsr2gebsr_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, float * a5, int * a6, int * a7, int a8, int a9, size_t * a10) {
 	return ((__typeof__(&cusparseScsr2gebsr_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, (float *)a5, (int *)a6, (int *)a7, a8, a9, (size_t *)a10);
 }
 
-static int gocuda_cusparseDcsr2gebsr_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, double * a5, int * a6, int * a7, int a8, int a9, size_t * a10) {
+static int gocuda_cusparseDcsr2gebsr_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, double * a5, int * a6, int * a7, int a8, int a9, size_t * a10) {
 	return ((__typeof__(&cusparseDcsr2gebsr_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, (double *)a5, (int *)a6, (int *)a7, a8, a9, (size_t *)a10);
 }
 
-static int gocuda_cusparseCcsr2gebsr_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int * a6, int * a7, int a8, int a9, size_t * a10) {
+static int gocuda_cusparseCcsr2gebsr_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int * a6, int * a7, int a8, int a9, size_t * a10) {
 	return ((__typeof__(&cusparseCcsr2gebsr_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, a5, (int *)a6, (int *)a7, a8, a9, (size_t *)a10);
 }
 
-static int gocuda_cusparseZcsr2gebsr_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int * a6, int * a7, int a8, int a9, size_t * a10) {
+static int gocuda_cusparseZcsr2gebsr_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int * a6, int * a7, int a8, int a9, size_t * a10) {
 	return ((__typeof__(&cusparseZcsr2gebsr_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, a5, (int *)a6, (int *)a7, a8, a9, (size_t *)a10);
 }
 
-static int gocuda_cusparseXcsr2gebsrNnz(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, int * a5, int * a6, uintptr_t a7, int * a8, int a9, int a10, int * a11, void * a12) {
+static int gocuda_cusparseXcsr2gebsrNnz(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, int * a5, int * a6, uintptr_t a7, int * a8, int a9, int a10, int * a11, void * a12) {
 	return ((__typeof__(&cusparseXcsr2gebsrNnz))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, (int *)a5, (int *)a6, (cusparseMatDescr_t)a7, (int *)a8, a9, a10, (int *)a11, a12);
 }
 
-static int gocuda_cusparseScsr2gebsr(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, float * a5, int * a6, int * a7, uintptr_t a8, float * a9, int * a10, int * a11, int a12, int a13, void * a14) {
+static int gocuda_cusparseScsr2gebsr(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, float * a5, int * a6, int * a7, uintptr_t a8, float * a9, int * a10, int * a11, int a12, int a13, void * a14) {
 	return ((__typeof__(&cusparseScsr2gebsr))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, (float *)a5, (int *)a6, (int *)a7, (cusparseMatDescr_t)a8, (float *)a9, (int *)a10, (int *)a11, a12, a13, a14);
 }
 
-static int gocuda_cusparseDcsr2gebsr(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, double * a5, int * a6, int * a7, uintptr_t a8, double * a9, int * a10, int * a11, int a12, int a13, void * a14) {
+static int gocuda_cusparseDcsr2gebsr(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, double * a5, int * a6, int * a7, uintptr_t a8, double * a9, int * a10, int * a11, int a12, int a13, void * a14) {
 	return ((__typeof__(&cusparseDcsr2gebsr))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, (double *)a5, (int *)a6, (int *)a7, (cusparseMatDescr_t)a8, (double *)a9, (int *)a10, (int *)a11, a12, a13, a14);
 }
 
-static int gocuda_cusparseCcsr2gebsr(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int * a6, int * a7, uintptr_t a8, void * a9, int * a10, int * a11, int a12, int a13, void * a14) {
+static int gocuda_cusparseCcsr2gebsr(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int * a6, int * a7, uintptr_t a8, void * a9, int * a10, int * a11, int a12, int a13, void * a14) {
 	return ((__typeof__(&cusparseCcsr2gebsr))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, a5, (int *)a6, (int *)a7, (cusparseMatDescr_t)a8, a9, (int *)a10, (int *)a11, a12, a13, a14);
 }
 
-static int gocuda_cusparseZcsr2gebsr(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int * a6, int * a7, uintptr_t a8, void * a9, int * a10, int * a11, int a12, int a13, void * a14) {
+static int gocuda_cusparseZcsr2gebsr(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int * a6, int * a7, uintptr_t a8, void * a9, int * a10, int * a11, int a12, int a13, void * a14) {
 	return ((__typeof__(&cusparseZcsr2gebsr))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, a5, (int *)a6, (int *)a7, (cusparseMatDescr_t)a8, a9, (int *)a10, (int *)a11, a12, a13, a14);
 }
 
-static int gocuda_cusparseSgebsr2gebsr_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, uintptr_t a5, float * a6, int * a7, int * a8, int a9, int a10, int a11, int a12, int * a13) {
+static int gocuda_cusparseSgebsr2gebsr_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, uintptr_t a5, float * a6, int * a7, int * a8, int a9, int a10, int a11, int a12, int * a13) {
 	return ((__typeof__(&cusparseSgebsr2gebsr_bufferSize))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, (cusparseMatDescr_t)a5, (float *)a6, (int *)a7, (int *)a8, a9, a10, a11, a12, (int *)a13);
 }
 
-static int gocuda_cusparseDgebsr2gebsr_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, uintptr_t a5, double * a6, int * a7, int * a8, int a9, int a10, int a11, int a12, int * a13) {
+static int gocuda_cusparseDgebsr2gebsr_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, uintptr_t a5, double * a6, int * a7, int * a8, int a9, int a10, int a11, int a12, int * a13) {
 	return ((__typeof__(&cusparseDgebsr2gebsr_bufferSize))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, (cusparseMatDescr_t)a5, (double *)a6, (int *)a7, (int *)a8, a9, a10, a11, a12, (int *)a13);
 }
 
-static int gocuda_cusparseCgebsr2gebsr_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, uintptr_t a5, void * a6, int * a7, int * a8, int a9, int a10, int a11, int a12, int * a13) {
+static int gocuda_cusparseCgebsr2gebsr_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, uintptr_t a5, void * a6, int * a7, int * a8, int a9, int a10, int a11, int a12, int * a13) {
 	return ((__typeof__(&cusparseCgebsr2gebsr_bufferSize))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, (cusparseMatDescr_t)a5, a6, (int *)a7, (int *)a8, a9, a10, a11, a12, (int *)a13);
 }
 
-static int gocuda_cusparseZgebsr2gebsr_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, uintptr_t a5, void * a6, int * a7, int * a8, int a9, int a10, int a11, int a12, int * a13) {
+static int gocuda_cusparseZgebsr2gebsr_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, uintptr_t a5, void * a6, int * a7, int * a8, int a9, int a10, int a11, int a12, int * a13) {
 	return ((__typeof__(&cusparseZgebsr2gebsr_bufferSize))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, (cusparseMatDescr_t)a5, a6, (int *)a7, (int *)a8, a9, a10, a11, a12, (int *)a13);
 }
 
-static int gocuda_cusparseSgebsr2gebsr_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, uintptr_t a5, float * a6, int * a7, int * a8, int a9, int a10, int a11, int a12, size_t * a13) {
+static int gocuda_cusparseSgebsr2gebsr_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, uintptr_t a5, float * a6, int * a7, int * a8, int a9, int a10, int a11, int a12, size_t * a13) {
 	return ((__typeof__(&cusparseSgebsr2gebsr_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, (cusparseMatDescr_t)a5, (float *)a6, (int *)a7, (int *)a8, a9, a10, a11, a12, (size_t *)a13);
 }
 
-static int gocuda_cusparseDgebsr2gebsr_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, uintptr_t a5, double * a6, int * a7, int * a8, int a9, int a10, int a11, int a12, size_t * a13) {
+static int gocuda_cusparseDgebsr2gebsr_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, uintptr_t a5, double * a6, int * a7, int * a8, int a9, int a10, int a11, int a12, size_t * a13) {
 	return ((__typeof__(&cusparseDgebsr2gebsr_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, (cusparseMatDescr_t)a5, (double *)a6, (int *)a7, (int *)a8, a9, a10, a11, a12, (size_t *)a13);
 }
 
-static int gocuda_cusparseCgebsr2gebsr_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, uintptr_t a5, void * a6, int * a7, int * a8, int a9, int a10, int a11, int a12, size_t * a13) {
+static int gocuda_cusparseCgebsr2gebsr_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, uintptr_t a5, void * a6, int * a7, int * a8, int a9, int a10, int a11, int a12, size_t * a13) {
 	return ((__typeof__(&cusparseCgebsr2gebsr_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, (cusparseMatDescr_t)a5, a6, (int *)a7, (int *)a8, a9, a10, a11, a12, (size_t *)a13);
 }
 
-static int gocuda_cusparseZgebsr2gebsr_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, uintptr_t a5, void * a6, int * a7, int * a8, int a9, int a10, int a11, int a12, size_t * a13) {
+static int gocuda_cusparseZgebsr2gebsr_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, uintptr_t a5, void * a6, int * a7, int * a8, int a9, int a10, int a11, int a12, size_t * a13) {
 	return ((__typeof__(&cusparseZgebsr2gebsr_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, (cusparseMatDescr_t)a5, a6, (int *)a7, (int *)a8, a9, a10, a11, a12, (size_t *)a13);
 }
 
-static int gocuda_cusparseXgebsr2gebsrNnz(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, uintptr_t a5, int * a6, int * a7, int a8, int a9, uintptr_t a10, int * a11, int a12, int a13, int * a14, void * a15) {
+static int gocuda_cusparseXgebsr2gebsrNnz(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, uintptr_t a5, int * a6, int * a7, int a8, int a9, uintptr_t a10, int * a11, int a12, int a13, int * a14, void * a15) {
 	return ((__typeof__(&cusparseXgebsr2gebsrNnz))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, (cusparseMatDescr_t)a5, (int *)a6, (int *)a7, a8, a9, (cusparseMatDescr_t)a10, (int *)a11, a12, a13, (int *)a14, a15);
 }
 
-static int gocuda_cusparseSgebsr2gebsr(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, uintptr_t a5, float * a6, int * a7, int * a8, int a9, int a10, uintptr_t a11, float * a12, int * a13, int * a14, int a15, int a16, void * a17) {
+static int gocuda_cusparseSgebsr2gebsr(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, uintptr_t a5, float * a6, int * a7, int * a8, int a9, int a10, uintptr_t a11, float * a12, int * a13, int * a14, int a15, int a16, void * a17) {
 	return ((__typeof__(&cusparseSgebsr2gebsr))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, (cusparseMatDescr_t)a5, (float *)a6, (int *)a7, (int *)a8, a9, a10, (cusparseMatDescr_t)a11, (float *)a12, (int *)a13, (int *)a14, a15, a16, a17);
 }
 
-static int gocuda_cusparseDgebsr2gebsr(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, uintptr_t a5, double * a6, int * a7, int * a8, int a9, int a10, uintptr_t a11, double * a12, int * a13, int * a14, int a15, int a16, void * a17) {
+static int gocuda_cusparseDgebsr2gebsr(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, uintptr_t a5, double * a6, int * a7, int * a8, int a9, int a10, uintptr_t a11, double * a12, int * a13, int * a14, int a15, int a16, void * a17) {
 	return ((__typeof__(&cusparseDgebsr2gebsr))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, (cusparseMatDescr_t)a5, (double *)a6, (int *)a7, (int *)a8, a9, a10, (cusparseMatDescr_t)a11, (double *)a12, (int *)a13, (int *)a14, a15, a16, a17);
 }
 
-static int gocuda_cusparseCgebsr2gebsr(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, uintptr_t a5, void * a6, int * a7, int * a8, int a9, int a10, uintptr_t a11, void * a12, int * a13, int * a14, int a15, int a16, void * a17) {
+static int gocuda_cusparseCgebsr2gebsr(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, uintptr_t a5, void * a6, int * a7, int * a8, int a9, int a10, uintptr_t a11, void * a12, int * a13, int * a14, int a15, int a16, void * a17) {
 	return ((__typeof__(&cusparseCgebsr2gebsr))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, (cusparseMatDescr_t)a5, a6, (int *)a7, (int *)a8, a9, a10, (cusparseMatDescr_t)a11, a12, (int *)a13, (int *)a14, a15, a16, a17);
 }
 
-static int gocuda_cusparseZgebsr2gebsr(void *fp, uintptr_t a0, int a1, int a2, int a3, int a4, uintptr_t a5, void * a6, int * a7, int * a8, int a9, int a10, uintptr_t a11, void * a12, int * a13, int * a14, int a15, int a16, void * a17) {
+static int gocuda_cusparseZgebsr2gebsr(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int a4, uintptr_t a5, void * a6, int * a7, int * a8, int a9, int a10, uintptr_t a11, void * a12, int * a13, int * a14, int a15, int a16, void * a17) {
 	return ((__typeof__(&cusparseZgebsr2gebsr))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, (cusparseMatDescr_t)a5, a6, (int *)a7, (int *)a8, a9, a10, (cusparseMatDescr_t)a11, a12, (int *)a13, (int *)a14, a15, a16, a17);
 }
 
-static int gocuda_cusparseCreateIdentityPermutation(void *fp, uintptr_t a0, int a1, int * a2) {
+static int gocuda_cusparseCreateIdentityPermutation(uintptr_t fp, uintptr_t a0, int a1, int * a2) {
 	return ((__typeof__(&cusparseCreateIdentityPermutation))fp)((cusparseHandle_t)a0, a1, (int *)a2);
 }
 
-static int gocuda_cusparseXcoosort_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, int a3, int * a4, int * a5, size_t * a6) {
+static int gocuda_cusparseXcoosort_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int * a4, int * a5, size_t * a6) {
 	return ((__typeof__(&cusparseXcoosort_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, a3, (int *)a4, (int *)a5, (size_t *)a6);
 }
 
-static int gocuda_cusparseXcoosortByRow(void *fp, uintptr_t a0, int a1, int a2, int a3, int * a4, int * a5, int * a6, void * a7) {
+static int gocuda_cusparseXcoosortByRow(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int * a4, int * a5, int * a6, void * a7) {
 	return ((__typeof__(&cusparseXcoosortByRow))fp)((cusparseHandle_t)a0, a1, a2, a3, (int *)a4, (int *)a5, (int *)a6, a7);
 }
 
-static int gocuda_cusparseXcoosortByColumn(void *fp, uintptr_t a0, int a1, int a2, int a3, int * a4, int * a5, int * a6, void * a7) {
+static int gocuda_cusparseXcoosortByColumn(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int * a4, int * a5, int * a6, void * a7) {
 	return ((__typeof__(&cusparseXcoosortByColumn))fp)((cusparseHandle_t)a0, a1, a2, a3, (int *)a4, (int *)a5, (int *)a6, a7);
 }
 
-static int gocuda_cusparseXcsrsort_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, int a3, int * a4, int * a5, size_t * a6) {
+static int gocuda_cusparseXcsrsort_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int * a4, int * a5, size_t * a6) {
 	return ((__typeof__(&cusparseXcsrsort_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, a3, (int *)a4, (int *)a5, (size_t *)a6);
 }
 
-static int gocuda_cusparseXcsrsort(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, int * a5, int * a6, int * a7, void * a8) {
+static int gocuda_cusparseXcsrsort(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, int * a5, int * a6, int * a7, void * a8) {
 	return ((__typeof__(&cusparseXcsrsort))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, (int *)a5, (int *)a6, (int *)a7, a8);
 }
 
-static int gocuda_cusparseXcscsort_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, int a3, int * a4, int * a5, size_t * a6) {
+static int gocuda_cusparseXcscsort_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, int * a4, int * a5, size_t * a6) {
 	return ((__typeof__(&cusparseXcscsort_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, a3, (int *)a4, (int *)a5, (size_t *)a6);
 }
 
-static int gocuda_cusparseXcscsort(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, int * a5, int * a6, int * a7, void * a8) {
+static int gocuda_cusparseXcscsort(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, int * a5, int * a6, int * a7, void * a8) {
 	return ((__typeof__(&cusparseXcscsort))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, (int *)a5, (int *)a6, (int *)a7, a8);
 }
 
-static int gocuda_cusparseScsru2csr_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, int a3, float * a4, int * a5, int * a6, uintptr_t a7, size_t * a8) {
+static int gocuda_cusparseScsru2csr_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, float * a4, int * a5, int * a6, uintptr_t a7, size_t * a8) {
 	return ((__typeof__(&cusparseScsru2csr_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, a3, (float *)a4, (int *)a5, (int *)a6, (csru2csrInfo_t)a7, (size_t *)a8);
 }
 
-static int gocuda_cusparseDcsru2csr_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, int a3, double * a4, int * a5, int * a6, uintptr_t a7, size_t * a8) {
+static int gocuda_cusparseDcsru2csr_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, double * a4, int * a5, int * a6, uintptr_t a7, size_t * a8) {
 	return ((__typeof__(&cusparseDcsru2csr_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, a3, (double *)a4, (int *)a5, (int *)a6, (csru2csrInfo_t)a7, (size_t *)a8);
 }
 
-static int gocuda_cusparseCcsru2csr_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int * a5, int * a6, uintptr_t a7, size_t * a8) {
+static int gocuda_cusparseCcsru2csr_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int * a5, int * a6, uintptr_t a7, size_t * a8) {
 	return ((__typeof__(&cusparseCcsru2csr_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, (int *)a5, (int *)a6, (csru2csrInfo_t)a7, (size_t *)a8);
 }
 
-static int gocuda_cusparseZcsru2csr_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int * a5, int * a6, uintptr_t a7, size_t * a8) {
+static int gocuda_cusparseZcsru2csr_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int * a5, int * a6, uintptr_t a7, size_t * a8) {
 	return ((__typeof__(&cusparseZcsru2csr_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, (int *)a5, (int *)a6, (csru2csrInfo_t)a7, (size_t *)a8);
 }
 
-static int gocuda_cusparseScsru2csr(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, float * a5, int * a6, int * a7, uintptr_t a8, void * a9) {
+static int gocuda_cusparseScsru2csr(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, float * a5, int * a6, int * a7, uintptr_t a8, void * a9) {
 	return ((__typeof__(&cusparseScsru2csr))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, (float *)a5, (int *)a6, (int *)a7, (csru2csrInfo_t)a8, a9);
 }
 
-static int gocuda_cusparseDcsru2csr(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, double * a5, int * a6, int * a7, uintptr_t a8, void * a9) {
+static int gocuda_cusparseDcsru2csr(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, double * a5, int * a6, int * a7, uintptr_t a8, void * a9) {
 	return ((__typeof__(&cusparseDcsru2csr))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, (double *)a5, (int *)a6, (int *)a7, (csru2csrInfo_t)a8, a9);
 }
 
-static int gocuda_cusparseCcsru2csr(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int * a6, int * a7, uintptr_t a8, void * a9) {
+static int gocuda_cusparseCcsru2csr(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int * a6, int * a7, uintptr_t a8, void * a9) {
 	return ((__typeof__(&cusparseCcsru2csr))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, a5, (int *)a6, (int *)a7, (csru2csrInfo_t)a8, a9);
 }
 
-static int gocuda_cusparseZcsru2csr(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int * a6, int * a7, uintptr_t a8, void * a9) {
+static int gocuda_cusparseZcsru2csr(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int * a6, int * a7, uintptr_t a8, void * a9) {
 	return ((__typeof__(&cusparseZcsru2csr))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, a5, (int *)a6, (int *)a7, (csru2csrInfo_t)a8, a9);
 }
 
-static int gocuda_cusparseScsr2csru(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, float * a5, int * a6, int * a7, uintptr_t a8, void * a9) {
+static int gocuda_cusparseScsr2csru(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, float * a5, int * a6, int * a7, uintptr_t a8, void * a9) {
 	return ((__typeof__(&cusparseScsr2csru))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, (float *)a5, (int *)a6, (int *)a7, (csru2csrInfo_t)a8, a9);
 }
 
-static int gocuda_cusparseDcsr2csru(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, double * a5, int * a6, int * a7, uintptr_t a8, void * a9) {
+static int gocuda_cusparseDcsr2csru(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, double * a5, int * a6, int * a7, uintptr_t a8, void * a9) {
 	return ((__typeof__(&cusparseDcsr2csru))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, (double *)a5, (int *)a6, (int *)a7, (csru2csrInfo_t)a8, a9);
 }
 
-static int gocuda_cusparseCcsr2csru(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int * a6, int * a7, uintptr_t a8, void * a9) {
+static int gocuda_cusparseCcsr2csru(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int * a6, int * a7, uintptr_t a8, void * a9) {
 	return ((__typeof__(&cusparseCcsr2csru))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, a5, (int *)a6, (int *)a7, (csru2csrInfo_t)a8, a9);
 }
 
-static int gocuda_cusparseZcsr2csru(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int * a6, int * a7, uintptr_t a8, void * a9) {
+static int gocuda_cusparseZcsr2csru(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, void * a5, int * a6, int * a7, uintptr_t a8, void * a9) {
 	return ((__typeof__(&cusparseZcsr2csru))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, a5, (int *)a6, (int *)a7, (csru2csrInfo_t)a8, a9);
 }
 
-static int gocuda_cusparseSpruneDense2csr_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, float * a3, int a4, float * a5, uintptr_t a6, float * a7, int * a8, int * a9, size_t * a10) {
+static int gocuda_cusparseSpruneDense2csr_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, float * a3, int a4, float * a5, uintptr_t a6, float * a7, int * a8, int * a9, size_t * a10) {
 	return ((__typeof__(&cusparseSpruneDense2csr_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, (float *)a3, a4, (float *)a5, (cusparseMatDescr_t)a6, (float *)a7, (int *)a8, (int *)a9, (size_t *)a10);
 }
 
-static int gocuda_cusparseDpruneDense2csr_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, double * a3, int a4, double * a5, uintptr_t a6, double * a7, int * a8, int * a9, size_t * a10) {
+static int gocuda_cusparseDpruneDense2csr_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, double * a3, int a4, double * a5, uintptr_t a6, double * a7, int * a8, int * a9, size_t * a10) {
 	return ((__typeof__(&cusparseDpruneDense2csr_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, (double *)a3, a4, (double *)a5, (cusparseMatDescr_t)a6, (double *)a7, (int *)a8, (int *)a9, (size_t *)a10);
 }
 
-static int gocuda_cusparseSpruneDense2csrNnz(void *fp, uintptr_t a0, int a1, int a2, float * a3, int a4, float * a5, uintptr_t a6, int * a7, int * a8, void * a9) {
+static int gocuda_cusparseSpruneDense2csrNnz(uintptr_t fp, uintptr_t a0, int a1, int a2, float * a3, int a4, float * a5, uintptr_t a6, int * a7, int * a8, void * a9) {
 	return ((__typeof__(&cusparseSpruneDense2csrNnz))fp)((cusparseHandle_t)a0, a1, a2, (float *)a3, a4, (float *)a5, (cusparseMatDescr_t)a6, (int *)a7, (int *)a8, a9);
 }
 
-static int gocuda_cusparseDpruneDense2csrNnz(void *fp, uintptr_t a0, int a1, int a2, double * a3, int a4, double * a5, uintptr_t a6, int * a7, int * a8, void * a9) {
+static int gocuda_cusparseDpruneDense2csrNnz(uintptr_t fp, uintptr_t a0, int a1, int a2, double * a3, int a4, double * a5, uintptr_t a6, int * a7, int * a8, void * a9) {
 	return ((__typeof__(&cusparseDpruneDense2csrNnz))fp)((cusparseHandle_t)a0, a1, a2, (double *)a3, a4, (double *)a5, (cusparseMatDescr_t)a6, (int *)a7, (int *)a8, a9);
 }
 
-static int gocuda_cusparseSpruneDense2csr(void *fp, uintptr_t a0, int a1, int a2, float * a3, int a4, float * a5, uintptr_t a6, float * a7, int * a8, int * a9, void * a10) {
+static int gocuda_cusparseSpruneDense2csr(uintptr_t fp, uintptr_t a0, int a1, int a2, float * a3, int a4, float * a5, uintptr_t a6, float * a7, int * a8, int * a9, void * a10) {
 	return ((__typeof__(&cusparseSpruneDense2csr))fp)((cusparseHandle_t)a0, a1, a2, (float *)a3, a4, (float *)a5, (cusparseMatDescr_t)a6, (float *)a7, (int *)a8, (int *)a9, a10);
 }
 
-static int gocuda_cusparseDpruneDense2csr(void *fp, uintptr_t a0, int a1, int a2, double * a3, int a4, double * a5, uintptr_t a6, double * a7, int * a8, int * a9, void * a10) {
+static int gocuda_cusparseDpruneDense2csr(uintptr_t fp, uintptr_t a0, int a1, int a2, double * a3, int a4, double * a5, uintptr_t a6, double * a7, int * a8, int * a9, void * a10) {
 	return ((__typeof__(&cusparseDpruneDense2csr))fp)((cusparseHandle_t)a0, a1, a2, (double *)a3, a4, (double *)a5, (cusparseMatDescr_t)a6, (double *)a7, (int *)a8, (int *)a9, a10);
 }
 
-static int gocuda_cusparseSpruneCsr2csr_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, float * a5, int * a6, int * a7, float * a8, uintptr_t a9, float * a10, int * a11, int * a12, size_t * a13) {
+static int gocuda_cusparseSpruneCsr2csr_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, float * a5, int * a6, int * a7, float * a8, uintptr_t a9, float * a10, int * a11, int * a12, size_t * a13) {
 	return ((__typeof__(&cusparseSpruneCsr2csr_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, (float *)a5, (int *)a6, (int *)a7, (float *)a8, (cusparseMatDescr_t)a9, (float *)a10, (int *)a11, (int *)a12, (size_t *)a13);
 }
 
-static int gocuda_cusparseDpruneCsr2csr_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, double * a5, int * a6, int * a7, double * a8, uintptr_t a9, double * a10, int * a11, int * a12, size_t * a13) {
+static int gocuda_cusparseDpruneCsr2csr_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, double * a5, int * a6, int * a7, double * a8, uintptr_t a9, double * a10, int * a11, int * a12, size_t * a13) {
 	return ((__typeof__(&cusparseDpruneCsr2csr_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, (double *)a5, (int *)a6, (int *)a7, (double *)a8, (cusparseMatDescr_t)a9, (double *)a10, (int *)a11, (int *)a12, (size_t *)a13);
 }
 
-static int gocuda_cusparseSpruneCsr2csrNnz(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, float * a5, int * a6, int * a7, float * a8, uintptr_t a9, int * a10, int * a11, void * a12) {
+static int gocuda_cusparseSpruneCsr2csrNnz(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, float * a5, int * a6, int * a7, float * a8, uintptr_t a9, int * a10, int * a11, void * a12) {
 	return ((__typeof__(&cusparseSpruneCsr2csrNnz))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, (float *)a5, (int *)a6, (int *)a7, (float *)a8, (cusparseMatDescr_t)a9, (int *)a10, (int *)a11, a12);
 }
 
-static int gocuda_cusparseDpruneCsr2csrNnz(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, double * a5, int * a6, int * a7, double * a8, uintptr_t a9, int * a10, int * a11, void * a12) {
+static int gocuda_cusparseDpruneCsr2csrNnz(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, double * a5, int * a6, int * a7, double * a8, uintptr_t a9, int * a10, int * a11, void * a12) {
 	return ((__typeof__(&cusparseDpruneCsr2csrNnz))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, (double *)a5, (int *)a6, (int *)a7, (double *)a8, (cusparseMatDescr_t)a9, (int *)a10, (int *)a11, a12);
 }
 
-static int gocuda_cusparseSpruneCsr2csr(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, float * a5, int * a6, int * a7, float * a8, uintptr_t a9, float * a10, int * a11, int * a12, void * a13) {
+static int gocuda_cusparseSpruneCsr2csr(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, float * a5, int * a6, int * a7, float * a8, uintptr_t a9, float * a10, int * a11, int * a12, void * a13) {
 	return ((__typeof__(&cusparseSpruneCsr2csr))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, (float *)a5, (int *)a6, (int *)a7, (float *)a8, (cusparseMatDescr_t)a9, (float *)a10, (int *)a11, (int *)a12, a13);
 }
 
-static int gocuda_cusparseDpruneCsr2csr(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, double * a5, int * a6, int * a7, double * a8, uintptr_t a9, double * a10, int * a11, int * a12, void * a13) {
+static int gocuda_cusparseDpruneCsr2csr(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, double * a5, int * a6, int * a7, double * a8, uintptr_t a9, double * a10, int * a11, int * a12, void * a13) {
 	return ((__typeof__(&cusparseDpruneCsr2csr))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, (double *)a5, (int *)a6, (int *)a7, (double *)a8, (cusparseMatDescr_t)a9, (double *)a10, (int *)a11, (int *)a12, a13);
 }
 
-static int gocuda_cusparseSpruneDense2csrByPercentage_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, float * a3, int a4, float a5, uintptr_t a6, float * a7, int * a8, int * a9, uintptr_t a10, size_t * a11) {
+static int gocuda_cusparseSpruneDense2csrByPercentage_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, float * a3, int a4, float a5, uintptr_t a6, float * a7, int * a8, int * a9, uintptr_t a10, size_t * a11) {
 	return ((__typeof__(&cusparseSpruneDense2csrByPercentage_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, (float *)a3, a4, a5, (cusparseMatDescr_t)a6, (float *)a7, (int *)a8, (int *)a9, (pruneInfo_t)a10, (size_t *)a11);
 }
 
-static int gocuda_cusparseDpruneDense2csrByPercentage_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, double * a3, int a4, float a5, uintptr_t a6, double * a7, int * a8, int * a9, uintptr_t a10, size_t * a11) {
+static int gocuda_cusparseDpruneDense2csrByPercentage_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, double * a3, int a4, float a5, uintptr_t a6, double * a7, int * a8, int * a9, uintptr_t a10, size_t * a11) {
 	return ((__typeof__(&cusparseDpruneDense2csrByPercentage_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, (double *)a3, a4, a5, (cusparseMatDescr_t)a6, (double *)a7, (int *)a8, (int *)a9, (pruneInfo_t)a10, (size_t *)a11);
 }
 
-static int gocuda_cusparseSpruneDense2csrNnzByPercentage(void *fp, uintptr_t a0, int a1, int a2, float * a3, int a4, float a5, uintptr_t a6, int * a7, int * a8, uintptr_t a9, void * a10) {
+static int gocuda_cusparseSpruneDense2csrNnzByPercentage(uintptr_t fp, uintptr_t a0, int a1, int a2, float * a3, int a4, float a5, uintptr_t a6, int * a7, int * a8, uintptr_t a9, void * a10) {
 	return ((__typeof__(&cusparseSpruneDense2csrNnzByPercentage))fp)((cusparseHandle_t)a0, a1, a2, (float *)a3, a4, a5, (cusparseMatDescr_t)a6, (int *)a7, (int *)a8, (pruneInfo_t)a9, a10);
 }
 
-static int gocuda_cusparseDpruneDense2csrNnzByPercentage(void *fp, uintptr_t a0, int a1, int a2, double * a3, int a4, float a5, uintptr_t a6, int * a7, int * a8, uintptr_t a9, void * a10) {
+static int gocuda_cusparseDpruneDense2csrNnzByPercentage(uintptr_t fp, uintptr_t a0, int a1, int a2, double * a3, int a4, float a5, uintptr_t a6, int * a7, int * a8, uintptr_t a9, void * a10) {
 	return ((__typeof__(&cusparseDpruneDense2csrNnzByPercentage))fp)((cusparseHandle_t)a0, a1, a2, (double *)a3, a4, a5, (cusparseMatDescr_t)a6, (int *)a7, (int *)a8, (pruneInfo_t)a9, a10);
 }
 
-static int gocuda_cusparseSpruneDense2csrByPercentage(void *fp, uintptr_t a0, int a1, int a2, float * a3, int a4, float a5, uintptr_t a6, float * a7, int * a8, int * a9, uintptr_t a10, void * a11) {
+static int gocuda_cusparseSpruneDense2csrByPercentage(uintptr_t fp, uintptr_t a0, int a1, int a2, float * a3, int a4, float a5, uintptr_t a6, float * a7, int * a8, int * a9, uintptr_t a10, void * a11) {
 	return ((__typeof__(&cusparseSpruneDense2csrByPercentage))fp)((cusparseHandle_t)a0, a1, a2, (float *)a3, a4, a5, (cusparseMatDescr_t)a6, (float *)a7, (int *)a8, (int *)a9, (pruneInfo_t)a10, a11);
 }
 
-static int gocuda_cusparseDpruneDense2csrByPercentage(void *fp, uintptr_t a0, int a1, int a2, double * a3, int a4, float a5, uintptr_t a6, double * a7, int * a8, int * a9, uintptr_t a10, void * a11) {
+static int gocuda_cusparseDpruneDense2csrByPercentage(uintptr_t fp, uintptr_t a0, int a1, int a2, double * a3, int a4, float a5, uintptr_t a6, double * a7, int * a8, int * a9, uintptr_t a10, void * a11) {
 	return ((__typeof__(&cusparseDpruneDense2csrByPercentage))fp)((cusparseHandle_t)a0, a1, a2, (double *)a3, a4, a5, (cusparseMatDescr_t)a6, (double *)a7, (int *)a8, (int *)a9, (pruneInfo_t)a10, a11);
 }
 
-static int gocuda_cusparseSpruneCsr2csrByPercentage_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, float * a5, int * a6, int * a7, float a8, uintptr_t a9, float * a10, int * a11, int * a12, uintptr_t a13, size_t * a14) {
+static int gocuda_cusparseSpruneCsr2csrByPercentage_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, float * a5, int * a6, int * a7, float a8, uintptr_t a9, float * a10, int * a11, int * a12, uintptr_t a13, size_t * a14) {
 	return ((__typeof__(&cusparseSpruneCsr2csrByPercentage_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, (float *)a5, (int *)a6, (int *)a7, a8, (cusparseMatDescr_t)a9, (float *)a10, (int *)a11, (int *)a12, (pruneInfo_t)a13, (size_t *)a14);
 }
 
-static int gocuda_cusparseDpruneCsr2csrByPercentage_bufferSizeExt(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, double * a5, int * a6, int * a7, float a8, uintptr_t a9, double * a10, int * a11, int * a12, uintptr_t a13, size_t * a14) {
+static int gocuda_cusparseDpruneCsr2csrByPercentage_bufferSizeExt(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, double * a5, int * a6, int * a7, float a8, uintptr_t a9, double * a10, int * a11, int * a12, uintptr_t a13, size_t * a14) {
 	return ((__typeof__(&cusparseDpruneCsr2csrByPercentage_bufferSizeExt))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, (double *)a5, (int *)a6, (int *)a7, a8, (cusparseMatDescr_t)a9, (double *)a10, (int *)a11, (int *)a12, (pruneInfo_t)a13, (size_t *)a14);
 }
 
-static int gocuda_cusparseSpruneCsr2csrNnzByPercentage(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, float * a5, int * a6, int * a7, float a8, uintptr_t a9, int * a10, int * a11, uintptr_t a12, void * a13) {
+static int gocuda_cusparseSpruneCsr2csrNnzByPercentage(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, float * a5, int * a6, int * a7, float a8, uintptr_t a9, int * a10, int * a11, uintptr_t a12, void * a13) {
 	return ((__typeof__(&cusparseSpruneCsr2csrNnzByPercentage))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, (float *)a5, (int *)a6, (int *)a7, a8, (cusparseMatDescr_t)a9, (int *)a10, (int *)a11, (pruneInfo_t)a12, a13);
 }
 
-static int gocuda_cusparseDpruneCsr2csrNnzByPercentage(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, double * a5, int * a6, int * a7, float a8, uintptr_t a9, int * a10, int * a11, uintptr_t a12, void * a13) {
+static int gocuda_cusparseDpruneCsr2csrNnzByPercentage(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, double * a5, int * a6, int * a7, float a8, uintptr_t a9, int * a10, int * a11, uintptr_t a12, void * a13) {
 	return ((__typeof__(&cusparseDpruneCsr2csrNnzByPercentage))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, (double *)a5, (int *)a6, (int *)a7, a8, (cusparseMatDescr_t)a9, (int *)a10, (int *)a11, (pruneInfo_t)a12, a13);
 }
 
-static int gocuda_cusparseSpruneCsr2csrByPercentage(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, float * a5, int * a6, int * a7, float a8, uintptr_t a9, float * a10, int * a11, int * a12, uintptr_t a13, void * a14) {
+static int gocuda_cusparseSpruneCsr2csrByPercentage(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, float * a5, int * a6, int * a7, float a8, uintptr_t a9, float * a10, int * a11, int * a12, uintptr_t a13, void * a14) {
 	return ((__typeof__(&cusparseSpruneCsr2csrByPercentage))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, (float *)a5, (int *)a6, (int *)a7, a8, (cusparseMatDescr_t)a9, (float *)a10, (int *)a11, (int *)a12, (pruneInfo_t)a13, a14);
 }
 
-static int gocuda_cusparseDpruneCsr2csrByPercentage(void *fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, double * a5, int * a6, int * a7, float a8, uintptr_t a9, double * a10, int * a11, int * a12, uintptr_t a13, void * a14) {
+static int gocuda_cusparseDpruneCsr2csrByPercentage(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, uintptr_t a4, double * a5, int * a6, int * a7, float a8, uintptr_t a9, double * a10, int * a11, int * a12, uintptr_t a13, void * a14) {
 	return ((__typeof__(&cusparseDpruneCsr2csrByPercentage))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseMatDescr_t)a4, (double *)a5, (int *)a6, (int *)a7, a8, (cusparseMatDescr_t)a9, (double *)a10, (int *)a11, (int *)a12, (pruneInfo_t)a13, a14);
 }
 
-static int gocuda_cusparseCsr2cscEx2(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int * a5, int * a6, void * a7, int * a8, int * a9, int a10, int a11, int a12, int a13, void * a14) {
+static int gocuda_cusparseCsr2cscEx2(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int * a5, int * a6, void * a7, int * a8, int * a9, int a10, int a11, int a12, int a13, void * a14) {
 	return ((__typeof__(&cusparseCsr2cscEx2))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, (int *)a5, (int *)a6, a7, (int *)a8, (int *)a9, a10, a11, a12, a13, a14);
 }
 
-static int gocuda_cusparseCsr2cscEx2_bufferSize(void *fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int * a5, int * a6, void * a7, int * a8, int * a9, int a10, int a11, int a12, int a13, size_t * a14) {
+static int gocuda_cusparseCsr2cscEx2_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, int a3, void * a4, int * a5, int * a6, void * a7, int * a8, int * a9, int a10, int a11, int a12, int a13, size_t * a14) {
 	return ((__typeof__(&cusparseCsr2cscEx2_bufferSize))fp)((cusparseHandle_t)a0, a1, a2, a3, a4, (int *)a5, (int *)a6, a7, (int *)a8, (int *)a9, a10, a11, a12, a13, (size_t *)a14);
 }
 
-static int gocuda_cusparseCreateSpVec(void *fp, void * a0, int64_t a1, int64_t a2, void * a3, void * a4, int a5, int a6, int a7) {
+static int gocuda_cusparseCreateSpVec(uintptr_t fp, void * a0, int64_t a1, int64_t a2, void * a3, void * a4, int a5, int a6, int a7) {
 	return ((__typeof__(&cusparseCreateSpVec))fp)(a0, a1, a2, a3, a4, a5, a6, a7);
 }
 
-static int gocuda_cusparseCreateConstSpVec(void *fp, void * a0, int64_t a1, int64_t a2, void * a3, void * a4, int a5, int a6, int a7) {
+static int gocuda_cusparseCreateConstSpVec(uintptr_t fp, void * a0, int64_t a1, int64_t a2, void * a3, void * a4, int a5, int a6, int a7) {
 	return ((__typeof__(&cusparseCreateConstSpVec))fp)(a0, a1, a2, a3, a4, a5, a6, a7);
 }
 
-static int gocuda_cusparseDestroySpVec(void *fp, uintptr_t a0) {
+static int gocuda_cusparseDestroySpVec(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cusparseDestroySpVec))fp)((cusparseConstSpVecDescr_t)a0);
 }
 
-static int gocuda_cusparseSpVecGet(void *fp, uintptr_t a0, int64_t * a1, int64_t * a2, void * a3, void * a4, int * a5, int * a6, int * a7) {
+static int gocuda_cusparseSpVecGet(uintptr_t fp, uintptr_t a0, int64_t * a1, int64_t * a2, void * a3, void * a4, int * a5, int * a6, int * a7) {
 	return ((__typeof__(&cusparseSpVecGet))fp)((cusparseSpVecDescr_t)a0, (int64_t *)a1, (int64_t *)a2, a3, a4, (cusparseIndexType_t *)a5, (cusparseIndexBase_t *)a6, (cudaDataType *)a7);
 }
 
-static int gocuda_cusparseConstSpVecGet(void *fp, uintptr_t a0, int64_t * a1, int64_t * a2, void * a3, void * a4, int * a5, int * a6, int * a7) {
+static int gocuda_cusparseConstSpVecGet(uintptr_t fp, uintptr_t a0, int64_t * a1, int64_t * a2, void * a3, void * a4, int * a5, int * a6, int * a7) {
 	return ((__typeof__(&cusparseConstSpVecGet))fp)((cusparseConstSpVecDescr_t)a0, (int64_t *)a1, (int64_t *)a2, a3, a4, (cusparseIndexType_t *)a5, (cusparseIndexBase_t *)a6, (cudaDataType *)a7);
 }
 
-static int gocuda_cusparseSpVecGetIndexBase(void *fp, uintptr_t a0, int * a1) {
+static int gocuda_cusparseSpVecGetIndexBase(uintptr_t fp, uintptr_t a0, int * a1) {
 	return ((__typeof__(&cusparseSpVecGetIndexBase))fp)((cusparseConstSpVecDescr_t)a0, (cusparseIndexBase_t *)a1);
 }
 
-static int gocuda_cusparseSpVecGetValues(void *fp, uintptr_t a0, void * a1) {
+static int gocuda_cusparseSpVecGetValues(uintptr_t fp, uintptr_t a0, void * a1) {
 	return ((__typeof__(&cusparseSpVecGetValues))fp)((cusparseSpVecDescr_t)a0, a1);
 }
 
-static int gocuda_cusparseConstSpVecGetValues(void *fp, uintptr_t a0, void * a1) {
+static int gocuda_cusparseConstSpVecGetValues(uintptr_t fp, uintptr_t a0, void * a1) {
 	return ((__typeof__(&cusparseConstSpVecGetValues))fp)((cusparseConstSpVecDescr_t)a0, a1);
 }
 
-static int gocuda_cusparseSpVecSetValues(void *fp, uintptr_t a0, void * a1) {
+static int gocuda_cusparseSpVecSetValues(uintptr_t fp, uintptr_t a0, void * a1) {
 	return ((__typeof__(&cusparseSpVecSetValues))fp)((cusparseSpVecDescr_t)a0, a1);
 }
 
-static int gocuda_cusparseCreateDnVec(void *fp, void * a0, int64_t a1, void * a2, int a3) {
+static int gocuda_cusparseCreateDnVec(uintptr_t fp, void * a0, int64_t a1, void * a2, int a3) {
 	return ((__typeof__(&cusparseCreateDnVec))fp)(a0, a1, a2, a3);
 }
 
-static int gocuda_cusparseCreateConstDnVec(void *fp, void * a0, int64_t a1, void * a2, int a3) {
+static int gocuda_cusparseCreateConstDnVec(uintptr_t fp, void * a0, int64_t a1, void * a2, int a3) {
 	return ((__typeof__(&cusparseCreateConstDnVec))fp)(a0, a1, a2, a3);
 }
 
-static int gocuda_cusparseDestroyDnVec(void *fp, uintptr_t a0) {
+static int gocuda_cusparseDestroyDnVec(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cusparseDestroyDnVec))fp)((cusparseConstDnVecDescr_t)a0);
 }
 
-static int gocuda_cusparseDnVecGet(void *fp, uintptr_t a0, int64_t * a1, void * a2, int * a3) {
+static int gocuda_cusparseDnVecGet(uintptr_t fp, uintptr_t a0, int64_t * a1, void * a2, int * a3) {
 	return ((__typeof__(&cusparseDnVecGet))fp)((cusparseDnVecDescr_t)a0, (int64_t *)a1, a2, (cudaDataType *)a3);
 }
 
-static int gocuda_cusparseConstDnVecGet(void *fp, uintptr_t a0, int64_t * a1, void * a2, int * a3) {
+static int gocuda_cusparseConstDnVecGet(uintptr_t fp, uintptr_t a0, int64_t * a1, void * a2, int * a3) {
 	return ((__typeof__(&cusparseConstDnVecGet))fp)((cusparseConstDnVecDescr_t)a0, (int64_t *)a1, a2, (cudaDataType *)a3);
 }
 
-static int gocuda_cusparseDnVecGetValues(void *fp, uintptr_t a0, void * a1) {
+static int gocuda_cusparseDnVecGetValues(uintptr_t fp, uintptr_t a0, void * a1) {
 	return ((__typeof__(&cusparseDnVecGetValues))fp)((cusparseDnVecDescr_t)a0, a1);
 }
 
-static int gocuda_cusparseConstDnVecGetValues(void *fp, uintptr_t a0, void * a1) {
+static int gocuda_cusparseConstDnVecGetValues(uintptr_t fp, uintptr_t a0, void * a1) {
 	return ((__typeof__(&cusparseConstDnVecGetValues))fp)((cusparseConstDnVecDescr_t)a0, a1);
 }
 
-static int gocuda_cusparseDnVecSetValues(void *fp, uintptr_t a0, void * a1) {
+static int gocuda_cusparseDnVecSetValues(uintptr_t fp, uintptr_t a0, void * a1) {
 	return ((__typeof__(&cusparseDnVecSetValues))fp)((cusparseDnVecDescr_t)a0, a1);
 }
 
-static int gocuda_cusparseDestroySpMat(void *fp, uintptr_t a0) {
+static int gocuda_cusparseDestroySpMat(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cusparseDestroySpMat))fp)((cusparseConstSpMatDescr_t)a0);
 }
 
-static int gocuda_cusparseSpMatGetFormat(void *fp, uintptr_t a0, int * a1) {
+static int gocuda_cusparseSpMatGetFormat(uintptr_t fp, uintptr_t a0, int * a1) {
 	return ((__typeof__(&cusparseSpMatGetFormat))fp)((cusparseConstSpMatDescr_t)a0, (cusparseFormat_t *)a1);
 }
 
-static int gocuda_cusparseSpMatGetIndexBase(void *fp, uintptr_t a0, int * a1) {
+static int gocuda_cusparseSpMatGetIndexBase(uintptr_t fp, uintptr_t a0, int * a1) {
 	return ((__typeof__(&cusparseSpMatGetIndexBase))fp)((cusparseConstSpMatDescr_t)a0, (cusparseIndexBase_t *)a1);
 }
 
-static int gocuda_cusparseSpMatGetValues(void *fp, uintptr_t a0, void * a1) {
+static int gocuda_cusparseSpMatGetValues(uintptr_t fp, uintptr_t a0, void * a1) {
 	return ((__typeof__(&cusparseSpMatGetValues))fp)((cusparseSpMatDescr_t)a0, a1);
 }
 
-static int gocuda_cusparseConstSpMatGetValues(void *fp, uintptr_t a0, void * a1) {
+static int gocuda_cusparseConstSpMatGetValues(uintptr_t fp, uintptr_t a0, void * a1) {
 	return ((__typeof__(&cusparseConstSpMatGetValues))fp)((cusparseConstSpMatDescr_t)a0, a1);
 }
 
-static int gocuda_cusparseSpMatSetValues(void *fp, uintptr_t a0, void * a1) {
+static int gocuda_cusparseSpMatSetValues(uintptr_t fp, uintptr_t a0, void * a1) {
 	return ((__typeof__(&cusparseSpMatSetValues))fp)((cusparseSpMatDescr_t)a0, a1);
 }
 
-static int gocuda_cusparseSpMatGetSize(void *fp, uintptr_t a0, int64_t * a1, int64_t * a2, int64_t * a3) {
+static int gocuda_cusparseSpMatGetSize(uintptr_t fp, uintptr_t a0, int64_t * a1, int64_t * a2, int64_t * a3) {
 	return ((__typeof__(&cusparseSpMatGetSize))fp)((cusparseConstSpMatDescr_t)a0, (int64_t *)a1, (int64_t *)a2, (int64_t *)a3);
 }
 
-static int gocuda_cusparseSpMatGetStridedBatch(void *fp, uintptr_t a0, int * a1) {
+static int gocuda_cusparseSpMatGetStridedBatch(uintptr_t fp, uintptr_t a0, int * a1) {
 	return ((__typeof__(&cusparseSpMatGetStridedBatch))fp)((cusparseConstSpMatDescr_t)a0, (int *)a1);
 }
 
-static int gocuda_cusparseCooSetStridedBatch(void *fp, uintptr_t a0, int a1, int64_t a2) {
+static int gocuda_cusparseCooSetStridedBatch(uintptr_t fp, uintptr_t a0, int a1, int64_t a2) {
 	return ((__typeof__(&cusparseCooSetStridedBatch))fp)((cusparseSpMatDescr_t)a0, a1, a2);
 }
 
-static int gocuda_cusparseCsrSetStridedBatch(void *fp, uintptr_t a0, int a1, int64_t a2, int64_t a3) {
+static int gocuda_cusparseCsrSetStridedBatch(uintptr_t fp, uintptr_t a0, int a1, int64_t a2, int64_t a3) {
 	return ((__typeof__(&cusparseCsrSetStridedBatch))fp)((cusparseSpMatDescr_t)a0, a1, a2, a3);
 }
 
-static int gocuda_cusparseBsrSetStridedBatch(void *fp, uintptr_t a0, int a1, int64_t a2, int64_t a3, int64_t a4) {
+static int gocuda_cusparseBsrSetStridedBatch(uintptr_t fp, uintptr_t a0, int a1, int64_t a2, int64_t a3, int64_t a4) {
 	return ((__typeof__(&cusparseBsrSetStridedBatch))fp)((cusparseSpMatDescr_t)a0, a1, a2, a3, a4);
 }
 
-static int gocuda_cusparseSpMatGetAttribute(void *fp, uintptr_t a0, int a1, void * a2, size_t a3) {
+static int gocuda_cusparseSpMatGetAttribute(uintptr_t fp, uintptr_t a0, int a1, void * a2, size_t a3) {
 	return ((__typeof__(&cusparseSpMatGetAttribute))fp)((cusparseConstSpMatDescr_t)a0, a1, a2, a3);
 }
 
-static int gocuda_cusparseSpMatSetAttribute(void *fp, uintptr_t a0, int a1, void * a2, size_t a3) {
+static int gocuda_cusparseSpMatSetAttribute(uintptr_t fp, uintptr_t a0, int a1, void * a2, size_t a3) {
 	return ((__typeof__(&cusparseSpMatSetAttribute))fp)((cusparseSpMatDescr_t)a0, a1, a2, a3);
 }
 
-static int gocuda_cusparseCreateCsr(void *fp, void * a0, int64_t a1, int64_t a2, int64_t a3, void * a4, void * a5, void * a6, int a7, int a8, int a9, int a10) {
+static int gocuda_cusparseCreateCsr(uintptr_t fp, void * a0, int64_t a1, int64_t a2, int64_t a3, void * a4, void * a5, void * a6, int a7, int a8, int a9, int a10) {
 	return ((__typeof__(&cusparseCreateCsr))fp)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
 }
 
-static int gocuda_cusparseCreateConstCsr(void *fp, void * a0, int64_t a1, int64_t a2, int64_t a3, void * a4, void * a5, void * a6, int a7, int a8, int a9, int a10) {
+static int gocuda_cusparseCreateConstCsr(uintptr_t fp, void * a0, int64_t a1, int64_t a2, int64_t a3, void * a4, void * a5, void * a6, int a7, int a8, int a9, int a10) {
 	return ((__typeof__(&cusparseCreateConstCsr))fp)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
 }
 
-static int gocuda_cusparseCreateCsc(void *fp, void * a0, int64_t a1, int64_t a2, int64_t a3, void * a4, void * a5, void * a6, int a7, int a8, int a9, int a10) {
+static int gocuda_cusparseCreateCsc(uintptr_t fp, void * a0, int64_t a1, int64_t a2, int64_t a3, void * a4, void * a5, void * a6, int a7, int a8, int a9, int a10) {
 	return ((__typeof__(&cusparseCreateCsc))fp)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
 }
 
-static int gocuda_cusparseCreateConstCsc(void *fp, void * a0, int64_t a1, int64_t a2, int64_t a3, void * a4, void * a5, void * a6, int a7, int a8, int a9, int a10) {
+static int gocuda_cusparseCreateConstCsc(uintptr_t fp, void * a0, int64_t a1, int64_t a2, int64_t a3, void * a4, void * a5, void * a6, int a7, int a8, int a9, int a10) {
 	return ((__typeof__(&cusparseCreateConstCsc))fp)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
 }
 
-static int gocuda_cusparseCsrGet(void *fp, uintptr_t a0, int64_t * a1, int64_t * a2, int64_t * a3, void * a4, void * a5, void * a6, int * a7, int * a8, int * a9, int * a10) {
+static int gocuda_cusparseCsrGet(uintptr_t fp, uintptr_t a0, int64_t * a1, int64_t * a2, int64_t * a3, void * a4, void * a5, void * a6, int * a7, int * a8, int * a9, int * a10) {
 	return ((__typeof__(&cusparseCsrGet))fp)((cusparseSpMatDescr_t)a0, (int64_t *)a1, (int64_t *)a2, (int64_t *)a3, a4, a5, a6, (cusparseIndexType_t *)a7, (cusparseIndexType_t *)a8, (cusparseIndexBase_t *)a9, (cudaDataType *)a10);
 }
 
-static int gocuda_cusparseConstCsrGet(void *fp, uintptr_t a0, int64_t * a1, int64_t * a2, int64_t * a3, void * a4, void * a5, void * a6, int * a7, int * a8, int * a9, int * a10) {
+static int gocuda_cusparseConstCsrGet(uintptr_t fp, uintptr_t a0, int64_t * a1, int64_t * a2, int64_t * a3, void * a4, void * a5, void * a6, int * a7, int * a8, int * a9, int * a10) {
 	return ((__typeof__(&cusparseConstCsrGet))fp)((cusparseConstSpMatDescr_t)a0, (int64_t *)a1, (int64_t *)a2, (int64_t *)a3, a4, a5, a6, (cusparseIndexType_t *)a7, (cusparseIndexType_t *)a8, (cusparseIndexBase_t *)a9, (cudaDataType *)a10);
 }
 
-static int gocuda_cusparseCscGet(void *fp, uintptr_t a0, int64_t * a1, int64_t * a2, int64_t * a3, void * a4, void * a5, void * a6, int * a7, int * a8, int * a9, int * a10) {
+static int gocuda_cusparseCscGet(uintptr_t fp, uintptr_t a0, int64_t * a1, int64_t * a2, int64_t * a3, void * a4, void * a5, void * a6, int * a7, int * a8, int * a9, int * a10) {
 	return ((__typeof__(&cusparseCscGet))fp)((cusparseSpMatDescr_t)a0, (int64_t *)a1, (int64_t *)a2, (int64_t *)a3, a4, a5, a6, (cusparseIndexType_t *)a7, (cusparseIndexType_t *)a8, (cusparseIndexBase_t *)a9, (cudaDataType *)a10);
 }
 
-static int gocuda_cusparseConstCscGet(void *fp, uintptr_t a0, int64_t * a1, int64_t * a2, int64_t * a3, void * a4, void * a5, void * a6, int * a7, int * a8, int * a9, int * a10) {
+static int gocuda_cusparseConstCscGet(uintptr_t fp, uintptr_t a0, int64_t * a1, int64_t * a2, int64_t * a3, void * a4, void * a5, void * a6, int * a7, int * a8, int * a9, int * a10) {
 	return ((__typeof__(&cusparseConstCscGet))fp)((cusparseConstSpMatDescr_t)a0, (int64_t *)a1, (int64_t *)a2, (int64_t *)a3, a4, a5, a6, (cusparseIndexType_t *)a7, (cusparseIndexType_t *)a8, (cusparseIndexBase_t *)a9, (cudaDataType *)a10);
 }
 
-static int gocuda_cusparseCsrSetPointers(void *fp, uintptr_t a0, void * a1, void * a2, void * a3) {
+static int gocuda_cusparseCsrSetPointers(uintptr_t fp, uintptr_t a0, void * a1, void * a2, void * a3) {
 	return ((__typeof__(&cusparseCsrSetPointers))fp)((cusparseSpMatDescr_t)a0, a1, a2, a3);
 }
 
-static int gocuda_cusparseCscSetPointers(void *fp, uintptr_t a0, void * a1, void * a2, void * a3) {
+static int gocuda_cusparseCscSetPointers(uintptr_t fp, uintptr_t a0, void * a1, void * a2, void * a3) {
 	return ((__typeof__(&cusparseCscSetPointers))fp)((cusparseSpMatDescr_t)a0, a1, a2, a3);
 }
 
-static int gocuda_cusparseCreateBsr(void *fp, void * a0, int64_t a1, int64_t a2, int64_t a3, int64_t a4, int64_t a5, void * a6, void * a7, void * a8, int a9, int a10, int a11, int a12, int a13) {
+static int gocuda_cusparseCreateBsr(uintptr_t fp, void * a0, int64_t a1, int64_t a2, int64_t a3, int64_t a4, int64_t a5, void * a6, void * a7, void * a8, int a9, int a10, int a11, int a12, int a13) {
 	return ((__typeof__(&cusparseCreateBsr))fp)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13);
 }
 
-static int gocuda_cusparseCreateConstBsr(void *fp, void * a0, int64_t a1, int64_t a2, int64_t a3, int64_t a4, int64_t a5, void * a6, void * a7, void * a8, int a9, int a10, int a11, int a12, int a13) {
+static int gocuda_cusparseCreateConstBsr(uintptr_t fp, void * a0, int64_t a1, int64_t a2, int64_t a3, int64_t a4, int64_t a5, void * a6, void * a7, void * a8, int a9, int a10, int a11, int a12, int a13) {
 	return ((__typeof__(&cusparseCreateConstBsr))fp)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13);
 }
 
-static int gocuda_cusparseCreateCoo(void *fp, void * a0, int64_t a1, int64_t a2, int64_t a3, void * a4, void * a5, void * a6, int a7, int a8, int a9) {
+static int gocuda_cusparseCreateCoo(uintptr_t fp, void * a0, int64_t a1, int64_t a2, int64_t a3, void * a4, void * a5, void * a6, int a7, int a8, int a9) {
 	return ((__typeof__(&cusparseCreateCoo))fp)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9);
 }
 
-static int gocuda_cusparseCreateConstCoo(void *fp, void * a0, int64_t a1, int64_t a2, int64_t a3, void * a4, void * a5, void * a6, int a7, int a8, int a9) {
+static int gocuda_cusparseCreateConstCoo(uintptr_t fp, void * a0, int64_t a1, int64_t a2, int64_t a3, void * a4, void * a5, void * a6, int a7, int a8, int a9) {
 	return ((__typeof__(&cusparseCreateConstCoo))fp)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9);
 }
 
-static int gocuda_cusparseCooGet(void *fp, uintptr_t a0, int64_t * a1, int64_t * a2, int64_t * a3, void * a4, void * a5, void * a6, int * a7, int * a8, int * a9) {
+static int gocuda_cusparseCooGet(uintptr_t fp, uintptr_t a0, int64_t * a1, int64_t * a2, int64_t * a3, void * a4, void * a5, void * a6, int * a7, int * a8, int * a9) {
 	return ((__typeof__(&cusparseCooGet))fp)((cusparseSpMatDescr_t)a0, (int64_t *)a1, (int64_t *)a2, (int64_t *)a3, a4, a5, a6, (cusparseIndexType_t *)a7, (cusparseIndexBase_t *)a8, (cudaDataType *)a9);
 }
 
-static int gocuda_cusparseConstCooGet(void *fp, uintptr_t a0, int64_t * a1, int64_t * a2, int64_t * a3, void * a4, void * a5, void * a6, int * a7, int * a8, int * a9) {
+static int gocuda_cusparseConstCooGet(uintptr_t fp, uintptr_t a0, int64_t * a1, int64_t * a2, int64_t * a3, void * a4, void * a5, void * a6, int * a7, int * a8, int * a9) {
 	return ((__typeof__(&cusparseConstCooGet))fp)((cusparseConstSpMatDescr_t)a0, (int64_t *)a1, (int64_t *)a2, (int64_t *)a3, a4, a5, a6, (cusparseIndexType_t *)a7, (cusparseIndexBase_t *)a8, (cudaDataType *)a9);
 }
 
-static int gocuda_cusparseCooSetPointers(void *fp, uintptr_t a0, void * a1, void * a2, void * a3) {
+static int gocuda_cusparseCooSetPointers(uintptr_t fp, uintptr_t a0, void * a1, void * a2, void * a3) {
 	return ((__typeof__(&cusparseCooSetPointers))fp)((cusparseSpMatDescr_t)a0, a1, a2, a3);
 }
 
-static int gocuda_cusparseCreateBlockedEll(void *fp, void * a0, int64_t a1, int64_t a2, int64_t a3, int64_t a4, void * a5, void * a6, int a7, int a8, int a9) {
+static int gocuda_cusparseCreateBlockedEll(uintptr_t fp, void * a0, int64_t a1, int64_t a2, int64_t a3, int64_t a4, void * a5, void * a6, int a7, int a8, int a9) {
 	return ((__typeof__(&cusparseCreateBlockedEll))fp)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9);
 }
 
-static int gocuda_cusparseCreateConstBlockedEll(void *fp, void * a0, int64_t a1, int64_t a2, int64_t a3, int64_t a4, void * a5, void * a6, int a7, int a8, int a9) {
+static int gocuda_cusparseCreateConstBlockedEll(uintptr_t fp, void * a0, int64_t a1, int64_t a2, int64_t a3, int64_t a4, void * a5, void * a6, int a7, int a8, int a9) {
 	return ((__typeof__(&cusparseCreateConstBlockedEll))fp)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9);
 }
 
-static int gocuda_cusparseBlockedEllGet(void *fp, uintptr_t a0, int64_t * a1, int64_t * a2, int64_t * a3, int64_t * a4, void * a5, void * a6, int * a7, int * a8, int * a9) {
+static int gocuda_cusparseBlockedEllGet(uintptr_t fp, uintptr_t a0, int64_t * a1, int64_t * a2, int64_t * a3, int64_t * a4, void * a5, void * a6, int * a7, int * a8, int * a9) {
 	return ((__typeof__(&cusparseBlockedEllGet))fp)((cusparseSpMatDescr_t)a0, (int64_t *)a1, (int64_t *)a2, (int64_t *)a3, (int64_t *)a4, a5, a6, (cusparseIndexType_t *)a7, (cusparseIndexBase_t *)a8, (cudaDataType *)a9);
 }
 
-static int gocuda_cusparseConstBlockedEllGet(void *fp, uintptr_t a0, int64_t * a1, int64_t * a2, int64_t * a3, int64_t * a4, void * a5, void * a6, int * a7, int * a8, int * a9) {
+static int gocuda_cusparseConstBlockedEllGet(uintptr_t fp, uintptr_t a0, int64_t * a1, int64_t * a2, int64_t * a3, int64_t * a4, void * a5, void * a6, int * a7, int * a8, int * a9) {
 	return ((__typeof__(&cusparseConstBlockedEllGet))fp)((cusparseConstSpMatDescr_t)a0, (int64_t *)a1, (int64_t *)a2, (int64_t *)a3, (int64_t *)a4, a5, a6, (cusparseIndexType_t *)a7, (cusparseIndexBase_t *)a8, (cudaDataType *)a9);
 }
 
-static int gocuda_cusparseCreateSlicedEll(void *fp, void * a0, int64_t a1, int64_t a2, int64_t a3, int64_t a4, int64_t a5, void * a6, void * a7, void * a8, int a9, int a10, int a11, int a12) {
+static int gocuda_cusparseCreateSlicedEll(uintptr_t fp, void * a0, int64_t a1, int64_t a2, int64_t a3, int64_t a4, int64_t a5, void * a6, void * a7, void * a8, int a9, int a10, int a11, int a12) {
 	return ((__typeof__(&cusparseCreateSlicedEll))fp)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12);
 }
 
-static int gocuda_cusparseCreateConstSlicedEll(void *fp, void * a0, int64_t a1, int64_t a2, int64_t a3, int64_t a4, int64_t a5, void * a6, void * a7, void * a8, int a9, int a10, int a11, int a12) {
+static int gocuda_cusparseCreateConstSlicedEll(uintptr_t fp, void * a0, int64_t a1, int64_t a2, int64_t a3, int64_t a4, int64_t a5, void * a6, void * a7, void * a8, int a9, int a10, int a11, int a12) {
 	return ((__typeof__(&cusparseCreateConstSlicedEll))fp)(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12);
 }
 
-static int gocuda_cusparseCreateDnMat(void *fp, void * a0, int64_t a1, int64_t a2, int64_t a3, void * a4, int a5, int a6) {
+static int gocuda_cusparseCreateDnMat(uintptr_t fp, void * a0, int64_t a1, int64_t a2, int64_t a3, void * a4, int a5, int a6) {
 	return ((__typeof__(&cusparseCreateDnMat))fp)(a0, a1, a2, a3, a4, a5, a6);
 }
 
-static int gocuda_cusparseCreateConstDnMat(void *fp, void * a0, int64_t a1, int64_t a2, int64_t a3, void * a4, int a5, int a6) {
+static int gocuda_cusparseCreateConstDnMat(uintptr_t fp, void * a0, int64_t a1, int64_t a2, int64_t a3, void * a4, int a5, int a6) {
 	return ((__typeof__(&cusparseCreateConstDnMat))fp)(a0, a1, a2, a3, a4, a5, a6);
 }
 
-static int gocuda_cusparseDestroyDnMat(void *fp, uintptr_t a0) {
+static int gocuda_cusparseDestroyDnMat(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cusparseDestroyDnMat))fp)((cusparseConstDnMatDescr_t)a0);
 }
 
-static int gocuda_cusparseDnMatGet(void *fp, uintptr_t a0, int64_t * a1, int64_t * a2, int64_t * a3, void * a4, int * a5, int * a6) {
+static int gocuda_cusparseDnMatGet(uintptr_t fp, uintptr_t a0, int64_t * a1, int64_t * a2, int64_t * a3, void * a4, int * a5, int * a6) {
 	return ((__typeof__(&cusparseDnMatGet))fp)((cusparseDnMatDescr_t)a0, (int64_t *)a1, (int64_t *)a2, (int64_t *)a3, a4, (cudaDataType *)a5, (cusparseOrder_t *)a6);
 }
 
-static int gocuda_cusparseConstDnMatGet(void *fp, uintptr_t a0, int64_t * a1, int64_t * a2, int64_t * a3, void * a4, int * a5, int * a6) {
+static int gocuda_cusparseConstDnMatGet(uintptr_t fp, uintptr_t a0, int64_t * a1, int64_t * a2, int64_t * a3, void * a4, int * a5, int * a6) {
 	return ((__typeof__(&cusparseConstDnMatGet))fp)((cusparseConstDnMatDescr_t)a0, (int64_t *)a1, (int64_t *)a2, (int64_t *)a3, a4, (cudaDataType *)a5, (cusparseOrder_t *)a6);
 }
 
-static int gocuda_cusparseDnMatGetValues(void *fp, uintptr_t a0, void * a1) {
+static int gocuda_cusparseDnMatGetValues(uintptr_t fp, uintptr_t a0, void * a1) {
 	return ((__typeof__(&cusparseDnMatGetValues))fp)((cusparseDnMatDescr_t)a0, a1);
 }
 
-static int gocuda_cusparseConstDnMatGetValues(void *fp, uintptr_t a0, void * a1) {
+static int gocuda_cusparseConstDnMatGetValues(uintptr_t fp, uintptr_t a0, void * a1) {
 	return ((__typeof__(&cusparseConstDnMatGetValues))fp)((cusparseConstDnMatDescr_t)a0, a1);
 }
 
-static int gocuda_cusparseDnMatSetValues(void *fp, uintptr_t a0, void * a1) {
+static int gocuda_cusparseDnMatSetValues(uintptr_t fp, uintptr_t a0, void * a1) {
 	return ((__typeof__(&cusparseDnMatSetValues))fp)((cusparseDnMatDescr_t)a0, a1);
 }
 
-static int gocuda_cusparseDnMatSetStridedBatch(void *fp, uintptr_t a0, int a1, int64_t a2) {
+static int gocuda_cusparseDnMatSetStridedBatch(uintptr_t fp, uintptr_t a0, int a1, int64_t a2) {
 	return ((__typeof__(&cusparseDnMatSetStridedBatch))fp)((cusparseDnMatDescr_t)a0, a1, a2);
 }
 
-static int gocuda_cusparseDnMatGetStridedBatch(void *fp, uintptr_t a0, int * a1, int64_t * a2) {
+static int gocuda_cusparseDnMatGetStridedBatch(uintptr_t fp, uintptr_t a0, int * a1, int64_t * a2) {
 	return ((__typeof__(&cusparseDnMatGetStridedBatch))fp)((cusparseConstDnMatDescr_t)a0, (int *)a1, (int64_t *)a2);
 }
 
-static int gocuda_cusparseAxpby(void *fp, uintptr_t a0, void * a1, uintptr_t a2, void * a3, uintptr_t a4) {
+static int gocuda_cusparseAxpby(uintptr_t fp, uintptr_t a0, void * a1, uintptr_t a2, void * a3, uintptr_t a4) {
 	return ((__typeof__(&cusparseAxpby))fp)((cusparseHandle_t)a0, a1, (cusparseConstSpVecDescr_t)a2, a3, (cusparseDnVecDescr_t)a4);
 }
 
-static int gocuda_cusparseGather(void *fp, uintptr_t a0, uintptr_t a1, uintptr_t a2) {
+static int gocuda_cusparseGather(uintptr_t fp, uintptr_t a0, uintptr_t a1, uintptr_t a2) {
 	return ((__typeof__(&cusparseGather))fp)((cusparseHandle_t)a0, (cusparseConstDnVecDescr_t)a1, (cusparseSpVecDescr_t)a2);
 }
 
-static int gocuda_cusparseScatter(void *fp, uintptr_t a0, uintptr_t a1, uintptr_t a2) {
+static int gocuda_cusparseScatter(uintptr_t fp, uintptr_t a0, uintptr_t a1, uintptr_t a2) {
 	return ((__typeof__(&cusparseScatter))fp)((cusparseHandle_t)a0, (cusparseConstSpVecDescr_t)a1, (cusparseDnVecDescr_t)a2);
 }
 
-static int gocuda_cusparseRot(void *fp, uintptr_t a0, void * a1, void * a2, uintptr_t a3, uintptr_t a4) {
+static int gocuda_cusparseRot(uintptr_t fp, uintptr_t a0, void * a1, void * a2, uintptr_t a3, uintptr_t a4) {
 	return ((__typeof__(&cusparseRot))fp)((cusparseHandle_t)a0, a1, a2, (cusparseSpVecDescr_t)a3, (cusparseDnVecDescr_t)a4);
 }
 
-static int gocuda_cusparseSpVV_bufferSize(void *fp, uintptr_t a0, int a1, uintptr_t a2, uintptr_t a3, void * a4, int a5, size_t * a6) {
+static int gocuda_cusparseSpVV_bufferSize(uintptr_t fp, uintptr_t a0, int a1, uintptr_t a2, uintptr_t a3, void * a4, int a5, size_t * a6) {
 	return ((__typeof__(&cusparseSpVV_bufferSize))fp)((cusparseHandle_t)a0, a1, (cusparseConstSpVecDescr_t)a2, (cusparseConstDnVecDescr_t)a3, a4, a5, (size_t *)a6);
 }
 
-static int gocuda_cusparseSpVV(void *fp, uintptr_t a0, int a1, uintptr_t a2, uintptr_t a3, void * a4, int a5, void * a6) {
+static int gocuda_cusparseSpVV(uintptr_t fp, uintptr_t a0, int a1, uintptr_t a2, uintptr_t a3, void * a4, int a5, void * a6) {
 	return ((__typeof__(&cusparseSpVV))fp)((cusparseHandle_t)a0, a1, (cusparseConstSpVecDescr_t)a2, (cusparseConstDnVecDescr_t)a3, a4, a5, a6);
 }
 
-static int gocuda_cusparseSparseToDense_bufferSize(void *fp, uintptr_t a0, uintptr_t a1, uintptr_t a2, int a3, size_t * a4) {
+static int gocuda_cusparseSparseToDense_bufferSize(uintptr_t fp, uintptr_t a0, uintptr_t a1, uintptr_t a2, int a3, size_t * a4) {
 	return ((__typeof__(&cusparseSparseToDense_bufferSize))fp)((cusparseHandle_t)a0, (cusparseConstSpMatDescr_t)a1, (cusparseDnMatDescr_t)a2, a3, (size_t *)a4);
 }
 
-static int gocuda_cusparseSparseToDense(void *fp, uintptr_t a0, uintptr_t a1, uintptr_t a2, int a3, void * a4) {
+static int gocuda_cusparseSparseToDense(uintptr_t fp, uintptr_t a0, uintptr_t a1, uintptr_t a2, int a3, void * a4) {
 	return ((__typeof__(&cusparseSparseToDense))fp)((cusparseHandle_t)a0, (cusparseConstSpMatDescr_t)a1, (cusparseDnMatDescr_t)a2, a3, a4);
 }
 
-static int gocuda_cusparseDenseToSparse_bufferSize(void *fp, uintptr_t a0, uintptr_t a1, uintptr_t a2, int a3, size_t * a4) {
+static int gocuda_cusparseDenseToSparse_bufferSize(uintptr_t fp, uintptr_t a0, uintptr_t a1, uintptr_t a2, int a3, size_t * a4) {
 	return ((__typeof__(&cusparseDenseToSparse_bufferSize))fp)((cusparseHandle_t)a0, (cusparseConstDnMatDescr_t)a1, (cusparseSpMatDescr_t)a2, a3, (size_t *)a4);
 }
 
-static int gocuda_cusparseDenseToSparse_analysis(void *fp, uintptr_t a0, uintptr_t a1, uintptr_t a2, int a3, void * a4) {
+static int gocuda_cusparseDenseToSparse_analysis(uintptr_t fp, uintptr_t a0, uintptr_t a1, uintptr_t a2, int a3, void * a4) {
 	return ((__typeof__(&cusparseDenseToSparse_analysis))fp)((cusparseHandle_t)a0, (cusparseConstDnMatDescr_t)a1, (cusparseSpMatDescr_t)a2, a3, a4);
 }
 
-static int gocuda_cusparseDenseToSparse_convert(void *fp, uintptr_t a0, uintptr_t a1, uintptr_t a2, int a3, void * a4) {
+static int gocuda_cusparseDenseToSparse_convert(uintptr_t fp, uintptr_t a0, uintptr_t a1, uintptr_t a2, int a3, void * a4) {
 	return ((__typeof__(&cusparseDenseToSparse_convert))fp)((cusparseHandle_t)a0, (cusparseConstDnMatDescr_t)a1, (cusparseSpMatDescr_t)a2, a3, a4);
 }
 
-static int gocuda_cusparseSpMV(void *fp, uintptr_t a0, int a1, void * a2, uintptr_t a3, uintptr_t a4, void * a5, uintptr_t a6, int a7, int a8, void * a9) {
+static int gocuda_cusparseSpMV(uintptr_t fp, uintptr_t a0, int a1, void * a2, uintptr_t a3, uintptr_t a4, void * a5, uintptr_t a6, int a7, int a8, void * a9) {
 	return ((__typeof__(&cusparseSpMV))fp)((cusparseHandle_t)a0, a1, a2, (cusparseConstSpMatDescr_t)a3, (cusparseConstDnVecDescr_t)a4, a5, (cusparseDnVecDescr_t)a6, a7, a8, a9);
 }
 
-static int gocuda_cusparseSpMV_bufferSize(void *fp, uintptr_t a0, int a1, void * a2, uintptr_t a3, uintptr_t a4, void * a5, uintptr_t a6, int a7, int a8, size_t * a9) {
+static int gocuda_cusparseSpMV_bufferSize(uintptr_t fp, uintptr_t a0, int a1, void * a2, uintptr_t a3, uintptr_t a4, void * a5, uintptr_t a6, int a7, int a8, size_t * a9) {
 	return ((__typeof__(&cusparseSpMV_bufferSize))fp)((cusparseHandle_t)a0, a1, a2, (cusparseConstSpMatDescr_t)a3, (cusparseConstDnVecDescr_t)a4, a5, (cusparseDnVecDescr_t)a6, a7, a8, (size_t *)a9);
 }
 
-static int gocuda_cusparseSpMV_preprocess(void *fp, uintptr_t a0, int a1, void * a2, uintptr_t a3, uintptr_t a4, void * a5, uintptr_t a6, int a7, int a8, void * a9) {
+static int gocuda_cusparseSpMV_preprocess(uintptr_t fp, uintptr_t a0, int a1, void * a2, uintptr_t a3, uintptr_t a4, void * a5, uintptr_t a6, int a7, int a8, void * a9) {
 	return ((__typeof__(&cusparseSpMV_preprocess))fp)((cusparseHandle_t)a0, a1, a2, (cusparseConstSpMatDescr_t)a3, (cusparseConstDnVecDescr_t)a4, a5, (cusparseDnVecDescr_t)a6, a7, a8, a9);
 }
 
-static int gocuda_cusparseSpSV_createDescr(void *fp, void * a0) {
+static int gocuda_cusparseSpSV_createDescr(uintptr_t fp, void * a0) {
 	return ((__typeof__(&cusparseSpSV_createDescr))fp)(a0);
 }
 
-static int gocuda_cusparseSpSV_destroyDescr(void *fp, uintptr_t a0) {
+static int gocuda_cusparseSpSV_destroyDescr(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cusparseSpSV_destroyDescr))fp)((cusparseSpSVDescr_t)a0);
 }
 
-static int gocuda_cusparseSpSV_bufferSize(void *fp, uintptr_t a0, int a1, void * a2, uintptr_t a3, uintptr_t a4, uintptr_t a5, int a6, int a7, uintptr_t a8, size_t * a9) {
+static int gocuda_cusparseSpSV_bufferSize(uintptr_t fp, uintptr_t a0, int a1, void * a2, uintptr_t a3, uintptr_t a4, uintptr_t a5, int a6, int a7, uintptr_t a8, size_t * a9) {
 	return ((__typeof__(&cusparseSpSV_bufferSize))fp)((cusparseHandle_t)a0, a1, a2, (cusparseConstSpMatDescr_t)a3, (cusparseConstDnVecDescr_t)a4, (cusparseDnVecDescr_t)a5, a6, a7, (cusparseSpSVDescr_t)a8, (size_t *)a9);
 }
 
-static int gocuda_cusparseSpSV_analysis(void *fp, uintptr_t a0, int a1, void * a2, uintptr_t a3, uintptr_t a4, uintptr_t a5, int a6, int a7, uintptr_t a8, void * a9) {
+static int gocuda_cusparseSpSV_analysis(uintptr_t fp, uintptr_t a0, int a1, void * a2, uintptr_t a3, uintptr_t a4, uintptr_t a5, int a6, int a7, uintptr_t a8, void * a9) {
 	return ((__typeof__(&cusparseSpSV_analysis))fp)((cusparseHandle_t)a0, a1, a2, (cusparseConstSpMatDescr_t)a3, (cusparseConstDnVecDescr_t)a4, (cusparseDnVecDescr_t)a5, a6, a7, (cusparseSpSVDescr_t)a8, a9);
 }
 
-static int gocuda_cusparseSpSV_solve(void *fp, uintptr_t a0, int a1, void * a2, uintptr_t a3, uintptr_t a4, uintptr_t a5, int a6, int a7, uintptr_t a8) {
+static int gocuda_cusparseSpSV_solve(uintptr_t fp, uintptr_t a0, int a1, void * a2, uintptr_t a3, uintptr_t a4, uintptr_t a5, int a6, int a7, uintptr_t a8) {
 	return ((__typeof__(&cusparseSpSV_solve))fp)((cusparseHandle_t)a0, a1, a2, (cusparseConstSpMatDescr_t)a3, (cusparseConstDnVecDescr_t)a4, (cusparseDnVecDescr_t)a5, a6, a7, (cusparseSpSVDescr_t)a8);
 }
 
-static int gocuda_cusparseSpSV_updateMatrix(void *fp, uintptr_t a0, uintptr_t a1, void * a2, int a3) {
+static int gocuda_cusparseSpSV_updateMatrix(uintptr_t fp, uintptr_t a0, uintptr_t a1, void * a2, int a3) {
 	return ((__typeof__(&cusparseSpSV_updateMatrix))fp)((cusparseHandle_t)a0, (cusparseSpSVDescr_t)a1, a2, a3);
 }
 
-static int gocuda_cusparseSpSM_createDescr(void *fp, void * a0) {
+static int gocuda_cusparseSpSM_createDescr(uintptr_t fp, void * a0) {
 	return ((__typeof__(&cusparseSpSM_createDescr))fp)(a0);
 }
 
-static int gocuda_cusparseSpSM_destroyDescr(void *fp, uintptr_t a0) {
+static int gocuda_cusparseSpSM_destroyDescr(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cusparseSpSM_destroyDescr))fp)((cusparseSpSMDescr_t)a0);
 }
 
-static int gocuda_cusparseSpSM_bufferSize(void *fp, uintptr_t a0, int a1, int a2, void * a3, uintptr_t a4, uintptr_t a5, uintptr_t a6, int a7, int a8, uintptr_t a9, size_t * a10) {
+static int gocuda_cusparseSpSM_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, uintptr_t a4, uintptr_t a5, uintptr_t a6, int a7, int a8, uintptr_t a9, size_t * a10) {
 	return ((__typeof__(&cusparseSpSM_bufferSize))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseConstSpMatDescr_t)a4, (cusparseConstDnMatDescr_t)a5, (cusparseDnMatDescr_t)a6, a7, a8, (cusparseSpSMDescr_t)a9, (size_t *)a10);
 }
 
-static int gocuda_cusparseSpSM_analysis(void *fp, uintptr_t a0, int a1, int a2, void * a3, uintptr_t a4, uintptr_t a5, uintptr_t a6, int a7, int a8, uintptr_t a9, void * a10) {
+static int gocuda_cusparseSpSM_analysis(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, uintptr_t a4, uintptr_t a5, uintptr_t a6, int a7, int a8, uintptr_t a9, void * a10) {
 	return ((__typeof__(&cusparseSpSM_analysis))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseConstSpMatDescr_t)a4, (cusparseConstDnMatDescr_t)a5, (cusparseDnMatDescr_t)a6, a7, a8, (cusparseSpSMDescr_t)a9, a10);
 }
 
-static int gocuda_cusparseSpSM_solve(void *fp, uintptr_t a0, int a1, int a2, void * a3, uintptr_t a4, uintptr_t a5, uintptr_t a6, int a7, int a8, uintptr_t a9) {
+static int gocuda_cusparseSpSM_solve(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, uintptr_t a4, uintptr_t a5, uintptr_t a6, int a7, int a8, uintptr_t a9) {
 	return ((__typeof__(&cusparseSpSM_solve))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseConstSpMatDescr_t)a4, (cusparseConstDnMatDescr_t)a5, (cusparseDnMatDescr_t)a6, a7, a8, (cusparseSpSMDescr_t)a9);
 }
 
-static int gocuda_cusparseSpSM_updateMatrix(void *fp, uintptr_t a0, uintptr_t a1, void * a2, int a3) {
+static int gocuda_cusparseSpSM_updateMatrix(uintptr_t fp, uintptr_t a0, uintptr_t a1, void * a2, int a3) {
 	return ((__typeof__(&cusparseSpSM_updateMatrix))fp)((cusparseHandle_t)a0, (cusparseSpSMDescr_t)a1, a2, a3);
 }
 
-static int gocuda_cusparseSpMM_bufferSize(void *fp, uintptr_t a0, int a1, int a2, void * a3, uintptr_t a4, uintptr_t a5, void * a6, uintptr_t a7, int a8, int a9, size_t * a10) {
+static int gocuda_cusparseSpMM_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, uintptr_t a4, uintptr_t a5, void * a6, uintptr_t a7, int a8, int a9, size_t * a10) {
 	return ((__typeof__(&cusparseSpMM_bufferSize))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseConstSpMatDescr_t)a4, (cusparseConstDnMatDescr_t)a5, a6, (cusparseDnMatDescr_t)a7, a8, a9, (size_t *)a10);
 }
 
-static int gocuda_cusparseSpMM_preprocess(void *fp, uintptr_t a0, int a1, int a2, void * a3, uintptr_t a4, uintptr_t a5, void * a6, uintptr_t a7, int a8, int a9, void * a10) {
+static int gocuda_cusparseSpMM_preprocess(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, uintptr_t a4, uintptr_t a5, void * a6, uintptr_t a7, int a8, int a9, void * a10) {
 	return ((__typeof__(&cusparseSpMM_preprocess))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseConstSpMatDescr_t)a4, (cusparseConstDnMatDescr_t)a5, a6, (cusparseDnMatDescr_t)a7, a8, a9, a10);
 }
 
-static int gocuda_cusparseSpMM(void *fp, uintptr_t a0, int a1, int a2, void * a3, uintptr_t a4, uintptr_t a5, void * a6, uintptr_t a7, int a8, int a9, void * a10) {
+static int gocuda_cusparseSpMM(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, uintptr_t a4, uintptr_t a5, void * a6, uintptr_t a7, int a8, int a9, void * a10) {
 	return ((__typeof__(&cusparseSpMM))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseConstSpMatDescr_t)a4, (cusparseConstDnMatDescr_t)a5, a6, (cusparseDnMatDescr_t)a7, a8, a9, a10);
 }
 
-static int gocuda_cusparseSpGEMM_createDescr(void *fp, void * a0) {
+static int gocuda_cusparseSpGEMM_createDescr(uintptr_t fp, void * a0) {
 	return ((__typeof__(&cusparseSpGEMM_createDescr))fp)(a0);
 }
 
-static int gocuda_cusparseSpGEMM_destroyDescr(void *fp, uintptr_t a0) {
+static int gocuda_cusparseSpGEMM_destroyDescr(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cusparseSpGEMM_destroyDescr))fp)((cusparseSpGEMMDescr_t)a0);
 }
 
-static int gocuda_cusparseSpGEMM_workEstimation(void *fp, uintptr_t a0, int a1, int a2, void * a3, uintptr_t a4, uintptr_t a5, void * a6, uintptr_t a7, int a8, int a9, uintptr_t a10, size_t * a11, void * a12) {
+static int gocuda_cusparseSpGEMM_workEstimation(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, uintptr_t a4, uintptr_t a5, void * a6, uintptr_t a7, int a8, int a9, uintptr_t a10, size_t * a11, void * a12) {
 	return ((__typeof__(&cusparseSpGEMM_workEstimation))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseConstSpMatDescr_t)a4, (cusparseConstSpMatDescr_t)a5, a6, (cusparseSpMatDescr_t)a7, a8, a9, (cusparseSpGEMMDescr_t)a10, (size_t *)a11, a12);
 }
 
-static int gocuda_cusparseSpGEMM_getNumProducts(void *fp, uintptr_t a0, int64_t * a1) {
+static int gocuda_cusparseSpGEMM_getNumProducts(uintptr_t fp, uintptr_t a0, int64_t * a1) {
 	return ((__typeof__(&cusparseSpGEMM_getNumProducts))fp)((cusparseSpGEMMDescr_t)a0, (int64_t *)a1);
 }
 
-static int gocuda_cusparseSpGEMM_estimateMemory(void *fp, uintptr_t a0, int a1, int a2, void * a3, uintptr_t a4, uintptr_t a5, void * a6, uintptr_t a7, int a8, int a9, uintptr_t a10, float a11, size_t * a12, void * a13, size_t * a14) {
+static int gocuda_cusparseSpGEMM_estimateMemory(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, uintptr_t a4, uintptr_t a5, void * a6, uintptr_t a7, int a8, int a9, uintptr_t a10, float a11, size_t * a12, void * a13, size_t * a14) {
 	return ((__typeof__(&cusparseSpGEMM_estimateMemory))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseConstSpMatDescr_t)a4, (cusparseConstSpMatDescr_t)a5, a6, (cusparseSpMatDescr_t)a7, a8, a9, (cusparseSpGEMMDescr_t)a10, a11, (size_t *)a12, a13, (size_t *)a14);
 }
 
-static int gocuda_cusparseSpGEMM_compute(void *fp, uintptr_t a0, int a1, int a2, void * a3, uintptr_t a4, uintptr_t a5, void * a6, uintptr_t a7, int a8, int a9, uintptr_t a10, size_t * a11, void * a12) {
+static int gocuda_cusparseSpGEMM_compute(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, uintptr_t a4, uintptr_t a5, void * a6, uintptr_t a7, int a8, int a9, uintptr_t a10, size_t * a11, void * a12) {
 	return ((__typeof__(&cusparseSpGEMM_compute))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseConstSpMatDescr_t)a4, (cusparseConstSpMatDescr_t)a5, a6, (cusparseSpMatDescr_t)a7, a8, a9, (cusparseSpGEMMDescr_t)a10, (size_t *)a11, a12);
 }
 
-static int gocuda_cusparseSpGEMM_copy(void *fp, uintptr_t a0, int a1, int a2, void * a3, uintptr_t a4, uintptr_t a5, void * a6, uintptr_t a7, int a8, int a9, uintptr_t a10) {
+static int gocuda_cusparseSpGEMM_copy(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, uintptr_t a4, uintptr_t a5, void * a6, uintptr_t a7, int a8, int a9, uintptr_t a10) {
 	return ((__typeof__(&cusparseSpGEMM_copy))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseConstSpMatDescr_t)a4, (cusparseConstSpMatDescr_t)a5, a6, (cusparseSpMatDescr_t)a7, a8, a9, (cusparseSpGEMMDescr_t)a10);
 }
 
-static int gocuda_cusparseSpGEMMreuse_workEstimation(void *fp, uintptr_t a0, int a1, int a2, uintptr_t a3, uintptr_t a4, uintptr_t a5, int a6, uintptr_t a7, size_t * a8, void * a9) {
+static int gocuda_cusparseSpGEMMreuse_workEstimation(uintptr_t fp, uintptr_t a0, int a1, int a2, uintptr_t a3, uintptr_t a4, uintptr_t a5, int a6, uintptr_t a7, size_t * a8, void * a9) {
 	return ((__typeof__(&cusparseSpGEMMreuse_workEstimation))fp)((cusparseHandle_t)a0, a1, a2, (cusparseConstSpMatDescr_t)a3, (cusparseConstSpMatDescr_t)a4, (cusparseSpMatDescr_t)a5, a6, (cusparseSpGEMMDescr_t)a7, (size_t *)a8, a9);
 }
 
-static int gocuda_cusparseSpGEMMreuse_nnz(void *fp, uintptr_t a0, int a1, int a2, uintptr_t a3, uintptr_t a4, uintptr_t a5, int a6, uintptr_t a7, size_t * a8, void * a9, size_t * a10, void * a11, size_t * a12, void * a13) {
+static int gocuda_cusparseSpGEMMreuse_nnz(uintptr_t fp, uintptr_t a0, int a1, int a2, uintptr_t a3, uintptr_t a4, uintptr_t a5, int a6, uintptr_t a7, size_t * a8, void * a9, size_t * a10, void * a11, size_t * a12, void * a13) {
 	return ((__typeof__(&cusparseSpGEMMreuse_nnz))fp)((cusparseHandle_t)a0, a1, a2, (cusparseConstSpMatDescr_t)a3, (cusparseConstSpMatDescr_t)a4, (cusparseSpMatDescr_t)a5, a6, (cusparseSpGEMMDescr_t)a7, (size_t *)a8, a9, (size_t *)a10, a11, (size_t *)a12, a13);
 }
 
-static int gocuda_cusparseSpGEMMreuse_copy(void *fp, uintptr_t a0, int a1, int a2, uintptr_t a3, uintptr_t a4, uintptr_t a5, int a6, uintptr_t a7, size_t * a8, void * a9) {
+static int gocuda_cusparseSpGEMMreuse_copy(uintptr_t fp, uintptr_t a0, int a1, int a2, uintptr_t a3, uintptr_t a4, uintptr_t a5, int a6, uintptr_t a7, size_t * a8, void * a9) {
 	return ((__typeof__(&cusparseSpGEMMreuse_copy))fp)((cusparseHandle_t)a0, a1, a2, (cusparseConstSpMatDescr_t)a3, (cusparseConstSpMatDescr_t)a4, (cusparseSpMatDescr_t)a5, a6, (cusparseSpGEMMDescr_t)a7, (size_t *)a8, a9);
 }
 
-static int gocuda_cusparseSpGEMMreuse_compute(void *fp, uintptr_t a0, int a1, int a2, void * a3, uintptr_t a4, uintptr_t a5, void * a6, uintptr_t a7, int a8, int a9, uintptr_t a10) {
+static int gocuda_cusparseSpGEMMreuse_compute(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, uintptr_t a4, uintptr_t a5, void * a6, uintptr_t a7, int a8, int a9, uintptr_t a10) {
 	return ((__typeof__(&cusparseSpGEMMreuse_compute))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseConstSpMatDescr_t)a4, (cusparseConstSpMatDescr_t)a5, a6, (cusparseSpMatDescr_t)a7, a8, a9, (cusparseSpGEMMDescr_t)a10);
 }
 
-static int gocuda_cusparseSDDMM_bufferSize(void *fp, uintptr_t a0, int a1, int a2, void * a3, uintptr_t a4, uintptr_t a5, void * a6, uintptr_t a7, int a8, int a9, size_t * a10) {
+static int gocuda_cusparseSDDMM_bufferSize(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, uintptr_t a4, uintptr_t a5, void * a6, uintptr_t a7, int a8, int a9, size_t * a10) {
 	return ((__typeof__(&cusparseSDDMM_bufferSize))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseConstDnMatDescr_t)a4, (cusparseConstDnMatDescr_t)a5, a6, (cusparseSpMatDescr_t)a7, a8, a9, (size_t *)a10);
 }
 
-static int gocuda_cusparseSDDMM_preprocess(void *fp, uintptr_t a0, int a1, int a2, void * a3, uintptr_t a4, uintptr_t a5, void * a6, uintptr_t a7, int a8, int a9, void * a10) {
+static int gocuda_cusparseSDDMM_preprocess(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, uintptr_t a4, uintptr_t a5, void * a6, uintptr_t a7, int a8, int a9, void * a10) {
 	return ((__typeof__(&cusparseSDDMM_preprocess))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseConstDnMatDescr_t)a4, (cusparseConstDnMatDescr_t)a5, a6, (cusparseSpMatDescr_t)a7, a8, a9, a10);
 }
 
-static int gocuda_cusparseSDDMM(void *fp, uintptr_t a0, int a1, int a2, void * a3, uintptr_t a4, uintptr_t a5, void * a6, uintptr_t a7, int a8, int a9, void * a10) {
+static int gocuda_cusparseSDDMM(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, uintptr_t a4, uintptr_t a5, void * a6, uintptr_t a7, int a8, int a9, void * a10) {
 	return ((__typeof__(&cusparseSDDMM))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseConstDnMatDescr_t)a4, (cusparseConstDnMatDescr_t)a5, a6, (cusparseSpMatDescr_t)a7, a8, a9, a10);
 }
 
-static int gocuda_cusparseSpMMOp_createPlan(void *fp, uintptr_t a0, void * a1, int a2, int a3, uintptr_t a4, uintptr_t a5, uintptr_t a6, int a7, int a8, void * a9, size_t a10, void * a11, size_t a12, void * a13, size_t a14, size_t * a15) {
+static int gocuda_cusparseSpMMOp_createPlan(uintptr_t fp, uintptr_t a0, void * a1, int a2, int a3, uintptr_t a4, uintptr_t a5, uintptr_t a6, int a7, int a8, void * a9, size_t a10, void * a11, size_t a12, void * a13, size_t a14, size_t * a15) {
 	return ((__typeof__(&cusparseSpMMOp_createPlan))fp)((cusparseHandle_t)a0, a1, a2, a3, (cusparseConstSpMatDescr_t)a4, (cusparseConstDnMatDescr_t)a5, (cusparseDnMatDescr_t)a6, a7, a8, a9, a10, a11, a12, a13, a14, (size_t *)a15);
 }
 
-static int gocuda_cusparseSpMMOp(void *fp, uintptr_t a0, void * a1) {
+static int gocuda_cusparseSpMMOp(uintptr_t fp, uintptr_t a0, void * a1) {
 	return ((__typeof__(&cusparseSpMMOp))fp)((cusparseSpMMOpPlan_t)a0, a1);
 }
 
-static int gocuda_cusparseSpMMOp_destroyPlan(void *fp, uintptr_t a0) {
+static int gocuda_cusparseSpMMOp_destroyPlan(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&cusparseSpMMOp_destroyPlan))fp)((cusparseSpMMOpPlan_t)a0);
 }
 */
@@ -3139,7 +3139,7 @@ func Create(handle *Handle) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCreate(fp, unsafe.Pointer(handle)); r != 0 {
+	if r := C.gocuda_cusparseCreate(C.uintptr_t(uintptr(fp)), unsafe.Pointer(handle)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3151,7 +3151,7 @@ func Destroy(handle Handle) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDestroy(fp, C.uintptr_t(handle)); r != 0 {
+	if r := C.gocuda_cusparseDestroy(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3163,7 +3163,7 @@ func GetVersion(handle Handle, version *int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseGetVersion(fp, C.uintptr_t(handle), (*C.int)(unsafe.Pointer(version))); r != 0 {
+	if r := C.gocuda_cusparseGetVersion(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), (*C.int)(unsafe.Pointer(version))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3175,7 +3175,7 @@ func GetProperty(type_ cudart.LibraryPropertyType, value *int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseGetProperty(fp, C.int(type_), (*C.int)(unsafe.Pointer(value))); r != 0 {
+	if r := C.gocuda_cusparseGetProperty(C.uintptr_t(uintptr(fp)), C.int(type_), (*C.int)(unsafe.Pointer(value))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3187,7 +3187,7 @@ func GetErrorName(status Status) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	r := C.gocuda_cusparseGetErrorName(fp, C.int(status))
+	r := C.gocuda_cusparseGetErrorName(C.uintptr_t(uintptr(fp)), C.int(status))
 	return C.GoString(r), nil
 }
 
@@ -3197,7 +3197,7 @@ func GetErrorString(status Status) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	r := C.gocuda_cusparseGetErrorString(fp, C.int(status))
+	r := C.gocuda_cusparseGetErrorString(C.uintptr_t(uintptr(fp)), C.int(status))
 	return C.GoString(r), nil
 }
 
@@ -3207,7 +3207,7 @@ func SetStream(handle Handle, streamId cudart.Stream) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSetStream(fp, C.uintptr_t(handle), C.uintptr_t(streamId)); r != 0 {
+	if r := C.gocuda_cusparseSetStream(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.uintptr_t(streamId)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3219,7 +3219,7 @@ func GetStream(handle Handle, streamId *cudart.Stream) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseGetStream(fp, C.uintptr_t(handle), unsafe.Pointer(streamId)); r != 0 {
+	if r := C.gocuda_cusparseGetStream(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), unsafe.Pointer(streamId)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3231,7 +3231,7 @@ func GetPointerMode(handle Handle, mode *PointerMode) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseGetPointerMode(fp, C.uintptr_t(handle), (*C.int)(unsafe.Pointer(mode))); r != 0 {
+	if r := C.gocuda_cusparseGetPointerMode(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), (*C.int)(unsafe.Pointer(mode))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3243,7 +3243,7 @@ func SetPointerMode(handle Handle, mode PointerMode) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSetPointerMode(fp, C.uintptr_t(handle), C.int(mode)); r != 0 {
+	if r := C.gocuda_cusparseSetPointerMode(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(mode)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3255,7 +3255,7 @@ func LoggerSetCallback(callback LoggerCallback) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseLoggerSetCallback(fp, C.uintptr_t(callback)); r != 0 {
+	if r := C.gocuda_cusparseLoggerSetCallback(C.uintptr_t(uintptr(fp)), C.uintptr_t(callback)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3269,7 +3269,7 @@ func LoggerOpenFile(logFile string) error {
 	}
 	_logFile := C.CString(logFile)
 	defer C.free(unsafe.Pointer(_logFile))
-	if r := C.gocuda_cusparseLoggerOpenFile(fp, unsafe.Pointer(_logFile)); r != 0 {
+	if r := C.gocuda_cusparseLoggerOpenFile(C.uintptr_t(uintptr(fp)), unsafe.Pointer(_logFile)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3281,7 +3281,7 @@ func LoggerSetLevel(level int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseLoggerSetLevel(fp, C.int(level)); r != 0 {
+	if r := C.gocuda_cusparseLoggerSetLevel(C.uintptr_t(uintptr(fp)), C.int(level)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3293,7 +3293,7 @@ func LoggerSetMask(mask int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseLoggerSetMask(fp, C.int(mask)); r != 0 {
+	if r := C.gocuda_cusparseLoggerSetMask(C.uintptr_t(uintptr(fp)), C.int(mask)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3305,7 +3305,7 @@ func LoggerForceDisable() error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseLoggerForceDisable(fp); r != 0 {
+	if r := C.gocuda_cusparseLoggerForceDisable(C.uintptr_t(uintptr(fp))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3317,7 +3317,7 @@ func CreateMatDescr(descrA *MatDescr) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCreateMatDescr(fp, unsafe.Pointer(descrA)); r != 0 {
+	if r := C.gocuda_cusparseCreateMatDescr(C.uintptr_t(uintptr(fp)), unsafe.Pointer(descrA)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3329,7 +3329,7 @@ func DestroyMatDescr(descrA MatDescr) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDestroyMatDescr(fp, C.uintptr_t(descrA)); r != 0 {
+	if r := C.gocuda_cusparseDestroyMatDescr(C.uintptr_t(uintptr(fp)), C.uintptr_t(descrA)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3341,7 +3341,7 @@ func SetMatType(descrA MatDescr, type_ MatrixType) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSetMatType(fp, C.uintptr_t(descrA), C.int(type_)); r != 0 {
+	if r := C.gocuda_cusparseSetMatType(C.uintptr_t(uintptr(fp)), C.uintptr_t(descrA), C.int(type_)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3353,7 +3353,7 @@ func GetMatType(descrA MatDescr) (MatrixType, error) {
 	if err != nil {
 		return 0, err
 	}
-	r := C.gocuda_cusparseGetMatType(fp, C.uintptr_t(descrA))
+	r := C.gocuda_cusparseGetMatType(C.uintptr_t(uintptr(fp)), C.uintptr_t(descrA))
 	return MatrixType(r), nil
 }
 
@@ -3363,7 +3363,7 @@ func SetMatFillMode(descrA MatDescr, fillMode FillMode) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSetMatFillMode(fp, C.uintptr_t(descrA), C.int(fillMode)); r != 0 {
+	if r := C.gocuda_cusparseSetMatFillMode(C.uintptr_t(uintptr(fp)), C.uintptr_t(descrA), C.int(fillMode)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3375,7 +3375,7 @@ func GetMatFillMode(descrA MatDescr) (FillMode, error) {
 	if err != nil {
 		return 0, err
 	}
-	r := C.gocuda_cusparseGetMatFillMode(fp, C.uintptr_t(descrA))
+	r := C.gocuda_cusparseGetMatFillMode(C.uintptr_t(uintptr(fp)), C.uintptr_t(descrA))
 	return FillMode(r), nil
 }
 
@@ -3385,7 +3385,7 @@ func SetMatDiagType(descrA MatDescr, diagType DiagType) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSetMatDiagType(fp, C.uintptr_t(descrA), C.int(diagType)); r != 0 {
+	if r := C.gocuda_cusparseSetMatDiagType(C.uintptr_t(uintptr(fp)), C.uintptr_t(descrA), C.int(diagType)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3397,7 +3397,7 @@ func GetMatDiagType(descrA MatDescr) (DiagType, error) {
 	if err != nil {
 		return 0, err
 	}
-	r := C.gocuda_cusparseGetMatDiagType(fp, C.uintptr_t(descrA))
+	r := C.gocuda_cusparseGetMatDiagType(C.uintptr_t(uintptr(fp)), C.uintptr_t(descrA))
 	return DiagType(r), nil
 }
 
@@ -3407,7 +3407,7 @@ func SetMatIndexBase(descrA MatDescr, base IndexBase) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSetMatIndexBase(fp, C.uintptr_t(descrA), C.int(base)); r != 0 {
+	if r := C.gocuda_cusparseSetMatIndexBase(C.uintptr_t(uintptr(fp)), C.uintptr_t(descrA), C.int(base)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3419,7 +3419,7 @@ func GetMatIndexBase(descrA MatDescr) (IndexBase, error) {
 	if err != nil {
 		return 0, err
 	}
-	r := C.gocuda_cusparseGetMatIndexBase(fp, C.uintptr_t(descrA))
+	r := C.gocuda_cusparseGetMatIndexBase(C.uintptr_t(uintptr(fp)), C.uintptr_t(descrA))
 	return IndexBase(r), nil
 }
 
@@ -3429,7 +3429,7 @@ func CreateCsric02Info(info *Csric02Info) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCreateCsric02Info(fp, unsafe.Pointer(info)); r != 0 {
+	if r := C.gocuda_cusparseCreateCsric02Info(C.uintptr_t(uintptr(fp)), unsafe.Pointer(info)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3441,7 +3441,7 @@ func DestroyCsric02Info(info Csric02Info) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDestroyCsric02Info(fp, C.uintptr_t(info)); r != 0 {
+	if r := C.gocuda_cusparseDestroyCsric02Info(C.uintptr_t(uintptr(fp)), C.uintptr_t(info)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3453,7 +3453,7 @@ func CreateBsric02Info(info *Bsric02Info) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCreateBsric02Info(fp, unsafe.Pointer(info)); r != 0 {
+	if r := C.gocuda_cusparseCreateBsric02Info(C.uintptr_t(uintptr(fp)), unsafe.Pointer(info)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3465,7 +3465,7 @@ func DestroyBsric02Info(info Bsric02Info) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDestroyBsric02Info(fp, C.uintptr_t(info)); r != 0 {
+	if r := C.gocuda_cusparseDestroyBsric02Info(C.uintptr_t(uintptr(fp)), C.uintptr_t(info)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3477,7 +3477,7 @@ func CreateCsrilu02Info(info *Csrilu02Info) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCreateCsrilu02Info(fp, unsafe.Pointer(info)); r != 0 {
+	if r := C.gocuda_cusparseCreateCsrilu02Info(C.uintptr_t(uintptr(fp)), unsafe.Pointer(info)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3489,7 +3489,7 @@ func DestroyCsrilu02Info(info Csrilu02Info) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDestroyCsrilu02Info(fp, C.uintptr_t(info)); r != 0 {
+	if r := C.gocuda_cusparseDestroyCsrilu02Info(C.uintptr_t(uintptr(fp)), C.uintptr_t(info)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3501,7 +3501,7 @@ func CreateBsrilu02Info(info *Bsrilu02Info) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCreateBsrilu02Info(fp, unsafe.Pointer(info)); r != 0 {
+	if r := C.gocuda_cusparseCreateBsrilu02Info(C.uintptr_t(uintptr(fp)), unsafe.Pointer(info)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3513,7 +3513,7 @@ func DestroyBsrilu02Info(info Bsrilu02Info) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDestroyBsrilu02Info(fp, C.uintptr_t(info)); r != 0 {
+	if r := C.gocuda_cusparseDestroyBsrilu02Info(C.uintptr_t(uintptr(fp)), C.uintptr_t(info)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3525,7 +3525,7 @@ func CreateBsrsv2Info(info *Bsrsv2Info) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCreateBsrsv2Info(fp, unsafe.Pointer(info)); r != 0 {
+	if r := C.gocuda_cusparseCreateBsrsv2Info(C.uintptr_t(uintptr(fp)), unsafe.Pointer(info)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3537,7 +3537,7 @@ func DestroyBsrsv2Info(info Bsrsv2Info) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDestroyBsrsv2Info(fp, C.uintptr_t(info)); r != 0 {
+	if r := C.gocuda_cusparseDestroyBsrsv2Info(C.uintptr_t(uintptr(fp)), C.uintptr_t(info)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3549,7 +3549,7 @@ func CreateBsrsm2Info(info *Bsrsm2Info) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCreateBsrsm2Info(fp, unsafe.Pointer(info)); r != 0 {
+	if r := C.gocuda_cusparseCreateBsrsm2Info(C.uintptr_t(uintptr(fp)), unsafe.Pointer(info)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3561,7 +3561,7 @@ func DestroyBsrsm2Info(info Bsrsm2Info) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDestroyBsrsm2Info(fp, C.uintptr_t(info)); r != 0 {
+	if r := C.gocuda_cusparseDestroyBsrsm2Info(C.uintptr_t(uintptr(fp)), C.uintptr_t(info)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3573,7 +3573,7 @@ func CreateCsru2csrInfo(info *Csru2csrInfo) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCreateCsru2csrInfo(fp, unsafe.Pointer(info)); r != 0 {
+	if r := C.gocuda_cusparseCreateCsru2csrInfo(C.uintptr_t(uintptr(fp)), unsafe.Pointer(info)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3585,7 +3585,7 @@ func DestroyCsru2csrInfo(info Csru2csrInfo) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDestroyCsru2csrInfo(fp, C.uintptr_t(info)); r != 0 {
+	if r := C.gocuda_cusparseDestroyCsru2csrInfo(C.uintptr_t(uintptr(fp)), C.uintptr_t(info)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3597,7 +3597,7 @@ func CreateColorInfo(info *ColorInfo) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCreateColorInfo(fp, unsafe.Pointer(info)); r != 0 {
+	if r := C.gocuda_cusparseCreateColorInfo(C.uintptr_t(uintptr(fp)), unsafe.Pointer(info)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3609,7 +3609,7 @@ func DestroyColorInfo(info ColorInfo) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDestroyColorInfo(fp, C.uintptr_t(info)); r != 0 {
+	if r := C.gocuda_cusparseDestroyColorInfo(C.uintptr_t(uintptr(fp)), C.uintptr_t(info)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3621,7 +3621,7 @@ func CreatePruneInfo(info *PruneInfo) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCreatePruneInfo(fp, unsafe.Pointer(info)); r != 0 {
+	if r := C.gocuda_cusparseCreatePruneInfo(C.uintptr_t(uintptr(fp)), unsafe.Pointer(info)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3633,7 +3633,7 @@ func DestroyPruneInfo(info PruneInfo) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDestroyPruneInfo(fp, C.uintptr_t(info)); r != 0 {
+	if r := C.gocuda_cusparseDestroyPruneInfo(C.uintptr_t(uintptr(fp)), C.uintptr_t(info)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3645,7 +3645,7 @@ func Sgemvi(handle Handle, transA Operation, m int32, n int32, alpha *float32, A
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSgemvi(fp, C.uintptr_t(handle), C.int(transA), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(A)), C.int(lda), C.int(nnz), (*C.float)(unsafe.Pointer(xVal)), (*C.int)(unsafe.Pointer(xInd)), (*C.float)(unsafe.Pointer(beta)), (*C.float)(unsafe.Pointer(y)), C.int(idxBase), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseSgemvi(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(transA), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(alpha)), (*C.float)(unsafe.Pointer(A)), C.int(lda), C.int(nnz), (*C.float)(unsafe.Pointer(xVal)), (*C.int)(unsafe.Pointer(xInd)), (*C.float)(unsafe.Pointer(beta)), (*C.float)(unsafe.Pointer(y)), C.int(idxBase), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3657,7 +3657,7 @@ func Sgemvi_bufferSize(handle Handle, transA Operation, m int32, n int32, nnz in
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSgemvi_bufferSize(fp, C.uintptr_t(handle), C.int(transA), C.int(m), C.int(n), C.int(nnz), (*C.int)(unsafe.Pointer(pBufferSize))); r != 0 {
+	if r := C.gocuda_cusparseSgemvi_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(transA), C.int(m), C.int(n), C.int(nnz), (*C.int)(unsafe.Pointer(pBufferSize))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3669,7 +3669,7 @@ func Dgemvi(handle Handle, transA Operation, m int32, n int32, alpha *float64, A
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDgemvi(fp, C.uintptr_t(handle), C.int(transA), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(A)), C.int(lda), C.int(nnz), (*C.double)(unsafe.Pointer(xVal)), (*C.int)(unsafe.Pointer(xInd)), (*C.double)(unsafe.Pointer(beta)), (*C.double)(unsafe.Pointer(y)), C.int(idxBase), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseDgemvi(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(transA), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(alpha)), (*C.double)(unsafe.Pointer(A)), C.int(lda), C.int(nnz), (*C.double)(unsafe.Pointer(xVal)), (*C.int)(unsafe.Pointer(xInd)), (*C.double)(unsafe.Pointer(beta)), (*C.double)(unsafe.Pointer(y)), C.int(idxBase), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3681,7 +3681,7 @@ func Dgemvi_bufferSize(handle Handle, transA Operation, m int32, n int32, nnz in
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDgemvi_bufferSize(fp, C.uintptr_t(handle), C.int(transA), C.int(m), C.int(n), C.int(nnz), (*C.int)(unsafe.Pointer(pBufferSize))); r != 0 {
+	if r := C.gocuda_cusparseDgemvi_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(transA), C.int(m), C.int(n), C.int(nnz), (*C.int)(unsafe.Pointer(pBufferSize))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3693,7 +3693,7 @@ func Cgemvi(handle Handle, transA Operation, m int32, n int32, alpha *cudart.CuC
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCgemvi(fp, C.uintptr_t(handle), C.int(transA), C.int(m), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), C.int(nnz), unsafe.Pointer(xVal), (*C.int)(unsafe.Pointer(xInd)), unsafe.Pointer(beta), unsafe.Pointer(y), C.int(idxBase), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseCgemvi(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(transA), C.int(m), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), C.int(nnz), unsafe.Pointer(xVal), (*C.int)(unsafe.Pointer(xInd)), unsafe.Pointer(beta), unsafe.Pointer(y), C.int(idxBase), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3705,7 +3705,7 @@ func Cgemvi_bufferSize(handle Handle, transA Operation, m int32, n int32, nnz in
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCgemvi_bufferSize(fp, C.uintptr_t(handle), C.int(transA), C.int(m), C.int(n), C.int(nnz), (*C.int)(unsafe.Pointer(pBufferSize))); r != 0 {
+	if r := C.gocuda_cusparseCgemvi_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(transA), C.int(m), C.int(n), C.int(nnz), (*C.int)(unsafe.Pointer(pBufferSize))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3717,7 +3717,7 @@ func Zgemvi(handle Handle, transA Operation, m int32, n int32, alpha *cudart.CuD
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseZgemvi(fp, C.uintptr_t(handle), C.int(transA), C.int(m), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), C.int(nnz), unsafe.Pointer(xVal), (*C.int)(unsafe.Pointer(xInd)), unsafe.Pointer(beta), unsafe.Pointer(y), C.int(idxBase), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseZgemvi(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(transA), C.int(m), C.int(n), unsafe.Pointer(alpha), unsafe.Pointer(A), C.int(lda), C.int(nnz), unsafe.Pointer(xVal), (*C.int)(unsafe.Pointer(xInd)), unsafe.Pointer(beta), unsafe.Pointer(y), C.int(idxBase), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3729,7 +3729,7 @@ func Zgemvi_bufferSize(handle Handle, transA Operation, m int32, n int32, nnz in
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseZgemvi_bufferSize(fp, C.uintptr_t(handle), C.int(transA), C.int(m), C.int(n), C.int(nnz), (*C.int)(unsafe.Pointer(pBufferSize))); r != 0 {
+	if r := C.gocuda_cusparseZgemvi_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(transA), C.int(m), C.int(n), C.int(nnz), (*C.int)(unsafe.Pointer(pBufferSize))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3741,7 +3741,7 @@ func Sbsrmv(handle Handle, dirA Direction, transA Operation, mb int32, nb int32,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSbsrmv(fp, C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(mb), C.int(nb), C.int(nnzb), (*C.float)(unsafe.Pointer(alpha)), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(bsrSortedValA)), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(blockDim), (*C.float)(unsafe.Pointer(x)), (*C.float)(unsafe.Pointer(beta)), (*C.float)(unsafe.Pointer(y))); r != 0 {
+	if r := C.gocuda_cusparseSbsrmv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(mb), C.int(nb), C.int(nnzb), (*C.float)(unsafe.Pointer(alpha)), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(bsrSortedValA)), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(blockDim), (*C.float)(unsafe.Pointer(x)), (*C.float)(unsafe.Pointer(beta)), (*C.float)(unsafe.Pointer(y))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3753,7 +3753,7 @@ func Dbsrmv(handle Handle, dirA Direction, transA Operation, mb int32, nb int32,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDbsrmv(fp, C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(mb), C.int(nb), C.int(nnzb), (*C.double)(unsafe.Pointer(alpha)), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(bsrSortedValA)), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(blockDim), (*C.double)(unsafe.Pointer(x)), (*C.double)(unsafe.Pointer(beta)), (*C.double)(unsafe.Pointer(y))); r != 0 {
+	if r := C.gocuda_cusparseDbsrmv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(mb), C.int(nb), C.int(nnzb), (*C.double)(unsafe.Pointer(alpha)), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(bsrSortedValA)), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(blockDim), (*C.double)(unsafe.Pointer(x)), (*C.double)(unsafe.Pointer(beta)), (*C.double)(unsafe.Pointer(y))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3765,7 +3765,7 @@ func Cbsrmv(handle Handle, dirA Direction, transA Operation, mb int32, nb int32,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCbsrmv(fp, C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(mb), C.int(nb), C.int(nnzb), unsafe.Pointer(alpha), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(blockDim), unsafe.Pointer(x), unsafe.Pointer(beta), unsafe.Pointer(y)); r != 0 {
+	if r := C.gocuda_cusparseCbsrmv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(mb), C.int(nb), C.int(nnzb), unsafe.Pointer(alpha), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(blockDim), unsafe.Pointer(x), unsafe.Pointer(beta), unsafe.Pointer(y)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3777,7 +3777,7 @@ func Zbsrmv(handle Handle, dirA Direction, transA Operation, mb int32, nb int32,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseZbsrmv(fp, C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(mb), C.int(nb), C.int(nnzb), unsafe.Pointer(alpha), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(blockDim), unsafe.Pointer(x), unsafe.Pointer(beta), unsafe.Pointer(y)); r != 0 {
+	if r := C.gocuda_cusparseZbsrmv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(mb), C.int(nb), C.int(nnzb), unsafe.Pointer(alpha), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(blockDim), unsafe.Pointer(x), unsafe.Pointer(beta), unsafe.Pointer(y)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3789,7 +3789,7 @@ func Sbsrxmv(handle Handle, dirA Direction, transA Operation, sizeOfMask int32, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSbsrxmv(fp, C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(sizeOfMask), C.int(mb), C.int(nb), C.int(nnzb), (*C.float)(unsafe.Pointer(alpha)), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(bsrSortedValA)), (*C.int)(unsafe.Pointer(bsrSortedMaskPtrA)), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedEndPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(blockDim), (*C.float)(unsafe.Pointer(x)), (*C.float)(unsafe.Pointer(beta)), (*C.float)(unsafe.Pointer(y))); r != 0 {
+	if r := C.gocuda_cusparseSbsrxmv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(sizeOfMask), C.int(mb), C.int(nb), C.int(nnzb), (*C.float)(unsafe.Pointer(alpha)), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(bsrSortedValA)), (*C.int)(unsafe.Pointer(bsrSortedMaskPtrA)), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedEndPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(blockDim), (*C.float)(unsafe.Pointer(x)), (*C.float)(unsafe.Pointer(beta)), (*C.float)(unsafe.Pointer(y))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3801,7 +3801,7 @@ func Dbsrxmv(handle Handle, dirA Direction, transA Operation, sizeOfMask int32, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDbsrxmv(fp, C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(sizeOfMask), C.int(mb), C.int(nb), C.int(nnzb), (*C.double)(unsafe.Pointer(alpha)), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(bsrSortedValA)), (*C.int)(unsafe.Pointer(bsrSortedMaskPtrA)), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedEndPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(blockDim), (*C.double)(unsafe.Pointer(x)), (*C.double)(unsafe.Pointer(beta)), (*C.double)(unsafe.Pointer(y))); r != 0 {
+	if r := C.gocuda_cusparseDbsrxmv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(sizeOfMask), C.int(mb), C.int(nb), C.int(nnzb), (*C.double)(unsafe.Pointer(alpha)), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(bsrSortedValA)), (*C.int)(unsafe.Pointer(bsrSortedMaskPtrA)), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedEndPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(blockDim), (*C.double)(unsafe.Pointer(x)), (*C.double)(unsafe.Pointer(beta)), (*C.double)(unsafe.Pointer(y))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3813,7 +3813,7 @@ func Cbsrxmv(handle Handle, dirA Direction, transA Operation, sizeOfMask int32, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCbsrxmv(fp, C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(sizeOfMask), C.int(mb), C.int(nb), C.int(nnzb), unsafe.Pointer(alpha), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), (*C.int)(unsafe.Pointer(bsrSortedMaskPtrA)), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedEndPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(blockDim), unsafe.Pointer(x), unsafe.Pointer(beta), unsafe.Pointer(y)); r != 0 {
+	if r := C.gocuda_cusparseCbsrxmv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(sizeOfMask), C.int(mb), C.int(nb), C.int(nnzb), unsafe.Pointer(alpha), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), (*C.int)(unsafe.Pointer(bsrSortedMaskPtrA)), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedEndPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(blockDim), unsafe.Pointer(x), unsafe.Pointer(beta), unsafe.Pointer(y)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3825,7 +3825,7 @@ func Zbsrxmv(handle Handle, dirA Direction, transA Operation, sizeOfMask int32, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseZbsrxmv(fp, C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(sizeOfMask), C.int(mb), C.int(nb), C.int(nnzb), unsafe.Pointer(alpha), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), (*C.int)(unsafe.Pointer(bsrSortedMaskPtrA)), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedEndPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(blockDim), unsafe.Pointer(x), unsafe.Pointer(beta), unsafe.Pointer(y)); r != 0 {
+	if r := C.gocuda_cusparseZbsrxmv(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(sizeOfMask), C.int(mb), C.int(nb), C.int(nnzb), unsafe.Pointer(alpha), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), (*C.int)(unsafe.Pointer(bsrSortedMaskPtrA)), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedEndPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(blockDim), unsafe.Pointer(x), unsafe.Pointer(beta), unsafe.Pointer(y)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3837,7 +3837,7 @@ func Xbsrsv2_zeroPivot(handle Handle, info Bsrsv2Info, position *int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseXbsrsv2_zeroPivot(fp, C.uintptr_t(handle), C.uintptr_t(info), (*C.int)(unsafe.Pointer(position))); r != 0 {
+	if r := C.gocuda_cusparseXbsrsv2_zeroPivot(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.uintptr_t(info), (*C.int)(unsafe.Pointer(position))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3849,7 +3849,7 @@ func Sbsrsv2_bufferSize(handle Handle, dirA Direction, transA Operation, mb int3
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSbsrsv2_bufferSize(fp, C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(bsrSortedValA)), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(blockDim), C.uintptr_t(info), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseSbsrsv2_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(bsrSortedValA)), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(blockDim), C.uintptr_t(info), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3861,7 +3861,7 @@ func Dbsrsv2_bufferSize(handle Handle, dirA Direction, transA Operation, mb int3
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDbsrsv2_bufferSize(fp, C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(bsrSortedValA)), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(blockDim), C.uintptr_t(info), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseDbsrsv2_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(bsrSortedValA)), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(blockDim), C.uintptr_t(info), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3873,7 +3873,7 @@ func Cbsrsv2_bufferSize(handle Handle, dirA Direction, transA Operation, mb int3
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCbsrsv2_bufferSize(fp, C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(blockDim), C.uintptr_t(info), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseCbsrsv2_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(blockDim), C.uintptr_t(info), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3885,7 +3885,7 @@ func Zbsrsv2_bufferSize(handle Handle, dirA Direction, transA Operation, mb int3
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseZbsrsv2_bufferSize(fp, C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(blockDim), C.uintptr_t(info), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseZbsrsv2_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(blockDim), C.uintptr_t(info), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3897,7 +3897,7 @@ func Sbsrsv2_bufferSizeExt(handle Handle, dirA Direction, transA Operation, mb i
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSbsrsv2_bufferSizeExt(fp, C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(bsrSortedValA)), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(blockSize), C.uintptr_t(info), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
+	if r := C.gocuda_cusparseSbsrsv2_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(bsrSortedValA)), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(blockSize), C.uintptr_t(info), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3909,7 +3909,7 @@ func Dbsrsv2_bufferSizeExt(handle Handle, dirA Direction, transA Operation, mb i
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDbsrsv2_bufferSizeExt(fp, C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(bsrSortedValA)), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(blockSize), C.uintptr_t(info), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
+	if r := C.gocuda_cusparseDbsrsv2_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(bsrSortedValA)), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(blockSize), C.uintptr_t(info), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3921,7 +3921,7 @@ func Cbsrsv2_bufferSizeExt(handle Handle, dirA Direction, transA Operation, mb i
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCbsrsv2_bufferSizeExt(fp, C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(blockSize), C.uintptr_t(info), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
+	if r := C.gocuda_cusparseCbsrsv2_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(blockSize), C.uintptr_t(info), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3933,7 +3933,7 @@ func Zbsrsv2_bufferSizeExt(handle Handle, dirA Direction, transA Operation, mb i
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseZbsrsv2_bufferSizeExt(fp, C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(blockSize), C.uintptr_t(info), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
+	if r := C.gocuda_cusparseZbsrsv2_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(blockSize), C.uintptr_t(info), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3945,7 +3945,7 @@ func Sbsrsv2_analysis(handle Handle, dirA Direction, transA Operation, mb int32,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSbsrsv2_analysis(fp, C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(bsrSortedValA)), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(blockDim), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseSbsrsv2_analysis(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(bsrSortedValA)), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(blockDim), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3957,7 +3957,7 @@ func Dbsrsv2_analysis(handle Handle, dirA Direction, transA Operation, mb int32,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDbsrsv2_analysis(fp, C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(bsrSortedValA)), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(blockDim), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseDbsrsv2_analysis(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(bsrSortedValA)), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(blockDim), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3969,7 +3969,7 @@ func Cbsrsv2_analysis(handle Handle, dirA Direction, transA Operation, mb int32,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCbsrsv2_analysis(fp, C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(blockDim), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseCbsrsv2_analysis(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(blockDim), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3981,7 +3981,7 @@ func Zbsrsv2_analysis(handle Handle, dirA Direction, transA Operation, mb int32,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseZbsrsv2_analysis(fp, C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(blockDim), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseZbsrsv2_analysis(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(blockDim), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -3993,7 +3993,7 @@ func Sbsrsv2_solve(handle Handle, dirA Direction, transA Operation, mb int32, nn
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSbsrsv2_solve(fp, C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(mb), C.int(nnzb), (*C.float)(unsafe.Pointer(alpha)), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(bsrSortedValA)), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(blockDim), C.uintptr_t(info), (*C.float)(unsafe.Pointer(f)), (*C.float)(unsafe.Pointer(x)), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseSbsrsv2_solve(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(mb), C.int(nnzb), (*C.float)(unsafe.Pointer(alpha)), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(bsrSortedValA)), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(blockDim), C.uintptr_t(info), (*C.float)(unsafe.Pointer(f)), (*C.float)(unsafe.Pointer(x)), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4005,7 +4005,7 @@ func Dbsrsv2_solve(handle Handle, dirA Direction, transA Operation, mb int32, nn
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDbsrsv2_solve(fp, C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(mb), C.int(nnzb), (*C.double)(unsafe.Pointer(alpha)), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(bsrSortedValA)), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(blockDim), C.uintptr_t(info), (*C.double)(unsafe.Pointer(f)), (*C.double)(unsafe.Pointer(x)), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseDbsrsv2_solve(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(mb), C.int(nnzb), (*C.double)(unsafe.Pointer(alpha)), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(bsrSortedValA)), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(blockDim), C.uintptr_t(info), (*C.double)(unsafe.Pointer(f)), (*C.double)(unsafe.Pointer(x)), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4017,7 +4017,7 @@ func Cbsrsv2_solve(handle Handle, dirA Direction, transA Operation, mb int32, nn
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCbsrsv2_solve(fp, C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(mb), C.int(nnzb), unsafe.Pointer(alpha), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(blockDim), C.uintptr_t(info), unsafe.Pointer(f), unsafe.Pointer(x), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseCbsrsv2_solve(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(mb), C.int(nnzb), unsafe.Pointer(alpha), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(blockDim), C.uintptr_t(info), unsafe.Pointer(f), unsafe.Pointer(x), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4029,7 +4029,7 @@ func Zbsrsv2_solve(handle Handle, dirA Direction, transA Operation, mb int32, nn
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseZbsrsv2_solve(fp, C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(mb), C.int(nnzb), unsafe.Pointer(alpha), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(blockDim), C.uintptr_t(info), unsafe.Pointer(f), unsafe.Pointer(x), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseZbsrsv2_solve(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(mb), C.int(nnzb), unsafe.Pointer(alpha), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(blockDim), C.uintptr_t(info), unsafe.Pointer(f), unsafe.Pointer(x), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4041,7 +4041,7 @@ func Sbsrmm(handle Handle, dirA Direction, transA Operation, transB Operation, m
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSbsrmm(fp, C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(transB), C.int(mb), C.int(n), C.int(kb), C.int(nnzb), (*C.float)(unsafe.Pointer(alpha)), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(bsrSortedValA)), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(blockSize), (*C.float)(unsafe.Pointer(B)), C.int(ldb), (*C.float)(unsafe.Pointer(beta)), (*C.float)(unsafe.Pointer(C_)), C.int(ldc)); r != 0 {
+	if r := C.gocuda_cusparseSbsrmm(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(transB), C.int(mb), C.int(n), C.int(kb), C.int(nnzb), (*C.float)(unsafe.Pointer(alpha)), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(bsrSortedValA)), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(blockSize), (*C.float)(unsafe.Pointer(B)), C.int(ldb), (*C.float)(unsafe.Pointer(beta)), (*C.float)(unsafe.Pointer(C_)), C.int(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4053,7 +4053,7 @@ func Dbsrmm(handle Handle, dirA Direction, transA Operation, transB Operation, m
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDbsrmm(fp, C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(transB), C.int(mb), C.int(n), C.int(kb), C.int(nnzb), (*C.double)(unsafe.Pointer(alpha)), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(bsrSortedValA)), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(blockSize), (*C.double)(unsafe.Pointer(B)), C.int(ldb), (*C.double)(unsafe.Pointer(beta)), (*C.double)(unsafe.Pointer(C_)), C.int(ldc)); r != 0 {
+	if r := C.gocuda_cusparseDbsrmm(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(transB), C.int(mb), C.int(n), C.int(kb), C.int(nnzb), (*C.double)(unsafe.Pointer(alpha)), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(bsrSortedValA)), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(blockSize), (*C.double)(unsafe.Pointer(B)), C.int(ldb), (*C.double)(unsafe.Pointer(beta)), (*C.double)(unsafe.Pointer(C_)), C.int(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4065,7 +4065,7 @@ func Cbsrmm(handle Handle, dirA Direction, transA Operation, transB Operation, m
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCbsrmm(fp, C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(transB), C.int(mb), C.int(n), C.int(kb), C.int(nnzb), unsafe.Pointer(alpha), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(blockSize), unsafe.Pointer(B), C.int(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int(ldc)); r != 0 {
+	if r := C.gocuda_cusparseCbsrmm(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(transB), C.int(mb), C.int(n), C.int(kb), C.int(nnzb), unsafe.Pointer(alpha), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(blockSize), unsafe.Pointer(B), C.int(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4077,7 +4077,7 @@ func Zbsrmm(handle Handle, dirA Direction, transA Operation, transB Operation, m
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseZbsrmm(fp, C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(transB), C.int(mb), C.int(n), C.int(kb), C.int(nnzb), unsafe.Pointer(alpha), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(blockSize), unsafe.Pointer(B), C.int(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int(ldc)); r != 0 {
+	if r := C.gocuda_cusparseZbsrmm(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(transB), C.int(mb), C.int(n), C.int(kb), C.int(nnzb), unsafe.Pointer(alpha), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(blockSize), unsafe.Pointer(B), C.int(ldb), unsafe.Pointer(beta), unsafe.Pointer(C_), C.int(ldc)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4089,7 +4089,7 @@ func Xbsrsm2_zeroPivot(handle Handle, info Bsrsm2Info, position *int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseXbsrsm2_zeroPivot(fp, C.uintptr_t(handle), C.uintptr_t(info), (*C.int)(unsafe.Pointer(position))); r != 0 {
+	if r := C.gocuda_cusparseXbsrsm2_zeroPivot(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.uintptr_t(info), (*C.int)(unsafe.Pointer(position))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4101,7 +4101,7 @@ func Sbsrsm2_bufferSize(handle Handle, dirA Direction, transA Operation, transXY
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSbsrsm2_bufferSize(fp, C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(transXY), C.int(mb), C.int(n), C.int(nnzb), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(bsrSortedVal)), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockSize), C.uintptr_t(info), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseSbsrsm2_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(transXY), C.int(mb), C.int(n), C.int(nnzb), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(bsrSortedVal)), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockSize), C.uintptr_t(info), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4113,7 +4113,7 @@ func Dbsrsm2_bufferSize(handle Handle, dirA Direction, transA Operation, transXY
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDbsrsm2_bufferSize(fp, C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(transXY), C.int(mb), C.int(n), C.int(nnzb), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(bsrSortedVal)), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockSize), C.uintptr_t(info), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseDbsrsm2_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(transXY), C.int(mb), C.int(n), C.int(nnzb), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(bsrSortedVal)), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockSize), C.uintptr_t(info), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4125,7 +4125,7 @@ func Cbsrsm2_bufferSize(handle Handle, dirA Direction, transA Operation, transXY
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCbsrsm2_bufferSize(fp, C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(transXY), C.int(mb), C.int(n), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockSize), C.uintptr_t(info), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseCbsrsm2_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(transXY), C.int(mb), C.int(n), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockSize), C.uintptr_t(info), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4137,7 +4137,7 @@ func Zbsrsm2_bufferSize(handle Handle, dirA Direction, transA Operation, transXY
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseZbsrsm2_bufferSize(fp, C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(transXY), C.int(mb), C.int(n), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockSize), C.uintptr_t(info), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseZbsrsm2_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(transXY), C.int(mb), C.int(n), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockSize), C.uintptr_t(info), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4149,7 +4149,7 @@ func Sbsrsm2_bufferSizeExt(handle Handle, dirA Direction, transA Operation, tran
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSbsrsm2_bufferSizeExt(fp, C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(transB), C.int(mb), C.int(n), C.int(nnzb), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(bsrSortedVal)), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockSize), C.uintptr_t(info), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
+	if r := C.gocuda_cusparseSbsrsm2_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(transB), C.int(mb), C.int(n), C.int(nnzb), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(bsrSortedVal)), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockSize), C.uintptr_t(info), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4161,7 +4161,7 @@ func Dbsrsm2_bufferSizeExt(handle Handle, dirA Direction, transA Operation, tran
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDbsrsm2_bufferSizeExt(fp, C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(transB), C.int(mb), C.int(n), C.int(nnzb), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(bsrSortedVal)), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockSize), C.uintptr_t(info), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
+	if r := C.gocuda_cusparseDbsrsm2_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(transB), C.int(mb), C.int(n), C.int(nnzb), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(bsrSortedVal)), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockSize), C.uintptr_t(info), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4173,7 +4173,7 @@ func Cbsrsm2_bufferSizeExt(handle Handle, dirA Direction, transA Operation, tran
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCbsrsm2_bufferSizeExt(fp, C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(transB), C.int(mb), C.int(n), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockSize), C.uintptr_t(info), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
+	if r := C.gocuda_cusparseCbsrsm2_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(transB), C.int(mb), C.int(n), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockSize), C.uintptr_t(info), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4185,7 +4185,7 @@ func Zbsrsm2_bufferSizeExt(handle Handle, dirA Direction, transA Operation, tran
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseZbsrsm2_bufferSizeExt(fp, C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(transB), C.int(mb), C.int(n), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockSize), C.uintptr_t(info), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
+	if r := C.gocuda_cusparseZbsrsm2_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(transB), C.int(mb), C.int(n), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockSize), C.uintptr_t(info), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4197,7 +4197,7 @@ func Sbsrsm2_analysis(handle Handle, dirA Direction, transA Operation, transXY O
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSbsrsm2_analysis(fp, C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(transXY), C.int(mb), C.int(n), C.int(nnzb), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(bsrSortedVal)), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockSize), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseSbsrsm2_analysis(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(transXY), C.int(mb), C.int(n), C.int(nnzb), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(bsrSortedVal)), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockSize), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4209,7 +4209,7 @@ func Dbsrsm2_analysis(handle Handle, dirA Direction, transA Operation, transXY O
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDbsrsm2_analysis(fp, C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(transXY), C.int(mb), C.int(n), C.int(nnzb), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(bsrSortedVal)), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockSize), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseDbsrsm2_analysis(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(transXY), C.int(mb), C.int(n), C.int(nnzb), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(bsrSortedVal)), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockSize), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4221,7 +4221,7 @@ func Cbsrsm2_analysis(handle Handle, dirA Direction, transA Operation, transXY O
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCbsrsm2_analysis(fp, C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(transXY), C.int(mb), C.int(n), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockSize), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseCbsrsm2_analysis(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(transXY), C.int(mb), C.int(n), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockSize), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4233,7 +4233,7 @@ func Zbsrsm2_analysis(handle Handle, dirA Direction, transA Operation, transXY O
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseZbsrsm2_analysis(fp, C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(transXY), C.int(mb), C.int(n), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockSize), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseZbsrsm2_analysis(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(transXY), C.int(mb), C.int(n), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockSize), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4245,7 +4245,7 @@ func Sbsrsm2_solve(handle Handle, dirA Direction, transA Operation, transXY Oper
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSbsrsm2_solve(fp, C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(transXY), C.int(mb), C.int(n), C.int(nnzb), (*C.float)(unsafe.Pointer(alpha)), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(bsrSortedVal)), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockSize), C.uintptr_t(info), (*C.float)(unsafe.Pointer(B)), C.int(ldb), (*C.float)(unsafe.Pointer(X)), C.int(ldx), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseSbsrsm2_solve(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(transXY), C.int(mb), C.int(n), C.int(nnzb), (*C.float)(unsafe.Pointer(alpha)), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(bsrSortedVal)), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockSize), C.uintptr_t(info), (*C.float)(unsafe.Pointer(B)), C.int(ldb), (*C.float)(unsafe.Pointer(X)), C.int(ldx), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4257,7 +4257,7 @@ func Dbsrsm2_solve(handle Handle, dirA Direction, transA Operation, transXY Oper
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDbsrsm2_solve(fp, C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(transXY), C.int(mb), C.int(n), C.int(nnzb), (*C.double)(unsafe.Pointer(alpha)), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(bsrSortedVal)), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockSize), C.uintptr_t(info), (*C.double)(unsafe.Pointer(B)), C.int(ldb), (*C.double)(unsafe.Pointer(X)), C.int(ldx), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseDbsrsm2_solve(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(transXY), C.int(mb), C.int(n), C.int(nnzb), (*C.double)(unsafe.Pointer(alpha)), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(bsrSortedVal)), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockSize), C.uintptr_t(info), (*C.double)(unsafe.Pointer(B)), C.int(ldb), (*C.double)(unsafe.Pointer(X)), C.int(ldx), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4269,7 +4269,7 @@ func Cbsrsm2_solve(handle Handle, dirA Direction, transA Operation, transXY Oper
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCbsrsm2_solve(fp, C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(transXY), C.int(mb), C.int(n), C.int(nnzb), unsafe.Pointer(alpha), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockSize), C.uintptr_t(info), unsafe.Pointer(B), C.int(ldb), unsafe.Pointer(X), C.int(ldx), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseCbsrsm2_solve(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(transXY), C.int(mb), C.int(n), C.int(nnzb), unsafe.Pointer(alpha), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockSize), C.uintptr_t(info), unsafe.Pointer(B), C.int(ldb), unsafe.Pointer(X), C.int(ldx), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4281,7 +4281,7 @@ func Zbsrsm2_solve(handle Handle, dirA Direction, transA Operation, transXY Oper
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseZbsrsm2_solve(fp, C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(transXY), C.int(mb), C.int(n), C.int(nnzb), unsafe.Pointer(alpha), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockSize), C.uintptr_t(info), unsafe.Pointer(B), C.int(ldb), unsafe.Pointer(X), C.int(ldx), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseZbsrsm2_solve(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(transA), C.int(transXY), C.int(mb), C.int(n), C.int(nnzb), unsafe.Pointer(alpha), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockSize), C.uintptr_t(info), unsafe.Pointer(B), C.int(ldb), unsafe.Pointer(X), C.int(ldx), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4293,7 +4293,7 @@ func Scsrilu02_numericBoost(handle Handle, info Csrilu02Info, enable_boost int32
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseScsrilu02_numericBoost(fp, C.uintptr_t(handle), C.uintptr_t(info), C.int(enable_boost), (*C.double)(unsafe.Pointer(tol)), (*C.float)(unsafe.Pointer(boost_val))); r != 0 {
+	if r := C.gocuda_cusparseScsrilu02_numericBoost(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.uintptr_t(info), C.int(enable_boost), (*C.double)(unsafe.Pointer(tol)), (*C.float)(unsafe.Pointer(boost_val))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4305,7 +4305,7 @@ func Dcsrilu02_numericBoost(handle Handle, info Csrilu02Info, enable_boost int32
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDcsrilu02_numericBoost(fp, C.uintptr_t(handle), C.uintptr_t(info), C.int(enable_boost), (*C.double)(unsafe.Pointer(tol)), (*C.double)(unsafe.Pointer(boost_val))); r != 0 {
+	if r := C.gocuda_cusparseDcsrilu02_numericBoost(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.uintptr_t(info), C.int(enable_boost), (*C.double)(unsafe.Pointer(tol)), (*C.double)(unsafe.Pointer(boost_val))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4317,7 +4317,7 @@ func Ccsrilu02_numericBoost(handle Handle, info Csrilu02Info, enable_boost int32
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCcsrilu02_numericBoost(fp, C.uintptr_t(handle), C.uintptr_t(info), C.int(enable_boost), (*C.double)(unsafe.Pointer(tol)), unsafe.Pointer(boost_val)); r != 0 {
+	if r := C.gocuda_cusparseCcsrilu02_numericBoost(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.uintptr_t(info), C.int(enable_boost), (*C.double)(unsafe.Pointer(tol)), unsafe.Pointer(boost_val)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4329,7 +4329,7 @@ func Zcsrilu02_numericBoost(handle Handle, info Csrilu02Info, enable_boost int32
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseZcsrilu02_numericBoost(fp, C.uintptr_t(handle), C.uintptr_t(info), C.int(enable_boost), (*C.double)(unsafe.Pointer(tol)), unsafe.Pointer(boost_val)); r != 0 {
+	if r := C.gocuda_cusparseZcsrilu02_numericBoost(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.uintptr_t(info), C.int(enable_boost), (*C.double)(unsafe.Pointer(tol)), unsafe.Pointer(boost_val)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4341,7 +4341,7 @@ func Xcsrilu02_zeroPivot(handle Handle, info Csrilu02Info, position *int32) erro
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseXcsrilu02_zeroPivot(fp, C.uintptr_t(handle), C.uintptr_t(info), (*C.int)(unsafe.Pointer(position))); r != 0 {
+	if r := C.gocuda_cusparseXcsrilu02_zeroPivot(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.uintptr_t(info), (*C.int)(unsafe.Pointer(position))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4353,7 +4353,7 @@ func Scsrilu02_bufferSize(handle Handle, m int32, nnz int32, descrA MatDescr, cs
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseScsrilu02_bufferSize(fp, C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseScsrilu02_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4365,7 +4365,7 @@ func Dcsrilu02_bufferSize(handle Handle, m int32, nnz int32, descrA MatDescr, cs
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDcsrilu02_bufferSize(fp, C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseDcsrilu02_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4377,7 +4377,7 @@ func Ccsrilu02_bufferSize(handle Handle, m int32, nnz int32, descrA MatDescr, cs
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCcsrilu02_bufferSize(fp, C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseCcsrilu02_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4389,7 +4389,7 @@ func Zcsrilu02_bufferSize(handle Handle, m int32, nnz int32, descrA MatDescr, cs
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseZcsrilu02_bufferSize(fp, C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseZcsrilu02_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4401,7 +4401,7 @@ func Scsrilu02_bufferSizeExt(handle Handle, m int32, nnz int32, descrA MatDescr,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseScsrilu02_bufferSizeExt(fp, C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(csrSortedVal)), (*C.int)(unsafe.Pointer(csrSortedRowPtr)), (*C.int)(unsafe.Pointer(csrSortedColInd)), C.uintptr_t(info), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
+	if r := C.gocuda_cusparseScsrilu02_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(csrSortedVal)), (*C.int)(unsafe.Pointer(csrSortedRowPtr)), (*C.int)(unsafe.Pointer(csrSortedColInd)), C.uintptr_t(info), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4413,7 +4413,7 @@ func Dcsrilu02_bufferSizeExt(handle Handle, m int32, nnz int32, descrA MatDescr,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDcsrilu02_bufferSizeExt(fp, C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(csrSortedVal)), (*C.int)(unsafe.Pointer(csrSortedRowPtr)), (*C.int)(unsafe.Pointer(csrSortedColInd)), C.uintptr_t(info), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
+	if r := C.gocuda_cusparseDcsrilu02_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(csrSortedVal)), (*C.int)(unsafe.Pointer(csrSortedRowPtr)), (*C.int)(unsafe.Pointer(csrSortedColInd)), C.uintptr_t(info), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4425,7 +4425,7 @@ func Ccsrilu02_bufferSizeExt(handle Handle, m int32, nnz int32, descrA MatDescr,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCcsrilu02_bufferSizeExt(fp, C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedVal), (*C.int)(unsafe.Pointer(csrSortedRowPtr)), (*C.int)(unsafe.Pointer(csrSortedColInd)), C.uintptr_t(info), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
+	if r := C.gocuda_cusparseCcsrilu02_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedVal), (*C.int)(unsafe.Pointer(csrSortedRowPtr)), (*C.int)(unsafe.Pointer(csrSortedColInd)), C.uintptr_t(info), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4437,7 +4437,7 @@ func Zcsrilu02_bufferSizeExt(handle Handle, m int32, nnz int32, descrA MatDescr,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseZcsrilu02_bufferSizeExt(fp, C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedVal), (*C.int)(unsafe.Pointer(csrSortedRowPtr)), (*C.int)(unsafe.Pointer(csrSortedColInd)), C.uintptr_t(info), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
+	if r := C.gocuda_cusparseZcsrilu02_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedVal), (*C.int)(unsafe.Pointer(csrSortedRowPtr)), (*C.int)(unsafe.Pointer(csrSortedColInd)), C.uintptr_t(info), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4449,7 +4449,7 @@ func Scsrilu02_analysis(handle Handle, m int32, nnz int32, descrA MatDescr, csrS
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseScsrilu02_analysis(fp, C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseScsrilu02_analysis(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4461,7 +4461,7 @@ func Dcsrilu02_analysis(handle Handle, m int32, nnz int32, descrA MatDescr, csrS
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDcsrilu02_analysis(fp, C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseDcsrilu02_analysis(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4473,7 +4473,7 @@ func Ccsrilu02_analysis(handle Handle, m int32, nnz int32, descrA MatDescr, csrS
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCcsrilu02_analysis(fp, C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseCcsrilu02_analysis(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4485,7 +4485,7 @@ func Zcsrilu02_analysis(handle Handle, m int32, nnz int32, descrA MatDescr, csrS
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseZcsrilu02_analysis(fp, C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseZcsrilu02_analysis(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4497,7 +4497,7 @@ func Scsrilu02(handle Handle, m int32, nnz int32, descrA MatDescr, csrSortedValA
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseScsrilu02(fp, C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(csrSortedValA_valM)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseScsrilu02(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(csrSortedValA_valM)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4509,7 +4509,7 @@ func Dcsrilu02(handle Handle, m int32, nnz int32, descrA MatDescr, csrSortedValA
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDcsrilu02(fp, C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(csrSortedValA_valM)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseDcsrilu02(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(csrSortedValA_valM)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4521,7 +4521,7 @@ func Ccsrilu02(handle Handle, m int32, nnz int32, descrA MatDescr, csrSortedValA
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCcsrilu02(fp, C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA_valM), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseCcsrilu02(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA_valM), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4533,7 +4533,7 @@ func Zcsrilu02(handle Handle, m int32, nnz int32, descrA MatDescr, csrSortedValA
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseZcsrilu02(fp, C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA_valM), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseZcsrilu02(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA_valM), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4545,7 +4545,7 @@ func Sbsrilu02_numericBoost(handle Handle, info Bsrilu02Info, enable_boost int32
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSbsrilu02_numericBoost(fp, C.uintptr_t(handle), C.uintptr_t(info), C.int(enable_boost), (*C.double)(unsafe.Pointer(tol)), (*C.float)(unsafe.Pointer(boost_val))); r != 0 {
+	if r := C.gocuda_cusparseSbsrilu02_numericBoost(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.uintptr_t(info), C.int(enable_boost), (*C.double)(unsafe.Pointer(tol)), (*C.float)(unsafe.Pointer(boost_val))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4557,7 +4557,7 @@ func Dbsrilu02_numericBoost(handle Handle, info Bsrilu02Info, enable_boost int32
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDbsrilu02_numericBoost(fp, C.uintptr_t(handle), C.uintptr_t(info), C.int(enable_boost), (*C.double)(unsafe.Pointer(tol)), (*C.double)(unsafe.Pointer(boost_val))); r != 0 {
+	if r := C.gocuda_cusparseDbsrilu02_numericBoost(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.uintptr_t(info), C.int(enable_boost), (*C.double)(unsafe.Pointer(tol)), (*C.double)(unsafe.Pointer(boost_val))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4569,7 +4569,7 @@ func Cbsrilu02_numericBoost(handle Handle, info Bsrilu02Info, enable_boost int32
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCbsrilu02_numericBoost(fp, C.uintptr_t(handle), C.uintptr_t(info), C.int(enable_boost), (*C.double)(unsafe.Pointer(tol)), unsafe.Pointer(boost_val)); r != 0 {
+	if r := C.gocuda_cusparseCbsrilu02_numericBoost(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.uintptr_t(info), C.int(enable_boost), (*C.double)(unsafe.Pointer(tol)), unsafe.Pointer(boost_val)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4581,7 +4581,7 @@ func Zbsrilu02_numericBoost(handle Handle, info Bsrilu02Info, enable_boost int32
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseZbsrilu02_numericBoost(fp, C.uintptr_t(handle), C.uintptr_t(info), C.int(enable_boost), (*C.double)(unsafe.Pointer(tol)), unsafe.Pointer(boost_val)); r != 0 {
+	if r := C.gocuda_cusparseZbsrilu02_numericBoost(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.uintptr_t(info), C.int(enable_boost), (*C.double)(unsafe.Pointer(tol)), unsafe.Pointer(boost_val)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4593,7 +4593,7 @@ func Xbsrilu02_zeroPivot(handle Handle, info Bsrilu02Info, position *int32) erro
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseXbsrilu02_zeroPivot(fp, C.uintptr_t(handle), C.uintptr_t(info), (*C.int)(unsafe.Pointer(position))); r != 0 {
+	if r := C.gocuda_cusparseXbsrilu02_zeroPivot(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.uintptr_t(info), (*C.int)(unsafe.Pointer(position))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4605,7 +4605,7 @@ func Sbsrilu02_bufferSize(handle Handle, dirA Direction, mb int32, nnzb int32, d
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSbsrilu02_bufferSize(fp, C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(bsrSortedVal)), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockDim), C.uintptr_t(info), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseSbsrilu02_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(bsrSortedVal)), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockDim), C.uintptr_t(info), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4617,7 +4617,7 @@ func Dbsrilu02_bufferSize(handle Handle, dirA Direction, mb int32, nnzb int32, d
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDbsrilu02_bufferSize(fp, C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(bsrSortedVal)), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockDim), C.uintptr_t(info), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseDbsrilu02_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(bsrSortedVal)), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockDim), C.uintptr_t(info), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4629,7 +4629,7 @@ func Cbsrilu02_bufferSize(handle Handle, dirA Direction, mb int32, nnzb int32, d
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCbsrilu02_bufferSize(fp, C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockDim), C.uintptr_t(info), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseCbsrilu02_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockDim), C.uintptr_t(info), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4641,7 +4641,7 @@ func Zbsrilu02_bufferSize(handle Handle, dirA Direction, mb int32, nnzb int32, d
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseZbsrilu02_bufferSize(fp, C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockDim), C.uintptr_t(info), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseZbsrilu02_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockDim), C.uintptr_t(info), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4653,7 +4653,7 @@ func Sbsrilu02_bufferSizeExt(handle Handle, dirA Direction, mb int32, nnzb int32
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSbsrilu02_bufferSizeExt(fp, C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(bsrSortedVal)), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockSize), C.uintptr_t(info), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
+	if r := C.gocuda_cusparseSbsrilu02_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(bsrSortedVal)), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockSize), C.uintptr_t(info), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4665,7 +4665,7 @@ func Dbsrilu02_bufferSizeExt(handle Handle, dirA Direction, mb int32, nnzb int32
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDbsrilu02_bufferSizeExt(fp, C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(bsrSortedVal)), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockSize), C.uintptr_t(info), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
+	if r := C.gocuda_cusparseDbsrilu02_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(bsrSortedVal)), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockSize), C.uintptr_t(info), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4677,7 +4677,7 @@ func Cbsrilu02_bufferSizeExt(handle Handle, dirA Direction, mb int32, nnzb int32
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCbsrilu02_bufferSizeExt(fp, C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockSize), C.uintptr_t(info), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
+	if r := C.gocuda_cusparseCbsrilu02_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockSize), C.uintptr_t(info), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4689,7 +4689,7 @@ func Zbsrilu02_bufferSizeExt(handle Handle, dirA Direction, mb int32, nnzb int32
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseZbsrilu02_bufferSizeExt(fp, C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockSize), C.uintptr_t(info), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
+	if r := C.gocuda_cusparseZbsrilu02_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockSize), C.uintptr_t(info), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4701,7 +4701,7 @@ func Sbsrilu02_analysis(handle Handle, dirA Direction, mb int32, nnzb int32, des
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSbsrilu02_analysis(fp, C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(bsrSortedVal)), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockDim), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseSbsrilu02_analysis(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(bsrSortedVal)), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockDim), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4713,7 +4713,7 @@ func Dbsrilu02_analysis(handle Handle, dirA Direction, mb int32, nnzb int32, des
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDbsrilu02_analysis(fp, C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(bsrSortedVal)), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockDim), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseDbsrilu02_analysis(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(bsrSortedVal)), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockDim), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4725,7 +4725,7 @@ func Cbsrilu02_analysis(handle Handle, dirA Direction, mb int32, nnzb int32, des
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCbsrilu02_analysis(fp, C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockDim), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseCbsrilu02_analysis(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockDim), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4737,7 +4737,7 @@ func Zbsrilu02_analysis(handle Handle, dirA Direction, mb int32, nnzb int32, des
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseZbsrilu02_analysis(fp, C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockDim), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseZbsrilu02_analysis(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockDim), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4749,7 +4749,7 @@ func Sbsrilu02(handle Handle, dirA Direction, mb int32, nnzb int32, descrA MatDe
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSbsrilu02(fp, C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(bsrSortedVal)), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockDim), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseSbsrilu02(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(bsrSortedVal)), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockDim), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4761,7 +4761,7 @@ func Dbsrilu02(handle Handle, dirA Direction, mb int32, nnzb int32, descrA MatDe
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDbsrilu02(fp, C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(bsrSortedVal)), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockDim), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseDbsrilu02(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(bsrSortedVal)), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockDim), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4773,7 +4773,7 @@ func Cbsrilu02(handle Handle, dirA Direction, mb int32, nnzb int32, descrA MatDe
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCbsrilu02(fp, C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockDim), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseCbsrilu02(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockDim), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4785,7 +4785,7 @@ func Zbsrilu02(handle Handle, dirA Direction, mb int32, nnzb int32, descrA MatDe
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseZbsrilu02(fp, C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockDim), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseZbsrilu02(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockDim), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4797,7 +4797,7 @@ func Xcsric02_zeroPivot(handle Handle, info Csric02Info, position *int32) error 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseXcsric02_zeroPivot(fp, C.uintptr_t(handle), C.uintptr_t(info), (*C.int)(unsafe.Pointer(position))); r != 0 {
+	if r := C.gocuda_cusparseXcsric02_zeroPivot(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.uintptr_t(info), (*C.int)(unsafe.Pointer(position))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4809,7 +4809,7 @@ func Scsric02_bufferSize(handle Handle, m int32, nnz int32, descrA MatDescr, csr
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseScsric02_bufferSize(fp, C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseScsric02_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4821,7 +4821,7 @@ func Dcsric02_bufferSize(handle Handle, m int32, nnz int32, descrA MatDescr, csr
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDcsric02_bufferSize(fp, C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseDcsric02_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4833,7 +4833,7 @@ func Ccsric02_bufferSize(handle Handle, m int32, nnz int32, descrA MatDescr, csr
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCcsric02_bufferSize(fp, C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseCcsric02_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4845,7 +4845,7 @@ func Zcsric02_bufferSize(handle Handle, m int32, nnz int32, descrA MatDescr, csr
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseZcsric02_bufferSize(fp, C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseZcsric02_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4857,7 +4857,7 @@ func Scsric02_bufferSizeExt(handle Handle, m int32, nnz int32, descrA MatDescr, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseScsric02_bufferSizeExt(fp, C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(csrSortedVal)), (*C.int)(unsafe.Pointer(csrSortedRowPtr)), (*C.int)(unsafe.Pointer(csrSortedColInd)), C.uintptr_t(info), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
+	if r := C.gocuda_cusparseScsric02_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(csrSortedVal)), (*C.int)(unsafe.Pointer(csrSortedRowPtr)), (*C.int)(unsafe.Pointer(csrSortedColInd)), C.uintptr_t(info), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4869,7 +4869,7 @@ func Dcsric02_bufferSizeExt(handle Handle, m int32, nnz int32, descrA MatDescr, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDcsric02_bufferSizeExt(fp, C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(csrSortedVal)), (*C.int)(unsafe.Pointer(csrSortedRowPtr)), (*C.int)(unsafe.Pointer(csrSortedColInd)), C.uintptr_t(info), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
+	if r := C.gocuda_cusparseDcsric02_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(csrSortedVal)), (*C.int)(unsafe.Pointer(csrSortedRowPtr)), (*C.int)(unsafe.Pointer(csrSortedColInd)), C.uintptr_t(info), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4881,7 +4881,7 @@ func Ccsric02_bufferSizeExt(handle Handle, m int32, nnz int32, descrA MatDescr, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCcsric02_bufferSizeExt(fp, C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedVal), (*C.int)(unsafe.Pointer(csrSortedRowPtr)), (*C.int)(unsafe.Pointer(csrSortedColInd)), C.uintptr_t(info), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
+	if r := C.gocuda_cusparseCcsric02_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedVal), (*C.int)(unsafe.Pointer(csrSortedRowPtr)), (*C.int)(unsafe.Pointer(csrSortedColInd)), C.uintptr_t(info), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4893,7 +4893,7 @@ func Zcsric02_bufferSizeExt(handle Handle, m int32, nnz int32, descrA MatDescr, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseZcsric02_bufferSizeExt(fp, C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedVal), (*C.int)(unsafe.Pointer(csrSortedRowPtr)), (*C.int)(unsafe.Pointer(csrSortedColInd)), C.uintptr_t(info), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
+	if r := C.gocuda_cusparseZcsric02_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedVal), (*C.int)(unsafe.Pointer(csrSortedRowPtr)), (*C.int)(unsafe.Pointer(csrSortedColInd)), C.uintptr_t(info), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4905,7 +4905,7 @@ func Scsric02_analysis(handle Handle, m int32, nnz int32, descrA MatDescr, csrSo
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseScsric02_analysis(fp, C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseScsric02_analysis(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4917,7 +4917,7 @@ func Dcsric02_analysis(handle Handle, m int32, nnz int32, descrA MatDescr, csrSo
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDcsric02_analysis(fp, C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseDcsric02_analysis(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4929,7 +4929,7 @@ func Ccsric02_analysis(handle Handle, m int32, nnz int32, descrA MatDescr, csrSo
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCcsric02_analysis(fp, C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseCcsric02_analysis(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4941,7 +4941,7 @@ func Zcsric02_analysis(handle Handle, m int32, nnz int32, descrA MatDescr, csrSo
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseZcsric02_analysis(fp, C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseZcsric02_analysis(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4953,7 +4953,7 @@ func Scsric02(handle Handle, m int32, nnz int32, descrA MatDescr, csrSortedValA_
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseScsric02(fp, C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(csrSortedValA_valM)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseScsric02(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(csrSortedValA_valM)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4965,7 +4965,7 @@ func Dcsric02(handle Handle, m int32, nnz int32, descrA MatDescr, csrSortedValA_
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDcsric02(fp, C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(csrSortedValA_valM)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseDcsric02(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(csrSortedValA_valM)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4977,7 +4977,7 @@ func Ccsric02(handle Handle, m int32, nnz int32, descrA MatDescr, csrSortedValA_
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCcsric02(fp, C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA_valM), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseCcsric02(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA_valM), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -4989,7 +4989,7 @@ func Zcsric02(handle Handle, m int32, nnz int32, descrA MatDescr, csrSortedValA_
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseZcsric02(fp, C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA_valM), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseZcsric02(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA_valM), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5001,7 +5001,7 @@ func Xbsric02_zeroPivot(handle Handle, info Bsric02Info, position *int32) error 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseXbsric02_zeroPivot(fp, C.uintptr_t(handle), C.uintptr_t(info), (*C.int)(unsafe.Pointer(position))); r != 0 {
+	if r := C.gocuda_cusparseXbsric02_zeroPivot(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.uintptr_t(info), (*C.int)(unsafe.Pointer(position))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5013,7 +5013,7 @@ func Sbsric02_bufferSize(handle Handle, dirA Direction, mb int32, nnzb int32, de
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSbsric02_bufferSize(fp, C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(bsrSortedVal)), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockDim), C.uintptr_t(info), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseSbsric02_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(bsrSortedVal)), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockDim), C.uintptr_t(info), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5025,7 +5025,7 @@ func Dbsric02_bufferSize(handle Handle, dirA Direction, mb int32, nnzb int32, de
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDbsric02_bufferSize(fp, C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(bsrSortedVal)), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockDim), C.uintptr_t(info), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseDbsric02_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(bsrSortedVal)), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockDim), C.uintptr_t(info), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5037,7 +5037,7 @@ func Cbsric02_bufferSize(handle Handle, dirA Direction, mb int32, nnzb int32, de
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCbsric02_bufferSize(fp, C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockDim), C.uintptr_t(info), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseCbsric02_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockDim), C.uintptr_t(info), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5049,7 +5049,7 @@ func Zbsric02_bufferSize(handle Handle, dirA Direction, mb int32, nnzb int32, de
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseZbsric02_bufferSize(fp, C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockDim), C.uintptr_t(info), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseZbsric02_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockDim), C.uintptr_t(info), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5061,7 +5061,7 @@ func Sbsric02_bufferSizeExt(handle Handle, dirA Direction, mb int32, nnzb int32,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSbsric02_bufferSizeExt(fp, C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(bsrSortedVal)), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockSize), C.uintptr_t(info), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
+	if r := C.gocuda_cusparseSbsric02_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(bsrSortedVal)), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockSize), C.uintptr_t(info), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5073,7 +5073,7 @@ func Dbsric02_bufferSizeExt(handle Handle, dirA Direction, mb int32, nnzb int32,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDbsric02_bufferSizeExt(fp, C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(bsrSortedVal)), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockSize), C.uintptr_t(info), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
+	if r := C.gocuda_cusparseDbsric02_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(bsrSortedVal)), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockSize), C.uintptr_t(info), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5085,7 +5085,7 @@ func Cbsric02_bufferSizeExt(handle Handle, dirA Direction, mb int32, nnzb int32,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCbsric02_bufferSizeExt(fp, C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockSize), C.uintptr_t(info), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
+	if r := C.gocuda_cusparseCbsric02_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockSize), C.uintptr_t(info), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5097,7 +5097,7 @@ func Zbsric02_bufferSizeExt(handle Handle, dirA Direction, mb int32, nnzb int32,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseZbsric02_bufferSizeExt(fp, C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockSize), C.uintptr_t(info), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
+	if r := C.gocuda_cusparseZbsric02_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockSize), C.uintptr_t(info), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5109,7 +5109,7 @@ func Sbsric02_analysis(handle Handle, dirA Direction, mb int32, nnzb int32, desc
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSbsric02_analysis(fp, C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(bsrSortedVal)), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockDim), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pInputBuffer)); r != 0 {
+	if r := C.gocuda_cusparseSbsric02_analysis(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(bsrSortedVal)), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockDim), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pInputBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5121,7 +5121,7 @@ func Dbsric02_analysis(handle Handle, dirA Direction, mb int32, nnzb int32, desc
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDbsric02_analysis(fp, C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(bsrSortedVal)), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockDim), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pInputBuffer)); r != 0 {
+	if r := C.gocuda_cusparseDbsric02_analysis(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(bsrSortedVal)), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockDim), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pInputBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5133,7 +5133,7 @@ func Cbsric02_analysis(handle Handle, dirA Direction, mb int32, nnzb int32, desc
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCbsric02_analysis(fp, C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockDim), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pInputBuffer)); r != 0 {
+	if r := C.gocuda_cusparseCbsric02_analysis(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockDim), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pInputBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5145,7 +5145,7 @@ func Zbsric02_analysis(handle Handle, dirA Direction, mb int32, nnzb int32, desc
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseZbsric02_analysis(fp, C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockDim), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pInputBuffer)); r != 0 {
+	if r := C.gocuda_cusparseZbsric02_analysis(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockDim), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pInputBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5157,7 +5157,7 @@ func Sbsric02(handle Handle, dirA Direction, mb int32, nnzb int32, descrA MatDes
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSbsric02(fp, C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(bsrSortedVal)), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockDim), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseSbsric02(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(bsrSortedVal)), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockDim), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5169,7 +5169,7 @@ func Dbsric02(handle Handle, dirA Direction, mb int32, nnzb int32, descrA MatDes
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDbsric02(fp, C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(bsrSortedVal)), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockDim), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseDbsric02(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(bsrSortedVal)), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockDim), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5181,7 +5181,7 @@ func Cbsric02(handle Handle, dirA Direction, mb int32, nnzb int32, descrA MatDes
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCbsric02(fp, C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockDim), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseCbsric02(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockDim), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5193,7 +5193,7 @@ func Zbsric02(handle Handle, dirA Direction, mb int32, nnzb int32, descrA MatDes
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseZbsric02(fp, C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockDim), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseZbsric02(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedVal), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(blockDim), C.uintptr_t(info), C.int(policy), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5205,7 +5205,7 @@ func Sgtsv2_bufferSizeExt(handle Handle, m int32, n int32, dl *float32, d *float
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSgtsv2_bufferSizeExt(fp, C.uintptr_t(handle), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(dl)), (*C.float)(unsafe.Pointer(d)), (*C.float)(unsafe.Pointer(du)), (*C.float)(unsafe.Pointer(B)), C.int(ldb), (*C.size_t)(unsafe.Pointer(bufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseSgtsv2_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(dl)), (*C.float)(unsafe.Pointer(d)), (*C.float)(unsafe.Pointer(du)), (*C.float)(unsafe.Pointer(B)), C.int(ldb), (*C.size_t)(unsafe.Pointer(bufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5217,7 +5217,7 @@ func Dgtsv2_bufferSizeExt(handle Handle, m int32, n int32, dl *float64, d *float
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDgtsv2_bufferSizeExt(fp, C.uintptr_t(handle), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(dl)), (*C.double)(unsafe.Pointer(d)), (*C.double)(unsafe.Pointer(du)), (*C.double)(unsafe.Pointer(B)), C.int(ldb), (*C.size_t)(unsafe.Pointer(bufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseDgtsv2_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(dl)), (*C.double)(unsafe.Pointer(d)), (*C.double)(unsafe.Pointer(du)), (*C.double)(unsafe.Pointer(B)), C.int(ldb), (*C.size_t)(unsafe.Pointer(bufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5229,7 +5229,7 @@ func Cgtsv2_bufferSizeExt(handle Handle, m int32, n int32, dl *cudart.CuComplex,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCgtsv2_bufferSizeExt(fp, C.uintptr_t(handle), C.int(m), C.int(n), unsafe.Pointer(dl), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(B), C.int(ldb), (*C.size_t)(unsafe.Pointer(bufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseCgtsv2_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), unsafe.Pointer(dl), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(B), C.int(ldb), (*C.size_t)(unsafe.Pointer(bufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5241,7 +5241,7 @@ func Zgtsv2_bufferSizeExt(handle Handle, m int32, n int32, dl *cudart.CuDoubleCo
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseZgtsv2_bufferSizeExt(fp, C.uintptr_t(handle), C.int(m), C.int(n), unsafe.Pointer(dl), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(B), C.int(ldb), (*C.size_t)(unsafe.Pointer(bufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseZgtsv2_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), unsafe.Pointer(dl), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(B), C.int(ldb), (*C.size_t)(unsafe.Pointer(bufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5253,7 +5253,7 @@ func Sgtsv2(handle Handle, m int32, n int32, dl *float32, d *float32, du *float3
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSgtsv2(fp, C.uintptr_t(handle), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(dl)), (*C.float)(unsafe.Pointer(d)), (*C.float)(unsafe.Pointer(du)), (*C.float)(unsafe.Pointer(B)), C.int(ldb), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseSgtsv2(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(dl)), (*C.float)(unsafe.Pointer(d)), (*C.float)(unsafe.Pointer(du)), (*C.float)(unsafe.Pointer(B)), C.int(ldb), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5265,7 +5265,7 @@ func Dgtsv2(handle Handle, m int32, n int32, dl *float64, d *float64, du *float6
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDgtsv2(fp, C.uintptr_t(handle), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(dl)), (*C.double)(unsafe.Pointer(d)), (*C.double)(unsafe.Pointer(du)), (*C.double)(unsafe.Pointer(B)), C.int(ldb), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseDgtsv2(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(dl)), (*C.double)(unsafe.Pointer(d)), (*C.double)(unsafe.Pointer(du)), (*C.double)(unsafe.Pointer(B)), C.int(ldb), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5277,7 +5277,7 @@ func Cgtsv2(handle Handle, m int32, n int32, dl *cudart.CuComplex, d *cudart.CuC
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCgtsv2(fp, C.uintptr_t(handle), C.int(m), C.int(n), unsafe.Pointer(dl), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(B), C.int(ldb), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseCgtsv2(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), unsafe.Pointer(dl), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(B), C.int(ldb), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5289,7 +5289,7 @@ func Zgtsv2(handle Handle, m int32, n int32, dl *cudart.CuDoubleComplex, d *cuda
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseZgtsv2(fp, C.uintptr_t(handle), C.int(m), C.int(n), unsafe.Pointer(dl), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(B), C.int(ldb), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseZgtsv2(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), unsafe.Pointer(dl), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(B), C.int(ldb), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5301,7 +5301,7 @@ func Sgtsv2_nopivot_bufferSizeExt(handle Handle, m int32, n int32, dl *float32, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSgtsv2_nopivot_bufferSizeExt(fp, C.uintptr_t(handle), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(dl)), (*C.float)(unsafe.Pointer(d)), (*C.float)(unsafe.Pointer(du)), (*C.float)(unsafe.Pointer(B)), C.int(ldb), (*C.size_t)(unsafe.Pointer(bufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseSgtsv2_nopivot_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(dl)), (*C.float)(unsafe.Pointer(d)), (*C.float)(unsafe.Pointer(du)), (*C.float)(unsafe.Pointer(B)), C.int(ldb), (*C.size_t)(unsafe.Pointer(bufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5313,7 +5313,7 @@ func Dgtsv2_nopivot_bufferSizeExt(handle Handle, m int32, n int32, dl *float64, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDgtsv2_nopivot_bufferSizeExt(fp, C.uintptr_t(handle), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(dl)), (*C.double)(unsafe.Pointer(d)), (*C.double)(unsafe.Pointer(du)), (*C.double)(unsafe.Pointer(B)), C.int(ldb), (*C.size_t)(unsafe.Pointer(bufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseDgtsv2_nopivot_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(dl)), (*C.double)(unsafe.Pointer(d)), (*C.double)(unsafe.Pointer(du)), (*C.double)(unsafe.Pointer(B)), C.int(ldb), (*C.size_t)(unsafe.Pointer(bufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5325,7 +5325,7 @@ func Cgtsv2_nopivot_bufferSizeExt(handle Handle, m int32, n int32, dl *cudart.Cu
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCgtsv2_nopivot_bufferSizeExt(fp, C.uintptr_t(handle), C.int(m), C.int(n), unsafe.Pointer(dl), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(B), C.int(ldb), (*C.size_t)(unsafe.Pointer(bufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseCgtsv2_nopivot_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), unsafe.Pointer(dl), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(B), C.int(ldb), (*C.size_t)(unsafe.Pointer(bufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5337,7 +5337,7 @@ func Zgtsv2_nopivot_bufferSizeExt(handle Handle, m int32, n int32, dl *cudart.Cu
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseZgtsv2_nopivot_bufferSizeExt(fp, C.uintptr_t(handle), C.int(m), C.int(n), unsafe.Pointer(dl), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(B), C.int(ldb), (*C.size_t)(unsafe.Pointer(bufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseZgtsv2_nopivot_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), unsafe.Pointer(dl), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(B), C.int(ldb), (*C.size_t)(unsafe.Pointer(bufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5349,7 +5349,7 @@ func Sgtsv2_nopivot(handle Handle, m int32, n int32, dl *float32, d *float32, du
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSgtsv2_nopivot(fp, C.uintptr_t(handle), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(dl)), (*C.float)(unsafe.Pointer(d)), (*C.float)(unsafe.Pointer(du)), (*C.float)(unsafe.Pointer(B)), C.int(ldb), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseSgtsv2_nopivot(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(dl)), (*C.float)(unsafe.Pointer(d)), (*C.float)(unsafe.Pointer(du)), (*C.float)(unsafe.Pointer(B)), C.int(ldb), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5361,7 +5361,7 @@ func Dgtsv2_nopivot(handle Handle, m int32, n int32, dl *float64, d *float64, du
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDgtsv2_nopivot(fp, C.uintptr_t(handle), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(dl)), (*C.double)(unsafe.Pointer(d)), (*C.double)(unsafe.Pointer(du)), (*C.double)(unsafe.Pointer(B)), C.int(ldb), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseDgtsv2_nopivot(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(dl)), (*C.double)(unsafe.Pointer(d)), (*C.double)(unsafe.Pointer(du)), (*C.double)(unsafe.Pointer(B)), C.int(ldb), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5373,7 +5373,7 @@ func Cgtsv2_nopivot(handle Handle, m int32, n int32, dl *cudart.CuComplex, d *cu
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCgtsv2_nopivot(fp, C.uintptr_t(handle), C.int(m), C.int(n), unsafe.Pointer(dl), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(B), C.int(ldb), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseCgtsv2_nopivot(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), unsafe.Pointer(dl), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(B), C.int(ldb), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5385,7 +5385,7 @@ func Zgtsv2_nopivot(handle Handle, m int32, n int32, dl *cudart.CuDoubleComplex,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseZgtsv2_nopivot(fp, C.uintptr_t(handle), C.int(m), C.int(n), unsafe.Pointer(dl), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(B), C.int(ldb), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseZgtsv2_nopivot(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), unsafe.Pointer(dl), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(B), C.int(ldb), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5397,7 +5397,7 @@ func Sgtsv2StridedBatch_bufferSizeExt(handle Handle, m int32, dl *float32, d *fl
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSgtsv2StridedBatch_bufferSizeExt(fp, C.uintptr_t(handle), C.int(m), (*C.float)(unsafe.Pointer(dl)), (*C.float)(unsafe.Pointer(d)), (*C.float)(unsafe.Pointer(du)), (*C.float)(unsafe.Pointer(x)), C.int(batchCount), C.int(batchStride), (*C.size_t)(unsafe.Pointer(bufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseSgtsv2StridedBatch_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), (*C.float)(unsafe.Pointer(dl)), (*C.float)(unsafe.Pointer(d)), (*C.float)(unsafe.Pointer(du)), (*C.float)(unsafe.Pointer(x)), C.int(batchCount), C.int(batchStride), (*C.size_t)(unsafe.Pointer(bufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5409,7 +5409,7 @@ func Dgtsv2StridedBatch_bufferSizeExt(handle Handle, m int32, dl *float64, d *fl
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDgtsv2StridedBatch_bufferSizeExt(fp, C.uintptr_t(handle), C.int(m), (*C.double)(unsafe.Pointer(dl)), (*C.double)(unsafe.Pointer(d)), (*C.double)(unsafe.Pointer(du)), (*C.double)(unsafe.Pointer(x)), C.int(batchCount), C.int(batchStride), (*C.size_t)(unsafe.Pointer(bufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseDgtsv2StridedBatch_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), (*C.double)(unsafe.Pointer(dl)), (*C.double)(unsafe.Pointer(d)), (*C.double)(unsafe.Pointer(du)), (*C.double)(unsafe.Pointer(x)), C.int(batchCount), C.int(batchStride), (*C.size_t)(unsafe.Pointer(bufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5421,7 +5421,7 @@ func Cgtsv2StridedBatch_bufferSizeExt(handle Handle, m int32, dl *cudart.CuCompl
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCgtsv2StridedBatch_bufferSizeExt(fp, C.uintptr_t(handle), C.int(m), unsafe.Pointer(dl), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(x), C.int(batchCount), C.int(batchStride), (*C.size_t)(unsafe.Pointer(bufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseCgtsv2StridedBatch_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), unsafe.Pointer(dl), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(x), C.int(batchCount), C.int(batchStride), (*C.size_t)(unsafe.Pointer(bufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5433,7 +5433,7 @@ func Zgtsv2StridedBatch_bufferSizeExt(handle Handle, m int32, dl *cudart.CuDoubl
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseZgtsv2StridedBatch_bufferSizeExt(fp, C.uintptr_t(handle), C.int(m), unsafe.Pointer(dl), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(x), C.int(batchCount), C.int(batchStride), (*C.size_t)(unsafe.Pointer(bufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseZgtsv2StridedBatch_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), unsafe.Pointer(dl), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(x), C.int(batchCount), C.int(batchStride), (*C.size_t)(unsafe.Pointer(bufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5445,7 +5445,7 @@ func Sgtsv2StridedBatch(handle Handle, m int32, dl *float32, d *float32, du *flo
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSgtsv2StridedBatch(fp, C.uintptr_t(handle), C.int(m), (*C.float)(unsafe.Pointer(dl)), (*C.float)(unsafe.Pointer(d)), (*C.float)(unsafe.Pointer(du)), (*C.float)(unsafe.Pointer(x)), C.int(batchCount), C.int(batchStride), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseSgtsv2StridedBatch(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), (*C.float)(unsafe.Pointer(dl)), (*C.float)(unsafe.Pointer(d)), (*C.float)(unsafe.Pointer(du)), (*C.float)(unsafe.Pointer(x)), C.int(batchCount), C.int(batchStride), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5457,7 +5457,7 @@ func Dgtsv2StridedBatch(handle Handle, m int32, dl *float64, d *float64, du *flo
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDgtsv2StridedBatch(fp, C.uintptr_t(handle), C.int(m), (*C.double)(unsafe.Pointer(dl)), (*C.double)(unsafe.Pointer(d)), (*C.double)(unsafe.Pointer(du)), (*C.double)(unsafe.Pointer(x)), C.int(batchCount), C.int(batchStride), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseDgtsv2StridedBatch(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), (*C.double)(unsafe.Pointer(dl)), (*C.double)(unsafe.Pointer(d)), (*C.double)(unsafe.Pointer(du)), (*C.double)(unsafe.Pointer(x)), C.int(batchCount), C.int(batchStride), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5469,7 +5469,7 @@ func Cgtsv2StridedBatch(handle Handle, m int32, dl *cudart.CuComplex, d *cudart.
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCgtsv2StridedBatch(fp, C.uintptr_t(handle), C.int(m), unsafe.Pointer(dl), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(x), C.int(batchCount), C.int(batchStride), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseCgtsv2StridedBatch(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), unsafe.Pointer(dl), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(x), C.int(batchCount), C.int(batchStride), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5481,7 +5481,7 @@ func Zgtsv2StridedBatch(handle Handle, m int32, dl *cudart.CuDoubleComplex, d *c
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseZgtsv2StridedBatch(fp, C.uintptr_t(handle), C.int(m), unsafe.Pointer(dl), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(x), C.int(batchCount), C.int(batchStride), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseZgtsv2StridedBatch(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), unsafe.Pointer(dl), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(x), C.int(batchCount), C.int(batchStride), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5493,7 +5493,7 @@ func SgtsvInterleavedBatch_bufferSizeExt(handle Handle, algo int32, m int32, dl 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSgtsvInterleavedBatch_bufferSizeExt(fp, C.uintptr_t(handle), C.int(algo), C.int(m), (*C.float)(unsafe.Pointer(dl)), (*C.float)(unsafe.Pointer(d)), (*C.float)(unsafe.Pointer(du)), (*C.float)(unsafe.Pointer(x)), C.int(batchCount), (*C.size_t)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseSgtsvInterleavedBatch_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(algo), C.int(m), (*C.float)(unsafe.Pointer(dl)), (*C.float)(unsafe.Pointer(d)), (*C.float)(unsafe.Pointer(du)), (*C.float)(unsafe.Pointer(x)), C.int(batchCount), (*C.size_t)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5505,7 +5505,7 @@ func DgtsvInterleavedBatch_bufferSizeExt(handle Handle, algo int32, m int32, dl 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDgtsvInterleavedBatch_bufferSizeExt(fp, C.uintptr_t(handle), C.int(algo), C.int(m), (*C.double)(unsafe.Pointer(dl)), (*C.double)(unsafe.Pointer(d)), (*C.double)(unsafe.Pointer(du)), (*C.double)(unsafe.Pointer(x)), C.int(batchCount), (*C.size_t)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseDgtsvInterleavedBatch_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(algo), C.int(m), (*C.double)(unsafe.Pointer(dl)), (*C.double)(unsafe.Pointer(d)), (*C.double)(unsafe.Pointer(du)), (*C.double)(unsafe.Pointer(x)), C.int(batchCount), (*C.size_t)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5517,7 +5517,7 @@ func CgtsvInterleavedBatch_bufferSizeExt(handle Handle, algo int32, m int32, dl 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCgtsvInterleavedBatch_bufferSizeExt(fp, C.uintptr_t(handle), C.int(algo), C.int(m), unsafe.Pointer(dl), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(x), C.int(batchCount), (*C.size_t)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseCgtsvInterleavedBatch_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(algo), C.int(m), unsafe.Pointer(dl), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(x), C.int(batchCount), (*C.size_t)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5529,7 +5529,7 @@ func ZgtsvInterleavedBatch_bufferSizeExt(handle Handle, algo int32, m int32, dl 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseZgtsvInterleavedBatch_bufferSizeExt(fp, C.uintptr_t(handle), C.int(algo), C.int(m), unsafe.Pointer(dl), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(x), C.int(batchCount), (*C.size_t)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseZgtsvInterleavedBatch_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(algo), C.int(m), unsafe.Pointer(dl), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(x), C.int(batchCount), (*C.size_t)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5541,7 +5541,7 @@ func SgtsvInterleavedBatch(handle Handle, algo int32, m int32, dl *float32, d *f
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSgtsvInterleavedBatch(fp, C.uintptr_t(handle), C.int(algo), C.int(m), (*C.float)(unsafe.Pointer(dl)), (*C.float)(unsafe.Pointer(d)), (*C.float)(unsafe.Pointer(du)), (*C.float)(unsafe.Pointer(x)), C.int(batchCount), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseSgtsvInterleavedBatch(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(algo), C.int(m), (*C.float)(unsafe.Pointer(dl)), (*C.float)(unsafe.Pointer(d)), (*C.float)(unsafe.Pointer(du)), (*C.float)(unsafe.Pointer(x)), C.int(batchCount), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5553,7 +5553,7 @@ func DgtsvInterleavedBatch(handle Handle, algo int32, m int32, dl *float64, d *f
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDgtsvInterleavedBatch(fp, C.uintptr_t(handle), C.int(algo), C.int(m), (*C.double)(unsafe.Pointer(dl)), (*C.double)(unsafe.Pointer(d)), (*C.double)(unsafe.Pointer(du)), (*C.double)(unsafe.Pointer(x)), C.int(batchCount), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseDgtsvInterleavedBatch(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(algo), C.int(m), (*C.double)(unsafe.Pointer(dl)), (*C.double)(unsafe.Pointer(d)), (*C.double)(unsafe.Pointer(du)), (*C.double)(unsafe.Pointer(x)), C.int(batchCount), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5565,7 +5565,7 @@ func CgtsvInterleavedBatch(handle Handle, algo int32, m int32, dl *cudart.CuComp
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCgtsvInterleavedBatch(fp, C.uintptr_t(handle), C.int(algo), C.int(m), unsafe.Pointer(dl), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(x), C.int(batchCount), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseCgtsvInterleavedBatch(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(algo), C.int(m), unsafe.Pointer(dl), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(x), C.int(batchCount), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5577,7 +5577,7 @@ func ZgtsvInterleavedBatch(handle Handle, algo int32, m int32, dl *cudart.CuDoub
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseZgtsvInterleavedBatch(fp, C.uintptr_t(handle), C.int(algo), C.int(m), unsafe.Pointer(dl), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(x), C.int(batchCount), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseZgtsvInterleavedBatch(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(algo), C.int(m), unsafe.Pointer(dl), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(x), C.int(batchCount), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5589,7 +5589,7 @@ func SgpsvInterleavedBatch_bufferSizeExt(handle Handle, algo int32, m int32, ds 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSgpsvInterleavedBatch_bufferSizeExt(fp, C.uintptr_t(handle), C.int(algo), C.int(m), (*C.float)(unsafe.Pointer(ds)), (*C.float)(unsafe.Pointer(dl)), (*C.float)(unsafe.Pointer(d)), (*C.float)(unsafe.Pointer(du)), (*C.float)(unsafe.Pointer(dw)), (*C.float)(unsafe.Pointer(x)), C.int(batchCount), (*C.size_t)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseSgpsvInterleavedBatch_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(algo), C.int(m), (*C.float)(unsafe.Pointer(ds)), (*C.float)(unsafe.Pointer(dl)), (*C.float)(unsafe.Pointer(d)), (*C.float)(unsafe.Pointer(du)), (*C.float)(unsafe.Pointer(dw)), (*C.float)(unsafe.Pointer(x)), C.int(batchCount), (*C.size_t)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5601,7 +5601,7 @@ func DgpsvInterleavedBatch_bufferSizeExt(handle Handle, algo int32, m int32, ds 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDgpsvInterleavedBatch_bufferSizeExt(fp, C.uintptr_t(handle), C.int(algo), C.int(m), (*C.double)(unsafe.Pointer(ds)), (*C.double)(unsafe.Pointer(dl)), (*C.double)(unsafe.Pointer(d)), (*C.double)(unsafe.Pointer(du)), (*C.double)(unsafe.Pointer(dw)), (*C.double)(unsafe.Pointer(x)), C.int(batchCount), (*C.size_t)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseDgpsvInterleavedBatch_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(algo), C.int(m), (*C.double)(unsafe.Pointer(ds)), (*C.double)(unsafe.Pointer(dl)), (*C.double)(unsafe.Pointer(d)), (*C.double)(unsafe.Pointer(du)), (*C.double)(unsafe.Pointer(dw)), (*C.double)(unsafe.Pointer(x)), C.int(batchCount), (*C.size_t)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5613,7 +5613,7 @@ func CgpsvInterleavedBatch_bufferSizeExt(handle Handle, algo int32, m int32, ds 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCgpsvInterleavedBatch_bufferSizeExt(fp, C.uintptr_t(handle), C.int(algo), C.int(m), unsafe.Pointer(ds), unsafe.Pointer(dl), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(dw), unsafe.Pointer(x), C.int(batchCount), (*C.size_t)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseCgpsvInterleavedBatch_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(algo), C.int(m), unsafe.Pointer(ds), unsafe.Pointer(dl), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(dw), unsafe.Pointer(x), C.int(batchCount), (*C.size_t)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5625,7 +5625,7 @@ func ZgpsvInterleavedBatch_bufferSizeExt(handle Handle, algo int32, m int32, ds 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseZgpsvInterleavedBatch_bufferSizeExt(fp, C.uintptr_t(handle), C.int(algo), C.int(m), unsafe.Pointer(ds), unsafe.Pointer(dl), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(dw), unsafe.Pointer(x), C.int(batchCount), (*C.size_t)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseZgpsvInterleavedBatch_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(algo), C.int(m), unsafe.Pointer(ds), unsafe.Pointer(dl), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(dw), unsafe.Pointer(x), C.int(batchCount), (*C.size_t)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5637,7 +5637,7 @@ func SgpsvInterleavedBatch(handle Handle, algo int32, m int32, ds *float32, dl *
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSgpsvInterleavedBatch(fp, C.uintptr_t(handle), C.int(algo), C.int(m), (*C.float)(unsafe.Pointer(ds)), (*C.float)(unsafe.Pointer(dl)), (*C.float)(unsafe.Pointer(d)), (*C.float)(unsafe.Pointer(du)), (*C.float)(unsafe.Pointer(dw)), (*C.float)(unsafe.Pointer(x)), C.int(batchCount), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseSgpsvInterleavedBatch(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(algo), C.int(m), (*C.float)(unsafe.Pointer(ds)), (*C.float)(unsafe.Pointer(dl)), (*C.float)(unsafe.Pointer(d)), (*C.float)(unsafe.Pointer(du)), (*C.float)(unsafe.Pointer(dw)), (*C.float)(unsafe.Pointer(x)), C.int(batchCount), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5649,7 +5649,7 @@ func DgpsvInterleavedBatch(handle Handle, algo int32, m int32, ds *float64, dl *
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDgpsvInterleavedBatch(fp, C.uintptr_t(handle), C.int(algo), C.int(m), (*C.double)(unsafe.Pointer(ds)), (*C.double)(unsafe.Pointer(dl)), (*C.double)(unsafe.Pointer(d)), (*C.double)(unsafe.Pointer(du)), (*C.double)(unsafe.Pointer(dw)), (*C.double)(unsafe.Pointer(x)), C.int(batchCount), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseDgpsvInterleavedBatch(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(algo), C.int(m), (*C.double)(unsafe.Pointer(ds)), (*C.double)(unsafe.Pointer(dl)), (*C.double)(unsafe.Pointer(d)), (*C.double)(unsafe.Pointer(du)), (*C.double)(unsafe.Pointer(dw)), (*C.double)(unsafe.Pointer(x)), C.int(batchCount), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5661,7 +5661,7 @@ func CgpsvInterleavedBatch(handle Handle, algo int32, m int32, ds *cudart.CuComp
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCgpsvInterleavedBatch(fp, C.uintptr_t(handle), C.int(algo), C.int(m), unsafe.Pointer(ds), unsafe.Pointer(dl), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(dw), unsafe.Pointer(x), C.int(batchCount), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseCgpsvInterleavedBatch(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(algo), C.int(m), unsafe.Pointer(ds), unsafe.Pointer(dl), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(dw), unsafe.Pointer(x), C.int(batchCount), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5673,7 +5673,7 @@ func ZgpsvInterleavedBatch(handle Handle, algo int32, m int32, ds *cudart.CuDoub
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseZgpsvInterleavedBatch(fp, C.uintptr_t(handle), C.int(algo), C.int(m), unsafe.Pointer(ds), unsafe.Pointer(dl), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(dw), unsafe.Pointer(x), C.int(batchCount), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseZgpsvInterleavedBatch(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(algo), C.int(m), unsafe.Pointer(ds), unsafe.Pointer(dl), unsafe.Pointer(d), unsafe.Pointer(du), unsafe.Pointer(dw), unsafe.Pointer(x), C.int(batchCount), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5685,7 +5685,7 @@ func Scsrgeam2_bufferSizeExt(handle Handle, m int32, n int32, alpha *float32, de
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseScsrgeam2_bufferSizeExt(fp, C.uintptr_t(handle), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(alpha)), C.uintptr_t(descrA), C.int(nnzA), (*C.float)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), (*C.float)(unsafe.Pointer(beta)), C.uintptr_t(descrB), C.int(nnzB), (*C.float)(unsafe.Pointer(csrSortedValB)), (*C.int)(unsafe.Pointer(csrSortedRowPtrB)), (*C.int)(unsafe.Pointer(csrSortedColIndB)), C.uintptr_t(descrC), (*C.float)(unsafe.Pointer(csrSortedValC)), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(csrSortedColIndC)), (*C.size_t)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseScsrgeam2_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(alpha)), C.uintptr_t(descrA), C.int(nnzA), (*C.float)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), (*C.float)(unsafe.Pointer(beta)), C.uintptr_t(descrB), C.int(nnzB), (*C.float)(unsafe.Pointer(csrSortedValB)), (*C.int)(unsafe.Pointer(csrSortedRowPtrB)), (*C.int)(unsafe.Pointer(csrSortedColIndB)), C.uintptr_t(descrC), (*C.float)(unsafe.Pointer(csrSortedValC)), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(csrSortedColIndC)), (*C.size_t)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5697,7 +5697,7 @@ func Dcsrgeam2_bufferSizeExt(handle Handle, m int32, n int32, alpha *float64, de
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDcsrgeam2_bufferSizeExt(fp, C.uintptr_t(handle), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(alpha)), C.uintptr_t(descrA), C.int(nnzA), (*C.double)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), (*C.double)(unsafe.Pointer(beta)), C.uintptr_t(descrB), C.int(nnzB), (*C.double)(unsafe.Pointer(csrSortedValB)), (*C.int)(unsafe.Pointer(csrSortedRowPtrB)), (*C.int)(unsafe.Pointer(csrSortedColIndB)), C.uintptr_t(descrC), (*C.double)(unsafe.Pointer(csrSortedValC)), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(csrSortedColIndC)), (*C.size_t)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseDcsrgeam2_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(alpha)), C.uintptr_t(descrA), C.int(nnzA), (*C.double)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), (*C.double)(unsafe.Pointer(beta)), C.uintptr_t(descrB), C.int(nnzB), (*C.double)(unsafe.Pointer(csrSortedValB)), (*C.int)(unsafe.Pointer(csrSortedRowPtrB)), (*C.int)(unsafe.Pointer(csrSortedColIndB)), C.uintptr_t(descrC), (*C.double)(unsafe.Pointer(csrSortedValC)), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(csrSortedColIndC)), (*C.size_t)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5709,7 +5709,7 @@ func Ccsrgeam2_bufferSizeExt(handle Handle, m int32, n int32, alpha *cudart.CuCo
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCcsrgeam2_bufferSizeExt(fp, C.uintptr_t(handle), C.int(m), C.int(n), unsafe.Pointer(alpha), C.uintptr_t(descrA), C.int(nnzA), unsafe.Pointer(csrSortedValA), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), unsafe.Pointer(beta), C.uintptr_t(descrB), C.int(nnzB), unsafe.Pointer(csrSortedValB), (*C.int)(unsafe.Pointer(csrSortedRowPtrB)), (*C.int)(unsafe.Pointer(csrSortedColIndB)), C.uintptr_t(descrC), unsafe.Pointer(csrSortedValC), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(csrSortedColIndC)), (*C.size_t)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseCcsrgeam2_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), unsafe.Pointer(alpha), C.uintptr_t(descrA), C.int(nnzA), unsafe.Pointer(csrSortedValA), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), unsafe.Pointer(beta), C.uintptr_t(descrB), C.int(nnzB), unsafe.Pointer(csrSortedValB), (*C.int)(unsafe.Pointer(csrSortedRowPtrB)), (*C.int)(unsafe.Pointer(csrSortedColIndB)), C.uintptr_t(descrC), unsafe.Pointer(csrSortedValC), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(csrSortedColIndC)), (*C.size_t)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5721,7 +5721,7 @@ func Zcsrgeam2_bufferSizeExt(handle Handle, m int32, n int32, alpha *cudart.CuDo
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseZcsrgeam2_bufferSizeExt(fp, C.uintptr_t(handle), C.int(m), C.int(n), unsafe.Pointer(alpha), C.uintptr_t(descrA), C.int(nnzA), unsafe.Pointer(csrSortedValA), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), unsafe.Pointer(beta), C.uintptr_t(descrB), C.int(nnzB), unsafe.Pointer(csrSortedValB), (*C.int)(unsafe.Pointer(csrSortedRowPtrB)), (*C.int)(unsafe.Pointer(csrSortedColIndB)), C.uintptr_t(descrC), unsafe.Pointer(csrSortedValC), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(csrSortedColIndC)), (*C.size_t)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseZcsrgeam2_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), unsafe.Pointer(alpha), C.uintptr_t(descrA), C.int(nnzA), unsafe.Pointer(csrSortedValA), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), unsafe.Pointer(beta), C.uintptr_t(descrB), C.int(nnzB), unsafe.Pointer(csrSortedValB), (*C.int)(unsafe.Pointer(csrSortedRowPtrB)), (*C.int)(unsafe.Pointer(csrSortedColIndB)), C.uintptr_t(descrC), unsafe.Pointer(csrSortedValC), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(csrSortedColIndC)), (*C.size_t)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5733,7 +5733,7 @@ func Xcsrgeam2Nnz(handle Handle, m int32, n int32, descrA MatDescr, nnzA int32, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseXcsrgeam2Nnz(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.uintptr_t(descrA), C.int(nnzA), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(descrB), C.int(nnzB), (*C.int)(unsafe.Pointer(csrSortedRowPtrB)), (*C.int)(unsafe.Pointer(csrSortedColIndB)), C.uintptr_t(descrC), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(nnzTotalDevHostPtr)), unsafe.Pointer(workspace)); r != 0 {
+	if r := C.gocuda_cusparseXcsrgeam2Nnz(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.uintptr_t(descrA), C.int(nnzA), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(descrB), C.int(nnzB), (*C.int)(unsafe.Pointer(csrSortedRowPtrB)), (*C.int)(unsafe.Pointer(csrSortedColIndB)), C.uintptr_t(descrC), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(nnzTotalDevHostPtr)), unsafe.Pointer(workspace)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5745,7 +5745,7 @@ func Scsrgeam2(handle Handle, m int32, n int32, alpha *float32, descrA MatDescr,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseScsrgeam2(fp, C.uintptr_t(handle), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(alpha)), C.uintptr_t(descrA), C.int(nnzA), (*C.float)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), (*C.float)(unsafe.Pointer(beta)), C.uintptr_t(descrB), C.int(nnzB), (*C.float)(unsafe.Pointer(csrSortedValB)), (*C.int)(unsafe.Pointer(csrSortedRowPtrB)), (*C.int)(unsafe.Pointer(csrSortedColIndB)), C.uintptr_t(descrC), (*C.float)(unsafe.Pointer(csrSortedValC)), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(csrSortedColIndC)), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseScsrgeam2(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(alpha)), C.uintptr_t(descrA), C.int(nnzA), (*C.float)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), (*C.float)(unsafe.Pointer(beta)), C.uintptr_t(descrB), C.int(nnzB), (*C.float)(unsafe.Pointer(csrSortedValB)), (*C.int)(unsafe.Pointer(csrSortedRowPtrB)), (*C.int)(unsafe.Pointer(csrSortedColIndB)), C.uintptr_t(descrC), (*C.float)(unsafe.Pointer(csrSortedValC)), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(csrSortedColIndC)), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5757,7 +5757,7 @@ func Dcsrgeam2(handle Handle, m int32, n int32, alpha *float64, descrA MatDescr,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDcsrgeam2(fp, C.uintptr_t(handle), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(alpha)), C.uintptr_t(descrA), C.int(nnzA), (*C.double)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), (*C.double)(unsafe.Pointer(beta)), C.uintptr_t(descrB), C.int(nnzB), (*C.double)(unsafe.Pointer(csrSortedValB)), (*C.int)(unsafe.Pointer(csrSortedRowPtrB)), (*C.int)(unsafe.Pointer(csrSortedColIndB)), C.uintptr_t(descrC), (*C.double)(unsafe.Pointer(csrSortedValC)), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(csrSortedColIndC)), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseDcsrgeam2(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(alpha)), C.uintptr_t(descrA), C.int(nnzA), (*C.double)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), (*C.double)(unsafe.Pointer(beta)), C.uintptr_t(descrB), C.int(nnzB), (*C.double)(unsafe.Pointer(csrSortedValB)), (*C.int)(unsafe.Pointer(csrSortedRowPtrB)), (*C.int)(unsafe.Pointer(csrSortedColIndB)), C.uintptr_t(descrC), (*C.double)(unsafe.Pointer(csrSortedValC)), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(csrSortedColIndC)), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5769,7 +5769,7 @@ func Ccsrgeam2(handle Handle, m int32, n int32, alpha *cudart.CuComplex, descrA 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCcsrgeam2(fp, C.uintptr_t(handle), C.int(m), C.int(n), unsafe.Pointer(alpha), C.uintptr_t(descrA), C.int(nnzA), unsafe.Pointer(csrSortedValA), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), unsafe.Pointer(beta), C.uintptr_t(descrB), C.int(nnzB), unsafe.Pointer(csrSortedValB), (*C.int)(unsafe.Pointer(csrSortedRowPtrB)), (*C.int)(unsafe.Pointer(csrSortedColIndB)), C.uintptr_t(descrC), unsafe.Pointer(csrSortedValC), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(csrSortedColIndC)), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseCcsrgeam2(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), unsafe.Pointer(alpha), C.uintptr_t(descrA), C.int(nnzA), unsafe.Pointer(csrSortedValA), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), unsafe.Pointer(beta), C.uintptr_t(descrB), C.int(nnzB), unsafe.Pointer(csrSortedValB), (*C.int)(unsafe.Pointer(csrSortedRowPtrB)), (*C.int)(unsafe.Pointer(csrSortedColIndB)), C.uintptr_t(descrC), unsafe.Pointer(csrSortedValC), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(csrSortedColIndC)), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5781,7 +5781,7 @@ func Zcsrgeam2(handle Handle, m int32, n int32, alpha *cudart.CuDoubleComplex, d
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseZcsrgeam2(fp, C.uintptr_t(handle), C.int(m), C.int(n), unsafe.Pointer(alpha), C.uintptr_t(descrA), C.int(nnzA), unsafe.Pointer(csrSortedValA), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), unsafe.Pointer(beta), C.uintptr_t(descrB), C.int(nnzB), unsafe.Pointer(csrSortedValB), (*C.int)(unsafe.Pointer(csrSortedRowPtrB)), (*C.int)(unsafe.Pointer(csrSortedColIndB)), C.uintptr_t(descrC), unsafe.Pointer(csrSortedValC), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(csrSortedColIndC)), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseZcsrgeam2(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), unsafe.Pointer(alpha), C.uintptr_t(descrA), C.int(nnzA), unsafe.Pointer(csrSortedValA), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), unsafe.Pointer(beta), C.uintptr_t(descrB), C.int(nnzB), unsafe.Pointer(csrSortedValB), (*C.int)(unsafe.Pointer(csrSortedRowPtrB)), (*C.int)(unsafe.Pointer(csrSortedColIndB)), C.uintptr_t(descrC), unsafe.Pointer(csrSortedValC), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(csrSortedColIndC)), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5793,7 +5793,7 @@ func Scsrcolor(handle Handle, m int32, nnz int32, descrA MatDescr, csrSortedValA
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseScsrcolor(fp, C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), (*C.float)(unsafe.Pointer(fractionToColor)), (*C.int)(unsafe.Pointer(ncolors)), (*C.int)(unsafe.Pointer(coloring)), (*C.int)(unsafe.Pointer(reordering)), C.uintptr_t(info)); r != 0 {
+	if r := C.gocuda_cusparseScsrcolor(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), (*C.float)(unsafe.Pointer(fractionToColor)), (*C.int)(unsafe.Pointer(ncolors)), (*C.int)(unsafe.Pointer(coloring)), (*C.int)(unsafe.Pointer(reordering)), C.uintptr_t(info)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5805,7 +5805,7 @@ func Dcsrcolor(handle Handle, m int32, nnz int32, descrA MatDescr, csrSortedValA
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDcsrcolor(fp, C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), (*C.double)(unsafe.Pointer(fractionToColor)), (*C.int)(unsafe.Pointer(ncolors)), (*C.int)(unsafe.Pointer(coloring)), (*C.int)(unsafe.Pointer(reordering)), C.uintptr_t(info)); r != 0 {
+	if r := C.gocuda_cusparseDcsrcolor(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), (*C.double)(unsafe.Pointer(fractionToColor)), (*C.int)(unsafe.Pointer(ncolors)), (*C.int)(unsafe.Pointer(coloring)), (*C.int)(unsafe.Pointer(reordering)), C.uintptr_t(info)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5817,7 +5817,7 @@ func Ccsrcolor(handle Handle, m int32, nnz int32, descrA MatDescr, csrSortedValA
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCcsrcolor(fp, C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), (*C.float)(unsafe.Pointer(fractionToColor)), (*C.int)(unsafe.Pointer(ncolors)), (*C.int)(unsafe.Pointer(coloring)), (*C.int)(unsafe.Pointer(reordering)), C.uintptr_t(info)); r != 0 {
+	if r := C.gocuda_cusparseCcsrcolor(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), (*C.float)(unsafe.Pointer(fractionToColor)), (*C.int)(unsafe.Pointer(ncolors)), (*C.int)(unsafe.Pointer(coloring)), (*C.int)(unsafe.Pointer(reordering)), C.uintptr_t(info)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5829,7 +5829,7 @@ func Zcsrcolor(handle Handle, m int32, nnz int32, descrA MatDescr, csrSortedValA
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseZcsrcolor(fp, C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), (*C.double)(unsafe.Pointer(fractionToColor)), (*C.int)(unsafe.Pointer(ncolors)), (*C.int)(unsafe.Pointer(coloring)), (*C.int)(unsafe.Pointer(reordering)), C.uintptr_t(info)); r != 0 {
+	if r := C.gocuda_cusparseZcsrcolor(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), (*C.double)(unsafe.Pointer(fractionToColor)), (*C.int)(unsafe.Pointer(ncolors)), (*C.int)(unsafe.Pointer(coloring)), (*C.int)(unsafe.Pointer(reordering)), C.uintptr_t(info)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5841,7 +5841,7 @@ func Snnz(handle Handle, dirA Direction, m int32, n int32, descrA MatDescr, A *f
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSnnz(fp, C.uintptr_t(handle), C.int(dirA), C.int(m), C.int(n), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.int)(unsafe.Pointer(nnzPerRowCol)), (*C.int)(unsafe.Pointer(nnzTotalDevHostPtr))); r != 0 {
+	if r := C.gocuda_cusparseSnnz(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(m), C.int(n), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.int)(unsafe.Pointer(nnzPerRowCol)), (*C.int)(unsafe.Pointer(nnzTotalDevHostPtr))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5853,7 +5853,7 @@ func Dnnz(handle Handle, dirA Direction, m int32, n int32, descrA MatDescr, A *f
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDnnz(fp, C.uintptr_t(handle), C.int(dirA), C.int(m), C.int(n), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.int)(unsafe.Pointer(nnzPerRowCol)), (*C.int)(unsafe.Pointer(nnzTotalDevHostPtr))); r != 0 {
+	if r := C.gocuda_cusparseDnnz(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(m), C.int(n), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.int)(unsafe.Pointer(nnzPerRowCol)), (*C.int)(unsafe.Pointer(nnzTotalDevHostPtr))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5865,7 +5865,7 @@ func Cnnz(handle Handle, dirA Direction, m int32, n int32, descrA MatDescr, A *c
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCnnz(fp, C.uintptr_t(handle), C.int(dirA), C.int(m), C.int(n), C.uintptr_t(descrA), unsafe.Pointer(A), C.int(lda), (*C.int)(unsafe.Pointer(nnzPerRowCol)), (*C.int)(unsafe.Pointer(nnzTotalDevHostPtr))); r != 0 {
+	if r := C.gocuda_cusparseCnnz(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(m), C.int(n), C.uintptr_t(descrA), unsafe.Pointer(A), C.int(lda), (*C.int)(unsafe.Pointer(nnzPerRowCol)), (*C.int)(unsafe.Pointer(nnzTotalDevHostPtr))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5877,7 +5877,7 @@ func Znnz(handle Handle, dirA Direction, m int32, n int32, descrA MatDescr, A *c
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseZnnz(fp, C.uintptr_t(handle), C.int(dirA), C.int(m), C.int(n), C.uintptr_t(descrA), unsafe.Pointer(A), C.int(lda), (*C.int)(unsafe.Pointer(nnzPerRowCol)), (*C.int)(unsafe.Pointer(nnzTotalDevHostPtr))); r != 0 {
+	if r := C.gocuda_cusparseZnnz(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(m), C.int(n), C.uintptr_t(descrA), unsafe.Pointer(A), C.int(lda), (*C.int)(unsafe.Pointer(nnzPerRowCol)), (*C.int)(unsafe.Pointer(nnzTotalDevHostPtr))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5889,7 +5889,7 @@ func Snnz_compress(handle Handle, m int32, descr MatDescr, csrSortedValA *float3
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSnnz_compress(fp, C.uintptr_t(handle), C.int(m), C.uintptr_t(descr), (*C.float)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(nnzPerRow)), (*C.int)(unsafe.Pointer(nnzC)), C.float(tol)); r != 0 {
+	if r := C.gocuda_cusparseSnnz_compress(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.uintptr_t(descr), (*C.float)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(nnzPerRow)), (*C.int)(unsafe.Pointer(nnzC)), C.float(tol)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5901,7 +5901,7 @@ func Dnnz_compress(handle Handle, m int32, descr MatDescr, csrSortedValA *float6
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDnnz_compress(fp, C.uintptr_t(handle), C.int(m), C.uintptr_t(descr), (*C.double)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(nnzPerRow)), (*C.int)(unsafe.Pointer(nnzC)), C.double(tol)); r != 0 {
+	if r := C.gocuda_cusparseDnnz_compress(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.uintptr_t(descr), (*C.double)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(nnzPerRow)), (*C.int)(unsafe.Pointer(nnzC)), C.double(tol)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5913,7 +5913,7 @@ func Cnnz_compress(handle Handle, m int32, descr MatDescr, csrSortedValA *cudart
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCnnz_compress(fp, C.uintptr_t(handle), C.int(m), C.uintptr_t(descr), unsafe.Pointer(csrSortedValA), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(nnzPerRow)), (*C.int)(unsafe.Pointer(nnzC)), *(*C.cuComplex)(unsafe.Pointer(&tol))); r != 0 {
+	if r := C.gocuda_cusparseCnnz_compress(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.uintptr_t(descr), unsafe.Pointer(csrSortedValA), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(nnzPerRow)), (*C.int)(unsafe.Pointer(nnzC)), *(*C.cuComplex)(unsafe.Pointer(&tol))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5925,7 +5925,7 @@ func Znnz_compress(handle Handle, m int32, descr MatDescr, csrSortedValA *cudart
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseZnnz_compress(fp, C.uintptr_t(handle), C.int(m), C.uintptr_t(descr), unsafe.Pointer(csrSortedValA), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(nnzPerRow)), (*C.int)(unsafe.Pointer(nnzC)), *(*C.cuDoubleComplex)(unsafe.Pointer(&tol))); r != 0 {
+	if r := C.gocuda_cusparseZnnz_compress(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.uintptr_t(descr), unsafe.Pointer(csrSortedValA), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(nnzPerRow)), (*C.int)(unsafe.Pointer(nnzC)), *(*C.cuDoubleComplex)(unsafe.Pointer(&tol))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5937,7 +5937,7 @@ func Scsr2csr_compress(handle Handle, m int32, n int32, descrA MatDescr, csrSort
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseScsr2csr_compress(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), C.int(nnzA), (*C.int)(unsafe.Pointer(nnzPerRow)), (*C.float)(unsafe.Pointer(csrSortedValC)), (*C.int)(unsafe.Pointer(csrSortedColIndC)), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), C.float(tol)); r != 0 {
+	if r := C.gocuda_cusparseScsr2csr_compress(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), C.int(nnzA), (*C.int)(unsafe.Pointer(nnzPerRow)), (*C.float)(unsafe.Pointer(csrSortedValC)), (*C.int)(unsafe.Pointer(csrSortedColIndC)), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), C.float(tol)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5949,7 +5949,7 @@ func Dcsr2csr_compress(handle Handle, m int32, n int32, descrA MatDescr, csrSort
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDcsr2csr_compress(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), C.int(nnzA), (*C.int)(unsafe.Pointer(nnzPerRow)), (*C.double)(unsafe.Pointer(csrSortedValC)), (*C.int)(unsafe.Pointer(csrSortedColIndC)), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), C.double(tol)); r != 0 {
+	if r := C.gocuda_cusparseDcsr2csr_compress(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), C.int(nnzA), (*C.int)(unsafe.Pointer(nnzPerRow)), (*C.double)(unsafe.Pointer(csrSortedValC)), (*C.int)(unsafe.Pointer(csrSortedColIndC)), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), C.double(tol)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5961,7 +5961,7 @@ func Ccsr2csr_compress(handle Handle, m int32, n int32, descrA MatDescr, csrSort
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCcsr2csr_compress(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), (*C.int)(unsafe.Pointer(csrSortedColIndA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), C.int(nnzA), (*C.int)(unsafe.Pointer(nnzPerRow)), unsafe.Pointer(csrSortedValC), (*C.int)(unsafe.Pointer(csrSortedColIndC)), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), *(*C.cuComplex)(unsafe.Pointer(&tol))); r != 0 {
+	if r := C.gocuda_cusparseCcsr2csr_compress(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), (*C.int)(unsafe.Pointer(csrSortedColIndA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), C.int(nnzA), (*C.int)(unsafe.Pointer(nnzPerRow)), unsafe.Pointer(csrSortedValC), (*C.int)(unsafe.Pointer(csrSortedColIndC)), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), *(*C.cuComplex)(unsafe.Pointer(&tol))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5973,7 +5973,7 @@ func Zcsr2csr_compress(handle Handle, m int32, n int32, descrA MatDescr, csrSort
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseZcsr2csr_compress(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), (*C.int)(unsafe.Pointer(csrSortedColIndA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), C.int(nnzA), (*C.int)(unsafe.Pointer(nnzPerRow)), unsafe.Pointer(csrSortedValC), (*C.int)(unsafe.Pointer(csrSortedColIndC)), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), *(*C.cuDoubleComplex)(unsafe.Pointer(&tol))); r != 0 {
+	if r := C.gocuda_cusparseZcsr2csr_compress(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), (*C.int)(unsafe.Pointer(csrSortedColIndA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), C.int(nnzA), (*C.int)(unsafe.Pointer(nnzPerRow)), unsafe.Pointer(csrSortedValC), (*C.int)(unsafe.Pointer(csrSortedColIndC)), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), *(*C.cuDoubleComplex)(unsafe.Pointer(&tol))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5985,7 +5985,7 @@ func Xcoo2csr(handle Handle, cooRowInd *int32, nnz int32, m int32, csrSortedRowP
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseXcoo2csr(fp, C.uintptr_t(handle), (*C.int)(unsafe.Pointer(cooRowInd)), C.int(nnz), C.int(m), (*C.int)(unsafe.Pointer(csrSortedRowPtr)), C.int(idxBase)); r != 0 {
+	if r := C.gocuda_cusparseXcoo2csr(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), (*C.int)(unsafe.Pointer(cooRowInd)), C.int(nnz), C.int(m), (*C.int)(unsafe.Pointer(csrSortedRowPtr)), C.int(idxBase)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -5997,7 +5997,7 @@ func Xcsr2coo(handle Handle, csrSortedRowPtr *int32, nnz int32, m int32, cooRowI
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseXcsr2coo(fp, C.uintptr_t(handle), (*C.int)(unsafe.Pointer(csrSortedRowPtr)), C.int(nnz), C.int(m), (*C.int)(unsafe.Pointer(cooRowInd)), C.int(idxBase)); r != 0 {
+	if r := C.gocuda_cusparseXcsr2coo(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), (*C.int)(unsafe.Pointer(csrSortedRowPtr)), C.int(nnz), C.int(m), (*C.int)(unsafe.Pointer(cooRowInd)), C.int(idxBase)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6009,7 +6009,7 @@ func Xcsr2bsrNnz(handle Handle, dirA Direction, m int32, n int32, descrA MatDesc
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseXcsr2bsrNnz(fp, C.uintptr_t(handle), C.int(dirA), C.int(m), C.int(n), C.uintptr_t(descrA), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.int(blockDim), C.uintptr_t(descrC), (*C.int)(unsafe.Pointer(bsrSortedRowPtrC)), (*C.int)(unsafe.Pointer(nnzTotalDevHostPtr))); r != 0 {
+	if r := C.gocuda_cusparseXcsr2bsrNnz(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(m), C.int(n), C.uintptr_t(descrA), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.int(blockDim), C.uintptr_t(descrC), (*C.int)(unsafe.Pointer(bsrSortedRowPtrC)), (*C.int)(unsafe.Pointer(nnzTotalDevHostPtr))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6021,7 +6021,7 @@ func Scsr2bsr(handle Handle, dirA Direction, m int32, n int32, descrA MatDescr, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseScsr2bsr(fp, C.uintptr_t(handle), C.int(dirA), C.int(m), C.int(n), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.int(blockDim), C.uintptr_t(descrC), (*C.float)(unsafe.Pointer(bsrSortedValC)), (*C.int)(unsafe.Pointer(bsrSortedRowPtrC)), (*C.int)(unsafe.Pointer(bsrSortedColIndC))); r != 0 {
+	if r := C.gocuda_cusparseScsr2bsr(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(m), C.int(n), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.int(blockDim), C.uintptr_t(descrC), (*C.float)(unsafe.Pointer(bsrSortedValC)), (*C.int)(unsafe.Pointer(bsrSortedRowPtrC)), (*C.int)(unsafe.Pointer(bsrSortedColIndC))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6033,7 +6033,7 @@ func Dcsr2bsr(handle Handle, dirA Direction, m int32, n int32, descrA MatDescr, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDcsr2bsr(fp, C.uintptr_t(handle), C.int(dirA), C.int(m), C.int(n), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.int(blockDim), C.uintptr_t(descrC), (*C.double)(unsafe.Pointer(bsrSortedValC)), (*C.int)(unsafe.Pointer(bsrSortedRowPtrC)), (*C.int)(unsafe.Pointer(bsrSortedColIndC))); r != 0 {
+	if r := C.gocuda_cusparseDcsr2bsr(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(m), C.int(n), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.int(blockDim), C.uintptr_t(descrC), (*C.double)(unsafe.Pointer(bsrSortedValC)), (*C.int)(unsafe.Pointer(bsrSortedRowPtrC)), (*C.int)(unsafe.Pointer(bsrSortedColIndC))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6045,7 +6045,7 @@ func Ccsr2bsr(handle Handle, dirA Direction, m int32, n int32, descrA MatDescr, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCcsr2bsr(fp, C.uintptr_t(handle), C.int(dirA), C.int(m), C.int(n), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.int(blockDim), C.uintptr_t(descrC), unsafe.Pointer(bsrSortedValC), (*C.int)(unsafe.Pointer(bsrSortedRowPtrC)), (*C.int)(unsafe.Pointer(bsrSortedColIndC))); r != 0 {
+	if r := C.gocuda_cusparseCcsr2bsr(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(m), C.int(n), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.int(blockDim), C.uintptr_t(descrC), unsafe.Pointer(bsrSortedValC), (*C.int)(unsafe.Pointer(bsrSortedRowPtrC)), (*C.int)(unsafe.Pointer(bsrSortedColIndC))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6057,7 +6057,7 @@ func Zcsr2bsr(handle Handle, dirA Direction, m int32, n int32, descrA MatDescr, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseZcsr2bsr(fp, C.uintptr_t(handle), C.int(dirA), C.int(m), C.int(n), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.int(blockDim), C.uintptr_t(descrC), unsafe.Pointer(bsrSortedValC), (*C.int)(unsafe.Pointer(bsrSortedRowPtrC)), (*C.int)(unsafe.Pointer(bsrSortedColIndC))); r != 0 {
+	if r := C.gocuda_cusparseZcsr2bsr(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(m), C.int(n), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.int(blockDim), C.uintptr_t(descrC), unsafe.Pointer(bsrSortedValC), (*C.int)(unsafe.Pointer(bsrSortedRowPtrC)), (*C.int)(unsafe.Pointer(bsrSortedColIndC))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6069,7 +6069,7 @@ func Sbsr2csr(handle Handle, dirA Direction, mb int32, nb int32, descrA MatDescr
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSbsr2csr(fp, C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nb), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(bsrSortedValA)), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(blockDim), C.uintptr_t(descrC), (*C.float)(unsafe.Pointer(csrSortedValC)), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(csrSortedColIndC))); r != 0 {
+	if r := C.gocuda_cusparseSbsr2csr(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nb), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(bsrSortedValA)), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(blockDim), C.uintptr_t(descrC), (*C.float)(unsafe.Pointer(csrSortedValC)), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(csrSortedColIndC))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6081,7 +6081,7 @@ func Dbsr2csr(handle Handle, dirA Direction, mb int32, nb int32, descrA MatDescr
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDbsr2csr(fp, C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nb), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(bsrSortedValA)), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(blockDim), C.uintptr_t(descrC), (*C.double)(unsafe.Pointer(csrSortedValC)), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(csrSortedColIndC))); r != 0 {
+	if r := C.gocuda_cusparseDbsr2csr(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nb), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(bsrSortedValA)), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(blockDim), C.uintptr_t(descrC), (*C.double)(unsafe.Pointer(csrSortedValC)), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(csrSortedColIndC))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6093,7 +6093,7 @@ func Cbsr2csr(handle Handle, dirA Direction, mb int32, nb int32, descrA MatDescr
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCbsr2csr(fp, C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(blockDim), C.uintptr_t(descrC), unsafe.Pointer(csrSortedValC), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(csrSortedColIndC))); r != 0 {
+	if r := C.gocuda_cusparseCbsr2csr(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(blockDim), C.uintptr_t(descrC), unsafe.Pointer(csrSortedValC), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(csrSortedColIndC))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6105,7 +6105,7 @@ func Zbsr2csr(handle Handle, dirA Direction, mb int32, nb int32, descrA MatDescr
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseZbsr2csr(fp, C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(blockDim), C.uintptr_t(descrC), unsafe.Pointer(csrSortedValC), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(csrSortedColIndC))); r != 0 {
+	if r := C.gocuda_cusparseZbsr2csr(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(blockDim), C.uintptr_t(descrC), unsafe.Pointer(csrSortedValC), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(csrSortedColIndC))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6117,7 +6117,7 @@ func Sgebsr2gebsc_bufferSize(handle Handle, mb int32, nb int32, nnzb int32, bsrS
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSgebsr2gebsc_bufferSize(fp, C.uintptr_t(handle), C.int(mb), C.int(nb), C.int(nnzb), (*C.float)(unsafe.Pointer(bsrSortedVal)), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(rowBlockDim), C.int(colBlockDim), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseSgebsr2gebsc_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(mb), C.int(nb), C.int(nnzb), (*C.float)(unsafe.Pointer(bsrSortedVal)), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(rowBlockDim), C.int(colBlockDim), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6129,7 +6129,7 @@ func Dgebsr2gebsc_bufferSize(handle Handle, mb int32, nb int32, nnzb int32, bsrS
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDgebsr2gebsc_bufferSize(fp, C.uintptr_t(handle), C.int(mb), C.int(nb), C.int(nnzb), (*C.double)(unsafe.Pointer(bsrSortedVal)), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(rowBlockDim), C.int(colBlockDim), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseDgebsr2gebsc_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(mb), C.int(nb), C.int(nnzb), (*C.double)(unsafe.Pointer(bsrSortedVal)), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(rowBlockDim), C.int(colBlockDim), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6141,7 +6141,7 @@ func Cgebsr2gebsc_bufferSize(handle Handle, mb int32, nb int32, nnzb int32, bsrS
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCgebsr2gebsc_bufferSize(fp, C.uintptr_t(handle), C.int(mb), C.int(nb), C.int(nnzb), unsafe.Pointer(bsrSortedVal), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(rowBlockDim), C.int(colBlockDim), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseCgebsr2gebsc_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(mb), C.int(nb), C.int(nnzb), unsafe.Pointer(bsrSortedVal), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(rowBlockDim), C.int(colBlockDim), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6153,7 +6153,7 @@ func Zgebsr2gebsc_bufferSize(handle Handle, mb int32, nb int32, nnzb int32, bsrS
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseZgebsr2gebsc_bufferSize(fp, C.uintptr_t(handle), C.int(mb), C.int(nb), C.int(nnzb), unsafe.Pointer(bsrSortedVal), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(rowBlockDim), C.int(colBlockDim), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseZgebsr2gebsc_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(mb), C.int(nb), C.int(nnzb), unsafe.Pointer(bsrSortedVal), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(rowBlockDim), C.int(colBlockDim), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6165,7 +6165,7 @@ func Sgebsr2gebsc_bufferSizeExt(handle Handle, mb int32, nb int32, nnzb int32, b
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSgebsr2gebsc_bufferSizeExt(fp, C.uintptr_t(handle), C.int(mb), C.int(nb), C.int(nnzb), (*C.float)(unsafe.Pointer(bsrSortedVal)), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(rowBlockDim), C.int(colBlockDim), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
+	if r := C.gocuda_cusparseSgebsr2gebsc_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(mb), C.int(nb), C.int(nnzb), (*C.float)(unsafe.Pointer(bsrSortedVal)), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(rowBlockDim), C.int(colBlockDim), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6177,7 +6177,7 @@ func Dgebsr2gebsc_bufferSizeExt(handle Handle, mb int32, nb int32, nnzb int32, b
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDgebsr2gebsc_bufferSizeExt(fp, C.uintptr_t(handle), C.int(mb), C.int(nb), C.int(nnzb), (*C.double)(unsafe.Pointer(bsrSortedVal)), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(rowBlockDim), C.int(colBlockDim), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
+	if r := C.gocuda_cusparseDgebsr2gebsc_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(mb), C.int(nb), C.int(nnzb), (*C.double)(unsafe.Pointer(bsrSortedVal)), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(rowBlockDim), C.int(colBlockDim), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6189,7 +6189,7 @@ func Cgebsr2gebsc_bufferSizeExt(handle Handle, mb int32, nb int32, nnzb int32, b
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCgebsr2gebsc_bufferSizeExt(fp, C.uintptr_t(handle), C.int(mb), C.int(nb), C.int(nnzb), unsafe.Pointer(bsrSortedVal), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(rowBlockDim), C.int(colBlockDim), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
+	if r := C.gocuda_cusparseCgebsr2gebsc_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(mb), C.int(nb), C.int(nnzb), unsafe.Pointer(bsrSortedVal), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(rowBlockDim), C.int(colBlockDim), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6201,7 +6201,7 @@ func Zgebsr2gebsc_bufferSizeExt(handle Handle, mb int32, nb int32, nnzb int32, b
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseZgebsr2gebsc_bufferSizeExt(fp, C.uintptr_t(handle), C.int(mb), C.int(nb), C.int(nnzb), unsafe.Pointer(bsrSortedVal), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(rowBlockDim), C.int(colBlockDim), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
+	if r := C.gocuda_cusparseZgebsr2gebsc_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(mb), C.int(nb), C.int(nnzb), unsafe.Pointer(bsrSortedVal), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(rowBlockDim), C.int(colBlockDim), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6213,7 +6213,7 @@ func Sgebsr2gebsc(handle Handle, mb int32, nb int32, nnzb int32, bsrSortedVal *f
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSgebsr2gebsc(fp, C.uintptr_t(handle), C.int(mb), C.int(nb), C.int(nnzb), (*C.float)(unsafe.Pointer(bsrSortedVal)), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(rowBlockDim), C.int(colBlockDim), (*C.float)(unsafe.Pointer(bscVal)), (*C.int)(unsafe.Pointer(bscRowInd)), (*C.int)(unsafe.Pointer(bscColPtr)), C.int(copyValues), C.int(idxBase), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseSgebsr2gebsc(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(mb), C.int(nb), C.int(nnzb), (*C.float)(unsafe.Pointer(bsrSortedVal)), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(rowBlockDim), C.int(colBlockDim), (*C.float)(unsafe.Pointer(bscVal)), (*C.int)(unsafe.Pointer(bscRowInd)), (*C.int)(unsafe.Pointer(bscColPtr)), C.int(copyValues), C.int(idxBase), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6225,7 +6225,7 @@ func Dgebsr2gebsc(handle Handle, mb int32, nb int32, nnzb int32, bsrSortedVal *f
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDgebsr2gebsc(fp, C.uintptr_t(handle), C.int(mb), C.int(nb), C.int(nnzb), (*C.double)(unsafe.Pointer(bsrSortedVal)), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(rowBlockDim), C.int(colBlockDim), (*C.double)(unsafe.Pointer(bscVal)), (*C.int)(unsafe.Pointer(bscRowInd)), (*C.int)(unsafe.Pointer(bscColPtr)), C.int(copyValues), C.int(idxBase), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseDgebsr2gebsc(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(mb), C.int(nb), C.int(nnzb), (*C.double)(unsafe.Pointer(bsrSortedVal)), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(rowBlockDim), C.int(colBlockDim), (*C.double)(unsafe.Pointer(bscVal)), (*C.int)(unsafe.Pointer(bscRowInd)), (*C.int)(unsafe.Pointer(bscColPtr)), C.int(copyValues), C.int(idxBase), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6237,7 +6237,7 @@ func Cgebsr2gebsc(handle Handle, mb int32, nb int32, nnzb int32, bsrSortedVal *c
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCgebsr2gebsc(fp, C.uintptr_t(handle), C.int(mb), C.int(nb), C.int(nnzb), unsafe.Pointer(bsrSortedVal), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(rowBlockDim), C.int(colBlockDim), unsafe.Pointer(bscVal), (*C.int)(unsafe.Pointer(bscRowInd)), (*C.int)(unsafe.Pointer(bscColPtr)), C.int(copyValues), C.int(idxBase), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseCgebsr2gebsc(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(mb), C.int(nb), C.int(nnzb), unsafe.Pointer(bsrSortedVal), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(rowBlockDim), C.int(colBlockDim), unsafe.Pointer(bscVal), (*C.int)(unsafe.Pointer(bscRowInd)), (*C.int)(unsafe.Pointer(bscColPtr)), C.int(copyValues), C.int(idxBase), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6249,7 +6249,7 @@ func Zgebsr2gebsc(handle Handle, mb int32, nb int32, nnzb int32, bsrSortedVal *c
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseZgebsr2gebsc(fp, C.uintptr_t(handle), C.int(mb), C.int(nb), C.int(nnzb), unsafe.Pointer(bsrSortedVal), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(rowBlockDim), C.int(colBlockDim), unsafe.Pointer(bscVal), (*C.int)(unsafe.Pointer(bscRowInd)), (*C.int)(unsafe.Pointer(bscColPtr)), C.int(copyValues), C.int(idxBase), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseZgebsr2gebsc(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(mb), C.int(nb), C.int(nnzb), unsafe.Pointer(bsrSortedVal), (*C.int)(unsafe.Pointer(bsrSortedRowPtr)), (*C.int)(unsafe.Pointer(bsrSortedColInd)), C.int(rowBlockDim), C.int(colBlockDim), unsafe.Pointer(bscVal), (*C.int)(unsafe.Pointer(bscRowInd)), (*C.int)(unsafe.Pointer(bscColPtr)), C.int(copyValues), C.int(idxBase), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6261,7 +6261,7 @@ func Xgebsr2csr(handle Handle, dirA Direction, mb int32, nb int32, descrA MatDes
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseXgebsr2csr(fp, C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nb), C.uintptr_t(descrA), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(rowBlockDim), C.int(colBlockDim), C.uintptr_t(descrC), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(csrSortedColIndC))); r != 0 {
+	if r := C.gocuda_cusparseXgebsr2csr(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nb), C.uintptr_t(descrA), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(rowBlockDim), C.int(colBlockDim), C.uintptr_t(descrC), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(csrSortedColIndC))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6273,7 +6273,7 @@ func Sgebsr2csr(handle Handle, dirA Direction, mb int32, nb int32, descrA MatDes
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSgebsr2csr(fp, C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nb), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(bsrSortedValA)), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(rowBlockDim), C.int(colBlockDim), C.uintptr_t(descrC), (*C.float)(unsafe.Pointer(csrSortedValC)), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(csrSortedColIndC))); r != 0 {
+	if r := C.gocuda_cusparseSgebsr2csr(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nb), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(bsrSortedValA)), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(rowBlockDim), C.int(colBlockDim), C.uintptr_t(descrC), (*C.float)(unsafe.Pointer(csrSortedValC)), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(csrSortedColIndC))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6285,7 +6285,7 @@ func Dgebsr2csr(handle Handle, dirA Direction, mb int32, nb int32, descrA MatDes
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDgebsr2csr(fp, C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nb), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(bsrSortedValA)), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(rowBlockDim), C.int(colBlockDim), C.uintptr_t(descrC), (*C.double)(unsafe.Pointer(csrSortedValC)), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(csrSortedColIndC))); r != 0 {
+	if r := C.gocuda_cusparseDgebsr2csr(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nb), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(bsrSortedValA)), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(rowBlockDim), C.int(colBlockDim), C.uintptr_t(descrC), (*C.double)(unsafe.Pointer(csrSortedValC)), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(csrSortedColIndC))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6297,7 +6297,7 @@ func Cgebsr2csr(handle Handle, dirA Direction, mb int32, nb int32, descrA MatDes
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCgebsr2csr(fp, C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(rowBlockDim), C.int(colBlockDim), C.uintptr_t(descrC), unsafe.Pointer(csrSortedValC), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(csrSortedColIndC))); r != 0 {
+	if r := C.gocuda_cusparseCgebsr2csr(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(rowBlockDim), C.int(colBlockDim), C.uintptr_t(descrC), unsafe.Pointer(csrSortedValC), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(csrSortedColIndC))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6309,7 +6309,7 @@ func Zgebsr2csr(handle Handle, dirA Direction, mb int32, nb int32, descrA MatDes
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseZgebsr2csr(fp, C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(rowBlockDim), C.int(colBlockDim), C.uintptr_t(descrC), unsafe.Pointer(csrSortedValC), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(csrSortedColIndC))); r != 0 {
+	if r := C.gocuda_cusparseZgebsr2csr(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(rowBlockDim), C.int(colBlockDim), C.uintptr_t(descrC), unsafe.Pointer(csrSortedValC), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(csrSortedColIndC))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6321,7 +6321,7 @@ func Scsr2gebsr_bufferSize(handle Handle, dirA Direction, m int32, n int32, desc
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseScsr2gebsr_bufferSize(fp, C.uintptr_t(handle), C.int(dirA), C.int(m), C.int(n), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.int(rowBlockDim), C.int(colBlockDim), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseScsr2gebsr_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(m), C.int(n), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.int(rowBlockDim), C.int(colBlockDim), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6333,7 +6333,7 @@ func Dcsr2gebsr_bufferSize(handle Handle, dirA Direction, m int32, n int32, desc
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDcsr2gebsr_bufferSize(fp, C.uintptr_t(handle), C.int(dirA), C.int(m), C.int(n), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.int(rowBlockDim), C.int(colBlockDim), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseDcsr2gebsr_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(m), C.int(n), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.int(rowBlockDim), C.int(colBlockDim), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6345,7 +6345,7 @@ func Ccsr2gebsr_bufferSize(handle Handle, dirA Direction, m int32, n int32, desc
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCcsr2gebsr_bufferSize(fp, C.uintptr_t(handle), C.int(dirA), C.int(m), C.int(n), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.int(rowBlockDim), C.int(colBlockDim), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseCcsr2gebsr_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(m), C.int(n), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.int(rowBlockDim), C.int(colBlockDim), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6357,7 +6357,7 @@ func Zcsr2gebsr_bufferSize(handle Handle, dirA Direction, m int32, n int32, desc
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseZcsr2gebsr_bufferSize(fp, C.uintptr_t(handle), C.int(dirA), C.int(m), C.int(n), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.int(rowBlockDim), C.int(colBlockDim), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseZcsr2gebsr_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(m), C.int(n), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.int(rowBlockDim), C.int(colBlockDim), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6369,7 +6369,7 @@ func Scsr2gebsr_bufferSizeExt(handle Handle, dirA Direction, m int32, n int32, d
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseScsr2gebsr_bufferSizeExt(fp, C.uintptr_t(handle), C.int(dirA), C.int(m), C.int(n), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.int(rowBlockDim), C.int(colBlockDim), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
+	if r := C.gocuda_cusparseScsr2gebsr_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(m), C.int(n), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.int(rowBlockDim), C.int(colBlockDim), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6381,7 +6381,7 @@ func Dcsr2gebsr_bufferSizeExt(handle Handle, dirA Direction, m int32, n int32, d
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDcsr2gebsr_bufferSizeExt(fp, C.uintptr_t(handle), C.int(dirA), C.int(m), C.int(n), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.int(rowBlockDim), C.int(colBlockDim), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
+	if r := C.gocuda_cusparseDcsr2gebsr_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(m), C.int(n), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.int(rowBlockDim), C.int(colBlockDim), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6393,7 +6393,7 @@ func Ccsr2gebsr_bufferSizeExt(handle Handle, dirA Direction, m int32, n int32, d
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCcsr2gebsr_bufferSizeExt(fp, C.uintptr_t(handle), C.int(dirA), C.int(m), C.int(n), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.int(rowBlockDim), C.int(colBlockDim), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
+	if r := C.gocuda_cusparseCcsr2gebsr_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(m), C.int(n), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.int(rowBlockDim), C.int(colBlockDim), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6405,7 +6405,7 @@ func Zcsr2gebsr_bufferSizeExt(handle Handle, dirA Direction, m int32, n int32, d
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseZcsr2gebsr_bufferSizeExt(fp, C.uintptr_t(handle), C.int(dirA), C.int(m), C.int(n), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.int(rowBlockDim), C.int(colBlockDim), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
+	if r := C.gocuda_cusparseZcsr2gebsr_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(m), C.int(n), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.int(rowBlockDim), C.int(colBlockDim), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6417,7 +6417,7 @@ func Xcsr2gebsrNnz(handle Handle, dirA Direction, m int32, n int32, descrA MatDe
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseXcsr2gebsrNnz(fp, C.uintptr_t(handle), C.int(dirA), C.int(m), C.int(n), C.uintptr_t(descrA), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(descrC), (*C.int)(unsafe.Pointer(bsrSortedRowPtrC)), C.int(rowBlockDim), C.int(colBlockDim), (*C.int)(unsafe.Pointer(nnzTotalDevHostPtr)), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseXcsr2gebsrNnz(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(m), C.int(n), C.uintptr_t(descrA), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(descrC), (*C.int)(unsafe.Pointer(bsrSortedRowPtrC)), C.int(rowBlockDim), C.int(colBlockDim), (*C.int)(unsafe.Pointer(nnzTotalDevHostPtr)), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6429,7 +6429,7 @@ func Scsr2gebsr(handle Handle, dirA Direction, m int32, n int32, descrA MatDescr
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseScsr2gebsr(fp, C.uintptr_t(handle), C.int(dirA), C.int(m), C.int(n), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(descrC), (*C.float)(unsafe.Pointer(bsrSortedValC)), (*C.int)(unsafe.Pointer(bsrSortedRowPtrC)), (*C.int)(unsafe.Pointer(bsrSortedColIndC)), C.int(rowBlockDim), C.int(colBlockDim), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseScsr2gebsr(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(m), C.int(n), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(descrC), (*C.float)(unsafe.Pointer(bsrSortedValC)), (*C.int)(unsafe.Pointer(bsrSortedRowPtrC)), (*C.int)(unsafe.Pointer(bsrSortedColIndC)), C.int(rowBlockDim), C.int(colBlockDim), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6441,7 +6441,7 @@ func Dcsr2gebsr(handle Handle, dirA Direction, m int32, n int32, descrA MatDescr
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDcsr2gebsr(fp, C.uintptr_t(handle), C.int(dirA), C.int(m), C.int(n), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(descrC), (*C.double)(unsafe.Pointer(bsrSortedValC)), (*C.int)(unsafe.Pointer(bsrSortedRowPtrC)), (*C.int)(unsafe.Pointer(bsrSortedColIndC)), C.int(rowBlockDim), C.int(colBlockDim), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseDcsr2gebsr(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(m), C.int(n), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(descrC), (*C.double)(unsafe.Pointer(bsrSortedValC)), (*C.int)(unsafe.Pointer(bsrSortedRowPtrC)), (*C.int)(unsafe.Pointer(bsrSortedColIndC)), C.int(rowBlockDim), C.int(colBlockDim), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6453,7 +6453,7 @@ func Ccsr2gebsr(handle Handle, dirA Direction, m int32, n int32, descrA MatDescr
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCcsr2gebsr(fp, C.uintptr_t(handle), C.int(dirA), C.int(m), C.int(n), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(descrC), unsafe.Pointer(bsrSortedValC), (*C.int)(unsafe.Pointer(bsrSortedRowPtrC)), (*C.int)(unsafe.Pointer(bsrSortedColIndC)), C.int(rowBlockDim), C.int(colBlockDim), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseCcsr2gebsr(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(m), C.int(n), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(descrC), unsafe.Pointer(bsrSortedValC), (*C.int)(unsafe.Pointer(bsrSortedRowPtrC)), (*C.int)(unsafe.Pointer(bsrSortedColIndC)), C.int(rowBlockDim), C.int(colBlockDim), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6465,7 +6465,7 @@ func Zcsr2gebsr(handle Handle, dirA Direction, m int32, n int32, descrA MatDescr
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseZcsr2gebsr(fp, C.uintptr_t(handle), C.int(dirA), C.int(m), C.int(n), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(descrC), unsafe.Pointer(bsrSortedValC), (*C.int)(unsafe.Pointer(bsrSortedRowPtrC)), (*C.int)(unsafe.Pointer(bsrSortedColIndC)), C.int(rowBlockDim), C.int(colBlockDim), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseZcsr2gebsr(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(m), C.int(n), C.uintptr_t(descrA), unsafe.Pointer(csrSortedValA), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.uintptr_t(descrC), unsafe.Pointer(bsrSortedValC), (*C.int)(unsafe.Pointer(bsrSortedRowPtrC)), (*C.int)(unsafe.Pointer(bsrSortedColIndC)), C.int(rowBlockDim), C.int(colBlockDim), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6477,7 +6477,7 @@ func Sgebsr2gebsr_bufferSize(handle Handle, dirA Direction, mb int32, nb int32, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSgebsr2gebsr_bufferSize(fp, C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nb), C.int(nnzb), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(bsrSortedValA)), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(rowBlockDimA), C.int(colBlockDimA), C.int(rowBlockDimC), C.int(colBlockDimC), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseSgebsr2gebsr_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nb), C.int(nnzb), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(bsrSortedValA)), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(rowBlockDimA), C.int(colBlockDimA), C.int(rowBlockDimC), C.int(colBlockDimC), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6489,7 +6489,7 @@ func Dgebsr2gebsr_bufferSize(handle Handle, dirA Direction, mb int32, nb int32, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDgebsr2gebsr_bufferSize(fp, C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nb), C.int(nnzb), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(bsrSortedValA)), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(rowBlockDimA), C.int(colBlockDimA), C.int(rowBlockDimC), C.int(colBlockDimC), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseDgebsr2gebsr_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nb), C.int(nnzb), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(bsrSortedValA)), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(rowBlockDimA), C.int(colBlockDimA), C.int(rowBlockDimC), C.int(colBlockDimC), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6501,7 +6501,7 @@ func Cgebsr2gebsr_bufferSize(handle Handle, dirA Direction, mb int32, nb int32, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCgebsr2gebsr_bufferSize(fp, C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nb), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(rowBlockDimA), C.int(colBlockDimA), C.int(rowBlockDimC), C.int(colBlockDimC), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseCgebsr2gebsr_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nb), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(rowBlockDimA), C.int(colBlockDimA), C.int(rowBlockDimC), C.int(colBlockDimC), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6513,7 +6513,7 @@ func Zgebsr2gebsr_bufferSize(handle Handle, dirA Direction, mb int32, nb int32, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseZgebsr2gebsr_bufferSize(fp, C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nb), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(rowBlockDimA), C.int(colBlockDimA), C.int(rowBlockDimC), C.int(colBlockDimC), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseZgebsr2gebsr_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nb), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(rowBlockDimA), C.int(colBlockDimA), C.int(rowBlockDimC), C.int(colBlockDimC), (*C.int)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6525,7 +6525,7 @@ func Sgebsr2gebsr_bufferSizeExt(handle Handle, dirA Direction, mb int32, nb int3
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSgebsr2gebsr_bufferSizeExt(fp, C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nb), C.int(nnzb), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(bsrSortedValA)), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(rowBlockDimA), C.int(colBlockDimA), C.int(rowBlockDimC), C.int(colBlockDimC), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
+	if r := C.gocuda_cusparseSgebsr2gebsr_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nb), C.int(nnzb), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(bsrSortedValA)), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(rowBlockDimA), C.int(colBlockDimA), C.int(rowBlockDimC), C.int(colBlockDimC), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6537,7 +6537,7 @@ func Dgebsr2gebsr_bufferSizeExt(handle Handle, dirA Direction, mb int32, nb int3
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDgebsr2gebsr_bufferSizeExt(fp, C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nb), C.int(nnzb), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(bsrSortedValA)), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(rowBlockDimA), C.int(colBlockDimA), C.int(rowBlockDimC), C.int(colBlockDimC), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
+	if r := C.gocuda_cusparseDgebsr2gebsr_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nb), C.int(nnzb), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(bsrSortedValA)), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(rowBlockDimA), C.int(colBlockDimA), C.int(rowBlockDimC), C.int(colBlockDimC), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6549,7 +6549,7 @@ func Cgebsr2gebsr_bufferSizeExt(handle Handle, dirA Direction, mb int32, nb int3
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCgebsr2gebsr_bufferSizeExt(fp, C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nb), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(rowBlockDimA), C.int(colBlockDimA), C.int(rowBlockDimC), C.int(colBlockDimC), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
+	if r := C.gocuda_cusparseCgebsr2gebsr_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nb), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(rowBlockDimA), C.int(colBlockDimA), C.int(rowBlockDimC), C.int(colBlockDimC), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6561,7 +6561,7 @@ func Zgebsr2gebsr_bufferSizeExt(handle Handle, dirA Direction, mb int32, nb int3
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseZgebsr2gebsr_bufferSizeExt(fp, C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nb), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(rowBlockDimA), C.int(colBlockDimA), C.int(rowBlockDimC), C.int(colBlockDimC), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
+	if r := C.gocuda_cusparseZgebsr2gebsr_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nb), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(rowBlockDimA), C.int(colBlockDimA), C.int(rowBlockDimC), C.int(colBlockDimC), (*C.size_t)(unsafe.Pointer(pBufferSize))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6573,7 +6573,7 @@ func Xgebsr2gebsrNnz(handle Handle, dirA Direction, mb int32, nb int32, nnzb int
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseXgebsr2gebsrNnz(fp, C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nb), C.int(nnzb), C.uintptr_t(descrA), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(rowBlockDimA), C.int(colBlockDimA), C.uintptr_t(descrC), (*C.int)(unsafe.Pointer(bsrSortedRowPtrC)), C.int(rowBlockDimC), C.int(colBlockDimC), (*C.int)(unsafe.Pointer(nnzTotalDevHostPtr)), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseXgebsr2gebsrNnz(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nb), C.int(nnzb), C.uintptr_t(descrA), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(rowBlockDimA), C.int(colBlockDimA), C.uintptr_t(descrC), (*C.int)(unsafe.Pointer(bsrSortedRowPtrC)), C.int(rowBlockDimC), C.int(colBlockDimC), (*C.int)(unsafe.Pointer(nnzTotalDevHostPtr)), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6585,7 +6585,7 @@ func Sgebsr2gebsr(handle Handle, dirA Direction, mb int32, nb int32, nnzb int32,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSgebsr2gebsr(fp, C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nb), C.int(nnzb), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(bsrSortedValA)), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(rowBlockDimA), C.int(colBlockDimA), C.uintptr_t(descrC), (*C.float)(unsafe.Pointer(bsrSortedValC)), (*C.int)(unsafe.Pointer(bsrSortedRowPtrC)), (*C.int)(unsafe.Pointer(bsrSortedColIndC)), C.int(rowBlockDimC), C.int(colBlockDimC), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseSgebsr2gebsr(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nb), C.int(nnzb), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(bsrSortedValA)), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(rowBlockDimA), C.int(colBlockDimA), C.uintptr_t(descrC), (*C.float)(unsafe.Pointer(bsrSortedValC)), (*C.int)(unsafe.Pointer(bsrSortedRowPtrC)), (*C.int)(unsafe.Pointer(bsrSortedColIndC)), C.int(rowBlockDimC), C.int(colBlockDimC), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6597,7 +6597,7 @@ func Dgebsr2gebsr(handle Handle, dirA Direction, mb int32, nb int32, nnzb int32,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDgebsr2gebsr(fp, C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nb), C.int(nnzb), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(bsrSortedValA)), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(rowBlockDimA), C.int(colBlockDimA), C.uintptr_t(descrC), (*C.double)(unsafe.Pointer(bsrSortedValC)), (*C.int)(unsafe.Pointer(bsrSortedRowPtrC)), (*C.int)(unsafe.Pointer(bsrSortedColIndC)), C.int(rowBlockDimC), C.int(colBlockDimC), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseDgebsr2gebsr(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nb), C.int(nnzb), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(bsrSortedValA)), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(rowBlockDimA), C.int(colBlockDimA), C.uintptr_t(descrC), (*C.double)(unsafe.Pointer(bsrSortedValC)), (*C.int)(unsafe.Pointer(bsrSortedRowPtrC)), (*C.int)(unsafe.Pointer(bsrSortedColIndC)), C.int(rowBlockDimC), C.int(colBlockDimC), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6609,7 +6609,7 @@ func Cgebsr2gebsr(handle Handle, dirA Direction, mb int32, nb int32, nnzb int32,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCgebsr2gebsr(fp, C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nb), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(rowBlockDimA), C.int(colBlockDimA), C.uintptr_t(descrC), unsafe.Pointer(bsrSortedValC), (*C.int)(unsafe.Pointer(bsrSortedRowPtrC)), (*C.int)(unsafe.Pointer(bsrSortedColIndC)), C.int(rowBlockDimC), C.int(colBlockDimC), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseCgebsr2gebsr(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nb), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(rowBlockDimA), C.int(colBlockDimA), C.uintptr_t(descrC), unsafe.Pointer(bsrSortedValC), (*C.int)(unsafe.Pointer(bsrSortedRowPtrC)), (*C.int)(unsafe.Pointer(bsrSortedColIndC)), C.int(rowBlockDimC), C.int(colBlockDimC), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6621,7 +6621,7 @@ func Zgebsr2gebsr(handle Handle, dirA Direction, mb int32, nb int32, nnzb int32,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseZgebsr2gebsr(fp, C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nb), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(rowBlockDimA), C.int(colBlockDimA), C.uintptr_t(descrC), unsafe.Pointer(bsrSortedValC), (*C.int)(unsafe.Pointer(bsrSortedRowPtrC)), (*C.int)(unsafe.Pointer(bsrSortedColIndC)), C.int(rowBlockDimC), C.int(colBlockDimC), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseZgebsr2gebsr(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(dirA), C.int(mb), C.int(nb), C.int(nnzb), C.uintptr_t(descrA), unsafe.Pointer(bsrSortedValA), (*C.int)(unsafe.Pointer(bsrSortedRowPtrA)), (*C.int)(unsafe.Pointer(bsrSortedColIndA)), C.int(rowBlockDimA), C.int(colBlockDimA), C.uintptr_t(descrC), unsafe.Pointer(bsrSortedValC), (*C.int)(unsafe.Pointer(bsrSortedRowPtrC)), (*C.int)(unsafe.Pointer(bsrSortedColIndC)), C.int(rowBlockDimC), C.int(colBlockDimC), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6633,7 +6633,7 @@ func CreateIdentityPermutation(handle Handle, n int32, p *int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCreateIdentityPermutation(fp, C.uintptr_t(handle), C.int(n), (*C.int)(unsafe.Pointer(p))); r != 0 {
+	if r := C.gocuda_cusparseCreateIdentityPermutation(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(n), (*C.int)(unsafe.Pointer(p))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6645,7 +6645,7 @@ func Xcoosort_bufferSizeExt(handle Handle, m int32, n int32, nnz int32, cooRowsA
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseXcoosort_bufferSizeExt(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nnz), (*C.int)(unsafe.Pointer(cooRowsA)), (*C.int)(unsafe.Pointer(cooColsA)), (*C.size_t)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseXcoosort_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nnz), (*C.int)(unsafe.Pointer(cooRowsA)), (*C.int)(unsafe.Pointer(cooColsA)), (*C.size_t)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6657,7 +6657,7 @@ func XcoosortByRow(handle Handle, m int32, n int32, nnz int32, cooRowsA *int32, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseXcoosortByRow(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nnz), (*C.int)(unsafe.Pointer(cooRowsA)), (*C.int)(unsafe.Pointer(cooColsA)), (*C.int)(unsafe.Pointer(P)), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseXcoosortByRow(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nnz), (*C.int)(unsafe.Pointer(cooRowsA)), (*C.int)(unsafe.Pointer(cooColsA)), (*C.int)(unsafe.Pointer(P)), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6669,7 +6669,7 @@ func XcoosortByColumn(handle Handle, m int32, n int32, nnz int32, cooRowsA *int3
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseXcoosortByColumn(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nnz), (*C.int)(unsafe.Pointer(cooRowsA)), (*C.int)(unsafe.Pointer(cooColsA)), (*C.int)(unsafe.Pointer(P)), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseXcoosortByColumn(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nnz), (*C.int)(unsafe.Pointer(cooRowsA)), (*C.int)(unsafe.Pointer(cooColsA)), (*C.int)(unsafe.Pointer(P)), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6681,7 +6681,7 @@ func Xcsrsort_bufferSizeExt(handle Handle, m int32, n int32, nnz int32, csrRowPt
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseXcsrsort_bufferSizeExt(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nnz), (*C.int)(unsafe.Pointer(csrRowPtrA)), (*C.int)(unsafe.Pointer(csrColIndA)), (*C.size_t)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseXcsrsort_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nnz), (*C.int)(unsafe.Pointer(csrRowPtrA)), (*C.int)(unsafe.Pointer(csrColIndA)), (*C.size_t)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6693,7 +6693,7 @@ func Xcsrsort(handle Handle, m int32, n int32, nnz int32, descrA MatDescr, csrRo
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseXcsrsort(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nnz), C.uintptr_t(descrA), (*C.int)(unsafe.Pointer(csrRowPtrA)), (*C.int)(unsafe.Pointer(csrColIndA)), (*C.int)(unsafe.Pointer(P)), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseXcsrsort(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nnz), C.uintptr_t(descrA), (*C.int)(unsafe.Pointer(csrRowPtrA)), (*C.int)(unsafe.Pointer(csrColIndA)), (*C.int)(unsafe.Pointer(P)), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6705,7 +6705,7 @@ func Xcscsort_bufferSizeExt(handle Handle, m int32, n int32, nnz int32, cscColPt
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseXcscsort_bufferSizeExt(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nnz), (*C.int)(unsafe.Pointer(cscColPtrA)), (*C.int)(unsafe.Pointer(cscRowIndA)), (*C.size_t)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseXcscsort_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nnz), (*C.int)(unsafe.Pointer(cscColPtrA)), (*C.int)(unsafe.Pointer(cscRowIndA)), (*C.size_t)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6717,7 +6717,7 @@ func Xcscsort(handle Handle, m int32, n int32, nnz int32, descrA MatDescr, cscCo
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseXcscsort(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nnz), C.uintptr_t(descrA), (*C.int)(unsafe.Pointer(cscColPtrA)), (*C.int)(unsafe.Pointer(cscRowIndA)), (*C.int)(unsafe.Pointer(P)), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseXcscsort(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nnz), C.uintptr_t(descrA), (*C.int)(unsafe.Pointer(cscColPtrA)), (*C.int)(unsafe.Pointer(cscRowIndA)), (*C.int)(unsafe.Pointer(P)), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6729,7 +6729,7 @@ func Scsru2csr_bufferSizeExt(handle Handle, m int32, n int32, nnz int32, csrVal 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseScsru2csr_bufferSizeExt(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nnz), (*C.float)(unsafe.Pointer(csrVal)), (*C.int)(unsafe.Pointer(csrRowPtr)), (*C.int)(unsafe.Pointer(csrColInd)), C.uintptr_t(info), (*C.size_t)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseScsru2csr_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nnz), (*C.float)(unsafe.Pointer(csrVal)), (*C.int)(unsafe.Pointer(csrRowPtr)), (*C.int)(unsafe.Pointer(csrColInd)), C.uintptr_t(info), (*C.size_t)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6741,7 +6741,7 @@ func Dcsru2csr_bufferSizeExt(handle Handle, m int32, n int32, nnz int32, csrVal 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDcsru2csr_bufferSizeExt(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nnz), (*C.double)(unsafe.Pointer(csrVal)), (*C.int)(unsafe.Pointer(csrRowPtr)), (*C.int)(unsafe.Pointer(csrColInd)), C.uintptr_t(info), (*C.size_t)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseDcsru2csr_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nnz), (*C.double)(unsafe.Pointer(csrVal)), (*C.int)(unsafe.Pointer(csrRowPtr)), (*C.int)(unsafe.Pointer(csrColInd)), C.uintptr_t(info), (*C.size_t)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6753,7 +6753,7 @@ func Ccsru2csr_bufferSizeExt(handle Handle, m int32, n int32, nnz int32, csrVal 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCcsru2csr_bufferSizeExt(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nnz), unsafe.Pointer(csrVal), (*C.int)(unsafe.Pointer(csrRowPtr)), (*C.int)(unsafe.Pointer(csrColInd)), C.uintptr_t(info), (*C.size_t)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseCcsru2csr_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nnz), unsafe.Pointer(csrVal), (*C.int)(unsafe.Pointer(csrRowPtr)), (*C.int)(unsafe.Pointer(csrColInd)), C.uintptr_t(info), (*C.size_t)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6765,7 +6765,7 @@ func Zcsru2csr_bufferSizeExt(handle Handle, m int32, n int32, nnz int32, csrVal 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseZcsru2csr_bufferSizeExt(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nnz), unsafe.Pointer(csrVal), (*C.int)(unsafe.Pointer(csrRowPtr)), (*C.int)(unsafe.Pointer(csrColInd)), C.uintptr_t(info), (*C.size_t)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseZcsru2csr_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nnz), unsafe.Pointer(csrVal), (*C.int)(unsafe.Pointer(csrRowPtr)), (*C.int)(unsafe.Pointer(csrColInd)), C.uintptr_t(info), (*C.size_t)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6777,7 +6777,7 @@ func Scsru2csr(handle Handle, m int32, n int32, nnz int32, descrA MatDescr, csrV
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseScsru2csr(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nnz), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(csrVal)), (*C.int)(unsafe.Pointer(csrRowPtr)), (*C.int)(unsafe.Pointer(csrColInd)), C.uintptr_t(info), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseScsru2csr(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nnz), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(csrVal)), (*C.int)(unsafe.Pointer(csrRowPtr)), (*C.int)(unsafe.Pointer(csrColInd)), C.uintptr_t(info), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6789,7 +6789,7 @@ func Dcsru2csr(handle Handle, m int32, n int32, nnz int32, descrA MatDescr, csrV
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDcsru2csr(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nnz), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(csrVal)), (*C.int)(unsafe.Pointer(csrRowPtr)), (*C.int)(unsafe.Pointer(csrColInd)), C.uintptr_t(info), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseDcsru2csr(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nnz), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(csrVal)), (*C.int)(unsafe.Pointer(csrRowPtr)), (*C.int)(unsafe.Pointer(csrColInd)), C.uintptr_t(info), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6801,7 +6801,7 @@ func Ccsru2csr(handle Handle, m int32, n int32, nnz int32, descrA MatDescr, csrV
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCcsru2csr(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrVal), (*C.int)(unsafe.Pointer(csrRowPtr)), (*C.int)(unsafe.Pointer(csrColInd)), C.uintptr_t(info), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseCcsru2csr(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrVal), (*C.int)(unsafe.Pointer(csrRowPtr)), (*C.int)(unsafe.Pointer(csrColInd)), C.uintptr_t(info), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6813,7 +6813,7 @@ func Zcsru2csr(handle Handle, m int32, n int32, nnz int32, descrA MatDescr, csrV
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseZcsru2csr(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrVal), (*C.int)(unsafe.Pointer(csrRowPtr)), (*C.int)(unsafe.Pointer(csrColInd)), C.uintptr_t(info), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseZcsru2csr(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrVal), (*C.int)(unsafe.Pointer(csrRowPtr)), (*C.int)(unsafe.Pointer(csrColInd)), C.uintptr_t(info), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6825,7 +6825,7 @@ func Scsr2csru(handle Handle, m int32, n int32, nnz int32, descrA MatDescr, csrV
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseScsr2csru(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nnz), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(csrVal)), (*C.int)(unsafe.Pointer(csrRowPtr)), (*C.int)(unsafe.Pointer(csrColInd)), C.uintptr_t(info), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseScsr2csru(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nnz), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(csrVal)), (*C.int)(unsafe.Pointer(csrRowPtr)), (*C.int)(unsafe.Pointer(csrColInd)), C.uintptr_t(info), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6837,7 +6837,7 @@ func Dcsr2csru(handle Handle, m int32, n int32, nnz int32, descrA MatDescr, csrV
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDcsr2csru(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nnz), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(csrVal)), (*C.int)(unsafe.Pointer(csrRowPtr)), (*C.int)(unsafe.Pointer(csrColInd)), C.uintptr_t(info), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseDcsr2csru(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nnz), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(csrVal)), (*C.int)(unsafe.Pointer(csrRowPtr)), (*C.int)(unsafe.Pointer(csrColInd)), C.uintptr_t(info), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6849,7 +6849,7 @@ func Ccsr2csru(handle Handle, m int32, n int32, nnz int32, descrA MatDescr, csrV
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCcsr2csru(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrVal), (*C.int)(unsafe.Pointer(csrRowPtr)), (*C.int)(unsafe.Pointer(csrColInd)), C.uintptr_t(info), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseCcsr2csru(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrVal), (*C.int)(unsafe.Pointer(csrRowPtr)), (*C.int)(unsafe.Pointer(csrColInd)), C.uintptr_t(info), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6861,7 +6861,7 @@ func Zcsr2csru(handle Handle, m int32, n int32, nnz int32, descrA MatDescr, csrV
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseZcsr2csru(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrVal), (*C.int)(unsafe.Pointer(csrRowPtr)), (*C.int)(unsafe.Pointer(csrColInd)), C.uintptr_t(info), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseZcsr2csru(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nnz), C.uintptr_t(descrA), unsafe.Pointer(csrVal), (*C.int)(unsafe.Pointer(csrRowPtr)), (*C.int)(unsafe.Pointer(csrColInd)), C.uintptr_t(info), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6873,7 +6873,7 @@ func SpruneDense2csr_bufferSizeExt(handle Handle, m int32, n int32, A *float32, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSpruneDense2csr_bufferSizeExt(fp, C.uintptr_t(handle), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(threshold)), C.uintptr_t(descrC), (*C.float)(unsafe.Pointer(csrSortedValC)), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(csrSortedColIndC)), (*C.size_t)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseSpruneDense2csr_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(threshold)), C.uintptr_t(descrC), (*C.float)(unsafe.Pointer(csrSortedValC)), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(csrSortedColIndC)), (*C.size_t)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6885,7 +6885,7 @@ func DpruneDense2csr_bufferSizeExt(handle Handle, m int32, n int32, A *float64, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDpruneDense2csr_bufferSizeExt(fp, C.uintptr_t(handle), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(threshold)), C.uintptr_t(descrC), (*C.double)(unsafe.Pointer(csrSortedValC)), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(csrSortedColIndC)), (*C.size_t)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseDpruneDense2csr_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(threshold)), C.uintptr_t(descrC), (*C.double)(unsafe.Pointer(csrSortedValC)), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(csrSortedColIndC)), (*C.size_t)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6897,7 +6897,7 @@ func SpruneDense2csrNnz(handle Handle, m int32, n int32, A *float32, lda int32, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSpruneDense2csrNnz(fp, C.uintptr_t(handle), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(threshold)), C.uintptr_t(descrC), (*C.int)(unsafe.Pointer(csrRowPtrC)), (*C.int)(unsafe.Pointer(nnzTotalDevHostPtr)), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseSpruneDense2csrNnz(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(threshold)), C.uintptr_t(descrC), (*C.int)(unsafe.Pointer(csrRowPtrC)), (*C.int)(unsafe.Pointer(nnzTotalDevHostPtr)), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6909,7 +6909,7 @@ func DpruneDense2csrNnz(handle Handle, m int32, n int32, A *float64, lda int32, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDpruneDense2csrNnz(fp, C.uintptr_t(handle), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(threshold)), C.uintptr_t(descrC), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(nnzTotalDevHostPtr)), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseDpruneDense2csrNnz(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(threshold)), C.uintptr_t(descrC), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(nnzTotalDevHostPtr)), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6921,7 +6921,7 @@ func SpruneDense2csr(handle Handle, m int32, n int32, A *float32, lda int32, thr
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSpruneDense2csr(fp, C.uintptr_t(handle), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(threshold)), C.uintptr_t(descrC), (*C.float)(unsafe.Pointer(csrSortedValC)), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(csrSortedColIndC)), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseSpruneDense2csr(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), (*C.float)(unsafe.Pointer(threshold)), C.uintptr_t(descrC), (*C.float)(unsafe.Pointer(csrSortedValC)), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(csrSortedColIndC)), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6933,7 +6933,7 @@ func DpruneDense2csr(handle Handle, m int32, n int32, A *float64, lda int32, thr
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDpruneDense2csr(fp, C.uintptr_t(handle), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(threshold)), C.uintptr_t(descrC), (*C.double)(unsafe.Pointer(csrSortedValC)), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(csrSortedColIndC)), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseDpruneDense2csr(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), (*C.double)(unsafe.Pointer(threshold)), C.uintptr_t(descrC), (*C.double)(unsafe.Pointer(csrSortedValC)), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(csrSortedColIndC)), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6945,7 +6945,7 @@ func SpruneCsr2csr_bufferSizeExt(handle Handle, m int32, n int32, nnzA int32, de
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSpruneCsr2csr_bufferSizeExt(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nnzA), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), (*C.float)(unsafe.Pointer(threshold)), C.uintptr_t(descrC), (*C.float)(unsafe.Pointer(csrSortedValC)), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(csrSortedColIndC)), (*C.size_t)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseSpruneCsr2csr_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nnzA), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), (*C.float)(unsafe.Pointer(threshold)), C.uintptr_t(descrC), (*C.float)(unsafe.Pointer(csrSortedValC)), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(csrSortedColIndC)), (*C.size_t)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6957,7 +6957,7 @@ func DpruneCsr2csr_bufferSizeExt(handle Handle, m int32, n int32, nnzA int32, de
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDpruneCsr2csr_bufferSizeExt(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nnzA), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), (*C.double)(unsafe.Pointer(threshold)), C.uintptr_t(descrC), (*C.double)(unsafe.Pointer(csrSortedValC)), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(csrSortedColIndC)), (*C.size_t)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseDpruneCsr2csr_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nnzA), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), (*C.double)(unsafe.Pointer(threshold)), C.uintptr_t(descrC), (*C.double)(unsafe.Pointer(csrSortedValC)), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(csrSortedColIndC)), (*C.size_t)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6969,7 +6969,7 @@ func SpruneCsr2csrNnz(handle Handle, m int32, n int32, nnzA int32, descrA MatDes
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSpruneCsr2csrNnz(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nnzA), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), (*C.float)(unsafe.Pointer(threshold)), C.uintptr_t(descrC), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(nnzTotalDevHostPtr)), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseSpruneCsr2csrNnz(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nnzA), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), (*C.float)(unsafe.Pointer(threshold)), C.uintptr_t(descrC), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(nnzTotalDevHostPtr)), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6981,7 +6981,7 @@ func DpruneCsr2csrNnz(handle Handle, m int32, n int32, nnzA int32, descrA MatDes
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDpruneCsr2csrNnz(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nnzA), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), (*C.double)(unsafe.Pointer(threshold)), C.uintptr_t(descrC), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(nnzTotalDevHostPtr)), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseDpruneCsr2csrNnz(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nnzA), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), (*C.double)(unsafe.Pointer(threshold)), C.uintptr_t(descrC), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(nnzTotalDevHostPtr)), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -6993,7 +6993,7 @@ func SpruneCsr2csr(handle Handle, m int32, n int32, nnzA int32, descrA MatDescr,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSpruneCsr2csr(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nnzA), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), (*C.float)(unsafe.Pointer(threshold)), C.uintptr_t(descrC), (*C.float)(unsafe.Pointer(csrSortedValC)), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(csrSortedColIndC)), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseSpruneCsr2csr(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nnzA), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), (*C.float)(unsafe.Pointer(threshold)), C.uintptr_t(descrC), (*C.float)(unsafe.Pointer(csrSortedValC)), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(csrSortedColIndC)), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7005,7 +7005,7 @@ func DpruneCsr2csr(handle Handle, m int32, n int32, nnzA int32, descrA MatDescr,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDpruneCsr2csr(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nnzA), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), (*C.double)(unsafe.Pointer(threshold)), C.uintptr_t(descrC), (*C.double)(unsafe.Pointer(csrSortedValC)), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(csrSortedColIndC)), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseDpruneCsr2csr(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nnzA), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), (*C.double)(unsafe.Pointer(threshold)), C.uintptr_t(descrC), (*C.double)(unsafe.Pointer(csrSortedValC)), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(csrSortedColIndC)), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7017,7 +7017,7 @@ func SpruneDense2csrByPercentage_bufferSizeExt(handle Handle, m int32, n int32, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSpruneDense2csrByPercentage_bufferSizeExt(fp, C.uintptr_t(handle), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), C.float(percentage), C.uintptr_t(descrC), (*C.float)(unsafe.Pointer(csrSortedValC)), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(csrSortedColIndC)), C.uintptr_t(info), (*C.size_t)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseSpruneDense2csrByPercentage_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), C.float(percentage), C.uintptr_t(descrC), (*C.float)(unsafe.Pointer(csrSortedValC)), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(csrSortedColIndC)), C.uintptr_t(info), (*C.size_t)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7029,7 +7029,7 @@ func DpruneDense2csrByPercentage_bufferSizeExt(handle Handle, m int32, n int32, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDpruneDense2csrByPercentage_bufferSizeExt(fp, C.uintptr_t(handle), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), C.float(percentage), C.uintptr_t(descrC), (*C.double)(unsafe.Pointer(csrSortedValC)), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(csrSortedColIndC)), C.uintptr_t(info), (*C.size_t)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseDpruneDense2csrByPercentage_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), C.float(percentage), C.uintptr_t(descrC), (*C.double)(unsafe.Pointer(csrSortedValC)), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(csrSortedColIndC)), C.uintptr_t(info), (*C.size_t)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7041,7 +7041,7 @@ func SpruneDense2csrNnzByPercentage(handle Handle, m int32, n int32, A *float32,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSpruneDense2csrNnzByPercentage(fp, C.uintptr_t(handle), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), C.float(percentage), C.uintptr_t(descrC), (*C.int)(unsafe.Pointer(csrRowPtrC)), (*C.int)(unsafe.Pointer(nnzTotalDevHostPtr)), C.uintptr_t(info), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseSpruneDense2csrNnzByPercentage(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), C.float(percentage), C.uintptr_t(descrC), (*C.int)(unsafe.Pointer(csrRowPtrC)), (*C.int)(unsafe.Pointer(nnzTotalDevHostPtr)), C.uintptr_t(info), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7053,7 +7053,7 @@ func DpruneDense2csrNnzByPercentage(handle Handle, m int32, n int32, A *float64,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDpruneDense2csrNnzByPercentage(fp, C.uintptr_t(handle), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), C.float(percentage), C.uintptr_t(descrC), (*C.int)(unsafe.Pointer(csrRowPtrC)), (*C.int)(unsafe.Pointer(nnzTotalDevHostPtr)), C.uintptr_t(info), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseDpruneDense2csrNnzByPercentage(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), C.float(percentage), C.uintptr_t(descrC), (*C.int)(unsafe.Pointer(csrRowPtrC)), (*C.int)(unsafe.Pointer(nnzTotalDevHostPtr)), C.uintptr_t(info), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7065,7 +7065,7 @@ func SpruneDense2csrByPercentage(handle Handle, m int32, n int32, A *float32, ld
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSpruneDense2csrByPercentage(fp, C.uintptr_t(handle), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), C.float(percentage), C.uintptr_t(descrC), (*C.float)(unsafe.Pointer(csrSortedValC)), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(csrSortedColIndC)), C.uintptr_t(info), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseSpruneDense2csrByPercentage(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), (*C.float)(unsafe.Pointer(A)), C.int(lda), C.float(percentage), C.uintptr_t(descrC), (*C.float)(unsafe.Pointer(csrSortedValC)), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(csrSortedColIndC)), C.uintptr_t(info), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7077,7 +7077,7 @@ func DpruneDense2csrByPercentage(handle Handle, m int32, n int32, A *float64, ld
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDpruneDense2csrByPercentage(fp, C.uintptr_t(handle), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), C.float(percentage), C.uintptr_t(descrC), (*C.double)(unsafe.Pointer(csrSortedValC)), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(csrSortedColIndC)), C.uintptr_t(info), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseDpruneDense2csrByPercentage(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), (*C.double)(unsafe.Pointer(A)), C.int(lda), C.float(percentage), C.uintptr_t(descrC), (*C.double)(unsafe.Pointer(csrSortedValC)), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(csrSortedColIndC)), C.uintptr_t(info), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7089,7 +7089,7 @@ func SpruneCsr2csrByPercentage_bufferSizeExt(handle Handle, m int32, n int32, nn
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSpruneCsr2csrByPercentage_bufferSizeExt(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nnzA), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.float(percentage), C.uintptr_t(descrC), (*C.float)(unsafe.Pointer(csrSortedValC)), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(csrSortedColIndC)), C.uintptr_t(info), (*C.size_t)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseSpruneCsr2csrByPercentage_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nnzA), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.float(percentage), C.uintptr_t(descrC), (*C.float)(unsafe.Pointer(csrSortedValC)), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(csrSortedColIndC)), C.uintptr_t(info), (*C.size_t)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7101,7 +7101,7 @@ func DpruneCsr2csrByPercentage_bufferSizeExt(handle Handle, m int32, n int32, nn
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDpruneCsr2csrByPercentage_bufferSizeExt(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nnzA), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.float(percentage), C.uintptr_t(descrC), (*C.double)(unsafe.Pointer(csrSortedValC)), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(csrSortedColIndC)), C.uintptr_t(info), (*C.size_t)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
+	if r := C.gocuda_cusparseDpruneCsr2csrByPercentage_bufferSizeExt(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nnzA), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.float(percentage), C.uintptr_t(descrC), (*C.double)(unsafe.Pointer(csrSortedValC)), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(csrSortedColIndC)), C.uintptr_t(info), (*C.size_t)(unsafe.Pointer(pBufferSizeInBytes))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7113,7 +7113,7 @@ func SpruneCsr2csrNnzByPercentage(handle Handle, m int32, n int32, nnzA int32, d
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSpruneCsr2csrNnzByPercentage(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nnzA), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.float(percentage), C.uintptr_t(descrC), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(nnzTotalDevHostPtr)), C.uintptr_t(info), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseSpruneCsr2csrNnzByPercentage(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nnzA), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.float(percentage), C.uintptr_t(descrC), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(nnzTotalDevHostPtr)), C.uintptr_t(info), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7125,7 +7125,7 @@ func DpruneCsr2csrNnzByPercentage(handle Handle, m int32, n int32, nnzA int32, d
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDpruneCsr2csrNnzByPercentage(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nnzA), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.float(percentage), C.uintptr_t(descrC), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(nnzTotalDevHostPtr)), C.uintptr_t(info), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseDpruneCsr2csrNnzByPercentage(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nnzA), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.float(percentage), C.uintptr_t(descrC), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(nnzTotalDevHostPtr)), C.uintptr_t(info), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7137,7 +7137,7 @@ func SpruneCsr2csrByPercentage(handle Handle, m int32, n int32, nnzA int32, desc
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSpruneCsr2csrByPercentage(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nnzA), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.float(percentage), C.uintptr_t(descrC), (*C.float)(unsafe.Pointer(csrSortedValC)), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(csrSortedColIndC)), C.uintptr_t(info), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseSpruneCsr2csrByPercentage(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nnzA), C.uintptr_t(descrA), (*C.float)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.float(percentage), C.uintptr_t(descrC), (*C.float)(unsafe.Pointer(csrSortedValC)), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(csrSortedColIndC)), C.uintptr_t(info), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7149,7 +7149,7 @@ func DpruneCsr2csrByPercentage(handle Handle, m int32, n int32, nnzA int32, desc
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDpruneCsr2csrByPercentage(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nnzA), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.float(percentage), C.uintptr_t(descrC), (*C.double)(unsafe.Pointer(csrSortedValC)), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(csrSortedColIndC)), C.uintptr_t(info), unsafe.Pointer(pBuffer)); r != 0 {
+	if r := C.gocuda_cusparseDpruneCsr2csrByPercentage(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nnzA), C.uintptr_t(descrA), (*C.double)(unsafe.Pointer(csrSortedValA)), (*C.int)(unsafe.Pointer(csrSortedRowPtrA)), (*C.int)(unsafe.Pointer(csrSortedColIndA)), C.float(percentage), C.uintptr_t(descrC), (*C.double)(unsafe.Pointer(csrSortedValC)), (*C.int)(unsafe.Pointer(csrSortedRowPtrC)), (*C.int)(unsafe.Pointer(csrSortedColIndC)), C.uintptr_t(info), unsafe.Pointer(pBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7161,7 +7161,7 @@ func Csr2cscEx2(handle Handle, m int32, n int32, nnz int32, csrVal unsafe.Pointe
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCsr2cscEx2(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nnz), unsafe.Pointer(csrVal), (*C.int)(unsafe.Pointer(csrRowPtr)), (*C.int)(unsafe.Pointer(csrColInd)), unsafe.Pointer(cscVal), (*C.int)(unsafe.Pointer(cscColPtr)), (*C.int)(unsafe.Pointer(cscRowInd)), C.int(valType), C.int(copyValues), C.int(idxBase), C.int(alg), unsafe.Pointer(buffer)); r != 0 {
+	if r := C.gocuda_cusparseCsr2cscEx2(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nnz), unsafe.Pointer(csrVal), (*C.int)(unsafe.Pointer(csrRowPtr)), (*C.int)(unsafe.Pointer(csrColInd)), unsafe.Pointer(cscVal), (*C.int)(unsafe.Pointer(cscColPtr)), (*C.int)(unsafe.Pointer(cscRowInd)), C.int(valType), C.int(copyValues), C.int(idxBase), C.int(alg), unsafe.Pointer(buffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7173,7 +7173,7 @@ func Csr2cscEx2_bufferSize(handle Handle, m int32, n int32, nnz int32, csrVal un
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCsr2cscEx2_bufferSize(fp, C.uintptr_t(handle), C.int(m), C.int(n), C.int(nnz), unsafe.Pointer(csrVal), (*C.int)(unsafe.Pointer(csrRowPtr)), (*C.int)(unsafe.Pointer(csrColInd)), unsafe.Pointer(cscVal), (*C.int)(unsafe.Pointer(cscColPtr)), (*C.int)(unsafe.Pointer(cscRowInd)), C.int(valType), C.int(copyValues), C.int(idxBase), C.int(alg), (*C.size_t)(unsafe.Pointer(bufferSize))); r != 0 {
+	if r := C.gocuda_cusparseCsr2cscEx2_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(m), C.int(n), C.int(nnz), unsafe.Pointer(csrVal), (*C.int)(unsafe.Pointer(csrRowPtr)), (*C.int)(unsafe.Pointer(csrColInd)), unsafe.Pointer(cscVal), (*C.int)(unsafe.Pointer(cscColPtr)), (*C.int)(unsafe.Pointer(cscRowInd)), C.int(valType), C.int(copyValues), C.int(idxBase), C.int(alg), (*C.size_t)(unsafe.Pointer(bufferSize))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7185,7 +7185,7 @@ func CreateSpVec(spVecDescr *SpVecDescr, size int64, nnz int64, indices unsafe.P
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCreateSpVec(fp, unsafe.Pointer(spVecDescr), C.int64_t(size), C.int64_t(nnz), unsafe.Pointer(indices), unsafe.Pointer(values), C.int(idxType), C.int(idxBase), C.int(valueType)); r != 0 {
+	if r := C.gocuda_cusparseCreateSpVec(C.uintptr_t(uintptr(fp)), unsafe.Pointer(spVecDescr), C.int64_t(size), C.int64_t(nnz), unsafe.Pointer(indices), unsafe.Pointer(values), C.int(idxType), C.int(idxBase), C.int(valueType)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7197,7 +7197,7 @@ func CreateConstSpVec(spVecDescr *ConstSpVecDescr, size int64, nnz int64, indice
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCreateConstSpVec(fp, unsafe.Pointer(spVecDescr), C.int64_t(size), C.int64_t(nnz), unsafe.Pointer(indices), unsafe.Pointer(values), C.int(idxType), C.int(idxBase), C.int(valueType)); r != 0 {
+	if r := C.gocuda_cusparseCreateConstSpVec(C.uintptr_t(uintptr(fp)), unsafe.Pointer(spVecDescr), C.int64_t(size), C.int64_t(nnz), unsafe.Pointer(indices), unsafe.Pointer(values), C.int(idxType), C.int(idxBase), C.int(valueType)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7209,7 +7209,7 @@ func DestroySpVec(spVecDescr ConstSpVecDescr) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDestroySpVec(fp, C.uintptr_t(spVecDescr)); r != 0 {
+	if r := C.gocuda_cusparseDestroySpVec(C.uintptr_t(uintptr(fp)), C.uintptr_t(spVecDescr)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7221,7 +7221,7 @@ func SpVecGet(spVecDescr SpVecDescr, size *int64, nnz *int64, indices *unsafe.Po
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSpVecGet(fp, C.uintptr_t(spVecDescr), (*C.int64_t)(unsafe.Pointer(size)), (*C.int64_t)(unsafe.Pointer(nnz)), unsafe.Pointer(indices), unsafe.Pointer(values), (*C.int)(unsafe.Pointer(idxType)), (*C.int)(unsafe.Pointer(idxBase)), (*C.int)(unsafe.Pointer(valueType))); r != 0 {
+	if r := C.gocuda_cusparseSpVecGet(C.uintptr_t(uintptr(fp)), C.uintptr_t(spVecDescr), (*C.int64_t)(unsafe.Pointer(size)), (*C.int64_t)(unsafe.Pointer(nnz)), unsafe.Pointer(indices), unsafe.Pointer(values), (*C.int)(unsafe.Pointer(idxType)), (*C.int)(unsafe.Pointer(idxBase)), (*C.int)(unsafe.Pointer(valueType))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7233,7 +7233,7 @@ func ConstSpVecGet(spVecDescr ConstSpVecDescr, size *int64, nnz *int64, indices 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseConstSpVecGet(fp, C.uintptr_t(spVecDescr), (*C.int64_t)(unsafe.Pointer(size)), (*C.int64_t)(unsafe.Pointer(nnz)), unsafe.Pointer(indices), unsafe.Pointer(values), (*C.int)(unsafe.Pointer(idxType)), (*C.int)(unsafe.Pointer(idxBase)), (*C.int)(unsafe.Pointer(valueType))); r != 0 {
+	if r := C.gocuda_cusparseConstSpVecGet(C.uintptr_t(uintptr(fp)), C.uintptr_t(spVecDescr), (*C.int64_t)(unsafe.Pointer(size)), (*C.int64_t)(unsafe.Pointer(nnz)), unsafe.Pointer(indices), unsafe.Pointer(values), (*C.int)(unsafe.Pointer(idxType)), (*C.int)(unsafe.Pointer(idxBase)), (*C.int)(unsafe.Pointer(valueType))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7245,7 +7245,7 @@ func SpVecGetIndexBase(spVecDescr ConstSpVecDescr, idxBase *IndexBase) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSpVecGetIndexBase(fp, C.uintptr_t(spVecDescr), (*C.int)(unsafe.Pointer(idxBase))); r != 0 {
+	if r := C.gocuda_cusparseSpVecGetIndexBase(C.uintptr_t(uintptr(fp)), C.uintptr_t(spVecDescr), (*C.int)(unsafe.Pointer(idxBase))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7257,7 +7257,7 @@ func SpVecGetValues(spVecDescr SpVecDescr, values *unsafe.Pointer) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSpVecGetValues(fp, C.uintptr_t(spVecDescr), unsafe.Pointer(values)); r != 0 {
+	if r := C.gocuda_cusparseSpVecGetValues(C.uintptr_t(uintptr(fp)), C.uintptr_t(spVecDescr), unsafe.Pointer(values)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7269,7 +7269,7 @@ func ConstSpVecGetValues(spVecDescr ConstSpVecDescr, values *unsafe.Pointer) err
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseConstSpVecGetValues(fp, C.uintptr_t(spVecDescr), unsafe.Pointer(values)); r != 0 {
+	if r := C.gocuda_cusparseConstSpVecGetValues(C.uintptr_t(uintptr(fp)), C.uintptr_t(spVecDescr), unsafe.Pointer(values)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7281,7 +7281,7 @@ func SpVecSetValues(spVecDescr SpVecDescr, values unsafe.Pointer) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSpVecSetValues(fp, C.uintptr_t(spVecDescr), unsafe.Pointer(values)); r != 0 {
+	if r := C.gocuda_cusparseSpVecSetValues(C.uintptr_t(uintptr(fp)), C.uintptr_t(spVecDescr), unsafe.Pointer(values)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7293,7 +7293,7 @@ func CreateDnVec(dnVecDescr *DnVecDescr, size int64, values unsafe.Pointer, valu
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCreateDnVec(fp, unsafe.Pointer(dnVecDescr), C.int64_t(size), unsafe.Pointer(values), C.int(valueType)); r != 0 {
+	if r := C.gocuda_cusparseCreateDnVec(C.uintptr_t(uintptr(fp)), unsafe.Pointer(dnVecDescr), C.int64_t(size), unsafe.Pointer(values), C.int(valueType)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7305,7 +7305,7 @@ func CreateConstDnVec(dnVecDescr *ConstDnVecDescr, size int64, values unsafe.Poi
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCreateConstDnVec(fp, unsafe.Pointer(dnVecDescr), C.int64_t(size), unsafe.Pointer(values), C.int(valueType)); r != 0 {
+	if r := C.gocuda_cusparseCreateConstDnVec(C.uintptr_t(uintptr(fp)), unsafe.Pointer(dnVecDescr), C.int64_t(size), unsafe.Pointer(values), C.int(valueType)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7317,7 +7317,7 @@ func DestroyDnVec(dnVecDescr ConstDnVecDescr) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDestroyDnVec(fp, C.uintptr_t(dnVecDescr)); r != 0 {
+	if r := C.gocuda_cusparseDestroyDnVec(C.uintptr_t(uintptr(fp)), C.uintptr_t(dnVecDescr)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7329,7 +7329,7 @@ func DnVecGet(dnVecDescr DnVecDescr, size *int64, values *unsafe.Pointer, valueT
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDnVecGet(fp, C.uintptr_t(dnVecDescr), (*C.int64_t)(unsafe.Pointer(size)), unsafe.Pointer(values), (*C.int)(unsafe.Pointer(valueType))); r != 0 {
+	if r := C.gocuda_cusparseDnVecGet(C.uintptr_t(uintptr(fp)), C.uintptr_t(dnVecDescr), (*C.int64_t)(unsafe.Pointer(size)), unsafe.Pointer(values), (*C.int)(unsafe.Pointer(valueType))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7341,7 +7341,7 @@ func ConstDnVecGet(dnVecDescr ConstDnVecDescr, size *int64, values *unsafe.Point
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseConstDnVecGet(fp, C.uintptr_t(dnVecDescr), (*C.int64_t)(unsafe.Pointer(size)), unsafe.Pointer(values), (*C.int)(unsafe.Pointer(valueType))); r != 0 {
+	if r := C.gocuda_cusparseConstDnVecGet(C.uintptr_t(uintptr(fp)), C.uintptr_t(dnVecDescr), (*C.int64_t)(unsafe.Pointer(size)), unsafe.Pointer(values), (*C.int)(unsafe.Pointer(valueType))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7353,7 +7353,7 @@ func DnVecGetValues(dnVecDescr DnVecDescr, values *unsafe.Pointer) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDnVecGetValues(fp, C.uintptr_t(dnVecDescr), unsafe.Pointer(values)); r != 0 {
+	if r := C.gocuda_cusparseDnVecGetValues(C.uintptr_t(uintptr(fp)), C.uintptr_t(dnVecDescr), unsafe.Pointer(values)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7365,7 +7365,7 @@ func ConstDnVecGetValues(dnVecDescr ConstDnVecDescr, values *unsafe.Pointer) err
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseConstDnVecGetValues(fp, C.uintptr_t(dnVecDescr), unsafe.Pointer(values)); r != 0 {
+	if r := C.gocuda_cusparseConstDnVecGetValues(C.uintptr_t(uintptr(fp)), C.uintptr_t(dnVecDescr), unsafe.Pointer(values)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7377,7 +7377,7 @@ func DnVecSetValues(dnVecDescr DnVecDescr, values unsafe.Pointer) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDnVecSetValues(fp, C.uintptr_t(dnVecDescr), unsafe.Pointer(values)); r != 0 {
+	if r := C.gocuda_cusparseDnVecSetValues(C.uintptr_t(uintptr(fp)), C.uintptr_t(dnVecDescr), unsafe.Pointer(values)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7389,7 +7389,7 @@ func DestroySpMat(spMatDescr ConstSpMatDescr) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDestroySpMat(fp, C.uintptr_t(spMatDescr)); r != 0 {
+	if r := C.gocuda_cusparseDestroySpMat(C.uintptr_t(uintptr(fp)), C.uintptr_t(spMatDescr)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7401,7 +7401,7 @@ func SpMatGetFormat(spMatDescr ConstSpMatDescr, format *Format) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSpMatGetFormat(fp, C.uintptr_t(spMatDescr), (*C.int)(unsafe.Pointer(format))); r != 0 {
+	if r := C.gocuda_cusparseSpMatGetFormat(C.uintptr_t(uintptr(fp)), C.uintptr_t(spMatDescr), (*C.int)(unsafe.Pointer(format))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7413,7 +7413,7 @@ func SpMatGetIndexBase(spMatDescr ConstSpMatDescr, idxBase *IndexBase) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSpMatGetIndexBase(fp, C.uintptr_t(spMatDescr), (*C.int)(unsafe.Pointer(idxBase))); r != 0 {
+	if r := C.gocuda_cusparseSpMatGetIndexBase(C.uintptr_t(uintptr(fp)), C.uintptr_t(spMatDescr), (*C.int)(unsafe.Pointer(idxBase))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7425,7 +7425,7 @@ func SpMatGetValues(spMatDescr SpMatDescr, values *unsafe.Pointer) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSpMatGetValues(fp, C.uintptr_t(spMatDescr), unsafe.Pointer(values)); r != 0 {
+	if r := C.gocuda_cusparseSpMatGetValues(C.uintptr_t(uintptr(fp)), C.uintptr_t(spMatDescr), unsafe.Pointer(values)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7437,7 +7437,7 @@ func ConstSpMatGetValues(spMatDescr ConstSpMatDescr, values *unsafe.Pointer) err
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseConstSpMatGetValues(fp, C.uintptr_t(spMatDescr), unsafe.Pointer(values)); r != 0 {
+	if r := C.gocuda_cusparseConstSpMatGetValues(C.uintptr_t(uintptr(fp)), C.uintptr_t(spMatDescr), unsafe.Pointer(values)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7449,7 +7449,7 @@ func SpMatSetValues(spMatDescr SpMatDescr, values unsafe.Pointer) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSpMatSetValues(fp, C.uintptr_t(spMatDescr), unsafe.Pointer(values)); r != 0 {
+	if r := C.gocuda_cusparseSpMatSetValues(C.uintptr_t(uintptr(fp)), C.uintptr_t(spMatDescr), unsafe.Pointer(values)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7461,7 +7461,7 @@ func SpMatGetSize(spMatDescr ConstSpMatDescr, rows *int64, cols *int64, nnz *int
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSpMatGetSize(fp, C.uintptr_t(spMatDescr), (*C.int64_t)(unsafe.Pointer(rows)), (*C.int64_t)(unsafe.Pointer(cols)), (*C.int64_t)(unsafe.Pointer(nnz))); r != 0 {
+	if r := C.gocuda_cusparseSpMatGetSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(spMatDescr), (*C.int64_t)(unsafe.Pointer(rows)), (*C.int64_t)(unsafe.Pointer(cols)), (*C.int64_t)(unsafe.Pointer(nnz))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7473,7 +7473,7 @@ func SpMatGetStridedBatch(spMatDescr ConstSpMatDescr, batchCount *int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSpMatGetStridedBatch(fp, C.uintptr_t(spMatDescr), (*C.int)(unsafe.Pointer(batchCount))); r != 0 {
+	if r := C.gocuda_cusparseSpMatGetStridedBatch(C.uintptr_t(uintptr(fp)), C.uintptr_t(spMatDescr), (*C.int)(unsafe.Pointer(batchCount))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7485,7 +7485,7 @@ func CooSetStridedBatch(spMatDescr SpMatDescr, batchCount int32, batchStride int
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCooSetStridedBatch(fp, C.uintptr_t(spMatDescr), C.int(batchCount), C.int64_t(batchStride)); r != 0 {
+	if r := C.gocuda_cusparseCooSetStridedBatch(C.uintptr_t(uintptr(fp)), C.uintptr_t(spMatDescr), C.int(batchCount), C.int64_t(batchStride)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7497,7 +7497,7 @@ func CsrSetStridedBatch(spMatDescr SpMatDescr, batchCount int32, offsetsBatchStr
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCsrSetStridedBatch(fp, C.uintptr_t(spMatDescr), C.int(batchCount), C.int64_t(offsetsBatchStride), C.int64_t(columnsValuesBatchStride)); r != 0 {
+	if r := C.gocuda_cusparseCsrSetStridedBatch(C.uintptr_t(uintptr(fp)), C.uintptr_t(spMatDescr), C.int(batchCount), C.int64_t(offsetsBatchStride), C.int64_t(columnsValuesBatchStride)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7509,7 +7509,7 @@ func BsrSetStridedBatch(spMatDescr SpMatDescr, batchCount int32, offsetsBatchStr
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseBsrSetStridedBatch(fp, C.uintptr_t(spMatDescr), C.int(batchCount), C.int64_t(offsetsBatchStride), C.int64_t(columnsBatchStride), C.int64_t(ValuesBatchStride)); r != 0 {
+	if r := C.gocuda_cusparseBsrSetStridedBatch(C.uintptr_t(uintptr(fp)), C.uintptr_t(spMatDescr), C.int(batchCount), C.int64_t(offsetsBatchStride), C.int64_t(columnsBatchStride), C.int64_t(ValuesBatchStride)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7521,7 +7521,7 @@ func SpMatGetAttribute(spMatDescr ConstSpMatDescr, attribute SpMatAttribute, dat
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSpMatGetAttribute(fp, C.uintptr_t(spMatDescr), C.int(attribute), unsafe.Pointer(data), C.size_t(dataSize)); r != 0 {
+	if r := C.gocuda_cusparseSpMatGetAttribute(C.uintptr_t(uintptr(fp)), C.uintptr_t(spMatDescr), C.int(attribute), unsafe.Pointer(data), C.size_t(dataSize)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7533,7 +7533,7 @@ func SpMatSetAttribute(spMatDescr SpMatDescr, attribute SpMatAttribute, data uns
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSpMatSetAttribute(fp, C.uintptr_t(spMatDescr), C.int(attribute), unsafe.Pointer(data), C.size_t(dataSize)); r != 0 {
+	if r := C.gocuda_cusparseSpMatSetAttribute(C.uintptr_t(uintptr(fp)), C.uintptr_t(spMatDescr), C.int(attribute), unsafe.Pointer(data), C.size_t(dataSize)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7545,7 +7545,7 @@ func CreateCsr(spMatDescr *SpMatDescr, rows int64, cols int64, nnz int64, csrRow
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCreateCsr(fp, unsafe.Pointer(spMatDescr), C.int64_t(rows), C.int64_t(cols), C.int64_t(nnz), unsafe.Pointer(csrRowOffsets), unsafe.Pointer(csrColInd), unsafe.Pointer(csrValues), C.int(csrRowOffsetsType), C.int(csrColIndType), C.int(idxBase), C.int(valueType)); r != 0 {
+	if r := C.gocuda_cusparseCreateCsr(C.uintptr_t(uintptr(fp)), unsafe.Pointer(spMatDescr), C.int64_t(rows), C.int64_t(cols), C.int64_t(nnz), unsafe.Pointer(csrRowOffsets), unsafe.Pointer(csrColInd), unsafe.Pointer(csrValues), C.int(csrRowOffsetsType), C.int(csrColIndType), C.int(idxBase), C.int(valueType)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7557,7 +7557,7 @@ func CreateConstCsr(spMatDescr *ConstSpMatDescr, rows int64, cols int64, nnz int
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCreateConstCsr(fp, unsafe.Pointer(spMatDescr), C.int64_t(rows), C.int64_t(cols), C.int64_t(nnz), unsafe.Pointer(csrRowOffsets), unsafe.Pointer(csrColInd), unsafe.Pointer(csrValues), C.int(csrRowOffsetsType), C.int(csrColIndType), C.int(idxBase), C.int(valueType)); r != 0 {
+	if r := C.gocuda_cusparseCreateConstCsr(C.uintptr_t(uintptr(fp)), unsafe.Pointer(spMatDescr), C.int64_t(rows), C.int64_t(cols), C.int64_t(nnz), unsafe.Pointer(csrRowOffsets), unsafe.Pointer(csrColInd), unsafe.Pointer(csrValues), C.int(csrRowOffsetsType), C.int(csrColIndType), C.int(idxBase), C.int(valueType)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7569,7 +7569,7 @@ func CreateCsc(spMatDescr *SpMatDescr, rows int64, cols int64, nnz int64, cscCol
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCreateCsc(fp, unsafe.Pointer(spMatDescr), C.int64_t(rows), C.int64_t(cols), C.int64_t(nnz), unsafe.Pointer(cscColOffsets), unsafe.Pointer(cscRowInd), unsafe.Pointer(cscValues), C.int(cscColOffsetsType), C.int(cscRowIndType), C.int(idxBase), C.int(valueType)); r != 0 {
+	if r := C.gocuda_cusparseCreateCsc(C.uintptr_t(uintptr(fp)), unsafe.Pointer(spMatDescr), C.int64_t(rows), C.int64_t(cols), C.int64_t(nnz), unsafe.Pointer(cscColOffsets), unsafe.Pointer(cscRowInd), unsafe.Pointer(cscValues), C.int(cscColOffsetsType), C.int(cscRowIndType), C.int(idxBase), C.int(valueType)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7581,7 +7581,7 @@ func CreateConstCsc(spMatDescr *ConstSpMatDescr, rows int64, cols int64, nnz int
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCreateConstCsc(fp, unsafe.Pointer(spMatDescr), C.int64_t(rows), C.int64_t(cols), C.int64_t(nnz), unsafe.Pointer(cscColOffsets), unsafe.Pointer(cscRowInd), unsafe.Pointer(cscValues), C.int(cscColOffsetsType), C.int(cscRowIndType), C.int(idxBase), C.int(valueType)); r != 0 {
+	if r := C.gocuda_cusparseCreateConstCsc(C.uintptr_t(uintptr(fp)), unsafe.Pointer(spMatDescr), C.int64_t(rows), C.int64_t(cols), C.int64_t(nnz), unsafe.Pointer(cscColOffsets), unsafe.Pointer(cscRowInd), unsafe.Pointer(cscValues), C.int(cscColOffsetsType), C.int(cscRowIndType), C.int(idxBase), C.int(valueType)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7593,7 +7593,7 @@ func CsrGet(spMatDescr SpMatDescr, rows *int64, cols *int64, nnz *int64, csrRowO
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCsrGet(fp, C.uintptr_t(spMatDescr), (*C.int64_t)(unsafe.Pointer(rows)), (*C.int64_t)(unsafe.Pointer(cols)), (*C.int64_t)(unsafe.Pointer(nnz)), unsafe.Pointer(csrRowOffsets), unsafe.Pointer(csrColInd), unsafe.Pointer(csrValues), (*C.int)(unsafe.Pointer(csrRowOffsetsType)), (*C.int)(unsafe.Pointer(csrColIndType)), (*C.int)(unsafe.Pointer(idxBase)), (*C.int)(unsafe.Pointer(valueType))); r != 0 {
+	if r := C.gocuda_cusparseCsrGet(C.uintptr_t(uintptr(fp)), C.uintptr_t(spMatDescr), (*C.int64_t)(unsafe.Pointer(rows)), (*C.int64_t)(unsafe.Pointer(cols)), (*C.int64_t)(unsafe.Pointer(nnz)), unsafe.Pointer(csrRowOffsets), unsafe.Pointer(csrColInd), unsafe.Pointer(csrValues), (*C.int)(unsafe.Pointer(csrRowOffsetsType)), (*C.int)(unsafe.Pointer(csrColIndType)), (*C.int)(unsafe.Pointer(idxBase)), (*C.int)(unsafe.Pointer(valueType))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7605,7 +7605,7 @@ func ConstCsrGet(spMatDescr ConstSpMatDescr, rows *int64, cols *int64, nnz *int6
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseConstCsrGet(fp, C.uintptr_t(spMatDescr), (*C.int64_t)(unsafe.Pointer(rows)), (*C.int64_t)(unsafe.Pointer(cols)), (*C.int64_t)(unsafe.Pointer(nnz)), unsafe.Pointer(csrRowOffsets), unsafe.Pointer(csrColInd), unsafe.Pointer(csrValues), (*C.int)(unsafe.Pointer(csrRowOffsetsType)), (*C.int)(unsafe.Pointer(csrColIndType)), (*C.int)(unsafe.Pointer(idxBase)), (*C.int)(unsafe.Pointer(valueType))); r != 0 {
+	if r := C.gocuda_cusparseConstCsrGet(C.uintptr_t(uintptr(fp)), C.uintptr_t(spMatDescr), (*C.int64_t)(unsafe.Pointer(rows)), (*C.int64_t)(unsafe.Pointer(cols)), (*C.int64_t)(unsafe.Pointer(nnz)), unsafe.Pointer(csrRowOffsets), unsafe.Pointer(csrColInd), unsafe.Pointer(csrValues), (*C.int)(unsafe.Pointer(csrRowOffsetsType)), (*C.int)(unsafe.Pointer(csrColIndType)), (*C.int)(unsafe.Pointer(idxBase)), (*C.int)(unsafe.Pointer(valueType))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7617,7 +7617,7 @@ func CscGet(spMatDescr SpMatDescr, rows *int64, cols *int64, nnz *int64, cscColO
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCscGet(fp, C.uintptr_t(spMatDescr), (*C.int64_t)(unsafe.Pointer(rows)), (*C.int64_t)(unsafe.Pointer(cols)), (*C.int64_t)(unsafe.Pointer(nnz)), unsafe.Pointer(cscColOffsets), unsafe.Pointer(cscRowInd), unsafe.Pointer(cscValues), (*C.int)(unsafe.Pointer(cscColOffsetsType)), (*C.int)(unsafe.Pointer(cscRowIndType)), (*C.int)(unsafe.Pointer(idxBase)), (*C.int)(unsafe.Pointer(valueType))); r != 0 {
+	if r := C.gocuda_cusparseCscGet(C.uintptr_t(uintptr(fp)), C.uintptr_t(spMatDescr), (*C.int64_t)(unsafe.Pointer(rows)), (*C.int64_t)(unsafe.Pointer(cols)), (*C.int64_t)(unsafe.Pointer(nnz)), unsafe.Pointer(cscColOffsets), unsafe.Pointer(cscRowInd), unsafe.Pointer(cscValues), (*C.int)(unsafe.Pointer(cscColOffsetsType)), (*C.int)(unsafe.Pointer(cscRowIndType)), (*C.int)(unsafe.Pointer(idxBase)), (*C.int)(unsafe.Pointer(valueType))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7629,7 +7629,7 @@ func ConstCscGet(spMatDescr ConstSpMatDescr, rows *int64, cols *int64, nnz *int6
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseConstCscGet(fp, C.uintptr_t(spMatDescr), (*C.int64_t)(unsafe.Pointer(rows)), (*C.int64_t)(unsafe.Pointer(cols)), (*C.int64_t)(unsafe.Pointer(nnz)), unsafe.Pointer(cscColOffsets), unsafe.Pointer(cscRowInd), unsafe.Pointer(cscValues), (*C.int)(unsafe.Pointer(cscColOffsetsType)), (*C.int)(unsafe.Pointer(cscRowIndType)), (*C.int)(unsafe.Pointer(idxBase)), (*C.int)(unsafe.Pointer(valueType))); r != 0 {
+	if r := C.gocuda_cusparseConstCscGet(C.uintptr_t(uintptr(fp)), C.uintptr_t(spMatDescr), (*C.int64_t)(unsafe.Pointer(rows)), (*C.int64_t)(unsafe.Pointer(cols)), (*C.int64_t)(unsafe.Pointer(nnz)), unsafe.Pointer(cscColOffsets), unsafe.Pointer(cscRowInd), unsafe.Pointer(cscValues), (*C.int)(unsafe.Pointer(cscColOffsetsType)), (*C.int)(unsafe.Pointer(cscRowIndType)), (*C.int)(unsafe.Pointer(idxBase)), (*C.int)(unsafe.Pointer(valueType))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7641,7 +7641,7 @@ func CsrSetPointers(spMatDescr SpMatDescr, csrRowOffsets unsafe.Pointer, csrColI
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCsrSetPointers(fp, C.uintptr_t(spMatDescr), unsafe.Pointer(csrRowOffsets), unsafe.Pointer(csrColInd), unsafe.Pointer(csrValues)); r != 0 {
+	if r := C.gocuda_cusparseCsrSetPointers(C.uintptr_t(uintptr(fp)), C.uintptr_t(spMatDescr), unsafe.Pointer(csrRowOffsets), unsafe.Pointer(csrColInd), unsafe.Pointer(csrValues)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7653,7 +7653,7 @@ func CscSetPointers(spMatDescr SpMatDescr, cscColOffsets unsafe.Pointer, cscRowI
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCscSetPointers(fp, C.uintptr_t(spMatDescr), unsafe.Pointer(cscColOffsets), unsafe.Pointer(cscRowInd), unsafe.Pointer(cscValues)); r != 0 {
+	if r := C.gocuda_cusparseCscSetPointers(C.uintptr_t(uintptr(fp)), C.uintptr_t(spMatDescr), unsafe.Pointer(cscColOffsets), unsafe.Pointer(cscRowInd), unsafe.Pointer(cscValues)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7665,7 +7665,7 @@ func CreateBsr(spMatDescr *SpMatDescr, brows int64, bcols int64, bnnz int64, row
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCreateBsr(fp, unsafe.Pointer(spMatDescr), C.int64_t(brows), C.int64_t(bcols), C.int64_t(bnnz), C.int64_t(rowBlockSize), C.int64_t(colBlockSize), unsafe.Pointer(bsrRowOffsets), unsafe.Pointer(bsrColInd), unsafe.Pointer(bsrValues), C.int(bsrRowOffsetsType), C.int(bsrColIndType), C.int(idxBase), C.int(valueType), C.int(order)); r != 0 {
+	if r := C.gocuda_cusparseCreateBsr(C.uintptr_t(uintptr(fp)), unsafe.Pointer(spMatDescr), C.int64_t(brows), C.int64_t(bcols), C.int64_t(bnnz), C.int64_t(rowBlockSize), C.int64_t(colBlockSize), unsafe.Pointer(bsrRowOffsets), unsafe.Pointer(bsrColInd), unsafe.Pointer(bsrValues), C.int(bsrRowOffsetsType), C.int(bsrColIndType), C.int(idxBase), C.int(valueType), C.int(order)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7677,7 +7677,7 @@ func CreateConstBsr(spMatDescr *ConstSpMatDescr, brows int64, bcols int64, bnnz 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCreateConstBsr(fp, unsafe.Pointer(spMatDescr), C.int64_t(brows), C.int64_t(bcols), C.int64_t(bnnz), C.int64_t(rowBlockDim), C.int64_t(colBlockDim), unsafe.Pointer(bsrRowOffsets), unsafe.Pointer(bsrColInd), unsafe.Pointer(bsrValues), C.int(bsrRowOffsetsType), C.int(bsrColIndType), C.int(idxBase), C.int(valueType), C.int(order)); r != 0 {
+	if r := C.gocuda_cusparseCreateConstBsr(C.uintptr_t(uintptr(fp)), unsafe.Pointer(spMatDescr), C.int64_t(brows), C.int64_t(bcols), C.int64_t(bnnz), C.int64_t(rowBlockDim), C.int64_t(colBlockDim), unsafe.Pointer(bsrRowOffsets), unsafe.Pointer(bsrColInd), unsafe.Pointer(bsrValues), C.int(bsrRowOffsetsType), C.int(bsrColIndType), C.int(idxBase), C.int(valueType), C.int(order)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7689,7 +7689,7 @@ func CreateCoo(spMatDescr *SpMatDescr, rows int64, cols int64, nnz int64, cooRow
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCreateCoo(fp, unsafe.Pointer(spMatDescr), C.int64_t(rows), C.int64_t(cols), C.int64_t(nnz), unsafe.Pointer(cooRowInd), unsafe.Pointer(cooColInd), unsafe.Pointer(cooValues), C.int(cooIdxType), C.int(idxBase), C.int(valueType)); r != 0 {
+	if r := C.gocuda_cusparseCreateCoo(C.uintptr_t(uintptr(fp)), unsafe.Pointer(spMatDescr), C.int64_t(rows), C.int64_t(cols), C.int64_t(nnz), unsafe.Pointer(cooRowInd), unsafe.Pointer(cooColInd), unsafe.Pointer(cooValues), C.int(cooIdxType), C.int(idxBase), C.int(valueType)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7701,7 +7701,7 @@ func CreateConstCoo(spMatDescr *ConstSpMatDescr, rows int64, cols int64, nnz int
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCreateConstCoo(fp, unsafe.Pointer(spMatDescr), C.int64_t(rows), C.int64_t(cols), C.int64_t(nnz), unsafe.Pointer(cooRowInd), unsafe.Pointer(cooColInd), unsafe.Pointer(cooValues), C.int(cooIdxType), C.int(idxBase), C.int(valueType)); r != 0 {
+	if r := C.gocuda_cusparseCreateConstCoo(C.uintptr_t(uintptr(fp)), unsafe.Pointer(spMatDescr), C.int64_t(rows), C.int64_t(cols), C.int64_t(nnz), unsafe.Pointer(cooRowInd), unsafe.Pointer(cooColInd), unsafe.Pointer(cooValues), C.int(cooIdxType), C.int(idxBase), C.int(valueType)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7713,7 +7713,7 @@ func CooGet(spMatDescr SpMatDescr, rows *int64, cols *int64, nnz *int64, cooRowI
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCooGet(fp, C.uintptr_t(spMatDescr), (*C.int64_t)(unsafe.Pointer(rows)), (*C.int64_t)(unsafe.Pointer(cols)), (*C.int64_t)(unsafe.Pointer(nnz)), unsafe.Pointer(cooRowInd), unsafe.Pointer(cooColInd), unsafe.Pointer(cooValues), (*C.int)(unsafe.Pointer(idxType)), (*C.int)(unsafe.Pointer(idxBase)), (*C.int)(unsafe.Pointer(valueType))); r != 0 {
+	if r := C.gocuda_cusparseCooGet(C.uintptr_t(uintptr(fp)), C.uintptr_t(spMatDescr), (*C.int64_t)(unsafe.Pointer(rows)), (*C.int64_t)(unsafe.Pointer(cols)), (*C.int64_t)(unsafe.Pointer(nnz)), unsafe.Pointer(cooRowInd), unsafe.Pointer(cooColInd), unsafe.Pointer(cooValues), (*C.int)(unsafe.Pointer(idxType)), (*C.int)(unsafe.Pointer(idxBase)), (*C.int)(unsafe.Pointer(valueType))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7725,7 +7725,7 @@ func ConstCooGet(spMatDescr ConstSpMatDescr, rows *int64, cols *int64, nnz *int6
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseConstCooGet(fp, C.uintptr_t(spMatDescr), (*C.int64_t)(unsafe.Pointer(rows)), (*C.int64_t)(unsafe.Pointer(cols)), (*C.int64_t)(unsafe.Pointer(nnz)), unsafe.Pointer(cooRowInd), unsafe.Pointer(cooColInd), unsafe.Pointer(cooValues), (*C.int)(unsafe.Pointer(idxType)), (*C.int)(unsafe.Pointer(idxBase)), (*C.int)(unsafe.Pointer(valueType))); r != 0 {
+	if r := C.gocuda_cusparseConstCooGet(C.uintptr_t(uintptr(fp)), C.uintptr_t(spMatDescr), (*C.int64_t)(unsafe.Pointer(rows)), (*C.int64_t)(unsafe.Pointer(cols)), (*C.int64_t)(unsafe.Pointer(nnz)), unsafe.Pointer(cooRowInd), unsafe.Pointer(cooColInd), unsafe.Pointer(cooValues), (*C.int)(unsafe.Pointer(idxType)), (*C.int)(unsafe.Pointer(idxBase)), (*C.int)(unsafe.Pointer(valueType))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7737,7 +7737,7 @@ func CooSetPointers(spMatDescr SpMatDescr, cooRows unsafe.Pointer, cooColumns un
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCooSetPointers(fp, C.uintptr_t(spMatDescr), unsafe.Pointer(cooRows), unsafe.Pointer(cooColumns), unsafe.Pointer(cooValues)); r != 0 {
+	if r := C.gocuda_cusparseCooSetPointers(C.uintptr_t(uintptr(fp)), C.uintptr_t(spMatDescr), unsafe.Pointer(cooRows), unsafe.Pointer(cooColumns), unsafe.Pointer(cooValues)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7749,7 +7749,7 @@ func CreateBlockedEll(spMatDescr *SpMatDescr, rows int64, cols int64, ellBlockSi
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCreateBlockedEll(fp, unsafe.Pointer(spMatDescr), C.int64_t(rows), C.int64_t(cols), C.int64_t(ellBlockSize), C.int64_t(ellCols), unsafe.Pointer(ellColInd), unsafe.Pointer(ellValue), C.int(ellIdxType), C.int(idxBase), C.int(valueType)); r != 0 {
+	if r := C.gocuda_cusparseCreateBlockedEll(C.uintptr_t(uintptr(fp)), unsafe.Pointer(spMatDescr), C.int64_t(rows), C.int64_t(cols), C.int64_t(ellBlockSize), C.int64_t(ellCols), unsafe.Pointer(ellColInd), unsafe.Pointer(ellValue), C.int(ellIdxType), C.int(idxBase), C.int(valueType)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7761,7 +7761,7 @@ func CreateConstBlockedEll(spMatDescr *ConstSpMatDescr, rows int64, cols int64, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCreateConstBlockedEll(fp, unsafe.Pointer(spMatDescr), C.int64_t(rows), C.int64_t(cols), C.int64_t(ellBlockSize), C.int64_t(ellCols), unsafe.Pointer(ellColInd), unsafe.Pointer(ellValue), C.int(ellIdxType), C.int(idxBase), C.int(valueType)); r != 0 {
+	if r := C.gocuda_cusparseCreateConstBlockedEll(C.uintptr_t(uintptr(fp)), unsafe.Pointer(spMatDescr), C.int64_t(rows), C.int64_t(cols), C.int64_t(ellBlockSize), C.int64_t(ellCols), unsafe.Pointer(ellColInd), unsafe.Pointer(ellValue), C.int(ellIdxType), C.int(idxBase), C.int(valueType)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7773,7 +7773,7 @@ func BlockedEllGet(spMatDescr SpMatDescr, rows *int64, cols *int64, ellBlockSize
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseBlockedEllGet(fp, C.uintptr_t(spMatDescr), (*C.int64_t)(unsafe.Pointer(rows)), (*C.int64_t)(unsafe.Pointer(cols)), (*C.int64_t)(unsafe.Pointer(ellBlockSize)), (*C.int64_t)(unsafe.Pointer(ellCols)), unsafe.Pointer(ellColInd), unsafe.Pointer(ellValue), (*C.int)(unsafe.Pointer(ellIdxType)), (*C.int)(unsafe.Pointer(idxBase)), (*C.int)(unsafe.Pointer(valueType))); r != 0 {
+	if r := C.gocuda_cusparseBlockedEllGet(C.uintptr_t(uintptr(fp)), C.uintptr_t(spMatDescr), (*C.int64_t)(unsafe.Pointer(rows)), (*C.int64_t)(unsafe.Pointer(cols)), (*C.int64_t)(unsafe.Pointer(ellBlockSize)), (*C.int64_t)(unsafe.Pointer(ellCols)), unsafe.Pointer(ellColInd), unsafe.Pointer(ellValue), (*C.int)(unsafe.Pointer(ellIdxType)), (*C.int)(unsafe.Pointer(idxBase)), (*C.int)(unsafe.Pointer(valueType))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7785,7 +7785,7 @@ func ConstBlockedEllGet(spMatDescr ConstSpMatDescr, rows *int64, cols *int64, el
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseConstBlockedEllGet(fp, C.uintptr_t(spMatDescr), (*C.int64_t)(unsafe.Pointer(rows)), (*C.int64_t)(unsafe.Pointer(cols)), (*C.int64_t)(unsafe.Pointer(ellBlockSize)), (*C.int64_t)(unsafe.Pointer(ellCols)), unsafe.Pointer(ellColInd), unsafe.Pointer(ellValue), (*C.int)(unsafe.Pointer(ellIdxType)), (*C.int)(unsafe.Pointer(idxBase)), (*C.int)(unsafe.Pointer(valueType))); r != 0 {
+	if r := C.gocuda_cusparseConstBlockedEllGet(C.uintptr_t(uintptr(fp)), C.uintptr_t(spMatDescr), (*C.int64_t)(unsafe.Pointer(rows)), (*C.int64_t)(unsafe.Pointer(cols)), (*C.int64_t)(unsafe.Pointer(ellBlockSize)), (*C.int64_t)(unsafe.Pointer(ellCols)), unsafe.Pointer(ellColInd), unsafe.Pointer(ellValue), (*C.int)(unsafe.Pointer(ellIdxType)), (*C.int)(unsafe.Pointer(idxBase)), (*C.int)(unsafe.Pointer(valueType))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7797,7 +7797,7 @@ func CreateSlicedEll(spMatDescr *SpMatDescr, rows int64, cols int64, nnz int64, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCreateSlicedEll(fp, unsafe.Pointer(spMatDescr), C.int64_t(rows), C.int64_t(cols), C.int64_t(nnz), C.int64_t(sellValuesSize), C.int64_t(sliceSize), unsafe.Pointer(sellSliceOffsets), unsafe.Pointer(sellColInd), unsafe.Pointer(sellValues), C.int(sellSliceOffsetsType), C.int(sellColIndType), C.int(idxBase), C.int(valueType)); r != 0 {
+	if r := C.gocuda_cusparseCreateSlicedEll(C.uintptr_t(uintptr(fp)), unsafe.Pointer(spMatDescr), C.int64_t(rows), C.int64_t(cols), C.int64_t(nnz), C.int64_t(sellValuesSize), C.int64_t(sliceSize), unsafe.Pointer(sellSliceOffsets), unsafe.Pointer(sellColInd), unsafe.Pointer(sellValues), C.int(sellSliceOffsetsType), C.int(sellColIndType), C.int(idxBase), C.int(valueType)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7809,7 +7809,7 @@ func CreateConstSlicedEll(spMatDescr *ConstSpMatDescr, rows int64, cols int64, n
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCreateConstSlicedEll(fp, unsafe.Pointer(spMatDescr), C.int64_t(rows), C.int64_t(cols), C.int64_t(nnz), C.int64_t(sellValuesSize), C.int64_t(sliceSize), unsafe.Pointer(sellSliceOffsets), unsafe.Pointer(sellColInd), unsafe.Pointer(sellValues), C.int(sellSliceOffsetsType), C.int(sellColIndType), C.int(idxBase), C.int(valueType)); r != 0 {
+	if r := C.gocuda_cusparseCreateConstSlicedEll(C.uintptr_t(uintptr(fp)), unsafe.Pointer(spMatDescr), C.int64_t(rows), C.int64_t(cols), C.int64_t(nnz), C.int64_t(sellValuesSize), C.int64_t(sliceSize), unsafe.Pointer(sellSliceOffsets), unsafe.Pointer(sellColInd), unsafe.Pointer(sellValues), C.int(sellSliceOffsetsType), C.int(sellColIndType), C.int(idxBase), C.int(valueType)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7821,7 +7821,7 @@ func CreateDnMat(dnMatDescr *DnMatDescr, rows int64, cols int64, ld int64, value
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCreateDnMat(fp, unsafe.Pointer(dnMatDescr), C.int64_t(rows), C.int64_t(cols), C.int64_t(ld), unsafe.Pointer(values), C.int(valueType), C.int(order)); r != 0 {
+	if r := C.gocuda_cusparseCreateDnMat(C.uintptr_t(uintptr(fp)), unsafe.Pointer(dnMatDescr), C.int64_t(rows), C.int64_t(cols), C.int64_t(ld), unsafe.Pointer(values), C.int(valueType), C.int(order)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7833,7 +7833,7 @@ func CreateConstDnMat(dnMatDescr *ConstDnMatDescr, rows int64, cols int64, ld in
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseCreateConstDnMat(fp, unsafe.Pointer(dnMatDescr), C.int64_t(rows), C.int64_t(cols), C.int64_t(ld), unsafe.Pointer(values), C.int(valueType), C.int(order)); r != 0 {
+	if r := C.gocuda_cusparseCreateConstDnMat(C.uintptr_t(uintptr(fp)), unsafe.Pointer(dnMatDescr), C.int64_t(rows), C.int64_t(cols), C.int64_t(ld), unsafe.Pointer(values), C.int(valueType), C.int(order)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7845,7 +7845,7 @@ func DestroyDnMat(dnMatDescr ConstDnMatDescr) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDestroyDnMat(fp, C.uintptr_t(dnMatDescr)); r != 0 {
+	if r := C.gocuda_cusparseDestroyDnMat(C.uintptr_t(uintptr(fp)), C.uintptr_t(dnMatDescr)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7857,7 +7857,7 @@ func DnMatGet(dnMatDescr DnMatDescr, rows *int64, cols *int64, ld *int64, values
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDnMatGet(fp, C.uintptr_t(dnMatDescr), (*C.int64_t)(unsafe.Pointer(rows)), (*C.int64_t)(unsafe.Pointer(cols)), (*C.int64_t)(unsafe.Pointer(ld)), unsafe.Pointer(values), (*C.int)(unsafe.Pointer(type_)), (*C.int)(unsafe.Pointer(order))); r != 0 {
+	if r := C.gocuda_cusparseDnMatGet(C.uintptr_t(uintptr(fp)), C.uintptr_t(dnMatDescr), (*C.int64_t)(unsafe.Pointer(rows)), (*C.int64_t)(unsafe.Pointer(cols)), (*C.int64_t)(unsafe.Pointer(ld)), unsafe.Pointer(values), (*C.int)(unsafe.Pointer(type_)), (*C.int)(unsafe.Pointer(order))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7869,7 +7869,7 @@ func ConstDnMatGet(dnMatDescr ConstDnMatDescr, rows *int64, cols *int64, ld *int
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseConstDnMatGet(fp, C.uintptr_t(dnMatDescr), (*C.int64_t)(unsafe.Pointer(rows)), (*C.int64_t)(unsafe.Pointer(cols)), (*C.int64_t)(unsafe.Pointer(ld)), unsafe.Pointer(values), (*C.int)(unsafe.Pointer(type_)), (*C.int)(unsafe.Pointer(order))); r != 0 {
+	if r := C.gocuda_cusparseConstDnMatGet(C.uintptr_t(uintptr(fp)), C.uintptr_t(dnMatDescr), (*C.int64_t)(unsafe.Pointer(rows)), (*C.int64_t)(unsafe.Pointer(cols)), (*C.int64_t)(unsafe.Pointer(ld)), unsafe.Pointer(values), (*C.int)(unsafe.Pointer(type_)), (*C.int)(unsafe.Pointer(order))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7881,7 +7881,7 @@ func DnMatGetValues(dnMatDescr DnMatDescr, values *unsafe.Pointer) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDnMatGetValues(fp, C.uintptr_t(dnMatDescr), unsafe.Pointer(values)); r != 0 {
+	if r := C.gocuda_cusparseDnMatGetValues(C.uintptr_t(uintptr(fp)), C.uintptr_t(dnMatDescr), unsafe.Pointer(values)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7893,7 +7893,7 @@ func ConstDnMatGetValues(dnMatDescr ConstDnMatDescr, values *unsafe.Pointer) err
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseConstDnMatGetValues(fp, C.uintptr_t(dnMatDescr), unsafe.Pointer(values)); r != 0 {
+	if r := C.gocuda_cusparseConstDnMatGetValues(C.uintptr_t(uintptr(fp)), C.uintptr_t(dnMatDescr), unsafe.Pointer(values)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7905,7 +7905,7 @@ func DnMatSetValues(dnMatDescr DnMatDescr, values unsafe.Pointer) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDnMatSetValues(fp, C.uintptr_t(dnMatDescr), unsafe.Pointer(values)); r != 0 {
+	if r := C.gocuda_cusparseDnMatSetValues(C.uintptr_t(uintptr(fp)), C.uintptr_t(dnMatDescr), unsafe.Pointer(values)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7917,7 +7917,7 @@ func DnMatSetStridedBatch(dnMatDescr DnMatDescr, batchCount int32, batchStride i
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDnMatSetStridedBatch(fp, C.uintptr_t(dnMatDescr), C.int(batchCount), C.int64_t(batchStride)); r != 0 {
+	if r := C.gocuda_cusparseDnMatSetStridedBatch(C.uintptr_t(uintptr(fp)), C.uintptr_t(dnMatDescr), C.int(batchCount), C.int64_t(batchStride)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7929,7 +7929,7 @@ func DnMatGetStridedBatch(dnMatDescr ConstDnMatDescr, batchCount *int32, batchSt
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDnMatGetStridedBatch(fp, C.uintptr_t(dnMatDescr), (*C.int)(unsafe.Pointer(batchCount)), (*C.int64_t)(unsafe.Pointer(batchStride))); r != 0 {
+	if r := C.gocuda_cusparseDnMatGetStridedBatch(C.uintptr_t(uintptr(fp)), C.uintptr_t(dnMatDescr), (*C.int)(unsafe.Pointer(batchCount)), (*C.int64_t)(unsafe.Pointer(batchStride))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7941,7 +7941,7 @@ func Axpby(handle Handle, alpha unsafe.Pointer, vecX ConstSpVecDescr, beta unsaf
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseAxpby(fp, C.uintptr_t(handle), unsafe.Pointer(alpha), C.uintptr_t(vecX), unsafe.Pointer(beta), C.uintptr_t(vecY)); r != 0 {
+	if r := C.gocuda_cusparseAxpby(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), unsafe.Pointer(alpha), C.uintptr_t(vecX), unsafe.Pointer(beta), C.uintptr_t(vecY)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7953,7 +7953,7 @@ func Gather(handle Handle, vecY ConstDnVecDescr, vecX SpVecDescr) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseGather(fp, C.uintptr_t(handle), C.uintptr_t(vecY), C.uintptr_t(vecX)); r != 0 {
+	if r := C.gocuda_cusparseGather(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.uintptr_t(vecY), C.uintptr_t(vecX)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7965,7 +7965,7 @@ func Scatter(handle Handle, vecX ConstSpVecDescr, vecY DnVecDescr) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseScatter(fp, C.uintptr_t(handle), C.uintptr_t(vecX), C.uintptr_t(vecY)); r != 0 {
+	if r := C.gocuda_cusparseScatter(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.uintptr_t(vecX), C.uintptr_t(vecY)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7977,7 +7977,7 @@ func Rot(handle Handle, c_coeff unsafe.Pointer, s_coeff unsafe.Pointer, vecX SpV
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseRot(fp, C.uintptr_t(handle), unsafe.Pointer(c_coeff), unsafe.Pointer(s_coeff), C.uintptr_t(vecX), C.uintptr_t(vecY)); r != 0 {
+	if r := C.gocuda_cusparseRot(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), unsafe.Pointer(c_coeff), unsafe.Pointer(s_coeff), C.uintptr_t(vecX), C.uintptr_t(vecY)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -7989,7 +7989,7 @@ func SpVV_bufferSize(handle Handle, opX Operation, vecX ConstSpVecDescr, vecY Co
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSpVV_bufferSize(fp, C.uintptr_t(handle), C.int(opX), C.uintptr_t(vecX), C.uintptr_t(vecY), unsafe.Pointer(result), C.int(computeType), (*C.size_t)(unsafe.Pointer(bufferSize))); r != 0 {
+	if r := C.gocuda_cusparseSpVV_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(opX), C.uintptr_t(vecX), C.uintptr_t(vecY), unsafe.Pointer(result), C.int(computeType), (*C.size_t)(unsafe.Pointer(bufferSize))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8001,7 +8001,7 @@ func SpVV(handle Handle, opX Operation, vecX ConstSpVecDescr, vecY ConstDnVecDes
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSpVV(fp, C.uintptr_t(handle), C.int(opX), C.uintptr_t(vecX), C.uintptr_t(vecY), unsafe.Pointer(result), C.int(computeType), unsafe.Pointer(externalBuffer)); r != 0 {
+	if r := C.gocuda_cusparseSpVV(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(opX), C.uintptr_t(vecX), C.uintptr_t(vecY), unsafe.Pointer(result), C.int(computeType), unsafe.Pointer(externalBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8013,7 +8013,7 @@ func SparseToDense_bufferSize(handle Handle, matA ConstSpMatDescr, matB DnMatDes
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSparseToDense_bufferSize(fp, C.uintptr_t(handle), C.uintptr_t(matA), C.uintptr_t(matB), C.int(alg), (*C.size_t)(unsafe.Pointer(bufferSize))); r != 0 {
+	if r := C.gocuda_cusparseSparseToDense_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.uintptr_t(matA), C.uintptr_t(matB), C.int(alg), (*C.size_t)(unsafe.Pointer(bufferSize))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8025,7 +8025,7 @@ func SparseToDense(handle Handle, matA ConstSpMatDescr, matB DnMatDescr, alg Spa
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSparseToDense(fp, C.uintptr_t(handle), C.uintptr_t(matA), C.uintptr_t(matB), C.int(alg), unsafe.Pointer(externalBuffer)); r != 0 {
+	if r := C.gocuda_cusparseSparseToDense(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.uintptr_t(matA), C.uintptr_t(matB), C.int(alg), unsafe.Pointer(externalBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8037,7 +8037,7 @@ func DenseToSparse_bufferSize(handle Handle, matA ConstDnMatDescr, matB SpMatDes
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDenseToSparse_bufferSize(fp, C.uintptr_t(handle), C.uintptr_t(matA), C.uintptr_t(matB), C.int(alg), (*C.size_t)(unsafe.Pointer(bufferSize))); r != 0 {
+	if r := C.gocuda_cusparseDenseToSparse_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.uintptr_t(matA), C.uintptr_t(matB), C.int(alg), (*C.size_t)(unsafe.Pointer(bufferSize))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8049,7 +8049,7 @@ func DenseToSparse_analysis(handle Handle, matA ConstDnMatDescr, matB SpMatDescr
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDenseToSparse_analysis(fp, C.uintptr_t(handle), C.uintptr_t(matA), C.uintptr_t(matB), C.int(alg), unsafe.Pointer(externalBuffer)); r != 0 {
+	if r := C.gocuda_cusparseDenseToSparse_analysis(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.uintptr_t(matA), C.uintptr_t(matB), C.int(alg), unsafe.Pointer(externalBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8061,7 +8061,7 @@ func DenseToSparse_convert(handle Handle, matA ConstDnMatDescr, matB SpMatDescr,
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseDenseToSparse_convert(fp, C.uintptr_t(handle), C.uintptr_t(matA), C.uintptr_t(matB), C.int(alg), unsafe.Pointer(externalBuffer)); r != 0 {
+	if r := C.gocuda_cusparseDenseToSparse_convert(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.uintptr_t(matA), C.uintptr_t(matB), C.int(alg), unsafe.Pointer(externalBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8073,7 +8073,7 @@ func SpMV(handle Handle, opA Operation, alpha unsafe.Pointer, matA ConstSpMatDes
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSpMV(fp, C.uintptr_t(handle), C.int(opA), unsafe.Pointer(alpha), C.uintptr_t(matA), C.uintptr_t(vecX), unsafe.Pointer(beta), C.uintptr_t(vecY), C.int(computeType), C.int(alg), unsafe.Pointer(externalBuffer)); r != 0 {
+	if r := C.gocuda_cusparseSpMV(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(opA), unsafe.Pointer(alpha), C.uintptr_t(matA), C.uintptr_t(vecX), unsafe.Pointer(beta), C.uintptr_t(vecY), C.int(computeType), C.int(alg), unsafe.Pointer(externalBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8085,7 +8085,7 @@ func SpMV_bufferSize(handle Handle, opA Operation, alpha unsafe.Pointer, matA Co
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSpMV_bufferSize(fp, C.uintptr_t(handle), C.int(opA), unsafe.Pointer(alpha), C.uintptr_t(matA), C.uintptr_t(vecX), unsafe.Pointer(beta), C.uintptr_t(vecY), C.int(computeType), C.int(alg), (*C.size_t)(unsafe.Pointer(bufferSize))); r != 0 {
+	if r := C.gocuda_cusparseSpMV_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(opA), unsafe.Pointer(alpha), C.uintptr_t(matA), C.uintptr_t(vecX), unsafe.Pointer(beta), C.uintptr_t(vecY), C.int(computeType), C.int(alg), (*C.size_t)(unsafe.Pointer(bufferSize))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8097,7 +8097,7 @@ func SpMV_preprocess(handle Handle, opA Operation, alpha unsafe.Pointer, matA Co
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSpMV_preprocess(fp, C.uintptr_t(handle), C.int(opA), unsafe.Pointer(alpha), C.uintptr_t(matA), C.uintptr_t(vecX), unsafe.Pointer(beta), C.uintptr_t(vecY), C.int(computeType), C.int(alg), unsafe.Pointer(externalBuffer)); r != 0 {
+	if r := C.gocuda_cusparseSpMV_preprocess(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(opA), unsafe.Pointer(alpha), C.uintptr_t(matA), C.uintptr_t(vecX), unsafe.Pointer(beta), C.uintptr_t(vecY), C.int(computeType), C.int(alg), unsafe.Pointer(externalBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8109,7 +8109,7 @@ func SpSV_createDescr(descr *SpSVDescr) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSpSV_createDescr(fp, unsafe.Pointer(descr)); r != 0 {
+	if r := C.gocuda_cusparseSpSV_createDescr(C.uintptr_t(uintptr(fp)), unsafe.Pointer(descr)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8121,7 +8121,7 @@ func SpSV_destroyDescr(descr SpSVDescr) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSpSV_destroyDescr(fp, C.uintptr_t(descr)); r != 0 {
+	if r := C.gocuda_cusparseSpSV_destroyDescr(C.uintptr_t(uintptr(fp)), C.uintptr_t(descr)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8133,7 +8133,7 @@ func SpSV_bufferSize(handle Handle, opA Operation, alpha unsafe.Pointer, matA Co
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSpSV_bufferSize(fp, C.uintptr_t(handle), C.int(opA), unsafe.Pointer(alpha), C.uintptr_t(matA), C.uintptr_t(vecX), C.uintptr_t(vecY), C.int(computeType), C.int(alg), C.uintptr_t(spsvDescr), (*C.size_t)(unsafe.Pointer(bufferSize))); r != 0 {
+	if r := C.gocuda_cusparseSpSV_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(opA), unsafe.Pointer(alpha), C.uintptr_t(matA), C.uintptr_t(vecX), C.uintptr_t(vecY), C.int(computeType), C.int(alg), C.uintptr_t(spsvDescr), (*C.size_t)(unsafe.Pointer(bufferSize))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8145,7 +8145,7 @@ func SpSV_analysis(handle Handle, opA Operation, alpha unsafe.Pointer, matA Cons
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSpSV_analysis(fp, C.uintptr_t(handle), C.int(opA), unsafe.Pointer(alpha), C.uintptr_t(matA), C.uintptr_t(vecX), C.uintptr_t(vecY), C.int(computeType), C.int(alg), C.uintptr_t(spsvDescr), unsafe.Pointer(externalBuffer)); r != 0 {
+	if r := C.gocuda_cusparseSpSV_analysis(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(opA), unsafe.Pointer(alpha), C.uintptr_t(matA), C.uintptr_t(vecX), C.uintptr_t(vecY), C.int(computeType), C.int(alg), C.uintptr_t(spsvDescr), unsafe.Pointer(externalBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8157,7 +8157,7 @@ func SpSV_solve(handle Handle, opA Operation, alpha unsafe.Pointer, matA ConstSp
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSpSV_solve(fp, C.uintptr_t(handle), C.int(opA), unsafe.Pointer(alpha), C.uintptr_t(matA), C.uintptr_t(vecX), C.uintptr_t(vecY), C.int(computeType), C.int(alg), C.uintptr_t(spsvDescr)); r != 0 {
+	if r := C.gocuda_cusparseSpSV_solve(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(opA), unsafe.Pointer(alpha), C.uintptr_t(matA), C.uintptr_t(vecX), C.uintptr_t(vecY), C.int(computeType), C.int(alg), C.uintptr_t(spsvDescr)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8169,7 +8169,7 @@ func SpSV_updateMatrix(handle Handle, spsvDescr SpSVDescr, newValues unsafe.Poin
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSpSV_updateMatrix(fp, C.uintptr_t(handle), C.uintptr_t(spsvDescr), unsafe.Pointer(newValues), C.int(updatePart)); r != 0 {
+	if r := C.gocuda_cusparseSpSV_updateMatrix(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.uintptr_t(spsvDescr), unsafe.Pointer(newValues), C.int(updatePart)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8181,7 +8181,7 @@ func SpSM_createDescr(descr *SpSMDescr) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSpSM_createDescr(fp, unsafe.Pointer(descr)); r != 0 {
+	if r := C.gocuda_cusparseSpSM_createDescr(C.uintptr_t(uintptr(fp)), unsafe.Pointer(descr)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8193,7 +8193,7 @@ func SpSM_destroyDescr(descr SpSMDescr) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSpSM_destroyDescr(fp, C.uintptr_t(descr)); r != 0 {
+	if r := C.gocuda_cusparseSpSM_destroyDescr(C.uintptr_t(uintptr(fp)), C.uintptr_t(descr)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8205,7 +8205,7 @@ func SpSM_bufferSize(handle Handle, opA Operation, opB Operation, alpha unsafe.P
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSpSM_bufferSize(fp, C.uintptr_t(handle), C.int(opA), C.int(opB), unsafe.Pointer(alpha), C.uintptr_t(matA), C.uintptr_t(matB), C.uintptr_t(matC), C.int(computeType), C.int(alg), C.uintptr_t(spsmDescr), (*C.size_t)(unsafe.Pointer(bufferSize))); r != 0 {
+	if r := C.gocuda_cusparseSpSM_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(opA), C.int(opB), unsafe.Pointer(alpha), C.uintptr_t(matA), C.uintptr_t(matB), C.uintptr_t(matC), C.int(computeType), C.int(alg), C.uintptr_t(spsmDescr), (*C.size_t)(unsafe.Pointer(bufferSize))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8217,7 +8217,7 @@ func SpSM_analysis(handle Handle, opA Operation, opB Operation, alpha unsafe.Poi
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSpSM_analysis(fp, C.uintptr_t(handle), C.int(opA), C.int(opB), unsafe.Pointer(alpha), C.uintptr_t(matA), C.uintptr_t(matB), C.uintptr_t(matC), C.int(computeType), C.int(alg), C.uintptr_t(spsmDescr), unsafe.Pointer(externalBuffer)); r != 0 {
+	if r := C.gocuda_cusparseSpSM_analysis(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(opA), C.int(opB), unsafe.Pointer(alpha), C.uintptr_t(matA), C.uintptr_t(matB), C.uintptr_t(matC), C.int(computeType), C.int(alg), C.uintptr_t(spsmDescr), unsafe.Pointer(externalBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8229,7 +8229,7 @@ func SpSM_solve(handle Handle, opA Operation, opB Operation, alpha unsafe.Pointe
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSpSM_solve(fp, C.uintptr_t(handle), C.int(opA), C.int(opB), unsafe.Pointer(alpha), C.uintptr_t(matA), C.uintptr_t(matB), C.uintptr_t(matC), C.int(computeType), C.int(alg), C.uintptr_t(spsmDescr)); r != 0 {
+	if r := C.gocuda_cusparseSpSM_solve(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(opA), C.int(opB), unsafe.Pointer(alpha), C.uintptr_t(matA), C.uintptr_t(matB), C.uintptr_t(matC), C.int(computeType), C.int(alg), C.uintptr_t(spsmDescr)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8241,7 +8241,7 @@ func SpSM_updateMatrix(handle Handle, spsmDescr SpSMDescr, newValues unsafe.Poin
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSpSM_updateMatrix(fp, C.uintptr_t(handle), C.uintptr_t(spsmDescr), unsafe.Pointer(newValues), C.int(updatePart)); r != 0 {
+	if r := C.gocuda_cusparseSpSM_updateMatrix(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.uintptr_t(spsmDescr), unsafe.Pointer(newValues), C.int(updatePart)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8253,7 +8253,7 @@ func SpMM_bufferSize(handle Handle, opA Operation, opB Operation, alpha unsafe.P
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSpMM_bufferSize(fp, C.uintptr_t(handle), C.int(opA), C.int(opB), unsafe.Pointer(alpha), C.uintptr_t(matA), C.uintptr_t(matB), unsafe.Pointer(beta), C.uintptr_t(matC), C.int(computeType), C.int(alg), (*C.size_t)(unsafe.Pointer(bufferSize))); r != 0 {
+	if r := C.gocuda_cusparseSpMM_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(opA), C.int(opB), unsafe.Pointer(alpha), C.uintptr_t(matA), C.uintptr_t(matB), unsafe.Pointer(beta), C.uintptr_t(matC), C.int(computeType), C.int(alg), (*C.size_t)(unsafe.Pointer(bufferSize))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8265,7 +8265,7 @@ func SpMM_preprocess(handle Handle, opA Operation, opB Operation, alpha unsafe.P
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSpMM_preprocess(fp, C.uintptr_t(handle), C.int(opA), C.int(opB), unsafe.Pointer(alpha), C.uintptr_t(matA), C.uintptr_t(matB), unsafe.Pointer(beta), C.uintptr_t(matC), C.int(computeType), C.int(alg), unsafe.Pointer(externalBuffer)); r != 0 {
+	if r := C.gocuda_cusparseSpMM_preprocess(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(opA), C.int(opB), unsafe.Pointer(alpha), C.uintptr_t(matA), C.uintptr_t(matB), unsafe.Pointer(beta), C.uintptr_t(matC), C.int(computeType), C.int(alg), unsafe.Pointer(externalBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8277,7 +8277,7 @@ func SpMM(handle Handle, opA Operation, opB Operation, alpha unsafe.Pointer, mat
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSpMM(fp, C.uintptr_t(handle), C.int(opA), C.int(opB), unsafe.Pointer(alpha), C.uintptr_t(matA), C.uintptr_t(matB), unsafe.Pointer(beta), C.uintptr_t(matC), C.int(computeType), C.int(alg), unsafe.Pointer(externalBuffer)); r != 0 {
+	if r := C.gocuda_cusparseSpMM(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(opA), C.int(opB), unsafe.Pointer(alpha), C.uintptr_t(matA), C.uintptr_t(matB), unsafe.Pointer(beta), C.uintptr_t(matC), C.int(computeType), C.int(alg), unsafe.Pointer(externalBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8289,7 +8289,7 @@ func SpGEMM_createDescr(descr *SpGEMMDescr) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSpGEMM_createDescr(fp, unsafe.Pointer(descr)); r != 0 {
+	if r := C.gocuda_cusparseSpGEMM_createDescr(C.uintptr_t(uintptr(fp)), unsafe.Pointer(descr)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8301,7 +8301,7 @@ func SpGEMM_destroyDescr(descr SpGEMMDescr) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSpGEMM_destroyDescr(fp, C.uintptr_t(descr)); r != 0 {
+	if r := C.gocuda_cusparseSpGEMM_destroyDescr(C.uintptr_t(uintptr(fp)), C.uintptr_t(descr)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8313,7 +8313,7 @@ func SpGEMM_workEstimation(handle Handle, opA Operation, opB Operation, alpha un
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSpGEMM_workEstimation(fp, C.uintptr_t(handle), C.int(opA), C.int(opB), unsafe.Pointer(alpha), C.uintptr_t(matA), C.uintptr_t(matB), unsafe.Pointer(beta), C.uintptr_t(matC), C.int(computeType), C.int(alg), C.uintptr_t(spgemmDescr), (*C.size_t)(unsafe.Pointer(bufferSize1)), unsafe.Pointer(externalBuffer1)); r != 0 {
+	if r := C.gocuda_cusparseSpGEMM_workEstimation(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(opA), C.int(opB), unsafe.Pointer(alpha), C.uintptr_t(matA), C.uintptr_t(matB), unsafe.Pointer(beta), C.uintptr_t(matC), C.int(computeType), C.int(alg), C.uintptr_t(spgemmDescr), (*C.size_t)(unsafe.Pointer(bufferSize1)), unsafe.Pointer(externalBuffer1)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8325,7 +8325,7 @@ func SpGEMM_getNumProducts(spgemmDescr SpGEMMDescr, num_prods *int64) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSpGEMM_getNumProducts(fp, C.uintptr_t(spgemmDescr), (*C.int64_t)(unsafe.Pointer(num_prods))); r != 0 {
+	if r := C.gocuda_cusparseSpGEMM_getNumProducts(C.uintptr_t(uintptr(fp)), C.uintptr_t(spgemmDescr), (*C.int64_t)(unsafe.Pointer(num_prods))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8337,7 +8337,7 @@ func SpGEMM_estimateMemory(handle Handle, opA Operation, opB Operation, alpha un
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSpGEMM_estimateMemory(fp, C.uintptr_t(handle), C.int(opA), C.int(opB), unsafe.Pointer(alpha), C.uintptr_t(matA), C.uintptr_t(matB), unsafe.Pointer(beta), C.uintptr_t(matC), C.int(computeType), C.int(alg), C.uintptr_t(spgemmDescr), C.float(chunk_fraction), (*C.size_t)(unsafe.Pointer(bufferSize3)), unsafe.Pointer(externalBuffer3), (*C.size_t)(unsafe.Pointer(bufferSize2))); r != 0 {
+	if r := C.gocuda_cusparseSpGEMM_estimateMemory(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(opA), C.int(opB), unsafe.Pointer(alpha), C.uintptr_t(matA), C.uintptr_t(matB), unsafe.Pointer(beta), C.uintptr_t(matC), C.int(computeType), C.int(alg), C.uintptr_t(spgemmDescr), C.float(chunk_fraction), (*C.size_t)(unsafe.Pointer(bufferSize3)), unsafe.Pointer(externalBuffer3), (*C.size_t)(unsafe.Pointer(bufferSize2))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8349,7 +8349,7 @@ func SpGEMM_compute(handle Handle, opA Operation, opB Operation, alpha unsafe.Po
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSpGEMM_compute(fp, C.uintptr_t(handle), C.int(opA), C.int(opB), unsafe.Pointer(alpha), C.uintptr_t(matA), C.uintptr_t(matB), unsafe.Pointer(beta), C.uintptr_t(matC), C.int(computeType), C.int(alg), C.uintptr_t(spgemmDescr), (*C.size_t)(unsafe.Pointer(bufferSize2)), unsafe.Pointer(externalBuffer2)); r != 0 {
+	if r := C.gocuda_cusparseSpGEMM_compute(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(opA), C.int(opB), unsafe.Pointer(alpha), C.uintptr_t(matA), C.uintptr_t(matB), unsafe.Pointer(beta), C.uintptr_t(matC), C.int(computeType), C.int(alg), C.uintptr_t(spgemmDescr), (*C.size_t)(unsafe.Pointer(bufferSize2)), unsafe.Pointer(externalBuffer2)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8361,7 +8361,7 @@ func SpGEMM_copy(handle Handle, opA Operation, opB Operation, alpha unsafe.Point
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSpGEMM_copy(fp, C.uintptr_t(handle), C.int(opA), C.int(opB), unsafe.Pointer(alpha), C.uintptr_t(matA), C.uintptr_t(matB), unsafe.Pointer(beta), C.uintptr_t(matC), C.int(computeType), C.int(alg), C.uintptr_t(spgemmDescr)); r != 0 {
+	if r := C.gocuda_cusparseSpGEMM_copy(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(opA), C.int(opB), unsafe.Pointer(alpha), C.uintptr_t(matA), C.uintptr_t(matB), unsafe.Pointer(beta), C.uintptr_t(matC), C.int(computeType), C.int(alg), C.uintptr_t(spgemmDescr)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8373,7 +8373,7 @@ func SpGEMMreuse_workEstimation(handle Handle, opA Operation, opB Operation, mat
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSpGEMMreuse_workEstimation(fp, C.uintptr_t(handle), C.int(opA), C.int(opB), C.uintptr_t(matA), C.uintptr_t(matB), C.uintptr_t(matC), C.int(alg), C.uintptr_t(spgemmDescr), (*C.size_t)(unsafe.Pointer(bufferSize1)), unsafe.Pointer(externalBuffer1)); r != 0 {
+	if r := C.gocuda_cusparseSpGEMMreuse_workEstimation(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(opA), C.int(opB), C.uintptr_t(matA), C.uintptr_t(matB), C.uintptr_t(matC), C.int(alg), C.uintptr_t(spgemmDescr), (*C.size_t)(unsafe.Pointer(bufferSize1)), unsafe.Pointer(externalBuffer1)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8385,7 +8385,7 @@ func SpGEMMreuse_nnz(handle Handle, opA Operation, opB Operation, matA ConstSpMa
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSpGEMMreuse_nnz(fp, C.uintptr_t(handle), C.int(opA), C.int(opB), C.uintptr_t(matA), C.uintptr_t(matB), C.uintptr_t(matC), C.int(alg), C.uintptr_t(spgemmDescr), (*C.size_t)(unsafe.Pointer(bufferSize2)), unsafe.Pointer(externalBuffer2), (*C.size_t)(unsafe.Pointer(bufferSize3)), unsafe.Pointer(externalBuffer3), (*C.size_t)(unsafe.Pointer(bufferSize4)), unsafe.Pointer(externalBuffer4)); r != 0 {
+	if r := C.gocuda_cusparseSpGEMMreuse_nnz(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(opA), C.int(opB), C.uintptr_t(matA), C.uintptr_t(matB), C.uintptr_t(matC), C.int(alg), C.uintptr_t(spgemmDescr), (*C.size_t)(unsafe.Pointer(bufferSize2)), unsafe.Pointer(externalBuffer2), (*C.size_t)(unsafe.Pointer(bufferSize3)), unsafe.Pointer(externalBuffer3), (*C.size_t)(unsafe.Pointer(bufferSize4)), unsafe.Pointer(externalBuffer4)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8397,7 +8397,7 @@ func SpGEMMreuse_copy(handle Handle, opA Operation, opB Operation, matA ConstSpM
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSpGEMMreuse_copy(fp, C.uintptr_t(handle), C.int(opA), C.int(opB), C.uintptr_t(matA), C.uintptr_t(matB), C.uintptr_t(matC), C.int(alg), C.uintptr_t(spgemmDescr), (*C.size_t)(unsafe.Pointer(bufferSize5)), unsafe.Pointer(externalBuffer5)); r != 0 {
+	if r := C.gocuda_cusparseSpGEMMreuse_copy(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(opA), C.int(opB), C.uintptr_t(matA), C.uintptr_t(matB), C.uintptr_t(matC), C.int(alg), C.uintptr_t(spgemmDescr), (*C.size_t)(unsafe.Pointer(bufferSize5)), unsafe.Pointer(externalBuffer5)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8409,7 +8409,7 @@ func SpGEMMreuse_compute(handle Handle, opA Operation, opB Operation, alpha unsa
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSpGEMMreuse_compute(fp, C.uintptr_t(handle), C.int(opA), C.int(opB), unsafe.Pointer(alpha), C.uintptr_t(matA), C.uintptr_t(matB), unsafe.Pointer(beta), C.uintptr_t(matC), C.int(computeType), C.int(alg), C.uintptr_t(spgemmDescr)); r != 0 {
+	if r := C.gocuda_cusparseSpGEMMreuse_compute(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(opA), C.int(opB), unsafe.Pointer(alpha), C.uintptr_t(matA), C.uintptr_t(matB), unsafe.Pointer(beta), C.uintptr_t(matC), C.int(computeType), C.int(alg), C.uintptr_t(spgemmDescr)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8421,7 +8421,7 @@ func SDDMM_bufferSize(handle Handle, opA Operation, opB Operation, alpha unsafe.
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSDDMM_bufferSize(fp, C.uintptr_t(handle), C.int(opA), C.int(opB), unsafe.Pointer(alpha), C.uintptr_t(matA), C.uintptr_t(matB), unsafe.Pointer(beta), C.uintptr_t(matC), C.int(computeType), C.int(alg), (*C.size_t)(unsafe.Pointer(bufferSize))); r != 0 {
+	if r := C.gocuda_cusparseSDDMM_bufferSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(opA), C.int(opB), unsafe.Pointer(alpha), C.uintptr_t(matA), C.uintptr_t(matB), unsafe.Pointer(beta), C.uintptr_t(matC), C.int(computeType), C.int(alg), (*C.size_t)(unsafe.Pointer(bufferSize))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8433,7 +8433,7 @@ func SDDMM_preprocess(handle Handle, opA Operation, opB Operation, alpha unsafe.
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSDDMM_preprocess(fp, C.uintptr_t(handle), C.int(opA), C.int(opB), unsafe.Pointer(alpha), C.uintptr_t(matA), C.uintptr_t(matB), unsafe.Pointer(beta), C.uintptr_t(matC), C.int(computeType), C.int(alg), unsafe.Pointer(externalBuffer)); r != 0 {
+	if r := C.gocuda_cusparseSDDMM_preprocess(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(opA), C.int(opB), unsafe.Pointer(alpha), C.uintptr_t(matA), C.uintptr_t(matB), unsafe.Pointer(beta), C.uintptr_t(matC), C.int(computeType), C.int(alg), unsafe.Pointer(externalBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8445,7 +8445,7 @@ func SDDMM(handle Handle, opA Operation, opB Operation, alpha unsafe.Pointer, ma
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSDDMM(fp, C.uintptr_t(handle), C.int(opA), C.int(opB), unsafe.Pointer(alpha), C.uintptr_t(matA), C.uintptr_t(matB), unsafe.Pointer(beta), C.uintptr_t(matC), C.int(computeType), C.int(alg), unsafe.Pointer(externalBuffer)); r != 0 {
+	if r := C.gocuda_cusparseSDDMM(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(opA), C.int(opB), unsafe.Pointer(alpha), C.uintptr_t(matA), C.uintptr_t(matB), unsafe.Pointer(beta), C.uintptr_t(matC), C.int(computeType), C.int(alg), unsafe.Pointer(externalBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8457,7 +8457,7 @@ func SpMMOp_createPlan(handle Handle, plan *SpMMOpPlan, opA Operation, opB Opera
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSpMMOp_createPlan(fp, C.uintptr_t(handle), unsafe.Pointer(plan), C.int(opA), C.int(opB), C.uintptr_t(matA), C.uintptr_t(matB), C.uintptr_t(matC), C.int(computeType), C.int(alg), unsafe.Pointer(addOperationNvvmBuffer), C.size_t(addOperationBufferSize), unsafe.Pointer(mulOperationNvvmBuffer), C.size_t(mulOperationBufferSize), unsafe.Pointer(epilogueNvvmBuffer), C.size_t(epilogueBufferSize), (*C.size_t)(unsafe.Pointer(SpMMWorkspaceSize))); r != 0 {
+	if r := C.gocuda_cusparseSpMMOp_createPlan(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), unsafe.Pointer(plan), C.int(opA), C.int(opB), C.uintptr_t(matA), C.uintptr_t(matB), C.uintptr_t(matC), C.int(computeType), C.int(alg), unsafe.Pointer(addOperationNvvmBuffer), C.size_t(addOperationBufferSize), unsafe.Pointer(mulOperationNvvmBuffer), C.size_t(mulOperationBufferSize), unsafe.Pointer(epilogueNvvmBuffer), C.size_t(epilogueBufferSize), (*C.size_t)(unsafe.Pointer(SpMMWorkspaceSize))); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8469,7 +8469,7 @@ func SpMMOp(plan SpMMOpPlan, externalBuffer unsafe.Pointer) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSpMMOp(fp, C.uintptr_t(plan), unsafe.Pointer(externalBuffer)); r != 0 {
+	if r := C.gocuda_cusparseSpMMOp(C.uintptr_t(uintptr(fp)), C.uintptr_t(plan), unsafe.Pointer(externalBuffer)); r != 0 {
 		return Status(r)
 	}
 	return nil
@@ -8481,7 +8481,7 @@ func SpMMOp_destroyPlan(plan SpMMOpPlan) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_cusparseSpMMOp_destroyPlan(fp, C.uintptr_t(plan)); r != 0 {
+	if r := C.gocuda_cusparseSpMMOp_destroyPlan(C.uintptr_t(uintptr(fp)), C.uintptr_t(plan)); r != 0 {
 		return Status(r)
 	}
 	return nil

@@ -92,163 +92,163 @@ import (
 #define __NV_NO_VECTOR_DEPRECATION_DIAG 1
 #include "nccl.h"
 
-static int gocuda_ncclMemAlloc(void *fp, void * a0, size_t a1) {
+static int gocuda_ncclMemAlloc(uintptr_t fp, void * a0, size_t a1) {
 	return ((__typeof__(&ncclMemAlloc))fp)(a0, a1);
 }
 
-static int gocuda_ncclMemFree(void *fp, void * a0) {
+static int gocuda_ncclMemFree(uintptr_t fp, void * a0) {
 	return ((__typeof__(&ncclMemFree))fp)(a0);
 }
 
-static int gocuda_ncclGetVersion(void *fp, int * a0) {
+static int gocuda_ncclGetVersion(uintptr_t fp, int * a0) {
 	return ((__typeof__(&ncclGetVersion))fp)((int *)a0);
 }
 
-static int gocuda_ncclGetUniqueId(void *fp, void * a0) {
+static int gocuda_ncclGetUniqueId(uintptr_t fp, void * a0) {
 	return ((__typeof__(&ncclGetUniqueId))fp)(a0);
 }
 
-static int gocuda_ncclCommInitRankConfig(void *fp, void * a0, int a1, ncclUniqueId a2, int a3, void * a4) {
+static int gocuda_ncclCommInitRankConfig(uintptr_t fp, void * a0, int a1, ncclUniqueId a2, int a3, void * a4) {
 	return ((__typeof__(&ncclCommInitRankConfig))fp)(a0, a1, a2, a3, a4);
 }
 
-static int gocuda_ncclCommInitRank(void *fp, void * a0, int a1, ncclUniqueId a2, int a3) {
+static int gocuda_ncclCommInitRank(uintptr_t fp, void * a0, int a1, ncclUniqueId a2, int a3) {
 	return ((__typeof__(&ncclCommInitRank))fp)(a0, a1, a2, a3);
 }
 
-static int gocuda_ncclCommInitAll(void *fp, void * a0, int a1, int * a2) {
+static int gocuda_ncclCommInitAll(uintptr_t fp, void * a0, int a1, int * a2) {
 	return ((__typeof__(&ncclCommInitAll))fp)(a0, a1, (int *)a2);
 }
 
-static int gocuda_ncclCommFinalize(void *fp, uintptr_t a0) {
+static int gocuda_ncclCommFinalize(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&ncclCommFinalize))fp)((ncclComm_t)a0);
 }
 
-static int gocuda_ncclCommDestroy(void *fp, uintptr_t a0) {
+static int gocuda_ncclCommDestroy(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&ncclCommDestroy))fp)((ncclComm_t)a0);
 }
 
-static int gocuda_ncclCommAbort(void *fp, uintptr_t a0) {
+static int gocuda_ncclCommAbort(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&ncclCommAbort))fp)((ncclComm_t)a0);
 }
 
-static int gocuda_ncclCommSplit(void *fp, uintptr_t a0, int a1, int a2, void * a3, void * a4) {
+static int gocuda_ncclCommSplit(uintptr_t fp, uintptr_t a0, int a1, int a2, void * a3, void * a4) {
 	return ((__typeof__(&ncclCommSplit))fp)((ncclComm_t)a0, a1, a2, a3, a4);
 }
 
-static int gocuda_ncclCommShrink(void *fp, uintptr_t a0, int * a1, int a2, void * a3, void * a4, int a5) {
+static int gocuda_ncclCommShrink(uintptr_t fp, uintptr_t a0, int * a1, int a2, void * a3, void * a4, int a5) {
 	return ((__typeof__(&ncclCommShrink))fp)((ncclComm_t)a0, (int *)a1, a2, a3, a4, a5);
 }
 
-static int gocuda_ncclCommInitRankScalable(void *fp, void * a0, int a1, int a2, int a3, void * a4, void * a5) {
+static int gocuda_ncclCommInitRankScalable(uintptr_t fp, void * a0, int a1, int a2, int a3, void * a4, void * a5) {
 	return ((__typeof__(&ncclCommInitRankScalable))fp)(a0, a1, a2, a3, a4, a5);
 }
 
-static const char * gocuda_ncclGetErrorString(void *fp, int a0) {
+static const char * gocuda_ncclGetErrorString(uintptr_t fp, int a0) {
 	return ((__typeof__(&ncclGetErrorString))fp)(a0);
 }
 
-static const char * gocuda_ncclGetLastError(void *fp, uintptr_t a0) {
+static const char * gocuda_ncclGetLastError(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&ncclGetLastError))fp)((ncclComm_t)a0);
 }
 
-static void gocuda_ncclResetDebugInit(void *fp) {
+static void gocuda_ncclResetDebugInit(uintptr_t fp) {
 	((__typeof__(&ncclResetDebugInit))fp)();
 }
 
-static int gocuda_ncclCommGetAsyncError(void *fp, uintptr_t a0, int * a1) {
+static int gocuda_ncclCommGetAsyncError(uintptr_t fp, uintptr_t a0, int * a1) {
 	return ((__typeof__(&ncclCommGetAsyncError))fp)((ncclComm_t)a0, (ncclResult_t *)a1);
 }
 
-static int gocuda_ncclCommCount(void *fp, uintptr_t a0, int * a1) {
+static int gocuda_ncclCommCount(uintptr_t fp, uintptr_t a0, int * a1) {
 	return ((__typeof__(&ncclCommCount))fp)((ncclComm_t)a0, (int *)a1);
 }
 
-static int gocuda_ncclCommCuDevice(void *fp, uintptr_t a0, int * a1) {
+static int gocuda_ncclCommCuDevice(uintptr_t fp, uintptr_t a0, int * a1) {
 	return ((__typeof__(&ncclCommCuDevice))fp)((ncclComm_t)a0, (int *)a1);
 }
 
-static int gocuda_ncclCommUserRank(void *fp, uintptr_t a0, int * a1) {
+static int gocuda_ncclCommUserRank(uintptr_t fp, uintptr_t a0, int * a1) {
 	return ((__typeof__(&ncclCommUserRank))fp)((ncclComm_t)a0, (int *)a1);
 }
 
-static int gocuda_ncclCommRegister(void *fp, uintptr_t a0, void * a1, size_t a2, void * a3) {
+static int gocuda_ncclCommRegister(uintptr_t fp, uintptr_t a0, void * a1, size_t a2, void * a3) {
 	return ((__typeof__(&ncclCommRegister))fp)((ncclComm_t)a0, a1, a2, a3);
 }
 
-static int gocuda_ncclCommDeregister(void *fp, uintptr_t a0, void * a1) {
+static int gocuda_ncclCommDeregister(uintptr_t fp, uintptr_t a0, void * a1) {
 	return ((__typeof__(&ncclCommDeregister))fp)((ncclComm_t)a0, a1);
 }
 
-static int gocuda_ncclCommWindowRegister(void *fp, uintptr_t a0, void * a1, size_t a2, void * a3, int a4) {
+static int gocuda_ncclCommWindowRegister(uintptr_t fp, uintptr_t a0, void * a1, size_t a2, void * a3, int a4) {
 	return ((__typeof__(&ncclCommWindowRegister))fp)((ncclComm_t)a0, a1, a2, a3, a4);
 }
 
-static int gocuda_ncclCommWindowDeregister(void *fp, uintptr_t a0, uintptr_t a1) {
+static int gocuda_ncclCommWindowDeregister(uintptr_t fp, uintptr_t a0, uintptr_t a1) {
 	return ((__typeof__(&ncclCommWindowDeregister))fp)((ncclComm_t)a0, (ncclWindow_t)a1);
 }
 
-static int gocuda_ncclRedOpCreatePreMulSum(void *fp, int * a0, void * a1, int a2, int a3, uintptr_t a4) {
+static int gocuda_ncclRedOpCreatePreMulSum(uintptr_t fp, int * a0, void * a1, int a2, int a3, uintptr_t a4) {
 	return ((__typeof__(&ncclRedOpCreatePreMulSum))fp)((ncclRedOp_t *)a0, a1, a2, a3, (ncclComm_t)a4);
 }
 
-static int gocuda_ncclRedOpDestroy(void *fp, int a0, uintptr_t a1) {
+static int gocuda_ncclRedOpDestroy(uintptr_t fp, int a0, uintptr_t a1) {
 	return ((__typeof__(&ncclRedOpDestroy))fp)(a0, (ncclComm_t)a1);
 }
 
-static int gocuda_ncclReduce(void *fp, void * a0, void * a1, size_t a2, int a3, int a4, int a5, uintptr_t a6, uintptr_t a7) {
+static int gocuda_ncclReduce(uintptr_t fp, void * a0, void * a1, size_t a2, int a3, int a4, int a5, uintptr_t a6, uintptr_t a7) {
 	return ((__typeof__(&ncclReduce))fp)(a0, a1, a2, a3, a4, a5, (ncclComm_t)a6, (cudaStream_t)a7);
 }
 
-static int gocuda_ncclBcast(void *fp, void * a0, size_t a1, int a2, int a3, uintptr_t a4, uintptr_t a5) {
+static int gocuda_ncclBcast(uintptr_t fp, void * a0, size_t a1, int a2, int a3, uintptr_t a4, uintptr_t a5) {
 	return ((__typeof__(&ncclBcast))fp)(a0, a1, a2, a3, (ncclComm_t)a4, (cudaStream_t)a5);
 }
 
-static int gocuda_ncclBroadcast(void *fp, void * a0, void * a1, size_t a2, int a3, int a4, uintptr_t a5, uintptr_t a6) {
+static int gocuda_ncclBroadcast(uintptr_t fp, void * a0, void * a1, size_t a2, int a3, int a4, uintptr_t a5, uintptr_t a6) {
 	return ((__typeof__(&ncclBroadcast))fp)(a0, a1, a2, a3, a4, (ncclComm_t)a5, (cudaStream_t)a6);
 }
 
-static int gocuda_ncclAllReduce(void *fp, void * a0, void * a1, size_t a2, int a3, int a4, uintptr_t a5, uintptr_t a6) {
+static int gocuda_ncclAllReduce(uintptr_t fp, void * a0, void * a1, size_t a2, int a3, int a4, uintptr_t a5, uintptr_t a6) {
 	return ((__typeof__(&ncclAllReduce))fp)(a0, a1, a2, a3, a4, (ncclComm_t)a5, (cudaStream_t)a6);
 }
 
-static int gocuda_ncclReduceScatter(void *fp, void * a0, void * a1, size_t a2, int a3, int a4, uintptr_t a5, uintptr_t a6) {
+static int gocuda_ncclReduceScatter(uintptr_t fp, void * a0, void * a1, size_t a2, int a3, int a4, uintptr_t a5, uintptr_t a6) {
 	return ((__typeof__(&ncclReduceScatter))fp)(a0, a1, a2, a3, a4, (ncclComm_t)a5, (cudaStream_t)a6);
 }
 
-static int gocuda_ncclAllGather(void *fp, void * a0, void * a1, size_t a2, int a3, uintptr_t a4, uintptr_t a5) {
+static int gocuda_ncclAllGather(uintptr_t fp, void * a0, void * a1, size_t a2, int a3, uintptr_t a4, uintptr_t a5) {
 	return ((__typeof__(&ncclAllGather))fp)(a0, a1, a2, a3, (ncclComm_t)a4, (cudaStream_t)a5);
 }
 
-static int gocuda_ncclAlltoAll(void *fp, void * a0, void * a1, size_t a2, int a3, uintptr_t a4, uintptr_t a5) {
+static int gocuda_ncclAlltoAll(uintptr_t fp, void * a0, void * a1, size_t a2, int a3, uintptr_t a4, uintptr_t a5) {
 	return ((__typeof__(&ncclAlltoAll))fp)(a0, a1, a2, a3, (ncclComm_t)a4, (cudaStream_t)a5);
 }
 
-static int gocuda_ncclGather(void *fp, void * a0, void * a1, size_t a2, int a3, int a4, uintptr_t a5, uintptr_t a6) {
+static int gocuda_ncclGather(uintptr_t fp, void * a0, void * a1, size_t a2, int a3, int a4, uintptr_t a5, uintptr_t a6) {
 	return ((__typeof__(&ncclGather))fp)(a0, a1, a2, a3, a4, (ncclComm_t)a5, (cudaStream_t)a6);
 }
 
-static int gocuda_ncclScatter(void *fp, void * a0, void * a1, size_t a2, int a3, int a4, uintptr_t a5, uintptr_t a6) {
+static int gocuda_ncclScatter(uintptr_t fp, void * a0, void * a1, size_t a2, int a3, int a4, uintptr_t a5, uintptr_t a6) {
 	return ((__typeof__(&ncclScatter))fp)(a0, a1, a2, a3, a4, (ncclComm_t)a5, (cudaStream_t)a6);
 }
 
-static int gocuda_ncclSend(void *fp, void * a0, size_t a1, int a2, int a3, uintptr_t a4, uintptr_t a5) {
+static int gocuda_ncclSend(uintptr_t fp, void * a0, size_t a1, int a2, int a3, uintptr_t a4, uintptr_t a5) {
 	return ((__typeof__(&ncclSend))fp)(a0, a1, a2, a3, (ncclComm_t)a4, (cudaStream_t)a5);
 }
 
-static int gocuda_ncclRecv(void *fp, void * a0, size_t a1, int a2, int a3, uintptr_t a4, uintptr_t a5) {
+static int gocuda_ncclRecv(uintptr_t fp, void * a0, size_t a1, int a2, int a3, uintptr_t a4, uintptr_t a5) {
 	return ((__typeof__(&ncclRecv))fp)(a0, a1, a2, a3, (ncclComm_t)a4, (cudaStream_t)a5);
 }
 
-static int gocuda_ncclGroupStart(void *fp) {
+static int gocuda_ncclGroupStart(uintptr_t fp) {
 	return ((__typeof__(&ncclGroupStart))fp)();
 }
 
-static int gocuda_ncclGroupEnd(void *fp) {
+static int gocuda_ncclGroupEnd(uintptr_t fp) {
 	return ((__typeof__(&ncclGroupEnd))fp)();
 }
 
-static int gocuda_ncclGroupSimulateEnd(void *fp, void * a0) {
+static int gocuda_ncclGroupSimulateEnd(uintptr_t fp, void * a0) {
 	return ((__typeof__(&ncclGroupSimulateEnd))fp)(a0);
 }
 */
@@ -303,7 +303,7 @@ func MemAlloc(ptr *unsafe.Pointer, size uint64) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_ncclMemAlloc(fp, unsafe.Pointer(ptr), C.size_t(size)); r != 0 {
+	if r := C.gocuda_ncclMemAlloc(C.uintptr_t(uintptr(fp)), unsafe.Pointer(ptr), C.size_t(size)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -315,7 +315,7 @@ func MemFree(ptr unsafe.Pointer) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_ncclMemFree(fp, unsafe.Pointer(ptr)); r != 0 {
+	if r := C.gocuda_ncclMemFree(C.uintptr_t(uintptr(fp)), unsafe.Pointer(ptr)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -327,7 +327,7 @@ func GetVersion(version *int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_ncclGetVersion(fp, (*C.int)(unsafe.Pointer(version))); r != 0 {
+	if r := C.gocuda_ncclGetVersion(C.uintptr_t(uintptr(fp)), (*C.int)(unsafe.Pointer(version))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -339,7 +339,7 @@ func GetUniqueId(uniqueId *UniqueId) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_ncclGetUniqueId(fp, unsafe.Pointer(uniqueId)); r != 0 {
+	if r := C.gocuda_ncclGetUniqueId(C.uintptr_t(uintptr(fp)), unsafe.Pointer(uniqueId)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -351,7 +351,7 @@ func CommInitRankConfig(comm *Comm, nranks int32, commId UniqueId, rank int32, c
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_ncclCommInitRankConfig(fp, unsafe.Pointer(comm), C.int(nranks), *(*C.ncclUniqueId)(unsafe.Pointer(&commId)), C.int(rank), unsafe.Pointer(config)); r != 0 {
+	if r := C.gocuda_ncclCommInitRankConfig(C.uintptr_t(uintptr(fp)), unsafe.Pointer(comm), C.int(nranks), *(*C.ncclUniqueId)(unsafe.Pointer(&commId)), C.int(rank), unsafe.Pointer(config)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -363,7 +363,7 @@ func CommInitRank(comm *Comm, nranks int32, commId UniqueId, rank int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_ncclCommInitRank(fp, unsafe.Pointer(comm), C.int(nranks), *(*C.ncclUniqueId)(unsafe.Pointer(&commId)), C.int(rank)); r != 0 {
+	if r := C.gocuda_ncclCommInitRank(C.uintptr_t(uintptr(fp)), unsafe.Pointer(comm), C.int(nranks), *(*C.ncclUniqueId)(unsafe.Pointer(&commId)), C.int(rank)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -375,7 +375,7 @@ func CommInitAll(comm *Comm, ndev int32, devlist *int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_ncclCommInitAll(fp, unsafe.Pointer(comm), C.int(ndev), (*C.int)(unsafe.Pointer(devlist))); r != 0 {
+	if r := C.gocuda_ncclCommInitAll(C.uintptr_t(uintptr(fp)), unsafe.Pointer(comm), C.int(ndev), (*C.int)(unsafe.Pointer(devlist))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -387,7 +387,7 @@ func CommFinalize(comm Comm) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_ncclCommFinalize(fp, C.uintptr_t(comm)); r != 0 {
+	if r := C.gocuda_ncclCommFinalize(C.uintptr_t(uintptr(fp)), C.uintptr_t(comm)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -399,7 +399,7 @@ func CommDestroy(comm Comm) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_ncclCommDestroy(fp, C.uintptr_t(comm)); r != 0 {
+	if r := C.gocuda_ncclCommDestroy(C.uintptr_t(uintptr(fp)), C.uintptr_t(comm)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -411,7 +411,7 @@ func CommAbort(comm Comm) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_ncclCommAbort(fp, C.uintptr_t(comm)); r != 0 {
+	if r := C.gocuda_ncclCommAbort(C.uintptr_t(uintptr(fp)), C.uintptr_t(comm)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -423,7 +423,7 @@ func CommSplit(comm Comm, color int32, key int32, newcomm *Comm, config *Config)
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_ncclCommSplit(fp, C.uintptr_t(comm), C.int(color), C.int(key), unsafe.Pointer(newcomm), unsafe.Pointer(config)); r != 0 {
+	if r := C.gocuda_ncclCommSplit(C.uintptr_t(uintptr(fp)), C.uintptr_t(comm), C.int(color), C.int(key), unsafe.Pointer(newcomm), unsafe.Pointer(config)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -435,7 +435,7 @@ func CommShrink(comm Comm, excludeRanksList *int32, excludeRanksCount int32, new
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_ncclCommShrink(fp, C.uintptr_t(comm), (*C.int)(unsafe.Pointer(excludeRanksList)), C.int(excludeRanksCount), unsafe.Pointer(newcomm), unsafe.Pointer(config), C.int(shrinkFlags)); r != 0 {
+	if r := C.gocuda_ncclCommShrink(C.uintptr_t(uintptr(fp)), C.uintptr_t(comm), (*C.int)(unsafe.Pointer(excludeRanksList)), C.int(excludeRanksCount), unsafe.Pointer(newcomm), unsafe.Pointer(config), C.int(shrinkFlags)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -447,7 +447,7 @@ func CommInitRankScalable(newcomm *Comm, nranks int32, myrank int32, nId int32, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_ncclCommInitRankScalable(fp, unsafe.Pointer(newcomm), C.int(nranks), C.int(myrank), C.int(nId), unsafe.Pointer(commIds), unsafe.Pointer(config)); r != 0 {
+	if r := C.gocuda_ncclCommInitRankScalable(C.uintptr_t(uintptr(fp)), unsafe.Pointer(newcomm), C.int(nranks), C.int(myrank), C.int(nId), unsafe.Pointer(commIds), unsafe.Pointer(config)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -459,7 +459,7 @@ func GetErrorString(result Result) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	r := C.gocuda_ncclGetErrorString(fp, C.int(result))
+	r := C.gocuda_ncclGetErrorString(C.uintptr_t(uintptr(fp)), C.int(result))
 	return C.GoString(r), nil
 }
 
@@ -469,7 +469,7 @@ func GetLastError(comm Comm) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	r := C.gocuda_ncclGetLastError(fp, C.uintptr_t(comm))
+	r := C.gocuda_ncclGetLastError(C.uintptr_t(uintptr(fp)), C.uintptr_t(comm))
 	return C.GoString(r), nil
 }
 
@@ -479,7 +479,7 @@ func ResetDebugInit() error {
 	if err != nil {
 		return err
 	}
-	C.gocuda_ncclResetDebugInit(fp)
+	C.gocuda_ncclResetDebugInit(C.uintptr_t(uintptr(fp)))
 	return nil
 }
 
@@ -489,7 +489,7 @@ func CommGetAsyncError(comm Comm, asyncError *Result) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_ncclCommGetAsyncError(fp, C.uintptr_t(comm), (*C.int)(unsafe.Pointer(asyncError))); r != 0 {
+	if r := C.gocuda_ncclCommGetAsyncError(C.uintptr_t(uintptr(fp)), C.uintptr_t(comm), (*C.int)(unsafe.Pointer(asyncError))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -501,7 +501,7 @@ func CommCount(comm Comm, count *int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_ncclCommCount(fp, C.uintptr_t(comm), (*C.int)(unsafe.Pointer(count))); r != 0 {
+	if r := C.gocuda_ncclCommCount(C.uintptr_t(uintptr(fp)), C.uintptr_t(comm), (*C.int)(unsafe.Pointer(count))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -513,7 +513,7 @@ func CommCuDevice(comm Comm, device *int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_ncclCommCuDevice(fp, C.uintptr_t(comm), (*C.int)(unsafe.Pointer(device))); r != 0 {
+	if r := C.gocuda_ncclCommCuDevice(C.uintptr_t(uintptr(fp)), C.uintptr_t(comm), (*C.int)(unsafe.Pointer(device))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -525,7 +525,7 @@ func CommUserRank(comm Comm, rank *int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_ncclCommUserRank(fp, C.uintptr_t(comm), (*C.int)(unsafe.Pointer(rank))); r != 0 {
+	if r := C.gocuda_ncclCommUserRank(C.uintptr_t(uintptr(fp)), C.uintptr_t(comm), (*C.int)(unsafe.Pointer(rank))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -537,7 +537,7 @@ func CommRegister(comm Comm, buff unsafe.Pointer, size uint64, handle *unsafe.Po
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_ncclCommRegister(fp, C.uintptr_t(comm), unsafe.Pointer(buff), C.size_t(size), unsafe.Pointer(handle)); r != 0 {
+	if r := C.gocuda_ncclCommRegister(C.uintptr_t(uintptr(fp)), C.uintptr_t(comm), unsafe.Pointer(buff), C.size_t(size), unsafe.Pointer(handle)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -549,7 +549,7 @@ func CommDeregister(comm Comm, handle unsafe.Pointer) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_ncclCommDeregister(fp, C.uintptr_t(comm), unsafe.Pointer(handle)); r != 0 {
+	if r := C.gocuda_ncclCommDeregister(C.uintptr_t(uintptr(fp)), C.uintptr_t(comm), unsafe.Pointer(handle)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -561,7 +561,7 @@ func CommWindowRegister(comm Comm, buff unsafe.Pointer, size uint64, win *Window
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_ncclCommWindowRegister(fp, C.uintptr_t(comm), unsafe.Pointer(buff), C.size_t(size), unsafe.Pointer(win), C.int(winFlags)); r != 0 {
+	if r := C.gocuda_ncclCommWindowRegister(C.uintptr_t(uintptr(fp)), C.uintptr_t(comm), unsafe.Pointer(buff), C.size_t(size), unsafe.Pointer(win), C.int(winFlags)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -573,7 +573,7 @@ func CommWindowDeregister(comm Comm, win Window) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_ncclCommWindowDeregister(fp, C.uintptr_t(comm), C.uintptr_t(win)); r != 0 {
+	if r := C.gocuda_ncclCommWindowDeregister(C.uintptr_t(uintptr(fp)), C.uintptr_t(comm), C.uintptr_t(win)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -585,7 +585,7 @@ func RedOpCreatePreMulSum(op *RedOp, scalar unsafe.Pointer, datatype DataType, r
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_ncclRedOpCreatePreMulSum(fp, (*C.int)(unsafe.Pointer(op)), unsafe.Pointer(scalar), C.int(datatype), C.int(residence), C.uintptr_t(comm)); r != 0 {
+	if r := C.gocuda_ncclRedOpCreatePreMulSum(C.uintptr_t(uintptr(fp)), (*C.int)(unsafe.Pointer(op)), unsafe.Pointer(scalar), C.int(datatype), C.int(residence), C.uintptr_t(comm)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -597,7 +597,7 @@ func RedOpDestroy(op RedOp, comm Comm) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_ncclRedOpDestroy(fp, C.int(op), C.uintptr_t(comm)); r != 0 {
+	if r := C.gocuda_ncclRedOpDestroy(C.uintptr_t(uintptr(fp)), C.int(op), C.uintptr_t(comm)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -609,7 +609,7 @@ func Reduce(sendbuff unsafe.Pointer, recvbuff unsafe.Pointer, count uint64, data
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_ncclReduce(fp, unsafe.Pointer(sendbuff), unsafe.Pointer(recvbuff), C.size_t(count), C.int(datatype), C.int(op), C.int(root), C.uintptr_t(comm), C.uintptr_t(stream)); r != 0 {
+	if r := C.gocuda_ncclReduce(C.uintptr_t(uintptr(fp)), unsafe.Pointer(sendbuff), unsafe.Pointer(recvbuff), C.size_t(count), C.int(datatype), C.int(op), C.int(root), C.uintptr_t(comm), C.uintptr_t(stream)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -621,7 +621,7 @@ func Bcast(buff unsafe.Pointer, count uint64, datatype DataType, root int32, com
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_ncclBcast(fp, unsafe.Pointer(buff), C.size_t(count), C.int(datatype), C.int(root), C.uintptr_t(comm), C.uintptr_t(stream)); r != 0 {
+	if r := C.gocuda_ncclBcast(C.uintptr_t(uintptr(fp)), unsafe.Pointer(buff), C.size_t(count), C.int(datatype), C.int(root), C.uintptr_t(comm), C.uintptr_t(stream)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -633,7 +633,7 @@ func Broadcast(sendbuff unsafe.Pointer, recvbuff unsafe.Pointer, count uint64, d
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_ncclBroadcast(fp, unsafe.Pointer(sendbuff), unsafe.Pointer(recvbuff), C.size_t(count), C.int(datatype), C.int(root), C.uintptr_t(comm), C.uintptr_t(stream)); r != 0 {
+	if r := C.gocuda_ncclBroadcast(C.uintptr_t(uintptr(fp)), unsafe.Pointer(sendbuff), unsafe.Pointer(recvbuff), C.size_t(count), C.int(datatype), C.int(root), C.uintptr_t(comm), C.uintptr_t(stream)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -645,7 +645,7 @@ func AllReduce(sendbuff unsafe.Pointer, recvbuff unsafe.Pointer, count uint64, d
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_ncclAllReduce(fp, unsafe.Pointer(sendbuff), unsafe.Pointer(recvbuff), C.size_t(count), C.int(datatype), C.int(op), C.uintptr_t(comm), C.uintptr_t(stream)); r != 0 {
+	if r := C.gocuda_ncclAllReduce(C.uintptr_t(uintptr(fp)), unsafe.Pointer(sendbuff), unsafe.Pointer(recvbuff), C.size_t(count), C.int(datatype), C.int(op), C.uintptr_t(comm), C.uintptr_t(stream)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -657,7 +657,7 @@ func ReduceScatter(sendbuff unsafe.Pointer, recvbuff unsafe.Pointer, recvcount u
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_ncclReduceScatter(fp, unsafe.Pointer(sendbuff), unsafe.Pointer(recvbuff), C.size_t(recvcount), C.int(datatype), C.int(op), C.uintptr_t(comm), C.uintptr_t(stream)); r != 0 {
+	if r := C.gocuda_ncclReduceScatter(C.uintptr_t(uintptr(fp)), unsafe.Pointer(sendbuff), unsafe.Pointer(recvbuff), C.size_t(recvcount), C.int(datatype), C.int(op), C.uintptr_t(comm), C.uintptr_t(stream)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -669,7 +669,7 @@ func AllGather(sendbuff unsafe.Pointer, recvbuff unsafe.Pointer, sendcount uint6
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_ncclAllGather(fp, unsafe.Pointer(sendbuff), unsafe.Pointer(recvbuff), C.size_t(sendcount), C.int(datatype), C.uintptr_t(comm), C.uintptr_t(stream)); r != 0 {
+	if r := C.gocuda_ncclAllGather(C.uintptr_t(uintptr(fp)), unsafe.Pointer(sendbuff), unsafe.Pointer(recvbuff), C.size_t(sendcount), C.int(datatype), C.uintptr_t(comm), C.uintptr_t(stream)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -681,7 +681,7 @@ func AlltoAll(sendbuff unsafe.Pointer, recvbuff unsafe.Pointer, count uint64, da
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_ncclAlltoAll(fp, unsafe.Pointer(sendbuff), unsafe.Pointer(recvbuff), C.size_t(count), C.int(datatype), C.uintptr_t(comm), C.uintptr_t(stream)); r != 0 {
+	if r := C.gocuda_ncclAlltoAll(C.uintptr_t(uintptr(fp)), unsafe.Pointer(sendbuff), unsafe.Pointer(recvbuff), C.size_t(count), C.int(datatype), C.uintptr_t(comm), C.uintptr_t(stream)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -693,7 +693,7 @@ func Gather(sendbuff unsafe.Pointer, recvbuff unsafe.Pointer, count uint64, data
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_ncclGather(fp, unsafe.Pointer(sendbuff), unsafe.Pointer(recvbuff), C.size_t(count), C.int(datatype), C.int(root), C.uintptr_t(comm), C.uintptr_t(stream)); r != 0 {
+	if r := C.gocuda_ncclGather(C.uintptr_t(uintptr(fp)), unsafe.Pointer(sendbuff), unsafe.Pointer(recvbuff), C.size_t(count), C.int(datatype), C.int(root), C.uintptr_t(comm), C.uintptr_t(stream)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -705,7 +705,7 @@ func Scatter(sendbuff unsafe.Pointer, recvbuff unsafe.Pointer, count uint64, dat
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_ncclScatter(fp, unsafe.Pointer(sendbuff), unsafe.Pointer(recvbuff), C.size_t(count), C.int(datatype), C.int(root), C.uintptr_t(comm), C.uintptr_t(stream)); r != 0 {
+	if r := C.gocuda_ncclScatter(C.uintptr_t(uintptr(fp)), unsafe.Pointer(sendbuff), unsafe.Pointer(recvbuff), C.size_t(count), C.int(datatype), C.int(root), C.uintptr_t(comm), C.uintptr_t(stream)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -717,7 +717,7 @@ func Send(sendbuff unsafe.Pointer, count uint64, datatype DataType, peer int32, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_ncclSend(fp, unsafe.Pointer(sendbuff), C.size_t(count), C.int(datatype), C.int(peer), C.uintptr_t(comm), C.uintptr_t(stream)); r != 0 {
+	if r := C.gocuda_ncclSend(C.uintptr_t(uintptr(fp)), unsafe.Pointer(sendbuff), C.size_t(count), C.int(datatype), C.int(peer), C.uintptr_t(comm), C.uintptr_t(stream)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -729,7 +729,7 @@ func Recv(recvbuff unsafe.Pointer, count uint64, datatype DataType, peer int32, 
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_ncclRecv(fp, unsafe.Pointer(recvbuff), C.size_t(count), C.int(datatype), C.int(peer), C.uintptr_t(comm), C.uintptr_t(stream)); r != 0 {
+	if r := C.gocuda_ncclRecv(C.uintptr_t(uintptr(fp)), unsafe.Pointer(recvbuff), C.size_t(count), C.int(datatype), C.int(peer), C.uintptr_t(comm), C.uintptr_t(stream)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -741,7 +741,7 @@ func GroupStart() error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_ncclGroupStart(fp); r != 0 {
+	if r := C.gocuda_ncclGroupStart(C.uintptr_t(uintptr(fp))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -753,7 +753,7 @@ func GroupEnd() error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_ncclGroupEnd(fp); r != 0 {
+	if r := C.gocuda_ncclGroupEnd(C.uintptr_t(uintptr(fp))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -765,7 +765,7 @@ func GroupSimulateEnd(simInfo *SimInfo) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_ncclGroupSimulateEnd(fp, unsafe.Pointer(simInfo)); r != 0 {
+	if r := C.gocuda_ncclGroupSimulateEnd(C.uintptr_t(uintptr(fp)), unsafe.Pointer(simInfo)); r != 0 {
 		return Result(r)
 	}
 	return nil

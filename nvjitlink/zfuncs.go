@@ -39,59 +39,59 @@ import "unsafe"
 #define __NV_NO_VECTOR_DEPRECATION_DIAG 1
 #include "nvJitLink.h"
 
-static int gocuda_nvJitLinkCreate(void *fp, void * a0, uint32_t a1, void * a2) {
+static int gocuda_nvJitLinkCreate(uintptr_t fp, void * a0, uint32_t a1, void * a2) {
 	return ((__typeof__(&nvJitLinkCreate))fp)(a0, a1, a2);
 }
 
-static int gocuda_nvJitLinkDestroy(void *fp, void * a0) {
+static int gocuda_nvJitLinkDestroy(uintptr_t fp, void * a0) {
 	return ((__typeof__(&nvJitLinkDestroy))fp)(a0);
 }
 
-static int gocuda_nvJitLinkAddData(void *fp, uintptr_t a0, int a1, void * a2, size_t a3, void * a4) {
+static int gocuda_nvJitLinkAddData(uintptr_t fp, uintptr_t a0, int a1, void * a2, size_t a3, void * a4) {
 	return ((__typeof__(&nvJitLinkAddData))fp)((nvJitLinkHandle)a0, a1, a2, a3, a4);
 }
 
-static int gocuda_nvJitLinkAddFile(void *fp, uintptr_t a0, int a1, void * a2) {
+static int gocuda_nvJitLinkAddFile(uintptr_t fp, uintptr_t a0, int a1, void * a2) {
 	return ((__typeof__(&nvJitLinkAddFile))fp)((nvJitLinkHandle)a0, a1, a2);
 }
 
-static int gocuda_nvJitLinkComplete(void *fp, uintptr_t a0) {
+static int gocuda_nvJitLinkComplete(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&nvJitLinkComplete))fp)((nvJitLinkHandle)a0);
 }
 
-static int gocuda_nvJitLinkGetLinkedCubinSize(void *fp, uintptr_t a0, size_t * a1) {
+static int gocuda_nvJitLinkGetLinkedCubinSize(uintptr_t fp, uintptr_t a0, size_t * a1) {
 	return ((__typeof__(&nvJitLinkGetLinkedCubinSize))fp)((nvJitLinkHandle)a0, (size_t *)a1);
 }
 
-static int gocuda_nvJitLinkGetLinkedCubin(void *fp, uintptr_t a0, void * a1) {
+static int gocuda_nvJitLinkGetLinkedCubin(uintptr_t fp, uintptr_t a0, void * a1) {
 	return ((__typeof__(&nvJitLinkGetLinkedCubin))fp)((nvJitLinkHandle)a0, a1);
 }
 
-static int gocuda_nvJitLinkGetLinkedPtxSize(void *fp, uintptr_t a0, size_t * a1) {
+static int gocuda_nvJitLinkGetLinkedPtxSize(uintptr_t fp, uintptr_t a0, size_t * a1) {
 	return ((__typeof__(&nvJitLinkGetLinkedPtxSize))fp)((nvJitLinkHandle)a0, (size_t *)a1);
 }
 
-static int gocuda_nvJitLinkGetLinkedPtx(void *fp, uintptr_t a0, char * a1) {
+static int gocuda_nvJitLinkGetLinkedPtx(uintptr_t fp, uintptr_t a0, char * a1) {
 	return ((__typeof__(&nvJitLinkGetLinkedPtx))fp)((nvJitLinkHandle)a0, (char *)a1);
 }
 
-static int gocuda_nvJitLinkGetErrorLogSize(void *fp, uintptr_t a0, size_t * a1) {
+static int gocuda_nvJitLinkGetErrorLogSize(uintptr_t fp, uintptr_t a0, size_t * a1) {
 	return ((__typeof__(&nvJitLinkGetErrorLogSize))fp)((nvJitLinkHandle)a0, (size_t *)a1);
 }
 
-static int gocuda_nvJitLinkGetErrorLog(void *fp, uintptr_t a0, char * a1) {
+static int gocuda_nvJitLinkGetErrorLog(uintptr_t fp, uintptr_t a0, char * a1) {
 	return ((__typeof__(&nvJitLinkGetErrorLog))fp)((nvJitLinkHandle)a0, (char *)a1);
 }
 
-static int gocuda_nvJitLinkGetInfoLogSize(void *fp, uintptr_t a0, size_t * a1) {
+static int gocuda_nvJitLinkGetInfoLogSize(uintptr_t fp, uintptr_t a0, size_t * a1) {
 	return ((__typeof__(&nvJitLinkGetInfoLogSize))fp)((nvJitLinkHandle)a0, (size_t *)a1);
 }
 
-static int gocuda_nvJitLinkGetInfoLog(void *fp, uintptr_t a0, char * a1) {
+static int gocuda_nvJitLinkGetInfoLog(uintptr_t fp, uintptr_t a0, char * a1) {
 	return ((__typeof__(&nvJitLinkGetInfoLog))fp)((nvJitLinkHandle)a0, (char *)a1);
 }
 
-static int gocuda_nvJitLinkVersion(void *fp, unsigned int * a0, unsigned int * a1) {
+static int gocuda_nvJitLinkVersion(uintptr_t fp, unsigned int * a0, unsigned int * a1) {
 	return ((__typeof__(&nvJitLinkVersion))fp)((unsigned int *)a0, (unsigned int *)a1);
 }
 */
@@ -139,7 +139,7 @@ func Create(handle *Handle, numOptions uint32, options **byte) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_nvJitLinkCreate(fp, unsafe.Pointer(handle), C.uint32_t(numOptions), unsafe.Pointer(options)); r != 0 {
+	if r := C.gocuda_nvJitLinkCreate(C.uintptr_t(uintptr(fp)), unsafe.Pointer(handle), C.uint32_t(numOptions), unsafe.Pointer(options)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -164,7 +164,7 @@ func Destroy(handle *Handle) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_nvJitLinkDestroy(fp, unsafe.Pointer(handle)); r != 0 {
+	if r := C.gocuda_nvJitLinkDestroy(C.uintptr_t(uintptr(fp)), unsafe.Pointer(handle)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -192,7 +192,7 @@ func AddData(handle Handle, inputType InputType, data unsafe.Pointer, size uint6
 	}
 	_name := C.CString(name)
 	defer C.free(unsafe.Pointer(_name))
-	if r := C.gocuda_nvJitLinkAddData(fp, C.uintptr_t(handle), C.int(inputType), unsafe.Pointer(data), C.size_t(size), unsafe.Pointer(_name)); r != 0 {
+	if r := C.gocuda_nvJitLinkAddData(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(inputType), unsafe.Pointer(data), C.size_t(size), unsafe.Pointer(_name)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -218,7 +218,7 @@ func AddFile(handle Handle, inputType InputType, fileName string) error {
 	}
 	_fileName := C.CString(fileName)
 	defer C.free(unsafe.Pointer(_fileName))
-	if r := C.gocuda_nvJitLinkAddFile(fp, C.uintptr_t(handle), C.int(inputType), unsafe.Pointer(_fileName)); r != 0 {
+	if r := C.gocuda_nvJitLinkAddFile(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), C.int(inputType), unsafe.Pointer(_fileName)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -240,7 +240,7 @@ func Complete(handle Handle) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_nvJitLinkComplete(fp, C.uintptr_t(handle)); r != 0 {
+	if r := C.gocuda_nvJitLinkComplete(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -265,7 +265,7 @@ func GetLinkedCubinSize(handle Handle, size *uint64) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_nvJitLinkGetLinkedCubinSize(fp, C.uintptr_t(handle), (*C.size_t)(unsafe.Pointer(size))); r != 0 {
+	if r := C.gocuda_nvJitLinkGetLinkedCubinSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), (*C.size_t)(unsafe.Pointer(size))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -292,7 +292,7 @@ func GetLinkedCubin(handle Handle, cubin unsafe.Pointer) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_nvJitLinkGetLinkedCubin(fp, C.uintptr_t(handle), unsafe.Pointer(cubin)); r != 0 {
+	if r := C.gocuda_nvJitLinkGetLinkedCubin(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), unsafe.Pointer(cubin)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -319,7 +319,7 @@ func GetLinkedPtxSize(handle Handle, size *uint64) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_nvJitLinkGetLinkedPtxSize(fp, C.uintptr_t(handle), (*C.size_t)(unsafe.Pointer(size))); r != 0 {
+	if r := C.gocuda_nvJitLinkGetLinkedPtxSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), (*C.size_t)(unsafe.Pointer(size))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -347,7 +347,7 @@ func GetLinkedPtx(handle Handle, ptx *byte) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_nvJitLinkGetLinkedPtx(fp, C.uintptr_t(handle), (*C.char)(unsafe.Pointer(ptx))); r != 0 {
+	if r := C.gocuda_nvJitLinkGetLinkedPtx(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), (*C.char)(unsafe.Pointer(ptx))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -372,7 +372,7 @@ func GetErrorLogSize(handle Handle, size *uint64) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_nvJitLinkGetErrorLogSize(fp, C.uintptr_t(handle), (*C.size_t)(unsafe.Pointer(size))); r != 0 {
+	if r := C.gocuda_nvJitLinkGetErrorLogSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), (*C.size_t)(unsafe.Pointer(size))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -399,7 +399,7 @@ func GetErrorLog(handle Handle, log *byte) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_nvJitLinkGetErrorLog(fp, C.uintptr_t(handle), (*C.char)(unsafe.Pointer(log))); r != 0 {
+	if r := C.gocuda_nvJitLinkGetErrorLog(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), (*C.char)(unsafe.Pointer(log))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -424,7 +424,7 @@ func GetInfoLogSize(handle Handle, size *uint64) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_nvJitLinkGetInfoLogSize(fp, C.uintptr_t(handle), (*C.size_t)(unsafe.Pointer(size))); r != 0 {
+	if r := C.gocuda_nvJitLinkGetInfoLogSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), (*C.size_t)(unsafe.Pointer(size))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -451,7 +451,7 @@ func GetInfoLog(handle Handle, log *byte) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_nvJitLinkGetInfoLog(fp, C.uintptr_t(handle), (*C.char)(unsafe.Pointer(log))); r != 0 {
+	if r := C.gocuda_nvJitLinkGetInfoLog(C.uintptr_t(uintptr(fp)), C.uintptr_t(handle), (*C.char)(unsafe.Pointer(log))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -474,7 +474,7 @@ func Version(major *uint32, minor *uint32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_nvJitLinkVersion(fp, (*C.uint)(unsafe.Pointer(major)), (*C.uint)(unsafe.Pointer(minor))); r != 0 {
+	if r := C.gocuda_nvJitLinkVersion(C.uintptr_t(uintptr(fp)), (*C.uint)(unsafe.Pointer(major)), (*C.uint)(unsafe.Pointer(minor))); r != 0 {
 		return Result(r)
 	}
 	return nil

@@ -57,99 +57,99 @@ import "unsafe"
 #define __NV_NO_VECTOR_DEPRECATION_DIAG 1
 #include "nvrtc.h"
 
-static const char * gocuda_nvrtcGetErrorString(void *fp, int a0) {
+static const char * gocuda_nvrtcGetErrorString(uintptr_t fp, int a0) {
 	return ((__typeof__(&nvrtcGetErrorString))fp)(a0);
 }
 
-static int gocuda_nvrtcVersion(void *fp, int * a0, int * a1) {
+static int gocuda_nvrtcVersion(uintptr_t fp, int * a0, int * a1) {
 	return ((__typeof__(&nvrtcVersion))fp)((int *)a0, (int *)a1);
 }
 
-static int gocuda_nvrtcGetNumSupportedArchs(void *fp, int * a0) {
+static int gocuda_nvrtcGetNumSupportedArchs(uintptr_t fp, int * a0) {
 	return ((__typeof__(&nvrtcGetNumSupportedArchs))fp)((int *)a0);
 }
 
-static int gocuda_nvrtcGetSupportedArchs(void *fp, int * a0) {
+static int gocuda_nvrtcGetSupportedArchs(uintptr_t fp, int * a0) {
 	return ((__typeof__(&nvrtcGetSupportedArchs))fp)((int *)a0);
 }
 
-static int gocuda_nvrtcCreateProgram(void *fp, void * a0, void * a1, void * a2, int a3, void * a4, void * a5) {
+static int gocuda_nvrtcCreateProgram(uintptr_t fp, void * a0, void * a1, void * a2, int a3, void * a4, void * a5) {
 	return ((__typeof__(&nvrtcCreateProgram))fp)(a0, a1, a2, a3, a4, a5);
 }
 
-static int gocuda_nvrtcDestroyProgram(void *fp, void * a0) {
+static int gocuda_nvrtcDestroyProgram(uintptr_t fp, void * a0) {
 	return ((__typeof__(&nvrtcDestroyProgram))fp)(a0);
 }
 
-static int gocuda_nvrtcCompileProgram(void *fp, uintptr_t a0, int a1, void * a2) {
+static int gocuda_nvrtcCompileProgram(uintptr_t fp, uintptr_t a0, int a1, void * a2) {
 	return ((__typeof__(&nvrtcCompileProgram))fp)((nvrtcProgram)a0, a1, a2);
 }
 
-static int gocuda_nvrtcGetPTXSize(void *fp, uintptr_t a0, size_t * a1) {
+static int gocuda_nvrtcGetPTXSize(uintptr_t fp, uintptr_t a0, size_t * a1) {
 	return ((__typeof__(&nvrtcGetPTXSize))fp)((nvrtcProgram)a0, (size_t *)a1);
 }
 
-static int gocuda_nvrtcGetPTX(void *fp, uintptr_t a0, char * a1) {
+static int gocuda_nvrtcGetPTX(uintptr_t fp, uintptr_t a0, char * a1) {
 	return ((__typeof__(&nvrtcGetPTX))fp)((nvrtcProgram)a0, (char *)a1);
 }
 
-static int gocuda_nvrtcGetCUBINSize(void *fp, uintptr_t a0, size_t * a1) {
+static int gocuda_nvrtcGetCUBINSize(uintptr_t fp, uintptr_t a0, size_t * a1) {
 	return ((__typeof__(&nvrtcGetCUBINSize))fp)((nvrtcProgram)a0, (size_t *)a1);
 }
 
-static int gocuda_nvrtcGetCUBIN(void *fp, uintptr_t a0, char * a1) {
+static int gocuda_nvrtcGetCUBIN(uintptr_t fp, uintptr_t a0, char * a1) {
 	return ((__typeof__(&nvrtcGetCUBIN))fp)((nvrtcProgram)a0, (char *)a1);
 }
 
-static int gocuda_nvrtcGetLTOIRSize(void *fp, uintptr_t a0, size_t * a1) {
+static int gocuda_nvrtcGetLTOIRSize(uintptr_t fp, uintptr_t a0, size_t * a1) {
 	return ((__typeof__(&nvrtcGetLTOIRSize))fp)((nvrtcProgram)a0, (size_t *)a1);
 }
 
-static int gocuda_nvrtcGetLTOIR(void *fp, uintptr_t a0, char * a1) {
+static int gocuda_nvrtcGetLTOIR(uintptr_t fp, uintptr_t a0, char * a1) {
 	return ((__typeof__(&nvrtcGetLTOIR))fp)((nvrtcProgram)a0, (char *)a1);
 }
 
-static int gocuda_nvrtcGetOptiXIRSize(void *fp, uintptr_t a0, size_t * a1) {
+static int gocuda_nvrtcGetOptiXIRSize(uintptr_t fp, uintptr_t a0, size_t * a1) {
 	return ((__typeof__(&nvrtcGetOptiXIRSize))fp)((nvrtcProgram)a0, (size_t *)a1);
 }
 
-static int gocuda_nvrtcGetOptiXIR(void *fp, uintptr_t a0, char * a1) {
+static int gocuda_nvrtcGetOptiXIR(uintptr_t fp, uintptr_t a0, char * a1) {
 	return ((__typeof__(&nvrtcGetOptiXIR))fp)((nvrtcProgram)a0, (char *)a1);
 }
 
-static int gocuda_nvrtcGetProgramLogSize(void *fp, uintptr_t a0, size_t * a1) {
+static int gocuda_nvrtcGetProgramLogSize(uintptr_t fp, uintptr_t a0, size_t * a1) {
 	return ((__typeof__(&nvrtcGetProgramLogSize))fp)((nvrtcProgram)a0, (size_t *)a1);
 }
 
-static int gocuda_nvrtcGetProgramLog(void *fp, uintptr_t a0, char * a1) {
+static int gocuda_nvrtcGetProgramLog(uintptr_t fp, uintptr_t a0, char * a1) {
 	return ((__typeof__(&nvrtcGetProgramLog))fp)((nvrtcProgram)a0, (char *)a1);
 }
 
-static int gocuda_nvrtcAddNameExpression(void *fp, uintptr_t a0, void * a1) {
+static int gocuda_nvrtcAddNameExpression(uintptr_t fp, uintptr_t a0, void * a1) {
 	return ((__typeof__(&nvrtcAddNameExpression))fp)((nvrtcProgram)a0, a1);
 }
 
-static int gocuda_nvrtcGetLoweredName(void *fp, uintptr_t a0, void * a1, void * a2) {
+static int gocuda_nvrtcGetLoweredName(uintptr_t fp, uintptr_t a0, void * a1, void * a2) {
 	return ((__typeof__(&nvrtcGetLoweredName))fp)((nvrtcProgram)a0, a1, a2);
 }
 
-static int gocuda_nvrtcGetPCHHeapSize(void *fp, size_t * a0) {
+static int gocuda_nvrtcGetPCHHeapSize(uintptr_t fp, size_t * a0) {
 	return ((__typeof__(&nvrtcGetPCHHeapSize))fp)((size_t *)a0);
 }
 
-static int gocuda_nvrtcSetPCHHeapSize(void *fp, size_t a0) {
+static int gocuda_nvrtcSetPCHHeapSize(uintptr_t fp, size_t a0) {
 	return ((__typeof__(&nvrtcSetPCHHeapSize))fp)(a0);
 }
 
-static int gocuda_nvrtcGetPCHCreateStatus(void *fp, uintptr_t a0) {
+static int gocuda_nvrtcGetPCHCreateStatus(uintptr_t fp, uintptr_t a0) {
 	return ((__typeof__(&nvrtcGetPCHCreateStatus))fp)((nvrtcProgram)a0);
 }
 
-static int gocuda_nvrtcGetPCHHeapSizeRequired(void *fp, uintptr_t a0, size_t * a1) {
+static int gocuda_nvrtcGetPCHHeapSizeRequired(uintptr_t fp, uintptr_t a0, size_t * a1) {
 	return ((__typeof__(&nvrtcGetPCHHeapSizeRequired))fp)((nvrtcProgram)a0, (size_t *)a1);
 }
 
-static int gocuda_nvrtcSetFlowCallback(void *fp, uintptr_t a0, uintptr_t a1, void * a2) {
+static int gocuda_nvrtcSetFlowCallback(uintptr_t fp, uintptr_t a0, uintptr_t a1, void * a2) {
 	return ((__typeof__(&nvrtcSetFlowCallback))fp)((nvrtcProgram)a0, (void *)a1, a2);
 }
 */
@@ -199,7 +199,7 @@ func GetErrorString(result Result) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	r := C.gocuda_nvrtcGetErrorString(fp, C.int(result))
+	r := C.gocuda_nvrtcGetErrorString(C.uintptr_t(uintptr(fp)), C.int(result))
 	return C.GoString(r), nil
 }
 
@@ -220,7 +220,7 @@ func Version(major *int32, minor *int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_nvrtcVersion(fp, (*C.int)(unsafe.Pointer(major)), (*C.int)(unsafe.Pointer(minor))); r != 0 {
+	if r := C.gocuda_nvrtcVersion(C.uintptr_t(uintptr(fp)), (*C.int)(unsafe.Pointer(major)), (*C.int)(unsafe.Pointer(minor))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -246,7 +246,7 @@ func GetNumSupportedArchs(numArchs *int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_nvrtcGetNumSupportedArchs(fp, (*C.int)(unsafe.Pointer(numArchs))); r != 0 {
+	if r := C.gocuda_nvrtcGetNumSupportedArchs(C.uintptr_t(uintptr(fp)), (*C.int)(unsafe.Pointer(numArchs))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -272,7 +272,7 @@ func GetSupportedArchs(supportedArchs *int32) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_nvrtcGetSupportedArchs(fp, (*C.int)(unsafe.Pointer(supportedArchs))); r != 0 {
+	if r := C.gocuda_nvrtcGetSupportedArchs(C.uintptr_t(uintptr(fp)), (*C.int)(unsafe.Pointer(supportedArchs))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -318,7 +318,7 @@ func CreateProgram(prog *Program, src string, name string, numHeaders int32, hea
 	defer C.free(unsafe.Pointer(_src))
 	_name := C.CString(name)
 	defer C.free(unsafe.Pointer(_name))
-	if r := C.gocuda_nvrtcCreateProgram(fp, unsafe.Pointer(prog), unsafe.Pointer(_src), unsafe.Pointer(_name), C.int(numHeaders), unsafe.Pointer(headers), unsafe.Pointer(includeNames)); r != 0 {
+	if r := C.gocuda_nvrtcCreateProgram(C.uintptr_t(uintptr(fp)), unsafe.Pointer(prog), unsafe.Pointer(_src), unsafe.Pointer(_name), C.int(numHeaders), unsafe.Pointer(headers), unsafe.Pointer(includeNames)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -341,7 +341,7 @@ func DestroyProgram(prog *Program) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_nvrtcDestroyProgram(fp, unsafe.Pointer(prog)); r != 0 {
+	if r := C.gocuda_nvrtcDestroyProgram(C.uintptr_t(uintptr(fp)), unsafe.Pointer(prog)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -374,7 +374,7 @@ func CompileProgram(prog Program, numOptions int32, options **byte) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_nvrtcCompileProgram(fp, C.uintptr_t(prog), C.int(numOptions), unsafe.Pointer(options)); r != 0 {
+	if r := C.gocuda_nvrtcCompileProgram(C.uintptr_t(uintptr(fp)), C.uintptr_t(prog), C.int(numOptions), unsafe.Pointer(options)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -402,7 +402,7 @@ func GetPTXSize(prog Program, ptxSizeRet *uint64) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_nvrtcGetPTXSize(fp, C.uintptr_t(prog), (*C.size_t)(unsafe.Pointer(ptxSizeRet))); r != 0 {
+	if r := C.gocuda_nvrtcGetPTXSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(prog), (*C.size_t)(unsafe.Pointer(ptxSizeRet))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -428,7 +428,7 @@ func GetPTX(prog Program, ptx *byte) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_nvrtcGetPTX(fp, C.uintptr_t(prog), (*C.char)(unsafe.Pointer(ptx))); r != 0 {
+	if r := C.gocuda_nvrtcGetPTX(C.uintptr_t(uintptr(fp)), C.uintptr_t(prog), (*C.char)(unsafe.Pointer(ptx))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -456,7 +456,7 @@ func GetCUBINSize(prog Program, cubinSizeRet *uint64) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_nvrtcGetCUBINSize(fp, C.uintptr_t(prog), (*C.size_t)(unsafe.Pointer(cubinSizeRet))); r != 0 {
+	if r := C.gocuda_nvrtcGetCUBINSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(prog), (*C.size_t)(unsafe.Pointer(cubinSizeRet))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -484,7 +484,7 @@ func GetCUBIN(prog Program, cubin *byte) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_nvrtcGetCUBIN(fp, C.uintptr_t(prog), (*C.char)(unsafe.Pointer(cubin))); r != 0 {
+	if r := C.gocuda_nvrtcGetCUBIN(C.uintptr_t(uintptr(fp)), C.uintptr_t(prog), (*C.char)(unsafe.Pointer(cubin))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -512,7 +512,7 @@ func GetLTOIRSize(prog Program, LTOIRSizeRet *uint64) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_nvrtcGetLTOIRSize(fp, C.uintptr_t(prog), (*C.size_t)(unsafe.Pointer(LTOIRSizeRet))); r != 0 {
+	if r := C.gocuda_nvrtcGetLTOIRSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(prog), (*C.size_t)(unsafe.Pointer(LTOIRSizeRet))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -539,7 +539,7 @@ func GetLTOIR(prog Program, LTOIR *byte) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_nvrtcGetLTOIR(fp, C.uintptr_t(prog), (*C.char)(unsafe.Pointer(LTOIR))); r != 0 {
+	if r := C.gocuda_nvrtcGetLTOIR(C.uintptr_t(uintptr(fp)), C.uintptr_t(prog), (*C.char)(unsafe.Pointer(LTOIR))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -567,7 +567,7 @@ func GetOptiXIRSize(prog Program, optixirSizeRet *uint64) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_nvrtcGetOptiXIRSize(fp, C.uintptr_t(prog), (*C.size_t)(unsafe.Pointer(optixirSizeRet))); r != 0 {
+	if r := C.gocuda_nvrtcGetOptiXIRSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(prog), (*C.size_t)(unsafe.Pointer(optixirSizeRet))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -594,7 +594,7 @@ func GetOptiXIR(prog Program, optixir *byte) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_nvrtcGetOptiXIR(fp, C.uintptr_t(prog), (*C.char)(unsafe.Pointer(optixir))); r != 0 {
+	if r := C.gocuda_nvrtcGetOptiXIR(C.uintptr_t(uintptr(fp)), C.uintptr_t(prog), (*C.char)(unsafe.Pointer(optixir))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -625,7 +625,7 @@ func GetProgramLogSize(prog Program, logSizeRet *uint64) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_nvrtcGetProgramLogSize(fp, C.uintptr_t(prog), (*C.size_t)(unsafe.Pointer(logSizeRet))); r != 0 {
+	if r := C.gocuda_nvrtcGetProgramLogSize(C.uintptr_t(uintptr(fp)), C.uintptr_t(prog), (*C.size_t)(unsafe.Pointer(logSizeRet))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -651,7 +651,7 @@ func GetProgramLog(prog Program, log *byte) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_nvrtcGetProgramLog(fp, C.uintptr_t(prog), (*C.char)(unsafe.Pointer(log))); r != 0 {
+	if r := C.gocuda_nvrtcGetProgramLog(C.uintptr_t(uintptr(fp)), C.uintptr_t(prog), (*C.char)(unsafe.Pointer(log))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -685,7 +685,7 @@ func AddNameExpression(prog Program, name_expression string) error {
 	}
 	_name_expression := C.CString(name_expression)
 	defer C.free(unsafe.Pointer(_name_expression))
-	if r := C.gocuda_nvrtcAddNameExpression(fp, C.uintptr_t(prog), unsafe.Pointer(_name_expression)); r != 0 {
+	if r := C.gocuda_nvrtcAddNameExpression(C.uintptr_t(uintptr(fp)), C.uintptr_t(prog), unsafe.Pointer(_name_expression)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -724,7 +724,7 @@ func GetLoweredName(prog Program, name_expression string, lowered_name **byte) e
 	}
 	_name_expression := C.CString(name_expression)
 	defer C.free(unsafe.Pointer(_name_expression))
-	if r := C.gocuda_nvrtcGetLoweredName(fp, C.uintptr_t(prog), unsafe.Pointer(_name_expression), unsafe.Pointer(lowered_name)); r != 0 {
+	if r := C.gocuda_nvrtcGetLoweredName(C.uintptr_t(uintptr(fp)), C.uintptr_t(prog), unsafe.Pointer(_name_expression), unsafe.Pointer(lowered_name)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -746,7 +746,7 @@ func GetPCHHeapSize(ret *uint64) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_nvrtcGetPCHHeapSize(fp, (*C.size_t)(unsafe.Pointer(ret))); r != 0 {
+	if r := C.gocuda_nvrtcGetPCHHeapSize(C.uintptr_t(uintptr(fp)), (*C.size_t)(unsafe.Pointer(ret))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -770,7 +770,7 @@ func SetPCHHeapSize(size uint64) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_nvrtcSetPCHHeapSize(fp, C.size_t(size)); r != 0 {
+	if r := C.gocuda_nvrtcSetPCHHeapSize(C.uintptr_t(uintptr(fp)), C.size_t(size)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -808,7 +808,7 @@ func GetPCHCreateStatus(prog Program) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_nvrtcGetPCHCreateStatus(fp, C.uintptr_t(prog)); r != 0 {
+	if r := C.gocuda_nvrtcGetPCHCreateStatus(C.uintptr_t(uintptr(fp)), C.uintptr_t(prog)); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -835,7 +835,7 @@ func GetPCHHeapSizeRequired(prog Program, size *uint64) error {
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_nvrtcGetPCHHeapSizeRequired(fp, C.uintptr_t(prog), (*C.size_t)(unsafe.Pointer(size))); r != 0 {
+	if r := C.gocuda_nvrtcGetPCHHeapSizeRequired(C.uintptr_t(uintptr(fp)), C.uintptr_t(prog), (*C.size_t)(unsafe.Pointer(size))); r != 0 {
 		return Result(r)
 	}
 	return nil
@@ -883,7 +883,7 @@ func SetFlowCallback(prog Program, callback uintptr, payload unsafe.Pointer) err
 	if err != nil {
 		return err
 	}
-	if r := C.gocuda_nvrtcSetFlowCallback(fp, C.uintptr_t(prog), C.uintptr_t(callback), unsafe.Pointer(payload)); r != 0 {
+	if r := C.gocuda_nvrtcSetFlowCallback(C.uintptr_t(uintptr(fp)), C.uintptr_t(prog), C.uintptr_t(callback), unsafe.Pointer(payload)); r != 0 {
 		return Result(r)
 	}
 	return nil
