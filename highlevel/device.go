@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/gocuda/cuda/cudart"
@@ -31,6 +32,10 @@ type deviceState struct {
 	asyncOnce sync.Once // the default CUDA memory pool, for MallocAsync
 	async     *MemoryAsyncPool
 	asyncErr  error
+
+	// attrs caches the attributes read so far, each as value<<1 | 1, so
+	// that 0 means not read yet.
+	attrs [cudart.DevAttrMax]atomic.Int64
 }
 
 var (
@@ -41,12 +46,8 @@ var (
 
 // state returns d's state, retaining its primary context the first time.
 func (d Device) state() (*deviceState, error) {
-	devicesOnce.Do(func() {
-		n, err := DeviceCount()
-		devices, devicesErr = make([]deviceState, n), err
-	})
-	if devicesErr != nil {
-		return nil, devicesErr
+	if err := initDevices(); err != nil {
+		return nil, err
 	}
 	if d < 0 || int(d) >= len(devices) {
 		return nil, fmt.Errorf("highlevel: device %d: %w (%d devices)", d, cudart.ErrorInvalidDevice, len(devices))
@@ -71,8 +72,25 @@ func (d Device) context() (unsafe.Pointer, error) {
 	return s.ctx, nil
 }
 
-// DeviceCount returns the number of CUDA devices.
+// DeviceCount returns the number of CUDA devices. CUDA counts them once, at
+// initialization: after the first call the answer comes from a cache.
 func DeviceCount() (int, error) {
+	if err := initDevices(); err != nil {
+		return 0, err
+	}
+	return len(devices), nil
+}
+
+// initDevices counts the devices, once, and makes their states.
+func initDevices() error {
+	devicesOnce.Do(func() {
+		n, err := deviceCount()
+		devices, devicesErr = make([]deviceState, n), err
+	})
+	return devicesErr
+}
+
+func deviceCount() (int, error) {
 	if err := load(); err != nil {
 		return 0, err
 	}
@@ -168,14 +186,27 @@ func (d Device) ComputeCapability() (string, error) {
 	return strconv.Itoa(int(s.props.Major)) + strconv.Itoa(int(s.props.Minor)), nil
 }
 
-// Attribute returns one of the device's attributes.
+// Attribute returns one of the device's attributes. They describe the
+// hardware and its setup, which do not change while the process runs: each
+// is read from CUDA once and then answered from a cache, with no call into
+// C.
 func (d Device) Attribute(attr cudart.DeviceAttr) (int, error) {
-	if _, err := d.state(); err != nil {
+	s, err := d.state()
+	if err != nil {
 		return 0, err
+	}
+	cached := attr >= 0 && attr < cudart.DevAttrMax
+	if cached {
+		if v := s.attrs[attr].Load(); v != 0 {
+			return int(v >> 1), nil
+		}
 	}
 	var v C.int
 	if err := check("cudaDeviceGetAttribute", C.hl_device_attribute(&v, C.int(attr), C.int(d))); err != nil {
 		return 0, err
+	}
+	if cached {
+		s.attrs[attr].Store(int64(v)<<1 | 1)
 	}
 	return int(v), nil
 }

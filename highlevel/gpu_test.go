@@ -80,6 +80,40 @@ func TestGPUDevice(t *testing.T) {
 	t.Logf("%s, compute capability %s, %d devices, runtime %d, driver %d", name, cc, n, rt, drv)
 }
 
+// TestGPUAttributeCache reads every attribute from many goroutines at once,
+// most answered from the cache, and compares each with CUDA's answer; an
+// attribute CUDA does not know is an error each time, never cached.
+func TestGPUAttributeCache(t *testing.T) {
+	d := gpu(t)
+	want := make(map[cudart.DeviceAttr]int)
+	for a := cudart.DeviceAttr(1); a < cudart.DevAttrMax; a++ {
+		var v int32
+		if cudart.DeviceGetAttribute(&v, a, int32(d)) == nil {
+			want[a] = int(v)
+		}
+	}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 3 {
+				for a, w := range want {
+					if v, err := d.Attribute(a); v != w || err != nil {
+						t.Errorf("Attribute(%v) = %d, %v; CUDA says %d", a, v, err, w)
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for _, a := range []cudart.DeviceAttr{-1, cudart.DevAttrMax, 100000} {
+		for range 2 {
+			if _, err := d.Attribute(a); !errors.Is(err, cudart.ErrorInvalidValue) {
+				t.Errorf("Attribute(%d): %v, want ErrorInvalidValue", a, err)
+			}
+		}
+	}
+}
+
 // TestGPUDo checks that Do runs fn with the device current on a locked
 // thread and restores the previous device, also after a panic.
 func TestGPUDo(t *testing.T) {

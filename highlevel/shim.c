@@ -173,6 +173,16 @@ int hl_memcpy(void *ctx, void *dst, const void *src, size_t n, uintptr_t s, int 
 	CALL(ctx, RT(cudaMemcpy)(dst, src, n, cudaMemcpyDefault));
 }
 
+int hl_memcpy_record(void *ctx, void *dst, const void *src, size_t n, uintptr_t s, uintptr_t e) {
+	void *prev;
+	int r = hl_enter(ctx, &prev);
+	if (r != 0) return r;
+	r = RT(cudaMemcpyAsync)(dst, src, n, cudaMemcpyDefault, STREAM(s));
+	if (r == 0) r = RT(cudaEventRecord)(EVENT(e), STREAM(s));
+	hl_leave(ctx, prev);
+	return r;
+}
+
 int hl_memcpy_peer(void *ctx, void *dst, int ddev, const void *src, int sdev, size_t n, uintptr_t s, int async) {
 	if (async) {
 		CALL(ctx, RT(cudaMemcpyPeerAsync)(dst, ddev, src, sdev, n, STREAM(s)));

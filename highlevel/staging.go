@@ -1,0 +1,185 @@
+package highlevel
+
+/*
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"errors"
+	"runtime"
+	"sync"
+	"unsafe"
+)
+
+// Copies between device memory and pageable (ordinary Go) memory of at least
+// stagingThreshold bytes do not hand the Go memory to CUDA, which would copy
+// it through its own small staging buffers with one CPU thread. They copy it,
+// chunk by chunk, into two pinned buffers from the default pinned memory pool
+// with several goroutines, while the GPU copies the other buffer: the CPU's
+// and the DMA engine's work overlap, and the link runs near its pinned speed.
+const (
+	stagingThreshold = 2 << 20
+	minStagingChunk  = 1 << 20
+	maxStagingChunk  = 8 << 20
+	// copyPiece is the least a copying goroutine copies; maxCopiers bounds
+	// their number: more do not add memory bandwidth.
+	copyPiece  = 256 << 10
+	maxCopiers = 8
+)
+
+// stagingChunk returns the chunk size for a staged copy of n bytes: about an
+// eighth of it, so that the first chunk, which nothing overlaps, is short,
+// within [minStagingChunk, maxStagingChunk].
+func stagingChunk(n int) int {
+	c := (n/8 + copyPiece - 1) / copyPiece * copyPiece
+	return min(max(c, minStagingChunk), maxStagingChunk)
+}
+
+// pageable reports whether h is pageable host memory: neither pinned, nor
+// registered with CUDA, nor device or managed memory, all of which CUDA
+// copies directly.
+func pageable(h unsafe.Pointer) (bool, error) {
+	var dev, typ C.int
+	if err := check("cudaPointerGetAttributes", C.hl_pointer_device(h, &dev, &typ)); err != nil {
+		return false, err
+	}
+	return typ == C.cudaMemoryTypeUnregistered, nil
+}
+
+// stagedCopy copies n bytes between device memory d, in context ctx, and
+// pageable host memory h, on stream s (0 for the legacy default stream),
+// through a pipeline of two pinned buffers. It returns when the copy is done.
+func stagedCopy(ctx, d, h unsafe.Pointer, n int, s C.uintptr_t, toDevice bool) error {
+	chunk := stagingChunk(n)
+	pool := DefaultPinnedMemoryPool()
+	var p pipeline
+	var events [2]C.uintptr_t
+	for i := range p.bufs {
+		m, err := pool.Malloc(chunk)
+		if err != nil {
+			return err
+		}
+		defer m.Free()
+		p.bufs[i] = m.Bytes()
+		if err := check("cudaEventCreateWithFlags", C.hl_event_create(ctx, &events[i], C.cudaEventDisableTiming)); err != nil {
+			return err
+		}
+		defer C.hl_event_destroy(ctx, events[i])
+	}
+	p.start = func(b, off, l int) error {
+		buf := unsafe.Pointer(unsafe.SliceData(p.bufs[b]))
+		dev := unsafe.Add(d, off)
+		dst, src := buf, dev
+		if toDevice {
+			dst, src = dev, buf
+		}
+		return check("cudaMemcpyAsync", C.hl_memcpy_record(ctx, dst, src, C.size_t(l), s, events[b]))
+	}
+	p.wait = func(b int) error {
+		return check("cudaEventSynchronize", C.hl_event_synchronize(ctx, events[b]))
+	}
+	host := unsafe.Slice((*byte)(h), n)
+	if toDevice {
+		return p.toDevice(host)
+	}
+	return p.fromDevice(host)
+}
+
+// A pipeline moves data between host memory and the device through two
+// staging buffers of equal size, each reused only once the device is done
+// with it.
+type pipeline struct {
+	bufs [2][]byte
+	// start queues the device's copy of the l bytes at offset off through
+	// buffer b: from the buffer to the device, or from the device to it.
+	start func(b, off, l int) error
+	// wait returns when the device's last copy through buffer b is done.
+	wait func(b int) error
+	// busy says which buffers the device may still be copying.
+	busy [2]bool
+}
+
+// begin queues the device's copy of chunk i of n bytes.
+func (p *pipeline) begin(i, n int) error {
+	c := len(p.bufs[0])
+	b, off := i%2, i*c
+	p.busy[b] = true
+	return p.start(b, off, min(c, n-off))
+}
+
+// finish waits for buffer b to be free.
+func (p *pipeline) finish(b int) error {
+	if !p.busy[b] {
+		return nil
+	}
+	p.busy[b] = false
+	return p.wait(b)
+}
+
+// drain waits for both buffers, so that none is returned to its pool while
+// the device copies it, and joins err with what the waits return.
+func (p *pipeline) drain(err error) error {
+	return errors.Join(err, p.finish(0), p.finish(1))
+}
+
+// toDevice copies src to the device: while the device copies one buffer,
+// the CPU fills the other.
+func (p *pipeline) toDevice(src []byte) error {
+	c := len(p.bufs[0])
+	for i, off := 0, 0; off < len(src); i, off = i+1, off+c {
+		b := i % 2
+		if err := p.finish(b); err != nil {
+			return p.drain(err)
+		}
+		parallelCopy(p.bufs[b], src[off:min(off+c, len(src))])
+		if err := p.begin(i, len(src)); err != nil {
+			return p.drain(err)
+		}
+	}
+	return p.drain(nil)
+}
+
+// fromDevice copies from the device to dst: while the CPU empties one
+// buffer, the device fills the other.
+func (p *pipeline) fromDevice(dst []byte) error {
+	c := len(p.bufs[0])
+	chunks := (len(dst) + c - 1) / c
+	for i := range min(2, chunks) {
+		if err := p.begin(i, len(dst)); err != nil {
+			return p.drain(err)
+		}
+	}
+	for i := range chunks {
+		b, off := i%2, i*c
+		if err := p.finish(b); err != nil {
+			return p.drain(err)
+		}
+		parallelCopy(dst[off:min(off+c, len(dst))], p.bufs[b])
+		if i+2 < chunks {
+			if err := p.begin(i+2, len(dst)); err != nil {
+				return p.drain(err)
+			}
+		}
+	}
+	return p.drain(nil)
+}
+
+// parallelCopy copies min(len(dst), len(src)) bytes with up to maxCopiers
+// goroutines, each copying at least copyPiece bytes: one core does not
+// reach the memory bandwidth a PCIe or NVLink-C2C link takes.
+func parallelCopy(dst, src []byte) {
+	n := min(len(dst), len(src))
+	w := min(runtime.GOMAXPROCS(0), maxCopiers, n/copyPiece)
+	if w <= 1 {
+		copy(dst[:n], src[:n])
+		return
+	}
+	step := (n + w - 1) / w
+	var wg sync.WaitGroup
+	for off := 0; off < n; off += step {
+		end := min(off+step, n)
+		wg.Go(func() { copy(dst[off:end], src[off:end]) })
+	}
+	wg.Wait()
+}
