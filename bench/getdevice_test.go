@@ -50,3 +50,15 @@ func BenchmarkCtxGetDevice(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCgoNoop is the floor under BenchmarkGetDevice: a cgo call of a C
+// function that does nothing. GetDevice costs this plus cudaGetDevice's own
+// time (c/getdevice.c) plus what the binding adds.
+func BenchmarkCgoNoop(b *testing.B) {
+	var d int32
+	for b.Loop() {
+		if cgoNoop(&d) != 0 {
+			b.Fatal("bench_noop failed")
+		}
+	}
+}

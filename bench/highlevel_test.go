@@ -3,6 +3,7 @@ package bench
 import (
 	"testing"
 
+	"github.com/gocuda/cuda/cudart"
 	"github.com/gocuda/cuda/highlevel"
 )
 
@@ -89,6 +90,18 @@ func BenchmarkStreamCreateDestroy(b *testing.B) {
 			b.Fatal(err)
 		}
 		if err := s.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkDeviceAttribute reads the number of multiprocessors, which
+// highlevel answers from its cache after the first call; c/getdevice.c calls
+// cudaDeviceGetAttribute each time, as a C program would.
+func BenchmarkDeviceAttribute(b *testing.B) {
+	d := device(b)
+	for b.Loop() {
+		if _, err := d.Attribute(cudart.DevAttrMultiProcessorCount); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -89,3 +89,34 @@ func BenchmarkLaunchSync(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkGraph100 launches a graph of 100 empty kernels, captured from a
+// stream and instantiated once, and waits for it, as c/launch.cu does.
+func BenchmarkGraph100(b *testing.B) {
+	k, s := launchSetup(b, "empty")
+	g, err := highlevel.Capture(s, func() error {
+		for range 100 {
+			if err := k.Launch(s, one); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer g.Close()
+	x, err := g.Instantiate()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer x.Close()
+	for b.Loop() {
+		if err := x.Launch(s); err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Synchronize(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,7 +1,8 @@
-// The C twin of BenchmarkGetDevice and BenchmarkCtxGetDevice: cudaGetDevice
-// and cuCtxGetDevice in a loop, each called directly (linked against the
-// library) and through a pointer from dlsym, as the Go bindings call them.
-// Prints one line per way in Go benchmark format, so that both read alike:
+// The C twin of BenchmarkGetDevice, BenchmarkCtxGetDevice and
+// BenchmarkDeviceAttribute: cudaGetDevice, cuCtxGetDevice and
+// cudaDeviceGetAttribute in a loop, called through a pointer from dlsym, as
+// the Go bindings call them, and the first two also directly (linked against
+// the library):
 //
 //	nvcc -O2 -o getdevice getdevice.c -lcudart -lcuda -ldl && ./getdevice
 #include <cuda.h>
@@ -16,22 +17,37 @@ enum { N = 20000000 };
 
 // Both functions take an int * and return 0 on success.
 typedef int (*getdevice_fn)(int *);
+typedef int (*attribute_fn)(int *, int, int);
 
-// run returns the median over RUNS of the ns per call of fn.
-static double run(getdevice_fn fn) {
-	double t[RUNS];
+// run reports RUNS runs of N calls of fn.
+static void run(const char *name, getdevice_fn fn) {
 	int d;
 	for (int r = 0; r < RUNS; r++) {
 		double t0 = now();
 		for (int i = 0; i < N; i++) {
 			if (fn(&d) != 0) {
-				fprintf(stderr, "call failed\n");
+				fprintf(stderr, "%s: call failed\n", name);
 				exit(1);
 			}
 		}
-		t[r] = (now() - t0) / N;
+		report(name, N, (now() - t0) / N, 0);
 	}
-	return median(t);
+}
+
+// run_attribute reports RUNS runs of N calls of fn for the multiprocessor
+// count of device 0.
+static void run_attribute(const char *name, attribute_fn fn) {
+	int v;
+	for (int r = 0; r < RUNS; r++) {
+		double t0 = now();
+		for (int i = 0; i < N; i++) {
+			if (fn(&v, cudaDevAttrMultiProcessorCount, 0) != 0) {
+				fprintf(stderr, "%s: call failed\n", name);
+				exit(1);
+			}
+		}
+		report(name, N, (now() - t0) / N, 0);
+	}
 }
 
 int main(void) {
@@ -42,13 +58,15 @@ int main(void) {
 	void *rt = dlopen("libcudart.so.13", RTLD_NOW), *drv = dlopen("libcuda.so.1", RTLD_NOW);
 	getdevice_fn p = rt ? (getdevice_fn)dlsym(rt, "cudaGetDevice") : NULL;
 	getdevice_fn q = drv ? (getdevice_fn)dlsym(drv, "cuCtxGetDevice") : NULL;
-	if (p == NULL || q == NULL) {
+	attribute_fn a = rt ? (attribute_fn)dlsym(rt, "cudaDeviceGetAttribute") : NULL;
+	if (p == NULL || q == NULL || a == NULL) {
 		fprintf(stderr, "dlopen/dlsym: %s\n", dlerror());
 		return 1;
 	}
-	printf("BenchmarkCGetDeviceLinked    \t%d\t%.2f ns/op\n", N, run((getdevice_fn)cudaGetDevice));
-	printf("BenchmarkCGetDeviceDlsym     \t%d\t%.2f ns/op\n", N, run(p));
-	printf("BenchmarkCCtxGetDeviceLinked \t%d\t%.2f ns/op\n", N, run((getdevice_fn)cuCtxGetDevice));
-	printf("BenchmarkCCtxGetDeviceDlsym  \t%d\t%.2f ns/op\n", N, run(q));
+	run("BenchmarkGetDevice", p);
+	run("BenchmarkGetDeviceLinked", (getdevice_fn)cudaGetDevice);
+	run("BenchmarkCtxGetDevice", q);
+	run("BenchmarkCtxGetDeviceLinked", (getdevice_fn)cuCtxGetDevice);
+	run_attribute("BenchmarkDeviceAttribute", a);
 	return 0;
 }

@@ -1,6 +1,7 @@
 // The C twin of the launch benchmarks (../launch_test.go): the same kernels
-// launched with <<<>>> and with cudaLaunchKernel, printed in Go benchmark
-// format.
+// launched with <<<>>> (the rows Go is compared with) and with
+// cudaLaunchKernel, and a graph of 100 empty kernels, printed in Go
+// benchmark format.
 //
 //	nvcc -O2 -arch=native -o launch launch.cu && ./launch
 #include <cuda_runtime_api.h>
@@ -36,6 +37,26 @@ static void launch_sync(void) {
 	check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
 }
 
+static cudaGraphExec_t graph100;
+
+static void launch_graph(void) {
+	check(cudaGraphLaunch(graph100, stream), "cudaGraphLaunch");
+	check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+}
+
+// capture_graph100 captures 100 empty kernels from the stream, as
+// BenchmarkGraph100 does.
+static void capture_graph100(void) {
+	cudaGraph_t g;
+	check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), "cudaStreamBeginCapture");
+	for (int i = 0; i < 100; i++) {
+		empty<<<1, 1, 0, stream>>>();
+	}
+	check(cudaStreamEndCapture(stream, &g), "cudaStreamEndCapture");
+	check(cudaGraphInstantiate(&graph100, g, 0), "cudaGraphInstantiate");
+	check(cudaGraphDestroy(g), "cudaGraphDestroy");
+}
+
 int main(void) {
 	check(cudaSetDevice(0), "cudaSetDevice");
 	check(cudaFree(0), "cudaFree");
@@ -43,10 +64,12 @@ int main(void) {
 	check(cudaMalloc(&x, sizeof *x), "cudaMalloc");
 	launch_chevron(); // load the module before timing
 	check(cudaStreamSynchronize(stream), "warm-up");
-	bench("BenchmarkCLaunchEmptyChevron", launch_chevron, 200000);
-	bench("BenchmarkCLaunchEmptyRuntime", launch_runtime, 200000);
-	bench("BenchmarkCLaunchArgsChevron", launch_args_chevron, 200000);
-	bench("BenchmarkCLaunchArgsRuntime", launch_args_runtime, 200000);
-	bench("BenchmarkCLaunchSync", launch_sync, 50000);
+	bench("BenchmarkLaunchEmpty", launch_chevron, 200000);
+	bench("BenchmarkLaunchEmptyRuntime", launch_runtime, 200000);
+	bench("BenchmarkLaunchArgs", launch_args_chevron, 200000);
+	bench("BenchmarkLaunchArgsRuntime", launch_args_runtime, 200000);
+	bench("BenchmarkLaunchSync", launch_sync, 50000);
+	capture_graph100();
+	bench("BenchmarkGraph100", launch_graph, 5000);
 	return 0;
 }

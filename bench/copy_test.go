@@ -1,0 +1,134 @@
+package bench
+
+import (
+	"testing"
+	"unsafe"
+
+	"github.com/gocuda/cuda/cudart"
+	"github.com/gocuda/cuda/highlevel"
+)
+
+// copySize is what the copy benchmarks move per operation, as c/copy.c does.
+const copySize = 256 << 20
+
+// copySetup returns copySize bytes of device memory and a stream.
+func copySetup(b *testing.B) (highlevel.MemoryPointer, *highlevel.Stream) {
+	d := device(b)
+	m, err := d.Malloc(copySize)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { m.Mem.Free() })
+	s, err := highlevel.NewStream(d, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	b.SetBytes(copySize)
+	return m, s
+}
+
+// pinnedHost returns copySize bytes of pinned memory.
+func pinnedHost(b *testing.B) unsafe.Pointer {
+	p, err := highlevel.AllocPinnedMemory(copySize)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { p.Free() })
+	clear(p.Bytes())
+	return p.Ptr()
+}
+
+// pageableHost returns copySize bytes of ordinary Go memory, touched, so
+// that the pages exist before the timing starts.
+func pageableHost() unsafe.Pointer {
+	h := make([]byte, copySize)
+	for i := range h {
+		h[i] = byte(i)
+	}
+	return unsafe.Pointer(&h[0])
+}
+
+// loop runs op b.N times and synchronizes s: the loop of c/bench.h.
+func loop(b *testing.B, s *highlevel.Stream, op func() error) {
+	b.Helper()
+	if err := op(); err != nil { // warm up: the staging buffers, the DMA path
+		b.Fatal(err)
+	}
+	if err := s.Synchronize(); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for range b.N {
+		if err := op(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := s.Synchronize(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkH2DPinned copies 256 MiB from pinned memory on a stream.
+func BenchmarkH2DPinned(b *testing.B) {
+	m, s := copySetup(b)
+	h := pinnedHost(b)
+	loop(b, s, func() error { return m.CopyFromHostAsync(h, copySize, s) })
+}
+
+// BenchmarkD2HPinned copies 256 MiB to pinned memory on a stream.
+func BenchmarkD2HPinned(b *testing.B) {
+	m, s := copySetup(b)
+	h := pinnedHost(b)
+	loop(b, s, func() error { return m.CopyToHostAsync(h, copySize, s) })
+}
+
+// BenchmarkH2DPageable copies 256 MiB of ordinary Go memory with
+// CopyFromHost, which stages it through pinned buffers; c/copy.c times
+// cudaMemcpy from malloc'd memory.
+func BenchmarkH2DPageable(b *testing.B) {
+	m, s := copySetup(b)
+	h := pageableHost()
+	loop(b, s, func() error { return m.CopyFromHost(h, copySize) })
+}
+
+// BenchmarkD2HPageable copies 256 MiB to ordinary Go memory with
+// CopyToHost.
+func BenchmarkD2HPageable(b *testing.B) {
+	m, s := copySetup(b)
+	h := pageableHost()
+	loop(b, s, func() error { return m.CopyToHost(h, copySize) })
+}
+
+// BenchmarkH2DPageableUnstaged is what BenchmarkH2DPageable measured before
+// the staging pipeline: cudaMemcpy from ordinary Go memory, through the raw
+// binding.
+func BenchmarkH2DPageableUnstaged(b *testing.B) {
+	m, s := copySetup(b)
+	h := pageableHost()
+	loop(b, s, func() error { return cudart.Memcpy(m.Ptr(), h, copySize, cudart.MemcpyHostToDevice) })
+}
+
+// BenchmarkD2HPageableUnstaged is cudaMemcpy to ordinary Go memory.
+func BenchmarkD2HPageableUnstaged(b *testing.B) {
+	m, s := copySetup(b)
+	h := pageableHost()
+	loop(b, s, func() error { return cudart.Memcpy(h, m.Ptr(), copySize, cudart.MemcpyDeviceToHost) })
+}
+
+// BenchmarkD2D copies 256 MiB between two allocations of one device.
+func BenchmarkD2D(b *testing.B) {
+	m, s := copySetup(b)
+	src, err := m.Device().Malloc(copySize)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer src.Mem.Free()
+	loop(b, s, func() error { return m.CopyFromDeviceAsync(src, copySize, s) })
+}
+
+// BenchmarkMemset sets 256 MiB.
+func BenchmarkMemset(b *testing.B) {
+	m, s := copySetup(b)
+	loop(b, s, func() error { return m.MemsetAsync(0, copySize, s) })
+}
