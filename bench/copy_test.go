@@ -132,3 +132,27 @@ func BenchmarkMemset(b *testing.B) {
 	m, s := copySetup(b)
 	loop(b, s, func() error { return m.MemsetAsync(0, copySize, s) })
 }
+
+// BenchmarkH2DRegistered is the other way to copy ordinary Go memory at
+// the link's speed: register it with CUDA for the copy (RegisterHost),
+// copy, unregister. It shows what registering costs against staging.
+func BenchmarkH2DRegistered(b *testing.B) {
+	m, s := copySetup(b)
+	h := make([]byte, copySize)
+	clear(h)
+	loop(b, s, func() error {
+		r, err := highlevel.RegisterHost(h)
+		if err != nil {
+			return err
+		}
+		if err := m.CopyFromHostAsync(unsafe.Pointer(&h[0]), copySize, s); err != nil {
+			r.Unregister()
+			return err
+		}
+		if err := s.Synchronize(); err != nil {
+			r.Unregister()
+			return err
+		}
+		return r.Unregister()
+	})
+}

@@ -27,6 +27,11 @@ func initDevice(b *testing.B) {
 // BenchmarkGetDevice is cudaGetDevice through the binding; c/getdevice.c
 // times the same loop in C.
 func BenchmarkGetDevice(b *testing.B) {
+	// The current device is per OS thread, and on a thread without one
+	// every call takes CUDA's slow path (about 1 µs): stay on the thread
+	// initDevice sets up.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	initDevice(b)
 	var d int32
 	for b.Loop() {

@@ -141,3 +141,42 @@ func TestGPUStagedAsyncOrder(t *testing.T) {
 		t.Errorf("host to device: byte %d out of order", firstDifference(got, src))
 	}
 }
+
+// BenchmarkGPUStaging times staged copies of 256 MiB with other chunk sizes
+// and numbers of copying goroutines than the package's, to choose them.
+func BenchmarkGPUStaging(b *testing.B) {
+	d := gpu(b)
+	const n = 256 << 20
+	m, err := d.Malloc(n)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Mem.Free()
+	host := make([]byte, n)
+	for i := range host {
+		host[i] = byte(i)
+	}
+	chunk, copiers := maxStagingChunk, maxCopiers
+	defer func() { maxStagingChunk, maxCopiers = chunk, copiers }()
+	for _, toDevice := range []bool{true, false} {
+		for _, c := range []int{4 << 20, 8 << 20, 16 << 20} {
+			for _, w := range []int{4, 8, 12, 16} {
+				name := fmt.Sprintf("toDevice=%v/chunk=%dMiB/copiers=%d", toDevice, c>>20, w)
+				b.Run(name, func(b *testing.B) {
+					maxStagingChunk, maxCopiers = c, w
+					b.SetBytes(n)
+					for b.Loop() {
+						if toDevice {
+							err = m.CopyFromHost(unsafe.Pointer(&host[0]), n)
+						} else {
+							err = m.CopyToHost(unsafe.Pointer(&host[0]), n)
+						}
+						if err != nil {
+							b.Fatal(err)
+						}
+					}
+				})
+			}
+		}
+	}
+}

@@ -147,6 +147,7 @@ func TestStagingChunk(t *testing.T) {
 		{stagingThreshold, minStagingChunk},
 		{16 << 20, 2 << 20},
 		{20<<20 + 1, 2<<20 + 512<<10},
+		{64 << 20, 8 << 20},
 		{256 << 20, maxStagingChunk},
 		{4 << 30, maxStagingChunk},
 	} {
