@@ -1,14 +1,16 @@
 # make generate  regenerates the bindings from headers/
 # make test      vet, tests (highlevel's also under -race) and the regeneration check; needs no GPU and no CUDA
-# make gpu       builds the GPU suite into build/gpu, packed as build/gpu.tgz, for scripts/gpu.sh (run on a GPU machine)
-# make bench     runs the benchmarks here (they skip without a GPU)
+# make gpu       builds the GPU suite into build/gpu, packed as build/gpu.tgz, for scripts/gpu.sh (run on a GPU machine);
+#                it measures the regeneration here, where Go is
+# make bench     runs the benchmarks and their C, CuPy and cuda.core twins here (needs a GPU and nvcc), then benchstat
+# make benchstat compares Go with C in build/out/results.tgz, as gpu.sh left it here or on a GPU machine
 
 GO ?= go
 # The suite travels to the GPU machine (64 MiB at most): no symbol tables.
 STRIP := -ldflags='-s -w'
 GPU_PKGS := cudart cudadrv nvrtc nvjitlink cublas cublaslt cusolver cusparse curand cufft nccl internal/dl highlevel highlevel/cudatest highlevel/nvtx bench
 
-.PHONY: generate test gpu bench
+.PHONY: generate test gpu bench benchstat
 
 generate:
 	$(GO) generate ./...
@@ -20,12 +22,20 @@ test:
 
 gpu:
 	rm -rf build/gpu
-	mkdir -p build/gpu
+	mkdir -p build/gpu/py
 	$(foreach p,$(GPU_PKGS),$(GO) test $(STRIP) -c -o build/gpu/$(subst /,_,$(p)).test ./$(p) &&) true
 	$(GO) test $(STRIP) -race -c -o build/gpu/highlevel_race.test ./highlevel
 	$(foreach e,devicequery saxpy bandwidth,$(GO) build $(STRIP) -o build/gpu/$(e) ./examples/$(e) &&) true
+	CGO_ENABLED=0 $(GO) build $(STRIP) -o build/gpu/benchtable ./bench/cmd/benchtable
 	cp bench/c/*.c bench/c/*.cu bench/c/*.h headers/nccl-2.28.3/nccl.h scripts/gpu.sh build/gpu/
+	cp bench/py/bench.py build/gpu/py/
+	GOMAXPROCS=2 $(GO) test -run '^$$' -bench Regenerate -benchtime 1x -count 5 ./golden | tee build/gpu/bench-regen.txt
 	tar -C build -czf build/gpu.tgz gpu
 
-bench:
-	$(GO) test -run '^$$' -bench . ./bench
+bench: gpu
+	cd build/gpu && OUT=../out bash gpu.sh bench
+	$(MAKE) benchstat
+
+benchstat:
+	tar -xzf build/out/results.tgz -C build/out
+	$(GO) run golang.org/x/perf/cmd/benchstat c=build/out/all-c.txt go=build/out/all-go.txt

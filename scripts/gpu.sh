@@ -3,7 +3,9 @@
 # with a GPU, CUDA and nvcc but no Go. Logs go to $OUT/logs.tgz (default
 # build/out) and the benchmark results beside it; the last lines printed are
 # the summary. "gpu.sh tests" runs only the tests and examples, "gpu.sh bench"
-# only the benchmarks, "gpu.sh nccl" only the all-reduce benchmark and its
+# only the benchmarks (Go, the C twins, CuPy and cuda.core; then the table
+# of them all, table.md, table.csv and table.png, in $OUT, the raw results
+# in $OUT/results.tgz), "gpu.sh nccl" only the all-reduce benchmark and its
 # twin, so that each part fits in one call to the device.
 set -u
 part=${1:-all}
@@ -45,27 +47,52 @@ grep -E '^Device [0-9]|Result' "$log/devicequery.txt"
 fi
 
 if [ "$part" != tests ] && [ "$part" != nccl ]; then
-echo "== benchmarks: Go, then the C twin"
-# One pinned core for both, so that the scheduler does not add noise.
-taskset -c 3 ./bench.test -test.run '^$' -test.bench 'GetDevice|PoolMallocFree' -test.benchmem -test.count 10 -test.benchtime 5000000x | tee "$log/bench-go.txt"
-taskset -c 3 ./bench.test -test.run '^$' -test.bench 'EventRecord|StreamCreateDestroy|MallocAsyncFree|LaunchEmpty|LaunchArgs' -test.benchmem -test.count 5 -test.benchtime 200000x | tee -a "$log/bench-go.txt"
-taskset -c 3 ./bench.test -test.run '^$' -test.bench 'LaunchSync' -test.count 5 -test.benchtime 50000x | tee -a "$log/bench-go.txt"
-taskset -c 3 ./bench.test -test.run '^$' -test.bench 'Sgemm8192' -test.count 5 -test.benchtime 30x | tee -a "$log/bench-go.txt"
+echo "== benchmarks: Go, the C twins, CuPy and cuda.core"
+# One pinned core for the calls, so that the scheduler adds no noise; the
+# copies run unpinned, as the Go side's staging copies with several cores.
+go="./bench.test -test.run ^$ -test.benchmem -test.count 5"
+one="taskset -c 3"
+{
+	$one $go -test.bench 'CgoNoop|GetDevice|DeviceAttribute|PoolMallocFree' -test.benchtime 5000000x
+	$one $go -test.bench 'EventRecord|StreamCreateDestroy|MallocAsyncFree|LaunchEmpty|LaunchArgs' -test.benchtime 200000x
+	$one $go -test.bench 'LaunchSync' -test.benchtime 50000x
+	$one $go -test.bench 'Graph100' -test.benchtime 5000x
+	$go -test.bench 'Pinned|Pageable|Registered|D2D|Memset' -test.benchtime 20x
+	$go -test.bench 'Sgemm8192' -test.benchtime 30x
+} | tee "$log/go.txt"
 inc=${CUDA_HOME:-/usr/local/cuda}/include
 for c in *.c *.cu; do
 	[ "$c" = nccl.cu ] && continue
-	nvcc -O2 -arch=native -I"$inc" -o "${c%.*}" "$c" -lcudart -lcuda -ldl -lcublas && taskset -c 3 ./"${c%.*}" | tee "$log/bench-c-${c%.*}.txt" || status=1
+	pin=$one
+	[ "$c" = copy.c ] && pin=
+	nvcc -O2 -arch=native -I"$inc" -o "${c%.*}" "$c" -lcudart -lcuda -ldl -lcublas && $pin ./"${c%.*}" | tee -a "$log/c.txt" || status=1
+done
+for lib in cupy cudacore; do
+	PYTHONUNBUFFERED=1 python3 py/bench.py "$lib" >"$log/$lib.txt" 2>"$log/$lib.err" || status=1
+	cat "$log/$lib.txt" "$log/$lib.err"
 done
 fi
 
 if [ "$part" != tests ]; then
 echo "== all-reduce over all GPUs: Go, then C (NCCL's threads need more than one core)"
 inc=${CUDA_HOME:-/usr/local/cuda}/include
-./bench.test -test.run '^$' -test.bench '^BenchmarkAllReduce$' -test.count 5 -test.benchtime 0.5s -test.v | tee "$log/bench-go-nccl.txt"
+./bench.test -test.run '^$' -test.bench '^BenchmarkAllReduce$' -test.count 5 -test.benchtime 0.5s -test.v | tee "$log/go-nccl.txt"
 # The twin links the library the Go side loaded, through a libnccl.so link.
 ln -sf "$ncclso" libnccl.so
 nvcc -O2 -arch=native -I"$inc" -I. -o nccl nccl.cu -L. -lnccl -Xlinker -rpath="$(dirname "$ncclso")" -lcudart -lcuda -ldl \
-	&& ./nccl | tee "$log/bench-c-nccl.txt" || status=1
+	&& ./nccl | tee "$log/c-nccl.txt" || status=1
+fi
+
+if [ -e "$log/go.txt" ]; then
+echo "== the table"
+# bench-regen.txt was measured where the suite was built: the device
+# machine has no Go.
+title="$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1), driver $(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1), $(date +%Y-%m-%d)"
+cat "$log"/go*.txt bench-regen.txt >"$log/all-go.txt" 2>/dev/null
+cat "$log"/c.txt "$log"/c-nccl.txt >"$log/all-c.txt" 2>/dev/null
+./benchtable -go "$log/all-go.txt" -c "$log/all-c.txt" \
+	-cupy "$log/cupy.txt" -cudacore "$log/cudacore.txt" \
+	-csv "$out/table.csv" -png "$out/table.png" -title "$title" | tee "$out/table.md" || status=1
 fi
 
 echo "== summary"
@@ -76,5 +103,5 @@ for l in "$log"/*.log; do
 done
 # Only a few files come back from the device machine: pack the logs in one.
 tar -C "$log" -czf "$out/logs.tgz" .
-cp "$log"/bench-*.txt "$out/" 2>/dev/null
+[ -e "$log/go.txt" ] && tar -C "$log" -czf "$out/results.tgz" $(cd "$log" && ls *.txt *.err)
 exit $status
