@@ -65,7 +65,7 @@ for c in *.c *.cu; do
 	[ "$c" = nccl.cu ] && continue
 	pin=$one
 	[ "$c" = copy.c ] && pin=
-	nvcc -O2 -arch=native -I"$inc" -o "${c%.*}" "$c" -lcudart -lcuda -ldl -lcublas && $pin ./"${c%.*}" | tee -a "$log/c.txt" || status=1
+	nvcc -O2 -arch=native -I"$inc" -o "${c%.*}" "$c" -lcudart -lcuda -ldl -lcublas -lnvrtc && $pin ./"${c%.*}" | tee -a "$log/c.txt" || status=1
 done
 for lib in cupy cudacore; do
 	PYTHONUNBUFFERED=1 python3 py/bench.py "$lib" >"$log/$lib.txt" 2>"$log/$lib.err" || status=1

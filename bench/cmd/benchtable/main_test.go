@@ -113,6 +113,7 @@ func TestRows(t *testing.T) {
 	}{
 		{"GetDevice", "ns", []string{"68.0", "70.1", "210", "—"}, 70.1 / 68, 210.0 / 68, "≤ 73 ns", "yes"},
 		{"LaunchEmpty", "µs", []string{"2.00", "2.18", "—", "—"}, 1.09, nan, "≤ 1.05x", "no"},
+		{"LaunchEmpty", "µs", []string{"2.10", "2.18", "—", "—"}, 2180.0 / 2100, nan, "≤ 1.05x", "yes"},
 		{"EventRecord", "ns", []string{"900", "945", "—", "—"}, 1.05, nan, "≤ C + 50 ns", "yes"},
 		{"H2DPinned", "GB/s", []string{"25.0", "24.9", "24.0", "—"}, 10760000.0 / 10737418, 11184811.0 / 10737418, "≥ 0.98x C's GB/s", "yes"},
 		{"AllReduce/size=256MiB", "ms", []string{"3.00", "3.15", "—", "—"}, 1.05, nan, "≤ 1.053x", "yes"},
@@ -191,6 +192,7 @@ func TestRun(t *testing.T) {
 |:--|:--|--:|--:|--:|--:|--:|:--|:--|
 | cudaGetDevice | ns | 68.0 | 70.1 | 210 | — | 1.03x | ≤ 73 ns | yes |
 | empty kernel launch, throughput | µs | 2.00 | 2.18 | — | — | 1.09x | ≤ 1.05x | no |
+| empty kernel launch, vs C on the same driver path | µs | 2.10 | 2.18 | — | — | 1.04x | ≤ 1.05x | yes |
 | event record | ns | 900 | 945 | — | — | 1.05x | ≤ C + 50 ns | yes |
 | H2D pinned, 256 MiB | GB/s | 25.0 | 24.9 | 24.0 | — | 1.00x | ≥ 0.98x C's GB/s | yes |
 | NCCL all-reduce 2 GPUs, 256 MiB | ms | 3.00 | 3.15 | — | — | 1.05x | ≤ 1.053x | yes |
@@ -210,6 +212,7 @@ Go/C is Go's time over C's: lower is faster; for bandwidth rows it is C's GB/s o
 	wantCSV := `name,label,kind,c_ns,go_ns,cupy_ns,cudacore_ns,c_gbps,go_gbps,cupy_gbps,cudacore_gbps,go_runs,c_runs,go_c,cupy_c,cudacore_c,target,met
 GetDevice,cudaGetDevice,time,68,70.1,210,,,,,,5,1,1.03088,3.08824,,≤ 73 ns,yes
 LaunchEmpty,"empty kernel launch, throughput",time,2000,2180,,,,,,,4,1,1.09,,,≤ 1.05x,no
+LaunchEmpty,"empty kernel launch, vs C on the same driver path",time,2100,2180,,,,,,,4,1,1.0381,,,≤ 1.05x,yes
 EventRecord,event record,time,900,945,,,,,,,5,1,1.05,,,≤ C + 50 ns,yes
 H2DPinned,"H2D pinned, 256 MiB",bandwidth,10737418,10760000,11184811,,25,24.946,24,,5,1,1.0021,1.04167,,≥ 0.98x C's GB/s,yes
 AllReduce/size=256MiB,"NCCL all-reduce 2 GPUs, 256 MiB",time,3000000,3150000,,,,,,,3,1,1.05,,,≤ 1.053x,yes
@@ -226,8 +229,8 @@ Regenerate,"regenerate all bindings (2 cores, dev machine)",time,,1530000000,,,,
 	if err != nil {
 		t.Fatalf("reading CSV back: %v", err)
 	}
-	if len(records) != 7 || len(records[0]) != len(csvHeader) {
-		t.Errorf("CSV has %d records of %d fields, want 7 of %d", len(records), len(records[0]), len(csvHeader))
+	if len(records) != 8 || len(records[0]) != len(csvHeader) {
+		t.Errorf("CSV has %d records of %d fields, want 8 of %d", len(records), len(records[0]), len(csvHeader))
 	}
 
 	f, err := os.Open(pngPath)
