@@ -1,4 +1,4 @@
-# make generate  regenerates the bindings from headers/
+# make generate  regenerates the bindings from headers/ (all packages, in one process)
 # make test      vet, tests (highlevel's also under -race) and the regeneration check; needs no GPU and no CUDA
 # make gpu       builds the GPU suite into build/gpu, packed as build/gpu.tgz, for scripts/gpu.sh (run on a GPU machine);
 #                it measures the regeneration here, where Go is
@@ -13,7 +13,7 @@ GPU_PKGS := cudart cudadrv nvrtc nvjitlink cublas cublaslt cusolver cusparse cur
 .PHONY: generate test gpu bench benchstat
 
 generate:
-	$(GO) generate ./...
+	$(GO) run ./gen -all .
 
 test:
 	$(GO) vet ./...

@@ -66,7 +66,7 @@ func emit(pkg *Package, outDir string, hdrDirs []string) (map[string][]byte, err
 		if err := f.Render(&b); err != nil {
 			return nil, fmt.Errorf("rendering %s: %w", name, err)
 		}
-		src, err := imports.Process(name, b.Bytes(), nil)
+		src, err := imports.Process(name, b.Bytes(), formatOnly)
 		if err != nil {
 			return nil, fmt.Errorf("formatting %s: %w", name, err)
 		}
@@ -74,6 +74,11 @@ func emit(pkg *Package, outDir string, hdrDirs []string) (map[string][]byte, err
 	}
 	return out, nil
 }
+
+// formatOnly formats a file and sorts its imports without resolving them:
+// jennifer has written exactly the imports the file needs, and resolving
+// them would scan the module cache.
+var formatOnly = &imports.Options{Comments: true, TabIndent: true, TabWidth: 8, FormatOnly: true}
 
 // packagePath returns the import path of the package in dir, from the
 // module path in the nearest go.mod above it.
@@ -119,9 +124,12 @@ func (e *emitter) cflags(up string) string {
 	return s + "\n"
 }
 
+// file returns a new file of the package. It is rendered unformatted:
+// emit formats it once, with its imports.
 func (e *emitter) file(name string) *jen.File {
 	f := jen.NewFile(name)
 	f.HeaderComment(generated)
+	f.NoFormat = true
 	return f
 }
 

@@ -13,6 +13,12 @@
 //		-pkg cublas -include cublas_v2.h,cublas_api.h \
 //		-prefix cublas,CUBLAS_ -error cublasStatus_t
 //
+// Each generated package runs gen from its //go:generate line. make
+// generate runs them all in one process instead, concurrently, parsing the
+// headers of each package once for it and for the packages that use it:
+//
+//	go run ./gen -all .
+//
 // # Files
 //
 // In the output directory: ztypes.go (enums, structs, unions, typedefs),
@@ -121,6 +127,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -129,26 +136,30 @@ import (
 )
 
 func main() {
-	cfg, out, dest, model, err := flags(flag.CommandLine, os.Args[1:])
+	cfg, model, all, err := flags(flag.CommandLine, os.Args[1:])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "gen:", err)
 		flag.Usage()
 		os.Exit(2)
 	}
-	if err := run(cfg, out, dest, model); err != nil {
+	if all != "" {
+		err = generateAll(all, cfg.out)
+	} else {
+		err = run(cfg, model)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "gen:", err)
 		os.Exit(1)
 	}
 }
 
-// flags parses gen's command line into a config. It also reads the
-// //go:generate line of a package named by -use.
-func flags(fs *flag.FlagSet, args []string) (cfg config, out, dest string, model bool, err error) {
+// flags parses gen's command line into a config, -model and -all.
+func flags(fs *flag.FlagSet, args []string) (cfg config, model bool, all string, err error) {
 	var include, types, prefix, lib, inc, use, omit string
 	fs.StringVar(&cfg.dir, "headers", "headers/cuda-13.0", "directory of the headers the package owns")
 	fs.StringVar(&inc, "I", "", "comma-separated further include directories, whose declarations are not emitted")
-	fs.StringVar(&out, "out", ".", "output directory")
-	fs.StringVar(&dest, "dest", "", "directory the package will live in, for cgo's relative include path (default -out)")
+	fs.StringVar(&cfg.out, "out", "", "output directory (default .; with -all, the directory the packages are written under instead of in place)")
+	fs.StringVar(&cfg.dest, "dest", "", "directory the package will live in, for cgo's relative include path (default -out)")
 	fs.StringVar(&cfg.pkg, "pkg", "", "Go package name")
 	fs.StringVar(&include, "include", "", "comma-separated headers whose functions are bound")
 	fs.StringVar(&types, "types", "", "comma-separated headers included for their types and constants only")
@@ -159,7 +170,16 @@ func flags(fs *flag.FlagSet, args []string) (cfg config, out, dest string, model
 	fs.StringVar(&cfg.errType, "error", "", "C name of the status type, whose values are errors")
 	fs.StringVar(&cfg.perThread, "perthread", "", "macro that selects the per-thread default stream entry points when defined")
 	fs.BoolVar(&model, "model", false, "print the model as JSON instead of writing files")
+	fs.StringVar(&all, "all", "", "generate every package under this directory as its //go:generate line says, in one process")
 	if err = fs.Parse(args); err != nil {
+		return
+	}
+	if all != "" {
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name != "all" && f.Name != "out" {
+				err = fmt.Errorf("-all takes no flag but -out, not -%s", f.Name)
+			}
+		})
 		return
 	}
 	var ok bool
@@ -173,8 +193,11 @@ func flags(fs *flag.FlagSet, args []string) (cfg config, out, dest string, model
 	cfg.includeDirs = list(inc)
 	cfg.use = list(use)
 	cfg.omit = list(omit)
-	if dest == "" {
-		dest = out
+	if cfg.out == "" {
+		cfg.out = "."
+	}
+	if cfg.dest == "" {
+		cfg.dest = cfg.out
 	}
 	return
 }
@@ -190,41 +213,54 @@ func list(s string) []string {
 // generateLine matches the //go:generate line of a generated package.
 var generateLine = regexp.MustCompile(`(?m)^//go:generate go run \S*gen (.*)$`)
 
-// packageConfig reads the configuration of the generated package in dir from
-// its //go:generate line, with the paths in it made relative to the current
-// directory.
-func packageConfig(dir string) (config, error) {
+// generateArgs returns the arguments of the //go:generate line of the
+// package in dir, and the file that has it, or nil when no file has one.
+func generateArgs(dir string) (file string, args []string, err error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 	if err != nil {
-		return config{}, err
+		return "", nil, err
 	}
 	for _, f := range files {
 		src, err := os.ReadFile(f)
 		if err != nil {
-			return config{}, err
+			return "", nil, err
 		}
-		m := generateLine.FindSubmatch(src)
-		if m == nil {
-			continue
+		if m := generateLine.FindSubmatch(src); m != nil {
+			return f, strings.Fields(string(m[1])), nil
 		}
-		fs := flag.NewFlagSet(f, flag.ContinueOnError)
-		cfg, _, _, _, err := flags(fs, strings.Fields(string(m[1])))
-		if err != nil {
-			return config{}, fmt.Errorf("%s: %w", f, err)
-		}
-		cfg.dir = filepath.Join(dir, cfg.dir)
-		for i, d := range cfg.includeDirs {
-			cfg.includeDirs[i] = filepath.Join(dir, d)
-		}
-		for i, d := range cfg.use {
-			cfg.use[i] = filepath.Join(dir, d)
-		}
-		return cfg, nil
 	}
-	return config{}, fmt.Errorf("no //go:generate go run ../gen line in %s", dir)
+	return "", nil, nil
 }
 
-func run(cfg config, out, dest string, model bool) error {
+// packageConfig reads the configuration of the generated package in dir from
+// its //go:generate line, with the paths in it made relative to the current
+// directory.
+func packageConfig(dir string) (config, error) {
+	f, args, err := generateArgs(dir)
+	if err != nil {
+		return config{}, err
+	}
+	if args == nil {
+		return config{}, fmt.Errorf("no //go:generate go run ../gen line in %s", dir)
+	}
+	cfg, _, _, err := flags(flag.NewFlagSet(f, flag.ContinueOnError), args)
+	if err != nil {
+		return config{}, fmt.Errorf("%s: %w", f, err)
+	}
+	cfg.dir = filepath.Join(dir, cfg.dir)
+	cfg.out = filepath.Join(dir, cfg.out)
+	cfg.dest = filepath.Join(dir, cfg.dest)
+	for i, d := range cfg.includeDirs {
+		cfg.includeDirs[i] = filepath.Join(dir, d)
+	}
+	for i, d := range cfg.use {
+		cfg.use[i] = filepath.Join(dir, d)
+	}
+	return cfg, nil
+}
+
+// run generates the package cfg describes, or prints its model.
+func run(cfg config, model bool) error {
 	pkg, err := parse(cfg)
 	if err != nil {
 		return err
@@ -234,7 +270,12 @@ func run(cfg config, out, dest string, model bool) error {
 		enc.SetIndent("", "\t")
 		return enc.Encode(pkg)
 	}
-	absDest, err := filepath.Abs(dest)
+	return write(pkg, cfg, os.Stderr)
+}
+
+// write emits pkg, writes its files in cfg.out and its report to w.
+func write(pkg *Package, cfg config, w io.Writer) error {
+	absDest, err := filepath.Abs(cfg.dest)
 	if err != nil {
 		return err
 	}
@@ -251,7 +292,7 @@ func run(cfg config, out, dest string, model bool) error {
 		return err
 	}
 	for _, name := range sortedKeys(files) {
-		path := filepath.Join(out, name)
+		path := filepath.Join(cfg.out, name)
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return err
 		}
@@ -259,13 +300,13 @@ func run(cfg config, out, dest string, model bool) error {
 			return err
 		}
 	}
-	report(os.Stderr, pkg)
+	report(w, pkg)
 	return nil
 }
 
 // report prints the closing counts: what was emitted, and what was skipped
 // and why.
-func report(w *os.File, pkg *Package) {
+func report(w io.Writer, pkg *Package) {
 	var fields, values int
 	for _, r := range pkg.Records {
 		fields += len(r.Fields)

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 
 	"modernc.org/cc/v4"
@@ -23,6 +24,8 @@ type config struct {
 	errType  string // C name of the status type
 	lib      string // the shared library's file name
 	libEnv   string // the environment variable that may name its path
+	out      string // output directory
+	dest     string // directory the package will live in
 	// perThread is the macro that, defined, makes the headers select the
 	// per-thread default stream entry points (_ptds, _ptsz), or "".
 	perThread string
@@ -66,23 +69,32 @@ type parser struct {
 	ext  map[string]*Type
 }
 
+// parse parses the package cfg describes.
 func parse(cfg config) (*Package, error) {
-	p, err := newParser(cfg)
+	p, err := newParser(cfg, new(cache))
 	if err != nil {
 		return nil, err
 	}
-	if err := p.run(); err != nil {
+	p.run()
+	if err := p.perThreadSymbols(); err != nil {
 		return nil, err
 	}
 	return p.pkg, nil
 }
 
-// newParser parses the headers and the packages cfg.use names.
-func newParser(cfg config) (*parser, error) {
-	ccfg, err := cc.NewConfig("linux", "amd64")
+// hostConfig returns the C front end's configuration of the host, made
+// once: cc.NewConfig runs the C compiler.
+var hostConfig = sync.OnceValues(func() (*cc.Config, error) {
+	return cc.NewConfig("linux", "amd64")
+})
+
+// newParser parses the headers, and the packages cfg.use names through c.
+func newParser(cfg config, c *cache) (*parser, error) {
+	host, err := hostConfig()
 	if err != nil {
 		return nil, fmt.Errorf("configuring the C front end: %w", err)
 	}
+	ccfg := *host
 	dir, err := filepath.Abs(cfg.dir)
 	if err != nil {
 		return nil, err
@@ -103,7 +115,7 @@ func newParser(cfg config) (*parser, error) {
 	for _, h := range slices.Concat(cfg.headers, cfg.typeHeaders) {
 		fmt.Fprintf(&src, "#include %q\n", h)
 	}
-	ast, err := translate(ccfg, src.String())
+	ast, err := translate(&ccfg, src.String())
 	if err != nil {
 		return nil, fmt.Errorf("parsing %s: %w", strings.Join(cfg.headers, ", "), err)
 	}
@@ -111,7 +123,7 @@ func newParser(cfg config) (*parser, error) {
 		cfg:      cfg,
 		dir:      dir,
 		ast:      ast,
-		ccfg:     ccfg,
+		ccfg:     &ccfg,
 		src:      src.String(),
 		names:    newNamer(cfg.prefixes),
 		pkg:      &Package{Name: cfg.pkg, Headers: slices.Concat(cfg.headers, cfg.typeHeaders), Library: cfg.lib, LibraryEnv: cfg.libEnv},
@@ -127,20 +139,16 @@ func newParser(cfg config) (*parser, error) {
 		ext:      map[string]*Type{},
 	}
 	for _, d := range cfg.use {
-		if err := p.use(d); err != nil {
+		if err := p.use(d, c); err != nil {
 			return nil, fmt.Errorf("using %s: %w", d, err)
 		}
 	}
 	return p, nil
 }
 
-// use parses the generated package in dir (as its //go:generate line says)
-// and makes its files and types the ones this package references.
-func (p *parser) use(dir string) error {
-	cfg, err := packageConfig(dir)
-	if err != nil {
-		return err
-	}
+// use makes the files and types of the generated package in dir, parsed by
+// c, the ones this package references.
+func (p *parser) use(dir string, c *cache) error {
 	absDir, err := filepath.Abs(dir)
 	if err != nil {
 		return err
@@ -149,11 +157,8 @@ func (p *parser) use(dir string) error {
 	if err != nil {
 		return err
 	}
-	u, err := newParser(cfg)
+	u, err := c.load(dir)
 	if err != nil {
-		return err
-	}
-	if err := u.run(); err != nil {
 		return err
 	}
 	if p.pkg.Uses == nil {
@@ -250,7 +255,9 @@ func (p *parser) skip(kind, name, reason string) {
 	p.pkg.Skipped = append(p.pkg.Skipped, Skip{Kind: kind, CName: name, Reason: reason})
 }
 
-func (p *parser) run() error {
+// run turns the translation unit into p.pkg, all but the per-thread
+// symbols (see perThreadSymbols).
+func (p *parser) run() {
 	// Pass 1: name every tagged type and typedef, so that uses anywhere
 	// resolve to Go names.
 	var decls []*cc.Declaration
@@ -306,11 +313,7 @@ func (p *parser) run() error {
 		}
 	}
 	p.macros()
-	if err := p.perThreadSymbols(); err != nil {
-		return err
-	}
 	p.finish()
-	return nil
 }
 
 // forwardsTo returns the function that a definition's whole body calls with
@@ -1048,6 +1051,8 @@ func (p *parser) macros() {
 // default stream (with cfg.perThread defined) and records, for each function,
 // the symbol its declaration then names: cuMemcpyHtoD_v2_ptds where the
 // default is cuMemcpyHtoD_v2. A declaration is found again by its position.
+// Only the package's own generation needs this pass, not the packages that
+// use it, which do not read what it sets.
 func (p *parser) perThreadSymbols() error {
 	if p.cfg.perThread == "" {
 		return nil

@@ -49,19 +49,39 @@ func run(t *testing.T, dir string, args ...string) map[string][]byte {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("gen %s: %v\n%s", strings.Join(args, " "), err, stderr.Bytes())
 	}
+	files := read(t, out)
+	files["report.txt"] = stderr.Bytes()
+	return files
+}
+
+// regenerate runs the generator as make generate does, over the repository,
+// writing the packages under out.
+func regenerate(tb testing.TB, out string) {
+	tb.Helper()
+	cmd := exec.Command(gen, "-all", "..", "-out", out)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		tb.Fatalf("gen -all: %v\n%s", err, stderr.Bytes())
+	}
+}
+
+// read returns the files under dir by relative path.
+func read(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
 	files := map[string][]byte{}
-	filepath.WalkDir(out, func(p string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			b, err := os.ReadFile(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rel, _ := filepath.Rel(out, p)
-			files[filepath.ToSlash(rel)] = b
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
 		}
+		b, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(dir, p)
+		files[filepath.ToSlash(rel)] = b
 		return err
 	})
-	files["report.txt"] = stderr.Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
 	return files
 }
 
@@ -161,8 +181,10 @@ func generated(t *testing.T) map[string][]byte {
 	return pkgs
 }
 
-// TestRegenerate checks that the generator, run as go generate runs it,
-// reproduces every committed generated file byte for byte.
+// TestRegenerate checks that the generator, run as make generate runs it,
+// reproduces every committed generated file byte for byte, and so does the
+// //go:generate line of a package that uses two others, one of which uses
+// the other, run alone as go generate runs it.
 func TestRegenerate(t *testing.T) {
 	pkgs := generated(t)
 	for _, want := range []string{"cudart", "cudadrv", "nvrtc", "nvjitlink", "cublas", "cublaslt", "cusolver", "cusparse", "curand", "cufft", "nccl"} {
@@ -170,18 +192,12 @@ func TestRegenerate(t *testing.T) {
 			t.Errorf("%s.go has no //go:generate line", want)
 		}
 	}
-	for pkg, line := range pkgs {
+	out := t.TempDir()
+	regenerate(t, out)
+	for pkg := range pkgs {
 		t.Run(pkg, func(t *testing.T) {
 			dir := filepath.Join("..", pkg)
-			var args []string
-			for _, a := range strings.Fields(string(line)) {
-				if a == "-out" || a == "." {
-					continue
-				}
-				args = append(args, a)
-			}
-			got := run(t, dir, append(args, "-dest", ".")...)
-			delete(got, "report.txt")
+			got := read(t, filepath.Join(out, pkg))
 			compare(t, got, dir, "")
 			// And nothing generated is left over from an older generator.
 			filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
@@ -198,5 +214,30 @@ func TestRegenerate(t *testing.T) {
 				return err
 			})
 		})
+	}
+	t.Run("go generate cusolver", func(t *testing.T) {
+		var args []string
+		for _, a := range strings.Fields(string(pkgs["cusolver"])) {
+			if a == "-out" || a == "." {
+				continue
+			}
+			args = append(args, a)
+		}
+		dir := filepath.Join("..", "cusolver")
+		got := run(t, dir, append(args, "-dest", ".")...)
+		delete(got, "report.txt")
+		compare(t, got, dir, "")
+	})
+}
+
+// BenchmarkRegenerate measures make generate: the generator regenerating
+// every package in one process, here into a temporary directory.
+func BenchmarkRegenerate(b *testing.B) {
+	if _, err := os.Stat("../headers"); err != nil {
+		b.Skip("no headers to generate from:", err)
+	}
+	out := b.TempDir()
+	for b.Loop() {
+		regenerate(b, out)
 	}
 }
