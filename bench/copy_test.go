@@ -156,3 +156,18 @@ func BenchmarkH2DRegistered(b *testing.B) {
 		return r.Unregister()
 	})
 }
+
+// BenchmarkD2DDefaultKind is BenchmarkD2D through the raw binding with
+// cudaMemcpyDefault, the kind that lets the runtime find out where the
+// memory is, to compare with cudaMemcpyDeviceToDevice.
+func BenchmarkD2DDefaultKind(b *testing.B) {
+	m, s := copySetup(b)
+	src, err := m.Device().Malloc(copySize)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer src.Mem.Free()
+	loop(b, s, func() error {
+		return cudart.MemcpyAsync(m.Ptr(), src.Ptr(), copySize, cudart.MemcpyDefault, s.Handle())
+	})
+}

@@ -189,7 +189,7 @@ func (p MemoryPointer) copyHost(h unsafe.Pointer, n int, s *Stream, async, toDev
 	if toDevice {
 		dst, src = d, h
 	}
-	return check("cudaMemcpy", C.hl_memcpy(ctx, dst, src, C.size_t(n), C.uintptr_t(sh), cbool(async)))
+	return check("cudaMemcpy", C.hl_memcpy(ctx, dst, src, C.size_t(n), C.cudaMemcpyDefault, C.uintptr_t(sh), cbool(async)))
 }
 
 // CopyFromDevice copies n bytes from src, on any device, to p. Between two
@@ -223,7 +223,9 @@ func (p MemoryPointer) copyDevice(src MemoryPointer, n int, s *Stream, async boo
 		}
 		return check("cudaMemcpyPeer", C.hl_memcpy_peer(ctx, dst, C.int(p.Mem.dev), sp, C.int(sd), C.size_t(n), C.uintptr_t(sh), cbool(async)))
 	}
-	return check("cudaMemcpy", C.hl_memcpy(ctx, dst, sp, C.size_t(n), C.uintptr_t(sh), cbool(async)))
+	// Both are device (or managed) memory of one device: said so, the
+	// runtime need not look the pointers up.
+	return check("cudaMemcpy", C.hl_memcpy(ctx, dst, sp, C.size_t(n), C.cudaMemcpyDeviceToDevice, C.uintptr_t(sh), cbool(async)))
 }
 
 // CopyFrom copies n bytes from src to p: CopyFromDevice, named as CuPy names

@@ -166,11 +166,11 @@ int hl_malloc_async(void *ctx, void **p, size_t n, uintptr_t pool, uintptr_t s) 
 }
 int hl_free_async(void *ctx, void *p, uintptr_t s) { CALL(ctx, RT(cudaFreeAsync)(p, STREAM(s))); }
 
-int hl_memcpy(void *ctx, void *dst, const void *src, size_t n, uintptr_t s, int async) {
+int hl_memcpy(void *ctx, void *dst, const void *src, size_t n, int kind, uintptr_t s, int async) {
 	if (async) {
-		CALL(ctx, RT(cudaMemcpyAsync)(dst, src, n, cudaMemcpyDefault, STREAM(s)));
+		CALL(ctx, RT(cudaMemcpyAsync)(dst, src, n, (enum cudaMemcpyKind)kind, STREAM(s)));
 	}
-	CALL(ctx, RT(cudaMemcpy)(dst, src, n, cudaMemcpyDefault));
+	CALL(ctx, RT(cudaMemcpy)(dst, src, n, (enum cudaMemcpyKind)kind));
 }
 
 int hl_memcpy_record(void *ctx, void *dst, const void *src, size_t n, uintptr_t s, uintptr_t e) {

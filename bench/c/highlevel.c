@@ -24,6 +24,16 @@ static void malloc_async_free(void) {
 	check(cudaFreeAsync(p, stream), "cudaFreeAsync");
 }
 
+// pool is device 0's default memory pool, which highlevel.MallocAsync names
+// explicitly: cudaMallocFromPoolAsync.
+static cudaMemPool_t pool;
+
+static void malloc_from_pool_async_free(void) {
+	void *p;
+	check(cudaMallocFromPoolAsync(&p, 1 << 20, pool, stream), "cudaMallocFromPoolAsync");
+	check(cudaFreeAsync(p, stream), "cudaFreeAsync");
+}
+
 int main(void) {
 	check(cudaSetDevice(0), "cudaSetDevice");
 	check(cudaFree(0), "cudaFree");
@@ -35,5 +45,7 @@ int main(void) {
 	// C's pool of 1 MiB blocks is CUDA's stream-ordered one: the row that
 	// BenchmarkPoolMallocFree, the Go side's caching pool, is compared with.
 	bench("BenchmarkPoolMallocFree", malloc_async_free, 200000);
+	check(cudaDeviceGetDefaultMemPool(&pool, 0), "cudaDeviceGetDefaultMemPool");
+	bench("BenchmarkMallocFromPoolAsyncFree", malloc_from_pool_async_free, 200000);
 	return 0;
 }

@@ -92,13 +92,13 @@ static void launch_graph(void) {
 	check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
 }
 
-// capture_graph100 captures 100 empty kernels from the stream, as
-// BenchmarkGraph100 does.
-static void capture_graph100(void) {
+// capture_graph100 captures 100 launches of launch from the stream into
+// graph100, as BenchmarkGraph100 does.
+static void capture_graph100(void (*launch)(void)) {
 	cudaGraph_t g;
 	check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), "cudaStreamBeginCapture");
 	for (int i = 0; i < 100; i++) {
-		empty<<<1, 1, 0, stream>>>();
+		launch();
 	}
 	check(cudaStreamEndCapture(stream, &g), "cudaStreamEndCapture");
 	check(cudaGraphInstantiate(&graph100, g, 0), "cudaGraphInstantiate");
@@ -119,7 +119,10 @@ int main(void) {
 	bench("BenchmarkLaunchArgs", launch_args_chevron, 200000);
 	bench("BenchmarkLaunchArgsRuntime", launch_args_runtime, 200000);
 	bench("BenchmarkLaunchSync", launch_sync, 50000);
-	capture_graph100();
+	capture_graph100(launch_chevron);
 	bench("BenchmarkGraph100", launch_graph, 5000);
+	check(cudaGraphExecDestroy(graph100), "cudaGraphExecDestroy");
+	capture_graph100(launch_library);
+	bench("BenchmarkGraph100Library", launch_graph, 5000);
 	return 0;
 }
