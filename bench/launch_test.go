@@ -1,8 +1,12 @@
 package bench
 
 import (
+	"runtime"
 	"testing"
+	"unsafe"
 
+	"github.com/gocuda/cuda/cudadrv"
+	"github.com/gocuda/cuda/cudart"
 	"github.com/gocuda/cuda/highlevel"
 )
 
@@ -118,5 +122,48 @@ func BenchmarkGraph100(b *testing.B) {
 		if err := s.Synchronize(); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkLaunchEmptyRaw is BenchmarkLaunchEmpty through the raw bindings
+// alone, as c/launch.cu's library path does it in C: the same cubin loaded
+// with cuLibraryLoadData, launched with cuLaunchKernel on a thread that keeps
+// the context current. Against BenchmarkLaunchEmpty it shows what highlevel
+// adds; against C, what a cgo call adds.
+func BenchmarkLaunchEmptyRaw(b *testing.B) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	initDevice(b)
+	c, err := highlevel.Compile(kernels, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var (
+		lib cudadrv.Library
+		k   cudadrv.Kernel
+		f   cudadrv.Function
+		s   cudart.Stream
+	)
+	if err := cudadrv.LibraryLoadData(&lib, unsafe.Pointer(&c.Image[0]), nil, nil, 0, nil, nil, 0); err != nil {
+		b.Fatal(err)
+	}
+	defer cudadrv.LibraryUnload(lib)
+	if err := cudadrv.LibraryGetKernel(&k, lib, "empty"); err != nil {
+		b.Fatal(err)
+	}
+	if err := cudadrv.KernelGetFunction(&f, k); err != nil {
+		b.Fatal(err)
+	}
+	if err := cudart.StreamCreate(&s); err != nil {
+		b.Fatal(err)
+	}
+	defer cudart.StreamDestroy(s)
+	for b.Loop() {
+		if err := cudadrv.LaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, cudadrv.Stream(s), nil, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := cudart.StreamSynchronize(s); err != nil {
+		b.Fatal(err)
 	}
 }

@@ -165,6 +165,7 @@ var specs = []spec{
 	{"DeviceAttribute", "device attribute (multiprocessor count)", timeKind, target{}, ""},
 	{"LaunchEmpty", "empty kernel launch, throughput", timeKind, target{ratioTarget, 1.05}, ""},
 	{"LaunchEmpty", "empty kernel launch, vs C on the same driver path", timeKind, target{ratioTarget, 1.05}, "LaunchEmptyLibrary"},
+	{"LaunchEmptyRaw", "empty kernel launch, raw bindings, vs C on the same driver path", timeKind, target{}, "LaunchEmptyLibrary"},
 	{"LaunchArgs", "kernel launch with 4 arguments, throughput", timeKind, target{}, ""},
 	{"LaunchSync", "empty kernel launch + synchronize", timeKind, target{}, ""},
 	{"PoolMallocFree", "pool malloc + free, 1 MiB", timeKind, target{absTarget, 150}, ""},
