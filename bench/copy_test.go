@@ -116,14 +116,20 @@ func BenchmarkD2HPageableUnstaged(b *testing.B) {
 	loop(b, s, func() error { return cudart.Memcpy(h, m.Ptr(), copySize, cudart.MemcpyDeviceToHost) })
 }
 
-// BenchmarkD2D copies 256 MiB between two allocations of one device.
-func BenchmarkD2D(b *testing.B) {
-	m, s := copySetup(b)
-	src, err := m.Device().Malloc(copySize)
+// d2dSetup is copySetup with a second allocation to copy from.
+func d2dSetup(b *testing.B) (dst, src highlevel.MemoryPointer, s *highlevel.Stream) {
+	dst, s = copySetup(b)
+	src, err := dst.Device().Malloc(copySize)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer src.Mem.Free()
+	b.Cleanup(func() { src.Mem.Free() })
+	return dst, src, s
+}
+
+// BenchmarkD2D copies 256 MiB between two allocations of one device.
+func BenchmarkD2D(b *testing.B) {
+	m, src, s := d2dSetup(b)
 	loop(b, s, func() error { return m.CopyFromDeviceAsync(src, copySize, s) })
 }
 
@@ -161,12 +167,7 @@ func BenchmarkH2DRegistered(b *testing.B) {
 // cudaMemcpyDefault, the kind that lets the runtime find out where the
 // memory is, to compare with cudaMemcpyDeviceToDevice.
 func BenchmarkD2DDefaultKind(b *testing.B) {
-	m, s := copySetup(b)
-	src, err := m.Device().Malloc(copySize)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer src.Mem.Free()
+	m, src, s := d2dSetup(b)
 	loop(b, s, func() error {
 		return cudart.MemcpyAsync(m.Ptr(), src.Ptr(), copySize, cudart.MemcpyDefault, s.Handle())
 	})
