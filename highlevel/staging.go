@@ -17,7 +17,9 @@ import (
 // it through its own small staging buffers with one CPU thread. They copy it,
 // chunk by chunk, into two pinned buffers from the default pinned memory pool
 // with several goroutines, while the GPU copies the other buffer: the CPU's
-// and the DMA engine's work overlap, and the link runs near its pinned speed.
+// and the DMA engine's work overlap. How near the link's pinned speed that
+// comes depends on the host's memory bandwidth, as every byte is read and
+// written once more than in a pinned copy.
 const (
 	stagingThreshold = 2 << 20
 	minStagingChunk  = 1 << 20
