@@ -48,27 +48,35 @@ fi
 
 if [ "$part" != tests ] && [ "$part" != nccl ]; then
 echo "== benchmarks: Go, the C twins, CuPy and cuda.core"
-# One pinned core for the calls, so that the scheduler adds no noise; the
-# copies run unpinned, as the Go side's staging copies with several cores.
+# The calls run on two pinned cores, so that the scheduler adds little
+# noise and Go's runtime threads (sysmon, the collector) have a core beside
+# the benchmark's, as in any Go program; C and Python get the same two. The
+# copies run unpinned: the staging copies with many cores.
 go="./bench.test -test.run ^$ -test.benchmem -test.count 5"
-one="taskset -c 3"
+two="taskset -c 2,3"
 {
-	$one $go -test.bench 'CgoNoop|GetDevice|DeviceAttribute|PoolMallocFree' -test.benchtime 5000000x
-	$one $go -test.bench 'EventRecord|StreamCreateDestroy|MallocAsyncFree|LaunchEmpty|LaunchArgs' -test.benchtime 200000x
-	$one $go -test.bench 'LaunchSync' -test.benchtime 50000x
-	$one $go -test.bench 'Graph100' -test.benchtime 5000x
+	$two $go -test.bench 'CgoNoop|GetDevice|DeviceAttribute|PoolMallocFree' -test.benchtime 5000000x
+	$two $go -test.bench 'EventRecord|StreamCreateDestroy|MallocAsyncFree|LaunchEmpty|LaunchArgs' -test.benchtime 200000x
+	$two $go -test.bench 'LaunchSync' -test.benchtime 50000x
+	$two $go -test.bench 'Graph100' -test.benchtime 5000x
 	$go -test.bench 'Pinned|Pageable|Registered|D2D|Memset' -test.benchtime 20x
 	$go -test.bench 'Sgemm8192' -test.benchtime 30x
 } | tee "$log/go.txt"
 inc=${CUDA_HOME:-/usr/local/cuda}/include
 for c in *.c *.cu; do
 	[ "$c" = nccl.cu ] && continue
-	pin=$one
+	pin=$two
 	[ "$c" = copy.c ] && pin=
 	nvcc -O2 -arch=native -I"$inc" -o "${c%.*}" "$c" -lcudart -lcuda -ldl -lcublas -lnvrtc && $pin ./"${c%.*}" | tee -a "$log/c.txt" || status=1
 done
+# The launches and stream-ordered allocations again on one core, where Go's
+# runtime threads take turns with the benchmark: kept beside the table.
+taskset -c 3 $go -test.bench 'MallocAsyncFree|LaunchEmpty|StreamCreateDestroy|EventRecord' -test.benchtime 200000x >"$log/onecore-go.txt"
+for t in launch highlevel; do
+	[ -x "$t" ] && taskset -c 3 ./"$t" >>"$log/onecore-c.txt"
+done
 for lib in cupy cudacore; do
-	PYTHONUNBUFFERED=1 python3 py/bench.py "$lib" >"$log/$lib.txt" 2>"$log/$lib.err" || status=1
+	PYTHONUNBUFFERED=1 $two python3 py/bench.py "$lib" >"$log/$lib.txt" 2>"$log/$lib.err" || status=1
 	cat "$log/$lib.txt" "$log/$lib.err"
 done
 fi
