@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"runtime"
 	"testing"
 
 	"github.com/gocuda/cuda/cudart"
@@ -43,7 +44,21 @@ func BenchmarkPoolMallocFree(b *testing.B) {
 // BenchmarkMallocAsyncFree is MallocAsync + Free of 1 MiB on a stream,
 // through CUDA's stream-ordered pool.
 func BenchmarkMallocAsyncFree(b *testing.B) {
-	d := device(b)
+	mallocAsyncFree(b, device(b))
+}
+
+// BenchmarkMallocAsyncFreeContextCurrent is BenchmarkMallocAsyncFree on a
+// thread where the device's primary context is current already, so that
+// the shim need not make it current and put the thread's own back around
+// each call.
+func BenchmarkMallocAsyncFreeContextCurrent(b *testing.B) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	initDevice(b)
+	mallocAsyncFree(b, device(b))
+}
+
+func mallocAsyncFree(b *testing.B, d highlevel.Device) {
 	s, err := highlevel.NewStream(d, nil)
 	if err != nil {
 		b.Fatal(err)

@@ -48,6 +48,19 @@ var one = highlevel.LaunchConfig{Grid: highlevel.Dim3{X: 1}, Block: highlevel.Di
 // stream, synchronized once at the end, as c/launch.cu times <<<>>> and
 // cudaLaunchKernel.
 func BenchmarkLaunchEmpty(b *testing.B) {
+	launchEmpty(b)
+}
+
+// BenchmarkLaunchEmptyContextCurrent is BenchmarkLaunchEmpty on a thread
+// where the device's primary context is current already.
+func BenchmarkLaunchEmptyContextCurrent(b *testing.B) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	initDevice(b)
+	launchEmpty(b)
+}
+
+func launchEmpty(b *testing.B) {
 	k, s := launchSetup(b, "empty")
 	b.ReportAllocs()
 	for b.Loop() {

@@ -141,6 +141,13 @@ func TestGPUDo(t *testing.T) {
 	if d, _ := CurrentDevice(); d != 0 {
 		t.Errorf("after Do: current device %v, want 0", d)
 	}
+	// An operation on another device puts the thread's context back.
+	if err := last.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := CurrentDevice(); d != 0 {
+		t.Errorf("after an operation on %v: current device %v, want 0", last, d)
+	}
 }
 
 func TestGPUMemory(t *testing.T) {

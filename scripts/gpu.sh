@@ -69,12 +69,6 @@ for c in *.c *.cu; do
 	[ "$c" = copy.c ] && pin=
 	nvcc -O2 -arch=native -I"$inc" -o "${c%.*}" "$c" -lcudart -lcuda -ldl -lcublas -lnvrtc && $pin ./"${c%.*}" | tee -a "$log/c.txt" || status=1
 done
-# The launches and stream-ordered allocations again on one core, where Go's
-# runtime threads take turns with the benchmark: kept beside the table.
-taskset -c 3 $go -test.bench 'MallocAsyncFree|LaunchEmpty|StreamCreateDestroy|EventRecord' -test.benchtime 200000x >"$log/onecore-go.txt"
-for t in launch highlevel; do
-	[ -x "$t" ] && taskset -c 3 ./"$t" >>"$log/onecore-c.txt"
-done
 for lib in cupy cudacore; do
 	PYTHONUNBUFFERED=1 $two python3 py/bench.py "$lib" >"$log/$lib.txt" 2>"$log/$lib.err" || status=1
 	cat "$log/$lib.txt" "$log/$lib.err"
