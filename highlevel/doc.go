@@ -19,8 +19,8 @@
 // does its work and puts the previous context back, all in one cgo call
 // into a small C shim that calls through the libraries cudart and cudadrv
 // loaded. (A thread that had no context keeps the device's: making one
-// current and undoing it costs about 0.3 µs a call.) A goroutine cannot send work to the wrong GPU, and no executor
-// goroutine sits in the way. Device.Do is for code that calls cudart
+// current and undoing it costs about 0.3 µs a call.) A goroutine cannot
+// send work to the wrong GPU, and no executor goroutine sits in the way. Device.Do is for code that calls cudart
 // directly and wants a current device: it runs a function on a locked OS
 // thread with the device current.
 //

@@ -223,8 +223,7 @@ func (p MemoryPointer) copyDevice(src MemoryPointer, n int, s *Stream, async boo
 		}
 		return check("cudaMemcpyPeer", C.hl_memcpy_peer(ctx, dst, C.int(p.Mem.dev), sp, C.int(sd), C.size_t(n), C.uintptr_t(sh), cbool(async)))
 	}
-	// Both are device (or managed) memory of one device: said so, the
-	// runtime need not look the pointers up.
+	// Both are device (or managed) memory of one device.
 	return check("cudaMemcpy", C.hl_memcpy(ctx, dst, sp, C.size_t(n), C.cudaMemcpyDeviceToDevice, C.uintptr_t(sh), cbool(async)))
 }
 
