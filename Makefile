@@ -38,4 +38,4 @@ bench: gpu
 
 benchstat:
 	tar -xzf build/out/results.tgz -C build/out
-	$(GO) run golang.org/x/perf/cmd/benchstat c=build/out/all-c.txt go=build/out/all-go.txt
+	$(GO) run golang.org/x/perf/cmd/benchstat -ignore goos,goarch,pkg,cpu,/gomaxprocs c=build/out/all-c.txt go=build/out/all-go.txt
