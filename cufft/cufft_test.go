@@ -1,35 +1,21 @@
 package cufft
 
 import (
-	"errors"
-	"fmt"
 	"regexp"
-	"strings"
 	"testing"
 
 	"github.com/gocuda/cuda/internal/ccheck"
 )
 
 func TestErrorIs(t *testing.T) {
-	err := fmt.Errorf("calling: %w", INVALID_SIZE)
-	if !errors.Is(err, INVALID_SIZE) || errors.Is(err, INVALID_PLAN) {
-		t.Errorf("errors.Is does not tell %v apart", err)
-	}
-	if !strings.HasPrefix(err.Error(), "calling: CUFFT_INVALID_SIZE") {
-		t.Errorf("error text %q does not name the status", err)
-	}
+	ccheck.StatusError(t, INVALID_SIZE, INVALID_PLAN, "CUFFT_INVALID_SIZE")
 }
 
 func TestNoLibrary(t *testing.T) {
-	if Load() == nil {
-		t.Skip("libcufft.so.12 is installed here: " + LibraryPath())
-	}
-	var plan Handle
-	err := Create(&plan)
-	var le *LibraryError
-	if !errors.As(err, &le) || !strings.Contains(err.Error(), "/usr/local/cuda/lib64/libcufft.so.12") {
-		t.Errorf("Create error = %v, want a *LibraryError listing the paths tried", err)
-	}
+	ccheck.NoLibrary(t, Load, LibraryPath, "libcufft.so.12", "Create", func() error {
+		var plan Handle
+		return Create(&plan)
+	})
 }
 
 // TestCoverage checks, independently of the generator, that every function

@@ -1,35 +1,21 @@
 package curand
 
 import (
-	"errors"
-	"fmt"
 	"regexp"
-	"strings"
 	"testing"
 
 	"github.com/gocuda/cuda/internal/ccheck"
 )
 
 func TestErrorIs(t *testing.T) {
-	err := fmt.Errorf("calling: %w", STATUS_LENGTH_NOT_MULTIPLE)
-	if !errors.Is(err, STATUS_LENGTH_NOT_MULTIPLE) || errors.Is(err, STATUS_NOT_INITIALIZED) {
-		t.Errorf("errors.Is does not tell %v apart", err)
-	}
-	if !strings.HasPrefix(err.Error(), "calling: CURAND_STATUS_LENGTH_NOT_MULTIPLE") {
-		t.Errorf("error text %q does not name the status", err)
-	}
+	ccheck.StatusError(t, STATUS_LENGTH_NOT_MULTIPLE, STATUS_NOT_INITIALIZED, "CURAND_STATUS_LENGTH_NOT_MULTIPLE")
 }
 
 func TestNoLibrary(t *testing.T) {
-	if Load() == nil {
-		t.Skip("libcurand.so.10 is installed here: " + LibraryPath())
-	}
-	var g Generator
-	err := CreateGenerator(&g, RNG_PSEUDO_DEFAULT)
-	var le *LibraryError
-	if !errors.As(err, &le) || !strings.Contains(err.Error(), "/usr/local/cuda/lib64/libcurand.so.10") {
-		t.Errorf("CreateGenerator error = %v, want a *LibraryError listing the paths tried", err)
-	}
+	ccheck.NoLibrary(t, Load, LibraryPath, "libcurand.so.10", "CreateGenerator", func() error {
+		var g Generator
+		return CreateGenerator(&g, RNG_PSEUDO_DEFAULT)
+	})
 }
 
 // TestCoverage checks, independently of the generator, that every function

@@ -1,35 +1,21 @@
 package cusolver
 
 import (
-	"errors"
-	"fmt"
 	"regexp"
-	"strings"
 	"testing"
 
 	"github.com/gocuda/cuda/internal/ccheck"
 )
 
 func TestErrorIs(t *testing.T) {
-	err := fmt.Errorf("calling: %w", STATUS_INVALID_VALUE)
-	if !errors.Is(err, STATUS_INVALID_VALUE) || errors.Is(err, STATUS_NOT_INITIALIZED) {
-		t.Errorf("errors.Is does not tell %v apart", err)
-	}
-	if !strings.HasPrefix(err.Error(), "calling: CUSOLVER_STATUS_INVALID_VALUE") {
-		t.Errorf("error text %q does not name the status", err)
-	}
+	ccheck.StatusError(t, STATUS_INVALID_VALUE, STATUS_NOT_INITIALIZED, "CUSOLVER_STATUS_INVALID_VALUE")
 }
 
 func TestNoLibrary(t *testing.T) {
-	if Load() == nil {
-		t.Skip("libcusolver.so.12 is installed here: " + LibraryPath())
-	}
-	var h Handle
-	err := Create(&h)
-	var le *LibraryError
-	if !errors.As(err, &le) || !strings.Contains(err.Error(), "/usr/local/cuda/lib64/libcusolver.so.12") {
-		t.Errorf("Create error = %v, want a *LibraryError listing the paths tried", err)
-	}
+	ccheck.NoLibrary(t, Load, LibraryPath, "libcusolver.so.12", "Create", func() error {
+		var h Handle
+		return Create(&h)
+	})
 }
 
 // TestCoverage checks, independently of the generator, that every function

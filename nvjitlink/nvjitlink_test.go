@@ -2,7 +2,6 @@ package nvjitlink
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -10,25 +9,19 @@ import (
 	"strings"
 	"testing"
 	"unsafe"
+
+	"github.com/gocuda/cuda/internal/ccheck"
 )
 
 func TestErrorIs(t *testing.T) {
-	err := fmt.Errorf("linking: %w", ERROR_PTX_COMPILE)
-	if !errors.Is(err, ERROR_PTX_COMPILE) || errors.Is(err, ERROR_INTERNAL) {
-		t.Errorf("errors.Is does not tell %v apart", err)
-	}
+	ccheck.StatusError(t, ERROR_PTX_COMPILE, ERROR_INTERNAL, "NVJITLINK_ERROR_PTX_COMPILE")
 }
 
 func TestNoLibrary(t *testing.T) {
-	if Load() == nil {
-		t.Skip("libnvJitLink is installed here: " + LibraryPath())
-	}
-	var h Handle
-	err := Create(&h, 0, nil)
-	var le *LibraryError
-	if !errors.As(err, &le) || !strings.Contains(err.Error(), "/usr/local/cuda/lib64/libnvJitLink.so.13") {
-		t.Errorf("Create error = %v, want a *LibraryError listing the paths tried", err)
-	}
+	ccheck.NoLibrary(t, Load, LibraryPath, "libnvJitLink.so.13", "Create", func() error {
+		var h Handle
+		return Create(&h, 0, nil)
+	})
 }
 
 // TestCoverage reads nvJitLink.h, independently of the generator's C parser:

@@ -26,15 +26,10 @@ func TestErrorIs(t *testing.T) {
 // TestNoLibrary checks what a machine without CUDA sees: every call returns
 // an error naming where libnvrtc was looked for.
 func TestNoLibrary(t *testing.T) {
-	if Load() == nil {
-		t.Skip("libnvrtc is installed here: " + LibraryPath())
-	}
-	var major, minor int32
-	err := Version(&major, &minor)
-	var le *LibraryError
-	if !errors.As(err, &le) || !strings.Contains(err.Error(), "/usr/local/cuda/lib64/libnvrtc.so.13") {
-		t.Errorf("Version error = %v, want a *LibraryError listing the paths tried", err)
-	}
+	ccheck.NoLibrary(t, Load, LibraryPath, "libnvrtc.so.13", "Version", func() error {
+		var major, minor int32
+		return Version(&major, &minor)
+	})
 }
 
 // TestCoverage checks, independently of the generator's C parser, that every

@@ -1,10 +1,15 @@
 // Package ccheck compares generated Go bindings with C's view of the same
 // headers: the layout, value and symbol tests that gen emits call it with a
 // Go table and the table the C compiler produced (package internal/ctest of
-// each binding).
+// each binding). It also holds the checks every binding's own tests make:
+// that its status values are errors named as in C, that a missing library
+// is an error listing where it was looked for, and that every function the
+// header declares is bound.
 package ccheck
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"regexp"
 	"strings"
@@ -214,4 +219,34 @@ func Header(t *testing.T, paths ...string) string {
 		b.WriteByte('\n')
 	}
 	return b.String()
+}
+
+// StatusError checks status, a value of a binding's status type, as an
+// error: wrapped, errors.Is finds it and not other, and its text begins
+// with name, the C name of the status.
+func StatusError(t *testing.T, status, other error, name string) {
+	t.Helper()
+	err := fmt.Errorf("calling: %w", status)
+	if !errors.Is(err, status) || errors.Is(err, other) {
+		t.Errorf("errors.Is does not tell %v apart", err)
+	}
+	if !strings.HasPrefix(err.Error(), "calling: "+name) {
+		t.Errorf("error text %q does not name the status", err)
+	}
+}
+
+// NoLibrary checks what a machine without the library file sees: call,
+// which calls the library's function fn, returns a *dl.LibraryError that
+// lists /usr/local/cuda/lib64/file among the paths tried. Where load finds
+// the library, at path, it skips the test.
+func NoLibrary(t *testing.T, load func() error, path func() string, file, fn string, call func() error) {
+	t.Helper()
+	if load() == nil {
+		t.Skip(file + " is installed here: " + path())
+	}
+	err := call()
+	var le *dl.LibraryError
+	if !errors.As(err, &le) || !strings.Contains(err.Error(), "/usr/local/cuda/lib64/"+file) {
+		t.Errorf("%s error = %v, want a *LibraryError listing the paths tried", fn, err)
+	}
 }
