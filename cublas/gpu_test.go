@@ -4,50 +4,21 @@ import (
 	"errors"
 	"math"
 	"testing"
-	"unsafe"
 
-	"github.com/gocuda/cuda/cudart"
+	"github.com/gocuda/cuda/internal/gputest"
 )
 
 // requireGPU skips the test without cuBLAS or a GPU, and returns a handle
 // destroyed at cleanup.
 func requireGPU(t *testing.T) Handle {
 	t.Helper()
-	if err := Load(); err != nil {
-		t.Skipf("no cuBLAS: %v", err)
-	}
-	var n int32
-	if err := cudart.GetDeviceCount(&n); err != nil || n == 0 {
-		t.Skipf("no CUDA device: %d, %v", n, err)
-	}
+	gputest.Require(t, "cuBLAS", Load)
 	var h Handle
 	if err := Create(&h); err != nil {
 		t.Fatalf("Create: %v", err)
 	}
 	t.Cleanup(func() { Destroy(h) })
 	return h
-}
-
-// device copies s to device memory, freed at cleanup.
-func device[T any](t *testing.T, s []T) unsafe.Pointer {
-	t.Helper()
-	size := uint64(len(s)) * uint64(unsafe.Sizeof(s[0]))
-	var p unsafe.Pointer
-	if err := cudart.Malloc(&p, size); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cudart.Free(p) })
-	if err := cudart.Memcpy(p, unsafe.Pointer(&s[0]), size, cudart.MemcpyHostToDevice); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-func toHost[T any](t *testing.T, dst []T, p unsafe.Pointer) {
-	t.Helper()
-	if err := cudart.Memcpy(unsafe.Pointer(&dst[0]), p, uint64(len(dst))*uint64(unsafe.Sizeof(dst[0])), cudart.MemcpyDeviceToHost); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // gemmCPU is C = alpha·op(A)·B + beta·C in column-major order, op(A) = Aᵀ
@@ -89,13 +60,13 @@ func TestGPUGemm(t *testing.T) {
 			op = OP_T
 		}
 
-		dc := device(t, c)
+		dc := gputest.Device(t, c)
 		alpha, beta := 1.5, 0.25
-		if err := Dgemm(h, op, OP_N, m, n, k, &alpha, (*float64)(device(t, a)), ld, (*float64)(device(t, b)), ld, &beta, (*float64)(dc), ld); err != nil {
+		if err := Dgemm(h, op, OP_N, m, n, k, &alpha, gputest.Device(t, a), ld, gputest.Device(t, b), ld, &beta, dc, ld); err != nil {
 			t.Fatalf("Dgemm: %v", err)
 		}
 		got := make([]float64, len(c))
-		toHost(t, got, dc)
+		gputest.ToHost(t, got, dc)
 		for i := range got {
 			if math.Abs(got[i]-want[i]) > 1e-12 {
 				t.Fatalf("Dgemm (A transposed %v): C[%d] = %v, CPU %v", transA, i, got[i], want[i])
@@ -110,8 +81,8 @@ func TestGPUGemm(t *testing.T) {
 			return r
 		}
 		for _, wide := range []bool{false, true} {
-			dc := device(t, f32(c))
-			fa, fb := (*float32)(device(t, f32(a))), (*float32)(device(t, f32(b)))
+			dc := gputest.Device(t, f32(c))
+			fa, fb := gputest.Device(t, f32(a)), gputest.Device(t, f32(b))
 			alpha, beta := float32(1.5), float32(0.25)
 			var err error
 			if wide {
@@ -123,7 +94,7 @@ func TestGPUGemm(t *testing.T) {
 				t.Fatalf("Sgemm (64-bit %v): %v", wide, err)
 			}
 			got := make([]float32, len(c))
-			toHost(t, got, dc)
+			gputest.ToHost(t, got, dc)
 			for i := range got {
 				if math.Abs(float64(got[i])-want[i]) > 1e-4 {
 					t.Fatalf("Sgemm (A transposed %v, 64-bit %v): C[%d] = %v, CPU %v", transA, wide, i, got[i], want[i])
@@ -137,7 +108,7 @@ func TestGPUGemm(t *testing.T) {
 // handle are errors from cuBLAS, named.
 func TestGPUBadInput(t *testing.T) {
 	h := requireGPU(t)
-	p := (*float32)(device(t, make([]float32, 64)))
+	p := gputest.Device(t, make([]float32, 64))
 	one := float32(1)
 	err := Sgemm(h, OP_N, OP_N, 8, 8, 8, &one, p, 4, p, 8, &one, p, 8)
 	if !errors.Is(err, STATUS_INVALID_VALUE) || err.Error() == "" {

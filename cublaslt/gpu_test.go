@@ -9,46 +9,20 @@ import (
 
 	"github.com/gocuda/cuda/cublas"
 	"github.com/gocuda/cuda/cudart"
+	"github.com/gocuda/cuda/internal/gputest"
 )
 
 // requireGPU skips the test without cuBLASLt or a GPU, and returns a handle
 // destroyed at cleanup.
 func requireGPU(t *testing.T) Handle {
 	t.Helper()
-	if err := Load(); err != nil {
-		t.Skipf("no cuBLASLt: %v", err)
-	}
-	var n int32
-	if err := cudart.GetDeviceCount(&n); err != nil || n == 0 {
-		t.Skipf("no CUDA device: %d, %v", n, err)
-	}
+	gputest.Require(t, "cuBLASLt", Load)
 	var h Handle
 	if err := Create(&h); err != nil {
 		t.Fatalf("Create: %v", err)
 	}
 	t.Cleanup(func() { Destroy(h) })
 	return h
-}
-
-// device copies s to device memory, freed at cleanup.
-func device(t *testing.T, s []float32) unsafe.Pointer {
-	t.Helper()
-	p := alloc(t, uint64(len(s))*4)
-	if err := cudart.Memcpy(p, unsafe.Pointer(&s[0]), uint64(len(s))*4, cudart.MemcpyHostToDevice); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-// alloc allocates size bytes of device memory, freed at cleanup.
-func alloc(t *testing.T, size uint64) unsafe.Pointer {
-	t.Helper()
-	var p unsafe.Pointer
-	if err := cudart.Malloc(&p, size); err != nil {
-		t.Fatalf("Malloc(%d): %v", size, err)
-	}
-	t.Cleanup(func() { cudart.Free(p) })
-	return p
 }
 
 // layout creates a float32 matrix layout, destroyed at cleanup.
@@ -115,7 +89,7 @@ func TestGPUMatmul(t *testing.T) {
 		return s
 	}
 	pref := preference(t)
-	work := alloc(t, workspaceSize)
+	work := unsafe.Pointer(gputest.Alloc[byte](t, int(workspaceSize)))
 	for _, transA := range []bool{false, true} {
 		a, b, c := fill(m*k), fill(k*n), fill(m*n)
 		// A is m×k (lda m), or k×m (lda k) when transposed.
@@ -162,7 +136,7 @@ func TestGPUMatmul(t *testing.T) {
 		if count < 1 || results[0].State != cublas.STATUS_SUCCESS || results[0].WorkspaceSize > workspaceSize {
 			t.Fatalf("MatmulAlgoGetHeuristic: %d results, first state %v, workspace %d", count, results[0].State, results[0].WorkspaceSize)
 		}
-		da, db, dc := device(t, a), device(t, b), device(t, c)
+		da, db, dc := unsafe.Pointer(gputest.Device(t, a)), unsafe.Pointer(gputest.Device(t, b)), unsafe.Pointer(gputest.Device(t, c))
 		if err := Matmul(h, desc, unsafe.Pointer(&alpha), da, al, db, bl, unsafe.Pointer(&beta), dc, cl, dc, cl, &results[0].Algo, work, workspaceSize, 0); err != nil {
 			t.Fatalf("Matmul (A transposed %v): %v", transA, err)
 		}
@@ -241,8 +215,8 @@ func TestGPUBadInput(t *testing.T) {
 		t.Logf("MatmulAlgoGetHeuristic: first result's state %v; Matmul with a null algo", result.State)
 		algo = nil
 	}
-	da, db, dc := alloc(t, m*k*4), alloc(t, k*n*4), alloc(t, m*n*4)
-	work := alloc(t, workspaceSize)
+	da, db, dc := unsafe.Pointer(gputest.Alloc[float32](t, int(m*k))), unsafe.Pointer(gputest.Alloc[float32](t, int(k*n))), unsafe.Pointer(gputest.Alloc[float32](t, int(m*n)))
+	work := unsafe.Pointer(gputest.Alloc[byte](t, int(workspaceSize)))
 	one := float32(1)
 	err = Matmul(h, desc, unsafe.Pointer(&one), da, bad, db, bl, unsafe.Pointer(&one), dc, cl, dc, cl, algo, work, workspaceSize, 0)
 	if serr := cudart.DeviceSynchronize(); serr != nil {

@@ -5,22 +5,10 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
-	"unsafe"
 
 	"github.com/gocuda/cuda/cudart"
+	"github.com/gocuda/cuda/internal/gputest"
 )
-
-// requireGPU skips the test without cuFFT or a GPU.
-func requireGPU(t *testing.T) {
-	t.Helper()
-	if err := Load(); err != nil {
-		t.Skipf("no cuFFT: %v", err)
-	}
-	var n int32
-	if err := cudart.GetDeviceCount(&n); err != nil || n == 0 {
-		t.Skipf("no CUDA device: %d, %v", n, err)
-	}
-}
 
 // plan1d makes a 1-D plan destroyed at cleanup.
 func plan1d(t *testing.T, nx int32, typ Type, batch int32) Handle {
@@ -31,36 +19,6 @@ func plan1d(t *testing.T, nx int32, typ Type, batch int32) Handle {
 	}
 	t.Cleanup(func() { Destroy(p) })
 	return p
-}
-
-// alloc allocates n elements of T in device memory, freed at cleanup.
-func alloc[T any](t *testing.T, n int) *T {
-	t.Helper()
-	var p unsafe.Pointer
-	var zero T
-	if err := cudart.Malloc(&p, uint64(n)*uint64(unsafe.Sizeof(zero))); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cudart.Free(p) })
-	return (*T)(p)
-}
-
-func toDevice[T any](t *testing.T, p *T, s []T) {
-	t.Helper()
-	if err := cudart.Memcpy(unsafe.Pointer(p), unsafe.Pointer(&s[0]), uint64(len(s))*uint64(unsafe.Sizeof(s[0])), cudart.MemcpyHostToDevice); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// toHost synchronizes and copies len(dst) elements from p.
-func toHost[T any](t *testing.T, dst []T, p *T) {
-	t.Helper()
-	if err := cudart.DeviceSynchronize(); err != nil {
-		t.Fatalf("DeviceSynchronize: %v", err)
-	}
-	if err := cudart.Memcpy(unsafe.Pointer(&dst[0]), unsafe.Pointer(p), uint64(len(dst))*uint64(unsafe.Sizeof(dst[0])), cudart.MemcpyDeviceToHost); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // dft is the forward DFT of x (length n), sum_j x_j e^{-2πi jk/n}, in
@@ -88,7 +46,7 @@ func dft(x []complex128) []complex128 {
 // of its largest magnitude, and forward then inverse (cuFFT does not
 // normalize) must give n times the input within 1e-3 relative.
 func TestGPUC2C(t *testing.T) {
-	requireGPU(t)
+	gputest.Require(t, "cuFFT", Load)
 	const n, batch = 1024, 4
 	rng := rand.New(rand.NewPCG(9, 10))
 	in := make([]cudart.CuComplex, n*batch)
@@ -96,13 +54,13 @@ func TestGPUC2C(t *testing.T) {
 		in[i] = cudart.CuComplex{X: 2*rng.Float32() - 1, Y: 2*rng.Float32() - 1}
 	}
 	plan := plan1d(t, n, C2C, batch)
-	d := alloc[Complex](t, n*batch)
-	toDevice(t, d, in)
+	d := gputest.Alloc[Complex](t, n*batch)
+	gputest.ToDevice(t, d, in)
 	if err := ExecC2C(plan, d, d, FORWARD); err != nil {
 		t.Fatalf("ExecC2C forward: %v", err)
 	}
 	got := make([]cudart.CuComplex, n*batch)
-	toHost(t, got, d)
+	gputest.ToHost(t, got, d)
 	for b := range batch {
 		x := make([]complex128, n)
 		for j := range x {
@@ -123,7 +81,7 @@ func TestGPUC2C(t *testing.T) {
 	if err := ExecC2C(plan, d, d, INVERSE); err != nil {
 		t.Fatalf("ExecC2C inverse: %v", err)
 	}
-	toHost(t, got, d)
+	gputest.ToHost(t, got, d)
 	var worst float64
 	for i, g := range got {
 		worst = max(worst, math.Hypot(float64(g.X)/n-float64(in[i].X), float64(g.Y)/n-float64(in[i].Y)))
@@ -139,7 +97,7 @@ func cmplxAbs(z complex128) float64 { return math.Hypot(real(z), imag(z)) }
 // complex outputs each, matched against the CPU DFT's first half) and back
 // with C2R, which must give n times the input within 1e-3.
 func TestGPUR2C(t *testing.T) {
-	requireGPU(t)
+	gputest.Require(t, "cuFFT", Load)
 	const n, batch, half = 1024, 4, 1024/2 + 1
 	rng := rand.New(rand.NewPCG(11, 12))
 	in := make([]Real, n*batch)
@@ -147,13 +105,13 @@ func TestGPUR2C(t *testing.T) {
 		in[i] = Real(2*rng.Float32() - 1)
 	}
 	fwd, inv := plan1d(t, n, R2C, batch), plan1d(t, n, C2R, batch)
-	dr, dc := alloc[Real](t, n*batch), alloc[Complex](t, half*batch)
-	toDevice(t, dr, in)
+	dr, dc := gputest.Alloc[Real](t, n*batch), gputest.Alloc[Complex](t, half*batch)
+	gputest.ToDevice(t, dr, in)
 	if err := ExecR2C(fwd, dr, dc); err != nil {
 		t.Fatalf("ExecR2C: %v", err)
 	}
 	spec := make([]Complex, half*batch)
-	toHost(t, spec, dc)
+	gputest.ToHost(t, spec, dc)
 	for b := range batch {
 		x := make([]complex128, n)
 		for j := range x {
@@ -175,7 +133,7 @@ func TestGPUR2C(t *testing.T) {
 		t.Fatalf("ExecC2R: %v", err)
 	}
 	got := make([]Real, n*batch)
-	toHost(t, got, dr)
+	gputest.ToHost(t, got, dr)
 	var worst float64
 	for i, g := range got {
 		worst = max(worst, math.Abs(float64(g)/n-float64(in[i])))
@@ -190,7 +148,7 @@ func TestGPUR2C(t *testing.T) {
 // supported size"), and executing a handle that was never a plan is
 // CUFFT_INVALID_PLAN.
 func TestGPUBadInput(t *testing.T) {
-	requireGPU(t)
+	gputest.Require(t, "cuFFT", Load)
 	for _, c := range []struct{ nx, batch int32 }{{0, 1}, {-1, 1}, {-1024, 1}, {1024, 0}, {1024, -1}} {
 		var p Handle
 		err := Plan1d(&p, c.nx, C2C, c.batch)
@@ -207,7 +165,7 @@ func TestGPUBadInput(t *testing.T) {
 			t.Errorf("Plan1d(nx %d, batch %d): %v, want CUFFT_INVALID_SIZE", c.nx, c.batch, r)
 		}
 	}
-	d := alloc[Complex](t, 8)
+	d := gputest.Alloc[Complex](t, 8)
 	if err := ExecC2C(Handle(1<<30), d, d, FORWARD); !errors.Is(err, INVALID_PLAN) {
 		t.Errorf("ExecC2C, handle 1<<30: %v, want CUFFT_INVALID_PLAN", err)
 	}

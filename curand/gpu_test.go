@@ -7,19 +7,14 @@ import (
 	"unsafe"
 
 	"github.com/gocuda/cuda/cudart"
+	"github.com/gocuda/cuda/internal/gputest"
 )
 
 // requireGPU skips the test without cuRAND or a GPU, and returns a
 // seeded CURAND_RNG_PSEUDO_DEFAULT generator destroyed at cleanup.
 func requireGPU(t *testing.T) Generator {
 	t.Helper()
-	if err := Load(); err != nil {
-		t.Skipf("no cuRAND: %v", err)
-	}
-	var n int32
-	if err := cudart.GetDeviceCount(&n); err != nil || n == 0 {
-		t.Skipf("no CUDA device: %d, %v", n, err)
-	}
+	gputest.Require(t, "cuRAND", Load)
 	var g Generator
 	if err := CreateGenerator(&g, RNG_PSEUDO_DEFAULT); err != nil {
 		t.Fatalf("CreateGenerator: %v", err)
@@ -31,27 +26,11 @@ func requireGPU(t *testing.T) Generator {
 	return g
 }
 
-// alloc allocates n float32 in device memory, freed at cleanup.
-func alloc(t *testing.T, n int) *float32 {
-	t.Helper()
-	var p unsafe.Pointer
-	if err := cudart.Malloc(&p, uint64(n)*4); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cudart.Free(p) })
-	return (*float32)(p)
-}
-
-// toHost synchronizes and copies n float32 from p.
+// toHost copies n float32 from p, once the device is done.
 func toHost(t *testing.T, p *float32, n int) []float32 {
 	t.Helper()
-	if err := cudart.DeviceSynchronize(); err != nil {
-		t.Fatalf("DeviceSynchronize: %v", err)
-	}
 	s := make([]float32, n)
-	if err := cudart.Memcpy(unsafe.Pointer(&s[0]), unsafe.Pointer(p), uint64(n)*4, cudart.MemcpyDeviceToHost); err != nil {
-		t.Fatal(err)
-	}
+	gputest.ToHost(t, s, p)
 	return s
 }
 
@@ -76,7 +55,7 @@ func moments(s []float32) (mean, variance float64) {
 func TestGPUGenerate(t *testing.T) {
 	g := requireGPU(t)
 	const n = 1 << 20
-	p := alloc(t, n)
+	p := gputest.Alloc[float32](t, n)
 
 	if err := GenerateUniform(g, p, n); err != nil {
 		t.Fatalf("GenerateUniform: %v", err)
@@ -113,7 +92,7 @@ func TestGPUGenerate(t *testing.T) {
 // never created").
 func TestGPUBadInput(t *testing.T) {
 	g := requireGPU(t)
-	p := alloc(t, 8)
+	p := gputest.Alloc[float32](t, 8)
 	if err := GenerateNormal(g, p, 7, 0, 1); !errors.Is(err, STATUS_LENGTH_NOT_MULTIPLE) {
 		t.Errorf("GenerateNormal n 7: %v, want CURAND_STATUS_LENGTH_NOT_MULTIPLE", err)
 	}

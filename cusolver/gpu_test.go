@@ -5,59 +5,23 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
-	"unsafe"
 
 	"github.com/gocuda/cuda/cublas"
 	"github.com/gocuda/cuda/cudart"
+	"github.com/gocuda/cuda/internal/gputest"
 )
 
 // requireGPU skips the test without cuSOLVER or a GPU, and returns a dense
 // handle destroyed at cleanup.
 func requireGPU(t *testing.T) Handle {
 	t.Helper()
-	if err := Load(); err != nil {
-		t.Skipf("no cuSOLVER: %v", err)
-	}
-	var n int32
-	if err := cudart.GetDeviceCount(&n); err != nil || n == 0 {
-		t.Skipf("no CUDA device: %d, %v", n, err)
-	}
+	gputest.Require(t, "cuSOLVER", Load)
 	var h Handle
 	if err := Create(&h); err != nil {
 		t.Fatalf("Create: %v", err)
 	}
 	t.Cleanup(func() { Destroy(h) })
 	return h
-}
-
-// alloc allocates n elements of T in device memory, freed at cleanup.
-func alloc[T any](t *testing.T, n int) *T {
-	t.Helper()
-	var p unsafe.Pointer
-	var zero T
-	if err := cudart.Malloc(&p, uint64(n)*uint64(unsafe.Sizeof(zero))); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cudart.Free(p) })
-	return (*T)(p)
-}
-
-// device copies s to device memory, freed at cleanup.
-func device[T any](t *testing.T, s []T) *T {
-	t.Helper()
-	p := alloc[T](t, len(s))
-	if err := cudart.Memcpy(unsafe.Pointer(p), unsafe.Pointer(&s[0]), uint64(len(s))*uint64(unsafe.Sizeof(s[0])), cudart.MemcpyHostToDevice); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-// toHost copies len(dst) elements from p to dst.
-func toHost[T any](t *testing.T, dst []T, p *T) {
-	t.Helper()
-	if err := cudart.Memcpy(unsafe.Pointer(&dst[0]), unsafe.Pointer(p), uint64(len(dst))*uint64(unsafe.Sizeof(dst[0])), cudart.MemcpyDeviceToHost); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // TestGPUGetrfGetrs factors a random, diagonally dominant 64×64 float64
@@ -81,7 +45,7 @@ func TestGPUGetrfGetrs(t *testing.T) {
 		b[i] = 2*rng.Float64() - 1
 	}
 
-	da, db := device(t, a), device(t, b)
+	da, db := gputest.Device(t, a), gputest.Device(t, b)
 	var lwork int32
 	if err := Dgetrf_bufferSize(h, n, n, da, lda, &lwork); err != nil {
 		t.Fatalf("Dgetrf_bufferSize: %v", err)
@@ -89,14 +53,14 @@ func TestGPUGetrfGetrs(t *testing.T) {
 	if lwork < 1 {
 		lwork = 1
 	}
-	work, ipiv, info := alloc[float64](t, int(lwork)), alloc[int32](t, n), alloc[int32](t, 1)
+	work, ipiv, info := gputest.Alloc[float64](t, int(lwork)), gputest.Alloc[int32](t, n), gputest.Alloc[int32](t, 1)
 	checkInfo := func(what string) {
 		t.Helper()
 		if err := cudart.DeviceSynchronize(); err != nil {
 			t.Fatalf("DeviceSynchronize after %s: %v", what, err)
 		}
 		got := make([]int32, 1)
-		toHost(t, got, info)
+		gputest.ToHost(t, got, info)
 		if got[0] != 0 {
 			t.Fatalf("%s: devInfo = %d, want 0", what, got[0])
 		}
@@ -106,7 +70,7 @@ func TestGPUGetrfGetrs(t *testing.T) {
 	}
 	checkInfo("Dgetrf")
 	piv := make([]int32, n)
-	toHost(t, piv, ipiv)
+	gputest.ToHost(t, piv, ipiv)
 	for i, p := range piv {
 		if p < 1 || p > n {
 			t.Fatalf("pivot %d = %d, want 1..%d", i, p, n)
@@ -118,7 +82,7 @@ func TestGPUGetrfGetrs(t *testing.T) {
 	checkInfo("Dgetrs")
 
 	x := make([]float64, n)
-	toHost(t, x, db)
+	gputest.ToHost(t, x, db)
 	var rr, bb float64
 	for i := range n {
 		r := -b[i]
@@ -143,8 +107,8 @@ func TestGPUGetrfGetrs(t *testing.T) {
 func TestGPUBadInput(t *testing.T) {
 	h := requireGPU(t)
 	const m = 8
-	a := alloc[float64](t, m*m)
-	ipiv, info, b := alloc[int32](t, m), alloc[int32](t, 1), alloc[float64](t, m)
+	a := gputest.Alloc[float64](t, m*m)
+	ipiv, info, b := gputest.Alloc[int32](t, m), gputest.Alloc[int32](t, 1), gputest.Alloc[float64](t, m)
 	for _, c := range []struct {
 		name string
 		call func() error

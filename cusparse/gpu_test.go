@@ -8,19 +8,14 @@ import (
 	"unsafe"
 
 	"github.com/gocuda/cuda/cudart"
+	"github.com/gocuda/cuda/internal/gputest"
 )
 
 // requireGPU skips the test without cuSPARSE or a GPU, and returns a handle
 // destroyed at cleanup.
 func requireGPU(t *testing.T) Handle {
 	t.Helper()
-	if err := Load(); err != nil {
-		t.Skipf("no cuSPARSE: %v", err)
-	}
-	var n int32
-	if err := cudart.GetDeviceCount(&n); err != nil || n == 0 {
-		t.Skipf("no CUDA device: %d, %v", n, err)
-	}
+	gputest.Require(t, "cuSPARSE", Load)
 	var h Handle
 	if err := Create(&h); err != nil {
 		t.Fatalf("Create: %v", err)
@@ -29,19 +24,11 @@ func requireGPU(t *testing.T) Handle {
 	return h
 }
 
-// device copies s to device memory, freed at cleanup.
+// device copies s to device memory, freed at cleanup, for cuSPARSE's
+// untyped pointers.
 func device[T any](t *testing.T, s []T) unsafe.Pointer {
 	t.Helper()
-	size := uint64(len(s)) * uint64(unsafe.Sizeof(s[0]))
-	var p unsafe.Pointer
-	if err := cudart.Malloc(&p, size); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cudart.Free(p) })
-	if err := cudart.Memcpy(p, unsafe.Pointer(&s[0]), size, cudart.MemcpyHostToDevice); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return unsafe.Pointer(gputest.Device(t, s))
 }
 
 // csr is a float32 CSR matrix in host memory.
