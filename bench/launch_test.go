@@ -84,7 +84,7 @@ func BenchmarkLaunchArgs(b *testing.B) {
 	defer x.Free()
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := k.Launch(s, one, float32(2), x, x, 0); err != nil {
+		if err := k.Launch(s, one, float32(2), x, x, int32(0)); err != nil {
 			b.Fatal(err)
 		}
 	}

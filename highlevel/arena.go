@@ -15,16 +15,21 @@ import (
 // PinnedMemoryPool; it calls CUDA only through its source, and only to grow
 // or to give memory back.
 //
-// Sizes are rounded up to binSize. Free blocks are kept per stream, in bins
-// by size; an allocation takes the smallest free block that fits (best
+// Sizes are rounded up to binSize. Free blocks are kept per stream (a
+// *Stream; nil is the legacy default stream), in bins by size; an
+// allocation takes the smallest free block of its stream that fits (best
 // fit) and splits off the rest as a free block. A freed block merges with
-// free neighbours of the same upstream allocation. When no free block fits,
-// the arena allocates the rounded size from its source.
+// the free neighbours of the same upstream allocation and the same stream.
+// When no free block fits, the arena allocates the rounded size from its
+// source.
 type arena struct {
 	source source
+	// settle waits until the work that may still use lost blocks is done,
+	// before they are reused; nil for an arena that never loses blocks.
+	settle func() error
 
 	mu        sync.Mutex
-	streams   map[cudart.Stream]*freeBins
+	streams   map[*Stream]*freeBins
 	total     int // bytes held from the source, reserved ones included
 	used      int // bytes of blocks in use, rounded
 	requested int // bytes of blocks in use, as requested
@@ -44,6 +49,7 @@ type chunk struct {
 	ptr     unsafe.Pointer
 	size    int
 	dev     Device
+	managed bool
 	release func() error
 }
 
@@ -58,7 +64,7 @@ type block struct {
 	requested  int
 	chunk      *chunk
 	prev, next *block // neighbours in chunk, by address
-	stream     cudart.Stream
+	stream     *Stream
 	isFree     bool
 	index      int    // in its bin, while free
 	lostNext   *block // the lost stack's link
@@ -70,20 +76,30 @@ type freeBins struct {
 	bins  map[int][]*block
 }
 
-func newArena(src source) *arena {
-	return &arena{source: src, streams: make(map[cudart.Stream]*freeBins)}
+func newArena(src source, settle func() error) *arena {
+	return &arena{source: src, settle: settle, streams: make(map[*Stream]*freeBins)}
 }
 
+// roundSize rounds n, at most maxSize, up to binSize.
 func roundSize(n int) int { return (n + binSize - 1) / binSize * binSize }
 
-// alloc returns a block of at least size bytes for stream s.
-func (a *arena) alloc(size int, s cudart.Stream) (*block, error) {
-	if size <= 0 {
-		return nil, fmt.Errorf("highlevel: allocation of %d bytes: size must be positive", size)
+// alloc returns a block of at least size bytes for stream s, which the
+// caller keeps open during the call.
+func (a *arena) alloc(size int, s *Stream) (*block, error) {
+	if err := checkSize("allocation", size); err != nil {
+		return nil, err
 	}
 	n := roundSize(size)
+	if err := a.reclaim(); err != nil {
+		return nil, err
+	}
 	a.mu.Lock()
-	a.reclaimLocked()
+	if s != nil && a.streams[s] == nil {
+		a.streams[s] = newFreeBins()
+		s.mu.Lock()
+		s.pools = append(s.pools, a)
+		s.mu.Unlock()
+	}
 	b := a.takeLocked(n, s)
 	if b == nil {
 		a.mu.Unlock()
@@ -103,7 +119,7 @@ func (a *arena) alloc(size int, s cudart.Stream) (*block, error) {
 
 // takeLocked takes the best-fitting free block of stream s, splitting off
 // what is left over.
-func (a *arena) takeLocked(n int, s cudart.Stream) *block {
+func (a *arena) takeLocked(n int, s *Stream) *block {
 	f := a.streams[s]
 	if f == nil {
 		return nil
@@ -134,7 +150,7 @@ func (a *arena) takeLocked(n int, s cudart.Stream) *block {
 // grow gets a new chunk of n bytes for stream s. When the source is out of
 // memory, or the chunk would pass the limit, it gives back the chunks held
 // free and tries once more.
-func (a *arena) grow(n int, s cudart.Stream) (*block, error) {
+func (a *arena) grow(n int, s *Stream) (*block, error) {
 	c, err := a.allocChunk(n)
 	if err != nil {
 		a.FreeAllBlocks()
@@ -148,7 +164,7 @@ func (a *arena) grow(n int, s cudart.Stream) (*block, error) {
 
 func (a *arena) allocChunk(n int) (chunk, error) {
 	a.mu.Lock()
-	if a.limit > 0 && a.total+n > a.limit {
+	if a.limit > 0 && n > a.limit-a.total {
 		total, limit := a.total, a.limit
 		a.mu.Unlock()
 		return chunk{}, fmt.Errorf("highlevel: memory pool: %d more bytes would pass its limit, %d bytes, with %d held: %w", n, limit, total, cudart.ErrorMemoryAllocation)
@@ -170,7 +186,6 @@ func (a *arena) allocChunk(n int) (chunk, error) {
 // a whole chunk, given back to the source.
 func (a *arena) release(b *block) error {
 	a.mu.Lock()
-	a.reclaimLocked()
 	c := a.releaseLocked(b)
 	a.mu.Unlock()
 	if c != nil {
@@ -184,12 +199,24 @@ func (a *arena) releaseLocked(b *block) *chunk {
 	a.used -= b.size
 	a.requested -= b.requested
 	a.active--
-	b.isFree, b.requested = true, 0
-	if n := b.next; n != nil && n.isFree {
+	b.requested = 0
+	if b.stream != nil && b.stream.settled.Load() {
+		b.stream = nil // its stream was closed and its work is done
+	}
+	return a.freeLocked(b)
+}
+
+// freeLocked makes b, in use or lost, a free block of its stream, merged
+// with its free neighbours of the same stream; it returns the chunk to
+// give back to the source, or nil. Merging only within a stream keeps the
+// rule that a block is reused only in the order of its stream's work.
+func (a *arena) freeLocked(b *block) *chunk {
+	b.isFree = true
+	if n := b.next; n != nil && n.isFree && n.stream == b.stream {
 		a.removeLocked(n)
 		absorb(b, n)
 	}
-	if p := b.prev; p != nil && p.isFree {
+	if p := b.prev; p != nil && p.isFree && p.stream == b.stream {
 		a.removeLocked(p)
 		absorb(p, b)
 		b = p
@@ -202,6 +229,31 @@ func (a *arena) releaseLocked(b *block) *chunk {
 	return nil
 }
 
+// settleStream moves the free blocks kept for s, a stream that was closed
+// once its work was done, to the legacy default stream's bins.
+func (a *arena) settleStream(s *Stream) {
+	var chunks []*chunk
+	a.mu.Lock()
+	if f := a.streams[s]; f != nil {
+		var blocks []*block
+		for _, bin := range f.bins {
+			blocks = append(blocks, bin...)
+		}
+		for _, b := range blocks {
+			a.removeLocked(b)
+			b.stream = nil
+			if c := a.freeLocked(b); c != nil {
+				chunks = append(chunks, c)
+			}
+		}
+		delete(a.streams, s)
+	}
+	a.mu.Unlock()
+	for _, c := range chunks {
+		c.release()
+	}
+}
+
 // absorb merges n, the block after b in their chunk, into b.
 func absorb(b, n *block) {
 	b.size += n.size
@@ -211,12 +263,20 @@ func absorb(b, n *block) {
 	}
 }
 
+func newFreeBins() *freeBins { return &freeBins{bins: make(map[int][]*block)} }
+
 func (a *arena) insertLocked(b *block) {
 	b.isFree = true
 	f := a.streams[b.stream]
 	if f == nil {
-		f = &freeBins{bins: make(map[int][]*block)}
-		a.streams[b.stream] = f
+		if b.stream != nil { // settled meanwhile
+			b.stream = nil
+			f = a.streams[nil]
+		}
+		if f == nil {
+			f = newFreeBins()
+			a.streams[nil] = f
+		}
 	}
 	bin, ok := f.bins[b.size]
 	if !ok {
@@ -241,7 +301,7 @@ func (a *arena) removeLocked(b *block) {
 
 // lose is the cleanup of a block's owner dropped without being freed: it
 // pushes the block on the lost stack, without locking and without calling
-// CUDA; the next alloc or release of the arena takes it back.
+// CUDA; the next alloc or FreeAllBlocks of the arena takes it back.
 func (b *block) lose() {
 	a := b.arena
 	for {
@@ -253,26 +313,61 @@ func (b *block) lose() {
 	}
 }
 
-// reclaimLocked takes back the lost blocks.
-func (a *arena) reclaimLocked() {
+// reclaim takes back the lost blocks, once the work that may use them is
+// done: a lost block was dropped at an unknown point of its streams' work,
+// so it is reused only after a.settle returned, and then on any stream.
+// Until then the blocks count as used.
+func (a *arena) reclaim() error {
 	if a.lost.Load() == nil {
-		return
+		return nil
 	}
-	for b := a.lost.Swap(nil); b != nil; {
+	b := a.lost.Swap(nil)
+	if b == nil {
+		return nil
+	}
+	if a.settle != nil {
+		if err := a.settle(); err != nil {
+			// Keep them lost: reusing them could hand out memory in use.
+			for b != nil {
+				next := b.lostNext
+				b.lose()
+				b = next
+			}
+			return err
+		}
+	}
+	var chunks []*chunk
+	a.mu.Lock()
+	for b != nil {
 		next := b.lostNext
 		b.lostNext = nil
-		if c := a.releaseLocked(b); c != nil {
-			c.release() // a chunk of a pool that stopped holding; rare
+		b.stream = nil
+		a.used -= b.size
+		a.requested -= b.requested
+		a.active--
+		b.requested = 0
+		if c := a.freeLocked(b); c != nil {
+			chunks = append(chunks, c)
 		}
 		b = next
 	}
+	a.mu.Unlock()
+	for _, c := range chunks {
+		c.release()
+	}
+	return nil
 }
 
 // FreeAllBlocks gives the chunks that are wholly free back to the source.
 func (a *arena) FreeAllBlocks() error {
+	if a == nil {
+		return nilError("pool")
+	}
+	if err := a.reclaim(); err != nil {
+		return err
+	}
 	var chunks []*chunk
 	a.mu.Lock()
-	a.reclaimLocked()
 	for _, f := range a.streams {
 		for _, bin := range f.bins {
 			for _, b := range slices.Clone(bin) {
@@ -295,20 +390,27 @@ func (a *arena) FreeAllBlocks() error {
 // StopHolding gives back the memory held free, and from now on gives
 // back each chunk as soon as it is wholly free (PyCUDA's stop_holding).
 func (a *arena) StopHolding() error {
+	if a == nil {
+		return nilError("pool")
+	}
 	a.mu.Lock()
 	a.noHold = true
 	a.mu.Unlock()
 	return a.FreeAllBlocks()
 }
 
+// stat returns f() under the lock; 0 for a nil arena (a nil pool's).
 func (a *arena) stat(f func() int) int {
+	if a == nil {
+		return 0
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.reclaimLocked()
 	return f()
 }
 
-// UsedBytes returns the bytes in use, counted in rounded sizes.
+// UsedBytes returns the bytes in use, counted in rounded sizes. Memory
+// dropped without Free counts until the pool has taken it back.
 func (a *arena) UsedBytes() int { return a.stat(func() int { return a.used }) }
 
 // RequestedBytes returns the bytes in use as they were asked for; UsedBytes
@@ -329,11 +431,19 @@ func (a *arena) ActiveBlocks() int { return a.stat(func() int { return a.active 
 
 // SetLimit limits the bytes the pool holds (TotalBytes) to n; 0 removes
 // the limit. An allocation that would pass it returns an error matching
-// cudart.ErrorMemoryAllocation. The limit does not free what is held.
-func (a *arena) SetLimit(n int) {
+// cudart.ErrorMemoryAllocation. The limit does not free what is held. A
+// negative n is an error.
+func (a *arena) SetLimit(n int) error {
+	if a == nil {
+		return nilError("pool")
+	}
+	if n < 0 {
+		return fmt.Errorf("highlevel: pool limit %d: must not be negative", n)
+	}
 	a.mu.Lock()
-	a.limit = max(n, 0)
+	a.limit = n
 	a.mu.Unlock()
+	return nil
 }
 
 // Limit returns the limit SetLimit set, 0 for none.

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"reflect"
 	"unsafe"
+
+	"github.com/gocuda/cuda/cudart"
 )
 
 // An Array is a typed slice of device memory, the Go form of CuPy's
@@ -48,17 +50,21 @@ func hasPointers(t reflect.Type) bool {
 }
 
 // NewArray allocates an array of n elements through Alloc; its contents are
-// undefined.
+// undefined. An array of 0 elements allocates nothing, and its copies do
+// nothing.
 func NewArray[T any](n int) (*Array[T], error) {
 	if err := checkElem[T](); err != nil {
 		return nil, err
 	}
-	if n <= 0 {
-		return nil, fmt.Errorf("highlevel: array of %d elements: length must be positive", n)
+	if n < 0 {
+		return nil, fmt.Errorf("highlevel: array of %d elements: length must not be negative", n)
+	}
+	if n == 0 {
+		return &Array[T]{owned: true}, nil
 	}
 	size := int(unsafe.Sizeof(*new(T)))
-	if n > (1<<62)/size {
-		return nil, fmt.Errorf("highlevel: array of %d elements of %d bytes is too large", n, size)
+	if n > maxSize/size {
+		return nil, fmt.Errorf("highlevel: array of %d elements of %d bytes: %w", n, size, cudart.ErrorMemoryAllocation)
 	}
 	p, err := Alloc(n * size)
 	if err != nil {
@@ -80,19 +86,40 @@ func ArrayFrom[T any](s []T) (*Array[T], error) {
 	return a, nil
 }
 
-// Len returns the number of elements.
-func (a *Array[T]) Len() int { return a.n }
+// Len returns the number of elements; 0 for a nil Array.
+func (a *Array[T]) Len() int {
+	if a == nil {
+		return 0
+	}
+	return a.n
+}
 
-// Ptr returns the device address of the first element.
-func (a *Array[T]) Ptr() unsafe.Pointer { return a.p.Ptr() }
+// Ptr returns the device address of the first element; nil for an empty
+// or nil Array.
+func (a *Array[T]) Ptr() unsafe.Pointer {
+	if a == nil {
+		return nil
+	}
+	return a.p.Ptr()
+}
 
-// MemoryPointer returns the array's memory and offset.
-func (a *Array[T]) MemoryPointer() MemoryPointer { return a.p }
+// MemoryPointer returns the array's memory and offset; the zero
+// MemoryPointer for an empty or nil Array.
+func (a *Array[T]) MemoryPointer() MemoryPointer {
+	if a == nil {
+		return MemoryPointer{}
+	}
+	return a.p
+}
 
 func (a *Array[T]) bytes() int { return a.n * int(unsafe.Sizeof(*new(T))) }
 
-// host checks that s is as long as the array and returns its data.
+// host checks that s is as long as the array and returns its data, or nil
+// when there is nothing to copy.
 func (a *Array[T]) host(s []T) (unsafe.Pointer, error) {
+	if a == nil {
+		return nil, nilError("Array")
+	}
 	if len(s) != a.n {
 		return nil, fmt.Errorf("highlevel: host slice of %d elements for an array of %d", len(s), a.n)
 	}
@@ -102,7 +129,7 @@ func (a *Array[T]) host(s []T) (unsafe.Pointer, error) {
 // CopyFromHost copies src, which must be as long as the array, to it.
 func (a *Array[T]) CopyFromHost(src []T) error {
 	h, err := a.host(src)
-	if err != nil {
+	if err != nil || a.n == 0 {
 		return err
 	}
 	return a.p.CopyFromHost(h, a.bytes())
@@ -112,7 +139,7 @@ func (a *Array[T]) CopyFromHost(src []T) error {
 // MemoryPointer.CopyFromHostAsync for when src may be reused.
 func (a *Array[T]) CopyFromHostAsync(src []T, s *Stream) error {
 	h, err := a.host(src)
-	if err != nil {
+	if err != nil || a.n == 0 {
 		return err
 	}
 	return a.p.CopyFromHostAsync(h, a.bytes(), s)
@@ -121,7 +148,7 @@ func (a *Array[T]) CopyFromHostAsync(src []T, s *Stream) error {
 // CopyToHost copies the array to dst, which must be as long as the array.
 func (a *Array[T]) CopyToHost(dst []T) error {
 	h, err := a.host(dst)
-	if err != nil {
+	if err != nil || a.n == 0 {
 		return err
 	}
 	return a.p.CopyToHost(h, a.bytes())
@@ -131,7 +158,7 @@ func (a *Array[T]) CopyToHost(dst []T) error {
 // MemoryPointer.CopyToHostAsync for when dst holds the data.
 func (a *Array[T]) CopyToHostAsync(dst []T, s *Stream) error {
 	h, err := a.host(dst)
-	if err != nil {
+	if err != nil || a.n == 0 {
 		return err
 	}
 	return a.p.CopyToHostAsync(h, a.bytes(), s)
@@ -139,6 +166,9 @@ func (a *Array[T]) CopyToHostAsync(dst []T, s *Stream) error {
 
 // ToHost returns a new Go slice holding the array's elements.
 func (a *Array[T]) ToHost() ([]T, error) {
+	if a == nil {
+		return nil, nilError("Array")
+	}
 	s := make([]T, a.n)
 	if err := a.CopyToHost(s); err != nil {
 		return nil, err
@@ -147,13 +177,23 @@ func (a *Array[T]) ToHost() ([]T, error) {
 }
 
 // Slice returns the elements i to j-1 as an array that shares the memory,
-// as s[i:j] does for a Go slice.
+// as s[i:j] does for a Go slice; it keeps the memory reachable, as the
+// array does.
 func (a *Array[T]) Slice(i, j int) (*Array[T], error) {
+	if a == nil {
+		return nil, nilError("Array")
+	}
 	if i < 0 || j < i || j > a.n {
 		return nil, fmt.Errorf("highlevel: slice [%d:%d] of an array of %d elements", i, j, a.n)
 	}
+	if a.n == 0 {
+		return &Array[T]{}, nil
+	}
 	if err := a.p.Mem.live(); err != nil {
 		return nil, err
+	}
+	if i == j {
+		return &Array[T]{}, nil
 	}
 	p := a.p
 	p.Offset += i * int(unsafe.Sizeof(*new(T)))
@@ -162,9 +202,16 @@ func (a *Array[T]) Slice(i, j int) (*Array[T], error) {
 
 // Free frees the array's memory. Arrays sliced from it become unusable. A
 // slice (from Slice) does not own the memory: its Free returns an error.
+// A second Free returns ErrFreed.
 func (a *Array[T]) Free() error {
+	if a == nil {
+		return nilError("Array")
+	}
 	if !a.owned {
 		return fmt.Errorf("highlevel: Free of a slice of an array: free the array it was sliced from")
+	}
+	if a.n == 0 {
+		return nil
 	}
 	return a.p.Mem.Free()
 }

@@ -1,6 +1,7 @@
 package highlevel
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"sync"
@@ -73,26 +74,58 @@ func (l *lib[H]) close() {
 	l.dev.Do(func() error { return l.destroy(l.h) })
 }
 
-// Device returns the handle's device.
-func (l *lib[H]) Device() Device { return l.dev }
+// Device returns the handle's device; 0 for a nil BLAS.
+func (b *BLAS) Device() Device {
+	if b == nil {
+		return 0
+	}
+	return b.dev
+}
 
-// Do calls fn with the handle, its device current on the calling OS thread
-// and its stream set to s (the legacy default stream when s is nil), while
-// no other goroutine uses the handle. Do returns fn's error, ErrClosed after
-// ClearCaches destroyed the handle, or an error for a closed stream or one of
-// another device.
-func (l *lib[H]) Do(s *Stream, fn func(h H) error) error {
-	hs, err := s.handleOn(l.dev)
+// Do calls fn with the cuBLAS handle, its device current on the calling OS
+// thread and its stream set to s (the legacy default stream when s is nil),
+// while no other goroutine uses the handle. Do returns fn's error,
+// ErrClosed after ClearCaches destroyed the handle, or an error for a
+// closed stream or one of another device.
+func (b *BLAS) Do(s *Stream, fn func(h cublas.Handle) error) error {
+	if b == nil {
+		return nilError("BLAS")
+	}
+	return b.do(s, fn)
+}
+
+// Device returns the handle's device; 0 for a nil Solver.
+func (v *Solver) Device() Device {
+	if v == nil {
+		return 0
+	}
+	return v.dev
+}
+
+// Do calls fn with the cuSOLVER handle, as BLAS.Do does.
+func (v *Solver) Do(s *Stream, fn func(h cusolver.Handle) error) error {
+	if v == nil {
+		return nilError("Solver")
+	}
+	return v.do(s, fn)
+}
+
+func (l *lib[H]) do(s *Stream, fn func(h H) error) error {
+	if fn == nil {
+		return errors.New("highlevel: Do: nil function")
+	}
+	hs, err := s.enter(l.dev)
 	if err != nil {
 		return err
 	}
+	defer s.leave()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
 		return ErrClosed
 	}
 	return l.dev.Do(func() error {
-		if err := l.setStream(l.h, hs); err != nil {
+		if err := l.setStream(l.h, cudart.Stream(hs)); err != nil {
 			return opError("setting the stream", err)
 		}
 		return fn(l.h)

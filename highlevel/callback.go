@@ -12,14 +12,16 @@ import (
 // callback is a Go function queued on a stream (Stream.AddCallback,
 // Stream.LaunchHostFunc), passed to C as a cgo.Handle.
 type callback struct {
+	s       *Stream // where a panic is reported
 	fn      func()
 	withErr func(error)
 }
 
 // hlRunCallback runs the callback behind h on CUDA's callback thread. The
 // shim has marked the thread so that the package refuses calls into CUDA
-// from fn. A handle that may run again (a graph's node) is kept; the graph
-// deletes it.
+// from fn. A handle that may run again (a graph's node) is kept: the
+// graph's user object gives it back (deleteDeadHandles). A panic in fn is
+// recovered and reported by the stream's next Synchronize, Wait or Query.
 //
 //export hlRunCallback
 func hlRunCallback(h C.uintptr_t, status C.int, keep C.int) {
@@ -28,6 +30,15 @@ func hlRunCallback(h C.uintptr_t, status C.int, keep C.int) {
 	if keep == 0 {
 		c.Delete()
 	}
+	op := "host function"
+	if cb.withErr != nil {
+		op = "stream callback"
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			cb.s.fail(recovered(op, v))
+		}
+	}()
 	if cb.withErr != nil {
 		var err error
 		if status != 0 {
@@ -37,4 +48,19 @@ func hlRunCallback(h C.uintptr_t, status C.int, keep C.int) {
 		return
 	}
 	cb.fn()
+}
+
+// deleteDeadHandles deletes the handles of host functions whose graphs
+// CUDA has destroyed.
+func deleteDeadHandles() {
+	var buf [64]C.uintptr_t
+	for {
+		n := int(C.hl_dead_handles(&buf[0], C.int(len(buf))))
+		for _, h := range buf[:n] {
+			cgo.Handle(h).Delete()
+		}
+		if n < len(buf) {
+			return
+		}
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/gocuda/cuda/cudadrv"
 	"github.com/gocuda/cuda/cudart"
 )
 
@@ -26,6 +27,7 @@ type Device int
 type deviceState struct {
 	once  sync.Once
 	ctx   unsafe.Pointer
+	ready atomic.Bool // ctx is retained
 	props cudart.DeviceProp
 	err   error
 
@@ -58,6 +60,7 @@ func (d Device) state() (*deviceState, error) {
 			s.err = opError(fmt.Sprintf("device %d: primary context", d), statusError(r))
 			return
 		}
+		s.ready.Store(true)
 		s.err = check("cudaGetDeviceProperties", C.hl_device_properties(s.ctx, (*C.struct_cudaDeviceProp)(unsafe.Pointer(&s.props)), C.int(d)))
 	})
 	return s, s.err
@@ -70,6 +73,48 @@ func (d Device) context() (unsafe.Pointer, error) {
 		return nil, err
 	}
 	return s.ctx, nil
+}
+
+// hostContext returns a context for calls that concern no device (host
+// memory, which the shim allocates and registers portable, for every
+// context): that of the lowest-numbered device the program has used, or,
+// when it has used none, DefaultDevice's. So a program that uses only
+// device 1 never makes a context on device 0.
+func hostContext() (unsafe.Pointer, error) {
+	if err := initDevices(); err != nil {
+		return nil, err
+	}
+	for i := range devices {
+		if devices[i].ready.Load() {
+			return devices[i].ctx, nil
+		}
+	}
+	d, err := DefaultDevice()
+	if err != nil {
+		return nil, err
+	}
+	return d.context()
+}
+
+// usedContexts returns the contexts of the devices the program has used.
+func usedContexts() []unsafe.Pointer {
+	var ctxs []unsafe.Pointer
+	for i := range devices {
+		if devices[i].ready.Load() {
+			ctxs = append(ctxs, devices[i].ctx)
+		}
+	}
+	return ctxs
+}
+
+// synchronizeAll waits until every device the program has used has
+// finished its work.
+func synchronizeAll() error {
+	var errs []error
+	for _, ctx := range usedContexts() {
+		errs = append(errs, check("cuCtxSynchronize", C.hl_ctx_synchronize(ctx)))
+	}
+	return errors.Join(errs...)
 }
 
 // DeviceCount returns the number of CUDA devices. CUDA counts them once, at
@@ -245,22 +290,60 @@ func (d Device) Use() error {
 }
 
 // Do runs fn on a goroutine locked to its OS thread, with d as the thread's
-// current device, and afterwards restores the previous device and unlocks
-// the thread, also when fn panics. It is CuPy's "with Device(n):" in Go. Do
+// current device, and afterwards restores the thread's previous context
+// (none, if it had none: restoring does not make one) and unlocks the
+// thread, also when fn panics. It is CuPy's "with Device(n):" in Go. Do
 // returns fn's error, or the error of making d current (then fn does not
 // run).
 func (d Device) Do(fn func() error) error {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	prev, err := CurrentDevice()
+	ctx, err := d.context()
 	if err != nil {
 		return err
 	}
-	if err := d.Use(); err != nil {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var prev unsafe.Pointer
+	if err := check("cuCtxGetCurrent", C.hl_ctx_current(&prev)); err != nil {
 		return err
 	}
-	defer prev.Use()
+	if err := check("cuCtxSetCurrent", C.hl_ctx_set(ctx)); err != nil {
+		return err
+	}
+	defer C.hl_ctx_set(prev)
 	return fn()
+}
+
+// peers[d][p] is set once EnablePeerAccess(d, p) succeeded.
+var peers sync.Map // [2]Device -> struct{}
+
+// EnablePeerAccess lets d's work read and write memory of device peer
+// (cuCtxEnablePeerAccess): kernels launched on d may then take peer's
+// memory as arguments. Enabling it twice is not an error.
+func (d Device) EnablePeerAccess(peer Device) error {
+	ctx, err := d.context()
+	if err != nil {
+		return err
+	}
+	pctx, err := peer.context()
+	if err != nil {
+		return err
+	}
+	r := C.hl_enable_peer_access(ctx, pctx)
+	if err := check(fmt.Sprintf("%v: peer access to %v", d, peer), r); err != nil &&
+		!errors.Is(err, cudadrv.ERROR_PEER_ACCESS_ALREADY_ENABLED) {
+		return err
+	}
+	peers.Store([2]Device{d, peer}, struct{}{})
+	return nil
+}
+
+// canAccess reports whether work on d may use memory of device m.
+func (d Device) canAccess(m Device) bool {
+	if d == m {
+		return true
+	}
+	_, ok := peers.Load([2]Device{d, m})
+	return ok
 }
 
 var (

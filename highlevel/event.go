@@ -5,7 +5,6 @@ import "C"
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 	"unsafe"
@@ -17,13 +16,13 @@ import (
 // happens when the stream reaches it. An Event is safe for use by several
 // goroutines.
 type Event struct {
-	h   cudart.Event
-	dev Device
-	ctx unsafe.Pointer
+	h    cudart.Event
+	dev  Device
+	ctx  unsafe.Pointer
+	life life
 
-	mu     sync.Mutex
-	closed bool
-	w      *waitReq // Done's request for the latest Record, or nil
+	mu sync.Mutex
+	w  *waitReq // Done's request for the latest Record, or nil
 }
 
 // EventOptions are the options of NewEvent; the zero value gives an event
@@ -65,19 +64,28 @@ func NewEvent(d Device, opts *EventOptions) (*Event, error) {
 	return &Event{h: cudart.Event(h), dev: d, ctx: ctx}, nil
 }
 
-// Handle returns the CUDA event, for use with cudart.
-func (e *Event) Handle() cudart.Event { return e.h }
-
-// Device returns the event's device.
-func (e *Event) Device() Device { return e.dev }
-
-func (e *Event) live() error {
+// Handle returns the CUDA event, for use with cudart; 0 for a nil Event.
+func (e *Event) Handle() cudart.Event {
 	if e == nil {
-		return fmt.Errorf("highlevel: nil Event")
+		return 0
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.closed {
+	return e.h
+}
+
+// Device returns the event's device; 0 for a nil Event.
+func (e *Event) Device() Device {
+	if e == nil {
+		return 0
+	}
+	return e.dev
+}
+
+// use begins an operation on the event; e.life.release ends it.
+func (e *Event) use() error {
+	if e == nil {
+		return nilError("Event")
+	}
+	if !e.life.acquire() {
 		return ErrClosed
 	}
 	return nil
@@ -86,46 +94,47 @@ func (e *Event) live() error {
 // Record records the event on s, a stream of the event's device (nil: its
 // legacy default stream): the event happens when s reaches this point.
 func (e *Event) Record(s *Stream) error {
-	if e == nil {
-		return fmt.Errorf("highlevel: nil Event")
+	if err := e.use(); err != nil {
+		return err
 	}
-	sh, err := s.handleOn(e.dev)
+	defer e.life.release()
+	sh, err := s.enter(e.dev)
 	if err != nil {
 		return err
 	}
+	defer s.leave()
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.closed {
-		return ErrClosed
-	}
 	if e.w != nil && e.w.isFinished() {
 		e.w = nil // a pending request watches the new Record too
 	}
-	return check("cudaEventRecord", C.hl_event_record(e.ctx, C.uintptr_t(e.h), C.uintptr_t(sh)))
+	return check("cudaEventRecord", C.hl_event_record(e.ctx, C.uintptr_t(e.h), sh))
 }
 
 // Synchronize waits until the event has happened. It holds the calling
 // goroutine's OS thread while it waits; Wait does not.
 func (e *Event) Synchronize() error {
-	if err := e.live(); err != nil {
+	if err := e.use(); err != nil {
 		return err
 	}
+	defer e.life.release()
 	return check("cudaEventSynchronize", C.hl_event_synchronize(e.ctx, C.uintptr_t(e.h)))
 }
 
 // Query reports whether the event has happened, without waiting (CuPy's
 // Event.done).
 func (e *Event) Query() (bool, error) {
-	if err := e.live(); err != nil {
+	if err := e.use(); err != nil {
 		return false, err
 	}
+	defer e.life.release()
 	return ready("cudaEventQuery", C.hl_event_query(e.ctx, C.uintptr_t(e.h)))
 }
 
 // Done returns a channel that is closed when the event has happened, for
 // use in select: when the latest Record before the call is reached, or at
-// once for an event never recorded. For a closed event the channel is
-// closed at once.
+// once for an event never recorded. For a nil or closed event the channel
+// is closed at once.
 func (e *Event) Done() <-chan struct{} {
 	w, err := e.watch()
 	if err != nil {
@@ -147,34 +156,32 @@ func (e *Event) Wait(ctx context.Context) error {
 }
 
 func (e *Event) watch() (*waitReq, error) {
-	if e == nil {
-		return nil, fmt.Errorf("highlevel: nil Event")
+	if err := e.use(); err != nil {
+		return nil, err
 	}
+	defer e.life.release()
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.closed {
-		return nil, ErrClosed
-	}
 	if e.w == nil {
 		e.w = watch(e.ctx, e.h, false)
 	}
 	return e.w, nil
 }
 
-// Close destroys the event. A second Close does nothing and returns nil.
-// Goroutines waiting for it are woken when it happens, as if it were still
-// open.
+// Close destroys the event. Operations in progress on it finish first;
+// later ones return ErrClosed, and so does a second Close. Goroutines
+// waiting for it are woken when it happens, as if it were still open.
 func (e *Event) Close() error {
 	if e == nil {
-		return nil
+		return nilError("Event")
+	}
+	if err := e.life.closing(); err != nil {
+		return err
 	}
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.closed {
-		return nil
-	}
-	e.closed = true
-	if e.w != nil && e.w.handOver() {
+	w := e.w
+	e.mu.Unlock()
+	if w != nil && w.handOver() {
 		return nil // the waiter destroys it
 	}
 	return check("cudaEventDestroy", C.hl_event_destroy(e.ctx, C.uintptr_t(e.h)))
@@ -184,12 +191,14 @@ func (e *Event) Close() error {
 // happened, with a resolution of about half a microsecond (CuPy's
 // get_elapsed_time).
 func ElapsedTime(start, end *Event) (time.Duration, error) {
-	if err := start.live(); err != nil {
+	if err := start.use(); err != nil {
 		return 0, err
 	}
-	if err := end.live(); err != nil {
+	defer start.life.release()
+	if err := end.use(); err != nil {
 		return 0, err
 	}
+	defer end.life.release()
 	var ms C.float
 	if err := check("cudaEventElapsedTime", C.hl_event_elapsed(start.ctx, &ms, C.uintptr_t(start.h), C.uintptr_t(end.h))); err != nil {
 		return 0, err

@@ -87,7 +87,7 @@ func TestGPUCompileAndLaunch(t *testing.T) {
 	defer x.Free()
 	defer y.Free()
 	cfg := LaunchConfig{Grid: Dim3{X: (n + 127) / 128}, Block: Dim3{X: 128}}
-	if err := kernel(t, m, "saxpy").Launch(s, cfg, float32(2), x, y.MemoryPointer(), n); err != nil {
+	if err := kernel(t, m, "saxpy").Launch(s, cfg, float32(2), x, y.MemoryPointer(), int32(n)); err != nil {
 		t.Fatal(err)
 	}
 	if err := kernel(t, m, "affine").Launch(s, cfg, struct{ Mul, Add float32 }{10, 3}, y, int32(n)); err != nil {
@@ -102,11 +102,19 @@ func TestGPUCompileAndLaunch(t *testing.T) {
 	}
 
 	// A template instance, by its lowered name; the nil stream.
-	c, _ := Compile(testKernels, &CompileOptions{Name: "test.cu", NameExpressions: []string{"fill<int>"}})
+	c, _ := Compile(testKernels, &CompileOptions{Name: "test.cu", NameExpressions: []string{"fill<int>", "fill<float>"}})
 	ints, _ := NewArray[int32](n)
 	defer ints.Free()
-	if err := kernel(t, m, c.LoweredNames["fill<int>"]).Launch(nil, cfg, ints, int32(7), n); err != nil {
+	if err := kernel(t, m, c.LoweredNames["fill<int>"]).Launch(nil, cfg, ints, int32(7), int32(n)); err != nil {
 		t.Fatal(err)
+	}
+	// The parameter types of a C++ kernel come from its lowered name: a
+	// float parameter takes only a float32.
+	fillFloat := kernel(t, m, c.LoweredNames["fill<float>"])
+	for _, v := range []any{int32(7), uint32(7)} {
+		if err := fillFloat.Launch(nil, cfg, y, v, int32(n)); !errors.Is(err, ErrArgument) || !strings.Contains(err.Error(), "for a float parameter") {
+			t.Errorf("fill<float> with %T: %v, want ErrArgument for a float parameter", v, err)
+		}
 	}
 	if got, _ := ints.ToHost(); got[0] != 7 || got[n-1] != 7 {
 		t.Errorf("fill<int>: %d ... %d", got[0], got[n-1])
@@ -182,10 +190,11 @@ func TestGPULaunchErrors(t *testing.T) {
 		want string
 	}{
 		{"too few arguments", one, []any{float32(1), y, y}, "takes 4 arguments, got 3"},
-		{"wrong type", one, []any{1.0, y, y, 32}, "argument 0: float64 is 8 bytes, the parameter 4"},
-		{"Go slice", one, []any{float32(1), []float32{1}, y, 32}, "argument 1: []float32 cannot be passed"},
-		{"block too large", LaunchConfig{Block: Dim3{X: 64, Y: 32}}, []any{float32(1), y, y, 32}, "more than the 1024"},
-		{"too much shared memory", LaunchConfig{Block: Dim3{X: 32}, SharedMem: 1 << 30}, []any{float32(1), y, y, 32}, "bytes of shared memory"},
+		{"wrong type", one, []any{1.0, y, y, int32(32)}, "argument 0: float64 is 8 bytes, the parameter 4"},
+		{"int for a 4-byte int", one, []any{float32(1), y, y, 32}, "argument 3: int is 8 bytes, the parameter 4"},
+		{"Go slice", one, []any{float32(1), []float32{1}, y, int32(32)}, "argument 1: []float32 cannot be passed"},
+		{"block too large", LaunchConfig{Block: Dim3{X: 64, Y: 32}}, []any{float32(1), y, y, int32(32)}, "more than the 1024"},
+		{"too much shared memory", LaunchConfig{Block: Dim3{X: 32}, SharedMem: 1 << 30}, []any{float32(1), y, y, int32(32)}, "bytes of shared memory"},
 	} {
 		if err := saxpy.Launch(nil, tt.cfg, tt.args...); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: %v, want %q", tt.name, err, tt.want)
@@ -193,7 +202,7 @@ func TestGPULaunchErrors(t *testing.T) {
 	}
 	s, _ := NewStream(d, nil)
 	s.Close()
-	if err := saxpy.Launch(s, one, float32(1), y, y, 32); !errors.Is(err, ErrClosed) {
+	if err := saxpy.Launch(s, one, float32(1), y, y, int32(32)); !errors.Is(err, ErrClosed) {
 		t.Errorf("launch on a closed stream: %v", err)
 	}
 	// A cooperative grid larger than the device holds at once: CUDA's error.
@@ -292,7 +301,7 @@ func TestGPULaunchDevices(t *testing.T) {
 			}
 			defer p.Mem.Free()
 			for i := range 50 {
-				if err := k.Launch(s, LaunchConfig{Block: Dim3{X: 256}}, p, int32(g*1000+i), 256); err != nil {
+				if err := k.Launch(s, LaunchConfig{Block: Dim3{X: 256}}, p, int32(g*1000+i), int32(256)); err != nil {
 					errs <- err
 					return
 				}

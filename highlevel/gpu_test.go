@@ -465,8 +465,8 @@ func TestGPUStreamsAndEvents(t *testing.T) {
 		if err := c.Close(); err != nil {
 			t.Error(err)
 		}
-		if err := c.Close(); err != nil {
-			t.Errorf("second Close: %v", err)
+		if err := c.Close(); !errors.Is(err, ErrClosed) {
+			t.Errorf("second Close: %v, want ErrClosed", err)
 		}
 	}
 	if err := lo.Synchronize(); !errors.Is(err, ErrClosed) {

@@ -5,9 +5,6 @@ import "C"
 
 import (
 	"errors"
-	"runtime/cgo"
-	"sync"
-	"sync/atomic"
 	"unsafe"
 
 	"github.com/gocuda/cuda/cudart"
@@ -15,52 +12,23 @@ import (
 
 // A Graph is CUDA work captured from a stream (Capture, or
 // Stream.BeginCapture and Stream.EndCapture), to be instantiated and
-// launched as a whole.
+// launched as a whole. The Go functions of its host nodes
+// (Stream.LaunchHostFunc during the capture) belong to CUDA user objects of
+// the graph: they live until the graph, its instantiations and all their
+// launches are gone, whatever is closed or updated meanwhile.
 type Graph struct {
-	h      cudart.Graph
-	dev    Device
-	ctx    unsafe.Pointer
-	funcs  *hostFuncs
-	closed atomic.Bool
+	h    cudart.Graph
+	dev  Device
+	ctx  unsafe.Pointer
+	life life
 }
 
 // A GraphExec is an instantiated Graph, ready to launch (CuPy's Graph).
 type GraphExec struct {
-	h      cudart.GraphExec
-	dev    Device
-	ctx    unsafe.Pointer
-	closed atomic.Bool
-
-	mu    sync.Mutex
-	funcs *hostFuncs
-}
-
-// hostFuncs are the Go functions of a graph's host nodes, shared by the
-// graph and its instantiations and deleted when the last one closes.
-type hostFuncs struct {
-	mu      sync.Mutex
-	refs    int
-	handles []cgo.Handle
-}
-
-func newHostFuncs(h []cgo.Handle) *hostFuncs { return &hostFuncs{refs: 1, handles: h} }
-
-func (f *hostFuncs) acquire() *hostFuncs {
-	f.mu.Lock()
-	f.refs++
-	f.mu.Unlock()
-	return f
-}
-
-func (f *hostFuncs) release() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.refs--; f.refs == 0 {
-		for _, h := range f.handles {
-			h.Delete()
-		}
-		f.handles = nil
-	}
+	h    cudart.GraphExec
+	dev  Device
+	ctx  unsafe.Pointer
+	life life
 }
 
 // Capture captures the work fn queues on s into a graph (CuPy's
@@ -90,92 +58,138 @@ func Capture(s *Stream, fn func() error) (g *Graph, err error) {
 	return g, err
 }
 
-// Handle returns the CUDA graph, for use with cudart.
-func (g *Graph) Handle() cudart.Graph { return g.h }
+// Handle returns the CUDA graph, for use with cudart; 0 for a nil Graph.
+func (g *Graph) Handle() cudart.Graph {
+	if g == nil {
+		return 0
+	}
+	return g.h
+}
+
+// use begins an operation on the graph; g.life.release ends it.
+func (g *Graph) use() error {
+	if g == nil {
+		return nilError("Graph")
+	}
+	if !g.life.acquire() {
+		return ErrClosed
+	}
+	return nil
+}
 
 // Instantiate makes an executable graph of g.
 func (g *Graph) Instantiate() (*GraphExec, error) {
-	if g.closed.Load() {
-		return nil, ErrClosed
+	if err := g.use(); err != nil {
+		return nil, err
 	}
+	defer g.life.release()
 	var x C.uintptr_t
 	if err := check("cudaGraphInstantiate", C.hl_graph_instantiate(g.ctx, &x, C.uintptr_t(g.h))); err != nil {
 		return nil, err
 	}
-	return &GraphExec{h: cudart.GraphExec(x), dev: g.dev, ctx: g.ctx, funcs: g.funcs.acquire()}, nil
+	return &GraphExec{h: cudart.GraphExec(x), dev: g.dev, ctx: g.ctx}, nil
 }
 
-// Close destroys the graph; its instantiations stay usable. A second Close
-// does nothing and returns nil.
+// Close destroys the graph; its instantiations stay usable. Operations in
+// progress on it finish first; later ones return ErrClosed, and so does a
+// second Close.
 func (g *Graph) Close() error {
-	if !g.closed.CompareAndSwap(false, true) {
-		return nil
+	if g == nil {
+		return nilError("Graph")
 	}
-	err := check("cudaGraphDestroy", C.hl_graph_destroy(g.ctx, C.uintptr_t(g.h)))
-	g.funcs.release()
-	return err
+	if err := g.life.closing(); err != nil {
+		return err
+	}
+	defer deleteDeadHandles()
+	return check("cudaGraphDestroy", C.hl_graph_destroy(g.ctx, C.uintptr_t(g.h)))
 }
 
-// Handle returns the CUDA executable graph, for use with cudart.
-func (x *GraphExec) Handle() cudart.GraphExec { return x.h }
+// Handle returns the CUDA executable graph, for use with cudart; 0 for a
+// nil GraphExec.
+func (x *GraphExec) Handle() cudart.GraphExec {
+	if x == nil {
+		return 0
+	}
+	return x.h
+}
+
+// use begins an operation of x on stream s: it returns s's handle; done
+// ends it.
+func (x *GraphExec) use(s *Stream) (C.uintptr_t, error) {
+	if x == nil {
+		return 0, nilError("GraphExec")
+	}
+	if !x.life.acquire() {
+		return 0, ErrClosed
+	}
+	sh, err := s.enter(x.dev)
+	if err != nil {
+		x.life.release()
+	}
+	return sh, err
+}
+
+func (x *GraphExec) done(s *Stream) {
+	s.leave()
+	x.life.release()
+}
 
 // Launch launches the graph on s, a stream of its device (nil: the legacy
-// default stream).
+// default stream). The GraphExec may be closed as soon as Launch returns:
+// the launch runs to its end.
 func (x *GraphExec) Launch(s *Stream) error {
-	sh, err := x.stream(s)
+	sh, err := x.use(s)
 	if err != nil {
 		return err
 	}
+	defer x.done(s)
 	return check("cudaGraphLaunch", C.hl_graph_launch(x.ctx, C.uintptr_t(x.h), sh))
 }
 
 // Upload uploads the graph's work to the device ahead of its first Launch,
 // ordered on s.
 func (x *GraphExec) Upload(s *Stream) error {
-	sh, err := x.stream(s)
+	sh, err := x.use(s)
 	if err != nil {
 		return err
 	}
+	defer x.done(s)
 	return check("cudaGraphUpload", C.hl_graph_upload(x.ctx, C.uintptr_t(x.h), sh))
-}
-
-func (x *GraphExec) stream(s *Stream) (C.uintptr_t, error) {
-	if x.closed.Load() {
-		return 0, ErrClosed
-	}
-	sh, err := s.handleOn(x.dev)
-	return C.uintptr_t(sh), err
 }
 
 // Update makes x run g instead, in place, where g has the same shape as
 // the graph x was made of and differs only in the nodes' parameters
 // (cudaGraphExecUpdate); otherwise it returns an error naming why, and x is
-// unchanged.
+// unchanged. Launches of x in flight run as they were launched.
 func (x *GraphExec) Update(g *Graph) error {
-	if x.closed.Load() || g.closed.Load() {
+	if x == nil {
+		return nilError("GraphExec")
+	}
+	if !x.life.acquire() {
 		return ErrClosed
 	}
+	defer x.life.release()
+	if err := g.use(); err != nil {
+		return err
+	}
+	defer g.life.release()
 	var result C.int
 	if err := check("cudaGraphExecUpdate", C.hl_graph_update(x.ctx, C.uintptr_t(x.h), C.uintptr_t(g.h), &result)); err != nil {
 		return errors.Join(err, errors.New("highlevel: graph update: "+cudart.GraphExecUpdateResult(result).String()))
 	}
-	x.mu.Lock()
-	old := x.funcs
-	x.funcs = g.funcs.acquire()
-	x.mu.Unlock()
-	old.release()
 	return nil
 }
 
-// Close destroys the executable graph. A second Close does nothing and
-// returns nil.
+// Close destroys the executable graph; launches in flight run to their
+// end. Operations in progress on it finish first; later ones return
+// ErrClosed, and so does a second Close.
 func (x *GraphExec) Close() error {
-	if !x.closed.CompareAndSwap(false, true) {
-		return nil
+	if x == nil {
+		return nilError("GraphExec")
 	}
-	err := check("cudaGraphExecDestroy", C.hl_graph_exec_destroy(x.ctx, C.uintptr_t(x.h)))
-	x.mu.Lock()
-	x.funcs.release()
-	x.mu.Unlock()
-	return err
+	if err := x.life.closing(); err != nil {
+		return err
+	}
+	defer deleteDeadHandles()
+	return check("cudaGraphExecDestroy", C.hl_graph_exec_destroy(x.ctx, C.uintptr_t(x.h)))
 }

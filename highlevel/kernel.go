@@ -34,10 +34,10 @@ var ErrArgument = errors.New("highlevel: bad kernel argument")
 // safe for use by several goroutines. A Module that is not closed stays
 // loaded until the process exits.
 type Module struct {
-	lib    C.uintptr_t
-	image  unsafe.Pointer // the C copy of the image, freed by Close
-	ctx    unsafe.Pointer // the context the calls are made in
-	closed atomic.Bool
+	lib   C.uintptr_t
+	image unsafe.Pointer // the C copy of the image, freed by Close
+	ctx   unsafe.Pointer // the context the calls are made in
+	life  life
 
 	mu      sync.Mutex
 	kernels map[string]*Kernel
@@ -49,11 +49,7 @@ func LoadModule(image []byte) (*Module, error) {
 	if len(image) == 0 {
 		return nil, errors.New("highlevel: LoadModule: empty image")
 	}
-	d, err := DefaultDevice()
-	if err != nil {
-		return nil, err
-	}
-	ctx, err := d.context()
+	ctx, err := hostContext() // a library belongs to no context
 	if err != nil {
 		return nil, err
 	}
@@ -92,9 +88,13 @@ func LoadModuleFile(name string) (*Module, error) {
 // spells it: the name given to extern "C" functions, or the lowered
 // (mangled) name of others (Compiled.LoweredNames gives it).
 func (m *Module) Kernel(name string) (*Kernel, error) {
-	if m.closed.Load() {
+	if m == nil {
+		return nil, nilError("Module")
+	}
+	if !m.life.acquire() {
 		return nil, ErrClosed
 	}
+	defer m.life.release()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if k := m.kernels[name]; k != nil {
@@ -120,6 +120,9 @@ func (m *Module) Kernel(name string) (*Kernel, error) {
 		k.sizes = append(k.sizes, uint32(sizes[i]))
 		k.size = max(k.size, int(offsets[i]+sizes[i]))
 	}
+	if c, ok := paramClasses(name); ok && len(c) == len(k.sizes) {
+		k.classes = c
+	}
 	m.kernels[name] = k
 	return k, nil
 }
@@ -128,15 +131,42 @@ func (m *Module) Kernel(name string) (*Kernel, error) {
 // parameters hold at most 8191 of 4 bytes.
 const maxParams = 8191
 
-// Close unloads the module. Its kernels must not be running or queued. A
-// second Close does nothing.
+// Close unloads the module. Launches and other operations in progress
+// finish first; later ones return ErrClosed, and so does a second Close.
+// Kernels of the module already queued run to their end: Close waits for
+// the devices that launched them.
 func (m *Module) Close() error {
-	if !m.closed.CompareAndSwap(false, true) {
-		return nil
+	if m == nil {
+		return nilError("Module")
 	}
-	err := check("cuLibraryUnload", C.hl_library_unload(m.ctx, m.lib))
+	if err := m.life.closing(); err != nil {
+		return err
+	}
+	var errs []error
+	m.mu.Lock()
+	for d := range m.launchedOn() {
+		if ctx, err := d.context(); err == nil {
+			errs = append(errs, check("cuCtxSynchronize", C.hl_ctx_synchronize(ctx)))
+		}
+	}
+	m.mu.Unlock()
+	errs = append(errs, check("cuLibraryUnload", C.hl_library_unload(m.ctx, m.lib)))
 	C.free(m.image)
-	return err
+	return errors.Join(errs...)
+}
+
+// launchedOn returns the devices that the module's kernels were looked up
+// for, and so may have been launched on; m.mu is held.
+func (m *Module) launchedOn() map[Device]bool {
+	devs := map[Device]bool{}
+	for _, k := range m.kernels {
+		for d := range k.funcs {
+			if k.funcs[d].Load() != 0 {
+				devs[Device(d)] = true
+			}
+		}
+	}
+	return devs
 }
 
 // A Kernel is a function of a Module that the host launches (a __global__
@@ -147,15 +177,27 @@ type Kernel struct {
 	name    string
 	offsets []uint32 // of each parameter in the parameter buffer
 	sizes   []uint32
+	classes []paramClass     // from the mangled name; nil for extern "C" kernels
 	size    int              // of the parameter buffer
 	funcs   []atomic.Uintptr // by device: the kernel's CUfunction in its primary context, once looked up
 }
 
-// Name returns the kernel's name in its module.
-func (k *Kernel) Name() string { return k.name }
+// Name returns the kernel's name in its module; "" for a nil Kernel.
+func (k *Kernel) Name() string {
+	if k == nil {
+		return ""
+	}
+	return k.name
+}
 
-// NumParams returns the number of the kernel's parameters.
-func (k *Kernel) NumParams() int { return len(k.sizes) }
+// NumParams returns the number of the kernel's parameters; 0 for a nil
+// Kernel.
+func (k *Kernel) NumParams() int {
+	if k == nil {
+		return 0
+	}
+	return len(k.sizes)
+}
 
 // Dim3 is a size in up to three dimensions. A zero component counts as 1,
 // so Dim3{X: n} is n.
@@ -186,16 +228,33 @@ type LaunchConfig struct {
 	Cooperative bool
 }
 
-// Launch queues the kernel on stream s (nil: the legacy default stream of
-// DefaultDevice) with the given arguments, one per parameter:
+// Launch queues the kernel on stream s with the given arguments, one per
+// parameter. A nil s is the legacy default stream of the device of the
+// memory arguments (they must agree), or of DefaultDevice when there are
+// none. Memory arguments must belong to the stream's device, or to a device
+// it has peer access to (Device.EnablePeerAccess); managed memory goes
+// anywhere.
 //
-//   - Go integers and floats of the parameter's size; an int or uint also
-//     fits a 4-byte parameter when its value does;
-//   - bool, for a 1-byte parameter;
-//   - device pointers: MemoryPointer, *Memory, *Array[T], unsafe.Pointer,
-//     uintptr and cudadrv.Deviceptr;
+// What each parameter takes:
+//
+//   - Go integers of the parameter's size: int8 and uint8 for 1 byte, int16
+//     and uint16 for 2, int32 and uint32 for 4, int64, uint64, int and uint
+//     for 8. An int is 8 bytes: a 4-byte int parameter needs int32(n);
+//   - float32 for 4 bytes, float64 for 8, bool for 1;
+//   - device pointers, for 8 bytes: MemoryPointer, *Memory, *Array[T],
+//     unsafe.Pointer, uintptr and cudadrv.Deviceptr;
 //   - structs and arrays without Go pointers, laid out as in C, of the
 //     parameter's size.
+//
+// CUDA gives every kernel's parameter sizes, and those are always checked.
+// C++ kernels (not extern "C") carry their parameter types in their names,
+// as Compiled.LoweredNames gives them: then the Go kind must fit the C++
+// type too, so that a float parameter takes only a float32 (not an int32
+// of the same size, nor the untyped constant 2, which Go makes an int), a
+// pointer only a device pointer, an integer only a Go integer, and a bool
+// only a bool; a uint16 fits __half and __nv_bfloat16, as their bits.
+// extern "C" kernels carry no types: a float32 passed for an int parameter
+// of the same size is not caught there.
 //
 // Anything else is an error wrapping ErrArgument that names the argument
 // and its type, and nothing is launched. So is a block or grid the device
@@ -203,10 +262,31 @@ type LaunchConfig struct {
 // parameters allocates nothing. Errors of the kernel itself (an invalid
 // address) show at the next call that synchronizes with it.
 func (k *Kernel) Launch(s *Stream, cfg LaunchConfig, args ...any) error {
-	if k.m.closed.Load() {
+	if k == nil {
+		return nilError("Kernel")
+	}
+	if !k.m.life.acquire() {
 		return ErrClosed
 	}
-	h, ctx, d, err := launchStream(s)
+	defer k.m.life.release()
+	var small [256]byte
+	buf := small[:]
+	if k.size > len(small) {
+		buf = make([]byte, k.size)
+	}
+	if err := k.pack(buf, args); err != nil {
+		return err
+	}
+	d, err := k.device(s, args)
+	if err != nil {
+		return err
+	}
+	h, err := s.enter(d)
+	if err != nil {
+		return err
+	}
+	defer s.leave()
+	ctx, err := d.context()
 	if err != nil {
 		return err
 	}
@@ -216,14 +296,6 @@ func (k *Kernel) Launch(s *Stream, cfg LaunchConfig, args ...any) error {
 	}
 	f, err := k.function(d, ctx)
 	if err != nil {
-		return err
-	}
-	var small [256]byte
-	buf := small[:]
-	if k.size > len(small) {
-		buf = make([]byte, k.size)
-	}
-	if err := k.pack(buf, args); err != nil {
 		return err
 	}
 	var offsets *C.uint32_t
@@ -236,6 +308,35 @@ func (k *Kernel) Launch(s *Stream, cfg LaunchConfig, args ...any) error {
 		return check("launching "+k.name, r)
 	}
 	return nil
+}
+
+// device returns the device a launch on s with args goes to, checking that
+// its memory arguments can be used there.
+func (k *Kernel) device(s *Stream, args []any) (Device, error) {
+	d, chosen := Device(0), false
+	if s != nil {
+		d, chosen = s.dev, true
+	}
+	for i, a := range args {
+		md, ok := memDevice(a)
+		if !ok {
+			continue
+		}
+		if !chosen {
+			d, chosen = md, true
+			continue
+		}
+		if !d.canAccess(md) {
+			if s == nil {
+				return 0, fmt.Errorf("%w: %s argument %d is memory of %v, the arguments before it of %v", ErrArgument, k.name, i, md, d)
+			}
+			return 0, fmt.Errorf("%w: %s argument %d is memory of %v, launched on %v without peer access to it", ErrArgument, k.name, i, md, d)
+		}
+	}
+	if chosen {
+		return d, nil
+	}
+	return DefaultDevice()
 }
 
 // function returns the kernel's CUfunction in device d's primary context
@@ -252,19 +353,29 @@ func (k *Kernel) function(d Device, ctx unsafe.Pointer) (C.uintptr_t, error) {
 	return f, nil
 }
 
-// launchStream returns the handle, context and device of the stream a
-// launch goes to.
-func launchStream(s *Stream) (C.uintptr_t, unsafe.Pointer, Device, error) {
-	if s != nil {
-		h, ctx, err := s.use()
-		return h, ctx, s.dev, err
+// memDevice returns the device of a memory argument, and false for every
+// other argument and for managed memory, which every device reaches.
+func memDevice(a any) (Device, bool) {
+	var m *Memory
+	switch v := a.(type) {
+	case MemoryPointer:
+		m = v.Mem
+	case *Memory:
+		m = v
+	default:
+		if a == nil || kindOf(reflect.TypeOf(a)) != argArray {
+			return 0, false
+		}
+		data := (*[2]unsafe.Pointer)(unsafe.Pointer(&a))[1]
+		if data == nil {
+			return 0, false
+		}
+		m = (*MemoryPointer)(data).Mem
 	}
-	d, err := DefaultDevice()
-	if err != nil {
-		return 0, nil, 0, err
+	if m == nil || m.managed {
+		return 0, false
 	}
-	ctx, err := d.context()
-	return 0, ctx, d, err
+	return m.dev, true
 }
 
 // check checks the configuration against device d's limits and returns the
@@ -305,80 +416,119 @@ func (k *Kernel) pack(buf []byte, args []any) error {
 	}
 	for i, a := range args {
 		off := k.offsets[i]
-		if err := putArg(buf[off:off+k.sizes[i]], a); err != nil {
+		class := paramUnknown
+		if k.classes != nil {
+			class = k.classes[i]
+		}
+		if err := putArg(buf[off:off+k.sizes[i]], a, class); err != nil {
 			return fmt.Errorf("%w: %s argument %d: %v", ErrArgument, k.name, i, err)
 		}
 	}
 	return nil
 }
 
-// putArg writes a, which must be exactly len(dst) bytes. It never lets a
-// escape, so that the caller's conversions to any stay on its stack.
-func putArg(dst []byte, a any) error {
+// putArg writes a, which must be exactly len(dst) bytes and fit a
+// parameter of the given class. It never lets a escape, so that the
+// caller's conversions to any stay on its stack.
+func putArg(dst []byte, a any, class paramClass) error {
+	var kind paramClass // what a is, to compare with class
+	var err error
 	switch v := a.(type) {
 	case int:
-		return putInt(dst, int64(v), "int")
+		kind, err = paramSigned, put64(dst, uint64(v), "int")
 	case uint:
-		return putUint(dst, uint64(v), "uint")
+		kind, err = paramUnsigned, put64(dst, uint64(v), "uint")
 	case int8:
-		return put8(dst, uint8(v), "int8")
+		kind, err = paramSigned, put8(dst, uint8(v), "int8")
 	case uint8:
-		return put8(dst, v, "uint8")
+		kind, err = paramUnsigned, put8(dst, v, "uint8")
 	case bool:
 		var b uint8
 		if v {
 			b = 1
 		}
-		return put8(dst, b, "bool")
+		kind, err = paramBool, put8(dst, b, "bool")
 	case int16:
-		return put16(dst, uint16(v), "int16")
+		kind, err = paramSigned, put16(dst, uint16(v), "int16")
 	case uint16:
-		return put16(dst, v, "uint16")
-	case int32:
-		return put32(dst, uint32(v), "int32")
-	case uint32:
-		return put32(dst, v, "uint32")
-	case float32:
-		return put32(dst, math.Float32bits(v), "float32")
-	case int64:
-		return put64(dst, uint64(v), "int64")
-	case uint64:
-		return put64(dst, v, "uint64")
-	case float64:
-		return put64(dst, math.Float64bits(v), "float64")
-	case uintptr:
-		return put64(dst, uint64(v), "uintptr")
-	case unsafe.Pointer:
-		return put64(dst, uint64(uintptr(v)), "unsafe.Pointer")
-	case cudadrv.Deviceptr:
-		return put64(dst, uint64(v), "cudadrv.Deviceptr")
-	case MemoryPointer:
-		return putMemory(dst, v, "MemoryPointer")
-	case *Memory:
-		if err := v.live(); err != nil {
-			return fmt.Errorf("*Memory: %w", err)
+		kind, err = paramUnsigned, put16(dst, v, "uint16")
+		if class == paramHalf {
+			kind = paramHalf // the bits of a __half or __nv_bfloat16
 		}
-		return put64(dst, uint64(uintptr(v.ptr)), "*Memory")
+	case int32:
+		kind, err = paramSigned, put32(dst, uint32(v), "int32")
+	case uint32:
+		kind, err = paramUnsigned, put32(dst, v, "uint32")
+	case float32:
+		kind, err = paramFloat, put32(dst, math.Float32bits(v), "float32")
+	case int64:
+		kind, err = paramSigned, put64(dst, uint64(v), "int64")
+	case uint64:
+		kind, err = paramUnsigned, put64(dst, v, "uint64")
+	case float64:
+		kind, err = paramDouble, put64(dst, math.Float64bits(v), "float64")
+	case uintptr:
+		kind, err = paramPointer, put64(dst, uint64(v), "uintptr")
+		if class == paramSigned || class == paramUnsigned {
+			kind = class // an address as an integer
+		}
+	case unsafe.Pointer:
+		kind, err = paramPointer, put64(dst, uint64(uintptr(v)), "unsafe.Pointer")
+	case cudadrv.Deviceptr:
+		kind, err = paramPointer, put64(dst, uint64(v), "cudadrv.Deviceptr")
+	case MemoryPointer:
+		kind, err = paramPointer, putMemory(dst, v, "MemoryPointer")
+	case *Memory:
+		kind = paramPointer
+		if err = v.live(); err != nil {
+			err = fmt.Errorf("*Memory: %w", err)
+		} else {
+			err = put64(dst, uint64(uintptr(v.ptr)), "*Memory")
+		}
 	case nil:
 		return errors.New("nil")
-	}
-	t := reflect.TypeOf(a)
-	data := (*[2]unsafe.Pointer)(unsafe.Pointer(&a))[1] // the interface's value
-	switch kindOf(t) {
-	case argArray:
-		// Every Array[T] starts with its MemoryPointer.
-		if data == nil {
-			return fmt.Errorf("nil %v", t)
+	default:
+		t := reflect.TypeOf(a)
+		data := (*[2]unsafe.Pointer)(unsafe.Pointer(&a))[1] // the interface's value
+		switch kindOf(t) {
+		case argArray:
+			// Every Array[T] starts with its MemoryPointer.
+			if data == nil {
+				return fmt.Errorf("nil %v", t)
+			}
+			kind, err = paramPointer, putMemory(dst, *(*MemoryPointer)(data), t.String())
+		case argValue:
+			if int(t.Size()) != len(dst) {
+				return fmt.Errorf("%v is %d bytes, the parameter %d", t, t.Size(), len(dst))
+			}
+			kind = paramUnknown
+			if class == paramHalf {
+				kind = paramHalf // a struct of the half's bits
+			}
+			copy(dst, unsafe.Slice((*byte)(data), len(dst)))
+		default:
+			return fmt.Errorf("%v cannot be passed to a kernel", t)
 		}
-		return putMemory(dst, *(*MemoryPointer)(data), t.String())
-	case argValue:
-		if int(t.Size()) != len(dst) {
-			return fmt.Errorf("%v is %d bytes, the parameter %d", t, t.Size(), len(dst))
-		}
-		copy(dst, unsafe.Slice((*byte)(data), len(dst)))
-		return nil
 	}
-	return fmt.Errorf("%v cannot be passed to a kernel", t)
+	if err != nil {
+		return err
+	}
+	if !fits(kind, class) {
+		return fmt.Errorf("%v cannot be passed for a %v parameter", reflect.TypeOf(a), class)
+	}
+	return nil
+}
+
+// fits reports whether a Go argument of kind may be passed for a parameter
+// of class: any where the class is unknown, and any integer for an integer.
+func fits(kind, class paramClass) bool {
+	switch {
+	case class == paramUnknown || kind == class:
+		return true
+	case class == paramSigned || class == paramUnsigned:
+		return kind == paramSigned || kind == paramUnsigned
+	}
+	return false
 }
 
 func putMemory(dst []byte, p MemoryPointer, what string) error {
@@ -422,28 +572,6 @@ func put64(dst []byte, v uint64, what string) error {
 	}
 	binary.NativeEndian.PutUint64(dst, v)
 	return nil
-}
-
-// putInt writes an int to an 8-byte parameter, or to a 4-byte one when it
-// fits.
-func putInt(dst []byte, v int64, what string) error {
-	if len(dst) == 4 {
-		if v < math.MinInt32 || v > math.MaxInt32 {
-			return fmt.Errorf("%s %d does not fit the 4-byte parameter", what, v)
-		}
-		return put32(dst, uint32(v), what)
-	}
-	return put64(dst, uint64(v), what)
-}
-
-func putUint(dst []byte, v uint64, what string) error {
-	if len(dst) == 4 {
-		if v > math.MaxUint32 {
-			return fmt.Errorf("%s %d does not fit the 4-byte parameter", what, v)
-		}
-		return put32(dst, uint32(v), what)
-	}
-	return put64(dst, v, what)
 }
 
 // An argKind is how putArg passes a type it has no case for.
@@ -497,6 +625,9 @@ type KernelAttributes struct {
 // Attributes returns the kernel's attributes on device d.
 func (k *Kernel) Attributes(d Device) (KernelAttributes, error) {
 	var a KernelAttributes
+	if k == nil {
+		return a, nilError("Kernel")
+	}
 	for _, f := range []struct {
 		attr cudadrv.Function_attribute
 		v    *int
@@ -535,9 +666,13 @@ func (k *Kernel) SetAttribute(d Device, attr cudadrv.Function_attribute, value i
 }
 
 func (k *Kernel) attribute(d Device, set bool, attr cudadrv.Function_attribute, value int) (int, error) {
-	if k.m.closed.Load() {
+	if k == nil {
+		return 0, nilError("Kernel")
+	}
+	if !k.m.life.acquire() {
 		return 0, ErrClosed
 	}
+	defer k.m.life.release()
 	ctx, err := d.context()
 	if err != nil {
 		return 0, err
@@ -556,9 +691,13 @@ func (k *Kernel) attribute(d Device, set bool, attr cudadrv.Function_attribute, 
 // one multiprocessor of device d, as CUDA computes it
 // (cuOccupancyMaxActiveBlocksPerMultiprocessor).
 func (k *Kernel) MaxActiveBlocksPerSM(d Device, blockSize, dynamicSharedMem int) (int, error) {
-	if k.m.closed.Load() {
+	if k == nil {
+		return 0, nilError("Kernel")
+	}
+	if !k.m.life.acquire() {
 		return 0, ErrClosed
 	}
+	defer k.m.life.release()
 	ctx, err := d.context()
 	if err != nil {
 		return 0, err
@@ -574,9 +713,13 @@ func (k *Kernel) MaxActiveBlocksPerSM(d Device, blockSize, dynamicSharedMem int)
 // size (cuOccupancyMaxPotentialBlockSize). blockSizeLimit caps the block
 // size; 0 means none.
 func (k *Kernel) MaxPotentialBlockSize(d Device, dynamicSharedMem, blockSizeLimit int) (minGridSize, blockSize int, err error) {
-	if k.m.closed.Load() {
+	if k == nil {
+		return 0, 0, nilError("Kernel")
+	}
+	if !k.m.life.acquire() {
 		return 0, 0, ErrClosed
 	}
+	defer k.m.life.release()
 	ctx, err := d.context()
 	if err != nil {
 		return 0, 0, err

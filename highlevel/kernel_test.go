@@ -34,7 +34,7 @@ func TestKernelArguments(t *testing.T) {
 	addr := uint64(uintptr(mem.ptr))
 	arr := &Array[float64]{p: MemoryPointer{Mem: mem, Offset: 8}, n: 1}
 	freed := &Memory{ptr: unsafe.Pointer(&host[0]), size: len(host)}
-	freed.freed.Store(true)
+	freed.life.close()
 	for _, tt := range []struct {
 		name string
 		size uint32
@@ -45,7 +45,6 @@ func TestKernelArguments(t *testing.T) {
 		{"float32", 4, float32(1.5), le32(math.Float32bits(1.5)), ""},
 		{"float64", 8, 2.5, le64(math.Float64bits(2.5)), ""},
 		{"int32", 4, int32(-2), le32(0xfffffffe), ""},
-		{"int to 4 bytes", 4, 7, le32(7), ""},
 		{"int to 8 bytes", 8, -1, le64(math.MaxUint64), ""},
 		{"uint8", 1, uint8(9), []byte{9}, ""},
 		{"bool", 1, true, []byte{1}, ""},
@@ -60,7 +59,7 @@ func TestKernelArguments(t *testing.T) {
 		{"struct", 12, vec3{1, 2, 3}, append(append(le32(math.Float32bits(1)), le32(math.Float32bits(2))...), le32(math.Float32bits(3))...), ""},
 		{"array", 8, [2]int32{1, 2}, append(le32(1), le32(2)...), ""},
 
-		{"int too big for 4 bytes", 4, math.MaxInt32 + 1, nil, "int 2147483648 does not fit"},
+		{"int for 4 bytes", 4, 7, nil, "int is 8 bytes, the parameter 4"},
 		{"float64 for float", 4, 1.0, nil, "float64 is 8 bytes, the parameter 4"},
 		{"int32 for pointer", 8, int32(1), nil, "int32 is 4 bytes, the parameter 8"},
 		{"struct size", 8, vec3{}, nil, "highlevel.vec3 is 12 bytes, the parameter 8"},
@@ -98,7 +97,7 @@ func TestKernelArgumentLayout(t *testing.T) {
 		t.Fatalf("offsets %v, want %v", k.offsets, want)
 	}
 	buf := make([]byte, k.size)
-	if err := k.pack(buf, []any{float32(2), uintptr(0x100), uintptr(0x200), 1000}); err != nil {
+	if err := k.pack(buf, []any{float32(2), uintptr(0x100), uintptr(0x200), int32(1000)}); err != nil {
 		t.Fatal(err)
 	}
 	ne := binary.NativeEndian
@@ -121,7 +120,7 @@ func TestKernelArgumentsAllocate(t *testing.T) {
 	x := &Array[float32]{p: MemoryPointer{Mem: mem}, n: 4}
 	y := MemoryPointer{Mem: mem, Offset: 4}
 	k := testKernel(4, 8, 8, 4, 12)
-	a, n := float32(2.5), 1000
+	a, n := float32(2.5), int32(1000)
 	v := vec3{1, 2, 3}
 	allocs := testing.AllocsPerRun(100, func() {
 		var buf [256]byte
@@ -131,6 +130,41 @@ func TestKernelArgumentsAllocate(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Errorf("packing allocates %v times per launch", allocs)
+	}
+}
+
+// TestKernelArgumentTypes checks the arguments of a C++ kernel against the
+// parameter types its mangled name gives, beyond their sizes.
+func TestKernelArgumentTypes(t *testing.T) {
+	var host [16]byte
+	mem := &Memory{ptr: unsafe.Pointer(&host[0]), size: len(host)}
+	// scale(float a, float *y, int n, unsigned long m, bool b, __half h)
+	k := testKernel(4, 8, 4, 8, 1, 2)
+	k.name = "_Z5scalefPiim7__halfb"
+	k.classes = []paramClass{paramFloat, paramPointer, paramSigned, paramUnsigned, paramBool, paramHalf}
+	for _, tt := range []struct {
+		name string
+		args []any
+		err  string // "" for none
+	}{
+		{"right", []any{float32(2), mem, int32(3), uint64(4), true, uint16(0x3c00)}, ""},
+		{"signedness may differ", []any{float32(2), mem, uint32(3), int64(4), true, uint16(0)}, ""},
+		{"int32 for float", []any{int32(2), mem, int32(3), uint64(4), true, uint16(0)}, "int32 cannot be passed for a float parameter"},
+		{"untyped constant for float", []any{2, mem, int32(3), uint64(4), true, uint16(0)}, "int is 8 bytes, the parameter 4"},
+		{"float32 for int", []any{float32(2), mem, float32(3), uint64(4), true, uint16(0)}, "float32 cannot be passed for a signed integer parameter"},
+		{"float64 for pointer", []any{float32(2), 1.5, int32(3), uint64(4), true, uint16(0)}, "float64 cannot be passed for a pointer parameter"},
+		{"pointer for integer", []any{float32(2), mem, int32(3), mem, true, uint16(0)}, "*highlevel.Memory cannot be passed for a unsigned integer parameter"},
+		{"uint8 for bool", []any{float32(2), mem, int32(3), uint64(4), uint8(1), uint16(0)}, "uint8 cannot be passed for a bool parameter"},
+		{"int16 for half", []any{float32(2), mem, int32(3), uint64(4), true, int16(0)}, "int16 cannot be passed for a half parameter"},
+	} {
+		var buf [64]byte
+		err := k.pack(buf[:], tt.args)
+		switch {
+		case tt.err == "" && err != nil:
+			t.Errorf("%s: %v", tt.name, err)
+		case tt.err != "" && (!errors.Is(err, ErrArgument) || !strings.Contains(err.Error(), tt.err)):
+			t.Errorf("%s: %v, want ErrArgument with %q", tt.name, err, tt.err)
+		}
 	}
 }
 

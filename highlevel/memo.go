@@ -73,8 +73,14 @@ func ClearCaches() {
 	memos.clear = live
 }
 
-// Get returns fn(d, key), calling fn only when no result is cached.
+// Get returns fn(d, key), calling fn only when no result is cached. If fn
+// panics, Get returns the panic as a *PanicError, to this call and to those
+// waiting for it, and caches nothing.
 func (m *Memo[K, V]) Get(d Device, key K) (V, error) {
+	if m == nil {
+		var zero V
+		return zero, nilError("Memo")
+	}
 	k := memoKey[K]{d, key}
 	m.mu.Lock()
 	e := m.entries[k]
@@ -82,8 +88,7 @@ func (m *Memo[K, V]) Get(d Device, key K) (V, error) {
 		e = &memoEntry[V]{done: make(chan struct{})}
 		m.entries[k] = e
 		m.mu.Unlock()
-		e.v, e.err = m.fn(d, key)
-		close(e.done)
+		m.call(e, d, key)
 		if e.err != nil {
 			m.mu.Lock()
 			if m.entries[k] == e {
@@ -98,8 +103,23 @@ func (m *Memo[K, V]) Get(d Device, key K) (V, error) {
 	return e.v, e.err
 }
 
+// call sets e to fn(d, key), or to a *PanicError if fn panics, and marks
+// it done.
+func (m *Memo[K, V]) call(e *memoEntry[V], d Device, key K) {
+	defer close(e.done)
+	defer func() {
+		if v := recover(); v != nil {
+			e.err = recovered("memoized function", v)
+		}
+	}()
+	e.v, e.err = m.fn(d, key)
+}
+
 // Clear forgets every cached result.
 func (m *Memo[K, V]) Clear() {
+	if m == nil {
+		return
+	}
 	m.mu.Lock()
 	old := m.entries
 	m.entries = map[memoKey[K]]*memoEntry[V]{}

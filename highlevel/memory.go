@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/gocuda/cuda/cudart"
 )
 
 // Memory is one allocation of device memory: from cudaMalloc, a pool, a
@@ -16,16 +18,18 @@ import (
 // Free gives it back; Memory that becomes unreachable without Free is given
 // back by a cleanup (runtime.AddCleanup) as a safety net, so forgetting
 // Free leaks nothing for long, but Free is what makes the memory reusable
-// right away.
+// right away. A MemoryPointer, and so an Array, keeps its Memory reachable;
+// the address Ptr returns does not.
 type Memory struct {
-	ptr    unsafe.Pointer
-	size   int
-	dev    Device
-	owner  owner
-	freed  atomic.Bool
-	clean  runtime.Cleanup // the safety net, or, for a pool's Memory:
-	ledger *slabLedger     // its slab's ledger
-	slot   int32
+	ptr     unsafe.Pointer
+	size    int
+	dev     Device
+	managed bool
+	owner   owner
+	life    life            // Free waits for the copies in progress
+	clean   runtime.Cleanup // the safety net, or, for a pool's Memory:
+	ledger  *slabLedger     // its slab's ledger
+	slot    int32
 }
 
 // owner gives back the memory it handed out.
@@ -34,19 +38,39 @@ type owner interface {
 	free(m *Memory) error
 }
 
-// Ptr returns the device address of the allocation.
-func (m *Memory) Ptr() unsafe.Pointer { return m.ptr }
+// Ptr returns the device address of the allocation; nil for a nil Memory.
+func (m *Memory) Ptr() unsafe.Pointer {
+	if m == nil {
+		return nil
+	}
+	return m.ptr
+}
 
-// Size returns the size of the allocation in bytes.
-func (m *Memory) Size() int { return m.size }
+// Size returns the size of the allocation in bytes; 0 for a nil Memory.
+func (m *Memory) Size() int {
+	if m == nil {
+		return 0
+	}
+	return m.size
+}
 
-// Device returns the device the memory belongs to.
-func (m *Memory) Device() Device { return m.dev }
+// Device returns the device the memory belongs to; 0 for a nil Memory.
+func (m *Memory) Device() Device {
+	if m == nil {
+		return 0
+	}
+	return m.dev
+}
 
-// Free gives the memory back to where it came from. A second Free returns
-// ErrFreed; so does every later operation on the memory.
+// Free gives the memory back to where it came from, once the package's
+// operations in progress on it (a copy in another goroutine) have
+// finished. A second Free returns ErrFreed; so does every later operation
+// on the memory.
 func (m *Memory) Free() error {
-	if m == nil || !m.freed.CompareAndSwap(false, true) {
+	if m == nil {
+		return nilError("Memory")
+	}
+	if !m.life.close() {
 		return ErrFreed
 	}
 	m.clean.Stop()
@@ -61,7 +85,7 @@ func (m *Memory) Free() error {
 
 // live reports whether m can be used.
 func (m *Memory) live() error {
-	if m == nil || m.freed.Load() {
+	if m == nil || m.life.closed() {
 		return ErrFreed
 	}
 	return nil
@@ -104,27 +128,44 @@ func (p MemoryPointer) Add(n int) (MemoryPointer, error) {
 	if err := p.Mem.live(); err != nil {
 		return MemoryPointer{}, err
 	}
-	off := p.Offset + n
-	if off < 0 || off > p.Mem.size {
+	if p.Offset < 0 || p.Offset > p.Mem.size || n < -p.Offset || n > p.Mem.size-p.Offset {
 		return MemoryPointer{}, fmt.Errorf("highlevel: offset %d + %d is outside the %d bytes of the memory", p.Offset, n, p.Mem.size)
 	}
-	return MemoryPointer{p.Mem, off}, nil
+	return MemoryPointer{p.Mem, p.Offset + n}, nil
 }
 
-// span checks that n bytes from p lie within its memory and returns the
-// device address and the primary context of its device.
+// span begins an operation on n bytes from p, which must lie within its
+// memory: it returns the device address and the primary context of its
+// device, and p.Mem.life.release ends it. n == 0 is an error here: the
+// operations return early for it.
 func (p MemoryPointer) span(n int) (unsafe.Pointer, unsafe.Pointer, error) {
-	if err := p.Mem.live(); err != nil {
-		return nil, nil, err
+	if p.Mem == nil {
+		return nil, nil, ErrFreed
 	}
 	if n <= 0 {
-		return nil, nil, fmt.Errorf("highlevel: size %d: must be positive", n)
+		return nil, nil, fmt.Errorf("highlevel: size %d: must not be negative", n)
 	}
-	if p.Offset < 0 || n > p.Mem.size-p.Offset {
+	if p.Offset < 0 || p.Offset > p.Mem.size || n > p.Mem.size-p.Offset {
 		return nil, nil, fmt.Errorf("highlevel: %d bytes at offset %d are past the end of the %d bytes of the memory", n, p.Offset, p.Mem.size)
 	}
+	if !p.Mem.life.acquire() {
+		return nil, nil, ErrFreed
+	}
 	ctx, err := p.Mem.dev.context()
-	return p.Ptr(), ctx, err
+	if err != nil {
+		p.Mem.life.release()
+		return nil, nil, err
+	}
+	return p.Ptr(), ctx, nil
+}
+
+// empty reports whether an operation on n bytes from p has nothing to do:
+// n is 0 (then err says whether p is usable at all).
+func (p MemoryPointer) empty(n int) (bool, error) {
+	if n != 0 {
+		return false, nil
+	}
+	return true, p.Mem.live()
 }
 
 // CopyFromHost copies n bytes from src, host memory, to p.
@@ -165,31 +206,36 @@ func (p MemoryPointer) CopyToHostAsync(dst unsafe.Pointer, n int, s *Stream) err
 
 // copyHost copies n bytes between p and host memory h.
 func (p MemoryPointer) copyHost(h unsafe.Pointer, n int, s *Stream, async, toDevice bool) error {
-	d, ctx, err := p.span(n)
-	if err != nil {
+	if empty, err := p.empty(n); empty {
 		return err
 	}
 	if h == nil {
 		return fmt.Errorf("highlevel: nil host pointer")
 	}
-	sh, err := s.handleOn(p.Mem.dev)
+	d, ctx, err := p.span(n)
 	if err != nil {
 		return err
 	}
+	defer p.Mem.life.release()
+	sh, err := s.enter(p.Mem.dev)
+	if err != nil {
+		return err
+	}
+	defer s.leave()
 	if n >= stagingThreshold {
 		pg, err := pageable(h)
 		if err != nil {
 			return err
 		}
 		if pg {
-			return stagedCopy(ctx, d, h, n, C.uintptr_t(sh), toDevice)
+			return stagedCopy(ctx, d, h, n, sh, toDevice)
 		}
 	}
 	dst, src := h, d
 	if toDevice {
 		dst, src = d, h
 	}
-	return check("cudaMemcpy", C.hl_memcpy(ctx, dst, src, C.size_t(n), C.cudaMemcpyDefault, C.uintptr_t(sh), cbool(async)))
+	return check("cudaMemcpy", C.hl_memcpy(ctx, dst, src, C.size_t(n), C.cudaMemcpyDefault, sh, cbool(async)))
 }
 
 // CopyFromDevice copies n bytes from src, on any device, to p. Between two
@@ -205,26 +251,35 @@ func (p MemoryPointer) CopyFromDeviceAsync(src MemoryPointer, n int, s *Stream) 
 }
 
 func (p MemoryPointer) copyDevice(src MemoryPointer, n int, s *Stream, async bool) error {
+	if empty, err := p.empty(n); empty {
+		if err == nil {
+			err = src.Mem.live()
+		}
+		return err
+	}
 	dst, ctx, err := p.span(n)
 	if err != nil {
 		return err
 	}
+	defer p.Mem.life.release()
 	sp, _, err := src.span(n)
 	if err != nil {
 		return err
 	}
-	sh, err := s.handleOn(p.Mem.dev)
+	defer src.Mem.life.release()
+	sh, err := s.enter(p.Mem.dev)
 	if err != nil {
 		return err
 	}
+	defer s.leave()
 	if sd := src.Mem.dev; sd != p.Mem.dev {
 		if _, err := sd.state(); err != nil {
 			return err
 		}
-		return check("cudaMemcpyPeer", C.hl_memcpy_peer(ctx, dst, C.int(p.Mem.dev), sp, C.int(sd), C.size_t(n), C.uintptr_t(sh), cbool(async)))
+		return check("cudaMemcpyPeer", C.hl_memcpy_peer(ctx, dst, C.int(p.Mem.dev), sp, C.int(sd), C.size_t(n), sh, cbool(async)))
 	}
 	// Both are device (or managed) memory of one device.
-	return check("cudaMemcpy", C.hl_memcpy(ctx, dst, sp, C.size_t(n), C.cudaMemcpyDeviceToDevice, C.uintptr_t(sh), cbool(async)))
+	return check("cudaMemcpy", C.hl_memcpy(ctx, dst, sp, C.size_t(n), C.cudaMemcpyDeviceToDevice, sh, cbool(async)))
 }
 
 // CopyFrom copies n bytes from src to p: CopyFromDevice, named as CuPy names
@@ -247,15 +302,20 @@ func (p MemoryPointer) MemsetAsync(value byte, n int, s *Stream) error {
 }
 
 func (p MemoryPointer) memset(value byte, n int, s *Stream, async bool) error {
+	if empty, err := p.empty(n); empty {
+		return err
+	}
 	d, ctx, err := p.span(n)
 	if err != nil {
 		return err
 	}
-	sh, err := s.handleOn(p.Mem.dev)
+	defer p.Mem.life.release()
+	sh, err := s.enter(p.Mem.dev)
 	if err != nil {
 		return err
 	}
-	return check("cudaMemset", C.hl_memset(ctx, d, C.int(value), C.size_t(n), C.uintptr_t(sh), cbool(async)))
+	defer s.leave()
+	return check("cudaMemset", C.hl_memset(ctx, d, C.int(value), C.size_t(n), sh, cbool(async)))
 }
 
 func cbool(b bool) C.int {
@@ -369,8 +429,8 @@ func (d Device) MallocManaged(size int) (MemoryPointer, error) {
 }
 
 func (d Device) malloc(size int, managed bool) (MemoryPointer, error) {
-	if size <= 0 {
-		return MemoryPointer{}, fmt.Errorf("highlevel: allocation of %d bytes: size must be positive", size)
+	if err := checkSize("allocation", size); err != nil {
+		return MemoryPointer{}, err
 	}
 	ctx, err := d.context()
 	if err != nil {
@@ -386,7 +446,25 @@ func (d Device) malloc(size int, managed bool) (MemoryPointer, error) {
 	if err != nil {
 		return MemoryPointer{}, fmt.Errorf("%w (%d bytes on %v)", err, size, d)
 	}
-	return newMemory(p, size, d, deviceOwner{}, lostMemory{ptr: p, ctx: ctx}), nil
+	m := newMemory(p, size, d, deviceOwner{}, lostMemory{ptr: p, ctx: ctx})
+	m.Mem.managed = managed
+	return m, nil
+}
+
+// maxSize bounds every size the package allocates: 2^56 bytes (64 PiB) is
+// far beyond any device's memory, and leaves room to round and add sizes
+// without overflow.
+const maxSize = 1 << 56
+
+// checkSize checks the size of an allocation before anything else.
+func checkSize(what string, n int) error {
+	if n <= 0 {
+		return fmt.Errorf("highlevel: %s of %d bytes: size must be positive", what, n)
+	}
+	if n > maxSize {
+		return fmt.Errorf("highlevel: %s of %d bytes: %w", what, n, cudart.ErrorMemoryAllocation)
+	}
+	return nil
 }
 
 // newMemory returns a pointer to a new Memory, with a cleanup that queues
@@ -408,12 +486,15 @@ func (deviceOwner) free(m *Memory) error {
 	return check("cudaFree", C.hl_free(ctx, m.ptr))
 }
 
-// lostMemory is memory from cudaMalloc, cudaMallocAsync or cudaMallocHost
-// whose owner was dropped without Free. A cleanup must not call CUDA, so it
-// is queued, and freed by the next allocation of its kind.
+// lostMemory is memory from cudaMalloc or cudaMallocAsync, or a host
+// registration, whose owner was dropped without Free. A cleanup must not
+// call CUDA, so it is queued, and freed by the next allocation of the
+// package, once the work queued before has finished: cudaFree and
+// cudaHostUnregister of memory a kernel or a copy still uses would be
+// undefined.
 type lostMemory struct {
 	ptr, ctx unsafe.Pointer
-	host     bool
+	reg      *registration // a HostRegistration's, when not nil
 }
 
 var lost struct {
@@ -433,9 +514,18 @@ func freeLost() {
 	mem := lost.mem
 	lost.mem = nil
 	lost.mu.Unlock()
+	if len(mem) == 0 {
+		return
+	}
+	if err := synchronizeAll(); err != nil {
+		for _, l := range mem { // a broken context: keep them, freeing is unsafe
+			l.lose()
+		}
+		return
+	}
 	for _, l := range mem {
-		if l.host {
-			C.hl_free_host(l.ptr)
+		if l.reg != nil {
+			l.reg.unregister()
 		} else {
 			C.hl_free(l.ctx, l.ptr)
 		}
@@ -450,17 +540,20 @@ func UnownedMemory(ptr unsafe.Pointer, size int, owner any) (MemoryPointer, erro
 	if size <= 0 {
 		return MemoryPointer{}, fmt.Errorf("highlevel: unowned memory of %d bytes: size must be positive", size)
 	}
+	if size > maxSize {
+		return MemoryPointer{}, fmt.Errorf("highlevel: unowned memory of %d bytes: too large", size)
+	}
 	if err := load(); err != nil {
 		return MemoryPointer{}, err
 	}
-	var dev, typ C.int
-	if err := check("cudaPointerGetAttributes", C.hl_pointer_device(ptr, &dev, &typ)); err != nil {
+	var dev, typ, managed C.int
+	if err := check("cuPointerGetAttributes", C.hl_pointer_device(ptr, &dev, &typ, &managed)); err != nil {
 		return MemoryPointer{}, err
 	}
-	if typ != C.cudaMemoryTypeDevice && typ != C.cudaMemoryTypeManaged {
+	if typ != C.CU_MEMORYTYPE_DEVICE && managed == 0 {
 		return MemoryPointer{}, fmt.Errorf("highlevel: unowned memory at %p is not device memory", ptr)
 	}
-	return MemoryPointer{Mem: &Memory{ptr: ptr, size: size, dev: Device(dev), owner: keepOwner{owner}}}, nil
+	return MemoryPointer{Mem: &Memory{ptr: ptr, size: size, dev: Device(dev), managed: managed != 0, owner: keepOwner{owner}}}, nil
 }
 
 // keepOwner keeps UnownedMemory's owner reachable and frees nothing.

@@ -4,13 +4,12 @@ package highlevel
 import "C"
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"unsafe"
-
-	"github.com/gocuda/cuda/cudart"
 )
 
 // A MemoryPool is a caching allocator of device memory (CuPy's MemoryPool,
@@ -32,16 +31,24 @@ import (
 // because work on that stream runs in order: the new owner's work cannot
 // start before the old owner's work on the same stream is done. Memory used
 // on other streams too must be synchronized with its stream (Stream.WaitEvent,
-// Synchronize) before it is freed.
+// Synchronize) before it is freed. Blocks are kept by Stream object, not by
+// CUDA handle: a stream of another device, a closed stream and the
+// per-thread default stream (a different stream on every OS thread) are
+// refused. Closing a stream the pool allocated for waits for the stream's
+// work; its blocks then serve the legacy default stream.
 //
 // # Memory dropped without Free
 //
 // The pool's Memory values come in slabs of 64, watched by one cleanup: a
-// block whose Memory is dropped without Free returns to the pool once all
-// the Memory values of its slab are unreachable and the pool has moved on
-// to a new slab.
+// block whose Memory is dropped without Free is lost once all the Memory
+// values of its slab are unreachable and the pool has moved on to a new
+// slab. The next Malloc that finds lost blocks waits until every device the
+// program used has finished the work queued so far, on every stream, then
+// takes them back: memory is never handed out while a kernel may still use
+// it.
 type MemoryPool struct {
 	*arena
+	life life
 	slab atomic.Pointer[memSlab]
 }
 
@@ -81,7 +88,7 @@ func (p *MemoryPool) newPooled(b *block, size int) *Memory {
 		if s != nil {
 			if i := s.next.Add(1) - 1; i < slabSize {
 				m := &s.mem[i]
-				*m = Memory{ptr: b.ptr, size: size, dev: b.chunk.dev, owner: b, ledger: s.ledger, slot: i}
+				*m = Memory{ptr: b.ptr, size: size, dev: b.chunk.dev, managed: b.chunk.managed, owner: b, ledger: s.ledger, slot: i}
 				s.ledger.blocks[i].Store(b)
 				return m
 			}
@@ -107,8 +114,18 @@ func NewMemoryPool(upstream Allocator) (*MemoryPool, error) {
 		if err != nil {
 			return chunk{}, err
 		}
-		return chunk{ptr: m.Ptr(), size: n, dev: m.Device(), release: m.Mem.Free}, nil
-	})}, nil
+		return chunk{ptr: m.Ptr(), size: n, dev: m.Device(), managed: m.Mem.managed, release: m.Mem.Free}, nil
+	}, settleDevices)}, nil
+}
+
+// settleDevices waits until the devices the program used have finished
+// their work, before a pool reuses lost blocks. Without CUDA there is no
+// such work (the pool's tests).
+func settleDevices() error {
+	if initDevices() != nil {
+		return nil
+	}
+	return synchronizeAll()
 }
 
 var defaultPool struct {
@@ -132,11 +149,94 @@ func (p *MemoryPool) Malloc(size int) (MemoryPointer, error) {
 // MallocStream allocates size bytes for use on stream s: see the type's
 // documentation.
 func (p *MemoryPool) MallocStream(size int, s *Stream) (MemoryPointer, error) {
-	b, err := p.alloc(size, s.Handle())
+	if p == nil {
+		return MemoryPointer{}, nilError("MemoryPool")
+	}
+	if !p.life.acquire() {
+		return MemoryPointer{}, ErrClosed
+	}
+	defer p.life.release()
+	if s != nil {
+		if s.perThread() {
+			return MemoryPointer{}, errors.New("highlevel: memory pool: the per-thread default stream is another stream on every OS thread; use a Stream")
+		}
+		if !s.life.acquire() {
+			return MemoryPointer{}, ErrClosed
+		}
+		defer s.life.release()
+		if s.h == 0 {
+			s = nil // the legacy default stream, however it is named
+		} else {
+			s.pooled.Store(true)
+		}
+	}
+	b, err := p.alloc(size, s)
 	if err != nil {
 		return MemoryPointer{}, err
 	}
+	if s != nil && b.chunk.dev != s.dev {
+		p.release(b)
+		return MemoryPointer{}, fmt.Errorf("highlevel: memory pool of %v: allocation for a stream of %v", b.chunk.dev, s.dev)
+	}
 	return MemoryPointer{Mem: p.newPooled(b, size)}, nil
+}
+
+// Close gives back the memory the pool holds free and makes later
+// allocations return ErrClosed; a second Close returns ErrClosed too.
+// Memory allocated before stays valid, and Free gives it back to the
+// upstream allocator.
+func (p *MemoryPool) Close() error {
+	if p == nil {
+		return nilError("MemoryPool")
+	}
+	if err := p.life.closing(); err != nil {
+		return err
+	}
+	return p.StopHolding()
+}
+
+// The pool's statistics and settings; see the methods of PinnedMemoryPool
+// for a pool without CUDA streams.
+
+// UsedBytes returns the bytes in use, counted in rounded sizes; 0 for a nil
+// pool. Memory dropped without Free counts until the pool takes it back.
+func (p *MemoryPool) UsedBytes() int { return p.pool().UsedBytes() }
+
+// RequestedBytes returns the bytes in use as they were asked for.
+func (p *MemoryPool) RequestedBytes() int { return p.pool().RequestedBytes() }
+
+// FreeBytes returns the bytes held free for reuse.
+func (p *MemoryPool) FreeBytes() int { return p.pool().FreeBytes() }
+
+// TotalBytes returns the bytes held: UsedBytes plus FreeBytes.
+func (p *MemoryPool) TotalBytes() int { return p.pool().TotalBytes() }
+
+// NFreeBlocks returns the number of free blocks held.
+func (p *MemoryPool) NFreeBlocks() int { return p.pool().NFreeBlocks() }
+
+// ActiveBlocks returns the number of blocks in use.
+func (p *MemoryPool) ActiveBlocks() int { return p.pool().ActiveBlocks() }
+
+// Limit returns the limit SetLimit set, 0 for none.
+func (p *MemoryPool) Limit() int { return p.pool().Limit() }
+
+// SetLimit limits the bytes the pool holds (TotalBytes) to n; 0 removes
+// the limit. An allocation that would pass it returns an error matching
+// cudart.ErrorMemoryAllocation. The limit does not free what is held.
+func (p *MemoryPool) SetLimit(n int) error { return p.pool().SetLimit(n) }
+
+// FreeAllBlocks gives the memory held free back to the upstream allocator.
+func (p *MemoryPool) FreeAllBlocks() error { return p.pool().FreeAllBlocks() }
+
+// StopHolding gives back the memory held free, and from now on gives back
+// each upstream allocation as soon as it is wholly free.
+func (p *MemoryPool) StopHolding() error { return p.pool().StopHolding() }
+
+func (p *MemoryPool) pool() *arena {
+	if p == nil {
+		return nil
+	}
+	return p.arena
 }
 
 // free gives the memory back to the pool; a block is the owner of the
@@ -148,11 +248,11 @@ func (b *block) free(*Memory) error { return b.arena.release(b) }
 // stream is reused by later allocations on that stream, in the order of
 // the stream's work.
 type MemoryAsyncPool struct {
-	h      C.uintptr_t
-	dev    Device
-	ctx    unsafe.Pointer
-	owned  bool
-	closed atomic.Bool
+	h     C.uintptr_t
+	dev   Device
+	ctx   unsafe.Pointer
+	owned bool
+	life  life
 }
 
 // NewMemoryAsyncPool creates a CUDA memory pool on d.
@@ -186,7 +286,7 @@ func DeviceMemoryAsyncPool(d Device) (*MemoryAsyncPool, error) {
 // device (nil: DefaultDevice's, on the legacy default stream), ordered on
 // s. Free frees it on the same stream.
 func MallocAsync(size int, s *Stream) (MemoryPointer, error) {
-	d := Device(0)
+	var d Device
 	if s != nil {
 		d = s.dev
 	} else {
@@ -206,6 +306,25 @@ func MallocAsync(size int, s *Stream) (MemoryPointer, error) {
 	return st.async.MallocAsync(size, s)
 }
 
+// Device returns the pool's device; 0 for a nil pool.
+func (p *MemoryAsyncPool) Device() Device {
+	if p == nil {
+		return 0
+	}
+	return p.dev
+}
+
+// use begins an operation on the pool; p.life.release ends it.
+func (p *MemoryAsyncPool) use() error {
+	if p == nil {
+		return nilError("MemoryAsyncPool")
+	}
+	if !p.life.acquire() {
+		return ErrClosed
+	}
+	return nil
+}
+
 // Malloc allocates size bytes on the legacy default stream.
 func (p *MemoryAsyncPool) Malloc(size int) (MemoryPointer, error) {
 	return p.MallocAsync(size, nil)
@@ -213,21 +332,26 @@ func (p *MemoryAsyncPool) Malloc(size int) (MemoryPointer, error) {
 
 // MallocAsync allocates size bytes ordered on s, a stream of the pool's
 // device (nil: the legacy default stream). Free frees it on the same
-// stream, or on the legacy default stream once s is closed.
+// stream, or, once s is closed, on the legacy default stream.
 func (p *MemoryAsyncPool) MallocAsync(size int, s *Stream) (MemoryPointer, error) {
-	if size <= 0 {
-		return MemoryPointer{}, fmt.Errorf("highlevel: allocation of %d bytes: size must be positive", size)
+	if err := checkSize("allocation", size); err != nil {
+		return MemoryPointer{}, err
 	}
-	if p.closed.Load() {
-		return MemoryPointer{}, ErrClosed
+	if err := p.use(); err != nil {
+		return MemoryPointer{}, err
 	}
-	sh, err := s.handleOn(p.dev)
+	defer p.life.release()
+	sh, err := s.enter(p.dev)
 	if err != nil {
 		return MemoryPointer{}, err
 	}
+	defer s.leave()
+	if s != nil {
+		s.pooled.Store(true) // Close waits for its work: see asyncOwner
+	}
 	freeLost()
 	var ptr unsafe.Pointer
-	if err := check("cudaMallocAsync", C.hl_malloc_async(p.ctx, &ptr, C.size_t(size), p.h, C.uintptr_t(sh))); err != nil {
+	if err := check("cudaMallocAsync", C.hl_malloc_async(p.ctx, &ptr, C.size_t(size), p.h, sh)); err != nil {
 		return MemoryPointer{}, fmt.Errorf("%w (%d bytes on %v)", err, size, p.dev)
 	}
 	return newMemory(ptr, size, p.dev, asyncOwner{s}, lostMemory{ptr: ptr, ctx: p.ctx}), nil
@@ -237,21 +361,26 @@ func (p *MemoryAsyncPool) MallocAsync(size int, s *Stream) (MemoryPointer, error
 type asyncOwner struct{ s *Stream }
 
 func (o asyncOwner) free(m *Memory) error {
-	var sh cudart.Stream
-	if o.s != nil && !o.s.closed.Load() {
-		sh = o.s.h
-	}
 	ctx, err := m.dev.context()
 	if err != nil {
 		return err
 	}
-	return check("cudaFreeAsync", C.hl_free_async(ctx, m.ptr, C.uintptr_t(sh)))
+	sh, err := o.s.enter(m.dev)
+	if errors.Is(err, ErrClosed) {
+		o.s, sh, err = nil, 0, nil // the legacy default stream, after the closed one's work
+	}
+	if err != nil {
+		return err
+	}
+	defer o.s.leave()
+	return check("cudaFreeAsync", C.hl_free_async(ctx, m.ptr, sh))
 }
 
 func (p *MemoryAsyncPool) attr(a C.int) (int, error) {
-	if p.closed.Load() {
-		return 0, ErrClosed
+	if err := p.use(); err != nil {
+		return 0, err
 	}
+	defer p.life.release()
 	var v C.uint64_t
 	err := check("cudaMemPoolGetAttribute", C.hl_mem_pool_get_attribute(p.ctx, p.h, a, &v))
 	return int(v), err
@@ -276,25 +405,35 @@ func (p *MemoryAsyncPool) SetReleaseThreshold(n int) error {
 	if n < 0 {
 		return fmt.Errorf("highlevel: release threshold %d: must not be negative", n)
 	}
-	if p.closed.Load() {
-		return ErrClosed
+	if err := p.use(); err != nil {
+		return err
 	}
+	defer p.life.release()
 	return check("cudaMemPoolSetAttribute", C.hl_mem_pool_set_attribute(p.ctx, p.h, C.cudaMemPoolAttrReleaseThreshold, C.uint64_t(n)))
 }
 
 // FreeAllBlocks gives the memory the pool holds unused back to the device
 // (cudaMemPoolTrimTo with nothing kept).
 func (p *MemoryAsyncPool) FreeAllBlocks() error {
-	if p.closed.Load() {
-		return ErrClosed
+	if err := p.use(); err != nil {
+		return err
 	}
+	defer p.life.release()
 	return check("cudaMemPoolTrimTo", C.hl_mem_pool_trim(p.ctx, p.h, 0))
 }
 
 // Close destroys a pool NewMemoryAsyncPool created; memory still allocated
-// from it stays valid until freed. A second Close does nothing.
+// from it stays valid until freed. Operations in progress finish first;
+// later ones return ErrClosed, and so does a second Close. Closing a
+// device's default pool only makes the MemoryAsyncPool unusable.
 func (p *MemoryAsyncPool) Close() error {
-	if !p.closed.CompareAndSwap(false, true) || !p.owned {
+	if p == nil {
+		return nilError("MemoryAsyncPool")
+	}
+	if err := p.life.closing(); err != nil {
+		return err
+	}
+	if !p.owned {
 		return nil
 	}
 	return check("cudaMemPoolDestroy", C.hl_mem_pool_destroy(p.ctx, p.h))

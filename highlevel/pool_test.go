@@ -258,7 +258,6 @@ func TestPoolSizeChecks(t *testing.T) {
 		name string
 		err  error
 	}{
-		{"zero size", m.Memset(0, 0)},
 		{"negative size", m.CopyToHost(unsafe.Pointer(&[1]byte{}), -5)},
 		{"past the end", m.Memset(0, 101)},
 		{"nil host pointer", m.CopyFromHost(nil, 10)},
@@ -266,6 +265,9 @@ func TestPoolSizeChecks(t *testing.T) {
 		if tc.err == nil {
 			t.Errorf("%s: no error", tc.name)
 		}
+	}
+	if err := m.Memset(0, 0); err != nil {
+		t.Errorf("Memset of 0 bytes: %v, want nothing done", err)
 	}
 	if _, err := m.Add(101); err == nil {
 		t.Errorf("Add past the end: no error")
@@ -309,16 +311,99 @@ func TestPoolCleanupReturnsLostBlocks(t *testing.T) {
 	for range slabSize {
 		mustMalloc(t, p, 1<<12).Mem.Free()
 	}
+	// The next allocation takes the lost blocks back.
 	deadline := time.Now().Add(5 * time.Second)
 	for p.UsedBytes() != 0 && time.Now().Before(deadline) {
 		runtime.GC()
 		time.Sleep(time.Millisecond)
+		mustMalloc(t, p, 512).Mem.Free()
 	}
 	if got := p.UsedBytes(); got != 0 {
 		t.Fatalf("UsedBytes = %d after the lost allocations were collected, want 0", got)
 	}
 	if got := p.NFreeBlocks(); got < 10 {
 		t.Errorf("NFreeBlocks = %d, want at least the 10 lost blocks", got)
+	}
+}
+
+// TestPoolLostBlocksSettle checks that lost blocks are reused only after
+// the pool's settle (on a GPU: every device synchronized) returned, and
+// not at all when it fails; and that a lost block does not merge with a
+// free neighbour of another stream.
+func TestPoolLostBlocksSettle(t *testing.T) {
+	p, h := newTestPool(t, 1<<20)
+	var settles int
+	var settleErr error
+	p.arena.settle = func() error { settles++; return settleErr }
+	s1 := &Stream{h: 0x1000}
+	mustMallocStream := func(n int, s *Stream) MemoryPointer {
+		t.Helper()
+		m, err := p.MallocStream(n, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	mustMallocStream(4096, s1).Mem.Free()
+	a := mustMallocStream(1024, s1) // the rest, 3072 bytes, stays free for s1
+	rest := unsafe.Add(a.Ptr(), 1024)
+	a.Mem.owner.(*block).lose() // as the slab's cleanup does
+	settleErr = errors.New("broken context")
+	if _, err := p.Malloc(512); err == nil || settles != 1 {
+		t.Fatalf("Malloc with a failing settle: %v after %d settles, want its error", err, settles)
+	}
+	if p.ActiveBlocks() != 1 {
+		t.Errorf("ActiveBlocks = %d after a failed settle, want the lost block still counted", p.ActiveBlocks())
+	}
+	settleErr = nil
+	b := mustMallocStream(512, nil)
+	if settles != 2 {
+		t.Fatalf("%d settles, want 2", settles)
+	}
+	if b.Ptr() != a.Ptr() {
+		t.Errorf("the legacy stream got %p, want the settled lost block %p", b.Ptr(), a.Ptr())
+	}
+	c := mustMallocStream(3072, s1)
+	if c.Ptr() != rest {
+		t.Errorf("s1 got %p, want its own free block %p (merged into the lost block's?)", c.Ptr(), rest)
+	}
+	if _, allocs := h.stats(); allocs != 1 {
+		t.Errorf("%d upstream allocations, want 1", allocs)
+	}
+	b.Mem.Free()
+	c.Mem.Free()
+	if settles != 2 {
+		t.Errorf("%d settles, want 2: Free settles nothing", settles)
+	}
+}
+
+// TestPoolStreamClose checks that a closed stream's blocks serve the legacy
+// default stream, and that a block of it freed later does too.
+func TestPoolStreamClose(t *testing.T) {
+	p, h := newTestPool(t, 1<<20)
+	s := &Stream{h: 0x1000}
+	a, _ := p.MallocStream(1024, s)
+	b, _ := p.MallocStream(1024, s)
+	a.Mem.Free()
+	s.life.close()
+	s.settlePools() // Close does this once the stream's work is done
+	if _, err := p.MallocStream(1024, s); !errors.Is(err, ErrClosed) {
+		t.Errorf("MallocStream on a closed stream: %v, want ErrClosed", err)
+	}
+	c, err := p.Malloc(1024)
+	if err != nil || c.Ptr() != a.Ptr() {
+		t.Errorf("legacy stream got %p, %v; want the closed stream's block %p", c.Ptr(), err, a.Ptr())
+	}
+	b.Mem.Free()
+	d, err := p.Malloc(1024)
+	if err != nil || d.Ptr() != b.Ptr() {
+		t.Errorf("legacy stream got %p, %v; want the block freed after Close %p", d.Ptr(), err, b.Ptr())
+	}
+	if _, allocs := h.stats(); allocs != 2 {
+		t.Errorf("%d upstream allocations, want 2", allocs)
+	}
+	if len(p.arena.streams) != 1 {
+		t.Errorf("the pool keeps %d streams' bins, want only the legacy stream's", len(p.arena.streams))
 	}
 }
 
@@ -368,12 +453,15 @@ func FuzzPool(f *testing.F) {
 		}
 		p, h := newTestPool(t, 1<<20)
 		var held []MemoryPointer
-		streams := []*Stream{nil, {h: 1}, {h: 2}}
+		streams := []*Stream{nil, {h: 1}, {h: 3}}
 		for i := 0; i+1 < len(ops); i += 2 {
 			arg := int(ops[i+1])
-			switch ops[i] % 4 {
+			switch ops[i] % 5 {
 			case 0, 3: // malloc
 				m, err := p.MallocStream(1+arg*97, streams[arg%3])
+				if errors.Is(err, ErrClosed) {
+					continue
+				}
 				if err != nil {
 					if !errors.Is(err, cudart.ErrorMemoryAllocation) {
 						t.Fatalf("Malloc: %v", err)
@@ -398,6 +486,10 @@ func FuzzPool(f *testing.F) {
 			case 2:
 				if err := p.FreeAllBlocks(); err != nil {
 					t.Fatal(err)
+				}
+			case 4: // close a stream, as Close does once the stream's work is done
+				if s := streams[arg%3]; s != nil && s.life.close() {
+					s.settlePools()
 				}
 			}
 			used, req := 0, 0

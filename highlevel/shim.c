@@ -2,6 +2,10 @@
 
 #include <cuda.h>
 #include <cuda_profiler_api.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
 #include <time.h>
 
 // The functions the shim calls, resolved by Go (load.go) through cudart's and
@@ -13,14 +17,15 @@
 	RT(cudaPointerGetAttributes) RT(cudaMalloc) RT(cudaMallocManaged) RT(cudaFree) \
 	RT(cudaMallocFromPoolAsync) RT(cudaFreeAsync) \
 	RT(cudaMemcpy) RT(cudaMemcpyAsync) RT(cudaMemcpyPeer) RT(cudaMemcpyPeerAsync) \
-	RT(cudaMemset) RT(cudaMemsetAsync) RT(cudaMallocHost) RT(cudaFreeHost) \
+	RT(cudaMemset) RT(cudaMemsetAsync) RT(cudaHostAlloc) RT(cudaFreeHost) \
 	RT(cudaHostRegister) RT(cudaHostUnregister) RT(cudaMemPoolCreate) \
 	RT(cudaMemPoolDestroy) RT(cudaMemPoolSetAttribute) RT(cudaMemPoolGetAttribute) \
 	RT(cudaMemPoolTrimTo) RT(cudaDeviceGetDefaultMemPool) RT(cudaStreamCreateWithFlags) \
 	RT(cudaStreamCreateWithPriority) \
 	RT(cudaDeviceGetStreamPriorityRange) RT(cudaStreamDestroy) \
 	RT(cudaStreamSynchronize) RT(cudaStreamQuery) RT(cudaStreamWaitEvent) \
-	RT(cudaStreamAddCallback) RT(cudaLaunchHostFunc) RT(cudaStreamIsCapturing) \
+	RT(cudaStreamAddCallback) RT(cudaLaunchHostFunc) RT(cudaStreamGetCaptureInfo) \
+	RT(cudaUserObjectCreate) RT(cudaGraphRetainUserObject) RT(cudaUserObjectRelease) \
 	RT(cudaStreamBeginCapture) RT(cudaStreamEndCapture) RT(cudaEventCreateWithFlags) \
 	RT(cudaEventDestroy) RT(cudaEventRecord) RT(cudaEventSynchronize) \
 	RT(cudaEventQuery) RT(cudaEventElapsedTime) RT(cudaGraphInstantiate) \
@@ -32,7 +37,8 @@
 	DRV(cuLibraryGetKernel) DRV(cuKernelGetFunction) DRV(cuKernelGetParamInfo) DRV(cuKernelGetAttribute) \
 	DRV(cuKernelSetAttribute) DRV(cuLaunchKernel) DRV(cuLaunchKernelEx) \
 	DRV(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags) \
-	DRV(cuOccupancyMaxPotentialBlockSizeWithFlags)
+	DRV(cuOccupancyMaxPotentialBlockSizeWithFlags) DRV(cuPointerGetAttributes) \
+	DRV(cuCtxSynchronize) DRV(cuCtxEnablePeerAccess) DRV(cuDevicePrimaryCtxGetState)
 
 #define HL_INDEX(name) HL_##name,
 enum { HL_SYMBOLS(HL_INDEX, HL_INDEX) HL_NSYMBOLS };
@@ -148,15 +154,25 @@ int hl_device_properties(void *ctx, struct cudaDeviceProp *p, int dev) {
 int hl_mem_info(void *ctx, size_t *free, size_t *total) { CALL(ctx, RT(cudaMemGetInfo)(free, total)); }
 int hl_device_synchronize(void *ctx) { CALL(ctx, RT(cudaDeviceSynchronize)()); }
 
-int hl_pointer_device(void *ptr, int *dev, int *type) {
+// hl_pointer_device asks the driver, which needs no current context, where
+// ptr lives: *type is a CUmemorytype (0 for memory CUDA does not know, such
+// as pageable host memory), *managed says whether it is managed memory.
+int hl_pointer_device(void *ptr, int *dev, int *type, int *managed) {
 	void *prev;
 	int e = hl_enter(NULL, &prev);
 	if (e != 0) return e;
-	struct cudaPointerAttributes a;
-	int r = RT(cudaPointerGetAttributes)(&a, ptr);
-	*dev = a.device;
-	*type = a.type;
-	return r;
+	CUpointer_attribute attrs[] = {
+		CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, CU_POINTER_ATTRIBUTE_IS_MANAGED,
+	};
+	unsigned int type_ = 0;
+	int dev_ = -1;
+	unsigned int managed_ = 0;
+	void *data[] = {&type_, &dev_, &managed_};
+	int r = DRV(cuPointerGetAttributes)(3, attrs, data, (CUdeviceptr)(uintptr_t)ptr);
+	*type = (int)type_;
+	*dev = dev_;
+	*managed = (int)managed_;
+	return drv_status(r);
 }
 
 int hl_malloc(void *ctx, void **p, size_t n) { CALL(ctx, RT(cudaMalloc)(p, n)); }
@@ -201,10 +217,13 @@ int hl_memset(void *ctx, void *p, int v, size_t n, uintptr_t s, int async) {
 	CALL(ctx, RT(cudaMemset)(p, v, n));
 }
 
-int hl_malloc_host(void **p, size_t n) { CALL(NULL, RT(cudaMallocHost)(p, n)); }
-int hl_free_host(void *p) { CALL(NULL, RT(cudaFreeHost)(p)); }
-int hl_host_register(void *p, size_t n, unsigned flags) { CALL(NULL, RT(cudaHostRegister)(p, n, flags)); }
-int hl_host_unregister(void *p) { CALL(NULL, RT(cudaHostUnregister)(p)); }
+// Host memory is portable: pinned for every context, whichever one ctx is.
+int hl_malloc_host(void *ctx, void **p, size_t n) { CALL(ctx, RT(cudaHostAlloc)(p, n, cudaHostAllocPortable)); }
+int hl_free_host(void *ctx, void *p) { CALL(ctx, RT(cudaFreeHost)(p)); }
+int hl_host_register(void *ctx, void *p, size_t n) {
+	CALL(ctx, RT(cudaHostRegister)(p, n, cudaHostRegisterPortable));
+}
+int hl_host_unregister(void *ctx, void *p) { CALL(ctx, RT(cudaHostUnregister)(p)); }
 
 int hl_mem_pool_create(void *ctx, uintptr_t *pool, int dev) {
 	struct cudaMemPoolProps props = {0};
@@ -265,20 +284,78 @@ static void CUDART_CB hl_stream_callback(cudaStream_t s, cudaError_t status, voi
 	hl_in_callback = 0;
 }
 
+int hl_in_callback_now(void) { return hl_in_callback; }
+
+// The handles of graph host nodes whose graphs are gone. CUDA destroys a
+// user object on a thread of its own, maybe inside another CUDA call, so
+// the destructor only queues the handle here; Go deletes it later
+// (hl_dead_handles).
+static pthread_mutex_t hl_dead_mu = PTHREAD_MUTEX_INITIALIZER;
+static uintptr_t *hl_dead;
+static int hl_ndead, hl_capdead;
+
+static void CUDART_CB hl_handle_destroy(void *h) {
+	pthread_mutex_lock(&hl_dead_mu);
+	if (hl_ndead == hl_capdead) {
+		int c = hl_capdead ? 2 * hl_capdead : 64;
+		uintptr_t *d = realloc(hl_dead, c * sizeof *d);
+		if (d == NULL) { // keep the handle: a leak, never a crash
+			pthread_mutex_unlock(&hl_dead_mu);
+			return;
+		}
+		hl_dead = d;
+		hl_capdead = c;
+	}
+	hl_dead[hl_ndead++] = (uintptr_t)h;
+	pthread_mutex_unlock(&hl_dead_mu);
+}
+
+// hl_dead_handles moves up to max queued handles to out and returns their
+// number.
+int hl_dead_handles(uintptr_t *out, int max) {
+	pthread_mutex_lock(&hl_dead_mu);
+	int n = hl_ndead < max ? hl_ndead : max;
+	hl_ndead -= n;
+	for (int i = 0; i < n; i++) out[i] = hl_dead[hl_ndead + i];
+	pthread_mutex_unlock(&hl_dead_mu);
+	return n;
+}
+
 int hl_stream_add_callback(void *ctx, uintptr_t s, uintptr_t h) {
 	CALL(ctx, RT(cudaStreamAddCallback)(STREAM(s), hl_stream_callback, (void *)h, 0));
 }
 
-// hl_launch_host_func queues a host function; while s is capturing, it
-// becomes a graph node that runs at every launch, and *capturing says so.
-int hl_launch_host_func(void *ctx, uintptr_t s, uintptr_t h, int *capturing) {
+// hl_launch_host_func queues a host function. While s is capturing, into
+// its own graph or, forked, into another stream's, the function becomes a
+// node of the graph being captured, which may run at every launch of every
+// instantiation: the handle then belongs to a CUDA user object that the
+// graph owns, destroyed once the graph, its instantiations and their
+// launches in flight are all gone. *owned says whether CUDA took the handle
+// (the Go side deletes it on an error when it did not).
+int hl_launch_host_func(void *ctx, uintptr_t s, uintptr_t h, int *owned) {
+	*owned = 0;
 	void *prev;
 	int r = hl_enter(ctx, &prev);
 	if (r != 0) return r;
 	enum cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
-	r = RT(cudaStreamIsCapturing)(STREAM(s), &st);
-	*capturing = st != cudaStreamCaptureStatusNone;
-	if (r == 0) r = RT(cudaLaunchHostFunc)(STREAM(s), *capturing ? hl_host_fn_node : hl_host_fn, (void *)h);
+	cudaGraph_t g = NULL;
+	r = RT(cudaStreamGetCaptureInfo)(STREAM(s), &st, NULL, &g, NULL, NULL, NULL);
+	if (r == 0 && st == cudaStreamCaptureStatusActive) {
+		cudaUserObject_t obj;
+		r = RT(cudaUserObjectCreate)(&obj, (void *)h, hl_handle_destroy, 1, cudaUserObjectNoDestructorSync);
+		if (r == 0) {
+			*owned = 1; // the user object deletes it
+			r = RT(cudaGraphRetainUserObject)(g, obj, 1, cudaGraphUserObjectMove);
+			if (r != 0) {
+				RT(cudaUserObjectRelease)(obj, 1);
+			} else {
+				r = RT(cudaLaunchHostFunc)(STREAM(s), hl_host_fn_node, (void *)h);
+			}
+		}
+	} else if (r == 0) {
+		r = RT(cudaLaunchHostFunc)(STREAM(s), hl_host_fn, (void *)h);
+		*owned = r == 0;
+	}
 	hl_leave(ctx, prev);
 	return r;
 }
@@ -299,6 +376,36 @@ int hl_event_synchronize(void *ctx, uintptr_t e) { CALL(ctx, RT(cudaEventSynchro
 int hl_event_query(void *ctx, uintptr_t e) { CALL(ctx, RT(cudaEventQuery)(EVENT(e))); }
 int hl_event_elapsed(void *ctx, float *ms, uintptr_t start, uintptr_t end) {
 	CALL(ctx, RT(cudaEventElapsedTime)(ms, EVENT(start), EVENT(end)));
+}
+
+// hl_ctx_current returns the calling thread's current context (NULL for
+// none) and hl_ctx_set makes ctx current (NULL: none), for Device.Do.
+int hl_ctx_current(void **ctx) {
+	void *prev;
+	int e = hl_enter(NULL, &prev);
+	if (e != 0) return e;
+	return drv_status(CTX_GET(ctx));
+}
+int hl_ctx_set(void *ctx) {
+	void *prev;
+	int e = hl_enter(NULL, &prev);
+	if (e != 0) return e;
+	return drv_status(CTX_SET(ctx));
+}
+int hl_ctx_synchronize(void *ctx) { DCALL(ctx, DRV(cuCtxSynchronize)()); }
+int hl_enable_peer_access(void *ctx, void *peer) { DCALL(ctx, DRV(cuCtxEnablePeerAccess)((CUcontext)peer, 0)); }
+
+// hl_primary_context_active reports whether dev's primary context is
+// active, without making it.
+int hl_primary_context_active(int dev, int *active) {
+	void *prev;
+	int e = hl_enter(NULL, &prev);
+	if (e != 0) return e;
+	int d;
+	unsigned flags;
+	int r = DRV_DEVICE_GET(&d, dev);
+	if (r == 0) r = DRV(cuDevicePrimaryCtxGetState)(d, &flags, active);
+	return drv_status(r);
 }
 
 // hl_event_query_many queries n events in one cgo call, for the waiter.
@@ -452,7 +559,48 @@ int hl_occupancy_block_size(void *ctx, int *grid, int *block, uintptr_t k, size_
 	DCALL(ctx, DRV(cuOccupancyMaxPotentialBlockSizeWithFlags)(grid, block, FUNC(k), NULL, smem, limit, CU_OCCUPANCY_DEFAULT));
 }
 
-void hl_sleep_us(int us) {
-	struct timespec ts = {0, (long)us * 1000};
-	nanosleep(&ts, NULL);
+// The waiter's poller sleeps here between rounds, for at most ns
+// nanoseconds, until hl_poll_wake is called. Its thread has a timer slack
+// of 1 ns (Linux's default, 50 µs, would add that much to every wake-up).
+static pthread_mutex_t hl_poll_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t hl_poll_cv;
+static pthread_once_t hl_poll_once = PTHREAD_ONCE_INIT;
+static int hl_poll_woken;
+
+static void hl_poll_init(void) {
+	pthread_condattr_t a;
+	pthread_condattr_init(&a);
+	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+	pthread_cond_init(&hl_poll_cv, &a);
+	pthread_condattr_destroy(&a);
+}
+
+void hl_poll_thread(void) {
+	pthread_once(&hl_poll_once, hl_poll_init);
+	prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+}
+
+void hl_poll_sleep(long ns) {
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	t.tv_sec += ns / 1000000000;
+	t.tv_nsec += ns % 1000000000;
+	if (t.tv_nsec >= 1000000000) {
+		t.tv_sec++;
+		t.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&hl_poll_mu);
+	while (!hl_poll_woken) {
+		if (pthread_cond_timedwait(&hl_poll_cv, &hl_poll_mu, &t) == ETIMEDOUT) break;
+	}
+	hl_poll_woken = 0;
+	pthread_mutex_unlock(&hl_poll_mu);
+}
+
+void hl_poll_wake(void) {
+	pthread_once(&hl_poll_once, hl_poll_init);
+	pthread_mutex_lock(&hl_poll_mu);
+	hl_poll_woken = 1;
+	pthread_cond_signal(&hl_poll_cv);
+	pthread_mutex_unlock(&hl_poll_mu);
 }

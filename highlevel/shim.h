@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 
 // Status codes of the shim that are not cudaError_t values.
@@ -27,7 +28,12 @@ int hl_device_attribute(int *v, int attr, int dev);
 int hl_device_properties(void *ctx, struct cudaDeviceProp *p, int dev);
 int hl_mem_info(void *ctx, size_t *free, size_t *total);
 int hl_device_synchronize(void *ctx);
-int hl_pointer_device(void *ptr, int *dev, int *type);
+int hl_pointer_device(void *ptr, int *dev, int *type, int *managed);
+int hl_ctx_current(void **ctx);
+int hl_ctx_set(void *ctx);
+int hl_ctx_synchronize(void *ctx);
+int hl_enable_peer_access(void *ctx, void *peer);
+int hl_primary_context_active(int dev, int *active);
 
 int hl_malloc(void *ctx, void **p, size_t n);
 int hl_malloc_managed(void *ctx, void **p, size_t n);
@@ -40,10 +46,10 @@ int hl_memcpy_record(void *ctx, void *dst, const void *src, size_t n, uintptr_t 
 int hl_memcpy_peer(void *ctx, void *dst, int ddev, const void *src, int sdev, size_t n, uintptr_t s, int async);
 int hl_memset(void *ctx, void *p, int v, size_t n, uintptr_t s, int async);
 
-int hl_malloc_host(void **p, size_t n);
-int hl_free_host(void *p);
-int hl_host_register(void *p, size_t n, unsigned flags);
-int hl_host_unregister(void *p);
+int hl_malloc_host(void *ctx, void **p, size_t n);
+int hl_free_host(void *ctx, void *p);
+int hl_host_register(void *ctx, void *p, size_t n);
+int hl_host_unregister(void *ctx, void *p);
 
 int hl_mem_pool_create(void *ctx, uintptr_t *pool, int dev);
 int hl_default_mem_pool(void *ctx, uintptr_t *pool, int dev);
@@ -59,7 +65,9 @@ int hl_stream_synchronize(void *ctx, uintptr_t s);
 int hl_stream_query(void *ctx, uintptr_t s);
 int hl_stream_wait_event(void *ctx, uintptr_t s, uintptr_t e);
 int hl_stream_add_callback(void *ctx, uintptr_t s, uintptr_t h);
-int hl_launch_host_func(void *ctx, uintptr_t s, uintptr_t h, int *capturing);
+int hl_launch_host_func(void *ctx, uintptr_t s, uintptr_t h, int *owned);
+int hl_in_callback_now(void);
+int hl_dead_handles(uintptr_t *out, int max);
 int hl_stream_begin_capture(void *ctx, uintptr_t s, int mode);
 int hl_stream_end_capture(void *ctx, uintptr_t s, uintptr_t *g);
 
@@ -91,4 +99,6 @@ int hl_launch(void *ctx, uintptr_t f, const uint32_t *dims, uint32_t smem, uintp
 int hl_occupancy_blocks(void *ctx, int *n, uintptr_t k, int block, size_t smem);
 int hl_occupancy_block_size(void *ctx, int *grid, int *block, uintptr_t k, size_t smem, int limit);
 
-void hl_sleep_us(int us);
+void hl_poll_thread(void);
+void hl_poll_sleep(long ns);
+void hl_poll_wake(void);

@@ -48,11 +48,11 @@ func stagingChunk(n int) int {
 // registered with CUDA, nor device or managed memory, all of which CUDA
 // copies directly.
 func pageable(h unsafe.Pointer) (bool, error) {
-	var dev, typ C.int
-	if err := check("cudaPointerGetAttributes", C.hl_pointer_device(h, &dev, &typ)); err != nil {
+	var dev, typ, managed C.int
+	if err := check("cuPointerGetAttributes", C.hl_pointer_device(h, &dev, &typ, &managed)); err != nil {
 		return false, err
 	}
-	return typ == C.cudaMemoryTypeUnregistered, nil
+	return typ == 0 && managed == 0, nil
 }
 
 // stagedCopy copies n bytes between device memory d, in context ctx, and

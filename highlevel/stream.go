@@ -5,6 +5,7 @@ import "C"
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime/cgo"
 	"sync"
@@ -17,17 +18,27 @@ import (
 // A Stream is a CUDA stream of a device: work queued on it runs in order.
 // Every asynchronous operation of the package takes a *Stream; nil means
 // the legacy default stream of the device the operation's memory or object
-// belongs to. A Stream is safe for use by several goroutines.
+// belongs to. A Stream is safe for use by several goroutines; see the
+// package documentation for how Close and operations in progress meet.
 type Stream struct {
 	h     cudart.Stream
 	dev   Device
 	ctx   unsafe.Pointer
 	owned bool // Close destroys it
 
-	closed atomic.Bool
+	life   life
+	queued atomic.Uint64 // operations queued through the package, for Done
 
-	mu       sync.Mutex
-	captured []cgo.Handle // host functions queued while capturing
+	// pooled is set once a MemoryPool allocated for the stream; Close then
+	// waits for the stream's work and settles the pools' blocks (settle).
+	pooled  atomic.Bool
+	settled atomic.Bool
+
+	mu     sync.Mutex
+	done   *waitReq // Done's request, for the work queued up to doneAt
+	doneAt uint64
+	failed error    // a callback's panic, for the next Synchronize, Wait or Query
+	pools  []*arena // pools that keep free blocks for the stream
 }
 
 // StreamOptions are the options of NewStream; the zero value gives a
@@ -87,14 +98,14 @@ func LegacyDefaultStream(d Device) (*Stream, error) {
 // (cudaStreamPerThread). Which OS thread's stream that is depends on the
 // thread that issues each operation, and goroutines move between threads;
 // only a goroutine locked to its thread (Device.Do) gets one predictable
-// stream. Close does nothing to it.
+// stream, and memory pools refuse it. Close does nothing to it.
 func PerThreadDefaultStream(d Device) (*Stream, error) {
 	return ExternalStream(cudart.Stream(cudart.StreamPerThread), d)
 }
 
 // ExternalStream wraps a stream of device d that something else created and
 // will destroy (CuPy's ExternalStream): Close only makes the Stream
-// unusable.
+// unusable. The stream must outlive the Stream, until its Close.
 func ExternalStream(h cudart.Stream, d Device) (*Stream, error) {
 	ctx, err := d.context()
 	if err != nil {
@@ -103,7 +114,8 @@ func ExternalStream(h cudart.Stream, d Device) (*Stream, error) {
 	return &Stream{h: h, dev: d, ctx: ctx}, nil
 }
 
-// Handle returns the CUDA stream, for use with cudart.
+// Handle returns the CUDA stream, for use with cudart; 0, the legacy
+// default stream, for a nil Stream.
 func (s *Stream) Handle() cudart.Stream {
 	if s == nil {
 		return 0
@@ -111,60 +123,102 @@ func (s *Stream) Handle() cudart.Stream {
 	return s.h
 }
 
-// Device returns the stream's device.
-func (s *Stream) Device() Device { return s.dev }
+// Device returns the stream's device; 0 for a nil Stream.
+func (s *Stream) Device() Device {
+	if s == nil {
+		return 0
+	}
+	return s.dev
+}
 
-// handleOn returns the stream's handle for an operation on device d: the
-// legacy default stream for a nil Stream, and an error for a closed stream
-// or one of another device.
-func (s *Stream) handleOn(d Device) (cudart.Stream, error) {
+// perThread reports whether s is a per-thread default stream.
+func (s *Stream) perThread() bool {
+	return s != nil && s.h == cudart.Stream(cudart.StreamPerThread)
+}
+
+// enter begins an operation that queues work on s for device d: it returns
+// the stream's handle (0, the legacy default stream, for a nil Stream), or
+// an error for a closed stream or one of another device. leave ends it.
+func (s *Stream) enter(d Device) (C.uintptr_t, error) {
 	if s == nil {
 		return 0, nil
-	}
-	if s.closed.Load() {
-		return 0, ErrClosed
 	}
 	if s.dev != d {
 		return 0, fmt.Errorf("highlevel: stream of %v used for work on %v", s.dev, d)
 	}
-	return s.h, nil
+	if !s.life.acquire() {
+		return 0, ErrClosed
+	}
+	s.queued.Add(1)
+	return C.uintptr_t(s.h), nil
 }
 
-// use returns the handle and context of an open stream.
-func (s *Stream) use() (C.uintptr_t, unsafe.Pointer, error) {
+// leave ends an operation enter began.
+func (s *Stream) leave() {
+	if s != nil {
+		s.life.release()
+	}
+}
+
+// use begins an operation of the stream's own: Synchronize, Query, Wait.
+func (s *Stream) use() (C.uintptr_t, error) {
 	if s == nil {
-		return 0, nil, fmt.Errorf("highlevel: nil Stream")
+		return 0, nilError("Stream")
 	}
-	if s.closed.Load() {
-		return 0, nil, ErrClosed
+	if !s.life.acquire() {
+		return 0, ErrClosed
 	}
-	return C.uintptr_t(s.h), s.ctx, nil
+	return C.uintptr_t(s.h), nil
+}
+
+// fail records the panic of a callback, for the next Synchronize, Wait or
+// Query.
+func (s *Stream) fail(err error) {
+	s.mu.Lock()
+	s.failed = errors.Join(s.failed, err)
+	s.mu.Unlock()
+}
+
+// failure returns err with the callbacks' panics recorded so far, which it
+// forgets.
+func (s *Stream) failure(err error) error {
+	s.mu.Lock()
+	f := s.failed
+	s.failed = nil
+	s.mu.Unlock()
+	return errors.Join(err, f)
 }
 
 // Synchronize waits until the stream has done all its work. It holds the
-// calling goroutine's OS thread while it waits; Wait does not.
+// calling goroutine's OS thread while it waits; Wait does not. It returns
+// the stream's error, and a *PanicError for each callback or host function
+// of the stream that panicked since the last report.
 func (s *Stream) Synchronize() error {
-	h, ctx, err := s.use()
+	h, err := s.use()
 	if err != nil {
 		return err
 	}
-	return check("cudaStreamSynchronize", C.hl_stream_synchronize(ctx, h))
+	defer s.life.release()
+	return s.failure(check("cudaStreamSynchronize", C.hl_stream_synchronize(s.ctx, h)))
 }
 
 // Query reports whether the stream has done all its work, without waiting
-// (CuPy's Stream.done).
+// (CuPy's Stream.done). Its error reports panics as Synchronize does.
 func (s *Stream) Query() (bool, error) {
-	h, ctx, err := s.use()
+	h, err := s.use()
 	if err != nil {
 		return false, err
 	}
-	return ready("cudaStreamQuery", C.hl_stream_query(ctx, h))
+	defer s.life.release()
+	done, err := ready("cudaStreamQuery", C.hl_stream_query(s.ctx, h))
+	return done, s.failure(err)
 }
 
 // Done returns a channel that is closed when the work queued on the stream
-// so far is done, for use in select. It records an event on the stream; if
-// that fails (the stream is closed, or a fault), the channel is closed at
-// once and Wait or Query report the error.
+// so far is done, for use in select. While no operation of the package
+// queues more work on the stream, Done returns the same channel. For a nil
+// or closed stream, or when CUDA fails, the channel is closed at once, and
+// Wait or Query report the error.
 func (s *Stream) Done() <-chan struct{} {
 	w, err := s.watch()
 	if err != nil {
@@ -175,37 +229,50 @@ func (s *Stream) Done() <-chan struct{} {
 
 // Wait waits until the work queued on the stream so far is done, or ctx is
 // done; then it returns ctx's error and leaves the GPU's work alone. Waiting
-// holds no OS thread: any number of goroutines may wait at once.
+// holds no OS thread: any number of goroutines may wait at once. Its error
+// reports panics as Synchronize does.
 func (s *Stream) Wait(ctx context.Context) error {
 	w, err := s.watch()
 	if err != nil {
 		return err
 	}
-	return w.wait(ctx)
+	if err := w.wait(ctx); err != nil {
+		return err
+	}
+	return s.failure(nil)
 }
 
-// watch records an event of the waiter's own on s and watches it.
+// watch returns the waiter's request for the work queued so far: an event
+// recorded on the stream, shared while nothing new is queued.
 func (s *Stream) watch() (*waitReq, error) {
-	h, ctx, err := s.use()
+	h, err := s.use()
 	if err != nil {
 		return nil, err
 	}
+	defer s.life.release()
+	n := s.queued.Load()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done != nil && s.doneAt == n {
+		return s.done, nil
+	}
 	var e C.uintptr_t
-	if err := check("cudaEventCreateWithFlags", C.hl_event_create(ctx, &e, C.cudaEventDisableTiming)); err != nil {
+	if err := check("cudaEventCreateWithFlags", C.hl_event_create(s.ctx, &e, C.cudaEventDisableTiming)); err != nil {
 		return nil, err
 	}
-	if err := check("cudaEventRecord", C.hl_event_record(ctx, e, h)); err != nil {
-		C.hl_event_destroy(ctx, e)
+	if err := check("cudaEventRecord", C.hl_event_record(s.ctx, e, h)); err != nil {
+		C.hl_event_destroy(s.ctx, e)
 		return nil, err
 	}
-	return watch(ctx, cudart.Event(e), true), nil
+	s.done, s.doneAt = watch(s.ctx, cudart.Event(e), true), n
+	return s.done, nil
 }
 
 // Record records e on the stream, or a new event when e is nil, and returns
 // the event.
 func (s *Stream) Record(e *Event) (*Event, error) {
-	if _, _, err := s.use(); err != nil {
-		return nil, err
+	if s == nil {
+		return nil, nilError("Stream")
 	}
 	if e == nil {
 		var err error
@@ -219,14 +286,22 @@ func (s *Stream) Record(e *Event) (*Event, error) {
 // WaitEvent makes the work queued on the stream from now on wait until e
 // has happened; e may belong to another device.
 func (s *Stream) WaitEvent(e *Event) error {
-	h, ctx, err := s.use()
+	if s == nil {
+		return nilError("Stream")
+	}
+	if e == nil {
+		return nilError("Event")
+	}
+	h, err := s.enter(s.dev)
 	if err != nil {
 		return err
 	}
-	if err := e.live(); err != nil {
-		return err
+	defer s.leave()
+	if !e.life.acquire() {
+		return ErrClosed
 	}
-	return check("cudaStreamWaitEvent", C.hl_stream_wait_event(ctx, h, C.uintptr_t(e.h)))
+	defer e.life.release()
+	return check("cudaStreamWaitEvent", C.hl_stream_wait_event(s.ctx, h, C.uintptr_t(e.h)))
 }
 
 // AddCallback queues fn to run on a thread of CUDA's once the work queued
@@ -234,14 +309,23 @@ func (s *Stream) WaitEvent(e *Event) error {
 // when all went well. fn must not call CUDA: every function of this package
 // called from fn returns ErrInCallback (calling cudart directly from there
 // may deadlock). Hand such work to a goroutine instead. fn must not block
-// for long: the stream waits for it.
+// for long: the stream waits for it. If fn panics, the panic is recovered
+// and the stream's next Synchronize, Wait or Query returns it as a
+// *PanicError.
 func (s *Stream) AddCallback(fn func(error)) error {
-	h, ctx, err := s.use()
+	if s == nil {
+		return nilError("Stream")
+	}
+	if fn == nil {
+		return errors.New("highlevel: AddCallback: nil function")
+	}
+	h, err := s.enter(s.dev)
 	if err != nil {
 		return err
 	}
-	c := cgo.NewHandle(callback{withErr: fn})
-	if err := check("cudaStreamAddCallback", C.hl_stream_add_callback(ctx, h, C.uintptr_t(c))); err != nil {
+	defer s.leave()
+	c := cgo.NewHandle(callback{s: s, withErr: fn})
+	if err := check("cudaStreamAddCallback", C.hl_stream_add_callback(s.ctx, h, C.uintptr_t(c))); err != nil {
 		c.Delete()
 		return err
 	}
@@ -250,23 +334,31 @@ func (s *Stream) AddCallback(fn func(error)) error {
 
 // LaunchHostFunc queues fn to run on a thread of CUDA's once the work queued
 // before it is done (cudaLaunchHostFunc). The rules of AddCallback apply.
-// While the stream is capturing, fn becomes a node of the graph and runs
-// each time the graph is launched.
+// While the stream is capturing (also when it joined another stream's
+// capture), fn becomes a node of the graph being captured and runs each time
+// the graph is launched; it stays alive as long as the graph, its
+// instantiations or any of their launches do. A panic of such a node is
+// reported by the stream that captured it.
 func (s *Stream) LaunchHostFunc(fn func()) error {
-	h, ctx, err := s.use()
+	if s == nil {
+		return nilError("Stream")
+	}
+	if fn == nil {
+		return errors.New("highlevel: LaunchHostFunc: nil function")
+	}
+	h, err := s.enter(s.dev)
 	if err != nil {
 		return err
 	}
-	c := cgo.NewHandle(callback{fn: fn})
-	var capturing C.int
-	if err := check("cudaLaunchHostFunc", C.hl_launch_host_func(ctx, h, C.uintptr_t(c), &capturing)); err != nil {
-		c.Delete()
+	defer s.leave()
+	deleteDeadHandles()
+	c := cgo.NewHandle(callback{s: s, fn: fn})
+	var owned C.int
+	if err := check("cudaLaunchHostFunc", C.hl_launch_host_func(s.ctx, h, C.uintptr_t(c), &owned)); err != nil {
+		if owned == 0 {
+			c.Delete()
+		}
 		return err
-	}
-	if capturing != 0 {
-		s.mu.Lock()
-		s.captured = append(s.captured, c)
-		s.mu.Unlock()
 	}
 	return nil
 }
@@ -276,39 +368,73 @@ func (s *Stream) LaunchHostFunc(fn func()) error {
 // on the capturing OS thread, and the package's waiter queries events while
 // a capture runs, which the stricter modes would turn into errors.
 func (s *Stream) BeginCapture() error {
-	h, ctx, err := s.use()
+	if s == nil {
+		return nilError("Stream")
+	}
+	h, err := s.enter(s.dev)
 	if err != nil {
 		return err
 	}
-	return check("cudaStreamBeginCapture", C.hl_stream_begin_capture(ctx, h, C.cudaStreamCaptureModeRelaxed))
+	defer s.leave()
+	return check("cudaStreamBeginCapture", C.hl_stream_begin_capture(s.ctx, h, C.cudaStreamCaptureModeRelaxed))
 }
 
 // EndCapture ends the capture BeginCapture started and returns its graph.
 func (s *Stream) EndCapture() (*Graph, error) {
-	h, ctx, err := s.use()
+	if s == nil {
+		return nil, nilError("Stream")
+	}
+	h, err := s.enter(s.dev)
 	if err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	captured := s.captured
-	s.captured = nil
-	s.mu.Unlock()
+	defer s.leave()
 	var g C.uintptr_t
-	if err := check("cudaStreamEndCapture", C.hl_stream_end_capture(ctx, h, &g)); err != nil {
-		for _, c := range captured {
-			c.Delete()
-		}
+	if err := check("cudaStreamEndCapture", C.hl_stream_end_capture(s.ctx, h, &g)); err != nil {
 		return nil, err
 	}
-	return &Graph{h: cudart.Graph(g), dev: s.dev, ctx: ctx, funcs: newHostFuncs(captured)}, nil
+	return &Graph{h: cudart.Graph(g), dev: s.dev, ctx: s.ctx}, nil
 }
 
-// Close destroys the stream; work queued on it still runs. Closing a
-// default or external stream only makes the Stream unusable. A second
-// Close does nothing and returns nil.
+// Close destroys the stream; work queued on it still runs. Operations in
+// progress on it finish first; later ones return ErrClosed, and so does a
+// second Close. If memory pools kept blocks for the stream, Close waits for
+// the stream's work, so that the blocks can serve every stream. Closing a
+// default or external stream only makes the Stream unusable.
 func (s *Stream) Close() error {
-	if s == nil || !s.closed.CompareAndSwap(false, true) || !s.owned {
-		return nil
+	if s == nil {
+		return nilError("Stream")
 	}
-	return check("cudaStreamDestroy", C.hl_stream_destroy(s.ctx, C.uintptr_t(s.h)))
+	if err := s.life.closing(); err != nil {
+		return err
+	}
+	err := s.settle()
+	if s.owned {
+		err = errors.Join(err, check("cudaStreamDestroy", C.hl_stream_destroy(s.ctx, C.uintptr_t(s.h))))
+	}
+	return err
+}
+
+// settle gives the blocks pools keep for the stream to the legacy default
+// stream's free lists, once the stream's work is done, for Close.
+func (s *Stream) settle() error {
+	var err error
+	if s.pooled.Load() {
+		err = check("cudaStreamSynchronize", C.hl_stream_synchronize(s.ctx, C.uintptr_t(s.h)))
+	}
+	s.settlePools()
+	return err
+}
+
+// settlePools moves the pools' blocks of the stream, whose work is done, to
+// the legacy default stream.
+func (s *Stream) settlePools() {
+	s.mu.Lock()
+	s.settled.Store(true)
+	pools := s.pools
+	s.pools = nil
+	s.mu.Unlock()
+	for _, a := range pools {
+		a.settleStream(s)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"runtime"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/gocuda/cuda/cudart"
@@ -16,10 +17,17 @@ import (
 // (Event.Wait, Event.Done, Stream.Wait, Stream.Done), all in one cgo call a
 // round, and closes each one's channel when it has happened. So waiting
 // goroutines park on channels and hold no OS thread, however many there are.
-// While events are pending, the poller yields for a few rounds, then sleeps
-// 10µs doubling up to 50µs between rounds, in C (nanosleep): Go's timers
-// wake about a millisecond late on an idle machine. That sleep holds the
-// poller's one OS thread; a new request is seen by the next round.
+//
+// Between rounds the poller sleeps an eighth of the age of the youngest
+// request, from minPoll to maxPoll: a wait of a few microseconds is seen
+// within about a microsecond of its end, a wait of a second costs about a
+// thousand rounds. It sleeps in C, on a thread with a timer slack of 1 ns
+// (Go's timers, and Linux's default slack of 50 µs, would add more than
+// the waits themselves), and a new request wakes it at once.
+const (
+	minPoll = 2 * time.Microsecond
+	maxPoll = time.Millisecond
+)
 
 var closedChan = func() chan struct{} {
 	c := make(chan struct{})
@@ -29,10 +37,11 @@ var closedChan = func() chan struct{} {
 
 // A waitReq is one watched event.
 type waitReq struct {
-	ctx  unsafe.Pointer
-	ev   cudart.Event
-	done chan struct{}
-	err  error // set before done is closed
+	ctx   unsafe.Pointer
+	ev    cudart.Event
+	start time.Time
+	done  chan struct{}
+	err   error // set before done is closed
 
 	// Guarded by waiter.mu:
 	finished bool
@@ -40,22 +49,27 @@ type waitReq struct {
 }
 
 var waiter struct {
-	mu      sync.Mutex
-	pending []*waitReq
-	running bool
+	mu       sync.Mutex
+	pending  []*waitReq
+	running  bool
+	sleeping bool // the poller is in (or about to enter) hl_poll_sleep
 }
 
 // watch starts watching ev; the waiter destroys ev when it has happened if
 // destroy is set.
 func watch(ctx unsafe.Pointer, ev cudart.Event, destroy bool) *waitReq {
-	w := &waitReq{ctx: ctx, ev: ev, done: make(chan struct{}), destroy: destroy}
+	w := &waitReq{ctx: ctx, ev: ev, start: time.Now(), done: make(chan struct{}), destroy: destroy}
 	waiter.mu.Lock()
 	waiter.pending = append(waiter.pending, w)
+	wake := waiter.sleeping
 	if !waiter.running {
 		waiter.running = true
 		go poll()
 	}
 	waiter.mu.Unlock()
+	if wake {
+		C.hl_poll_wake()
+	}
 	return w
 }
 
@@ -87,13 +101,15 @@ func (w *waitReq) wait(ctx context.Context) error {
 }
 
 func poll() {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	C.hl_poll_thread()
 	var (
 		batch    []*waitReq
 		finished []*waitReq
 		ctxs     []unsafe.Pointer
 		events   []C.uintptr_t
 		status   []C.int
-		idle     int
 	)
 	for {
 		waiter.mu.Lock()
@@ -106,10 +122,14 @@ func poll() {
 		waiter.mu.Unlock()
 
 		ctxs, events, status = ctxs[:0], events[:0], status[:0]
+		youngest := batch[0].start
 		for _, w := range batch {
 			ctxs = append(ctxs, w.ctx)
 			events = append(events, C.uintptr_t(w.ev))
 			status = append(status, 0)
+			if w.start.After(youngest) {
+				youngest = w.start
+			}
 		}
 		C.hl_event_query_many(C.int(len(batch)), (*unsafe.Pointer)(unsafe.Pointer(&ctxs[0])), &events[0], &status[0])
 
@@ -127,6 +147,8 @@ func poll() {
 		}
 		clear(waiter.pending[len(keep):])
 		waiter.pending = keep
+		sleep := len(finished) == 0 && len(keep) == len(batch)
+		waiter.sleeping = sleep
 		waiter.mu.Unlock()
 
 		// destroy was settled under the lock, with finished: Event.Close
@@ -138,15 +160,17 @@ func poll() {
 			close(w.done)
 		}
 		clear(finished) // let the requests go
-		if len(finished) > 0 {
-			idle = 0
-			continue
+		if sleep {
+			C.hl_poll_sleep(C.long(pollInterval(time.Since(youngest))))
+			waiter.mu.Lock()
+			waiter.sleeping = false
+			waiter.mu.Unlock()
 		}
-		idle++
-		if idle < 16 {
-			runtime.Gosched()
-			continue
-		}
-		C.hl_sleep_us(C.int(min(10<<min(idle-16, 3), 50)))
 	}
+}
+
+// pollInterval is the sleep between rounds while the youngest request is
+// age old.
+func pollInterval(age time.Duration) time.Duration {
+	return min(max(age/8, minPoll), maxPoll)
 }

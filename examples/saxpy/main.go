@@ -88,7 +88,7 @@ func run(n int, a float32) error {
 		return err
 	}
 	defer start.Close()
-	if err := saxpy.Launch(s, cfg, a, x, y, n); err != nil {
+	if err := saxpy.Launch(s, cfg, a, x, y, int32(n)); err != nil {
 		return err
 	}
 	end, err := s.Record(nil)

@@ -1,0 +1,287 @@
+package highlevel
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+	"unsafe"
+)
+
+// TestLifeCloseWaits checks the closing protocol: Close waits for the
+// operations in progress, refuses new ones, and only one Close closes.
+func TestLifeCloseWaits(t *testing.T) {
+	var l life
+	if !l.acquire() {
+		t.Fatal("acquire on an open object failed")
+	}
+	var closed atomic.Bool
+	var wins atomic.Int32
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			if l.close() {
+				wins.Add(1)
+				closed.Store(true)
+			}
+		})
+	}
+	time.Sleep(20 * time.Millisecond)
+	if closed.Load() {
+		t.Fatal("close returned while an operation was in progress")
+	}
+	if l.acquire() {
+		t.Fatal("acquire succeeded while closing")
+	}
+	l.release()
+	wg.Wait()
+	if !closed.Load() || wins.Load() != 1 {
+		t.Fatalf("after the operation ended: closed %v, %d closes won, want 1", closed.Load(), wins.Load())
+	}
+	if l.acquire() || l.close() {
+		t.Fatal("a closed object was used or closed again")
+	}
+}
+
+// TestLifeRace hammers one life with operations and a close: no operation
+// runs after close returned (run it under -race).
+func TestLifeRace(t *testing.T) {
+	for range 50 {
+		var l life
+		var after atomic.Bool // close has returned
+		var bad atomic.Int32
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() {
+				for range 200 {
+					if !l.acquire() {
+						return
+					}
+					if after.Load() {
+						bad.Add(1)
+					}
+					l.release()
+				}
+			})
+		}
+		wg.Go(func() {
+			l.close()
+			after.Store(true)
+		})
+		wg.Wait()
+		if bad.Load() != 0 {
+			t.Fatalf("%d operations ran after close returned", bad.Load())
+		}
+	}
+}
+
+// nilReceivers are a nil value of every exported pointer type of the
+// package that has methods.
+var nilReceivers = []any{
+	(*Stream)(nil), (*Event)(nil), (*Graph)(nil), (*GraphExec)(nil),
+	(*Module)(nil), (*Kernel)(nil), (*Memory)(nil), (*MemoryPool)(nil),
+	(*MemoryAsyncPool)(nil), (*PinnedMemory)(nil), (*PinnedMemoryPool)(nil),
+	(*HostRegistration)(nil), (*Array[float32])(nil), (*BLAS)(nil),
+	(*Solver)(nil), (*Memo[int, int])(nil),
+}
+
+// TestNilReceivers calls every exported method of every type on a nil
+// receiver, with zero arguments: none may panic, and each that returns an
+// error returns one.
+func TestNilReceivers(t *testing.T) {
+	errType := reflect.TypeFor[error]()
+	for _, v := range nilReceivers {
+		rv := reflect.ValueOf(v)
+		for i := range rv.NumMethod() {
+			m := rv.Type().Method(i)
+			name := rv.Type().String() + "." + m.Name
+			t.Run(name, func(t *testing.T) {
+				ft := rv.Method(i).Type()
+				args := make([]reflect.Value, ft.NumIn())
+				for j := range args {
+					args[j] = reflect.Zero(ft.In(j))
+				}
+				if ft.IsVariadic() {
+					args[len(args)-1] = reflect.Zero(ft.In(ft.NumIn() - 1))
+				}
+				var out []reflect.Value
+				func() {
+					defer func() {
+						if p := recover(); p != nil {
+							t.Fatalf("%s on nil panicked: %v", name, p)
+						}
+					}()
+					if ft.IsVariadic() {
+						out = rv.Method(i).CallSlice(args)
+					} else {
+						out = rv.Method(i).Call(args)
+					}
+				}()
+				if n := len(out); n > 0 && out[n-1].Type() == errType && out[n-1].IsNil() {
+					t.Errorf("%s on nil returned a nil error", name)
+				}
+			})
+		}
+	}
+}
+
+// TestClosedObjects checks that every operation on a closed object returns
+// ErrClosed before any CUDA call (none is loaded here), and that a second
+// Close does too.
+func TestClosedObjects(t *testing.T) {
+	closedLife := func(l *life) { l.close() }
+	s, e, g, x := &Stream{}, &Event{}, &Graph{}, &GraphExec{}
+	m, p := &Module{kernels: map[string]*Kernel{}}, &MemoryAsyncPool{}
+	pool := &MemoryPool{arena: newArena(nil, nil)}
+	k := &Kernel{m: m, name: "k"}
+	for _, l := range []*life{&s.life, &e.life, &g.life, &x.life, &m.life, &p.life, &pool.life} {
+		closedLife(l)
+	}
+	open := &Stream{}
+	_, kerr := m.Kernel("k")
+	_, aerr := k.Attribute(0, 0)
+	_, perr := p.UsedBytes()
+	_, merr := pool.Malloc(1)
+	_, serr := (&MemoryPool{arena: newArena(nil, nil)}).MallocStream(1, s)
+	_, ierr := g.Instantiate()
+	_, qerr := e.Query()
+	_, cerr := s.EndCapture()
+	for name, err := range map[string]error{
+		"Stream.Synchronize":    s.Synchronize(),
+		"Stream.BeginCapture":   s.BeginCapture(),
+		"Stream.EndCapture":     cerr,
+		"Stream.LaunchHostFunc": s.LaunchHostFunc(func() {}),
+		"Stream.AddCallback":    s.AddCallback(func(error) {}),
+		"Stream.WaitEvent":      open.WaitEvent(e),
+		"Stream.Wait":           s.Wait(context.Background()),
+		"Stream.Close":          s.Close(),
+		"Event.Record":          e.Record(nil),
+		"Event.Query":           qerr,
+		"Event.Wait":            e.Wait(context.Background()),
+		"Event.Close":           e.Close(),
+		"Graph.Instantiate":     ierr,
+		"Graph.Close":           g.Close(),
+		"GraphExec.Launch":      x.Launch(nil),
+		"GraphExec.Update":      (&GraphExec{}).Update(g),
+		"GraphExec.Close":       x.Close(),
+		"Module.Kernel":         kerr,
+		"Module.Close":          m.Close(),
+		"Kernel.Launch":         k.Launch(nil, LaunchConfig{}),
+		"Kernel.Attribute":      aerr,
+		"MemoryAsyncPool.Used":  perr,
+		"MemoryAsyncPool.Close": p.Close(),
+		"MemoryPool.Malloc":     merr,
+		"MemoryPool.Close":      pool.Close(),
+		"MemoryPool.MallocStream of a closed stream": serr,
+	} {
+		if !errors.Is(err, ErrClosed) {
+			t.Errorf("%s: %v, want ErrClosed", name, err)
+		}
+	}
+	select {
+	case <-s.Done():
+	default:
+		t.Errorf("Done of a closed stream is not closed")
+	}
+	if err := e.Record(s); !errors.Is(err, ErrClosed) {
+		t.Errorf("Record on a closed stream: %v, want ErrClosed", err)
+	}
+	if _, err := ElapsedTime(e, e); !errors.Is(err, ErrClosed) {
+		t.Errorf("ElapsedTime of closed events: %v, want ErrClosed", err)
+	}
+	if _, err := (&Stream{dev: 1}).enter(0); err == nil || !strings.Contains(err.Error(), "device 1") {
+		t.Errorf("a stream of device 1 for work on device 0: %v", err)
+	}
+	if _, err := (&MemoryPool{arena: newArena(nil, nil)}).MallocStream(1, &Stream{h: 2}); err == nil || !strings.Contains(err.Error(), "per-thread") {
+		t.Errorf("a pool allocation for the per-thread default stream: %v", err)
+	}
+}
+
+// TestMemoryFreeWaitsForCopies checks that Free waits for an operation in
+// progress on the memory, and that later operations return ErrFreed.
+func TestMemoryFreeWaitsForCopies(t *testing.T) {
+	var host [64]byte
+	m := &Memory{ptr: unsafe.Pointer(&host[0]), size: len(host)}
+	if !m.life.acquire() { // a copy in progress
+		t.Fatal("acquire failed")
+	}
+	freed := make(chan error)
+	go func() { freed <- m.Free() }()
+	select {
+	case err := <-freed:
+		t.Fatalf("Free returned during a copy: %v", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	m.life.release()
+	if err := <-freed; err != nil {
+		t.Fatal(err)
+	}
+	p := MemoryPointer{Mem: m}
+	if err := p.Memset(0, 8); !errors.Is(err, ErrFreed) {
+		t.Errorf("Memset after Free: %v, want ErrFreed", err)
+	}
+	if err := m.Free(); !errors.Is(err, ErrFreed) {
+		t.Errorf("second Free: %v, want ErrFreed", err)
+	}
+}
+
+// TestSizesOverflow checks sizes and offsets that overflow int: each is
+// refused before anything is allocated or copied.
+func TestSizesOverflow(t *testing.T) {
+	pool, h := newTestPool(t, 1<<20)
+	for _, n := range []int{-1, 0, maxSize + 1, 1<<62 + 1, int(^uint(0) >> 1), int(^uint(0)>>1) - 100} {
+		if _, err := pool.Malloc(n); err == nil {
+			t.Errorf("Malloc(%d) succeeded", n)
+		}
+	}
+	if got := counts(pool); got != (poolCounts{}) {
+		t.Errorf("after refused allocations: %+v, want nothing held", got)
+	}
+	if _, allocs := h.stats(); allocs != 0 {
+		t.Errorf("refused allocations reached the upstream allocator %d times", allocs)
+	}
+	if err := pool.SetLimit(-1); err == nil {
+		t.Errorf("SetLimit(-1) succeeded")
+	}
+	pool.SetLimit(1 << 20)
+	pool.Malloc(1000)
+	if _, err := pool.Malloc(maxSize); err == nil {
+		t.Errorf("an allocation past the limit succeeded")
+	}
+	var host [64]byte
+	p := MemoryPointer{Mem: &Memory{ptr: unsafe.Pointer(&host[0]), size: len(host)}, Offset: 8}
+	big := int(^uint(0) >> 1)
+	for _, n := range []int{big, -big, big - 7, -9} {
+		if _, err := p.Add(n); err == nil {
+			t.Errorf("Add(%d) succeeded", n)
+		}
+	}
+	for _, n := range []int{-1, big, big - 7, 57} {
+		if err := p.Memset(0, n); err == nil || errors.Is(err, ErrFreed) {
+			t.Errorf("Memset of %d bytes at offset 8 of 64: %v", n, err)
+		}
+	}
+	if _, err := NewArray[float64](big / 4); err == nil {
+		t.Errorf("NewArray of %d float64 succeeded", big/4)
+	}
+	a, err := NewArray[float32](0)
+	if err != nil || a.Len() != 0 {
+		t.Fatalf("NewArray(0) = %v, %v", a, err)
+	}
+	if err := a.CopyFromHost(nil); err != nil {
+		t.Errorf("copying an empty slice to an empty array: %v", err)
+	}
+	if v, err := a.ToHost(); err != nil || len(v) != 0 {
+		t.Errorf("ToHost of an empty array = %v, %v", v, err)
+	}
+	if err := a.Free(); err != nil {
+		t.Errorf("Free of an empty array: %v", err)
+	}
+	if err := p.Memset(0, 0); err != nil {
+		t.Errorf("Memset of 0 bytes: %v", err)
+	}
+}
