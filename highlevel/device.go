@@ -117,6 +117,17 @@ func synchronizeAll() error {
 	return errors.Join(errs...)
 }
 
+// primaryContextActive reports whether d's primary context is active,
+// without making it (cuDevicePrimaryCtxGetState).
+func (d Device) primaryContextActive() (bool, error) {
+	if err := load(); err != nil {
+		return false, err
+	}
+	var active C.int
+	err := check("cuDevicePrimaryCtxGetState", C.hl_primary_context_active(C.int(d), &active))
+	return active != 0, err
+}
+
 // DeviceCount returns the number of CUDA devices. CUDA counts them once, at
 // initialization: after the first call the answer comes from a cache.
 func DeviceCount() (int, error) {

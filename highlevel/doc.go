@@ -24,23 +24,72 @@
 // directly and wants a current device: it runs a function on a locked OS
 // thread with the device current.
 //
-// # Streams, waiting and callbacks
+// # Lifetimes, closing and waiting
 //
-// Every asynchronous operation takes a *Stream; nil means the legacy
-// default stream of the device of the memory or object involved. Event.Wait
-// and Stream.Wait take a context and hold no OS thread while they wait:
-// one goroutine polls all pending events in one cgo call a round, and
-// Done channels serve select. Functions queued with Stream.AddCallback and
-// Stream.LaunchHostFunc run on a CUDA thread and must not call CUDA: the
-// package's functions return ErrInCallback there.
+// The package must not let a program corrupt memory or crash the process,
+// whatever its goroutines, the garbage collector and the GPU do, in any
+// order. These are its rules; each is checked by a test.
 //
-// # Memory
+// Closing. Stream, Event, Graph, GraphExec, Module, MemoryPool and
+// MemoryAsyncPool follow os.File and database/sql: an operation in progress
+// on an object finishes before Close destroys it, every later operation
+// returns ErrClosed, and so does a second Close. No CUDA call is ever made
+// with a destroyed handle. Memory.Free likewise waits for the copies in
+// progress on the memory, and later operations return ErrFreed. Every
+// method on a nil pointer returns an error wrapping ErrNil (methods that
+// return no error return a zero value). Close called from a stream
+// callback returns ErrInCallback.
 //
-// Alloc allocates through the process's allocator (SetAllocator,
-// UsingAllocator), by default DefaultMemoryPool. Memory is freed with Free;
-// memory dropped without Free is given back by a cleanup, a safety net that
-// neither calls CUDA nor blocks (the next allocation frees it). Sizes and
-// offsets are checked before any CUDA call.
+// Graphs. The Go functions of a graph's host nodes belong to CUDA user
+// objects of the graph: they stay alive as long as the graph, its
+// instantiations or any launch of them, so a GraphExec may be closed or
+// updated right after Launch. A host function queued on a stream that
+// joined another stream's capture belongs to the graph being captured.
+//
+// Memory. A MemoryPointer, and so an Array and its slices, keeps its
+// Memory reachable; the address Ptr returns does not. Device memory
+// dropped without Free is taken back by the next allocation of its kind,
+// and only after every device the program used has finished the work
+// queued so far, on every stream: memory is never handed out again while
+// a kernel or a copy queued before the drop may still use it. Pinned
+// memory is C memory the collector cannot track, so its views (Bytes, Ptr)
+// are valid until Free, as syscall.Mmap's are; pinned memory dropped
+// without Free is never reused. A HostRegistration dropped without
+// Unregister is unregistered later, once the devices are idle. A
+// MemoryPool reuses a block only on the stream it was freed for (a Stream
+// object, never a handle value that CUDA may hand out again); it refuses
+// closed streams, streams of another device and the per-thread default
+// stream, and closing a stream it allocated for waits for the stream's work
+// so that its blocks can serve every stream.
+//
+// Sizes. Sizes, offsets and counts are checked for sign and overflow
+// before anything else, with the pools' accounting unchanged; sizes beyond
+// 2^56 bytes are out of memory. Empty is a no-op: NewArray(0), copies and
+// memsets of 0 bytes.
+//
+// Contexts. Every call names its device's context; host memory (pinned
+// allocations, registrations, the staging buffers) is allocated portable in
+// the context of a device the program already uses, and Device.Do restores
+// the thread's previous context, or none. A program that uses only device
+// 1 never makes a context on device 0.
+//
+// Panics. A panic in a function given to AddCallback or LaunchHostFunc (a
+// graph's host node included) is recovered and returned, as a *PanicError,
+// by the next Synchronize, Wait or Query of the stream that queued or
+// captured it. A panic in a Memo's function is returned by Get, to every
+// caller waiting on it.
+//
+// Streams and waiting. Every asynchronous operation takes a *Stream; nil
+// means the legacy default stream of the device of the memory or object
+// involved. Event.Wait and Stream.Wait take a context and hold no OS thread
+// while they wait: one goroutine polls all pending events in one cgo call a
+// round, sleeping between rounds an eighth of the age of the youngest wait
+// (from 2 µs to 1 ms), so that a short wait ends within microseconds of
+// the GPU's work and a goroutine waiting one second costs a small fraction
+// of a core. Stream.Done returns the same channel while no operation of
+// the package queues more work on the stream. Functions queued with
+// Stream.AddCallback and Stream.LaunchHostFunc run on a CUDA thread and
+// must not call CUDA: the package's functions return ErrInCallback there.
 //
 // # Kernels
 //
@@ -55,7 +104,7 @@
 //	}`, nil)
 //	m, err := highlevel.LoadModule(c.Image)
 //	k, err := m.Kernel("scale")
-//	err = k.Launch(stream, highlevel.LaunchConfig{Grid: highlevel.Dim3{X: (n + 255) / 256}, Block: highlevel.Dim3{X: 256}}, float32(2), y, n)
+//	err = k.Launch(stream, highlevel.LaunchConfig{Grid: highlevel.Dim3{X: (n + 255) / 256}, Block: highlevel.Dim3{X: 256}}, float32(2), y, int32(n))
 //
 // # Coming from CuPy and PyCUDA
 //
@@ -125,6 +174,6 @@
 //	pycuda.tools.mark_cuda_test             package highlevel/cudatest (Require)
 //
 // Freeing is explicit: CuPy frees when the last reference goes, Go has no
-// reference counts, so Free (Close for streams, events and graphs) does it,
-// with cleanups as a safety net.
+// reference counts, so Free (Close for streams, events, graphs, modules and
+// pools) does it, with cleanups as a safety net.
 package highlevel

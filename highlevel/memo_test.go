@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func TestMemo(t *testing.T) {
@@ -53,5 +54,36 @@ func TestMemo(t *testing.T) {
 	m.Get(0, "k")
 	if n := calls.Load(); n != 5 {
 		t.Errorf("%d calls after ClearCaches, want 5", n)
+	}
+}
+
+// TestMemoPanic checks that a panicking function becomes an error for
+// every Get waiting on it, caches nothing, and leaves ClearCaches working
+// (its entry's channel used to stay open: every later Get hung).
+func TestMemoPanic(t *testing.T) {
+	calls := 0
+	m := NewMemo(func(d Device, k int) (int, error) {
+		calls++
+		if calls == 1 {
+			panic("first call")
+		}
+		return k * 2, nil
+	})
+	var pe *PanicError
+	if _, err := m.Get(0, 21); !errors.As(err, &pe) || pe.Value != "first call" {
+		t.Fatalf("Get of a panicking function: %v, want a *PanicError", err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if v, err := m.Get(0, 21); v != 42 || err != nil {
+			t.Errorf("Get after the panic = %d, %v; want 42", v, err)
+		}
+		ClearCaches()
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Get or ClearCaches hung after a panic")
 	}
 }

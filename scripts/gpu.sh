@@ -29,7 +29,10 @@ echo "NCCL: $ncclso"
 if [ "$part" != bench ] && [ "$part" != nccl ]; then
 for t in *.test; do
 	echo "== $t"
-	./"$t" -test.v -test.count=1 >"$log/${t%.test}.log" 2>&1 || status=1
+	# Under -race, the randomized test runs its short form (5 seeds).
+	short=
+	[ "$t" = highlevel_race.test ] && short=-test.short
+	./"$t" -test.v -test.count=1 $short >"$log/${t%.test}.log" 2>&1 || status=1
 	grep -E '^(--- |=== RUN|ok|FAIL|PASS)' "$log/${t%.test}.log" | grep -v '=== RUN' | tail -40
 done
 
@@ -38,6 +41,14 @@ echo "== highlevel under compute-sanitizer (memcheck)"
 # findings are what counts.
 HL_SANITIZER=1 compute-sanitizer --tool memcheck --report-api-errors no --print-limit 20 ./highlevel.test -test.run GPU -test.count=1 >"$log/sanitizer.txt" 2>&1 || status=1
 grep -E 'ERROR SUMMARY|^(ok|FAIL|PASS)' "$log/sanitizer.txt"
+# racecheck and synccheck look at shared memory and barriers: the kernels
+# that use them, and the randomized test's launches.
+for tool in racecheck synccheck; do
+	echo "== highlevel under compute-sanitizer ($tool)"
+	HL_RANDOM_SEEDS=3 compute-sanitizer --tool $tool --print-limit 20 ./highlevel.test -test.short -test.count=1 \
+		-test.run 'GPUCompileAndLaunch|GPULaunchConfig|GPURandomOps' >"$log/$tool.txt" 2>&1 || status=1
+	grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|^(ok|FAIL|PASS)' "$log/$tool.txt"
+done
 
 echo "== examples"
 ./devicequery >"$log/devicequery.txt" 2>&1 || status=1

@@ -1,0 +1,610 @@
+package highlevel
+
+import (
+	"context"
+	"errors"
+	"math"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/gocuda/cuda/cudart"
+)
+
+// The GPU side of "safe by construction": each test provokes one way the
+// package used to crash the process or hand out memory in use.
+
+// spinKernel holds its stream for about ms milliseconds, then writes v to
+// p[0]: work that is still running when the program has moved on.
+const spinKernel = `
+extern "C" __global__ void spin_then_write(unsigned *p, unsigned v, long long cycles) {
+	long long start = clock64();
+	while (clock64() - start < cycles) {}
+	p[0] = v;
+}
+`
+
+// spinner compiles spinKernel and returns a function that launches it on s
+// for about ms milliseconds.
+func spinner(t *testing.T, d Device) func(s *Stream, p MemoryPointer, v uint32, ms int) {
+	t.Helper()
+	c, err := Compile(spinKernel, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := LoadModule(c.Image)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	k, err := m.Kernel("spin_then_write")
+	if err != nil {
+		t.Fatal(err)
+	}
+	khz, err := d.Attribute(cudart.DevAttrClockRate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(s *Stream, p MemoryPointer, v uint32, ms int) {
+		t.Helper()
+		one := LaunchConfig{Grid: Dim3{X: 1}, Block: Dim3{X: 1}}
+		if err := k.Launch(s, one, p, v, int64(khz)*int64(ms)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestGPUGraphClosedWhileRunning closes a GraphExec and its Graph right
+// after Launch, while work queued before it still runs, and updates one in
+// flight: the graph's Go host node must still run, once per launch, with
+// nothing deleted under it (it used to abort: "misuse of an invalid
+// Handle").
+func TestGPUGraphClosedWhileRunning(t *testing.T) {
+	d := gpu(t)
+	spin := spinner(t, d)
+	s, _ := NewStream(d, nil)
+	defer s.Close()
+	scratch, _ := d.Malloc(4)
+	defer scratch.Mem.Free()
+	var runs atomic.Int32
+	capture := func() *Graph {
+		g, err := Capture(s, func() error { return s.LaunchHostFunc(func() { runs.Add(1) }) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	for i := range 10 {
+		g := capture()
+		x, err := g.Instantiate()
+		if err != nil {
+			t.Fatal(err)
+		}
+		spin(s, scratch, 1, 20)
+		if err := x.Launch(s); err != nil {
+			t.Fatal(err)
+		}
+		if i%2 == 1 { // update in flight, to a graph closed at once
+			g2 := capture()
+			if err := x.Update(g2); err != nil {
+				t.Fatal(err)
+			}
+			g2.Close()
+			x.Launch(s)
+		}
+		x.Close()
+		g.Close()
+		runtime.GC()
+	}
+	if err := s.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	if got := runs.Load(); got != 15 {
+		t.Errorf("host nodes ran %d times, want 15", got)
+	}
+}
+
+// TestGPUGraphCrossStreamHostFunc captures a host function queued on a
+// forked stream: it belongs to the graph being captured, and runs at each
+// launch after both graphs were closed.
+func TestGPUGraphCrossStreamHostFunc(t *testing.T) {
+	d := gpu(t)
+	s, _ := NewStream(d, nil)
+	defer s.Close()
+	fork, _ := NewStream(d, nil)
+	defer fork.Close()
+	var runs atomic.Int32
+	g, err := Capture(s, func() error {
+		e, err := s.Record(nil)
+		if err != nil {
+			return err
+		}
+		defer e.Close()
+		if err := fork.WaitEvent(e); err != nil {
+			return err
+		}
+		if err := fork.LaunchHostFunc(func() { runs.Add(1) }); err != nil {
+			return err
+		}
+		j, err := fork.Record(nil)
+		if err != nil {
+			return err
+		}
+		defer j.Close()
+		return s.WaitEvent(j)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := g.Instantiate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Close()
+	for range 3 {
+		x.Launch(s)
+	}
+	x.Close()
+	runtime.GC()
+	if err := s.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	if runs.Load() != 3 {
+		t.Errorf("the forked stream's host node ran %d times, want 3", runs.Load())
+	}
+	// A capture of the fork alone still works: its host functions were not
+	// left behind on it.
+	if err := fork.LaunchHostFunc(func() { runs.Add(1) }); err != nil {
+		t.Fatal(err)
+	}
+	fork.Synchronize()
+	if runs.Load() != 4 {
+		t.Errorf("after a plain host function: %d runs, want 4", runs.Load())
+	}
+}
+
+// TestGPUPoolOverflow asks the device pool for sizes near math.MaxInt: each
+// is refused, and the pool's accounting does not move (they used to
+// succeed as "blocks" of 9.2 EB).
+func TestGPUPoolOverflow(t *testing.T) {
+	d := gpu(t)
+	p, _ := NewMemoryPool(d)
+	defer p.Close()
+	m, _ := p.Malloc(1000)
+	before := counts(p)
+	for _, n := range []int{math.MaxInt, math.MaxInt - 100, math.MaxInt - 511, 1 << 62} {
+		if got, err := p.Malloc(n); err == nil {
+			t.Errorf("Malloc(%d) = %p, want an error", n, got.Ptr())
+		}
+		if _, err := DefaultPinnedMemoryPool().Malloc(n); err == nil {
+			t.Errorf("pinned Malloc(%d) succeeded", n)
+		}
+		if _, err := MallocAsync(n, nil); err == nil {
+			t.Errorf("MallocAsync(%d) succeeded", n)
+		}
+	}
+	if after := counts(p); after != before {
+		t.Errorf("accounting moved: %+v, then %+v", before, after)
+	}
+	m.Mem.Free()
+}
+
+// TestGPUPinnedViewOutlivesMemory drops a PinnedMemory and keeps its Bytes
+// view: after GC, the pool must not hand the same bytes out again, and the
+// view keeps what was written to it.
+func TestGPUPinnedViewOutlivesMemory(t *testing.T) {
+	gpu(t)
+	pool := NewPinnedMemoryPool()
+	view := func() []byte {
+		m, err := pool.Malloc(4096)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m.Bytes()
+	}()
+	for i := range view {
+		view[i] = 0xAB
+	}
+	for range 3 {
+		runtime.GC()
+	}
+	for range 8 {
+		m, err := pool.Malloc(4096)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if &m.Bytes()[0] == &view[0] {
+			t.Fatal("the pool handed out memory a view still uses")
+		}
+		clear(m.Bytes())
+		m.Free()
+	}
+	for i, b := range view {
+		if b != 0xAB {
+			t.Fatalf("view[%d] = %#x, want 0xab", i, b)
+		}
+	}
+	if pool.ActiveBlocks() != 1 {
+		t.Errorf("ActiveBlocks = %d, want the dropped memory counted", pool.ActiveBlocks())
+	}
+}
+
+// TestGPUPoolLostBlockWaitsForGPU drops pool memory without Free while a
+// kernel on another stream will still write it: the pool may reuse the
+// block only after that write (it used to hand it out at once, and the
+// late write landed in the new owner's data).
+func TestGPUPoolLostBlockWaitsForGPU(t *testing.T) {
+	d := gpu(t)
+	spin := spinner(t, d)
+	p, _ := NewMemoryPool(d)
+	defer p.Close()
+	s1, _ := NewStream(d, &StreamOptions{NonBlocking: true})
+	defer s1.Close()
+	s2, _ := NewStream(d, &StreamOptions{NonBlocking: true})
+	defer s2.Close()
+	func() {
+		m, err := p.MallocStream(4096, s1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		spin(s2, m, 0xBAD, 200) // writes m after 200 ms
+	}()
+	// Use up the slab, so that its cleanup can run.
+	for range slabSize {
+		m, _ := p.MallocStream(1<<20, s1)
+		m.Mem.Free()
+	}
+	for range 3 {
+		runtime.GC()
+	}
+	time.Sleep(10 * time.Millisecond) // let the cleanup goroutine run
+	m, err := p.MallocStream(4096, s1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Mem.Free()
+	if err := m.MemsetAsync(0, 4096, s1); err != nil {
+		t.Fatal(err)
+	}
+	d.Synchronize()
+	var got uint32
+	m.CopyToHost(unsafe.Pointer(&got), 4)
+	if got != 0 {
+		t.Errorf("the new owner's memory holds %#x, written by a kernel of the dropped owner", got)
+	}
+}
+
+// TestGPUStreamCloseSettlesPool closes a stream whose pool blocks a kernel
+// still uses: the blocks serve the legacy default stream only after the
+// stream's work is done.
+func TestGPUStreamCloseSettlesPool(t *testing.T) {
+	d := gpu(t)
+	spin := spinner(t, d)
+	p, _ := NewMemoryPool(d)
+	defer p.Close()
+	s, _ := NewStream(d, &StreamOptions{NonBlocking: true})
+	m, _ := p.MallocStream(4096, s)
+	addr := m.Ptr()
+	spin(s, m, 0xBAD, 100)
+	m.Mem.Free()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.MallocStream(4096, s); !errors.Is(err, ErrClosed) {
+		t.Errorf("MallocStream on a closed stream: %v, want ErrClosed", err)
+	}
+	n, _ := p.Malloc(4096)
+	defer n.Mem.Free()
+	if n.Ptr() != addr {
+		t.Errorf("the legacy stream got %p, want the closed stream's block %p", n.Ptr(), addr)
+	}
+	n.Memset(0, 4096)
+	var got uint32
+	n.CopyToHost(unsafe.Pointer(&got), 4)
+	if got != 0 {
+		t.Errorf("the closed stream's kernel wrote %#x after the block was reused", got)
+	}
+}
+
+// TestGPUCallbackPanics makes a host function, a stream callback and a
+// graph's host node panic: each panic comes back from the stream's next
+// Synchronize or Wait as a *PanicError, and the process lives.
+func TestGPUCallbackPanics(t *testing.T) {
+	d := gpu(t)
+	s, _ := NewStream(d, nil)
+	defer s.Close()
+	var pe *PanicError
+	s.LaunchHostFunc(func() { panic("host function") })
+	if err := s.Synchronize(); !errors.As(err, &pe) || pe.Value != "host function" || len(pe.Stack) == 0 {
+		t.Errorf("Synchronize after a panicking host function: %v", err)
+	}
+	if err := s.Synchronize(); err != nil {
+		t.Errorf("the panic was reported twice: %v", err)
+	}
+	s.AddCallback(func(error) { panic("callback") })
+	if err := s.Wait(context.Background()); !errors.As(err, &pe) || pe.Value != "callback" {
+		t.Errorf("Wait after a panicking callback: %v", err)
+	}
+	g, err := Capture(s, func() error { return s.LaunchHostFunc(func() { panic("node") }) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, _ := g.Instantiate()
+	x.Launch(s)
+	x.Close()
+	g.Close()
+	if err := s.Synchronize(); !errors.As(err, &pe) || pe.Value != "node" {
+		t.Errorf("Synchronize after a panicking graph node: %v", err)
+	}
+}
+
+// TestGPUHostRegistrationDropped drops a registration without Unregister:
+// the program must not crash (runtime.Pinner's check used to panic), and
+// the memory is unregistered later, so that it can be registered again.
+func TestGPUHostRegistrationDropped(t *testing.T) {
+	gpu(t)
+	buf := make([]float32, 1<<16)
+	if _, err := RegisterHost(buf); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		runtime.GC()
+		time.Sleep(time.Millisecond)
+		freeLost()
+		r, err := RegisterHost(buf)
+		if err == nil {
+			r.Unregister()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the dropped registration was never undone: %v", err)
+		}
+	}
+}
+
+// TestGPUDoneSameChannel checks that Stream.Done gives one channel while
+// nothing new is queued, and a new one after.
+func TestGPUDoneSameChannel(t *testing.T) {
+	d := gpu(t)
+	s, _ := NewStream(d, nil)
+	defer s.Close()
+	m, _ := d.Malloc(1024)
+	defer m.Mem.Free()
+	a, b := s.Done(), s.Done()
+	if a != b {
+		t.Errorf("Done gave two channels with nothing queued between")
+	}
+	m.MemsetAsync(1, 1024, s)
+	if c := s.Done(); c == a {
+		t.Errorf("Done gave the old channel after new work")
+	}
+	<-s.Done()
+}
+
+// TestGPUWaitCost measures what waiting costs: the CPU time of a goroutine
+// waiting one second for a stream, and the wake-up latency of one waiter
+// beside cudaEventSynchronize's.
+func TestGPUWaitCost(t *testing.T) {
+	d := gpu(t)
+	s, _ := NewStream(d, nil)
+	defer s.Close()
+	s.LaunchHostFunc(func() { time.Sleep(time.Second) })
+	var before, after syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &before)
+	start := time.Now()
+	if err := s.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	wall := time.Since(start)
+	syscall.Getrusage(syscall.RUSAGE_SELF, &after)
+	cpu := time.Duration(after.Utime.Nano() + after.Stime.Nano() - before.Utime.Nano() - before.Stime.Nano())
+	share := float64(cpu) / float64(wall)
+	t.Logf("waiting %v cost %v of CPU, %.2f%% of a core", wall.Round(time.Millisecond), cpu, 100*share)
+	if share > 0.05 {
+		t.Errorf("waiting took %.1f%% of a core", 100*share)
+	}
+
+	// Latency: a round trip through an idle stream, by Wait and by
+	// cudaEventSynchronize, alternating; medians.
+	var wait, sync []time.Duration
+	for i := range 400 {
+		e, _ := NewEvent(d, &EventOptions{DisableTiming: true})
+		start := time.Now()
+		e.Record(s)
+		if i%2 == 0 {
+			e.Wait(context.Background())
+			wait = append(wait, time.Since(start))
+		} else {
+			e.Synchronize()
+			sync = append(sync, time.Since(start))
+		}
+		e.Close()
+	}
+	slices.Sort(wait)
+	slices.Sort(sync)
+	t.Logf("record + wait on an idle stream, median of 200: Wait %v, cudaEventSynchronize %v (%.2fx)",
+		wait[100], sync[100], float64(wait[100])/float64(sync[100]))
+}
+
+// TestGPUCloseRace has 64 goroutines use shared streams, events, graphs and
+// a module while others close them: every operation either works or
+// returns ErrClosed, never a crash (this used to SIGSEGV in the shim).
+func TestGPUCloseRace(t *testing.T) {
+	d := gpu(t)
+	c, err := Compile(`extern "C" __global__ void set(unsigned *p, unsigned v) { p[threadIdx.x] = v; }`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem, _ := d.Malloc(1 << 12)
+	defer mem.Mem.Free()
+	one := LaunchConfig{Grid: Dim3{X: 1}, Block: Dim3{X: 32}}
+	var ok, closed atomic.Int64
+	note := func(err error) {
+		switch {
+		case err == nil:
+			ok.Add(1)
+		case errors.Is(err, ErrClosed):
+			closed.Add(1)
+		default:
+			t.Error(err)
+		}
+	}
+	for round := range 20 {
+		s, _ := NewStream(d, nil)
+		e, _ := NewEvent(d, nil)
+		m, _ := LoadModule(c.Image)
+		k, _ := m.Kernel("set")
+		g, _ := Capture(s, func() error { return k.Launch(s, one, mem, uint32(round)) })
+		x, _ := g.Instantiate()
+		var wg sync.WaitGroup
+		for i := range 64 {
+			wg.Go(func() {
+				for j := range 20 {
+					switch (i + j) % 9 {
+					case 0:
+						note(k.Launch(s, one, mem, uint32(j)))
+					case 1:
+						note(e.Record(s))
+					case 2:
+						note(s.WaitEvent(e))
+					case 3:
+						note(x.Launch(s))
+					case 4:
+						note(mem.MemsetAsync(1, 128, s))
+					case 5:
+						_, err := e.Query()
+						note(err)
+					case 6:
+						note(s.LaunchHostFunc(func() {}))
+					case 7:
+						ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+						note(s.Wait(ctx))
+						cancel()
+					case 8:
+						if j == 10 {
+							for _, c := range []interface{ Close() error }{x, g, e, m, s} {
+								if err := c.Close(); err != nil && !errors.Is(err, ErrClosed) {
+									t.Error(err)
+								}
+							}
+						}
+					}
+				}
+			})
+		}
+		wg.Wait()
+	}
+	if err := d.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d operations worked, %d found their object closed", ok.Load(), closed.Load())
+}
+
+// TestGPUOnlyDevice1 runs, in a child process, a program that uses only
+// device 1, through every call that takes no object: no primary context
+// may appear on device 0.
+func TestGPUOnlyDevice1(t *testing.T) {
+	gpu(t)
+	if n, _ := DeviceCount(); n < 2 {
+		t.Skip("needs two GPUs")
+	}
+	if os.Getenv("HL_ONLY_DEVICE1") == "1" {
+		onlyDevice1(t)
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestGPUOnlyDevice1$", "-test.v")
+	cmd.Env = append(os.Environ(), "HL_ONLY_DEVICE1=1", "CUDA_DEVICE=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	t.Logf("child:\n%s", out)
+}
+
+func onlyDevice1(t *testing.T) {
+	d := Device(1)
+	s, err := NewStream(d, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	m, _ := d.Malloc(8 << 20)
+	host := make([]byte, 8<<20) // staged: pinned buffers, pointer queries
+	if err := m.CopyFromHost(unsafe.Pointer(&host[0]), len(host)); err != nil {
+		t.Fatal(err)
+	}
+	pinned, err := AllocPinnedMemory(1 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pinned.Free()
+	r, err := RegisterHost(host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Unregister()
+	if _, err := UnownedMemory(m.Ptr(), 1024, nil); err != nil {
+		t.Fatal(err)
+	}
+	d.Do(func() error { return nil }) // restores "no context", not device 0
+	p, _ := NewMemoryPool(d)
+	b, _ := p.Malloc(1 << 20)
+	b.Mem.Free()
+	m.Mem.Free()
+	active, err := Device(0).primaryContextActive()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if active {
+		t.Errorf("a program using only device 1 made a primary context on device 0")
+	}
+}
+
+// TestGPULaunchDeviceOfArguments checks which device a launch goes to: a nil
+// stream follows the memory arguments, and memory of a device the stream's
+// device has no peer access to is refused.
+func TestGPULaunchDeviceOfArguments(t *testing.T) {
+	gpu(t)
+	if n, _ := DeviceCount(); n < 2 {
+		t.Skip("needs two GPUs")
+	}
+	c, err := Compile(`extern "C" __global__ void set(unsigned *p, unsigned v) { p[threadIdx.x] = v; }`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := LoadModule(c.Image)
+	defer m.Close()
+	k, _ := m.Kernel("set")
+	one := LaunchConfig{Grid: Dim3{X: 1}, Block: Dim3{X: 1}}
+	on1, _ := Device(1).Malloc(4)
+	defer on1.Mem.Free()
+	if err := k.Launch(nil, one, on1, uint32(7)); err != nil {
+		t.Fatalf("nil stream with memory of device 1: %v", err)
+	}
+	Device(1).Synchronize()
+	var got uint32
+	on1.CopyToHost(unsafe.Pointer(&got), 4)
+	if got != 7 {
+		t.Errorf("device 1's memory holds %d, want 7", got)
+	}
+	s0, _ := NewStream(0, nil)
+	defer s0.Close()
+	if err := k.Launch(s0, one, on1, uint32(8)); !errors.Is(err, ErrArgument) {
+		t.Errorf("memory of device 1 on a stream of device 0, no peer access: %v, want ErrArgument", err)
+	}
+	if err := Device(0).EnablePeerAccess(1); err != nil {
+		t.Skipf("no peer access: %v", err)
+	}
+	if err := k.Launch(s0, one, on1, uint32(9)); err != nil {
+		t.Errorf("with peer access: %v", err)
+	}
+	s0.Synchronize()
+}
