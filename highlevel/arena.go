@@ -315,8 +315,9 @@ func (b *block) lose() {
 
 // reclaim takes back the lost blocks, once the work that may use them is
 // done: a lost block was dropped at an unknown point of its streams' work,
-// so it is reused only after a.settle returned, and then on any stream.
-// Until then the blocks count as used.
+// so it is reused only after a.settle succeeded, and then on any stream.
+// Until then (a stream capture in progress, a broken context) the blocks
+// count as used.
 func (a *arena) reclaim() error {
 	if a.lost.Load() == nil {
 		return nil
@@ -327,13 +328,14 @@ func (a *arena) reclaim() error {
 	}
 	if a.settle != nil {
 		if err := a.settle(); err != nil {
-			// Keep them lost: reusing them could hand out memory in use.
+			// Keep them lost, for a later try: reusing them now could
+			// hand out memory in use.
 			for b != nil {
 				next := b.lostNext
 				b.lose()
 				b = next
 			}
-			return err
+			return nil
 		}
 	}
 	var chunks []*chunk

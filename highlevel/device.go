@@ -107,9 +107,20 @@ func usedContexts() []unsafe.Pointer {
 	return ctxs
 }
 
+// captures counts the stream captures in progress (Stream.BeginCapture to
+// Stream.EndCapture): a device-wide synchronization would invalidate them.
+var captures atomic.Int32
+
+// errCapturing is synchronizeAll's answer while a capture is in progress.
+var errCapturing = errors.New("highlevel: a stream capture is in progress")
+
 // synchronizeAll waits until every device the program has used has
-// finished its work.
+// finished its work. While a stream captures, it returns errCapturing and
+// waits for nothing: the caller tries again later.
 func synchronizeAll() error {
+	if captures.Load() > 0 {
+		return errCapturing
+	}
 	var errs []error
 	for _, ctx := range usedContexts() {
 		errs = append(errs, check("cuCtxSynchronize", C.hl_ctx_synchronize(ctx)))

@@ -21,8 +21,10 @@ type Event struct {
 	ctx  unsafe.Pointer
 	life life
 
+	we *waitEvent // what the waiter watches
+
 	mu sync.Mutex
-	w  *waitReq // Done's request for the latest Record, or nil
+	w  *waitReq // the request for the latest Record, or nil
 }
 
 // EventOptions are the options of NewEvent; the zero value gives an event
@@ -61,7 +63,7 @@ func NewEvent(d Device, opts *EventOptions) (*Event, error) {
 	if err := check("cudaEventCreateWithFlags", C.hl_event_create(ctx, &h, flags)); err != nil {
 		return nil, err
 	}
-	return &Event{h: cudart.Event(h), dev: d, ctx: ctx}, nil
+	return &Event{h: cudart.Event(h), dev: d, ctx: ctx, we: &waitEvent{ctx: ctx, ev: cudart.Event(h)}}, nil
 }
 
 // Handle returns the CUDA event, for use with cudart; 0 for a nil Event.
@@ -105,9 +107,7 @@ func (e *Event) Record(s *Stream) error {
 	defer s.leave()
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.w != nil && e.w.isFinished() {
-		e.w = nil // a pending request watches the new Record too
-	}
+	e.w = nil // waits from now on are for this Record
 	return check("cudaEventRecord", C.hl_event_record(e.ctx, C.uintptr_t(e.h), sh))
 }
 
@@ -163,7 +163,7 @@ func (e *Event) watch() (*waitReq, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.w == nil {
-		e.w = watch(e.ctx, e.h, false)
+		e.w = watch(e.we)
 	}
 	return e.w, nil
 }
@@ -178,13 +178,8 @@ func (e *Event) Close() error {
 	if err := e.life.closing(); err != nil {
 		return err
 	}
-	e.mu.Lock()
-	w := e.w
-	e.mu.Unlock()
-	if w != nil && w.handOver() {
-		return nil // the waiter destroys it
-	}
-	return check("cudaEventDestroy", C.hl_event_destroy(e.ctx, C.uintptr_t(e.h)))
+	e.we.close() // now, or once no waiter watches it
+	return nil
 }
 
 // ElapsedTime returns the time between two recorded events that have

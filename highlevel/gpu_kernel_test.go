@@ -110,7 +110,12 @@ func TestGPUCompileAndLaunch(t *testing.T) {
 	}
 	// The parameter types of a C++ kernel come from its lowered name: a
 	// float parameter takes only a float32.
-	fillFloat := kernel(t, m, c.LoweredNames["fill<float>"])
+	cm, err := LoadModule(c.Image)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cm.Close()
+	fillFloat := kernel(t, cm, c.LoweredNames["fill<float>"])
 	for _, v := range []any{int32(7), uint32(7)} {
 		if err := fillFloat.Launch(nil, cfg, y, v, int32(n)); !errors.Is(err, ErrArgument) || !strings.Contains(err.Error(), "for a float parameter") {
 			t.Errorf("fill<float> with %T: %v, want ErrArgument for a float parameter", v, err)

@@ -518,7 +518,7 @@ func freeLost() {
 		return
 	}
 	if err := synchronizeAll(); err != nil {
-		for _, l := range mem { // a broken context: keep them, freeing is unsafe
+		for _, l := range mem { // a capture in progress, or a broken context: later
 			l.lose()
 		}
 		return

@@ -378,6 +378,28 @@ int hl_event_elapsed(void *ctx, float *ms, uintptr_t start, uintptr_t end) {
 	CALL(ctx, RT(cudaEventElapsedTime)(ms, EVENT(start), EVENT(end)));
 }
 
+// The waiter's wake-ups (wait.go): a host function queued behind an event
+// on a helper stream of the waiter's.
+extern void hlWake(uintptr_t h);
+
+static void CUDART_CB hl_wake_fn(void *h) {
+	hl_in_callback = 1;
+	hlWake((uintptr_t)h);
+	hl_in_callback = 0;
+}
+
+// hl_wake_after queues on the helper stream s a wait for e, then a host
+// function that wakes the request behind handle h.
+int hl_wake_after(void *ctx, uintptr_t s, uintptr_t e, uintptr_t h) {
+	void *prev;
+	int r = hl_enter(ctx, &prev);
+	if (r != 0) return r;
+	r = RT(cudaStreamWaitEvent)(STREAM(s), EVENT(e), 0);
+	if (r == 0) r = RT(cudaLaunchHostFunc)(STREAM(s), hl_wake_fn, (void *)h);
+	hl_leave(ctx, prev);
+	return r;
+}
+
 // hl_ctx_current returns the calling thread's current context (NULL for
 // none) and hl_ctx_set makes ctx current (NULL: none), for Device.Do.
 int hl_ctx_current(void **ctx) {
@@ -560,8 +582,9 @@ int hl_occupancy_block_size(void *ctx, int *grid, int *block, uintptr_t k, size_
 }
 
 // The waiter's poller sleeps here between rounds, for at most ns
-// nanoseconds, until hl_poll_wake is called. Its thread has a timer slack
-// of 1 ns (Linux's default, 50 µs, would add that much to every wake-up).
+// nanoseconds, until hl_poll_wake is called. The thread's timer slack is
+// set to 1 ns first (Linux's default, 50 µs, would add that much to every
+// short sleep).
 static pthread_mutex_t hl_poll_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t hl_poll_cv;
 static pthread_once_t hl_poll_once = PTHREAD_ONCE_INIT;
@@ -575,12 +598,9 @@ static void hl_poll_init(void) {
 	pthread_condattr_destroy(&a);
 }
 
-void hl_poll_thread(void) {
+void hl_poll_sleep(long ns) {
 	pthread_once(&hl_poll_once, hl_poll_init);
 	prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
-}
-
-void hl_poll_sleep(long ns) {
 	struct timespec t;
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	t.tv_sec += ns / 1000000000;
@@ -595,6 +615,7 @@ void hl_poll_sleep(long ns) {
 	}
 	hl_poll_woken = 0;
 	pthread_mutex_unlock(&hl_poll_mu);
+	prctl(PR_SET_TIMERSLACK, 0UL, 0UL, 0UL, 0UL); // the thread's default again
 }
 
 void hl_poll_wake(void) {

@@ -4,6 +4,9 @@
 // libcudart.so.13 or libcuda.so.1, and puts the previous context back, all
 // in one cgo call.
 
+#ifndef HL_SHIM_H
+#define HL_SHIM_H
+
 #include <stddef.h>
 #include <stdint.h>
 #include <cuda.h>
@@ -99,6 +102,8 @@ int hl_launch(void *ctx, uintptr_t f, const uint32_t *dims, uint32_t smem, uintp
 int hl_occupancy_blocks(void *ctx, int *n, uintptr_t k, int block, size_t smem);
 int hl_occupancy_block_size(void *ctx, int *grid, int *block, uintptr_t k, size_t smem, int limit);
 
-void hl_poll_thread(void);
+int hl_wake_after(void *ctx, uintptr_t s, uintptr_t e, uintptr_t h);
 void hl_poll_sleep(long ns);
 void hl_poll_wake(void);
+
+#endif

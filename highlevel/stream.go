@@ -31,8 +31,9 @@ type Stream struct {
 
 	// pooled is set once a MemoryPool allocated for the stream; Close then
 	// waits for the stream's work and settles the pools' blocks (settle).
-	pooled  atomic.Bool
-	settled atomic.Bool
+	pooled    atomic.Bool
+	settled   atomic.Bool
+	capturing atomic.Bool // BeginCapture counted a capture in captures
 
 	mu     sync.Mutex
 	done   *waitReq // Done's request, for the work queued up to doneAt
@@ -264,7 +265,7 @@ func (s *Stream) watch() (*waitReq, error) {
 		C.hl_event_destroy(s.ctx, e)
 		return nil, err
 	}
-	s.done, s.doneAt = watch(s.ctx, cudart.Event(e), true), n
+	s.done, s.doneAt = watch(&waitEvent{ctx: s.ctx, ev: cudart.Event(e), closed: true}), n
 	return s.done, nil
 }
 
@@ -274,13 +275,21 @@ func (s *Stream) Record(e *Event) (*Event, error) {
 	if s == nil {
 		return nil, nilError("Stream")
 	}
-	if e == nil {
-		var err error
-		if e, err = NewEvent(s.dev, nil); err != nil {
-			return nil, err
-		}
+	if e != nil {
+		return e, e.Record(s)
 	}
-	return e, e.Record(s)
+	if s.life.closed() {
+		return nil, ErrClosed
+	}
+	e, err := NewEvent(s.dev, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.Record(s); err != nil {
+		e.Close()
+		return nil, err
+	}
+	return e, nil
 }
 
 // WaitEvent makes the work queued on the stream from now on wait until e
@@ -376,7 +385,19 @@ func (s *Stream) BeginCapture() error {
 		return err
 	}
 	defer s.leave()
-	return check("cudaStreamBeginCapture", C.hl_stream_begin_capture(s.ctx, h, C.cudaStreamCaptureModeRelaxed))
+	captures.Add(1)
+	err = check("cudaStreamBeginCapture", C.hl_stream_begin_capture(s.ctx, h, C.cudaStreamCaptureModeRelaxed))
+	if err != nil || s.capturing.Swap(true) {
+		captures.Add(-1)
+	}
+	return err
+}
+
+// endCapture counts the stream's capture as ended.
+func (s *Stream) endCapture() {
+	if s.capturing.Swap(false) {
+		captures.Add(-1)
+	}
 }
 
 // EndCapture ends the capture BeginCapture started and returns its graph.
@@ -390,7 +411,9 @@ func (s *Stream) EndCapture() (*Graph, error) {
 	}
 	defer s.leave()
 	var g C.uintptr_t
-	if err := check("cudaStreamEndCapture", C.hl_stream_end_capture(s.ctx, h, &g)); err != nil {
+	r := C.hl_stream_end_capture(s.ctx, h, &g)
+	s.endCapture()
+	if err := check("cudaStreamEndCapture", r); err != nil {
 		return nil, err
 	}
 	return &Graph{h: cudart.Graph(g), dev: s.dev, ctx: s.ctx}, nil
@@ -408,6 +431,7 @@ func (s *Stream) Close() error {
 	if err := s.life.closing(); err != nil {
 		return err
 	}
+	s.endCapture()
 	err := s.settle()
 	if s.owned {
 		err = errors.Join(err, check("cudaStreamDestroy", C.hl_stream_destroy(s.ctx, C.uintptr_t(s.h))))

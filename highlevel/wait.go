@@ -5,7 +5,7 @@ import "C"
 
 import (
 	"context"
-	"runtime"
+	"runtime/cgo"
 	"sync"
 	"time"
 	"unsafe"
@@ -13,20 +13,28 @@ import (
 	"github.com/gocuda/cuda/cudart"
 )
 
-// The waiter: one goroutine polls every event that goroutines wait for
-// (Event.Wait, Event.Done, Stream.Wait, Stream.Done), all in one cgo call a
-// round, and closes each one's channel when it has happened. So waiting
-// goroutines park on channels and hold no OS thread, however many there are.
+// The waiter wakes the goroutines that wait for events (Event.Wait,
+// Event.Done, Stream.Wait, Stream.Done), which park on channels and hold no
+// OS thread, however many there are.
 //
-// Between rounds the poller sleeps an eighth of the age of the youngest
-// request, from minPoll to maxPoll: a wait of a few microseconds is seen
-// within about a microsecond of its end, a wait of a second costs about a
-// thousand rounds. It sleeps in C, on a thread with a timer slack of 1 ns
-// (Go's timers, and Linux's default slack of 50 µs, would add more than
-// the waits themselves), and a new request wakes it at once.
+// Each request queues, on a helper stream of the event's device, a wait for
+// the event and then a host function that wakes the request: CUDA runs it
+// as soon as the event has happened, and waiting costs no CPU. One
+// goroutine also polls the pending events, all in one cgo call a round, as
+// a safety net (an error of the event's stream, which host functions do not
+// report) and for requests made while a stream captures (a helper stream
+// waiting for an event of the capture would join it). Between rounds it
+// sleeps an eighth of the age of the youngest request, from minPoll to
+// maxPoll, or, when every request has its host function, from armedPoll to
+// maxPoll. Short sleeps are in C, with a timer slack of 1 ns (Go's timers,
+// and Linux's default slack of 50 µs, would add more than the sleep); a new
+// request wakes the poller at once.
 const (
-	minPoll = 2 * time.Microsecond
-	maxPoll = time.Millisecond
+	minPoll   = 2 * time.Microsecond
+	armedPoll = time.Millisecond
+	maxPoll   = 20 * time.Millisecond
+	// goSleep is the shortest sleep left to Go's timers.
+	goSleep = 500 * time.Microsecond
 )
 
 var closedChan = func() chan struct{} {
@@ -35,54 +43,141 @@ var closedChan = func() chan struct{} {
 	return c
 }()
 
-// A waitReq is one watched event.
+// A waitEvent is an event that requests watch. The waiter destroys it once
+// it is closed (Event.Close, or at once for the events of Stream.watch) and
+// no request watches it any more.
+type waitEvent struct {
+	ctx unsafe.Pointer
+	ev  cudart.Event
+
+	// Guarded by waiter.mu:
+	pending int
+	closed  bool
+}
+
+// A waitReq is one watched record of an event.
 type waitReq struct {
-	ctx   unsafe.Pointer
-	ev    cudart.Event
+	e     *waitEvent
 	start time.Time
 	done  chan struct{}
 	err   error // set before done is closed
 
 	// Guarded by waiter.mu:
 	finished bool
-	destroy  bool // the event belongs to the waiter once finished
+	armed    bool        // a host function will wake it
+	helper   C.uintptr_t // the helper stream of its host function
 }
 
 var waiter struct {
 	mu       sync.Mutex
 	pending  []*waitReq
+	dead     []*waitEvent                     // to destroy
+	helpers  map[unsafe.Pointer][]C.uintptr_t // idle helper streams, by context
 	running  bool
 	sleeping bool // the poller is in (or about to enter) hl_poll_sleep
+	wake     chan struct{}
 }
 
-// watch starts watching ev; the waiter destroys ev when it has happened if
-// destroy is set.
-func watch(ctx unsafe.Pointer, ev cudart.Event, destroy bool) *waitReq {
-	w := &waitReq{ctx: ctx, ev: ev, start: time.Now(), done: make(chan struct{}), destroy: destroy}
+// watch starts watching e as it was last recorded.
+func watch(e *waitEvent) *waitReq {
+	w := &waitReq{e: e, start: time.Now(), done: make(chan struct{})}
 	waiter.mu.Lock()
+	e.pending++
+	helper, ok := takeHelper(e.ctx)
+	capturing := captures.Load() > 0
+	if !capturing && (ok || newHelper(e.ctx, &helper)) {
+		w.helper, w.armed, ok = helper, true, false
+	}
 	waiter.pending = append(waiter.pending, w)
-	wake := waiter.sleeping
-	if !waiter.running {
-		waiter.running = true
-		go poll()
+	if ok { // not used
+		waiter.helpers[e.ctx] = append(waiter.helpers[e.ctx], helper)
 	}
 	waiter.mu.Unlock()
-	if wake {
+	if w.armed {
+		h := cgo.NewHandle(w)
+		if C.hl_wake_after(e.ctx, helper, C.uintptr_t(e.ev), C.uintptr_t(h)) != 0 {
+			h.Delete()
+			waiter.mu.Lock()
+			w.armed = false
+			waiter.helpers[e.ctx] = append(waiter.helpers[e.ctx], helper)
+			waiter.mu.Unlock()
+		}
+	}
+	waiter.mu.Lock()
+	sleeping := waiter.sleeping
+	if !waiter.running {
+		waiter.running = true
+		waiter.wake = make(chan struct{}, 1)
+		go poll()
+	}
+	wake := waiter.wake
+	waiter.mu.Unlock()
+	if sleeping {
 		C.hl_poll_wake()
+	}
+	select {
+	case wake <- struct{}{}:
+	default:
 	}
 	return w
 }
 
-// handOver gives the event to the waiter to destroy once it has happened,
-// and reports whether it took it (false: it has happened already).
-func (w *waitReq) handOver() bool {
-	waiter.mu.Lock()
-	defer waiter.mu.Unlock()
-	if w.finished {
-		return false
+// takeHelper takes an idle helper stream of ctx; waiter.mu is held.
+func takeHelper(ctx unsafe.Pointer) (C.uintptr_t, bool) {
+	if waiter.helpers == nil {
+		waiter.helpers = make(map[unsafe.Pointer][]C.uintptr_t)
 	}
-	w.destroy = true
-	return true
+	idle := waiter.helpers[ctx]
+	if len(idle) == 0 {
+		return 0, false
+	}
+	h := idle[len(idle)-1]
+	waiter.helpers[ctx] = idle[:len(idle)-1]
+	return h, true
+}
+
+// newHelper creates a helper stream of ctx; waiter.mu is held, so that
+// stream creation, rare, is never concurrent with the helpers' use.
+func newHelper(ctx unsafe.Pointer, h *C.uintptr_t) bool {
+	return C.hl_stream_create(ctx, h, C.cudaStreamNonBlocking, 0) == 0
+}
+
+// hlWake is the host function of a request: its event has happened.
+//
+//export hlWake
+func hlWake(h C.uintptr_t) {
+	c := cgo.Handle(h)
+	w := c.Value().(*waitReq)
+	c.Delete()
+	waiter.mu.Lock()
+	waiter.helpers[w.e.ctx] = append(waiter.helpers[w.e.ctx], w.helper)
+	w.finishLocked(nil)
+	waiter.mu.Unlock()
+}
+
+// finishLocked ends w with err; waiter.mu is held. It leaves w in pending,
+// for the poller to drop.
+func (w *waitReq) finishLocked(err error) {
+	if w.finished {
+		return
+	}
+	w.finished, w.err = true, err
+	close(w.done)
+	if w.e.pending--; w.e.pending == 0 && w.e.closed {
+		waiter.dead = append(waiter.dead, w.e)
+	}
+}
+
+// close gives e to the waiter, which destroys it once no request watches
+// it: at once when none does.
+func (e *waitEvent) close() {
+	waiter.mu.Lock()
+	e.closed = true
+	now := e.pending == 0
+	waiter.mu.Unlock()
+	if now {
+		C.hl_event_destroy(e.ctx, C.uintptr_t(e.ev))
+	}
 }
 
 func (w *waitReq) isFinished() bool {
@@ -101,76 +196,96 @@ func (w *waitReq) wait(ctx context.Context) error {
 }
 
 func poll() {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	C.hl_poll_thread()
 	var (
-		batch    []*waitReq
-		finished []*waitReq
-		ctxs     []unsafe.Pointer
-		events   []C.uintptr_t
-		status   []C.int
+		batch  []*waitReq
+		dead   []*waitEvent
+		ctxs   []unsafe.Pointer
+		events []C.uintptr_t
+		status []C.int
 	)
 	for {
 		waiter.mu.Lock()
-		batch = append(batch[:0], waiter.pending...)
-		if len(batch) == 0 {
+		dead = append(dead[:0], waiter.dead...)
+		clear(waiter.dead)
+		waiter.dead = waiter.dead[:0]
+		keep := waiter.pending[:0]
+		for _, w := range waiter.pending {
+			if !w.finished {
+				keep = append(keep, w)
+			}
+		}
+		clear(waiter.pending[len(keep):])
+		waiter.pending = keep
+		batch = append(batch[:0], keep...)
+		var youngest time.Time
+		armed := true
+		for _, w := range batch {
+			if w.start.After(youngest) {
+				youngest = w.start
+			}
+			armed = armed && w.armed
+		}
+		if len(batch) == 0 && len(dead) == 0 {
 			waiter.running = false
 			waiter.mu.Unlock()
 			return
 		}
 		waiter.mu.Unlock()
 
+		for _, e := range dead {
+			C.hl_event_destroy(e.ctx, C.uintptr_t(e.ev))
+		}
+		clear(dead)
+		if len(batch) == 0 {
+			continue
+		}
 		ctxs, events, status = ctxs[:0], events[:0], status[:0]
-		youngest := batch[0].start
 		for _, w := range batch {
-			ctxs = append(ctxs, w.ctx)
-			events = append(events, C.uintptr_t(w.ev))
+			ctxs = append(ctxs, w.e.ctx)
+			events = append(events, C.uintptr_t(w.e.ev))
 			status = append(status, 0)
-			if w.start.After(youngest) {
-				youngest = w.start
-			}
 		}
 		C.hl_event_query_many(C.int(len(batch)), (*unsafe.Pointer)(unsafe.Pointer(&ctxs[0])), &events[0], &status[0])
 
-		finished = finished[:0]
 		waiter.mu.Lock()
-		keep := waiter.pending[:0]
-		for i, w := range waiter.pending {
-			if i >= len(batch) || status[i] == C.cudaErrorNotReady {
-				keep = append(keep, w)
-				continue
+		progress := false
+		for i, w := range batch {
+			if status[i] != C.cudaErrorNotReady {
+				w.finishLocked(check("cudaEventQuery", status[i]))
+				progress = true
 			}
-			w.err = check("cudaEventQuery", status[i])
-			w.finished = true
-			finished = append(finished, w)
 		}
-		clear(waiter.pending[len(keep):])
-		waiter.pending = keep
-		sleep := len(finished) == 0 && len(keep) == len(batch)
-		waiter.sleeping = sleep
+		progress = progress || len(waiter.pending) != len(batch) || len(waiter.dead) > 0
+		waiter.sleeping = !progress
+		wake := waiter.wake
 		waiter.mu.Unlock()
-
-		// destroy was settled under the lock, with finished: Event.Close
-		// leaves a finished request's event alone.
-		for _, w := range finished {
-			if w.destroy {
-				C.hl_event_destroy(w.ctx, C.uintptr_t(w.ev))
+		if progress {
+			continue
+		}
+		d := pollInterval(time.Since(youngest), armed)
+		if d < goSleep {
+			C.hl_poll_sleep(C.long(d))
+		} else {
+			t := time.NewTimer(d)
+			select {
+			case <-t.C:
+			case <-wake:
+				t.Stop()
 			}
-			close(w.done)
 		}
-		clear(finished) // let the requests go
-		if sleep {
-			C.hl_poll_sleep(C.long(pollInterval(time.Since(youngest))))
-			waiter.mu.Lock()
-			waiter.sleeping = false
-			waiter.mu.Unlock()
-		}
+		waiter.mu.Lock()
+		waiter.sleeping = false
+		waiter.mu.Unlock()
 	}
 }
 
 // pollInterval is the sleep between rounds while the youngest request is
-// age old.
-func pollInterval(age time.Duration) time.Duration {
-	return min(max(age/8, minPoll), maxPoll)
+// age old; armed says whether every request has a host function to wake
+// it.
+func pollInterval(age time.Duration, armed bool) time.Duration {
+	least := minPoll
+	if armed {
+		least = armedPoll
+	}
+	return min(max(age/8, least), maxPoll)
 }
