@@ -494,7 +494,8 @@ func (deviceOwner) free(m *Memory) error {
 // undefined.
 type lostMemory struct {
 	ptr, ctx unsafe.Pointer
-	reg      *registration // a HostRegistration's, when not nil
+	reg      *registration    // a HostRegistration's, when not nil
+	pool     *MemoryAsyncPool // the pool it came from, when not nil
 }
 
 var lost struct {
@@ -524,10 +525,14 @@ func freeLost() {
 		return
 	}
 	for _, l := range mem {
-		if l.reg != nil {
+		switch {
+		case l.reg != nil:
 			l.reg.unregister()
-		} else {
+		default:
 			C.hl_free(l.ctx, l.ptr)
+			if l.pool != nil {
+				l.pool.unref()
+			}
 		}
 	}
 }

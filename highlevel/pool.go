@@ -253,6 +253,10 @@ type MemoryAsyncPool struct {
 	ctx   unsafe.Pointer
 	owned bool
 	life  life
+	// allocs counts the allocations not yet freed, plus one until Close:
+	// the pool is destroyed when it drops to 0, since frees still queued
+	// into a destroyed pool crash the driver.
+	allocs atomic.Int64
 }
 
 // NewMemoryAsyncPool creates a CUDA memory pool on d.
@@ -265,7 +269,18 @@ func NewMemoryAsyncPool(d Device) (*MemoryAsyncPool, error) {
 	if err := check("cudaMemPoolCreate", C.hl_mem_pool_create(ctx, &h, C.int(d))); err != nil {
 		return nil, err
 	}
-	return &MemoryAsyncPool{h: h, dev: d, ctx: ctx, owned: true}, nil
+	p := &MemoryAsyncPool{h: h, dev: d, ctx: ctx, owned: true}
+	p.allocs.Store(1)
+	return p, nil
+}
+
+// unref drops one of the pool's references (an allocation's, or Close's)
+// and destroys the pool with the last.
+func (p *MemoryAsyncPool) unref() error {
+	if p.allocs.Add(-1) != 0 || !p.owned {
+		return nil
+	}
+	return check("cudaMemPoolDestroy", C.hl_mem_pool_destroy(p.ctx, p.h))
 }
 
 // DeviceMemoryAsyncPool returns d's default CUDA memory pool, the one
@@ -354,11 +369,15 @@ func (p *MemoryAsyncPool) MallocAsync(size int, s *Stream) (MemoryPointer, error
 	if err := check("cudaMallocAsync", C.hl_malloc_async(p.ctx, &ptr, C.size_t(size), p.h, sh)); err != nil {
 		return MemoryPointer{}, fmt.Errorf("%w (%d bytes on %v)", err, size, p.dev)
 	}
-	return newMemory(ptr, size, p.dev, asyncOwner{s}, lostMemory{ptr: ptr, ctx: p.ctx}), nil
+	p.allocs.Add(1)
+	return newMemory(ptr, size, p.dev, asyncOwner{s, p}, lostMemory{ptr: ptr, ctx: p.ctx, pool: p}), nil
 }
 
 // asyncOwner frees with cudaFreeAsync on the stream of the allocation.
-type asyncOwner struct{ s *Stream }
+type asyncOwner struct {
+	s *Stream
+	p *MemoryAsyncPool
+}
 
 func (o asyncOwner) free(m *Memory) error {
 	ctx, err := m.dev.context()
@@ -373,7 +392,24 @@ func (o asyncOwner) free(m *Memory) error {
 		return err
 	}
 	defer o.s.leave()
-	return check("cudaFreeAsync", C.hl_free_async(ctx, m.ptr, sh))
+	err = check("cudaFreeAsync", C.hl_free_async(ctx, m.ptr, sh))
+	if err == nil {
+		// Destroying the pool waits for the frees queued into it.
+		err = o.p.unrefAfter(sh)
+	}
+	return err
+}
+
+// unrefAfter drops an allocation's reference once the work queued on
+// stream sh so far, its free included, is done, when that reference is the
+// last: the pool is destroyed only after the frees queued into it ran.
+func (p *MemoryAsyncPool) unrefAfter(sh C.uintptr_t) error {
+	if p.allocs.Load() == 1 && p.life.closed() && p.owned {
+		if err := check("cudaStreamSynchronize", C.hl_stream_synchronize(p.ctx, sh)); err != nil {
+			return err
+		}
+	}
+	return p.unref()
 }
 
 func (p *MemoryAsyncPool) attr(a C.int) (int, error) {
@@ -422,8 +458,9 @@ func (p *MemoryAsyncPool) FreeAllBlocks() error {
 	return check("cudaMemPoolTrimTo", C.hl_mem_pool_trim(p.ctx, p.h, 0))
 }
 
-// Close destroys a pool NewMemoryAsyncPool created; memory still allocated
-// from it stays valid until freed. Operations in progress finish first;
+// Close destroys a pool NewMemoryAsyncPool created, once the memory still
+// allocated from it has been freed (memory stays valid until then).
+// Operations in progress finish first;
 // later ones return ErrClosed, and so does a second Close. Closing a
 // device's default pool only makes the MemoryAsyncPool unusable.
 func (p *MemoryAsyncPool) Close() error {
@@ -433,8 +470,5 @@ func (p *MemoryAsyncPool) Close() error {
 	if err := p.life.closing(); err != nil {
 		return err
 	}
-	if !p.owned {
-		return nil
-	}
-	return check("cudaMemPoolDestroy", C.hl_mem_pool_destroy(p.ctx, p.h))
+	return p.unref()
 }

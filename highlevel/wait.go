@@ -50,9 +50,17 @@ type waitEvent struct {
 	ctx unsafe.Pointer
 	ev  cudart.Event
 
-	// Guarded by waiter.mu:
-	pending int
-	closed  bool
+	// Guarded by waiter.mu: the requests in the poller's list, and the
+	// calls in progress, that use ev; it is destroyed only when none does.
+	refs   int
+	closed bool
+}
+
+// release drops a reference to e; waiter.mu is held.
+func (e *waitEvent) release() {
+	if e.refs--; e.refs == 0 && e.closed {
+		waiter.dead = append(waiter.dead, e)
+	}
 }
 
 // A waitReq is one watched record of an event.
@@ -82,7 +90,7 @@ var waiter struct {
 func watch(e *waitEvent) *waitReq {
 	w := &waitReq{e: e, start: time.Now(), done: make(chan struct{})}
 	waiter.mu.Lock()
-	e.pending++
+	e.refs += 2 // the request's, and this call's until it has queued the wake-up
 	helper, ok := takeHelper(e.ctx)
 	capturing := captures.Load() > 0
 	if !capturing && (ok || newHelper(e.ctx, &helper)) {
@@ -104,6 +112,7 @@ func watch(e *waitEvent) *waitReq {
 		}
 	}
 	waiter.mu.Lock()
+	e.release()
 	sleeping := waiter.sleeping
 	if !waiter.running {
 		waiter.running = true
@@ -155,17 +164,15 @@ func hlWake(h C.uintptr_t) {
 	waiter.mu.Unlock()
 }
 
-// finishLocked ends w with err; waiter.mu is held. It leaves w in pending,
-// for the poller to drop.
+// finishLocked ends w with err; waiter.mu is held. It leaves w in pending:
+// the poller drops it, and its reference to the event, once no round of its
+// uses the event any more.
 func (w *waitReq) finishLocked(err error) {
 	if w.finished {
 		return
 	}
 	w.finished, w.err = true, err
 	close(w.done)
-	if w.e.pending--; w.e.pending == 0 && w.e.closed {
-		waiter.dead = append(waiter.dead, w.e)
-	}
 }
 
 // close gives e to the waiter, which destroys it once no request watches
@@ -173,7 +180,7 @@ func (w *waitReq) finishLocked(err error) {
 func (e *waitEvent) close() {
 	waiter.mu.Lock()
 	e.closed = true
-	now := e.pending == 0
+	now := e.refs == 0
 	waiter.mu.Unlock()
 	if now {
 		C.hl_event_destroy(e.ctx, C.uintptr_t(e.ev))
@@ -205,15 +212,17 @@ func poll() {
 	)
 	for {
 		waiter.mu.Lock()
-		dead = append(dead[:0], waiter.dead...)
-		clear(waiter.dead)
-		waiter.dead = waiter.dead[:0]
 		keep := waiter.pending[:0]
 		for _, w := range waiter.pending {
-			if !w.finished {
+			if w.finished {
+				w.e.release()
+			} else {
 				keep = append(keep, w)
 			}
 		}
+		dead = append(dead[:0], waiter.dead...)
+		clear(waiter.dead)
+		waiter.dead = waiter.dead[:0]
 		clear(waiter.pending[len(keep):])
 		waiter.pending = keep
 		batch = append(batch[:0], keep...)
