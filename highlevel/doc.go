@@ -50,8 +50,11 @@
 // Memory reachable; the address Ptr returns does not. Device memory
 // dropped without Free is taken back by the next allocation of its kind,
 // and only after every device the program used has finished the work
-// queued so far, on every stream: memory is never handed out again while
-// a kernel or a copy queued before the drop may still use it. Pinned
+// queued so far, on every stream (while a stream captures, a device-wide
+// wait would spoil the capture, so that waits for a later allocation):
+// memory is never handed out again while a kernel or a copy queued before
+// the drop may still use it. A MemoryAsyncPool is destroyed only once the
+// frees of its last allocations have run. Pinned
 // memory is C memory the collector cannot track, so its views (Bytes, Ptr)
 // are valid until Free, as syscall.Mmap's are; pinned memory dropped
 // without Free is never reused. A HostRegistration dropped without
@@ -82,11 +85,11 @@
 // Streams and waiting. Every asynchronous operation takes a *Stream; nil
 // means the legacy default stream of the device of the memory or object
 // involved. Event.Wait and Stream.Wait take a context and hold no OS thread
-// while they wait: one goroutine polls all pending events in one cgo call a
-// round, sleeping between rounds an eighth of the age of the youngest wait
-// (from 2 µs to 1 ms), so that a short wait ends within microseconds of
-// the GPU's work and a goroutine waiting one second costs a small fraction
-// of a core. Stream.Done returns the same channel while no operation of
+// while they wait: a host function queued behind the event, on a helper
+// stream of the package's, wakes the waiting goroutines, and one goroutine
+// polls the pending events as a safety net (stream errors, and waits begun
+// while a stream captures), sleeping between rounds an eighth of the age of
+// the youngest wait. Stream.Done returns the same channel while no operation of
 // the package queues more work on the stream. Functions queued with
 // Stream.AddCallback and Stream.LaunchHostFunc run on a CUDA thread and
 // must not call CUDA: the package's functions return ErrInCallback there.

@@ -144,9 +144,9 @@ func (e *Event) Done() <-chan struct{} {
 }
 
 // Wait waits until the event has happened or ctx is done; then it returns
-// ctx's error and leaves the GPU's work alone. Waiting holds no OS thread:
-// any number of goroutines may wait at once, and the package polls for all
-// of them from one goroutine.
+// ctx's error and leaves the GPU's work alone. Waiting holds no OS thread
+// and costs no CPU: any number of goroutines may wait at once (see the
+// package documentation).
 func (e *Event) Wait(ctx context.Context) error {
 	w, err := e.watch()
 	if err != nil {

@@ -187,12 +187,6 @@ func (e *waitEvent) close() {
 	}
 }
 
-func (w *waitReq) isFinished() bool {
-	waiter.mu.Lock()
-	defer waiter.mu.Unlock()
-	return w.finished
-}
-
 func (w *waitReq) wait(ctx context.Context) error {
 	select {
 	case <-w.done:
