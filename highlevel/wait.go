@@ -91,18 +91,15 @@ func watch(e *waitEvent) *waitReq {
 	w := &waitReq{e: e, start: time.Now(), done: make(chan struct{})}
 	waiter.mu.Lock()
 	e.refs += 2 // the request's, and this call's until it has queued the wake-up
-	helper, ok := takeHelper(e.ctx)
-	capturing := captures.Load() > 0
-	if !capturing && (ok || newHelper(e.ctx, &helper)) {
-		w.helper, w.armed, ok = helper, true, false
-	}
 	waiter.pending = append(waiter.pending, w)
-	if ok { // not used
-		waiter.helpers[e.ctx] = append(waiter.helpers[e.ctx], helper)
-	}
+	helper, ok := takeHelper(e.ctx)
 	waiter.mu.Unlock()
-	if w.armed {
+	// A helper stream that waits for an event of a capture would join it.
+	if captures.Load() == 0 && (ok || newHelper(e.ctx, &helper)) {
 		h := cgo.NewHandle(w)
+		waiter.mu.Lock()
+		w.armed, w.helper = true, helper
+		waiter.mu.Unlock()
 		if C.hl_wake_after(e.ctx, helper, C.uintptr_t(e.ev), C.uintptr_t(h)) != 0 {
 			h.Delete()
 			waiter.mu.Lock()
@@ -110,6 +107,10 @@ func watch(e *waitEvent) *waitReq {
 			waiter.helpers[e.ctx] = append(waiter.helpers[e.ctx], helper)
 			waiter.mu.Unlock()
 		}
+	} else if ok {
+		waiter.mu.Lock()
+		waiter.helpers[e.ctx] = append(waiter.helpers[e.ctx], helper)
+		waiter.mu.Unlock()
 	}
 	waiter.mu.Lock()
 	e.release()
@@ -145,8 +146,7 @@ func takeHelper(ctx unsafe.Pointer) (C.uintptr_t, bool) {
 	return h, true
 }
 
-// newHelper creates a helper stream of ctx; waiter.mu is held, so that
-// stream creation, rare, is never concurrent with the helpers' use.
+// newHelper creates a helper stream of ctx.
 func newHelper(ctx unsafe.Pointer, h *C.uintptr_t) bool {
 	return C.hl_stream_create(ctx, h, C.cudaStreamNonBlocking, 0) == 0
 }
