@@ -343,12 +343,8 @@ func (a *arena) reclaim() error {
 	for b != nil {
 		next := b.lostNext
 		b.lostNext = nil
-		b.stream = nil
-		a.used -= b.size
-		a.requested -= b.requested
-		a.active--
-		b.requested = 0
-		if c := a.freeLocked(b); c != nil {
+		b.stream = nil // settled: any stream may reuse it
+		if c := a.releaseLocked(b); c != nil {
 			chunks = append(chunks, c)
 		}
 		b = next

@@ -274,10 +274,12 @@ func (k *Kernel) Launch(s *Stream, cfg LaunchConfig, args ...any) error {
 	if k.size > len(small) {
 		buf = make([]byte, k.size)
 	}
-	if err := k.pack(buf, args); err != nil {
+	var memBuf [4]memArg
+	mems, err := k.pack(buf, args, memBuf[:0])
+	if err != nil {
 		return err
 	}
-	d, err := k.device(s, args)
+	d, err := k.device(s, mems)
 	if err != nil {
 		return err
 	}
@@ -310,27 +312,24 @@ func (k *Kernel) Launch(s *Stream, cfg LaunchConfig, args ...any) error {
 	return nil
 }
 
-// device returns the device a launch on s with args goes to, checking that
-// its memory arguments can be used there.
-func (k *Kernel) device(s *Stream, args []any) (Device, error) {
+// device returns the device a launch on s goes to, checking that its
+// memory arguments, as pack found them, can be used there.
+func (k *Kernel) device(s *Stream, mems []memArg) (Device, error) {
 	d, chosen := Device(0), false
 	if s != nil {
 		d, chosen = s.dev, true
 	}
-	for i, a := range args {
-		md, ok := memDevice(a)
-		if !ok {
-			continue
-		}
+	for _, a := range mems {
+		md := a.dev
 		if !chosen {
 			d, chosen = md, true
 			continue
 		}
 		if !d.canAccess(md) {
 			if s == nil {
-				return 0, fmt.Errorf("%w: %s argument %d is memory of %v, the arguments before it of %v", ErrArgument, k.name, i, md, d)
+				return 0, fmt.Errorf("%w: %s argument %d is memory of %v, the arguments before it of %v", ErrArgument, k.name, a.i, md, d)
 			}
-			return 0, fmt.Errorf("%w: %s argument %d is memory of %v, launched on %v without peer access to it", ErrArgument, k.name, i, md, d)
+			return 0, fmt.Errorf("%w: %s argument %d is memory of %v, launched on %v without peer access to it", ErrArgument, k.name, a.i, md, d)
 		}
 	}
 	if chosen {
@@ -351,31 +350,6 @@ func (k *Kernel) function(d Device, ctx unsafe.Pointer) (C.uintptr_t, error) {
 	}
 	k.funcs[d].Store(uintptr(f))
 	return f, nil
-}
-
-// memDevice returns the device of a memory argument, and false for every
-// other argument and for managed memory, which every device reaches.
-func memDevice(a any) (Device, bool) {
-	var m *Memory
-	switch v := a.(type) {
-	case MemoryPointer:
-		m = v.Mem
-	case *Memory:
-		m = v
-	default:
-		if a == nil || kindOf(reflect.TypeOf(a)) != argArray {
-			return 0, false
-		}
-		data := (*[2]unsafe.Pointer)(unsafe.Pointer(&a))[1]
-		if data == nil {
-			return 0, false
-		}
-		m = (*MemoryPointer)(data).Mem
-	}
-	if m == nil || m.managed {
-		return 0, false
-	}
-	return m.dev, true
 }
 
 // check checks the configuration against device d's limits and returns the
@@ -409,10 +383,19 @@ func (cfg *LaunchConfig) check(d Device) ([9]C.uint32_t, error) {
 	return dims, nil
 }
 
-// pack writes the arguments into buf at the parameters' offsets.
-func (k *Kernel) pack(buf []byte, args []any) error {
+// A memArg is a memory argument of a launch: the argument's index, and its
+// memory's device, unless it is managed memory, which every device reaches.
+// It holds no pointer, so that the arguments need not escape.
+type memArg struct {
+	i   int
+	dev Device
+}
+
+// pack writes the arguments into buf at the parameters' offsets, and
+// appends the memory arguments to mems.
+func (k *Kernel) pack(buf []byte, args []any, mems []memArg) ([]memArg, error) {
 	if len(args) != len(k.sizes) {
-		return fmt.Errorf("%w: %s takes %d arguments, got %d", ErrArgument, k.name, len(k.sizes), len(args))
+		return mems, fmt.Errorf("%w: %s takes %d arguments, got %d", ErrArgument, k.name, len(k.sizes), len(args))
 	}
 	for i, a := range args {
 		off := k.offsets[i]
@@ -420,19 +403,24 @@ func (k *Kernel) pack(buf []byte, args []any) error {
 		if k.classes != nil {
 			class = k.classes[i]
 		}
-		if err := putArg(buf[off:off+k.sizes[i]], a, class); err != nil {
-			return fmt.Errorf("%w: %s argument %d: %v", ErrArgument, k.name, i, err)
+		dev, err := putArg(buf[off:off+k.sizes[i]], a, class)
+		if err != nil {
+			return mems, fmt.Errorf("%w: %s argument %d: %v", ErrArgument, k.name, i, err)
+		}
+		if dev >= 0 {
+			mems = append(mems, memArg{i, dev})
 		}
 	}
-	return nil
+	return mems, nil
 }
 
 // putArg writes a, which must be exactly len(dst) bytes and fit a
-// parameter of the given class. It never lets a escape, so that the
-// caller's conversions to any stay on its stack.
-func putArg(dst []byte, a any, class paramClass) error {
+// parameter of the given class, and returns the device of a's memory when
+// a is device memory, else -1 (managed memory included). It never lets a
+// escape, so that the caller's conversions to any stay on its stack.
+func putArg(dst []byte, a any, class paramClass) (dev Device, err error) {
+	var mem *Memory
 	var kind paramClass // what a is, to compare with class
-	var err error
 	switch v := a.(type) {
 	case int:
 		kind, err = paramSigned, put64(dst, uint64(v), "int")
@@ -477,16 +465,16 @@ func putArg(dst []byte, a any, class paramClass) error {
 	case cudadrv.Deviceptr:
 		kind, err = paramPointer, put64(dst, uint64(v), "cudadrv.Deviceptr")
 	case MemoryPointer:
-		kind, err = paramPointer, putMemory(dst, v, "MemoryPointer")
+		kind, err, mem = paramPointer, putMemory(dst, v, "MemoryPointer"), v.Mem
 	case *Memory:
-		kind = paramPointer
+		kind, mem = paramPointer, v
 		if err = v.live(); err != nil {
 			err = fmt.Errorf("*Memory: %w", err)
 		} else {
 			err = put64(dst, uint64(uintptr(v.ptr)), "*Memory")
 		}
 	case nil:
-		return errors.New("nil")
+		return -1, errors.New("nil")
 	default:
 		t := reflect.TypeOf(a)
 		data := (*[2]unsafe.Pointer)(unsafe.Pointer(&a))[1] // the interface's value
@@ -494,12 +482,13 @@ func putArg(dst []byte, a any, class paramClass) error {
 		case argArray:
 			// Every Array[T] starts with its MemoryPointer.
 			if data == nil {
-				return fmt.Errorf("nil %v", t)
+				return -1, fmt.Errorf("nil %v", t)
 			}
-			kind, err = paramPointer, putMemory(dst, *(*MemoryPointer)(data), t.String())
+			p := *(*MemoryPointer)(data)
+			kind, err, mem = paramPointer, putMemory(dst, p, t.String()), p.Mem
 		case argValue:
 			if int(t.Size()) != len(dst) {
-				return fmt.Errorf("%v is %d bytes, the parameter %d", t, t.Size(), len(dst))
+				return -1, fmt.Errorf("%v is %d bytes, the parameter %d", t, t.Size(), len(dst))
 			}
 			kind = paramUnknown
 			if class == paramHalf {
@@ -507,16 +496,19 @@ func putArg(dst []byte, a any, class paramClass) error {
 			}
 			copy(dst, unsafe.Slice((*byte)(data), len(dst)))
 		default:
-			return fmt.Errorf("%v cannot be passed to a kernel", t)
+			return -1, fmt.Errorf("%v cannot be passed to a kernel", t)
 		}
 	}
 	if err != nil {
-		return err
+		return -1, err
 	}
 	if !fits(kind, class) {
-		return fmt.Errorf("%v cannot be passed for a %v parameter", reflect.TypeOf(a), class)
+		return -1, fmt.Errorf("%v cannot be passed for a %v parameter", reflect.TypeOf(a), class)
 	}
-	return nil
+	if mem == nil || mem.managed {
+		return -1, nil
+	}
+	return mem.dev, nil
 }
 
 // fits reports whether a Go argument of kind may be passed for a parameter

@@ -75,7 +75,7 @@ func TestKernelArguments(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			k := testKernel(tt.size)
 			buf := make([]byte, k.size)
-			err := k.pack(buf, []any{tt.arg})
+			_, err := k.pack(buf, []any{tt.arg}, nil)
 			if tt.want == nil {
 				if !errors.Is(err, ErrArgument) || !strings.Contains(err.Error(), tt.err) || !strings.Contains(err.Error(), "k argument 0") {
 					t.Errorf("pack(%T) = %v, want ErrArgument naming argument 0 and %q", tt.arg, err, tt.err)
@@ -97,7 +97,7 @@ func TestKernelArgumentLayout(t *testing.T) {
 		t.Fatalf("offsets %v, want %v", k.offsets, want)
 	}
 	buf := make([]byte, k.size)
-	if err := k.pack(buf, []any{float32(2), uintptr(0x100), uintptr(0x200), int32(1000)}); err != nil {
+	if _, err := k.pack(buf, []any{float32(2), uintptr(0x100), uintptr(0x200), int32(1000)}, nil); err != nil {
 		t.Fatal(err)
 	}
 	ne := binary.NativeEndian
@@ -105,7 +105,7 @@ func TestKernelArgumentLayout(t *testing.T) {
 		t.Errorf("buffer % x", buf)
 	}
 	for _, args := range [][]any{{float32(2)}, {float32(2), uintptr(1), uintptr(2), 3, 4}} {
-		if err := k.pack(buf, args); !errors.Is(err, ErrArgument) || !strings.Contains(err.Error(), "takes 4 arguments") {
+		if _, err := k.pack(buf, args, nil); !errors.Is(err, ErrArgument) || !strings.Contains(err.Error(), "takes 4 arguments") {
 			t.Errorf("%d arguments: %v", len(args), err)
 		}
 	}
@@ -124,7 +124,8 @@ func TestKernelArgumentsAllocate(t *testing.T) {
 	v := vec3{1, 2, 3}
 	allocs := testing.AllocsPerRun(100, func() {
 		var buf [256]byte
-		if err := k.pack(buf[:], []any{a, x, y, n, v}); err != nil {
+		var mems [4]memArg
+		if _, err := k.pack(buf[:], []any{a, x, y, n, v}, mems[:0]); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -158,7 +159,7 @@ func TestKernelArgumentTypes(t *testing.T) {
 		{"int16 for half", []any{float32(2), mem, int32(3), uint64(4), true, int16(0)}, "int16 cannot be passed for a half parameter"},
 	} {
 		var buf [64]byte
-		err := k.pack(buf[:], tt.args)
+		_, err := k.pack(buf[:], tt.args, nil)
 		switch {
 		case tt.err == "" && err != nil:
 			t.Errorf("%s: %v", tt.name, err)
