@@ -108,19 +108,45 @@ func usedContexts() []unsafe.Pointer {
 }
 
 // captures counts the stream captures in progress (Stream.BeginCapture to
-// Stream.EndCapture): a device-wide synchronization would invalidate them.
-var captures atomic.Int32
+// Stream.EndCapture), and each holds captureMu shared: a device-wide wait
+// would invalidate them, so the package's own hold captureMu exclusively,
+// one at a time (waitMu), taken only when no capture is in progress.
+var (
+	captures  atomic.Int32
+	captureMu sync.RWMutex
+	waitMu    sync.Mutex
+)
 
-// errCapturing is synchronizeAll's answer while a capture is in progress.
-var errCapturing = errors.New("highlevel: a stream capture is in progress")
+// ErrCapturing is returned by operations that must wait for a whole device,
+// such as Module.Close, while a stream capture the package started is in
+// progress: the wait would invalidate the capture.
+var ErrCapturing = errors.New("highlevel: a stream capture is in progress")
+
+// lockDevices makes way for a device-wide wait: it waits for another such
+// wait to end, and returns ErrCapturing while a capture is in progress.
+// unlockDevices ends the wait.
+func lockDevices() error {
+	waitMu.Lock()
+	if !captureMu.TryLock() {
+		waitMu.Unlock()
+		return ErrCapturing
+	}
+	return nil
+}
+
+func unlockDevices() {
+	captureMu.Unlock()
+	waitMu.Unlock()
+}
 
 // synchronizeAll waits until every device the program has used has
-// finished its work. While a stream captures, it returns errCapturing and
+// finished its work. While a stream captures, it returns ErrCapturing and
 // waits for nothing: the caller tries again later.
 func synchronizeAll() error {
-	if captures.Load() > 0 {
-		return errCapturing
+	if err := lockDevices(); err != nil {
+		return err
 	}
+	defer unlockDevices()
 	var errs []error
 	for _, ctx := range usedContexts() {
 		errs = append(errs, check("cuCtxSynchronize", C.hl_ctx_synchronize(ctx)))

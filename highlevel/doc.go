@@ -38,7 +38,9 @@
 // progress on the memory, and later operations return ErrFreed. Every
 // method on a nil pointer returns an error wrapping ErrNil (methods that
 // return no error return a zero value). Close called from a stream
-// callback returns ErrInCallback.
+// callback returns ErrInCallback. Module.Close waits for the devices that
+// ran the module's kernels; while a stream capture is in progress that wait
+// would spoil it, so Close returns ErrCapturing and the module stays open.
 //
 // Graphs. The Go functions of a graph's host nodes belong to CUDA user
 // objects of the graph: they stay alive as long as the graph, its

@@ -170,6 +170,83 @@ func TestGPUGraphCrossStreamHostFunc(t *testing.T) {
 	}
 }
 
+// TestGPUCaptureAndPackageSyncs captures graphs on one goroutine while
+// another makes the package wait for every device, as its pools and lost
+// memory do: the package's waits must never invalidate a capture (one that
+// checked for captures before waiting did, when a capture began between the
+// two), and Module.Close, which must wait for the device, refuses while a
+// capture is in progress.
+func TestGPUCaptureAndPackageSyncs(t *testing.T) {
+	d := gpu(t)
+	s, err := NewStream(d, &StreamOptions{NonBlocking: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	p, err := d.Malloc(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Mem.Free()
+	rounds := 20000
+	if testing.Short() {
+		rounds = 2000
+	}
+	done := make(chan struct{})
+	var syncs, refused atomic.Int64
+	go func() {
+		defer close(done)
+		for range rounds {
+			switch err := synchronizeAll(); {
+			case err == nil:
+				syncs.Add(1)
+			case errors.Is(err, ErrCapturing):
+				refused.Add(1)
+			default:
+				t.Errorf("synchronizeAll: %v", err)
+				return
+			}
+		}
+	}()
+	captured := 0
+	for running := true; running; captured++ {
+		select {
+		case <-done:
+			running = false
+		default:
+		}
+		g, err := Capture(s, func() error { return p.MemsetAsync(byte(captured), 4, s) })
+		if err != nil {
+			t.Fatalf("capture %d: %v", captured, err)
+		}
+		g.Close()
+	}
+	t.Logf("%d captures; %d device waits, %d refused during a capture", captured, syncs.Load(), refused.Load())
+
+	c, err := Compile(spinKernel, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := LoadModule(c.Image)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.BeginCapture(); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Close(); !errors.Is(err, ErrCapturing) {
+		t.Errorf("Module.Close during a capture: %v, want ErrCapturing", err)
+	}
+	g, err := s.EndCapture()
+	if err != nil {
+		t.Fatalf("EndCapture after Module.Close refused: %v", err)
+	}
+	g.Close()
+	if err := m.Close(); err != nil {
+		t.Errorf("Module.Close after the capture: %v", err)
+	}
+}
+
 // TestGPUPoolOverflow asks the device pool for sizes near math.MaxInt: each
 // is refused, and the pool's accounting does not move (they used to
 // succeed as "blocks" of 9.2 EB).

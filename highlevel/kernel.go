@@ -134,11 +134,17 @@ const maxParams = 8191
 // Close unloads the module. Launches and other operations in progress
 // finish first; later ones return ErrClosed, and so does a second Close.
 // Kernels of the module already queued run to their end: Close waits for
-// the devices that launched them.
+// the devices that launched them. While a stream capture is in progress,
+// that wait would invalidate it: Close returns ErrCapturing and leaves the
+// module open.
 func (m *Module) Close() error {
 	if m == nil {
 		return nilError("Module")
 	}
+	if err := lockDevices(); err != nil {
+		return fmt.Errorf("highlevel: Module.Close: %w", err)
+	}
+	defer unlockDevices()
 	if err := m.life.closing(); err != nil {
 		return err
 	}

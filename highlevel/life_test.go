@@ -285,3 +285,28 @@ func TestSizesOverflow(t *testing.T) {
 		t.Errorf("Memset of 0 bytes: %v", err)
 	}
 }
+
+// TestLockDevices checks the guard of the package's device-wide waits: a
+// capture in progress refuses them, another such wait only delays them.
+func TestLockDevices(t *testing.T) {
+	captureMu.RLock() // a capture in progress
+	if err := lockDevices(); !errors.Is(err, ErrCapturing) {
+		t.Errorf("lockDevices during a capture: %v, want ErrCapturing", err)
+	}
+	captureMu.RUnlock()
+	if err := lockDevices(); err != nil {
+		t.Fatalf("lockDevices: %v", err)
+	}
+	second := make(chan error)
+	go func() { second <- lockDevices() }()
+	select {
+	case err := <-second:
+		t.Fatalf("a second lockDevices returned %v while the first held", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	unlockDevices()
+	if err := <-second; err != nil {
+		t.Errorf("a second lockDevices, after the first: %v", err)
+	}
+	unlockDevices()
+}

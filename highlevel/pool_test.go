@@ -348,7 +348,7 @@ func TestPoolLostBlocksSettle(t *testing.T) {
 	a := mustMallocStream(1024, s1) // the rest, 3072 bytes, stays free for s1
 	rest := unsafe.Add(a.Ptr(), 1024)
 	a.Mem.owner.(*block).lose() // as the slab's cleanup does
-	settleErr = errCapturing
+	settleErr = ErrCapturing
 	other, err := p.Malloc(512)
 	if err != nil || settles != 1 || other.Ptr() == a.Ptr() {
 		t.Fatalf("Malloc while settling fails = %p, %v after %d settles; want another block than the lost %p", other.Ptr(), err, settles, a.Ptr())

@@ -385,10 +385,12 @@ func (s *Stream) BeginCapture() error {
 		return err
 	}
 	defer s.leave()
+	captureMu.RLock()
 	captures.Add(1)
 	err = check("cudaStreamBeginCapture", C.hl_stream_begin_capture(s.ctx, h, C.cudaStreamCaptureModeRelaxed))
 	if err != nil || s.capturing.Swap(true) {
 		captures.Add(-1)
+		captureMu.RUnlock()
 	}
 	return err
 }
@@ -397,6 +399,7 @@ func (s *Stream) BeginCapture() error {
 func (s *Stream) endCapture() {
 	if s.capturing.Swap(false) {
 		captures.Add(-1)
+		captureMu.RUnlock()
 	}
 }
 
