@@ -692,11 +692,13 @@ func (w *randomWorker) graph() {
 		return
 	}
 	s := w.stream()
-	launched := w.ok(x.Launch(s), "GraphExec.Launch")
-	if launched {
+	err = x.Launch(s)
+	if w.ok(err, "GraphExec.Launch") {
 		w.graphs.Add(1)
 		w.hostWant.Add(1)
 		a.v, a.known, a.wrote = v, true, "a graph"
+	} else if !errors.Is(err, ErrClosed) {
+		a.known = false // CUDA does not say whether a failed launch ran
 	}
 	closeGraph := func() {
 		if w.r.IntN(2) == 0 {
