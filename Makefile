@@ -6,6 +6,10 @@
 # make benchstat compares Go with C in build/out/results.tgz, as gpu.sh left it here or on a GPU machine
 
 GO ?= go
+# A recipe line fails when any command of a pipeline fails (the
+# regeneration benchmark's | tee).
+SHELL := bash
+.SHELLFLAGS := -eo pipefail -c
 # The suite travels to the GPU machine (64 MiB at most): no symbol tables.
 STRIP := -ldflags='-s -w'
 GPU_PKGS := cudart cudadrv nvrtc nvjitlink cublas cublaslt cusolver cusparse curand cufft nccl internal/dl highlevel highlevel/cudatest highlevel/nvtx bench

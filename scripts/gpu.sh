@@ -6,8 +6,10 @@
 # only the benchmarks (Go, the C twins, CuPy and cuda.core; then the table
 # of them all, table.md, table.csv and table.png, in $OUT, the raw results
 # in $OUT/results.tgz), "gpu.sh nccl" only the all-reduce benchmark and its
-# twin, so that each part fits in one call to the device.
-set -u
+# twin, so that each part fits in one call to the device. Every run counts:
+# the script exits non-zero when any test, example, benchmark, twin or the
+# table failed.
+set -u -o pipefail
 part=${1:-all}
 cd "$(dirname "$0")"
 out=${OUT:-../out}
@@ -65,14 +67,18 @@ echo "== benchmarks: Go, the C twins, CuPy and cuda.core"
 # copies run unpinned: the staging copies with many cores.
 go="./bench.test -test.run ^$ -test.benchmem -test.count 5"
 two="taskset -c 2,3"
-{
-	$two $go -test.bench 'CgoNoop|GetDevice|DeviceAttribute|PoolMallocFree' -test.benchtime 5000000x
-	$two $go -test.bench 'EventRecord|StreamCreateDestroy|MallocAsyncFree|LaunchEmpty|LaunchArgs' -test.benchtime 200000x
-	$two $go -test.bench 'LaunchSync' -test.benchtime 50000x
-	$two $go -test.bench 'Graph100' -test.benchtime 5000x
-	$go -test.bench 'Pinned|Pageable|Registered|D2D|Memset' -test.benchtime 20x
-	$go -test.bench 'Sgemm8192' -test.benchtime 30x
-} | tee "$log/go.txt"
+# gobench PATTERN BENCHTIME [PIN...] runs the Go benchmarks PATTERN names.
+gobench() {
+	local pattern=$1 times=$2
+	shift 2
+	"$@" $go -test.bench "$pattern" -test.benchtime "$times" | tee -a "$log/go.txt" || status=1
+}
+gobench 'CgoNoop|GetDevice|DeviceAttribute|PoolMallocFree' 5000000x $two
+gobench 'EventRecord|StreamCreateDestroy|MallocAsyncFree|LaunchEmpty|LaunchArgs' 200000x $two
+gobench 'LaunchSync' 50000x $two
+gobench 'Graph100' 5000x $two
+gobench 'Pinned|Pageable|Registered|D2D|Memset' 20x
+gobench 'Sgemm8192' 30x
 inc=${CUDA_HOME:-/usr/local/cuda}/include
 for c in *.c *.cu; do
 	[ "$c" = nccl.cu ] && continue
@@ -89,7 +95,7 @@ fi
 if [ "$part" != tests ]; then
 echo "== all-reduce over all GPUs: Go, then C (NCCL's threads need more than one core)"
 inc=${CUDA_HOME:-/usr/local/cuda}/include
-./bench.test -test.run '^$' -test.bench '^BenchmarkAllReduce$' -test.count 5 -test.benchtime 0.5s -test.v | tee "$log/go-nccl.txt"
+./bench.test -test.run '^$' -test.bench '^BenchmarkAllReduce$' -test.count 5 -test.benchtime 0.5s -test.v | tee "$log/go-nccl.txt" || status=1
 # The twin links the library the Go side loaded, through a libnccl.so link.
 ln -sf "$ncclso" libnccl.so
 nvcc -O2 -arch=native -I"$inc" -I. -o nccl nccl.cu -L. -lnccl -Xlinker -rpath="$(dirname "$ncclso")" -lcudart -lcuda -ldl \
