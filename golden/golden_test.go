@@ -116,8 +116,80 @@ func TestGolden(t *testing.T) {
 				return
 			}
 			compare(t, got, want, ".golden")
+			for name := range read(t, want) {
+				if _, ok := got[strings.TrimSuffix(name, ".golden")]; !ok {
+					t.Errorf("%s: gen no longer writes it (go test ./golden -update removes it)", filepath.Join(want, name))
+				}
+			}
 		})
 	}
+}
+
+// TestGoldenBuilds type-checks each case's golden Go files, cgo and layout
+// tests included, in the case's directory, where their imports and
+// #include lines point: -update must not accept Go that does not build.
+// The import case's base package is generated beside them first.
+func TestGoldenBuilds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs cgo and vet on every case")
+	}
+	wants, err := filepath.Glob("testdata/*/want")
+	if err != nil || len(wants) == 0 {
+		t.Fatalf("no cases: %v", err)
+	}
+	var pkgs []string
+	for _, want := range wants {
+		dir := filepath.Dir(want)
+		files := map[string][]byte{}
+		for name, b := range read(t, want) {
+			if strings.HasSuffix(name, ".go.golden") {
+				files[strings.TrimSuffix(name, ".golden")] = b
+			}
+		}
+		place(t, dir, files)
+		pkgs = append(pkgs, "./"+filepath.ToSlash(dir)+"/...")
+	}
+	base := filepath.Join("testdata", "import", "base")
+	src, err := os.ReadFile(filepath.Join(base, "base.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^//go:generate go run \S+ (.*)$`).FindSubmatch(src)
+	if m == nil {
+		t.Fatalf("%s/base.go has no //go:generate line", base)
+	}
+	var args []string
+	for _, a := range strings.Fields(string(m[1])) {
+		if a != "-out" && a != "." {
+			args = append(args, a)
+		}
+	}
+	files := run(t, base, append(args, "-dest", ".")...)
+	delete(files, "report.txt")
+	place(t, base, files)
+	out, err := exec.Command("go", append([]string{"vet"}, pkgs...)...).CombinedOutput()
+	if err != nil {
+		t.Errorf("go vet of the golden files: %v\n%s", err, out)
+	}
+}
+
+// place writes files, by path relative to dir, for the rest of the test.
+func place(t *testing.T, dir string, files map[string][]byte) {
+	t.Helper()
+	for name, b := range files {
+		p := filepath.Join(dir, name)
+		if _, err := os.Stat(p); err == nil {
+			t.Fatalf("%s exists already", p)
+		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Remove(p) })
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { os.RemoveAll(filepath.Join(dir, "internal")) })
 }
 
 // compare checks that the files in got are exactly those under dir (with

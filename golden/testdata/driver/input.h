@@ -24,7 +24,7 @@ typedef enum cudaError_enum {
 
 typedef struct CUstream_st *cudaStream_t;
 
-/** Kinds of attribute; one enumerator shares a name with a struct. */
+/** Kinds of attribute; one enumerator has the Go name of a typedef (C would refuse the same name). */
 typedef enum cudaAttr_enum {
     cudaAttrTokens = 1, /**< The tokens */
     cudaAttrFlags = 2
@@ -34,7 +34,7 @@ typedef enum cudaAttr_enum {
 typedef struct cudaAttrTokens_st {
     unsigned long long p2pToken;
 } cudaAttrTokens_v1;
-typedef cudaAttrTokens_v1 cudaAttrTokens;
+typedef cudaAttrTokens_v1 CUDA_AttrTokens;
 
 /** Parameters, version 1 */
 typedef struct cudaParams_st {
