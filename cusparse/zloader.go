@@ -21,16 +21,17 @@ type (
 )
 
 // Load opens libcusparse.so.12 now rather than on the first call, and reports
-// whether that worked. The file is looked for in this order: the file named
-// by $GOCUDA_CUSPARSE; the system loader's path (LD_LIBRARY_PATH, the ldconfig
-// cache); the lib64 and lib directories of $CUDA_PATH, $CUDA_HOME and
+// whether that worked. If $GOCUDA_CUSPARSE is set, only the file it names is
+// tried, and failing to open it is the error. Otherwise the file is looked
+// for in the system loader's path (LD_LIBRARY_PATH, the ldconfig cache),
+// then in the lib64 and lib directories of $CUDA_PATH, $CUDA_HOME and
 // /usr/local/cuda.
 func Load() error {
 	return lib.Load()
 }
 
-// LibraryPath returns the path libcusparse.so.12 was opened from, or "" if it
-// could not be opened.
+// LibraryPath returns the file libcusparse.so.12 was opened from, as the
+// dynamic loader reports it, or "" if it could not be opened.
 func LibraryPath() string {
 	return lib.Path()
 }

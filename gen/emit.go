@@ -549,12 +549,13 @@ func (e *emitter) loader() *jen.File {
 		jen.Id("SymbolError").Op("=").Add(dl("SymbolError")),
 	)
 	f.Add(docComment("Load opens " + name + " now rather than on the first call, and reports\n" +
-		"whether that worked. The file is looked for in this order: the file named\n" +
-		"by $" + e.pkg.LibraryEnv + "; the system loader's path (LD_LIBRARY_PATH, the ldconfig\n" +
-		"cache); the lib64 and lib directories of $CUDA_PATH, $CUDA_HOME and\n" +
+		"whether that worked. If $" + e.pkg.LibraryEnv + " is set, only the file it names is\n" +
+		"tried, and failing to open it is the error. Otherwise the file is looked\n" +
+		"for in the system loader's path (LD_LIBRARY_PATH, the ldconfig cache),\n" +
+		"then in the lib64 and lib directories of $CUDA_PATH, $CUDA_HOME and\n" +
 		"/usr/local/cuda."))
 	f.Func().Id("Load").Params().Error().Block(jen.Return(jen.Id("lib").Dot("Load").Call()))
-	f.Add(docComment("LibraryPath returns the path " + name + " was opened from, or \"\" if it\ncould not be opened."))
+	f.Add(docComment("LibraryPath returns the file " + name + " was opened from, as the\ndynamic loader reports it, or \"\" if it could not be opened."))
 	f.Func().Id("LibraryPath").Params().String().Block(jen.Return(jen.Id("lib").Dot("Path").Call()))
 	f.Add(docComment("ProcAddress returns the address of " + name + "'s function named symbol,\n" +
 		"opening the library if needed, for C code that calls through the library\n" +

@@ -1,26 +1,55 @@
 // Package dl opens shared libraries at run time and resolves their symbols
 // lazily, so that the CUDA bindings build without a CUDA toolkit and report a
 // missing library or symbol as an error instead of failing to start.
+//
+// A Library is looked for in one of two ways. If its environment variable is
+// set, the file it names is the only candidate: failing to open it, because it
+// does not exist or is not a library, is the error, which names the variable,
+// and no other copy of the library is tried. Otherwise the library's file name
+// is handed to the system loader, which searches its path (LD_LIBRARY_PATH, the
+// ldconfig cache), and then the lib64 and lib directories of $CUDA_PATH,
+// $CUDA_HOME and /usr/local/cuda are tried, each path once. Path reports the
+// file the loader actually opened.
 package dl
 
 /*
 #cgo LDFLAGS: -ldl
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
 #include <dlfcn.h>
+#include <link.h>
 #include <stdlib.h>
+#include <string.h>
 
-static void *gocuda_dlopen(const char *name, char **msg) {
+// gocuda_dlopen opens name. On success *path is the file the loader opened;
+// on failure *msg is dlerror's text, copied here before another dl call can
+// replace it. The caller frees both; either may be NULL.
+static void *gocuda_dlopen(const char *name, char **path, char **msg) {
+	*path = NULL;
+	*msg = NULL;
 	void *h = dlopen(name, RTLD_NOW | RTLD_GLOBAL);
 	if (h == NULL) {
-		*msg = dlerror();
+		const char *e = dlerror();
+		*msg = strdup(e != NULL ? e : "dlopen failed");
+		return NULL;
+	}
+	struct link_map *lm = NULL;
+	if (dlinfo(h, RTLD_DI_LINKMAP, &lm) == 0 && lm != NULL && lm->l_name != NULL) {
+		*path = strdup(lm->l_name);
 	}
 	return h;
 }
 
+// gocuda_dlsym looks up name in h. On failure *msg is dlerror's text, copied
+// as in gocuda_dlopen, for the caller to free.
 static void *gocuda_dlsym(void *h, const char *name, char **msg) {
+	*msg = NULL;
 	dlerror();
 	void *p = dlsym(h, name);
 	if (p == NULL) {
-		*msg = dlerror();
+		const char *e = dlerror();
+		*msg = strdup(e != NULL ? e : "symbol resolves to NULL");
 	}
 	return p;
 }
@@ -40,10 +69,14 @@ import (
 // every place looked at, in order, with the loader's reason for each.
 type LibraryError struct {
 	Name  string   // the library's file name, such as libcudart.so.13
+	Env   string   // the environment variable that named the only file tried, or ""
 	Tried []string // "path: reason" for each attempt
 }
 
 func (e *LibraryError) Error() string {
+	if e.Env != "" {
+		return fmt.Sprintf("cannot load %s from $%s: %s", e.Name, e.Env, strings.Join(e.Tried, "; "))
+	}
 	return fmt.Sprintf("cannot load %s; tried:\n\t%s", e.Name, strings.Join(e.Tried, "\n\t"))
 }
 
@@ -51,7 +84,7 @@ func (e *LibraryError) Error() string {
 // because the installed library is older than the headers.
 type SymbolError struct {
 	Symbol  string // the C function name
-	Library string // the path the library was opened from
+	Library string // the file the library was opened from
 	Reason  string // the loader's message
 }
 
@@ -89,29 +122,47 @@ func (l *Library) UsePerThreadDefaultStream() error {
 }
 
 // New returns a Library for the file name, such as "libcudart.so.13". It is
-// opened on first use, searching in this order: the file named by the
-// environment variable env (if set); the system loader's search path
-// (LD_LIBRARY_PATH, the ldconfig cache); then the lib64 and lib directories of
-// $CUDA_PATH, $CUDA_HOME and /usr/local/cuda.
+// opened on first use. If the environment variable env is set, the file it
+// names is the only one tried, and failing to open it is the error. Otherwise
+// the name is looked for in the system loader's search path (LD_LIBRARY_PATH,
+// the ldconfig cache), then in the lib64 and lib directories of $CUDA_PATH,
+// $CUDA_HOME and /usr/local/cuda.
 func New(env, name string) *Library {
 	return &Library{name: name, env: env}
 }
 
-// Candidates returns the paths Load tries, in order.
+// Candidates returns the paths Load tries, in order, each once: the file named
+// by the environment variable alone if it is set, else the file name and then
+// the CUDA directories.
 func (l *Library) Candidates() []string {
-	var c []string
+	c, _ := l.candidates()
+	return c
+}
+
+// candidates returns the paths to try and whether the environment variable
+// named them.
+func (l *Library) candidates() ([]string, bool) {
 	if l.env != "" {
 		if p := os.Getenv(l.env); p != "" {
-			c = append(c, p)
+			return []string{p}, true
 		}
 	}
-	c = append(c, l.name)
+	c := []string{l.name}
+	add := func(p string) {
+		for _, q := range c {
+			if q == p {
+				return
+			}
+		}
+		c = append(c, p)
+	}
 	for _, root := range []string{os.Getenv("CUDA_PATH"), os.Getenv("CUDA_HOME"), "/usr/local/cuda"} {
 		if root != "" {
-			c = append(c, filepath.Join(root, "lib64", l.name), filepath.Join(root, "lib", l.name))
+			add(filepath.Join(root, "lib64", l.name))
+			add(filepath.Join(root, "lib", l.name))
 		}
 	}
-	return c
+	return c, false
 }
 
 // Load opens the library if it is not open yet and reports whether that
@@ -121,7 +172,9 @@ func (l *Library) Load() error {
 	return l.err
 }
 
-// Path returns the path the library was opened from, or "" if it is not open.
+// Path returns the file the library was opened from, as the dynamic loader
+// reports it (for a bare file name, where the loader's search found it), or ""
+// if it is not open.
 func (l *Library) Path() string {
 	if l.Load() != nil {
 		return ""
@@ -133,20 +186,41 @@ func (l *Library) load() {
 	l.mu.Lock()
 	l.started = true
 	l.mu.Unlock()
+	paths, fromEnv := l.candidates()
 	var tried []string
-	for _, p := range l.Candidates() {
-		cs := C.CString(p)
-		var msg *C.char
-		h := C.gocuda_dlopen(cs, &msg)
-		C.free(unsafe.Pointer(cs))
+	for _, p := range paths {
+		h, opened, msg := dlopen(p)
 		if h != nil {
-			l.h, l.path = h, p
+			l.h, l.path = h, opened
+			if l.path == "" {
+				l.path = p
+			}
+			if abs, err := filepath.Abs(l.path); err == nil {
+				l.path = abs
+			}
 			return
 		}
 		// dlerror's message starts with the path already.
-		tried = append(tried, p+": "+strings.TrimPrefix(C.GoString(msg), p+": "))
+		tried = append(tried, p+": "+strings.TrimPrefix(msg, p+": "))
 	}
-	l.err = &LibraryError{Name: l.name, Tried: tried}
+	e := &LibraryError{Name: l.name, Tried: tried}
+	if fromEnv {
+		e.Env = l.env
+	}
+	l.err = e
+}
+
+// dlopen opens name and returns its handle and the file the loader opened, or
+// a nil handle and dlerror's text.
+func dlopen(name string) (h unsafe.Pointer, path, msg string) {
+	cs := C.CString(name)
+	defer C.free(unsafe.Pointer(cs))
+	var cpath, cmsg *C.char
+	h = C.gocuda_dlopen(cs, &cpath, &cmsg)
+	path, msg = C.GoString(cpath), C.GoString(cmsg)
+	C.free(unsafe.Pointer(cpath))
+	C.free(unsafe.Pointer(cmsg))
+	return h, path, msg
 }
 
 // Proc is a function of a Library, looked up on first use.
@@ -199,7 +273,10 @@ func (p *Proc) find() {
 	defer C.free(unsafe.Pointer(cs))
 	var msg *C.char
 	p.addr = C.gocuda_dlsym(p.lib.h, cs, &msg)
+	defer C.free(unsafe.Pointer(msg))
 	if p.addr == nil {
-		p.err = &SymbolError{Symbol: name, Library: p.lib.path, Reason: C.GoString(msg)}
+		// dlerror's message may start with the library's path.
+		reason := strings.TrimPrefix(C.GoString(msg), p.lib.path+": ")
+		p.err = &SymbolError{Symbol: name, Library: p.lib.path, Reason: reason}
 	}
 }
