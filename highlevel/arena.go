@@ -70,10 +70,11 @@ type block struct {
 	lostNext   *block // the lost stack's link
 }
 
-// freeBins are one stream's free blocks.
+// freeBins are one stream's free blocks: bins[i] holds those of sizes[i].
+// The sizes ascend; a bin may be empty.
 type freeBins struct {
-	sizes []int // sizes of the bins, ascending; some may be empty
-	bins  map[int][]*block
+	sizes []int
+	bins  [][]*block
 }
 
 func newArena(src source, settle func() error) *arena {
@@ -125,14 +126,14 @@ func (a *arena) takeLocked(n int, s *Stream) *block {
 		return nil
 	}
 	i, _ := slices.BinarySearch(f.sizes, n)
-	for i < len(f.sizes) && len(f.bins[f.sizes[i]]) == 0 {
-		delete(f.bins, f.sizes[i])
+	for i < len(f.sizes) && len(f.bins[i]) == 0 {
 		f.sizes = slices.Delete(f.sizes, i, i+1)
+		f.bins = slices.Delete(f.bins, i, i+1)
 	}
 	if i == len(f.sizes) {
 		return nil
 	}
-	bin := f.bins[f.sizes[i]]
+	bin := f.bins[i]
 	b := bin[len(bin)-1]
 	a.removeLocked(b)
 	if b.size > n {
@@ -263,7 +264,7 @@ func absorb(b, n *block) {
 	}
 }
 
-func newFreeBins() *freeBins { return &freeBins{bins: make(map[int][]*block)} }
+func newFreeBins() *freeBins { return new(freeBins) }
 
 func (a *arena) insertLocked(b *block) {
 	b.isFree = true
@@ -278,24 +279,24 @@ func (a *arena) insertLocked(b *block) {
 			a.streams[nil] = f
 		}
 	}
-	bin, ok := f.bins[b.size]
+	i, ok := slices.BinarySearch(f.sizes, b.size)
 	if !ok {
-		i, _ := slices.BinarySearch(f.sizes, b.size)
 		f.sizes = slices.Insert(f.sizes, i, b.size)
+		f.bins = slices.Insert(f.bins, i, nil)
 	}
-	b.index = len(bin)
-	f.bins[b.size] = append(bin, b)
+	b.index = len(f.bins[i])
+	f.bins[i] = append(f.bins[i], b)
 	a.nfree++
 }
 
 func (a *arena) removeLocked(b *block) {
 	f := a.streams[b.stream]
-	bin := f.bins[b.size]
+	i, _ := slices.BinarySearch(f.sizes, b.size)
+	bin := f.bins[i]
 	last := bin[len(bin)-1]
 	bin[b.index], last.index = last, b.index
 	bin[len(bin)-1] = nil
-	bin = bin[:len(bin)-1]
-	f.bins[b.size] = bin // an empty bin stays listed until takeLocked passes it
+	f.bins[i] = bin[:len(bin)-1] // an empty bin stays listed until takeLocked passes it
 	a.nfree--
 }
 
