@@ -123,9 +123,13 @@ var (
 var ErrCapturing = errors.New("highlevel: a stream capture is in progress")
 
 // lockDevices makes way for a device-wide wait: it waits for another such
-// wait to end, and returns ErrCapturing while a capture is in progress.
-// unlockDevices ends the wait.
+// wait to end, and returns ErrCapturing while a capture is in progress. In
+// a stream callback, which that other wait may be waiting for, it returns
+// ErrInCallback at once. unlockDevices ends the wait.
 func lockDevices() error {
+	if C.hl_in_callback_now() != 0 {
+		return ErrInCallback
+	}
 	waitMu.Lock()
 	if !captureMu.TryLock() {
 		waitMu.Unlock()

@@ -242,6 +242,19 @@ func TestGPUCaptureAndPackageSyncs(t *testing.T) {
 		t.Fatalf("EndCapture after Module.Close refused: %v", err)
 	}
 	g.Close()
+	// In a callback, Close refuses at once: a device-wide wait in progress
+	// elsewhere may be waiting for the callback itself.
+	var inCallback error
+	if err := s.LaunchHostFunc(func() { inCallback = m.Close() }); err != nil {
+		t.Fatal(err)
+	}
+	go synchronizeAll()
+	if err := s.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(inCallback, ErrInCallback) {
+		t.Errorf("Module.Close in a callback: %v, want ErrInCallback", inCallback)
+	}
 	if err := m.Close(); err != nil {
 		t.Errorf("Module.Close after the capture: %v", err)
 	}
