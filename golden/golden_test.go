@@ -158,15 +158,7 @@ func TestGoldenBuilds(t *testing.T) {
 	if m == nil {
 		t.Fatalf("%s/base.go has no //go:generate line", base)
 	}
-	var args []string
-	for _, a := range strings.Fields(string(m[1])) {
-		if a != "-out" && a != "." {
-			args = append(args, a)
-		}
-	}
-	files := run(t, base, append(args, "-dest", ".")...)
-	delete(files, "report.txt")
-	place(t, base, files)
+	place(t, base, goGenerate(t, base, m[1]))
 	out, err := exec.Command("go", append([]string{"vet"}, pkgs...)...).CombinedOutput()
 	if err != nil {
 		t.Errorf("go vet of the golden files: %v\n%s", err, out)
@@ -288,18 +280,25 @@ func TestRegenerate(t *testing.T) {
 		})
 	}
 	t.Run("go generate cusolver", func(t *testing.T) {
-		var args []string
-		for _, a := range strings.Fields(string(pkgs["cusolver"])) {
-			if a == "-out" || a == "." {
-				continue
-			}
-			args = append(args, a)
-		}
 		dir := filepath.Join("..", "cusolver")
-		got := run(t, dir, append(args, "-dest", ".")...)
-		delete(got, "report.txt")
-		compare(t, got, dir, "")
+		compare(t, goGenerate(t, dir, pkgs["cusolver"]), dir, "")
 	})
+}
+
+// goGenerate runs gen in dir with the arguments of a //go:generate line, as
+// go generate runs it there, and returns the files it writes.
+func goGenerate(t *testing.T, dir string, line []byte) map[string][]byte {
+	t.Helper()
+	var args []string
+	for _, a := range strings.Fields(string(line)) {
+		if a == "-out" || a == "." {
+			continue
+		}
+		args = append(args, a)
+	}
+	got := run(t, dir, append(args, "-dest", ".")...)
+	delete(got, "report.txt")
+	return got
 }
 
 // BenchmarkRegenerate measures make generate: the generator regenerating

@@ -69,11 +69,12 @@ func suite(t *testing.T) (dir, bin string) {
 	return dir, bin
 }
 
-// TestGPUScriptStatus runs gpu.sh's parts with one stand-in failing at a
+// TestScriptStatus runs gpu.sh's parts with one stand-in failing at a
 // time: the script must exit non-zero for each, and zero when none fails.
+// It needs no GPU.
 // (A failing example, Go benchmark or twin used to leave the status 0:
 // tee's status was taken for theirs.)
-func TestGPUScriptStatus(t *testing.T) {
+func TestScriptStatus(t *testing.T) {
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("no bash")
 	}
