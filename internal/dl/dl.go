@@ -98,13 +98,18 @@ type Library struct {
 	env  string // environment variable that may name the file
 
 	mu        sync.Mutex
-	started   bool // Load has begun: the symbol choice is fixed
+	started   bool // Load has begun: the symbol choice and check are fixed
 	perThread bool // look up the per-thread default stream variants
+	check     func() error
+	exempt    map[string]bool // functions used without the check
 
-	once sync.Once
+	once sync.Once // opens the library
 	h    unsafe.Pointer
 	path string
 	err  error
+
+	checkOnce sync.Once // runs check
+	checkErr  error
 }
 
 // UsePerThreadDefaultStream makes procedures that have a per-thread default
@@ -121,62 +126,85 @@ func (l *Library) UsePerThreadDefaultStream() error {
 	return nil
 }
 
+// SetCheck makes the library's first use run check once, after the library
+// is opened and before any of its functions other than exempt (C names) is
+// looked up: if check returns an error, Load and those functions' Addr
+// return it. check may use Lookup, not Proc. It must be called before the
+// library is loaded; after that it returns an error and changes nothing.
+func (l *Library) SetCheck(check func() error, exempt ...string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.started {
+		return fmt.Errorf("%s: the check must be set before the library is loaded", l.name)
+	}
+	l.check = check
+	l.exempt = make(map[string]bool, len(exempt))
+	for _, e := range exempt {
+		l.exempt[e] = true
+	}
+	return nil
+}
+
 // New returns a Library for the file name, such as "libcudart.so.13". It is
-// opened on first use. If the environment variable env is set, the file it
-// names is the only one tried, and failing to open it is the error. Otherwise
-// the name is looked for in the system loader's search path (LD_LIBRARY_PATH,
-// the ldconfig cache), then in the lib64 and lib directories of $CUDA_PATH,
-// $CUDA_HOME and /usr/local/cuda.
+// opened on first use, from the places, and in the order, that the package
+// documentation lists.
 func New(env, name string) *Library {
 	return &Library{name: name, env: env}
 }
 
 // Candidates returns the paths Load tries, in order, each once: the file named
-// by the environment variable alone if it is set, else the file name and then
-// the CUDA directories.
+// by the environment variable alone if it is set (and absolute), else the
+// file name for the system loader and then the absolute paths of the
+// library in the places the package documentation lists.
 func (l *Library) Candidates() []string {
 	c, _ := l.candidates()
-	return c
+	var paths []string
+	for _, c := range c {
+		if c.skip == "" {
+			paths = append(paths, c.path)
+		}
+	}
+	return paths
 }
 
-// candidates returns the paths to try and whether the environment variable
-// named them.
-func (l *Library) candidates() ([]string, bool) {
+// candidates returns the places to look and whether the environment
+// variable named the only one.
+func (l *Library) candidates() ([]candidate, bool) {
 	if l.env != "" {
 		if p := os.Getenv(l.env); p != "" {
-			return []string{p}, true
-		}
-	}
-	c := []string{l.name}
-	add := func(p string) {
-		for _, q := range c {
-			if q == p {
-				return
+			if !filepath.IsAbs(p) {
+				return []candidate{{path: p, skip: "not an absolute path"}}, true
 			}
-		}
-		c = append(c, p)
-	}
-	for _, root := range []string{os.Getenv("CUDA_PATH"), os.Getenv("CUDA_HOME"), "/usr/local/cuda"} {
-		if root != "" {
-			add(filepath.Join(root, "lib64", l.name))
-			add(filepath.Join(root, "lib", l.name))
+			return []candidate{{path: p}}, true
 		}
 	}
-	return c, false
+	return find(l.name), false
 }
 
-// Load opens the library if it is not open yet and reports whether that
-// succeeded. The outcome of the first call is kept.
+// Load opens the library if it is not open yet, runs its check (see
+// SetCheck) the first time, and reports whether both succeeded. The outcome
+// of the first call is kept.
 func (l *Library) Load() error {
+	if err := l.open(); err != nil {
+		return err
+	}
+	if l.check != nil {
+		l.checkOnce.Do(func() { l.checkErr = l.check() })
+	}
+	return l.checkErr
+}
+
+// open opens the library once and reports whether that succeeded.
+func (l *Library) open() error {
 	l.once.Do(l.load)
 	return l.err
 }
 
 // Path returns the file the library was opened from, as the dynamic loader
 // reports it (for a bare file name, where the loader's search found it), or ""
-// if it is not open.
+// if it could not be opened.
 func (l *Library) Path() string {
-	if l.Load() != nil {
+	if l.open() != nil {
 		return ""
 	}
 	return l.path
@@ -186,9 +214,14 @@ func (l *Library) load() {
 	l.mu.Lock()
 	l.started = true
 	l.mu.Unlock()
-	paths, fromEnv := l.candidates()
+	cands, fromEnv := l.candidates()
 	var tried []string
-	for _, p := range paths {
+	for _, c := range cands {
+		if c.skip != "" {
+			tried = append(tried, c.path+": "+c.skip)
+			continue
+		}
+		p := c.path
 		h, opened, msg := dlopen(p)
 		if h != nil {
 			l.h, l.path = h, opened
@@ -261,22 +294,44 @@ func (p *Proc) Addr() (unsafe.Pointer, error) {
 }
 
 func (p *Proc) find() {
-	if err := p.lib.Load(); err != nil {
+	if err := p.lib.open(); err != nil {
 		p.err = err
 		return
+	}
+	if !p.lib.exempt[p.name] {
+		if err := p.lib.Load(); err != nil {
+			p.err = err
+			return
+		}
 	}
 	name := p.name
 	if p.lib.perThread && p.perThread != "" {
 		name = p.perThread
 	}
-	cs := C.CString(name)
+	p.addr, p.err = p.lib.dlsym(name)
+}
+
+// Lookup returns the address of the library's function named symbol,
+// opening the library if needed but without its check (see SetCheck). The
+// error is a *LibraryError or a *SymbolError.
+func (l *Library) Lookup(symbol string) (unsafe.Pointer, error) {
+	if err := l.open(); err != nil {
+		return nil, err
+	}
+	return l.dlsym(symbol)
+}
+
+// dlsym looks up symbol in the open library.
+func (l *Library) dlsym(symbol string) (unsafe.Pointer, error) {
+	cs := C.CString(symbol)
 	defer C.free(unsafe.Pointer(cs))
 	var msg *C.char
-	p.addr = C.gocuda_dlsym(p.lib.h, cs, &msg)
+	addr := C.gocuda_dlsym(l.h, cs, &msg)
 	defer C.free(unsafe.Pointer(msg))
-	if p.addr == nil {
+	if addr == nil {
 		// dlerror's message may start with the library's path.
-		reason := strings.TrimPrefix(C.GoString(msg), p.lib.path+": ")
-		p.err = &SymbolError{Symbol: name, Library: p.lib.path, Reason: reason}
+		reason := strings.TrimPrefix(C.GoString(msg), l.path+": ")
+		return nil, &SymbolError{Symbol: symbol, Library: l.path, Reason: reason}
 	}
+	return addr, nil
 }

@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 )
@@ -28,33 +27,6 @@ func standIn(dir, name string) (string, error) {
 		return "", fmt.Errorf("no C compiler to build a stand-in library: %v\n%s", err, out)
 	}
 	return lib, nil
-}
-
-func TestCandidates(t *testing.T) {
-	const name = "libgocudatest.so.1"
-	tests := []struct {
-		env, cudaPath, cudaHome string
-		want                    []string
-	}{
-		{"", "", "", []string{name, "/usr/local/cuda/lib64/" + name, "/usr/local/cuda/lib/" + name}},
-		{"", "/usr/local/cuda", "/usr/local/cuda/", []string{name, "/usr/local/cuda/lib64/" + name, "/usr/local/cuda/lib/" + name}},
-		{"", "/opt/cuda", "/usr/local/cuda", []string{name,
-			"/opt/cuda/lib64/" + name, "/opt/cuda/lib/" + name,
-			"/usr/local/cuda/lib64/" + name, "/usr/local/cuda/lib/" + name}},
-		{"", "/usr/local/cuda", "/opt/cuda", []string{name,
-			"/usr/local/cuda/lib64/" + name, "/usr/local/cuda/lib/" + name,
-			"/opt/cuda/lib64/" + name, "/opt/cuda/lib/" + name}},
-		{"/elsewhere/" + name, "/opt/cuda", "/opt/cuda", []string{"/elsewhere/" + name}},
-	}
-	for _, tt := range tests {
-		t.Setenv(testEnv, tt.env)
-		t.Setenv("CUDA_PATH", tt.cudaPath)
-		t.Setenv("CUDA_HOME", tt.cudaHome)
-		if got := New(testEnv, name).Candidates(); !slices.Equal(got, tt.want) {
-			t.Errorf("$%s=%q $CUDA_PATH=%q $CUDA_HOME=%q: Candidates() = %q, want %q",
-				testEnv, tt.env, tt.cudaPath, tt.cudaHome, got, tt.want)
-		}
-	}
 }
 
 func TestMissingLibraryNamesPathsTried(t *testing.T) {
@@ -158,9 +130,6 @@ func TestOverrideIsOnlyCandidate(t *testing.T) {
 // not the name asked for.
 func TestPathIsFileOpened(t *testing.T) {
 	dir := t.TempDir()
-	if err := os.Mkdir(filepath.Join(dir, "rel"), 0o755); err != nil {
-		t.Fatal(err)
-	}
 	t.Setenv("CUDA_PATH", "")
 	t.Setenv("CUDA_HOME", "")
 	tests := []struct {
@@ -169,20 +138,11 @@ func TestPathIsFileOpened(t *testing.T) {
 	}{
 		{"", "libm.so.6", ""},
 	}
-	lib, err := standIn(dir, "libgocudatest.so.1")
-	var rel string
-	if err == nil {
-		rel, err = standIn(filepath.Join(dir, "rel"), "libgocudatest.so.1")
-	}
-	if err != nil {
+	if lib, err := standIn(dir, "libgocudatest.so.1"); err != nil {
 		t.Log(err)
 	} else {
-		tests = append(tests, []struct{ env, name, want string }{
-			{lib, "libgocudatest.so.1", lib},
-			{"rel/libgocudatest.so.1", "libgocudatest.so.1", rel}, // relative to dir
-		}...)
+		tests = append(tests, struct{ env, name, want string }{lib, "libgocudatest.so.1", lib})
 	}
-	t.Chdir(dir)
 	for _, tt := range tests {
 		t.Setenv(testEnv, tt.env)
 		l := New(testEnv, tt.name)
