@@ -2,14 +2,49 @@
 // lazily, so that the CUDA bindings build without a CUDA toolkit and report a
 // missing library or symbol as an error instead of failing to start.
 //
-// A Library is looked for in one of two ways. If its environment variable is
-// set, the file it names is the only candidate: failing to open it, because it
-// does not exist or is not a library, is the error, which names the variable,
-// and no other copy of the library is tried. Otherwise the library's file name
-// is handed to the system loader, which searches its path (LD_LIBRARY_PATH, the
-// ldconfig cache), and then the lib64 and lib directories of $CUDA_PATH,
-// $CUDA_HOME and /usr/local/cuda are tried, each path once. Path reports the
-// file the loader actually opened.
+// # Where a library is looked for
+//
+// If the library's environment variable is set, the file it names is the
+// only candidate. It must be an absolute path; failing to open it, because it
+// is relative, does not exist or is not a library, is the error, which names
+// the variable, and no other copy of the library is tried.
+//
+// Otherwise, in this order, each path once, the first that opens wins:
+//
+//  1. the file name, given to the system loader, which searches its path
+//     (LD_LIBRARY_PATH, the ldconfig cache, /lib and /usr/lib). If an empty
+//     or relative entry of LD_LIBRARY_PATH would make it take the library
+//     from the working directory, the loader is not asked, and the absolute
+//     entries of LD_LIBRARY_PATH are searched instead;
+//  2. the active virtualenv's NVIDIA wheels: nvidia/cu13/lib, then the
+//     library's own wheel's directory (nvidia/cuda_runtime/lib,
+//     nvidia/cublas/lib, nvidia/nccl/lib, ...), in
+//     $VIRTUAL_ENV/lib/python3.N/site-packages, the newest Python first;
+//  3. the active conda environment: $CONDA_PREFIX/lib, then the NVIDIA wheels
+//     in its site-packages;
+//  4. the CUDA toolkits: lib64 and lib of $CUDA_PATH, of $CUDA_HOME, of
+//     /usr/local/cuda (unless it links to a toolkit of another major), of
+//     /usr/local/cuda-13 and of each /usr/local/cuda-13.Y, the newest first;
+//  5. the NVIDIA wheels of Python installations found without running Python:
+//     the user's ($PYTHONUSERBASE, else ~/.local), then the system's
+//     (/usr/local/lib/python3.N/dist-packages and site-packages).
+//
+// The driver's libraries (libcuda.so.1) come with the driver, not with a
+// toolkit or a wheel (a toolkit has only a stub to link against), so they
+// are looked for only by the system loader (1) and then in WSL's
+// /usr/lib/wsl/lib.
+//
+// Only absolute paths are tried: a variable that holds a relative path is
+// not searched (the error lists it as such), and nothing is looked for in the
+// working directory. Toolkit and wheel directories of another CUDA major
+// (/usr/local/cuda-12.6, nvidia/cu12/lib) are not searched. The loader's
+// path is the user's explicit choice and comes first; an environment the
+// user activated comes before the system-wide toolkits; Python
+// installations that are not active come last, as their wheels are often
+// only some other package's dependencies. A library that is already open in the process (dlopen by another
+// component) is used again when found by the same name or path. Path reports
+// the file the loader actually opened; a *LibraryError lists every place
+// tried, in order, with the reason each failed.
 package dl
 
 /*

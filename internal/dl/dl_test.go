@@ -183,3 +183,58 @@ func TestMissingSymbolNamesFunction(t *testing.T) {
 		t.Errorf("error %q should name the symbol and the library", err)
 	}
 }
+
+// TestCheck checks SetCheck: the check runs once, on the first use of a
+// function that is not exempt or on Load, and its error is theirs; exempt
+// functions, Lookup and Path work without it.
+func TestCheck(t *testing.T) {
+	lib, err := standIn(t.TempDir(), "libgocudatest.so.1")
+	if err != nil {
+		t.Skip(err)
+	}
+	t.Setenv(testEnv, lib)
+	errOld := errors.New("too old")
+	for _, exempt := range []bool{false, true} {
+		l := New(testEnv, "libgocudatest.so.1")
+		runs := 0
+		check := func() error {
+			runs++
+			if _, err := l.Lookup("gocuda_standin"); err != nil {
+				t.Errorf("Lookup in the check: %v", err)
+			}
+			return errOld
+		}
+		var names []string
+		if exempt {
+			names = []string{"gocuda_standin"}
+		}
+		if err := l.SetCheck(check, names...); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Lookup("gocuda_standin"); err != nil || runs != 0 {
+			t.Errorf("Lookup: %v, after %d checks; want no error and no check", err, runs)
+		}
+		_, err := l.Proc("gocuda_standin").Addr()
+		if exempt && (err != nil || runs != 0) {
+			t.Errorf("exempt function: %v, after %d checks; want no error and no check", err, runs)
+		}
+		if !exempt && (err != errOld || runs != 1) {
+			t.Errorf("function: %v, after %d checks; want the check's error after one", err, runs)
+		}
+		if err := l.Load(); err != errOld {
+			t.Errorf("Load: %v, want the check's error", err)
+		}
+		if _, err := l.Proc("gocuda_other").Addr(); err != errOld {
+			t.Errorf("another function: %v, want the check's error", err)
+		}
+		if runs != 1 {
+			t.Errorf("the check ran %d times, want once", runs)
+		}
+		if l.Path() != lib {
+			t.Errorf("Path() = %q, want %s: the library is open", l.Path(), lib)
+		}
+		if err := l.SetCheck(func() error { return nil }); err == nil {
+			t.Errorf("SetCheck after loading succeeded")
+		}
+	}
+}
