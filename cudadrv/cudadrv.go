@@ -37,17 +37,17 @@
 //
 // # Loading
 //
-// Nothing links against CUDA at build time. libcuda.so.1 is opened on the
-// first call. If $GOCUDA_CUDA is set, only the file it names is tried, and
-// failing to open it is the error: no other copy of the library is looked for.
-// Otherwise libcuda.so.1 is looked for in the system loader's path
-// (LD_LIBRARY_PATH, the ldconfig cache), then in the lib64 and lib directories
-// of $CUDA_PATH, $CUDA_HOME and /usr/local/cuda; LibraryPath reports the file
-// opened. Each function's symbol is looked up on its first call. If the
-// library cannot be opened, every function returns a *LibraryError that lists
-// the paths tried; if the driver lacks a function (it is older than the
-// headers), that function returns a *SymbolError naming the symbol, and the
-// rest keep working.
+// Nothing links against CUDA at build time. libcuda.so.1 is opened on the first
+// call. If $GOCUDA_CUDA is set, only the file it names, an absolute path, is
+// tried, and failing to open it is the error: no other copy of the library is
+// looked for. Otherwise libcuda.so.1 is looked for by the system loader
+// (LD_LIBRARY_PATH, the ldconfig cache), then in WSL's /usr/lib/wsl/lib, never
+// in the working directory or a toolkit (whose libcuda is a stub to link
+// against); LibraryPath reports the file opened. Each function's symbol is
+// looked up on its first call. If the library cannot be opened, every function
+// returns a *LibraryError that lists the paths tried; if the driver lacks a
+// function (it is older than the headers), that function returns a *SymbolError
+// naming the symbol, and the rest keep working.
 //
 // # The runtime API
 //

@@ -68,7 +68,7 @@ func TestNoLibrary(t *testing.T) {
 	if !errors.As(err, &le) {
 		t.Fatalf("Init error = %v, want *LibraryError", err)
 	}
-	if !strings.Contains(err.Error(), "libcuda.so.1") || !strings.Contains(err.Error(), "/usr/local/cuda/lib64/libcuda.so.1") {
+	if !strings.Contains(err.Error(), "libcuda.so.1") || !strings.Contains(err.Error(), "/usr/lib/wsl/lib/libcuda.so.1") {
 		t.Errorf("error %q does not list the paths tried", err)
 	}
 }

@@ -15,16 +15,29 @@
 // # Loading
 //
 // Nothing links against CUDA at build time. libcudart.so.13 is opened on the
-// first call. If $GOCUDA_CUDART is set, only the file it names is tried, and
-// failing to open it is the error: no other copy of the library is looked for.
-// Otherwise libcudart.so.13 is looked for in the system loader's path
-// (LD_LIBRARY_PATH, the ldconfig cache), then in the lib64 and lib directories
-// of $CUDA_PATH, $CUDA_HOME and /usr/local/cuda; LibraryPath reports the file
-// opened. Each function's symbol is looked up on its first call. If the
-// library cannot be opened, every function returns a *LibraryError that lists
-// the paths tried; if the library lacks a function (it is older than the
-// headers), that function returns a *SymbolError naming it, and the rest keep
-// working.
+// first call. If $GOCUDA_CUDART is set, only the file it names, an absolute
+// path, is tried, and failing to open it is the error: no other copy of the
+// library is looked for. Otherwise libcudart.so.13 is looked for by the system
+// loader (LD_LIBRARY_PATH, the ldconfig cache), then in the active virtualenv's
+// and conda environment's NVIDIA wheels and libraries, the CUDA 13 toolkits
+// ($CUDA_PATH, $CUDA_HOME, /usr/local/cuda, /usr/local/cuda-13.Y) and the
+// user's and the system's Python wheels, in the order the README's "How the
+// libraries are found" gives, never in the working directory; LibraryPath
+// reports the file opened. Each function's symbol is looked up on its first
+// call. If the library cannot be opened, every function returns a *LibraryError
+// that lists the paths tried; if the library lacks a function (it is older than
+// the headers), that function returns a *SymbolError naming it, and the rest
+// keep working.
+//
+// # An old driver
+//
+// Before the first function that needs the driver, the package asks the
+// runtime for the device count. If the runtime answers that the driver is
+// older than it needs, or missing (cudaErrorInsufficientDriver), that
+// function and every later one return a *DriverVersionError that says which
+// driver release the runtime needs and which CUDA version the installed
+// driver supports (for CUDA 13, driver 580 or newer). DriverGetVersion,
+// RuntimeGetVersion, GetErrorName and GetErrorString work without a driver.
 //
 // # Per-thread default stream
 //

@@ -22,10 +22,10 @@ type (
 
 // Load opens libcudart.so.13 now rather than on the first call, and reports
 // whether that worked. If $GOCUDA_CUDART is set, only the file it names is
-// tried, and failing to open it is the error. Otherwise the file is looked
-// for in the system loader's path (LD_LIBRARY_PATH, the ldconfig cache),
-// then in the lib64 and lib directories of $CUDA_PATH, $CUDA_HOME and
-// /usr/local/cuda.
+// tried (an absolute path), and failing to open it is the error. Otherwise
+// the file is looked for by the system loader (LD_LIBRARY_PATH, the
+// ldconfig cache), then in the places the package documentation lists,
+// never in the working directory.
 func Load() error {
 	return lib.Load()
 }

@@ -15,15 +15,18 @@
 // # Loading
 //
 // Nothing links against CUDA at build time. libcusolver.so.12 is opened on the
-// first call. If $GOCUDA_CUSOLVER is set, only the file it names is tried, and
-// failing to open it is the error: no other copy of the library is looked for.
-// Otherwise libcusolver.so.12 is looked for in the system loader's path
-// (LD_LIBRARY_PATH, the ldconfig cache), then in the lib64 and lib directories
-// of $CUDA_PATH, $CUDA_HOME and /usr/local/cuda; LibraryPath reports the file
-// opened. Each function's symbol is looked up on its first call. If the
-// library cannot be opened, every function returns a *LibraryError that lists
-// the paths tried; if the library lacks a function, that function returns a
-// *SymbolError naming it, and the rest keep working.
+// first call. If $GOCUDA_CUSOLVER is set, only the file it names, an absolute
+// path, is tried, and failing to open it is the error: no other copy of the
+// library is looked for. Otherwise libcusolver.so.12 is looked for by the
+// system loader (LD_LIBRARY_PATH, the ldconfig cache), then in the active
+// virtualenv's and conda environment's NVIDIA wheels and libraries, the CUDA 13
+// toolkits ($CUDA_PATH, $CUDA_HOME, /usr/local/cuda, /usr/local/cuda-13.Y) and
+// the user's and the system's Python wheels, in the order the README's "How the
+// libraries are found" gives, never in the working directory; LibraryPath
+// reports the file opened. Each function's symbol is looked up on its first
+// call. If the library cannot be opened, every function returns a *LibraryError
+// that lists the paths tried; if the library lacks a function, that function
+// returns a *SymbolError naming it, and the rest keep working.
 package cusolver
 
 //go:generate go run ../gen -headers ../headers/cuda-13.0 -use ../cudart,../cublas -out . -pkg cusolver -include cusolverDn.h,cusolver_common.h -prefix cusolverDn,cusolver,CUSOLVERDN_,CUSOLVER_ -error cusolverStatus_t -lib GOCUDA_CUSOLVER=libcusolver.so.12

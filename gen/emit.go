@@ -550,10 +550,10 @@ func (e *emitter) loader() *jen.File {
 	)
 	f.Add(docComment("Load opens " + name + " now rather than on the first call, and reports\n" +
 		"whether that worked. If $" + e.pkg.LibraryEnv + " is set, only the file it names is\n" +
-		"tried, and failing to open it is the error. Otherwise the file is looked\n" +
-		"for in the system loader's path (LD_LIBRARY_PATH, the ldconfig cache),\n" +
-		"then in the lib64 and lib directories of $CUDA_PATH, $CUDA_HOME and\n" +
-		"/usr/local/cuda."))
+		"tried (an absolute path), and failing to open it is the error. Otherwise\n" +
+		"the file is looked for by the system loader (LD_LIBRARY_PATH, the\n" +
+		"ldconfig cache), then in the places the package documentation lists,\n" +
+		"never in the working directory."))
 	f.Func().Id("Load").Params().Error().Block(jen.Return(jen.Id("lib").Dot("Load").Call()))
 	f.Add(docComment("LibraryPath returns the file " + name + " was opened from, as the\ndynamic loader reports it, or \"\" if it could not be opened."))
 	f.Func().Id("LibraryPath").Params().String().Block(jen.Return(jen.Id("lib").Dot("Path").Call()))

@@ -20,6 +20,8 @@
 //     library's own wheel's directory (nvidia/cuda_runtime/lib,
 //     nvidia/cublas/lib, nvidia/nccl/lib, ...), in
 //     $VIRTUAL_ENV/lib/python3.N/site-packages, the newest Python first;
+//     then the same for the environment of the first python3 on $PATH (a
+//     virtualenv whose bin is on the path without being activated);
 //  3. the active conda environment: $CONDA_PREFIX/lib, then the NVIDIA wheels
 //     in its site-packages;
 //  4. the CUDA toolkits: lib64 and lib of $CUDA_PATH, of $CUDA_HOME, of

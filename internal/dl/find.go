@@ -66,6 +66,9 @@ func find(name string) []candidate {
 	if venv, ok := s.root("$VIRTUAL_ENV", os.Getenv("VIRTUAL_ENV")); ok {
 		s.wheels(sitePackages(venv, "site-packages"))
 	}
+	if prefix, ok := pythonOnPath(); ok {
+		s.wheels(sitePackages(prefix, "site-packages"))
+	}
 	if conda, ok := s.root("$CONDA_PREFIX", os.Getenv("CONDA_PREFIX")); ok {
 		s.file(filepath.Join(conda, "lib"))
 		s.wheels(sitePackages(conda, "site-packages"))
@@ -124,6 +127,21 @@ func (s *search) root(what, dir string) (string, bool) {
 		return "", false
 	}
 	return dir, true
+}
+
+// pythonOnPath returns the prefix of the first python3 in the absolute
+// entries of $PATH: the environment whose bin is on the path, as a
+// virtualenv's is in containers that never activate it.
+func pythonOnPath() (string, bool) {
+	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
+		if !filepath.IsAbs(dir) {
+			continue
+		}
+		if fi, err := os.Stat(filepath.Join(dir, "python3")); err == nil && !fi.IsDir() {
+			return filepath.Dir(dir), true
+		}
+	}
+	return "", false
 }
 
 // userBase returns Python's user base directory: $PYTHONUSERBASE, else

@@ -21,7 +21,8 @@ const (
 
 // sandbox points every place the search looks at into a new temporary tree
 // and returns its root: /usr/local is root/usr/local, WSL's directory
-// root/wsl, $HOME root/home; the other variables are unset. The stand-in
+// root/wsl, $HOME root/home, $PATH root/bin (no python3); the other
+// variables are unset. The stand-in
 // names are registered as a toolkit library with a wheel and as a driver
 // library.
 func sandbox(t *testing.T) string {
@@ -40,6 +41,7 @@ func sandbox(t *testing.T) string {
 		t.Setenv(v, "")
 	}
 	t.Setenv("HOME", filepath.Join(root, "home"))
+	t.Setenv("PATH", filepath.Join(root, "bin")) // no python3
 	return root
 }
 
@@ -113,6 +115,16 @@ func toolkitPlaces(t *testing.T, root string) []string {
 	}
 	wheels(filepath.Join(venv, "lib/python3.12/site-packages"))
 	wheels(filepath.Join(venv, "lib/python3.9/site-packages"))
+	pyenv := filepath.Join(root, "pyenv")
+	python := filepath.Join(pyenv, "bin", "python3")
+	if err := os.MkdirAll(filepath.Dir(python), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(python, nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", "bin"+string(filepath.ListSeparator)+filepath.Join(root, "nopython")+string(filepath.ListSeparator)+filepath.Dir(python))
+	wheels(filepath.Join(pyenv, "lib/python3.12/site-packages"))
 	dirs = append(dirs, filepath.Join(conda, "lib"))
 	wheels(filepath.Join(conda, "lib/python3.11/site-packages"))
 	for _, tk := range []string{cudaPath, cudaHome, usrLocal + "/cuda", usrLocal + "/cuda-13", usrLocal + "/cuda-13.10", usrLocal + "/cuda-13.2"} {
@@ -279,7 +291,10 @@ func TestFindNeverWorkingDirectory(t *testing.T) {
 		filepath.Join(dir, "venv/lib/python3.12/site-packages/nvidia/cu13/lib", toolkitLib),
 		filepath.Join(dir, "conda/lib", toolkitLib),
 		filepath.Join(dir, "home/.local/lib/python3.12/site-packages/nvidia/cu13/lib", toolkitLib),
-		filepath.Join(dir, "base/lib/python3.12/site-packages/nvidia/cu13/lib", toolkitLib))
+		filepath.Join(dir, "base/lib/python3.12/site-packages/nvidia/cu13/lib", toolkitLib),
+		filepath.Join(dir, "lib/python3.12/site-packages/nvidia/cu13/lib", toolkitLib))
+	place(t, lib, filepath.Join(dir, "bin/python3")) // a relative entry of $PATH
+	t.Setenv("PATH", "bin")
 	t.Chdir(dir)
 	vars := map[string]string{"CUDA_PATH": "cuda", "CUDA_HOME": "./cuda", "VIRTUAL_ENV": "venv", "CONDA_PREFIX": "conda", "HOME": "home"}
 	for v, val := range vars {

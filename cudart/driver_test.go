@@ -1,0 +1,149 @@
+package cudart
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// standInRuntime is a libcudart whose cudaGetDeviceCount answers STATUS and
+// whose cudaDriverGetVersion asks libcuda.so.1, or answers 0 (no driver)
+// without DRIVER.
+const standInRuntime = `
+#ifdef DRIVER
+extern int cuDriverGetVersion(int *);
+#endif
+static int last;
+int cudaGetDeviceCount(int *n) { *n = STATUS == 0; last = STATUS; return STATUS; }
+int cudaGetDevice(int *d) { *d = 0; last = STATUS; return STATUS; }
+int cudaGetLastError(void) { int e = last; last = 0; return e; }
+int cudaRuntimeGetVersion(int *v) { *v = 13000; return 0; }
+int cudaDriverGetVersion(int *v) {
+	*v = 0;
+#ifdef DRIVER
+	if (cuDriverGetVersion(v) != 0) *v = 0;
+#endif
+	return 0;
+}
+`
+
+// standInDriver is a libcuda.so.1 of CUDA 12.4 (driver 550).
+const standInDriver = "int cuDriverGetVersion(int *v) { *v = 12040; return 0; }\n"
+
+// TestDriverVersionError runs TestDriverVersionChild with stand-in runtimes:
+// one that finds the driver (a stand-in of CUDA 12.4) too old, one that
+// finds none, one that finds no device and one that works.
+func TestDriverVersionError(t *testing.T) {
+	cc := os.Getenv("CC")
+	if cc == "" {
+		cc = "cc"
+	}
+	dir := t.TempDir()
+	build := func(out, src string, args ...string) {
+		t.Helper()
+		c := filepath.Join(dir, filepath.Base(out)+".c")
+		if err := os.WriteFile(c, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		args = append([]string{"-shared", "-fPIC", "-o", out, c}, args...)
+		if b, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
+			t.Skipf("no C compiler to build the stand-ins: %v\n%s", err, b)
+		}
+	}
+	driver := filepath.Join(dir, "driver", "libcuda.so.1")
+	if err := os.Mkdir(filepath.Dir(driver), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	build(driver, standInDriver, "-Wl,-soname,libcuda.so.1")
+	for _, tc := range []struct{ name, status string }{{"old", "35"}, {"none", "35"}, {"nodevice", "100"}, {"ok", "0"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			rt := filepath.Join(dir, tc.name, "libcudart.so.13")
+			if err := os.Mkdir(filepath.Dir(rt), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			args := []string{"-DSTATUS=" + tc.status}
+			if tc.name != "none" {
+				args = append(args, "-DDRIVER", driver, "-Wl,-rpath,"+filepath.Dir(driver))
+			}
+			build(rt, standInRuntime, args...)
+			cmd := exec.Command(os.Args[0], "-test.run=^TestDriverVersionChild$", "-test.v")
+			cmd.Env = append(os.Environ(), "GOCUDA_CUDART="+rt, "GOCUDA_DRIVER_CASE="+tc.name)
+			out, err := cmd.CombinedOutput()
+			if err != nil || !strings.Contains(string(out), "--- PASS: TestDriverVersionChild") {
+				t.Errorf("child: %v\n%s", err, out)
+			}
+		})
+	}
+}
+
+// TestDriverVersionChild is TestDriverVersionError's child; it skips unless
+// run by it.
+func TestDriverVersionChild(t *testing.T) {
+	tc := os.Getenv("GOCUDA_DRIVER_CASE")
+	if tc == "" {
+		t.Skip("run by TestDriverVersionError")
+	}
+	if tc == "nodevice" {
+		// The check, run before this first call, finds no device: that
+		// error is not the program's.
+		if err := GetLastError(); err != nil {
+			t.Errorf("GetLastError as the first call = %v, want nil", err)
+		}
+	}
+	var d int32
+	err := GetDevice(&d)
+	switch tc {
+	case "old", "none":
+		var dv *DriverVersionError
+		if !errors.As(err, &dv) {
+			t.Fatalf("GetDevice error = %v, want a *DriverVersionError", err)
+		}
+		want := DriverVersionError{Runtime: 13000, Needed: "580", Found: 12040}
+		text := "cudaErrorInsufficientDriver: CUDA 13.0 needs NVIDIA driver 580 or newer; the installed driver supports CUDA 12.4 only"
+		if tc == "none" {
+			want.Found = 0
+			text = "cudaErrorInsufficientDriver: CUDA 13.0 needs NVIDIA driver 580 or newer; no NVIDIA driver was found (libcuda.so.1)"
+		}
+		if *dv != want || err.Error() != text {
+			t.Errorf("GetDevice error = %+v %q, want %+v %q", *dv, err, want, text)
+		}
+		var e Error
+		if !errors.Is(err, ErrorInsufficientDriver) || !errors.As(err, &e) || e != ErrorInsufficientDriver {
+			t.Errorf("errors.Is/As(%v, ErrorInsufficientDriver) fail", err)
+		}
+		if err := Load(); err != error(dv) {
+			t.Errorf("Load() = %v, want the same error", err)
+		}
+		if LibraryPath() != os.Getenv("GOCUDA_CUDART") {
+			t.Errorf("LibraryPath() = %q, want the stand-in: the library is open", LibraryPath())
+		}
+		// The versions work without a driver.
+		var v int32
+		if err := DriverGetVersion(&v); err != nil || v != int32(want.Found) {
+			t.Errorf("DriverGetVersion = %d, %v; want %d", v, err, want.Found)
+		}
+		if err := RuntimeGetVersion(&v); err != nil || v != 13000 {
+			t.Errorf("RuntimeGetVersion = %d, %v; want 13000", v, err)
+		}
+	case "nodevice":
+		if err != ErrorNoDevice {
+			t.Errorf("GetDevice error = %v, want ErrorNoDevice, as the runtime answered", err)
+		}
+		if err := GetLastError(); err != ErrorNoDevice {
+			t.Errorf("GetLastError = %v, want the program's own call's error, ErrorNoDevice", err)
+		}
+		if err := GetLastError(); err != nil {
+			t.Errorf("GetLastError again = %v, want nil: the check's error was cleared", err)
+		}
+	case "ok":
+		if err != nil || Load() != nil {
+			t.Errorf("GetDevice = %v, Load = %v; want nil", err, Load())
+		}
+	default:
+		t.Fatal(fmt.Sprintf("unknown case %q", tc))
+	}
+}
