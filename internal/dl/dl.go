@@ -37,16 +37,16 @@
 // /usr/lib/wsl/lib.
 //
 // Only absolute paths are tried: a variable that holds a relative path is
-// not searched (the error lists it as such), and nothing is looked for in the
-// working directory. Toolkit and wheel directories of another CUDA major
+// not searched (the error lists it as such), and nothing is looked for in
+// the working directory. Toolkit and wheel directories of another CUDA major
 // (/usr/local/cuda-12.6, nvidia/cu12/lib) are not searched. The loader's
 // path is the user's explicit choice and comes first; an environment the
-// user activated comes before the system-wide toolkits; Python
-// installations that are not active come last, as their wheels are often
-// only some other package's dependencies. A library that is already open in the process (dlopen by another
-// component) is used again when found by the same name or path. Path reports
-// the file the loader actually opened; a *LibraryError lists every place
-// tried, in order, with the reason each failed.
+// user activated comes before the system-wide toolkits; Python installations
+// that are not active come last, as their wheels are often only some other
+// package's dependencies. A library that is already open in the process
+// (dlopen by another component) is used again when found by the same name or
+// path. Path reports the file the loader actually opened; a *LibraryError
+// lists every place tried, in order, with the reason each failed.
 package dl
 
 /*

@@ -25,8 +25,8 @@ var (
 var driverLibs = map[string]bool{"libcuda.so.1": true, "libnvidia-ml.so.1": true}
 
 // wheelDirs maps a library's base name to the directory of site-packages
-// where its NVIDIA wheel of the CUDA 12 layout puts it; wheels of CUDA 13 put
-// every toolkit library in nvidia/cu13/lib.
+// where its own NVIDIA wheel puts it (CUDA 12's layout, and NCCL's); CUDA
+// 13's toolkit wheels put every library in nvidia/cu13/lib.
 var wheelDirs = map[string]string{
 	"libcudart":    "nvidia/cuda_runtime/lib",
 	"libnvrtc":     "nvidia/cuda_nvrtc/lib",
