@@ -98,7 +98,7 @@ func notLoaded(t *testing.T, name string) *LibraryError {
 
 // toolkitPlaces makes a tree with each kind of place for a toolkit library
 // (with two Pythons and two CUDA 13 toolkits) under root, sets the variables
-// naming them, and returns the library's paths in the order the search must
+// naming them ($PATH to a Python environment's bin), and returns the library's paths in the order the search must
 // try them.
 func toolkitPlaces(t *testing.T, root string) []string {
 	t.Helper()
@@ -123,7 +123,8 @@ func toolkitPlaces(t *testing.T, root string) []string {
 	if err := os.WriteFile(python, nil, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("PATH", "bin"+string(filepath.ListSeparator)+filepath.Join(root, "nopython")+string(filepath.ListSeparator)+filepath.Dir(python))
+	// A relative entry and one without python3 come before the environment's.
+	t.Setenv("PATH", strings.Join([]string{"bin", filepath.Join(root, "nopython"), filepath.Dir(python)}, string(filepath.ListSeparator)))
 	wheels(filepath.Join(pyenv, "lib/python3.12/site-packages"))
 	dirs = append(dirs, filepath.Join(conda, "lib"))
 	wheels(filepath.Join(conda, "lib/python3.11/site-packages"))
