@@ -35,7 +35,7 @@ func ExampleMemoryPool() {
 			log.Fatal(err)
 		}
 		// ... use m ...
-		m.Mem.Free()
+		m.Memory().Free()
 	}
 	fmt.Println(pool.UsedBytes(), pool.TotalBytes()) // 0 1048576
 	pool.FreeAllBlocks()
@@ -64,7 +64,7 @@ func ExampleElapsedTime() {
 	defer s.Close()
 	start, _ := s.Record(nil)
 	m, _ := dev.Malloc(256 << 20)
-	defer m.Mem.Free()
+	defer m.Memory().Free()
 	m.MemsetAsync(0, m.Size(), s)
 	end, _ := s.Record(nil)
 	if err := end.Wait(context.Background()); err != nil {
@@ -80,7 +80,7 @@ func ExampleCapture() {
 	s, _ := highlevel.NewStream(dev, &highlevel.StreamOptions{NonBlocking: true})
 	defer s.Close()
 	m, _ := dev.Malloc(1 << 20)
-	defer m.Mem.Free()
+	defer m.Memory().Free()
 	g, err := highlevel.Capture(s, func() error {
 		return m.MemsetAsync(1, m.Size(), s)
 	})

@@ -27,67 +27,112 @@ func allocName(t *testing.T) string {
 	return err.Error()
 }
 
-func TestAllocatorHooks(t *testing.T) {
-	prev := SetAllocator(tagAllocator("base"))
-	defer SetAllocator(prev)
+// resetAllocators undoes SetAllocator, SetPinnedMemoryAllocator and the
+// fixing of the defaults, for the next test.
+func resetAllocators() {
+	allocator.mu.Lock()
+	allocator.set = nil
+	allocator.fixed.Store(nil)
+	allocator.mu.Unlock()
+	pinnedAllocator.mu.Lock()
+	pinnedAllocator.set = nil
+	pinnedAllocator.fixed.Store(nil)
+	pinnedAllocator.mu.Unlock()
+}
+
+// TestSetAllocator checks that the default allocator can be set until its
+// first use and is fixed from then on.
+func TestSetAllocator(t *testing.T) {
+	resetAllocators()
+	t.Cleanup(resetAllocators)
+	if err := SetAllocator(tagAllocator("first")); err != nil {
+		t.Fatal(err)
+	}
+	if err := SetAllocator(tagAllocator("base")); err != nil {
+		t.Fatalf("a second SetAllocator before any use: %v", err)
+	}
 	if got := allocName(t); got != "base" {
 		t.Fatalf("Alloc used %q, want base", got)
 	}
-	err := UsingAllocator(tagAllocator("outer"), func() error {
-		if got := allocName(t); got != "outer" {
-			t.Errorf("in UsingAllocator: %q, want outer", got)
-		}
-		UsingAllocator(tagAllocator("inner"), func() error {
-			if got := allocName(t); got != "inner" {
-				t.Errorf("nested: %q, want inner", got)
-			}
-			return nil
-		})
-		if got := allocName(t); got != "outer" {
-			t.Errorf("after nested: %q, want outer", got)
-		}
-		return errors.New("from fn")
-	})
-	if err == nil || err.Error() != "from fn" {
-		t.Errorf("UsingAllocator returned %v, want fn's error", err)
+	if _, err := NewArray[float32](4); err == nil || err.Error() != "base" {
+		t.Errorf("NewArray: %v, want base's error", err)
+	}
+	if _, err := ArrayFrom([]int32{1}); err == nil || err.Error() != "base" {
+		t.Errorf("ArrayFrom: %v, want base's error", err)
+	}
+	if err := SetAllocator(tagAllocator("late")); !errors.Is(err, ErrAllocatorInUse) {
+		t.Errorf("SetAllocator after Alloc: %v, want ErrAllocatorInUse", err)
+	}
+	if err := SetAllocator(nil); !errors.Is(err, ErrAllocatorInUse) {
+		t.Errorf("SetAllocator(nil) after Alloc: %v, want ErrAllocatorInUse", err)
 	}
 	if got := allocName(t); got != "base" {
-		t.Errorf("after UsingAllocator: %q, want base", got)
+		t.Errorf("after a refused SetAllocator Alloc used %q, want base", got)
 	}
-	func() {
-		defer func() { recover() }()
-		UsingAllocator(tagAllocator("panics"), func() error { panic("boom") })
-	}()
-	if got := allocName(t); got != "base" {
-		t.Errorf("after a panic in fn: %q, want base", got)
-	}
-	if old := SetAllocator(tagAllocator("second")); old != tagAllocator("base") {
-		t.Errorf("SetAllocator returned %v, want base", old)
+	if a, err := GetAllocator(); a != tagAllocator("base") || err != nil {
+		t.Errorf("GetAllocator = %v, %v, want base", a, err)
 	}
 }
 
-// TestAllocatorOverlapping runs UsingAllocator in many goroutines at once
-// (under -race): whatever the order they end in, SetAllocator's allocator
-// is back at the end.
-func TestAllocatorOverlapping(t *testing.T) {
-	prev := SetAllocator(tagAllocator("base"))
-	defer SetAllocator(prev)
+// TestSetAllocatorRace races SetAllocator with Alloc (under -race): every
+// Alloc uses one allocator, the one fixed by the first, and every
+// SetAllocator after that fails.
+func TestSetAllocatorRace(t *testing.T) {
+	resetAllocators()
+	t.Cleanup(resetAllocators)
+	SetAllocator(tagAllocator("base"))
 	var wg sync.WaitGroup
+	names := make(chan string, 64)
 	for i := range 32 {
 		wg.Go(func() {
-			name := tagAllocator("g" + string(rune('a'+i%26)))
-			UsingAllocator(name, func() error {
-				a, _ := GetAllocator()
-				if a == nil {
-					t.Error("no allocator")
-				}
-				return nil
-			})
+			SetAllocator(tagAllocator("g" + string(rune('a'+i%26))))
+		})
+		wg.Go(func() {
+			_, err := Alloc(1)
+			names <- err.Error()
 		})
 	}
 	wg.Wait()
-	if got := allocName(t); got != "base" {
-		t.Errorf("after overlapping calls: %q, want base", got)
+	close(names)
+	first := ""
+	for n := range names {
+		if first == "" {
+			first = n
+		}
+		if n != first {
+			t.Errorf("Alloc used %q and %q", first, n)
+		}
+	}
+	if err := SetAllocator(tagAllocator("late")); !errors.Is(err, ErrAllocatorInUse) {
+		t.Errorf("SetAllocator after Alloc: %v, want ErrAllocatorInUse", err)
+	}
+}
+
+// TestExplicitAllocators checks that NewArrayOn and ArrayFromOn allocate
+// from the allocator named, leaving the default alone.
+func TestExplicitAllocators(t *testing.T) {
+	resetAllocators()
+	t.Cleanup(resetAllocators)
+	if _, err := NewArrayOn[float32](tagAllocator("mine"), 4); err == nil || err.Error() != "mine" {
+		t.Errorf("NewArrayOn: %v, want mine's error", err)
+	}
+	if _, err := ArrayFromOn(tagAllocator("mine"), []float32{1}); err == nil || err.Error() != "mine" {
+		t.Errorf("ArrayFromOn: %v, want mine's error", err)
+	}
+	if _, err := NewArrayOn[float32](nil, 4); !errors.Is(err, ErrNil) {
+		t.Errorf("NewArrayOn(nil): %v, want ErrNil", err)
+	}
+	if _, err := ArrayFromOn[float32](nil, nil); !errors.Is(err, ErrNil) {
+		t.Errorf("ArrayFromOn(nil): %v, want ErrNil", err)
+	}
+	if _, err := NewArrayOn[string](tagAllocator("mine"), 4); err == nil || err.Error() == "mine" {
+		t.Errorf("NewArrayOn[string]: %v, want the element type refused first", err)
+	}
+	if err := SetAllocator(tagAllocator("base")); err != nil {
+		t.Errorf("SetAllocator after explicit allocations: %v", err)
+	}
+	if a, err := NewArrayOn[byte](tagAllocator("mine"), 0); err != nil || a.Len() != 0 {
+		t.Errorf("NewArrayOn of 0 elements = %v, %v", a, err)
 	}
 }
 

@@ -38,7 +38,7 @@ func (h *hostAllocator) Malloc(size int) (MemoryPointer, error) {
 	h.live[p] = b
 	h.held += size
 	h.allocs++
-	return MemoryPointer{Mem: &Memory{ptr: p, size: size, owner: h}}, nil
+	return MemoryPointer{mem: &Memory{ptr: p, size: size, owner: h}}, nil
 }
 
 func (h *hostAllocator) free(m *Memory) error {
@@ -90,7 +90,7 @@ func TestPoolReusesFreedBlock(t *testing.T) {
 		t.Errorf("after Malloc(1000): %+v, want %+v", got, want)
 	}
 	addr := a.Ptr()
-	if err := a.Mem.Free(); err != nil {
+	if err := a.Memory().Free(); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := counts(p), (poolCounts{free: 1024, total: 1024, nfree: 1}); got != want {
@@ -103,14 +103,14 @@ func TestPoolReusesFreedBlock(t *testing.T) {
 	if _, allocs := h.stats(); allocs != 1 {
 		t.Errorf("upstream allocations = %d, want 1", allocs)
 	}
-	b.Mem.Free()
+	b.Memory().Free()
 }
 
 func TestPoolSplitAndMerge(t *testing.T) {
 	p, h := newTestPool(t, 1<<20)
 	big := mustMalloc(t, p, 4*binSize)
 	base := big.Ptr()
-	big.Mem.Free()
+	big.Memory().Free()
 	// Best fit splits the 2048-byte block into four.
 	var ms []MemoryPointer
 	for i := range 4 {
@@ -124,13 +124,13 @@ func TestPoolSplitAndMerge(t *testing.T) {
 		t.Errorf("NFreeBlocks = %d, want 0", got)
 	}
 	// Free 1 and 2: they merge into one; then 0 and 3 merge them all.
-	ms[1].Mem.Free()
-	ms[2].Mem.Free()
+	ms[1].Memory().Free()
+	ms[2].Memory().Free()
 	if got := p.NFreeBlocks(); got != 1 {
 		t.Errorf("after freeing neighbours: NFreeBlocks = %d, want 1", got)
 	}
-	ms[0].Mem.Free()
-	ms[3].Mem.Free()
+	ms[0].Memory().Free()
+	ms[3].Memory().Free()
 	if got, want := counts(p), (poolCounts{free: 2048, total: 2048, nfree: 1}); got != want {
 		t.Errorf("after freeing all: %+v, want %+v", got, want)
 	}
@@ -138,13 +138,13 @@ func TestPoolSplitAndMerge(t *testing.T) {
 	// 512 one.
 	a := mustMalloc(t, p, 512)
 	b := mustMalloc(t, p, 1536)
-	a.Mem.Free()
+	a.Memory().Free()
 	c := mustMalloc(t, p, 100)
 	if c.Ptr() != a.Ptr() {
 		t.Errorf("best fit took %p, want %p", c.Ptr(), a.Ptr())
 	}
-	b.Mem.Free()
-	c.Mem.Free()
+	b.Memory().Free()
+	c.Memory().Free()
 	if err := p.FreeAllBlocks(); err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +161,7 @@ func TestPoolStreamTaggedReuse(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := a.Ptr()
-	a.Mem.Free()
+	a.Memory().Free()
 	b, err := p.MallocStream(1024, s2)
 	if err != nil {
 		t.Fatal(err)
@@ -179,27 +179,27 @@ func TestPoolStreamTaggedReuse(t *testing.T) {
 	if _, allocs := h.stats(); allocs != 2 {
 		t.Errorf("upstream allocations = %d, want 2", allocs)
 	}
-	b.Mem.Free()
-	c.Mem.Free()
+	b.Memory().Free()
+	c.Memory().Free()
 }
 
 func TestPoolOutOfMemoryFreesAndRetries(t *testing.T) {
 	p, h := newTestPool(t, 4096)
 	a := mustMalloc(t, p, 4096)
-	a.Mem.Free() // held free, but too small to split into 8192
+	a.Memory().Free() // held free, but too small to split into 8192
 	big, err := p.Malloc(2048)
 	if err != nil {
 		t.Fatal(err)
 	}
-	big.Mem.Free()
+	big.Memory().Free()
 	p.FreeAllBlocks()
 	x := mustMalloc(t, p, 3072)
-	x.Mem.Free() // 3072 held, upstream has 1024 left
+	x.Memory().Free() // 3072 held, upstream has 1024 left
 	y, err := p.Malloc(4096)
 	if err != nil {
 		t.Fatalf("Malloc(4096) after freeing the held block should succeed: %v", err)
 	}
-	y.Mem.Free()
+	y.Memory().Free()
 	_, err = p.Malloc(8192)
 	if !errors.Is(err, cudart.ErrorMemoryAllocation) {
 		t.Fatalf("Malloc past capacity: %v, want ErrorMemoryAllocation", err)
@@ -220,27 +220,27 @@ func TestPoolLimit(t *testing.T) {
 	if _, err := p.Malloc(1); !errors.Is(err, cudart.ErrorMemoryAllocation) {
 		t.Errorf("Malloc past the limit: %v, want ErrorMemoryAllocation", err)
 	}
-	a.Mem.Free()
+	a.Memory().Free()
 	// The freed 1024 are reused within the limit.
 	c := mustMalloc(t, p, 600)
-	b.Mem.Free()
-	c.Mem.Free()
+	b.Memory().Free()
+	c.Memory().Free()
 	p.SetLimit(0)
-	mustMalloc(t, p, 1<<19).Mem.Free()
+	mustMalloc(t, p, 1<<19).Memory().Free()
 }
 
 func TestPoolStopHolding(t *testing.T) {
 	p, h := newTestPool(t, 1<<20)
 	a := mustMalloc(t, p, 1024)
 	b := mustMalloc(t, p, 1024)
-	a.Mem.Free()
+	a.Memory().Free()
 	if err := p.StopHolding(); err != nil {
 		t.Fatal(err)
 	}
 	if held, _ := h.stats(); held != 1024 {
 		t.Errorf("after StopHolding upstream holds %d, want 1024 (the block in use)", held)
 	}
-	b.Mem.Free()
+	b.Memory().Free()
 	if held, _ := h.stats(); held != 0 || p.TotalBytes() != 0 || p.NFreeBlocks() != 0 {
 		t.Errorf("after the last Free: upstream %d, pool %d, free blocks %d; want 0", held, p.TotalBytes(), p.NFreeBlocks())
 	}
@@ -282,10 +282,10 @@ func TestPoolSizeChecks(t *testing.T) {
 	if err := q.Memset(0, 41); err == nil {
 		t.Errorf("Memset of 41 bytes at offset 60 of 100: no error")
 	}
-	if err := m.Mem.Free(); err != nil {
+	if err := m.Memory().Free(); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Mem.Free(); !errors.Is(err, ErrFreed) {
+	if err := m.Memory().Free(); !errors.Is(err, ErrFreed) {
 		t.Errorf("second Free: %v, want ErrFreed", err)
 	}
 	if err := q.Memset(0, 1); !errors.Is(err, ErrFreed) {
@@ -309,14 +309,14 @@ func TestPoolCleanupReturnsLostBlocks(t *testing.T) {
 	// A pool's Memory values come in slabs, and the current slab stays
 	// reachable from the pool until it is used up: use it up.
 	for range slabSize {
-		mustMalloc(t, p, 1<<12).Mem.Free()
+		mustMalloc(t, p, 1<<12).Memory().Free()
 	}
 	// The next allocation takes the lost blocks back.
 	deadline := time.Now().Add(5 * time.Second)
 	for p.UsedBytes() != 0 && time.Now().Before(deadline) {
 		runtime.GC()
 		time.Sleep(time.Millisecond)
-		mustMalloc(t, p, 512).Mem.Free()
+		mustMalloc(t, p, 512).Memory().Free()
 	}
 	if got := p.UsedBytes(); got != 0 {
 		t.Fatalf("UsedBytes = %d after the lost allocations were collected, want 0", got)
@@ -344,10 +344,10 @@ func TestPoolLostBlocksSettle(t *testing.T) {
 		}
 		return m
 	}
-	mustMallocStream(4096, s1).Mem.Free()
+	mustMallocStream(4096, s1).Memory().Free()
 	a := mustMallocStream(1024, s1) // the rest, 3072 bytes, stays free for s1
 	rest := unsafe.Add(a.Ptr(), 1024)
-	a.Mem.owner.(*block).lose() // as the slab's cleanup does
+	a.mem.owner.(*block).lose() // as the slab's cleanup does
 	settleErr = ErrCapturing
 	other, err := p.Malloc(512)
 	if err != nil || settles != 1 || other.Ptr() == a.Ptr() {
@@ -356,7 +356,7 @@ func TestPoolLostBlocksSettle(t *testing.T) {
 	if p.ActiveBlocks() != 2 {
 		t.Errorf("ActiveBlocks = %d after a failed settle, want the lost block still counted", p.ActiveBlocks())
 	}
-	other.Mem.Free()
+	other.Memory().Free()
 	settleErr = nil
 	b := mustMallocStream(512, nil)
 	if settles != 2 {
@@ -372,8 +372,8 @@ func TestPoolLostBlocksSettle(t *testing.T) {
 	if _, allocs := h.stats(); allocs != 2 {
 		t.Errorf("%d upstream allocations, want 2", allocs)
 	}
-	b.Mem.Free()
-	c.Mem.Free()
+	b.Memory().Free()
+	c.Memory().Free()
 	if settles != 2 {
 		t.Errorf("%d settles, want 2: Free settles nothing", settles)
 	}
@@ -386,7 +386,7 @@ func TestPoolStreamClose(t *testing.T) {
 	s := &Stream{h: 0x1000}
 	a, _ := p.MallocStream(1024, s)
 	b, _ := p.MallocStream(1024, s)
-	a.Mem.Free()
+	a.Memory().Free()
 	s.life.close()
 	s.settlePools() // Close does this once the stream's work is done
 	if _, err := p.MallocStream(1024, s); !errors.Is(err, ErrClosed) {
@@ -396,7 +396,7 @@ func TestPoolStreamClose(t *testing.T) {
 	if err != nil || c.Ptr() != a.Ptr() {
 		t.Errorf("legacy stream got %p, %v; want the closed stream's block %p", c.Ptr(), err, a.Ptr())
 	}
-	b.Mem.Free()
+	b.Memory().Free()
 	d, err := p.Malloc(1024)
 	if err != nil || d.Ptr() != b.Ptr() {
 		t.Errorf("legacy stream got %p, %v; want the block freed after Close %p", d.Ptr(), err, b.Ptr())
@@ -428,13 +428,13 @@ func TestPoolConcurrent(t *testing.T) {
 						if *(*byte)(h.Ptr()) != byte(g) {
 							t.Errorf("goroutine %d: a block it holds was handed out again", g)
 						}
-						h.Mem.Free()
+						h.Memory().Free()
 					}
 					held = held[:0]
 				}
 			}
 			for _, h := range held {
-				h.Mem.Free()
+				h.Memory().Free()
 			}
 		})
 	}
@@ -471,8 +471,8 @@ func FuzzPool(f *testing.F) {
 					continue
 				}
 				for _, o := range held {
-					lo, hi := uintptr(o.Ptr()), uintptr(o.Ptr())+uintptr(roundSize(o.Mem.size))
-					if p := uintptr(m.Ptr()); p < hi && p+uintptr(roundSize(m.Mem.size)) > lo {
+					lo, hi := uintptr(o.Ptr()), uintptr(o.Ptr())+uintptr(roundSize(o.mem.size))
+					if p := uintptr(m.Ptr()); p < hi && p+uintptr(roundSize(m.mem.size)) > lo {
 						t.Fatalf("block %#x overlaps a block in use %#x", p, lo)
 					}
 				}
@@ -480,7 +480,7 @@ func FuzzPool(f *testing.F) {
 			case 1: // free
 				if len(held) > 0 {
 					k := arg % len(held)
-					if err := held[k].Mem.Free(); err != nil {
+					if err := held[k].Memory().Free(); err != nil {
 						t.Fatal(err)
 					}
 					held = append(held[:k], held[k+1:]...)
@@ -496,8 +496,8 @@ func FuzzPool(f *testing.F) {
 			}
 			used, req := 0, 0
 			for _, m := range held {
-				used += roundSize(m.Mem.size)
-				req += m.Mem.size
+				used += roundSize(m.mem.size)
+				req += m.mem.size
 			}
 			upstream, _ := h.stats()
 			c := counts(p)
@@ -506,7 +506,7 @@ func FuzzPool(f *testing.F) {
 			}
 		}
 		for _, m := range held {
-			m.Mem.Free()
+			m.Memory().Free()
 		}
 		p.FreeAllBlocks()
 		if p.UsedBytes() != 0 || p.TotalBytes() != 0 {
@@ -521,13 +521,13 @@ func FuzzPool(f *testing.F) {
 // BenchmarkPoolHostMallocFree is the pool's hit path without a GPU.
 func BenchmarkPoolHostMallocFree(b *testing.B) {
 	p, _ := newTestPool(b, 1<<30)
-	mustMalloc(b, p, 1<<20).Mem.Free()
+	mustMalloc(b, p, 1<<20).Memory().Free()
 	b.ReportAllocs()
 	for b.Loop() {
 		m, err := p.Malloc(1 << 20)
 		if err != nil {
 			b.Fatal(err)
 		}
-		m.Mem.Free()
+		m.Memory().Free()
 	}
 }

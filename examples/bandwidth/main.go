@@ -117,7 +117,7 @@ func run(args []string, w io.Writer) (err error) {
 		if d[i], err = dev.Malloc(size); err != nil {
 			return err
 		}
-		defer free(d[i].Mem.Free)
+		defer free(d[i].Memory().Free)
 	}
 	pinned, err := highlevel.AllocPinnedMemory(size)
 	if err != nil {
