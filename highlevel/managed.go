@@ -64,15 +64,14 @@ func (p MemoryPointer) managedSpan(op string, n int, dev Device) (unsafe.Pointer
 	if dev < CPUDevice {
 		return nil, fmt.Errorf("highlevel: %s to %v: no such device", op, dev)
 	}
-	d, _, err := p.span(n)
-	if err != nil {
+	if err := p.mem.live(); err != nil {
 		return nil, err
 	}
 	if !p.mem.managed {
-		p.mem.life.release()
 		return nil, fmt.Errorf("highlevel: %s: %w", op, errNotManaged)
 	}
-	return d, nil
+	d, _, err := p.span(n)
+	return d, err
 }
 
 // location returns dev as a cudaMemLocation's type and id.

@@ -3,8 +3,11 @@ package highlevel
 import (
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unsafe"
@@ -529,5 +532,184 @@ func BenchmarkPoolHostMallocFree(b *testing.B) {
 			b.Fatal(err)
 		}
 		m.Memory().Free()
+	}
+}
+
+// TestPoolFreeAllBlocksStream checks that FreeAllBlocksStream gives back
+// the free chunks of one stream only, leaving those of the others and the
+// blocks in use.
+func TestPoolFreeAllBlocksStream(t *testing.T) {
+	p, h := newTestPool(t, 1<<20)
+	s1, s2 := &Stream{h: 0x1000}, &Stream{h: 0x2000}
+	a1, _ := p.MallocStream(4096, s1)
+	a2, _ := p.MallocStream(4096, s2)
+	a0 := mustMalloc(t, p, 4096)
+	inUse, _ := p.MallocStream(4096, s1)
+	a1.Memory().Free()
+	a2.Memory().Free()
+	a0.Memory().Free()
+	if held, _ := h.stats(); held != 4*4096 {
+		t.Fatalf("upstream holds %d bytes, want %d", held, 4*4096)
+	}
+	if err := p.FreeAllBlocksStream(s1); err != nil {
+		t.Fatal(err)
+	}
+	if held, _ := h.stats(); held != 3*4096 || p.TotalBytes() != 3*4096 || p.NFreeBlocks() != 2 {
+		t.Errorf("after FreeAllBlocksStream(s1): upstream %d, TotalBytes %d, NFreeBlocks %d; want %d, %d, 2", held, p.TotalBytes(), p.NFreeBlocks(), 3*4096, 3*4096)
+	}
+	if err := p.FreeAllBlocksStream(nil); err != nil {
+		t.Fatal(err)
+	}
+	if held, _ := h.stats(); held != 2*4096 || p.NFreeBlocks() != 1 {
+		t.Errorf("after FreeAllBlocksStream(nil): upstream %d, NFreeBlocks %d; want %d, 1", held, p.NFreeBlocks(), 2*4096)
+	}
+	if b, _ := p.MallocStream(4096, s2); b.Ptr() != a2.Ptr() {
+		t.Errorf("s2's free block was not kept")
+	} else {
+		b.Memory().Free()
+	}
+	inUse.Memory().Free()
+	closed := &Stream{h: 0x3000}
+	closed.life.close()
+	if err := p.FreeAllBlocksStream(closed); !errors.Is(err, ErrClosed) {
+		t.Errorf("FreeAllBlocksStream of a closed stream: %v, want ErrClosed", err)
+	}
+	if err := p.FreeAllBlocksStream(&Stream{h: 2}); err == nil || !strings.Contains(err.Error(), "per-thread") {
+		t.Errorf("FreeAllBlocksStream of the per-thread default stream: %v", err)
+	}
+	if err := (*MemoryPool)(nil).FreeAllBlocksStream(nil); !errors.Is(err, ErrNil) {
+		t.Errorf("nil pool: %v, want ErrNil", err)
+	}
+}
+
+// TestPoolLimitFractionChecks checks SetLimitFraction's refusals, made
+// before CUDA is asked for the device's memory.
+func TestPoolLimitFractionChecks(t *testing.T) {
+	p, _ := newTestPool(t, 1<<20)
+	if err := p.SetLimitFraction(0.5); err == nil || !strings.Contains(err.Error(), "no device") {
+		t.Errorf("SetLimitFraction of a pool over an allocator of no device: %v", err)
+	}
+	onDev, err := NewMemoryPool(Device(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if onDev.Device() != 3 {
+		t.Errorf("Device of a pool over Device(3) = %v", onDev.Device())
+	}
+	if over, _ := NewMemoryPool(onDev); over.Device() != 3 {
+		t.Errorf("Device of a pool over a pool of device 3 = %v", over.Device())
+	}
+	ap := &MemoryAsyncPool{dev: 3}
+	for _, f := range []float64{-0.1, 1.01, math.NaN(), math.Inf(1)} {
+		if err := onDev.SetLimitFraction(f); err == nil || !strings.Contains(err.Error(), "[0, 1]") {
+			t.Errorf("MemoryPool.SetLimitFraction(%v): %v", f, err)
+		}
+		if err := ap.SetLimitFraction(f); err == nil || !strings.Contains(err.Error(), "[0, 1]") {
+			t.Errorf("MemoryAsyncPool.SetLimitFraction(%v): %v", f, err)
+		}
+	}
+	onDev.SetLimit(100)
+	if err := onDev.SetLimitFraction(0); err != nil || onDev.Limit() != 0 {
+		t.Errorf("SetLimitFraction(0) = %v, Limit %d, want no limit", err, onDev.Limit())
+	}
+}
+
+// TestAsyncPoolLimit checks a MemoryAsyncPool's own count against its
+// limit, with goroutines racing for the last bytes (under -race).
+func TestAsyncPoolLimit(t *testing.T) {
+	p := &MemoryAsyncPool{}
+	if err := p.SetLimit(-1); err == nil {
+		t.Errorf("SetLimit(-1) accepted")
+	}
+	if err := p.SetLimit(1000); err != nil || p.Limit() != 1000 {
+		t.Fatalf("SetLimit(1000) = %v, Limit %d", err, p.Limit())
+	}
+	var wg sync.WaitGroup
+	var ok atomic.Int32
+	for range 16 {
+		wg.Go(func() {
+			if p.reserve(300) == nil {
+				ok.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if ok.Load() != 3 || p.inUse.Load() != 900 {
+		t.Errorf("%d reservations of 300 bytes under a limit of 1000, %d bytes in use; want 3, 900", ok.Load(), p.inUse.Load())
+	}
+	if err := p.reserve(101); !errors.Is(err, cudart.ErrorMemoryAllocation) {
+		t.Errorf("past the limit: %v, want cudart.ErrorMemoryAllocation", err)
+	}
+	p.SetLimit(0)
+	if err := p.reserve(1 << 40); err != nil {
+		t.Errorf("without a limit: %v", err)
+	}
+	var nilPool *MemoryAsyncPool
+	if nilPool.UsedBytes() != 0 || nilPool.FreeBytes() != 0 || nilPool.TotalBytes() != 0 || nilPool.Limit() != 0 || nilPool.ReleaseThreshold() != 0 {
+		t.Errorf("a nil pool's statistics are not 0")
+	}
+}
+
+// TestManagedChecks checks Prefetch's and Advise's refusals, made before
+// any CUDA call.
+func TestManagedChecks(t *testing.T) {
+	plain := MemoryPointer{mem: hostMemory(64)}
+	managedMem := hostMemory(64)
+	managedMem.managed = true
+	managed := MemoryPointer{mem: managedMem}
+	freed := hostMemory(64)
+	freed.managed = true
+	freed.Free()
+	for _, tc := range []struct {
+		name string
+		err  error
+		text string
+	}{
+		{"prefetch of device memory", plain.Prefetch(64, 0, nil), "not managed"},
+		{"advice on device memory", plain.Advise(64, AdviseReadMostly, 0), "not managed"},
+		{"prefetch past the end", managed.Prefetch(65, 0, nil), "past the end"},
+		{"advice past the end", managed.Advise(65, AdviseAccessedBy, 0), "past the end"},
+		{"negative size", managed.Prefetch(-1, 0, nil), "negative"},
+		{"no such device", managed.Prefetch(8, -2, nil), "no such device"},
+		{"unknown advice", managed.Advise(8, 0, 0), "unknown Advice(0)"},
+		{"freed", MemoryPointer{mem: freed}.Prefetch(8, CPUDevice, nil), "freed"},
+		{"zero pointer", MemoryPointer{}.Advise(8, AdviseReadMostly, 0), "freed"},
+	} {
+		if tc.err == nil || !strings.Contains(tc.err.Error(), tc.text) {
+			t.Errorf("%s: %v, want an error with %q", tc.name, tc.err, tc.text)
+		}
+	}
+	if err := managed.Prefetch(0, 0, nil); err != nil {
+		t.Errorf("empty prefetch: %v", err)
+	}
+	if s := AdvisePreferredLocation.String(); s != "cudaMemAdviseSetPreferredLocation" {
+		t.Errorf("AdvisePreferredLocation.String() = %q", s)
+	}
+}
+
+// TestSetPinnedMemoryAllocator checks that AllocPinnedMemory goes through
+// the pinned allocator set, and that the allocator is fixed by its first
+// use.
+func TestSetPinnedMemoryAllocator(t *testing.T) {
+	resetAllocators()
+	t.Cleanup(resetAllocators)
+	var asked []int
+	buf := make([]byte, 64)
+	err := SetPinnedMemoryAllocator(func(size int) (*PinnedMemory, error) {
+		asked = append(asked, size)
+		return &PinnedMemory{ptr: unsafe.Pointer(&buf[0]), size: size}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := AllocPinnedMemory(48)
+	if err != nil || m.Ptr() != unsafe.Pointer(&buf[0]) || len(asked) != 1 || asked[0] != 48 {
+		t.Errorf("AllocPinnedMemory(48) = %v, %v; allocator asked for %v", m, err, asked)
+	}
+	if _, err := AllocPinnedMemory(-1); err == nil || len(asked) != 1 {
+		t.Errorf("AllocPinnedMemory(-1) = %v, allocator asked for %v", err, asked)
+	}
+	if err := SetPinnedMemoryAllocator(nil); !errors.Is(err, ErrAllocatorInUse) {
+		t.Errorf("SetPinnedMemoryAllocator after use: %v, want ErrAllocatorInUse", err)
 	}
 }
