@@ -271,8 +271,8 @@ func TestGPUAsyncCopies(t *testing.T) {
 	if err := reg.Unregister(); err != nil {
 		t.Error(err)
 	}
-	if err := reg.Unregister(); err != nil {
-		t.Errorf("second Unregister: %v", err)
+	if err := reg.Unregister(); !errors.Is(err, ErrClosed) {
+		t.Errorf("second Unregister: %v, want ErrClosed", err)
 	}
 	if err := m.Memory().Free(); err != nil {
 		t.Error(err)
