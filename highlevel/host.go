@@ -104,9 +104,10 @@ func HostAlloc(size int) (*PinnedMemory, error) {
 	return &PinnedMemory{ptr: p, size: size, ctx: ctx}, nil
 }
 
-// Ptr returns the memory's address; nil for a nil PinnedMemory.
+// Ptr returns the memory's address, valid until Free; nil for a nil or
+// freed PinnedMemory.
 func (m *PinnedMemory) Ptr() unsafe.Pointer {
-	if m == nil {
+	if m == nil || m.freed.Load() {
 		return nil
 	}
 	return m.ptr
@@ -224,7 +225,7 @@ func (p *PinnedMemoryPool) Close() error {
 	if err := p.life.closing(); err != nil {
 		return err
 	}
-	return p.StopHolding()
+	return p.arena.StopHolding()
 }
 
 // The pool's statistics never fail, as MemoryPool's.
@@ -254,14 +255,29 @@ func (p *PinnedMemoryPool) Limit() int { return p.pool().Limit() }
 
 // SetLimit limits the bytes the pool holds (TotalBytes) to n; 0 removes
 // the limit.
-func (p *PinnedMemoryPool) SetLimit(n int) error { return p.pool().SetLimit(n) }
+func (p *PinnedMemoryPool) SetLimit(n int) error {
+	return p.change(func(a *arena) error { return a.SetLimit(n) })
+}
 
 // FreeAllBlocks gives the memory held free back to CUDA.
-func (p *PinnedMemoryPool) FreeAllBlocks() error { return p.pool().FreeAllBlocks() }
+func (p *PinnedMemoryPool) FreeAllBlocks() error { return p.change((*arena).FreeAllBlocks) }
 
 // StopHolding gives back the memory held free, and from now on gives back
 // each allocation from CUDA as soon as it is wholly free.
-func (p *PinnedMemoryPool) StopHolding() error { return p.pool().StopHolding() }
+func (p *PinnedMemoryPool) StopHolding() error { return p.change((*arena).StopHolding) }
+
+// change runs f, an operation that changes the pool: a nil or closed pool
+// refuses it.
+func (p *PinnedMemoryPool) change(f func(*arena) error) error {
+	if p == nil {
+		return nilError("PinnedMemoryPool")
+	}
+	if !p.life.acquire() {
+		return ErrClosed
+	}
+	defer p.life.release()
+	return f(p.arena)
+}
 
 func (p *PinnedMemoryPool) pool() *arena {
 	if p == nil {

@@ -439,4 +439,10 @@ func TestReleaseTwice(t *testing.T) {
 	if _, err := pp.Malloc(1); !errors.Is(err, ErrClosed) {
 		t.Errorf("PinnedMemoryPool.Malloc after Close: %v, want ErrClosed", err)
 	}
+	if err := pp.SetLimit(1); !errors.Is(err, ErrClosed) {
+		t.Errorf("PinnedMemoryPool.SetLimit after Close: %v, want ErrClosed", err)
+	}
+	if err := pp.FreeAllBlocks(); !errors.Is(err, ErrClosed) {
+		t.Errorf("PinnedMemoryPool.FreeAllBlocks after Close: %v, want ErrClosed", err)
+	}
 }

@@ -223,11 +223,12 @@ func (p *MemoryPool) Close() error {
 	if err := p.life.closing(); err != nil {
 		return err
 	}
-	return p.StopHolding()
+	return p.arena.StopHolding()
 }
 
 // The pool's statistics never fail: they are the pool's own counts, 0 for
-// a nil pool, and stay readable after Close.
+// a nil pool, and stay readable after Close. What changes the pool
+// (SetLimit, FreeAllBlocks, StopHolding) returns ErrClosed after Close.
 
 // UsedBytes returns the bytes in use, counted in rounded sizes; 0 for a nil
 // pool. Memory dropped without Free counts until the pool takes it back.
@@ -254,7 +255,9 @@ func (p *MemoryPool) Limit() int { return p.pool().Limit() }
 // SetLimit limits the bytes the pool holds (TotalBytes) to n; 0 removes
 // the limit. An allocation that would pass it returns an error matching
 // cudart.ErrorMemoryAllocation. The limit does not free what is held.
-func (p *MemoryPool) SetLimit(n int) error { return p.pool().SetLimit(n) }
+func (p *MemoryPool) SetLimit(n int) error {
+	return p.change(func(a *arena) error { return a.SetLimit(n) })
+}
 
 // SetLimitFraction sets the limit (SetLimit) to the fraction f, in [0, 1],
 // of the total memory of the pool's device (CuPy's set_limit(fraction=));
@@ -291,7 +294,7 @@ func limitFraction(d Device, f float64) (int, error) {
 }
 
 // FreeAllBlocks gives the memory held free back to the upstream allocator.
-func (p *MemoryPool) FreeAllBlocks() error { return p.pool().FreeAllBlocks() }
+func (p *MemoryPool) FreeAllBlocks() error { return p.change((*arena).FreeAllBlocks) }
 
 // FreeAllBlocksStream gives back the memory held free for stream s (nil:
 // the legacy default stream) only, where FreeAllBlocks gives back the
@@ -312,12 +315,25 @@ func (p *MemoryPool) FreeAllBlocksStream(s *Stream) error {
 			s = nil
 		}
 	}
-	return p.arena.freeBlocks(s, false)
+	return p.change(func(a *arena) error { return a.freeBlocks(s, false) })
 }
 
 // StopHolding gives back the memory held free, and from now on gives back
 // each upstream allocation as soon as it is wholly free.
-func (p *MemoryPool) StopHolding() error { return p.pool().StopHolding() }
+func (p *MemoryPool) StopHolding() error { return p.change((*arena).StopHolding) }
+
+// change runs f, an operation that changes the pool: a nil or closed pool
+// refuses it.
+func (p *MemoryPool) change(f func(*arena) error) error {
+	if p == nil {
+		return nilError("MemoryPool")
+	}
+	if !p.life.acquire() {
+		return ErrClosed
+	}
+	defer p.life.release()
+	return f(p.arena)
+}
 
 func (p *MemoryPool) pool() *arena {
 	if p == nil {
