@@ -420,7 +420,7 @@ func Alloc(size int) (MemoryPointer, error) {
 // ErrAllocatorInUse is returned by SetAllocator and
 // SetPinnedMemoryAllocator once the allocator they would replace has been
 // used.
-var ErrAllocatorInUse = errors.New("highlevel: the default allocator is in use already")
+var ErrAllocatorInUse = errors.New("highlevel: allocator already in use: it is set before its first use")
 
 // SetAllocator makes a the process's default allocator, the one Alloc,
 // NewArray and ArrayFrom use; nil restores DefaultMemoryPool.
