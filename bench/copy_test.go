@@ -18,7 +18,7 @@ func copySetup(b *testing.B) (highlevel.MemoryPointer, *highlevel.Stream) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { m.Mem.Free() })
+	b.Cleanup(func() { m.Memory().Free() })
 	s, err := highlevel.NewStream(d, nil)
 	if err != nil {
 		b.Fatal(err)
@@ -123,7 +123,7 @@ func d2dSetup(b *testing.B) (dst, src highlevel.MemoryPointer, s *highlevel.Stre
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { src.Mem.Free() })
+	b.Cleanup(func() { src.Memory().Free() })
 	return dst, src, s
 }
 

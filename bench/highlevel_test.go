@@ -37,7 +37,7 @@ func BenchmarkPoolMallocFree(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		m.Mem.Free()
+		m.Memory().Free()
 	}
 }
 
@@ -69,7 +69,7 @@ func mallocAsyncFree(b *testing.B, d highlevel.Device) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		m.Mem.Free()
+		m.Memory().Free()
 	}
 	s.Synchronize()
 }

@@ -358,7 +358,11 @@ func (a *arena) reclaim() error {
 }
 
 // FreeAllBlocks gives the chunks that are wholly free back to the source.
-func (a *arena) FreeAllBlocks() error {
+func (a *arena) FreeAllBlocks() error { return a.freeBlocks(nil, true) }
+
+// freeBlocks gives back the chunks that are wholly free and kept for
+// stream s, or, when all is set, for any stream.
+func (a *arena) freeBlocks(s *Stream, all bool) error {
 	if a == nil {
 		return nilError("pool")
 	}
@@ -367,7 +371,10 @@ func (a *arena) FreeAllBlocks() error {
 	}
 	var chunks []*chunk
 	a.mu.Lock()
-	for _, f := range a.streams {
+	for fs, f := range a.streams {
+		if !all && fs != s {
+			continue
+		}
 		for _, bin := range f.bins {
 			for _, b := range slices.Clone(bin) {
 				if b.prev == nil && b.next == nil {

@@ -1,8 +1,11 @@
 package highlevel
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
+	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/gocuda/cuda/cudart"
@@ -13,22 +16,36 @@ import (
 // copies it back. T must hold no Go pointers (no pointers, slices, maps,
 // strings, interfaces, channels or funcs, also inside structs and arrays),
 // since the device cannot hold them.
+//
+// An Array made by NewArray, NewArrayOn, ArrayFrom or ArrayFromOn owns its
+// memory: Free frees it. One made by Slice or ArrayOf is a view: it keeps
+// the memory reachable but does not own it.
 type Array[T any] struct {
 	p     MemoryPointer
 	n     int
-	owned bool // Free frees the memory; false for a Slice
+	owned bool        // Free frees the memory; false for a view
+	freed atomic.Bool // an empty array's Free ran (others ask their Memory)
 }
+
+// elemChecks caches checkElem's verdicts by type.
+var elemChecks sync.Map // reflect.Type -> error (nil: fit)
 
 // checkElem refuses element types that hold Go pointers or have no size.
 func checkElem[T any]() error {
 	t := reflect.TypeFor[T]()
-	if t.Size() == 0 {
-		return fmt.Errorf("highlevel: element type %v has size 0", t)
+	if v, ok := elemChecks.Load(t); ok {
+		err, _ := v.(error)
+		return err
 	}
-	if hasPointers(t) {
-		return fmt.Errorf("highlevel: element type %v holds Go pointers, which device memory cannot hold", t)
+	var err error
+	switch {
+	case t.Size() == 0:
+		err = fmt.Errorf("highlevel: element type %v has size 0", t)
+	case hasPointers(t):
+		err = fmt.Errorf("highlevel: element type %v holds Go pointers, which device memory cannot hold", t)
 	}
-	return nil
+	elemChecks.Store(t, err)
+	return err
 }
 
 func hasPointers(t reflect.Type) bool {
@@ -49,33 +66,75 @@ func hasPointers(t reflect.Type) bool {
 	return false
 }
 
-// NewArray allocates an array of n elements through Alloc; its contents are
-// undefined. An array of 0 elements allocates nothing, and its copies do
-// nothing.
+// NewArray allocates an array of n elements from the process's default
+// allocator (Alloc); its contents are undefined. An array of 0 elements
+// allocates nothing, and its copies do nothing.
 func NewArray[T any](n int) (*Array[T], error) {
-	if err := checkElem[T](); err != nil {
-		return nil, err
+	return newArray[T](nil, n)
+}
+
+// NewArrayOn allocates an array of n elements from a: a Device (unpooled),
+// a MemoryPool or a MemoryAsyncPool, for instance. Its contents are
+// undefined.
+func NewArrayOn[T any](a Allocator, n int) (*Array[T], error) {
+	if a == nil {
+		return nil, nilError("Allocator")
 	}
-	if n < 0 {
-		return nil, fmt.Errorf("highlevel: array of %d elements: length must not be negative", n)
+	return newArray[T](a, n)
+}
+
+// newArray allocates an array of n elements from a; nil a is Alloc's.
+func newArray[T any](a Allocator, n int) (*Array[T], error) {
+	size, err := arrayBytes[T](n)
+	if err != nil {
+		return nil, err
 	}
 	if n == 0 {
 		return &Array[T]{owned: true}, nil
 	}
-	size := int(unsafe.Sizeof(*new(T)))
-	if n > maxSize/size {
-		return nil, fmt.Errorf("highlevel: array of %d elements of %d bytes: %w", n, size, cudart.ErrorMemoryAllocation)
+	if a == nil {
+		if a, err = GetAllocator(); err != nil {
+			return nil, err
+		}
 	}
-	p, err := Alloc(n * size)
+	p, err := a.Malloc(size)
 	if err != nil {
 		return nil, err
 	}
 	return &Array[T]{p: p, n: n, owned: true}, nil
 }
 
-// ArrayFrom allocates an array as long as s and copies s to it.
+// arrayBytes returns the size of n elements of T, checking T and n.
+func arrayBytes[T any](n int) (int, error) {
+	if err := checkElem[T](); err != nil {
+		return 0, err
+	}
+	if n < 0 {
+		return 0, fmt.Errorf("highlevel: array of %d elements: length must not be negative", n)
+	}
+	size := int(unsafe.Sizeof(*new(T)))
+	if n > maxSize/size {
+		return 0, fmt.Errorf("highlevel: array of %d elements of %d bytes: %w", n, size, cudart.ErrorMemoryAllocation)
+	}
+	return n * size, nil
+}
+
+// ArrayFrom allocates an array as long as s from the process's default
+// allocator and copies s to it.
 func ArrayFrom[T any](s []T) (*Array[T], error) {
-	a, err := NewArray[T](len(s))
+	return newArrayFrom(nil, s)
+}
+
+// ArrayFromOn allocates an array as long as s from a and copies s to it.
+func ArrayFromOn[T any](a Allocator, s []T) (*Array[T], error) {
+	if a == nil {
+		return nil, nilError("Allocator")
+	}
+	return newArrayFrom(a, s)
+}
+
+func newArrayFrom[T any](al Allocator, s []T) (*Array[T], error) {
+	a, err := newArray[T](al, len(s))
 	if err != nil {
 		return nil, err
 	}
@@ -84,6 +143,30 @@ func ArrayFrom[T any](s []T) (*Array[T], error) {
 		return nil, err
 	}
 	return a, nil
+}
+
+// ArrayOf returns an array of n elements over the memory at p: a view, as
+// a Go slice made from an array is. It keeps the memory reachable, as
+// Slice does, and Free does not free it: the memory's owner does. p must
+// be aligned for T, and the n elements must lie within p's memory.
+func ArrayOf[T any](p MemoryPointer, n int) (*Array[T], error) {
+	size, err := arrayBytes[T](n)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.mem.live(); err != nil {
+		return nil, err
+	}
+	if size > p.Size() {
+		return nil, fmt.Errorf("highlevel: array of %d elements (%d bytes) over %d bytes of memory", n, size, p.Size())
+	}
+	if align := unsafe.Alignof(*new(T)); uintptr(p.Ptr())%align != 0 {
+		return nil, fmt.Errorf("highlevel: array of %v at %p: address not aligned to %d bytes", reflect.TypeFor[T](), p.Ptr(), align)
+	}
+	if n == 0 {
+		return &Array[T]{}, nil
+	}
+	return &Array[T]{p: p, n: n}, nil
 }
 
 // Len returns the number of elements; 0 for a nil Array.
@@ -101,6 +184,15 @@ func (a *Array[T]) Ptr() unsafe.Pointer {
 		return nil
 	}
 	return a.p.Ptr()
+}
+
+// Device returns the device of the array's memory; 0 for an empty or nil
+// Array.
+func (a *Array[T]) Device() Device {
+	if a == nil {
+		return 0
+	}
+	return a.p.Device()
 }
 
 // MemoryPointer returns the array's memory and offset; the zero
@@ -122,6 +214,9 @@ func (a *Array[T]) host(s []T) (unsafe.Pointer, error) {
 	}
 	if len(s) != a.n {
 		return nil, fmt.Errorf("highlevel: host slice of %d elements for an array of %d", len(s), a.n)
+	}
+	if a.n == 0 && a.freed.Load() {
+		return nil, ErrFreed
 	}
 	return unsafe.Pointer(unsafe.SliceData(s)), nil
 }
@@ -187,31 +282,38 @@ func (a *Array[T]) Slice(i, j int) (*Array[T], error) {
 		return nil, fmt.Errorf("highlevel: slice [%d:%d] of an array of %d elements", i, j, a.n)
 	}
 	if a.n == 0 {
+		if a.freed.Load() {
+			return nil, ErrFreed
+		}
 		return &Array[T]{}, nil
 	}
-	if err := a.p.Mem.live(); err != nil {
+	if err := a.p.mem.live(); err != nil {
 		return nil, err
 	}
 	if i == j {
 		return &Array[T]{}, nil
 	}
 	p := a.p
-	p.Offset += i * int(unsafe.Sizeof(*new(T)))
+	p.off += i * int(unsafe.Sizeof(*new(T)))
 	return &Array[T]{p: p, n: j - i}, nil
 }
 
 // Free frees the array's memory. Arrays sliced from it become unusable. A
-// slice (from Slice) does not own the memory: its Free returns an error.
-// A second Free returns ErrFreed.
+// view (from Slice or ArrayOf) does not own the memory: its Free returns
+// an error and changes nothing. A second Free returns ErrFreed, also for
+// an empty array.
 func (a *Array[T]) Free() error {
 	if a == nil {
 		return nilError("Array")
 	}
 	if !a.owned {
-		return fmt.Errorf("highlevel: Free of a slice of an array: free the array it was sliced from")
+		return errors.New("highlevel: Free of a view of memory (Array.Slice, ArrayOf): free the memory's owner")
 	}
 	if a.n == 0 {
+		if a.freed.Swap(true) {
+			return ErrFreed
+		}
 		return nil
 	}
-	return a.p.Mem.Free()
+	return a.p.mem.Free()
 }

@@ -159,7 +159,7 @@ func MatMul[T float32 | float64](s *Stream, a, b, c *Array[T], m, k, n int) erro
 		return fmt.Errorf("highlevel: MatMul: arrays on %v, %v and %v", a.MemoryPointer().Device(), b.MemoryPointer().Device(), dev)
 	}
 	for _, arr := range []*Array[T]{a, b, c} {
-		if err := arr.MemoryPointer().Mem.live(); err != nil {
+		if err := arr.MemoryPointer().mem.live(); err != nil {
 			return fmt.Errorf("highlevel: MatMul: %w", err)
 		}
 	}

@@ -10,6 +10,56 @@
 //	defer a.Free()
 //	v, err := a.ToHost()
 //
+// # Conventions
+//
+// Every type of the package follows the same rules.
+//
+// Values and pointers. Device and MemoryPointer are small values, copied
+// freely. A MemoryPointer is like a slice header: it has no exported
+// fields (Memory and Offset are methods), and Add returns a new one rather
+// than moving it. What owns a resource is a pointer: *Memory, *Array,
+// *PinnedMemory, *Stream, *Event, *Graph, *GraphExec, *Module and the
+// pools.
+//
+// Releasing. Memory is freed with Free (Memory, Array, PinnedMemory),
+// objects are closed with Close (Stream, Event, Graph, GraphExec, Module,
+// MemoryPool, MemoryAsyncPool, PinnedMemoryPool), a HostRegistration ends
+// with Unregister. A release happens once, as os.File's Close: a second
+// Free returns ErrFreed, a second Close or Unregister returns ErrClosed,
+// and so do later operations on the object. Every method on a nil pointer
+// returns an error wrapping ErrNil (or a zero value where it returns no
+// error).
+//
+// Go memory is typed. Go slices go to and from the device through
+// CopyToDevice and CopyToHost (and their Async forms), Array's methods, and
+// PinnedSlice for a []T view of pinned memory; element types hold no Go
+// pointers, which is checked. The methods that take an unsafe.Pointer and
+// a byte count (MemoryPointer.CopyFromHost, CopyToHost) are for C interop.
+//
+// Allocation is explicit where it matters. An Allocator (a Device for
+// unpooled cudaMalloc, a MemoryPool, a MemoryAsyncPool) allocates through
+// its Malloc, and NewArrayOn and ArrayFromOn make Arrays from the one
+// named; ArrayOf makes an Array view of memory allocated elsewhere. Alloc,
+// NewArray and ArrayFrom use the process's default allocator, for the
+// simple case. Go has no thread-local state, so CuPy's per-thread
+// allocator is per process here, and to make it impossible to change under
+// goroutines that allocate, it is fixed at its first use: SetAllocator
+// (and SetPinnedMemoryAllocator) may be called before, and return
+// ErrAllocatorInUse after. There is no UsingAllocator: a function that
+// swaps the allocator of every goroutine at once is the bug it would
+// invite.
+//
+// Statistics never fail. The pools' counts (UsedBytes, FreeBytes,
+// TotalBytes, NFreeBlocks, ActiveBlocks, Limit, ReleaseThreshold) return an
+// int, 0 for a nil pool; what sets something (SetLimit, SetLimitFraction,
+// SetReleaseThreshold) returns an error.
+//
+// Streams. Copies and memsets come in two forms, the second named ...Async
+// and taking the *Stream it queues on last; every operation that takes a
+// *Stream takes nil as the legacy default stream of the device involved.
+//
+// One name for each thing: no aliases.
+//
 // # Devices and goroutines
 //
 // CUDA's current device belongs to the OS thread, and a goroutine may move
@@ -30,8 +80,8 @@
 // whatever its goroutines, the garbage collector and the GPU do, in any
 // order. These are its rules; each is checked by a test.
 //
-// Closing. Stream, Event, Graph, GraphExec, Module, MemoryPool and
-// MemoryAsyncPool follow os.File and database/sql: an operation in progress
+// Closing. Stream, Event, Graph, GraphExec, Module, MemoryPool,
+// MemoryAsyncPool and PinnedMemoryPool follow os.File and database/sql: an operation in progress
 // on an object finishes before Close destroys it, every later operation
 // returns ErrClosed, and so does a second Close. No CUDA call is ever made
 // with a destroyed handle. Memory.Free likewise waits for the copies in
@@ -57,8 +107,8 @@
 // memory is never handed out again while a kernel or a copy queued before
 // the drop may still use it. A MemoryAsyncPool is destroyed only once the
 // frees of its last allocations have run. Pinned
-// memory is C memory the collector cannot track, so its views (Bytes, Ptr)
-// are valid until Free, as syscall.Mmap's are; pinned memory dropped
+// memory is C memory the collector cannot track, so its views (Bytes,
+// PinnedSlice, Ptr) are valid until Free, as syscall.Mmap's are; pinned memory dropped
 // without Free is never reused. A HostRegistration dropped without
 // Unregister is unregistered later, once the devices are idle. A
 // MemoryPool reuses a block only on the stream it was freed for (a Stream
@@ -123,30 +173,37 @@
 //	runtime.runtimeGetVersion, driver...    RuntimeVersion, DriverVersion
 //	pycuda.tools.make_default_context       DefaultDevice ($CUDA_DEVICE, ~/.cuda-device, first usable)
 //	Memory                                  Memory (Ptr, Size, Device, Free)
-//	MemoryPointer                           MemoryPointer (Mem, Offset, Ptr, Size, Add, Copy*, Memset*)
+//	MemoryPointer                           MemoryPointer (Memory, Offset, Ptr, Size, Add, Copy*, Memset*)
 //	MemoryPointer + n                       MemoryPointer.Add(n)
-//	copy_from_host, copy_to_host            CopyFromHost, CopyToHost (and ...Async with a stream)
-//	copy_from_device, copy_from             CopyFromDevice, CopyFrom (peer copies between devices)
+//	copy_from_host, copy_to_host            CopyToDevice(p, []T), CopyToHost([]T, p) (and ...Async with a stream)
+//	  with a C pointer                      MemoryPointer.CopyFromHost, CopyToHost(ptr, n) (C interop)
+//	copy_from_device, copy_from             CopyFromDevice (peer copies between devices)
 //	memset, memset_async                    Memset, MemsetAsync
 //	alloc                                   Alloc
-//	set_allocator, get_allocator            SetAllocator, GetAllocator (per process: Go has no thread-local state)
-//	using_allocator                         UsingAllocator(a, fn)
+//	set_allocator, get_allocator            SetAllocator (per process, before the first Alloc), GetAllocator
+//	using_allocator                         none: name the allocator: a.Malloc(n), NewArrayOn(a, n), ArrayFromOn(a, s)
 //	malloc_managed, malloc_async            Device.MallocManaged, MallocAsync(size, stream)
+//	runtime.memPrefetchAsync, memAdvise     MemoryPointer.Prefetch(n, dev, s), Advise(n, advice, dev) (CPUDevice: host)
 //	UnownedMemory                           UnownedMemory(ptr, size, owner)
-//	MemoryPool, get_default_memory_pool     MemoryPool, DefaultMemoryPool
+//	MemoryPool, get_default_memory_pool     MemoryPool (NewMemoryPool(dev): a pool per device), DefaultMemoryPool
 //	MemoryPool.malloc, free_all_blocks      MemoryPool.Malloc (MallocStream), FreeAllBlocks
-//	n_free_blocks, used/free/total_bytes    NFreeBlocks, UsedBytes, FreeBytes, TotalBytes
-//	set_limit, get_limit                    SetLimit, Limit
+//	free_all_blocks(stream=s)               MemoryPool.FreeAllBlocksStream(s)
+//	n_free_blocks, used/free/total_bytes    NFreeBlocks, UsedBytes, FreeBytes, TotalBytes (ints, on every pool)
+//	set_limit(size=), get_limit             SetLimit, Limit (every pool)
+//	set_limit(fraction=)                    SetLimitFraction (MemoryPool, MemoryAsyncPool)
 //	DeviceMemoryPool.active_blocks          ActiveBlocks
 //	DeviceMemoryPool active vs. requested   UsedBytes vs. RequestedBytes
 //	DeviceMemoryPool.stop_holding           StopHolding
 //	DeviceMemoryPool.held_blocks            NFreeBlocks
 //	DeviceMemoryPool.free_held              FreeAllBlocks
 //	MemoryAsyncPool                         MemoryAsyncPool, DeviceMemoryAsyncPool
-//	alloc_pinned_memory                     AllocPinnedMemory
+//	alloc_pinned_memory                     AllocPinnedMemory (HostAlloc: unpooled cudaHostAlloc)
+//	set_pinned_memory_allocator             SetPinnedMemoryAllocator (per process, before the first use)
+//	numpy.frombuffer(pinned memory, dtype)  PinnedSlice[T](m) (valid until m.Free)
 //	PinnedMemoryPool, PageLockedMemoryPool  PinnedMemoryPool, DefaultPinnedMemoryPool
 //	cupyx.empty_pinned over Go memory       RegisterHost (cudaHostRegister)
-//	cupy.asarray, cupy.asnumpy              ArrayFrom, Array.ToHost (Array[T], NewArray, Slice)
+//	cupy.asarray, cupy.asnumpy              ArrayFrom, ArrayFromOn(a, s), Array.ToHost (Array[T], NewArray, NewArrayOn, Slice)
+//	cupy.ndarray(memptr=p)                  ArrayOf[T](p, n) (a view)
 //	Stream(non_blocking, priority)          NewStream(dev, &StreamOptions{NonBlocking, Priority})
 //	Stream.null, Stream.ptds                LegacyDefaultStream, PerThreadDefaultStream
 //	ExternalStream                          ExternalStream(handle, dev)

@@ -35,7 +35,7 @@ func ExampleMemoryPool() {
 			log.Fatal(err)
 		}
 		// ... use m ...
-		m.Mem.Free()
+		m.Memory().Free()
 	}
 	fmt.Println(pool.UsedBytes(), pool.TotalBytes()) // 0 1048576
 	pool.FreeAllBlocks()
@@ -64,7 +64,7 @@ func ExampleElapsedTime() {
 	defer s.Close()
 	start, _ := s.Record(nil)
 	m, _ := dev.Malloc(256 << 20)
-	defer m.Mem.Free()
+	defer m.Memory().Free()
 	m.MemsetAsync(0, m.Size(), s)
 	end, _ := s.Record(nil)
 	if err := end.Wait(context.Background()); err != nil {
@@ -80,7 +80,7 @@ func ExampleCapture() {
 	s, _ := highlevel.NewStream(dev, &highlevel.StreamOptions{NonBlocking: true})
 	defer s.Close()
 	m, _ := dev.Malloc(1 << 20)
-	defer m.Mem.Free()
+	defer m.Memory().Free()
 	g, err := highlevel.Capture(s, func() error {
 		return m.MemsetAsync(1, m.Size(), s)
 	})
@@ -96,5 +96,72 @@ func ExampleCapture() {
 	for range 10 {
 		x.Launch(s)
 	}
+	fmt.Println(s.Synchronize())
+}
+
+// CopyToDevice and CopyToHost move Go slices to and from device memory
+// without unsafe.
+func ExampleCopyToDevice() {
+	m, err := highlevel.Device(0).Malloc(4 * 1024)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer m.Memory().Free()
+	in := make([]int32, 1024)
+	for i := range in {
+		in[i] = int32(i)
+	}
+	if err := highlevel.CopyToDevice(m, in); err != nil {
+		log.Fatal(err)
+	}
+	out := make([]int32, 1024)
+	err = highlevel.CopyToHost(out, m)
+	fmt.Println(out[1023], err) // 1023 <nil>
+}
+
+// Arrays come from the allocator named: here a pool of device 1's own,
+// whatever the process's default allocator is.
+func ExampleNewArrayOn() {
+	pool, err := highlevel.NewMemoryPool(highlevel.Device(1))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer pool.Close()
+	x, err := highlevel.ArrayFromOn(pool, []float32{1, 2, 3})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer x.Free()
+	y, err := highlevel.NewArrayOn[float32](pool, 3)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer y.Free()
+	fmt.Println(x.Device(), y.Len()) // device 1 3
+}
+
+// PinnedSlice views pinned memory as a []T, valid until Free: copies
+// with it run at the link's full speed and truly asynchronously.
+func ExamplePinnedSlice() {
+	pinned, err := highlevel.AllocPinnedMemory(4 << 20)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer pinned.Free()
+	v, err := highlevel.PinnedSlice[float32](pinned)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for i := range v {
+		v[i] = 1
+	}
+	a, err := highlevel.NewArray[float32](len(v))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer a.Free()
+	s, _ := highlevel.NewStream(a.Device(), nil)
+	defer s.Close()
+	a.CopyFromHostAsync(v, s) // v must stay untouched until s has copied it
 	fmt.Println(s.Synchronize())
 }

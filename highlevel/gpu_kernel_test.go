@@ -304,7 +304,7 @@ func TestGPULaunchDevices(t *testing.T) {
 				errs <- err
 				return
 			}
-			defer p.Mem.Free()
+			defer p.Memory().Free()
 			for i := range 50 {
 				if err := k.Launch(s, LaunchConfig{Block: Dim3{X: 256}}, p, int32(g*1000+i), int32(256)); err != nil {
 					errs <- err

@@ -204,7 +204,7 @@ func (w *randomWorld) finish() {
 	if err != nil {
 		t.Fatalf("MemoryPool.Malloc: %v", err)
 	}
-	if err := m.Mem.Free(); err != nil {
+	if err := m.Memory().Free(); err != nil {
 		t.Errorf("MemoryPool Free: %v", err)
 	}
 	active, dropped := w.pool.ActiveBlocks(), w.dropped.Load()
@@ -242,7 +242,7 @@ func (a *randomMem) free() error {
 	if a.arr != nil {
 		return a.arr.Free()
 	}
-	return a.p.Mem.Free()
+	return a.p.Memory().Free()
 }
 
 // A randomWorker is one goroutine of a seed.
@@ -313,7 +313,7 @@ func (w *randomWorld) run(g, ops int) {
 		r.verifyMem(a)
 		r.ok(a.free(), "Free of a %s", a.kind)
 	}
-	r.ok(r.bad.Mem.Free(), "Free of check's count")
+	r.ok(r.bad.Memory().Free(), "Free of check's count")
 	r.ok(r.own.Close(), "Stream.Close of the goroutine's own stream")
 }
 
@@ -423,13 +423,8 @@ func (w *randomWorker) alloc() {
 			w.settle(s)
 		}
 	case 3:
-		a.kind = "NewArray"
-		err = UsingAllocator(w.pool, func() error {
-			var err error
-			a.arr, err = NewArray[uint32](a.n)
-			return err
-		})
-		if err == nil {
+		a.kind = "NewArrayOn"
+		if a.arr, err = NewArrayOn[uint32](w.pool, a.n); err == nil {
 			a.p = a.arr.MemoryPointer()
 		}
 	}

@@ -72,7 +72,7 @@ func TestGPUGraphClosedWhileRunning(t *testing.T) {
 	s, _ := NewStream(d, nil)
 	defer s.Close()
 	scratch, _ := d.Malloc(4)
-	defer scratch.Mem.Free()
+	defer scratch.Memory().Free()
 	var runs atomic.Int32
 	capture := func() *Graph {
 		g, err := Capture(s, func() error { return s.LaunchHostFunc(func() { runs.Add(1) }) })
@@ -187,7 +187,7 @@ func TestGPUCaptureAndPackageSyncs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.Mem.Free()
+	defer p.Memory().Free()
 	// Most tries come while a capture runs and are refused at once: count
 	// the waits that ran, for at most ten seconds.
 	waits := int64(2000)
@@ -279,7 +279,7 @@ func TestGPUPoolOverflow(t *testing.T) {
 	if after := counts(p); after != before {
 		t.Errorf("accounting moved: %+v, then %+v", before, after)
 	}
-	m.Mem.Free()
+	m.Memory().Free()
 }
 
 // TestGPUPinnedViewOutlivesMemory drops a PinnedMemory and keeps its Bytes
@@ -345,7 +345,7 @@ func TestGPUPoolLostBlockWaitsForGPU(t *testing.T) {
 	// Use up the slab, so that its cleanup can run.
 	for range slabSize {
 		m, _ := p.MallocStream(1<<20, s1)
-		m.Mem.Free()
+		m.Memory().Free()
 	}
 	for range 3 {
 		runtime.GC()
@@ -355,7 +355,7 @@ func TestGPUPoolLostBlockWaitsForGPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer m.Mem.Free()
+	defer m.Memory().Free()
 	if err := m.MemsetAsync(0, 4096, s1); err != nil {
 		t.Fatal(err)
 	}
@@ -379,7 +379,7 @@ func TestGPUStreamCloseSettlesPool(t *testing.T) {
 	m, _ := p.MallocStream(4096, s)
 	addr := m.Ptr()
 	spin(s, m, 0xBAD, 100)
-	m.Mem.Free()
+	m.Memory().Free()
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -387,7 +387,7 @@ func TestGPUStreamCloseSettlesPool(t *testing.T) {
 		t.Errorf("MallocStream on a closed stream: %v, want ErrClosed", err)
 	}
 	n, _ := p.Malloc(4096)
-	defer n.Mem.Free()
+	defer n.Memory().Free()
 	if n.Ptr() != addr {
 		t.Errorf("the legacy stream got %p, want the closed stream's block %p", n.Ptr(), addr)
 	}
@@ -463,7 +463,7 @@ func TestGPUDoneSameChannel(t *testing.T) {
 	s, _ := NewStream(d, nil)
 	defer s.Close()
 	m, _ := d.Malloc(1024)
-	defer m.Mem.Free()
+	defer m.Memory().Free()
 	a, b := s.Done(), s.Done()
 	if a != b {
 		t.Errorf("Done gave two channels with nothing queued between")
@@ -530,7 +530,7 @@ func TestGPUCloseRace(t *testing.T) {
 		t.Fatal(err)
 	}
 	mem, _ := d.Malloc(1 << 12)
-	defer mem.Mem.Free()
+	defer mem.Memory().Free()
 	one := LaunchConfig{Grid: Dim3{X: 1}, Block: Dim3{X: 32}}
 	var ok, closed atomic.Int64
 	note := func(err error) {
@@ -643,8 +643,8 @@ func onlyDevice1(t *testing.T) {
 	d.Do(func() error { return nil }) // restores "no context", not device 0
 	p, _ := NewMemoryPool(d)
 	b, _ := p.Malloc(1 << 20)
-	b.Mem.Free()
-	m.Mem.Free()
+	b.Memory().Free()
+	m.Memory().Free()
 	active, err := Device(0).primaryContextActive()
 	if err != nil {
 		t.Fatal(err)
@@ -671,7 +671,7 @@ func TestGPULaunchDeviceOfArguments(t *testing.T) {
 	k, _ := m.Kernel("set")
 	one := LaunchConfig{Grid: Dim3{X: 1}, Block: Dim3{X: 1}}
 	on1, _ := Device(1).Malloc(4)
-	defer on1.Mem.Free()
+	defer on1.Memory().Free()
 	if err := k.Launch(nil, one, on1, uint32(7)); err != nil {
 		t.Fatalf("nil stream with memory of device 1: %v", err)
 	}

@@ -19,7 +19,7 @@ func TestGPUStagedCopies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer m.Mem.Free()
+	defer m.Memory().Free()
 	pinned, err := AllocPinnedMemory(most)
 	if err != nil {
 		t.Fatal(err)
@@ -99,7 +99,7 @@ func TestGPUStagedAsyncOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer m.Mem.Free()
+	defer m.Memory().Free()
 	hold := func() {
 		if err := s.LaunchHostFunc(func() { time.Sleep(100 * time.Millisecond) }); err != nil {
 			t.Fatal(err)
@@ -151,7 +151,7 @@ func BenchmarkGPUStaging(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer m.Mem.Free()
+	defer m.Memory().Free()
 	host := make([]byte, n)
 	for i := range host {
 		host[i] = byte(i)

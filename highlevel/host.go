@@ -5,6 +5,7 @@ import "C"
 
 import (
 	"fmt"
+	"reflect"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -14,21 +15,77 @@ import (
 // PinnedMemory is page-locked host memory (cudaHostAlloc, portable to
 // every device): the GPU copies to and from it at the link's full speed,
 // and asynchronous copies with it are truly asynchronous. It is C memory,
-// not Go memory, so its lifetime is explicit, as syscall.Mmap's is: Bytes
-// and Ptr are views valid until Free. A PinnedMemory dropped without Free
-// is never freed nor handed out again, since a view of it may still be in
-// use (the garbage collector cannot see views of C memory): forgetting Free
-// leaks it, and its pool counts it in ActiveBlocks.
+// not Go memory, so its lifetime is explicit, as syscall.Mmap's is: the
+// views Bytes, PinnedSlice and Ptr return are valid until Free, and must
+// not be used after it. A PinnedMemory dropped without Free is never freed
+// nor handed out again, since a view of it may still be in use (the
+// garbage collector cannot see views of C memory): forgetting Free leaks
+// it, and its pool counts it in ActiveBlocks.
 type PinnedMemory struct {
 	ptr   unsafe.Pointer
 	size  int
 	ctx   unsafe.Pointer // the context it was allocated in
-	block *block         // nil: from AllocPinnedMemory
+	block *block         // nil: from HostAlloc
 	freed atomic.Bool
 }
 
-// AllocPinnedMemory allocates size bytes of pinned host memory, unpooled.
+// pinnedAllocator holds the process's pinned memory allocator: nil until
+// SetPinnedMemoryAllocator sets it or its first use fixes it.
+var pinnedAllocator struct {
+	mu    sync.Mutex
+	set   func(int) (*PinnedMemory, error)
+	fixed atomic.Pointer[func(int) (*PinnedMemory, error)]
+}
+
+// SetPinnedMemoryAllocator makes alloc the process's pinned memory
+// allocator (CuPy's set_pinned_memory_allocator): the one AllocPinnedMemory
+// and the staging buffers of copies from and to pageable memory use; nil
+// restores DefaultPinnedMemoryPool().Malloc. alloc may be another pool's
+// Malloc, or HostAlloc for no pooling. As with SetAllocator, the allocator
+// is fixed at its first use: after the first AllocPinnedMemory or staged
+// copy, SetPinnedMemoryAllocator changes nothing and returns
+// ErrAllocatorInUse.
+func SetPinnedMemoryAllocator(alloc func(size int) (*PinnedMemory, error)) error {
+	pinnedAllocator.mu.Lock()
+	defer pinnedAllocator.mu.Unlock()
+	if pinnedAllocator.fixed.Load() != nil {
+		return ErrAllocatorInUse
+	}
+	pinnedAllocator.set = alloc
+	return nil
+}
+
+// pinnedAlloc returns the pinned memory allocator, fixing it.
+func pinnedAlloc() func(int) (*PinnedMemory, error) {
+	if f := pinnedAllocator.fixed.Load(); f != nil {
+		return *f
+	}
+	pinnedAllocator.mu.Lock()
+	defer pinnedAllocator.mu.Unlock()
+	if f := pinnedAllocator.fixed.Load(); f != nil {
+		return *f
+	}
+	f := pinnedAllocator.set
+	if f == nil {
+		f = DefaultPinnedMemoryPool().Malloc
+	}
+	pinnedAllocator.fixed.Store(&f)
+	return f
+}
+
+// AllocPinnedMemory allocates size bytes of pinned host memory from the
+// process's pinned memory allocator (CuPy's alloc_pinned_memory): by
+// default DefaultPinnedMemoryPool; see SetPinnedMemoryAllocator.
 func AllocPinnedMemory(size int) (*PinnedMemory, error) {
+	if err := checkSize("pinned allocation", size); err != nil {
+		return nil, err
+	}
+	return pinnedAlloc()(size)
+}
+
+// HostAlloc allocates size bytes of pinned host memory with cudaHostAlloc,
+// unpooled: Free gives it back to CUDA.
+func HostAlloc(size int) (*PinnedMemory, error) {
 	if err := checkSize("pinned allocation", size); err != nil {
 		return nil, err
 	}
@@ -47,9 +104,10 @@ func AllocPinnedMemory(size int) (*PinnedMemory, error) {
 	return &PinnedMemory{ptr: p, size: size, ctx: ctx}, nil
 }
 
-// Ptr returns the memory's address; nil for a nil PinnedMemory.
+// Ptr returns the memory's address, valid until Free; nil for a nil or
+// freed PinnedMemory.
 func (m *PinnedMemory) Ptr() unsafe.Pointer {
-	if m == nil {
+	if m == nil || m.freed.Load() {
 		return nil
 	}
 	return m.ptr
@@ -63,12 +121,37 @@ func (m *PinnedMemory) Size() int {
 	return m.size
 }
 
-// Bytes returns the memory as a byte slice, valid until Free.
+// Bytes returns the memory as a byte slice, valid until Free; nil for a
+// nil or freed PinnedMemory.
 func (m *PinnedMemory) Bytes() []byte {
-	if m == nil {
+	if m == nil || m.freed.Load() {
 		return nil
 	}
 	return unsafe.Slice((*byte)(m.ptr), m.size)
+}
+
+// PinnedSlice returns the memory as a slice of T, valid until Free, as
+// syscall.Mmap's memory is until Munmap: the slice must not be used after
+// m.Free, which the collector cannot see. T must hold no Go pointers; the
+// memory's address must be aligned for T, and its size a multiple of T's.
+func PinnedSlice[T any](m *PinnedMemory) ([]T, error) {
+	if m == nil {
+		return nil, nilError("PinnedMemory")
+	}
+	if err := checkElem[T](); err != nil {
+		return nil, err
+	}
+	if m.freed.Load() {
+		return nil, ErrFreed
+	}
+	size, align := int(unsafe.Sizeof(*new(T))), unsafe.Alignof(*new(T))
+	if m.size%size != 0 {
+		return nil, fmt.Errorf("highlevel: %d bytes of pinned memory as %v: not a multiple of its size, %d", m.size, reflect.TypeFor[T](), size)
+	}
+	if uintptr(m.ptr)%align != 0 {
+		return nil, fmt.Errorf("highlevel: pinned memory at %p as %v: address not aligned to %d bytes", m.ptr, reflect.TypeFor[T](), align)
+	}
+	return unsafe.Slice((*T)(m.ptr), m.size/size), nil
 }
 
 // Free gives the memory back (to its pool, if it came from one). A second
@@ -94,12 +177,13 @@ func (m *PinnedMemory) Free() error {
 // safe for use by several goroutines.
 type PinnedMemoryPool struct {
 	*arena
+	life life
 }
 
 // NewPinnedMemoryPool returns an empty pool.
 func NewPinnedMemoryPool() *PinnedMemoryPool {
-	return &PinnedMemoryPool{newArena(func(n int) (chunk, error) {
-		m, err := AllocPinnedMemory(n)
+	return &PinnedMemoryPool{arena: newArena(func(n int) (chunk, error) {
+		m, err := HostAlloc(n)
 		if err != nil {
 			return chunk{}, err
 		}
@@ -109,7 +193,8 @@ func NewPinnedMemoryPool() *PinnedMemoryPool {
 
 var defaultPinnedPool = sync.OnceValue(NewPinnedMemoryPool)
 
-// DefaultPinnedMemoryPool returns the process's pinned memory pool.
+// DefaultPinnedMemoryPool returns the process's pinned memory pool, the
+// default pinned memory allocator (SetPinnedMemoryAllocator).
 func DefaultPinnedMemoryPool() *PinnedMemoryPool { return defaultPinnedPool() }
 
 // Malloc allocates size bytes of pinned memory from the pool.
@@ -117,12 +202,33 @@ func (p *PinnedMemoryPool) Malloc(size int) (*PinnedMemory, error) {
 	if p == nil {
 		return nil, nilError("PinnedMemoryPool")
 	}
+	if !p.life.acquire() {
+		return nil, ErrClosed
+	}
+	defer p.life.release()
 	b, err := p.alloc(size, nil)
 	if err != nil {
 		return nil, err
 	}
 	return &PinnedMemory{ptr: b.ptr, size: size, block: b}, nil
 }
+
+// Close gives back the memory the pool holds free and makes later
+// allocations return ErrClosed, as MemoryPool.Close does; a second Close
+// returns ErrClosed too. Memory allocated before stays valid until its
+// Free. Copies from and to pageable memory that would stage through a
+// closed pool (SetPinnedMemoryAllocator) run unstaged.
+func (p *PinnedMemoryPool) Close() error {
+	if p == nil {
+		return nilError("PinnedMemoryPool")
+	}
+	if err := p.life.closing(); err != nil {
+		return err
+	}
+	return p.arena.StopHolding()
+}
+
+// The pool's statistics never fail, as MemoryPool's.
 
 // UsedBytes returns the bytes in use, counted in rounded sizes; 0 for a nil
 // pool.
@@ -149,14 +255,29 @@ func (p *PinnedMemoryPool) Limit() int { return p.pool().Limit() }
 
 // SetLimit limits the bytes the pool holds (TotalBytes) to n; 0 removes
 // the limit.
-func (p *PinnedMemoryPool) SetLimit(n int) error { return p.pool().SetLimit(n) }
+func (p *PinnedMemoryPool) SetLimit(n int) error {
+	return p.change(func(a *arena) error { return a.SetLimit(n) })
+}
 
 // FreeAllBlocks gives the memory held free back to CUDA.
-func (p *PinnedMemoryPool) FreeAllBlocks() error { return p.pool().FreeAllBlocks() }
+func (p *PinnedMemoryPool) FreeAllBlocks() error { return p.change((*arena).FreeAllBlocks) }
 
 // StopHolding gives back the memory held free, and from now on gives back
 // each allocation from CUDA as soon as it is wholly free.
-func (p *PinnedMemoryPool) StopHolding() error { return p.pool().StopHolding() }
+func (p *PinnedMemoryPool) StopHolding() error { return p.change((*arena).StopHolding) }
+
+// change runs f, an operation that changes the pool: a nil or closed pool
+// refuses it.
+func (p *PinnedMemoryPool) change(f func(*arena) error) error {
+	if p == nil {
+		return nilError("PinnedMemoryPool")
+	}
+	if !p.life.acquire() {
+		return ErrClosed
+	}
+	defer p.life.release()
+	return f(p.arena)
+}
 
 func (p *PinnedMemoryPool) pool() *arena {
 	if p == nil {
@@ -224,8 +345,8 @@ func RegisterHost[T any](s []T) (*HostRegistration, error) {
 	return r, nil
 }
 
-// Unregister unregisters and unpins the memory. A second Unregister does
-// nothing and returns nil.
+// Unregister unregisters and unpins the memory. A second Unregister
+// returns ErrClosed.
 func (r *HostRegistration) Unregister() error {
 	if r == nil {
 		return nilError("HostRegistration")
@@ -233,7 +354,7 @@ func (r *HostRegistration) Unregister() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.reg == nil {
-		return nil
+		return ErrClosed
 	}
 	r.clean.Stop()
 	err := r.reg.unregister()

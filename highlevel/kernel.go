@@ -471,7 +471,7 @@ func putArg(dst []byte, a any, class paramClass) (dev Device, err error) {
 	case cudadrv.Deviceptr:
 		kind, err = paramPointer, put64(dst, uint64(v), "cudadrv.Deviceptr")
 	case MemoryPointer:
-		kind, err, mem = paramPointer, putMemory(dst, v, "MemoryPointer"), v.Mem
+		kind, err, mem = paramPointer, putMemory(dst, v, "MemoryPointer"), v.mem
 	case *Memory:
 		kind, mem = paramPointer, v
 		if err = v.live(); err != nil {
@@ -491,7 +491,7 @@ func putArg(dst []byte, a any, class paramClass) (dev Device, err error) {
 				return -1, fmt.Errorf("nil %v", t)
 			}
 			p := *(*MemoryPointer)(data)
-			kind, err, mem = paramPointer, putMemory(dst, p, t.String()), p.Mem
+			kind, err, mem = paramPointer, putMemory(dst, p, t.String()), p.mem
 		case argValue:
 			if int(t.Size()) != len(dst) {
 				return -1, fmt.Errorf("%v is %d bytes, the parameter %d", t, t.Size(), len(dst))
@@ -530,7 +530,7 @@ func fits(kind, class paramClass) bool {
 }
 
 func putMemory(dst []byte, p MemoryPointer, what string) error {
-	if err := p.Mem.live(); err != nil {
+	if err := p.mem.live(); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	return put64(dst, uint64(uintptr(p.Ptr())), what)

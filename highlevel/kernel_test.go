@@ -32,7 +32,7 @@ func TestKernelArguments(t *testing.T) {
 	var host [16]byte
 	mem := &Memory{ptr: unsafe.Pointer(&host[0]), size: len(host)}
 	addr := uint64(uintptr(mem.ptr))
-	arr := &Array[float64]{p: MemoryPointer{Mem: mem, Offset: 8}, n: 1}
+	arr := &Array[float64]{p: MemoryPointer{mem: mem, off: 8}, n: 1}
 	freed := &Memory{ptr: unsafe.Pointer(&host[0]), size: len(host)}
 	freed.life.close()
 	for _, tt := range []struct {
@@ -54,7 +54,7 @@ func TestKernelArguments(t *testing.T) {
 		{"Deviceptr", 8, cudadrv.Deviceptr(0x2000), le64(0x2000), ""},
 		{"unsafe.Pointer", 8, mem.ptr, le64(addr), ""},
 		{"*Memory", 8, mem, le64(addr), ""},
-		{"MemoryPointer", 8, MemoryPointer{Mem: mem, Offset: 4}, le64(addr + 4), ""},
+		{"MemoryPointer", 8, MemoryPointer{mem: mem, off: 4}, le64(addr + 4), ""},
 		{"*Array", 8, arr, le64(addr + 8), ""},
 		{"struct", 12, vec3{1, 2, 3}, append(append(le32(math.Float32bits(1)), le32(math.Float32bits(2))...), le32(math.Float32bits(3))...), ""},
 		{"array", 8, [2]int32{1, 2}, append(le32(1), le32(2)...), ""},
@@ -117,8 +117,8 @@ func TestKernelArgumentLayout(t *testing.T) {
 func TestKernelArgumentsAllocate(t *testing.T) {
 	var host [16]byte
 	mem := &Memory{ptr: unsafe.Pointer(&host[0]), size: len(host)}
-	x := &Array[float32]{p: MemoryPointer{Mem: mem}, n: 4}
-	y := MemoryPointer{Mem: mem, Offset: 4}
+	x := &Array[float32]{p: MemoryPointer{mem: mem}, n: 4}
+	y := MemoryPointer{mem: mem, off: 4}
 	k := testKernel(4, 8, 8, 4, 12)
 	a, n := float32(2.5), int32(1000)
 	v := vec3{1, 2, 3}

@@ -144,38 +144,39 @@ func TestClosedObjects(t *testing.T) {
 	open := &Stream{}
 	_, kerr := m.Kernel("k")
 	_, aerr := k.Attribute(0, 0)
-	_, perr := p.UsedBytes()
 	_, merr := pool.Malloc(1)
 	_, serr := (&MemoryPool{arena: newArena(nil, nil)}).MallocStream(1, s)
 	_, ierr := g.Instantiate()
 	_, qerr := e.Query()
 	_, cerr := s.EndCapture()
 	for name, err := range map[string]error{
-		"Stream.Synchronize":    s.Synchronize(),
-		"Stream.BeginCapture":   s.BeginCapture(),
-		"Stream.EndCapture":     cerr,
-		"Stream.LaunchHostFunc": s.LaunchHostFunc(func() {}),
-		"Stream.AddCallback":    s.AddCallback(func(error) {}),
-		"Stream.WaitEvent":      open.WaitEvent(e),
-		"Stream.Wait":           s.Wait(context.Background()),
-		"Stream.Close":          s.Close(),
-		"Event.Record":          e.Record(nil),
-		"Event.Query":           qerr,
-		"Event.Wait":            e.Wait(context.Background()),
-		"Event.Close":           e.Close(),
-		"Graph.Instantiate":     ierr,
-		"Graph.Close":           g.Close(),
-		"GraphExec.Launch":      x.Launch(nil),
-		"GraphExec.Update":      (&GraphExec{}).Update(g),
-		"GraphExec.Close":       x.Close(),
-		"Module.Kernel":         kerr,
-		"Module.Close":          m.Close(),
-		"Kernel.Launch":         k.Launch(nil, LaunchConfig{}),
-		"Kernel.Attribute":      aerr,
-		"MemoryAsyncPool.Used":  perr,
-		"MemoryAsyncPool.Close": p.Close(),
-		"MemoryPool.Malloc":     merr,
-		"MemoryPool.Close":      pool.Close(),
+		"Stream.Synchronize":                         s.Synchronize(),
+		"Stream.BeginCapture":                        s.BeginCapture(),
+		"Stream.EndCapture":                          cerr,
+		"Stream.LaunchHostFunc":                      s.LaunchHostFunc(func() {}),
+		"Stream.AddCallback":                         s.AddCallback(func(error) {}),
+		"Stream.WaitEvent":                           open.WaitEvent(e),
+		"Stream.Wait":                                s.Wait(context.Background()),
+		"Stream.Close":                               s.Close(),
+		"Event.Record":                               e.Record(nil),
+		"Event.Query":                                qerr,
+		"Event.Wait":                                 e.Wait(context.Background()),
+		"Event.Close":                                e.Close(),
+		"Graph.Instantiate":                          ierr,
+		"Graph.Close":                                g.Close(),
+		"GraphExec.Launch":                           x.Launch(nil),
+		"GraphExec.Update":                           (&GraphExec{}).Update(g),
+		"GraphExec.Close":                            x.Close(),
+		"Module.Kernel":                              kerr,
+		"Module.Close":                               m.Close(),
+		"Kernel.Launch":                              k.Launch(nil, LaunchConfig{}),
+		"Kernel.Attribute":                           aerr,
+		"MemoryAsyncPool.SetLimit":                   p.SetLimit(1),
+		"MemoryAsyncPool.SetLimitFraction":           p.SetLimitFraction(0.5),
+		"MemoryAsyncPool.FreeAllBlocks":              p.FreeAllBlocks(),
+		"MemoryAsyncPool.Close":                      p.Close(),
+		"MemoryPool.Malloc":                          merr,
+		"MemoryPool.Close":                           pool.Close(),
 		"MemoryPool.MallocStream of a closed stream": serr,
 	} {
 		if !errors.Is(err, ErrClosed) {
@@ -220,7 +221,7 @@ func TestMemoryFreeWaitsForCopies(t *testing.T) {
 	if err := <-freed; err != nil {
 		t.Fatal(err)
 	}
-	p := MemoryPointer{Mem: m}
+	p := MemoryPointer{mem: m}
 	if err := p.Memset(0, 8); !errors.Is(err, ErrFreed) {
 		t.Errorf("Memset after Free: %v, want ErrFreed", err)
 	}
@@ -253,7 +254,7 @@ func TestSizesOverflow(t *testing.T) {
 		t.Errorf("an allocation past the limit succeeded")
 	}
 	var host [64]byte
-	p := MemoryPointer{Mem: &Memory{ptr: unsafe.Pointer(&host[0]), size: len(host)}, Offset: 8}
+	p := MemoryPointer{mem: &Memory{ptr: unsafe.Pointer(&host[0]), size: len(host)}, off: 8}
 	big := int(^uint(0) >> 1)
 	for _, n := range []int{big, -big, big - 7, -9} {
 		if _, err := p.Add(n); err == nil {

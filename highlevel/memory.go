@@ -4,6 +4,7 @@ package highlevel
 import "C"
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -91,69 +92,81 @@ func (m *Memory) live() error {
 	return nil
 }
 
-// A MemoryPointer is a position in a Memory: CuPy's MemoryPointer. The zero
-// value points nowhere; every operation on it returns ErrFreed.
+// A MemoryPointer is a position in a Memory: CuPy's MemoryPointer. It is a
+// value, like a slice header: copies of it point at the same memory, and
+// Add returns a new one rather than moving it. Only the package makes
+// MemoryPointers (allocations, Add, Array.MemoryPointer), so one always
+// lies within its memory. The zero value points nowhere; every operation
+// on it returns ErrFreed.
 type MemoryPointer struct {
-	Mem    *Memory
-	Offset int
+	mem *Memory
+	off int
 }
+
+// Memory returns the allocation the pointer points into; nil for the zero
+// MemoryPointer. Memory().Free() frees it.
+func (p MemoryPointer) Memory() *Memory { return p.mem }
+
+// Offset returns the pointer's offset in bytes from the start of its
+// memory.
+func (p MemoryPointer) Offset() int { return p.off }
 
 // Ptr returns the device address Offset bytes into the memory.
 func (p MemoryPointer) Ptr() unsafe.Pointer {
-	if p.Mem == nil {
+	if p.mem == nil {
 		return nil
 	}
-	return unsafe.Add(p.Mem.ptr, p.Offset)
+	return unsafe.Add(p.mem.ptr, p.off)
 }
 
 // Size returns the number of bytes from the pointer to the end of the memory.
 func (p MemoryPointer) Size() int {
-	if p.Mem == nil {
+	if p.mem == nil {
 		return 0
 	}
-	return p.Mem.size - p.Offset
+	return p.mem.size - p.off
 }
 
 // Device returns the device of the memory.
 func (p MemoryPointer) Device() Device {
-	if p.Mem == nil {
+	if p.mem == nil {
 		return 0
 	}
-	return p.Mem.dev
+	return p.mem.dev
 }
 
 // Add returns the pointer moved n bytes further; n may be negative. The
 // result must stay within the memory, its end included.
 func (p MemoryPointer) Add(n int) (MemoryPointer, error) {
-	if err := p.Mem.live(); err != nil {
+	if err := p.mem.live(); err != nil {
 		return MemoryPointer{}, err
 	}
-	if p.Offset < 0 || p.Offset > p.Mem.size || n < -p.Offset || n > p.Mem.size-p.Offset {
-		return MemoryPointer{}, fmt.Errorf("highlevel: offset %d + %d is outside the %d bytes of the memory", p.Offset, n, p.Mem.size)
+	if p.off < 0 || p.off > p.mem.size || n < -p.off || n > p.mem.size-p.off {
+		return MemoryPointer{}, fmt.Errorf("highlevel: offset %d + %d is outside the %d bytes of the memory", p.off, n, p.mem.size)
 	}
-	return MemoryPointer{p.Mem, p.Offset + n}, nil
+	return MemoryPointer{p.mem, p.off + n}, nil
 }
 
 // span begins an operation on n bytes from p, which must lie within its
 // memory: it returns the device address and the primary context of its
-// device, and p.Mem.life.release ends it. n == 0 is an error here: the
+// device, and p.mem.life.release ends it. n == 0 is an error here: the
 // operations return early for it.
 func (p MemoryPointer) span(n int) (unsafe.Pointer, unsafe.Pointer, error) {
-	if p.Mem == nil {
+	if p.mem == nil {
 		return nil, nil, ErrFreed
 	}
 	if n <= 0 {
 		return nil, nil, fmt.Errorf("highlevel: size %d: must not be negative", n)
 	}
-	if p.Offset < 0 || p.Offset > p.Mem.size || n > p.Mem.size-p.Offset {
-		return nil, nil, fmt.Errorf("highlevel: %d bytes at offset %d are past the end of the %d bytes of the memory", n, p.Offset, p.Mem.size)
+	if p.off < 0 || p.off > p.mem.size || n > p.mem.size-p.off {
+		return nil, nil, fmt.Errorf("highlevel: %d bytes at offset %d are past the end of the %d bytes of the memory", n, p.off, p.mem.size)
 	}
-	if !p.Mem.life.acquire() {
+	if !p.mem.life.acquire() {
 		return nil, nil, ErrFreed
 	}
-	ctx, err := p.Mem.dev.context()
+	ctx, err := p.mem.dev.context()
 	if err != nil {
-		p.Mem.life.release()
+		p.mem.life.release()
 		return nil, nil, err
 	}
 	return p.Ptr(), ctx, nil
@@ -165,43 +178,102 @@ func (p MemoryPointer) empty(n int) (bool, error) {
 	if n != 0 {
 		return false, nil
 	}
-	return true, p.Mem.live()
+	return true, p.mem.live()
 }
 
-// CopyFromHost copies n bytes from src, host memory, to p.
+// CopyFromHost copies n bytes from src, host memory, to p. It is for C
+// interop: memory from C, or an address from another library. A Go slice
+// goes through CopyToDevice (or Array.CopyFromHost), which checks its
+// length and element type, and pinned memory through PinnedSlice.
 //
-// src may be Go memory or pinned memory. Go memory must hold no Go pointers;
-// for Go slices, Array and the helpers that take []byte are easier.
+// src may be Go memory or pinned memory. Go memory must hold no Go pointers.
 //
 // Copies of 2 MiB or more between device memory and ordinary (pageable) Go
 // memory are staged, in both directions: goroutines copy the Go memory chunk
-// by chunk into two pinned buffers from DefaultPinnedMemoryPool while the
-// GPU copies the other buffer. On an H200's host that runs 1.8 to 3 times
-// as fast as CUDA's own copy from pageable memory, at 55-60% of the speed of
-// a copy from pinned memory.
+// by chunk into two pinned buffers from the pinned memory allocator
+// (SetPinnedMemoryAllocator) while the GPU copies the other buffer. On an
+// H200's host that runs 1.8 to 3 times as fast as CUDA's own copy from
+// pageable memory, at 55-60% of the speed of a copy from pinned memory.
 func (p MemoryPointer) CopyFromHost(src unsafe.Pointer, n int) error {
 	return p.copyHost(src, n, nil, false, true)
 }
 
-// CopyFromHostAsync is CopyFromHost ordered on stream s. From pageable
-// (ordinary Go) memory CUDA has read src when the call returns; a staged copy
-// (see CopyFromHost) returns when s has done it. From pinned memory src must
+// CopyFromHostAsync is CopyFromHost ordered on stream s, for C interop
+// (see CopyToDeviceAsync for Go slices). From pageable (ordinary Go)
+// memory CUDA has read src when the call returns; a staged copy (see
+// CopyFromHost) returns when s has done it. From pinned memory src must
 // stay untouched until s has done the copy.
 func (p MemoryPointer) CopyFromHostAsync(src unsafe.Pointer, n int, s *Stream) error {
 	return p.copyHost(src, n, s, true, true)
 }
 
-// CopyToHost copies n bytes from p to dst, host memory.
+// CopyToHost copies n bytes from p to dst, host memory, for C interop (see
+// the function CopyToHost for Go slices).
 func (p MemoryPointer) CopyToHost(dst unsafe.Pointer, n int) error {
 	return p.copyHost(dst, n, nil, false, false)
 }
 
-// CopyToHostAsync is CopyToHost ordered on stream s. To pageable (ordinary
-// Go) memory CUDA has written dst when the call returns, also when the copy
-// is staged (see CopyFromHost); to pinned memory dst is written when s
-// reaches the copy.
+// CopyToHostAsync is CopyToHost ordered on stream s, for C interop (see
+// CopyToHostAsync for Go slices). To pageable (ordinary Go) memory CUDA
+// has written dst when the call returns, also when the copy is staged (see
+// CopyFromHost); to pinned memory dst is written when s reaches the copy.
 func (p MemoryPointer) CopyToHostAsync(dst unsafe.Pointer, n int, s *Stream) error {
 	return p.copyHost(dst, n, s, true, false)
+}
+
+// CopyToDevice copies the elements of src to device memory at dst, which
+// must hold them (dst.Size() >= len(src) * the size of T). T must hold no
+// Go pointers, as for Array. It is the typed form of
+// MemoryPointer.CopyFromHost, staged in the same way.
+func CopyToDevice[T any](dst MemoryPointer, src []T) error {
+	h, n, err := hostSlice(src)
+	if err != nil {
+		return err
+	}
+	return dst.copyHost(h, n, nil, false, true)
+}
+
+// CopyToDeviceAsync is CopyToDevice ordered on stream s; src may be reused
+// as MemoryPointer.CopyFromHostAsync says.
+func CopyToDeviceAsync[T any](dst MemoryPointer, src []T, s *Stream) error {
+	h, n, err := hostSlice(src)
+	if err != nil {
+		return err
+	}
+	return dst.copyHost(h, n, s, true, true)
+}
+
+// CopyToHost copies len(dst) elements from device memory at src to dst.
+// T must hold no Go pointers. It is the typed form of
+// MemoryPointer.CopyToHost.
+func CopyToHost[T any](dst []T, src MemoryPointer) error {
+	h, n, err := hostSlice(dst)
+	if err != nil {
+		return err
+	}
+	return src.copyHost(h, n, nil, false, false)
+}
+
+// CopyToHostAsync is CopyToHost ordered on stream s; dst holds the data as
+// MemoryPointer.CopyToHostAsync says.
+func CopyToHostAsync[T any](dst []T, src MemoryPointer, s *Stream) error {
+	h, n, err := hostSlice(dst)
+	if err != nil {
+		return err
+	}
+	return src.copyHost(h, n, s, true, false)
+}
+
+// hostSlice returns the data and byte length of s, whose element type must
+// suit device memory; nil data for an empty s.
+func hostSlice[T any](s []T) (unsafe.Pointer, int, error) {
+	if err := checkElem[T](); err != nil {
+		return nil, 0, err
+	}
+	if len(s) == 0 {
+		return nil, 0, nil
+	}
+	return unsafe.Pointer(unsafe.SliceData(s)), len(s) * int(unsafe.Sizeof(s[0])), nil
 }
 
 // copyHost copies n bytes between p and host memory h.
@@ -216,8 +288,8 @@ func (p MemoryPointer) copyHost(h unsafe.Pointer, n int, s *Stream, async, toDev
 	if err != nil {
 		return err
 	}
-	defer p.Mem.life.release()
-	sh, err := s.enter(p.Mem.dev)
+	defer p.mem.life.release()
+	sh, err := s.enter(p.mem.dev)
 	if err != nil {
 		return err
 	}
@@ -228,7 +300,9 @@ func (p MemoryPointer) copyHost(h unsafe.Pointer, n int, s *Stream, async, toDev
 			return err
 		}
 		if pg {
-			return stagedCopy(ctx, d, h, n, sh, toDevice)
+			if staged, err := stagedCopy(ctx, d, h, n, sh, toDevice); staged {
+				return err
+			}
 		}
 	}
 	dst, src := h, d
@@ -253,7 +327,7 @@ func (p MemoryPointer) CopyFromDeviceAsync(src MemoryPointer, n int, s *Stream) 
 func (p MemoryPointer) copyDevice(src MemoryPointer, n int, s *Stream, async bool) error {
 	if empty, err := p.empty(n); empty {
 		if err == nil {
-			err = src.Mem.live()
+			err = src.mem.live()
 		}
 		return err
 	}
@@ -261,34 +335,25 @@ func (p MemoryPointer) copyDevice(src MemoryPointer, n int, s *Stream, async boo
 	if err != nil {
 		return err
 	}
-	defer p.Mem.life.release()
+	defer p.mem.life.release()
 	sp, _, err := src.span(n)
 	if err != nil {
 		return err
 	}
-	defer src.Mem.life.release()
-	sh, err := s.enter(p.Mem.dev)
+	defer src.mem.life.release()
+	sh, err := s.enter(p.mem.dev)
 	if err != nil {
 		return err
 	}
 	defer s.leave()
-	if sd := src.Mem.dev; sd != p.Mem.dev {
+	if sd := src.mem.dev; sd != p.mem.dev {
 		if _, err := sd.state(); err != nil {
 			return err
 		}
-		return check("cudaMemcpyPeer", C.hl_memcpy_peer(ctx, dst, C.int(p.Mem.dev), sp, C.int(sd), C.size_t(n), sh, cbool(async)))
+		return check("cudaMemcpyPeer", C.hl_memcpy_peer(ctx, dst, C.int(p.mem.dev), sp, C.int(sd), C.size_t(n), sh, cbool(async)))
 	}
 	// Both are device (or managed) memory of one device.
 	return check("cudaMemcpy", C.hl_memcpy(ctx, dst, sp, C.size_t(n), C.cudaMemcpyDeviceToDevice, sh, cbool(async)))
-}
-
-// CopyFrom copies n bytes from src to p: CopyFromDevice, named as CuPy names
-// it.
-func (p MemoryPointer) CopyFrom(src MemoryPointer, n int) error { return p.CopyFromDevice(src, n) }
-
-// CopyFromAsync is CopyFromDeviceAsync, named as CuPy names it.
-func (p MemoryPointer) CopyFromAsync(src MemoryPointer, n int, s *Stream) error {
-	return p.CopyFromDeviceAsync(src, n, s)
 }
 
 // Memset sets n bytes from p to the byte value.
@@ -309,8 +374,8 @@ func (p MemoryPointer) memset(value byte, n int, s *Stream, async bool) error {
 	if err != nil {
 		return err
 	}
-	defer p.Mem.life.release()
-	sh, err := s.enter(p.Mem.dev)
+	defer p.mem.life.release()
+	sh, err := s.enter(p.mem.dev)
 	if err != nil {
 		return err
 	}
@@ -325,33 +390,25 @@ func cbool(b bool) C.int {
 	return 0
 }
 
-// An Allocator allocates device memory. Device (cudaMalloc), MemoryPool and
-// MemoryAsyncPool are Allocators; SetAllocator chooses the one Alloc uses.
+// An Allocator allocates device memory. Device (cudaMalloc, unpooled),
+// *MemoryPool and *MemoryAsyncPool are Allocators. Allocation is explicit
+// where it matters: an Allocator's Malloc, NewArrayOn and ArrayFromOn
+// allocate from the allocator named; Alloc, NewArray and ArrayFrom use the
+// process's default allocator (SetAllocator).
 type Allocator interface {
 	Malloc(size int) (MemoryPointer, error)
 }
 
-// allocators holds the allocator Alloc uses: the one set last by
-// SetAllocator, or, while UsingAllocator calls run, the one of the most
-// recent still running.
-var allocators struct {
-	mu      sync.Mutex
-	base    Allocator // SetAllocator's; nil means DefaultMemoryPool
-	scopes  []*scope  // UsingAllocator's, in the order they began
-	current atomic.Pointer[Allocator]
+// allocator holds the process's default allocator: nil until SetAllocator
+// sets it or its first use fixes it.
+var allocator struct {
+	mu    sync.Mutex
+	set   Allocator // SetAllocator's; nil: DefaultMemoryPool
+	fixed atomic.Pointer[Allocator]
 }
 
-type scope struct{ a Allocator }
-
-func updateAllocator() {
-	a := allocators.base
-	if n := len(allocators.scopes); n > 0 {
-		a = allocators.scopes[n-1].a
-	}
-	allocators.current.Store(&a)
-}
-
-// Alloc allocates size bytes through the current allocator (GetAllocator).
+// Alloc allocates size bytes from the process's default allocator
+// (GetAllocator).
 func Alloc(size int) (MemoryPointer, error) {
 	a, err := GetAllocator()
 	if err != nil {
@@ -360,64 +417,59 @@ func Alloc(size int) (MemoryPointer, error) {
 	return a.Malloc(size)
 }
 
-// SetAllocator makes a the allocator of Alloc, for every goroutine, and
-// returns the previous one; nil restores the default, DefaultMemoryPool.
+// ErrAllocatorInUse is returned by SetAllocator and
+// SetPinnedMemoryAllocator once the allocator they would replace has been
+// used.
+var ErrAllocatorInUse = errors.New("highlevel: allocator already in use: it is set before its first use")
+
+// SetAllocator makes a the process's default allocator, the one Alloc,
+// NewArray and ArrayFrom use; nil restores DefaultMemoryPool.
 //
-// CuPy's allocator is per thread; Go has no goroutine-local state, so here
-// it is per process: a program, or a library's caller, picks it once. Code
-// that needs another allocator for some allocations calls that allocator's
-// Malloc directly.
-func SetAllocator(a Allocator) Allocator {
-	allocators.mu.Lock()
-	defer allocators.mu.Unlock()
-	prev := allocators.base
-	allocators.base = a
-	updateAllocator()
-	return prev
+// CuPy's allocator is per thread. Go has no goroutine-local state, and a
+// process-wide allocator that changes while goroutines allocate would send
+// some of their allocations, unpredictably, to the wrong pool or device. So
+// the default is fixed at its first use: SetAllocator may be called, any
+// number of times, until the first Alloc, NewArray, ArrayFrom or
+// GetAllocator, as flags are defined before flag.Parse; after that it
+// changes nothing and returns ErrAllocatorInUse. Code that wants another
+// allocator for some of its allocations names it: a.Malloc, NewArrayOn(a,
+// n), ArrayFromOn(a, s).
+func SetAllocator(a Allocator) error {
+	allocator.mu.Lock()
+	defer allocator.mu.Unlock()
+	if allocator.fixed.Load() != nil {
+		return ErrAllocatorInUse
+	}
+	allocator.set = a
+	return nil
 }
 
-// GetAllocator returns the allocator Alloc uses: the one set by
-// SetAllocator or UsingAllocator, else DefaultMemoryPool.
+// GetAllocator returns the process's default allocator: the one
+// SetAllocator set, else DefaultMemoryPool. From its first call the default
+// is fixed (see SetAllocator).
 func GetAllocator() (Allocator, error) {
-	if a := allocators.current.Load(); a != nil && *a != nil {
+	if a := allocator.fixed.Load(); a != nil {
 		return *a, nil
 	}
-	p, err := DefaultMemoryPool()
-	if err != nil {
-		return nil, err
+	allocator.mu.Lock()
+	defer allocator.mu.Unlock()
+	if a := allocator.fixed.Load(); a != nil {
+		return *a, nil
 	}
-	return p, nil
-}
-
-// UsingAllocator runs fn with a as the allocator of Alloc, then restores
-// the previous one, also when fn panics.
-//
-// Like SetAllocator it acts on the whole process: while fn runs, Alloc in
-// every goroutine uses a. Calls may nest and may overlap in several
-// goroutines: Alloc uses the allocator of the most recent call still
-// running, and when all have returned, SetAllocator's again.
-func UsingAllocator(a Allocator, fn func() error) error {
-	s := &scope{a}
-	allocators.mu.Lock()
-	allocators.scopes = append(allocators.scopes, s)
-	updateAllocator()
-	allocators.mu.Unlock()
-	defer func() {
-		allocators.mu.Lock()
-		defer allocators.mu.Unlock()
-		for i, t := range allocators.scopes {
-			if t == s {
-				allocators.scopes = append(allocators.scopes[:i], allocators.scopes[i+1:]...)
-				break
-			}
+	a := allocator.set
+	if a == nil {
+		p, err := DefaultMemoryPool()
+		if err != nil {
+			return nil, err
 		}
-		updateAllocator()
-	}()
-	return fn()
+		a = p
+	}
+	allocator.fixed.Store(&a)
+	return a, nil
 }
 
 // Malloc allocates size bytes on d with cudaMalloc, unpooled. Device is an
-// Allocator: SetAllocator(dev) turns pooling off.
+// Allocator: NewArrayOn(dev, n) allocates an unpooled Array on dev.
 func (d Device) Malloc(size int) (MemoryPointer, error) {
 	return d.malloc(size, false)
 }
@@ -447,7 +499,7 @@ func (d Device) malloc(size int, managed bool) (MemoryPointer, error) {
 		return MemoryPointer{}, fmt.Errorf("%w (%d bytes on %v)", err, size, d)
 	}
 	m := newMemory(p, size, d, deviceOwner{}, lostMemory{ptr: p, ctx: ctx})
-	m.Mem.managed = managed
+	m.mem.managed = managed
 	return m, nil
 }
 
@@ -472,7 +524,7 @@ func checkSize(what string, n int) error {
 func newMemory(p unsafe.Pointer, size int, d Device, o owner, lost lostMemory) MemoryPointer {
 	m := &Memory{ptr: p, size: size, dev: d, owner: o}
 	m.clean = runtime.AddCleanup(m, lostMemory.lose, lost)
-	return MemoryPointer{Mem: m}
+	return MemoryPointer{mem: m}
 }
 
 // deviceOwner frees with cudaFree.
@@ -496,6 +548,7 @@ type lostMemory struct {
 	ptr, ctx unsafe.Pointer
 	reg      *registration    // a HostRegistration's, when not nil
 	pool     *MemoryAsyncPool // the pool it came from, when not nil
+	size     int              // its size, for pool's count
 }
 
 var lost struct {
@@ -531,6 +584,7 @@ func freeLost() {
 		default:
 			C.hl_free(l.ctx, l.ptr)
 			if l.pool != nil {
+				l.pool.inUse.Add(-int64(l.size))
 				l.pool.unref()
 			}
 		}
@@ -558,7 +612,7 @@ func UnownedMemory(ptr unsafe.Pointer, size int, owner any) (MemoryPointer, erro
 	if typ != C.CU_MEMORYTYPE_DEVICE && managed == 0 {
 		return MemoryPointer{}, fmt.Errorf("highlevel: unowned memory at %p is not device memory", ptr)
 	}
-	return MemoryPointer{Mem: &Memory{ptr: ptr, size: size, dev: Device(dev), managed: managed != 0, owner: keepOwner{owner}}}, nil
+	return MemoryPointer{mem: &Memory{ptr: ptr, size: size, dev: Device(dev), managed: managed != 0, owner: keepOwner{owner}}}, nil
 }
 
 // keepOwner keeps UnownedMemory's owner reachable and frees nothing.

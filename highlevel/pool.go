@@ -6,10 +6,13 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/gocuda/cuda/cudart"
 )
 
 // A MemoryPool is a caching allocator of device memory (CuPy's MemoryPool,
@@ -48,8 +51,10 @@ import (
 // it.
 type MemoryPool struct {
 	*arena
-	life life
-	slab atomic.Pointer[memSlab]
+	life  life
+	slab  atomic.Pointer[memSlab]
+	dev   Device // the upstream allocator's device, when devOK
+	devOK bool
 }
 
 // slabSize is how many Memory values a memSlab holds.
@@ -100,7 +105,11 @@ func (p *MemoryPool) newPooled(b *block, size int) *Memory {
 }
 
 // NewMemoryPool returns a pool that takes its memory from upstream; nil
-// upstream is DefaultDevice's cudaMalloc.
+// upstream is DefaultDevice's cudaMalloc. A Device upstream (cudaMalloc on
+// that device) makes a pool per device:
+//
+//	pool, err := highlevel.NewMemoryPool(highlevel.Device(1))
+//	x, err := highlevel.NewArrayOn[float32](pool, n)
 func NewMemoryPool(upstream Allocator) (*MemoryPool, error) {
 	if upstream == nil {
 		d, err := DefaultDevice()
@@ -109,13 +118,21 @@ func NewMemoryPool(upstream Allocator) (*MemoryPool, error) {
 		}
 		upstream = d
 	}
-	return &MemoryPool{arena: newArena(func(n int) (chunk, error) {
+	p := &MemoryPool{}
+	switch u := upstream.(type) {
+	case Device:
+		p.dev, p.devOK = u, true
+	case interface{ Device() Device }:
+		p.dev, p.devOK = u.Device(), true
+	}
+	p.arena = newArena(func(n int) (chunk, error) {
 		m, err := upstream.Malloc(n)
 		if err != nil {
 			return chunk{}, err
 		}
-		return chunk{ptr: m.Ptr(), size: n, dev: m.Device(), managed: m.Mem.managed, release: m.Mem.Free}, nil
-	}, settleDevices)}, nil
+		return chunk{ptr: m.Ptr(), size: n, dev: m.Device(), managed: m.mem.managed, release: m.mem.Free}, nil
+	}, settleDevices)
+	return p, nil
 }
 
 // settleDevices waits until the devices the program used have finished
@@ -141,6 +158,10 @@ func DefaultMemoryPool() (*MemoryPool, error) {
 	return defaultPool.p, defaultPool.err
 }
 
+// errPerThreadPool refuses the per-thread default stream, a different
+// stream on every OS thread, to a MemoryPool.
+var errPerThreadPool = errors.New("highlevel: memory pool: the per-thread default stream is another stream on every OS thread; use a Stream")
+
 // Malloc allocates size bytes for the legacy default stream.
 func (p *MemoryPool) Malloc(size int) (MemoryPointer, error) {
 	return p.MallocStream(size, nil)
@@ -158,7 +179,7 @@ func (p *MemoryPool) MallocStream(size int, s *Stream) (MemoryPointer, error) {
 	defer p.life.release()
 	if s != nil {
 		if s.perThread() {
-			return MemoryPointer{}, errors.New("highlevel: memory pool: the per-thread default stream is another stream on every OS thread; use a Stream")
+			return MemoryPointer{}, errPerThreadPool
 		}
 		if !s.life.acquire() {
 			return MemoryPointer{}, ErrClosed
@@ -178,7 +199,17 @@ func (p *MemoryPool) MallocStream(size int, s *Stream) (MemoryPointer, error) {
 		p.release(b)
 		return MemoryPointer{}, fmt.Errorf("highlevel: memory pool of %v: allocation for a stream of %v", b.chunk.dev, s.dev)
 	}
-	return MemoryPointer{Mem: p.newPooled(b, size)}, nil
+	return MemoryPointer{mem: p.newPooled(b, size)}, nil
+}
+
+// Device returns the device of the pool's upstream allocator: the Device
+// given to NewMemoryPool, or the device of the pool given; 0 for a nil pool
+// or an upstream allocator of no known device.
+func (p *MemoryPool) Device() Device {
+	if p == nil {
+		return 0
+	}
+	return p.dev
 }
 
 // Close gives back the memory the pool holds free and makes later
@@ -192,11 +223,12 @@ func (p *MemoryPool) Close() error {
 	if err := p.life.closing(); err != nil {
 		return err
 	}
-	return p.StopHolding()
+	return p.arena.StopHolding()
 }
 
-// The pool's statistics and settings; see the methods of PinnedMemoryPool
-// for a pool without CUDA streams.
+// The pool's statistics never fail: they are the pool's own counts, 0 for
+// a nil pool, and stay readable after Close. What changes the pool
+// (SetLimit, FreeAllBlocks, StopHolding) returns ErrClosed after Close.
 
 // UsedBytes returns the bytes in use, counted in rounded sizes; 0 for a nil
 // pool. Memory dropped without Free counts until the pool takes it back.
@@ -223,14 +255,85 @@ func (p *MemoryPool) Limit() int { return p.pool().Limit() }
 // SetLimit limits the bytes the pool holds (TotalBytes) to n; 0 removes
 // the limit. An allocation that would pass it returns an error matching
 // cudart.ErrorMemoryAllocation. The limit does not free what is held.
-func (p *MemoryPool) SetLimit(n int) error { return p.pool().SetLimit(n) }
+func (p *MemoryPool) SetLimit(n int) error {
+	return p.change(func(a *arena) error { return a.SetLimit(n) })
+}
+
+// SetLimitFraction sets the limit (SetLimit) to the fraction f, in [0, 1],
+// of the total memory of the pool's device (CuPy's set_limit(fraction=));
+// 0 removes the limit. The pool's device is that of its upstream allocator
+// (see Device); a pool over an allocator of no known device returns an
+// error.
+func (p *MemoryPool) SetLimitFraction(f float64) error {
+	if p == nil {
+		return nilError("MemoryPool")
+	}
+	if !p.devOK {
+		return errors.New("highlevel: memory pool limit by fraction: the pool's upstream allocator has no device")
+	}
+	n, err := limitFraction(p.dev, f)
+	if err != nil {
+		return err
+	}
+	return p.SetLimit(n)
+}
+
+// limitFraction returns the fraction f of d's total memory.
+func limitFraction(d Device, f float64) (int, error) {
+	if !(f >= 0 && f <= 1) { // NaN too
+		return 0, fmt.Errorf("highlevel: pool limit fraction %v: must be in [0, 1]", f)
+	}
+	if f == 0 {
+		return 0, nil
+	}
+	_, total, err := d.MemInfo()
+	if err != nil {
+		return 0, fmt.Errorf("highlevel: pool limit fraction %v of %v: %w", f, d, err)
+	}
+	return max(int(f*float64(total)), 1), nil
+}
 
 // FreeAllBlocks gives the memory held free back to the upstream allocator.
-func (p *MemoryPool) FreeAllBlocks() error { return p.pool().FreeAllBlocks() }
+func (p *MemoryPool) FreeAllBlocks() error { return p.change((*arena).FreeAllBlocks) }
+
+// FreeAllBlocksStream gives back the memory held free for stream s (nil:
+// the legacy default stream) only, where FreeAllBlocks gives back the
+// blocks of every stream (CuPy's free_all_blocks(stream=)). It refuses the
+// per-thread default stream, as MallocStream does, and closed streams,
+// whose blocks serve the legacy default stream.
+func (p *MemoryPool) FreeAllBlocksStream(s *Stream) error {
+	if p == nil {
+		return nilError("MemoryPool")
+	}
+	if s != nil {
+		switch {
+		case s.perThread():
+			return errPerThreadPool
+		case s.life.closed():
+			return ErrClosed
+		case s.h == 0:
+			s = nil
+		}
+	}
+	return p.change(func(a *arena) error { return a.freeBlocks(s, false) })
+}
 
 // StopHolding gives back the memory held free, and from now on gives back
 // each upstream allocation as soon as it is wholly free.
-func (p *MemoryPool) StopHolding() error { return p.pool().StopHolding() }
+func (p *MemoryPool) StopHolding() error { return p.change((*arena).StopHolding) }
+
+// change runs f, an operation that changes the pool: a nil or closed pool
+// refuses it.
+func (p *MemoryPool) change(f func(*arena) error) error {
+	if p == nil {
+		return nilError("MemoryPool")
+	}
+	if !p.life.acquire() {
+		return ErrClosed
+	}
+	defer p.life.release()
+	return f(p.arena)
+}
 
 func (p *MemoryPool) pool() *arena {
 	if p == nil {
@@ -257,6 +360,9 @@ type MemoryAsyncPool struct {
 	// the pool is destroyed when it drops to 0, since frees still queued
 	// into a destroyed pool crash the driver.
 	allocs atomic.Int64
+	// inUse counts the bytes allocated through p and not yet freed, for
+	// limit (0: none).
+	inUse, limit atomic.Int64
 }
 
 // NewMemoryAsyncPool creates a CUDA memory pool on d.
@@ -365,12 +471,29 @@ func (p *MemoryAsyncPool) MallocAsync(size int, s *Stream) (MemoryPointer, error
 		s.pooled.Store(true) // Close waits for its work: see asyncOwner
 	}
 	freeLost()
+	if err := p.reserve(size); err != nil {
+		return MemoryPointer{}, err
+	}
 	var ptr unsafe.Pointer
 	if err := check("cudaMallocAsync", C.hl_malloc_async(p.ctx, &ptr, C.size_t(size), p.h, sh)); err != nil {
+		p.inUse.Add(-int64(size))
 		return MemoryPointer{}, fmt.Errorf("%w (%d bytes on %v)", err, size, p.dev)
 	}
 	p.allocs.Add(1)
-	return newMemory(ptr, size, p.dev, asyncOwner{s, p}, lostMemory{ptr: ptr, ctx: p.ctx, pool: p}), nil
+	return newMemory(ptr, size, p.dev, asyncOwner{s, p}, lostMemory{ptr: ptr, ctx: p.ctx, pool: p, size: size}), nil
+}
+
+// reserve counts size more bytes in use, unless that passes the limit.
+func (p *MemoryAsyncPool) reserve(size int) error {
+	for {
+		used, limit := p.inUse.Load(), p.limit.Load()
+		if limit > 0 && used+int64(size) > limit {
+			return fmt.Errorf("highlevel: allocation of %d bytes from the memory async pool of %v: %d of its limit of %d bytes in use: %w", size, p.dev, used, limit, cudart.ErrorMemoryAllocation)
+		}
+		if p.inUse.CompareAndSwap(used, used+int64(size)) {
+			return nil
+		}
+	}
 }
 
 // asyncOwner frees with cudaFreeAsync on the stream of the allocation.
@@ -394,6 +517,7 @@ func (o asyncOwner) free(m *Memory) error {
 	defer o.s.leave()
 	err = check("cudaFreeAsync", C.hl_free_async(ctx, m.ptr, sh))
 	if err == nil {
+		o.p.inUse.Add(-int64(m.size))
 		// Destroying the pool waits for the frees queued into it.
 		err = o.p.unrefAfter(sh)
 	}
@@ -412,27 +536,46 @@ func (p *MemoryAsyncPool) unrefAfter(sh C.uintptr_t) error {
 	return p.unref()
 }
 
-func (p *MemoryAsyncPool) attr(a C.int) (int, error) {
-	if err := p.use(); err != nil {
-		return 0, err
+// attr returns the pool's attribute a; 0 for a nil or closed pool, or when
+// CUDA fails (the statistics never fail: see UsedBytes).
+func (p *MemoryAsyncPool) attr(a C.int) int {
+	if p.use() != nil {
+		return 0
 	}
 	defer p.life.release()
 	var v C.uint64_t
-	err := check("cudaMemPoolGetAttribute", C.hl_mem_pool_get_attribute(p.ctx, p.h, a, &v))
-	return int(v), err
+	if C.hl_mem_pool_get_attribute(p.ctx, p.h, a, &v) != 0 {
+		return 0
+	}
+	return int(min(v, C.uint64_t(math.MaxInt)))
 }
 
-// UsedBytes returns the bytes allocated from the pool and not yet freed.
-func (p *MemoryAsyncPool) UsedBytes() (int, error) { return p.attr(C.cudaMemPoolAttrUsedMemCurrent) }
+// The pool's statistics never fail, as MemoryPool's: they are 0 for a nil
+// or closed pool, and for a pool whose device has failed (a sticky error
+// its next allocation returns). UsedBytes, FreeBytes and TotalBytes are
+// CUDA's counts for the whole pool, allocations made around the
+// MemoryAsyncPool (cudaMallocAsync on a device's default pool) included.
 
-// TotalBytes returns the bytes the pool holds from the device.
-func (p *MemoryAsyncPool) TotalBytes() (int, error) {
+// UsedBytes returns the bytes allocated from the pool and not yet freed
+// (cudaMemPoolAttrUsedMemCurrent).
+func (p *MemoryAsyncPool) UsedBytes() int { return p.attr(C.cudaMemPoolAttrUsedMemCurrent) }
+
+// FreeBytes returns the bytes the pool holds unused: TotalBytes less
+// UsedBytes.
+func (p *MemoryAsyncPool) FreeBytes() int {
+	return max(p.TotalBytes()-p.UsedBytes(), 0)
+}
+
+// TotalBytes returns the bytes the pool holds from the device
+// (cudaMemPoolAttrReservedMemCurrent).
+func (p *MemoryAsyncPool) TotalBytes() int {
 	return p.attr(C.cudaMemPoolAttrReservedMemCurrent)
 }
 
 // ReleaseThreshold returns the bytes the pool keeps when a stream
-// synchronizes; memory beyond it is given back to the device.
-func (p *MemoryAsyncPool) ReleaseThreshold() (int, error) {
+// synchronizes (cudaMemPoolAttrReleaseThreshold); memory beyond it is
+// given back to the device.
+func (p *MemoryAsyncPool) ReleaseThreshold() int {
 	return p.attr(C.cudaMemPoolAttrReleaseThreshold)
 }
 
@@ -446,6 +589,45 @@ func (p *MemoryAsyncPool) SetReleaseThreshold(n int) error {
 	}
 	defer p.life.release()
 	return check("cudaMemPoolSetAttribute", C.hl_mem_pool_set_attribute(p.ctx, p.h, C.cudaMemPoolAttrReleaseThreshold, C.uint64_t(n)))
+}
+
+// Limit returns the limit SetLimit set, 0 for none.
+func (p *MemoryAsyncPool) Limit() int {
+	if p == nil {
+		return 0
+	}
+	return int(p.limit.Load())
+}
+
+// SetLimit limits the bytes allocated through this MemoryAsyncPool and not
+// yet freed to n; 0 removes the limit. CUDA's pools have no such limit, so
+// the MemoryAsyncPool counts its own allocations (those of others on a
+// device's default pool do not count): one that would pass the limit
+// returns an error matching cudart.ErrorMemoryAllocation.
+func (p *MemoryAsyncPool) SetLimit(n int) error {
+	if n < 0 {
+		return fmt.Errorf("highlevel: pool limit %d: must not be negative", n)
+	}
+	if err := p.use(); err != nil {
+		return err
+	}
+	defer p.life.release()
+	p.limit.Store(int64(n))
+	return nil
+}
+
+// SetLimitFraction sets the limit (SetLimit) to the fraction f, in [0, 1],
+// of the total memory of the pool's device; 0 removes the limit.
+func (p *MemoryAsyncPool) SetLimitFraction(f float64) error {
+	if err := p.use(); err != nil {
+		return err
+	}
+	p.life.release()
+	n, err := limitFraction(p.dev, f)
+	if err != nil {
+		return err
+	}
+	return p.SetLimit(n)
 }
 
 // FreeAllBlocks gives the memory the pool holds unused back to the device

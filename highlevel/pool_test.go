@@ -3,8 +3,11 @@ package highlevel
 import (
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unsafe"
@@ -38,7 +41,7 @@ func (h *hostAllocator) Malloc(size int) (MemoryPointer, error) {
 	h.live[p] = b
 	h.held += size
 	h.allocs++
-	return MemoryPointer{Mem: &Memory{ptr: p, size: size, owner: h}}, nil
+	return MemoryPointer{mem: &Memory{ptr: p, size: size, owner: h}}, nil
 }
 
 func (h *hostAllocator) free(m *Memory) error {
@@ -90,7 +93,7 @@ func TestPoolReusesFreedBlock(t *testing.T) {
 		t.Errorf("after Malloc(1000): %+v, want %+v", got, want)
 	}
 	addr := a.Ptr()
-	if err := a.Mem.Free(); err != nil {
+	if err := a.Memory().Free(); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := counts(p), (poolCounts{free: 1024, total: 1024, nfree: 1}); got != want {
@@ -103,14 +106,14 @@ func TestPoolReusesFreedBlock(t *testing.T) {
 	if _, allocs := h.stats(); allocs != 1 {
 		t.Errorf("upstream allocations = %d, want 1", allocs)
 	}
-	b.Mem.Free()
+	b.Memory().Free()
 }
 
 func TestPoolSplitAndMerge(t *testing.T) {
 	p, h := newTestPool(t, 1<<20)
 	big := mustMalloc(t, p, 4*binSize)
 	base := big.Ptr()
-	big.Mem.Free()
+	big.Memory().Free()
 	// Best fit splits the 2048-byte block into four.
 	var ms []MemoryPointer
 	for i := range 4 {
@@ -124,13 +127,13 @@ func TestPoolSplitAndMerge(t *testing.T) {
 		t.Errorf("NFreeBlocks = %d, want 0", got)
 	}
 	// Free 1 and 2: they merge into one; then 0 and 3 merge them all.
-	ms[1].Mem.Free()
-	ms[2].Mem.Free()
+	ms[1].Memory().Free()
+	ms[2].Memory().Free()
 	if got := p.NFreeBlocks(); got != 1 {
 		t.Errorf("after freeing neighbours: NFreeBlocks = %d, want 1", got)
 	}
-	ms[0].Mem.Free()
-	ms[3].Mem.Free()
+	ms[0].Memory().Free()
+	ms[3].Memory().Free()
 	if got, want := counts(p), (poolCounts{free: 2048, total: 2048, nfree: 1}); got != want {
 		t.Errorf("after freeing all: %+v, want %+v", got, want)
 	}
@@ -138,13 +141,13 @@ func TestPoolSplitAndMerge(t *testing.T) {
 	// 512 one.
 	a := mustMalloc(t, p, 512)
 	b := mustMalloc(t, p, 1536)
-	a.Mem.Free()
+	a.Memory().Free()
 	c := mustMalloc(t, p, 100)
 	if c.Ptr() != a.Ptr() {
 		t.Errorf("best fit took %p, want %p", c.Ptr(), a.Ptr())
 	}
-	b.Mem.Free()
-	c.Mem.Free()
+	b.Memory().Free()
+	c.Memory().Free()
 	if err := p.FreeAllBlocks(); err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +164,7 @@ func TestPoolStreamTaggedReuse(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := a.Ptr()
-	a.Mem.Free()
+	a.Memory().Free()
 	b, err := p.MallocStream(1024, s2)
 	if err != nil {
 		t.Fatal(err)
@@ -179,27 +182,27 @@ func TestPoolStreamTaggedReuse(t *testing.T) {
 	if _, allocs := h.stats(); allocs != 2 {
 		t.Errorf("upstream allocations = %d, want 2", allocs)
 	}
-	b.Mem.Free()
-	c.Mem.Free()
+	b.Memory().Free()
+	c.Memory().Free()
 }
 
 func TestPoolOutOfMemoryFreesAndRetries(t *testing.T) {
 	p, h := newTestPool(t, 4096)
 	a := mustMalloc(t, p, 4096)
-	a.Mem.Free() // held free, but too small to split into 8192
+	a.Memory().Free() // held free, but too small to split into 8192
 	big, err := p.Malloc(2048)
 	if err != nil {
 		t.Fatal(err)
 	}
-	big.Mem.Free()
+	big.Memory().Free()
 	p.FreeAllBlocks()
 	x := mustMalloc(t, p, 3072)
-	x.Mem.Free() // 3072 held, upstream has 1024 left
+	x.Memory().Free() // 3072 held, upstream has 1024 left
 	y, err := p.Malloc(4096)
 	if err != nil {
 		t.Fatalf("Malloc(4096) after freeing the held block should succeed: %v", err)
 	}
-	y.Mem.Free()
+	y.Memory().Free()
 	_, err = p.Malloc(8192)
 	if !errors.Is(err, cudart.ErrorMemoryAllocation) {
 		t.Fatalf("Malloc past capacity: %v, want ErrorMemoryAllocation", err)
@@ -220,27 +223,27 @@ func TestPoolLimit(t *testing.T) {
 	if _, err := p.Malloc(1); !errors.Is(err, cudart.ErrorMemoryAllocation) {
 		t.Errorf("Malloc past the limit: %v, want ErrorMemoryAllocation", err)
 	}
-	a.Mem.Free()
+	a.Memory().Free()
 	// The freed 1024 are reused within the limit.
 	c := mustMalloc(t, p, 600)
-	b.Mem.Free()
-	c.Mem.Free()
+	b.Memory().Free()
+	c.Memory().Free()
 	p.SetLimit(0)
-	mustMalloc(t, p, 1<<19).Mem.Free()
+	mustMalloc(t, p, 1<<19).Memory().Free()
 }
 
 func TestPoolStopHolding(t *testing.T) {
 	p, h := newTestPool(t, 1<<20)
 	a := mustMalloc(t, p, 1024)
 	b := mustMalloc(t, p, 1024)
-	a.Mem.Free()
+	a.Memory().Free()
 	if err := p.StopHolding(); err != nil {
 		t.Fatal(err)
 	}
 	if held, _ := h.stats(); held != 1024 {
 		t.Errorf("after StopHolding upstream holds %d, want 1024 (the block in use)", held)
 	}
-	b.Mem.Free()
+	b.Memory().Free()
 	if held, _ := h.stats(); held != 0 || p.TotalBytes() != 0 || p.NFreeBlocks() != 0 {
 		t.Errorf("after the last Free: upstream %d, pool %d, free blocks %d; want 0", held, p.TotalBytes(), p.NFreeBlocks())
 	}
@@ -282,10 +285,10 @@ func TestPoolSizeChecks(t *testing.T) {
 	if err := q.Memset(0, 41); err == nil {
 		t.Errorf("Memset of 41 bytes at offset 60 of 100: no error")
 	}
-	if err := m.Mem.Free(); err != nil {
+	if err := m.Memory().Free(); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Mem.Free(); !errors.Is(err, ErrFreed) {
+	if err := m.Memory().Free(); !errors.Is(err, ErrFreed) {
 		t.Errorf("second Free: %v, want ErrFreed", err)
 	}
 	if err := q.Memset(0, 1); !errors.Is(err, ErrFreed) {
@@ -309,14 +312,14 @@ func TestPoolCleanupReturnsLostBlocks(t *testing.T) {
 	// A pool's Memory values come in slabs, and the current slab stays
 	// reachable from the pool until it is used up: use it up.
 	for range slabSize {
-		mustMalloc(t, p, 1<<12).Mem.Free()
+		mustMalloc(t, p, 1<<12).Memory().Free()
 	}
 	// The next allocation takes the lost blocks back.
 	deadline := time.Now().Add(5 * time.Second)
 	for p.UsedBytes() != 0 && time.Now().Before(deadline) {
 		runtime.GC()
 		time.Sleep(time.Millisecond)
-		mustMalloc(t, p, 512).Mem.Free()
+		mustMalloc(t, p, 512).Memory().Free()
 	}
 	if got := p.UsedBytes(); got != 0 {
 		t.Fatalf("UsedBytes = %d after the lost allocations were collected, want 0", got)
@@ -344,10 +347,10 @@ func TestPoolLostBlocksSettle(t *testing.T) {
 		}
 		return m
 	}
-	mustMallocStream(4096, s1).Mem.Free()
+	mustMallocStream(4096, s1).Memory().Free()
 	a := mustMallocStream(1024, s1) // the rest, 3072 bytes, stays free for s1
 	rest := unsafe.Add(a.Ptr(), 1024)
-	a.Mem.owner.(*block).lose() // as the slab's cleanup does
+	a.mem.owner.(*block).lose() // as the slab's cleanup does
 	settleErr = ErrCapturing
 	other, err := p.Malloc(512)
 	if err != nil || settles != 1 || other.Ptr() == a.Ptr() {
@@ -356,7 +359,7 @@ func TestPoolLostBlocksSettle(t *testing.T) {
 	if p.ActiveBlocks() != 2 {
 		t.Errorf("ActiveBlocks = %d after a failed settle, want the lost block still counted", p.ActiveBlocks())
 	}
-	other.Mem.Free()
+	other.Memory().Free()
 	settleErr = nil
 	b := mustMallocStream(512, nil)
 	if settles != 2 {
@@ -372,8 +375,8 @@ func TestPoolLostBlocksSettle(t *testing.T) {
 	if _, allocs := h.stats(); allocs != 2 {
 		t.Errorf("%d upstream allocations, want 2", allocs)
 	}
-	b.Mem.Free()
-	c.Mem.Free()
+	b.Memory().Free()
+	c.Memory().Free()
 	if settles != 2 {
 		t.Errorf("%d settles, want 2: Free settles nothing", settles)
 	}
@@ -386,7 +389,7 @@ func TestPoolStreamClose(t *testing.T) {
 	s := &Stream{h: 0x1000}
 	a, _ := p.MallocStream(1024, s)
 	b, _ := p.MallocStream(1024, s)
-	a.Mem.Free()
+	a.Memory().Free()
 	s.life.close()
 	s.settlePools() // Close does this once the stream's work is done
 	if _, err := p.MallocStream(1024, s); !errors.Is(err, ErrClosed) {
@@ -396,7 +399,7 @@ func TestPoolStreamClose(t *testing.T) {
 	if err != nil || c.Ptr() != a.Ptr() {
 		t.Errorf("legacy stream got %p, %v; want the closed stream's block %p", c.Ptr(), err, a.Ptr())
 	}
-	b.Mem.Free()
+	b.Memory().Free()
 	d, err := p.Malloc(1024)
 	if err != nil || d.Ptr() != b.Ptr() {
 		t.Errorf("legacy stream got %p, %v; want the block freed after Close %p", d.Ptr(), err, b.Ptr())
@@ -428,13 +431,13 @@ func TestPoolConcurrent(t *testing.T) {
 						if *(*byte)(h.Ptr()) != byte(g) {
 							t.Errorf("goroutine %d: a block it holds was handed out again", g)
 						}
-						h.Mem.Free()
+						h.Memory().Free()
 					}
 					held = held[:0]
 				}
 			}
 			for _, h := range held {
-				h.Mem.Free()
+				h.Memory().Free()
 			}
 		})
 	}
@@ -471,8 +474,8 @@ func FuzzPool(f *testing.F) {
 					continue
 				}
 				for _, o := range held {
-					lo, hi := uintptr(o.Ptr()), uintptr(o.Ptr())+uintptr(roundSize(o.Mem.size))
-					if p := uintptr(m.Ptr()); p < hi && p+uintptr(roundSize(m.Mem.size)) > lo {
+					lo, hi := uintptr(o.Ptr()), uintptr(o.Ptr())+uintptr(roundSize(o.mem.size))
+					if p := uintptr(m.Ptr()); p < hi && p+uintptr(roundSize(m.mem.size)) > lo {
 						t.Fatalf("block %#x overlaps a block in use %#x", p, lo)
 					}
 				}
@@ -480,7 +483,7 @@ func FuzzPool(f *testing.F) {
 			case 1: // free
 				if len(held) > 0 {
 					k := arg % len(held)
-					if err := held[k].Mem.Free(); err != nil {
+					if err := held[k].Memory().Free(); err != nil {
 						t.Fatal(err)
 					}
 					held = append(held[:k], held[k+1:]...)
@@ -496,8 +499,8 @@ func FuzzPool(f *testing.F) {
 			}
 			used, req := 0, 0
 			for _, m := range held {
-				used += roundSize(m.Mem.size)
-				req += m.Mem.size
+				used += roundSize(m.mem.size)
+				req += m.mem.size
 			}
 			upstream, _ := h.stats()
 			c := counts(p)
@@ -506,7 +509,7 @@ func FuzzPool(f *testing.F) {
 			}
 		}
 		for _, m := range held {
-			m.Mem.Free()
+			m.Memory().Free()
 		}
 		p.FreeAllBlocks()
 		if p.UsedBytes() != 0 || p.TotalBytes() != 0 {
@@ -521,13 +524,192 @@ func FuzzPool(f *testing.F) {
 // BenchmarkPoolHostMallocFree is the pool's hit path without a GPU.
 func BenchmarkPoolHostMallocFree(b *testing.B) {
 	p, _ := newTestPool(b, 1<<30)
-	mustMalloc(b, p, 1<<20).Mem.Free()
+	mustMalloc(b, p, 1<<20).Memory().Free()
 	b.ReportAllocs()
 	for b.Loop() {
 		m, err := p.Malloc(1 << 20)
 		if err != nil {
 			b.Fatal(err)
 		}
-		m.Mem.Free()
+		m.Memory().Free()
+	}
+}
+
+// TestPoolFreeAllBlocksStream checks that FreeAllBlocksStream gives back
+// the free chunks of one stream only, leaving those of the others and the
+// blocks in use.
+func TestPoolFreeAllBlocksStream(t *testing.T) {
+	p, h := newTestPool(t, 1<<20)
+	s1, s2 := &Stream{h: 0x1000}, &Stream{h: 0x2000}
+	a1, _ := p.MallocStream(4096, s1)
+	a2, _ := p.MallocStream(4096, s2)
+	a0 := mustMalloc(t, p, 4096)
+	inUse, _ := p.MallocStream(4096, s1)
+	a1.Memory().Free()
+	a2.Memory().Free()
+	a0.Memory().Free()
+	if held, _ := h.stats(); held != 4*4096 {
+		t.Fatalf("upstream holds %d bytes, want %d", held, 4*4096)
+	}
+	if err := p.FreeAllBlocksStream(s1); err != nil {
+		t.Fatal(err)
+	}
+	if held, _ := h.stats(); held != 3*4096 || p.TotalBytes() != 3*4096 || p.NFreeBlocks() != 2 {
+		t.Errorf("after FreeAllBlocksStream(s1): upstream %d, TotalBytes %d, NFreeBlocks %d; want %d, %d, 2", held, p.TotalBytes(), p.NFreeBlocks(), 3*4096, 3*4096)
+	}
+	if err := p.FreeAllBlocksStream(nil); err != nil {
+		t.Fatal(err)
+	}
+	if held, _ := h.stats(); held != 2*4096 || p.NFreeBlocks() != 1 {
+		t.Errorf("after FreeAllBlocksStream(nil): upstream %d, NFreeBlocks %d; want %d, 1", held, p.NFreeBlocks(), 2*4096)
+	}
+	if b, _ := p.MallocStream(4096, s2); b.Ptr() != a2.Ptr() {
+		t.Errorf("s2's free block was not kept")
+	} else {
+		b.Memory().Free()
+	}
+	inUse.Memory().Free()
+	closed := &Stream{h: 0x3000}
+	closed.life.close()
+	if err := p.FreeAllBlocksStream(closed); !errors.Is(err, ErrClosed) {
+		t.Errorf("FreeAllBlocksStream of a closed stream: %v, want ErrClosed", err)
+	}
+	if err := p.FreeAllBlocksStream(&Stream{h: 2}); err == nil || !strings.Contains(err.Error(), "per-thread") {
+		t.Errorf("FreeAllBlocksStream of the per-thread default stream: %v", err)
+	}
+	if err := (*MemoryPool)(nil).FreeAllBlocksStream(nil); !errors.Is(err, ErrNil) {
+		t.Errorf("nil pool: %v, want ErrNil", err)
+	}
+}
+
+// TestPoolLimitFractionChecks checks SetLimitFraction's refusals, made
+// before CUDA is asked for the device's memory.
+func TestPoolLimitFractionChecks(t *testing.T) {
+	p, _ := newTestPool(t, 1<<20)
+	if err := p.SetLimitFraction(0.5); err == nil || !strings.Contains(err.Error(), "no device") {
+		t.Errorf("SetLimitFraction of a pool over an allocator of no device: %v", err)
+	}
+	onDev, err := NewMemoryPool(Device(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if onDev.Device() != 3 {
+		t.Errorf("Device of a pool over Device(3) = %v", onDev.Device())
+	}
+	if over, _ := NewMemoryPool(onDev); over.Device() != 3 {
+		t.Errorf("Device of a pool over a pool of device 3 = %v", over.Device())
+	}
+	ap := &MemoryAsyncPool{dev: 3}
+	for _, f := range []float64{-0.1, 1.01, math.NaN(), math.Inf(1)} {
+		if err := onDev.SetLimitFraction(f); err == nil || !strings.Contains(err.Error(), "[0, 1]") {
+			t.Errorf("MemoryPool.SetLimitFraction(%v): %v", f, err)
+		}
+		if err := ap.SetLimitFraction(f); err == nil || !strings.Contains(err.Error(), "[0, 1]") {
+			t.Errorf("MemoryAsyncPool.SetLimitFraction(%v): %v", f, err)
+		}
+	}
+	onDev.SetLimit(100)
+	if err := onDev.SetLimitFraction(0); err != nil || onDev.Limit() != 0 {
+		t.Errorf("SetLimitFraction(0) = %v, Limit %d, want no limit", err, onDev.Limit())
+	}
+}
+
+// TestAsyncPoolLimit checks a MemoryAsyncPool's own count against its
+// limit, with goroutines racing for the last bytes (under -race).
+func TestAsyncPoolLimit(t *testing.T) {
+	p := &MemoryAsyncPool{}
+	if err := p.SetLimit(-1); err == nil {
+		t.Errorf("SetLimit(-1) accepted")
+	}
+	if err := p.SetLimit(1000); err != nil || p.Limit() != 1000 {
+		t.Fatalf("SetLimit(1000) = %v, Limit %d", err, p.Limit())
+	}
+	var wg sync.WaitGroup
+	var ok atomic.Int32
+	for range 16 {
+		wg.Go(func() {
+			if p.reserve(300) == nil {
+				ok.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if ok.Load() != 3 || p.inUse.Load() != 900 {
+		t.Errorf("%d reservations of 300 bytes under a limit of 1000, %d bytes in use; want 3, 900", ok.Load(), p.inUse.Load())
+	}
+	if err := p.reserve(101); !errors.Is(err, cudart.ErrorMemoryAllocation) {
+		t.Errorf("past the limit: %v, want cudart.ErrorMemoryAllocation", err)
+	}
+	p.SetLimit(0)
+	if err := p.reserve(1 << 40); err != nil {
+		t.Errorf("without a limit: %v", err)
+	}
+	var nilPool *MemoryAsyncPool
+	if nilPool.UsedBytes() != 0 || nilPool.FreeBytes() != 0 || nilPool.TotalBytes() != 0 || nilPool.Limit() != 0 || nilPool.ReleaseThreshold() != 0 {
+		t.Errorf("a nil pool's statistics are not 0")
+	}
+}
+
+// TestManagedChecks checks Prefetch's and Advise's refusals, made before
+// any CUDA call.
+func TestManagedChecks(t *testing.T) {
+	plain := MemoryPointer{mem: hostMemory(64)}
+	managedMem := hostMemory(64)
+	managedMem.managed = true
+	managed := MemoryPointer{mem: managedMem}
+	freed := hostMemory(64)
+	freed.managed = true
+	freed.Free()
+	for _, tc := range []struct {
+		name string
+		err  error
+		text string
+	}{
+		{"prefetch of device memory", plain.Prefetch(64, 0, nil), "not managed"},
+		{"advice on device memory", plain.Advise(64, AdviseReadMostly, 0), "not managed"},
+		{"prefetch past the end", managed.Prefetch(65, 0, nil), "past the end"},
+		{"advice past the end", managed.Advise(65, AdviseAccessedBy, 0), "past the end"},
+		{"negative size", managed.Prefetch(-1, 0, nil), "negative"},
+		{"no such device", managed.Prefetch(8, -2, nil), "no such device"},
+		{"unknown advice", managed.Advise(8, 0, 0), "unknown Advice(0)"},
+		{"freed", MemoryPointer{mem: freed}.Prefetch(8, CPUDevice, nil), "freed"},
+		{"zero pointer", MemoryPointer{}.Advise(8, AdviseReadMostly, 0), "freed"},
+	} {
+		if tc.err == nil || !strings.Contains(tc.err.Error(), tc.text) {
+			t.Errorf("%s: %v, want an error with %q", tc.name, tc.err, tc.text)
+		}
+	}
+	if err := managed.Prefetch(0, 0, nil); err != nil {
+		t.Errorf("empty prefetch: %v", err)
+	}
+	if s := AdvisePreferredLocation.String(); s != "cudaMemAdviseSetPreferredLocation" {
+		t.Errorf("AdvisePreferredLocation.String() = %q", s)
+	}
+}
+
+// TestSetPinnedMemoryAllocator checks that AllocPinnedMemory goes through
+// the pinned allocator set, and that the allocator is fixed by its first
+// use.
+func TestSetPinnedMemoryAllocator(t *testing.T) {
+	resetAllocators()
+	t.Cleanup(resetAllocators)
+	var asked []int
+	buf := make([]byte, 64)
+	err := SetPinnedMemoryAllocator(func(size int) (*PinnedMemory, error) {
+		asked = append(asked, size)
+		return &PinnedMemory{ptr: unsafe.Pointer(&buf[0]), size: size}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := AllocPinnedMemory(48)
+	if err != nil || m.Ptr() != unsafe.Pointer(&buf[0]) || len(asked) != 1 || asked[0] != 48 {
+		t.Errorf("AllocPinnedMemory(48) = %v, %v; allocator asked for %v", m, err, asked)
+	}
+	if _, err := AllocPinnedMemory(-1); err == nil || len(asked) != 1 {
+		t.Errorf("AllocPinnedMemory(-1) = %v, allocator asked for %v", err, asked)
+	}
+	if err := SetPinnedMemoryAllocator(nil); !errors.Is(err, ErrAllocatorInUse) {
+		t.Errorf("SetPinnedMemoryAllocator after use: %v, want ErrAllocatorInUse", err)
 	}
 }

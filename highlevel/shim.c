@@ -15,6 +15,7 @@
 	RT(cudaRuntimeGetVersion) RT(cudaDriverGetVersion) RT(cudaDeviceGetAttribute) \
 	RT(cudaGetDeviceProperties) RT(cudaMemGetInfo) RT(cudaDeviceSynchronize) \
 	RT(cudaPointerGetAttributes) RT(cudaMalloc) RT(cudaMallocManaged) RT(cudaFree) \
+	RT(cudaMemPrefetchAsync) RT(cudaMemAdvise) \
 	RT(cudaMallocFromPoolAsync) RT(cudaFreeAsync) \
 	RT(cudaMemcpy) RT(cudaMemcpyAsync) RT(cudaMemcpyPeer) RT(cudaMemcpyPeerAsync) \
 	RT(cudaMemset) RT(cudaMemsetAsync) RT(cudaHostAlloc) RT(cudaFreeHost) \
@@ -624,4 +625,15 @@ void hl_poll_wake(void) {
 	hl_poll_woken = 1;
 	pthread_cond_signal(&hl_poll_cv);
 	pthread_mutex_unlock(&hl_poll_mu);
+}
+
+// Managed memory: prefetch and advice, with the location as CUDA 13 takes
+// it (a cudaMemLocation, not a device ordinal).
+int hl_mem_prefetch(void *ctx, const void *p, size_t n, int loc_type, int loc_id, uintptr_t s) {
+	struct cudaMemLocation loc = {(enum cudaMemLocationType)loc_type, loc_id};
+	CALL(ctx, RT(cudaMemPrefetchAsync)(p, n, loc, 0, STREAM(s)));
+}
+int hl_mem_advise(void *ctx, const void *p, size_t n, int advice, int loc_type, int loc_id) {
+	struct cudaMemLocation loc = {(enum cudaMemLocationType)loc_type, loc_id};
+	CALL(ctx, RT(cudaMemAdvise)(p, n, (enum cudaMemoryAdvise)advice, loc));
 }

@@ -106,4 +106,7 @@ int hl_wake_after(void *ctx, uintptr_t s, uintptr_t e, uintptr_t h);
 void hl_poll_sleep(long ns);
 void hl_poll_wake(void);
 
+int hl_mem_prefetch(void *ctx, const void *p, size_t n, int loc_type, int loc_id, uintptr_t s);
+int hl_mem_advise(void *ctx, const void *p, size_t n, int advice, int loc_type, int loc_id);
+
 #endif

@@ -57,21 +57,27 @@ func pageable(h unsafe.Pointer) (bool, error) {
 
 // stagedCopy copies n bytes between device memory d, in context ctx, and
 // pageable host memory h, on stream s (0 for the legacy default stream),
-// through a pipeline of two pinned buffers. It returns when the copy is done.
-func stagedCopy(ctx, d, h unsafe.Pointer, n int, s C.uintptr_t, toDevice bool) error {
+// through a pipeline of two pinned buffers from the pinned memory
+// allocator. It returns when the copy is done, and reports whether it
+// staged: when the allocator fails (out of pinned memory, a closed pool)
+// it copies nothing, and the caller lets CUDA copy.
+func stagedCopy(ctx, d, h unsafe.Pointer, n int, s C.uintptr_t, toDevice bool) (bool, error) {
 	chunk := stagingChunk(n)
-	pool := DefaultPinnedMemoryPool()
+	alloc := pinnedAlloc()
 	var p pipeline
 	var events [2]C.uintptr_t
 	for i := range p.bufs {
-		m, err := pool.Malloc(chunk)
-		if err != nil {
-			return err
+		m, err := alloc(chunk)
+		if err != nil || m == nil {
+			return false, nil
 		}
 		defer m.Free()
-		p.bufs[i] = m.Bytes()
+		if len(m.Bytes()) < chunk { // an allocator of the program's that is wrong
+			return false, nil
+		}
+		p.bufs[i] = m.Bytes()[:chunk]
 		if err := check("cudaEventCreateWithFlags", C.hl_event_create(ctx, &events[i], C.cudaEventDisableTiming)); err != nil {
-			return err
+			return true, err
 		}
 		defer C.hl_event_destroy(ctx, events[i])
 	}
@@ -89,9 +95,9 @@ func stagedCopy(ctx, d, h unsafe.Pointer, n int, s C.uintptr_t, toDevice bool) e
 	}
 	host := unsafe.Slice((*byte)(h), n)
 	if toDevice {
-		return p.toDevice(host)
+		return true, p.toDevice(host)
 	}
-	return p.fromDevice(host)
+	return true, p.fromDevice(host)
 }
 
 // A pipeline moves data between host memory and the device through two

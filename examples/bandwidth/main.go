@@ -35,7 +35,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unsafe"
 
 	"github.com/gocuda/cuda/highlevel"
 )
@@ -117,15 +116,19 @@ func run(args []string, w io.Writer) (err error) {
 		if d[i], err = dev.Malloc(size); err != nil {
 			return err
 		}
-		defer free(d[i].Mem.Free)
+		defer free(d[i].Memory().Free)
 	}
 	pinned, err := highlevel.AllocPinnedMemory(size)
 	if err != nil {
 		return err
 	}
 	defer free(pinned.Free)
+	// A view of the pinned memory, valid until pinned.Free.
+	pin, err := highlevel.PinnedSlice[byte](pinned)
+	if err != nil {
+		return err
+	}
 	pageable := make([]byte, size)
-	pp := unsafe.Pointer(&pageable[0])
 
 	// measure times n copies by copy after one warm-up and returns the rate.
 	measure := func(copy func() error) (float64, error) {
@@ -156,10 +159,10 @@ func run(args []string, w io.Writer) (err error) {
 	// (bandwidthTest times pageable copies with a host timer instead.)
 	var rates [5]float64
 	copies := []func() error{
-		func() error { return d[0].CopyFromHostAsync(pinned.Ptr(), size, s) },
-		func() error { return d[0].CopyFromHostAsync(pp, size, s) },
-		func() error { return d[0].CopyToHostAsync(pinned.Ptr(), size, s) },
-		func() error { return d[0].CopyToHostAsync(pp, size, s) },
+		func() error { return highlevel.CopyToDeviceAsync(d[0], pin, s) },
+		func() error { return highlevel.CopyToDeviceAsync(d[0], pageable, s) },
+		func() error { return highlevel.CopyToHostAsync(pin, d[0], s) },
+		func() error { return highlevel.CopyToHostAsync(pageable, d[0], s) },
 		func() error { return d[1].CopyFromDeviceAsync(d[0], size, s) },
 	}
 	for i, c := range copies {

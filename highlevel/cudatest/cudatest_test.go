@@ -67,7 +67,7 @@ func TestRequire(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.Mem.Free()
+	p.Memory().Free()
 	r.cleanup()
 	if len(r.errors) != 0 {
 		t.Errorf("freed memory reported: %v", r.errors)
@@ -79,7 +79,7 @@ func TestRequire(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.cleanup()
-	p.Mem.Free()
+	p.Memory().Free()
 	if len(r.errors) != 1 || !strings.Contains(r.errors[0], "default memory pool has 1048576 bytes in use, 0 at the start") {
 		t.Errorf("kept memory gave %q", r.errors)
 	}

@@ -1,0 +1,140 @@
+package highlevel
+
+// #include "shim.h"
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"unsafe"
+)
+
+// CPUDevice stands for the host where Prefetch and Advise take a location
+// (CUDA's cudaCpuDeviceId). It is not a device: other methods of Device
+// return errors for it.
+const CPUDevice Device = -1
+
+// An Advice tells the unified memory driver how managed memory will be
+// used (cudaMemoryAdvise); see MemoryPointer.Advise.
+type Advice int
+
+// The advice MemoryPointer.Advise gives.
+const (
+	// AdviseReadMostly: the memory is mostly read, so each processor may
+	// keep a read-only copy. The device argument is ignored.
+	AdviseReadMostly Advice = C.cudaMemAdviseSetReadMostly
+	// AdviseUnsetReadMostly undoes AdviseReadMostly.
+	AdviseUnsetReadMostly Advice = C.cudaMemAdviseUnsetReadMostly
+	// AdvisePreferredLocation: the memory should live on the device given
+	// (CPUDevice: host memory).
+	AdvisePreferredLocation Advice = C.cudaMemAdviseSetPreferredLocation
+	// AdviseUnsetPreferredLocation undoes AdvisePreferredLocation.
+	AdviseUnsetPreferredLocation Advice = C.cudaMemAdviseUnsetPreferredLocation
+	// AdviseAccessedBy: the device given accesses the memory, so it stays
+	// mapped there wherever it lives.
+	AdviseAccessedBy Advice = C.cudaMemAdviseSetAccessedBy
+	// AdviseUnsetAccessedBy undoes AdviseAccessedBy.
+	AdviseUnsetAccessedBy Advice = C.cudaMemAdviseUnsetAccessedBy
+)
+
+func (a Advice) String() string {
+	switch a {
+	case AdviseReadMostly:
+		return "cudaMemAdviseSetReadMostly"
+	case AdviseUnsetReadMostly:
+		return "cudaMemAdviseUnsetReadMostly"
+	case AdvisePreferredLocation:
+		return "cudaMemAdviseSetPreferredLocation"
+	case AdviseUnsetPreferredLocation:
+		return "cudaMemAdviseUnsetPreferredLocation"
+	case AdviseAccessedBy:
+		return "cudaMemAdviseSetAccessedBy"
+	case AdviseUnsetAccessedBy:
+		return "cudaMemAdviseUnsetAccessedBy"
+	}
+	return fmt.Sprintf("Advice(%d)", int(a))
+}
+
+// errNotManaged refuses Prefetch and Advise on memory that is not managed.
+var errNotManaged = errors.New("memory is not managed (Device.MallocManaged)")
+
+// managedSpan checks an operation on n bytes of managed memory from p and
+// begins it, as span does; p.mem.life.release ends it.
+func (p MemoryPointer) managedSpan(op string, n int, dev Device) (unsafe.Pointer, error) {
+	if dev < CPUDevice {
+		return nil, fmt.Errorf("highlevel: %s to %v: no such device", op, dev)
+	}
+	if err := p.mem.live(); err != nil {
+		return nil, err
+	}
+	if !p.mem.managed {
+		return nil, fmt.Errorf("highlevel: %s: %w", op, errNotManaged)
+	}
+	d, _, err := p.span(n)
+	return d, err
+}
+
+// location returns dev as a cudaMemLocation's type and id.
+func location(dev Device) (C.int, C.int) {
+	if dev == CPUDevice {
+		return C.cudaMemLocationTypeHost, 0
+	}
+	return C.cudaMemLocationTypeDevice, C.int(dev)
+}
+
+// Prefetch migrates n bytes of managed memory from p to dev (CPUDevice:
+// host memory), ordered on s (cudaMemPrefetchAsync). s is a stream of dev
+// (nil: the legacy default stream of dev, or, for CPUDevice, of the
+// memory's device); for CPUDevice s must be of the memory's device. An
+// empty prefetch does nothing.
+func (p MemoryPointer) Prefetch(n int, dev Device, s *Stream) error {
+	if empty, err := p.empty(n); empty {
+		return err
+	}
+	d, err := p.managedSpan("prefetch", n, dev)
+	if err != nil {
+		return err
+	}
+	defer p.mem.life.release()
+	on := dev // the device whose context and stream queue the prefetch
+	if dev == CPUDevice {
+		on = p.mem.dev
+		if s != nil {
+			on = s.dev
+		}
+	}
+	ctx, err := on.context()
+	if err != nil {
+		return err
+	}
+	sh, err := s.enter(on)
+	if err != nil {
+		return err
+	}
+	defer s.leave()
+	typ, id := location(dev)
+	return check("cudaMemPrefetchAsync", C.hl_mem_prefetch(ctx, d, C.size_t(n), typ, id, sh))
+}
+
+// Advise gives advice about n bytes of managed memory from p, for dev
+// (CPUDevice: the host) where the advice takes a location
+// (cudaMemAdvise).
+func (p MemoryPointer) Advise(n int, advice Advice, dev Device) error {
+	if advice < AdviseReadMostly || advice > AdviseUnsetAccessedBy {
+		return fmt.Errorf("highlevel: advise: unknown %v", advice)
+	}
+	if empty, err := p.empty(n); empty {
+		return err
+	}
+	d, err := p.managedSpan("advise "+advice.String(), n, dev)
+	if err != nil {
+		return err
+	}
+	defer p.mem.life.release()
+	ctx, err := p.mem.dev.context()
+	if err != nil {
+		return err
+	}
+	typ, id := location(dev)
+	return check("cudaMemAdvise", C.hl_mem_advise(ctx, d, C.size_t(n), C.int(advice), typ, id))
+}
