@@ -373,12 +373,21 @@ func (s *Stream) LaunchHostFunc(fn func()) error {
 }
 
 // BeginCapture starts capturing the work queued on the stream into a graph,
-// in relaxed mode (cudaStreamCaptureModeRelaxed): Go may run any goroutine
-// on the capturing OS thread, and the package's waiter queries events while
-// a capture runs, which the stricter modes would turn into errors.
-func (s *Stream) BeginCapture() error {
+// in the given mode (cudaStreamBeginCapture). CaptureRelaxed is the one to
+// use unless other goroutines' calls must be caught: in the stricter modes,
+// CUDA requires EndCapture on the OS thread that called BeginCapture, so
+// the goroutine must be locked to its thread (runtime.LockOSThread) from one
+// to the other, and calls that CUDA refuses during the capture fail, the
+// package's own included (waiting for events with Wait or Done, on another
+// thread, in CaptureGlobal; loading a kernel into a device at its first
+// Launch there, on the capturing thread). Capture does the locking.
+func (s *Stream) BeginCapture(mode CaptureMode) error {
 	if s == nil {
 		return nilError("Stream")
+	}
+	m, err := mode.cuda()
+	if err != nil {
+		return err
 	}
 	h, err := s.enter(s.dev)
 	if err != nil {
@@ -387,7 +396,7 @@ func (s *Stream) BeginCapture() error {
 	defer s.leave()
 	captureMu.RLock()
 	captures.Add(1)
-	err = check("cudaStreamBeginCapture", C.hl_stream_begin_capture(s.ctx, h, C.cudaStreamCaptureModeRelaxed))
+	err = check("cudaStreamBeginCapture", C.hl_stream_begin_capture(s.ctx, h, m))
 	if err != nil || s.capturing.Swap(true) {
 		captures.Add(-1)
 		captureMu.RUnlock()
