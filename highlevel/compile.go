@@ -107,7 +107,7 @@ func Compile(source string, opts *CompileOptions) (*Compiled, error) {
 		}
 		a, err := d.Arch()
 		if err != nil {
-			return nil, fmt.Errorf("highlevel: compiling %s for %v: %w", name, d, err)
+			return nil, err
 		}
 		dev, arch = d, a
 	}

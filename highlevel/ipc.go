@@ -161,14 +161,14 @@ func (p MemoryPointer) IPCHandle() (IPCMemHandle, error) {
 	if n <= 0 {
 		return h, fmt.Errorf("highlevel: memory handle: the pointer is at the end of its %d bytes", p.Mem.Size())
 	}
+	if p.Mem.managed {
+		return h, fmt.Errorf("%w: managed memory", ErrNotShareable)
+	}
 	ptr, ctx, err := p.span(n)
 	if err != nil {
 		return h, err
 	}
 	defer p.Mem.life.release()
-	if p.Mem.managed {
-		return h, fmt.Errorf("%w: managed memory", ErrNotShareable)
-	}
 	var off C.size_t
 	var capable C.int
 	if err := check("cuIpcGetMemHandle", C.hl_ipc_mem_handle(ctx, ptr, unsafe.Pointer(&h.b[0]), &off, &capable)); err != nil {
