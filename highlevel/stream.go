@@ -374,13 +374,14 @@ func (s *Stream) LaunchHostFunc(fn func()) error {
 
 // BeginCapture starts capturing the work queued on the stream into a graph,
 // in the given mode (cudaStreamBeginCapture). CaptureRelaxed is the one to
-// use unless other goroutines' calls must be caught: in the stricter modes,
-// CUDA requires EndCapture on the OS thread that called BeginCapture, so
-// the goroutine must be locked to its thread (runtime.LockOSThread) from one
-// to the other, and calls that CUDA refuses during the capture fail, the
-// package's own included (waiting for events with Wait or Done, on another
-// thread, in CaptureGlobal; loading a kernel into a device at its first
-// Launch there, on the capturing thread). Capture does the locking.
+// use unless other goroutines' unsafe calls must be caught. In the stricter
+// modes CUDA requires EndCapture on the OS thread that called
+// BeginCapture, so the goroutine must stay locked to its thread
+// (runtime.LockOSThread) from one to the other, as Capture does; and the
+// calls CUDA refuses during the capture fail whoever makes them, the
+// package's own included (cudaMalloc behind Device.Malloc or a pool that
+// grows, and possibly the loading of a kernel into a device at its first
+// use there: launch kernels once before such a capture).
 func (s *Stream) BeginCapture(mode CaptureMode) error {
 	if s == nil {
 		return nilError("Stream")
