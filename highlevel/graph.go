@@ -133,11 +133,11 @@ func (g *Graph) use() error {
 // InstantiateOptions are the options of Graph.Instantiate
 // (cudaGraphInstantiateFlags); the zero value sets none.
 type InstantiateOptions struct {
-	// AutoFreeOnLaunch frees the memory the graph allocated (allocations
-	// captured from MallocAsync and not freed in the graph) before each
-	// launch after the first (cudaGraphInstantiateFlagAutoFreeOnLaunch).
-	// Without it, such a graph must have its memory freed before it is
-	// launched again.
+	// AutoFreeOnLaunch frees the memory the graph's allocation nodes
+	// allocated and its free nodes did not free (cudaMallocAsync captured
+	// through cudart) before each launch after the first
+	// (cudaGraphInstantiateFlagAutoFreeOnLaunch). Without it, such a graph
+	// must have its memory freed before it is launched again.
 	AutoFreeOnLaunch bool
 	// Upload, when not nil, uploads the graph on that stream of the graph's
 	// device as part of instantiating it (cudaGraphInstantiateFlagUpload),

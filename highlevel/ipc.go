@@ -100,8 +100,8 @@ func (h *IPCMemHandle) UnmarshalBinary(b []byte) error {
 
 // IPCHandle exports the event to other processes, which open it with
 // OpenIPCEvent (cudaIpcGetEventHandle). The event must have been created
-// with EventOptions.Interprocess (and so DisableTiming), or opened with
-// OpenIPCEvent. It must stay open while other processes use it.
+// with EventOptions.Interprocess (and so DisableTiming). It must stay open
+// while other processes use it.
 func (e *Event) IPCHandle() (IPCEventHandle, error) {
 	var h IPCEventHandle
 	if err := e.use(); err != nil {
