@@ -153,7 +153,7 @@ func TestGPUIPC(t *testing.T) {
 	flag, _ := shared.Add(ipcFlag)
 	status, _ := shared.Add(ipcStatus)
 	data, _ := shared.Add(ipcData)
-	timeout := uint64(20 * time.Second)
+	timeout := uint64(60 * time.Second) // generous: the child starts under compute-sanitizer too
 	if err := produce.Launch(s, LaunchConfig{Grid: Dim3{X: 1}, Block: Dim3{X: 256}}, flag, status, data, int32(ipcN), timeout); err != nil {
 		t.Fatal(err)
 	}
