@@ -501,9 +501,13 @@ int hl_profiler(void *ctx, int start) {
 // hl_library_load loads a library, which needs no context: only an
 // initialized driver.
 int hl_library_load(void *ctx, uintptr_t *lib, const void *image) {
-	int r = DRV_INIT(0);
-	if (r != 0) return drv_status(r);
-	DCALL(ctx, DRV(cuLibraryLoadData)((CUlibrary *)lib, image, NULL, NULL, 0, NULL, NULL, 0));
+	void *prev;
+	int r = hl_enter(ctx, &prev);
+	if (r != 0) return r;
+	r = DRV_INIT(0);
+	if (r == 0) r = DRV(cuLibraryLoadData)((CUlibrary *)lib, image, NULL, NULL, 0, NULL, NULL, 0);
+	hl_leave(ctx, prev);
+	return drv_status(r);
 }
 int hl_library_unload(void *ctx, uintptr_t lib) { DCALL(ctx, DRV(cuLibraryUnload)((CUlibrary)lib)); }
 int hl_library_get_kernel(void *ctx, uintptr_t *k, uintptr_t lib, const char *name) {
