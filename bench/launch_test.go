@@ -111,7 +111,7 @@ func BenchmarkLaunchSync(b *testing.B) {
 // stream and instantiated once, and waits for it, as c/launch.cu does.
 func BenchmarkGraph100(b *testing.B) {
 	k, s := launchSetup(b, "empty")
-	g, err := highlevel.Capture(s, func() error {
+	g, err := highlevel.Capture(s, highlevel.CaptureRelaxed, func() error {
 		for range 100 {
 			if err := k.Launch(s, one); err != nil {
 				return err
@@ -123,7 +123,7 @@ func BenchmarkGraph100(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer g.Close()
-	x, err := g.Instantiate()
+	x, err := g.Instantiate(nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -14,14 +14,14 @@ import (
 )
 
 // CompileOptions are the options of Compile. The zero value compiles to a
-// CUBIN for DefaultDevice.
+// CUBIN for DefaultDevice; Arch names another target.
 type CompileOptions struct {
 	// Name is the source's file name in the compiler's messages; the
 	// default is "kernel.cu".
 	Name string
 	// Arch is the target: "sm_90" gives a CUBIN for compute capability 9.0,
 	// "compute_90" PTX, which the driver compiles for any later device
-	// too. The default is sm_ of DefaultDevice's compute capability.
+	// too. Device.Arch gives a device's; the default is DefaultDevice's.
 	Arch string
 	// IncludePaths are searched by #include (-I).
 	IncludePaths []string
@@ -80,10 +80,16 @@ func split(s string) []string {
 }
 
 // Compile compiles CUDA C++ source with NVRTC (libnvrtc.so.13, loaded at
-// run time). opts may be nil. Results are cached per device (the default
-// device, which the default target is taken from), source and options;
-// ClearCaches empties the cache. A failed compilation returns a
-// *CompileError holding the compiler's log.
+// run time) for the target opts.Arch names, such as a device's:
+//
+//	arch, err := dev.Arch()
+//	c, err := highlevel.Compile(source, &highlevel.CompileOptions{Arch: arch})
+//
+// opts may be nil: the target is then DefaultDevice's. Compiling for an
+// explicit target concerns no device. Results are cached per source and
+// options (and per default device, for the default target); ClearCaches
+// empties the cache. A failed compilation returns a *CompileError holding
+// the compiler's log.
 func Compile(source string, opts *CompileOptions) (*Compiled, error) {
 	if opts == nil {
 		opts = &CompileOptions{}
@@ -99,11 +105,11 @@ func Compile(source string, opts *CompileOptions) (*Compiled, error) {
 		if err != nil {
 			return nil, fmt.Errorf("highlevel: compiling %s for the default device: %w", name, err)
 		}
-		cc, err := d.ComputeCapability()
+		a, err := d.Arch()
 		if err != nil {
 			return nil, err
 		}
-		dev, arch = d, "sm_"+cc
+		dev, arch = d, a
 	}
 	if !strings.HasPrefix(arch, "sm_") && !strings.HasPrefix(arch, "compute_") {
 		return nil, fmt.Errorf("highlevel: compiling %s: target %q is neither sm_XY nor compute_XY", name, arch)

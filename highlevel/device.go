@@ -283,6 +283,17 @@ func (d Device) ComputeCapability() (string, error) {
 	return strconv.Itoa(int(s.props.Major)) + strconv.Itoa(int(s.props.Minor)), nil
 }
 
+// Arch returns the device's architecture as the compilers name it: "sm_90"
+// for compute capability 9.0. Compile takes it as CompileOptions.Arch to
+// make code for this device.
+func (d Device) Arch() (string, error) {
+	cc, err := d.ComputeCapability()
+	if err != nil {
+		return "", err
+	}
+	return "sm_" + cc, nil
+}
+
 // Attribute returns one of the device's attributes. They describe the
 // hardware and its setup, which do not change while the process runs: each
 // is read from CUDA once and then answered from a cache, with no call into

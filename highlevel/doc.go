@@ -161,11 +161,22 @@
 //	k, err := m.Kernel("scale")
 //	err = k.Launch(stream, highlevel.LaunchConfig{Grid: highlevel.Dim3{X: (n + 255) / 256}, Block: highlevel.Dim3{X: 256}}, float32(2), y, int32(n))
 //
+// # Sharing between processes
+//
+// An event created with EventOptions.Interprocess and device memory from
+// cudaMalloc (Device.Malloc, or a MemoryPool's block over it) can be opened
+// by another process of the machine: IPCHandle exports a handle of plain
+// bytes (MarshalBinary), which the other process opens with OpenIPCEvent
+// or OpenIPCMemory. The package cannot see into other processes: the
+// exporter keeps its event open and its memory unfreed until the others
+// have closed and freed theirs, and the processes order their work on the
+// memory with the event (Stream.WaitEvent).
+//
 // # Coming from CuPy and PyCUDA
 //
 //	CuPy / PyCUDA                           Go
 //	cupy.cuda.Device(n)                     Device(n)
-//	Device.id, compute_capability           Device.ID, Device.ComputeCapability ("90")
+//	Device.id, compute_capability           Device.ID, Device.ComputeCapability ("90"), Arch ("sm_90")
 //	Device.attributes, properties           Device.Attribute, Device.Properties (cached)
 //	Device.mem_info, synchronize, use       Device.MemInfo, Synchronize, Use
 //	with Device(n):                         Device.Do(fn)
@@ -210,14 +221,22 @@
 //	Stream.synchronize, done                Stream.Synchronize, Query; Wait(ctx) and Done() to wait
 //	Stream.record, wait_event               Stream.Record, WaitEvent
 //	Stream.add_callback, launch_host_func   Stream.AddCallback, LaunchHostFunc (Go funcs)
-//	Stream.begin_capture, end_capture       Stream.BeginCapture, EndCapture
+//	Stream.begin_capture(mode), end_capture Stream.BeginCapture(mode), EndCapture
+//	cudaStreamCaptureModeRelaxed, ...       CaptureRelaxed, CaptureGlobal, CaptureThreadLocal
 //	with stream: (current stream)           none: every asynchronous call takes its stream
 //	Event(block, disable_timing, interp.)   NewEvent(dev, &EventOptions{...})
+//	runtime.ipcGetEventHandle, ipcOpen...   Event.IPCHandle, OpenIPCEvent(dev, handle)
+//	runtime.ipcGetMemHandle, ipcOpenMem...  MemoryPointer.IPCHandle, OpenIPCMemory(dev, handle)
+//	runtime.ipcCloseMemHandle               Free of the memory OpenIPCMemory returned
 //	Event.record, synchronize, done         Event.Record, Synchronize, Query; Wait(ctx) and Done()
 //	get_elapsed_time                        ElapsedTime (a time.Duration)
 //	Graph (launch, upload)                  GraphExec.Launch, Upload
-//	graph capture as a whole                Capture(stream, fn), Graph.Instantiate, GraphExec.Update
+//	graph capture as a whole                Capture(stream, mode, fn), Graph.Instantiate, GraphExec.Update
+//	cuda.core GraphCompleteOptions          Graph.Instantiate(&InstantiateOptions{AutoFreeOnLaunch,
+//	  (auto_free_on_launch, upload_stream,    Upload, DeviceLaunch, UseNodePriority})
+//	  device_launch, use_node_priority)
 //	cupy.RawModule(code=...), compile       Compile(source, &CompileOptions{...}), LoadModule(image)
+//	RawModule(options=('-arch=sm_90',))     CompileOptions{Arch: arch} (arch from Device.Arch)
 //	RawModule(path=...)                     LoadModuleFile(name)
 //	RawModule.get_function, RawKernel       Module.Kernel(name)
 //	name_expressions, get_lowered_name      CompileOptions.NameExpressions, Compiled.LoweredNames

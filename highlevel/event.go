@@ -5,6 +5,7 @@ import "C"
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 	"unsafe"
@@ -22,6 +23,9 @@ type Event struct {
 	life life
 
 	we *waitEvent // what the waiter watches
+	// interprocess is set for an event other processes may record: it was
+	// created with EventOptions.Interprocess or opened with OpenIPCEvent.
+	interprocess bool
 
 	mu sync.Mutex
 	w  *waitReq // the request for the latest Record, or nil
@@ -35,8 +39,8 @@ type EventOptions struct {
 	Blocking bool
 	// DisableTiming makes the event cheaper, and unusable with ElapsedTime.
 	DisableTiming bool
-	// Interprocess lets other processes open the event; it needs
-	// DisableTiming.
+	// Interprocess lets other processes open the event (Event.IPCHandle,
+	// OpenIPCEvent); it needs DisableTiming.
 	Interprocess bool
 }
 
@@ -44,6 +48,9 @@ type EventOptions struct {
 func NewEvent(d Device, opts *EventOptions) (*Event, error) {
 	if opts == nil {
 		opts = &EventOptions{}
+	}
+	if opts.Interprocess && !opts.DisableTiming {
+		return nil, errors.New("highlevel: new event: an interprocess event needs DisableTiming")
 	}
 	ctx, err := d.context()
 	if err != nil {
@@ -63,7 +70,11 @@ func NewEvent(d Device, opts *EventOptions) (*Event, error) {
 	if err := check("cudaEventCreateWithFlags", C.hl_event_create(ctx, &h, flags)); err != nil {
 		return nil, err
 	}
-	return &Event{h: cudart.Event(h), dev: d, ctx: ctx, we: &waitEvent{ctx: ctx, ev: cudart.Event(h)}}, nil
+	return newEvent(h, d, ctx, opts.Interprocess), nil
+}
+
+func newEvent(h C.uintptr_t, d Device, ctx unsafe.Pointer, interprocess bool) *Event {
+	return &Event{h: cudart.Event(h), dev: d, ctx: ctx, we: &waitEvent{ctx: ctx, ev: cudart.Event(h)}, interprocess: interprocess}
 }
 
 // Handle returns the CUDA event, for use with cudart; 0 for a nil Event.
@@ -132,9 +143,9 @@ func (e *Event) Query() (bool, error) {
 }
 
 // Done returns a channel that is closed when the event has happened, for
-// use in select: when the latest Record before the call is reached, or at
-// once for an event never recorded. For a nil or closed event the channel
-// is closed at once.
+// use in select: when the latest Record before the call is reached (by any
+// process, for an interprocess event), or at once for an event never
+// recorded. For a nil or closed event the channel is closed at once.
 func (e *Event) Done() <-chan struct{} {
 	w, err := e.watch()
 	if err != nil {
@@ -160,6 +171,9 @@ func (e *Event) watch() (*waitReq, error) {
 		return nil, err
 	}
 	defer e.life.release()
+	if e.interprocess { // other processes record it too: no Record here tells
+		return watch(e.we), nil
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.w == nil {

@@ -81,14 +81,14 @@ func ExampleCapture() {
 	defer s.Close()
 	m, _ := dev.Malloc(1 << 20)
 	defer m.Memory().Free()
-	g, err := highlevel.Capture(s, func() error {
+	g, err := highlevel.Capture(s, highlevel.CaptureRelaxed, func() error {
 		return m.MemsetAsync(1, m.Size(), s)
 	})
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer g.Close()
-	x, err := g.Instantiate()
+	x, err := g.Instantiate(nil)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -671,7 +671,7 @@ func (w *randomWorker) graph() {
 	}
 	v := w.r.Uint32()
 	w.capturing.RLock()
-	g, err := Capture(w.own, func() error {
+	g, err := Capture(w.own, CaptureRelaxed, func() error {
 		if err := w.fill.Launch(w.own, randomGrid(a.n), a.arg(), v, int32(a.n)); err != nil {
 			return err
 		}
@@ -681,7 +681,7 @@ func (w *randomWorker) graph() {
 	if !w.ok(err, "Capture") {
 		return
 	}
-	x, err := g.Instantiate()
+	x, err := g.Instantiate(nil)
 	if !w.ok(err, "Graph.Instantiate") {
 		w.ok(g.Close(), "Graph.Close")
 		return

@@ -75,7 +75,7 @@ func TestGPUGraphClosedWhileRunning(t *testing.T) {
 	defer scratch.Memory().Free()
 	var runs atomic.Int32
 	capture := func() *Graph {
-		g, err := Capture(s, func() error { return s.LaunchHostFunc(func() { runs.Add(1) }) })
+		g, err := Capture(s, CaptureRelaxed, func() error { return s.LaunchHostFunc(func() { runs.Add(1) }) })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,7 +83,7 @@ func TestGPUGraphClosedWhileRunning(t *testing.T) {
 	}
 	for i := range 10 {
 		g := capture()
-		x, err := g.Instantiate()
+		x, err := g.Instantiate(nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -121,7 +121,7 @@ func TestGPUGraphCrossStreamHostFunc(t *testing.T) {
 	fork, _ := NewStream(d, nil)
 	defer fork.Close()
 	var runs atomic.Int32
-	g, err := Capture(s, func() error {
+	g, err := Capture(s, CaptureRelaxed, func() error {
 		e, err := s.Record(nil)
 		if err != nil {
 			return err
@@ -143,7 +143,7 @@ func TestGPUGraphCrossStreamHostFunc(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	x, err := g.Instantiate()
+	x, err := g.Instantiate(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +218,7 @@ func TestGPUCaptureAndPackageSyncs(t *testing.T) {
 			running = false
 		default:
 		}
-		g, err := Capture(s, func() error { return p.MemsetAsync(byte(captured), 4, s) })
+		g, err := Capture(s, CaptureRelaxed, func() error { return p.MemsetAsync(byte(captured), 4, s) })
 		if err != nil {
 			t.Fatalf("capture %d: %v", captured, err)
 		}
@@ -227,7 +227,7 @@ func TestGPUCaptureAndPackageSyncs(t *testing.T) {
 	t.Logf("%d captures; %d device waits, %d refused during a capture", captured, syncs.Load(), refused.Load())
 
 	m := testModule(t)
-	if err := s.BeginCapture(); err != nil {
+	if err := s.BeginCapture(CaptureRelaxed); err != nil {
 		t.Fatal(err)
 	}
 	if err := m.Close(); !errors.Is(err, ErrCapturing) {
@@ -418,11 +418,11 @@ func TestGPUCallbackPanics(t *testing.T) {
 	if err := s.Wait(context.Background()); !errors.As(err, &pe) || pe.Value != "callback" {
 		t.Errorf("Wait after a panicking callback: %v", err)
 	}
-	g, err := Capture(s, func() error { return s.LaunchHostFunc(func() { panic("node") }) })
+	g, err := Capture(s, CaptureRelaxed, func() error { return s.LaunchHostFunc(func() { panic("node") }) })
 	if err != nil {
 		t.Fatal(err)
 	}
-	x, _ := g.Instantiate()
+	x, _ := g.Instantiate(nil)
 	x.Launch(s)
 	x.Close()
 	g.Close()
@@ -548,8 +548,8 @@ func TestGPUCloseRace(t *testing.T) {
 		e, _ := NewEvent(d, nil)
 		m, _ := LoadModule(c.Image)
 		k, _ := m.Kernel("set")
-		g, _ := Capture(s, func() error { return k.Launch(s, one, mem, uint32(round)) })
-		x, _ := g.Instantiate()
+		g, _ := Capture(s, CaptureRelaxed, func() error { return k.Launch(s, one, mem, uint32(round)) })
+		x, _ := g.Instantiate(nil)
 		var wg sync.WaitGroup
 		for i := range 64 {
 			wg.Go(func() {

@@ -631,7 +631,7 @@ func TestGPUGraph(t *testing.T) {
 	host := make([]byte, 1<<20)
 	var runs atomic.Int32
 	capture := func(v byte) *Graph {
-		g, err := Capture(s, func() error {
+		g, err := Capture(s, CaptureRelaxed, func() error {
 			if err := m.MemsetAsync(v, 1<<20, s); err != nil {
 				return err
 			}
@@ -643,7 +643,7 @@ func TestGPUGraph(t *testing.T) {
 		return g
 	}
 	g := capture(5)
-	x, err := g.Instantiate()
+	x, err := g.Instantiate(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -676,7 +676,7 @@ func TestGPUGraph(t *testing.T) {
 	if err := x.Launch(s); !errors.Is(err, ErrClosed) {
 		t.Errorf("Launch of a closed graph: %v", err)
 	}
-	_, err = Capture(s, func() error { return errors.New("stop") })
+	_, err = Capture(s, CaptureRelaxed, func() error { return errors.New("stop") })
 	if err == nil || !strings.Contains(err.Error(), "stop") {
 		t.Errorf("Capture with a failing fn: %v", err)
 	}

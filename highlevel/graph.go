@@ -5,6 +5,8 @@ import "C"
 
 import (
 	"errors"
+	"fmt"
+	"runtime"
 	"unsafe"
 
 	"github.com/gocuda/cuda/cudart"
@@ -31,11 +33,62 @@ type GraphExec struct {
 	life life
 }
 
-// Capture captures the work fn queues on s into a graph (CuPy's
-// capture_begin and capture_end). If fn returns an error or panics, the
-// capture is ended and its graph discarded.
-func Capture(s *Stream, fn func() error) (g *Graph, err error) {
-	if err := s.BeginCapture(); err != nil {
+// A CaptureMode says which CUDA calls a stream capture refuses while it
+// runs (cudaStreamCaptureMode): calls that are potentially unsafe during a
+// capture, such as cudaMalloc, which may synchronize the device. The zero
+// value is CaptureRelaxed.
+type CaptureMode int
+
+const (
+	// CaptureRelaxed refuses nothing (cudaStreamCaptureModeRelaxed). It
+	// suits Go best: goroutines move between OS threads, and the
+	// package's waiter queries events while a capture runs.
+	CaptureRelaxed CaptureMode = iota
+	// CaptureGlobal refuses potentially unsafe calls on every OS thread of
+	// the process while the capture runs (cudaStreamCaptureModeGlobal),
+	// catching work of other goroutines that would spoil it. Begin and end
+	// the capture on one OS thread (Capture does).
+	CaptureGlobal
+	// CaptureThreadLocal refuses potentially unsafe calls on the capturing
+	// OS thread only (cudaStreamCaptureModeThreadLocal). Begin and end the
+	// capture on one OS thread (Capture does).
+	CaptureThreadLocal
+)
+
+// String returns the mode's name: "relaxed", "global" or "thread-local".
+func (m CaptureMode) String() string {
+	switch m {
+	case CaptureRelaxed:
+		return "relaxed"
+	case CaptureGlobal:
+		return "global"
+	case CaptureThreadLocal:
+		return "thread-local"
+	}
+	return fmt.Sprintf("CaptureMode(%d)", int(m))
+}
+
+// cuda returns the mode's cudaStreamCaptureMode.
+func (m CaptureMode) cuda() (C.int, error) {
+	switch m {
+	case CaptureRelaxed:
+		return C.cudaStreamCaptureModeRelaxed, nil
+	case CaptureGlobal:
+		return C.cudaStreamCaptureModeGlobal, nil
+	case CaptureThreadLocal:
+		return C.cudaStreamCaptureModeThreadLocal, nil
+	}
+	return 0, fmt.Errorf("highlevel: begin capture: unknown %v", m)
+}
+
+// Capture captures the work fn queues on s into a graph, in the given mode
+// (CuPy's capture_begin and capture_end). It runs fn on the calling
+// goroutine, locked to its OS thread, as the stricter modes need. If fn
+// returns an error or panics, the capture is ended and its graph discarded.
+func Capture(s *Stream, mode CaptureMode, fn func() error) (g *Graph, err error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := s.BeginCapture(mode); err != nil {
 		return nil, err
 	}
 	ended := false
@@ -77,14 +130,66 @@ func (g *Graph) use() error {
 	return nil
 }
 
-// Instantiate makes an executable graph of g.
-func (g *Graph) Instantiate() (*GraphExec, error) {
+// InstantiateOptions are the options of Graph.Instantiate
+// (cudaGraphInstantiateFlags); the zero value sets none.
+type InstantiateOptions struct {
+	// AutoFreeOnLaunch frees the memory the graph's allocation nodes
+	// allocated and its free nodes did not free (cudaMallocAsync captured
+	// through cudart) before each launch after the first
+	// (cudaGraphInstantiateFlagAutoFreeOnLaunch). Without it, such a graph
+	// must have its memory freed before it is launched again.
+	AutoFreeOnLaunch bool
+	// Upload, when not nil, uploads the graph on that stream of the graph's
+	// device as part of instantiating it (cudaGraphInstantiateFlagUpload),
+	// as GraphExec.Upload does; LegacyDefaultStream names the legacy default
+	// stream.
+	Upload *Stream
+	// DeviceLaunch makes the graph launchable from kernels too
+	// (cudaGraphInstantiateFlagDeviceLaunch); CUDA refuses it together with
+	// AutoFreeOnLaunch.
+	DeviceLaunch bool
+	// UseNodePriority runs the graph's kernels at the priorities they were
+	// captured with, the priorities of their streams, rather than at the
+	// priority of the stream the graph is launched on
+	// (cudaGraphInstantiateFlagUseNodePriority).
+	UseNodePriority bool
+}
+
+// Instantiate makes an executable graph of g. opts may be nil.
+func (g *Graph) Instantiate(opts *InstantiateOptions) (*GraphExec, error) {
+	if opts == nil {
+		opts = &InstantiateOptions{}
+	}
 	if err := g.use(); err != nil {
 		return nil, err
 	}
 	defer g.life.release()
+	var flags C.ulonglong
+	if opts.AutoFreeOnLaunch {
+		flags |= C.cudaGraphInstantiateFlagAutoFreeOnLaunch
+	}
+	if opts.DeviceLaunch {
+		flags |= C.cudaGraphInstantiateFlagDeviceLaunch
+	}
+	if opts.UseNodePriority {
+		flags |= C.cudaGraphInstantiateFlagUseNodePriority
+	}
+	var sh C.uintptr_t
+	if s := opts.Upload; s != nil {
+		h, err := s.enter(g.dev)
+		if err != nil {
+			return nil, err
+		}
+		defer s.leave()
+		flags |= C.cudaGraphInstantiateFlagUpload
+		sh = h
+	}
 	var x C.uintptr_t
-	if err := check("cudaGraphInstantiate", C.hl_graph_instantiate(g.ctx, &x, C.uintptr_t(g.h))); err != nil {
+	var result C.int
+	if err := check("cudaGraphInstantiate", C.hl_graph_instantiate(g.ctx, &x, C.uintptr_t(g.h), flags, sh, &result)); err != nil {
+		if result != C.cudaGraphInstantiateSuccess {
+			err = fmt.Errorf("%w (%v)", err, cudart.GraphInstantiateResult(result))
+		}
 		return nil, err
 	}
 	return &GraphExec{h: cudart.GraphExec(x), dev: g.dev, ctx: g.ctx}, nil

@@ -30,13 +30,14 @@ import (
 var ErrArgument = errors.New("highlevel: bad kernel argument")
 
 // A Module is loaded device code (PTX, CUBIN or fatbin): a CUDA library,
-// which is not tied to a context, so its kernels run on every device. It is
-// safe for use by several goroutines. A Module that is not closed stays
-// loaded until the process exits.
+// which belongs to no device. CUDA loads its code into a device's context
+// when one of its kernels is first used there (Kernel.Launch, Attribute,
+// the occupancy functions), so one Module serves every device whose
+// architecture its code fits. It is safe for use by several goroutines. A
+// Module that is not closed stays loaded until the process exits.
 type Module struct {
 	lib   C.uintptr_t
 	image unsafe.Pointer // the C copy of the image, freed by Close
-	ctx   unsafe.Pointer // the context the calls are made in
 	life  life
 
 	mu      sync.Mutex
@@ -44,20 +45,22 @@ type Module struct {
 }
 
 // LoadModule loads device code: PTX (as NVRTC or nvcc -ptx writes it), a
-// CUBIN or a fatbin, such as Compile returns.
+// CUBIN or a fatbin, such as Compile returns. It concerns no device and
+// makes no context: the code of a CUBIN compiled for one device (Compile
+// with CompileOptions.Arch from Device.Arch) runs on the devices of that
+// architecture, PTX on every device of its architecture or a later one.
 func LoadModule(image []byte) (*Module, error) {
 	if len(image) == 0 {
 		return nil, errors.New("highlevel: LoadModule: empty image")
 	}
-	ctx, err := hostContext() // a library belongs to no context
-	if err != nil {
+	if err := initDevices(); err != nil {
 		return nil, err
 	}
 	if isPTX(image) && image[len(image)-1] != 0 {
 		image = append(image[:len(image):len(image)], 0) // PTX is read as a C string
 	}
-	m := &Module{image: C.CBytes(image), ctx: ctx, kernels: map[string]*Kernel{}}
-	if err := check("cuLibraryLoadData", C.hl_library_load(ctx, &m.lib, m.image)); err != nil {
+	m := &Module{image: C.CBytes(image), kernels: map[string]*Kernel{}}
+	if err := check("cuLibraryLoadData", C.hl_library_load(nil, &m.lib, m.image)); err != nil {
 		C.free(m.image)
 		return nil, err
 	}
@@ -107,12 +110,12 @@ func (m *Module) Kernel(name string) (*Kernel, error) {
 		return nil, err
 	}
 	k := &Kernel{m: m, name: name, funcs: make([]atomic.Uintptr, n)}
-	if err := check(fmt.Sprintf("kernel %q", name), C.hl_library_get_kernel(m.ctx, &k.k, m.lib, cname)); err != nil {
+	if err := check(fmt.Sprintf("kernel %q", name), C.hl_library_get_kernel(nil, &k.k, m.lib, cname)); err != nil {
 		return nil, err
 	}
 	var offsets, sizes [maxParams]C.uint32_t
 	var np C.int
-	if err := check("cuKernelGetParamInfo", C.hl_kernel_params(m.ctx, k.k, &offsets[0], &sizes[0], maxParams, &np)); err != nil {
+	if err := check("cuKernelGetParamInfo", C.hl_kernel_params(nil, k.k, &offsets[0], &sizes[0], maxParams, &np)); err != nil {
 		return nil, err
 	}
 	for i := range int(np) {
@@ -156,7 +159,7 @@ func (m *Module) Close() error {
 		}
 	}
 	m.mu.Unlock()
-	errs = append(errs, check("cuLibraryUnload", C.hl_library_unload(m.ctx, m.lib)))
+	errs = append(errs, check("cuLibraryUnload", C.hl_library_unload(nil, m.lib)))
 	C.free(m.image)
 	return errors.Join(errs...)
 }

@@ -146,12 +146,12 @@ func TestClosedObjects(t *testing.T) {
 	_, aerr := k.Attribute(0, 0)
 	_, merr := pool.Malloc(1)
 	_, serr := (&MemoryPool{arena: newArena(nil, nil)}).MallocStream(1, s)
-	_, ierr := g.Instantiate()
+	_, ierr := g.Instantiate(nil)
 	_, qerr := e.Query()
 	_, cerr := s.EndCapture()
 	for name, err := range map[string]error{
 		"Stream.Synchronize":                         s.Synchronize(),
-		"Stream.BeginCapture":                        s.BeginCapture(),
+		"Stream.BeginCapture":                        s.BeginCapture(CaptureRelaxed),
 		"Stream.EndCapture":                          cerr,
 		"Stream.LaunchHostFunc":                      s.LaunchHostFunc(func() {}),
 		"Stream.AddCallback":                         s.AddCallback(func(error) {}),

@@ -3,6 +3,7 @@
 #include <cuda.h>
 #include <cuda_profiler_api.h>
 #include <errno.h>
+#include <string.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
@@ -32,6 +33,7 @@
 	RT(cudaEventQuery) RT(cudaEventElapsedTime) RT(cudaGraphInstantiate) \
 	RT(cudaGraphLaunch) RT(cudaGraphUpload) RT(cudaGraphExecUpdate) \
 	RT(cudaGraphDestroy) RT(cudaGraphExecDestroy) \
+	RT(cudaGraphInstantiateWithParams) \
 	RT(cudaProfilerStart) RT(cudaProfilerStop) \
 	DRV(cuCtxGetCurrent) DRV(cuCtxSetCurrent) DRV(cuInit) DRV(cuDeviceGet) \
 	DRV(cuDevicePrimaryCtxRetain) DRV(cuLibraryLoadData) DRV(cuLibraryUnload) \
@@ -39,6 +41,8 @@
 	DRV(cuKernelSetAttribute) DRV(cuLaunchKernel) DRV(cuLaunchKernelEx) \
 	DRV(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags) \
 	DRV(cuOccupancyMaxPotentialBlockSizeWithFlags) DRV(cuPointerGetAttributes) \
+	DRV(cuIpcGetEventHandle) DRV(cuIpcOpenEventHandle) DRV(cuIpcGetMemHandle) \
+	DRV(cuIpcOpenMemHandle_v2) DRV(cuIpcCloseMemHandle) \
 	DRV(cuCtxSynchronize) DRV(cuCtxEnablePeerAccess) DRV(cuDevicePrimaryCtxGetState)
 
 #define HL_INDEX(name) HL_##name,
@@ -450,8 +454,19 @@ void hl_event_query_many(int n, void **ctxs, uintptr_t *events, int *status) {
 	if (cur != prev) CTX_SET(prev);
 }
 
-int hl_graph_instantiate(void *ctx, uintptr_t *exec, uintptr_t g) {
-	CALL(ctx, RT(cudaGraphInstantiate)((cudaGraphExec_t *)exec, (cudaGraph_t)g, 0));
+// hl_graph_instantiate instantiates g with cudaGraphInstantiateFlags flags,
+// uploading it on stream upload when flags has cudaGraphInstantiateFlagUpload;
+// *result is the cudaGraphInstantiateResult.
+int hl_graph_instantiate(void *ctx, uintptr_t *exec, uintptr_t g, unsigned long long flags, uintptr_t upload,
+		int *result) {
+	cudaGraphInstantiateParams p = {.flags = flags, .uploadStream = STREAM(upload)};
+	void *prev;
+	int r = hl_enter(ctx, &prev);
+	if (r != 0) return r;
+	r = RT(cudaGraphInstantiateWithParams)((cudaGraphExec_t *)exec, (cudaGraph_t)g, &p);
+	*result = (int)p.result_out;
+	hl_leave(ctx, prev);
+	return r;
 }
 int hl_graph_launch(void *ctx, uintptr_t exec, uintptr_t s) {
 	CALL(ctx, RT(cudaGraphLaunch)((cudaGraphExec_t)exec, STREAM(s)));
@@ -484,8 +499,16 @@ int hl_profiler(void *ctx, int start) {
 #define KERNEL(k) ((CUkernel)(k))
 #define FUNC(k) ((CUfunction)(k))
 
+// hl_library_load loads a library, which needs no context: only an
+// initialized driver.
 int hl_library_load(void *ctx, uintptr_t *lib, const void *image) {
-	DCALL(ctx, DRV(cuLibraryLoadData)((CUlibrary *)lib, image, NULL, NULL, 0, NULL, NULL, 0));
+	void *prev;
+	int r = hl_enter(ctx, &prev);
+	if (r != 0) return r;
+	r = DRV_INIT(0);
+	if (r == 0) r = DRV(cuLibraryLoadData)((CUlibrary *)lib, image, NULL, NULL, 0, NULL, NULL, 0);
+	hl_leave(ctx, prev);
+	return drv_status(r);
 }
 int hl_library_unload(void *ctx, uintptr_t lib) { DCALL(ctx, DRV(cuLibraryUnload)((CUlibrary)lib)); }
 int hl_library_get_kernel(void *ctx, uintptr_t *k, uintptr_t lib, const char *name) {
@@ -637,3 +660,67 @@ int hl_mem_advise(void *ctx, const void *p, size_t n, int advice, int loc_type, 
 	struct cudaMemLocation loc = {(enum cudaMemLocationType)loc_type, loc_id};
 	CALL(ctx, RT(cudaMemAdvise)(p, n, (enum cudaMemoryAdvise)advice, loc));
 }
+
+// Interprocess sharing (ipc.go): events and device memory exported as
+// CU_IPC_HANDLE_SIZE bytes that another process opens.
+
+int hl_ipc_event_handle(void *ctx, uintptr_t e, void *handle) {
+	DCALL(ctx, DRV(cuIpcGetEventHandle)((CUipcEventHandle *)handle, (CUevent)e));
+}
+
+int hl_ipc_open_event(void *ctx, uintptr_t *e, const void *handle) {
+	CUipcEventHandle h;
+	memcpy(&h, handle, sizeof h);
+	DCALL(ctx, DRV(cuIpcOpenEventHandle)((CUevent *)e, h));
+}
+
+// hl_ipc_mem_handle exports the allocation that holds ptr: *offset is ptr's
+// offset in it. *capable is 0, and nothing is exported, when the allocation
+// cannot be shared this way (managed memory, or memory of a CUDA memory
+// pool).
+int hl_ipc_mem_handle(void *ctx, void *ptr, void *handle, size_t *offset, int *capable) {
+	void *prev;
+	int r = hl_enter(ctx, &prev);
+	if (r != 0) return r;
+	CUpointer_attribute attrs[] = {
+		CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+	};
+	unsigned int capable_ = 0; // a boolean, written as 1 or 4 bytes
+	CUdeviceptr base = 0;
+	void *data[] = {&capable_, &base};
+	r = DRV(cuPointerGetAttributes)(2, attrs, data, (CUdeviceptr)(uintptr_t)ptr);
+	*capable = capable_ != 0;
+	if (r == 0 && capable_ != 0) {
+		*offset = (size_t)((CUdeviceptr)(uintptr_t)ptr - base);
+		r = DRV(cuIpcGetMemHandle)((CUipcMemHandle *)handle, base);
+	}
+	hl_leave(ctx, prev);
+	return drv_status(r);
+}
+
+// hl_ipc_open_mem maps the allocation an exported handle names, at *base,
+// and stores the size of the mapping in *size.
+int hl_ipc_open_mem(void *ctx, void **base, const void *handle, size_t *size) {
+	CUipcMemHandle h;
+	memcpy(&h, handle, sizeof h);
+	void *prev;
+	int r = hl_enter(ctx, &prev);
+	if (r != 0) return r;
+	CUdeviceptr p = 0;
+	r = DRV(cuIpcOpenMemHandle_v2)(&p, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+	if (r == 0) {
+		CUpointer_attribute attr = CU_POINTER_ATTRIBUTE_RANGE_SIZE;
+		size_t n = 0;
+		void *data = &n;
+		r = DRV(cuPointerGetAttributes)(1, &attr, &data, p);
+		if (r != 0) {
+			DRV(cuIpcCloseMemHandle)(p);
+		}
+		*size = n;
+	}
+	*base = (void *)(uintptr_t)p;
+	hl_leave(ctx, prev);
+	return drv_status(r);
+}
+
+int hl_ipc_close_mem(void *ctx, void *base) { DCALL(ctx, DRV(cuIpcCloseMemHandle)((CUdeviceptr)(uintptr_t)base)); }

@@ -82,7 +82,8 @@ int hl_event_query(void *ctx, uintptr_t e);
 int hl_event_elapsed(void *ctx, float *ms, uintptr_t start, uintptr_t end);
 void hl_event_query_many(int n, void **ctxs, uintptr_t *events, int *status);
 
-int hl_graph_instantiate(void *ctx, uintptr_t *exec, uintptr_t g);
+int hl_graph_instantiate(void *ctx, uintptr_t *exec, uintptr_t g, unsigned long long flags, uintptr_t upload,
+	int *result);
 int hl_graph_launch(void *ctx, uintptr_t exec, uintptr_t s);
 int hl_graph_upload(void *ctx, uintptr_t exec, uintptr_t s);
 int hl_graph_update(void *ctx, uintptr_t exec, uintptr_t g, int *result);
@@ -108,5 +109,10 @@ void hl_poll_wake(void);
 
 int hl_mem_prefetch(void *ctx, const void *p, size_t n, int loc_type, int loc_id, uintptr_t s);
 int hl_mem_advise(void *ctx, const void *p, size_t n, int advice, int loc_type, int loc_id);
+int hl_ipc_event_handle(void *ctx, uintptr_t e, void *handle);
+int hl_ipc_open_event(void *ctx, uintptr_t *e, const void *handle);
+int hl_ipc_mem_handle(void *ctx, void *ptr, void *handle, size_t *offset, int *capable);
+int hl_ipc_open_mem(void *ctx, void **base, const void *handle, size_t *size);
+int hl_ipc_close_mem(void *ctx, void *base);
 
 #endif

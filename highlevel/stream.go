@@ -373,12 +373,22 @@ func (s *Stream) LaunchHostFunc(fn func()) error {
 }
 
 // BeginCapture starts capturing the work queued on the stream into a graph,
-// in relaxed mode (cudaStreamCaptureModeRelaxed): Go may run any goroutine
-// on the capturing OS thread, and the package's waiter queries events while
-// a capture runs, which the stricter modes would turn into errors.
-func (s *Stream) BeginCapture() error {
+// in the given mode (cudaStreamBeginCapture). CaptureRelaxed is the one to
+// use unless other goroutines' unsafe calls must be caught. In the stricter
+// modes CUDA requires EndCapture on the OS thread that called
+// BeginCapture, so the goroutine must stay locked to its thread
+// (runtime.LockOSThread) from one to the other, as Capture does; and the
+// calls CUDA refuses during the capture fail whoever makes them, the
+// package's own included (cudaMalloc behind Device.Malloc or a pool that
+// grows, and possibly the loading of a kernel into a device at its first
+// use there: launch kernels once before such a capture).
+func (s *Stream) BeginCapture(mode CaptureMode) error {
 	if s == nil {
 		return nilError("Stream")
+	}
+	m, err := mode.cuda()
+	if err != nil {
+		return err
 	}
 	h, err := s.enter(s.dev)
 	if err != nil {
@@ -387,7 +397,7 @@ func (s *Stream) BeginCapture() error {
 	defer s.leave()
 	captureMu.RLock()
 	captures.Add(1)
-	err = check("cudaStreamBeginCapture", C.hl_stream_begin_capture(s.ctx, h, C.cudaStreamCaptureModeRelaxed))
+	err = check("cudaStreamBeginCapture", C.hl_stream_begin_capture(s.ctx, h, m))
 	if err != nil || s.capturing.Swap(true) {
 		captures.Add(-1)
 		captureMu.RUnlock()

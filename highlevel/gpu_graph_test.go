@@ -1,0 +1,215 @@
+package highlevel
+
+import (
+	"runtime"
+	"testing"
+	"unsafe"
+
+	"github.com/gocuda/cuda/cudart"
+)
+
+// TestGPUCaptureModes begins a capture in each mode on a locked OS thread
+// and calls cudaMalloc (Device.Malloc), which may synchronize the device and
+// so is unsafe during a capture, from that thread and from another one:
+// relaxed mode allows both, global mode refuses both, thread-local mode
+// refuses only the capturing thread's.
+func TestGPUCaptureModes(t *testing.T) {
+	d := gpu(t)
+	buf, err := d.Malloc(1 << 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer buf.Memory().Free()
+	for _, c := range []struct {
+		mode            CaptureMode
+		selfOK, otherOK bool
+	}{
+		{CaptureRelaxed, true, true},
+		{CaptureGlobal, false, false},
+		{CaptureThreadLocal, false, true},
+	} {
+		t.Run(c.mode.String(), func(t *testing.T) {
+			s, err := NewStream(d, &StreamOptions{NonBlocking: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			var got []MemoryPointer
+			defer func() {
+				for _, p := range got {
+					p.Memory().Free()
+				}
+			}()
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			if err := s.BeginCapture(c.mode); err != nil {
+				t.Fatal(err)
+			}
+			if err := buf.MemsetAsync(7, 1<<16, s); err != nil {
+				t.Errorf("MemsetAsync in the capture: %v", err)
+			}
+			self, selfErr := d.Malloc(4096)
+			type result struct {
+				p   MemoryPointer
+				err error
+			}
+			other := make(chan result)
+			go func() {
+				runtime.LockOSThread() // another OS thread than the capturing one
+				defer runtime.UnlockOSThread()
+				p, err := d.Malloc(4096)
+				other <- result{p, err}
+			}()
+			o := <-other
+			g, endErr := s.EndCapture()
+			for _, p := range []MemoryPointer{self, o.p} {
+				if p.Memory() != nil {
+					got = append(got, p)
+				}
+			}
+			if (selfErr == nil) != c.selfOK {
+				t.Errorf("cudaMalloc on the capturing thread: %v, want success %v", selfErr, c.selfOK)
+			}
+			if (o.err == nil) != c.otherOK {
+				t.Errorf("cudaMalloc on another thread: %v, want success %v", o.err, c.otherOK)
+			}
+			t.Logf("capturing thread: %v; another thread: %v; EndCapture: %v", selfErr, o.err, endErr)
+			if c.mode == CaptureRelaxed && endErr != nil {
+				t.Fatalf("EndCapture: %v", endErr)
+			}
+			if g != nil {
+				g.Close()
+			}
+			if err := s.Synchronize(); err != nil {
+				t.Errorf("the stream after the capture: %v", err)
+			}
+		})
+	}
+	// Capture locks the thread itself, as the strict modes need.
+	s, _ := NewStream(d, &StreamOptions{NonBlocking: true})
+	defer s.Close()
+	for _, mode := range []CaptureMode{CaptureGlobal, CaptureThreadLocal} {
+		g, err := Capture(s, mode, func() error {
+			runtime.Gosched()
+			return buf.MemsetAsync(byte(mode), 1<<16, s)
+		})
+		if err != nil {
+			t.Fatalf("Capture in %v mode: %v", mode, err)
+		}
+		x, err := g.Instantiate(nil)
+		g.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := x.Launch(s); err != nil {
+			t.Fatal(err)
+		}
+		x.Close()
+		s.Synchronize()
+		var b [1 << 16]byte
+		buf.CopyToHost(unsafe.Pointer(&b[0]), len(b))
+		if b[0] != byte(mode) || b[len(b)-1] != byte(mode) {
+			t.Errorf("after the graph captured in %v mode: bytes %d..%d, want %d", mode, b[0], b[len(b)-1], mode)
+		}
+	}
+}
+
+// TestGPUInstantiateOptions checks the instantiate flags: a graph that
+// allocates memory it does not free can be launched again only with
+// AutoFreeOnLaunch; Upload uploads; DeviceLaunch with AutoFreeOnLaunch is
+// refused.
+func TestGPUInstantiateOptions(t *testing.T) {
+	d := gpu(t)
+	s, err := NewStream(d, &StreamOptions{NonBlocking: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// A graph with an allocation node: cudaMallocAsync captured through
+	// cudart, so that no Memory of the package owns the graph's memory.
+	var ptr unsafe.Pointer
+	g, err := Capture(s, CaptureRelaxed, func() error {
+		return d.Do(func() error {
+			if err := cudart.MallocAsync(&ptr, 1<<20, s.Handle()); err != nil {
+				return err
+			}
+			return cudart.MemsetAsync(ptr, 1, 1<<20, s.Handle())
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	freeGraphMemory := func() {
+		t.Helper()
+		if err := d.Do(func() error { return cudart.FreeAsync(ptr, s.Handle()) }); err != nil {
+			t.Errorf("freeing the graph's memory: %v", err)
+		}
+		if err := s.Synchronize(); err != nil {
+			t.Error(err)
+		}
+	}
+	launchTwice := func(opts *InstantiateOptions) (first, second error) {
+		x, err := g.Instantiate(opts)
+		if err != nil {
+			t.Fatalf("Instantiate(%+v): %v", opts, err)
+		}
+		defer x.Close() // a graph with allocations has one instantiation at a time
+		first = x.Launch(s)
+		if first == nil {
+			second = x.Launch(s)
+		}
+		if err := s.Synchronize(); err != nil {
+			t.Errorf("after the launches: %v", err)
+		}
+		if first == nil {
+			freeGraphMemory()
+		}
+		return first, second
+	}
+	first, second := launchTwice(nil)
+	if first != nil || second == nil {
+		t.Errorf("without AutoFreeOnLaunch: first launch %v, second %v; want the second refused", first, second)
+	}
+	t.Logf("second launch without AutoFreeOnLaunch: %v", second)
+	first, second = launchTwice(&InstantiateOptions{AutoFreeOnLaunch: true, UseNodePriority: true})
+	if first != nil || second != nil {
+		t.Errorf("with AutoFreeOnLaunch: first launch %v, second %v", first, second)
+	}
+	if _, err := g.Instantiate(&InstantiateOptions{AutoFreeOnLaunch: true, DeviceLaunch: true}); err == nil {
+		t.Error("AutoFreeOnLaunch with DeviceLaunch was accepted")
+	} else {
+		t.Logf("AutoFreeOnLaunch with DeviceLaunch: %v", err)
+	}
+
+	// Upload: a memset graph instantiated with an upload runs as usual.
+	buf, err := d.Malloc(4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer buf.Memory().Free()
+	g2, err := Capture(s, CaptureRelaxed, func() error { return buf.MemsetAsync(9, 4096, s) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g2.Close()
+	x, err := g2.Instantiate(&InstantiateOptions{Upload: s})
+	if err != nil {
+		t.Fatalf("Instantiate with Upload: %v", err)
+	}
+	defer x.Close()
+	if err := x.Launch(s); err != nil {
+		t.Fatal(err)
+	}
+	s.Synchronize()
+	var b [4096]byte
+	buf.CopyToHost(unsafe.Pointer(&b[0]), len(b))
+	if b[0] != 9 || b[4095] != 9 {
+		t.Errorf("after the uploaded graph: bytes %d..%d, want 9", b[0], b[4095])
+	}
+	closed, _ := NewStream(d, nil)
+	closed.Close()
+	if _, err := g2.Instantiate(&InstantiateOptions{Upload: closed}); err == nil {
+		t.Error("Instantiate uploading to a closed stream succeeded")
+	}
+}

@@ -1,0 +1,277 @@
+package highlevel
+
+// #include "shim.h"
+import "C"
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"unsafe"
+)
+
+// Interprocess sharing: an event or device memory of one process is
+// exported as a handle of plain bytes (Event.IPCHandle,
+// MemoryPointer.IPCHandle), sent to another process over any channel
+// (MarshalBinary, UnmarshalBinary), and opened there (OpenIPCEvent,
+// OpenIPCMemory), as CuPy's ipcGetEventHandle, ipcOpenMemHandle and the
+// rest do. The processes must run on the same machine, on Linux.
+
+// ErrNotShareable is wrapped by the errors of IPCHandle for what CUDA
+// cannot share between processes: an event created without
+// EventOptions.Interprocess, managed memory, and memory of a CUDA memory
+// pool (MallocAsync, MemoryAsyncPool).
+var ErrNotShareable = errors.New("highlevel: not shareable between processes")
+
+// ipcHandleSize is the size of CUDA's interprocess handles.
+const ipcHandleSize = C.CU_IPC_HANDLE_SIZE
+
+// An IPCEventHandle names an interprocess event (cudaIpcEventHandle_t) for
+// OpenIPCEvent in another process. Its zero value names no event.
+type IPCEventHandle struct {
+	b [ipcHandleSize]byte
+}
+
+// MarshalBinary returns the handle's 64 bytes.
+func (h IPCEventHandle) MarshalBinary() ([]byte, error) {
+	return append([]byte(nil), h.b[:]...), nil
+}
+
+// UnmarshalBinary sets the handle from the bytes MarshalBinary returned.
+func (h *IPCEventHandle) UnmarshalBinary(b []byte) error {
+	if h == nil {
+		return nilError("IPCEventHandle")
+	}
+	if len(b) != len(h.b) {
+		return fmt.Errorf("highlevel: event handle of %d bytes, want %d", len(b), len(h.b))
+	}
+	copy(h.b[:], b)
+	return nil
+}
+
+// An IPCMemHandle names device memory for OpenIPCMemory in another process:
+// CUDA's handle of the allocation that holds it (cudaIpcMemHandle_t), and
+// where in that allocation the memory lies. Its zero value names no
+// memory.
+type IPCMemHandle struct {
+	b      [ipcHandleSize]byte
+	offset int // of the memory in the allocation
+	size   int // of the memory
+}
+
+// ipcMemHandleSize is the size of an IPCMemHandle's binary form: CUDA's
+// handle, then the offset and the size as little-endian uint64s.
+const ipcMemHandleSize = ipcHandleSize + 16
+
+// Size returns the size of the memory the handle names, in bytes.
+func (h IPCMemHandle) Size() int { return h.size }
+
+// MarshalBinary returns the handle as 80 bytes: CUDA's 64, then the
+// memory's offset in its allocation and its size.
+func (h IPCMemHandle) MarshalBinary() ([]byte, error) {
+	b := make([]byte, ipcMemHandleSize)
+	copy(b, h.b[:])
+	binary.LittleEndian.PutUint64(b[ipcHandleSize:], uint64(h.offset))
+	binary.LittleEndian.PutUint64(b[ipcHandleSize+8:], uint64(h.size))
+	return b, nil
+}
+
+// UnmarshalBinary sets the handle from the bytes MarshalBinary returned.
+func (h *IPCMemHandle) UnmarshalBinary(b []byte) error {
+	if h == nil {
+		return nilError("IPCMemHandle")
+	}
+	if len(b) != ipcMemHandleSize {
+		return fmt.Errorf("highlevel: memory handle of %d bytes, want %d", len(b), ipcMemHandleSize)
+	}
+	var v IPCMemHandle
+	copy(v.b[:], b)
+	off := binary.LittleEndian.Uint64(b[ipcHandleSize:])
+	size := binary.LittleEndian.Uint64(b[ipcHandleSize+8:])
+	if off > maxSize || size == 0 || size > maxSize {
+		return fmt.Errorf("highlevel: memory handle of %d bytes at offset %d: malformed", size, off)
+	}
+	v.offset, v.size = int(off), int(size)
+	*h = v
+	return nil
+}
+
+// IPCHandle exports the event to other processes, which open it with
+// OpenIPCEvent (cudaIpcGetEventHandle). The event must have been created
+// with EventOptions.Interprocess (and so DisableTiming). It must stay open
+// while other processes use it.
+func (e *Event) IPCHandle() (IPCEventHandle, error) {
+	var h IPCEventHandle
+	if err := e.use(); err != nil {
+		return h, err
+	}
+	defer e.life.release()
+	if !e.interprocess {
+		return h, fmt.Errorf("%w: event created without EventOptions.Interprocess", ErrNotShareable)
+	}
+	err := check("cuIpcGetEventHandle", C.hl_ipc_event_handle(e.ctx, C.uintptr_t(e.h), unsafe.Pointer(&h.b[0])))
+	return h, err
+}
+
+// OpenIPCEvent opens on device d an event another process exported with
+// Event.IPCHandle (cudaIpcOpenEventHandle). The event has no timing; it may
+// be recorded, waited for (Stream.WaitEvent, Wait, Synchronize) and queried
+// in either process, and Wait and Done wait for its latest Record in any of
+// them. Close it before the exporting process closes its own: CUDA leaves
+// the use of an event whose exporter destroyed it undefined.
+func OpenIPCEvent(d Device, h IPCEventHandle) (*Event, error) {
+	if h == (IPCEventHandle{}) {
+		return nil, errors.New("highlevel: open event handle: empty handle")
+	}
+	ctx, err := d.context()
+	if err != nil {
+		return nil, err
+	}
+	var e C.uintptr_t
+	if err := check("cuIpcOpenEventHandle", C.hl_ipc_open_event(ctx, &e, unsafe.Pointer(&h.b[0]))); err != nil {
+		return nil, err
+	}
+	return newEvent(e, d, ctx, true), nil
+}
+
+// IPCHandle exports the memory from p to the end of its Memory to other
+// processes, which open it with OpenIPCMemory (cudaIpcGetMemHandle).
+//
+// CUDA shares whole allocations made by cudaMalloc: memory from
+// Device.Malloc, and blocks of a MemoryPool over one. The handle names the
+// allocation that holds p and p's offset in it, so a pointer into the
+// middle of a Memory, or a pool's block inside one of its chunks, can be
+// shared; the other process's MemoryPointer covers only the memory from p
+// to the end of p's Memory. Managed memory and memory of a CUDA memory pool
+// (MallocAsync, MemoryAsyncPool) cannot be shared this way: the error wraps
+// ErrNotShareable.
+//
+// The package cannot see other processes: the memory must not be freed
+// (nor, for a pool's block, given back to the pool, which would hand it out
+// again) until every process that opened it has freed its MemoryPointer,
+// and the processes order their work on it with events (OpenIPCEvent).
+func (p MemoryPointer) IPCHandle() (IPCMemHandle, error) {
+	var h IPCMemHandle
+	if err := p.mem.live(); err != nil {
+		return h, err
+	}
+	n := p.Size()
+	if n <= 0 {
+		return h, fmt.Errorf("highlevel: memory handle: the pointer is at the end of its %d bytes", p.mem.Size())
+	}
+	if p.mem.managed {
+		return h, fmt.Errorf("%w: managed memory", ErrNotShareable)
+	}
+	ptr, ctx, err := p.span(n)
+	if err != nil {
+		return h, err
+	}
+	defer p.mem.life.release()
+	var off C.size_t
+	var capable C.int
+	if err := check("cuIpcGetMemHandle", C.hl_ipc_mem_handle(ctx, ptr, unsafe.Pointer(&h.b[0]), &off, &capable)); err != nil {
+		return IPCMemHandle{}, err
+	}
+	if capable == 0 {
+		return IPCMemHandle{}, fmt.Errorf("%w: memory at %p is not from cudaMalloc", ErrNotShareable, ptr)
+	}
+	h.offset, h.size = int(off), n
+	return h, nil
+}
+
+// OpenIPCMemory maps on device d the memory another process exported with
+// MemoryPointer.IPCHandle (cudaIpcOpenMemHandle), and returns a pointer to
+// it, of h.Size() bytes. The memory may belong to another device of the
+// machine: CUDA enables peer access from d as needed. A process cannot open
+// memory it exported itself.
+//
+// Free unmaps it (cudaIpcCloseMemHandle) once every device the program used
+// has finished the work queued so far, so that no kernel or copy of this
+// process still uses it; while a stream captures, that wait would spoil the
+// capture, and the next OpenIPCMemory unmaps it instead. A MemoryPointer
+// dropped without Free is unmapped the same way by the next OpenIPCMemory.
+func OpenIPCMemory(d Device, h IPCMemHandle) (MemoryPointer, error) {
+	if h.size <= 0 {
+		return MemoryPointer{}, errors.New("highlevel: open memory handle: empty handle")
+	}
+	if h.offset < 0 || h.offset > maxSize || h.size > maxSize {
+		return MemoryPointer{}, fmt.Errorf("highlevel: open memory handle: %d bytes at offset %d: malformed", h.size, h.offset)
+	}
+	ctx, err := d.context()
+	if err != nil {
+		return MemoryPointer{}, err
+	}
+	closeLostMappings()
+	var base unsafe.Pointer
+	var mapped C.size_t
+	if err := check("cuIpcOpenMemHandle", C.hl_ipc_open_mem(ctx, &base, unsafe.Pointer(&h.b[0]), &mapped)); err != nil {
+		return MemoryPointer{}, err
+	}
+	if h.offset+h.size > int(mapped) {
+		C.hl_ipc_close_mem(ctx, base)
+		return MemoryPointer{}, fmt.Errorf("highlevel: open memory handle: %d bytes at offset %d are past the end of the %d bytes mapped", h.size, h.offset, int(mapped))
+	}
+	return newMapped(mapping{base: base, ctx: ctx}, h.offset, h.size, d), nil
+}
+
+// newMapped returns a MemoryPointer to size bytes at offset off of mapping
+// mp, which its Free unmaps.
+func newMapped(mp mapping, off, size int, d Device) MemoryPointer {
+	m := &Memory{ptr: unsafe.Add(mp.base, off), size: size, dev: d, owner: mp}
+	m.clean = runtime.AddCleanup(m, mapping.lose, mp)
+	return MemoryPointer{mem: m}
+}
+
+// A mapping is memory of another process mapped by OpenIPCMemory: the
+// owner of its Memory.
+type mapping struct {
+	base, ctx unsafe.Pointer
+}
+
+func (mp mapping) free(*Memory) error {
+	if err := synchronizeAll(); err != nil {
+		mp.lose()
+		if errors.Is(err, ErrCapturing) {
+			return nil
+		}
+		return err
+	}
+	return check("cuIpcCloseMemHandle", C.hl_ipc_close_mem(mp.ctx, mp.base))
+}
+
+// lostMappings are the mappings to unmap once the devices are idle: those
+// whose Memory was dropped without Free (a cleanup must not call CUDA), and
+// those freed while a capture was in progress.
+var lostMappings struct {
+	mu sync.Mutex
+	m  []mapping
+}
+
+func (mp mapping) lose() {
+	lostMappings.mu.Lock()
+	lostMappings.m = append(lostMappings.m, mp)
+	lostMappings.mu.Unlock()
+}
+
+// closeLostMappings unmaps the lost mappings, once the devices have
+// finished the work queued so far.
+func closeLostMappings() {
+	lostMappings.mu.Lock()
+	lost := lostMappings.m
+	lostMappings.m = nil
+	lostMappings.mu.Unlock()
+	if len(lost) == 0 {
+		return
+	}
+	if err := synchronizeAll(); err != nil {
+		for _, mp := range lost { // a capture in progress: later
+			mp.lose()
+		}
+		return
+	}
+	for _, mp := range lost {
+		C.hl_ipc_close_mem(mp.ctx, mp.base)
+	}
+}
