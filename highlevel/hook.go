@@ -33,8 +33,15 @@ func arrayMemory(a any) *Memory {
 }
 
 func holdArray(a any) (unsafe.Pointer, int, error) {
-	p := a.(interface{ MemoryPointer() MemoryPointer }).MemoryPointer()
+	arr := a.(interface {
+		MemoryPointer() MemoryPointer
+		Len() int
+	})
+	p := arr.MemoryPointer()
 	if p.Mem == nil {
+		if arr.Len() != 0 {
+			return nil, -1, ErrFreed // an allocator gave no memory
+		}
 		return nil, -1, nil // empty
 	}
 	if !p.Mem.life.acquire() {

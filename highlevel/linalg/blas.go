@@ -93,25 +93,29 @@ func gemm[T Float](op string, s *highlevel.Stream, transA, transB Op, m, n, k in
 	if k == 0 {
 		return opError(op, errors.New("k is 0: the inner dimension must be at least 1"))
 	}
-	if batched && batch > 1 && strideC < m*n {
+	if strideA < 0 || strideB < 0 || strideC < 0 {
+		return opError(op, fmt.Errorf("strides %d, %d, %d: they must not be negative", strideA, strideB, strideC))
+	}
+	if batch > 1 && strideC < m*n {
 		return opError(op, fmt.Errorf("strideC %d is less than m·n = %d: the products would overlap", strideC, m*n))
 	}
-	if err := fits("a", a, m, k, strideA, batch); err != nil {
-		return opError(op, err)
-	}
-	if err := fits("b", b, k, n, strideB, batch); err != nil {
-		return opError(op, err)
-	}
-	if err := fits("c", c, m, n, strideC, batch); err != nil {
-		return opError(op, err)
-	}
-	lda, ldb := k, n
+	rowsA, colsA, rowsB, colsB := m, k, k, n
 	if transA == Trans {
-		lda = m
+		rowsA, colsA = k, m
 	}
 	if transB == Trans {
-		ldb = k
+		rowsB, colsB = n, k
 	}
+	if err := fits("a", a.Len(), rowsA, colsA, strideA, batch); err != nil {
+		return opError(op, err)
+	}
+	if err := fits("b", b.Len(), rowsB, colsB, strideB, batch); err != nil {
+		return opError(op, err)
+	}
+	if err := fits("c", c.Len(), m, n, strideC, batch); err != nil {
+		return opError(op, err)
+	}
+	lda, ldb := colsA, colsB
 	var o operands
 	if err := o.hold(op, s, c, a, b); err != nil {
 		return err
@@ -183,13 +187,13 @@ func Gemv[T Float](s *highlevel.Stream, trans Op, m, n int, alpha T, a, x *highl
 	if in == 0 {
 		return opError(op, fmt.Errorf("x is empty: op(a) is %d×0", out))
 	}
-	if err := fits("a", a, m, n, 0, 1); err != nil {
+	if err := fits("a", a.Len(), m, n, 0, 1); err != nil {
 		return opError(op, err)
 	}
-	if err := fits("x", x, in, 1, 0, 1); err != nil {
+	if err := fits("x", x.Len(), in, 1, 0, 1); err != nil {
 		return opError(op, err)
 	}
-	if err := fits("y", y, out, 1, 0, 1); err != nil {
+	if err := fits("y", y.Len(), out, 1, 0, 1); err != nil {
 		return opError(op, err)
 	}
 	// The row-major m×n matrix is a column-major n×m one: cuBLAS

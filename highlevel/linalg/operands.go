@@ -32,25 +32,23 @@ func checkDim(name string, v int) error {
 	return nil
 }
 
-// fits checks that arr holds batch rows×cols matrices, stride elements
-// apart; rows, cols and batch are at least 1 and at most 2³¹-1.
-func fits[T Float](name string, arr *highlevel.Array[T], rows, cols, stride, batch int) error {
+// fits checks that an array of length elements holds batch rows×cols
+// matrices, stride elements apart; rows, cols and batch are at least 1 and
+// at most 2³¹-1, and stride is not negative.
+func fits(name string, length, rows, cols, stride, batch int) error {
 	elems := rows * cols // < 2⁶²
 	need := elems
 	if batch > 1 {
-		if stride < 0 {
-			return fmt.Errorf("the stride of %s is %d: it must not be negative", name, stride)
-		}
 		if stride > (math.MaxInt-elems)/(batch-1) {
 			return fmt.Errorf("%d matrices of %s, %d elements apart, overflow", batch, name, stride)
 		}
 		need += (batch - 1) * stride
 	}
-	if arr.Len() < need {
+	if length < need {
 		if batch > 1 {
-			return fmt.Errorf("%s holds %d elements, %d matrices of %d×%d %d elements apart need %d", name, arr.Len(), batch, rows, cols, stride, need)
+			return fmt.Errorf("%s holds %d elements; %d matrices of %d×%d, %d elements apart, need %d", name, length, batch, rows, cols, stride, need)
 		}
-		return fmt.Errorf("%s is %d×%d but holds %d elements", name, rows, cols, arr.Len())
+		return fmt.Errorf("%s is %d×%d but holds %d elements", name, rows, cols, length)
 	}
 	return nil
 }
