@@ -49,7 +49,6 @@ func TestShapes(t *testing.T) {
 		{"Gemm bad op b", func() error { return Gemm(nil, NoTrans, Op(-1), 1, 1, 1, 1, e, e, 0, e) }, "Op(-1)"},
 		{"Gemm Trans a short", func() error { return Gemm(nil, Trans, NoTrans, 2, 4, 3, 1, e, e, 0, e) }, "a is 3×2 but"},
 		{"Gemm empty m", func() error { return Gemm(nil, NoTrans, Trans, 0, 4, 3, 1, e, e, 0, e) }, ""},
-		{"Gemm Trans b short", func() error { return Gemm(nil, NoTrans, Trans, 1, 4, 3, 1, e, e, 0, e) }, "b is 4×3 but"},
 		{"Batched negative stride", func() error { return GemmStridedBatched(nil, NoTrans, NoTrans, 1, 1, 1, 1, e, -1, e, 0, 0, e, 1, 2) }, "must not be negative"},
 		{"Batched batch < 0", func() error { return GemmStridedBatched(nil, NoTrans, NoTrans, 1, 1, 1, 1, e, 1, e, 1, 0, e, 1, -2) }, "batch is -2"},
 		{"Batched batch too big", func() error { return GemmStridedBatched(nil, NoTrans, NoTrans, 1, 1, 1, 1, e, 1, e, 1, 0, e, 1, big) }, "batch is"},
@@ -93,7 +92,7 @@ func TestFits(t *testing.T) {
 	}{
 		{6, 2, 3, 0, 1, true},
 		{5, 2, 3, 0, 1, false},
-		{6, 2, 3, 0, 7, true},        // stride 0: one matrix for every product
+		{6, 2, 3, 0, 7, true},         // stride 0: one matrix for every product
 		{6 + 2*10, 2, 3, 10, 3, true}, // the last matrix ends at the end
 		{6 + 2*10 - 1, 2, 3, 10, 3, false},
 		{math.MaxInt, 1, 1, math.MaxInt/2 + 1, 3, false}, // (batch-1)·stride overflows
