@@ -24,6 +24,7 @@ const (
 	Trans             // its transpose (CUBLAS_OP_T)
 )
 
+// String returns the constant's name.
 func (o Op) String() string {
 	switch o {
 	case NoTrans:
