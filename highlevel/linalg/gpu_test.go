@@ -491,3 +491,32 @@ func TestGPUSparse(t *testing.T) {
 		t.Errorf("Sparse after ClearCaches: %v, want ErrClosed", err)
 	}
 }
+
+// TestGPUFreeDuringCalls frees an array while another goroutine keeps
+// queuing Axpy on it: each call either queues its work before the Free
+// (which waits for it) or returns ErrFreed, never anything else.
+func TestGPUFreeDuringCalls(t *testing.T) {
+	gpu(t)
+	x := arrayFrom(t, make([]float32, 1<<10))
+	for range 50 {
+		y, err := highlevel.ArrayFrom(make([]float32, 1<<10))
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error)
+		go func() {
+			for {
+				if err := Axpy(nil, 1, x, y); err != nil {
+					done <- err
+					return
+				}
+			}
+		}()
+		if err := y.Free(); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; !errors.Is(err, highlevel.ErrFreed) {
+			t.Fatalf("Axpy on an array freed meanwhile: %v, want ErrFreed", err)
+		}
+	}
+}
