@@ -122,14 +122,14 @@ func gemm[T Float](op string, s *highlevel.Stream, transA, transB Op, m, n, k in
 		return err
 	}
 	defer o.release()
-	h, err := BLASOf(o.dev)
+	blas, err := BLASOf(o.dev)
 	if err != nil {
 		return err
 	}
 	m32, n32, k32, lda32, ldb32, batch32 := int32(m), int32(n), int32(k), int32(lda), int32(ldb), int32(batch)
 	sa, sb, sc := int64(strideA), int64(strideB), int64(strideC)
 	pc, pa, pb := o.ptr[0], o.ptr[1], o.ptr[2]
-	return h.call(s, func(h cublas.Handle) error {
+	return blas.call(s, func(h cublas.Handle) error {
 		// Row-major c = op(a)·op(b) is column-major cᵀ = op(b)ᵀ·op(a)ᵀ,
 		// and a row-major matrix is its transpose in column-major order.
 		var err error
@@ -208,13 +208,13 @@ func Gemv[T Float](s *highlevel.Stream, trans Op, m, n int, alpha T, a, x *highl
 		return err
 	}
 	defer o.release()
-	h, err := BLASOf(o.dev)
+	blas, err := BLASOf(o.dev)
 	if err != nil {
 		return err
 	}
 	m32, n32 := int32(m), int32(n)
 	py, pa, px := o.ptr[0], o.ptr[1], o.ptr[2]
-	return h.call(s, func(h cublas.Handle) error {
+	return blas.call(s, func(h cublas.Handle) error {
 		var err error
 		switch alpha := any(alpha).(type) {
 		case float32:
@@ -244,12 +244,12 @@ func Axpy[T Float](s *highlevel.Stream, alpha T, x, y *highlevel.Array[T]) error
 		return err
 	}
 	defer o.release()
-	h, err := BLASOf(o.dev)
+	blas, err := BLASOf(o.dev)
 	if err != nil {
 		return err
 	}
 	py, px := o.ptr[0], o.ptr[1]
-	return h.call(s, func(h cublas.Handle) error {
+	return blas.call(s, func(h cublas.Handle) error {
 		var err error
 		switch alpha := any(alpha).(type) {
 		case float32:
@@ -286,12 +286,12 @@ func Dot[T Float](s *highlevel.Stream, x, y, result *highlevel.Array[T]) error {
 		return err
 	}
 	defer o.release()
-	b, err := BLASOf(o.dev)
+	blas, err := BLASOf(o.dev)
 	if err != nil {
 		return err
 	}
 	pr, px, py := o.ptr[0], o.ptr[1], o.ptr[2]
-	return b.call(s, func(h cublas.Handle) error {
+	return blas.call(s, func(h cublas.Handle) error {
 		if n == 0 {
 			var zero T
 			if err := cudart.MemsetAsync(unsafe.Pointer(pr), 0, uint64(unsafe.Sizeof(zero)), s.Handle()); err != nil {
@@ -310,7 +310,7 @@ func Dot[T Float](s *highlevel.Stream, x, y, result *highlevel.Array[T]) error {
 			err = cublas.Ddot(h, n, (*float64)(px), 1, (*float64)(py), 1, (*float64)(pr))
 		}
 		if cublas.SetPointerMode(h, cublas.POINTER_MODE_HOST) != nil {
-			b.dirty = true // the next call tries again
+			blas.dirty = true // the next call tries again
 		}
 		if err != nil {
 			return opError(op, err)
