@@ -12,7 +12,7 @@ SHELL := bash
 .SHELLFLAGS := -eo pipefail -c
 # The suite travels to the GPU machine (64 MiB at most): no symbol tables.
 STRIP := -ldflags='-s -w'
-GPU_PKGS := cudart cudadrv nvrtc nvjitlink cublas cublaslt cusolver cusparse curand cufft nccl internal/dl highlevel highlevel/cudatest highlevel/nvtx bench
+GPU_PKGS := cudart cudadrv nvrtc nvjitlink cublas cublaslt cusolver cusparse curand cufft nccl internal/dl highlevel highlevel/cudatest highlevel/linalg highlevel/nvtx bench
 
 .PHONY: generate test gpu bench benchstat
 

@@ -5,9 +5,10 @@ import (
 
 	"github.com/gocuda/cuda/cublas"
 	"github.com/gocuda/cuda/highlevel"
+	"github.com/gocuda/cuda/highlevel/linalg"
 )
 
-// BenchmarkSgemm8192 is an 8192×8192 SGEMM through highlevel.MatMul on a
+// BenchmarkSgemm8192 is an 8192×8192 SGEMM through linalg.MatMul on a
 // stream, b.N of them queued and the stream synchronized at the end, as
 // c/sgemm.cu times cublasSgemm. It reports TFLOPS (2n³ per product).
 func BenchmarkSgemm8192(b *testing.B) {
@@ -35,7 +36,7 @@ func BenchmarkSgemm8192(b *testing.B) {
 	}
 	defer s.Close()
 	mul := func() {
-		if err := highlevel.MatMul(s, arrs[0], arrs[1], arrs[2], n, n, n); err != nil {
+		if err := linalg.MatMul(s, arrs[0], arrs[1], arrs[2], n, n, n); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -172,6 +172,14 @@
 // have closed and freed theirs, and the processes order their work on the
 // memory with the event (Stream.WaitEvent).
 //
+// # Linear algebra
+//
+// Package highlevel/linalg holds each device's cuBLAS, cuSOLVER and
+// cuSPARSE handles (BLASOf, SolverOf, SparseOf) and typed cuBLAS calls on
+// row-major arrays: MatMul, Gemm, GemmStridedBatched, Gemv, Axpy, Dot. It
+// is a package of its own so that programs that do not use these libraries
+// do not build them; ClearCaches destroys its handles.
+//
 // # Coming from CuPy and PyCUDA
 //
 //	CuPy / PyCUDA                           Go
@@ -251,6 +259,11 @@
 //	OccupancyRecord(devdata, t, smem, r)    DeviceData.Occupancy(t, smem, r)
 //	context_dependent_memoize               Memo[K, V] (NewMemo, Get), ClearCaches
 //	cupyx.profiler.profile, cuda.profiler   Profile(fn), ProfilerStart, ProfilerStop
+//	cupy.cuda.device.get_cublas_handle      linalg.BLASOf(dev), BLAS.Do(stream, fn)
+//	cupy.cuda.device.get_cusolver_handle    linalg.SolverOf(dev), Solver.Do(stream, fn)
+//	cupy.cuda.device.get_cusparse_handle    linalg.SparseOf(dev), Sparse.Do(stream, fn)
+//	cupy.matmul, a @ b                      linalg.MatMul (row-major), GemmStridedBatched
+//	cupy.cublas.gemm, gemv, axpy, dot       linalg.Gemm, Gemv, Axpy, Dot
 //	cupy.cuda.nvtx                          package highlevel/nvtx
 //	pycuda.tools.mark_cuda_test             package highlevel/cudatest (Require)
 //

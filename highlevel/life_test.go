@@ -85,8 +85,7 @@ var nilReceivers = []any{
 	(*Stream)(nil), (*Event)(nil), (*Graph)(nil), (*GraphExec)(nil),
 	(*Module)(nil), (*Kernel)(nil), (*Memory)(nil), (*MemoryPool)(nil),
 	(*MemoryAsyncPool)(nil), (*PinnedMemory)(nil), (*PinnedMemoryPool)(nil),
-	(*HostRegistration)(nil), (*Array[float32])(nil), (*BLAS)(nil),
-	(*Solver)(nil), (*Memo[int, int])(nil),
+	(*HostRegistration)(nil), (*Array[float32])(nil), (*Memo[int, int])(nil),
 }
 
 // TestNilReceivers calls every exported method of every type on a nil

@@ -56,10 +56,10 @@ var memos struct {
 	clear []func() bool // false once its Memo is gone
 }
 
-// ClearCaches clears every Memo, the package's own included: compiled
-// programs, and the BLAS and Solver handles, which it destroys (a call in
-// progress on one finishes first; later calls on it return ErrClosed).
-// PyCUDA's clear_context_caches.
+// ClearCaches clears every Memo, the package's own included (compiled
+// programs), and destroys the library handles of package highlevel/linalg
+// (a call in progress on one finishes first; later calls on it return
+// ErrClosed). PyCUDA's clear_context_caches.
 func ClearCaches() {
 	memos.Lock()
 	defer memos.Unlock()

@@ -1,0 +1,48 @@
+// Package linalg is linear algebra on highlevel's devices, streams and
+// arrays: each device's cuBLAS, cuSOLVER (dense) and cuSPARSE handles, and
+// typed cuBLAS calls on row-major highlevel.Array[T] of float32 or float64:
+// MatMul, Gemm, GemmStridedBatched, Gemv, Axpy and Dot. It is a package of
+// its own so that a program that does not use these libraries does not
+// build their bindings.
+//
+//	err := linalg.MatMul(stream, a, b, c, m, k, n) // c = a·b, c m×n
+//
+// # Handles
+//
+// BLASOf, SolverOf and SparseOf return a device's handle of each library,
+// created on first use and shared by the whole program, as CuPy's
+// get_cublas_handle and its siblings do; highlevel.ClearCaches destroys
+// them (a call in progress finishes first, later calls on the old handle
+// return highlevel.ErrClosed, and the next BLASOf creates a new one). The
+// libraries' handles are not safe for concurrent use; BLAS, Solver and
+// Sparse are: Do runs one call of a handle at a time, with the handle's
+// device current on the calling OS thread and the handle's stream set to
+// the one asked for, so that the generated packages' functions (cublas,
+// cusolver, cusparse) can be called on it directly.
+//
+// # Matrices
+//
+// Matrices are row-major, as a Go [][]T flattened row by row: an m×n
+// matrix holds element (i, j) at i·n+j. cuBLAS is column-major; the
+// functions pass each product the other way round (cᵀ = bᵀ·aᵀ), which
+// needs no copy. Each function checks its sizes (0 to 2³¹-1), strides and
+// the arrays' lengths, then that the arrays are on one device, the
+// stream's, before any call; the arrays' memory and the stream are held
+// while the call queues its work, so that a Free or Close in another
+// goroutine waits for it. The work runs on the stream given (nil: the
+// legacy default stream of the arrays' device), ordered with the rest of
+// the stream's work; nothing waits for it.
+//
+// # Coming from CuPy
+//
+//	CuPy                                    Go
+//	cupy.cuda.device.get_cublas_handle      BLASOf(dev), BLAS.Do(stream, fn)
+//	cupy.cuda.device.get_cusolver_handle    SolverOf(dev), Solver.Do(stream, fn)
+//	cupy.cuda.device.get_cusparse_handle    SparseOf(dev), Sparse.Do(stream, fn)
+//	cupy.matmul (2-D), a @ b                MatMul(stream, a, b, c, m, k, n)
+//	cupy.matmul (3-D, batched)              GemmStridedBatched
+//	cupy.cublas.gemm(transa, transb, ...)   Gemm(stream, transA, transB, m, n, k, alpha, a, b, beta, c)
+//	cupy.cublas.gemv(transa, alpha, ...)    Gemv(stream, trans, m, n, alpha, a, x, beta, y)
+//	cupy.cublas.axpy(alpha, x, y)           Axpy(stream, alpha, x, y)
+//	cupy.cublas.dot(x, y, out)              Dot(stream, x, y, result)
+package linalg
