@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"time"
 
 	"github.com/gocuda/cuda/highlevel"
 )
@@ -164,4 +165,58 @@ func ExamplePinnedSlice() {
 	defer s.Close()
 	a.CopyFromHostAsync(v, s) // v must stay untouched until s has copied it
 	fmt.Println(s.Synchronize())
+}
+
+// Compile turns CUDA C++ into device code for a device's architecture;
+// the kernel launches with typed Go arguments, Arrays passing their
+// device address.
+func ExampleCompile() {
+	dev := highlevel.Device(0)
+	arch, err := dev.Arch() // "sm_90" on an H100
+	if err != nil {
+		log.Fatal(err)
+	}
+	c, err := highlevel.Compile(`extern "C" __global__ void iota(int *y, int n) {
+		int i = blockIdx.x * blockDim.x + threadIdx.x;
+		if (i < n) y[i] = i;
+	}`, &highlevel.CompileOptions{Arch: arch})
+	if err != nil {
+		log.Fatal(err) // a *CompileError holds the compiler's log
+	}
+	m, err := highlevel.LoadModule(c.Image)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer m.Close()
+	iota, err := m.Kernel("iota")
+	if err != nil {
+		log.Fatal(err)
+	}
+	pool, err := highlevel.NewMemoryPool(dev)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer pool.Close()
+	const n = 1000
+	y, err := highlevel.NewArrayOn[int32](pool, n)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer y.Free()
+	s, err := highlevel.NewStream(dev, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	cfg := highlevel.LaunchConfig{Grid: highlevel.Dim3{X: (n + 255) / 256}, Block: highlevel.Dim3{X: 256}}
+	if err := iota.Launch(s, cfg, y, int32(n)); err != nil {
+		log.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.Wait(ctx); err != nil {
+		log.Fatal(err)
+	}
+	v, err := y.ToHost()
+	fmt.Println(v[999], err) // 999 <nil>
 }

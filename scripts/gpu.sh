@@ -56,6 +56,7 @@ echo "== examples"
 ./devicequery >"$log/devicequery.txt" 2>&1 || status=1
 grep -E '^Device [0-9]|Result' "$log/devicequery.txt"
 ./saxpy 2>&1 | tee "$log/saxpy.txt" || status=1
+./sgemm 2>&1 | tee "$log/sgemm.txt" || status=1
 ./bandwidth 2>&1 | tee "$log/bandwidth.txt" || status=1
 fi
 

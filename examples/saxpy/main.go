@@ -1,14 +1,20 @@
-// Saxpy compiles a CUDA kernel from a Go string with NVRTC, launches it on
-// Array[float32] data and checks the result against the CPU.
+// Saxpy is y = a·x + y on a chosen GPU, as a program written from the
+// package documentation alone would do it: memory from a pool of that
+// device's own, typed copies of Go slices, a kernel compiled from a Go
+// string with NVRTC for the device's architecture, a launch, a wait
+// bounded by a context, and a check against the CPU. No unsafe, and the
+// process's default allocator is left alone.
 //
-//	go run ./examples/saxpy -n 1000000
+//	go run ./examples/saxpy -n 1000000 -device 1
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"math"
 	"os"
+	"time"
 
 	"github.com/gocuda/cuda/highlevel"
 )
@@ -24,26 +30,39 @@ extern "C" __global__ void saxpy(float a, const float *x, float *y, int n) {
 func main() {
 	n := flag.Int("n", 1<<20, "number of elements")
 	a := flag.Float64("a", 2, "the scalar a of y = a*x + y")
+	dev := flag.Int("device", -1, "the device to run on (default: highlevel.DefaultDevice)")
+	timeout := flag.Duration("timeout", 10*time.Second, "how long to wait for the GPU")
 	flag.Parse()
-	if err := run(*n, float32(*a)); err != nil {
+	if err := run(*dev, *n, float32(*a), *timeout); err != nil {
 		fmt.Fprintln(os.Stderr, "saxpy:", err)
 		os.Exit(1)
 	}
 }
 
-func run(n int, a float32) error {
+// run computes a·x + y on device dev (DefaultDevice when negative) for n
+// elements and checks the result against the CPU.
+func run(dev, n int, a float32, timeout time.Duration) error {
 	if n <= 0 || n > math.MaxInt32 {
 		return fmt.Errorf("-n %d: want 1 to %d elements", n, math.MaxInt32)
 	}
-	d, err := highlevel.DefaultDevice()
-	if err != nil {
-		return err
+	d := highlevel.Device(dev)
+	if dev < 0 {
+		var err error
+		if d, err = highlevel.DefaultDevice(); err != nil {
+			return err
+		}
 	}
 	name, err := d.Name()
 	if err != nil {
 		return err
 	}
-	compiled, err := highlevel.Compile(source, &highlevel.CompileOptions{Name: "saxpy.cu"})
+
+	// Device code for this device's architecture.
+	arch, err := d.Arch()
+	if err != nil {
+		return err
+	}
+	compiled, err := highlevel.Compile(source, &highlevel.CompileOptions{Name: "saxpy.cu", Arch: arch})
 	if err != nil {
 		return err
 	}
@@ -57,16 +76,22 @@ func run(n int, a float32) error {
 		return err
 	}
 
+	// Memory from a pool of the device's own.
+	pool, err := highlevel.NewMemoryPool(d)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
 	xs, ys := make([]float32, n), make([]float32, n)
 	for i := range xs {
 		xs[i], ys[i] = float32(i%1000)/10, float32(i%7)
 	}
-	x, err := highlevel.ArrayFrom(xs)
+	x, err := highlevel.ArrayFromOn(pool, xs)
 	if err != nil {
 		return err
 	}
 	defer x.Free()
-	y, err := highlevel.ArrayFrom(ys)
+	y, err := highlevel.NewArrayOn[float32](pool, n)
 	if err != nil {
 		return err
 	}
@@ -77,6 +102,9 @@ func run(n int, a float32) error {
 		return err
 	}
 	defer s.Close()
+	if err := y.CopyFromHostAsync(ys, s); err != nil {
+		return err
+	}
 	_, block, err := saxpy.MaxPotentialBlockSize(d, 0, 0)
 	if err != nil {
 		return err
@@ -100,9 +128,12 @@ func run(n int, a float32) error {
 	if err := y.CopyToHostAsync(got, s); err != nil {
 		return err
 	}
-	if err := s.Synchronize(); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := s.Wait(ctx); err != nil {
 		return err
 	}
+
 	elapsed, err := highlevel.ElapsedTime(start, end)
 	if err != nil {
 		return err
@@ -112,7 +143,7 @@ func run(n int, a float32) error {
 			return fmt.Errorf("y[%d] = %v, the CPU says %v", i, got[i], want)
 		}
 	}
-	fmt.Printf("%s: saxpy of %d elements in %v (grid %d, block %d), %.1f GB/s; all equal to the CPU's\n",
-		name, n, elapsed, grid, block, float64(12*n)/elapsed.Seconds()/1e9)
+	fmt.Printf("%v (%s, %s): saxpy of %d elements in %v (grid %d, block %d), %.1f GB/s; all equal to the CPU's\n",
+		d, name, arch, n, elapsed, grid, block, float64(12*n)/elapsed.Seconds()/1e9)
 	return nil
 }
