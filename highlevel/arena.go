@@ -7,8 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"unsafe"
-
-	"github.com/gocuda/cuda/cudart"
 )
 
 // arena is the bookkeeping of a caching allocator, shared by MemoryPool and
@@ -24,6 +22,7 @@ import (
 // source.
 type arena struct {
 	source source
+	dev    Device // where the source allocates (CPUDevice: pinned memory), for errors
 	// settle waits until the work that may still use lost blocks is done,
 	// before they are reused; nil for an arena that never loses blocks.
 	settle func() error
@@ -87,7 +86,7 @@ func roundSize(n int) int { return (n + binSize - 1) / binSize * binSize }
 // alloc returns a block of at least size bytes for stream s, which the
 // caller keeps open during the call.
 func (a *arena) alloc(size int, s *Stream) (*block, error) {
-	if err := checkSize("allocation", size); err != nil {
+	if err := checkSize(size, a.dev); err != nil {
 		return nil, err
 	}
 	n := roundSize(size)
@@ -168,7 +167,7 @@ func (a *arena) allocChunk(n int) (chunk, error) {
 	if a.limit > 0 && n > a.limit-a.total {
 		total, limit := a.total, a.limit
 		a.mu.Unlock()
-		return chunk{}, fmt.Errorf("highlevel: memory pool: %d more bytes would pass its limit, %d bytes, with %d held: %w", n, limit, total, cudart.ErrorMemoryAllocation)
+		return chunk{}, &OutOfMemoryError{Size: n, Device: a.dev, Limit: limit, Held: total}
 	}
 	a.total += n // reserved while the source allocates
 	a.mu.Unlock()
@@ -177,7 +176,7 @@ func (a *arena) allocChunk(n int) (chunk, error) {
 		a.mu.Lock()
 		a.total -= n
 		a.mu.Unlock()
-		return chunk{}, fmt.Errorf("highlevel: memory pool: allocating %d bytes: %w", n, err)
+		return chunk{}, err
 	}
 	return c, nil
 }
@@ -444,7 +443,7 @@ func (a *arena) SetLimit(n int) error {
 		return nilError("pool")
 	}
 	if n < 0 {
-		return fmt.Errorf("highlevel: pool limit %d: must not be negative", n)
+		return fmt.Errorf("limit %d: it must not be negative", n)
 	}
 	a.mu.Lock()
 	a.limit = n

@@ -3,12 +3,11 @@ package highlevel
 import (
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"sync"
 	"sync/atomic"
 	"unsafe"
-
-	"github.com/gocuda/cuda/cudart"
 )
 
 // An Array is a typed slice of device memory, the Go form of CuPy's
@@ -78,14 +77,19 @@ func NewArray[T any](n int) (*Array[T], error) {
 // undefined.
 func NewArrayOn[T any](a Allocator, n int) (*Array[T], error) {
 	if a == nil {
-		return nil, nilError("Allocator")
+		return nil, opErr(fmt.Sprintf("new array of %d %v", n, reflect.TypeFor[T]()), nilError("Allocator"))
 	}
 	return newArray[T](a, n)
 }
 
 // newArray allocates an array of n elements from a; nil a is Alloc's.
-func newArray[T any](a Allocator, n int) (*Array[T], error) {
-	size, err := arrayBytes[T](n)
+func newArray[T any](a Allocator, n int) (_ *Array[T], err error) {
+	defer func() {
+		if err != nil {
+			wrap(&err, "new array of", n, reflect.TypeFor[T]())
+		}
+	}()
+	size, err := arrayBytes[T](n, allocatorDevice(a))
 	if err != nil {
 		return nil, err
 	}
@@ -104,19 +108,31 @@ func newArray[T any](a Allocator, n int) (*Array[T], error) {
 	return &Array[T]{p: p, n: n, owned: true}, nil
 }
 
-// arrayBytes returns the size of n elements of T, checking T and n.
-func arrayBytes[T any](n int) (int, error) {
+// arrayBytes returns the size of n elements of T on d, checking T and n.
+func arrayBytes[T any](n int, d Device) (int, error) {
 	if err := checkElem[T](); err != nil {
 		return 0, err
 	}
 	if n < 0 {
-		return 0, fmt.Errorf("highlevel: array of %d elements: length must not be negative", n)
+		return 0, fmt.Errorf("length %d: it must not be negative", n)
 	}
 	size := int(unsafe.Sizeof(*new(T)))
 	if n > maxSize/size {
-		return 0, fmt.Errorf("highlevel: array of %d elements of %d bytes: %w", n, size, cudart.ErrorMemoryAllocation)
+		return 0, &OutOfMemoryError{Size: math.MaxInt, Device: d}
 	}
 	return n * size, nil
+}
+
+// allocatorDevice returns the device a allocates on, where it says; 0
+// otherwise (nil, the process's default, is usually device 0).
+func allocatorDevice(a Allocator) Device {
+	switch a := a.(type) {
+	case Device:
+		return a
+	case interface{ Device() Device }:
+		return a.Device()
+	}
+	return 0
 }
 
 // ArrayFrom allocates an array as long as s from the process's default
@@ -128,7 +144,7 @@ func ArrayFrom[T any](s []T) (*Array[T], error) {
 // ArrayFromOn allocates an array as long as s from a and copies s to it.
 func ArrayFromOn[T any](a Allocator, s []T) (*Array[T], error) {
 	if a == nil {
-		return nil, nilError("Allocator")
+		return nil, opErr(fmt.Sprintf("array from []%v", reflect.TypeFor[T]()), nilError("Allocator"))
 	}
 	return newArrayFrom(a, s)
 }
@@ -140,7 +156,7 @@ func newArrayFrom[T any](al Allocator, s []T) (*Array[T], error) {
 	}
 	if err := a.CopyFromHost(s); err != nil {
 		a.Free()
-		return nil, err
+		return nil, opErr(fmt.Sprintf("array from []%v", reflect.TypeFor[T]()), inner(err))
 	}
 	return a, nil
 }
@@ -149,8 +165,13 @@ func newArrayFrom[T any](al Allocator, s []T) (*Array[T], error) {
 // a Go slice made from an array is. It keeps the memory reachable, as
 // Slice does, and Free does not free it: the memory's owner does. p must
 // be aligned for T, and the n elements must lie within p's memory.
-func ArrayOf[T any](p MemoryPointer, n int) (*Array[T], error) {
-	size, err := arrayBytes[T](n)
+func ArrayOf[T any](p MemoryPointer, n int) (_ *Array[T], err error) {
+	defer func() {
+		if err != nil {
+			wrap(&err, "array of", n, reflect.TypeFor[T](), "over memory")
+		}
+	}()
+	size, err := arrayBytes[T](n, p.Device())
 	if err != nil {
 		return nil, err
 	}
@@ -158,10 +179,10 @@ func ArrayOf[T any](p MemoryPointer, n int) (*Array[T], error) {
 		return nil, err
 	}
 	if size > p.Size() {
-		return nil, fmt.Errorf("highlevel: array of %d elements (%d bytes) over %d bytes of memory", n, size, p.Size())
+		return nil, fmt.Errorf("%d bytes over %d bytes of memory", size, p.Size())
 	}
 	if align := unsafe.Alignof(*new(T)); uintptr(p.Ptr())%align != 0 {
-		return nil, fmt.Errorf("highlevel: array of %v at %p: address not aligned to %d bytes", reflect.TypeFor[T](), p.Ptr(), align)
+		return nil, fmt.Errorf("address %p not aligned to %d bytes", p.Ptr(), align)
 	}
 	if n == 0 {
 		return &Array[T]{}, nil

@@ -42,7 +42,7 @@ func hlRunCallback(h C.uintptr_t, status C.int, keep C.int) {
 	if cb.withErr != nil {
 		var err error
 		if status != 0 {
-			err = opError("stream callback", cudart.Error(status))
+			err = opErr("stream callback", cudart.Error(status))
 		}
 		cb.withErr(err)
 		return

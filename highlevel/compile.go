@@ -58,7 +58,7 @@ type CompileError struct {
 }
 
 func (e *CompileError) Error() string {
-	return fmt.Sprintf("highlevel: compiling %s: %v\n%s", e.Name, e.Err, strings.TrimSpace(e.Log))
+	return fmt.Sprintf("%scompile %s: %v\n%s", prefix, e.Name, e.Err, strings.TrimSpace(e.Log))
 }
 
 func (e *CompileError) Unwrap() error { return e.Err }
@@ -90,7 +90,7 @@ func split(s string) []string {
 // options (and per default device, for the default target); ClearCaches
 // empties the cache. A failed compilation returns a *CompileError holding
 // the compiler's log.
-func Compile(source string, opts *CompileOptions) (*Compiled, error) {
+func Compile(source string, opts *CompileOptions) (_ *Compiled, err error) {
 	if opts == nil {
 		opts = &CompileOptions{}
 	}
@@ -98,12 +98,18 @@ func Compile(source string, opts *CompileOptions) (*Compiled, error) {
 	if name == "" {
 		name = "kernel.cu"
 	}
+	defer func() {
+		var ce *CompileError
+		if !errors.As(err, &ce) { // which names the operation
+			wrap(&err, "compile", name)
+		}
+	}()
 	var dev Device = -1 // no device: an explicit target
 	arch := opts.Arch
 	if arch == "" {
 		d, err := DefaultDevice()
 		if err != nil {
-			return nil, fmt.Errorf("highlevel: compiling %s for the default device: %w", name, err)
+			return nil, err
 		}
 		a, err := d.Arch()
 		if err != nil {
@@ -112,7 +118,7 @@ func Compile(source string, opts *CompileOptions) (*Compiled, error) {
 		dev, arch = d, a
 	}
 	if !strings.HasPrefix(arch, "sm_") && !strings.HasPrefix(arch, "compute_") {
-		return nil, fmt.Errorf("highlevel: compiling %s: target %q is neither sm_XY nor compute_XY", name, arch)
+		return nil, fmt.Errorf("target %q is neither sm_XY nor compute_XY", arch)
 	}
 	args := []string{"--gpu-architecture=" + arch}
 	for _, p := range opts.IncludePaths {
@@ -129,7 +135,7 @@ func Compile(source string, opts *CompileOptions) (*Compiled, error) {
 	args = append(append(args, macros...), opts.Options...)
 	for _, s := range append(append([]string{source, name}, args...), opts.NameExpressions...) {
 		if strings.IndexByte(s, 0) >= 0 {
-			return nil, fmt.Errorf("highlevel: compiling %s: NUL byte in the source or an option", name)
+			return nil, errors.New("NUL byte in the source or an option")
 		}
 	}
 	return compiled.Get(dev, compileKey{source, name, arch, strings.Join(args, "\x00"), strings.Join(opts.NameExpressions, "\x00")})
@@ -139,12 +145,12 @@ func Compile(source string, opts *CompileOptions) (*Compiled, error) {
 func compile(source, name, arch string, args, names []string) (_ *Compiled, err error) {
 	var prog nvrtc.Program
 	if err := nvrtc.CreateProgram(&prog, source, name, 0, nil, nil); err != nil {
-		return nil, fmt.Errorf("highlevel: compiling %s: %w", name, err)
+		return nil, err
 	}
 	defer nvrtc.DestroyProgram(&prog)
 	for _, n := range names {
 		if err := nvrtc.AddNameExpression(prog, n); err != nil {
-			return nil, fmt.Errorf("highlevel: compiling %s: name expression %q: %w", name, n, err)
+			return nil, fmt.Errorf("name expression %q: %w", n, err)
 		}
 	}
 	copts := make([]*C.char, len(args))
@@ -155,19 +161,19 @@ func compile(source, name, arch string, args, names []string) (_ *Compiled, err 
 	cerr := nvrtc.CompileProgram(prog, int32(len(copts)), (**byte)(unsafe.Pointer(unsafe.SliceData(copts))))
 	log, err := programLog(prog)
 	if err != nil {
-		return nil, fmt.Errorf("highlevel: compiling %s: %w", name, err)
+		return nil, err
 	}
 	if cerr != nil {
 		return nil, &CompileError{Name: name, Log: log, Err: cerr}
 	}
 	c := &Compiled{Arch: arch, Log: log, LoweredNames: map[string]string{}}
 	if c.Image, err = programImage(prog, strings.HasPrefix(arch, "compute_")); err != nil {
-		return nil, fmt.Errorf("highlevel: compiling %s: %w", name, err)
+		return nil, err
 	}
 	for _, n := range names {
 		var lowered *byte
 		if err := nvrtc.GetLoweredName(prog, n, &lowered); err != nil {
-			return nil, fmt.Errorf("highlevel: compiling %s: lowered name of %q: %w", name, n, err)
+			return nil, fmt.Errorf("lowered name of %q: %w", n, err)
 		}
 		c.LoweredNames[n] = C.GoString((*C.char)(unsafe.Pointer(lowered)))
 	}

@@ -52,12 +52,12 @@ func (d Device) state() (*deviceState, error) {
 		return nil, err
 	}
 	if d < 0 || int(d) >= len(devices) {
-		return nil, fmt.Errorf("highlevel: device %d: %w (%d devices)", d, cudart.ErrorInvalidDevice, len(devices))
+		return nil, fmt.Errorf("no %v: %w (%d devices)", d, cudart.ErrorInvalidDevice, len(devices))
 	}
 	s := &devices[d]
 	s.once.Do(func() {
 		if r := C.hl_primary_context(C.int(d), &s.ctx); r != 0 {
-			s.err = opError(fmt.Sprintf("device %d: primary context", d), statusError(r))
+			s.err = opErr(fmt.Sprintf("primary context of %v", d), statusError(r))
 			return
 		}
 		s.ready.Store(true)
@@ -173,7 +173,7 @@ func (d Device) primaryContextActive() (bool, error) {
 // initialization: after the first call the answer comes from a cache.
 func DeviceCount() (int, error) {
 	if err := initDevices(); err != nil {
-		return 0, err
+		return 0, opErr("device count", err)
 	}
 	return len(devices), nil
 }
@@ -209,14 +209,14 @@ func IsAvailable() bool {
 // 10*minor (13000 for CUDA 13.0).
 func RuntimeVersion() (int, error) {
 	rt, _, err := versions()
-	return rt, err
+	return rt, opErr("runtime version", err)
 }
 
 // DriverVersion returns the latest CUDA version the driver supports, in the
 // form of RuntimeVersion.
 func DriverVersion() (int, error) {
 	_, drv, err := versions()
-	return drv, err
+	return drv, opErr("driver version", err)
 }
 
 func versions() (runtime, driver int, err error) {
@@ -234,7 +234,8 @@ func versions() (runtime, driver int, err error) {
 // may change OS threads between any two calls, so the answer is only
 // meaningful inside Device.Do or on a goroutine locked with
 // runtime.LockOSThread.
-func CurrentDevice() (Device, error) {
+func CurrentDevice() (_ Device, err error) {
+	defer wrap(&err, "current device")
 	if err := load(); err != nil {
 		return 0, err
 	}
@@ -252,7 +253,12 @@ func (d Device) ID() int { return int(d) }
 func (d Device) String() string { return "device " + strconv.Itoa(int(d)) }
 
 // Properties returns the device's properties, read once and cached.
-func (d Device) Properties() (cudart.DeviceProp, error) {
+func (d Device) Properties() (_ cudart.DeviceProp, err error) {
+	defer func() {
+		if err != nil {
+			wrap(&err, "properties of", d)
+		}
+	}()
 	s, err := d.state()
 	if err != nil {
 		return cudart.DeviceProp{}, err
@@ -261,7 +267,12 @@ func (d Device) Properties() (cudart.DeviceProp, error) {
 }
 
 // Name returns the device's name, such as "NVIDIA H200".
-func (d Device) Name() (string, error) {
+func (d Device) Name() (_ string, err error) {
+	defer func() {
+		if err != nil {
+			wrap(&err, "name of", d)
+		}
+	}()
 	s, err := d.state()
 	if err != nil {
 		return "", err
@@ -275,7 +286,12 @@ func (d Device) Name() (string, error) {
 
 // ComputeCapability returns the compute capability as CuPy spells it: "90"
 // for 9.0.
-func (d Device) ComputeCapability() (string, error) {
+func (d Device) ComputeCapability() (_ string, err error) {
+	defer func() {
+		if err != nil {
+			wrap(&err, "compute capability of", d)
+		}
+	}()
 	s, err := d.state()
 	if err != nil {
 		return "", err
@@ -287,18 +303,23 @@ func (d Device) ComputeCapability() (string, error) {
 // for compute capability 9.0. Compile takes it as CompileOptions.Arch to
 // make code for this device.
 func (d Device) Arch() (string, error) {
-	cc, err := d.ComputeCapability()
+	s, err := d.state()
 	if err != nil {
-		return "", err
+		return "", opErr("arch of "+d.String(), err)
 	}
-	return "sm_" + cc, nil
+	return "sm_" + strconv.Itoa(int(s.props.Major)) + strconv.Itoa(int(s.props.Minor)), nil
 }
 
 // Attribute returns one of the device's attributes. They describe the
 // hardware and its setup, which do not change while the process runs: each
 // is read from CUDA once and then answered from a cache, with no call into
 // C.
-func (d Device) Attribute(attr cudart.DeviceAttr) (int, error) {
+func (d Device) Attribute(attr cudart.DeviceAttr) (_ int, err error) {
+	defer func() {
+		if err != nil {
+			wrap(&err, "attribute", attr, "of", d)
+		}
+	}()
 	s, err := d.state()
 	if err != nil {
 		return 0, err
@@ -321,6 +342,11 @@ func (d Device) Attribute(attr cudart.DeviceAttr) (int, error) {
 
 // MemInfo returns the device's free and total memory in bytes.
 func (d Device) MemInfo() (free, total int, err error) {
+	defer func() {
+		if err != nil {
+			wrap(&err, "memory info of", d)
+		}
+	}()
 	ctx, err := d.context()
 	if err != nil {
 		return 0, 0, err
@@ -333,7 +359,12 @@ func (d Device) MemInfo() (free, total int, err error) {
 }
 
 // Synchronize waits until the device has finished all its work.
-func (d Device) Synchronize() error {
+func (d Device) Synchronize() (err error) {
+	defer func() {
+		if err != nil {
+			wrap(&err, "synchronize", d)
+		}
+	}()
 	ctx, err := d.context()
 	if err != nil {
 		return err
@@ -345,7 +376,12 @@ func (d Device) Synchronize() error {
 // does. The package's own operations do not depend on it: every object
 // remembers its device. It matters to code that calls cudart directly, and
 // only on a goroutine locked to its thread; Do is usually what you want.
-func (d Device) Use() error {
+func (d Device) Use() (err error) {
+	defer func() {
+		if err != nil {
+			wrap(&err, "use", d)
+		}
+	}()
 	if _, err := d.state(); err != nil {
 		return err
 	}
@@ -359,18 +395,19 @@ func (d Device) Use() error {
 // returns fn's error, or the error of making d current (then fn does not
 // run).
 func (d Device) Do(fn func() error) error {
+	op := "make " + d.String() + " current"
 	ctx, err := d.context()
 	if err != nil {
-		return err
+		return opErr(op, err)
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	var prev unsafe.Pointer
 	if err := check("cuCtxGetCurrent", C.hl_ctx_current(&prev)); err != nil {
-		return err
+		return opErr(op, err)
 	}
 	if err := check("cuCtxSetCurrent", C.hl_ctx_set(ctx)); err != nil {
-		return err
+		return opErr(op, err)
 	}
 	defer C.hl_ctx_set(prev)
 	return fn()
@@ -382,7 +419,12 @@ var peers sync.Map // [2]Device -> struct{}
 // EnablePeerAccess lets d's work read and write memory of device peer
 // (cuCtxEnablePeerAccess): kernels launched on d may then take peer's
 // memory as arguments. Enabling it twice is not an error.
-func (d Device) EnablePeerAccess(peer Device) error {
+func (d Device) EnablePeerAccess(peer Device) (err error) {
+	defer func() {
+		if err != nil {
+			wrap(&err, "enable peer access of", d, "to", peer)
+		}
+	}()
 	ctx, err := d.context()
 	if err != nil {
 		return err
@@ -392,7 +434,7 @@ func (d Device) EnablePeerAccess(peer Device) error {
 		return err
 	}
 	r := C.hl_enable_peer_access(ctx, pctx)
-	if err := check(fmt.Sprintf("%v: peer access to %v", d, peer), r); err != nil &&
+	if err := check("cuCtxEnablePeerAccess", r); err != nil &&
 		!errors.Is(err, cudadrv.ERROR_PEER_ACCESS_ALREADY_ENABLED) {
 		return err
 	}
@@ -424,6 +466,7 @@ func DefaultDevice() (Device, error) {
 	defaultOnce.Do(func() {
 		home, _ := os.UserHomeDir()
 		defaultDevice, defaultErr = chooseDevice(os.Getenv("CUDA_DEVICE"), filepath.Join(home, ".cuda-device"))
+		defaultErr = opErr("default device", defaultErr)
 	})
 	return defaultDevice, defaultErr
 }
@@ -436,13 +479,13 @@ func chooseDevice(env, file string) (Device, error) {
 	if b, err := os.ReadFile(file); err == nil {
 		return parseDevice(string(b), file)
 	} else if !errors.Is(err, os.ErrNotExist) {
-		return 0, fmt.Errorf("highlevel: default device: %w", err)
-	}
-	n, err := DeviceCount()
-	if err != nil {
 		return 0, err
 	}
-	errs := []error{fmt.Errorf("highlevel: default device: no device of %d can be used", n)}
+	if err := initDevices(); err != nil {
+		return 0, err
+	}
+	n := len(devices)
+	var errs errorList
 	for d := range Device(n) {
 		_, err := d.state()
 		if err == nil {
@@ -450,17 +493,17 @@ func chooseDevice(env, file string) (Device, error) {
 		}
 		errs = append(errs, err)
 	}
-	return 0, errors.Join(errs...)
+	return 0, fmt.Errorf("no device of %d can be used:%w", n, errs)
 }
 
 func parseDevice(s, from string) (Device, error) {
 	n, err := strconv.Atoi(strings.TrimSpace(s))
 	if err != nil || n < 0 {
-		return 0, fmt.Errorf("highlevel: default device: %s holds %q, not a device number", from, s)
+		return 0, fmt.Errorf("%s holds %q, not a device number", from, s)
 	}
 	d := Device(n)
 	if _, err := d.state(); err != nil {
-		return 0, fmt.Errorf("highlevel: default device %d from %s: %w", n, from, err)
+		return 0, fmt.Errorf("%v from %s: %w", d, from, err)
 	}
 	return d, nil
 }

@@ -45,12 +45,17 @@ type EventOptions struct {
 }
 
 // NewEvent creates an event on d. opts may be nil.
-func NewEvent(d Device, opts *EventOptions) (*Event, error) {
+func NewEvent(d Device, opts *EventOptions) (_ *Event, err error) {
+	defer func() {
+		if err != nil {
+			wrap(&err, "new event on", d)
+		}
+	}()
 	if opts == nil {
 		opts = &EventOptions{}
 	}
 	if opts.Interprocess && !opts.DisableTiming {
-		return nil, errors.New("highlevel: new event: an interprocess event needs DisableTiming")
+		return nil, errors.New("an interprocess event needs DisableTiming")
 	}
 	ctx, err := d.context()
 	if err != nil {
@@ -199,7 +204,8 @@ func (e *Event) Close() error {
 // ElapsedTime returns the time between two recorded events that have
 // happened, with a resolution of about half a microsecond (CuPy's
 // get_elapsed_time).
-func ElapsedTime(start, end *Event) (time.Duration, error) {
+func ElapsedTime(start, end *Event) (_ time.Duration, err error) {
+	defer wrap(&err, "elapsed time")
 	if err := start.use(); err != nil {
 		return 0, err
 	}

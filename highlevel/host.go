@@ -77,16 +77,25 @@ func pinnedAlloc() func(int) (*PinnedMemory, error) {
 // process's pinned memory allocator (CuPy's alloc_pinned_memory): by
 // default DefaultPinnedMemoryPool; see SetPinnedMemoryAllocator.
 func AllocPinnedMemory(size int) (*PinnedMemory, error) {
-	if err := checkSize("pinned allocation", size); err != nil {
-		return nil, err
+	if err := checkSize(size, CPUDevice); err != nil {
+		return nil, opErr(fmt.Sprintf("alloc %d bytes of pinned memory", size), err)
 	}
-	return pinnedAlloc()(size)
+	m, err := pinnedAlloc()(size)
+	if _, ok := err.(*opError); !ok && err != nil { // an allocator of the program's
+		err = opErr(fmt.Sprintf("alloc %d bytes of pinned memory", size), err)
+	}
+	return m, err
 }
 
 // HostAlloc allocates size bytes of pinned host memory with cudaHostAlloc,
 // unpooled: Free gives it back to CUDA.
-func HostAlloc(size int) (*PinnedMemory, error) {
-	if err := checkSize("pinned allocation", size); err != nil {
+func HostAlloc(size int) (_ *PinnedMemory, err error) {
+	defer func() {
+		if err != nil {
+			wrap(&err, "alloc", size, "bytes of pinned memory")
+		}
+	}()
+	if err := checkSize(size, CPUDevice); err != nil {
 		return nil, err
 	}
 	if err := load(); err != nil {
@@ -99,7 +108,7 @@ func HostAlloc(size int) (*PinnedMemory, error) {
 	freeLost()
 	var p unsafe.Pointer
 	if err := check("cudaHostAlloc", C.hl_malloc_host(ctx, &p, C.size_t(size))); err != nil {
-		return nil, fmt.Errorf("%w (%d bytes)", err, size)
+		return nil, outOfMemory(size, CPUDevice, err)
 	}
 	return &PinnedMemory{ptr: p, size: size, ctx: ctx}, nil
 }
@@ -182,13 +191,15 @@ type PinnedMemoryPool struct {
 
 // NewPinnedMemoryPool returns an empty pool.
 func NewPinnedMemoryPool() *PinnedMemoryPool {
-	return &PinnedMemoryPool{arena: newArena(func(n int) (chunk, error) {
+	a := newArena(func(n int) (chunk, error) {
 		m, err := HostAlloc(n)
 		if err != nil {
-			return chunk{}, err
+			return chunk{}, inner(err)
 		}
 		return chunk{ptr: m.ptr, size: n, release: m.Free}, nil
-	}, nil)}
+	}, nil)
+	a.dev = CPUDevice
+	return &PinnedMemoryPool{arena: a}
 }
 
 var defaultPinnedPool = sync.OnceValue(NewPinnedMemoryPool)
@@ -198,7 +209,12 @@ var defaultPinnedPool = sync.OnceValue(NewPinnedMemoryPool)
 func DefaultPinnedMemoryPool() *PinnedMemoryPool { return defaultPinnedPool() }
 
 // Malloc allocates size bytes of pinned memory from the pool.
-func (p *PinnedMemoryPool) Malloc(size int) (*PinnedMemory, error) {
+func (p *PinnedMemoryPool) Malloc(size int) (_ *PinnedMemory, err error) {
+	defer func() {
+		if err != nil {
+			wrap(&err, "alloc", size, "bytes from a pinned memory pool")
+		}
+	}()
 	if p == nil {
 		return nil, nilError("PinnedMemoryPool")
 	}

@@ -51,10 +51,10 @@ type Module struct {
 // architecture, PTX on every device of its architecture or a later one.
 func LoadModule(image []byte) (*Module, error) {
 	if len(image) == 0 {
-		return nil, errors.New("highlevel: LoadModule: empty image")
+		return nil, opErr("load module", errors.New("empty image"))
 	}
 	if err := initDevices(); err != nil {
-		return nil, err
+		return nil, opErr("load module", err)
 	}
 	if isPTX(image) && image[len(image)-1] != 0 {
 		image = append(image[:len(image):len(image)], 0) // PTX is read as a C string
@@ -62,7 +62,7 @@ func LoadModule(image []byte) (*Module, error) {
 	m := &Module{image: C.CBytes(image), kernels: map[string]*Kernel{}}
 	if err := check("cuLibraryLoadData", C.hl_library_load(nil, &m.lib, m.image)); err != nil {
 		C.free(m.image)
-		return nil, err
+		return nil, opErr("load module", err)
 	}
 	return m, nil
 }
@@ -78,11 +78,11 @@ func isPTX(image []byte) bool {
 func LoadModuleFile(name string) (*Module, error) {
 	b, err := os.ReadFile(name)
 	if err != nil {
-		return nil, fmt.Errorf("highlevel: LoadModuleFile: %w", err)
+		return nil, opErr("load module", err)
 	}
 	m, err := LoadModule(b)
 	if err != nil {
-		return nil, fmt.Errorf("highlevel: loading %s: %w", name, err)
+		return nil, opErr("load module "+name, inner(err))
 	}
 	return m, nil
 }

@@ -10,8 +10,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"unsafe"
-
-	"github.com/gocuda/cuda/cudart"
 )
 
 // Memory is one allocation of device memory: from cudaMalloc, a pool, a
@@ -412,9 +410,13 @@ var allocator struct {
 func Alloc(size int) (MemoryPointer, error) {
 	a, err := GetAllocator()
 	if err != nil {
-		return MemoryPointer{}, err
+		return MemoryPointer{}, opErr(fmt.Sprintf("alloc %d bytes", size), err)
 	}
-	return a.Malloc(size)
+	p, err := a.Malloc(size)
+	if _, ok := err.(*opError); !ok && err != nil { // an Allocator of the program's
+		err = opErr(fmt.Sprintf("alloc %d bytes", size), err)
+	}
+	return p, err
 }
 
 // ErrAllocatorInUse is returned by SetAllocator and
@@ -447,7 +449,8 @@ func SetAllocator(a Allocator) error {
 // GetAllocator returns the process's default allocator: the one
 // SetAllocator set, else DefaultMemoryPool. From its first call the default
 // is fixed (see SetAllocator).
-func GetAllocator() (Allocator, error) {
+func GetAllocator() (_ Allocator, err error) {
+	defer wrap(&err, "default allocator")
 	if a := allocator.fixed.Load(); a != nil {
 		return *a, nil
 	}
@@ -480,8 +483,21 @@ func (d Device) MallocManaged(size int) (MemoryPointer, error) {
 	return d.malloc(size, true)
 }
 
-func (d Device) malloc(size int, managed bool) (MemoryPointer, error) {
-	if err := checkSize("allocation", size); err != nil {
+func (d Device) malloc(size int, managed bool) (_ MemoryPointer, err error) {
+	if managed {
+		defer func() {
+			if err != nil {
+				wrap(&err, "alloc", size, "bytes of managed memory on", d)
+			}
+		}()
+	} else {
+		defer func() {
+			if err != nil {
+				wrap(&err, "alloc", size, "bytes on", d)
+			}
+		}()
+	}
+	if err := checkSize(size, d); err != nil {
 		return MemoryPointer{}, err
 	}
 	ctx, err := d.context()
@@ -496,7 +512,7 @@ func (d Device) malloc(size int, managed bool) (MemoryPointer, error) {
 		err = check("cudaMalloc", C.hl_malloc(ctx, &p, C.size_t(size)))
 	}
 	if err != nil {
-		return MemoryPointer{}, fmt.Errorf("%w (%d bytes on %v)", err, size, d)
+		return MemoryPointer{}, outOfMemory(size, d, err)
 	}
 	m := newMemory(p, size, d, deviceOwner{}, lostMemory{ptr: p, ctx: ctx})
 	m.mem.managed = managed
@@ -508,13 +524,14 @@ func (d Device) malloc(size int, managed bool) (MemoryPointer, error) {
 // without overflow.
 const maxSize = 1 << 56
 
-// checkSize checks the size of an allocation before anything else.
-func checkSize(what string, n int) error {
+// checkSize checks the size of an allocation on d (CPUDevice: pinned host
+// memory) before anything else: a size beyond maxSize is out of memory.
+func checkSize(n int, d Device) error {
 	if n <= 0 {
-		return fmt.Errorf("highlevel: %s of %d bytes: size must be positive", what, n)
+		return fmt.Errorf("size %d: it must be positive", n)
 	}
 	if n > maxSize {
-		return fmt.Errorf("highlevel: %s of %d bytes: %w", what, n, cudart.ErrorMemoryAllocation)
+		return &OutOfMemoryError{Size: n, Device: d}
 	}
 	return nil
 }
@@ -595,12 +612,17 @@ func freeLost() {
 // free (CuPy's UnownedMemory): Free only marks it unusable. owner is kept
 // reachable as long as the Memory is, so that, for example, the object that
 // frees the memory in its own cleanup is not collected first.
-func UnownedMemory(ptr unsafe.Pointer, size int, owner any) (MemoryPointer, error) {
+func UnownedMemory(ptr unsafe.Pointer, size int, owner any) (_ MemoryPointer, err error) {
+	defer func() {
+		if err != nil {
+			wrap(&err, "unowned memory of", size, "bytes at", ptr)
+		}
+	}()
 	if size <= 0 {
-		return MemoryPointer{}, fmt.Errorf("highlevel: unowned memory of %d bytes: size must be positive", size)
+		return MemoryPointer{}, fmt.Errorf("size %d: it must be positive", size)
 	}
 	if size > maxSize {
-		return MemoryPointer{}, fmt.Errorf("highlevel: unowned memory of %d bytes: too large", size)
+		return MemoryPointer{}, errors.New("larger than any device")
 	}
 	if err := load(); err != nil {
 		return MemoryPointer{}, err
@@ -610,7 +632,7 @@ func UnownedMemory(ptr unsafe.Pointer, size int, owner any) (MemoryPointer, erro
 		return MemoryPointer{}, err
 	}
 	if typ != C.CU_MEMORYTYPE_DEVICE && managed == 0 {
-		return MemoryPointer{}, fmt.Errorf("highlevel: unowned memory at %p is not device memory", ptr)
+		return MemoryPointer{}, errors.New("not device memory")
 	}
 	return MemoryPointer{mem: &Memory{ptr: ptr, size: size, dev: Device(dev), managed: managed != 0, owner: keepOwner{owner}}}, nil
 }

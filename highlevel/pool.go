@@ -11,8 +11,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"unsafe"
-
-	"github.com/gocuda/cuda/cudart"
 )
 
 // A MemoryPool is a caching allocator of device memory (CuPy's MemoryPool,
@@ -114,7 +112,7 @@ func NewMemoryPool(upstream Allocator) (*MemoryPool, error) {
 	if upstream == nil {
 		d, err := DefaultDevice()
 		if err != nil {
-			return nil, err
+			return nil, opErr("new memory pool", err)
 		}
 		upstream = d
 	}
@@ -128,10 +126,11 @@ func NewMemoryPool(upstream Allocator) (*MemoryPool, error) {
 	p.arena = newArena(func(n int) (chunk, error) {
 		m, err := upstream.Malloc(n)
 		if err != nil {
-			return chunk{}, err
+			return chunk{}, inner(err)
 		}
 		return chunk{ptr: m.Ptr(), size: n, dev: m.Device(), managed: m.mem.managed, release: m.mem.Free}, nil
 	}, settleDevices)
+	p.arena.dev = p.dev
 	return p, nil
 }
 
@@ -160,7 +159,7 @@ func DefaultMemoryPool() (*MemoryPool, error) {
 
 // errPerThreadPool refuses the per-thread default stream, a different
 // stream on every OS thread, to a MemoryPool.
-var errPerThreadPool = errors.New("highlevel: memory pool: the per-thread default stream is another stream on every OS thread; use a Stream")
+var errPerThreadPool = errors.New("the per-thread default stream is another stream on every OS thread; use a Stream")
 
 // Malloc allocates size bytes for the legacy default stream.
 func (p *MemoryPool) Malloc(size int) (MemoryPointer, error) {
@@ -169,7 +168,12 @@ func (p *MemoryPool) Malloc(size int) (MemoryPointer, error) {
 
 // MallocStream allocates size bytes for use on stream s: see the type's
 // documentation.
-func (p *MemoryPool) MallocStream(size int, s *Stream) (MemoryPointer, error) {
+func (p *MemoryPool) MallocStream(size int, s *Stream) (_ MemoryPointer, err error) {
+	defer func() {
+		if err != nil {
+			wrap(&err, "alloc", size, "bytes from a memory pool of", p.Device())
+		}
+	}()
 	if p == nil {
 		return MemoryPointer{}, nilError("MemoryPool")
 	}
@@ -197,7 +201,7 @@ func (p *MemoryPool) MallocStream(size int, s *Stream) (MemoryPointer, error) {
 	}
 	if s != nil && b.chunk.dev != s.dev {
 		p.release(b)
-		return MemoryPointer{}, fmt.Errorf("highlevel: memory pool of %v: allocation for a stream of %v", b.chunk.dev, s.dev)
+		return MemoryPointer{}, fmt.Errorf("memory of %v for a stream of %v", b.chunk.dev, s.dev)
 	}
 	return MemoryPointer{mem: p.newPooled(b, size)}, nil
 }
@@ -366,7 +370,12 @@ type MemoryAsyncPool struct {
 }
 
 // NewMemoryAsyncPool creates a CUDA memory pool on d.
-func NewMemoryAsyncPool(d Device) (*MemoryAsyncPool, error) {
+func NewMemoryAsyncPool(d Device) (_ *MemoryAsyncPool, err error) {
+	defer func() {
+		if err != nil {
+			wrap(&err, "new memory async pool on", d)
+		}
+	}()
 	ctx, err := d.context()
 	if err != nil {
 		return nil, err
@@ -391,7 +400,12 @@ func (p *MemoryAsyncPool) unref() error {
 
 // DeviceMemoryAsyncPool returns d's default CUDA memory pool, the one
 // cudaMallocAsync uses. Close does nothing to it.
-func DeviceMemoryAsyncPool(d Device) (*MemoryAsyncPool, error) {
+func DeviceMemoryAsyncPool(d Device) (_ *MemoryAsyncPool, err error) {
+	defer func() {
+		if err != nil {
+			wrap(&err, "memory async pool of", d)
+		}
+	}()
 	ctx, err := d.context()
 	if err != nil {
 		return nil, err
@@ -407,22 +421,23 @@ func DeviceMemoryAsyncPool(d Device) (*MemoryAsyncPool, error) {
 // device (nil: DefaultDevice's, on the legacy default stream), ordered on
 // s. Free frees it on the same stream.
 func MallocAsync(size int, s *Stream) (MemoryPointer, error) {
+	op := fmt.Sprintf("alloc %d bytes async", size)
 	var d Device
 	if s != nil {
 		d = s.dev
 	} else {
 		var err error
 		if d, err = DefaultDevice(); err != nil {
-			return MemoryPointer{}, err
+			return MemoryPointer{}, opErr(op, err)
 		}
 	}
 	st, err := d.state()
 	if err != nil {
-		return MemoryPointer{}, err
+		return MemoryPointer{}, opErr(op+" on "+d.String(), err)
 	}
 	st.asyncOnce.Do(func() { st.async, st.asyncErr = DeviceMemoryAsyncPool(d) })
 	if st.asyncErr != nil {
-		return MemoryPointer{}, st.asyncErr
+		return MemoryPointer{}, opErr(op+" on "+d.String(), inner(st.asyncErr))
 	}
 	return st.async.MallocAsync(size, s)
 }
@@ -454,8 +469,13 @@ func (p *MemoryAsyncPool) Malloc(size int) (MemoryPointer, error) {
 // MallocAsync allocates size bytes ordered on s, a stream of the pool's
 // device (nil: the legacy default stream). Free frees it on the same
 // stream, or, once s is closed, on the legacy default stream.
-func (p *MemoryAsyncPool) MallocAsync(size int, s *Stream) (MemoryPointer, error) {
-	if err := checkSize("allocation", size); err != nil {
+func (p *MemoryAsyncPool) MallocAsync(size int, s *Stream) (_ MemoryPointer, err error) {
+	defer func() {
+		if err != nil {
+			wrap(&err, "alloc", size, "bytes async from a memory async pool of", p.Device())
+		}
+	}()
+	if err := checkSize(size, p.Device()); err != nil {
 		return MemoryPointer{}, err
 	}
 	if err := p.use(); err != nil {
@@ -477,7 +497,7 @@ func (p *MemoryAsyncPool) MallocAsync(size int, s *Stream) (MemoryPointer, error
 	var ptr unsafe.Pointer
 	if err := check("cudaMallocAsync", C.hl_malloc_async(p.ctx, &ptr, C.size_t(size), p.h, sh)); err != nil {
 		p.inUse.Add(-int64(size))
-		return MemoryPointer{}, fmt.Errorf("%w (%d bytes on %v)", err, size, p.dev)
+		return MemoryPointer{}, outOfMemory(size, p.dev, err)
 	}
 	p.allocs.Add(1)
 	return newMemory(ptr, size, p.dev, asyncOwner{s, p}, lostMemory{ptr: ptr, ctx: p.ctx, pool: p, size: size}), nil
@@ -488,7 +508,7 @@ func (p *MemoryAsyncPool) reserve(size int) error {
 	for {
 		used, limit := p.inUse.Load(), p.limit.Load()
 		if limit > 0 && used+int64(size) > limit {
-			return fmt.Errorf("highlevel: allocation of %d bytes from the memory async pool of %v: %d of its limit of %d bytes in use: %w", size, p.dev, used, limit, cudart.ErrorMemoryAllocation)
+			return &OutOfMemoryError{Size: size, Device: p.dev, Limit: int(limit), Held: int(used)}
 		}
 		if p.inUse.CompareAndSwap(used, used+int64(size)) {
 			return nil

@@ -8,7 +8,6 @@ import "C"
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 	"sync"
 
@@ -46,7 +45,7 @@ func load() error {
 			}
 			p, err := addr(name)
 			if err != nil {
-				loadErr = err
+				loadErr = opErr("loading CUDA", err)
 				return
 			}
 			C.hl_set_symbol(C.int(i), p)
@@ -60,7 +59,7 @@ func check(op string, r C.int) error {
 	if r == 0 {
 		return nil
 	}
-	return opError(op, statusError(r))
+	return opErr(op, statusError(r))
 }
 
 // ready turns the status of a query (cudaEventQuery, cudaStreamQuery) into
@@ -81,8 +80,4 @@ func statusError(r C.int) error {
 	default:
 		return cudadrv.Result(C.HL_DRIVER_BASE - r)
 	}
-}
-
-func opError(op string, err error) error {
-	return fmt.Errorf("highlevel: %s: %w", op, err)
 }

@@ -57,7 +57,12 @@ type StreamOptions struct {
 }
 
 // NewStream creates a stream on d. opts may be nil.
-func NewStream(d Device, opts *StreamOptions) (*Stream, error) {
+func NewStream(d Device, opts *StreamOptions) (_ *Stream, err error) {
+	defer func() {
+		if err != nil {
+			wrap(&err, "new stream on", d)
+		}
+	}()
 	if opts == nil {
 		opts = &StreamOptions{}
 	}
@@ -79,6 +84,11 @@ func NewStream(d Device, opts *StreamOptions) (*Stream, error) {
 // StreamPriorityRange returns d's least and greatest stream priorities
 // (0 and -5 on current GPUs).
 func StreamPriorityRange(d Device) (least, greatest int, err error) {
+	defer func() {
+		if err != nil {
+			wrap(&err, "stream priority range of", d)
+		}
+	}()
 	ctx, err := d.context()
 	if err != nil {
 		return 0, 0, err
@@ -110,7 +120,7 @@ func PerThreadDefaultStream(d Device) (*Stream, error) {
 func ExternalStream(h cudart.Stream, d Device) (*Stream, error) {
 	ctx, err := d.context()
 	if err != nil {
-		return nil, err
+		return nil, opErr("stream of "+d.String(), err)
 	}
 	return &Stream{h: h, dev: d, ctx: ctx}, nil
 }

@@ -108,13 +108,21 @@ type LibraryError struct {
 	Name  string   // the library's file name, such as libcudart.so.13
 	Env   string   // the environment variable that named the only file tried, or ""
 	Tried []string // "path: reason" for each attempt
+	// Override is the environment variable that names the file to load
+	// instead of searching, such as GOCUDA_CUDART; the message says to set
+	// it where it was not set.
+	Override string
 }
 
 func (e *LibraryError) Error() string {
 	if e.Env != "" {
 		return fmt.Sprintf("cannot load %s from $%s: %s", e.Name, e.Env, strings.Join(e.Tried, "; "))
 	}
-	return fmt.Sprintf("cannot load %s; tried:\n\t%s", e.Name, strings.Join(e.Tried, "\n\t"))
+	set := ""
+	if e.Override != "" {
+		set = " (set $" + e.Override + " to its path)"
+	}
+	return fmt.Sprintf("cannot load %s%s; tried:\n\t%s", e.Name, set, strings.Join(e.Tried, "\n\t"))
 }
 
 // SymbolError reports that an opened library lacks a function, typically
@@ -273,7 +281,7 @@ func (l *Library) load() {
 		// dlerror's message starts with the path already.
 		tried = append(tried, p+": "+strings.TrimPrefix(msg, p+": "))
 	}
-	e := &LibraryError{Name: l.name, Tried: tried}
+	e := &LibraryError{Name: l.name, Tried: tried, Override: l.env}
 	if fromEnv {
 		e.Env = l.env
 	}

@@ -42,6 +42,9 @@ func TestMissingLibraryNamesPathsTried(t *testing.T) {
 	if le.Env != "" {
 		t.Errorf("Env = %q with the variable unset, want \"\"", le.Env)
 	}
+	if set := "(set $" + testEnv + " to its path)"; le.Override != testEnv || strings.Count(err.Error(), set) != 1 {
+		t.Errorf("Override %q, message %q: want the variable, and %q once", le.Override, err, set)
+	}
 	want := l.Candidates()
 	if len(le.Tried) != len(want) {
 		t.Fatalf("tried %q, want each of %q once", le.Tried, want)

@@ -1,0 +1,148 @@
+package highlevel
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/gocuda/cuda/cudadrv"
+	"github.com/gocuda/cuda/cudart"
+)
+
+// The package's errors name their operation once, after the package's
+// prefix: "highlevel: new stream on device 1: cudaStreamCreate:
+// cudaErrorInvalidValue ...". An exported function wraps what went wrong
+// in its operation (opError); the functions it calls, the package's own
+// included, add their detail after it without the prefix again. The
+// sentinel errors (ErrClosed, ErrFreed, ErrNil, ...) carry the prefix, as
+// they may be returned alone, and lose it inside an operation's error; they
+// stay errors.Is-able through every layer.
+
+// prefix begins every error message of the package.
+const prefix = "highlevel: "
+
+// An opError is the error of an operation of the package.
+type opError struct {
+	op  string // what was done: "new stream on device 1"
+	err error
+}
+
+// opErr returns err as the error of operation op: nil for nil.
+func opErr(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &opError{op: op, err: err}
+}
+
+// wrap makes *err the error of operation op, if it is not nil; the words
+// of op and the values after it are joined with spaces ("new stream on
+// device 1"). Exported functions defer it, with values only behind a nil
+// check, so that their success allocates nothing:
+//
+//	defer func() {
+//		if err != nil {
+//			wrap(&err, "new stream on", d)
+//		}
+//	}()
+func wrap(err *error, op string, args ...any) {
+	if *err == nil {
+		return
+	}
+	if len(args) > 0 {
+		op = strings.TrimSuffix(fmt.Sprintln(append([]any{op}, args...)...), "\n")
+	}
+	*err = &opError{op: op, err: *err}
+}
+
+func (e *opError) Error() string { return prefix + e.op + ": " + bare(e.err) }
+
+func (e *opError) Unwrap() error { return e.err }
+
+// bare is err's message without the package's prefix.
+func bare(err error) string {
+	if e, ok := err.(*opError); ok {
+		return e.op + ": " + bare(e.err)
+	}
+	return strings.TrimPrefix(err.Error(), prefix)
+}
+
+// An OutOfMemoryError is an allocation the device (or, for pinned memory,
+// the host) could not satisfy, or that a pool's limit refused; CuPy's
+// OutOfMemoryError. Every allocation of the package returns one: Malloc of
+// a Device and of the pools, MallocAsync, pinned memory and Arrays, and so
+// does a size beyond 2⁵⁶ bytes, which no device has.
+//
+// It matches cudart.ErrorMemoryAllocation and cudadrv.ERROR_OUT_OF_MEMORY
+// with errors.Is, whichever API reported it. Memory held by the program's
+// pools counts as used: FreeAllBlocks of a MemoryPool (and of
+// DefaultMemoryPool) gives their unused blocks back to the device, and
+// freeing Arrays and Memory no longer needed gives their blocks back to
+// their pool; then the allocation may be tried again.
+type OutOfMemoryError struct {
+	Size   int    // the bytes asked for (math.MaxInt: more than an int counts)
+	Device Device // the device, or CPUDevice for pinned host memory
+	// Limit is the limit of the pool that refused the allocation, and Held
+	// what the pool held (or had in use) then; both are 0 where the device
+	// (or the host) had no more memory.
+	Limit, Held int
+	Err         error // what CUDA returned, or nil where the package refused
+}
+
+// Error says "out of memory", and why; the operation's error around it
+// names the size and the device.
+func (e *OutOfMemoryError) Error() string {
+	msg := prefix + "out of memory"
+	if e.Limit > 0 {
+		msg += fmt.Sprintf(": the pool's limit is %d bytes, %d held", e.Limit, e.Held)
+	}
+	if e.Err != nil {
+		msg += ": " + bare(e.Err)
+	}
+	return msg
+}
+
+func (e *OutOfMemoryError) Unwrap() error { return e.Err }
+
+// Is reports whether target is cudart.ErrorMemoryAllocation or
+// cudadrv.ERROR_OUT_OF_MEMORY.
+func (e *OutOfMemoryError) Is(target error) bool {
+	return target == cudart.ErrorMemoryAllocation || target == cudadrv.ERROR_OUT_OF_MEMORY
+}
+
+// outOfMemory returns err as an *OutOfMemoryError of size bytes on d if it
+// says that CUDA is out of memory, and err otherwise.
+func outOfMemory(size int, d Device, err error) error {
+	var oom *OutOfMemoryError
+	if err == nil || errors.As(err, &oom) {
+		return err
+	}
+	if errors.Is(err, cudart.ErrorMemoryAllocation) || errors.Is(err, cudadrv.ERROR_OUT_OF_MEMORY) {
+		return &OutOfMemoryError{Size: size, Device: d, Err: err}
+	}
+	return err
+}
+
+// An errorList is several errors, each on a line of its own, without the
+// package's prefix.
+type errorList []error
+
+func (l errorList) Error() string {
+	var b strings.Builder
+	for _, err := range l {
+		b.WriteString("\n\t")
+		b.WriteString(strings.ReplaceAll(bare(err), "\n", "\n\t"))
+	}
+	return b.String()
+}
+
+func (l errorList) Unwrap() []error { return l }
+
+// inner is err without its operation, for a function that names the
+// operation of another of the package's that it called.
+func inner(err error) error {
+	if e, ok := err.(*opError); ok {
+		return e.err
+	}
+	return err
+}
