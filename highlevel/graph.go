@@ -280,7 +280,7 @@ func (x *GraphExec) Update(g *Graph) error {
 	defer g.life.release()
 	var result C.int
 	if err := check("cudaGraphExecUpdate", C.hl_graph_update(x.ctx, C.uintptr_t(x.h), C.uintptr_t(g.h), &result)); err != nil {
-		return errors.Join(err, errors.New("highlevel: graph update: "+cudart.GraphExecUpdateResult(result).String()))
+		return fmt.Errorf("%w (%v)", err, cudart.GraphExecUpdateResult(result))
 	}
 	return nil
 }

@@ -145,7 +145,7 @@ func (m *Module) Close() error {
 		return nilError("Module")
 	}
 	if err := lockDevices(); err != nil {
-		return fmt.Errorf("highlevel: Module.Close: %w", err)
+		return opErr("close module", err)
 	}
 	defer unlockDevices()
 	if err := m.life.closing(); err != nil {

@@ -68,7 +68,7 @@ func (p MemoryPointer) managedSpan(op string, n int, dev Device) (unsafe.Pointer
 		return nil, err
 	}
 	if !p.mem.managed {
-		return nil, fmt.Errorf("highlevel: %s: %w", op, errNotManaged)
+		return nil, opErr(op, errNotManaged)
 	}
 	d, _, err := p.span(n)
 	return d, err

@@ -273,7 +273,7 @@ func (p *MemoryPool) SetLimitFraction(f float64) error {
 		return nilError("MemoryPool")
 	}
 	if !p.devOK {
-		return errors.New("highlevel: memory pool limit by fraction: the pool's upstream allocator has no device")
+		return errors.New("highlevel: set a memory pool's limit by fraction: the pool's upstream allocator has no device")
 	}
 	n, err := limitFraction(p.dev, f)
 	if err != nil {
@@ -285,14 +285,14 @@ func (p *MemoryPool) SetLimitFraction(f float64) error {
 // limitFraction returns the fraction f of d's total memory.
 func limitFraction(d Device, f float64) (int, error) {
 	if !(f >= 0 && f <= 1) { // NaN too
-		return 0, fmt.Errorf("highlevel: pool limit fraction %v: must be in [0, 1]", f)
+		return 0, fmt.Errorf("highlevel: set a pool's limit to fraction %v: it must be in [0, 1]", f)
 	}
 	if f == 0 {
 		return 0, nil
 	}
 	_, total, err := d.MemInfo()
 	if err != nil {
-		return 0, fmt.Errorf("highlevel: pool limit fraction %v of %v: %w", f, d, err)
+		return 0, opErr(fmt.Sprintf("set a pool's limit to fraction %v of %v", f, d), inner(err))
 	}
 	return max(int(f*float64(total)), 1), nil
 }
@@ -626,7 +626,7 @@ func (p *MemoryAsyncPool) Limit() int {
 // returns an error matching cudart.ErrorMemoryAllocation.
 func (p *MemoryAsyncPool) SetLimit(n int) error {
 	if n < 0 {
-		return fmt.Errorf("highlevel: pool limit %d: must not be negative", n)
+		return fmt.Errorf("highlevel: set a pool's limit to %d: it must not be negative", n)
 	}
 	if err := p.use(); err != nil {
 		return err

@@ -3,6 +3,7 @@ package linalg
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"unsafe"
 
 	"github.com/gocuda/cuda/cublas"
@@ -35,8 +36,28 @@ func (o Op) String() string {
 	return fmt.Sprintf("Op(%d)", int(o))
 }
 
+// An opErr is the error of an operation of the package: "linalg: op: what
+// went wrong", where an error of highlevel's, or an inner operation's,
+// follows without its prefix, so that each prefix is said once.
+type opErr struct {
+	op  string
+	err error
+}
+
 // opError is the error of operation op.
-func opError(op string, err error) error { return fmt.Errorf("linalg: %s: %w", op, err) }
+func opError(op string, err error) error { return &opErr{op: op, err: err} }
+
+func (e *opErr) Error() string { return "linalg: " + e.op + ": " + bare(e.err) }
+
+func (e *opErr) Unwrap() error { return e.err }
+
+// bare is err's message without a package's prefix.
+func bare(err error) string {
+	if e, ok := err.(*opErr); ok {
+		return e.op + ": " + bare(e.err)
+	}
+	return strings.TrimPrefix(err.Error(), "highlevel: ")
+}
 
 // MatMul computes c = a·b on stream s (the legacy default stream of the
 // arrays' device when nil) with cuBLAS (SGEMM or DGEMM), the Go way round:
@@ -124,12 +145,12 @@ func gemm[T Float](op string, s *highlevel.Stream, transA, transB Op, m, n, k in
 	defer o.release()
 	blas, err := BLASOf(o.dev)
 	if err != nil {
-		return err
+		return opError(op, inner(err))
 	}
 	m32, n32, k32, lda32, ldb32, batch32 := int32(m), int32(n), int32(k), int32(lda), int32(ldb), int32(batch)
 	sa, sb, sc := int64(strideA), int64(strideB), int64(strideC)
 	pc, pa, pb := o.ptr[0], o.ptr[1], o.ptr[2]
-	return blas.call(s, func(h cublas.Handle) error {
+	return blas.call(op, s, func(h cublas.Handle) error {
 		// Row-major c = op(a)·op(b) is column-major cᵀ = op(b)ᵀ·op(a)ᵀ,
 		// and a row-major matrix is its transpose in column-major order.
 		var err error
@@ -210,11 +231,11 @@ func Gemv[T Float](s *highlevel.Stream, trans Op, m, n int, alpha T, a, x *highl
 	defer o.release()
 	blas, err := BLASOf(o.dev)
 	if err != nil {
-		return err
+		return opError(op, inner(err))
 	}
 	m32, n32 := int32(m), int32(n)
 	py, pa, px := o.ptr[0], o.ptr[1], o.ptr[2]
-	return blas.call(s, func(h cublas.Handle) error {
+	return blas.call(op, s, func(h cublas.Handle) error {
 		var err error
 		switch alpha := any(alpha).(type) {
 		case float32:
@@ -246,10 +267,10 @@ func Axpy[T Float](s *highlevel.Stream, alpha T, x, y *highlevel.Array[T]) error
 	defer o.release()
 	blas, err := BLASOf(o.dev)
 	if err != nil {
-		return err
+		return opError(op, inner(err))
 	}
 	py, px := o.ptr[0], o.ptr[1]
-	return blas.call(s, func(h cublas.Handle) error {
+	return blas.call(op, s, func(h cublas.Handle) error {
 		var err error
 		switch alpha := any(alpha).(type) {
 		case float32:
@@ -288,10 +309,10 @@ func Dot[T Float](s *highlevel.Stream, x, y, result *highlevel.Array[T]) error {
 	defer o.release()
 	blas, err := BLASOf(o.dev)
 	if err != nil {
-		return err
+		return opError(op, inner(err))
 	}
 	pr, px, py := o.ptr[0], o.ptr[1], o.ptr[2]
-	return blas.call(s, func(h cublas.Handle) error {
+	return blas.call(op, s, func(h cublas.Handle) error {
 		if n == 0 {
 			var zero T
 			if err := cudart.MemsetAsync(unsafe.Pointer(pr), 0, uint64(unsafe.Sizeof(zero)), s.Handle()); err != nil {

@@ -112,20 +112,47 @@ var (
 )
 
 // BLASOf returns d's cuBLAS handle, creating it on first use.
-func BLASOf(d highlevel.Device) (*BLAS, error) { return blasHandles.get(d) }
+func BLASOf(d highlevel.Device) (*BLAS, error) {
+	b, err := blasHandles.get(d)
+	if err != nil {
+		return nil, opError("cuBLAS handle of "+d.String(), err)
+	}
+	return b, nil
+}
 
 // SolverOf returns d's cuSOLVER dense handle, creating it on first use.
-func SolverOf(d highlevel.Device) (*Solver, error) { return solverHandles.get(d) }
+func SolverOf(d highlevel.Device) (*Solver, error) {
+	v, err := solverHandles.get(d)
+	if err != nil {
+		return nil, opError("cuSOLVER handle of "+d.String(), err)
+	}
+	return v, nil
+}
 
 // SparseOf returns d's cuSPARSE handle, creating it on first use.
-func SparseOf(d highlevel.Device) (*Sparse, error) { return sparseHandles.get(d) }
+func SparseOf(d highlevel.Device) (*Sparse, error) {
+	p, err := sparseHandles.get(d)
+	if err != nil {
+		return nil, opError("cuSPARSE handle of "+d.String(), err)
+	}
+	return p, nil
+}
+
+// inner is err without its operation, for a function that names the
+// operation of another of the package's that it called.
+func inner(err error) error {
+	if e, ok := err.(*opErr); ok {
+		return e.err
+	}
+	return err
+}
 
 // create makes the handle with the device current, as the libraries
 // require.
 func (l *lib[H]) create(op string, create func(*H) error) error {
 	return l.dev.Do(func() error {
 		if err := create(&l.h); err != nil {
-			return fmt.Errorf("linalg: %s on %v: %w", op, l.dev, err)
+			return fmt.Errorf("%s: %w", op, err)
 		}
 		return nil
 	})
@@ -146,29 +173,36 @@ func (l *lib[H]) close() {
 // do calls fn with the handle, its device current on the calling OS
 // thread, its stream set to s, while the stream stays open and no other
 // goroutine uses the handle.
-func (l *lib[H]) do(s *highlevel.Stream, fn func(h H) error) error {
+// Its own errors are those of operation op; fn's it returns as they are.
+func (l *lib[H]) do(op string, s *highlevel.Stream, fn func(h H) error) error {
 	if fn == nil {
-		return errors.New("linalg: Do: nil function")
+		return opError(op, errors.New("nil function"))
 	}
 	hs, err := hook.EnterStream(s, int(l.dev))
 	if err != nil {
-		return err
+		return opError(op, err)
 	}
 	defer hook.LeaveStream(s)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
-		return highlevel.ErrClosed
+		return opError(op, highlevel.ErrClosed)
 	}
-	return l.dev.Do(func() error {
+	var fnErr bool
+	err = l.dev.Do(func() error {
 		if err := l.setStream(l.h, cudart.Stream(hs)); err != nil {
-			return fmt.Errorf("linalg: setting the stream of a handle on %v: %w", l.dev, err)
+			return fmt.Errorf("setting the stream of the handle: %w", err)
 		}
+		fnErr = true
 		return fn(l.h)
 	})
+	if err != nil && !fnErr {
+		return opError(op, err)
+	}
+	return err
 }
 
-func nilError(typ string) error { return fmt.Errorf("%w: nil *linalg.%s", highlevel.ErrNil, typ) }
+func nilError(typ string) error { return opError("nil *"+typ, highlevel.ErrNil) }
 
 // Device returns the handle's device; 0 for a nil BLAS.
 func (b *BLAS) Device() highlevel.Device {
@@ -192,9 +226,9 @@ func (b *BLAS) Do(s *highlevel.Stream, fn func(h cublas.Handle) error) error {
 		return nilError("BLAS")
 	}
 	if fn == nil {
-		return errors.New("linalg: Do: nil function")
+		return opError("BLAS.Do", errors.New("nil function"))
 	}
-	return b.l.do(s, func(h cublas.Handle) error {
+	return b.l.do("BLAS.Do", s, func(h cublas.Handle) error {
 		b.dirty = true
 		return fn(h)
 	})
@@ -202,11 +236,11 @@ func (b *BLAS) Do(s *highlevel.Stream, fn func(h cublas.Handle) error) error {
 
 // call is Do for the package's functions: the pointer mode is host, as
 // it is for a new handle.
-func (b *BLAS) call(s *highlevel.Stream, fn func(h cublas.Handle) error) error {
-	return b.l.do(s, func(h cublas.Handle) error {
+func (b *BLAS) call(op string, s *highlevel.Stream, fn func(h cublas.Handle) error) error {
+	return b.l.do(op, s, func(h cublas.Handle) error {
 		if b.dirty {
 			if err := cublas.SetPointerMode(h, cublas.POINTER_MODE_HOST); err != nil {
-				return fmt.Errorf("linalg: setting the pointer mode: %w", err)
+				return opError(op, fmt.Errorf("setting the pointer mode: %w", err))
 			}
 			b.dirty = false
 		}
@@ -227,7 +261,7 @@ func (v *Solver) Do(s *highlevel.Stream, fn func(h cusolver.Handle) error) error
 	if v == nil {
 		return nilError("Solver")
 	}
-	return v.l.do(s, fn)
+	return v.l.do("Solver.Do", s, fn)
 }
 
 // Device returns the handle's device; 0 for a nil Sparse.
@@ -243,5 +277,5 @@ func (p *Sparse) Do(s *highlevel.Stream, fn func(h cusparse.Handle) error) error
 	if p == nil {
 		return nilError("Sparse")
 	}
-	return p.l.do(s, fn)
+	return p.l.do("Sparse.Do", s, fn)
 }
