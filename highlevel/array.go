@@ -118,7 +118,11 @@ func arrayBytes[T any](n int, d Device) (int, error) {
 	}
 	size := int(unsafe.Sizeof(*new(T)))
 	if n > maxSize/size {
-		return 0, &OutOfMemoryError{Size: math.MaxInt, Device: d}
+		total := math.MaxInt // more than an int counts
+		if n <= math.MaxInt/size {
+			total = n * size
+		}
+		return 0, &OutOfMemoryError{Size: total, Device: d}
 	}
 	return n * size, nil
 }

@@ -171,7 +171,11 @@ func (p *MemoryPool) Malloc(size int) (MemoryPointer, error) {
 func (p *MemoryPool) MallocStream(size int, s *Stream) (_ MemoryPointer, err error) {
 	defer func() {
 		if err != nil {
-			wrap(&err, "alloc", size, "bytes from a memory pool of", p.Device())
+			if p != nil && p.devOK {
+				wrap(&err, "alloc", size, "bytes from a memory pool of", p.dev)
+			} else {
+				wrap(&err, "alloc", size, "bytes from a memory pool")
+			}
 		}
 	}()
 	if p == nil {

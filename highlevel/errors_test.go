@@ -1,0 +1,191 @@
+package highlevel
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/gocuda/cuda/cudadrv"
+	"github.com/gocuda/cuda/cudart"
+	"github.com/gocuda/cuda/internal/dl"
+)
+
+// checkMessage checks the shape of an error of the package: it starts with
+// the prefix, says it once, and names its operation (op).
+func checkMessage(t *testing.T, name string, err error, op string) {
+	t.Helper()
+	if err == nil {
+		t.Errorf("%s: no error", name)
+		return
+	}
+	msg := err.Error()
+	if !strings.HasPrefix(msg, "highlevel: ") || strings.Count(msg, "highlevel:") != 1 {
+		t.Errorf("%s: %q: want one \"highlevel: \", at the start", name, msg)
+	}
+	if !strings.Contains(msg, op) {
+		t.Errorf("%s: %q does not name the operation, %q", name, msg, op)
+	}
+}
+
+// TestErrorMessages provokes the errors that need no GPU (nil, closed,
+// bad sizes, sizes no device has) and checks their shape and what they
+// match with errors.Is.
+func TestErrorMessages(t *testing.T) {
+	resetAllocators()
+	t.Cleanup(resetAllocators)
+	closedPool, err := NewMemoryPool(tagAllocator("upstream"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	closedPool.Close()
+	limited, err := NewMemoryPool(tagAllocator("upstream"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := limited.SetLimit(1000); err != nil {
+		t.Fatal(err)
+	}
+	closedPinned := NewPinnedMemoryPool()
+	closedPinned.Close()
+	var nilStream *Stream
+	var nilPool *MemoryPool
+	var nilAsync *MemoryAsyncPool
+	const huge = 1 << 57
+	for _, tc := range []struct {
+		name string
+		err  error
+		op   string // a part of the message naming the operation
+		is   error  // what errors.Is must match, if not nil
+	}{
+		{"Malloc(0)", second(Device(0).Malloc(0)), "alloc 0 bytes on device 0: size 0", nil},
+		{"Malloc(-1)", second(Device(1).Malloc(-1)), "alloc -1 bytes on device 1", nil},
+		{"Malloc(2^57)", second(Device(1).Malloc(huge)), "alloc 144115188075855872 bytes on device 1: out of memory", cudart.ErrorMemoryAllocation},
+		{"MallocManaged(2^57)", second(Device(0).MallocManaged(huge)), "bytes of managed memory on device 0", cudadrv.ERROR_OUT_OF_MEMORY},
+		{"HostAlloc(2^57)", second(HostAlloc(huge)), "bytes of pinned memory: out of memory", cudart.ErrorMemoryAllocation},
+		{"AllocPinnedMemory(-1)", second(AllocPinnedMemory(-1)), "alloc -1 bytes of pinned memory", nil},
+		{"NewArray 2^60", second(NewArray[float64](1 << 60)), "new array of 1152921504606846976 float64: out of memory", cudart.ErrorMemoryAllocation},
+		{"NewArray -1", second(NewArray[int32](-1)), "new array of -1 int32: length -1", nil},
+		{"NewArray of pointers", second(NewArray[*int](1)), "new array of 1 *int", nil},
+		{"NewArrayOn nil", second(NewArrayOn[float32](nil, 1)), "new array of 1 float32", ErrNil},
+		{"ArrayFromOn nil", second(ArrayFromOn[float32](nil, []float32{1})), "array from []float32", ErrNil},
+		{"NewArrayOn a pool over 2^57", second(NewArrayOn[byte](limited, huge)), "new array of 144115188075855872 uint8: out of memory", cudart.ErrorMemoryAllocation},
+		{"pool limit", second(limited.Malloc(2000)), "alloc 2000 bytes from a memory pool: out of memory: the pool's limit is 1000 bytes", cudart.ErrorMemoryAllocation},
+		{"pool upstream", second(NewArrayOn[byte](limited, 10)), "new array of 10 uint8: alloc 10 bytes from a memory pool: upstream", nil},
+		{"pool SetLimit(-1)", limited.SetLimit(-1), "set a pool's limit to -1", nil},
+		{"closed pool", second(closedPool.Malloc(10)), "alloc 10 bytes from a memory pool: use of closed object", ErrClosed},
+		{"closed pinned pool", second(closedPinned.Malloc(10)), "alloc 10 bytes from a pinned memory pool", ErrClosed},
+		{"nil pool", second(nilPool.Malloc(1)), "alloc 1 bytes from a memory pool", ErrNil},
+		{"nil async pool", second(nilAsync.MallocAsync(1, nil)), "alloc 1 bytes async from a memory async pool", ErrNil},
+		{"nil stream", nilStream.Synchronize(), "nil *Stream", ErrNil},
+		{"UnownedMemory(0)", second(UnownedMemory(nil, 0, nil)), "unowned memory of 0 bytes", nil},
+		{"interprocess event with timing", second(NewEvent(0, &EventOptions{Interprocess: true})), "new event on device 0: an interprocess event needs DisableTiming", nil},
+		{"LoadModule(nil)", second(LoadModule(nil)), "load module: empty image", nil},
+		{"Compile for no arch", second(Compile("x", &CompileOptions{Name: "x.cu", Arch: "x86"})), "compile x.cu: target \"x86\"", nil},
+		{"Compile with NUL", second(Compile("x\x00", &CompileOptions{Arch: "sm_90"})), "compile kernel.cu: NUL byte", nil},
+		{"SetAllocator after use", func() error { SetAllocator(tagAllocator("x")); Alloc(1); return SetAllocator(nil) }(), "allocator already in use", ErrAllocatorInUse},
+	} {
+		checkMessage(t, tc.name, tc.err, tc.op)
+		if tc.is != nil && !errors.Is(tc.err, tc.is) {
+			t.Errorf("%s: %v does not match %v", tc.name, tc.err, tc.is)
+		}
+	}
+}
+
+// TestOutOfMemoryError checks that every allocation path refuses sizes
+// beyond 2^56 bytes with an *OutOfMemoryError of its size and device,
+// which matches the runtime's and the driver's out-of-memory statuses.
+func TestOutOfMemoryError(t *testing.T) {
+	const huge = 1<<56 + 1
+	pool, err := NewMemoryPool(Device(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		err  error
+		size int
+		dev  Device
+	}{
+		{"Device.Malloc", second(Device(1).Malloc(huge)), huge, 1},
+		{"Device.MallocManaged", second(Device(0).MallocManaged(huge)), huge, 0},
+		{"MemoryPool.Malloc", second(pool.Malloc(huge)), huge, 1},
+		{"MemoryAsyncPool.MallocAsync", second((&MemoryAsyncPool{dev: 1}).MallocAsync(huge, nil)), huge, 1},
+		{"HostAlloc", second(HostAlloc(huge)), huge, CPUDevice},
+		{"AllocPinnedMemory", second(AllocPinnedMemory(huge)), huge, CPUDevice},
+		{"PinnedMemoryPool.Malloc", second(NewPinnedMemoryPool().Malloc(huge)), huge, CPUDevice},
+		{"NewArrayOn", second(NewArrayOn[int32](Device(1), huge)), huge * 4, 1},
+		{"NewArrayOn, overflowing", second(NewArrayOn[int64](pool, 1<<61)), 1<<63 - 1, 1},
+	} {
+		var oom *OutOfMemoryError
+		if !errors.As(tc.err, &oom) {
+			t.Errorf("%s: %v, want an *OutOfMemoryError", tc.name, tc.err)
+			continue
+		}
+		if oom.Size != tc.size || oom.Device != tc.dev {
+			t.Errorf("%s: %d bytes on %v, want %d on %v", tc.name, oom.Size, oom.Device, tc.size, tc.dev)
+		}
+		if !errors.Is(tc.err, cudart.ErrorMemoryAllocation) || !errors.Is(tc.err, cudadrv.ERROR_OUT_OF_MEMORY) {
+			t.Errorf("%s: %v does not match cudart.ErrorMemoryAllocation and cudadrv.ERROR_OUT_OF_MEMORY", tc.name, tc.err)
+		}
+		if errors.Is(tc.err, cudart.ErrorInvalidValue) {
+			t.Errorf("%s: %v matches cudart.ErrorInvalidValue", tc.name, tc.err)
+		}
+		checkMessage(t, tc.name, tc.err, "out of memory")
+	}
+}
+
+// TestNoLibraryErrors checks, where CUDA's libraries cannot be loaded (the
+// CPU test machine), that the operations that need them name themselves
+// once, then the library and the variable that overrides its path.
+func TestNoLibraryErrors(t *testing.T) {
+	var le *dl.LibraryError
+	if !errors.As(load(), &le) {
+		t.Skip("CUDA's libraries load here")
+	}
+	pool, err := NewMemoryPool(Device(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		err  error
+		op   string
+	}{
+		{"NewStream", second(NewStream(1, nil)), "new stream on device 1: "},
+		{"StreamPriorityRange", func() error { _, _, err := StreamPriorityRange(1); return err }(), "stream priority range of device 1: "},
+		{"ExternalStream", second(ExternalStream(0, 1)), "stream of device 1: "},
+		{"NewEvent", second(NewEvent(0, nil)), "new event on device 0: "},
+		{"ArrayFrom", second(ArrayFrom([]float32{1})), "new array of 1 float32: default allocator: new memory pool: default device: "},
+		{"ArrayFromOn", second(ArrayFromOn(Device(1), []int32{1, 2})), "new array of 2 int32: alloc 8 bytes on device 1: "},
+		{"NewArrayOn a pool", second(NewArrayOn[float32](pool, 4)), "new array of 4 float32: alloc 16 bytes from a memory pool of device 0: "},
+		{"LoadModule", second(LoadModule([]byte("x"))), "load module: "},
+		{"Compile", second(Compile("x", nil)), "compile kernel.cu: default device: "},
+		{"Device.Malloc", second(Device(0).Malloc(10)), "alloc 10 bytes on device 0: "},
+		{"MallocAsync", second(MallocAsync(10, nil)), "alloc 10 bytes async: default device: "},
+		{"NewMemoryAsyncPool", second(NewMemoryAsyncPool(1)), "new memory async pool on device 1: "},
+		{"DeviceMemoryAsyncPool", second(DeviceMemoryAsyncPool(1)), "memory async pool of device 1: "},
+		{"HostAlloc", second(HostAlloc(10)), "alloc 10 bytes of pinned memory: "},
+		{"AllocPinnedMemory", second(AllocPinnedMemory(10)), "alloc 10 bytes from a pinned memory pool: "},
+		{"DefaultDevice", second(DefaultDevice()), "default device: "},
+		{"DeviceCount", second(DeviceCount()), "device count: "},
+		{"RuntimeVersion", second(RuntimeVersion()), "runtime version: "},
+		{"Properties", second(Device(1).Properties()), "properties of device 1: "},
+		{"Name", second(Device(1).Name()), "name of device 1: "},
+		{"Arch", second(Device(1).Arch()), "arch of device 1: "},
+		{"MemInfo", func() error { _, _, err := Device(1).MemInfo(); return err }(), "memory info of device 1: "},
+		{"Synchronize", Device(1).Synchronize(), "synchronize device 1: "},
+		{"Do", Device(1).Do(func() error { return nil }), "make device 1 current: "},
+		{"NewMemoryPool", second(NewMemoryPool(nil)), "new memory pool: default device: "},
+	} {
+		checkMessage(t, tc.name, tc.err, tc.op)
+		if msg := tc.err.Error(); strings.Count(msg, "loading CUDA: cannot load "+le.Name) != 1 || strings.Count(msg, "(set $"+le.Override+" to its path)") != 1 {
+			t.Errorf("%s: %q: want the library and $%s named once", tc.name, msg, le.Override)
+		}
+		if !errors.As(tc.err, new(*dl.LibraryError)) {
+			t.Errorf("%s: %v is no *dl.LibraryError", tc.name, tc.err)
+		}
+	}
+}
+
+// second returns the error of a function's two results.
+func second[T any](_ T, err error) error { return err }
