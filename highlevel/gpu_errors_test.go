@@ -1,0 +1,67 @@
+package highlevel
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/gocuda/cuda/cudart"
+)
+
+// TestGPUOutOfMemory allocates more than the device has through each
+// allocation path: each must fail with an *OutOfMemoryError of the size
+// and device asked, matching cudart.ErrorMemoryAllocation, its message
+// naming the operation once; the device must still work afterwards.
+func TestGPUOutOfMemory(t *testing.T) {
+	d := gpu(t)
+	_, total, err := d.MemInfo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := total + 1<<30
+	pool, err := NewMemoryPool(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	s, err := NewStream(d, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, tc := range []struct {
+		name string
+		err  error
+		size int
+		dev  Device
+		op   string
+	}{
+		{"Device.Malloc", second(d.Malloc(size)), size, d, fmt.Sprintf("alloc %d bytes on %v", size, d)},
+		{"MemoryPool.Malloc", second(pool.Malloc(size)), roundSize(size), d, fmt.Sprintf("alloc %d bytes from a memory pool of %v", size, d)},
+		{"NewArrayOn", second(NewArrayOn[float32](d, size/4)), size / 4 * 4, d, fmt.Sprintf("new array of %d float32", size/4)},
+		{"MallocAsync", second(MallocAsync(size, s)), size, d, fmt.Sprintf("alloc %d bytes async from a memory async pool of %v", size, d)},
+		{"HostAlloc", second(HostAlloc(1 << 50)), 1 << 50, CPUDevice, "alloc 1125899906842624 bytes of pinned memory"},
+	} {
+		var oom *OutOfMemoryError
+		if !errors.As(tc.err, &oom) {
+			t.Errorf("%s: %v, want an *OutOfMemoryError", tc.name, tc.err)
+			continue
+		}
+		if oom.Size != tc.size || oom.Device != tc.dev {
+			t.Errorf("%s: %d bytes on %v, want %d on %v", tc.name, oom.Size, oom.Device, tc.size, tc.dev)
+		}
+		if !errors.Is(tc.err, cudart.ErrorMemoryAllocation) {
+			t.Errorf("%s: %v does not match cudart.ErrorMemoryAllocation", tc.name, tc.err)
+		}
+		checkMessage(t, tc.name, tc.err, tc.op)
+		t.Logf("%s: %v", tc.name, tc.err)
+	}
+	if err := s.Synchronize(); err != nil {
+		t.Fatalf("the stream after the failed allocations: %v", err)
+	}
+	a, err := NewArrayOn[float32](pool, 1<<20)
+	if err != nil {
+		t.Fatalf("a 4 MiB array after the failed allocations: %v", err)
+	}
+	a.Free()
+}
