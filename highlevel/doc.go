@@ -58,6 +58,19 @@
 // and taking the *Stream it queues on last; every operation that takes a
 // *Stream takes nil as the legacy default stream of the device involved.
 //
+// Errors. Every error of the package says "highlevel: " once, then the
+// operation that failed, with its size and device where it has them, then
+// why: "highlevel: new stream on device 1: cudaStreamCreate: ...". The
+// sentinel errors (ErrClosed, ErrFreed, ErrNil, ErrInCallback,
+// ErrCapturing, ...) and CUDA's statuses (cudart.Error, cudadrv.Result)
+// inside stay errors.Is-able, and the typed errors (*OutOfMemoryError,
+// *CompileError, *PanicError) errors.As-able. Every allocation that does
+// not fit returns an *OutOfMemoryError, which matches
+// cudart.ErrorMemoryAllocation and cudadrv.ERROR_OUT_OF_MEMORY; so does a
+// size beyond 2^56 bytes. Where CUDA's libraries cannot be loaded, the
+// error lists where they were looked for and names the variable that
+// overrides the search ($GOCUDA_CUDART, $GOCUDA_CUDA).
+//
 // One name for each thing: no aliases.
 //
 // # Devices and goroutines
@@ -206,6 +219,7 @@
 //	UnownedMemory                           UnownedMemory(ptr, size, owner)
 //	MemoryPool, get_default_memory_pool     MemoryPool (NewMemoryPool(dev): a pool per device), DefaultMemoryPool
 //	MemoryPool.malloc, free_all_blocks      MemoryPool.Malloc (MallocStream), FreeAllBlocks
+//	OutOfMemoryError                        *OutOfMemoryError (errors.As; errors.Is cudart.ErrorMemoryAllocation)
 //	free_all_blocks(stream=s)               MemoryPool.FreeAllBlocksStream(s)
 //	n_free_blocks, used/free/total_bytes    NFreeBlocks, UsedBytes, FreeBytes, TotalBytes (ints, on every pool)
 //	set_limit(size=), get_limit             SetLimit, Limit (every pool)
