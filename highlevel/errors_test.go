@@ -1,6 +1,7 @@
 package highlevel
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -48,6 +49,8 @@ func TestErrorMessages(t *testing.T) {
 	closedPinned := NewPinnedMemoryPool()
 	closedPinned.Close()
 	var nilStream *Stream
+	var nilEvent *Event
+	var nilMemory *Memory
 	var nilPool *MemoryPool
 	var nilAsync *MemoryAsyncPool
 	const huge = 1 << 57
@@ -77,6 +80,15 @@ func TestErrorMessages(t *testing.T) {
 		{"nil pool", second(nilPool.Malloc(1)), "alloc 1 bytes from a memory pool", ErrNil},
 		{"nil async pool", second(nilAsync.MallocAsync(1, nil)), "alloc 1 bytes async from a memory async pool", ErrNil},
 		{"nil stream", nilStream.Synchronize(), "nil *Stream", ErrNil},
+		{"nil event Record", nilEvent.Record(nil), "record event of device 0: nil object", ErrNil},
+		{"nil event Close", nilEvent.Close(), "close event: nil object", ErrNil},
+		{"nil event Wait", nilEvent.Wait(context.Background()), "wait for event of device 0: nil object", ErrNil},
+		{"nil Memory Free", nilMemory.Free(), "free memory: nil object", ErrNil},
+		{"copy to no memory", CopyToDevice(MemoryPointer{}, []float32{1}), "copy 4 bytes to device memory: use of freed memory", ErrFreed},
+		{"copy from no memory", CopyToHost(make([]int64, 2), MemoryPointer{}), "copy 16 bytes from device memory: use of freed memory", ErrFreed},
+		{"copy from host nil", MemoryPointer{}.CopyFromHost(nil, 8), "copy 8 bytes to device memory: nil host pointer", nil},
+		{"copy between no memory", MemoryPointer{}.CopyFromDevice(MemoryPointer{}, 8), "copy 8 bytes from device memory to device memory", ErrFreed},
+		{"memset of no memory", MemoryPointer{}.MemsetAsync(0, 8, nil), "memset 8 bytes of device memory", ErrFreed},
 		{"UnownedMemory(0)", second(UnownedMemory(nil, 0, nil)), "unowned memory of 0 bytes", nil},
 		{"interprocess event with timing", second(NewEvent(0, &EventOptions{Interprocess: true})), "new event on device 0: an interprocess event needs DisableTiming", nil},
 		{"LoadModule(nil)", second(LoadModule(nil)), "load module: empty image", nil},

@@ -111,7 +111,12 @@ func (e *Event) use() error {
 
 // Record records the event on s, a stream of the event's device (nil: its
 // legacy default stream): the event happens when s reaches this point.
-func (e *Event) Record(s *Stream) error {
+func (e *Event) Record(s *Stream) (err error) {
+	defer func() {
+		if err != nil {
+			wrap(&err, "record event of", e.Device())
+		}
+	}()
 	if err := e.use(); err != nil {
 		return err
 	}
@@ -129,7 +134,12 @@ func (e *Event) Record(s *Stream) error {
 
 // Synchronize waits until the event has happened. It holds the calling
 // goroutine's OS thread while it waits; Wait does not.
-func (e *Event) Synchronize() error {
+func (e *Event) Synchronize() (err error) {
+	defer func() {
+		if err != nil {
+			wrap(&err, "synchronize event of", e.Device())
+		}
+	}()
 	if err := e.use(); err != nil {
 		return err
 	}
@@ -139,7 +149,12 @@ func (e *Event) Synchronize() error {
 
 // Query reports whether the event has happened, without waiting (CuPy's
 // Event.done).
-func (e *Event) Query() (bool, error) {
+func (e *Event) Query() (_ bool, err error) {
+	defer func() {
+		if err != nil {
+			wrap(&err, "query event of", e.Device())
+		}
+	}()
 	if err := e.use(); err != nil {
 		return false, err
 	}
@@ -166,9 +181,9 @@ func (e *Event) Done() <-chan struct{} {
 func (e *Event) Wait(ctx context.Context) error {
 	w, err := e.watch()
 	if err != nil {
-		return err
+		return opErr("wait for event of "+e.Device().String(), err)
 	}
-	return w.wait(ctx)
+	return w.wait(ctx) // ctx's error as it is
 }
 
 func (e *Event) watch() (*waitReq, error) {
@@ -192,10 +207,10 @@ func (e *Event) watch() (*waitReq, error) {
 // waiting for it are woken when it happens, as if it were still open.
 func (e *Event) Close() error {
 	if e == nil {
-		return nilError("Event")
+		return opErr("close event", nilError("Event"))
 	}
 	if err := e.life.closing(); err != nil {
-		return err
+		return opErr("close event of "+e.dev.String(), err)
 	}
 	e.we.close() // now, or once no waiter watches it
 	return nil

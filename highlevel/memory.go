@@ -67,10 +67,10 @@ func (m *Memory) Device() Device {
 // on the memory.
 func (m *Memory) Free() error {
 	if m == nil {
-		return nilError("Memory")
+		return opErr("free memory", nilError("Memory"))
 	}
 	if !m.life.close() {
-		return ErrFreed
+		return opErr("free memory of "+m.dev.String(), ErrFreed)
 	}
 	m.clean.Stop()
 	if m.ledger != nil {
@@ -80,6 +80,17 @@ func (m *Memory) Free() error {
 		return nil
 	}
 	return m.owner.free(m)
+}
+
+// where names the memory at p in errors: "device memory of device 1".
+func (p MemoryPointer) where() string {
+	switch {
+	case p.mem == nil:
+		return "device memory"
+	case p.mem.managed:
+		return "managed memory of " + p.mem.dev.String()
+	}
+	return "memory of " + p.mem.dev.String()
 }
 
 // live reports whether m can be used.
@@ -154,10 +165,10 @@ func (p MemoryPointer) span(n int) (unsafe.Pointer, unsafe.Pointer, error) {
 		return nil, nil, ErrFreed
 	}
 	if n <= 0 {
-		return nil, nil, fmt.Errorf("highlevel: size %d: must not be negative", n)
+		return nil, nil, fmt.Errorf("size %d: it must not be negative", n)
 	}
 	if p.off < 0 || p.off > p.mem.size || n > p.mem.size-p.off {
-		return nil, nil, fmt.Errorf("highlevel: %d bytes at offset %d are past the end of the %d bytes of the memory", n, p.off, p.mem.size)
+		return nil, nil, fmt.Errorf("%d bytes at offset %d are past the end of the %d bytes of the memory", n, p.off, p.mem.size)
 	}
 	if !p.mem.life.acquire() {
 		return nil, nil, ErrFreed
@@ -275,12 +286,21 @@ func hostSlice[T any](s []T) (unsafe.Pointer, int, error) {
 }
 
 // copyHost copies n bytes between p and host memory h.
-func (p MemoryPointer) copyHost(h unsafe.Pointer, n int, s *Stream, async, toDevice bool) error {
+func (p MemoryPointer) copyHost(h unsafe.Pointer, n int, s *Stream, async, toDevice bool) (err error) {
+	defer func() {
+		if err != nil {
+			dir := "from"
+			if toDevice {
+				dir = "to"
+			}
+			wrap(&err, "copy", n, "bytes", dir, p.where())
+		}
+	}()
 	if empty, err := p.empty(n); empty {
 		return err
 	}
 	if h == nil {
-		return fmt.Errorf("highlevel: nil host pointer")
+		return errors.New("nil host pointer")
 	}
 	d, ctx, err := p.span(n)
 	if err != nil {
@@ -322,7 +342,12 @@ func (p MemoryPointer) CopyFromDeviceAsync(src MemoryPointer, n int, s *Stream) 
 	return p.copyDevice(src, n, s, true)
 }
 
-func (p MemoryPointer) copyDevice(src MemoryPointer, n int, s *Stream, async bool) error {
+func (p MemoryPointer) copyDevice(src MemoryPointer, n int, s *Stream, async bool) (err error) {
+	defer func() {
+		if err != nil {
+			wrap(&err, "copy", n, "bytes from", src.where(), "to", p.where())
+		}
+	}()
 	if empty, err := p.empty(n); empty {
 		if err == nil {
 			err = src.mem.live()
@@ -364,7 +389,12 @@ func (p MemoryPointer) MemsetAsync(value byte, n int, s *Stream) error {
 	return p.memset(value, n, s, true)
 }
 
-func (p MemoryPointer) memset(value byte, n int, s *Stream, async bool) error {
+func (p MemoryPointer) memset(value byte, n int, s *Stream, async bool) (err error) {
+	defer func() {
+		if err != nil {
+			wrap(&err, "memset", n, "bytes of", p.where())
+		}
+	}()
 	if empty, err := p.empty(n); empty {
 		return err
 	}
