@@ -1,7 +1,6 @@
 package highlevel
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -389,7 +388,7 @@ func (a *arena) freeBlocks(s *Stream, all bool) error {
 	for _, c := range chunks {
 		errs = append(errs, c.release())
 	}
-	return errors.Join(errs...)
+	return join(errs...)
 }
 
 // StopHolding gives back the memory held free, and from now on gives

@@ -155,7 +155,7 @@ func synchronizeAll() error {
 	for _, ctx := range usedContexts() {
 		errs = append(errs, check("cuCtxSynchronize", C.hl_ctx_synchronize(ctx)))
 	}
-	return errors.Join(errs...)
+	return join(errs...)
 }
 
 // primaryContextActive reports whether d's primary context is active,
@@ -485,7 +485,7 @@ func chooseDevice(env, file string) (Device, error) {
 		return 0, err
 	}
 	n := len(devices)
-	var errs errorList
+	var errs []error
 	for d := range Device(n) {
 		_, err := d.state()
 		if err == nil {
@@ -493,7 +493,11 @@ func chooseDevice(env, file string) (Device, error) {
 		}
 		errs = append(errs, err)
 	}
-	return 0, fmt.Errorf("no device of %d can be used:%w", n, errs)
+	err := join(errs...)
+	if err == nil {
+		err = errors.New("there are none")
+	}
+	return 0, opErr(fmt.Sprintf("no device of %d can be used", n), err)
 }
 
 func parseDevice(s, from string) (Device, error) {

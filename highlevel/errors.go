@@ -123,12 +123,31 @@ func outOfMemory(size int, d Device, err error) error {
 	return err
 }
 
-// An errorList is several errors, each on a line of its own, without the
-// package's prefix.
+// An errorList is several errors, each on a line of its own, the
+// package's prefix said once.
 type errorList []error
+
+// join returns the errors that are not nil: nil for none, the error for
+// one, an errorList for several.
+func join(errs ...error) error {
+	var l errorList
+	for _, err := range errs {
+		if err != nil {
+			l = append(l, err)
+		}
+	}
+	switch len(l) {
+	case 0:
+		return nil
+	case 1:
+		return l[0]
+	}
+	return l
+}
 
 func (l errorList) Error() string {
 	var b strings.Builder
+	fmt.Fprintf(&b, "%s%d errors:", prefix, len(l))
 	for _, err := range l {
 		b.WriteString("\n\t")
 		b.WriteString(strings.ReplaceAll(bare(err), "\n", "\n\t"))

@@ -201,3 +201,21 @@ func TestNoLibraryErrors(t *testing.T) {
 
 // second returns the error of a function's two results.
 func second[T any](_ T, err error) error { return err }
+
+// TestJoinedErrors checks that several errors of the package joined say
+// the prefix once, inside an operation's error too, and match each.
+func TestJoinedErrors(t *testing.T) {
+	if err := join(nil, nil); err != nil {
+		t.Errorf("join of nils = %v", err)
+	}
+	if err := join(nil, ErrClosed); err != ErrClosed {
+		t.Errorf("join of one = %v, want it", err)
+	}
+	a := opErr("cuCtxSynchronize", cudart.ErrorLaunchFailure)
+	for _, err := range []error{join(a, ErrFreed), opErr("synchronize", join(a, ErrFreed))} {
+		checkMessage(t, "joined", err, "2 errors:\n\tcuCtxSynchronize: ")
+		if !errors.Is(err, cudart.ErrorLaunchFailure) || !errors.Is(err, ErrFreed) {
+			t.Errorf("%v does not match both errors", err)
+		}
+	}
+}

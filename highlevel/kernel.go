@@ -161,7 +161,7 @@ func (m *Module) Close() error {
 	m.mu.Unlock()
 	errs = append(errs, check("cuLibraryUnload", C.hl_library_unload(nil, m.lib)))
 	C.free(m.image)
-	return errors.Join(errs...)
+	return join(errs...)
 }
 
 // launchedOn returns the devices that the module's kernels were looked up

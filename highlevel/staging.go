@@ -6,7 +6,6 @@ package highlevel
 import "C"
 
 import (
-	"errors"
 	"runtime"
 	"sync"
 	"unsafe"
@@ -134,7 +133,7 @@ func (p *pipeline) finish(b int) error {
 // drain waits for both buffers, so that none is returned to its pool while
 // the device copies it, and joins err with what the waits return.
 func (p *pipeline) drain(err error) error {
-	return errors.Join(err, p.finish(0), p.finish(1))
+	return join(err, p.finish(0), p.finish(1))
 }
 
 // toDevice copies src to the device: while the device copies one buffer,
