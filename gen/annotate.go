@@ -1,29 +1,73 @@
 package main
 
-import "strings"
+import (
+	"fmt"
+	"slices"
+)
 
-// annotations decides the cgo annotations of a function (see the package
-// doc). noescape: no pointer argument is used after the call returns, which
-// rules out asynchronous calls, host registration and graph nodes that keep
-// pointers. nocallback: nothing the call can reach calls a function pointer,
-// which rules out parameters that carry function pointers and calls that may
-// run destructors registered earlier.
-func (p *parser) annotations(f *Func) (noescape, nocallback bool) {
-	carries := false
-	for _, prm := range f.Params {
-		if p.carriesFuncPtr(prm.Type, map[string]bool{}) {
-			carries = true
+// annotate decides the cgo annotations of the package's functions from the
+// library's facts (facts.go; the package doc has the policy). A function is
+// marked noescape and nocallback, both or neither, when the facts prove
+// that no function of the program can run before it returns and that it
+// keeps no pointer argument, it takes no function pointer (which it might
+// call), and it takes a pointer or a struct, which the annotations keep off
+// the heap; cgo uses noescape only together with nocallback, and
+// nocallback alone only adds a check. A fact that names a function the
+// package does not have is an error: the headers changed under it.
+func (p *parser) annotate() error {
+	f, ok := facts[p.pkg.Name]
+	if !ok {
+		return nil
+	}
+	declared := map[string]*Func{}
+	for _, fn := range p.pkg.Funcs {
+		declared[fn.CName] = fn
+	}
+	named := slices.Concat(f.keeps)
+	for c, run := range f.callbacks {
+		named = append(named, c)
+		named = append(named, slices.DeleteFunc(slices.Clone(run), func(s string) bool { return s == every })...)
+	}
+	for _, c := range named {
+		if declared[c] == nil {
+			return fmt.Errorf("gen's facts (facts.go) name %s, which package %s does not declare", c, p.pkg.Name)
 		}
 	}
-	n := f.CName
-	retains := strings.Contains(n, "Async") || strings.Contains(n, "Graph") || strings.Contains(n, "HostRegister")
-	destroys := false
-	for _, s := range []string{"Destroy", "Release", "Reset", "Exit"} {
-		destroys = destroys || strings.Contains(n, s)
+	back := callsBack(p.pkg.Name)
+	if back[every] {
+		return nil
 	}
-	return !retains && !carries, !carries && !destroys
+	for _, fn := range p.pkg.Funcs {
+		fn.NoEscape = !back[fn.CName] && !slices.Contains(f.keeps, fn.CName) && !p.takesFuncPtr(fn) && passesPointer(fn)
+	}
+	return nil
 }
 
+// takesFuncPtr reports whether a parameter of fn carries a function
+// pointer, directly or in what it points to.
+func (p *parser) takesFuncPtr(fn *Func) bool {
+	for _, prm := range fn.Params {
+		if p.carriesFuncPtr(prm.Type, map[string]bool{}) {
+			return true
+		}
+	}
+	return false
+}
+
+// passesPointer reports whether fn takes a pointer, or a struct or union by
+// value (passed by its address): the arguments that escape to the heap
+// unless the call is noescape and nocallback.
+func passesPointer(fn *Func) bool {
+	for _, prm := range fn.Params {
+		t := prm.Type
+		if t.Kind == Pointer || t.Kind == Named && (t.Class == ClassStruct || t.Class == ClassUnion) {
+			return true
+		}
+	}
+	return false
+}
+
+// carriesFuncPtr reports whether t is or holds a function pointer.
 func (p *parser) carriesFuncPtr(t *Type, seen map[string]bool) bool {
 	switch {
 	case t == nil:

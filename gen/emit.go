@@ -503,10 +503,7 @@ func (e *emitter) funcs() *jen.File {
 	pre.WriteString(e.cflags(""))
 	for _, fn := range e.pkg.Funcs {
 		if fn.NoEscape {
-			fmt.Fprintf(&pre, "#cgo noescape gocuda_%s\n", fn.CName)
-		}
-		if fn.NoCallback {
-			fmt.Fprintf(&pre, "#cgo nocallback gocuda_%s\n", fn.CName)
+			fmt.Fprintf(&pre, "#cgo noescape gocuda_%s\n#cgo nocallback gocuda_%s\n", fn.CName, fn.CName)
 		}
 	}
 	pre.WriteString("#include <stdint.h>\n#include <stdlib.h>\n")

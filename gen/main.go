@@ -88,11 +88,37 @@
 // symbol as looked up on first use. A function returning the status enum
 // returns error; one returning void returns error, which is non-nil only when
 // the library or symbol cannot be loaded; one returning another value returns
-// it and such an error. The trampolines are marked #cgo noescape unless the
-// function may use a pointer after it returns (asynchronous calls, host
-// registration, graph nodes) or takes a function pointer, and #cgo nocallback
-// unless it takes a function pointer or may run a destructor registered
-// earlier (Destroy, Release, Reset, Exit).
+// it and such an error.
+//
+// # cgo annotations
+//
+// A trampoline marked #cgo noescape and nocallback lets a pointer argument
+// stay on the caller's stack: var v int32; f(&v) allocates nothing, where
+// it otherwise moves v to the heap (4 bytes, one allocation per call). cgo
+// uses noescape only together with nocallback, and nocallback alone only
+// adds a check, so gen marks a trampoline with both or with neither. Both
+// are promises about the C function, and a broken one crashes the program
+// (nocallback: "function marked with #cgo nocallback called back into Go")
+// or corrupts it (noescape), so gen makes them only where facts prove them,
+// never from a function's name. The facts are data (facts.go), per
+// library: the calls that register a function of the program and the calls
+// that may then run it before they return, the libraries a library calls
+// into, and the calls that keep a pointer argument after they return. A
+// function is marked when no registered function can run inside it, it
+// keeps no pointer argument, it takes no function pointer, and it takes a
+// pointer or a struct (else there is nothing to save). A library missing
+// from the facts gets no mark.
+//
+// Every library that reaches the driver may call back from any call: the
+// driver calls the logger that cuLogsRegisterCallback registers (and
+// cudaLogsRegisterCallback through it) on the calling thread whenever a call
+// fails, and cuBLAS, cuBLASLt, cuSPARSE and cuSOLVER call their own loggers
+// (cublasSetLoggerCallback, ...) from inside their other calls. So none of
+// cudart, cudadrv, cublas, cublaslt, cusolver, cusparse, cufft, curand and
+// nccl is marked. Stream callbacks, host functions and user objects'
+// destructors run on CUDA's threads, not inside a call. NVRTC and nvJitLink
+// call no other library; NVRTC runs the function nvrtcSetFlowCallback
+// registers inside nvrtcCompileProgram only. Their getters are marked.
 //
 // # Packages that use other packages
 //

@@ -75,6 +75,9 @@ func parse(cfg config) (*Package, error) {
 	if err := p.perThreadSymbols(); err != nil {
 		return nil, err
 	}
+	if err := p.annotate(); err != nil {
+		return nil, err
+	}
 	return p.pkg, nil
 }
 
@@ -384,7 +387,7 @@ func specifiers(d *cc.Declaration) []*cc.TypeSpecifier {
 	return r
 }
 
-// finish sorts, converts the doc comments and decides the cgo annotations.
+// finish sorts and converts the doc comments.
 func (p *parser) finish() {
 	sort.Slice(p.pkg.Enums, func(i, j int) bool { return p.pkg.Enums[i].GoName < p.pkg.Enums[j].GoName })
 	sort.Slice(p.pkg.Records, func(i, j int) bool { return p.pkg.Records[i].GoName < p.pkg.Records[j].GoName })
@@ -400,7 +403,6 @@ func (p *parser) finish() {
 	conv := func(raw string) string { return doxygen(raw, links) }
 	for _, f := range p.pkg.Funcs {
 		f.Doc = conv(p.raw[f])
-		f.NoEscape, f.NoCallback = p.annotations(f)
 	}
 	for _, e := range p.pkg.Enums {
 		e.Doc = conv(p.raw[e])
