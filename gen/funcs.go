@@ -18,11 +18,8 @@ func (p *parser) function(d *cc.Declarator) {
 	pos := d.NameTok().Position()
 	ft := d.Type().(*cc.FunctionType)
 	f := &Func{CName: p.spelling(pos, name), Symbol: name}
-	for _, o := range p.cfg.omit {
-		if strings.HasPrefix(name, o) {
-			p.skip("function", name, "omitted by -omit "+o)
-			return
-		}
+	if p.omitted("function", name) {
+		return
 	}
 	if ft.IsVariadic() {
 		p.skip("function", name, "variadic")

@@ -132,7 +132,10 @@
 // constants the package declares without binding their functions (cudart's
 // library_types.h and cuComplex.h); -I adds an include directory whose
 // declarations are not the package's (NCCL's headers include CUDA's); -omit
-// leaves out functions by prefix (NCCL's pnccl profiling aliases).
+// leaves out the declarations whose C names start with one of its prefixes:
+// functions, types with their enumerators, enumerators and constants (NCCL's
+// pnccl profiling aliases, and ncclRedOp_dummy_t, which nccl.h declares only
+// to take its size).
 //
 // # Per-thread default stream
 //
@@ -191,7 +194,7 @@ func flags(fs *flag.FlagSet, args []string) (cfg config, model bool, all string,
 	fs.StringVar(&types, "types", "", "comma-separated headers included for their types and constants only")
 	fs.StringVar(&use, "use", "", "comma-separated directories of generated packages whose types are referenced, not emitted again")
 	fs.StringVar(&prefix, "prefix", "", "comma-separated C name prefixes to drop")
-	fs.StringVar(&omit, "omit", "", "comma-separated prefixes of functions not to bind (NCCL's pnccl profiling aliases)")
+	fs.StringVar(&omit, "omit", "", "comma-separated prefixes of the C names of declarations to leave out (NCCL's pnccl profiling aliases)")
 	fs.StringVar(&lib, "lib", "", "ENV=FILE: the shared library to open, and the environment variable that may name its path")
 	fs.StringVar(&cfg.errType, "error", "", "C name of the status type, whose values are errors")
 	fs.StringVar(&cfg.perThread, "perthread", "", "macro that selects the per-thread default stream entry points when defined")

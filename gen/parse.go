@@ -33,7 +33,7 @@ type config struct {
 	// use are the directories of generated packages whose types this one
 	// references instead of emitting them again.
 	use []string
-	// omit are prefixes of functions that are not bound.
+	// omit are prefixes of the C names of declarations left out.
 	omit []string
 }
 

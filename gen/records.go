@@ -130,7 +130,28 @@ func (p *parser) tags(d *cc.Declaration) {
 	}
 }
 
+// omitted reports whether -omit leaves out the declaration of the C name c
+// (a tag without its struct, union or enum), and reports it as skipped.
+func (p *parser) omitted(kind, c string) bool {
+	name := c
+	for _, k := range []string{"struct ", "union ", "enum "} {
+		name = strings.TrimPrefix(name, k)
+	}
+	for _, o := range p.cfg.omit {
+		if strings.HasPrefix(name, o) {
+			p.skip(kind, c, "omitted by -omit "+o)
+			return true
+		}
+	}
+	return false
+}
+
+// claim names the declaration of the C name c, unless -omit leaves it out
+// or another declaration has its Go name, and reports whether it did.
 func (p *parser) claim(goName, c, kind string) bool {
+	if p.omitted(kind, c) {
+		return false
+	}
 	if p.names.claim(goName, c) {
 		return true
 	}
