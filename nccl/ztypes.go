@@ -135,28 +135,8 @@ func (v Result) String() string {
 	return "Result(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
-// Error returns the C name of v and the headers' description of it.
+// Error returns the C name of v and the headers' description of it, if any.
 func (v Result) Error() string {
-	switch v {
-	case Success:
-		return "ncclSuccess"
-	case UnhandledCudaError:
-		return "ncclUnhandledCudaError"
-	case SystemError:
-		return "ncclSystemError"
-	case InternalError:
-		return "ncclInternalError"
-	case InvalidArgument:
-		return "ncclInvalidArgument"
-	case InvalidUsage:
-		return "ncclInvalidUsage"
-	case RemoteError:
-		return "ncclRemoteError"
-	case InProgress:
-		return "ncclInProgress"
-	case NumResults:
-		return "ncclNumResults"
-	}
 	return v.String()
 }
 

@@ -10,7 +10,8 @@ typedef enum cudaError {
      * acceptable range of values.
      */
     cudaErrorInvalidValue = 1,
-    cudaErrorMemoryAllocation = 2 /**< Out of memory. And more. */
+    cudaErrorMemoryAllocation = 2, /**< Out of memory. And more. */
+    cudaErrorNotReady = 600 /* undocumented: Error is its String */
 } cudaError_t;
 
 typedef struct CUstream_st *cudaStream_t;
