@@ -94,9 +94,10 @@ func (p *parser) paramType(t cc.Type) *Type {
 	return p.typ(t)
 }
 
-// isConst reports whether a pointer points to const.
+// isConst reports whether a pointer points to const, by the qualifiers of
+// the type it points to (whatever the pointer's own qualifiers).
 func isConst(t *cc.PointerType) bool {
-	return strings.HasPrefix(t.String(), "pointer to const ")
+	return t.Elem().Attributes().IsConst()
 }
 
 // perThreadSymbols parses the headers again as compiled for the per-thread

@@ -57,3 +57,6 @@ extern void cudaNothing(int type);
 /** A function the header renames: callers write cudaWidget, the library exports cudaWidget_v2. */
 #define cudaWidget cudaWidget_v2
 extern cudaError_t cudaWidget(int *count);
+
+/** A const pointer to const char is a string too; a pointer to char is not. */
+extern cudaError_t cudaSetName(const char * const name, char *out);
