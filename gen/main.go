@@ -159,9 +159,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/gocuda/cuda/internal/genline"
 )
 
 func main() {
@@ -239,9 +240,6 @@ func list(s string) []string {
 	return strings.Split(s, ",")
 }
 
-// generateLine matches the //go:generate line of a generated package.
-var generateLine = regexp.MustCompile(`(?m)^//go:generate go run \S*gen (.*)$`)
-
 // generateArgs returns the arguments of the //go:generate line of the
 // package in dir, and the file that has it, or nil when no file has one.
 func generateArgs(dir string) (file string, args []string, err error) {
@@ -254,8 +252,8 @@ func generateArgs(dir string) (file string, args []string, err error) {
 		if err != nil {
 			return "", nil, err
 		}
-		if m := generateLine.FindSubmatch(src); m != nil {
-			return f, strings.Fields(string(m[1])), nil
+		if args := genline.Args(src); args != nil {
+			return f, args, nil
 		}
 	}
 	return "", nil, nil
