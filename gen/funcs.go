@@ -34,9 +34,10 @@ func (p *parser) function(d *cc.Declarator) {
 			p.skip("function", name, fmt.Sprintf("parameter %s has unsupported type %s", prm.Name(), prm.Type()))
 			return
 		}
-		gn := param(prm.Name(), i)
-		if prm.Name() == "" {
-			gn = "p" + strconv.Itoa(i)
+		// An unnamed parameter is named by its position.
+		gn := "p" + strconv.Itoa(i)
+		if prm.Name() != "" {
+			gn = param(prm.Name())
 		}
 		f.Params = append(f.Params, Param{CName: prm.Name(), GoName: gn, Type: pt})
 	}

@@ -60,3 +60,6 @@ extern cudaError_t cudaWidget(int *count);
 
 /** A const pointer to const char is a string too; a pointer to char is not. */
 extern cudaError_t cudaSetName(const char * const name, char *out);
+
+/** Unnamed parameters are named by their position. */
+extern cudaError_t cudaUnnamed(int, const char *, void *);
