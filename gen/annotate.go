@@ -23,7 +23,7 @@ func (p *parser) annotate() error {
 	for _, fn := range p.pkg.Funcs {
 		declared[fn.CName] = fn
 	}
-	named := slices.Concat(f.keeps)
+	named := slices.Clone(f.keeps)
 	for c, run := range f.callbacks {
 		named = append(named, c)
 		named = append(named, slices.DeleteFunc(slices.Clone(run), func(s string) bool { return s == every })...)

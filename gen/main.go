@@ -94,7 +94,7 @@
 //
 // A trampoline marked #cgo noescape and nocallback lets a pointer argument
 // stay on the caller's stack: var v int32; f(&v) allocates nothing, where
-// it otherwise moves v to the heap (4 bytes, one allocation per call). cgo
+// it otherwise moves v to the heap, one allocation per call. cgo
 // uses noescape only together with nocallback, and nocallback alone only
 // adds a check, so gen marks a trampoline with both or with neither. Both
 // are promises about the C function, and a broken one crashes the program
@@ -110,9 +110,10 @@
 // from the facts gets no mark.
 //
 // Every library that reaches the driver may call back from any call: the
-// driver calls the logger that cuLogsRegisterCallback registers (and
-// cudaLogsRegisterCallback through it) on the calling thread whenever a call
-// fails, and cuBLAS, cuBLASLt, cuSPARSE and cuSOLVER call their own loggers
+// driver calls the logger that cuLogsRegisterCallback registers when a call
+// fails (its header does not say on which thread, so gen assumes the
+// calling one), the runtime has its own (cudaLogsRegisterCallback), and
+// cuBLAS, cuBLASLt, cuSPARSE and cuSOLVER call theirs
 // (cublasSetLoggerCallback, ...) from inside their other calls. So none of
 // cudart, cudadrv, cublas, cublaslt, cusolver, cusparse, cufft, curand and
 // nccl is marked. Stream callbacks, host functions and user objects'
