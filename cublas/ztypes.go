@@ -427,30 +427,8 @@ func (v Status) String() string {
 	return "Status(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
-// Error returns the C name of v and the headers' description of it.
+// Error returns the C name of v and the headers' description of it, if any.
 func (v Status) Error() string {
-	switch v {
-	case STATUS_SUCCESS:
-		return "CUBLAS_STATUS_SUCCESS"
-	case STATUS_NOT_INITIALIZED:
-		return "CUBLAS_STATUS_NOT_INITIALIZED"
-	case STATUS_ALLOC_FAILED:
-		return "CUBLAS_STATUS_ALLOC_FAILED"
-	case STATUS_INVALID_VALUE:
-		return "CUBLAS_STATUS_INVALID_VALUE"
-	case STATUS_ARCH_MISMATCH:
-		return "CUBLAS_STATUS_ARCH_MISMATCH"
-	case STATUS_MAPPING_ERROR:
-		return "CUBLAS_STATUS_MAPPING_ERROR"
-	case STATUS_EXECUTION_FAILED:
-		return "CUBLAS_STATUS_EXECUTION_FAILED"
-	case STATUS_INTERNAL_ERROR:
-		return "CUBLAS_STATUS_INTERNAL_ERROR"
-	case STATUS_NOT_SUPPORTED:
-		return "CUBLAS_STATUS_NOT_SUPPORTED"
-	case STATUS_LICENSE_ERROR:
-		return "CUBLAS_STATUS_LICENSE_ERROR"
-	}
 	return v.String()
 }
 

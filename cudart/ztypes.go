@@ -2013,7 +2013,7 @@ func (v Error) String() string {
 	return "Error(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
-// Error returns the C name of v and the headers' description of it.
+// Error returns the C name of v and the headers' description of it, if any.
 func (v Error) Error() string {
 	switch v {
 	case Success:

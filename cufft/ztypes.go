@@ -110,46 +110,8 @@ func (v Result) String() string {
 	return "Result(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
-// Error returns the C name of v and the headers' description of it.
+// Error returns the C name of v and the headers' description of it, if any.
 func (v Result) Error() string {
-	switch v {
-	case SUCCESS:
-		return "CUFFT_SUCCESS"
-	case INVALID_PLAN:
-		return "CUFFT_INVALID_PLAN"
-	case ALLOC_FAILED:
-		return "CUFFT_ALLOC_FAILED"
-	case INVALID_TYPE:
-		return "CUFFT_INVALID_TYPE"
-	case INVALID_VALUE:
-		return "CUFFT_INVALID_VALUE"
-	case INTERNAL_ERROR:
-		return "CUFFT_INTERNAL_ERROR"
-	case EXEC_FAILED:
-		return "CUFFT_EXEC_FAILED"
-	case SETUP_FAILED:
-		return "CUFFT_SETUP_FAILED"
-	case INVALID_SIZE:
-		return "CUFFT_INVALID_SIZE"
-	case UNALIGNED_DATA:
-		return "CUFFT_UNALIGNED_DATA"
-	case INVALID_DEVICE:
-		return "CUFFT_INVALID_DEVICE"
-	case NO_WORKSPACE:
-		return "CUFFT_NO_WORKSPACE"
-	case NOT_IMPLEMENTED:
-		return "CUFFT_NOT_IMPLEMENTED"
-	case NOT_SUPPORTED:
-		return "CUFFT_NOT_SUPPORTED"
-	case MISSING_DEPENDENCY:
-		return "CUFFT_MISSING_DEPENDENCY"
-	case NVRTC_FAILURE:
-		return "CUFFT_NVRTC_FAILURE"
-	case NVJITLINK_FAILURE:
-		return "CUFFT_NVJITLINK_FAILURE"
-	case NVSHMEM_FAILURE:
-		return "CUFFT_NVSHMEM_FAILURE"
-	}
 	return v.String()
 }
 

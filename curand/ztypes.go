@@ -216,36 +216,8 @@ func (v Status) String() string {
 	return "Status(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
-// Error returns the C name of v and the headers' description of it.
+// Error returns the C name of v and the headers' description of it, if any.
 func (v Status) Error() string {
-	switch v {
-	case STATUS_SUCCESS:
-		return "CURAND_STATUS_SUCCESS"
-	case STATUS_VERSION_MISMATCH:
-		return "CURAND_STATUS_VERSION_MISMATCH"
-	case STATUS_NOT_INITIALIZED:
-		return "CURAND_STATUS_NOT_INITIALIZED"
-	case STATUS_ALLOCATION_FAILED:
-		return "CURAND_STATUS_ALLOCATION_FAILED"
-	case STATUS_TYPE_ERROR:
-		return "CURAND_STATUS_TYPE_ERROR"
-	case STATUS_OUT_OF_RANGE:
-		return "CURAND_STATUS_OUT_OF_RANGE"
-	case STATUS_LENGTH_NOT_MULTIPLE:
-		return "CURAND_STATUS_LENGTH_NOT_MULTIPLE"
-	case STATUS_DOUBLE_PRECISION_REQUIRED:
-		return "CURAND_STATUS_DOUBLE_PRECISION_REQUIRED"
-	case STATUS_LAUNCH_FAILURE:
-		return "CURAND_STATUS_LAUNCH_FAILURE"
-	case STATUS_PREEXISTING_FAILURE:
-		return "CURAND_STATUS_PREEXISTING_FAILURE"
-	case STATUS_INITIALIZATION_FAILED:
-		return "CURAND_STATUS_INITIALIZATION_FAILED"
-	case STATUS_ARCH_MISMATCH:
-		return "CURAND_STATUS_ARCH_MISMATCH"
-	case STATUS_INTERNAL_ERROR:
-		return "CURAND_STATUS_INTERNAL_ERROR"
-	}
 	return v.String()
 }
 

@@ -602,34 +602,8 @@ func (v Status) String() string {
 	return "Status(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
-// Error returns the C name of v and the headers' description of it.
+// Error returns the C name of v and the headers' description of it, if any.
 func (v Status) Error() string {
-	switch v {
-	case STATUS_SUCCESS:
-		return "CUSPARSE_STATUS_SUCCESS"
-	case STATUS_NOT_INITIALIZED:
-		return "CUSPARSE_STATUS_NOT_INITIALIZED"
-	case STATUS_ALLOC_FAILED:
-		return "CUSPARSE_STATUS_ALLOC_FAILED"
-	case STATUS_INVALID_VALUE:
-		return "CUSPARSE_STATUS_INVALID_VALUE"
-	case STATUS_ARCH_MISMATCH:
-		return "CUSPARSE_STATUS_ARCH_MISMATCH"
-	case STATUS_MAPPING_ERROR:
-		return "CUSPARSE_STATUS_MAPPING_ERROR"
-	case STATUS_EXECUTION_FAILED:
-		return "CUSPARSE_STATUS_EXECUTION_FAILED"
-	case STATUS_INTERNAL_ERROR:
-		return "CUSPARSE_STATUS_INTERNAL_ERROR"
-	case STATUS_MATRIX_TYPE_NOT_SUPPORTED:
-		return "CUSPARSE_STATUS_MATRIX_TYPE_NOT_SUPPORTED"
-	case STATUS_ZERO_PIVOT:
-		return "CUSPARSE_STATUS_ZERO_PIVOT"
-	case STATUS_NOT_SUPPORTED:
-		return "CUSPARSE_STATUS_NOT_SUPPORTED"
-	case STATUS_INSUFFICIENT_RESOURCES:
-		return "CUSPARSE_STATUS_INSUFFICIENT_RESOURCES"
-	}
 	return v.String()
 }
 

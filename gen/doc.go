@@ -1,9 +1,30 @@
 package main
 
 import (
+	"os"
 	"regexp"
 	"strings"
 )
+
+// docReader finds the comment that documents a declaration in the header's
+// text, by line.
+type docReader struct {
+	files map[string][]string
+}
+
+func (r *docReader) lines(file string) []string {
+	if l, ok := r.files[file]; ok {
+		return l
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		r.files[file] = nil
+		return nil
+	}
+	l := strings.Split(string(b), "\n")
+	r.files[file] = l
+	return l
+}
 
 // before returns the /** */ comment that ends just above line (1-based).
 // With cont, the lines between may continue the declaration (a function

@@ -44,8 +44,10 @@ type Func struct {
 	Params    []Param
 	Result    *Type // nil for void
 
-	NoEscape   bool // no pointer argument is used after the call returns
-	NoCallback bool // the call cannot call back into Go
+	// NoEscape marks the trampoline #cgo noescape and nocallback: gen's
+	// facts prove that the call keeps no pointer argument after it returns
+	// and runs no function of the program (see annotate).
+	NoEscape bool `json:",omitempty"`
 }
 
 // Param is a function parameter.
@@ -88,7 +90,6 @@ type Type struct {
 	Under *Type  // Named enum or scalar: the underlying scalar
 	Elem  *Type  // Pointer, Array
 	Len   int64  // Array
-	Const bool   // Pointer: to const
 	Pkg   string `json:",omitempty"` // Named: import path of the package that declares it, "" for this one
 }
 

@@ -95,22 +95,6 @@ func (v RedOp) String() string {
 	return "RedOp(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
-// RedOp_dummy is ncclRedOp_dummy_t.
-type RedOp_dummy int32
-
-const (
-	NumOps_dummy RedOp_dummy = 5
-)
-
-// String returns the C name of v, or RedOp_dummy(n) for a value the headers do not name.
-func (v RedOp_dummy) String() string {
-	switch v {
-	case NumOps_dummy:
-		return "ncclNumOps_dummy"
-	}
-	return "RedOp_dummy(" + strconv.FormatInt(int64(v), 10) + ")"
-}
-
 // Result is ncclResult_t.
 type Result int32
 
@@ -151,28 +135,8 @@ func (v Result) String() string {
 	return "Result(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
-// Error returns the C name of v and the headers' description of it.
+// Error returns the C name of v and the headers' description of it, if any.
 func (v Result) Error() string {
-	switch v {
-	case Success:
-		return "ncclSuccess"
-	case UnhandledCudaError:
-		return "ncclUnhandledCudaError"
-	case SystemError:
-		return "ncclSystemError"
-	case InternalError:
-		return "ncclInternalError"
-	case InvalidArgument:
-		return "ncclInvalidArgument"
-	case InvalidUsage:
-		return "ncclInvalidUsage"
-	case RemoteError:
-		return "ncclRemoteError"
-	case InProgress:
-		return "ncclInProgress"
-	case NumResults:
-		return "ncclNumResults"
-	}
 	return v.String()
 }
 

@@ -73,7 +73,6 @@ const struct gocuda_value gocuda_values[] = {
 	{"Avg", (long long)ncclAvg},
 	{"NumOps", (long long)ncclNumOps},
 	{"MaxRedOp", (long long)ncclMaxRedOp},
-	{"NumOps_dummy", (long long)ncclNumOps_dummy},
 	{"Success", (long long)ncclSuccess},
 	{"UnhandledCudaError", (long long)ncclUnhandledCudaError},
 	{"SystemError", (long long)ncclSystemError},
