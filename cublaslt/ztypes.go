@@ -305,8 +305,18 @@ const (
 	// This epilogue mode produces an extra output, a ReLu bit-mask matrix,
 	// see CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER.
 	EPILOGUE_RELU_AUX_BIAS Epilogue = 134
-	EPILOGUE_DRELU         Epilogue = 136
-	EPILOGUE_DRELU_BGRAD   Epilogue = 152
+	// EPILOGUE_DRELU is CUBLASLT_EPILOGUE_DRELU: reLu gradient. Apply ReLu gradient to matmul output. Store ReLu gradient in the output matrix.
+	//
+	// This epilogue mode requires an extra input,
+	// see CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER.
+	EPILOGUE_DRELU Epilogue = 136
+	// EPILOGUE_DRELU_BGRAD is CUBLASLT_EPILOGUE_DRELU_BGRAD: reLu and Bias gradients. Apply independently ReLu and Bias gradient to
+	// matmul output. Store ReLu gradient in the output matrix, and Bias gradient
+	// in the auxiliary output (see CUBLASLT_MATMUL_DESC_BIAS_POINTER).
+	//
+	// This epilogue mode requires an extra input,
+	// see CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER.
+	EPILOGUE_DRELU_BGRAD Epilogue = 152
 	// EPILOGUE_GELU is CUBLASLT_EPILOGUE_GELU: GELU, apply GELU point-wise transform to the results (x:=GELU(x)).
 	EPILOGUE_GELU Epilogue = 32
 	// EPILOGUE_GELU_AUX is CUBLASLT_EPILOGUE_GELU_AUX: GELU, apply GELU point-wise transform to the results (x:=GELU(x)).
@@ -321,8 +331,18 @@ const (
 	// This epilogue mode outputs GELU input as a separate matrix (useful for training).
 	// See CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER.
 	EPILOGUE_GELU_AUX_BIAS Epilogue = 164
-	EPILOGUE_DGELU         Epilogue = 192
-	EPILOGUE_DGELU_BGRAD   Epilogue = 208
+	// EPILOGUE_DGELU is CUBLASLT_EPILOGUE_DGELU: GELU gradient. Apply GELU gradient to matmul output. Store GELU gradient in the output matrix.
+	//
+	// This epilogue mode requires an extra input,
+	// see CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER.
+	EPILOGUE_DGELU Epilogue = 192
+	// EPILOGUE_DGELU_BGRAD is CUBLASLT_EPILOGUE_DGELU_BGRAD: GELU and Bias gradients. Apply independently GELU and Bias gradient to
+	// matmul output. Store GELU gradient in the output matrix, and Bias gradient
+	// in the auxiliary output (see CUBLASLT_MATMUL_DESC_BIAS_POINTER).
+	//
+	// This epilogue mode requires an extra input,
+	// see CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER.
+	EPILOGUE_DGELU_BGRAD Epilogue = 208
 	// EPILOGUE_BGRADA is CUBLASLT_EPILOGUE_BGRADA: bias gradient based on the input matrix A.
 	//
 	// The bias size corresponds to the number of rows of the matrix D.

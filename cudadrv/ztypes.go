@@ -7210,7 +7210,9 @@ type MemDecompressParams struct {
 	// pointed to by [MemDecompressParams].dstActBytes
 	Dst unsafe.Pointer
 	// The decompression algorithm to use.
-	Algo    MemDecompressAlgorithm
+	Algo MemDecompressAlgorithm
+	// These bytes are unused and must be zeroed. This ensures compatibility if
+	// additional fields are added in the future.
 	Padding [20]uint8
 }
 

@@ -5186,6 +5186,7 @@ type ExternalSemaphoreSignalParamsParamsFence struct {
 
 // ExternalSemaphoreSignalParamsParamsKeyedMutex is the anonymous type of struct cudaExternalSemaphoreSignalParams.params).keyedMutex.
 type ExternalSemaphoreSignalParamsParamsKeyedMutex struct {
+	// Value of key to release the mutex with
 	Key uint64
 }
 
@@ -6018,7 +6019,7 @@ type MemAllocNodeParamsV2 struct {
 	Dptr unsafe.Pointer
 }
 
-// MemFabricHandle is struct cudaMemFabricHandle_st.
+// MemFabricHandle is struct cudaMemFabricHandle_st: CUDA Mem Fabric Handle
 type MemFabricHandle struct {
 	Reserved [64]byte
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/gocuda/cuda/cudart"
 )
 
-// Compatibility is enum cufftCompatibility_t.
+// Compatibility is enum cufftCompatibility_t: CUFFT supports the following data layouts
 type Compatibility int32
 
 const (
@@ -43,7 +43,7 @@ func (v Property) String() string {
 	return "Property(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
-// Result is enum cufftResult_t.
+// Result is enum cufftResult_t: CUFFT API function return values
 type Result int32
 
 const (
@@ -153,7 +153,7 @@ func (v Result) Error() string {
 	return v.String()
 }
 
-// Type is enum cufftType_t.
+// Type is enum cufftType_t: CUFFT supports the following transform types
 type Type int32
 
 const (

@@ -4989,7 +4989,7 @@ func Zsytrf(handle Handle, uplo cublas.FillMode, n int32, A *cudart.CuDoubleComp
 	return nil
 }
 
-// Xsytrs_bufferSize calls cusolverDnXsytrs_bufferSize.
+// Xsytrs_bufferSize calls cusolverDnXsytrs_bufferSize: symmetric indefinite solve (SYTRS)
 func Xsytrs_bufferSize(handle Handle, uplo cublas.FillMode, n int64, nrhs int64, dataTypeA cudart.DataType, A unsafe.Pointer, lda int64, ipiv *int64, dataTypeB cudart.DataType, B unsafe.Pointer, ldb int64, workspaceInBytesOnDevice *uint64, workspaceInBytesOnHost *uint64) error {
 	fp, err := procXsytrs_bufferSize.Addr()
 	if err != nil {
@@ -6849,7 +6849,7 @@ func SetAdvOptions(params Params, function Function, algo AlgMode) error {
 	return nil
 }
 
-// Xpotrf_bufferSize calls cusolverDnXpotrf_bufferSize.
+// Xpotrf_bufferSize calls cusolverDnXpotrf_bufferSize: 64-bit API for POTRF
 func Xpotrf_bufferSize(handle Handle, params Params, uplo cublas.FillMode, n int64, dataTypeA cudart.DataType, A unsafe.Pointer, lda int64, computeType cudart.DataType, workspaceInBytesOnDevice *uint64, workspaceInBytesOnHost *uint64) error {
 	fp, err := procXpotrf_bufferSize.Addr()
 	if err != nil {
@@ -6873,7 +6873,7 @@ func Xpotrf(handle Handle, params Params, uplo cublas.FillMode, n int64, dataTyp
 	return nil
 }
 
-// Xpotrs calls cusolverDnXpotrs.
+// Xpotrs calls cusolverDnXpotrs: 64-bit API for POTRS
 func Xpotrs(handle Handle, params Params, uplo cublas.FillMode, n int64, nrhs int64, dataTypeA cudart.DataType, A unsafe.Pointer, lda int64, dataTypeB cudart.DataType, B unsafe.Pointer, ldb int64, info *int32) error {
 	fp, err := procXpotrs.Addr()
 	if err != nil {
@@ -6885,7 +6885,7 @@ func Xpotrs(handle Handle, params Params, uplo cublas.FillMode, n int64, nrhs in
 	return nil
 }
 
-// Xgeqrf_bufferSize calls cusolverDnXgeqrf_bufferSize.
+// Xgeqrf_bufferSize calls cusolverDnXgeqrf_bufferSize: 64-bit API for GEQRF
 func Xgeqrf_bufferSize(handle Handle, params Params, m int64, n int64, dataTypeA cudart.DataType, A unsafe.Pointer, lda int64, dataTypeTau cudart.DataType, tau unsafe.Pointer, computeType cudart.DataType, workspaceInBytesOnDevice *uint64, workspaceInBytesOnHost *uint64) error {
 	fp, err := procXgeqrf_bufferSize.Addr()
 	if err != nil {
@@ -6909,7 +6909,7 @@ func Xgeqrf(handle Handle, params Params, m int64, n int64, dataTypeA cudart.Dat
 	return nil
 }
 
-// Xgetrf_bufferSize calls cusolverDnXgetrf_bufferSize.
+// Xgetrf_bufferSize calls cusolverDnXgetrf_bufferSize: 64-bit API for GETRF
 func Xgetrf_bufferSize(handle Handle, params Params, m int64, n int64, dataTypeA cudart.DataType, A unsafe.Pointer, lda int64, computeType cudart.DataType, workspaceInBytesOnDevice *uint64, workspaceInBytesOnHost *uint64) error {
 	fp, err := procXgetrf_bufferSize.Addr()
 	if err != nil {
@@ -6933,7 +6933,7 @@ func Xgetrf(handle Handle, params Params, m int64, n int64, dataTypeA cudart.Dat
 	return nil
 }
 
-// Xgetrs calls cusolverDnXgetrs.
+// Xgetrs calls cusolverDnXgetrs: 64-bit API for GETRS
 func Xgetrs(handle Handle, params Params, trans cublas.Operation, n int64, nrhs int64, dataTypeA cudart.DataType, A unsafe.Pointer, lda int64, ipiv *int64, dataTypeB cudart.DataType, B unsafe.Pointer, ldb int64, info *int32) error {
 	fp, err := procXgetrs.Addr()
 	if err != nil {
@@ -6945,7 +6945,7 @@ func Xgetrs(handle Handle, params Params, trans cublas.Operation, n int64, nrhs 
 	return nil
 }
 
-// Xsyevd_bufferSize calls cusolverDnXsyevd_bufferSize.
+// Xsyevd_bufferSize calls cusolverDnXsyevd_bufferSize: 64-bit API for SYEVD
 func Xsyevd_bufferSize(handle Handle, params Params, jobz EigMode, uplo cublas.FillMode, n int64, dataTypeA cudart.DataType, A unsafe.Pointer, lda int64, dataTypeW cudart.DataType, W unsafe.Pointer, computeType cudart.DataType, workspaceInBytesOnDevice *uint64, workspaceInBytesOnHost *uint64) error {
 	fp, err := procXsyevd_bufferSize.Addr()
 	if err != nil {
@@ -6969,7 +6969,7 @@ func Xsyevd(handle Handle, params Params, jobz EigMode, uplo cublas.FillMode, n 
 	return nil
 }
 
-// XsyevBatched_bufferSize calls cusolverDnXsyevBatched_bufferSize.
+// XsyevBatched_bufferSize calls cusolverDnXsyevBatched_bufferSize: 64-bit API for batched SYEV
 func XsyevBatched_bufferSize(handle Handle, params Params, jobz EigMode, uplo cublas.FillMode, n int64, dataTypeA cudart.DataType, A unsafe.Pointer, lda int64, dataTypeW cudart.DataType, W unsafe.Pointer, computeType cudart.DataType, workspaceInBytesOnDevice *uint64, workspaceInBytesOnHost *uint64, batchSize int64) error {
 	fp, err := procXsyevBatched_bufferSize.Addr()
 	if err != nil {
@@ -6993,7 +6993,7 @@ func XsyevBatched(handle Handle, params Params, jobz EigMode, uplo cublas.FillMo
 	return nil
 }
 
-// Xsyevdx_bufferSize calls cusolverDnXsyevdx_bufferSize.
+// Xsyevdx_bufferSize calls cusolverDnXsyevdx_bufferSize: 64-bit API for SYEVDX
 func Xsyevdx_bufferSize(handle Handle, params Params, jobz EigMode, range_ EigRange, uplo cublas.FillMode, n int64, dataTypeA cudart.DataType, A unsafe.Pointer, lda int64, vl unsafe.Pointer, vu unsafe.Pointer, il int64, iu int64, h_meig *int64, dataTypeW cudart.DataType, W unsafe.Pointer, computeType cudart.DataType, workspaceInBytesOnDevice *uint64, workspaceInBytesOnHost *uint64) error {
 	fp, err := procXsyevdx_bufferSize.Addr()
 	if err != nil {
@@ -7017,7 +7017,7 @@ func Xsyevdx(handle Handle, params Params, jobz EigMode, range_ EigRange, uplo c
 	return nil
 }
 
-// Xgeev_bufferSize calls cusolverDnXgeev_bufferSize.
+// Xgeev_bufferSize calls cusolverDnXgeev_bufferSize: 64-bit API for GEEV
 func Xgeev_bufferSize(handle Handle, params Params, jobvl EigMode, jobvr EigMode, n int64, dataTypeA cudart.DataType, A unsafe.Pointer, lda int64, dataTypeW cudart.DataType, W unsafe.Pointer, dataTypeVL cudart.DataType, VL unsafe.Pointer, ldvl int64, dataTypeVR cudart.DataType, VR unsafe.Pointer, ldvr int64, computeType cudart.DataType, workspaceInBytesOnDevice *uint64, workspaceInBytesOnHost *uint64) error {
 	fp, err := procXgeev_bufferSize.Addr()
 	if err != nil {
@@ -7041,7 +7041,7 @@ func Xgeev(handle Handle, params Params, jobvl EigMode, jobvr EigMode, n int64, 
 	return nil
 }
 
-// Xgesvd_bufferSize calls cusolverDnXgesvd_bufferSize.
+// Xgesvd_bufferSize calls cusolverDnXgesvd_bufferSize: 64-bit API for GESVD
 func Xgesvd_bufferSize(handle Handle, params Params, jobu int8, jobvt int8, m int64, n int64, dataTypeA cudart.DataType, A unsafe.Pointer, lda int64, dataTypeS cudart.DataType, S unsafe.Pointer, dataTypeU cudart.DataType, U unsafe.Pointer, ldu int64, dataTypeVT cudart.DataType, VT unsafe.Pointer, ldvt int64, computeType cudart.DataType, workspaceInBytesOnDevice *uint64, workspaceInBytesOnHost *uint64) error {
 	fp, err := procXgesvd_bufferSize.Addr()
 	if err != nil {

@@ -8,7 +8,9 @@ import "strconv"
 type DataType int32
 
 const (
-	Int8       DataType = 0
+	// Int8 is ncclInt8: data types
+	Int8 DataType = 0
+	// Char is ncclChar: data types
 	Char       DataType = 0
 	Uint8      DataType = 1
 	Int32      DataType = 2
@@ -65,12 +67,20 @@ func (v DataType) String() string {
 type RedOp int32
 
 const (
-	Sum      RedOp = 0
-	Prod     RedOp = 1
-	Max      RedOp = 2
-	Min      RedOp = 3
-	Avg      RedOp = 4
-	NumOps   RedOp = 5
+	Sum  RedOp = 0
+	Prod RedOp = 1
+	Max  RedOp = 2
+	Min  RedOp = 3
+	Avg  RedOp = 4
+	// NumOps is ncclNumOps: ncclNumOps: The number of built-in ncclRedOp_t values. Also
+	// serves as the least possible value for dynamic ncclRedOp_t's
+	// as constructed by ncclRedOpCreate*** functions.
+	NumOps RedOp = 5
+	// MaxRedOp is ncclMaxRedOp: ncclMaxRedOp: The largest valid value for ncclRedOp_t.
+	// It is defined to be the largest signed value (since compilers
+	// are permitted to use signed enums) that won't grow
+	// sizeof(ncclRedOp_t) when compared to previous NCCL versions to
+	// maintain ABI compatibility.
 	MaxRedOp RedOp = 2147483647
 )
 
@@ -95,10 +105,11 @@ func (v RedOp) String() string {
 	return "RedOp(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
-// RedOp_dummy is ncclRedOp_dummy_t.
+// RedOp_dummy is ncclRedOp_dummy_t: reduction operation selector
 type RedOp_dummy int32
 
 const (
+	// NumOps_dummy is ncclNumOps_dummy: reduction operation selector
 	NumOps_dummy RedOp_dummy = 5
 )
 
@@ -115,6 +126,7 @@ func (v RedOp_dummy) String() string {
 type Result int32
 
 const (
+	// Success is ncclSuccess: error type
 	Success            Result = 0
 	UnhandledCudaError Result = 1
 	SystemError        Result = 2
@@ -155,7 +167,7 @@ func (v Result) String() string {
 func (v Result) Error() string {
 	switch v {
 	case Success:
-		return "ncclSuccess"
+		return "ncclSuccess: error type"
 	case UnhandledCudaError:
 		return "ncclUnhandledCudaError"
 	case SystemError:
@@ -180,7 +192,11 @@ func (v Result) Error() string {
 type ScalarResidence int32
 
 const (
-	ScalarDevice        ScalarResidence = 0
+	// ScalarDevice is ncclScalarDevice: ncclScalarDevice: The scalar is in device-visible memory and will be
+	// dereferenced while the collective is running.
+	ScalarDevice ScalarResidence = 0
+	// ScalarHostImmediate is ncclScalarHostImmediate: ncclScalarHostImmediate: The scalar is in host-visible memory and will be
+	// dereferenced before the ncclRedOpCreate***() function returns.
 	ScalarHostImmediate ScalarResidence = 1
 )
 
@@ -195,11 +211,14 @@ func (v ScalarResidence) String() string {
 	return "ScalarResidence(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
-// Config is struct ncclConfig_v22800.
+// Config is struct ncclConfig_v22800: communicator configuration. Users can assign value to attributes to specify the
+// behavior of a communicator.
 type Config struct {
-	Size                uint64
-	Magic               uint32
-	Version             uint32
+	// attributes that users should never touch.
+	Size    uint64
+	Magic   uint32
+	Version uint32
+	// attributes that users are able to customize.
 	Blocking            int32
 	CgaClusterSize      int32
 	MinCTAs             int32
@@ -216,7 +235,7 @@ type Config struct {
 	NvlinkCentricSched  int32
 }
 
-// SimInfo is struct ncclSimInfo_v22200.
+// SimInfo is struct ncclSimInfo_v22200: this struct will be used by ncclGroupSimulateEnd() API to query information about simulation.
 type SimInfo struct {
 	Size          uint64
 	Magic         uint32
