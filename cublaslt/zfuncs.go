@@ -357,7 +357,8 @@ var (
 	procLoggerForceDisable               = lib.Proc("cublasLtLoggerForceDisable")
 )
 
-// Create calls cublasLtCreate.
+// Create calls cublasLtCreate. See cublasLtCreate() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasltcreate
 func Create(lightHandle *Handle) error {
 	fp, err := procCreate.Addr()
 	if err != nil {
@@ -369,7 +370,8 @@ func Create(lightHandle *Handle) error {
 	return nil
 }
 
-// Destroy calls cublasLtDestroy.
+// Destroy calls cublasLtDestroy. See cublasLtDestroy() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasltdestroy
 func Destroy(lightHandle Handle) error {
 	fp, err := procDestroy.Addr()
 	if err != nil {
@@ -381,7 +383,8 @@ func Destroy(lightHandle Handle) error {
 	return nil
 }
 
-// GetStatusName calls cublasLtGetStatusName.
+// GetStatusName calls cublasLtGetStatusName. See cublasLtGetStatusName() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasltgetstatusname
 func GetStatusName(status cublas.Status) (string, error) {
 	fp, err := procGetStatusName.Addr()
 	if err != nil {
@@ -391,7 +394,8 @@ func GetStatusName(status cublas.Status) (string, error) {
 	return C.GoString(r), nil
 }
 
-// GetStatusString calls cublasLtGetStatusString.
+// GetStatusString calls cublasLtGetStatusString. See cublasLtGetStatusString() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasltgetstatusstring
 func GetStatusString(status cublas.Status) (string, error) {
 	fp, err := procGetStatusString.Addr()
 	if err != nil {
@@ -401,7 +405,8 @@ func GetStatusString(status cublas.Status) (string, error) {
 	return C.GoString(r), nil
 }
 
-// GetVersion calls cublasLtGetVersion.
+// GetVersion calls cublasLtGetVersion. See cublasLtGetVersion() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasltgetversion
 func GetVersion() (uint64, error) {
 	fp, err := procGetVersion.Addr()
 	if err != nil {
@@ -411,7 +416,8 @@ func GetVersion() (uint64, error) {
 	return uint64(r), nil
 }
 
-// GetCudartVersion calls cublasLtGetCudartVersion.
+// GetCudartVersion calls cublasLtGetCudartVersion. See cublasLtGetCudartVersion() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasltgetcudartversion
 func GetCudartVersion() (uint64, error) {
 	fp, err := procGetCudartVersion.Addr()
 	if err != nil {
@@ -421,7 +427,8 @@ func GetCudartVersion() (uint64, error) {
 	return uint64(r), nil
 }
 
-// GetProperty calls cublasLtGetProperty.
+// GetProperty calls cublasLtGetProperty. See cublasLtGetProperty() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasltgetproperty
 func GetProperty(type_ cudart.LibraryPropertyType, value *int32) error {
 	fp, err := procGetProperty.Addr()
 	if err != nil {
@@ -433,7 +440,8 @@ func GetProperty(type_ cudart.LibraryPropertyType, value *int32) error {
 	return nil
 }
 
-// HeuristicsCacheGetCapacity calls cublasLtHeuristicsCacheGetCapacity.
+// HeuristicsCacheGetCapacity calls cublasLtHeuristicsCacheGetCapacity. See cublasLtHeuristicsCacheGetCapacity() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasltheuristicscachegetcapacity
 func HeuristicsCacheGetCapacity(capacity *uint64) error {
 	fp, err := procHeuristicsCacheGetCapacity.Addr()
 	if err != nil {
@@ -445,7 +453,8 @@ func HeuristicsCacheGetCapacity(capacity *uint64) error {
 	return nil
 }
 
-// HeuristicsCacheSetCapacity calls cublasLtHeuristicsCacheSetCapacity.
+// HeuristicsCacheSetCapacity calls cublasLtHeuristicsCacheSetCapacity. See cublasLtHeuristicsCacheSetCapacity() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasltheuristicscachesetcapacity
 func HeuristicsCacheSetCapacity(capacity uint64) error {
 	fp, err := procHeuristicsCacheSetCapacity.Addr()
 	if err != nil {

@@ -3736,8 +3736,6 @@ func FlushGPUDirectRDMAWrites(target FlushGPUDirectRDMAWritesTarget, scope Flush
 
 // DeviceGetProperties calls cuDeviceGetProperties: returns properties for a selected device
 //
-// Deprecated:
-//
 // This function was deprecated as of CUDA 5.0 and replaced by [DeviceGetAttribute].
 //
 // Returns in *prop the properties of device dev. The [Devprop]
@@ -3795,6 +3793,8 @@ func FlushGPUDirectRDMAWrites(target FlushGPUDirectRDMAWritesTarget, scope Flush
 // [DeviceGetUuid],
 // [DeviceGet],
 // [DeviceTotalMem]
+//
+// Deprecated:
 func DeviceGetProperties(prop *Devprop, dev Device) error {
 	fp, err := procDeviceGetProperties.Addr()
 	if err != nil {
@@ -3807,8 +3807,6 @@ func DeviceGetProperties(prop *Devprop, dev Device) error {
 }
 
 // DeviceComputeCapability calls cuDeviceComputeCapability: returns the compute capability of the device
-//
-// Deprecated:
 //
 // This function was deprecated as of CUDA 5.0 and its functionality superseded
 // by [DeviceGetAttribute].
@@ -3838,6 +3836,8 @@ func DeviceGetProperties(prop *Devprop, dev Device) error {
 // [DeviceGetUuid],
 // [DeviceGet],
 // [DeviceTotalMem]
+//
+// Deprecated:
 func DeviceComputeCapability(major *int32, minor *int32, dev Device) error {
 	fp, err := procDeviceComputeCapability.Addr()
 	if err != nil {
@@ -5322,8 +5322,6 @@ func CtxWaitEvent(hCtx Context, hEvent Event) error {
 
 // CtxAttach calls cuCtxAttach: increment a context's usage-count
 //
-// Deprecated:
-//
 // Note that this function is deprecated and should not be used.
 //
 // Increments the usage count of the context and passes back a context handle
@@ -5359,6 +5357,8 @@ func CtxWaitEvent(hCtx Context, hEvent Event) error {
 // [CtxSetCacheConfig],
 // [CtxSetLimit],
 // [CtxSynchronize]
+//
+// Deprecated:
 func CtxAttach(pctx *Context, flags uint32) error {
 	fp, err := procCtxAttach.Addr()
 	if err != nil {
@@ -5371,8 +5371,6 @@ func CtxAttach(pctx *Context, flags uint32) error {
 }
 
 // CtxDetach calls cuCtxDetach: decrement a context's usage-count
-//
-// Deprecated:
 //
 // Note that this function is deprecated and should not be used.
 //
@@ -5404,6 +5402,8 @@ func CtxAttach(pctx *Context, flags uint32) error {
 // [CtxSetCacheConfig],
 // [CtxSetLimit],
 // [CtxSynchronize]
+//
+// Deprecated:
 func CtxDetach(ctx Context) error {
 	fp, err := procCtxDetach.Addr()
 	if err != nil {
@@ -5416,8 +5416,6 @@ func CtxDetach(ctx Context) error {
 }
 
 // CtxGetSharedMemConfig calls cuCtxGetSharedMemConfig: returns the current shared memory configuration for the current context.
-//
-// Deprecated:
 //
 // This function will return in pConfig the current size of shared memory banks
 // in the current context. On devices with configurable shared memory banks,
@@ -5458,6 +5456,8 @@ func CtxDetach(ctx Context) error {
 // [CtxGetSharedMemConfig],
 // [FuncSetCacheConfig],
 // cudaDeviceGetSharedMemConfig
+//
+// Deprecated:
 func CtxGetSharedMemConfig(pConfig *Sharedconfig) error {
 	fp, err := procCtxGetSharedMemConfig.Addr()
 	if err != nil {
@@ -5470,8 +5470,6 @@ func CtxGetSharedMemConfig(pConfig *Sharedconfig) error {
 }
 
 // CtxSetSharedMemConfig calls cuCtxSetSharedMemConfig: sets the shared memory configuration for the current context.
-//
-// Deprecated:
 //
 // On devices with configurable shared memory banks, this function will set
 // the context's shared memory bank size which is used for subsequent kernel
@@ -5522,6 +5520,8 @@ func CtxGetSharedMemConfig(pConfig *Sharedconfig) error {
 // [CtxGetSharedMemConfig],
 // [FuncSetCacheConfig],
 // cudaDeviceSetSharedMemConfig
+//
+// Deprecated:
 func CtxSetSharedMemConfig(config Sharedconfig) error {
 	fp, err := procCtxSetSharedMemConfig.Addr()
 	if err != nil {
@@ -6162,8 +6162,6 @@ func LinkDestroy(state LinkState) error {
 
 // ModuleGetTexRef calls cuModuleGetTexRef: returns a handle to a texture reference
 //
-// Deprecated:
-//
 // Returns in *pTexRef the handle of the texture reference of name name
 // in the module hmod. If no texture reference of that name exists,
 // [ModuleGetTexRef] returns [ERROR_NOT_FOUND]. This texture reference
@@ -6194,6 +6192,8 @@ func LinkDestroy(state LinkState) error {
 // [ModuleLoadDataEx],
 // [ModuleLoadFatBinary],
 // [ModuleUnload]
+//
+// Deprecated:
 func ModuleGetTexRef(pTexRef *Texref, hmod Module, name string) error {
 	fp, err := procModuleGetTexRef.Addr()
 	if err != nil {
@@ -6208,8 +6208,6 @@ func ModuleGetTexRef(pTexRef *Texref, hmod Module, name string) error {
 }
 
 // ModuleGetSurfRef calls cuModuleGetSurfRef: returns a handle to a surface reference
-//
-// Deprecated:
 //
 // Returns in *pSurfRef the handle of the surface reference of name name
 // in the module hmod. If no surface reference of that name exists,
@@ -6239,6 +6237,8 @@ func ModuleGetTexRef(pTexRef *Texref, hmod Module, name string) error {
 // [ModuleLoadDataEx],
 // [ModuleLoadFatBinary],
 // [ModuleUnload]
+//
+// Deprecated:
 func ModuleGetSurfRef(pSurfRef *Surfref, hmod Module, name string) error {
 	fp, err := procModuleGetSurfRef.Addr()
 	if err != nil {
@@ -17518,8 +17518,6 @@ func LaunchCooperativeKernel(f Function, gridDimX uint32, gridDimY uint32, gridD
 
 // LaunchCooperativeKernelMultiDevice calls cuLaunchCooperativeKernelMultiDevice: launches CUDA functions on multiple devices where thread blocks can cooperate and synchronize as they execute
 //
-// Deprecated: This function is deprecated as of CUDA 11.3.
-//
 // Invokes kernels as specified in the launchParamsList array where each element
 // of the array specifies all the parameters required to perform a single kernel launch.
 // These kernels can cooperate and synchronize as they execute. The size of the array is
@@ -17653,6 +17651,8 @@ func LaunchCooperativeKernel(f Function, gridDimX uint32, gridDimY uint32, gridD
 // [FuncGetAttribute],
 // [LaunchCooperativeKernel],
 // cudaLaunchCooperativeKernelMultiDevice
+//
+// Deprecated: This function is deprecated as of CUDA 11.3.
 func LaunchCooperativeKernelMultiDevice(launchParamsList *LAUNCH_PARAMS, numDevices uint32, flags uint32) error {
 	fp, err := procLaunchCooperativeKernelMultiDevice.Addr()
 	if err != nil {
@@ -17742,8 +17742,6 @@ func LaunchHostFunc(hStream Stream, fn HostFn, userData unsafe.Pointer) error {
 
 // FuncSetBlockShape calls cuFuncSetBlockShape: sets the block-dimensions for the function
 //
-// Deprecated:
-//
 // Specifies the x, y, and z dimensions of the thread blocks that are
 // created when the kernel given by hfunc is launched.
 //
@@ -17774,6 +17772,8 @@ func LaunchHostFunc(hStream Stream, fn HostFn, userData unsafe.Pointer) error {
 // [LaunchGrid],
 // [LaunchGridAsync],
 // [LaunchKernel]
+//
+// Deprecated:
 func FuncSetBlockShape(hfunc Function, x int32, y int32, z int32) error {
 	fp, err := procFuncSetBlockShape.Addr()
 	if err != nil {
@@ -17786,8 +17786,6 @@ func FuncSetBlockShape(hfunc Function, x int32, y int32, z int32) error {
 }
 
 // FuncSetSharedSize calls cuFuncSetSharedSize: sets the dynamic shared-memory size for the function
-//
-// Deprecated:
 //
 // Sets through bytes the amount of dynamic shared memory that will be
 // available to each thread block when the kernel given by hfunc is launched.
@@ -17817,6 +17815,8 @@ func FuncSetBlockShape(hfunc Function, x int32, y int32, z int32) error {
 // [LaunchGrid],
 // [LaunchGridAsync],
 // [LaunchKernel]
+//
+// Deprecated:
 func FuncSetSharedSize(hfunc Function, bytes uint32) error {
 	fp, err := procFuncSetSharedSize.Addr()
 	if err != nil {
@@ -17829,8 +17829,6 @@ func FuncSetSharedSize(hfunc Function, bytes uint32) error {
 }
 
 // ParamSetSize calls cuParamSetSize: sets the parameter size for the function
-//
-// Deprecated:
 //
 // Sets through numbytes the total size in bytes needed by the function
 // parameters of the kernel corresponding to hfunc.
@@ -17858,6 +17856,8 @@ func FuncSetSharedSize(hfunc Function, bytes uint32) error {
 // [LaunchGrid],
 // [LaunchGridAsync],
 // [LaunchKernel]
+//
+// Deprecated:
 func ParamSetSize(hfunc Function, numbytes uint32) error {
 	fp, err := procParamSetSize.Addr()
 	if err != nil {
@@ -17870,8 +17870,6 @@ func ParamSetSize(hfunc Function, numbytes uint32) error {
 }
 
 // ParamSeti calls cuParamSeti: adds an integer parameter to the function's argument list
-//
-// Deprecated:
 //
 // Sets an integer parameter that will be specified the next time the
 // kernel corresponding to hfunc will be invoked. offset is a byte offset.
@@ -17900,6 +17898,8 @@ func ParamSetSize(hfunc Function, numbytes uint32) error {
 // [LaunchGrid],
 // [LaunchGridAsync],
 // [LaunchKernel]
+//
+// Deprecated:
 func ParamSeti(hfunc Function, offset int32, value uint32) error {
 	fp, err := procParamSeti.Addr()
 	if err != nil {
@@ -17912,8 +17912,6 @@ func ParamSeti(hfunc Function, offset int32, value uint32) error {
 }
 
 // ParamSetf calls cuParamSetf: adds a floating-point parameter to the function's argument list
-//
-// Deprecated:
 //
 // Sets a floating-point parameter that will be specified the next time the
 // kernel corresponding to hfunc will be invoked. offset is a byte offset.
@@ -17942,6 +17940,8 @@ func ParamSeti(hfunc Function, offset int32, value uint32) error {
 // [LaunchGrid],
 // [LaunchGridAsync],
 // [LaunchKernel]
+//
+// Deprecated:
 func ParamSetf(hfunc Function, offset int32, value float32) error {
 	fp, err := procParamSetf.Addr()
 	if err != nil {
@@ -17954,8 +17954,6 @@ func ParamSetf(hfunc Function, offset int32, value float32) error {
 }
 
 // ParamSetv calls cuParamSetv: adds arbitrary data to the function's argument list
-//
-// Deprecated:
 //
 // Copies an arbitrary amount of data (specified in numbytes) from ptr
 // into the parameter space of the kernel corresponding to hfunc. offset
@@ -17986,6 +17984,8 @@ func ParamSetf(hfunc Function, offset int32, value float32) error {
 // [LaunchGrid],
 // [LaunchGridAsync],
 // [LaunchKernel]
+//
+// Deprecated:
 func ParamSetv(hfunc Function, offset int32, ptr unsafe.Pointer, numbytes uint32) error {
 	fp, err := procParamSetv.Addr()
 	if err != nil {
@@ -17998,8 +17998,6 @@ func ParamSetv(hfunc Function, offset int32, ptr unsafe.Pointer, numbytes uint32
 }
 
 // Launch calls cuLaunch: launches a CUDA function
-//
-// Deprecated:
 //
 // Invokes the kernel f on a 1 x 1 x 1 grid of blocks. The block
 // contains the number of threads specified by a previous call to
@@ -18047,6 +18045,8 @@ func ParamSetv(hfunc Function, offset int32, ptr unsafe.Pointer, numbytes uint32
 // [LaunchGrid],
 // [LaunchGridAsync],
 // [LaunchKernel]
+//
+// Deprecated:
 func Launch(f Function) error {
 	fp, err := procLaunch.Addr()
 	if err != nil {
@@ -18059,8 +18059,6 @@ func Launch(f Function) error {
 }
 
 // LaunchGrid calls cuLaunchGrid: launches a CUDA function
-//
-// Deprecated:
 //
 // Invokes the kernel f on a grid_width x grid_height grid of
 // blocks. Each block contains the number of threads specified by a previous
@@ -18110,6 +18108,8 @@ func Launch(f Function) error {
 // [Launch],
 // [LaunchGridAsync],
 // [LaunchKernel]
+//
+// Deprecated:
 func LaunchGrid(f Function, grid_width int32, grid_height int32) error {
 	fp, err := procLaunchGrid.Addr()
 	if err != nil {
@@ -18122,8 +18122,6 @@ func LaunchGrid(f Function, grid_width int32, grid_height int32) error {
 }
 
 // LaunchGridAsync calls cuLaunchGridAsync: launches a CUDA function
-//
-// Deprecated:
 //
 // Invokes the kernel f on a grid_width x grid_height grid of
 // blocks. Each block contains the number of threads specified by a previous
@@ -18179,6 +18177,8 @@ func LaunchGrid(f Function, grid_width int32, grid_height int32) error {
 // [Launch],
 // [LaunchGrid],
 // [LaunchKernel]
+//
+// Deprecated:
 func LaunchGridAsync(f Function, grid_width int32, grid_height int32, hStream Stream) error {
 	fp, err := procLaunchGridAsync.Addr()
 	if err != nil {
@@ -18191,8 +18191,6 @@ func LaunchGridAsync(f Function, grid_width int32, grid_height int32, hStream St
 }
 
 // ParamSetTexRef calls cuParamSetTexRef: adds a texture-reference to the function's argument list
-//
-// Deprecated:
 //
 // Makes the CUDA array or linear memory bound to the texture reference
 // hTexRef available to a device program as a texture. In this version of
@@ -18212,6 +18210,8 @@ func LaunchGridAsync(f Function, grid_width int32, grid_height int32, hStream St
 // [ERROR_NOT_INITIALIZED],
 // [ERROR_INVALID_CONTEXT],
 // [ERROR_INVALID_VALUE]
+//
+// Deprecated:
 func ParamSetTexRef(hfunc Function, texunit int32, hTexRef Texref) error {
 	fp, err := procParamSetTexRef.Addr()
 	if err != nil {
@@ -18224,8 +18224,6 @@ func ParamSetTexRef(hfunc Function, texunit int32, hTexRef Texref) error {
 }
 
 // FuncSetSharedMemConfig calls cuFuncSetSharedMemConfig: sets the shared memory configuration for a device function.
-//
-// Deprecated:
 //
 // On devices with configurable shared memory banks, this function will
 // force all subsequent launches of the specified device function to have
@@ -18275,6 +18273,8 @@ func ParamSetTexRef(hfunc Function, texunit int32, hTexRef Texref) error {
 // [FuncGetAttribute],
 // [LaunchKernel],
 // cudaFuncSetSharedMemConfig
+//
+// Deprecated:
 func FuncSetSharedMemConfig(hfunc Function, config Sharedconfig) error {
 	fp, err := procFuncSetSharedMemConfig.Addr()
 	if err != nil {
@@ -22293,8 +22293,6 @@ func OccupancyMaxActiveClusters(numClusters *int32, func_ Function, config *Laun
 
 // TexRefSetArray calls cuTexRefSetArray: binds an array as a texture reference
 //
-// Deprecated:
-//
 // Binds the CUDA array hArray to the texture reference hTexRef. Any
 // previous address or CUDA array state associated with the texture reference
 // is superseded by this function. Flags must be set to
@@ -22321,6 +22319,8 @@ func OccupancyMaxActiveClusters(numClusters *int32, func_ Function, config *Laun
 // [TexRefSetFilterMode], [TexRefSetFlags], [TexRefSetFormat],
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
+//
+// Deprecated:
 func TexRefSetArray(hTexRef Texref, hArray Array, Flags uint32) error {
 	fp, err := procTexRefSetArray.Addr()
 	if err != nil {
@@ -22333,8 +22333,6 @@ func TexRefSetArray(hTexRef Texref, hArray Array, Flags uint32) error {
 }
 
 // TexRefSetMipmappedArray calls cuTexRefSetMipmappedArray: binds a mipmapped array to a texture reference
-//
-// Deprecated:
 //
 // Binds the CUDA mipmapped array hMipmappedArray to the texture reference hTexRef.
 // Any previous address or CUDA array state associated with the texture reference
@@ -22361,6 +22359,8 @@ func TexRefSetArray(hTexRef Texref, hArray Array, Flags uint32) error {
 // [TexRefSetFilterMode], [TexRefSetFlags], [TexRefSetFormat],
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
+//
+// Deprecated:
 func TexRefSetMipmappedArray(hTexRef Texref, hMipmappedArray MipmappedArray, Flags uint32) error {
 	fp, err := procTexRefSetMipmappedArray.Addr()
 	if err != nil {
@@ -22373,8 +22373,6 @@ func TexRefSetMipmappedArray(hTexRef Texref, hMipmappedArray MipmappedArray, Fla
 }
 
 // TexRefSetAddress calls cuTexRefSetAddress: binds an address as a texture reference
-//
-// Deprecated:
 //
 // Binds a linear address range to the texture reference hTexRef. Any
 // previous address or CUDA array state associated with the texture reference
@@ -22417,6 +22415,8 @@ func TexRefSetMipmappedArray(hTexRef Texref, hMipmappedArray MipmappedArray, Fla
 // [TexRefSetFilterMode], [TexRefSetFlags], [TexRefSetFormat],
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
+//
+// Deprecated:
 func TexRefSetAddress(ByteOffset *uint64, hTexRef Texref, dptr Deviceptr, bytes uint64) error {
 	fp, err := procTexRefSetAddress.Addr()
 	if err != nil {
@@ -22429,8 +22429,6 @@ func TexRefSetAddress(ByteOffset *uint64, hTexRef Texref, dptr Deviceptr, bytes 
 }
 
 // TexRefSetAddress2D calls cuTexRefSetAddress2D: binds an address as a 2D texture reference
-//
-// Deprecated:
 //
 // Binds a linear address range to the texture reference hTexRef. Any
 // previous address or CUDA array state associated with the texture reference
@@ -22482,6 +22480,8 @@ func TexRefSetAddress(ByteOffset *uint64, hTexRef Texref, dptr Deviceptr, bytes 
 // [TexRefSetFilterMode], [TexRefSetFlags], [TexRefSetFormat],
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
+//
+// Deprecated:
 func TexRefSetAddress2D(hTexRef Texref, desc *ARRAY_DESCRIPTOR, dptr Deviceptr, Pitch uint64) error {
 	fp, err := procTexRefSetAddress2D.Addr()
 	if err != nil {
@@ -22494,8 +22494,6 @@ func TexRefSetAddress2D(hTexRef Texref, desc *ARRAY_DESCRIPTOR, dptr Deviceptr, 
 }
 
 // TexRefSetFormat calls cuTexRefSetFormat: sets the format for a texture reference
-//
-// Deprecated:
 //
 // Specifies the format of the data to be read by the texture reference
 // hTexRef. fmt and NumPackedComponents are exactly analogous to the
@@ -22524,6 +22522,8 @@ func TexRefSetAddress2D(hTexRef Texref, desc *ARRAY_DESCRIPTOR, dptr Deviceptr, 
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat],
 // cudaCreateChannelDesc
+//
+// Deprecated:
 func TexRefSetFormat(hTexRef Texref, fmt Array_format, NumPackedComponents int32) error {
 	fp, err := procTexRefSetFormat.Addr()
 	if err != nil {
@@ -22536,8 +22536,6 @@ func TexRefSetFormat(hTexRef Texref, fmt Array_format, NumPackedComponents int32
 }
 
 // TexRefSetAddressMode calls cuTexRefSetAddressMode: sets the addressing mode for a texture reference
-//
-// Deprecated:
 //
 // Specifies the addressing mode am for the given dimension dim of the
 // texture reference hTexRef. If dim is zero, the addressing mode is
@@ -22576,6 +22574,8 @@ func TexRefSetFormat(hTexRef Texref, fmt Array_format, NumPackedComponents int32
 // [TexRefSetFilterMode], [TexRefSetFlags], [TexRefSetFormat],
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
+//
+// Deprecated:
 func TexRefSetAddressMode(hTexRef Texref, dim int32, am Address_mode) error {
 	fp, err := procTexRefSetAddressMode.Addr()
 	if err != nil {
@@ -22588,8 +22588,6 @@ func TexRefSetAddressMode(hTexRef Texref, dim int32, am Address_mode) error {
 }
 
 // TexRefSetFilterMode calls cuTexRefSetFilterMode: sets the filtering mode for a texture reference
-//
-// Deprecated:
 //
 // Specifies the filtering mode fm to be used when reading memory through
 // the texture reference hTexRef. [Filter_mode] is defined as:
@@ -22620,6 +22618,8 @@ func TexRefSetAddressMode(hTexRef Texref, dim int32, am Address_mode) error {
 // [TexRefSetFlags], [TexRefSetFormat],
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
+//
+// Deprecated:
 func TexRefSetFilterMode(hTexRef Texref, fm Filter_mode) error {
 	fp, err := procTexRefSetFilterMode.Addr()
 	if err != nil {
@@ -22632,8 +22632,6 @@ func TexRefSetFilterMode(hTexRef Texref, fm Filter_mode) error {
 }
 
 // TexRefSetMipmapFilterMode calls cuTexRefSetMipmapFilterMode: sets the mipmap filtering mode for a texture reference
-//
-// Deprecated:
 //
 // Specifies the mipmap filtering mode fm to be used when reading memory through
 // the texture reference hTexRef. [Filter_mode] is defined as:
@@ -22664,6 +22662,8 @@ func TexRefSetFilterMode(hTexRef Texref, fm Filter_mode) error {
 // [TexRefSetFlags], [TexRefSetFormat],
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
+//
+// Deprecated:
 func TexRefSetMipmapFilterMode(hTexRef Texref, fm Filter_mode) error {
 	fp, err := procTexRefSetMipmapFilterMode.Addr()
 	if err != nil {
@@ -22676,8 +22676,6 @@ func TexRefSetMipmapFilterMode(hTexRef Texref, fm Filter_mode) error {
 }
 
 // TexRefSetMipmapLevelBias calls cuTexRefSetMipmapLevelBias: sets the mipmap level bias for a texture reference
-//
-// Deprecated:
 //
 // Specifies the mipmap level bias bias to be added to the specified mipmap level when
 // reading memory through the texture reference hTexRef.
@@ -22703,6 +22701,8 @@ func TexRefSetMipmapFilterMode(hTexRef Texref, fm Filter_mode) error {
 // [TexRefSetFlags], [TexRefSetFormat],
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
+//
+// Deprecated:
 func TexRefSetMipmapLevelBias(hTexRef Texref, bias float32) error {
 	fp, err := procTexRefSetMipmapLevelBias.Addr()
 	if err != nil {
@@ -22715,8 +22715,6 @@ func TexRefSetMipmapLevelBias(hTexRef Texref, bias float32) error {
 }
 
 // TexRefSetMipmapLevelClamp calls cuTexRefSetMipmapLevelClamp: sets the mipmap min/max mipmap level clamps for a texture reference
-//
-// Deprecated:
 //
 // Specifies the min/max mipmap level clamps, minMipmapLevelClamp and maxMipmapLevelClamp
 // respectively, to be used when reading memory through the texture reference
@@ -22744,6 +22742,8 @@ func TexRefSetMipmapLevelBias(hTexRef Texref, bias float32) error {
 // [TexRefSetFlags], [TexRefSetFormat],
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
+//
+// Deprecated:
 func TexRefSetMipmapLevelClamp(hTexRef Texref, minMipmapLevelClamp float32, maxMipmapLevelClamp float32) error {
 	fp, err := procTexRefSetMipmapLevelClamp.Addr()
 	if err != nil {
@@ -22756,8 +22756,6 @@ func TexRefSetMipmapLevelClamp(hTexRef Texref, minMipmapLevelClamp float32, maxM
 }
 
 // TexRefSetMaxAnisotropy calls cuTexRefSetMaxAnisotropy: sets the maximum anisotropy for a texture reference
-//
-// Deprecated:
 //
 // Specifies the maximum anisotropy maxAniso to be used when reading memory through
 // the texture reference hTexRef.
@@ -22783,6 +22781,8 @@ func TexRefSetMipmapLevelClamp(hTexRef Texref, minMipmapLevelClamp float32, maxM
 // [TexRefSetFlags], [TexRefSetFormat],
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
+//
+// Deprecated:
 func TexRefSetMaxAnisotropy(hTexRef Texref, maxAniso uint32) error {
 	fp, err := procTexRefSetMaxAnisotropy.Addr()
 	if err != nil {
@@ -22795,8 +22795,6 @@ func TexRefSetMaxAnisotropy(hTexRef Texref, maxAniso uint32) error {
 }
 
 // TexRefSetBorderColor calls cuTexRefSetBorderColor: sets the border color for a texture reference
-//
-// Deprecated:
 //
 // Specifies the value of the RGBA color via the pBorderColor to the texture reference
 // hTexRef. The color value supports only float type and holds color components in
@@ -22826,6 +22824,8 @@ func TexRefSetMaxAnisotropy(hTexRef Texref, maxAniso uint32) error {
 // See also:
 // [TexRefSetAddressMode],
 // [TexRefGetAddressMode], [TexRefGetBorderColor]
+//
+// Deprecated:
 func TexRefSetBorderColor(hTexRef Texref, pBorderColor *float32) error {
 	fp, err := procTexRefSetBorderColor.Addr()
 	if err != nil {
@@ -22838,8 +22838,6 @@ func TexRefSetBorderColor(hTexRef Texref, pBorderColor *float32) error {
 }
 
 // TexRefSetFlags calls cuTexRefSetFlags: sets the flags for a texture reference
-//
-// Deprecated:
 //
 // Specifies optional flags via Flags to specify the behavior of data
 // returned through the texture reference hTexRef. The valid flags are:
@@ -22878,6 +22876,8 @@ func TexRefSetBorderColor(hTexRef Texref, pBorderColor *float32) error {
 // [TexRefSetFilterMode], [TexRefSetFormat],
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
+//
+// Deprecated:
 func TexRefSetFlags(hTexRef Texref, Flags uint32) error {
 	fp, err := procTexRefSetFlags.Addr()
 	if err != nil {
@@ -22890,8 +22890,6 @@ func TexRefSetFlags(hTexRef Texref, Flags uint32) error {
 }
 
 // TexRefGetAddress calls cuTexRefGetAddress: gets the address associated with a texture reference
-//
-// Deprecated:
 //
 // Returns in *pdptr the base address bound to the texture reference
 // hTexRef, or returns [ERROR_INVALID_VALUE] if the texture reference
@@ -22915,6 +22913,8 @@ func TexRefSetFlags(hTexRef Texref, Flags uint32) error {
 // [TexRefSetFilterMode], [TexRefSetFlags], [TexRefSetFormat],
 // [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
+//
+// Deprecated:
 func TexRefGetAddress(pdptr *Deviceptr, hTexRef Texref) error {
 	fp, err := procTexRefGetAddress.Addr()
 	if err != nil {
@@ -22927,8 +22927,6 @@ func TexRefGetAddress(pdptr *Deviceptr, hTexRef Texref) error {
 }
 
 // TexRefGetArray calls cuTexRefGetArray: gets the array bound to a texture reference
-//
-// Deprecated:
 //
 // Returns in *phArray the CUDA array bound to the texture reference
 // hTexRef, or returns [ERROR_INVALID_VALUE] if the texture reference
@@ -22952,6 +22950,8 @@ func TexRefGetAddress(pdptr *Deviceptr, hTexRef Texref) error {
 // [TexRefSetFilterMode], [TexRefSetFlags], [TexRefSetFormat],
 // [TexRefGetAddress], [TexRefGetAddressMode],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
+//
+// Deprecated:
 func TexRefGetArray(phArray *Array, hTexRef Texref) error {
 	fp, err := procTexRefGetArray.Addr()
 	if err != nil {
@@ -22964,8 +22964,6 @@ func TexRefGetArray(phArray *Array, hTexRef Texref) error {
 }
 
 // TexRefGetMipmappedArray calls cuTexRefGetMipmappedArray: gets the mipmapped array bound to a texture reference
-//
-// Deprecated:
 //
 // Returns in *phMipmappedArray the CUDA mipmapped array bound to the texture
 // reference hTexRef, or returns [ERROR_INVALID_VALUE] if the texture reference
@@ -22989,6 +22987,8 @@ func TexRefGetArray(phArray *Array, hTexRef Texref) error {
 // [TexRefSetFilterMode], [TexRefSetFlags], [TexRefSetFormat],
 // [TexRefGetAddress], [TexRefGetAddressMode],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
+//
+// Deprecated:
 func TexRefGetMipmappedArray(phMipmappedArray *MipmappedArray, hTexRef Texref) error {
 	fp, err := procTexRefGetMipmappedArray.Addr()
 	if err != nil {
@@ -23001,8 +23001,6 @@ func TexRefGetMipmappedArray(phMipmappedArray *MipmappedArray, hTexRef Texref) e
 }
 
 // TexRefGetAddressMode calls cuTexRefGetAddressMode: gets the addressing mode used by a texture reference
-//
-// Deprecated:
 //
 // Returns in *pam the addressing mode corresponding to the
 // dimension dim of the texture reference hTexRef. Currently, the only
@@ -23027,6 +23025,8 @@ func TexRefGetMipmappedArray(phMipmappedArray *MipmappedArray, hTexRef Texref) e
 // [TexRefSetFilterMode], [TexRefSetFlags], [TexRefSetFormat],
 // [TexRefGetAddress], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
+//
+// Deprecated:
 func TexRefGetAddressMode(pam *Address_mode, hTexRef Texref, dim int32) error {
 	fp, err := procTexRefGetAddressMode.Addr()
 	if err != nil {
@@ -23039,8 +23039,6 @@ func TexRefGetAddressMode(pam *Address_mode, hTexRef Texref, dim int32) error {
 }
 
 // TexRefGetFilterMode calls cuTexRefGetFilterMode: gets the filter-mode used by a texture reference
-//
-// Deprecated:
 //
 // Returns in *pfm the filtering mode of the texture reference
 // hTexRef.
@@ -23063,6 +23061,8 @@ func TexRefGetAddressMode(pam *Address_mode, hTexRef Texref, dim int32) error {
 // [TexRefSetFilterMode], [TexRefSetFlags], [TexRefSetFormat],
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFlags], [TexRefGetFormat]
+//
+// Deprecated:
 func TexRefGetFilterMode(pfm *Filter_mode, hTexRef Texref) error {
 	fp, err := procTexRefGetFilterMode.Addr()
 	if err != nil {
@@ -23075,8 +23075,6 @@ func TexRefGetFilterMode(pfm *Filter_mode, hTexRef Texref) error {
 }
 
 // TexRefGetFormat calls cuTexRefGetFormat: gets the format used by a texture reference
-//
-// Deprecated:
 //
 // Returns in *pFormat and *pNumChannels the format and number
 // of components of the CUDA array bound to the texture reference hTexRef.
@@ -23101,6 +23099,8 @@ func TexRefGetFilterMode(pfm *Filter_mode, hTexRef Texref) error {
 // [TexRefSetFilterMode], [TexRefSetFlags], [TexRefSetFormat],
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags]
+//
+// Deprecated:
 func TexRefGetFormat(pFormat *Array_format, pNumChannels *int32, hTexRef Texref) error {
 	fp, err := procTexRefGetFormat.Addr()
 	if err != nil {
@@ -23113,8 +23113,6 @@ func TexRefGetFormat(pFormat *Array_format, pNumChannels *int32, hTexRef Texref)
 }
 
 // TexRefGetMipmapFilterMode calls cuTexRefGetMipmapFilterMode: gets the mipmap filtering mode for a texture reference
-//
-// Deprecated:
 //
 // Returns the mipmap filtering mode in pfm that's used when reading memory through
 // the texture reference hTexRef.
@@ -23137,6 +23135,8 @@ func TexRefGetFormat(pFormat *Array_format, pNumChannels *int32, hTexRef Texref)
 // [TexRefSetFlags], [TexRefSetFormat],
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
+//
+// Deprecated:
 func TexRefGetMipmapFilterMode(pfm *Filter_mode, hTexRef Texref) error {
 	fp, err := procTexRefGetMipmapFilterMode.Addr()
 	if err != nil {
@@ -23149,8 +23149,6 @@ func TexRefGetMipmapFilterMode(pfm *Filter_mode, hTexRef Texref) error {
 }
 
 // TexRefGetMipmapLevelBias calls cuTexRefGetMipmapLevelBias: gets the mipmap level bias for a texture reference
-//
-// Deprecated:
 //
 // Returns the mipmap level bias in pBias that's added to the specified mipmap
 // level when reading memory through the texture reference hTexRef.
@@ -23173,6 +23171,8 @@ func TexRefGetMipmapFilterMode(pfm *Filter_mode, hTexRef Texref) error {
 // [TexRefSetFlags], [TexRefSetFormat],
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
+//
+// Deprecated:
 func TexRefGetMipmapLevelBias(pbias *float32, hTexRef Texref) error {
 	fp, err := procTexRefGetMipmapLevelBias.Addr()
 	if err != nil {
@@ -23185,8 +23185,6 @@ func TexRefGetMipmapLevelBias(pbias *float32, hTexRef Texref) error {
 }
 
 // TexRefGetMipmapLevelClamp calls cuTexRefGetMipmapLevelClamp: gets the min/max mipmap level clamps for a texture reference
-//
-// Deprecated:
 //
 // Returns the min/max mipmap level clamps in pminMipmapLevelClamp and pmaxMipmapLevelClamp
 // that's used when reading memory through the texture reference hTexRef.
@@ -23210,6 +23208,8 @@ func TexRefGetMipmapLevelBias(pbias *float32, hTexRef Texref) error {
 // [TexRefSetFlags], [TexRefSetFormat],
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
+//
+// Deprecated:
 func TexRefGetMipmapLevelClamp(pminMipmapLevelClamp *float32, pmaxMipmapLevelClamp *float32, hTexRef Texref) error {
 	fp, err := procTexRefGetMipmapLevelClamp.Addr()
 	if err != nil {
@@ -23222,8 +23222,6 @@ func TexRefGetMipmapLevelClamp(pminMipmapLevelClamp *float32, pmaxMipmapLevelCla
 }
 
 // TexRefGetMaxAnisotropy calls cuTexRefGetMaxAnisotropy: gets the maximum anisotropy for a texture reference
-//
-// Deprecated:
 //
 // Returns the maximum anisotropy in pmaxAniso that's used when reading memory through
 // the texture reference hTexRef.
@@ -23246,6 +23244,8 @@ func TexRefGetMipmapLevelClamp(pminMipmapLevelClamp *float32, pmaxMipmapLevelCla
 // [TexRefSetFlags], [TexRefSetFormat],
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
+//
+// Deprecated:
 func TexRefGetMaxAnisotropy(pmaxAniso *int32, hTexRef Texref) error {
 	fp, err := procTexRefGetMaxAnisotropy.Addr()
 	if err != nil {
@@ -23258,8 +23258,6 @@ func TexRefGetMaxAnisotropy(pmaxAniso *int32, hTexRef Texref) error {
 }
 
 // TexRefGetBorderColor calls cuTexRefGetBorderColor: gets the border color used by a texture reference
-//
-// Deprecated:
 //
 // Returns in pBorderColor, values of the RGBA color used by
 // the texture reference hTexRef.
@@ -23285,6 +23283,8 @@ func TexRefGetMaxAnisotropy(pmaxAniso *int32, hTexRef Texref) error {
 //
 // See also: [TexRefSetAddressMode],
 // [TexRefSetAddressMode], [TexRefSetBorderColor]
+//
+// Deprecated:
 func TexRefGetBorderColor(pBorderColor *float32, hTexRef Texref) error {
 	fp, err := procTexRefGetBorderColor.Addr()
 	if err != nil {
@@ -23297,8 +23297,6 @@ func TexRefGetBorderColor(pBorderColor *float32, hTexRef Texref) error {
 }
 
 // TexRefGetFlags calls cuTexRefGetFlags: gets the flags used by a texture reference
-//
-// Deprecated:
 //
 // Returns in *pFlags the flags of the texture reference hTexRef.
 //
@@ -23320,6 +23318,8 @@ func TexRefGetBorderColor(pBorderColor *float32, hTexRef Texref) error {
 // [TexRefSetFilterMode], [TexRefSetFlags], [TexRefSetFormat],
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFormat]
+//
+// Deprecated:
 func TexRefGetFlags(pFlags *uint32, hTexRef Texref) error {
 	fp, err := procTexRefGetFlags.Addr()
 	if err != nil {
@@ -23332,8 +23332,6 @@ func TexRefGetFlags(pFlags *uint32, hTexRef Texref) error {
 }
 
 // TexRefCreate calls cuTexRefCreate: creates a texture reference
-//
-// Deprecated:
 //
 // Creates a texture reference and returns its handle in *pTexRef. Once
 // created, the application must call [TexRefSetArray] or
@@ -23355,6 +23353,8 @@ func TexRefGetFlags(pFlags *uint32, hTexRef Texref) error {
 // [ERROR_INVALID_VALUE]
 //
 // See also: [TexRefDestroy]
+//
+// Deprecated:
 func TexRefCreate(pTexRef *Texref) error {
 	fp, err := procTexRefCreate.Addr()
 	if err != nil {
@@ -23367,8 +23367,6 @@ func TexRefCreate(pTexRef *Texref) error {
 }
 
 // TexRefDestroy calls cuTexRefDestroy: destroys a texture reference
-//
-// Deprecated:
 //
 // Destroys the texture reference specified by hTexRef.
 //
@@ -23385,6 +23383,8 @@ func TexRefCreate(pTexRef *Texref) error {
 // [ERROR_INVALID_VALUE]
 //
 // See also: [TexRefCreate]
+//
+// Deprecated:
 func TexRefDestroy(hTexRef Texref) error {
 	fp, err := procTexRefDestroy.Addr()
 	if err != nil {
@@ -23397,8 +23397,6 @@ func TexRefDestroy(hTexRef Texref) error {
 }
 
 // SurfRefSetArray calls cuSurfRefSetArray: sets the CUDA array for a surface reference.
-//
-// Deprecated:
 //
 // Sets the CUDA array hArray to be read and written by the surface reference
 // hSurfRef. Any previous CUDA array state associated with the surface
@@ -23423,6 +23421,8 @@ func TexRefDestroy(hTexRef Texref) error {
 // See also:
 // [ModuleGetSurfRef],
 // [SurfRefGetArray]
+//
+// Deprecated:
 func SurfRefSetArray(hSurfRef Surfref, hArray Array, Flags uint32) error {
 	fp, err := procSurfRefSetArray.Addr()
 	if err != nil {
@@ -23435,8 +23435,6 @@ func SurfRefSetArray(hSurfRef Surfref, hArray Array, Flags uint32) error {
 }
 
 // SurfRefGetArray calls cuSurfRefGetArray: passes back the CUDA array bound to a surface reference.
-//
-// Deprecated:
 //
 // Returns in *phArray the CUDA array bound to the surface reference
 // hSurfRef, or returns [ERROR_INVALID_VALUE] if the surface reference
@@ -23456,6 +23454,8 @@ func SurfRefSetArray(hSurfRef Surfref, hArray Array, Flags uint32) error {
 // [ERROR_INVALID_VALUE]
 //
 // See also: [ModuleGetSurfRef], [SurfRefSetArray]
+//
+// Deprecated:
 func SurfRefGetArray(phArray *Array, hSurfRef Surfref) error {
 	fp, err := procSurfRefGetArray.Addr()
 	if err != nil {
@@ -26416,8 +26416,6 @@ func CheckpointProcessUnlock(pid int32, args *CheckpointUnlockArgs) error {
 
 // ProfilerInitialize calls cuProfilerInitialize: initialize the profiling.
 //
-// Deprecated:
-//
 // Note that this function is deprecated and should not be used.
 // Starting with CUDA 12.0, it always returns error code [ERROR_NOT_SUPPORTED].
 //
@@ -26464,6 +26462,8 @@ func CheckpointProcessUnlock(pid int32, args *CheckpointUnlockArgs) error {
 // See also:
 // [ProfilerStart],
 // [ProfilerStop],
+//
+// Deprecated:
 func ProfilerInitialize(configFile string, outputFile string, outputMode Output_mode) error {
 	fp, err := procProfilerInitialize.Addr()
 	if err != nil {

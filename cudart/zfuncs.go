@@ -2901,8 +2901,6 @@ func DeviceUnregisterAsyncNotification(device int32, callback AsyncCallbackHandl
 
 // DeviceGetSharedMemConfig calls cudaDeviceGetSharedMemConfig: returns the shared memory configuration for the current device.
 //
-// Deprecated:
-//
 // This function will return in pConfig the current size of shared memory banks
 // on the current device. On devices with configurable shared memory banks,
 // [DeviceSetSharedMemConfig] can be used to change this setting, so that all
@@ -2928,6 +2926,8 @@ func DeviceUnregisterAsyncNotification(device int32, callback AsyncCallbackHandl
 // [DeviceSetSharedMemConfig],
 // [FuncSetCacheConfig],
 // cuCtxGetSharedMemConfig
+//
+// Deprecated:
 func DeviceGetSharedMemConfig(pConfig *SharedMemConfig) error {
 	fp, err := procDeviceGetSharedMemConfig.Addr()
 	if err != nil {
@@ -2940,8 +2940,6 @@ func DeviceGetSharedMemConfig(pConfig *SharedMemConfig) error {
 }
 
 // DeviceSetSharedMemConfig calls cudaDeviceSetSharedMemConfig: sets the shared memory configuration for the current device.
-//
-// Deprecated:
 //
 // On devices with configurable shared memory banks, this function will set
 // the shared memory bank size which is used for all subsequent kernel launches.
@@ -2981,6 +2979,8 @@ func DeviceGetSharedMemConfig(pConfig *SharedMemConfig) error {
 // [DeviceGetSharedMemConfig],
 // [FuncSetCacheConfig],
 // cuCtxSetSharedMemConfig
+//
+// Deprecated:
 func DeviceSetSharedMemConfig(config SharedMemConfig) error {
 	fp, err := procDeviceSetSharedMemConfig.Addr()
 	if err != nil {
@@ -6408,8 +6408,6 @@ func LaunchHostFunc(stream Stream, fn HostFn, userData unsafe.Pointer) error {
 
 // FuncSetSharedMemConfig calls cudaFuncSetSharedMemConfig: sets the shared memory configuration for a device function
 //
-// Deprecated:
-//
 // On devices with configurable shared memory banks, this function will
 // force all subsequent launches of the specified device function to have
 // the given shared memory bank size configuration. On any given launch of the
@@ -6458,6 +6456,8 @@ func LaunchHostFunc(stream Stream, fn HostFn, userData unsafe.Pointer) error {
 // [DeviceGetCacheConfig],
 // [FuncSetCacheConfig],
 // cuFuncSetSharedMemConfig
+//
+// Deprecated:
 func FuncSetSharedMemConfig(func_ unsafe.Pointer, config SharedMemConfig) error {
 	fp, err := procFuncSetSharedMemConfig.Addr()
 	if err != nil {
@@ -10003,8 +10003,6 @@ func MemRangeGetAttributes(data *unsafe.Pointer, dataSizes *uint64, attributes *
 
 // MemcpyToArray calls cudaMemcpyToArray: copies data between host and device
 //
-// Deprecated:
-//
 // Copies count bytes from the memory area pointed to by src to the
 // CUDA array dst starting at hOffset rows and wOffset bytes from
 // the upper left corner, where kind specifies the direction
@@ -10039,6 +10037,8 @@ func MemRangeGetAttributes(data *unsafe.Pointer, dataSizes *uint64, attributes *
 // [MemcpyToSymbolAsync], [MemcpyFromSymbolAsync],
 // cuMemcpyHtoA,
 // cuMemcpyDtoA
+//
+// Deprecated:
 func MemcpyToArray(dst Array, wOffset uint64, hOffset uint64, src unsafe.Pointer, count uint64, kind MemcpyKind) error {
 	fp, err := procMemcpyToArray.Addr()
 	if err != nil {
@@ -10051,8 +10051,6 @@ func MemcpyToArray(dst Array, wOffset uint64, hOffset uint64, src unsafe.Pointer
 }
 
 // MemcpyFromArray calls cudaMemcpyFromArray: copies data between host and device
-//
-// Deprecated:
 //
 // Copies count bytes from the CUDA array src starting at hOffset rows
 // and wOffset bytes from the upper left corner to the memory area pointed to
@@ -10087,6 +10085,8 @@ func MemcpyToArray(dst Array, wOffset uint64, hOffset uint64, src unsafe.Pointer
 // [MemcpyToSymbolAsync], [MemcpyFromSymbolAsync],
 // cuMemcpyAtoH,
 // cuMemcpyAtoD
+//
+// Deprecated:
 func MemcpyFromArray(dst unsafe.Pointer, src Array_const, wOffset uint64, hOffset uint64, count uint64, kind MemcpyKind) error {
 	fp, err := procMemcpyFromArray.Addr()
 	if err != nil {
@@ -10099,8 +10099,6 @@ func MemcpyFromArray(dst unsafe.Pointer, src Array_const, wOffset uint64, hOffse
 }
 
 // MemcpyArrayToArray calls cudaMemcpyArrayToArray: copies data between host and device
-//
-// Deprecated:
 //
 // Copies count bytes from the CUDA array src starting at hOffsetSrc
 // rows and wOffsetSrc bytes from the upper left corner to the CUDA array
@@ -10137,6 +10135,8 @@ func MemcpyFromArray(dst unsafe.Pointer, src Array_const, wOffset uint64, hOffse
 // [MemcpyFromArrayAsync], [Memcpy2DFromArrayAsync],
 // [MemcpyToSymbolAsync], [MemcpyFromSymbolAsync],
 // cuMemcpyAtoA
+//
+// Deprecated:
 func MemcpyArrayToArray(dst Array, wOffsetDst uint64, hOffsetDst uint64, src Array_const, wOffsetSrc uint64, hOffsetSrc uint64, count uint64, kind MemcpyKind) error {
 	fp, err := procMemcpyArrayToArray.Addr()
 	if err != nil {
@@ -10149,8 +10149,6 @@ func MemcpyArrayToArray(dst Array, wOffsetDst uint64, hOffsetDst uint64, src Arr
 }
 
 // MemcpyToArrayAsync calls cudaMemcpyToArrayAsync: copies data between host and device
-//
-// Deprecated:
 //
 // Copies count bytes from the memory area pointed to by src to the
 // CUDA array dst starting at hOffset rows and wOffset bytes from
@@ -10193,6 +10191,8 @@ func MemcpyArrayToArray(dst Array, wOffsetDst uint64, hOffsetDst uint64, src Arr
 // [MemcpyToSymbolAsync], [MemcpyFromSymbolAsync],
 // cuMemcpyHtoAAsync,
 // cuMemcpy2DAsync
+//
+// Deprecated:
 func MemcpyToArrayAsync(dst Array, wOffset uint64, hOffset uint64, src unsafe.Pointer, count uint64, kind MemcpyKind, stream Stream) error {
 	fp, err := procMemcpyToArrayAsync.Addr()
 	if err != nil {
@@ -10205,8 +10205,6 @@ func MemcpyToArrayAsync(dst Array, wOffset uint64, hOffset uint64, src unsafe.Po
 }
 
 // MemcpyFromArrayAsync calls cudaMemcpyFromArrayAsync: copies data between host and device
-//
-// Deprecated:
 //
 // Copies count bytes from the CUDA array src starting at hOffset rows
 // and wOffset bytes from the upper left corner to the memory area pointed to
@@ -10248,6 +10246,8 @@ func MemcpyToArrayAsync(dst Array, wOffset uint64, hOffset uint64, src unsafe.Po
 // [MemcpyToSymbolAsync], [MemcpyFromSymbolAsync],
 // cuMemcpyAtoHAsync,
 // cuMemcpy2DAsync
+//
+// Deprecated:
 func MemcpyFromArrayAsync(dst unsafe.Pointer, src Array_const, wOffset uint64, hOffset uint64, count uint64, kind MemcpyKind, stream Stream) error {
 	fp, err := procMemcpyFromArrayAsync.Addr()
 	if err != nil {
@@ -16021,8 +16021,6 @@ func GraphConditionalHandleCreate(pHandle_out *GraphConditionalHandle, graph Gra
 
 // GetDriverEntryPoint calls cudaGetDriverEntryPoint: returns the requested driver API function pointer
 //
-// Deprecated: This function is deprecated as of CUDA 13.0
-//
 // Returns in **funcPtr the address of the CUDA driver function for the requested flags.
 //
 // For a requested driver symbol, if the CUDA version in which the driver symbol was
@@ -16086,6 +16084,8 @@ func GraphConditionalHandleCreate(pHandle_out *GraphConditionalHandle, graph Gra
 //
 // See also:
 // cuGetProcAddress
+//
+// Deprecated: This function is deprecated as of CUDA 13.0
 func GetDriverEntryPoint(symbol string, funcPtr *unsafe.Pointer, flags uint64, driverStatus *DriverEntryPointQueryResult) error {
 	fp, err := procGetDriverEntryPoint.Addr()
 	if err != nil {
@@ -16658,7 +16658,8 @@ func KernelSetAttributeForDevice(kernel Kernel, attr FuncAttribute, value int32,
 	return nil
 }
 
-// GetExportTable calls cudaGetExportTable.
+// GetExportTable calls cudaGetExportTable. See the CUDA Runtime API reference:
+// https://docs.nvidia.com/cuda/cuda-runtime-api/modules.html
 func GetExportTable(ppExportTable *unsafe.Pointer, pExportTableId *UUID) error {
 	fp, err := procGetExportTable.Addr()
 	if err != nil {

@@ -1096,7 +1096,8 @@ func GeneratePoisson(generator Generator, outputPtr *uint32, n uint64, lambda fl
 	return nil
 }
 
-// GeneratePoissonMethod calls curandGeneratePoissonMethod.
+// GeneratePoissonMethod calls curandGeneratePoissonMethod. See the cuRAND Library guide, host API:
+// https://docs.nvidia.com/cuda/curand/group__HOST.html
 func GeneratePoissonMethod(generator Generator, outputPtr *uint32, n uint64, lambda float64, method Method) error {
 	fp, err := procGeneratePoissonMethod.Addr()
 	if err != nil {
@@ -1108,7 +1109,8 @@ func GeneratePoissonMethod(generator Generator, outputPtr *uint32, n uint64, lam
 	return nil
 }
 
-// GenerateBinomial calls curandGenerateBinomial.
+// GenerateBinomial calls curandGenerateBinomial. See the cuRAND Library guide, host API:
+// https://docs.nvidia.com/cuda/curand/group__HOST.html
 func GenerateBinomial(generator Generator, outputPtr *uint32, num uint64, n uint32, p float64) error {
 	fp, err := procGenerateBinomial.Addr()
 	if err != nil {
@@ -1120,7 +1122,8 @@ func GenerateBinomial(generator Generator, outputPtr *uint32, num uint64, n uint
 	return nil
 }
 
-// GenerateBinomialMethod calls curandGenerateBinomialMethod.
+// GenerateBinomialMethod calls curandGenerateBinomialMethod. See the cuRAND Library guide, host API:
+// https://docs.nvidia.com/cuda/curand/group__HOST.html
 func GenerateBinomialMethod(generator Generator, outputPtr *uint32, num uint64, n uint32, p float64, method Method) error {
 	fp, err := procGenerateBinomialMethod.Addr()
 	if err != nil {

@@ -657,7 +657,7 @@ func (e *emitter) wrapper(f *jen.File, fn *Func) {
 		_, conv := e.result(fn.Result)
 		body = append(body, jen.Id("r").Op(":=").Add(call), jen.Return(conv(jen.Id("r")), jen.Nil()))
 	}
-	f.Add(docComment(doc(fn.GoName, "calls", fn.CName, fn.Doc)))
+	f.Add(docComment(funcDoc(e.pkg, fn)))
 	f.Func().Id(fn.GoName).Params(params...).Add(results).Block(body...)
 }
 

@@ -910,6 +910,7 @@ func (p *parser) function(d *cc.Declarator) {
 		f.CName, f.Inline, pos = w.Name(), true, w.NameTok().Position()
 	}
 	p.raw[f] = p.docs.before(pos.Filename, pos.Line, true)
+	p.raw[deprecatedKey{f}] = p.docs.deprecation(pos.Filename, pos.Line)
 	p.pos[f] = pos.String()
 	p.pkg.Funcs = append(p.pkg.Funcs, f)
 }
@@ -1110,7 +1111,7 @@ func (p *parser) finish() {
 	}
 	conv := func(raw string) string { return doxygen(raw, links) }
 	for _, f := range p.pkg.Funcs {
-		f.Doc = conv(p.raw[f])
+		f.Doc = withDeprecation(conv(p.raw[f]), conv(p.raw[deprecatedKey{f}]))
 		f.NoEscape, f.NoCallback = p.annotations(f)
 	}
 	for _, e := range p.pkg.Enums {

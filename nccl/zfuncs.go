@@ -311,7 +311,8 @@ func MemAlloc(ptr *unsafe.Pointer, size uint64) error {
 	return nil
 }
 
-// MemFree calls ncclMemFree.
+// MemFree calls ncclMemFree. See the NCCL User Guide, API:
+// https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/api.html
 func MemFree(ptr unsafe.Pointer) error {
 	fp, err := procMemFree.Addr()
 	if err != nil {
@@ -508,6 +509,8 @@ func GetLastError(comm Comm) (string, error) {
 }
 
 // ResetDebugInit calls ncclResetDebugInit: reload environment variables that determine logging.
+//
+// Deprecated: ncclResetDebugInit is not supported as part of the NCCL API and will be removed in the future.
 func ResetDebugInit() error {
 	fp, err := procResetDebugInit.Addr()
 	if err != nil {
