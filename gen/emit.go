@@ -801,6 +801,7 @@ func (e *emitter) layoutC() *jen.File {
 	table("gocuda_offset", "gocuda_offsets", offsets)
 	table("gocuda_value", "gocuda_values", values)
 	b.WriteString(e.symbolRows("gocuda_symbols"))
+	b.WriteString(e.prototypes())
 	f.CgoPreamble(b.String())
 	f.Add(docComment("Symbols returns, by C name, the symbol each function's name expands to in C."))
 	symbolsFunc(f, "Symbols", "gocuda_symbols")

@@ -809,13 +809,13 @@ func (p *parser) shape(t cc.Type) *Type {
 			return &Type{Kind: FuncPtr}
 		}
 		if e.Kind() == cc.Void {
-			return &Type{Kind: Pointer}
+			return &Type{Kind: Pointer, Const: e.Attributes().IsConst()}
 		}
 		et := p.typ(e)
 		if et == nil {
 			return nil
 		}
-		return &Type{Kind: Pointer, Elem: et}
+		return &Type{Kind: Pointer, Elem: et, Const: e.Attributes().IsConst()}
 	case *cc.ArrayType:
 		et := p.typ(x.Elem())
 		if et == nil || x.IsVLA() {
@@ -890,6 +890,7 @@ func (p *parser) function(d *cc.Declarator) {
 			p.skip("function", name, fmt.Sprintf("parameter %s has unsupported type %s", prm.Name(), prm.Type()))
 			return
 		}
+		constPointers(pt, prm)
 		gn := param(prm.Name(), i)
 		if prm.Name() == "" {
 			gn = "p" + strconv.Itoa(i)
@@ -941,7 +942,7 @@ func (p *parser) paramType(t cc.Type) *Type {
 		if et == nil {
 			return nil
 		}
-		return &Type{Kind: Pointer, Elem: et}
+		return &Type{Kind: Pointer, Elem: et, Const: a.Elem().Attributes().IsConst()}
 	}
 	if pt, ok := t.(*cc.PointerType); ok && t.Typedef() == nil {
 		if e := pt.Elem(); e.Kind() == cc.Char && e.Typedef() == nil && isConst(pt) {
