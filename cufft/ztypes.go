@@ -184,7 +184,9 @@ func (v Type) String() string {
 	return "Type(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
-// Complex is cufftComplex.
+// Complex is cufftComplex: cufftComplex is a single-precision, floating-point complex data type that
+// consists of interleaved real and imaginary components.
+// cufftDoubleComplex is the double-precision equivalent.
 type Complex = cudart.Float2
 
 // DoubleComplex is cufftDoubleComplex.
@@ -193,8 +195,9 @@ type DoubleComplex = cudart.Double2
 // DoubleReal is cufftDoubleReal.
 type DoubleReal float64
 
-// Handle is cufftHandle.
+// Handle is cufftHandle: cufftHandle is a handle type used to store and access CUFFT plans.
 type Handle int32
 
-// Real is cufftReal.
+// Real is cufftReal: cufftReal is a single-precision, floating-point real data type.
+// cufftDoubleReal is a double-precision, real data type.
 type Real float32

@@ -1096,8 +1096,7 @@ func GeneratePoisson(generator Generator, outputPtr *uint32, n uint64, lambda fl
 	return nil
 }
 
-// GeneratePoissonMethod calls curandGeneratePoissonMethod. See the cuRAND Library guide, host API:
-// https://docs.nvidia.com/cuda/curand/group__HOST.html
+// GeneratePoissonMethod calls curandGeneratePoissonMethod: just for internal usage
 func GeneratePoissonMethod(generator Generator, outputPtr *uint32, n uint64, lambda float64, method Method) error {
 	fp, err := procGeneratePoissonMethod.Addr()
 	if err != nil {
@@ -1122,8 +1121,7 @@ func GenerateBinomial(generator Generator, outputPtr *uint32, num uint64, n uint
 	return nil
 }
 
-// GenerateBinomialMethod calls curandGenerateBinomialMethod. See the cuRAND Library guide, host API:
-// https://docs.nvidia.com/cuda/curand/group__HOST.html
+// GenerateBinomialMethod calls curandGenerateBinomialMethod: just for internal usage
 func GenerateBinomialMethod(generator Generator, outputPtr *uint32, num uint64, n uint32, p float64, method Method) error {
 	fp, err := procGenerateBinomialMethod.Addr()
 	if err != nil {

@@ -71,7 +71,7 @@ func (r *docReader) before(file string, line int, cont bool) string {
 // goes on below it.
 func continues(s string) bool {
 	s = strings.TrimSpace(s)
-	if s == "" || strings.HasPrefix(s, "#") || strings.HasSuffix(s, "*/") {
+	if s == "" || strings.HasPrefix(s, "#") || strings.HasPrefix(s, "//") || strings.HasSuffix(s, "*/") {
 		return false
 	}
 	return !strings.HasSuffix(s, ";") && !strings.HasSuffix(s, "}") && !strings.HasSuffix(s, "{")
