@@ -60,8 +60,8 @@ func (e *emitter) prototype(fn *Func) (string, bool) {
 	return fmt.Sprintf("%s (*)(%s)", ret, strings.Join(params, ", ")), true
 }
 
-// cDecl spells a model type as a C abstract declarator, or reports that
-// it cannot: a function pointer without a typedef, or an array.
+// cDecl spells a model type as a C type name, or reports that it cannot: a
+// function pointer without a typedef.
 func cDecl(t *Type) (string, bool) {
 	switch t.Kind {
 	case Scalar:
@@ -70,11 +70,15 @@ func cDecl(t *Type) (string, bool) {
 		return t.C, true
 	case String:
 		return "const char *", true
+	case Array:
+		// GNU C spells an array type in a place that takes a type name.
+		elem, ok := cDecl(t.Elem)
+		return fmt.Sprintf("__typeof__(%s[%d])", elem, t.Len), ok
 	case Pointer:
 		elem := "void"
 		if t.Elem != nil {
 			var ok bool
-			if elem, ok = cDecl(t.Elem); !ok || t.Elem.Kind == Array {
+			if elem, ok = cDecl(t.Elem); !ok {
 				return "", false
 			}
 		}

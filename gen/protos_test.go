@@ -10,7 +10,7 @@ import (
 
 // protoHeader declares functions whose prototypes exercise each part of the
 // C spelling: scalars, typedefs, enums, structs by value, const pointees,
-// const pointers, array parameters and results.
+// const pointers, array parameters, pointers to arrays and results.
 const protoHeader = `#include <stddef.h>
 typedef enum cudaError { cudaSuccess = 0 } cudaError_t;
 typedef struct CUstream_st *cudaStream_t;
@@ -20,6 +20,8 @@ extern cudaError_t cudaMalloc(void **devPtr, size_t size);
 extern cudaError_t cudaLaunch(cudaStream_t s, const char *const *names, const float *const batch[], enum cudaKind kind);
 extern struct cudaExtent cudaMakeExtent(struct cudaExtent e, unsigned int scale);
 extern const char *cudaName(int n);
+typedef unsigned int cudaVectors[4];
+extern cudaError_t cudaVectorsOf(cudaVectors *v[]);
 `
 
 // TestPrototypes compiles, with the C compiler cgo uses, the assertions
@@ -72,6 +74,7 @@ func TestPrototypes(t *testing.T) {
 		{"struct result as status", "cudaMakeExtent", func(f *Func) { f.Result = &Type{Kind: Named, Go: "Error", C: "cudaError_t"} }},
 		{"unsigned as int", "cudaMakeExtent", func(f *Func) { f.Params[1].Type = &Type{Kind: Scalar, Go: "int32", C: "int"} }},
 		{"string result as void *", "cudaName", func(f *Func) { f.Result = &Type{Kind: Pointer} }},
+		{"array length", "cudaVectorsOf", func(f *Func) { f.Params[0].Type.Elem.Elem.Len = 5 }},
 	} {
 		out, err := check(func(fn map[string]*Func) { tt.edit(fn[tt.fn]) })
 		if err == nil {

@@ -136,9 +136,10 @@ _Static_assert(__builtin_types_compatible_p(__typeof__(&curandGeneratePoissonMet
 _Static_assert(__builtin_types_compatible_p(__typeof__(&curandGenerateBinomial), curandStatus_t (*)(curandGenerator_t, unsigned int *, size_t, unsigned int, double)), "curandGenerateBinomial: the model's prototype differs from the header's");
 _Static_assert(__builtin_types_compatible_p(__typeof__(&curandGenerateBinomialMethod), curandStatus_t (*)(curandGenerator_t, unsigned int *, size_t, unsigned int, double, curandMethod_t)), "curandGenerateBinomialMethod: the model's prototype differs from the header's");
 _Static_assert(__builtin_types_compatible_p(__typeof__(&curandGenerateSeeds), curandStatus_t (*)(curandGenerator_t)), "curandGenerateSeeds: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&curandGetDirectionVectors32), curandStatus_t (*)(__typeof__(unsigned int[32]) **, curandDirectionVectorSet_t)), "curandGetDirectionVectors32: the model's prototype differs from the header's");
 _Static_assert(__builtin_types_compatible_p(__typeof__(&curandGetScrambleConstants32), curandStatus_t (*)(unsigned int **)), "curandGetScrambleConstants32: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&curandGetDirectionVectors64), curandStatus_t (*)(__typeof__(unsigned long long[64]) **, curandDirectionVectorSet_t)), "curandGetDirectionVectors64: the model's prototype differs from the header's");
 _Static_assert(__builtin_types_compatible_p(__typeof__(&curandGetScrambleConstants64), curandStatus_t (*)(unsigned long long **)), "curandGetScrambleConstants64: the model's prototype differs from the header's");
-// Not checked, a parameter's type has no C spelling here: curandGetDirectionVectors32 curandGetDirectionVectors64.
 */
 import "C"
 
