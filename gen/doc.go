@@ -163,10 +163,11 @@ func doxygenComment(raw string) bool {
 // heading reports whether a plain comment above the declaration that starts
 // on line i (0-based) heads a group of declarations instead of documenting
 // that one: two or more declarations without comments of their own follow
-// it, each after a blank line (cusolverDn.h heads its groups so: /* LU solve
-// */ above cusolverDnSgetrs, then cusolverDnDgetrs, ...), or #defines follow
-// it without one. Declarations right below it, without a blank line, are
-// part of it (nccl.h's pncclAllReduce below ncclAllReduce).
+// that one, each after a blank line (cusolverDn.h heads its groups so:
+// /* LU solve */ above cusolverDnSgetrs, then cusolverDnDgetrs, ...), or
+// #defines follow a #define without one. Other declarations right below it,
+// without a blank line, are part of it (nccl.h's pncclAllReduce below
+// ncclAllReduce).
 func heading(lines []string, i int) bool {
 	blocks := 0
 	for i < len(lines) {
@@ -239,8 +240,8 @@ var reBanner = regexp.MustCompile(`[-=#*/]{4,}`)
 // plainDoc reports whether a plain comment reads as documentation rather
 // than as a section heading: cublas_api.h heads its groups of functions with
 // /* GEMV */ and /* ------ CUBLAS BLAS1 Functions ------ */ right above
-// the group's first function. A heading is all capitals, or a rule, or a
-// few words naming functions ("utility functions").
+// the group's first function. A heading is all capitals, a rule, one word
+// (/* aliases */), or a few words naming functions ("utility functions").
 func plainDoc(raw string) bool {
 	text := strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(raw, "//"), "/*"), "*/"))
 	words := strings.Fields(text)
