@@ -3794,7 +3794,7 @@ func FlushGPUDirectRDMAWrites(target FlushGPUDirectRDMAWritesTarget, scope Flush
 // [DeviceGet],
 // [DeviceTotalMem]
 //
-// Deprecated:
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func DeviceGetProperties(prop *Devprop, dev Device) error {
 	fp, err := procDeviceGetProperties.Addr()
 	if err != nil {
@@ -3837,7 +3837,7 @@ func DeviceGetProperties(prop *Devprop, dev Device) error {
 // [DeviceGet],
 // [DeviceTotalMem]
 //
-// Deprecated:
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func DeviceComputeCapability(major *int32, minor *int32, dev Device) error {
 	fp, err := procDeviceComputeCapability.Addr()
 	if err != nil {
@@ -5358,7 +5358,7 @@ func CtxWaitEvent(hCtx Context, hEvent Event) error {
 // [CtxSetLimit],
 // [CtxSynchronize]
 //
-// Deprecated:
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func CtxAttach(pctx *Context, flags uint32) error {
 	fp, err := procCtxAttach.Addr()
 	if err != nil {
@@ -5403,7 +5403,7 @@ func CtxAttach(pctx *Context, flags uint32) error {
 // [CtxSetLimit],
 // [CtxSynchronize]
 //
-// Deprecated:
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func CtxDetach(ctx Context) error {
 	fp, err := procCtxDetach.Addr()
 	if err != nil {
@@ -5457,7 +5457,7 @@ func CtxDetach(ctx Context) error {
 // [FuncSetCacheConfig],
 // cudaDeviceGetSharedMemConfig
 //
-// Deprecated:
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func CtxGetSharedMemConfig(pConfig *Sharedconfig) error {
 	fp, err := procCtxGetSharedMemConfig.Addr()
 	if err != nil {
@@ -5521,7 +5521,7 @@ func CtxGetSharedMemConfig(pConfig *Sharedconfig) error {
 // [FuncSetCacheConfig],
 // cudaDeviceSetSharedMemConfig
 //
-// Deprecated:
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func CtxSetSharedMemConfig(config Sharedconfig) error {
 	fp, err := procCtxSetSharedMemConfig.Addr()
 	if err != nil {
@@ -6193,7 +6193,7 @@ func LinkDestroy(state LinkState) error {
 // [ModuleLoadFatBinary],
 // [ModuleUnload]
 //
-// Deprecated:
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func ModuleGetTexRef(pTexRef *Texref, hmod Module, name string) error {
 	fp, err := procModuleGetTexRef.Addr()
 	if err != nil {
@@ -6238,7 +6238,7 @@ func ModuleGetTexRef(pTexRef *Texref, hmod Module, name string) error {
 // [ModuleLoadFatBinary],
 // [ModuleUnload]
 //
-// Deprecated:
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func ModuleGetSurfRef(pSurfRef *Surfref, hmod Module, name string) error {
 	fp, err := procModuleGetSurfRef.Addr()
 	if err != nil {
@@ -17773,7 +17773,7 @@ func LaunchHostFunc(hStream Stream, fn HostFn, userData unsafe.Pointer) error {
 // [LaunchGridAsync],
 // [LaunchKernel]
 //
-// Deprecated:
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func FuncSetBlockShape(hfunc Function, x int32, y int32, z int32) error {
 	fp, err := procFuncSetBlockShape.Addr()
 	if err != nil {
@@ -17816,7 +17816,7 @@ func FuncSetBlockShape(hfunc Function, x int32, y int32, z int32) error {
 // [LaunchGridAsync],
 // [LaunchKernel]
 //
-// Deprecated:
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func FuncSetSharedSize(hfunc Function, bytes uint32) error {
 	fp, err := procFuncSetSharedSize.Addr()
 	if err != nil {
@@ -17857,7 +17857,7 @@ func FuncSetSharedSize(hfunc Function, bytes uint32) error {
 // [LaunchGridAsync],
 // [LaunchKernel]
 //
-// Deprecated:
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func ParamSetSize(hfunc Function, numbytes uint32) error {
 	fp, err := procParamSetSize.Addr()
 	if err != nil {
@@ -17899,7 +17899,7 @@ func ParamSetSize(hfunc Function, numbytes uint32) error {
 // [LaunchGridAsync],
 // [LaunchKernel]
 //
-// Deprecated:
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func ParamSeti(hfunc Function, offset int32, value uint32) error {
 	fp, err := procParamSeti.Addr()
 	if err != nil {
@@ -17941,7 +17941,7 @@ func ParamSeti(hfunc Function, offset int32, value uint32) error {
 // [LaunchGridAsync],
 // [LaunchKernel]
 //
-// Deprecated:
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func ParamSetf(hfunc Function, offset int32, value float32) error {
 	fp, err := procParamSetf.Addr()
 	if err != nil {
@@ -17985,7 +17985,7 @@ func ParamSetf(hfunc Function, offset int32, value float32) error {
 // [LaunchGridAsync],
 // [LaunchKernel]
 //
-// Deprecated:
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func ParamSetv(hfunc Function, offset int32, ptr unsafe.Pointer, numbytes uint32) error {
 	fp, err := procParamSetv.Addr()
 	if err != nil {
@@ -18046,7 +18046,7 @@ func ParamSetv(hfunc Function, offset int32, ptr unsafe.Pointer, numbytes uint32
 // [LaunchGridAsync],
 // [LaunchKernel]
 //
-// Deprecated:
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func Launch(f Function) error {
 	fp, err := procLaunch.Addr()
 	if err != nil {
@@ -18109,7 +18109,7 @@ func Launch(f Function) error {
 // [LaunchGridAsync],
 // [LaunchKernel]
 //
-// Deprecated:
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func LaunchGrid(f Function, grid_width int32, grid_height int32) error {
 	fp, err := procLaunchGrid.Addr()
 	if err != nil {
@@ -18178,7 +18178,7 @@ func LaunchGrid(f Function, grid_width int32, grid_height int32) error {
 // [LaunchGrid],
 // [LaunchKernel]
 //
-// Deprecated:
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func LaunchGridAsync(f Function, grid_width int32, grid_height int32, hStream Stream) error {
 	fp, err := procLaunchGridAsync.Addr()
 	if err != nil {
@@ -18211,7 +18211,7 @@ func LaunchGridAsync(f Function, grid_width int32, grid_height int32, hStream St
 // [ERROR_INVALID_CONTEXT],
 // [ERROR_INVALID_VALUE]
 //
-// Deprecated:
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func ParamSetTexRef(hfunc Function, texunit int32, hTexRef Texref) error {
 	fp, err := procParamSetTexRef.Addr()
 	if err != nil {
@@ -18274,7 +18274,7 @@ func ParamSetTexRef(hfunc Function, texunit int32, hTexRef Texref) error {
 // [LaunchKernel],
 // cudaFuncSetSharedMemConfig
 //
-// Deprecated:
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func FuncSetSharedMemConfig(hfunc Function, config Sharedconfig) error {
 	fp, err := procFuncSetSharedMemConfig.Addr()
 	if err != nil {
@@ -22320,7 +22320,7 @@ func OccupancyMaxActiveClusters(numClusters *int32, func_ Function, config *Laun
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
 //
-// Deprecated:
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefSetArray(hTexRef Texref, hArray Array, Flags uint32) error {
 	fp, err := procTexRefSetArray.Addr()
 	if err != nil {
@@ -22360,7 +22360,7 @@ func TexRefSetArray(hTexRef Texref, hArray Array, Flags uint32) error {
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
 //
-// Deprecated:
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefSetMipmappedArray(hTexRef Texref, hMipmappedArray MipmappedArray, Flags uint32) error {
 	fp, err := procTexRefSetMipmappedArray.Addr()
 	if err != nil {
@@ -22416,7 +22416,7 @@ func TexRefSetMipmappedArray(hTexRef Texref, hMipmappedArray MipmappedArray, Fla
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
 //
-// Deprecated:
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefSetAddress(ByteOffset *uint64, hTexRef Texref, dptr Deviceptr, bytes uint64) error {
 	fp, err := procTexRefSetAddress.Addr()
 	if err != nil {
@@ -22481,7 +22481,7 @@ func TexRefSetAddress(ByteOffset *uint64, hTexRef Texref, dptr Deviceptr, bytes 
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
 //
-// Deprecated:
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefSetAddress2D(hTexRef Texref, desc *ARRAY_DESCRIPTOR, dptr Deviceptr, Pitch uint64) error {
 	fp, err := procTexRefSetAddress2D.Addr()
 	if err != nil {
@@ -22523,7 +22523,7 @@ func TexRefSetAddress2D(hTexRef Texref, desc *ARRAY_DESCRIPTOR, dptr Deviceptr, 
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat],
 // cudaCreateChannelDesc
 //
-// Deprecated:
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefSetFormat(hTexRef Texref, fmt Array_format, NumPackedComponents int32) error {
 	fp, err := procTexRefSetFormat.Addr()
 	if err != nil {
@@ -22575,7 +22575,7 @@ func TexRefSetFormat(hTexRef Texref, fmt Array_format, NumPackedComponents int32
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
 //
-// Deprecated:
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefSetAddressMode(hTexRef Texref, dim int32, am Address_mode) error {
 	fp, err := procTexRefSetAddressMode.Addr()
 	if err != nil {
@@ -22619,7 +22619,7 @@ func TexRefSetAddressMode(hTexRef Texref, dim int32, am Address_mode) error {
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
 //
-// Deprecated:
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefSetFilterMode(hTexRef Texref, fm Filter_mode) error {
 	fp, err := procTexRefSetFilterMode.Addr()
 	if err != nil {
@@ -22663,7 +22663,7 @@ func TexRefSetFilterMode(hTexRef Texref, fm Filter_mode) error {
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
 //
-// Deprecated:
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefSetMipmapFilterMode(hTexRef Texref, fm Filter_mode) error {
 	fp, err := procTexRefSetMipmapFilterMode.Addr()
 	if err != nil {
@@ -22702,7 +22702,7 @@ func TexRefSetMipmapFilterMode(hTexRef Texref, fm Filter_mode) error {
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
 //
-// Deprecated:
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefSetMipmapLevelBias(hTexRef Texref, bias float32) error {
 	fp, err := procTexRefSetMipmapLevelBias.Addr()
 	if err != nil {
@@ -22743,7 +22743,7 @@ func TexRefSetMipmapLevelBias(hTexRef Texref, bias float32) error {
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
 //
-// Deprecated:
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefSetMipmapLevelClamp(hTexRef Texref, minMipmapLevelClamp float32, maxMipmapLevelClamp float32) error {
 	fp, err := procTexRefSetMipmapLevelClamp.Addr()
 	if err != nil {
@@ -22782,7 +22782,7 @@ func TexRefSetMipmapLevelClamp(hTexRef Texref, minMipmapLevelClamp float32, maxM
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
 //
-// Deprecated:
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefSetMaxAnisotropy(hTexRef Texref, maxAniso uint32) error {
 	fp, err := procTexRefSetMaxAnisotropy.Addr()
 	if err != nil {
@@ -22825,7 +22825,7 @@ func TexRefSetMaxAnisotropy(hTexRef Texref, maxAniso uint32) error {
 // [TexRefSetAddressMode],
 // [TexRefGetAddressMode], [TexRefGetBorderColor]
 //
-// Deprecated:
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefSetBorderColor(hTexRef Texref, pBorderColor *float32) error {
 	fp, err := procTexRefSetBorderColor.Addr()
 	if err != nil {
@@ -22877,7 +22877,7 @@ func TexRefSetBorderColor(hTexRef Texref, pBorderColor *float32) error {
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
 //
-// Deprecated:
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefSetFlags(hTexRef Texref, Flags uint32) error {
 	fp, err := procTexRefSetFlags.Addr()
 	if err != nil {
@@ -22914,7 +22914,7 @@ func TexRefSetFlags(hTexRef Texref, Flags uint32) error {
 // [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
 //
-// Deprecated:
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefGetAddress(pdptr *Deviceptr, hTexRef Texref) error {
 	fp, err := procTexRefGetAddress.Addr()
 	if err != nil {
@@ -22951,7 +22951,7 @@ func TexRefGetAddress(pdptr *Deviceptr, hTexRef Texref) error {
 // [TexRefGetAddress], [TexRefGetAddressMode],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
 //
-// Deprecated:
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefGetArray(phArray *Array, hTexRef Texref) error {
 	fp, err := procTexRefGetArray.Addr()
 	if err != nil {
@@ -22988,7 +22988,7 @@ func TexRefGetArray(phArray *Array, hTexRef Texref) error {
 // [TexRefGetAddress], [TexRefGetAddressMode],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
 //
-// Deprecated:
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefGetMipmappedArray(phMipmappedArray *MipmappedArray, hTexRef Texref) error {
 	fp, err := procTexRefGetMipmappedArray.Addr()
 	if err != nil {
@@ -23026,7 +23026,7 @@ func TexRefGetMipmappedArray(phMipmappedArray *MipmappedArray, hTexRef Texref) e
 // [TexRefGetAddress], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
 //
-// Deprecated:
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefGetAddressMode(pam *Address_mode, hTexRef Texref, dim int32) error {
 	fp, err := procTexRefGetAddressMode.Addr()
 	if err != nil {
@@ -23062,7 +23062,7 @@ func TexRefGetAddressMode(pam *Address_mode, hTexRef Texref, dim int32) error {
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFlags], [TexRefGetFormat]
 //
-// Deprecated:
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefGetFilterMode(pfm *Filter_mode, hTexRef Texref) error {
 	fp, err := procTexRefGetFilterMode.Addr()
 	if err != nil {
@@ -23100,7 +23100,7 @@ func TexRefGetFilterMode(pfm *Filter_mode, hTexRef Texref) error {
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags]
 //
-// Deprecated:
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefGetFormat(pFormat *Array_format, pNumChannels *int32, hTexRef Texref) error {
 	fp, err := procTexRefGetFormat.Addr()
 	if err != nil {
@@ -23136,7 +23136,7 @@ func TexRefGetFormat(pFormat *Array_format, pNumChannels *int32, hTexRef Texref)
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
 //
-// Deprecated:
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefGetMipmapFilterMode(pfm *Filter_mode, hTexRef Texref) error {
 	fp, err := procTexRefGetMipmapFilterMode.Addr()
 	if err != nil {
@@ -23172,7 +23172,7 @@ func TexRefGetMipmapFilterMode(pfm *Filter_mode, hTexRef Texref) error {
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
 //
-// Deprecated:
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefGetMipmapLevelBias(pbias *float32, hTexRef Texref) error {
 	fp, err := procTexRefGetMipmapLevelBias.Addr()
 	if err != nil {
@@ -23209,7 +23209,7 @@ func TexRefGetMipmapLevelBias(pbias *float32, hTexRef Texref) error {
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
 //
-// Deprecated:
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefGetMipmapLevelClamp(pminMipmapLevelClamp *float32, pmaxMipmapLevelClamp *float32, hTexRef Texref) error {
 	fp, err := procTexRefGetMipmapLevelClamp.Addr()
 	if err != nil {
@@ -23245,7 +23245,7 @@ func TexRefGetMipmapLevelClamp(pminMipmapLevelClamp *float32, pmaxMipmapLevelCla
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
 //
-// Deprecated:
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefGetMaxAnisotropy(pmaxAniso *int32, hTexRef Texref) error {
 	fp, err := procTexRefGetMaxAnisotropy.Addr()
 	if err != nil {
@@ -23284,7 +23284,7 @@ func TexRefGetMaxAnisotropy(pmaxAniso *int32, hTexRef Texref) error {
 // See also: [TexRefSetAddressMode],
 // [TexRefSetAddressMode], [TexRefSetBorderColor]
 //
-// Deprecated:
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefGetBorderColor(pBorderColor *float32, hTexRef Texref) error {
 	fp, err := procTexRefGetBorderColor.Addr()
 	if err != nil {
@@ -23319,7 +23319,7 @@ func TexRefGetBorderColor(pBorderColor *float32, hTexRef Texref) error {
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFormat]
 //
-// Deprecated:
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefGetFlags(pFlags *uint32, hTexRef Texref) error {
 	fp, err := procTexRefGetFlags.Addr()
 	if err != nil {
@@ -23354,7 +23354,7 @@ func TexRefGetFlags(pFlags *uint32, hTexRef Texref) error {
 //
 // See also: [TexRefDestroy]
 //
-// Deprecated:
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefCreate(pTexRef *Texref) error {
 	fp, err := procTexRefCreate.Addr()
 	if err != nil {
@@ -23384,7 +23384,7 @@ func TexRefCreate(pTexRef *Texref) error {
 //
 // See also: [TexRefCreate]
 //
-// Deprecated:
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefDestroy(hTexRef Texref) error {
 	fp, err := procTexRefDestroy.Addr()
 	if err != nil {
@@ -23422,7 +23422,7 @@ func TexRefDestroy(hTexRef Texref) error {
 // [ModuleGetSurfRef],
 // [SurfRefGetArray]
 //
-// Deprecated:
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func SurfRefSetArray(hSurfRef Surfref, hArray Array, Flags uint32) error {
 	fp, err := procSurfRefSetArray.Addr()
 	if err != nil {
@@ -23455,7 +23455,7 @@ func SurfRefSetArray(hSurfRef Surfref, hArray Array, Flags uint32) error {
 //
 // See also: [ModuleGetSurfRef], [SurfRefSetArray]
 //
-// Deprecated:
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func SurfRefGetArray(phArray *Array, hSurfRef Surfref) error {
 	fp, err := procSurfRefGetArray.Addr()
 	if err != nil {
@@ -26463,7 +26463,7 @@ func CheckpointProcessUnlock(pid int32, args *CheckpointUnlockArgs) error {
 // [ProfilerStart],
 // [ProfilerStop],
 //
-// Deprecated:
+// Deprecated: cudaProfiler.h declares it __CUDA_DEPRECATED.
 func ProfilerInitialize(configFile string, outputFile string, outputMode Output_mode) error {
 	fp, err := procProfilerInitialize.Addr()
 	if err != nil {

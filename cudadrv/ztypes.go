@@ -663,7 +663,9 @@ const (
 	// and was replaced with [CTX_SCHED_BLOCKING_SYNC].
 	CTX_BLOCKING_SYNC Ctx_flags = 4
 	CTX_SCHED_MASK    Ctx_flags = 7
-	// CTX_MAP_HOST is CU_CTX_MAP_HOST: deprecated: This flag was deprecated as of CUDA 11.0
+	// CTX_MAP_HOST is CU_CTX_MAP_HOST.
+	//
+	// Deprecated: This flag was deprecated as of CUDA 11.0
 	// and it no longer has any effect. All contexts
 	// as of CUDA 3.2 behave as though the flag is enabled.
 	CTX_MAP_HOST Ctx_flags = 8
@@ -777,7 +779,9 @@ const (
 	DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED Device_P2PAttribute = 2
 	// DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED is CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED: all CUDA-valid atomic operation over the link are supported
 	DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED Device_P2PAttribute = 3
-	// DEVICE_P2P_ATTRIBUTE_ACCESS_ACCESS_SUPPORTED is CU_DEVICE_P2P_ATTRIBUTE_ACCESS_ACCESS_SUPPORTED: deprecated: use CU_DEVICE_P2P_ATTRIBUTE_CUDA_ARRAY_ACCESS_SUPPORTED instead
+	// DEVICE_P2P_ATTRIBUTE_ACCESS_ACCESS_SUPPORTED is CU_DEVICE_P2P_ATTRIBUTE_ACCESS_ACCESS_SUPPORTED.
+	//
+	// Deprecated: use CU_DEVICE_P2P_ATTRIBUTE_CUDA_ARRAY_ACCESS_SUPPORTED instead
 	DEVICE_P2P_ATTRIBUTE_ACCESS_ACCESS_SUPPORTED Device_P2PAttribute = 4
 	// DEVICE_P2P_ATTRIBUTE_CUDA_ARRAY_ACCESS_SUPPORTED is CU_DEVICE_P2P_ATTRIBUTE_CUDA_ARRAY_ACCESS_SUPPORTED: accessing CUDA arrays over the link supported
 	DEVICE_P2P_ATTRIBUTE_CUDA_ARRAY_ACCESS_SUPPORTED Device_P2PAttribute = 4
@@ -2499,11 +2503,12 @@ const (
 	// JIT_INPUT_LIBRARY is CU_JIT_INPUT_LIBRARY: archive of host objects with embedded device code
 	// Applicable options: PTX compiler options, [JIT_FALLBACK_STRATEGY]
 	JIT_INPUT_LIBRARY JitInputType = 4
-	// JIT_INPUT_NVVM is CU_JIT_INPUT_NVVM: deprecated:
-	// High-level intermediate code for link-time optimization
+	// JIT_INPUT_NVVM is CU_JIT_INPUT_NVVM: high-level intermediate code for link-time optimization
 	// Applicable options: NVVM compiler options, PTX compiler options
 	//
 	// Only valid with LTO-IR compiled with toolkits prior to CUDA 12.0
+	//
+	// Deprecated: the header's documentation marks it deprecated.
 	JIT_INPUT_NVVM      JitInputType = 5
 	JIT_NUM_INPUT_TYPES JitInputType = 6
 )
@@ -2663,8 +2668,9 @@ const (
 	// Option type: unsigned int for enumerated type [Jit_cacheMode]
 	// Applies to: compiler only
 	JIT_CACHE_MODE Jit_option = 14
-	// JIT_NEW_SM3X_OPT is CU_JIT_NEW_SM3X_OPT: deprecated:
-	// This jit option is deprecated and should not be used.
+	// JIT_NEW_SM3X_OPT is CU_JIT_NEW_SM3X_OPT: this jit option is deprecated and should not be used.
+	//
+	// Deprecated: the header's documentation marks it deprecated.
 	JIT_NEW_SM3X_OPT Jit_option = 15
 	// JIT_FAST_COMPILE is CU_JIT_FAST_COMPILE: this jit option is used for internal purpose only.
 	JIT_FAST_COMPILE Jit_option = 16
@@ -2690,25 +2696,26 @@ const (
 	// Option type: unsigned int
 	// Applies to: dynamic linker only
 	JIT_GLOBAL_SYMBOL_COUNT Jit_option = 19
-	// JIT_LTO is CU_JIT_LTO: deprecated:
-	// Enable link-time optimization (-dlto) for device code (Disabled by default).
+	// JIT_LTO is CU_JIT_LTO: enable link-time optimization (-dlto) for device code (Disabled by default).
 	// This option is not supported on 32-bit platforms.
 	// Option type: int
 	// Applies to: compiler and linker
 	//
 	// Only valid with LTO-IR compiled with toolkits prior to CUDA 12.0
+	//
+	// Deprecated: the header's documentation marks it deprecated.
 	JIT_LTO Jit_option = 20
-	// JIT_FTZ is CU_JIT_FTZ: deprecated:
-	// Control single-precision denormals (-ftz) support (0: false, default).
+	// JIT_FTZ is CU_JIT_FTZ: control single-precision denormals (-ftz) support (0: false, default).
 	// 1 : flushes denormal values to zero
 	// 0 : preserves denormal values
 	// Option type: int
 	// Applies to: link-time optimization specified with CU_JIT_LTO
 	//
 	// Only valid with LTO-IR compiled with toolkits prior to CUDA 12.0
+	//
+	// Deprecated: the header's documentation marks it deprecated.
 	JIT_FTZ Jit_option = 21
-	// JIT_PREC_DIV is CU_JIT_PREC_DIV: deprecated:
-	// Control single-precision floating-point division and reciprocals
+	// JIT_PREC_DIV is CU_JIT_PREC_DIV: control single-precision floating-point division and reciprocals
 	// (-prec-div) support (1: true, default).
 	// 1 : Enables the IEEE round-to-nearest mode
 	// 0 : Enables the fast approximation mode
@@ -2716,9 +2723,10 @@ const (
 	// Applies to: link-time optimization specified with CU_JIT_LTO
 	//
 	// Only valid with LTO-IR compiled with toolkits prior to CUDA 12.0
+	//
+	// Deprecated: the header's documentation marks it deprecated.
 	JIT_PREC_DIV Jit_option = 22
-	// JIT_PREC_SQRT is CU_JIT_PREC_SQRT: deprecated:
-	// Control single-precision floating-point square root
+	// JIT_PREC_SQRT is CU_JIT_PREC_SQRT: control single-precision floating-point square root
 	// (-prec-sqrt) support (1: true, default).
 	// 1 : Enables the IEEE round-to-nearest mode
 	// 0 : Enables the fast approximation mode
@@ -2726,18 +2734,20 @@ const (
 	// Applies to: link-time optimization specified with CU_JIT_LTO
 	//
 	// Only valid with LTO-IR compiled with toolkits prior to CUDA 12.0
+	//
+	// Deprecated: the header's documentation marks it deprecated.
 	JIT_PREC_SQRT Jit_option = 23
-	// JIT_FMA is CU_JIT_FMA: deprecated:
-	// Enable/Disable the contraction of floating-point multiplies
+	// JIT_FMA is CU_JIT_FMA: enable/Disable the contraction of floating-point multiplies
 	// and adds/subtracts into floating-point multiply-add (-fma)
 	// operations (1: Enable, default; 0: Disable).
 	// Option type: int
 	// Applies to: link-time optimization specified with CU_JIT_LTO
 	//
 	// Only valid with LTO-IR compiled with toolkits prior to CUDA 12.0
+	//
+	// Deprecated: the header's documentation marks it deprecated.
 	JIT_FMA Jit_option = 24
-	// JIT_REFERENCED_KERNEL_NAMES is CU_JIT_REFERENCED_KERNEL_NAMES: deprecated:
-	// Array of kernel names that should be preserved at link time while others
+	// JIT_REFERENCED_KERNEL_NAMES is CU_JIT_REFERENCED_KERNEL_NAMES: array of kernel names that should be preserved at link time while others
 	// can be removed.
 	// Must contain [JIT_REFERENCED_KERNEL_COUNT] entries.
 	// Note that kernel names can be mangled by the compiler in which case the
@@ -2752,16 +2762,18 @@ const (
 	// Applies to: dynamic linker only
 	//
 	// Only valid with LTO-IR compiled with toolkits prior to CUDA 12.0
+	//
+	// Deprecated: the header's documentation marks it deprecated.
 	JIT_REFERENCED_KERNEL_NAMES Jit_option = 25
-	// JIT_REFERENCED_KERNEL_COUNT is CU_JIT_REFERENCED_KERNEL_COUNT: deprecated:
-	// Number of entries in [JIT_REFERENCED_KERNEL_NAMES] array.
+	// JIT_REFERENCED_KERNEL_COUNT is CU_JIT_REFERENCED_KERNEL_COUNT: number of entries in [JIT_REFERENCED_KERNEL_NAMES] array.
 	// Option type: unsigned int
 	// Applies to: dynamic linker only
 	//
 	// Only valid with LTO-IR compiled with toolkits prior to CUDA 12.0
+	//
+	// Deprecated: the header's documentation marks it deprecated.
 	JIT_REFERENCED_KERNEL_COUNT Jit_option = 26
-	// JIT_REFERENCED_VARIABLE_NAMES is CU_JIT_REFERENCED_VARIABLE_NAMES: deprecated:
-	// Array of variable names (__device__ and/or __constant__) that should be
+	// JIT_REFERENCED_VARIABLE_NAMES is CU_JIT_REFERENCED_VARIABLE_NAMES: array of variable names (__device__ and/or __constant__) that should be
 	// preserved at link time while others can be removed.
 	// Must contain [JIT_REFERENCED_VARIABLE_COUNT] entries.
 	// Note that variable names can be mangled by the compiler in which case the
@@ -2776,16 +2788,18 @@ const (
 	// Applies to: link-time optimization specified with CU_JIT_LTO
 	//
 	// Only valid with LTO-IR compiled with toolkits prior to CUDA 12.0
+	//
+	// Deprecated: the header's documentation marks it deprecated.
 	JIT_REFERENCED_VARIABLE_NAMES Jit_option = 27
-	// JIT_REFERENCED_VARIABLE_COUNT is CU_JIT_REFERENCED_VARIABLE_COUNT: deprecated:
-	// Number of entries in [JIT_REFERENCED_VARIABLE_NAMES] array.
+	// JIT_REFERENCED_VARIABLE_COUNT is CU_JIT_REFERENCED_VARIABLE_COUNT: number of entries in [JIT_REFERENCED_VARIABLE_NAMES] array.
 	// Option type: unsigned int
 	// Applies to: link-time optimization specified with CU_JIT_LTO
 	//
 	// Only valid with LTO-IR compiled with toolkits prior to CUDA 12.0
+	//
+	// Deprecated: the header's documentation marks it deprecated.
 	JIT_REFERENCED_VARIABLE_COUNT Jit_option = 28
-	// JIT_OPTIMIZE_UNUSED_DEVICE_VARIABLES is CU_JIT_OPTIMIZE_UNUSED_DEVICE_VARIABLES: deprecated:
-	// This option serves as a hint to enable the JIT compiler/linker
+	// JIT_OPTIMIZE_UNUSED_DEVICE_VARIABLES is CU_JIT_OPTIMIZE_UNUSED_DEVICE_VARIABLES: this option serves as a hint to enable the JIT compiler/linker
 	// to remove constant (__constant__) and device (__device__) variables
 	// unreferenced in device code (Disabled by default).
 	// Note that host references to constant and device variables using APIs like
@@ -2795,6 +2809,8 @@ const (
 	// Applies to: link-time optimization specified with CU_JIT_LTO
 	//
 	// Only valid with LTO-IR compiled with toolkits prior to CUDA 12.0
+	//
+	// Deprecated: the header's documentation marks it deprecated.
 	JIT_OPTIMIZE_UNUSED_DEVICE_VARIABLES Jit_option = 29
 	// JIT_POSITION_INDEPENDENT_CODE is CU_JIT_POSITION_INDEPENDENT_CODE: generate position independent code (0: false)
 	// Option type: int
@@ -4419,18 +4435,21 @@ const (
 	// happen when the application is running with external profiling tools
 	// like visual profiler.
 	ERROR_PROFILER_DISABLED Result = 5
-	// ERROR_PROFILER_NOT_INITIALIZED is CUDA_ERROR_PROFILER_NOT_INITIALIZED: deprecated:
-	// This error return is deprecated as of CUDA 5.0. It is no longer an error
+	// ERROR_PROFILER_NOT_INITIALIZED is CUDA_ERROR_PROFILER_NOT_INITIALIZED: this error return is deprecated as of CUDA 5.0. It is no longer an error
 	// to attempt to enable/disable the profiling via [ProfilerStart] or
 	// [ProfilerStop] without initialization.
+	//
+	// Deprecated: the header's documentation marks it deprecated.
 	ERROR_PROFILER_NOT_INITIALIZED Result = 6
-	// ERROR_PROFILER_ALREADY_STARTED is CUDA_ERROR_PROFILER_ALREADY_STARTED: deprecated:
-	// This error return is deprecated as of CUDA 5.0. It is no longer an error
+	// ERROR_PROFILER_ALREADY_STARTED is CUDA_ERROR_PROFILER_ALREADY_STARTED: this error return is deprecated as of CUDA 5.0. It is no longer an error
 	// to call cuProfilerStart() when profiling is already enabled.
+	//
+	// Deprecated: the header's documentation marks it deprecated.
 	ERROR_PROFILER_ALREADY_STARTED Result = 7
-	// ERROR_PROFILER_ALREADY_STOPPED is CUDA_ERROR_PROFILER_ALREADY_STOPPED: deprecated:
-	// This error return is deprecated as of CUDA 5.0. It is no longer an error
+	// ERROR_PROFILER_ALREADY_STOPPED is CUDA_ERROR_PROFILER_ALREADY_STOPPED: this error return is deprecated as of CUDA 5.0. It is no longer an error
 	// to call cuProfilerStop() when profiling is already disabled.
+	//
+	// Deprecated: the header's documentation marks it deprecated.
 	ERROR_PROFILER_ALREADY_STOPPED Result = 8
 	// ERROR_STUB_LIBRARY is CUDA_ERROR_STUB_LIBRARY: this indicates that the CUDA driver that the application has loaded is a
 	// stub library. Applications that run with the stub rather than a real
@@ -4468,9 +4487,10 @@ const (
 	// ERROR_CONTEXT_ALREADY_CURRENT is CUDA_ERROR_CONTEXT_ALREADY_CURRENT: this indicated that the context being supplied as a parameter to the
 	// API call was already the active context.
 	//
-	// Deprecated:
 	// This error return is deprecated as of CUDA 3.2. It is no longer an
 	// error to attempt to push the active context via [CtxPushCurrent].
+	//
+	// Deprecated: the header's documentation marks it deprecated.
 	ERROR_CONTEXT_ALREADY_CURRENT Result = 202
 	// ERROR_MAP_FAILED is CUDA_ERROR_MAP_FAILED: this indicates that a map or register operation has failed.
 	ERROR_MAP_FAILED Result = 205
@@ -4991,11 +5011,11 @@ func (v Result) Error() string {
 	case ERROR_PROFILER_DISABLED:
 		return "CUDA_ERROR_PROFILER_DISABLED: this indicates profiler is not initialized for this run"
 	case ERROR_PROFILER_NOT_INITIALIZED:
-		return "CUDA_ERROR_PROFILER_NOT_INITIALIZED: deprecated: This error return is deprecated as of CUDA 5.0"
+		return "CUDA_ERROR_PROFILER_NOT_INITIALIZED: deprecated: the header's documentation marks it deprecated"
 	case ERROR_PROFILER_ALREADY_STARTED:
-		return "CUDA_ERROR_PROFILER_ALREADY_STARTED: deprecated: This error return is deprecated as of CUDA 5.0"
+		return "CUDA_ERROR_PROFILER_ALREADY_STARTED: deprecated: the header's documentation marks it deprecated"
 	case ERROR_PROFILER_ALREADY_STOPPED:
-		return "CUDA_ERROR_PROFILER_ALREADY_STOPPED: deprecated: This error return is deprecated as of CUDA 5.0"
+		return "CUDA_ERROR_PROFILER_ALREADY_STOPPED: deprecated: the header's documentation marks it deprecated"
 	case ERROR_STUB_LIBRARY:
 		return "CUDA_ERROR_STUB_LIBRARY: this indicates that the CUDA driver that the application has loaded is a stub library"
 	case ERROR_CALL_REQUIRES_NEWER_DRIVER:
@@ -5209,9 +5229,9 @@ func (v Shared_carveout) String() string {
 	return "Shared_carveout(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
-// Sharedconfig is enum CUsharedconfig_enum: deprecated:
+// Sharedconfig is enum CUsharedconfig_enum: shared memory configurations
 //
-// Shared memory configurations
+// Deprecated: the header's documentation marks it deprecated.
 type Sharedconfig int32
 
 const (

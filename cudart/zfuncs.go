@@ -2927,7 +2927,7 @@ func DeviceUnregisterAsyncNotification(device int32, callback AsyncCallbackHandl
 // [FuncSetCacheConfig],
 // cuCtxGetSharedMemConfig
 //
-// Deprecated:
+// Deprecated: cuda_runtime_api.h declares it __CUDA_DEPRECATED.
 func DeviceGetSharedMemConfig(pConfig *SharedMemConfig) error {
 	fp, err := procDeviceGetSharedMemConfig.Addr()
 	if err != nil {
@@ -2980,7 +2980,7 @@ func DeviceGetSharedMemConfig(pConfig *SharedMemConfig) error {
 // [FuncSetCacheConfig],
 // cuCtxSetSharedMemConfig
 //
-// Deprecated:
+// Deprecated: cuda_runtime_api.h declares it __CUDA_DEPRECATED.
 func DeviceSetSharedMemConfig(config SharedMemConfig) error {
 	fp, err := procDeviceSetSharedMemConfig.Addr()
 	if err != nil {
@@ -6457,7 +6457,7 @@ func LaunchHostFunc(stream Stream, fn HostFn, userData unsafe.Pointer) error {
 // [FuncSetCacheConfig],
 // cuFuncSetSharedMemConfig
 //
-// Deprecated:
+// Deprecated: cuda_runtime_api.h declares it __CUDA_DEPRECATED.
 func FuncSetSharedMemConfig(func_ unsafe.Pointer, config SharedMemConfig) error {
 	fp, err := procFuncSetSharedMemConfig.Addr()
 	if err != nil {
@@ -10038,7 +10038,7 @@ func MemRangeGetAttributes(data *unsafe.Pointer, dataSizes *uint64, attributes *
 // cuMemcpyHtoA,
 // cuMemcpyDtoA
 //
-// Deprecated:
+// Deprecated: cuda_runtime_api.h declares it __CUDA_DEPRECATED.
 func MemcpyToArray(dst Array, wOffset uint64, hOffset uint64, src unsafe.Pointer, count uint64, kind MemcpyKind) error {
 	fp, err := procMemcpyToArray.Addr()
 	if err != nil {
@@ -10086,7 +10086,7 @@ func MemcpyToArray(dst Array, wOffset uint64, hOffset uint64, src unsafe.Pointer
 // cuMemcpyAtoH,
 // cuMemcpyAtoD
 //
-// Deprecated:
+// Deprecated: cuda_runtime_api.h declares it __CUDA_DEPRECATED.
 func MemcpyFromArray(dst unsafe.Pointer, src Array_const, wOffset uint64, hOffset uint64, count uint64, kind MemcpyKind) error {
 	fp, err := procMemcpyFromArray.Addr()
 	if err != nil {
@@ -10136,7 +10136,7 @@ func MemcpyFromArray(dst unsafe.Pointer, src Array_const, wOffset uint64, hOffse
 // [MemcpyToSymbolAsync], [MemcpyFromSymbolAsync],
 // cuMemcpyAtoA
 //
-// Deprecated:
+// Deprecated: cuda_runtime_api.h declares it __CUDA_DEPRECATED.
 func MemcpyArrayToArray(dst Array, wOffsetDst uint64, hOffsetDst uint64, src Array_const, wOffsetSrc uint64, hOffsetSrc uint64, count uint64, kind MemcpyKind) error {
 	fp, err := procMemcpyArrayToArray.Addr()
 	if err != nil {
@@ -10192,7 +10192,7 @@ func MemcpyArrayToArray(dst Array, wOffsetDst uint64, hOffsetDst uint64, src Arr
 // cuMemcpyHtoAAsync,
 // cuMemcpy2DAsync
 //
-// Deprecated:
+// Deprecated: cuda_runtime_api.h declares it __CUDA_DEPRECATED.
 func MemcpyToArrayAsync(dst Array, wOffset uint64, hOffset uint64, src unsafe.Pointer, count uint64, kind MemcpyKind, stream Stream) error {
 	fp, err := procMemcpyToArrayAsync.Addr()
 	if err != nil {
@@ -10247,7 +10247,7 @@ func MemcpyToArrayAsync(dst Array, wOffset uint64, hOffset uint64, src unsafe.Po
 // cuMemcpyAtoHAsync,
 // cuMemcpy2DAsync
 //
-// Deprecated:
+// Deprecated: cuda_runtime_api.h declares it __CUDA_DEPRECATED.
 func MemcpyFromArrayAsync(dst unsafe.Pointer, src Array_const, wOffset uint64, hOffset uint64, count uint64, kind MemcpyKind, stream Stream) error {
 	fp, err := procMemcpyFromArrayAsync.Addr()
 	if err != nil {

@@ -24,6 +24,8 @@ func (v Action) String() string {
 }
 
 // ColorAlg is cusparseColorAlg_t.
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED_TYPE.
 type ColorAlg int32
 
 const (
@@ -318,6 +320,8 @@ func (v SDDMMAlg) String() string {
 }
 
 // SolvePolicy is cusparseSolvePolicy_t.
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED_TYPE.
 type SolvePolicy int32
 
 const (
@@ -646,18 +650,28 @@ func (v Status) Error() string {
 }
 
 // Bsric02Info is bsric02Info_t.
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED_TYPE.
 type Bsric02Info uintptr
 
 // Bsrilu02Info is bsrilu02Info_t.
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED_TYPE.
 type Bsrilu02Info uintptr
 
 // Bsrsm2Info is bsrsm2Info_t.
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED_TYPE.
 type Bsrsm2Info uintptr
 
 // Bsrsv2Info is bsrsv2Info_t.
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED_TYPE.
 type Bsrsv2Info uintptr
 
 // ColorInfo is cusparseColorInfo_t.
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED_TYPE.
 type ColorInfo uintptr
 
 // ConstDnMatDescr is cusparseConstDnMatDescr_t.
@@ -673,12 +687,18 @@ type ConstSpMatDescr uintptr
 type ConstSpVecDescr uintptr
 
 // Csric02Info is csric02Info_t.
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED_TYPE.
 type Csric02Info uintptr
 
 // Csrilu02Info is csrilu02Info_t.
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED_TYPE.
 type Csrilu02Info uintptr
 
 // Csru2csrInfo is csru2csrInfo_t.
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED_TYPE.
 type Csru2csrInfo uintptr
 
 // DnMatDescr is cusparseDnMatDescr_t.
@@ -697,6 +717,8 @@ type LoggerCallback uintptr
 type MatDescr uintptr
 
 // PruneInfo is pruneInfo_t.
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED_TYPE.
 type PruneInfo uintptr
 
 // SpGEMMDescr is cusparseSpGEMMDescr_t.

@@ -58,10 +58,20 @@ func (r *docReader) deprecation(file string, line int) string {
 	return ""
 }
 
+// bareDeprecated is the paragraph a \deprecated without text becomes.
+const bareDeprecated = "Deprecated: the header's documentation marks it deprecated."
+
 // withDeprecation returns doc, converted doc text, with dep, a converted
 // Deprecated: paragraph, unless doc has one already (the Doxygen of
-// cuda_runtime_api.h says \deprecated beside __CUDA_DEPRECATED).
+// cuda_runtime_api.h says \deprecated beside __CUDA_DEPRECATED) that says
+// more than bareDeprecated.
 func withDeprecation(doc, dep string) string {
+	if dep != "" {
+		doc = strings.TrimSuffix(strings.ReplaceAll(doc, bareDeprecated+"\n\n", ""), "\n\n"+bareDeprecated)
+		if doc == bareDeprecated {
+			doc = ""
+		}
+	}
 	switch {
 	case dep == "":
 		return doc
@@ -85,4 +95,29 @@ func splitDeprecated(doc string) (body, dep string) {
 		}
 	}
 	return strings.Join(b, "\n\n"), strings.Join(d, "\n\n")
+}
+
+// reTypeDeprecated matches a type's declarator followed by a deprecation
+// macro (cusparse.h: } cusparseSolvePolicy_t CUSPARSE_DEPRECATED_TYPE;).
+var reTypeDeprecated = regexp.MustCompile(`\b(\w+)\s+(\w*DEPRECATED\w*)\s*;`)
+
+// deprecateTypes adds a Deprecated: paragraph, converted by conv, to the
+// doc of each type of the package that its header declares deprecated.
+func (p *parser) deprecateTypes(conv func(string) string) {
+	dep := map[string]string{} // by C name
+	for _, h := range p.cfg.headers {
+		text := strings.Join(p.docs.lines(filepath.Join(p.dir, h)), "\n")
+		for _, m := range reTypeDeprecated.FindAllStringSubmatch(reComment.ReplaceAllString(text, ""), -1) {
+			dep[m[1]] = conv(`\deprecated ` + filepath.Base(h) + " declares it " + m[2] + ".")
+		}
+	}
+	for _, t := range p.pkg.Typedefs {
+		t.Doc = withDeprecation(t.Doc, dep[t.CName])
+	}
+	for _, e := range p.pkg.Enums {
+		e.Doc = withDeprecation(e.Doc, dep[e.CName])
+	}
+	for _, r := range p.pkg.Records {
+		r.Doc = withDeprecation(r.Doc, dep[r.CName])
+	}
 }

@@ -347,9 +347,16 @@ func doxygen(raw string, links map[string]string) string {
 			out = append(out, "")
 			section = ""
 		case strings.HasPrefix(t, "\\deprecated"):
-			t = "Deprecated: " + strings.TrimSpace(strings.TrimPrefix(t, "\\deprecated"))
-			out = append(out, "")
+			t = strings.TrimSpace(strings.TrimPrefix(t, "\\deprecated"))
 			section = ""
+			if t == "" {
+				// A bare \deprecated marks the declaration; the text
+				// below it is its description (cuda.h's CU_JIT_LTO).
+				out = append(out, "", bareDeprecated, "")
+				continue
+			}
+			t = "Deprecated: " + t
+			out = append(out, "")
 		case strings.HasPrefix(t, "\\par"):
 			t = strings.TrimSpace(strings.TrimPrefix(t, "\\par"))
 			out = append(out, "")

@@ -146,15 +146,19 @@ func (e *emitter) includes() string {
 }
 
 // doc returns a doc comment: the Go name, what it is in C, then the
-// header's text.
+// header's text, its Deprecated: paragraphs last.
 func doc(goName, verb, cName, text string) string {
-	if text == "" {
-		return fmt.Sprintf("%s %s %s.", goName, verb, cName)
+	text, dep := splitDeprecated(text)
+	s := fmt.Sprintf("%s %s %s.", goName, verb, cName)
+	if text != "" {
+		first, rest, _ := strings.Cut(text, "\n\n")
+		s = fmt.Sprintf("%s %s %s: %s", goName, verb, cName, lowerFirst(first))
+		if rest != "" {
+			s += "\n\n" + rest
+		}
 	}
-	first, rest, _ := strings.Cut(text, "\n\n")
-	s := fmt.Sprintf("%s %s %s: %s", goName, verb, cName, lowerFirst(first))
-	if rest != "" {
-		s += "\n\n" + rest
+	if dep != "" {
+		s += "\n\n" + dep
 	}
 	return s
 }

@@ -1133,6 +1133,7 @@ func (p *parser) finish() {
 	for _, c := range p.pkg.Consts {
 		c.Doc = conv(p.raw[c])
 	}
+	p.deprecateTypes(conv)
 }
 
 // annotations decides the cgo annotations of a function (see the package

@@ -15,6 +15,21 @@
 typedef enum { CUBLAS_STATUS_SUCCESS = 0, CUBLAS_STATUS_NOT_INITIALIZED = 1 } cublasStatus_t;
 typedef struct cublasContext *cublasHandle_t;
 
+/* A plan of the old API. */
+typedef struct cublasOldPlan *cublasOldPlan_t CUBLAS_DEPRECATED;
+
+/** Modes. */
+typedef enum {
+    /** The default. */
+    CUBLAS_MODE_DEFAULT = 0,
+    /**
+     * \deprecated
+     * The old mode, described below a bare \deprecated.
+     */
+    CUBLAS_MODE_OLD = 1,
+    CUBLAS_MODE_OLDER = 2 /**< \deprecated Use CUBLAS_MODE_DEFAULT. */
+} cublasMode_t;
+
 /* Creates a handle.
  * The handle is freed by cublasDestroy. */
 cublasStatus_t cublasCreate(cublasHandle_t *handle);
@@ -52,6 +67,16 @@ cublasStatus_t cublasOldSync(cublasHandle_t handle);
 /** \brief Copies a vector the old way. */
 CUBLAS_DEPRECATED_REPLACE_WITH(cublasDgemm) // the replacement is named
 cublasStatus_t cublasOldCopy(cublasHandle_t handle, int n);
+
+/**
+ * \brief Plans the old way.
+ *
+ * \deprecated
+ *
+ * The macro's paragraph replaces the bare \deprecated's.
+ */
+CUBLAS_DEPRECATED
+cublasStatus_t cublasOldPlanCreate(cublasOldPlan_t *plan);
 
 /* Reloads the environment. */
 __attribute__((deprecated("cublasReload will be removed")))
