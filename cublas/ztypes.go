@@ -27,7 +27,12 @@ func (v AtomicsMode) String() string {
 	return "AtomicsMode(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
-// ComputeType is cublasComputeType_t.
+// ComputeType is cublasComputeType_t: enum for compute type
+//
+// - default types provide best available performance using all available hardware features
+// and guarantee internal storage precision with at least the same precision and range;
+// - _PEDANTIC types ensure standard arithmetic and exact specified internal storage format;
+// - _FAST types allow for some loss of precision to enable higher throughput arithmetic.
 type ComputeType int32
 
 const (
@@ -98,7 +103,7 @@ func (v DiagType) String() string {
 	return "DiagType(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
-// EmulationStrategy is cublasEmulationStrategy_t.
+// EmulationStrategy is cublasEmulationStrategy_t: enum for specifying how to leverage emulated algorithms
 type EmulationStrategy int32
 
 const (
@@ -146,7 +151,7 @@ func (v FillMode) String() string {
 	return "FillMode(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
-// GemmAlgo is cublasGemmAlgo_t.
+// GemmAlgo is cublasGemmAlgo_t: for specifying different GEMM algorithms
 type GemmAlgo int32
 
 const (
@@ -290,7 +295,7 @@ func (v GemmAlgo) String() string {
 	return "GemmAlgo(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
-// Math is cublasMath_t.
+// Math is cublasMath_t: enum for default math mode/tensor operation
 type Math int32
 
 const (

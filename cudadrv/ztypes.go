@@ -447,8 +447,9 @@ func (v AtomicOperationCapability) String() string {
 type CigDataType int32
 
 const (
+	// CIG_DATA_TYPE_D3D12_COMMAND_QUEUE is CIG_DATA_TYPE_D3D12_COMMAND_QUEUE: d3D12 Command Queue Handle
 	CIG_DATA_TYPE_D3D12_COMMAND_QUEUE CigDataType = 1
-	// CIG_DATA_TYPE_NV_BLOB is CIG_DATA_TYPE_NV_BLOB: d3D12 Command Queue Handle
+	// CIG_DATA_TYPE_NV_BLOB is CIG_DATA_TYPE_NV_BLOB: nvidia specific data blob used for Vulkan and other NV clients
 	CIG_DATA_TYPE_NV_BLOB CigDataType = 2
 )
 
@@ -709,7 +710,7 @@ func (v Ctx_flags) String() string {
 	return "Ctx_flags(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
-// DevResourceType is CUdevResourceType.
+// DevResourceType is CUdevResourceType: type of resource
 type DevResourceType int32
 
 const (
@@ -6170,6 +6171,20 @@ func (u *EXTERNAL_MEMORY_HANDLE_DESC_v1Handle) Fd() *int32 {
 }
 
 // Win32 returns the union as its win32 member.
+//
+// Win32 handle referencing the semaphore object. Valid when
+// type is one of the following:
+// - [EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_WIN32]
+// - [EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_WIN32_KMT]
+// - [EXTERNAL_MEMORY_HANDLE_TYPE_D3D12_HEAP]
+// - [EXTERNAL_MEMORY_HANDLE_TYPE_D3D12_RESOURCE]
+// - [EXTERNAL_MEMORY_HANDLE_TYPE_D3D11_RESOURCE]
+// - [EXTERNAL_MEMORY_HANDLE_TYPE_D3D11_RESOURCE_KMT]
+// Exactly one of 'handle' and 'name' must be non-NULL. If
+// type is one of the following:
+// [EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_WIN32_KMT]
+// [EXTERNAL_MEMORY_HANDLE_TYPE_D3D11_RESOURCE_KMT]
+// then 'name' must be NULL.
 func (u *EXTERNAL_MEMORY_HANDLE_DESC_v1Handle) Win32() *EXTERNAL_MEMORY_HANDLE_DESC_v1HandleWin32 {
 	return (*EXTERNAL_MEMORY_HANDLE_DESC_v1HandleWin32)(unsafe.Pointer(u))
 }
@@ -6229,6 +6244,20 @@ func (u *EXTERNAL_SEMAPHORE_HANDLE_DESC_v1Handle) Fd() *int32 {
 }
 
 // Win32 returns the union as its win32 member.
+//
+// Win32 handle referencing the semaphore object. Valid when
+// type is one of the following:
+// - [EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_WIN32]
+// - [EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_WIN32_KMT]
+// - [EXTERNAL_SEMAPHORE_HANDLE_TYPE_D3D12_FENCE]
+// - [EXTERNAL_SEMAPHORE_HANDLE_TYPE_D3D11_FENCE]
+// - [EXTERNAL_SEMAPHORE_HANDLE_TYPE_D3D11_KEYED_MUTEX]
+// - [EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_WIN32]
+// Exactly one of 'handle' and 'name' must be non-NULL. If
+// type is one of the following:
+// - [EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_WIN32_KMT]
+// - [EXTERNAL_SEMAPHORE_HANDLE_TYPE_D3D11_KEYED_MUTEX_KMT]
+// then 'name' must be NULL.
 func (u *EXTERNAL_SEMAPHORE_HANDLE_DESC_v1Handle) Win32() *EXTERNAL_SEMAPHORE_HANDLE_DESC_v1HandleWin32 {
 	return (*EXTERNAL_SEMAPHORE_HANDLE_DESC_v1HandleWin32)(unsafe.Pointer(u))
 }
@@ -6266,8 +6295,10 @@ type EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_v1 struct {
 
 // EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_v1Params is the anonymous type of struct CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st.params.
 type EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_v1Params struct {
-	Fence      EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_v1ParamsFence
-	NvSciSync  EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_v1ParamsNvSciSync
+	// Parameters for fence objects
+	Fence     EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_v1ParamsFence
+	NvSciSync EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_v1ParamsNvSciSync
+	// Parameters for keyed mutex objects
 	KeyedMutex EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_v1ParamsKeyedMutex
 	Reserved   [12]uint32
 }
@@ -6318,8 +6349,12 @@ type EXTERNAL_SEMAPHORE_WAIT_PARAMS_v1 struct {
 
 // EXTERNAL_SEMAPHORE_WAIT_PARAMS_v1Params is the anonymous type of struct CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st.params.
 type EXTERNAL_SEMAPHORE_WAIT_PARAMS_v1Params struct {
-	Fence      EXTERNAL_SEMAPHORE_WAIT_PARAMS_v1ParamsFence
-	NvSciSync  EXTERNAL_SEMAPHORE_WAIT_PARAMS_v1ParamsNvSciSync
+	// Parameters for fence objects
+	Fence EXTERNAL_SEMAPHORE_WAIT_PARAMS_v1ParamsFence
+	// Pointer to NvSciSyncFence. Valid if CUexternalSemaphoreHandleType
+	// is of type CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_NVSCISYNC.
+	NvSciSync EXTERNAL_SEMAPHORE_WAIT_PARAMS_v1ParamsNvSciSync
+	// Parameters for keyed mutex objects
 	KeyedMutex EXTERNAL_SEMAPHORE_WAIT_PARAMS_v1ParamsKeyedMutex
 	Reserved   [10]uint32
 }
@@ -6395,8 +6430,7 @@ type EXT_SEM_WAIT_NODE_PARAMS_v2 struct {
 
 // ExecAffinityParam_v1 is struct CUexecAffinityParam_st: execution Affinity Parameters
 type ExecAffinityParam_v1 struct {
-	Type ExecAffinityType
-	// Value for [EXEC_AFFINITY_TYPE_SM_COUNT]
+	Type  ExecAffinityType
 	Param ExecAffinityParam_v1Param
 }
 
@@ -6406,6 +6440,8 @@ type ExecAffinityParam_v1Param struct {
 }
 
 // SmCount returns the union as its smCount member.
+//
+// Value for [EXEC_AFFINITY_TYPE_SM_COUNT]
 func (u *ExecAffinityParam_v1Param) SmCount() *ExecAffinitySmCount {
 	return (*ExecAffinitySmCount)(unsafe.Pointer(u))
 }
@@ -6767,6 +6803,16 @@ func (u *LaunchAttributeValue) SyncPolicy() *SynchronizationPolicy {
 }
 
 // ClusterDim returns the union as its clusterDim member.
+//
+// Value of launch attribute [LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION] that
+// represents the desired cluster dimensions for the kernel. Opaque type
+// with the following fields:
+// - x - The X dimension of the cluster, in blocks. Must be a divisor
+// of the grid X dimension.
+// - y - The Y dimension of the cluster, in blocks. Must be a divisor
+// of the grid Y dimension.
+// - z - The Z dimension of the cluster, in blocks. Must be a divisor
+// of the grid Z dimension.
 func (u *LaunchAttributeValue) ClusterDim() *LaunchAttributeValueClusterDim {
 	return (*LaunchAttributeValueClusterDim)(unsafe.Pointer(u))
 }
@@ -6789,11 +6835,22 @@ func (u *LaunchAttributeValue) ProgrammaticStreamSerializationAllowed() *int32 {
 }
 
 // ProgrammaticEvent returns the union as its programmaticEvent member.
+//
+// Value of launch attribute [LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT]
+// with the following fields:
+// - CUevent event - Event to fire when all blocks trigger it.
+// - Event record flags, see [EventRecordWithFlags]. Does not accept :CU_EVENT_RECORD_EXTERNAL.
+// - triggerAtBlockStart - If this is set to non-0, each block launch will automatically trigger the event.
 func (u *LaunchAttributeValue) ProgrammaticEvent() *LaunchAttributeValueProgrammaticEvent {
 	return (*LaunchAttributeValueProgrammaticEvent)(unsafe.Pointer(u))
 }
 
 // LaunchCompletionEvent returns the union as its launchCompletionEvent member.
+//
+// Value of launch attribute [LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT]
+// with the following fields:
+// - CUevent event - Event to fire when the last block launches
+// - int flags; - Event record flags, see [EventRecordWithFlags]. Does not accept [EVENT_RECORD_EXTERNAL].
 func (u *LaunchAttributeValue) LaunchCompletionEvent() *LaunchAttributeValueLaunchCompletionEvent {
 	return (*LaunchAttributeValueLaunchCompletionEvent)(unsafe.Pointer(u))
 }
@@ -6823,11 +6880,28 @@ func (u *LaunchAttributeValue) MemSyncDomain() *LaunchMemSyncDomain {
 }
 
 // PreferredClusterDim returns the union as its preferredClusterDim member.
+//
+// Value of launch attribute [LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION]
+// that represents the desired preferred cluster dimensions for the kernel.
+// Opaque type with the following fields:
+// - x - The X dimension of the preferred cluster, in blocks. Must
+// be a divisor of the grid X dimension, and must be a
+// multiple of the x field of CUlaunchAttributeValueclusterDim.
+// - y - The Y dimension of the preferred cluster, in blocks. Must
+// be a divisor of the grid Y dimension, and must be a
+// multiple of the y field of CUlaunchAttributeValueclusterDim.
+// - z - The Z dimension of the preferred cluster, in blocks. Must be
+// equal to the z field of CUlaunchAttributeValueclusterDim.
 func (u *LaunchAttributeValue) PreferredClusterDim() *LaunchAttributeValuePreferredClusterDim {
 	return (*LaunchAttributeValuePreferredClusterDim)(unsafe.Pointer(u))
 }
 
 // DeviceUpdatableKernelNode returns the union as its deviceUpdatableKernelNode member.
+//
+// Value of launch attribute [LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE].
+// with the following fields:
+// - int deviceUpdatable - Whether or not the resulting kernel node should be device-updatable.
+// - CUgraphDeviceNode devNode - Returns a handle to pass to the various device-side update functions.
 func (u *LaunchAttributeValue) DeviceUpdatableKernelNode() *LaunchAttributeValueDeviceUpdatableKernelNode {
 	return (*LaunchAttributeValueDeviceUpdatableKernelNode)(unsafe.Pointer(u))
 }
@@ -7290,11 +7364,15 @@ type Memcpy3DOperand_v1Op struct {
 }
 
 // Ptr returns the union as its ptr member.
+//
+// Struct representing an operand when [Memcpy3DOperand]type is [MEMCPY_OPERAND_TYPE_POINTER]
 func (u *Memcpy3DOperand_v1Op) Ptr() *Memcpy3DOperand_v1OpPtr {
 	return (*Memcpy3DOperand_v1OpPtr)(unsafe.Pointer(u))
 }
 
 // Array returns the union as its array member.
+//
+// Struct representing an operand when [Memcpy3DOperand]type is [MEMCPY_OPERAND_TYPE_ARRAY]
 func (u *Memcpy3DOperand_v1Op) Array() *Memcpy3DOperand_v1OpArray {
 	return (*Memcpy3DOperand_v1OpArray)(unsafe.Pointer(u))
 }
@@ -7649,8 +7727,7 @@ type Context uintptr
 // DevResource is CUdevResource.
 type DevResource = DevResource_v1
 
-// DevResourceDesc is CUdevResourceDesc: \typedef struct CUdevResourceDesc_st* CUdevResourceDesc;
-// An opaque descriptor handle. The descriptor encapsulates multiple created and configured resources.
+// DevResourceDesc is CUdevResourceDesc: an opaque descriptor handle. The descriptor encapsulates multiple created and configured resources.
 // Created via [DevResourceGenerateDesc]
 type DevResourceDesc uintptr
 
@@ -7736,8 +7813,7 @@ type GraphNode uintptr
 // GraphicsResource is CUgraphicsResource.
 type GraphicsResource uintptr
 
-// GreenCtx is CUgreenCtx: \typedef typedef struct CUgreenCtx_st* CUgreenCtx
-// A green context handle. This handle can be used safely from only one CPU thread at a time.
+// GreenCtx is CUgreenCtx: a green context handle. This handle can be used safely from only one CPU thread at a time.
 // Created via [GreenCtxCreate]
 type GreenCtx uintptr
 

@@ -5063,6 +5063,20 @@ func (u *ExternalMemoryHandleDescHandle) Fd() *int32 {
 }
 
 // Win32 returns the union as its win32 member.
+//
+// Win32 handle referencing the semaphore object. Valid when
+// type is one of the following:
+// - [ExternalMemoryHandleTypeOpaqueWin32]
+// - [ExternalMemoryHandleTypeOpaqueWin32Kmt]
+// - [ExternalMemoryHandleTypeD3D12Heap]
+// - [ExternalMemoryHandleTypeD3D12Resource]
+// - [ExternalMemoryHandleTypeD3D11Resource]
+// - [ExternalMemoryHandleTypeD3D11ResourceKmt]
+// Exactly one of 'handle' and 'name' must be non-NULL. If
+// type is one of the following:
+// [ExternalMemoryHandleTypeOpaqueWin32Kmt]
+// [ExternalMemoryHandleTypeD3D11ResourceKmt]
+// then 'name' must be NULL.
 func (u *ExternalMemoryHandleDescHandle) Win32() *ExternalMemoryHandleDescHandleWin32 {
 	return (*ExternalMemoryHandleDescHandleWin32)(unsafe.Pointer(u))
 }
@@ -5129,6 +5143,20 @@ func (u *ExternalSemaphoreHandleDescHandle) Fd() *int32 {
 }
 
 // Win32 returns the union as its win32 member.
+//
+// Win32 handle referencing the semaphore object. Valid when
+// type is one of the following:
+// - [ExternalSemaphoreHandleTypeOpaqueWin32]
+// - [ExternalSemaphoreHandleTypeOpaqueWin32Kmt]
+// - [ExternalSemaphoreHandleTypeD3D12Fence]
+// - [ExternalSemaphoreHandleTypeD3D11Fence]
+// - [ExternalSemaphoreHandleTypeKeyedMutex]
+// - [ExternalSemaphoreHandleTypeTimelineSemaphoreWin32]
+// Exactly one of 'handle' and 'name' must be non-NULL. If
+// type is one of the following:
+// [ExternalSemaphoreHandleTypeOpaqueWin32Kmt]
+// [ExternalSemaphoreHandleTypeKeyedMutexKmt]
+// then 'name' must be NULL.
 func (u *ExternalSemaphoreHandleDescHandle) Win32() *ExternalSemaphoreHandleDescHandleWin32 {
 	return (*ExternalSemaphoreHandleDescHandleWin32)(unsafe.Pointer(u))
 }
@@ -5186,8 +5214,10 @@ type ExternalSemaphoreSignalParams struct {
 
 // ExternalSemaphoreSignalParamsParams is the anonymous type of struct cudaExternalSemaphoreSignalParams.params.
 type ExternalSemaphoreSignalParamsParams struct {
-	Fence      ExternalSemaphoreSignalParamsParamsFence
-	NvSciSync  ExternalSemaphoreSignalParamsParamsNvSciSync
+	// Parameters for fence objects
+	Fence     ExternalSemaphoreSignalParamsParamsFence
+	NvSciSync ExternalSemaphoreSignalParamsParamsNvSciSync
+	// Parameters for keyed mutex objects
 	KeyedMutex ExternalSemaphoreSignalParamsParamsKeyedMutex
 	Reserved   [12]uint32
 }
@@ -5259,8 +5289,10 @@ type ExternalSemaphoreWaitParams struct {
 
 // ExternalSemaphoreWaitParamsParams is the anonymous type of struct cudaExternalSemaphoreWaitParams.params.
 type ExternalSemaphoreWaitParamsParams struct {
-	Fence      ExternalSemaphoreWaitParamsParamsFence
-	NvSciSync  ExternalSemaphoreWaitParamsParamsNvSciSync
+	// Parameters for fence objects
+	Fence     ExternalSemaphoreWaitParamsParamsFence
+	NvSciSync ExternalSemaphoreWaitParamsParamsNvSciSync
+	// Parameters for keyed mutex objects
 	KeyedMutex ExternalSemaphoreWaitParamsParamsKeyedMutex
 	Reserved   [10]uint32
 }
@@ -5745,6 +5777,16 @@ func (u *LaunchAttributeValue) SyncPolicy() *SynchronizationPolicy {
 }
 
 // ClusterDim returns the union as its clusterDim member.
+//
+// Value of launch attribute [LaunchAttributeClusterDimension] that
+// represents the desired cluster dimensions for the kernel. Opaque type
+// with the following fields:
+// - x - The X dimension of the cluster, in blocks. Must be a divisor
+// of the grid X dimension.
+// - y - The Y dimension of the cluster, in blocks. Must be a divisor
+// of the grid Y dimension.
+// - z - The Z dimension of the cluster, in blocks. Must be a divisor
+// of the grid Z dimension.
 func (u *LaunchAttributeValue) ClusterDim() *LaunchAttributeValueClusterDim {
 	return (*LaunchAttributeValueClusterDim)(unsafe.Pointer(u))
 }
@@ -5767,6 +5809,13 @@ func (u *LaunchAttributeValue) ProgrammaticStreamSerializationAllowed() *int32 {
 }
 
 // ProgrammaticEvent returns the union as its programmaticEvent member.
+//
+// Value of launch attribute [LaunchAttributeProgrammaticEvent]
+// with the following fields:
+// - cudaEvent_t event - Event to fire when all blocks trigger it.
+// - int flags; - Event record flags, see [EventRecordWithFlags]. Does not accept
+// [EventRecordExternal].
+// - int triggerAtBlockStart - If this is set to non-0, each block launch will automatically trigger the event.
 func (u *LaunchAttributeValue) ProgrammaticEvent() *LaunchAttributeValueProgrammaticEvent {
 	return (*LaunchAttributeValueProgrammaticEvent)(unsafe.Pointer(u))
 }
@@ -5796,16 +5845,39 @@ func (u *LaunchAttributeValue) MemSyncDomain() *LaunchMemSyncDomain {
 }
 
 // PreferredClusterDim returns the union as its preferredClusterDim member.
+//
+// Value of launch attribute [LaunchAttributePreferredClusterDimension]
+// that represents the desired preferred cluster dimensions for the kernel.
+// Opaque type with the following fields:
+// - x - The X dimension of the preferred cluster, in blocks. Must be
+// a divisor of the grid X dimension, and must be a multiple of
+// the x field of [LaunchAttributeValue]clusterDim.
+// - y - The Y dimension of the preferred cluster, in blocks. Must be
+// a divisor of the grid Y dimension, and must be a multiple of
+// the y field of [LaunchAttributeValue]clusterDim.
+// - z - The Z dimension of the preferred cluster, in blocks. Must be
+// equal to the z field of [LaunchAttributeValue]clusterDim.
 func (u *LaunchAttributeValue) PreferredClusterDim() *LaunchAttributeValuePreferredClusterDim {
 	return (*LaunchAttributeValuePreferredClusterDim)(unsafe.Pointer(u))
 }
 
 // LaunchCompletionEvent returns the union as its launchCompletionEvent member.
+//
+// Value of launch attribute [LaunchAttributeLaunchCompletionEvent]
+// with the following fields:
+// - cudaEvent_t event - Event to fire when the last block launches.
+// - int flags - Event record flags, see [EventRecordWithFlags]. Does not accept
+// [EventRecordExternal].
 func (u *LaunchAttributeValue) LaunchCompletionEvent() *LaunchAttributeValueLaunchCompletionEvent {
 	return (*LaunchAttributeValueLaunchCompletionEvent)(unsafe.Pointer(u))
 }
 
 // DeviceUpdatableKernelNode returns the union as its deviceUpdatableKernelNode member.
+//
+// Value of launch attribute [LaunchAttributeDeviceUpdatableKernelNode]
+// with the following fields:
+// - int deviceUpdatable - Whether or not the resulting kernel node should be device-updatable.
+// - cudaGraphDeviceNode_t devNode - Returns a handle to pass to the various device-side update functions.
 func (u *LaunchAttributeValue) DeviceUpdatableKernelNode() *LaunchAttributeValueDeviceUpdatableKernelNode {
 	return (*LaunchAttributeValueDeviceUpdatableKernelNode)(unsafe.Pointer(u))
 }
@@ -6107,11 +6179,15 @@ type Memcpy3DOperandOp struct {
 }
 
 // Ptr returns the union as its ptr member.
+//
+// Struct representing an operand when [Memcpy3DOperand]type is [MemcpyOperandTypePointer]
 func (u *Memcpy3DOperandOp) Ptr() *Memcpy3DOperandOpPtr {
 	return (*Memcpy3DOperandOpPtr)(unsafe.Pointer(u))
 }
 
 // Array returns the union as its array member.
+//
+// Struct representing an operand when [Memcpy3DOperand]type is [MemcpyOperandTypeArray]
 func (u *Memcpy3DOperandOp) Array() *Memcpy3DOperandOpArray {
 	return (*Memcpy3DOperandOpArray)(unsafe.Pointer(u))
 }

@@ -15,6 +15,18 @@ import (
 func (r *docReader) before(file string, line int, cont bool) string {
 	lines := r.lines(file)
 	i := line - 2
+	if line >= 1 && line <= len(lines) && strings.HasPrefix(strings.TrimSpace(lines[line-1]), "}") {
+		// The name of a type defined in a typedef follows its body
+		// (} ncclResult_t;): the comment is above the typedef.
+		depth := 0
+		for k := line - 1; k >= 0; k-- {
+			depth += strings.Count(lines[k], "}") - strings.Count(lines[k], "{")
+			if depth <= 0 {
+				i = k - 1
+				break
+			}
+		}
+	}
 	if cont {
 		// The declaration may start on an earlier line.
 		for i >= 0 && continues(lines[i]) {
@@ -78,7 +90,8 @@ func continues(s string) bool {
 }
 
 // member returns the comment of a struct field or an enumerator: a trailing
-// /**< */ or ///< comment on its line, else the comment above it (before).
+// /**< */, ///< or one-line /** */ comment on its line, else the comment
+// above it (before).
 func (r *docReader) member(file string, line int) string {
 	lines := r.lines(file)
 	if line < 1 || line > len(lines) {
@@ -99,6 +112,16 @@ func (r *docReader) member(file string, line int) string {
 			b.WriteString("\n" + lines[k])
 		}
 		return b.String()
+	}
+	if l := lines[line-1]; strings.Contains(l, "/**") {
+		// A trailing /** */ comment on one line (cuda.h's smCount).
+		j := strings.Index(l, "/**")
+		if k := strings.Index(l[j:], "*/"); k > 0 && strings.TrimSpace(l[:j]) != "" {
+			return l[j : j+k+2]
+		}
+	}
+	if strings.Contains(lines[line-1], "{") {
+		return "" // on the line that opens its type: the comment above is the type's
 	}
 	return r.before(file, line, false)
 }
@@ -319,7 +342,7 @@ func doxygen(raw string, links map[string]string) string {
 		t = reAlias.ReplaceAllString(t, "")
 		t = strings.TrimSpace(t)
 		switch {
-		case strings.HasPrefix(t, "\\defgroup"), strings.HasPrefix(t, "\\ingroup"), strings.HasPrefix(t, "\\addtogroup"),
+		case strings.HasPrefix(t, "\\defgroup"), strings.HasPrefix(t, "\\ingroup"), strings.HasPrefix(t, "\\addtogroup"), strings.HasPrefix(t, "\\typedef"),
 			t == "@{", t == "@}", strings.HasPrefix(t, "\\section"), strings.HasPrefix(t, "\\subsection"):
 			continue
 		case strings.HasPrefix(t, "\\brief"):

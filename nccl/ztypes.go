@@ -4,13 +4,11 @@ package nccl
 
 import "strconv"
 
-// DataType is ncclDataType_t.
+// DataType is ncclDataType_t: data types
 type DataType int32
 
 const (
-	// Int8 is ncclInt8: data types
-	Int8 DataType = 0
-	// Char is ncclChar: data types
+	Int8       DataType = 0
 	Char       DataType = 0
 	Uint8      DataType = 1
 	Int32      DataType = 2
@@ -109,7 +107,6 @@ func (v RedOp) String() string {
 type RedOp_dummy int32
 
 const (
-	// NumOps_dummy is ncclNumOps_dummy: reduction operation selector
 	NumOps_dummy RedOp_dummy = 5
 )
 
@@ -126,7 +123,6 @@ func (v RedOp_dummy) String() string {
 type Result int32
 
 const (
-	// Success is ncclSuccess: error type
 	Success            Result = 0
 	UnhandledCudaError Result = 1
 	SystemError        Result = 2
@@ -167,7 +163,7 @@ func (v Result) String() string {
 func (v Result) Error() string {
 	switch v {
 	case Success:
-		return "ncclSuccess: error type"
+		return "ncclSuccess"
 	case UnhandledCudaError:
 		return "ncclUnhandledCudaError"
 	case SystemError:
@@ -188,7 +184,7 @@ func (v Result) Error() string {
 	return v.String()
 }
 
-// ScalarResidence is ncclScalarResidence_t.
+// ScalarResidence is ncclScalarResidence_t: ncclScalarResidence_t: Location and dereferencing logic for scalar arguments.
 type ScalarResidence int32
 
 const (
