@@ -16,7 +16,7 @@ import (
 func (e *emitter) prototypes() string {
 	var b, unchecked strings.Builder
 	for _, fn := range e.pkg.Funcs {
-		proto, ok := e.prototype(fn)
+		proto, ok := prototype(fn)
 		if !ok {
 			fmt.Fprintf(&unchecked, " %s", fn.CName)
 			continue
@@ -38,7 +38,7 @@ func (e *emitter) prototypes() string {
 
 // prototype spells the type of a pointer to fn as the model has it:
 // cudaError_t (*)(void **, size_t).
-func (e *emitter) prototype(fn *Func) (string, bool) {
+func prototype(fn *Func) (string, bool) {
 	ret := "void"
 	if fn.Result != nil {
 		var ok bool
