@@ -267,7 +267,8 @@ var (
 	procLoggerForceDisable               = lib.Proc("cublasLtLoggerForceDisable")
 )
 
-// Create calls cublasLtCreate.
+// Create calls cublasLtCreate. See cublasLtCreate() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasltcreate
 func Create(lightHandle *Handle) error {
 	fp, err := procCreate.Addr()
 	if err != nil {
@@ -279,7 +280,8 @@ func Create(lightHandle *Handle) error {
 	return nil
 }
 
-// Destroy calls cublasLtDestroy.
+// Destroy calls cublasLtDestroy. See cublasLtDestroy() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasltdestroy
 func Destroy(lightHandle Handle) error {
 	fp, err := procDestroy.Addr()
 	if err != nil {
@@ -291,7 +293,8 @@ func Destroy(lightHandle Handle) error {
 	return nil
 }
 
-// GetStatusName calls cublasLtGetStatusName.
+// GetStatusName calls cublasLtGetStatusName. See cublasLtGetStatusName() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasltgetstatusname
 func GetStatusName(status cublas.Status) (string, error) {
 	fp, err := procGetStatusName.Addr()
 	if err != nil {
@@ -301,7 +304,8 @@ func GetStatusName(status cublas.Status) (string, error) {
 	return C.GoString(r), nil
 }
 
-// GetStatusString calls cublasLtGetStatusString.
+// GetStatusString calls cublasLtGetStatusString. See cublasLtGetStatusString() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasltgetstatusstring
 func GetStatusString(status cublas.Status) (string, error) {
 	fp, err := procGetStatusString.Addr()
 	if err != nil {
@@ -311,7 +315,8 @@ func GetStatusString(status cublas.Status) (string, error) {
 	return C.GoString(r), nil
 }
 
-// GetVersion calls cublasLtGetVersion.
+// GetVersion calls cublasLtGetVersion. See cublasLtGetVersion() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasltgetversion
 func GetVersion() (uint64, error) {
 	fp, err := procGetVersion.Addr()
 	if err != nil {
@@ -321,7 +326,8 @@ func GetVersion() (uint64, error) {
 	return uint64(r), nil
 }
 
-// GetCudartVersion calls cublasLtGetCudartVersion.
+// GetCudartVersion calls cublasLtGetCudartVersion. See cublasLtGetCudartVersion() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasltgetcudartversion
 func GetCudartVersion() (uint64, error) {
 	fp, err := procGetCudartVersion.Addr()
 	if err != nil {
@@ -331,7 +337,8 @@ func GetCudartVersion() (uint64, error) {
 	return uint64(r), nil
 }
 
-// GetProperty calls cublasLtGetProperty.
+// GetProperty calls cublasLtGetProperty. See cublasLtGetProperty() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasltgetproperty
 func GetProperty(type_ cudart.LibraryPropertyType, value *int32) error {
 	fp, err := procGetProperty.Addr()
 	if err != nil {
@@ -343,7 +350,8 @@ func GetProperty(type_ cudart.LibraryPropertyType, value *int32) error {
 	return nil
 }
 
-// HeuristicsCacheGetCapacity calls cublasLtHeuristicsCacheGetCapacity.
+// HeuristicsCacheGetCapacity calls cublasLtHeuristicsCacheGetCapacity. See cublasLtHeuristicsCacheGetCapacity() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasltheuristicscachegetcapacity
 func HeuristicsCacheGetCapacity(capacity *uint64) error {
 	fp, err := procHeuristicsCacheGetCapacity.Addr()
 	if err != nil {
@@ -355,7 +363,8 @@ func HeuristicsCacheGetCapacity(capacity *uint64) error {
 	return nil
 }
 
-// HeuristicsCacheSetCapacity calls cublasLtHeuristicsCacheSetCapacity.
+// HeuristicsCacheSetCapacity calls cublasLtHeuristicsCacheSetCapacity. See cublasLtHeuristicsCacheSetCapacity() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasltheuristicscachesetcapacity
 func HeuristicsCacheSetCapacity(capacity uint64) error {
 	fp, err := procHeuristicsCacheSetCapacity.Addr()
 	if err != nil {

@@ -2995,8 +2995,6 @@ func FlushGPUDirectRDMAWrites(target FlushGPUDirectRDMAWritesTarget, scope Flush
 
 // DeviceGetProperties calls cuDeviceGetProperties: returns properties for a selected device
 //
-// Deprecated:
-//
 // This function was deprecated as of CUDA 5.0 and replaced by [DeviceGetAttribute].
 //
 // Returns in *prop the properties of device dev. The [Devprop]
@@ -3054,6 +3052,8 @@ func FlushGPUDirectRDMAWrites(target FlushGPUDirectRDMAWritesTarget, scope Flush
 // [DeviceGetUuid],
 // [DeviceGet],
 // [DeviceTotalMem]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func DeviceGetProperties(prop *Devprop, dev Device) error {
 	fp, err := procDeviceGetProperties.Addr()
 	if err != nil {
@@ -3066,8 +3066,6 @@ func DeviceGetProperties(prop *Devprop, dev Device) error {
 }
 
 // DeviceComputeCapability calls cuDeviceComputeCapability: returns the compute capability of the device
-//
-// Deprecated:
 //
 // This function was deprecated as of CUDA 5.0 and its functionality superseded
 // by [DeviceGetAttribute].
@@ -3097,6 +3095,8 @@ func DeviceGetProperties(prop *Devprop, dev Device) error {
 // [DeviceGetUuid],
 // [DeviceGet],
 // [DeviceTotalMem]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func DeviceComputeCapability(major *int32, minor *int32, dev Device) error {
 	fp, err := procDeviceComputeCapability.Addr()
 	if err != nil {
@@ -4581,8 +4581,6 @@ func CtxWaitEvent(hCtx Context, hEvent Event) error {
 
 // CtxAttach calls cuCtxAttach: increment a context's usage-count
 //
-// Deprecated:
-//
 // Note that this function is deprecated and should not be used.
 //
 // Increments the usage count of the context and passes back a context handle
@@ -4618,6 +4616,8 @@ func CtxWaitEvent(hCtx Context, hEvent Event) error {
 // [CtxSetCacheConfig],
 // [CtxSetLimit],
 // [CtxSynchronize]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func CtxAttach(pctx *Context, flags uint32) error {
 	fp, err := procCtxAttach.Addr()
 	if err != nil {
@@ -4630,8 +4630,6 @@ func CtxAttach(pctx *Context, flags uint32) error {
 }
 
 // CtxDetach calls cuCtxDetach: decrement a context's usage-count
-//
-// Deprecated:
 //
 // Note that this function is deprecated and should not be used.
 //
@@ -4663,6 +4661,8 @@ func CtxAttach(pctx *Context, flags uint32) error {
 // [CtxSetCacheConfig],
 // [CtxSetLimit],
 // [CtxSynchronize]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func CtxDetach(ctx Context) error {
 	fp, err := procCtxDetach.Addr()
 	if err != nil {
@@ -4675,8 +4675,6 @@ func CtxDetach(ctx Context) error {
 }
 
 // CtxGetSharedMemConfig calls cuCtxGetSharedMemConfig: returns the current shared memory configuration for the current context.
-//
-// Deprecated:
 //
 // This function will return in pConfig the current size of shared memory banks
 // in the current context. On devices with configurable shared memory banks,
@@ -4717,6 +4715,8 @@ func CtxDetach(ctx Context) error {
 // [CtxGetSharedMemConfig],
 // [FuncSetCacheConfig],
 // cudaDeviceGetSharedMemConfig
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func CtxGetSharedMemConfig(pConfig *Sharedconfig) error {
 	fp, err := procCtxGetSharedMemConfig.Addr()
 	if err != nil {
@@ -4729,8 +4729,6 @@ func CtxGetSharedMemConfig(pConfig *Sharedconfig) error {
 }
 
 // CtxSetSharedMemConfig calls cuCtxSetSharedMemConfig: sets the shared memory configuration for the current context.
-//
-// Deprecated:
 //
 // On devices with configurable shared memory banks, this function will set
 // the context's shared memory bank size which is used for subsequent kernel
@@ -4781,6 +4779,8 @@ func CtxGetSharedMemConfig(pConfig *Sharedconfig) error {
 // [CtxGetSharedMemConfig],
 // [FuncSetCacheConfig],
 // cudaDeviceSetSharedMemConfig
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func CtxSetSharedMemConfig(config Sharedconfig) error {
 	fp, err := procCtxSetSharedMemConfig.Addr()
 	if err != nil {
@@ -5421,8 +5421,6 @@ func LinkDestroy(state LinkState) error {
 
 // ModuleGetTexRef calls cuModuleGetTexRef: returns a handle to a texture reference
 //
-// Deprecated:
-//
 // Returns in *pTexRef the handle of the texture reference of name name
 // in the module hmod. If no texture reference of that name exists,
 // [ModuleGetTexRef] returns [ERROR_NOT_FOUND]. This texture reference
@@ -5453,6 +5451,8 @@ func LinkDestroy(state LinkState) error {
 // [ModuleLoadDataEx],
 // [ModuleLoadFatBinary],
 // [ModuleUnload]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func ModuleGetTexRef(pTexRef *Texref, hmod Module, name string) error {
 	fp, err := procModuleGetTexRef.Addr()
 	if err != nil {
@@ -5467,8 +5467,6 @@ func ModuleGetTexRef(pTexRef *Texref, hmod Module, name string) error {
 }
 
 // ModuleGetSurfRef calls cuModuleGetSurfRef: returns a handle to a surface reference
-//
-// Deprecated:
 //
 // Returns in *pSurfRef the handle of the surface reference of name name
 // in the module hmod. If no surface reference of that name exists,
@@ -5498,6 +5496,8 @@ func ModuleGetTexRef(pTexRef *Texref, hmod Module, name string) error {
 // [ModuleLoadDataEx],
 // [ModuleLoadFatBinary],
 // [ModuleUnload]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func ModuleGetSurfRef(pSurfRef *Surfref, hmod Module, name string) error {
 	fp, err := procModuleGetSurfRef.Addr()
 	if err != nil {
@@ -16777,8 +16777,6 @@ func LaunchCooperativeKernel(f Function, gridDimX uint32, gridDimY uint32, gridD
 
 // LaunchCooperativeKernelMultiDevice calls cuLaunchCooperativeKernelMultiDevice: launches CUDA functions on multiple devices where thread blocks can cooperate and synchronize as they execute
 //
-// Deprecated: This function is deprecated as of CUDA 11.3.
-//
 // Invokes kernels as specified in the launchParamsList array where each element
 // of the array specifies all the parameters required to perform a single kernel launch.
 // These kernels can cooperate and synchronize as they execute. The size of the array is
@@ -16912,6 +16910,8 @@ func LaunchCooperativeKernel(f Function, gridDimX uint32, gridDimY uint32, gridD
 // [FuncGetAttribute],
 // [LaunchCooperativeKernel],
 // cudaLaunchCooperativeKernelMultiDevice
+//
+// Deprecated: This function is deprecated as of CUDA 11.3.
 func LaunchCooperativeKernelMultiDevice(launchParamsList *LAUNCH_PARAMS, numDevices uint32, flags uint32) error {
 	fp, err := procLaunchCooperativeKernelMultiDevice.Addr()
 	if err != nil {
@@ -17001,8 +17001,6 @@ func LaunchHostFunc(hStream Stream, fn HostFn, userData unsafe.Pointer) error {
 
 // FuncSetBlockShape calls cuFuncSetBlockShape: sets the block-dimensions for the function
 //
-// Deprecated:
-//
 // Specifies the x, y, and z dimensions of the thread blocks that are
 // created when the kernel given by hfunc is launched.
 //
@@ -17033,6 +17031,8 @@ func LaunchHostFunc(hStream Stream, fn HostFn, userData unsafe.Pointer) error {
 // [LaunchGrid],
 // [LaunchGridAsync],
 // [LaunchKernel]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func FuncSetBlockShape(hfunc Function, x int32, y int32, z int32) error {
 	fp, err := procFuncSetBlockShape.Addr()
 	if err != nil {
@@ -17045,8 +17045,6 @@ func FuncSetBlockShape(hfunc Function, x int32, y int32, z int32) error {
 }
 
 // FuncSetSharedSize calls cuFuncSetSharedSize: sets the dynamic shared-memory size for the function
-//
-// Deprecated:
 //
 // Sets through bytes the amount of dynamic shared memory that will be
 // available to each thread block when the kernel given by hfunc is launched.
@@ -17076,6 +17074,8 @@ func FuncSetBlockShape(hfunc Function, x int32, y int32, z int32) error {
 // [LaunchGrid],
 // [LaunchGridAsync],
 // [LaunchKernel]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func FuncSetSharedSize(hfunc Function, bytes uint32) error {
 	fp, err := procFuncSetSharedSize.Addr()
 	if err != nil {
@@ -17088,8 +17088,6 @@ func FuncSetSharedSize(hfunc Function, bytes uint32) error {
 }
 
 // ParamSetSize calls cuParamSetSize: sets the parameter size for the function
-//
-// Deprecated:
 //
 // Sets through numbytes the total size in bytes needed by the function
 // parameters of the kernel corresponding to hfunc.
@@ -17117,6 +17115,8 @@ func FuncSetSharedSize(hfunc Function, bytes uint32) error {
 // [LaunchGrid],
 // [LaunchGridAsync],
 // [LaunchKernel]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func ParamSetSize(hfunc Function, numbytes uint32) error {
 	fp, err := procParamSetSize.Addr()
 	if err != nil {
@@ -17129,8 +17129,6 @@ func ParamSetSize(hfunc Function, numbytes uint32) error {
 }
 
 // ParamSeti calls cuParamSeti: adds an integer parameter to the function's argument list
-//
-// Deprecated:
 //
 // Sets an integer parameter that will be specified the next time the
 // kernel corresponding to hfunc will be invoked. offset is a byte offset.
@@ -17159,6 +17157,8 @@ func ParamSetSize(hfunc Function, numbytes uint32) error {
 // [LaunchGrid],
 // [LaunchGridAsync],
 // [LaunchKernel]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func ParamSeti(hfunc Function, offset int32, value uint32) error {
 	fp, err := procParamSeti.Addr()
 	if err != nil {
@@ -17171,8 +17171,6 @@ func ParamSeti(hfunc Function, offset int32, value uint32) error {
 }
 
 // ParamSetf calls cuParamSetf: adds a floating-point parameter to the function's argument list
-//
-// Deprecated:
 //
 // Sets a floating-point parameter that will be specified the next time the
 // kernel corresponding to hfunc will be invoked. offset is a byte offset.
@@ -17201,6 +17199,8 @@ func ParamSeti(hfunc Function, offset int32, value uint32) error {
 // [LaunchGrid],
 // [LaunchGridAsync],
 // [LaunchKernel]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func ParamSetf(hfunc Function, offset int32, value float32) error {
 	fp, err := procParamSetf.Addr()
 	if err != nil {
@@ -17213,8 +17213,6 @@ func ParamSetf(hfunc Function, offset int32, value float32) error {
 }
 
 // ParamSetv calls cuParamSetv: adds arbitrary data to the function's argument list
-//
-// Deprecated:
 //
 // Copies an arbitrary amount of data (specified in numbytes) from ptr
 // into the parameter space of the kernel corresponding to hfunc. offset
@@ -17245,6 +17243,8 @@ func ParamSetf(hfunc Function, offset int32, value float32) error {
 // [LaunchGrid],
 // [LaunchGridAsync],
 // [LaunchKernel]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func ParamSetv(hfunc Function, offset int32, ptr unsafe.Pointer, numbytes uint32) error {
 	fp, err := procParamSetv.Addr()
 	if err != nil {
@@ -17257,8 +17257,6 @@ func ParamSetv(hfunc Function, offset int32, ptr unsafe.Pointer, numbytes uint32
 }
 
 // Launch calls cuLaunch: launches a CUDA function
-//
-// Deprecated:
 //
 // Invokes the kernel f on a 1 x 1 x 1 grid of blocks. The block
 // contains the number of threads specified by a previous call to
@@ -17306,6 +17304,8 @@ func ParamSetv(hfunc Function, offset int32, ptr unsafe.Pointer, numbytes uint32
 // [LaunchGrid],
 // [LaunchGridAsync],
 // [LaunchKernel]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func Launch(f Function) error {
 	fp, err := procLaunch.Addr()
 	if err != nil {
@@ -17318,8 +17318,6 @@ func Launch(f Function) error {
 }
 
 // LaunchGrid calls cuLaunchGrid: launches a CUDA function
-//
-// Deprecated:
 //
 // Invokes the kernel f on a grid_width x grid_height grid of
 // blocks. Each block contains the number of threads specified by a previous
@@ -17369,6 +17367,8 @@ func Launch(f Function) error {
 // [Launch],
 // [LaunchGridAsync],
 // [LaunchKernel]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func LaunchGrid(f Function, grid_width int32, grid_height int32) error {
 	fp, err := procLaunchGrid.Addr()
 	if err != nil {
@@ -17381,8 +17381,6 @@ func LaunchGrid(f Function, grid_width int32, grid_height int32) error {
 }
 
 // LaunchGridAsync calls cuLaunchGridAsync: launches a CUDA function
-//
-// Deprecated:
 //
 // Invokes the kernel f on a grid_width x grid_height grid of
 // blocks. Each block contains the number of threads specified by a previous
@@ -17438,6 +17436,8 @@ func LaunchGrid(f Function, grid_width int32, grid_height int32) error {
 // [Launch],
 // [LaunchGrid],
 // [LaunchKernel]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func LaunchGridAsync(f Function, grid_width int32, grid_height int32, hStream Stream) error {
 	fp, err := procLaunchGridAsync.Addr()
 	if err != nil {
@@ -17450,8 +17450,6 @@ func LaunchGridAsync(f Function, grid_width int32, grid_height int32, hStream St
 }
 
 // ParamSetTexRef calls cuParamSetTexRef: adds a texture-reference to the function's argument list
-//
-// Deprecated:
 //
 // Makes the CUDA array or linear memory bound to the texture reference
 // hTexRef available to a device program as a texture. In this version of
@@ -17471,6 +17469,8 @@ func LaunchGridAsync(f Function, grid_width int32, grid_height int32, hStream St
 // [ERROR_NOT_INITIALIZED],
 // [ERROR_INVALID_CONTEXT],
 // [ERROR_INVALID_VALUE]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func ParamSetTexRef(hfunc Function, texunit int32, hTexRef Texref) error {
 	fp, err := procParamSetTexRef.Addr()
 	if err != nil {
@@ -17483,8 +17483,6 @@ func ParamSetTexRef(hfunc Function, texunit int32, hTexRef Texref) error {
 }
 
 // FuncSetSharedMemConfig calls cuFuncSetSharedMemConfig: sets the shared memory configuration for a device function.
-//
-// Deprecated:
 //
 // On devices with configurable shared memory banks, this function will
 // force all subsequent launches of the specified device function to have
@@ -17534,6 +17532,8 @@ func ParamSetTexRef(hfunc Function, texunit int32, hTexRef Texref) error {
 // [FuncGetAttribute],
 // [LaunchKernel],
 // cudaFuncSetSharedMemConfig
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func FuncSetSharedMemConfig(hfunc Function, config Sharedconfig) error {
 	fp, err := procFuncSetSharedMemConfig.Addr()
 	if err != nil {
@@ -21552,8 +21552,6 @@ func OccupancyMaxActiveClusters(numClusters *int32, func_ Function, config *Laun
 
 // TexRefSetArray calls cuTexRefSetArray: binds an array as a texture reference
 //
-// Deprecated:
-//
 // Binds the CUDA array hArray to the texture reference hTexRef. Any
 // previous address or CUDA array state associated with the texture reference
 // is superseded by this function. Flags must be set to
@@ -21580,6 +21578,8 @@ func OccupancyMaxActiveClusters(numClusters *int32, func_ Function, config *Laun
 // [TexRefSetFilterMode], [TexRefSetFlags], [TexRefSetFormat],
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefSetArray(hTexRef Texref, hArray Array, Flags uint32) error {
 	fp, err := procTexRefSetArray.Addr()
 	if err != nil {
@@ -21592,8 +21592,6 @@ func TexRefSetArray(hTexRef Texref, hArray Array, Flags uint32) error {
 }
 
 // TexRefSetMipmappedArray calls cuTexRefSetMipmappedArray: binds a mipmapped array to a texture reference
-//
-// Deprecated:
 //
 // Binds the CUDA mipmapped array hMipmappedArray to the texture reference hTexRef.
 // Any previous address or CUDA array state associated with the texture reference
@@ -21620,6 +21618,8 @@ func TexRefSetArray(hTexRef Texref, hArray Array, Flags uint32) error {
 // [TexRefSetFilterMode], [TexRefSetFlags], [TexRefSetFormat],
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefSetMipmappedArray(hTexRef Texref, hMipmappedArray MipmappedArray, Flags uint32) error {
 	fp, err := procTexRefSetMipmappedArray.Addr()
 	if err != nil {
@@ -21632,8 +21632,6 @@ func TexRefSetMipmappedArray(hTexRef Texref, hMipmappedArray MipmappedArray, Fla
 }
 
 // TexRefSetAddress calls cuTexRefSetAddress: binds an address as a texture reference
-//
-// Deprecated:
 //
 // Binds a linear address range to the texture reference hTexRef. Any
 // previous address or CUDA array state associated with the texture reference
@@ -21676,6 +21674,8 @@ func TexRefSetMipmappedArray(hTexRef Texref, hMipmappedArray MipmappedArray, Fla
 // [TexRefSetFilterMode], [TexRefSetFlags], [TexRefSetFormat],
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefSetAddress(ByteOffset *uint64, hTexRef Texref, dptr Deviceptr, bytes uint64) error {
 	fp, err := procTexRefSetAddress.Addr()
 	if err != nil {
@@ -21688,8 +21688,6 @@ func TexRefSetAddress(ByteOffset *uint64, hTexRef Texref, dptr Deviceptr, bytes 
 }
 
 // TexRefSetAddress2D calls cuTexRefSetAddress2D: binds an address as a 2D texture reference
-//
-// Deprecated:
 //
 // Binds a linear address range to the texture reference hTexRef. Any
 // previous address or CUDA array state associated with the texture reference
@@ -21741,6 +21739,8 @@ func TexRefSetAddress(ByteOffset *uint64, hTexRef Texref, dptr Deviceptr, bytes 
 // [TexRefSetFilterMode], [TexRefSetFlags], [TexRefSetFormat],
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefSetAddress2D(hTexRef Texref, desc *ARRAY_DESCRIPTOR, dptr Deviceptr, Pitch uint64) error {
 	fp, err := procTexRefSetAddress2D.Addr()
 	if err != nil {
@@ -21753,8 +21753,6 @@ func TexRefSetAddress2D(hTexRef Texref, desc *ARRAY_DESCRIPTOR, dptr Deviceptr, 
 }
 
 // TexRefSetFormat calls cuTexRefSetFormat: sets the format for a texture reference
-//
-// Deprecated:
 //
 // Specifies the format of the data to be read by the texture reference
 // hTexRef. fmt and NumPackedComponents are exactly analogous to the
@@ -21783,6 +21781,8 @@ func TexRefSetAddress2D(hTexRef Texref, desc *ARRAY_DESCRIPTOR, dptr Deviceptr, 
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat],
 // cudaCreateChannelDesc
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefSetFormat(hTexRef Texref, fmt Array_format, NumPackedComponents int32) error {
 	fp, err := procTexRefSetFormat.Addr()
 	if err != nil {
@@ -21795,8 +21795,6 @@ func TexRefSetFormat(hTexRef Texref, fmt Array_format, NumPackedComponents int32
 }
 
 // TexRefSetAddressMode calls cuTexRefSetAddressMode: sets the addressing mode for a texture reference
-//
-// Deprecated:
 //
 // Specifies the addressing mode am for the given dimension dim of the
 // texture reference hTexRef. If dim is zero, the addressing mode is
@@ -21835,6 +21833,8 @@ func TexRefSetFormat(hTexRef Texref, fmt Array_format, NumPackedComponents int32
 // [TexRefSetFilterMode], [TexRefSetFlags], [TexRefSetFormat],
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefSetAddressMode(hTexRef Texref, dim int32, am Address_mode) error {
 	fp, err := procTexRefSetAddressMode.Addr()
 	if err != nil {
@@ -21847,8 +21847,6 @@ func TexRefSetAddressMode(hTexRef Texref, dim int32, am Address_mode) error {
 }
 
 // TexRefSetFilterMode calls cuTexRefSetFilterMode: sets the filtering mode for a texture reference
-//
-// Deprecated:
 //
 // Specifies the filtering mode fm to be used when reading memory through
 // the texture reference hTexRef. [Filter_mode] is defined as:
@@ -21879,6 +21877,8 @@ func TexRefSetAddressMode(hTexRef Texref, dim int32, am Address_mode) error {
 // [TexRefSetFlags], [TexRefSetFormat],
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefSetFilterMode(hTexRef Texref, fm Filter_mode) error {
 	fp, err := procTexRefSetFilterMode.Addr()
 	if err != nil {
@@ -21891,8 +21891,6 @@ func TexRefSetFilterMode(hTexRef Texref, fm Filter_mode) error {
 }
 
 // TexRefSetMipmapFilterMode calls cuTexRefSetMipmapFilterMode: sets the mipmap filtering mode for a texture reference
-//
-// Deprecated:
 //
 // Specifies the mipmap filtering mode fm to be used when reading memory through
 // the texture reference hTexRef. [Filter_mode] is defined as:
@@ -21923,6 +21921,8 @@ func TexRefSetFilterMode(hTexRef Texref, fm Filter_mode) error {
 // [TexRefSetFlags], [TexRefSetFormat],
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefSetMipmapFilterMode(hTexRef Texref, fm Filter_mode) error {
 	fp, err := procTexRefSetMipmapFilterMode.Addr()
 	if err != nil {
@@ -21935,8 +21935,6 @@ func TexRefSetMipmapFilterMode(hTexRef Texref, fm Filter_mode) error {
 }
 
 // TexRefSetMipmapLevelBias calls cuTexRefSetMipmapLevelBias: sets the mipmap level bias for a texture reference
-//
-// Deprecated:
 //
 // Specifies the mipmap level bias bias to be added to the specified mipmap level when
 // reading memory through the texture reference hTexRef.
@@ -21962,6 +21960,8 @@ func TexRefSetMipmapFilterMode(hTexRef Texref, fm Filter_mode) error {
 // [TexRefSetFlags], [TexRefSetFormat],
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefSetMipmapLevelBias(hTexRef Texref, bias float32) error {
 	fp, err := procTexRefSetMipmapLevelBias.Addr()
 	if err != nil {
@@ -21974,8 +21974,6 @@ func TexRefSetMipmapLevelBias(hTexRef Texref, bias float32) error {
 }
 
 // TexRefSetMipmapLevelClamp calls cuTexRefSetMipmapLevelClamp: sets the mipmap min/max mipmap level clamps for a texture reference
-//
-// Deprecated:
 //
 // Specifies the min/max mipmap level clamps, minMipmapLevelClamp and maxMipmapLevelClamp
 // respectively, to be used when reading memory through the texture reference
@@ -22003,6 +22001,8 @@ func TexRefSetMipmapLevelBias(hTexRef Texref, bias float32) error {
 // [TexRefSetFlags], [TexRefSetFormat],
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefSetMipmapLevelClamp(hTexRef Texref, minMipmapLevelClamp float32, maxMipmapLevelClamp float32) error {
 	fp, err := procTexRefSetMipmapLevelClamp.Addr()
 	if err != nil {
@@ -22015,8 +22015,6 @@ func TexRefSetMipmapLevelClamp(hTexRef Texref, minMipmapLevelClamp float32, maxM
 }
 
 // TexRefSetMaxAnisotropy calls cuTexRefSetMaxAnisotropy: sets the maximum anisotropy for a texture reference
-//
-// Deprecated:
 //
 // Specifies the maximum anisotropy maxAniso to be used when reading memory through
 // the texture reference hTexRef.
@@ -22042,6 +22040,8 @@ func TexRefSetMipmapLevelClamp(hTexRef Texref, minMipmapLevelClamp float32, maxM
 // [TexRefSetFlags], [TexRefSetFormat],
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefSetMaxAnisotropy(hTexRef Texref, maxAniso uint32) error {
 	fp, err := procTexRefSetMaxAnisotropy.Addr()
 	if err != nil {
@@ -22054,8 +22054,6 @@ func TexRefSetMaxAnisotropy(hTexRef Texref, maxAniso uint32) error {
 }
 
 // TexRefSetBorderColor calls cuTexRefSetBorderColor: sets the border color for a texture reference
-//
-// Deprecated:
 //
 // Specifies the value of the RGBA color via the pBorderColor to the texture reference
 // hTexRef. The color value supports only float type and holds color components in
@@ -22085,6 +22083,8 @@ func TexRefSetMaxAnisotropy(hTexRef Texref, maxAniso uint32) error {
 // See also:
 // [TexRefSetAddressMode],
 // [TexRefGetAddressMode], [TexRefGetBorderColor]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefSetBorderColor(hTexRef Texref, pBorderColor *float32) error {
 	fp, err := procTexRefSetBorderColor.Addr()
 	if err != nil {
@@ -22097,8 +22097,6 @@ func TexRefSetBorderColor(hTexRef Texref, pBorderColor *float32) error {
 }
 
 // TexRefSetFlags calls cuTexRefSetFlags: sets the flags for a texture reference
-//
-// Deprecated:
 //
 // Specifies optional flags via Flags to specify the behavior of data
 // returned through the texture reference hTexRef. The valid flags are:
@@ -22137,6 +22135,8 @@ func TexRefSetBorderColor(hTexRef Texref, pBorderColor *float32) error {
 // [TexRefSetFilterMode], [TexRefSetFormat],
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefSetFlags(hTexRef Texref, Flags uint32) error {
 	fp, err := procTexRefSetFlags.Addr()
 	if err != nil {
@@ -22149,8 +22149,6 @@ func TexRefSetFlags(hTexRef Texref, Flags uint32) error {
 }
 
 // TexRefGetAddress calls cuTexRefGetAddress: gets the address associated with a texture reference
-//
-// Deprecated:
 //
 // Returns in *pdptr the base address bound to the texture reference
 // hTexRef, or returns [ERROR_INVALID_VALUE] if the texture reference
@@ -22174,6 +22172,8 @@ func TexRefSetFlags(hTexRef Texref, Flags uint32) error {
 // [TexRefSetFilterMode], [TexRefSetFlags], [TexRefSetFormat],
 // [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefGetAddress(pdptr *Deviceptr, hTexRef Texref) error {
 	fp, err := procTexRefGetAddress.Addr()
 	if err != nil {
@@ -22186,8 +22186,6 @@ func TexRefGetAddress(pdptr *Deviceptr, hTexRef Texref) error {
 }
 
 // TexRefGetArray calls cuTexRefGetArray: gets the array bound to a texture reference
-//
-// Deprecated:
 //
 // Returns in *phArray the CUDA array bound to the texture reference
 // hTexRef, or returns [ERROR_INVALID_VALUE] if the texture reference
@@ -22211,6 +22209,8 @@ func TexRefGetAddress(pdptr *Deviceptr, hTexRef Texref) error {
 // [TexRefSetFilterMode], [TexRefSetFlags], [TexRefSetFormat],
 // [TexRefGetAddress], [TexRefGetAddressMode],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefGetArray(phArray *Array, hTexRef Texref) error {
 	fp, err := procTexRefGetArray.Addr()
 	if err != nil {
@@ -22223,8 +22223,6 @@ func TexRefGetArray(phArray *Array, hTexRef Texref) error {
 }
 
 // TexRefGetMipmappedArray calls cuTexRefGetMipmappedArray: gets the mipmapped array bound to a texture reference
-//
-// Deprecated:
 //
 // Returns in *phMipmappedArray the CUDA mipmapped array bound to the texture
 // reference hTexRef, or returns [ERROR_INVALID_VALUE] if the texture reference
@@ -22248,6 +22246,8 @@ func TexRefGetArray(phArray *Array, hTexRef Texref) error {
 // [TexRefSetFilterMode], [TexRefSetFlags], [TexRefSetFormat],
 // [TexRefGetAddress], [TexRefGetAddressMode],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefGetMipmappedArray(phMipmappedArray *MipmappedArray, hTexRef Texref) error {
 	fp, err := procTexRefGetMipmappedArray.Addr()
 	if err != nil {
@@ -22260,8 +22260,6 @@ func TexRefGetMipmappedArray(phMipmappedArray *MipmappedArray, hTexRef Texref) e
 }
 
 // TexRefGetAddressMode calls cuTexRefGetAddressMode: gets the addressing mode used by a texture reference
-//
-// Deprecated:
 //
 // Returns in *pam the addressing mode corresponding to the
 // dimension dim of the texture reference hTexRef. Currently, the only
@@ -22286,6 +22284,8 @@ func TexRefGetMipmappedArray(phMipmappedArray *MipmappedArray, hTexRef Texref) e
 // [TexRefSetFilterMode], [TexRefSetFlags], [TexRefSetFormat],
 // [TexRefGetAddress], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefGetAddressMode(pam *Address_mode, hTexRef Texref, dim int32) error {
 	fp, err := procTexRefGetAddressMode.Addr()
 	if err != nil {
@@ -22298,8 +22298,6 @@ func TexRefGetAddressMode(pam *Address_mode, hTexRef Texref, dim int32) error {
 }
 
 // TexRefGetFilterMode calls cuTexRefGetFilterMode: gets the filter-mode used by a texture reference
-//
-// Deprecated:
 //
 // Returns in *pfm the filtering mode of the texture reference
 // hTexRef.
@@ -22322,6 +22320,8 @@ func TexRefGetAddressMode(pam *Address_mode, hTexRef Texref, dim int32) error {
 // [TexRefSetFilterMode], [TexRefSetFlags], [TexRefSetFormat],
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFlags], [TexRefGetFormat]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefGetFilterMode(pfm *Filter_mode, hTexRef Texref) error {
 	fp, err := procTexRefGetFilterMode.Addr()
 	if err != nil {
@@ -22334,8 +22334,6 @@ func TexRefGetFilterMode(pfm *Filter_mode, hTexRef Texref) error {
 }
 
 // TexRefGetFormat calls cuTexRefGetFormat: gets the format used by a texture reference
-//
-// Deprecated:
 //
 // Returns in *pFormat and *pNumChannels the format and number
 // of components of the CUDA array bound to the texture reference hTexRef.
@@ -22360,6 +22358,8 @@ func TexRefGetFilterMode(pfm *Filter_mode, hTexRef Texref) error {
 // [TexRefSetFilterMode], [TexRefSetFlags], [TexRefSetFormat],
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefGetFormat(pFormat *Array_format, pNumChannels *int32, hTexRef Texref) error {
 	fp, err := procTexRefGetFormat.Addr()
 	if err != nil {
@@ -22372,8 +22372,6 @@ func TexRefGetFormat(pFormat *Array_format, pNumChannels *int32, hTexRef Texref)
 }
 
 // TexRefGetMipmapFilterMode calls cuTexRefGetMipmapFilterMode: gets the mipmap filtering mode for a texture reference
-//
-// Deprecated:
 //
 // Returns the mipmap filtering mode in pfm that's used when reading memory through
 // the texture reference hTexRef.
@@ -22396,6 +22394,8 @@ func TexRefGetFormat(pFormat *Array_format, pNumChannels *int32, hTexRef Texref)
 // [TexRefSetFlags], [TexRefSetFormat],
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefGetMipmapFilterMode(pfm *Filter_mode, hTexRef Texref) error {
 	fp, err := procTexRefGetMipmapFilterMode.Addr()
 	if err != nil {
@@ -22408,8 +22408,6 @@ func TexRefGetMipmapFilterMode(pfm *Filter_mode, hTexRef Texref) error {
 }
 
 // TexRefGetMipmapLevelBias calls cuTexRefGetMipmapLevelBias: gets the mipmap level bias for a texture reference
-//
-// Deprecated:
 //
 // Returns the mipmap level bias in pBias that's added to the specified mipmap
 // level when reading memory through the texture reference hTexRef.
@@ -22432,6 +22430,8 @@ func TexRefGetMipmapFilterMode(pfm *Filter_mode, hTexRef Texref) error {
 // [TexRefSetFlags], [TexRefSetFormat],
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefGetMipmapLevelBias(pbias *float32, hTexRef Texref) error {
 	fp, err := procTexRefGetMipmapLevelBias.Addr()
 	if err != nil {
@@ -22444,8 +22444,6 @@ func TexRefGetMipmapLevelBias(pbias *float32, hTexRef Texref) error {
 }
 
 // TexRefGetMipmapLevelClamp calls cuTexRefGetMipmapLevelClamp: gets the min/max mipmap level clamps for a texture reference
-//
-// Deprecated:
 //
 // Returns the min/max mipmap level clamps in pminMipmapLevelClamp and pmaxMipmapLevelClamp
 // that's used when reading memory through the texture reference hTexRef.
@@ -22469,6 +22467,8 @@ func TexRefGetMipmapLevelBias(pbias *float32, hTexRef Texref) error {
 // [TexRefSetFlags], [TexRefSetFormat],
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefGetMipmapLevelClamp(pminMipmapLevelClamp *float32, pmaxMipmapLevelClamp *float32, hTexRef Texref) error {
 	fp, err := procTexRefGetMipmapLevelClamp.Addr()
 	if err != nil {
@@ -22481,8 +22481,6 @@ func TexRefGetMipmapLevelClamp(pminMipmapLevelClamp *float32, pmaxMipmapLevelCla
 }
 
 // TexRefGetMaxAnisotropy calls cuTexRefGetMaxAnisotropy: gets the maximum anisotropy for a texture reference
-//
-// Deprecated:
 //
 // Returns the maximum anisotropy in pmaxAniso that's used when reading memory through
 // the texture reference hTexRef.
@@ -22505,6 +22503,8 @@ func TexRefGetMipmapLevelClamp(pminMipmapLevelClamp *float32, pmaxMipmapLevelCla
 // [TexRefSetFlags], [TexRefSetFormat],
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefGetMaxAnisotropy(pmaxAniso *int32, hTexRef Texref) error {
 	fp, err := procTexRefGetMaxAnisotropy.Addr()
 	if err != nil {
@@ -22517,8 +22517,6 @@ func TexRefGetMaxAnisotropy(pmaxAniso *int32, hTexRef Texref) error {
 }
 
 // TexRefGetBorderColor calls cuTexRefGetBorderColor: gets the border color used by a texture reference
-//
-// Deprecated:
 //
 // Returns in pBorderColor, values of the RGBA color used by
 // the texture reference hTexRef.
@@ -22544,6 +22542,8 @@ func TexRefGetMaxAnisotropy(pmaxAniso *int32, hTexRef Texref) error {
 //
 // See also: [TexRefSetAddressMode],
 // [TexRefSetAddressMode], [TexRefSetBorderColor]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefGetBorderColor(pBorderColor *float32, hTexRef Texref) error {
 	fp, err := procTexRefGetBorderColor.Addr()
 	if err != nil {
@@ -22556,8 +22556,6 @@ func TexRefGetBorderColor(pBorderColor *float32, hTexRef Texref) error {
 }
 
 // TexRefGetFlags calls cuTexRefGetFlags: gets the flags used by a texture reference
-//
-// Deprecated:
 //
 // Returns in *pFlags the flags of the texture reference hTexRef.
 //
@@ -22579,6 +22577,8 @@ func TexRefGetBorderColor(pBorderColor *float32, hTexRef Texref) error {
 // [TexRefSetFilterMode], [TexRefSetFlags], [TexRefSetFormat],
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFormat]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefGetFlags(pFlags *uint32, hTexRef Texref) error {
 	fp, err := procTexRefGetFlags.Addr()
 	if err != nil {
@@ -22591,8 +22591,6 @@ func TexRefGetFlags(pFlags *uint32, hTexRef Texref) error {
 }
 
 // TexRefCreate calls cuTexRefCreate: creates a texture reference
-//
-// Deprecated:
 //
 // Creates a texture reference and returns its handle in *pTexRef. Once
 // created, the application must call [TexRefSetArray] or
@@ -22614,6 +22612,8 @@ func TexRefGetFlags(pFlags *uint32, hTexRef Texref) error {
 // [ERROR_INVALID_VALUE]
 //
 // See also: [TexRefDestroy]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefCreate(pTexRef *Texref) error {
 	fp, err := procTexRefCreate.Addr()
 	if err != nil {
@@ -22626,8 +22626,6 @@ func TexRefCreate(pTexRef *Texref) error {
 }
 
 // TexRefDestroy calls cuTexRefDestroy: destroys a texture reference
-//
-// Deprecated:
 //
 // Destroys the texture reference specified by hTexRef.
 //
@@ -22644,6 +22642,8 @@ func TexRefCreate(pTexRef *Texref) error {
 // [ERROR_INVALID_VALUE]
 //
 // See also: [TexRefCreate]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefDestroy(hTexRef Texref) error {
 	fp, err := procTexRefDestroy.Addr()
 	if err != nil {
@@ -22656,8 +22656,6 @@ func TexRefDestroy(hTexRef Texref) error {
 }
 
 // SurfRefSetArray calls cuSurfRefSetArray: sets the CUDA array for a surface reference.
-//
-// Deprecated:
 //
 // Sets the CUDA array hArray to be read and written by the surface reference
 // hSurfRef. Any previous CUDA array state associated with the surface
@@ -22682,6 +22680,8 @@ func TexRefDestroy(hTexRef Texref) error {
 // See also:
 // [ModuleGetSurfRef],
 // [SurfRefGetArray]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func SurfRefSetArray(hSurfRef Surfref, hArray Array, Flags uint32) error {
 	fp, err := procSurfRefSetArray.Addr()
 	if err != nil {
@@ -22694,8 +22694,6 @@ func SurfRefSetArray(hSurfRef Surfref, hArray Array, Flags uint32) error {
 }
 
 // SurfRefGetArray calls cuSurfRefGetArray: passes back the CUDA array bound to a surface reference.
-//
-// Deprecated:
 //
 // Returns in *phArray the CUDA array bound to the surface reference
 // hSurfRef, or returns [ERROR_INVALID_VALUE] if the surface reference
@@ -22715,6 +22713,8 @@ func SurfRefSetArray(hSurfRef Surfref, hArray Array, Flags uint32) error {
 // [ERROR_INVALID_VALUE]
 //
 // See also: [ModuleGetSurfRef], [SurfRefSetArray]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func SurfRefGetArray(phArray *Array, hSurfRef Surfref) error {
 	fp, err := procSurfRefGetArray.Addr()
 	if err != nil {
@@ -25675,8 +25675,6 @@ func CheckpointProcessUnlock(pid int32, args *CheckpointUnlockArgs) error {
 
 // ProfilerInitialize calls cuProfilerInitialize: initialize the profiling.
 //
-// Deprecated:
-//
 // Note that this function is deprecated and should not be used.
 // Starting with CUDA 12.0, it always returns error code [ERROR_NOT_SUPPORTED].
 //
@@ -25723,6 +25721,8 @@ func CheckpointProcessUnlock(pid int32, args *CheckpointUnlockArgs) error {
 // See also:
 // [ProfilerStart],
 // [ProfilerStop],
+//
+// Deprecated: cudaProfiler.h declares it __CUDA_DEPRECATED.
 func ProfilerInitialize(configFile string, outputFile string, outputMode Output_mode) error {
 	fp, err := procProfilerInitialize.Addr()
 	if err != nil {

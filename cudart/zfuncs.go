@@ -2429,8 +2429,6 @@ func DeviceUnregisterAsyncNotification(device int32, callback AsyncCallbackHandl
 
 // DeviceGetSharedMemConfig calls cudaDeviceGetSharedMemConfig: returns the shared memory configuration for the current device.
 //
-// Deprecated:
-//
 // This function will return in pConfig the current size of shared memory banks
 // on the current device. On devices with configurable shared memory banks,
 // [DeviceSetSharedMemConfig] can be used to change this setting, so that all
@@ -2456,6 +2454,8 @@ func DeviceUnregisterAsyncNotification(device int32, callback AsyncCallbackHandl
 // [DeviceSetSharedMemConfig],
 // [FuncSetCacheConfig],
 // cuCtxGetSharedMemConfig
+//
+// Deprecated: cuda_runtime_api.h declares it __CUDA_DEPRECATED.
 func DeviceGetSharedMemConfig(pConfig *SharedMemConfig) error {
 	fp, err := procDeviceGetSharedMemConfig.Addr()
 	if err != nil {
@@ -2468,8 +2468,6 @@ func DeviceGetSharedMemConfig(pConfig *SharedMemConfig) error {
 }
 
 // DeviceSetSharedMemConfig calls cudaDeviceSetSharedMemConfig: sets the shared memory configuration for the current device.
-//
-// Deprecated:
 //
 // On devices with configurable shared memory banks, this function will set
 // the shared memory bank size which is used for all subsequent kernel launches.
@@ -2509,6 +2507,8 @@ func DeviceGetSharedMemConfig(pConfig *SharedMemConfig) error {
 // [DeviceGetSharedMemConfig],
 // [FuncSetCacheConfig],
 // cuCtxSetSharedMemConfig
+//
+// Deprecated: cuda_runtime_api.h declares it __CUDA_DEPRECATED.
 func DeviceSetSharedMemConfig(config SharedMemConfig) error {
 	fp, err := procDeviceSetSharedMemConfig.Addr()
 	if err != nil {
@@ -5936,8 +5936,6 @@ func LaunchHostFunc(stream Stream, fn HostFn, userData unsafe.Pointer) error {
 
 // FuncSetSharedMemConfig calls cudaFuncSetSharedMemConfig: sets the shared memory configuration for a device function
 //
-// Deprecated:
-//
 // On devices with configurable shared memory banks, this function will
 // force all subsequent launches of the specified device function to have
 // the given shared memory bank size configuration. On any given launch of the
@@ -5986,6 +5984,8 @@ func LaunchHostFunc(stream Stream, fn HostFn, userData unsafe.Pointer) error {
 // [DeviceGetCacheConfig],
 // [FuncSetCacheConfig],
 // cuFuncSetSharedMemConfig
+//
+// Deprecated: cuda_runtime_api.h declares it __CUDA_DEPRECATED.
 func FuncSetSharedMemConfig(func_ unsafe.Pointer, config SharedMemConfig) error {
 	fp, err := procFuncSetSharedMemConfig.Addr()
 	if err != nil {
@@ -9531,8 +9531,6 @@ func MemRangeGetAttributes(data *unsafe.Pointer, dataSizes *uint64, attributes *
 
 // MemcpyToArray calls cudaMemcpyToArray: copies data between host and device
 //
-// Deprecated:
-//
 // Copies count bytes from the memory area pointed to by src to the
 // CUDA array dst starting at hOffset rows and wOffset bytes from
 // the upper left corner, where kind specifies the direction
@@ -9567,6 +9565,8 @@ func MemRangeGetAttributes(data *unsafe.Pointer, dataSizes *uint64, attributes *
 // [MemcpyToSymbolAsync], [MemcpyFromSymbolAsync],
 // cuMemcpyHtoA,
 // cuMemcpyDtoA
+//
+// Deprecated: cuda_runtime_api.h declares it __CUDA_DEPRECATED.
 func MemcpyToArray(dst Array, wOffset uint64, hOffset uint64, src unsafe.Pointer, count uint64, kind MemcpyKind) error {
 	fp, err := procMemcpyToArray.Addr()
 	if err != nil {
@@ -9579,8 +9579,6 @@ func MemcpyToArray(dst Array, wOffset uint64, hOffset uint64, src unsafe.Pointer
 }
 
 // MemcpyFromArray calls cudaMemcpyFromArray: copies data between host and device
-//
-// Deprecated:
 //
 // Copies count bytes from the CUDA array src starting at hOffset rows
 // and wOffset bytes from the upper left corner to the memory area pointed to
@@ -9615,6 +9613,8 @@ func MemcpyToArray(dst Array, wOffset uint64, hOffset uint64, src unsafe.Pointer
 // [MemcpyToSymbolAsync], [MemcpyFromSymbolAsync],
 // cuMemcpyAtoH,
 // cuMemcpyAtoD
+//
+// Deprecated: cuda_runtime_api.h declares it __CUDA_DEPRECATED.
 func MemcpyFromArray(dst unsafe.Pointer, src Array_const, wOffset uint64, hOffset uint64, count uint64, kind MemcpyKind) error {
 	fp, err := procMemcpyFromArray.Addr()
 	if err != nil {
@@ -9627,8 +9627,6 @@ func MemcpyFromArray(dst unsafe.Pointer, src Array_const, wOffset uint64, hOffse
 }
 
 // MemcpyArrayToArray calls cudaMemcpyArrayToArray: copies data between host and device
-//
-// Deprecated:
 //
 // Copies count bytes from the CUDA array src starting at hOffsetSrc
 // rows and wOffsetSrc bytes from the upper left corner to the CUDA array
@@ -9665,6 +9663,8 @@ func MemcpyFromArray(dst unsafe.Pointer, src Array_const, wOffset uint64, hOffse
 // [MemcpyFromArrayAsync], [Memcpy2DFromArrayAsync],
 // [MemcpyToSymbolAsync], [MemcpyFromSymbolAsync],
 // cuMemcpyAtoA
+//
+// Deprecated: cuda_runtime_api.h declares it __CUDA_DEPRECATED.
 func MemcpyArrayToArray(dst Array, wOffsetDst uint64, hOffsetDst uint64, src Array_const, wOffsetSrc uint64, hOffsetSrc uint64, count uint64, kind MemcpyKind) error {
 	fp, err := procMemcpyArrayToArray.Addr()
 	if err != nil {
@@ -9677,8 +9677,6 @@ func MemcpyArrayToArray(dst Array, wOffsetDst uint64, hOffsetDst uint64, src Arr
 }
 
 // MemcpyToArrayAsync calls cudaMemcpyToArrayAsync: copies data between host and device
-//
-// Deprecated:
 //
 // Copies count bytes from the memory area pointed to by src to the
 // CUDA array dst starting at hOffset rows and wOffset bytes from
@@ -9721,6 +9719,8 @@ func MemcpyArrayToArray(dst Array, wOffsetDst uint64, hOffsetDst uint64, src Arr
 // [MemcpyToSymbolAsync], [MemcpyFromSymbolAsync],
 // cuMemcpyHtoAAsync,
 // cuMemcpy2DAsync
+//
+// Deprecated: cuda_runtime_api.h declares it __CUDA_DEPRECATED.
 func MemcpyToArrayAsync(dst Array, wOffset uint64, hOffset uint64, src unsafe.Pointer, count uint64, kind MemcpyKind, stream Stream) error {
 	fp, err := procMemcpyToArrayAsync.Addr()
 	if err != nil {
@@ -9733,8 +9733,6 @@ func MemcpyToArrayAsync(dst Array, wOffset uint64, hOffset uint64, src unsafe.Po
 }
 
 // MemcpyFromArrayAsync calls cudaMemcpyFromArrayAsync: copies data between host and device
-//
-// Deprecated:
 //
 // Copies count bytes from the CUDA array src starting at hOffset rows
 // and wOffset bytes from the upper left corner to the memory area pointed to
@@ -9776,6 +9774,8 @@ func MemcpyToArrayAsync(dst Array, wOffset uint64, hOffset uint64, src unsafe.Po
 // [MemcpyToSymbolAsync], [MemcpyFromSymbolAsync],
 // cuMemcpyAtoHAsync,
 // cuMemcpy2DAsync
+//
+// Deprecated: cuda_runtime_api.h declares it __CUDA_DEPRECATED.
 func MemcpyFromArrayAsync(dst unsafe.Pointer, src Array_const, wOffset uint64, hOffset uint64, count uint64, kind MemcpyKind, stream Stream) error {
 	fp, err := procMemcpyFromArrayAsync.Addr()
 	if err != nil {
@@ -15549,8 +15549,6 @@ func GraphConditionalHandleCreate(pHandle_out *GraphConditionalHandle, graph Gra
 
 // GetDriverEntryPoint calls cudaGetDriverEntryPoint: returns the requested driver API function pointer
 //
-// Deprecated: This function is deprecated as of CUDA 13.0
-//
 // Returns in **funcPtr the address of the CUDA driver function for the requested flags.
 //
 // For a requested driver symbol, if the CUDA version in which the driver symbol was
@@ -15614,6 +15612,8 @@ func GraphConditionalHandleCreate(pHandle_out *GraphConditionalHandle, graph Gra
 //
 // See also:
 // cuGetProcAddress
+//
+// Deprecated: This function is deprecated as of CUDA 13.0
 func GetDriverEntryPoint(symbol string, funcPtr *unsafe.Pointer, flags uint64, driverStatus *DriverEntryPointQueryResult) error {
 	fp, err := procGetDriverEntryPoint.Addr()
 	if err != nil {
@@ -16186,7 +16186,8 @@ func KernelSetAttributeForDevice(kernel Kernel, attr FuncAttribute, value int32,
 	return nil
 }
 
-// GetExportTable calls cudaGetExportTable.
+// GetExportTable calls cudaGetExportTable. See the CUDA Runtime API reference:
+// https://docs.nvidia.com/cuda/cuda-runtime-api/modules.html
 func GetExportTable(ppExportTable *unsafe.Pointer, pExportTableId *UUID) error {
 	fp, err := procGetExportTable.Addr()
 	if err != nil {

@@ -8,7 +8,7 @@ import (
 	"github.com/gocuda/cuda/cudart"
 )
 
-// Compatibility is enum cufftCompatibility_t.
+// Compatibility is enum cufftCompatibility_t: CUFFT supports the following data layouts
 type Compatibility int32
 
 const (
@@ -43,7 +43,7 @@ func (v Property) String() string {
 	return "Property(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
-// Result is enum cufftResult_t.
+// Result is enum cufftResult_t: CUFFT API function return values
 type Result int32
 
 const (
@@ -115,7 +115,7 @@ func (v Result) Error() string {
 	return v.String()
 }
 
-// Type is enum cufftType_t.
+// Type is enum cufftType_t: CUFFT supports the following transform types
 type Type int32
 
 const (
@@ -146,7 +146,9 @@ func (v Type) String() string {
 	return "Type(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
-// Complex is cufftComplex.
+// Complex is cufftComplex: cufftComplex is a single-precision, floating-point complex data type that
+// consists of interleaved real and imaginary components.
+// cufftDoubleComplex is the double-precision equivalent.
 type Complex = cudart.Float2
 
 // DoubleComplex is cufftDoubleComplex.
@@ -155,8 +157,9 @@ type DoubleComplex = cudart.Double2
 // DoubleReal is cufftDoubleReal.
 type DoubleReal float64
 
-// Handle is cufftHandle.
+// Handle is cufftHandle: cufftHandle is a handle type used to store and access CUFFT plans.
 type Handle int32
 
-// Real is cufftReal.
+// Real is cufftReal: cufftReal is a single-precision, floating-point real data type.
+// cufftDoubleReal is a double-precision, real data type.
 type Real float32

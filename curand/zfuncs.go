@@ -1040,7 +1040,7 @@ func GeneratePoisson(generator Generator, outputPtr *uint32, n uint64, lambda fl
 	return nil
 }
 
-// GeneratePoissonMethod calls curandGeneratePoissonMethod.
+// GeneratePoissonMethod calls curandGeneratePoissonMethod: just for internal usage
 func GeneratePoissonMethod(generator Generator, outputPtr *uint32, n uint64, lambda float64, method Method) error {
 	fp, err := procGeneratePoissonMethod.Addr()
 	if err != nil {
@@ -1052,7 +1052,8 @@ func GeneratePoissonMethod(generator Generator, outputPtr *uint32, n uint64, lam
 	return nil
 }
 
-// GenerateBinomial calls curandGenerateBinomial.
+// GenerateBinomial calls curandGenerateBinomial. See the cuRAND Library guide, host API:
+// https://docs.nvidia.com/cuda/curand/group__HOST.html
 func GenerateBinomial(generator Generator, outputPtr *uint32, num uint64, n uint32, p float64) error {
 	fp, err := procGenerateBinomial.Addr()
 	if err != nil {
@@ -1064,7 +1065,7 @@ func GenerateBinomial(generator Generator, outputPtr *uint32, num uint64, n uint
 	return nil
 }
 
-// GenerateBinomialMethod calls curandGenerateBinomialMethod.
+// GenerateBinomialMethod calls curandGenerateBinomialMethod: just for internal usage
 func GenerateBinomialMethod(generator Generator, outputPtr *uint32, num uint64, n uint32, p float64, method Method) error {
 	fp, err := procGenerateBinomialMethod.Addr()
 	if err != nil {

@@ -146,15 +146,19 @@ func (e *emitter) includes() string {
 }
 
 // doc returns a doc comment: the Go name, what it is in C, then the
-// header's text.
+// header's text, its Deprecated: paragraphs last.
 func doc(goName, verb, cName, text string) string {
-	if text == "" {
-		return fmt.Sprintf("%s %s %s.", goName, verb, cName)
+	text, dep := splitDeprecated(text)
+	s := fmt.Sprintf("%s %s %s.", goName, verb, cName)
+	if text != "" {
+		first, rest, _ := strings.Cut(text, "\n\n")
+		s = fmt.Sprintf("%s %s %s: %s", goName, verb, cName, lowerFirst(first))
+		if rest != "" {
+			s += "\n\n" + rest
+		}
 	}
-	first, rest, _ := strings.Cut(text, "\n\n")
-	s := fmt.Sprintf("%s %s %s: %s", goName, verb, cName, lowerFirst(first))
-	if rest != "" {
-		s += "\n\n" + rest
+	if dep != "" {
+		s += "\n\n" + dep
 	}
 	return s
 }
@@ -656,7 +660,7 @@ func (e *emitter) wrapper(f *jen.File, fn *Func) {
 		_, conv := e.result(fn.Result)
 		body = append(body, jen.Id("r").Op(":=").Add(call), jen.Return(conv(jen.Id("r")), jen.Nil()))
 	}
-	f.Add(docComment(doc(fn.GoName, "calls", fn.CName, fn.Doc)))
+	f.Add(docComment(funcDoc(e.pkg, fn)))
 	f.Func().Id(fn.GoName).Params(params...).Add(results).Block(body...)
 }
 
@@ -800,6 +804,7 @@ func (e *emitter) layoutC() *jen.File {
 	table("gocuda_offset", "gocuda_offsets", offsets)
 	table("gocuda_value", "gocuda_values", values)
 	b.WriteString(e.symbolRows("gocuda_symbols"))
+	b.WriteString(e.prototypes())
 	f.CgoPreamble(b.String())
 	f.Add(docComment("Symbols returns, by C name, the symbol each function's name expands to in C."))
 	symbolsFunc(f, "Symbols", "gocuda_symbols")

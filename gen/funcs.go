@@ -34,6 +34,7 @@ func (p *parser) function(d *cc.Declarator) {
 			p.skip("function", name, fmt.Sprintf("parameter %s has unsupported type %s", prm.Name(), prm.Type()))
 			return
 		}
+		constPointers(pt, prm)
 		// An unnamed parameter is named by its position.
 		gn := "p" + strconv.Itoa(i)
 		if prm.Name() != "" {
@@ -55,6 +56,7 @@ func (p *parser) function(d *cc.Declarator) {
 		f.CName, f.Inline, pos = w.Name(), true, w.NameTok().Position()
 	}
 	p.raw[f] = p.docs.before(pos.Filename, pos.Line, true)
+	p.raw[deprecatedKey{f}] = p.docs.deprecation(pos.Filename, pos.Line)
 	p.pos[f] = pos.String()
 	p.pkg.Funcs = append(p.pkg.Funcs, f)
 }
@@ -85,7 +87,7 @@ func (p *parser) paramType(t cc.Type) *Type {
 		if et == nil {
 			return nil
 		}
-		return &Type{Kind: Pointer, Elem: et}
+		return &Type{Kind: Pointer, Elem: et, Const: a.Elem().Attributes().IsConst()}
 	}
 	if pt, ok := t.(*cc.PointerType); ok && t.Typedef() == nil {
 		if e := pt.Elem(); e.Kind() == cc.Char && e.Typedef() == nil && isConst(pt) {

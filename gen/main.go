@@ -24,7 +24,9 @@
 // In the output directory: ztypes.go (enums, structs, unions, typedefs),
 // zconsts.go (#define constants), zfuncs.go (the functions), zlayout_test.go
 // and internal/ctest/zlayout.go (the Go and C sides of the tests that compare
-// layouts, values and symbols with C, run by internal/ccheck), and
+// layouts, values and symbols with C, run by internal/ccheck; the C side also
+// asserts at compile time that each function's prototype in the headers is
+// the one gen binds, so a wrong type fails the test's build), and
 // zloader.go: the library (-lib ENV=FILE, such as
 // GOCUDA_CUDA=libcuda.so.1), opened at run time by internal/dl, with Load,
 // LibraryPath and, with -perthread, UsePerThreadDefaultStream.
@@ -69,6 +71,19 @@
 // and the type gets its kind appended: Struct, Union, Enum, or Type for a
 // typedef. Any other two C names that map to one Go name are reported and the
 // second is skipped, so a clash can never produce code that does not compile.
+//
+// # Documentation
+//
+// A declaration's doc comment is the comment right above it in the header:
+// Doxygen's (/** */, /*! */), converted to Go doc text with links to the
+// package's names, or a plain /* */ or // comment with no blank line between
+// (nccl.h documents its functions so), unless it heads a group of
+// declarations (cusolverDn.h's /* LU solve */) or is a banner. A function
+// the header does not document names its section of the library's guide
+// (guides.go). A deprecation macro in a function's declaration, such as
+// CUSPARSE_DEPRECATED, CUSPARSE_DEPRECATED_REPLACE_WITH(f) or
+// __CUDA_DEPRECATED, or a deprecated attribute, becomes a Deprecated:
+// paragraph, naming the replacement or giving the message where there is one.
 //
 // # Types
 //

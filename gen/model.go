@@ -90,6 +90,7 @@ type Type struct {
 	Under *Type  // Named enum or scalar: the underlying scalar
 	Elem  *Type  // Pointer, Array
 	Len   int64  // Array
+	Const bool   // Pointer: to const
 	Pkg   string `json:",omitempty"` // Named: import path of the package that declares it, "" for this one
 }
 

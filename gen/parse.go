@@ -402,7 +402,7 @@ func (p *parser) finish() {
 	}
 	conv := func(raw string) string { return doxygen(raw, links) }
 	for _, f := range p.pkg.Funcs {
-		f.Doc = conv(p.raw[f])
+		f.Doc = withDeprecation(conv(p.raw[f]), conv(p.raw[deprecatedKey{f}]))
 	}
 	for _, e := range p.pkg.Enums {
 		e.Doc = conv(p.raw[e])
@@ -422,4 +422,5 @@ func (p *parser) finish() {
 	for _, c := range p.pkg.Consts {
 		c.Doc = conv(p.raw[c])
 	}
+	p.deprecateTypes(conv)
 }

@@ -63,13 +63,13 @@ func (p *parser) shape(t cc.Type) *Type {
 			return &Type{Kind: FuncPtr}
 		}
 		if e.Kind() == cc.Void {
-			return &Type{Kind: Pointer}
+			return &Type{Kind: Pointer, Const: e.Attributes().IsConst()}
 		}
 		et := p.typ(e)
 		if et == nil {
 			return nil
 		}
-		return &Type{Kind: Pointer, Elem: et}
+		return &Type{Kind: Pointer, Elem: et, Const: e.Attributes().IsConst()}
 	case *cc.ArrayType:
 		et := p.typ(x.Elem())
 		if et == nil || x.IsVLA() {

@@ -4,7 +4,9 @@ package nvrtc
 
 import "strconv"
 
-// Result is nvrtcResult.
+// Result is nvrtcResult: the enumerated type nvrtcResult defines API call result codes.
+// NVRTC API functions return nvrtcResult to indicate the call
+// result.
 type Result int32
 
 const (
