@@ -303,8 +303,8 @@ func (k *Kernel) launch(s *Stream, cfg *LaunchConfig, args []any) error {
 	if err != nil {
 		return err
 	}
-	dims, err := cfg.check(d, &st.props)
-	if err != nil {
+	var dims [9]C.uint32_t
+	if err := cfg.check(d, &st.props, &dims); err != nil {
 		return fmt.Errorf("highlevel: launching %s: %w", k.name, err)
 	}
 	f, err := k.function(d, st.ctx)
@@ -371,30 +371,29 @@ func (k *Kernel) function(d Device, ctx unsafe.Pointer) (C.uintptr_t, error) {
 }
 
 // check checks the configuration against the limits of device d, whose
-// properties are p, and returns the grid, block and cluster dimensions for
-// the shim.
-func (cfg *LaunchConfig) check(d Device, p *cudart.DeviceProp) ([9]C.uint32_t, error) {
-	var dims [9]C.uint32_t
+// properties are p, and writes the grid, block and cluster dimensions for
+// the shim to dims.
+func (cfg *LaunchConfig) check(d Device, p *cudart.DeviceProp, dims *[9]C.uint32_t) error {
 	gx, gy, gz := cfg.Grid.dims()
 	bx, by, bz := cfg.Block.dims()
 	switch {
 	case gx > int(p.MaxGridSize[0]) || gy > int(p.MaxGridSize[1]) || gz > int(p.MaxGridSize[2]) || min(cfg.Grid.X, cfg.Grid.Y, cfg.Grid.Z) < 0:
-		return dims, fmt.Errorf("grid %v is outside %v's limits (%v)", cfg.Grid, d, p.MaxGridSize)
+		return fmt.Errorf("grid %v is outside %v's limits (%v)", cfg.Grid, d, p.MaxGridSize)
 	case bx > int(p.MaxThreadsDim[0]) || by > int(p.MaxThreadsDim[1]) || bz > int(p.MaxThreadsDim[2]) || min(cfg.Block.X, cfg.Block.Y, cfg.Block.Z) < 0:
-		return dims, fmt.Errorf("block %v is outside %v's limits (%v)", cfg.Block, d, p.MaxThreadsDim)
+		return fmt.Errorf("block %v is outside %v's limits (%v)", cfg.Block, d, p.MaxThreadsDim)
 	case bx*by*bz > int(p.MaxThreadsPerBlock):
-		return dims, fmt.Errorf("block %v has %d threads, more than the %d of %v", cfg.Block, bx*by*bz, p.MaxThreadsPerBlock, d)
+		return fmt.Errorf("block %v has %d threads, more than the %d of %v", cfg.Block, bx*by*bz, p.MaxThreadsPerBlock, d)
 	case cfg.SharedMem < 0 || cfg.SharedMem > int(p.SharedMemPerBlockOptin):
-		return dims, fmt.Errorf("%d bytes of shared memory: %v allows at most %d per block", cfg.SharedMem, d, p.SharedMemPerBlockOptin)
+		return fmt.Errorf("%d bytes of shared memory: %v allows at most %d per block", cfg.SharedMem, d, p.SharedMemPerBlockOptin)
 	case min(cfg.Cluster.X, cfg.Cluster.Y, cfg.Cluster.Z) < 0:
-		return dims, fmt.Errorf("cluster %v is negative", cfg.Cluster)
+		return fmt.Errorf("cluster %v is negative", cfg.Cluster)
 	}
-	dims = [9]C.uint32_t{C.uint32_t(gx), C.uint32_t(gy), C.uint32_t(gz), C.uint32_t(bx), C.uint32_t(by), C.uint32_t(bz)}
+	*dims = [9]C.uint32_t{C.uint32_t(gx), C.uint32_t(gy), C.uint32_t(gz), C.uint32_t(bx), C.uint32_t(by), C.uint32_t(bz)}
 	if cfg.Cluster != (Dim3{}) {
 		cx, cy, cz := cfg.Cluster.dims()
 		dims[6], dims[7], dims[8] = C.uint32_t(cx), C.uint32_t(cy), C.uint32_t(cz)
 	}
-	return dims, nil
+	return nil
 }
 
 // A memArg is a memory argument of a launch: the argument's index, and its
