@@ -15,6 +15,17 @@ import (
 var stubArgs = flag.String("stub.args", "", "more flags for the benchmarks TestStubMix runs on the stub driver, such as\n"+
 	"'-test.count=6 -test.benchtime=20000x -test.cpuprofile=/tmp/cpu.out' (printed with -v)")
 
+// stubHeaders are the headers the stub and the C twins are built with.
+var stubHeaders = filepath.Join("..", "headers", "cuda-13.0")
+
+// cc returns the C compiler cgo uses.
+func cc() string {
+	if cc := os.Getenv("CC"); cc != "" {
+		return cc
+	}
+	return "cc"
+}
+
 // buildStub builds testdata/stubcuda.c into dir and returns the library's
 // path, or skips. The functions of the shim's list (highlevel/shim.c) that
 // the stub does not define return 0, through weak definitions written
@@ -24,8 +35,7 @@ func buildStub(t *testing.T, dir string) string {
 	if err != nil {
 		t.Skipf("the sources are not here: %v", err)
 	}
-	headers := filepath.Join("..", "headers", "cuda-13.0")
-	if _, err := os.Stat(headers); err != nil {
+	if _, err := os.Stat(stubHeaders); err != nil {
 		t.Skipf("the headers are not here: %v", err)
 	}
 	list, _, ok := strings.Cut(string(shim), "\n#define HL_INDEX")
@@ -40,12 +50,8 @@ func buildStub(t *testing.T, dir string) string {
 	if err := os.WriteFile(filepath.Join(dir, "stubweak.c"), []byte(weak.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cc := os.Getenv("CC")
-	if cc == "" {
-		cc = "cc"
-	}
 	lib := filepath.Join(dir, "libstubcuda.so")
-	cmd := exec.Command(cc, "-shared", "-fPIC", "-O2", "-I"+headers, "-o", lib,
+	cmd := exec.Command(cc(), "-shared", "-fPIC", "-O2", "-I"+stubHeaders, "-o", lib,
 		filepath.Join("testdata", "stubcuda.c"), filepath.Join(dir, "stubweak.c"))
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Skipf("no C compiler to build the stub: %v\n%s", err, out)
@@ -56,12 +62,14 @@ func buildStub(t *testing.T, dir string) string {
 // TestStubMix runs the mix benchmarks on a stub of CUDA's libraries that
 // does nothing (testdata/stubcuda.c), where their time is Go's side of each
 // operation alone, and checks what each operation costs Go beyond C's
-// call: one cgo call, and no allocation.
+// call: one cgo call, and no allocation. It logs the times of the C twin
+// (c/mix.c) on the same stub beside Go's.
 func TestStubMix(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a library and runs benchmarks")
 	}
-	lib := buildStub(t, t.TempDir())
+	dir := t.TempDir()
+	lib := buildStub(t, dir)
 	args := []string{"-test.run=^$", "-test.bench=^BenchmarkMix", "-test.benchtime=2000x"}
 	args = append(args, strings.Fields(*stubArgs)...)
 	cmd := exec.Command(os.Args[0], args...)
@@ -94,4 +102,14 @@ func TestStubMix(t *testing.T) {
 			t.Errorf("no result for Benchmark%s:\n%s", name, out)
 		}
 	}
+
+	twin := filepath.Join(dir, "mix")
+	cmd = exec.Command(cc(), "-O2", "-I"+stubHeaders, "-o", twin, filepath.Join("c", "mix.c"), lib, "-Wl,-rpath,"+dir)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building the C twin on the stub: %v\n%s", err, out)
+	}
+	if out, err = exec.Command(twin).CombinedOutput(); err != nil {
+		t.Fatalf("the C twin on the stub: %v\n%s", err, out)
+	}
+	t.Logf("C on the stub:\n%s", out)
 }
