@@ -24,7 +24,7 @@ const (
 var mixConfig = highlevel.LaunchConfig{Grid: highlevel.Dim3{X: mixN / 256}, Block: highlevel.Dim3{X: 256}}
 
 // A mix is what the mix benchmarks queue their work with: axpy, a stream,
-// and two arrays of mixN float32 from the default pool.
+// and two arrays of mixN float32 from a memory pool, all on device 0.
 type mix struct {
 	k    *highlevel.Kernel
 	s    *highlevel.Stream
@@ -50,8 +50,13 @@ func mixSetup(b *testing.B) *mix {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { m.s.Close() })
+	pool, err := highlevel.NewMemoryPool(d)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { pool.Close() })
 	for _, a := range []**highlevel.Array[float32]{&m.x, &m.y} {
-		if *a, err = highlevel.NewArray[float32](mixN); err != nil {
+		if *a, err = highlevel.NewArrayOn[float32](pool, mixN); err != nil {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { (*a).Free() })
