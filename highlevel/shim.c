@@ -557,12 +557,15 @@ int hl_kernel_attribute(void *ctx, int set, int *v, int attr, uintptr_t k, int d
 	return drv_status(r);
 }
 
-// hl_launch launches f, a kernel's function in ctx, with the arguments at the given offsets of args.
+// hl_launch launches f, a kernel's function in context ctx (an integer, so
+// that cgo need not check it for Go pointers at each launch), with the
+// arguments at the given offsets of args.
 // dims holds the grid, block and cluster dimensions (x, y, z each); a
 // cluster of 0 and cooperative 0 take cuLaunchKernel, the rest
 // cuLaunchKernelEx.
-int hl_launch(void *ctx, uintptr_t f, const uint32_t *dims, uint32_t smem, uintptr_t s, int cooperative,
+int hl_launch(uintptr_t ctxv, uintptr_t f, const uint32_t *dims, uint32_t smem, uintptr_t s, int cooperative,
 		char *args, const uint32_t *offsets, int n) {
+	void *ctx = (void *)ctxv;
 	void *params[n > 0 ? n : 1];
 	for (int i = 0; i < n; i++) {
 		params[i] = args + offsets[i];
