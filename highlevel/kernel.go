@@ -1,8 +1,6 @@
 package highlevel
 
 /*
-#cgo noescape hl_launch
-#cgo nocallback hl_launch
 #include <stdlib.h>
 #include "shim.h"
 */
@@ -278,16 +276,31 @@ func (k *Kernel) Launch(s *Stream, cfg LaunchConfig, args ...any) error {
 		return ErrClosed
 	}
 	defer k.m.life.release()
-	return k.launch(s, &cfg, args)
+	sc := launchScratches.Get().(*launchScratch)
+	err := k.launch(s, &cfg, args, sc)
+	launchScratches.Put(sc)
+	return err
 }
+
+// A launchScratch holds what a launch passes to C: the packed arguments and
+// the dimensions. hl_launch calls into the driver, whose logger (registered
+// with cudadrv.LogsRegisterCallback) may call back into Go during the call,
+// so it cannot be marked #cgo nocallback, and without it (noescape works
+// only with it) memory passed to C escapes: kept in a pool, it is not
+// allocated at every launch.
+type launchScratch struct {
+	args [256]byte
+	dims [9]C.uint32_t
+}
+
+var launchScratches = sync.Pool{New: func() any { return new(launchScratch) }}
 
 // launch is Launch on an open module. Its one defer and Launch's stay
 // open-coded (a function with more returns times defers than the compiler
 // allows gets slower ones), as launches are the hottest path of the package.
-func (k *Kernel) launch(s *Stream, cfg *LaunchConfig, args []any) error {
-	var small [256]byte
-	buf := small[:]
-	if k.size > len(small) {
+func (k *Kernel) launch(s *Stream, cfg *LaunchConfig, args []any, sc *launchScratch) error {
+	buf := sc.args[:]
+	if k.size > len(buf) {
 		buf = make([]byte, k.size)
 	}
 	var memBuf [4]memArg
@@ -303,8 +316,8 @@ func (k *Kernel) launch(s *Stream, cfg *LaunchConfig, args []any) error {
 	if err != nil {
 		return err
 	}
-	var dims [9]C.uint32_t
-	if err := cfg.check(d, &st.props, &dims); err != nil {
+	dims := &sc.dims
+	if err := cfg.check(d, &st.props, dims); err != nil {
 		return fmt.Errorf("highlevel: launching %s: %w", k.name, err)
 	}
 	f, err := k.function(d, st.ctx)
