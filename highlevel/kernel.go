@@ -87,7 +87,9 @@ func LoadModuleFile(name string) (*Module, error) {
 
 // Kernel returns the kernel of the module named name, as the device code
 // spells it: the name given to extern "C" functions, or the lowered
-// (mangled) name of others (Compiled.LoweredNames gives it).
+// (mangled) name of others (Compiled.LoweredNames gives it). Its parameters
+// are read in the context of the lowest-numbered device the program has
+// used, or DefaultDevice's when it has used none, as host memory's are.
 func (m *Module) Kernel(name string) (*Kernel, error) {
 	if m == nil {
 		return nil, nilError("Module")
@@ -107,13 +109,19 @@ func (m *Module) Kernel(name string) (*Kernel, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The parameters' layout needs a context: the one host memory uses
+	// (a device the program has used), not whichever the thread has.
+	ctx, err := hostContext()
+	if err != nil {
+		return nil, err
+	}
 	k := &Kernel{m: m, name: name, funcs: make([]atomic.Uintptr, n)}
-	if err := check(fmt.Sprintf("kernel %q", name), C.hl_library_get_kernel(nil, &k.k, m.lib, cname)); err != nil {
+	if err := check(fmt.Sprintf("kernel %q", name), C.hl_library_get_kernel(ctx, &k.k, m.lib, cname)); err != nil {
 		return nil, err
 	}
 	var offsets, sizes [maxParams]C.uint32_t
 	var np C.int
-	if err := check("cuKernelGetParamInfo", C.hl_kernel_params(nil, k.k, &offsets[0], &sizes[0], maxParams, &np)); err != nil {
+	if err := check("cuKernelGetParamInfo", C.hl_kernel_params(ctx, k.k, &offsets[0], &sizes[0], maxParams, &np)); err != nil {
 		return nil, err
 	}
 	for i := range int(np) {

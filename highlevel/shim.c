@@ -530,8 +530,13 @@ int hl_kernel_params(void *ctx, uintptr_t k, uint32_t *offsets, uint32_t *sizes,
 	*n = 0;
 	for (int i = 0; i < max; i++) {
 		size_t off, size;
-		if (DRV(cuKernelGetParamInfo)(KERNEL(k), i, &off, &size) != CUDA_SUCCESS) {
-			break; // CUDA_ERROR_INVALID_VALUE: no parameter i
+		CUresult e = DRV(cuKernelGetParamInfo)(KERNEL(k), i, &off, &size);
+		if (e == CUDA_ERROR_INVALID_VALUE) {
+			break; // no parameter i
+		}
+		if (e != CUDA_SUCCESS) {
+			hl_leave(ctx, prev);
+			return drv_status(e);
 		}
 		offsets[i] = (uint32_t)off;
 		sizes[i] = (uint32_t)size;
