@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"runtime"
 	"testing"
 	"unsafe"
 
@@ -49,7 +50,8 @@ func pageableHost() unsafe.Pointer {
 	return unsafe.Pointer(&h[0])
 }
 
-// loop runs op b.N times and synchronizes s: the loop of c/bench.h.
+// loop runs op b.N times and synchronizes s: the loop of c/bench.h. It
+// reports the cgo calls op made, per op (cgo-calls/op).
 func loop(b *testing.B, s *highlevel.Stream, op func() error) {
 	b.Helper()
 	if err := op(); err != nil { // warm up: the staging buffers, the DMA path
@@ -59,14 +61,17 @@ func loop(b *testing.B, s *highlevel.Stream, op func() error) {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
+	calls := runtime.NumCgoCall()
 	for range b.N {
 		if err := op(); err != nil {
 			b.Fatal(err)
 		}
 	}
+	calls = runtime.NumCgoCall() - calls
 	if err := s.Synchronize(); err != nil {
 		b.Fatal(err)
 	}
+	b.ReportMetric(float64(calls)/float64(b.N), "cgo-calls/op")
 }
 
 // BenchmarkH2DPinned copies 256 MiB from pinned memory on a stream.

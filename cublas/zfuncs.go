@@ -10,1027 +10,6 @@ import (
 
 /*
 #cgo CFLAGS: -Wno-deprecated-declarations -I${SRCDIR}/../headers/cuda-13.0
-#cgo noescape gocuda_cublasCreate
-#cgo nocallback gocuda_cublasCreate
-#cgo noescape gocuda_cublasDestroy
-#cgo noescape gocuda_cublasGetVersion
-#cgo nocallback gocuda_cublasGetVersion
-#cgo noescape gocuda_cublasGetProperty
-#cgo nocallback gocuda_cublasGetProperty
-#cgo noescape gocuda_cublasGetCudartVersion
-#cgo nocallback gocuda_cublasGetCudartVersion
-#cgo noescape gocuda_cublasSetWorkspace
-#cgo nocallback gocuda_cublasSetWorkspace
-#cgo noescape gocuda_cublasSetStream
-#cgo nocallback gocuda_cublasSetStream
-#cgo noescape gocuda_cublasGetStream
-#cgo nocallback gocuda_cublasGetStream
-#cgo noescape gocuda_cublasGetPointerMode
-#cgo nocallback gocuda_cublasGetPointerMode
-#cgo noescape gocuda_cublasSetPointerMode
-#cgo nocallback gocuda_cublasSetPointerMode
-#cgo noescape gocuda_cublasGetAtomicsMode
-#cgo nocallback gocuda_cublasGetAtomicsMode
-#cgo noescape gocuda_cublasSetAtomicsMode
-#cgo nocallback gocuda_cublasSetAtomicsMode
-#cgo noescape gocuda_cublasGetMathMode
-#cgo nocallback gocuda_cublasGetMathMode
-#cgo noescape gocuda_cublasSetMathMode
-#cgo nocallback gocuda_cublasSetMathMode
-#cgo noescape gocuda_cublasGetSmCountTarget
-#cgo nocallback gocuda_cublasGetSmCountTarget
-#cgo noescape gocuda_cublasSetSmCountTarget
-#cgo nocallback gocuda_cublasSetSmCountTarget
-#cgo noescape gocuda_cublasGetEmulationStrategy
-#cgo nocallback gocuda_cublasGetEmulationStrategy
-#cgo noescape gocuda_cublasSetEmulationStrategy
-#cgo nocallback gocuda_cublasSetEmulationStrategy
-#cgo noescape gocuda_cublasGetEmulationSpecialValuesSupport
-#cgo nocallback gocuda_cublasGetEmulationSpecialValuesSupport
-#cgo noescape gocuda_cublasSetEmulationSpecialValuesSupport
-#cgo nocallback gocuda_cublasSetEmulationSpecialValuesSupport
-#cgo noescape gocuda_cublasGetFixedPointEmulationMantissaControl
-#cgo nocallback gocuda_cublasGetFixedPointEmulationMantissaControl
-#cgo noescape gocuda_cublasSetFixedPointEmulationMantissaControl
-#cgo nocallback gocuda_cublasSetFixedPointEmulationMantissaControl
-#cgo noescape gocuda_cublasGetFixedPointEmulationMaxMantissaBitCount
-#cgo nocallback gocuda_cublasGetFixedPointEmulationMaxMantissaBitCount
-#cgo noescape gocuda_cublasSetFixedPointEmulationMaxMantissaBitCount
-#cgo nocallback gocuda_cublasSetFixedPointEmulationMaxMantissaBitCount
-#cgo noescape gocuda_cublasGetFixedPointEmulationMantissaBitOffset
-#cgo nocallback gocuda_cublasGetFixedPointEmulationMantissaBitOffset
-#cgo noescape gocuda_cublasSetFixedPointEmulationMantissaBitOffset
-#cgo nocallback gocuda_cublasSetFixedPointEmulationMantissaBitOffset
-#cgo noescape gocuda_cublasGetFixedPointEmulationMantissaBitCountPointer
-#cgo nocallback gocuda_cublasGetFixedPointEmulationMantissaBitCountPointer
-#cgo noescape gocuda_cublasSetFixedPointEmulationMantissaBitCountPointer
-#cgo nocallback gocuda_cublasSetFixedPointEmulationMantissaBitCountPointer
-#cgo noescape gocuda_cublasGetStatusName
-#cgo nocallback gocuda_cublasGetStatusName
-#cgo noescape gocuda_cublasGetStatusString
-#cgo nocallback gocuda_cublasGetStatusString
-#cgo noescape gocuda_cublasLoggerConfigure
-#cgo nocallback gocuda_cublasLoggerConfigure
-#cgo noescape gocuda_cublasSetVector
-#cgo nocallback gocuda_cublasSetVector
-#cgo noescape gocuda_cublasSetVector_64
-#cgo nocallback gocuda_cublasSetVector_64
-#cgo noescape gocuda_cublasGetVector
-#cgo nocallback gocuda_cublasGetVector
-#cgo noescape gocuda_cublasGetVector_64
-#cgo nocallback gocuda_cublasGetVector_64
-#cgo noescape gocuda_cublasSetMatrix
-#cgo nocallback gocuda_cublasSetMatrix
-#cgo noescape gocuda_cublasSetMatrix_64
-#cgo nocallback gocuda_cublasSetMatrix_64
-#cgo noescape gocuda_cublasGetMatrix
-#cgo nocallback gocuda_cublasGetMatrix
-#cgo noescape gocuda_cublasGetMatrix_64
-#cgo nocallback gocuda_cublasGetMatrix_64
-#cgo nocallback gocuda_cublasSetVectorAsync
-#cgo nocallback gocuda_cublasSetVectorAsync_64
-#cgo nocallback gocuda_cublasGetVectorAsync
-#cgo nocallback gocuda_cublasGetVectorAsync_64
-#cgo nocallback gocuda_cublasSetMatrixAsync
-#cgo nocallback gocuda_cublasSetMatrixAsync_64
-#cgo nocallback gocuda_cublasGetMatrixAsync
-#cgo nocallback gocuda_cublasGetMatrixAsync_64
-#cgo noescape gocuda_cublasXerbla
-#cgo nocallback gocuda_cublasXerbla
-#cgo noescape gocuda_cublasNrm2Ex
-#cgo nocallback gocuda_cublasNrm2Ex
-#cgo noescape gocuda_cublasNrm2Ex_64
-#cgo nocallback gocuda_cublasNrm2Ex_64
-#cgo noescape gocuda_cublasSnrm2
-#cgo nocallback gocuda_cublasSnrm2
-#cgo noescape gocuda_cublasSnrm2_64
-#cgo nocallback gocuda_cublasSnrm2_64
-#cgo noescape gocuda_cublasDnrm2
-#cgo nocallback gocuda_cublasDnrm2
-#cgo noescape gocuda_cublasDnrm2_64
-#cgo nocallback gocuda_cublasDnrm2_64
-#cgo noescape gocuda_cublasScnrm2
-#cgo nocallback gocuda_cublasScnrm2
-#cgo noescape gocuda_cublasScnrm2_64
-#cgo nocallback gocuda_cublasScnrm2_64
-#cgo noescape gocuda_cublasDznrm2
-#cgo nocallback gocuda_cublasDznrm2
-#cgo noescape gocuda_cublasDznrm2_64
-#cgo nocallback gocuda_cublasDznrm2_64
-#cgo noescape gocuda_cublasDotEx
-#cgo nocallback gocuda_cublasDotEx
-#cgo noescape gocuda_cublasDotEx_64
-#cgo nocallback gocuda_cublasDotEx_64
-#cgo noescape gocuda_cublasDotcEx
-#cgo nocallback gocuda_cublasDotcEx
-#cgo noescape gocuda_cublasDotcEx_64
-#cgo nocallback gocuda_cublasDotcEx_64
-#cgo noescape gocuda_cublasSdot
-#cgo nocallback gocuda_cublasSdot
-#cgo noescape gocuda_cublasSdot_64
-#cgo nocallback gocuda_cublasSdot_64
-#cgo noescape gocuda_cublasDdot
-#cgo nocallback gocuda_cublasDdot
-#cgo noescape gocuda_cublasDdot_64
-#cgo nocallback gocuda_cublasDdot_64
-#cgo noescape gocuda_cublasCdotu
-#cgo nocallback gocuda_cublasCdotu
-#cgo noescape gocuda_cublasCdotu_64
-#cgo nocallback gocuda_cublasCdotu_64
-#cgo noescape gocuda_cublasCdotc
-#cgo nocallback gocuda_cublasCdotc
-#cgo noescape gocuda_cublasCdotc_64
-#cgo nocallback gocuda_cublasCdotc_64
-#cgo noescape gocuda_cublasZdotu
-#cgo nocallback gocuda_cublasZdotu
-#cgo noescape gocuda_cublasZdotu_64
-#cgo nocallback gocuda_cublasZdotu_64
-#cgo noescape gocuda_cublasZdotc
-#cgo nocallback gocuda_cublasZdotc
-#cgo noescape gocuda_cublasZdotc_64
-#cgo nocallback gocuda_cublasZdotc_64
-#cgo noescape gocuda_cublasScalEx
-#cgo nocallback gocuda_cublasScalEx
-#cgo noescape gocuda_cublasScalEx_64
-#cgo nocallback gocuda_cublasScalEx_64
-#cgo noescape gocuda_cublasSscal
-#cgo nocallback gocuda_cublasSscal
-#cgo noescape gocuda_cublasSscal_64
-#cgo nocallback gocuda_cublasSscal_64
-#cgo noescape gocuda_cublasDscal
-#cgo nocallback gocuda_cublasDscal
-#cgo noescape gocuda_cublasDscal_64
-#cgo nocallback gocuda_cublasDscal_64
-#cgo noescape gocuda_cublasCscal
-#cgo nocallback gocuda_cublasCscal
-#cgo noescape gocuda_cublasCscal_64
-#cgo nocallback gocuda_cublasCscal_64
-#cgo noescape gocuda_cublasCsscal
-#cgo nocallback gocuda_cublasCsscal
-#cgo noescape gocuda_cublasCsscal_64
-#cgo nocallback gocuda_cublasCsscal_64
-#cgo noescape gocuda_cublasZscal
-#cgo nocallback gocuda_cublasZscal
-#cgo noescape gocuda_cublasZscal_64
-#cgo nocallback gocuda_cublasZscal_64
-#cgo noescape gocuda_cublasZdscal
-#cgo nocallback gocuda_cublasZdscal
-#cgo noescape gocuda_cublasZdscal_64
-#cgo nocallback gocuda_cublasZdscal_64
-#cgo noescape gocuda_cublasAxpyEx
-#cgo nocallback gocuda_cublasAxpyEx
-#cgo noescape gocuda_cublasAxpyEx_64
-#cgo nocallback gocuda_cublasAxpyEx_64
-#cgo noescape gocuda_cublasSaxpy
-#cgo nocallback gocuda_cublasSaxpy
-#cgo noescape gocuda_cublasSaxpy_64
-#cgo nocallback gocuda_cublasSaxpy_64
-#cgo noescape gocuda_cublasDaxpy
-#cgo nocallback gocuda_cublasDaxpy
-#cgo noescape gocuda_cublasDaxpy_64
-#cgo nocallback gocuda_cublasDaxpy_64
-#cgo noescape gocuda_cublasCaxpy
-#cgo nocallback gocuda_cublasCaxpy
-#cgo noescape gocuda_cublasCaxpy_64
-#cgo nocallback gocuda_cublasCaxpy_64
-#cgo noescape gocuda_cublasZaxpy
-#cgo nocallback gocuda_cublasZaxpy
-#cgo noescape gocuda_cublasZaxpy_64
-#cgo nocallback gocuda_cublasZaxpy_64
-#cgo noescape gocuda_cublasCopyEx
-#cgo nocallback gocuda_cublasCopyEx
-#cgo noescape gocuda_cublasCopyEx_64
-#cgo nocallback gocuda_cublasCopyEx_64
-#cgo noescape gocuda_cublasScopy
-#cgo nocallback gocuda_cublasScopy
-#cgo noescape gocuda_cublasScopy_64
-#cgo nocallback gocuda_cublasScopy_64
-#cgo noescape gocuda_cublasDcopy
-#cgo nocallback gocuda_cublasDcopy
-#cgo noescape gocuda_cublasDcopy_64
-#cgo nocallback gocuda_cublasDcopy_64
-#cgo noescape gocuda_cublasCcopy
-#cgo nocallback gocuda_cublasCcopy
-#cgo noescape gocuda_cublasCcopy_64
-#cgo nocallback gocuda_cublasCcopy_64
-#cgo noescape gocuda_cublasZcopy
-#cgo nocallback gocuda_cublasZcopy
-#cgo noescape gocuda_cublasZcopy_64
-#cgo nocallback gocuda_cublasZcopy_64
-#cgo noescape gocuda_cublasSswap
-#cgo nocallback gocuda_cublasSswap
-#cgo noescape gocuda_cublasSswap_64
-#cgo nocallback gocuda_cublasSswap_64
-#cgo noescape gocuda_cublasDswap
-#cgo nocallback gocuda_cublasDswap
-#cgo noescape gocuda_cublasDswap_64
-#cgo nocallback gocuda_cublasDswap_64
-#cgo noescape gocuda_cublasCswap
-#cgo nocallback gocuda_cublasCswap
-#cgo noescape gocuda_cublasCswap_64
-#cgo nocallback gocuda_cublasCswap_64
-#cgo noescape gocuda_cublasZswap
-#cgo nocallback gocuda_cublasZswap
-#cgo noescape gocuda_cublasZswap_64
-#cgo nocallback gocuda_cublasZswap_64
-#cgo noescape gocuda_cublasSwapEx
-#cgo nocallback gocuda_cublasSwapEx
-#cgo noescape gocuda_cublasSwapEx_64
-#cgo nocallback gocuda_cublasSwapEx_64
-#cgo noescape gocuda_cublasIsamax
-#cgo nocallback gocuda_cublasIsamax
-#cgo noescape gocuda_cublasIsamax_64
-#cgo nocallback gocuda_cublasIsamax_64
-#cgo noescape gocuda_cublasIdamax
-#cgo nocallback gocuda_cublasIdamax
-#cgo noescape gocuda_cublasIdamax_64
-#cgo nocallback gocuda_cublasIdamax_64
-#cgo noescape gocuda_cublasIcamax
-#cgo nocallback gocuda_cublasIcamax
-#cgo noescape gocuda_cublasIcamax_64
-#cgo nocallback gocuda_cublasIcamax_64
-#cgo noescape gocuda_cublasIzamax
-#cgo nocallback gocuda_cublasIzamax
-#cgo noescape gocuda_cublasIzamax_64
-#cgo nocallback gocuda_cublasIzamax_64
-#cgo noescape gocuda_cublasIamaxEx
-#cgo nocallback gocuda_cublasIamaxEx
-#cgo noescape gocuda_cublasIamaxEx_64
-#cgo nocallback gocuda_cublasIamaxEx_64
-#cgo noescape gocuda_cublasIsamin
-#cgo nocallback gocuda_cublasIsamin
-#cgo noescape gocuda_cublasIsamin_64
-#cgo nocallback gocuda_cublasIsamin_64
-#cgo noescape gocuda_cublasIdamin
-#cgo nocallback gocuda_cublasIdamin
-#cgo noescape gocuda_cublasIdamin_64
-#cgo nocallback gocuda_cublasIdamin_64
-#cgo noescape gocuda_cublasIcamin
-#cgo nocallback gocuda_cublasIcamin
-#cgo noescape gocuda_cublasIcamin_64
-#cgo nocallback gocuda_cublasIcamin_64
-#cgo noescape gocuda_cublasIzamin
-#cgo nocallback gocuda_cublasIzamin
-#cgo noescape gocuda_cublasIzamin_64
-#cgo nocallback gocuda_cublasIzamin_64
-#cgo noescape gocuda_cublasIaminEx
-#cgo nocallback gocuda_cublasIaminEx
-#cgo noescape gocuda_cublasIaminEx_64
-#cgo nocallback gocuda_cublasIaminEx_64
-#cgo noescape gocuda_cublasAsumEx
-#cgo nocallback gocuda_cublasAsumEx
-#cgo noescape gocuda_cublasAsumEx_64
-#cgo nocallback gocuda_cublasAsumEx_64
-#cgo noescape gocuda_cublasSasum
-#cgo nocallback gocuda_cublasSasum
-#cgo noescape gocuda_cublasSasum_64
-#cgo nocallback gocuda_cublasSasum_64
-#cgo noescape gocuda_cublasDasum
-#cgo nocallback gocuda_cublasDasum
-#cgo noescape gocuda_cublasDasum_64
-#cgo nocallback gocuda_cublasDasum_64
-#cgo noescape gocuda_cublasScasum
-#cgo nocallback gocuda_cublasScasum
-#cgo noescape gocuda_cublasScasum_64
-#cgo nocallback gocuda_cublasScasum_64
-#cgo noescape gocuda_cublasDzasum
-#cgo nocallback gocuda_cublasDzasum
-#cgo noescape gocuda_cublasDzasum_64
-#cgo nocallback gocuda_cublasDzasum_64
-#cgo noescape gocuda_cublasSrot
-#cgo nocallback gocuda_cublasSrot
-#cgo noescape gocuda_cublasSrot_64
-#cgo nocallback gocuda_cublasSrot_64
-#cgo noescape gocuda_cublasDrot
-#cgo nocallback gocuda_cublasDrot
-#cgo noescape gocuda_cublasDrot_64
-#cgo nocallback gocuda_cublasDrot_64
-#cgo noescape gocuda_cublasCrot
-#cgo nocallback gocuda_cublasCrot
-#cgo noescape gocuda_cublasCrot_64
-#cgo nocallback gocuda_cublasCrot_64
-#cgo noescape gocuda_cublasCsrot
-#cgo nocallback gocuda_cublasCsrot
-#cgo noescape gocuda_cublasCsrot_64
-#cgo nocallback gocuda_cublasCsrot_64
-#cgo noescape gocuda_cublasZrot
-#cgo nocallback gocuda_cublasZrot
-#cgo noescape gocuda_cublasZrot_64
-#cgo nocallback gocuda_cublasZrot_64
-#cgo noescape gocuda_cublasZdrot
-#cgo nocallback gocuda_cublasZdrot
-#cgo noescape gocuda_cublasZdrot_64
-#cgo nocallback gocuda_cublasZdrot_64
-#cgo noescape gocuda_cublasRotEx
-#cgo nocallback gocuda_cublasRotEx
-#cgo noescape gocuda_cublasRotEx_64
-#cgo nocallback gocuda_cublasRotEx_64
-#cgo noescape gocuda_cublasSrotg
-#cgo nocallback gocuda_cublasSrotg
-#cgo noescape gocuda_cublasDrotg
-#cgo nocallback gocuda_cublasDrotg
-#cgo noescape gocuda_cublasCrotg
-#cgo nocallback gocuda_cublasCrotg
-#cgo noescape gocuda_cublasZrotg
-#cgo nocallback gocuda_cublasZrotg
-#cgo noescape gocuda_cublasRotgEx
-#cgo nocallback gocuda_cublasRotgEx
-#cgo noescape gocuda_cublasSrotm
-#cgo nocallback gocuda_cublasSrotm
-#cgo noescape gocuda_cublasSrotm_64
-#cgo nocallback gocuda_cublasSrotm_64
-#cgo noescape gocuda_cublasDrotm
-#cgo nocallback gocuda_cublasDrotm
-#cgo noescape gocuda_cublasDrotm_64
-#cgo nocallback gocuda_cublasDrotm_64
-#cgo noescape gocuda_cublasRotmEx
-#cgo nocallback gocuda_cublasRotmEx
-#cgo noescape gocuda_cublasRotmEx_64
-#cgo nocallback gocuda_cublasRotmEx_64
-#cgo noescape gocuda_cublasSrotmg
-#cgo nocallback gocuda_cublasSrotmg
-#cgo noescape gocuda_cublasDrotmg
-#cgo nocallback gocuda_cublasDrotmg
-#cgo noescape gocuda_cublasRotmgEx
-#cgo nocallback gocuda_cublasRotmgEx
-#cgo noescape gocuda_cublasSgemv
-#cgo nocallback gocuda_cublasSgemv
-#cgo noescape gocuda_cublasSgemv_64
-#cgo nocallback gocuda_cublasSgemv_64
-#cgo noescape gocuda_cublasDgemv
-#cgo nocallback gocuda_cublasDgemv
-#cgo noescape gocuda_cublasDgemv_64
-#cgo nocallback gocuda_cublasDgemv_64
-#cgo noescape gocuda_cublasCgemv
-#cgo nocallback gocuda_cublasCgemv
-#cgo noescape gocuda_cublasCgemv_64
-#cgo nocallback gocuda_cublasCgemv_64
-#cgo noescape gocuda_cublasZgemv
-#cgo nocallback gocuda_cublasZgemv
-#cgo noescape gocuda_cublasZgemv_64
-#cgo nocallback gocuda_cublasZgemv_64
-#cgo noescape gocuda_cublasSgbmv
-#cgo nocallback gocuda_cublasSgbmv
-#cgo noescape gocuda_cublasSgbmv_64
-#cgo nocallback gocuda_cublasSgbmv_64
-#cgo noescape gocuda_cublasDgbmv
-#cgo nocallback gocuda_cublasDgbmv
-#cgo noescape gocuda_cublasDgbmv_64
-#cgo nocallback gocuda_cublasDgbmv_64
-#cgo noescape gocuda_cublasCgbmv
-#cgo nocallback gocuda_cublasCgbmv
-#cgo noescape gocuda_cublasCgbmv_64
-#cgo nocallback gocuda_cublasCgbmv_64
-#cgo noescape gocuda_cublasZgbmv
-#cgo nocallback gocuda_cublasZgbmv
-#cgo noescape gocuda_cublasZgbmv_64
-#cgo nocallback gocuda_cublasZgbmv_64
-#cgo noescape gocuda_cublasStrmv
-#cgo nocallback gocuda_cublasStrmv
-#cgo noescape gocuda_cublasStrmv_64
-#cgo nocallback gocuda_cublasStrmv_64
-#cgo noescape gocuda_cublasDtrmv
-#cgo nocallback gocuda_cublasDtrmv
-#cgo noescape gocuda_cublasDtrmv_64
-#cgo nocallback gocuda_cublasDtrmv_64
-#cgo noescape gocuda_cublasCtrmv
-#cgo nocallback gocuda_cublasCtrmv
-#cgo noescape gocuda_cublasCtrmv_64
-#cgo nocallback gocuda_cublasCtrmv_64
-#cgo noescape gocuda_cublasZtrmv
-#cgo nocallback gocuda_cublasZtrmv
-#cgo noescape gocuda_cublasZtrmv_64
-#cgo nocallback gocuda_cublasZtrmv_64
-#cgo noescape gocuda_cublasStbmv
-#cgo nocallback gocuda_cublasStbmv
-#cgo noescape gocuda_cublasStbmv_64
-#cgo nocallback gocuda_cublasStbmv_64
-#cgo noescape gocuda_cublasDtbmv
-#cgo nocallback gocuda_cublasDtbmv
-#cgo noescape gocuda_cublasDtbmv_64
-#cgo nocallback gocuda_cublasDtbmv_64
-#cgo noescape gocuda_cublasCtbmv
-#cgo nocallback gocuda_cublasCtbmv
-#cgo noescape gocuda_cublasCtbmv_64
-#cgo nocallback gocuda_cublasCtbmv_64
-#cgo noescape gocuda_cublasZtbmv
-#cgo nocallback gocuda_cublasZtbmv
-#cgo noescape gocuda_cublasZtbmv_64
-#cgo nocallback gocuda_cublasZtbmv_64
-#cgo noescape gocuda_cublasStpmv
-#cgo nocallback gocuda_cublasStpmv
-#cgo noescape gocuda_cublasStpmv_64
-#cgo nocallback gocuda_cublasStpmv_64
-#cgo noescape gocuda_cublasDtpmv
-#cgo nocallback gocuda_cublasDtpmv
-#cgo noescape gocuda_cublasDtpmv_64
-#cgo nocallback gocuda_cublasDtpmv_64
-#cgo noescape gocuda_cublasCtpmv
-#cgo nocallback gocuda_cublasCtpmv
-#cgo noescape gocuda_cublasCtpmv_64
-#cgo nocallback gocuda_cublasCtpmv_64
-#cgo noescape gocuda_cublasZtpmv
-#cgo nocallback gocuda_cublasZtpmv
-#cgo noescape gocuda_cublasZtpmv_64
-#cgo nocallback gocuda_cublasZtpmv_64
-#cgo noescape gocuda_cublasStrsv
-#cgo nocallback gocuda_cublasStrsv
-#cgo noescape gocuda_cublasStrsv_64
-#cgo nocallback gocuda_cublasStrsv_64
-#cgo noescape gocuda_cublasDtrsv
-#cgo nocallback gocuda_cublasDtrsv
-#cgo noescape gocuda_cublasDtrsv_64
-#cgo nocallback gocuda_cublasDtrsv_64
-#cgo noescape gocuda_cublasCtrsv
-#cgo nocallback gocuda_cublasCtrsv
-#cgo noescape gocuda_cublasCtrsv_64
-#cgo nocallback gocuda_cublasCtrsv_64
-#cgo noescape gocuda_cublasZtrsv
-#cgo nocallback gocuda_cublasZtrsv
-#cgo noescape gocuda_cublasZtrsv_64
-#cgo nocallback gocuda_cublasZtrsv_64
-#cgo noescape gocuda_cublasStpsv
-#cgo nocallback gocuda_cublasStpsv
-#cgo noescape gocuda_cublasStpsv_64
-#cgo nocallback gocuda_cublasStpsv_64
-#cgo noescape gocuda_cublasDtpsv
-#cgo nocallback gocuda_cublasDtpsv
-#cgo noescape gocuda_cublasDtpsv_64
-#cgo nocallback gocuda_cublasDtpsv_64
-#cgo noescape gocuda_cublasCtpsv
-#cgo nocallback gocuda_cublasCtpsv
-#cgo noescape gocuda_cublasCtpsv_64
-#cgo nocallback gocuda_cublasCtpsv_64
-#cgo noescape gocuda_cublasZtpsv
-#cgo nocallback gocuda_cublasZtpsv
-#cgo noescape gocuda_cublasZtpsv_64
-#cgo nocallback gocuda_cublasZtpsv_64
-#cgo noescape gocuda_cublasStbsv
-#cgo nocallback gocuda_cublasStbsv
-#cgo noescape gocuda_cublasStbsv_64
-#cgo nocallback gocuda_cublasStbsv_64
-#cgo noescape gocuda_cublasDtbsv
-#cgo nocallback gocuda_cublasDtbsv
-#cgo noescape gocuda_cublasDtbsv_64
-#cgo nocallback gocuda_cublasDtbsv_64
-#cgo noescape gocuda_cublasCtbsv
-#cgo nocallback gocuda_cublasCtbsv
-#cgo noescape gocuda_cublasCtbsv_64
-#cgo nocallback gocuda_cublasCtbsv_64
-#cgo noescape gocuda_cublasZtbsv
-#cgo nocallback gocuda_cublasZtbsv
-#cgo noescape gocuda_cublasZtbsv_64
-#cgo nocallback gocuda_cublasZtbsv_64
-#cgo noescape gocuda_cublasSsymv
-#cgo nocallback gocuda_cublasSsymv
-#cgo noescape gocuda_cublasSsymv_64
-#cgo nocallback gocuda_cublasSsymv_64
-#cgo noescape gocuda_cublasDsymv
-#cgo nocallback gocuda_cublasDsymv
-#cgo noescape gocuda_cublasDsymv_64
-#cgo nocallback gocuda_cublasDsymv_64
-#cgo noescape gocuda_cublasCsymv
-#cgo nocallback gocuda_cublasCsymv
-#cgo noescape gocuda_cublasCsymv_64
-#cgo nocallback gocuda_cublasCsymv_64
-#cgo noescape gocuda_cublasZsymv
-#cgo nocallback gocuda_cublasZsymv
-#cgo noescape gocuda_cublasZsymv_64
-#cgo nocallback gocuda_cublasZsymv_64
-#cgo noescape gocuda_cublasChemv
-#cgo nocallback gocuda_cublasChemv
-#cgo noescape gocuda_cublasChemv_64
-#cgo nocallback gocuda_cublasChemv_64
-#cgo noescape gocuda_cublasZhemv
-#cgo nocallback gocuda_cublasZhemv
-#cgo noescape gocuda_cublasZhemv_64
-#cgo nocallback gocuda_cublasZhemv_64
-#cgo noescape gocuda_cublasSsbmv
-#cgo nocallback gocuda_cublasSsbmv
-#cgo noescape gocuda_cublasSsbmv_64
-#cgo nocallback gocuda_cublasSsbmv_64
-#cgo noescape gocuda_cublasDsbmv
-#cgo nocallback gocuda_cublasDsbmv
-#cgo noescape gocuda_cublasDsbmv_64
-#cgo nocallback gocuda_cublasDsbmv_64
-#cgo noescape gocuda_cublasChbmv
-#cgo nocallback gocuda_cublasChbmv
-#cgo noescape gocuda_cublasChbmv_64
-#cgo nocallback gocuda_cublasChbmv_64
-#cgo noescape gocuda_cublasZhbmv
-#cgo nocallback gocuda_cublasZhbmv
-#cgo noescape gocuda_cublasZhbmv_64
-#cgo nocallback gocuda_cublasZhbmv_64
-#cgo noescape gocuda_cublasSspmv
-#cgo nocallback gocuda_cublasSspmv
-#cgo noescape gocuda_cublasSspmv_64
-#cgo nocallback gocuda_cublasSspmv_64
-#cgo noescape gocuda_cublasDspmv
-#cgo nocallback gocuda_cublasDspmv
-#cgo noescape gocuda_cublasDspmv_64
-#cgo nocallback gocuda_cublasDspmv_64
-#cgo noescape gocuda_cublasChpmv
-#cgo nocallback gocuda_cublasChpmv
-#cgo noescape gocuda_cublasChpmv_64
-#cgo nocallback gocuda_cublasChpmv_64
-#cgo noescape gocuda_cublasZhpmv
-#cgo nocallback gocuda_cublasZhpmv
-#cgo noescape gocuda_cublasZhpmv_64
-#cgo nocallback gocuda_cublasZhpmv_64
-#cgo noescape gocuda_cublasSger
-#cgo nocallback gocuda_cublasSger
-#cgo noescape gocuda_cublasSger_64
-#cgo nocallback gocuda_cublasSger_64
-#cgo noescape gocuda_cublasDger
-#cgo nocallback gocuda_cublasDger
-#cgo noescape gocuda_cublasDger_64
-#cgo nocallback gocuda_cublasDger_64
-#cgo noescape gocuda_cublasCgeru
-#cgo nocallback gocuda_cublasCgeru
-#cgo noescape gocuda_cublasCgeru_64
-#cgo nocallback gocuda_cublasCgeru_64
-#cgo noescape gocuda_cublasCgerc
-#cgo nocallback gocuda_cublasCgerc
-#cgo noescape gocuda_cublasCgerc_64
-#cgo nocallback gocuda_cublasCgerc_64
-#cgo noescape gocuda_cublasZgeru
-#cgo nocallback gocuda_cublasZgeru
-#cgo noescape gocuda_cublasZgeru_64
-#cgo nocallback gocuda_cublasZgeru_64
-#cgo noescape gocuda_cublasZgerc
-#cgo nocallback gocuda_cublasZgerc
-#cgo noescape gocuda_cublasZgerc_64
-#cgo nocallback gocuda_cublasZgerc_64
-#cgo noescape gocuda_cublasSsyr
-#cgo nocallback gocuda_cublasSsyr
-#cgo noescape gocuda_cublasSsyr_64
-#cgo nocallback gocuda_cublasSsyr_64
-#cgo noescape gocuda_cublasDsyr
-#cgo nocallback gocuda_cublasDsyr
-#cgo noescape gocuda_cublasDsyr_64
-#cgo nocallback gocuda_cublasDsyr_64
-#cgo noescape gocuda_cublasCsyr
-#cgo nocallback gocuda_cublasCsyr
-#cgo noescape gocuda_cublasCsyr_64
-#cgo nocallback gocuda_cublasCsyr_64
-#cgo noescape gocuda_cublasZsyr
-#cgo nocallback gocuda_cublasZsyr
-#cgo noescape gocuda_cublasZsyr_64
-#cgo nocallback gocuda_cublasZsyr_64
-#cgo noescape gocuda_cublasCher
-#cgo nocallback gocuda_cublasCher
-#cgo noescape gocuda_cublasCher_64
-#cgo nocallback gocuda_cublasCher_64
-#cgo noescape gocuda_cublasZher
-#cgo nocallback gocuda_cublasZher
-#cgo noescape gocuda_cublasZher_64
-#cgo nocallback gocuda_cublasZher_64
-#cgo noescape gocuda_cublasSspr
-#cgo nocallback gocuda_cublasSspr
-#cgo noescape gocuda_cublasSspr_64
-#cgo nocallback gocuda_cublasSspr_64
-#cgo noescape gocuda_cublasDspr
-#cgo nocallback gocuda_cublasDspr
-#cgo noescape gocuda_cublasDspr_64
-#cgo nocallback gocuda_cublasDspr_64
-#cgo noescape gocuda_cublasChpr
-#cgo nocallback gocuda_cublasChpr
-#cgo noescape gocuda_cublasChpr_64
-#cgo nocallback gocuda_cublasChpr_64
-#cgo noescape gocuda_cublasZhpr
-#cgo nocallback gocuda_cublasZhpr
-#cgo noescape gocuda_cublasZhpr_64
-#cgo nocallback gocuda_cublasZhpr_64
-#cgo noescape gocuda_cublasSsyr2
-#cgo nocallback gocuda_cublasSsyr2
-#cgo noescape gocuda_cublasSsyr2_64
-#cgo nocallback gocuda_cublasSsyr2_64
-#cgo noescape gocuda_cublasDsyr2
-#cgo nocallback gocuda_cublasDsyr2
-#cgo noescape gocuda_cublasDsyr2_64
-#cgo nocallback gocuda_cublasDsyr2_64
-#cgo noescape gocuda_cublasCsyr2
-#cgo nocallback gocuda_cublasCsyr2
-#cgo noescape gocuda_cublasCsyr2_64
-#cgo nocallback gocuda_cublasCsyr2_64
-#cgo noescape gocuda_cublasZsyr2
-#cgo nocallback gocuda_cublasZsyr2
-#cgo noescape gocuda_cublasZsyr2_64
-#cgo nocallback gocuda_cublasZsyr2_64
-#cgo noescape gocuda_cublasCher2
-#cgo nocallback gocuda_cublasCher2
-#cgo noescape gocuda_cublasCher2_64
-#cgo nocallback gocuda_cublasCher2_64
-#cgo noescape gocuda_cublasZher2
-#cgo nocallback gocuda_cublasZher2
-#cgo noescape gocuda_cublasZher2_64
-#cgo nocallback gocuda_cublasZher2_64
-#cgo noescape gocuda_cublasSspr2
-#cgo nocallback gocuda_cublasSspr2
-#cgo noescape gocuda_cublasSspr2_64
-#cgo nocallback gocuda_cublasSspr2_64
-#cgo noescape gocuda_cublasDspr2
-#cgo nocallback gocuda_cublasDspr2
-#cgo noescape gocuda_cublasDspr2_64
-#cgo nocallback gocuda_cublasDspr2_64
-#cgo noescape gocuda_cublasChpr2
-#cgo nocallback gocuda_cublasChpr2
-#cgo noescape gocuda_cublasChpr2_64
-#cgo nocallback gocuda_cublasChpr2_64
-#cgo noescape gocuda_cublasZhpr2
-#cgo nocallback gocuda_cublasZhpr2
-#cgo noescape gocuda_cublasZhpr2_64
-#cgo nocallback gocuda_cublasZhpr2_64
-#cgo noescape gocuda_cublasSgemvBatched
-#cgo nocallback gocuda_cublasSgemvBatched
-#cgo noescape gocuda_cublasSgemvBatched_64
-#cgo nocallback gocuda_cublasSgemvBatched_64
-#cgo noescape gocuda_cublasDgemvBatched
-#cgo nocallback gocuda_cublasDgemvBatched
-#cgo noescape gocuda_cublasDgemvBatched_64
-#cgo nocallback gocuda_cublasDgemvBatched_64
-#cgo noescape gocuda_cublasCgemvBatched
-#cgo nocallback gocuda_cublasCgemvBatched
-#cgo noescape gocuda_cublasCgemvBatched_64
-#cgo nocallback gocuda_cublasCgemvBatched_64
-#cgo noescape gocuda_cublasZgemvBatched
-#cgo nocallback gocuda_cublasZgemvBatched
-#cgo noescape gocuda_cublasZgemvBatched_64
-#cgo nocallback gocuda_cublasZgemvBatched_64
-#cgo noescape gocuda_cublasSgemvStridedBatched
-#cgo nocallback gocuda_cublasSgemvStridedBatched
-#cgo noescape gocuda_cublasSgemvStridedBatched_64
-#cgo nocallback gocuda_cublasSgemvStridedBatched_64
-#cgo noescape gocuda_cublasDgemvStridedBatched
-#cgo nocallback gocuda_cublasDgemvStridedBatched
-#cgo noescape gocuda_cublasDgemvStridedBatched_64
-#cgo nocallback gocuda_cublasDgemvStridedBatched_64
-#cgo noescape gocuda_cublasCgemvStridedBatched
-#cgo nocallback gocuda_cublasCgemvStridedBatched
-#cgo noescape gocuda_cublasCgemvStridedBatched_64
-#cgo nocallback gocuda_cublasCgemvStridedBatched_64
-#cgo noescape gocuda_cublasZgemvStridedBatched
-#cgo nocallback gocuda_cublasZgemvStridedBatched
-#cgo noescape gocuda_cublasZgemvStridedBatched_64
-#cgo nocallback gocuda_cublasZgemvStridedBatched_64
-#cgo noescape gocuda_cublasSgemm
-#cgo nocallback gocuda_cublasSgemm
-#cgo noescape gocuda_cublasSgemm_64
-#cgo nocallback gocuda_cublasSgemm_64
-#cgo noescape gocuda_cublasDgemm
-#cgo nocallback gocuda_cublasDgemm
-#cgo noescape gocuda_cublasDgemm_64
-#cgo nocallback gocuda_cublasDgemm_64
-#cgo noescape gocuda_cublasCgemm
-#cgo nocallback gocuda_cublasCgemm
-#cgo noescape gocuda_cublasCgemm_64
-#cgo nocallback gocuda_cublasCgemm_64
-#cgo noescape gocuda_cublasCgemm3m
-#cgo nocallback gocuda_cublasCgemm3m
-#cgo noescape gocuda_cublasCgemm3m_64
-#cgo nocallback gocuda_cublasCgemm3m_64
-#cgo noescape gocuda_cublasCgemm3mEx
-#cgo nocallback gocuda_cublasCgemm3mEx
-#cgo noescape gocuda_cublasCgemm3mEx_64
-#cgo nocallback gocuda_cublasCgemm3mEx_64
-#cgo noescape gocuda_cublasZgemm
-#cgo nocallback gocuda_cublasZgemm
-#cgo noescape gocuda_cublasZgemm_64
-#cgo nocallback gocuda_cublasZgemm_64
-#cgo noescape gocuda_cublasZgemm3m
-#cgo nocallback gocuda_cublasZgemm3m
-#cgo noescape gocuda_cublasZgemm3m_64
-#cgo nocallback gocuda_cublasZgemm3m_64
-#cgo noescape gocuda_cublasSgemmEx
-#cgo nocallback gocuda_cublasSgemmEx
-#cgo noescape gocuda_cublasSgemmEx_64
-#cgo nocallback gocuda_cublasSgemmEx_64
-#cgo noescape gocuda_cublasGemmEx
-#cgo nocallback gocuda_cublasGemmEx
-#cgo noescape gocuda_cublasGemmEx_64
-#cgo nocallback gocuda_cublasGemmEx_64
-#cgo noescape gocuda_cublasCgemmEx
-#cgo nocallback gocuda_cublasCgemmEx
-#cgo noescape gocuda_cublasCgemmEx_64
-#cgo nocallback gocuda_cublasCgemmEx_64
-#cgo noescape gocuda_cublasSsyrk
-#cgo nocallback gocuda_cublasSsyrk
-#cgo noescape gocuda_cublasSsyrk_64
-#cgo nocallback gocuda_cublasSsyrk_64
-#cgo noescape gocuda_cublasDsyrk
-#cgo nocallback gocuda_cublasDsyrk
-#cgo noescape gocuda_cublasDsyrk_64
-#cgo nocallback gocuda_cublasDsyrk_64
-#cgo noescape gocuda_cublasCsyrk
-#cgo nocallback gocuda_cublasCsyrk
-#cgo noescape gocuda_cublasCsyrk_64
-#cgo nocallback gocuda_cublasCsyrk_64
-#cgo noescape gocuda_cublasZsyrk
-#cgo nocallback gocuda_cublasZsyrk
-#cgo noescape gocuda_cublasZsyrk_64
-#cgo nocallback gocuda_cublasZsyrk_64
-#cgo noescape gocuda_cublasCsyrkEx
-#cgo nocallback gocuda_cublasCsyrkEx
-#cgo noescape gocuda_cublasCsyrkEx_64
-#cgo nocallback gocuda_cublasCsyrkEx_64
-#cgo noescape gocuda_cublasCsyrk3mEx
-#cgo nocallback gocuda_cublasCsyrk3mEx
-#cgo noescape gocuda_cublasCsyrk3mEx_64
-#cgo nocallback gocuda_cublasCsyrk3mEx_64
-#cgo noescape gocuda_cublasCherk
-#cgo nocallback gocuda_cublasCherk
-#cgo noescape gocuda_cublasCherk_64
-#cgo nocallback gocuda_cublasCherk_64
-#cgo noescape gocuda_cublasZherk
-#cgo nocallback gocuda_cublasZherk
-#cgo noescape gocuda_cublasZherk_64
-#cgo nocallback gocuda_cublasZherk_64
-#cgo noescape gocuda_cublasCherkEx
-#cgo nocallback gocuda_cublasCherkEx
-#cgo noescape gocuda_cublasCherkEx_64
-#cgo nocallback gocuda_cublasCherkEx_64
-#cgo noescape gocuda_cublasCherk3mEx
-#cgo nocallback gocuda_cublasCherk3mEx
-#cgo noescape gocuda_cublasCherk3mEx_64
-#cgo nocallback gocuda_cublasCherk3mEx_64
-#cgo noescape gocuda_cublasSsyr2k
-#cgo nocallback gocuda_cublasSsyr2k
-#cgo noescape gocuda_cublasSsyr2k_64
-#cgo nocallback gocuda_cublasSsyr2k_64
-#cgo noescape gocuda_cublasDsyr2k
-#cgo nocallback gocuda_cublasDsyr2k
-#cgo noescape gocuda_cublasDsyr2k_64
-#cgo nocallback gocuda_cublasDsyr2k_64
-#cgo noescape gocuda_cublasCsyr2k
-#cgo nocallback gocuda_cublasCsyr2k
-#cgo noescape gocuda_cublasCsyr2k_64
-#cgo nocallback gocuda_cublasCsyr2k_64
-#cgo noescape gocuda_cublasZsyr2k
-#cgo nocallback gocuda_cublasZsyr2k
-#cgo noescape gocuda_cublasZsyr2k_64
-#cgo nocallback gocuda_cublasZsyr2k_64
-#cgo noescape gocuda_cublasCher2k
-#cgo nocallback gocuda_cublasCher2k
-#cgo noescape gocuda_cublasCher2k_64
-#cgo nocallback gocuda_cublasCher2k_64
-#cgo noescape gocuda_cublasZher2k
-#cgo nocallback gocuda_cublasZher2k
-#cgo noescape gocuda_cublasZher2k_64
-#cgo nocallback gocuda_cublasZher2k_64
-#cgo noescape gocuda_cublasSsyrkx
-#cgo nocallback gocuda_cublasSsyrkx
-#cgo noescape gocuda_cublasSsyrkx_64
-#cgo nocallback gocuda_cublasSsyrkx_64
-#cgo noescape gocuda_cublasDsyrkx
-#cgo nocallback gocuda_cublasDsyrkx
-#cgo noescape gocuda_cublasDsyrkx_64
-#cgo nocallback gocuda_cublasDsyrkx_64
-#cgo noescape gocuda_cublasCsyrkx
-#cgo nocallback gocuda_cublasCsyrkx
-#cgo noescape gocuda_cublasCsyrkx_64
-#cgo nocallback gocuda_cublasCsyrkx_64
-#cgo noescape gocuda_cublasZsyrkx
-#cgo nocallback gocuda_cublasZsyrkx
-#cgo noescape gocuda_cublasZsyrkx_64
-#cgo nocallback gocuda_cublasZsyrkx_64
-#cgo noescape gocuda_cublasCherkx
-#cgo nocallback gocuda_cublasCherkx
-#cgo noescape gocuda_cublasCherkx_64
-#cgo nocallback gocuda_cublasCherkx_64
-#cgo noescape gocuda_cublasZherkx
-#cgo nocallback gocuda_cublasZherkx
-#cgo noescape gocuda_cublasZherkx_64
-#cgo nocallback gocuda_cublasZherkx_64
-#cgo noescape gocuda_cublasSsymm
-#cgo nocallback gocuda_cublasSsymm
-#cgo noescape gocuda_cublasSsymm_64
-#cgo nocallback gocuda_cublasSsymm_64
-#cgo noescape gocuda_cublasDsymm
-#cgo nocallback gocuda_cublasDsymm
-#cgo noescape gocuda_cublasDsymm_64
-#cgo nocallback gocuda_cublasDsymm_64
-#cgo noescape gocuda_cublasCsymm
-#cgo nocallback gocuda_cublasCsymm
-#cgo noescape gocuda_cublasCsymm_64
-#cgo nocallback gocuda_cublasCsymm_64
-#cgo noescape gocuda_cublasZsymm
-#cgo nocallback gocuda_cublasZsymm
-#cgo noescape gocuda_cublasZsymm_64
-#cgo nocallback gocuda_cublasZsymm_64
-#cgo noescape gocuda_cublasChemm
-#cgo nocallback gocuda_cublasChemm
-#cgo noescape gocuda_cublasChemm_64
-#cgo nocallback gocuda_cublasChemm_64
-#cgo noescape gocuda_cublasZhemm
-#cgo nocallback gocuda_cublasZhemm
-#cgo noescape gocuda_cublasZhemm_64
-#cgo nocallback gocuda_cublasZhemm_64
-#cgo noescape gocuda_cublasStrsm
-#cgo nocallback gocuda_cublasStrsm
-#cgo noescape gocuda_cublasStrsm_64
-#cgo nocallback gocuda_cublasStrsm_64
-#cgo noescape gocuda_cublasDtrsm
-#cgo nocallback gocuda_cublasDtrsm
-#cgo noescape gocuda_cublasDtrsm_64
-#cgo nocallback gocuda_cublasDtrsm_64
-#cgo noescape gocuda_cublasCtrsm
-#cgo nocallback gocuda_cublasCtrsm
-#cgo noescape gocuda_cublasCtrsm_64
-#cgo nocallback gocuda_cublasCtrsm_64
-#cgo noescape gocuda_cublasZtrsm
-#cgo nocallback gocuda_cublasZtrsm
-#cgo noescape gocuda_cublasZtrsm_64
-#cgo nocallback gocuda_cublasZtrsm_64
-#cgo noescape gocuda_cublasStrmm
-#cgo nocallback gocuda_cublasStrmm
-#cgo noescape gocuda_cublasStrmm_64
-#cgo nocallback gocuda_cublasStrmm_64
-#cgo noescape gocuda_cublasDtrmm
-#cgo nocallback gocuda_cublasDtrmm
-#cgo noescape gocuda_cublasDtrmm_64
-#cgo nocallback gocuda_cublasDtrmm_64
-#cgo noescape gocuda_cublasCtrmm
-#cgo nocallback gocuda_cublasCtrmm
-#cgo noescape gocuda_cublasCtrmm_64
-#cgo nocallback gocuda_cublasCtrmm_64
-#cgo noescape gocuda_cublasZtrmm
-#cgo nocallback gocuda_cublasZtrmm
-#cgo noescape gocuda_cublasZtrmm_64
-#cgo nocallback gocuda_cublasZtrmm_64
-#cgo noescape gocuda_cublasSgemmBatched
-#cgo nocallback gocuda_cublasSgemmBatched
-#cgo noescape gocuda_cublasSgemmBatched_64
-#cgo nocallback gocuda_cublasSgemmBatched_64
-#cgo noescape gocuda_cublasDgemmBatched
-#cgo nocallback gocuda_cublasDgemmBatched
-#cgo noescape gocuda_cublasDgemmBatched_64
-#cgo nocallback gocuda_cublasDgemmBatched_64
-#cgo noescape gocuda_cublasCgemmBatched
-#cgo nocallback gocuda_cublasCgemmBatched
-#cgo noescape gocuda_cublasCgemmBatched_64
-#cgo nocallback gocuda_cublasCgemmBatched_64
-#cgo noescape gocuda_cublasCgemm3mBatched
-#cgo nocallback gocuda_cublasCgemm3mBatched
-#cgo noescape gocuda_cublasCgemm3mBatched_64
-#cgo nocallback gocuda_cublasCgemm3mBatched_64
-#cgo noescape gocuda_cublasZgemmBatched
-#cgo nocallback gocuda_cublasZgemmBatched
-#cgo noescape gocuda_cublasZgemmBatched_64
-#cgo nocallback gocuda_cublasZgemmBatched_64
-#cgo noescape gocuda_cublasSgemmStridedBatched
-#cgo nocallback gocuda_cublasSgemmStridedBatched
-#cgo noescape gocuda_cublasSgemmStridedBatched_64
-#cgo nocallback gocuda_cublasSgemmStridedBatched_64
-#cgo noescape gocuda_cublasDgemmStridedBatched
-#cgo nocallback gocuda_cublasDgemmStridedBatched
-#cgo noescape gocuda_cublasDgemmStridedBatched_64
-#cgo nocallback gocuda_cublasDgemmStridedBatched_64
-#cgo noescape gocuda_cublasCgemmStridedBatched
-#cgo nocallback gocuda_cublasCgemmStridedBatched
-#cgo noescape gocuda_cublasCgemmStridedBatched_64
-#cgo nocallback gocuda_cublasCgemmStridedBatched_64
-#cgo noescape gocuda_cublasCgemm3mStridedBatched
-#cgo nocallback gocuda_cublasCgemm3mStridedBatched
-#cgo noescape gocuda_cublasCgemm3mStridedBatched_64
-#cgo nocallback gocuda_cublasCgemm3mStridedBatched_64
-#cgo noescape gocuda_cublasZgemmStridedBatched
-#cgo nocallback gocuda_cublasZgemmStridedBatched
-#cgo noescape gocuda_cublasZgemmStridedBatched_64
-#cgo nocallback gocuda_cublasZgemmStridedBatched_64
-#cgo noescape gocuda_cublasGemmBatchedEx
-#cgo nocallback gocuda_cublasGemmBatchedEx
-#cgo noescape gocuda_cublasGemmBatchedEx_64
-#cgo nocallback gocuda_cublasGemmBatchedEx_64
-#cgo noescape gocuda_cublasGemmStridedBatchedEx
-#cgo nocallback gocuda_cublasGemmStridedBatchedEx
-#cgo noescape gocuda_cublasGemmStridedBatchedEx_64
-#cgo nocallback gocuda_cublasGemmStridedBatchedEx_64
-#cgo noescape gocuda_cublasSgemmGroupedBatched
-#cgo nocallback gocuda_cublasSgemmGroupedBatched
-#cgo noescape gocuda_cublasSgemmGroupedBatched_64
-#cgo nocallback gocuda_cublasSgemmGroupedBatched_64
-#cgo noescape gocuda_cublasDgemmGroupedBatched
-#cgo nocallback gocuda_cublasDgemmGroupedBatched
-#cgo noescape gocuda_cublasDgemmGroupedBatched_64
-#cgo nocallback gocuda_cublasDgemmGroupedBatched_64
-#cgo noescape gocuda_cublasGemmGroupedBatchedEx
-#cgo nocallback gocuda_cublasGemmGroupedBatchedEx
-#cgo noescape gocuda_cublasGemmGroupedBatchedEx_64
-#cgo nocallback gocuda_cublasGemmGroupedBatchedEx_64
-#cgo noescape gocuda_cublasSgeam
-#cgo nocallback gocuda_cublasSgeam
-#cgo noescape gocuda_cublasSgeam_64
-#cgo nocallback gocuda_cublasSgeam_64
-#cgo noescape gocuda_cublasDgeam
-#cgo nocallback gocuda_cublasDgeam
-#cgo noescape gocuda_cublasDgeam_64
-#cgo nocallback gocuda_cublasDgeam_64
-#cgo noescape gocuda_cublasCgeam
-#cgo nocallback gocuda_cublasCgeam
-#cgo noescape gocuda_cublasCgeam_64
-#cgo nocallback gocuda_cublasCgeam_64
-#cgo noescape gocuda_cublasZgeam
-#cgo nocallback gocuda_cublasZgeam
-#cgo noescape gocuda_cublasZgeam_64
-#cgo nocallback gocuda_cublasZgeam_64
-#cgo noescape gocuda_cublasStrsmBatched
-#cgo nocallback gocuda_cublasStrsmBatched
-#cgo noescape gocuda_cublasStrsmBatched_64
-#cgo nocallback gocuda_cublasStrsmBatched_64
-#cgo noescape gocuda_cublasDtrsmBatched
-#cgo nocallback gocuda_cublasDtrsmBatched
-#cgo noescape gocuda_cublasDtrsmBatched_64
-#cgo nocallback gocuda_cublasDtrsmBatched_64
-#cgo noescape gocuda_cublasCtrsmBatched
-#cgo nocallback gocuda_cublasCtrsmBatched
-#cgo noescape gocuda_cublasCtrsmBatched_64
-#cgo nocallback gocuda_cublasCtrsmBatched_64
-#cgo noescape gocuda_cublasZtrsmBatched
-#cgo nocallback gocuda_cublasZtrsmBatched
-#cgo noescape gocuda_cublasZtrsmBatched_64
-#cgo nocallback gocuda_cublasZtrsmBatched_64
-#cgo noescape gocuda_cublasSdgmm
-#cgo nocallback gocuda_cublasSdgmm
-#cgo noescape gocuda_cublasSdgmm_64
-#cgo nocallback gocuda_cublasSdgmm_64
-#cgo noescape gocuda_cublasDdgmm
-#cgo nocallback gocuda_cublasDdgmm
-#cgo noescape gocuda_cublasDdgmm_64
-#cgo nocallback gocuda_cublasDdgmm_64
-#cgo noescape gocuda_cublasCdgmm
-#cgo nocallback gocuda_cublasCdgmm
-#cgo noescape gocuda_cublasCdgmm_64
-#cgo nocallback gocuda_cublasCdgmm_64
-#cgo noescape gocuda_cublasZdgmm
-#cgo nocallback gocuda_cublasZdgmm
-#cgo noescape gocuda_cublasZdgmm_64
-#cgo nocallback gocuda_cublasZdgmm_64
-#cgo noescape gocuda_cublasSmatinvBatched
-#cgo nocallback gocuda_cublasSmatinvBatched
-#cgo noescape gocuda_cublasDmatinvBatched
-#cgo nocallback gocuda_cublasDmatinvBatched
-#cgo noescape gocuda_cublasCmatinvBatched
-#cgo nocallback gocuda_cublasCmatinvBatched
-#cgo noescape gocuda_cublasZmatinvBatched
-#cgo nocallback gocuda_cublasZmatinvBatched
-#cgo noescape gocuda_cublasSgeqrfBatched
-#cgo nocallback gocuda_cublasSgeqrfBatched
-#cgo noescape gocuda_cublasDgeqrfBatched
-#cgo nocallback gocuda_cublasDgeqrfBatched
-#cgo noescape gocuda_cublasCgeqrfBatched
-#cgo nocallback gocuda_cublasCgeqrfBatched
-#cgo noescape gocuda_cublasZgeqrfBatched
-#cgo nocallback gocuda_cublasZgeqrfBatched
-#cgo noescape gocuda_cublasSgelsBatched
-#cgo nocallback gocuda_cublasSgelsBatched
-#cgo noescape gocuda_cublasDgelsBatched
-#cgo nocallback gocuda_cublasDgelsBatched
-#cgo noescape gocuda_cublasCgelsBatched
-#cgo nocallback gocuda_cublasCgelsBatched
-#cgo noescape gocuda_cublasZgelsBatched
-#cgo nocallback gocuda_cublasZgelsBatched
-#cgo noescape gocuda_cublasStpttr
-#cgo nocallback gocuda_cublasStpttr
-#cgo noescape gocuda_cublasDtpttr
-#cgo nocallback gocuda_cublasDtpttr
-#cgo noescape gocuda_cublasCtpttr
-#cgo nocallback gocuda_cublasCtpttr
-#cgo noescape gocuda_cublasZtpttr
-#cgo nocallback gocuda_cublasZtpttr
-#cgo noescape gocuda_cublasStrttp
-#cgo nocallback gocuda_cublasStrttp
-#cgo noescape gocuda_cublasDtrttp
-#cgo nocallback gocuda_cublasDtrttp
-#cgo noescape gocuda_cublasCtrttp
-#cgo nocallback gocuda_cublasCtrttp
-#cgo noescape gocuda_cublasZtrttp
-#cgo nocallback gocuda_cublasZtrttp
-#cgo noescape gocuda_cublasSgetrfBatched
-#cgo nocallback gocuda_cublasSgetrfBatched
-#cgo noescape gocuda_cublasDgetrfBatched
-#cgo nocallback gocuda_cublasDgetrfBatched
-#cgo noescape gocuda_cublasCgetrfBatched
-#cgo nocallback gocuda_cublasCgetrfBatched
-#cgo noescape gocuda_cublasZgetrfBatched
-#cgo nocallback gocuda_cublasZgetrfBatched
-#cgo noescape gocuda_cublasSgetriBatched
-#cgo nocallback gocuda_cublasSgetriBatched
-#cgo noescape gocuda_cublasDgetriBatched
-#cgo nocallback gocuda_cublasDgetriBatched
-#cgo noescape gocuda_cublasCgetriBatched
-#cgo nocallback gocuda_cublasCgetriBatched
-#cgo noescape gocuda_cublasZgetriBatched
-#cgo nocallback gocuda_cublasZgetriBatched
-#cgo noescape gocuda_cublasSgetrsBatched
-#cgo nocallback gocuda_cublasSgetrsBatched
-#cgo noescape gocuda_cublasDgetrsBatched
-#cgo nocallback gocuda_cublasDgetrsBatched
-#cgo noescape gocuda_cublasCgetrsBatched
-#cgo nocallback gocuda_cublasCgetrsBatched
-#cgo noescape gocuda_cublasZgetrsBatched
-#cgo nocallback gocuda_cublasZgetrsBatched
-#cgo noescape gocuda_cublasUint8gemmBias
-#cgo nocallback gocuda_cublasUint8gemmBias
 #include <stdint.h>
 #include <stdlib.h>
 #define CUDA_ENABLE_DEPRECATED 1
@@ -3628,7 +2607,8 @@ var (
 	procUint8gemmBias                                 = lib.Proc("cublasUint8gemmBias")
 )
 
-// Create calls cublasCreate.
+// Create calls cublasCreate. See cublasCreate() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublascreate
 func Create(handle *Handle) error {
 	fp, err := procCreate.Addr()
 	if err != nil {
@@ -3640,7 +2620,8 @@ func Create(handle *Handle) error {
 	return nil
 }
 
-// Destroy calls cublasDestroy.
+// Destroy calls cublasDestroy. See cublasDestroy() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasdestroy
 func Destroy(handle Handle) error {
 	fp, err := procDestroy.Addr()
 	if err != nil {
@@ -3652,7 +2633,8 @@ func Destroy(handle Handle) error {
 	return nil
 }
 
-// GetVersion calls cublasGetVersion.
+// GetVersion calls cublasGetVersion. See cublasGetVersion() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasgetversion
 func GetVersion(handle Handle, version *int32) error {
 	fp, err := procGetVersion.Addr()
 	if err != nil {
@@ -3664,7 +2646,8 @@ func GetVersion(handle Handle, version *int32) error {
 	return nil
 }
 
-// GetProperty calls cublasGetProperty.
+// GetProperty calls cublasGetProperty. See cublasGetProperty() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasgetproperty
 func GetProperty(type_ cudart.LibraryPropertyType, value *int32) error {
 	fp, err := procGetProperty.Addr()
 	if err != nil {
@@ -3676,7 +2659,8 @@ func GetProperty(type_ cudart.LibraryPropertyType, value *int32) error {
 	return nil
 }
 
-// GetCudartVersion calls cublasGetCudartVersion.
+// GetCudartVersion calls cublasGetCudartVersion. See cublasGetCudartVersion() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasgetcudartversion
 func GetCudartVersion() (uint64, error) {
 	fp, err := procGetCudartVersion.Addr()
 	if err != nil {
@@ -3686,7 +2670,8 @@ func GetCudartVersion() (uint64, error) {
 	return uint64(r), nil
 }
 
-// SetWorkspace calls cublasSetWorkspace.
+// SetWorkspace calls cublasSetWorkspace. See cublasSetWorkspace() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublassetworkspace
 func SetWorkspace(handle Handle, workspace unsafe.Pointer, workspaceSizeInBytes uint64) error {
 	fp, err := procSetWorkspace.Addr()
 	if err != nil {
@@ -3698,7 +2683,8 @@ func SetWorkspace(handle Handle, workspace unsafe.Pointer, workspaceSizeInBytes 
 	return nil
 }
 
-// SetStream calls cublasSetStream.
+// SetStream calls cublasSetStream. See cublasSetStream() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublassetstream
 func SetStream(handle Handle, streamId cudart.Stream) error {
 	fp, err := procSetStream.Addr()
 	if err != nil {
@@ -3710,7 +2696,8 @@ func SetStream(handle Handle, streamId cudart.Stream) error {
 	return nil
 }
 
-// GetStream calls cublasGetStream.
+// GetStream calls cublasGetStream. See cublasGetStream() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasgetstream
 func GetStream(handle Handle, streamId *cudart.Stream) error {
 	fp, err := procGetStream.Addr()
 	if err != nil {
@@ -3722,7 +2709,8 @@ func GetStream(handle Handle, streamId *cudart.Stream) error {
 	return nil
 }
 
-// GetPointerMode calls cublasGetPointerMode.
+// GetPointerMode calls cublasGetPointerMode. See cublasGetPointerMode() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasgetpointermode
 func GetPointerMode(handle Handle, mode *PointerMode) error {
 	fp, err := procGetPointerMode.Addr()
 	if err != nil {
@@ -3734,7 +2722,8 @@ func GetPointerMode(handle Handle, mode *PointerMode) error {
 	return nil
 }
 
-// SetPointerMode calls cublasSetPointerMode.
+// SetPointerMode calls cublasSetPointerMode. See cublasSetPointerMode() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublassetpointermode
 func SetPointerMode(handle Handle, mode PointerMode) error {
 	fp, err := procSetPointerMode.Addr()
 	if err != nil {
@@ -3746,7 +2735,8 @@ func SetPointerMode(handle Handle, mode PointerMode) error {
 	return nil
 }
 
-// GetAtomicsMode calls cublasGetAtomicsMode.
+// GetAtomicsMode calls cublasGetAtomicsMode. See cublasGetAtomicsMode() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasgetatomicsmode
 func GetAtomicsMode(handle Handle, mode *AtomicsMode) error {
 	fp, err := procGetAtomicsMode.Addr()
 	if err != nil {
@@ -3758,7 +2748,8 @@ func GetAtomicsMode(handle Handle, mode *AtomicsMode) error {
 	return nil
 }
 
-// SetAtomicsMode calls cublasSetAtomicsMode.
+// SetAtomicsMode calls cublasSetAtomicsMode. See cublasSetAtomicsMode() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublassetatomicsmode
 func SetAtomicsMode(handle Handle, mode AtomicsMode) error {
 	fp, err := procSetAtomicsMode.Addr()
 	if err != nil {
@@ -3770,7 +2761,8 @@ func SetAtomicsMode(handle Handle, mode AtomicsMode) error {
 	return nil
 }
 
-// GetMathMode calls cublasGetMathMode.
+// GetMathMode calls cublasGetMathMode. See cublasGetMathMode() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasgetmathmode
 func GetMathMode(handle Handle, mode *Math) error {
 	fp, err := procGetMathMode.Addr()
 	if err != nil {
@@ -3782,7 +2774,8 @@ func GetMathMode(handle Handle, mode *Math) error {
 	return nil
 }
 
-// SetMathMode calls cublasSetMathMode.
+// SetMathMode calls cublasSetMathMode. See cublasSetMathMode() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublassetmathmode
 func SetMathMode(handle Handle, mode Math) error {
 	fp, err := procSetMathMode.Addr()
 	if err != nil {
@@ -3794,7 +2787,8 @@ func SetMathMode(handle Handle, mode Math) error {
 	return nil
 }
 
-// GetSmCountTarget calls cublasGetSmCountTarget.
+// GetSmCountTarget calls cublasGetSmCountTarget. See cublasGetSmCountTarget() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasgetsmcounttarget
 func GetSmCountTarget(handle Handle, smCountTarget *int32) error {
 	fp, err := procGetSmCountTarget.Addr()
 	if err != nil {
@@ -3806,7 +2800,8 @@ func GetSmCountTarget(handle Handle, smCountTarget *int32) error {
 	return nil
 }
 
-// SetSmCountTarget calls cublasSetSmCountTarget.
+// SetSmCountTarget calls cublasSetSmCountTarget. See cublasSetSmCountTarget() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublassetsmcounttarget
 func SetSmCountTarget(handle Handle, smCountTarget int32) error {
 	fp, err := procSetSmCountTarget.Addr()
 	if err != nil {
@@ -3818,7 +2813,8 @@ func SetSmCountTarget(handle Handle, smCountTarget int32) error {
 	return nil
 }
 
-// GetEmulationStrategy calls cublasGetEmulationStrategy.
+// GetEmulationStrategy calls cublasGetEmulationStrategy. See cublasGetEmulationStrategy() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasgetemulationstrategy
 func GetEmulationStrategy(handle Handle, emulationStrategy *EmulationStrategy) error {
 	fp, err := procGetEmulationStrategy.Addr()
 	if err != nil {
@@ -3830,7 +2826,8 @@ func GetEmulationStrategy(handle Handle, emulationStrategy *EmulationStrategy) e
 	return nil
 }
 
-// SetEmulationStrategy calls cublasSetEmulationStrategy.
+// SetEmulationStrategy calls cublasSetEmulationStrategy. See cublasSetEmulationStrategy() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublassetemulationstrategy
 func SetEmulationStrategy(handle Handle, emulationStrategy EmulationStrategy) error {
 	fp, err := procSetEmulationStrategy.Addr()
 	if err != nil {
@@ -3842,7 +2839,8 @@ func SetEmulationStrategy(handle Handle, emulationStrategy EmulationStrategy) er
 	return nil
 }
 
-// GetEmulationSpecialValuesSupport calls cublasGetEmulationSpecialValuesSupport.
+// GetEmulationSpecialValuesSupport calls cublasGetEmulationSpecialValuesSupport. See cublasGetEmulationSpecialValuesSupport() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasgetemulationspecialvaluessupport
 func GetEmulationSpecialValuesSupport(handle Handle, mask *cudart.EmulationSpecialValuesSupport) error {
 	fp, err := procGetEmulationSpecialValuesSupport.Addr()
 	if err != nil {
@@ -3854,7 +2852,8 @@ func GetEmulationSpecialValuesSupport(handle Handle, mask *cudart.EmulationSpeci
 	return nil
 }
 
-// SetEmulationSpecialValuesSupport calls cublasSetEmulationSpecialValuesSupport.
+// SetEmulationSpecialValuesSupport calls cublasSetEmulationSpecialValuesSupport. See cublasSetEmulationSpecialValuesSupport() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublassetemulationspecialvaluessupport
 func SetEmulationSpecialValuesSupport(handle Handle, mask cudart.EmulationSpecialValuesSupport) error {
 	fp, err := procSetEmulationSpecialValuesSupport.Addr()
 	if err != nil {
@@ -3866,7 +2865,8 @@ func SetEmulationSpecialValuesSupport(handle Handle, mask cudart.EmulationSpecia
 	return nil
 }
 
-// GetFixedPointEmulationMantissaControl calls cublasGetFixedPointEmulationMantissaControl.
+// GetFixedPointEmulationMantissaControl calls cublasGetFixedPointEmulationMantissaControl. See cublasGetFixedPointEmulationMantissaControl() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasgetfixedpointemulationmantissacontrol
 func GetFixedPointEmulationMantissaControl(handle Handle, mantissaControl *cudart.EmulationMantissaControl) error {
 	fp, err := procGetFixedPointEmulationMantissaControl.Addr()
 	if err != nil {
@@ -3878,7 +2878,8 @@ func GetFixedPointEmulationMantissaControl(handle Handle, mantissaControl *cudar
 	return nil
 }
 
-// SetFixedPointEmulationMantissaControl calls cublasSetFixedPointEmulationMantissaControl.
+// SetFixedPointEmulationMantissaControl calls cublasSetFixedPointEmulationMantissaControl. See cublasSetFixedPointEmulationMantissaControl() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublassetfixedpointemulationmantissacontrol
 func SetFixedPointEmulationMantissaControl(handle Handle, mantissaControl cudart.EmulationMantissaControl) error {
 	fp, err := procSetFixedPointEmulationMantissaControl.Addr()
 	if err != nil {
@@ -3890,7 +2891,8 @@ func SetFixedPointEmulationMantissaControl(handle Handle, mantissaControl cudart
 	return nil
 }
 
-// GetFixedPointEmulationMaxMantissaBitCount calls cublasGetFixedPointEmulationMaxMantissaBitCount.
+// GetFixedPointEmulationMaxMantissaBitCount calls cublasGetFixedPointEmulationMaxMantissaBitCount. See cublasGetFixedPointEmulationMaxMantissaBitCount() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasgetfixedpointemulationmaxmantissabitcount
 func GetFixedPointEmulationMaxMantissaBitCount(handle Handle, maxMantissaBitCount *int32) error {
 	fp, err := procGetFixedPointEmulationMaxMantissaBitCount.Addr()
 	if err != nil {
@@ -3902,7 +2904,8 @@ func GetFixedPointEmulationMaxMantissaBitCount(handle Handle, maxMantissaBitCoun
 	return nil
 }
 
-// SetFixedPointEmulationMaxMantissaBitCount calls cublasSetFixedPointEmulationMaxMantissaBitCount.
+// SetFixedPointEmulationMaxMantissaBitCount calls cublasSetFixedPointEmulationMaxMantissaBitCount. See cublasSetFixedPointEmulationMaxMantissaBitCount() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublassetfixedpointemulationmaxmantissabitcount
 func SetFixedPointEmulationMaxMantissaBitCount(handle Handle, maxMantissaBitCount int32) error {
 	fp, err := procSetFixedPointEmulationMaxMantissaBitCount.Addr()
 	if err != nil {
@@ -3914,7 +2917,8 @@ func SetFixedPointEmulationMaxMantissaBitCount(handle Handle, maxMantissaBitCoun
 	return nil
 }
 
-// GetFixedPointEmulationMantissaBitOffset calls cublasGetFixedPointEmulationMantissaBitOffset.
+// GetFixedPointEmulationMantissaBitOffset calls cublasGetFixedPointEmulationMantissaBitOffset. See cublasGetFixedPointEmulationMantissaBitOffset() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasgetfixedpointemulationmantissabitoffset
 func GetFixedPointEmulationMantissaBitOffset(handle Handle, mantissaBitOffset *int32) error {
 	fp, err := procGetFixedPointEmulationMantissaBitOffset.Addr()
 	if err != nil {
@@ -3926,7 +2930,8 @@ func GetFixedPointEmulationMantissaBitOffset(handle Handle, mantissaBitOffset *i
 	return nil
 }
 
-// SetFixedPointEmulationMantissaBitOffset calls cublasSetFixedPointEmulationMantissaBitOffset.
+// SetFixedPointEmulationMantissaBitOffset calls cublasSetFixedPointEmulationMantissaBitOffset. See cublasSetFixedPointEmulationMantissaBitOffset() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublassetfixedpointemulationmantissabitoffset
 func SetFixedPointEmulationMantissaBitOffset(handle Handle, mantissaBitOffset int32) error {
 	fp, err := procSetFixedPointEmulationMantissaBitOffset.Addr()
 	if err != nil {
@@ -3938,7 +2943,8 @@ func SetFixedPointEmulationMantissaBitOffset(handle Handle, mantissaBitOffset in
 	return nil
 }
 
-// GetFixedPointEmulationMantissaBitCountPointer calls cublasGetFixedPointEmulationMantissaBitCountPointer.
+// GetFixedPointEmulationMantissaBitCountPointer calls cublasGetFixedPointEmulationMantissaBitCountPointer. See cublasGetFixedPointEmulationMantissaBitCountPointer() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasgetfixedpointemulationmantissabitcountpointer
 func GetFixedPointEmulationMantissaBitCountPointer(handle Handle, mantissaBitCount **int32) error {
 	fp, err := procGetFixedPointEmulationMantissaBitCountPointer.Addr()
 	if err != nil {
@@ -3950,7 +2956,8 @@ func GetFixedPointEmulationMantissaBitCountPointer(handle Handle, mantissaBitCou
 	return nil
 }
 
-// SetFixedPointEmulationMantissaBitCountPointer calls cublasSetFixedPointEmulationMantissaBitCountPointer.
+// SetFixedPointEmulationMantissaBitCountPointer calls cublasSetFixedPointEmulationMantissaBitCountPointer. See cublasSetFixedPointEmulationMantissaBitCountPointer() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublassetfixedpointemulationmantissabitcountpointer
 func SetFixedPointEmulationMantissaBitCountPointer(handle Handle, mantissaBitCount *int32) error {
 	fp, err := procSetFixedPointEmulationMantissaBitCountPointer.Addr()
 	if err != nil {
@@ -3962,7 +2969,8 @@ func SetFixedPointEmulationMantissaBitCountPointer(handle Handle, mantissaBitCou
 	return nil
 }
 
-// GetStatusName calls cublasGetStatusName.
+// GetStatusName calls cublasGetStatusName. See cublasGetStatusName() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasgetstatusname
 func GetStatusName(status Status) (string, error) {
 	fp, err := procGetStatusName.Addr()
 	if err != nil {
@@ -3972,7 +2980,8 @@ func GetStatusName(status Status) (string, error) {
 	return C.GoString(r), nil
 }
 
-// GetStatusString calls cublasGetStatusString.
+// GetStatusString calls cublasGetStatusString. See cublasGetStatusString() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasgetstatusstring
 func GetStatusString(status Status) (string, error) {
 	fp, err := procGetStatusString.Addr()
 	if err != nil {
@@ -3982,7 +2991,8 @@ func GetStatusString(status Status) (string, error) {
 	return C.GoString(r), nil
 }
 
-// LoggerConfigure calls cublasLoggerConfigure.
+// LoggerConfigure calls cublasLoggerConfigure. See cublasLoggerConfigure() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasloggerconfigure
 func LoggerConfigure(logIsOn int32, logToStdOut int32, logToStdErr int32, logFileName string) error {
 	fp, err := procLoggerConfigure.Addr()
 	if err != nil {
@@ -3996,7 +3006,8 @@ func LoggerConfigure(logIsOn int32, logToStdOut int32, logToStdErr int32, logFil
 	return nil
 }
 
-// SetLoggerCallback calls cublasSetLoggerCallback.
+// SetLoggerCallback calls cublasSetLoggerCallback. See cublasSetLoggerCallback() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublassetloggercallback
 func SetLoggerCallback(userCallback LogCallback) error {
 	fp, err := procSetLoggerCallback.Addr()
 	if err != nil {
@@ -4008,7 +3019,8 @@ func SetLoggerCallback(userCallback LogCallback) error {
 	return nil
 }
 
-// GetLoggerCallback calls cublasGetLoggerCallback.
+// GetLoggerCallback calls cublasGetLoggerCallback. See cublasGetLoggerCallback() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasgetloggercallback
 func GetLoggerCallback(userCallback *LogCallback) error {
 	fp, err := procGetLoggerCallback.Addr()
 	if err != nil {
@@ -4020,7 +3032,8 @@ func GetLoggerCallback(userCallback *LogCallback) error {
 	return nil
 }
 
-// SetVector calls cublasSetVector.
+// SetVector calls cublasSetVector. See cublasSetVector() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublassetvector
 func SetVector(n int32, elemSize int32, x unsafe.Pointer, incx int32, devicePtr unsafe.Pointer, incy int32) error {
 	fp, err := procSetVector.Addr()
 	if err != nil {
@@ -4032,7 +3045,8 @@ func SetVector(n int32, elemSize int32, x unsafe.Pointer, incx int32, devicePtr 
 	return nil
 }
 
-// SetVector_64 calls cublasSetVector_64.
+// SetVector_64 calls cublasSetVector_64. See cublasSetVector() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublassetvector
 func SetVector_64(n int64, elemSize int64, x unsafe.Pointer, incx int64, devicePtr unsafe.Pointer, incy int64) error {
 	fp, err := procSetVector_64.Addr()
 	if err != nil {
@@ -4044,7 +3058,8 @@ func SetVector_64(n int64, elemSize int64, x unsafe.Pointer, incx int64, deviceP
 	return nil
 }
 
-// GetVector calls cublasGetVector.
+// GetVector calls cublasGetVector. See cublasGetVector() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasgetvector
 func GetVector(n int32, elemSize int32, x unsafe.Pointer, incx int32, y unsafe.Pointer, incy int32) error {
 	fp, err := procGetVector.Addr()
 	if err != nil {
@@ -4056,7 +3071,8 @@ func GetVector(n int32, elemSize int32, x unsafe.Pointer, incx int32, y unsafe.P
 	return nil
 }
 
-// GetVector_64 calls cublasGetVector_64.
+// GetVector_64 calls cublasGetVector_64. See cublasGetVector() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasgetvector
 func GetVector_64(n int64, elemSize int64, x unsafe.Pointer, incx int64, y unsafe.Pointer, incy int64) error {
 	fp, err := procGetVector_64.Addr()
 	if err != nil {
@@ -4068,7 +3084,8 @@ func GetVector_64(n int64, elemSize int64, x unsafe.Pointer, incx int64, y unsaf
 	return nil
 }
 
-// SetMatrix calls cublasSetMatrix.
+// SetMatrix calls cublasSetMatrix. See cublasSetMatrix() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublassetmatrix
 func SetMatrix(rows int32, cols int32, elemSize int32, A unsafe.Pointer, lda int32, B unsafe.Pointer, ldb int32) error {
 	fp, err := procSetMatrix.Addr()
 	if err != nil {
@@ -4080,7 +3097,8 @@ func SetMatrix(rows int32, cols int32, elemSize int32, A unsafe.Pointer, lda int
 	return nil
 }
 
-// SetMatrix_64 calls cublasSetMatrix_64.
+// SetMatrix_64 calls cublasSetMatrix_64. See cublasSetMatrix() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublassetmatrix
 func SetMatrix_64(rows int64, cols int64, elemSize int64, A unsafe.Pointer, lda int64, B unsafe.Pointer, ldb int64) error {
 	fp, err := procSetMatrix_64.Addr()
 	if err != nil {
@@ -4092,7 +3110,8 @@ func SetMatrix_64(rows int64, cols int64, elemSize int64, A unsafe.Pointer, lda 
 	return nil
 }
 
-// GetMatrix calls cublasGetMatrix.
+// GetMatrix calls cublasGetMatrix. See cublasGetMatrix() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasgetmatrix
 func GetMatrix(rows int32, cols int32, elemSize int32, A unsafe.Pointer, lda int32, B unsafe.Pointer, ldb int32) error {
 	fp, err := procGetMatrix.Addr()
 	if err != nil {
@@ -4104,7 +3123,8 @@ func GetMatrix(rows int32, cols int32, elemSize int32, A unsafe.Pointer, lda int
 	return nil
 }
 
-// GetMatrix_64 calls cublasGetMatrix_64.
+// GetMatrix_64 calls cublasGetMatrix_64. See cublasGetMatrix() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasgetmatrix
 func GetMatrix_64(rows int64, cols int64, elemSize int64, A unsafe.Pointer, lda int64, B unsafe.Pointer, ldb int64) error {
 	fp, err := procGetMatrix_64.Addr()
 	if err != nil {
@@ -4116,7 +3136,8 @@ func GetMatrix_64(rows int64, cols int64, elemSize int64, A unsafe.Pointer, lda 
 	return nil
 }
 
-// SetVectorAsync calls cublasSetVectorAsync.
+// SetVectorAsync calls cublasSetVectorAsync. See cublasSetVectorAsync() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublassetvectorasync
 func SetVectorAsync(n int32, elemSize int32, hostPtr unsafe.Pointer, incx int32, devicePtr unsafe.Pointer, incy int32, stream cudart.Stream) error {
 	fp, err := procSetVectorAsync.Addr()
 	if err != nil {
@@ -4128,7 +3149,8 @@ func SetVectorAsync(n int32, elemSize int32, hostPtr unsafe.Pointer, incx int32,
 	return nil
 }
 
-// SetVectorAsync_64 calls cublasSetVectorAsync_64.
+// SetVectorAsync_64 calls cublasSetVectorAsync_64. See cublasSetVectorAsync() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublassetvectorasync
 func SetVectorAsync_64(n int64, elemSize int64, hostPtr unsafe.Pointer, incx int64, devicePtr unsafe.Pointer, incy int64, stream cudart.Stream) error {
 	fp, err := procSetVectorAsync_64.Addr()
 	if err != nil {
@@ -4140,7 +3162,8 @@ func SetVectorAsync_64(n int64, elemSize int64, hostPtr unsafe.Pointer, incx int
 	return nil
 }
 
-// GetVectorAsync calls cublasGetVectorAsync.
+// GetVectorAsync calls cublasGetVectorAsync. See cublasGetVectorAsync() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasgetvectorasync
 func GetVectorAsync(n int32, elemSize int32, devicePtr unsafe.Pointer, incx int32, hostPtr unsafe.Pointer, incy int32, stream cudart.Stream) error {
 	fp, err := procGetVectorAsync.Addr()
 	if err != nil {
@@ -4152,7 +3175,8 @@ func GetVectorAsync(n int32, elemSize int32, devicePtr unsafe.Pointer, incx int3
 	return nil
 }
 
-// GetVectorAsync_64 calls cublasGetVectorAsync_64.
+// GetVectorAsync_64 calls cublasGetVectorAsync_64. See cublasGetVectorAsync() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasgetvectorasync
 func GetVectorAsync_64(n int64, elemSize int64, devicePtr unsafe.Pointer, incx int64, hostPtr unsafe.Pointer, incy int64, stream cudart.Stream) error {
 	fp, err := procGetVectorAsync_64.Addr()
 	if err != nil {
@@ -4164,7 +3188,8 @@ func GetVectorAsync_64(n int64, elemSize int64, devicePtr unsafe.Pointer, incx i
 	return nil
 }
 
-// SetMatrixAsync calls cublasSetMatrixAsync.
+// SetMatrixAsync calls cublasSetMatrixAsync. See cublasSetMatrixAsync() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublassetmatrixasync
 func SetMatrixAsync(rows int32, cols int32, elemSize int32, A unsafe.Pointer, lda int32, B unsafe.Pointer, ldb int32, stream cudart.Stream) error {
 	fp, err := procSetMatrixAsync.Addr()
 	if err != nil {
@@ -4176,7 +3201,8 @@ func SetMatrixAsync(rows int32, cols int32, elemSize int32, A unsafe.Pointer, ld
 	return nil
 }
 
-// SetMatrixAsync_64 calls cublasSetMatrixAsync_64.
+// SetMatrixAsync_64 calls cublasSetMatrixAsync_64. See cublasSetMatrixAsync() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublassetmatrixasync
 func SetMatrixAsync_64(rows int64, cols int64, elemSize int64, A unsafe.Pointer, lda int64, B unsafe.Pointer, ldb int64, stream cudart.Stream) error {
 	fp, err := procSetMatrixAsync_64.Addr()
 	if err != nil {
@@ -4188,7 +3214,8 @@ func SetMatrixAsync_64(rows int64, cols int64, elemSize int64, A unsafe.Pointer,
 	return nil
 }
 
-// GetMatrixAsync calls cublasGetMatrixAsync.
+// GetMatrixAsync calls cublasGetMatrixAsync. See cublasGetMatrixAsync() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasgetmatrixasync
 func GetMatrixAsync(rows int32, cols int32, elemSize int32, A unsafe.Pointer, lda int32, B unsafe.Pointer, ldb int32, stream cudart.Stream) error {
 	fp, err := procGetMatrixAsync.Addr()
 	if err != nil {
@@ -4200,7 +3227,8 @@ func GetMatrixAsync(rows int32, cols int32, elemSize int32, A unsafe.Pointer, ld
 	return nil
 }
 
-// GetMatrixAsync_64 calls cublasGetMatrixAsync_64.
+// GetMatrixAsync_64 calls cublasGetMatrixAsync_64. See cublasGetMatrixAsync() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasgetmatrixasync
 func GetMatrixAsync_64(rows int64, cols int64, elemSize int64, A unsafe.Pointer, lda int64, B unsafe.Pointer, ldb int64, stream cudart.Stream) error {
 	fp, err := procGetMatrixAsync_64.Addr()
 	if err != nil {
@@ -4212,7 +3240,8 @@ func GetMatrixAsync_64(rows int64, cols int64, elemSize int64, A unsafe.Pointer,
 	return nil
 }
 
-// Xerbla calls cublasXerbla.
+// Xerbla calls cublasXerbla. See cublasXerbla() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasxerbla
 func Xerbla(srName string, info int32) error {
 	fp, err := procXerbla.Addr()
 	if err != nil {
@@ -4224,7 +3253,8 @@ func Xerbla(srName string, info int32) error {
 	return nil
 }
 
-// Nrm2Ex calls cublasNrm2Ex.
+// Nrm2Ex calls cublasNrm2Ex. See cublasNrm2Ex() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasnrm2ex
 func Nrm2Ex(handle Handle, n int32, x unsafe.Pointer, xType cudart.DataType, incx int32, result unsafe.Pointer, resultType cudart.DataType, executionType cudart.DataType) error {
 	fp, err := procNrm2Ex.Addr()
 	if err != nil {
@@ -4236,7 +3266,8 @@ func Nrm2Ex(handle Handle, n int32, x unsafe.Pointer, xType cudart.DataType, inc
 	return nil
 }
 
-// Nrm2Ex_64 calls cublasNrm2Ex_64.
+// Nrm2Ex_64 calls cublasNrm2Ex_64. See cublasNrm2Ex() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasnrm2ex
 func Nrm2Ex_64(handle Handle, n int64, x unsafe.Pointer, xType cudart.DataType, incx int64, result unsafe.Pointer, resultType cudart.DataType, executionType cudart.DataType) error {
 	fp, err := procNrm2Ex_64.Addr()
 	if err != nil {
@@ -4248,7 +3279,8 @@ func Nrm2Ex_64(handle Handle, n int64, x unsafe.Pointer, xType cudart.DataType, 
 	return nil
 }
 
-// Snrm2 calls cublasSnrm2.
+// Snrm2 calls cublasSnrm2. See cublas<t>nrm2() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-nrm2
 func Snrm2(handle Handle, n int32, x *float32, incx int32, result *float32) error {
 	fp, err := procSnrm2.Addr()
 	if err != nil {
@@ -4260,7 +3292,8 @@ func Snrm2(handle Handle, n int32, x *float32, incx int32, result *float32) erro
 	return nil
 }
 
-// Snrm2_64 calls cublasSnrm2_64.
+// Snrm2_64 calls cublasSnrm2_64. See cublas<t>nrm2() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-nrm2
 func Snrm2_64(handle Handle, n int64, x *float32, incx int64, result *float32) error {
 	fp, err := procSnrm2_64.Addr()
 	if err != nil {
@@ -4272,7 +3305,8 @@ func Snrm2_64(handle Handle, n int64, x *float32, incx int64, result *float32) e
 	return nil
 }
 
-// Dnrm2 calls cublasDnrm2.
+// Dnrm2 calls cublasDnrm2. See cublas<t>nrm2() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-nrm2
 func Dnrm2(handle Handle, n int32, x *float64, incx int32, result *float64) error {
 	fp, err := procDnrm2.Addr()
 	if err != nil {
@@ -4284,7 +3318,8 @@ func Dnrm2(handle Handle, n int32, x *float64, incx int32, result *float64) erro
 	return nil
 }
 
-// Dnrm2_64 calls cublasDnrm2_64.
+// Dnrm2_64 calls cublasDnrm2_64. See cublas<t>nrm2() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-nrm2
 func Dnrm2_64(handle Handle, n int64, x *float64, incx int64, result *float64) error {
 	fp, err := procDnrm2_64.Addr()
 	if err != nil {
@@ -4296,7 +3331,8 @@ func Dnrm2_64(handle Handle, n int64, x *float64, incx int64, result *float64) e
 	return nil
 }
 
-// Scnrm2 calls cublasScnrm2.
+// Scnrm2 calls cublasScnrm2. See cublasScnrm2() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasscnrm2
 func Scnrm2(handle Handle, n int32, x *cudart.CuComplex, incx int32, result *float32) error {
 	fp, err := procScnrm2.Addr()
 	if err != nil {
@@ -4308,7 +3344,8 @@ func Scnrm2(handle Handle, n int32, x *cudart.CuComplex, incx int32, result *flo
 	return nil
 }
 
-// Scnrm2_64 calls cublasScnrm2_64.
+// Scnrm2_64 calls cublasScnrm2_64. See cublasScnrm2() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasscnrm2
 func Scnrm2_64(handle Handle, n int64, x *cudart.CuComplex, incx int64, result *float32) error {
 	fp, err := procScnrm2_64.Addr()
 	if err != nil {
@@ -4320,7 +3357,8 @@ func Scnrm2_64(handle Handle, n int64, x *cudart.CuComplex, incx int64, result *
 	return nil
 }
 
-// Dznrm2 calls cublasDznrm2.
+// Dznrm2 calls cublasDznrm2. See cublasDznrm2() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasdznrm2
 func Dznrm2(handle Handle, n int32, x *cudart.CuDoubleComplex, incx int32, result *float64) error {
 	fp, err := procDznrm2.Addr()
 	if err != nil {
@@ -4332,7 +3370,8 @@ func Dznrm2(handle Handle, n int32, x *cudart.CuDoubleComplex, incx int32, resul
 	return nil
 }
 
-// Dznrm2_64 calls cublasDznrm2_64.
+// Dznrm2_64 calls cublasDznrm2_64. See cublasDznrm2() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasdznrm2
 func Dznrm2_64(handle Handle, n int64, x *cudart.CuDoubleComplex, incx int64, result *float64) error {
 	fp, err := procDznrm2_64.Addr()
 	if err != nil {
@@ -4344,7 +3383,8 @@ func Dznrm2_64(handle Handle, n int64, x *cudart.CuDoubleComplex, incx int64, re
 	return nil
 }
 
-// DotEx calls cublasDotEx.
+// DotEx calls cublasDotEx. See cublasDotEx() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasdotex
 func DotEx(handle Handle, n int32, x unsafe.Pointer, xType cudart.DataType, incx int32, y unsafe.Pointer, yType cudart.DataType, incy int32, result unsafe.Pointer, resultType cudart.DataType, executionType cudart.DataType) error {
 	fp, err := procDotEx.Addr()
 	if err != nil {
@@ -4356,7 +3396,8 @@ func DotEx(handle Handle, n int32, x unsafe.Pointer, xType cudart.DataType, incx
 	return nil
 }
 
-// DotEx_64 calls cublasDotEx_64.
+// DotEx_64 calls cublasDotEx_64. See cublasDotEx() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasdotex
 func DotEx_64(handle Handle, n int64, x unsafe.Pointer, xType cudart.DataType, incx int64, y unsafe.Pointer, yType cudart.DataType, incy int64, result unsafe.Pointer, resultType cudart.DataType, executionType cudart.DataType) error {
 	fp, err := procDotEx_64.Addr()
 	if err != nil {
@@ -4368,7 +3409,8 @@ func DotEx_64(handle Handle, n int64, x unsafe.Pointer, xType cudart.DataType, i
 	return nil
 }
 
-// DotcEx calls cublasDotcEx.
+// DotcEx calls cublasDotcEx. See cublasDotcEx() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasdotcex
 func DotcEx(handle Handle, n int32, x unsafe.Pointer, xType cudart.DataType, incx int32, y unsafe.Pointer, yType cudart.DataType, incy int32, result unsafe.Pointer, resultType cudart.DataType, executionType cudart.DataType) error {
 	fp, err := procDotcEx.Addr()
 	if err != nil {
@@ -4380,7 +3422,8 @@ func DotcEx(handle Handle, n int32, x unsafe.Pointer, xType cudart.DataType, inc
 	return nil
 }
 
-// DotcEx_64 calls cublasDotcEx_64.
+// DotcEx_64 calls cublasDotcEx_64. See cublasDotcEx() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasdotcex
 func DotcEx_64(handle Handle, n int64, x unsafe.Pointer, xType cudart.DataType, incx int64, y unsafe.Pointer, yType cudart.DataType, incy int64, result unsafe.Pointer, resultType cudart.DataType, executionType cudart.DataType) error {
 	fp, err := procDotcEx_64.Addr()
 	if err != nil {
@@ -4392,7 +3435,8 @@ func DotcEx_64(handle Handle, n int64, x unsafe.Pointer, xType cudart.DataType, 
 	return nil
 }
 
-// Sdot calls cublasSdot.
+// Sdot calls cublasSdot. See cublas<t>dot() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-dot
 func Sdot(handle Handle, n int32, x *float32, incx int32, y *float32, incy int32, result *float32) error {
 	fp, err := procSdot.Addr()
 	if err != nil {
@@ -4404,7 +3448,8 @@ func Sdot(handle Handle, n int32, x *float32, incx int32, y *float32, incy int32
 	return nil
 }
 
-// Sdot_64 calls cublasSdot_64.
+// Sdot_64 calls cublasSdot_64. See cublas<t>dot() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-dot
 func Sdot_64(handle Handle, n int64, x *float32, incx int64, y *float32, incy int64, result *float32) error {
 	fp, err := procSdot_64.Addr()
 	if err != nil {
@@ -4416,7 +3461,8 @@ func Sdot_64(handle Handle, n int64, x *float32, incx int64, y *float32, incy in
 	return nil
 }
 
-// Ddot calls cublasDdot.
+// Ddot calls cublasDdot. See cublas<t>dot() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-dot
 func Ddot(handle Handle, n int32, x *float64, incx int32, y *float64, incy int32, result *float64) error {
 	fp, err := procDdot.Addr()
 	if err != nil {
@@ -4428,7 +3474,8 @@ func Ddot(handle Handle, n int32, x *float64, incx int32, y *float64, incy int32
 	return nil
 }
 
-// Ddot_64 calls cublasDdot_64.
+// Ddot_64 calls cublasDdot_64. See cublas<t>dot() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-dot
 func Ddot_64(handle Handle, n int64, x *float64, incx int64, y *float64, incy int64, result *float64) error {
 	fp, err := procDdot_64.Addr()
 	if err != nil {
@@ -4440,7 +3487,8 @@ func Ddot_64(handle Handle, n int64, x *float64, incx int64, y *float64, incy in
 	return nil
 }
 
-// Cdotu calls cublasCdotu.
+// Cdotu calls cublasCdotu. See cublas<t>dotu() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-dotu
 func Cdotu(handle Handle, n int32, x *cudart.CuComplex, incx int32, y *cudart.CuComplex, incy int32, result *cudart.CuComplex) error {
 	fp, err := procCdotu.Addr()
 	if err != nil {
@@ -4452,7 +3500,8 @@ func Cdotu(handle Handle, n int32, x *cudart.CuComplex, incx int32, y *cudart.Cu
 	return nil
 }
 
-// Cdotu_64 calls cublasCdotu_64.
+// Cdotu_64 calls cublasCdotu_64. See cublas<t>dotu() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-dotu
 func Cdotu_64(handle Handle, n int64, x *cudart.CuComplex, incx int64, y *cudart.CuComplex, incy int64, result *cudart.CuComplex) error {
 	fp, err := procCdotu_64.Addr()
 	if err != nil {
@@ -4464,7 +3513,8 @@ func Cdotu_64(handle Handle, n int64, x *cudart.CuComplex, incx int64, y *cudart
 	return nil
 }
 
-// Cdotc calls cublasCdotc.
+// Cdotc calls cublasCdotc. See cublas<t>dotc() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-dotc
 func Cdotc(handle Handle, n int32, x *cudart.CuComplex, incx int32, y *cudart.CuComplex, incy int32, result *cudart.CuComplex) error {
 	fp, err := procCdotc.Addr()
 	if err != nil {
@@ -4476,7 +3526,8 @@ func Cdotc(handle Handle, n int32, x *cudart.CuComplex, incx int32, y *cudart.Cu
 	return nil
 }
 
-// Cdotc_64 calls cublasCdotc_64.
+// Cdotc_64 calls cublasCdotc_64. See cublas<t>dotc() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-dotc
 func Cdotc_64(handle Handle, n int64, x *cudart.CuComplex, incx int64, y *cudart.CuComplex, incy int64, result *cudart.CuComplex) error {
 	fp, err := procCdotc_64.Addr()
 	if err != nil {
@@ -4488,7 +3539,8 @@ func Cdotc_64(handle Handle, n int64, x *cudart.CuComplex, incx int64, y *cudart
 	return nil
 }
 
-// Zdotu calls cublasZdotu.
+// Zdotu calls cublasZdotu. See cublas<t>dotu() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-dotu
 func Zdotu(handle Handle, n int32, x *cudart.CuDoubleComplex, incx int32, y *cudart.CuDoubleComplex, incy int32, result *cudart.CuDoubleComplex) error {
 	fp, err := procZdotu.Addr()
 	if err != nil {
@@ -4500,7 +3552,8 @@ func Zdotu(handle Handle, n int32, x *cudart.CuDoubleComplex, incx int32, y *cud
 	return nil
 }
 
-// Zdotu_64 calls cublasZdotu_64.
+// Zdotu_64 calls cublasZdotu_64. See cublas<t>dotu() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-dotu
 func Zdotu_64(handle Handle, n int64, x *cudart.CuDoubleComplex, incx int64, y *cudart.CuDoubleComplex, incy int64, result *cudart.CuDoubleComplex) error {
 	fp, err := procZdotu_64.Addr()
 	if err != nil {
@@ -4512,7 +3565,8 @@ func Zdotu_64(handle Handle, n int64, x *cudart.CuDoubleComplex, incx int64, y *
 	return nil
 }
 
-// Zdotc calls cublasZdotc.
+// Zdotc calls cublasZdotc. See cublas<t>dotc() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-dotc
 func Zdotc(handle Handle, n int32, x *cudart.CuDoubleComplex, incx int32, y *cudart.CuDoubleComplex, incy int32, result *cudart.CuDoubleComplex) error {
 	fp, err := procZdotc.Addr()
 	if err != nil {
@@ -4524,7 +3578,8 @@ func Zdotc(handle Handle, n int32, x *cudart.CuDoubleComplex, incx int32, y *cud
 	return nil
 }
 
-// Zdotc_64 calls cublasZdotc_64.
+// Zdotc_64 calls cublasZdotc_64. See cublas<t>dotc() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-dotc
 func Zdotc_64(handle Handle, n int64, x *cudart.CuDoubleComplex, incx int64, y *cudart.CuDoubleComplex, incy int64, result *cudart.CuDoubleComplex) error {
 	fp, err := procZdotc_64.Addr()
 	if err != nil {
@@ -4536,7 +3591,8 @@ func Zdotc_64(handle Handle, n int64, x *cudart.CuDoubleComplex, incx int64, y *
 	return nil
 }
 
-// ScalEx calls cublasScalEx.
+// ScalEx calls cublasScalEx. See cublasScalEx() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasscalex
 func ScalEx(handle Handle, n int32, alpha unsafe.Pointer, alphaType cudart.DataType, x unsafe.Pointer, xType cudart.DataType, incx int32, executionType cudart.DataType) error {
 	fp, err := procScalEx.Addr()
 	if err != nil {
@@ -4548,7 +3604,8 @@ func ScalEx(handle Handle, n int32, alpha unsafe.Pointer, alphaType cudart.DataT
 	return nil
 }
 
-// ScalEx_64 calls cublasScalEx_64.
+// ScalEx_64 calls cublasScalEx_64. See cublasScalEx() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasscalex
 func ScalEx_64(handle Handle, n int64, alpha unsafe.Pointer, alphaType cudart.DataType, x unsafe.Pointer, xType cudart.DataType, incx int64, executionType cudart.DataType) error {
 	fp, err := procScalEx_64.Addr()
 	if err != nil {
@@ -4560,7 +3617,8 @@ func ScalEx_64(handle Handle, n int64, alpha unsafe.Pointer, alphaType cudart.Da
 	return nil
 }
 
-// Sscal calls cublasSscal.
+// Sscal calls cublasSscal. See cublas<t>scal() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-scal
 func Sscal(handle Handle, n int32, alpha *float32, x *float32, incx int32) error {
 	fp, err := procSscal.Addr()
 	if err != nil {
@@ -4572,7 +3630,8 @@ func Sscal(handle Handle, n int32, alpha *float32, x *float32, incx int32) error
 	return nil
 }
 
-// Sscal_64 calls cublasSscal_64.
+// Sscal_64 calls cublasSscal_64. See cublas<t>scal() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-scal
 func Sscal_64(handle Handle, n int64, alpha *float32, x *float32, incx int64) error {
 	fp, err := procSscal_64.Addr()
 	if err != nil {
@@ -4584,7 +3643,8 @@ func Sscal_64(handle Handle, n int64, alpha *float32, x *float32, incx int64) er
 	return nil
 }
 
-// Dscal calls cublasDscal.
+// Dscal calls cublasDscal. See cublas<t>scal() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-scal
 func Dscal(handle Handle, n int32, alpha *float64, x *float64, incx int32) error {
 	fp, err := procDscal.Addr()
 	if err != nil {
@@ -4596,7 +3656,8 @@ func Dscal(handle Handle, n int32, alpha *float64, x *float64, incx int32) error
 	return nil
 }
 
-// Dscal_64 calls cublasDscal_64.
+// Dscal_64 calls cublasDscal_64. See cublas<t>scal() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-scal
 func Dscal_64(handle Handle, n int64, alpha *float64, x *float64, incx int64) error {
 	fp, err := procDscal_64.Addr()
 	if err != nil {
@@ -4608,7 +3669,8 @@ func Dscal_64(handle Handle, n int64, alpha *float64, x *float64, incx int64) er
 	return nil
 }
 
-// Cscal calls cublasCscal.
+// Cscal calls cublasCscal. See cublas<t>scal() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-scal
 func Cscal(handle Handle, n int32, alpha *cudart.CuComplex, x *cudart.CuComplex, incx int32) error {
 	fp, err := procCscal.Addr()
 	if err != nil {
@@ -4620,7 +3682,8 @@ func Cscal(handle Handle, n int32, alpha *cudart.CuComplex, x *cudart.CuComplex,
 	return nil
 }
 
-// Cscal_64 calls cublasCscal_64.
+// Cscal_64 calls cublasCscal_64. See cublas<t>scal() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-scal
 func Cscal_64(handle Handle, n int64, alpha *cudart.CuComplex, x *cudart.CuComplex, incx int64) error {
 	fp, err := procCscal_64.Addr()
 	if err != nil {
@@ -4632,7 +3695,8 @@ func Cscal_64(handle Handle, n int64, alpha *cudart.CuComplex, x *cudart.CuCompl
 	return nil
 }
 
-// Csscal calls cublasCsscal.
+// Csscal calls cublasCsscal. See cublasCsscal() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublascsscal
 func Csscal(handle Handle, n int32, alpha *float32, x *cudart.CuComplex, incx int32) error {
 	fp, err := procCsscal.Addr()
 	if err != nil {
@@ -4644,7 +3708,8 @@ func Csscal(handle Handle, n int32, alpha *float32, x *cudart.CuComplex, incx in
 	return nil
 }
 
-// Csscal_64 calls cublasCsscal_64.
+// Csscal_64 calls cublasCsscal_64. See cublasCsscal() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublascsscal
 func Csscal_64(handle Handle, n int64, alpha *float32, x *cudart.CuComplex, incx int64) error {
 	fp, err := procCsscal_64.Addr()
 	if err != nil {
@@ -4656,7 +3721,8 @@ func Csscal_64(handle Handle, n int64, alpha *float32, x *cudart.CuComplex, incx
 	return nil
 }
 
-// Zscal calls cublasZscal.
+// Zscal calls cublasZscal. See cublas<t>scal() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-scal
 func Zscal(handle Handle, n int32, alpha *cudart.CuDoubleComplex, x *cudart.CuDoubleComplex, incx int32) error {
 	fp, err := procZscal.Addr()
 	if err != nil {
@@ -4668,7 +3734,8 @@ func Zscal(handle Handle, n int32, alpha *cudart.CuDoubleComplex, x *cudart.CuDo
 	return nil
 }
 
-// Zscal_64 calls cublasZscal_64.
+// Zscal_64 calls cublasZscal_64. See cublas<t>scal() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-scal
 func Zscal_64(handle Handle, n int64, alpha *cudart.CuDoubleComplex, x *cudart.CuDoubleComplex, incx int64) error {
 	fp, err := procZscal_64.Addr()
 	if err != nil {
@@ -4680,7 +3747,8 @@ func Zscal_64(handle Handle, n int64, alpha *cudart.CuDoubleComplex, x *cudart.C
 	return nil
 }
 
-// Zdscal calls cublasZdscal.
+// Zdscal calls cublasZdscal. See cublasZdscal() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublaszdscal
 func Zdscal(handle Handle, n int32, alpha *float64, x *cudart.CuDoubleComplex, incx int32) error {
 	fp, err := procZdscal.Addr()
 	if err != nil {
@@ -4692,7 +3760,8 @@ func Zdscal(handle Handle, n int32, alpha *float64, x *cudart.CuDoubleComplex, i
 	return nil
 }
 
-// Zdscal_64 calls cublasZdscal_64.
+// Zdscal_64 calls cublasZdscal_64. See cublasZdscal() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublaszdscal
 func Zdscal_64(handle Handle, n int64, alpha *float64, x *cudart.CuDoubleComplex, incx int64) error {
 	fp, err := procZdscal_64.Addr()
 	if err != nil {
@@ -4704,7 +3773,8 @@ func Zdscal_64(handle Handle, n int64, alpha *float64, x *cudart.CuDoubleComplex
 	return nil
 }
 
-// AxpyEx calls cublasAxpyEx.
+// AxpyEx calls cublasAxpyEx. See cublasAxpyEx() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasaxpyex
 func AxpyEx(handle Handle, n int32, alpha unsafe.Pointer, alphaType cudart.DataType, x unsafe.Pointer, xType cudart.DataType, incx int32, y unsafe.Pointer, yType cudart.DataType, incy int32, executiontype cudart.DataType) error {
 	fp, err := procAxpyEx.Addr()
 	if err != nil {
@@ -4716,7 +3786,8 @@ func AxpyEx(handle Handle, n int32, alpha unsafe.Pointer, alphaType cudart.DataT
 	return nil
 }
 
-// AxpyEx_64 calls cublasAxpyEx_64.
+// AxpyEx_64 calls cublasAxpyEx_64. See cublasAxpyEx() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasaxpyex
 func AxpyEx_64(handle Handle, n int64, alpha unsafe.Pointer, alphaType cudart.DataType, x unsafe.Pointer, xType cudart.DataType, incx int64, y unsafe.Pointer, yType cudart.DataType, incy int64, executiontype cudart.DataType) error {
 	fp, err := procAxpyEx_64.Addr()
 	if err != nil {
@@ -4728,7 +3799,8 @@ func AxpyEx_64(handle Handle, n int64, alpha unsafe.Pointer, alphaType cudart.Da
 	return nil
 }
 
-// Saxpy calls cublasSaxpy.
+// Saxpy calls cublasSaxpy. See cublas<t>axpy() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-axpy
 func Saxpy(handle Handle, n int32, alpha *float32, x *float32, incx int32, y *float32, incy int32) error {
 	fp, err := procSaxpy.Addr()
 	if err != nil {
@@ -4740,7 +3812,8 @@ func Saxpy(handle Handle, n int32, alpha *float32, x *float32, incx int32, y *fl
 	return nil
 }
 
-// Saxpy_64 calls cublasSaxpy_64.
+// Saxpy_64 calls cublasSaxpy_64. See cublas<t>axpy() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-axpy
 func Saxpy_64(handle Handle, n int64, alpha *float32, x *float32, incx int64, y *float32, incy int64) error {
 	fp, err := procSaxpy_64.Addr()
 	if err != nil {
@@ -4752,7 +3825,8 @@ func Saxpy_64(handle Handle, n int64, alpha *float32, x *float32, incx int64, y 
 	return nil
 }
 
-// Daxpy calls cublasDaxpy.
+// Daxpy calls cublasDaxpy. See cublas<t>axpy() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-axpy
 func Daxpy(handle Handle, n int32, alpha *float64, x *float64, incx int32, y *float64, incy int32) error {
 	fp, err := procDaxpy.Addr()
 	if err != nil {
@@ -4764,7 +3838,8 @@ func Daxpy(handle Handle, n int32, alpha *float64, x *float64, incx int32, y *fl
 	return nil
 }
 
-// Daxpy_64 calls cublasDaxpy_64.
+// Daxpy_64 calls cublasDaxpy_64. See cublas<t>axpy() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-axpy
 func Daxpy_64(handle Handle, n int64, alpha *float64, x *float64, incx int64, y *float64, incy int64) error {
 	fp, err := procDaxpy_64.Addr()
 	if err != nil {
@@ -4776,7 +3851,8 @@ func Daxpy_64(handle Handle, n int64, alpha *float64, x *float64, incx int64, y 
 	return nil
 }
 
-// Caxpy calls cublasCaxpy.
+// Caxpy calls cublasCaxpy. See cublas<t>axpy() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-axpy
 func Caxpy(handle Handle, n int32, alpha *cudart.CuComplex, x *cudart.CuComplex, incx int32, y *cudart.CuComplex, incy int32) error {
 	fp, err := procCaxpy.Addr()
 	if err != nil {
@@ -4788,7 +3864,8 @@ func Caxpy(handle Handle, n int32, alpha *cudart.CuComplex, x *cudart.CuComplex,
 	return nil
 }
 
-// Caxpy_64 calls cublasCaxpy_64.
+// Caxpy_64 calls cublasCaxpy_64. See cublas<t>axpy() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-axpy
 func Caxpy_64(handle Handle, n int64, alpha *cudart.CuComplex, x *cudart.CuComplex, incx int64, y *cudart.CuComplex, incy int64) error {
 	fp, err := procCaxpy_64.Addr()
 	if err != nil {
@@ -4800,7 +3877,8 @@ func Caxpy_64(handle Handle, n int64, alpha *cudart.CuComplex, x *cudart.CuCompl
 	return nil
 }
 
-// Zaxpy calls cublasZaxpy.
+// Zaxpy calls cublasZaxpy. See cublas<t>axpy() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-axpy
 func Zaxpy(handle Handle, n int32, alpha *cudart.CuDoubleComplex, x *cudart.CuDoubleComplex, incx int32, y *cudart.CuDoubleComplex, incy int32) error {
 	fp, err := procZaxpy.Addr()
 	if err != nil {
@@ -4812,7 +3890,8 @@ func Zaxpy(handle Handle, n int32, alpha *cudart.CuDoubleComplex, x *cudart.CuDo
 	return nil
 }
 
-// Zaxpy_64 calls cublasZaxpy_64.
+// Zaxpy_64 calls cublasZaxpy_64. See cublas<t>axpy() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-axpy
 func Zaxpy_64(handle Handle, n int64, alpha *cudart.CuDoubleComplex, x *cudart.CuDoubleComplex, incx int64, y *cudart.CuDoubleComplex, incy int64) error {
 	fp, err := procZaxpy_64.Addr()
 	if err != nil {
@@ -4824,7 +3903,8 @@ func Zaxpy_64(handle Handle, n int64, alpha *cudart.CuDoubleComplex, x *cudart.C
 	return nil
 }
 
-// CopyEx calls cublasCopyEx.
+// CopyEx calls cublasCopyEx. See cublasCopyEx() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublascopyex
 func CopyEx(handle Handle, n int32, x unsafe.Pointer, xType cudart.DataType, incx int32, y unsafe.Pointer, yType cudart.DataType, incy int32) error {
 	fp, err := procCopyEx.Addr()
 	if err != nil {
@@ -4836,7 +3916,8 @@ func CopyEx(handle Handle, n int32, x unsafe.Pointer, xType cudart.DataType, inc
 	return nil
 }
 
-// CopyEx_64 calls cublasCopyEx_64.
+// CopyEx_64 calls cublasCopyEx_64. See cublasCopyEx() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublascopyex
 func CopyEx_64(handle Handle, n int64, x unsafe.Pointer, xType cudart.DataType, incx int64, y unsafe.Pointer, yType cudart.DataType, incy int64) error {
 	fp, err := procCopyEx_64.Addr()
 	if err != nil {
@@ -4848,7 +3929,8 @@ func CopyEx_64(handle Handle, n int64, x unsafe.Pointer, xType cudart.DataType, 
 	return nil
 }
 
-// Scopy calls cublasScopy.
+// Scopy calls cublasScopy. See cublas<t>copy() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-copy
 func Scopy(handle Handle, n int32, x *float32, incx int32, y *float32, incy int32) error {
 	fp, err := procScopy.Addr()
 	if err != nil {
@@ -4860,7 +3942,8 @@ func Scopy(handle Handle, n int32, x *float32, incx int32, y *float32, incy int3
 	return nil
 }
 
-// Scopy_64 calls cublasScopy_64.
+// Scopy_64 calls cublasScopy_64. See cublas<t>copy() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-copy
 func Scopy_64(handle Handle, n int64, x *float32, incx int64, y *float32, incy int64) error {
 	fp, err := procScopy_64.Addr()
 	if err != nil {
@@ -4872,7 +3955,8 @@ func Scopy_64(handle Handle, n int64, x *float32, incx int64, y *float32, incy i
 	return nil
 }
 
-// Dcopy calls cublasDcopy.
+// Dcopy calls cublasDcopy. See cublas<t>copy() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-copy
 func Dcopy(handle Handle, n int32, x *float64, incx int32, y *float64, incy int32) error {
 	fp, err := procDcopy.Addr()
 	if err != nil {
@@ -4884,7 +3968,8 @@ func Dcopy(handle Handle, n int32, x *float64, incx int32, y *float64, incy int3
 	return nil
 }
 
-// Dcopy_64 calls cublasDcopy_64.
+// Dcopy_64 calls cublasDcopy_64. See cublas<t>copy() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-copy
 func Dcopy_64(handle Handle, n int64, x *float64, incx int64, y *float64, incy int64) error {
 	fp, err := procDcopy_64.Addr()
 	if err != nil {
@@ -4896,7 +3981,8 @@ func Dcopy_64(handle Handle, n int64, x *float64, incx int64, y *float64, incy i
 	return nil
 }
 
-// Ccopy calls cublasCcopy.
+// Ccopy calls cublasCcopy. See cublas<t>copy() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-copy
 func Ccopy(handle Handle, n int32, x *cudart.CuComplex, incx int32, y *cudart.CuComplex, incy int32) error {
 	fp, err := procCcopy.Addr()
 	if err != nil {
@@ -4908,7 +3994,8 @@ func Ccopy(handle Handle, n int32, x *cudart.CuComplex, incx int32, y *cudart.Cu
 	return nil
 }
 
-// Ccopy_64 calls cublasCcopy_64.
+// Ccopy_64 calls cublasCcopy_64. See cublas<t>copy() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-copy
 func Ccopy_64(handle Handle, n int64, x *cudart.CuComplex, incx int64, y *cudart.CuComplex, incy int64) error {
 	fp, err := procCcopy_64.Addr()
 	if err != nil {
@@ -4920,7 +4007,8 @@ func Ccopy_64(handle Handle, n int64, x *cudart.CuComplex, incx int64, y *cudart
 	return nil
 }
 
-// Zcopy calls cublasZcopy.
+// Zcopy calls cublasZcopy. See cublas<t>copy() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-copy
 func Zcopy(handle Handle, n int32, x *cudart.CuDoubleComplex, incx int32, y *cudart.CuDoubleComplex, incy int32) error {
 	fp, err := procZcopy.Addr()
 	if err != nil {
@@ -4932,7 +4020,8 @@ func Zcopy(handle Handle, n int32, x *cudart.CuDoubleComplex, incx int32, y *cud
 	return nil
 }
 
-// Zcopy_64 calls cublasZcopy_64.
+// Zcopy_64 calls cublasZcopy_64. See cublas<t>copy() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-copy
 func Zcopy_64(handle Handle, n int64, x *cudart.CuDoubleComplex, incx int64, y *cudart.CuDoubleComplex, incy int64) error {
 	fp, err := procZcopy_64.Addr()
 	if err != nil {
@@ -4944,7 +4033,8 @@ func Zcopy_64(handle Handle, n int64, x *cudart.CuDoubleComplex, incx int64, y *
 	return nil
 }
 
-// Sswap calls cublasSswap.
+// Sswap calls cublasSswap. See cublas<t>swap() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-swap
 func Sswap(handle Handle, n int32, x *float32, incx int32, y *float32, incy int32) error {
 	fp, err := procSswap.Addr()
 	if err != nil {
@@ -4956,7 +4046,8 @@ func Sswap(handle Handle, n int32, x *float32, incx int32, y *float32, incy int3
 	return nil
 }
 
-// Sswap_64 calls cublasSswap_64.
+// Sswap_64 calls cublasSswap_64. See cublas<t>swap() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-swap
 func Sswap_64(handle Handle, n int64, x *float32, incx int64, y *float32, incy int64) error {
 	fp, err := procSswap_64.Addr()
 	if err != nil {
@@ -4968,7 +4059,8 @@ func Sswap_64(handle Handle, n int64, x *float32, incx int64, y *float32, incy i
 	return nil
 }
 
-// Dswap calls cublasDswap.
+// Dswap calls cublasDswap. See cublas<t>swap() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-swap
 func Dswap(handle Handle, n int32, x *float64, incx int32, y *float64, incy int32) error {
 	fp, err := procDswap.Addr()
 	if err != nil {
@@ -4980,7 +4072,8 @@ func Dswap(handle Handle, n int32, x *float64, incx int32, y *float64, incy int3
 	return nil
 }
 
-// Dswap_64 calls cublasDswap_64.
+// Dswap_64 calls cublasDswap_64. See cublas<t>swap() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-swap
 func Dswap_64(handle Handle, n int64, x *float64, incx int64, y *float64, incy int64) error {
 	fp, err := procDswap_64.Addr()
 	if err != nil {
@@ -4992,7 +4085,8 @@ func Dswap_64(handle Handle, n int64, x *float64, incx int64, y *float64, incy i
 	return nil
 }
 
-// Cswap calls cublasCswap.
+// Cswap calls cublasCswap. See cublas<t>swap() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-swap
 func Cswap(handle Handle, n int32, x *cudart.CuComplex, incx int32, y *cudart.CuComplex, incy int32) error {
 	fp, err := procCswap.Addr()
 	if err != nil {
@@ -5004,7 +4098,8 @@ func Cswap(handle Handle, n int32, x *cudart.CuComplex, incx int32, y *cudart.Cu
 	return nil
 }
 
-// Cswap_64 calls cublasCswap_64.
+// Cswap_64 calls cublasCswap_64. See cublas<t>swap() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-swap
 func Cswap_64(handle Handle, n int64, x *cudart.CuComplex, incx int64, y *cudart.CuComplex, incy int64) error {
 	fp, err := procCswap_64.Addr()
 	if err != nil {
@@ -5016,7 +4111,8 @@ func Cswap_64(handle Handle, n int64, x *cudart.CuComplex, incx int64, y *cudart
 	return nil
 }
 
-// Zswap calls cublasZswap.
+// Zswap calls cublasZswap. See cublas<t>swap() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-swap
 func Zswap(handle Handle, n int32, x *cudart.CuDoubleComplex, incx int32, y *cudart.CuDoubleComplex, incy int32) error {
 	fp, err := procZswap.Addr()
 	if err != nil {
@@ -5028,7 +4124,8 @@ func Zswap(handle Handle, n int32, x *cudart.CuDoubleComplex, incx int32, y *cud
 	return nil
 }
 
-// Zswap_64 calls cublasZswap_64.
+// Zswap_64 calls cublasZswap_64. See cublas<t>swap() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-swap
 func Zswap_64(handle Handle, n int64, x *cudart.CuDoubleComplex, incx int64, y *cudart.CuDoubleComplex, incy int64) error {
 	fp, err := procZswap_64.Addr()
 	if err != nil {
@@ -5040,7 +4137,8 @@ func Zswap_64(handle Handle, n int64, x *cudart.CuDoubleComplex, incx int64, y *
 	return nil
 }
 
-// SwapEx calls cublasSwapEx.
+// SwapEx calls cublasSwapEx. See cublasSwapEx() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasswapex
 func SwapEx(handle Handle, n int32, x unsafe.Pointer, xType cudart.DataType, incx int32, y unsafe.Pointer, yType cudart.DataType, incy int32) error {
 	fp, err := procSwapEx.Addr()
 	if err != nil {
@@ -5052,7 +4150,8 @@ func SwapEx(handle Handle, n int32, x unsafe.Pointer, xType cudart.DataType, inc
 	return nil
 }
 
-// SwapEx_64 calls cublasSwapEx_64.
+// SwapEx_64 calls cublasSwapEx_64. See cublasSwapEx() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasswapex
 func SwapEx_64(handle Handle, n int64, x unsafe.Pointer, xType cudart.DataType, incx int64, y unsafe.Pointer, yType cudart.DataType, incy int64) error {
 	fp, err := procSwapEx_64.Addr()
 	if err != nil {
@@ -5064,7 +4163,8 @@ func SwapEx_64(handle Handle, n int64, x unsafe.Pointer, xType cudart.DataType, 
 	return nil
 }
 
-// Isamax calls cublasIsamax.
+// Isamax calls cublasIsamax. See cublasI<t>amax() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasi-t-amax
 func Isamax(handle Handle, n int32, x *float32, incx int32, result *int32) error {
 	fp, err := procIsamax.Addr()
 	if err != nil {
@@ -5076,7 +4176,8 @@ func Isamax(handle Handle, n int32, x *float32, incx int32, result *int32) error
 	return nil
 }
 
-// Isamax_64 calls cublasIsamax_64.
+// Isamax_64 calls cublasIsamax_64. See cublasI<t>amax() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasi-t-amax
 func Isamax_64(handle Handle, n int64, x *float32, incx int64, result *int64) error {
 	fp, err := procIsamax_64.Addr()
 	if err != nil {
@@ -5088,7 +4189,8 @@ func Isamax_64(handle Handle, n int64, x *float32, incx int64, result *int64) er
 	return nil
 }
 
-// Idamax calls cublasIdamax.
+// Idamax calls cublasIdamax. See cublasI<t>amax() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasi-t-amax
 func Idamax(handle Handle, n int32, x *float64, incx int32, result *int32) error {
 	fp, err := procIdamax.Addr()
 	if err != nil {
@@ -5100,7 +4202,8 @@ func Idamax(handle Handle, n int32, x *float64, incx int32, result *int32) error
 	return nil
 }
 
-// Idamax_64 calls cublasIdamax_64.
+// Idamax_64 calls cublasIdamax_64. See cublasI<t>amax() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasi-t-amax
 func Idamax_64(handle Handle, n int64, x *float64, incx int64, result *int64) error {
 	fp, err := procIdamax_64.Addr()
 	if err != nil {
@@ -5112,7 +4215,8 @@ func Idamax_64(handle Handle, n int64, x *float64, incx int64, result *int64) er
 	return nil
 }
 
-// Icamax calls cublasIcamax.
+// Icamax calls cublasIcamax. See cublasI<t>amax() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasi-t-amax
 func Icamax(handle Handle, n int32, x *cudart.CuComplex, incx int32, result *int32) error {
 	fp, err := procIcamax.Addr()
 	if err != nil {
@@ -5124,7 +4228,8 @@ func Icamax(handle Handle, n int32, x *cudart.CuComplex, incx int32, result *int
 	return nil
 }
 
-// Icamax_64 calls cublasIcamax_64.
+// Icamax_64 calls cublasIcamax_64. See cublasI<t>amax() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasi-t-amax
 func Icamax_64(handle Handle, n int64, x *cudart.CuComplex, incx int64, result *int64) error {
 	fp, err := procIcamax_64.Addr()
 	if err != nil {
@@ -5136,7 +4241,8 @@ func Icamax_64(handle Handle, n int64, x *cudart.CuComplex, incx int64, result *
 	return nil
 }
 
-// Izamax calls cublasIzamax.
+// Izamax calls cublasIzamax. See cublasI<t>amax() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasi-t-amax
 func Izamax(handle Handle, n int32, x *cudart.CuDoubleComplex, incx int32, result *int32) error {
 	fp, err := procIzamax.Addr()
 	if err != nil {
@@ -5148,7 +4254,8 @@ func Izamax(handle Handle, n int32, x *cudart.CuDoubleComplex, incx int32, resul
 	return nil
 }
 
-// Izamax_64 calls cublasIzamax_64.
+// Izamax_64 calls cublasIzamax_64. See cublasI<t>amax() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasi-t-amax
 func Izamax_64(handle Handle, n int64, x *cudart.CuDoubleComplex, incx int64, result *int64) error {
 	fp, err := procIzamax_64.Addr()
 	if err != nil {
@@ -5160,7 +4267,8 @@ func Izamax_64(handle Handle, n int64, x *cudart.CuDoubleComplex, incx int64, re
 	return nil
 }
 
-// IamaxEx calls cublasIamaxEx.
+// IamaxEx calls cublasIamaxEx. See cublasIamaxEx() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasiamaxex
 func IamaxEx(handle Handle, n int32, x unsafe.Pointer, xType cudart.DataType, incx int32, result *int32) error {
 	fp, err := procIamaxEx.Addr()
 	if err != nil {
@@ -5172,7 +4280,8 @@ func IamaxEx(handle Handle, n int32, x unsafe.Pointer, xType cudart.DataType, in
 	return nil
 }
 
-// IamaxEx_64 calls cublasIamaxEx_64.
+// IamaxEx_64 calls cublasIamaxEx_64. See cublasIamaxEx() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasiamaxex
 func IamaxEx_64(handle Handle, n int64, x unsafe.Pointer, xType cudart.DataType, incx int64, result *int64) error {
 	fp, err := procIamaxEx_64.Addr()
 	if err != nil {
@@ -5184,7 +4293,8 @@ func IamaxEx_64(handle Handle, n int64, x unsafe.Pointer, xType cudart.DataType,
 	return nil
 }
 
-// Isamin calls cublasIsamin.
+// Isamin calls cublasIsamin. See cublasI<t>amin() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasi-t-amin
 func Isamin(handle Handle, n int32, x *float32, incx int32, result *int32) error {
 	fp, err := procIsamin.Addr()
 	if err != nil {
@@ -5196,7 +4306,8 @@ func Isamin(handle Handle, n int32, x *float32, incx int32, result *int32) error
 	return nil
 }
 
-// Isamin_64 calls cublasIsamin_64.
+// Isamin_64 calls cublasIsamin_64. See cublasI<t>amin() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasi-t-amin
 func Isamin_64(handle Handle, n int64, x *float32, incx int64, result *int64) error {
 	fp, err := procIsamin_64.Addr()
 	if err != nil {
@@ -5208,7 +4319,8 @@ func Isamin_64(handle Handle, n int64, x *float32, incx int64, result *int64) er
 	return nil
 }
 
-// Idamin calls cublasIdamin.
+// Idamin calls cublasIdamin. See cublasI<t>amin() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasi-t-amin
 func Idamin(handle Handle, n int32, x *float64, incx int32, result *int32) error {
 	fp, err := procIdamin.Addr()
 	if err != nil {
@@ -5220,7 +4332,8 @@ func Idamin(handle Handle, n int32, x *float64, incx int32, result *int32) error
 	return nil
 }
 
-// Idamin_64 calls cublasIdamin_64.
+// Idamin_64 calls cublasIdamin_64. See cublasI<t>amin() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasi-t-amin
 func Idamin_64(handle Handle, n int64, x *float64, incx int64, result *int64) error {
 	fp, err := procIdamin_64.Addr()
 	if err != nil {
@@ -5232,7 +4345,8 @@ func Idamin_64(handle Handle, n int64, x *float64, incx int64, result *int64) er
 	return nil
 }
 
-// Icamin calls cublasIcamin.
+// Icamin calls cublasIcamin. See cublasI<t>amin() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasi-t-amin
 func Icamin(handle Handle, n int32, x *cudart.CuComplex, incx int32, result *int32) error {
 	fp, err := procIcamin.Addr()
 	if err != nil {
@@ -5244,7 +4358,8 @@ func Icamin(handle Handle, n int32, x *cudart.CuComplex, incx int32, result *int
 	return nil
 }
 
-// Icamin_64 calls cublasIcamin_64.
+// Icamin_64 calls cublasIcamin_64. See cublasI<t>amin() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasi-t-amin
 func Icamin_64(handle Handle, n int64, x *cudart.CuComplex, incx int64, result *int64) error {
 	fp, err := procIcamin_64.Addr()
 	if err != nil {
@@ -5256,7 +4371,8 @@ func Icamin_64(handle Handle, n int64, x *cudart.CuComplex, incx int64, result *
 	return nil
 }
 
-// Izamin calls cublasIzamin.
+// Izamin calls cublasIzamin. See cublasI<t>amin() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasi-t-amin
 func Izamin(handle Handle, n int32, x *cudart.CuDoubleComplex, incx int32, result *int32) error {
 	fp, err := procIzamin.Addr()
 	if err != nil {
@@ -5268,7 +4384,8 @@ func Izamin(handle Handle, n int32, x *cudart.CuDoubleComplex, incx int32, resul
 	return nil
 }
 
-// Izamin_64 calls cublasIzamin_64.
+// Izamin_64 calls cublasIzamin_64. See cublasI<t>amin() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasi-t-amin
 func Izamin_64(handle Handle, n int64, x *cudart.CuDoubleComplex, incx int64, result *int64) error {
 	fp, err := procIzamin_64.Addr()
 	if err != nil {
@@ -5280,7 +4397,8 @@ func Izamin_64(handle Handle, n int64, x *cudart.CuDoubleComplex, incx int64, re
 	return nil
 }
 
-// IaminEx calls cublasIaminEx.
+// IaminEx calls cublasIaminEx. See cublasIaminEx() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasiaminex
 func IaminEx(handle Handle, n int32, x unsafe.Pointer, xType cudart.DataType, incx int32, result *int32) error {
 	fp, err := procIaminEx.Addr()
 	if err != nil {
@@ -5292,7 +4410,8 @@ func IaminEx(handle Handle, n int32, x unsafe.Pointer, xType cudart.DataType, in
 	return nil
 }
 
-// IaminEx_64 calls cublasIaminEx_64.
+// IaminEx_64 calls cublasIaminEx_64. See cublasIaminEx() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasiaminex
 func IaminEx_64(handle Handle, n int64, x unsafe.Pointer, xType cudart.DataType, incx int64, result *int64) error {
 	fp, err := procIaminEx_64.Addr()
 	if err != nil {
@@ -5304,7 +4423,8 @@ func IaminEx_64(handle Handle, n int64, x unsafe.Pointer, xType cudart.DataType,
 	return nil
 }
 
-// AsumEx calls cublasAsumEx.
+// AsumEx calls cublasAsumEx. See cublasAsumEx() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasasumex
 func AsumEx(handle Handle, n int32, x unsafe.Pointer, xType cudart.DataType, incx int32, result unsafe.Pointer, resultType cudart.DataType, executiontype cudart.DataType) error {
 	fp, err := procAsumEx.Addr()
 	if err != nil {
@@ -5316,7 +4436,8 @@ func AsumEx(handle Handle, n int32, x unsafe.Pointer, xType cudart.DataType, inc
 	return nil
 }
 
-// AsumEx_64 calls cublasAsumEx_64.
+// AsumEx_64 calls cublasAsumEx_64. See cublasAsumEx() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasasumex
 func AsumEx_64(handle Handle, n int64, x unsafe.Pointer, xType cudart.DataType, incx int64, result unsafe.Pointer, resultType cudart.DataType, executiontype cudart.DataType) error {
 	fp, err := procAsumEx_64.Addr()
 	if err != nil {
@@ -5328,7 +4449,8 @@ func AsumEx_64(handle Handle, n int64, x unsafe.Pointer, xType cudart.DataType, 
 	return nil
 }
 
-// Sasum calls cublasSasum.
+// Sasum calls cublasSasum. See cublas<t>asum() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-asum
 func Sasum(handle Handle, n int32, x *float32, incx int32, result *float32) error {
 	fp, err := procSasum.Addr()
 	if err != nil {
@@ -5340,7 +4462,8 @@ func Sasum(handle Handle, n int32, x *float32, incx int32, result *float32) erro
 	return nil
 }
 
-// Sasum_64 calls cublasSasum_64.
+// Sasum_64 calls cublasSasum_64. See cublas<t>asum() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-asum
 func Sasum_64(handle Handle, n int64, x *float32, incx int64, result *float32) error {
 	fp, err := procSasum_64.Addr()
 	if err != nil {
@@ -5352,7 +4475,8 @@ func Sasum_64(handle Handle, n int64, x *float32, incx int64, result *float32) e
 	return nil
 }
 
-// Dasum calls cublasDasum.
+// Dasum calls cublasDasum. See cublas<t>asum() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-asum
 func Dasum(handle Handle, n int32, x *float64, incx int32, result *float64) error {
 	fp, err := procDasum.Addr()
 	if err != nil {
@@ -5364,7 +4488,8 @@ func Dasum(handle Handle, n int32, x *float64, incx int32, result *float64) erro
 	return nil
 }
 
-// Dasum_64 calls cublasDasum_64.
+// Dasum_64 calls cublasDasum_64. See cublas<t>asum() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-asum
 func Dasum_64(handle Handle, n int64, x *float64, incx int64, result *float64) error {
 	fp, err := procDasum_64.Addr()
 	if err != nil {
@@ -5376,7 +4501,8 @@ func Dasum_64(handle Handle, n int64, x *float64, incx int64, result *float64) e
 	return nil
 }
 
-// Scasum calls cublasScasum.
+// Scasum calls cublasScasum. See cublasScasum() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasscasum
 func Scasum(handle Handle, n int32, x *cudart.CuComplex, incx int32, result *float32) error {
 	fp, err := procScasum.Addr()
 	if err != nil {
@@ -5388,7 +4514,8 @@ func Scasum(handle Handle, n int32, x *cudart.CuComplex, incx int32, result *flo
 	return nil
 }
 
-// Scasum_64 calls cublasScasum_64.
+// Scasum_64 calls cublasScasum_64. See cublasScasum() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasscasum
 func Scasum_64(handle Handle, n int64, x *cudart.CuComplex, incx int64, result *float32) error {
 	fp, err := procScasum_64.Addr()
 	if err != nil {
@@ -5400,7 +4527,8 @@ func Scasum_64(handle Handle, n int64, x *cudart.CuComplex, incx int64, result *
 	return nil
 }
 
-// Dzasum calls cublasDzasum.
+// Dzasum calls cublasDzasum. See cublasDzasum() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasdzasum
 func Dzasum(handle Handle, n int32, x *cudart.CuDoubleComplex, incx int32, result *float64) error {
 	fp, err := procDzasum.Addr()
 	if err != nil {
@@ -5412,7 +4540,8 @@ func Dzasum(handle Handle, n int32, x *cudart.CuDoubleComplex, incx int32, resul
 	return nil
 }
 
-// Dzasum_64 calls cublasDzasum_64.
+// Dzasum_64 calls cublasDzasum_64. See cublasDzasum() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasdzasum
 func Dzasum_64(handle Handle, n int64, x *cudart.CuDoubleComplex, incx int64, result *float64) error {
 	fp, err := procDzasum_64.Addr()
 	if err != nil {
@@ -5424,7 +4553,8 @@ func Dzasum_64(handle Handle, n int64, x *cudart.CuDoubleComplex, incx int64, re
 	return nil
 }
 
-// Srot calls cublasSrot.
+// Srot calls cublasSrot. See cublas<t>rot() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-rot
 func Srot(handle Handle, n int32, x *float32, incx int32, y *float32, incy int32, c *float32, s *float32) error {
 	fp, err := procSrot.Addr()
 	if err != nil {
@@ -5436,7 +4566,8 @@ func Srot(handle Handle, n int32, x *float32, incx int32, y *float32, incy int32
 	return nil
 }
 
-// Srot_64 calls cublasSrot_64.
+// Srot_64 calls cublasSrot_64. See cublas<t>rot() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-rot
 func Srot_64(handle Handle, n int64, x *float32, incx int64, y *float32, incy int64, c *float32, s *float32) error {
 	fp, err := procSrot_64.Addr()
 	if err != nil {
@@ -5448,7 +4579,8 @@ func Srot_64(handle Handle, n int64, x *float32, incx int64, y *float32, incy in
 	return nil
 }
 
-// Drot calls cublasDrot.
+// Drot calls cublasDrot. See cublas<t>rot() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-rot
 func Drot(handle Handle, n int32, x *float64, incx int32, y *float64, incy int32, c *float64, s *float64) error {
 	fp, err := procDrot.Addr()
 	if err != nil {
@@ -5460,7 +4592,8 @@ func Drot(handle Handle, n int32, x *float64, incx int32, y *float64, incy int32
 	return nil
 }
 
-// Drot_64 calls cublasDrot_64.
+// Drot_64 calls cublasDrot_64. See cublas<t>rot() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-rot
 func Drot_64(handle Handle, n int64, x *float64, incx int64, y *float64, incy int64, c *float64, s *float64) error {
 	fp, err := procDrot_64.Addr()
 	if err != nil {
@@ -5472,7 +4605,8 @@ func Drot_64(handle Handle, n int64, x *float64, incx int64, y *float64, incy in
 	return nil
 }
 
-// Crot calls cublasCrot.
+// Crot calls cublasCrot. See cublas<t>rot() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-rot
 func Crot(handle Handle, n int32, x *cudart.CuComplex, incx int32, y *cudart.CuComplex, incy int32, c *float32, s *cudart.CuComplex) error {
 	fp, err := procCrot.Addr()
 	if err != nil {
@@ -5484,7 +4618,8 @@ func Crot(handle Handle, n int32, x *cudart.CuComplex, incx int32, y *cudart.CuC
 	return nil
 }
 
-// Crot_64 calls cublasCrot_64.
+// Crot_64 calls cublasCrot_64. See cublas<t>rot() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-rot
 func Crot_64(handle Handle, n int64, x *cudart.CuComplex, incx int64, y *cudart.CuComplex, incy int64, c *float32, s *cudart.CuComplex) error {
 	fp, err := procCrot_64.Addr()
 	if err != nil {
@@ -5496,7 +4631,8 @@ func Crot_64(handle Handle, n int64, x *cudart.CuComplex, incx int64, y *cudart.
 	return nil
 }
 
-// Csrot calls cublasCsrot.
+// Csrot calls cublasCsrot. See cublasCsrot() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublascsrot
 func Csrot(handle Handle, n int32, x *cudart.CuComplex, incx int32, y *cudart.CuComplex, incy int32, c *float32, s *float32) error {
 	fp, err := procCsrot.Addr()
 	if err != nil {
@@ -5508,7 +4644,8 @@ func Csrot(handle Handle, n int32, x *cudart.CuComplex, incx int32, y *cudart.Cu
 	return nil
 }
 
-// Csrot_64 calls cublasCsrot_64.
+// Csrot_64 calls cublasCsrot_64. See cublasCsrot() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublascsrot
 func Csrot_64(handle Handle, n int64, x *cudart.CuComplex, incx int64, y *cudart.CuComplex, incy int64, c *float32, s *float32) error {
 	fp, err := procCsrot_64.Addr()
 	if err != nil {
@@ -5520,7 +4657,8 @@ func Csrot_64(handle Handle, n int64, x *cudart.CuComplex, incx int64, y *cudart
 	return nil
 }
 
-// Zrot calls cublasZrot.
+// Zrot calls cublasZrot. See cublas<t>rot() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-rot
 func Zrot(handle Handle, n int32, x *cudart.CuDoubleComplex, incx int32, y *cudart.CuDoubleComplex, incy int32, c *float64, s *cudart.CuDoubleComplex) error {
 	fp, err := procZrot.Addr()
 	if err != nil {
@@ -5532,7 +4670,8 @@ func Zrot(handle Handle, n int32, x *cudart.CuDoubleComplex, incx int32, y *cuda
 	return nil
 }
 
-// Zrot_64 calls cublasZrot_64.
+// Zrot_64 calls cublasZrot_64. See cublas<t>rot() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-rot
 func Zrot_64(handle Handle, n int64, x *cudart.CuDoubleComplex, incx int64, y *cudart.CuDoubleComplex, incy int64, c *float64, s *cudart.CuDoubleComplex) error {
 	fp, err := procZrot_64.Addr()
 	if err != nil {
@@ -5544,7 +4683,8 @@ func Zrot_64(handle Handle, n int64, x *cudart.CuDoubleComplex, incx int64, y *c
 	return nil
 }
 
-// Zdrot calls cublasZdrot.
+// Zdrot calls cublasZdrot. See cublasZdrot() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublaszdrot
 func Zdrot(handle Handle, n int32, x *cudart.CuDoubleComplex, incx int32, y *cudart.CuDoubleComplex, incy int32, c *float64, s *float64) error {
 	fp, err := procZdrot.Addr()
 	if err != nil {
@@ -5556,7 +4696,8 @@ func Zdrot(handle Handle, n int32, x *cudart.CuDoubleComplex, incx int32, y *cud
 	return nil
 }
 
-// Zdrot_64 calls cublasZdrot_64.
+// Zdrot_64 calls cublasZdrot_64. See cublasZdrot() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublaszdrot
 func Zdrot_64(handle Handle, n int64, x *cudart.CuDoubleComplex, incx int64, y *cudart.CuDoubleComplex, incy int64, c *float64, s *float64) error {
 	fp, err := procZdrot_64.Addr()
 	if err != nil {
@@ -5568,7 +4709,8 @@ func Zdrot_64(handle Handle, n int64, x *cudart.CuDoubleComplex, incx int64, y *
 	return nil
 }
 
-// RotEx calls cublasRotEx.
+// RotEx calls cublasRotEx. See cublasRotEx() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasrotex
 func RotEx(handle Handle, n int32, x unsafe.Pointer, xType cudart.DataType, incx int32, y unsafe.Pointer, yType cudart.DataType, incy int32, c unsafe.Pointer, s unsafe.Pointer, csType cudart.DataType, executiontype cudart.DataType) error {
 	fp, err := procRotEx.Addr()
 	if err != nil {
@@ -5580,7 +4722,8 @@ func RotEx(handle Handle, n int32, x unsafe.Pointer, xType cudart.DataType, incx
 	return nil
 }
 
-// RotEx_64 calls cublasRotEx_64.
+// RotEx_64 calls cublasRotEx_64. See cublasRotEx() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasrotex
 func RotEx_64(handle Handle, n int64, x unsafe.Pointer, xType cudart.DataType, incx int64, y unsafe.Pointer, yType cudart.DataType, incy int64, c unsafe.Pointer, s unsafe.Pointer, csType cudart.DataType, executiontype cudart.DataType) error {
 	fp, err := procRotEx_64.Addr()
 	if err != nil {
@@ -5592,7 +4735,8 @@ func RotEx_64(handle Handle, n int64, x unsafe.Pointer, xType cudart.DataType, i
 	return nil
 }
 
-// Srotg calls cublasSrotg.
+// Srotg calls cublasSrotg. See cublas<t>rotg() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-rotg
 func Srotg(handle Handle, a *float32, b *float32, c *float32, s *float32) error {
 	fp, err := procSrotg.Addr()
 	if err != nil {
@@ -5604,7 +4748,8 @@ func Srotg(handle Handle, a *float32, b *float32, c *float32, s *float32) error 
 	return nil
 }
 
-// Drotg calls cublasDrotg.
+// Drotg calls cublasDrotg. See cublas<t>rotg() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-rotg
 func Drotg(handle Handle, a *float64, b *float64, c *float64, s *float64) error {
 	fp, err := procDrotg.Addr()
 	if err != nil {
@@ -5616,7 +4761,8 @@ func Drotg(handle Handle, a *float64, b *float64, c *float64, s *float64) error 
 	return nil
 }
 
-// Crotg calls cublasCrotg.
+// Crotg calls cublasCrotg. See cublas<t>rotg() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-rotg
 func Crotg(handle Handle, a *cudart.CuComplex, b *cudart.CuComplex, c *float32, s *cudart.CuComplex) error {
 	fp, err := procCrotg.Addr()
 	if err != nil {
@@ -5628,7 +4774,8 @@ func Crotg(handle Handle, a *cudart.CuComplex, b *cudart.CuComplex, c *float32, 
 	return nil
 }
 
-// Zrotg calls cublasZrotg.
+// Zrotg calls cublasZrotg. See cublas<t>rotg() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-rotg
 func Zrotg(handle Handle, a *cudart.CuDoubleComplex, b *cudart.CuDoubleComplex, c *float64, s *cudart.CuDoubleComplex) error {
 	fp, err := procZrotg.Addr()
 	if err != nil {
@@ -5640,7 +4787,8 @@ func Zrotg(handle Handle, a *cudart.CuDoubleComplex, b *cudart.CuDoubleComplex, 
 	return nil
 }
 
-// RotgEx calls cublasRotgEx.
+// RotgEx calls cublasRotgEx. See cublasRotgEx() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasrotgex
 func RotgEx(handle Handle, a unsafe.Pointer, b unsafe.Pointer, abType cudart.DataType, c unsafe.Pointer, s unsafe.Pointer, csType cudart.DataType, executiontype cudart.DataType) error {
 	fp, err := procRotgEx.Addr()
 	if err != nil {
@@ -5652,7 +4800,8 @@ func RotgEx(handle Handle, a unsafe.Pointer, b unsafe.Pointer, abType cudart.Dat
 	return nil
 }
 
-// Srotm calls cublasSrotm.
+// Srotm calls cublasSrotm. See cublas<t>rotm() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-rotm
 func Srotm(handle Handle, n int32, x *float32, incx int32, y *float32, incy int32, param *float32) error {
 	fp, err := procSrotm.Addr()
 	if err != nil {
@@ -5664,7 +4813,8 @@ func Srotm(handle Handle, n int32, x *float32, incx int32, y *float32, incy int3
 	return nil
 }
 
-// Srotm_64 calls cublasSrotm_64.
+// Srotm_64 calls cublasSrotm_64. See cublas<t>rotm() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-rotm
 func Srotm_64(handle Handle, n int64, x *float32, incx int64, y *float32, incy int64, param *float32) error {
 	fp, err := procSrotm_64.Addr()
 	if err != nil {
@@ -5676,7 +4826,8 @@ func Srotm_64(handle Handle, n int64, x *float32, incx int64, y *float32, incy i
 	return nil
 }
 
-// Drotm calls cublasDrotm.
+// Drotm calls cublasDrotm. See cublas<t>rotm() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-rotm
 func Drotm(handle Handle, n int32, x *float64, incx int32, y *float64, incy int32, param *float64) error {
 	fp, err := procDrotm.Addr()
 	if err != nil {
@@ -5688,7 +4839,8 @@ func Drotm(handle Handle, n int32, x *float64, incx int32, y *float64, incy int3
 	return nil
 }
 
-// Drotm_64 calls cublasDrotm_64.
+// Drotm_64 calls cublasDrotm_64. See cublas<t>rotm() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-rotm
 func Drotm_64(handle Handle, n int64, x *float64, incx int64, y *float64, incy int64, param *float64) error {
 	fp, err := procDrotm_64.Addr()
 	if err != nil {
@@ -5700,7 +4852,8 @@ func Drotm_64(handle Handle, n int64, x *float64, incx int64, y *float64, incy i
 	return nil
 }
 
-// RotmEx calls cublasRotmEx.
+// RotmEx calls cublasRotmEx. See cublasRotmEx() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasrotmex
 func RotmEx(handle Handle, n int32, x unsafe.Pointer, xType cudart.DataType, incx int32, y unsafe.Pointer, yType cudart.DataType, incy int32, param unsafe.Pointer, paramType cudart.DataType, executiontype cudart.DataType) error {
 	fp, err := procRotmEx.Addr()
 	if err != nil {
@@ -5712,7 +4865,8 @@ func RotmEx(handle Handle, n int32, x unsafe.Pointer, xType cudart.DataType, inc
 	return nil
 }
 
-// RotmEx_64 calls cublasRotmEx_64.
+// RotmEx_64 calls cublasRotmEx_64. See cublasRotmEx() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasrotmex
 func RotmEx_64(handle Handle, n int64, x unsafe.Pointer, xType cudart.DataType, incx int64, y unsafe.Pointer, yType cudart.DataType, incy int64, param unsafe.Pointer, paramType cudart.DataType, executiontype cudart.DataType) error {
 	fp, err := procRotmEx_64.Addr()
 	if err != nil {
@@ -5724,7 +4878,8 @@ func RotmEx_64(handle Handle, n int64, x unsafe.Pointer, xType cudart.DataType, 
 	return nil
 }
 
-// Srotmg calls cublasSrotmg.
+// Srotmg calls cublasSrotmg. See cublas<t>rotmg() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-rotmg
 func Srotmg(handle Handle, d1 *float32, d2 *float32, x1 *float32, y1 *float32, param *float32) error {
 	fp, err := procSrotmg.Addr()
 	if err != nil {
@@ -5736,7 +4891,8 @@ func Srotmg(handle Handle, d1 *float32, d2 *float32, x1 *float32, y1 *float32, p
 	return nil
 }
 
-// Drotmg calls cublasDrotmg.
+// Drotmg calls cublasDrotmg. See cublas<t>rotmg() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-rotmg
 func Drotmg(handle Handle, d1 *float64, d2 *float64, x1 *float64, y1 *float64, param *float64) error {
 	fp, err := procDrotmg.Addr()
 	if err != nil {
@@ -5748,7 +4904,8 @@ func Drotmg(handle Handle, d1 *float64, d2 *float64, x1 *float64, y1 *float64, p
 	return nil
 }
 
-// RotmgEx calls cublasRotmgEx.
+// RotmgEx calls cublasRotmgEx. See cublasRotmgEx() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasrotmgex
 func RotmgEx(handle Handle, d1 unsafe.Pointer, d1Type cudart.DataType, d2 unsafe.Pointer, d2Type cudart.DataType, x1 unsafe.Pointer, x1Type cudart.DataType, y1 unsafe.Pointer, y1Type cudart.DataType, param unsafe.Pointer, paramType cudart.DataType, executiontype cudart.DataType) error {
 	fp, err := procRotmgEx.Addr()
 	if err != nil {
@@ -5760,7 +4917,8 @@ func RotmgEx(handle Handle, d1 unsafe.Pointer, d1Type cudart.DataType, d2 unsafe
 	return nil
 }
 
-// Sgemv calls cublasSgemv.
+// Sgemv calls cublasSgemv. See cublas<t>gemv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gemv
 func Sgemv(handle Handle, trans Operation, m int32, n int32, alpha *float32, A *float32, lda int32, x *float32, incx int32, beta *float32, y *float32, incy int32) error {
 	fp, err := procSgemv.Addr()
 	if err != nil {
@@ -5772,7 +4930,8 @@ func Sgemv(handle Handle, trans Operation, m int32, n int32, alpha *float32, A *
 	return nil
 }
 
-// Sgemv_64 calls cublasSgemv_64.
+// Sgemv_64 calls cublasSgemv_64. See cublas<t>gemv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gemv
 func Sgemv_64(handle Handle, trans Operation, m int64, n int64, alpha *float32, A *float32, lda int64, x *float32, incx int64, beta *float32, y *float32, incy int64) error {
 	fp, err := procSgemv_64.Addr()
 	if err != nil {
@@ -5784,7 +4943,8 @@ func Sgemv_64(handle Handle, trans Operation, m int64, n int64, alpha *float32, 
 	return nil
 }
 
-// Dgemv calls cublasDgemv.
+// Dgemv calls cublasDgemv. See cublas<t>gemv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gemv
 func Dgemv(handle Handle, trans Operation, m int32, n int32, alpha *float64, A *float64, lda int32, x *float64, incx int32, beta *float64, y *float64, incy int32) error {
 	fp, err := procDgemv.Addr()
 	if err != nil {
@@ -5796,7 +4956,8 @@ func Dgemv(handle Handle, trans Operation, m int32, n int32, alpha *float64, A *
 	return nil
 }
 
-// Dgemv_64 calls cublasDgemv_64.
+// Dgemv_64 calls cublasDgemv_64. See cublas<t>gemv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gemv
 func Dgemv_64(handle Handle, trans Operation, m int64, n int64, alpha *float64, A *float64, lda int64, x *float64, incx int64, beta *float64, y *float64, incy int64) error {
 	fp, err := procDgemv_64.Addr()
 	if err != nil {
@@ -5808,7 +4969,8 @@ func Dgemv_64(handle Handle, trans Operation, m int64, n int64, alpha *float64, 
 	return nil
 }
 
-// Cgemv calls cublasCgemv.
+// Cgemv calls cublasCgemv. See cublas<t>gemv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gemv
 func Cgemv(handle Handle, trans Operation, m int32, n int32, alpha *cudart.CuComplex, A *cudart.CuComplex, lda int32, x *cudart.CuComplex, incx int32, beta *cudart.CuComplex, y *cudart.CuComplex, incy int32) error {
 	fp, err := procCgemv.Addr()
 	if err != nil {
@@ -5820,7 +4982,8 @@ func Cgemv(handle Handle, trans Operation, m int32, n int32, alpha *cudart.CuCom
 	return nil
 }
 
-// Cgemv_64 calls cublasCgemv_64.
+// Cgemv_64 calls cublasCgemv_64. See cublas<t>gemv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gemv
 func Cgemv_64(handle Handle, trans Operation, m int64, n int64, alpha *cudart.CuComplex, A *cudart.CuComplex, lda int64, x *cudart.CuComplex, incx int64, beta *cudart.CuComplex, y *cudart.CuComplex, incy int64) error {
 	fp, err := procCgemv_64.Addr()
 	if err != nil {
@@ -5832,7 +4995,8 @@ func Cgemv_64(handle Handle, trans Operation, m int64, n int64, alpha *cudart.Cu
 	return nil
 }
 
-// Zgemv calls cublasZgemv.
+// Zgemv calls cublasZgemv. See cublas<t>gemv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gemv
 func Zgemv(handle Handle, trans Operation, m int32, n int32, alpha *cudart.CuDoubleComplex, A *cudart.CuDoubleComplex, lda int32, x *cudart.CuDoubleComplex, incx int32, beta *cudart.CuDoubleComplex, y *cudart.CuDoubleComplex, incy int32) error {
 	fp, err := procZgemv.Addr()
 	if err != nil {
@@ -5844,7 +5008,8 @@ func Zgemv(handle Handle, trans Operation, m int32, n int32, alpha *cudart.CuDou
 	return nil
 }
 
-// Zgemv_64 calls cublasZgemv_64.
+// Zgemv_64 calls cublasZgemv_64. See cublas<t>gemv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gemv
 func Zgemv_64(handle Handle, trans Operation, m int64, n int64, alpha *cudart.CuDoubleComplex, A *cudart.CuDoubleComplex, lda int64, x *cudart.CuDoubleComplex, incx int64, beta *cudart.CuDoubleComplex, y *cudart.CuDoubleComplex, incy int64) error {
 	fp, err := procZgemv_64.Addr()
 	if err != nil {
@@ -5856,7 +5021,8 @@ func Zgemv_64(handle Handle, trans Operation, m int64, n int64, alpha *cudart.Cu
 	return nil
 }
 
-// Sgbmv calls cublasSgbmv.
+// Sgbmv calls cublasSgbmv. See cublas<t>gbmv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gbmv
 func Sgbmv(handle Handle, trans Operation, m int32, n int32, kl int32, ku int32, alpha *float32, A *float32, lda int32, x *float32, incx int32, beta *float32, y *float32, incy int32) error {
 	fp, err := procSgbmv.Addr()
 	if err != nil {
@@ -5868,7 +5034,8 @@ func Sgbmv(handle Handle, trans Operation, m int32, n int32, kl int32, ku int32,
 	return nil
 }
 
-// Sgbmv_64 calls cublasSgbmv_64.
+// Sgbmv_64 calls cublasSgbmv_64. See cublas<t>gbmv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gbmv
 func Sgbmv_64(handle Handle, trans Operation, m int64, n int64, kl int64, ku int64, alpha *float32, A *float32, lda int64, x *float32, incx int64, beta *float32, y *float32, incy int64) error {
 	fp, err := procSgbmv_64.Addr()
 	if err != nil {
@@ -5880,7 +5047,8 @@ func Sgbmv_64(handle Handle, trans Operation, m int64, n int64, kl int64, ku int
 	return nil
 }
 
-// Dgbmv calls cublasDgbmv.
+// Dgbmv calls cublasDgbmv. See cublas<t>gbmv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gbmv
 func Dgbmv(handle Handle, trans Operation, m int32, n int32, kl int32, ku int32, alpha *float64, A *float64, lda int32, x *float64, incx int32, beta *float64, y *float64, incy int32) error {
 	fp, err := procDgbmv.Addr()
 	if err != nil {
@@ -5892,7 +5060,8 @@ func Dgbmv(handle Handle, trans Operation, m int32, n int32, kl int32, ku int32,
 	return nil
 }
 
-// Dgbmv_64 calls cublasDgbmv_64.
+// Dgbmv_64 calls cublasDgbmv_64. See cublas<t>gbmv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gbmv
 func Dgbmv_64(handle Handle, trans Operation, m int64, n int64, kl int64, ku int64, alpha *float64, A *float64, lda int64, x *float64, incx int64, beta *float64, y *float64, incy int64) error {
 	fp, err := procDgbmv_64.Addr()
 	if err != nil {
@@ -5904,7 +5073,8 @@ func Dgbmv_64(handle Handle, trans Operation, m int64, n int64, kl int64, ku int
 	return nil
 }
 
-// Cgbmv calls cublasCgbmv.
+// Cgbmv calls cublasCgbmv. See cublas<t>gbmv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gbmv
 func Cgbmv(handle Handle, trans Operation, m int32, n int32, kl int32, ku int32, alpha *cudart.CuComplex, A *cudart.CuComplex, lda int32, x *cudart.CuComplex, incx int32, beta *cudart.CuComplex, y *cudart.CuComplex, incy int32) error {
 	fp, err := procCgbmv.Addr()
 	if err != nil {
@@ -5916,7 +5086,8 @@ func Cgbmv(handle Handle, trans Operation, m int32, n int32, kl int32, ku int32,
 	return nil
 }
 
-// Cgbmv_64 calls cublasCgbmv_64.
+// Cgbmv_64 calls cublasCgbmv_64. See cublas<t>gbmv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gbmv
 func Cgbmv_64(handle Handle, trans Operation, m int64, n int64, kl int64, ku int64, alpha *cudart.CuComplex, A *cudart.CuComplex, lda int64, x *cudart.CuComplex, incx int64, beta *cudart.CuComplex, y *cudart.CuComplex, incy int64) error {
 	fp, err := procCgbmv_64.Addr()
 	if err != nil {
@@ -5928,7 +5099,8 @@ func Cgbmv_64(handle Handle, trans Operation, m int64, n int64, kl int64, ku int
 	return nil
 }
 
-// Zgbmv calls cublasZgbmv.
+// Zgbmv calls cublasZgbmv. See cublas<t>gbmv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gbmv
 func Zgbmv(handle Handle, trans Operation, m int32, n int32, kl int32, ku int32, alpha *cudart.CuDoubleComplex, A *cudart.CuDoubleComplex, lda int32, x *cudart.CuDoubleComplex, incx int32, beta *cudart.CuDoubleComplex, y *cudart.CuDoubleComplex, incy int32) error {
 	fp, err := procZgbmv.Addr()
 	if err != nil {
@@ -5940,7 +5112,8 @@ func Zgbmv(handle Handle, trans Operation, m int32, n int32, kl int32, ku int32,
 	return nil
 }
 
-// Zgbmv_64 calls cublasZgbmv_64.
+// Zgbmv_64 calls cublasZgbmv_64. See cublas<t>gbmv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gbmv
 func Zgbmv_64(handle Handle, trans Operation, m int64, n int64, kl int64, ku int64, alpha *cudart.CuDoubleComplex, A *cudart.CuDoubleComplex, lda int64, x *cudart.CuDoubleComplex, incx int64, beta *cudart.CuDoubleComplex, y *cudart.CuDoubleComplex, incy int64) error {
 	fp, err := procZgbmv_64.Addr()
 	if err != nil {
@@ -5952,7 +5125,8 @@ func Zgbmv_64(handle Handle, trans Operation, m int64, n int64, kl int64, ku int
 	return nil
 }
 
-// Strmv calls cublasStrmv.
+// Strmv calls cublasStrmv. See cublas<t>trmv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-trmv
 func Strmv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32, A *float32, lda int32, x *float32, incx int32) error {
 	fp, err := procStrmv.Addr()
 	if err != nil {
@@ -5964,7 +5138,8 @@ func Strmv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32
 	return nil
 }
 
-// Strmv_64 calls cublasStrmv_64.
+// Strmv_64 calls cublasStrmv_64. See cublas<t>trmv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-trmv
 func Strmv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int64, A *float32, lda int64, x *float32, incx int64) error {
 	fp, err := procStrmv_64.Addr()
 	if err != nil {
@@ -5976,7 +5151,8 @@ func Strmv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n in
 	return nil
 }
 
-// Dtrmv calls cublasDtrmv.
+// Dtrmv calls cublasDtrmv. See cublas<t>trmv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-trmv
 func Dtrmv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32, A *float64, lda int32, x *float64, incx int32) error {
 	fp, err := procDtrmv.Addr()
 	if err != nil {
@@ -5988,7 +5164,8 @@ func Dtrmv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32
 	return nil
 }
 
-// Dtrmv_64 calls cublasDtrmv_64.
+// Dtrmv_64 calls cublasDtrmv_64. See cublas<t>trmv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-trmv
 func Dtrmv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int64, A *float64, lda int64, x *float64, incx int64) error {
 	fp, err := procDtrmv_64.Addr()
 	if err != nil {
@@ -6000,7 +5177,8 @@ func Dtrmv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n in
 	return nil
 }
 
-// Ctrmv calls cublasCtrmv.
+// Ctrmv calls cublasCtrmv. See cublas<t>trmv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-trmv
 func Ctrmv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32, A *cudart.CuComplex, lda int32, x *cudart.CuComplex, incx int32) error {
 	fp, err := procCtrmv.Addr()
 	if err != nil {
@@ -6012,7 +5190,8 @@ func Ctrmv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32
 	return nil
 }
 
-// Ctrmv_64 calls cublasCtrmv_64.
+// Ctrmv_64 calls cublasCtrmv_64. See cublas<t>trmv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-trmv
 func Ctrmv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int64, A *cudart.CuComplex, lda int64, x *cudart.CuComplex, incx int64) error {
 	fp, err := procCtrmv_64.Addr()
 	if err != nil {
@@ -6024,7 +5203,8 @@ func Ctrmv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n in
 	return nil
 }
 
-// Ztrmv calls cublasZtrmv.
+// Ztrmv calls cublasZtrmv. See cublas<t>trmv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-trmv
 func Ztrmv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32, A *cudart.CuDoubleComplex, lda int32, x *cudart.CuDoubleComplex, incx int32) error {
 	fp, err := procZtrmv.Addr()
 	if err != nil {
@@ -6036,7 +5216,8 @@ func Ztrmv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32
 	return nil
 }
 
-// Ztrmv_64 calls cublasZtrmv_64.
+// Ztrmv_64 calls cublasZtrmv_64. See cublas<t>trmv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-trmv
 func Ztrmv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int64, A *cudart.CuDoubleComplex, lda int64, x *cudart.CuDoubleComplex, incx int64) error {
 	fp, err := procZtrmv_64.Addr()
 	if err != nil {
@@ -6048,7 +5229,8 @@ func Ztrmv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n in
 	return nil
 }
 
-// Stbmv calls cublasStbmv.
+// Stbmv calls cublasStbmv. See cublas<t>tbmv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-tbmv
 func Stbmv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32, k int32, A *float32, lda int32, x *float32, incx int32) error {
 	fp, err := procStbmv.Addr()
 	if err != nil {
@@ -6060,7 +5242,8 @@ func Stbmv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32
 	return nil
 }
 
-// Stbmv_64 calls cublasStbmv_64.
+// Stbmv_64 calls cublasStbmv_64. See cublas<t>tbmv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-tbmv
 func Stbmv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int64, k int64, A *float32, lda int64, x *float32, incx int64) error {
 	fp, err := procStbmv_64.Addr()
 	if err != nil {
@@ -6072,7 +5255,8 @@ func Stbmv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n in
 	return nil
 }
 
-// Dtbmv calls cublasDtbmv.
+// Dtbmv calls cublasDtbmv. See cublas<t>tbmv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-tbmv
 func Dtbmv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32, k int32, A *float64, lda int32, x *float64, incx int32) error {
 	fp, err := procDtbmv.Addr()
 	if err != nil {
@@ -6084,7 +5268,8 @@ func Dtbmv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32
 	return nil
 }
 
-// Dtbmv_64 calls cublasDtbmv_64.
+// Dtbmv_64 calls cublasDtbmv_64. See cublas<t>tbmv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-tbmv
 func Dtbmv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int64, k int64, A *float64, lda int64, x *float64, incx int64) error {
 	fp, err := procDtbmv_64.Addr()
 	if err != nil {
@@ -6096,7 +5281,8 @@ func Dtbmv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n in
 	return nil
 }
 
-// Ctbmv calls cublasCtbmv.
+// Ctbmv calls cublasCtbmv. See cublas<t>tbmv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-tbmv
 func Ctbmv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32, k int32, A *cudart.CuComplex, lda int32, x *cudart.CuComplex, incx int32) error {
 	fp, err := procCtbmv.Addr()
 	if err != nil {
@@ -6108,7 +5294,8 @@ func Ctbmv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32
 	return nil
 }
 
-// Ctbmv_64 calls cublasCtbmv_64.
+// Ctbmv_64 calls cublasCtbmv_64. See cublas<t>tbmv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-tbmv
 func Ctbmv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int64, k int64, A *cudart.CuComplex, lda int64, x *cudart.CuComplex, incx int64) error {
 	fp, err := procCtbmv_64.Addr()
 	if err != nil {
@@ -6120,7 +5307,8 @@ func Ctbmv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n in
 	return nil
 }
 
-// Ztbmv calls cublasZtbmv.
+// Ztbmv calls cublasZtbmv. See cublas<t>tbmv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-tbmv
 func Ztbmv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32, k int32, A *cudart.CuDoubleComplex, lda int32, x *cudart.CuDoubleComplex, incx int32) error {
 	fp, err := procZtbmv.Addr()
 	if err != nil {
@@ -6132,7 +5320,8 @@ func Ztbmv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32
 	return nil
 }
 
-// Ztbmv_64 calls cublasZtbmv_64.
+// Ztbmv_64 calls cublasZtbmv_64. See cublas<t>tbmv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-tbmv
 func Ztbmv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int64, k int64, A *cudart.CuDoubleComplex, lda int64, x *cudart.CuDoubleComplex, incx int64) error {
 	fp, err := procZtbmv_64.Addr()
 	if err != nil {
@@ -6144,7 +5333,8 @@ func Ztbmv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n in
 	return nil
 }
 
-// Stpmv calls cublasStpmv.
+// Stpmv calls cublasStpmv. See cublas<t>tpmv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-tpmv
 func Stpmv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32, AP *float32, x *float32, incx int32) error {
 	fp, err := procStpmv.Addr()
 	if err != nil {
@@ -6156,7 +5346,8 @@ func Stpmv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32
 	return nil
 }
 
-// Stpmv_64 calls cublasStpmv_64.
+// Stpmv_64 calls cublasStpmv_64. See cublas<t>tpmv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-tpmv
 func Stpmv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int64, AP *float32, x *float32, incx int64) error {
 	fp, err := procStpmv_64.Addr()
 	if err != nil {
@@ -6168,7 +5359,8 @@ func Stpmv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n in
 	return nil
 }
 
-// Dtpmv calls cublasDtpmv.
+// Dtpmv calls cublasDtpmv. See cublas<t>tpmv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-tpmv
 func Dtpmv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32, AP *float64, x *float64, incx int32) error {
 	fp, err := procDtpmv.Addr()
 	if err != nil {
@@ -6180,7 +5372,8 @@ func Dtpmv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32
 	return nil
 }
 
-// Dtpmv_64 calls cublasDtpmv_64.
+// Dtpmv_64 calls cublasDtpmv_64. See cublas<t>tpmv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-tpmv
 func Dtpmv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int64, AP *float64, x *float64, incx int64) error {
 	fp, err := procDtpmv_64.Addr()
 	if err != nil {
@@ -6192,7 +5385,8 @@ func Dtpmv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n in
 	return nil
 }
 
-// Ctpmv calls cublasCtpmv.
+// Ctpmv calls cublasCtpmv. See cublas<t>tpmv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-tpmv
 func Ctpmv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32, AP *cudart.CuComplex, x *cudart.CuComplex, incx int32) error {
 	fp, err := procCtpmv.Addr()
 	if err != nil {
@@ -6204,7 +5398,8 @@ func Ctpmv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32
 	return nil
 }
 
-// Ctpmv_64 calls cublasCtpmv_64.
+// Ctpmv_64 calls cublasCtpmv_64. See cublas<t>tpmv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-tpmv
 func Ctpmv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int64, AP *cudart.CuComplex, x *cudart.CuComplex, incx int64) error {
 	fp, err := procCtpmv_64.Addr()
 	if err != nil {
@@ -6216,7 +5411,8 @@ func Ctpmv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n in
 	return nil
 }
 
-// Ztpmv calls cublasZtpmv.
+// Ztpmv calls cublasZtpmv. See cublas<t>tpmv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-tpmv
 func Ztpmv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32, AP *cudart.CuDoubleComplex, x *cudart.CuDoubleComplex, incx int32) error {
 	fp, err := procZtpmv.Addr()
 	if err != nil {
@@ -6228,7 +5424,8 @@ func Ztpmv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32
 	return nil
 }
 
-// Ztpmv_64 calls cublasZtpmv_64.
+// Ztpmv_64 calls cublasZtpmv_64. See cublas<t>tpmv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-tpmv
 func Ztpmv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int64, AP *cudart.CuDoubleComplex, x *cudart.CuDoubleComplex, incx int64) error {
 	fp, err := procZtpmv_64.Addr()
 	if err != nil {
@@ -6240,7 +5437,8 @@ func Ztpmv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n in
 	return nil
 }
 
-// Strsv calls cublasStrsv.
+// Strsv calls cublasStrsv. See cublas<t>trsv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-trsv
 func Strsv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32, A *float32, lda int32, x *float32, incx int32) error {
 	fp, err := procStrsv.Addr()
 	if err != nil {
@@ -6252,7 +5450,8 @@ func Strsv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32
 	return nil
 }
 
-// Strsv_64 calls cublasStrsv_64.
+// Strsv_64 calls cublasStrsv_64. See cublas<t>trsv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-trsv
 func Strsv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int64, A *float32, lda int64, x *float32, incx int64) error {
 	fp, err := procStrsv_64.Addr()
 	if err != nil {
@@ -6264,7 +5463,8 @@ func Strsv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n in
 	return nil
 }
 
-// Dtrsv calls cublasDtrsv.
+// Dtrsv calls cublasDtrsv. See cublas<t>trsv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-trsv
 func Dtrsv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32, A *float64, lda int32, x *float64, incx int32) error {
 	fp, err := procDtrsv.Addr()
 	if err != nil {
@@ -6276,7 +5476,8 @@ func Dtrsv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32
 	return nil
 }
 
-// Dtrsv_64 calls cublasDtrsv_64.
+// Dtrsv_64 calls cublasDtrsv_64. See cublas<t>trsv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-trsv
 func Dtrsv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int64, A *float64, lda int64, x *float64, incx int64) error {
 	fp, err := procDtrsv_64.Addr()
 	if err != nil {
@@ -6288,7 +5489,8 @@ func Dtrsv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n in
 	return nil
 }
 
-// Ctrsv calls cublasCtrsv.
+// Ctrsv calls cublasCtrsv. See cublas<t>trsv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-trsv
 func Ctrsv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32, A *cudart.CuComplex, lda int32, x *cudart.CuComplex, incx int32) error {
 	fp, err := procCtrsv.Addr()
 	if err != nil {
@@ -6300,7 +5502,8 @@ func Ctrsv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32
 	return nil
 }
 
-// Ctrsv_64 calls cublasCtrsv_64.
+// Ctrsv_64 calls cublasCtrsv_64. See cublas<t>trsv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-trsv
 func Ctrsv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int64, A *cudart.CuComplex, lda int64, x *cudart.CuComplex, incx int64) error {
 	fp, err := procCtrsv_64.Addr()
 	if err != nil {
@@ -6312,7 +5515,8 @@ func Ctrsv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n in
 	return nil
 }
 
-// Ztrsv calls cublasZtrsv.
+// Ztrsv calls cublasZtrsv. See cublas<t>trsv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-trsv
 func Ztrsv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32, A *cudart.CuDoubleComplex, lda int32, x *cudart.CuDoubleComplex, incx int32) error {
 	fp, err := procZtrsv.Addr()
 	if err != nil {
@@ -6324,7 +5528,8 @@ func Ztrsv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32
 	return nil
 }
 
-// Ztrsv_64 calls cublasZtrsv_64.
+// Ztrsv_64 calls cublasZtrsv_64. See cublas<t>trsv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-trsv
 func Ztrsv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int64, A *cudart.CuDoubleComplex, lda int64, x *cudart.CuDoubleComplex, incx int64) error {
 	fp, err := procZtrsv_64.Addr()
 	if err != nil {
@@ -6336,7 +5541,8 @@ func Ztrsv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n in
 	return nil
 }
 
-// Stpsv calls cublasStpsv.
+// Stpsv calls cublasStpsv. See cublas<t>tpsv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-tpsv
 func Stpsv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32, AP *float32, x *float32, incx int32) error {
 	fp, err := procStpsv.Addr()
 	if err != nil {
@@ -6348,7 +5554,8 @@ func Stpsv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32
 	return nil
 }
 
-// Stpsv_64 calls cublasStpsv_64.
+// Stpsv_64 calls cublasStpsv_64. See cublas<t>tpsv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-tpsv
 func Stpsv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int64, AP *float32, x *float32, incx int64) error {
 	fp, err := procStpsv_64.Addr()
 	if err != nil {
@@ -6360,7 +5567,8 @@ func Stpsv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n in
 	return nil
 }
 
-// Dtpsv calls cublasDtpsv.
+// Dtpsv calls cublasDtpsv. See cublas<t>tpsv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-tpsv
 func Dtpsv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32, AP *float64, x *float64, incx int32) error {
 	fp, err := procDtpsv.Addr()
 	if err != nil {
@@ -6372,7 +5580,8 @@ func Dtpsv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32
 	return nil
 }
 
-// Dtpsv_64 calls cublasDtpsv_64.
+// Dtpsv_64 calls cublasDtpsv_64. See cublas<t>tpsv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-tpsv
 func Dtpsv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int64, AP *float64, x *float64, incx int64) error {
 	fp, err := procDtpsv_64.Addr()
 	if err != nil {
@@ -6384,7 +5593,8 @@ func Dtpsv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n in
 	return nil
 }
 
-// Ctpsv calls cublasCtpsv.
+// Ctpsv calls cublasCtpsv. See cublas<t>tpsv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-tpsv
 func Ctpsv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32, AP *cudart.CuComplex, x *cudart.CuComplex, incx int32) error {
 	fp, err := procCtpsv.Addr()
 	if err != nil {
@@ -6396,7 +5606,8 @@ func Ctpsv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32
 	return nil
 }
 
-// Ctpsv_64 calls cublasCtpsv_64.
+// Ctpsv_64 calls cublasCtpsv_64. See cublas<t>tpsv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-tpsv
 func Ctpsv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int64, AP *cudart.CuComplex, x *cudart.CuComplex, incx int64) error {
 	fp, err := procCtpsv_64.Addr()
 	if err != nil {
@@ -6408,7 +5619,8 @@ func Ctpsv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n in
 	return nil
 }
 
-// Ztpsv calls cublasZtpsv.
+// Ztpsv calls cublasZtpsv. See cublas<t>tpsv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-tpsv
 func Ztpsv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32, AP *cudart.CuDoubleComplex, x *cudart.CuDoubleComplex, incx int32) error {
 	fp, err := procZtpsv.Addr()
 	if err != nil {
@@ -6420,7 +5632,8 @@ func Ztpsv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32
 	return nil
 }
 
-// Ztpsv_64 calls cublasZtpsv_64.
+// Ztpsv_64 calls cublasZtpsv_64. See cublas<t>tpsv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-tpsv
 func Ztpsv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int64, AP *cudart.CuDoubleComplex, x *cudart.CuDoubleComplex, incx int64) error {
 	fp, err := procZtpsv_64.Addr()
 	if err != nil {
@@ -6432,7 +5645,8 @@ func Ztpsv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n in
 	return nil
 }
 
-// Stbsv calls cublasStbsv.
+// Stbsv calls cublasStbsv. See cublas<t>tbsv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-tbsv
 func Stbsv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32, k int32, A *float32, lda int32, x *float32, incx int32) error {
 	fp, err := procStbsv.Addr()
 	if err != nil {
@@ -6444,7 +5658,8 @@ func Stbsv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32
 	return nil
 }
 
-// Stbsv_64 calls cublasStbsv_64.
+// Stbsv_64 calls cublasStbsv_64. See cublas<t>tbsv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-tbsv
 func Stbsv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int64, k int64, A *float32, lda int64, x *float32, incx int64) error {
 	fp, err := procStbsv_64.Addr()
 	if err != nil {
@@ -6456,7 +5671,8 @@ func Stbsv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n in
 	return nil
 }
 
-// Dtbsv calls cublasDtbsv.
+// Dtbsv calls cublasDtbsv. See cublas<t>tbsv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-tbsv
 func Dtbsv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32, k int32, A *float64, lda int32, x *float64, incx int32) error {
 	fp, err := procDtbsv.Addr()
 	if err != nil {
@@ -6468,7 +5684,8 @@ func Dtbsv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32
 	return nil
 }
 
-// Dtbsv_64 calls cublasDtbsv_64.
+// Dtbsv_64 calls cublasDtbsv_64. See cublas<t>tbsv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-tbsv
 func Dtbsv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int64, k int64, A *float64, lda int64, x *float64, incx int64) error {
 	fp, err := procDtbsv_64.Addr()
 	if err != nil {
@@ -6480,7 +5697,8 @@ func Dtbsv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n in
 	return nil
 }
 
-// Ctbsv calls cublasCtbsv.
+// Ctbsv calls cublasCtbsv. See cublas<t>tbsv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-tbsv
 func Ctbsv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32, k int32, A *cudart.CuComplex, lda int32, x *cudart.CuComplex, incx int32) error {
 	fp, err := procCtbsv.Addr()
 	if err != nil {
@@ -6492,7 +5710,8 @@ func Ctbsv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32
 	return nil
 }
 
-// Ctbsv_64 calls cublasCtbsv_64.
+// Ctbsv_64 calls cublasCtbsv_64. See cublas<t>tbsv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-tbsv
 func Ctbsv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int64, k int64, A *cudart.CuComplex, lda int64, x *cudart.CuComplex, incx int64) error {
 	fp, err := procCtbsv_64.Addr()
 	if err != nil {
@@ -6504,7 +5723,8 @@ func Ctbsv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n in
 	return nil
 }
 
-// Ztbsv calls cublasZtbsv.
+// Ztbsv calls cublasZtbsv. See cublas<t>tbsv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-tbsv
 func Ztbsv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32, k int32, A *cudart.CuDoubleComplex, lda int32, x *cudart.CuDoubleComplex, incx int32) error {
 	fp, err := procZtbsv.Addr()
 	if err != nil {
@@ -6516,7 +5736,8 @@ func Ztbsv(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int32
 	return nil
 }
 
-// Ztbsv_64 calls cublasZtbsv_64.
+// Ztbsv_64 calls cublasZtbsv_64. See cublas<t>tbsv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-tbsv
 func Ztbsv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n int64, k int64, A *cudart.CuDoubleComplex, lda int64, x *cudart.CuDoubleComplex, incx int64) error {
 	fp, err := procZtbsv_64.Addr()
 	if err != nil {
@@ -6528,7 +5749,8 @@ func Ztbsv_64(handle Handle, uplo FillMode, trans Operation, diag DiagType, n in
 	return nil
 }
 
-// Ssymv calls cublasSsymv.
+// Ssymv calls cublasSsymv. See cublas<t>symv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-symv
 func Ssymv(handle Handle, uplo FillMode, n int32, alpha *float32, A *float32, lda int32, x *float32, incx int32, beta *float32, y *float32, incy int32) error {
 	fp, err := procSsymv.Addr()
 	if err != nil {
@@ -6540,7 +5762,8 @@ func Ssymv(handle Handle, uplo FillMode, n int32, alpha *float32, A *float32, ld
 	return nil
 }
 
-// Ssymv_64 calls cublasSsymv_64.
+// Ssymv_64 calls cublasSsymv_64. See cublas<t>symv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-symv
 func Ssymv_64(handle Handle, uplo FillMode, n int64, alpha *float32, A *float32, lda int64, x *float32, incx int64, beta *float32, y *float32, incy int64) error {
 	fp, err := procSsymv_64.Addr()
 	if err != nil {
@@ -6552,7 +5775,8 @@ func Ssymv_64(handle Handle, uplo FillMode, n int64, alpha *float32, A *float32,
 	return nil
 }
 
-// Dsymv calls cublasDsymv.
+// Dsymv calls cublasDsymv. See cublas<t>symv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-symv
 func Dsymv(handle Handle, uplo FillMode, n int32, alpha *float64, A *float64, lda int32, x *float64, incx int32, beta *float64, y *float64, incy int32) error {
 	fp, err := procDsymv.Addr()
 	if err != nil {
@@ -6564,7 +5788,8 @@ func Dsymv(handle Handle, uplo FillMode, n int32, alpha *float64, A *float64, ld
 	return nil
 }
 
-// Dsymv_64 calls cublasDsymv_64.
+// Dsymv_64 calls cublasDsymv_64. See cublas<t>symv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-symv
 func Dsymv_64(handle Handle, uplo FillMode, n int64, alpha *float64, A *float64, lda int64, x *float64, incx int64, beta *float64, y *float64, incy int64) error {
 	fp, err := procDsymv_64.Addr()
 	if err != nil {
@@ -6576,7 +5801,8 @@ func Dsymv_64(handle Handle, uplo FillMode, n int64, alpha *float64, A *float64,
 	return nil
 }
 
-// Csymv calls cublasCsymv.
+// Csymv calls cublasCsymv. See cublas<t>symv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-symv
 func Csymv(handle Handle, uplo FillMode, n int32, alpha *cudart.CuComplex, A *cudart.CuComplex, lda int32, x *cudart.CuComplex, incx int32, beta *cudart.CuComplex, y *cudart.CuComplex, incy int32) error {
 	fp, err := procCsymv.Addr()
 	if err != nil {
@@ -6588,7 +5814,8 @@ func Csymv(handle Handle, uplo FillMode, n int32, alpha *cudart.CuComplex, A *cu
 	return nil
 }
 
-// Csymv_64 calls cublasCsymv_64.
+// Csymv_64 calls cublasCsymv_64. See cublas<t>symv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-symv
 func Csymv_64(handle Handle, uplo FillMode, n int64, alpha *cudart.CuComplex, A *cudart.CuComplex, lda int64, x *cudart.CuComplex, incx int64, beta *cudart.CuComplex, y *cudart.CuComplex, incy int64) error {
 	fp, err := procCsymv_64.Addr()
 	if err != nil {
@@ -6600,7 +5827,8 @@ func Csymv_64(handle Handle, uplo FillMode, n int64, alpha *cudart.CuComplex, A 
 	return nil
 }
 
-// Zsymv calls cublasZsymv.
+// Zsymv calls cublasZsymv. See cublas<t>symv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-symv
 func Zsymv(handle Handle, uplo FillMode, n int32, alpha *cudart.CuDoubleComplex, A *cudart.CuDoubleComplex, lda int32, x *cudart.CuDoubleComplex, incx int32, beta *cudart.CuDoubleComplex, y *cudart.CuDoubleComplex, incy int32) error {
 	fp, err := procZsymv.Addr()
 	if err != nil {
@@ -6612,7 +5840,8 @@ func Zsymv(handle Handle, uplo FillMode, n int32, alpha *cudart.CuDoubleComplex,
 	return nil
 }
 
-// Zsymv_64 calls cublasZsymv_64.
+// Zsymv_64 calls cublasZsymv_64. See cublas<t>symv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-symv
 func Zsymv_64(handle Handle, uplo FillMode, n int64, alpha *cudart.CuDoubleComplex, A *cudart.CuDoubleComplex, lda int64, x *cudart.CuDoubleComplex, incx int64, beta *cudart.CuDoubleComplex, y *cudart.CuDoubleComplex, incy int64) error {
 	fp, err := procZsymv_64.Addr()
 	if err != nil {
@@ -6624,7 +5853,8 @@ func Zsymv_64(handle Handle, uplo FillMode, n int64, alpha *cudart.CuDoubleCompl
 	return nil
 }
 
-// Chemv calls cublasChemv.
+// Chemv calls cublasChemv. See cublas<t>hemv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-hemv
 func Chemv(handle Handle, uplo FillMode, n int32, alpha *cudart.CuComplex, A *cudart.CuComplex, lda int32, x *cudart.CuComplex, incx int32, beta *cudart.CuComplex, y *cudart.CuComplex, incy int32) error {
 	fp, err := procChemv.Addr()
 	if err != nil {
@@ -6636,7 +5866,8 @@ func Chemv(handle Handle, uplo FillMode, n int32, alpha *cudart.CuComplex, A *cu
 	return nil
 }
 
-// Chemv_64 calls cublasChemv_64.
+// Chemv_64 calls cublasChemv_64. See cublas<t>hemv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-hemv
 func Chemv_64(handle Handle, uplo FillMode, n int64, alpha *cudart.CuComplex, A *cudart.CuComplex, lda int64, x *cudart.CuComplex, incx int64, beta *cudart.CuComplex, y *cudart.CuComplex, incy int64) error {
 	fp, err := procChemv_64.Addr()
 	if err != nil {
@@ -6648,7 +5879,8 @@ func Chemv_64(handle Handle, uplo FillMode, n int64, alpha *cudart.CuComplex, A 
 	return nil
 }
 
-// Zhemv calls cublasZhemv.
+// Zhemv calls cublasZhemv. See cublas<t>hemv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-hemv
 func Zhemv(handle Handle, uplo FillMode, n int32, alpha *cudart.CuDoubleComplex, A *cudart.CuDoubleComplex, lda int32, x *cudart.CuDoubleComplex, incx int32, beta *cudart.CuDoubleComplex, y *cudart.CuDoubleComplex, incy int32) error {
 	fp, err := procZhemv.Addr()
 	if err != nil {
@@ -6660,7 +5892,8 @@ func Zhemv(handle Handle, uplo FillMode, n int32, alpha *cudart.CuDoubleComplex,
 	return nil
 }
 
-// Zhemv_64 calls cublasZhemv_64.
+// Zhemv_64 calls cublasZhemv_64. See cublas<t>hemv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-hemv
 func Zhemv_64(handle Handle, uplo FillMode, n int64, alpha *cudart.CuDoubleComplex, A *cudart.CuDoubleComplex, lda int64, x *cudart.CuDoubleComplex, incx int64, beta *cudart.CuDoubleComplex, y *cudart.CuDoubleComplex, incy int64) error {
 	fp, err := procZhemv_64.Addr()
 	if err != nil {
@@ -6672,7 +5905,8 @@ func Zhemv_64(handle Handle, uplo FillMode, n int64, alpha *cudart.CuDoubleCompl
 	return nil
 }
 
-// Ssbmv calls cublasSsbmv.
+// Ssbmv calls cublasSsbmv. See cublas<t>sbmv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-sbmv
 func Ssbmv(handle Handle, uplo FillMode, n int32, k int32, alpha *float32, A *float32, lda int32, x *float32, incx int32, beta *float32, y *float32, incy int32) error {
 	fp, err := procSsbmv.Addr()
 	if err != nil {
@@ -6684,7 +5918,8 @@ func Ssbmv(handle Handle, uplo FillMode, n int32, k int32, alpha *float32, A *fl
 	return nil
 }
 
-// Ssbmv_64 calls cublasSsbmv_64.
+// Ssbmv_64 calls cublasSsbmv_64. See cublas<t>sbmv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-sbmv
 func Ssbmv_64(handle Handle, uplo FillMode, n int64, k int64, alpha *float32, A *float32, lda int64, x *float32, incx int64, beta *float32, y *float32, incy int64) error {
 	fp, err := procSsbmv_64.Addr()
 	if err != nil {
@@ -6696,7 +5931,8 @@ func Ssbmv_64(handle Handle, uplo FillMode, n int64, k int64, alpha *float32, A 
 	return nil
 }
 
-// Dsbmv calls cublasDsbmv.
+// Dsbmv calls cublasDsbmv. See cublas<t>sbmv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-sbmv
 func Dsbmv(handle Handle, uplo FillMode, n int32, k int32, alpha *float64, A *float64, lda int32, x *float64, incx int32, beta *float64, y *float64, incy int32) error {
 	fp, err := procDsbmv.Addr()
 	if err != nil {
@@ -6708,7 +5944,8 @@ func Dsbmv(handle Handle, uplo FillMode, n int32, k int32, alpha *float64, A *fl
 	return nil
 }
 
-// Dsbmv_64 calls cublasDsbmv_64.
+// Dsbmv_64 calls cublasDsbmv_64. See cublas<t>sbmv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-sbmv
 func Dsbmv_64(handle Handle, uplo FillMode, n int64, k int64, alpha *float64, A *float64, lda int64, x *float64, incx int64, beta *float64, y *float64, incy int64) error {
 	fp, err := procDsbmv_64.Addr()
 	if err != nil {
@@ -6720,7 +5957,8 @@ func Dsbmv_64(handle Handle, uplo FillMode, n int64, k int64, alpha *float64, A 
 	return nil
 }
 
-// Chbmv calls cublasChbmv.
+// Chbmv calls cublasChbmv. See cublas<t>hbmv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-hbmv
 func Chbmv(handle Handle, uplo FillMode, n int32, k int32, alpha *cudart.CuComplex, A *cudart.CuComplex, lda int32, x *cudart.CuComplex, incx int32, beta *cudart.CuComplex, y *cudart.CuComplex, incy int32) error {
 	fp, err := procChbmv.Addr()
 	if err != nil {
@@ -6732,7 +5970,8 @@ func Chbmv(handle Handle, uplo FillMode, n int32, k int32, alpha *cudart.CuCompl
 	return nil
 }
 
-// Chbmv_64 calls cublasChbmv_64.
+// Chbmv_64 calls cublasChbmv_64. See cublas<t>hbmv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-hbmv
 func Chbmv_64(handle Handle, uplo FillMode, n int64, k int64, alpha *cudart.CuComplex, A *cudart.CuComplex, lda int64, x *cudart.CuComplex, incx int64, beta *cudart.CuComplex, y *cudart.CuComplex, incy int64) error {
 	fp, err := procChbmv_64.Addr()
 	if err != nil {
@@ -6744,7 +5983,8 @@ func Chbmv_64(handle Handle, uplo FillMode, n int64, k int64, alpha *cudart.CuCo
 	return nil
 }
 
-// Zhbmv calls cublasZhbmv.
+// Zhbmv calls cublasZhbmv. See cublas<t>hbmv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-hbmv
 func Zhbmv(handle Handle, uplo FillMode, n int32, k int32, alpha *cudart.CuDoubleComplex, A *cudart.CuDoubleComplex, lda int32, x *cudart.CuDoubleComplex, incx int32, beta *cudart.CuDoubleComplex, y *cudart.CuDoubleComplex, incy int32) error {
 	fp, err := procZhbmv.Addr()
 	if err != nil {
@@ -6756,7 +5996,8 @@ func Zhbmv(handle Handle, uplo FillMode, n int32, k int32, alpha *cudart.CuDoubl
 	return nil
 }
 
-// Zhbmv_64 calls cublasZhbmv_64.
+// Zhbmv_64 calls cublasZhbmv_64. See cublas<t>hbmv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-hbmv
 func Zhbmv_64(handle Handle, uplo FillMode, n int64, k int64, alpha *cudart.CuDoubleComplex, A *cudart.CuDoubleComplex, lda int64, x *cudart.CuDoubleComplex, incx int64, beta *cudart.CuDoubleComplex, y *cudart.CuDoubleComplex, incy int64) error {
 	fp, err := procZhbmv_64.Addr()
 	if err != nil {
@@ -6768,7 +6009,8 @@ func Zhbmv_64(handle Handle, uplo FillMode, n int64, k int64, alpha *cudart.CuDo
 	return nil
 }
 
-// Sspmv calls cublasSspmv.
+// Sspmv calls cublasSspmv. See cublas<t>spmv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-spmv
 func Sspmv(handle Handle, uplo FillMode, n int32, alpha *float32, AP *float32, x *float32, incx int32, beta *float32, y *float32, incy int32) error {
 	fp, err := procSspmv.Addr()
 	if err != nil {
@@ -6780,7 +6022,8 @@ func Sspmv(handle Handle, uplo FillMode, n int32, alpha *float32, AP *float32, x
 	return nil
 }
 
-// Sspmv_64 calls cublasSspmv_64.
+// Sspmv_64 calls cublasSspmv_64. See cublas<t>spmv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-spmv
 func Sspmv_64(handle Handle, uplo FillMode, n int64, alpha *float32, AP *float32, x *float32, incx int64, beta *float32, y *float32, incy int64) error {
 	fp, err := procSspmv_64.Addr()
 	if err != nil {
@@ -6792,7 +6035,8 @@ func Sspmv_64(handle Handle, uplo FillMode, n int64, alpha *float32, AP *float32
 	return nil
 }
 
-// Dspmv calls cublasDspmv.
+// Dspmv calls cublasDspmv. See cublas<t>spmv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-spmv
 func Dspmv(handle Handle, uplo FillMode, n int32, alpha *float64, AP *float64, x *float64, incx int32, beta *float64, y *float64, incy int32) error {
 	fp, err := procDspmv.Addr()
 	if err != nil {
@@ -6804,7 +6048,8 @@ func Dspmv(handle Handle, uplo FillMode, n int32, alpha *float64, AP *float64, x
 	return nil
 }
 
-// Dspmv_64 calls cublasDspmv_64.
+// Dspmv_64 calls cublasDspmv_64. See cublas<t>spmv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-spmv
 func Dspmv_64(handle Handle, uplo FillMode, n int64, alpha *float64, AP *float64, x *float64, incx int64, beta *float64, y *float64, incy int64) error {
 	fp, err := procDspmv_64.Addr()
 	if err != nil {
@@ -6816,7 +6061,8 @@ func Dspmv_64(handle Handle, uplo FillMode, n int64, alpha *float64, AP *float64
 	return nil
 }
 
-// Chpmv calls cublasChpmv.
+// Chpmv calls cublasChpmv. See cublas<t>hpmv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-hpmv
 func Chpmv(handle Handle, uplo FillMode, n int32, alpha *cudart.CuComplex, AP *cudart.CuComplex, x *cudart.CuComplex, incx int32, beta *cudart.CuComplex, y *cudart.CuComplex, incy int32) error {
 	fp, err := procChpmv.Addr()
 	if err != nil {
@@ -6828,7 +6074,8 @@ func Chpmv(handle Handle, uplo FillMode, n int32, alpha *cudart.CuComplex, AP *c
 	return nil
 }
 
-// Chpmv_64 calls cublasChpmv_64.
+// Chpmv_64 calls cublasChpmv_64. See cublas<t>hpmv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-hpmv
 func Chpmv_64(handle Handle, uplo FillMode, n int64, alpha *cudart.CuComplex, AP *cudart.CuComplex, x *cudart.CuComplex, incx int64, beta *cudart.CuComplex, y *cudart.CuComplex, incy int64) error {
 	fp, err := procChpmv_64.Addr()
 	if err != nil {
@@ -6840,7 +6087,8 @@ func Chpmv_64(handle Handle, uplo FillMode, n int64, alpha *cudart.CuComplex, AP
 	return nil
 }
 
-// Zhpmv calls cublasZhpmv.
+// Zhpmv calls cublasZhpmv. See cublas<t>hpmv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-hpmv
 func Zhpmv(handle Handle, uplo FillMode, n int32, alpha *cudart.CuDoubleComplex, AP *cudart.CuDoubleComplex, x *cudart.CuDoubleComplex, incx int32, beta *cudart.CuDoubleComplex, y *cudart.CuDoubleComplex, incy int32) error {
 	fp, err := procZhpmv.Addr()
 	if err != nil {
@@ -6852,7 +6100,8 @@ func Zhpmv(handle Handle, uplo FillMode, n int32, alpha *cudart.CuDoubleComplex,
 	return nil
 }
 
-// Zhpmv_64 calls cublasZhpmv_64.
+// Zhpmv_64 calls cublasZhpmv_64. See cublas<t>hpmv() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-hpmv
 func Zhpmv_64(handle Handle, uplo FillMode, n int64, alpha *cudart.CuDoubleComplex, AP *cudart.CuDoubleComplex, x *cudart.CuDoubleComplex, incx int64, beta *cudart.CuDoubleComplex, y *cudart.CuDoubleComplex, incy int64) error {
 	fp, err := procZhpmv_64.Addr()
 	if err != nil {
@@ -6864,7 +6113,8 @@ func Zhpmv_64(handle Handle, uplo FillMode, n int64, alpha *cudart.CuDoubleCompl
 	return nil
 }
 
-// Sger calls cublasSger.
+// Sger calls cublasSger. See cublas<t>ger() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-ger
 func Sger(handle Handle, m int32, n int32, alpha *float32, x *float32, incx int32, y *float32, incy int32, A *float32, lda int32) error {
 	fp, err := procSger.Addr()
 	if err != nil {
@@ -6876,7 +6126,8 @@ func Sger(handle Handle, m int32, n int32, alpha *float32, x *float32, incx int3
 	return nil
 }
 
-// Sger_64 calls cublasSger_64.
+// Sger_64 calls cublasSger_64. See cublas<t>ger() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-ger
 func Sger_64(handle Handle, m int64, n int64, alpha *float32, x *float32, incx int64, y *float32, incy int64, A *float32, lda int64) error {
 	fp, err := procSger_64.Addr()
 	if err != nil {
@@ -6888,7 +6139,8 @@ func Sger_64(handle Handle, m int64, n int64, alpha *float32, x *float32, incx i
 	return nil
 }
 
-// Dger calls cublasDger.
+// Dger calls cublasDger. See cublas<t>ger() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-ger
 func Dger(handle Handle, m int32, n int32, alpha *float64, x *float64, incx int32, y *float64, incy int32, A *float64, lda int32) error {
 	fp, err := procDger.Addr()
 	if err != nil {
@@ -6900,7 +6152,8 @@ func Dger(handle Handle, m int32, n int32, alpha *float64, x *float64, incx int3
 	return nil
 }
 
-// Dger_64 calls cublasDger_64.
+// Dger_64 calls cublasDger_64. See cublas<t>ger() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-ger
 func Dger_64(handle Handle, m int64, n int64, alpha *float64, x *float64, incx int64, y *float64, incy int64, A *float64, lda int64) error {
 	fp, err := procDger_64.Addr()
 	if err != nil {
@@ -6912,7 +6165,8 @@ func Dger_64(handle Handle, m int64, n int64, alpha *float64, x *float64, incx i
 	return nil
 }
 
-// Cgeru calls cublasCgeru.
+// Cgeru calls cublasCgeru. See cublas<t>geru() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-geru
 func Cgeru(handle Handle, m int32, n int32, alpha *cudart.CuComplex, x *cudart.CuComplex, incx int32, y *cudart.CuComplex, incy int32, A *cudart.CuComplex, lda int32) error {
 	fp, err := procCgeru.Addr()
 	if err != nil {
@@ -6924,7 +6178,8 @@ func Cgeru(handle Handle, m int32, n int32, alpha *cudart.CuComplex, x *cudart.C
 	return nil
 }
 
-// Cgeru_64 calls cublasCgeru_64.
+// Cgeru_64 calls cublasCgeru_64. See cublas<t>geru() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-geru
 func Cgeru_64(handle Handle, m int64, n int64, alpha *cudart.CuComplex, x *cudart.CuComplex, incx int64, y *cudart.CuComplex, incy int64, A *cudart.CuComplex, lda int64) error {
 	fp, err := procCgeru_64.Addr()
 	if err != nil {
@@ -6936,7 +6191,8 @@ func Cgeru_64(handle Handle, m int64, n int64, alpha *cudart.CuComplex, x *cudar
 	return nil
 }
 
-// Cgerc calls cublasCgerc.
+// Cgerc calls cublasCgerc. See cublas<t>gerc() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gerc
 func Cgerc(handle Handle, m int32, n int32, alpha *cudart.CuComplex, x *cudart.CuComplex, incx int32, y *cudart.CuComplex, incy int32, A *cudart.CuComplex, lda int32) error {
 	fp, err := procCgerc.Addr()
 	if err != nil {
@@ -6948,7 +6204,8 @@ func Cgerc(handle Handle, m int32, n int32, alpha *cudart.CuComplex, x *cudart.C
 	return nil
 }
 
-// Cgerc_64 calls cublasCgerc_64.
+// Cgerc_64 calls cublasCgerc_64. See cublas<t>gerc() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gerc
 func Cgerc_64(handle Handle, m int64, n int64, alpha *cudart.CuComplex, x *cudart.CuComplex, incx int64, y *cudart.CuComplex, incy int64, A *cudart.CuComplex, lda int64) error {
 	fp, err := procCgerc_64.Addr()
 	if err != nil {
@@ -6960,7 +6217,8 @@ func Cgerc_64(handle Handle, m int64, n int64, alpha *cudart.CuComplex, x *cudar
 	return nil
 }
 
-// Zgeru calls cublasZgeru.
+// Zgeru calls cublasZgeru. See cublas<t>geru() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-geru
 func Zgeru(handle Handle, m int32, n int32, alpha *cudart.CuDoubleComplex, x *cudart.CuDoubleComplex, incx int32, y *cudart.CuDoubleComplex, incy int32, A *cudart.CuDoubleComplex, lda int32) error {
 	fp, err := procZgeru.Addr()
 	if err != nil {
@@ -6972,7 +6230,8 @@ func Zgeru(handle Handle, m int32, n int32, alpha *cudart.CuDoubleComplex, x *cu
 	return nil
 }
 
-// Zgeru_64 calls cublasZgeru_64.
+// Zgeru_64 calls cublasZgeru_64. See cublas<t>geru() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-geru
 func Zgeru_64(handle Handle, m int64, n int64, alpha *cudart.CuDoubleComplex, x *cudart.CuDoubleComplex, incx int64, y *cudart.CuDoubleComplex, incy int64, A *cudart.CuDoubleComplex, lda int64) error {
 	fp, err := procZgeru_64.Addr()
 	if err != nil {
@@ -6984,7 +6243,8 @@ func Zgeru_64(handle Handle, m int64, n int64, alpha *cudart.CuDoubleComplex, x 
 	return nil
 }
 
-// Zgerc calls cublasZgerc.
+// Zgerc calls cublasZgerc. See cublas<t>gerc() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gerc
 func Zgerc(handle Handle, m int32, n int32, alpha *cudart.CuDoubleComplex, x *cudart.CuDoubleComplex, incx int32, y *cudart.CuDoubleComplex, incy int32, A *cudart.CuDoubleComplex, lda int32) error {
 	fp, err := procZgerc.Addr()
 	if err != nil {
@@ -6996,7 +6256,8 @@ func Zgerc(handle Handle, m int32, n int32, alpha *cudart.CuDoubleComplex, x *cu
 	return nil
 }
 
-// Zgerc_64 calls cublasZgerc_64.
+// Zgerc_64 calls cublasZgerc_64. See cublas<t>gerc() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gerc
 func Zgerc_64(handle Handle, m int64, n int64, alpha *cudart.CuDoubleComplex, x *cudart.CuDoubleComplex, incx int64, y *cudart.CuDoubleComplex, incy int64, A *cudart.CuDoubleComplex, lda int64) error {
 	fp, err := procZgerc_64.Addr()
 	if err != nil {
@@ -7008,7 +6269,8 @@ func Zgerc_64(handle Handle, m int64, n int64, alpha *cudart.CuDoubleComplex, x 
 	return nil
 }
 
-// Ssyr calls cublasSsyr.
+// Ssyr calls cublasSsyr. See cublas<t>syr() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-syr
 func Ssyr(handle Handle, uplo FillMode, n int32, alpha *float32, x *float32, incx int32, A *float32, lda int32) error {
 	fp, err := procSsyr.Addr()
 	if err != nil {
@@ -7020,7 +6282,8 @@ func Ssyr(handle Handle, uplo FillMode, n int32, alpha *float32, x *float32, inc
 	return nil
 }
 
-// Ssyr_64 calls cublasSsyr_64.
+// Ssyr_64 calls cublasSsyr_64. See cublas<t>syr() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-syr
 func Ssyr_64(handle Handle, uplo FillMode, n int64, alpha *float32, x *float32, incx int64, A *float32, lda int64) error {
 	fp, err := procSsyr_64.Addr()
 	if err != nil {
@@ -7032,7 +6295,8 @@ func Ssyr_64(handle Handle, uplo FillMode, n int64, alpha *float32, x *float32, 
 	return nil
 }
 
-// Dsyr calls cublasDsyr.
+// Dsyr calls cublasDsyr. See cublas<t>syr() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-syr
 func Dsyr(handle Handle, uplo FillMode, n int32, alpha *float64, x *float64, incx int32, A *float64, lda int32) error {
 	fp, err := procDsyr.Addr()
 	if err != nil {
@@ -7044,7 +6308,8 @@ func Dsyr(handle Handle, uplo FillMode, n int32, alpha *float64, x *float64, inc
 	return nil
 }
 
-// Dsyr_64 calls cublasDsyr_64.
+// Dsyr_64 calls cublasDsyr_64. See cublas<t>syr() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-syr
 func Dsyr_64(handle Handle, uplo FillMode, n int64, alpha *float64, x *float64, incx int64, A *float64, lda int64) error {
 	fp, err := procDsyr_64.Addr()
 	if err != nil {
@@ -7056,7 +6321,8 @@ func Dsyr_64(handle Handle, uplo FillMode, n int64, alpha *float64, x *float64, 
 	return nil
 }
 
-// Csyr calls cublasCsyr.
+// Csyr calls cublasCsyr. See cublas<t>syr() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-syr
 func Csyr(handle Handle, uplo FillMode, n int32, alpha *cudart.CuComplex, x *cudart.CuComplex, incx int32, A *cudart.CuComplex, lda int32) error {
 	fp, err := procCsyr.Addr()
 	if err != nil {
@@ -7068,7 +6334,8 @@ func Csyr(handle Handle, uplo FillMode, n int32, alpha *cudart.CuComplex, x *cud
 	return nil
 }
 
-// Csyr_64 calls cublasCsyr_64.
+// Csyr_64 calls cublasCsyr_64. See cublas<t>syr() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-syr
 func Csyr_64(handle Handle, uplo FillMode, n int64, alpha *cudart.CuComplex, x *cudart.CuComplex, incx int64, A *cudart.CuComplex, lda int64) error {
 	fp, err := procCsyr_64.Addr()
 	if err != nil {
@@ -7080,7 +6347,8 @@ func Csyr_64(handle Handle, uplo FillMode, n int64, alpha *cudart.CuComplex, x *
 	return nil
 }
 
-// Zsyr calls cublasZsyr.
+// Zsyr calls cublasZsyr. See cublas<t>syr() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-syr
 func Zsyr(handle Handle, uplo FillMode, n int32, alpha *cudart.CuDoubleComplex, x *cudart.CuDoubleComplex, incx int32, A *cudart.CuDoubleComplex, lda int32) error {
 	fp, err := procZsyr.Addr()
 	if err != nil {
@@ -7092,7 +6360,8 @@ func Zsyr(handle Handle, uplo FillMode, n int32, alpha *cudart.CuDoubleComplex, 
 	return nil
 }
 
-// Zsyr_64 calls cublasZsyr_64.
+// Zsyr_64 calls cublasZsyr_64. See cublas<t>syr() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-syr
 func Zsyr_64(handle Handle, uplo FillMode, n int64, alpha *cudart.CuDoubleComplex, x *cudart.CuDoubleComplex, incx int64, A *cudart.CuDoubleComplex, lda int64) error {
 	fp, err := procZsyr_64.Addr()
 	if err != nil {
@@ -7104,7 +6373,8 @@ func Zsyr_64(handle Handle, uplo FillMode, n int64, alpha *cudart.CuDoubleComple
 	return nil
 }
 
-// Cher calls cublasCher.
+// Cher calls cublasCher. See cublas<t>her() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-her
 func Cher(handle Handle, uplo FillMode, n int32, alpha *float32, x *cudart.CuComplex, incx int32, A *cudart.CuComplex, lda int32) error {
 	fp, err := procCher.Addr()
 	if err != nil {
@@ -7116,7 +6386,8 @@ func Cher(handle Handle, uplo FillMode, n int32, alpha *float32, x *cudart.CuCom
 	return nil
 }
 
-// Cher_64 calls cublasCher_64.
+// Cher_64 calls cublasCher_64. See cublas<t>her() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-her
 func Cher_64(handle Handle, uplo FillMode, n int64, alpha *float32, x *cudart.CuComplex, incx int64, A *cudart.CuComplex, lda int64) error {
 	fp, err := procCher_64.Addr()
 	if err != nil {
@@ -7128,7 +6399,8 @@ func Cher_64(handle Handle, uplo FillMode, n int64, alpha *float32, x *cudart.Cu
 	return nil
 }
 
-// Zher calls cublasZher.
+// Zher calls cublasZher. See cublas<t>her() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-her
 func Zher(handle Handle, uplo FillMode, n int32, alpha *float64, x *cudart.CuDoubleComplex, incx int32, A *cudart.CuDoubleComplex, lda int32) error {
 	fp, err := procZher.Addr()
 	if err != nil {
@@ -7140,7 +6412,8 @@ func Zher(handle Handle, uplo FillMode, n int32, alpha *float64, x *cudart.CuDou
 	return nil
 }
 
-// Zher_64 calls cublasZher_64.
+// Zher_64 calls cublasZher_64. See cublas<t>her() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-her
 func Zher_64(handle Handle, uplo FillMode, n int64, alpha *float64, x *cudart.CuDoubleComplex, incx int64, A *cudart.CuDoubleComplex, lda int64) error {
 	fp, err := procZher_64.Addr()
 	if err != nil {
@@ -7152,7 +6425,8 @@ func Zher_64(handle Handle, uplo FillMode, n int64, alpha *float64, x *cudart.Cu
 	return nil
 }
 
-// Sspr calls cublasSspr.
+// Sspr calls cublasSspr. See cublas<t>spr() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-spr
 func Sspr(handle Handle, uplo FillMode, n int32, alpha *float32, x *float32, incx int32, AP *float32) error {
 	fp, err := procSspr.Addr()
 	if err != nil {
@@ -7164,7 +6438,8 @@ func Sspr(handle Handle, uplo FillMode, n int32, alpha *float32, x *float32, inc
 	return nil
 }
 
-// Sspr_64 calls cublasSspr_64.
+// Sspr_64 calls cublasSspr_64. See cublas<t>spr() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-spr
 func Sspr_64(handle Handle, uplo FillMode, n int64, alpha *float32, x *float32, incx int64, AP *float32) error {
 	fp, err := procSspr_64.Addr()
 	if err != nil {
@@ -7176,7 +6451,8 @@ func Sspr_64(handle Handle, uplo FillMode, n int64, alpha *float32, x *float32, 
 	return nil
 }
 
-// Dspr calls cublasDspr.
+// Dspr calls cublasDspr. See cublas<t>spr() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-spr
 func Dspr(handle Handle, uplo FillMode, n int32, alpha *float64, x *float64, incx int32, AP *float64) error {
 	fp, err := procDspr.Addr()
 	if err != nil {
@@ -7188,7 +6464,8 @@ func Dspr(handle Handle, uplo FillMode, n int32, alpha *float64, x *float64, inc
 	return nil
 }
 
-// Dspr_64 calls cublasDspr_64.
+// Dspr_64 calls cublasDspr_64. See cublas<t>spr() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-spr
 func Dspr_64(handle Handle, uplo FillMode, n int64, alpha *float64, x *float64, incx int64, AP *float64) error {
 	fp, err := procDspr_64.Addr()
 	if err != nil {
@@ -7200,7 +6477,8 @@ func Dspr_64(handle Handle, uplo FillMode, n int64, alpha *float64, x *float64, 
 	return nil
 }
 
-// Chpr calls cublasChpr.
+// Chpr calls cublasChpr. See cublas<t>hpr() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-hpr
 func Chpr(handle Handle, uplo FillMode, n int32, alpha *float32, x *cudart.CuComplex, incx int32, AP *cudart.CuComplex) error {
 	fp, err := procChpr.Addr()
 	if err != nil {
@@ -7212,7 +6490,8 @@ func Chpr(handle Handle, uplo FillMode, n int32, alpha *float32, x *cudart.CuCom
 	return nil
 }
 
-// Chpr_64 calls cublasChpr_64.
+// Chpr_64 calls cublasChpr_64. See cublas<t>hpr() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-hpr
 func Chpr_64(handle Handle, uplo FillMode, n int64, alpha *float32, x *cudart.CuComplex, incx int64, AP *cudart.CuComplex) error {
 	fp, err := procChpr_64.Addr()
 	if err != nil {
@@ -7224,7 +6503,8 @@ func Chpr_64(handle Handle, uplo FillMode, n int64, alpha *float32, x *cudart.Cu
 	return nil
 }
 
-// Zhpr calls cublasZhpr.
+// Zhpr calls cublasZhpr. See cublas<t>hpr() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-hpr
 func Zhpr(handle Handle, uplo FillMode, n int32, alpha *float64, x *cudart.CuDoubleComplex, incx int32, AP *cudart.CuDoubleComplex) error {
 	fp, err := procZhpr.Addr()
 	if err != nil {
@@ -7236,7 +6516,8 @@ func Zhpr(handle Handle, uplo FillMode, n int32, alpha *float64, x *cudart.CuDou
 	return nil
 }
 
-// Zhpr_64 calls cublasZhpr_64.
+// Zhpr_64 calls cublasZhpr_64. See cublas<t>hpr() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-hpr
 func Zhpr_64(handle Handle, uplo FillMode, n int64, alpha *float64, x *cudart.CuDoubleComplex, incx int64, AP *cudart.CuDoubleComplex) error {
 	fp, err := procZhpr_64.Addr()
 	if err != nil {
@@ -7248,7 +6529,8 @@ func Zhpr_64(handle Handle, uplo FillMode, n int64, alpha *float64, x *cudart.Cu
 	return nil
 }
 
-// Ssyr2 calls cublasSsyr2.
+// Ssyr2 calls cublasSsyr2. See cublas<t>syr2() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-syr2
 func Ssyr2(handle Handle, uplo FillMode, n int32, alpha *float32, x *float32, incx int32, y *float32, incy int32, A *float32, lda int32) error {
 	fp, err := procSsyr2.Addr()
 	if err != nil {
@@ -7260,7 +6542,8 @@ func Ssyr2(handle Handle, uplo FillMode, n int32, alpha *float32, x *float32, in
 	return nil
 }
 
-// Ssyr2_64 calls cublasSsyr2_64.
+// Ssyr2_64 calls cublasSsyr2_64. See cublas<t>syr2() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-syr2
 func Ssyr2_64(handle Handle, uplo FillMode, n int64, alpha *float32, x *float32, incx int64, y *float32, incy int64, A *float32, lda int64) error {
 	fp, err := procSsyr2_64.Addr()
 	if err != nil {
@@ -7272,7 +6555,8 @@ func Ssyr2_64(handle Handle, uplo FillMode, n int64, alpha *float32, x *float32,
 	return nil
 }
 
-// Dsyr2 calls cublasDsyr2.
+// Dsyr2 calls cublasDsyr2. See cublas<t>syr2() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-syr2
 func Dsyr2(handle Handle, uplo FillMode, n int32, alpha *float64, x *float64, incx int32, y *float64, incy int32, A *float64, lda int32) error {
 	fp, err := procDsyr2.Addr()
 	if err != nil {
@@ -7284,7 +6568,8 @@ func Dsyr2(handle Handle, uplo FillMode, n int32, alpha *float64, x *float64, in
 	return nil
 }
 
-// Dsyr2_64 calls cublasDsyr2_64.
+// Dsyr2_64 calls cublasDsyr2_64. See cublas<t>syr2() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-syr2
 func Dsyr2_64(handle Handle, uplo FillMode, n int64, alpha *float64, x *float64, incx int64, y *float64, incy int64, A *float64, lda int64) error {
 	fp, err := procDsyr2_64.Addr()
 	if err != nil {
@@ -7296,7 +6581,8 @@ func Dsyr2_64(handle Handle, uplo FillMode, n int64, alpha *float64, x *float64,
 	return nil
 }
 
-// Csyr2 calls cublasCsyr2.
+// Csyr2 calls cublasCsyr2. See cublas<t>syr2() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-syr2
 func Csyr2(handle Handle, uplo FillMode, n int32, alpha *cudart.CuComplex, x *cudart.CuComplex, incx int32, y *cudart.CuComplex, incy int32, A *cudart.CuComplex, lda int32) error {
 	fp, err := procCsyr2.Addr()
 	if err != nil {
@@ -7308,7 +6594,8 @@ func Csyr2(handle Handle, uplo FillMode, n int32, alpha *cudart.CuComplex, x *cu
 	return nil
 }
 
-// Csyr2_64 calls cublasCsyr2_64.
+// Csyr2_64 calls cublasCsyr2_64. See cublas<t>syr2() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-syr2
 func Csyr2_64(handle Handle, uplo FillMode, n int64, alpha *cudart.CuComplex, x *cudart.CuComplex, incx int64, y *cudart.CuComplex, incy int64, A *cudart.CuComplex, lda int64) error {
 	fp, err := procCsyr2_64.Addr()
 	if err != nil {
@@ -7320,7 +6607,8 @@ func Csyr2_64(handle Handle, uplo FillMode, n int64, alpha *cudart.CuComplex, x 
 	return nil
 }
 
-// Zsyr2 calls cublasZsyr2.
+// Zsyr2 calls cublasZsyr2. See cublas<t>syr2() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-syr2
 func Zsyr2(handle Handle, uplo FillMode, n int32, alpha *cudart.CuDoubleComplex, x *cudart.CuDoubleComplex, incx int32, y *cudart.CuDoubleComplex, incy int32, A *cudart.CuDoubleComplex, lda int32) error {
 	fp, err := procZsyr2.Addr()
 	if err != nil {
@@ -7332,7 +6620,8 @@ func Zsyr2(handle Handle, uplo FillMode, n int32, alpha *cudart.CuDoubleComplex,
 	return nil
 }
 
-// Zsyr2_64 calls cublasZsyr2_64.
+// Zsyr2_64 calls cublasZsyr2_64. See cublas<t>syr2() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-syr2
 func Zsyr2_64(handle Handle, uplo FillMode, n int64, alpha *cudart.CuDoubleComplex, x *cudart.CuDoubleComplex, incx int64, y *cudart.CuDoubleComplex, incy int64, A *cudart.CuDoubleComplex, lda int64) error {
 	fp, err := procZsyr2_64.Addr()
 	if err != nil {
@@ -7344,7 +6633,8 @@ func Zsyr2_64(handle Handle, uplo FillMode, n int64, alpha *cudart.CuDoubleCompl
 	return nil
 }
 
-// Cher2 calls cublasCher2.
+// Cher2 calls cublasCher2. See cublas<t>her2() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-her2
 func Cher2(handle Handle, uplo FillMode, n int32, alpha *cudart.CuComplex, x *cudart.CuComplex, incx int32, y *cudart.CuComplex, incy int32, A *cudart.CuComplex, lda int32) error {
 	fp, err := procCher2.Addr()
 	if err != nil {
@@ -7356,7 +6646,8 @@ func Cher2(handle Handle, uplo FillMode, n int32, alpha *cudart.CuComplex, x *cu
 	return nil
 }
 
-// Cher2_64 calls cublasCher2_64.
+// Cher2_64 calls cublasCher2_64. See cublas<t>her2() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-her2
 func Cher2_64(handle Handle, uplo FillMode, n int64, alpha *cudart.CuComplex, x *cudart.CuComplex, incx int64, y *cudart.CuComplex, incy int64, A *cudart.CuComplex, lda int64) error {
 	fp, err := procCher2_64.Addr()
 	if err != nil {
@@ -7368,7 +6659,8 @@ func Cher2_64(handle Handle, uplo FillMode, n int64, alpha *cudart.CuComplex, x 
 	return nil
 }
 
-// Zher2 calls cublasZher2.
+// Zher2 calls cublasZher2. See cublas<t>her2() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-her2
 func Zher2(handle Handle, uplo FillMode, n int32, alpha *cudart.CuDoubleComplex, x *cudart.CuDoubleComplex, incx int32, y *cudart.CuDoubleComplex, incy int32, A *cudart.CuDoubleComplex, lda int32) error {
 	fp, err := procZher2.Addr()
 	if err != nil {
@@ -7380,7 +6672,8 @@ func Zher2(handle Handle, uplo FillMode, n int32, alpha *cudart.CuDoubleComplex,
 	return nil
 }
 
-// Zher2_64 calls cublasZher2_64.
+// Zher2_64 calls cublasZher2_64. See cublas<t>her2() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-her2
 func Zher2_64(handle Handle, uplo FillMode, n int64, alpha *cudart.CuDoubleComplex, x *cudart.CuDoubleComplex, incx int64, y *cudart.CuDoubleComplex, incy int64, A *cudart.CuDoubleComplex, lda int64) error {
 	fp, err := procZher2_64.Addr()
 	if err != nil {
@@ -7392,7 +6685,8 @@ func Zher2_64(handle Handle, uplo FillMode, n int64, alpha *cudart.CuDoubleCompl
 	return nil
 }
 
-// Sspr2 calls cublasSspr2.
+// Sspr2 calls cublasSspr2. See cublas<t>spr2() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-spr2
 func Sspr2(handle Handle, uplo FillMode, n int32, alpha *float32, x *float32, incx int32, y *float32, incy int32, AP *float32) error {
 	fp, err := procSspr2.Addr()
 	if err != nil {
@@ -7404,7 +6698,8 @@ func Sspr2(handle Handle, uplo FillMode, n int32, alpha *float32, x *float32, in
 	return nil
 }
 
-// Sspr2_64 calls cublasSspr2_64.
+// Sspr2_64 calls cublasSspr2_64. See cublas<t>spr2() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-spr2
 func Sspr2_64(handle Handle, uplo FillMode, n int64, alpha *float32, x *float32, incx int64, y *float32, incy int64, AP *float32) error {
 	fp, err := procSspr2_64.Addr()
 	if err != nil {
@@ -7416,7 +6711,8 @@ func Sspr2_64(handle Handle, uplo FillMode, n int64, alpha *float32, x *float32,
 	return nil
 }
 
-// Dspr2 calls cublasDspr2.
+// Dspr2 calls cublasDspr2. See cublas<t>spr2() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-spr2
 func Dspr2(handle Handle, uplo FillMode, n int32, alpha *float64, x *float64, incx int32, y *float64, incy int32, AP *float64) error {
 	fp, err := procDspr2.Addr()
 	if err != nil {
@@ -7428,7 +6724,8 @@ func Dspr2(handle Handle, uplo FillMode, n int32, alpha *float64, x *float64, in
 	return nil
 }
 
-// Dspr2_64 calls cublasDspr2_64.
+// Dspr2_64 calls cublasDspr2_64. See cublas<t>spr2() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-spr2
 func Dspr2_64(handle Handle, uplo FillMode, n int64, alpha *float64, x *float64, incx int64, y *float64, incy int64, AP *float64) error {
 	fp, err := procDspr2_64.Addr()
 	if err != nil {
@@ -7440,7 +6737,8 @@ func Dspr2_64(handle Handle, uplo FillMode, n int64, alpha *float64, x *float64,
 	return nil
 }
 
-// Chpr2 calls cublasChpr2.
+// Chpr2 calls cublasChpr2. See cublas<t>hpr2() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-hpr2
 func Chpr2(handle Handle, uplo FillMode, n int32, alpha *cudart.CuComplex, x *cudart.CuComplex, incx int32, y *cudart.CuComplex, incy int32, AP *cudart.CuComplex) error {
 	fp, err := procChpr2.Addr()
 	if err != nil {
@@ -7452,7 +6750,8 @@ func Chpr2(handle Handle, uplo FillMode, n int32, alpha *cudart.CuComplex, x *cu
 	return nil
 }
 
-// Chpr2_64 calls cublasChpr2_64.
+// Chpr2_64 calls cublasChpr2_64. See cublas<t>hpr2() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-hpr2
 func Chpr2_64(handle Handle, uplo FillMode, n int64, alpha *cudart.CuComplex, x *cudart.CuComplex, incx int64, y *cudart.CuComplex, incy int64, AP *cudart.CuComplex) error {
 	fp, err := procChpr2_64.Addr()
 	if err != nil {
@@ -7464,7 +6763,8 @@ func Chpr2_64(handle Handle, uplo FillMode, n int64, alpha *cudart.CuComplex, x 
 	return nil
 }
 
-// Zhpr2 calls cublasZhpr2.
+// Zhpr2 calls cublasZhpr2. See cublas<t>hpr2() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-hpr2
 func Zhpr2(handle Handle, uplo FillMode, n int32, alpha *cudart.CuDoubleComplex, x *cudart.CuDoubleComplex, incx int32, y *cudart.CuDoubleComplex, incy int32, AP *cudart.CuDoubleComplex) error {
 	fp, err := procZhpr2.Addr()
 	if err != nil {
@@ -7476,7 +6776,8 @@ func Zhpr2(handle Handle, uplo FillMode, n int32, alpha *cudart.CuDoubleComplex,
 	return nil
 }
 
-// Zhpr2_64 calls cublasZhpr2_64.
+// Zhpr2_64 calls cublasZhpr2_64. See cublas<t>hpr2() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-hpr2
 func Zhpr2_64(handle Handle, uplo FillMode, n int64, alpha *cudart.CuDoubleComplex, x *cudart.CuDoubleComplex, incx int64, y *cudart.CuDoubleComplex, incy int64, AP *cudart.CuDoubleComplex) error {
 	fp, err := procZhpr2_64.Addr()
 	if err != nil {
@@ -7488,7 +6789,8 @@ func Zhpr2_64(handle Handle, uplo FillMode, n int64, alpha *cudart.CuDoubleCompl
 	return nil
 }
 
-// SgemvBatched calls cublasSgemvBatched.
+// SgemvBatched calls cublasSgemvBatched. See cublas<t>gemvBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gemvbatched
 func SgemvBatched(handle Handle, trans Operation, m int32, n int32, alpha *float32, Aarray **float32, lda int32, xarray **float32, incx int32, beta *float32, yarray **float32, incy int32, batchCount int32) error {
 	fp, err := procSgemvBatched.Addr()
 	if err != nil {
@@ -7500,7 +6802,8 @@ func SgemvBatched(handle Handle, trans Operation, m int32, n int32, alpha *float
 	return nil
 }
 
-// SgemvBatched_64 calls cublasSgemvBatched_64.
+// SgemvBatched_64 calls cublasSgemvBatched_64. See cublas<t>gemvBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gemvbatched
 func SgemvBatched_64(handle Handle, trans Operation, m int64, n int64, alpha *float32, Aarray **float32, lda int64, xarray **float32, incx int64, beta *float32, yarray **float32, incy int64, batchCount int64) error {
 	fp, err := procSgemvBatched_64.Addr()
 	if err != nil {
@@ -7512,7 +6815,8 @@ func SgemvBatched_64(handle Handle, trans Operation, m int64, n int64, alpha *fl
 	return nil
 }
 
-// DgemvBatched calls cublasDgemvBatched.
+// DgemvBatched calls cublasDgemvBatched. See cublas<t>gemvBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gemvbatched
 func DgemvBatched(handle Handle, trans Operation, m int32, n int32, alpha *float64, Aarray **float64, lda int32, xarray **float64, incx int32, beta *float64, yarray **float64, incy int32, batchCount int32) error {
 	fp, err := procDgemvBatched.Addr()
 	if err != nil {
@@ -7524,7 +6828,8 @@ func DgemvBatched(handle Handle, trans Operation, m int32, n int32, alpha *float
 	return nil
 }
 
-// DgemvBatched_64 calls cublasDgemvBatched_64.
+// DgemvBatched_64 calls cublasDgemvBatched_64. See cublas<t>gemvBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gemvbatched
 func DgemvBatched_64(handle Handle, trans Operation, m int64, n int64, alpha *float64, Aarray **float64, lda int64, xarray **float64, incx int64, beta *float64, yarray **float64, incy int64, batchCount int64) error {
 	fp, err := procDgemvBatched_64.Addr()
 	if err != nil {
@@ -7536,7 +6841,8 @@ func DgemvBatched_64(handle Handle, trans Operation, m int64, n int64, alpha *fl
 	return nil
 }
 
-// CgemvBatched calls cublasCgemvBatched.
+// CgemvBatched calls cublasCgemvBatched. See cublas<t>gemvBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gemvbatched
 func CgemvBatched(handle Handle, trans Operation, m int32, n int32, alpha *cudart.CuComplex, Aarray **cudart.CuComplex, lda int32, xarray **cudart.CuComplex, incx int32, beta *cudart.CuComplex, yarray **cudart.CuComplex, incy int32, batchCount int32) error {
 	fp, err := procCgemvBatched.Addr()
 	if err != nil {
@@ -7548,7 +6854,8 @@ func CgemvBatched(handle Handle, trans Operation, m int32, n int32, alpha *cudar
 	return nil
 }
 
-// CgemvBatched_64 calls cublasCgemvBatched_64.
+// CgemvBatched_64 calls cublasCgemvBatched_64. See cublas<t>gemvBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gemvbatched
 func CgemvBatched_64(handle Handle, trans Operation, m int64, n int64, alpha *cudart.CuComplex, Aarray **cudart.CuComplex, lda int64, xarray **cudart.CuComplex, incx int64, beta *cudart.CuComplex, yarray **cudart.CuComplex, incy int64, batchCount int64) error {
 	fp, err := procCgemvBatched_64.Addr()
 	if err != nil {
@@ -7560,7 +6867,8 @@ func CgemvBatched_64(handle Handle, trans Operation, m int64, n int64, alpha *cu
 	return nil
 }
 
-// ZgemvBatched calls cublasZgemvBatched.
+// ZgemvBatched calls cublasZgemvBatched. See cublas<t>gemvBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gemvbatched
 func ZgemvBatched(handle Handle, trans Operation, m int32, n int32, alpha *cudart.CuDoubleComplex, Aarray **cudart.CuDoubleComplex, lda int32, xarray **cudart.CuDoubleComplex, incx int32, beta *cudart.CuDoubleComplex, yarray **cudart.CuDoubleComplex, incy int32, batchCount int32) error {
 	fp, err := procZgemvBatched.Addr()
 	if err != nil {
@@ -7572,7 +6880,8 @@ func ZgemvBatched(handle Handle, trans Operation, m int32, n int32, alpha *cudar
 	return nil
 }
 
-// ZgemvBatched_64 calls cublasZgemvBatched_64.
+// ZgemvBatched_64 calls cublasZgemvBatched_64. See cublas<t>gemvBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gemvbatched
 func ZgemvBatched_64(handle Handle, trans Operation, m int64, n int64, alpha *cudart.CuDoubleComplex, Aarray **cudart.CuDoubleComplex, lda int64, xarray **cudart.CuDoubleComplex, incx int64, beta *cudart.CuDoubleComplex, yarray **cudart.CuDoubleComplex, incy int64, batchCount int64) error {
 	fp, err := procZgemvBatched_64.Addr()
 	if err != nil {
@@ -7584,7 +6893,8 @@ func ZgemvBatched_64(handle Handle, trans Operation, m int64, n int64, alpha *cu
 	return nil
 }
 
-// SgemvStridedBatched calls cublasSgemvStridedBatched.
+// SgemvStridedBatched calls cublasSgemvStridedBatched. See cublas<t>gemvStridedBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gemvstridedbatched
 func SgemvStridedBatched(handle Handle, trans Operation, m int32, n int32, alpha *float32, A *float32, lda int32, strideA int64, x *float32, incx int32, stridex int64, beta *float32, y *float32, incy int32, stridey int64, batchCount int32) error {
 	fp, err := procSgemvStridedBatched.Addr()
 	if err != nil {
@@ -7596,7 +6906,8 @@ func SgemvStridedBatched(handle Handle, trans Operation, m int32, n int32, alpha
 	return nil
 }
 
-// SgemvStridedBatched_64 calls cublasSgemvStridedBatched_64.
+// SgemvStridedBatched_64 calls cublasSgemvStridedBatched_64. See cublas<t>gemvStridedBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gemvstridedbatched
 func SgemvStridedBatched_64(handle Handle, trans Operation, m int64, n int64, alpha *float32, A *float32, lda int64, strideA int64, x *float32, incx int64, stridex int64, beta *float32, y *float32, incy int64, stridey int64, batchCount int64) error {
 	fp, err := procSgemvStridedBatched_64.Addr()
 	if err != nil {
@@ -7608,7 +6919,8 @@ func SgemvStridedBatched_64(handle Handle, trans Operation, m int64, n int64, al
 	return nil
 }
 
-// DgemvStridedBatched calls cublasDgemvStridedBatched.
+// DgemvStridedBatched calls cublasDgemvStridedBatched. See cublas<t>gemvStridedBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gemvstridedbatched
 func DgemvStridedBatched(handle Handle, trans Operation, m int32, n int32, alpha *float64, A *float64, lda int32, strideA int64, x *float64, incx int32, stridex int64, beta *float64, y *float64, incy int32, stridey int64, batchCount int32) error {
 	fp, err := procDgemvStridedBatched.Addr()
 	if err != nil {
@@ -7620,7 +6932,8 @@ func DgemvStridedBatched(handle Handle, trans Operation, m int32, n int32, alpha
 	return nil
 }
 
-// DgemvStridedBatched_64 calls cublasDgemvStridedBatched_64.
+// DgemvStridedBatched_64 calls cublasDgemvStridedBatched_64. See cublas<t>gemvStridedBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gemvstridedbatched
 func DgemvStridedBatched_64(handle Handle, trans Operation, m int64, n int64, alpha *float64, A *float64, lda int64, strideA int64, x *float64, incx int64, stridex int64, beta *float64, y *float64, incy int64, stridey int64, batchCount int64) error {
 	fp, err := procDgemvStridedBatched_64.Addr()
 	if err != nil {
@@ -7632,7 +6945,8 @@ func DgemvStridedBatched_64(handle Handle, trans Operation, m int64, n int64, al
 	return nil
 }
 
-// CgemvStridedBatched calls cublasCgemvStridedBatched.
+// CgemvStridedBatched calls cublasCgemvStridedBatched. See cublas<t>gemvStridedBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gemvstridedbatched
 func CgemvStridedBatched(handle Handle, trans Operation, m int32, n int32, alpha *cudart.CuComplex, A *cudart.CuComplex, lda int32, strideA int64, x *cudart.CuComplex, incx int32, stridex int64, beta *cudart.CuComplex, y *cudart.CuComplex, incy int32, stridey int64, batchCount int32) error {
 	fp, err := procCgemvStridedBatched.Addr()
 	if err != nil {
@@ -7644,7 +6958,8 @@ func CgemvStridedBatched(handle Handle, trans Operation, m int32, n int32, alpha
 	return nil
 }
 
-// CgemvStridedBatched_64 calls cublasCgemvStridedBatched_64.
+// CgemvStridedBatched_64 calls cublasCgemvStridedBatched_64. See cublas<t>gemvStridedBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gemvstridedbatched
 func CgemvStridedBatched_64(handle Handle, trans Operation, m int64, n int64, alpha *cudart.CuComplex, A *cudart.CuComplex, lda int64, strideA int64, x *cudart.CuComplex, incx int64, stridex int64, beta *cudart.CuComplex, y *cudart.CuComplex, incy int64, stridey int64, batchCount int64) error {
 	fp, err := procCgemvStridedBatched_64.Addr()
 	if err != nil {
@@ -7656,7 +6971,8 @@ func CgemvStridedBatched_64(handle Handle, trans Operation, m int64, n int64, al
 	return nil
 }
 
-// ZgemvStridedBatched calls cublasZgemvStridedBatched.
+// ZgemvStridedBatched calls cublasZgemvStridedBatched. See cublas<t>gemvStridedBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gemvstridedbatched
 func ZgemvStridedBatched(handle Handle, trans Operation, m int32, n int32, alpha *cudart.CuDoubleComplex, A *cudart.CuDoubleComplex, lda int32, strideA int64, x *cudart.CuDoubleComplex, incx int32, stridex int64, beta *cudart.CuDoubleComplex, y *cudart.CuDoubleComplex, incy int32, stridey int64, batchCount int32) error {
 	fp, err := procZgemvStridedBatched.Addr()
 	if err != nil {
@@ -7668,7 +6984,8 @@ func ZgemvStridedBatched(handle Handle, trans Operation, m int32, n int32, alpha
 	return nil
 }
 
-// ZgemvStridedBatched_64 calls cublasZgemvStridedBatched_64.
+// ZgemvStridedBatched_64 calls cublasZgemvStridedBatched_64. See cublas<t>gemvStridedBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gemvstridedbatched
 func ZgemvStridedBatched_64(handle Handle, trans Operation, m int64, n int64, alpha *cudart.CuDoubleComplex, A *cudart.CuDoubleComplex, lda int64, strideA int64, x *cudart.CuDoubleComplex, incx int64, stridex int64, beta *cudart.CuDoubleComplex, y *cudart.CuDoubleComplex, incy int64, stridey int64, batchCount int64) error {
 	fp, err := procZgemvStridedBatched_64.Addr()
 	if err != nil {
@@ -7680,7 +6997,8 @@ func ZgemvStridedBatched_64(handle Handle, trans Operation, m int64, n int64, al
 	return nil
 }
 
-// Sgemm calls cublasSgemm.
+// Sgemm calls cublasSgemm. See cublas<t>gemm() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gemm
 func Sgemm(handle Handle, transa Operation, transb Operation, m int32, n int32, k int32, alpha *float32, A *float32, lda int32, B *float32, ldb int32, beta *float32, C_ *float32, ldc int32) error {
 	fp, err := procSgemm.Addr()
 	if err != nil {
@@ -7692,7 +7010,8 @@ func Sgemm(handle Handle, transa Operation, transb Operation, m int32, n int32, 
 	return nil
 }
 
-// Sgemm_64 calls cublasSgemm_64.
+// Sgemm_64 calls cublasSgemm_64. See cublas<t>gemm() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gemm
 func Sgemm_64(handle Handle, transa Operation, transb Operation, m int64, n int64, k int64, alpha *float32, A *float32, lda int64, B *float32, ldb int64, beta *float32, C_ *float32, ldc int64) error {
 	fp, err := procSgemm_64.Addr()
 	if err != nil {
@@ -7704,7 +7023,8 @@ func Sgemm_64(handle Handle, transa Operation, transb Operation, m int64, n int6
 	return nil
 }
 
-// Dgemm calls cublasDgemm.
+// Dgemm calls cublasDgemm. See cublas<t>gemm() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gemm
 func Dgemm(handle Handle, transa Operation, transb Operation, m int32, n int32, k int32, alpha *float64, A *float64, lda int32, B *float64, ldb int32, beta *float64, C_ *float64, ldc int32) error {
 	fp, err := procDgemm.Addr()
 	if err != nil {
@@ -7716,7 +7036,8 @@ func Dgemm(handle Handle, transa Operation, transb Operation, m int32, n int32, 
 	return nil
 }
 
-// Dgemm_64 calls cublasDgemm_64.
+// Dgemm_64 calls cublasDgemm_64. See cublas<t>gemm() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gemm
 func Dgemm_64(handle Handle, transa Operation, transb Operation, m int64, n int64, k int64, alpha *float64, A *float64, lda int64, B *float64, ldb int64, beta *float64, C_ *float64, ldc int64) error {
 	fp, err := procDgemm_64.Addr()
 	if err != nil {
@@ -7728,7 +7049,8 @@ func Dgemm_64(handle Handle, transa Operation, transb Operation, m int64, n int6
 	return nil
 }
 
-// Cgemm calls cublasCgemm.
+// Cgemm calls cublasCgemm. See cublas<t>gemm() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gemm
 func Cgemm(handle Handle, transa Operation, transb Operation, m int32, n int32, k int32, alpha *cudart.CuComplex, A *cudart.CuComplex, lda int32, B *cudart.CuComplex, ldb int32, beta *cudart.CuComplex, C_ *cudart.CuComplex, ldc int32) error {
 	fp, err := procCgemm.Addr()
 	if err != nil {
@@ -7740,7 +7062,8 @@ func Cgemm(handle Handle, transa Operation, transb Operation, m int32, n int32, 
 	return nil
 }
 
-// Cgemm_64 calls cublasCgemm_64.
+// Cgemm_64 calls cublasCgemm_64. See cublas<t>gemm() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gemm
 func Cgemm_64(handle Handle, transa Operation, transb Operation, m int64, n int64, k int64, alpha *cudart.CuComplex, A *cudart.CuComplex, lda int64, B *cudart.CuComplex, ldb int64, beta *cudart.CuComplex, C_ *cudart.CuComplex, ldc int64) error {
 	fp, err := procCgemm_64.Addr()
 	if err != nil {
@@ -7752,7 +7075,8 @@ func Cgemm_64(handle Handle, transa Operation, transb Operation, m int64, n int6
 	return nil
 }
 
-// Cgemm3m calls cublasCgemm3m.
+// Cgemm3m calls cublasCgemm3m. See cublas<t>gemm3m() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gemm3m
 func Cgemm3m(handle Handle, transa Operation, transb Operation, m int32, n int32, k int32, alpha *cudart.CuComplex, A *cudart.CuComplex, lda int32, B *cudart.CuComplex, ldb int32, beta *cudart.CuComplex, C_ *cudart.CuComplex, ldc int32) error {
 	fp, err := procCgemm3m.Addr()
 	if err != nil {
@@ -7764,7 +7088,8 @@ func Cgemm3m(handle Handle, transa Operation, transb Operation, m int32, n int32
 	return nil
 }
 
-// Cgemm3m_64 calls cublasCgemm3m_64.
+// Cgemm3m_64 calls cublasCgemm3m_64. See cublas<t>gemm3m() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gemm3m
 func Cgemm3m_64(handle Handle, transa Operation, transb Operation, m int64, n int64, k int64, alpha *cudart.CuComplex, A *cudart.CuComplex, lda int64, B *cudart.CuComplex, ldb int64, beta *cudart.CuComplex, C_ *cudart.CuComplex, ldc int64) error {
 	fp, err := procCgemm3m_64.Addr()
 	if err != nil {
@@ -7776,7 +7101,8 @@ func Cgemm3m_64(handle Handle, transa Operation, transb Operation, m int64, n in
 	return nil
 }
 
-// Cgemm3mEx calls cublasCgemm3mEx.
+// Cgemm3mEx calls cublasCgemm3mEx. See cublasCgemm3mEx() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublascgemm3mex
 func Cgemm3mEx(handle Handle, transa Operation, transb Operation, m int32, n int32, k int32, alpha *cudart.CuComplex, A unsafe.Pointer, Atype cudart.DataType, lda int32, B unsafe.Pointer, Btype cudart.DataType, ldb int32, beta *cudart.CuComplex, C_ unsafe.Pointer, Ctype cudart.DataType, ldc int32) error {
 	fp, err := procCgemm3mEx.Addr()
 	if err != nil {
@@ -7788,7 +7114,8 @@ func Cgemm3mEx(handle Handle, transa Operation, transb Operation, m int32, n int
 	return nil
 }
 
-// Cgemm3mEx_64 calls cublasCgemm3mEx_64.
+// Cgemm3mEx_64 calls cublasCgemm3mEx_64. See cublasCgemm3mEx() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublascgemm3mex
 func Cgemm3mEx_64(handle Handle, transa Operation, transb Operation, m int64, n int64, k int64, alpha *cudart.CuComplex, A unsafe.Pointer, Atype cudart.DataType, lda int64, B unsafe.Pointer, Btype cudart.DataType, ldb int64, beta *cudart.CuComplex, C_ unsafe.Pointer, Ctype cudart.DataType, ldc int64) error {
 	fp, err := procCgemm3mEx_64.Addr()
 	if err != nil {
@@ -7800,7 +7127,8 @@ func Cgemm3mEx_64(handle Handle, transa Operation, transb Operation, m int64, n 
 	return nil
 }
 
-// Zgemm calls cublasZgemm.
+// Zgemm calls cublasZgemm. See cublas<t>gemm() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gemm
 func Zgemm(handle Handle, transa Operation, transb Operation, m int32, n int32, k int32, alpha *cudart.CuDoubleComplex, A *cudart.CuDoubleComplex, lda int32, B *cudart.CuDoubleComplex, ldb int32, beta *cudart.CuDoubleComplex, C_ *cudart.CuDoubleComplex, ldc int32) error {
 	fp, err := procZgemm.Addr()
 	if err != nil {
@@ -7812,7 +7140,8 @@ func Zgemm(handle Handle, transa Operation, transb Operation, m int32, n int32, 
 	return nil
 }
 
-// Zgemm_64 calls cublasZgemm_64.
+// Zgemm_64 calls cublasZgemm_64. See cublas<t>gemm() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gemm
 func Zgemm_64(handle Handle, transa Operation, transb Operation, m int64, n int64, k int64, alpha *cudart.CuDoubleComplex, A *cudart.CuDoubleComplex, lda int64, B *cudart.CuDoubleComplex, ldb int64, beta *cudart.CuDoubleComplex, C_ *cudart.CuDoubleComplex, ldc int64) error {
 	fp, err := procZgemm_64.Addr()
 	if err != nil {
@@ -7824,7 +7153,8 @@ func Zgemm_64(handle Handle, transa Operation, transb Operation, m int64, n int6
 	return nil
 }
 
-// Zgemm3m calls cublasZgemm3m.
+// Zgemm3m calls cublasZgemm3m. See cublas<t>gemm3m() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gemm3m
 func Zgemm3m(handle Handle, transa Operation, transb Operation, m int32, n int32, k int32, alpha *cudart.CuDoubleComplex, A *cudart.CuDoubleComplex, lda int32, B *cudart.CuDoubleComplex, ldb int32, beta *cudart.CuDoubleComplex, C_ *cudart.CuDoubleComplex, ldc int32) error {
 	fp, err := procZgemm3m.Addr()
 	if err != nil {
@@ -7836,7 +7166,8 @@ func Zgemm3m(handle Handle, transa Operation, transb Operation, m int32, n int32
 	return nil
 }
 
-// Zgemm3m_64 calls cublasZgemm3m_64.
+// Zgemm3m_64 calls cublasZgemm3m_64. See cublas<t>gemm3m() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gemm3m
 func Zgemm3m_64(handle Handle, transa Operation, transb Operation, m int64, n int64, k int64, alpha *cudart.CuDoubleComplex, A *cudart.CuDoubleComplex, lda int64, B *cudart.CuDoubleComplex, ldb int64, beta *cudart.CuDoubleComplex, C_ *cudart.CuDoubleComplex, ldc int64) error {
 	fp, err := procZgemm3m_64.Addr()
 	if err != nil {
@@ -7848,7 +7179,8 @@ func Zgemm3m_64(handle Handle, transa Operation, transb Operation, m int64, n in
 	return nil
 }
 
-// SgemmEx calls cublasSgemmEx.
+// SgemmEx calls cublasSgemmEx. See cublas<t>gemmEx() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gemmex
 func SgemmEx(handle Handle, transa Operation, transb Operation, m int32, n int32, k int32, alpha *float32, A unsafe.Pointer, Atype cudart.DataType, lda int32, B unsafe.Pointer, Btype cudart.DataType, ldb int32, beta *float32, C_ unsafe.Pointer, Ctype cudart.DataType, ldc int32) error {
 	fp, err := procSgemmEx.Addr()
 	if err != nil {
@@ -7860,7 +7192,8 @@ func SgemmEx(handle Handle, transa Operation, transb Operation, m int32, n int32
 	return nil
 }
 
-// SgemmEx_64 calls cublasSgemmEx_64.
+// SgemmEx_64 calls cublasSgemmEx_64. See cublas<t>gemmEx() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gemmex
 func SgemmEx_64(handle Handle, transa Operation, transb Operation, m int64, n int64, k int64, alpha *float32, A unsafe.Pointer, Atype cudart.DataType, lda int64, B unsafe.Pointer, Btype cudart.DataType, ldb int64, beta *float32, C_ unsafe.Pointer, Ctype cudart.DataType, ldc int64) error {
 	fp, err := procSgemmEx_64.Addr()
 	if err != nil {
@@ -7872,7 +7205,8 @@ func SgemmEx_64(handle Handle, transa Operation, transb Operation, m int64, n in
 	return nil
 }
 
-// GemmEx calls cublasGemmEx.
+// GemmEx calls cublasGemmEx. See cublasGemmEx() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasgemmex
 func GemmEx(handle Handle, transa Operation, transb Operation, m int32, n int32, k int32, alpha unsafe.Pointer, A unsafe.Pointer, Atype cudart.DataType, lda int32, B unsafe.Pointer, Btype cudart.DataType, ldb int32, beta unsafe.Pointer, C_ unsafe.Pointer, Ctype cudart.DataType, ldc int32, computeType ComputeType, algo GemmAlgo) error {
 	fp, err := procGemmEx.Addr()
 	if err != nil {
@@ -7884,7 +7218,8 @@ func GemmEx(handle Handle, transa Operation, transb Operation, m int32, n int32,
 	return nil
 }
 
-// GemmEx_64 calls cublasGemmEx_64.
+// GemmEx_64 calls cublasGemmEx_64. See cublasGemmEx() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasgemmex
 func GemmEx_64(handle Handle, transa Operation, transb Operation, m int64, n int64, k int64, alpha unsafe.Pointer, A unsafe.Pointer, Atype cudart.DataType, lda int64, B unsafe.Pointer, Btype cudart.DataType, ldb int64, beta unsafe.Pointer, C_ unsafe.Pointer, Ctype cudart.DataType, ldc int64, computeType ComputeType, algo GemmAlgo) error {
 	fp, err := procGemmEx_64.Addr()
 	if err != nil {
@@ -7896,7 +7231,8 @@ func GemmEx_64(handle Handle, transa Operation, transb Operation, m int64, n int
 	return nil
 }
 
-// CgemmEx calls cublasCgemmEx.
+// CgemmEx calls cublasCgemmEx. See cublas<t>gemmEx() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gemmex
 func CgemmEx(handle Handle, transa Operation, transb Operation, m int32, n int32, k int32, alpha *cudart.CuComplex, A unsafe.Pointer, Atype cudart.DataType, lda int32, B unsafe.Pointer, Btype cudart.DataType, ldb int32, beta *cudart.CuComplex, C_ unsafe.Pointer, Ctype cudart.DataType, ldc int32) error {
 	fp, err := procCgemmEx.Addr()
 	if err != nil {
@@ -7908,7 +7244,8 @@ func CgemmEx(handle Handle, transa Operation, transb Operation, m int32, n int32
 	return nil
 }
 
-// CgemmEx_64 calls cublasCgemmEx_64.
+// CgemmEx_64 calls cublasCgemmEx_64. See cublas<t>gemmEx() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gemmex
 func CgemmEx_64(handle Handle, transa Operation, transb Operation, m int64, n int64, k int64, alpha *cudart.CuComplex, A unsafe.Pointer, Atype cudart.DataType, lda int64, B unsafe.Pointer, Btype cudart.DataType, ldb int64, beta *cudart.CuComplex, C_ unsafe.Pointer, Ctype cudart.DataType, ldc int64) error {
 	fp, err := procCgemmEx_64.Addr()
 	if err != nil {
@@ -7920,7 +7257,8 @@ func CgemmEx_64(handle Handle, transa Operation, transb Operation, m int64, n in
 	return nil
 }
 
-// Ssyrk calls cublasSsyrk.
+// Ssyrk calls cublasSsyrk. See cublas<t>syrk() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-syrk
 func Ssyrk(handle Handle, uplo FillMode, trans Operation, n int32, k int32, alpha *float32, A *float32, lda int32, beta *float32, C_ *float32, ldc int32) error {
 	fp, err := procSsyrk.Addr()
 	if err != nil {
@@ -7932,7 +7270,8 @@ func Ssyrk(handle Handle, uplo FillMode, trans Operation, n int32, k int32, alph
 	return nil
 }
 
-// Ssyrk_64 calls cublasSsyrk_64.
+// Ssyrk_64 calls cublasSsyrk_64. See cublas<t>syrk() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-syrk
 func Ssyrk_64(handle Handle, uplo FillMode, trans Operation, n int64, k int64, alpha *float32, A *float32, lda int64, beta *float32, C_ *float32, ldc int64) error {
 	fp, err := procSsyrk_64.Addr()
 	if err != nil {
@@ -7944,7 +7283,8 @@ func Ssyrk_64(handle Handle, uplo FillMode, trans Operation, n int64, k int64, a
 	return nil
 }
 
-// Dsyrk calls cublasDsyrk.
+// Dsyrk calls cublasDsyrk. See cublas<t>syrk() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-syrk
 func Dsyrk(handle Handle, uplo FillMode, trans Operation, n int32, k int32, alpha *float64, A *float64, lda int32, beta *float64, C_ *float64, ldc int32) error {
 	fp, err := procDsyrk.Addr()
 	if err != nil {
@@ -7956,7 +7296,8 @@ func Dsyrk(handle Handle, uplo FillMode, trans Operation, n int32, k int32, alph
 	return nil
 }
 
-// Dsyrk_64 calls cublasDsyrk_64.
+// Dsyrk_64 calls cublasDsyrk_64. See cublas<t>syrk() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-syrk
 func Dsyrk_64(handle Handle, uplo FillMode, trans Operation, n int64, k int64, alpha *float64, A *float64, lda int64, beta *float64, C_ *float64, ldc int64) error {
 	fp, err := procDsyrk_64.Addr()
 	if err != nil {
@@ -7968,7 +7309,8 @@ func Dsyrk_64(handle Handle, uplo FillMode, trans Operation, n int64, k int64, a
 	return nil
 }
 
-// Csyrk calls cublasCsyrk.
+// Csyrk calls cublasCsyrk. See cublas<t>syrk() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-syrk
 func Csyrk(handle Handle, uplo FillMode, trans Operation, n int32, k int32, alpha *cudart.CuComplex, A *cudart.CuComplex, lda int32, beta *cudart.CuComplex, C_ *cudart.CuComplex, ldc int32) error {
 	fp, err := procCsyrk.Addr()
 	if err != nil {
@@ -7980,7 +7322,8 @@ func Csyrk(handle Handle, uplo FillMode, trans Operation, n int32, k int32, alph
 	return nil
 }
 
-// Csyrk_64 calls cublasCsyrk_64.
+// Csyrk_64 calls cublasCsyrk_64. See cublas<t>syrk() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-syrk
 func Csyrk_64(handle Handle, uplo FillMode, trans Operation, n int64, k int64, alpha *cudart.CuComplex, A *cudart.CuComplex, lda int64, beta *cudart.CuComplex, C_ *cudart.CuComplex, ldc int64) error {
 	fp, err := procCsyrk_64.Addr()
 	if err != nil {
@@ -7992,7 +7335,8 @@ func Csyrk_64(handle Handle, uplo FillMode, trans Operation, n int64, k int64, a
 	return nil
 }
 
-// Zsyrk calls cublasZsyrk.
+// Zsyrk calls cublasZsyrk. See cublas<t>syrk() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-syrk
 func Zsyrk(handle Handle, uplo FillMode, trans Operation, n int32, k int32, alpha *cudart.CuDoubleComplex, A *cudart.CuDoubleComplex, lda int32, beta *cudart.CuDoubleComplex, C_ *cudart.CuDoubleComplex, ldc int32) error {
 	fp, err := procZsyrk.Addr()
 	if err != nil {
@@ -8004,7 +7348,8 @@ func Zsyrk(handle Handle, uplo FillMode, trans Operation, n int32, k int32, alph
 	return nil
 }
 
-// Zsyrk_64 calls cublasZsyrk_64.
+// Zsyrk_64 calls cublasZsyrk_64. See cublas<t>syrk() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-syrk
 func Zsyrk_64(handle Handle, uplo FillMode, trans Operation, n int64, k int64, alpha *cudart.CuDoubleComplex, A *cudart.CuDoubleComplex, lda int64, beta *cudart.CuDoubleComplex, C_ *cudart.CuDoubleComplex, ldc int64) error {
 	fp, err := procZsyrk_64.Addr()
 	if err != nil {
@@ -8016,7 +7361,8 @@ func Zsyrk_64(handle Handle, uplo FillMode, trans Operation, n int64, k int64, a
 	return nil
 }
 
-// CsyrkEx calls cublasCsyrkEx.
+// CsyrkEx calls cublasCsyrkEx. See cublasCsyrkEx() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublascsyrkex
 func CsyrkEx(handle Handle, uplo FillMode, trans Operation, n int32, k int32, alpha *cudart.CuComplex, A unsafe.Pointer, Atype cudart.DataType, lda int32, beta *cudart.CuComplex, C_ unsafe.Pointer, Ctype cudart.DataType, ldc int32) error {
 	fp, err := procCsyrkEx.Addr()
 	if err != nil {
@@ -8028,7 +7374,8 @@ func CsyrkEx(handle Handle, uplo FillMode, trans Operation, n int32, k int32, al
 	return nil
 }
 
-// CsyrkEx_64 calls cublasCsyrkEx_64.
+// CsyrkEx_64 calls cublasCsyrkEx_64. See cublasCsyrkEx() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublascsyrkex
 func CsyrkEx_64(handle Handle, uplo FillMode, trans Operation, n int64, k int64, alpha *cudart.CuComplex, A unsafe.Pointer, Atype cudart.DataType, lda int64, beta *cudart.CuComplex, C_ unsafe.Pointer, Ctype cudart.DataType, ldc int64) error {
 	fp, err := procCsyrkEx_64.Addr()
 	if err != nil {
@@ -8040,7 +7387,8 @@ func CsyrkEx_64(handle Handle, uplo FillMode, trans Operation, n int64, k int64,
 	return nil
 }
 
-// Csyrk3mEx calls cublasCsyrk3mEx.
+// Csyrk3mEx calls cublasCsyrk3mEx. See cublasCsyrk3mEx() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublascsyrk3mex
 func Csyrk3mEx(handle Handle, uplo FillMode, trans Operation, n int32, k int32, alpha *cudart.CuComplex, A unsafe.Pointer, Atype cudart.DataType, lda int32, beta *cudart.CuComplex, C_ unsafe.Pointer, Ctype cudart.DataType, ldc int32) error {
 	fp, err := procCsyrk3mEx.Addr()
 	if err != nil {
@@ -8052,7 +7400,8 @@ func Csyrk3mEx(handle Handle, uplo FillMode, trans Operation, n int32, k int32, 
 	return nil
 }
 
-// Csyrk3mEx_64 calls cublasCsyrk3mEx_64.
+// Csyrk3mEx_64 calls cublasCsyrk3mEx_64. See cublasCsyrk3mEx() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublascsyrk3mex
 func Csyrk3mEx_64(handle Handle, uplo FillMode, trans Operation, n int64, k int64, alpha *cudart.CuComplex, A unsafe.Pointer, Atype cudart.DataType, lda int64, beta *cudart.CuComplex, C_ unsafe.Pointer, Ctype cudart.DataType, ldc int64) error {
 	fp, err := procCsyrk3mEx_64.Addr()
 	if err != nil {
@@ -8064,7 +7413,8 @@ func Csyrk3mEx_64(handle Handle, uplo FillMode, trans Operation, n int64, k int6
 	return nil
 }
 
-// Cherk calls cublasCherk.
+// Cherk calls cublasCherk. See cublas<t>herk() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-herk
 func Cherk(handle Handle, uplo FillMode, trans Operation, n int32, k int32, alpha *float32, A *cudart.CuComplex, lda int32, beta *float32, C_ *cudart.CuComplex, ldc int32) error {
 	fp, err := procCherk.Addr()
 	if err != nil {
@@ -8076,7 +7426,8 @@ func Cherk(handle Handle, uplo FillMode, trans Operation, n int32, k int32, alph
 	return nil
 }
 
-// Cherk_64 calls cublasCherk_64.
+// Cherk_64 calls cublasCherk_64. See cublas<t>herk() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-herk
 func Cherk_64(handle Handle, uplo FillMode, trans Operation, n int64, k int64, alpha *float32, A *cudart.CuComplex, lda int64, beta *float32, C_ *cudart.CuComplex, ldc int64) error {
 	fp, err := procCherk_64.Addr()
 	if err != nil {
@@ -8088,7 +7439,8 @@ func Cherk_64(handle Handle, uplo FillMode, trans Operation, n int64, k int64, a
 	return nil
 }
 
-// Zherk calls cublasZherk.
+// Zherk calls cublasZherk. See cublas<t>herk() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-herk
 func Zherk(handle Handle, uplo FillMode, trans Operation, n int32, k int32, alpha *float64, A *cudart.CuDoubleComplex, lda int32, beta *float64, C_ *cudart.CuDoubleComplex, ldc int32) error {
 	fp, err := procZherk.Addr()
 	if err != nil {
@@ -8100,7 +7452,8 @@ func Zherk(handle Handle, uplo FillMode, trans Operation, n int32, k int32, alph
 	return nil
 }
 
-// Zherk_64 calls cublasZherk_64.
+// Zherk_64 calls cublasZherk_64. See cublas<t>herk() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-herk
 func Zherk_64(handle Handle, uplo FillMode, trans Operation, n int64, k int64, alpha *float64, A *cudart.CuDoubleComplex, lda int64, beta *float64, C_ *cudart.CuDoubleComplex, ldc int64) error {
 	fp, err := procZherk_64.Addr()
 	if err != nil {
@@ -8112,7 +7465,8 @@ func Zherk_64(handle Handle, uplo FillMode, trans Operation, n int64, k int64, a
 	return nil
 }
 
-// CherkEx calls cublasCherkEx.
+// CherkEx calls cublasCherkEx. See cublasCherkEx() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublascherkex
 func CherkEx(handle Handle, uplo FillMode, trans Operation, n int32, k int32, alpha *float32, A unsafe.Pointer, Atype cudart.DataType, lda int32, beta *float32, C_ unsafe.Pointer, Ctype cudart.DataType, ldc int32) error {
 	fp, err := procCherkEx.Addr()
 	if err != nil {
@@ -8124,7 +7478,8 @@ func CherkEx(handle Handle, uplo FillMode, trans Operation, n int32, k int32, al
 	return nil
 }
 
-// CherkEx_64 calls cublasCherkEx_64.
+// CherkEx_64 calls cublasCherkEx_64. See cublasCherkEx() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublascherkex
 func CherkEx_64(handle Handle, uplo FillMode, trans Operation, n int64, k int64, alpha *float32, A unsafe.Pointer, Atype cudart.DataType, lda int64, beta *float32, C_ unsafe.Pointer, Ctype cudart.DataType, ldc int64) error {
 	fp, err := procCherkEx_64.Addr()
 	if err != nil {
@@ -8136,7 +7491,8 @@ func CherkEx_64(handle Handle, uplo FillMode, trans Operation, n int64, k int64,
 	return nil
 }
 
-// Cherk3mEx calls cublasCherk3mEx.
+// Cherk3mEx calls cublasCherk3mEx. See cublasCherk3mEx() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublascherk3mex
 func Cherk3mEx(handle Handle, uplo FillMode, trans Operation, n int32, k int32, alpha *float32, A unsafe.Pointer, Atype cudart.DataType, lda int32, beta *float32, C_ unsafe.Pointer, Ctype cudart.DataType, ldc int32) error {
 	fp, err := procCherk3mEx.Addr()
 	if err != nil {
@@ -8148,7 +7504,8 @@ func Cherk3mEx(handle Handle, uplo FillMode, trans Operation, n int32, k int32, 
 	return nil
 }
 
-// Cherk3mEx_64 calls cublasCherk3mEx_64.
+// Cherk3mEx_64 calls cublasCherk3mEx_64. See cublasCherk3mEx() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublascherk3mex
 func Cherk3mEx_64(handle Handle, uplo FillMode, trans Operation, n int64, k int64, alpha *float32, A unsafe.Pointer, Atype cudart.DataType, lda int64, beta *float32, C_ unsafe.Pointer, Ctype cudart.DataType, ldc int64) error {
 	fp, err := procCherk3mEx_64.Addr()
 	if err != nil {
@@ -8160,7 +7517,8 @@ func Cherk3mEx_64(handle Handle, uplo FillMode, trans Operation, n int64, k int6
 	return nil
 }
 
-// Ssyr2k calls cublasSsyr2k.
+// Ssyr2k calls cublasSsyr2k. See cublas<t>syr2k() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-syr2k
 func Ssyr2k(handle Handle, uplo FillMode, trans Operation, n int32, k int32, alpha *float32, A *float32, lda int32, B *float32, ldb int32, beta *float32, C_ *float32, ldc int32) error {
 	fp, err := procSsyr2k.Addr()
 	if err != nil {
@@ -8172,7 +7530,8 @@ func Ssyr2k(handle Handle, uplo FillMode, trans Operation, n int32, k int32, alp
 	return nil
 }
 
-// Ssyr2k_64 calls cublasSsyr2k_64.
+// Ssyr2k_64 calls cublasSsyr2k_64. See cublas<t>syr2k() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-syr2k
 func Ssyr2k_64(handle Handle, uplo FillMode, trans Operation, n int64, k int64, alpha *float32, A *float32, lda int64, B *float32, ldb int64, beta *float32, C_ *float32, ldc int64) error {
 	fp, err := procSsyr2k_64.Addr()
 	if err != nil {
@@ -8184,7 +7543,8 @@ func Ssyr2k_64(handle Handle, uplo FillMode, trans Operation, n int64, k int64, 
 	return nil
 }
 
-// Dsyr2k calls cublasDsyr2k.
+// Dsyr2k calls cublasDsyr2k. See cublas<t>syr2k() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-syr2k
 func Dsyr2k(handle Handle, uplo FillMode, trans Operation, n int32, k int32, alpha *float64, A *float64, lda int32, B *float64, ldb int32, beta *float64, C_ *float64, ldc int32) error {
 	fp, err := procDsyr2k.Addr()
 	if err != nil {
@@ -8196,7 +7556,8 @@ func Dsyr2k(handle Handle, uplo FillMode, trans Operation, n int32, k int32, alp
 	return nil
 }
 
-// Dsyr2k_64 calls cublasDsyr2k_64.
+// Dsyr2k_64 calls cublasDsyr2k_64. See cublas<t>syr2k() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-syr2k
 func Dsyr2k_64(handle Handle, uplo FillMode, trans Operation, n int64, k int64, alpha *float64, A *float64, lda int64, B *float64, ldb int64, beta *float64, C_ *float64, ldc int64) error {
 	fp, err := procDsyr2k_64.Addr()
 	if err != nil {
@@ -8208,7 +7569,8 @@ func Dsyr2k_64(handle Handle, uplo FillMode, trans Operation, n int64, k int64, 
 	return nil
 }
 
-// Csyr2k calls cublasCsyr2k.
+// Csyr2k calls cublasCsyr2k. See cublas<t>syr2k() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-syr2k
 func Csyr2k(handle Handle, uplo FillMode, trans Operation, n int32, k int32, alpha *cudart.CuComplex, A *cudart.CuComplex, lda int32, B *cudart.CuComplex, ldb int32, beta *cudart.CuComplex, C_ *cudart.CuComplex, ldc int32) error {
 	fp, err := procCsyr2k.Addr()
 	if err != nil {
@@ -8220,7 +7582,8 @@ func Csyr2k(handle Handle, uplo FillMode, trans Operation, n int32, k int32, alp
 	return nil
 }
 
-// Csyr2k_64 calls cublasCsyr2k_64.
+// Csyr2k_64 calls cublasCsyr2k_64. See cublas<t>syr2k() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-syr2k
 func Csyr2k_64(handle Handle, uplo FillMode, trans Operation, n int64, k int64, alpha *cudart.CuComplex, A *cudart.CuComplex, lda int64, B *cudart.CuComplex, ldb int64, beta *cudart.CuComplex, C_ *cudart.CuComplex, ldc int64) error {
 	fp, err := procCsyr2k_64.Addr()
 	if err != nil {
@@ -8232,7 +7595,8 @@ func Csyr2k_64(handle Handle, uplo FillMode, trans Operation, n int64, k int64, 
 	return nil
 }
 
-// Zsyr2k calls cublasZsyr2k.
+// Zsyr2k calls cublasZsyr2k. See cublas<t>syr2k() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-syr2k
 func Zsyr2k(handle Handle, uplo FillMode, trans Operation, n int32, k int32, alpha *cudart.CuDoubleComplex, A *cudart.CuDoubleComplex, lda int32, B *cudart.CuDoubleComplex, ldb int32, beta *cudart.CuDoubleComplex, C_ *cudart.CuDoubleComplex, ldc int32) error {
 	fp, err := procZsyr2k.Addr()
 	if err != nil {
@@ -8244,7 +7608,8 @@ func Zsyr2k(handle Handle, uplo FillMode, trans Operation, n int32, k int32, alp
 	return nil
 }
 
-// Zsyr2k_64 calls cublasZsyr2k_64.
+// Zsyr2k_64 calls cublasZsyr2k_64. See cublas<t>syr2k() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-syr2k
 func Zsyr2k_64(handle Handle, uplo FillMode, trans Operation, n int64, k int64, alpha *cudart.CuDoubleComplex, A *cudart.CuDoubleComplex, lda int64, B *cudart.CuDoubleComplex, ldb int64, beta *cudart.CuDoubleComplex, C_ *cudart.CuDoubleComplex, ldc int64) error {
 	fp, err := procZsyr2k_64.Addr()
 	if err != nil {
@@ -8256,7 +7621,8 @@ func Zsyr2k_64(handle Handle, uplo FillMode, trans Operation, n int64, k int64, 
 	return nil
 }
 
-// Cher2k calls cublasCher2k.
+// Cher2k calls cublasCher2k. See cublas<t>her2k() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-her2k
 func Cher2k(handle Handle, uplo FillMode, trans Operation, n int32, k int32, alpha *cudart.CuComplex, A *cudart.CuComplex, lda int32, B *cudart.CuComplex, ldb int32, beta *float32, C_ *cudart.CuComplex, ldc int32) error {
 	fp, err := procCher2k.Addr()
 	if err != nil {
@@ -8268,7 +7634,8 @@ func Cher2k(handle Handle, uplo FillMode, trans Operation, n int32, k int32, alp
 	return nil
 }
 
-// Cher2k_64 calls cublasCher2k_64.
+// Cher2k_64 calls cublasCher2k_64. See cublas<t>her2k() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-her2k
 func Cher2k_64(handle Handle, uplo FillMode, trans Operation, n int64, k int64, alpha *cudart.CuComplex, A *cudart.CuComplex, lda int64, B *cudart.CuComplex, ldb int64, beta *float32, C_ *cudart.CuComplex, ldc int64) error {
 	fp, err := procCher2k_64.Addr()
 	if err != nil {
@@ -8280,7 +7647,8 @@ func Cher2k_64(handle Handle, uplo FillMode, trans Operation, n int64, k int64, 
 	return nil
 }
 
-// Zher2k calls cublasZher2k.
+// Zher2k calls cublasZher2k. See cublas<t>her2k() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-her2k
 func Zher2k(handle Handle, uplo FillMode, trans Operation, n int32, k int32, alpha *cudart.CuDoubleComplex, A *cudart.CuDoubleComplex, lda int32, B *cudart.CuDoubleComplex, ldb int32, beta *float64, C_ *cudart.CuDoubleComplex, ldc int32) error {
 	fp, err := procZher2k.Addr()
 	if err != nil {
@@ -8292,7 +7660,8 @@ func Zher2k(handle Handle, uplo FillMode, trans Operation, n int32, k int32, alp
 	return nil
 }
 
-// Zher2k_64 calls cublasZher2k_64.
+// Zher2k_64 calls cublasZher2k_64. See cublas<t>her2k() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-her2k
 func Zher2k_64(handle Handle, uplo FillMode, trans Operation, n int64, k int64, alpha *cudart.CuDoubleComplex, A *cudart.CuDoubleComplex, lda int64, B *cudart.CuDoubleComplex, ldb int64, beta *float64, C_ *cudart.CuDoubleComplex, ldc int64) error {
 	fp, err := procZher2k_64.Addr()
 	if err != nil {
@@ -8304,7 +7673,8 @@ func Zher2k_64(handle Handle, uplo FillMode, trans Operation, n int64, k int64, 
 	return nil
 }
 
-// Ssyrkx calls cublasSsyrkx.
+// Ssyrkx calls cublasSsyrkx. See cublas<t>syrkx() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-syrkx
 func Ssyrkx(handle Handle, uplo FillMode, trans Operation, n int32, k int32, alpha *float32, A *float32, lda int32, B *float32, ldb int32, beta *float32, C_ *float32, ldc int32) error {
 	fp, err := procSsyrkx.Addr()
 	if err != nil {
@@ -8316,7 +7686,8 @@ func Ssyrkx(handle Handle, uplo FillMode, trans Operation, n int32, k int32, alp
 	return nil
 }
 
-// Ssyrkx_64 calls cublasSsyrkx_64.
+// Ssyrkx_64 calls cublasSsyrkx_64. See cublas<t>syrkx() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-syrkx
 func Ssyrkx_64(handle Handle, uplo FillMode, trans Operation, n int64, k int64, alpha *float32, A *float32, lda int64, B *float32, ldb int64, beta *float32, C_ *float32, ldc int64) error {
 	fp, err := procSsyrkx_64.Addr()
 	if err != nil {
@@ -8328,7 +7699,8 @@ func Ssyrkx_64(handle Handle, uplo FillMode, trans Operation, n int64, k int64, 
 	return nil
 }
 
-// Dsyrkx calls cublasDsyrkx.
+// Dsyrkx calls cublasDsyrkx. See cublas<t>syrkx() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-syrkx
 func Dsyrkx(handle Handle, uplo FillMode, trans Operation, n int32, k int32, alpha *float64, A *float64, lda int32, B *float64, ldb int32, beta *float64, C_ *float64, ldc int32) error {
 	fp, err := procDsyrkx.Addr()
 	if err != nil {
@@ -8340,7 +7712,8 @@ func Dsyrkx(handle Handle, uplo FillMode, trans Operation, n int32, k int32, alp
 	return nil
 }
 
-// Dsyrkx_64 calls cublasDsyrkx_64.
+// Dsyrkx_64 calls cublasDsyrkx_64. See cublas<t>syrkx() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-syrkx
 func Dsyrkx_64(handle Handle, uplo FillMode, trans Operation, n int64, k int64, alpha *float64, A *float64, lda int64, B *float64, ldb int64, beta *float64, C_ *float64, ldc int64) error {
 	fp, err := procDsyrkx_64.Addr()
 	if err != nil {
@@ -8352,7 +7725,8 @@ func Dsyrkx_64(handle Handle, uplo FillMode, trans Operation, n int64, k int64, 
 	return nil
 }
 
-// Csyrkx calls cublasCsyrkx.
+// Csyrkx calls cublasCsyrkx. See cublas<t>syrkx() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-syrkx
 func Csyrkx(handle Handle, uplo FillMode, trans Operation, n int32, k int32, alpha *cudart.CuComplex, A *cudart.CuComplex, lda int32, B *cudart.CuComplex, ldb int32, beta *cudart.CuComplex, C_ *cudart.CuComplex, ldc int32) error {
 	fp, err := procCsyrkx.Addr()
 	if err != nil {
@@ -8364,7 +7738,8 @@ func Csyrkx(handle Handle, uplo FillMode, trans Operation, n int32, k int32, alp
 	return nil
 }
 
-// Csyrkx_64 calls cublasCsyrkx_64.
+// Csyrkx_64 calls cublasCsyrkx_64. See cublas<t>syrkx() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-syrkx
 func Csyrkx_64(handle Handle, uplo FillMode, trans Operation, n int64, k int64, alpha *cudart.CuComplex, A *cudart.CuComplex, lda int64, B *cudart.CuComplex, ldb int64, beta *cudart.CuComplex, C_ *cudart.CuComplex, ldc int64) error {
 	fp, err := procCsyrkx_64.Addr()
 	if err != nil {
@@ -8376,7 +7751,8 @@ func Csyrkx_64(handle Handle, uplo FillMode, trans Operation, n int64, k int64, 
 	return nil
 }
 
-// Zsyrkx calls cublasZsyrkx.
+// Zsyrkx calls cublasZsyrkx. See cublas<t>syrkx() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-syrkx
 func Zsyrkx(handle Handle, uplo FillMode, trans Operation, n int32, k int32, alpha *cudart.CuDoubleComplex, A *cudart.CuDoubleComplex, lda int32, B *cudart.CuDoubleComplex, ldb int32, beta *cudart.CuDoubleComplex, C_ *cudart.CuDoubleComplex, ldc int32) error {
 	fp, err := procZsyrkx.Addr()
 	if err != nil {
@@ -8388,7 +7764,8 @@ func Zsyrkx(handle Handle, uplo FillMode, trans Operation, n int32, k int32, alp
 	return nil
 }
 
-// Zsyrkx_64 calls cublasZsyrkx_64.
+// Zsyrkx_64 calls cublasZsyrkx_64. See cublas<t>syrkx() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-syrkx
 func Zsyrkx_64(handle Handle, uplo FillMode, trans Operation, n int64, k int64, alpha *cudart.CuDoubleComplex, A *cudart.CuDoubleComplex, lda int64, B *cudart.CuDoubleComplex, ldb int64, beta *cudart.CuDoubleComplex, C_ *cudart.CuDoubleComplex, ldc int64) error {
 	fp, err := procZsyrkx_64.Addr()
 	if err != nil {
@@ -8400,7 +7777,8 @@ func Zsyrkx_64(handle Handle, uplo FillMode, trans Operation, n int64, k int64, 
 	return nil
 }
 
-// Cherkx calls cublasCherkx.
+// Cherkx calls cublasCherkx. See cublas<t>herkx() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-herkx
 func Cherkx(handle Handle, uplo FillMode, trans Operation, n int32, k int32, alpha *cudart.CuComplex, A *cudart.CuComplex, lda int32, B *cudart.CuComplex, ldb int32, beta *float32, C_ *cudart.CuComplex, ldc int32) error {
 	fp, err := procCherkx.Addr()
 	if err != nil {
@@ -8412,7 +7790,8 @@ func Cherkx(handle Handle, uplo FillMode, trans Operation, n int32, k int32, alp
 	return nil
 }
 
-// Cherkx_64 calls cublasCherkx_64.
+// Cherkx_64 calls cublasCherkx_64. See cublas<t>herkx() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-herkx
 func Cherkx_64(handle Handle, uplo FillMode, trans Operation, n int64, k int64, alpha *cudart.CuComplex, A *cudart.CuComplex, lda int64, B *cudart.CuComplex, ldb int64, beta *float32, C_ *cudart.CuComplex, ldc int64) error {
 	fp, err := procCherkx_64.Addr()
 	if err != nil {
@@ -8424,7 +7803,8 @@ func Cherkx_64(handle Handle, uplo FillMode, trans Operation, n int64, k int64, 
 	return nil
 }
 
-// Zherkx calls cublasZherkx.
+// Zherkx calls cublasZherkx. See cublas<t>herkx() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-herkx
 func Zherkx(handle Handle, uplo FillMode, trans Operation, n int32, k int32, alpha *cudart.CuDoubleComplex, A *cudart.CuDoubleComplex, lda int32, B *cudart.CuDoubleComplex, ldb int32, beta *float64, C_ *cudart.CuDoubleComplex, ldc int32) error {
 	fp, err := procZherkx.Addr()
 	if err != nil {
@@ -8436,7 +7816,8 @@ func Zherkx(handle Handle, uplo FillMode, trans Operation, n int32, k int32, alp
 	return nil
 }
 
-// Zherkx_64 calls cublasZherkx_64.
+// Zherkx_64 calls cublasZherkx_64. See cublas<t>herkx() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-herkx
 func Zherkx_64(handle Handle, uplo FillMode, trans Operation, n int64, k int64, alpha *cudart.CuDoubleComplex, A *cudart.CuDoubleComplex, lda int64, B *cudart.CuDoubleComplex, ldb int64, beta *float64, C_ *cudart.CuDoubleComplex, ldc int64) error {
 	fp, err := procZherkx_64.Addr()
 	if err != nil {
@@ -8448,7 +7829,8 @@ func Zherkx_64(handle Handle, uplo FillMode, trans Operation, n int64, k int64, 
 	return nil
 }
 
-// Ssymm calls cublasSsymm.
+// Ssymm calls cublasSsymm. See cublas<t>symm() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-symm
 func Ssymm(handle Handle, side SideMode, uplo FillMode, m int32, n int32, alpha *float32, A *float32, lda int32, B *float32, ldb int32, beta *float32, C_ *float32, ldc int32) error {
 	fp, err := procSsymm.Addr()
 	if err != nil {
@@ -8460,7 +7842,8 @@ func Ssymm(handle Handle, side SideMode, uplo FillMode, m int32, n int32, alpha 
 	return nil
 }
 
-// Ssymm_64 calls cublasSsymm_64.
+// Ssymm_64 calls cublasSsymm_64. See cublas<t>symm() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-symm
 func Ssymm_64(handle Handle, side SideMode, uplo FillMode, m int64, n int64, alpha *float32, A *float32, lda int64, B *float32, ldb int64, beta *float32, C_ *float32, ldc int64) error {
 	fp, err := procSsymm_64.Addr()
 	if err != nil {
@@ -8472,7 +7855,8 @@ func Ssymm_64(handle Handle, side SideMode, uplo FillMode, m int64, n int64, alp
 	return nil
 }
 
-// Dsymm calls cublasDsymm.
+// Dsymm calls cublasDsymm. See cublas<t>symm() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-symm
 func Dsymm(handle Handle, side SideMode, uplo FillMode, m int32, n int32, alpha *float64, A *float64, lda int32, B *float64, ldb int32, beta *float64, C_ *float64, ldc int32) error {
 	fp, err := procDsymm.Addr()
 	if err != nil {
@@ -8484,7 +7868,8 @@ func Dsymm(handle Handle, side SideMode, uplo FillMode, m int32, n int32, alpha 
 	return nil
 }
 
-// Dsymm_64 calls cublasDsymm_64.
+// Dsymm_64 calls cublasDsymm_64. See cublas<t>symm() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-symm
 func Dsymm_64(handle Handle, side SideMode, uplo FillMode, m int64, n int64, alpha *float64, A *float64, lda int64, B *float64, ldb int64, beta *float64, C_ *float64, ldc int64) error {
 	fp, err := procDsymm_64.Addr()
 	if err != nil {
@@ -8496,7 +7881,8 @@ func Dsymm_64(handle Handle, side SideMode, uplo FillMode, m int64, n int64, alp
 	return nil
 }
 
-// Csymm calls cublasCsymm.
+// Csymm calls cublasCsymm. See cublas<t>symm() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-symm
 func Csymm(handle Handle, side SideMode, uplo FillMode, m int32, n int32, alpha *cudart.CuComplex, A *cudart.CuComplex, lda int32, B *cudart.CuComplex, ldb int32, beta *cudart.CuComplex, C_ *cudart.CuComplex, ldc int32) error {
 	fp, err := procCsymm.Addr()
 	if err != nil {
@@ -8508,7 +7894,8 @@ func Csymm(handle Handle, side SideMode, uplo FillMode, m int32, n int32, alpha 
 	return nil
 }
 
-// Csymm_64 calls cublasCsymm_64.
+// Csymm_64 calls cublasCsymm_64. See cublas<t>symm() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-symm
 func Csymm_64(handle Handle, side SideMode, uplo FillMode, m int64, n int64, alpha *cudart.CuComplex, A *cudart.CuComplex, lda int64, B *cudart.CuComplex, ldb int64, beta *cudart.CuComplex, C_ *cudart.CuComplex, ldc int64) error {
 	fp, err := procCsymm_64.Addr()
 	if err != nil {
@@ -8520,7 +7907,8 @@ func Csymm_64(handle Handle, side SideMode, uplo FillMode, m int64, n int64, alp
 	return nil
 }
 
-// Zsymm calls cublasZsymm.
+// Zsymm calls cublasZsymm. See cublas<t>symm() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-symm
 func Zsymm(handle Handle, side SideMode, uplo FillMode, m int32, n int32, alpha *cudart.CuDoubleComplex, A *cudart.CuDoubleComplex, lda int32, B *cudart.CuDoubleComplex, ldb int32, beta *cudart.CuDoubleComplex, C_ *cudart.CuDoubleComplex, ldc int32) error {
 	fp, err := procZsymm.Addr()
 	if err != nil {
@@ -8532,7 +7920,8 @@ func Zsymm(handle Handle, side SideMode, uplo FillMode, m int32, n int32, alpha 
 	return nil
 }
 
-// Zsymm_64 calls cublasZsymm_64.
+// Zsymm_64 calls cublasZsymm_64. See cublas<t>symm() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-symm
 func Zsymm_64(handle Handle, side SideMode, uplo FillMode, m int64, n int64, alpha *cudart.CuDoubleComplex, A *cudart.CuDoubleComplex, lda int64, B *cudart.CuDoubleComplex, ldb int64, beta *cudart.CuDoubleComplex, C_ *cudart.CuDoubleComplex, ldc int64) error {
 	fp, err := procZsymm_64.Addr()
 	if err != nil {
@@ -8544,7 +7933,8 @@ func Zsymm_64(handle Handle, side SideMode, uplo FillMode, m int64, n int64, alp
 	return nil
 }
 
-// Chemm calls cublasChemm.
+// Chemm calls cublasChemm. See cublas<t>hemm() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-hemm
 func Chemm(handle Handle, side SideMode, uplo FillMode, m int32, n int32, alpha *cudart.CuComplex, A *cudart.CuComplex, lda int32, B *cudart.CuComplex, ldb int32, beta *cudart.CuComplex, C_ *cudart.CuComplex, ldc int32) error {
 	fp, err := procChemm.Addr()
 	if err != nil {
@@ -8556,7 +7946,8 @@ func Chemm(handle Handle, side SideMode, uplo FillMode, m int32, n int32, alpha 
 	return nil
 }
 
-// Chemm_64 calls cublasChemm_64.
+// Chemm_64 calls cublasChemm_64. See cublas<t>hemm() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-hemm
 func Chemm_64(handle Handle, side SideMode, uplo FillMode, m int64, n int64, alpha *cudart.CuComplex, A *cudart.CuComplex, lda int64, B *cudart.CuComplex, ldb int64, beta *cudart.CuComplex, C_ *cudart.CuComplex, ldc int64) error {
 	fp, err := procChemm_64.Addr()
 	if err != nil {
@@ -8568,7 +7959,8 @@ func Chemm_64(handle Handle, side SideMode, uplo FillMode, m int64, n int64, alp
 	return nil
 }
 
-// Zhemm calls cublasZhemm.
+// Zhemm calls cublasZhemm. See cublas<t>hemm() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-hemm
 func Zhemm(handle Handle, side SideMode, uplo FillMode, m int32, n int32, alpha *cudart.CuDoubleComplex, A *cudart.CuDoubleComplex, lda int32, B *cudart.CuDoubleComplex, ldb int32, beta *cudart.CuDoubleComplex, C_ *cudart.CuDoubleComplex, ldc int32) error {
 	fp, err := procZhemm.Addr()
 	if err != nil {
@@ -8580,7 +7972,8 @@ func Zhemm(handle Handle, side SideMode, uplo FillMode, m int32, n int32, alpha 
 	return nil
 }
 
-// Zhemm_64 calls cublasZhemm_64.
+// Zhemm_64 calls cublasZhemm_64. See cublas<t>hemm() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-hemm
 func Zhemm_64(handle Handle, side SideMode, uplo FillMode, m int64, n int64, alpha *cudart.CuDoubleComplex, A *cudart.CuDoubleComplex, lda int64, B *cudart.CuDoubleComplex, ldb int64, beta *cudart.CuDoubleComplex, C_ *cudart.CuDoubleComplex, ldc int64) error {
 	fp, err := procZhemm_64.Addr()
 	if err != nil {
@@ -8592,7 +7985,8 @@ func Zhemm_64(handle Handle, side SideMode, uplo FillMode, m int64, n int64, alp
 	return nil
 }
 
-// Strsm calls cublasStrsm.
+// Strsm calls cublasStrsm. See cublas<t>trsm() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-trsm
 func Strsm(handle Handle, side SideMode, uplo FillMode, trans Operation, diag DiagType, m int32, n int32, alpha *float32, A *float32, lda int32, B *float32, ldb int32) error {
 	fp, err := procStrsm.Addr()
 	if err != nil {
@@ -8604,7 +7998,8 @@ func Strsm(handle Handle, side SideMode, uplo FillMode, trans Operation, diag Di
 	return nil
 }
 
-// Strsm_64 calls cublasStrsm_64.
+// Strsm_64 calls cublasStrsm_64. See cublas<t>trsm() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-trsm
 func Strsm_64(handle Handle, side SideMode, uplo FillMode, trans Operation, diag DiagType, m int64, n int64, alpha *float32, A *float32, lda int64, B *float32, ldb int64) error {
 	fp, err := procStrsm_64.Addr()
 	if err != nil {
@@ -8616,7 +8011,8 @@ func Strsm_64(handle Handle, side SideMode, uplo FillMode, trans Operation, diag
 	return nil
 }
 
-// Dtrsm calls cublasDtrsm.
+// Dtrsm calls cublasDtrsm. See cublas<t>trsm() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-trsm
 func Dtrsm(handle Handle, side SideMode, uplo FillMode, trans Operation, diag DiagType, m int32, n int32, alpha *float64, A *float64, lda int32, B *float64, ldb int32) error {
 	fp, err := procDtrsm.Addr()
 	if err != nil {
@@ -8628,7 +8024,8 @@ func Dtrsm(handle Handle, side SideMode, uplo FillMode, trans Operation, diag Di
 	return nil
 }
 
-// Dtrsm_64 calls cublasDtrsm_64.
+// Dtrsm_64 calls cublasDtrsm_64. See cublas<t>trsm() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-trsm
 func Dtrsm_64(handle Handle, side SideMode, uplo FillMode, trans Operation, diag DiagType, m int64, n int64, alpha *float64, A *float64, lda int64, B *float64, ldb int64) error {
 	fp, err := procDtrsm_64.Addr()
 	if err != nil {
@@ -8640,7 +8037,8 @@ func Dtrsm_64(handle Handle, side SideMode, uplo FillMode, trans Operation, diag
 	return nil
 }
 
-// Ctrsm calls cublasCtrsm.
+// Ctrsm calls cublasCtrsm. See cublas<t>trsm() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-trsm
 func Ctrsm(handle Handle, side SideMode, uplo FillMode, trans Operation, diag DiagType, m int32, n int32, alpha *cudart.CuComplex, A *cudart.CuComplex, lda int32, B *cudart.CuComplex, ldb int32) error {
 	fp, err := procCtrsm.Addr()
 	if err != nil {
@@ -8652,7 +8050,8 @@ func Ctrsm(handle Handle, side SideMode, uplo FillMode, trans Operation, diag Di
 	return nil
 }
 
-// Ctrsm_64 calls cublasCtrsm_64.
+// Ctrsm_64 calls cublasCtrsm_64. See cublas<t>trsm() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-trsm
 func Ctrsm_64(handle Handle, side SideMode, uplo FillMode, trans Operation, diag DiagType, m int64, n int64, alpha *cudart.CuComplex, A *cudart.CuComplex, lda int64, B *cudart.CuComplex, ldb int64) error {
 	fp, err := procCtrsm_64.Addr()
 	if err != nil {
@@ -8664,7 +8063,8 @@ func Ctrsm_64(handle Handle, side SideMode, uplo FillMode, trans Operation, diag
 	return nil
 }
 
-// Ztrsm calls cublasZtrsm.
+// Ztrsm calls cublasZtrsm. See cublas<t>trsm() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-trsm
 func Ztrsm(handle Handle, side SideMode, uplo FillMode, trans Operation, diag DiagType, m int32, n int32, alpha *cudart.CuDoubleComplex, A *cudart.CuDoubleComplex, lda int32, B *cudart.CuDoubleComplex, ldb int32) error {
 	fp, err := procZtrsm.Addr()
 	if err != nil {
@@ -8676,7 +8076,8 @@ func Ztrsm(handle Handle, side SideMode, uplo FillMode, trans Operation, diag Di
 	return nil
 }
 
-// Ztrsm_64 calls cublasZtrsm_64.
+// Ztrsm_64 calls cublasZtrsm_64. See cublas<t>trsm() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-trsm
 func Ztrsm_64(handle Handle, side SideMode, uplo FillMode, trans Operation, diag DiagType, m int64, n int64, alpha *cudart.CuDoubleComplex, A *cudart.CuDoubleComplex, lda int64, B *cudart.CuDoubleComplex, ldb int64) error {
 	fp, err := procZtrsm_64.Addr()
 	if err != nil {
@@ -8688,7 +8089,8 @@ func Ztrsm_64(handle Handle, side SideMode, uplo FillMode, trans Operation, diag
 	return nil
 }
 
-// Strmm calls cublasStrmm.
+// Strmm calls cublasStrmm. See cublas<t>trmm() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-trmm
 func Strmm(handle Handle, side SideMode, uplo FillMode, trans Operation, diag DiagType, m int32, n int32, alpha *float32, A *float32, lda int32, B *float32, ldb int32, C_ *float32, ldc int32) error {
 	fp, err := procStrmm.Addr()
 	if err != nil {
@@ -8700,7 +8102,8 @@ func Strmm(handle Handle, side SideMode, uplo FillMode, trans Operation, diag Di
 	return nil
 }
 
-// Strmm_64 calls cublasStrmm_64.
+// Strmm_64 calls cublasStrmm_64. See cublas<t>trmm() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-trmm
 func Strmm_64(handle Handle, side SideMode, uplo FillMode, trans Operation, diag DiagType, m int64, n int64, alpha *float32, A *float32, lda int64, B *float32, ldb int64, C_ *float32, ldc int64) error {
 	fp, err := procStrmm_64.Addr()
 	if err != nil {
@@ -8712,7 +8115,8 @@ func Strmm_64(handle Handle, side SideMode, uplo FillMode, trans Operation, diag
 	return nil
 }
 
-// Dtrmm calls cublasDtrmm.
+// Dtrmm calls cublasDtrmm. See cublas<t>trmm() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-trmm
 func Dtrmm(handle Handle, side SideMode, uplo FillMode, trans Operation, diag DiagType, m int32, n int32, alpha *float64, A *float64, lda int32, B *float64, ldb int32, C_ *float64, ldc int32) error {
 	fp, err := procDtrmm.Addr()
 	if err != nil {
@@ -8724,7 +8128,8 @@ func Dtrmm(handle Handle, side SideMode, uplo FillMode, trans Operation, diag Di
 	return nil
 }
 
-// Dtrmm_64 calls cublasDtrmm_64.
+// Dtrmm_64 calls cublasDtrmm_64. See cublas<t>trmm() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-trmm
 func Dtrmm_64(handle Handle, side SideMode, uplo FillMode, trans Operation, diag DiagType, m int64, n int64, alpha *float64, A *float64, lda int64, B *float64, ldb int64, C_ *float64, ldc int64) error {
 	fp, err := procDtrmm_64.Addr()
 	if err != nil {
@@ -8736,7 +8141,8 @@ func Dtrmm_64(handle Handle, side SideMode, uplo FillMode, trans Operation, diag
 	return nil
 }
 
-// Ctrmm calls cublasCtrmm.
+// Ctrmm calls cublasCtrmm. See cublas<t>trmm() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-trmm
 func Ctrmm(handle Handle, side SideMode, uplo FillMode, trans Operation, diag DiagType, m int32, n int32, alpha *cudart.CuComplex, A *cudart.CuComplex, lda int32, B *cudart.CuComplex, ldb int32, C_ *cudart.CuComplex, ldc int32) error {
 	fp, err := procCtrmm.Addr()
 	if err != nil {
@@ -8748,7 +8154,8 @@ func Ctrmm(handle Handle, side SideMode, uplo FillMode, trans Operation, diag Di
 	return nil
 }
 
-// Ctrmm_64 calls cublasCtrmm_64.
+// Ctrmm_64 calls cublasCtrmm_64. See cublas<t>trmm() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-trmm
 func Ctrmm_64(handle Handle, side SideMode, uplo FillMode, trans Operation, diag DiagType, m int64, n int64, alpha *cudart.CuComplex, A *cudart.CuComplex, lda int64, B *cudart.CuComplex, ldb int64, C_ *cudart.CuComplex, ldc int64) error {
 	fp, err := procCtrmm_64.Addr()
 	if err != nil {
@@ -8760,7 +8167,8 @@ func Ctrmm_64(handle Handle, side SideMode, uplo FillMode, trans Operation, diag
 	return nil
 }
 
-// Ztrmm calls cublasZtrmm.
+// Ztrmm calls cublasZtrmm. See cublas<t>trmm() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-trmm
 func Ztrmm(handle Handle, side SideMode, uplo FillMode, trans Operation, diag DiagType, m int32, n int32, alpha *cudart.CuDoubleComplex, A *cudart.CuDoubleComplex, lda int32, B *cudart.CuDoubleComplex, ldb int32, C_ *cudart.CuDoubleComplex, ldc int32) error {
 	fp, err := procZtrmm.Addr()
 	if err != nil {
@@ -8772,7 +8180,8 @@ func Ztrmm(handle Handle, side SideMode, uplo FillMode, trans Operation, diag Di
 	return nil
 }
 
-// Ztrmm_64 calls cublasZtrmm_64.
+// Ztrmm_64 calls cublasZtrmm_64. See cublas<t>trmm() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-trmm
 func Ztrmm_64(handle Handle, side SideMode, uplo FillMode, trans Operation, diag DiagType, m int64, n int64, alpha *cudart.CuDoubleComplex, A *cudart.CuDoubleComplex, lda int64, B *cudart.CuDoubleComplex, ldb int64, C_ *cudart.CuDoubleComplex, ldc int64) error {
 	fp, err := procZtrmm_64.Addr()
 	if err != nil {
@@ -8784,7 +8193,8 @@ func Ztrmm_64(handle Handle, side SideMode, uplo FillMode, trans Operation, diag
 	return nil
 }
 
-// SgemmBatched calls cublasSgemmBatched.
+// SgemmBatched calls cublasSgemmBatched. See cublas<t>gemmBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gemmbatched
 func SgemmBatched(handle Handle, transa Operation, transb Operation, m int32, n int32, k int32, alpha *float32, Aarray **float32, lda int32, Barray **float32, ldb int32, beta *float32, Carray **float32, ldc int32, batchCount int32) error {
 	fp, err := procSgemmBatched.Addr()
 	if err != nil {
@@ -8796,7 +8206,8 @@ func SgemmBatched(handle Handle, transa Operation, transb Operation, m int32, n 
 	return nil
 }
 
-// SgemmBatched_64 calls cublasSgemmBatched_64.
+// SgemmBatched_64 calls cublasSgemmBatched_64. See cublas<t>gemmBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gemmbatched
 func SgemmBatched_64(handle Handle, transa Operation, transb Operation, m int64, n int64, k int64, alpha *float32, Aarray **float32, lda int64, Barray **float32, ldb int64, beta *float32, Carray **float32, ldc int64, batchCount int64) error {
 	fp, err := procSgemmBatched_64.Addr()
 	if err != nil {
@@ -8808,7 +8219,8 @@ func SgemmBatched_64(handle Handle, transa Operation, transb Operation, m int64,
 	return nil
 }
 
-// DgemmBatched calls cublasDgemmBatched.
+// DgemmBatched calls cublasDgemmBatched. See cublas<t>gemmBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gemmbatched
 func DgemmBatched(handle Handle, transa Operation, transb Operation, m int32, n int32, k int32, alpha *float64, Aarray **float64, lda int32, Barray **float64, ldb int32, beta *float64, Carray **float64, ldc int32, batchCount int32) error {
 	fp, err := procDgemmBatched.Addr()
 	if err != nil {
@@ -8820,7 +8232,8 @@ func DgemmBatched(handle Handle, transa Operation, transb Operation, m int32, n 
 	return nil
 }
 
-// DgemmBatched_64 calls cublasDgemmBatched_64.
+// DgemmBatched_64 calls cublasDgemmBatched_64. See cublas<t>gemmBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gemmbatched
 func DgemmBatched_64(handle Handle, transa Operation, transb Operation, m int64, n int64, k int64, alpha *float64, Aarray **float64, lda int64, Barray **float64, ldb int64, beta *float64, Carray **float64, ldc int64, batchCount int64) error {
 	fp, err := procDgemmBatched_64.Addr()
 	if err != nil {
@@ -8832,7 +8245,8 @@ func DgemmBatched_64(handle Handle, transa Operation, transb Operation, m int64,
 	return nil
 }
 
-// CgemmBatched calls cublasCgemmBatched.
+// CgemmBatched calls cublasCgemmBatched. See cublas<t>gemmBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gemmbatched
 func CgemmBatched(handle Handle, transa Operation, transb Operation, m int32, n int32, k int32, alpha *cudart.CuComplex, Aarray **cudart.CuComplex, lda int32, Barray **cudart.CuComplex, ldb int32, beta *cudart.CuComplex, Carray **cudart.CuComplex, ldc int32, batchCount int32) error {
 	fp, err := procCgemmBatched.Addr()
 	if err != nil {
@@ -8844,7 +8258,8 @@ func CgemmBatched(handle Handle, transa Operation, transb Operation, m int32, n 
 	return nil
 }
 
-// CgemmBatched_64 calls cublasCgemmBatched_64.
+// CgemmBatched_64 calls cublasCgemmBatched_64. See cublas<t>gemmBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gemmbatched
 func CgemmBatched_64(handle Handle, transa Operation, transb Operation, m int64, n int64, k int64, alpha *cudart.CuComplex, Aarray **cudart.CuComplex, lda int64, Barray **cudart.CuComplex, ldb int64, beta *cudart.CuComplex, Carray **cudart.CuComplex, ldc int64, batchCount int64) error {
 	fp, err := procCgemmBatched_64.Addr()
 	if err != nil {
@@ -8856,7 +8271,8 @@ func CgemmBatched_64(handle Handle, transa Operation, transb Operation, m int64,
 	return nil
 }
 
-// Cgemm3mBatched calls cublasCgemm3mBatched.
+// Cgemm3mBatched calls cublasCgemm3mBatched. See cublasCgemm3mBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublascgemm3mbatched
 func Cgemm3mBatched(handle Handle, transa Operation, transb Operation, m int32, n int32, k int32, alpha *cudart.CuComplex, Aarray **cudart.CuComplex, lda int32, Barray **cudart.CuComplex, ldb int32, beta *cudart.CuComplex, Carray **cudart.CuComplex, ldc int32, batchCount int32) error {
 	fp, err := procCgemm3mBatched.Addr()
 	if err != nil {
@@ -8868,7 +8284,8 @@ func Cgemm3mBatched(handle Handle, transa Operation, transb Operation, m int32, 
 	return nil
 }
 
-// Cgemm3mBatched_64 calls cublasCgemm3mBatched_64.
+// Cgemm3mBatched_64 calls cublasCgemm3mBatched_64. See cublasCgemm3mBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublascgemm3mbatched
 func Cgemm3mBatched_64(handle Handle, transa Operation, transb Operation, m int64, n int64, k int64, alpha *cudart.CuComplex, Aarray **cudart.CuComplex, lda int64, Barray **cudart.CuComplex, ldb int64, beta *cudart.CuComplex, Carray **cudart.CuComplex, ldc int64, batchCount int64) error {
 	fp, err := procCgemm3mBatched_64.Addr()
 	if err != nil {
@@ -8880,7 +8297,8 @@ func Cgemm3mBatched_64(handle Handle, transa Operation, transb Operation, m int6
 	return nil
 }
 
-// ZgemmBatched calls cublasZgemmBatched.
+// ZgemmBatched calls cublasZgemmBatched. See cublas<t>gemmBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gemmbatched
 func ZgemmBatched(handle Handle, transa Operation, transb Operation, m int32, n int32, k int32, alpha *cudart.CuDoubleComplex, Aarray **cudart.CuDoubleComplex, lda int32, Barray **cudart.CuDoubleComplex, ldb int32, beta *cudart.CuDoubleComplex, Carray **cudart.CuDoubleComplex, ldc int32, batchCount int32) error {
 	fp, err := procZgemmBatched.Addr()
 	if err != nil {
@@ -8892,7 +8310,8 @@ func ZgemmBatched(handle Handle, transa Operation, transb Operation, m int32, n 
 	return nil
 }
 
-// ZgemmBatched_64 calls cublasZgemmBatched_64.
+// ZgemmBatched_64 calls cublasZgemmBatched_64. See cublas<t>gemmBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gemmbatched
 func ZgemmBatched_64(handle Handle, transa Operation, transb Operation, m int64, n int64, k int64, alpha *cudart.CuDoubleComplex, Aarray **cudart.CuDoubleComplex, lda int64, Barray **cudart.CuDoubleComplex, ldb int64, beta *cudart.CuDoubleComplex, Carray **cudart.CuDoubleComplex, ldc int64, batchCount int64) error {
 	fp, err := procZgemmBatched_64.Addr()
 	if err != nil {
@@ -8904,7 +8323,8 @@ func ZgemmBatched_64(handle Handle, transa Operation, transb Operation, m int64,
 	return nil
 }
 
-// SgemmStridedBatched calls cublasSgemmStridedBatched.
+// SgemmStridedBatched calls cublasSgemmStridedBatched. See cublas<t>gemmStridedBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gemmstridedbatched
 func SgemmStridedBatched(handle Handle, transa Operation, transb Operation, m int32, n int32, k int32, alpha *float32, A *float32, lda int32, strideA int64, B *float32, ldb int32, strideB int64, beta *float32, C_ *float32, ldc int32, strideC int64, batchCount int32) error {
 	fp, err := procSgemmStridedBatched.Addr()
 	if err != nil {
@@ -8916,7 +8336,8 @@ func SgemmStridedBatched(handle Handle, transa Operation, transb Operation, m in
 	return nil
 }
 
-// SgemmStridedBatched_64 calls cublasSgemmStridedBatched_64.
+// SgemmStridedBatched_64 calls cublasSgemmStridedBatched_64. See cublas<t>gemmStridedBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gemmstridedbatched
 func SgemmStridedBatched_64(handle Handle, transa Operation, transb Operation, m int64, n int64, k int64, alpha *float32, A *float32, lda int64, strideA int64, B *float32, ldb int64, strideB int64, beta *float32, C_ *float32, ldc int64, strideC int64, batchCount int64) error {
 	fp, err := procSgemmStridedBatched_64.Addr()
 	if err != nil {
@@ -8928,7 +8349,8 @@ func SgemmStridedBatched_64(handle Handle, transa Operation, transb Operation, m
 	return nil
 }
 
-// DgemmStridedBatched calls cublasDgemmStridedBatched.
+// DgemmStridedBatched calls cublasDgemmStridedBatched. See cublas<t>gemmStridedBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gemmstridedbatched
 func DgemmStridedBatched(handle Handle, transa Operation, transb Operation, m int32, n int32, k int32, alpha *float64, A *float64, lda int32, strideA int64, B *float64, ldb int32, strideB int64, beta *float64, C_ *float64, ldc int32, strideC int64, batchCount int32) error {
 	fp, err := procDgemmStridedBatched.Addr()
 	if err != nil {
@@ -8940,7 +8362,8 @@ func DgemmStridedBatched(handle Handle, transa Operation, transb Operation, m in
 	return nil
 }
 
-// DgemmStridedBatched_64 calls cublasDgemmStridedBatched_64.
+// DgemmStridedBatched_64 calls cublasDgemmStridedBatched_64. See cublas<t>gemmStridedBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gemmstridedbatched
 func DgemmStridedBatched_64(handle Handle, transa Operation, transb Operation, m int64, n int64, k int64, alpha *float64, A *float64, lda int64, strideA int64, B *float64, ldb int64, strideB int64, beta *float64, C_ *float64, ldc int64, strideC int64, batchCount int64) error {
 	fp, err := procDgemmStridedBatched_64.Addr()
 	if err != nil {
@@ -8952,7 +8375,8 @@ func DgemmStridedBatched_64(handle Handle, transa Operation, transb Operation, m
 	return nil
 }
 
-// CgemmStridedBatched calls cublasCgemmStridedBatched.
+// CgemmStridedBatched calls cublasCgemmStridedBatched. See cublas<t>gemmStridedBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gemmstridedbatched
 func CgemmStridedBatched(handle Handle, transa Operation, transb Operation, m int32, n int32, k int32, alpha *cudart.CuComplex, A *cudart.CuComplex, lda int32, strideA int64, B *cudart.CuComplex, ldb int32, strideB int64, beta *cudart.CuComplex, C_ *cudart.CuComplex, ldc int32, strideC int64, batchCount int32) error {
 	fp, err := procCgemmStridedBatched.Addr()
 	if err != nil {
@@ -8964,7 +8388,8 @@ func CgemmStridedBatched(handle Handle, transa Operation, transb Operation, m in
 	return nil
 }
 
-// CgemmStridedBatched_64 calls cublasCgemmStridedBatched_64.
+// CgemmStridedBatched_64 calls cublasCgemmStridedBatched_64. See cublas<t>gemmStridedBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gemmstridedbatched
 func CgemmStridedBatched_64(handle Handle, transa Operation, transb Operation, m int64, n int64, k int64, alpha *cudart.CuComplex, A *cudart.CuComplex, lda int64, strideA int64, B *cudart.CuComplex, ldb int64, strideB int64, beta *cudart.CuComplex, C_ *cudart.CuComplex, ldc int64, strideC int64, batchCount int64) error {
 	fp, err := procCgemmStridedBatched_64.Addr()
 	if err != nil {
@@ -8976,7 +8401,8 @@ func CgemmStridedBatched_64(handle Handle, transa Operation, transb Operation, m
 	return nil
 }
 
-// Cgemm3mStridedBatched calls cublasCgemm3mStridedBatched.
+// Cgemm3mStridedBatched calls cublasCgemm3mStridedBatched. See cublasCgemm3mStridedBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublascgemm3mstridedbatched
 func Cgemm3mStridedBatched(handle Handle, transa Operation, transb Operation, m int32, n int32, k int32, alpha *cudart.CuComplex, A *cudart.CuComplex, lda int32, strideA int64, B *cudart.CuComplex, ldb int32, strideB int64, beta *cudart.CuComplex, C_ *cudart.CuComplex, ldc int32, strideC int64, batchCount int32) error {
 	fp, err := procCgemm3mStridedBatched.Addr()
 	if err != nil {
@@ -8988,7 +8414,8 @@ func Cgemm3mStridedBatched(handle Handle, transa Operation, transb Operation, m 
 	return nil
 }
 
-// Cgemm3mStridedBatched_64 calls cublasCgemm3mStridedBatched_64.
+// Cgemm3mStridedBatched_64 calls cublasCgemm3mStridedBatched_64. See cublasCgemm3mStridedBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublascgemm3mstridedbatched
 func Cgemm3mStridedBatched_64(handle Handle, transa Operation, transb Operation, m int64, n int64, k int64, alpha *cudart.CuComplex, A *cudart.CuComplex, lda int64, strideA int64, B *cudart.CuComplex, ldb int64, strideB int64, beta *cudart.CuComplex, C_ *cudart.CuComplex, ldc int64, strideC int64, batchCount int64) error {
 	fp, err := procCgemm3mStridedBatched_64.Addr()
 	if err != nil {
@@ -9000,7 +8427,8 @@ func Cgemm3mStridedBatched_64(handle Handle, transa Operation, transb Operation,
 	return nil
 }
 
-// ZgemmStridedBatched calls cublasZgemmStridedBatched.
+// ZgemmStridedBatched calls cublasZgemmStridedBatched. See cublas<t>gemmStridedBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gemmstridedbatched
 func ZgemmStridedBatched(handle Handle, transa Operation, transb Operation, m int32, n int32, k int32, alpha *cudart.CuDoubleComplex, A *cudart.CuDoubleComplex, lda int32, strideA int64, B *cudart.CuDoubleComplex, ldb int32, strideB int64, beta *cudart.CuDoubleComplex, C_ *cudart.CuDoubleComplex, ldc int32, strideC int64, batchCount int32) error {
 	fp, err := procZgemmStridedBatched.Addr()
 	if err != nil {
@@ -9012,7 +8440,8 @@ func ZgemmStridedBatched(handle Handle, transa Operation, transb Operation, m in
 	return nil
 }
 
-// ZgemmStridedBatched_64 calls cublasZgemmStridedBatched_64.
+// ZgemmStridedBatched_64 calls cublasZgemmStridedBatched_64. See cublas<t>gemmStridedBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gemmstridedbatched
 func ZgemmStridedBatched_64(handle Handle, transa Operation, transb Operation, m int64, n int64, k int64, alpha *cudart.CuDoubleComplex, A *cudart.CuDoubleComplex, lda int64, strideA int64, B *cudart.CuDoubleComplex, ldb int64, strideB int64, beta *cudart.CuDoubleComplex, C_ *cudart.CuDoubleComplex, ldc int64, strideC int64, batchCount int64) error {
 	fp, err := procZgemmStridedBatched_64.Addr()
 	if err != nil {
@@ -9024,7 +8453,8 @@ func ZgemmStridedBatched_64(handle Handle, transa Operation, transb Operation, m
 	return nil
 }
 
-// GemmBatchedEx calls cublasGemmBatchedEx.
+// GemmBatchedEx calls cublasGemmBatchedEx. See cublasGemmBatchedEx() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasgemmbatchedex
 func GemmBatchedEx(handle Handle, transa Operation, transb Operation, m int32, n int32, k int32, alpha unsafe.Pointer, Aarray *unsafe.Pointer, Atype cudart.DataType, lda int32, Barray *unsafe.Pointer, Btype cudart.DataType, ldb int32, beta unsafe.Pointer, Carray *unsafe.Pointer, Ctype cudart.DataType, ldc int32, batchCount int32, computeType ComputeType, algo GemmAlgo) error {
 	fp, err := procGemmBatchedEx.Addr()
 	if err != nil {
@@ -9036,7 +8466,8 @@ func GemmBatchedEx(handle Handle, transa Operation, transb Operation, m int32, n
 	return nil
 }
 
-// GemmBatchedEx_64 calls cublasGemmBatchedEx_64.
+// GemmBatchedEx_64 calls cublasGemmBatchedEx_64. See cublasGemmBatchedEx() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasgemmbatchedex
 func GemmBatchedEx_64(handle Handle, transa Operation, transb Operation, m int64, n int64, k int64, alpha unsafe.Pointer, Aarray *unsafe.Pointer, Atype cudart.DataType, lda int64, Barray *unsafe.Pointer, Btype cudart.DataType, ldb int64, beta unsafe.Pointer, Carray *unsafe.Pointer, Ctype cudart.DataType, ldc int64, batchCount int64, computeType ComputeType, algo GemmAlgo) error {
 	fp, err := procGemmBatchedEx_64.Addr()
 	if err != nil {
@@ -9048,7 +8479,8 @@ func GemmBatchedEx_64(handle Handle, transa Operation, transb Operation, m int64
 	return nil
 }
 
-// GemmStridedBatchedEx calls cublasGemmStridedBatchedEx.
+// GemmStridedBatchedEx calls cublasGemmStridedBatchedEx. See cublasGemmStridedBatchedEx() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasgemmstridedbatchedex
 func GemmStridedBatchedEx(handle Handle, transa Operation, transb Operation, m int32, n int32, k int32, alpha unsafe.Pointer, A unsafe.Pointer, Atype cudart.DataType, lda int32, strideA int64, B unsafe.Pointer, Btype cudart.DataType, ldb int32, strideB int64, beta unsafe.Pointer, C_ unsafe.Pointer, Ctype cudart.DataType, ldc int32, strideC int64, batchCount int32, computeType ComputeType, algo GemmAlgo) error {
 	fp, err := procGemmStridedBatchedEx.Addr()
 	if err != nil {
@@ -9060,7 +8492,8 @@ func GemmStridedBatchedEx(handle Handle, transa Operation, transb Operation, m i
 	return nil
 }
 
-// GemmStridedBatchedEx_64 calls cublasGemmStridedBatchedEx_64.
+// GemmStridedBatchedEx_64 calls cublasGemmStridedBatchedEx_64. See cublasGemmStridedBatchedEx() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasgemmstridedbatchedex
 func GemmStridedBatchedEx_64(handle Handle, transa Operation, transb Operation, m int64, n int64, k int64, alpha unsafe.Pointer, A unsafe.Pointer, Atype cudart.DataType, lda int64, strideA int64, B unsafe.Pointer, Btype cudart.DataType, ldb int64, strideB int64, beta unsafe.Pointer, C_ unsafe.Pointer, Ctype cudart.DataType, ldc int64, strideC int64, batchCount int64, computeType ComputeType, algo GemmAlgo) error {
 	fp, err := procGemmStridedBatchedEx_64.Addr()
 	if err != nil {
@@ -9072,7 +8505,8 @@ func GemmStridedBatchedEx_64(handle Handle, transa Operation, transb Operation, 
 	return nil
 }
 
-// SgemmGroupedBatched calls cublasSgemmGroupedBatched.
+// SgemmGroupedBatched calls cublasSgemmGroupedBatched. See cublas<t>gemmGroupedBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gemmgroupedbatched
 func SgemmGroupedBatched(handle Handle, transa_array *Operation, transb_array *Operation, m_array *int32, n_array *int32, k_array *int32, alpha_array *float32, Aarray **float32, lda_array *int32, Barray **float32, ldb_array *int32, beta_array *float32, Carray **float32, ldc_array *int32, group_count int32, group_size *int32) error {
 	fp, err := procSgemmGroupedBatched.Addr()
 	if err != nil {
@@ -9084,7 +8518,8 @@ func SgemmGroupedBatched(handle Handle, transa_array *Operation, transb_array *O
 	return nil
 }
 
-// SgemmGroupedBatched_64 calls cublasSgemmGroupedBatched_64.
+// SgemmGroupedBatched_64 calls cublasSgemmGroupedBatched_64. See cublas<t>gemmGroupedBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gemmgroupedbatched
 func SgemmGroupedBatched_64(handle Handle, transa_array *Operation, transb_array *Operation, m_array *int64, n_array *int64, k_array *int64, alpha_array *float32, Aarray **float32, lda_array *int64, Barray **float32, ldb_array *int64, beta_array *float32, Carray **float32, ldc_array *int64, group_count int64, group_size *int64) error {
 	fp, err := procSgemmGroupedBatched_64.Addr()
 	if err != nil {
@@ -9096,7 +8531,8 @@ func SgemmGroupedBatched_64(handle Handle, transa_array *Operation, transb_array
 	return nil
 }
 
-// DgemmGroupedBatched calls cublasDgemmGroupedBatched.
+// DgemmGroupedBatched calls cublasDgemmGroupedBatched. See cublas<t>gemmGroupedBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gemmgroupedbatched
 func DgemmGroupedBatched(handle Handle, transa_array *Operation, transb_array *Operation, m_array *int32, n_array *int32, k_array *int32, alpha_array *float64, Aarray **float64, lda_array *int32, Barray **float64, ldb_array *int32, beta_array *float64, Carray **float64, ldc_array *int32, group_count int32, group_size *int32) error {
 	fp, err := procDgemmGroupedBatched.Addr()
 	if err != nil {
@@ -9108,7 +8544,8 @@ func DgemmGroupedBatched(handle Handle, transa_array *Operation, transb_array *O
 	return nil
 }
 
-// DgemmGroupedBatched_64 calls cublasDgemmGroupedBatched_64.
+// DgemmGroupedBatched_64 calls cublasDgemmGroupedBatched_64. See cublas<t>gemmGroupedBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gemmgroupedbatched
 func DgemmGroupedBatched_64(handle Handle, transa_array *Operation, transb_array *Operation, m_array *int64, n_array *int64, k_array *int64, alpha_array *float64, Aarray **float64, lda_array *int64, Barray **float64, ldb_array *int64, beta_array *float64, Carray **float64, ldc_array *int64, group_count int64, group_size *int64) error {
 	fp, err := procDgemmGroupedBatched_64.Addr()
 	if err != nil {
@@ -9120,7 +8557,8 @@ func DgemmGroupedBatched_64(handle Handle, transa_array *Operation, transb_array
 	return nil
 }
 
-// GemmGroupedBatchedEx calls cublasGemmGroupedBatchedEx.
+// GemmGroupedBatchedEx calls cublasGemmGroupedBatchedEx. See cublasGemmGroupedBatchedEx() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasgemmgroupedbatchedex
 func GemmGroupedBatchedEx(handle Handle, transa_array *Operation, transb_array *Operation, m_array *int32, n_array *int32, k_array *int32, alpha_array unsafe.Pointer, Aarray *unsafe.Pointer, Atype cudart.DataType, lda_array *int32, Barray *unsafe.Pointer, Btype cudart.DataType, ldb_array *int32, beta_array unsafe.Pointer, Carray *unsafe.Pointer, Ctype cudart.DataType, ldc_array *int32, group_count int32, group_size *int32, computeType ComputeType) error {
 	fp, err := procGemmGroupedBatchedEx.Addr()
 	if err != nil {
@@ -9132,7 +8570,8 @@ func GemmGroupedBatchedEx(handle Handle, transa_array *Operation, transb_array *
 	return nil
 }
 
-// GemmGroupedBatchedEx_64 calls cublasGemmGroupedBatchedEx_64.
+// GemmGroupedBatchedEx_64 calls cublasGemmGroupedBatchedEx_64. See cublasGemmGroupedBatchedEx() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasgemmgroupedbatchedex
 func GemmGroupedBatchedEx_64(handle Handle, transa_array *Operation, transb_array *Operation, m_array *int64, n_array *int64, k_array *int64, alpha_array unsafe.Pointer, Aarray *unsafe.Pointer, Atype cudart.DataType, lda_array *int64, Barray *unsafe.Pointer, Btype cudart.DataType, ldb_array *int64, beta_array unsafe.Pointer, Carray *unsafe.Pointer, Ctype cudart.DataType, ldc_array *int64, group_count int64, group_size *int64, computeType ComputeType) error {
 	fp, err := procGemmGroupedBatchedEx_64.Addr()
 	if err != nil {
@@ -9144,7 +8583,8 @@ func GemmGroupedBatchedEx_64(handle Handle, transa_array *Operation, transb_arra
 	return nil
 }
 
-// Sgeam calls cublasSgeam.
+// Sgeam calls cublasSgeam. See cublas<t>geam() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-geam
 func Sgeam(handle Handle, transa Operation, transb Operation, m int32, n int32, alpha *float32, A *float32, lda int32, beta *float32, B *float32, ldb int32, C_ *float32, ldc int32) error {
 	fp, err := procSgeam.Addr()
 	if err != nil {
@@ -9156,7 +8596,8 @@ func Sgeam(handle Handle, transa Operation, transb Operation, m int32, n int32, 
 	return nil
 }
 
-// Sgeam_64 calls cublasSgeam_64.
+// Sgeam_64 calls cublasSgeam_64. See cublas<t>geam() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-geam
 func Sgeam_64(handle Handle, transa Operation, transb Operation, m int64, n int64, alpha *float32, A *float32, lda int64, beta *float32, B *float32, ldb int64, C_ *float32, ldc int64) error {
 	fp, err := procSgeam_64.Addr()
 	if err != nil {
@@ -9168,7 +8609,8 @@ func Sgeam_64(handle Handle, transa Operation, transb Operation, m int64, n int6
 	return nil
 }
 
-// Dgeam calls cublasDgeam.
+// Dgeam calls cublasDgeam. See cublas<t>geam() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-geam
 func Dgeam(handle Handle, transa Operation, transb Operation, m int32, n int32, alpha *float64, A *float64, lda int32, beta *float64, B *float64, ldb int32, C_ *float64, ldc int32) error {
 	fp, err := procDgeam.Addr()
 	if err != nil {
@@ -9180,7 +8622,8 @@ func Dgeam(handle Handle, transa Operation, transb Operation, m int32, n int32, 
 	return nil
 }
 
-// Dgeam_64 calls cublasDgeam_64.
+// Dgeam_64 calls cublasDgeam_64. See cublas<t>geam() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-geam
 func Dgeam_64(handle Handle, transa Operation, transb Operation, m int64, n int64, alpha *float64, A *float64, lda int64, beta *float64, B *float64, ldb int64, C_ *float64, ldc int64) error {
 	fp, err := procDgeam_64.Addr()
 	if err != nil {
@@ -9192,7 +8635,8 @@ func Dgeam_64(handle Handle, transa Operation, transb Operation, m int64, n int6
 	return nil
 }
 
-// Cgeam calls cublasCgeam.
+// Cgeam calls cublasCgeam. See cublas<t>geam() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-geam
 func Cgeam(handle Handle, transa Operation, transb Operation, m int32, n int32, alpha *cudart.CuComplex, A *cudart.CuComplex, lda int32, beta *cudart.CuComplex, B *cudart.CuComplex, ldb int32, C_ *cudart.CuComplex, ldc int32) error {
 	fp, err := procCgeam.Addr()
 	if err != nil {
@@ -9204,7 +8648,8 @@ func Cgeam(handle Handle, transa Operation, transb Operation, m int32, n int32, 
 	return nil
 }
 
-// Cgeam_64 calls cublasCgeam_64.
+// Cgeam_64 calls cublasCgeam_64. See cublas<t>geam() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-geam
 func Cgeam_64(handle Handle, transa Operation, transb Operation, m int64, n int64, alpha *cudart.CuComplex, A *cudart.CuComplex, lda int64, beta *cudart.CuComplex, B *cudart.CuComplex, ldb int64, C_ *cudart.CuComplex, ldc int64) error {
 	fp, err := procCgeam_64.Addr()
 	if err != nil {
@@ -9216,7 +8661,8 @@ func Cgeam_64(handle Handle, transa Operation, transb Operation, m int64, n int6
 	return nil
 }
 
-// Zgeam calls cublasZgeam.
+// Zgeam calls cublasZgeam. See cublas<t>geam() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-geam
 func Zgeam(handle Handle, transa Operation, transb Operation, m int32, n int32, alpha *cudart.CuDoubleComplex, A *cudart.CuDoubleComplex, lda int32, beta *cudart.CuDoubleComplex, B *cudart.CuDoubleComplex, ldb int32, C_ *cudart.CuDoubleComplex, ldc int32) error {
 	fp, err := procZgeam.Addr()
 	if err != nil {
@@ -9228,7 +8674,8 @@ func Zgeam(handle Handle, transa Operation, transb Operation, m int32, n int32, 
 	return nil
 }
 
-// Zgeam_64 calls cublasZgeam_64.
+// Zgeam_64 calls cublasZgeam_64. See cublas<t>geam() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-geam
 func Zgeam_64(handle Handle, transa Operation, transb Operation, m int64, n int64, alpha *cudart.CuDoubleComplex, A *cudart.CuDoubleComplex, lda int64, beta *cudart.CuDoubleComplex, B *cudart.CuDoubleComplex, ldb int64, C_ *cudart.CuDoubleComplex, ldc int64) error {
 	fp, err := procZgeam_64.Addr()
 	if err != nil {
@@ -9240,7 +8687,8 @@ func Zgeam_64(handle Handle, transa Operation, transb Operation, m int64, n int6
 	return nil
 }
 
-// StrsmBatched calls cublasStrsmBatched.
+// StrsmBatched calls cublasStrsmBatched. See cublas<t>trsmBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-trsmbatched
 func StrsmBatched(handle Handle, side SideMode, uplo FillMode, trans Operation, diag DiagType, m int32, n int32, alpha *float32, A **float32, lda int32, B **float32, ldb int32, batchCount int32) error {
 	fp, err := procStrsmBatched.Addr()
 	if err != nil {
@@ -9252,7 +8700,8 @@ func StrsmBatched(handle Handle, side SideMode, uplo FillMode, trans Operation, 
 	return nil
 }
 
-// StrsmBatched_64 calls cublasStrsmBatched_64.
+// StrsmBatched_64 calls cublasStrsmBatched_64. See cublas<t>trsmBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-trsmbatched
 func StrsmBatched_64(handle Handle, side SideMode, uplo FillMode, trans Operation, diag DiagType, m int64, n int64, alpha *float32, A **float32, lda int64, B **float32, ldb int64, batchCount int64) error {
 	fp, err := procStrsmBatched_64.Addr()
 	if err != nil {
@@ -9264,7 +8713,8 @@ func StrsmBatched_64(handle Handle, side SideMode, uplo FillMode, trans Operatio
 	return nil
 }
 
-// DtrsmBatched calls cublasDtrsmBatched.
+// DtrsmBatched calls cublasDtrsmBatched. See cublas<t>trsmBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-trsmbatched
 func DtrsmBatched(handle Handle, side SideMode, uplo FillMode, trans Operation, diag DiagType, m int32, n int32, alpha *float64, A **float64, lda int32, B **float64, ldb int32, batchCount int32) error {
 	fp, err := procDtrsmBatched.Addr()
 	if err != nil {
@@ -9276,7 +8726,8 @@ func DtrsmBatched(handle Handle, side SideMode, uplo FillMode, trans Operation, 
 	return nil
 }
 
-// DtrsmBatched_64 calls cublasDtrsmBatched_64.
+// DtrsmBatched_64 calls cublasDtrsmBatched_64. See cublas<t>trsmBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-trsmbatched
 func DtrsmBatched_64(handle Handle, side SideMode, uplo FillMode, trans Operation, diag DiagType, m int64, n int64, alpha *float64, A **float64, lda int64, B **float64, ldb int64, batchCount int64) error {
 	fp, err := procDtrsmBatched_64.Addr()
 	if err != nil {
@@ -9288,7 +8739,8 @@ func DtrsmBatched_64(handle Handle, side SideMode, uplo FillMode, trans Operatio
 	return nil
 }
 
-// CtrsmBatched calls cublasCtrsmBatched.
+// CtrsmBatched calls cublasCtrsmBatched. See cublas<t>trsmBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-trsmbatched
 func CtrsmBatched(handle Handle, side SideMode, uplo FillMode, trans Operation, diag DiagType, m int32, n int32, alpha *cudart.CuComplex, A **cudart.CuComplex, lda int32, B **cudart.CuComplex, ldb int32, batchCount int32) error {
 	fp, err := procCtrsmBatched.Addr()
 	if err != nil {
@@ -9300,7 +8752,8 @@ func CtrsmBatched(handle Handle, side SideMode, uplo FillMode, trans Operation, 
 	return nil
 }
 
-// CtrsmBatched_64 calls cublasCtrsmBatched_64.
+// CtrsmBatched_64 calls cublasCtrsmBatched_64. See cublas<t>trsmBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-trsmbatched
 func CtrsmBatched_64(handle Handle, side SideMode, uplo FillMode, trans Operation, diag DiagType, m int64, n int64, alpha *cudart.CuComplex, A **cudart.CuComplex, lda int64, B **cudart.CuComplex, ldb int64, batchCount int64) error {
 	fp, err := procCtrsmBatched_64.Addr()
 	if err != nil {
@@ -9312,7 +8765,8 @@ func CtrsmBatched_64(handle Handle, side SideMode, uplo FillMode, trans Operatio
 	return nil
 }
 
-// ZtrsmBatched calls cublasZtrsmBatched.
+// ZtrsmBatched calls cublasZtrsmBatched. See cublas<t>trsmBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-trsmbatched
 func ZtrsmBatched(handle Handle, side SideMode, uplo FillMode, trans Operation, diag DiagType, m int32, n int32, alpha *cudart.CuDoubleComplex, A **cudart.CuDoubleComplex, lda int32, B **cudart.CuDoubleComplex, ldb int32, batchCount int32) error {
 	fp, err := procZtrsmBatched.Addr()
 	if err != nil {
@@ -9324,7 +8778,8 @@ func ZtrsmBatched(handle Handle, side SideMode, uplo FillMode, trans Operation, 
 	return nil
 }
 
-// ZtrsmBatched_64 calls cublasZtrsmBatched_64.
+// ZtrsmBatched_64 calls cublasZtrsmBatched_64. See cublas<t>trsmBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-trsmbatched
 func ZtrsmBatched_64(handle Handle, side SideMode, uplo FillMode, trans Operation, diag DiagType, m int64, n int64, alpha *cudart.CuDoubleComplex, A **cudart.CuDoubleComplex, lda int64, B **cudart.CuDoubleComplex, ldb int64, batchCount int64) error {
 	fp, err := procZtrsmBatched_64.Addr()
 	if err != nil {
@@ -9336,7 +8791,8 @@ func ZtrsmBatched_64(handle Handle, side SideMode, uplo FillMode, trans Operatio
 	return nil
 }
 
-// Sdgmm calls cublasSdgmm.
+// Sdgmm calls cublasSdgmm. See cublas<t>dgmm() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-dgmm
 func Sdgmm(handle Handle, mode SideMode, m int32, n int32, A *float32, lda int32, x *float32, incx int32, C_ *float32, ldc int32) error {
 	fp, err := procSdgmm.Addr()
 	if err != nil {
@@ -9348,7 +8804,8 @@ func Sdgmm(handle Handle, mode SideMode, m int32, n int32, A *float32, lda int32
 	return nil
 }
 
-// Sdgmm_64 calls cublasSdgmm_64.
+// Sdgmm_64 calls cublasSdgmm_64. See cublas<t>dgmm() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-dgmm
 func Sdgmm_64(handle Handle, mode SideMode, m int64, n int64, A *float32, lda int64, x *float32, incx int64, C_ *float32, ldc int64) error {
 	fp, err := procSdgmm_64.Addr()
 	if err != nil {
@@ -9360,7 +8817,8 @@ func Sdgmm_64(handle Handle, mode SideMode, m int64, n int64, A *float32, lda in
 	return nil
 }
 
-// Ddgmm calls cublasDdgmm.
+// Ddgmm calls cublasDdgmm. See cublas<t>dgmm() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-dgmm
 func Ddgmm(handle Handle, mode SideMode, m int32, n int32, A *float64, lda int32, x *float64, incx int32, C_ *float64, ldc int32) error {
 	fp, err := procDdgmm.Addr()
 	if err != nil {
@@ -9372,7 +8830,8 @@ func Ddgmm(handle Handle, mode SideMode, m int32, n int32, A *float64, lda int32
 	return nil
 }
 
-// Ddgmm_64 calls cublasDdgmm_64.
+// Ddgmm_64 calls cublasDdgmm_64. See cublas<t>dgmm() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-dgmm
 func Ddgmm_64(handle Handle, mode SideMode, m int64, n int64, A *float64, lda int64, x *float64, incx int64, C_ *float64, ldc int64) error {
 	fp, err := procDdgmm_64.Addr()
 	if err != nil {
@@ -9384,7 +8843,8 @@ func Ddgmm_64(handle Handle, mode SideMode, m int64, n int64, A *float64, lda in
 	return nil
 }
 
-// Cdgmm calls cublasCdgmm.
+// Cdgmm calls cublasCdgmm. See cublas<t>dgmm() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-dgmm
 func Cdgmm(handle Handle, mode SideMode, m int32, n int32, A *cudart.CuComplex, lda int32, x *cudart.CuComplex, incx int32, C_ *cudart.CuComplex, ldc int32) error {
 	fp, err := procCdgmm.Addr()
 	if err != nil {
@@ -9396,7 +8856,8 @@ func Cdgmm(handle Handle, mode SideMode, m int32, n int32, A *cudart.CuComplex, 
 	return nil
 }
 
-// Cdgmm_64 calls cublasCdgmm_64.
+// Cdgmm_64 calls cublasCdgmm_64. See cublas<t>dgmm() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-dgmm
 func Cdgmm_64(handle Handle, mode SideMode, m int64, n int64, A *cudart.CuComplex, lda int64, x *cudart.CuComplex, incx int64, C_ *cudart.CuComplex, ldc int64) error {
 	fp, err := procCdgmm_64.Addr()
 	if err != nil {
@@ -9408,7 +8869,8 @@ func Cdgmm_64(handle Handle, mode SideMode, m int64, n int64, A *cudart.CuComple
 	return nil
 }
 
-// Zdgmm calls cublasZdgmm.
+// Zdgmm calls cublasZdgmm. See cublas<t>dgmm() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-dgmm
 func Zdgmm(handle Handle, mode SideMode, m int32, n int32, A *cudart.CuDoubleComplex, lda int32, x *cudart.CuDoubleComplex, incx int32, C_ *cudart.CuDoubleComplex, ldc int32) error {
 	fp, err := procZdgmm.Addr()
 	if err != nil {
@@ -9420,7 +8882,8 @@ func Zdgmm(handle Handle, mode SideMode, m int32, n int32, A *cudart.CuDoubleCom
 	return nil
 }
 
-// Zdgmm_64 calls cublasZdgmm_64.
+// Zdgmm_64 calls cublasZdgmm_64. See cublas<t>dgmm() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-dgmm
 func Zdgmm_64(handle Handle, mode SideMode, m int64, n int64, A *cudart.CuDoubleComplex, lda int64, x *cudart.CuDoubleComplex, incx int64, C_ *cudart.CuDoubleComplex, ldc int64) error {
 	fp, err := procZdgmm_64.Addr()
 	if err != nil {
@@ -9432,7 +8895,8 @@ func Zdgmm_64(handle Handle, mode SideMode, m int64, n int64, A *cudart.CuDouble
 	return nil
 }
 
-// SmatinvBatched calls cublasSmatinvBatched.
+// SmatinvBatched calls cublasSmatinvBatched. See cublas<t>matinvBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-matinvbatched
 func SmatinvBatched(handle Handle, n int32, A **float32, lda int32, Ainv **float32, lda_inv int32, info *int32, batchSize int32) error {
 	fp, err := procSmatinvBatched.Addr()
 	if err != nil {
@@ -9444,7 +8908,8 @@ func SmatinvBatched(handle Handle, n int32, A **float32, lda int32, Ainv **float
 	return nil
 }
 
-// DmatinvBatched calls cublasDmatinvBatched.
+// DmatinvBatched calls cublasDmatinvBatched. See cublas<t>matinvBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-matinvbatched
 func DmatinvBatched(handle Handle, n int32, A **float64, lda int32, Ainv **float64, lda_inv int32, info *int32, batchSize int32) error {
 	fp, err := procDmatinvBatched.Addr()
 	if err != nil {
@@ -9456,7 +8921,8 @@ func DmatinvBatched(handle Handle, n int32, A **float64, lda int32, Ainv **float
 	return nil
 }
 
-// CmatinvBatched calls cublasCmatinvBatched.
+// CmatinvBatched calls cublasCmatinvBatched. See cublas<t>matinvBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-matinvbatched
 func CmatinvBatched(handle Handle, n int32, A **cudart.CuComplex, lda int32, Ainv **cudart.CuComplex, lda_inv int32, info *int32, batchSize int32) error {
 	fp, err := procCmatinvBatched.Addr()
 	if err != nil {
@@ -9468,7 +8934,8 @@ func CmatinvBatched(handle Handle, n int32, A **cudart.CuComplex, lda int32, Ain
 	return nil
 }
 
-// ZmatinvBatched calls cublasZmatinvBatched.
+// ZmatinvBatched calls cublasZmatinvBatched. See cublas<t>matinvBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-matinvbatched
 func ZmatinvBatched(handle Handle, n int32, A **cudart.CuDoubleComplex, lda int32, Ainv **cudart.CuDoubleComplex, lda_inv int32, info *int32, batchSize int32) error {
 	fp, err := procZmatinvBatched.Addr()
 	if err != nil {
@@ -9480,7 +8947,8 @@ func ZmatinvBatched(handle Handle, n int32, A **cudart.CuDoubleComplex, lda int3
 	return nil
 }
 
-// SgeqrfBatched calls cublasSgeqrfBatched.
+// SgeqrfBatched calls cublasSgeqrfBatched. See cublas<t>geqrfBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-geqrfbatched
 func SgeqrfBatched(handle Handle, m int32, n int32, Aarray **float32, lda int32, TauArray **float32, info *int32, batchSize int32) error {
 	fp, err := procSgeqrfBatched.Addr()
 	if err != nil {
@@ -9492,7 +8960,8 @@ func SgeqrfBatched(handle Handle, m int32, n int32, Aarray **float32, lda int32,
 	return nil
 }
 
-// DgeqrfBatched calls cublasDgeqrfBatched.
+// DgeqrfBatched calls cublasDgeqrfBatched. See cublas<t>geqrfBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-geqrfbatched
 func DgeqrfBatched(handle Handle, m int32, n int32, Aarray **float64, lda int32, TauArray **float64, info *int32, batchSize int32) error {
 	fp, err := procDgeqrfBatched.Addr()
 	if err != nil {
@@ -9504,7 +8973,8 @@ func DgeqrfBatched(handle Handle, m int32, n int32, Aarray **float64, lda int32,
 	return nil
 }
 
-// CgeqrfBatched calls cublasCgeqrfBatched.
+// CgeqrfBatched calls cublasCgeqrfBatched. See cublas<t>geqrfBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-geqrfbatched
 func CgeqrfBatched(handle Handle, m int32, n int32, Aarray **cudart.CuComplex, lda int32, TauArray **cudart.CuComplex, info *int32, batchSize int32) error {
 	fp, err := procCgeqrfBatched.Addr()
 	if err != nil {
@@ -9516,7 +8986,8 @@ func CgeqrfBatched(handle Handle, m int32, n int32, Aarray **cudart.CuComplex, l
 	return nil
 }
 
-// ZgeqrfBatched calls cublasZgeqrfBatched.
+// ZgeqrfBatched calls cublasZgeqrfBatched. See cublas<t>geqrfBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-geqrfbatched
 func ZgeqrfBatched(handle Handle, m int32, n int32, Aarray **cudart.CuDoubleComplex, lda int32, TauArray **cudart.CuDoubleComplex, info *int32, batchSize int32) error {
 	fp, err := procZgeqrfBatched.Addr()
 	if err != nil {
@@ -9528,7 +8999,8 @@ func ZgeqrfBatched(handle Handle, m int32, n int32, Aarray **cudart.CuDoubleComp
 	return nil
 }
 
-// SgelsBatched calls cublasSgelsBatched.
+// SgelsBatched calls cublasSgelsBatched. See cublas<t>gelsBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gelsbatched
 func SgelsBatched(handle Handle, trans Operation, m int32, n int32, nrhs int32, Aarray **float32, lda int32, Carray **float32, ldc int32, info *int32, devInfoArray *int32, batchSize int32) error {
 	fp, err := procSgelsBatched.Addr()
 	if err != nil {
@@ -9540,7 +9012,8 @@ func SgelsBatched(handle Handle, trans Operation, m int32, n int32, nrhs int32, 
 	return nil
 }
 
-// DgelsBatched calls cublasDgelsBatched.
+// DgelsBatched calls cublasDgelsBatched. See cublas<t>gelsBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gelsbatched
 func DgelsBatched(handle Handle, trans Operation, m int32, n int32, nrhs int32, Aarray **float64, lda int32, Carray **float64, ldc int32, info *int32, devInfoArray *int32, batchSize int32) error {
 	fp, err := procDgelsBatched.Addr()
 	if err != nil {
@@ -9552,7 +9025,8 @@ func DgelsBatched(handle Handle, trans Operation, m int32, n int32, nrhs int32, 
 	return nil
 }
 
-// CgelsBatched calls cublasCgelsBatched.
+// CgelsBatched calls cublasCgelsBatched. See cublas<t>gelsBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gelsbatched
 func CgelsBatched(handle Handle, trans Operation, m int32, n int32, nrhs int32, Aarray **cudart.CuComplex, lda int32, Carray **cudart.CuComplex, ldc int32, info *int32, devInfoArray *int32, batchSize int32) error {
 	fp, err := procCgelsBatched.Addr()
 	if err != nil {
@@ -9564,7 +9038,8 @@ func CgelsBatched(handle Handle, trans Operation, m int32, n int32, nrhs int32, 
 	return nil
 }
 
-// ZgelsBatched calls cublasZgelsBatched.
+// ZgelsBatched calls cublasZgelsBatched. See cublas<t>gelsBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-gelsbatched
 func ZgelsBatched(handle Handle, trans Operation, m int32, n int32, nrhs int32, Aarray **cudart.CuDoubleComplex, lda int32, Carray **cudart.CuDoubleComplex, ldc int32, info *int32, devInfoArray *int32, batchSize int32) error {
 	fp, err := procZgelsBatched.Addr()
 	if err != nil {
@@ -9576,7 +9051,8 @@ func ZgelsBatched(handle Handle, trans Operation, m int32, n int32, nrhs int32, 
 	return nil
 }
 
-// Stpttr calls cublasStpttr.
+// Stpttr calls cublasStpttr. See cublas<t>tpttr() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-tpttr
 func Stpttr(handle Handle, uplo FillMode, n int32, AP *float32, A *float32, lda int32) error {
 	fp, err := procStpttr.Addr()
 	if err != nil {
@@ -9588,7 +9064,8 @@ func Stpttr(handle Handle, uplo FillMode, n int32, AP *float32, A *float32, lda 
 	return nil
 }
 
-// Dtpttr calls cublasDtpttr.
+// Dtpttr calls cublasDtpttr. See cublas<t>tpttr() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-tpttr
 func Dtpttr(handle Handle, uplo FillMode, n int32, AP *float64, A *float64, lda int32) error {
 	fp, err := procDtpttr.Addr()
 	if err != nil {
@@ -9600,7 +9077,8 @@ func Dtpttr(handle Handle, uplo FillMode, n int32, AP *float64, A *float64, lda 
 	return nil
 }
 
-// Ctpttr calls cublasCtpttr.
+// Ctpttr calls cublasCtpttr. See cublas<t>tpttr() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-tpttr
 func Ctpttr(handle Handle, uplo FillMode, n int32, AP *cudart.CuComplex, A *cudart.CuComplex, lda int32) error {
 	fp, err := procCtpttr.Addr()
 	if err != nil {
@@ -9612,7 +9090,8 @@ func Ctpttr(handle Handle, uplo FillMode, n int32, AP *cudart.CuComplex, A *cuda
 	return nil
 }
 
-// Ztpttr calls cublasZtpttr.
+// Ztpttr calls cublasZtpttr. See cublas<t>tpttr() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-tpttr
 func Ztpttr(handle Handle, uplo FillMode, n int32, AP *cudart.CuDoubleComplex, A *cudart.CuDoubleComplex, lda int32) error {
 	fp, err := procZtpttr.Addr()
 	if err != nil {
@@ -9624,7 +9103,8 @@ func Ztpttr(handle Handle, uplo FillMode, n int32, AP *cudart.CuDoubleComplex, A
 	return nil
 }
 
-// Strttp calls cublasStrttp.
+// Strttp calls cublasStrttp. See cublas<t>trttp() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-trttp
 func Strttp(handle Handle, uplo FillMode, n int32, A *float32, lda int32, AP *float32) error {
 	fp, err := procStrttp.Addr()
 	if err != nil {
@@ -9636,7 +9116,8 @@ func Strttp(handle Handle, uplo FillMode, n int32, A *float32, lda int32, AP *fl
 	return nil
 }
 
-// Dtrttp calls cublasDtrttp.
+// Dtrttp calls cublasDtrttp. See cublas<t>trttp() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-trttp
 func Dtrttp(handle Handle, uplo FillMode, n int32, A *float64, lda int32, AP *float64) error {
 	fp, err := procDtrttp.Addr()
 	if err != nil {
@@ -9648,7 +9129,8 @@ func Dtrttp(handle Handle, uplo FillMode, n int32, A *float64, lda int32, AP *fl
 	return nil
 }
 
-// Ctrttp calls cublasCtrttp.
+// Ctrttp calls cublasCtrttp. See cublas<t>trttp() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-trttp
 func Ctrttp(handle Handle, uplo FillMode, n int32, A *cudart.CuComplex, lda int32, AP *cudart.CuComplex) error {
 	fp, err := procCtrttp.Addr()
 	if err != nil {
@@ -9660,7 +9142,8 @@ func Ctrttp(handle Handle, uplo FillMode, n int32, A *cudart.CuComplex, lda int3
 	return nil
 }
 
-// Ztrttp calls cublasZtrttp.
+// Ztrttp calls cublasZtrttp. See cublas<t>trttp() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-trttp
 func Ztrttp(handle Handle, uplo FillMode, n int32, A *cudart.CuDoubleComplex, lda int32, AP *cudart.CuDoubleComplex) error {
 	fp, err := procZtrttp.Addr()
 	if err != nil {
@@ -9672,7 +9155,8 @@ func Ztrttp(handle Handle, uplo FillMode, n int32, A *cudart.CuDoubleComplex, ld
 	return nil
 }
 
-// SgetrfBatched calls cublasSgetrfBatched.
+// SgetrfBatched calls cublasSgetrfBatched. See cublas<t>getrfBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-getrfbatched
 func SgetrfBatched(handle Handle, n int32, A **float32, lda int32, P *int32, info *int32, batchSize int32) error {
 	fp, err := procSgetrfBatched.Addr()
 	if err != nil {
@@ -9684,7 +9168,8 @@ func SgetrfBatched(handle Handle, n int32, A **float32, lda int32, P *int32, inf
 	return nil
 }
 
-// DgetrfBatched calls cublasDgetrfBatched.
+// DgetrfBatched calls cublasDgetrfBatched. See cublas<t>getrfBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-getrfbatched
 func DgetrfBatched(handle Handle, n int32, A **float64, lda int32, P *int32, info *int32, batchSize int32) error {
 	fp, err := procDgetrfBatched.Addr()
 	if err != nil {
@@ -9696,7 +9181,8 @@ func DgetrfBatched(handle Handle, n int32, A **float64, lda int32, P *int32, inf
 	return nil
 }
 
-// CgetrfBatched calls cublasCgetrfBatched.
+// CgetrfBatched calls cublasCgetrfBatched. See cublas<t>getrfBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-getrfbatched
 func CgetrfBatched(handle Handle, n int32, A **cudart.CuComplex, lda int32, P *int32, info *int32, batchSize int32) error {
 	fp, err := procCgetrfBatched.Addr()
 	if err != nil {
@@ -9708,7 +9194,8 @@ func CgetrfBatched(handle Handle, n int32, A **cudart.CuComplex, lda int32, P *i
 	return nil
 }
 
-// ZgetrfBatched calls cublasZgetrfBatched.
+// ZgetrfBatched calls cublasZgetrfBatched. See cublas<t>getrfBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-getrfbatched
 func ZgetrfBatched(handle Handle, n int32, A **cudart.CuDoubleComplex, lda int32, P *int32, info *int32, batchSize int32) error {
 	fp, err := procZgetrfBatched.Addr()
 	if err != nil {
@@ -9720,7 +9207,8 @@ func ZgetrfBatched(handle Handle, n int32, A **cudart.CuDoubleComplex, lda int32
 	return nil
 }
 
-// SgetriBatched calls cublasSgetriBatched.
+// SgetriBatched calls cublasSgetriBatched. See cublas<t>getriBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-getribatched
 func SgetriBatched(handle Handle, n int32, A **float32, lda int32, P *int32, C_ **float32, ldc int32, info *int32, batchSize int32) error {
 	fp, err := procSgetriBatched.Addr()
 	if err != nil {
@@ -9732,7 +9220,8 @@ func SgetriBatched(handle Handle, n int32, A **float32, lda int32, P *int32, C_ 
 	return nil
 }
 
-// DgetriBatched calls cublasDgetriBatched.
+// DgetriBatched calls cublasDgetriBatched. See cublas<t>getriBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-getribatched
 func DgetriBatched(handle Handle, n int32, A **float64, lda int32, P *int32, C_ **float64, ldc int32, info *int32, batchSize int32) error {
 	fp, err := procDgetriBatched.Addr()
 	if err != nil {
@@ -9744,7 +9233,8 @@ func DgetriBatched(handle Handle, n int32, A **float64, lda int32, P *int32, C_ 
 	return nil
 }
 
-// CgetriBatched calls cublasCgetriBatched.
+// CgetriBatched calls cublasCgetriBatched. See cublas<t>getriBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-getribatched
 func CgetriBatched(handle Handle, n int32, A **cudart.CuComplex, lda int32, P *int32, C_ **cudart.CuComplex, ldc int32, info *int32, batchSize int32) error {
 	fp, err := procCgetriBatched.Addr()
 	if err != nil {
@@ -9756,7 +9246,8 @@ func CgetriBatched(handle Handle, n int32, A **cudart.CuComplex, lda int32, P *i
 	return nil
 }
 
-// ZgetriBatched calls cublasZgetriBatched.
+// ZgetriBatched calls cublasZgetriBatched. See cublas<t>getriBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-getribatched
 func ZgetriBatched(handle Handle, n int32, A **cudart.CuDoubleComplex, lda int32, P *int32, C_ **cudart.CuDoubleComplex, ldc int32, info *int32, batchSize int32) error {
 	fp, err := procZgetriBatched.Addr()
 	if err != nil {
@@ -9768,7 +9259,8 @@ func ZgetriBatched(handle Handle, n int32, A **cudart.CuDoubleComplex, lda int32
 	return nil
 }
 
-// SgetrsBatched calls cublasSgetrsBatched.
+// SgetrsBatched calls cublasSgetrsBatched. See cublas<t>getrsBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-getrsbatched
 func SgetrsBatched(handle Handle, trans Operation, n int32, nrhs int32, Aarray **float32, lda int32, devIpiv *int32, Barray **float32, ldb int32, info *int32, batchSize int32) error {
 	fp, err := procSgetrsBatched.Addr()
 	if err != nil {
@@ -9780,7 +9272,8 @@ func SgetrsBatched(handle Handle, trans Operation, n int32, nrhs int32, Aarray *
 	return nil
 }
 
-// DgetrsBatched calls cublasDgetrsBatched.
+// DgetrsBatched calls cublasDgetrsBatched. See cublas<t>getrsBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-getrsbatched
 func DgetrsBatched(handle Handle, trans Operation, n int32, nrhs int32, Aarray **float64, lda int32, devIpiv *int32, Barray **float64, ldb int32, info *int32, batchSize int32) error {
 	fp, err := procDgetrsBatched.Addr()
 	if err != nil {
@@ -9792,7 +9285,8 @@ func DgetrsBatched(handle Handle, trans Operation, n int32, nrhs int32, Aarray *
 	return nil
 }
 
-// CgetrsBatched calls cublasCgetrsBatched.
+// CgetrsBatched calls cublasCgetrsBatched. See cublas<t>getrsBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-getrsbatched
 func CgetrsBatched(handle Handle, trans Operation, n int32, nrhs int32, Aarray **cudart.CuComplex, lda int32, devIpiv *int32, Barray **cudart.CuComplex, ldb int32, info *int32, batchSize int32) error {
 	fp, err := procCgetrsBatched.Addr()
 	if err != nil {
@@ -9804,7 +9298,8 @@ func CgetrsBatched(handle Handle, trans Operation, n int32, nrhs int32, Aarray *
 	return nil
 }
 
-// ZgetrsBatched calls cublasZgetrsBatched.
+// ZgetrsBatched calls cublasZgetrsBatched. See cublas<t>getrsBatched() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublas-t-getrsbatched
 func ZgetrsBatched(handle Handle, trans Operation, n int32, nrhs int32, Aarray **cudart.CuDoubleComplex, lda int32, devIpiv *int32, Barray **cudart.CuDoubleComplex, ldb int32, info *int32, batchSize int32) error {
 	fp, err := procZgetrsBatched.Addr()
 	if err != nil {
@@ -9816,7 +9311,8 @@ func ZgetrsBatched(handle Handle, trans Operation, n int32, nrhs int32, Aarray *
 	return nil
 }
 
-// Uint8gemmBias calls cublasUint8gemmBias.
+// Uint8gemmBias calls cublasUint8gemmBias. See cublasUint8gemmBias() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasuint8gemmbias
 func Uint8gemmBias(handle Handle, transa Operation, transb Operation, transc Operation, m int32, n int32, k int32, A *uint8, A_bias int32, lda int32, B *uint8, B_bias int32, ldb int32, C_ *uint8, C_bias int32, ldc int32, C_mult int32, C_shift int32) error {
 	fp, err := procUint8gemmBias.Addr()
 	if err != nil {

@@ -27,7 +27,12 @@ func (v AtomicsMode) String() string {
 	return "AtomicsMode(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
-// ComputeType is cublasComputeType_t.
+// ComputeType is cublasComputeType_t: enum for compute type
+//
+// - default types provide best available performance using all available hardware features
+// and guarantee internal storage precision with at least the same precision and range;
+// - _PEDANTIC types ensure standard arithmetic and exact specified internal storage format;
+// - _FAST types allow for some loss of precision to enable higher throughput arithmetic.
 type ComputeType int32
 
 const (
@@ -98,13 +103,17 @@ func (v DiagType) String() string {
 	return "DiagType(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
-// EmulationStrategy is cublasEmulationStrategy_t.
+// EmulationStrategy is cublasEmulationStrategy_t: enum for specifying how to leverage emulated algorithms
 type EmulationStrategy int32
 
 const (
-	EMULATION_STRATEGY_DEFAULT    EmulationStrategy = 0
+	// EMULATION_STRATEGY_DEFAULT is CUBLAS_EMULATION_STRATEGY_DEFAULT: the default emulation strategy. For emulated computations, this is equivalent to
+	// CUBLAS_EMULATION_STRATEGY_PERFORMANT unless the CUBLAS_EMULATION_STRATEGY environment variable is set.
+	EMULATION_STRATEGY_DEFAULT EmulationStrategy = 0
+	// EMULATION_STRATEGY_PERFORMANT is CUBLAS_EMULATION_STRATEGY_PERFORMANT: an emulation strategy which tells cuBLAS to use emulation when it provides a performance benefit
 	EMULATION_STRATEGY_PERFORMANT EmulationStrategy = 1
-	EMULATION_STRATEGY_EAGER      EmulationStrategy = 2
+	// EMULATION_STRATEGY_EAGER is CUBLAS_EMULATION_STRATEGY_EAGER: an emulation strategy which tells cuBLAS to use emulation whenever possible
+	EMULATION_STRATEGY_EAGER EmulationStrategy = 2
 )
 
 // String returns the C name of v, or EmulationStrategy(n) for a value the headers do not name.
@@ -142,7 +151,7 @@ func (v FillMode) String() string {
 	return "FillMode(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
-// GemmAlgo is cublasGemmAlgo_t.
+// GemmAlgo is cublasGemmAlgo_t: for specifying different GEMM algorithms
 type GemmAlgo int32
 
 const (
@@ -286,16 +295,24 @@ func (v GemmAlgo) String() string {
 	return "GemmAlgo(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
-// Math is cublasMath_t.
+// Math is cublasMath_t: enum for default math mode/tensor operation
 type Math int32
 
 const (
-	DEFAULT_MATH                              Math = 0
-	TENSOR_OP_MATH                            Math = 1
-	PEDANTIC_MATH                             Math = 2
-	TF32_TENSOR_OP_MATH                       Math = 3
-	FP32_EMULATED_BF16X9_MATH                 Math = 4
-	FP64_EMULATED_FIXEDPOINT_MATH             Math = 8
+	DEFAULT_MATH Math = 0
+	// TENSOR_OP_MATH is CUBLAS_TENSOR_OP_MATH: deprecated, same effect as using CUBLAS_COMPUTE_32F_FAST_16F, will be removed in a future release
+	TENSOR_OP_MATH Math = 1
+	// PEDANTIC_MATH is CUBLAS_PEDANTIC_MATH: same as using matching _PEDANTIC compute type when using cublas<T>routine calls or cublasEx() calls with
+	// cudaDataType as compute type
+	PEDANTIC_MATH Math = 2
+	// TF32_TENSOR_OP_MATH is CUBLAS_TF32_TENSOR_OP_MATH: allow accelerating single precision routines using TF32 tensor cores
+	TF32_TENSOR_OP_MATH Math = 3
+	// FP32_EMULATED_BF16X9_MATH is CUBLAS_FP32_EMULATED_BF16X9_MATH: allow accelerating single precision routines using the BF16x9 algorithm
+	FP32_EMULATED_BF16X9_MATH Math = 4
+	// FP64_EMULATED_FIXEDPOINT_MATH is CUBLAS_FP64_EMULATED_FIXEDPOINT_MATH: allow accelerating double precision routines using fixed-point emulation
+	FP64_EMULATED_FIXEDPOINT_MATH Math = 8
+	// MATH_DISALLOW_REDUCED_PRECISION_REDUCTION is CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION: flag to force any reductons to use the accumulator type and not output type in case of mixed precision routines
+	// with lower size output type
 	MATH_DISALLOW_REDUCED_PRECISION_REDUCTION Math = 16
 )
 
@@ -427,38 +444,16 @@ func (v Status) String() string {
 	return "Status(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
-// Error returns the C name of v and the headers' description of it.
+// Error returns the C name of v and the headers' description of it, if any.
 func (v Status) Error() string {
-	switch v {
-	case STATUS_SUCCESS:
-		return "CUBLAS_STATUS_SUCCESS"
-	case STATUS_NOT_INITIALIZED:
-		return "CUBLAS_STATUS_NOT_INITIALIZED"
-	case STATUS_ALLOC_FAILED:
-		return "CUBLAS_STATUS_ALLOC_FAILED"
-	case STATUS_INVALID_VALUE:
-		return "CUBLAS_STATUS_INVALID_VALUE"
-	case STATUS_ARCH_MISMATCH:
-		return "CUBLAS_STATUS_ARCH_MISMATCH"
-	case STATUS_MAPPING_ERROR:
-		return "CUBLAS_STATUS_MAPPING_ERROR"
-	case STATUS_EXECUTION_FAILED:
-		return "CUBLAS_STATUS_EXECUTION_FAILED"
-	case STATUS_INTERNAL_ERROR:
-		return "CUBLAS_STATUS_INTERNAL_ERROR"
-	case STATUS_NOT_SUPPORTED:
-		return "CUBLAS_STATUS_NOT_SUPPORTED"
-	case STATUS_LICENSE_ERROR:
-		return "CUBLAS_STATUS_LICENSE_ERROR"
-	}
 	return v.String()
 }
 
-// DataType is cublasDataType_t.
+// DataType is cublasDataType_t: for backward compatibility purposes
 type DataType = cudart.DataType
 
 // Handle is cublasHandle_t.
 type Handle uintptr
 
-// LogCallback is cublasLogCallback.
+// LogCallback is cublasLogCallback: cublas logging
 type LogCallback uintptr

@@ -11,96 +11,6 @@ import (
 
 /*
 #cgo CFLAGS: -Wno-deprecated-declarations -I${SRCDIR}/../headers/cuda-13.0
-#cgo noescape gocuda_cublasLtCreate
-#cgo nocallback gocuda_cublasLtCreate
-#cgo noescape gocuda_cublasLtDestroy
-#cgo noescape gocuda_cublasLtGetStatusName
-#cgo nocallback gocuda_cublasLtGetStatusName
-#cgo noescape gocuda_cublasLtGetStatusString
-#cgo nocallback gocuda_cublasLtGetStatusString
-#cgo noescape gocuda_cublasLtGetVersion
-#cgo nocallback gocuda_cublasLtGetVersion
-#cgo noescape gocuda_cublasLtGetCudartVersion
-#cgo nocallback gocuda_cublasLtGetCudartVersion
-#cgo noescape gocuda_cublasLtGetProperty
-#cgo nocallback gocuda_cublasLtGetProperty
-#cgo noescape gocuda_cublasLtHeuristicsCacheGetCapacity
-#cgo nocallback gocuda_cublasLtHeuristicsCacheGetCapacity
-#cgo noescape gocuda_cublasLtHeuristicsCacheSetCapacity
-#cgo nocallback gocuda_cublasLtHeuristicsCacheSetCapacity
-#cgo noescape gocuda_cublasLtDisableCpuInstructionsSetMask
-#cgo nocallback gocuda_cublasLtDisableCpuInstructionsSetMask
-#cgo noescape gocuda_cublasLtMatmul
-#cgo nocallback gocuda_cublasLtMatmul
-#cgo noescape gocuda_cublasLtMatrixTransform
-#cgo nocallback gocuda_cublasLtMatrixTransform
-#cgo noescape gocuda_cublasLtMatrixLayoutInit_internal
-#cgo nocallback gocuda_cublasLtMatrixLayoutInit_internal
-#cgo noescape gocuda_cublasLtMatrixLayoutCreate
-#cgo nocallback gocuda_cublasLtMatrixLayoutCreate
-#cgo noescape gocuda_cublasLtMatrixLayoutDestroy
-#cgo noescape gocuda_cublasLtMatrixLayoutSetAttribute
-#cgo nocallback gocuda_cublasLtMatrixLayoutSetAttribute
-#cgo noescape gocuda_cublasLtMatrixLayoutGetAttribute
-#cgo nocallback gocuda_cublasLtMatrixLayoutGetAttribute
-#cgo noescape gocuda_cublasLtMatmulDescInit_internal
-#cgo nocallback gocuda_cublasLtMatmulDescInit_internal
-#cgo noescape gocuda_cublasLtMatmulDescCreate
-#cgo nocallback gocuda_cublasLtMatmulDescCreate
-#cgo noescape gocuda_cublasLtMatmulDescDestroy
-#cgo noescape gocuda_cublasLtMatmulDescSetAttribute
-#cgo nocallback gocuda_cublasLtMatmulDescSetAttribute
-#cgo noescape gocuda_cublasLtMatmulDescGetAttribute
-#cgo nocallback gocuda_cublasLtMatmulDescGetAttribute
-#cgo noescape gocuda_cublasLtMatrixTransformDescInit_internal
-#cgo nocallback gocuda_cublasLtMatrixTransformDescInit_internal
-#cgo noescape gocuda_cublasLtMatrixTransformDescCreate
-#cgo nocallback gocuda_cublasLtMatrixTransformDescCreate
-#cgo noescape gocuda_cublasLtMatrixTransformDescDestroy
-#cgo noescape gocuda_cublasLtMatrixTransformDescSetAttribute
-#cgo nocallback gocuda_cublasLtMatrixTransformDescSetAttribute
-#cgo noescape gocuda_cublasLtMatrixTransformDescGetAttribute
-#cgo nocallback gocuda_cublasLtMatrixTransformDescGetAttribute
-#cgo noescape gocuda_cublasLtEmulationDescInit_internal
-#cgo nocallback gocuda_cublasLtEmulationDescInit_internal
-#cgo noescape gocuda_cublasLtEmulationDescCreate
-#cgo nocallback gocuda_cublasLtEmulationDescCreate
-#cgo noescape gocuda_cublasLtEmulationDescDestroy
-#cgo noescape gocuda_cublasLtEmulationDescSetAttribute
-#cgo nocallback gocuda_cublasLtEmulationDescSetAttribute
-#cgo noescape gocuda_cublasLtEmulationDescGetAttribute
-#cgo nocallback gocuda_cublasLtEmulationDescGetAttribute
-#cgo noescape gocuda_cublasLtMatmulPreferenceInit_internal
-#cgo nocallback gocuda_cublasLtMatmulPreferenceInit_internal
-#cgo noescape gocuda_cublasLtMatmulPreferenceCreate
-#cgo nocallback gocuda_cublasLtMatmulPreferenceCreate
-#cgo noescape gocuda_cublasLtMatmulPreferenceDestroy
-#cgo noescape gocuda_cublasLtMatmulPreferenceSetAttribute
-#cgo nocallback gocuda_cublasLtMatmulPreferenceSetAttribute
-#cgo noescape gocuda_cublasLtMatmulPreferenceGetAttribute
-#cgo nocallback gocuda_cublasLtMatmulPreferenceGetAttribute
-#cgo noescape gocuda_cublasLtMatmulAlgoGetHeuristic
-#cgo nocallback gocuda_cublasLtMatmulAlgoGetHeuristic
-#cgo noescape gocuda_cublasLtMatmulAlgoGetIds
-#cgo nocallback gocuda_cublasLtMatmulAlgoGetIds
-#cgo noescape gocuda_cublasLtMatmulAlgoInit
-#cgo nocallback gocuda_cublasLtMatmulAlgoInit
-#cgo noescape gocuda_cublasLtMatmulAlgoCheck
-#cgo nocallback gocuda_cublasLtMatmulAlgoCheck
-#cgo noescape gocuda_cublasLtMatmulAlgoCapGetAttribute
-#cgo nocallback gocuda_cublasLtMatmulAlgoCapGetAttribute
-#cgo noescape gocuda_cublasLtMatmulAlgoConfigSetAttribute
-#cgo nocallback gocuda_cublasLtMatmulAlgoConfigSetAttribute
-#cgo noescape gocuda_cublasLtMatmulAlgoConfigGetAttribute
-#cgo nocallback gocuda_cublasLtMatmulAlgoConfigGetAttribute
-#cgo noescape gocuda_cublasLtLoggerOpenFile
-#cgo nocallback gocuda_cublasLtLoggerOpenFile
-#cgo noescape gocuda_cublasLtLoggerSetLevel
-#cgo nocallback gocuda_cublasLtLoggerSetLevel
-#cgo noescape gocuda_cublasLtLoggerSetMask
-#cgo nocallback gocuda_cublasLtLoggerSetMask
-#cgo noescape gocuda_cublasLtLoggerForceDisable
-#cgo nocallback gocuda_cublasLtLoggerForceDisable
 #include <stdint.h>
 #include <stdlib.h>
 #define CUDA_ENABLE_DEPRECATED 1
@@ -357,7 +267,8 @@ var (
 	procLoggerForceDisable               = lib.Proc("cublasLtLoggerForceDisable")
 )
 
-// Create calls cublasLtCreate.
+// Create calls cublasLtCreate. See cublasLtCreate() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasltcreate
 func Create(lightHandle *Handle) error {
 	fp, err := procCreate.Addr()
 	if err != nil {
@@ -369,7 +280,8 @@ func Create(lightHandle *Handle) error {
 	return nil
 }
 
-// Destroy calls cublasLtDestroy.
+// Destroy calls cublasLtDestroy. See cublasLtDestroy() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasltdestroy
 func Destroy(lightHandle Handle) error {
 	fp, err := procDestroy.Addr()
 	if err != nil {
@@ -381,7 +293,8 @@ func Destroy(lightHandle Handle) error {
 	return nil
 }
 
-// GetStatusName calls cublasLtGetStatusName.
+// GetStatusName calls cublasLtGetStatusName. See cublasLtGetStatusName() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasltgetstatusname
 func GetStatusName(status cublas.Status) (string, error) {
 	fp, err := procGetStatusName.Addr()
 	if err != nil {
@@ -391,7 +304,8 @@ func GetStatusName(status cublas.Status) (string, error) {
 	return C.GoString(r), nil
 }
 
-// GetStatusString calls cublasLtGetStatusString.
+// GetStatusString calls cublasLtGetStatusString. See cublasLtGetStatusString() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasltgetstatusstring
 func GetStatusString(status cublas.Status) (string, error) {
 	fp, err := procGetStatusString.Addr()
 	if err != nil {
@@ -401,7 +315,8 @@ func GetStatusString(status cublas.Status) (string, error) {
 	return C.GoString(r), nil
 }
 
-// GetVersion calls cublasLtGetVersion.
+// GetVersion calls cublasLtGetVersion. See cublasLtGetVersion() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasltgetversion
 func GetVersion() (uint64, error) {
 	fp, err := procGetVersion.Addr()
 	if err != nil {
@@ -411,7 +326,8 @@ func GetVersion() (uint64, error) {
 	return uint64(r), nil
 }
 
-// GetCudartVersion calls cublasLtGetCudartVersion.
+// GetCudartVersion calls cublasLtGetCudartVersion. See cublasLtGetCudartVersion() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasltgetcudartversion
 func GetCudartVersion() (uint64, error) {
 	fp, err := procGetCudartVersion.Addr()
 	if err != nil {
@@ -421,7 +337,8 @@ func GetCudartVersion() (uint64, error) {
 	return uint64(r), nil
 }
 
-// GetProperty calls cublasLtGetProperty.
+// GetProperty calls cublasLtGetProperty. See cublasLtGetProperty() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasltgetproperty
 func GetProperty(type_ cudart.LibraryPropertyType, value *int32) error {
 	fp, err := procGetProperty.Addr()
 	if err != nil {
@@ -433,7 +350,8 @@ func GetProperty(type_ cudart.LibraryPropertyType, value *int32) error {
 	return nil
 }
 
-// HeuristicsCacheGetCapacity calls cublasLtHeuristicsCacheGetCapacity.
+// HeuristicsCacheGetCapacity calls cublasLtHeuristicsCacheGetCapacity. See cublasLtHeuristicsCacheGetCapacity() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasltheuristicscachegetcapacity
 func HeuristicsCacheGetCapacity(capacity *uint64) error {
 	fp, err := procHeuristicsCacheGetCapacity.Addr()
 	if err != nil {
@@ -445,7 +363,8 @@ func HeuristicsCacheGetCapacity(capacity *uint64) error {
 	return nil
 }
 
-// HeuristicsCacheSetCapacity calls cublasLtHeuristicsCacheSetCapacity.
+// HeuristicsCacheSetCapacity calls cublasLtHeuristicsCacheSetCapacity. See cublasLtHeuristicsCacheSetCapacity() in the cuBLAS Library guide:
+// https://docs.nvidia.com/cuda/cublas/#cublasltheuristicscachesetcapacity
 func HeuristicsCacheSetCapacity(capacity uint64) error {
 	fp, err := procHeuristicsCacheSetCapacity.Addr()
 	if err != nil {

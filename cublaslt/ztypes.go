@@ -8,7 +8,7 @@ import (
 	"github.com/gocuda/cuda/cublas"
 )
 
-// BatchMode is cublasLtBatchMode_t.
+// BatchMode is cublasLtBatchMode_t: enum for batch mode
 type BatchMode int32
 
 const (
@@ -34,7 +34,9 @@ func (v BatchMode) String() string {
 	return "BatchMode(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
-// ClusterShape is cublasLtClusterShape_t.
+// ClusterShape is cublasLtClusterShape_t: thread Block Cluster size
+//
+// Typically dimensioned similar to cublasLtMatmulTile_t, with the third coordinate unused at this time.
 type ClusterShape int32
 
 const (
@@ -204,7 +206,7 @@ func (v ClusterShape) String() string {
 	return "ClusterShape(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
-// EmulationDescAttributes is cublasLtEmulationDescAttributes_t.
+// EmulationDescAttributes is cublasLtEmulationDescAttributes_t: emulation descriptor attributes to configure floating point emulation
 type EmulationDescAttributes int32
 
 const (
@@ -281,7 +283,7 @@ func (v EmulationDescAttributes) String() string {
 	return "EmulationDescAttributes(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
-// Epilogue is cublasLtEpilogue_t.
+// Epilogue is cublasLtEpilogue_t: postprocessing options for the epilogue
 type Epilogue int32
 
 const (
@@ -305,8 +307,18 @@ const (
 	// This epilogue mode produces an extra output, a ReLu bit-mask matrix,
 	// see CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER.
 	EPILOGUE_RELU_AUX_BIAS Epilogue = 134
-	EPILOGUE_DRELU         Epilogue = 136
-	EPILOGUE_DRELU_BGRAD   Epilogue = 152
+	// EPILOGUE_DRELU is CUBLASLT_EPILOGUE_DRELU: reLu gradient. Apply ReLu gradient to matmul output. Store ReLu gradient in the output matrix.
+	//
+	// This epilogue mode requires an extra input,
+	// see CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER.
+	EPILOGUE_DRELU Epilogue = 136
+	// EPILOGUE_DRELU_BGRAD is CUBLASLT_EPILOGUE_DRELU_BGRAD: reLu and Bias gradients. Apply independently ReLu and Bias gradient to
+	// matmul output. Store ReLu gradient in the output matrix, and Bias gradient
+	// in the auxiliary output (see CUBLASLT_MATMUL_DESC_BIAS_POINTER).
+	//
+	// This epilogue mode requires an extra input,
+	// see CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER.
+	EPILOGUE_DRELU_BGRAD Epilogue = 152
 	// EPILOGUE_GELU is CUBLASLT_EPILOGUE_GELU: GELU, apply GELU point-wise transform to the results (x:=GELU(x)).
 	EPILOGUE_GELU Epilogue = 32
 	// EPILOGUE_GELU_AUX is CUBLASLT_EPILOGUE_GELU_AUX: GELU, apply GELU point-wise transform to the results (x:=GELU(x)).
@@ -321,8 +333,18 @@ const (
 	// This epilogue mode outputs GELU input as a separate matrix (useful for training).
 	// See CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER.
 	EPILOGUE_GELU_AUX_BIAS Epilogue = 164
-	EPILOGUE_DGELU         Epilogue = 192
-	EPILOGUE_DGELU_BGRAD   Epilogue = 208
+	// EPILOGUE_DGELU is CUBLASLT_EPILOGUE_DGELU: GELU gradient. Apply GELU gradient to matmul output. Store GELU gradient in the output matrix.
+	//
+	// This epilogue mode requires an extra input,
+	// see CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER.
+	EPILOGUE_DGELU Epilogue = 192
+	// EPILOGUE_DGELU_BGRAD is CUBLASLT_EPILOGUE_DGELU_BGRAD: GELU and Bias gradients. Apply independently GELU and Bias gradient to
+	// matmul output. Store GELU gradient in the output matrix, and Bias gradient
+	// in the auxiliary output (see CUBLASLT_MATMUL_DESC_BIAS_POINTER).
+	//
+	// This epilogue mode requires an extra input,
+	// see CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER.
+	EPILOGUE_DGELU_BGRAD Epilogue = 208
 	// EPILOGUE_BGRADA is CUBLASLT_EPILOGUE_BGRADA: bias gradient based on the input matrix A.
 	//
 	// The bias size corresponds to the number of rows of the matrix D.
@@ -380,7 +402,7 @@ func (v Epilogue) String() string {
 	return "Epilogue(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
-// MatmulAlgoCapAttributes is cublasLtMatmulAlgoCapAttributes_t.
+// MatmulAlgoCapAttributes is cublasLtMatmulAlgoCapAttributes_t: capabilities Attributes that can be retrieved from an initialized Algo structure
 type MatmulAlgoCapAttributes int32
 
 const (
@@ -529,7 +551,7 @@ func (v MatmulAlgoCapAttributes) String() string {
 	return "MatmulAlgoCapAttributes(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
-// MatmulAlgoConfigAttributes is cublasLtMatmulAlgoConfigAttributes_t.
+// MatmulAlgoConfigAttributes is cublasLtMatmulAlgoConfigAttributes_t: algo Configuration Attributes that can be set according to the Algo capabilities
 type MatmulAlgoConfigAttributes int32
 
 const (
@@ -602,7 +624,7 @@ func (v MatmulAlgoConfigAttributes) String() string {
 	return "MatmulAlgoConfigAttributes(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
-// MatmulDescAttributes is cublasLtMatmulDescAttributes_t.
+// MatmulDescAttributes is cublasLtMatmulDescAttributes_t: matmul descriptor attributes to define details of the operation.
 type MatmulDescAttributes int32
 
 const (
@@ -948,7 +970,10 @@ func (v MatmulDescAttributes) String() string {
 	return "MatmulDescAttributes(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
-// MatmulInnerShape is cublasLtMatmulInnerShape_t.
+// MatmulInnerShape is cublasLtMatmulInnerShape_t: inner size of the kernel
+//
+// Represents various aspects of internal kernel design, that don't impact CUDA grid size but may have other more subtle
+// effects.
 type MatmulInnerShape int32
 
 const (
@@ -979,7 +1004,7 @@ func (v MatmulInnerShape) String() string {
 	return "MatmulInnerShape(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
-// MatmulMatrixScale is cublasLtMatmulMatrixScale_t.
+// MatmulMatrixScale is cublasLtMatmulMatrixScale_t: scaling mode for per-matrix scaling. See documentation for layout information.
 type MatmulMatrixScale int32
 
 const (
@@ -1025,7 +1050,7 @@ func (v MatmulMatrixScale) String() string {
 	return "MatmulMatrixScale(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
-// MatmulPreferenceAttributes is cublasLtMatmulPreferenceAttributes_t.
+// MatmulPreferenceAttributes is cublasLtMatmulPreferenceAttributes_t: algo search preference to fine tune the heuristic function.
 type MatmulPreferenceAttributes int32
 
 const (
@@ -1112,7 +1137,7 @@ func (v MatmulPreferenceAttributes) String() string {
 	return "MatmulPreferenceAttributes(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
-// MatmulSearch is cublasLtMatmulSearch_t.
+// MatmulSearch is cublasLtMatmulSearch_t: matmul heuristic search mode
 type MatmulSearch int32
 
 const (
@@ -1165,7 +1190,9 @@ func (v MatmulSearch) String() string {
 	return "MatmulSearch(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
-// MatmulStages is cublasLtMatmulStages_t.
+// MatmulStages is cublasLtMatmulStages_t: size and number of stages in which elements are read into shared memory
+//
+// General order of stages IDs is sorted by stage size first and by number of stages second.
 type MatmulStages int32
 
 const (
@@ -1292,7 +1319,9 @@ func (v MatmulStages) String() string {
 	return "MatmulStages(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
-// MatmulTile is cublasLtMatmulTile_t.
+// MatmulTile is cublasLtMatmulTile_t: tile size (in C/D matrix Rows x Cols)
+//
+// General order of tile IDs is sorted by size first and by first dimension second.
 type MatmulTile int32
 
 const (
@@ -3213,7 +3242,7 @@ func (v MatmulTile) String() string {
 	return "MatmulTile(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
-// MatrixLayoutAttribute is cublasLtMatrixLayoutAttribute_t.
+// MatrixLayoutAttribute is cublasLtMatrixLayoutAttribute_t: attributes of memory layout
 type MatrixLayoutAttribute int32
 
 const (
@@ -3303,7 +3332,7 @@ func (v MatrixLayoutAttribute) String() string {
 	return "MatrixLayoutAttribute(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
-// MatrixTransformDescAttributes is cublasLtMatrixTransformDescAttributes_t.
+// MatrixTransformDescAttributes is cublasLtMatrixTransformDescAttributes_t: matrix transform descriptor attributes to define details of the operation.
 type MatrixTransformDescAttributes int32
 
 const (
@@ -3341,7 +3370,7 @@ func (v MatrixTransformDescAttributes) String() string {
 	return "MatrixTransformDescAttributes(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
-// Order is cublasLtOrder_t.
+// Order is cublasLtOrder_t: enum for data ordering
 type Order int32
 
 const (
@@ -3389,7 +3418,7 @@ func (v Order) String() string {
 	return "Order(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
-// PointerMode is cublasLtPointerMode_t.
+// PointerMode is cublasLtPointerMode_t: pointer mode to use for alpha/beta
 type PointerMode int32
 
 const (
@@ -3423,7 +3452,7 @@ func (v PointerMode) String() string {
 	return "PointerMode(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
-// PointerModeMask is cublasLtPointerModeMask_t.
+// PointerModeMask is cublasLtPointerModeMask_t: mask to define pointer mode capability
 type PointerModeMask int32
 
 const (
@@ -3456,7 +3485,7 @@ func (v PointerModeMask) String() string {
 	return "PointerModeMask(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
-// ReductionScheme is cublasLtReductionScheme_t.
+// ReductionScheme is cublasLtReductionScheme_t: reduction scheme for portions of the dot-product calculated in parallel (a. k. a. "split - K").
 type ReductionScheme int32
 
 const (
@@ -3489,22 +3518,27 @@ func (v ReductionScheme) String() string {
 	return "ReductionScheme(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
-// EmulationDescOpaque is cublasLtEmulationDescOpaque_t.
+// EmulationDescOpaque is cublasLtEmulationDescOpaque_t: semi-opaque descriptor for properties related to floating point emulation
 type EmulationDescOpaque struct {
 	Data [8]uint64
 }
 
-// MatmulAlgo is cublasLtMatmulAlgo_t.
+// MatmulAlgo is cublasLtMatmulAlgo_t: semi-opaque algorithm descriptor (to avoid complicated alloc/free schemes)
+//
+// This structure can be trivially serialized and later restored for use with the same version of cuBLAS library to save
+// on selecting the right configuration again.
 type MatmulAlgo struct {
 	Data [8]uint64
 }
 
-// MatmulDescOpaque is cublasLtMatmulDescOpaque_t.
+// MatmulDescOpaque is cublasLtMatmulDescOpaque_t: semi-opaque descriptor for cublasLtMatmul() operation details
 type MatmulDescOpaque struct {
 	Data [32]uint64
 }
 
-// MatmulHeuristicResult is cublasLtMatmulHeuristicResult_t.
+// MatmulHeuristicResult is cublasLtMatmulHeuristicResult_t: results structure used by cublasLtMatmulAlgoGetHeuristic
+//
+// Holds returned configured algo descriptor and its runtime properties.
 type MatmulHeuristicResult struct {
 	// Matmul algorithm descriptor.
 	//
@@ -3523,17 +3557,17 @@ type MatmulHeuristicResult struct {
 	Reserved   [4]int32
 }
 
-// MatmulPreferenceOpaque is cublasLtMatmulPreferenceOpaque_t.
+// MatmulPreferenceOpaque is cublasLtMatmulPreferenceOpaque_t: semi-opaque descriptor for cublasLtMatmulPreference() operation details
 type MatmulPreferenceOpaque struct {
 	Data [8]uint64
 }
 
-// MatrixLayoutOpaque is cublasLtMatrixLayoutOpaque_t.
+// MatrixLayoutOpaque is cublasLtMatrixLayoutOpaque_t: semi-opaque descriptor for matrix memory layout
 type MatrixLayoutOpaque struct {
 	Data [8]uint64
 }
 
-// MatrixTransformDescOpaque is cublasLtMatrixTransformDescOpaque_t.
+// MatrixTransformDescOpaque is cublasLtMatrixTransformDescOpaque_t: semi-opaque descriptor for cublasLtMatrixTransform() operation details
 type MatrixTransformDescOpaque struct {
 	Data [8]uint64
 }

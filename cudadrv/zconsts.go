@@ -37,9 +37,9 @@ const (
 	ARRAY3D_VIDEO_ENCODE_DECODE = 0x100
 	// ARRAY_SPARSE_PROPERTIES_SINGLE_MIPTAIL is CU_ARRAY_SPARSE_PROPERTIES_SINGLE_MIPTAIL: indicates that the layered sparse CUDA array or CUDA mipmapped array has a single mip tail region for all layers
 	ARRAY_SPARSE_PROPERTIES_SINGLE_MIPTAIL = 0x1
-	// COMPUTE_ACCELERATED_TARGET_BASE is CU_COMPUTE_ACCELERATED_TARGET_BASE.
+	// COMPUTE_ACCELERATED_TARGET_BASE is CU_COMPUTE_ACCELERATED_TARGET_BASE: indicates that compute device class supports accelerated features.
 	COMPUTE_ACCELERATED_TARGET_BASE = 0x10000
-	// COMPUTE_FAMILY_TARGET_BASE is CU_COMPUTE_FAMILY_TARGET_BASE.
+	// COMPUTE_FAMILY_TARGET_BASE is CU_COMPUTE_FAMILY_TARGET_BASE: indicates that compute device class supports family features.
 	COMPUTE_FAMILY_TARGET_BASE = 0x20000
 	// COOPERATIVE_LAUNCH_MULTI_DEVICE_NO_POST_LAUNCH_SYNC is CUDA_COOPERATIVE_LAUNCH_MULTI_DEVICE_NO_POST_LAUNCH_SYNC: if set, any subsequent work pushed in a stream that participated in a call to
 	// [LaunchCooperativeKernelMultiDevice] will only wait for the kernel launched on

@@ -6,747 +6,6 @@ import "unsafe"
 
 /*
 #cgo CFLAGS: -Wno-deprecated-declarations -I${SRCDIR}/../headers/cuda-13.0
-#cgo noescape gocuda_cuGetErrorString
-#cgo nocallback gocuda_cuGetErrorString
-#cgo noescape gocuda_cuGetErrorName
-#cgo nocallback gocuda_cuGetErrorName
-#cgo noescape gocuda_cuInit
-#cgo nocallback gocuda_cuInit
-#cgo noescape gocuda_cuDriverGetVersion
-#cgo nocallback gocuda_cuDriverGetVersion
-#cgo noescape gocuda_cuDeviceGet
-#cgo nocallback gocuda_cuDeviceGet
-#cgo noescape gocuda_cuDeviceGetCount
-#cgo nocallback gocuda_cuDeviceGetCount
-#cgo noescape gocuda_cuDeviceGetName
-#cgo nocallback gocuda_cuDeviceGetName
-#cgo noescape gocuda_cuDeviceGetUuid
-#cgo nocallback gocuda_cuDeviceGetUuid
-#cgo noescape gocuda_cuDeviceGetLuid
-#cgo nocallback gocuda_cuDeviceGetLuid
-#cgo noescape gocuda_cuDeviceTotalMem
-#cgo nocallback gocuda_cuDeviceTotalMem
-#cgo noescape gocuda_cuDeviceGetTexture1DLinearMaxWidth
-#cgo nocallback gocuda_cuDeviceGetTexture1DLinearMaxWidth
-#cgo noescape gocuda_cuDeviceGetAttribute
-#cgo nocallback gocuda_cuDeviceGetAttribute
-#cgo noescape gocuda_cuDeviceGetHostAtomicCapabilities
-#cgo nocallback gocuda_cuDeviceGetHostAtomicCapabilities
-#cgo noescape gocuda_cuDeviceGetNvSciSyncAttributes
-#cgo nocallback gocuda_cuDeviceGetNvSciSyncAttributes
-#cgo noescape gocuda_cuDeviceSetMemPool
-#cgo nocallback gocuda_cuDeviceSetMemPool
-#cgo noescape gocuda_cuDeviceGetMemPool
-#cgo nocallback gocuda_cuDeviceGetMemPool
-#cgo noescape gocuda_cuDeviceGetDefaultMemPool
-#cgo nocallback gocuda_cuDeviceGetDefaultMemPool
-#cgo noescape gocuda_cuDeviceGetExecAffinitySupport
-#cgo nocallback gocuda_cuDeviceGetExecAffinitySupport
-#cgo noescape gocuda_cuFlushGPUDirectRDMAWrites
-#cgo nocallback gocuda_cuFlushGPUDirectRDMAWrites
-#cgo noescape gocuda_cuDeviceGetProperties
-#cgo nocallback gocuda_cuDeviceGetProperties
-#cgo noescape gocuda_cuDeviceComputeCapability
-#cgo nocallback gocuda_cuDeviceComputeCapability
-#cgo noescape gocuda_cuDevicePrimaryCtxRetain
-#cgo nocallback gocuda_cuDevicePrimaryCtxRetain
-#cgo noescape gocuda_cuDevicePrimaryCtxRelease
-#cgo noescape gocuda_cuDevicePrimaryCtxSetFlags
-#cgo nocallback gocuda_cuDevicePrimaryCtxSetFlags
-#cgo noescape gocuda_cuDevicePrimaryCtxGetState
-#cgo nocallback gocuda_cuDevicePrimaryCtxGetState
-#cgo noescape gocuda_cuDevicePrimaryCtxReset
-#cgo noescape gocuda_cuCtxCreate
-#cgo nocallback gocuda_cuCtxCreate
-#cgo noescape gocuda_cuCtxDestroy
-#cgo noescape gocuda_cuCtxPushCurrent
-#cgo nocallback gocuda_cuCtxPushCurrent
-#cgo noescape gocuda_cuCtxPopCurrent
-#cgo nocallback gocuda_cuCtxPopCurrent
-#cgo noescape gocuda_cuCtxSetCurrent
-#cgo nocallback gocuda_cuCtxSetCurrent
-#cgo noescape gocuda_cuCtxGetCurrent
-#cgo nocallback gocuda_cuCtxGetCurrent
-#cgo noescape gocuda_cuCtxGetDevice
-#cgo nocallback gocuda_cuCtxGetDevice
-#cgo noescape gocuda_cuCtxGetDevice_v2
-#cgo nocallback gocuda_cuCtxGetDevice_v2
-#cgo noescape gocuda_cuCtxGetFlags
-#cgo nocallback gocuda_cuCtxGetFlags
-#cgo noescape gocuda_cuCtxSetFlags
-#cgo nocallback gocuda_cuCtxSetFlags
-#cgo noescape gocuda_cuCtxGetId
-#cgo nocallback gocuda_cuCtxGetId
-#cgo noescape gocuda_cuCtxSynchronize
-#cgo nocallback gocuda_cuCtxSynchronize
-#cgo noescape gocuda_cuCtxSynchronize_v2
-#cgo nocallback gocuda_cuCtxSynchronize_v2
-#cgo noescape gocuda_cuCtxSetLimit
-#cgo nocallback gocuda_cuCtxSetLimit
-#cgo noescape gocuda_cuCtxGetLimit
-#cgo nocallback gocuda_cuCtxGetLimit
-#cgo noescape gocuda_cuCtxGetCacheConfig
-#cgo nocallback gocuda_cuCtxGetCacheConfig
-#cgo noescape gocuda_cuCtxSetCacheConfig
-#cgo nocallback gocuda_cuCtxSetCacheConfig
-#cgo noescape gocuda_cuCtxGetApiVersion
-#cgo nocallback gocuda_cuCtxGetApiVersion
-#cgo noescape gocuda_cuCtxGetStreamPriorityRange
-#cgo nocallback gocuda_cuCtxGetStreamPriorityRange
-#cgo noescape gocuda_cuCtxResetPersistingL2Cache
-#cgo noescape gocuda_cuCtxGetExecAffinity
-#cgo nocallback gocuda_cuCtxGetExecAffinity
-#cgo noescape gocuda_cuCtxRecordEvent
-#cgo nocallback gocuda_cuCtxRecordEvent
-#cgo noescape gocuda_cuCtxWaitEvent
-#cgo nocallback gocuda_cuCtxWaitEvent
-#cgo noescape gocuda_cuCtxAttach
-#cgo nocallback gocuda_cuCtxAttach
-#cgo noescape gocuda_cuCtxDetach
-#cgo nocallback gocuda_cuCtxDetach
-#cgo noescape gocuda_cuCtxGetSharedMemConfig
-#cgo nocallback gocuda_cuCtxGetSharedMemConfig
-#cgo noescape gocuda_cuCtxSetSharedMemConfig
-#cgo nocallback gocuda_cuCtxSetSharedMemConfig
-#cgo noescape gocuda_cuModuleLoad
-#cgo nocallback gocuda_cuModuleLoad
-#cgo noescape gocuda_cuModuleLoadData
-#cgo nocallback gocuda_cuModuleLoadData
-#cgo noescape gocuda_cuModuleLoadDataEx
-#cgo nocallback gocuda_cuModuleLoadDataEx
-#cgo noescape gocuda_cuModuleLoadFatBinary
-#cgo nocallback gocuda_cuModuleLoadFatBinary
-#cgo noescape gocuda_cuModuleUnload
-#cgo nocallback gocuda_cuModuleUnload
-#cgo noescape gocuda_cuModuleGetLoadingMode
-#cgo nocallback gocuda_cuModuleGetLoadingMode
-#cgo noescape gocuda_cuModuleGetFunction
-#cgo nocallback gocuda_cuModuleGetFunction
-#cgo noescape gocuda_cuModuleGetFunctionCount
-#cgo nocallback gocuda_cuModuleGetFunctionCount
-#cgo noescape gocuda_cuModuleEnumerateFunctions
-#cgo nocallback gocuda_cuModuleEnumerateFunctions
-#cgo noescape gocuda_cuModuleGetGlobal
-#cgo nocallback gocuda_cuModuleGetGlobal
-#cgo noescape gocuda_cuLinkCreate
-#cgo nocallback gocuda_cuLinkCreate
-#cgo noescape gocuda_cuLinkAddData
-#cgo nocallback gocuda_cuLinkAddData
-#cgo noescape gocuda_cuLinkAddFile
-#cgo nocallback gocuda_cuLinkAddFile
-#cgo noescape gocuda_cuLinkComplete
-#cgo nocallback gocuda_cuLinkComplete
-#cgo noescape gocuda_cuLinkDestroy
-#cgo noescape gocuda_cuModuleGetTexRef
-#cgo nocallback gocuda_cuModuleGetTexRef
-#cgo noescape gocuda_cuModuleGetSurfRef
-#cgo nocallback gocuda_cuModuleGetSurfRef
-#cgo noescape gocuda_cuLibraryLoadData
-#cgo nocallback gocuda_cuLibraryLoadData
-#cgo noescape gocuda_cuLibraryLoadFromFile
-#cgo nocallback gocuda_cuLibraryLoadFromFile
-#cgo noescape gocuda_cuLibraryUnload
-#cgo nocallback gocuda_cuLibraryUnload
-#cgo noescape gocuda_cuLibraryGetKernel
-#cgo nocallback gocuda_cuLibraryGetKernel
-#cgo noescape gocuda_cuLibraryGetKernelCount
-#cgo nocallback gocuda_cuLibraryGetKernelCount
-#cgo noescape gocuda_cuLibraryEnumerateKernels
-#cgo nocallback gocuda_cuLibraryEnumerateKernels
-#cgo noescape gocuda_cuLibraryGetModule
-#cgo nocallback gocuda_cuLibraryGetModule
-#cgo noescape gocuda_cuKernelGetFunction
-#cgo nocallback gocuda_cuKernelGetFunction
-#cgo noescape gocuda_cuKernelGetLibrary
-#cgo nocallback gocuda_cuKernelGetLibrary
-#cgo noescape gocuda_cuLibraryGetGlobal
-#cgo nocallback gocuda_cuLibraryGetGlobal
-#cgo noescape gocuda_cuLibraryGetManaged
-#cgo nocallback gocuda_cuLibraryGetManaged
-#cgo noescape gocuda_cuLibraryGetUnifiedFunction
-#cgo nocallback gocuda_cuLibraryGetUnifiedFunction
-#cgo noescape gocuda_cuKernelGetAttribute
-#cgo nocallback gocuda_cuKernelGetAttribute
-#cgo noescape gocuda_cuKernelSetAttribute
-#cgo nocallback gocuda_cuKernelSetAttribute
-#cgo noescape gocuda_cuKernelSetCacheConfig
-#cgo nocallback gocuda_cuKernelSetCacheConfig
-#cgo noescape gocuda_cuKernelGetName
-#cgo nocallback gocuda_cuKernelGetName
-#cgo noescape gocuda_cuKernelGetParamInfo
-#cgo nocallback gocuda_cuKernelGetParamInfo
-#cgo noescape gocuda_cuMemGetInfo
-#cgo nocallback gocuda_cuMemGetInfo
-#cgo noescape gocuda_cuMemAlloc
-#cgo nocallback gocuda_cuMemAlloc
-#cgo noescape gocuda_cuMemAllocPitch
-#cgo nocallback gocuda_cuMemAllocPitch
-#cgo noescape gocuda_cuMemFree
-#cgo nocallback gocuda_cuMemFree
-#cgo noescape gocuda_cuMemGetAddressRange
-#cgo nocallback gocuda_cuMemGetAddressRange
-#cgo noescape gocuda_cuMemAllocHost
-#cgo nocallback gocuda_cuMemAllocHost
-#cgo noescape gocuda_cuMemFreeHost
-#cgo nocallback gocuda_cuMemFreeHost
-#cgo noescape gocuda_cuMemHostAlloc
-#cgo nocallback gocuda_cuMemHostAlloc
-#cgo noescape gocuda_cuMemHostGetDevicePointer
-#cgo nocallback gocuda_cuMemHostGetDevicePointer
-#cgo noescape gocuda_cuMemHostGetFlags
-#cgo nocallback gocuda_cuMemHostGetFlags
-#cgo noescape gocuda_cuMemAllocManaged
-#cgo nocallback gocuda_cuMemAllocManaged
-#cgo nocallback gocuda_cuDeviceUnregisterAsyncNotification
-#cgo noescape gocuda_cuDeviceGetByPCIBusId
-#cgo nocallback gocuda_cuDeviceGetByPCIBusId
-#cgo noescape gocuda_cuDeviceGetPCIBusId
-#cgo nocallback gocuda_cuDeviceGetPCIBusId
-#cgo noescape gocuda_cuIpcGetEventHandle
-#cgo nocallback gocuda_cuIpcGetEventHandle
-#cgo noescape gocuda_cuIpcOpenEventHandle
-#cgo nocallback gocuda_cuIpcOpenEventHandle
-#cgo noescape gocuda_cuIpcGetMemHandle
-#cgo nocallback gocuda_cuIpcGetMemHandle
-#cgo noescape gocuda_cuIpcOpenMemHandle
-#cgo nocallback gocuda_cuIpcOpenMemHandle
-#cgo noescape gocuda_cuIpcCloseMemHandle
-#cgo nocallback gocuda_cuIpcCloseMemHandle
-#cgo nocallback gocuda_cuMemHostRegister
-#cgo noescape gocuda_cuMemHostUnregister
-#cgo nocallback gocuda_cuMemHostUnregister
-#cgo noescape gocuda_cuMemcpy
-#cgo nocallback gocuda_cuMemcpy
-#cgo noescape gocuda_cuMemcpyPeer
-#cgo nocallback gocuda_cuMemcpyPeer
-#cgo noescape gocuda_cuMemcpyHtoD
-#cgo nocallback gocuda_cuMemcpyHtoD
-#cgo noescape gocuda_cuMemcpyDtoH
-#cgo nocallback gocuda_cuMemcpyDtoH
-#cgo noescape gocuda_cuMemcpyDtoD
-#cgo nocallback gocuda_cuMemcpyDtoD
-#cgo noescape gocuda_cuMemcpyDtoA
-#cgo nocallback gocuda_cuMemcpyDtoA
-#cgo noescape gocuda_cuMemcpyAtoD
-#cgo nocallback gocuda_cuMemcpyAtoD
-#cgo noescape gocuda_cuMemcpyHtoA
-#cgo nocallback gocuda_cuMemcpyHtoA
-#cgo noescape gocuda_cuMemcpyAtoH
-#cgo nocallback gocuda_cuMemcpyAtoH
-#cgo noescape gocuda_cuMemcpyAtoA
-#cgo nocallback gocuda_cuMemcpyAtoA
-#cgo noescape gocuda_cuMemcpy2D
-#cgo nocallback gocuda_cuMemcpy2D
-#cgo noescape gocuda_cuMemcpy2DUnaligned
-#cgo nocallback gocuda_cuMemcpy2DUnaligned
-#cgo noescape gocuda_cuMemcpy3D
-#cgo nocallback gocuda_cuMemcpy3D
-#cgo noescape gocuda_cuMemcpy3DPeer
-#cgo nocallback gocuda_cuMemcpy3DPeer
-#cgo nocallback gocuda_cuMemcpyAsync
-#cgo nocallback gocuda_cuMemcpyPeerAsync
-#cgo nocallback gocuda_cuMemcpyHtoDAsync
-#cgo nocallback gocuda_cuMemcpyDtoHAsync
-#cgo nocallback gocuda_cuMemcpyDtoDAsync
-#cgo nocallback gocuda_cuMemcpyHtoAAsync
-#cgo nocallback gocuda_cuMemcpyAtoHAsync
-#cgo nocallback gocuda_cuMemcpy2DAsync
-#cgo nocallback gocuda_cuMemcpy3DAsync
-#cgo nocallback gocuda_cuMemcpy3DPeerAsync
-#cgo nocallback gocuda_cuMemcpyBatchAsync
-#cgo nocallback gocuda_cuMemcpy3DBatchAsync
-#cgo noescape gocuda_cuMemsetD8
-#cgo nocallback gocuda_cuMemsetD8
-#cgo noescape gocuda_cuMemsetD16
-#cgo nocallback gocuda_cuMemsetD16
-#cgo noescape gocuda_cuMemsetD32
-#cgo nocallback gocuda_cuMemsetD32
-#cgo noescape gocuda_cuMemsetD2D8
-#cgo nocallback gocuda_cuMemsetD2D8
-#cgo noescape gocuda_cuMemsetD2D16
-#cgo nocallback gocuda_cuMemsetD2D16
-#cgo noescape gocuda_cuMemsetD2D32
-#cgo nocallback gocuda_cuMemsetD2D32
-#cgo nocallback gocuda_cuMemsetD8Async
-#cgo nocallback gocuda_cuMemsetD16Async
-#cgo nocallback gocuda_cuMemsetD32Async
-#cgo nocallback gocuda_cuMemsetD2D8Async
-#cgo nocallback gocuda_cuMemsetD2D16Async
-#cgo nocallback gocuda_cuMemsetD2D32Async
-#cgo noescape gocuda_cuArrayCreate
-#cgo nocallback gocuda_cuArrayCreate
-#cgo noescape gocuda_cuArrayGetDescriptor
-#cgo nocallback gocuda_cuArrayGetDescriptor
-#cgo noescape gocuda_cuArrayGetSparseProperties
-#cgo nocallback gocuda_cuArrayGetSparseProperties
-#cgo noescape gocuda_cuMipmappedArrayGetSparseProperties
-#cgo nocallback gocuda_cuMipmappedArrayGetSparseProperties
-#cgo noescape gocuda_cuArrayGetMemoryRequirements
-#cgo nocallback gocuda_cuArrayGetMemoryRequirements
-#cgo noescape gocuda_cuMipmappedArrayGetMemoryRequirements
-#cgo nocallback gocuda_cuMipmappedArrayGetMemoryRequirements
-#cgo noescape gocuda_cuArrayGetPlane
-#cgo nocallback gocuda_cuArrayGetPlane
-#cgo noescape gocuda_cuArrayDestroy
-#cgo noescape gocuda_cuArray3DCreate
-#cgo nocallback gocuda_cuArray3DCreate
-#cgo noescape gocuda_cuArray3DGetDescriptor
-#cgo nocallback gocuda_cuArray3DGetDescriptor
-#cgo noescape gocuda_cuMipmappedArrayCreate
-#cgo nocallback gocuda_cuMipmappedArrayCreate
-#cgo noescape gocuda_cuMipmappedArrayGetLevel
-#cgo nocallback gocuda_cuMipmappedArrayGetLevel
-#cgo noescape gocuda_cuMipmappedArrayDestroy
-#cgo noescape gocuda_cuMemGetHandleForAddressRange
-#cgo nocallback gocuda_cuMemGetHandleForAddressRange
-#cgo nocallback gocuda_cuMemBatchDecompressAsync
-#cgo noescape gocuda_cuMemAddressReserve
-#cgo nocallback gocuda_cuMemAddressReserve
-#cgo noescape gocuda_cuMemAddressFree
-#cgo nocallback gocuda_cuMemAddressFree
-#cgo noescape gocuda_cuMemCreate
-#cgo nocallback gocuda_cuMemCreate
-#cgo noescape gocuda_cuMemRelease
-#cgo noescape gocuda_cuMemMap
-#cgo nocallback gocuda_cuMemMap
-#cgo nocallback gocuda_cuMemMapArrayAsync
-#cgo noescape gocuda_cuMemUnmap
-#cgo nocallback gocuda_cuMemUnmap
-#cgo noescape gocuda_cuMemSetAccess
-#cgo nocallback gocuda_cuMemSetAccess
-#cgo noescape gocuda_cuMemGetAccess
-#cgo nocallback gocuda_cuMemGetAccess
-#cgo noescape gocuda_cuMemExportToShareableHandle
-#cgo nocallback gocuda_cuMemExportToShareableHandle
-#cgo noescape gocuda_cuMemImportFromShareableHandle
-#cgo nocallback gocuda_cuMemImportFromShareableHandle
-#cgo noescape gocuda_cuMemGetAllocationGranularity
-#cgo nocallback gocuda_cuMemGetAllocationGranularity
-#cgo noescape gocuda_cuMemGetAllocationPropertiesFromHandle
-#cgo nocallback gocuda_cuMemGetAllocationPropertiesFromHandle
-#cgo noescape gocuda_cuMemRetainAllocationHandle
-#cgo nocallback gocuda_cuMemRetainAllocationHandle
-#cgo nocallback gocuda_cuMemFreeAsync
-#cgo nocallback gocuda_cuMemAllocAsync
-#cgo noescape gocuda_cuMemPoolTrimTo
-#cgo nocallback gocuda_cuMemPoolTrimTo
-#cgo noescape gocuda_cuMemPoolSetAttribute
-#cgo nocallback gocuda_cuMemPoolSetAttribute
-#cgo noescape gocuda_cuMemPoolGetAttribute
-#cgo nocallback gocuda_cuMemPoolGetAttribute
-#cgo noescape gocuda_cuMemPoolSetAccess
-#cgo nocallback gocuda_cuMemPoolSetAccess
-#cgo noescape gocuda_cuMemPoolGetAccess
-#cgo nocallback gocuda_cuMemPoolGetAccess
-#cgo noescape gocuda_cuMemPoolCreate
-#cgo nocallback gocuda_cuMemPoolCreate
-#cgo noescape gocuda_cuMemPoolDestroy
-#cgo noescape gocuda_cuMemGetDefaultMemPool
-#cgo nocallback gocuda_cuMemGetDefaultMemPool
-#cgo noescape gocuda_cuMemGetMemPool
-#cgo nocallback gocuda_cuMemGetMemPool
-#cgo noescape gocuda_cuMemSetMemPool
-#cgo nocallback gocuda_cuMemSetMemPool
-#cgo nocallback gocuda_cuMemAllocFromPoolAsync
-#cgo noescape gocuda_cuMemPoolExportToShareableHandle
-#cgo nocallback gocuda_cuMemPoolExportToShareableHandle
-#cgo noescape gocuda_cuMemPoolImportFromShareableHandle
-#cgo nocallback gocuda_cuMemPoolImportFromShareableHandle
-#cgo noescape gocuda_cuMemPoolExportPointer
-#cgo nocallback gocuda_cuMemPoolExportPointer
-#cgo noescape gocuda_cuMemPoolImportPointer
-#cgo nocallback gocuda_cuMemPoolImportPointer
-#cgo noescape gocuda_cuMulticastCreate
-#cgo nocallback gocuda_cuMulticastCreate
-#cgo noescape gocuda_cuMulticastAddDevice
-#cgo nocallback gocuda_cuMulticastAddDevice
-#cgo noescape gocuda_cuMulticastBindMem
-#cgo nocallback gocuda_cuMulticastBindMem
-#cgo noescape gocuda_cuMulticastBindAddr
-#cgo nocallback gocuda_cuMulticastBindAddr
-#cgo noescape gocuda_cuMulticastUnbind
-#cgo nocallback gocuda_cuMulticastUnbind
-#cgo noescape gocuda_cuMulticastGetGranularity
-#cgo nocallback gocuda_cuMulticastGetGranularity
-#cgo noescape gocuda_cuPointerGetAttribute
-#cgo nocallback gocuda_cuPointerGetAttribute
-#cgo nocallback gocuda_cuMemPrefetchAsync
-#cgo noescape gocuda_cuMemAdvise
-#cgo nocallback gocuda_cuMemAdvise
-#cgo nocallback gocuda_cuMemPrefetchBatchAsync
-#cgo nocallback gocuda_cuMemDiscardBatchAsync
-#cgo nocallback gocuda_cuMemDiscardAndPrefetchBatchAsync
-#cgo noescape gocuda_cuMemRangeGetAttribute
-#cgo nocallback gocuda_cuMemRangeGetAttribute
-#cgo noescape gocuda_cuMemRangeGetAttributes
-#cgo nocallback gocuda_cuMemRangeGetAttributes
-#cgo noescape gocuda_cuPointerSetAttribute
-#cgo nocallback gocuda_cuPointerSetAttribute
-#cgo noescape gocuda_cuPointerGetAttributes
-#cgo nocallback gocuda_cuPointerGetAttributes
-#cgo noescape gocuda_cuStreamCreate
-#cgo nocallback gocuda_cuStreamCreate
-#cgo noescape gocuda_cuStreamCreateWithPriority
-#cgo nocallback gocuda_cuStreamCreateWithPriority
-#cgo noescape gocuda_cuStreamGetPriority
-#cgo nocallback gocuda_cuStreamGetPriority
-#cgo noescape gocuda_cuStreamGetDevice
-#cgo nocallback gocuda_cuStreamGetDevice
-#cgo noescape gocuda_cuStreamGetFlags
-#cgo nocallback gocuda_cuStreamGetFlags
-#cgo noescape gocuda_cuStreamGetId
-#cgo nocallback gocuda_cuStreamGetId
-#cgo noescape gocuda_cuStreamGetCtx
-#cgo nocallback gocuda_cuStreamGetCtx
-#cgo noescape gocuda_cuStreamGetCtx_v2
-#cgo nocallback gocuda_cuStreamGetCtx_v2
-#cgo noescape gocuda_cuStreamWaitEvent
-#cgo nocallback gocuda_cuStreamWaitEvent
-#cgo noescape gocuda_cuStreamBeginCapture
-#cgo nocallback gocuda_cuStreamBeginCapture
-#cgo nocallback gocuda_cuStreamBeginCaptureToGraph
-#cgo noescape gocuda_cuThreadExchangeStreamCaptureMode
-#cgo nocallback gocuda_cuThreadExchangeStreamCaptureMode
-#cgo noescape gocuda_cuStreamEndCapture
-#cgo nocallback gocuda_cuStreamEndCapture
-#cgo noescape gocuda_cuStreamIsCapturing
-#cgo nocallback gocuda_cuStreamIsCapturing
-#cgo noescape gocuda_cuStreamGetCaptureInfo
-#cgo nocallback gocuda_cuStreamGetCaptureInfo
-#cgo noescape gocuda_cuStreamUpdateCaptureDependencies
-#cgo nocallback gocuda_cuStreamUpdateCaptureDependencies
-#cgo nocallback gocuda_cuStreamAttachMemAsync
-#cgo noescape gocuda_cuStreamQuery
-#cgo nocallback gocuda_cuStreamQuery
-#cgo noescape gocuda_cuStreamSynchronize
-#cgo nocallback gocuda_cuStreamSynchronize
-#cgo noescape gocuda_cuStreamDestroy
-#cgo noescape gocuda_cuStreamCopyAttributes
-#cgo nocallback gocuda_cuStreamCopyAttributes
-#cgo noescape gocuda_cuStreamGetAttribute
-#cgo nocallback gocuda_cuStreamGetAttribute
-#cgo noescape gocuda_cuStreamSetAttribute
-#cgo nocallback gocuda_cuStreamSetAttribute
-#cgo noescape gocuda_cuEventCreate
-#cgo nocallback gocuda_cuEventCreate
-#cgo noescape gocuda_cuEventRecord
-#cgo nocallback gocuda_cuEventRecord
-#cgo noescape gocuda_cuEventRecordWithFlags
-#cgo nocallback gocuda_cuEventRecordWithFlags
-#cgo noescape gocuda_cuEventQuery
-#cgo nocallback gocuda_cuEventQuery
-#cgo noescape gocuda_cuEventSynchronize
-#cgo nocallback gocuda_cuEventSynchronize
-#cgo noescape gocuda_cuEventDestroy
-#cgo noescape gocuda_cuEventElapsedTime
-#cgo nocallback gocuda_cuEventElapsedTime
-#cgo noescape gocuda_cuImportExternalMemory
-#cgo nocallback gocuda_cuImportExternalMemory
-#cgo noescape gocuda_cuExternalMemoryGetMappedBuffer
-#cgo nocallback gocuda_cuExternalMemoryGetMappedBuffer
-#cgo noescape gocuda_cuExternalMemoryGetMappedMipmappedArray
-#cgo nocallback gocuda_cuExternalMemoryGetMappedMipmappedArray
-#cgo noescape gocuda_cuDestroyExternalMemory
-#cgo noescape gocuda_cuImportExternalSemaphore
-#cgo nocallback gocuda_cuImportExternalSemaphore
-#cgo nocallback gocuda_cuSignalExternalSemaphoresAsync
-#cgo nocallback gocuda_cuWaitExternalSemaphoresAsync
-#cgo noescape gocuda_cuDestroyExternalSemaphore
-#cgo noescape gocuda_cuStreamWaitValue32
-#cgo nocallback gocuda_cuStreamWaitValue32
-#cgo noescape gocuda_cuStreamWaitValue64
-#cgo nocallback gocuda_cuStreamWaitValue64
-#cgo noescape gocuda_cuStreamWriteValue32
-#cgo nocallback gocuda_cuStreamWriteValue32
-#cgo noescape gocuda_cuStreamWriteValue64
-#cgo nocallback gocuda_cuStreamWriteValue64
-#cgo noescape gocuda_cuStreamBatchMemOp
-#cgo nocallback gocuda_cuStreamBatchMemOp
-#cgo noescape gocuda_cuFuncGetAttribute
-#cgo nocallback gocuda_cuFuncGetAttribute
-#cgo noescape gocuda_cuFuncSetAttribute
-#cgo nocallback gocuda_cuFuncSetAttribute
-#cgo noescape gocuda_cuFuncSetCacheConfig
-#cgo nocallback gocuda_cuFuncSetCacheConfig
-#cgo noescape gocuda_cuFuncGetModule
-#cgo nocallback gocuda_cuFuncGetModule
-#cgo noescape gocuda_cuFuncGetName
-#cgo nocallback gocuda_cuFuncGetName
-#cgo noescape gocuda_cuFuncGetParamInfo
-#cgo nocallback gocuda_cuFuncGetParamInfo
-#cgo noescape gocuda_cuFuncIsLoaded
-#cgo nocallback gocuda_cuFuncIsLoaded
-#cgo noescape gocuda_cuFuncLoad
-#cgo nocallback gocuda_cuFuncLoad
-#cgo noescape gocuda_cuLaunchKernel
-#cgo nocallback gocuda_cuLaunchKernel
-#cgo noescape gocuda_cuLaunchKernelEx
-#cgo nocallback gocuda_cuLaunchKernelEx
-#cgo noescape gocuda_cuLaunchCooperativeKernel
-#cgo nocallback gocuda_cuLaunchCooperativeKernel
-#cgo noescape gocuda_cuLaunchCooperativeKernelMultiDevice
-#cgo nocallback gocuda_cuLaunchCooperativeKernelMultiDevice
-#cgo noescape gocuda_cuFuncSetBlockShape
-#cgo nocallback gocuda_cuFuncSetBlockShape
-#cgo noescape gocuda_cuFuncSetSharedSize
-#cgo nocallback gocuda_cuFuncSetSharedSize
-#cgo noescape gocuda_cuParamSetSize
-#cgo nocallback gocuda_cuParamSetSize
-#cgo noescape gocuda_cuParamSeti
-#cgo nocallback gocuda_cuParamSeti
-#cgo noescape gocuda_cuParamSetf
-#cgo nocallback gocuda_cuParamSetf
-#cgo noescape gocuda_cuParamSetv
-#cgo nocallback gocuda_cuParamSetv
-#cgo noescape gocuda_cuLaunch
-#cgo nocallback gocuda_cuLaunch
-#cgo noescape gocuda_cuLaunchGrid
-#cgo nocallback gocuda_cuLaunchGrid
-#cgo nocallback gocuda_cuLaunchGridAsync
-#cgo noescape gocuda_cuParamSetTexRef
-#cgo nocallback gocuda_cuParamSetTexRef
-#cgo noescape gocuda_cuFuncSetSharedMemConfig
-#cgo nocallback gocuda_cuFuncSetSharedMemConfig
-#cgo nocallback gocuda_cuGraphCreate
-#cgo nocallback gocuda_cuGraphAddKernelNode
-#cgo nocallback gocuda_cuGraphKernelNodeGetParams
-#cgo nocallback gocuda_cuGraphKernelNodeSetParams
-#cgo nocallback gocuda_cuGraphAddMemcpyNode
-#cgo nocallback gocuda_cuGraphMemcpyNodeGetParams
-#cgo nocallback gocuda_cuGraphMemcpyNodeSetParams
-#cgo nocallback gocuda_cuGraphAddMemsetNode
-#cgo nocallback gocuda_cuGraphMemsetNodeGetParams
-#cgo nocallback gocuda_cuGraphMemsetNodeSetParams
-#cgo nocallback gocuda_cuGraphAddChildGraphNode
-#cgo nocallback gocuda_cuGraphChildGraphNodeGetGraph
-#cgo nocallback gocuda_cuGraphAddEmptyNode
-#cgo nocallback gocuda_cuGraphAddEventRecordNode
-#cgo nocallback gocuda_cuGraphEventRecordNodeGetEvent
-#cgo nocallback gocuda_cuGraphEventRecordNodeSetEvent
-#cgo nocallback gocuda_cuGraphAddEventWaitNode
-#cgo nocallback gocuda_cuGraphEventWaitNodeGetEvent
-#cgo nocallback gocuda_cuGraphEventWaitNodeSetEvent
-#cgo nocallback gocuda_cuGraphAddExternalSemaphoresSignalNode
-#cgo nocallback gocuda_cuGraphExternalSemaphoresSignalNodeGetParams
-#cgo nocallback gocuda_cuGraphExternalSemaphoresSignalNodeSetParams
-#cgo nocallback gocuda_cuGraphAddExternalSemaphoresWaitNode
-#cgo nocallback gocuda_cuGraphExternalSemaphoresWaitNodeGetParams
-#cgo nocallback gocuda_cuGraphExternalSemaphoresWaitNodeSetParams
-#cgo nocallback gocuda_cuGraphAddBatchMemOpNode
-#cgo nocallback gocuda_cuGraphBatchMemOpNodeGetParams
-#cgo nocallback gocuda_cuGraphBatchMemOpNodeSetParams
-#cgo nocallback gocuda_cuGraphExecBatchMemOpNodeSetParams
-#cgo nocallback gocuda_cuGraphAddMemAllocNode
-#cgo nocallback gocuda_cuGraphMemAllocNodeGetParams
-#cgo nocallback gocuda_cuGraphAddMemFreeNode
-#cgo nocallback gocuda_cuGraphMemFreeNodeGetParams
-#cgo nocallback gocuda_cuDeviceGraphMemTrim
-#cgo nocallback gocuda_cuDeviceGetGraphMemAttribute
-#cgo nocallback gocuda_cuDeviceSetGraphMemAttribute
-#cgo nocallback gocuda_cuGraphClone
-#cgo nocallback gocuda_cuGraphNodeFindInClone
-#cgo nocallback gocuda_cuGraphNodeGetType
-#cgo nocallback gocuda_cuGraphGetNodes
-#cgo nocallback gocuda_cuGraphGetRootNodes
-#cgo nocallback gocuda_cuGraphGetEdges
-#cgo nocallback gocuda_cuGraphNodeGetDependencies
-#cgo nocallback gocuda_cuGraphNodeGetDependentNodes
-#cgo nocallback gocuda_cuGraphAddDependencies
-#cgo nocallback gocuda_cuGraphRemoveDependencies
-#cgo nocallback gocuda_cuGraphInstantiate
-#cgo nocallback gocuda_cuGraphInstantiateWithParams
-#cgo nocallback gocuda_cuGraphExecGetFlags
-#cgo nocallback gocuda_cuGraphExecKernelNodeSetParams
-#cgo nocallback gocuda_cuGraphExecMemcpyNodeSetParams
-#cgo nocallback gocuda_cuGraphExecMemsetNodeSetParams
-#cgo nocallback gocuda_cuGraphExecChildGraphNodeSetParams
-#cgo nocallback gocuda_cuGraphExecEventRecordNodeSetEvent
-#cgo nocallback gocuda_cuGraphExecEventWaitNodeSetEvent
-#cgo nocallback gocuda_cuGraphExecExternalSemaphoresSignalNodeSetParams
-#cgo nocallback gocuda_cuGraphExecExternalSemaphoresWaitNodeSetParams
-#cgo nocallback gocuda_cuGraphNodeSetEnabled
-#cgo nocallback gocuda_cuGraphNodeGetEnabled
-#cgo nocallback gocuda_cuGraphUpload
-#cgo nocallback gocuda_cuGraphLaunch
-#cgo nocallback gocuda_cuGraphExecUpdate
-#cgo nocallback gocuda_cuGraphKernelNodeCopyAttributes
-#cgo nocallback gocuda_cuGraphKernelNodeGetAttribute
-#cgo nocallback gocuda_cuGraphKernelNodeSetAttribute
-#cgo nocallback gocuda_cuGraphDebugDotPrint
-#cgo noescape gocuda_cuUserObjectRetain
-#cgo nocallback gocuda_cuUserObjectRetain
-#cgo noescape gocuda_cuUserObjectRelease
-#cgo nocallback gocuda_cuGraphRetainUserObject
-#cgo nocallback gocuda_cuGraphConditionalHandleCreate
-#cgo noescape gocuda_cuOccupancyMaxActiveBlocksPerMultiprocessor
-#cgo nocallback gocuda_cuOccupancyMaxActiveBlocksPerMultiprocessor
-#cgo noescape gocuda_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags
-#cgo nocallback gocuda_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags
-#cgo noescape gocuda_cuOccupancyAvailableDynamicSMemPerBlock
-#cgo nocallback gocuda_cuOccupancyAvailableDynamicSMemPerBlock
-#cgo noescape gocuda_cuOccupancyMaxPotentialClusterSize
-#cgo nocallback gocuda_cuOccupancyMaxPotentialClusterSize
-#cgo noescape gocuda_cuOccupancyMaxActiveClusters
-#cgo nocallback gocuda_cuOccupancyMaxActiveClusters
-#cgo noescape gocuda_cuTexRefSetArray
-#cgo nocallback gocuda_cuTexRefSetArray
-#cgo noescape gocuda_cuTexRefSetMipmappedArray
-#cgo nocallback gocuda_cuTexRefSetMipmappedArray
-#cgo noescape gocuda_cuTexRefSetAddress
-#cgo nocallback gocuda_cuTexRefSetAddress
-#cgo noescape gocuda_cuTexRefSetAddress2D
-#cgo nocallback gocuda_cuTexRefSetAddress2D
-#cgo noescape gocuda_cuTexRefSetFormat
-#cgo nocallback gocuda_cuTexRefSetFormat
-#cgo noescape gocuda_cuTexRefSetAddressMode
-#cgo nocallback gocuda_cuTexRefSetAddressMode
-#cgo noescape gocuda_cuTexRefSetFilterMode
-#cgo nocallback gocuda_cuTexRefSetFilterMode
-#cgo noescape gocuda_cuTexRefSetMipmapFilterMode
-#cgo nocallback gocuda_cuTexRefSetMipmapFilterMode
-#cgo noescape gocuda_cuTexRefSetMipmapLevelBias
-#cgo nocallback gocuda_cuTexRefSetMipmapLevelBias
-#cgo noescape gocuda_cuTexRefSetMipmapLevelClamp
-#cgo nocallback gocuda_cuTexRefSetMipmapLevelClamp
-#cgo noescape gocuda_cuTexRefSetMaxAnisotropy
-#cgo nocallback gocuda_cuTexRefSetMaxAnisotropy
-#cgo noescape gocuda_cuTexRefSetBorderColor
-#cgo nocallback gocuda_cuTexRefSetBorderColor
-#cgo noescape gocuda_cuTexRefSetFlags
-#cgo nocallback gocuda_cuTexRefSetFlags
-#cgo noescape gocuda_cuTexRefGetAddress
-#cgo nocallback gocuda_cuTexRefGetAddress
-#cgo noescape gocuda_cuTexRefGetArray
-#cgo nocallback gocuda_cuTexRefGetArray
-#cgo noescape gocuda_cuTexRefGetMipmappedArray
-#cgo nocallback gocuda_cuTexRefGetMipmappedArray
-#cgo noescape gocuda_cuTexRefGetAddressMode
-#cgo nocallback gocuda_cuTexRefGetAddressMode
-#cgo noescape gocuda_cuTexRefGetFilterMode
-#cgo nocallback gocuda_cuTexRefGetFilterMode
-#cgo noescape gocuda_cuTexRefGetFormat
-#cgo nocallback gocuda_cuTexRefGetFormat
-#cgo noescape gocuda_cuTexRefGetMipmapFilterMode
-#cgo nocallback gocuda_cuTexRefGetMipmapFilterMode
-#cgo noescape gocuda_cuTexRefGetMipmapLevelBias
-#cgo nocallback gocuda_cuTexRefGetMipmapLevelBias
-#cgo noescape gocuda_cuTexRefGetMipmapLevelClamp
-#cgo nocallback gocuda_cuTexRefGetMipmapLevelClamp
-#cgo noescape gocuda_cuTexRefGetMaxAnisotropy
-#cgo nocallback gocuda_cuTexRefGetMaxAnisotropy
-#cgo noescape gocuda_cuTexRefGetBorderColor
-#cgo nocallback gocuda_cuTexRefGetBorderColor
-#cgo noescape gocuda_cuTexRefGetFlags
-#cgo nocallback gocuda_cuTexRefGetFlags
-#cgo noescape gocuda_cuTexRefCreate
-#cgo nocallback gocuda_cuTexRefCreate
-#cgo noescape gocuda_cuTexRefDestroy
-#cgo noescape gocuda_cuSurfRefSetArray
-#cgo nocallback gocuda_cuSurfRefSetArray
-#cgo noescape gocuda_cuSurfRefGetArray
-#cgo nocallback gocuda_cuSurfRefGetArray
-#cgo noescape gocuda_cuTexObjectCreate
-#cgo nocallback gocuda_cuTexObjectCreate
-#cgo noescape gocuda_cuTexObjectDestroy
-#cgo noescape gocuda_cuTexObjectGetResourceDesc
-#cgo nocallback gocuda_cuTexObjectGetResourceDesc
-#cgo noescape gocuda_cuTexObjectGetTextureDesc
-#cgo nocallback gocuda_cuTexObjectGetTextureDesc
-#cgo noescape gocuda_cuTexObjectGetResourceViewDesc
-#cgo nocallback gocuda_cuTexObjectGetResourceViewDesc
-#cgo noescape gocuda_cuSurfObjectCreate
-#cgo nocallback gocuda_cuSurfObjectCreate
-#cgo noescape gocuda_cuSurfObjectDestroy
-#cgo noescape gocuda_cuSurfObjectGetResourceDesc
-#cgo nocallback gocuda_cuSurfObjectGetResourceDesc
-#cgo noescape gocuda_cuTensorMapEncodeTiled
-#cgo nocallback gocuda_cuTensorMapEncodeTiled
-#cgo noescape gocuda_cuTensorMapEncodeIm2col
-#cgo nocallback gocuda_cuTensorMapEncodeIm2col
-#cgo noescape gocuda_cuTensorMapEncodeIm2colWide
-#cgo nocallback gocuda_cuTensorMapEncodeIm2colWide
-#cgo noescape gocuda_cuTensorMapReplaceAddress
-#cgo nocallback gocuda_cuTensorMapReplaceAddress
-#cgo noescape gocuda_cuDeviceCanAccessPeer
-#cgo nocallback gocuda_cuDeviceCanAccessPeer
-#cgo noescape gocuda_cuCtxEnablePeerAccess
-#cgo nocallback gocuda_cuCtxEnablePeerAccess
-#cgo noescape gocuda_cuCtxDisablePeerAccess
-#cgo nocallback gocuda_cuCtxDisablePeerAccess
-#cgo noescape gocuda_cuDeviceGetP2PAttribute
-#cgo nocallback gocuda_cuDeviceGetP2PAttribute
-#cgo noescape gocuda_cuDeviceGetP2PAtomicCapabilities
-#cgo nocallback gocuda_cuDeviceGetP2PAtomicCapabilities
-#cgo nocallback gocuda_cuGraphicsUnregisterResource
-#cgo nocallback gocuda_cuGraphicsSubResourceGetMappedArray
-#cgo nocallback gocuda_cuGraphicsResourceGetMappedMipmappedArray
-#cgo nocallback gocuda_cuGraphicsResourceGetMappedPointer
-#cgo nocallback gocuda_cuGraphicsResourceSetMapFlags
-#cgo nocallback gocuda_cuGraphicsMapResources
-#cgo nocallback gocuda_cuGraphicsUnmapResources
-#cgo noescape gocuda_cuGetProcAddress
-#cgo nocallback gocuda_cuGetProcAddress
-#cgo noescape gocuda_cuCoredumpGetAttribute
-#cgo nocallback gocuda_cuCoredumpGetAttribute
-#cgo noescape gocuda_cuCoredumpGetAttributeGlobal
-#cgo nocallback gocuda_cuCoredumpGetAttributeGlobal
-#cgo noescape gocuda_cuCoredumpSetAttribute
-#cgo nocallback gocuda_cuCoredumpSetAttribute
-#cgo noescape gocuda_cuCoredumpSetAttributeGlobal
-#cgo nocallback gocuda_cuCoredumpSetAttributeGlobal
-#cgo noescape gocuda_cuGetExportTable
-#cgo nocallback gocuda_cuGetExportTable
-#cgo noescape gocuda_cuGreenCtxCreate
-#cgo nocallback gocuda_cuGreenCtxCreate
-#cgo noescape gocuda_cuGreenCtxDestroy
-#cgo noescape gocuda_cuCtxFromGreenCtx
-#cgo nocallback gocuda_cuCtxFromGreenCtx
-#cgo noescape gocuda_cuDeviceGetDevResource
-#cgo nocallback gocuda_cuDeviceGetDevResource
-#cgo noescape gocuda_cuCtxGetDevResource
-#cgo nocallback gocuda_cuCtxGetDevResource
-#cgo noescape gocuda_cuGreenCtxGetDevResource
-#cgo nocallback gocuda_cuGreenCtxGetDevResource
-#cgo noescape gocuda_cuDevSmResourceSplitByCount
-#cgo nocallback gocuda_cuDevSmResourceSplitByCount
-#cgo noescape gocuda_cuDevResourceGenerateDesc
-#cgo nocallback gocuda_cuDevResourceGenerateDesc
-#cgo noescape gocuda_cuGreenCtxRecordEvent
-#cgo nocallback gocuda_cuGreenCtxRecordEvent
-#cgo noescape gocuda_cuGreenCtxWaitEvent
-#cgo nocallback gocuda_cuGreenCtxWaitEvent
-#cgo noescape gocuda_cuStreamGetGreenCtx
-#cgo nocallback gocuda_cuStreamGetGreenCtx
-#cgo noescape gocuda_cuGreenCtxStreamCreate
-#cgo nocallback gocuda_cuGreenCtxStreamCreate
-#cgo noescape gocuda_cuGreenCtxGetId
-#cgo nocallback gocuda_cuGreenCtxGetId
-#cgo noescape gocuda_cuLogsUnregisterCallback
-#cgo nocallback gocuda_cuLogsUnregisterCallback
-#cgo noescape gocuda_cuLogsCurrent
-#cgo nocallback gocuda_cuLogsCurrent
-#cgo noescape gocuda_cuLogsDumpToFile
-#cgo nocallback gocuda_cuLogsDumpToFile
-#cgo noescape gocuda_cuLogsDumpToMemory
-#cgo nocallback gocuda_cuLogsDumpToMemory
-#cgo noescape gocuda_cuCheckpointProcessGetRestoreThreadId
-#cgo nocallback gocuda_cuCheckpointProcessGetRestoreThreadId
-#cgo noescape gocuda_cuCheckpointProcessGetState
-#cgo nocallback gocuda_cuCheckpointProcessGetState
-#cgo noescape gocuda_cuCheckpointProcessLock
-#cgo nocallback gocuda_cuCheckpointProcessLock
-#cgo noescape gocuda_cuCheckpointProcessCheckpoint
-#cgo nocallback gocuda_cuCheckpointProcessCheckpoint
-#cgo noescape gocuda_cuCheckpointProcessRestore
-#cgo nocallback gocuda_cuCheckpointProcessRestore
-#cgo noescape gocuda_cuCheckpointProcessUnlock
-#cgo nocallback gocuda_cuCheckpointProcessUnlock
-#cgo noescape gocuda_cuProfilerInitialize
-#cgo nocallback gocuda_cuProfilerInitialize
-#cgo noescape gocuda_cuProfilerStart
-#cgo nocallback gocuda_cuProfilerStart
-#cgo noescape gocuda_cuProfilerStop
-#cgo nocallback gocuda_cuProfilerStop
 #include <stdint.h>
 #include <stdlib.h>
 #define CUDA_ENABLE_DEPRECATED 1
@@ -3736,8 +2995,6 @@ func FlushGPUDirectRDMAWrites(target FlushGPUDirectRDMAWritesTarget, scope Flush
 
 // DeviceGetProperties calls cuDeviceGetProperties: returns properties for a selected device
 //
-// Deprecated:
-//
 // This function was deprecated as of CUDA 5.0 and replaced by [DeviceGetAttribute].
 //
 // Returns in *prop the properties of device dev. The [Devprop]
@@ -3795,6 +3052,8 @@ func FlushGPUDirectRDMAWrites(target FlushGPUDirectRDMAWritesTarget, scope Flush
 // [DeviceGetUuid],
 // [DeviceGet],
 // [DeviceTotalMem]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func DeviceGetProperties(prop *Devprop, dev Device) error {
 	fp, err := procDeviceGetProperties.Addr()
 	if err != nil {
@@ -3807,8 +3066,6 @@ func DeviceGetProperties(prop *Devprop, dev Device) error {
 }
 
 // DeviceComputeCapability calls cuDeviceComputeCapability: returns the compute capability of the device
-//
-// Deprecated:
 //
 // This function was deprecated as of CUDA 5.0 and its functionality superseded
 // by [DeviceGetAttribute].
@@ -3838,6 +3095,8 @@ func DeviceGetProperties(prop *Devprop, dev Device) error {
 // [DeviceGetUuid],
 // [DeviceGet],
 // [DeviceTotalMem]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func DeviceComputeCapability(major *int32, minor *int32, dev Device) error {
 	fp, err := procDeviceComputeCapability.Addr()
 	if err != nil {
@@ -5322,8 +4581,6 @@ func CtxWaitEvent(hCtx Context, hEvent Event) error {
 
 // CtxAttach calls cuCtxAttach: increment a context's usage-count
 //
-// Deprecated:
-//
 // Note that this function is deprecated and should not be used.
 //
 // Increments the usage count of the context and passes back a context handle
@@ -5359,6 +4616,8 @@ func CtxWaitEvent(hCtx Context, hEvent Event) error {
 // [CtxSetCacheConfig],
 // [CtxSetLimit],
 // [CtxSynchronize]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func CtxAttach(pctx *Context, flags uint32) error {
 	fp, err := procCtxAttach.Addr()
 	if err != nil {
@@ -5371,8 +4630,6 @@ func CtxAttach(pctx *Context, flags uint32) error {
 }
 
 // CtxDetach calls cuCtxDetach: decrement a context's usage-count
-//
-// Deprecated:
 //
 // Note that this function is deprecated and should not be used.
 //
@@ -5404,6 +4661,8 @@ func CtxAttach(pctx *Context, flags uint32) error {
 // [CtxSetCacheConfig],
 // [CtxSetLimit],
 // [CtxSynchronize]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func CtxDetach(ctx Context) error {
 	fp, err := procCtxDetach.Addr()
 	if err != nil {
@@ -5416,8 +4675,6 @@ func CtxDetach(ctx Context) error {
 }
 
 // CtxGetSharedMemConfig calls cuCtxGetSharedMemConfig: returns the current shared memory configuration for the current context.
-//
-// Deprecated:
 //
 // This function will return in pConfig the current size of shared memory banks
 // in the current context. On devices with configurable shared memory banks,
@@ -5458,6 +4715,8 @@ func CtxDetach(ctx Context) error {
 // [CtxGetSharedMemConfig],
 // [FuncSetCacheConfig],
 // cudaDeviceGetSharedMemConfig
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func CtxGetSharedMemConfig(pConfig *Sharedconfig) error {
 	fp, err := procCtxGetSharedMemConfig.Addr()
 	if err != nil {
@@ -5470,8 +4729,6 @@ func CtxGetSharedMemConfig(pConfig *Sharedconfig) error {
 }
 
 // CtxSetSharedMemConfig calls cuCtxSetSharedMemConfig: sets the shared memory configuration for the current context.
-//
-// Deprecated:
 //
 // On devices with configurable shared memory banks, this function will set
 // the context's shared memory bank size which is used for subsequent kernel
@@ -5522,6 +4779,8 @@ func CtxGetSharedMemConfig(pConfig *Sharedconfig) error {
 // [CtxGetSharedMemConfig],
 // [FuncSetCacheConfig],
 // cudaDeviceSetSharedMemConfig
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func CtxSetSharedMemConfig(config Sharedconfig) error {
 	fp, err := procCtxSetSharedMemConfig.Addr()
 	if err != nil {
@@ -6162,8 +5421,6 @@ func LinkDestroy(state LinkState) error {
 
 // ModuleGetTexRef calls cuModuleGetTexRef: returns a handle to a texture reference
 //
-// Deprecated:
-//
 // Returns in *pTexRef the handle of the texture reference of name name
 // in the module hmod. If no texture reference of that name exists,
 // [ModuleGetTexRef] returns [ERROR_NOT_FOUND]. This texture reference
@@ -6194,6 +5451,8 @@ func LinkDestroy(state LinkState) error {
 // [ModuleLoadDataEx],
 // [ModuleLoadFatBinary],
 // [ModuleUnload]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func ModuleGetTexRef(pTexRef *Texref, hmod Module, name string) error {
 	fp, err := procModuleGetTexRef.Addr()
 	if err != nil {
@@ -6208,8 +5467,6 @@ func ModuleGetTexRef(pTexRef *Texref, hmod Module, name string) error {
 }
 
 // ModuleGetSurfRef calls cuModuleGetSurfRef: returns a handle to a surface reference
-//
-// Deprecated:
 //
 // Returns in *pSurfRef the handle of the surface reference of name name
 // in the module hmod. If no surface reference of that name exists,
@@ -6239,6 +5496,8 @@ func ModuleGetTexRef(pTexRef *Texref, hmod Module, name string) error {
 // [ModuleLoadDataEx],
 // [ModuleLoadFatBinary],
 // [ModuleUnload]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func ModuleGetSurfRef(pSurfRef *Surfref, hmod Module, name string) error {
 	fp, err := procModuleGetSurfRef.Addr()
 	if err != nil {
@@ -17518,8 +16777,6 @@ func LaunchCooperativeKernel(f Function, gridDimX uint32, gridDimY uint32, gridD
 
 // LaunchCooperativeKernelMultiDevice calls cuLaunchCooperativeKernelMultiDevice: launches CUDA functions on multiple devices where thread blocks can cooperate and synchronize as they execute
 //
-// Deprecated: This function is deprecated as of CUDA 11.3.
-//
 // Invokes kernels as specified in the launchParamsList array where each element
 // of the array specifies all the parameters required to perform a single kernel launch.
 // These kernels can cooperate and synchronize as they execute. The size of the array is
@@ -17653,6 +16910,8 @@ func LaunchCooperativeKernel(f Function, gridDimX uint32, gridDimY uint32, gridD
 // [FuncGetAttribute],
 // [LaunchCooperativeKernel],
 // cudaLaunchCooperativeKernelMultiDevice
+//
+// Deprecated: This function is deprecated as of CUDA 11.3.
 func LaunchCooperativeKernelMultiDevice(launchParamsList *LAUNCH_PARAMS, numDevices uint32, flags uint32) error {
 	fp, err := procLaunchCooperativeKernelMultiDevice.Addr()
 	if err != nil {
@@ -17742,8 +17001,6 @@ func LaunchHostFunc(hStream Stream, fn HostFn, userData unsafe.Pointer) error {
 
 // FuncSetBlockShape calls cuFuncSetBlockShape: sets the block-dimensions for the function
 //
-// Deprecated:
-//
 // Specifies the x, y, and z dimensions of the thread blocks that are
 // created when the kernel given by hfunc is launched.
 //
@@ -17774,6 +17031,8 @@ func LaunchHostFunc(hStream Stream, fn HostFn, userData unsafe.Pointer) error {
 // [LaunchGrid],
 // [LaunchGridAsync],
 // [LaunchKernel]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func FuncSetBlockShape(hfunc Function, x int32, y int32, z int32) error {
 	fp, err := procFuncSetBlockShape.Addr()
 	if err != nil {
@@ -17786,8 +17045,6 @@ func FuncSetBlockShape(hfunc Function, x int32, y int32, z int32) error {
 }
 
 // FuncSetSharedSize calls cuFuncSetSharedSize: sets the dynamic shared-memory size for the function
-//
-// Deprecated:
 //
 // Sets through bytes the amount of dynamic shared memory that will be
 // available to each thread block when the kernel given by hfunc is launched.
@@ -17817,6 +17074,8 @@ func FuncSetBlockShape(hfunc Function, x int32, y int32, z int32) error {
 // [LaunchGrid],
 // [LaunchGridAsync],
 // [LaunchKernel]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func FuncSetSharedSize(hfunc Function, bytes uint32) error {
 	fp, err := procFuncSetSharedSize.Addr()
 	if err != nil {
@@ -17829,8 +17088,6 @@ func FuncSetSharedSize(hfunc Function, bytes uint32) error {
 }
 
 // ParamSetSize calls cuParamSetSize: sets the parameter size for the function
-//
-// Deprecated:
 //
 // Sets through numbytes the total size in bytes needed by the function
 // parameters of the kernel corresponding to hfunc.
@@ -17858,6 +17115,8 @@ func FuncSetSharedSize(hfunc Function, bytes uint32) error {
 // [LaunchGrid],
 // [LaunchGridAsync],
 // [LaunchKernel]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func ParamSetSize(hfunc Function, numbytes uint32) error {
 	fp, err := procParamSetSize.Addr()
 	if err != nil {
@@ -17870,8 +17129,6 @@ func ParamSetSize(hfunc Function, numbytes uint32) error {
 }
 
 // ParamSeti calls cuParamSeti: adds an integer parameter to the function's argument list
-//
-// Deprecated:
 //
 // Sets an integer parameter that will be specified the next time the
 // kernel corresponding to hfunc will be invoked. offset is a byte offset.
@@ -17900,6 +17157,8 @@ func ParamSetSize(hfunc Function, numbytes uint32) error {
 // [LaunchGrid],
 // [LaunchGridAsync],
 // [LaunchKernel]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func ParamSeti(hfunc Function, offset int32, value uint32) error {
 	fp, err := procParamSeti.Addr()
 	if err != nil {
@@ -17912,8 +17171,6 @@ func ParamSeti(hfunc Function, offset int32, value uint32) error {
 }
 
 // ParamSetf calls cuParamSetf: adds a floating-point parameter to the function's argument list
-//
-// Deprecated:
 //
 // Sets a floating-point parameter that will be specified the next time the
 // kernel corresponding to hfunc will be invoked. offset is a byte offset.
@@ -17942,6 +17199,8 @@ func ParamSeti(hfunc Function, offset int32, value uint32) error {
 // [LaunchGrid],
 // [LaunchGridAsync],
 // [LaunchKernel]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func ParamSetf(hfunc Function, offset int32, value float32) error {
 	fp, err := procParamSetf.Addr()
 	if err != nil {
@@ -17954,8 +17213,6 @@ func ParamSetf(hfunc Function, offset int32, value float32) error {
 }
 
 // ParamSetv calls cuParamSetv: adds arbitrary data to the function's argument list
-//
-// Deprecated:
 //
 // Copies an arbitrary amount of data (specified in numbytes) from ptr
 // into the parameter space of the kernel corresponding to hfunc. offset
@@ -17986,6 +17243,8 @@ func ParamSetf(hfunc Function, offset int32, value float32) error {
 // [LaunchGrid],
 // [LaunchGridAsync],
 // [LaunchKernel]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func ParamSetv(hfunc Function, offset int32, ptr unsafe.Pointer, numbytes uint32) error {
 	fp, err := procParamSetv.Addr()
 	if err != nil {
@@ -17998,8 +17257,6 @@ func ParamSetv(hfunc Function, offset int32, ptr unsafe.Pointer, numbytes uint32
 }
 
 // Launch calls cuLaunch: launches a CUDA function
-//
-// Deprecated:
 //
 // Invokes the kernel f on a 1 x 1 x 1 grid of blocks. The block
 // contains the number of threads specified by a previous call to
@@ -18047,6 +17304,8 @@ func ParamSetv(hfunc Function, offset int32, ptr unsafe.Pointer, numbytes uint32
 // [LaunchGrid],
 // [LaunchGridAsync],
 // [LaunchKernel]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func Launch(f Function) error {
 	fp, err := procLaunch.Addr()
 	if err != nil {
@@ -18059,8 +17318,6 @@ func Launch(f Function) error {
 }
 
 // LaunchGrid calls cuLaunchGrid: launches a CUDA function
-//
-// Deprecated:
 //
 // Invokes the kernel f on a grid_width x grid_height grid of
 // blocks. Each block contains the number of threads specified by a previous
@@ -18110,6 +17367,8 @@ func Launch(f Function) error {
 // [Launch],
 // [LaunchGridAsync],
 // [LaunchKernel]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func LaunchGrid(f Function, grid_width int32, grid_height int32) error {
 	fp, err := procLaunchGrid.Addr()
 	if err != nil {
@@ -18122,8 +17381,6 @@ func LaunchGrid(f Function, grid_width int32, grid_height int32) error {
 }
 
 // LaunchGridAsync calls cuLaunchGridAsync: launches a CUDA function
-//
-// Deprecated:
 //
 // Invokes the kernel f on a grid_width x grid_height grid of
 // blocks. Each block contains the number of threads specified by a previous
@@ -18179,6 +17436,8 @@ func LaunchGrid(f Function, grid_width int32, grid_height int32) error {
 // [Launch],
 // [LaunchGrid],
 // [LaunchKernel]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func LaunchGridAsync(f Function, grid_width int32, grid_height int32, hStream Stream) error {
 	fp, err := procLaunchGridAsync.Addr()
 	if err != nil {
@@ -18191,8 +17450,6 @@ func LaunchGridAsync(f Function, grid_width int32, grid_height int32, hStream St
 }
 
 // ParamSetTexRef calls cuParamSetTexRef: adds a texture-reference to the function's argument list
-//
-// Deprecated:
 //
 // Makes the CUDA array or linear memory bound to the texture reference
 // hTexRef available to a device program as a texture. In this version of
@@ -18212,6 +17469,8 @@ func LaunchGridAsync(f Function, grid_width int32, grid_height int32, hStream St
 // [ERROR_NOT_INITIALIZED],
 // [ERROR_INVALID_CONTEXT],
 // [ERROR_INVALID_VALUE]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func ParamSetTexRef(hfunc Function, texunit int32, hTexRef Texref) error {
 	fp, err := procParamSetTexRef.Addr()
 	if err != nil {
@@ -18224,8 +17483,6 @@ func ParamSetTexRef(hfunc Function, texunit int32, hTexRef Texref) error {
 }
 
 // FuncSetSharedMemConfig calls cuFuncSetSharedMemConfig: sets the shared memory configuration for a device function.
-//
-// Deprecated:
 //
 // On devices with configurable shared memory banks, this function will
 // force all subsequent launches of the specified device function to have
@@ -18275,6 +17532,8 @@ func ParamSetTexRef(hfunc Function, texunit int32, hTexRef Texref) error {
 // [FuncGetAttribute],
 // [LaunchKernel],
 // cudaFuncSetSharedMemConfig
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func FuncSetSharedMemConfig(hfunc Function, config Sharedconfig) error {
 	fp, err := procFuncSetSharedMemConfig.Addr()
 	if err != nil {
@@ -22293,8 +21552,6 @@ func OccupancyMaxActiveClusters(numClusters *int32, func_ Function, config *Laun
 
 // TexRefSetArray calls cuTexRefSetArray: binds an array as a texture reference
 //
-// Deprecated:
-//
 // Binds the CUDA array hArray to the texture reference hTexRef. Any
 // previous address or CUDA array state associated with the texture reference
 // is superseded by this function. Flags must be set to
@@ -22321,6 +21578,8 @@ func OccupancyMaxActiveClusters(numClusters *int32, func_ Function, config *Laun
 // [TexRefSetFilterMode], [TexRefSetFlags], [TexRefSetFormat],
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefSetArray(hTexRef Texref, hArray Array, Flags uint32) error {
 	fp, err := procTexRefSetArray.Addr()
 	if err != nil {
@@ -22333,8 +21592,6 @@ func TexRefSetArray(hTexRef Texref, hArray Array, Flags uint32) error {
 }
 
 // TexRefSetMipmappedArray calls cuTexRefSetMipmappedArray: binds a mipmapped array to a texture reference
-//
-// Deprecated:
 //
 // Binds the CUDA mipmapped array hMipmappedArray to the texture reference hTexRef.
 // Any previous address or CUDA array state associated with the texture reference
@@ -22361,6 +21618,8 @@ func TexRefSetArray(hTexRef Texref, hArray Array, Flags uint32) error {
 // [TexRefSetFilterMode], [TexRefSetFlags], [TexRefSetFormat],
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefSetMipmappedArray(hTexRef Texref, hMipmappedArray MipmappedArray, Flags uint32) error {
 	fp, err := procTexRefSetMipmappedArray.Addr()
 	if err != nil {
@@ -22373,8 +21632,6 @@ func TexRefSetMipmappedArray(hTexRef Texref, hMipmappedArray MipmappedArray, Fla
 }
 
 // TexRefSetAddress calls cuTexRefSetAddress: binds an address as a texture reference
-//
-// Deprecated:
 //
 // Binds a linear address range to the texture reference hTexRef. Any
 // previous address or CUDA array state associated with the texture reference
@@ -22417,6 +21674,8 @@ func TexRefSetMipmappedArray(hTexRef Texref, hMipmappedArray MipmappedArray, Fla
 // [TexRefSetFilterMode], [TexRefSetFlags], [TexRefSetFormat],
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefSetAddress(ByteOffset *uint64, hTexRef Texref, dptr Deviceptr, bytes uint64) error {
 	fp, err := procTexRefSetAddress.Addr()
 	if err != nil {
@@ -22429,8 +21688,6 @@ func TexRefSetAddress(ByteOffset *uint64, hTexRef Texref, dptr Deviceptr, bytes 
 }
 
 // TexRefSetAddress2D calls cuTexRefSetAddress2D: binds an address as a 2D texture reference
-//
-// Deprecated:
 //
 // Binds a linear address range to the texture reference hTexRef. Any
 // previous address or CUDA array state associated with the texture reference
@@ -22482,6 +21739,8 @@ func TexRefSetAddress(ByteOffset *uint64, hTexRef Texref, dptr Deviceptr, bytes 
 // [TexRefSetFilterMode], [TexRefSetFlags], [TexRefSetFormat],
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefSetAddress2D(hTexRef Texref, desc *ARRAY_DESCRIPTOR, dptr Deviceptr, Pitch uint64) error {
 	fp, err := procTexRefSetAddress2D.Addr()
 	if err != nil {
@@ -22494,8 +21753,6 @@ func TexRefSetAddress2D(hTexRef Texref, desc *ARRAY_DESCRIPTOR, dptr Deviceptr, 
 }
 
 // TexRefSetFormat calls cuTexRefSetFormat: sets the format for a texture reference
-//
-// Deprecated:
 //
 // Specifies the format of the data to be read by the texture reference
 // hTexRef. fmt and NumPackedComponents are exactly analogous to the
@@ -22524,6 +21781,8 @@ func TexRefSetAddress2D(hTexRef Texref, desc *ARRAY_DESCRIPTOR, dptr Deviceptr, 
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat],
 // cudaCreateChannelDesc
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefSetFormat(hTexRef Texref, fmt Array_format, NumPackedComponents int32) error {
 	fp, err := procTexRefSetFormat.Addr()
 	if err != nil {
@@ -22536,8 +21795,6 @@ func TexRefSetFormat(hTexRef Texref, fmt Array_format, NumPackedComponents int32
 }
 
 // TexRefSetAddressMode calls cuTexRefSetAddressMode: sets the addressing mode for a texture reference
-//
-// Deprecated:
 //
 // Specifies the addressing mode am for the given dimension dim of the
 // texture reference hTexRef. If dim is zero, the addressing mode is
@@ -22576,6 +21833,8 @@ func TexRefSetFormat(hTexRef Texref, fmt Array_format, NumPackedComponents int32
 // [TexRefSetFilterMode], [TexRefSetFlags], [TexRefSetFormat],
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefSetAddressMode(hTexRef Texref, dim int32, am Address_mode) error {
 	fp, err := procTexRefSetAddressMode.Addr()
 	if err != nil {
@@ -22588,8 +21847,6 @@ func TexRefSetAddressMode(hTexRef Texref, dim int32, am Address_mode) error {
 }
 
 // TexRefSetFilterMode calls cuTexRefSetFilterMode: sets the filtering mode for a texture reference
-//
-// Deprecated:
 //
 // Specifies the filtering mode fm to be used when reading memory through
 // the texture reference hTexRef. [Filter_mode] is defined as:
@@ -22620,6 +21877,8 @@ func TexRefSetAddressMode(hTexRef Texref, dim int32, am Address_mode) error {
 // [TexRefSetFlags], [TexRefSetFormat],
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefSetFilterMode(hTexRef Texref, fm Filter_mode) error {
 	fp, err := procTexRefSetFilterMode.Addr()
 	if err != nil {
@@ -22632,8 +21891,6 @@ func TexRefSetFilterMode(hTexRef Texref, fm Filter_mode) error {
 }
 
 // TexRefSetMipmapFilterMode calls cuTexRefSetMipmapFilterMode: sets the mipmap filtering mode for a texture reference
-//
-// Deprecated:
 //
 // Specifies the mipmap filtering mode fm to be used when reading memory through
 // the texture reference hTexRef. [Filter_mode] is defined as:
@@ -22664,6 +21921,8 @@ func TexRefSetFilterMode(hTexRef Texref, fm Filter_mode) error {
 // [TexRefSetFlags], [TexRefSetFormat],
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefSetMipmapFilterMode(hTexRef Texref, fm Filter_mode) error {
 	fp, err := procTexRefSetMipmapFilterMode.Addr()
 	if err != nil {
@@ -22676,8 +21935,6 @@ func TexRefSetMipmapFilterMode(hTexRef Texref, fm Filter_mode) error {
 }
 
 // TexRefSetMipmapLevelBias calls cuTexRefSetMipmapLevelBias: sets the mipmap level bias for a texture reference
-//
-// Deprecated:
 //
 // Specifies the mipmap level bias bias to be added to the specified mipmap level when
 // reading memory through the texture reference hTexRef.
@@ -22703,6 +21960,8 @@ func TexRefSetMipmapFilterMode(hTexRef Texref, fm Filter_mode) error {
 // [TexRefSetFlags], [TexRefSetFormat],
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefSetMipmapLevelBias(hTexRef Texref, bias float32) error {
 	fp, err := procTexRefSetMipmapLevelBias.Addr()
 	if err != nil {
@@ -22715,8 +21974,6 @@ func TexRefSetMipmapLevelBias(hTexRef Texref, bias float32) error {
 }
 
 // TexRefSetMipmapLevelClamp calls cuTexRefSetMipmapLevelClamp: sets the mipmap min/max mipmap level clamps for a texture reference
-//
-// Deprecated:
 //
 // Specifies the min/max mipmap level clamps, minMipmapLevelClamp and maxMipmapLevelClamp
 // respectively, to be used when reading memory through the texture reference
@@ -22744,6 +22001,8 @@ func TexRefSetMipmapLevelBias(hTexRef Texref, bias float32) error {
 // [TexRefSetFlags], [TexRefSetFormat],
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefSetMipmapLevelClamp(hTexRef Texref, minMipmapLevelClamp float32, maxMipmapLevelClamp float32) error {
 	fp, err := procTexRefSetMipmapLevelClamp.Addr()
 	if err != nil {
@@ -22756,8 +22015,6 @@ func TexRefSetMipmapLevelClamp(hTexRef Texref, minMipmapLevelClamp float32, maxM
 }
 
 // TexRefSetMaxAnisotropy calls cuTexRefSetMaxAnisotropy: sets the maximum anisotropy for a texture reference
-//
-// Deprecated:
 //
 // Specifies the maximum anisotropy maxAniso to be used when reading memory through
 // the texture reference hTexRef.
@@ -22783,6 +22040,8 @@ func TexRefSetMipmapLevelClamp(hTexRef Texref, minMipmapLevelClamp float32, maxM
 // [TexRefSetFlags], [TexRefSetFormat],
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefSetMaxAnisotropy(hTexRef Texref, maxAniso uint32) error {
 	fp, err := procTexRefSetMaxAnisotropy.Addr()
 	if err != nil {
@@ -22795,8 +22054,6 @@ func TexRefSetMaxAnisotropy(hTexRef Texref, maxAniso uint32) error {
 }
 
 // TexRefSetBorderColor calls cuTexRefSetBorderColor: sets the border color for a texture reference
-//
-// Deprecated:
 //
 // Specifies the value of the RGBA color via the pBorderColor to the texture reference
 // hTexRef. The color value supports only float type and holds color components in
@@ -22826,6 +22083,8 @@ func TexRefSetMaxAnisotropy(hTexRef Texref, maxAniso uint32) error {
 // See also:
 // [TexRefSetAddressMode],
 // [TexRefGetAddressMode], [TexRefGetBorderColor]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefSetBorderColor(hTexRef Texref, pBorderColor *float32) error {
 	fp, err := procTexRefSetBorderColor.Addr()
 	if err != nil {
@@ -22838,8 +22097,6 @@ func TexRefSetBorderColor(hTexRef Texref, pBorderColor *float32) error {
 }
 
 // TexRefSetFlags calls cuTexRefSetFlags: sets the flags for a texture reference
-//
-// Deprecated:
 //
 // Specifies optional flags via Flags to specify the behavior of data
 // returned through the texture reference hTexRef. The valid flags are:
@@ -22878,6 +22135,8 @@ func TexRefSetBorderColor(hTexRef Texref, pBorderColor *float32) error {
 // [TexRefSetFilterMode], [TexRefSetFormat],
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefSetFlags(hTexRef Texref, Flags uint32) error {
 	fp, err := procTexRefSetFlags.Addr()
 	if err != nil {
@@ -22890,8 +22149,6 @@ func TexRefSetFlags(hTexRef Texref, Flags uint32) error {
 }
 
 // TexRefGetAddress calls cuTexRefGetAddress: gets the address associated with a texture reference
-//
-// Deprecated:
 //
 // Returns in *pdptr the base address bound to the texture reference
 // hTexRef, or returns [ERROR_INVALID_VALUE] if the texture reference
@@ -22915,6 +22172,8 @@ func TexRefSetFlags(hTexRef Texref, Flags uint32) error {
 // [TexRefSetFilterMode], [TexRefSetFlags], [TexRefSetFormat],
 // [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefGetAddress(pdptr *Deviceptr, hTexRef Texref) error {
 	fp, err := procTexRefGetAddress.Addr()
 	if err != nil {
@@ -22927,8 +22186,6 @@ func TexRefGetAddress(pdptr *Deviceptr, hTexRef Texref) error {
 }
 
 // TexRefGetArray calls cuTexRefGetArray: gets the array bound to a texture reference
-//
-// Deprecated:
 //
 // Returns in *phArray the CUDA array bound to the texture reference
 // hTexRef, or returns [ERROR_INVALID_VALUE] if the texture reference
@@ -22952,6 +22209,8 @@ func TexRefGetAddress(pdptr *Deviceptr, hTexRef Texref) error {
 // [TexRefSetFilterMode], [TexRefSetFlags], [TexRefSetFormat],
 // [TexRefGetAddress], [TexRefGetAddressMode],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefGetArray(phArray *Array, hTexRef Texref) error {
 	fp, err := procTexRefGetArray.Addr()
 	if err != nil {
@@ -22964,8 +22223,6 @@ func TexRefGetArray(phArray *Array, hTexRef Texref) error {
 }
 
 // TexRefGetMipmappedArray calls cuTexRefGetMipmappedArray: gets the mipmapped array bound to a texture reference
-//
-// Deprecated:
 //
 // Returns in *phMipmappedArray the CUDA mipmapped array bound to the texture
 // reference hTexRef, or returns [ERROR_INVALID_VALUE] if the texture reference
@@ -22989,6 +22246,8 @@ func TexRefGetArray(phArray *Array, hTexRef Texref) error {
 // [TexRefSetFilterMode], [TexRefSetFlags], [TexRefSetFormat],
 // [TexRefGetAddress], [TexRefGetAddressMode],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefGetMipmappedArray(phMipmappedArray *MipmappedArray, hTexRef Texref) error {
 	fp, err := procTexRefGetMipmappedArray.Addr()
 	if err != nil {
@@ -23001,8 +22260,6 @@ func TexRefGetMipmappedArray(phMipmappedArray *MipmappedArray, hTexRef Texref) e
 }
 
 // TexRefGetAddressMode calls cuTexRefGetAddressMode: gets the addressing mode used by a texture reference
-//
-// Deprecated:
 //
 // Returns in *pam the addressing mode corresponding to the
 // dimension dim of the texture reference hTexRef. Currently, the only
@@ -23027,6 +22284,8 @@ func TexRefGetMipmappedArray(phMipmappedArray *MipmappedArray, hTexRef Texref) e
 // [TexRefSetFilterMode], [TexRefSetFlags], [TexRefSetFormat],
 // [TexRefGetAddress], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefGetAddressMode(pam *Address_mode, hTexRef Texref, dim int32) error {
 	fp, err := procTexRefGetAddressMode.Addr()
 	if err != nil {
@@ -23039,8 +22298,6 @@ func TexRefGetAddressMode(pam *Address_mode, hTexRef Texref, dim int32) error {
 }
 
 // TexRefGetFilterMode calls cuTexRefGetFilterMode: gets the filter-mode used by a texture reference
-//
-// Deprecated:
 //
 // Returns in *pfm the filtering mode of the texture reference
 // hTexRef.
@@ -23063,6 +22320,8 @@ func TexRefGetAddressMode(pam *Address_mode, hTexRef Texref, dim int32) error {
 // [TexRefSetFilterMode], [TexRefSetFlags], [TexRefSetFormat],
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFlags], [TexRefGetFormat]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefGetFilterMode(pfm *Filter_mode, hTexRef Texref) error {
 	fp, err := procTexRefGetFilterMode.Addr()
 	if err != nil {
@@ -23075,8 +22334,6 @@ func TexRefGetFilterMode(pfm *Filter_mode, hTexRef Texref) error {
 }
 
 // TexRefGetFormat calls cuTexRefGetFormat: gets the format used by a texture reference
-//
-// Deprecated:
 //
 // Returns in *pFormat and *pNumChannels the format and number
 // of components of the CUDA array bound to the texture reference hTexRef.
@@ -23101,6 +22358,8 @@ func TexRefGetFilterMode(pfm *Filter_mode, hTexRef Texref) error {
 // [TexRefSetFilterMode], [TexRefSetFlags], [TexRefSetFormat],
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefGetFormat(pFormat *Array_format, pNumChannels *int32, hTexRef Texref) error {
 	fp, err := procTexRefGetFormat.Addr()
 	if err != nil {
@@ -23113,8 +22372,6 @@ func TexRefGetFormat(pFormat *Array_format, pNumChannels *int32, hTexRef Texref)
 }
 
 // TexRefGetMipmapFilterMode calls cuTexRefGetMipmapFilterMode: gets the mipmap filtering mode for a texture reference
-//
-// Deprecated:
 //
 // Returns the mipmap filtering mode in pfm that's used when reading memory through
 // the texture reference hTexRef.
@@ -23137,6 +22394,8 @@ func TexRefGetFormat(pFormat *Array_format, pNumChannels *int32, hTexRef Texref)
 // [TexRefSetFlags], [TexRefSetFormat],
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefGetMipmapFilterMode(pfm *Filter_mode, hTexRef Texref) error {
 	fp, err := procTexRefGetMipmapFilterMode.Addr()
 	if err != nil {
@@ -23149,8 +22408,6 @@ func TexRefGetMipmapFilterMode(pfm *Filter_mode, hTexRef Texref) error {
 }
 
 // TexRefGetMipmapLevelBias calls cuTexRefGetMipmapLevelBias: gets the mipmap level bias for a texture reference
-//
-// Deprecated:
 //
 // Returns the mipmap level bias in pBias that's added to the specified mipmap
 // level when reading memory through the texture reference hTexRef.
@@ -23173,6 +22430,8 @@ func TexRefGetMipmapFilterMode(pfm *Filter_mode, hTexRef Texref) error {
 // [TexRefSetFlags], [TexRefSetFormat],
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefGetMipmapLevelBias(pbias *float32, hTexRef Texref) error {
 	fp, err := procTexRefGetMipmapLevelBias.Addr()
 	if err != nil {
@@ -23185,8 +22444,6 @@ func TexRefGetMipmapLevelBias(pbias *float32, hTexRef Texref) error {
 }
 
 // TexRefGetMipmapLevelClamp calls cuTexRefGetMipmapLevelClamp: gets the min/max mipmap level clamps for a texture reference
-//
-// Deprecated:
 //
 // Returns the min/max mipmap level clamps in pminMipmapLevelClamp and pmaxMipmapLevelClamp
 // that's used when reading memory through the texture reference hTexRef.
@@ -23210,6 +22467,8 @@ func TexRefGetMipmapLevelBias(pbias *float32, hTexRef Texref) error {
 // [TexRefSetFlags], [TexRefSetFormat],
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefGetMipmapLevelClamp(pminMipmapLevelClamp *float32, pmaxMipmapLevelClamp *float32, hTexRef Texref) error {
 	fp, err := procTexRefGetMipmapLevelClamp.Addr()
 	if err != nil {
@@ -23222,8 +22481,6 @@ func TexRefGetMipmapLevelClamp(pminMipmapLevelClamp *float32, pmaxMipmapLevelCla
 }
 
 // TexRefGetMaxAnisotropy calls cuTexRefGetMaxAnisotropy: gets the maximum anisotropy for a texture reference
-//
-// Deprecated:
 //
 // Returns the maximum anisotropy in pmaxAniso that's used when reading memory through
 // the texture reference hTexRef.
@@ -23246,6 +22503,8 @@ func TexRefGetMipmapLevelClamp(pminMipmapLevelClamp *float32, pmaxMipmapLevelCla
 // [TexRefSetFlags], [TexRefSetFormat],
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFlags], [TexRefGetFormat]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefGetMaxAnisotropy(pmaxAniso *int32, hTexRef Texref) error {
 	fp, err := procTexRefGetMaxAnisotropy.Addr()
 	if err != nil {
@@ -23258,8 +22517,6 @@ func TexRefGetMaxAnisotropy(pmaxAniso *int32, hTexRef Texref) error {
 }
 
 // TexRefGetBorderColor calls cuTexRefGetBorderColor: gets the border color used by a texture reference
-//
-// Deprecated:
 //
 // Returns in pBorderColor, values of the RGBA color used by
 // the texture reference hTexRef.
@@ -23285,6 +22542,8 @@ func TexRefGetMaxAnisotropy(pmaxAniso *int32, hTexRef Texref) error {
 //
 // See also: [TexRefSetAddressMode],
 // [TexRefSetAddressMode], [TexRefSetBorderColor]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefGetBorderColor(pBorderColor *float32, hTexRef Texref) error {
 	fp, err := procTexRefGetBorderColor.Addr()
 	if err != nil {
@@ -23297,8 +22556,6 @@ func TexRefGetBorderColor(pBorderColor *float32, hTexRef Texref) error {
 }
 
 // TexRefGetFlags calls cuTexRefGetFlags: gets the flags used by a texture reference
-//
-// Deprecated:
 //
 // Returns in *pFlags the flags of the texture reference hTexRef.
 //
@@ -23320,6 +22577,8 @@ func TexRefGetBorderColor(pBorderColor *float32, hTexRef Texref) error {
 // [TexRefSetFilterMode], [TexRefSetFlags], [TexRefSetFormat],
 // [TexRefGetAddress], [TexRefGetAddressMode], [TexRefGetArray],
 // [TexRefGetFilterMode], [TexRefGetFormat]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefGetFlags(pFlags *uint32, hTexRef Texref) error {
 	fp, err := procTexRefGetFlags.Addr()
 	if err != nil {
@@ -23332,8 +22591,6 @@ func TexRefGetFlags(pFlags *uint32, hTexRef Texref) error {
 }
 
 // TexRefCreate calls cuTexRefCreate: creates a texture reference
-//
-// Deprecated:
 //
 // Creates a texture reference and returns its handle in *pTexRef. Once
 // created, the application must call [TexRefSetArray] or
@@ -23355,6 +22612,8 @@ func TexRefGetFlags(pFlags *uint32, hTexRef Texref) error {
 // [ERROR_INVALID_VALUE]
 //
 // See also: [TexRefDestroy]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefCreate(pTexRef *Texref) error {
 	fp, err := procTexRefCreate.Addr()
 	if err != nil {
@@ -23367,8 +22626,6 @@ func TexRefCreate(pTexRef *Texref) error {
 }
 
 // TexRefDestroy calls cuTexRefDestroy: destroys a texture reference
-//
-// Deprecated:
 //
 // Destroys the texture reference specified by hTexRef.
 //
@@ -23385,6 +22642,8 @@ func TexRefCreate(pTexRef *Texref) error {
 // [ERROR_INVALID_VALUE]
 //
 // See also: [TexRefCreate]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func TexRefDestroy(hTexRef Texref) error {
 	fp, err := procTexRefDestroy.Addr()
 	if err != nil {
@@ -23397,8 +22656,6 @@ func TexRefDestroy(hTexRef Texref) error {
 }
 
 // SurfRefSetArray calls cuSurfRefSetArray: sets the CUDA array for a surface reference.
-//
-// Deprecated:
 //
 // Sets the CUDA array hArray to be read and written by the surface reference
 // hSurfRef. Any previous CUDA array state associated with the surface
@@ -23423,6 +22680,8 @@ func TexRefDestroy(hTexRef Texref) error {
 // See also:
 // [ModuleGetSurfRef],
 // [SurfRefGetArray]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func SurfRefSetArray(hSurfRef Surfref, hArray Array, Flags uint32) error {
 	fp, err := procSurfRefSetArray.Addr()
 	if err != nil {
@@ -23435,8 +22694,6 @@ func SurfRefSetArray(hSurfRef Surfref, hArray Array, Flags uint32) error {
 }
 
 // SurfRefGetArray calls cuSurfRefGetArray: passes back the CUDA array bound to a surface reference.
-//
-// Deprecated:
 //
 // Returns in *phArray the CUDA array bound to the surface reference
 // hSurfRef, or returns [ERROR_INVALID_VALUE] if the surface reference
@@ -23456,6 +22713,8 @@ func SurfRefSetArray(hSurfRef Surfref, hArray Array, Flags uint32) error {
 // [ERROR_INVALID_VALUE]
 //
 // See also: [ModuleGetSurfRef], [SurfRefSetArray]
+//
+// Deprecated: cuda.h declares it __CUDA_DEPRECATED.
 func SurfRefGetArray(phArray *Array, hSurfRef Surfref) error {
 	fp, err := procSurfRefGetArray.Addr()
 	if err != nil {
@@ -26416,8 +25675,6 @@ func CheckpointProcessUnlock(pid int32, args *CheckpointUnlockArgs) error {
 
 // ProfilerInitialize calls cuProfilerInitialize: initialize the profiling.
 //
-// Deprecated:
-//
 // Note that this function is deprecated and should not be used.
 // Starting with CUDA 12.0, it always returns error code [ERROR_NOT_SUPPORTED].
 //
@@ -26464,6 +25721,8 @@ func CheckpointProcessUnlock(pid int32, args *CheckpointUnlockArgs) error {
 // See also:
 // [ProfilerStart],
 // [ProfilerStop],
+//
+// Deprecated: cudaProfiler.h declares it __CUDA_DEPRECATED.
 func ProfilerInitialize(configFile string, outputFile string, outputMode Output_mode) error {
 	fp, err := procProfilerInitialize.Addr()
 	if err != nil {

@@ -447,8 +447,9 @@ func (v AtomicOperationCapability) String() string {
 type CigDataType int32
 
 const (
+	// CIG_DATA_TYPE_D3D12_COMMAND_QUEUE is CIG_DATA_TYPE_D3D12_COMMAND_QUEUE: d3D12 Command Queue Handle
 	CIG_DATA_TYPE_D3D12_COMMAND_QUEUE CigDataType = 1
-	// CIG_DATA_TYPE_NV_BLOB is CIG_DATA_TYPE_NV_BLOB: d3D12 Command Queue Handle
+	// CIG_DATA_TYPE_NV_BLOB is CIG_DATA_TYPE_NV_BLOB: nvidia specific data blob used for Vulkan and other NV clients
 	CIG_DATA_TYPE_NV_BLOB CigDataType = 2
 )
 
@@ -663,7 +664,9 @@ const (
 	// and was replaced with [CTX_SCHED_BLOCKING_SYNC].
 	CTX_BLOCKING_SYNC Ctx_flags = 4
 	CTX_SCHED_MASK    Ctx_flags = 7
-	// CTX_MAP_HOST is CU_CTX_MAP_HOST: deprecated: This flag was deprecated as of CUDA 11.0
+	// CTX_MAP_HOST is CU_CTX_MAP_HOST.
+	//
+	// Deprecated: This flag was deprecated as of CUDA 11.0
 	// and it no longer has any effect. All contexts
 	// as of CUDA 3.2 behave as though the flag is enabled.
 	CTX_MAP_HOST Ctx_flags = 8
@@ -707,7 +710,7 @@ func (v Ctx_flags) String() string {
 	return "Ctx_flags(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
-// DevResourceType is CUdevResourceType.
+// DevResourceType is CUdevResourceType: type of resource
 type DevResourceType int32
 
 const (
@@ -777,7 +780,9 @@ const (
 	DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED Device_P2PAttribute = 2
 	// DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED is CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED: all CUDA-valid atomic operation over the link are supported
 	DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED Device_P2PAttribute = 3
-	// DEVICE_P2P_ATTRIBUTE_ACCESS_ACCESS_SUPPORTED is CU_DEVICE_P2P_ATTRIBUTE_ACCESS_ACCESS_SUPPORTED: deprecated: use CU_DEVICE_P2P_ATTRIBUTE_CUDA_ARRAY_ACCESS_SUPPORTED instead
+	// DEVICE_P2P_ATTRIBUTE_ACCESS_ACCESS_SUPPORTED is CU_DEVICE_P2P_ATTRIBUTE_ACCESS_ACCESS_SUPPORTED.
+	//
+	// Deprecated: use CU_DEVICE_P2P_ATTRIBUTE_CUDA_ARRAY_ACCESS_SUPPORTED instead
 	DEVICE_P2P_ATTRIBUTE_ACCESS_ACCESS_SUPPORTED Device_P2PAttribute = 4
 	// DEVICE_P2P_ATTRIBUTE_CUDA_ARRAY_ACCESS_SUPPORTED is CU_DEVICE_P2P_ATTRIBUTE_CUDA_ARRAY_ACCESS_SUPPORTED: accessing CUDA arrays over the link supported
 	DEVICE_P2P_ATTRIBUTE_CUDA_ARRAY_ACCESS_SUPPORTED Device_P2PAttribute = 4
@@ -2499,11 +2504,12 @@ const (
 	// JIT_INPUT_LIBRARY is CU_JIT_INPUT_LIBRARY: archive of host objects with embedded device code
 	// Applicable options: PTX compiler options, [JIT_FALLBACK_STRATEGY]
 	JIT_INPUT_LIBRARY JitInputType = 4
-	// JIT_INPUT_NVVM is CU_JIT_INPUT_NVVM: deprecated:
-	// High-level intermediate code for link-time optimization
+	// JIT_INPUT_NVVM is CU_JIT_INPUT_NVVM: high-level intermediate code for link-time optimization
 	// Applicable options: NVVM compiler options, PTX compiler options
 	//
 	// Only valid with LTO-IR compiled with toolkits prior to CUDA 12.0
+	//
+	// Deprecated: the header's documentation marks it deprecated.
 	JIT_INPUT_NVVM      JitInputType = 5
 	JIT_NUM_INPUT_TYPES JitInputType = 6
 )
@@ -2663,8 +2669,9 @@ const (
 	// Option type: unsigned int for enumerated type [Jit_cacheMode]
 	// Applies to: compiler only
 	JIT_CACHE_MODE Jit_option = 14
-	// JIT_NEW_SM3X_OPT is CU_JIT_NEW_SM3X_OPT: deprecated:
-	// This jit option is deprecated and should not be used.
+	// JIT_NEW_SM3X_OPT is CU_JIT_NEW_SM3X_OPT: this jit option is deprecated and should not be used.
+	//
+	// Deprecated: the header's documentation marks it deprecated.
 	JIT_NEW_SM3X_OPT Jit_option = 15
 	// JIT_FAST_COMPILE is CU_JIT_FAST_COMPILE: this jit option is used for internal purpose only.
 	JIT_FAST_COMPILE Jit_option = 16
@@ -2690,25 +2697,26 @@ const (
 	// Option type: unsigned int
 	// Applies to: dynamic linker only
 	JIT_GLOBAL_SYMBOL_COUNT Jit_option = 19
-	// JIT_LTO is CU_JIT_LTO: deprecated:
-	// Enable link-time optimization (-dlto) for device code (Disabled by default).
+	// JIT_LTO is CU_JIT_LTO: enable link-time optimization (-dlto) for device code (Disabled by default).
 	// This option is not supported on 32-bit platforms.
 	// Option type: int
 	// Applies to: compiler and linker
 	//
 	// Only valid with LTO-IR compiled with toolkits prior to CUDA 12.0
+	//
+	// Deprecated: the header's documentation marks it deprecated.
 	JIT_LTO Jit_option = 20
-	// JIT_FTZ is CU_JIT_FTZ: deprecated:
-	// Control single-precision denormals (-ftz) support (0: false, default).
+	// JIT_FTZ is CU_JIT_FTZ: control single-precision denormals (-ftz) support (0: false, default).
 	// 1 : flushes denormal values to zero
 	// 0 : preserves denormal values
 	// Option type: int
 	// Applies to: link-time optimization specified with CU_JIT_LTO
 	//
 	// Only valid with LTO-IR compiled with toolkits prior to CUDA 12.0
+	//
+	// Deprecated: the header's documentation marks it deprecated.
 	JIT_FTZ Jit_option = 21
-	// JIT_PREC_DIV is CU_JIT_PREC_DIV: deprecated:
-	// Control single-precision floating-point division and reciprocals
+	// JIT_PREC_DIV is CU_JIT_PREC_DIV: control single-precision floating-point division and reciprocals
 	// (-prec-div) support (1: true, default).
 	// 1 : Enables the IEEE round-to-nearest mode
 	// 0 : Enables the fast approximation mode
@@ -2716,9 +2724,10 @@ const (
 	// Applies to: link-time optimization specified with CU_JIT_LTO
 	//
 	// Only valid with LTO-IR compiled with toolkits prior to CUDA 12.0
+	//
+	// Deprecated: the header's documentation marks it deprecated.
 	JIT_PREC_DIV Jit_option = 22
-	// JIT_PREC_SQRT is CU_JIT_PREC_SQRT: deprecated:
-	// Control single-precision floating-point square root
+	// JIT_PREC_SQRT is CU_JIT_PREC_SQRT: control single-precision floating-point square root
 	// (-prec-sqrt) support (1: true, default).
 	// 1 : Enables the IEEE round-to-nearest mode
 	// 0 : Enables the fast approximation mode
@@ -2726,18 +2735,20 @@ const (
 	// Applies to: link-time optimization specified with CU_JIT_LTO
 	//
 	// Only valid with LTO-IR compiled with toolkits prior to CUDA 12.0
+	//
+	// Deprecated: the header's documentation marks it deprecated.
 	JIT_PREC_SQRT Jit_option = 23
-	// JIT_FMA is CU_JIT_FMA: deprecated:
-	// Enable/Disable the contraction of floating-point multiplies
+	// JIT_FMA is CU_JIT_FMA: enable/Disable the contraction of floating-point multiplies
 	// and adds/subtracts into floating-point multiply-add (-fma)
 	// operations (1: Enable, default; 0: Disable).
 	// Option type: int
 	// Applies to: link-time optimization specified with CU_JIT_LTO
 	//
 	// Only valid with LTO-IR compiled with toolkits prior to CUDA 12.0
+	//
+	// Deprecated: the header's documentation marks it deprecated.
 	JIT_FMA Jit_option = 24
-	// JIT_REFERENCED_KERNEL_NAMES is CU_JIT_REFERENCED_KERNEL_NAMES: deprecated:
-	// Array of kernel names that should be preserved at link time while others
+	// JIT_REFERENCED_KERNEL_NAMES is CU_JIT_REFERENCED_KERNEL_NAMES: array of kernel names that should be preserved at link time while others
 	// can be removed.
 	// Must contain [JIT_REFERENCED_KERNEL_COUNT] entries.
 	// Note that kernel names can be mangled by the compiler in which case the
@@ -2752,16 +2763,18 @@ const (
 	// Applies to: dynamic linker only
 	//
 	// Only valid with LTO-IR compiled with toolkits prior to CUDA 12.0
+	//
+	// Deprecated: the header's documentation marks it deprecated.
 	JIT_REFERENCED_KERNEL_NAMES Jit_option = 25
-	// JIT_REFERENCED_KERNEL_COUNT is CU_JIT_REFERENCED_KERNEL_COUNT: deprecated:
-	// Number of entries in [JIT_REFERENCED_KERNEL_NAMES] array.
+	// JIT_REFERENCED_KERNEL_COUNT is CU_JIT_REFERENCED_KERNEL_COUNT: number of entries in [JIT_REFERENCED_KERNEL_NAMES] array.
 	// Option type: unsigned int
 	// Applies to: dynamic linker only
 	//
 	// Only valid with LTO-IR compiled with toolkits prior to CUDA 12.0
+	//
+	// Deprecated: the header's documentation marks it deprecated.
 	JIT_REFERENCED_KERNEL_COUNT Jit_option = 26
-	// JIT_REFERENCED_VARIABLE_NAMES is CU_JIT_REFERENCED_VARIABLE_NAMES: deprecated:
-	// Array of variable names (__device__ and/or __constant__) that should be
+	// JIT_REFERENCED_VARIABLE_NAMES is CU_JIT_REFERENCED_VARIABLE_NAMES: array of variable names (__device__ and/or __constant__) that should be
 	// preserved at link time while others can be removed.
 	// Must contain [JIT_REFERENCED_VARIABLE_COUNT] entries.
 	// Note that variable names can be mangled by the compiler in which case the
@@ -2776,16 +2789,18 @@ const (
 	// Applies to: link-time optimization specified with CU_JIT_LTO
 	//
 	// Only valid with LTO-IR compiled with toolkits prior to CUDA 12.0
+	//
+	// Deprecated: the header's documentation marks it deprecated.
 	JIT_REFERENCED_VARIABLE_NAMES Jit_option = 27
-	// JIT_REFERENCED_VARIABLE_COUNT is CU_JIT_REFERENCED_VARIABLE_COUNT: deprecated:
-	// Number of entries in [JIT_REFERENCED_VARIABLE_NAMES] array.
+	// JIT_REFERENCED_VARIABLE_COUNT is CU_JIT_REFERENCED_VARIABLE_COUNT: number of entries in [JIT_REFERENCED_VARIABLE_NAMES] array.
 	// Option type: unsigned int
 	// Applies to: link-time optimization specified with CU_JIT_LTO
 	//
 	// Only valid with LTO-IR compiled with toolkits prior to CUDA 12.0
+	//
+	// Deprecated: the header's documentation marks it deprecated.
 	JIT_REFERENCED_VARIABLE_COUNT Jit_option = 28
-	// JIT_OPTIMIZE_UNUSED_DEVICE_VARIABLES is CU_JIT_OPTIMIZE_UNUSED_DEVICE_VARIABLES: deprecated:
-	// This option serves as a hint to enable the JIT compiler/linker
+	// JIT_OPTIMIZE_UNUSED_DEVICE_VARIABLES is CU_JIT_OPTIMIZE_UNUSED_DEVICE_VARIABLES: this option serves as a hint to enable the JIT compiler/linker
 	// to remove constant (__constant__) and device (__device__) variables
 	// unreferenced in device code (Disabled by default).
 	// Note that host references to constant and device variables using APIs like
@@ -2795,6 +2810,8 @@ const (
 	// Applies to: link-time optimization specified with CU_JIT_LTO
 	//
 	// Only valid with LTO-IR compiled with toolkits prior to CUDA 12.0
+	//
+	// Deprecated: the header's documentation marks it deprecated.
 	JIT_OPTIMIZE_UNUSED_DEVICE_VARIABLES Jit_option = 29
 	// JIT_POSITION_INDEPENDENT_CODE is CU_JIT_POSITION_INDEPENDENT_CODE: generate position independent code (0: false)
 	// Option type: int
@@ -4419,18 +4436,21 @@ const (
 	// happen when the application is running with external profiling tools
 	// like visual profiler.
 	ERROR_PROFILER_DISABLED Result = 5
-	// ERROR_PROFILER_NOT_INITIALIZED is CUDA_ERROR_PROFILER_NOT_INITIALIZED: deprecated:
-	// This error return is deprecated as of CUDA 5.0. It is no longer an error
+	// ERROR_PROFILER_NOT_INITIALIZED is CUDA_ERROR_PROFILER_NOT_INITIALIZED: this error return is deprecated as of CUDA 5.0. It is no longer an error
 	// to attempt to enable/disable the profiling via [ProfilerStart] or
 	// [ProfilerStop] without initialization.
+	//
+	// Deprecated: the header's documentation marks it deprecated.
 	ERROR_PROFILER_NOT_INITIALIZED Result = 6
-	// ERROR_PROFILER_ALREADY_STARTED is CUDA_ERROR_PROFILER_ALREADY_STARTED: deprecated:
-	// This error return is deprecated as of CUDA 5.0. It is no longer an error
+	// ERROR_PROFILER_ALREADY_STARTED is CUDA_ERROR_PROFILER_ALREADY_STARTED: this error return is deprecated as of CUDA 5.0. It is no longer an error
 	// to call cuProfilerStart() when profiling is already enabled.
+	//
+	// Deprecated: the header's documentation marks it deprecated.
 	ERROR_PROFILER_ALREADY_STARTED Result = 7
-	// ERROR_PROFILER_ALREADY_STOPPED is CUDA_ERROR_PROFILER_ALREADY_STOPPED: deprecated:
-	// This error return is deprecated as of CUDA 5.0. It is no longer an error
+	// ERROR_PROFILER_ALREADY_STOPPED is CUDA_ERROR_PROFILER_ALREADY_STOPPED: this error return is deprecated as of CUDA 5.0. It is no longer an error
 	// to call cuProfilerStop() when profiling is already disabled.
+	//
+	// Deprecated: the header's documentation marks it deprecated.
 	ERROR_PROFILER_ALREADY_STOPPED Result = 8
 	// ERROR_STUB_LIBRARY is CUDA_ERROR_STUB_LIBRARY: this indicates that the CUDA driver that the application has loaded is a
 	// stub library. Applications that run with the stub rather than a real
@@ -4468,9 +4488,10 @@ const (
 	// ERROR_CONTEXT_ALREADY_CURRENT is CUDA_ERROR_CONTEXT_ALREADY_CURRENT: this indicated that the context being supplied as a parameter to the
 	// API call was already the active context.
 	//
-	// Deprecated:
 	// This error return is deprecated as of CUDA 3.2. It is no longer an
 	// error to attempt to push the active context via [CtxPushCurrent].
+	//
+	// Deprecated: the header's documentation marks it deprecated.
 	ERROR_CONTEXT_ALREADY_CURRENT Result = 202
 	// ERROR_MAP_FAILED is CUDA_ERROR_MAP_FAILED: this indicates that a map or register operation has failed.
 	ERROR_MAP_FAILED Result = 205
@@ -4975,7 +4996,7 @@ func (v Result) String() string {
 	return "Result(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
-// Error returns the C name of v and the headers' description of it.
+// Error returns the C name of v and the headers' description of it, if any.
 func (v Result) Error() string {
 	switch v {
 	case SUCCESS:
@@ -4991,11 +5012,11 @@ func (v Result) Error() string {
 	case ERROR_PROFILER_DISABLED:
 		return "CUDA_ERROR_PROFILER_DISABLED: this indicates profiler is not initialized for this run"
 	case ERROR_PROFILER_NOT_INITIALIZED:
-		return "CUDA_ERROR_PROFILER_NOT_INITIALIZED: deprecated: This error return is deprecated as of CUDA 5.0"
+		return "CUDA_ERROR_PROFILER_NOT_INITIALIZED: deprecated: the header's documentation marks it deprecated"
 	case ERROR_PROFILER_ALREADY_STARTED:
-		return "CUDA_ERROR_PROFILER_ALREADY_STARTED: deprecated: This error return is deprecated as of CUDA 5.0"
+		return "CUDA_ERROR_PROFILER_ALREADY_STARTED: deprecated: the header's documentation marks it deprecated"
 	case ERROR_PROFILER_ALREADY_STOPPED:
-		return "CUDA_ERROR_PROFILER_ALREADY_STOPPED: deprecated: This error return is deprecated as of CUDA 5.0"
+		return "CUDA_ERROR_PROFILER_ALREADY_STOPPED: deprecated: the header's documentation marks it deprecated"
 	case ERROR_STUB_LIBRARY:
 		return "CUDA_ERROR_STUB_LIBRARY: this indicates that the CUDA driver that the application has loaded is a stub library"
 	case ERROR_CALL_REQUIRES_NEWER_DRIVER:
@@ -5209,9 +5230,9 @@ func (v Shared_carveout) String() string {
 	return "Shared_carveout(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
-// Sharedconfig is enum CUsharedconfig_enum: deprecated:
+// Sharedconfig is enum CUsharedconfig_enum: shared memory configurations
 //
-// Shared memory configurations
+// Deprecated: the header's documentation marks it deprecated.
 type Sharedconfig int32
 
 const (
@@ -6150,6 +6171,20 @@ func (u *EXTERNAL_MEMORY_HANDLE_DESC_v1Handle) Fd() *int32 {
 }
 
 // Win32 returns the union as its win32 member.
+//
+// Win32 handle referencing the semaphore object. Valid when
+// type is one of the following:
+// - [EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_WIN32]
+// - [EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_WIN32_KMT]
+// - [EXTERNAL_MEMORY_HANDLE_TYPE_D3D12_HEAP]
+// - [EXTERNAL_MEMORY_HANDLE_TYPE_D3D12_RESOURCE]
+// - [EXTERNAL_MEMORY_HANDLE_TYPE_D3D11_RESOURCE]
+// - [EXTERNAL_MEMORY_HANDLE_TYPE_D3D11_RESOURCE_KMT]
+// Exactly one of 'handle' and 'name' must be non-NULL. If
+// type is one of the following:
+// [EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_WIN32_KMT]
+// [EXTERNAL_MEMORY_HANDLE_TYPE_D3D11_RESOURCE_KMT]
+// then 'name' must be NULL.
 func (u *EXTERNAL_MEMORY_HANDLE_DESC_v1Handle) Win32() *EXTERNAL_MEMORY_HANDLE_DESC_v1HandleWin32 {
 	return (*EXTERNAL_MEMORY_HANDLE_DESC_v1HandleWin32)(unsafe.Pointer(u))
 }
@@ -6209,6 +6244,20 @@ func (u *EXTERNAL_SEMAPHORE_HANDLE_DESC_v1Handle) Fd() *int32 {
 }
 
 // Win32 returns the union as its win32 member.
+//
+// Win32 handle referencing the semaphore object. Valid when
+// type is one of the following:
+// - [EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_WIN32]
+// - [EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_WIN32_KMT]
+// - [EXTERNAL_SEMAPHORE_HANDLE_TYPE_D3D12_FENCE]
+// - [EXTERNAL_SEMAPHORE_HANDLE_TYPE_D3D11_FENCE]
+// - [EXTERNAL_SEMAPHORE_HANDLE_TYPE_D3D11_KEYED_MUTEX]
+// - [EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_WIN32]
+// Exactly one of 'handle' and 'name' must be non-NULL. If
+// type is one of the following:
+// - [EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_WIN32_KMT]
+// - [EXTERNAL_SEMAPHORE_HANDLE_TYPE_D3D11_KEYED_MUTEX_KMT]
+// then 'name' must be NULL.
 func (u *EXTERNAL_SEMAPHORE_HANDLE_DESC_v1Handle) Win32() *EXTERNAL_SEMAPHORE_HANDLE_DESC_v1HandleWin32 {
 	return (*EXTERNAL_SEMAPHORE_HANDLE_DESC_v1HandleWin32)(unsafe.Pointer(u))
 }
@@ -6246,8 +6295,10 @@ type EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_v1 struct {
 
 // EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_v1Params is the anonymous type of struct CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st.params.
 type EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_v1Params struct {
-	Fence      EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_v1ParamsFence
-	NvSciSync  EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_v1ParamsNvSciSync
+	// Parameters for fence objects
+	Fence     EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_v1ParamsFence
+	NvSciSync EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_v1ParamsNvSciSync
+	// Parameters for keyed mutex objects
 	KeyedMutex EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_v1ParamsKeyedMutex
 	Reserved   [12]uint32
 }
@@ -6298,8 +6349,12 @@ type EXTERNAL_SEMAPHORE_WAIT_PARAMS_v1 struct {
 
 // EXTERNAL_SEMAPHORE_WAIT_PARAMS_v1Params is the anonymous type of struct CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st.params.
 type EXTERNAL_SEMAPHORE_WAIT_PARAMS_v1Params struct {
-	Fence      EXTERNAL_SEMAPHORE_WAIT_PARAMS_v1ParamsFence
-	NvSciSync  EXTERNAL_SEMAPHORE_WAIT_PARAMS_v1ParamsNvSciSync
+	// Parameters for fence objects
+	Fence EXTERNAL_SEMAPHORE_WAIT_PARAMS_v1ParamsFence
+	// Pointer to NvSciSyncFence. Valid if CUexternalSemaphoreHandleType
+	// is of type CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_NVSCISYNC.
+	NvSciSync EXTERNAL_SEMAPHORE_WAIT_PARAMS_v1ParamsNvSciSync
+	// Parameters for keyed mutex objects
 	KeyedMutex EXTERNAL_SEMAPHORE_WAIT_PARAMS_v1ParamsKeyedMutex
 	Reserved   [10]uint32
 }
@@ -6375,8 +6430,7 @@ type EXT_SEM_WAIT_NODE_PARAMS_v2 struct {
 
 // ExecAffinityParam_v1 is struct CUexecAffinityParam_st: execution Affinity Parameters
 type ExecAffinityParam_v1 struct {
-	Type ExecAffinityType
-	// Value for [EXEC_AFFINITY_TYPE_SM_COUNT]
+	Type  ExecAffinityType
 	Param ExecAffinityParam_v1Param
 }
 
@@ -6386,6 +6440,8 @@ type ExecAffinityParam_v1Param struct {
 }
 
 // SmCount returns the union as its smCount member.
+//
+// Value for [EXEC_AFFINITY_TYPE_SM_COUNT]
 func (u *ExecAffinityParam_v1Param) SmCount() *ExecAffinitySmCount {
 	return (*ExecAffinitySmCount)(unsafe.Pointer(u))
 }
@@ -6747,6 +6803,16 @@ func (u *LaunchAttributeValue) SyncPolicy() *SynchronizationPolicy {
 }
 
 // ClusterDim returns the union as its clusterDim member.
+//
+// Value of launch attribute [LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION] that
+// represents the desired cluster dimensions for the kernel. Opaque type
+// with the following fields:
+// - x - The X dimension of the cluster, in blocks. Must be a divisor
+// of the grid X dimension.
+// - y - The Y dimension of the cluster, in blocks. Must be a divisor
+// of the grid Y dimension.
+// - z - The Z dimension of the cluster, in blocks. Must be a divisor
+// of the grid Z dimension.
 func (u *LaunchAttributeValue) ClusterDim() *LaunchAttributeValueClusterDim {
 	return (*LaunchAttributeValueClusterDim)(unsafe.Pointer(u))
 }
@@ -6769,11 +6835,22 @@ func (u *LaunchAttributeValue) ProgrammaticStreamSerializationAllowed() *int32 {
 }
 
 // ProgrammaticEvent returns the union as its programmaticEvent member.
+//
+// Value of launch attribute [LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT]
+// with the following fields:
+// - CUevent event - Event to fire when all blocks trigger it.
+// - Event record flags, see [EventRecordWithFlags]. Does not accept :CU_EVENT_RECORD_EXTERNAL.
+// - triggerAtBlockStart - If this is set to non-0, each block launch will automatically trigger the event.
 func (u *LaunchAttributeValue) ProgrammaticEvent() *LaunchAttributeValueProgrammaticEvent {
 	return (*LaunchAttributeValueProgrammaticEvent)(unsafe.Pointer(u))
 }
 
 // LaunchCompletionEvent returns the union as its launchCompletionEvent member.
+//
+// Value of launch attribute [LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT]
+// with the following fields:
+// - CUevent event - Event to fire when the last block launches
+// - int flags; - Event record flags, see [EventRecordWithFlags]. Does not accept [EVENT_RECORD_EXTERNAL].
 func (u *LaunchAttributeValue) LaunchCompletionEvent() *LaunchAttributeValueLaunchCompletionEvent {
 	return (*LaunchAttributeValueLaunchCompletionEvent)(unsafe.Pointer(u))
 }
@@ -6803,11 +6880,28 @@ func (u *LaunchAttributeValue) MemSyncDomain() *LaunchMemSyncDomain {
 }
 
 // PreferredClusterDim returns the union as its preferredClusterDim member.
+//
+// Value of launch attribute [LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION]
+// that represents the desired preferred cluster dimensions for the kernel.
+// Opaque type with the following fields:
+// - x - The X dimension of the preferred cluster, in blocks. Must
+// be a divisor of the grid X dimension, and must be a
+// multiple of the x field of CUlaunchAttributeValueclusterDim.
+// - y - The Y dimension of the preferred cluster, in blocks. Must
+// be a divisor of the grid Y dimension, and must be a
+// multiple of the y field of CUlaunchAttributeValueclusterDim.
+// - z - The Z dimension of the preferred cluster, in blocks. Must be
+// equal to the z field of CUlaunchAttributeValueclusterDim.
 func (u *LaunchAttributeValue) PreferredClusterDim() *LaunchAttributeValuePreferredClusterDim {
 	return (*LaunchAttributeValuePreferredClusterDim)(unsafe.Pointer(u))
 }
 
 // DeviceUpdatableKernelNode returns the union as its deviceUpdatableKernelNode member.
+//
+// Value of launch attribute [LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE].
+// with the following fields:
+// - int deviceUpdatable - Whether or not the resulting kernel node should be device-updatable.
+// - CUgraphDeviceNode devNode - Returns a handle to pass to the various device-side update functions.
 func (u *LaunchAttributeValue) DeviceUpdatableKernelNode() *LaunchAttributeValueDeviceUpdatableKernelNode {
 	return (*LaunchAttributeValueDeviceUpdatableKernelNode)(unsafe.Pointer(u))
 }
@@ -7210,7 +7304,9 @@ type MemDecompressParams struct {
 	// pointed to by [MemDecompressParams].dstActBytes
 	Dst unsafe.Pointer
 	// The decompression algorithm to use.
-	Algo    MemDecompressAlgorithm
+	Algo MemDecompressAlgorithm
+	// These bytes are unused and must be zeroed. This ensures compatibility if
+	// additional fields are added in the future.
 	Padding [20]uint8
 }
 
@@ -7268,11 +7364,15 @@ type Memcpy3DOperand_v1Op struct {
 }
 
 // Ptr returns the union as its ptr member.
+//
+// Struct representing an operand when [Memcpy3DOperand]type is [MEMCPY_OPERAND_TYPE_POINTER]
 func (u *Memcpy3DOperand_v1Op) Ptr() *Memcpy3DOperand_v1OpPtr {
 	return (*Memcpy3DOperand_v1OpPtr)(unsafe.Pointer(u))
 }
 
 // Array returns the union as its array member.
+//
+// Struct representing an operand when [Memcpy3DOperand]type is [MEMCPY_OPERAND_TYPE_ARRAY]
 func (u *Memcpy3DOperand_v1Op) Array() *Memcpy3DOperand_v1OpArray {
 	return (*Memcpy3DOperand_v1OpArray)(unsafe.Pointer(u))
 }
@@ -7627,8 +7727,7 @@ type Context uintptr
 // DevResource is CUdevResource.
 type DevResource = DevResource_v1
 
-// DevResourceDesc is CUdevResourceDesc: \typedef struct CUdevResourceDesc_st* CUdevResourceDesc;
-// An opaque descriptor handle. The descriptor encapsulates multiple created and configured resources.
+// DevResourceDesc is CUdevResourceDesc: an opaque descriptor handle. The descriptor encapsulates multiple created and configured resources.
 // Created via [DevResourceGenerateDesc]
 type DevResourceDesc uintptr
 
@@ -7714,8 +7813,7 @@ type GraphNode uintptr
 // GraphicsResource is CUgraphicsResource.
 type GraphicsResource uintptr
 
-// GreenCtx is CUgreenCtx: \typedef typedef struct CUgreenCtx_st* CUgreenCtx
-// A green context handle. This handle can be used safely from only one CPU thread at a time.
+// GreenCtx is CUgreenCtx: a green context handle. This handle can be used safely from only one CPU thread at a time.
 // Created via [GreenCtxCreate]
 type GreenCtx uintptr
 

@@ -67,7 +67,7 @@ func TestDriverVersionError(t *testing.T) {
 			}
 			args := []string{"-DSTATUS=" + tc.status}
 			if tc.name != "none" {
-				args = append(args, "-DDRIVER", driver, "-Wl,-rpath,"+filepath.Dir(driver))
+				args = append(args, "-DDRIVER", driver, "-Wl,--disable-new-dtags,-rpath,"+filepath.Dir(driver))
 			}
 			build(rt, standInRuntime, args...)
 			cmd := exec.Command(os.Args[0], "-test.run=^TestDriverVersionChild$", "-test.v")

@@ -6,478 +6,6 @@ import "unsafe"
 
 /*
 #cgo CFLAGS: -Wno-deprecated-declarations -I${SRCDIR}/../headers/cuda-13.0
-#cgo noescape gocuda_cudaDeviceReset
-#cgo noescape gocuda_cudaDeviceSynchronize
-#cgo nocallback gocuda_cudaDeviceSynchronize
-#cgo noescape gocuda_cudaDeviceSetLimit
-#cgo nocallback gocuda_cudaDeviceSetLimit
-#cgo noescape gocuda_cudaDeviceGetLimit
-#cgo nocallback gocuda_cudaDeviceGetLimit
-#cgo noescape gocuda_cudaDeviceGetTexture1DLinearMaxWidth
-#cgo nocallback gocuda_cudaDeviceGetTexture1DLinearMaxWidth
-#cgo noescape gocuda_cudaDeviceGetCacheConfig
-#cgo nocallback gocuda_cudaDeviceGetCacheConfig
-#cgo noescape gocuda_cudaDeviceGetStreamPriorityRange
-#cgo nocallback gocuda_cudaDeviceGetStreamPriorityRange
-#cgo noescape gocuda_cudaDeviceSetCacheConfig
-#cgo nocallback gocuda_cudaDeviceSetCacheConfig
-#cgo noescape gocuda_cudaDeviceGetByPCIBusId
-#cgo nocallback gocuda_cudaDeviceGetByPCIBusId
-#cgo noescape gocuda_cudaDeviceGetPCIBusId
-#cgo nocallback gocuda_cudaDeviceGetPCIBusId
-#cgo noescape gocuda_cudaIpcGetEventHandle
-#cgo nocallback gocuda_cudaIpcGetEventHandle
-#cgo noescape gocuda_cudaIpcOpenEventHandle
-#cgo nocallback gocuda_cudaIpcOpenEventHandle
-#cgo noescape gocuda_cudaIpcGetMemHandle
-#cgo nocallback gocuda_cudaIpcGetMemHandle
-#cgo noescape gocuda_cudaIpcOpenMemHandle
-#cgo nocallback gocuda_cudaIpcOpenMemHandle
-#cgo noescape gocuda_cudaIpcCloseMemHandle
-#cgo nocallback gocuda_cudaIpcCloseMemHandle
-#cgo noescape gocuda_cudaDeviceFlushGPUDirectRDMAWrites
-#cgo nocallback gocuda_cudaDeviceFlushGPUDirectRDMAWrites
-#cgo nocallback gocuda_cudaDeviceUnregisterAsyncNotification
-#cgo noescape gocuda_cudaDeviceGetSharedMemConfig
-#cgo nocallback gocuda_cudaDeviceGetSharedMemConfig
-#cgo noescape gocuda_cudaDeviceSetSharedMemConfig
-#cgo nocallback gocuda_cudaDeviceSetSharedMemConfig
-#cgo noescape gocuda_cudaGetLastError
-#cgo nocallback gocuda_cudaGetLastError
-#cgo noescape gocuda_cudaPeekAtLastError
-#cgo nocallback gocuda_cudaPeekAtLastError
-#cgo noescape gocuda_cudaGetErrorName
-#cgo nocallback gocuda_cudaGetErrorName
-#cgo noescape gocuda_cudaGetErrorString
-#cgo nocallback gocuda_cudaGetErrorString
-#cgo noescape gocuda_cudaGetDeviceCount
-#cgo nocallback gocuda_cudaGetDeviceCount
-#cgo noescape gocuda_cudaGetDeviceProperties
-#cgo nocallback gocuda_cudaGetDeviceProperties
-#cgo noescape gocuda_cudaDeviceGetAttribute
-#cgo nocallback gocuda_cudaDeviceGetAttribute
-#cgo noescape gocuda_cudaDeviceGetHostAtomicCapabilities
-#cgo nocallback gocuda_cudaDeviceGetHostAtomicCapabilities
-#cgo noescape gocuda_cudaDeviceGetDefaultMemPool
-#cgo nocallback gocuda_cudaDeviceGetDefaultMemPool
-#cgo noescape gocuda_cudaDeviceSetMemPool
-#cgo nocallback gocuda_cudaDeviceSetMemPool
-#cgo noescape gocuda_cudaDeviceGetMemPool
-#cgo nocallback gocuda_cudaDeviceGetMemPool
-#cgo noescape gocuda_cudaDeviceGetNvSciSyncAttributes
-#cgo nocallback gocuda_cudaDeviceGetNvSciSyncAttributes
-#cgo noescape gocuda_cudaDeviceGetP2PAttribute
-#cgo nocallback gocuda_cudaDeviceGetP2PAttribute
-#cgo noescape gocuda_cudaDeviceGetP2PAtomicCapabilities
-#cgo nocallback gocuda_cudaDeviceGetP2PAtomicCapabilities
-#cgo noescape gocuda_cudaChooseDevice
-#cgo nocallback gocuda_cudaChooseDevice
-#cgo noescape gocuda_cudaInitDevice
-#cgo nocallback gocuda_cudaInitDevice
-#cgo noescape gocuda_cudaSetDevice
-#cgo nocallback gocuda_cudaSetDevice
-#cgo noescape gocuda_cudaGetDevice
-#cgo nocallback gocuda_cudaGetDevice
-#cgo noescape gocuda_cudaSetValidDevices
-#cgo nocallback gocuda_cudaSetValidDevices
-#cgo noescape gocuda_cudaSetDeviceFlags
-#cgo nocallback gocuda_cudaSetDeviceFlags
-#cgo noescape gocuda_cudaGetDeviceFlags
-#cgo nocallback gocuda_cudaGetDeviceFlags
-#cgo noescape gocuda_cudaStreamCreate
-#cgo nocallback gocuda_cudaStreamCreate
-#cgo noescape gocuda_cudaStreamCreateWithFlags
-#cgo nocallback gocuda_cudaStreamCreateWithFlags
-#cgo noescape gocuda_cudaStreamCreateWithPriority
-#cgo nocallback gocuda_cudaStreamCreateWithPriority
-#cgo noescape gocuda_cudaStreamGetPriority
-#cgo nocallback gocuda_cudaStreamGetPriority
-#cgo noescape gocuda_cudaStreamGetFlags
-#cgo nocallback gocuda_cudaStreamGetFlags
-#cgo noescape gocuda_cudaStreamGetId
-#cgo nocallback gocuda_cudaStreamGetId
-#cgo noescape gocuda_cudaStreamGetDevice
-#cgo nocallback gocuda_cudaStreamGetDevice
-#cgo noescape gocuda_cudaCtxResetPersistingL2Cache
-#cgo noescape gocuda_cudaStreamCopyAttributes
-#cgo nocallback gocuda_cudaStreamCopyAttributes
-#cgo noescape gocuda_cudaStreamGetAttribute
-#cgo nocallback gocuda_cudaStreamGetAttribute
-#cgo noescape gocuda_cudaStreamSetAttribute
-#cgo nocallback gocuda_cudaStreamSetAttribute
-#cgo noescape gocuda_cudaStreamDestroy
-#cgo noescape gocuda_cudaStreamWaitEvent
-#cgo nocallback gocuda_cudaStreamWaitEvent
-#cgo noescape gocuda_cudaStreamSynchronize
-#cgo nocallback gocuda_cudaStreamSynchronize
-#cgo noescape gocuda_cudaStreamQuery
-#cgo nocallback gocuda_cudaStreamQuery
-#cgo nocallback gocuda_cudaStreamAttachMemAsync
-#cgo noescape gocuda_cudaStreamBeginCapture
-#cgo nocallback gocuda_cudaStreamBeginCapture
-#cgo nocallback gocuda_cudaStreamBeginCaptureToGraph
-#cgo noescape gocuda_cudaThreadExchangeStreamCaptureMode
-#cgo nocallback gocuda_cudaThreadExchangeStreamCaptureMode
-#cgo noescape gocuda_cudaStreamEndCapture
-#cgo nocallback gocuda_cudaStreamEndCapture
-#cgo noescape gocuda_cudaStreamIsCapturing
-#cgo nocallback gocuda_cudaStreamIsCapturing
-#cgo noescape gocuda_cudaStreamGetCaptureInfo
-#cgo nocallback gocuda_cudaStreamGetCaptureInfo
-#cgo noescape gocuda_cudaStreamUpdateCaptureDependencies
-#cgo nocallback gocuda_cudaStreamUpdateCaptureDependencies
-#cgo noescape gocuda_cudaEventCreate
-#cgo nocallback gocuda_cudaEventCreate
-#cgo noescape gocuda_cudaEventCreateWithFlags
-#cgo nocallback gocuda_cudaEventCreateWithFlags
-#cgo noescape gocuda_cudaEventRecord
-#cgo nocallback gocuda_cudaEventRecord
-#cgo noescape gocuda_cudaEventRecordWithFlags
-#cgo nocallback gocuda_cudaEventRecordWithFlags
-#cgo noescape gocuda_cudaEventQuery
-#cgo nocallback gocuda_cudaEventQuery
-#cgo noescape gocuda_cudaEventSynchronize
-#cgo nocallback gocuda_cudaEventSynchronize
-#cgo noescape gocuda_cudaEventDestroy
-#cgo noescape gocuda_cudaEventElapsedTime
-#cgo nocallback gocuda_cudaEventElapsedTime
-#cgo noescape gocuda_cudaImportExternalMemory
-#cgo nocallback gocuda_cudaImportExternalMemory
-#cgo noescape gocuda_cudaExternalMemoryGetMappedBuffer
-#cgo nocallback gocuda_cudaExternalMemoryGetMappedBuffer
-#cgo noescape gocuda_cudaExternalMemoryGetMappedMipmappedArray
-#cgo nocallback gocuda_cudaExternalMemoryGetMappedMipmappedArray
-#cgo noescape gocuda_cudaDestroyExternalMemory
-#cgo noescape gocuda_cudaImportExternalSemaphore
-#cgo nocallback gocuda_cudaImportExternalSemaphore
-#cgo nocallback gocuda_cudaSignalExternalSemaphoresAsync
-#cgo nocallback gocuda_cudaWaitExternalSemaphoresAsync
-#cgo noescape gocuda_cudaDestroyExternalSemaphore
-#cgo noescape gocuda_cudaLaunchKernel
-#cgo nocallback gocuda_cudaLaunchKernel
-#cgo noescape gocuda_cudaLaunchKernelExC
-#cgo nocallback gocuda_cudaLaunchKernelExC
-#cgo noescape gocuda_cudaLaunchCooperativeKernel
-#cgo nocallback gocuda_cudaLaunchCooperativeKernel
-#cgo noescape gocuda_cudaFuncSetCacheConfig
-#cgo nocallback gocuda_cudaFuncSetCacheConfig
-#cgo noescape gocuda_cudaFuncGetAttributes
-#cgo nocallback gocuda_cudaFuncGetAttributes
-#cgo noescape gocuda_cudaFuncSetAttribute
-#cgo nocallback gocuda_cudaFuncSetAttribute
-#cgo noescape gocuda_cudaFuncGetName
-#cgo nocallback gocuda_cudaFuncGetName
-#cgo noescape gocuda_cudaFuncGetParamInfo
-#cgo nocallback gocuda_cudaFuncGetParamInfo
-#cgo noescape gocuda_cudaFuncSetSharedMemConfig
-#cgo nocallback gocuda_cudaFuncSetSharedMemConfig
-#cgo noescape gocuda_cudaOccupancyMaxActiveBlocksPerMultiprocessor
-#cgo nocallback gocuda_cudaOccupancyMaxActiveBlocksPerMultiprocessor
-#cgo noescape gocuda_cudaOccupancyAvailableDynamicSMemPerBlock
-#cgo nocallback gocuda_cudaOccupancyAvailableDynamicSMemPerBlock
-#cgo noescape gocuda_cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags
-#cgo nocallback gocuda_cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags
-#cgo noescape gocuda_cudaOccupancyMaxPotentialClusterSize
-#cgo nocallback gocuda_cudaOccupancyMaxPotentialClusterSize
-#cgo noescape gocuda_cudaOccupancyMaxActiveClusters
-#cgo nocallback gocuda_cudaOccupancyMaxActiveClusters
-#cgo noescape gocuda_cudaMallocManaged
-#cgo nocallback gocuda_cudaMallocManaged
-#cgo noescape gocuda_cudaMalloc
-#cgo nocallback gocuda_cudaMalloc
-#cgo noescape gocuda_cudaMallocHost
-#cgo nocallback gocuda_cudaMallocHost
-#cgo noescape gocuda_cudaMallocPitch
-#cgo nocallback gocuda_cudaMallocPitch
-#cgo noescape gocuda_cudaMallocArray
-#cgo nocallback gocuda_cudaMallocArray
-#cgo noescape gocuda_cudaFree
-#cgo nocallback gocuda_cudaFree
-#cgo noescape gocuda_cudaFreeHost
-#cgo nocallback gocuda_cudaFreeHost
-#cgo noescape gocuda_cudaFreeArray
-#cgo nocallback gocuda_cudaFreeArray
-#cgo noescape gocuda_cudaFreeMipmappedArray
-#cgo nocallback gocuda_cudaFreeMipmappedArray
-#cgo noescape gocuda_cudaHostAlloc
-#cgo nocallback gocuda_cudaHostAlloc
-#cgo nocallback gocuda_cudaHostRegister
-#cgo noescape gocuda_cudaHostUnregister
-#cgo nocallback gocuda_cudaHostUnregister
-#cgo noescape gocuda_cudaHostGetDevicePointer
-#cgo nocallback gocuda_cudaHostGetDevicePointer
-#cgo noescape gocuda_cudaHostGetFlags
-#cgo nocallback gocuda_cudaHostGetFlags
-#cgo noescape gocuda_cudaMalloc3D
-#cgo nocallback gocuda_cudaMalloc3D
-#cgo noescape gocuda_cudaMalloc3DArray
-#cgo nocallback gocuda_cudaMalloc3DArray
-#cgo noescape gocuda_cudaMallocMipmappedArray
-#cgo nocallback gocuda_cudaMallocMipmappedArray
-#cgo noescape gocuda_cudaGetMipmappedArrayLevel
-#cgo nocallback gocuda_cudaGetMipmappedArrayLevel
-#cgo noescape gocuda_cudaMemcpy3D
-#cgo nocallback gocuda_cudaMemcpy3D
-#cgo noescape gocuda_cudaMemcpy3DPeer
-#cgo nocallback gocuda_cudaMemcpy3DPeer
-#cgo nocallback gocuda_cudaMemcpy3DAsync
-#cgo nocallback gocuda_cudaMemcpy3DPeerAsync
-#cgo noescape gocuda_cudaMemGetInfo
-#cgo nocallback gocuda_cudaMemGetInfo
-#cgo noescape gocuda_cudaArrayGetInfo
-#cgo nocallback gocuda_cudaArrayGetInfo
-#cgo noescape gocuda_cudaArrayGetPlane
-#cgo nocallback gocuda_cudaArrayGetPlane
-#cgo noescape gocuda_cudaArrayGetMemoryRequirements
-#cgo nocallback gocuda_cudaArrayGetMemoryRequirements
-#cgo noescape gocuda_cudaMipmappedArrayGetMemoryRequirements
-#cgo nocallback gocuda_cudaMipmappedArrayGetMemoryRequirements
-#cgo noescape gocuda_cudaArrayGetSparseProperties
-#cgo nocallback gocuda_cudaArrayGetSparseProperties
-#cgo noescape gocuda_cudaMipmappedArrayGetSparseProperties
-#cgo nocallback gocuda_cudaMipmappedArrayGetSparseProperties
-#cgo noescape gocuda_cudaMemcpy
-#cgo nocallback gocuda_cudaMemcpy
-#cgo noescape gocuda_cudaMemcpyPeer
-#cgo nocallback gocuda_cudaMemcpyPeer
-#cgo noescape gocuda_cudaMemcpy2D
-#cgo nocallback gocuda_cudaMemcpy2D
-#cgo noescape gocuda_cudaMemcpy2DToArray
-#cgo nocallback gocuda_cudaMemcpy2DToArray
-#cgo noescape gocuda_cudaMemcpy2DFromArray
-#cgo nocallback gocuda_cudaMemcpy2DFromArray
-#cgo noescape gocuda_cudaMemcpy2DArrayToArray
-#cgo nocallback gocuda_cudaMemcpy2DArrayToArray
-#cgo noescape gocuda_cudaMemcpyToSymbol
-#cgo nocallback gocuda_cudaMemcpyToSymbol
-#cgo noescape gocuda_cudaMemcpyFromSymbol
-#cgo nocallback gocuda_cudaMemcpyFromSymbol
-#cgo nocallback gocuda_cudaMemcpyAsync
-#cgo nocallback gocuda_cudaMemcpyPeerAsync
-#cgo nocallback gocuda_cudaMemcpyBatchAsync
-#cgo nocallback gocuda_cudaMemcpy3DBatchAsync
-#cgo nocallback gocuda_cudaMemcpy2DAsync
-#cgo nocallback gocuda_cudaMemcpy2DToArrayAsync
-#cgo nocallback gocuda_cudaMemcpy2DFromArrayAsync
-#cgo nocallback gocuda_cudaMemcpyToSymbolAsync
-#cgo nocallback gocuda_cudaMemcpyFromSymbolAsync
-#cgo noescape gocuda_cudaMemset
-#cgo nocallback gocuda_cudaMemset
-#cgo noescape gocuda_cudaMemset2D
-#cgo nocallback gocuda_cudaMemset2D
-#cgo noescape gocuda_cudaMemset3D
-#cgo nocallback gocuda_cudaMemset3D
-#cgo nocallback gocuda_cudaMemsetAsync
-#cgo nocallback gocuda_cudaMemset2DAsync
-#cgo nocallback gocuda_cudaMemset3DAsync
-#cgo noescape gocuda_cudaGetSymbolAddress
-#cgo nocallback gocuda_cudaGetSymbolAddress
-#cgo noescape gocuda_cudaGetSymbolSize
-#cgo nocallback gocuda_cudaGetSymbolSize
-#cgo nocallback gocuda_cudaMemPrefetchAsync
-#cgo nocallback gocuda_cudaMemPrefetchBatchAsync
-#cgo nocallback gocuda_cudaMemDiscardBatchAsync
-#cgo nocallback gocuda_cudaMemDiscardAndPrefetchBatchAsync
-#cgo noescape gocuda_cudaMemAdvise
-#cgo nocallback gocuda_cudaMemAdvise
-#cgo noescape gocuda_cudaMemRangeGetAttribute
-#cgo nocallback gocuda_cudaMemRangeGetAttribute
-#cgo noescape gocuda_cudaMemRangeGetAttributes
-#cgo nocallback gocuda_cudaMemRangeGetAttributes
-#cgo noescape gocuda_cudaMemcpyToArray
-#cgo nocallback gocuda_cudaMemcpyToArray
-#cgo noescape gocuda_cudaMemcpyFromArray
-#cgo nocallback gocuda_cudaMemcpyFromArray
-#cgo noescape gocuda_cudaMemcpyArrayToArray
-#cgo nocallback gocuda_cudaMemcpyArrayToArray
-#cgo nocallback gocuda_cudaMemcpyToArrayAsync
-#cgo nocallback gocuda_cudaMemcpyFromArrayAsync
-#cgo nocallback gocuda_cudaMallocAsync
-#cgo nocallback gocuda_cudaFreeAsync
-#cgo noescape gocuda_cudaMemPoolTrimTo
-#cgo nocallback gocuda_cudaMemPoolTrimTo
-#cgo noescape gocuda_cudaMemPoolSetAttribute
-#cgo nocallback gocuda_cudaMemPoolSetAttribute
-#cgo noescape gocuda_cudaMemPoolGetAttribute
-#cgo nocallback gocuda_cudaMemPoolGetAttribute
-#cgo noescape gocuda_cudaMemPoolSetAccess
-#cgo nocallback gocuda_cudaMemPoolSetAccess
-#cgo noescape gocuda_cudaMemPoolGetAccess
-#cgo nocallback gocuda_cudaMemPoolGetAccess
-#cgo noescape gocuda_cudaMemPoolCreate
-#cgo nocallback gocuda_cudaMemPoolCreate
-#cgo noescape gocuda_cudaMemPoolDestroy
-#cgo noescape gocuda_cudaMemGetDefaultMemPool
-#cgo nocallback gocuda_cudaMemGetDefaultMemPool
-#cgo noescape gocuda_cudaMemGetMemPool
-#cgo nocallback gocuda_cudaMemGetMemPool
-#cgo noescape gocuda_cudaMemSetMemPool
-#cgo nocallback gocuda_cudaMemSetMemPool
-#cgo nocallback gocuda_cudaMallocFromPoolAsync
-#cgo noescape gocuda_cudaMemPoolExportToShareableHandle
-#cgo nocallback gocuda_cudaMemPoolExportToShareableHandle
-#cgo noescape gocuda_cudaMemPoolImportFromShareableHandle
-#cgo nocallback gocuda_cudaMemPoolImportFromShareableHandle
-#cgo noescape gocuda_cudaMemPoolExportPointer
-#cgo nocallback gocuda_cudaMemPoolExportPointer
-#cgo noescape gocuda_cudaMemPoolImportPointer
-#cgo nocallback gocuda_cudaMemPoolImportPointer
-#cgo noescape gocuda_cudaPointerGetAttributes
-#cgo nocallback gocuda_cudaPointerGetAttributes
-#cgo noescape gocuda_cudaDeviceCanAccessPeer
-#cgo nocallback gocuda_cudaDeviceCanAccessPeer
-#cgo noescape gocuda_cudaDeviceEnablePeerAccess
-#cgo nocallback gocuda_cudaDeviceEnablePeerAccess
-#cgo noescape gocuda_cudaDeviceDisablePeerAccess
-#cgo nocallback gocuda_cudaDeviceDisablePeerAccess
-#cgo nocallback gocuda_cudaGraphicsUnregisterResource
-#cgo nocallback gocuda_cudaGraphicsResourceSetMapFlags
-#cgo nocallback gocuda_cudaGraphicsMapResources
-#cgo nocallback gocuda_cudaGraphicsUnmapResources
-#cgo nocallback gocuda_cudaGraphicsResourceGetMappedPointer
-#cgo nocallback gocuda_cudaGraphicsSubResourceGetMappedArray
-#cgo nocallback gocuda_cudaGraphicsResourceGetMappedMipmappedArray
-#cgo noescape gocuda_cudaGetChannelDesc
-#cgo nocallback gocuda_cudaGetChannelDesc
-#cgo noescape gocuda_cudaCreateChannelDesc
-#cgo nocallback gocuda_cudaCreateChannelDesc
-#cgo noescape gocuda_cudaCreateTextureObject
-#cgo nocallback gocuda_cudaCreateTextureObject
-#cgo noescape gocuda_cudaDestroyTextureObject
-#cgo noescape gocuda_cudaGetTextureObjectResourceDesc
-#cgo nocallback gocuda_cudaGetTextureObjectResourceDesc
-#cgo noescape gocuda_cudaGetTextureObjectTextureDesc
-#cgo nocallback gocuda_cudaGetTextureObjectTextureDesc
-#cgo noescape gocuda_cudaGetTextureObjectResourceViewDesc
-#cgo nocallback gocuda_cudaGetTextureObjectResourceViewDesc
-#cgo noescape gocuda_cudaCreateSurfaceObject
-#cgo nocallback gocuda_cudaCreateSurfaceObject
-#cgo noescape gocuda_cudaDestroySurfaceObject
-#cgo noescape gocuda_cudaGetSurfaceObjectResourceDesc
-#cgo nocallback gocuda_cudaGetSurfaceObjectResourceDesc
-#cgo noescape gocuda_cudaDriverGetVersion
-#cgo nocallback gocuda_cudaDriverGetVersion
-#cgo noescape gocuda_cudaRuntimeGetVersion
-#cgo nocallback gocuda_cudaRuntimeGetVersion
-#cgo noescape gocuda_cudaLogsUnregisterCallback
-#cgo nocallback gocuda_cudaLogsUnregisterCallback
-#cgo noescape gocuda_cudaLogsCurrent
-#cgo nocallback gocuda_cudaLogsCurrent
-#cgo noescape gocuda_cudaLogsDumpToFile
-#cgo nocallback gocuda_cudaLogsDumpToFile
-#cgo noescape gocuda_cudaLogsDumpToMemory
-#cgo nocallback gocuda_cudaLogsDumpToMemory
-#cgo nocallback gocuda_cudaGraphCreate
-#cgo nocallback gocuda_cudaGraphAddKernelNode
-#cgo nocallback gocuda_cudaGraphKernelNodeGetParams
-#cgo nocallback gocuda_cudaGraphKernelNodeSetParams
-#cgo nocallback gocuda_cudaGraphKernelNodeCopyAttributes
-#cgo nocallback gocuda_cudaGraphKernelNodeGetAttribute
-#cgo nocallback gocuda_cudaGraphKernelNodeSetAttribute
-#cgo nocallback gocuda_cudaGraphAddMemcpyNode
-#cgo nocallback gocuda_cudaGraphAddMemcpyNodeToSymbol
-#cgo nocallback gocuda_cudaGraphAddMemcpyNodeFromSymbol
-#cgo nocallback gocuda_cudaGraphAddMemcpyNode1D
-#cgo nocallback gocuda_cudaGraphMemcpyNodeGetParams
-#cgo nocallback gocuda_cudaGraphMemcpyNodeSetParams
-#cgo nocallback gocuda_cudaGraphMemcpyNodeSetParamsToSymbol
-#cgo nocallback gocuda_cudaGraphMemcpyNodeSetParamsFromSymbol
-#cgo nocallback gocuda_cudaGraphMemcpyNodeSetParams1D
-#cgo nocallback gocuda_cudaGraphAddMemsetNode
-#cgo nocallback gocuda_cudaGraphMemsetNodeGetParams
-#cgo nocallback gocuda_cudaGraphMemsetNodeSetParams
-#cgo nocallback gocuda_cudaGraphAddChildGraphNode
-#cgo nocallback gocuda_cudaGraphChildGraphNodeGetGraph
-#cgo nocallback gocuda_cudaGraphAddEmptyNode
-#cgo nocallback gocuda_cudaGraphAddEventRecordNode
-#cgo nocallback gocuda_cudaGraphEventRecordNodeGetEvent
-#cgo nocallback gocuda_cudaGraphEventRecordNodeSetEvent
-#cgo nocallback gocuda_cudaGraphAddEventWaitNode
-#cgo nocallback gocuda_cudaGraphEventWaitNodeGetEvent
-#cgo nocallback gocuda_cudaGraphEventWaitNodeSetEvent
-#cgo nocallback gocuda_cudaGraphAddExternalSemaphoresSignalNode
-#cgo nocallback gocuda_cudaGraphExternalSemaphoresSignalNodeGetParams
-#cgo nocallback gocuda_cudaGraphExternalSemaphoresSignalNodeSetParams
-#cgo nocallback gocuda_cudaGraphAddExternalSemaphoresWaitNode
-#cgo nocallback gocuda_cudaGraphExternalSemaphoresWaitNodeGetParams
-#cgo nocallback gocuda_cudaGraphExternalSemaphoresWaitNodeSetParams
-#cgo nocallback gocuda_cudaGraphAddMemAllocNode
-#cgo nocallback gocuda_cudaGraphMemAllocNodeGetParams
-#cgo nocallback gocuda_cudaGraphAddMemFreeNode
-#cgo nocallback gocuda_cudaGraphMemFreeNodeGetParams
-#cgo nocallback gocuda_cudaDeviceGraphMemTrim
-#cgo nocallback gocuda_cudaDeviceGetGraphMemAttribute
-#cgo nocallback gocuda_cudaDeviceSetGraphMemAttribute
-#cgo nocallback gocuda_cudaGraphClone
-#cgo nocallback gocuda_cudaGraphNodeFindInClone
-#cgo nocallback gocuda_cudaGraphNodeGetType
-#cgo nocallback gocuda_cudaGraphGetNodes
-#cgo nocallback gocuda_cudaGraphGetRootNodes
-#cgo nocallback gocuda_cudaGraphGetEdges
-#cgo nocallback gocuda_cudaGraphNodeGetDependencies
-#cgo nocallback gocuda_cudaGraphNodeGetDependentNodes
-#cgo nocallback gocuda_cudaGraphAddDependencies
-#cgo nocallback gocuda_cudaGraphRemoveDependencies
-#cgo nocallback gocuda_cudaGraphInstantiate
-#cgo nocallback gocuda_cudaGraphInstantiateWithFlags
-#cgo nocallback gocuda_cudaGraphInstantiateWithParams
-#cgo nocallback gocuda_cudaGraphExecGetFlags
-#cgo nocallback gocuda_cudaGraphExecKernelNodeSetParams
-#cgo nocallback gocuda_cudaGraphExecMemcpyNodeSetParams
-#cgo nocallback gocuda_cudaGraphExecMemcpyNodeSetParamsToSymbol
-#cgo nocallback gocuda_cudaGraphExecMemcpyNodeSetParamsFromSymbol
-#cgo nocallback gocuda_cudaGraphExecMemcpyNodeSetParams1D
-#cgo nocallback gocuda_cudaGraphExecMemsetNodeSetParams
-#cgo nocallback gocuda_cudaGraphExecChildGraphNodeSetParams
-#cgo nocallback gocuda_cudaGraphExecEventRecordNodeSetEvent
-#cgo nocallback gocuda_cudaGraphExecEventWaitNodeSetEvent
-#cgo nocallback gocuda_cudaGraphExecExternalSemaphoresSignalNodeSetParams
-#cgo nocallback gocuda_cudaGraphExecExternalSemaphoresWaitNodeSetParams
-#cgo nocallback gocuda_cudaGraphNodeSetEnabled
-#cgo nocallback gocuda_cudaGraphNodeGetEnabled
-#cgo nocallback gocuda_cudaGraphExecUpdate
-#cgo nocallback gocuda_cudaGraphUpload
-#cgo nocallback gocuda_cudaGraphLaunch
-#cgo nocallback gocuda_cudaGraphDebugDotPrint
-#cgo noescape gocuda_cudaUserObjectRetain
-#cgo nocallback gocuda_cudaUserObjectRetain
-#cgo noescape gocuda_cudaUserObjectRelease
-#cgo nocallback gocuda_cudaGraphRetainUserObject
-#cgo nocallback gocuda_cudaGraphConditionalHandleCreate
-#cgo noescape gocuda_cudaGetDriverEntryPoint
-#cgo nocallback gocuda_cudaGetDriverEntryPoint
-#cgo noescape gocuda_cudaGetDriverEntryPointByVersion
-#cgo nocallback gocuda_cudaGetDriverEntryPointByVersion
-#cgo noescape gocuda_cudaLibraryLoadData
-#cgo nocallback gocuda_cudaLibraryLoadData
-#cgo noescape gocuda_cudaLibraryLoadFromFile
-#cgo nocallback gocuda_cudaLibraryLoadFromFile
-#cgo noescape gocuda_cudaLibraryUnload
-#cgo nocallback gocuda_cudaLibraryUnload
-#cgo noescape gocuda_cudaLibraryGetKernel
-#cgo nocallback gocuda_cudaLibraryGetKernel
-#cgo noescape gocuda_cudaLibraryGetGlobal
-#cgo nocallback gocuda_cudaLibraryGetGlobal
-#cgo noescape gocuda_cudaLibraryGetManaged
-#cgo nocallback gocuda_cudaLibraryGetManaged
-#cgo noescape gocuda_cudaLibraryGetUnifiedFunction
-#cgo nocallback gocuda_cudaLibraryGetUnifiedFunction
-#cgo noescape gocuda_cudaLibraryGetKernelCount
-#cgo nocallback gocuda_cudaLibraryGetKernelCount
-#cgo noescape gocuda_cudaLibraryEnumerateKernels
-#cgo nocallback gocuda_cudaLibraryEnumerateKernels
-#cgo noescape gocuda_cudaKernelSetAttributeForDevice
-#cgo nocallback gocuda_cudaKernelSetAttributeForDevice
-#cgo noescape gocuda_cudaGetExportTable
-#cgo nocallback gocuda_cudaGetExportTable
-#cgo noescape gocuda_cudaGetFuncBySymbol
-#cgo nocallback gocuda_cudaGetFuncBySymbol
-#cgo noescape gocuda_cudaGetKernel
-#cgo nocallback gocuda_cudaGetKernel
-#cgo noescape gocuda_cudaProfilerStart
-#cgo nocallback gocuda_cudaProfilerStart
-#cgo noescape gocuda_cudaProfilerStop
-#cgo nocallback gocuda_cudaProfilerStop
 #include <stdint.h>
 #include <stdlib.h>
 #define CUDA_ENABLE_DEPRECATED 1
@@ -2901,8 +2429,6 @@ func DeviceUnregisterAsyncNotification(device int32, callback AsyncCallbackHandl
 
 // DeviceGetSharedMemConfig calls cudaDeviceGetSharedMemConfig: returns the shared memory configuration for the current device.
 //
-// Deprecated:
-//
 // This function will return in pConfig the current size of shared memory banks
 // on the current device. On devices with configurable shared memory banks,
 // [DeviceSetSharedMemConfig] can be used to change this setting, so that all
@@ -2928,6 +2454,8 @@ func DeviceUnregisterAsyncNotification(device int32, callback AsyncCallbackHandl
 // [DeviceSetSharedMemConfig],
 // [FuncSetCacheConfig],
 // cuCtxGetSharedMemConfig
+//
+// Deprecated: cuda_runtime_api.h declares it __CUDA_DEPRECATED.
 func DeviceGetSharedMemConfig(pConfig *SharedMemConfig) error {
 	fp, err := procDeviceGetSharedMemConfig.Addr()
 	if err != nil {
@@ -2940,8 +2468,6 @@ func DeviceGetSharedMemConfig(pConfig *SharedMemConfig) error {
 }
 
 // DeviceSetSharedMemConfig calls cudaDeviceSetSharedMemConfig: sets the shared memory configuration for the current device.
-//
-// Deprecated:
 //
 // On devices with configurable shared memory banks, this function will set
 // the shared memory bank size which is used for all subsequent kernel launches.
@@ -2981,6 +2507,8 @@ func DeviceGetSharedMemConfig(pConfig *SharedMemConfig) error {
 // [DeviceGetSharedMemConfig],
 // [FuncSetCacheConfig],
 // cuCtxSetSharedMemConfig
+//
+// Deprecated: cuda_runtime_api.h declares it __CUDA_DEPRECATED.
 func DeviceSetSharedMemConfig(config SharedMemConfig) error {
 	fp, err := procDeviceSetSharedMemConfig.Addr()
 	if err != nil {
@@ -6408,8 +5936,6 @@ func LaunchHostFunc(stream Stream, fn HostFn, userData unsafe.Pointer) error {
 
 // FuncSetSharedMemConfig calls cudaFuncSetSharedMemConfig: sets the shared memory configuration for a device function
 //
-// Deprecated:
-//
 // On devices with configurable shared memory banks, this function will
 // force all subsequent launches of the specified device function to have
 // the given shared memory bank size configuration. On any given launch of the
@@ -6458,6 +5984,8 @@ func LaunchHostFunc(stream Stream, fn HostFn, userData unsafe.Pointer) error {
 // [DeviceGetCacheConfig],
 // [FuncSetCacheConfig],
 // cuFuncSetSharedMemConfig
+//
+// Deprecated: cuda_runtime_api.h declares it __CUDA_DEPRECATED.
 func FuncSetSharedMemConfig(func_ unsafe.Pointer, config SharedMemConfig) error {
 	fp, err := procFuncSetSharedMemConfig.Addr()
 	if err != nil {
@@ -10003,8 +9531,6 @@ func MemRangeGetAttributes(data *unsafe.Pointer, dataSizes *uint64, attributes *
 
 // MemcpyToArray calls cudaMemcpyToArray: copies data between host and device
 //
-// Deprecated:
-//
 // Copies count bytes from the memory area pointed to by src to the
 // CUDA array dst starting at hOffset rows and wOffset bytes from
 // the upper left corner, where kind specifies the direction
@@ -10039,6 +9565,8 @@ func MemRangeGetAttributes(data *unsafe.Pointer, dataSizes *uint64, attributes *
 // [MemcpyToSymbolAsync], [MemcpyFromSymbolAsync],
 // cuMemcpyHtoA,
 // cuMemcpyDtoA
+//
+// Deprecated: cuda_runtime_api.h declares it __CUDA_DEPRECATED.
 func MemcpyToArray(dst Array, wOffset uint64, hOffset uint64, src unsafe.Pointer, count uint64, kind MemcpyKind) error {
 	fp, err := procMemcpyToArray.Addr()
 	if err != nil {
@@ -10051,8 +9579,6 @@ func MemcpyToArray(dst Array, wOffset uint64, hOffset uint64, src unsafe.Pointer
 }
 
 // MemcpyFromArray calls cudaMemcpyFromArray: copies data between host and device
-//
-// Deprecated:
 //
 // Copies count bytes from the CUDA array src starting at hOffset rows
 // and wOffset bytes from the upper left corner to the memory area pointed to
@@ -10087,6 +9613,8 @@ func MemcpyToArray(dst Array, wOffset uint64, hOffset uint64, src unsafe.Pointer
 // [MemcpyToSymbolAsync], [MemcpyFromSymbolAsync],
 // cuMemcpyAtoH,
 // cuMemcpyAtoD
+//
+// Deprecated: cuda_runtime_api.h declares it __CUDA_DEPRECATED.
 func MemcpyFromArray(dst unsafe.Pointer, src Array_const, wOffset uint64, hOffset uint64, count uint64, kind MemcpyKind) error {
 	fp, err := procMemcpyFromArray.Addr()
 	if err != nil {
@@ -10099,8 +9627,6 @@ func MemcpyFromArray(dst unsafe.Pointer, src Array_const, wOffset uint64, hOffse
 }
 
 // MemcpyArrayToArray calls cudaMemcpyArrayToArray: copies data between host and device
-//
-// Deprecated:
 //
 // Copies count bytes from the CUDA array src starting at hOffsetSrc
 // rows and wOffsetSrc bytes from the upper left corner to the CUDA array
@@ -10137,6 +9663,8 @@ func MemcpyFromArray(dst unsafe.Pointer, src Array_const, wOffset uint64, hOffse
 // [MemcpyFromArrayAsync], [Memcpy2DFromArrayAsync],
 // [MemcpyToSymbolAsync], [MemcpyFromSymbolAsync],
 // cuMemcpyAtoA
+//
+// Deprecated: cuda_runtime_api.h declares it __CUDA_DEPRECATED.
 func MemcpyArrayToArray(dst Array, wOffsetDst uint64, hOffsetDst uint64, src Array_const, wOffsetSrc uint64, hOffsetSrc uint64, count uint64, kind MemcpyKind) error {
 	fp, err := procMemcpyArrayToArray.Addr()
 	if err != nil {
@@ -10149,8 +9677,6 @@ func MemcpyArrayToArray(dst Array, wOffsetDst uint64, hOffsetDst uint64, src Arr
 }
 
 // MemcpyToArrayAsync calls cudaMemcpyToArrayAsync: copies data between host and device
-//
-// Deprecated:
 //
 // Copies count bytes from the memory area pointed to by src to the
 // CUDA array dst starting at hOffset rows and wOffset bytes from
@@ -10193,6 +9719,8 @@ func MemcpyArrayToArray(dst Array, wOffsetDst uint64, hOffsetDst uint64, src Arr
 // [MemcpyToSymbolAsync], [MemcpyFromSymbolAsync],
 // cuMemcpyHtoAAsync,
 // cuMemcpy2DAsync
+//
+// Deprecated: cuda_runtime_api.h declares it __CUDA_DEPRECATED.
 func MemcpyToArrayAsync(dst Array, wOffset uint64, hOffset uint64, src unsafe.Pointer, count uint64, kind MemcpyKind, stream Stream) error {
 	fp, err := procMemcpyToArrayAsync.Addr()
 	if err != nil {
@@ -10205,8 +9733,6 @@ func MemcpyToArrayAsync(dst Array, wOffset uint64, hOffset uint64, src unsafe.Po
 }
 
 // MemcpyFromArrayAsync calls cudaMemcpyFromArrayAsync: copies data between host and device
-//
-// Deprecated:
 //
 // Copies count bytes from the CUDA array src starting at hOffset rows
 // and wOffset bytes from the upper left corner to the memory area pointed to
@@ -10248,6 +9774,8 @@ func MemcpyToArrayAsync(dst Array, wOffset uint64, hOffset uint64, src unsafe.Po
 // [MemcpyToSymbolAsync], [MemcpyFromSymbolAsync],
 // cuMemcpyAtoHAsync,
 // cuMemcpy2DAsync
+//
+// Deprecated: cuda_runtime_api.h declares it __CUDA_DEPRECATED.
 func MemcpyFromArrayAsync(dst unsafe.Pointer, src Array_const, wOffset uint64, hOffset uint64, count uint64, kind MemcpyKind, stream Stream) error {
 	fp, err := procMemcpyFromArrayAsync.Addr()
 	if err != nil {
@@ -16021,8 +15549,6 @@ func GraphConditionalHandleCreate(pHandle_out *GraphConditionalHandle, graph Gra
 
 // GetDriverEntryPoint calls cudaGetDriverEntryPoint: returns the requested driver API function pointer
 //
-// Deprecated: This function is deprecated as of CUDA 13.0
-//
 // Returns in **funcPtr the address of the CUDA driver function for the requested flags.
 //
 // For a requested driver symbol, if the CUDA version in which the driver symbol was
@@ -16086,6 +15612,8 @@ func GraphConditionalHandleCreate(pHandle_out *GraphConditionalHandle, graph Gra
 //
 // See also:
 // cuGetProcAddress
+//
+// Deprecated: This function is deprecated as of CUDA 13.0
 func GetDriverEntryPoint(symbol string, funcPtr *unsafe.Pointer, flags uint64, driverStatus *DriverEntryPointQueryResult) error {
 	fp, err := procGetDriverEntryPoint.Addr()
 	if err != nil {
@@ -16658,7 +16186,8 @@ func KernelSetAttributeForDevice(kernel Kernel, attr FuncAttribute, value int32,
 	return nil
 }
 
-// GetExportTable calls cudaGetExportTable.
+// GetExportTable calls cudaGetExportTable. See the CUDA Runtime API reference:
+// https://docs.nvidia.com/cuda/cuda-runtime-api/modules.html
 func GetExportTable(ppExportTable *unsafe.Pointer, pExportTableId *UUID) error {
 	fp, err := procGetExportTable.Addr()
 	if err != nil {

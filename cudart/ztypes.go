@@ -1212,18 +1212,21 @@ const (
 	// happen when the application is running with external profiling tools
 	// like visual profiler.
 	ErrorProfilerDisabled Error = 5
-	// ErrorProfilerNotInitialized is cudaErrorProfilerNotInitialized: deprecated:
-	// This error return is deprecated as of CUDA 5.0. It is no longer an error
+	// ErrorProfilerNotInitialized is cudaErrorProfilerNotInitialized: this error return is deprecated as of CUDA 5.0. It is no longer an error
 	// to attempt to enable/disable the profiling via [ProfilerStart] or
 	// [ProfilerStop] without initialization.
+	//
+	// Deprecated: the header's documentation marks it deprecated.
 	ErrorProfilerNotInitialized Error = 6
-	// ErrorProfilerAlreadyStarted is cudaErrorProfilerAlreadyStarted: deprecated:
-	// This error return is deprecated as of CUDA 5.0. It is no longer an error
+	// ErrorProfilerAlreadyStarted is cudaErrorProfilerAlreadyStarted: this error return is deprecated as of CUDA 5.0. It is no longer an error
 	// to call cudaProfilerStart() when profiling is already enabled.
+	//
+	// Deprecated: the header's documentation marks it deprecated.
 	ErrorProfilerAlreadyStarted Error = 7
-	// ErrorProfilerAlreadyStopped is cudaErrorProfilerAlreadyStopped: deprecated:
-	// This error return is deprecated as of CUDA 5.0. It is no longer an error
+	// ErrorProfilerAlreadyStopped is cudaErrorProfilerAlreadyStopped: this error return is deprecated as of CUDA 5.0. It is no longer an error
 	// to call cudaProfilerStop() when profiling is already disabled.
+	//
+	// Deprecated: the header's documentation marks it deprecated.
 	ErrorProfilerAlreadyStopped Error = 8
 	// ErrorInvalidConfiguration is cudaErrorInvalidConfiguration: this indicates that a kernel launch is requesting resources that can
 	// never be satisfied by the current device. Requesting more shared memory
@@ -1240,14 +1243,16 @@ const (
 	// ErrorInvalidHostPointer is cudaErrorInvalidHostPointer: this indicates that at least one host pointer passed to the API call is
 	// not a valid host pointer.
 	//
-	// Deprecated:
 	// This error return is deprecated as of CUDA 10.1.
+	//
+	// Deprecated: the header's documentation marks it deprecated.
 	ErrorInvalidHostPointer Error = 16
 	// ErrorInvalidDevicePointer is cudaErrorInvalidDevicePointer: this indicates that at least one device pointer passed to the API call is
 	// not a valid device pointer.
 	//
-	// Deprecated:
 	// This error return is deprecated as of CUDA 10.1.
+	//
+	// Deprecated: the header's documentation marks it deprecated.
 	ErrorInvalidDevicePointer Error = 17
 	// ErrorInvalidTexture is cudaErrorInvalidTexture: this indicates that the texture passed to the API call is not a valid
 	// texture.
@@ -1265,31 +1270,35 @@ const (
 	// ErrorAddressOfConstant is cudaErrorAddressOfConstant: this indicated that the user has taken the address of a constant variable,
 	// which was forbidden up until the CUDA 3.1 release.
 	//
-	// Deprecated:
 	// This error return is deprecated as of CUDA 3.1. Variables in constant
 	// memory may now have their address taken by the runtime via
 	// [GetSymbolAddress].
+	//
+	// Deprecated: the header's documentation marks it deprecated.
 	ErrorAddressOfConstant Error = 22
 	// ErrorTextureFetchFailed is cudaErrorTextureFetchFailed: this indicated that a texture fetch was not able to be performed.
 	// This was previously used for device emulation of texture operations.
 	//
-	// Deprecated:
 	// This error return is deprecated as of CUDA 3.1. Device emulation mode was
 	// removed with the CUDA 3.1 release.
+	//
+	// Deprecated: the header's documentation marks it deprecated.
 	ErrorTextureFetchFailed Error = 23
 	// ErrorTextureNotBound is cudaErrorTextureNotBound: this indicated that a texture was not bound for access.
 	// This was previously used for device emulation of texture operations.
 	//
-	// Deprecated:
 	// This error return is deprecated as of CUDA 3.1. Device emulation mode was
 	// removed with the CUDA 3.1 release.
+	//
+	// Deprecated: the header's documentation marks it deprecated.
 	ErrorTextureNotBound Error = 24
 	// ErrorSynchronizationError is cudaErrorSynchronizationError: this indicated that a synchronization operation had failed.
 	// This was previously used for some device emulation functions.
 	//
-	// Deprecated:
 	// This error return is deprecated as of CUDA 3.1. Device emulation mode was
 	// removed with the CUDA 3.1 release.
+	//
+	// Deprecated: the header's documentation marks it deprecated.
 	ErrorSynchronizationError Error = 25
 	// ErrorInvalidFilterSetting is cudaErrorInvalidFilterSetting: this indicates that a non-float texture was being accessed with linear
 	// filtering. This is not supported by CUDA.
@@ -1299,22 +1308,25 @@ const (
 	ErrorInvalidNormSetting Error = 27
 	// ErrorMixedDeviceExecution is cudaErrorMixedDeviceExecution: mixing of device and device emulation code was not allowed.
 	//
-	// Deprecated:
 	// This error return is deprecated as of CUDA 3.1. Device emulation mode was
 	// removed with the CUDA 3.1 release.
+	//
+	// Deprecated: the header's documentation marks it deprecated.
 	ErrorMixedDeviceExecution Error = 28
 	// ErrorNotYetImplemented is cudaErrorNotYetImplemented: this indicates that the API call is not yet implemented. Production
 	// releases of CUDA will never return this error.
 	//
-	// Deprecated:
 	// This error return is deprecated as of CUDA 4.1.
+	//
+	// Deprecated: the header's documentation marks it deprecated.
 	ErrorNotYetImplemented Error = 31
 	// ErrorMemoryValueTooLarge is cudaErrorMemoryValueTooLarge: this indicated that an emulated device pointer exceeded the 32-bit address
 	// range.
 	//
-	// Deprecated:
 	// This error return is deprecated as of CUDA 3.1. Device emulation mode was
 	// removed with the CUDA 3.1 release.
+	//
+	// Deprecated: the header's documentation marks it deprecated.
 	ErrorMemoryValueTooLarge Error = 32
 	// ErrorStubLibrary is cudaErrorStubLibrary: this indicates that the CUDA driver that the application has loaded is a
 	// stub library. Applications that run with the stub rather than a real
@@ -1363,9 +1375,10 @@ const (
 	// ErrorPriorLaunchFailure is cudaErrorPriorLaunchFailure: this indicated that a previous kernel launch failed. This was previously
 	// used for device emulation of kernel launches.
 	//
-	// Deprecated:
 	// This error return is deprecated as of CUDA 3.1. Device emulation mode was
 	// removed with the CUDA 3.1 release.
+	//
+	// Deprecated: the header's documentation marks it deprecated.
 	ErrorPriorLaunchFailure Error = 53
 	// ErrorLaunchMaxDepthExceeded is cudaErrorLaunchMaxDepthExceeded: this error indicates that a device runtime grid launch did not occur
 	// because the depth of the child grid would exceed the maximum supported
@@ -1733,8 +1746,9 @@ const (
 	// ErrorApiFailureBase is cudaErrorApiFailureBase: any unhandled CUDA driver error is added to this value and returned via
 	// the runtime. Production releases of CUDA should not return such errors.
 	//
-	// Deprecated:
 	// This error return is deprecated as of CUDA 4.1.
+	//
+	// Deprecated: the header's documentation marks it deprecated.
 	ErrorApiFailureBase Error = 10000
 )
 
@@ -2013,7 +2027,7 @@ func (v Error) String() string {
 	return "Error(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
-// Error returns the C name of v and the headers' description of it.
+// Error returns the C name of v and the headers' description of it, if any.
 func (v Error) Error() string {
 	switch v {
 	case Success:
@@ -2029,11 +2043,11 @@ func (v Error) Error() string {
 	case ErrorProfilerDisabled:
 		return "cudaErrorProfilerDisabled: this indicates profiler is not initialized for this run"
 	case ErrorProfilerNotInitialized:
-		return "cudaErrorProfilerNotInitialized: deprecated: This error return is deprecated as of CUDA 5.0"
+		return "cudaErrorProfilerNotInitialized: deprecated: the header's documentation marks it deprecated"
 	case ErrorProfilerAlreadyStarted:
-		return "cudaErrorProfilerAlreadyStarted: deprecated: This error return is deprecated as of CUDA 5.0"
+		return "cudaErrorProfilerAlreadyStarted: deprecated: the header's documentation marks it deprecated"
 	case ErrorProfilerAlreadyStopped:
-		return "cudaErrorProfilerAlreadyStopped: deprecated: This error return is deprecated as of CUDA 5.0"
+		return "cudaErrorProfilerAlreadyStopped: deprecated: the header's documentation marks it deprecated"
 	case ErrorInvalidConfiguration:
 		return "cudaErrorInvalidConfiguration: this indicates that a kernel launch is requesting resources that can never be satisfied by the current device"
 	case ErrorInvalidPitchValue:
@@ -4300,7 +4314,7 @@ func (v SharedCarveout) String() string {
 
 // SharedMemConfig is enum cudaSharedMemConfig: CUDA shared memory configuration
 //
-// Deprecated:
+// Deprecated: the header's documentation marks it deprecated.
 type SharedMemConfig int32
 
 const (
@@ -5049,6 +5063,20 @@ func (u *ExternalMemoryHandleDescHandle) Fd() *int32 {
 }
 
 // Win32 returns the union as its win32 member.
+//
+// Win32 handle referencing the semaphore object. Valid when
+// type is one of the following:
+// - [ExternalMemoryHandleTypeOpaqueWin32]
+// - [ExternalMemoryHandleTypeOpaqueWin32Kmt]
+// - [ExternalMemoryHandleTypeD3D12Heap]
+// - [ExternalMemoryHandleTypeD3D12Resource]
+// - [ExternalMemoryHandleTypeD3D11Resource]
+// - [ExternalMemoryHandleTypeD3D11ResourceKmt]
+// Exactly one of 'handle' and 'name' must be non-NULL. If
+// type is one of the following:
+// [ExternalMemoryHandleTypeOpaqueWin32Kmt]
+// [ExternalMemoryHandleTypeD3D11ResourceKmt]
+// then 'name' must be NULL.
 func (u *ExternalMemoryHandleDescHandle) Win32() *ExternalMemoryHandleDescHandleWin32 {
 	return (*ExternalMemoryHandleDescHandleWin32)(unsafe.Pointer(u))
 }
@@ -5115,6 +5143,20 @@ func (u *ExternalSemaphoreHandleDescHandle) Fd() *int32 {
 }
 
 // Win32 returns the union as its win32 member.
+//
+// Win32 handle referencing the semaphore object. Valid when
+// type is one of the following:
+// - [ExternalSemaphoreHandleTypeOpaqueWin32]
+// - [ExternalSemaphoreHandleTypeOpaqueWin32Kmt]
+// - [ExternalSemaphoreHandleTypeD3D12Fence]
+// - [ExternalSemaphoreHandleTypeD3D11Fence]
+// - [ExternalSemaphoreHandleTypeKeyedMutex]
+// - [ExternalSemaphoreHandleTypeTimelineSemaphoreWin32]
+// Exactly one of 'handle' and 'name' must be non-NULL. If
+// type is one of the following:
+// [ExternalSemaphoreHandleTypeOpaqueWin32Kmt]
+// [ExternalSemaphoreHandleTypeKeyedMutexKmt]
+// then 'name' must be NULL.
 func (u *ExternalSemaphoreHandleDescHandle) Win32() *ExternalSemaphoreHandleDescHandleWin32 {
 	return (*ExternalSemaphoreHandleDescHandleWin32)(unsafe.Pointer(u))
 }
@@ -5172,8 +5214,10 @@ type ExternalSemaphoreSignalParams struct {
 
 // ExternalSemaphoreSignalParamsParams is the anonymous type of struct cudaExternalSemaphoreSignalParams.params.
 type ExternalSemaphoreSignalParamsParams struct {
-	Fence      ExternalSemaphoreSignalParamsParamsFence
-	NvSciSync  ExternalSemaphoreSignalParamsParamsNvSciSync
+	// Parameters for fence objects
+	Fence     ExternalSemaphoreSignalParamsParamsFence
+	NvSciSync ExternalSemaphoreSignalParamsParamsNvSciSync
+	// Parameters for keyed mutex objects
 	KeyedMutex ExternalSemaphoreSignalParamsParamsKeyedMutex
 	Reserved   [12]uint32
 }
@@ -5186,6 +5230,7 @@ type ExternalSemaphoreSignalParamsParamsFence struct {
 
 // ExternalSemaphoreSignalParamsParamsKeyedMutex is the anonymous type of struct cudaExternalSemaphoreSignalParams.params).keyedMutex.
 type ExternalSemaphoreSignalParamsParamsKeyedMutex struct {
+	// Value of key to release the mutex with
 	Key uint64
 }
 
@@ -5244,8 +5289,10 @@ type ExternalSemaphoreWaitParams struct {
 
 // ExternalSemaphoreWaitParamsParams is the anonymous type of struct cudaExternalSemaphoreWaitParams.params.
 type ExternalSemaphoreWaitParamsParams struct {
-	Fence      ExternalSemaphoreWaitParamsParamsFence
-	NvSciSync  ExternalSemaphoreWaitParamsParamsNvSciSync
+	// Parameters for fence objects
+	Fence     ExternalSemaphoreWaitParamsParamsFence
+	NvSciSync ExternalSemaphoreWaitParamsParamsNvSciSync
+	// Parameters for keyed mutex objects
 	KeyedMutex ExternalSemaphoreWaitParamsParamsKeyedMutex
 	Reserved   [10]uint32
 }
@@ -5730,6 +5777,16 @@ func (u *LaunchAttributeValue) SyncPolicy() *SynchronizationPolicy {
 }
 
 // ClusterDim returns the union as its clusterDim member.
+//
+// Value of launch attribute [LaunchAttributeClusterDimension] that
+// represents the desired cluster dimensions for the kernel. Opaque type
+// with the following fields:
+// - x - The X dimension of the cluster, in blocks. Must be a divisor
+// of the grid X dimension.
+// - y - The Y dimension of the cluster, in blocks. Must be a divisor
+// of the grid Y dimension.
+// - z - The Z dimension of the cluster, in blocks. Must be a divisor
+// of the grid Z dimension.
 func (u *LaunchAttributeValue) ClusterDim() *LaunchAttributeValueClusterDim {
 	return (*LaunchAttributeValueClusterDim)(unsafe.Pointer(u))
 }
@@ -5752,6 +5809,13 @@ func (u *LaunchAttributeValue) ProgrammaticStreamSerializationAllowed() *int32 {
 }
 
 // ProgrammaticEvent returns the union as its programmaticEvent member.
+//
+// Value of launch attribute [LaunchAttributeProgrammaticEvent]
+// with the following fields:
+// - cudaEvent_t event - Event to fire when all blocks trigger it.
+// - int flags; - Event record flags, see [EventRecordWithFlags]. Does not accept
+// [EventRecordExternal].
+// - int triggerAtBlockStart - If this is set to non-0, each block launch will automatically trigger the event.
 func (u *LaunchAttributeValue) ProgrammaticEvent() *LaunchAttributeValueProgrammaticEvent {
 	return (*LaunchAttributeValueProgrammaticEvent)(unsafe.Pointer(u))
 }
@@ -5781,16 +5845,39 @@ func (u *LaunchAttributeValue) MemSyncDomain() *LaunchMemSyncDomain {
 }
 
 // PreferredClusterDim returns the union as its preferredClusterDim member.
+//
+// Value of launch attribute [LaunchAttributePreferredClusterDimension]
+// that represents the desired preferred cluster dimensions for the kernel.
+// Opaque type with the following fields:
+// - x - The X dimension of the preferred cluster, in blocks. Must be
+// a divisor of the grid X dimension, and must be a multiple of
+// the x field of [LaunchAttributeValue]clusterDim.
+// - y - The Y dimension of the preferred cluster, in blocks. Must be
+// a divisor of the grid Y dimension, and must be a multiple of
+// the y field of [LaunchAttributeValue]clusterDim.
+// - z - The Z dimension of the preferred cluster, in blocks. Must be
+// equal to the z field of [LaunchAttributeValue]clusterDim.
 func (u *LaunchAttributeValue) PreferredClusterDim() *LaunchAttributeValuePreferredClusterDim {
 	return (*LaunchAttributeValuePreferredClusterDim)(unsafe.Pointer(u))
 }
 
 // LaunchCompletionEvent returns the union as its launchCompletionEvent member.
+//
+// Value of launch attribute [LaunchAttributeLaunchCompletionEvent]
+// with the following fields:
+// - cudaEvent_t event - Event to fire when the last block launches.
+// - int flags - Event record flags, see [EventRecordWithFlags]. Does not accept
+// [EventRecordExternal].
 func (u *LaunchAttributeValue) LaunchCompletionEvent() *LaunchAttributeValueLaunchCompletionEvent {
 	return (*LaunchAttributeValueLaunchCompletionEvent)(unsafe.Pointer(u))
 }
 
 // DeviceUpdatableKernelNode returns the union as its deviceUpdatableKernelNode member.
+//
+// Value of launch attribute [LaunchAttributeDeviceUpdatableKernelNode]
+// with the following fields:
+// - int deviceUpdatable - Whether or not the resulting kernel node should be device-updatable.
+// - cudaGraphDeviceNode_t devNode - Returns a handle to pass to the various device-side update functions.
 func (u *LaunchAttributeValue) DeviceUpdatableKernelNode() *LaunchAttributeValueDeviceUpdatableKernelNode {
 	return (*LaunchAttributeValueDeviceUpdatableKernelNode)(unsafe.Pointer(u))
 }
@@ -6018,7 +6105,7 @@ type MemAllocNodeParamsV2 struct {
 	Dptr unsafe.Pointer
 }
 
-// MemFabricHandle is struct cudaMemFabricHandle_st.
+// MemFabricHandle is struct cudaMemFabricHandle_st: CUDA Mem Fabric Handle
 type MemFabricHandle struct {
 	Reserved [64]byte
 }
@@ -6092,11 +6179,15 @@ type Memcpy3DOperandOp struct {
 }
 
 // Ptr returns the union as its ptr member.
+//
+// Struct representing an operand when [Memcpy3DOperand]type is [MemcpyOperandTypePointer]
 func (u *Memcpy3DOperandOp) Ptr() *Memcpy3DOperandOpPtr {
 	return (*Memcpy3DOperandOpPtr)(unsafe.Pointer(u))
 }
 
 // Array returns the union as its array member.
+//
+// Struct representing an operand when [Memcpy3DOperand]type is [MemcpyOperandTypeArray]
 func (u *Memcpy3DOperandOp) Array() *Memcpy3DOperandOpArray {
 	return (*Memcpy3DOperandOpArray)(unsafe.Pointer(u))
 }

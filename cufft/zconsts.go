@@ -11,7 +11,7 @@ const (
 	INVERSE = 1
 	// MAX_CUFFT_ERROR is MAX_CUFFT_ERROR.
 	MAX_CUFFT_ERROR = 0x15
-	// MAX_SHIM_RANK is MAX_SHIM_RANK.
+	// MAX_SHIM_RANK is MAX_SHIM_RANK: structure definition used by the shim between old and new APIs
 	MAX_SHIM_RANK = 3
 	// PLAN_NULL is CUFFT_PLAN_NULL.
 	PLAN_NULL = -1

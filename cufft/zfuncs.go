@@ -10,74 +10,6 @@ import (
 
 /*
 #cgo CFLAGS: -Wno-deprecated-declarations -I${SRCDIR}/../headers/cuda-13.0
-#cgo noescape gocuda_cufftPlan1d
-#cgo nocallback gocuda_cufftPlan1d
-#cgo noescape gocuda_cufftPlan2d
-#cgo nocallback gocuda_cufftPlan2d
-#cgo noescape gocuda_cufftPlan3d
-#cgo nocallback gocuda_cufftPlan3d
-#cgo noescape gocuda_cufftPlanMany
-#cgo nocallback gocuda_cufftPlanMany
-#cgo noescape gocuda_cufftMakePlan1d
-#cgo nocallback gocuda_cufftMakePlan1d
-#cgo noescape gocuda_cufftMakePlan2d
-#cgo nocallback gocuda_cufftMakePlan2d
-#cgo noescape gocuda_cufftMakePlan3d
-#cgo nocallback gocuda_cufftMakePlan3d
-#cgo noescape gocuda_cufftMakePlanMany
-#cgo nocallback gocuda_cufftMakePlanMany
-#cgo noescape gocuda_cufftMakePlanMany64
-#cgo nocallback gocuda_cufftMakePlanMany64
-#cgo noescape gocuda_cufftGetSizeMany64
-#cgo nocallback gocuda_cufftGetSizeMany64
-#cgo noescape gocuda_cufftEstimate1d
-#cgo nocallback gocuda_cufftEstimate1d
-#cgo noescape gocuda_cufftEstimate2d
-#cgo nocallback gocuda_cufftEstimate2d
-#cgo noescape gocuda_cufftEstimate3d
-#cgo nocallback gocuda_cufftEstimate3d
-#cgo noescape gocuda_cufftEstimateMany
-#cgo nocallback gocuda_cufftEstimateMany
-#cgo noescape gocuda_cufftCreate
-#cgo nocallback gocuda_cufftCreate
-#cgo noescape gocuda_cufftGetSize1d
-#cgo nocallback gocuda_cufftGetSize1d
-#cgo noescape gocuda_cufftGetSize2d
-#cgo nocallback gocuda_cufftGetSize2d
-#cgo noescape gocuda_cufftGetSize3d
-#cgo nocallback gocuda_cufftGetSize3d
-#cgo noescape gocuda_cufftGetSizeMany
-#cgo nocallback gocuda_cufftGetSizeMany
-#cgo noescape gocuda_cufftGetSize
-#cgo nocallback gocuda_cufftGetSize
-#cgo noescape gocuda_cufftSetWorkArea
-#cgo nocallback gocuda_cufftSetWorkArea
-#cgo noescape gocuda_cufftSetAutoAllocation
-#cgo nocallback gocuda_cufftSetAutoAllocation
-#cgo noescape gocuda_cufftExecC2C
-#cgo nocallback gocuda_cufftExecC2C
-#cgo noescape gocuda_cufftExecR2C
-#cgo nocallback gocuda_cufftExecR2C
-#cgo noescape gocuda_cufftExecC2R
-#cgo nocallback gocuda_cufftExecC2R
-#cgo noescape gocuda_cufftExecZ2Z
-#cgo nocallback gocuda_cufftExecZ2Z
-#cgo noescape gocuda_cufftExecD2Z
-#cgo nocallback gocuda_cufftExecD2Z
-#cgo noescape gocuda_cufftExecZ2D
-#cgo nocallback gocuda_cufftExecZ2D
-#cgo noescape gocuda_cufftSetStream
-#cgo nocallback gocuda_cufftSetStream
-#cgo noescape gocuda_cufftDestroy
-#cgo noescape gocuda_cufftGetVersion
-#cgo nocallback gocuda_cufftGetVersion
-#cgo noescape gocuda_cufftGetProperty
-#cgo nocallback gocuda_cufftGetProperty
-#cgo noescape gocuda_cufftSetPlanPropertyInt64
-#cgo nocallback gocuda_cufftSetPlanPropertyInt64
-#cgo noescape gocuda_cufftGetPlanPropertyInt64
-#cgo nocallback gocuda_cufftGetPlanPropertyInt64
-#cgo noescape gocuda_cufftResetPlanProperty
 #include <stdint.h>
 #include <stdlib.h>
 #define CUDA_ENABLE_DEPRECATED 1
@@ -264,7 +196,8 @@ var (
 	procResetPlanProperty    = lib.Proc("cufftResetPlanProperty")
 )
 
-// Plan1d calls cufftPlan1d.
+// Plan1d calls cufftPlan1d. See the cuFFT Library guide, API reference:
+// https://docs.nvidia.com/cuda/cufft/#cufft-api-reference
 func Plan1d(plan *Handle, nx int32, type_ Type, batch int32) error {
 	fp, err := procPlan1d.Addr()
 	if err != nil {
@@ -276,7 +209,8 @@ func Plan1d(plan *Handle, nx int32, type_ Type, batch int32) error {
 	return nil
 }
 
-// Plan2d calls cufftPlan2d.
+// Plan2d calls cufftPlan2d. See the cuFFT Library guide, API reference:
+// https://docs.nvidia.com/cuda/cufft/#cufft-api-reference
 func Plan2d(plan *Handle, nx int32, ny int32, type_ Type) error {
 	fp, err := procPlan2d.Addr()
 	if err != nil {
@@ -288,7 +222,8 @@ func Plan2d(plan *Handle, nx int32, ny int32, type_ Type) error {
 	return nil
 }
 
-// Plan3d calls cufftPlan3d.
+// Plan3d calls cufftPlan3d. See the cuFFT Library guide, API reference:
+// https://docs.nvidia.com/cuda/cufft/#cufft-api-reference
 func Plan3d(plan *Handle, nx int32, ny int32, nz int32, type_ Type) error {
 	fp, err := procPlan3d.Addr()
 	if err != nil {
@@ -300,7 +235,8 @@ func Plan3d(plan *Handle, nx int32, ny int32, nz int32, type_ Type) error {
 	return nil
 }
 
-// PlanMany calls cufftPlanMany.
+// PlanMany calls cufftPlanMany. See the cuFFT Library guide, API reference:
+// https://docs.nvidia.com/cuda/cufft/#cufft-api-reference
 func PlanMany(plan *Handle, rank int32, n *int32, inembed *int32, istride int32, idist int32, onembed *int32, ostride int32, odist int32, type_ Type, batch int32) error {
 	fp, err := procPlanMany.Addr()
 	if err != nil {
@@ -312,7 +248,8 @@ func PlanMany(plan *Handle, rank int32, n *int32, inembed *int32, istride int32,
 	return nil
 }
 
-// MakePlan1d calls cufftMakePlan1d.
+// MakePlan1d calls cufftMakePlan1d. See the cuFFT Library guide, API reference:
+// https://docs.nvidia.com/cuda/cufft/#cufft-api-reference
 func MakePlan1d(plan Handle, nx int32, type_ Type, batch int32, workSize *uint64) error {
 	fp, err := procMakePlan1d.Addr()
 	if err != nil {
@@ -324,7 +261,8 @@ func MakePlan1d(plan Handle, nx int32, type_ Type, batch int32, workSize *uint64
 	return nil
 }
 
-// MakePlan2d calls cufftMakePlan2d.
+// MakePlan2d calls cufftMakePlan2d. See the cuFFT Library guide, API reference:
+// https://docs.nvidia.com/cuda/cufft/#cufft-api-reference
 func MakePlan2d(plan Handle, nx int32, ny int32, type_ Type, workSize *uint64) error {
 	fp, err := procMakePlan2d.Addr()
 	if err != nil {
@@ -336,7 +274,8 @@ func MakePlan2d(plan Handle, nx int32, ny int32, type_ Type, workSize *uint64) e
 	return nil
 }
 
-// MakePlan3d calls cufftMakePlan3d.
+// MakePlan3d calls cufftMakePlan3d. See the cuFFT Library guide, API reference:
+// https://docs.nvidia.com/cuda/cufft/#cufft-api-reference
 func MakePlan3d(plan Handle, nx int32, ny int32, nz int32, type_ Type, workSize *uint64) error {
 	fp, err := procMakePlan3d.Addr()
 	if err != nil {
@@ -348,7 +287,8 @@ func MakePlan3d(plan Handle, nx int32, ny int32, nz int32, type_ Type, workSize 
 	return nil
 }
 
-// MakePlanMany calls cufftMakePlanMany.
+// MakePlanMany calls cufftMakePlanMany. See the cuFFT Library guide, API reference:
+// https://docs.nvidia.com/cuda/cufft/#cufft-api-reference
 func MakePlanMany(plan Handle, rank int32, n *int32, inembed *int32, istride int32, idist int32, onembed *int32, ostride int32, odist int32, type_ Type, batch int32, workSize *uint64) error {
 	fp, err := procMakePlanMany.Addr()
 	if err != nil {
@@ -360,7 +300,8 @@ func MakePlanMany(plan Handle, rank int32, n *int32, inembed *int32, istride int
 	return nil
 }
 
-// MakePlanMany64 calls cufftMakePlanMany64.
+// MakePlanMany64 calls cufftMakePlanMany64. See the cuFFT Library guide, API reference:
+// https://docs.nvidia.com/cuda/cufft/#cufft-api-reference
 func MakePlanMany64(plan Handle, rank int32, n *int64, inembed *int64, istride int64, idist int64, onembed *int64, ostride int64, odist int64, type_ Type, batch int64, workSize *uint64) error {
 	fp, err := procMakePlanMany64.Addr()
 	if err != nil {
@@ -372,7 +313,8 @@ func MakePlanMany64(plan Handle, rank int32, n *int64, inembed *int64, istride i
 	return nil
 }
 
-// GetSizeMany64 calls cufftGetSizeMany64.
+// GetSizeMany64 calls cufftGetSizeMany64. See the cuFFT Library guide, API reference:
+// https://docs.nvidia.com/cuda/cufft/#cufft-api-reference
 func GetSizeMany64(plan Handle, rank int32, n *int64, inembed *int64, istride int64, idist int64, onembed *int64, ostride int64, odist int64, type_ Type, batch int64, workSize *uint64) error {
 	fp, err := procGetSizeMany64.Addr()
 	if err != nil {
@@ -384,7 +326,8 @@ func GetSizeMany64(plan Handle, rank int32, n *int64, inembed *int64, istride in
 	return nil
 }
 
-// Estimate1d calls cufftEstimate1d.
+// Estimate1d calls cufftEstimate1d. See the cuFFT Library guide, API reference:
+// https://docs.nvidia.com/cuda/cufft/#cufft-api-reference
 func Estimate1d(nx int32, type_ Type, batch int32, workSize *uint64) error {
 	fp, err := procEstimate1d.Addr()
 	if err != nil {
@@ -396,7 +339,8 @@ func Estimate1d(nx int32, type_ Type, batch int32, workSize *uint64) error {
 	return nil
 }
 
-// Estimate2d calls cufftEstimate2d.
+// Estimate2d calls cufftEstimate2d. See the cuFFT Library guide, API reference:
+// https://docs.nvidia.com/cuda/cufft/#cufft-api-reference
 func Estimate2d(nx int32, ny int32, type_ Type, workSize *uint64) error {
 	fp, err := procEstimate2d.Addr()
 	if err != nil {
@@ -408,7 +352,8 @@ func Estimate2d(nx int32, ny int32, type_ Type, workSize *uint64) error {
 	return nil
 }
 
-// Estimate3d calls cufftEstimate3d.
+// Estimate3d calls cufftEstimate3d. See the cuFFT Library guide, API reference:
+// https://docs.nvidia.com/cuda/cufft/#cufft-api-reference
 func Estimate3d(nx int32, ny int32, nz int32, type_ Type, workSize *uint64) error {
 	fp, err := procEstimate3d.Addr()
 	if err != nil {
@@ -420,7 +365,8 @@ func Estimate3d(nx int32, ny int32, nz int32, type_ Type, workSize *uint64) erro
 	return nil
 }
 
-// EstimateMany calls cufftEstimateMany.
+// EstimateMany calls cufftEstimateMany. See the cuFFT Library guide, API reference:
+// https://docs.nvidia.com/cuda/cufft/#cufft-api-reference
 func EstimateMany(rank int32, n *int32, inembed *int32, istride int32, idist int32, onembed *int32, ostride int32, odist int32, type_ Type, batch int32, workSize *uint64) error {
 	fp, err := procEstimateMany.Addr()
 	if err != nil {
@@ -432,7 +378,8 @@ func EstimateMany(rank int32, n *int32, inembed *int32, istride int32, idist int
 	return nil
 }
 
-// Create calls cufftCreate.
+// Create calls cufftCreate. See the cuFFT Library guide, API reference:
+// https://docs.nvidia.com/cuda/cufft/#cufft-api-reference
 func Create(handle *Handle) error {
 	fp, err := procCreate.Addr()
 	if err != nil {
@@ -444,7 +391,8 @@ func Create(handle *Handle) error {
 	return nil
 }
 
-// GetSize1d calls cufftGetSize1d.
+// GetSize1d calls cufftGetSize1d. See the cuFFT Library guide, API reference:
+// https://docs.nvidia.com/cuda/cufft/#cufft-api-reference
 func GetSize1d(handle Handle, nx int32, type_ Type, batch int32, workSize *uint64) error {
 	fp, err := procGetSize1d.Addr()
 	if err != nil {
@@ -456,7 +404,8 @@ func GetSize1d(handle Handle, nx int32, type_ Type, batch int32, workSize *uint6
 	return nil
 }
 
-// GetSize2d calls cufftGetSize2d.
+// GetSize2d calls cufftGetSize2d. See the cuFFT Library guide, API reference:
+// https://docs.nvidia.com/cuda/cufft/#cufft-api-reference
 func GetSize2d(handle Handle, nx int32, ny int32, type_ Type, workSize *uint64) error {
 	fp, err := procGetSize2d.Addr()
 	if err != nil {
@@ -468,7 +417,8 @@ func GetSize2d(handle Handle, nx int32, ny int32, type_ Type, workSize *uint64) 
 	return nil
 }
 
-// GetSize3d calls cufftGetSize3d.
+// GetSize3d calls cufftGetSize3d. See the cuFFT Library guide, API reference:
+// https://docs.nvidia.com/cuda/cufft/#cufft-api-reference
 func GetSize3d(handle Handle, nx int32, ny int32, nz int32, type_ Type, workSize *uint64) error {
 	fp, err := procGetSize3d.Addr()
 	if err != nil {
@@ -480,7 +430,8 @@ func GetSize3d(handle Handle, nx int32, ny int32, nz int32, type_ Type, workSize
 	return nil
 }
 
-// GetSizeMany calls cufftGetSizeMany.
+// GetSizeMany calls cufftGetSizeMany. See the cuFFT Library guide, API reference:
+// https://docs.nvidia.com/cuda/cufft/#cufft-api-reference
 func GetSizeMany(handle Handle, rank int32, n *int32, inembed *int32, istride int32, idist int32, onembed *int32, ostride int32, odist int32, type_ Type, batch int32, workArea *uint64) error {
 	fp, err := procGetSizeMany.Addr()
 	if err != nil {
@@ -492,7 +443,8 @@ func GetSizeMany(handle Handle, rank int32, n *int32, inembed *int32, istride in
 	return nil
 }
 
-// GetSize calls cufftGetSize.
+// GetSize calls cufftGetSize. See the cuFFT Library guide, API reference:
+// https://docs.nvidia.com/cuda/cufft/#cufft-api-reference
 func GetSize(handle Handle, workSize *uint64) error {
 	fp, err := procGetSize.Addr()
 	if err != nil {
@@ -504,7 +456,8 @@ func GetSize(handle Handle, workSize *uint64) error {
 	return nil
 }
 
-// SetWorkArea calls cufftSetWorkArea.
+// SetWorkArea calls cufftSetWorkArea. See the cuFFT Library guide, API reference:
+// https://docs.nvidia.com/cuda/cufft/#cufft-api-reference
 func SetWorkArea(plan Handle, workArea unsafe.Pointer) error {
 	fp, err := procSetWorkArea.Addr()
 	if err != nil {
@@ -516,7 +469,8 @@ func SetWorkArea(plan Handle, workArea unsafe.Pointer) error {
 	return nil
 }
 
-// SetAutoAllocation calls cufftSetAutoAllocation.
+// SetAutoAllocation calls cufftSetAutoAllocation. See the cuFFT Library guide, API reference:
+// https://docs.nvidia.com/cuda/cufft/#cufft-api-reference
 func SetAutoAllocation(plan Handle, autoAllocate int32) error {
 	fp, err := procSetAutoAllocation.Addr()
 	if err != nil {
@@ -528,7 +482,8 @@ func SetAutoAllocation(plan Handle, autoAllocate int32) error {
 	return nil
 }
 
-// ExecC2C calls cufftExecC2C.
+// ExecC2C calls cufftExecC2C. See the cuFFT Library guide, API reference:
+// https://docs.nvidia.com/cuda/cufft/#cufft-api-reference
 func ExecC2C(plan Handle, idata *Complex, odata *Complex, direction int32) error {
 	fp, err := procExecC2C.Addr()
 	if err != nil {
@@ -540,7 +495,8 @@ func ExecC2C(plan Handle, idata *Complex, odata *Complex, direction int32) error
 	return nil
 }
 
-// ExecR2C calls cufftExecR2C.
+// ExecR2C calls cufftExecR2C. See the cuFFT Library guide, API reference:
+// https://docs.nvidia.com/cuda/cufft/#cufft-api-reference
 func ExecR2C(plan Handle, idata *Real, odata *Complex) error {
 	fp, err := procExecR2C.Addr()
 	if err != nil {
@@ -552,7 +508,8 @@ func ExecR2C(plan Handle, idata *Real, odata *Complex) error {
 	return nil
 }
 
-// ExecC2R calls cufftExecC2R.
+// ExecC2R calls cufftExecC2R. See the cuFFT Library guide, API reference:
+// https://docs.nvidia.com/cuda/cufft/#cufft-api-reference
 func ExecC2R(plan Handle, idata *Complex, odata *Real) error {
 	fp, err := procExecC2R.Addr()
 	if err != nil {
@@ -564,7 +521,8 @@ func ExecC2R(plan Handle, idata *Complex, odata *Real) error {
 	return nil
 }
 
-// ExecZ2Z calls cufftExecZ2Z.
+// ExecZ2Z calls cufftExecZ2Z. See the cuFFT Library guide, API reference:
+// https://docs.nvidia.com/cuda/cufft/#cufft-api-reference
 func ExecZ2Z(plan Handle, idata *DoubleComplex, odata *DoubleComplex, direction int32) error {
 	fp, err := procExecZ2Z.Addr()
 	if err != nil {
@@ -576,7 +534,8 @@ func ExecZ2Z(plan Handle, idata *DoubleComplex, odata *DoubleComplex, direction 
 	return nil
 }
 
-// ExecD2Z calls cufftExecD2Z.
+// ExecD2Z calls cufftExecD2Z. See the cuFFT Library guide, API reference:
+// https://docs.nvidia.com/cuda/cufft/#cufft-api-reference
 func ExecD2Z(plan Handle, idata *DoubleReal, odata *DoubleComplex) error {
 	fp, err := procExecD2Z.Addr()
 	if err != nil {
@@ -588,7 +547,8 @@ func ExecD2Z(plan Handle, idata *DoubleReal, odata *DoubleComplex) error {
 	return nil
 }
 
-// ExecZ2D calls cufftExecZ2D.
+// ExecZ2D calls cufftExecZ2D. See the cuFFT Library guide, API reference:
+// https://docs.nvidia.com/cuda/cufft/#cufft-api-reference
 func ExecZ2D(plan Handle, idata *DoubleComplex, odata *DoubleReal) error {
 	fp, err := procExecZ2D.Addr()
 	if err != nil {
@@ -600,7 +560,8 @@ func ExecZ2D(plan Handle, idata *DoubleComplex, odata *DoubleReal) error {
 	return nil
 }
 
-// SetStream calls cufftSetStream.
+// SetStream calls cufftSetStream. See the cuFFT Library guide, API reference:
+// https://docs.nvidia.com/cuda/cufft/#cufft-api-reference
 func SetStream(plan Handle, stream cudart.Stream) error {
 	fp, err := procSetStream.Addr()
 	if err != nil {
@@ -612,7 +573,8 @@ func SetStream(plan Handle, stream cudart.Stream) error {
 	return nil
 }
 
-// Destroy calls cufftDestroy.
+// Destroy calls cufftDestroy. See the cuFFT Library guide, API reference:
+// https://docs.nvidia.com/cuda/cufft/#cufft-api-reference
 func Destroy(plan Handle) error {
 	fp, err := procDestroy.Addr()
 	if err != nil {
@@ -624,7 +586,8 @@ func Destroy(plan Handle) error {
 	return nil
 }
 
-// GetVersion calls cufftGetVersion.
+// GetVersion calls cufftGetVersion. See the cuFFT Library guide, API reference:
+// https://docs.nvidia.com/cuda/cufft/#cufft-api-reference
 func GetVersion(version *int32) error {
 	fp, err := procGetVersion.Addr()
 	if err != nil {
@@ -636,7 +599,8 @@ func GetVersion(version *int32) error {
 	return nil
 }
 
-// GetProperty calls cufftGetProperty.
+// GetProperty calls cufftGetProperty. See the cuFFT Library guide, API reference:
+// https://docs.nvidia.com/cuda/cufft/#cufft-api-reference
 func GetProperty(type_ cudart.LibraryPropertyType, value *int32) error {
 	fp, err := procGetProperty.Addr()
 	if err != nil {
@@ -648,7 +612,8 @@ func GetProperty(type_ cudart.LibraryPropertyType, value *int32) error {
 	return nil
 }
 
-// SetPlanPropertyInt64 calls cufftSetPlanPropertyInt64.
+// SetPlanPropertyInt64 calls cufftSetPlanPropertyInt64. See the cuFFT Library guide, API reference:
+// https://docs.nvidia.com/cuda/cufft/#cufft-api-reference
 func SetPlanPropertyInt64(plan Handle, property Property, inputValueInt int64) error {
 	fp, err := procSetPlanPropertyInt64.Addr()
 	if err != nil {
@@ -660,7 +625,8 @@ func SetPlanPropertyInt64(plan Handle, property Property, inputValueInt int64) e
 	return nil
 }
 
-// GetPlanPropertyInt64 calls cufftGetPlanPropertyInt64.
+// GetPlanPropertyInt64 calls cufftGetPlanPropertyInt64. See the cuFFT Library guide, API reference:
+// https://docs.nvidia.com/cuda/cufft/#cufft-api-reference
 func GetPlanPropertyInt64(plan Handle, property Property, returnPtrValue *int64) error {
 	fp, err := procGetPlanPropertyInt64.Addr()
 	if err != nil {
@@ -672,7 +638,8 @@ func GetPlanPropertyInt64(plan Handle, property Property, returnPtrValue *int64)
 	return nil
 }
 
-// ResetPlanProperty calls cufftResetPlanProperty.
+// ResetPlanProperty calls cufftResetPlanProperty. See the cuFFT Library guide, API reference:
+// https://docs.nvidia.com/cuda/cufft/#cufft-api-reference
 func ResetPlanProperty(plan Handle, property Property) error {
 	fp, err := procResetPlanProperty.Addr()
 	if err != nil {

@@ -8,7 +8,7 @@ import (
 	"github.com/gocuda/cuda/cudart"
 )
 
-// Compatibility is enum cufftCompatibility_t.
+// Compatibility is enum cufftCompatibility_t: CUFFT supports the following data layouts
 type Compatibility int32
 
 const (
@@ -43,7 +43,7 @@ func (v Property) String() string {
 	return "Property(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
-// Result is enum cufftResult_t.
+// Result is enum cufftResult_t: CUFFT API function return values
 type Result int32
 
 const (
@@ -110,50 +110,12 @@ func (v Result) String() string {
 	return "Result(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
-// Error returns the C name of v and the headers' description of it.
+// Error returns the C name of v and the headers' description of it, if any.
 func (v Result) Error() string {
-	switch v {
-	case SUCCESS:
-		return "CUFFT_SUCCESS"
-	case INVALID_PLAN:
-		return "CUFFT_INVALID_PLAN"
-	case ALLOC_FAILED:
-		return "CUFFT_ALLOC_FAILED"
-	case INVALID_TYPE:
-		return "CUFFT_INVALID_TYPE"
-	case INVALID_VALUE:
-		return "CUFFT_INVALID_VALUE"
-	case INTERNAL_ERROR:
-		return "CUFFT_INTERNAL_ERROR"
-	case EXEC_FAILED:
-		return "CUFFT_EXEC_FAILED"
-	case SETUP_FAILED:
-		return "CUFFT_SETUP_FAILED"
-	case INVALID_SIZE:
-		return "CUFFT_INVALID_SIZE"
-	case UNALIGNED_DATA:
-		return "CUFFT_UNALIGNED_DATA"
-	case INVALID_DEVICE:
-		return "CUFFT_INVALID_DEVICE"
-	case NO_WORKSPACE:
-		return "CUFFT_NO_WORKSPACE"
-	case NOT_IMPLEMENTED:
-		return "CUFFT_NOT_IMPLEMENTED"
-	case NOT_SUPPORTED:
-		return "CUFFT_NOT_SUPPORTED"
-	case MISSING_DEPENDENCY:
-		return "CUFFT_MISSING_DEPENDENCY"
-	case NVRTC_FAILURE:
-		return "CUFFT_NVRTC_FAILURE"
-	case NVJITLINK_FAILURE:
-		return "CUFFT_NVJITLINK_FAILURE"
-	case NVSHMEM_FAILURE:
-		return "CUFFT_NVSHMEM_FAILURE"
-	}
 	return v.String()
 }
 
-// Type is enum cufftType_t.
+// Type is enum cufftType_t: CUFFT supports the following transform types
 type Type int32
 
 const (
@@ -184,7 +146,9 @@ func (v Type) String() string {
 	return "Type(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
-// Complex is cufftComplex.
+// Complex is cufftComplex: cufftComplex is a single-precision, floating-point complex data type that
+// consists of interleaved real and imaginary components.
+// cufftDoubleComplex is the double-precision equivalent.
 type Complex = cudart.Float2
 
 // DoubleComplex is cufftDoubleComplex.
@@ -193,8 +157,9 @@ type DoubleComplex = cudart.Double2
 // DoubleReal is cufftDoubleReal.
 type DoubleReal float64
 
-// Handle is cufftHandle.
+// Handle is cufftHandle: cufftHandle is a handle type used to store and access CUFFT plans.
 type Handle int32
 
-// Real is cufftReal.
+// Real is cufftReal: cufftReal is a single-precision, floating-point real data type.
+// cufftDoubleReal is a double-precision, real data type.
 type Real float32

@@ -10,62 +10,6 @@ import (
 
 /*
 #cgo CFLAGS: -Wno-deprecated-declarations -I${SRCDIR}/../headers/cuda-13.0
-#cgo noescape gocuda_curandCreateGenerator
-#cgo nocallback gocuda_curandCreateGenerator
-#cgo noescape gocuda_curandCreateGeneratorHost
-#cgo nocallback gocuda_curandCreateGeneratorHost
-#cgo noescape gocuda_curandDestroyGenerator
-#cgo noescape gocuda_curandGetVersion
-#cgo nocallback gocuda_curandGetVersion
-#cgo noescape gocuda_curandGetProperty
-#cgo nocallback gocuda_curandGetProperty
-#cgo noescape gocuda_curandSetStream
-#cgo nocallback gocuda_curandSetStream
-#cgo noescape gocuda_curandSetPseudoRandomGeneratorSeed
-#cgo nocallback gocuda_curandSetPseudoRandomGeneratorSeed
-#cgo noescape gocuda_curandSetGeneratorOffset
-#cgo nocallback gocuda_curandSetGeneratorOffset
-#cgo noescape gocuda_curandSetGeneratorOrdering
-#cgo nocallback gocuda_curandSetGeneratorOrdering
-#cgo noescape gocuda_curandSetQuasiRandomGeneratorDimensions
-#cgo nocallback gocuda_curandSetQuasiRandomGeneratorDimensions
-#cgo noescape gocuda_curandGenerate
-#cgo nocallback gocuda_curandGenerate
-#cgo noescape gocuda_curandGenerateLongLong
-#cgo nocallback gocuda_curandGenerateLongLong
-#cgo noescape gocuda_curandGenerateUniform
-#cgo nocallback gocuda_curandGenerateUniform
-#cgo noescape gocuda_curandGenerateUniformDouble
-#cgo nocallback gocuda_curandGenerateUniformDouble
-#cgo noescape gocuda_curandGenerateNormal
-#cgo nocallback gocuda_curandGenerateNormal
-#cgo noescape gocuda_curandGenerateNormalDouble
-#cgo nocallback gocuda_curandGenerateNormalDouble
-#cgo noescape gocuda_curandGenerateLogNormal
-#cgo nocallback gocuda_curandGenerateLogNormal
-#cgo noescape gocuda_curandGenerateLogNormalDouble
-#cgo nocallback gocuda_curandGenerateLogNormalDouble
-#cgo noescape gocuda_curandCreatePoissonDistribution
-#cgo nocallback gocuda_curandCreatePoissonDistribution
-#cgo noescape gocuda_curandDestroyDistribution
-#cgo noescape gocuda_curandGeneratePoisson
-#cgo nocallback gocuda_curandGeneratePoisson
-#cgo noescape gocuda_curandGeneratePoissonMethod
-#cgo nocallback gocuda_curandGeneratePoissonMethod
-#cgo noescape gocuda_curandGenerateBinomial
-#cgo nocallback gocuda_curandGenerateBinomial
-#cgo noescape gocuda_curandGenerateBinomialMethod
-#cgo nocallback gocuda_curandGenerateBinomialMethod
-#cgo noescape gocuda_curandGenerateSeeds
-#cgo nocallback gocuda_curandGenerateSeeds
-#cgo noescape gocuda_curandGetDirectionVectors32
-#cgo nocallback gocuda_curandGetDirectionVectors32
-#cgo noescape gocuda_curandGetScrambleConstants32
-#cgo nocallback gocuda_curandGetScrambleConstants32
-#cgo noescape gocuda_curandGetDirectionVectors64
-#cgo nocallback gocuda_curandGetDirectionVectors64
-#cgo noescape gocuda_curandGetScrambleConstants64
-#cgo nocallback gocuda_curandGetScrambleConstants64
 #include <stdint.h>
 #include <stdlib.h>
 #define CUDA_ENABLE_DEPRECATED 1
@@ -1096,7 +1040,7 @@ func GeneratePoisson(generator Generator, outputPtr *uint32, n uint64, lambda fl
 	return nil
 }
 
-// GeneratePoissonMethod calls curandGeneratePoissonMethod.
+// GeneratePoissonMethod calls curandGeneratePoissonMethod: just for internal usage
 func GeneratePoissonMethod(generator Generator, outputPtr *uint32, n uint64, lambda float64, method Method) error {
 	fp, err := procGeneratePoissonMethod.Addr()
 	if err != nil {
@@ -1108,7 +1052,8 @@ func GeneratePoissonMethod(generator Generator, outputPtr *uint32, n uint64, lam
 	return nil
 }
 
-// GenerateBinomial calls curandGenerateBinomial.
+// GenerateBinomial calls curandGenerateBinomial. See the cuRAND Library guide, host API:
+// https://docs.nvidia.com/cuda/curand/group__HOST.html
 func GenerateBinomial(generator Generator, outputPtr *uint32, num uint64, n uint32, p float64) error {
 	fp, err := procGenerateBinomial.Addr()
 	if err != nil {
@@ -1120,7 +1065,7 @@ func GenerateBinomial(generator Generator, outputPtr *uint32, num uint64, n uint
 	return nil
 }
 
-// GenerateBinomialMethod calls curandGenerateBinomialMethod.
+// GenerateBinomialMethod calls curandGenerateBinomialMethod: just for internal usage
 func GenerateBinomialMethod(generator Generator, outputPtr *uint32, num uint64, n uint32, p float64, method Method) error {
 	fp, err := procGenerateBinomialMethod.Addr()
 	if err != nil {

@@ -8,9 +8,13 @@ import "strconv"
 type DirectionVectorSet int32
 
 const (
-	DIRECTION_VECTORS_32_JOEKUO6           DirectionVectorSet = 101
+	// DIRECTION_VECTORS_32_JOEKUO6 is CURAND_DIRECTION_VECTORS_32_JOEKUO6: specific set of 32-bit direction vectors generated from polynomials recommended by S. Joe and F. Y. Kuo, for up to 20,000 dimensions
+	DIRECTION_VECTORS_32_JOEKUO6 DirectionVectorSet = 101
+	// SCRAMBLED_DIRECTION_VECTORS_32_JOEKUO6 is CURAND_SCRAMBLED_DIRECTION_VECTORS_32_JOEKUO6: specific set of 32-bit direction vectors generated from polynomials recommended by S. Joe and F. Y. Kuo, for up to 20,000 dimensions, and scrambled
 	SCRAMBLED_DIRECTION_VECTORS_32_JOEKUO6 DirectionVectorSet = 102
-	DIRECTION_VECTORS_64_JOEKUO6           DirectionVectorSet = 103
+	// DIRECTION_VECTORS_64_JOEKUO6 is CURAND_DIRECTION_VECTORS_64_JOEKUO6: specific set of 64-bit direction vectors generated from polynomials recommended by S. Joe and F. Y. Kuo, for up to 20,000 dimensions
+	DIRECTION_VECTORS_64_JOEKUO6 DirectionVectorSet = 103
+	// SCRAMBLED_DIRECTION_VECTORS_64_JOEKUO6 is CURAND_SCRAMBLED_DIRECTION_VECTORS_64_JOEKUO6: specific set of 64-bit direction vectors generated from polynomials recommended by S. Joe and F. Y. Kuo, for up to 20,000 dimensions, and scrambled
 	SCRAMBLED_DIRECTION_VECTORS_64_JOEKUO6 DirectionVectorSet = 104
 )
 
@@ -88,12 +92,18 @@ func (v Method) String() string {
 type Ordering int32
 
 const (
-	ORDERING_PSEUDO_BEST    Ordering = 100
+	// ORDERING_PSEUDO_BEST is CURAND_ORDERING_PSEUDO_BEST: best ordering for pseudorandom results
+	ORDERING_PSEUDO_BEST Ordering = 100
+	// ORDERING_PSEUDO_DEFAULT is CURAND_ORDERING_PSEUDO_DEFAULT: specific default thread sequence for pseudorandom results, same as CURAND_ORDERING_PSEUDO_BEST
 	ORDERING_PSEUDO_DEFAULT Ordering = 101
-	ORDERING_PSEUDO_SEEDED  Ordering = 102
-	ORDERING_PSEUDO_LEGACY  Ordering = 103
+	// ORDERING_PSEUDO_SEEDED is CURAND_ORDERING_PSEUDO_SEEDED: specific seeding pattern for fast lower quality pseudorandom results
+	ORDERING_PSEUDO_SEEDED Ordering = 102
+	// ORDERING_PSEUDO_LEGACY is CURAND_ORDERING_PSEUDO_LEGACY: specific legacy sequence for pseudorandom results, guaranteed to remain the same for all cuRAND release
+	ORDERING_PSEUDO_LEGACY Ordering = 103
+	// ORDERING_PSEUDO_DYNAMIC is CURAND_ORDERING_PSEUDO_DYNAMIC: specific ordering adjusted to the device it is being executed on, provides the best performance
 	ORDERING_PSEUDO_DYNAMIC Ordering = 104
-	ORDERING_QUASI_DEFAULT  Ordering = 201
+	// ORDERING_QUASI_DEFAULT is CURAND_ORDERING_QUASI_DEFAULT: specific n-dimensional ordering for quasirandom results
+	ORDERING_QUASI_DEFAULT Ordering = 201
 )
 
 // String returns the C name of v, or Ordering(n) for a value the headers do not name.
@@ -119,17 +129,28 @@ func (v Ordering) String() string {
 type RngType int32
 
 const (
-	RNG_TEST                    RngType = 0
-	RNG_PSEUDO_DEFAULT          RngType = 100
-	RNG_PSEUDO_XORWOW           RngType = 101
-	RNG_PSEUDO_MRG32K3A         RngType = 121
-	RNG_PSEUDO_MTGP32           RngType = 141
-	RNG_PSEUDO_MT19937          RngType = 142
-	RNG_PSEUDO_PHILOX4_32_10    RngType = 161
-	RNG_QUASI_DEFAULT           RngType = 200
-	RNG_QUASI_SOBOL32           RngType = 201
+	RNG_TEST RngType = 0
+	// RNG_PSEUDO_DEFAULT is CURAND_RNG_PSEUDO_DEFAULT: default pseudorandom generator
+	RNG_PSEUDO_DEFAULT RngType = 100
+	// RNG_PSEUDO_XORWOW is CURAND_RNG_PSEUDO_XORWOW: XORWOW pseudorandom generator
+	RNG_PSEUDO_XORWOW RngType = 101
+	// RNG_PSEUDO_MRG32K3A is CURAND_RNG_PSEUDO_MRG32K3A: MRG32k3a pseudorandom generator
+	RNG_PSEUDO_MRG32K3A RngType = 121
+	// RNG_PSEUDO_MTGP32 is CURAND_RNG_PSEUDO_MTGP32: mersenne Twister MTGP32 pseudorandom generator
+	RNG_PSEUDO_MTGP32 RngType = 141
+	// RNG_PSEUDO_MT19937 is CURAND_RNG_PSEUDO_MT19937: mersenne Twister MT19937 pseudorandom generator
+	RNG_PSEUDO_MT19937 RngType = 142
+	// RNG_PSEUDO_PHILOX4_32_10 is CURAND_RNG_PSEUDO_PHILOX4_32_10: PHILOX-4x32-10 pseudorandom generator
+	RNG_PSEUDO_PHILOX4_32_10 RngType = 161
+	// RNG_QUASI_DEFAULT is CURAND_RNG_QUASI_DEFAULT: default quasirandom generator
+	RNG_QUASI_DEFAULT RngType = 200
+	// RNG_QUASI_SOBOL32 is CURAND_RNG_QUASI_SOBOL32: sobol32 quasirandom generator
+	RNG_QUASI_SOBOL32 RngType = 201
+	// RNG_QUASI_SCRAMBLED_SOBOL32 is CURAND_RNG_QUASI_SCRAMBLED_SOBOL32: scrambled Sobol32 quasirandom generator
 	RNG_QUASI_SCRAMBLED_SOBOL32 RngType = 202
-	RNG_QUASI_SOBOL64           RngType = 203
+	// RNG_QUASI_SOBOL64 is CURAND_RNG_QUASI_SOBOL64: sobol64 quasirandom generator
+	RNG_QUASI_SOBOL64 RngType = 203
+	// RNG_QUASI_SCRAMBLED_SOBOL64 is CURAND_RNG_QUASI_SCRAMBLED_SOBOL64: scrambled Sobol64 quasirandom generator
 	RNG_QUASI_SCRAMBLED_SOBOL64 RngType = 204
 )
 
@@ -168,19 +189,32 @@ func (v RngType) String() string {
 type Status int32
 
 const (
-	STATUS_SUCCESS                   Status = 0
-	STATUS_VERSION_MISMATCH          Status = 100
-	STATUS_NOT_INITIALIZED           Status = 101
-	STATUS_ALLOCATION_FAILED         Status = 102
-	STATUS_TYPE_ERROR                Status = 103
-	STATUS_OUT_OF_RANGE              Status = 104
-	STATUS_LENGTH_NOT_MULTIPLE       Status = 105
+	// STATUS_SUCCESS is CURAND_STATUS_SUCCESS: no errors
+	STATUS_SUCCESS Status = 0
+	// STATUS_VERSION_MISMATCH is CURAND_STATUS_VERSION_MISMATCH: header file and linked library version do not match
+	STATUS_VERSION_MISMATCH Status = 100
+	// STATUS_NOT_INITIALIZED is CURAND_STATUS_NOT_INITIALIZED: generator not initialized
+	STATUS_NOT_INITIALIZED Status = 101
+	// STATUS_ALLOCATION_FAILED is CURAND_STATUS_ALLOCATION_FAILED: memory allocation failed
+	STATUS_ALLOCATION_FAILED Status = 102
+	// STATUS_TYPE_ERROR is CURAND_STATUS_TYPE_ERROR: generator is wrong type
+	STATUS_TYPE_ERROR Status = 103
+	// STATUS_OUT_OF_RANGE is CURAND_STATUS_OUT_OF_RANGE: argument out of range
+	STATUS_OUT_OF_RANGE Status = 104
+	// STATUS_LENGTH_NOT_MULTIPLE is CURAND_STATUS_LENGTH_NOT_MULTIPLE: length requested is not a multple of dimension
+	STATUS_LENGTH_NOT_MULTIPLE Status = 105
+	// STATUS_DOUBLE_PRECISION_REQUIRED is CURAND_STATUS_DOUBLE_PRECISION_REQUIRED: GPU does not have double precision required by MRG32k3a
 	STATUS_DOUBLE_PRECISION_REQUIRED Status = 106
-	STATUS_LAUNCH_FAILURE            Status = 201
-	STATUS_PREEXISTING_FAILURE       Status = 202
-	STATUS_INITIALIZATION_FAILED     Status = 203
-	STATUS_ARCH_MISMATCH             Status = 204
-	STATUS_INTERNAL_ERROR            Status = 999
+	// STATUS_LAUNCH_FAILURE is CURAND_STATUS_LAUNCH_FAILURE: kernel launch failure
+	STATUS_LAUNCH_FAILURE Status = 201
+	// STATUS_PREEXISTING_FAILURE is CURAND_STATUS_PREEXISTING_FAILURE: preexisting failure on library entry
+	STATUS_PREEXISTING_FAILURE Status = 202
+	// STATUS_INITIALIZATION_FAILED is CURAND_STATUS_INITIALIZATION_FAILED: initialization of CUDA failed
+	STATUS_INITIALIZATION_FAILED Status = 203
+	// STATUS_ARCH_MISMATCH is CURAND_STATUS_ARCH_MISMATCH: architecture mismatch, GPU does not support requested feature
+	STATUS_ARCH_MISMATCH Status = 204
+	// STATUS_INTERNAL_ERROR is CURAND_STATUS_INTERNAL_ERROR: internal library error
+	STATUS_INTERNAL_ERROR Status = 999
 )
 
 // String returns the C name of v, or Status(n) for a value the headers do not name.
@@ -216,35 +250,35 @@ func (v Status) String() string {
 	return "Status(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
-// Error returns the C name of v and the headers' description of it.
+// Error returns the C name of v and the headers' description of it, if any.
 func (v Status) Error() string {
 	switch v {
 	case STATUS_SUCCESS:
-		return "CURAND_STATUS_SUCCESS"
+		return "CURAND_STATUS_SUCCESS: no errors"
 	case STATUS_VERSION_MISMATCH:
-		return "CURAND_STATUS_VERSION_MISMATCH"
+		return "CURAND_STATUS_VERSION_MISMATCH: header file and linked library version do not match"
 	case STATUS_NOT_INITIALIZED:
-		return "CURAND_STATUS_NOT_INITIALIZED"
+		return "CURAND_STATUS_NOT_INITIALIZED: generator not initialized"
 	case STATUS_ALLOCATION_FAILED:
-		return "CURAND_STATUS_ALLOCATION_FAILED"
+		return "CURAND_STATUS_ALLOCATION_FAILED: memory allocation failed"
 	case STATUS_TYPE_ERROR:
-		return "CURAND_STATUS_TYPE_ERROR"
+		return "CURAND_STATUS_TYPE_ERROR: generator is wrong type"
 	case STATUS_OUT_OF_RANGE:
-		return "CURAND_STATUS_OUT_OF_RANGE"
+		return "CURAND_STATUS_OUT_OF_RANGE: argument out of range"
 	case STATUS_LENGTH_NOT_MULTIPLE:
-		return "CURAND_STATUS_LENGTH_NOT_MULTIPLE"
+		return "CURAND_STATUS_LENGTH_NOT_MULTIPLE: length requested is not a multple of dimension"
 	case STATUS_DOUBLE_PRECISION_REQUIRED:
-		return "CURAND_STATUS_DOUBLE_PRECISION_REQUIRED"
+		return "CURAND_STATUS_DOUBLE_PRECISION_REQUIRED: GPU does not have double precision required by MRG32k3a"
 	case STATUS_LAUNCH_FAILURE:
-		return "CURAND_STATUS_LAUNCH_FAILURE"
+		return "CURAND_STATUS_LAUNCH_FAILURE: kernel launch failure"
 	case STATUS_PREEXISTING_FAILURE:
-		return "CURAND_STATUS_PREEXISTING_FAILURE"
+		return "CURAND_STATUS_PREEXISTING_FAILURE: preexisting failure on library entry"
 	case STATUS_INITIALIZATION_FAILED:
-		return "CURAND_STATUS_INITIALIZATION_FAILED"
+		return "CURAND_STATUS_INITIALIZATION_FAILED: initialization of CUDA failed"
 	case STATUS_ARCH_MISMATCH:
-		return "CURAND_STATUS_ARCH_MISMATCH"
+		return "CURAND_STATUS_ARCH_MISMATCH: architecture mismatch, GPU does not support requested feature"
 	case STATUS_INTERNAL_ERROR:
-		return "CURAND_STATUS_INTERNAL_ERROR"
+		return "CURAND_STATUS_INTERNAL_ERROR: internal library error"
 	}
 	return v.String()
 }

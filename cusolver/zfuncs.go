@@ -11,754 +11,6 @@ import (
 
 /*
 #cgo CFLAGS: -Wno-deprecated-declarations -I${SRCDIR}/../headers/cuda-13.0
-#cgo noescape gocuda_cusolverGetProperty
-#cgo nocallback gocuda_cusolverGetProperty
-#cgo noescape gocuda_cusolverGetVersion
-#cgo nocallback gocuda_cusolverGetVersion
-#cgo noescape gocuda_cusolverDnCreate
-#cgo nocallback gocuda_cusolverDnCreate
-#cgo noescape gocuda_cusolverDnDestroy
-#cgo noescape gocuda_cusolverDnSetStream
-#cgo nocallback gocuda_cusolverDnSetStream
-#cgo noescape gocuda_cusolverDnGetStream
-#cgo nocallback gocuda_cusolverDnGetStream
-#cgo noescape gocuda_cusolverDnSetDeterministicMode
-#cgo nocallback gocuda_cusolverDnSetDeterministicMode
-#cgo noescape gocuda_cusolverDnGetDeterministicMode
-#cgo nocallback gocuda_cusolverDnGetDeterministicMode
-#cgo noescape gocuda_cusolverDnSetMathMode
-#cgo nocallback gocuda_cusolverDnSetMathMode
-#cgo noescape gocuda_cusolverDnGetMathMode
-#cgo nocallback gocuda_cusolverDnGetMathMode
-#cgo noescape gocuda_cusolverDnSetEmulationStrategy
-#cgo nocallback gocuda_cusolverDnSetEmulationStrategy
-#cgo noescape gocuda_cusolverDnGetEmulationStrategy
-#cgo nocallback gocuda_cusolverDnGetEmulationStrategy
-#cgo noescape gocuda_cusolverDnIRSParamsCreate
-#cgo nocallback gocuda_cusolverDnIRSParamsCreate
-#cgo noescape gocuda_cusolverDnIRSParamsDestroy
-#cgo noescape gocuda_cusolverDnIRSParamsSetRefinementSolver
-#cgo nocallback gocuda_cusolverDnIRSParamsSetRefinementSolver
-#cgo noescape gocuda_cusolverDnIRSParamsSetSolverMainPrecision
-#cgo nocallback gocuda_cusolverDnIRSParamsSetSolverMainPrecision
-#cgo noescape gocuda_cusolverDnIRSParamsSetSolverLowestPrecision
-#cgo nocallback gocuda_cusolverDnIRSParamsSetSolverLowestPrecision
-#cgo noescape gocuda_cusolverDnIRSParamsSetSolverPrecisions
-#cgo nocallback gocuda_cusolverDnIRSParamsSetSolverPrecisions
-#cgo noescape gocuda_cusolverDnIRSParamsSetTol
-#cgo nocallback gocuda_cusolverDnIRSParamsSetTol
-#cgo noescape gocuda_cusolverDnIRSParamsSetTolInner
-#cgo nocallback gocuda_cusolverDnIRSParamsSetTolInner
-#cgo noescape gocuda_cusolverDnIRSParamsSetMaxIters
-#cgo nocallback gocuda_cusolverDnIRSParamsSetMaxIters
-#cgo noescape gocuda_cusolverDnIRSParamsSetMaxItersInner
-#cgo nocallback gocuda_cusolverDnIRSParamsSetMaxItersInner
-#cgo noescape gocuda_cusolverDnIRSParamsGetMaxIters
-#cgo nocallback gocuda_cusolverDnIRSParamsGetMaxIters
-#cgo noescape gocuda_cusolverDnIRSParamsEnableFallback
-#cgo nocallback gocuda_cusolverDnIRSParamsEnableFallback
-#cgo noescape gocuda_cusolverDnIRSParamsDisableFallback
-#cgo nocallback gocuda_cusolverDnIRSParamsDisableFallback
-#cgo noescape gocuda_cusolverDnIRSInfosDestroy
-#cgo noescape gocuda_cusolverDnIRSInfosCreate
-#cgo nocallback gocuda_cusolverDnIRSInfosCreate
-#cgo noescape gocuda_cusolverDnIRSInfosGetNiters
-#cgo nocallback gocuda_cusolverDnIRSInfosGetNiters
-#cgo noescape gocuda_cusolverDnIRSInfosGetOuterNiters
-#cgo nocallback gocuda_cusolverDnIRSInfosGetOuterNiters
-#cgo noescape gocuda_cusolverDnIRSInfosRequestResidual
-#cgo nocallback gocuda_cusolverDnIRSInfosRequestResidual
-#cgo noescape gocuda_cusolverDnIRSInfosGetResidualHistory
-#cgo nocallback gocuda_cusolverDnIRSInfosGetResidualHistory
-#cgo noescape gocuda_cusolverDnIRSInfosGetMaxIters
-#cgo nocallback gocuda_cusolverDnIRSInfosGetMaxIters
-#cgo noescape gocuda_cusolverDnZZgesv
-#cgo nocallback gocuda_cusolverDnZZgesv
-#cgo noescape gocuda_cusolverDnZCgesv
-#cgo nocallback gocuda_cusolverDnZCgesv
-#cgo noescape gocuda_cusolverDnZKgesv
-#cgo nocallback gocuda_cusolverDnZKgesv
-#cgo noescape gocuda_cusolverDnZEgesv
-#cgo nocallback gocuda_cusolverDnZEgesv
-#cgo noescape gocuda_cusolverDnZYgesv
-#cgo nocallback gocuda_cusolverDnZYgesv
-#cgo noescape gocuda_cusolverDnCCgesv
-#cgo nocallback gocuda_cusolverDnCCgesv
-#cgo noescape gocuda_cusolverDnCEgesv
-#cgo nocallback gocuda_cusolverDnCEgesv
-#cgo noescape gocuda_cusolverDnCKgesv
-#cgo nocallback gocuda_cusolverDnCKgesv
-#cgo noescape gocuda_cusolverDnCYgesv
-#cgo nocallback gocuda_cusolverDnCYgesv
-#cgo noescape gocuda_cusolverDnDDgesv
-#cgo nocallback gocuda_cusolverDnDDgesv
-#cgo noescape gocuda_cusolverDnDSgesv
-#cgo nocallback gocuda_cusolverDnDSgesv
-#cgo noescape gocuda_cusolverDnDHgesv
-#cgo nocallback gocuda_cusolverDnDHgesv
-#cgo noescape gocuda_cusolverDnDBgesv
-#cgo nocallback gocuda_cusolverDnDBgesv
-#cgo noescape gocuda_cusolverDnDXgesv
-#cgo nocallback gocuda_cusolverDnDXgesv
-#cgo noescape gocuda_cusolverDnSSgesv
-#cgo nocallback gocuda_cusolverDnSSgesv
-#cgo noescape gocuda_cusolverDnSHgesv
-#cgo nocallback gocuda_cusolverDnSHgesv
-#cgo noescape gocuda_cusolverDnSBgesv
-#cgo nocallback gocuda_cusolverDnSBgesv
-#cgo noescape gocuda_cusolverDnSXgesv
-#cgo nocallback gocuda_cusolverDnSXgesv
-#cgo noescape gocuda_cusolverDnZZgesv_bufferSize
-#cgo nocallback gocuda_cusolverDnZZgesv_bufferSize
-#cgo noescape gocuda_cusolverDnZCgesv_bufferSize
-#cgo nocallback gocuda_cusolverDnZCgesv_bufferSize
-#cgo noescape gocuda_cusolverDnZKgesv_bufferSize
-#cgo nocallback gocuda_cusolverDnZKgesv_bufferSize
-#cgo noescape gocuda_cusolverDnZEgesv_bufferSize
-#cgo nocallback gocuda_cusolverDnZEgesv_bufferSize
-#cgo noescape gocuda_cusolverDnZYgesv_bufferSize
-#cgo nocallback gocuda_cusolverDnZYgesv_bufferSize
-#cgo noescape gocuda_cusolverDnCCgesv_bufferSize
-#cgo nocallback gocuda_cusolverDnCCgesv_bufferSize
-#cgo noescape gocuda_cusolverDnCKgesv_bufferSize
-#cgo nocallback gocuda_cusolverDnCKgesv_bufferSize
-#cgo noescape gocuda_cusolverDnCEgesv_bufferSize
-#cgo nocallback gocuda_cusolverDnCEgesv_bufferSize
-#cgo noescape gocuda_cusolverDnCYgesv_bufferSize
-#cgo nocallback gocuda_cusolverDnCYgesv_bufferSize
-#cgo noescape gocuda_cusolverDnDDgesv_bufferSize
-#cgo nocallback gocuda_cusolverDnDDgesv_bufferSize
-#cgo noescape gocuda_cusolverDnDSgesv_bufferSize
-#cgo nocallback gocuda_cusolverDnDSgesv_bufferSize
-#cgo noescape gocuda_cusolverDnDHgesv_bufferSize
-#cgo nocallback gocuda_cusolverDnDHgesv_bufferSize
-#cgo noescape gocuda_cusolverDnDBgesv_bufferSize
-#cgo nocallback gocuda_cusolverDnDBgesv_bufferSize
-#cgo noescape gocuda_cusolverDnDXgesv_bufferSize
-#cgo nocallback gocuda_cusolverDnDXgesv_bufferSize
-#cgo noescape gocuda_cusolverDnSSgesv_bufferSize
-#cgo nocallback gocuda_cusolverDnSSgesv_bufferSize
-#cgo noescape gocuda_cusolverDnSHgesv_bufferSize
-#cgo nocallback gocuda_cusolverDnSHgesv_bufferSize
-#cgo noescape gocuda_cusolverDnSBgesv_bufferSize
-#cgo nocallback gocuda_cusolverDnSBgesv_bufferSize
-#cgo noescape gocuda_cusolverDnSXgesv_bufferSize
-#cgo nocallback gocuda_cusolverDnSXgesv_bufferSize
-#cgo noescape gocuda_cusolverDnZZgels
-#cgo nocallback gocuda_cusolverDnZZgels
-#cgo noescape gocuda_cusolverDnZCgels
-#cgo nocallback gocuda_cusolverDnZCgels
-#cgo noescape gocuda_cusolverDnZKgels
-#cgo nocallback gocuda_cusolverDnZKgels
-#cgo noescape gocuda_cusolverDnZEgels
-#cgo nocallback gocuda_cusolverDnZEgels
-#cgo noescape gocuda_cusolverDnZYgels
-#cgo nocallback gocuda_cusolverDnZYgels
-#cgo noescape gocuda_cusolverDnCCgels
-#cgo nocallback gocuda_cusolverDnCCgels
-#cgo noescape gocuda_cusolverDnCKgels
-#cgo nocallback gocuda_cusolverDnCKgels
-#cgo noescape gocuda_cusolverDnCEgels
-#cgo nocallback gocuda_cusolverDnCEgels
-#cgo noescape gocuda_cusolverDnCYgels
-#cgo nocallback gocuda_cusolverDnCYgels
-#cgo noescape gocuda_cusolverDnDDgels
-#cgo nocallback gocuda_cusolverDnDDgels
-#cgo noescape gocuda_cusolverDnDSgels
-#cgo nocallback gocuda_cusolverDnDSgels
-#cgo noescape gocuda_cusolverDnDHgels
-#cgo nocallback gocuda_cusolverDnDHgels
-#cgo noescape gocuda_cusolverDnDBgels
-#cgo nocallback gocuda_cusolverDnDBgels
-#cgo noescape gocuda_cusolverDnDXgels
-#cgo nocallback gocuda_cusolverDnDXgels
-#cgo noescape gocuda_cusolverDnSSgels
-#cgo nocallback gocuda_cusolverDnSSgels
-#cgo noescape gocuda_cusolverDnSHgels
-#cgo nocallback gocuda_cusolverDnSHgels
-#cgo noescape gocuda_cusolverDnSBgels
-#cgo nocallback gocuda_cusolverDnSBgels
-#cgo noescape gocuda_cusolverDnSXgels
-#cgo nocallback gocuda_cusolverDnSXgels
-#cgo noescape gocuda_cusolverDnZZgels_bufferSize
-#cgo nocallback gocuda_cusolverDnZZgels_bufferSize
-#cgo noescape gocuda_cusolverDnZCgels_bufferSize
-#cgo nocallback gocuda_cusolverDnZCgels_bufferSize
-#cgo noescape gocuda_cusolverDnZKgels_bufferSize
-#cgo nocallback gocuda_cusolverDnZKgels_bufferSize
-#cgo noescape gocuda_cusolverDnZEgels_bufferSize
-#cgo nocallback gocuda_cusolverDnZEgels_bufferSize
-#cgo noescape gocuda_cusolverDnZYgels_bufferSize
-#cgo nocallback gocuda_cusolverDnZYgels_bufferSize
-#cgo noescape gocuda_cusolverDnCCgels_bufferSize
-#cgo nocallback gocuda_cusolverDnCCgels_bufferSize
-#cgo noescape gocuda_cusolverDnCKgels_bufferSize
-#cgo nocallback gocuda_cusolverDnCKgels_bufferSize
-#cgo noescape gocuda_cusolverDnCEgels_bufferSize
-#cgo nocallback gocuda_cusolverDnCEgels_bufferSize
-#cgo noescape gocuda_cusolverDnCYgels_bufferSize
-#cgo nocallback gocuda_cusolverDnCYgels_bufferSize
-#cgo noescape gocuda_cusolverDnDDgels_bufferSize
-#cgo nocallback gocuda_cusolverDnDDgels_bufferSize
-#cgo noescape gocuda_cusolverDnDSgels_bufferSize
-#cgo nocallback gocuda_cusolverDnDSgels_bufferSize
-#cgo noescape gocuda_cusolverDnDHgels_bufferSize
-#cgo nocallback gocuda_cusolverDnDHgels_bufferSize
-#cgo noescape gocuda_cusolverDnDBgels_bufferSize
-#cgo nocallback gocuda_cusolverDnDBgels_bufferSize
-#cgo noescape gocuda_cusolverDnDXgels_bufferSize
-#cgo nocallback gocuda_cusolverDnDXgels_bufferSize
-#cgo noescape gocuda_cusolverDnSSgels_bufferSize
-#cgo nocallback gocuda_cusolverDnSSgels_bufferSize
-#cgo noescape gocuda_cusolverDnSHgels_bufferSize
-#cgo nocallback gocuda_cusolverDnSHgels_bufferSize
-#cgo noescape gocuda_cusolverDnSBgels_bufferSize
-#cgo nocallback gocuda_cusolverDnSBgels_bufferSize
-#cgo noescape gocuda_cusolverDnSXgels_bufferSize
-#cgo nocallback gocuda_cusolverDnSXgels_bufferSize
-#cgo noescape gocuda_cusolverDnIRSXgesv
-#cgo nocallback gocuda_cusolverDnIRSXgesv
-#cgo noescape gocuda_cusolverDnIRSXgesv_bufferSize
-#cgo nocallback gocuda_cusolverDnIRSXgesv_bufferSize
-#cgo noescape gocuda_cusolverDnIRSXgels
-#cgo nocallback gocuda_cusolverDnIRSXgels
-#cgo noescape gocuda_cusolverDnIRSXgels_bufferSize
-#cgo nocallback gocuda_cusolverDnIRSXgels_bufferSize
-#cgo noescape gocuda_cusolverDnSpotrf_bufferSize
-#cgo nocallback gocuda_cusolverDnSpotrf_bufferSize
-#cgo noescape gocuda_cusolverDnDpotrf_bufferSize
-#cgo nocallback gocuda_cusolverDnDpotrf_bufferSize
-#cgo noescape gocuda_cusolverDnCpotrf_bufferSize
-#cgo nocallback gocuda_cusolverDnCpotrf_bufferSize
-#cgo noescape gocuda_cusolverDnZpotrf_bufferSize
-#cgo nocallback gocuda_cusolverDnZpotrf_bufferSize
-#cgo noescape gocuda_cusolverDnSpotrf
-#cgo nocallback gocuda_cusolverDnSpotrf
-#cgo noescape gocuda_cusolverDnDpotrf
-#cgo nocallback gocuda_cusolverDnDpotrf
-#cgo noescape gocuda_cusolverDnCpotrf
-#cgo nocallback gocuda_cusolverDnCpotrf
-#cgo noescape gocuda_cusolverDnZpotrf
-#cgo nocallback gocuda_cusolverDnZpotrf
-#cgo noescape gocuda_cusolverDnSpotrs
-#cgo nocallback gocuda_cusolverDnSpotrs
-#cgo noescape gocuda_cusolverDnDpotrs
-#cgo nocallback gocuda_cusolverDnDpotrs
-#cgo noescape gocuda_cusolverDnCpotrs
-#cgo nocallback gocuda_cusolverDnCpotrs
-#cgo noescape gocuda_cusolverDnZpotrs
-#cgo nocallback gocuda_cusolverDnZpotrs
-#cgo noescape gocuda_cusolverDnSpotrfBatched
-#cgo nocallback gocuda_cusolverDnSpotrfBatched
-#cgo noescape gocuda_cusolverDnDpotrfBatched
-#cgo nocallback gocuda_cusolverDnDpotrfBatched
-#cgo noescape gocuda_cusolverDnCpotrfBatched
-#cgo nocallback gocuda_cusolverDnCpotrfBatched
-#cgo noescape gocuda_cusolverDnZpotrfBatched
-#cgo nocallback gocuda_cusolverDnZpotrfBatched
-#cgo noescape gocuda_cusolverDnSpotrsBatched
-#cgo nocallback gocuda_cusolverDnSpotrsBatched
-#cgo noescape gocuda_cusolverDnDpotrsBatched
-#cgo nocallback gocuda_cusolverDnDpotrsBatched
-#cgo noescape gocuda_cusolverDnCpotrsBatched
-#cgo nocallback gocuda_cusolverDnCpotrsBatched
-#cgo noescape gocuda_cusolverDnZpotrsBatched
-#cgo nocallback gocuda_cusolverDnZpotrsBatched
-#cgo noescape gocuda_cusolverDnSpotri_bufferSize
-#cgo nocallback gocuda_cusolverDnSpotri_bufferSize
-#cgo noescape gocuda_cusolverDnDpotri_bufferSize
-#cgo nocallback gocuda_cusolverDnDpotri_bufferSize
-#cgo noescape gocuda_cusolverDnCpotri_bufferSize
-#cgo nocallback gocuda_cusolverDnCpotri_bufferSize
-#cgo noescape gocuda_cusolverDnZpotri_bufferSize
-#cgo nocallback gocuda_cusolverDnZpotri_bufferSize
-#cgo noescape gocuda_cusolverDnSpotri
-#cgo nocallback gocuda_cusolverDnSpotri
-#cgo noescape gocuda_cusolverDnDpotri
-#cgo nocallback gocuda_cusolverDnDpotri
-#cgo noescape gocuda_cusolverDnCpotri
-#cgo nocallback gocuda_cusolverDnCpotri
-#cgo noescape gocuda_cusolverDnZpotri
-#cgo nocallback gocuda_cusolverDnZpotri
-#cgo noescape gocuda_cusolverDnXtrtri_bufferSize
-#cgo nocallback gocuda_cusolverDnXtrtri_bufferSize
-#cgo noescape gocuda_cusolverDnXtrtri
-#cgo nocallback gocuda_cusolverDnXtrtri
-#cgo noescape gocuda_cusolverDnSlauum_bufferSize
-#cgo nocallback gocuda_cusolverDnSlauum_bufferSize
-#cgo noescape gocuda_cusolverDnDlauum_bufferSize
-#cgo nocallback gocuda_cusolverDnDlauum_bufferSize
-#cgo noescape gocuda_cusolverDnClauum_bufferSize
-#cgo nocallback gocuda_cusolverDnClauum_bufferSize
-#cgo noescape gocuda_cusolverDnZlauum_bufferSize
-#cgo nocallback gocuda_cusolverDnZlauum_bufferSize
-#cgo noescape gocuda_cusolverDnSlauum
-#cgo nocallback gocuda_cusolverDnSlauum
-#cgo noescape gocuda_cusolverDnDlauum
-#cgo nocallback gocuda_cusolverDnDlauum
-#cgo noescape gocuda_cusolverDnClauum
-#cgo nocallback gocuda_cusolverDnClauum
-#cgo noescape gocuda_cusolverDnZlauum
-#cgo nocallback gocuda_cusolverDnZlauum
-#cgo noescape gocuda_cusolverDnSgetrf_bufferSize
-#cgo nocallback gocuda_cusolverDnSgetrf_bufferSize
-#cgo noescape gocuda_cusolverDnDgetrf_bufferSize
-#cgo nocallback gocuda_cusolverDnDgetrf_bufferSize
-#cgo noescape gocuda_cusolverDnCgetrf_bufferSize
-#cgo nocallback gocuda_cusolverDnCgetrf_bufferSize
-#cgo noescape gocuda_cusolverDnZgetrf_bufferSize
-#cgo nocallback gocuda_cusolverDnZgetrf_bufferSize
-#cgo noescape gocuda_cusolverDnSgetrf
-#cgo nocallback gocuda_cusolverDnSgetrf
-#cgo noescape gocuda_cusolverDnDgetrf
-#cgo nocallback gocuda_cusolverDnDgetrf
-#cgo noescape gocuda_cusolverDnCgetrf
-#cgo nocallback gocuda_cusolverDnCgetrf
-#cgo noescape gocuda_cusolverDnZgetrf
-#cgo nocallback gocuda_cusolverDnZgetrf
-#cgo noescape gocuda_cusolverDnSlaswp
-#cgo nocallback gocuda_cusolverDnSlaswp
-#cgo noescape gocuda_cusolverDnDlaswp
-#cgo nocallback gocuda_cusolverDnDlaswp
-#cgo noescape gocuda_cusolverDnClaswp
-#cgo nocallback gocuda_cusolverDnClaswp
-#cgo noescape gocuda_cusolverDnZlaswp
-#cgo nocallback gocuda_cusolverDnZlaswp
-#cgo noescape gocuda_cusolverDnSgetrs
-#cgo nocallback gocuda_cusolverDnSgetrs
-#cgo noescape gocuda_cusolverDnDgetrs
-#cgo nocallback gocuda_cusolverDnDgetrs
-#cgo noescape gocuda_cusolverDnCgetrs
-#cgo nocallback gocuda_cusolverDnCgetrs
-#cgo noescape gocuda_cusolverDnZgetrs
-#cgo nocallback gocuda_cusolverDnZgetrs
-#cgo noescape gocuda_cusolverDnSgeqrf_bufferSize
-#cgo nocallback gocuda_cusolverDnSgeqrf_bufferSize
-#cgo noescape gocuda_cusolverDnDgeqrf_bufferSize
-#cgo nocallback gocuda_cusolverDnDgeqrf_bufferSize
-#cgo noescape gocuda_cusolverDnCgeqrf_bufferSize
-#cgo nocallback gocuda_cusolverDnCgeqrf_bufferSize
-#cgo noescape gocuda_cusolverDnZgeqrf_bufferSize
-#cgo nocallback gocuda_cusolverDnZgeqrf_bufferSize
-#cgo noescape gocuda_cusolverDnSgeqrf
-#cgo nocallback gocuda_cusolverDnSgeqrf
-#cgo noescape gocuda_cusolverDnDgeqrf
-#cgo nocallback gocuda_cusolverDnDgeqrf
-#cgo noescape gocuda_cusolverDnCgeqrf
-#cgo nocallback gocuda_cusolverDnCgeqrf
-#cgo noescape gocuda_cusolverDnZgeqrf
-#cgo nocallback gocuda_cusolverDnZgeqrf
-#cgo noescape gocuda_cusolverDnSorgqr_bufferSize
-#cgo nocallback gocuda_cusolverDnSorgqr_bufferSize
-#cgo noescape gocuda_cusolverDnDorgqr_bufferSize
-#cgo nocallback gocuda_cusolverDnDorgqr_bufferSize
-#cgo noescape gocuda_cusolverDnCungqr_bufferSize
-#cgo nocallback gocuda_cusolverDnCungqr_bufferSize
-#cgo noescape gocuda_cusolverDnZungqr_bufferSize
-#cgo nocallback gocuda_cusolverDnZungqr_bufferSize
-#cgo noescape gocuda_cusolverDnSorgqr
-#cgo nocallback gocuda_cusolverDnSorgqr
-#cgo noescape gocuda_cusolverDnDorgqr
-#cgo nocallback gocuda_cusolverDnDorgqr
-#cgo noescape gocuda_cusolverDnCungqr
-#cgo nocallback gocuda_cusolverDnCungqr
-#cgo noescape gocuda_cusolverDnZungqr
-#cgo nocallback gocuda_cusolverDnZungqr
-#cgo noescape gocuda_cusolverDnSormqr_bufferSize
-#cgo nocallback gocuda_cusolverDnSormqr_bufferSize
-#cgo noescape gocuda_cusolverDnDormqr_bufferSize
-#cgo nocallback gocuda_cusolverDnDormqr_bufferSize
-#cgo noescape gocuda_cusolverDnCunmqr_bufferSize
-#cgo nocallback gocuda_cusolverDnCunmqr_bufferSize
-#cgo noescape gocuda_cusolverDnZunmqr_bufferSize
-#cgo nocallback gocuda_cusolverDnZunmqr_bufferSize
-#cgo noescape gocuda_cusolverDnSormqr
-#cgo nocallback gocuda_cusolverDnSormqr
-#cgo noescape gocuda_cusolverDnDormqr
-#cgo nocallback gocuda_cusolverDnDormqr
-#cgo noescape gocuda_cusolverDnCunmqr
-#cgo nocallback gocuda_cusolverDnCunmqr
-#cgo noescape gocuda_cusolverDnZunmqr
-#cgo nocallback gocuda_cusolverDnZunmqr
-#cgo noescape gocuda_cusolverDnSsytrf_bufferSize
-#cgo nocallback gocuda_cusolverDnSsytrf_bufferSize
-#cgo noescape gocuda_cusolverDnDsytrf_bufferSize
-#cgo nocallback gocuda_cusolverDnDsytrf_bufferSize
-#cgo noescape gocuda_cusolverDnCsytrf_bufferSize
-#cgo nocallback gocuda_cusolverDnCsytrf_bufferSize
-#cgo noescape gocuda_cusolverDnZsytrf_bufferSize
-#cgo nocallback gocuda_cusolverDnZsytrf_bufferSize
-#cgo noescape gocuda_cusolverDnSsytrf
-#cgo nocallback gocuda_cusolverDnSsytrf
-#cgo noescape gocuda_cusolverDnDsytrf
-#cgo nocallback gocuda_cusolverDnDsytrf
-#cgo noescape gocuda_cusolverDnCsytrf
-#cgo nocallback gocuda_cusolverDnCsytrf
-#cgo noescape gocuda_cusolverDnZsytrf
-#cgo nocallback gocuda_cusolverDnZsytrf
-#cgo noescape gocuda_cusolverDnXsytrs_bufferSize
-#cgo nocallback gocuda_cusolverDnXsytrs_bufferSize
-#cgo noescape gocuda_cusolverDnXsytrs
-#cgo nocallback gocuda_cusolverDnXsytrs
-#cgo noescape gocuda_cusolverDnSsytri_bufferSize
-#cgo nocallback gocuda_cusolverDnSsytri_bufferSize
-#cgo noescape gocuda_cusolverDnDsytri_bufferSize
-#cgo nocallback gocuda_cusolverDnDsytri_bufferSize
-#cgo noescape gocuda_cusolverDnCsytri_bufferSize
-#cgo nocallback gocuda_cusolverDnCsytri_bufferSize
-#cgo noescape gocuda_cusolverDnZsytri_bufferSize
-#cgo nocallback gocuda_cusolverDnZsytri_bufferSize
-#cgo noescape gocuda_cusolverDnSsytri
-#cgo nocallback gocuda_cusolverDnSsytri
-#cgo noescape gocuda_cusolverDnDsytri
-#cgo nocallback gocuda_cusolverDnDsytri
-#cgo noescape gocuda_cusolverDnCsytri
-#cgo nocallback gocuda_cusolverDnCsytri
-#cgo noescape gocuda_cusolverDnZsytri
-#cgo nocallback gocuda_cusolverDnZsytri
-#cgo noescape gocuda_cusolverDnSgebrd_bufferSize
-#cgo nocallback gocuda_cusolverDnSgebrd_bufferSize
-#cgo noescape gocuda_cusolverDnDgebrd_bufferSize
-#cgo nocallback gocuda_cusolverDnDgebrd_bufferSize
-#cgo noescape gocuda_cusolverDnCgebrd_bufferSize
-#cgo nocallback gocuda_cusolverDnCgebrd_bufferSize
-#cgo noescape gocuda_cusolverDnZgebrd_bufferSize
-#cgo nocallback gocuda_cusolverDnZgebrd_bufferSize
-#cgo noescape gocuda_cusolverDnSgebrd
-#cgo nocallback gocuda_cusolverDnSgebrd
-#cgo noescape gocuda_cusolverDnDgebrd
-#cgo nocallback gocuda_cusolverDnDgebrd
-#cgo noescape gocuda_cusolverDnCgebrd
-#cgo nocallback gocuda_cusolverDnCgebrd
-#cgo noescape gocuda_cusolverDnZgebrd
-#cgo nocallback gocuda_cusolverDnZgebrd
-#cgo noescape gocuda_cusolverDnSorgbr_bufferSize
-#cgo nocallback gocuda_cusolverDnSorgbr_bufferSize
-#cgo noescape gocuda_cusolverDnDorgbr_bufferSize
-#cgo nocallback gocuda_cusolverDnDorgbr_bufferSize
-#cgo noescape gocuda_cusolverDnCungbr_bufferSize
-#cgo nocallback gocuda_cusolverDnCungbr_bufferSize
-#cgo noescape gocuda_cusolverDnZungbr_bufferSize
-#cgo nocallback gocuda_cusolverDnZungbr_bufferSize
-#cgo noescape gocuda_cusolverDnSorgbr
-#cgo nocallback gocuda_cusolverDnSorgbr
-#cgo noescape gocuda_cusolverDnDorgbr
-#cgo nocallback gocuda_cusolverDnDorgbr
-#cgo noescape gocuda_cusolverDnCungbr
-#cgo nocallback gocuda_cusolverDnCungbr
-#cgo noescape gocuda_cusolverDnZungbr
-#cgo nocallback gocuda_cusolverDnZungbr
-#cgo noescape gocuda_cusolverDnSsytrd_bufferSize
-#cgo nocallback gocuda_cusolverDnSsytrd_bufferSize
-#cgo noescape gocuda_cusolverDnDsytrd_bufferSize
-#cgo nocallback gocuda_cusolverDnDsytrd_bufferSize
-#cgo noescape gocuda_cusolverDnChetrd_bufferSize
-#cgo nocallback gocuda_cusolverDnChetrd_bufferSize
-#cgo noescape gocuda_cusolverDnZhetrd_bufferSize
-#cgo nocallback gocuda_cusolverDnZhetrd_bufferSize
-#cgo noescape gocuda_cusolverDnSsytrd
-#cgo nocallback gocuda_cusolverDnSsytrd
-#cgo noescape gocuda_cusolverDnDsytrd
-#cgo nocallback gocuda_cusolverDnDsytrd
-#cgo noescape gocuda_cusolverDnChetrd
-#cgo nocallback gocuda_cusolverDnChetrd
-#cgo noescape gocuda_cusolverDnZhetrd
-#cgo nocallback gocuda_cusolverDnZhetrd
-#cgo noescape gocuda_cusolverDnSorgtr_bufferSize
-#cgo nocallback gocuda_cusolverDnSorgtr_bufferSize
-#cgo noescape gocuda_cusolverDnDorgtr_bufferSize
-#cgo nocallback gocuda_cusolverDnDorgtr_bufferSize
-#cgo noescape gocuda_cusolverDnCungtr_bufferSize
-#cgo nocallback gocuda_cusolverDnCungtr_bufferSize
-#cgo noescape gocuda_cusolverDnZungtr_bufferSize
-#cgo nocallback gocuda_cusolverDnZungtr_bufferSize
-#cgo noescape gocuda_cusolverDnSorgtr
-#cgo nocallback gocuda_cusolverDnSorgtr
-#cgo noescape gocuda_cusolverDnDorgtr
-#cgo nocallback gocuda_cusolverDnDorgtr
-#cgo noescape gocuda_cusolverDnCungtr
-#cgo nocallback gocuda_cusolverDnCungtr
-#cgo noescape gocuda_cusolverDnZungtr
-#cgo nocallback gocuda_cusolverDnZungtr
-#cgo noescape gocuda_cusolverDnSormtr_bufferSize
-#cgo nocallback gocuda_cusolverDnSormtr_bufferSize
-#cgo noescape gocuda_cusolverDnDormtr_bufferSize
-#cgo nocallback gocuda_cusolverDnDormtr_bufferSize
-#cgo noescape gocuda_cusolverDnCunmtr_bufferSize
-#cgo nocallback gocuda_cusolverDnCunmtr_bufferSize
-#cgo noescape gocuda_cusolverDnZunmtr_bufferSize
-#cgo nocallback gocuda_cusolverDnZunmtr_bufferSize
-#cgo noescape gocuda_cusolverDnSormtr
-#cgo nocallback gocuda_cusolverDnSormtr
-#cgo noescape gocuda_cusolverDnDormtr
-#cgo nocallback gocuda_cusolverDnDormtr
-#cgo noescape gocuda_cusolverDnCunmtr
-#cgo nocallback gocuda_cusolverDnCunmtr
-#cgo noescape gocuda_cusolverDnZunmtr
-#cgo nocallback gocuda_cusolverDnZunmtr
-#cgo noescape gocuda_cusolverDnSgesvd_bufferSize
-#cgo nocallback gocuda_cusolverDnSgesvd_bufferSize
-#cgo noescape gocuda_cusolverDnDgesvd_bufferSize
-#cgo nocallback gocuda_cusolverDnDgesvd_bufferSize
-#cgo noescape gocuda_cusolverDnCgesvd_bufferSize
-#cgo nocallback gocuda_cusolverDnCgesvd_bufferSize
-#cgo noescape gocuda_cusolverDnZgesvd_bufferSize
-#cgo nocallback gocuda_cusolverDnZgesvd_bufferSize
-#cgo noescape gocuda_cusolverDnSgesvd
-#cgo nocallback gocuda_cusolverDnSgesvd
-#cgo noescape gocuda_cusolverDnDgesvd
-#cgo nocallback gocuda_cusolverDnDgesvd
-#cgo noescape gocuda_cusolverDnCgesvd
-#cgo nocallback gocuda_cusolverDnCgesvd
-#cgo noescape gocuda_cusolverDnZgesvd
-#cgo nocallback gocuda_cusolverDnZgesvd
-#cgo noescape gocuda_cusolverDnSsyevd_bufferSize
-#cgo nocallback gocuda_cusolverDnSsyevd_bufferSize
-#cgo noescape gocuda_cusolverDnDsyevd_bufferSize
-#cgo nocallback gocuda_cusolverDnDsyevd_bufferSize
-#cgo noescape gocuda_cusolverDnCheevd_bufferSize
-#cgo nocallback gocuda_cusolverDnCheevd_bufferSize
-#cgo noescape gocuda_cusolverDnZheevd_bufferSize
-#cgo nocallback gocuda_cusolverDnZheevd_bufferSize
-#cgo noescape gocuda_cusolverDnSsyevd
-#cgo nocallback gocuda_cusolverDnSsyevd
-#cgo noescape gocuda_cusolverDnDsyevd
-#cgo nocallback gocuda_cusolverDnDsyevd
-#cgo noescape gocuda_cusolverDnCheevd
-#cgo nocallback gocuda_cusolverDnCheevd
-#cgo noescape gocuda_cusolverDnZheevd
-#cgo nocallback gocuda_cusolverDnZheevd
-#cgo noescape gocuda_cusolverDnSsyevdx_bufferSize
-#cgo nocallback gocuda_cusolverDnSsyevdx_bufferSize
-#cgo noescape gocuda_cusolverDnDsyevdx_bufferSize
-#cgo nocallback gocuda_cusolverDnDsyevdx_bufferSize
-#cgo noescape gocuda_cusolverDnCheevdx_bufferSize
-#cgo nocallback gocuda_cusolverDnCheevdx_bufferSize
-#cgo noescape gocuda_cusolverDnZheevdx_bufferSize
-#cgo nocallback gocuda_cusolverDnZheevdx_bufferSize
-#cgo noescape gocuda_cusolverDnSsyevdx
-#cgo nocallback gocuda_cusolverDnSsyevdx
-#cgo noescape gocuda_cusolverDnDsyevdx
-#cgo nocallback gocuda_cusolverDnDsyevdx
-#cgo noescape gocuda_cusolverDnCheevdx
-#cgo nocallback gocuda_cusolverDnCheevdx
-#cgo noescape gocuda_cusolverDnZheevdx
-#cgo nocallback gocuda_cusolverDnZheevdx
-#cgo noescape gocuda_cusolverDnSsygvdx_bufferSize
-#cgo nocallback gocuda_cusolverDnSsygvdx_bufferSize
-#cgo noescape gocuda_cusolverDnDsygvdx_bufferSize
-#cgo nocallback gocuda_cusolverDnDsygvdx_bufferSize
-#cgo noescape gocuda_cusolverDnChegvdx_bufferSize
-#cgo nocallback gocuda_cusolverDnChegvdx_bufferSize
-#cgo noescape gocuda_cusolverDnZhegvdx_bufferSize
-#cgo nocallback gocuda_cusolverDnZhegvdx_bufferSize
-#cgo noescape gocuda_cusolverDnSsygvdx
-#cgo nocallback gocuda_cusolverDnSsygvdx
-#cgo noescape gocuda_cusolverDnDsygvdx
-#cgo nocallback gocuda_cusolverDnDsygvdx
-#cgo noescape gocuda_cusolverDnChegvdx
-#cgo nocallback gocuda_cusolverDnChegvdx
-#cgo noescape gocuda_cusolverDnZhegvdx
-#cgo nocallback gocuda_cusolverDnZhegvdx
-#cgo noescape gocuda_cusolverDnSsygvd_bufferSize
-#cgo nocallback gocuda_cusolverDnSsygvd_bufferSize
-#cgo noescape gocuda_cusolverDnDsygvd_bufferSize
-#cgo nocallback gocuda_cusolverDnDsygvd_bufferSize
-#cgo noescape gocuda_cusolverDnChegvd_bufferSize
-#cgo nocallback gocuda_cusolverDnChegvd_bufferSize
-#cgo noescape gocuda_cusolverDnZhegvd_bufferSize
-#cgo nocallback gocuda_cusolverDnZhegvd_bufferSize
-#cgo noescape gocuda_cusolverDnSsygvd
-#cgo nocallback gocuda_cusolverDnSsygvd
-#cgo noescape gocuda_cusolverDnDsygvd
-#cgo nocallback gocuda_cusolverDnDsygvd
-#cgo noescape gocuda_cusolverDnChegvd
-#cgo nocallback gocuda_cusolverDnChegvd
-#cgo noescape gocuda_cusolverDnZhegvd
-#cgo nocallback gocuda_cusolverDnZhegvd
-#cgo noescape gocuda_cusolverDnCreateSyevjInfo
-#cgo nocallback gocuda_cusolverDnCreateSyevjInfo
-#cgo noescape gocuda_cusolverDnDestroySyevjInfo
-#cgo noescape gocuda_cusolverDnXsyevjSetTolerance
-#cgo nocallback gocuda_cusolverDnXsyevjSetTolerance
-#cgo noescape gocuda_cusolverDnXsyevjSetMaxSweeps
-#cgo nocallback gocuda_cusolverDnXsyevjSetMaxSweeps
-#cgo noescape gocuda_cusolverDnXsyevjSetSortEig
-#cgo nocallback gocuda_cusolverDnXsyevjSetSortEig
-#cgo noescape gocuda_cusolverDnXsyevjGetResidual
-#cgo nocallback gocuda_cusolverDnXsyevjGetResidual
-#cgo noescape gocuda_cusolverDnXsyevjGetSweeps
-#cgo nocallback gocuda_cusolverDnXsyevjGetSweeps
-#cgo noescape gocuda_cusolverDnSsyevjBatched_bufferSize
-#cgo nocallback gocuda_cusolverDnSsyevjBatched_bufferSize
-#cgo noescape gocuda_cusolverDnDsyevjBatched_bufferSize
-#cgo nocallback gocuda_cusolverDnDsyevjBatched_bufferSize
-#cgo noescape gocuda_cusolverDnCheevjBatched_bufferSize
-#cgo nocallback gocuda_cusolverDnCheevjBatched_bufferSize
-#cgo noescape gocuda_cusolverDnZheevjBatched_bufferSize
-#cgo nocallback gocuda_cusolverDnZheevjBatched_bufferSize
-#cgo noescape gocuda_cusolverDnSsyevjBatched
-#cgo nocallback gocuda_cusolverDnSsyevjBatched
-#cgo noescape gocuda_cusolverDnDsyevjBatched
-#cgo nocallback gocuda_cusolverDnDsyevjBatched
-#cgo noescape gocuda_cusolverDnCheevjBatched
-#cgo nocallback gocuda_cusolverDnCheevjBatched
-#cgo noescape gocuda_cusolverDnZheevjBatched
-#cgo nocallback gocuda_cusolverDnZheevjBatched
-#cgo noescape gocuda_cusolverDnSsyevj_bufferSize
-#cgo nocallback gocuda_cusolverDnSsyevj_bufferSize
-#cgo noescape gocuda_cusolverDnDsyevj_bufferSize
-#cgo nocallback gocuda_cusolverDnDsyevj_bufferSize
-#cgo noescape gocuda_cusolverDnCheevj_bufferSize
-#cgo nocallback gocuda_cusolverDnCheevj_bufferSize
-#cgo noescape gocuda_cusolverDnZheevj_bufferSize
-#cgo nocallback gocuda_cusolverDnZheevj_bufferSize
-#cgo noescape gocuda_cusolverDnSsyevj
-#cgo nocallback gocuda_cusolverDnSsyevj
-#cgo noescape gocuda_cusolverDnDsyevj
-#cgo nocallback gocuda_cusolverDnDsyevj
-#cgo noescape gocuda_cusolverDnCheevj
-#cgo nocallback gocuda_cusolverDnCheevj
-#cgo noescape gocuda_cusolverDnZheevj
-#cgo nocallback gocuda_cusolverDnZheevj
-#cgo noescape gocuda_cusolverDnSsygvj_bufferSize
-#cgo nocallback gocuda_cusolverDnSsygvj_bufferSize
-#cgo noescape gocuda_cusolverDnDsygvj_bufferSize
-#cgo nocallback gocuda_cusolverDnDsygvj_bufferSize
-#cgo noescape gocuda_cusolverDnChegvj_bufferSize
-#cgo nocallback gocuda_cusolverDnChegvj_bufferSize
-#cgo noescape gocuda_cusolverDnZhegvj_bufferSize
-#cgo nocallback gocuda_cusolverDnZhegvj_bufferSize
-#cgo noescape gocuda_cusolverDnSsygvj
-#cgo nocallback gocuda_cusolverDnSsygvj
-#cgo noescape gocuda_cusolverDnDsygvj
-#cgo nocallback gocuda_cusolverDnDsygvj
-#cgo noescape gocuda_cusolverDnChegvj
-#cgo nocallback gocuda_cusolverDnChegvj
-#cgo noescape gocuda_cusolverDnZhegvj
-#cgo nocallback gocuda_cusolverDnZhegvj
-#cgo noescape gocuda_cusolverDnCreateGesvdjInfo
-#cgo nocallback gocuda_cusolverDnCreateGesvdjInfo
-#cgo noescape gocuda_cusolverDnDestroyGesvdjInfo
-#cgo noescape gocuda_cusolverDnXgesvdjSetTolerance
-#cgo nocallback gocuda_cusolverDnXgesvdjSetTolerance
-#cgo noescape gocuda_cusolverDnXgesvdjSetMaxSweeps
-#cgo nocallback gocuda_cusolverDnXgesvdjSetMaxSweeps
-#cgo noescape gocuda_cusolverDnXgesvdjSetSortEig
-#cgo nocallback gocuda_cusolverDnXgesvdjSetSortEig
-#cgo noescape gocuda_cusolverDnXgesvdjGetResidual
-#cgo nocallback gocuda_cusolverDnXgesvdjGetResidual
-#cgo noescape gocuda_cusolverDnXgesvdjGetSweeps
-#cgo nocallback gocuda_cusolverDnXgesvdjGetSweeps
-#cgo noescape gocuda_cusolverDnSgesvdjBatched_bufferSize
-#cgo nocallback gocuda_cusolverDnSgesvdjBatched_bufferSize
-#cgo noescape gocuda_cusolverDnDgesvdjBatched_bufferSize
-#cgo nocallback gocuda_cusolverDnDgesvdjBatched_bufferSize
-#cgo noescape gocuda_cusolverDnCgesvdjBatched_bufferSize
-#cgo nocallback gocuda_cusolverDnCgesvdjBatched_bufferSize
-#cgo noescape gocuda_cusolverDnZgesvdjBatched_bufferSize
-#cgo nocallback gocuda_cusolverDnZgesvdjBatched_bufferSize
-#cgo noescape gocuda_cusolverDnSgesvdjBatched
-#cgo nocallback gocuda_cusolverDnSgesvdjBatched
-#cgo noescape gocuda_cusolverDnDgesvdjBatched
-#cgo nocallback gocuda_cusolverDnDgesvdjBatched
-#cgo noescape gocuda_cusolverDnCgesvdjBatched
-#cgo nocallback gocuda_cusolverDnCgesvdjBatched
-#cgo noescape gocuda_cusolverDnZgesvdjBatched
-#cgo nocallback gocuda_cusolverDnZgesvdjBatched
-#cgo noescape gocuda_cusolverDnSgesvdj_bufferSize
-#cgo nocallback gocuda_cusolverDnSgesvdj_bufferSize
-#cgo noescape gocuda_cusolverDnDgesvdj_bufferSize
-#cgo nocallback gocuda_cusolverDnDgesvdj_bufferSize
-#cgo noescape gocuda_cusolverDnCgesvdj_bufferSize
-#cgo nocallback gocuda_cusolverDnCgesvdj_bufferSize
-#cgo noescape gocuda_cusolverDnZgesvdj_bufferSize
-#cgo nocallback gocuda_cusolverDnZgesvdj_bufferSize
-#cgo noescape gocuda_cusolverDnSgesvdj
-#cgo nocallback gocuda_cusolverDnSgesvdj
-#cgo noescape gocuda_cusolverDnDgesvdj
-#cgo nocallback gocuda_cusolverDnDgesvdj
-#cgo noescape gocuda_cusolverDnCgesvdj
-#cgo nocallback gocuda_cusolverDnCgesvdj
-#cgo noescape gocuda_cusolverDnZgesvdj
-#cgo nocallback gocuda_cusolverDnZgesvdj
-#cgo noescape gocuda_cusolverDnSgesvdaStridedBatched_bufferSize
-#cgo nocallback gocuda_cusolverDnSgesvdaStridedBatched_bufferSize
-#cgo noescape gocuda_cusolverDnDgesvdaStridedBatched_bufferSize
-#cgo nocallback gocuda_cusolverDnDgesvdaStridedBatched_bufferSize
-#cgo noescape gocuda_cusolverDnCgesvdaStridedBatched_bufferSize
-#cgo nocallback gocuda_cusolverDnCgesvdaStridedBatched_bufferSize
-#cgo noescape gocuda_cusolverDnZgesvdaStridedBatched_bufferSize
-#cgo nocallback gocuda_cusolverDnZgesvdaStridedBatched_bufferSize
-#cgo noescape gocuda_cusolverDnSgesvdaStridedBatched
-#cgo nocallback gocuda_cusolverDnSgesvdaStridedBatched
-#cgo noescape gocuda_cusolverDnDgesvdaStridedBatched
-#cgo nocallback gocuda_cusolverDnDgesvdaStridedBatched
-#cgo noescape gocuda_cusolverDnCgesvdaStridedBatched
-#cgo nocallback gocuda_cusolverDnCgesvdaStridedBatched
-#cgo noescape gocuda_cusolverDnZgesvdaStridedBatched
-#cgo nocallback gocuda_cusolverDnZgesvdaStridedBatched
-#cgo noescape gocuda_cusolverDnCreateParams
-#cgo nocallback gocuda_cusolverDnCreateParams
-#cgo noescape gocuda_cusolverDnDestroyParams
-#cgo noescape gocuda_cusolverDnSetAdvOptions
-#cgo nocallback gocuda_cusolverDnSetAdvOptions
-#cgo noescape gocuda_cusolverDnXpotrf_bufferSize
-#cgo nocallback gocuda_cusolverDnXpotrf_bufferSize
-#cgo noescape gocuda_cusolverDnXpotrf
-#cgo nocallback gocuda_cusolverDnXpotrf
-#cgo noescape gocuda_cusolverDnXpotrs
-#cgo nocallback gocuda_cusolverDnXpotrs
-#cgo noescape gocuda_cusolverDnXgeqrf_bufferSize
-#cgo nocallback gocuda_cusolverDnXgeqrf_bufferSize
-#cgo noescape gocuda_cusolverDnXgeqrf
-#cgo nocallback gocuda_cusolverDnXgeqrf
-#cgo noescape gocuda_cusolverDnXgetrf_bufferSize
-#cgo nocallback gocuda_cusolverDnXgetrf_bufferSize
-#cgo noescape gocuda_cusolverDnXgetrf
-#cgo nocallback gocuda_cusolverDnXgetrf
-#cgo noescape gocuda_cusolverDnXgetrs
-#cgo nocallback gocuda_cusolverDnXgetrs
-#cgo noescape gocuda_cusolverDnXsyevd_bufferSize
-#cgo nocallback gocuda_cusolverDnXsyevd_bufferSize
-#cgo noescape gocuda_cusolverDnXsyevd
-#cgo nocallback gocuda_cusolverDnXsyevd
-#cgo noescape gocuda_cusolverDnXsyevBatched_bufferSize
-#cgo nocallback gocuda_cusolverDnXsyevBatched_bufferSize
-#cgo noescape gocuda_cusolverDnXsyevBatched
-#cgo nocallback gocuda_cusolverDnXsyevBatched
-#cgo noescape gocuda_cusolverDnXsyevdx_bufferSize
-#cgo nocallback gocuda_cusolverDnXsyevdx_bufferSize
-#cgo noescape gocuda_cusolverDnXsyevdx
-#cgo nocallback gocuda_cusolverDnXsyevdx
-#cgo noescape gocuda_cusolverDnXgeev_bufferSize
-#cgo nocallback gocuda_cusolverDnXgeev_bufferSize
-#cgo noescape gocuda_cusolverDnXgeev
-#cgo nocallback gocuda_cusolverDnXgeev
-#cgo noescape gocuda_cusolverDnXgesvd_bufferSize
-#cgo nocallback gocuda_cusolverDnXgesvd_bufferSize
-#cgo noescape gocuda_cusolverDnXgesvd
-#cgo nocallback gocuda_cusolverDnXgesvd
-#cgo noescape gocuda_cusolverDnXgesvdp_bufferSize
-#cgo nocallback gocuda_cusolverDnXgesvdp_bufferSize
-#cgo noescape gocuda_cusolverDnXgesvdp
-#cgo nocallback gocuda_cusolverDnXgesvdp
-#cgo noescape gocuda_cusolverDnXgesvdr_bufferSize
-#cgo nocallback gocuda_cusolverDnXgesvdr_bufferSize
-#cgo noescape gocuda_cusolverDnXgesvdr
-#cgo nocallback gocuda_cusolverDnXgesvdr
-#cgo noescape gocuda_cusolverDnXlarft_bufferSize
-#cgo nocallback gocuda_cusolverDnXlarft_bufferSize
-#cgo noescape gocuda_cusolverDnXlarft
-#cgo nocallback gocuda_cusolverDnXlarft
-#cgo noescape gocuda_cusolverDnLoggerOpenFile
-#cgo nocallback gocuda_cusolverDnLoggerOpenFile
-#cgo noescape gocuda_cusolverDnLoggerSetLevel
-#cgo nocallback gocuda_cusolverDnLoggerSetLevel
-#cgo noescape gocuda_cusolverDnLoggerSetMask
-#cgo nocallback gocuda_cusolverDnLoggerSetMask
-#cgo noescape gocuda_cusolverDnLoggerForceDisable
-#cgo nocallback gocuda_cusolverDnLoggerForceDisable
 #include <stdint.h>
 #include <stdlib.h>
 #define CUDA_ENABLE_DEPRECATED 1
@@ -2661,7 +1913,8 @@ var (
 	procLoggerForceDisable                = lib.Proc("cusolverDnLoggerForceDisable")
 )
 
-// GetProperty calls cusolverGetProperty.
+// GetProperty calls cusolverGetProperty. See cusolverGetProperty() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolvergetproperty
 func GetProperty(type_ cudart.LibraryPropertyType, value *int32) error {
 	fp, err := procGetProperty.Addr()
 	if err != nil {
@@ -2673,7 +1926,8 @@ func GetProperty(type_ cudart.LibraryPropertyType, value *int32) error {
 	return nil
 }
 
-// GetVersion calls cusolverGetVersion.
+// GetVersion calls cusolverGetVersion. See cusolverGetVersion() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolvergetversion
 func GetVersion(version *int32) error {
 	fp, err := procGetVersion.Addr()
 	if err != nil {
@@ -2685,7 +1939,8 @@ func GetVersion(version *int32) error {
 	return nil
 }
 
-// Create calls cusolverDnCreate.
+// Create calls cusolverDnCreate. See cusolverDnCreate() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdncreate
 func Create(handle *Handle) error {
 	fp, err := procCreate.Addr()
 	if err != nil {
@@ -2697,7 +1952,8 @@ func Create(handle *Handle) error {
 	return nil
 }
 
-// Destroy calls cusolverDnDestroy.
+// Destroy calls cusolverDnDestroy. See cusolverDnDestroy() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdndestroy
 func Destroy(handle Handle) error {
 	fp, err := procDestroy.Addr()
 	if err != nil {
@@ -2709,7 +1965,8 @@ func Destroy(handle Handle) error {
 	return nil
 }
 
-// SetStream calls cusolverDnSetStream.
+// SetStream calls cusolverDnSetStream. See cusolverDnSetStream() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnsetstream
 func SetStream(handle Handle, streamId cudart.Stream) error {
 	fp, err := procSetStream.Addr()
 	if err != nil {
@@ -2721,7 +1978,8 @@ func SetStream(handle Handle, streamId cudart.Stream) error {
 	return nil
 }
 
-// GetStream calls cusolverDnGetStream.
+// GetStream calls cusolverDnGetStream. See cusolverDnGetStream() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdngetstream
 func GetStream(handle Handle, streamId *cudart.Stream) error {
 	fp, err := procGetStream.Addr()
 	if err != nil {
@@ -2733,7 +1991,8 @@ func GetStream(handle Handle, streamId *cudart.Stream) error {
 	return nil
 }
 
-// SetDeterministicMode calls cusolverDnSetDeterministicMode.
+// SetDeterministicMode calls cusolverDnSetDeterministicMode. See cusolverDnSetDeterministicMode() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnsetdeterministicmode
 func SetDeterministicMode(handle Handle, mode DeterministicMode) error {
 	fp, err := procSetDeterministicMode.Addr()
 	if err != nil {
@@ -2745,7 +2004,8 @@ func SetDeterministicMode(handle Handle, mode DeterministicMode) error {
 	return nil
 }
 
-// GetDeterministicMode calls cusolverDnGetDeterministicMode.
+// GetDeterministicMode calls cusolverDnGetDeterministicMode. See cusolverDnGetDeterministicMode() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdngetdeterministicmode
 func GetDeterministicMode(handle Handle, mode *DeterministicMode) error {
 	fp, err := procGetDeterministicMode.Addr()
 	if err != nil {
@@ -2757,7 +2017,8 @@ func GetDeterministicMode(handle Handle, mode *DeterministicMode) error {
 	return nil
 }
 
-// SetMathMode calls cusolverDnSetMathMode.
+// SetMathMode calls cusolverDnSetMathMode. See cusolverDnSetMathMode() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnsetmathmode
 func SetMathMode(handle Handle, mode MathMode) error {
 	fp, err := procSetMathMode.Addr()
 	if err != nil {
@@ -2769,7 +2030,8 @@ func SetMathMode(handle Handle, mode MathMode) error {
 	return nil
 }
 
-// GetMathMode calls cusolverDnGetMathMode.
+// GetMathMode calls cusolverDnGetMathMode. See cusolverDnGetMathMode() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdngetmathmode
 func GetMathMode(handle Handle, mode *MathMode) error {
 	fp, err := procGetMathMode.Addr()
 	if err != nil {
@@ -2781,7 +2043,8 @@ func GetMathMode(handle Handle, mode *MathMode) error {
 	return nil
 }
 
-// SetEmulationStrategy calls cusolverDnSetEmulationStrategy.
+// SetEmulationStrategy calls cusolverDnSetEmulationStrategy. See cusolverDnSetEmulationStrategy() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnsetemulationstrategy
 func SetEmulationStrategy(handle Handle, strategy cudart.EmulationStrategy) error {
 	fp, err := procSetEmulationStrategy.Addr()
 	if err != nil {
@@ -2793,7 +2056,8 @@ func SetEmulationStrategy(handle Handle, strategy cudart.EmulationStrategy) erro
 	return nil
 }
 
-// GetEmulationStrategy calls cusolverDnGetEmulationStrategy.
+// GetEmulationStrategy calls cusolverDnGetEmulationStrategy. See cusolverDnGetEmulationStrategy() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdngetemulationstrategy
 func GetEmulationStrategy(handle Handle, strategy *cudart.EmulationStrategy) error {
 	fp, err := procGetEmulationStrategy.Addr()
 	if err != nil {
@@ -2805,7 +2069,8 @@ func GetEmulationStrategy(handle Handle, strategy *cudart.EmulationStrategy) err
 	return nil
 }
 
-// IRSParamsCreate calls cusolverDnIRSParamsCreate.
+// IRSParamsCreate calls cusolverDnIRSParamsCreate. See cusolverDnIRSParamsCreate() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnirsparamscreate
 func IRSParamsCreate(params_ptr *IRSParams) error {
 	fp, err := procIRSParamsCreate.Addr()
 	if err != nil {
@@ -2817,7 +2082,8 @@ func IRSParamsCreate(params_ptr *IRSParams) error {
 	return nil
 }
 
-// IRSParamsDestroy calls cusolverDnIRSParamsDestroy.
+// IRSParamsDestroy calls cusolverDnIRSParamsDestroy. See cusolverDnIRSParamsDestroy() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnirsparamsdestroy
 func IRSParamsDestroy(params IRSParams) error {
 	fp, err := procIRSParamsDestroy.Addr()
 	if err != nil {
@@ -2829,7 +2095,8 @@ func IRSParamsDestroy(params IRSParams) error {
 	return nil
 }
 
-// IRSParamsSetRefinementSolver calls cusolverDnIRSParamsSetRefinementSolver.
+// IRSParamsSetRefinementSolver calls cusolverDnIRSParamsSetRefinementSolver. See cusolverDnIRSParamsSetRefinementSolver() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnirsparamssetrefinementsolver
 func IRSParamsSetRefinementSolver(params IRSParams, refinement_solver IRSRefinement) error {
 	fp, err := procIRSParamsSetRefinementSolver.Addr()
 	if err != nil {
@@ -2841,7 +2108,8 @@ func IRSParamsSetRefinementSolver(params IRSParams, refinement_solver IRSRefinem
 	return nil
 }
 
-// IRSParamsSetSolverMainPrecision calls cusolverDnIRSParamsSetSolverMainPrecision.
+// IRSParamsSetSolverMainPrecision calls cusolverDnIRSParamsSetSolverMainPrecision. See cusolverDnIRSParamsSetSolverMainPrecision() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnirsparamssetsolvermainprecision
 func IRSParamsSetSolverMainPrecision(params IRSParams, solver_main_precision PrecType) error {
 	fp, err := procIRSParamsSetSolverMainPrecision.Addr()
 	if err != nil {
@@ -2853,7 +2121,8 @@ func IRSParamsSetSolverMainPrecision(params IRSParams, solver_main_precision Pre
 	return nil
 }
 
-// IRSParamsSetSolverLowestPrecision calls cusolverDnIRSParamsSetSolverLowestPrecision.
+// IRSParamsSetSolverLowestPrecision calls cusolverDnIRSParamsSetSolverLowestPrecision. See cusolverDnIRSParamsSetSolverLowestPrecision() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnirsparamssetsolverlowestprecision
 func IRSParamsSetSolverLowestPrecision(params IRSParams, solver_lowest_precision PrecType) error {
 	fp, err := procIRSParamsSetSolverLowestPrecision.Addr()
 	if err != nil {
@@ -2865,7 +2134,8 @@ func IRSParamsSetSolverLowestPrecision(params IRSParams, solver_lowest_precision
 	return nil
 }
 
-// IRSParamsSetSolverPrecisions calls cusolverDnIRSParamsSetSolverPrecisions.
+// IRSParamsSetSolverPrecisions calls cusolverDnIRSParamsSetSolverPrecisions. See cusolverDnIRSParamsSetSolverPrecisions() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnirsparamssetsolverprecisions
 func IRSParamsSetSolverPrecisions(params IRSParams, solver_main_precision PrecType, solver_lowest_precision PrecType) error {
 	fp, err := procIRSParamsSetSolverPrecisions.Addr()
 	if err != nil {
@@ -2877,7 +2147,8 @@ func IRSParamsSetSolverPrecisions(params IRSParams, solver_main_precision PrecTy
 	return nil
 }
 
-// IRSParamsSetTol calls cusolverDnIRSParamsSetTol.
+// IRSParamsSetTol calls cusolverDnIRSParamsSetTol. See cusolverDnIRSParamsSetTol() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnirsparamssettol
 func IRSParamsSetTol(params IRSParams, val float64) error {
 	fp, err := procIRSParamsSetTol.Addr()
 	if err != nil {
@@ -2889,7 +2160,8 @@ func IRSParamsSetTol(params IRSParams, val float64) error {
 	return nil
 }
 
-// IRSParamsSetTolInner calls cusolverDnIRSParamsSetTolInner.
+// IRSParamsSetTolInner calls cusolverDnIRSParamsSetTolInner. See cusolverDnIRSParamsSetTolInner() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnirsparamssettolinner
 func IRSParamsSetTolInner(params IRSParams, val float64) error {
 	fp, err := procIRSParamsSetTolInner.Addr()
 	if err != nil {
@@ -2901,7 +2173,8 @@ func IRSParamsSetTolInner(params IRSParams, val float64) error {
 	return nil
 }
 
-// IRSParamsSetMaxIters calls cusolverDnIRSParamsSetMaxIters.
+// IRSParamsSetMaxIters calls cusolverDnIRSParamsSetMaxIters. See cusolverDnIRSParamsSetMaxIters() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnirsparamssetmaxiters
 func IRSParamsSetMaxIters(params IRSParams, maxiters Cusolver_int) error {
 	fp, err := procIRSParamsSetMaxIters.Addr()
 	if err != nil {
@@ -2913,7 +2186,8 @@ func IRSParamsSetMaxIters(params IRSParams, maxiters Cusolver_int) error {
 	return nil
 }
 
-// IRSParamsSetMaxItersInner calls cusolverDnIRSParamsSetMaxItersInner.
+// IRSParamsSetMaxItersInner calls cusolverDnIRSParamsSetMaxItersInner. See cusolverDnIRSParamsSetMaxItersInner() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnirsparamssetmaxitersinner
 func IRSParamsSetMaxItersInner(params IRSParams, maxiters_inner Cusolver_int) error {
 	fp, err := procIRSParamsSetMaxItersInner.Addr()
 	if err != nil {
@@ -2925,7 +2199,8 @@ func IRSParamsSetMaxItersInner(params IRSParams, maxiters_inner Cusolver_int) er
 	return nil
 }
 
-// IRSParamsGetMaxIters calls cusolverDnIRSParamsGetMaxIters.
+// IRSParamsGetMaxIters calls cusolverDnIRSParamsGetMaxIters. See cusolverDnIRSParamsGetMaxIters() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnirsparamsgetmaxiters
 func IRSParamsGetMaxIters(params IRSParams, maxiters *Cusolver_int) error {
 	fp, err := procIRSParamsGetMaxIters.Addr()
 	if err != nil {
@@ -2937,7 +2212,8 @@ func IRSParamsGetMaxIters(params IRSParams, maxiters *Cusolver_int) error {
 	return nil
 }
 
-// IRSParamsEnableFallback calls cusolverDnIRSParamsEnableFallback.
+// IRSParamsEnableFallback calls cusolverDnIRSParamsEnableFallback. See cusolverDnIRSParamsEnableFallback() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnirsparamsenablefallback
 func IRSParamsEnableFallback(params IRSParams) error {
 	fp, err := procIRSParamsEnableFallback.Addr()
 	if err != nil {
@@ -2949,7 +2225,8 @@ func IRSParamsEnableFallback(params IRSParams) error {
 	return nil
 }
 
-// IRSParamsDisableFallback calls cusolverDnIRSParamsDisableFallback.
+// IRSParamsDisableFallback calls cusolverDnIRSParamsDisableFallback. See cusolverDnIRSParamsDisableFallback() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnirsparamsdisablefallback
 func IRSParamsDisableFallback(params IRSParams) error {
 	fp, err := procIRSParamsDisableFallback.Addr()
 	if err != nil {
@@ -2961,7 +2238,8 @@ func IRSParamsDisableFallback(params IRSParams) error {
 	return nil
 }
 
-// IRSInfosDestroy calls cusolverDnIRSInfosDestroy.
+// IRSInfosDestroy calls cusolverDnIRSInfosDestroy. See cusolverDnIRSInfosDestroy() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnirsinfosdestroy
 func IRSInfosDestroy(infos IRSInfos) error {
 	fp, err := procIRSInfosDestroy.Addr()
 	if err != nil {
@@ -2973,7 +2251,8 @@ func IRSInfosDestroy(infos IRSInfos) error {
 	return nil
 }
 
-// IRSInfosCreate calls cusolverDnIRSInfosCreate.
+// IRSInfosCreate calls cusolverDnIRSInfosCreate. See cusolverDnIRSInfosCreate() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnirsinfoscreate
 func IRSInfosCreate(infos_ptr *IRSInfos) error {
 	fp, err := procIRSInfosCreate.Addr()
 	if err != nil {
@@ -2985,7 +2264,8 @@ func IRSInfosCreate(infos_ptr *IRSInfos) error {
 	return nil
 }
 
-// IRSInfosGetNiters calls cusolverDnIRSInfosGetNiters.
+// IRSInfosGetNiters calls cusolverDnIRSInfosGetNiters. See cusolverDnIRSInfosGetNiters() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnirsinfosgetniters
 func IRSInfosGetNiters(infos IRSInfos, niters *Cusolver_int) error {
 	fp, err := procIRSInfosGetNiters.Addr()
 	if err != nil {
@@ -2997,7 +2277,8 @@ func IRSInfosGetNiters(infos IRSInfos, niters *Cusolver_int) error {
 	return nil
 }
 
-// IRSInfosGetOuterNiters calls cusolverDnIRSInfosGetOuterNiters.
+// IRSInfosGetOuterNiters calls cusolverDnIRSInfosGetOuterNiters. See cusolverDnIRSInfosGetOuterNiters() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnirsinfosgetouterniters
 func IRSInfosGetOuterNiters(infos IRSInfos, outer_niters *Cusolver_int) error {
 	fp, err := procIRSInfosGetOuterNiters.Addr()
 	if err != nil {
@@ -3009,7 +2290,8 @@ func IRSInfosGetOuterNiters(infos IRSInfos, outer_niters *Cusolver_int) error {
 	return nil
 }
 
-// IRSInfosRequestResidual calls cusolverDnIRSInfosRequestResidual.
+// IRSInfosRequestResidual calls cusolverDnIRSInfosRequestResidual. See cusolverDnIRSInfosRequestResidual() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnirsinfosrequestresidual
 func IRSInfosRequestResidual(infos IRSInfos) error {
 	fp, err := procIRSInfosRequestResidual.Addr()
 	if err != nil {
@@ -3021,7 +2303,8 @@ func IRSInfosRequestResidual(infos IRSInfos) error {
 	return nil
 }
 
-// IRSInfosGetResidualHistory calls cusolverDnIRSInfosGetResidualHistory.
+// IRSInfosGetResidualHistory calls cusolverDnIRSInfosGetResidualHistory. See cusolverDnIRSInfosGetResidualHistory() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnirsinfosgetresidualhistory
 func IRSInfosGetResidualHistory(infos IRSInfos, residual_history *unsafe.Pointer) error {
 	fp, err := procIRSInfosGetResidualHistory.Addr()
 	if err != nil {
@@ -3033,7 +2316,8 @@ func IRSInfosGetResidualHistory(infos IRSInfos, residual_history *unsafe.Pointer
 	return nil
 }
 
-// IRSInfosGetMaxIters calls cusolverDnIRSInfosGetMaxIters.
+// IRSInfosGetMaxIters calls cusolverDnIRSInfosGetMaxIters. See cusolverDnIRSInfosGetMaxIters() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnirsinfosgetmaxiters
 func IRSInfosGetMaxIters(infos IRSInfos, maxiters *Cusolver_int) error {
 	fp, err := procIRSInfosGetMaxIters.Addr()
 	if err != nil {
@@ -3045,7 +2329,8 @@ func IRSInfosGetMaxIters(infos IRSInfos, maxiters *Cusolver_int) error {
 	return nil
 }
 
-// ZZgesv calls cusolverDnZZgesv.
+// ZZgesv calls cusolverDnZZgesv. See cusolverDnZZgesv() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnzzgesv
 func ZZgesv(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *cudart.CuDoubleComplex, ldda Cusolver_int, dipiv *Cusolver_int, dB *cudart.CuDoubleComplex, lddb Cusolver_int, dX *cudart.CuDoubleComplex, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes uint64, iter *Cusolver_int, d_info *Cusolver_int) error {
 	fp, err := procZZgesv.Addr()
 	if err != nil {
@@ -3057,7 +2342,8 @@ func ZZgesv(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *cudart.CuDoubl
 	return nil
 }
 
-// ZCgesv calls cusolverDnZCgesv.
+// ZCgesv calls cusolverDnZCgesv. See cusolverDn<t>Cgesv() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-cgesv
 func ZCgesv(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *cudart.CuDoubleComplex, ldda Cusolver_int, dipiv *Cusolver_int, dB *cudart.CuDoubleComplex, lddb Cusolver_int, dX *cudart.CuDoubleComplex, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes uint64, iter *Cusolver_int, d_info *Cusolver_int) error {
 	fp, err := procZCgesv.Addr()
 	if err != nil {
@@ -3069,7 +2355,8 @@ func ZCgesv(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *cudart.CuDoubl
 	return nil
 }
 
-// ZKgesv calls cusolverDnZKgesv.
+// ZKgesv calls cusolverDnZKgesv. See cusolverDn<t>Kgesv() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-kgesv
 func ZKgesv(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *cudart.CuDoubleComplex, ldda Cusolver_int, dipiv *Cusolver_int, dB *cudart.CuDoubleComplex, lddb Cusolver_int, dX *cudart.CuDoubleComplex, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes uint64, iter *Cusolver_int, d_info *Cusolver_int) error {
 	fp, err := procZKgesv.Addr()
 	if err != nil {
@@ -3081,7 +2368,8 @@ func ZKgesv(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *cudart.CuDoubl
 	return nil
 }
 
-// ZEgesv calls cusolverDnZEgesv.
+// ZEgesv calls cusolverDnZEgesv. See cusolverDn<t>Egesv() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-egesv
 func ZEgesv(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *cudart.CuDoubleComplex, ldda Cusolver_int, dipiv *Cusolver_int, dB *cudart.CuDoubleComplex, lddb Cusolver_int, dX *cudart.CuDoubleComplex, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes uint64, iter *Cusolver_int, d_info *Cusolver_int) error {
 	fp, err := procZEgesv.Addr()
 	if err != nil {
@@ -3093,7 +2381,8 @@ func ZEgesv(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *cudart.CuDoubl
 	return nil
 }
 
-// ZYgesv calls cusolverDnZYgesv.
+// ZYgesv calls cusolverDnZYgesv. See cusolverDn<t>Ygesv() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-ygesv
 func ZYgesv(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *cudart.CuDoubleComplex, ldda Cusolver_int, dipiv *Cusolver_int, dB *cudart.CuDoubleComplex, lddb Cusolver_int, dX *cudart.CuDoubleComplex, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes uint64, iter *Cusolver_int, d_info *Cusolver_int) error {
 	fp, err := procZYgesv.Addr()
 	if err != nil {
@@ -3105,7 +2394,8 @@ func ZYgesv(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *cudart.CuDoubl
 	return nil
 }
 
-// CCgesv calls cusolverDnCCgesv.
+// CCgesv calls cusolverDnCCgesv. See cusolverDn<t>Cgesv() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-cgesv
 func CCgesv(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *cudart.CuComplex, ldda Cusolver_int, dipiv *Cusolver_int, dB *cudart.CuComplex, lddb Cusolver_int, dX *cudart.CuComplex, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes uint64, iter *Cusolver_int, d_info *Cusolver_int) error {
 	fp, err := procCCgesv.Addr()
 	if err != nil {
@@ -3117,7 +2407,8 @@ func CCgesv(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *cudart.CuCompl
 	return nil
 }
 
-// CEgesv calls cusolverDnCEgesv.
+// CEgesv calls cusolverDnCEgesv. See cusolverDn<t>Egesv() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-egesv
 func CEgesv(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *cudart.CuComplex, ldda Cusolver_int, dipiv *Cusolver_int, dB *cudart.CuComplex, lddb Cusolver_int, dX *cudart.CuComplex, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes uint64, iter *Cusolver_int, d_info *Cusolver_int) error {
 	fp, err := procCEgesv.Addr()
 	if err != nil {
@@ -3129,7 +2420,8 @@ func CEgesv(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *cudart.CuCompl
 	return nil
 }
 
-// CKgesv calls cusolverDnCKgesv.
+// CKgesv calls cusolverDnCKgesv. See cusolverDn<t>Kgesv() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-kgesv
 func CKgesv(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *cudart.CuComplex, ldda Cusolver_int, dipiv *Cusolver_int, dB *cudart.CuComplex, lddb Cusolver_int, dX *cudart.CuComplex, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes uint64, iter *Cusolver_int, d_info *Cusolver_int) error {
 	fp, err := procCKgesv.Addr()
 	if err != nil {
@@ -3141,7 +2433,8 @@ func CKgesv(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *cudart.CuCompl
 	return nil
 }
 
-// CYgesv calls cusolverDnCYgesv.
+// CYgesv calls cusolverDnCYgesv. See cusolverDn<t>Ygesv() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-ygesv
 func CYgesv(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *cudart.CuComplex, ldda Cusolver_int, dipiv *Cusolver_int, dB *cudart.CuComplex, lddb Cusolver_int, dX *cudart.CuComplex, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes uint64, iter *Cusolver_int, d_info *Cusolver_int) error {
 	fp, err := procCYgesv.Addr()
 	if err != nil {
@@ -3153,7 +2446,8 @@ func CYgesv(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *cudart.CuCompl
 	return nil
 }
 
-// DDgesv calls cusolverDnDDgesv.
+// DDgesv calls cusolverDnDDgesv. See cusolverDnDDgesv() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnddgesv
 func DDgesv(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *float64, ldda Cusolver_int, dipiv *Cusolver_int, dB *float64, lddb Cusolver_int, dX *float64, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes uint64, iter *Cusolver_int, d_info *Cusolver_int) error {
 	fp, err := procDDgesv.Addr()
 	if err != nil {
@@ -3165,7 +2459,8 @@ func DDgesv(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *float64, ldda 
 	return nil
 }
 
-// DSgesv calls cusolverDnDSgesv.
+// DSgesv calls cusolverDnDSgesv. See cusolverDn<t>Sgesv() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-sgesv
 func DSgesv(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *float64, ldda Cusolver_int, dipiv *Cusolver_int, dB *float64, lddb Cusolver_int, dX *float64, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes uint64, iter *Cusolver_int, d_info *Cusolver_int) error {
 	fp, err := procDSgesv.Addr()
 	if err != nil {
@@ -3177,7 +2472,8 @@ func DSgesv(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *float64, ldda 
 	return nil
 }
 
-// DHgesv calls cusolverDnDHgesv.
+// DHgesv calls cusolverDnDHgesv. See cusolverDn<t>Hgesv() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-hgesv
 func DHgesv(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *float64, ldda Cusolver_int, dipiv *Cusolver_int, dB *float64, lddb Cusolver_int, dX *float64, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes uint64, iter *Cusolver_int, d_info *Cusolver_int) error {
 	fp, err := procDHgesv.Addr()
 	if err != nil {
@@ -3189,7 +2485,8 @@ func DHgesv(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *float64, ldda 
 	return nil
 }
 
-// DBgesv calls cusolverDnDBgesv.
+// DBgesv calls cusolverDnDBgesv. See cusolverDn<t>Bgesv() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-bgesv
 func DBgesv(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *float64, ldda Cusolver_int, dipiv *Cusolver_int, dB *float64, lddb Cusolver_int, dX *float64, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes uint64, iter *Cusolver_int, d_info *Cusolver_int) error {
 	fp, err := procDBgesv.Addr()
 	if err != nil {
@@ -3201,7 +2498,8 @@ func DBgesv(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *float64, ldda 
 	return nil
 }
 
-// DXgesv calls cusolverDnDXgesv.
+// DXgesv calls cusolverDnDXgesv. See cusolverDn<t>Xgesv() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-xgesv
 func DXgesv(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *float64, ldda Cusolver_int, dipiv *Cusolver_int, dB *float64, lddb Cusolver_int, dX *float64, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes uint64, iter *Cusolver_int, d_info *Cusolver_int) error {
 	fp, err := procDXgesv.Addr()
 	if err != nil {
@@ -3213,7 +2511,8 @@ func DXgesv(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *float64, ldda 
 	return nil
 }
 
-// SSgesv calls cusolverDnSSgesv.
+// SSgesv calls cusolverDnSSgesv. See cusolverDn<t>Sgesv() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-sgesv
 func SSgesv(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *float32, ldda Cusolver_int, dipiv *Cusolver_int, dB *float32, lddb Cusolver_int, dX *float32, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes uint64, iter *Cusolver_int, d_info *Cusolver_int) error {
 	fp, err := procSSgesv.Addr()
 	if err != nil {
@@ -3225,7 +2524,8 @@ func SSgesv(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *float32, ldda 
 	return nil
 }
 
-// SHgesv calls cusolverDnSHgesv.
+// SHgesv calls cusolverDnSHgesv. See cusolverDn<t>Hgesv() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-hgesv
 func SHgesv(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *float32, ldda Cusolver_int, dipiv *Cusolver_int, dB *float32, lddb Cusolver_int, dX *float32, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes uint64, iter *Cusolver_int, d_info *Cusolver_int) error {
 	fp, err := procSHgesv.Addr()
 	if err != nil {
@@ -3237,7 +2537,8 @@ func SHgesv(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *float32, ldda 
 	return nil
 }
 
-// SBgesv calls cusolverDnSBgesv.
+// SBgesv calls cusolverDnSBgesv. See cusolverDn<t>Bgesv() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-bgesv
 func SBgesv(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *float32, ldda Cusolver_int, dipiv *Cusolver_int, dB *float32, lddb Cusolver_int, dX *float32, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes uint64, iter *Cusolver_int, d_info *Cusolver_int) error {
 	fp, err := procSBgesv.Addr()
 	if err != nil {
@@ -3249,7 +2550,8 @@ func SBgesv(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *float32, ldda 
 	return nil
 }
 
-// SXgesv calls cusolverDnSXgesv.
+// SXgesv calls cusolverDnSXgesv. See cusolverDn<t>Xgesv() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-xgesv
 func SXgesv(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *float32, ldda Cusolver_int, dipiv *Cusolver_int, dB *float32, lddb Cusolver_int, dX *float32, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes uint64, iter *Cusolver_int, d_info *Cusolver_int) error {
 	fp, err := procSXgesv.Addr()
 	if err != nil {
@@ -3261,7 +2563,8 @@ func SXgesv(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *float32, ldda 
 	return nil
 }
 
-// ZZgesv_bufferSize calls cusolverDnZZgesv_bufferSize.
+// ZZgesv_bufferSize calls cusolverDnZZgesv_bufferSize. See cusolverDnZZgesv_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnzzgesv-buffersize
 func ZZgesv_bufferSize(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *cudart.CuDoubleComplex, ldda Cusolver_int, dipiv *Cusolver_int, dB *cudart.CuDoubleComplex, lddb Cusolver_int, dX *cudart.CuDoubleComplex, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes *uint64) error {
 	fp, err := procZZgesv_bufferSize.Addr()
 	if err != nil {
@@ -3273,7 +2576,8 @@ func ZZgesv_bufferSize(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *cud
 	return nil
 }
 
-// ZCgesv_bufferSize calls cusolverDnZCgesv_bufferSize.
+// ZCgesv_bufferSize calls cusolverDnZCgesv_bufferSize. See cusolverDn<t>Cgesv_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-cgesv-buffersize
 func ZCgesv_bufferSize(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *cudart.CuDoubleComplex, ldda Cusolver_int, dipiv *Cusolver_int, dB *cudart.CuDoubleComplex, lddb Cusolver_int, dX *cudart.CuDoubleComplex, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes *uint64) error {
 	fp, err := procZCgesv_bufferSize.Addr()
 	if err != nil {
@@ -3285,7 +2589,8 @@ func ZCgesv_bufferSize(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *cud
 	return nil
 }
 
-// ZKgesv_bufferSize calls cusolverDnZKgesv_bufferSize.
+// ZKgesv_bufferSize calls cusolverDnZKgesv_bufferSize. See cusolverDn<t>Kgesv_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-kgesv-buffersize
 func ZKgesv_bufferSize(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *cudart.CuDoubleComplex, ldda Cusolver_int, dipiv *Cusolver_int, dB *cudart.CuDoubleComplex, lddb Cusolver_int, dX *cudart.CuDoubleComplex, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes *uint64) error {
 	fp, err := procZKgesv_bufferSize.Addr()
 	if err != nil {
@@ -3297,7 +2602,8 @@ func ZKgesv_bufferSize(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *cud
 	return nil
 }
 
-// ZEgesv_bufferSize calls cusolverDnZEgesv_bufferSize.
+// ZEgesv_bufferSize calls cusolverDnZEgesv_bufferSize. See cusolverDn<t>Egesv_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-egesv-buffersize
 func ZEgesv_bufferSize(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *cudart.CuDoubleComplex, ldda Cusolver_int, dipiv *Cusolver_int, dB *cudart.CuDoubleComplex, lddb Cusolver_int, dX *cudart.CuDoubleComplex, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes *uint64) error {
 	fp, err := procZEgesv_bufferSize.Addr()
 	if err != nil {
@@ -3309,7 +2615,8 @@ func ZEgesv_bufferSize(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *cud
 	return nil
 }
 
-// ZYgesv_bufferSize calls cusolverDnZYgesv_bufferSize.
+// ZYgesv_bufferSize calls cusolverDnZYgesv_bufferSize. See cusolverDn<t>Ygesv_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-ygesv-buffersize
 func ZYgesv_bufferSize(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *cudart.CuDoubleComplex, ldda Cusolver_int, dipiv *Cusolver_int, dB *cudart.CuDoubleComplex, lddb Cusolver_int, dX *cudart.CuDoubleComplex, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes *uint64) error {
 	fp, err := procZYgesv_bufferSize.Addr()
 	if err != nil {
@@ -3321,7 +2628,8 @@ func ZYgesv_bufferSize(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *cud
 	return nil
 }
 
-// CCgesv_bufferSize calls cusolverDnCCgesv_bufferSize.
+// CCgesv_bufferSize calls cusolverDnCCgesv_bufferSize. See cusolverDn<t>Cgesv_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-cgesv-buffersize
 func CCgesv_bufferSize(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *cudart.CuComplex, ldda Cusolver_int, dipiv *Cusolver_int, dB *cudart.CuComplex, lddb Cusolver_int, dX *cudart.CuComplex, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes *uint64) error {
 	fp, err := procCCgesv_bufferSize.Addr()
 	if err != nil {
@@ -3333,7 +2641,8 @@ func CCgesv_bufferSize(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *cud
 	return nil
 }
 
-// CKgesv_bufferSize calls cusolverDnCKgesv_bufferSize.
+// CKgesv_bufferSize calls cusolverDnCKgesv_bufferSize. See cusolverDn<t>Kgesv_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-kgesv-buffersize
 func CKgesv_bufferSize(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *cudart.CuComplex, ldda Cusolver_int, dipiv *Cusolver_int, dB *cudart.CuComplex, lddb Cusolver_int, dX *cudart.CuComplex, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes *uint64) error {
 	fp, err := procCKgesv_bufferSize.Addr()
 	if err != nil {
@@ -3345,7 +2654,8 @@ func CKgesv_bufferSize(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *cud
 	return nil
 }
 
-// CEgesv_bufferSize calls cusolverDnCEgesv_bufferSize.
+// CEgesv_bufferSize calls cusolverDnCEgesv_bufferSize. See cusolverDn<t>Egesv_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-egesv-buffersize
 func CEgesv_bufferSize(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *cudart.CuComplex, ldda Cusolver_int, dipiv *Cusolver_int, dB *cudart.CuComplex, lddb Cusolver_int, dX *cudart.CuComplex, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes *uint64) error {
 	fp, err := procCEgesv_bufferSize.Addr()
 	if err != nil {
@@ -3357,7 +2667,8 @@ func CEgesv_bufferSize(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *cud
 	return nil
 }
 
-// CYgesv_bufferSize calls cusolverDnCYgesv_bufferSize.
+// CYgesv_bufferSize calls cusolverDnCYgesv_bufferSize. See cusolverDn<t>Ygesv_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-ygesv-buffersize
 func CYgesv_bufferSize(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *cudart.CuComplex, ldda Cusolver_int, dipiv *Cusolver_int, dB *cudart.CuComplex, lddb Cusolver_int, dX *cudart.CuComplex, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes *uint64) error {
 	fp, err := procCYgesv_bufferSize.Addr()
 	if err != nil {
@@ -3369,7 +2680,8 @@ func CYgesv_bufferSize(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *cud
 	return nil
 }
 
-// DDgesv_bufferSize calls cusolverDnDDgesv_bufferSize.
+// DDgesv_bufferSize calls cusolverDnDDgesv_bufferSize. See cusolverDnDDgesv_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnddgesv-buffersize
 func DDgesv_bufferSize(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *float64, ldda Cusolver_int, dipiv *Cusolver_int, dB *float64, lddb Cusolver_int, dX *float64, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes *uint64) error {
 	fp, err := procDDgesv_bufferSize.Addr()
 	if err != nil {
@@ -3381,7 +2693,8 @@ func DDgesv_bufferSize(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *flo
 	return nil
 }
 
-// DSgesv_bufferSize calls cusolverDnDSgesv_bufferSize.
+// DSgesv_bufferSize calls cusolverDnDSgesv_bufferSize. See cusolverDn<t>Sgesv_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-sgesv-buffersize
 func DSgesv_bufferSize(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *float64, ldda Cusolver_int, dipiv *Cusolver_int, dB *float64, lddb Cusolver_int, dX *float64, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes *uint64) error {
 	fp, err := procDSgesv_bufferSize.Addr()
 	if err != nil {
@@ -3393,7 +2706,8 @@ func DSgesv_bufferSize(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *flo
 	return nil
 }
 
-// DHgesv_bufferSize calls cusolverDnDHgesv_bufferSize.
+// DHgesv_bufferSize calls cusolverDnDHgesv_bufferSize. See cusolverDn<t>Hgesv_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-hgesv-buffersize
 func DHgesv_bufferSize(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *float64, ldda Cusolver_int, dipiv *Cusolver_int, dB *float64, lddb Cusolver_int, dX *float64, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes *uint64) error {
 	fp, err := procDHgesv_bufferSize.Addr()
 	if err != nil {
@@ -3405,7 +2719,8 @@ func DHgesv_bufferSize(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *flo
 	return nil
 }
 
-// DBgesv_bufferSize calls cusolverDnDBgesv_bufferSize.
+// DBgesv_bufferSize calls cusolverDnDBgesv_bufferSize. See cusolverDn<t>Bgesv_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-bgesv-buffersize
 func DBgesv_bufferSize(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *float64, ldda Cusolver_int, dipiv *Cusolver_int, dB *float64, lddb Cusolver_int, dX *float64, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes *uint64) error {
 	fp, err := procDBgesv_bufferSize.Addr()
 	if err != nil {
@@ -3417,7 +2732,8 @@ func DBgesv_bufferSize(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *flo
 	return nil
 }
 
-// DXgesv_bufferSize calls cusolverDnDXgesv_bufferSize.
+// DXgesv_bufferSize calls cusolverDnDXgesv_bufferSize. See cusolverDn<t>Xgesv_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-xgesv-buffersize
 func DXgesv_bufferSize(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *float64, ldda Cusolver_int, dipiv *Cusolver_int, dB *float64, lddb Cusolver_int, dX *float64, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes *uint64) error {
 	fp, err := procDXgesv_bufferSize.Addr()
 	if err != nil {
@@ -3429,7 +2745,8 @@ func DXgesv_bufferSize(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *flo
 	return nil
 }
 
-// SSgesv_bufferSize calls cusolverDnSSgesv_bufferSize.
+// SSgesv_bufferSize calls cusolverDnSSgesv_bufferSize. See cusolverDn<t>Sgesv_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-sgesv-buffersize
 func SSgesv_bufferSize(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *float32, ldda Cusolver_int, dipiv *Cusolver_int, dB *float32, lddb Cusolver_int, dX *float32, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes *uint64) error {
 	fp, err := procSSgesv_bufferSize.Addr()
 	if err != nil {
@@ -3441,7 +2758,8 @@ func SSgesv_bufferSize(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *flo
 	return nil
 }
 
-// SHgesv_bufferSize calls cusolverDnSHgesv_bufferSize.
+// SHgesv_bufferSize calls cusolverDnSHgesv_bufferSize. See cusolverDn<t>Hgesv_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-hgesv-buffersize
 func SHgesv_bufferSize(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *float32, ldda Cusolver_int, dipiv *Cusolver_int, dB *float32, lddb Cusolver_int, dX *float32, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes *uint64) error {
 	fp, err := procSHgesv_bufferSize.Addr()
 	if err != nil {
@@ -3453,7 +2771,8 @@ func SHgesv_bufferSize(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *flo
 	return nil
 }
 
-// SBgesv_bufferSize calls cusolverDnSBgesv_bufferSize.
+// SBgesv_bufferSize calls cusolverDnSBgesv_bufferSize. See cusolverDn<t>Bgesv_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-bgesv-buffersize
 func SBgesv_bufferSize(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *float32, ldda Cusolver_int, dipiv *Cusolver_int, dB *float32, lddb Cusolver_int, dX *float32, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes *uint64) error {
 	fp, err := procSBgesv_bufferSize.Addr()
 	if err != nil {
@@ -3465,7 +2784,8 @@ func SBgesv_bufferSize(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *flo
 	return nil
 }
 
-// SXgesv_bufferSize calls cusolverDnSXgesv_bufferSize.
+// SXgesv_bufferSize calls cusolverDnSXgesv_bufferSize. See cusolverDn<t>Xgesv_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-xgesv-buffersize
 func SXgesv_bufferSize(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *float32, ldda Cusolver_int, dipiv *Cusolver_int, dB *float32, lddb Cusolver_int, dX *float32, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes *uint64) error {
 	fp, err := procSXgesv_bufferSize.Addr()
 	if err != nil {
@@ -3477,7 +2797,8 @@ func SXgesv_bufferSize(handle Handle, n Cusolver_int, nrhs Cusolver_int, dA *flo
 	return nil
 }
 
-// ZZgels calls cusolverDnZZgels.
+// ZZgels calls cusolverDnZZgels. See cusolverDnZZgels() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnzzgels
 func ZZgels(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA *cudart.CuDoubleComplex, ldda Cusolver_int, dB *cudart.CuDoubleComplex, lddb Cusolver_int, dX *cudart.CuDoubleComplex, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes uint64, iter *Cusolver_int, d_info *Cusolver_int) error {
 	fp, err := procZZgels.Addr()
 	if err != nil {
@@ -3489,7 +2810,8 @@ func ZZgels(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA
 	return nil
 }
 
-// ZCgels calls cusolverDnZCgels.
+// ZCgels calls cusolverDnZCgels. See cusolverDn<t>Cgels() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-cgels
 func ZCgels(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA *cudart.CuDoubleComplex, ldda Cusolver_int, dB *cudart.CuDoubleComplex, lddb Cusolver_int, dX *cudart.CuDoubleComplex, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes uint64, iter *Cusolver_int, d_info *Cusolver_int) error {
 	fp, err := procZCgels.Addr()
 	if err != nil {
@@ -3501,7 +2823,8 @@ func ZCgels(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA
 	return nil
 }
 
-// ZKgels calls cusolverDnZKgels.
+// ZKgels calls cusolverDnZKgels. See cusolverDn<t>Kgels() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-kgels
 func ZKgels(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA *cudart.CuDoubleComplex, ldda Cusolver_int, dB *cudart.CuDoubleComplex, lddb Cusolver_int, dX *cudart.CuDoubleComplex, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes uint64, iter *Cusolver_int, d_info *Cusolver_int) error {
 	fp, err := procZKgels.Addr()
 	if err != nil {
@@ -3513,7 +2836,8 @@ func ZKgels(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA
 	return nil
 }
 
-// ZEgels calls cusolverDnZEgels.
+// ZEgels calls cusolverDnZEgels. See cusolverDn<t>Egels() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-egels
 func ZEgels(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA *cudart.CuDoubleComplex, ldda Cusolver_int, dB *cudart.CuDoubleComplex, lddb Cusolver_int, dX *cudart.CuDoubleComplex, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes uint64, iter *Cusolver_int, d_info *Cusolver_int) error {
 	fp, err := procZEgels.Addr()
 	if err != nil {
@@ -3525,7 +2849,8 @@ func ZEgels(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA
 	return nil
 }
 
-// ZYgels calls cusolverDnZYgels.
+// ZYgels calls cusolverDnZYgels. See cusolverDn<t>Ygels() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-ygels
 func ZYgels(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA *cudart.CuDoubleComplex, ldda Cusolver_int, dB *cudart.CuDoubleComplex, lddb Cusolver_int, dX *cudart.CuDoubleComplex, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes uint64, iter *Cusolver_int, d_info *Cusolver_int) error {
 	fp, err := procZYgels.Addr()
 	if err != nil {
@@ -3537,7 +2862,8 @@ func ZYgels(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA
 	return nil
 }
 
-// CCgels calls cusolverDnCCgels.
+// CCgels calls cusolverDnCCgels. See cusolverDn<t>Cgels() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-cgels
 func CCgels(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA *cudart.CuComplex, ldda Cusolver_int, dB *cudart.CuComplex, lddb Cusolver_int, dX *cudart.CuComplex, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes uint64, iter *Cusolver_int, d_info *Cusolver_int) error {
 	fp, err := procCCgels.Addr()
 	if err != nil {
@@ -3549,7 +2875,8 @@ func CCgels(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA
 	return nil
 }
 
-// CKgels calls cusolverDnCKgels.
+// CKgels calls cusolverDnCKgels. See cusolverDn<t>Kgels() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-kgels
 func CKgels(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA *cudart.CuComplex, ldda Cusolver_int, dB *cudart.CuComplex, lddb Cusolver_int, dX *cudart.CuComplex, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes uint64, iter *Cusolver_int, d_info *Cusolver_int) error {
 	fp, err := procCKgels.Addr()
 	if err != nil {
@@ -3561,7 +2888,8 @@ func CKgels(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA
 	return nil
 }
 
-// CEgels calls cusolverDnCEgels.
+// CEgels calls cusolverDnCEgels. See cusolverDn<t>Egels() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-egels
 func CEgels(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA *cudart.CuComplex, ldda Cusolver_int, dB *cudart.CuComplex, lddb Cusolver_int, dX *cudart.CuComplex, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes uint64, iter *Cusolver_int, d_info *Cusolver_int) error {
 	fp, err := procCEgels.Addr()
 	if err != nil {
@@ -3573,7 +2901,8 @@ func CEgels(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA
 	return nil
 }
 
-// CYgels calls cusolverDnCYgels.
+// CYgels calls cusolverDnCYgels. See cusolverDn<t>Ygels() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-ygels
 func CYgels(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA *cudart.CuComplex, ldda Cusolver_int, dB *cudart.CuComplex, lddb Cusolver_int, dX *cudart.CuComplex, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes uint64, iter *Cusolver_int, d_info *Cusolver_int) error {
 	fp, err := procCYgels.Addr()
 	if err != nil {
@@ -3585,7 +2914,8 @@ func CYgels(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA
 	return nil
 }
 
-// DDgels calls cusolverDnDDgels.
+// DDgels calls cusolverDnDDgels. See cusolverDnDDgels() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnddgels
 func DDgels(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA *float64, ldda Cusolver_int, dB *float64, lddb Cusolver_int, dX *float64, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes uint64, iter *Cusolver_int, d_info *Cusolver_int) error {
 	fp, err := procDDgels.Addr()
 	if err != nil {
@@ -3597,7 +2927,8 @@ func DDgels(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA
 	return nil
 }
 
-// DSgels calls cusolverDnDSgels.
+// DSgels calls cusolverDnDSgels. See cusolverDn<t>Sgels() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-sgels
 func DSgels(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA *float64, ldda Cusolver_int, dB *float64, lddb Cusolver_int, dX *float64, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes uint64, iter *Cusolver_int, d_info *Cusolver_int) error {
 	fp, err := procDSgels.Addr()
 	if err != nil {
@@ -3609,7 +2940,8 @@ func DSgels(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA
 	return nil
 }
 
-// DHgels calls cusolverDnDHgels.
+// DHgels calls cusolverDnDHgels. See cusolverDn<t>Hgels() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-hgels
 func DHgels(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA *float64, ldda Cusolver_int, dB *float64, lddb Cusolver_int, dX *float64, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes uint64, iter *Cusolver_int, d_info *Cusolver_int) error {
 	fp, err := procDHgels.Addr()
 	if err != nil {
@@ -3621,7 +2953,8 @@ func DHgels(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA
 	return nil
 }
 
-// DBgels calls cusolverDnDBgels.
+// DBgels calls cusolverDnDBgels. See cusolverDn<t>Bgels() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-bgels
 func DBgels(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA *float64, ldda Cusolver_int, dB *float64, lddb Cusolver_int, dX *float64, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes uint64, iter *Cusolver_int, d_info *Cusolver_int) error {
 	fp, err := procDBgels.Addr()
 	if err != nil {
@@ -3633,7 +2966,8 @@ func DBgels(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA
 	return nil
 }
 
-// DXgels calls cusolverDnDXgels.
+// DXgels calls cusolverDnDXgels. See cusolverDn<t>Xgels() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-xgels
 func DXgels(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA *float64, ldda Cusolver_int, dB *float64, lddb Cusolver_int, dX *float64, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes uint64, iter *Cusolver_int, d_info *Cusolver_int) error {
 	fp, err := procDXgels.Addr()
 	if err != nil {
@@ -3645,7 +2979,8 @@ func DXgels(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA
 	return nil
 }
 
-// SSgels calls cusolverDnSSgels.
+// SSgels calls cusolverDnSSgels. See cusolverDn<t>Sgels() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-sgels
 func SSgels(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA *float32, ldda Cusolver_int, dB *float32, lddb Cusolver_int, dX *float32, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes uint64, iter *Cusolver_int, d_info *Cusolver_int) error {
 	fp, err := procSSgels.Addr()
 	if err != nil {
@@ -3657,7 +2992,8 @@ func SSgels(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA
 	return nil
 }
 
-// SHgels calls cusolverDnSHgels.
+// SHgels calls cusolverDnSHgels. See cusolverDn<t>Hgels() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-hgels
 func SHgels(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA *float32, ldda Cusolver_int, dB *float32, lddb Cusolver_int, dX *float32, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes uint64, iter *Cusolver_int, d_info *Cusolver_int) error {
 	fp, err := procSHgels.Addr()
 	if err != nil {
@@ -3669,7 +3005,8 @@ func SHgels(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA
 	return nil
 }
 
-// SBgels calls cusolverDnSBgels.
+// SBgels calls cusolverDnSBgels. See cusolverDn<t>Bgels() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-bgels
 func SBgels(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA *float32, ldda Cusolver_int, dB *float32, lddb Cusolver_int, dX *float32, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes uint64, iter *Cusolver_int, d_info *Cusolver_int) error {
 	fp, err := procSBgels.Addr()
 	if err != nil {
@@ -3681,7 +3018,8 @@ func SBgels(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA
 	return nil
 }
 
-// SXgels calls cusolverDnSXgels.
+// SXgels calls cusolverDnSXgels. See cusolverDn<t>Xgels() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-xgels
 func SXgels(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA *float32, ldda Cusolver_int, dB *float32, lddb Cusolver_int, dX *float32, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes uint64, iter *Cusolver_int, d_info *Cusolver_int) error {
 	fp, err := procSXgels.Addr()
 	if err != nil {
@@ -3693,7 +3031,8 @@ func SXgels(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA
 	return nil
 }
 
-// ZZgels_bufferSize calls cusolverDnZZgels_bufferSize.
+// ZZgels_bufferSize calls cusolverDnZZgels_bufferSize. See cusolverDnZZgels_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnzzgels-buffersize
 func ZZgels_bufferSize(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA *cudart.CuDoubleComplex, ldda Cusolver_int, dB *cudart.CuDoubleComplex, lddb Cusolver_int, dX *cudart.CuDoubleComplex, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes *uint64) error {
 	fp, err := procZZgels_bufferSize.Addr()
 	if err != nil {
@@ -3705,7 +3044,8 @@ func ZZgels_bufferSize(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusol
 	return nil
 }
 
-// ZCgels_bufferSize calls cusolverDnZCgels_bufferSize.
+// ZCgels_bufferSize calls cusolverDnZCgels_bufferSize. See cusolverDn<t>Cgels_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-cgels-buffersize
 func ZCgels_bufferSize(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA *cudart.CuDoubleComplex, ldda Cusolver_int, dB *cudart.CuDoubleComplex, lddb Cusolver_int, dX *cudart.CuDoubleComplex, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes *uint64) error {
 	fp, err := procZCgels_bufferSize.Addr()
 	if err != nil {
@@ -3717,7 +3057,8 @@ func ZCgels_bufferSize(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusol
 	return nil
 }
 
-// ZKgels_bufferSize calls cusolverDnZKgels_bufferSize.
+// ZKgels_bufferSize calls cusolverDnZKgels_bufferSize. See cusolverDn<t>Kgels_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-kgels-buffersize
 func ZKgels_bufferSize(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA *cudart.CuDoubleComplex, ldda Cusolver_int, dB *cudart.CuDoubleComplex, lddb Cusolver_int, dX *cudart.CuDoubleComplex, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes *uint64) error {
 	fp, err := procZKgels_bufferSize.Addr()
 	if err != nil {
@@ -3729,7 +3070,8 @@ func ZKgels_bufferSize(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusol
 	return nil
 }
 
-// ZEgels_bufferSize calls cusolverDnZEgels_bufferSize.
+// ZEgels_bufferSize calls cusolverDnZEgels_bufferSize. See cusolverDn<t>Egels_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-egels-buffersize
 func ZEgels_bufferSize(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA *cudart.CuDoubleComplex, ldda Cusolver_int, dB *cudart.CuDoubleComplex, lddb Cusolver_int, dX *cudart.CuDoubleComplex, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes *uint64) error {
 	fp, err := procZEgels_bufferSize.Addr()
 	if err != nil {
@@ -3741,7 +3083,8 @@ func ZEgels_bufferSize(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusol
 	return nil
 }
 
-// ZYgels_bufferSize calls cusolverDnZYgels_bufferSize.
+// ZYgels_bufferSize calls cusolverDnZYgels_bufferSize. See cusolverDn<t>Ygels_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-ygels-buffersize
 func ZYgels_bufferSize(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA *cudart.CuDoubleComplex, ldda Cusolver_int, dB *cudart.CuDoubleComplex, lddb Cusolver_int, dX *cudart.CuDoubleComplex, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes *uint64) error {
 	fp, err := procZYgels_bufferSize.Addr()
 	if err != nil {
@@ -3753,7 +3096,8 @@ func ZYgels_bufferSize(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusol
 	return nil
 }
 
-// CCgels_bufferSize calls cusolverDnCCgels_bufferSize.
+// CCgels_bufferSize calls cusolverDnCCgels_bufferSize. See cusolverDn<t>Cgels_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-cgels-buffersize
 func CCgels_bufferSize(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA *cudart.CuComplex, ldda Cusolver_int, dB *cudart.CuComplex, lddb Cusolver_int, dX *cudart.CuComplex, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes *uint64) error {
 	fp, err := procCCgels_bufferSize.Addr()
 	if err != nil {
@@ -3765,7 +3109,8 @@ func CCgels_bufferSize(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusol
 	return nil
 }
 
-// CKgels_bufferSize calls cusolverDnCKgels_bufferSize.
+// CKgels_bufferSize calls cusolverDnCKgels_bufferSize. See cusolverDn<t>Kgels_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-kgels-buffersize
 func CKgels_bufferSize(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA *cudart.CuComplex, ldda Cusolver_int, dB *cudart.CuComplex, lddb Cusolver_int, dX *cudart.CuComplex, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes *uint64) error {
 	fp, err := procCKgels_bufferSize.Addr()
 	if err != nil {
@@ -3777,7 +3122,8 @@ func CKgels_bufferSize(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusol
 	return nil
 }
 
-// CEgels_bufferSize calls cusolverDnCEgels_bufferSize.
+// CEgels_bufferSize calls cusolverDnCEgels_bufferSize. See cusolverDn<t>Egels_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-egels-buffersize
 func CEgels_bufferSize(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA *cudart.CuComplex, ldda Cusolver_int, dB *cudart.CuComplex, lddb Cusolver_int, dX *cudart.CuComplex, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes *uint64) error {
 	fp, err := procCEgels_bufferSize.Addr()
 	if err != nil {
@@ -3789,7 +3135,8 @@ func CEgels_bufferSize(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusol
 	return nil
 }
 
-// CYgels_bufferSize calls cusolverDnCYgels_bufferSize.
+// CYgels_bufferSize calls cusolverDnCYgels_bufferSize. See cusolverDn<t>Ygels_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-ygels-buffersize
 func CYgels_bufferSize(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA *cudart.CuComplex, ldda Cusolver_int, dB *cudart.CuComplex, lddb Cusolver_int, dX *cudart.CuComplex, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes *uint64) error {
 	fp, err := procCYgels_bufferSize.Addr()
 	if err != nil {
@@ -3801,7 +3148,8 @@ func CYgels_bufferSize(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusol
 	return nil
 }
 
-// DDgels_bufferSize calls cusolverDnDDgels_bufferSize.
+// DDgels_bufferSize calls cusolverDnDDgels_bufferSize. See cusolverDnDDgels_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnddgels-buffersize
 func DDgels_bufferSize(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA *float64, ldda Cusolver_int, dB *float64, lddb Cusolver_int, dX *float64, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes *uint64) error {
 	fp, err := procDDgels_bufferSize.Addr()
 	if err != nil {
@@ -3813,7 +3161,8 @@ func DDgels_bufferSize(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusol
 	return nil
 }
 
-// DSgels_bufferSize calls cusolverDnDSgels_bufferSize.
+// DSgels_bufferSize calls cusolverDnDSgels_bufferSize. See cusolverDn<t>Sgels_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-sgels-buffersize
 func DSgels_bufferSize(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA *float64, ldda Cusolver_int, dB *float64, lddb Cusolver_int, dX *float64, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes *uint64) error {
 	fp, err := procDSgels_bufferSize.Addr()
 	if err != nil {
@@ -3825,7 +3174,8 @@ func DSgels_bufferSize(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusol
 	return nil
 }
 
-// DHgels_bufferSize calls cusolverDnDHgels_bufferSize.
+// DHgels_bufferSize calls cusolverDnDHgels_bufferSize. See cusolverDn<t>Hgels_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-hgels-buffersize
 func DHgels_bufferSize(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA *float64, ldda Cusolver_int, dB *float64, lddb Cusolver_int, dX *float64, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes *uint64) error {
 	fp, err := procDHgels_bufferSize.Addr()
 	if err != nil {
@@ -3837,7 +3187,8 @@ func DHgels_bufferSize(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusol
 	return nil
 }
 
-// DBgels_bufferSize calls cusolverDnDBgels_bufferSize.
+// DBgels_bufferSize calls cusolverDnDBgels_bufferSize. See cusolverDn<t>Bgels_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-bgels-buffersize
 func DBgels_bufferSize(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA *float64, ldda Cusolver_int, dB *float64, lddb Cusolver_int, dX *float64, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes *uint64) error {
 	fp, err := procDBgels_bufferSize.Addr()
 	if err != nil {
@@ -3849,7 +3200,8 @@ func DBgels_bufferSize(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusol
 	return nil
 }
 
-// DXgels_bufferSize calls cusolverDnDXgels_bufferSize.
+// DXgels_bufferSize calls cusolverDnDXgels_bufferSize. See cusolverDn<t>Xgels_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-xgels-buffersize
 func DXgels_bufferSize(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA *float64, ldda Cusolver_int, dB *float64, lddb Cusolver_int, dX *float64, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes *uint64) error {
 	fp, err := procDXgels_bufferSize.Addr()
 	if err != nil {
@@ -3861,7 +3213,8 @@ func DXgels_bufferSize(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusol
 	return nil
 }
 
-// SSgels_bufferSize calls cusolverDnSSgels_bufferSize.
+// SSgels_bufferSize calls cusolverDnSSgels_bufferSize. See cusolverDn<t>Sgels_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-sgels-buffersize
 func SSgels_bufferSize(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA *float32, ldda Cusolver_int, dB *float32, lddb Cusolver_int, dX *float32, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes *uint64) error {
 	fp, err := procSSgels_bufferSize.Addr()
 	if err != nil {
@@ -3873,7 +3226,8 @@ func SSgels_bufferSize(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusol
 	return nil
 }
 
-// SHgels_bufferSize calls cusolverDnSHgels_bufferSize.
+// SHgels_bufferSize calls cusolverDnSHgels_bufferSize. See cusolverDn<t>Hgels_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-hgels-buffersize
 func SHgels_bufferSize(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA *float32, ldda Cusolver_int, dB *float32, lddb Cusolver_int, dX *float32, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes *uint64) error {
 	fp, err := procSHgels_bufferSize.Addr()
 	if err != nil {
@@ -3885,7 +3239,8 @@ func SHgels_bufferSize(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusol
 	return nil
 }
 
-// SBgels_bufferSize calls cusolverDnSBgels_bufferSize.
+// SBgels_bufferSize calls cusolverDnSBgels_bufferSize. See cusolverDn<t>Bgels_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-bgels-buffersize
 func SBgels_bufferSize(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA *float32, ldda Cusolver_int, dB *float32, lddb Cusolver_int, dX *float32, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes *uint64) error {
 	fp, err := procSBgels_bufferSize.Addr()
 	if err != nil {
@@ -3897,7 +3252,8 @@ func SBgels_bufferSize(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusol
 	return nil
 }
 
-// SXgels_bufferSize calls cusolverDnSXgels_bufferSize.
+// SXgels_bufferSize calls cusolverDnSXgels_bufferSize. See cusolverDn<t>Xgels_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-xgels-buffersize
 func SXgels_bufferSize(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA *float32, ldda Cusolver_int, dB *float32, lddb Cusolver_int, dX *float32, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes *uint64) error {
 	fp, err := procSXgels_bufferSize.Addr()
 	if err != nil {
@@ -3909,7 +3265,8 @@ func SXgels_bufferSize(handle Handle, m Cusolver_int, n Cusolver_int, nrhs Cusol
 	return nil
 }
 
-// IRSXgesv calls cusolverDnIRSXgesv.
+// IRSXgesv calls cusolverDnIRSXgesv. See cusolverDnIRSXgesv() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnirsxgesv
 func IRSXgesv(handle Handle, gesv_irs_params IRSParams, gesv_irs_infos IRSInfos, n Cusolver_int, nrhs Cusolver_int, dA unsafe.Pointer, ldda Cusolver_int, dB unsafe.Pointer, lddb Cusolver_int, dX unsafe.Pointer, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes uint64, niters *Cusolver_int, d_info *Cusolver_int) error {
 	fp, err := procIRSXgesv.Addr()
 	if err != nil {
@@ -3921,7 +3278,8 @@ func IRSXgesv(handle Handle, gesv_irs_params IRSParams, gesv_irs_infos IRSInfos,
 	return nil
 }
 
-// IRSXgesv_bufferSize calls cusolverDnIRSXgesv_bufferSize.
+// IRSXgesv_bufferSize calls cusolverDnIRSXgesv_bufferSize. See cusolverDnIRSXgesv_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnirsxgesv-buffersize
 func IRSXgesv_bufferSize(handle Handle, params IRSParams, n Cusolver_int, nrhs Cusolver_int, lwork_bytes *uint64) error {
 	fp, err := procIRSXgesv_bufferSize.Addr()
 	if err != nil {
@@ -3933,7 +3291,8 @@ func IRSXgesv_bufferSize(handle Handle, params IRSParams, n Cusolver_int, nrhs C
 	return nil
 }
 
-// IRSXgels calls cusolverDnIRSXgels.
+// IRSXgels calls cusolverDnIRSXgels. See cusolverDnIRSXgels() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnirsxgels
 func IRSXgels(handle Handle, gels_irs_params IRSParams, gels_irs_infos IRSInfos, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, dA unsafe.Pointer, ldda Cusolver_int, dB unsafe.Pointer, lddb Cusolver_int, dX unsafe.Pointer, lddx Cusolver_int, dWorkspace unsafe.Pointer, lwork_bytes uint64, niters *Cusolver_int, d_info *Cusolver_int) error {
 	fp, err := procIRSXgels.Addr()
 	if err != nil {
@@ -3945,7 +3304,8 @@ func IRSXgels(handle Handle, gels_irs_params IRSParams, gels_irs_infos IRSInfos,
 	return nil
 }
 
-// IRSXgels_bufferSize calls cusolverDnIRSXgels_bufferSize.
+// IRSXgels_bufferSize calls cusolverDnIRSXgels_bufferSize. See cusolverDnIRSXgels_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnirsxgels-buffersize
 func IRSXgels_bufferSize(handle Handle, params IRSParams, m Cusolver_int, n Cusolver_int, nrhs Cusolver_int, lwork_bytes *uint64) error {
 	fp, err := procIRSXgels_bufferSize.Addr()
 	if err != nil {
@@ -3957,7 +3317,8 @@ func IRSXgels_bufferSize(handle Handle, params IRSParams, m Cusolver_int, n Cuso
 	return nil
 }
 
-// Spotrf_bufferSize calls cusolverDnSpotrf_bufferSize.
+// Spotrf_bufferSize calls cusolverDnSpotrf_bufferSize. See cusolverDn<t>potrf_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-potrf-buffersize
 func Spotrf_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *float32, lda int32, Lwork *int32) error {
 	fp, err := procSpotrf_bufferSize.Addr()
 	if err != nil {
@@ -3969,7 +3330,8 @@ func Spotrf_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *float32,
 	return nil
 }
 
-// Dpotrf_bufferSize calls cusolverDnDpotrf_bufferSize.
+// Dpotrf_bufferSize calls cusolverDnDpotrf_bufferSize. See cusolverDn<t>potrf_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-potrf-buffersize
 func Dpotrf_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *float64, lda int32, Lwork *int32) error {
 	fp, err := procDpotrf_bufferSize.Addr()
 	if err != nil {
@@ -3981,7 +3343,8 @@ func Dpotrf_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *float64,
 	return nil
 }
 
-// Cpotrf_bufferSize calls cusolverDnCpotrf_bufferSize.
+// Cpotrf_bufferSize calls cusolverDnCpotrf_bufferSize. See cusolverDn<t>potrf_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-potrf-buffersize
 func Cpotrf_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *cudart.CuComplex, lda int32, Lwork *int32) error {
 	fp, err := procCpotrf_bufferSize.Addr()
 	if err != nil {
@@ -3993,7 +3356,8 @@ func Cpotrf_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *cudart.C
 	return nil
 }
 
-// Zpotrf_bufferSize calls cusolverDnZpotrf_bufferSize.
+// Zpotrf_bufferSize calls cusolverDnZpotrf_bufferSize. See cusolverDn<t>potrf_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-potrf-buffersize
 func Zpotrf_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *cudart.CuDoubleComplex, lda int32, Lwork *int32) error {
 	fp, err := procZpotrf_bufferSize.Addr()
 	if err != nil {
@@ -4005,7 +3369,8 @@ func Zpotrf_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *cudart.C
 	return nil
 }
 
-// Spotrf calls cusolverDnSpotrf.
+// Spotrf calls cusolverDnSpotrf. See cusolverDn<t>potrf() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-potrf
 func Spotrf(handle Handle, uplo cublas.FillMode, n int32, A *float32, lda int32, Workspace *float32, Lwork int32, devInfo *int32) error {
 	fp, err := procSpotrf.Addr()
 	if err != nil {
@@ -4017,7 +3382,8 @@ func Spotrf(handle Handle, uplo cublas.FillMode, n int32, A *float32, lda int32,
 	return nil
 }
 
-// Dpotrf calls cusolverDnDpotrf.
+// Dpotrf calls cusolverDnDpotrf. See cusolverDn<t>potrf() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-potrf
 func Dpotrf(handle Handle, uplo cublas.FillMode, n int32, A *float64, lda int32, Workspace *float64, Lwork int32, devInfo *int32) error {
 	fp, err := procDpotrf.Addr()
 	if err != nil {
@@ -4029,7 +3395,8 @@ func Dpotrf(handle Handle, uplo cublas.FillMode, n int32, A *float64, lda int32,
 	return nil
 }
 
-// Cpotrf calls cusolverDnCpotrf.
+// Cpotrf calls cusolverDnCpotrf. See cusolverDn<t>potrf() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-potrf
 func Cpotrf(handle Handle, uplo cublas.FillMode, n int32, A *cudart.CuComplex, lda int32, Workspace *cudart.CuComplex, Lwork int32, devInfo *int32) error {
 	fp, err := procCpotrf.Addr()
 	if err != nil {
@@ -4041,7 +3408,8 @@ func Cpotrf(handle Handle, uplo cublas.FillMode, n int32, A *cudart.CuComplex, l
 	return nil
 }
 
-// Zpotrf calls cusolverDnZpotrf.
+// Zpotrf calls cusolverDnZpotrf. See cusolverDn<t>potrf() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-potrf
 func Zpotrf(handle Handle, uplo cublas.FillMode, n int32, A *cudart.CuDoubleComplex, lda int32, Workspace *cudart.CuDoubleComplex, Lwork int32, devInfo *int32) error {
 	fp, err := procZpotrf.Addr()
 	if err != nil {
@@ -4053,7 +3421,8 @@ func Zpotrf(handle Handle, uplo cublas.FillMode, n int32, A *cudart.CuDoubleComp
 	return nil
 }
 
-// Spotrs calls cusolverDnSpotrs.
+// Spotrs calls cusolverDnSpotrs. See cusolverDn<t>potrs() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-potrs
 func Spotrs(handle Handle, uplo cublas.FillMode, n int32, nrhs int32, A *float32, lda int32, B *float32, ldb int32, devInfo *int32) error {
 	fp, err := procSpotrs.Addr()
 	if err != nil {
@@ -4065,7 +3434,8 @@ func Spotrs(handle Handle, uplo cublas.FillMode, n int32, nrhs int32, A *float32
 	return nil
 }
 
-// Dpotrs calls cusolverDnDpotrs.
+// Dpotrs calls cusolverDnDpotrs. See cusolverDn<t>potrs() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-potrs
 func Dpotrs(handle Handle, uplo cublas.FillMode, n int32, nrhs int32, A *float64, lda int32, B *float64, ldb int32, devInfo *int32) error {
 	fp, err := procDpotrs.Addr()
 	if err != nil {
@@ -4077,7 +3447,8 @@ func Dpotrs(handle Handle, uplo cublas.FillMode, n int32, nrhs int32, A *float64
 	return nil
 }
 
-// Cpotrs calls cusolverDnCpotrs.
+// Cpotrs calls cusolverDnCpotrs. See cusolverDn<t>potrs() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-potrs
 func Cpotrs(handle Handle, uplo cublas.FillMode, n int32, nrhs int32, A *cudart.CuComplex, lda int32, B *cudart.CuComplex, ldb int32, devInfo *int32) error {
 	fp, err := procCpotrs.Addr()
 	if err != nil {
@@ -4089,7 +3460,8 @@ func Cpotrs(handle Handle, uplo cublas.FillMode, n int32, nrhs int32, A *cudart.
 	return nil
 }
 
-// Zpotrs calls cusolverDnZpotrs.
+// Zpotrs calls cusolverDnZpotrs. See cusolverDn<t>potrs() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-potrs
 func Zpotrs(handle Handle, uplo cublas.FillMode, n int32, nrhs int32, A *cudart.CuDoubleComplex, lda int32, B *cudart.CuDoubleComplex, ldb int32, devInfo *int32) error {
 	fp, err := procZpotrs.Addr()
 	if err != nil {
@@ -4101,7 +3473,8 @@ func Zpotrs(handle Handle, uplo cublas.FillMode, n int32, nrhs int32, A *cudart.
 	return nil
 }
 
-// SpotrfBatched calls cusolverDnSpotrfBatched.
+// SpotrfBatched calls cusolverDnSpotrfBatched. See cusolverDn<t>potrfBatched() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-potrfbatched
 func SpotrfBatched(handle Handle, uplo cublas.FillMode, n int32, Aarray **float32, lda int32, infoArray *int32, batchSize int32) error {
 	fp, err := procSpotrfBatched.Addr()
 	if err != nil {
@@ -4113,7 +3486,8 @@ func SpotrfBatched(handle Handle, uplo cublas.FillMode, n int32, Aarray **float3
 	return nil
 }
 
-// DpotrfBatched calls cusolverDnDpotrfBatched.
+// DpotrfBatched calls cusolverDnDpotrfBatched. See cusolverDn<t>potrfBatched() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-potrfbatched
 func DpotrfBatched(handle Handle, uplo cublas.FillMode, n int32, Aarray **float64, lda int32, infoArray *int32, batchSize int32) error {
 	fp, err := procDpotrfBatched.Addr()
 	if err != nil {
@@ -4125,7 +3499,8 @@ func DpotrfBatched(handle Handle, uplo cublas.FillMode, n int32, Aarray **float6
 	return nil
 }
 
-// CpotrfBatched calls cusolverDnCpotrfBatched.
+// CpotrfBatched calls cusolverDnCpotrfBatched. See cusolverDn<t>potrfBatched() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-potrfbatched
 func CpotrfBatched(handle Handle, uplo cublas.FillMode, n int32, Aarray **cudart.CuComplex, lda int32, infoArray *int32, batchSize int32) error {
 	fp, err := procCpotrfBatched.Addr()
 	if err != nil {
@@ -4137,7 +3512,8 @@ func CpotrfBatched(handle Handle, uplo cublas.FillMode, n int32, Aarray **cudart
 	return nil
 }
 
-// ZpotrfBatched calls cusolverDnZpotrfBatched.
+// ZpotrfBatched calls cusolverDnZpotrfBatched. See cusolverDn<t>potrfBatched() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-potrfbatched
 func ZpotrfBatched(handle Handle, uplo cublas.FillMode, n int32, Aarray **cudart.CuDoubleComplex, lda int32, infoArray *int32, batchSize int32) error {
 	fp, err := procZpotrfBatched.Addr()
 	if err != nil {
@@ -4149,7 +3525,8 @@ func ZpotrfBatched(handle Handle, uplo cublas.FillMode, n int32, Aarray **cudart
 	return nil
 }
 
-// SpotrsBatched calls cusolverDnSpotrsBatched.
+// SpotrsBatched calls cusolverDnSpotrsBatched. See cusolverDn<t>potrsBatched() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-potrsbatched
 func SpotrsBatched(handle Handle, uplo cublas.FillMode, n int32, nrhs int32, A **float32, lda int32, B **float32, ldb int32, d_info *int32, batchSize int32) error {
 	fp, err := procSpotrsBatched.Addr()
 	if err != nil {
@@ -4161,7 +3538,8 @@ func SpotrsBatched(handle Handle, uplo cublas.FillMode, n int32, nrhs int32, A *
 	return nil
 }
 
-// DpotrsBatched calls cusolverDnDpotrsBatched.
+// DpotrsBatched calls cusolverDnDpotrsBatched. See cusolverDn<t>potrsBatched() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-potrsbatched
 func DpotrsBatched(handle Handle, uplo cublas.FillMode, n int32, nrhs int32, A **float64, lda int32, B **float64, ldb int32, d_info *int32, batchSize int32) error {
 	fp, err := procDpotrsBatched.Addr()
 	if err != nil {
@@ -4173,7 +3551,8 @@ func DpotrsBatched(handle Handle, uplo cublas.FillMode, n int32, nrhs int32, A *
 	return nil
 }
 
-// CpotrsBatched calls cusolverDnCpotrsBatched.
+// CpotrsBatched calls cusolverDnCpotrsBatched. See cusolverDn<t>potrsBatched() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-potrsbatched
 func CpotrsBatched(handle Handle, uplo cublas.FillMode, n int32, nrhs int32, A **cudart.CuComplex, lda int32, B **cudart.CuComplex, ldb int32, d_info *int32, batchSize int32) error {
 	fp, err := procCpotrsBatched.Addr()
 	if err != nil {
@@ -4185,7 +3564,8 @@ func CpotrsBatched(handle Handle, uplo cublas.FillMode, n int32, nrhs int32, A *
 	return nil
 }
 
-// ZpotrsBatched calls cusolverDnZpotrsBatched.
+// ZpotrsBatched calls cusolverDnZpotrsBatched. See cusolverDn<t>potrsBatched() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-potrsbatched
 func ZpotrsBatched(handle Handle, uplo cublas.FillMode, n int32, nrhs int32, A **cudart.CuDoubleComplex, lda int32, B **cudart.CuDoubleComplex, ldb int32, d_info *int32, batchSize int32) error {
 	fp, err := procZpotrsBatched.Addr()
 	if err != nil {
@@ -4197,7 +3577,8 @@ func ZpotrsBatched(handle Handle, uplo cublas.FillMode, n int32, nrhs int32, A *
 	return nil
 }
 
-// Spotri_bufferSize calls cusolverDnSpotri_bufferSize.
+// Spotri_bufferSize calls cusolverDnSpotri_bufferSize. See cusolverDn<t>potri_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-potri-buffersize
 func Spotri_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *float32, lda int32, lwork *int32) error {
 	fp, err := procSpotri_bufferSize.Addr()
 	if err != nil {
@@ -4209,7 +3590,8 @@ func Spotri_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *float32,
 	return nil
 }
 
-// Dpotri_bufferSize calls cusolverDnDpotri_bufferSize.
+// Dpotri_bufferSize calls cusolverDnDpotri_bufferSize. See cusolverDn<t>potri_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-potri-buffersize
 func Dpotri_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *float64, lda int32, lwork *int32) error {
 	fp, err := procDpotri_bufferSize.Addr()
 	if err != nil {
@@ -4221,7 +3603,8 @@ func Dpotri_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *float64,
 	return nil
 }
 
-// Cpotri_bufferSize calls cusolverDnCpotri_bufferSize.
+// Cpotri_bufferSize calls cusolverDnCpotri_bufferSize. See cusolverDn<t>potri_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-potri-buffersize
 func Cpotri_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *cudart.CuComplex, lda int32, lwork *int32) error {
 	fp, err := procCpotri_bufferSize.Addr()
 	if err != nil {
@@ -4233,7 +3616,8 @@ func Cpotri_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *cudart.C
 	return nil
 }
 
-// Zpotri_bufferSize calls cusolverDnZpotri_bufferSize.
+// Zpotri_bufferSize calls cusolverDnZpotri_bufferSize. See cusolverDn<t>potri_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-potri-buffersize
 func Zpotri_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *cudart.CuDoubleComplex, lda int32, lwork *int32) error {
 	fp, err := procZpotri_bufferSize.Addr()
 	if err != nil {
@@ -4245,7 +3629,8 @@ func Zpotri_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *cudart.C
 	return nil
 }
 
-// Spotri calls cusolverDnSpotri.
+// Spotri calls cusolverDnSpotri. See cusolverDn<t>potri() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-potri
 func Spotri(handle Handle, uplo cublas.FillMode, n int32, A *float32, lda int32, work *float32, lwork int32, devInfo *int32) error {
 	fp, err := procSpotri.Addr()
 	if err != nil {
@@ -4257,7 +3642,8 @@ func Spotri(handle Handle, uplo cublas.FillMode, n int32, A *float32, lda int32,
 	return nil
 }
 
-// Dpotri calls cusolverDnDpotri.
+// Dpotri calls cusolverDnDpotri. See cusolverDn<t>potri() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-potri
 func Dpotri(handle Handle, uplo cublas.FillMode, n int32, A *float64, lda int32, work *float64, lwork int32, devInfo *int32) error {
 	fp, err := procDpotri.Addr()
 	if err != nil {
@@ -4269,7 +3655,8 @@ func Dpotri(handle Handle, uplo cublas.FillMode, n int32, A *float64, lda int32,
 	return nil
 }
 
-// Cpotri calls cusolverDnCpotri.
+// Cpotri calls cusolverDnCpotri. See cusolverDn<t>potri() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-potri
 func Cpotri(handle Handle, uplo cublas.FillMode, n int32, A *cudart.CuComplex, lda int32, work *cudart.CuComplex, lwork int32, devInfo *int32) error {
 	fp, err := procCpotri.Addr()
 	if err != nil {
@@ -4281,7 +3668,8 @@ func Cpotri(handle Handle, uplo cublas.FillMode, n int32, A *cudart.CuComplex, l
 	return nil
 }
 
-// Zpotri calls cusolverDnZpotri.
+// Zpotri calls cusolverDnZpotri. See cusolverDn<t>potri() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-potri
 func Zpotri(handle Handle, uplo cublas.FillMode, n int32, A *cudart.CuDoubleComplex, lda int32, work *cudart.CuDoubleComplex, lwork int32, devInfo *int32) error {
 	fp, err := procZpotri.Addr()
 	if err != nil {
@@ -4293,7 +3681,8 @@ func Zpotri(handle Handle, uplo cublas.FillMode, n int32, A *cudart.CuDoubleComp
 	return nil
 }
 
-// Xtrtri_bufferSize calls cusolverDnXtrtri_bufferSize.
+// Xtrtri_bufferSize calls cusolverDnXtrtri_bufferSize. See cusolverDnXtrtri_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnxtrtri-buffersize
 func Xtrtri_bufferSize(handle Handle, uplo cublas.FillMode, diag cublas.DiagType, n int64, dataTypeA cudart.DataType, A unsafe.Pointer, lda int64, workspaceInBytesOnDevice *uint64, workspaceInBytesOnHost *uint64) error {
 	fp, err := procXtrtri_bufferSize.Addr()
 	if err != nil {
@@ -4305,7 +3694,8 @@ func Xtrtri_bufferSize(handle Handle, uplo cublas.FillMode, diag cublas.DiagType
 	return nil
 }
 
-// Xtrtri calls cusolverDnXtrtri.
+// Xtrtri calls cusolverDnXtrtri. See cusolverDnXtrtri() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnxtrtri
 func Xtrtri(handle Handle, uplo cublas.FillMode, diag cublas.DiagType, n int64, dataTypeA cudart.DataType, A unsafe.Pointer, lda int64, bufferOnDevice unsafe.Pointer, workspaceInBytesOnDevice uint64, bufferOnHost unsafe.Pointer, workspaceInBytesOnHost uint64, devInfo *int32) error {
 	fp, err := procXtrtri.Addr()
 	if err != nil {
@@ -4317,7 +3707,8 @@ func Xtrtri(handle Handle, uplo cublas.FillMode, diag cublas.DiagType, n int64, 
 	return nil
 }
 
-// Slauum_bufferSize calls cusolverDnSlauum_bufferSize.
+// Slauum_bufferSize calls cusolverDnSlauum_bufferSize. See cusolverDn<t>lauum_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-lauum-buffersize
 func Slauum_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *float32, lda int32, lwork *int32) error {
 	fp, err := procSlauum_bufferSize.Addr()
 	if err != nil {
@@ -4329,7 +3720,8 @@ func Slauum_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *float32,
 	return nil
 }
 
-// Dlauum_bufferSize calls cusolverDnDlauum_bufferSize.
+// Dlauum_bufferSize calls cusolverDnDlauum_bufferSize. See cusolverDn<t>lauum_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-lauum-buffersize
 func Dlauum_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *float64, lda int32, lwork *int32) error {
 	fp, err := procDlauum_bufferSize.Addr()
 	if err != nil {
@@ -4341,7 +3733,8 @@ func Dlauum_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *float64,
 	return nil
 }
 
-// Clauum_bufferSize calls cusolverDnClauum_bufferSize.
+// Clauum_bufferSize calls cusolverDnClauum_bufferSize. See cusolverDn<t>lauum_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-lauum-buffersize
 func Clauum_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *cudart.CuComplex, lda int32, lwork *int32) error {
 	fp, err := procClauum_bufferSize.Addr()
 	if err != nil {
@@ -4353,7 +3746,8 @@ func Clauum_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *cudart.C
 	return nil
 }
 
-// Zlauum_bufferSize calls cusolverDnZlauum_bufferSize.
+// Zlauum_bufferSize calls cusolverDnZlauum_bufferSize. See cusolverDn<t>lauum_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-lauum-buffersize
 func Zlauum_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *cudart.CuDoubleComplex, lda int32, lwork *int32) error {
 	fp, err := procZlauum_bufferSize.Addr()
 	if err != nil {
@@ -4365,7 +3759,8 @@ func Zlauum_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *cudart.C
 	return nil
 }
 
-// Slauum calls cusolverDnSlauum.
+// Slauum calls cusolverDnSlauum. See cusolverDn<t>lauum() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-lauum
 func Slauum(handle Handle, uplo cublas.FillMode, n int32, A *float32, lda int32, work *float32, lwork int32, devInfo *int32) error {
 	fp, err := procSlauum.Addr()
 	if err != nil {
@@ -4377,7 +3772,8 @@ func Slauum(handle Handle, uplo cublas.FillMode, n int32, A *float32, lda int32,
 	return nil
 }
 
-// Dlauum calls cusolverDnDlauum.
+// Dlauum calls cusolverDnDlauum. See cusolverDn<t>lauum() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-lauum
 func Dlauum(handle Handle, uplo cublas.FillMode, n int32, A *float64, lda int32, work *float64, lwork int32, devInfo *int32) error {
 	fp, err := procDlauum.Addr()
 	if err != nil {
@@ -4389,7 +3785,8 @@ func Dlauum(handle Handle, uplo cublas.FillMode, n int32, A *float64, lda int32,
 	return nil
 }
 
-// Clauum calls cusolverDnClauum.
+// Clauum calls cusolverDnClauum. See cusolverDn<t>lauum() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-lauum
 func Clauum(handle Handle, uplo cublas.FillMode, n int32, A *cudart.CuComplex, lda int32, work *cudart.CuComplex, lwork int32, devInfo *int32) error {
 	fp, err := procClauum.Addr()
 	if err != nil {
@@ -4401,7 +3798,8 @@ func Clauum(handle Handle, uplo cublas.FillMode, n int32, A *cudart.CuComplex, l
 	return nil
 }
 
-// Zlauum calls cusolverDnZlauum.
+// Zlauum calls cusolverDnZlauum. See cusolverDn<t>lauum() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-lauum
 func Zlauum(handle Handle, uplo cublas.FillMode, n int32, A *cudart.CuDoubleComplex, lda int32, work *cudart.CuDoubleComplex, lwork int32, devInfo *int32) error {
 	fp, err := procZlauum.Addr()
 	if err != nil {
@@ -4413,7 +3811,8 @@ func Zlauum(handle Handle, uplo cublas.FillMode, n int32, A *cudart.CuDoubleComp
 	return nil
 }
 
-// Sgetrf_bufferSize calls cusolverDnSgetrf_bufferSize.
+// Sgetrf_bufferSize calls cusolverDnSgetrf_bufferSize. See cusolverDn<t>getrf_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-getrf-buffersize
 func Sgetrf_bufferSize(handle Handle, m int32, n int32, A *float32, lda int32, Lwork *int32) error {
 	fp, err := procSgetrf_bufferSize.Addr()
 	if err != nil {
@@ -4425,7 +3824,8 @@ func Sgetrf_bufferSize(handle Handle, m int32, n int32, A *float32, lda int32, L
 	return nil
 }
 
-// Dgetrf_bufferSize calls cusolverDnDgetrf_bufferSize.
+// Dgetrf_bufferSize calls cusolverDnDgetrf_bufferSize. See cusolverDn<t>getrf_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-getrf-buffersize
 func Dgetrf_bufferSize(handle Handle, m int32, n int32, A *float64, lda int32, Lwork *int32) error {
 	fp, err := procDgetrf_bufferSize.Addr()
 	if err != nil {
@@ -4437,7 +3837,8 @@ func Dgetrf_bufferSize(handle Handle, m int32, n int32, A *float64, lda int32, L
 	return nil
 }
 
-// Cgetrf_bufferSize calls cusolverDnCgetrf_bufferSize.
+// Cgetrf_bufferSize calls cusolverDnCgetrf_bufferSize. See cusolverDn<t>getrf_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-getrf-buffersize
 func Cgetrf_bufferSize(handle Handle, m int32, n int32, A *cudart.CuComplex, lda int32, Lwork *int32) error {
 	fp, err := procCgetrf_bufferSize.Addr()
 	if err != nil {
@@ -4449,7 +3850,8 @@ func Cgetrf_bufferSize(handle Handle, m int32, n int32, A *cudart.CuComplex, lda
 	return nil
 }
 
-// Zgetrf_bufferSize calls cusolverDnZgetrf_bufferSize.
+// Zgetrf_bufferSize calls cusolverDnZgetrf_bufferSize. See cusolverDn<t>getrf_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-getrf-buffersize
 func Zgetrf_bufferSize(handle Handle, m int32, n int32, A *cudart.CuDoubleComplex, lda int32, Lwork *int32) error {
 	fp, err := procZgetrf_bufferSize.Addr()
 	if err != nil {
@@ -4461,7 +3863,8 @@ func Zgetrf_bufferSize(handle Handle, m int32, n int32, A *cudart.CuDoubleComple
 	return nil
 }
 
-// Sgetrf calls cusolverDnSgetrf.
+// Sgetrf calls cusolverDnSgetrf. See cusolverDn<t>getrf() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-getrf
 func Sgetrf(handle Handle, m int32, n int32, A *float32, lda int32, Workspace *float32, devIpiv *int32, devInfo *int32) error {
 	fp, err := procSgetrf.Addr()
 	if err != nil {
@@ -4473,7 +3876,8 @@ func Sgetrf(handle Handle, m int32, n int32, A *float32, lda int32, Workspace *f
 	return nil
 }
 
-// Dgetrf calls cusolverDnDgetrf.
+// Dgetrf calls cusolverDnDgetrf. See cusolverDn<t>getrf() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-getrf
 func Dgetrf(handle Handle, m int32, n int32, A *float64, lda int32, Workspace *float64, devIpiv *int32, devInfo *int32) error {
 	fp, err := procDgetrf.Addr()
 	if err != nil {
@@ -4485,7 +3889,8 @@ func Dgetrf(handle Handle, m int32, n int32, A *float64, lda int32, Workspace *f
 	return nil
 }
 
-// Cgetrf calls cusolverDnCgetrf.
+// Cgetrf calls cusolverDnCgetrf. See cusolverDn<t>getrf() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-getrf
 func Cgetrf(handle Handle, m int32, n int32, A *cudart.CuComplex, lda int32, Workspace *cudart.CuComplex, devIpiv *int32, devInfo *int32) error {
 	fp, err := procCgetrf.Addr()
 	if err != nil {
@@ -4497,7 +3902,8 @@ func Cgetrf(handle Handle, m int32, n int32, A *cudart.CuComplex, lda int32, Wor
 	return nil
 }
 
-// Zgetrf calls cusolverDnZgetrf.
+// Zgetrf calls cusolverDnZgetrf. See cusolverDn<t>getrf() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-getrf
 func Zgetrf(handle Handle, m int32, n int32, A *cudart.CuDoubleComplex, lda int32, Workspace *cudart.CuDoubleComplex, devIpiv *int32, devInfo *int32) error {
 	fp, err := procZgetrf.Addr()
 	if err != nil {
@@ -4509,7 +3915,8 @@ func Zgetrf(handle Handle, m int32, n int32, A *cudart.CuDoubleComplex, lda int3
 	return nil
 }
 
-// Slaswp calls cusolverDnSlaswp.
+// Slaswp calls cusolverDnSlaswp. See cusolverDn<t>laswp() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-laswp
 func Slaswp(handle Handle, n int32, A *float32, lda int32, k1 int32, k2 int32, devIpiv *int32, incx int32) error {
 	fp, err := procSlaswp.Addr()
 	if err != nil {
@@ -4521,7 +3928,8 @@ func Slaswp(handle Handle, n int32, A *float32, lda int32, k1 int32, k2 int32, d
 	return nil
 }
 
-// Dlaswp calls cusolverDnDlaswp.
+// Dlaswp calls cusolverDnDlaswp. See cusolverDn<t>laswp() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-laswp
 func Dlaswp(handle Handle, n int32, A *float64, lda int32, k1 int32, k2 int32, devIpiv *int32, incx int32) error {
 	fp, err := procDlaswp.Addr()
 	if err != nil {
@@ -4533,7 +3941,8 @@ func Dlaswp(handle Handle, n int32, A *float64, lda int32, k1 int32, k2 int32, d
 	return nil
 }
 
-// Claswp calls cusolverDnClaswp.
+// Claswp calls cusolverDnClaswp. See cusolverDn<t>laswp() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-laswp
 func Claswp(handle Handle, n int32, A *cudart.CuComplex, lda int32, k1 int32, k2 int32, devIpiv *int32, incx int32) error {
 	fp, err := procClaswp.Addr()
 	if err != nil {
@@ -4545,7 +3954,8 @@ func Claswp(handle Handle, n int32, A *cudart.CuComplex, lda int32, k1 int32, k2
 	return nil
 }
 
-// Zlaswp calls cusolverDnZlaswp.
+// Zlaswp calls cusolverDnZlaswp. See cusolverDn<t>laswp() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-laswp
 func Zlaswp(handle Handle, n int32, A *cudart.CuDoubleComplex, lda int32, k1 int32, k2 int32, devIpiv *int32, incx int32) error {
 	fp, err := procZlaswp.Addr()
 	if err != nil {
@@ -4557,7 +3967,8 @@ func Zlaswp(handle Handle, n int32, A *cudart.CuDoubleComplex, lda int32, k1 int
 	return nil
 }
 
-// Sgetrs calls cusolverDnSgetrs.
+// Sgetrs calls cusolverDnSgetrs. See cusolverDn<t>getrs() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-getrs
 func Sgetrs(handle Handle, trans cublas.Operation, n int32, nrhs int32, A *float32, lda int32, devIpiv *int32, B *float32, ldb int32, devInfo *int32) error {
 	fp, err := procSgetrs.Addr()
 	if err != nil {
@@ -4569,7 +3980,8 @@ func Sgetrs(handle Handle, trans cublas.Operation, n int32, nrhs int32, A *float
 	return nil
 }
 
-// Dgetrs calls cusolverDnDgetrs.
+// Dgetrs calls cusolverDnDgetrs. See cusolverDn<t>getrs() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-getrs
 func Dgetrs(handle Handle, trans cublas.Operation, n int32, nrhs int32, A *float64, lda int32, devIpiv *int32, B *float64, ldb int32, devInfo *int32) error {
 	fp, err := procDgetrs.Addr()
 	if err != nil {
@@ -4581,7 +3993,8 @@ func Dgetrs(handle Handle, trans cublas.Operation, n int32, nrhs int32, A *float
 	return nil
 }
 
-// Cgetrs calls cusolverDnCgetrs.
+// Cgetrs calls cusolverDnCgetrs. See cusolverDn<t>getrs() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-getrs
 func Cgetrs(handle Handle, trans cublas.Operation, n int32, nrhs int32, A *cudart.CuComplex, lda int32, devIpiv *int32, B *cudart.CuComplex, ldb int32, devInfo *int32) error {
 	fp, err := procCgetrs.Addr()
 	if err != nil {
@@ -4593,7 +4006,8 @@ func Cgetrs(handle Handle, trans cublas.Operation, n int32, nrhs int32, A *cudar
 	return nil
 }
 
-// Zgetrs calls cusolverDnZgetrs.
+// Zgetrs calls cusolverDnZgetrs. See cusolverDn<t>getrs() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-getrs
 func Zgetrs(handle Handle, trans cublas.Operation, n int32, nrhs int32, A *cudart.CuDoubleComplex, lda int32, devIpiv *int32, B *cudart.CuDoubleComplex, ldb int32, devInfo *int32) error {
 	fp, err := procZgetrs.Addr()
 	if err != nil {
@@ -4605,7 +4019,8 @@ func Zgetrs(handle Handle, trans cublas.Operation, n int32, nrhs int32, A *cudar
 	return nil
 }
 
-// Sgeqrf_bufferSize calls cusolverDnSgeqrf_bufferSize.
+// Sgeqrf_bufferSize calls cusolverDnSgeqrf_bufferSize. See cusolverDn<t>geqrf_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-geqrf-buffersize
 func Sgeqrf_bufferSize(handle Handle, m int32, n int32, A *float32, lda int32, lwork *int32) error {
 	fp, err := procSgeqrf_bufferSize.Addr()
 	if err != nil {
@@ -4617,7 +4032,8 @@ func Sgeqrf_bufferSize(handle Handle, m int32, n int32, A *float32, lda int32, l
 	return nil
 }
 
-// Dgeqrf_bufferSize calls cusolverDnDgeqrf_bufferSize.
+// Dgeqrf_bufferSize calls cusolverDnDgeqrf_bufferSize. See cusolverDn<t>geqrf_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-geqrf-buffersize
 func Dgeqrf_bufferSize(handle Handle, m int32, n int32, A *float64, lda int32, lwork *int32) error {
 	fp, err := procDgeqrf_bufferSize.Addr()
 	if err != nil {
@@ -4629,7 +4045,8 @@ func Dgeqrf_bufferSize(handle Handle, m int32, n int32, A *float64, lda int32, l
 	return nil
 }
 
-// Cgeqrf_bufferSize calls cusolverDnCgeqrf_bufferSize.
+// Cgeqrf_bufferSize calls cusolverDnCgeqrf_bufferSize. See cusolverDn<t>geqrf_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-geqrf-buffersize
 func Cgeqrf_bufferSize(handle Handle, m int32, n int32, A *cudart.CuComplex, lda int32, lwork *int32) error {
 	fp, err := procCgeqrf_bufferSize.Addr()
 	if err != nil {
@@ -4641,7 +4058,8 @@ func Cgeqrf_bufferSize(handle Handle, m int32, n int32, A *cudart.CuComplex, lda
 	return nil
 }
 
-// Zgeqrf_bufferSize calls cusolverDnZgeqrf_bufferSize.
+// Zgeqrf_bufferSize calls cusolverDnZgeqrf_bufferSize. See cusolverDn<t>geqrf_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-geqrf-buffersize
 func Zgeqrf_bufferSize(handle Handle, m int32, n int32, A *cudart.CuDoubleComplex, lda int32, lwork *int32) error {
 	fp, err := procZgeqrf_bufferSize.Addr()
 	if err != nil {
@@ -4653,7 +4071,8 @@ func Zgeqrf_bufferSize(handle Handle, m int32, n int32, A *cudart.CuDoubleComple
 	return nil
 }
 
-// Sgeqrf calls cusolverDnSgeqrf.
+// Sgeqrf calls cusolverDnSgeqrf. See cusolverDn<t>geqrf() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-geqrf
 func Sgeqrf(handle Handle, m int32, n int32, A *float32, lda int32, TAU *float32, Workspace *float32, Lwork int32, devInfo *int32) error {
 	fp, err := procSgeqrf.Addr()
 	if err != nil {
@@ -4665,7 +4084,8 @@ func Sgeqrf(handle Handle, m int32, n int32, A *float32, lda int32, TAU *float32
 	return nil
 }
 
-// Dgeqrf calls cusolverDnDgeqrf.
+// Dgeqrf calls cusolverDnDgeqrf. See cusolverDn<t>geqrf() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-geqrf
 func Dgeqrf(handle Handle, m int32, n int32, A *float64, lda int32, TAU *float64, Workspace *float64, Lwork int32, devInfo *int32) error {
 	fp, err := procDgeqrf.Addr()
 	if err != nil {
@@ -4677,7 +4097,8 @@ func Dgeqrf(handle Handle, m int32, n int32, A *float64, lda int32, TAU *float64
 	return nil
 }
 
-// Cgeqrf calls cusolverDnCgeqrf.
+// Cgeqrf calls cusolverDnCgeqrf. See cusolverDn<t>geqrf() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-geqrf
 func Cgeqrf(handle Handle, m int32, n int32, A *cudart.CuComplex, lda int32, TAU *cudart.CuComplex, Workspace *cudart.CuComplex, Lwork int32, devInfo *int32) error {
 	fp, err := procCgeqrf.Addr()
 	if err != nil {
@@ -4689,7 +4110,8 @@ func Cgeqrf(handle Handle, m int32, n int32, A *cudart.CuComplex, lda int32, TAU
 	return nil
 }
 
-// Zgeqrf calls cusolverDnZgeqrf.
+// Zgeqrf calls cusolverDnZgeqrf. See cusolverDn<t>geqrf() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-geqrf
 func Zgeqrf(handle Handle, m int32, n int32, A *cudart.CuDoubleComplex, lda int32, TAU *cudart.CuDoubleComplex, Workspace *cudart.CuDoubleComplex, Lwork int32, devInfo *int32) error {
 	fp, err := procZgeqrf.Addr()
 	if err != nil {
@@ -4701,7 +4123,8 @@ func Zgeqrf(handle Handle, m int32, n int32, A *cudart.CuDoubleComplex, lda int3
 	return nil
 }
 
-// Sorgqr_bufferSize calls cusolverDnSorgqr_bufferSize.
+// Sorgqr_bufferSize calls cusolverDnSorgqr_bufferSize. See cusolverDn<t>orgqr_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-orgqr-buffersize
 func Sorgqr_bufferSize(handle Handle, m int32, n int32, k int32, A *float32, lda int32, tau *float32, lwork *int32) error {
 	fp, err := procSorgqr_bufferSize.Addr()
 	if err != nil {
@@ -4713,7 +4136,8 @@ func Sorgqr_bufferSize(handle Handle, m int32, n int32, k int32, A *float32, lda
 	return nil
 }
 
-// Dorgqr_bufferSize calls cusolverDnDorgqr_bufferSize.
+// Dorgqr_bufferSize calls cusolverDnDorgqr_bufferSize. See cusolverDn<t>orgqr_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-orgqr-buffersize
 func Dorgqr_bufferSize(handle Handle, m int32, n int32, k int32, A *float64, lda int32, tau *float64, lwork *int32) error {
 	fp, err := procDorgqr_bufferSize.Addr()
 	if err != nil {
@@ -4725,7 +4149,8 @@ func Dorgqr_bufferSize(handle Handle, m int32, n int32, k int32, A *float64, lda
 	return nil
 }
 
-// Cungqr_bufferSize calls cusolverDnCungqr_bufferSize.
+// Cungqr_bufferSize calls cusolverDnCungqr_bufferSize. See cusolverDn<t>ungqr_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-ungqr-buffersize
 func Cungqr_bufferSize(handle Handle, m int32, n int32, k int32, A *cudart.CuComplex, lda int32, tau *cudart.CuComplex, lwork *int32) error {
 	fp, err := procCungqr_bufferSize.Addr()
 	if err != nil {
@@ -4737,7 +4162,8 @@ func Cungqr_bufferSize(handle Handle, m int32, n int32, k int32, A *cudart.CuCom
 	return nil
 }
 
-// Zungqr_bufferSize calls cusolverDnZungqr_bufferSize.
+// Zungqr_bufferSize calls cusolverDnZungqr_bufferSize. See cusolverDn<t>ungqr_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-ungqr-buffersize
 func Zungqr_bufferSize(handle Handle, m int32, n int32, k int32, A *cudart.CuDoubleComplex, lda int32, tau *cudart.CuDoubleComplex, lwork *int32) error {
 	fp, err := procZungqr_bufferSize.Addr()
 	if err != nil {
@@ -4749,7 +4175,8 @@ func Zungqr_bufferSize(handle Handle, m int32, n int32, k int32, A *cudart.CuDou
 	return nil
 }
 
-// Sorgqr calls cusolverDnSorgqr.
+// Sorgqr calls cusolverDnSorgqr. See cusolverDn<t>orgqr() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-orgqr
 func Sorgqr(handle Handle, m int32, n int32, k int32, A *float32, lda int32, tau *float32, work *float32, lwork int32, info *int32) error {
 	fp, err := procSorgqr.Addr()
 	if err != nil {
@@ -4761,7 +4188,8 @@ func Sorgqr(handle Handle, m int32, n int32, k int32, A *float32, lda int32, tau
 	return nil
 }
 
-// Dorgqr calls cusolverDnDorgqr.
+// Dorgqr calls cusolverDnDorgqr. See cusolverDn<t>orgqr() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-orgqr
 func Dorgqr(handle Handle, m int32, n int32, k int32, A *float64, lda int32, tau *float64, work *float64, lwork int32, info *int32) error {
 	fp, err := procDorgqr.Addr()
 	if err != nil {
@@ -4773,7 +4201,8 @@ func Dorgqr(handle Handle, m int32, n int32, k int32, A *float64, lda int32, tau
 	return nil
 }
 
-// Cungqr calls cusolverDnCungqr.
+// Cungqr calls cusolverDnCungqr. See cusolverDn<t>ungqr() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-ungqr
 func Cungqr(handle Handle, m int32, n int32, k int32, A *cudart.CuComplex, lda int32, tau *cudart.CuComplex, work *cudart.CuComplex, lwork int32, info *int32) error {
 	fp, err := procCungqr.Addr()
 	if err != nil {
@@ -4785,7 +4214,8 @@ func Cungqr(handle Handle, m int32, n int32, k int32, A *cudart.CuComplex, lda i
 	return nil
 }
 
-// Zungqr calls cusolverDnZungqr.
+// Zungqr calls cusolverDnZungqr. See cusolverDn<t>ungqr() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-ungqr
 func Zungqr(handle Handle, m int32, n int32, k int32, A *cudart.CuDoubleComplex, lda int32, tau *cudart.CuDoubleComplex, work *cudart.CuDoubleComplex, lwork int32, info *int32) error {
 	fp, err := procZungqr.Addr()
 	if err != nil {
@@ -4797,7 +4227,8 @@ func Zungqr(handle Handle, m int32, n int32, k int32, A *cudart.CuDoubleComplex,
 	return nil
 }
 
-// Sormqr_bufferSize calls cusolverDnSormqr_bufferSize.
+// Sormqr_bufferSize calls cusolverDnSormqr_bufferSize. See cusolverDn<t>ormqr_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-ormqr-buffersize
 func Sormqr_bufferSize(handle Handle, side cublas.SideMode, trans cublas.Operation, m int32, n int32, k int32, A *float32, lda int32, tau *float32, C_ *float32, ldc int32, lwork *int32) error {
 	fp, err := procSormqr_bufferSize.Addr()
 	if err != nil {
@@ -4809,7 +4240,8 @@ func Sormqr_bufferSize(handle Handle, side cublas.SideMode, trans cublas.Operati
 	return nil
 }
 
-// Dormqr_bufferSize calls cusolverDnDormqr_bufferSize.
+// Dormqr_bufferSize calls cusolverDnDormqr_bufferSize. See cusolverDn<t>ormqr_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-ormqr-buffersize
 func Dormqr_bufferSize(handle Handle, side cublas.SideMode, trans cublas.Operation, m int32, n int32, k int32, A *float64, lda int32, tau *float64, C_ *float64, ldc int32, lwork *int32) error {
 	fp, err := procDormqr_bufferSize.Addr()
 	if err != nil {
@@ -4821,7 +4253,8 @@ func Dormqr_bufferSize(handle Handle, side cublas.SideMode, trans cublas.Operati
 	return nil
 }
 
-// Cunmqr_bufferSize calls cusolverDnCunmqr_bufferSize.
+// Cunmqr_bufferSize calls cusolverDnCunmqr_bufferSize. See cusolverDn<t>unmqr_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-unmqr-buffersize
 func Cunmqr_bufferSize(handle Handle, side cublas.SideMode, trans cublas.Operation, m int32, n int32, k int32, A *cudart.CuComplex, lda int32, tau *cudart.CuComplex, C_ *cudart.CuComplex, ldc int32, lwork *int32) error {
 	fp, err := procCunmqr_bufferSize.Addr()
 	if err != nil {
@@ -4833,7 +4266,8 @@ func Cunmqr_bufferSize(handle Handle, side cublas.SideMode, trans cublas.Operati
 	return nil
 }
 
-// Zunmqr_bufferSize calls cusolverDnZunmqr_bufferSize.
+// Zunmqr_bufferSize calls cusolverDnZunmqr_bufferSize. See cusolverDn<t>unmqr_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-unmqr-buffersize
 func Zunmqr_bufferSize(handle Handle, side cublas.SideMode, trans cublas.Operation, m int32, n int32, k int32, A *cudart.CuDoubleComplex, lda int32, tau *cudart.CuDoubleComplex, C_ *cudart.CuDoubleComplex, ldc int32, lwork *int32) error {
 	fp, err := procZunmqr_bufferSize.Addr()
 	if err != nil {
@@ -4845,7 +4279,8 @@ func Zunmqr_bufferSize(handle Handle, side cublas.SideMode, trans cublas.Operati
 	return nil
 }
 
-// Sormqr calls cusolverDnSormqr.
+// Sormqr calls cusolverDnSormqr. See cusolverDn<t>ormqr() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-ormqr
 func Sormqr(handle Handle, side cublas.SideMode, trans cublas.Operation, m int32, n int32, k int32, A *float32, lda int32, tau *float32, C_ *float32, ldc int32, work *float32, lwork int32, devInfo *int32) error {
 	fp, err := procSormqr.Addr()
 	if err != nil {
@@ -4857,7 +4292,8 @@ func Sormqr(handle Handle, side cublas.SideMode, trans cublas.Operation, m int32
 	return nil
 }
 
-// Dormqr calls cusolverDnDormqr.
+// Dormqr calls cusolverDnDormqr. See cusolverDn<t>ormqr() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-ormqr
 func Dormqr(handle Handle, side cublas.SideMode, trans cublas.Operation, m int32, n int32, k int32, A *float64, lda int32, tau *float64, C_ *float64, ldc int32, work *float64, lwork int32, devInfo *int32) error {
 	fp, err := procDormqr.Addr()
 	if err != nil {
@@ -4869,7 +4305,8 @@ func Dormqr(handle Handle, side cublas.SideMode, trans cublas.Operation, m int32
 	return nil
 }
 
-// Cunmqr calls cusolverDnCunmqr.
+// Cunmqr calls cusolverDnCunmqr. See cusolverDn<t>unmqr() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-unmqr
 func Cunmqr(handle Handle, side cublas.SideMode, trans cublas.Operation, m int32, n int32, k int32, A *cudart.CuComplex, lda int32, tau *cudart.CuComplex, C_ *cudart.CuComplex, ldc int32, work *cudart.CuComplex, lwork int32, devInfo *int32) error {
 	fp, err := procCunmqr.Addr()
 	if err != nil {
@@ -4881,7 +4318,8 @@ func Cunmqr(handle Handle, side cublas.SideMode, trans cublas.Operation, m int32
 	return nil
 }
 
-// Zunmqr calls cusolverDnZunmqr.
+// Zunmqr calls cusolverDnZunmqr. See cusolverDn<t>unmqr() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-unmqr
 func Zunmqr(handle Handle, side cublas.SideMode, trans cublas.Operation, m int32, n int32, k int32, A *cudart.CuDoubleComplex, lda int32, tau *cudart.CuDoubleComplex, C_ *cudart.CuDoubleComplex, ldc int32, work *cudart.CuDoubleComplex, lwork int32, devInfo *int32) error {
 	fp, err := procZunmqr.Addr()
 	if err != nil {
@@ -4893,7 +4331,8 @@ func Zunmqr(handle Handle, side cublas.SideMode, trans cublas.Operation, m int32
 	return nil
 }
 
-// Ssytrf_bufferSize calls cusolverDnSsytrf_bufferSize.
+// Ssytrf_bufferSize calls cusolverDnSsytrf_bufferSize. See cusolverDn<t>sytrf_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-sytrf-buffersize
 func Ssytrf_bufferSize(handle Handle, n int32, A *float32, lda int32, lwork *int32) error {
 	fp, err := procSsytrf_bufferSize.Addr()
 	if err != nil {
@@ -4905,7 +4344,8 @@ func Ssytrf_bufferSize(handle Handle, n int32, A *float32, lda int32, lwork *int
 	return nil
 }
 
-// Dsytrf_bufferSize calls cusolverDnDsytrf_bufferSize.
+// Dsytrf_bufferSize calls cusolverDnDsytrf_bufferSize. See cusolverDn<t>sytrf_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-sytrf-buffersize
 func Dsytrf_bufferSize(handle Handle, n int32, A *float64, lda int32, lwork *int32) error {
 	fp, err := procDsytrf_bufferSize.Addr()
 	if err != nil {
@@ -4917,7 +4357,8 @@ func Dsytrf_bufferSize(handle Handle, n int32, A *float64, lda int32, lwork *int
 	return nil
 }
 
-// Csytrf_bufferSize calls cusolverDnCsytrf_bufferSize.
+// Csytrf_bufferSize calls cusolverDnCsytrf_bufferSize. See cusolverDn<t>sytrf_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-sytrf-buffersize
 func Csytrf_bufferSize(handle Handle, n int32, A *cudart.CuComplex, lda int32, lwork *int32) error {
 	fp, err := procCsytrf_bufferSize.Addr()
 	if err != nil {
@@ -4929,7 +4370,8 @@ func Csytrf_bufferSize(handle Handle, n int32, A *cudart.CuComplex, lda int32, l
 	return nil
 }
 
-// Zsytrf_bufferSize calls cusolverDnZsytrf_bufferSize.
+// Zsytrf_bufferSize calls cusolverDnZsytrf_bufferSize. See cusolverDn<t>sytrf_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-sytrf-buffersize
 func Zsytrf_bufferSize(handle Handle, n int32, A *cudart.CuDoubleComplex, lda int32, lwork *int32) error {
 	fp, err := procZsytrf_bufferSize.Addr()
 	if err != nil {
@@ -4941,7 +4383,8 @@ func Zsytrf_bufferSize(handle Handle, n int32, A *cudart.CuDoubleComplex, lda in
 	return nil
 }
 
-// Ssytrf calls cusolverDnSsytrf.
+// Ssytrf calls cusolverDnSsytrf. See cusolverDn<t>sytrf() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-sytrf
 func Ssytrf(handle Handle, uplo cublas.FillMode, n int32, A *float32, lda int32, ipiv *int32, work *float32, lwork int32, info *int32) error {
 	fp, err := procSsytrf.Addr()
 	if err != nil {
@@ -4953,7 +4396,8 @@ func Ssytrf(handle Handle, uplo cublas.FillMode, n int32, A *float32, lda int32,
 	return nil
 }
 
-// Dsytrf calls cusolverDnDsytrf.
+// Dsytrf calls cusolverDnDsytrf. See cusolverDn<t>sytrf() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-sytrf
 func Dsytrf(handle Handle, uplo cublas.FillMode, n int32, A *float64, lda int32, ipiv *int32, work *float64, lwork int32, info *int32) error {
 	fp, err := procDsytrf.Addr()
 	if err != nil {
@@ -4965,7 +4409,8 @@ func Dsytrf(handle Handle, uplo cublas.FillMode, n int32, A *float64, lda int32,
 	return nil
 }
 
-// Csytrf calls cusolverDnCsytrf.
+// Csytrf calls cusolverDnCsytrf. See cusolverDn<t>sytrf() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-sytrf
 func Csytrf(handle Handle, uplo cublas.FillMode, n int32, A *cudart.CuComplex, lda int32, ipiv *int32, work *cudart.CuComplex, lwork int32, info *int32) error {
 	fp, err := procCsytrf.Addr()
 	if err != nil {
@@ -4977,7 +4422,8 @@ func Csytrf(handle Handle, uplo cublas.FillMode, n int32, A *cudart.CuComplex, l
 	return nil
 }
 
-// Zsytrf calls cusolverDnZsytrf.
+// Zsytrf calls cusolverDnZsytrf. See cusolverDn<t>sytrf() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-sytrf
 func Zsytrf(handle Handle, uplo cublas.FillMode, n int32, A *cudart.CuDoubleComplex, lda int32, ipiv *int32, work *cudart.CuDoubleComplex, lwork int32, info *int32) error {
 	fp, err := procZsytrf.Addr()
 	if err != nil {
@@ -4989,7 +4435,7 @@ func Zsytrf(handle Handle, uplo cublas.FillMode, n int32, A *cudart.CuDoubleComp
 	return nil
 }
 
-// Xsytrs_bufferSize calls cusolverDnXsytrs_bufferSize.
+// Xsytrs_bufferSize calls cusolverDnXsytrs_bufferSize: symmetric indefinite solve (SYTRS)
 func Xsytrs_bufferSize(handle Handle, uplo cublas.FillMode, n int64, nrhs int64, dataTypeA cudart.DataType, A unsafe.Pointer, lda int64, ipiv *int64, dataTypeB cudart.DataType, B unsafe.Pointer, ldb int64, workspaceInBytesOnDevice *uint64, workspaceInBytesOnHost *uint64) error {
 	fp, err := procXsytrs_bufferSize.Addr()
 	if err != nil {
@@ -5001,7 +4447,8 @@ func Xsytrs_bufferSize(handle Handle, uplo cublas.FillMode, n int64, nrhs int64,
 	return nil
 }
 
-// Xsytrs calls cusolverDnXsytrs.
+// Xsytrs calls cusolverDnXsytrs. See cusolverDnXsytrs() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnxsytrs
 func Xsytrs(handle Handle, uplo cublas.FillMode, n int64, nrhs int64, dataTypeA cudart.DataType, A unsafe.Pointer, lda int64, ipiv *int64, dataTypeB cudart.DataType, B unsafe.Pointer, ldb int64, bufferOnDevice unsafe.Pointer, workspaceInBytesOnDevice uint64, bufferOnHost unsafe.Pointer, workspaceInBytesOnHost uint64, info *int32) error {
 	fp, err := procXsytrs.Addr()
 	if err != nil {
@@ -5013,7 +4460,8 @@ func Xsytrs(handle Handle, uplo cublas.FillMode, n int64, nrhs int64, dataTypeA 
 	return nil
 }
 
-// Ssytri_bufferSize calls cusolverDnSsytri_bufferSize.
+// Ssytri_bufferSize calls cusolverDnSsytri_bufferSize. See cusolverDn<t>sytri_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-sytri-buffersize
 func Ssytri_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *float32, lda int32, ipiv *int32, lwork *int32) error {
 	fp, err := procSsytri_bufferSize.Addr()
 	if err != nil {
@@ -5025,7 +4473,8 @@ func Ssytri_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *float32,
 	return nil
 }
 
-// Dsytri_bufferSize calls cusolverDnDsytri_bufferSize.
+// Dsytri_bufferSize calls cusolverDnDsytri_bufferSize. See cusolverDn<t>sytri_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-sytri-buffersize
 func Dsytri_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *float64, lda int32, ipiv *int32, lwork *int32) error {
 	fp, err := procDsytri_bufferSize.Addr()
 	if err != nil {
@@ -5037,7 +4486,8 @@ func Dsytri_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *float64,
 	return nil
 }
 
-// Csytri_bufferSize calls cusolverDnCsytri_bufferSize.
+// Csytri_bufferSize calls cusolverDnCsytri_bufferSize. See cusolverDn<t>sytri_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-sytri-buffersize
 func Csytri_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *cudart.CuComplex, lda int32, ipiv *int32, lwork *int32) error {
 	fp, err := procCsytri_bufferSize.Addr()
 	if err != nil {
@@ -5049,7 +4499,8 @@ func Csytri_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *cudart.C
 	return nil
 }
 
-// Zsytri_bufferSize calls cusolverDnZsytri_bufferSize.
+// Zsytri_bufferSize calls cusolverDnZsytri_bufferSize. See cusolverDn<t>sytri_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-sytri-buffersize
 func Zsytri_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *cudart.CuDoubleComplex, lda int32, ipiv *int32, lwork *int32) error {
 	fp, err := procZsytri_bufferSize.Addr()
 	if err != nil {
@@ -5061,7 +4512,8 @@ func Zsytri_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *cudart.C
 	return nil
 }
 
-// Ssytri calls cusolverDnSsytri.
+// Ssytri calls cusolverDnSsytri. See cusolverDn<t>sytri() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-sytri
 func Ssytri(handle Handle, uplo cublas.FillMode, n int32, A *float32, lda int32, ipiv *int32, work *float32, lwork int32, info *int32) error {
 	fp, err := procSsytri.Addr()
 	if err != nil {
@@ -5073,7 +4525,8 @@ func Ssytri(handle Handle, uplo cublas.FillMode, n int32, A *float32, lda int32,
 	return nil
 }
 
-// Dsytri calls cusolverDnDsytri.
+// Dsytri calls cusolverDnDsytri. See cusolverDn<t>sytri() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-sytri
 func Dsytri(handle Handle, uplo cublas.FillMode, n int32, A *float64, lda int32, ipiv *int32, work *float64, lwork int32, info *int32) error {
 	fp, err := procDsytri.Addr()
 	if err != nil {
@@ -5085,7 +4538,8 @@ func Dsytri(handle Handle, uplo cublas.FillMode, n int32, A *float64, lda int32,
 	return nil
 }
 
-// Csytri calls cusolverDnCsytri.
+// Csytri calls cusolverDnCsytri. See cusolverDn<t>sytri() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-sytri
 func Csytri(handle Handle, uplo cublas.FillMode, n int32, A *cudart.CuComplex, lda int32, ipiv *int32, work *cudart.CuComplex, lwork int32, info *int32) error {
 	fp, err := procCsytri.Addr()
 	if err != nil {
@@ -5097,7 +4551,8 @@ func Csytri(handle Handle, uplo cublas.FillMode, n int32, A *cudart.CuComplex, l
 	return nil
 }
 
-// Zsytri calls cusolverDnZsytri.
+// Zsytri calls cusolverDnZsytri. See cusolverDn<t>sytri() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-sytri
 func Zsytri(handle Handle, uplo cublas.FillMode, n int32, A *cudart.CuDoubleComplex, lda int32, ipiv *int32, work *cudart.CuDoubleComplex, lwork int32, info *int32) error {
 	fp, err := procZsytri.Addr()
 	if err != nil {
@@ -5109,7 +4564,8 @@ func Zsytri(handle Handle, uplo cublas.FillMode, n int32, A *cudart.CuDoubleComp
 	return nil
 }
 
-// Sgebrd_bufferSize calls cusolverDnSgebrd_bufferSize.
+// Sgebrd_bufferSize calls cusolverDnSgebrd_bufferSize. See cusolverDn<t>gebrd_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-gebrd-buffersize
 func Sgebrd_bufferSize(handle Handle, m int32, n int32, Lwork *int32) error {
 	fp, err := procSgebrd_bufferSize.Addr()
 	if err != nil {
@@ -5121,7 +4577,8 @@ func Sgebrd_bufferSize(handle Handle, m int32, n int32, Lwork *int32) error {
 	return nil
 }
 
-// Dgebrd_bufferSize calls cusolverDnDgebrd_bufferSize.
+// Dgebrd_bufferSize calls cusolverDnDgebrd_bufferSize. See cusolverDn<t>gebrd_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-gebrd-buffersize
 func Dgebrd_bufferSize(handle Handle, m int32, n int32, Lwork *int32) error {
 	fp, err := procDgebrd_bufferSize.Addr()
 	if err != nil {
@@ -5133,7 +4590,8 @@ func Dgebrd_bufferSize(handle Handle, m int32, n int32, Lwork *int32) error {
 	return nil
 }
 
-// Cgebrd_bufferSize calls cusolverDnCgebrd_bufferSize.
+// Cgebrd_bufferSize calls cusolverDnCgebrd_bufferSize. See cusolverDn<t>gebrd_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-gebrd-buffersize
 func Cgebrd_bufferSize(handle Handle, m int32, n int32, Lwork *int32) error {
 	fp, err := procCgebrd_bufferSize.Addr()
 	if err != nil {
@@ -5145,7 +4603,8 @@ func Cgebrd_bufferSize(handle Handle, m int32, n int32, Lwork *int32) error {
 	return nil
 }
 
-// Zgebrd_bufferSize calls cusolverDnZgebrd_bufferSize.
+// Zgebrd_bufferSize calls cusolverDnZgebrd_bufferSize. See cusolverDn<t>gebrd_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-gebrd-buffersize
 func Zgebrd_bufferSize(handle Handle, m int32, n int32, Lwork *int32) error {
 	fp, err := procZgebrd_bufferSize.Addr()
 	if err != nil {
@@ -5157,7 +4616,8 @@ func Zgebrd_bufferSize(handle Handle, m int32, n int32, Lwork *int32) error {
 	return nil
 }
 
-// Sgebrd calls cusolverDnSgebrd.
+// Sgebrd calls cusolverDnSgebrd. See cusolverDn<t>gebrd() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-gebrd
 func Sgebrd(handle Handle, m int32, n int32, A *float32, lda int32, D *float32, E *float32, TAUQ *float32, TAUP *float32, Work *float32, Lwork int32, devInfo *int32) error {
 	fp, err := procSgebrd.Addr()
 	if err != nil {
@@ -5169,7 +4629,8 @@ func Sgebrd(handle Handle, m int32, n int32, A *float32, lda int32, D *float32, 
 	return nil
 }
 
-// Dgebrd calls cusolverDnDgebrd.
+// Dgebrd calls cusolverDnDgebrd. See cusolverDn<t>gebrd() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-gebrd
 func Dgebrd(handle Handle, m int32, n int32, A *float64, lda int32, D *float64, E *float64, TAUQ *float64, TAUP *float64, Work *float64, Lwork int32, devInfo *int32) error {
 	fp, err := procDgebrd.Addr()
 	if err != nil {
@@ -5181,7 +4642,8 @@ func Dgebrd(handle Handle, m int32, n int32, A *float64, lda int32, D *float64, 
 	return nil
 }
 
-// Cgebrd calls cusolverDnCgebrd.
+// Cgebrd calls cusolverDnCgebrd. See cusolverDn<t>gebrd() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-gebrd
 func Cgebrd(handle Handle, m int32, n int32, A *cudart.CuComplex, lda int32, D *float32, E *float32, TAUQ *cudart.CuComplex, TAUP *cudart.CuComplex, Work *cudart.CuComplex, Lwork int32, devInfo *int32) error {
 	fp, err := procCgebrd.Addr()
 	if err != nil {
@@ -5193,7 +4655,8 @@ func Cgebrd(handle Handle, m int32, n int32, A *cudart.CuComplex, lda int32, D *
 	return nil
 }
 
-// Zgebrd calls cusolverDnZgebrd.
+// Zgebrd calls cusolverDnZgebrd. See cusolverDn<t>gebrd() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-gebrd
 func Zgebrd(handle Handle, m int32, n int32, A *cudart.CuDoubleComplex, lda int32, D *float64, E *float64, TAUQ *cudart.CuDoubleComplex, TAUP *cudart.CuDoubleComplex, Work *cudart.CuDoubleComplex, Lwork int32, devInfo *int32) error {
 	fp, err := procZgebrd.Addr()
 	if err != nil {
@@ -5205,7 +4668,8 @@ func Zgebrd(handle Handle, m int32, n int32, A *cudart.CuDoubleComplex, lda int3
 	return nil
 }
 
-// Sorgbr_bufferSize calls cusolverDnSorgbr_bufferSize.
+// Sorgbr_bufferSize calls cusolverDnSorgbr_bufferSize. See cusolverDn<t>orgbr_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-orgbr-buffersize
 func Sorgbr_bufferSize(handle Handle, side cublas.SideMode, m int32, n int32, k int32, A *float32, lda int32, tau *float32, lwork *int32) error {
 	fp, err := procSorgbr_bufferSize.Addr()
 	if err != nil {
@@ -5217,7 +4681,8 @@ func Sorgbr_bufferSize(handle Handle, side cublas.SideMode, m int32, n int32, k 
 	return nil
 }
 
-// Dorgbr_bufferSize calls cusolverDnDorgbr_bufferSize.
+// Dorgbr_bufferSize calls cusolverDnDorgbr_bufferSize. See cusolverDn<t>orgbr_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-orgbr-buffersize
 func Dorgbr_bufferSize(handle Handle, side cublas.SideMode, m int32, n int32, k int32, A *float64, lda int32, tau *float64, lwork *int32) error {
 	fp, err := procDorgbr_bufferSize.Addr()
 	if err != nil {
@@ -5229,7 +4694,8 @@ func Dorgbr_bufferSize(handle Handle, side cublas.SideMode, m int32, n int32, k 
 	return nil
 }
 
-// Cungbr_bufferSize calls cusolverDnCungbr_bufferSize.
+// Cungbr_bufferSize calls cusolverDnCungbr_bufferSize. See cusolverDn<t>ungbr_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-ungbr-buffersize
 func Cungbr_bufferSize(handle Handle, side cublas.SideMode, m int32, n int32, k int32, A *cudart.CuComplex, lda int32, tau *cudart.CuComplex, lwork *int32) error {
 	fp, err := procCungbr_bufferSize.Addr()
 	if err != nil {
@@ -5241,7 +4707,8 @@ func Cungbr_bufferSize(handle Handle, side cublas.SideMode, m int32, n int32, k 
 	return nil
 }
 
-// Zungbr_bufferSize calls cusolverDnZungbr_bufferSize.
+// Zungbr_bufferSize calls cusolverDnZungbr_bufferSize. See cusolverDn<t>ungbr_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-ungbr-buffersize
 func Zungbr_bufferSize(handle Handle, side cublas.SideMode, m int32, n int32, k int32, A *cudart.CuDoubleComplex, lda int32, tau *cudart.CuDoubleComplex, lwork *int32) error {
 	fp, err := procZungbr_bufferSize.Addr()
 	if err != nil {
@@ -5253,7 +4720,8 @@ func Zungbr_bufferSize(handle Handle, side cublas.SideMode, m int32, n int32, k 
 	return nil
 }
 
-// Sorgbr calls cusolverDnSorgbr.
+// Sorgbr calls cusolverDnSorgbr. See cusolverDn<t>orgbr() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-orgbr
 func Sorgbr(handle Handle, side cublas.SideMode, m int32, n int32, k int32, A *float32, lda int32, tau *float32, work *float32, lwork int32, info *int32) error {
 	fp, err := procSorgbr.Addr()
 	if err != nil {
@@ -5265,7 +4733,8 @@ func Sorgbr(handle Handle, side cublas.SideMode, m int32, n int32, k int32, A *f
 	return nil
 }
 
-// Dorgbr calls cusolverDnDorgbr.
+// Dorgbr calls cusolverDnDorgbr. See cusolverDn<t>orgbr() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-orgbr
 func Dorgbr(handle Handle, side cublas.SideMode, m int32, n int32, k int32, A *float64, lda int32, tau *float64, work *float64, lwork int32, info *int32) error {
 	fp, err := procDorgbr.Addr()
 	if err != nil {
@@ -5277,7 +4746,8 @@ func Dorgbr(handle Handle, side cublas.SideMode, m int32, n int32, k int32, A *f
 	return nil
 }
 
-// Cungbr calls cusolverDnCungbr.
+// Cungbr calls cusolverDnCungbr. See cusolverDn<t>ungbr() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-ungbr
 func Cungbr(handle Handle, side cublas.SideMode, m int32, n int32, k int32, A *cudart.CuComplex, lda int32, tau *cudart.CuComplex, work *cudart.CuComplex, lwork int32, info *int32) error {
 	fp, err := procCungbr.Addr()
 	if err != nil {
@@ -5289,7 +4759,8 @@ func Cungbr(handle Handle, side cublas.SideMode, m int32, n int32, k int32, A *c
 	return nil
 }
 
-// Zungbr calls cusolverDnZungbr.
+// Zungbr calls cusolverDnZungbr. See cusolverDn<t>ungbr() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-ungbr
 func Zungbr(handle Handle, side cublas.SideMode, m int32, n int32, k int32, A *cudart.CuDoubleComplex, lda int32, tau *cudart.CuDoubleComplex, work *cudart.CuDoubleComplex, lwork int32, info *int32) error {
 	fp, err := procZungbr.Addr()
 	if err != nil {
@@ -5301,7 +4772,8 @@ func Zungbr(handle Handle, side cublas.SideMode, m int32, n int32, k int32, A *c
 	return nil
 }
 
-// Ssytrd_bufferSize calls cusolverDnSsytrd_bufferSize.
+// Ssytrd_bufferSize calls cusolverDnSsytrd_bufferSize. See cusolverDn<t>sytrd_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-sytrd-buffersize
 func Ssytrd_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *float32, lda int32, d *float32, e *float32, tau *float32, lwork *int32) error {
 	fp, err := procSsytrd_bufferSize.Addr()
 	if err != nil {
@@ -5313,7 +4785,8 @@ func Ssytrd_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *float32,
 	return nil
 }
 
-// Dsytrd_bufferSize calls cusolverDnDsytrd_bufferSize.
+// Dsytrd_bufferSize calls cusolverDnDsytrd_bufferSize. See cusolverDn<t>sytrd_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-sytrd-buffersize
 func Dsytrd_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *float64, lda int32, d *float64, e *float64, tau *float64, lwork *int32) error {
 	fp, err := procDsytrd_bufferSize.Addr()
 	if err != nil {
@@ -5325,7 +4798,8 @@ func Dsytrd_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *float64,
 	return nil
 }
 
-// Chetrd_bufferSize calls cusolverDnChetrd_bufferSize.
+// Chetrd_bufferSize calls cusolverDnChetrd_bufferSize. See cusolverDn<t>hetrd_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-hetrd-buffersize
 func Chetrd_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *cudart.CuComplex, lda int32, d *float32, e *float32, tau *cudart.CuComplex, lwork *int32) error {
 	fp, err := procChetrd_bufferSize.Addr()
 	if err != nil {
@@ -5337,7 +4811,8 @@ func Chetrd_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *cudart.C
 	return nil
 }
 
-// Zhetrd_bufferSize calls cusolverDnZhetrd_bufferSize.
+// Zhetrd_bufferSize calls cusolverDnZhetrd_bufferSize. See cusolverDn<t>hetrd_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-hetrd-buffersize
 func Zhetrd_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *cudart.CuDoubleComplex, lda int32, d *float64, e *float64, tau *cudart.CuDoubleComplex, lwork *int32) error {
 	fp, err := procZhetrd_bufferSize.Addr()
 	if err != nil {
@@ -5349,7 +4824,8 @@ func Zhetrd_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *cudart.C
 	return nil
 }
 
-// Ssytrd calls cusolverDnSsytrd.
+// Ssytrd calls cusolverDnSsytrd. See cusolverDn<t>sytrd() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-sytrd
 func Ssytrd(handle Handle, uplo cublas.FillMode, n int32, A *float32, lda int32, d *float32, e *float32, tau *float32, work *float32, lwork int32, info *int32) error {
 	fp, err := procSsytrd.Addr()
 	if err != nil {
@@ -5361,7 +4837,8 @@ func Ssytrd(handle Handle, uplo cublas.FillMode, n int32, A *float32, lda int32,
 	return nil
 }
 
-// Dsytrd calls cusolverDnDsytrd.
+// Dsytrd calls cusolverDnDsytrd. See cusolverDn<t>sytrd() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-sytrd
 func Dsytrd(handle Handle, uplo cublas.FillMode, n int32, A *float64, lda int32, d *float64, e *float64, tau *float64, work *float64, lwork int32, info *int32) error {
 	fp, err := procDsytrd.Addr()
 	if err != nil {
@@ -5373,7 +4850,8 @@ func Dsytrd(handle Handle, uplo cublas.FillMode, n int32, A *float64, lda int32,
 	return nil
 }
 
-// Chetrd calls cusolverDnChetrd.
+// Chetrd calls cusolverDnChetrd. See cusolverDn<t>hetrd() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-hetrd
 func Chetrd(handle Handle, uplo cublas.FillMode, n int32, A *cudart.CuComplex, lda int32, d *float32, e *float32, tau *cudart.CuComplex, work *cudart.CuComplex, lwork int32, info *int32) error {
 	fp, err := procChetrd.Addr()
 	if err != nil {
@@ -5385,7 +4863,8 @@ func Chetrd(handle Handle, uplo cublas.FillMode, n int32, A *cudart.CuComplex, l
 	return nil
 }
 
-// Zhetrd calls cusolverDnZhetrd.
+// Zhetrd calls cusolverDnZhetrd. See cusolverDn<t>hetrd() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-hetrd
 func Zhetrd(handle Handle, uplo cublas.FillMode, n int32, A *cudart.CuDoubleComplex, lda int32, d *float64, e *float64, tau *cudart.CuDoubleComplex, work *cudart.CuDoubleComplex, lwork int32, info *int32) error {
 	fp, err := procZhetrd.Addr()
 	if err != nil {
@@ -5397,7 +4876,8 @@ func Zhetrd(handle Handle, uplo cublas.FillMode, n int32, A *cudart.CuDoubleComp
 	return nil
 }
 
-// Sorgtr_bufferSize calls cusolverDnSorgtr_bufferSize.
+// Sorgtr_bufferSize calls cusolverDnSorgtr_bufferSize. See cusolverDn<t>orgtr_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-orgtr-buffersize
 func Sorgtr_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *float32, lda int32, tau *float32, lwork *int32) error {
 	fp, err := procSorgtr_bufferSize.Addr()
 	if err != nil {
@@ -5409,7 +4889,8 @@ func Sorgtr_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *float32,
 	return nil
 }
 
-// Dorgtr_bufferSize calls cusolverDnDorgtr_bufferSize.
+// Dorgtr_bufferSize calls cusolverDnDorgtr_bufferSize. See cusolverDn<t>orgtr_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-orgtr-buffersize
 func Dorgtr_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *float64, lda int32, tau *float64, lwork *int32) error {
 	fp, err := procDorgtr_bufferSize.Addr()
 	if err != nil {
@@ -5421,7 +4902,8 @@ func Dorgtr_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *float64,
 	return nil
 }
 
-// Cungtr_bufferSize calls cusolverDnCungtr_bufferSize.
+// Cungtr_bufferSize calls cusolverDnCungtr_bufferSize. See cusolverDn<t>ungtr_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-ungtr-buffersize
 func Cungtr_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *cudart.CuComplex, lda int32, tau *cudart.CuComplex, lwork *int32) error {
 	fp, err := procCungtr_bufferSize.Addr()
 	if err != nil {
@@ -5433,7 +4915,8 @@ func Cungtr_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *cudart.C
 	return nil
 }
 
-// Zungtr_bufferSize calls cusolverDnZungtr_bufferSize.
+// Zungtr_bufferSize calls cusolverDnZungtr_bufferSize. See cusolverDn<t>ungtr_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-ungtr-buffersize
 func Zungtr_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *cudart.CuDoubleComplex, lda int32, tau *cudart.CuDoubleComplex, lwork *int32) error {
 	fp, err := procZungtr_bufferSize.Addr()
 	if err != nil {
@@ -5445,7 +4928,8 @@ func Zungtr_bufferSize(handle Handle, uplo cublas.FillMode, n int32, A *cudart.C
 	return nil
 }
 
-// Sorgtr calls cusolverDnSorgtr.
+// Sorgtr calls cusolverDnSorgtr. See cusolverDn<t>orgtr() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-orgtr
 func Sorgtr(handle Handle, uplo cublas.FillMode, n int32, A *float32, lda int32, tau *float32, work *float32, lwork int32, info *int32) error {
 	fp, err := procSorgtr.Addr()
 	if err != nil {
@@ -5457,7 +4941,8 @@ func Sorgtr(handle Handle, uplo cublas.FillMode, n int32, A *float32, lda int32,
 	return nil
 }
 
-// Dorgtr calls cusolverDnDorgtr.
+// Dorgtr calls cusolverDnDorgtr. See cusolverDn<t>orgtr() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-orgtr
 func Dorgtr(handle Handle, uplo cublas.FillMode, n int32, A *float64, lda int32, tau *float64, work *float64, lwork int32, info *int32) error {
 	fp, err := procDorgtr.Addr()
 	if err != nil {
@@ -5469,7 +4954,8 @@ func Dorgtr(handle Handle, uplo cublas.FillMode, n int32, A *float64, lda int32,
 	return nil
 }
 
-// Cungtr calls cusolverDnCungtr.
+// Cungtr calls cusolverDnCungtr. See cusolverDn<t>ungtr() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-ungtr
 func Cungtr(handle Handle, uplo cublas.FillMode, n int32, A *cudart.CuComplex, lda int32, tau *cudart.CuComplex, work *cudart.CuComplex, lwork int32, info *int32) error {
 	fp, err := procCungtr.Addr()
 	if err != nil {
@@ -5481,7 +4967,8 @@ func Cungtr(handle Handle, uplo cublas.FillMode, n int32, A *cudart.CuComplex, l
 	return nil
 }
 
-// Zungtr calls cusolverDnZungtr.
+// Zungtr calls cusolverDnZungtr. See cusolverDn<t>ungtr() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-ungtr
 func Zungtr(handle Handle, uplo cublas.FillMode, n int32, A *cudart.CuDoubleComplex, lda int32, tau *cudart.CuDoubleComplex, work *cudart.CuDoubleComplex, lwork int32, info *int32) error {
 	fp, err := procZungtr.Addr()
 	if err != nil {
@@ -5493,7 +4980,8 @@ func Zungtr(handle Handle, uplo cublas.FillMode, n int32, A *cudart.CuDoubleComp
 	return nil
 }
 
-// Sormtr_bufferSize calls cusolverDnSormtr_bufferSize.
+// Sormtr_bufferSize calls cusolverDnSormtr_bufferSize. See cusolverDn<t>ormtr_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-ormtr-buffersize
 func Sormtr_bufferSize(handle Handle, side cublas.SideMode, uplo cublas.FillMode, trans cublas.Operation, m int32, n int32, A *float32, lda int32, tau *float32, C_ *float32, ldc int32, lwork *int32) error {
 	fp, err := procSormtr_bufferSize.Addr()
 	if err != nil {
@@ -5505,7 +4993,8 @@ func Sormtr_bufferSize(handle Handle, side cublas.SideMode, uplo cublas.FillMode
 	return nil
 }
 
-// Dormtr_bufferSize calls cusolverDnDormtr_bufferSize.
+// Dormtr_bufferSize calls cusolverDnDormtr_bufferSize. See cusolverDn<t>ormtr_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-ormtr-buffersize
 func Dormtr_bufferSize(handle Handle, side cublas.SideMode, uplo cublas.FillMode, trans cublas.Operation, m int32, n int32, A *float64, lda int32, tau *float64, C_ *float64, ldc int32, lwork *int32) error {
 	fp, err := procDormtr_bufferSize.Addr()
 	if err != nil {
@@ -5517,7 +5006,8 @@ func Dormtr_bufferSize(handle Handle, side cublas.SideMode, uplo cublas.FillMode
 	return nil
 }
 
-// Cunmtr_bufferSize calls cusolverDnCunmtr_bufferSize.
+// Cunmtr_bufferSize calls cusolverDnCunmtr_bufferSize. See cusolverDn<t>unmtr_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-unmtr-buffersize
 func Cunmtr_bufferSize(handle Handle, side cublas.SideMode, uplo cublas.FillMode, trans cublas.Operation, m int32, n int32, A *cudart.CuComplex, lda int32, tau *cudart.CuComplex, C_ *cudart.CuComplex, ldc int32, lwork *int32) error {
 	fp, err := procCunmtr_bufferSize.Addr()
 	if err != nil {
@@ -5529,7 +5019,8 @@ func Cunmtr_bufferSize(handle Handle, side cublas.SideMode, uplo cublas.FillMode
 	return nil
 }
 
-// Zunmtr_bufferSize calls cusolverDnZunmtr_bufferSize.
+// Zunmtr_bufferSize calls cusolverDnZunmtr_bufferSize. See cusolverDn<t>unmtr_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-unmtr-buffersize
 func Zunmtr_bufferSize(handle Handle, side cublas.SideMode, uplo cublas.FillMode, trans cublas.Operation, m int32, n int32, A *cudart.CuDoubleComplex, lda int32, tau *cudart.CuDoubleComplex, C_ *cudart.CuDoubleComplex, ldc int32, lwork *int32) error {
 	fp, err := procZunmtr_bufferSize.Addr()
 	if err != nil {
@@ -5541,7 +5032,8 @@ func Zunmtr_bufferSize(handle Handle, side cublas.SideMode, uplo cublas.FillMode
 	return nil
 }
 
-// Sormtr calls cusolverDnSormtr.
+// Sormtr calls cusolverDnSormtr. See cusolverDn<t>ormtr() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-ormtr
 func Sormtr(handle Handle, side cublas.SideMode, uplo cublas.FillMode, trans cublas.Operation, m int32, n int32, A *float32, lda int32, tau *float32, C_ *float32, ldc int32, work *float32, lwork int32, info *int32) error {
 	fp, err := procSormtr.Addr()
 	if err != nil {
@@ -5553,7 +5045,8 @@ func Sormtr(handle Handle, side cublas.SideMode, uplo cublas.FillMode, trans cub
 	return nil
 }
 
-// Dormtr calls cusolverDnDormtr.
+// Dormtr calls cusolverDnDormtr. See cusolverDn<t>ormtr() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-ormtr
 func Dormtr(handle Handle, side cublas.SideMode, uplo cublas.FillMode, trans cublas.Operation, m int32, n int32, A *float64, lda int32, tau *float64, C_ *float64, ldc int32, work *float64, lwork int32, info *int32) error {
 	fp, err := procDormtr.Addr()
 	if err != nil {
@@ -5565,7 +5058,8 @@ func Dormtr(handle Handle, side cublas.SideMode, uplo cublas.FillMode, trans cub
 	return nil
 }
 
-// Cunmtr calls cusolverDnCunmtr.
+// Cunmtr calls cusolverDnCunmtr. See cusolverDn<t>unmtr() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-unmtr
 func Cunmtr(handle Handle, side cublas.SideMode, uplo cublas.FillMode, trans cublas.Operation, m int32, n int32, A *cudart.CuComplex, lda int32, tau *cudart.CuComplex, C_ *cudart.CuComplex, ldc int32, work *cudart.CuComplex, lwork int32, info *int32) error {
 	fp, err := procCunmtr.Addr()
 	if err != nil {
@@ -5577,7 +5071,8 @@ func Cunmtr(handle Handle, side cublas.SideMode, uplo cublas.FillMode, trans cub
 	return nil
 }
 
-// Zunmtr calls cusolverDnZunmtr.
+// Zunmtr calls cusolverDnZunmtr. See cusolverDn<t>unmtr() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-unmtr
 func Zunmtr(handle Handle, side cublas.SideMode, uplo cublas.FillMode, trans cublas.Operation, m int32, n int32, A *cudart.CuDoubleComplex, lda int32, tau *cudart.CuDoubleComplex, C_ *cudart.CuDoubleComplex, ldc int32, work *cudart.CuDoubleComplex, lwork int32, info *int32) error {
 	fp, err := procZunmtr.Addr()
 	if err != nil {
@@ -5589,7 +5084,8 @@ func Zunmtr(handle Handle, side cublas.SideMode, uplo cublas.FillMode, trans cub
 	return nil
 }
 
-// Sgesvd_bufferSize calls cusolverDnSgesvd_bufferSize.
+// Sgesvd_bufferSize calls cusolverDnSgesvd_bufferSize. See cusolverDn<t>gesvd_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-gesvd-buffersize
 func Sgesvd_bufferSize(handle Handle, m int32, n int32, lwork *int32) error {
 	fp, err := procSgesvd_bufferSize.Addr()
 	if err != nil {
@@ -5601,7 +5097,8 @@ func Sgesvd_bufferSize(handle Handle, m int32, n int32, lwork *int32) error {
 	return nil
 }
 
-// Dgesvd_bufferSize calls cusolverDnDgesvd_bufferSize.
+// Dgesvd_bufferSize calls cusolverDnDgesvd_bufferSize. See cusolverDn<t>gesvd_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-gesvd-buffersize
 func Dgesvd_bufferSize(handle Handle, m int32, n int32, lwork *int32) error {
 	fp, err := procDgesvd_bufferSize.Addr()
 	if err != nil {
@@ -5613,7 +5110,8 @@ func Dgesvd_bufferSize(handle Handle, m int32, n int32, lwork *int32) error {
 	return nil
 }
 
-// Cgesvd_bufferSize calls cusolverDnCgesvd_bufferSize.
+// Cgesvd_bufferSize calls cusolverDnCgesvd_bufferSize. See cusolverDn<t>gesvd_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-gesvd-buffersize
 func Cgesvd_bufferSize(handle Handle, m int32, n int32, lwork *int32) error {
 	fp, err := procCgesvd_bufferSize.Addr()
 	if err != nil {
@@ -5625,7 +5123,8 @@ func Cgesvd_bufferSize(handle Handle, m int32, n int32, lwork *int32) error {
 	return nil
 }
 
-// Zgesvd_bufferSize calls cusolverDnZgesvd_bufferSize.
+// Zgesvd_bufferSize calls cusolverDnZgesvd_bufferSize. See cusolverDn<t>gesvd_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-gesvd-buffersize
 func Zgesvd_bufferSize(handle Handle, m int32, n int32, lwork *int32) error {
 	fp, err := procZgesvd_bufferSize.Addr()
 	if err != nil {
@@ -5637,7 +5136,8 @@ func Zgesvd_bufferSize(handle Handle, m int32, n int32, lwork *int32) error {
 	return nil
 }
 
-// Sgesvd calls cusolverDnSgesvd.
+// Sgesvd calls cusolverDnSgesvd. See cusolverDn<t>gesvd() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-gesvd
 func Sgesvd(handle Handle, jobu int8, jobvt int8, m int32, n int32, A *float32, lda int32, S *float32, U *float32, ldu int32, VT *float32, ldvt int32, work *float32, lwork int32, rwork *float32, info *int32) error {
 	fp, err := procSgesvd.Addr()
 	if err != nil {
@@ -5649,7 +5149,8 @@ func Sgesvd(handle Handle, jobu int8, jobvt int8, m int32, n int32, A *float32, 
 	return nil
 }
 
-// Dgesvd calls cusolverDnDgesvd.
+// Dgesvd calls cusolverDnDgesvd. See cusolverDn<t>gesvd() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-gesvd
 func Dgesvd(handle Handle, jobu int8, jobvt int8, m int32, n int32, A *float64, lda int32, S *float64, U *float64, ldu int32, VT *float64, ldvt int32, work *float64, lwork int32, rwork *float64, info *int32) error {
 	fp, err := procDgesvd.Addr()
 	if err != nil {
@@ -5661,7 +5162,8 @@ func Dgesvd(handle Handle, jobu int8, jobvt int8, m int32, n int32, A *float64, 
 	return nil
 }
 
-// Cgesvd calls cusolverDnCgesvd.
+// Cgesvd calls cusolverDnCgesvd. See cusolverDn<t>gesvd() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-gesvd
 func Cgesvd(handle Handle, jobu int8, jobvt int8, m int32, n int32, A *cudart.CuComplex, lda int32, S *float32, U *cudart.CuComplex, ldu int32, VT *cudart.CuComplex, ldvt int32, work *cudart.CuComplex, lwork int32, rwork *float32, info *int32) error {
 	fp, err := procCgesvd.Addr()
 	if err != nil {
@@ -5673,7 +5175,8 @@ func Cgesvd(handle Handle, jobu int8, jobvt int8, m int32, n int32, A *cudart.Cu
 	return nil
 }
 
-// Zgesvd calls cusolverDnZgesvd.
+// Zgesvd calls cusolverDnZgesvd. See cusolverDn<t>gesvd() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-gesvd
 func Zgesvd(handle Handle, jobu int8, jobvt int8, m int32, n int32, A *cudart.CuDoubleComplex, lda int32, S *float64, U *cudart.CuDoubleComplex, ldu int32, VT *cudart.CuDoubleComplex, ldvt int32, work *cudart.CuDoubleComplex, lwork int32, rwork *float64, info *int32) error {
 	fp, err := procZgesvd.Addr()
 	if err != nil {
@@ -5685,7 +5188,8 @@ func Zgesvd(handle Handle, jobu int8, jobvt int8, m int32, n int32, A *cudart.Cu
 	return nil
 }
 
-// Ssyevd_bufferSize calls cusolverDnSsyevd_bufferSize.
+// Ssyevd_bufferSize calls cusolverDnSsyevd_bufferSize. See cusolverDn<t>syevd_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-syevd-buffersize
 func Ssyevd_bufferSize(handle Handle, jobz EigMode, uplo cublas.FillMode, n int32, A *float32, lda int32, W *float32, lwork *int32) error {
 	fp, err := procSsyevd_bufferSize.Addr()
 	if err != nil {
@@ -5697,7 +5201,8 @@ func Ssyevd_bufferSize(handle Handle, jobz EigMode, uplo cublas.FillMode, n int3
 	return nil
 }
 
-// Dsyevd_bufferSize calls cusolverDnDsyevd_bufferSize.
+// Dsyevd_bufferSize calls cusolverDnDsyevd_bufferSize. See cusolverDn<t>syevd_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-syevd-buffersize
 func Dsyevd_bufferSize(handle Handle, jobz EigMode, uplo cublas.FillMode, n int32, A *float64, lda int32, W *float64, lwork *int32) error {
 	fp, err := procDsyevd_bufferSize.Addr()
 	if err != nil {
@@ -5709,7 +5214,8 @@ func Dsyevd_bufferSize(handle Handle, jobz EigMode, uplo cublas.FillMode, n int3
 	return nil
 }
 
-// Cheevd_bufferSize calls cusolverDnCheevd_bufferSize.
+// Cheevd_bufferSize calls cusolverDnCheevd_bufferSize. See cusolverDn<t>heevd_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-heevd-buffersize
 func Cheevd_bufferSize(handle Handle, jobz EigMode, uplo cublas.FillMode, n int32, A *cudart.CuComplex, lda int32, W *float32, lwork *int32) error {
 	fp, err := procCheevd_bufferSize.Addr()
 	if err != nil {
@@ -5721,7 +5227,8 @@ func Cheevd_bufferSize(handle Handle, jobz EigMode, uplo cublas.FillMode, n int3
 	return nil
 }
 
-// Zheevd_bufferSize calls cusolverDnZheevd_bufferSize.
+// Zheevd_bufferSize calls cusolverDnZheevd_bufferSize. See cusolverDn<t>heevd_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-heevd-buffersize
 func Zheevd_bufferSize(handle Handle, jobz EigMode, uplo cublas.FillMode, n int32, A *cudart.CuDoubleComplex, lda int32, W *float64, lwork *int32) error {
 	fp, err := procZheevd_bufferSize.Addr()
 	if err != nil {
@@ -5733,7 +5240,8 @@ func Zheevd_bufferSize(handle Handle, jobz EigMode, uplo cublas.FillMode, n int3
 	return nil
 }
 
-// Ssyevd calls cusolverDnSsyevd.
+// Ssyevd calls cusolverDnSsyevd. See cusolverDn<t>syevd() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-syevd
 func Ssyevd(handle Handle, jobz EigMode, uplo cublas.FillMode, n int32, A *float32, lda int32, W *float32, work *float32, lwork int32, info *int32) error {
 	fp, err := procSsyevd.Addr()
 	if err != nil {
@@ -5745,7 +5253,8 @@ func Ssyevd(handle Handle, jobz EigMode, uplo cublas.FillMode, n int32, A *float
 	return nil
 }
 
-// Dsyevd calls cusolverDnDsyevd.
+// Dsyevd calls cusolverDnDsyevd. See cusolverDn<t>syevd() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-syevd
 func Dsyevd(handle Handle, jobz EigMode, uplo cublas.FillMode, n int32, A *float64, lda int32, W *float64, work *float64, lwork int32, info *int32) error {
 	fp, err := procDsyevd.Addr()
 	if err != nil {
@@ -5757,7 +5266,8 @@ func Dsyevd(handle Handle, jobz EigMode, uplo cublas.FillMode, n int32, A *float
 	return nil
 }
 
-// Cheevd calls cusolverDnCheevd.
+// Cheevd calls cusolverDnCheevd. See cusolverDn<t>heevd() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-heevd
 func Cheevd(handle Handle, jobz EigMode, uplo cublas.FillMode, n int32, A *cudart.CuComplex, lda int32, W *float32, work *cudart.CuComplex, lwork int32, info *int32) error {
 	fp, err := procCheevd.Addr()
 	if err != nil {
@@ -5769,7 +5279,8 @@ func Cheevd(handle Handle, jobz EigMode, uplo cublas.FillMode, n int32, A *cudar
 	return nil
 }
 
-// Zheevd calls cusolverDnZheevd.
+// Zheevd calls cusolverDnZheevd. See cusolverDn<t>heevd() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-heevd
 func Zheevd(handle Handle, jobz EigMode, uplo cublas.FillMode, n int32, A *cudart.CuDoubleComplex, lda int32, W *float64, work *cudart.CuDoubleComplex, lwork int32, info *int32) error {
 	fp, err := procZheevd.Addr()
 	if err != nil {
@@ -5781,7 +5292,8 @@ func Zheevd(handle Handle, jobz EigMode, uplo cublas.FillMode, n int32, A *cudar
 	return nil
 }
 
-// Ssyevdx_bufferSize calls cusolverDnSsyevdx_bufferSize.
+// Ssyevdx_bufferSize calls cusolverDnSsyevdx_bufferSize. See cusolverDn<t>syevdx_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-syevdx-buffersize
 func Ssyevdx_bufferSize(handle Handle, jobz EigMode, range_ EigRange, uplo cublas.FillMode, n int32, A *float32, lda int32, vl float32, vu float32, il int32, iu int32, meig *int32, W *float32, lwork *int32) error {
 	fp, err := procSsyevdx_bufferSize.Addr()
 	if err != nil {
@@ -5793,7 +5305,8 @@ func Ssyevdx_bufferSize(handle Handle, jobz EigMode, range_ EigRange, uplo cubla
 	return nil
 }
 
-// Dsyevdx_bufferSize calls cusolverDnDsyevdx_bufferSize.
+// Dsyevdx_bufferSize calls cusolverDnDsyevdx_bufferSize. See cusolverDn<t>syevdx_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-syevdx-buffersize
 func Dsyevdx_bufferSize(handle Handle, jobz EigMode, range_ EigRange, uplo cublas.FillMode, n int32, A *float64, lda int32, vl float64, vu float64, il int32, iu int32, meig *int32, W *float64, lwork *int32) error {
 	fp, err := procDsyevdx_bufferSize.Addr()
 	if err != nil {
@@ -5805,7 +5318,8 @@ func Dsyevdx_bufferSize(handle Handle, jobz EigMode, range_ EigRange, uplo cubla
 	return nil
 }
 
-// Cheevdx_bufferSize calls cusolverDnCheevdx_bufferSize.
+// Cheevdx_bufferSize calls cusolverDnCheevdx_bufferSize. See cusolverDn<t>heevdx_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-heevdx-buffersize
 func Cheevdx_bufferSize(handle Handle, jobz EigMode, range_ EigRange, uplo cublas.FillMode, n int32, A *cudart.CuComplex, lda int32, vl float32, vu float32, il int32, iu int32, meig *int32, W *float32, lwork *int32) error {
 	fp, err := procCheevdx_bufferSize.Addr()
 	if err != nil {
@@ -5817,7 +5331,8 @@ func Cheevdx_bufferSize(handle Handle, jobz EigMode, range_ EigRange, uplo cubla
 	return nil
 }
 
-// Zheevdx_bufferSize calls cusolverDnZheevdx_bufferSize.
+// Zheevdx_bufferSize calls cusolverDnZheevdx_bufferSize. See cusolverDn<t>heevdx_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-heevdx-buffersize
 func Zheevdx_bufferSize(handle Handle, jobz EigMode, range_ EigRange, uplo cublas.FillMode, n int32, A *cudart.CuDoubleComplex, lda int32, vl float64, vu float64, il int32, iu int32, meig *int32, W *float64, lwork *int32) error {
 	fp, err := procZheevdx_bufferSize.Addr()
 	if err != nil {
@@ -5829,7 +5344,8 @@ func Zheevdx_bufferSize(handle Handle, jobz EigMode, range_ EigRange, uplo cubla
 	return nil
 }
 
-// Ssyevdx calls cusolverDnSsyevdx.
+// Ssyevdx calls cusolverDnSsyevdx. See cusolverDn<t>syevdx() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-syevdx
 func Ssyevdx(handle Handle, jobz EigMode, range_ EigRange, uplo cublas.FillMode, n int32, A *float32, lda int32, vl float32, vu float32, il int32, iu int32, meig *int32, W *float32, work *float32, lwork int32, info *int32) error {
 	fp, err := procSsyevdx.Addr()
 	if err != nil {
@@ -5841,7 +5357,8 @@ func Ssyevdx(handle Handle, jobz EigMode, range_ EigRange, uplo cublas.FillMode,
 	return nil
 }
 
-// Dsyevdx calls cusolverDnDsyevdx.
+// Dsyevdx calls cusolverDnDsyevdx. See cusolverDn<t>syevdx() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-syevdx
 func Dsyevdx(handle Handle, jobz EigMode, range_ EigRange, uplo cublas.FillMode, n int32, A *float64, lda int32, vl float64, vu float64, il int32, iu int32, meig *int32, W *float64, work *float64, lwork int32, info *int32) error {
 	fp, err := procDsyevdx.Addr()
 	if err != nil {
@@ -5853,7 +5370,8 @@ func Dsyevdx(handle Handle, jobz EigMode, range_ EigRange, uplo cublas.FillMode,
 	return nil
 }
 
-// Cheevdx calls cusolverDnCheevdx.
+// Cheevdx calls cusolverDnCheevdx. See cusolverDn<t>heevdx() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-heevdx
 func Cheevdx(handle Handle, jobz EigMode, range_ EigRange, uplo cublas.FillMode, n int32, A *cudart.CuComplex, lda int32, vl float32, vu float32, il int32, iu int32, meig *int32, W *float32, work *cudart.CuComplex, lwork int32, info *int32) error {
 	fp, err := procCheevdx.Addr()
 	if err != nil {
@@ -5865,7 +5383,8 @@ func Cheevdx(handle Handle, jobz EigMode, range_ EigRange, uplo cublas.FillMode,
 	return nil
 }
 
-// Zheevdx calls cusolverDnZheevdx.
+// Zheevdx calls cusolverDnZheevdx. See cusolverDn<t>heevdx() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-heevdx
 func Zheevdx(handle Handle, jobz EigMode, range_ EigRange, uplo cublas.FillMode, n int32, A *cudart.CuDoubleComplex, lda int32, vl float64, vu float64, il int32, iu int32, meig *int32, W *float64, work *cudart.CuDoubleComplex, lwork int32, info *int32) error {
 	fp, err := procZheevdx.Addr()
 	if err != nil {
@@ -5877,7 +5396,8 @@ func Zheevdx(handle Handle, jobz EigMode, range_ EigRange, uplo cublas.FillMode,
 	return nil
 }
 
-// Ssygvdx_bufferSize calls cusolverDnSsygvdx_bufferSize.
+// Ssygvdx_bufferSize calls cusolverDnSsygvdx_bufferSize. See cusolverDn<t>sygvdx_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-sygvdx-buffersize
 func Ssygvdx_bufferSize(handle Handle, itype EigType, jobz EigMode, range_ EigRange, uplo cublas.FillMode, n int32, A *float32, lda int32, B *float32, ldb int32, vl float32, vu float32, il int32, iu int32, meig *int32, W *float32, lwork *int32) error {
 	fp, err := procSsygvdx_bufferSize.Addr()
 	if err != nil {
@@ -5889,7 +5409,8 @@ func Ssygvdx_bufferSize(handle Handle, itype EigType, jobz EigMode, range_ EigRa
 	return nil
 }
 
-// Dsygvdx_bufferSize calls cusolverDnDsygvdx_bufferSize.
+// Dsygvdx_bufferSize calls cusolverDnDsygvdx_bufferSize. See cusolverDn<t>sygvdx_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-sygvdx-buffersize
 func Dsygvdx_bufferSize(handle Handle, itype EigType, jobz EigMode, range_ EigRange, uplo cublas.FillMode, n int32, A *float64, lda int32, B *float64, ldb int32, vl float64, vu float64, il int32, iu int32, meig *int32, W *float64, lwork *int32) error {
 	fp, err := procDsygvdx_bufferSize.Addr()
 	if err != nil {
@@ -5901,7 +5422,8 @@ func Dsygvdx_bufferSize(handle Handle, itype EigType, jobz EigMode, range_ EigRa
 	return nil
 }
 
-// Chegvdx_bufferSize calls cusolverDnChegvdx_bufferSize.
+// Chegvdx_bufferSize calls cusolverDnChegvdx_bufferSize. See cusolverDn<t>hegvdx_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-hegvdx-buffersize
 func Chegvdx_bufferSize(handle Handle, itype EigType, jobz EigMode, range_ EigRange, uplo cublas.FillMode, n int32, A *cudart.CuComplex, lda int32, B *cudart.CuComplex, ldb int32, vl float32, vu float32, il int32, iu int32, meig *int32, W *float32, lwork *int32) error {
 	fp, err := procChegvdx_bufferSize.Addr()
 	if err != nil {
@@ -5913,7 +5435,8 @@ func Chegvdx_bufferSize(handle Handle, itype EigType, jobz EigMode, range_ EigRa
 	return nil
 }
 
-// Zhegvdx_bufferSize calls cusolverDnZhegvdx_bufferSize.
+// Zhegvdx_bufferSize calls cusolverDnZhegvdx_bufferSize. See cusolverDn<t>hegvdx_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-hegvdx-buffersize
 func Zhegvdx_bufferSize(handle Handle, itype EigType, jobz EigMode, range_ EigRange, uplo cublas.FillMode, n int32, A *cudart.CuDoubleComplex, lda int32, B *cudart.CuDoubleComplex, ldb int32, vl float64, vu float64, il int32, iu int32, meig *int32, W *float64, lwork *int32) error {
 	fp, err := procZhegvdx_bufferSize.Addr()
 	if err != nil {
@@ -5925,7 +5448,8 @@ func Zhegvdx_bufferSize(handle Handle, itype EigType, jobz EigMode, range_ EigRa
 	return nil
 }
 
-// Ssygvdx calls cusolverDnSsygvdx.
+// Ssygvdx calls cusolverDnSsygvdx. See cusolverDn<t>sygvdx() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-sygvdx
 func Ssygvdx(handle Handle, itype EigType, jobz EigMode, range_ EigRange, uplo cublas.FillMode, n int32, A *float32, lda int32, B *float32, ldb int32, vl float32, vu float32, il int32, iu int32, meig *int32, W *float32, work *float32, lwork int32, info *int32) error {
 	fp, err := procSsygvdx.Addr()
 	if err != nil {
@@ -5937,7 +5461,8 @@ func Ssygvdx(handle Handle, itype EigType, jobz EigMode, range_ EigRange, uplo c
 	return nil
 }
 
-// Dsygvdx calls cusolverDnDsygvdx.
+// Dsygvdx calls cusolverDnDsygvdx. See cusolverDn<t>sygvdx() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-sygvdx
 func Dsygvdx(handle Handle, itype EigType, jobz EigMode, range_ EigRange, uplo cublas.FillMode, n int32, A *float64, lda int32, B *float64, ldb int32, vl float64, vu float64, il int32, iu int32, meig *int32, W *float64, work *float64, lwork int32, info *int32) error {
 	fp, err := procDsygvdx.Addr()
 	if err != nil {
@@ -5949,7 +5474,8 @@ func Dsygvdx(handle Handle, itype EigType, jobz EigMode, range_ EigRange, uplo c
 	return nil
 }
 
-// Chegvdx calls cusolverDnChegvdx.
+// Chegvdx calls cusolverDnChegvdx. See cusolverDn<t>hegvdx() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-hegvdx
 func Chegvdx(handle Handle, itype EigType, jobz EigMode, range_ EigRange, uplo cublas.FillMode, n int32, A *cudart.CuComplex, lda int32, B *cudart.CuComplex, ldb int32, vl float32, vu float32, il int32, iu int32, meig *int32, W *float32, work *cudart.CuComplex, lwork int32, info *int32) error {
 	fp, err := procChegvdx.Addr()
 	if err != nil {
@@ -5961,7 +5487,8 @@ func Chegvdx(handle Handle, itype EigType, jobz EigMode, range_ EigRange, uplo c
 	return nil
 }
 
-// Zhegvdx calls cusolverDnZhegvdx.
+// Zhegvdx calls cusolverDnZhegvdx. See cusolverDn<t>hegvdx() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-hegvdx
 func Zhegvdx(handle Handle, itype EigType, jobz EigMode, range_ EigRange, uplo cublas.FillMode, n int32, A *cudart.CuDoubleComplex, lda int32, B *cudart.CuDoubleComplex, ldb int32, vl float64, vu float64, il int32, iu int32, meig *int32, W *float64, work *cudart.CuDoubleComplex, lwork int32, info *int32) error {
 	fp, err := procZhegvdx.Addr()
 	if err != nil {
@@ -5973,7 +5500,8 @@ func Zhegvdx(handle Handle, itype EigType, jobz EigMode, range_ EigRange, uplo c
 	return nil
 }
 
-// Ssygvd_bufferSize calls cusolverDnSsygvd_bufferSize.
+// Ssygvd_bufferSize calls cusolverDnSsygvd_bufferSize. See cusolverDn<t>sygvd_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-sygvd-buffersize
 func Ssygvd_bufferSize(handle Handle, itype EigType, jobz EigMode, uplo cublas.FillMode, n int32, A *float32, lda int32, B *float32, ldb int32, W *float32, lwork *int32) error {
 	fp, err := procSsygvd_bufferSize.Addr()
 	if err != nil {
@@ -5985,7 +5513,8 @@ func Ssygvd_bufferSize(handle Handle, itype EigType, jobz EigMode, uplo cublas.F
 	return nil
 }
 
-// Dsygvd_bufferSize calls cusolverDnDsygvd_bufferSize.
+// Dsygvd_bufferSize calls cusolverDnDsygvd_bufferSize. See cusolverDn<t>sygvd_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-sygvd-buffersize
 func Dsygvd_bufferSize(handle Handle, itype EigType, jobz EigMode, uplo cublas.FillMode, n int32, A *float64, lda int32, B *float64, ldb int32, W *float64, lwork *int32) error {
 	fp, err := procDsygvd_bufferSize.Addr()
 	if err != nil {
@@ -5997,7 +5526,8 @@ func Dsygvd_bufferSize(handle Handle, itype EigType, jobz EigMode, uplo cublas.F
 	return nil
 }
 
-// Chegvd_bufferSize calls cusolverDnChegvd_bufferSize.
+// Chegvd_bufferSize calls cusolverDnChegvd_bufferSize. See cusolverDn<t>hegvd_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-hegvd-buffersize
 func Chegvd_bufferSize(handle Handle, itype EigType, jobz EigMode, uplo cublas.FillMode, n int32, A *cudart.CuComplex, lda int32, B *cudart.CuComplex, ldb int32, W *float32, lwork *int32) error {
 	fp, err := procChegvd_bufferSize.Addr()
 	if err != nil {
@@ -6009,7 +5539,8 @@ func Chegvd_bufferSize(handle Handle, itype EigType, jobz EigMode, uplo cublas.F
 	return nil
 }
 
-// Zhegvd_bufferSize calls cusolverDnZhegvd_bufferSize.
+// Zhegvd_bufferSize calls cusolverDnZhegvd_bufferSize. See cusolverDn<t>hegvd_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-hegvd-buffersize
 func Zhegvd_bufferSize(handle Handle, itype EigType, jobz EigMode, uplo cublas.FillMode, n int32, A *cudart.CuDoubleComplex, lda int32, B *cudart.CuDoubleComplex, ldb int32, W *float64, lwork *int32) error {
 	fp, err := procZhegvd_bufferSize.Addr()
 	if err != nil {
@@ -6021,7 +5552,8 @@ func Zhegvd_bufferSize(handle Handle, itype EigType, jobz EigMode, uplo cublas.F
 	return nil
 }
 
-// Ssygvd calls cusolverDnSsygvd.
+// Ssygvd calls cusolverDnSsygvd. See cusolverDn<t>sygvd() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-sygvd
 func Ssygvd(handle Handle, itype EigType, jobz EigMode, uplo cublas.FillMode, n int32, A *float32, lda int32, B *float32, ldb int32, W *float32, work *float32, lwork int32, info *int32) error {
 	fp, err := procSsygvd.Addr()
 	if err != nil {
@@ -6033,7 +5565,8 @@ func Ssygvd(handle Handle, itype EigType, jobz EigMode, uplo cublas.FillMode, n 
 	return nil
 }
 
-// Dsygvd calls cusolverDnDsygvd.
+// Dsygvd calls cusolverDnDsygvd. See cusolverDn<t>sygvd() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-sygvd
 func Dsygvd(handle Handle, itype EigType, jobz EigMode, uplo cublas.FillMode, n int32, A *float64, lda int32, B *float64, ldb int32, W *float64, work *float64, lwork int32, info *int32) error {
 	fp, err := procDsygvd.Addr()
 	if err != nil {
@@ -6045,7 +5578,8 @@ func Dsygvd(handle Handle, itype EigType, jobz EigMode, uplo cublas.FillMode, n 
 	return nil
 }
 
-// Chegvd calls cusolverDnChegvd.
+// Chegvd calls cusolverDnChegvd. See cusolverDn<t>hegvd() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-hegvd
 func Chegvd(handle Handle, itype EigType, jobz EigMode, uplo cublas.FillMode, n int32, A *cudart.CuComplex, lda int32, B *cudart.CuComplex, ldb int32, W *float32, work *cudart.CuComplex, lwork int32, info *int32) error {
 	fp, err := procChegvd.Addr()
 	if err != nil {
@@ -6057,7 +5591,8 @@ func Chegvd(handle Handle, itype EigType, jobz EigMode, uplo cublas.FillMode, n 
 	return nil
 }
 
-// Zhegvd calls cusolverDnZhegvd.
+// Zhegvd calls cusolverDnZhegvd. See cusolverDn<t>hegvd() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-hegvd
 func Zhegvd(handle Handle, itype EigType, jobz EigMode, uplo cublas.FillMode, n int32, A *cudart.CuDoubleComplex, lda int32, B *cudart.CuDoubleComplex, ldb int32, W *float64, work *cudart.CuDoubleComplex, lwork int32, info *int32) error {
 	fp, err := procZhegvd.Addr()
 	if err != nil {
@@ -6069,7 +5604,8 @@ func Zhegvd(handle Handle, itype EigType, jobz EigMode, uplo cublas.FillMode, n 
 	return nil
 }
 
-// CreateSyevjInfo calls cusolverDnCreateSyevjInfo.
+// CreateSyevjInfo calls cusolverDnCreateSyevjInfo. See cusolverDnCreateSyevjInfo() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdncreatesyevjinfo
 func CreateSyevjInfo(info *SyevjInfo) error {
 	fp, err := procCreateSyevjInfo.Addr()
 	if err != nil {
@@ -6081,7 +5617,8 @@ func CreateSyevjInfo(info *SyevjInfo) error {
 	return nil
 }
 
-// DestroySyevjInfo calls cusolverDnDestroySyevjInfo.
+// DestroySyevjInfo calls cusolverDnDestroySyevjInfo. See cusolverDnDestroySyevjInfo() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdndestroysyevjinfo
 func DestroySyevjInfo(info SyevjInfo) error {
 	fp, err := procDestroySyevjInfo.Addr()
 	if err != nil {
@@ -6093,7 +5630,8 @@ func DestroySyevjInfo(info SyevjInfo) error {
 	return nil
 }
 
-// XsyevjSetTolerance calls cusolverDnXsyevjSetTolerance.
+// XsyevjSetTolerance calls cusolverDnXsyevjSetTolerance. See cusolverDnXsyevjSetTolerance() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnxsyevjsettolerance
 func XsyevjSetTolerance(info SyevjInfo, tolerance float64) error {
 	fp, err := procXsyevjSetTolerance.Addr()
 	if err != nil {
@@ -6105,7 +5643,8 @@ func XsyevjSetTolerance(info SyevjInfo, tolerance float64) error {
 	return nil
 }
 
-// XsyevjSetMaxSweeps calls cusolverDnXsyevjSetMaxSweeps.
+// XsyevjSetMaxSweeps calls cusolverDnXsyevjSetMaxSweeps. See cusolverDnXsyevjSetMaxSweeps() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnxsyevjsetmaxsweeps
 func XsyevjSetMaxSweeps(info SyevjInfo, max_sweeps int32) error {
 	fp, err := procXsyevjSetMaxSweeps.Addr()
 	if err != nil {
@@ -6117,7 +5656,8 @@ func XsyevjSetMaxSweeps(info SyevjInfo, max_sweeps int32) error {
 	return nil
 }
 
-// XsyevjSetSortEig calls cusolverDnXsyevjSetSortEig.
+// XsyevjSetSortEig calls cusolverDnXsyevjSetSortEig. See cusolverDnXsyevjSetSortEig() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnxsyevjsetsorteig
 func XsyevjSetSortEig(info SyevjInfo, sort_eig int32) error {
 	fp, err := procXsyevjSetSortEig.Addr()
 	if err != nil {
@@ -6129,7 +5669,8 @@ func XsyevjSetSortEig(info SyevjInfo, sort_eig int32) error {
 	return nil
 }
 
-// XsyevjGetResidual calls cusolverDnXsyevjGetResidual.
+// XsyevjGetResidual calls cusolverDnXsyevjGetResidual. See cusolverDnXsyevjGetResidual() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnxsyevjgetresidual
 func XsyevjGetResidual(handle Handle, info SyevjInfo, residual *float64) error {
 	fp, err := procXsyevjGetResidual.Addr()
 	if err != nil {
@@ -6141,7 +5682,8 @@ func XsyevjGetResidual(handle Handle, info SyevjInfo, residual *float64) error {
 	return nil
 }
 
-// XsyevjGetSweeps calls cusolverDnXsyevjGetSweeps.
+// XsyevjGetSweeps calls cusolverDnXsyevjGetSweeps. See cusolverDnXsyevjGetSweeps() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnxsyevjgetsweeps
 func XsyevjGetSweeps(handle Handle, info SyevjInfo, executed_sweeps *int32) error {
 	fp, err := procXsyevjGetSweeps.Addr()
 	if err != nil {
@@ -6153,7 +5695,8 @@ func XsyevjGetSweeps(handle Handle, info SyevjInfo, executed_sweeps *int32) erro
 	return nil
 }
 
-// SsyevjBatched_bufferSize calls cusolverDnSsyevjBatched_bufferSize.
+// SsyevjBatched_bufferSize calls cusolverDnSsyevjBatched_bufferSize. See cusolverDn<t>syevjBatched_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-syevjbatched-buffersize
 func SsyevjBatched_bufferSize(handle Handle, jobz EigMode, uplo cublas.FillMode, n int32, A *float32, lda int32, W *float32, lwork *int32, params SyevjInfo, batchSize int32) error {
 	fp, err := procSsyevjBatched_bufferSize.Addr()
 	if err != nil {
@@ -6165,7 +5708,8 @@ func SsyevjBatched_bufferSize(handle Handle, jobz EigMode, uplo cublas.FillMode,
 	return nil
 }
 
-// DsyevjBatched_bufferSize calls cusolverDnDsyevjBatched_bufferSize.
+// DsyevjBatched_bufferSize calls cusolverDnDsyevjBatched_bufferSize. See cusolverDn<t>syevjBatched_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-syevjbatched-buffersize
 func DsyevjBatched_bufferSize(handle Handle, jobz EigMode, uplo cublas.FillMode, n int32, A *float64, lda int32, W *float64, lwork *int32, params SyevjInfo, batchSize int32) error {
 	fp, err := procDsyevjBatched_bufferSize.Addr()
 	if err != nil {
@@ -6177,7 +5721,8 @@ func DsyevjBatched_bufferSize(handle Handle, jobz EigMode, uplo cublas.FillMode,
 	return nil
 }
 
-// CheevjBatched_bufferSize calls cusolverDnCheevjBatched_bufferSize.
+// CheevjBatched_bufferSize calls cusolverDnCheevjBatched_bufferSize. See cusolverDn<t>heevjBatched_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-heevjbatched-buffersize
 func CheevjBatched_bufferSize(handle Handle, jobz EigMode, uplo cublas.FillMode, n int32, A *cudart.CuComplex, lda int32, W *float32, lwork *int32, params SyevjInfo, batchSize int32) error {
 	fp, err := procCheevjBatched_bufferSize.Addr()
 	if err != nil {
@@ -6189,7 +5734,8 @@ func CheevjBatched_bufferSize(handle Handle, jobz EigMode, uplo cublas.FillMode,
 	return nil
 }
 
-// ZheevjBatched_bufferSize calls cusolverDnZheevjBatched_bufferSize.
+// ZheevjBatched_bufferSize calls cusolverDnZheevjBatched_bufferSize. See cusolverDn<t>heevjBatched_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-heevjbatched-buffersize
 func ZheevjBatched_bufferSize(handle Handle, jobz EigMode, uplo cublas.FillMode, n int32, A *cudart.CuDoubleComplex, lda int32, W *float64, lwork *int32, params SyevjInfo, batchSize int32) error {
 	fp, err := procZheevjBatched_bufferSize.Addr()
 	if err != nil {
@@ -6201,7 +5747,8 @@ func ZheevjBatched_bufferSize(handle Handle, jobz EigMode, uplo cublas.FillMode,
 	return nil
 }
 
-// SsyevjBatched calls cusolverDnSsyevjBatched.
+// SsyevjBatched calls cusolverDnSsyevjBatched. See cusolverDn<t>syevjBatched() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-syevjbatched
 func SsyevjBatched(handle Handle, jobz EigMode, uplo cublas.FillMode, n int32, A *float32, lda int32, W *float32, work *float32, lwork int32, info *int32, params SyevjInfo, batchSize int32) error {
 	fp, err := procSsyevjBatched.Addr()
 	if err != nil {
@@ -6213,7 +5760,8 @@ func SsyevjBatched(handle Handle, jobz EigMode, uplo cublas.FillMode, n int32, A
 	return nil
 }
 
-// DsyevjBatched calls cusolverDnDsyevjBatched.
+// DsyevjBatched calls cusolverDnDsyevjBatched. See cusolverDn<t>syevjBatched() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-syevjbatched
 func DsyevjBatched(handle Handle, jobz EigMode, uplo cublas.FillMode, n int32, A *float64, lda int32, W *float64, work *float64, lwork int32, info *int32, params SyevjInfo, batchSize int32) error {
 	fp, err := procDsyevjBatched.Addr()
 	if err != nil {
@@ -6225,7 +5773,8 @@ func DsyevjBatched(handle Handle, jobz EigMode, uplo cublas.FillMode, n int32, A
 	return nil
 }
 
-// CheevjBatched calls cusolverDnCheevjBatched.
+// CheevjBatched calls cusolverDnCheevjBatched. See cusolverDn<t>heevjBatched() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-heevjbatched
 func CheevjBatched(handle Handle, jobz EigMode, uplo cublas.FillMode, n int32, A *cudart.CuComplex, lda int32, W *float32, work *cudart.CuComplex, lwork int32, info *int32, params SyevjInfo, batchSize int32) error {
 	fp, err := procCheevjBatched.Addr()
 	if err != nil {
@@ -6237,7 +5786,8 @@ func CheevjBatched(handle Handle, jobz EigMode, uplo cublas.FillMode, n int32, A
 	return nil
 }
 
-// ZheevjBatched calls cusolverDnZheevjBatched.
+// ZheevjBatched calls cusolverDnZheevjBatched. See cusolverDn<t>heevjBatched() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-heevjbatched
 func ZheevjBatched(handle Handle, jobz EigMode, uplo cublas.FillMode, n int32, A *cudart.CuDoubleComplex, lda int32, W *float64, work *cudart.CuDoubleComplex, lwork int32, info *int32, params SyevjInfo, batchSize int32) error {
 	fp, err := procZheevjBatched.Addr()
 	if err != nil {
@@ -6249,7 +5799,8 @@ func ZheevjBatched(handle Handle, jobz EigMode, uplo cublas.FillMode, n int32, A
 	return nil
 }
 
-// Ssyevj_bufferSize calls cusolverDnSsyevj_bufferSize.
+// Ssyevj_bufferSize calls cusolverDnSsyevj_bufferSize. See cusolverDn<t>syevj_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-syevj-buffersize
 func Ssyevj_bufferSize(handle Handle, jobz EigMode, uplo cublas.FillMode, n int32, A *float32, lda int32, W *float32, lwork *int32, params SyevjInfo) error {
 	fp, err := procSsyevj_bufferSize.Addr()
 	if err != nil {
@@ -6261,7 +5812,8 @@ func Ssyevj_bufferSize(handle Handle, jobz EigMode, uplo cublas.FillMode, n int3
 	return nil
 }
 
-// Dsyevj_bufferSize calls cusolverDnDsyevj_bufferSize.
+// Dsyevj_bufferSize calls cusolverDnDsyevj_bufferSize. See cusolverDn<t>syevj_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-syevj-buffersize
 func Dsyevj_bufferSize(handle Handle, jobz EigMode, uplo cublas.FillMode, n int32, A *float64, lda int32, W *float64, lwork *int32, params SyevjInfo) error {
 	fp, err := procDsyevj_bufferSize.Addr()
 	if err != nil {
@@ -6273,7 +5825,8 @@ func Dsyevj_bufferSize(handle Handle, jobz EigMode, uplo cublas.FillMode, n int3
 	return nil
 }
 
-// Cheevj_bufferSize calls cusolverDnCheevj_bufferSize.
+// Cheevj_bufferSize calls cusolverDnCheevj_bufferSize. See cusolverDn<t>heevj_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-heevj-buffersize
 func Cheevj_bufferSize(handle Handle, jobz EigMode, uplo cublas.FillMode, n int32, A *cudart.CuComplex, lda int32, W *float32, lwork *int32, params SyevjInfo) error {
 	fp, err := procCheevj_bufferSize.Addr()
 	if err != nil {
@@ -6285,7 +5838,8 @@ func Cheevj_bufferSize(handle Handle, jobz EigMode, uplo cublas.FillMode, n int3
 	return nil
 }
 
-// Zheevj_bufferSize calls cusolverDnZheevj_bufferSize.
+// Zheevj_bufferSize calls cusolverDnZheevj_bufferSize. See cusolverDn<t>heevj_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-heevj-buffersize
 func Zheevj_bufferSize(handle Handle, jobz EigMode, uplo cublas.FillMode, n int32, A *cudart.CuDoubleComplex, lda int32, W *float64, lwork *int32, params SyevjInfo) error {
 	fp, err := procZheevj_bufferSize.Addr()
 	if err != nil {
@@ -6297,7 +5851,8 @@ func Zheevj_bufferSize(handle Handle, jobz EigMode, uplo cublas.FillMode, n int3
 	return nil
 }
 
-// Ssyevj calls cusolverDnSsyevj.
+// Ssyevj calls cusolverDnSsyevj. See cusolverDn<t>syevj() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-syevj
 func Ssyevj(handle Handle, jobz EigMode, uplo cublas.FillMode, n int32, A *float32, lda int32, W *float32, work *float32, lwork int32, info *int32, params SyevjInfo) error {
 	fp, err := procSsyevj.Addr()
 	if err != nil {
@@ -6309,7 +5864,8 @@ func Ssyevj(handle Handle, jobz EigMode, uplo cublas.FillMode, n int32, A *float
 	return nil
 }
 
-// Dsyevj calls cusolverDnDsyevj.
+// Dsyevj calls cusolverDnDsyevj. See cusolverDn<t>syevj() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-syevj
 func Dsyevj(handle Handle, jobz EigMode, uplo cublas.FillMode, n int32, A *float64, lda int32, W *float64, work *float64, lwork int32, info *int32, params SyevjInfo) error {
 	fp, err := procDsyevj.Addr()
 	if err != nil {
@@ -6321,7 +5877,8 @@ func Dsyevj(handle Handle, jobz EigMode, uplo cublas.FillMode, n int32, A *float
 	return nil
 }
 
-// Cheevj calls cusolverDnCheevj.
+// Cheevj calls cusolverDnCheevj. See cusolverDn<t>heevj() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-heevj
 func Cheevj(handle Handle, jobz EigMode, uplo cublas.FillMode, n int32, A *cudart.CuComplex, lda int32, W *float32, work *cudart.CuComplex, lwork int32, info *int32, params SyevjInfo) error {
 	fp, err := procCheevj.Addr()
 	if err != nil {
@@ -6333,7 +5890,8 @@ func Cheevj(handle Handle, jobz EigMode, uplo cublas.FillMode, n int32, A *cudar
 	return nil
 }
 
-// Zheevj calls cusolverDnZheevj.
+// Zheevj calls cusolverDnZheevj. See cusolverDn<t>heevj() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-heevj
 func Zheevj(handle Handle, jobz EigMode, uplo cublas.FillMode, n int32, A *cudart.CuDoubleComplex, lda int32, W *float64, work *cudart.CuDoubleComplex, lwork int32, info *int32, params SyevjInfo) error {
 	fp, err := procZheevj.Addr()
 	if err != nil {
@@ -6345,7 +5903,8 @@ func Zheevj(handle Handle, jobz EigMode, uplo cublas.FillMode, n int32, A *cudar
 	return nil
 }
 
-// Ssygvj_bufferSize calls cusolverDnSsygvj_bufferSize.
+// Ssygvj_bufferSize calls cusolverDnSsygvj_bufferSize. See cusolverDn<t>sygvj_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-sygvj-buffersize
 func Ssygvj_bufferSize(handle Handle, itype EigType, jobz EigMode, uplo cublas.FillMode, n int32, A *float32, lda int32, B *float32, ldb int32, W *float32, lwork *int32, params SyevjInfo) error {
 	fp, err := procSsygvj_bufferSize.Addr()
 	if err != nil {
@@ -6357,7 +5916,8 @@ func Ssygvj_bufferSize(handle Handle, itype EigType, jobz EigMode, uplo cublas.F
 	return nil
 }
 
-// Dsygvj_bufferSize calls cusolverDnDsygvj_bufferSize.
+// Dsygvj_bufferSize calls cusolverDnDsygvj_bufferSize. See cusolverDn<t>sygvj_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-sygvj-buffersize
 func Dsygvj_bufferSize(handle Handle, itype EigType, jobz EigMode, uplo cublas.FillMode, n int32, A *float64, lda int32, B *float64, ldb int32, W *float64, lwork *int32, params SyevjInfo) error {
 	fp, err := procDsygvj_bufferSize.Addr()
 	if err != nil {
@@ -6369,7 +5929,8 @@ func Dsygvj_bufferSize(handle Handle, itype EigType, jobz EigMode, uplo cublas.F
 	return nil
 }
 
-// Chegvj_bufferSize calls cusolverDnChegvj_bufferSize.
+// Chegvj_bufferSize calls cusolverDnChegvj_bufferSize. See cusolverDn<t>hegvj_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-hegvj-buffersize
 func Chegvj_bufferSize(handle Handle, itype EigType, jobz EigMode, uplo cublas.FillMode, n int32, A *cudart.CuComplex, lda int32, B *cudart.CuComplex, ldb int32, W *float32, lwork *int32, params SyevjInfo) error {
 	fp, err := procChegvj_bufferSize.Addr()
 	if err != nil {
@@ -6381,7 +5942,8 @@ func Chegvj_bufferSize(handle Handle, itype EigType, jobz EigMode, uplo cublas.F
 	return nil
 }
 
-// Zhegvj_bufferSize calls cusolverDnZhegvj_bufferSize.
+// Zhegvj_bufferSize calls cusolverDnZhegvj_bufferSize. See cusolverDn<t>hegvj_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-hegvj-buffersize
 func Zhegvj_bufferSize(handle Handle, itype EigType, jobz EigMode, uplo cublas.FillMode, n int32, A *cudart.CuDoubleComplex, lda int32, B *cudart.CuDoubleComplex, ldb int32, W *float64, lwork *int32, params SyevjInfo) error {
 	fp, err := procZhegvj_bufferSize.Addr()
 	if err != nil {
@@ -6393,7 +5955,8 @@ func Zhegvj_bufferSize(handle Handle, itype EigType, jobz EigMode, uplo cublas.F
 	return nil
 }
 
-// Ssygvj calls cusolverDnSsygvj.
+// Ssygvj calls cusolverDnSsygvj. See cusolverDn<t>sygvj() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-sygvj
 func Ssygvj(handle Handle, itype EigType, jobz EigMode, uplo cublas.FillMode, n int32, A *float32, lda int32, B *float32, ldb int32, W *float32, work *float32, lwork int32, info *int32, params SyevjInfo) error {
 	fp, err := procSsygvj.Addr()
 	if err != nil {
@@ -6405,7 +5968,8 @@ func Ssygvj(handle Handle, itype EigType, jobz EigMode, uplo cublas.FillMode, n 
 	return nil
 }
 
-// Dsygvj calls cusolverDnDsygvj.
+// Dsygvj calls cusolverDnDsygvj. See cusolverDn<t>sygvj() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-sygvj
 func Dsygvj(handle Handle, itype EigType, jobz EigMode, uplo cublas.FillMode, n int32, A *float64, lda int32, B *float64, ldb int32, W *float64, work *float64, lwork int32, info *int32, params SyevjInfo) error {
 	fp, err := procDsygvj.Addr()
 	if err != nil {
@@ -6417,7 +5981,8 @@ func Dsygvj(handle Handle, itype EigType, jobz EigMode, uplo cublas.FillMode, n 
 	return nil
 }
 
-// Chegvj calls cusolverDnChegvj.
+// Chegvj calls cusolverDnChegvj. See cusolverDn<t>hegvj() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-hegvj
 func Chegvj(handle Handle, itype EigType, jobz EigMode, uplo cublas.FillMode, n int32, A *cudart.CuComplex, lda int32, B *cudart.CuComplex, ldb int32, W *float32, work *cudart.CuComplex, lwork int32, info *int32, params SyevjInfo) error {
 	fp, err := procChegvj.Addr()
 	if err != nil {
@@ -6429,7 +5994,8 @@ func Chegvj(handle Handle, itype EigType, jobz EigMode, uplo cublas.FillMode, n 
 	return nil
 }
 
-// Zhegvj calls cusolverDnZhegvj.
+// Zhegvj calls cusolverDnZhegvj. See cusolverDn<t>hegvj() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-hegvj
 func Zhegvj(handle Handle, itype EigType, jobz EigMode, uplo cublas.FillMode, n int32, A *cudart.CuDoubleComplex, lda int32, B *cudart.CuDoubleComplex, ldb int32, W *float64, work *cudart.CuDoubleComplex, lwork int32, info *int32, params SyevjInfo) error {
 	fp, err := procZhegvj.Addr()
 	if err != nil {
@@ -6441,7 +6007,8 @@ func Zhegvj(handle Handle, itype EigType, jobz EigMode, uplo cublas.FillMode, n 
 	return nil
 }
 
-// CreateGesvdjInfo calls cusolverDnCreateGesvdjInfo.
+// CreateGesvdjInfo calls cusolverDnCreateGesvdjInfo. See cusolverDnCreateGesvdjInfo() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdncreategesvdjinfo
 func CreateGesvdjInfo(info *GesvdjInfo) error {
 	fp, err := procCreateGesvdjInfo.Addr()
 	if err != nil {
@@ -6453,7 +6020,8 @@ func CreateGesvdjInfo(info *GesvdjInfo) error {
 	return nil
 }
 
-// DestroyGesvdjInfo calls cusolverDnDestroyGesvdjInfo.
+// DestroyGesvdjInfo calls cusolverDnDestroyGesvdjInfo. See cusolverDnDestroyGesvdjInfo() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdndestroygesvdjinfo
 func DestroyGesvdjInfo(info GesvdjInfo) error {
 	fp, err := procDestroyGesvdjInfo.Addr()
 	if err != nil {
@@ -6465,7 +6033,8 @@ func DestroyGesvdjInfo(info GesvdjInfo) error {
 	return nil
 }
 
-// XgesvdjSetTolerance calls cusolverDnXgesvdjSetTolerance.
+// XgesvdjSetTolerance calls cusolverDnXgesvdjSetTolerance. See cusolverDnXgesvdjSetTolerance() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnxgesvdjsettolerance
 func XgesvdjSetTolerance(info GesvdjInfo, tolerance float64) error {
 	fp, err := procXgesvdjSetTolerance.Addr()
 	if err != nil {
@@ -6477,7 +6046,8 @@ func XgesvdjSetTolerance(info GesvdjInfo, tolerance float64) error {
 	return nil
 }
 
-// XgesvdjSetMaxSweeps calls cusolverDnXgesvdjSetMaxSweeps.
+// XgesvdjSetMaxSweeps calls cusolverDnXgesvdjSetMaxSweeps. See cusolverDnXgesvdjSetMaxSweeps() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnxgesvdjsetmaxsweeps
 func XgesvdjSetMaxSweeps(info GesvdjInfo, max_sweeps int32) error {
 	fp, err := procXgesvdjSetMaxSweeps.Addr()
 	if err != nil {
@@ -6489,7 +6059,8 @@ func XgesvdjSetMaxSweeps(info GesvdjInfo, max_sweeps int32) error {
 	return nil
 }
 
-// XgesvdjSetSortEig calls cusolverDnXgesvdjSetSortEig.
+// XgesvdjSetSortEig calls cusolverDnXgesvdjSetSortEig. See cusolverDnXgesvdjSetSortEig() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnxgesvdjsetsorteig
 func XgesvdjSetSortEig(info GesvdjInfo, sort_svd int32) error {
 	fp, err := procXgesvdjSetSortEig.Addr()
 	if err != nil {
@@ -6501,7 +6072,8 @@ func XgesvdjSetSortEig(info GesvdjInfo, sort_svd int32) error {
 	return nil
 }
 
-// XgesvdjGetResidual calls cusolverDnXgesvdjGetResidual.
+// XgesvdjGetResidual calls cusolverDnXgesvdjGetResidual. See cusolverDnXgesvdjGetResidual() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnxgesvdjgetresidual
 func XgesvdjGetResidual(handle Handle, info GesvdjInfo, residual *float64) error {
 	fp, err := procXgesvdjGetResidual.Addr()
 	if err != nil {
@@ -6513,7 +6085,8 @@ func XgesvdjGetResidual(handle Handle, info GesvdjInfo, residual *float64) error
 	return nil
 }
 
-// XgesvdjGetSweeps calls cusolverDnXgesvdjGetSweeps.
+// XgesvdjGetSweeps calls cusolverDnXgesvdjGetSweeps. See cusolverDnXgesvdjGetSweeps() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnxgesvdjgetsweeps
 func XgesvdjGetSweeps(handle Handle, info GesvdjInfo, executed_sweeps *int32) error {
 	fp, err := procXgesvdjGetSweeps.Addr()
 	if err != nil {
@@ -6525,7 +6098,8 @@ func XgesvdjGetSweeps(handle Handle, info GesvdjInfo, executed_sweeps *int32) er
 	return nil
 }
 
-// SgesvdjBatched_bufferSize calls cusolverDnSgesvdjBatched_bufferSize.
+// SgesvdjBatched_bufferSize calls cusolverDnSgesvdjBatched_bufferSize. See cusolverDn<t>gesvdjBatched_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-gesvdjbatched-buffersize
 func SgesvdjBatched_bufferSize(handle Handle, jobz EigMode, m int32, n int32, A *float32, lda int32, S *float32, U *float32, ldu int32, V *float32, ldv int32, lwork *int32, params GesvdjInfo, batchSize int32) error {
 	fp, err := procSgesvdjBatched_bufferSize.Addr()
 	if err != nil {
@@ -6537,7 +6111,8 @@ func SgesvdjBatched_bufferSize(handle Handle, jobz EigMode, m int32, n int32, A 
 	return nil
 }
 
-// DgesvdjBatched_bufferSize calls cusolverDnDgesvdjBatched_bufferSize.
+// DgesvdjBatched_bufferSize calls cusolverDnDgesvdjBatched_bufferSize. See cusolverDn<t>gesvdjBatched_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-gesvdjbatched-buffersize
 func DgesvdjBatched_bufferSize(handle Handle, jobz EigMode, m int32, n int32, A *float64, lda int32, S *float64, U *float64, ldu int32, V *float64, ldv int32, lwork *int32, params GesvdjInfo, batchSize int32) error {
 	fp, err := procDgesvdjBatched_bufferSize.Addr()
 	if err != nil {
@@ -6549,7 +6124,8 @@ func DgesvdjBatched_bufferSize(handle Handle, jobz EigMode, m int32, n int32, A 
 	return nil
 }
 
-// CgesvdjBatched_bufferSize calls cusolverDnCgesvdjBatched_bufferSize.
+// CgesvdjBatched_bufferSize calls cusolverDnCgesvdjBatched_bufferSize. See cusolverDn<t>gesvdjBatched_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-gesvdjbatched-buffersize
 func CgesvdjBatched_bufferSize(handle Handle, jobz EigMode, m int32, n int32, A *cudart.CuComplex, lda int32, S *float32, U *cudart.CuComplex, ldu int32, V *cudart.CuComplex, ldv int32, lwork *int32, params GesvdjInfo, batchSize int32) error {
 	fp, err := procCgesvdjBatched_bufferSize.Addr()
 	if err != nil {
@@ -6561,7 +6137,8 @@ func CgesvdjBatched_bufferSize(handle Handle, jobz EigMode, m int32, n int32, A 
 	return nil
 }
 
-// ZgesvdjBatched_bufferSize calls cusolverDnZgesvdjBatched_bufferSize.
+// ZgesvdjBatched_bufferSize calls cusolverDnZgesvdjBatched_bufferSize. See cusolverDn<t>gesvdjBatched_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-gesvdjbatched-buffersize
 func ZgesvdjBatched_bufferSize(handle Handle, jobz EigMode, m int32, n int32, A *cudart.CuDoubleComplex, lda int32, S *float64, U *cudart.CuDoubleComplex, ldu int32, V *cudart.CuDoubleComplex, ldv int32, lwork *int32, params GesvdjInfo, batchSize int32) error {
 	fp, err := procZgesvdjBatched_bufferSize.Addr()
 	if err != nil {
@@ -6573,7 +6150,8 @@ func ZgesvdjBatched_bufferSize(handle Handle, jobz EigMode, m int32, n int32, A 
 	return nil
 }
 
-// SgesvdjBatched calls cusolverDnSgesvdjBatched.
+// SgesvdjBatched calls cusolverDnSgesvdjBatched. See cusolverDn<t>gesvdjBatched() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-gesvdjbatched
 func SgesvdjBatched(handle Handle, jobz EigMode, m int32, n int32, A *float32, lda int32, S *float32, U *float32, ldu int32, V *float32, ldv int32, work *float32, lwork int32, info *int32, params GesvdjInfo, batchSize int32) error {
 	fp, err := procSgesvdjBatched.Addr()
 	if err != nil {
@@ -6585,7 +6163,8 @@ func SgesvdjBatched(handle Handle, jobz EigMode, m int32, n int32, A *float32, l
 	return nil
 }
 
-// DgesvdjBatched calls cusolverDnDgesvdjBatched.
+// DgesvdjBatched calls cusolverDnDgesvdjBatched. See cusolverDn<t>gesvdjBatched() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-gesvdjbatched
 func DgesvdjBatched(handle Handle, jobz EigMode, m int32, n int32, A *float64, lda int32, S *float64, U *float64, ldu int32, V *float64, ldv int32, work *float64, lwork int32, info *int32, params GesvdjInfo, batchSize int32) error {
 	fp, err := procDgesvdjBatched.Addr()
 	if err != nil {
@@ -6597,7 +6176,8 @@ func DgesvdjBatched(handle Handle, jobz EigMode, m int32, n int32, A *float64, l
 	return nil
 }
 
-// CgesvdjBatched calls cusolverDnCgesvdjBatched.
+// CgesvdjBatched calls cusolverDnCgesvdjBatched. See cusolverDn<t>gesvdjBatched() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-gesvdjbatched
 func CgesvdjBatched(handle Handle, jobz EigMode, m int32, n int32, A *cudart.CuComplex, lda int32, S *float32, U *cudart.CuComplex, ldu int32, V *cudart.CuComplex, ldv int32, work *cudart.CuComplex, lwork int32, info *int32, params GesvdjInfo, batchSize int32) error {
 	fp, err := procCgesvdjBatched.Addr()
 	if err != nil {
@@ -6609,7 +6189,8 @@ func CgesvdjBatched(handle Handle, jobz EigMode, m int32, n int32, A *cudart.CuC
 	return nil
 }
 
-// ZgesvdjBatched calls cusolverDnZgesvdjBatched.
+// ZgesvdjBatched calls cusolverDnZgesvdjBatched. See cusolverDn<t>gesvdjBatched() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-gesvdjbatched
 func ZgesvdjBatched(handle Handle, jobz EigMode, m int32, n int32, A *cudart.CuDoubleComplex, lda int32, S *float64, U *cudart.CuDoubleComplex, ldu int32, V *cudart.CuDoubleComplex, ldv int32, work *cudart.CuDoubleComplex, lwork int32, info *int32, params GesvdjInfo, batchSize int32) error {
 	fp, err := procZgesvdjBatched.Addr()
 	if err != nil {
@@ -6621,7 +6202,8 @@ func ZgesvdjBatched(handle Handle, jobz EigMode, m int32, n int32, A *cudart.CuD
 	return nil
 }
 
-// Sgesvdj_bufferSize calls cusolverDnSgesvdj_bufferSize.
+// Sgesvdj_bufferSize calls cusolverDnSgesvdj_bufferSize. See cusolverDn<t>gesvdj_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-gesvdj-buffersize
 func Sgesvdj_bufferSize(handle Handle, jobz EigMode, econ int32, m int32, n int32, A *float32, lda int32, S *float32, U *float32, ldu int32, V *float32, ldv int32, lwork *int32, params GesvdjInfo) error {
 	fp, err := procSgesvdj_bufferSize.Addr()
 	if err != nil {
@@ -6633,7 +6215,8 @@ func Sgesvdj_bufferSize(handle Handle, jobz EigMode, econ int32, m int32, n int3
 	return nil
 }
 
-// Dgesvdj_bufferSize calls cusolverDnDgesvdj_bufferSize.
+// Dgesvdj_bufferSize calls cusolverDnDgesvdj_bufferSize. See cusolverDn<t>gesvdj_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-gesvdj-buffersize
 func Dgesvdj_bufferSize(handle Handle, jobz EigMode, econ int32, m int32, n int32, A *float64, lda int32, S *float64, U *float64, ldu int32, V *float64, ldv int32, lwork *int32, params GesvdjInfo) error {
 	fp, err := procDgesvdj_bufferSize.Addr()
 	if err != nil {
@@ -6645,7 +6228,8 @@ func Dgesvdj_bufferSize(handle Handle, jobz EigMode, econ int32, m int32, n int3
 	return nil
 }
 
-// Cgesvdj_bufferSize calls cusolverDnCgesvdj_bufferSize.
+// Cgesvdj_bufferSize calls cusolverDnCgesvdj_bufferSize. See cusolverDn<t>gesvdj_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-gesvdj-buffersize
 func Cgesvdj_bufferSize(handle Handle, jobz EigMode, econ int32, m int32, n int32, A *cudart.CuComplex, lda int32, S *float32, U *cudart.CuComplex, ldu int32, V *cudart.CuComplex, ldv int32, lwork *int32, params GesvdjInfo) error {
 	fp, err := procCgesvdj_bufferSize.Addr()
 	if err != nil {
@@ -6657,7 +6241,8 @@ func Cgesvdj_bufferSize(handle Handle, jobz EigMode, econ int32, m int32, n int3
 	return nil
 }
 
-// Zgesvdj_bufferSize calls cusolverDnZgesvdj_bufferSize.
+// Zgesvdj_bufferSize calls cusolverDnZgesvdj_bufferSize. See cusolverDn<t>gesvdj_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-gesvdj-buffersize
 func Zgesvdj_bufferSize(handle Handle, jobz EigMode, econ int32, m int32, n int32, A *cudart.CuDoubleComplex, lda int32, S *float64, U *cudart.CuDoubleComplex, ldu int32, V *cudart.CuDoubleComplex, ldv int32, lwork *int32, params GesvdjInfo) error {
 	fp, err := procZgesvdj_bufferSize.Addr()
 	if err != nil {
@@ -6669,7 +6254,8 @@ func Zgesvdj_bufferSize(handle Handle, jobz EigMode, econ int32, m int32, n int3
 	return nil
 }
 
-// Sgesvdj calls cusolverDnSgesvdj.
+// Sgesvdj calls cusolverDnSgesvdj. See cusolverDn<t>gesvdj() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-gesvdj
 func Sgesvdj(handle Handle, jobz EigMode, econ int32, m int32, n int32, A *float32, lda int32, S *float32, U *float32, ldu int32, V *float32, ldv int32, work *float32, lwork int32, info *int32, params GesvdjInfo) error {
 	fp, err := procSgesvdj.Addr()
 	if err != nil {
@@ -6681,7 +6267,8 @@ func Sgesvdj(handle Handle, jobz EigMode, econ int32, m int32, n int32, A *float
 	return nil
 }
 
-// Dgesvdj calls cusolverDnDgesvdj.
+// Dgesvdj calls cusolverDnDgesvdj. See cusolverDn<t>gesvdj() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-gesvdj
 func Dgesvdj(handle Handle, jobz EigMode, econ int32, m int32, n int32, A *float64, lda int32, S *float64, U *float64, ldu int32, V *float64, ldv int32, work *float64, lwork int32, info *int32, params GesvdjInfo) error {
 	fp, err := procDgesvdj.Addr()
 	if err != nil {
@@ -6693,7 +6280,8 @@ func Dgesvdj(handle Handle, jobz EigMode, econ int32, m int32, n int32, A *float
 	return nil
 }
 
-// Cgesvdj calls cusolverDnCgesvdj.
+// Cgesvdj calls cusolverDnCgesvdj. See cusolverDn<t>gesvdj() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-gesvdj
 func Cgesvdj(handle Handle, jobz EigMode, econ int32, m int32, n int32, A *cudart.CuComplex, lda int32, S *float32, U *cudart.CuComplex, ldu int32, V *cudart.CuComplex, ldv int32, work *cudart.CuComplex, lwork int32, info *int32, params GesvdjInfo) error {
 	fp, err := procCgesvdj.Addr()
 	if err != nil {
@@ -6705,7 +6293,8 @@ func Cgesvdj(handle Handle, jobz EigMode, econ int32, m int32, n int32, A *cudar
 	return nil
 }
 
-// Zgesvdj calls cusolverDnZgesvdj.
+// Zgesvdj calls cusolverDnZgesvdj. See cusolverDn<t>gesvdj() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-gesvdj
 func Zgesvdj(handle Handle, jobz EigMode, econ int32, m int32, n int32, A *cudart.CuDoubleComplex, lda int32, S *float64, U *cudart.CuDoubleComplex, ldu int32, V *cudart.CuDoubleComplex, ldv int32, work *cudart.CuDoubleComplex, lwork int32, info *int32, params GesvdjInfo) error {
 	fp, err := procZgesvdj.Addr()
 	if err != nil {
@@ -6717,7 +6306,8 @@ func Zgesvdj(handle Handle, jobz EigMode, econ int32, m int32, n int32, A *cudar
 	return nil
 }
 
-// SgesvdaStridedBatched_bufferSize calls cusolverDnSgesvdaStridedBatched_bufferSize.
+// SgesvdaStridedBatched_bufferSize calls cusolverDnSgesvdaStridedBatched_bufferSize. See cusolverDn<t>gesvdaStridedBatched_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-gesvdastridedbatched-buffersize
 func SgesvdaStridedBatched_bufferSize(handle Handle, jobz EigMode, rank int32, m int32, n int32, d_A *float32, lda int32, strideA int64, d_S *float32, strideS int64, d_U *float32, ldu int32, strideU int64, d_V *float32, ldv int32, strideV int64, lwork *int32, batchSize int32) error {
 	fp, err := procSgesvdaStridedBatched_bufferSize.Addr()
 	if err != nil {
@@ -6729,7 +6319,8 @@ func SgesvdaStridedBatched_bufferSize(handle Handle, jobz EigMode, rank int32, m
 	return nil
 }
 
-// DgesvdaStridedBatched_bufferSize calls cusolverDnDgesvdaStridedBatched_bufferSize.
+// DgesvdaStridedBatched_bufferSize calls cusolverDnDgesvdaStridedBatched_bufferSize. See cusolverDn<t>gesvdaStridedBatched_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-gesvdastridedbatched-buffersize
 func DgesvdaStridedBatched_bufferSize(handle Handle, jobz EigMode, rank int32, m int32, n int32, d_A *float64, lda int32, strideA int64, d_S *float64, strideS int64, d_U *float64, ldu int32, strideU int64, d_V *float64, ldv int32, strideV int64, lwork *int32, batchSize int32) error {
 	fp, err := procDgesvdaStridedBatched_bufferSize.Addr()
 	if err != nil {
@@ -6741,7 +6332,8 @@ func DgesvdaStridedBatched_bufferSize(handle Handle, jobz EigMode, rank int32, m
 	return nil
 }
 
-// CgesvdaStridedBatched_bufferSize calls cusolverDnCgesvdaStridedBatched_bufferSize.
+// CgesvdaStridedBatched_bufferSize calls cusolverDnCgesvdaStridedBatched_bufferSize. See cusolverDn<t>gesvdaStridedBatched_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-gesvdastridedbatched-buffersize
 func CgesvdaStridedBatched_bufferSize(handle Handle, jobz EigMode, rank int32, m int32, n int32, d_A *cudart.CuComplex, lda int32, strideA int64, d_S *float32, strideS int64, d_U *cudart.CuComplex, ldu int32, strideU int64, d_V *cudart.CuComplex, ldv int32, strideV int64, lwork *int32, batchSize int32) error {
 	fp, err := procCgesvdaStridedBatched_bufferSize.Addr()
 	if err != nil {
@@ -6753,7 +6345,8 @@ func CgesvdaStridedBatched_bufferSize(handle Handle, jobz EigMode, rank int32, m
 	return nil
 }
 
-// ZgesvdaStridedBatched_bufferSize calls cusolverDnZgesvdaStridedBatched_bufferSize.
+// ZgesvdaStridedBatched_bufferSize calls cusolverDnZgesvdaStridedBatched_bufferSize. See cusolverDn<t>gesvdaStridedBatched_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-gesvdastridedbatched-buffersize
 func ZgesvdaStridedBatched_bufferSize(handle Handle, jobz EigMode, rank int32, m int32, n int32, d_A *cudart.CuDoubleComplex, lda int32, strideA int64, d_S *float64, strideS int64, d_U *cudart.CuDoubleComplex, ldu int32, strideU int64, d_V *cudart.CuDoubleComplex, ldv int32, strideV int64, lwork *int32, batchSize int32) error {
 	fp, err := procZgesvdaStridedBatched_bufferSize.Addr()
 	if err != nil {
@@ -6765,7 +6358,8 @@ func ZgesvdaStridedBatched_bufferSize(handle Handle, jobz EigMode, rank int32, m
 	return nil
 }
 
-// SgesvdaStridedBatched calls cusolverDnSgesvdaStridedBatched.
+// SgesvdaStridedBatched calls cusolverDnSgesvdaStridedBatched. See cusolverDn<t>gesvdaStridedBatched() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-gesvdastridedbatched
 func SgesvdaStridedBatched(handle Handle, jobz EigMode, rank int32, m int32, n int32, d_A *float32, lda int32, strideA int64, d_S *float32, strideS int64, d_U *float32, ldu int32, strideU int64, d_V *float32, ldv int32, strideV int64, d_work *float32, lwork int32, d_info *int32, h_R_nrmF *float64, batchSize int32) error {
 	fp, err := procSgesvdaStridedBatched.Addr()
 	if err != nil {
@@ -6777,7 +6371,8 @@ func SgesvdaStridedBatched(handle Handle, jobz EigMode, rank int32, m int32, n i
 	return nil
 }
 
-// DgesvdaStridedBatched calls cusolverDnDgesvdaStridedBatched.
+// DgesvdaStridedBatched calls cusolverDnDgesvdaStridedBatched. See cusolverDn<t>gesvdaStridedBatched() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-gesvdastridedbatched
 func DgesvdaStridedBatched(handle Handle, jobz EigMode, rank int32, m int32, n int32, d_A *float64, lda int32, strideA int64, d_S *float64, strideS int64, d_U *float64, ldu int32, strideU int64, d_V *float64, ldv int32, strideV int64, d_work *float64, lwork int32, d_info *int32, h_R_nrmF *float64, batchSize int32) error {
 	fp, err := procDgesvdaStridedBatched.Addr()
 	if err != nil {
@@ -6789,7 +6384,8 @@ func DgesvdaStridedBatched(handle Handle, jobz EigMode, rank int32, m int32, n i
 	return nil
 }
 
-// CgesvdaStridedBatched calls cusolverDnCgesvdaStridedBatched.
+// CgesvdaStridedBatched calls cusolverDnCgesvdaStridedBatched. See cusolverDn<t>gesvdaStridedBatched() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-gesvdastridedbatched
 func CgesvdaStridedBatched(handle Handle, jobz EigMode, rank int32, m int32, n int32, d_A *cudart.CuComplex, lda int32, strideA int64, d_S *float32, strideS int64, d_U *cudart.CuComplex, ldu int32, strideU int64, d_V *cudart.CuComplex, ldv int32, strideV int64, d_work *cudart.CuComplex, lwork int32, d_info *int32, h_R_nrmF *float64, batchSize int32) error {
 	fp, err := procCgesvdaStridedBatched.Addr()
 	if err != nil {
@@ -6801,7 +6397,8 @@ func CgesvdaStridedBatched(handle Handle, jobz EigMode, rank int32, m int32, n i
 	return nil
 }
 
-// ZgesvdaStridedBatched calls cusolverDnZgesvdaStridedBatched.
+// ZgesvdaStridedBatched calls cusolverDnZgesvdaStridedBatched. See cusolverDn<t>gesvdaStridedBatched() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdn-t-gesvdastridedbatched
 func ZgesvdaStridedBatched(handle Handle, jobz EigMode, rank int32, m int32, n int32, d_A *cudart.CuDoubleComplex, lda int32, strideA int64, d_S *float64, strideS int64, d_U *cudart.CuDoubleComplex, ldu int32, strideU int64, d_V *cudart.CuDoubleComplex, ldv int32, strideV int64, d_work *cudart.CuDoubleComplex, lwork int32, d_info *int32, h_R_nrmF *float64, batchSize int32) error {
 	fp, err := procZgesvdaStridedBatched.Addr()
 	if err != nil {
@@ -6813,7 +6410,8 @@ func ZgesvdaStridedBatched(handle Handle, jobz EigMode, rank int32, m int32, n i
 	return nil
 }
 
-// CreateParams calls cusolverDnCreateParams.
+// CreateParams calls cusolverDnCreateParams. See cusolverDnCreateParams() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdncreateparams
 func CreateParams(params *Params) error {
 	fp, err := procCreateParams.Addr()
 	if err != nil {
@@ -6825,7 +6423,8 @@ func CreateParams(params *Params) error {
 	return nil
 }
 
-// DestroyParams calls cusolverDnDestroyParams.
+// DestroyParams calls cusolverDnDestroyParams. See cusolverDnDestroyParams() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdndestroyparams
 func DestroyParams(params Params) error {
 	fp, err := procDestroyParams.Addr()
 	if err != nil {
@@ -6837,7 +6436,8 @@ func DestroyParams(params Params) error {
 	return nil
 }
 
-// SetAdvOptions calls cusolverDnSetAdvOptions.
+// SetAdvOptions calls cusolverDnSetAdvOptions. See cusolverDnSetAdvOptions() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnsetadvoptions
 func SetAdvOptions(params Params, function Function, algo AlgMode) error {
 	fp, err := procSetAdvOptions.Addr()
 	if err != nil {
@@ -6849,7 +6449,7 @@ func SetAdvOptions(params Params, function Function, algo AlgMode) error {
 	return nil
 }
 
-// Xpotrf_bufferSize calls cusolverDnXpotrf_bufferSize.
+// Xpotrf_bufferSize calls cusolverDnXpotrf_bufferSize: 64-bit API for POTRF
 func Xpotrf_bufferSize(handle Handle, params Params, uplo cublas.FillMode, n int64, dataTypeA cudart.DataType, A unsafe.Pointer, lda int64, computeType cudart.DataType, workspaceInBytesOnDevice *uint64, workspaceInBytesOnHost *uint64) error {
 	fp, err := procXpotrf_bufferSize.Addr()
 	if err != nil {
@@ -6861,7 +6461,8 @@ func Xpotrf_bufferSize(handle Handle, params Params, uplo cublas.FillMode, n int
 	return nil
 }
 
-// Xpotrf calls cusolverDnXpotrf.
+// Xpotrf calls cusolverDnXpotrf. See cusolverDnXpotrf() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnxpotrf
 func Xpotrf(handle Handle, params Params, uplo cublas.FillMode, n int64, dataTypeA cudart.DataType, A unsafe.Pointer, lda int64, computeType cudart.DataType, bufferOnDevice unsafe.Pointer, workspaceInBytesOnDevice uint64, bufferOnHost unsafe.Pointer, workspaceInBytesOnHost uint64, info *int32) error {
 	fp, err := procXpotrf.Addr()
 	if err != nil {
@@ -6873,7 +6474,7 @@ func Xpotrf(handle Handle, params Params, uplo cublas.FillMode, n int64, dataTyp
 	return nil
 }
 
-// Xpotrs calls cusolverDnXpotrs.
+// Xpotrs calls cusolverDnXpotrs: 64-bit API for POTRS
 func Xpotrs(handle Handle, params Params, uplo cublas.FillMode, n int64, nrhs int64, dataTypeA cudart.DataType, A unsafe.Pointer, lda int64, dataTypeB cudart.DataType, B unsafe.Pointer, ldb int64, info *int32) error {
 	fp, err := procXpotrs.Addr()
 	if err != nil {
@@ -6885,7 +6486,7 @@ func Xpotrs(handle Handle, params Params, uplo cublas.FillMode, n int64, nrhs in
 	return nil
 }
 
-// Xgeqrf_bufferSize calls cusolverDnXgeqrf_bufferSize.
+// Xgeqrf_bufferSize calls cusolverDnXgeqrf_bufferSize: 64-bit API for GEQRF
 func Xgeqrf_bufferSize(handle Handle, params Params, m int64, n int64, dataTypeA cudart.DataType, A unsafe.Pointer, lda int64, dataTypeTau cudart.DataType, tau unsafe.Pointer, computeType cudart.DataType, workspaceInBytesOnDevice *uint64, workspaceInBytesOnHost *uint64) error {
 	fp, err := procXgeqrf_bufferSize.Addr()
 	if err != nil {
@@ -6897,7 +6498,8 @@ func Xgeqrf_bufferSize(handle Handle, params Params, m int64, n int64, dataTypeA
 	return nil
 }
 
-// Xgeqrf calls cusolverDnXgeqrf.
+// Xgeqrf calls cusolverDnXgeqrf. See cusolverDnXgeqrf() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnxgeqrf
 func Xgeqrf(handle Handle, params Params, m int64, n int64, dataTypeA cudart.DataType, A unsafe.Pointer, lda int64, dataTypeTau cudart.DataType, tau unsafe.Pointer, computeType cudart.DataType, bufferOnDevice unsafe.Pointer, workspaceInBytesOnDevice uint64, bufferOnHost unsafe.Pointer, workspaceInBytesOnHost uint64, info *int32) error {
 	fp, err := procXgeqrf.Addr()
 	if err != nil {
@@ -6909,7 +6511,7 @@ func Xgeqrf(handle Handle, params Params, m int64, n int64, dataTypeA cudart.Dat
 	return nil
 }
 
-// Xgetrf_bufferSize calls cusolverDnXgetrf_bufferSize.
+// Xgetrf_bufferSize calls cusolverDnXgetrf_bufferSize: 64-bit API for GETRF
 func Xgetrf_bufferSize(handle Handle, params Params, m int64, n int64, dataTypeA cudart.DataType, A unsafe.Pointer, lda int64, computeType cudart.DataType, workspaceInBytesOnDevice *uint64, workspaceInBytesOnHost *uint64) error {
 	fp, err := procXgetrf_bufferSize.Addr()
 	if err != nil {
@@ -6921,7 +6523,8 @@ func Xgetrf_bufferSize(handle Handle, params Params, m int64, n int64, dataTypeA
 	return nil
 }
 
-// Xgetrf calls cusolverDnXgetrf.
+// Xgetrf calls cusolverDnXgetrf. See cusolverDnXgetrf() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnxgetrf
 func Xgetrf(handle Handle, params Params, m int64, n int64, dataTypeA cudart.DataType, A unsafe.Pointer, lda int64, ipiv *int64, computeType cudart.DataType, bufferOnDevice unsafe.Pointer, workspaceInBytesOnDevice uint64, bufferOnHost unsafe.Pointer, workspaceInBytesOnHost uint64, info *int32) error {
 	fp, err := procXgetrf.Addr()
 	if err != nil {
@@ -6933,7 +6536,7 @@ func Xgetrf(handle Handle, params Params, m int64, n int64, dataTypeA cudart.Dat
 	return nil
 }
 
-// Xgetrs calls cusolverDnXgetrs.
+// Xgetrs calls cusolverDnXgetrs: 64-bit API for GETRS
 func Xgetrs(handle Handle, params Params, trans cublas.Operation, n int64, nrhs int64, dataTypeA cudart.DataType, A unsafe.Pointer, lda int64, ipiv *int64, dataTypeB cudart.DataType, B unsafe.Pointer, ldb int64, info *int32) error {
 	fp, err := procXgetrs.Addr()
 	if err != nil {
@@ -6945,7 +6548,7 @@ func Xgetrs(handle Handle, params Params, trans cublas.Operation, n int64, nrhs 
 	return nil
 }
 
-// Xsyevd_bufferSize calls cusolverDnXsyevd_bufferSize.
+// Xsyevd_bufferSize calls cusolverDnXsyevd_bufferSize: 64-bit API for SYEVD
 func Xsyevd_bufferSize(handle Handle, params Params, jobz EigMode, uplo cublas.FillMode, n int64, dataTypeA cudart.DataType, A unsafe.Pointer, lda int64, dataTypeW cudart.DataType, W unsafe.Pointer, computeType cudart.DataType, workspaceInBytesOnDevice *uint64, workspaceInBytesOnHost *uint64) error {
 	fp, err := procXsyevd_bufferSize.Addr()
 	if err != nil {
@@ -6957,7 +6560,8 @@ func Xsyevd_bufferSize(handle Handle, params Params, jobz EigMode, uplo cublas.F
 	return nil
 }
 
-// Xsyevd calls cusolverDnXsyevd.
+// Xsyevd calls cusolverDnXsyevd. See cusolverDnXsyevd() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnxsyevd
 func Xsyevd(handle Handle, params Params, jobz EigMode, uplo cublas.FillMode, n int64, dataTypeA cudart.DataType, A unsafe.Pointer, lda int64, dataTypeW cudart.DataType, W unsafe.Pointer, computeType cudart.DataType, bufferOnDevice unsafe.Pointer, workspaceInBytesOnDevice uint64, bufferOnHost unsafe.Pointer, workspaceInBytesOnHost uint64, info *int32) error {
 	fp, err := procXsyevd.Addr()
 	if err != nil {
@@ -6969,7 +6573,7 @@ func Xsyevd(handle Handle, params Params, jobz EigMode, uplo cublas.FillMode, n 
 	return nil
 }
 
-// XsyevBatched_bufferSize calls cusolverDnXsyevBatched_bufferSize.
+// XsyevBatched_bufferSize calls cusolverDnXsyevBatched_bufferSize: 64-bit API for batched SYEV
 func XsyevBatched_bufferSize(handle Handle, params Params, jobz EigMode, uplo cublas.FillMode, n int64, dataTypeA cudart.DataType, A unsafe.Pointer, lda int64, dataTypeW cudart.DataType, W unsafe.Pointer, computeType cudart.DataType, workspaceInBytesOnDevice *uint64, workspaceInBytesOnHost *uint64, batchSize int64) error {
 	fp, err := procXsyevBatched_bufferSize.Addr()
 	if err != nil {
@@ -6981,7 +6585,8 @@ func XsyevBatched_bufferSize(handle Handle, params Params, jobz EigMode, uplo cu
 	return nil
 }
 
-// XsyevBatched calls cusolverDnXsyevBatched.
+// XsyevBatched calls cusolverDnXsyevBatched. See cusolverDnXsyevBatched() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnxsyevbatched
 func XsyevBatched(handle Handle, params Params, jobz EigMode, uplo cublas.FillMode, n int64, dataTypeA cudart.DataType, A unsafe.Pointer, lda int64, dataTypeW cudart.DataType, W unsafe.Pointer, computeType cudart.DataType, bufferOnDevice unsafe.Pointer, workspaceInBytesOnDevice uint64, bufferOnHost unsafe.Pointer, workspaceInBytesOnHost uint64, info *int32, batchSize int64) error {
 	fp, err := procXsyevBatched.Addr()
 	if err != nil {
@@ -6993,7 +6598,7 @@ func XsyevBatched(handle Handle, params Params, jobz EigMode, uplo cublas.FillMo
 	return nil
 }
 
-// Xsyevdx_bufferSize calls cusolverDnXsyevdx_bufferSize.
+// Xsyevdx_bufferSize calls cusolverDnXsyevdx_bufferSize: 64-bit API for SYEVDX
 func Xsyevdx_bufferSize(handle Handle, params Params, jobz EigMode, range_ EigRange, uplo cublas.FillMode, n int64, dataTypeA cudart.DataType, A unsafe.Pointer, lda int64, vl unsafe.Pointer, vu unsafe.Pointer, il int64, iu int64, h_meig *int64, dataTypeW cudart.DataType, W unsafe.Pointer, computeType cudart.DataType, workspaceInBytesOnDevice *uint64, workspaceInBytesOnHost *uint64) error {
 	fp, err := procXsyevdx_bufferSize.Addr()
 	if err != nil {
@@ -7005,7 +6610,8 @@ func Xsyevdx_bufferSize(handle Handle, params Params, jobz EigMode, range_ EigRa
 	return nil
 }
 
-// Xsyevdx calls cusolverDnXsyevdx.
+// Xsyevdx calls cusolverDnXsyevdx. See cusolverDnXsyevdx() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnxsyevdx
 func Xsyevdx(handle Handle, params Params, jobz EigMode, range_ EigRange, uplo cublas.FillMode, n int64, dataTypeA cudart.DataType, A unsafe.Pointer, lda int64, vl unsafe.Pointer, vu unsafe.Pointer, il int64, iu int64, meig64 *int64, dataTypeW cudart.DataType, W unsafe.Pointer, computeType cudart.DataType, bufferOnDevice unsafe.Pointer, workspaceInBytesOnDevice uint64, bufferOnHost unsafe.Pointer, workspaceInBytesOnHost uint64, info *int32) error {
 	fp, err := procXsyevdx.Addr()
 	if err != nil {
@@ -7017,7 +6623,7 @@ func Xsyevdx(handle Handle, params Params, jobz EigMode, range_ EigRange, uplo c
 	return nil
 }
 
-// Xgeev_bufferSize calls cusolverDnXgeev_bufferSize.
+// Xgeev_bufferSize calls cusolverDnXgeev_bufferSize: 64-bit API for GEEV
 func Xgeev_bufferSize(handle Handle, params Params, jobvl EigMode, jobvr EigMode, n int64, dataTypeA cudart.DataType, A unsafe.Pointer, lda int64, dataTypeW cudart.DataType, W unsafe.Pointer, dataTypeVL cudart.DataType, VL unsafe.Pointer, ldvl int64, dataTypeVR cudart.DataType, VR unsafe.Pointer, ldvr int64, computeType cudart.DataType, workspaceInBytesOnDevice *uint64, workspaceInBytesOnHost *uint64) error {
 	fp, err := procXgeev_bufferSize.Addr()
 	if err != nil {
@@ -7029,7 +6635,8 @@ func Xgeev_bufferSize(handle Handle, params Params, jobvl EigMode, jobvr EigMode
 	return nil
 }
 
-// Xgeev calls cusolverDnXgeev.
+// Xgeev calls cusolverDnXgeev. See cusolverDnXgeev() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnxgeev
 func Xgeev(handle Handle, params Params, jobvl EigMode, jobvr EigMode, n int64, dataTypeA cudart.DataType, A unsafe.Pointer, lda int64, dataTypeW cudart.DataType, W unsafe.Pointer, dataTypeVL cudart.DataType, VL unsafe.Pointer, ldvl int64, dataTypeVR cudart.DataType, VR unsafe.Pointer, ldvr int64, computeType cudart.DataType, bufferOnDevice unsafe.Pointer, workspaceInBytesOnDevice uint64, bufferOnHost unsafe.Pointer, workspaceInBytesOnHost uint64, info *int32) error {
 	fp, err := procXgeev.Addr()
 	if err != nil {
@@ -7041,7 +6648,7 @@ func Xgeev(handle Handle, params Params, jobvl EigMode, jobvr EigMode, n int64, 
 	return nil
 }
 
-// Xgesvd_bufferSize calls cusolverDnXgesvd_bufferSize.
+// Xgesvd_bufferSize calls cusolverDnXgesvd_bufferSize: 64-bit API for GESVD
 func Xgesvd_bufferSize(handle Handle, params Params, jobu int8, jobvt int8, m int64, n int64, dataTypeA cudart.DataType, A unsafe.Pointer, lda int64, dataTypeS cudart.DataType, S unsafe.Pointer, dataTypeU cudart.DataType, U unsafe.Pointer, ldu int64, dataTypeVT cudart.DataType, VT unsafe.Pointer, ldvt int64, computeType cudart.DataType, workspaceInBytesOnDevice *uint64, workspaceInBytesOnHost *uint64) error {
 	fp, err := procXgesvd_bufferSize.Addr()
 	if err != nil {
@@ -7053,7 +6660,8 @@ func Xgesvd_bufferSize(handle Handle, params Params, jobu int8, jobvt int8, m in
 	return nil
 }
 
-// Xgesvd calls cusolverDnXgesvd.
+// Xgesvd calls cusolverDnXgesvd. See cusolverDnXgesvd() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnxgesvd
 func Xgesvd(handle Handle, params Params, jobu int8, jobvt int8, m int64, n int64, dataTypeA cudart.DataType, A unsafe.Pointer, lda int64, dataTypeS cudart.DataType, S unsafe.Pointer, dataTypeU cudart.DataType, U unsafe.Pointer, ldu int64, dataTypeVT cudart.DataType, VT unsafe.Pointer, ldvt int64, computeType cudart.DataType, bufferOnDevice unsafe.Pointer, workspaceInBytesOnDevice uint64, bufferOnHost unsafe.Pointer, workspaceInBytesOnHost uint64, info *int32) error {
 	fp, err := procXgesvd.Addr()
 	if err != nil {
@@ -7065,7 +6673,8 @@ func Xgesvd(handle Handle, params Params, jobu int8, jobvt int8, m int64, n int6
 	return nil
 }
 
-// Xgesvdp_bufferSize calls cusolverDnXgesvdp_bufferSize.
+// Xgesvdp_bufferSize calls cusolverDnXgesvdp_bufferSize. See cusolverDnXgesvdp_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnxgesvdp-buffersize
 func Xgesvdp_bufferSize(handle Handle, params Params, jobz EigMode, econ int32, m int64, n int64, dataTypeA cudart.DataType, A unsafe.Pointer, lda int64, dataTypeS cudart.DataType, S unsafe.Pointer, dataTypeU cudart.DataType, U unsafe.Pointer, ldu int64, dataTypeV cudart.DataType, V unsafe.Pointer, ldv int64, computeType cudart.DataType, workspaceInBytesOnDevice *uint64, workspaceInBytesOnHost *uint64) error {
 	fp, err := procXgesvdp_bufferSize.Addr()
 	if err != nil {
@@ -7077,7 +6686,8 @@ func Xgesvdp_bufferSize(handle Handle, params Params, jobz EigMode, econ int32, 
 	return nil
 }
 
-// Xgesvdp calls cusolverDnXgesvdp.
+// Xgesvdp calls cusolverDnXgesvdp. See cusolverDnXgesvdp() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnxgesvdp
 func Xgesvdp(handle Handle, params Params, jobz EigMode, econ int32, m int64, n int64, dataTypeA cudart.DataType, A unsafe.Pointer, lda int64, dataTypeS cudart.DataType, S unsafe.Pointer, dataTypeU cudart.DataType, U unsafe.Pointer, ldu int64, dataTypeV cudart.DataType, V unsafe.Pointer, ldv int64, computeType cudart.DataType, bufferOnDevice unsafe.Pointer, workspaceInBytesOnDevice uint64, bufferOnHost unsafe.Pointer, workspaceInBytesOnHost uint64, d_info *int32, h_err_sigma *float64) error {
 	fp, err := procXgesvdp.Addr()
 	if err != nil {
@@ -7089,7 +6699,8 @@ func Xgesvdp(handle Handle, params Params, jobz EigMode, econ int32, m int64, n 
 	return nil
 }
 
-// Xgesvdr_bufferSize calls cusolverDnXgesvdr_bufferSize.
+// Xgesvdr_bufferSize calls cusolverDnXgesvdr_bufferSize. See cusolverDnXgesvdr_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnxgesvdr-buffersize
 func Xgesvdr_bufferSize(handle Handle, params Params, jobu int8, jobv int8, m int64, n int64, k int64, p int64, niters int64, dataTypeA cudart.DataType, A unsafe.Pointer, lda int64, dataTypeSrand cudart.DataType, Srand unsafe.Pointer, dataTypeUrand cudart.DataType, Urand unsafe.Pointer, ldUrand int64, dataTypeVrand cudart.DataType, Vrand unsafe.Pointer, ldVrand int64, computeType cudart.DataType, workspaceInBytesOnDevice *uint64, workspaceInBytesOnHost *uint64) error {
 	fp, err := procXgesvdr_bufferSize.Addr()
 	if err != nil {
@@ -7101,7 +6712,8 @@ func Xgesvdr_bufferSize(handle Handle, params Params, jobu int8, jobv int8, m in
 	return nil
 }
 
-// Xgesvdr calls cusolverDnXgesvdr.
+// Xgesvdr calls cusolverDnXgesvdr. See cusolverDnXgesvdr() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnxgesvdr
 func Xgesvdr(handle Handle, params Params, jobu int8, jobv int8, m int64, n int64, k int64, p int64, niters int64, dataTypeA cudart.DataType, A unsafe.Pointer, lda int64, dataTypeSrand cudart.DataType, Srand unsafe.Pointer, dataTypeUrand cudart.DataType, Urand unsafe.Pointer, ldUrand int64, dataTypeVrand cudart.DataType, Vrand unsafe.Pointer, ldVrand int64, computeType cudart.DataType, bufferOnDevice unsafe.Pointer, workspaceInBytesOnDevice uint64, bufferOnHost unsafe.Pointer, workspaceInBytesOnHost uint64, d_info *int32) error {
 	fp, err := procXgesvdr.Addr()
 	if err != nil {
@@ -7113,7 +6725,8 @@ func Xgesvdr(handle Handle, params Params, jobu int8, jobv int8, m int64, n int6
 	return nil
 }
 
-// Xlarft_bufferSize calls cusolverDnXlarft_bufferSize.
+// Xlarft_bufferSize calls cusolverDnXlarft_bufferSize. See cusolverDnXlarft_bufferSize() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnxlarft-buffersize
 func Xlarft_bufferSize(handle Handle, params Params, direct DirectMode, storev StorevMode, n int64, k int64, dataTypeV cudart.DataType, V unsafe.Pointer, ldv int64, dataTypeTau cudart.DataType, tau unsafe.Pointer, dataTypeT cudart.DataType, T unsafe.Pointer, ldt int64, computeType cudart.DataType, workspaceInBytesOnDevice *uint64, workspaceInBytesOnHost *uint64) error {
 	fp, err := procXlarft_bufferSize.Addr()
 	if err != nil {
@@ -7125,7 +6738,8 @@ func Xlarft_bufferSize(handle Handle, params Params, direct DirectMode, storev S
 	return nil
 }
 
-// Xlarft calls cusolverDnXlarft.
+// Xlarft calls cusolverDnXlarft. See cusolverDnXlarft() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnxlarft
 func Xlarft(handle Handle, params Params, direct DirectMode, storev StorevMode, n int64, k int64, dataTypeV cudart.DataType, V unsafe.Pointer, ldv int64, dataTypeTau cudart.DataType, tau unsafe.Pointer, dataTypeT cudart.DataType, T unsafe.Pointer, ldt int64, computeType cudart.DataType, bufferOnDevice unsafe.Pointer, workspaceInBytesOnDevice uint64, bufferOnHost unsafe.Pointer, workspaceInBytesOnHost uint64) error {
 	fp, err := procXlarft.Addr()
 	if err != nil {
@@ -7137,7 +6751,8 @@ func Xlarft(handle Handle, params Params, direct DirectMode, storev StorevMode, 
 	return nil
 }
 
-// LoggerSetCallback calls cusolverDnLoggerSetCallback.
+// LoggerSetCallback calls cusolverDnLoggerSetCallback. See cusolverDnLoggerSetCallback() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnloggersetcallback
 func LoggerSetCallback(callback LoggerCallback) error {
 	fp, err := procLoggerSetCallback.Addr()
 	if err != nil {
@@ -7149,7 +6764,8 @@ func LoggerSetCallback(callback LoggerCallback) error {
 	return nil
 }
 
-// LoggerOpenFile calls cusolverDnLoggerOpenFile.
+// LoggerOpenFile calls cusolverDnLoggerOpenFile. See cusolverDnLoggerOpenFile() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnloggeropenfile
 func LoggerOpenFile(logFile string) error {
 	fp, err := procLoggerOpenFile.Addr()
 	if err != nil {
@@ -7163,7 +6779,8 @@ func LoggerOpenFile(logFile string) error {
 	return nil
 }
 
-// LoggerSetLevel calls cusolverDnLoggerSetLevel.
+// LoggerSetLevel calls cusolverDnLoggerSetLevel. See cusolverDnLoggerSetLevel() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnloggersetlevel
 func LoggerSetLevel(level int32) error {
 	fp, err := procLoggerSetLevel.Addr()
 	if err != nil {
@@ -7175,7 +6792,8 @@ func LoggerSetLevel(level int32) error {
 	return nil
 }
 
-// LoggerSetMask calls cusolverDnLoggerSetMask.
+// LoggerSetMask calls cusolverDnLoggerSetMask. See cusolverDnLoggerSetMask() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnloggersetmask
 func LoggerSetMask(mask int32) error {
 	fp, err := procLoggerSetMask.Addr()
 	if err != nil {
@@ -7187,7 +6805,8 @@ func LoggerSetMask(mask int32) error {
 	return nil
 }
 
-// LoggerForceDisable calls cusolverDnLoggerForceDisable.
+// LoggerForceDisable calls cusolverDnLoggerForceDisable. See cusolverDnLoggerForceDisable() in the cuSOLVER Library guide:
+// https://docs.nvidia.com/cuda/cusolver/#cusolverdnloggerforcedisable
 func LoggerForceDisable() error {
 	fp, err := procLoggerForceDisable.Addr()
 	if err != nil {

@@ -10,883 +10,6 @@ import (
 
 /*
 #cgo CFLAGS: -Wno-deprecated-declarations -I${SRCDIR}/../headers/cuda-13.0
-#cgo noescape gocuda_cusparseCreate
-#cgo nocallback gocuda_cusparseCreate
-#cgo noescape gocuda_cusparseDestroy
-#cgo noescape gocuda_cusparseGetVersion
-#cgo nocallback gocuda_cusparseGetVersion
-#cgo noescape gocuda_cusparseGetProperty
-#cgo nocallback gocuda_cusparseGetProperty
-#cgo noescape gocuda_cusparseGetErrorName
-#cgo nocallback gocuda_cusparseGetErrorName
-#cgo noescape gocuda_cusparseGetErrorString
-#cgo nocallback gocuda_cusparseGetErrorString
-#cgo noescape gocuda_cusparseSetStream
-#cgo nocallback gocuda_cusparseSetStream
-#cgo noescape gocuda_cusparseGetStream
-#cgo nocallback gocuda_cusparseGetStream
-#cgo noescape gocuda_cusparseGetPointerMode
-#cgo nocallback gocuda_cusparseGetPointerMode
-#cgo noescape gocuda_cusparseSetPointerMode
-#cgo nocallback gocuda_cusparseSetPointerMode
-#cgo noescape gocuda_cusparseLoggerOpenFile
-#cgo nocallback gocuda_cusparseLoggerOpenFile
-#cgo noescape gocuda_cusparseLoggerSetLevel
-#cgo nocallback gocuda_cusparseLoggerSetLevel
-#cgo noescape gocuda_cusparseLoggerSetMask
-#cgo nocallback gocuda_cusparseLoggerSetMask
-#cgo noescape gocuda_cusparseLoggerForceDisable
-#cgo nocallback gocuda_cusparseLoggerForceDisable
-#cgo noescape gocuda_cusparseCreateMatDescr
-#cgo nocallback gocuda_cusparseCreateMatDescr
-#cgo noescape gocuda_cusparseDestroyMatDescr
-#cgo noescape gocuda_cusparseSetMatType
-#cgo nocallback gocuda_cusparseSetMatType
-#cgo noescape gocuda_cusparseGetMatType
-#cgo nocallback gocuda_cusparseGetMatType
-#cgo noescape gocuda_cusparseSetMatFillMode
-#cgo nocallback gocuda_cusparseSetMatFillMode
-#cgo noescape gocuda_cusparseGetMatFillMode
-#cgo nocallback gocuda_cusparseGetMatFillMode
-#cgo noescape gocuda_cusparseSetMatDiagType
-#cgo nocallback gocuda_cusparseSetMatDiagType
-#cgo noescape gocuda_cusparseGetMatDiagType
-#cgo nocallback gocuda_cusparseGetMatDiagType
-#cgo noescape gocuda_cusparseSetMatIndexBase
-#cgo nocallback gocuda_cusparseSetMatIndexBase
-#cgo noescape gocuda_cusparseGetMatIndexBase
-#cgo nocallback gocuda_cusparseGetMatIndexBase
-#cgo noescape gocuda_cusparseCreateCsric02Info
-#cgo nocallback gocuda_cusparseCreateCsric02Info
-#cgo noescape gocuda_cusparseDestroyCsric02Info
-#cgo noescape gocuda_cusparseCreateBsric02Info
-#cgo nocallback gocuda_cusparseCreateBsric02Info
-#cgo noescape gocuda_cusparseDestroyBsric02Info
-#cgo noescape gocuda_cusparseCreateCsrilu02Info
-#cgo nocallback gocuda_cusparseCreateCsrilu02Info
-#cgo noescape gocuda_cusparseDestroyCsrilu02Info
-#cgo noescape gocuda_cusparseCreateBsrilu02Info
-#cgo nocallback gocuda_cusparseCreateBsrilu02Info
-#cgo noescape gocuda_cusparseDestroyBsrilu02Info
-#cgo noescape gocuda_cusparseCreateBsrsv2Info
-#cgo nocallback gocuda_cusparseCreateBsrsv2Info
-#cgo noescape gocuda_cusparseDestroyBsrsv2Info
-#cgo noescape gocuda_cusparseCreateBsrsm2Info
-#cgo nocallback gocuda_cusparseCreateBsrsm2Info
-#cgo noescape gocuda_cusparseDestroyBsrsm2Info
-#cgo noescape gocuda_cusparseCreateCsru2csrInfo
-#cgo nocallback gocuda_cusparseCreateCsru2csrInfo
-#cgo noescape gocuda_cusparseDestroyCsru2csrInfo
-#cgo noescape gocuda_cusparseCreateColorInfo
-#cgo nocallback gocuda_cusparseCreateColorInfo
-#cgo noescape gocuda_cusparseDestroyColorInfo
-#cgo noescape gocuda_cusparseCreatePruneInfo
-#cgo nocallback gocuda_cusparseCreatePruneInfo
-#cgo noescape gocuda_cusparseDestroyPruneInfo
-#cgo noescape gocuda_cusparseSgemvi
-#cgo nocallback gocuda_cusparseSgemvi
-#cgo noescape gocuda_cusparseSgemvi_bufferSize
-#cgo nocallback gocuda_cusparseSgemvi_bufferSize
-#cgo noescape gocuda_cusparseDgemvi
-#cgo nocallback gocuda_cusparseDgemvi
-#cgo noescape gocuda_cusparseDgemvi_bufferSize
-#cgo nocallback gocuda_cusparseDgemvi_bufferSize
-#cgo noescape gocuda_cusparseCgemvi
-#cgo nocallback gocuda_cusparseCgemvi
-#cgo noescape gocuda_cusparseCgemvi_bufferSize
-#cgo nocallback gocuda_cusparseCgemvi_bufferSize
-#cgo noescape gocuda_cusparseZgemvi
-#cgo nocallback gocuda_cusparseZgemvi
-#cgo noescape gocuda_cusparseZgemvi_bufferSize
-#cgo nocallback gocuda_cusparseZgemvi_bufferSize
-#cgo noescape gocuda_cusparseSbsrmv
-#cgo nocallback gocuda_cusparseSbsrmv
-#cgo noescape gocuda_cusparseDbsrmv
-#cgo nocallback gocuda_cusparseDbsrmv
-#cgo noescape gocuda_cusparseCbsrmv
-#cgo nocallback gocuda_cusparseCbsrmv
-#cgo noescape gocuda_cusparseZbsrmv
-#cgo nocallback gocuda_cusparseZbsrmv
-#cgo noescape gocuda_cusparseSbsrxmv
-#cgo nocallback gocuda_cusparseSbsrxmv
-#cgo noescape gocuda_cusparseDbsrxmv
-#cgo nocallback gocuda_cusparseDbsrxmv
-#cgo noescape gocuda_cusparseCbsrxmv
-#cgo nocallback gocuda_cusparseCbsrxmv
-#cgo noescape gocuda_cusparseZbsrxmv
-#cgo nocallback gocuda_cusparseZbsrxmv
-#cgo noescape gocuda_cusparseXbsrsv2_zeroPivot
-#cgo nocallback gocuda_cusparseXbsrsv2_zeroPivot
-#cgo noescape gocuda_cusparseSbsrsv2_bufferSize
-#cgo nocallback gocuda_cusparseSbsrsv2_bufferSize
-#cgo noescape gocuda_cusparseDbsrsv2_bufferSize
-#cgo nocallback gocuda_cusparseDbsrsv2_bufferSize
-#cgo noescape gocuda_cusparseCbsrsv2_bufferSize
-#cgo nocallback gocuda_cusparseCbsrsv2_bufferSize
-#cgo noescape gocuda_cusparseZbsrsv2_bufferSize
-#cgo nocallback gocuda_cusparseZbsrsv2_bufferSize
-#cgo noescape gocuda_cusparseSbsrsv2_bufferSizeExt
-#cgo nocallback gocuda_cusparseSbsrsv2_bufferSizeExt
-#cgo noescape gocuda_cusparseDbsrsv2_bufferSizeExt
-#cgo nocallback gocuda_cusparseDbsrsv2_bufferSizeExt
-#cgo noescape gocuda_cusparseCbsrsv2_bufferSizeExt
-#cgo nocallback gocuda_cusparseCbsrsv2_bufferSizeExt
-#cgo noescape gocuda_cusparseZbsrsv2_bufferSizeExt
-#cgo nocallback gocuda_cusparseZbsrsv2_bufferSizeExt
-#cgo noescape gocuda_cusparseSbsrsv2_analysis
-#cgo nocallback gocuda_cusparseSbsrsv2_analysis
-#cgo noescape gocuda_cusparseDbsrsv2_analysis
-#cgo nocallback gocuda_cusparseDbsrsv2_analysis
-#cgo noescape gocuda_cusparseCbsrsv2_analysis
-#cgo nocallback gocuda_cusparseCbsrsv2_analysis
-#cgo noescape gocuda_cusparseZbsrsv2_analysis
-#cgo nocallback gocuda_cusparseZbsrsv2_analysis
-#cgo noescape gocuda_cusparseSbsrsv2_solve
-#cgo nocallback gocuda_cusparseSbsrsv2_solve
-#cgo noescape gocuda_cusparseDbsrsv2_solve
-#cgo nocallback gocuda_cusparseDbsrsv2_solve
-#cgo noescape gocuda_cusparseCbsrsv2_solve
-#cgo nocallback gocuda_cusparseCbsrsv2_solve
-#cgo noescape gocuda_cusparseZbsrsv2_solve
-#cgo nocallback gocuda_cusparseZbsrsv2_solve
-#cgo noescape gocuda_cusparseSbsrmm
-#cgo nocallback gocuda_cusparseSbsrmm
-#cgo noescape gocuda_cusparseDbsrmm
-#cgo nocallback gocuda_cusparseDbsrmm
-#cgo noescape gocuda_cusparseCbsrmm
-#cgo nocallback gocuda_cusparseCbsrmm
-#cgo noescape gocuda_cusparseZbsrmm
-#cgo nocallback gocuda_cusparseZbsrmm
-#cgo noescape gocuda_cusparseXbsrsm2_zeroPivot
-#cgo nocallback gocuda_cusparseXbsrsm2_zeroPivot
-#cgo noescape gocuda_cusparseSbsrsm2_bufferSize
-#cgo nocallback gocuda_cusparseSbsrsm2_bufferSize
-#cgo noescape gocuda_cusparseDbsrsm2_bufferSize
-#cgo nocallback gocuda_cusparseDbsrsm2_bufferSize
-#cgo noescape gocuda_cusparseCbsrsm2_bufferSize
-#cgo nocallback gocuda_cusparseCbsrsm2_bufferSize
-#cgo noescape gocuda_cusparseZbsrsm2_bufferSize
-#cgo nocallback gocuda_cusparseZbsrsm2_bufferSize
-#cgo noescape gocuda_cusparseSbsrsm2_bufferSizeExt
-#cgo nocallback gocuda_cusparseSbsrsm2_bufferSizeExt
-#cgo noescape gocuda_cusparseDbsrsm2_bufferSizeExt
-#cgo nocallback gocuda_cusparseDbsrsm2_bufferSizeExt
-#cgo noescape gocuda_cusparseCbsrsm2_bufferSizeExt
-#cgo nocallback gocuda_cusparseCbsrsm2_bufferSizeExt
-#cgo noescape gocuda_cusparseZbsrsm2_bufferSizeExt
-#cgo nocallback gocuda_cusparseZbsrsm2_bufferSizeExt
-#cgo noescape gocuda_cusparseSbsrsm2_analysis
-#cgo nocallback gocuda_cusparseSbsrsm2_analysis
-#cgo noescape gocuda_cusparseDbsrsm2_analysis
-#cgo nocallback gocuda_cusparseDbsrsm2_analysis
-#cgo noescape gocuda_cusparseCbsrsm2_analysis
-#cgo nocallback gocuda_cusparseCbsrsm2_analysis
-#cgo noescape gocuda_cusparseZbsrsm2_analysis
-#cgo nocallback gocuda_cusparseZbsrsm2_analysis
-#cgo noescape gocuda_cusparseSbsrsm2_solve
-#cgo nocallback gocuda_cusparseSbsrsm2_solve
-#cgo noescape gocuda_cusparseDbsrsm2_solve
-#cgo nocallback gocuda_cusparseDbsrsm2_solve
-#cgo noescape gocuda_cusparseCbsrsm2_solve
-#cgo nocallback gocuda_cusparseCbsrsm2_solve
-#cgo noescape gocuda_cusparseZbsrsm2_solve
-#cgo nocallback gocuda_cusparseZbsrsm2_solve
-#cgo noescape gocuda_cusparseScsrilu02_numericBoost
-#cgo nocallback gocuda_cusparseScsrilu02_numericBoost
-#cgo noescape gocuda_cusparseDcsrilu02_numericBoost
-#cgo nocallback gocuda_cusparseDcsrilu02_numericBoost
-#cgo noescape gocuda_cusparseCcsrilu02_numericBoost
-#cgo nocallback gocuda_cusparseCcsrilu02_numericBoost
-#cgo noescape gocuda_cusparseZcsrilu02_numericBoost
-#cgo nocallback gocuda_cusparseZcsrilu02_numericBoost
-#cgo noescape gocuda_cusparseXcsrilu02_zeroPivot
-#cgo nocallback gocuda_cusparseXcsrilu02_zeroPivot
-#cgo noescape gocuda_cusparseScsrilu02_bufferSize
-#cgo nocallback gocuda_cusparseScsrilu02_bufferSize
-#cgo noescape gocuda_cusparseDcsrilu02_bufferSize
-#cgo nocallback gocuda_cusparseDcsrilu02_bufferSize
-#cgo noescape gocuda_cusparseCcsrilu02_bufferSize
-#cgo nocallback gocuda_cusparseCcsrilu02_bufferSize
-#cgo noescape gocuda_cusparseZcsrilu02_bufferSize
-#cgo nocallback gocuda_cusparseZcsrilu02_bufferSize
-#cgo noescape gocuda_cusparseScsrilu02_bufferSizeExt
-#cgo nocallback gocuda_cusparseScsrilu02_bufferSizeExt
-#cgo noescape gocuda_cusparseDcsrilu02_bufferSizeExt
-#cgo nocallback gocuda_cusparseDcsrilu02_bufferSizeExt
-#cgo noescape gocuda_cusparseCcsrilu02_bufferSizeExt
-#cgo nocallback gocuda_cusparseCcsrilu02_bufferSizeExt
-#cgo noescape gocuda_cusparseZcsrilu02_bufferSizeExt
-#cgo nocallback gocuda_cusparseZcsrilu02_bufferSizeExt
-#cgo noescape gocuda_cusparseScsrilu02_analysis
-#cgo nocallback gocuda_cusparseScsrilu02_analysis
-#cgo noescape gocuda_cusparseDcsrilu02_analysis
-#cgo nocallback gocuda_cusparseDcsrilu02_analysis
-#cgo noescape gocuda_cusparseCcsrilu02_analysis
-#cgo nocallback gocuda_cusparseCcsrilu02_analysis
-#cgo noescape gocuda_cusparseZcsrilu02_analysis
-#cgo nocallback gocuda_cusparseZcsrilu02_analysis
-#cgo noescape gocuda_cusparseScsrilu02
-#cgo nocallback gocuda_cusparseScsrilu02
-#cgo noescape gocuda_cusparseDcsrilu02
-#cgo nocallback gocuda_cusparseDcsrilu02
-#cgo noescape gocuda_cusparseCcsrilu02
-#cgo nocallback gocuda_cusparseCcsrilu02
-#cgo noescape gocuda_cusparseZcsrilu02
-#cgo nocallback gocuda_cusparseZcsrilu02
-#cgo noescape gocuda_cusparseSbsrilu02_numericBoost
-#cgo nocallback gocuda_cusparseSbsrilu02_numericBoost
-#cgo noescape gocuda_cusparseDbsrilu02_numericBoost
-#cgo nocallback gocuda_cusparseDbsrilu02_numericBoost
-#cgo noescape gocuda_cusparseCbsrilu02_numericBoost
-#cgo nocallback gocuda_cusparseCbsrilu02_numericBoost
-#cgo noescape gocuda_cusparseZbsrilu02_numericBoost
-#cgo nocallback gocuda_cusparseZbsrilu02_numericBoost
-#cgo noescape gocuda_cusparseXbsrilu02_zeroPivot
-#cgo nocallback gocuda_cusparseXbsrilu02_zeroPivot
-#cgo noescape gocuda_cusparseSbsrilu02_bufferSize
-#cgo nocallback gocuda_cusparseSbsrilu02_bufferSize
-#cgo noescape gocuda_cusparseDbsrilu02_bufferSize
-#cgo nocallback gocuda_cusparseDbsrilu02_bufferSize
-#cgo noescape gocuda_cusparseCbsrilu02_bufferSize
-#cgo nocallback gocuda_cusparseCbsrilu02_bufferSize
-#cgo noescape gocuda_cusparseZbsrilu02_bufferSize
-#cgo nocallback gocuda_cusparseZbsrilu02_bufferSize
-#cgo noescape gocuda_cusparseSbsrilu02_bufferSizeExt
-#cgo nocallback gocuda_cusparseSbsrilu02_bufferSizeExt
-#cgo noescape gocuda_cusparseDbsrilu02_bufferSizeExt
-#cgo nocallback gocuda_cusparseDbsrilu02_bufferSizeExt
-#cgo noescape gocuda_cusparseCbsrilu02_bufferSizeExt
-#cgo nocallback gocuda_cusparseCbsrilu02_bufferSizeExt
-#cgo noescape gocuda_cusparseZbsrilu02_bufferSizeExt
-#cgo nocallback gocuda_cusparseZbsrilu02_bufferSizeExt
-#cgo noescape gocuda_cusparseSbsrilu02_analysis
-#cgo nocallback gocuda_cusparseSbsrilu02_analysis
-#cgo noescape gocuda_cusparseDbsrilu02_analysis
-#cgo nocallback gocuda_cusparseDbsrilu02_analysis
-#cgo noescape gocuda_cusparseCbsrilu02_analysis
-#cgo nocallback gocuda_cusparseCbsrilu02_analysis
-#cgo noescape gocuda_cusparseZbsrilu02_analysis
-#cgo nocallback gocuda_cusparseZbsrilu02_analysis
-#cgo noescape gocuda_cusparseSbsrilu02
-#cgo nocallback gocuda_cusparseSbsrilu02
-#cgo noescape gocuda_cusparseDbsrilu02
-#cgo nocallback gocuda_cusparseDbsrilu02
-#cgo noescape gocuda_cusparseCbsrilu02
-#cgo nocallback gocuda_cusparseCbsrilu02
-#cgo noescape gocuda_cusparseZbsrilu02
-#cgo nocallback gocuda_cusparseZbsrilu02
-#cgo noescape gocuda_cusparseXcsric02_zeroPivot
-#cgo nocallback gocuda_cusparseXcsric02_zeroPivot
-#cgo noescape gocuda_cusparseScsric02_bufferSize
-#cgo nocallback gocuda_cusparseScsric02_bufferSize
-#cgo noescape gocuda_cusparseDcsric02_bufferSize
-#cgo nocallback gocuda_cusparseDcsric02_bufferSize
-#cgo noescape gocuda_cusparseCcsric02_bufferSize
-#cgo nocallback gocuda_cusparseCcsric02_bufferSize
-#cgo noescape gocuda_cusparseZcsric02_bufferSize
-#cgo nocallback gocuda_cusparseZcsric02_bufferSize
-#cgo noescape gocuda_cusparseScsric02_bufferSizeExt
-#cgo nocallback gocuda_cusparseScsric02_bufferSizeExt
-#cgo noescape gocuda_cusparseDcsric02_bufferSizeExt
-#cgo nocallback gocuda_cusparseDcsric02_bufferSizeExt
-#cgo noescape gocuda_cusparseCcsric02_bufferSizeExt
-#cgo nocallback gocuda_cusparseCcsric02_bufferSizeExt
-#cgo noescape gocuda_cusparseZcsric02_bufferSizeExt
-#cgo nocallback gocuda_cusparseZcsric02_bufferSizeExt
-#cgo noescape gocuda_cusparseScsric02_analysis
-#cgo nocallback gocuda_cusparseScsric02_analysis
-#cgo noescape gocuda_cusparseDcsric02_analysis
-#cgo nocallback gocuda_cusparseDcsric02_analysis
-#cgo noescape gocuda_cusparseCcsric02_analysis
-#cgo nocallback gocuda_cusparseCcsric02_analysis
-#cgo noescape gocuda_cusparseZcsric02_analysis
-#cgo nocallback gocuda_cusparseZcsric02_analysis
-#cgo noescape gocuda_cusparseScsric02
-#cgo nocallback gocuda_cusparseScsric02
-#cgo noescape gocuda_cusparseDcsric02
-#cgo nocallback gocuda_cusparseDcsric02
-#cgo noescape gocuda_cusparseCcsric02
-#cgo nocallback gocuda_cusparseCcsric02
-#cgo noescape gocuda_cusparseZcsric02
-#cgo nocallback gocuda_cusparseZcsric02
-#cgo noescape gocuda_cusparseXbsric02_zeroPivot
-#cgo nocallback gocuda_cusparseXbsric02_zeroPivot
-#cgo noescape gocuda_cusparseSbsric02_bufferSize
-#cgo nocallback gocuda_cusparseSbsric02_bufferSize
-#cgo noescape gocuda_cusparseDbsric02_bufferSize
-#cgo nocallback gocuda_cusparseDbsric02_bufferSize
-#cgo noescape gocuda_cusparseCbsric02_bufferSize
-#cgo nocallback gocuda_cusparseCbsric02_bufferSize
-#cgo noescape gocuda_cusparseZbsric02_bufferSize
-#cgo nocallback gocuda_cusparseZbsric02_bufferSize
-#cgo noescape gocuda_cusparseSbsric02_bufferSizeExt
-#cgo nocallback gocuda_cusparseSbsric02_bufferSizeExt
-#cgo noescape gocuda_cusparseDbsric02_bufferSizeExt
-#cgo nocallback gocuda_cusparseDbsric02_bufferSizeExt
-#cgo noescape gocuda_cusparseCbsric02_bufferSizeExt
-#cgo nocallback gocuda_cusparseCbsric02_bufferSizeExt
-#cgo noescape gocuda_cusparseZbsric02_bufferSizeExt
-#cgo nocallback gocuda_cusparseZbsric02_bufferSizeExt
-#cgo noescape gocuda_cusparseSbsric02_analysis
-#cgo nocallback gocuda_cusparseSbsric02_analysis
-#cgo noescape gocuda_cusparseDbsric02_analysis
-#cgo nocallback gocuda_cusparseDbsric02_analysis
-#cgo noescape gocuda_cusparseCbsric02_analysis
-#cgo nocallback gocuda_cusparseCbsric02_analysis
-#cgo noescape gocuda_cusparseZbsric02_analysis
-#cgo nocallback gocuda_cusparseZbsric02_analysis
-#cgo noescape gocuda_cusparseSbsric02
-#cgo nocallback gocuda_cusparseSbsric02
-#cgo noescape gocuda_cusparseDbsric02
-#cgo nocallback gocuda_cusparseDbsric02
-#cgo noescape gocuda_cusparseCbsric02
-#cgo nocallback gocuda_cusparseCbsric02
-#cgo noescape gocuda_cusparseZbsric02
-#cgo nocallback gocuda_cusparseZbsric02
-#cgo noescape gocuda_cusparseSgtsv2_bufferSizeExt
-#cgo nocallback gocuda_cusparseSgtsv2_bufferSizeExt
-#cgo noescape gocuda_cusparseDgtsv2_bufferSizeExt
-#cgo nocallback gocuda_cusparseDgtsv2_bufferSizeExt
-#cgo noescape gocuda_cusparseCgtsv2_bufferSizeExt
-#cgo nocallback gocuda_cusparseCgtsv2_bufferSizeExt
-#cgo noescape gocuda_cusparseZgtsv2_bufferSizeExt
-#cgo nocallback gocuda_cusparseZgtsv2_bufferSizeExt
-#cgo noescape gocuda_cusparseSgtsv2
-#cgo nocallback gocuda_cusparseSgtsv2
-#cgo noescape gocuda_cusparseDgtsv2
-#cgo nocallback gocuda_cusparseDgtsv2
-#cgo noescape gocuda_cusparseCgtsv2
-#cgo nocallback gocuda_cusparseCgtsv2
-#cgo noescape gocuda_cusparseZgtsv2
-#cgo nocallback gocuda_cusparseZgtsv2
-#cgo noescape gocuda_cusparseSgtsv2_nopivot_bufferSizeExt
-#cgo nocallback gocuda_cusparseSgtsv2_nopivot_bufferSizeExt
-#cgo noescape gocuda_cusparseDgtsv2_nopivot_bufferSizeExt
-#cgo nocallback gocuda_cusparseDgtsv2_nopivot_bufferSizeExt
-#cgo noescape gocuda_cusparseCgtsv2_nopivot_bufferSizeExt
-#cgo nocallback gocuda_cusparseCgtsv2_nopivot_bufferSizeExt
-#cgo noescape gocuda_cusparseZgtsv2_nopivot_bufferSizeExt
-#cgo nocallback gocuda_cusparseZgtsv2_nopivot_bufferSizeExt
-#cgo noescape gocuda_cusparseSgtsv2_nopivot
-#cgo nocallback gocuda_cusparseSgtsv2_nopivot
-#cgo noescape gocuda_cusparseDgtsv2_nopivot
-#cgo nocallback gocuda_cusparseDgtsv2_nopivot
-#cgo noescape gocuda_cusparseCgtsv2_nopivot
-#cgo nocallback gocuda_cusparseCgtsv2_nopivot
-#cgo noescape gocuda_cusparseZgtsv2_nopivot
-#cgo nocallback gocuda_cusparseZgtsv2_nopivot
-#cgo noescape gocuda_cusparseSgtsv2StridedBatch_bufferSizeExt
-#cgo nocallback gocuda_cusparseSgtsv2StridedBatch_bufferSizeExt
-#cgo noescape gocuda_cusparseDgtsv2StridedBatch_bufferSizeExt
-#cgo nocallback gocuda_cusparseDgtsv2StridedBatch_bufferSizeExt
-#cgo noescape gocuda_cusparseCgtsv2StridedBatch_bufferSizeExt
-#cgo nocallback gocuda_cusparseCgtsv2StridedBatch_bufferSizeExt
-#cgo noescape gocuda_cusparseZgtsv2StridedBatch_bufferSizeExt
-#cgo nocallback gocuda_cusparseZgtsv2StridedBatch_bufferSizeExt
-#cgo noescape gocuda_cusparseSgtsv2StridedBatch
-#cgo nocallback gocuda_cusparseSgtsv2StridedBatch
-#cgo noescape gocuda_cusparseDgtsv2StridedBatch
-#cgo nocallback gocuda_cusparseDgtsv2StridedBatch
-#cgo noescape gocuda_cusparseCgtsv2StridedBatch
-#cgo nocallback gocuda_cusparseCgtsv2StridedBatch
-#cgo noescape gocuda_cusparseZgtsv2StridedBatch
-#cgo nocallback gocuda_cusparseZgtsv2StridedBatch
-#cgo noescape gocuda_cusparseSgtsvInterleavedBatch_bufferSizeExt
-#cgo nocallback gocuda_cusparseSgtsvInterleavedBatch_bufferSizeExt
-#cgo noescape gocuda_cusparseDgtsvInterleavedBatch_bufferSizeExt
-#cgo nocallback gocuda_cusparseDgtsvInterleavedBatch_bufferSizeExt
-#cgo noescape gocuda_cusparseCgtsvInterleavedBatch_bufferSizeExt
-#cgo nocallback gocuda_cusparseCgtsvInterleavedBatch_bufferSizeExt
-#cgo noescape gocuda_cusparseZgtsvInterleavedBatch_bufferSizeExt
-#cgo nocallback gocuda_cusparseZgtsvInterleavedBatch_bufferSizeExt
-#cgo noescape gocuda_cusparseSgtsvInterleavedBatch
-#cgo nocallback gocuda_cusparseSgtsvInterleavedBatch
-#cgo noescape gocuda_cusparseDgtsvInterleavedBatch
-#cgo nocallback gocuda_cusparseDgtsvInterleavedBatch
-#cgo noescape gocuda_cusparseCgtsvInterleavedBatch
-#cgo nocallback gocuda_cusparseCgtsvInterleavedBatch
-#cgo noescape gocuda_cusparseZgtsvInterleavedBatch
-#cgo nocallback gocuda_cusparseZgtsvInterleavedBatch
-#cgo noescape gocuda_cusparseSgpsvInterleavedBatch_bufferSizeExt
-#cgo nocallback gocuda_cusparseSgpsvInterleavedBatch_bufferSizeExt
-#cgo noescape gocuda_cusparseDgpsvInterleavedBatch_bufferSizeExt
-#cgo nocallback gocuda_cusparseDgpsvInterleavedBatch_bufferSizeExt
-#cgo noescape gocuda_cusparseCgpsvInterleavedBatch_bufferSizeExt
-#cgo nocallback gocuda_cusparseCgpsvInterleavedBatch_bufferSizeExt
-#cgo noescape gocuda_cusparseZgpsvInterleavedBatch_bufferSizeExt
-#cgo nocallback gocuda_cusparseZgpsvInterleavedBatch_bufferSizeExt
-#cgo noescape gocuda_cusparseSgpsvInterleavedBatch
-#cgo nocallback gocuda_cusparseSgpsvInterleavedBatch
-#cgo noescape gocuda_cusparseDgpsvInterleavedBatch
-#cgo nocallback gocuda_cusparseDgpsvInterleavedBatch
-#cgo noescape gocuda_cusparseCgpsvInterleavedBatch
-#cgo nocallback gocuda_cusparseCgpsvInterleavedBatch
-#cgo noescape gocuda_cusparseZgpsvInterleavedBatch
-#cgo nocallback gocuda_cusparseZgpsvInterleavedBatch
-#cgo noescape gocuda_cusparseScsrgeam2_bufferSizeExt
-#cgo nocallback gocuda_cusparseScsrgeam2_bufferSizeExt
-#cgo noescape gocuda_cusparseDcsrgeam2_bufferSizeExt
-#cgo nocallback gocuda_cusparseDcsrgeam2_bufferSizeExt
-#cgo noescape gocuda_cusparseCcsrgeam2_bufferSizeExt
-#cgo nocallback gocuda_cusparseCcsrgeam2_bufferSizeExt
-#cgo noescape gocuda_cusparseZcsrgeam2_bufferSizeExt
-#cgo nocallback gocuda_cusparseZcsrgeam2_bufferSizeExt
-#cgo noescape gocuda_cusparseXcsrgeam2Nnz
-#cgo nocallback gocuda_cusparseXcsrgeam2Nnz
-#cgo noescape gocuda_cusparseScsrgeam2
-#cgo nocallback gocuda_cusparseScsrgeam2
-#cgo noescape gocuda_cusparseDcsrgeam2
-#cgo nocallback gocuda_cusparseDcsrgeam2
-#cgo noescape gocuda_cusparseCcsrgeam2
-#cgo nocallback gocuda_cusparseCcsrgeam2
-#cgo noescape gocuda_cusparseZcsrgeam2
-#cgo nocallback gocuda_cusparseZcsrgeam2
-#cgo noescape gocuda_cusparseScsrcolor
-#cgo nocallback gocuda_cusparseScsrcolor
-#cgo noescape gocuda_cusparseDcsrcolor
-#cgo nocallback gocuda_cusparseDcsrcolor
-#cgo noescape gocuda_cusparseCcsrcolor
-#cgo nocallback gocuda_cusparseCcsrcolor
-#cgo noescape gocuda_cusparseZcsrcolor
-#cgo nocallback gocuda_cusparseZcsrcolor
-#cgo noescape gocuda_cusparseSnnz
-#cgo nocallback gocuda_cusparseSnnz
-#cgo noescape gocuda_cusparseDnnz
-#cgo nocallback gocuda_cusparseDnnz
-#cgo noescape gocuda_cusparseCnnz
-#cgo nocallback gocuda_cusparseCnnz
-#cgo noescape gocuda_cusparseZnnz
-#cgo nocallback gocuda_cusparseZnnz
-#cgo noescape gocuda_cusparseSnnz_compress
-#cgo nocallback gocuda_cusparseSnnz_compress
-#cgo noescape gocuda_cusparseDnnz_compress
-#cgo nocallback gocuda_cusparseDnnz_compress
-#cgo noescape gocuda_cusparseCnnz_compress
-#cgo nocallback gocuda_cusparseCnnz_compress
-#cgo noescape gocuda_cusparseZnnz_compress
-#cgo nocallback gocuda_cusparseZnnz_compress
-#cgo noescape gocuda_cusparseScsr2csr_compress
-#cgo nocallback gocuda_cusparseScsr2csr_compress
-#cgo noescape gocuda_cusparseDcsr2csr_compress
-#cgo nocallback gocuda_cusparseDcsr2csr_compress
-#cgo noescape gocuda_cusparseCcsr2csr_compress
-#cgo nocallback gocuda_cusparseCcsr2csr_compress
-#cgo noescape gocuda_cusparseZcsr2csr_compress
-#cgo nocallback gocuda_cusparseZcsr2csr_compress
-#cgo noescape gocuda_cusparseXcoo2csr
-#cgo nocallback gocuda_cusparseXcoo2csr
-#cgo noescape gocuda_cusparseXcsr2coo
-#cgo nocallback gocuda_cusparseXcsr2coo
-#cgo noescape gocuda_cusparseXcsr2bsrNnz
-#cgo nocallback gocuda_cusparseXcsr2bsrNnz
-#cgo noescape gocuda_cusparseScsr2bsr
-#cgo nocallback gocuda_cusparseScsr2bsr
-#cgo noescape gocuda_cusparseDcsr2bsr
-#cgo nocallback gocuda_cusparseDcsr2bsr
-#cgo noescape gocuda_cusparseCcsr2bsr
-#cgo nocallback gocuda_cusparseCcsr2bsr
-#cgo noescape gocuda_cusparseZcsr2bsr
-#cgo nocallback gocuda_cusparseZcsr2bsr
-#cgo noescape gocuda_cusparseSbsr2csr
-#cgo nocallback gocuda_cusparseSbsr2csr
-#cgo noescape gocuda_cusparseDbsr2csr
-#cgo nocallback gocuda_cusparseDbsr2csr
-#cgo noescape gocuda_cusparseCbsr2csr
-#cgo nocallback gocuda_cusparseCbsr2csr
-#cgo noescape gocuda_cusparseZbsr2csr
-#cgo nocallback gocuda_cusparseZbsr2csr
-#cgo noescape gocuda_cusparseSgebsr2gebsc_bufferSize
-#cgo nocallback gocuda_cusparseSgebsr2gebsc_bufferSize
-#cgo noescape gocuda_cusparseDgebsr2gebsc_bufferSize
-#cgo nocallback gocuda_cusparseDgebsr2gebsc_bufferSize
-#cgo noescape gocuda_cusparseCgebsr2gebsc_bufferSize
-#cgo nocallback gocuda_cusparseCgebsr2gebsc_bufferSize
-#cgo noescape gocuda_cusparseZgebsr2gebsc_bufferSize
-#cgo nocallback gocuda_cusparseZgebsr2gebsc_bufferSize
-#cgo noescape gocuda_cusparseSgebsr2gebsc_bufferSizeExt
-#cgo nocallback gocuda_cusparseSgebsr2gebsc_bufferSizeExt
-#cgo noescape gocuda_cusparseDgebsr2gebsc_bufferSizeExt
-#cgo nocallback gocuda_cusparseDgebsr2gebsc_bufferSizeExt
-#cgo noescape gocuda_cusparseCgebsr2gebsc_bufferSizeExt
-#cgo nocallback gocuda_cusparseCgebsr2gebsc_bufferSizeExt
-#cgo noescape gocuda_cusparseZgebsr2gebsc_bufferSizeExt
-#cgo nocallback gocuda_cusparseZgebsr2gebsc_bufferSizeExt
-#cgo noescape gocuda_cusparseSgebsr2gebsc
-#cgo nocallback gocuda_cusparseSgebsr2gebsc
-#cgo noescape gocuda_cusparseDgebsr2gebsc
-#cgo nocallback gocuda_cusparseDgebsr2gebsc
-#cgo noescape gocuda_cusparseCgebsr2gebsc
-#cgo nocallback gocuda_cusparseCgebsr2gebsc
-#cgo noescape gocuda_cusparseZgebsr2gebsc
-#cgo nocallback gocuda_cusparseZgebsr2gebsc
-#cgo noescape gocuda_cusparseXgebsr2csr
-#cgo nocallback gocuda_cusparseXgebsr2csr
-#cgo noescape gocuda_cusparseSgebsr2csr
-#cgo nocallback gocuda_cusparseSgebsr2csr
-#cgo noescape gocuda_cusparseDgebsr2csr
-#cgo nocallback gocuda_cusparseDgebsr2csr
-#cgo noescape gocuda_cusparseCgebsr2csr
-#cgo nocallback gocuda_cusparseCgebsr2csr
-#cgo noescape gocuda_cusparseZgebsr2csr
-#cgo nocallback gocuda_cusparseZgebsr2csr
-#cgo noescape gocuda_cusparseScsr2gebsr_bufferSize
-#cgo nocallback gocuda_cusparseScsr2gebsr_bufferSize
-#cgo noescape gocuda_cusparseDcsr2gebsr_bufferSize
-#cgo nocallback gocuda_cusparseDcsr2gebsr_bufferSize
-#cgo noescape gocuda_cusparseCcsr2gebsr_bufferSize
-#cgo nocallback gocuda_cusparseCcsr2gebsr_bufferSize
-#cgo noescape gocuda_cusparseZcsr2gebsr_bufferSize
-#cgo nocallback gocuda_cusparseZcsr2gebsr_bufferSize
-#cgo noescape gocuda_cusparseScsr2gebsr_bufferSizeExt
-#cgo nocallback gocuda_cusparseScsr2gebsr_bufferSizeExt
-#cgo noescape gocuda_cusparseDcsr2gebsr_bufferSizeExt
-#cgo nocallback gocuda_cusparseDcsr2gebsr_bufferSizeExt
-#cgo noescape gocuda_cusparseCcsr2gebsr_bufferSizeExt
-#cgo nocallback gocuda_cusparseCcsr2gebsr_bufferSizeExt
-#cgo noescape gocuda_cusparseZcsr2gebsr_bufferSizeExt
-#cgo nocallback gocuda_cusparseZcsr2gebsr_bufferSizeExt
-#cgo noescape gocuda_cusparseXcsr2gebsrNnz
-#cgo nocallback gocuda_cusparseXcsr2gebsrNnz
-#cgo noescape gocuda_cusparseScsr2gebsr
-#cgo nocallback gocuda_cusparseScsr2gebsr
-#cgo noescape gocuda_cusparseDcsr2gebsr
-#cgo nocallback gocuda_cusparseDcsr2gebsr
-#cgo noescape gocuda_cusparseCcsr2gebsr
-#cgo nocallback gocuda_cusparseCcsr2gebsr
-#cgo noescape gocuda_cusparseZcsr2gebsr
-#cgo nocallback gocuda_cusparseZcsr2gebsr
-#cgo noescape gocuda_cusparseSgebsr2gebsr_bufferSize
-#cgo nocallback gocuda_cusparseSgebsr2gebsr_bufferSize
-#cgo noescape gocuda_cusparseDgebsr2gebsr_bufferSize
-#cgo nocallback gocuda_cusparseDgebsr2gebsr_bufferSize
-#cgo noescape gocuda_cusparseCgebsr2gebsr_bufferSize
-#cgo nocallback gocuda_cusparseCgebsr2gebsr_bufferSize
-#cgo noescape gocuda_cusparseZgebsr2gebsr_bufferSize
-#cgo nocallback gocuda_cusparseZgebsr2gebsr_bufferSize
-#cgo noescape gocuda_cusparseSgebsr2gebsr_bufferSizeExt
-#cgo nocallback gocuda_cusparseSgebsr2gebsr_bufferSizeExt
-#cgo noescape gocuda_cusparseDgebsr2gebsr_bufferSizeExt
-#cgo nocallback gocuda_cusparseDgebsr2gebsr_bufferSizeExt
-#cgo noescape gocuda_cusparseCgebsr2gebsr_bufferSizeExt
-#cgo nocallback gocuda_cusparseCgebsr2gebsr_bufferSizeExt
-#cgo noescape gocuda_cusparseZgebsr2gebsr_bufferSizeExt
-#cgo nocallback gocuda_cusparseZgebsr2gebsr_bufferSizeExt
-#cgo noescape gocuda_cusparseXgebsr2gebsrNnz
-#cgo nocallback gocuda_cusparseXgebsr2gebsrNnz
-#cgo noescape gocuda_cusparseSgebsr2gebsr
-#cgo nocallback gocuda_cusparseSgebsr2gebsr
-#cgo noescape gocuda_cusparseDgebsr2gebsr
-#cgo nocallback gocuda_cusparseDgebsr2gebsr
-#cgo noescape gocuda_cusparseCgebsr2gebsr
-#cgo nocallback gocuda_cusparseCgebsr2gebsr
-#cgo noescape gocuda_cusparseZgebsr2gebsr
-#cgo nocallback gocuda_cusparseZgebsr2gebsr
-#cgo noescape gocuda_cusparseCreateIdentityPermutation
-#cgo nocallback gocuda_cusparseCreateIdentityPermutation
-#cgo noescape gocuda_cusparseXcoosort_bufferSizeExt
-#cgo nocallback gocuda_cusparseXcoosort_bufferSizeExt
-#cgo noescape gocuda_cusparseXcoosortByRow
-#cgo nocallback gocuda_cusparseXcoosortByRow
-#cgo noescape gocuda_cusparseXcoosortByColumn
-#cgo nocallback gocuda_cusparseXcoosortByColumn
-#cgo noescape gocuda_cusparseXcsrsort_bufferSizeExt
-#cgo nocallback gocuda_cusparseXcsrsort_bufferSizeExt
-#cgo noescape gocuda_cusparseXcsrsort
-#cgo nocallback gocuda_cusparseXcsrsort
-#cgo noescape gocuda_cusparseXcscsort_bufferSizeExt
-#cgo nocallback gocuda_cusparseXcscsort_bufferSizeExt
-#cgo noescape gocuda_cusparseXcscsort
-#cgo nocallback gocuda_cusparseXcscsort
-#cgo noescape gocuda_cusparseScsru2csr_bufferSizeExt
-#cgo nocallback gocuda_cusparseScsru2csr_bufferSizeExt
-#cgo noescape gocuda_cusparseDcsru2csr_bufferSizeExt
-#cgo nocallback gocuda_cusparseDcsru2csr_bufferSizeExt
-#cgo noescape gocuda_cusparseCcsru2csr_bufferSizeExt
-#cgo nocallback gocuda_cusparseCcsru2csr_bufferSizeExt
-#cgo noescape gocuda_cusparseZcsru2csr_bufferSizeExt
-#cgo nocallback gocuda_cusparseZcsru2csr_bufferSizeExt
-#cgo noescape gocuda_cusparseScsru2csr
-#cgo nocallback gocuda_cusparseScsru2csr
-#cgo noescape gocuda_cusparseDcsru2csr
-#cgo nocallback gocuda_cusparseDcsru2csr
-#cgo noescape gocuda_cusparseCcsru2csr
-#cgo nocallback gocuda_cusparseCcsru2csr
-#cgo noescape gocuda_cusparseZcsru2csr
-#cgo nocallback gocuda_cusparseZcsru2csr
-#cgo noescape gocuda_cusparseScsr2csru
-#cgo nocallback gocuda_cusparseScsr2csru
-#cgo noescape gocuda_cusparseDcsr2csru
-#cgo nocallback gocuda_cusparseDcsr2csru
-#cgo noescape gocuda_cusparseCcsr2csru
-#cgo nocallback gocuda_cusparseCcsr2csru
-#cgo noescape gocuda_cusparseZcsr2csru
-#cgo nocallback gocuda_cusparseZcsr2csru
-#cgo noescape gocuda_cusparseSpruneDense2csr_bufferSizeExt
-#cgo nocallback gocuda_cusparseSpruneDense2csr_bufferSizeExt
-#cgo noescape gocuda_cusparseDpruneDense2csr_bufferSizeExt
-#cgo nocallback gocuda_cusparseDpruneDense2csr_bufferSizeExt
-#cgo noescape gocuda_cusparseSpruneDense2csrNnz
-#cgo nocallback gocuda_cusparseSpruneDense2csrNnz
-#cgo noescape gocuda_cusparseDpruneDense2csrNnz
-#cgo nocallback gocuda_cusparseDpruneDense2csrNnz
-#cgo noescape gocuda_cusparseSpruneDense2csr
-#cgo nocallback gocuda_cusparseSpruneDense2csr
-#cgo noescape gocuda_cusparseDpruneDense2csr
-#cgo nocallback gocuda_cusparseDpruneDense2csr
-#cgo noescape gocuda_cusparseSpruneCsr2csr_bufferSizeExt
-#cgo nocallback gocuda_cusparseSpruneCsr2csr_bufferSizeExt
-#cgo noescape gocuda_cusparseDpruneCsr2csr_bufferSizeExt
-#cgo nocallback gocuda_cusparseDpruneCsr2csr_bufferSizeExt
-#cgo noescape gocuda_cusparseSpruneCsr2csrNnz
-#cgo nocallback gocuda_cusparseSpruneCsr2csrNnz
-#cgo noescape gocuda_cusparseDpruneCsr2csrNnz
-#cgo nocallback gocuda_cusparseDpruneCsr2csrNnz
-#cgo noescape gocuda_cusparseSpruneCsr2csr
-#cgo nocallback gocuda_cusparseSpruneCsr2csr
-#cgo noescape gocuda_cusparseDpruneCsr2csr
-#cgo nocallback gocuda_cusparseDpruneCsr2csr
-#cgo noescape gocuda_cusparseSpruneDense2csrByPercentage_bufferSizeExt
-#cgo nocallback gocuda_cusparseSpruneDense2csrByPercentage_bufferSizeExt
-#cgo noescape gocuda_cusparseDpruneDense2csrByPercentage_bufferSizeExt
-#cgo nocallback gocuda_cusparseDpruneDense2csrByPercentage_bufferSizeExt
-#cgo noescape gocuda_cusparseSpruneDense2csrNnzByPercentage
-#cgo nocallback gocuda_cusparseSpruneDense2csrNnzByPercentage
-#cgo noescape gocuda_cusparseDpruneDense2csrNnzByPercentage
-#cgo nocallback gocuda_cusparseDpruneDense2csrNnzByPercentage
-#cgo noescape gocuda_cusparseSpruneDense2csrByPercentage
-#cgo nocallback gocuda_cusparseSpruneDense2csrByPercentage
-#cgo noescape gocuda_cusparseDpruneDense2csrByPercentage
-#cgo nocallback gocuda_cusparseDpruneDense2csrByPercentage
-#cgo noescape gocuda_cusparseSpruneCsr2csrByPercentage_bufferSizeExt
-#cgo nocallback gocuda_cusparseSpruneCsr2csrByPercentage_bufferSizeExt
-#cgo noescape gocuda_cusparseDpruneCsr2csrByPercentage_bufferSizeExt
-#cgo nocallback gocuda_cusparseDpruneCsr2csrByPercentage_bufferSizeExt
-#cgo noescape gocuda_cusparseSpruneCsr2csrNnzByPercentage
-#cgo nocallback gocuda_cusparseSpruneCsr2csrNnzByPercentage
-#cgo noescape gocuda_cusparseDpruneCsr2csrNnzByPercentage
-#cgo nocallback gocuda_cusparseDpruneCsr2csrNnzByPercentage
-#cgo noescape gocuda_cusparseSpruneCsr2csrByPercentage
-#cgo nocallback gocuda_cusparseSpruneCsr2csrByPercentage
-#cgo noescape gocuda_cusparseDpruneCsr2csrByPercentage
-#cgo nocallback gocuda_cusparseDpruneCsr2csrByPercentage
-#cgo noescape gocuda_cusparseCsr2cscEx2
-#cgo nocallback gocuda_cusparseCsr2cscEx2
-#cgo noescape gocuda_cusparseCsr2cscEx2_bufferSize
-#cgo nocallback gocuda_cusparseCsr2cscEx2_bufferSize
-#cgo noescape gocuda_cusparseCreateSpVec
-#cgo nocallback gocuda_cusparseCreateSpVec
-#cgo noescape gocuda_cusparseCreateConstSpVec
-#cgo nocallback gocuda_cusparseCreateConstSpVec
-#cgo noescape gocuda_cusparseDestroySpVec
-#cgo noescape gocuda_cusparseSpVecGet
-#cgo nocallback gocuda_cusparseSpVecGet
-#cgo noescape gocuda_cusparseConstSpVecGet
-#cgo nocallback gocuda_cusparseConstSpVecGet
-#cgo noescape gocuda_cusparseSpVecGetIndexBase
-#cgo nocallback gocuda_cusparseSpVecGetIndexBase
-#cgo noescape gocuda_cusparseSpVecGetValues
-#cgo nocallback gocuda_cusparseSpVecGetValues
-#cgo noescape gocuda_cusparseConstSpVecGetValues
-#cgo nocallback gocuda_cusparseConstSpVecGetValues
-#cgo noescape gocuda_cusparseSpVecSetValues
-#cgo nocallback gocuda_cusparseSpVecSetValues
-#cgo noescape gocuda_cusparseCreateDnVec
-#cgo nocallback gocuda_cusparseCreateDnVec
-#cgo noescape gocuda_cusparseCreateConstDnVec
-#cgo nocallback gocuda_cusparseCreateConstDnVec
-#cgo noescape gocuda_cusparseDestroyDnVec
-#cgo noescape gocuda_cusparseDnVecGet
-#cgo nocallback gocuda_cusparseDnVecGet
-#cgo noescape gocuda_cusparseConstDnVecGet
-#cgo nocallback gocuda_cusparseConstDnVecGet
-#cgo noescape gocuda_cusparseDnVecGetValues
-#cgo nocallback gocuda_cusparseDnVecGetValues
-#cgo noescape gocuda_cusparseConstDnVecGetValues
-#cgo nocallback gocuda_cusparseConstDnVecGetValues
-#cgo noescape gocuda_cusparseDnVecSetValues
-#cgo nocallback gocuda_cusparseDnVecSetValues
-#cgo noescape gocuda_cusparseDestroySpMat
-#cgo noescape gocuda_cusparseSpMatGetFormat
-#cgo nocallback gocuda_cusparseSpMatGetFormat
-#cgo noescape gocuda_cusparseSpMatGetIndexBase
-#cgo nocallback gocuda_cusparseSpMatGetIndexBase
-#cgo noescape gocuda_cusparseSpMatGetValues
-#cgo nocallback gocuda_cusparseSpMatGetValues
-#cgo noescape gocuda_cusparseConstSpMatGetValues
-#cgo nocallback gocuda_cusparseConstSpMatGetValues
-#cgo noescape gocuda_cusparseSpMatSetValues
-#cgo nocallback gocuda_cusparseSpMatSetValues
-#cgo noescape gocuda_cusparseSpMatGetSize
-#cgo nocallback gocuda_cusparseSpMatGetSize
-#cgo noescape gocuda_cusparseSpMatGetStridedBatch
-#cgo nocallback gocuda_cusparseSpMatGetStridedBatch
-#cgo noescape gocuda_cusparseCooSetStridedBatch
-#cgo nocallback gocuda_cusparseCooSetStridedBatch
-#cgo noescape gocuda_cusparseCsrSetStridedBatch
-#cgo nocallback gocuda_cusparseCsrSetStridedBatch
-#cgo noescape gocuda_cusparseBsrSetStridedBatch
-#cgo nocallback gocuda_cusparseBsrSetStridedBatch
-#cgo noescape gocuda_cusparseSpMatGetAttribute
-#cgo nocallback gocuda_cusparseSpMatGetAttribute
-#cgo noescape gocuda_cusparseSpMatSetAttribute
-#cgo nocallback gocuda_cusparseSpMatSetAttribute
-#cgo noescape gocuda_cusparseCreateCsr
-#cgo nocallback gocuda_cusparseCreateCsr
-#cgo noescape gocuda_cusparseCreateConstCsr
-#cgo nocallback gocuda_cusparseCreateConstCsr
-#cgo noescape gocuda_cusparseCreateCsc
-#cgo nocallback gocuda_cusparseCreateCsc
-#cgo noescape gocuda_cusparseCreateConstCsc
-#cgo nocallback gocuda_cusparseCreateConstCsc
-#cgo noescape gocuda_cusparseCsrGet
-#cgo nocallback gocuda_cusparseCsrGet
-#cgo noescape gocuda_cusparseConstCsrGet
-#cgo nocallback gocuda_cusparseConstCsrGet
-#cgo noescape gocuda_cusparseCscGet
-#cgo nocallback gocuda_cusparseCscGet
-#cgo noescape gocuda_cusparseConstCscGet
-#cgo nocallback gocuda_cusparseConstCscGet
-#cgo noescape gocuda_cusparseCsrSetPointers
-#cgo nocallback gocuda_cusparseCsrSetPointers
-#cgo noescape gocuda_cusparseCscSetPointers
-#cgo nocallback gocuda_cusparseCscSetPointers
-#cgo noescape gocuda_cusparseCreateBsr
-#cgo nocallback gocuda_cusparseCreateBsr
-#cgo noescape gocuda_cusparseCreateConstBsr
-#cgo nocallback gocuda_cusparseCreateConstBsr
-#cgo noescape gocuda_cusparseCreateCoo
-#cgo nocallback gocuda_cusparseCreateCoo
-#cgo noescape gocuda_cusparseCreateConstCoo
-#cgo nocallback gocuda_cusparseCreateConstCoo
-#cgo noescape gocuda_cusparseCooGet
-#cgo nocallback gocuda_cusparseCooGet
-#cgo noescape gocuda_cusparseConstCooGet
-#cgo nocallback gocuda_cusparseConstCooGet
-#cgo noescape gocuda_cusparseCooSetPointers
-#cgo nocallback gocuda_cusparseCooSetPointers
-#cgo noescape gocuda_cusparseCreateBlockedEll
-#cgo nocallback gocuda_cusparseCreateBlockedEll
-#cgo noescape gocuda_cusparseCreateConstBlockedEll
-#cgo nocallback gocuda_cusparseCreateConstBlockedEll
-#cgo noescape gocuda_cusparseBlockedEllGet
-#cgo nocallback gocuda_cusparseBlockedEllGet
-#cgo noescape gocuda_cusparseConstBlockedEllGet
-#cgo nocallback gocuda_cusparseConstBlockedEllGet
-#cgo noescape gocuda_cusparseCreateSlicedEll
-#cgo nocallback gocuda_cusparseCreateSlicedEll
-#cgo noescape gocuda_cusparseCreateConstSlicedEll
-#cgo nocallback gocuda_cusparseCreateConstSlicedEll
-#cgo noescape gocuda_cusparseCreateDnMat
-#cgo nocallback gocuda_cusparseCreateDnMat
-#cgo noescape gocuda_cusparseCreateConstDnMat
-#cgo nocallback gocuda_cusparseCreateConstDnMat
-#cgo noescape gocuda_cusparseDestroyDnMat
-#cgo noescape gocuda_cusparseDnMatGet
-#cgo nocallback gocuda_cusparseDnMatGet
-#cgo noescape gocuda_cusparseConstDnMatGet
-#cgo nocallback gocuda_cusparseConstDnMatGet
-#cgo noescape gocuda_cusparseDnMatGetValues
-#cgo nocallback gocuda_cusparseDnMatGetValues
-#cgo noescape gocuda_cusparseConstDnMatGetValues
-#cgo nocallback gocuda_cusparseConstDnMatGetValues
-#cgo noescape gocuda_cusparseDnMatSetValues
-#cgo nocallback gocuda_cusparseDnMatSetValues
-#cgo noescape gocuda_cusparseDnMatSetStridedBatch
-#cgo nocallback gocuda_cusparseDnMatSetStridedBatch
-#cgo noescape gocuda_cusparseDnMatGetStridedBatch
-#cgo nocallback gocuda_cusparseDnMatGetStridedBatch
-#cgo noescape gocuda_cusparseAxpby
-#cgo nocallback gocuda_cusparseAxpby
-#cgo noescape gocuda_cusparseGather
-#cgo nocallback gocuda_cusparseGather
-#cgo noescape gocuda_cusparseScatter
-#cgo nocallback gocuda_cusparseScatter
-#cgo noescape gocuda_cusparseRot
-#cgo nocallback gocuda_cusparseRot
-#cgo noescape gocuda_cusparseSpVV_bufferSize
-#cgo nocallback gocuda_cusparseSpVV_bufferSize
-#cgo noescape gocuda_cusparseSpVV
-#cgo nocallback gocuda_cusparseSpVV
-#cgo noescape gocuda_cusparseSparseToDense_bufferSize
-#cgo nocallback gocuda_cusparseSparseToDense_bufferSize
-#cgo noescape gocuda_cusparseSparseToDense
-#cgo nocallback gocuda_cusparseSparseToDense
-#cgo noescape gocuda_cusparseDenseToSparse_bufferSize
-#cgo nocallback gocuda_cusparseDenseToSparse_bufferSize
-#cgo noescape gocuda_cusparseDenseToSparse_analysis
-#cgo nocallback gocuda_cusparseDenseToSparse_analysis
-#cgo noescape gocuda_cusparseDenseToSparse_convert
-#cgo nocallback gocuda_cusparseDenseToSparse_convert
-#cgo noescape gocuda_cusparseSpMV
-#cgo nocallback gocuda_cusparseSpMV
-#cgo noescape gocuda_cusparseSpMV_bufferSize
-#cgo nocallback gocuda_cusparseSpMV_bufferSize
-#cgo noescape gocuda_cusparseSpMV_preprocess
-#cgo nocallback gocuda_cusparseSpMV_preprocess
-#cgo noescape gocuda_cusparseSpSV_createDescr
-#cgo nocallback gocuda_cusparseSpSV_createDescr
-#cgo noescape gocuda_cusparseSpSV_destroyDescr
-#cgo nocallback gocuda_cusparseSpSV_destroyDescr
-#cgo noescape gocuda_cusparseSpSV_bufferSize
-#cgo nocallback gocuda_cusparseSpSV_bufferSize
-#cgo noescape gocuda_cusparseSpSV_analysis
-#cgo nocallback gocuda_cusparseSpSV_analysis
-#cgo noescape gocuda_cusparseSpSV_solve
-#cgo nocallback gocuda_cusparseSpSV_solve
-#cgo noescape gocuda_cusparseSpSV_updateMatrix
-#cgo nocallback gocuda_cusparseSpSV_updateMatrix
-#cgo noescape gocuda_cusparseSpSM_createDescr
-#cgo nocallback gocuda_cusparseSpSM_createDescr
-#cgo noescape gocuda_cusparseSpSM_destroyDescr
-#cgo nocallback gocuda_cusparseSpSM_destroyDescr
-#cgo noescape gocuda_cusparseSpSM_bufferSize
-#cgo nocallback gocuda_cusparseSpSM_bufferSize
-#cgo noescape gocuda_cusparseSpSM_analysis
-#cgo nocallback gocuda_cusparseSpSM_analysis
-#cgo noescape gocuda_cusparseSpSM_solve
-#cgo nocallback gocuda_cusparseSpSM_solve
-#cgo noescape gocuda_cusparseSpSM_updateMatrix
-#cgo nocallback gocuda_cusparseSpSM_updateMatrix
-#cgo noescape gocuda_cusparseSpMM_bufferSize
-#cgo nocallback gocuda_cusparseSpMM_bufferSize
-#cgo noescape gocuda_cusparseSpMM_preprocess
-#cgo nocallback gocuda_cusparseSpMM_preprocess
-#cgo noescape gocuda_cusparseSpMM
-#cgo nocallback gocuda_cusparseSpMM
-#cgo noescape gocuda_cusparseSpGEMM_createDescr
-#cgo nocallback gocuda_cusparseSpGEMM_createDescr
-#cgo noescape gocuda_cusparseSpGEMM_destroyDescr
-#cgo nocallback gocuda_cusparseSpGEMM_destroyDescr
-#cgo noescape gocuda_cusparseSpGEMM_workEstimation
-#cgo nocallback gocuda_cusparseSpGEMM_workEstimation
-#cgo noescape gocuda_cusparseSpGEMM_getNumProducts
-#cgo nocallback gocuda_cusparseSpGEMM_getNumProducts
-#cgo noescape gocuda_cusparseSpGEMM_estimateMemory
-#cgo nocallback gocuda_cusparseSpGEMM_estimateMemory
-#cgo noescape gocuda_cusparseSpGEMM_compute
-#cgo nocallback gocuda_cusparseSpGEMM_compute
-#cgo noescape gocuda_cusparseSpGEMM_copy
-#cgo nocallback gocuda_cusparseSpGEMM_copy
-#cgo noescape gocuda_cusparseSpGEMMreuse_workEstimation
-#cgo nocallback gocuda_cusparseSpGEMMreuse_workEstimation
-#cgo noescape gocuda_cusparseSpGEMMreuse_nnz
-#cgo nocallback gocuda_cusparseSpGEMMreuse_nnz
-#cgo noescape gocuda_cusparseSpGEMMreuse_copy
-#cgo nocallback gocuda_cusparseSpGEMMreuse_copy
-#cgo noescape gocuda_cusparseSpGEMMreuse_compute
-#cgo nocallback gocuda_cusparseSpGEMMreuse_compute
-#cgo noescape gocuda_cusparseSDDMM_bufferSize
-#cgo nocallback gocuda_cusparseSDDMM_bufferSize
-#cgo noescape gocuda_cusparseSDDMM_preprocess
-#cgo nocallback gocuda_cusparseSDDMM_preprocess
-#cgo noescape gocuda_cusparseSDDMM
-#cgo nocallback gocuda_cusparseSDDMM
-#cgo noescape gocuda_cusparseSpMMOp_createPlan
-#cgo nocallback gocuda_cusparseSpMMOp_createPlan
-#cgo noescape gocuda_cusparseSpMMOp
-#cgo nocallback gocuda_cusparseSpMMOp
-#cgo noescape gocuda_cusparseSpMMOp_destroyPlan
-#cgo nocallback gocuda_cusparseSpMMOp_destroyPlan
 #include <stdint.h>
 #include <stdlib.h>
 #define CUDA_ENABLE_DEPRECATED 1
@@ -3133,7 +2256,8 @@ var (
 	procSpMMOp_destroyPlan                        = lib.Proc("cusparseSpMMOp_destroyPlan")
 )
 
-// Create calls cusparseCreate.
+// Create calls cusparseCreate. See cusparseCreate() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsecreate
 func Create(handle *Handle) error {
 	fp, err := procCreate.Addr()
 	if err != nil {
@@ -3145,7 +2269,8 @@ func Create(handle *Handle) error {
 	return nil
 }
 
-// Destroy calls cusparseDestroy.
+// Destroy calls cusparseDestroy. See cusparseDestroy() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsedestroy
 func Destroy(handle Handle) error {
 	fp, err := procDestroy.Addr()
 	if err != nil {
@@ -3157,7 +2282,8 @@ func Destroy(handle Handle) error {
 	return nil
 }
 
-// GetVersion calls cusparseGetVersion.
+// GetVersion calls cusparseGetVersion. See cusparseGetVersion() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsegetversion
 func GetVersion(handle Handle, version *int32) error {
 	fp, err := procGetVersion.Addr()
 	if err != nil {
@@ -3169,7 +2295,8 @@ func GetVersion(handle Handle, version *int32) error {
 	return nil
 }
 
-// GetProperty calls cusparseGetProperty.
+// GetProperty calls cusparseGetProperty. See cusparseGetProperty() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsegetproperty
 func GetProperty(type_ cudart.LibraryPropertyType, value *int32) error {
 	fp, err := procGetProperty.Addr()
 	if err != nil {
@@ -3181,7 +2308,8 @@ func GetProperty(type_ cudart.LibraryPropertyType, value *int32) error {
 	return nil
 }
 
-// GetErrorName calls cusparseGetErrorName.
+// GetErrorName calls cusparseGetErrorName. See cusparseGetErrorName() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsegeterrorname
 func GetErrorName(status Status) (string, error) {
 	fp, err := procGetErrorName.Addr()
 	if err != nil {
@@ -3191,7 +2319,8 @@ func GetErrorName(status Status) (string, error) {
 	return C.GoString(r), nil
 }
 
-// GetErrorString calls cusparseGetErrorString.
+// GetErrorString calls cusparseGetErrorString. See cusparseGetErrorString() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsegeterrorstring
 func GetErrorString(status Status) (string, error) {
 	fp, err := procGetErrorString.Addr()
 	if err != nil {
@@ -3201,7 +2330,8 @@ func GetErrorString(status Status) (string, error) {
 	return C.GoString(r), nil
 }
 
-// SetStream calls cusparseSetStream.
+// SetStream calls cusparseSetStream. See cusparseSetStream() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsesetstream
 func SetStream(handle Handle, streamId cudart.Stream) error {
 	fp, err := procSetStream.Addr()
 	if err != nil {
@@ -3213,7 +2343,8 @@ func SetStream(handle Handle, streamId cudart.Stream) error {
 	return nil
 }
 
-// GetStream calls cusparseGetStream.
+// GetStream calls cusparseGetStream. See cusparseGetStream() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsegetstream
 func GetStream(handle Handle, streamId *cudart.Stream) error {
 	fp, err := procGetStream.Addr()
 	if err != nil {
@@ -3225,7 +2356,8 @@ func GetStream(handle Handle, streamId *cudart.Stream) error {
 	return nil
 }
 
-// GetPointerMode calls cusparseGetPointerMode.
+// GetPointerMode calls cusparseGetPointerMode. See cusparseGetPointerMode() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsegetpointermode
 func GetPointerMode(handle Handle, mode *PointerMode) error {
 	fp, err := procGetPointerMode.Addr()
 	if err != nil {
@@ -3237,7 +2369,8 @@ func GetPointerMode(handle Handle, mode *PointerMode) error {
 	return nil
 }
 
-// SetPointerMode calls cusparseSetPointerMode.
+// SetPointerMode calls cusparseSetPointerMode. See cusparseSetPointerMode() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsesetpointermode
 func SetPointerMode(handle Handle, mode PointerMode) error {
 	fp, err := procSetPointerMode.Addr()
 	if err != nil {
@@ -3249,7 +2382,8 @@ func SetPointerMode(handle Handle, mode PointerMode) error {
 	return nil
 }
 
-// LoggerSetCallback calls cusparseLoggerSetCallback.
+// LoggerSetCallback calls cusparseLoggerSetCallback. See cusparseLoggerSetCallback() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparseloggersetcallback
 func LoggerSetCallback(callback LoggerCallback) error {
 	fp, err := procLoggerSetCallback.Addr()
 	if err != nil {
@@ -3261,7 +2395,8 @@ func LoggerSetCallback(callback LoggerCallback) error {
 	return nil
 }
 
-// LoggerOpenFile calls cusparseLoggerOpenFile.
+// LoggerOpenFile calls cusparseLoggerOpenFile. See cusparseLoggerOpenFile() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparseloggeropenfile
 func LoggerOpenFile(logFile string) error {
 	fp, err := procLoggerOpenFile.Addr()
 	if err != nil {
@@ -3275,7 +2410,8 @@ func LoggerOpenFile(logFile string) error {
 	return nil
 }
 
-// LoggerSetLevel calls cusparseLoggerSetLevel.
+// LoggerSetLevel calls cusparseLoggerSetLevel. See cusparseLoggerSetLevel() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparseloggersetlevel
 func LoggerSetLevel(level int32) error {
 	fp, err := procLoggerSetLevel.Addr()
 	if err != nil {
@@ -3287,7 +2423,8 @@ func LoggerSetLevel(level int32) error {
 	return nil
 }
 
-// LoggerSetMask calls cusparseLoggerSetMask.
+// LoggerSetMask calls cusparseLoggerSetMask. See cusparseLoggerSetMask() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparseloggersetmask
 func LoggerSetMask(mask int32) error {
 	fp, err := procLoggerSetMask.Addr()
 	if err != nil {
@@ -3299,7 +2436,8 @@ func LoggerSetMask(mask int32) error {
 	return nil
 }
 
-// LoggerForceDisable calls cusparseLoggerForceDisable.
+// LoggerForceDisable calls cusparseLoggerForceDisable. See cusparseLoggerForceDisable() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparseloggerforcedisable
 func LoggerForceDisable() error {
 	fp, err := procLoggerForceDisable.Addr()
 	if err != nil {
@@ -3311,7 +2449,8 @@ func LoggerForceDisable() error {
 	return nil
 }
 
-// CreateMatDescr calls cusparseCreateMatDescr.
+// CreateMatDescr calls cusparseCreateMatDescr. See cusparseCreateMatDescr() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsecreatematdescr
 func CreateMatDescr(descrA *MatDescr) error {
 	fp, err := procCreateMatDescr.Addr()
 	if err != nil {
@@ -3323,7 +2462,8 @@ func CreateMatDescr(descrA *MatDescr) error {
 	return nil
 }
 
-// DestroyMatDescr calls cusparseDestroyMatDescr.
+// DestroyMatDescr calls cusparseDestroyMatDescr. See cusparseDestroyMatDescr() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsedestroymatdescr
 func DestroyMatDescr(descrA MatDescr) error {
 	fp, err := procDestroyMatDescr.Addr()
 	if err != nil {
@@ -3335,7 +2475,8 @@ func DestroyMatDescr(descrA MatDescr) error {
 	return nil
 }
 
-// SetMatType calls cusparseSetMatType.
+// SetMatType calls cusparseSetMatType. See cusparseSetMatType() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsesetmattype
 func SetMatType(descrA MatDescr, type_ MatrixType) error {
 	fp, err := procSetMatType.Addr()
 	if err != nil {
@@ -3347,7 +2488,8 @@ func SetMatType(descrA MatDescr, type_ MatrixType) error {
 	return nil
 }
 
-// GetMatType calls cusparseGetMatType.
+// GetMatType calls cusparseGetMatType. See cusparseGetMatType() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsegetmattype
 func GetMatType(descrA MatDescr) (MatrixType, error) {
 	fp, err := procGetMatType.Addr()
 	if err != nil {
@@ -3357,7 +2499,8 @@ func GetMatType(descrA MatDescr) (MatrixType, error) {
 	return MatrixType(r), nil
 }
 
-// SetMatFillMode calls cusparseSetMatFillMode.
+// SetMatFillMode calls cusparseSetMatFillMode. See cusparseSetMatFillMode() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsesetmatfillmode
 func SetMatFillMode(descrA MatDescr, fillMode FillMode) error {
 	fp, err := procSetMatFillMode.Addr()
 	if err != nil {
@@ -3369,7 +2512,8 @@ func SetMatFillMode(descrA MatDescr, fillMode FillMode) error {
 	return nil
 }
 
-// GetMatFillMode calls cusparseGetMatFillMode.
+// GetMatFillMode calls cusparseGetMatFillMode. See cusparseGetMatFillMode() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsegetmatfillmode
 func GetMatFillMode(descrA MatDescr) (FillMode, error) {
 	fp, err := procGetMatFillMode.Addr()
 	if err != nil {
@@ -3379,7 +2523,8 @@ func GetMatFillMode(descrA MatDescr) (FillMode, error) {
 	return FillMode(r), nil
 }
 
-// SetMatDiagType calls cusparseSetMatDiagType.
+// SetMatDiagType calls cusparseSetMatDiagType. See cusparseSetMatDiagType() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsesetmatdiagtype
 func SetMatDiagType(descrA MatDescr, diagType DiagType) error {
 	fp, err := procSetMatDiagType.Addr()
 	if err != nil {
@@ -3391,7 +2536,8 @@ func SetMatDiagType(descrA MatDescr, diagType DiagType) error {
 	return nil
 }
 
-// GetMatDiagType calls cusparseGetMatDiagType.
+// GetMatDiagType calls cusparseGetMatDiagType. See cusparseGetMatDiagType() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsegetmatdiagtype
 func GetMatDiagType(descrA MatDescr) (DiagType, error) {
 	fp, err := procGetMatDiagType.Addr()
 	if err != nil {
@@ -3401,7 +2547,8 @@ func GetMatDiagType(descrA MatDescr) (DiagType, error) {
 	return DiagType(r), nil
 }
 
-// SetMatIndexBase calls cusparseSetMatIndexBase.
+// SetMatIndexBase calls cusparseSetMatIndexBase. See cusparseSetMatIndexBase() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsesetmatindexbase
 func SetMatIndexBase(descrA MatDescr, base IndexBase) error {
 	fp, err := procSetMatIndexBase.Addr()
 	if err != nil {
@@ -3413,7 +2560,8 @@ func SetMatIndexBase(descrA MatDescr, base IndexBase) error {
 	return nil
 }
 
-// GetMatIndexBase calls cusparseGetMatIndexBase.
+// GetMatIndexBase calls cusparseGetMatIndexBase. See cusparseGetMatIndexBase() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsegetmatindexbase
 func GetMatIndexBase(descrA MatDescr) (IndexBase, error) {
 	fp, err := procGetMatIndexBase.Addr()
 	if err != nil {
@@ -3423,7 +2571,10 @@ func GetMatIndexBase(descrA MatDescr) (IndexBase, error) {
 	return IndexBase(r), nil
 }
 
-// CreateCsric02Info calls cusparseCreateCsric02Info.
+// CreateCsric02Info calls cusparseCreateCsric02Info. See cusparseCreateCsric02Info() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsecreatecsric02info
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func CreateCsric02Info(info *Csric02Info) error {
 	fp, err := procCreateCsric02Info.Addr()
 	if err != nil {
@@ -3435,7 +2586,10 @@ func CreateCsric02Info(info *Csric02Info) error {
 	return nil
 }
 
-// DestroyCsric02Info calls cusparseDestroyCsric02Info.
+// DestroyCsric02Info calls cusparseDestroyCsric02Info. See cusparseDestroyCsric02Info() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsedestroycsric02info
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func DestroyCsric02Info(info Csric02Info) error {
 	fp, err := procDestroyCsric02Info.Addr()
 	if err != nil {
@@ -3447,7 +2601,10 @@ func DestroyCsric02Info(info Csric02Info) error {
 	return nil
 }
 
-// CreateBsric02Info calls cusparseCreateBsric02Info.
+// CreateBsric02Info calls cusparseCreateBsric02Info. See cusparseCreateBsric02Info() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsecreatebsric02info
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func CreateBsric02Info(info *Bsric02Info) error {
 	fp, err := procCreateBsric02Info.Addr()
 	if err != nil {
@@ -3459,7 +2616,10 @@ func CreateBsric02Info(info *Bsric02Info) error {
 	return nil
 }
 
-// DestroyBsric02Info calls cusparseDestroyBsric02Info.
+// DestroyBsric02Info calls cusparseDestroyBsric02Info. See cusparseDestroyBsric02Info() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsedestroybsric02info
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func DestroyBsric02Info(info Bsric02Info) error {
 	fp, err := procDestroyBsric02Info.Addr()
 	if err != nil {
@@ -3471,7 +2631,10 @@ func DestroyBsric02Info(info Bsric02Info) error {
 	return nil
 }
 
-// CreateCsrilu02Info calls cusparseCreateCsrilu02Info.
+// CreateCsrilu02Info calls cusparseCreateCsrilu02Info. See cusparseCreateCsrilu02Info() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsecreatecsrilu02info
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func CreateCsrilu02Info(info *Csrilu02Info) error {
 	fp, err := procCreateCsrilu02Info.Addr()
 	if err != nil {
@@ -3483,7 +2646,10 @@ func CreateCsrilu02Info(info *Csrilu02Info) error {
 	return nil
 }
 
-// DestroyCsrilu02Info calls cusparseDestroyCsrilu02Info.
+// DestroyCsrilu02Info calls cusparseDestroyCsrilu02Info. See cusparseDestroyCsrilu02Info() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsedestroycsrilu02info
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func DestroyCsrilu02Info(info Csrilu02Info) error {
 	fp, err := procDestroyCsrilu02Info.Addr()
 	if err != nil {
@@ -3495,7 +2661,10 @@ func DestroyCsrilu02Info(info Csrilu02Info) error {
 	return nil
 }
 
-// CreateBsrilu02Info calls cusparseCreateBsrilu02Info.
+// CreateBsrilu02Info calls cusparseCreateBsrilu02Info. See cusparseCreateBsrilu02Info() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsecreatebsrilu02info
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func CreateBsrilu02Info(info *Bsrilu02Info) error {
 	fp, err := procCreateBsrilu02Info.Addr()
 	if err != nil {
@@ -3507,7 +2676,10 @@ func CreateBsrilu02Info(info *Bsrilu02Info) error {
 	return nil
 }
 
-// DestroyBsrilu02Info calls cusparseDestroyBsrilu02Info.
+// DestroyBsrilu02Info calls cusparseDestroyBsrilu02Info. See cusparseDestroyBsrilu02Info() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsedestroybsrilu02info
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func DestroyBsrilu02Info(info Bsrilu02Info) error {
 	fp, err := procDestroyBsrilu02Info.Addr()
 	if err != nil {
@@ -3519,7 +2691,10 @@ func DestroyBsrilu02Info(info Bsrilu02Info) error {
 	return nil
 }
 
-// CreateBsrsv2Info calls cusparseCreateBsrsv2Info.
+// CreateBsrsv2Info calls cusparseCreateBsrsv2Info. See cusparseCreateBsrsv2Info() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsecreatebsrsv2info
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func CreateBsrsv2Info(info *Bsrsv2Info) error {
 	fp, err := procCreateBsrsv2Info.Addr()
 	if err != nil {
@@ -3531,7 +2706,10 @@ func CreateBsrsv2Info(info *Bsrsv2Info) error {
 	return nil
 }
 
-// DestroyBsrsv2Info calls cusparseDestroyBsrsv2Info.
+// DestroyBsrsv2Info calls cusparseDestroyBsrsv2Info. See cusparseDestroyBsrsv2Info() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsedestroybsrsv2info
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func DestroyBsrsv2Info(info Bsrsv2Info) error {
 	fp, err := procDestroyBsrsv2Info.Addr()
 	if err != nil {
@@ -3543,7 +2721,10 @@ func DestroyBsrsv2Info(info Bsrsv2Info) error {
 	return nil
 }
 
-// CreateBsrsm2Info calls cusparseCreateBsrsm2Info.
+// CreateBsrsm2Info calls cusparseCreateBsrsm2Info. See cusparseCreateBsrsm2Info() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsecreatebsrsm2info
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func CreateBsrsm2Info(info *Bsrsm2Info) error {
 	fp, err := procCreateBsrsm2Info.Addr()
 	if err != nil {
@@ -3555,7 +2736,10 @@ func CreateBsrsm2Info(info *Bsrsm2Info) error {
 	return nil
 }
 
-// DestroyBsrsm2Info calls cusparseDestroyBsrsm2Info.
+// DestroyBsrsm2Info calls cusparseDestroyBsrsm2Info. See cusparseDestroyBsrsm2Info() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsedestroybsrsm2info
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func DestroyBsrsm2Info(info Bsrsm2Info) error {
 	fp, err := procDestroyBsrsm2Info.Addr()
 	if err != nil {
@@ -3567,7 +2751,10 @@ func DestroyBsrsm2Info(info Bsrsm2Info) error {
 	return nil
 }
 
-// CreateCsru2csrInfo calls cusparseCreateCsru2csrInfo.
+// CreateCsru2csrInfo calls cusparseCreateCsru2csrInfo. See cusparseCreateCsru2csrInfo() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsecreatecsru2csrinfo
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func CreateCsru2csrInfo(info *Csru2csrInfo) error {
 	fp, err := procCreateCsru2csrInfo.Addr()
 	if err != nil {
@@ -3579,7 +2766,10 @@ func CreateCsru2csrInfo(info *Csru2csrInfo) error {
 	return nil
 }
 
-// DestroyCsru2csrInfo calls cusparseDestroyCsru2csrInfo.
+// DestroyCsru2csrInfo calls cusparseDestroyCsru2csrInfo. See cusparseDestroyCsru2csrInfo() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsedestroycsru2csrinfo
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func DestroyCsru2csrInfo(info Csru2csrInfo) error {
 	fp, err := procDestroyCsru2csrInfo.Addr()
 	if err != nil {
@@ -3591,7 +2781,10 @@ func DestroyCsru2csrInfo(info Csru2csrInfo) error {
 	return nil
 }
 
-// CreateColorInfo calls cusparseCreateColorInfo.
+// CreateColorInfo calls cusparseCreateColorInfo. See cusparseCreateColorInfo() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsecreatecolorinfo
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func CreateColorInfo(info *ColorInfo) error {
 	fp, err := procCreateColorInfo.Addr()
 	if err != nil {
@@ -3603,7 +2796,10 @@ func CreateColorInfo(info *ColorInfo) error {
 	return nil
 }
 
-// DestroyColorInfo calls cusparseDestroyColorInfo.
+// DestroyColorInfo calls cusparseDestroyColorInfo. See cusparseDestroyColorInfo() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsedestroycolorinfo
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func DestroyColorInfo(info ColorInfo) error {
 	fp, err := procDestroyColorInfo.Addr()
 	if err != nil {
@@ -3615,7 +2811,10 @@ func DestroyColorInfo(info ColorInfo) error {
 	return nil
 }
 
-// CreatePruneInfo calls cusparseCreatePruneInfo.
+// CreatePruneInfo calls cusparseCreatePruneInfo. See cusparseCreatePruneInfo() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsecreatepruneinfo
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func CreatePruneInfo(info *PruneInfo) error {
 	fp, err := procCreatePruneInfo.Addr()
 	if err != nil {
@@ -3627,7 +2826,10 @@ func CreatePruneInfo(info *PruneInfo) error {
 	return nil
 }
 
-// DestroyPruneInfo calls cusparseDestroyPruneInfo.
+// DestroyPruneInfo calls cusparseDestroyPruneInfo. See cusparseDestroyPruneInfo() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsedestroypruneinfo
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func DestroyPruneInfo(info PruneInfo) error {
 	fp, err := procDestroyPruneInfo.Addr()
 	if err != nil {
@@ -3639,7 +2841,10 @@ func DestroyPruneInfo(info PruneInfo) error {
 	return nil
 }
 
-// Sgemvi calls cusparseSgemvi.
+// Sgemvi calls cusparseSgemvi. See cusparse<t>gemvi() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gemvi
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Sgemvi(handle Handle, transA Operation, m int32, n int32, alpha *float32, A *float32, lda int32, nnz int32, xVal *float32, xInd *int32, beta *float32, y *float32, idxBase IndexBase, pBuffer unsafe.Pointer) error {
 	fp, err := procSgemvi.Addr()
 	if err != nil {
@@ -3651,7 +2856,10 @@ func Sgemvi(handle Handle, transA Operation, m int32, n int32, alpha *float32, A
 	return nil
 }
 
-// Sgemvi_bufferSize calls cusparseSgemvi_bufferSize.
+// Sgemvi_bufferSize calls cusparseSgemvi_bufferSize. See cusparse<t>gemvi_bufferSize() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gemvi-buffersize
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Sgemvi_bufferSize(handle Handle, transA Operation, m int32, n int32, nnz int32, pBufferSize *int32) error {
 	fp, err := procSgemvi_bufferSize.Addr()
 	if err != nil {
@@ -3663,7 +2871,10 @@ func Sgemvi_bufferSize(handle Handle, transA Operation, m int32, n int32, nnz in
 	return nil
 }
 
-// Dgemvi calls cusparseDgemvi.
+// Dgemvi calls cusparseDgemvi. See cusparse<t>gemvi() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gemvi
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Dgemvi(handle Handle, transA Operation, m int32, n int32, alpha *float64, A *float64, lda int32, nnz int32, xVal *float64, xInd *int32, beta *float64, y *float64, idxBase IndexBase, pBuffer unsafe.Pointer) error {
 	fp, err := procDgemvi.Addr()
 	if err != nil {
@@ -3675,7 +2886,10 @@ func Dgemvi(handle Handle, transA Operation, m int32, n int32, alpha *float64, A
 	return nil
 }
 
-// Dgemvi_bufferSize calls cusparseDgemvi_bufferSize.
+// Dgemvi_bufferSize calls cusparseDgemvi_bufferSize. See cusparse<t>gemvi_bufferSize() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gemvi-buffersize
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Dgemvi_bufferSize(handle Handle, transA Operation, m int32, n int32, nnz int32, pBufferSize *int32) error {
 	fp, err := procDgemvi_bufferSize.Addr()
 	if err != nil {
@@ -3687,7 +2901,10 @@ func Dgemvi_bufferSize(handle Handle, transA Operation, m int32, n int32, nnz in
 	return nil
 }
 
-// Cgemvi calls cusparseCgemvi.
+// Cgemvi calls cusparseCgemvi. See cusparse<t>gemvi() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gemvi
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Cgemvi(handle Handle, transA Operation, m int32, n int32, alpha *cudart.CuComplex, A *cudart.CuComplex, lda int32, nnz int32, xVal *cudart.CuComplex, xInd *int32, beta *cudart.CuComplex, y *cudart.CuComplex, idxBase IndexBase, pBuffer unsafe.Pointer) error {
 	fp, err := procCgemvi.Addr()
 	if err != nil {
@@ -3699,7 +2916,10 @@ func Cgemvi(handle Handle, transA Operation, m int32, n int32, alpha *cudart.CuC
 	return nil
 }
 
-// Cgemvi_bufferSize calls cusparseCgemvi_bufferSize.
+// Cgemvi_bufferSize calls cusparseCgemvi_bufferSize. See cusparse<t>gemvi_bufferSize() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gemvi-buffersize
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Cgemvi_bufferSize(handle Handle, transA Operation, m int32, n int32, nnz int32, pBufferSize *int32) error {
 	fp, err := procCgemvi_bufferSize.Addr()
 	if err != nil {
@@ -3711,7 +2931,10 @@ func Cgemvi_bufferSize(handle Handle, transA Operation, m int32, n int32, nnz in
 	return nil
 }
 
-// Zgemvi calls cusparseZgemvi.
+// Zgemvi calls cusparseZgemvi. See cusparse<t>gemvi() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gemvi
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Zgemvi(handle Handle, transA Operation, m int32, n int32, alpha *cudart.CuDoubleComplex, A *cudart.CuDoubleComplex, lda int32, nnz int32, xVal *cudart.CuDoubleComplex, xInd *int32, beta *cudart.CuDoubleComplex, y *cudart.CuDoubleComplex, idxBase IndexBase, pBuffer unsafe.Pointer) error {
 	fp, err := procZgemvi.Addr()
 	if err != nil {
@@ -3723,7 +2946,10 @@ func Zgemvi(handle Handle, transA Operation, m int32, n int32, alpha *cudart.CuD
 	return nil
 }
 
-// Zgemvi_bufferSize calls cusparseZgemvi_bufferSize.
+// Zgemvi_bufferSize calls cusparseZgemvi_bufferSize. See cusparse<t>gemvi_bufferSize() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gemvi-buffersize
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Zgemvi_bufferSize(handle Handle, transA Operation, m int32, n int32, nnz int32, pBufferSize *int32) error {
 	fp, err := procZgemvi_bufferSize.Addr()
 	if err != nil {
@@ -3735,7 +2961,8 @@ func Zgemvi_bufferSize(handle Handle, transA Operation, m int32, n int32, nnz in
 	return nil
 }
 
-// Sbsrmv calls cusparseSbsrmv.
+// Sbsrmv calls cusparseSbsrmv. See cusparse<t>bsrmv() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsrmv
 func Sbsrmv(handle Handle, dirA Direction, transA Operation, mb int32, nb int32, nnzb int32, alpha *float32, descrA MatDescr, bsrSortedValA *float32, bsrSortedRowPtrA *int32, bsrSortedColIndA *int32, blockDim int32, x *float32, beta *float32, y *float32) error {
 	fp, err := procSbsrmv.Addr()
 	if err != nil {
@@ -3747,7 +2974,8 @@ func Sbsrmv(handle Handle, dirA Direction, transA Operation, mb int32, nb int32,
 	return nil
 }
 
-// Dbsrmv calls cusparseDbsrmv.
+// Dbsrmv calls cusparseDbsrmv. See cusparse<t>bsrmv() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsrmv
 func Dbsrmv(handle Handle, dirA Direction, transA Operation, mb int32, nb int32, nnzb int32, alpha *float64, descrA MatDescr, bsrSortedValA *float64, bsrSortedRowPtrA *int32, bsrSortedColIndA *int32, blockDim int32, x *float64, beta *float64, y *float64) error {
 	fp, err := procDbsrmv.Addr()
 	if err != nil {
@@ -3759,7 +2987,8 @@ func Dbsrmv(handle Handle, dirA Direction, transA Operation, mb int32, nb int32,
 	return nil
 }
 
-// Cbsrmv calls cusparseCbsrmv.
+// Cbsrmv calls cusparseCbsrmv. See cusparse<t>bsrmv() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsrmv
 func Cbsrmv(handle Handle, dirA Direction, transA Operation, mb int32, nb int32, nnzb int32, alpha *cudart.CuComplex, descrA MatDescr, bsrSortedValA *cudart.CuComplex, bsrSortedRowPtrA *int32, bsrSortedColIndA *int32, blockDim int32, x *cudart.CuComplex, beta *cudart.CuComplex, y *cudart.CuComplex) error {
 	fp, err := procCbsrmv.Addr()
 	if err != nil {
@@ -3771,7 +3000,8 @@ func Cbsrmv(handle Handle, dirA Direction, transA Operation, mb int32, nb int32,
 	return nil
 }
 
-// Zbsrmv calls cusparseZbsrmv.
+// Zbsrmv calls cusparseZbsrmv. See cusparse<t>bsrmv() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsrmv
 func Zbsrmv(handle Handle, dirA Direction, transA Operation, mb int32, nb int32, nnzb int32, alpha *cudart.CuDoubleComplex, descrA MatDescr, bsrSortedValA *cudart.CuDoubleComplex, bsrSortedRowPtrA *int32, bsrSortedColIndA *int32, blockDim int32, x *cudart.CuDoubleComplex, beta *cudart.CuDoubleComplex, y *cudart.CuDoubleComplex) error {
 	fp, err := procZbsrmv.Addr()
 	if err != nil {
@@ -3783,7 +3013,10 @@ func Zbsrmv(handle Handle, dirA Direction, transA Operation, mb int32, nb int32,
 	return nil
 }
 
-// Sbsrxmv calls cusparseSbsrxmv.
+// Sbsrxmv calls cusparseSbsrxmv. See cusparse<t>bsrxmv() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsrxmv
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Sbsrxmv(handle Handle, dirA Direction, transA Operation, sizeOfMask int32, mb int32, nb int32, nnzb int32, alpha *float32, descrA MatDescr, bsrSortedValA *float32, bsrSortedMaskPtrA *int32, bsrSortedRowPtrA *int32, bsrSortedEndPtrA *int32, bsrSortedColIndA *int32, blockDim int32, x *float32, beta *float32, y *float32) error {
 	fp, err := procSbsrxmv.Addr()
 	if err != nil {
@@ -3795,7 +3028,10 @@ func Sbsrxmv(handle Handle, dirA Direction, transA Operation, sizeOfMask int32, 
 	return nil
 }
 
-// Dbsrxmv calls cusparseDbsrxmv.
+// Dbsrxmv calls cusparseDbsrxmv. See cusparse<t>bsrxmv() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsrxmv
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Dbsrxmv(handle Handle, dirA Direction, transA Operation, sizeOfMask int32, mb int32, nb int32, nnzb int32, alpha *float64, descrA MatDescr, bsrSortedValA *float64, bsrSortedMaskPtrA *int32, bsrSortedRowPtrA *int32, bsrSortedEndPtrA *int32, bsrSortedColIndA *int32, blockDim int32, x *float64, beta *float64, y *float64) error {
 	fp, err := procDbsrxmv.Addr()
 	if err != nil {
@@ -3807,7 +3043,10 @@ func Dbsrxmv(handle Handle, dirA Direction, transA Operation, sizeOfMask int32, 
 	return nil
 }
 
-// Cbsrxmv calls cusparseCbsrxmv.
+// Cbsrxmv calls cusparseCbsrxmv. See cusparse<t>bsrxmv() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsrxmv
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Cbsrxmv(handle Handle, dirA Direction, transA Operation, sizeOfMask int32, mb int32, nb int32, nnzb int32, alpha *cudart.CuComplex, descrA MatDescr, bsrSortedValA *cudart.CuComplex, bsrSortedMaskPtrA *int32, bsrSortedRowPtrA *int32, bsrSortedEndPtrA *int32, bsrSortedColIndA *int32, blockDim int32, x *cudart.CuComplex, beta *cudart.CuComplex, y *cudart.CuComplex) error {
 	fp, err := procCbsrxmv.Addr()
 	if err != nil {
@@ -3819,7 +3058,10 @@ func Cbsrxmv(handle Handle, dirA Direction, transA Operation, sizeOfMask int32, 
 	return nil
 }
 
-// Zbsrxmv calls cusparseZbsrxmv.
+// Zbsrxmv calls cusparseZbsrxmv. See cusparse<t>bsrxmv() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsrxmv
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Zbsrxmv(handle Handle, dirA Direction, transA Operation, sizeOfMask int32, mb int32, nb int32, nnzb int32, alpha *cudart.CuDoubleComplex, descrA MatDescr, bsrSortedValA *cudart.CuDoubleComplex, bsrSortedMaskPtrA *int32, bsrSortedRowPtrA *int32, bsrSortedEndPtrA *int32, bsrSortedColIndA *int32, blockDim int32, x *cudart.CuDoubleComplex, beta *cudart.CuDoubleComplex, y *cudart.CuDoubleComplex) error {
 	fp, err := procZbsrxmv.Addr()
 	if err != nil {
@@ -3831,7 +3073,10 @@ func Zbsrxmv(handle Handle, dirA Direction, transA Operation, sizeOfMask int32, 
 	return nil
 }
 
-// Xbsrsv2_zeroPivot calls cusparseXbsrsv2_zeroPivot.
+// Xbsrsv2_zeroPivot calls cusparseXbsrsv2_zeroPivot. See cusparseXbsrsv2_zeroPivot() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsexbsrsv2-zeropivot
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Xbsrsv2_zeroPivot(handle Handle, info Bsrsv2Info, position *int32) error {
 	fp, err := procXbsrsv2_zeroPivot.Addr()
 	if err != nil {
@@ -3843,7 +3088,10 @@ func Xbsrsv2_zeroPivot(handle Handle, info Bsrsv2Info, position *int32) error {
 	return nil
 }
 
-// Sbsrsv2_bufferSize calls cusparseSbsrsv2_bufferSize.
+// Sbsrsv2_bufferSize calls cusparseSbsrsv2_bufferSize. See cusparse<t>bsrsv2_bufferSize() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsrsv2-buffersize
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Sbsrsv2_bufferSize(handle Handle, dirA Direction, transA Operation, mb int32, nnzb int32, descrA MatDescr, bsrSortedValA *float32, bsrSortedRowPtrA *int32, bsrSortedColIndA *int32, blockDim int32, info Bsrsv2Info, pBufferSizeInBytes *int32) error {
 	fp, err := procSbsrsv2_bufferSize.Addr()
 	if err != nil {
@@ -3855,7 +3103,10 @@ func Sbsrsv2_bufferSize(handle Handle, dirA Direction, transA Operation, mb int3
 	return nil
 }
 
-// Dbsrsv2_bufferSize calls cusparseDbsrsv2_bufferSize.
+// Dbsrsv2_bufferSize calls cusparseDbsrsv2_bufferSize. See cusparse<t>bsrsv2_bufferSize() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsrsv2-buffersize
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Dbsrsv2_bufferSize(handle Handle, dirA Direction, transA Operation, mb int32, nnzb int32, descrA MatDescr, bsrSortedValA *float64, bsrSortedRowPtrA *int32, bsrSortedColIndA *int32, blockDim int32, info Bsrsv2Info, pBufferSizeInBytes *int32) error {
 	fp, err := procDbsrsv2_bufferSize.Addr()
 	if err != nil {
@@ -3867,7 +3118,10 @@ func Dbsrsv2_bufferSize(handle Handle, dirA Direction, transA Operation, mb int3
 	return nil
 }
 
-// Cbsrsv2_bufferSize calls cusparseCbsrsv2_bufferSize.
+// Cbsrsv2_bufferSize calls cusparseCbsrsv2_bufferSize. See cusparse<t>bsrsv2_bufferSize() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsrsv2-buffersize
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Cbsrsv2_bufferSize(handle Handle, dirA Direction, transA Operation, mb int32, nnzb int32, descrA MatDescr, bsrSortedValA *cudart.CuComplex, bsrSortedRowPtrA *int32, bsrSortedColIndA *int32, blockDim int32, info Bsrsv2Info, pBufferSizeInBytes *int32) error {
 	fp, err := procCbsrsv2_bufferSize.Addr()
 	if err != nil {
@@ -3879,7 +3133,10 @@ func Cbsrsv2_bufferSize(handle Handle, dirA Direction, transA Operation, mb int3
 	return nil
 }
 
-// Zbsrsv2_bufferSize calls cusparseZbsrsv2_bufferSize.
+// Zbsrsv2_bufferSize calls cusparseZbsrsv2_bufferSize. See cusparse<t>bsrsv2_bufferSize() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsrsv2-buffersize
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Zbsrsv2_bufferSize(handle Handle, dirA Direction, transA Operation, mb int32, nnzb int32, descrA MatDescr, bsrSortedValA *cudart.CuDoubleComplex, bsrSortedRowPtrA *int32, bsrSortedColIndA *int32, blockDim int32, info Bsrsv2Info, pBufferSizeInBytes *int32) error {
 	fp, err := procZbsrsv2_bufferSize.Addr()
 	if err != nil {
@@ -3891,7 +3148,10 @@ func Zbsrsv2_bufferSize(handle Handle, dirA Direction, transA Operation, mb int3
 	return nil
 }
 
-// Sbsrsv2_bufferSizeExt calls cusparseSbsrsv2_bufferSizeExt.
+// Sbsrsv2_bufferSizeExt calls cusparseSbsrsv2_bufferSizeExt. See cusparse<t>bsrsv2_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsrsv2-buffersizeext
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Sbsrsv2_bufferSizeExt(handle Handle, dirA Direction, transA Operation, mb int32, nnzb int32, descrA MatDescr, bsrSortedValA *float32, bsrSortedRowPtrA *int32, bsrSortedColIndA *int32, blockSize int32, info Bsrsv2Info, pBufferSize *uint64) error {
 	fp, err := procSbsrsv2_bufferSizeExt.Addr()
 	if err != nil {
@@ -3903,7 +3163,10 @@ func Sbsrsv2_bufferSizeExt(handle Handle, dirA Direction, transA Operation, mb i
 	return nil
 }
 
-// Dbsrsv2_bufferSizeExt calls cusparseDbsrsv2_bufferSizeExt.
+// Dbsrsv2_bufferSizeExt calls cusparseDbsrsv2_bufferSizeExt. See cusparse<t>bsrsv2_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsrsv2-buffersizeext
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Dbsrsv2_bufferSizeExt(handle Handle, dirA Direction, transA Operation, mb int32, nnzb int32, descrA MatDescr, bsrSortedValA *float64, bsrSortedRowPtrA *int32, bsrSortedColIndA *int32, blockSize int32, info Bsrsv2Info, pBufferSize *uint64) error {
 	fp, err := procDbsrsv2_bufferSizeExt.Addr()
 	if err != nil {
@@ -3915,7 +3178,10 @@ func Dbsrsv2_bufferSizeExt(handle Handle, dirA Direction, transA Operation, mb i
 	return nil
 }
 
-// Cbsrsv2_bufferSizeExt calls cusparseCbsrsv2_bufferSizeExt.
+// Cbsrsv2_bufferSizeExt calls cusparseCbsrsv2_bufferSizeExt. See cusparse<t>bsrsv2_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsrsv2-buffersizeext
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Cbsrsv2_bufferSizeExt(handle Handle, dirA Direction, transA Operation, mb int32, nnzb int32, descrA MatDescr, bsrSortedValA *cudart.CuComplex, bsrSortedRowPtrA *int32, bsrSortedColIndA *int32, blockSize int32, info Bsrsv2Info, pBufferSize *uint64) error {
 	fp, err := procCbsrsv2_bufferSizeExt.Addr()
 	if err != nil {
@@ -3927,7 +3193,10 @@ func Cbsrsv2_bufferSizeExt(handle Handle, dirA Direction, transA Operation, mb i
 	return nil
 }
 
-// Zbsrsv2_bufferSizeExt calls cusparseZbsrsv2_bufferSizeExt.
+// Zbsrsv2_bufferSizeExt calls cusparseZbsrsv2_bufferSizeExt. See cusparse<t>bsrsv2_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsrsv2-buffersizeext
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Zbsrsv2_bufferSizeExt(handle Handle, dirA Direction, transA Operation, mb int32, nnzb int32, descrA MatDescr, bsrSortedValA *cudart.CuDoubleComplex, bsrSortedRowPtrA *int32, bsrSortedColIndA *int32, blockSize int32, info Bsrsv2Info, pBufferSize *uint64) error {
 	fp, err := procZbsrsv2_bufferSizeExt.Addr()
 	if err != nil {
@@ -3939,7 +3208,10 @@ func Zbsrsv2_bufferSizeExt(handle Handle, dirA Direction, transA Operation, mb i
 	return nil
 }
 
-// Sbsrsv2_analysis calls cusparseSbsrsv2_analysis.
+// Sbsrsv2_analysis calls cusparseSbsrsv2_analysis. See cusparse<t>bsrsv2_analysis() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsrsv2-analysis
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Sbsrsv2_analysis(handle Handle, dirA Direction, transA Operation, mb int32, nnzb int32, descrA MatDescr, bsrSortedValA *float32, bsrSortedRowPtrA *int32, bsrSortedColIndA *int32, blockDim int32, info Bsrsv2Info, policy SolvePolicy, pBuffer unsafe.Pointer) error {
 	fp, err := procSbsrsv2_analysis.Addr()
 	if err != nil {
@@ -3951,7 +3223,10 @@ func Sbsrsv2_analysis(handle Handle, dirA Direction, transA Operation, mb int32,
 	return nil
 }
 
-// Dbsrsv2_analysis calls cusparseDbsrsv2_analysis.
+// Dbsrsv2_analysis calls cusparseDbsrsv2_analysis. See cusparse<t>bsrsv2_analysis() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsrsv2-analysis
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Dbsrsv2_analysis(handle Handle, dirA Direction, transA Operation, mb int32, nnzb int32, descrA MatDescr, bsrSortedValA *float64, bsrSortedRowPtrA *int32, bsrSortedColIndA *int32, blockDim int32, info Bsrsv2Info, policy SolvePolicy, pBuffer unsafe.Pointer) error {
 	fp, err := procDbsrsv2_analysis.Addr()
 	if err != nil {
@@ -3963,7 +3238,10 @@ func Dbsrsv2_analysis(handle Handle, dirA Direction, transA Operation, mb int32,
 	return nil
 }
 
-// Cbsrsv2_analysis calls cusparseCbsrsv2_analysis.
+// Cbsrsv2_analysis calls cusparseCbsrsv2_analysis. See cusparse<t>bsrsv2_analysis() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsrsv2-analysis
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Cbsrsv2_analysis(handle Handle, dirA Direction, transA Operation, mb int32, nnzb int32, descrA MatDescr, bsrSortedValA *cudart.CuComplex, bsrSortedRowPtrA *int32, bsrSortedColIndA *int32, blockDim int32, info Bsrsv2Info, policy SolvePolicy, pBuffer unsafe.Pointer) error {
 	fp, err := procCbsrsv2_analysis.Addr()
 	if err != nil {
@@ -3975,7 +3253,10 @@ func Cbsrsv2_analysis(handle Handle, dirA Direction, transA Operation, mb int32,
 	return nil
 }
 
-// Zbsrsv2_analysis calls cusparseZbsrsv2_analysis.
+// Zbsrsv2_analysis calls cusparseZbsrsv2_analysis. See cusparse<t>bsrsv2_analysis() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsrsv2-analysis
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Zbsrsv2_analysis(handle Handle, dirA Direction, transA Operation, mb int32, nnzb int32, descrA MatDescr, bsrSortedValA *cudart.CuDoubleComplex, bsrSortedRowPtrA *int32, bsrSortedColIndA *int32, blockDim int32, info Bsrsv2Info, policy SolvePolicy, pBuffer unsafe.Pointer) error {
 	fp, err := procZbsrsv2_analysis.Addr()
 	if err != nil {
@@ -3987,7 +3268,10 @@ func Zbsrsv2_analysis(handle Handle, dirA Direction, transA Operation, mb int32,
 	return nil
 }
 
-// Sbsrsv2_solve calls cusparseSbsrsv2_solve.
+// Sbsrsv2_solve calls cusparseSbsrsv2_solve. See cusparse<t>bsrsv2_solve() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsrsv2-solve
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Sbsrsv2_solve(handle Handle, dirA Direction, transA Operation, mb int32, nnzb int32, alpha *float32, descrA MatDescr, bsrSortedValA *float32, bsrSortedRowPtrA *int32, bsrSortedColIndA *int32, blockDim int32, info Bsrsv2Info, f *float32, x *float32, policy SolvePolicy, pBuffer unsafe.Pointer) error {
 	fp, err := procSbsrsv2_solve.Addr()
 	if err != nil {
@@ -3999,7 +3283,10 @@ func Sbsrsv2_solve(handle Handle, dirA Direction, transA Operation, mb int32, nn
 	return nil
 }
 
-// Dbsrsv2_solve calls cusparseDbsrsv2_solve.
+// Dbsrsv2_solve calls cusparseDbsrsv2_solve. See cusparse<t>bsrsv2_solve() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsrsv2-solve
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Dbsrsv2_solve(handle Handle, dirA Direction, transA Operation, mb int32, nnzb int32, alpha *float64, descrA MatDescr, bsrSortedValA *float64, bsrSortedRowPtrA *int32, bsrSortedColIndA *int32, blockDim int32, info Bsrsv2Info, f *float64, x *float64, policy SolvePolicy, pBuffer unsafe.Pointer) error {
 	fp, err := procDbsrsv2_solve.Addr()
 	if err != nil {
@@ -4011,7 +3298,10 @@ func Dbsrsv2_solve(handle Handle, dirA Direction, transA Operation, mb int32, nn
 	return nil
 }
 
-// Cbsrsv2_solve calls cusparseCbsrsv2_solve.
+// Cbsrsv2_solve calls cusparseCbsrsv2_solve. See cusparse<t>bsrsv2_solve() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsrsv2-solve
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Cbsrsv2_solve(handle Handle, dirA Direction, transA Operation, mb int32, nnzb int32, alpha *cudart.CuComplex, descrA MatDescr, bsrSortedValA *cudart.CuComplex, bsrSortedRowPtrA *int32, bsrSortedColIndA *int32, blockDim int32, info Bsrsv2Info, f *cudart.CuComplex, x *cudart.CuComplex, policy SolvePolicy, pBuffer unsafe.Pointer) error {
 	fp, err := procCbsrsv2_solve.Addr()
 	if err != nil {
@@ -4023,7 +3313,10 @@ func Cbsrsv2_solve(handle Handle, dirA Direction, transA Operation, mb int32, nn
 	return nil
 }
 
-// Zbsrsv2_solve calls cusparseZbsrsv2_solve.
+// Zbsrsv2_solve calls cusparseZbsrsv2_solve. See cusparse<t>bsrsv2_solve() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsrsv2-solve
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Zbsrsv2_solve(handle Handle, dirA Direction, transA Operation, mb int32, nnzb int32, alpha *cudart.CuDoubleComplex, descrA MatDescr, bsrSortedValA *cudart.CuDoubleComplex, bsrSortedRowPtrA *int32, bsrSortedColIndA *int32, blockDim int32, info Bsrsv2Info, f *cudart.CuDoubleComplex, x *cudart.CuDoubleComplex, policy SolvePolicy, pBuffer unsafe.Pointer) error {
 	fp, err := procZbsrsv2_solve.Addr()
 	if err != nil {
@@ -4035,7 +3328,10 @@ func Zbsrsv2_solve(handle Handle, dirA Direction, transA Operation, mb int32, nn
 	return nil
 }
 
-// Sbsrmm calls cusparseSbsrmm.
+// Sbsrmm calls cusparseSbsrmm. See cusparse<t>bsrmm() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsrmm
+//
+// Deprecated: Use [SpMM] instead (cusparse.h: CUSPARSE_DEPRECATED_REPLACE_WITH).
 func Sbsrmm(handle Handle, dirA Direction, transA Operation, transB Operation, mb int32, n int32, kb int32, nnzb int32, alpha *float32, descrA MatDescr, bsrSortedValA *float32, bsrSortedRowPtrA *int32, bsrSortedColIndA *int32, blockSize int32, B *float32, ldb int32, beta *float32, C_ *float32, ldc int32) error {
 	fp, err := procSbsrmm.Addr()
 	if err != nil {
@@ -4047,7 +3343,10 @@ func Sbsrmm(handle Handle, dirA Direction, transA Operation, transB Operation, m
 	return nil
 }
 
-// Dbsrmm calls cusparseDbsrmm.
+// Dbsrmm calls cusparseDbsrmm. See cusparse<t>bsrmm() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsrmm
+//
+// Deprecated: Use [SpMM] instead (cusparse.h: CUSPARSE_DEPRECATED_REPLACE_WITH).
 func Dbsrmm(handle Handle, dirA Direction, transA Operation, transB Operation, mb int32, n int32, kb int32, nnzb int32, alpha *float64, descrA MatDescr, bsrSortedValA *float64, bsrSortedRowPtrA *int32, bsrSortedColIndA *int32, blockSize int32, B *float64, ldb int32, beta *float64, C_ *float64, ldc int32) error {
 	fp, err := procDbsrmm.Addr()
 	if err != nil {
@@ -4059,7 +3358,10 @@ func Dbsrmm(handle Handle, dirA Direction, transA Operation, transB Operation, m
 	return nil
 }
 
-// Cbsrmm calls cusparseCbsrmm.
+// Cbsrmm calls cusparseCbsrmm. See cusparse<t>bsrmm() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsrmm
+//
+// Deprecated: Use [SpMM] instead (cusparse.h: CUSPARSE_DEPRECATED_REPLACE_WITH).
 func Cbsrmm(handle Handle, dirA Direction, transA Operation, transB Operation, mb int32, n int32, kb int32, nnzb int32, alpha *cudart.CuComplex, descrA MatDescr, bsrSortedValA *cudart.CuComplex, bsrSortedRowPtrA *int32, bsrSortedColIndA *int32, blockSize int32, B *cudart.CuComplex, ldb int32, beta *cudart.CuComplex, C_ *cudart.CuComplex, ldc int32) error {
 	fp, err := procCbsrmm.Addr()
 	if err != nil {
@@ -4071,7 +3373,10 @@ func Cbsrmm(handle Handle, dirA Direction, transA Operation, transB Operation, m
 	return nil
 }
 
-// Zbsrmm calls cusparseZbsrmm.
+// Zbsrmm calls cusparseZbsrmm. See cusparse<t>bsrmm() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsrmm
+//
+// Deprecated: Use [SpMM] instead (cusparse.h: CUSPARSE_DEPRECATED_REPLACE_WITH).
 func Zbsrmm(handle Handle, dirA Direction, transA Operation, transB Operation, mb int32, n int32, kb int32, nnzb int32, alpha *cudart.CuDoubleComplex, descrA MatDescr, bsrSortedValA *cudart.CuDoubleComplex, bsrSortedRowPtrA *int32, bsrSortedColIndA *int32, blockSize int32, B *cudart.CuDoubleComplex, ldb int32, beta *cudart.CuDoubleComplex, C_ *cudart.CuDoubleComplex, ldc int32) error {
 	fp, err := procZbsrmm.Addr()
 	if err != nil {
@@ -4083,7 +3388,10 @@ func Zbsrmm(handle Handle, dirA Direction, transA Operation, transB Operation, m
 	return nil
 }
 
-// Xbsrsm2_zeroPivot calls cusparseXbsrsm2_zeroPivot.
+// Xbsrsm2_zeroPivot calls cusparseXbsrsm2_zeroPivot. See cusparseXbsrsm2_zeroPivot() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsexbsrsm2-zeropivot
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Xbsrsm2_zeroPivot(handle Handle, info Bsrsm2Info, position *int32) error {
 	fp, err := procXbsrsm2_zeroPivot.Addr()
 	if err != nil {
@@ -4095,7 +3403,10 @@ func Xbsrsm2_zeroPivot(handle Handle, info Bsrsm2Info, position *int32) error {
 	return nil
 }
 
-// Sbsrsm2_bufferSize calls cusparseSbsrsm2_bufferSize.
+// Sbsrsm2_bufferSize calls cusparseSbsrsm2_bufferSize. See cusparse<t>bsrsm2_bufferSize() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsrsm2-buffersize
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Sbsrsm2_bufferSize(handle Handle, dirA Direction, transA Operation, transXY Operation, mb int32, n int32, nnzb int32, descrA MatDescr, bsrSortedVal *float32, bsrSortedRowPtr *int32, bsrSortedColInd *int32, blockSize int32, info Bsrsm2Info, pBufferSizeInBytes *int32) error {
 	fp, err := procSbsrsm2_bufferSize.Addr()
 	if err != nil {
@@ -4107,7 +3418,10 @@ func Sbsrsm2_bufferSize(handle Handle, dirA Direction, transA Operation, transXY
 	return nil
 }
 
-// Dbsrsm2_bufferSize calls cusparseDbsrsm2_bufferSize.
+// Dbsrsm2_bufferSize calls cusparseDbsrsm2_bufferSize. See cusparse<t>bsrsm2_bufferSize() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsrsm2-buffersize
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Dbsrsm2_bufferSize(handle Handle, dirA Direction, transA Operation, transXY Operation, mb int32, n int32, nnzb int32, descrA MatDescr, bsrSortedVal *float64, bsrSortedRowPtr *int32, bsrSortedColInd *int32, blockSize int32, info Bsrsm2Info, pBufferSizeInBytes *int32) error {
 	fp, err := procDbsrsm2_bufferSize.Addr()
 	if err != nil {
@@ -4119,7 +3433,10 @@ func Dbsrsm2_bufferSize(handle Handle, dirA Direction, transA Operation, transXY
 	return nil
 }
 
-// Cbsrsm2_bufferSize calls cusparseCbsrsm2_bufferSize.
+// Cbsrsm2_bufferSize calls cusparseCbsrsm2_bufferSize. See cusparse<t>bsrsm2_bufferSize() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsrsm2-buffersize
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Cbsrsm2_bufferSize(handle Handle, dirA Direction, transA Operation, transXY Operation, mb int32, n int32, nnzb int32, descrA MatDescr, bsrSortedVal *cudart.CuComplex, bsrSortedRowPtr *int32, bsrSortedColInd *int32, blockSize int32, info Bsrsm2Info, pBufferSizeInBytes *int32) error {
 	fp, err := procCbsrsm2_bufferSize.Addr()
 	if err != nil {
@@ -4131,7 +3448,10 @@ func Cbsrsm2_bufferSize(handle Handle, dirA Direction, transA Operation, transXY
 	return nil
 }
 
-// Zbsrsm2_bufferSize calls cusparseZbsrsm2_bufferSize.
+// Zbsrsm2_bufferSize calls cusparseZbsrsm2_bufferSize. See cusparse<t>bsrsm2_bufferSize() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsrsm2-buffersize
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Zbsrsm2_bufferSize(handle Handle, dirA Direction, transA Operation, transXY Operation, mb int32, n int32, nnzb int32, descrA MatDescr, bsrSortedVal *cudart.CuDoubleComplex, bsrSortedRowPtr *int32, bsrSortedColInd *int32, blockSize int32, info Bsrsm2Info, pBufferSizeInBytes *int32) error {
 	fp, err := procZbsrsm2_bufferSize.Addr()
 	if err != nil {
@@ -4143,7 +3463,10 @@ func Zbsrsm2_bufferSize(handle Handle, dirA Direction, transA Operation, transXY
 	return nil
 }
 
-// Sbsrsm2_bufferSizeExt calls cusparseSbsrsm2_bufferSizeExt.
+// Sbsrsm2_bufferSizeExt calls cusparseSbsrsm2_bufferSizeExt. See cusparse<t>bsrsm2_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsrsm2-buffersizeext
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Sbsrsm2_bufferSizeExt(handle Handle, dirA Direction, transA Operation, transB Operation, mb int32, n int32, nnzb int32, descrA MatDescr, bsrSortedVal *float32, bsrSortedRowPtr *int32, bsrSortedColInd *int32, blockSize int32, info Bsrsm2Info, pBufferSize *uint64) error {
 	fp, err := procSbsrsm2_bufferSizeExt.Addr()
 	if err != nil {
@@ -4155,7 +3478,10 @@ func Sbsrsm2_bufferSizeExt(handle Handle, dirA Direction, transA Operation, tran
 	return nil
 }
 
-// Dbsrsm2_bufferSizeExt calls cusparseDbsrsm2_bufferSizeExt.
+// Dbsrsm2_bufferSizeExt calls cusparseDbsrsm2_bufferSizeExt. See cusparse<t>bsrsm2_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsrsm2-buffersizeext
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Dbsrsm2_bufferSizeExt(handle Handle, dirA Direction, transA Operation, transB Operation, mb int32, n int32, nnzb int32, descrA MatDescr, bsrSortedVal *float64, bsrSortedRowPtr *int32, bsrSortedColInd *int32, blockSize int32, info Bsrsm2Info, pBufferSize *uint64) error {
 	fp, err := procDbsrsm2_bufferSizeExt.Addr()
 	if err != nil {
@@ -4167,7 +3493,10 @@ func Dbsrsm2_bufferSizeExt(handle Handle, dirA Direction, transA Operation, tran
 	return nil
 }
 
-// Cbsrsm2_bufferSizeExt calls cusparseCbsrsm2_bufferSizeExt.
+// Cbsrsm2_bufferSizeExt calls cusparseCbsrsm2_bufferSizeExt. See cusparse<t>bsrsm2_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsrsm2-buffersizeext
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Cbsrsm2_bufferSizeExt(handle Handle, dirA Direction, transA Operation, transB Operation, mb int32, n int32, nnzb int32, descrA MatDescr, bsrSortedVal *cudart.CuComplex, bsrSortedRowPtr *int32, bsrSortedColInd *int32, blockSize int32, info Bsrsm2Info, pBufferSize *uint64) error {
 	fp, err := procCbsrsm2_bufferSizeExt.Addr()
 	if err != nil {
@@ -4179,7 +3508,10 @@ func Cbsrsm2_bufferSizeExt(handle Handle, dirA Direction, transA Operation, tran
 	return nil
 }
 
-// Zbsrsm2_bufferSizeExt calls cusparseZbsrsm2_bufferSizeExt.
+// Zbsrsm2_bufferSizeExt calls cusparseZbsrsm2_bufferSizeExt. See cusparse<t>bsrsm2_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsrsm2-buffersizeext
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Zbsrsm2_bufferSizeExt(handle Handle, dirA Direction, transA Operation, transB Operation, mb int32, n int32, nnzb int32, descrA MatDescr, bsrSortedVal *cudart.CuDoubleComplex, bsrSortedRowPtr *int32, bsrSortedColInd *int32, blockSize int32, info Bsrsm2Info, pBufferSize *uint64) error {
 	fp, err := procZbsrsm2_bufferSizeExt.Addr()
 	if err != nil {
@@ -4191,7 +3523,10 @@ func Zbsrsm2_bufferSizeExt(handle Handle, dirA Direction, transA Operation, tran
 	return nil
 }
 
-// Sbsrsm2_analysis calls cusparseSbsrsm2_analysis.
+// Sbsrsm2_analysis calls cusparseSbsrsm2_analysis. See cusparse<t>bsrsm2_analysis() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsrsm2-analysis
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Sbsrsm2_analysis(handle Handle, dirA Direction, transA Operation, transXY Operation, mb int32, n int32, nnzb int32, descrA MatDescr, bsrSortedVal *float32, bsrSortedRowPtr *int32, bsrSortedColInd *int32, blockSize int32, info Bsrsm2Info, policy SolvePolicy, pBuffer unsafe.Pointer) error {
 	fp, err := procSbsrsm2_analysis.Addr()
 	if err != nil {
@@ -4203,7 +3538,10 @@ func Sbsrsm2_analysis(handle Handle, dirA Direction, transA Operation, transXY O
 	return nil
 }
 
-// Dbsrsm2_analysis calls cusparseDbsrsm2_analysis.
+// Dbsrsm2_analysis calls cusparseDbsrsm2_analysis. See cusparse<t>bsrsm2_analysis() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsrsm2-analysis
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Dbsrsm2_analysis(handle Handle, dirA Direction, transA Operation, transXY Operation, mb int32, n int32, nnzb int32, descrA MatDescr, bsrSortedVal *float64, bsrSortedRowPtr *int32, bsrSortedColInd *int32, blockSize int32, info Bsrsm2Info, policy SolvePolicy, pBuffer unsafe.Pointer) error {
 	fp, err := procDbsrsm2_analysis.Addr()
 	if err != nil {
@@ -4215,7 +3553,10 @@ func Dbsrsm2_analysis(handle Handle, dirA Direction, transA Operation, transXY O
 	return nil
 }
 
-// Cbsrsm2_analysis calls cusparseCbsrsm2_analysis.
+// Cbsrsm2_analysis calls cusparseCbsrsm2_analysis. See cusparse<t>bsrsm2_analysis() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsrsm2-analysis
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Cbsrsm2_analysis(handle Handle, dirA Direction, transA Operation, transXY Operation, mb int32, n int32, nnzb int32, descrA MatDescr, bsrSortedVal *cudart.CuComplex, bsrSortedRowPtr *int32, bsrSortedColInd *int32, blockSize int32, info Bsrsm2Info, policy SolvePolicy, pBuffer unsafe.Pointer) error {
 	fp, err := procCbsrsm2_analysis.Addr()
 	if err != nil {
@@ -4227,7 +3568,10 @@ func Cbsrsm2_analysis(handle Handle, dirA Direction, transA Operation, transXY O
 	return nil
 }
 
-// Zbsrsm2_analysis calls cusparseZbsrsm2_analysis.
+// Zbsrsm2_analysis calls cusparseZbsrsm2_analysis. See cusparse<t>bsrsm2_analysis() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsrsm2-analysis
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Zbsrsm2_analysis(handle Handle, dirA Direction, transA Operation, transXY Operation, mb int32, n int32, nnzb int32, descrA MatDescr, bsrSortedVal *cudart.CuDoubleComplex, bsrSortedRowPtr *int32, bsrSortedColInd *int32, blockSize int32, info Bsrsm2Info, policy SolvePolicy, pBuffer unsafe.Pointer) error {
 	fp, err := procZbsrsm2_analysis.Addr()
 	if err != nil {
@@ -4239,7 +3583,10 @@ func Zbsrsm2_analysis(handle Handle, dirA Direction, transA Operation, transXY O
 	return nil
 }
 
-// Sbsrsm2_solve calls cusparseSbsrsm2_solve.
+// Sbsrsm2_solve calls cusparseSbsrsm2_solve. See cusparse<t>bsrsm2_solve() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsrsm2-solve
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Sbsrsm2_solve(handle Handle, dirA Direction, transA Operation, transXY Operation, mb int32, n int32, nnzb int32, alpha *float32, descrA MatDescr, bsrSortedVal *float32, bsrSortedRowPtr *int32, bsrSortedColInd *int32, blockSize int32, info Bsrsm2Info, B *float32, ldb int32, X *float32, ldx int32, policy SolvePolicy, pBuffer unsafe.Pointer) error {
 	fp, err := procSbsrsm2_solve.Addr()
 	if err != nil {
@@ -4251,7 +3598,10 @@ func Sbsrsm2_solve(handle Handle, dirA Direction, transA Operation, transXY Oper
 	return nil
 }
 
-// Dbsrsm2_solve calls cusparseDbsrsm2_solve.
+// Dbsrsm2_solve calls cusparseDbsrsm2_solve. See cusparse<t>bsrsm2_solve() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsrsm2-solve
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Dbsrsm2_solve(handle Handle, dirA Direction, transA Operation, transXY Operation, mb int32, n int32, nnzb int32, alpha *float64, descrA MatDescr, bsrSortedVal *float64, bsrSortedRowPtr *int32, bsrSortedColInd *int32, blockSize int32, info Bsrsm2Info, B *float64, ldb int32, X *float64, ldx int32, policy SolvePolicy, pBuffer unsafe.Pointer) error {
 	fp, err := procDbsrsm2_solve.Addr()
 	if err != nil {
@@ -4263,7 +3613,10 @@ func Dbsrsm2_solve(handle Handle, dirA Direction, transA Operation, transXY Oper
 	return nil
 }
 
-// Cbsrsm2_solve calls cusparseCbsrsm2_solve.
+// Cbsrsm2_solve calls cusparseCbsrsm2_solve. See cusparse<t>bsrsm2_solve() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsrsm2-solve
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Cbsrsm2_solve(handle Handle, dirA Direction, transA Operation, transXY Operation, mb int32, n int32, nnzb int32, alpha *cudart.CuComplex, descrA MatDescr, bsrSortedVal *cudart.CuComplex, bsrSortedRowPtr *int32, bsrSortedColInd *int32, blockSize int32, info Bsrsm2Info, B *cudart.CuComplex, ldb int32, X *cudart.CuComplex, ldx int32, policy SolvePolicy, pBuffer unsafe.Pointer) error {
 	fp, err := procCbsrsm2_solve.Addr()
 	if err != nil {
@@ -4275,7 +3628,10 @@ func Cbsrsm2_solve(handle Handle, dirA Direction, transA Operation, transXY Oper
 	return nil
 }
 
-// Zbsrsm2_solve calls cusparseZbsrsm2_solve.
+// Zbsrsm2_solve calls cusparseZbsrsm2_solve. See cusparse<t>bsrsm2_solve() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsrsm2-solve
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Zbsrsm2_solve(handle Handle, dirA Direction, transA Operation, transXY Operation, mb int32, n int32, nnzb int32, alpha *cudart.CuDoubleComplex, descrA MatDescr, bsrSortedVal *cudart.CuDoubleComplex, bsrSortedRowPtr *int32, bsrSortedColInd *int32, blockSize int32, info Bsrsm2Info, B *cudart.CuDoubleComplex, ldb int32, X *cudart.CuDoubleComplex, ldx int32, policy SolvePolicy, pBuffer unsafe.Pointer) error {
 	fp, err := procZbsrsm2_solve.Addr()
 	if err != nil {
@@ -4287,7 +3643,10 @@ func Zbsrsm2_solve(handle Handle, dirA Direction, transA Operation, transXY Oper
 	return nil
 }
 
-// Scsrilu02_numericBoost calls cusparseScsrilu02_numericBoost.
+// Scsrilu02_numericBoost calls cusparseScsrilu02_numericBoost. See cusparse<t>csrilu02_numericBoost() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csrilu02-numericboost
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Scsrilu02_numericBoost(handle Handle, info Csrilu02Info, enable_boost int32, tol *float64, boost_val *float32) error {
 	fp, err := procScsrilu02_numericBoost.Addr()
 	if err != nil {
@@ -4299,7 +3658,10 @@ func Scsrilu02_numericBoost(handle Handle, info Csrilu02Info, enable_boost int32
 	return nil
 }
 
-// Dcsrilu02_numericBoost calls cusparseDcsrilu02_numericBoost.
+// Dcsrilu02_numericBoost calls cusparseDcsrilu02_numericBoost. See cusparse<t>csrilu02_numericBoost() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csrilu02-numericboost
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Dcsrilu02_numericBoost(handle Handle, info Csrilu02Info, enable_boost int32, tol *float64, boost_val *float64) error {
 	fp, err := procDcsrilu02_numericBoost.Addr()
 	if err != nil {
@@ -4311,7 +3673,10 @@ func Dcsrilu02_numericBoost(handle Handle, info Csrilu02Info, enable_boost int32
 	return nil
 }
 
-// Ccsrilu02_numericBoost calls cusparseCcsrilu02_numericBoost.
+// Ccsrilu02_numericBoost calls cusparseCcsrilu02_numericBoost. See cusparse<t>csrilu02_numericBoost() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csrilu02-numericboost
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Ccsrilu02_numericBoost(handle Handle, info Csrilu02Info, enable_boost int32, tol *float64, boost_val *cudart.CuComplex) error {
 	fp, err := procCcsrilu02_numericBoost.Addr()
 	if err != nil {
@@ -4323,7 +3688,10 @@ func Ccsrilu02_numericBoost(handle Handle, info Csrilu02Info, enable_boost int32
 	return nil
 }
 
-// Zcsrilu02_numericBoost calls cusparseZcsrilu02_numericBoost.
+// Zcsrilu02_numericBoost calls cusparseZcsrilu02_numericBoost. See cusparse<t>csrilu02_numericBoost() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csrilu02-numericboost
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Zcsrilu02_numericBoost(handle Handle, info Csrilu02Info, enable_boost int32, tol *float64, boost_val *cudart.CuDoubleComplex) error {
 	fp, err := procZcsrilu02_numericBoost.Addr()
 	if err != nil {
@@ -4335,7 +3703,10 @@ func Zcsrilu02_numericBoost(handle Handle, info Csrilu02Info, enable_boost int32
 	return nil
 }
 
-// Xcsrilu02_zeroPivot calls cusparseXcsrilu02_zeroPivot.
+// Xcsrilu02_zeroPivot calls cusparseXcsrilu02_zeroPivot. See cusparseXcsrilu02_zeroPivot() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsexcsrilu02-zeropivot
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Xcsrilu02_zeroPivot(handle Handle, info Csrilu02Info, position *int32) error {
 	fp, err := procXcsrilu02_zeroPivot.Addr()
 	if err != nil {
@@ -4347,7 +3718,10 @@ func Xcsrilu02_zeroPivot(handle Handle, info Csrilu02Info, position *int32) erro
 	return nil
 }
 
-// Scsrilu02_bufferSize calls cusparseScsrilu02_bufferSize.
+// Scsrilu02_bufferSize calls cusparseScsrilu02_bufferSize. See cusparse<t>csrilu02_bufferSize() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csrilu02-buffersize
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Scsrilu02_bufferSize(handle Handle, m int32, nnz int32, descrA MatDescr, csrSortedValA *float32, csrSortedRowPtrA *int32, csrSortedColIndA *int32, info Csrilu02Info, pBufferSizeInBytes *int32) error {
 	fp, err := procScsrilu02_bufferSize.Addr()
 	if err != nil {
@@ -4359,7 +3733,10 @@ func Scsrilu02_bufferSize(handle Handle, m int32, nnz int32, descrA MatDescr, cs
 	return nil
 }
 
-// Dcsrilu02_bufferSize calls cusparseDcsrilu02_bufferSize.
+// Dcsrilu02_bufferSize calls cusparseDcsrilu02_bufferSize. See cusparse<t>csrilu02_bufferSize() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csrilu02-buffersize
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Dcsrilu02_bufferSize(handle Handle, m int32, nnz int32, descrA MatDescr, csrSortedValA *float64, csrSortedRowPtrA *int32, csrSortedColIndA *int32, info Csrilu02Info, pBufferSizeInBytes *int32) error {
 	fp, err := procDcsrilu02_bufferSize.Addr()
 	if err != nil {
@@ -4371,7 +3748,10 @@ func Dcsrilu02_bufferSize(handle Handle, m int32, nnz int32, descrA MatDescr, cs
 	return nil
 }
 
-// Ccsrilu02_bufferSize calls cusparseCcsrilu02_bufferSize.
+// Ccsrilu02_bufferSize calls cusparseCcsrilu02_bufferSize. See cusparse<t>csrilu02_bufferSize() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csrilu02-buffersize
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Ccsrilu02_bufferSize(handle Handle, m int32, nnz int32, descrA MatDescr, csrSortedValA *cudart.CuComplex, csrSortedRowPtrA *int32, csrSortedColIndA *int32, info Csrilu02Info, pBufferSizeInBytes *int32) error {
 	fp, err := procCcsrilu02_bufferSize.Addr()
 	if err != nil {
@@ -4383,7 +3763,10 @@ func Ccsrilu02_bufferSize(handle Handle, m int32, nnz int32, descrA MatDescr, cs
 	return nil
 }
 
-// Zcsrilu02_bufferSize calls cusparseZcsrilu02_bufferSize.
+// Zcsrilu02_bufferSize calls cusparseZcsrilu02_bufferSize. See cusparse<t>csrilu02_bufferSize() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csrilu02-buffersize
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Zcsrilu02_bufferSize(handle Handle, m int32, nnz int32, descrA MatDescr, csrSortedValA *cudart.CuDoubleComplex, csrSortedRowPtrA *int32, csrSortedColIndA *int32, info Csrilu02Info, pBufferSizeInBytes *int32) error {
 	fp, err := procZcsrilu02_bufferSize.Addr()
 	if err != nil {
@@ -4395,7 +3778,10 @@ func Zcsrilu02_bufferSize(handle Handle, m int32, nnz int32, descrA MatDescr, cs
 	return nil
 }
 
-// Scsrilu02_bufferSizeExt calls cusparseScsrilu02_bufferSizeExt.
+// Scsrilu02_bufferSizeExt calls cusparseScsrilu02_bufferSizeExt. See cusparse<t>csrilu02_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csrilu02-buffersizeext
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Scsrilu02_bufferSizeExt(handle Handle, m int32, nnz int32, descrA MatDescr, csrSortedVal *float32, csrSortedRowPtr *int32, csrSortedColInd *int32, info Csrilu02Info, pBufferSize *uint64) error {
 	fp, err := procScsrilu02_bufferSizeExt.Addr()
 	if err != nil {
@@ -4407,7 +3793,10 @@ func Scsrilu02_bufferSizeExt(handle Handle, m int32, nnz int32, descrA MatDescr,
 	return nil
 }
 
-// Dcsrilu02_bufferSizeExt calls cusparseDcsrilu02_bufferSizeExt.
+// Dcsrilu02_bufferSizeExt calls cusparseDcsrilu02_bufferSizeExt. See cusparse<t>csrilu02_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csrilu02-buffersizeext
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Dcsrilu02_bufferSizeExt(handle Handle, m int32, nnz int32, descrA MatDescr, csrSortedVal *float64, csrSortedRowPtr *int32, csrSortedColInd *int32, info Csrilu02Info, pBufferSize *uint64) error {
 	fp, err := procDcsrilu02_bufferSizeExt.Addr()
 	if err != nil {
@@ -4419,7 +3808,10 @@ func Dcsrilu02_bufferSizeExt(handle Handle, m int32, nnz int32, descrA MatDescr,
 	return nil
 }
 
-// Ccsrilu02_bufferSizeExt calls cusparseCcsrilu02_bufferSizeExt.
+// Ccsrilu02_bufferSizeExt calls cusparseCcsrilu02_bufferSizeExt. See cusparse<t>csrilu02_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csrilu02-buffersizeext
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Ccsrilu02_bufferSizeExt(handle Handle, m int32, nnz int32, descrA MatDescr, csrSortedVal *cudart.CuComplex, csrSortedRowPtr *int32, csrSortedColInd *int32, info Csrilu02Info, pBufferSize *uint64) error {
 	fp, err := procCcsrilu02_bufferSizeExt.Addr()
 	if err != nil {
@@ -4431,7 +3823,10 @@ func Ccsrilu02_bufferSizeExt(handle Handle, m int32, nnz int32, descrA MatDescr,
 	return nil
 }
 
-// Zcsrilu02_bufferSizeExt calls cusparseZcsrilu02_bufferSizeExt.
+// Zcsrilu02_bufferSizeExt calls cusparseZcsrilu02_bufferSizeExt. See cusparse<t>csrilu02_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csrilu02-buffersizeext
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Zcsrilu02_bufferSizeExt(handle Handle, m int32, nnz int32, descrA MatDescr, csrSortedVal *cudart.CuDoubleComplex, csrSortedRowPtr *int32, csrSortedColInd *int32, info Csrilu02Info, pBufferSize *uint64) error {
 	fp, err := procZcsrilu02_bufferSizeExt.Addr()
 	if err != nil {
@@ -4443,7 +3838,10 @@ func Zcsrilu02_bufferSizeExt(handle Handle, m int32, nnz int32, descrA MatDescr,
 	return nil
 }
 
-// Scsrilu02_analysis calls cusparseScsrilu02_analysis.
+// Scsrilu02_analysis calls cusparseScsrilu02_analysis. See cusparse<t>csrilu02_analysis() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csrilu02-analysis
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Scsrilu02_analysis(handle Handle, m int32, nnz int32, descrA MatDescr, csrSortedValA *float32, csrSortedRowPtrA *int32, csrSortedColIndA *int32, info Csrilu02Info, policy SolvePolicy, pBuffer unsafe.Pointer) error {
 	fp, err := procScsrilu02_analysis.Addr()
 	if err != nil {
@@ -4455,7 +3853,10 @@ func Scsrilu02_analysis(handle Handle, m int32, nnz int32, descrA MatDescr, csrS
 	return nil
 }
 
-// Dcsrilu02_analysis calls cusparseDcsrilu02_analysis.
+// Dcsrilu02_analysis calls cusparseDcsrilu02_analysis. See cusparse<t>csrilu02_analysis() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csrilu02-analysis
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Dcsrilu02_analysis(handle Handle, m int32, nnz int32, descrA MatDescr, csrSortedValA *float64, csrSortedRowPtrA *int32, csrSortedColIndA *int32, info Csrilu02Info, policy SolvePolicy, pBuffer unsafe.Pointer) error {
 	fp, err := procDcsrilu02_analysis.Addr()
 	if err != nil {
@@ -4467,7 +3868,10 @@ func Dcsrilu02_analysis(handle Handle, m int32, nnz int32, descrA MatDescr, csrS
 	return nil
 }
 
-// Ccsrilu02_analysis calls cusparseCcsrilu02_analysis.
+// Ccsrilu02_analysis calls cusparseCcsrilu02_analysis. See cusparse<t>csrilu02_analysis() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csrilu02-analysis
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Ccsrilu02_analysis(handle Handle, m int32, nnz int32, descrA MatDescr, csrSortedValA *cudart.CuComplex, csrSortedRowPtrA *int32, csrSortedColIndA *int32, info Csrilu02Info, policy SolvePolicy, pBuffer unsafe.Pointer) error {
 	fp, err := procCcsrilu02_analysis.Addr()
 	if err != nil {
@@ -4479,7 +3883,10 @@ func Ccsrilu02_analysis(handle Handle, m int32, nnz int32, descrA MatDescr, csrS
 	return nil
 }
 
-// Zcsrilu02_analysis calls cusparseZcsrilu02_analysis.
+// Zcsrilu02_analysis calls cusparseZcsrilu02_analysis. See cusparse<t>csrilu02_analysis() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csrilu02-analysis
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Zcsrilu02_analysis(handle Handle, m int32, nnz int32, descrA MatDescr, csrSortedValA *cudart.CuDoubleComplex, csrSortedRowPtrA *int32, csrSortedColIndA *int32, info Csrilu02Info, policy SolvePolicy, pBuffer unsafe.Pointer) error {
 	fp, err := procZcsrilu02_analysis.Addr()
 	if err != nil {
@@ -4491,7 +3898,10 @@ func Zcsrilu02_analysis(handle Handle, m int32, nnz int32, descrA MatDescr, csrS
 	return nil
 }
 
-// Scsrilu02 calls cusparseScsrilu02.
+// Scsrilu02 calls cusparseScsrilu02. See cusparse<t>csrilu02() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csrilu02
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Scsrilu02(handle Handle, m int32, nnz int32, descrA MatDescr, csrSortedValA_valM *float32, csrSortedRowPtrA *int32, csrSortedColIndA *int32, info Csrilu02Info, policy SolvePolicy, pBuffer unsafe.Pointer) error {
 	fp, err := procScsrilu02.Addr()
 	if err != nil {
@@ -4503,7 +3913,10 @@ func Scsrilu02(handle Handle, m int32, nnz int32, descrA MatDescr, csrSortedValA
 	return nil
 }
 
-// Dcsrilu02 calls cusparseDcsrilu02.
+// Dcsrilu02 calls cusparseDcsrilu02. See cusparse<t>csrilu02() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csrilu02
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Dcsrilu02(handle Handle, m int32, nnz int32, descrA MatDescr, csrSortedValA_valM *float64, csrSortedRowPtrA *int32, csrSortedColIndA *int32, info Csrilu02Info, policy SolvePolicy, pBuffer unsafe.Pointer) error {
 	fp, err := procDcsrilu02.Addr()
 	if err != nil {
@@ -4515,7 +3928,10 @@ func Dcsrilu02(handle Handle, m int32, nnz int32, descrA MatDescr, csrSortedValA
 	return nil
 }
 
-// Ccsrilu02 calls cusparseCcsrilu02.
+// Ccsrilu02 calls cusparseCcsrilu02. See cusparse<t>csrilu02() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csrilu02
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Ccsrilu02(handle Handle, m int32, nnz int32, descrA MatDescr, csrSortedValA_valM *cudart.CuComplex, csrSortedRowPtrA *int32, csrSortedColIndA *int32, info Csrilu02Info, policy SolvePolicy, pBuffer unsafe.Pointer) error {
 	fp, err := procCcsrilu02.Addr()
 	if err != nil {
@@ -4527,7 +3943,10 @@ func Ccsrilu02(handle Handle, m int32, nnz int32, descrA MatDescr, csrSortedValA
 	return nil
 }
 
-// Zcsrilu02 calls cusparseZcsrilu02.
+// Zcsrilu02 calls cusparseZcsrilu02. See cusparse<t>csrilu02() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csrilu02
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Zcsrilu02(handle Handle, m int32, nnz int32, descrA MatDescr, csrSortedValA_valM *cudart.CuDoubleComplex, csrSortedRowPtrA *int32, csrSortedColIndA *int32, info Csrilu02Info, policy SolvePolicy, pBuffer unsafe.Pointer) error {
 	fp, err := procZcsrilu02.Addr()
 	if err != nil {
@@ -4539,7 +3958,10 @@ func Zcsrilu02(handle Handle, m int32, nnz int32, descrA MatDescr, csrSortedValA
 	return nil
 }
 
-// Sbsrilu02_numericBoost calls cusparseSbsrilu02_numericBoost.
+// Sbsrilu02_numericBoost calls cusparseSbsrilu02_numericBoost. See cusparse<t>bsrilu02_numericBoost() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsrilu02-numericboost
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Sbsrilu02_numericBoost(handle Handle, info Bsrilu02Info, enable_boost int32, tol *float64, boost_val *float32) error {
 	fp, err := procSbsrilu02_numericBoost.Addr()
 	if err != nil {
@@ -4551,7 +3973,10 @@ func Sbsrilu02_numericBoost(handle Handle, info Bsrilu02Info, enable_boost int32
 	return nil
 }
 
-// Dbsrilu02_numericBoost calls cusparseDbsrilu02_numericBoost.
+// Dbsrilu02_numericBoost calls cusparseDbsrilu02_numericBoost. See cusparse<t>bsrilu02_numericBoost() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsrilu02-numericboost
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Dbsrilu02_numericBoost(handle Handle, info Bsrilu02Info, enable_boost int32, tol *float64, boost_val *float64) error {
 	fp, err := procDbsrilu02_numericBoost.Addr()
 	if err != nil {
@@ -4563,7 +3988,10 @@ func Dbsrilu02_numericBoost(handle Handle, info Bsrilu02Info, enable_boost int32
 	return nil
 }
 
-// Cbsrilu02_numericBoost calls cusparseCbsrilu02_numericBoost.
+// Cbsrilu02_numericBoost calls cusparseCbsrilu02_numericBoost. See cusparse<t>bsrilu02_numericBoost() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsrilu02-numericboost
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Cbsrilu02_numericBoost(handle Handle, info Bsrilu02Info, enable_boost int32, tol *float64, boost_val *cudart.CuComplex) error {
 	fp, err := procCbsrilu02_numericBoost.Addr()
 	if err != nil {
@@ -4575,7 +4003,10 @@ func Cbsrilu02_numericBoost(handle Handle, info Bsrilu02Info, enable_boost int32
 	return nil
 }
 
-// Zbsrilu02_numericBoost calls cusparseZbsrilu02_numericBoost.
+// Zbsrilu02_numericBoost calls cusparseZbsrilu02_numericBoost. See cusparse<t>bsrilu02_numericBoost() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsrilu02-numericboost
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Zbsrilu02_numericBoost(handle Handle, info Bsrilu02Info, enable_boost int32, tol *float64, boost_val *cudart.CuDoubleComplex) error {
 	fp, err := procZbsrilu02_numericBoost.Addr()
 	if err != nil {
@@ -4587,7 +4018,10 @@ func Zbsrilu02_numericBoost(handle Handle, info Bsrilu02Info, enable_boost int32
 	return nil
 }
 
-// Xbsrilu02_zeroPivot calls cusparseXbsrilu02_zeroPivot.
+// Xbsrilu02_zeroPivot calls cusparseXbsrilu02_zeroPivot. See cusparseXbsrilu02_zeroPivot() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsexbsrilu02-zeropivot
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Xbsrilu02_zeroPivot(handle Handle, info Bsrilu02Info, position *int32) error {
 	fp, err := procXbsrilu02_zeroPivot.Addr()
 	if err != nil {
@@ -4599,7 +4033,10 @@ func Xbsrilu02_zeroPivot(handle Handle, info Bsrilu02Info, position *int32) erro
 	return nil
 }
 
-// Sbsrilu02_bufferSize calls cusparseSbsrilu02_bufferSize.
+// Sbsrilu02_bufferSize calls cusparseSbsrilu02_bufferSize. See cusparse<t>bsrilu02_bufferSize() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsrilu02-buffersize
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Sbsrilu02_bufferSize(handle Handle, dirA Direction, mb int32, nnzb int32, descrA MatDescr, bsrSortedVal *float32, bsrSortedRowPtr *int32, bsrSortedColInd *int32, blockDim int32, info Bsrilu02Info, pBufferSizeInBytes *int32) error {
 	fp, err := procSbsrilu02_bufferSize.Addr()
 	if err != nil {
@@ -4611,7 +4048,10 @@ func Sbsrilu02_bufferSize(handle Handle, dirA Direction, mb int32, nnzb int32, d
 	return nil
 }
 
-// Dbsrilu02_bufferSize calls cusparseDbsrilu02_bufferSize.
+// Dbsrilu02_bufferSize calls cusparseDbsrilu02_bufferSize. See cusparse<t>bsrilu02_bufferSize() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsrilu02-buffersize
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Dbsrilu02_bufferSize(handle Handle, dirA Direction, mb int32, nnzb int32, descrA MatDescr, bsrSortedVal *float64, bsrSortedRowPtr *int32, bsrSortedColInd *int32, blockDim int32, info Bsrilu02Info, pBufferSizeInBytes *int32) error {
 	fp, err := procDbsrilu02_bufferSize.Addr()
 	if err != nil {
@@ -4623,7 +4063,10 @@ func Dbsrilu02_bufferSize(handle Handle, dirA Direction, mb int32, nnzb int32, d
 	return nil
 }
 
-// Cbsrilu02_bufferSize calls cusparseCbsrilu02_bufferSize.
+// Cbsrilu02_bufferSize calls cusparseCbsrilu02_bufferSize. See cusparse<t>bsrilu02_bufferSize() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsrilu02-buffersize
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Cbsrilu02_bufferSize(handle Handle, dirA Direction, mb int32, nnzb int32, descrA MatDescr, bsrSortedVal *cudart.CuComplex, bsrSortedRowPtr *int32, bsrSortedColInd *int32, blockDim int32, info Bsrilu02Info, pBufferSizeInBytes *int32) error {
 	fp, err := procCbsrilu02_bufferSize.Addr()
 	if err != nil {
@@ -4635,7 +4078,10 @@ func Cbsrilu02_bufferSize(handle Handle, dirA Direction, mb int32, nnzb int32, d
 	return nil
 }
 
-// Zbsrilu02_bufferSize calls cusparseZbsrilu02_bufferSize.
+// Zbsrilu02_bufferSize calls cusparseZbsrilu02_bufferSize. See cusparse<t>bsrilu02_bufferSize() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsrilu02-buffersize
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Zbsrilu02_bufferSize(handle Handle, dirA Direction, mb int32, nnzb int32, descrA MatDescr, bsrSortedVal *cudart.CuDoubleComplex, bsrSortedRowPtr *int32, bsrSortedColInd *int32, blockDim int32, info Bsrilu02Info, pBufferSizeInBytes *int32) error {
 	fp, err := procZbsrilu02_bufferSize.Addr()
 	if err != nil {
@@ -4647,7 +4093,10 @@ func Zbsrilu02_bufferSize(handle Handle, dirA Direction, mb int32, nnzb int32, d
 	return nil
 }
 
-// Sbsrilu02_bufferSizeExt calls cusparseSbsrilu02_bufferSizeExt.
+// Sbsrilu02_bufferSizeExt calls cusparseSbsrilu02_bufferSizeExt. See cusparse<t>bsrilu02_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsrilu02-buffersizeext
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Sbsrilu02_bufferSizeExt(handle Handle, dirA Direction, mb int32, nnzb int32, descrA MatDescr, bsrSortedVal *float32, bsrSortedRowPtr *int32, bsrSortedColInd *int32, blockSize int32, info Bsrilu02Info, pBufferSize *uint64) error {
 	fp, err := procSbsrilu02_bufferSizeExt.Addr()
 	if err != nil {
@@ -4659,7 +4108,10 @@ func Sbsrilu02_bufferSizeExt(handle Handle, dirA Direction, mb int32, nnzb int32
 	return nil
 }
 
-// Dbsrilu02_bufferSizeExt calls cusparseDbsrilu02_bufferSizeExt.
+// Dbsrilu02_bufferSizeExt calls cusparseDbsrilu02_bufferSizeExt. See cusparse<t>bsrilu02_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsrilu02-buffersizeext
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Dbsrilu02_bufferSizeExt(handle Handle, dirA Direction, mb int32, nnzb int32, descrA MatDescr, bsrSortedVal *float64, bsrSortedRowPtr *int32, bsrSortedColInd *int32, blockSize int32, info Bsrilu02Info, pBufferSize *uint64) error {
 	fp, err := procDbsrilu02_bufferSizeExt.Addr()
 	if err != nil {
@@ -4671,7 +4123,10 @@ func Dbsrilu02_bufferSizeExt(handle Handle, dirA Direction, mb int32, nnzb int32
 	return nil
 }
 
-// Cbsrilu02_bufferSizeExt calls cusparseCbsrilu02_bufferSizeExt.
+// Cbsrilu02_bufferSizeExt calls cusparseCbsrilu02_bufferSizeExt. See cusparse<t>bsrilu02_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsrilu02-buffersizeext
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Cbsrilu02_bufferSizeExt(handle Handle, dirA Direction, mb int32, nnzb int32, descrA MatDescr, bsrSortedVal *cudart.CuComplex, bsrSortedRowPtr *int32, bsrSortedColInd *int32, blockSize int32, info Bsrilu02Info, pBufferSize *uint64) error {
 	fp, err := procCbsrilu02_bufferSizeExt.Addr()
 	if err != nil {
@@ -4683,7 +4138,10 @@ func Cbsrilu02_bufferSizeExt(handle Handle, dirA Direction, mb int32, nnzb int32
 	return nil
 }
 
-// Zbsrilu02_bufferSizeExt calls cusparseZbsrilu02_bufferSizeExt.
+// Zbsrilu02_bufferSizeExt calls cusparseZbsrilu02_bufferSizeExt. See cusparse<t>bsrilu02_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsrilu02-buffersizeext
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Zbsrilu02_bufferSizeExt(handle Handle, dirA Direction, mb int32, nnzb int32, descrA MatDescr, bsrSortedVal *cudart.CuDoubleComplex, bsrSortedRowPtr *int32, bsrSortedColInd *int32, blockSize int32, info Bsrilu02Info, pBufferSize *uint64) error {
 	fp, err := procZbsrilu02_bufferSizeExt.Addr()
 	if err != nil {
@@ -4695,7 +4153,10 @@ func Zbsrilu02_bufferSizeExt(handle Handle, dirA Direction, mb int32, nnzb int32
 	return nil
 }
 
-// Sbsrilu02_analysis calls cusparseSbsrilu02_analysis.
+// Sbsrilu02_analysis calls cusparseSbsrilu02_analysis. See cusparse<t>bsrilu02_analysis() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsrilu02-analysis
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Sbsrilu02_analysis(handle Handle, dirA Direction, mb int32, nnzb int32, descrA MatDescr, bsrSortedVal *float32, bsrSortedRowPtr *int32, bsrSortedColInd *int32, blockDim int32, info Bsrilu02Info, policy SolvePolicy, pBuffer unsafe.Pointer) error {
 	fp, err := procSbsrilu02_analysis.Addr()
 	if err != nil {
@@ -4707,7 +4168,10 @@ func Sbsrilu02_analysis(handle Handle, dirA Direction, mb int32, nnzb int32, des
 	return nil
 }
 
-// Dbsrilu02_analysis calls cusparseDbsrilu02_analysis.
+// Dbsrilu02_analysis calls cusparseDbsrilu02_analysis. See cusparse<t>bsrilu02_analysis() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsrilu02-analysis
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Dbsrilu02_analysis(handle Handle, dirA Direction, mb int32, nnzb int32, descrA MatDescr, bsrSortedVal *float64, bsrSortedRowPtr *int32, bsrSortedColInd *int32, blockDim int32, info Bsrilu02Info, policy SolvePolicy, pBuffer unsafe.Pointer) error {
 	fp, err := procDbsrilu02_analysis.Addr()
 	if err != nil {
@@ -4719,7 +4183,10 @@ func Dbsrilu02_analysis(handle Handle, dirA Direction, mb int32, nnzb int32, des
 	return nil
 }
 
-// Cbsrilu02_analysis calls cusparseCbsrilu02_analysis.
+// Cbsrilu02_analysis calls cusparseCbsrilu02_analysis. See cusparse<t>bsrilu02_analysis() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsrilu02-analysis
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Cbsrilu02_analysis(handle Handle, dirA Direction, mb int32, nnzb int32, descrA MatDescr, bsrSortedVal *cudart.CuComplex, bsrSortedRowPtr *int32, bsrSortedColInd *int32, blockDim int32, info Bsrilu02Info, policy SolvePolicy, pBuffer unsafe.Pointer) error {
 	fp, err := procCbsrilu02_analysis.Addr()
 	if err != nil {
@@ -4731,7 +4198,10 @@ func Cbsrilu02_analysis(handle Handle, dirA Direction, mb int32, nnzb int32, des
 	return nil
 }
 
-// Zbsrilu02_analysis calls cusparseZbsrilu02_analysis.
+// Zbsrilu02_analysis calls cusparseZbsrilu02_analysis. See cusparse<t>bsrilu02_analysis() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsrilu02-analysis
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Zbsrilu02_analysis(handle Handle, dirA Direction, mb int32, nnzb int32, descrA MatDescr, bsrSortedVal *cudart.CuDoubleComplex, bsrSortedRowPtr *int32, bsrSortedColInd *int32, blockDim int32, info Bsrilu02Info, policy SolvePolicy, pBuffer unsafe.Pointer) error {
 	fp, err := procZbsrilu02_analysis.Addr()
 	if err != nil {
@@ -4743,7 +4213,10 @@ func Zbsrilu02_analysis(handle Handle, dirA Direction, mb int32, nnzb int32, des
 	return nil
 }
 
-// Sbsrilu02 calls cusparseSbsrilu02.
+// Sbsrilu02 calls cusparseSbsrilu02. See cusparse<t>bsrilu02() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsrilu02
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Sbsrilu02(handle Handle, dirA Direction, mb int32, nnzb int32, descrA MatDescr, bsrSortedVal *float32, bsrSortedRowPtr *int32, bsrSortedColInd *int32, blockDim int32, info Bsrilu02Info, policy SolvePolicy, pBuffer unsafe.Pointer) error {
 	fp, err := procSbsrilu02.Addr()
 	if err != nil {
@@ -4755,7 +4228,10 @@ func Sbsrilu02(handle Handle, dirA Direction, mb int32, nnzb int32, descrA MatDe
 	return nil
 }
 
-// Dbsrilu02 calls cusparseDbsrilu02.
+// Dbsrilu02 calls cusparseDbsrilu02. See cusparse<t>bsrilu02() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsrilu02
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Dbsrilu02(handle Handle, dirA Direction, mb int32, nnzb int32, descrA MatDescr, bsrSortedVal *float64, bsrSortedRowPtr *int32, bsrSortedColInd *int32, blockDim int32, info Bsrilu02Info, policy SolvePolicy, pBuffer unsafe.Pointer) error {
 	fp, err := procDbsrilu02.Addr()
 	if err != nil {
@@ -4767,7 +4243,10 @@ func Dbsrilu02(handle Handle, dirA Direction, mb int32, nnzb int32, descrA MatDe
 	return nil
 }
 
-// Cbsrilu02 calls cusparseCbsrilu02.
+// Cbsrilu02 calls cusparseCbsrilu02. See cusparse<t>bsrilu02() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsrilu02
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Cbsrilu02(handle Handle, dirA Direction, mb int32, nnzb int32, descrA MatDescr, bsrSortedVal *cudart.CuComplex, bsrSortedRowPtr *int32, bsrSortedColInd *int32, blockDim int32, info Bsrilu02Info, policy SolvePolicy, pBuffer unsafe.Pointer) error {
 	fp, err := procCbsrilu02.Addr()
 	if err != nil {
@@ -4779,7 +4258,10 @@ func Cbsrilu02(handle Handle, dirA Direction, mb int32, nnzb int32, descrA MatDe
 	return nil
 }
 
-// Zbsrilu02 calls cusparseZbsrilu02.
+// Zbsrilu02 calls cusparseZbsrilu02. See cusparse<t>bsrilu02() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsrilu02
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Zbsrilu02(handle Handle, dirA Direction, mb int32, nnzb int32, descrA MatDescr, bsrSortedVal *cudart.CuDoubleComplex, bsrSortedRowPtr *int32, bsrSortedColInd *int32, blockDim int32, info Bsrilu02Info, policy SolvePolicy, pBuffer unsafe.Pointer) error {
 	fp, err := procZbsrilu02.Addr()
 	if err != nil {
@@ -4791,7 +4273,10 @@ func Zbsrilu02(handle Handle, dirA Direction, mb int32, nnzb int32, descrA MatDe
 	return nil
 }
 
-// Xcsric02_zeroPivot calls cusparseXcsric02_zeroPivot.
+// Xcsric02_zeroPivot calls cusparseXcsric02_zeroPivot. See cusparseXcsric02_zeroPivot() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsexcsric02-zeropivot
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Xcsric02_zeroPivot(handle Handle, info Csric02Info, position *int32) error {
 	fp, err := procXcsric02_zeroPivot.Addr()
 	if err != nil {
@@ -4803,7 +4288,10 @@ func Xcsric02_zeroPivot(handle Handle, info Csric02Info, position *int32) error 
 	return nil
 }
 
-// Scsric02_bufferSize calls cusparseScsric02_bufferSize.
+// Scsric02_bufferSize calls cusparseScsric02_bufferSize. See cusparse<t>csric02_bufferSize() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csric02-buffersize
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Scsric02_bufferSize(handle Handle, m int32, nnz int32, descrA MatDescr, csrSortedValA *float32, csrSortedRowPtrA *int32, csrSortedColIndA *int32, info Csric02Info, pBufferSizeInBytes *int32) error {
 	fp, err := procScsric02_bufferSize.Addr()
 	if err != nil {
@@ -4815,7 +4303,10 @@ func Scsric02_bufferSize(handle Handle, m int32, nnz int32, descrA MatDescr, csr
 	return nil
 }
 
-// Dcsric02_bufferSize calls cusparseDcsric02_bufferSize.
+// Dcsric02_bufferSize calls cusparseDcsric02_bufferSize. See cusparse<t>csric02_bufferSize() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csric02-buffersize
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Dcsric02_bufferSize(handle Handle, m int32, nnz int32, descrA MatDescr, csrSortedValA *float64, csrSortedRowPtrA *int32, csrSortedColIndA *int32, info Csric02Info, pBufferSizeInBytes *int32) error {
 	fp, err := procDcsric02_bufferSize.Addr()
 	if err != nil {
@@ -4827,7 +4318,10 @@ func Dcsric02_bufferSize(handle Handle, m int32, nnz int32, descrA MatDescr, csr
 	return nil
 }
 
-// Ccsric02_bufferSize calls cusparseCcsric02_bufferSize.
+// Ccsric02_bufferSize calls cusparseCcsric02_bufferSize. See cusparse<t>csric02_bufferSize() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csric02-buffersize
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Ccsric02_bufferSize(handle Handle, m int32, nnz int32, descrA MatDescr, csrSortedValA *cudart.CuComplex, csrSortedRowPtrA *int32, csrSortedColIndA *int32, info Csric02Info, pBufferSizeInBytes *int32) error {
 	fp, err := procCcsric02_bufferSize.Addr()
 	if err != nil {
@@ -4839,7 +4333,10 @@ func Ccsric02_bufferSize(handle Handle, m int32, nnz int32, descrA MatDescr, csr
 	return nil
 }
 
-// Zcsric02_bufferSize calls cusparseZcsric02_bufferSize.
+// Zcsric02_bufferSize calls cusparseZcsric02_bufferSize. See cusparse<t>csric02_bufferSize() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csric02-buffersize
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Zcsric02_bufferSize(handle Handle, m int32, nnz int32, descrA MatDescr, csrSortedValA *cudart.CuDoubleComplex, csrSortedRowPtrA *int32, csrSortedColIndA *int32, info Csric02Info, pBufferSizeInBytes *int32) error {
 	fp, err := procZcsric02_bufferSize.Addr()
 	if err != nil {
@@ -4851,7 +4348,10 @@ func Zcsric02_bufferSize(handle Handle, m int32, nnz int32, descrA MatDescr, csr
 	return nil
 }
 
-// Scsric02_bufferSizeExt calls cusparseScsric02_bufferSizeExt.
+// Scsric02_bufferSizeExt calls cusparseScsric02_bufferSizeExt. See cusparse<t>csric02_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csric02-buffersizeext
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Scsric02_bufferSizeExt(handle Handle, m int32, nnz int32, descrA MatDescr, csrSortedVal *float32, csrSortedRowPtr *int32, csrSortedColInd *int32, info Csric02Info, pBufferSize *uint64) error {
 	fp, err := procScsric02_bufferSizeExt.Addr()
 	if err != nil {
@@ -4863,7 +4363,10 @@ func Scsric02_bufferSizeExt(handle Handle, m int32, nnz int32, descrA MatDescr, 
 	return nil
 }
 
-// Dcsric02_bufferSizeExt calls cusparseDcsric02_bufferSizeExt.
+// Dcsric02_bufferSizeExt calls cusparseDcsric02_bufferSizeExt. See cusparse<t>csric02_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csric02-buffersizeext
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Dcsric02_bufferSizeExt(handle Handle, m int32, nnz int32, descrA MatDescr, csrSortedVal *float64, csrSortedRowPtr *int32, csrSortedColInd *int32, info Csric02Info, pBufferSize *uint64) error {
 	fp, err := procDcsric02_bufferSizeExt.Addr()
 	if err != nil {
@@ -4875,7 +4378,10 @@ func Dcsric02_bufferSizeExt(handle Handle, m int32, nnz int32, descrA MatDescr, 
 	return nil
 }
 
-// Ccsric02_bufferSizeExt calls cusparseCcsric02_bufferSizeExt.
+// Ccsric02_bufferSizeExt calls cusparseCcsric02_bufferSizeExt. See cusparse<t>csric02_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csric02-buffersizeext
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Ccsric02_bufferSizeExt(handle Handle, m int32, nnz int32, descrA MatDescr, csrSortedVal *cudart.CuComplex, csrSortedRowPtr *int32, csrSortedColInd *int32, info Csric02Info, pBufferSize *uint64) error {
 	fp, err := procCcsric02_bufferSizeExt.Addr()
 	if err != nil {
@@ -4887,7 +4393,10 @@ func Ccsric02_bufferSizeExt(handle Handle, m int32, nnz int32, descrA MatDescr, 
 	return nil
 }
 
-// Zcsric02_bufferSizeExt calls cusparseZcsric02_bufferSizeExt.
+// Zcsric02_bufferSizeExt calls cusparseZcsric02_bufferSizeExt. See cusparse<t>csric02_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csric02-buffersizeext
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Zcsric02_bufferSizeExt(handle Handle, m int32, nnz int32, descrA MatDescr, csrSortedVal *cudart.CuDoubleComplex, csrSortedRowPtr *int32, csrSortedColInd *int32, info Csric02Info, pBufferSize *uint64) error {
 	fp, err := procZcsric02_bufferSizeExt.Addr()
 	if err != nil {
@@ -4899,7 +4408,10 @@ func Zcsric02_bufferSizeExt(handle Handle, m int32, nnz int32, descrA MatDescr, 
 	return nil
 }
 
-// Scsric02_analysis calls cusparseScsric02_analysis.
+// Scsric02_analysis calls cusparseScsric02_analysis. See cusparse<t>csric02_analysis() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csric02-analysis
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Scsric02_analysis(handle Handle, m int32, nnz int32, descrA MatDescr, csrSortedValA *float32, csrSortedRowPtrA *int32, csrSortedColIndA *int32, info Csric02Info, policy SolvePolicy, pBuffer unsafe.Pointer) error {
 	fp, err := procScsric02_analysis.Addr()
 	if err != nil {
@@ -4911,7 +4423,10 @@ func Scsric02_analysis(handle Handle, m int32, nnz int32, descrA MatDescr, csrSo
 	return nil
 }
 
-// Dcsric02_analysis calls cusparseDcsric02_analysis.
+// Dcsric02_analysis calls cusparseDcsric02_analysis. See cusparse<t>csric02_analysis() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csric02-analysis
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Dcsric02_analysis(handle Handle, m int32, nnz int32, descrA MatDescr, csrSortedValA *float64, csrSortedRowPtrA *int32, csrSortedColIndA *int32, info Csric02Info, policy SolvePolicy, pBuffer unsafe.Pointer) error {
 	fp, err := procDcsric02_analysis.Addr()
 	if err != nil {
@@ -4923,7 +4438,10 @@ func Dcsric02_analysis(handle Handle, m int32, nnz int32, descrA MatDescr, csrSo
 	return nil
 }
 
-// Ccsric02_analysis calls cusparseCcsric02_analysis.
+// Ccsric02_analysis calls cusparseCcsric02_analysis. See cusparse<t>csric02_analysis() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csric02-analysis
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Ccsric02_analysis(handle Handle, m int32, nnz int32, descrA MatDescr, csrSortedValA *cudart.CuComplex, csrSortedRowPtrA *int32, csrSortedColIndA *int32, info Csric02Info, policy SolvePolicy, pBuffer unsafe.Pointer) error {
 	fp, err := procCcsric02_analysis.Addr()
 	if err != nil {
@@ -4935,7 +4453,10 @@ func Ccsric02_analysis(handle Handle, m int32, nnz int32, descrA MatDescr, csrSo
 	return nil
 }
 
-// Zcsric02_analysis calls cusparseZcsric02_analysis.
+// Zcsric02_analysis calls cusparseZcsric02_analysis. See cusparse<t>csric02_analysis() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csric02-analysis
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Zcsric02_analysis(handle Handle, m int32, nnz int32, descrA MatDescr, csrSortedValA *cudart.CuDoubleComplex, csrSortedRowPtrA *int32, csrSortedColIndA *int32, info Csric02Info, policy SolvePolicy, pBuffer unsafe.Pointer) error {
 	fp, err := procZcsric02_analysis.Addr()
 	if err != nil {
@@ -4947,7 +4468,10 @@ func Zcsric02_analysis(handle Handle, m int32, nnz int32, descrA MatDescr, csrSo
 	return nil
 }
 
-// Scsric02 calls cusparseScsric02.
+// Scsric02 calls cusparseScsric02. See cusparse<t>csric02() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csric02
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Scsric02(handle Handle, m int32, nnz int32, descrA MatDescr, csrSortedValA_valM *float32, csrSortedRowPtrA *int32, csrSortedColIndA *int32, info Csric02Info, policy SolvePolicy, pBuffer unsafe.Pointer) error {
 	fp, err := procScsric02.Addr()
 	if err != nil {
@@ -4959,7 +4483,10 @@ func Scsric02(handle Handle, m int32, nnz int32, descrA MatDescr, csrSortedValA_
 	return nil
 }
 
-// Dcsric02 calls cusparseDcsric02.
+// Dcsric02 calls cusparseDcsric02. See cusparse<t>csric02() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csric02
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Dcsric02(handle Handle, m int32, nnz int32, descrA MatDescr, csrSortedValA_valM *float64, csrSortedRowPtrA *int32, csrSortedColIndA *int32, info Csric02Info, policy SolvePolicy, pBuffer unsafe.Pointer) error {
 	fp, err := procDcsric02.Addr()
 	if err != nil {
@@ -4971,7 +4498,10 @@ func Dcsric02(handle Handle, m int32, nnz int32, descrA MatDescr, csrSortedValA_
 	return nil
 }
 
-// Ccsric02 calls cusparseCcsric02.
+// Ccsric02 calls cusparseCcsric02. See cusparse<t>csric02() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csric02
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Ccsric02(handle Handle, m int32, nnz int32, descrA MatDescr, csrSortedValA_valM *cudart.CuComplex, csrSortedRowPtrA *int32, csrSortedColIndA *int32, info Csric02Info, policy SolvePolicy, pBuffer unsafe.Pointer) error {
 	fp, err := procCcsric02.Addr()
 	if err != nil {
@@ -4983,7 +4513,10 @@ func Ccsric02(handle Handle, m int32, nnz int32, descrA MatDescr, csrSortedValA_
 	return nil
 }
 
-// Zcsric02 calls cusparseZcsric02.
+// Zcsric02 calls cusparseZcsric02. See cusparse<t>csric02() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csric02
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Zcsric02(handle Handle, m int32, nnz int32, descrA MatDescr, csrSortedValA_valM *cudart.CuDoubleComplex, csrSortedRowPtrA *int32, csrSortedColIndA *int32, info Csric02Info, policy SolvePolicy, pBuffer unsafe.Pointer) error {
 	fp, err := procZcsric02.Addr()
 	if err != nil {
@@ -4995,7 +4528,10 @@ func Zcsric02(handle Handle, m int32, nnz int32, descrA MatDescr, csrSortedValA_
 	return nil
 }
 
-// Xbsric02_zeroPivot calls cusparseXbsric02_zeroPivot.
+// Xbsric02_zeroPivot calls cusparseXbsric02_zeroPivot. See cusparseXbsric02_zeroPivot() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsexbsric02-zeropivot
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Xbsric02_zeroPivot(handle Handle, info Bsric02Info, position *int32) error {
 	fp, err := procXbsric02_zeroPivot.Addr()
 	if err != nil {
@@ -5007,7 +4543,10 @@ func Xbsric02_zeroPivot(handle Handle, info Bsric02Info, position *int32) error 
 	return nil
 }
 
-// Sbsric02_bufferSize calls cusparseSbsric02_bufferSize.
+// Sbsric02_bufferSize calls cusparseSbsric02_bufferSize. See cusparse<t>bsric02_bufferSize() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsric02-buffersize
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Sbsric02_bufferSize(handle Handle, dirA Direction, mb int32, nnzb int32, descrA MatDescr, bsrSortedVal *float32, bsrSortedRowPtr *int32, bsrSortedColInd *int32, blockDim int32, info Bsric02Info, pBufferSizeInBytes *int32) error {
 	fp, err := procSbsric02_bufferSize.Addr()
 	if err != nil {
@@ -5019,7 +4558,10 @@ func Sbsric02_bufferSize(handle Handle, dirA Direction, mb int32, nnzb int32, de
 	return nil
 }
 
-// Dbsric02_bufferSize calls cusparseDbsric02_bufferSize.
+// Dbsric02_bufferSize calls cusparseDbsric02_bufferSize. See cusparse<t>bsric02_bufferSize() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsric02-buffersize
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Dbsric02_bufferSize(handle Handle, dirA Direction, mb int32, nnzb int32, descrA MatDescr, bsrSortedVal *float64, bsrSortedRowPtr *int32, bsrSortedColInd *int32, blockDim int32, info Bsric02Info, pBufferSizeInBytes *int32) error {
 	fp, err := procDbsric02_bufferSize.Addr()
 	if err != nil {
@@ -5031,7 +4573,10 @@ func Dbsric02_bufferSize(handle Handle, dirA Direction, mb int32, nnzb int32, de
 	return nil
 }
 
-// Cbsric02_bufferSize calls cusparseCbsric02_bufferSize.
+// Cbsric02_bufferSize calls cusparseCbsric02_bufferSize. See cusparse<t>bsric02_bufferSize() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsric02-buffersize
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Cbsric02_bufferSize(handle Handle, dirA Direction, mb int32, nnzb int32, descrA MatDescr, bsrSortedVal *cudart.CuComplex, bsrSortedRowPtr *int32, bsrSortedColInd *int32, blockDim int32, info Bsric02Info, pBufferSizeInBytes *int32) error {
 	fp, err := procCbsric02_bufferSize.Addr()
 	if err != nil {
@@ -5043,7 +4588,10 @@ func Cbsric02_bufferSize(handle Handle, dirA Direction, mb int32, nnzb int32, de
 	return nil
 }
 
-// Zbsric02_bufferSize calls cusparseZbsric02_bufferSize.
+// Zbsric02_bufferSize calls cusparseZbsric02_bufferSize. See cusparse<t>bsric02_bufferSize() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsric02-buffersize
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Zbsric02_bufferSize(handle Handle, dirA Direction, mb int32, nnzb int32, descrA MatDescr, bsrSortedVal *cudart.CuDoubleComplex, bsrSortedRowPtr *int32, bsrSortedColInd *int32, blockDim int32, info Bsric02Info, pBufferSizeInBytes *int32) error {
 	fp, err := procZbsric02_bufferSize.Addr()
 	if err != nil {
@@ -5055,7 +4603,10 @@ func Zbsric02_bufferSize(handle Handle, dirA Direction, mb int32, nnzb int32, de
 	return nil
 }
 
-// Sbsric02_bufferSizeExt calls cusparseSbsric02_bufferSizeExt.
+// Sbsric02_bufferSizeExt calls cusparseSbsric02_bufferSizeExt. See cusparse<t>bsric02_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsric02-buffersizeext
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Sbsric02_bufferSizeExt(handle Handle, dirA Direction, mb int32, nnzb int32, descrA MatDescr, bsrSortedVal *float32, bsrSortedRowPtr *int32, bsrSortedColInd *int32, blockSize int32, info Bsric02Info, pBufferSize *uint64) error {
 	fp, err := procSbsric02_bufferSizeExt.Addr()
 	if err != nil {
@@ -5067,7 +4618,10 @@ func Sbsric02_bufferSizeExt(handle Handle, dirA Direction, mb int32, nnzb int32,
 	return nil
 }
 
-// Dbsric02_bufferSizeExt calls cusparseDbsric02_bufferSizeExt.
+// Dbsric02_bufferSizeExt calls cusparseDbsric02_bufferSizeExt. See cusparse<t>bsric02_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsric02-buffersizeext
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Dbsric02_bufferSizeExt(handle Handle, dirA Direction, mb int32, nnzb int32, descrA MatDescr, bsrSortedVal *float64, bsrSortedRowPtr *int32, bsrSortedColInd *int32, blockSize int32, info Bsric02Info, pBufferSize *uint64) error {
 	fp, err := procDbsric02_bufferSizeExt.Addr()
 	if err != nil {
@@ -5079,7 +4633,10 @@ func Dbsric02_bufferSizeExt(handle Handle, dirA Direction, mb int32, nnzb int32,
 	return nil
 }
 
-// Cbsric02_bufferSizeExt calls cusparseCbsric02_bufferSizeExt.
+// Cbsric02_bufferSizeExt calls cusparseCbsric02_bufferSizeExt. See cusparse<t>bsric02_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsric02-buffersizeext
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Cbsric02_bufferSizeExt(handle Handle, dirA Direction, mb int32, nnzb int32, descrA MatDescr, bsrSortedVal *cudart.CuComplex, bsrSortedRowPtr *int32, bsrSortedColInd *int32, blockSize int32, info Bsric02Info, pBufferSize *uint64) error {
 	fp, err := procCbsric02_bufferSizeExt.Addr()
 	if err != nil {
@@ -5091,7 +4648,10 @@ func Cbsric02_bufferSizeExt(handle Handle, dirA Direction, mb int32, nnzb int32,
 	return nil
 }
 
-// Zbsric02_bufferSizeExt calls cusparseZbsric02_bufferSizeExt.
+// Zbsric02_bufferSizeExt calls cusparseZbsric02_bufferSizeExt. See cusparse<t>bsric02_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsric02-buffersizeext
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Zbsric02_bufferSizeExt(handle Handle, dirA Direction, mb int32, nnzb int32, descrA MatDescr, bsrSortedVal *cudart.CuDoubleComplex, bsrSortedRowPtr *int32, bsrSortedColInd *int32, blockSize int32, info Bsric02Info, pBufferSize *uint64) error {
 	fp, err := procZbsric02_bufferSizeExt.Addr()
 	if err != nil {
@@ -5103,7 +4663,10 @@ func Zbsric02_bufferSizeExt(handle Handle, dirA Direction, mb int32, nnzb int32,
 	return nil
 }
 
-// Sbsric02_analysis calls cusparseSbsric02_analysis.
+// Sbsric02_analysis calls cusparseSbsric02_analysis. See cusparse<t>bsric02_analysis() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsric02-analysis
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Sbsric02_analysis(handle Handle, dirA Direction, mb int32, nnzb int32, descrA MatDescr, bsrSortedVal *float32, bsrSortedRowPtr *int32, bsrSortedColInd *int32, blockDim int32, info Bsric02Info, policy SolvePolicy, pInputBuffer unsafe.Pointer) error {
 	fp, err := procSbsric02_analysis.Addr()
 	if err != nil {
@@ -5115,7 +4678,10 @@ func Sbsric02_analysis(handle Handle, dirA Direction, mb int32, nnzb int32, desc
 	return nil
 }
 
-// Dbsric02_analysis calls cusparseDbsric02_analysis.
+// Dbsric02_analysis calls cusparseDbsric02_analysis. See cusparse<t>bsric02_analysis() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsric02-analysis
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Dbsric02_analysis(handle Handle, dirA Direction, mb int32, nnzb int32, descrA MatDescr, bsrSortedVal *float64, bsrSortedRowPtr *int32, bsrSortedColInd *int32, blockDim int32, info Bsric02Info, policy SolvePolicy, pInputBuffer unsafe.Pointer) error {
 	fp, err := procDbsric02_analysis.Addr()
 	if err != nil {
@@ -5127,7 +4693,10 @@ func Dbsric02_analysis(handle Handle, dirA Direction, mb int32, nnzb int32, desc
 	return nil
 }
 
-// Cbsric02_analysis calls cusparseCbsric02_analysis.
+// Cbsric02_analysis calls cusparseCbsric02_analysis. See cusparse<t>bsric02_analysis() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsric02-analysis
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Cbsric02_analysis(handle Handle, dirA Direction, mb int32, nnzb int32, descrA MatDescr, bsrSortedVal *cudart.CuComplex, bsrSortedRowPtr *int32, bsrSortedColInd *int32, blockDim int32, info Bsric02Info, policy SolvePolicy, pInputBuffer unsafe.Pointer) error {
 	fp, err := procCbsric02_analysis.Addr()
 	if err != nil {
@@ -5139,7 +4708,10 @@ func Cbsric02_analysis(handle Handle, dirA Direction, mb int32, nnzb int32, desc
 	return nil
 }
 
-// Zbsric02_analysis calls cusparseZbsric02_analysis.
+// Zbsric02_analysis calls cusparseZbsric02_analysis. See cusparse<t>bsric02_analysis() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsric02-analysis
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Zbsric02_analysis(handle Handle, dirA Direction, mb int32, nnzb int32, descrA MatDescr, bsrSortedVal *cudart.CuDoubleComplex, bsrSortedRowPtr *int32, bsrSortedColInd *int32, blockDim int32, info Bsric02Info, policy SolvePolicy, pInputBuffer unsafe.Pointer) error {
 	fp, err := procZbsric02_analysis.Addr()
 	if err != nil {
@@ -5151,7 +4723,10 @@ func Zbsric02_analysis(handle Handle, dirA Direction, mb int32, nnzb int32, desc
 	return nil
 }
 
-// Sbsric02 calls cusparseSbsric02.
+// Sbsric02 calls cusparseSbsric02. See cusparse<t>bsric02() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsric02
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Sbsric02(handle Handle, dirA Direction, mb int32, nnzb int32, descrA MatDescr, bsrSortedVal *float32, bsrSortedRowPtr *int32, bsrSortedColInd *int32, blockDim int32, info Bsric02Info, policy SolvePolicy, pBuffer unsafe.Pointer) error {
 	fp, err := procSbsric02.Addr()
 	if err != nil {
@@ -5163,7 +4738,10 @@ func Sbsric02(handle Handle, dirA Direction, mb int32, nnzb int32, descrA MatDes
 	return nil
 }
 
-// Dbsric02 calls cusparseDbsric02.
+// Dbsric02 calls cusparseDbsric02. See cusparse<t>bsric02() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsric02
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Dbsric02(handle Handle, dirA Direction, mb int32, nnzb int32, descrA MatDescr, bsrSortedVal *float64, bsrSortedRowPtr *int32, bsrSortedColInd *int32, blockDim int32, info Bsric02Info, policy SolvePolicy, pBuffer unsafe.Pointer) error {
 	fp, err := procDbsric02.Addr()
 	if err != nil {
@@ -5175,7 +4753,10 @@ func Dbsric02(handle Handle, dirA Direction, mb int32, nnzb int32, descrA MatDes
 	return nil
 }
 
-// Cbsric02 calls cusparseCbsric02.
+// Cbsric02 calls cusparseCbsric02. See cusparse<t>bsric02() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsric02
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Cbsric02(handle Handle, dirA Direction, mb int32, nnzb int32, descrA MatDescr, bsrSortedVal *cudart.CuComplex, bsrSortedRowPtr *int32, bsrSortedColInd *int32, blockDim int32, info Bsric02Info, policy SolvePolicy, pBuffer unsafe.Pointer) error {
 	fp, err := procCbsric02.Addr()
 	if err != nil {
@@ -5187,7 +4768,10 @@ func Cbsric02(handle Handle, dirA Direction, mb int32, nnzb int32, descrA MatDes
 	return nil
 }
 
-// Zbsric02 calls cusparseZbsric02.
+// Zbsric02 calls cusparseZbsric02. See cusparse<t>bsric02() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsric02
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Zbsric02(handle Handle, dirA Direction, mb int32, nnzb int32, descrA MatDescr, bsrSortedVal *cudart.CuDoubleComplex, bsrSortedRowPtr *int32, bsrSortedColInd *int32, blockDim int32, info Bsric02Info, policy SolvePolicy, pBuffer unsafe.Pointer) error {
 	fp, err := procZbsric02.Addr()
 	if err != nil {
@@ -5199,7 +4783,8 @@ func Zbsric02(handle Handle, dirA Direction, mb int32, nnzb int32, descrA MatDes
 	return nil
 }
 
-// Sgtsv2_bufferSizeExt calls cusparseSgtsv2_bufferSizeExt.
+// Sgtsv2_bufferSizeExt calls cusparseSgtsv2_bufferSizeExt. See cusparse<t>gtsv2_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gtsv2-buffersizeext
 func Sgtsv2_bufferSizeExt(handle Handle, m int32, n int32, dl *float32, d *float32, du *float32, B *float32, ldb int32, bufferSizeInBytes *uint64) error {
 	fp, err := procSgtsv2_bufferSizeExt.Addr()
 	if err != nil {
@@ -5211,7 +4796,8 @@ func Sgtsv2_bufferSizeExt(handle Handle, m int32, n int32, dl *float32, d *float
 	return nil
 }
 
-// Dgtsv2_bufferSizeExt calls cusparseDgtsv2_bufferSizeExt.
+// Dgtsv2_bufferSizeExt calls cusparseDgtsv2_bufferSizeExt. See cusparse<t>gtsv2_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gtsv2-buffersizeext
 func Dgtsv2_bufferSizeExt(handle Handle, m int32, n int32, dl *float64, d *float64, du *float64, B *float64, ldb int32, bufferSizeInBytes *uint64) error {
 	fp, err := procDgtsv2_bufferSizeExt.Addr()
 	if err != nil {
@@ -5223,7 +4809,8 @@ func Dgtsv2_bufferSizeExt(handle Handle, m int32, n int32, dl *float64, d *float
 	return nil
 }
 
-// Cgtsv2_bufferSizeExt calls cusparseCgtsv2_bufferSizeExt.
+// Cgtsv2_bufferSizeExt calls cusparseCgtsv2_bufferSizeExt. See cusparse<t>gtsv2_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gtsv2-buffersizeext
 func Cgtsv2_bufferSizeExt(handle Handle, m int32, n int32, dl *cudart.CuComplex, d *cudart.CuComplex, du *cudart.CuComplex, B *cudart.CuComplex, ldb int32, bufferSizeInBytes *uint64) error {
 	fp, err := procCgtsv2_bufferSizeExt.Addr()
 	if err != nil {
@@ -5235,7 +4822,8 @@ func Cgtsv2_bufferSizeExt(handle Handle, m int32, n int32, dl *cudart.CuComplex,
 	return nil
 }
 
-// Zgtsv2_bufferSizeExt calls cusparseZgtsv2_bufferSizeExt.
+// Zgtsv2_bufferSizeExt calls cusparseZgtsv2_bufferSizeExt. See cusparse<t>gtsv2_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gtsv2-buffersizeext
 func Zgtsv2_bufferSizeExt(handle Handle, m int32, n int32, dl *cudart.CuDoubleComplex, d *cudart.CuDoubleComplex, du *cudart.CuDoubleComplex, B *cudart.CuDoubleComplex, ldb int32, bufferSizeInBytes *uint64) error {
 	fp, err := procZgtsv2_bufferSizeExt.Addr()
 	if err != nil {
@@ -5247,7 +4835,8 @@ func Zgtsv2_bufferSizeExt(handle Handle, m int32, n int32, dl *cudart.CuDoubleCo
 	return nil
 }
 
-// Sgtsv2 calls cusparseSgtsv2.
+// Sgtsv2 calls cusparseSgtsv2. See cusparse<t>gtsv2() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gtsv2
 func Sgtsv2(handle Handle, m int32, n int32, dl *float32, d *float32, du *float32, B *float32, ldb int32, pBuffer unsafe.Pointer) error {
 	fp, err := procSgtsv2.Addr()
 	if err != nil {
@@ -5259,7 +4848,8 @@ func Sgtsv2(handle Handle, m int32, n int32, dl *float32, d *float32, du *float3
 	return nil
 }
 
-// Dgtsv2 calls cusparseDgtsv2.
+// Dgtsv2 calls cusparseDgtsv2. See cusparse<t>gtsv2() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gtsv2
 func Dgtsv2(handle Handle, m int32, n int32, dl *float64, d *float64, du *float64, B *float64, ldb int32, pBuffer unsafe.Pointer) error {
 	fp, err := procDgtsv2.Addr()
 	if err != nil {
@@ -5271,7 +4861,8 @@ func Dgtsv2(handle Handle, m int32, n int32, dl *float64, d *float64, du *float6
 	return nil
 }
 
-// Cgtsv2 calls cusparseCgtsv2.
+// Cgtsv2 calls cusparseCgtsv2. See cusparse<t>gtsv2() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gtsv2
 func Cgtsv2(handle Handle, m int32, n int32, dl *cudart.CuComplex, d *cudart.CuComplex, du *cudart.CuComplex, B *cudart.CuComplex, ldb int32, pBuffer unsafe.Pointer) error {
 	fp, err := procCgtsv2.Addr()
 	if err != nil {
@@ -5283,7 +4874,8 @@ func Cgtsv2(handle Handle, m int32, n int32, dl *cudart.CuComplex, d *cudart.CuC
 	return nil
 }
 
-// Zgtsv2 calls cusparseZgtsv2.
+// Zgtsv2 calls cusparseZgtsv2. See cusparse<t>gtsv2() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gtsv2
 func Zgtsv2(handle Handle, m int32, n int32, dl *cudart.CuDoubleComplex, d *cudart.CuDoubleComplex, du *cudart.CuDoubleComplex, B *cudart.CuDoubleComplex, ldb int32, pBuffer unsafe.Pointer) error {
 	fp, err := procZgtsv2.Addr()
 	if err != nil {
@@ -5295,7 +4887,8 @@ func Zgtsv2(handle Handle, m int32, n int32, dl *cudart.CuDoubleComplex, d *cuda
 	return nil
 }
 
-// Sgtsv2_nopivot_bufferSizeExt calls cusparseSgtsv2_nopivot_bufferSizeExt.
+// Sgtsv2_nopivot_bufferSizeExt calls cusparseSgtsv2_nopivot_bufferSizeExt. See cusparse<t>gtsv2_nopivot_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gtsv2-nopivot-buffersizeext
 func Sgtsv2_nopivot_bufferSizeExt(handle Handle, m int32, n int32, dl *float32, d *float32, du *float32, B *float32, ldb int32, bufferSizeInBytes *uint64) error {
 	fp, err := procSgtsv2_nopivot_bufferSizeExt.Addr()
 	if err != nil {
@@ -5307,7 +4900,8 @@ func Sgtsv2_nopivot_bufferSizeExt(handle Handle, m int32, n int32, dl *float32, 
 	return nil
 }
 
-// Dgtsv2_nopivot_bufferSizeExt calls cusparseDgtsv2_nopivot_bufferSizeExt.
+// Dgtsv2_nopivot_bufferSizeExt calls cusparseDgtsv2_nopivot_bufferSizeExt. See cusparse<t>gtsv2_nopivot_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gtsv2-nopivot-buffersizeext
 func Dgtsv2_nopivot_bufferSizeExt(handle Handle, m int32, n int32, dl *float64, d *float64, du *float64, B *float64, ldb int32, bufferSizeInBytes *uint64) error {
 	fp, err := procDgtsv2_nopivot_bufferSizeExt.Addr()
 	if err != nil {
@@ -5319,7 +4913,8 @@ func Dgtsv2_nopivot_bufferSizeExt(handle Handle, m int32, n int32, dl *float64, 
 	return nil
 }
 
-// Cgtsv2_nopivot_bufferSizeExt calls cusparseCgtsv2_nopivot_bufferSizeExt.
+// Cgtsv2_nopivot_bufferSizeExt calls cusparseCgtsv2_nopivot_bufferSizeExt. See cusparse<t>gtsv2_nopivot_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gtsv2-nopivot-buffersizeext
 func Cgtsv2_nopivot_bufferSizeExt(handle Handle, m int32, n int32, dl *cudart.CuComplex, d *cudart.CuComplex, du *cudart.CuComplex, B *cudart.CuComplex, ldb int32, bufferSizeInBytes *uint64) error {
 	fp, err := procCgtsv2_nopivot_bufferSizeExt.Addr()
 	if err != nil {
@@ -5331,7 +4926,8 @@ func Cgtsv2_nopivot_bufferSizeExt(handle Handle, m int32, n int32, dl *cudart.Cu
 	return nil
 }
 
-// Zgtsv2_nopivot_bufferSizeExt calls cusparseZgtsv2_nopivot_bufferSizeExt.
+// Zgtsv2_nopivot_bufferSizeExt calls cusparseZgtsv2_nopivot_bufferSizeExt. See cusparse<t>gtsv2_nopivot_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gtsv2-nopivot-buffersizeext
 func Zgtsv2_nopivot_bufferSizeExt(handle Handle, m int32, n int32, dl *cudart.CuDoubleComplex, d *cudart.CuDoubleComplex, du *cudart.CuDoubleComplex, B *cudart.CuDoubleComplex, ldb int32, bufferSizeInBytes *uint64) error {
 	fp, err := procZgtsv2_nopivot_bufferSizeExt.Addr()
 	if err != nil {
@@ -5343,7 +4939,8 @@ func Zgtsv2_nopivot_bufferSizeExt(handle Handle, m int32, n int32, dl *cudart.Cu
 	return nil
 }
 
-// Sgtsv2_nopivot calls cusparseSgtsv2_nopivot.
+// Sgtsv2_nopivot calls cusparseSgtsv2_nopivot. See cusparse<t>gtsv2_nopivot() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gtsv2-nopivot
 func Sgtsv2_nopivot(handle Handle, m int32, n int32, dl *float32, d *float32, du *float32, B *float32, ldb int32, pBuffer unsafe.Pointer) error {
 	fp, err := procSgtsv2_nopivot.Addr()
 	if err != nil {
@@ -5355,7 +4952,8 @@ func Sgtsv2_nopivot(handle Handle, m int32, n int32, dl *float32, d *float32, du
 	return nil
 }
 
-// Dgtsv2_nopivot calls cusparseDgtsv2_nopivot.
+// Dgtsv2_nopivot calls cusparseDgtsv2_nopivot. See cusparse<t>gtsv2_nopivot() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gtsv2-nopivot
 func Dgtsv2_nopivot(handle Handle, m int32, n int32, dl *float64, d *float64, du *float64, B *float64, ldb int32, pBuffer unsafe.Pointer) error {
 	fp, err := procDgtsv2_nopivot.Addr()
 	if err != nil {
@@ -5367,7 +4965,8 @@ func Dgtsv2_nopivot(handle Handle, m int32, n int32, dl *float64, d *float64, du
 	return nil
 }
 
-// Cgtsv2_nopivot calls cusparseCgtsv2_nopivot.
+// Cgtsv2_nopivot calls cusparseCgtsv2_nopivot. See cusparse<t>gtsv2_nopivot() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gtsv2-nopivot
 func Cgtsv2_nopivot(handle Handle, m int32, n int32, dl *cudart.CuComplex, d *cudart.CuComplex, du *cudart.CuComplex, B *cudart.CuComplex, ldb int32, pBuffer unsafe.Pointer) error {
 	fp, err := procCgtsv2_nopivot.Addr()
 	if err != nil {
@@ -5379,7 +4978,8 @@ func Cgtsv2_nopivot(handle Handle, m int32, n int32, dl *cudart.CuComplex, d *cu
 	return nil
 }
 
-// Zgtsv2_nopivot calls cusparseZgtsv2_nopivot.
+// Zgtsv2_nopivot calls cusparseZgtsv2_nopivot. See cusparse<t>gtsv2_nopivot() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gtsv2-nopivot
 func Zgtsv2_nopivot(handle Handle, m int32, n int32, dl *cudart.CuDoubleComplex, d *cudart.CuDoubleComplex, du *cudart.CuDoubleComplex, B *cudart.CuDoubleComplex, ldb int32, pBuffer unsafe.Pointer) error {
 	fp, err := procZgtsv2_nopivot.Addr()
 	if err != nil {
@@ -5391,7 +4991,8 @@ func Zgtsv2_nopivot(handle Handle, m int32, n int32, dl *cudart.CuDoubleComplex,
 	return nil
 }
 
-// Sgtsv2StridedBatch_bufferSizeExt calls cusparseSgtsv2StridedBatch_bufferSizeExt.
+// Sgtsv2StridedBatch_bufferSizeExt calls cusparseSgtsv2StridedBatch_bufferSizeExt. See cusparse<t>gtsv2StridedBatch_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gtsv2stridedbatch-buffersizeext
 func Sgtsv2StridedBatch_bufferSizeExt(handle Handle, m int32, dl *float32, d *float32, du *float32, x *float32, batchCount int32, batchStride int32, bufferSizeInBytes *uint64) error {
 	fp, err := procSgtsv2StridedBatch_bufferSizeExt.Addr()
 	if err != nil {
@@ -5403,7 +5004,8 @@ func Sgtsv2StridedBatch_bufferSizeExt(handle Handle, m int32, dl *float32, d *fl
 	return nil
 }
 
-// Dgtsv2StridedBatch_bufferSizeExt calls cusparseDgtsv2StridedBatch_bufferSizeExt.
+// Dgtsv2StridedBatch_bufferSizeExt calls cusparseDgtsv2StridedBatch_bufferSizeExt. See cusparse<t>gtsv2StridedBatch_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gtsv2stridedbatch-buffersizeext
 func Dgtsv2StridedBatch_bufferSizeExt(handle Handle, m int32, dl *float64, d *float64, du *float64, x *float64, batchCount int32, batchStride int32, bufferSizeInBytes *uint64) error {
 	fp, err := procDgtsv2StridedBatch_bufferSizeExt.Addr()
 	if err != nil {
@@ -5415,7 +5017,8 @@ func Dgtsv2StridedBatch_bufferSizeExt(handle Handle, m int32, dl *float64, d *fl
 	return nil
 }
 
-// Cgtsv2StridedBatch_bufferSizeExt calls cusparseCgtsv2StridedBatch_bufferSizeExt.
+// Cgtsv2StridedBatch_bufferSizeExt calls cusparseCgtsv2StridedBatch_bufferSizeExt. See cusparse<t>gtsv2StridedBatch_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gtsv2stridedbatch-buffersizeext
 func Cgtsv2StridedBatch_bufferSizeExt(handle Handle, m int32, dl *cudart.CuComplex, d *cudart.CuComplex, du *cudart.CuComplex, x *cudart.CuComplex, batchCount int32, batchStride int32, bufferSizeInBytes *uint64) error {
 	fp, err := procCgtsv2StridedBatch_bufferSizeExt.Addr()
 	if err != nil {
@@ -5427,7 +5030,8 @@ func Cgtsv2StridedBatch_bufferSizeExt(handle Handle, m int32, dl *cudart.CuCompl
 	return nil
 }
 
-// Zgtsv2StridedBatch_bufferSizeExt calls cusparseZgtsv2StridedBatch_bufferSizeExt.
+// Zgtsv2StridedBatch_bufferSizeExt calls cusparseZgtsv2StridedBatch_bufferSizeExt. See cusparse<t>gtsv2StridedBatch_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gtsv2stridedbatch-buffersizeext
 func Zgtsv2StridedBatch_bufferSizeExt(handle Handle, m int32, dl *cudart.CuDoubleComplex, d *cudart.CuDoubleComplex, du *cudart.CuDoubleComplex, x *cudart.CuDoubleComplex, batchCount int32, batchStride int32, bufferSizeInBytes *uint64) error {
 	fp, err := procZgtsv2StridedBatch_bufferSizeExt.Addr()
 	if err != nil {
@@ -5439,7 +5043,8 @@ func Zgtsv2StridedBatch_bufferSizeExt(handle Handle, m int32, dl *cudart.CuDoubl
 	return nil
 }
 
-// Sgtsv2StridedBatch calls cusparseSgtsv2StridedBatch.
+// Sgtsv2StridedBatch calls cusparseSgtsv2StridedBatch. See cusparse<t>gtsv2StridedBatch() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gtsv2stridedbatch
 func Sgtsv2StridedBatch(handle Handle, m int32, dl *float32, d *float32, du *float32, x *float32, batchCount int32, batchStride int32, pBuffer unsafe.Pointer) error {
 	fp, err := procSgtsv2StridedBatch.Addr()
 	if err != nil {
@@ -5451,7 +5056,8 @@ func Sgtsv2StridedBatch(handle Handle, m int32, dl *float32, d *float32, du *flo
 	return nil
 }
 
-// Dgtsv2StridedBatch calls cusparseDgtsv2StridedBatch.
+// Dgtsv2StridedBatch calls cusparseDgtsv2StridedBatch. See cusparse<t>gtsv2StridedBatch() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gtsv2stridedbatch
 func Dgtsv2StridedBatch(handle Handle, m int32, dl *float64, d *float64, du *float64, x *float64, batchCount int32, batchStride int32, pBuffer unsafe.Pointer) error {
 	fp, err := procDgtsv2StridedBatch.Addr()
 	if err != nil {
@@ -5463,7 +5069,8 @@ func Dgtsv2StridedBatch(handle Handle, m int32, dl *float64, d *float64, du *flo
 	return nil
 }
 
-// Cgtsv2StridedBatch calls cusparseCgtsv2StridedBatch.
+// Cgtsv2StridedBatch calls cusparseCgtsv2StridedBatch. See cusparse<t>gtsv2StridedBatch() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gtsv2stridedbatch
 func Cgtsv2StridedBatch(handle Handle, m int32, dl *cudart.CuComplex, d *cudart.CuComplex, du *cudart.CuComplex, x *cudart.CuComplex, batchCount int32, batchStride int32, pBuffer unsafe.Pointer) error {
 	fp, err := procCgtsv2StridedBatch.Addr()
 	if err != nil {
@@ -5475,7 +5082,8 @@ func Cgtsv2StridedBatch(handle Handle, m int32, dl *cudart.CuComplex, d *cudart.
 	return nil
 }
 
-// Zgtsv2StridedBatch calls cusparseZgtsv2StridedBatch.
+// Zgtsv2StridedBatch calls cusparseZgtsv2StridedBatch. See cusparse<t>gtsv2StridedBatch() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gtsv2stridedbatch
 func Zgtsv2StridedBatch(handle Handle, m int32, dl *cudart.CuDoubleComplex, d *cudart.CuDoubleComplex, du *cudart.CuDoubleComplex, x *cudart.CuDoubleComplex, batchCount int32, batchStride int32, pBuffer unsafe.Pointer) error {
 	fp, err := procZgtsv2StridedBatch.Addr()
 	if err != nil {
@@ -5487,7 +5095,8 @@ func Zgtsv2StridedBatch(handle Handle, m int32, dl *cudart.CuDoubleComplex, d *c
 	return nil
 }
 
-// SgtsvInterleavedBatch_bufferSizeExt calls cusparseSgtsvInterleavedBatch_bufferSizeExt.
+// SgtsvInterleavedBatch_bufferSizeExt calls cusparseSgtsvInterleavedBatch_bufferSizeExt. See cusparse<t>gtsvInterleavedBatch_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gtsvinterleavedbatch-buffersizeext
 func SgtsvInterleavedBatch_bufferSizeExt(handle Handle, algo int32, m int32, dl *float32, d *float32, du *float32, x *float32, batchCount int32, pBufferSizeInBytes *uint64) error {
 	fp, err := procSgtsvInterleavedBatch_bufferSizeExt.Addr()
 	if err != nil {
@@ -5499,7 +5108,8 @@ func SgtsvInterleavedBatch_bufferSizeExt(handle Handle, algo int32, m int32, dl 
 	return nil
 }
 
-// DgtsvInterleavedBatch_bufferSizeExt calls cusparseDgtsvInterleavedBatch_bufferSizeExt.
+// DgtsvInterleavedBatch_bufferSizeExt calls cusparseDgtsvInterleavedBatch_bufferSizeExt. See cusparse<t>gtsvInterleavedBatch_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gtsvinterleavedbatch-buffersizeext
 func DgtsvInterleavedBatch_bufferSizeExt(handle Handle, algo int32, m int32, dl *float64, d *float64, du *float64, x *float64, batchCount int32, pBufferSizeInBytes *uint64) error {
 	fp, err := procDgtsvInterleavedBatch_bufferSizeExt.Addr()
 	if err != nil {
@@ -5511,7 +5121,8 @@ func DgtsvInterleavedBatch_bufferSizeExt(handle Handle, algo int32, m int32, dl 
 	return nil
 }
 
-// CgtsvInterleavedBatch_bufferSizeExt calls cusparseCgtsvInterleavedBatch_bufferSizeExt.
+// CgtsvInterleavedBatch_bufferSizeExt calls cusparseCgtsvInterleavedBatch_bufferSizeExt. See cusparse<t>gtsvInterleavedBatch_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gtsvinterleavedbatch-buffersizeext
 func CgtsvInterleavedBatch_bufferSizeExt(handle Handle, algo int32, m int32, dl *cudart.CuComplex, d *cudart.CuComplex, du *cudart.CuComplex, x *cudart.CuComplex, batchCount int32, pBufferSizeInBytes *uint64) error {
 	fp, err := procCgtsvInterleavedBatch_bufferSizeExt.Addr()
 	if err != nil {
@@ -5523,7 +5134,8 @@ func CgtsvInterleavedBatch_bufferSizeExt(handle Handle, algo int32, m int32, dl 
 	return nil
 }
 
-// ZgtsvInterleavedBatch_bufferSizeExt calls cusparseZgtsvInterleavedBatch_bufferSizeExt.
+// ZgtsvInterleavedBatch_bufferSizeExt calls cusparseZgtsvInterleavedBatch_bufferSizeExt. See cusparse<t>gtsvInterleavedBatch_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gtsvinterleavedbatch-buffersizeext
 func ZgtsvInterleavedBatch_bufferSizeExt(handle Handle, algo int32, m int32, dl *cudart.CuDoubleComplex, d *cudart.CuDoubleComplex, du *cudart.CuDoubleComplex, x *cudart.CuDoubleComplex, batchCount int32, pBufferSizeInBytes *uint64) error {
 	fp, err := procZgtsvInterleavedBatch_bufferSizeExt.Addr()
 	if err != nil {
@@ -5535,7 +5147,8 @@ func ZgtsvInterleavedBatch_bufferSizeExt(handle Handle, algo int32, m int32, dl 
 	return nil
 }
 
-// SgtsvInterleavedBatch calls cusparseSgtsvInterleavedBatch.
+// SgtsvInterleavedBatch calls cusparseSgtsvInterleavedBatch. See cusparse<t>gtsvInterleavedBatch() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gtsvinterleavedbatch
 func SgtsvInterleavedBatch(handle Handle, algo int32, m int32, dl *float32, d *float32, du *float32, x *float32, batchCount int32, pBuffer unsafe.Pointer) error {
 	fp, err := procSgtsvInterleavedBatch.Addr()
 	if err != nil {
@@ -5547,7 +5160,8 @@ func SgtsvInterleavedBatch(handle Handle, algo int32, m int32, dl *float32, d *f
 	return nil
 }
 
-// DgtsvInterleavedBatch calls cusparseDgtsvInterleavedBatch.
+// DgtsvInterleavedBatch calls cusparseDgtsvInterleavedBatch. See cusparse<t>gtsvInterleavedBatch() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gtsvinterleavedbatch
 func DgtsvInterleavedBatch(handle Handle, algo int32, m int32, dl *float64, d *float64, du *float64, x *float64, batchCount int32, pBuffer unsafe.Pointer) error {
 	fp, err := procDgtsvInterleavedBatch.Addr()
 	if err != nil {
@@ -5559,7 +5173,8 @@ func DgtsvInterleavedBatch(handle Handle, algo int32, m int32, dl *float64, d *f
 	return nil
 }
 
-// CgtsvInterleavedBatch calls cusparseCgtsvInterleavedBatch.
+// CgtsvInterleavedBatch calls cusparseCgtsvInterleavedBatch. See cusparse<t>gtsvInterleavedBatch() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gtsvinterleavedbatch
 func CgtsvInterleavedBatch(handle Handle, algo int32, m int32, dl *cudart.CuComplex, d *cudart.CuComplex, du *cudart.CuComplex, x *cudart.CuComplex, batchCount int32, pBuffer unsafe.Pointer) error {
 	fp, err := procCgtsvInterleavedBatch.Addr()
 	if err != nil {
@@ -5571,7 +5186,8 @@ func CgtsvInterleavedBatch(handle Handle, algo int32, m int32, dl *cudart.CuComp
 	return nil
 }
 
-// ZgtsvInterleavedBatch calls cusparseZgtsvInterleavedBatch.
+// ZgtsvInterleavedBatch calls cusparseZgtsvInterleavedBatch. See cusparse<t>gtsvInterleavedBatch() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gtsvinterleavedbatch
 func ZgtsvInterleavedBatch(handle Handle, algo int32, m int32, dl *cudart.CuDoubleComplex, d *cudart.CuDoubleComplex, du *cudart.CuDoubleComplex, x *cudart.CuDoubleComplex, batchCount int32, pBuffer unsafe.Pointer) error {
 	fp, err := procZgtsvInterleavedBatch.Addr()
 	if err != nil {
@@ -5583,7 +5199,8 @@ func ZgtsvInterleavedBatch(handle Handle, algo int32, m int32, dl *cudart.CuDoub
 	return nil
 }
 
-// SgpsvInterleavedBatch_bufferSizeExt calls cusparseSgpsvInterleavedBatch_bufferSizeExt.
+// SgpsvInterleavedBatch_bufferSizeExt calls cusparseSgpsvInterleavedBatch_bufferSizeExt. See cusparse<t>gpsvInterleavedBatch_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gpsvinterleavedbatch-buffersizeext
 func SgpsvInterleavedBatch_bufferSizeExt(handle Handle, algo int32, m int32, ds *float32, dl *float32, d *float32, du *float32, dw *float32, x *float32, batchCount int32, pBufferSizeInBytes *uint64) error {
 	fp, err := procSgpsvInterleavedBatch_bufferSizeExt.Addr()
 	if err != nil {
@@ -5595,7 +5212,8 @@ func SgpsvInterleavedBatch_bufferSizeExt(handle Handle, algo int32, m int32, ds 
 	return nil
 }
 
-// DgpsvInterleavedBatch_bufferSizeExt calls cusparseDgpsvInterleavedBatch_bufferSizeExt.
+// DgpsvInterleavedBatch_bufferSizeExt calls cusparseDgpsvInterleavedBatch_bufferSizeExt. See cusparse<t>gpsvInterleavedBatch_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gpsvinterleavedbatch-buffersizeext
 func DgpsvInterleavedBatch_bufferSizeExt(handle Handle, algo int32, m int32, ds *float64, dl *float64, d *float64, du *float64, dw *float64, x *float64, batchCount int32, pBufferSizeInBytes *uint64) error {
 	fp, err := procDgpsvInterleavedBatch_bufferSizeExt.Addr()
 	if err != nil {
@@ -5607,7 +5225,8 @@ func DgpsvInterleavedBatch_bufferSizeExt(handle Handle, algo int32, m int32, ds 
 	return nil
 }
 
-// CgpsvInterleavedBatch_bufferSizeExt calls cusparseCgpsvInterleavedBatch_bufferSizeExt.
+// CgpsvInterleavedBatch_bufferSizeExt calls cusparseCgpsvInterleavedBatch_bufferSizeExt. See cusparse<t>gpsvInterleavedBatch_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gpsvinterleavedbatch-buffersizeext
 func CgpsvInterleavedBatch_bufferSizeExt(handle Handle, algo int32, m int32, ds *cudart.CuComplex, dl *cudart.CuComplex, d *cudart.CuComplex, du *cudart.CuComplex, dw *cudart.CuComplex, x *cudart.CuComplex, batchCount int32, pBufferSizeInBytes *uint64) error {
 	fp, err := procCgpsvInterleavedBatch_bufferSizeExt.Addr()
 	if err != nil {
@@ -5619,7 +5238,8 @@ func CgpsvInterleavedBatch_bufferSizeExt(handle Handle, algo int32, m int32, ds 
 	return nil
 }
 
-// ZgpsvInterleavedBatch_bufferSizeExt calls cusparseZgpsvInterleavedBatch_bufferSizeExt.
+// ZgpsvInterleavedBatch_bufferSizeExt calls cusparseZgpsvInterleavedBatch_bufferSizeExt. See cusparse<t>gpsvInterleavedBatch_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gpsvinterleavedbatch-buffersizeext
 func ZgpsvInterleavedBatch_bufferSizeExt(handle Handle, algo int32, m int32, ds *cudart.CuDoubleComplex, dl *cudart.CuDoubleComplex, d *cudart.CuDoubleComplex, du *cudart.CuDoubleComplex, dw *cudart.CuDoubleComplex, x *cudart.CuDoubleComplex, batchCount int32, pBufferSizeInBytes *uint64) error {
 	fp, err := procZgpsvInterleavedBatch_bufferSizeExt.Addr()
 	if err != nil {
@@ -5631,7 +5251,8 @@ func ZgpsvInterleavedBatch_bufferSizeExt(handle Handle, algo int32, m int32, ds 
 	return nil
 }
 
-// SgpsvInterleavedBatch calls cusparseSgpsvInterleavedBatch.
+// SgpsvInterleavedBatch calls cusparseSgpsvInterleavedBatch. See cusparse<t>gpsvInterleavedBatch() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gpsvinterleavedbatch
 func SgpsvInterleavedBatch(handle Handle, algo int32, m int32, ds *float32, dl *float32, d *float32, du *float32, dw *float32, x *float32, batchCount int32, pBuffer unsafe.Pointer) error {
 	fp, err := procSgpsvInterleavedBatch.Addr()
 	if err != nil {
@@ -5643,7 +5264,8 @@ func SgpsvInterleavedBatch(handle Handle, algo int32, m int32, ds *float32, dl *
 	return nil
 }
 
-// DgpsvInterleavedBatch calls cusparseDgpsvInterleavedBatch.
+// DgpsvInterleavedBatch calls cusparseDgpsvInterleavedBatch. See cusparse<t>gpsvInterleavedBatch() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gpsvinterleavedbatch
 func DgpsvInterleavedBatch(handle Handle, algo int32, m int32, ds *float64, dl *float64, d *float64, du *float64, dw *float64, x *float64, batchCount int32, pBuffer unsafe.Pointer) error {
 	fp, err := procDgpsvInterleavedBatch.Addr()
 	if err != nil {
@@ -5655,7 +5277,8 @@ func DgpsvInterleavedBatch(handle Handle, algo int32, m int32, ds *float64, dl *
 	return nil
 }
 
-// CgpsvInterleavedBatch calls cusparseCgpsvInterleavedBatch.
+// CgpsvInterleavedBatch calls cusparseCgpsvInterleavedBatch. See cusparse<t>gpsvInterleavedBatch() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gpsvinterleavedbatch
 func CgpsvInterleavedBatch(handle Handle, algo int32, m int32, ds *cudart.CuComplex, dl *cudart.CuComplex, d *cudart.CuComplex, du *cudart.CuComplex, dw *cudart.CuComplex, x *cudart.CuComplex, batchCount int32, pBuffer unsafe.Pointer) error {
 	fp, err := procCgpsvInterleavedBatch.Addr()
 	if err != nil {
@@ -5667,7 +5290,8 @@ func CgpsvInterleavedBatch(handle Handle, algo int32, m int32, ds *cudart.CuComp
 	return nil
 }
 
-// ZgpsvInterleavedBatch calls cusparseZgpsvInterleavedBatch.
+// ZgpsvInterleavedBatch calls cusparseZgpsvInterleavedBatch. See cusparse<t>gpsvInterleavedBatch() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gpsvinterleavedbatch
 func ZgpsvInterleavedBatch(handle Handle, algo int32, m int32, ds *cudart.CuDoubleComplex, dl *cudart.CuDoubleComplex, d *cudart.CuDoubleComplex, du *cudart.CuDoubleComplex, dw *cudart.CuDoubleComplex, x *cudart.CuDoubleComplex, batchCount int32, pBuffer unsafe.Pointer) error {
 	fp, err := procZgpsvInterleavedBatch.Addr()
 	if err != nil {
@@ -5679,7 +5303,8 @@ func ZgpsvInterleavedBatch(handle Handle, algo int32, m int32, ds *cudart.CuDoub
 	return nil
 }
 
-// Scsrgeam2_bufferSizeExt calls cusparseScsrgeam2_bufferSizeExt.
+// Scsrgeam2_bufferSizeExt calls cusparseScsrgeam2_bufferSizeExt. See cusparse<t>csrgeam2_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csrgeam2-buffersizeext
 func Scsrgeam2_bufferSizeExt(handle Handle, m int32, n int32, alpha *float32, descrA MatDescr, nnzA int32, csrSortedValA *float32, csrSortedRowPtrA *int32, csrSortedColIndA *int32, beta *float32, descrB MatDescr, nnzB int32, csrSortedValB *float32, csrSortedRowPtrB *int32, csrSortedColIndB *int32, descrC MatDescr, csrSortedValC *float32, csrSortedRowPtrC *int32, csrSortedColIndC *int32, pBufferSizeInBytes *uint64) error {
 	fp, err := procScsrgeam2_bufferSizeExt.Addr()
 	if err != nil {
@@ -5691,7 +5316,8 @@ func Scsrgeam2_bufferSizeExt(handle Handle, m int32, n int32, alpha *float32, de
 	return nil
 }
 
-// Dcsrgeam2_bufferSizeExt calls cusparseDcsrgeam2_bufferSizeExt.
+// Dcsrgeam2_bufferSizeExt calls cusparseDcsrgeam2_bufferSizeExt. See cusparse<t>csrgeam2_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csrgeam2-buffersizeext
 func Dcsrgeam2_bufferSizeExt(handle Handle, m int32, n int32, alpha *float64, descrA MatDescr, nnzA int32, csrSortedValA *float64, csrSortedRowPtrA *int32, csrSortedColIndA *int32, beta *float64, descrB MatDescr, nnzB int32, csrSortedValB *float64, csrSortedRowPtrB *int32, csrSortedColIndB *int32, descrC MatDescr, csrSortedValC *float64, csrSortedRowPtrC *int32, csrSortedColIndC *int32, pBufferSizeInBytes *uint64) error {
 	fp, err := procDcsrgeam2_bufferSizeExt.Addr()
 	if err != nil {
@@ -5703,7 +5329,8 @@ func Dcsrgeam2_bufferSizeExt(handle Handle, m int32, n int32, alpha *float64, de
 	return nil
 }
 
-// Ccsrgeam2_bufferSizeExt calls cusparseCcsrgeam2_bufferSizeExt.
+// Ccsrgeam2_bufferSizeExt calls cusparseCcsrgeam2_bufferSizeExt. See cusparse<t>csrgeam2_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csrgeam2-buffersizeext
 func Ccsrgeam2_bufferSizeExt(handle Handle, m int32, n int32, alpha *cudart.CuComplex, descrA MatDescr, nnzA int32, csrSortedValA *cudart.CuComplex, csrSortedRowPtrA *int32, csrSortedColIndA *int32, beta *cudart.CuComplex, descrB MatDescr, nnzB int32, csrSortedValB *cudart.CuComplex, csrSortedRowPtrB *int32, csrSortedColIndB *int32, descrC MatDescr, csrSortedValC *cudart.CuComplex, csrSortedRowPtrC *int32, csrSortedColIndC *int32, pBufferSizeInBytes *uint64) error {
 	fp, err := procCcsrgeam2_bufferSizeExt.Addr()
 	if err != nil {
@@ -5715,7 +5342,8 @@ func Ccsrgeam2_bufferSizeExt(handle Handle, m int32, n int32, alpha *cudart.CuCo
 	return nil
 }
 
-// Zcsrgeam2_bufferSizeExt calls cusparseZcsrgeam2_bufferSizeExt.
+// Zcsrgeam2_bufferSizeExt calls cusparseZcsrgeam2_bufferSizeExt. See cusparse<t>csrgeam2_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csrgeam2-buffersizeext
 func Zcsrgeam2_bufferSizeExt(handle Handle, m int32, n int32, alpha *cudart.CuDoubleComplex, descrA MatDescr, nnzA int32, csrSortedValA *cudart.CuDoubleComplex, csrSortedRowPtrA *int32, csrSortedColIndA *int32, beta *cudart.CuDoubleComplex, descrB MatDescr, nnzB int32, csrSortedValB *cudart.CuDoubleComplex, csrSortedRowPtrB *int32, csrSortedColIndB *int32, descrC MatDescr, csrSortedValC *cudart.CuDoubleComplex, csrSortedRowPtrC *int32, csrSortedColIndC *int32, pBufferSizeInBytes *uint64) error {
 	fp, err := procZcsrgeam2_bufferSizeExt.Addr()
 	if err != nil {
@@ -5727,7 +5355,8 @@ func Zcsrgeam2_bufferSizeExt(handle Handle, m int32, n int32, alpha *cudart.CuDo
 	return nil
 }
 
-// Xcsrgeam2Nnz calls cusparseXcsrgeam2Nnz.
+// Xcsrgeam2Nnz calls cusparseXcsrgeam2Nnz. See cusparseXcsrgeam2Nnz() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsexcsrgeam2nnz
 func Xcsrgeam2Nnz(handle Handle, m int32, n int32, descrA MatDescr, nnzA int32, csrSortedRowPtrA *int32, csrSortedColIndA *int32, descrB MatDescr, nnzB int32, csrSortedRowPtrB *int32, csrSortedColIndB *int32, descrC MatDescr, csrSortedRowPtrC *int32, nnzTotalDevHostPtr *int32, workspace unsafe.Pointer) error {
 	fp, err := procXcsrgeam2Nnz.Addr()
 	if err != nil {
@@ -5739,7 +5368,8 @@ func Xcsrgeam2Nnz(handle Handle, m int32, n int32, descrA MatDescr, nnzA int32, 
 	return nil
 }
 
-// Scsrgeam2 calls cusparseScsrgeam2.
+// Scsrgeam2 calls cusparseScsrgeam2. See cusparse<t>csrgeam2() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csrgeam2
 func Scsrgeam2(handle Handle, m int32, n int32, alpha *float32, descrA MatDescr, nnzA int32, csrSortedValA *float32, csrSortedRowPtrA *int32, csrSortedColIndA *int32, beta *float32, descrB MatDescr, nnzB int32, csrSortedValB *float32, csrSortedRowPtrB *int32, csrSortedColIndB *int32, descrC MatDescr, csrSortedValC *float32, csrSortedRowPtrC *int32, csrSortedColIndC *int32, pBuffer unsafe.Pointer) error {
 	fp, err := procScsrgeam2.Addr()
 	if err != nil {
@@ -5751,7 +5381,8 @@ func Scsrgeam2(handle Handle, m int32, n int32, alpha *float32, descrA MatDescr,
 	return nil
 }
 
-// Dcsrgeam2 calls cusparseDcsrgeam2.
+// Dcsrgeam2 calls cusparseDcsrgeam2. See cusparse<t>csrgeam2() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csrgeam2
 func Dcsrgeam2(handle Handle, m int32, n int32, alpha *float64, descrA MatDescr, nnzA int32, csrSortedValA *float64, csrSortedRowPtrA *int32, csrSortedColIndA *int32, beta *float64, descrB MatDescr, nnzB int32, csrSortedValB *float64, csrSortedRowPtrB *int32, csrSortedColIndB *int32, descrC MatDescr, csrSortedValC *float64, csrSortedRowPtrC *int32, csrSortedColIndC *int32, pBuffer unsafe.Pointer) error {
 	fp, err := procDcsrgeam2.Addr()
 	if err != nil {
@@ -5763,7 +5394,8 @@ func Dcsrgeam2(handle Handle, m int32, n int32, alpha *float64, descrA MatDescr,
 	return nil
 }
 
-// Ccsrgeam2 calls cusparseCcsrgeam2.
+// Ccsrgeam2 calls cusparseCcsrgeam2. See cusparse<t>csrgeam2() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csrgeam2
 func Ccsrgeam2(handle Handle, m int32, n int32, alpha *cudart.CuComplex, descrA MatDescr, nnzA int32, csrSortedValA *cudart.CuComplex, csrSortedRowPtrA *int32, csrSortedColIndA *int32, beta *cudart.CuComplex, descrB MatDescr, nnzB int32, csrSortedValB *cudart.CuComplex, csrSortedRowPtrB *int32, csrSortedColIndB *int32, descrC MatDescr, csrSortedValC *cudart.CuComplex, csrSortedRowPtrC *int32, csrSortedColIndC *int32, pBuffer unsafe.Pointer) error {
 	fp, err := procCcsrgeam2.Addr()
 	if err != nil {
@@ -5775,7 +5407,8 @@ func Ccsrgeam2(handle Handle, m int32, n int32, alpha *cudart.CuComplex, descrA 
 	return nil
 }
 
-// Zcsrgeam2 calls cusparseZcsrgeam2.
+// Zcsrgeam2 calls cusparseZcsrgeam2. See cusparse<t>csrgeam2() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csrgeam2
 func Zcsrgeam2(handle Handle, m int32, n int32, alpha *cudart.CuDoubleComplex, descrA MatDescr, nnzA int32, csrSortedValA *cudart.CuDoubleComplex, csrSortedRowPtrA *int32, csrSortedColIndA *int32, beta *cudart.CuDoubleComplex, descrB MatDescr, nnzB int32, csrSortedValB *cudart.CuDoubleComplex, csrSortedRowPtrB *int32, csrSortedColIndB *int32, descrC MatDescr, csrSortedValC *cudart.CuDoubleComplex, csrSortedRowPtrC *int32, csrSortedColIndC *int32, pBuffer unsafe.Pointer) error {
 	fp, err := procZcsrgeam2.Addr()
 	if err != nil {
@@ -5787,7 +5420,10 @@ func Zcsrgeam2(handle Handle, m int32, n int32, alpha *cudart.CuDoubleComplex, d
 	return nil
 }
 
-// Scsrcolor calls cusparseScsrcolor.
+// Scsrcolor calls cusparseScsrcolor. See cusparse<t>csrcolor() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csrcolor
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Scsrcolor(handle Handle, m int32, nnz int32, descrA MatDescr, csrSortedValA *float32, csrSortedRowPtrA *int32, csrSortedColIndA *int32, fractionToColor *float32, ncolors *int32, coloring *int32, reordering *int32, info ColorInfo) error {
 	fp, err := procScsrcolor.Addr()
 	if err != nil {
@@ -5799,7 +5435,10 @@ func Scsrcolor(handle Handle, m int32, nnz int32, descrA MatDescr, csrSortedValA
 	return nil
 }
 
-// Dcsrcolor calls cusparseDcsrcolor.
+// Dcsrcolor calls cusparseDcsrcolor. See cusparse<t>csrcolor() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csrcolor
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Dcsrcolor(handle Handle, m int32, nnz int32, descrA MatDescr, csrSortedValA *float64, csrSortedRowPtrA *int32, csrSortedColIndA *int32, fractionToColor *float64, ncolors *int32, coloring *int32, reordering *int32, info ColorInfo) error {
 	fp, err := procDcsrcolor.Addr()
 	if err != nil {
@@ -5811,7 +5450,10 @@ func Dcsrcolor(handle Handle, m int32, nnz int32, descrA MatDescr, csrSortedValA
 	return nil
 }
 
-// Ccsrcolor calls cusparseCcsrcolor.
+// Ccsrcolor calls cusparseCcsrcolor. See cusparse<t>csrcolor() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csrcolor
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Ccsrcolor(handle Handle, m int32, nnz int32, descrA MatDescr, csrSortedValA *cudart.CuComplex, csrSortedRowPtrA *int32, csrSortedColIndA *int32, fractionToColor *float32, ncolors *int32, coloring *int32, reordering *int32, info ColorInfo) error {
 	fp, err := procCcsrcolor.Addr()
 	if err != nil {
@@ -5823,7 +5465,10 @@ func Ccsrcolor(handle Handle, m int32, nnz int32, descrA MatDescr, csrSortedValA
 	return nil
 }
 
-// Zcsrcolor calls cusparseZcsrcolor.
+// Zcsrcolor calls cusparseZcsrcolor. See cusparse<t>csrcolor() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csrcolor
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Zcsrcolor(handle Handle, m int32, nnz int32, descrA MatDescr, csrSortedValA *cudart.CuDoubleComplex, csrSortedRowPtrA *int32, csrSortedColIndA *int32, fractionToColor *float64, ncolors *int32, coloring *int32, reordering *int32, info ColorInfo) error {
 	fp, err := procZcsrcolor.Addr()
 	if err != nil {
@@ -5835,7 +5480,8 @@ func Zcsrcolor(handle Handle, m int32, nnz int32, descrA MatDescr, csrSortedValA
 	return nil
 }
 
-// Snnz calls cusparseSnnz.
+// Snnz calls cusparseSnnz. See cusparse<t>nnz() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-nnz
 func Snnz(handle Handle, dirA Direction, m int32, n int32, descrA MatDescr, A *float32, lda int32, nnzPerRowCol *int32, nnzTotalDevHostPtr *int32) error {
 	fp, err := procSnnz.Addr()
 	if err != nil {
@@ -5847,7 +5493,8 @@ func Snnz(handle Handle, dirA Direction, m int32, n int32, descrA MatDescr, A *f
 	return nil
 }
 
-// Dnnz calls cusparseDnnz.
+// Dnnz calls cusparseDnnz. See cusparse<t>nnz() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-nnz
 func Dnnz(handle Handle, dirA Direction, m int32, n int32, descrA MatDescr, A *float64, lda int32, nnzPerRowCol *int32, nnzTotalDevHostPtr *int32) error {
 	fp, err := procDnnz.Addr()
 	if err != nil {
@@ -5859,7 +5506,8 @@ func Dnnz(handle Handle, dirA Direction, m int32, n int32, descrA MatDescr, A *f
 	return nil
 }
 
-// Cnnz calls cusparseCnnz.
+// Cnnz calls cusparseCnnz. See cusparse<t>nnz() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-nnz
 func Cnnz(handle Handle, dirA Direction, m int32, n int32, descrA MatDescr, A *cudart.CuComplex, lda int32, nnzPerRowCol *int32, nnzTotalDevHostPtr *int32) error {
 	fp, err := procCnnz.Addr()
 	if err != nil {
@@ -5871,7 +5519,8 @@ func Cnnz(handle Handle, dirA Direction, m int32, n int32, descrA MatDescr, A *c
 	return nil
 }
 
-// Znnz calls cusparseZnnz.
+// Znnz calls cusparseZnnz. See cusparse<t>nnz() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-nnz
 func Znnz(handle Handle, dirA Direction, m int32, n int32, descrA MatDescr, A *cudart.CuDoubleComplex, lda int32, nnzPerRowCol *int32, nnzTotalDevHostPtr *int32) error {
 	fp, err := procZnnz.Addr()
 	if err != nil {
@@ -5883,7 +5532,10 @@ func Znnz(handle Handle, dirA Direction, m int32, n int32, descrA MatDescr, A *c
 	return nil
 }
 
-// Snnz_compress calls cusparseSnnz_compress.
+// Snnz_compress calls cusparseSnnz_compress. See cusparse<t>nnz_compress() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-nnz-compress
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Snnz_compress(handle Handle, m int32, descr MatDescr, csrSortedValA *float32, csrSortedRowPtrA *int32, nnzPerRow *int32, nnzC *int32, tol float32) error {
 	fp, err := procSnnz_compress.Addr()
 	if err != nil {
@@ -5895,7 +5547,10 @@ func Snnz_compress(handle Handle, m int32, descr MatDescr, csrSortedValA *float3
 	return nil
 }
 
-// Dnnz_compress calls cusparseDnnz_compress.
+// Dnnz_compress calls cusparseDnnz_compress. See cusparse<t>nnz_compress() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-nnz-compress
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Dnnz_compress(handle Handle, m int32, descr MatDescr, csrSortedValA *float64, csrSortedRowPtrA *int32, nnzPerRow *int32, nnzC *int32, tol float64) error {
 	fp, err := procDnnz_compress.Addr()
 	if err != nil {
@@ -5907,7 +5562,10 @@ func Dnnz_compress(handle Handle, m int32, descr MatDescr, csrSortedValA *float6
 	return nil
 }
 
-// Cnnz_compress calls cusparseCnnz_compress.
+// Cnnz_compress calls cusparseCnnz_compress. See cusparse<t>nnz_compress() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-nnz-compress
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Cnnz_compress(handle Handle, m int32, descr MatDescr, csrSortedValA *cudart.CuComplex, csrSortedRowPtrA *int32, nnzPerRow *int32, nnzC *int32, tol cudart.CuComplex) error {
 	fp, err := procCnnz_compress.Addr()
 	if err != nil {
@@ -5919,7 +5577,10 @@ func Cnnz_compress(handle Handle, m int32, descr MatDescr, csrSortedValA *cudart
 	return nil
 }
 
-// Znnz_compress calls cusparseZnnz_compress.
+// Znnz_compress calls cusparseZnnz_compress. See cusparse<t>nnz_compress() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-nnz-compress
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Znnz_compress(handle Handle, m int32, descr MatDescr, csrSortedValA *cudart.CuDoubleComplex, csrSortedRowPtrA *int32, nnzPerRow *int32, nnzC *int32, tol cudart.CuDoubleComplex) error {
 	fp, err := procZnnz_compress.Addr()
 	if err != nil {
@@ -5931,7 +5592,10 @@ func Znnz_compress(handle Handle, m int32, descr MatDescr, csrSortedValA *cudart
 	return nil
 }
 
-// Scsr2csr_compress calls cusparseScsr2csr_compress.
+// Scsr2csr_compress calls cusparseScsr2csr_compress. See cusparse<t>csr2csr_compress() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csr2csr-compress
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Scsr2csr_compress(handle Handle, m int32, n int32, descrA MatDescr, csrSortedValA *float32, csrSortedColIndA *int32, csrSortedRowPtrA *int32, nnzA int32, nnzPerRow *int32, csrSortedValC *float32, csrSortedColIndC *int32, csrSortedRowPtrC *int32, tol float32) error {
 	fp, err := procScsr2csr_compress.Addr()
 	if err != nil {
@@ -5943,7 +5607,10 @@ func Scsr2csr_compress(handle Handle, m int32, n int32, descrA MatDescr, csrSort
 	return nil
 }
 
-// Dcsr2csr_compress calls cusparseDcsr2csr_compress.
+// Dcsr2csr_compress calls cusparseDcsr2csr_compress. See cusparse<t>csr2csr_compress() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csr2csr-compress
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Dcsr2csr_compress(handle Handle, m int32, n int32, descrA MatDescr, csrSortedValA *float64, csrSortedColIndA *int32, csrSortedRowPtrA *int32, nnzA int32, nnzPerRow *int32, csrSortedValC *float64, csrSortedColIndC *int32, csrSortedRowPtrC *int32, tol float64) error {
 	fp, err := procDcsr2csr_compress.Addr()
 	if err != nil {
@@ -5955,7 +5622,10 @@ func Dcsr2csr_compress(handle Handle, m int32, n int32, descrA MatDescr, csrSort
 	return nil
 }
 
-// Ccsr2csr_compress calls cusparseCcsr2csr_compress.
+// Ccsr2csr_compress calls cusparseCcsr2csr_compress. See cusparse<t>csr2csr_compress() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csr2csr-compress
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Ccsr2csr_compress(handle Handle, m int32, n int32, descrA MatDescr, csrSortedValA *cudart.CuComplex, csrSortedColIndA *int32, csrSortedRowPtrA *int32, nnzA int32, nnzPerRow *int32, csrSortedValC *cudart.CuComplex, csrSortedColIndC *int32, csrSortedRowPtrC *int32, tol cudart.CuComplex) error {
 	fp, err := procCcsr2csr_compress.Addr()
 	if err != nil {
@@ -5967,7 +5637,10 @@ func Ccsr2csr_compress(handle Handle, m int32, n int32, descrA MatDescr, csrSort
 	return nil
 }
 
-// Zcsr2csr_compress calls cusparseZcsr2csr_compress.
+// Zcsr2csr_compress calls cusparseZcsr2csr_compress. See cusparse<t>csr2csr_compress() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csr2csr-compress
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Zcsr2csr_compress(handle Handle, m int32, n int32, descrA MatDescr, csrSortedValA *cudart.CuDoubleComplex, csrSortedColIndA *int32, csrSortedRowPtrA *int32, nnzA int32, nnzPerRow *int32, csrSortedValC *cudart.CuDoubleComplex, csrSortedColIndC *int32, csrSortedRowPtrC *int32, tol cudart.CuDoubleComplex) error {
 	fp, err := procZcsr2csr_compress.Addr()
 	if err != nil {
@@ -5979,7 +5652,8 @@ func Zcsr2csr_compress(handle Handle, m int32, n int32, descrA MatDescr, csrSort
 	return nil
 }
 
-// Xcoo2csr calls cusparseXcoo2csr.
+// Xcoo2csr calls cusparseXcoo2csr. See cusparseXcoo2csr() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsexcoo2csr
 func Xcoo2csr(handle Handle, cooRowInd *int32, nnz int32, m int32, csrSortedRowPtr *int32, idxBase IndexBase) error {
 	fp, err := procXcoo2csr.Addr()
 	if err != nil {
@@ -5991,7 +5665,8 @@ func Xcoo2csr(handle Handle, cooRowInd *int32, nnz int32, m int32, csrSortedRowP
 	return nil
 }
 
-// Xcsr2coo calls cusparseXcsr2coo.
+// Xcsr2coo calls cusparseXcsr2coo. See cusparseXcsr2coo() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsexcsr2coo
 func Xcsr2coo(handle Handle, csrSortedRowPtr *int32, nnz int32, m int32, cooRowInd *int32, idxBase IndexBase) error {
 	fp, err := procXcsr2coo.Addr()
 	if err != nil {
@@ -6003,7 +5678,10 @@ func Xcsr2coo(handle Handle, csrSortedRowPtr *int32, nnz int32, m int32, cooRowI
 	return nil
 }
 
-// Xcsr2bsrNnz calls cusparseXcsr2bsrNnz.
+// Xcsr2bsrNnz calls cusparseXcsr2bsrNnz. See cusparseXcsr2bsrNnz() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsexcsr2bsrnnz
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Xcsr2bsrNnz(handle Handle, dirA Direction, m int32, n int32, descrA MatDescr, csrSortedRowPtrA *int32, csrSortedColIndA *int32, blockDim int32, descrC MatDescr, bsrSortedRowPtrC *int32, nnzTotalDevHostPtr *int32) error {
 	fp, err := procXcsr2bsrNnz.Addr()
 	if err != nil {
@@ -6015,7 +5693,10 @@ func Xcsr2bsrNnz(handle Handle, dirA Direction, m int32, n int32, descrA MatDesc
 	return nil
 }
 
-// Scsr2bsr calls cusparseScsr2bsr.
+// Scsr2bsr calls cusparseScsr2bsr. See cusparse<t>csr2bsr() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csr2bsr
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Scsr2bsr(handle Handle, dirA Direction, m int32, n int32, descrA MatDescr, csrSortedValA *float32, csrSortedRowPtrA *int32, csrSortedColIndA *int32, blockDim int32, descrC MatDescr, bsrSortedValC *float32, bsrSortedRowPtrC *int32, bsrSortedColIndC *int32) error {
 	fp, err := procScsr2bsr.Addr()
 	if err != nil {
@@ -6027,7 +5708,10 @@ func Scsr2bsr(handle Handle, dirA Direction, m int32, n int32, descrA MatDescr, 
 	return nil
 }
 
-// Dcsr2bsr calls cusparseDcsr2bsr.
+// Dcsr2bsr calls cusparseDcsr2bsr. See cusparse<t>csr2bsr() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csr2bsr
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Dcsr2bsr(handle Handle, dirA Direction, m int32, n int32, descrA MatDescr, csrSortedValA *float64, csrSortedRowPtrA *int32, csrSortedColIndA *int32, blockDim int32, descrC MatDescr, bsrSortedValC *float64, bsrSortedRowPtrC *int32, bsrSortedColIndC *int32) error {
 	fp, err := procDcsr2bsr.Addr()
 	if err != nil {
@@ -6039,7 +5723,10 @@ func Dcsr2bsr(handle Handle, dirA Direction, m int32, n int32, descrA MatDescr, 
 	return nil
 }
 
-// Ccsr2bsr calls cusparseCcsr2bsr.
+// Ccsr2bsr calls cusparseCcsr2bsr. See cusparse<t>csr2bsr() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csr2bsr
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Ccsr2bsr(handle Handle, dirA Direction, m int32, n int32, descrA MatDescr, csrSortedValA *cudart.CuComplex, csrSortedRowPtrA *int32, csrSortedColIndA *int32, blockDim int32, descrC MatDescr, bsrSortedValC *cudart.CuComplex, bsrSortedRowPtrC *int32, bsrSortedColIndC *int32) error {
 	fp, err := procCcsr2bsr.Addr()
 	if err != nil {
@@ -6051,7 +5738,10 @@ func Ccsr2bsr(handle Handle, dirA Direction, m int32, n int32, descrA MatDescr, 
 	return nil
 }
 
-// Zcsr2bsr calls cusparseZcsr2bsr.
+// Zcsr2bsr calls cusparseZcsr2bsr. See cusparse<t>csr2bsr() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csr2bsr
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Zcsr2bsr(handle Handle, dirA Direction, m int32, n int32, descrA MatDescr, csrSortedValA *cudart.CuDoubleComplex, csrSortedRowPtrA *int32, csrSortedColIndA *int32, blockDim int32, descrC MatDescr, bsrSortedValC *cudart.CuDoubleComplex, bsrSortedRowPtrC *int32, bsrSortedColIndC *int32) error {
 	fp, err := procZcsr2bsr.Addr()
 	if err != nil {
@@ -6063,7 +5753,10 @@ func Zcsr2bsr(handle Handle, dirA Direction, m int32, n int32, descrA MatDescr, 
 	return nil
 }
 
-// Sbsr2csr calls cusparseSbsr2csr.
+// Sbsr2csr calls cusparseSbsr2csr. See cusparse<t>bsr2csr() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsr2csr
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Sbsr2csr(handle Handle, dirA Direction, mb int32, nb int32, descrA MatDescr, bsrSortedValA *float32, bsrSortedRowPtrA *int32, bsrSortedColIndA *int32, blockDim int32, descrC MatDescr, csrSortedValC *float32, csrSortedRowPtrC *int32, csrSortedColIndC *int32) error {
 	fp, err := procSbsr2csr.Addr()
 	if err != nil {
@@ -6075,7 +5768,10 @@ func Sbsr2csr(handle Handle, dirA Direction, mb int32, nb int32, descrA MatDescr
 	return nil
 }
 
-// Dbsr2csr calls cusparseDbsr2csr.
+// Dbsr2csr calls cusparseDbsr2csr. See cusparse<t>bsr2csr() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsr2csr
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Dbsr2csr(handle Handle, dirA Direction, mb int32, nb int32, descrA MatDescr, bsrSortedValA *float64, bsrSortedRowPtrA *int32, bsrSortedColIndA *int32, blockDim int32, descrC MatDescr, csrSortedValC *float64, csrSortedRowPtrC *int32, csrSortedColIndC *int32) error {
 	fp, err := procDbsr2csr.Addr()
 	if err != nil {
@@ -6087,7 +5783,10 @@ func Dbsr2csr(handle Handle, dirA Direction, mb int32, nb int32, descrA MatDescr
 	return nil
 }
 
-// Cbsr2csr calls cusparseCbsr2csr.
+// Cbsr2csr calls cusparseCbsr2csr. See cusparse<t>bsr2csr() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsr2csr
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Cbsr2csr(handle Handle, dirA Direction, mb int32, nb int32, descrA MatDescr, bsrSortedValA *cudart.CuComplex, bsrSortedRowPtrA *int32, bsrSortedColIndA *int32, blockDim int32, descrC MatDescr, csrSortedValC *cudart.CuComplex, csrSortedRowPtrC *int32, csrSortedColIndC *int32) error {
 	fp, err := procCbsr2csr.Addr()
 	if err != nil {
@@ -6099,7 +5798,10 @@ func Cbsr2csr(handle Handle, dirA Direction, mb int32, nb int32, descrA MatDescr
 	return nil
 }
 
-// Zbsr2csr calls cusparseZbsr2csr.
+// Zbsr2csr calls cusparseZbsr2csr. See cusparse<t>bsr2csr() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-bsr2csr
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Zbsr2csr(handle Handle, dirA Direction, mb int32, nb int32, descrA MatDescr, bsrSortedValA *cudart.CuDoubleComplex, bsrSortedRowPtrA *int32, bsrSortedColIndA *int32, blockDim int32, descrC MatDescr, csrSortedValC *cudart.CuDoubleComplex, csrSortedRowPtrC *int32, csrSortedColIndC *int32) error {
 	fp, err := procZbsr2csr.Addr()
 	if err != nil {
@@ -6111,7 +5813,8 @@ func Zbsr2csr(handle Handle, dirA Direction, mb int32, nb int32, descrA MatDescr
 	return nil
 }
 
-// Sgebsr2gebsc_bufferSize calls cusparseSgebsr2gebsc_bufferSize.
+// Sgebsr2gebsc_bufferSize calls cusparseSgebsr2gebsc_bufferSize. See cusparse<t>gebsr2gebsc_bufferSize() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gebsr2gebsc-buffersize
 func Sgebsr2gebsc_bufferSize(handle Handle, mb int32, nb int32, nnzb int32, bsrSortedVal *float32, bsrSortedRowPtr *int32, bsrSortedColInd *int32, rowBlockDim int32, colBlockDim int32, pBufferSizeInBytes *int32) error {
 	fp, err := procSgebsr2gebsc_bufferSize.Addr()
 	if err != nil {
@@ -6123,7 +5826,8 @@ func Sgebsr2gebsc_bufferSize(handle Handle, mb int32, nb int32, nnzb int32, bsrS
 	return nil
 }
 
-// Dgebsr2gebsc_bufferSize calls cusparseDgebsr2gebsc_bufferSize.
+// Dgebsr2gebsc_bufferSize calls cusparseDgebsr2gebsc_bufferSize. See cusparse<t>gebsr2gebsc_bufferSize() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gebsr2gebsc-buffersize
 func Dgebsr2gebsc_bufferSize(handle Handle, mb int32, nb int32, nnzb int32, bsrSortedVal *float64, bsrSortedRowPtr *int32, bsrSortedColInd *int32, rowBlockDim int32, colBlockDim int32, pBufferSizeInBytes *int32) error {
 	fp, err := procDgebsr2gebsc_bufferSize.Addr()
 	if err != nil {
@@ -6135,7 +5839,8 @@ func Dgebsr2gebsc_bufferSize(handle Handle, mb int32, nb int32, nnzb int32, bsrS
 	return nil
 }
 
-// Cgebsr2gebsc_bufferSize calls cusparseCgebsr2gebsc_bufferSize.
+// Cgebsr2gebsc_bufferSize calls cusparseCgebsr2gebsc_bufferSize. See cusparse<t>gebsr2gebsc_bufferSize() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gebsr2gebsc-buffersize
 func Cgebsr2gebsc_bufferSize(handle Handle, mb int32, nb int32, nnzb int32, bsrSortedVal *cudart.CuComplex, bsrSortedRowPtr *int32, bsrSortedColInd *int32, rowBlockDim int32, colBlockDim int32, pBufferSizeInBytes *int32) error {
 	fp, err := procCgebsr2gebsc_bufferSize.Addr()
 	if err != nil {
@@ -6147,7 +5852,8 @@ func Cgebsr2gebsc_bufferSize(handle Handle, mb int32, nb int32, nnzb int32, bsrS
 	return nil
 }
 
-// Zgebsr2gebsc_bufferSize calls cusparseZgebsr2gebsc_bufferSize.
+// Zgebsr2gebsc_bufferSize calls cusparseZgebsr2gebsc_bufferSize. See cusparse<t>gebsr2gebsc_bufferSize() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gebsr2gebsc-buffersize
 func Zgebsr2gebsc_bufferSize(handle Handle, mb int32, nb int32, nnzb int32, bsrSortedVal *cudart.CuDoubleComplex, bsrSortedRowPtr *int32, bsrSortedColInd *int32, rowBlockDim int32, colBlockDim int32, pBufferSizeInBytes *int32) error {
 	fp, err := procZgebsr2gebsc_bufferSize.Addr()
 	if err != nil {
@@ -6159,7 +5865,8 @@ func Zgebsr2gebsc_bufferSize(handle Handle, mb int32, nb int32, nnzb int32, bsrS
 	return nil
 }
 
-// Sgebsr2gebsc_bufferSizeExt calls cusparseSgebsr2gebsc_bufferSizeExt.
+// Sgebsr2gebsc_bufferSizeExt calls cusparseSgebsr2gebsc_bufferSizeExt. See cusparse<t>gebsr2gebsc_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gebsr2gebsc-buffersizeext
 func Sgebsr2gebsc_bufferSizeExt(handle Handle, mb int32, nb int32, nnzb int32, bsrSortedVal *float32, bsrSortedRowPtr *int32, bsrSortedColInd *int32, rowBlockDim int32, colBlockDim int32, pBufferSize *uint64) error {
 	fp, err := procSgebsr2gebsc_bufferSizeExt.Addr()
 	if err != nil {
@@ -6171,7 +5878,8 @@ func Sgebsr2gebsc_bufferSizeExt(handle Handle, mb int32, nb int32, nnzb int32, b
 	return nil
 }
 
-// Dgebsr2gebsc_bufferSizeExt calls cusparseDgebsr2gebsc_bufferSizeExt.
+// Dgebsr2gebsc_bufferSizeExt calls cusparseDgebsr2gebsc_bufferSizeExt. See cusparse<t>gebsr2gebsc_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gebsr2gebsc-buffersizeext
 func Dgebsr2gebsc_bufferSizeExt(handle Handle, mb int32, nb int32, nnzb int32, bsrSortedVal *float64, bsrSortedRowPtr *int32, bsrSortedColInd *int32, rowBlockDim int32, colBlockDim int32, pBufferSize *uint64) error {
 	fp, err := procDgebsr2gebsc_bufferSizeExt.Addr()
 	if err != nil {
@@ -6183,7 +5891,8 @@ func Dgebsr2gebsc_bufferSizeExt(handle Handle, mb int32, nb int32, nnzb int32, b
 	return nil
 }
 
-// Cgebsr2gebsc_bufferSizeExt calls cusparseCgebsr2gebsc_bufferSizeExt.
+// Cgebsr2gebsc_bufferSizeExt calls cusparseCgebsr2gebsc_bufferSizeExt. See cusparse<t>gebsr2gebsc_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gebsr2gebsc-buffersizeext
 func Cgebsr2gebsc_bufferSizeExt(handle Handle, mb int32, nb int32, nnzb int32, bsrSortedVal *cudart.CuComplex, bsrSortedRowPtr *int32, bsrSortedColInd *int32, rowBlockDim int32, colBlockDim int32, pBufferSize *uint64) error {
 	fp, err := procCgebsr2gebsc_bufferSizeExt.Addr()
 	if err != nil {
@@ -6195,7 +5904,8 @@ func Cgebsr2gebsc_bufferSizeExt(handle Handle, mb int32, nb int32, nnzb int32, b
 	return nil
 }
 
-// Zgebsr2gebsc_bufferSizeExt calls cusparseZgebsr2gebsc_bufferSizeExt.
+// Zgebsr2gebsc_bufferSizeExt calls cusparseZgebsr2gebsc_bufferSizeExt. See cusparse<t>gebsr2gebsc_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gebsr2gebsc-buffersizeext
 func Zgebsr2gebsc_bufferSizeExt(handle Handle, mb int32, nb int32, nnzb int32, bsrSortedVal *cudart.CuDoubleComplex, bsrSortedRowPtr *int32, bsrSortedColInd *int32, rowBlockDim int32, colBlockDim int32, pBufferSize *uint64) error {
 	fp, err := procZgebsr2gebsc_bufferSizeExt.Addr()
 	if err != nil {
@@ -6207,7 +5917,8 @@ func Zgebsr2gebsc_bufferSizeExt(handle Handle, mb int32, nb int32, nnzb int32, b
 	return nil
 }
 
-// Sgebsr2gebsc calls cusparseSgebsr2gebsc.
+// Sgebsr2gebsc calls cusparseSgebsr2gebsc. See cusparse<t>gebsr2gebsc() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gebsr2gebsc
 func Sgebsr2gebsc(handle Handle, mb int32, nb int32, nnzb int32, bsrSortedVal *float32, bsrSortedRowPtr *int32, bsrSortedColInd *int32, rowBlockDim int32, colBlockDim int32, bscVal *float32, bscRowInd *int32, bscColPtr *int32, copyValues Action, idxBase IndexBase, pBuffer unsafe.Pointer) error {
 	fp, err := procSgebsr2gebsc.Addr()
 	if err != nil {
@@ -6219,7 +5930,8 @@ func Sgebsr2gebsc(handle Handle, mb int32, nb int32, nnzb int32, bsrSortedVal *f
 	return nil
 }
 
-// Dgebsr2gebsc calls cusparseDgebsr2gebsc.
+// Dgebsr2gebsc calls cusparseDgebsr2gebsc. See cusparse<t>gebsr2gebsc() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gebsr2gebsc
 func Dgebsr2gebsc(handle Handle, mb int32, nb int32, nnzb int32, bsrSortedVal *float64, bsrSortedRowPtr *int32, bsrSortedColInd *int32, rowBlockDim int32, colBlockDim int32, bscVal *float64, bscRowInd *int32, bscColPtr *int32, copyValues Action, idxBase IndexBase, pBuffer unsafe.Pointer) error {
 	fp, err := procDgebsr2gebsc.Addr()
 	if err != nil {
@@ -6231,7 +5943,8 @@ func Dgebsr2gebsc(handle Handle, mb int32, nb int32, nnzb int32, bsrSortedVal *f
 	return nil
 }
 
-// Cgebsr2gebsc calls cusparseCgebsr2gebsc.
+// Cgebsr2gebsc calls cusparseCgebsr2gebsc. See cusparse<t>gebsr2gebsc() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gebsr2gebsc
 func Cgebsr2gebsc(handle Handle, mb int32, nb int32, nnzb int32, bsrSortedVal *cudart.CuComplex, bsrSortedRowPtr *int32, bsrSortedColInd *int32, rowBlockDim int32, colBlockDim int32, bscVal *cudart.CuComplex, bscRowInd *int32, bscColPtr *int32, copyValues Action, idxBase IndexBase, pBuffer unsafe.Pointer) error {
 	fp, err := procCgebsr2gebsc.Addr()
 	if err != nil {
@@ -6243,7 +5956,8 @@ func Cgebsr2gebsc(handle Handle, mb int32, nb int32, nnzb int32, bsrSortedVal *c
 	return nil
 }
 
-// Zgebsr2gebsc calls cusparseZgebsr2gebsc.
+// Zgebsr2gebsc calls cusparseZgebsr2gebsc. See cusparse<t>gebsr2gebsc() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gebsr2gebsc
 func Zgebsr2gebsc(handle Handle, mb int32, nb int32, nnzb int32, bsrSortedVal *cudart.CuDoubleComplex, bsrSortedRowPtr *int32, bsrSortedColInd *int32, rowBlockDim int32, colBlockDim int32, bscVal *cudart.CuDoubleComplex, bscRowInd *int32, bscColPtr *int32, copyValues Action, idxBase IndexBase, pBuffer unsafe.Pointer) error {
 	fp, err := procZgebsr2gebsc.Addr()
 	if err != nil {
@@ -6255,7 +5969,10 @@ func Zgebsr2gebsc(handle Handle, mb int32, nb int32, nnzb int32, bsrSortedVal *c
 	return nil
 }
 
-// Xgebsr2csr calls cusparseXgebsr2csr.
+// Xgebsr2csr calls cusparseXgebsr2csr. See cusparseXgebsr2csr() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsexgebsr2csr
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Xgebsr2csr(handle Handle, dirA Direction, mb int32, nb int32, descrA MatDescr, bsrSortedRowPtrA *int32, bsrSortedColIndA *int32, rowBlockDim int32, colBlockDim int32, descrC MatDescr, csrSortedRowPtrC *int32, csrSortedColIndC *int32) error {
 	fp, err := procXgebsr2csr.Addr()
 	if err != nil {
@@ -6267,7 +5984,10 @@ func Xgebsr2csr(handle Handle, dirA Direction, mb int32, nb int32, descrA MatDes
 	return nil
 }
 
-// Sgebsr2csr calls cusparseSgebsr2csr.
+// Sgebsr2csr calls cusparseSgebsr2csr. See cusparse<t>gebsr2csr() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gebsr2csr
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Sgebsr2csr(handle Handle, dirA Direction, mb int32, nb int32, descrA MatDescr, bsrSortedValA *float32, bsrSortedRowPtrA *int32, bsrSortedColIndA *int32, rowBlockDim int32, colBlockDim int32, descrC MatDescr, csrSortedValC *float32, csrSortedRowPtrC *int32, csrSortedColIndC *int32) error {
 	fp, err := procSgebsr2csr.Addr()
 	if err != nil {
@@ -6279,7 +5999,10 @@ func Sgebsr2csr(handle Handle, dirA Direction, mb int32, nb int32, descrA MatDes
 	return nil
 }
 
-// Dgebsr2csr calls cusparseDgebsr2csr.
+// Dgebsr2csr calls cusparseDgebsr2csr. See cusparse<t>gebsr2csr() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gebsr2csr
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Dgebsr2csr(handle Handle, dirA Direction, mb int32, nb int32, descrA MatDescr, bsrSortedValA *float64, bsrSortedRowPtrA *int32, bsrSortedColIndA *int32, rowBlockDim int32, colBlockDim int32, descrC MatDescr, csrSortedValC *float64, csrSortedRowPtrC *int32, csrSortedColIndC *int32) error {
 	fp, err := procDgebsr2csr.Addr()
 	if err != nil {
@@ -6291,7 +6014,10 @@ func Dgebsr2csr(handle Handle, dirA Direction, mb int32, nb int32, descrA MatDes
 	return nil
 }
 
-// Cgebsr2csr calls cusparseCgebsr2csr.
+// Cgebsr2csr calls cusparseCgebsr2csr. See cusparse<t>gebsr2csr() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gebsr2csr
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Cgebsr2csr(handle Handle, dirA Direction, mb int32, nb int32, descrA MatDescr, bsrSortedValA *cudart.CuComplex, bsrSortedRowPtrA *int32, bsrSortedColIndA *int32, rowBlockDim int32, colBlockDim int32, descrC MatDescr, csrSortedValC *cudart.CuComplex, csrSortedRowPtrC *int32, csrSortedColIndC *int32) error {
 	fp, err := procCgebsr2csr.Addr()
 	if err != nil {
@@ -6303,7 +6029,10 @@ func Cgebsr2csr(handle Handle, dirA Direction, mb int32, nb int32, descrA MatDes
 	return nil
 }
 
-// Zgebsr2csr calls cusparseZgebsr2csr.
+// Zgebsr2csr calls cusparseZgebsr2csr. See cusparse<t>gebsr2csr() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gebsr2csr
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Zgebsr2csr(handle Handle, dirA Direction, mb int32, nb int32, descrA MatDescr, bsrSortedValA *cudart.CuDoubleComplex, bsrSortedRowPtrA *int32, bsrSortedColIndA *int32, rowBlockDim int32, colBlockDim int32, descrC MatDescr, csrSortedValC *cudart.CuDoubleComplex, csrSortedRowPtrC *int32, csrSortedColIndC *int32) error {
 	fp, err := procZgebsr2csr.Addr()
 	if err != nil {
@@ -6315,7 +6044,8 @@ func Zgebsr2csr(handle Handle, dirA Direction, mb int32, nb int32, descrA MatDes
 	return nil
 }
 
-// Scsr2gebsr_bufferSize calls cusparseScsr2gebsr_bufferSize.
+// Scsr2gebsr_bufferSize calls cusparseScsr2gebsr_bufferSize. See cusparse<t>csr2gebsr_bufferSize() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csr2gebsr-buffersize
 func Scsr2gebsr_bufferSize(handle Handle, dirA Direction, m int32, n int32, descrA MatDescr, csrSortedValA *float32, csrSortedRowPtrA *int32, csrSortedColIndA *int32, rowBlockDim int32, colBlockDim int32, pBufferSizeInBytes *int32) error {
 	fp, err := procScsr2gebsr_bufferSize.Addr()
 	if err != nil {
@@ -6327,7 +6057,8 @@ func Scsr2gebsr_bufferSize(handle Handle, dirA Direction, m int32, n int32, desc
 	return nil
 }
 
-// Dcsr2gebsr_bufferSize calls cusparseDcsr2gebsr_bufferSize.
+// Dcsr2gebsr_bufferSize calls cusparseDcsr2gebsr_bufferSize. See cusparse<t>csr2gebsr_bufferSize() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csr2gebsr-buffersize
 func Dcsr2gebsr_bufferSize(handle Handle, dirA Direction, m int32, n int32, descrA MatDescr, csrSortedValA *float64, csrSortedRowPtrA *int32, csrSortedColIndA *int32, rowBlockDim int32, colBlockDim int32, pBufferSizeInBytes *int32) error {
 	fp, err := procDcsr2gebsr_bufferSize.Addr()
 	if err != nil {
@@ -6339,7 +6070,8 @@ func Dcsr2gebsr_bufferSize(handle Handle, dirA Direction, m int32, n int32, desc
 	return nil
 }
 
-// Ccsr2gebsr_bufferSize calls cusparseCcsr2gebsr_bufferSize.
+// Ccsr2gebsr_bufferSize calls cusparseCcsr2gebsr_bufferSize. See cusparse<t>csr2gebsr_bufferSize() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csr2gebsr-buffersize
 func Ccsr2gebsr_bufferSize(handle Handle, dirA Direction, m int32, n int32, descrA MatDescr, csrSortedValA *cudart.CuComplex, csrSortedRowPtrA *int32, csrSortedColIndA *int32, rowBlockDim int32, colBlockDim int32, pBufferSizeInBytes *int32) error {
 	fp, err := procCcsr2gebsr_bufferSize.Addr()
 	if err != nil {
@@ -6351,7 +6083,8 @@ func Ccsr2gebsr_bufferSize(handle Handle, dirA Direction, m int32, n int32, desc
 	return nil
 }
 
-// Zcsr2gebsr_bufferSize calls cusparseZcsr2gebsr_bufferSize.
+// Zcsr2gebsr_bufferSize calls cusparseZcsr2gebsr_bufferSize. See cusparse<t>csr2gebsr_bufferSize() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csr2gebsr-buffersize
 func Zcsr2gebsr_bufferSize(handle Handle, dirA Direction, m int32, n int32, descrA MatDescr, csrSortedValA *cudart.CuDoubleComplex, csrSortedRowPtrA *int32, csrSortedColIndA *int32, rowBlockDim int32, colBlockDim int32, pBufferSizeInBytes *int32) error {
 	fp, err := procZcsr2gebsr_bufferSize.Addr()
 	if err != nil {
@@ -6363,7 +6096,8 @@ func Zcsr2gebsr_bufferSize(handle Handle, dirA Direction, m int32, n int32, desc
 	return nil
 }
 
-// Scsr2gebsr_bufferSizeExt calls cusparseScsr2gebsr_bufferSizeExt.
+// Scsr2gebsr_bufferSizeExt calls cusparseScsr2gebsr_bufferSizeExt. See cusparse<t>csr2gebsr_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csr2gebsr-buffersizeext
 func Scsr2gebsr_bufferSizeExt(handle Handle, dirA Direction, m int32, n int32, descrA MatDescr, csrSortedValA *float32, csrSortedRowPtrA *int32, csrSortedColIndA *int32, rowBlockDim int32, colBlockDim int32, pBufferSize *uint64) error {
 	fp, err := procScsr2gebsr_bufferSizeExt.Addr()
 	if err != nil {
@@ -6375,7 +6109,8 @@ func Scsr2gebsr_bufferSizeExt(handle Handle, dirA Direction, m int32, n int32, d
 	return nil
 }
 
-// Dcsr2gebsr_bufferSizeExt calls cusparseDcsr2gebsr_bufferSizeExt.
+// Dcsr2gebsr_bufferSizeExt calls cusparseDcsr2gebsr_bufferSizeExt. See cusparse<t>csr2gebsr_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csr2gebsr-buffersizeext
 func Dcsr2gebsr_bufferSizeExt(handle Handle, dirA Direction, m int32, n int32, descrA MatDescr, csrSortedValA *float64, csrSortedRowPtrA *int32, csrSortedColIndA *int32, rowBlockDim int32, colBlockDim int32, pBufferSize *uint64) error {
 	fp, err := procDcsr2gebsr_bufferSizeExt.Addr()
 	if err != nil {
@@ -6387,7 +6122,8 @@ func Dcsr2gebsr_bufferSizeExt(handle Handle, dirA Direction, m int32, n int32, d
 	return nil
 }
 
-// Ccsr2gebsr_bufferSizeExt calls cusparseCcsr2gebsr_bufferSizeExt.
+// Ccsr2gebsr_bufferSizeExt calls cusparseCcsr2gebsr_bufferSizeExt. See cusparse<t>csr2gebsr_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csr2gebsr-buffersizeext
 func Ccsr2gebsr_bufferSizeExt(handle Handle, dirA Direction, m int32, n int32, descrA MatDescr, csrSortedValA *cudart.CuComplex, csrSortedRowPtrA *int32, csrSortedColIndA *int32, rowBlockDim int32, colBlockDim int32, pBufferSize *uint64) error {
 	fp, err := procCcsr2gebsr_bufferSizeExt.Addr()
 	if err != nil {
@@ -6399,7 +6135,8 @@ func Ccsr2gebsr_bufferSizeExt(handle Handle, dirA Direction, m int32, n int32, d
 	return nil
 }
 
-// Zcsr2gebsr_bufferSizeExt calls cusparseZcsr2gebsr_bufferSizeExt.
+// Zcsr2gebsr_bufferSizeExt calls cusparseZcsr2gebsr_bufferSizeExt. See cusparse<t>csr2gebsr_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csr2gebsr-buffersizeext
 func Zcsr2gebsr_bufferSizeExt(handle Handle, dirA Direction, m int32, n int32, descrA MatDescr, csrSortedValA *cudart.CuDoubleComplex, csrSortedRowPtrA *int32, csrSortedColIndA *int32, rowBlockDim int32, colBlockDim int32, pBufferSize *uint64) error {
 	fp, err := procZcsr2gebsr_bufferSizeExt.Addr()
 	if err != nil {
@@ -6411,7 +6148,8 @@ func Zcsr2gebsr_bufferSizeExt(handle Handle, dirA Direction, m int32, n int32, d
 	return nil
 }
 
-// Xcsr2gebsrNnz calls cusparseXcsr2gebsrNnz.
+// Xcsr2gebsrNnz calls cusparseXcsr2gebsrNnz. See cusparseXcsr2gebsrNnz() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsexcsr2gebsrnnz
 func Xcsr2gebsrNnz(handle Handle, dirA Direction, m int32, n int32, descrA MatDescr, csrSortedRowPtrA *int32, csrSortedColIndA *int32, descrC MatDescr, bsrSortedRowPtrC *int32, rowBlockDim int32, colBlockDim int32, nnzTotalDevHostPtr *int32, pBuffer unsafe.Pointer) error {
 	fp, err := procXcsr2gebsrNnz.Addr()
 	if err != nil {
@@ -6423,7 +6161,8 @@ func Xcsr2gebsrNnz(handle Handle, dirA Direction, m int32, n int32, descrA MatDe
 	return nil
 }
 
-// Scsr2gebsr calls cusparseScsr2gebsr.
+// Scsr2gebsr calls cusparseScsr2gebsr. See cusparse<t>csr2gebsr() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csr2gebsr
 func Scsr2gebsr(handle Handle, dirA Direction, m int32, n int32, descrA MatDescr, csrSortedValA *float32, csrSortedRowPtrA *int32, csrSortedColIndA *int32, descrC MatDescr, bsrSortedValC *float32, bsrSortedRowPtrC *int32, bsrSortedColIndC *int32, rowBlockDim int32, colBlockDim int32, pBuffer unsafe.Pointer) error {
 	fp, err := procScsr2gebsr.Addr()
 	if err != nil {
@@ -6435,7 +6174,8 @@ func Scsr2gebsr(handle Handle, dirA Direction, m int32, n int32, descrA MatDescr
 	return nil
 }
 
-// Dcsr2gebsr calls cusparseDcsr2gebsr.
+// Dcsr2gebsr calls cusparseDcsr2gebsr. See cusparse<t>csr2gebsr() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csr2gebsr
 func Dcsr2gebsr(handle Handle, dirA Direction, m int32, n int32, descrA MatDescr, csrSortedValA *float64, csrSortedRowPtrA *int32, csrSortedColIndA *int32, descrC MatDescr, bsrSortedValC *float64, bsrSortedRowPtrC *int32, bsrSortedColIndC *int32, rowBlockDim int32, colBlockDim int32, pBuffer unsafe.Pointer) error {
 	fp, err := procDcsr2gebsr.Addr()
 	if err != nil {
@@ -6447,7 +6187,8 @@ func Dcsr2gebsr(handle Handle, dirA Direction, m int32, n int32, descrA MatDescr
 	return nil
 }
 
-// Ccsr2gebsr calls cusparseCcsr2gebsr.
+// Ccsr2gebsr calls cusparseCcsr2gebsr. See cusparse<t>csr2gebsr() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csr2gebsr
 func Ccsr2gebsr(handle Handle, dirA Direction, m int32, n int32, descrA MatDescr, csrSortedValA *cudart.CuComplex, csrSortedRowPtrA *int32, csrSortedColIndA *int32, descrC MatDescr, bsrSortedValC *cudart.CuComplex, bsrSortedRowPtrC *int32, bsrSortedColIndC *int32, rowBlockDim int32, colBlockDim int32, pBuffer unsafe.Pointer) error {
 	fp, err := procCcsr2gebsr.Addr()
 	if err != nil {
@@ -6459,7 +6200,8 @@ func Ccsr2gebsr(handle Handle, dirA Direction, m int32, n int32, descrA MatDescr
 	return nil
 }
 
-// Zcsr2gebsr calls cusparseZcsr2gebsr.
+// Zcsr2gebsr calls cusparseZcsr2gebsr. See cusparse<t>csr2gebsr() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csr2gebsr
 func Zcsr2gebsr(handle Handle, dirA Direction, m int32, n int32, descrA MatDescr, csrSortedValA *cudart.CuDoubleComplex, csrSortedRowPtrA *int32, csrSortedColIndA *int32, descrC MatDescr, bsrSortedValC *cudart.CuDoubleComplex, bsrSortedRowPtrC *int32, bsrSortedColIndC *int32, rowBlockDim int32, colBlockDim int32, pBuffer unsafe.Pointer) error {
 	fp, err := procZcsr2gebsr.Addr()
 	if err != nil {
@@ -6471,7 +6213,10 @@ func Zcsr2gebsr(handle Handle, dirA Direction, m int32, n int32, descrA MatDescr
 	return nil
 }
 
-// Sgebsr2gebsr_bufferSize calls cusparseSgebsr2gebsr_bufferSize.
+// Sgebsr2gebsr_bufferSize calls cusparseSgebsr2gebsr_bufferSize. See cusparse<t>gebsr2gebsr_bufferSize() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gebsr2gebsr-buffersize
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Sgebsr2gebsr_bufferSize(handle Handle, dirA Direction, mb int32, nb int32, nnzb int32, descrA MatDescr, bsrSortedValA *float32, bsrSortedRowPtrA *int32, bsrSortedColIndA *int32, rowBlockDimA int32, colBlockDimA int32, rowBlockDimC int32, colBlockDimC int32, pBufferSizeInBytes *int32) error {
 	fp, err := procSgebsr2gebsr_bufferSize.Addr()
 	if err != nil {
@@ -6483,7 +6228,10 @@ func Sgebsr2gebsr_bufferSize(handle Handle, dirA Direction, mb int32, nb int32, 
 	return nil
 }
 
-// Dgebsr2gebsr_bufferSize calls cusparseDgebsr2gebsr_bufferSize.
+// Dgebsr2gebsr_bufferSize calls cusparseDgebsr2gebsr_bufferSize. See cusparse<t>gebsr2gebsr_bufferSize() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gebsr2gebsr-buffersize
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Dgebsr2gebsr_bufferSize(handle Handle, dirA Direction, mb int32, nb int32, nnzb int32, descrA MatDescr, bsrSortedValA *float64, bsrSortedRowPtrA *int32, bsrSortedColIndA *int32, rowBlockDimA int32, colBlockDimA int32, rowBlockDimC int32, colBlockDimC int32, pBufferSizeInBytes *int32) error {
 	fp, err := procDgebsr2gebsr_bufferSize.Addr()
 	if err != nil {
@@ -6495,7 +6243,10 @@ func Dgebsr2gebsr_bufferSize(handle Handle, dirA Direction, mb int32, nb int32, 
 	return nil
 }
 
-// Cgebsr2gebsr_bufferSize calls cusparseCgebsr2gebsr_bufferSize.
+// Cgebsr2gebsr_bufferSize calls cusparseCgebsr2gebsr_bufferSize. See cusparse<t>gebsr2gebsr_bufferSize() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gebsr2gebsr-buffersize
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Cgebsr2gebsr_bufferSize(handle Handle, dirA Direction, mb int32, nb int32, nnzb int32, descrA MatDescr, bsrSortedValA *cudart.CuComplex, bsrSortedRowPtrA *int32, bsrSortedColIndA *int32, rowBlockDimA int32, colBlockDimA int32, rowBlockDimC int32, colBlockDimC int32, pBufferSizeInBytes *int32) error {
 	fp, err := procCgebsr2gebsr_bufferSize.Addr()
 	if err != nil {
@@ -6507,7 +6258,10 @@ func Cgebsr2gebsr_bufferSize(handle Handle, dirA Direction, mb int32, nb int32, 
 	return nil
 }
 
-// Zgebsr2gebsr_bufferSize calls cusparseZgebsr2gebsr_bufferSize.
+// Zgebsr2gebsr_bufferSize calls cusparseZgebsr2gebsr_bufferSize. See cusparse<t>gebsr2gebsr_bufferSize() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gebsr2gebsr-buffersize
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Zgebsr2gebsr_bufferSize(handle Handle, dirA Direction, mb int32, nb int32, nnzb int32, descrA MatDescr, bsrSortedValA *cudart.CuDoubleComplex, bsrSortedRowPtrA *int32, bsrSortedColIndA *int32, rowBlockDimA int32, colBlockDimA int32, rowBlockDimC int32, colBlockDimC int32, pBufferSizeInBytes *int32) error {
 	fp, err := procZgebsr2gebsr_bufferSize.Addr()
 	if err != nil {
@@ -6519,7 +6273,10 @@ func Zgebsr2gebsr_bufferSize(handle Handle, dirA Direction, mb int32, nb int32, 
 	return nil
 }
 
-// Sgebsr2gebsr_bufferSizeExt calls cusparseSgebsr2gebsr_bufferSizeExt.
+// Sgebsr2gebsr_bufferSizeExt calls cusparseSgebsr2gebsr_bufferSizeExt. See cusparse<t>gebsr2gebsr_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gebsr2gebsr-buffersizeext
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Sgebsr2gebsr_bufferSizeExt(handle Handle, dirA Direction, mb int32, nb int32, nnzb int32, descrA MatDescr, bsrSortedValA *float32, bsrSortedRowPtrA *int32, bsrSortedColIndA *int32, rowBlockDimA int32, colBlockDimA int32, rowBlockDimC int32, colBlockDimC int32, pBufferSize *uint64) error {
 	fp, err := procSgebsr2gebsr_bufferSizeExt.Addr()
 	if err != nil {
@@ -6531,7 +6288,10 @@ func Sgebsr2gebsr_bufferSizeExt(handle Handle, dirA Direction, mb int32, nb int3
 	return nil
 }
 
-// Dgebsr2gebsr_bufferSizeExt calls cusparseDgebsr2gebsr_bufferSizeExt.
+// Dgebsr2gebsr_bufferSizeExt calls cusparseDgebsr2gebsr_bufferSizeExt. See cusparse<t>gebsr2gebsr_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gebsr2gebsr-buffersizeext
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Dgebsr2gebsr_bufferSizeExt(handle Handle, dirA Direction, mb int32, nb int32, nnzb int32, descrA MatDescr, bsrSortedValA *float64, bsrSortedRowPtrA *int32, bsrSortedColIndA *int32, rowBlockDimA int32, colBlockDimA int32, rowBlockDimC int32, colBlockDimC int32, pBufferSize *uint64) error {
 	fp, err := procDgebsr2gebsr_bufferSizeExt.Addr()
 	if err != nil {
@@ -6543,7 +6303,10 @@ func Dgebsr2gebsr_bufferSizeExt(handle Handle, dirA Direction, mb int32, nb int3
 	return nil
 }
 
-// Cgebsr2gebsr_bufferSizeExt calls cusparseCgebsr2gebsr_bufferSizeExt.
+// Cgebsr2gebsr_bufferSizeExt calls cusparseCgebsr2gebsr_bufferSizeExt. See cusparse<t>gebsr2gebsr_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gebsr2gebsr-buffersizeext
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Cgebsr2gebsr_bufferSizeExt(handle Handle, dirA Direction, mb int32, nb int32, nnzb int32, descrA MatDescr, bsrSortedValA *cudart.CuComplex, bsrSortedRowPtrA *int32, bsrSortedColIndA *int32, rowBlockDimA int32, colBlockDimA int32, rowBlockDimC int32, colBlockDimC int32, pBufferSize *uint64) error {
 	fp, err := procCgebsr2gebsr_bufferSizeExt.Addr()
 	if err != nil {
@@ -6555,7 +6318,10 @@ func Cgebsr2gebsr_bufferSizeExt(handle Handle, dirA Direction, mb int32, nb int3
 	return nil
 }
 
-// Zgebsr2gebsr_bufferSizeExt calls cusparseZgebsr2gebsr_bufferSizeExt.
+// Zgebsr2gebsr_bufferSizeExt calls cusparseZgebsr2gebsr_bufferSizeExt. See cusparse<t>gebsr2gebsr_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gebsr2gebsr-buffersizeext
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Zgebsr2gebsr_bufferSizeExt(handle Handle, dirA Direction, mb int32, nb int32, nnzb int32, descrA MatDescr, bsrSortedValA *cudart.CuDoubleComplex, bsrSortedRowPtrA *int32, bsrSortedColIndA *int32, rowBlockDimA int32, colBlockDimA int32, rowBlockDimC int32, colBlockDimC int32, pBufferSize *uint64) error {
 	fp, err := procZgebsr2gebsr_bufferSizeExt.Addr()
 	if err != nil {
@@ -6567,7 +6333,10 @@ func Zgebsr2gebsr_bufferSizeExt(handle Handle, dirA Direction, mb int32, nb int3
 	return nil
 }
 
-// Xgebsr2gebsrNnz calls cusparseXgebsr2gebsrNnz.
+// Xgebsr2gebsrNnz calls cusparseXgebsr2gebsrNnz. See cusparseXgebsr2gebsrNnz() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsexgebsr2gebsrnnz
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Xgebsr2gebsrNnz(handle Handle, dirA Direction, mb int32, nb int32, nnzb int32, descrA MatDescr, bsrSortedRowPtrA *int32, bsrSortedColIndA *int32, rowBlockDimA int32, colBlockDimA int32, descrC MatDescr, bsrSortedRowPtrC *int32, rowBlockDimC int32, colBlockDimC int32, nnzTotalDevHostPtr *int32, pBuffer unsafe.Pointer) error {
 	fp, err := procXgebsr2gebsrNnz.Addr()
 	if err != nil {
@@ -6579,7 +6348,10 @@ func Xgebsr2gebsrNnz(handle Handle, dirA Direction, mb int32, nb int32, nnzb int
 	return nil
 }
 
-// Sgebsr2gebsr calls cusparseSgebsr2gebsr.
+// Sgebsr2gebsr calls cusparseSgebsr2gebsr. See cusparse<t>gebsr2gebsr() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gebsr2gebsr
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Sgebsr2gebsr(handle Handle, dirA Direction, mb int32, nb int32, nnzb int32, descrA MatDescr, bsrSortedValA *float32, bsrSortedRowPtrA *int32, bsrSortedColIndA *int32, rowBlockDimA int32, colBlockDimA int32, descrC MatDescr, bsrSortedValC *float32, bsrSortedRowPtrC *int32, bsrSortedColIndC *int32, rowBlockDimC int32, colBlockDimC int32, pBuffer unsafe.Pointer) error {
 	fp, err := procSgebsr2gebsr.Addr()
 	if err != nil {
@@ -6591,7 +6363,10 @@ func Sgebsr2gebsr(handle Handle, dirA Direction, mb int32, nb int32, nnzb int32,
 	return nil
 }
 
-// Dgebsr2gebsr calls cusparseDgebsr2gebsr.
+// Dgebsr2gebsr calls cusparseDgebsr2gebsr. See cusparse<t>gebsr2gebsr() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gebsr2gebsr
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Dgebsr2gebsr(handle Handle, dirA Direction, mb int32, nb int32, nnzb int32, descrA MatDescr, bsrSortedValA *float64, bsrSortedRowPtrA *int32, bsrSortedColIndA *int32, rowBlockDimA int32, colBlockDimA int32, descrC MatDescr, bsrSortedValC *float64, bsrSortedRowPtrC *int32, bsrSortedColIndC *int32, rowBlockDimC int32, colBlockDimC int32, pBuffer unsafe.Pointer) error {
 	fp, err := procDgebsr2gebsr.Addr()
 	if err != nil {
@@ -6603,7 +6378,10 @@ func Dgebsr2gebsr(handle Handle, dirA Direction, mb int32, nb int32, nnzb int32,
 	return nil
 }
 
-// Cgebsr2gebsr calls cusparseCgebsr2gebsr.
+// Cgebsr2gebsr calls cusparseCgebsr2gebsr. See cusparse<t>gebsr2gebsr() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gebsr2gebsr
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Cgebsr2gebsr(handle Handle, dirA Direction, mb int32, nb int32, nnzb int32, descrA MatDescr, bsrSortedValA *cudart.CuComplex, bsrSortedRowPtrA *int32, bsrSortedColIndA *int32, rowBlockDimA int32, colBlockDimA int32, descrC MatDescr, bsrSortedValC *cudart.CuComplex, bsrSortedRowPtrC *int32, bsrSortedColIndC *int32, rowBlockDimC int32, colBlockDimC int32, pBuffer unsafe.Pointer) error {
 	fp, err := procCgebsr2gebsr.Addr()
 	if err != nil {
@@ -6615,7 +6393,10 @@ func Cgebsr2gebsr(handle Handle, dirA Direction, mb int32, nb int32, nnzb int32,
 	return nil
 }
 
-// Zgebsr2gebsr calls cusparseZgebsr2gebsr.
+// Zgebsr2gebsr calls cusparseZgebsr2gebsr. See cusparse<t>gebsr2gebsr() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-gebsr2gebsr
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Zgebsr2gebsr(handle Handle, dirA Direction, mb int32, nb int32, nnzb int32, descrA MatDescr, bsrSortedValA *cudart.CuDoubleComplex, bsrSortedRowPtrA *int32, bsrSortedColIndA *int32, rowBlockDimA int32, colBlockDimA int32, descrC MatDescr, bsrSortedValC *cudart.CuDoubleComplex, bsrSortedRowPtrC *int32, bsrSortedColIndC *int32, rowBlockDimC int32, colBlockDimC int32, pBuffer unsafe.Pointer) error {
 	fp, err := procZgebsr2gebsr.Addr()
 	if err != nil {
@@ -6627,7 +6408,10 @@ func Zgebsr2gebsr(handle Handle, dirA Direction, mb int32, nb int32, nnzb int32,
 	return nil
 }
 
-// CreateIdentityPermutation calls cusparseCreateIdentityPermutation.
+// CreateIdentityPermutation calls cusparseCreateIdentityPermutation. See cusparseCreateIdentityPermutation() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsecreateidentitypermutation
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func CreateIdentityPermutation(handle Handle, n int32, p *int32) error {
 	fp, err := procCreateIdentityPermutation.Addr()
 	if err != nil {
@@ -6639,7 +6423,8 @@ func CreateIdentityPermutation(handle Handle, n int32, p *int32) error {
 	return nil
 }
 
-// Xcoosort_bufferSizeExt calls cusparseXcoosort_bufferSizeExt.
+// Xcoosort_bufferSizeExt calls cusparseXcoosort_bufferSizeExt. See cusparseXcoosort_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsexcoosort-buffersizeext
 func Xcoosort_bufferSizeExt(handle Handle, m int32, n int32, nnz int32, cooRowsA *int32, cooColsA *int32, pBufferSizeInBytes *uint64) error {
 	fp, err := procXcoosort_bufferSizeExt.Addr()
 	if err != nil {
@@ -6651,7 +6436,8 @@ func Xcoosort_bufferSizeExt(handle Handle, m int32, n int32, nnz int32, cooRowsA
 	return nil
 }
 
-// XcoosortByRow calls cusparseXcoosortByRow.
+// XcoosortByRow calls cusparseXcoosortByRow. See cusparseXcoosortByRow() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsexcoosortbyrow
 func XcoosortByRow(handle Handle, m int32, n int32, nnz int32, cooRowsA *int32, cooColsA *int32, P *int32, pBuffer unsafe.Pointer) error {
 	fp, err := procXcoosortByRow.Addr()
 	if err != nil {
@@ -6663,7 +6449,8 @@ func XcoosortByRow(handle Handle, m int32, n int32, nnz int32, cooRowsA *int32, 
 	return nil
 }
 
-// XcoosortByColumn calls cusparseXcoosortByColumn.
+// XcoosortByColumn calls cusparseXcoosortByColumn. See cusparseXcoosortByColumn() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsexcoosortbycolumn
 func XcoosortByColumn(handle Handle, m int32, n int32, nnz int32, cooRowsA *int32, cooColsA *int32, P *int32, pBuffer unsafe.Pointer) error {
 	fp, err := procXcoosortByColumn.Addr()
 	if err != nil {
@@ -6675,7 +6462,8 @@ func XcoosortByColumn(handle Handle, m int32, n int32, nnz int32, cooRowsA *int3
 	return nil
 }
 
-// Xcsrsort_bufferSizeExt calls cusparseXcsrsort_bufferSizeExt.
+// Xcsrsort_bufferSizeExt calls cusparseXcsrsort_bufferSizeExt. See cusparseXcsrsort_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsexcsrsort-buffersizeext
 func Xcsrsort_bufferSizeExt(handle Handle, m int32, n int32, nnz int32, csrRowPtrA *int32, csrColIndA *int32, pBufferSizeInBytes *uint64) error {
 	fp, err := procXcsrsort_bufferSizeExt.Addr()
 	if err != nil {
@@ -6687,7 +6475,8 @@ func Xcsrsort_bufferSizeExt(handle Handle, m int32, n int32, nnz int32, csrRowPt
 	return nil
 }
 
-// Xcsrsort calls cusparseXcsrsort.
+// Xcsrsort calls cusparseXcsrsort. See cusparseXcsrsort() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsexcsrsort
 func Xcsrsort(handle Handle, m int32, n int32, nnz int32, descrA MatDescr, csrRowPtrA *int32, csrColIndA *int32, P *int32, pBuffer unsafe.Pointer) error {
 	fp, err := procXcsrsort.Addr()
 	if err != nil {
@@ -6699,7 +6488,8 @@ func Xcsrsort(handle Handle, m int32, n int32, nnz int32, descrA MatDescr, csrRo
 	return nil
 }
 
-// Xcscsort_bufferSizeExt calls cusparseXcscsort_bufferSizeExt.
+// Xcscsort_bufferSizeExt calls cusparseXcscsort_bufferSizeExt. See cusparseXcscsort_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsexcscsort-buffersizeext
 func Xcscsort_bufferSizeExt(handle Handle, m int32, n int32, nnz int32, cscColPtrA *int32, cscRowIndA *int32, pBufferSizeInBytes *uint64) error {
 	fp, err := procXcscsort_bufferSizeExt.Addr()
 	if err != nil {
@@ -6711,7 +6501,8 @@ func Xcscsort_bufferSizeExt(handle Handle, m int32, n int32, nnz int32, cscColPt
 	return nil
 }
 
-// Xcscsort calls cusparseXcscsort.
+// Xcscsort calls cusparseXcscsort. See cusparseXcscsort() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsexcscsort
 func Xcscsort(handle Handle, m int32, n int32, nnz int32, descrA MatDescr, cscColPtrA *int32, cscRowIndA *int32, P *int32, pBuffer unsafe.Pointer) error {
 	fp, err := procXcscsort.Addr()
 	if err != nil {
@@ -6723,7 +6514,10 @@ func Xcscsort(handle Handle, m int32, n int32, nnz int32, descrA MatDescr, cscCo
 	return nil
 }
 
-// Scsru2csr_bufferSizeExt calls cusparseScsru2csr_bufferSizeExt.
+// Scsru2csr_bufferSizeExt calls cusparseScsru2csr_bufferSizeExt. See cusparse<t>csru2csr_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csru2csr-buffersizeext
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Scsru2csr_bufferSizeExt(handle Handle, m int32, n int32, nnz int32, csrVal *float32, csrRowPtr *int32, csrColInd *int32, info Csru2csrInfo, pBufferSizeInBytes *uint64) error {
 	fp, err := procScsru2csr_bufferSizeExt.Addr()
 	if err != nil {
@@ -6735,7 +6529,10 @@ func Scsru2csr_bufferSizeExt(handle Handle, m int32, n int32, nnz int32, csrVal 
 	return nil
 }
 
-// Dcsru2csr_bufferSizeExt calls cusparseDcsru2csr_bufferSizeExt.
+// Dcsru2csr_bufferSizeExt calls cusparseDcsru2csr_bufferSizeExt. See cusparse<t>csru2csr_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csru2csr-buffersizeext
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Dcsru2csr_bufferSizeExt(handle Handle, m int32, n int32, nnz int32, csrVal *float64, csrRowPtr *int32, csrColInd *int32, info Csru2csrInfo, pBufferSizeInBytes *uint64) error {
 	fp, err := procDcsru2csr_bufferSizeExt.Addr()
 	if err != nil {
@@ -6747,7 +6544,10 @@ func Dcsru2csr_bufferSizeExt(handle Handle, m int32, n int32, nnz int32, csrVal 
 	return nil
 }
 
-// Ccsru2csr_bufferSizeExt calls cusparseCcsru2csr_bufferSizeExt.
+// Ccsru2csr_bufferSizeExt calls cusparseCcsru2csr_bufferSizeExt. See cusparse<t>csru2csr_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csru2csr-buffersizeext
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Ccsru2csr_bufferSizeExt(handle Handle, m int32, n int32, nnz int32, csrVal *cudart.CuComplex, csrRowPtr *int32, csrColInd *int32, info Csru2csrInfo, pBufferSizeInBytes *uint64) error {
 	fp, err := procCcsru2csr_bufferSizeExt.Addr()
 	if err != nil {
@@ -6759,7 +6559,10 @@ func Ccsru2csr_bufferSizeExt(handle Handle, m int32, n int32, nnz int32, csrVal 
 	return nil
 }
 
-// Zcsru2csr_bufferSizeExt calls cusparseZcsru2csr_bufferSizeExt.
+// Zcsru2csr_bufferSizeExt calls cusparseZcsru2csr_bufferSizeExt. See cusparse<t>csru2csr_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csru2csr-buffersizeext
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Zcsru2csr_bufferSizeExt(handle Handle, m int32, n int32, nnz int32, csrVal *cudart.CuDoubleComplex, csrRowPtr *int32, csrColInd *int32, info Csru2csrInfo, pBufferSizeInBytes *uint64) error {
 	fp, err := procZcsru2csr_bufferSizeExt.Addr()
 	if err != nil {
@@ -6771,7 +6574,10 @@ func Zcsru2csr_bufferSizeExt(handle Handle, m int32, n int32, nnz int32, csrVal 
 	return nil
 }
 
-// Scsru2csr calls cusparseScsru2csr.
+// Scsru2csr calls cusparseScsru2csr. See cusparse<t>csru2csr() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csru2csr
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Scsru2csr(handle Handle, m int32, n int32, nnz int32, descrA MatDescr, csrVal *float32, csrRowPtr *int32, csrColInd *int32, info Csru2csrInfo, pBuffer unsafe.Pointer) error {
 	fp, err := procScsru2csr.Addr()
 	if err != nil {
@@ -6783,7 +6589,10 @@ func Scsru2csr(handle Handle, m int32, n int32, nnz int32, descrA MatDescr, csrV
 	return nil
 }
 
-// Dcsru2csr calls cusparseDcsru2csr.
+// Dcsru2csr calls cusparseDcsru2csr. See cusparse<t>csru2csr() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csru2csr
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Dcsru2csr(handle Handle, m int32, n int32, nnz int32, descrA MatDescr, csrVal *float64, csrRowPtr *int32, csrColInd *int32, info Csru2csrInfo, pBuffer unsafe.Pointer) error {
 	fp, err := procDcsru2csr.Addr()
 	if err != nil {
@@ -6795,7 +6604,10 @@ func Dcsru2csr(handle Handle, m int32, n int32, nnz int32, descrA MatDescr, csrV
 	return nil
 }
 
-// Ccsru2csr calls cusparseCcsru2csr.
+// Ccsru2csr calls cusparseCcsru2csr. See cusparse<t>csru2csr() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csru2csr
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Ccsru2csr(handle Handle, m int32, n int32, nnz int32, descrA MatDescr, csrVal *cudart.CuComplex, csrRowPtr *int32, csrColInd *int32, info Csru2csrInfo, pBuffer unsafe.Pointer) error {
 	fp, err := procCcsru2csr.Addr()
 	if err != nil {
@@ -6807,7 +6619,10 @@ func Ccsru2csr(handle Handle, m int32, n int32, nnz int32, descrA MatDescr, csrV
 	return nil
 }
 
-// Zcsru2csr calls cusparseZcsru2csr.
+// Zcsru2csr calls cusparseZcsru2csr. See cusparse<t>csru2csr() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csru2csr
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Zcsru2csr(handle Handle, m int32, n int32, nnz int32, descrA MatDescr, csrVal *cudart.CuDoubleComplex, csrRowPtr *int32, csrColInd *int32, info Csru2csrInfo, pBuffer unsafe.Pointer) error {
 	fp, err := procZcsru2csr.Addr()
 	if err != nil {
@@ -6819,7 +6634,10 @@ func Zcsru2csr(handle Handle, m int32, n int32, nnz int32, descrA MatDescr, csrV
 	return nil
 }
 
-// Scsr2csru calls cusparseScsr2csru.
+// Scsr2csru calls cusparseScsr2csru. See cusparse<t>csr2csru() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csr2csru
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Scsr2csru(handle Handle, m int32, n int32, nnz int32, descrA MatDescr, csrVal *float32, csrRowPtr *int32, csrColInd *int32, info Csru2csrInfo, pBuffer unsafe.Pointer) error {
 	fp, err := procScsr2csru.Addr()
 	if err != nil {
@@ -6831,7 +6649,10 @@ func Scsr2csru(handle Handle, m int32, n int32, nnz int32, descrA MatDescr, csrV
 	return nil
 }
 
-// Dcsr2csru calls cusparseDcsr2csru.
+// Dcsr2csru calls cusparseDcsr2csru. See cusparse<t>csr2csru() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csr2csru
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Dcsr2csru(handle Handle, m int32, n int32, nnz int32, descrA MatDescr, csrVal *float64, csrRowPtr *int32, csrColInd *int32, info Csru2csrInfo, pBuffer unsafe.Pointer) error {
 	fp, err := procDcsr2csru.Addr()
 	if err != nil {
@@ -6843,7 +6664,10 @@ func Dcsr2csru(handle Handle, m int32, n int32, nnz int32, descrA MatDescr, csrV
 	return nil
 }
 
-// Ccsr2csru calls cusparseCcsr2csru.
+// Ccsr2csru calls cusparseCcsr2csru. See cusparse<t>csr2csru() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csr2csru
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Ccsr2csru(handle Handle, m int32, n int32, nnz int32, descrA MatDescr, csrVal *cudart.CuComplex, csrRowPtr *int32, csrColInd *int32, info Csru2csrInfo, pBuffer unsafe.Pointer) error {
 	fp, err := procCcsr2csru.Addr()
 	if err != nil {
@@ -6855,7 +6679,10 @@ func Ccsr2csru(handle Handle, m int32, n int32, nnz int32, descrA MatDescr, csrV
 	return nil
 }
 
-// Zcsr2csru calls cusparseZcsr2csru.
+// Zcsr2csru calls cusparseZcsr2csru. See cusparse<t>csr2csru() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-csr2csru
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Zcsr2csru(handle Handle, m int32, n int32, nnz int32, descrA MatDescr, csrVal *cudart.CuDoubleComplex, csrRowPtr *int32, csrColInd *int32, info Csru2csrInfo, pBuffer unsafe.Pointer) error {
 	fp, err := procZcsr2csru.Addr()
 	if err != nil {
@@ -6867,7 +6694,10 @@ func Zcsr2csru(handle Handle, m int32, n int32, nnz int32, descrA MatDescr, csrV
 	return nil
 }
 
-// SpruneDense2csr_bufferSizeExt calls cusparseSpruneDense2csr_bufferSizeExt.
+// SpruneDense2csr_bufferSizeExt calls cusparseSpruneDense2csr_bufferSizeExt. See cusparse<t>pruneDense2csr_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-prunedense2csr-buffersizeext
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func SpruneDense2csr_bufferSizeExt(handle Handle, m int32, n int32, A *float32, lda int32, threshold *float32, descrC MatDescr, csrSortedValC *float32, csrSortedRowPtrC *int32, csrSortedColIndC *int32, pBufferSizeInBytes *uint64) error {
 	fp, err := procSpruneDense2csr_bufferSizeExt.Addr()
 	if err != nil {
@@ -6879,7 +6709,10 @@ func SpruneDense2csr_bufferSizeExt(handle Handle, m int32, n int32, A *float32, 
 	return nil
 }
 
-// DpruneDense2csr_bufferSizeExt calls cusparseDpruneDense2csr_bufferSizeExt.
+// DpruneDense2csr_bufferSizeExt calls cusparseDpruneDense2csr_bufferSizeExt. See cusparse<t>pruneDense2csr_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-prunedense2csr-buffersizeext
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func DpruneDense2csr_bufferSizeExt(handle Handle, m int32, n int32, A *float64, lda int32, threshold *float64, descrC MatDescr, csrSortedValC *float64, csrSortedRowPtrC *int32, csrSortedColIndC *int32, pBufferSizeInBytes *uint64) error {
 	fp, err := procDpruneDense2csr_bufferSizeExt.Addr()
 	if err != nil {
@@ -6891,7 +6724,10 @@ func DpruneDense2csr_bufferSizeExt(handle Handle, m int32, n int32, A *float64, 
 	return nil
 }
 
-// SpruneDense2csrNnz calls cusparseSpruneDense2csrNnz.
+// SpruneDense2csrNnz calls cusparseSpruneDense2csrNnz. See cusparse<t>pruneDense2csrNnz() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-prunedense2csrnnz
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func SpruneDense2csrNnz(handle Handle, m int32, n int32, A *float32, lda int32, threshold *float32, descrC MatDescr, csrRowPtrC *int32, nnzTotalDevHostPtr *int32, pBuffer unsafe.Pointer) error {
 	fp, err := procSpruneDense2csrNnz.Addr()
 	if err != nil {
@@ -6903,7 +6739,10 @@ func SpruneDense2csrNnz(handle Handle, m int32, n int32, A *float32, lda int32, 
 	return nil
 }
 
-// DpruneDense2csrNnz calls cusparseDpruneDense2csrNnz.
+// DpruneDense2csrNnz calls cusparseDpruneDense2csrNnz. See cusparse<t>pruneDense2csrNnz() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-prunedense2csrnnz
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func DpruneDense2csrNnz(handle Handle, m int32, n int32, A *float64, lda int32, threshold *float64, descrC MatDescr, csrSortedRowPtrC *int32, nnzTotalDevHostPtr *int32, pBuffer unsafe.Pointer) error {
 	fp, err := procDpruneDense2csrNnz.Addr()
 	if err != nil {
@@ -6915,7 +6754,10 @@ func DpruneDense2csrNnz(handle Handle, m int32, n int32, A *float64, lda int32, 
 	return nil
 }
 
-// SpruneDense2csr calls cusparseSpruneDense2csr.
+// SpruneDense2csr calls cusparseSpruneDense2csr. See cusparse<t>pruneDense2csr() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-prunedense2csr
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func SpruneDense2csr(handle Handle, m int32, n int32, A *float32, lda int32, threshold *float32, descrC MatDescr, csrSortedValC *float32, csrSortedRowPtrC *int32, csrSortedColIndC *int32, pBuffer unsafe.Pointer) error {
 	fp, err := procSpruneDense2csr.Addr()
 	if err != nil {
@@ -6927,7 +6769,10 @@ func SpruneDense2csr(handle Handle, m int32, n int32, A *float32, lda int32, thr
 	return nil
 }
 
-// DpruneDense2csr calls cusparseDpruneDense2csr.
+// DpruneDense2csr calls cusparseDpruneDense2csr. See cusparse<t>pruneDense2csr() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-prunedense2csr
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func DpruneDense2csr(handle Handle, m int32, n int32, A *float64, lda int32, threshold *float64, descrC MatDescr, csrSortedValC *float64, csrSortedRowPtrC *int32, csrSortedColIndC *int32, pBuffer unsafe.Pointer) error {
 	fp, err := procDpruneDense2csr.Addr()
 	if err != nil {
@@ -6939,7 +6784,10 @@ func DpruneDense2csr(handle Handle, m int32, n int32, A *float64, lda int32, thr
 	return nil
 }
 
-// SpruneCsr2csr_bufferSizeExt calls cusparseSpruneCsr2csr_bufferSizeExt.
+// SpruneCsr2csr_bufferSizeExt calls cusparseSpruneCsr2csr_bufferSizeExt. See cusparse<t>pruneCsr2csr_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-prunecsr2csr-buffersizeext
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func SpruneCsr2csr_bufferSizeExt(handle Handle, m int32, n int32, nnzA int32, descrA MatDescr, csrSortedValA *float32, csrSortedRowPtrA *int32, csrSortedColIndA *int32, threshold *float32, descrC MatDescr, csrSortedValC *float32, csrSortedRowPtrC *int32, csrSortedColIndC *int32, pBufferSizeInBytes *uint64) error {
 	fp, err := procSpruneCsr2csr_bufferSizeExt.Addr()
 	if err != nil {
@@ -6951,7 +6799,10 @@ func SpruneCsr2csr_bufferSizeExt(handle Handle, m int32, n int32, nnzA int32, de
 	return nil
 }
 
-// DpruneCsr2csr_bufferSizeExt calls cusparseDpruneCsr2csr_bufferSizeExt.
+// DpruneCsr2csr_bufferSizeExt calls cusparseDpruneCsr2csr_bufferSizeExt. See cusparse<t>pruneCsr2csr_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-prunecsr2csr-buffersizeext
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func DpruneCsr2csr_bufferSizeExt(handle Handle, m int32, n int32, nnzA int32, descrA MatDescr, csrSortedValA *float64, csrSortedRowPtrA *int32, csrSortedColIndA *int32, threshold *float64, descrC MatDescr, csrSortedValC *float64, csrSortedRowPtrC *int32, csrSortedColIndC *int32, pBufferSizeInBytes *uint64) error {
 	fp, err := procDpruneCsr2csr_bufferSizeExt.Addr()
 	if err != nil {
@@ -6963,7 +6814,10 @@ func DpruneCsr2csr_bufferSizeExt(handle Handle, m int32, n int32, nnzA int32, de
 	return nil
 }
 
-// SpruneCsr2csrNnz calls cusparseSpruneCsr2csrNnz.
+// SpruneCsr2csrNnz calls cusparseSpruneCsr2csrNnz. See cusparse<t>pruneCsr2csrNnz() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-prunecsr2csrnnz
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func SpruneCsr2csrNnz(handle Handle, m int32, n int32, nnzA int32, descrA MatDescr, csrSortedValA *float32, csrSortedRowPtrA *int32, csrSortedColIndA *int32, threshold *float32, descrC MatDescr, csrSortedRowPtrC *int32, nnzTotalDevHostPtr *int32, pBuffer unsafe.Pointer) error {
 	fp, err := procSpruneCsr2csrNnz.Addr()
 	if err != nil {
@@ -6975,7 +6829,10 @@ func SpruneCsr2csrNnz(handle Handle, m int32, n int32, nnzA int32, descrA MatDes
 	return nil
 }
 
-// DpruneCsr2csrNnz calls cusparseDpruneCsr2csrNnz.
+// DpruneCsr2csrNnz calls cusparseDpruneCsr2csrNnz. See cusparse<t>pruneCsr2csrNnz() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-prunecsr2csrnnz
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func DpruneCsr2csrNnz(handle Handle, m int32, n int32, nnzA int32, descrA MatDescr, csrSortedValA *float64, csrSortedRowPtrA *int32, csrSortedColIndA *int32, threshold *float64, descrC MatDescr, csrSortedRowPtrC *int32, nnzTotalDevHostPtr *int32, pBuffer unsafe.Pointer) error {
 	fp, err := procDpruneCsr2csrNnz.Addr()
 	if err != nil {
@@ -6987,7 +6844,10 @@ func DpruneCsr2csrNnz(handle Handle, m int32, n int32, nnzA int32, descrA MatDes
 	return nil
 }
 
-// SpruneCsr2csr calls cusparseSpruneCsr2csr.
+// SpruneCsr2csr calls cusparseSpruneCsr2csr. See cusparse<t>pruneCsr2csr() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-prunecsr2csr
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func SpruneCsr2csr(handle Handle, m int32, n int32, nnzA int32, descrA MatDescr, csrSortedValA *float32, csrSortedRowPtrA *int32, csrSortedColIndA *int32, threshold *float32, descrC MatDescr, csrSortedValC *float32, csrSortedRowPtrC *int32, csrSortedColIndC *int32, pBuffer unsafe.Pointer) error {
 	fp, err := procSpruneCsr2csr.Addr()
 	if err != nil {
@@ -6999,7 +6859,10 @@ func SpruneCsr2csr(handle Handle, m int32, n int32, nnzA int32, descrA MatDescr,
 	return nil
 }
 
-// DpruneCsr2csr calls cusparseDpruneCsr2csr.
+// DpruneCsr2csr calls cusparseDpruneCsr2csr. See cusparse<t>pruneCsr2csr() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-prunecsr2csr
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func DpruneCsr2csr(handle Handle, m int32, n int32, nnzA int32, descrA MatDescr, csrSortedValA *float64, csrSortedRowPtrA *int32, csrSortedColIndA *int32, threshold *float64, descrC MatDescr, csrSortedValC *float64, csrSortedRowPtrC *int32, csrSortedColIndC *int32, pBuffer unsafe.Pointer) error {
 	fp, err := procDpruneCsr2csr.Addr()
 	if err != nil {
@@ -7011,7 +6874,10 @@ func DpruneCsr2csr(handle Handle, m int32, n int32, nnzA int32, descrA MatDescr,
 	return nil
 }
 
-// SpruneDense2csrByPercentage_bufferSizeExt calls cusparseSpruneDense2csrByPercentage_bufferSizeExt.
+// SpruneDense2csrByPercentage_bufferSizeExt calls cusparseSpruneDense2csrByPercentage_bufferSizeExt. See cusparse<t>pruneDense2csrByPercentage_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-prunedense2csrbypercentage-buffersizeext
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func SpruneDense2csrByPercentage_bufferSizeExt(handle Handle, m int32, n int32, A *float32, lda int32, percentage float32, descrC MatDescr, csrSortedValC *float32, csrSortedRowPtrC *int32, csrSortedColIndC *int32, info PruneInfo, pBufferSizeInBytes *uint64) error {
 	fp, err := procSpruneDense2csrByPercentage_bufferSizeExt.Addr()
 	if err != nil {
@@ -7023,7 +6889,10 @@ func SpruneDense2csrByPercentage_bufferSizeExt(handle Handle, m int32, n int32, 
 	return nil
 }
 
-// DpruneDense2csrByPercentage_bufferSizeExt calls cusparseDpruneDense2csrByPercentage_bufferSizeExt.
+// DpruneDense2csrByPercentage_bufferSizeExt calls cusparseDpruneDense2csrByPercentage_bufferSizeExt. See cusparse<t>pruneDense2csrByPercentage_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-prunedense2csrbypercentage-buffersizeext
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func DpruneDense2csrByPercentage_bufferSizeExt(handle Handle, m int32, n int32, A *float64, lda int32, percentage float32, descrC MatDescr, csrSortedValC *float64, csrSortedRowPtrC *int32, csrSortedColIndC *int32, info PruneInfo, pBufferSizeInBytes *uint64) error {
 	fp, err := procDpruneDense2csrByPercentage_bufferSizeExt.Addr()
 	if err != nil {
@@ -7035,7 +6904,10 @@ func DpruneDense2csrByPercentage_bufferSizeExt(handle Handle, m int32, n int32, 
 	return nil
 }
 
-// SpruneDense2csrNnzByPercentage calls cusparseSpruneDense2csrNnzByPercentage.
+// SpruneDense2csrNnzByPercentage calls cusparseSpruneDense2csrNnzByPercentage. See cusparse<t>pruneDense2csrNnzByPercentage() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-prunedense2csrnnzbypercentage
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func SpruneDense2csrNnzByPercentage(handle Handle, m int32, n int32, A *float32, lda int32, percentage float32, descrC MatDescr, csrRowPtrC *int32, nnzTotalDevHostPtr *int32, info PruneInfo, pBuffer unsafe.Pointer) error {
 	fp, err := procSpruneDense2csrNnzByPercentage.Addr()
 	if err != nil {
@@ -7047,7 +6919,10 @@ func SpruneDense2csrNnzByPercentage(handle Handle, m int32, n int32, A *float32,
 	return nil
 }
 
-// DpruneDense2csrNnzByPercentage calls cusparseDpruneDense2csrNnzByPercentage.
+// DpruneDense2csrNnzByPercentage calls cusparseDpruneDense2csrNnzByPercentage. See cusparse<t>pruneDense2csrNnzByPercentage() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-prunedense2csrnnzbypercentage
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func DpruneDense2csrNnzByPercentage(handle Handle, m int32, n int32, A *float64, lda int32, percentage float32, descrC MatDescr, csrRowPtrC *int32, nnzTotalDevHostPtr *int32, info PruneInfo, pBuffer unsafe.Pointer) error {
 	fp, err := procDpruneDense2csrNnzByPercentage.Addr()
 	if err != nil {
@@ -7059,7 +6934,10 @@ func DpruneDense2csrNnzByPercentage(handle Handle, m int32, n int32, A *float64,
 	return nil
 }
 
-// SpruneDense2csrByPercentage calls cusparseSpruneDense2csrByPercentage.
+// SpruneDense2csrByPercentage calls cusparseSpruneDense2csrByPercentage. See cusparse<t>pruneDense2csrByPercentage() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-prunedense2csrbypercentage
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func SpruneDense2csrByPercentage(handle Handle, m int32, n int32, A *float32, lda int32, percentage float32, descrC MatDescr, csrSortedValC *float32, csrSortedRowPtrC *int32, csrSortedColIndC *int32, info PruneInfo, pBuffer unsafe.Pointer) error {
 	fp, err := procSpruneDense2csrByPercentage.Addr()
 	if err != nil {
@@ -7071,7 +6949,10 @@ func SpruneDense2csrByPercentage(handle Handle, m int32, n int32, A *float32, ld
 	return nil
 }
 
-// DpruneDense2csrByPercentage calls cusparseDpruneDense2csrByPercentage.
+// DpruneDense2csrByPercentage calls cusparseDpruneDense2csrByPercentage. See cusparse<t>pruneDense2csrByPercentage() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-prunedense2csrbypercentage
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func DpruneDense2csrByPercentage(handle Handle, m int32, n int32, A *float64, lda int32, percentage float32, descrC MatDescr, csrSortedValC *float64, csrSortedRowPtrC *int32, csrSortedColIndC *int32, info PruneInfo, pBuffer unsafe.Pointer) error {
 	fp, err := procDpruneDense2csrByPercentage.Addr()
 	if err != nil {
@@ -7083,7 +6964,10 @@ func DpruneDense2csrByPercentage(handle Handle, m int32, n int32, A *float64, ld
 	return nil
 }
 
-// SpruneCsr2csrByPercentage_bufferSizeExt calls cusparseSpruneCsr2csrByPercentage_bufferSizeExt.
+// SpruneCsr2csrByPercentage_bufferSizeExt calls cusparseSpruneCsr2csrByPercentage_bufferSizeExt. See cusparse<t>pruneCsr2csrByPercentage_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-prunecsr2csrbypercentage-buffersizeext
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func SpruneCsr2csrByPercentage_bufferSizeExt(handle Handle, m int32, n int32, nnzA int32, descrA MatDescr, csrSortedValA *float32, csrSortedRowPtrA *int32, csrSortedColIndA *int32, percentage float32, descrC MatDescr, csrSortedValC *float32, csrSortedRowPtrC *int32, csrSortedColIndC *int32, info PruneInfo, pBufferSizeInBytes *uint64) error {
 	fp, err := procSpruneCsr2csrByPercentage_bufferSizeExt.Addr()
 	if err != nil {
@@ -7095,7 +6979,10 @@ func SpruneCsr2csrByPercentage_bufferSizeExt(handle Handle, m int32, n int32, nn
 	return nil
 }
 
-// DpruneCsr2csrByPercentage_bufferSizeExt calls cusparseDpruneCsr2csrByPercentage_bufferSizeExt.
+// DpruneCsr2csrByPercentage_bufferSizeExt calls cusparseDpruneCsr2csrByPercentage_bufferSizeExt. See cusparse<t>pruneCsr2csrByPercentage_bufferSizeExt() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-prunecsr2csrbypercentage-buffersizeext
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func DpruneCsr2csrByPercentage_bufferSizeExt(handle Handle, m int32, n int32, nnzA int32, descrA MatDescr, csrSortedValA *float64, csrSortedRowPtrA *int32, csrSortedColIndA *int32, percentage float32, descrC MatDescr, csrSortedValC *float64, csrSortedRowPtrC *int32, csrSortedColIndC *int32, info PruneInfo, pBufferSizeInBytes *uint64) error {
 	fp, err := procDpruneCsr2csrByPercentage_bufferSizeExt.Addr()
 	if err != nil {
@@ -7107,7 +6994,10 @@ func DpruneCsr2csrByPercentage_bufferSizeExt(handle Handle, m int32, n int32, nn
 	return nil
 }
 
-// SpruneCsr2csrNnzByPercentage calls cusparseSpruneCsr2csrNnzByPercentage.
+// SpruneCsr2csrNnzByPercentage calls cusparseSpruneCsr2csrNnzByPercentage. See cusparse<t>pruneCsr2csrNnzByPercentage() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-prunecsr2csrnnzbypercentage
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func SpruneCsr2csrNnzByPercentage(handle Handle, m int32, n int32, nnzA int32, descrA MatDescr, csrSortedValA *float32, csrSortedRowPtrA *int32, csrSortedColIndA *int32, percentage float32, descrC MatDescr, csrSortedRowPtrC *int32, nnzTotalDevHostPtr *int32, info PruneInfo, pBuffer unsafe.Pointer) error {
 	fp, err := procSpruneCsr2csrNnzByPercentage.Addr()
 	if err != nil {
@@ -7119,7 +7009,10 @@ func SpruneCsr2csrNnzByPercentage(handle Handle, m int32, n int32, nnzA int32, d
 	return nil
 }
 
-// DpruneCsr2csrNnzByPercentage calls cusparseDpruneCsr2csrNnzByPercentage.
+// DpruneCsr2csrNnzByPercentage calls cusparseDpruneCsr2csrNnzByPercentage. See cusparse<t>pruneCsr2csrNnzByPercentage() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-prunecsr2csrnnzbypercentage
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func DpruneCsr2csrNnzByPercentage(handle Handle, m int32, n int32, nnzA int32, descrA MatDescr, csrSortedValA *float64, csrSortedRowPtrA *int32, csrSortedColIndA *int32, percentage float32, descrC MatDescr, csrSortedRowPtrC *int32, nnzTotalDevHostPtr *int32, info PruneInfo, pBuffer unsafe.Pointer) error {
 	fp, err := procDpruneCsr2csrNnzByPercentage.Addr()
 	if err != nil {
@@ -7131,7 +7024,10 @@ func DpruneCsr2csrNnzByPercentage(handle Handle, m int32, n int32, nnzA int32, d
 	return nil
 }
 
-// SpruneCsr2csrByPercentage calls cusparseSpruneCsr2csrByPercentage.
+// SpruneCsr2csrByPercentage calls cusparseSpruneCsr2csrByPercentage. See cusparse<t>pruneCsr2csrByPercentage() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-prunecsr2csrbypercentage
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func SpruneCsr2csrByPercentage(handle Handle, m int32, n int32, nnzA int32, descrA MatDescr, csrSortedValA *float32, csrSortedRowPtrA *int32, csrSortedColIndA *int32, percentage float32, descrC MatDescr, csrSortedValC *float32, csrSortedRowPtrC *int32, csrSortedColIndC *int32, info PruneInfo, pBuffer unsafe.Pointer) error {
 	fp, err := procSpruneCsr2csrByPercentage.Addr()
 	if err != nil {
@@ -7143,7 +7039,10 @@ func SpruneCsr2csrByPercentage(handle Handle, m int32, n int32, nnzA int32, desc
 	return nil
 }
 
-// DpruneCsr2csrByPercentage calls cusparseDpruneCsr2csrByPercentage.
+// DpruneCsr2csrByPercentage calls cusparseDpruneCsr2csrByPercentage. See cusparse<t>pruneCsr2csrByPercentage() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparse-t-prunecsr2csrbypercentage
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func DpruneCsr2csrByPercentage(handle Handle, m int32, n int32, nnzA int32, descrA MatDescr, csrSortedValA *float64, csrSortedRowPtrA *int32, csrSortedColIndA *int32, percentage float32, descrC MatDescr, csrSortedValC *float64, csrSortedRowPtrC *int32, csrSortedColIndC *int32, info PruneInfo, pBuffer unsafe.Pointer) error {
 	fp, err := procDpruneCsr2csrByPercentage.Addr()
 	if err != nil {
@@ -7155,7 +7054,8 @@ func DpruneCsr2csrByPercentage(handle Handle, m int32, n int32, nnzA int32, desc
 	return nil
 }
 
-// Csr2cscEx2 calls cusparseCsr2cscEx2.
+// Csr2cscEx2 calls cusparseCsr2cscEx2. See cusparseCsr2cscEx2() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsecsr2cscex2
 func Csr2cscEx2(handle Handle, m int32, n int32, nnz int32, csrVal unsafe.Pointer, csrRowPtr *int32, csrColInd *int32, cscVal unsafe.Pointer, cscColPtr *int32, cscRowInd *int32, valType cudart.DataType, copyValues Action, idxBase IndexBase, alg Csr2CscAlg, buffer unsafe.Pointer) error {
 	fp, err := procCsr2cscEx2.Addr()
 	if err != nil {
@@ -7167,7 +7067,8 @@ func Csr2cscEx2(handle Handle, m int32, n int32, nnz int32, csrVal unsafe.Pointe
 	return nil
 }
 
-// Csr2cscEx2_bufferSize calls cusparseCsr2cscEx2_bufferSize.
+// Csr2cscEx2_bufferSize calls cusparseCsr2cscEx2_bufferSize. See cusparseCsr2cscEx2_bufferSize() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsecsr2cscex2-buffersize
 func Csr2cscEx2_bufferSize(handle Handle, m int32, n int32, nnz int32, csrVal unsafe.Pointer, csrRowPtr *int32, csrColInd *int32, cscVal unsafe.Pointer, cscColPtr *int32, cscRowInd *int32, valType cudart.DataType, copyValues Action, idxBase IndexBase, alg Csr2CscAlg, bufferSize *uint64) error {
 	fp, err := procCsr2cscEx2_bufferSize.Addr()
 	if err != nil {
@@ -7179,7 +7080,8 @@ func Csr2cscEx2_bufferSize(handle Handle, m int32, n int32, nnz int32, csrVal un
 	return nil
 }
 
-// CreateSpVec calls cusparseCreateSpVec.
+// CreateSpVec calls cusparseCreateSpVec. See cusparseCreateSpVec() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsecreatespvec
 func CreateSpVec(spVecDescr *SpVecDescr, size int64, nnz int64, indices unsafe.Pointer, values unsafe.Pointer, idxType IndexType, idxBase IndexBase, valueType cudart.DataType) error {
 	fp, err := procCreateSpVec.Addr()
 	if err != nil {
@@ -7191,7 +7093,8 @@ func CreateSpVec(spVecDescr *SpVecDescr, size int64, nnz int64, indices unsafe.P
 	return nil
 }
 
-// CreateConstSpVec calls cusparseCreateConstSpVec.
+// CreateConstSpVec calls cusparseCreateConstSpVec. See cusparseCreateConstSpVec() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsecreateconstspvec
 func CreateConstSpVec(spVecDescr *ConstSpVecDescr, size int64, nnz int64, indices unsafe.Pointer, values unsafe.Pointer, idxType IndexType, idxBase IndexBase, valueType cudart.DataType) error {
 	fp, err := procCreateConstSpVec.Addr()
 	if err != nil {
@@ -7203,7 +7106,8 @@ func CreateConstSpVec(spVecDescr *ConstSpVecDescr, size int64, nnz int64, indice
 	return nil
 }
 
-// DestroySpVec calls cusparseDestroySpVec.
+// DestroySpVec calls cusparseDestroySpVec. See cusparseDestroySpVec() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsedestroyspvec
 func DestroySpVec(spVecDescr ConstSpVecDescr) error {
 	fp, err := procDestroySpVec.Addr()
 	if err != nil {
@@ -7215,7 +7119,8 @@ func DestroySpVec(spVecDescr ConstSpVecDescr) error {
 	return nil
 }
 
-// SpVecGet calls cusparseSpVecGet.
+// SpVecGet calls cusparseSpVecGet. See cusparseSpVecGet() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsespvecget
 func SpVecGet(spVecDescr SpVecDescr, size *int64, nnz *int64, indices *unsafe.Pointer, values *unsafe.Pointer, idxType *IndexType, idxBase *IndexBase, valueType *cudart.DataType) error {
 	fp, err := procSpVecGet.Addr()
 	if err != nil {
@@ -7227,7 +7132,8 @@ func SpVecGet(spVecDescr SpVecDescr, size *int64, nnz *int64, indices *unsafe.Po
 	return nil
 }
 
-// ConstSpVecGet calls cusparseConstSpVecGet.
+// ConstSpVecGet calls cusparseConstSpVecGet. See cusparseConstSpVecGet() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparseconstspvecget
 func ConstSpVecGet(spVecDescr ConstSpVecDescr, size *int64, nnz *int64, indices *unsafe.Pointer, values *unsafe.Pointer, idxType *IndexType, idxBase *IndexBase, valueType *cudart.DataType) error {
 	fp, err := procConstSpVecGet.Addr()
 	if err != nil {
@@ -7239,7 +7145,8 @@ func ConstSpVecGet(spVecDescr ConstSpVecDescr, size *int64, nnz *int64, indices 
 	return nil
 }
 
-// SpVecGetIndexBase calls cusparseSpVecGetIndexBase.
+// SpVecGetIndexBase calls cusparseSpVecGetIndexBase. See cusparseSpVecGetIndexBase() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsespvecgetindexbase
 func SpVecGetIndexBase(spVecDescr ConstSpVecDescr, idxBase *IndexBase) error {
 	fp, err := procSpVecGetIndexBase.Addr()
 	if err != nil {
@@ -7251,7 +7158,8 @@ func SpVecGetIndexBase(spVecDescr ConstSpVecDescr, idxBase *IndexBase) error {
 	return nil
 }
 
-// SpVecGetValues calls cusparseSpVecGetValues.
+// SpVecGetValues calls cusparseSpVecGetValues. See cusparseSpVecGetValues() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsespvecgetvalues
 func SpVecGetValues(spVecDescr SpVecDescr, values *unsafe.Pointer) error {
 	fp, err := procSpVecGetValues.Addr()
 	if err != nil {
@@ -7263,7 +7171,8 @@ func SpVecGetValues(spVecDescr SpVecDescr, values *unsafe.Pointer) error {
 	return nil
 }
 
-// ConstSpVecGetValues calls cusparseConstSpVecGetValues.
+// ConstSpVecGetValues calls cusparseConstSpVecGetValues. See cusparseConstSpVecGetValues() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparseconstspvecgetvalues
 func ConstSpVecGetValues(spVecDescr ConstSpVecDescr, values *unsafe.Pointer) error {
 	fp, err := procConstSpVecGetValues.Addr()
 	if err != nil {
@@ -7275,7 +7184,8 @@ func ConstSpVecGetValues(spVecDescr ConstSpVecDescr, values *unsafe.Pointer) err
 	return nil
 }
 
-// SpVecSetValues calls cusparseSpVecSetValues.
+// SpVecSetValues calls cusparseSpVecSetValues. See cusparseSpVecSetValues() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsespvecsetvalues
 func SpVecSetValues(spVecDescr SpVecDescr, values unsafe.Pointer) error {
 	fp, err := procSpVecSetValues.Addr()
 	if err != nil {
@@ -7287,7 +7197,8 @@ func SpVecSetValues(spVecDescr SpVecDescr, values unsafe.Pointer) error {
 	return nil
 }
 
-// CreateDnVec calls cusparseCreateDnVec.
+// CreateDnVec calls cusparseCreateDnVec. See cusparseCreateDnVec() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsecreatednvec
 func CreateDnVec(dnVecDescr *DnVecDescr, size int64, values unsafe.Pointer, valueType cudart.DataType) error {
 	fp, err := procCreateDnVec.Addr()
 	if err != nil {
@@ -7299,7 +7210,8 @@ func CreateDnVec(dnVecDescr *DnVecDescr, size int64, values unsafe.Pointer, valu
 	return nil
 }
 
-// CreateConstDnVec calls cusparseCreateConstDnVec.
+// CreateConstDnVec calls cusparseCreateConstDnVec. See cusparseCreateConstDnVec() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsecreateconstdnvec
 func CreateConstDnVec(dnVecDescr *ConstDnVecDescr, size int64, values unsafe.Pointer, valueType cudart.DataType) error {
 	fp, err := procCreateConstDnVec.Addr()
 	if err != nil {
@@ -7311,7 +7223,8 @@ func CreateConstDnVec(dnVecDescr *ConstDnVecDescr, size int64, values unsafe.Poi
 	return nil
 }
 
-// DestroyDnVec calls cusparseDestroyDnVec.
+// DestroyDnVec calls cusparseDestroyDnVec. See cusparseDestroyDnVec() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsedestroydnvec
 func DestroyDnVec(dnVecDescr ConstDnVecDescr) error {
 	fp, err := procDestroyDnVec.Addr()
 	if err != nil {
@@ -7323,7 +7236,8 @@ func DestroyDnVec(dnVecDescr ConstDnVecDescr) error {
 	return nil
 }
 
-// DnVecGet calls cusparseDnVecGet.
+// DnVecGet calls cusparseDnVecGet. See cusparseDnVecGet() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsednvecget
 func DnVecGet(dnVecDescr DnVecDescr, size *int64, values *unsafe.Pointer, valueType *cudart.DataType) error {
 	fp, err := procDnVecGet.Addr()
 	if err != nil {
@@ -7335,7 +7249,8 @@ func DnVecGet(dnVecDescr DnVecDescr, size *int64, values *unsafe.Pointer, valueT
 	return nil
 }
 
-// ConstDnVecGet calls cusparseConstDnVecGet.
+// ConstDnVecGet calls cusparseConstDnVecGet. See cusparseConstDnVecGet() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparseconstdnvecget
 func ConstDnVecGet(dnVecDescr ConstDnVecDescr, size *int64, values *unsafe.Pointer, valueType *cudart.DataType) error {
 	fp, err := procConstDnVecGet.Addr()
 	if err != nil {
@@ -7347,7 +7262,8 @@ func ConstDnVecGet(dnVecDescr ConstDnVecDescr, size *int64, values *unsafe.Point
 	return nil
 }
 
-// DnVecGetValues calls cusparseDnVecGetValues.
+// DnVecGetValues calls cusparseDnVecGetValues. See cusparseDnVecGetValues() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsednvecgetvalues
 func DnVecGetValues(dnVecDescr DnVecDescr, values *unsafe.Pointer) error {
 	fp, err := procDnVecGetValues.Addr()
 	if err != nil {
@@ -7359,7 +7275,8 @@ func DnVecGetValues(dnVecDescr DnVecDescr, values *unsafe.Pointer) error {
 	return nil
 }
 
-// ConstDnVecGetValues calls cusparseConstDnVecGetValues.
+// ConstDnVecGetValues calls cusparseConstDnVecGetValues. See cusparseConstDnVecGetValues() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparseconstdnvecgetvalues
 func ConstDnVecGetValues(dnVecDescr ConstDnVecDescr, values *unsafe.Pointer) error {
 	fp, err := procConstDnVecGetValues.Addr()
 	if err != nil {
@@ -7371,7 +7288,8 @@ func ConstDnVecGetValues(dnVecDescr ConstDnVecDescr, values *unsafe.Pointer) err
 	return nil
 }
 
-// DnVecSetValues calls cusparseDnVecSetValues.
+// DnVecSetValues calls cusparseDnVecSetValues. See cusparseDnVecSetValues() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsednvecsetvalues
 func DnVecSetValues(dnVecDescr DnVecDescr, values unsafe.Pointer) error {
 	fp, err := procDnVecSetValues.Addr()
 	if err != nil {
@@ -7383,7 +7301,8 @@ func DnVecSetValues(dnVecDescr DnVecDescr, values unsafe.Pointer) error {
 	return nil
 }
 
-// DestroySpMat calls cusparseDestroySpMat.
+// DestroySpMat calls cusparseDestroySpMat. See cusparseDestroySpMat() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsedestroyspmat
 func DestroySpMat(spMatDescr ConstSpMatDescr) error {
 	fp, err := procDestroySpMat.Addr()
 	if err != nil {
@@ -7395,7 +7314,8 @@ func DestroySpMat(spMatDescr ConstSpMatDescr) error {
 	return nil
 }
 
-// SpMatGetFormat calls cusparseSpMatGetFormat.
+// SpMatGetFormat calls cusparseSpMatGetFormat. See cusparseSpMatGetFormat() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsespmatgetformat
 func SpMatGetFormat(spMatDescr ConstSpMatDescr, format *Format) error {
 	fp, err := procSpMatGetFormat.Addr()
 	if err != nil {
@@ -7407,7 +7327,8 @@ func SpMatGetFormat(spMatDescr ConstSpMatDescr, format *Format) error {
 	return nil
 }
 
-// SpMatGetIndexBase calls cusparseSpMatGetIndexBase.
+// SpMatGetIndexBase calls cusparseSpMatGetIndexBase. See cusparseSpMatGetIndexBase() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsespmatgetindexbase
 func SpMatGetIndexBase(spMatDescr ConstSpMatDescr, idxBase *IndexBase) error {
 	fp, err := procSpMatGetIndexBase.Addr()
 	if err != nil {
@@ -7419,7 +7340,8 @@ func SpMatGetIndexBase(spMatDescr ConstSpMatDescr, idxBase *IndexBase) error {
 	return nil
 }
 
-// SpMatGetValues calls cusparseSpMatGetValues.
+// SpMatGetValues calls cusparseSpMatGetValues. See cusparseSpMatGetValues() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsespmatgetvalues
 func SpMatGetValues(spMatDescr SpMatDescr, values *unsafe.Pointer) error {
 	fp, err := procSpMatGetValues.Addr()
 	if err != nil {
@@ -7431,7 +7353,8 @@ func SpMatGetValues(spMatDescr SpMatDescr, values *unsafe.Pointer) error {
 	return nil
 }
 
-// ConstSpMatGetValues calls cusparseConstSpMatGetValues.
+// ConstSpMatGetValues calls cusparseConstSpMatGetValues. See cusparseConstSpMatGetValues() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparseconstspmatgetvalues
 func ConstSpMatGetValues(spMatDescr ConstSpMatDescr, values *unsafe.Pointer) error {
 	fp, err := procConstSpMatGetValues.Addr()
 	if err != nil {
@@ -7443,7 +7366,8 @@ func ConstSpMatGetValues(spMatDescr ConstSpMatDescr, values *unsafe.Pointer) err
 	return nil
 }
 
-// SpMatSetValues calls cusparseSpMatSetValues.
+// SpMatSetValues calls cusparseSpMatSetValues. See cusparseSpMatSetValues() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsespmatsetvalues
 func SpMatSetValues(spMatDescr SpMatDescr, values unsafe.Pointer) error {
 	fp, err := procSpMatSetValues.Addr()
 	if err != nil {
@@ -7455,7 +7379,8 @@ func SpMatSetValues(spMatDescr SpMatDescr, values unsafe.Pointer) error {
 	return nil
 }
 
-// SpMatGetSize calls cusparseSpMatGetSize.
+// SpMatGetSize calls cusparseSpMatGetSize. See cusparseSpMatGetSize() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsespmatgetsize
 func SpMatGetSize(spMatDescr ConstSpMatDescr, rows *int64, cols *int64, nnz *int64) error {
 	fp, err := procSpMatGetSize.Addr()
 	if err != nil {
@@ -7467,7 +7392,8 @@ func SpMatGetSize(spMatDescr ConstSpMatDescr, rows *int64, cols *int64, nnz *int
 	return nil
 }
 
-// SpMatGetStridedBatch calls cusparseSpMatGetStridedBatch.
+// SpMatGetStridedBatch calls cusparseSpMatGetStridedBatch. See cusparseSpMatGetStridedBatch() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsespmatgetstridedbatch
 func SpMatGetStridedBatch(spMatDescr ConstSpMatDescr, batchCount *int32) error {
 	fp, err := procSpMatGetStridedBatch.Addr()
 	if err != nil {
@@ -7479,7 +7405,8 @@ func SpMatGetStridedBatch(spMatDescr ConstSpMatDescr, batchCount *int32) error {
 	return nil
 }
 
-// CooSetStridedBatch calls cusparseCooSetStridedBatch.
+// CooSetStridedBatch calls cusparseCooSetStridedBatch. See cusparseCooSetStridedBatch() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsecoosetstridedbatch
 func CooSetStridedBatch(spMatDescr SpMatDescr, batchCount int32, batchStride int64) error {
 	fp, err := procCooSetStridedBatch.Addr()
 	if err != nil {
@@ -7491,7 +7418,8 @@ func CooSetStridedBatch(spMatDescr SpMatDescr, batchCount int32, batchStride int
 	return nil
 }
 
-// CsrSetStridedBatch calls cusparseCsrSetStridedBatch.
+// CsrSetStridedBatch calls cusparseCsrSetStridedBatch. See cusparseCsrSetStridedBatch() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsecsrsetstridedbatch
 func CsrSetStridedBatch(spMatDescr SpMatDescr, batchCount int32, offsetsBatchStride int64, columnsValuesBatchStride int64) error {
 	fp, err := procCsrSetStridedBatch.Addr()
 	if err != nil {
@@ -7503,7 +7431,8 @@ func CsrSetStridedBatch(spMatDescr SpMatDescr, batchCount int32, offsetsBatchStr
 	return nil
 }
 
-// BsrSetStridedBatch calls cusparseBsrSetStridedBatch.
+// BsrSetStridedBatch calls cusparseBsrSetStridedBatch. See cusparseBsrSetStridedBatch() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsebsrsetstridedbatch
 func BsrSetStridedBatch(spMatDescr SpMatDescr, batchCount int32, offsetsBatchStride int64, columnsBatchStride int64, ValuesBatchStride int64) error {
 	fp, err := procBsrSetStridedBatch.Addr()
 	if err != nil {
@@ -7515,7 +7444,8 @@ func BsrSetStridedBatch(spMatDescr SpMatDescr, batchCount int32, offsetsBatchStr
 	return nil
 }
 
-// SpMatGetAttribute calls cusparseSpMatGetAttribute.
+// SpMatGetAttribute calls cusparseSpMatGetAttribute. See cusparseSpMatGetAttribute() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsespmatgetattribute
 func SpMatGetAttribute(spMatDescr ConstSpMatDescr, attribute SpMatAttribute, data unsafe.Pointer, dataSize uint64) error {
 	fp, err := procSpMatGetAttribute.Addr()
 	if err != nil {
@@ -7527,7 +7457,8 @@ func SpMatGetAttribute(spMatDescr ConstSpMatDescr, attribute SpMatAttribute, dat
 	return nil
 }
 
-// SpMatSetAttribute calls cusparseSpMatSetAttribute.
+// SpMatSetAttribute calls cusparseSpMatSetAttribute. See cusparseSpMatSetAttribute() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsespmatsetattribute
 func SpMatSetAttribute(spMatDescr SpMatDescr, attribute SpMatAttribute, data unsafe.Pointer, dataSize uint64) error {
 	fp, err := procSpMatSetAttribute.Addr()
 	if err != nil {
@@ -7539,7 +7470,8 @@ func SpMatSetAttribute(spMatDescr SpMatDescr, attribute SpMatAttribute, data uns
 	return nil
 }
 
-// CreateCsr calls cusparseCreateCsr.
+// CreateCsr calls cusparseCreateCsr. See cusparseCreateCsr() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsecreatecsr
 func CreateCsr(spMatDescr *SpMatDescr, rows int64, cols int64, nnz int64, csrRowOffsets unsafe.Pointer, csrColInd unsafe.Pointer, csrValues unsafe.Pointer, csrRowOffsetsType IndexType, csrColIndType IndexType, idxBase IndexBase, valueType cudart.DataType) error {
 	fp, err := procCreateCsr.Addr()
 	if err != nil {
@@ -7551,7 +7483,8 @@ func CreateCsr(spMatDescr *SpMatDescr, rows int64, cols int64, nnz int64, csrRow
 	return nil
 }
 
-// CreateConstCsr calls cusparseCreateConstCsr.
+// CreateConstCsr calls cusparseCreateConstCsr. See cusparseCreateConstCsr() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsecreateconstcsr
 func CreateConstCsr(spMatDescr *ConstSpMatDescr, rows int64, cols int64, nnz int64, csrRowOffsets unsafe.Pointer, csrColInd unsafe.Pointer, csrValues unsafe.Pointer, csrRowOffsetsType IndexType, csrColIndType IndexType, idxBase IndexBase, valueType cudart.DataType) error {
 	fp, err := procCreateConstCsr.Addr()
 	if err != nil {
@@ -7563,7 +7496,8 @@ func CreateConstCsr(spMatDescr *ConstSpMatDescr, rows int64, cols int64, nnz int
 	return nil
 }
 
-// CreateCsc calls cusparseCreateCsc.
+// CreateCsc calls cusparseCreateCsc. See cusparseCreateCsc() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsecreatecsc
 func CreateCsc(spMatDescr *SpMatDescr, rows int64, cols int64, nnz int64, cscColOffsets unsafe.Pointer, cscRowInd unsafe.Pointer, cscValues unsafe.Pointer, cscColOffsetsType IndexType, cscRowIndType IndexType, idxBase IndexBase, valueType cudart.DataType) error {
 	fp, err := procCreateCsc.Addr()
 	if err != nil {
@@ -7575,7 +7509,8 @@ func CreateCsc(spMatDescr *SpMatDescr, rows int64, cols int64, nnz int64, cscCol
 	return nil
 }
 
-// CreateConstCsc calls cusparseCreateConstCsc.
+// CreateConstCsc calls cusparseCreateConstCsc. See cusparseCreateConstCsc() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsecreateconstcsc
 func CreateConstCsc(spMatDescr *ConstSpMatDescr, rows int64, cols int64, nnz int64, cscColOffsets unsafe.Pointer, cscRowInd unsafe.Pointer, cscValues unsafe.Pointer, cscColOffsetsType IndexType, cscRowIndType IndexType, idxBase IndexBase, valueType cudart.DataType) error {
 	fp, err := procCreateConstCsc.Addr()
 	if err != nil {
@@ -7587,7 +7522,8 @@ func CreateConstCsc(spMatDescr *ConstSpMatDescr, rows int64, cols int64, nnz int
 	return nil
 }
 
-// CsrGet calls cusparseCsrGet.
+// CsrGet calls cusparseCsrGet. See cusparseCsrGet() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsecsrget
 func CsrGet(spMatDescr SpMatDescr, rows *int64, cols *int64, nnz *int64, csrRowOffsets *unsafe.Pointer, csrColInd *unsafe.Pointer, csrValues *unsafe.Pointer, csrRowOffsetsType *IndexType, csrColIndType *IndexType, idxBase *IndexBase, valueType *cudart.DataType) error {
 	fp, err := procCsrGet.Addr()
 	if err != nil {
@@ -7599,7 +7535,8 @@ func CsrGet(spMatDescr SpMatDescr, rows *int64, cols *int64, nnz *int64, csrRowO
 	return nil
 }
 
-// ConstCsrGet calls cusparseConstCsrGet.
+// ConstCsrGet calls cusparseConstCsrGet. See cusparseConstCsrGet() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparseconstcsrget
 func ConstCsrGet(spMatDescr ConstSpMatDescr, rows *int64, cols *int64, nnz *int64, csrRowOffsets *unsafe.Pointer, csrColInd *unsafe.Pointer, csrValues *unsafe.Pointer, csrRowOffsetsType *IndexType, csrColIndType *IndexType, idxBase *IndexBase, valueType *cudart.DataType) error {
 	fp, err := procConstCsrGet.Addr()
 	if err != nil {
@@ -7611,7 +7548,8 @@ func ConstCsrGet(spMatDescr ConstSpMatDescr, rows *int64, cols *int64, nnz *int6
 	return nil
 }
 
-// CscGet calls cusparseCscGet.
+// CscGet calls cusparseCscGet. See cusparseCscGet() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsecscget
 func CscGet(spMatDescr SpMatDescr, rows *int64, cols *int64, nnz *int64, cscColOffsets *unsafe.Pointer, cscRowInd *unsafe.Pointer, cscValues *unsafe.Pointer, cscColOffsetsType *IndexType, cscRowIndType *IndexType, idxBase *IndexBase, valueType *cudart.DataType) error {
 	fp, err := procCscGet.Addr()
 	if err != nil {
@@ -7623,7 +7561,8 @@ func CscGet(spMatDescr SpMatDescr, rows *int64, cols *int64, nnz *int64, cscColO
 	return nil
 }
 
-// ConstCscGet calls cusparseConstCscGet.
+// ConstCscGet calls cusparseConstCscGet. See cusparseConstCscGet() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparseconstcscget
 func ConstCscGet(spMatDescr ConstSpMatDescr, rows *int64, cols *int64, nnz *int64, cscColOffsets *unsafe.Pointer, cscRowInd *unsafe.Pointer, cscValues *unsafe.Pointer, cscColOffsetsType *IndexType, cscRowIndType *IndexType, idxBase *IndexBase, valueType *cudart.DataType) error {
 	fp, err := procConstCscGet.Addr()
 	if err != nil {
@@ -7635,7 +7574,8 @@ func ConstCscGet(spMatDescr ConstSpMatDescr, rows *int64, cols *int64, nnz *int6
 	return nil
 }
 
-// CsrSetPointers calls cusparseCsrSetPointers.
+// CsrSetPointers calls cusparseCsrSetPointers. See cusparseCsrSetPointers() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsecsrsetpointers
 func CsrSetPointers(spMatDescr SpMatDescr, csrRowOffsets unsafe.Pointer, csrColInd unsafe.Pointer, csrValues unsafe.Pointer) error {
 	fp, err := procCsrSetPointers.Addr()
 	if err != nil {
@@ -7647,7 +7587,8 @@ func CsrSetPointers(spMatDescr SpMatDescr, csrRowOffsets unsafe.Pointer, csrColI
 	return nil
 }
 
-// CscSetPointers calls cusparseCscSetPointers.
+// CscSetPointers calls cusparseCscSetPointers. See cusparseCscSetPointers() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsecscsetpointers
 func CscSetPointers(spMatDescr SpMatDescr, cscColOffsets unsafe.Pointer, cscRowInd unsafe.Pointer, cscValues unsafe.Pointer) error {
 	fp, err := procCscSetPointers.Addr()
 	if err != nil {
@@ -7659,7 +7600,8 @@ func CscSetPointers(spMatDescr SpMatDescr, cscColOffsets unsafe.Pointer, cscRowI
 	return nil
 }
 
-// CreateBsr calls cusparseCreateBsr.
+// CreateBsr calls cusparseCreateBsr. See cusparseCreateBsr() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsecreatebsr
 func CreateBsr(spMatDescr *SpMatDescr, brows int64, bcols int64, bnnz int64, rowBlockSize int64, colBlockSize int64, bsrRowOffsets unsafe.Pointer, bsrColInd unsafe.Pointer, bsrValues unsafe.Pointer, bsrRowOffsetsType IndexType, bsrColIndType IndexType, idxBase IndexBase, valueType cudart.DataType, order Order) error {
 	fp, err := procCreateBsr.Addr()
 	if err != nil {
@@ -7671,7 +7613,8 @@ func CreateBsr(spMatDescr *SpMatDescr, brows int64, bcols int64, bnnz int64, row
 	return nil
 }
 
-// CreateConstBsr calls cusparseCreateConstBsr.
+// CreateConstBsr calls cusparseCreateConstBsr. See cusparseCreateConstBsr() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsecreateconstbsr
 func CreateConstBsr(spMatDescr *ConstSpMatDescr, brows int64, bcols int64, bnnz int64, rowBlockDim int64, colBlockDim int64, bsrRowOffsets unsafe.Pointer, bsrColInd unsafe.Pointer, bsrValues unsafe.Pointer, bsrRowOffsetsType IndexType, bsrColIndType IndexType, idxBase IndexBase, valueType cudart.DataType, order Order) error {
 	fp, err := procCreateConstBsr.Addr()
 	if err != nil {
@@ -7683,7 +7626,8 @@ func CreateConstBsr(spMatDescr *ConstSpMatDescr, brows int64, bcols int64, bnnz 
 	return nil
 }
 
-// CreateCoo calls cusparseCreateCoo.
+// CreateCoo calls cusparseCreateCoo. See cusparseCreateCoo() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsecreatecoo
 func CreateCoo(spMatDescr *SpMatDescr, rows int64, cols int64, nnz int64, cooRowInd unsafe.Pointer, cooColInd unsafe.Pointer, cooValues unsafe.Pointer, cooIdxType IndexType, idxBase IndexBase, valueType cudart.DataType) error {
 	fp, err := procCreateCoo.Addr()
 	if err != nil {
@@ -7695,7 +7639,8 @@ func CreateCoo(spMatDescr *SpMatDescr, rows int64, cols int64, nnz int64, cooRow
 	return nil
 }
 
-// CreateConstCoo calls cusparseCreateConstCoo.
+// CreateConstCoo calls cusparseCreateConstCoo. See cusparseCreateConstCoo() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsecreateconstcoo
 func CreateConstCoo(spMatDescr *ConstSpMatDescr, rows int64, cols int64, nnz int64, cooRowInd unsafe.Pointer, cooColInd unsafe.Pointer, cooValues unsafe.Pointer, cooIdxType IndexType, idxBase IndexBase, valueType cudart.DataType) error {
 	fp, err := procCreateConstCoo.Addr()
 	if err != nil {
@@ -7707,7 +7652,8 @@ func CreateConstCoo(spMatDescr *ConstSpMatDescr, rows int64, cols int64, nnz int
 	return nil
 }
 
-// CooGet calls cusparseCooGet.
+// CooGet calls cusparseCooGet. See cusparseCooGet() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsecooget
 func CooGet(spMatDescr SpMatDescr, rows *int64, cols *int64, nnz *int64, cooRowInd *unsafe.Pointer, cooColInd *unsafe.Pointer, cooValues *unsafe.Pointer, idxType *IndexType, idxBase *IndexBase, valueType *cudart.DataType) error {
 	fp, err := procCooGet.Addr()
 	if err != nil {
@@ -7719,7 +7665,8 @@ func CooGet(spMatDescr SpMatDescr, rows *int64, cols *int64, nnz *int64, cooRowI
 	return nil
 }
 
-// ConstCooGet calls cusparseConstCooGet.
+// ConstCooGet calls cusparseConstCooGet. See cusparseConstCooGet() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparseconstcooget
 func ConstCooGet(spMatDescr ConstSpMatDescr, rows *int64, cols *int64, nnz *int64, cooRowInd *unsafe.Pointer, cooColInd *unsafe.Pointer, cooValues *unsafe.Pointer, idxType *IndexType, idxBase *IndexBase, valueType *cudart.DataType) error {
 	fp, err := procConstCooGet.Addr()
 	if err != nil {
@@ -7731,7 +7678,8 @@ func ConstCooGet(spMatDescr ConstSpMatDescr, rows *int64, cols *int64, nnz *int6
 	return nil
 }
 
-// CooSetPointers calls cusparseCooSetPointers.
+// CooSetPointers calls cusparseCooSetPointers. See cusparseCooSetPointers() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsecoosetpointers
 func CooSetPointers(spMatDescr SpMatDescr, cooRows unsafe.Pointer, cooColumns unsafe.Pointer, cooValues unsafe.Pointer) error {
 	fp, err := procCooSetPointers.Addr()
 	if err != nil {
@@ -7743,7 +7691,8 @@ func CooSetPointers(spMatDescr SpMatDescr, cooRows unsafe.Pointer, cooColumns un
 	return nil
 }
 
-// CreateBlockedEll calls cusparseCreateBlockedEll.
+// CreateBlockedEll calls cusparseCreateBlockedEll. See cusparseCreateBlockedEll() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsecreateblockedell
 func CreateBlockedEll(spMatDescr *SpMatDescr, rows int64, cols int64, ellBlockSize int64, ellCols int64, ellColInd unsafe.Pointer, ellValue unsafe.Pointer, ellIdxType IndexType, idxBase IndexBase, valueType cudart.DataType) error {
 	fp, err := procCreateBlockedEll.Addr()
 	if err != nil {
@@ -7755,7 +7704,8 @@ func CreateBlockedEll(spMatDescr *SpMatDescr, rows int64, cols int64, ellBlockSi
 	return nil
 }
 
-// CreateConstBlockedEll calls cusparseCreateConstBlockedEll.
+// CreateConstBlockedEll calls cusparseCreateConstBlockedEll. See cusparseCreateConstBlockedEll() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsecreateconstblockedell
 func CreateConstBlockedEll(spMatDescr *ConstSpMatDescr, rows int64, cols int64, ellBlockSize int64, ellCols int64, ellColInd unsafe.Pointer, ellValue unsafe.Pointer, ellIdxType IndexType, idxBase IndexBase, valueType cudart.DataType) error {
 	fp, err := procCreateConstBlockedEll.Addr()
 	if err != nil {
@@ -7767,7 +7717,8 @@ func CreateConstBlockedEll(spMatDescr *ConstSpMatDescr, rows int64, cols int64, 
 	return nil
 }
 
-// BlockedEllGet calls cusparseBlockedEllGet.
+// BlockedEllGet calls cusparseBlockedEllGet. See cusparseBlockedEllGet() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparseblockedellget
 func BlockedEllGet(spMatDescr SpMatDescr, rows *int64, cols *int64, ellBlockSize *int64, ellCols *int64, ellColInd *unsafe.Pointer, ellValue *unsafe.Pointer, ellIdxType *IndexType, idxBase *IndexBase, valueType *cudart.DataType) error {
 	fp, err := procBlockedEllGet.Addr()
 	if err != nil {
@@ -7779,7 +7730,8 @@ func BlockedEllGet(spMatDescr SpMatDescr, rows *int64, cols *int64, ellBlockSize
 	return nil
 }
 
-// ConstBlockedEllGet calls cusparseConstBlockedEllGet.
+// ConstBlockedEllGet calls cusparseConstBlockedEllGet. See cusparseConstBlockedEllGet() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparseconstblockedellget
 func ConstBlockedEllGet(spMatDescr ConstSpMatDescr, rows *int64, cols *int64, ellBlockSize *int64, ellCols *int64, ellColInd *unsafe.Pointer, ellValue *unsafe.Pointer, ellIdxType *IndexType, idxBase *IndexBase, valueType *cudart.DataType) error {
 	fp, err := procConstBlockedEllGet.Addr()
 	if err != nil {
@@ -7791,7 +7743,8 @@ func ConstBlockedEllGet(spMatDescr ConstSpMatDescr, rows *int64, cols *int64, el
 	return nil
 }
 
-// CreateSlicedEll calls cusparseCreateSlicedEll.
+// CreateSlicedEll calls cusparseCreateSlicedEll. See cusparseCreateSlicedEll() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsecreateslicedell
 func CreateSlicedEll(spMatDescr *SpMatDescr, rows int64, cols int64, nnz int64, sellValuesSize int64, sliceSize int64, sellSliceOffsets unsafe.Pointer, sellColInd unsafe.Pointer, sellValues unsafe.Pointer, sellSliceOffsetsType IndexType, sellColIndType IndexType, idxBase IndexBase, valueType cudart.DataType) error {
 	fp, err := procCreateSlicedEll.Addr()
 	if err != nil {
@@ -7803,7 +7756,8 @@ func CreateSlicedEll(spMatDescr *SpMatDescr, rows int64, cols int64, nnz int64, 
 	return nil
 }
 
-// CreateConstSlicedEll calls cusparseCreateConstSlicedEll.
+// CreateConstSlicedEll calls cusparseCreateConstSlicedEll. See cusparseCreateConstSlicedEll() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsecreateconstslicedell
 func CreateConstSlicedEll(spMatDescr *ConstSpMatDescr, rows int64, cols int64, nnz int64, sellValuesSize int64, sliceSize int64, sellSliceOffsets unsafe.Pointer, sellColInd unsafe.Pointer, sellValues unsafe.Pointer, sellSliceOffsetsType IndexType, sellColIndType IndexType, idxBase IndexBase, valueType cudart.DataType) error {
 	fp, err := procCreateConstSlicedEll.Addr()
 	if err != nil {
@@ -7815,7 +7769,8 @@ func CreateConstSlicedEll(spMatDescr *ConstSpMatDescr, rows int64, cols int64, n
 	return nil
 }
 
-// CreateDnMat calls cusparseCreateDnMat.
+// CreateDnMat calls cusparseCreateDnMat. See cusparseCreateDnMat() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsecreatednmat
 func CreateDnMat(dnMatDescr *DnMatDescr, rows int64, cols int64, ld int64, values unsafe.Pointer, valueType cudart.DataType, order Order) error {
 	fp, err := procCreateDnMat.Addr()
 	if err != nil {
@@ -7827,7 +7782,8 @@ func CreateDnMat(dnMatDescr *DnMatDescr, rows int64, cols int64, ld int64, value
 	return nil
 }
 
-// CreateConstDnMat calls cusparseCreateConstDnMat.
+// CreateConstDnMat calls cusparseCreateConstDnMat. See cusparseCreateConstDnMat() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsecreateconstdnmat
 func CreateConstDnMat(dnMatDescr *ConstDnMatDescr, rows int64, cols int64, ld int64, values unsafe.Pointer, valueType cudart.DataType, order Order) error {
 	fp, err := procCreateConstDnMat.Addr()
 	if err != nil {
@@ -7839,7 +7795,8 @@ func CreateConstDnMat(dnMatDescr *ConstDnMatDescr, rows int64, cols int64, ld in
 	return nil
 }
 
-// DestroyDnMat calls cusparseDestroyDnMat.
+// DestroyDnMat calls cusparseDestroyDnMat. See cusparseDestroyDnMat() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsedestroydnmat
 func DestroyDnMat(dnMatDescr ConstDnMatDescr) error {
 	fp, err := procDestroyDnMat.Addr()
 	if err != nil {
@@ -7851,7 +7808,8 @@ func DestroyDnMat(dnMatDescr ConstDnMatDescr) error {
 	return nil
 }
 
-// DnMatGet calls cusparseDnMatGet.
+// DnMatGet calls cusparseDnMatGet. See cusparseDnMatGet() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsednmatget
 func DnMatGet(dnMatDescr DnMatDescr, rows *int64, cols *int64, ld *int64, values *unsafe.Pointer, type_ *cudart.DataType, order *Order) error {
 	fp, err := procDnMatGet.Addr()
 	if err != nil {
@@ -7863,7 +7821,8 @@ func DnMatGet(dnMatDescr DnMatDescr, rows *int64, cols *int64, ld *int64, values
 	return nil
 }
 
-// ConstDnMatGet calls cusparseConstDnMatGet.
+// ConstDnMatGet calls cusparseConstDnMatGet. See cusparseConstDnMatGet() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparseconstdnmatget
 func ConstDnMatGet(dnMatDescr ConstDnMatDescr, rows *int64, cols *int64, ld *int64, values *unsafe.Pointer, type_ *cudart.DataType, order *Order) error {
 	fp, err := procConstDnMatGet.Addr()
 	if err != nil {
@@ -7875,7 +7834,8 @@ func ConstDnMatGet(dnMatDescr ConstDnMatDescr, rows *int64, cols *int64, ld *int
 	return nil
 }
 
-// DnMatGetValues calls cusparseDnMatGetValues.
+// DnMatGetValues calls cusparseDnMatGetValues. See cusparseDnMatGetValues() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsednmatgetvalues
 func DnMatGetValues(dnMatDescr DnMatDescr, values *unsafe.Pointer) error {
 	fp, err := procDnMatGetValues.Addr()
 	if err != nil {
@@ -7887,7 +7847,8 @@ func DnMatGetValues(dnMatDescr DnMatDescr, values *unsafe.Pointer) error {
 	return nil
 }
 
-// ConstDnMatGetValues calls cusparseConstDnMatGetValues.
+// ConstDnMatGetValues calls cusparseConstDnMatGetValues. See cusparseConstDnMatGetValues() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparseconstdnmatgetvalues
 func ConstDnMatGetValues(dnMatDescr ConstDnMatDescr, values *unsafe.Pointer) error {
 	fp, err := procConstDnMatGetValues.Addr()
 	if err != nil {
@@ -7899,7 +7860,8 @@ func ConstDnMatGetValues(dnMatDescr ConstDnMatDescr, values *unsafe.Pointer) err
 	return nil
 }
 
-// DnMatSetValues calls cusparseDnMatSetValues.
+// DnMatSetValues calls cusparseDnMatSetValues. See cusparseDnMatSetValues() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsednmatsetvalues
 func DnMatSetValues(dnMatDescr DnMatDescr, values unsafe.Pointer) error {
 	fp, err := procDnMatSetValues.Addr()
 	if err != nil {
@@ -7911,7 +7873,8 @@ func DnMatSetValues(dnMatDescr DnMatDescr, values unsafe.Pointer) error {
 	return nil
 }
 
-// DnMatSetStridedBatch calls cusparseDnMatSetStridedBatch.
+// DnMatSetStridedBatch calls cusparseDnMatSetStridedBatch. See cusparseDnMatSetStridedBatch() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsednmatsetstridedbatch
 func DnMatSetStridedBatch(dnMatDescr DnMatDescr, batchCount int32, batchStride int64) error {
 	fp, err := procDnMatSetStridedBatch.Addr()
 	if err != nil {
@@ -7923,7 +7886,8 @@ func DnMatSetStridedBatch(dnMatDescr DnMatDescr, batchCount int32, batchStride i
 	return nil
 }
 
-// DnMatGetStridedBatch calls cusparseDnMatGetStridedBatch.
+// DnMatGetStridedBatch calls cusparseDnMatGetStridedBatch. See cusparseDnMatGetStridedBatch() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsednmatgetstridedbatch
 func DnMatGetStridedBatch(dnMatDescr ConstDnMatDescr, batchCount *int32, batchStride *int64) error {
 	fp, err := procDnMatGetStridedBatch.Addr()
 	if err != nil {
@@ -7935,7 +7899,10 @@ func DnMatGetStridedBatch(dnMatDescr ConstDnMatDescr, batchCount *int32, batchSt
 	return nil
 }
 
-// Axpby calls cusparseAxpby.
+// Axpby calls cusparseAxpby. See cusparseAxpby() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparseaxpby
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Axpby(handle Handle, alpha unsafe.Pointer, vecX ConstSpVecDescr, beta unsafe.Pointer, vecY DnVecDescr) error {
 	fp, err := procAxpby.Addr()
 	if err != nil {
@@ -7947,7 +7914,8 @@ func Axpby(handle Handle, alpha unsafe.Pointer, vecX ConstSpVecDescr, beta unsaf
 	return nil
 }
 
-// Gather calls cusparseGather.
+// Gather calls cusparseGather. See cusparseGather() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsegather
 func Gather(handle Handle, vecY ConstDnVecDescr, vecX SpVecDescr) error {
 	fp, err := procGather.Addr()
 	if err != nil {
@@ -7959,7 +7927,8 @@ func Gather(handle Handle, vecY ConstDnVecDescr, vecX SpVecDescr) error {
 	return nil
 }
 
-// Scatter calls cusparseScatter.
+// Scatter calls cusparseScatter. See cusparseScatter() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsescatter
 func Scatter(handle Handle, vecX ConstSpVecDescr, vecY DnVecDescr) error {
 	fp, err := procScatter.Addr()
 	if err != nil {
@@ -7971,7 +7940,10 @@ func Scatter(handle Handle, vecX ConstSpVecDescr, vecY DnVecDescr) error {
 	return nil
 }
 
-// Rot calls cusparseRot.
+// Rot calls cusparseRot. See cusparseRot() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparserot
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func Rot(handle Handle, c_coeff unsafe.Pointer, s_coeff unsafe.Pointer, vecX SpVecDescr, vecY DnVecDescr) error {
 	fp, err := procRot.Addr()
 	if err != nil {
@@ -7983,7 +7955,10 @@ func Rot(handle Handle, c_coeff unsafe.Pointer, s_coeff unsafe.Pointer, vecX SpV
 	return nil
 }
 
-// SpVV_bufferSize calls cusparseSpVV_bufferSize.
+// SpVV_bufferSize calls cusparseSpVV_bufferSize. See cusparseSpVV_bufferSize() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsespvv-buffersize
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func SpVV_bufferSize(handle Handle, opX Operation, vecX ConstSpVecDescr, vecY ConstDnVecDescr, result unsafe.Pointer, computeType cudart.DataType, bufferSize *uint64) error {
 	fp, err := procSpVV_bufferSize.Addr()
 	if err != nil {
@@ -7995,7 +7970,10 @@ func SpVV_bufferSize(handle Handle, opX Operation, vecX ConstSpVecDescr, vecY Co
 	return nil
 }
 
-// SpVV calls cusparseSpVV.
+// SpVV calls cusparseSpVV. See cusparseSpVV() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsespvv
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED.
 func SpVV(handle Handle, opX Operation, vecX ConstSpVecDescr, vecY ConstDnVecDescr, result unsafe.Pointer, computeType cudart.DataType, externalBuffer unsafe.Pointer) error {
 	fp, err := procSpVV.Addr()
 	if err != nil {
@@ -8007,7 +7985,8 @@ func SpVV(handle Handle, opX Operation, vecX ConstSpVecDescr, vecY ConstDnVecDes
 	return nil
 }
 
-// SparseToDense_bufferSize calls cusparseSparseToDense_bufferSize.
+// SparseToDense_bufferSize calls cusparseSparseToDense_bufferSize. See cusparseSparseToDense_bufferSize() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsesparsetodense-buffersize
 func SparseToDense_bufferSize(handle Handle, matA ConstSpMatDescr, matB DnMatDescr, alg SparseToDenseAlg, bufferSize *uint64) error {
 	fp, err := procSparseToDense_bufferSize.Addr()
 	if err != nil {
@@ -8019,7 +7998,8 @@ func SparseToDense_bufferSize(handle Handle, matA ConstSpMatDescr, matB DnMatDes
 	return nil
 }
 
-// SparseToDense calls cusparseSparseToDense.
+// SparseToDense calls cusparseSparseToDense. See cusparseSparseToDense() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsesparsetodense
 func SparseToDense(handle Handle, matA ConstSpMatDescr, matB DnMatDescr, alg SparseToDenseAlg, externalBuffer unsafe.Pointer) error {
 	fp, err := procSparseToDense.Addr()
 	if err != nil {
@@ -8031,7 +8011,8 @@ func SparseToDense(handle Handle, matA ConstSpMatDescr, matB DnMatDescr, alg Spa
 	return nil
 }
 
-// DenseToSparse_bufferSize calls cusparseDenseToSparse_bufferSize.
+// DenseToSparse_bufferSize calls cusparseDenseToSparse_bufferSize. See cusparseDenseToSparse_bufferSize() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsedensetosparse-buffersize
 func DenseToSparse_bufferSize(handle Handle, matA ConstDnMatDescr, matB SpMatDescr, alg DenseToSparseAlg, bufferSize *uint64) error {
 	fp, err := procDenseToSparse_bufferSize.Addr()
 	if err != nil {
@@ -8043,7 +8024,8 @@ func DenseToSparse_bufferSize(handle Handle, matA ConstDnMatDescr, matB SpMatDes
 	return nil
 }
 
-// DenseToSparse_analysis calls cusparseDenseToSparse_analysis.
+// DenseToSparse_analysis calls cusparseDenseToSparse_analysis. See cusparseDenseToSparse_analysis() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsedensetosparse-analysis
 func DenseToSparse_analysis(handle Handle, matA ConstDnMatDescr, matB SpMatDescr, alg DenseToSparseAlg, externalBuffer unsafe.Pointer) error {
 	fp, err := procDenseToSparse_analysis.Addr()
 	if err != nil {
@@ -8055,7 +8037,8 @@ func DenseToSparse_analysis(handle Handle, matA ConstDnMatDescr, matB SpMatDescr
 	return nil
 }
 
-// DenseToSparse_convert calls cusparseDenseToSparse_convert.
+// DenseToSparse_convert calls cusparseDenseToSparse_convert. See cusparseDenseToSparse_convert() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsedensetosparse-convert
 func DenseToSparse_convert(handle Handle, matA ConstDnMatDescr, matB SpMatDescr, alg DenseToSparseAlg, externalBuffer unsafe.Pointer) error {
 	fp, err := procDenseToSparse_convert.Addr()
 	if err != nil {
@@ -8067,7 +8050,8 @@ func DenseToSparse_convert(handle Handle, matA ConstDnMatDescr, matB SpMatDescr,
 	return nil
 }
 
-// SpMV calls cusparseSpMV.
+// SpMV calls cusparseSpMV. See cusparseSpMV() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsespmv
 func SpMV(handle Handle, opA Operation, alpha unsafe.Pointer, matA ConstSpMatDescr, vecX ConstDnVecDescr, beta unsafe.Pointer, vecY DnVecDescr, computeType cudart.DataType, alg SpMVAlg, externalBuffer unsafe.Pointer) error {
 	fp, err := procSpMV.Addr()
 	if err != nil {
@@ -8079,7 +8063,8 @@ func SpMV(handle Handle, opA Operation, alpha unsafe.Pointer, matA ConstSpMatDes
 	return nil
 }
 
-// SpMV_bufferSize calls cusparseSpMV_bufferSize.
+// SpMV_bufferSize calls cusparseSpMV_bufferSize. See cusparseSpMV_bufferSize() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsespmv-buffersize
 func SpMV_bufferSize(handle Handle, opA Operation, alpha unsafe.Pointer, matA ConstSpMatDescr, vecX ConstDnVecDescr, beta unsafe.Pointer, vecY DnVecDescr, computeType cudart.DataType, alg SpMVAlg, bufferSize *uint64) error {
 	fp, err := procSpMV_bufferSize.Addr()
 	if err != nil {
@@ -8091,7 +8076,8 @@ func SpMV_bufferSize(handle Handle, opA Operation, alpha unsafe.Pointer, matA Co
 	return nil
 }
 
-// SpMV_preprocess calls cusparseSpMV_preprocess.
+// SpMV_preprocess calls cusparseSpMV_preprocess. See cusparseSpMV_preprocess() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsespmv-preprocess
 func SpMV_preprocess(handle Handle, opA Operation, alpha unsafe.Pointer, matA ConstSpMatDescr, vecX ConstDnVecDescr, beta unsafe.Pointer, vecY DnVecDescr, computeType cudart.DataType, alg SpMVAlg, externalBuffer unsafe.Pointer) error {
 	fp, err := procSpMV_preprocess.Addr()
 	if err != nil {
@@ -8103,7 +8089,8 @@ func SpMV_preprocess(handle Handle, opA Operation, alpha unsafe.Pointer, matA Co
 	return nil
 }
 
-// SpSV_createDescr calls cusparseSpSV_createDescr.
+// SpSV_createDescr calls cusparseSpSV_createDescr. See cusparseSpSV_createDescr() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsespsv-createdescr
 func SpSV_createDescr(descr *SpSVDescr) error {
 	fp, err := procSpSV_createDescr.Addr()
 	if err != nil {
@@ -8115,7 +8102,8 @@ func SpSV_createDescr(descr *SpSVDescr) error {
 	return nil
 }
 
-// SpSV_destroyDescr calls cusparseSpSV_destroyDescr.
+// SpSV_destroyDescr calls cusparseSpSV_destroyDescr. See cusparseSpSV_destroyDescr() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsespsv-destroydescr
 func SpSV_destroyDescr(descr SpSVDescr) error {
 	fp, err := procSpSV_destroyDescr.Addr()
 	if err != nil {
@@ -8127,7 +8115,8 @@ func SpSV_destroyDescr(descr SpSVDescr) error {
 	return nil
 }
 
-// SpSV_bufferSize calls cusparseSpSV_bufferSize.
+// SpSV_bufferSize calls cusparseSpSV_bufferSize. See cusparseSpSV_bufferSize() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsespsv-buffersize
 func SpSV_bufferSize(handle Handle, opA Operation, alpha unsafe.Pointer, matA ConstSpMatDescr, vecX ConstDnVecDescr, vecY DnVecDescr, computeType cudart.DataType, alg SpSVAlg, spsvDescr SpSVDescr, bufferSize *uint64) error {
 	fp, err := procSpSV_bufferSize.Addr()
 	if err != nil {
@@ -8139,7 +8128,8 @@ func SpSV_bufferSize(handle Handle, opA Operation, alpha unsafe.Pointer, matA Co
 	return nil
 }
 
-// SpSV_analysis calls cusparseSpSV_analysis.
+// SpSV_analysis calls cusparseSpSV_analysis. See cusparseSpSV_analysis() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsespsv-analysis
 func SpSV_analysis(handle Handle, opA Operation, alpha unsafe.Pointer, matA ConstSpMatDescr, vecX ConstDnVecDescr, vecY DnVecDescr, computeType cudart.DataType, alg SpSVAlg, spsvDescr SpSVDescr, externalBuffer unsafe.Pointer) error {
 	fp, err := procSpSV_analysis.Addr()
 	if err != nil {
@@ -8151,7 +8141,8 @@ func SpSV_analysis(handle Handle, opA Operation, alpha unsafe.Pointer, matA Cons
 	return nil
 }
 
-// SpSV_solve calls cusparseSpSV_solve.
+// SpSV_solve calls cusparseSpSV_solve. See cusparseSpSV_solve() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsespsv-solve
 func SpSV_solve(handle Handle, opA Operation, alpha unsafe.Pointer, matA ConstSpMatDescr, vecX ConstDnVecDescr, vecY DnVecDescr, computeType cudart.DataType, alg SpSVAlg, spsvDescr SpSVDescr) error {
 	fp, err := procSpSV_solve.Addr()
 	if err != nil {
@@ -8163,7 +8154,8 @@ func SpSV_solve(handle Handle, opA Operation, alpha unsafe.Pointer, matA ConstSp
 	return nil
 }
 
-// SpSV_updateMatrix calls cusparseSpSV_updateMatrix.
+// SpSV_updateMatrix calls cusparseSpSV_updateMatrix. See cusparseSpSV_updateMatrix() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsespsv-updatematrix
 func SpSV_updateMatrix(handle Handle, spsvDescr SpSVDescr, newValues unsafe.Pointer, updatePart SpSVUpdate) error {
 	fp, err := procSpSV_updateMatrix.Addr()
 	if err != nil {
@@ -8175,7 +8167,8 @@ func SpSV_updateMatrix(handle Handle, spsvDescr SpSVDescr, newValues unsafe.Poin
 	return nil
 }
 
-// SpSM_createDescr calls cusparseSpSM_createDescr.
+// SpSM_createDescr calls cusparseSpSM_createDescr. See cusparseSpSM_createDescr() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsespsm-createdescr
 func SpSM_createDescr(descr *SpSMDescr) error {
 	fp, err := procSpSM_createDescr.Addr()
 	if err != nil {
@@ -8187,7 +8180,8 @@ func SpSM_createDescr(descr *SpSMDescr) error {
 	return nil
 }
 
-// SpSM_destroyDescr calls cusparseSpSM_destroyDescr.
+// SpSM_destroyDescr calls cusparseSpSM_destroyDescr. See cusparseSpSM_destroyDescr() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsespsm-destroydescr
 func SpSM_destroyDescr(descr SpSMDescr) error {
 	fp, err := procSpSM_destroyDescr.Addr()
 	if err != nil {
@@ -8199,7 +8193,8 @@ func SpSM_destroyDescr(descr SpSMDescr) error {
 	return nil
 }
 
-// SpSM_bufferSize calls cusparseSpSM_bufferSize.
+// SpSM_bufferSize calls cusparseSpSM_bufferSize. See cusparseSpSM_bufferSize() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsespsm-buffersize
 func SpSM_bufferSize(handle Handle, opA Operation, opB Operation, alpha unsafe.Pointer, matA ConstSpMatDescr, matB ConstDnMatDescr, matC DnMatDescr, computeType cudart.DataType, alg SpSMAlg, spsmDescr SpSMDescr, bufferSize *uint64) error {
 	fp, err := procSpSM_bufferSize.Addr()
 	if err != nil {
@@ -8211,7 +8206,8 @@ func SpSM_bufferSize(handle Handle, opA Operation, opB Operation, alpha unsafe.P
 	return nil
 }
 
-// SpSM_analysis calls cusparseSpSM_analysis.
+// SpSM_analysis calls cusparseSpSM_analysis. See cusparseSpSM_analysis() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsespsm-analysis
 func SpSM_analysis(handle Handle, opA Operation, opB Operation, alpha unsafe.Pointer, matA ConstSpMatDescr, matB ConstDnMatDescr, matC DnMatDescr, computeType cudart.DataType, alg SpSMAlg, spsmDescr SpSMDescr, externalBuffer unsafe.Pointer) error {
 	fp, err := procSpSM_analysis.Addr()
 	if err != nil {
@@ -8223,7 +8219,8 @@ func SpSM_analysis(handle Handle, opA Operation, opB Operation, alpha unsafe.Poi
 	return nil
 }
 
-// SpSM_solve calls cusparseSpSM_solve.
+// SpSM_solve calls cusparseSpSM_solve. See cusparseSpSM_solve() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsespsm-solve
 func SpSM_solve(handle Handle, opA Operation, opB Operation, alpha unsafe.Pointer, matA ConstSpMatDescr, matB ConstDnMatDescr, matC DnMatDescr, computeType cudart.DataType, alg SpSMAlg, spsmDescr SpSMDescr) error {
 	fp, err := procSpSM_solve.Addr()
 	if err != nil {
@@ -8235,7 +8232,8 @@ func SpSM_solve(handle Handle, opA Operation, opB Operation, alpha unsafe.Pointe
 	return nil
 }
 
-// SpSM_updateMatrix calls cusparseSpSM_updateMatrix.
+// SpSM_updateMatrix calls cusparseSpSM_updateMatrix. See cusparseSpSM_updateMatrix() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsespsm-updatematrix
 func SpSM_updateMatrix(handle Handle, spsmDescr SpSMDescr, newValues unsafe.Pointer, updatePart SpSMUpdate) error {
 	fp, err := procSpSM_updateMatrix.Addr()
 	if err != nil {
@@ -8247,7 +8245,8 @@ func SpSM_updateMatrix(handle Handle, spsmDescr SpSMDescr, newValues unsafe.Poin
 	return nil
 }
 
-// SpMM_bufferSize calls cusparseSpMM_bufferSize.
+// SpMM_bufferSize calls cusparseSpMM_bufferSize. See cusparseSpMM_bufferSize() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsespmm-buffersize
 func SpMM_bufferSize(handle Handle, opA Operation, opB Operation, alpha unsafe.Pointer, matA ConstSpMatDescr, matB ConstDnMatDescr, beta unsafe.Pointer, matC DnMatDescr, computeType cudart.DataType, alg SpMMAlg, bufferSize *uint64) error {
 	fp, err := procSpMM_bufferSize.Addr()
 	if err != nil {
@@ -8259,7 +8258,8 @@ func SpMM_bufferSize(handle Handle, opA Operation, opB Operation, alpha unsafe.P
 	return nil
 }
 
-// SpMM_preprocess calls cusparseSpMM_preprocess.
+// SpMM_preprocess calls cusparseSpMM_preprocess. See cusparseSpMM_preprocess() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsespmm-preprocess
 func SpMM_preprocess(handle Handle, opA Operation, opB Operation, alpha unsafe.Pointer, matA ConstSpMatDescr, matB ConstDnMatDescr, beta unsafe.Pointer, matC DnMatDescr, computeType cudart.DataType, alg SpMMAlg, externalBuffer unsafe.Pointer) error {
 	fp, err := procSpMM_preprocess.Addr()
 	if err != nil {
@@ -8271,7 +8271,8 @@ func SpMM_preprocess(handle Handle, opA Operation, opB Operation, alpha unsafe.P
 	return nil
 }
 
-// SpMM calls cusparseSpMM.
+// SpMM calls cusparseSpMM. See cusparseSpMM() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsespmm
 func SpMM(handle Handle, opA Operation, opB Operation, alpha unsafe.Pointer, matA ConstSpMatDescr, matB ConstDnMatDescr, beta unsafe.Pointer, matC DnMatDescr, computeType cudart.DataType, alg SpMMAlg, externalBuffer unsafe.Pointer) error {
 	fp, err := procSpMM.Addr()
 	if err != nil {
@@ -8283,7 +8284,8 @@ func SpMM(handle Handle, opA Operation, opB Operation, alpha unsafe.Pointer, mat
 	return nil
 }
 
-// SpGEMM_createDescr calls cusparseSpGEMM_createDescr.
+// SpGEMM_createDescr calls cusparseSpGEMM_createDescr. See cusparseSpGEMM_createDescr() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsespgemm-createdescr
 func SpGEMM_createDescr(descr *SpGEMMDescr) error {
 	fp, err := procSpGEMM_createDescr.Addr()
 	if err != nil {
@@ -8295,7 +8297,8 @@ func SpGEMM_createDescr(descr *SpGEMMDescr) error {
 	return nil
 }
 
-// SpGEMM_destroyDescr calls cusparseSpGEMM_destroyDescr.
+// SpGEMM_destroyDescr calls cusparseSpGEMM_destroyDescr. See cusparseSpGEMM_destroyDescr() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsespgemm-destroydescr
 func SpGEMM_destroyDescr(descr SpGEMMDescr) error {
 	fp, err := procSpGEMM_destroyDescr.Addr()
 	if err != nil {
@@ -8307,7 +8310,8 @@ func SpGEMM_destroyDescr(descr SpGEMMDescr) error {
 	return nil
 }
 
-// SpGEMM_workEstimation calls cusparseSpGEMM_workEstimation.
+// SpGEMM_workEstimation calls cusparseSpGEMM_workEstimation. See cusparseSpGEMM_workEstimation() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsespgemm-workestimation
 func SpGEMM_workEstimation(handle Handle, opA Operation, opB Operation, alpha unsafe.Pointer, matA ConstSpMatDescr, matB ConstSpMatDescr, beta unsafe.Pointer, matC SpMatDescr, computeType cudart.DataType, alg SpGEMMAlg, spgemmDescr SpGEMMDescr, bufferSize1 *uint64, externalBuffer1 unsafe.Pointer) error {
 	fp, err := procSpGEMM_workEstimation.Addr()
 	if err != nil {
@@ -8319,7 +8323,8 @@ func SpGEMM_workEstimation(handle Handle, opA Operation, opB Operation, alpha un
 	return nil
 }
 
-// SpGEMM_getNumProducts calls cusparseSpGEMM_getNumProducts.
+// SpGEMM_getNumProducts calls cusparseSpGEMM_getNumProducts. See cusparseSpGEMM_getNumProducts() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsespgemm-getnumproducts
 func SpGEMM_getNumProducts(spgemmDescr SpGEMMDescr, num_prods *int64) error {
 	fp, err := procSpGEMM_getNumProducts.Addr()
 	if err != nil {
@@ -8331,7 +8336,8 @@ func SpGEMM_getNumProducts(spgemmDescr SpGEMMDescr, num_prods *int64) error {
 	return nil
 }
 
-// SpGEMM_estimateMemory calls cusparseSpGEMM_estimateMemory.
+// SpGEMM_estimateMemory calls cusparseSpGEMM_estimateMemory. See cusparseSpGEMM_estimateMemory() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsespgemm-estimatememory
 func SpGEMM_estimateMemory(handle Handle, opA Operation, opB Operation, alpha unsafe.Pointer, matA ConstSpMatDescr, matB ConstSpMatDescr, beta unsafe.Pointer, matC SpMatDescr, computeType cudart.DataType, alg SpGEMMAlg, spgemmDescr SpGEMMDescr, chunk_fraction float32, bufferSize3 *uint64, externalBuffer3 unsafe.Pointer, bufferSize2 *uint64) error {
 	fp, err := procSpGEMM_estimateMemory.Addr()
 	if err != nil {
@@ -8343,7 +8349,8 @@ func SpGEMM_estimateMemory(handle Handle, opA Operation, opB Operation, alpha un
 	return nil
 }
 
-// SpGEMM_compute calls cusparseSpGEMM_compute.
+// SpGEMM_compute calls cusparseSpGEMM_compute. See cusparseSpGEMM_compute() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsespgemm-compute
 func SpGEMM_compute(handle Handle, opA Operation, opB Operation, alpha unsafe.Pointer, matA ConstSpMatDescr, matB ConstSpMatDescr, beta unsafe.Pointer, matC SpMatDescr, computeType cudart.DataType, alg SpGEMMAlg, spgemmDescr SpGEMMDescr, bufferSize2 *uint64, externalBuffer2 unsafe.Pointer) error {
 	fp, err := procSpGEMM_compute.Addr()
 	if err != nil {
@@ -8355,7 +8362,8 @@ func SpGEMM_compute(handle Handle, opA Operation, opB Operation, alpha unsafe.Po
 	return nil
 }
 
-// SpGEMM_copy calls cusparseSpGEMM_copy.
+// SpGEMM_copy calls cusparseSpGEMM_copy. See cusparseSpGEMM_copy() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsespgemm-copy
 func SpGEMM_copy(handle Handle, opA Operation, opB Operation, alpha unsafe.Pointer, matA ConstSpMatDescr, matB ConstSpMatDescr, beta unsafe.Pointer, matC SpMatDescr, computeType cudart.DataType, alg SpGEMMAlg, spgemmDescr SpGEMMDescr) error {
 	fp, err := procSpGEMM_copy.Addr()
 	if err != nil {
@@ -8367,7 +8375,8 @@ func SpGEMM_copy(handle Handle, opA Operation, opB Operation, alpha unsafe.Point
 	return nil
 }
 
-// SpGEMMreuse_workEstimation calls cusparseSpGEMMreuse_workEstimation.
+// SpGEMMreuse_workEstimation calls cusparseSpGEMMreuse_workEstimation. See cusparseSpGEMMreuse_workEstimation() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsespgemmreuse-workestimation
 func SpGEMMreuse_workEstimation(handle Handle, opA Operation, opB Operation, matA ConstSpMatDescr, matB ConstSpMatDescr, matC SpMatDescr, alg SpGEMMAlg, spgemmDescr SpGEMMDescr, bufferSize1 *uint64, externalBuffer1 unsafe.Pointer) error {
 	fp, err := procSpGEMMreuse_workEstimation.Addr()
 	if err != nil {
@@ -8379,7 +8388,8 @@ func SpGEMMreuse_workEstimation(handle Handle, opA Operation, opB Operation, mat
 	return nil
 }
 
-// SpGEMMreuse_nnz calls cusparseSpGEMMreuse_nnz.
+// SpGEMMreuse_nnz calls cusparseSpGEMMreuse_nnz. See cusparseSpGEMMreuse_nnz() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsespgemmreuse-nnz
 func SpGEMMreuse_nnz(handle Handle, opA Operation, opB Operation, matA ConstSpMatDescr, matB ConstSpMatDescr, matC SpMatDescr, alg SpGEMMAlg, spgemmDescr SpGEMMDescr, bufferSize2 *uint64, externalBuffer2 unsafe.Pointer, bufferSize3 *uint64, externalBuffer3 unsafe.Pointer, bufferSize4 *uint64, externalBuffer4 unsafe.Pointer) error {
 	fp, err := procSpGEMMreuse_nnz.Addr()
 	if err != nil {
@@ -8391,7 +8401,8 @@ func SpGEMMreuse_nnz(handle Handle, opA Operation, opB Operation, matA ConstSpMa
 	return nil
 }
 
-// SpGEMMreuse_copy calls cusparseSpGEMMreuse_copy.
+// SpGEMMreuse_copy calls cusparseSpGEMMreuse_copy. See cusparseSpGEMMreuse_copy() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsespgemmreuse-copy
 func SpGEMMreuse_copy(handle Handle, opA Operation, opB Operation, matA ConstSpMatDescr, matB ConstSpMatDescr, matC SpMatDescr, alg SpGEMMAlg, spgemmDescr SpGEMMDescr, bufferSize5 *uint64, externalBuffer5 unsafe.Pointer) error {
 	fp, err := procSpGEMMreuse_copy.Addr()
 	if err != nil {
@@ -8403,7 +8414,8 @@ func SpGEMMreuse_copy(handle Handle, opA Operation, opB Operation, matA ConstSpM
 	return nil
 }
 
-// SpGEMMreuse_compute calls cusparseSpGEMMreuse_compute.
+// SpGEMMreuse_compute calls cusparseSpGEMMreuse_compute. See cusparseSpGEMMreuse_compute() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsespgemmreuse-compute
 func SpGEMMreuse_compute(handle Handle, opA Operation, opB Operation, alpha unsafe.Pointer, matA ConstSpMatDescr, matB ConstSpMatDescr, beta unsafe.Pointer, matC SpMatDescr, computeType cudart.DataType, alg SpGEMMAlg, spgemmDescr SpGEMMDescr) error {
 	fp, err := procSpGEMMreuse_compute.Addr()
 	if err != nil {
@@ -8415,7 +8427,8 @@ func SpGEMMreuse_compute(handle Handle, opA Operation, opB Operation, alpha unsa
 	return nil
 }
 
-// SDDMM_bufferSize calls cusparseSDDMM_bufferSize.
+// SDDMM_bufferSize calls cusparseSDDMM_bufferSize. See cusparseSDDMM_bufferSize() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsesddmm-buffersize
 func SDDMM_bufferSize(handle Handle, opA Operation, opB Operation, alpha unsafe.Pointer, matA ConstDnMatDescr, matB ConstDnMatDescr, beta unsafe.Pointer, matC SpMatDescr, computeType cudart.DataType, alg SDDMMAlg, bufferSize *uint64) error {
 	fp, err := procSDDMM_bufferSize.Addr()
 	if err != nil {
@@ -8427,7 +8440,8 @@ func SDDMM_bufferSize(handle Handle, opA Operation, opB Operation, alpha unsafe.
 	return nil
 }
 
-// SDDMM_preprocess calls cusparseSDDMM_preprocess.
+// SDDMM_preprocess calls cusparseSDDMM_preprocess. See cusparseSDDMM_preprocess() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsesddmm-preprocess
 func SDDMM_preprocess(handle Handle, opA Operation, opB Operation, alpha unsafe.Pointer, matA ConstDnMatDescr, matB ConstDnMatDescr, beta unsafe.Pointer, matC SpMatDescr, computeType cudart.DataType, alg SDDMMAlg, externalBuffer unsafe.Pointer) error {
 	fp, err := procSDDMM_preprocess.Addr()
 	if err != nil {
@@ -8439,7 +8453,8 @@ func SDDMM_preprocess(handle Handle, opA Operation, opB Operation, alpha unsafe.
 	return nil
 }
 
-// SDDMM calls cusparseSDDMM.
+// SDDMM calls cusparseSDDMM. See cusparseSDDMM() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsesddmm
 func SDDMM(handle Handle, opA Operation, opB Operation, alpha unsafe.Pointer, matA ConstDnMatDescr, matB ConstDnMatDescr, beta unsafe.Pointer, matC SpMatDescr, computeType cudart.DataType, alg SDDMMAlg, externalBuffer unsafe.Pointer) error {
 	fp, err := procSDDMM.Addr()
 	if err != nil {
@@ -8451,7 +8466,8 @@ func SDDMM(handle Handle, opA Operation, opB Operation, alpha unsafe.Pointer, ma
 	return nil
 }
 
-// SpMMOp_createPlan calls cusparseSpMMOp_createPlan.
+// SpMMOp_createPlan calls cusparseSpMMOp_createPlan. See cusparseSpMMOp_createPlan() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsespmmop-createplan
 func SpMMOp_createPlan(handle Handle, plan *SpMMOpPlan, opA Operation, opB Operation, matA ConstSpMatDescr, matB ConstDnMatDescr, matC DnMatDescr, computeType cudart.DataType, alg SpMMOpAlg, addOperationNvvmBuffer unsafe.Pointer, addOperationBufferSize uint64, mulOperationNvvmBuffer unsafe.Pointer, mulOperationBufferSize uint64, epilogueNvvmBuffer unsafe.Pointer, epilogueBufferSize uint64, SpMMWorkspaceSize *uint64) error {
 	fp, err := procSpMMOp_createPlan.Addr()
 	if err != nil {
@@ -8463,7 +8479,8 @@ func SpMMOp_createPlan(handle Handle, plan *SpMMOpPlan, opA Operation, opB Opera
 	return nil
 }
 
-// SpMMOp calls cusparseSpMMOp.
+// SpMMOp calls cusparseSpMMOp. See cusparseSpMMOp() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsespmmop
 func SpMMOp(plan SpMMOpPlan, externalBuffer unsafe.Pointer) error {
 	fp, err := procSpMMOp.Addr()
 	if err != nil {
@@ -8475,7 +8492,8 @@ func SpMMOp(plan SpMMOpPlan, externalBuffer unsafe.Pointer) error {
 	return nil
 }
 
-// SpMMOp_destroyPlan calls cusparseSpMMOp_destroyPlan.
+// SpMMOp_destroyPlan calls cusparseSpMMOp_destroyPlan. See cusparseSpMMOp_destroyPlan() in the cuSPARSE Library guide:
+// https://docs.nvidia.com/cuda/cusparse/#cusparsespmmop-destroyplan
 func SpMMOp_destroyPlan(plan SpMMOpPlan) error {
 	fp, err := procSpMMOp_destroyPlan.Addr()
 	if err != nil {

@@ -24,6 +24,8 @@ func (v Action) String() string {
 }
 
 // ColorAlg is cusparseColorAlg_t.
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED_TYPE.
 type ColorAlg int32
 
 const (
@@ -136,11 +138,17 @@ func (v FillMode) String() string {
 type Format int32
 
 const (
-	FORMAT_CSR            Format = 1
-	FORMAT_CSC            Format = 2
-	FORMAT_COO            Format = 3
-	FORMAT_BLOCKED_ELL    Format = 5
-	FORMAT_BSR            Format = 6
+	// FORMAT_CSR is CUSPARSE_FORMAT_CSR: compressed Sparse Row (CSR)
+	FORMAT_CSR Format = 1
+	// FORMAT_CSC is CUSPARSE_FORMAT_CSC: compressed Sparse Column (CSC)
+	FORMAT_CSC Format = 2
+	// FORMAT_COO is CUSPARSE_FORMAT_COO: coordinate (COO) - Structure of Arrays
+	FORMAT_COO Format = 3
+	// FORMAT_BLOCKED_ELL is CUSPARSE_FORMAT_BLOCKED_ELL: blocked ELL
+	FORMAT_BLOCKED_ELL Format = 5
+	// FORMAT_BSR is CUSPARSE_FORMAT_BSR: blocked Compressed Sparse Row (BSR)
+	FORMAT_BSR Format = 6
+	// FORMAT_SLICED_ELLPACK is CUSPARSE_FORMAT_SLICED_ELLPACK: sliced ELL
 	FORMAT_SLICED_ELLPACK Format = 7
 )
 
@@ -186,8 +194,12 @@ func (v IndexBase) String() string {
 type IndexType int32
 
 const (
+	// INDEX_16U is CUSPARSE_INDEX_16U: 16-bit unsigned integer for matrix/vector
+	// indices
 	INDEX_16U IndexType = 1
+	// INDEX_32I is CUSPARSE_INDEX_32I: 32-bit signed integer for matrix/vector indices
 	INDEX_32I IndexType = 2
+	// INDEX_64I is CUSPARSE_INDEX_64I: 64-bit signed integer for matrix/vector indices
 	INDEX_64I IndexType = 3
 )
 
@@ -255,7 +267,9 @@ func (v Operation) String() string {
 type Order int32
 
 const (
+	// ORDER_COL is CUSPARSE_ORDER_COL: column-Major Order - Matrix memory layout
 	ORDER_COL Order = 1
+	// ORDER_ROW is CUSPARSE_ORDER_ROW: row-Major Order - Matrix memory layout
 	ORDER_ROW Order = 2
 )
 
@@ -306,6 +320,8 @@ func (v SDDMMAlg) String() string {
 }
 
 // SolvePolicy is cusparseSolvePolicy_t.
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED_TYPE.
 type SolvePolicy int32
 
 const (
@@ -602,50 +618,34 @@ func (v Status) String() string {
 	return "Status(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
-// Error returns the C name of v and the headers' description of it.
+// Error returns the C name of v and the headers' description of it, if any.
 func (v Status) Error() string {
-	switch v {
-	case STATUS_SUCCESS:
-		return "CUSPARSE_STATUS_SUCCESS"
-	case STATUS_NOT_INITIALIZED:
-		return "CUSPARSE_STATUS_NOT_INITIALIZED"
-	case STATUS_ALLOC_FAILED:
-		return "CUSPARSE_STATUS_ALLOC_FAILED"
-	case STATUS_INVALID_VALUE:
-		return "CUSPARSE_STATUS_INVALID_VALUE"
-	case STATUS_ARCH_MISMATCH:
-		return "CUSPARSE_STATUS_ARCH_MISMATCH"
-	case STATUS_MAPPING_ERROR:
-		return "CUSPARSE_STATUS_MAPPING_ERROR"
-	case STATUS_EXECUTION_FAILED:
-		return "CUSPARSE_STATUS_EXECUTION_FAILED"
-	case STATUS_INTERNAL_ERROR:
-		return "CUSPARSE_STATUS_INTERNAL_ERROR"
-	case STATUS_MATRIX_TYPE_NOT_SUPPORTED:
-		return "CUSPARSE_STATUS_MATRIX_TYPE_NOT_SUPPORTED"
-	case STATUS_ZERO_PIVOT:
-		return "CUSPARSE_STATUS_ZERO_PIVOT"
-	case STATUS_NOT_SUPPORTED:
-		return "CUSPARSE_STATUS_NOT_SUPPORTED"
-	case STATUS_INSUFFICIENT_RESOURCES:
-		return "CUSPARSE_STATUS_INSUFFICIENT_RESOURCES"
-	}
 	return v.String()
 }
 
 // Bsric02Info is bsric02Info_t.
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED_TYPE.
 type Bsric02Info uintptr
 
 // Bsrilu02Info is bsrilu02Info_t.
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED_TYPE.
 type Bsrilu02Info uintptr
 
 // Bsrsm2Info is bsrsm2Info_t.
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED_TYPE.
 type Bsrsm2Info uintptr
 
 // Bsrsv2Info is bsrsv2Info_t.
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED_TYPE.
 type Bsrsv2Info uintptr
 
 // ColorInfo is cusparseColorInfo_t.
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED_TYPE.
 type ColorInfo uintptr
 
 // ConstDnMatDescr is cusparseConstDnMatDescr_t.
@@ -661,12 +661,18 @@ type ConstSpMatDescr uintptr
 type ConstSpVecDescr uintptr
 
 // Csric02Info is csric02Info_t.
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED_TYPE.
 type Csric02Info uintptr
 
 // Csrilu02Info is csrilu02Info_t.
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED_TYPE.
 type Csrilu02Info uintptr
 
 // Csru2csrInfo is csru2csrInfo_t.
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED_TYPE.
 type Csru2csrInfo uintptr
 
 // DnMatDescr is cusparseDnMatDescr_t.
@@ -685,6 +691,8 @@ type LoggerCallback uintptr
 type MatDescr uintptr
 
 // PruneInfo is pruneInfo_t.
+//
+// Deprecated: cusparse.h declares it CUSPARSE_DEPRECATED_TYPE.
 type PruneInfo uintptr
 
 // SpGEMMDescr is cusparseSpGEMMDescr_t.

@@ -68,6 +68,9 @@ func generate(c *cache, dir, root, out string, w io.Writer) error {
 	if err := p.perThreadSymbols(); err != nil {
 		return err
 	}
+	if err := p.annotate(); err != nil {
+		return err
+	}
 	cfg := p.cfg
 	if out != "" {
 		rel, err := filepath.Rel(root, cfg.out)

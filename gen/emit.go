@@ -146,15 +146,19 @@ func (e *emitter) includes() string {
 }
 
 // doc returns a doc comment: the Go name, what it is in C, then the
-// header's text.
+// header's text, its Deprecated: paragraphs last.
 func doc(goName, verb, cName, text string) string {
-	if text == "" {
-		return fmt.Sprintf("%s %s %s.", goName, verb, cName)
+	text, dep := splitDeprecated(text)
+	s := fmt.Sprintf("%s %s %s.", goName, verb, cName)
+	if text != "" {
+		first, rest, _ := strings.Cut(text, "\n\n")
+		s = fmt.Sprintf("%s %s %s: %s", goName, verb, cName, lowerFirst(first))
+		if rest != "" {
+			s += "\n\n" + rest
+		}
 	}
-	first, rest, _ := strings.Cut(text, "\n\n")
-	s := fmt.Sprintf("%s %s %s: %s", goName, verb, cName, lowerFirst(first))
-	if rest != "" {
-		s += "\n\n" + rest
+	if dep != "" {
+		s += "\n\n" + dep
 	}
 	return s
 }
@@ -304,11 +308,10 @@ func (e *emitter) enum(f *jen.File, en *Enum) {
 		}
 		seen[v.Value] = true
 		names = append(names, jen.Case(jen.Id(v.GoName)).Block(jen.Return(jen.Lit(v.CName))))
-		text := v.CName
 		if s := summary(v.Doc); s != "" {
-			text += ": " + lowerFirst(strings.TrimSuffix(s, "."))
+			text := v.CName + ": " + lowerFirst(strings.TrimSuffix(s, "."))
+			errs = append(errs, jen.Case(jen.Id(v.GoName)).Block(jen.Return(jen.Lit(text))))
 		}
-		errs = append(errs, jen.Case(jen.Id(v.GoName)).Block(jen.Return(jen.Lit(text))))
 	}
 	f.Add(docComment(fmt.Sprintf("String returns the C name of v, or %s(n) for a value the headers do not name.", en.GoName)))
 	f.Func().Params(jen.Id("v").Id(en.GoName)).Id("String").Params().String().Block(
@@ -316,11 +319,14 @@ func (e *emitter) enum(f *jen.File, en *Enum) {
 		jen.Return(jen.Lit(en.GoName+"(").Op("+").Qual("strconv", "FormatInt").Call(jen.Int64().Call(jen.Id("v")), jen.Lit(10)).Op("+").Lit(")")),
 	)
 	if s := e.pkg.Error; s != nil && s.Pkg == "" && s.Go == en.GoName {
-		f.Add(docComment("Error returns the C name of v and the headers' description of it."))
-		f.Func().Params(jen.Id("v").Id(en.GoName)).Id("Error").Params().String().Block(
-			jen.Switch(jen.Id("v")).Block(errs...),
-			jen.Return(jen.Id("v").Dot("String").Call()),
-		)
+		// A value without a description is its String: the switch has
+		// only the others, and none when the headers describe none.
+		body := []jen.Code{jen.Return(jen.Id("v").Dot("String").Call())}
+		if len(errs) > 0 {
+			body = append([]jen.Code{jen.Switch(jen.Id("v")).Block(errs...)}, body...)
+		}
+		f.Add(docComment("Error returns the C name of v and the headers' description of it, if any."))
+		f.Func().Params(jen.Id("v").Id(en.GoName)).Id("Error").Params().String().Block(body...)
 	}
 }
 
@@ -503,10 +509,7 @@ func (e *emitter) funcs() *jen.File {
 	pre.WriteString(e.cflags(""))
 	for _, fn := range e.pkg.Funcs {
 		if fn.NoEscape {
-			fmt.Fprintf(&pre, "#cgo noescape gocuda_%s\n", fn.CName)
-		}
-		if fn.NoCallback {
-			fmt.Fprintf(&pre, "#cgo nocallback gocuda_%s\n", fn.CName)
+			fmt.Fprintf(&pre, "#cgo noescape gocuda_%s\n#cgo nocallback gocuda_%s\n", fn.CName, fn.CName)
 		}
 	}
 	pre.WriteString("#include <stdint.h>\n#include <stdlib.h>\n")
@@ -657,7 +660,7 @@ func (e *emitter) wrapper(f *jen.File, fn *Func) {
 		_, conv := e.result(fn.Result)
 		body = append(body, jen.Id("r").Op(":=").Add(call), jen.Return(conv(jen.Id("r")), jen.Nil()))
 	}
-	f.Add(docComment(doc(fn.GoName, "calls", fn.CName, fn.Doc)))
+	f.Add(docComment(funcDoc(e.pkg, fn)))
 	f.Func().Id(fn.GoName).Params(params...).Add(results).Block(body...)
 }
 
@@ -801,6 +804,7 @@ func (e *emitter) layoutC() *jen.File {
 	table("gocuda_offset", "gocuda_offsets", offsets)
 	table("gocuda_value", "gocuda_values", values)
 	b.WriteString(e.symbolRows("gocuda_symbols"))
+	b.WriteString(e.prototypes())
 	f.CgoPreamble(b.String())
 	f.Add(docComment("Symbols returns, by C name, the symbol each function's name expands to in C."))
 	symbolsFunc(f, "Symbols", "gocuda_symbols")

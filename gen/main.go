@@ -24,7 +24,9 @@
 // In the output directory: ztypes.go (enums, structs, unions, typedefs),
 // zconsts.go (#define constants), zfuncs.go (the functions), zlayout_test.go
 // and internal/ctest/zlayout.go (the Go and C sides of the tests that compare
-// layouts, values and symbols with C, run by internal/ccheck), and
+// layouts, values and symbols with C, run by internal/ccheck; the C side also
+// asserts at compile time that each function's prototype in the headers is
+// the one gen binds, so a wrong type fails the test's build), and
 // zloader.go: the library (-lib ENV=FILE, such as
 // GOCUDA_CUDA=libcuda.so.1), opened at run time by internal/dl, with Load,
 // LibraryPath and, with -perthread, UsePerThreadDefaultStream.
@@ -70,6 +72,19 @@
 // typedef. Any other two C names that map to one Go name are reported and the
 // second is skipped, so a clash can never produce code that does not compile.
 //
+// # Documentation
+//
+// A declaration's doc comment is the comment right above it in the header:
+// Doxygen's (/** */, /*! */), converted to Go doc text with links to the
+// package's names, or a plain /* */ or // comment with no blank line between
+// (nccl.h documents its functions so), unless it heads a group of
+// declarations (cusolverDn.h's /* LU solve */) or is a banner. A function
+// the header does not document names its section of the library's guide
+// (guides.go). A deprecation macro in a function's declaration, such as
+// CUSPARSE_DEPRECATED, CUSPARSE_DEPRECATED_REPLACE_WITH(f) or
+// __CUDA_DEPRECATED, or a deprecated attribute, becomes a Deprecated:
+// paragraph, naming the replacement or giving the message where there is one.
+//
 // # Types
 //
 // C arithmetic types map to Go's of the same size (char -> byte, int ->
@@ -88,11 +103,38 @@
 // symbol as looked up on first use. A function returning the status enum
 // returns error; one returning void returns error, which is non-nil only when
 // the library or symbol cannot be loaded; one returning another value returns
-// it and such an error. The trampolines are marked #cgo noescape unless the
-// function may use a pointer after it returns (asynchronous calls, host
-// registration, graph nodes) or takes a function pointer, and #cgo nocallback
-// unless it takes a function pointer or may run a destructor registered
-// earlier (Destroy, Release, Reset, Exit).
+// it and such an error.
+//
+// # cgo annotations
+//
+// A trampoline marked #cgo noescape and nocallback lets a pointer argument
+// stay on the caller's stack: var v int32; f(&v) allocates nothing, where
+// it otherwise moves v to the heap, one allocation per call. cgo
+// uses noescape only together with nocallback, and nocallback alone only
+// adds a check, so gen marks a trampoline with both or with neither. Both
+// are promises about the C function, and a broken one crashes the program
+// (nocallback: "function marked with #cgo nocallback called back into Go")
+// or corrupts it (noescape), so gen makes them only where facts prove them,
+// never from a function's name. The facts are data (facts.go), per
+// library: the calls that register a function of the program and the calls
+// that may then run it before they return, the libraries a library calls
+// into, and the calls that keep a pointer argument after they return. A
+// function is marked when no registered function can run inside it, it
+// keeps no pointer argument, it takes no function pointer, and it takes a
+// pointer or a struct (else there is nothing to save). A library missing
+// from the facts gets no mark.
+//
+// Every library that reaches the driver may call back from any call: the
+// driver calls the logger that cuLogsRegisterCallback registers when a call
+// fails (its header does not say on which thread, so gen assumes the
+// calling one), the runtime has its own (cudaLogsRegisterCallback), and
+// cuBLAS, cuBLASLt, cuSPARSE and cuSOLVER call theirs
+// (cublasSetLoggerCallback, ...) from inside their other calls. So none of
+// cudart, cudadrv, cublas, cublaslt, cusolver, cusparse, cufft, curand and
+// nccl is marked. Stream callbacks, host functions and user objects'
+// destructors run on CUDA's threads, not inside a call. NVRTC and nvJitLink
+// call no other library; NVRTC runs the function nvrtcSetFlowCallback
+// registers inside nvrtcCompileProgram only. Their getters are marked.
 //
 // # Packages that use other packages
 //
@@ -106,7 +148,10 @@
 // constants the package declares without binding their functions (cudart's
 // library_types.h and cuComplex.h); -I adds an include directory whose
 // declarations are not the package's (NCCL's headers include CUDA's); -omit
-// leaves out functions by prefix (NCCL's pnccl profiling aliases).
+// leaves out the declarations whose C names start with one of its prefixes:
+// functions, types with their enumerators, enumerators and constants (NCCL's
+// pnccl profiling aliases, and ncclRedOp_dummy_t, which nccl.h declares only
+// to take its size).
 //
 // # Per-thread default stream
 //
@@ -130,9 +175,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/gocuda/cuda/internal/genline"
 )
 
 func main() {
@@ -165,7 +211,7 @@ func flags(fs *flag.FlagSet, args []string) (cfg config, model bool, all string,
 	fs.StringVar(&types, "types", "", "comma-separated headers included for their types and constants only")
 	fs.StringVar(&use, "use", "", "comma-separated directories of generated packages whose types are referenced, not emitted again")
 	fs.StringVar(&prefix, "prefix", "", "comma-separated C name prefixes to drop")
-	fs.StringVar(&omit, "omit", "", "comma-separated prefixes of functions not to bind (NCCL's pnccl profiling aliases)")
+	fs.StringVar(&omit, "omit", "", "comma-separated prefixes of the C names of declarations to leave out (NCCL's pnccl profiling aliases)")
 	fs.StringVar(&lib, "lib", "", "ENV=FILE: the shared library to open, and the environment variable that may name its path")
 	fs.StringVar(&cfg.errType, "error", "", "C name of the status type, whose values are errors")
 	fs.StringVar(&cfg.perThread, "perthread", "", "macro that selects the per-thread default stream entry points when defined")
@@ -210,9 +256,6 @@ func list(s string) []string {
 	return strings.Split(s, ",")
 }
 
-// generateLine matches the //go:generate line of a generated package.
-var generateLine = regexp.MustCompile(`(?m)^//go:generate go run \S*gen (.*)$`)
-
 // generateArgs returns the arguments of the //go:generate line of the
 // package in dir, and the file that has it, or nil when no file has one.
 func generateArgs(dir string) (file string, args []string, err error) {
@@ -225,8 +268,8 @@ func generateArgs(dir string) (file string, args []string, err error) {
 		if err != nil {
 			return "", nil, err
 		}
-		if m := generateLine.FindSubmatch(src); m != nil {
-			return f, strings.Fields(string(m[1])), nil
+		if args := genline.Args(src); args != nil {
+			return f, args, nil
 		}
 	}
 	return "", nil, nil

@@ -44,8 +44,10 @@ type Func struct {
 	Params    []Param
 	Result    *Type // nil for void
 
-	NoEscape   bool // no pointer argument is used after the call returns
-	NoCallback bool // the call cannot call back into Go
+	// NoEscape marks the trampoline #cgo noescape and nocallback: gen's
+	// facts prove that the call keeps no pointer argument after it returns
+	// and runs no function of the program (see annotate).
+	NoEscape bool `json:",omitempty"`
 }
 
 // Param is a function parameter.

@@ -90,10 +90,7 @@ var reserved = map[string]bool{
 
 // param names a parameter: the C name, with an underscore appended when it
 // is a Go keyword, a predeclared identifier or a name the body uses.
-func param(c string, i int) string {
-	if c == "" {
-		return "p" + string(rune('0'+i%10))
-	}
+func param(c string) string {
 	if token.IsKeyword(c) || predeclared[c] || reserved[c] {
 		return c + "_"
 	}

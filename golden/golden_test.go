@@ -9,10 +9,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/gocuda/cuda/internal/genline"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -154,11 +155,11 @@ func TestGoldenBuilds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile(`(?m)^//go:generate go run \S+ (.*)$`).FindSubmatch(src)
-	if m == nil {
+	args := genline.Args(src)
+	if args == nil {
 		t.Fatalf("%s/base.go has no //go:generate line", base)
 	}
-	place(t, base, goGenerate(t, base, m[1]))
+	place(t, base, goGenerate(t, base, args))
 	out, err := exec.Command("go", append([]string{"vet"}, pkgs...)...).CombinedOutput()
 	if err != nil {
 		t.Errorf("go vet of the golden files: %v\n%s", err, out)
@@ -218,17 +219,15 @@ func firstDiff(want, got []byte) string {
 	return ""
 }
 
-var generateLine = regexp.MustCompile(`(?m)^//go:generate go run \.\./gen (.*)$`)
-
 // generated are the packages that gen generates, by the //go:generate line
 // in the file named after each, with that line's arguments.
-func generated(t *testing.T) map[string][]byte {
+func generated(t *testing.T) map[string][]string {
 	t.Helper()
 	files, err := filepath.Glob("../*/*.go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	pkgs := map[string][]byte{}
+	pkgs := map[string][]string{}
 	for _, f := range files {
 		dir := filepath.Dir(f)
 		if filepath.Base(f) != filepath.Base(dir)+".go" {
@@ -238,8 +237,8 @@ func generated(t *testing.T) map[string][]byte {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if m := generateLine.FindSubmatch(src); m != nil {
-			pkgs[filepath.Base(dir)] = m[1]
+		if args := genline.Args(src); args != nil {
+			pkgs[filepath.Base(dir)] = args
 		}
 	}
 	return pkgs
@@ -287,10 +286,10 @@ func TestRegenerate(t *testing.T) {
 
 // goGenerate runs gen in dir with the arguments of a //go:generate line, as
 // go generate runs it there, and returns the files it writes.
-func goGenerate(t *testing.T, dir string, line []byte) map[string][]byte {
+func goGenerate(t *testing.T, dir string, line []string) map[string][]byte {
 	t.Helper()
 	var args []string
-	for _, a := range strings.Fields(string(line)) {
+	for _, a := range line {
 		if a == "-out" || a == "." {
 			continue
 		}

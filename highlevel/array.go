@@ -229,6 +229,9 @@ func (a *Array[T]) MemoryPointer() MemoryPointer {
 	return a.p
 }
 
+// isArray marks every *Array[T], for Kernel.Launch.
+func (*Array[T]) isArray() {}
+
 func (a *Array[T]) bytes() int { return a.n * int(unsafe.Sizeof(*new(T))) }
 
 // host checks that s is as long as the array and returns its data, or nil

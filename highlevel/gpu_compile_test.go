@@ -99,20 +99,25 @@ func loadModuleChild(t *testing.T, arch string, last Device) {
 		t.Fatalf("LoadModule as the first call: %v", err)
 	}
 	defer m.Close()
-	k, err := m.Kernel("set")
-	if err != nil {
-		t.Fatal(err)
-	}
 	for d, on := range active() {
 		if on {
-			t.Errorf("device %d has a primary context after Compile, LoadModule and Module.Kernel", d)
+			t.Errorf("device %d has a primary context after Compile and LoadModule", d)
 		}
 	}
+	// The program's first device is last: Module.Kernel reads the
+	// parameters in its context, and no other device gets one.
 	p, err := last.Malloc(4)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Memory().Free()
+	k, err := m.Kernel("set")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k.NumParams() != 2 {
+		t.Errorf("set has %d parameters, want 2", k.NumParams())
+	}
 	if err := k.Launch(nil, LaunchConfig{Grid: Dim3{X: 1}, Block: Dim3{X: 1}}, p, uint32(77)); err != nil {
 		t.Fatal(err)
 	}

@@ -574,7 +574,7 @@ func (w *randomWorker) free() {
 	a := w.mem[i]
 	w.mem = slices.Delete(w.mem, i, i+1)
 	if w.r.IntN(4) == 0 {
-		if a.kind == "MemoryPool.MallocStream" || a.kind == "NewArray" {
+		if a.kind == "MemoryPool.MallocStream" || a.kind == "NewArrayOn" {
 			w.dropped.Add(1)
 		}
 		return

@@ -475,6 +475,27 @@ func TestGPUDoneSameChannel(t *testing.T) {
 	<-s.Done()
 }
 
+// TestGPUDoneAfterOperationInProgress checks that Done's channel does not
+// stand for work that an operation in progress queues after Done recorded
+// its event: the next Done gives a new channel.
+func TestGPUDoneAfterOperationInProgress(t *testing.T) {
+	d := gpu(t)
+	s, err := NewStream(d, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.enter(d); err != nil { // an operation begins,
+		t.Fatal(err)
+	}
+	a := s.Done()
+	s.leave() // and queues its work after Done's event
+	if b := s.Done(); b == a {
+		t.Errorf("Done gave the old channel after work queued behind its event")
+	}
+	<-s.Done()
+}
+
 // TestGPUWaitCost measures what waiting costs: the CPU time of a goroutine
 // waiting one second for a stream, and the wake-up latency of one waiter
 // beside cudaEventSynchronize's.

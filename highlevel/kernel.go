@@ -1,8 +1,6 @@
 package highlevel
 
 /*
-#cgo noescape hl_launch
-#cgo nocallback hl_launch
 #include <stdlib.h>
 #include "shim.h"
 */
@@ -16,12 +14,12 @@ import (
 	"math"
 	"os"
 	"reflect"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"unsafe"
 
 	"github.com/gocuda/cuda/cudadrv"
+	"github.com/gocuda/cuda/cudart"
 )
 
 // ErrArgument is wrapped by the errors of Kernel.Launch about its
@@ -89,7 +87,9 @@ func LoadModuleFile(name string) (*Module, error) {
 
 // Kernel returns the kernel of the module named name, as the device code
 // spells it: the name given to extern "C" functions, or the lowered
-// (mangled) name of others (Compiled.LoweredNames gives it).
+// (mangled) name of others (Compiled.LoweredNames gives it). Its parameters
+// are read in the context of the lowest-numbered device the program has
+// used, or DefaultDevice's when it has used none, as host memory's are.
 func (m *Module) Kernel(name string) (*Kernel, error) {
 	if m == nil {
 		return nil, nilError("Module")
@@ -109,13 +109,19 @@ func (m *Module) Kernel(name string) (*Kernel, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The parameters' layout needs a context: the one host memory uses
+	// (a device the program has used), not whichever the thread has.
+	ctx, err := hostContext()
+	if err != nil {
+		return nil, err
+	}
 	k := &Kernel{m: m, name: name, funcs: make([]atomic.Uintptr, n)}
-	if err := check(fmt.Sprintf("kernel %q", name), C.hl_library_get_kernel(nil, &k.k, m.lib, cname)); err != nil {
+	if err := check(fmt.Sprintf("kernel %q", name), C.hl_library_get_kernel(ctx, &k.k, m.lib, cname)); err != nil {
 		return nil, err
 	}
 	var offsets, sizes [maxParams]C.uint32_t
 	var np C.int
-	if err := check("cuKernelGetParamInfo", C.hl_kernel_params(nil, k.k, &offsets[0], &sizes[0], maxParams, &np)); err != nil {
+	if err := check("cuKernelGetParamInfo", C.hl_kernel_params(ctx, k.k, &offsets[0], &sizes[0], maxParams, &np)); err != nil {
 		return nil, err
 	}
 	for i := range int(np) {
@@ -278,9 +284,31 @@ func (k *Kernel) Launch(s *Stream, cfg LaunchConfig, args ...any) error {
 		return ErrClosed
 	}
 	defer k.m.life.release()
-	var small [256]byte
-	buf := small[:]
-	if k.size > len(small) {
+	sc := launchScratches.Get().(*launchScratch)
+	err := k.launch(s, &cfg, args, sc)
+	launchScratches.Put(sc)
+	return err
+}
+
+// A launchScratch holds what a launch passes to C: the packed arguments and
+// the dimensions. hl_launch calls into the driver, whose logger (registered
+// with cudadrv.LogsRegisterCallback) may call back into Go during the call,
+// so it cannot be marked #cgo nocallback, and without it (noescape works
+// only with it) memory passed to C escapes: kept in a pool, it is not
+// allocated at every launch.
+type launchScratch struct {
+	args [256]byte
+	dims [9]C.uint32_t
+}
+
+var launchScratches = sync.Pool{New: func() any { return new(launchScratch) }}
+
+// launch is Launch on an open module. Its one defer and Launch's stay
+// open-coded (a function with more returns times defers than the compiler
+// allows gets slower ones), as launches are the hottest path of the package.
+func (k *Kernel) launch(s *Stream, cfg *LaunchConfig, args []any, sc *launchScratch) error {
+	buf := sc.args[:]
+	if k.size > len(buf) {
 		buf = make([]byte, k.size)
 	}
 	var memBuf [4]memArg
@@ -292,28 +320,30 @@ func (k *Kernel) Launch(s *Stream, cfg LaunchConfig, args ...any) error {
 	if err != nil {
 		return err
 	}
+	st, err := d.state()
+	if err != nil {
+		return err
+	}
+	dims := &sc.dims
+	if err := cfg.check(d, &st.props, dims); err != nil {
+		return fmt.Errorf("highlevel: launching %s: %w", k.name, err)
+	}
+	f, err := k.function(d, st.ctx)
+	if err != nil {
+		return err
+	}
 	h, err := s.enter(d)
 	if err != nil {
 		return err
 	}
 	defer s.leave()
-	ctx, err := d.context()
-	if err != nil {
-		return err
-	}
-	dims, err := cfg.check(d)
-	if err != nil {
-		return fmt.Errorf("highlevel: launching %s: %w", k.name, err)
-	}
-	f, err := k.function(d, ctx)
-	if err != nil {
-		return err
-	}
 	var offsets *C.uint32_t
 	if len(k.offsets) > 0 {
 		offsets = (*C.uint32_t)(unsafe.Pointer(&k.offsets[0]))
 	}
-	r := C.hl_launch(ctx, f, &dims[0], C.uint32_t(cfg.SharedMem), h, cbool(cfg.Cooperative),
+	// The context goes as an integer: cgo checks every void * argument for
+	// Go pointers, on every call.
+	r := C.hl_launch(C.uintptr_t(uintptr(st.ctx)), f, &dims[0], C.uint32_t(cfg.SharedMem), h, cbool(cfg.Cooperative),
 		(*C.char)(unsafe.Pointer(&buf[0])), offsets, C.int(len(k.offsets)))
 	if r != 0 {
 		return check("launching "+k.name, r)
@@ -361,35 +391,30 @@ func (k *Kernel) function(d Device, ctx unsafe.Pointer) (C.uintptr_t, error) {
 	return f, nil
 }
 
-// check checks the configuration against device d's limits and returns the
-// grid, block and cluster dimensions for the shim.
-func (cfg *LaunchConfig) check(d Device) ([9]C.uint32_t, error) {
-	var dims [9]C.uint32_t
-	st, err := d.state()
-	if err != nil {
-		return dims, err
-	}
-	p := &st.props
+// check checks the configuration against the limits of device d, whose
+// properties are p, and writes the grid, block and cluster dimensions for
+// the shim to dims.
+func (cfg *LaunchConfig) check(d Device, p *cudart.DeviceProp, dims *[9]C.uint32_t) error {
 	gx, gy, gz := cfg.Grid.dims()
 	bx, by, bz := cfg.Block.dims()
 	switch {
 	case gx > int(p.MaxGridSize[0]) || gy > int(p.MaxGridSize[1]) || gz > int(p.MaxGridSize[2]) || min(cfg.Grid.X, cfg.Grid.Y, cfg.Grid.Z) < 0:
-		return dims, fmt.Errorf("grid %v is outside %v's limits (%v)", cfg.Grid, d, p.MaxGridSize)
+		return fmt.Errorf("grid %v is outside %v's limits (%v)", cfg.Grid, d, p.MaxGridSize)
 	case bx > int(p.MaxThreadsDim[0]) || by > int(p.MaxThreadsDim[1]) || bz > int(p.MaxThreadsDim[2]) || min(cfg.Block.X, cfg.Block.Y, cfg.Block.Z) < 0:
-		return dims, fmt.Errorf("block %v is outside %v's limits (%v)", cfg.Block, d, p.MaxThreadsDim)
+		return fmt.Errorf("block %v is outside %v's limits (%v)", cfg.Block, d, p.MaxThreadsDim)
 	case bx*by*bz > int(p.MaxThreadsPerBlock):
-		return dims, fmt.Errorf("block %v has %d threads, more than the %d of %v", cfg.Block, bx*by*bz, p.MaxThreadsPerBlock, d)
+		return fmt.Errorf("block %v has %d threads, more than the %d of %v", cfg.Block, bx*by*bz, p.MaxThreadsPerBlock, d)
 	case cfg.SharedMem < 0 || cfg.SharedMem > int(p.SharedMemPerBlockOptin):
-		return dims, fmt.Errorf("%d bytes of shared memory: %v allows at most %d per block", cfg.SharedMem, d, p.SharedMemPerBlockOptin)
+		return fmt.Errorf("%d bytes of shared memory: %v allows at most %d per block", cfg.SharedMem, d, p.SharedMemPerBlockOptin)
 	case min(cfg.Cluster.X, cfg.Cluster.Y, cfg.Cluster.Z) < 0:
-		return dims, fmt.Errorf("cluster %v is negative", cfg.Cluster)
+		return fmt.Errorf("cluster %v is negative", cfg.Cluster)
 	}
-	dims = [9]C.uint32_t{C.uint32_t(gx), C.uint32_t(gy), C.uint32_t(gz), C.uint32_t(bx), C.uint32_t(by), C.uint32_t(bz)}
+	*dims = [9]C.uint32_t{C.uint32_t(gx), C.uint32_t(gy), C.uint32_t(gz), C.uint32_t(bx), C.uint32_t(by), C.uint32_t(bz)}
 	if cfg.Cluster != (Dim3{}) {
 		cx, cy, cz := cfg.Cluster.dims()
 		dims[6], dims[7], dims[8] = C.uint32_t(cx), C.uint32_t(cy), C.uint32_t(cz)
 	}
-	return dims, nil
+	return nil
 }
 
 // A memArg is a memory argument of a launch: the argument's index, and its
@@ -474,7 +499,7 @@ func putArg(dst []byte, a any, class paramClass) (dev Device, err error) {
 	case cudadrv.Deviceptr:
 		kind, err = paramPointer, put64(dst, uint64(v), "cudadrv.Deviceptr")
 	case MemoryPointer:
-		kind, err, mem = paramPointer, putMemory(dst, v, "MemoryPointer"), v.mem
+		kind, err, mem = paramPointer, putMemory(dst, v, reflect.TypeOf(a)), v.mem
 	case *Memory:
 		kind, mem = paramPointer, v
 		if err = v.live(); err != nil {
@@ -482,19 +507,22 @@ func putArg(dst []byte, a any, class paramClass) (dev Device, err error) {
 		} else {
 			err = put64(dst, uint64(uintptr(v.ptr)), "*Memory")
 		}
+	case anyArray:
+		// Every Array[T] starts with its MemoryPointer. A call of a method
+		// of v would make a escape, and the caller's conversions to any
+		// with it.
+		data := (*[2]unsafe.Pointer)(unsafe.Pointer(&a))[1] // the interface's value
+		if data == nil {
+			return -1, fmt.Errorf("nil %v", reflect.TypeOf(a))
+		}
+		p := *(*MemoryPointer)(data)
+		kind, err, mem = paramPointer, putMemory(dst, p, reflect.TypeOf(a)), p.mem
 	case nil:
 		return -1, errors.New("nil")
 	default:
 		t := reflect.TypeOf(a)
 		data := (*[2]unsafe.Pointer)(unsafe.Pointer(&a))[1] // the interface's value
 		switch kindOf(t) {
-		case argArray:
-			// Every Array[T] starts with its MemoryPointer.
-			if data == nil {
-				return -1, fmt.Errorf("nil %v", t)
-			}
-			p := *(*MemoryPointer)(data)
-			kind, err, mem = paramPointer, putMemory(dst, p, t.String()), p.mem
 		case argValue:
 			if int(t.Size()) != len(dst) {
 				return -1, fmt.Errorf("%v is %d bytes, the parameter %d", t, t.Size(), len(dst))
@@ -532,12 +560,22 @@ func fits(kind, class paramClass) bool {
 	return false
 }
 
-func putMemory(dst []byte, p MemoryPointer, what string) error {
+// putMemory writes the address of p, the memory of an argument of type t,
+// which it names only in an error: a type's name costs time to format.
+func putMemory(dst []byte, p MemoryPointer, t reflect.Type) error {
 	if err := p.mem.live(); err != nil {
-		return fmt.Errorf("%s: %w", what, err)
+		return fmt.Errorf("%v: %w", t, err)
 	}
-	return put64(dst, uint64(uintptr(p.Ptr())), what)
+	if len(dst) != 8 {
+		return sizeError(t.String(), 8, len(dst))
+	}
+	binary.NativeEndian.PutUint64(dst, uint64(uintptr(p.Ptr())))
+	return nil
 }
+
+// anyArray is every *Array[T], which Launch recognizes by this method rather
+// than by reflection.
+type anyArray interface{ isArray() }
 
 func sizeError(what string, size, want int) error {
 	return fmt.Errorf("%s is %d bytes, the parameter %d", what, size, want)
@@ -580,27 +618,17 @@ type argKind int
 
 const (
 	argInvalid argKind = iota
-	argArray           // *Array[T]
 	argValue           // a struct or array without pointers
 )
 
 var argKinds sync.Map // reflect.Type -> argKind
-
-// arrayPrefix begins the name of every instance of Array.
-const arrayPrefix = "Array["
 
 func kindOf(t reflect.Type) argKind {
 	if k, ok := argKinds.Load(t); ok {
 		return k.(argKind)
 	}
 	k := argInvalid
-	switch t.Kind() {
-	case reflect.Pointer:
-		e := t.Elem()
-		if e.PkgPath() == reflect.TypeFor[Kernel]().PkgPath() && strings.HasPrefix(e.Name(), arrayPrefix) {
-			k = argArray
-		}
-	case reflect.Struct, reflect.Array:
+	if t.Kind() == reflect.Struct || t.Kind() == reflect.Array {
 		if !hasPointers(t) && t.Size() > 0 {
 			k = argValue
 		}

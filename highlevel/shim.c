@@ -530,8 +530,13 @@ int hl_kernel_params(void *ctx, uintptr_t k, uint32_t *offsets, uint32_t *sizes,
 	*n = 0;
 	for (int i = 0; i < max; i++) {
 		size_t off, size;
-		if (DRV(cuKernelGetParamInfo)(KERNEL(k), i, &off, &size) != CUDA_SUCCESS) {
-			break; // CUDA_ERROR_INVALID_VALUE: no parameter i
+		CUresult e = DRV(cuKernelGetParamInfo)(KERNEL(k), i, &off, &size);
+		if (e == CUDA_ERROR_INVALID_VALUE) {
+			break; // no parameter i
+		}
+		if (e != CUDA_SUCCESS) {
+			hl_leave(ctx, prev);
+			return drv_status(e);
 		}
 		offsets[i] = (uint32_t)off;
 		sizes[i] = (uint32_t)size;
@@ -557,12 +562,15 @@ int hl_kernel_attribute(void *ctx, int set, int *v, int attr, uintptr_t k, int d
 	return drv_status(r);
 }
 
-// hl_launch launches f, a kernel's function in ctx, with the arguments at the given offsets of args.
+// hl_launch launches f, a kernel's function in context ctx (an integer, so
+// that cgo need not check it for Go pointers at each launch), with the
+// arguments at the given offsets of args.
 // dims holds the grid, block and cluster dimensions (x, y, z each); a
 // cluster of 0 and cooperative 0 take cuLaunchKernel, the rest
 // cuLaunchKernelEx.
-int hl_launch(void *ctx, uintptr_t f, const uint32_t *dims, uint32_t smem, uintptr_t s, int cooperative,
+int hl_launch(uintptr_t ctxv, uintptr_t f, const uint32_t *dims, uint32_t smem, uintptr_t s, int cooperative,
 		char *args, const uint32_t *offsets, int n) {
+	void *ctx = (void *)ctxv;
 	void *params[n > 0 ? n : 1];
 	for (int i = 0; i < n; i++) {
 		params[i] = args + offsets[i];

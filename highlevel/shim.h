@@ -98,7 +98,7 @@ int hl_library_get_kernel(void *ctx, uintptr_t *k, uintptr_t lib, const char *na
 int hl_kernel_function(void *ctx, uintptr_t *f, uintptr_t k);
 int hl_kernel_params(void *ctx, uintptr_t k, uint32_t *offsets, uint32_t *sizes, int max, int *n);
 int hl_kernel_attribute(void *ctx, int set, int *v, int attr, uintptr_t k, int dev);
-int hl_launch(void *ctx, uintptr_t f, const uint32_t *dims, uint32_t smem, uintptr_t s, int cooperative,
+int hl_launch(uintptr_t ctx, uintptr_t f, const uint32_t *dims, uint32_t smem, uintptr_t s, int cooperative,
 	char *args, const uint32_t *offsets, int n);
 int hl_occupancy_blocks(void *ctx, int *n, uintptr_t k, int block, size_t smem);
 int hl_occupancy_block_size(void *ctx, int *grid, int *block, uintptr_t k, size_t smem, int limit);

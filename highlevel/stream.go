@@ -26,8 +26,11 @@ type Stream struct {
 	ctx   unsafe.Pointer
 	owned bool // Close destroys it
 
-	life   life
-	queued atomic.Uint64 // operations queued through the package, for Done
+	life life
+	// queued is set by every operation of the package on the stream once
+	// it has queued its work (leave), for Done; a flag rather than a count,
+	// so that an operation that finds it set writes nothing shared.
+	queued atomic.Bool
 
 	// pooled is set once a MemoryPool allocated for the stream; Close then
 	// waits for the stream's work and settles the pools' blocks (settle).
@@ -36,8 +39,7 @@ type Stream struct {
 	capturing atomic.Bool // BeginCapture counted a capture in captures
 
 	mu     sync.Mutex
-	done   *waitReq // Done's request, for the work queued up to doneAt
-	doneAt uint64
+	done   *waitReq // Done's request, for the work queued before queued was cleared
 	failed error    // a callback's panic, for the next Synchronize, Wait or Query
 	pools  []*arena // pools that keep free blocks for the stream
 }
@@ -160,13 +162,15 @@ func (s *Stream) enter(d Device) (C.uintptr_t, error) {
 	if !s.life.acquire() {
 		return 0, ErrClosed
 	}
-	s.queued.Add(1)
 	return C.uintptr_t(s.h), nil
 }
 
-// leave ends an operation enter began.
+// leave ends an operation enter began, once it has queued its work.
 func (s *Stream) leave() {
 	if s != nil {
+		if !s.queued.Load() {
+			s.queued.Store(true)
+		}
 		s.life.release()
 	}
 }
@@ -261,12 +265,15 @@ func (s *Stream) watch() (*waitReq, error) {
 		return nil, err
 	}
 	defer s.life.release()
-	n := s.queued.Load()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.done != nil && s.doneAt == n {
+	// Cleared before the event is recorded, queued is set again by every
+	// operation whose work the event may not cover: one that queued its
+	// work after the clear.
+	if !s.queued.Swap(false) && s.done != nil {
 		return s.done, nil
 	}
+	s.done = nil
 	var e C.uintptr_t
 	if err := check("cudaEventCreateWithFlags", C.hl_event_create(s.ctx, &e, C.cudaEventDisableTiming)); err != nil {
 		return nil, err
@@ -275,7 +282,7 @@ func (s *Stream) watch() (*waitReq, error) {
 		C.hl_event_destroy(s.ctx, e)
 		return nil, err
 	}
-	s.done, s.doneAt = watch(&waitEvent{ctx: s.ctx, ev: cudart.Event(e), closed: true}), n
+	s.done = watch(&waitEvent{ctx: s.ctx, ev: cudart.Event(e), closed: true})
 	return s.done, nil
 }
 

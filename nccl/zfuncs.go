@@ -10,82 +10,6 @@ import (
 
 /*
 #cgo CFLAGS: -Wno-deprecated-declarations -I${SRCDIR}/../headers/nccl-2.28.3 -I${SRCDIR}/../headers/cuda-13.0
-#cgo noescape gocuda_ncclMemAlloc
-#cgo nocallback gocuda_ncclMemAlloc
-#cgo noescape gocuda_ncclMemFree
-#cgo nocallback gocuda_ncclMemFree
-#cgo noescape gocuda_ncclGetVersion
-#cgo nocallback gocuda_ncclGetVersion
-#cgo noescape gocuda_ncclGetUniqueId
-#cgo nocallback gocuda_ncclGetUniqueId
-#cgo noescape gocuda_ncclCommInitRankConfig
-#cgo nocallback gocuda_ncclCommInitRankConfig
-#cgo noescape gocuda_ncclCommInitRank
-#cgo nocallback gocuda_ncclCommInitRank
-#cgo noescape gocuda_ncclCommInitAll
-#cgo nocallback gocuda_ncclCommInitAll
-#cgo noescape gocuda_ncclCommFinalize
-#cgo nocallback gocuda_ncclCommFinalize
-#cgo noescape gocuda_ncclCommDestroy
-#cgo noescape gocuda_ncclCommAbort
-#cgo nocallback gocuda_ncclCommAbort
-#cgo noescape gocuda_ncclCommSplit
-#cgo nocallback gocuda_ncclCommSplit
-#cgo noescape gocuda_ncclCommShrink
-#cgo nocallback gocuda_ncclCommShrink
-#cgo noescape gocuda_ncclCommInitRankScalable
-#cgo nocallback gocuda_ncclCommInitRankScalable
-#cgo noescape gocuda_ncclGetErrorString
-#cgo nocallback gocuda_ncclGetErrorString
-#cgo noescape gocuda_ncclGetLastError
-#cgo nocallback gocuda_ncclGetLastError
-#cgo noescape gocuda_ncclResetDebugInit
-#cgo nocallback gocuda_ncclCommGetAsyncError
-#cgo noescape gocuda_ncclCommCount
-#cgo nocallback gocuda_ncclCommCount
-#cgo noescape gocuda_ncclCommCuDevice
-#cgo nocallback gocuda_ncclCommCuDevice
-#cgo noescape gocuda_ncclCommUserRank
-#cgo nocallback gocuda_ncclCommUserRank
-#cgo noescape gocuda_ncclCommRegister
-#cgo nocallback gocuda_ncclCommRegister
-#cgo noescape gocuda_ncclCommDeregister
-#cgo nocallback gocuda_ncclCommDeregister
-#cgo noescape gocuda_ncclCommWindowRegister
-#cgo nocallback gocuda_ncclCommWindowRegister
-#cgo noescape gocuda_ncclCommWindowDeregister
-#cgo nocallback gocuda_ncclCommWindowDeregister
-#cgo noescape gocuda_ncclRedOpCreatePreMulSum
-#cgo nocallback gocuda_ncclRedOpCreatePreMulSum
-#cgo noescape gocuda_ncclRedOpDestroy
-#cgo noescape gocuda_ncclReduce
-#cgo nocallback gocuda_ncclReduce
-#cgo noescape gocuda_ncclBcast
-#cgo nocallback gocuda_ncclBcast
-#cgo noescape gocuda_ncclBroadcast
-#cgo nocallback gocuda_ncclBroadcast
-#cgo noescape gocuda_ncclAllReduce
-#cgo nocallback gocuda_ncclAllReduce
-#cgo noescape gocuda_ncclReduceScatter
-#cgo nocallback gocuda_ncclReduceScatter
-#cgo noescape gocuda_ncclAllGather
-#cgo nocallback gocuda_ncclAllGather
-#cgo noescape gocuda_ncclAlltoAll
-#cgo nocallback gocuda_ncclAlltoAll
-#cgo noescape gocuda_ncclGather
-#cgo nocallback gocuda_ncclGather
-#cgo noescape gocuda_ncclScatter
-#cgo nocallback gocuda_ncclScatter
-#cgo noescape gocuda_ncclSend
-#cgo nocallback gocuda_ncclSend
-#cgo noescape gocuda_ncclRecv
-#cgo nocallback gocuda_ncclRecv
-#cgo noescape gocuda_ncclGroupStart
-#cgo nocallback gocuda_ncclGroupStart
-#cgo noescape gocuda_ncclGroupEnd
-#cgo nocallback gocuda_ncclGroupEnd
-#cgo noescape gocuda_ncclGroupSimulateEnd
-#cgo nocallback gocuda_ncclGroupSimulateEnd
 #include <stdint.h>
 #include <stdlib.h>
 #define CUDA_ENABLE_DEPRECATED 1
@@ -297,7 +221,9 @@ var (
 	procGroupSimulateEnd     = lib.Proc("ncclGroupSimulateEnd")
 )
 
-// MemAlloc calls ncclMemAlloc.
+// MemAlloc calls ncclMemAlloc: NCCL malloc and free function for all types of NCCL optimizations
+// (e.g. user buffer registration). The actual allocated size might
+// be larger than requested due to granularity requirement.
 func MemAlloc(ptr *unsafe.Pointer, size uint64) error {
 	fp, err := procMemAlloc.Addr()
 	if err != nil {
@@ -309,7 +235,8 @@ func MemAlloc(ptr *unsafe.Pointer, size uint64) error {
 	return nil
 }
 
-// MemFree calls ncclMemFree.
+// MemFree calls ncclMemFree. See the NCCL User Guide, API:
+// https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/api.html
 func MemFree(ptr unsafe.Pointer) error {
 	fp, err := procMemFree.Addr()
 	if err != nil {
@@ -321,7 +248,9 @@ func MemFree(ptr unsafe.Pointer) error {
 	return nil
 }
 
-// GetVersion calls ncclGetVersion.
+// GetVersion calls ncclGetVersion: return the NCCL_VERSION_CODE of the NCCL library in the supplied integer.
+// This integer is coded with the MAJOR, MINOR and PATCH level of the
+// NCCL library
 func GetVersion(version *int32) error {
 	fp, err := procGetVersion.Addr()
 	if err != nil {
@@ -333,7 +262,9 @@ func GetVersion(version *int32) error {
 	return nil
 }
 
-// GetUniqueId calls ncclGetUniqueId.
+// GetUniqueId calls ncclGetUniqueId: generates an Id to be used in ncclCommInitRank. ncclGetUniqueId should be
+// called once and the Id should be distributed to all ranks in the
+// communicator before calling ncclCommInitRank.
 func GetUniqueId(uniqueId *UniqueId) error {
 	fp, err := procGetUniqueId.Addr()
 	if err != nil {
@@ -345,7 +276,8 @@ func GetUniqueId(uniqueId *UniqueId) error {
 	return nil
 }
 
-// CommInitRankConfig calls ncclCommInitRankConfig.
+// CommInitRankConfig calls ncclCommInitRankConfig: create a new communicator (multi thread/process version) with a configuration
+// set by users.
 func CommInitRankConfig(comm *Comm, nranks int32, commId UniqueId, rank int32, config *Config) error {
 	fp, err := procCommInitRankConfig.Addr()
 	if err != nil {
@@ -357,7 +289,12 @@ func CommInitRankConfig(comm *Comm, nranks int32, commId UniqueId, rank int32, c
 	return nil
 }
 
-// CommInitRank calls ncclCommInitRank.
+// CommInitRank calls ncclCommInitRank: creates a new communicator (multi thread/process version).
+// rank must be between 0 and nranks-1 and unique within a communicator clique.
+// Each rank is associated to a CUDA device, which has to be set before calling
+// ncclCommInitRank.
+// ncclCommInitRank implicitly syncronizes with other ranks, so it must be
+// called by different threads/processes or use ncclGroupStart/ncclGroupEnd.
 func CommInitRank(comm *Comm, nranks int32, commId UniqueId, rank int32) error {
 	fp, err := procCommInitRank.Addr()
 	if err != nil {
@@ -369,7 +306,12 @@ func CommInitRank(comm *Comm, nranks int32, commId UniqueId, rank int32) error {
 	return nil
 }
 
-// CommInitAll calls ncclCommInitAll.
+// CommInitAll calls ncclCommInitAll: creates a clique of communicators (single process version).
+// This is a convenience function to create a single-process communicator clique.
+// Returns an array of ndev newly initialized communicators in comm.
+// comm should be pre-allocated with size at least ndev*sizeof(ncclComm_t).
+// If devlist is NULL, the first ndev CUDA devices are used.
+// Order of devlist defines user-order of processors within the communicator.
 func CommInitAll(comm *Comm, ndev int32, devlist *int32) error {
 	fp, err := procCommInitAll.Addr()
 	if err != nil {
@@ -381,7 +323,11 @@ func CommInitAll(comm *Comm, ndev int32, devlist *int32) error {
 	return nil
 }
 
-// CommFinalize calls ncclCommFinalize.
+// CommFinalize calls ncclCommFinalize: finalize a communicator. ncclCommFinalize flushes all issued communications,
+// and marks communicator state as ncclInProgress. The state will change to ncclSuccess
+// when the communicator is globally quiescent and related resources are freed; then,
+// calling ncclCommDestroy can locally free the rest of the resources (e.g. communicator
+// itself) without blocking.
 func CommFinalize(comm Comm) error {
 	fp, err := procCommFinalize.Addr()
 	if err != nil {
@@ -393,7 +339,7 @@ func CommFinalize(comm Comm) error {
 	return nil
 }
 
-// CommDestroy calls ncclCommDestroy.
+// CommDestroy calls ncclCommDestroy: frees local resources associated with communicator object.
 func CommDestroy(comm Comm) error {
 	fp, err := procCommDestroy.Addr()
 	if err != nil {
@@ -405,7 +351,8 @@ func CommDestroy(comm Comm) error {
 	return nil
 }
 
-// CommAbort calls ncclCommAbort.
+// CommAbort calls ncclCommAbort: frees resources associated with communicator object and aborts any operations
+// that might still be running on the device.
 func CommAbort(comm Comm) error {
 	fp, err := procCommAbort.Addr()
 	if err != nil {
@@ -417,7 +364,13 @@ func CommAbort(comm Comm) error {
 	return nil
 }
 
-// CommSplit calls ncclCommSplit.
+// CommSplit calls ncclCommSplit: creates one or more communicators from an existing one.
+// Ranks with the same color will end up in the same communicator.
+// Within the new communicator, key will be used to order ranks.
+// NCCL_SPLIT_NOCOLOR as color will indicate the rank will not be part of any group
+// and will therefore return a NULL communicator.
+// If config is NULL, the new communicator will inherit the original communicator's
+// configuration
 func CommSplit(comm Comm, color int32, key int32, newcomm *Comm, config *Config) error {
 	fp, err := procCommSplit.Addr()
 	if err != nil {
@@ -429,7 +382,11 @@ func CommSplit(comm Comm, color int32, key int32, newcomm *Comm, config *Config)
 	return nil
 }
 
-// CommShrink calls ncclCommShrink.
+// CommShrink calls ncclCommShrink: shrink existing communicator.
+// Ranks in excludeRanksList will be removed form the existing communicator.
+// Within the new communicator, ranks will be re-ordered to fill the gap of removed ones.
+// If config is NULL, the new communicator will inherit the original communicator's configuration
+// The flag enables NCCL to adapt to various states of the parent communicator, see NCCL_SHRINK flags.
 func CommShrink(comm Comm, excludeRanksList *int32, excludeRanksCount int32, newcomm *Comm, config *Config, shrinkFlags int32) error {
 	fp, err := procCommShrink.Addr()
 	if err != nil {
@@ -441,7 +398,9 @@ func CommShrink(comm Comm, excludeRanksList *int32, excludeRanksCount int32, new
 	return nil
 }
 
-// CommInitRankScalable calls ncclCommInitRankScalable.
+// CommInitRankScalable calls ncclCommInitRankScalable: creates a new communicator (multi thread/process version), similar to ncclCommInitRankConfig.
+// Allows to use more than one ncclUniqueId (up to one per rank), indicated by nId, to accelerate the init operation.
+// The number of ncclUniqueIds and their order must be the same for every rank.
 func CommInitRankScalable(newcomm *Comm, nranks int32, myrank int32, nId int32, commIds *UniqueId, config *Config) error {
 	fp, err := procCommInitRankScalable.Addr()
 	if err != nil {
@@ -453,7 +412,7 @@ func CommInitRankScalable(newcomm *Comm, nranks int32, myrank int32, nId int32, 
 	return nil
 }
 
-// GetErrorString calls ncclGetErrorString.
+// GetErrorString calls ncclGetErrorString: returns a string for each error code.
 func GetErrorString(result Result) (string, error) {
 	fp, err := procGetErrorString.Addr()
 	if err != nil {
@@ -463,7 +422,7 @@ func GetErrorString(result Result) (string, error) {
 	return C.GoString(r), nil
 }
 
-// GetLastError calls ncclGetLastError.
+// GetLastError calls ncclGetLastError: returns a human-readable message of the last error that occurred.
 func GetLastError(comm Comm) (string, error) {
 	fp, err := procGetLastError.Addr()
 	if err != nil {
@@ -473,7 +432,9 @@ func GetLastError(comm Comm) (string, error) {
 	return C.GoString(r), nil
 }
 
-// ResetDebugInit calls ncclResetDebugInit.
+// ResetDebugInit calls ncclResetDebugInit: reload environment variables that determine logging.
+//
+// Deprecated: ncclResetDebugInit is not supported as part of the NCCL API and will be removed in the future.
 func ResetDebugInit() error {
 	fp, err := procResetDebugInit.Addr()
 	if err != nil {
@@ -483,7 +444,7 @@ func ResetDebugInit() error {
 	return nil
 }
 
-// CommGetAsyncError calls ncclCommGetAsyncError.
+// CommGetAsyncError calls ncclCommGetAsyncError: checks whether the comm has encountered any asynchronous errors
 func CommGetAsyncError(comm Comm, asyncError *Result) error {
 	fp, err := procCommGetAsyncError.Addr()
 	if err != nil {
@@ -495,7 +456,7 @@ func CommGetAsyncError(comm Comm, asyncError *Result) error {
 	return nil
 }
 
-// CommCount calls ncclCommCount.
+// CommCount calls ncclCommCount: gets the number of ranks in the communicator clique.
 func CommCount(comm Comm, count *int32) error {
 	fp, err := procCommCount.Addr()
 	if err != nil {
@@ -507,7 +468,7 @@ func CommCount(comm Comm, count *int32) error {
 	return nil
 }
 
-// CommCuDevice calls ncclCommCuDevice.
+// CommCuDevice calls ncclCommCuDevice: returns the cuda device number associated with the communicator.
 func CommCuDevice(comm Comm, device *int32) error {
 	fp, err := procCommCuDevice.Addr()
 	if err != nil {
@@ -519,7 +480,7 @@ func CommCuDevice(comm Comm, device *int32) error {
 	return nil
 }
 
-// CommUserRank calls ncclCommUserRank.
+// CommUserRank calls ncclCommUserRank: returns the user-ordered "rank" associated with the communicator.
 func CommUserRank(comm Comm, rank *int32) error {
 	fp, err := procCommUserRank.Addr()
 	if err != nil {
@@ -531,7 +492,7 @@ func CommUserRank(comm Comm, rank *int32) error {
 	return nil
 }
 
-// CommRegister calls ncclCommRegister.
+// CommRegister calls ncclCommRegister: register CUDA buffer for zero-copy operation
 func CommRegister(comm Comm, buff unsafe.Pointer, size uint64, handle *unsafe.Pointer) error {
 	fp, err := procCommRegister.Addr()
 	if err != nil {
@@ -543,7 +504,7 @@ func CommRegister(comm Comm, buff unsafe.Pointer, size uint64, handle *unsafe.Po
 	return nil
 }
 
-// CommDeregister calls ncclCommDeregister.
+// CommDeregister calls ncclCommDeregister: deregister CUDA buffer
 func CommDeregister(comm Comm, handle unsafe.Pointer) error {
 	fp, err := procCommDeregister.Addr()
 	if err != nil {
@@ -555,7 +516,7 @@ func CommDeregister(comm Comm, handle unsafe.Pointer) error {
 	return nil
 }
 
-// CommWindowRegister calls ncclCommWindowRegister.
+// CommWindowRegister calls ncclCommWindowRegister: register memory window
 func CommWindowRegister(comm Comm, buff unsafe.Pointer, size uint64, win *Window, winFlags int32) error {
 	fp, err := procCommWindowRegister.Addr()
 	if err != nil {
@@ -567,7 +528,7 @@ func CommWindowRegister(comm Comm, buff unsafe.Pointer, size uint64, win *Window
 	return nil
 }
 
-// CommWindowDeregister calls ncclCommWindowDeregister.
+// CommWindowDeregister calls ncclCommWindowDeregister: deregister symmetric memory
 func CommWindowDeregister(comm Comm, win Window) error {
 	fp, err := procCommWindowDeregister.Addr()
 	if err != nil {
@@ -579,7 +540,14 @@ func CommWindowDeregister(comm Comm, win Window) error {
 	return nil
 }
 
-// RedOpCreatePreMulSum calls ncclRedOpCreatePreMulSum.
+// RedOpCreatePreMulSum calls ncclRedOpCreatePreMulSum: ncclRedOpCreatePreMulSum
+//
+// Creates a new reduction operator which pre-multiplies input values by a given
+// scalar locally before reducing them with peer values via summation. For use
+// only with collectives launched against *comm* and *datatype*. The
+// *residence* argument indicates how/when the memory pointed to by *scalar
+// will be dereferenced. Upon return, the newly created operator's handle
+// is stored in *op*.
 func RedOpCreatePreMulSum(op *RedOp, scalar unsafe.Pointer, datatype DataType, residence ScalarResidence, comm Comm) error {
 	fp, err := procRedOpCreatePreMulSum.Addr()
 	if err != nil {
@@ -591,7 +559,11 @@ func RedOpCreatePreMulSum(op *RedOp, scalar unsafe.Pointer, datatype DataType, r
 	return nil
 }
 
-// RedOpDestroy calls ncclRedOpDestroy.
+// RedOpDestroy calls ncclRedOpDestroy: ncclRedOpDestroy
+//
+// Destroys the reduction operator *op*. The operator must have been created by
+// ncclRedOpCreatePreMul with the matching communicator *comm*. An operator may be
+// destroyed as soon as the last NCCL function which is given that operator returns.
 func RedOpDestroy(op RedOp, comm Comm) error {
 	fp, err := procRedOpDestroy.Addr()
 	if err != nil {
@@ -603,7 +575,15 @@ func RedOpDestroy(op RedOp, comm Comm) error {
 	return nil
 }
 
-// Reduce calls ncclReduce.
+// Reduce calls ncclReduce: reduce
+//
+// Reduces data arrays of length count in sendbuff into recvbuff using op
+// operation.
+// recvbuff may be NULL on all calls except for root device.
+// root is the rank (not the CUDA device) where data will reside after the
+// operation is complete.
+//
+// In-place operation will happen if sendbuff == recvbuff.
 func Reduce(sendbuff unsafe.Pointer, recvbuff unsafe.Pointer, count uint64, datatype DataType, op RedOp, root int32, comm Comm, stream cudart.Stream) error {
 	fp, err := procReduce.Addr()
 	if err != nil {
@@ -615,7 +595,13 @@ func Reduce(sendbuff unsafe.Pointer, recvbuff unsafe.Pointer, count uint64, data
 	return nil
 }
 
-// Bcast calls ncclBcast.
+// Bcast calls ncclBcast: (deprecated) Broadcast (in-place)
+//
+// Copies count values from root to all other devices.
+// root is the rank (not the CUDA device) where data resides before the
+// operation is started.
+//
+// This operation is implicitely in place.
 func Bcast(buff unsafe.Pointer, count uint64, datatype DataType, root int32, comm Comm, stream cudart.Stream) error {
 	fp, err := procBcast.Addr()
 	if err != nil {
@@ -627,7 +613,13 @@ func Bcast(buff unsafe.Pointer, count uint64, datatype DataType, root int32, com
 	return nil
 }
 
-// Broadcast calls ncclBroadcast.
+// Broadcast calls ncclBroadcast: broadcast
+//
+// Copies count values from root to all other devices.
+// root is the rank (not the CUDA device) where data resides before the
+// operation is started.
+//
+// In-place operation will happen if sendbuff == recvbuff.
 func Broadcast(sendbuff unsafe.Pointer, recvbuff unsafe.Pointer, count uint64, datatype DataType, root int32, comm Comm, stream cudart.Stream) error {
 	fp, err := procBroadcast.Addr()
 	if err != nil {
@@ -639,7 +631,12 @@ func Broadcast(sendbuff unsafe.Pointer, recvbuff unsafe.Pointer, count uint64, d
 	return nil
 }
 
-// AllReduce calls ncclAllReduce.
+// AllReduce calls ncclAllReduce: all-Reduce
+//
+// Reduces data arrays of length count in sendbuff using op operation, and
+// leaves identical copies of result on each recvbuff.
+//
+// In-place operation will happen if sendbuff == recvbuff.
 func AllReduce(sendbuff unsafe.Pointer, recvbuff unsafe.Pointer, count uint64, datatype DataType, op RedOp, comm Comm, stream cudart.Stream) error {
 	fp, err := procAllReduce.Addr()
 	if err != nil {
@@ -651,7 +648,15 @@ func AllReduce(sendbuff unsafe.Pointer, recvbuff unsafe.Pointer, count uint64, d
 	return nil
 }
 
-// ReduceScatter calls ncclReduceScatter.
+// ReduceScatter calls ncclReduceScatter: reduce-Scatter
+//
+// Reduces data in sendbuff using op operation and leaves reduced result
+// scattered over the devices so that recvbuff on rank i will contain the i-th
+// block of the result.
+// Assumes sendcount is equal to nranks*recvcount, which means that sendbuff
+// should have a size of at least nranks*recvcount elements.
+//
+// In-place operations will happen if recvbuff == sendbuff + rank * recvcount.
 func ReduceScatter(sendbuff unsafe.Pointer, recvbuff unsafe.Pointer, recvcount uint64, datatype DataType, op RedOp, comm Comm, stream cudart.Stream) error {
 	fp, err := procReduceScatter.Addr()
 	if err != nil {
@@ -663,7 +668,14 @@ func ReduceScatter(sendbuff unsafe.Pointer, recvbuff unsafe.Pointer, recvcount u
 	return nil
 }
 
-// AllGather calls ncclAllGather.
+// AllGather calls ncclAllGather: all-Gather
+//
+// Each device gathers sendcount values from other GPUs into recvbuff,
+// receiving data from rank i at offset i*sendcount.
+// Assumes recvcount is equal to nranks*sendcount, which means that recvbuff
+// should have a size of at least nranks*sendcount elements.
+//
+// In-place operations will happen if sendbuff == recvbuff + rank * sendcount.
 func AllGather(sendbuff unsafe.Pointer, recvbuff unsafe.Pointer, sendcount uint64, datatype DataType, comm Comm, stream cudart.Stream) error {
 	fp, err := procAllGather.Addr()
 	if err != nil {
@@ -675,7 +687,12 @@ func AllGather(sendbuff unsafe.Pointer, recvbuff unsafe.Pointer, sendcount uint6
 	return nil
 }
 
-// AlltoAll calls ncclAlltoAll.
+// AlltoAll calls ncclAlltoAll: all-to-All
+//
+// Each device sends count values to all other devices and receives count values
+// from all other devices. Data to send to destination rank j is taken from
+// sendbuff+j*count and data received from source rank i is placed at
+// recvbuff+i*count.
 func AlltoAll(sendbuff unsafe.Pointer, recvbuff unsafe.Pointer, count uint64, datatype DataType, comm Comm, stream cudart.Stream) error {
 	fp, err := procAlltoAll.Addr()
 	if err != nil {
@@ -687,7 +704,14 @@ func AlltoAll(sendbuff unsafe.Pointer, recvbuff unsafe.Pointer, count uint64, da
 	return nil
 }
 
-// Gather calls ncclGather.
+// Gather calls ncclGather: gather
+//
+// Each rank sends count elements from sendbuff to the root rank.
+// On the root rank, data from rank i is placed at recvbuff + i*count.
+// On non-root ranks, recvbuff is not used.
+// root is the rank where data will be gathered.
+//
+// In-place operations will happen if sendbuff == recvbuff + root * count.
 func Gather(sendbuff unsafe.Pointer, recvbuff unsafe.Pointer, count uint64, datatype DataType, root int32, comm Comm, stream cudart.Stream) error {
 	fp, err := procGather.Addr()
 	if err != nil {
@@ -699,7 +723,14 @@ func Gather(sendbuff unsafe.Pointer, recvbuff unsafe.Pointer, count uint64, data
 	return nil
 }
 
-// Scatter calls ncclScatter.
+// Scatter calls ncclScatter: scatter
+//
+// On the root rank, count elements from sendbuff+i*count are sent to rank i.
+// On non-root ranks, sendbuff is not used.
+// Each rank receives count elements into recvbuff.
+// root is the rank that will distribute the data.
+//
+// In-place operations will happen if recvbuff == sendbuff + root * count.
 func Scatter(sendbuff unsafe.Pointer, recvbuff unsafe.Pointer, count uint64, datatype DataType, root int32, comm Comm, stream cudart.Stream) error {
 	fp, err := procScatter.Addr()
 	if err != nil {
@@ -711,7 +742,16 @@ func Scatter(sendbuff unsafe.Pointer, recvbuff unsafe.Pointer, count uint64, dat
 	return nil
 }
 
-// Send calls ncclSend.
+// Send calls ncclSend: send
+//
+// Send data from sendbuff to rank peer.
+//
+// Rank peer needs to call ncclRecv with the same datatype and the same count from this
+// rank.
+//
+// This operation is blocking for the GPU. If multiple ncclSend and ncclRecv operations
+// need to progress concurrently to complete, they must be fused within a ncclGroupStart/
+// ncclGroupEnd section.
 func Send(sendbuff unsafe.Pointer, count uint64, datatype DataType, peer int32, comm Comm, stream cudart.Stream) error {
 	fp, err := procSend.Addr()
 	if err != nil {
@@ -723,7 +763,16 @@ func Send(sendbuff unsafe.Pointer, count uint64, datatype DataType, peer int32, 
 	return nil
 }
 
-// Recv calls ncclRecv.
+// Recv calls ncclRecv: receive
+//
+// Receive data from rank peer into recvbuff.
+//
+// Rank peer needs to call ncclSend with the same datatype and the same count to this
+// rank.
+//
+// This operation is blocking for the GPU. If multiple ncclSend and ncclRecv operations
+// need to progress concurrently to complete, they must be fused within a ncclGroupStart/
+// ncclGroupEnd section.
 func Recv(recvbuff unsafe.Pointer, count uint64, datatype DataType, peer int32, comm Comm, stream cudart.Stream) error {
 	fp, err := procRecv.Addr()
 	if err != nil {
@@ -735,7 +784,11 @@ func Recv(recvbuff unsafe.Pointer, count uint64, datatype DataType, peer int32, 
 	return nil
 }
 
-// GroupStart calls ncclGroupStart.
+// GroupStart calls ncclGroupStart: group Start
+//
+// Start a group call. All calls to NCCL until ncclGroupEnd will be fused into
+// a single NCCL operation. Nothing will be started on the CUDA stream until
+// ncclGroupEnd.
 func GroupStart() error {
 	fp, err := procGroupStart.Addr()
 	if err != nil {
@@ -747,7 +800,11 @@ func GroupStart() error {
 	return nil
 }
 
-// GroupEnd calls ncclGroupEnd.
+// GroupEnd calls ncclGroupEnd: group End
+//
+// End a group call. Start a fused NCCL operation consisting of all calls since
+// ncclGroupStart. Operations on the CUDA stream depending on the NCCL operations
+// need to be called after ncclGroupEnd.
 func GroupEnd() error {
 	fp, err := procGroupEnd.Addr()
 	if err != nil {
@@ -759,7 +816,9 @@ func GroupEnd() error {
 	return nil
 }
 
-// GroupSimulateEnd calls ncclGroupSimulateEnd.
+// GroupSimulateEnd calls ncclGroupSimulateEnd: group Simulate End
+//
+// Simulate a ncclGroupEnd() call and return NCCL's simulation info in a struct.
 func GroupSimulateEnd(simInfo *SimInfo) error {
 	fp, err := procGroupSimulateEnd.Addr()
 	if err != nil {

@@ -84,7 +84,6 @@ var goValues = []ccheck.Value{
 	{Name: "Avg", Value: int64(Avg)},
 	{Name: "NumOps", Value: int64(NumOps)},
 	{Name: "MaxRedOp", Value: int64(MaxRedOp)},
-	{Name: "NumOps_dummy", Value: int64(NumOps_dummy)},
 	{Name: "Success", Value: int64(Success)},
 	{Name: "UnhandledCudaError", Value: int64(UnhandledCudaError)},
 	{Name: "SystemError", Value: int64(SystemError)},

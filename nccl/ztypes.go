@@ -4,7 +4,7 @@ package nccl
 
 import "strconv"
 
-// DataType is ncclDataType_t.
+// DataType is ncclDataType_t: data types
 type DataType int32
 
 const (
@@ -65,12 +65,20 @@ func (v DataType) String() string {
 type RedOp int32
 
 const (
-	Sum      RedOp = 0
-	Prod     RedOp = 1
-	Max      RedOp = 2
-	Min      RedOp = 3
-	Avg      RedOp = 4
-	NumOps   RedOp = 5
+	Sum  RedOp = 0
+	Prod RedOp = 1
+	Max  RedOp = 2
+	Min  RedOp = 3
+	Avg  RedOp = 4
+	// NumOps is ncclNumOps: ncclNumOps: The number of built-in ncclRedOp_t values. Also
+	// serves as the least possible value for dynamic ncclRedOp_t's
+	// as constructed by ncclRedOpCreate*** functions.
+	NumOps RedOp = 5
+	// MaxRedOp is ncclMaxRedOp: ncclMaxRedOp: The largest valid value for ncclRedOp_t.
+	// It is defined to be the largest signed value (since compilers
+	// are permitted to use signed enums) that won't grow
+	// sizeof(ncclRedOp_t) when compared to previous NCCL versions to
+	// maintain ABI compatibility.
 	MaxRedOp RedOp = 2147483647
 )
 
@@ -93,22 +101,6 @@ func (v RedOp) String() string {
 		return "ncclMaxRedOp"
 	}
 	return "RedOp(" + strconv.FormatInt(int64(v), 10) + ")"
-}
-
-// RedOp_dummy is ncclRedOp_dummy_t.
-type RedOp_dummy int32
-
-const (
-	NumOps_dummy RedOp_dummy = 5
-)
-
-// String returns the C name of v, or RedOp_dummy(n) for a value the headers do not name.
-func (v RedOp_dummy) String() string {
-	switch v {
-	case NumOps_dummy:
-		return "ncclNumOps_dummy"
-	}
-	return "RedOp_dummy(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
 // Result is ncclResult_t.
@@ -151,36 +143,20 @@ func (v Result) String() string {
 	return "Result(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
-// Error returns the C name of v and the headers' description of it.
+// Error returns the C name of v and the headers' description of it, if any.
 func (v Result) Error() string {
-	switch v {
-	case Success:
-		return "ncclSuccess"
-	case UnhandledCudaError:
-		return "ncclUnhandledCudaError"
-	case SystemError:
-		return "ncclSystemError"
-	case InternalError:
-		return "ncclInternalError"
-	case InvalidArgument:
-		return "ncclInvalidArgument"
-	case InvalidUsage:
-		return "ncclInvalidUsage"
-	case RemoteError:
-		return "ncclRemoteError"
-	case InProgress:
-		return "ncclInProgress"
-	case NumResults:
-		return "ncclNumResults"
-	}
 	return v.String()
 }
 
-// ScalarResidence is ncclScalarResidence_t.
+// ScalarResidence is ncclScalarResidence_t: ncclScalarResidence_t: Location and dereferencing logic for scalar arguments.
 type ScalarResidence int32
 
 const (
-	ScalarDevice        ScalarResidence = 0
+	// ScalarDevice is ncclScalarDevice: ncclScalarDevice: The scalar is in device-visible memory and will be
+	// dereferenced while the collective is running.
+	ScalarDevice ScalarResidence = 0
+	// ScalarHostImmediate is ncclScalarHostImmediate: ncclScalarHostImmediate: The scalar is in host-visible memory and will be
+	// dereferenced before the ncclRedOpCreate***() function returns.
 	ScalarHostImmediate ScalarResidence = 1
 )
 
@@ -195,11 +171,14 @@ func (v ScalarResidence) String() string {
 	return "ScalarResidence(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
-// Config is struct ncclConfig_v22800.
+// Config is struct ncclConfig_v22800: communicator configuration. Users can assign value to attributes to specify the
+// behavior of a communicator.
 type Config struct {
-	Size                uint64
-	Magic               uint32
-	Version             uint32
+	// attributes that users should never touch.
+	Size    uint64
+	Magic   uint32
+	Version uint32
+	// attributes that users are able to customize.
 	Blocking            int32
 	CgaClusterSize      int32
 	MinCTAs             int32
@@ -216,7 +195,7 @@ type Config struct {
 	NvlinkCentricSched  int32
 }
 
-// SimInfo is struct ncclSimInfo_v22200.
+// SimInfo is struct ncclSimInfo_v22200: this struct will be used by ncclGroupSimulateEnd() API to query information about simulation.
 type SimInfo struct {
 	Size          uint64
 	Magic         uint32

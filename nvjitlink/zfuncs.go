@@ -6,15 +6,8 @@ import "unsafe"
 
 /*
 #cgo CFLAGS: -Wno-deprecated-declarations -I${SRCDIR}/../headers/cuda-13.0
-#cgo noescape gocuda_nvJitLinkCreate
-#cgo nocallback gocuda_nvJitLinkCreate
 #cgo noescape gocuda_nvJitLinkDestroy
-#cgo noescape gocuda_nvJitLinkAddData
-#cgo nocallback gocuda_nvJitLinkAddData
-#cgo noescape gocuda_nvJitLinkAddFile
-#cgo nocallback gocuda_nvJitLinkAddFile
-#cgo noescape gocuda_nvJitLinkComplete
-#cgo nocallback gocuda_nvJitLinkComplete
+#cgo nocallback gocuda_nvJitLinkDestroy
 #cgo noescape gocuda_nvJitLinkGetLinkedCubinSize
 #cgo nocallback gocuda_nvJitLinkGetLinkedCubinSize
 #cgo noescape gocuda_nvJitLinkGetLinkedCubin

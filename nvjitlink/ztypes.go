@@ -4,7 +4,8 @@ package nvjitlink
 
 import "strconv"
 
-// InputType is nvJitLinkInputType.
+// InputType is nvJitLinkInputType: the enumerated type nvJitLinkInputType defines the kind of inputs
+// that can be passed to nvJitLinkAdd* APIs.
 type InputType int32
 
 const (
@@ -53,7 +54,8 @@ func (v InputType) String() string {
 	return "InputType(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
-// Result is nvJitLinkResult.
+// Result is nvJitLinkResult: the enumerated type nvJitLinkResult defines API call result codes.
+// nvJitLink APIs return nvJitLinkResult codes to indicate the result.
 type Result int32
 
 const (
@@ -141,11 +143,9 @@ func (v Result) String() string {
 	return "Result(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
-// Error returns the C name of v and the headers' description of it.
+// Error returns the C name of v and the headers' description of it, if any.
 func (v Result) Error() string {
 	switch v {
-	case SUCCESS:
-		return "NVJITLINK_SUCCESS"
 	case ERROR_UNRECOGNIZED_OPTION:
 		return "NVJITLINK_ERROR_UNRECOGNIZED_OPTION: unrecognized Option"
 	case ERROR_MISSING_ARCH:

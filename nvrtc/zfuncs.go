@@ -6,8 +6,6 @@ import "unsafe"
 
 /*
 #cgo CFLAGS: -Wno-deprecated-declarations -I${SRCDIR}/../headers/cuda-13.0
-#cgo noescape gocuda_nvrtcGetErrorString
-#cgo nocallback gocuda_nvrtcGetErrorString
 #cgo noescape gocuda_nvrtcVersion
 #cgo nocallback gocuda_nvrtcVersion
 #cgo noescape gocuda_nvrtcGetNumSupportedArchs
@@ -17,8 +15,7 @@ import "unsafe"
 #cgo noescape gocuda_nvrtcCreateProgram
 #cgo nocallback gocuda_nvrtcCreateProgram
 #cgo noescape gocuda_nvrtcDestroyProgram
-#cgo noescape gocuda_nvrtcCompileProgram
-#cgo nocallback gocuda_nvrtcCompileProgram
+#cgo nocallback gocuda_nvrtcDestroyProgram
 #cgo noescape gocuda_nvrtcGetPTXSize
 #cgo nocallback gocuda_nvrtcGetPTXSize
 #cgo noescape gocuda_nvrtcGetPTX
@@ -39,16 +36,10 @@ import "unsafe"
 #cgo nocallback gocuda_nvrtcGetProgramLogSize
 #cgo noescape gocuda_nvrtcGetProgramLog
 #cgo nocallback gocuda_nvrtcGetProgramLog
-#cgo noescape gocuda_nvrtcAddNameExpression
-#cgo nocallback gocuda_nvrtcAddNameExpression
 #cgo noescape gocuda_nvrtcGetLoweredName
 #cgo nocallback gocuda_nvrtcGetLoweredName
 #cgo noescape gocuda_nvrtcGetPCHHeapSize
 #cgo nocallback gocuda_nvrtcGetPCHHeapSize
-#cgo noescape gocuda_nvrtcSetPCHHeapSize
-#cgo nocallback gocuda_nvrtcSetPCHHeapSize
-#cgo noescape gocuda_nvrtcGetPCHCreateStatus
-#cgo nocallback gocuda_nvrtcGetPCHCreateStatus
 #cgo noescape gocuda_nvrtcGetPCHHeapSizeRequired
 #cgo nocallback gocuda_nvrtcGetPCHHeapSizeRequired
 #include <stdint.h>

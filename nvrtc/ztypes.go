@@ -4,7 +4,9 @@ package nvrtc
 
 import "strconv"
 
-// Result is nvrtcResult.
+// Result is nvrtcResult: the enumerated type nvrtcResult defines API call result codes.
+// NVRTC API functions return nvrtcResult to indicate the call
+// result.
 type Result int32
 
 const (
@@ -71,46 +73,8 @@ func (v Result) String() string {
 	return "Result(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
-// Error returns the C name of v and the headers' description of it.
+// Error returns the C name of v and the headers' description of it, if any.
 func (v Result) Error() string {
-	switch v {
-	case SUCCESS:
-		return "NVRTC_SUCCESS"
-	case ERROR_OUT_OF_MEMORY:
-		return "NVRTC_ERROR_OUT_OF_MEMORY"
-	case ERROR_PROGRAM_CREATION_FAILURE:
-		return "NVRTC_ERROR_PROGRAM_CREATION_FAILURE"
-	case ERROR_INVALID_INPUT:
-		return "NVRTC_ERROR_INVALID_INPUT"
-	case ERROR_INVALID_PROGRAM:
-		return "NVRTC_ERROR_INVALID_PROGRAM"
-	case ERROR_INVALID_OPTION:
-		return "NVRTC_ERROR_INVALID_OPTION"
-	case ERROR_COMPILATION:
-		return "NVRTC_ERROR_COMPILATION"
-	case ERROR_BUILTIN_OPERATION_FAILURE:
-		return "NVRTC_ERROR_BUILTIN_OPERATION_FAILURE"
-	case ERROR_NO_NAME_EXPRESSIONS_AFTER_COMPILATION:
-		return "NVRTC_ERROR_NO_NAME_EXPRESSIONS_AFTER_COMPILATION"
-	case ERROR_NO_LOWERED_NAMES_BEFORE_COMPILATION:
-		return "NVRTC_ERROR_NO_LOWERED_NAMES_BEFORE_COMPILATION"
-	case ERROR_NAME_EXPRESSION_NOT_VALID:
-		return "NVRTC_ERROR_NAME_EXPRESSION_NOT_VALID"
-	case ERROR_INTERNAL_ERROR:
-		return "NVRTC_ERROR_INTERNAL_ERROR"
-	case ERROR_TIME_FILE_WRITE_FAILED:
-		return "NVRTC_ERROR_TIME_FILE_WRITE_FAILED"
-	case ERROR_NO_PCH_CREATE_ATTEMPTED:
-		return "NVRTC_ERROR_NO_PCH_CREATE_ATTEMPTED"
-	case ERROR_PCH_CREATE_HEAP_EXHAUSTED:
-		return "NVRTC_ERROR_PCH_CREATE_HEAP_EXHAUSTED"
-	case ERROR_PCH_CREATE:
-		return "NVRTC_ERROR_PCH_CREATE"
-	case ERROR_CANCELLED:
-		return "NVRTC_ERROR_CANCELLED"
-	case ERROR_TIME_TRACE_FILE_WRITE_FAILED:
-		return "NVRTC_ERROR_TIME_TRACE_FILE_WRITE_FAILED"
-	}
 	return v.String()
 }
 

@@ -77,8 +77,10 @@ gobench() {
 gobench 'CgoNoop|GetDevice|DeviceAttribute|PoolMallocFree' 5000000x $two
 gobench 'EventRecord|StreamCreateDestroy|MallocAsyncFree|LaunchEmpty|LaunchArgs' 200000x $two
 gobench 'LaunchSync' 50000x $two
+gobench '^BenchmarkMix$' 20000x $two
+gobench '^BenchmarkMix.' 200000x $two
 gobench 'Graph100' 5000x $two
-gobench 'Pinned|Pageable|Registered|D2D|Memset' 20x
+gobench '^Benchmark(H2D|D2H|D2D|Memset)' 20x
 gobench 'Sgemm8192' 30x
 inc=${CUDA_HOME:-/usr/local/cuda}/include
 for c in *.c *.cu; do

@@ -1,8 +1,11 @@
 // bench.h: the timing shared by the C twins: a monotonic clock, RUNS runs
 // of a loop that times a function queueing work on a stream, and their
 // results printed in Go's benchmark format, one line a run, as `go test
-// -count RUNS` prints them, so that one tool reads both.
+// -count RUNS` prints them, so that one tool reads both; and kernels loaded
+// as highlevel loads them (load_kernel).
+#include <cuda.h>
 #include <cuda_runtime_api.h>
+#include <nvrtc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -53,3 +56,43 @@ static void bench_bytes(const char *name, void (*fn)(void), long n, double bytes
 
 // bench is bench_bytes for work that moves no bytes.
 static void bench(const char *name, void (*fn)(void), long n) { bench_bytes(name, fn, n, 0); }
+
+static void drvcheck(CUresult r, const char *what) {
+	if (r != CUDA_SUCCESS) {
+		fprintf(stderr, "%s: CUresult %d\n", what, (int)r);
+		exit(1);
+	}
+}
+
+// load_kernel returns the kernel named name of the CUDA C++ source src as
+// highlevel has it: compiled by NVRTC for device 0, loaded as a CUlibrary,
+// its CUfunction for the current context.
+static CUfunction load_kernel(const char *src, const char *name) {
+	int major, minor;
+	check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0), "cudaDeviceGetAttribute");
+	check(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0), "cudaDeviceGetAttribute");
+	char arch[64];
+	snprintf(arch, sizeof arch, "--gpu-architecture=sm_%d%d", major, minor);
+	const char *opts[] = {arch};
+	nvrtcProgram p;
+	size_t n;
+	if (nvrtcCreateProgram(&p, src, "kernel.cu", 0, NULL, NULL) != NVRTC_SUCCESS ||
+			nvrtcCompileProgram(p, 1, opts) != NVRTC_SUCCESS || nvrtcGetCUBINSize(p, &n) != NVRTC_SUCCESS) {
+		fprintf(stderr, "NVRTC failed\n");
+		exit(1);
+	}
+	char *cubin = (char *)malloc(n);
+	if (cubin == NULL || nvrtcGetCUBIN(p, cubin) != NVRTC_SUCCESS) {
+		fprintf(stderr, "NVRTC failed\n");
+		exit(1);
+	}
+	CUlibrary lib;
+	CUkernel k;
+	CUfunction f;
+	drvcheck(cuLibraryLoadData(&lib, cubin, NULL, NULL, 0, NULL, NULL, 0), "cuLibraryLoadData");
+	drvcheck(cuLibraryGetKernel(&k, lib, name), "cuLibraryGetKernel");
+	drvcheck(cuKernelGetFunction(&f, k), "cuKernelGetFunction");
+	free(cubin);
+	nvrtcDestroyProgram(&p);
+	return f;
+}

@@ -6,12 +6,6 @@
 // format.
 //
 //	nvcc -O2 -arch=native -o launch launch.cu -lcuda -lnvrtc && ./launch
-#include <cuda.h>
-#include <cuda_runtime_api.h>
-#include <nvrtc.h>
-#include <stdio.h>
-#include <stdlib.h>
-
 #include "bench.h"
 
 extern "C" __global__ void empty() {}
@@ -41,45 +35,8 @@ static void launch_sync(void) {
 	check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
 }
 
-// library_empty is the empty kernel as highlevel has it: compiled by NVRTC
-// for the device, loaded as a CUlibrary, its CUfunction for the context.
+// library_empty is the empty kernel as highlevel has it (load_kernel).
 static CUfunction library_empty;
-
-static void drvcheck(CUresult r, const char *what) {
-	if (r != CUDA_SUCCESS) {
-		fprintf(stderr, "%s: CUresult %d\n", what, (int)r);
-		exit(1);
-	}
-}
-
-static void load_library_empty(void) {
-	static const char src[] = "extern \"C\" __global__ void empty() {}\n";
-	int major, minor;
-	check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0), "cudaDeviceGetAttribute");
-	check(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0), "cudaDeviceGetAttribute");
-	char arch[64];
-	snprintf(arch, sizeof arch, "--gpu-architecture=sm_%d%d", major, minor);
-	const char *opts[] = {arch};
-	nvrtcProgram p;
-	size_t n;
-	if (nvrtcCreateProgram(&p, src, "empty.cu", 0, NULL, NULL) != NVRTC_SUCCESS ||
-			nvrtcCompileProgram(p, 1, opts) != NVRTC_SUCCESS || nvrtcGetCUBINSize(p, &n) != NVRTC_SUCCESS) {
-		fprintf(stderr, "NVRTC failed\n");
-		exit(1);
-	}
-	char *cubin = (char *)malloc(n);
-	if (cubin == NULL || nvrtcGetCUBIN(p, cubin) != NVRTC_SUCCESS) {
-		fprintf(stderr, "NVRTC failed\n");
-		exit(1);
-	}
-	CUlibrary lib;
-	CUkernel k;
-	drvcheck(cuLibraryLoadData(&lib, cubin, NULL, NULL, 0, NULL, NULL, 0), "cuLibraryLoadData");
-	drvcheck(cuLibraryGetKernel(&k, lib, "empty"), "cuLibraryGetKernel");
-	drvcheck(cuKernelGetFunction(&library_empty, k), "cuKernelGetFunction");
-	free(cubin);
-	nvrtcDestroyProgram(&p);
-}
 
 static void launch_library(void) {
 	drvcheck(cuLaunchKernel(library_empty, 1, 1, 1, 1, 1, 1, 0, (CUstream)stream, NULL, NULL), "cuLaunchKernel");
@@ -114,7 +71,7 @@ int main(void) {
 	check(cudaStreamSynchronize(stream), "warm-up");
 	bench("BenchmarkLaunchEmpty", launch_chevron, 200000);
 	bench("BenchmarkLaunchEmptyRuntime", launch_runtime, 200000);
-	load_library_empty();
+	library_empty = load_kernel("extern \"C\" __global__ void empty() {}\n", "empty");
 	bench("BenchmarkLaunchEmptyLibrary", launch_library, 200000);
 	bench("BenchmarkLaunchArgs", launch_args_chevron, 200000);
 	bench("BenchmarkLaunchArgsRuntime", launch_args_runtime, 200000);

@@ -353,7 +353,12 @@ func TestLoaderPathRelativeEntry(t *testing.T) {
 	lib := buildStandIn(t)
 	dir := t.TempDir()
 	place(t, lib, filepath.Join(dir, toolkitLib))
-	cmd := exec.Command(os.Args[0], "-test.run=^TestLoaderPathRelativeEntry$", "-test.v")
+	// The child runs in dir: the test binary by its absolute path.
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "-test.run=^TestLoaderPathRelativeEntry$", "-test.v")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GOCUDA_DL_CHILD=1", "LD_LIBRARY_PATH=/nonexistent:", testEnv+"=")
 	out, err := cmd.CombinedOutput()

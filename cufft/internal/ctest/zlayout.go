@@ -101,6 +101,41 @@ const struct gocuda_symbol gocuda_symbols[] = {
 	{"cufftResetPlanProperty", gocuda_expand(cufftResetPlanProperty)},
 	{0},
 };
+_Static_assert(__builtin_types_compatible_p(__typeof__(&cufftPlan1d), cufftResult (*)(cufftHandle *, int, cufftType, int)), "cufftPlan1d: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&cufftPlan2d), cufftResult (*)(cufftHandle *, int, int, cufftType)), "cufftPlan2d: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&cufftPlan3d), cufftResult (*)(cufftHandle *, int, int, int, cufftType)), "cufftPlan3d: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&cufftPlanMany), cufftResult (*)(cufftHandle *, int, int *, int *, int, int, int *, int, int, cufftType, int)), "cufftPlanMany: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&cufftMakePlan1d), cufftResult (*)(cufftHandle, int, cufftType, int, size_t *)), "cufftMakePlan1d: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&cufftMakePlan2d), cufftResult (*)(cufftHandle, int, int, cufftType, size_t *)), "cufftMakePlan2d: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&cufftMakePlan3d), cufftResult (*)(cufftHandle, int, int, int, cufftType, size_t *)), "cufftMakePlan3d: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&cufftMakePlanMany), cufftResult (*)(cufftHandle, int, int *, int *, int, int, int *, int, int, cufftType, int, size_t *)), "cufftMakePlanMany: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&cufftMakePlanMany64), cufftResult (*)(cufftHandle, int, long long *, long long *, long long, long long, long long *, long long, long long, cufftType, long long, size_t *)), "cufftMakePlanMany64: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&cufftGetSizeMany64), cufftResult (*)(cufftHandle, int, long long *, long long *, long long, long long, long long *, long long, long long, cufftType, long long, size_t *)), "cufftGetSizeMany64: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&cufftEstimate1d), cufftResult (*)(int, cufftType, int, size_t *)), "cufftEstimate1d: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&cufftEstimate2d), cufftResult (*)(int, int, cufftType, size_t *)), "cufftEstimate2d: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&cufftEstimate3d), cufftResult (*)(int, int, int, cufftType, size_t *)), "cufftEstimate3d: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&cufftEstimateMany), cufftResult (*)(int, int *, int *, int, int, int *, int, int, cufftType, int, size_t *)), "cufftEstimateMany: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&cufftCreate), cufftResult (*)(cufftHandle *)), "cufftCreate: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&cufftGetSize1d), cufftResult (*)(cufftHandle, int, cufftType, int, size_t *)), "cufftGetSize1d: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&cufftGetSize2d), cufftResult (*)(cufftHandle, int, int, cufftType, size_t *)), "cufftGetSize2d: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&cufftGetSize3d), cufftResult (*)(cufftHandle, int, int, int, cufftType, size_t *)), "cufftGetSize3d: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&cufftGetSizeMany), cufftResult (*)(cufftHandle, int, int *, int *, int, int, int *, int, int, cufftType, int, size_t *)), "cufftGetSizeMany: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&cufftGetSize), cufftResult (*)(cufftHandle, size_t *)), "cufftGetSize: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&cufftSetWorkArea), cufftResult (*)(cufftHandle, void *)), "cufftSetWorkArea: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&cufftSetAutoAllocation), cufftResult (*)(cufftHandle, int)), "cufftSetAutoAllocation: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&cufftExecC2C), cufftResult (*)(cufftHandle, cufftComplex *, cufftComplex *, int)), "cufftExecC2C: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&cufftExecR2C), cufftResult (*)(cufftHandle, cufftReal *, cufftComplex *)), "cufftExecR2C: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&cufftExecC2R), cufftResult (*)(cufftHandle, cufftComplex *, cufftReal *)), "cufftExecC2R: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&cufftExecZ2Z), cufftResult (*)(cufftHandle, cufftDoubleComplex *, cufftDoubleComplex *, int)), "cufftExecZ2Z: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&cufftExecD2Z), cufftResult (*)(cufftHandle, cufftDoubleReal *, cufftDoubleComplex *)), "cufftExecD2Z: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&cufftExecZ2D), cufftResult (*)(cufftHandle, cufftDoubleComplex *, cufftDoubleReal *)), "cufftExecZ2D: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&cufftSetStream), cufftResult (*)(cufftHandle, cudaStream_t)), "cufftSetStream: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&cufftDestroy), cufftResult (*)(cufftHandle)), "cufftDestroy: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&cufftGetVersion), cufftResult (*)(int *)), "cufftGetVersion: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&cufftGetProperty), cufftResult (*)(libraryPropertyType, int *)), "cufftGetProperty: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&cufftSetPlanPropertyInt64), cufftResult (*)(cufftHandle, cufftProperty, long long)), "cufftSetPlanPropertyInt64: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&cufftGetPlanPropertyInt64), cufftResult (*)(cufftHandle, cufftProperty, long long *)), "cufftGetPlanPropertyInt64: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&cufftResetPlanProperty), cufftResult (*)(cufftHandle, cufftProperty)), "cufftResetPlanProperty: the model's prototype differs from the header's");
 */
 import "C"
 

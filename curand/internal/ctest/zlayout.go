@@ -111,6 +111,35 @@ const struct gocuda_symbol gocuda_symbols[] = {
 	{"curandGetScrambleConstants64", gocuda_expand(curandGetScrambleConstants64)},
 	{0},
 };
+_Static_assert(__builtin_types_compatible_p(__typeof__(&curandCreateGenerator), curandStatus_t (*)(curandGenerator_t *, curandRngType_t)), "curandCreateGenerator: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&curandCreateGeneratorHost), curandStatus_t (*)(curandGenerator_t *, curandRngType_t)), "curandCreateGeneratorHost: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&curandDestroyGenerator), curandStatus_t (*)(curandGenerator_t)), "curandDestroyGenerator: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&curandGetVersion), curandStatus_t (*)(int *)), "curandGetVersion: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&curandGetProperty), curandStatus_t (*)(libraryPropertyType, int *)), "curandGetProperty: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&curandSetStream), curandStatus_t (*)(curandGenerator_t, cudaStream_t)), "curandSetStream: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&curandSetPseudoRandomGeneratorSeed), curandStatus_t (*)(curandGenerator_t, unsigned long long)), "curandSetPseudoRandomGeneratorSeed: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&curandSetGeneratorOffset), curandStatus_t (*)(curandGenerator_t, unsigned long long)), "curandSetGeneratorOffset: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&curandSetGeneratorOrdering), curandStatus_t (*)(curandGenerator_t, curandOrdering_t)), "curandSetGeneratorOrdering: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&curandSetQuasiRandomGeneratorDimensions), curandStatus_t (*)(curandGenerator_t, unsigned int)), "curandSetQuasiRandomGeneratorDimensions: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&curandGenerate), curandStatus_t (*)(curandGenerator_t, unsigned int *, size_t)), "curandGenerate: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&curandGenerateLongLong), curandStatus_t (*)(curandGenerator_t, unsigned long long *, size_t)), "curandGenerateLongLong: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&curandGenerateUniform), curandStatus_t (*)(curandGenerator_t, float *, size_t)), "curandGenerateUniform: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&curandGenerateUniformDouble), curandStatus_t (*)(curandGenerator_t, double *, size_t)), "curandGenerateUniformDouble: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&curandGenerateNormal), curandStatus_t (*)(curandGenerator_t, float *, size_t, float, float)), "curandGenerateNormal: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&curandGenerateNormalDouble), curandStatus_t (*)(curandGenerator_t, double *, size_t, double, double)), "curandGenerateNormalDouble: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&curandGenerateLogNormal), curandStatus_t (*)(curandGenerator_t, float *, size_t, float, float)), "curandGenerateLogNormal: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&curandGenerateLogNormalDouble), curandStatus_t (*)(curandGenerator_t, double *, size_t, double, double)), "curandGenerateLogNormalDouble: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&curandCreatePoissonDistribution), curandStatus_t (*)(double, curandDiscreteDistribution_t *)), "curandCreatePoissonDistribution: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&curandDestroyDistribution), curandStatus_t (*)(curandDiscreteDistribution_t)), "curandDestroyDistribution: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&curandGeneratePoisson), curandStatus_t (*)(curandGenerator_t, unsigned int *, size_t, double)), "curandGeneratePoisson: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&curandGeneratePoissonMethod), curandStatus_t (*)(curandGenerator_t, unsigned int *, size_t, double, curandMethod_t)), "curandGeneratePoissonMethod: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&curandGenerateBinomial), curandStatus_t (*)(curandGenerator_t, unsigned int *, size_t, unsigned int, double)), "curandGenerateBinomial: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&curandGenerateBinomialMethod), curandStatus_t (*)(curandGenerator_t, unsigned int *, size_t, unsigned int, double, curandMethod_t)), "curandGenerateBinomialMethod: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&curandGenerateSeeds), curandStatus_t (*)(curandGenerator_t)), "curandGenerateSeeds: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&curandGetDirectionVectors32), curandStatus_t (*)(__typeof__(unsigned int[32]) **, curandDirectionVectorSet_t)), "curandGetDirectionVectors32: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&curandGetScrambleConstants32), curandStatus_t (*)(unsigned int **)), "curandGetScrambleConstants32: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&curandGetDirectionVectors64), curandStatus_t (*)(__typeof__(unsigned long long[64]) **, curandDirectionVectorSet_t)), "curandGetDirectionVectors64: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&curandGetScrambleConstants64), curandStatus_t (*)(unsigned long long **)), "curandGetScrambleConstants64: the model's prototype differs from the header's");
 */
 import "C"
 

@@ -10,7 +10,8 @@ typedef enum cudaError {
      * acceptable range of values.
      */
     cudaErrorInvalidValue = 1,
-    cudaErrorMemoryAllocation = 2 /**< Out of memory. And more. */
+    cudaErrorMemoryAllocation = 2, /**< Out of memory. And more. */
+    cudaErrorNotReady = 600 /* undocumented: Error is its String */
 } cudaError_t;
 
 typedef struct CUstream_st *cudaStream_t;
@@ -56,3 +57,9 @@ extern void cudaNothing(int type);
 /** A function the header renames: callers write cudaWidget, the library exports cudaWidget_v2. */
 #define cudaWidget cudaWidget_v2
 extern cudaError_t cudaWidget(int *count);
+
+/** A const pointer to const char is a string too; a pointer to char is not. */
+extern cudaError_t cudaSetName(const char * const name, char *out);
+
+/** Unnamed parameters are named by their position. */
+extern cudaError_t cudaUnnamed(int, const char *, void *);

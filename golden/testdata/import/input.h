@@ -38,3 +38,10 @@ cudaPair libMakePair(double x, cudaKind kind);
 
 /** A profiling alias, omitted. */
 libStatus_t plibMakePair(double x);
+
+/* A type declared only to take its size, omitted with its enumerator; the
+ * other enum's value that uses its size stays (as nccl.h's ncclRedOp_dummy_t). */
+typedef enum { plibNumOps_dummy = 5 } plibOp_dummy_t;
+typedef enum { libSum = 0, libMaxOp = 0x7fffffff >> (32 - 8 * sizeof(plibOp_dummy_t)) } libOp_t;
+/** A constant, omitted. */
+#define plibVersion 3

@@ -28,6 +28,7 @@ static inline cudaError_t cudaLinkerDestroy(cudaLinker_t *linker)
 
 /* Not a wrapper: its body does more than return a call, so it is skipped
    like any other definition, and the symbol it calls keeps its own name. */
+
 extern int cudaLinkerCount_2_1(void);
 static inline int cudaLinkerTwice(void)
 {

@@ -73,7 +73,6 @@ const struct gocuda_value gocuda_values[] = {
 	{"Avg", (long long)ncclAvg},
 	{"NumOps", (long long)ncclNumOps},
 	{"MaxRedOp", (long long)ncclMaxRedOp},
-	{"NumOps_dummy", (long long)ncclNumOps_dummy},
 	{"Success", (long long)ncclSuccess},
 	{"UnhandledCudaError", (long long)ncclUnhandledCudaError},
 	{"SystemError", (long long)ncclSystemError},
@@ -147,6 +146,46 @@ const struct gocuda_symbol gocuda_symbols[] = {
 	{"ncclGroupSimulateEnd", gocuda_expand(ncclGroupSimulateEnd)},
 	{0},
 };
+_Static_assert(__builtin_types_compatible_p(__typeof__(&ncclMemAlloc), ncclResult_t (*)(void **, size_t)), "ncclMemAlloc: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&ncclMemFree), ncclResult_t (*)(void *)), "ncclMemFree: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&ncclGetVersion), ncclResult_t (*)(int *)), "ncclGetVersion: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&ncclGetUniqueId), ncclResult_t (*)(ncclUniqueId *)), "ncclGetUniqueId: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&ncclCommInitRankConfig), ncclResult_t (*)(ncclComm_t *, int, ncclUniqueId, int, ncclConfig_t *)), "ncclCommInitRankConfig: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&ncclCommInitRank), ncclResult_t (*)(ncclComm_t *, int, ncclUniqueId, int)), "ncclCommInitRank: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&ncclCommInitAll), ncclResult_t (*)(ncclComm_t *, int, const int *)), "ncclCommInitAll: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&ncclCommFinalize), ncclResult_t (*)(ncclComm_t)), "ncclCommFinalize: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&ncclCommDestroy), ncclResult_t (*)(ncclComm_t)), "ncclCommDestroy: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&ncclCommAbort), ncclResult_t (*)(ncclComm_t)), "ncclCommAbort: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&ncclCommSplit), ncclResult_t (*)(ncclComm_t, int, int, ncclComm_t *, ncclConfig_t *)), "ncclCommSplit: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&ncclCommShrink), ncclResult_t (*)(ncclComm_t, int *, int, ncclComm_t *, ncclConfig_t *, int)), "ncclCommShrink: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&ncclCommInitRankScalable), ncclResult_t (*)(ncclComm_t *, int, int, int, ncclUniqueId *, ncclConfig_t *)), "ncclCommInitRankScalable: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&ncclGetErrorString), const char * (*)(ncclResult_t)), "ncclGetErrorString: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&ncclGetLastError), const char * (*)(ncclComm_t)), "ncclGetLastError: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&ncclResetDebugInit), void (*)(void)), "ncclResetDebugInit: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&ncclCommGetAsyncError), ncclResult_t (*)(ncclComm_t, ncclResult_t *)), "ncclCommGetAsyncError: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&ncclCommCount), ncclResult_t (*)(ncclComm_t, int *)), "ncclCommCount: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&ncclCommCuDevice), ncclResult_t (*)(ncclComm_t, int *)), "ncclCommCuDevice: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&ncclCommUserRank), ncclResult_t (*)(ncclComm_t, int *)), "ncclCommUserRank: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&ncclCommRegister), ncclResult_t (*)(ncclComm_t, void *, size_t, void **)), "ncclCommRegister: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&ncclCommDeregister), ncclResult_t (*)(ncclComm_t, void *)), "ncclCommDeregister: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&ncclCommWindowRegister), ncclResult_t (*)(ncclComm_t, void *, size_t, ncclWindow_t *, int)), "ncclCommWindowRegister: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&ncclCommWindowDeregister), ncclResult_t (*)(ncclComm_t, ncclWindow_t)), "ncclCommWindowDeregister: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&ncclRedOpCreatePreMulSum), ncclResult_t (*)(ncclRedOp_t *, void *, ncclDataType_t, ncclScalarResidence_t, ncclComm_t)), "ncclRedOpCreatePreMulSum: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&ncclRedOpDestroy), ncclResult_t (*)(ncclRedOp_t, ncclComm_t)), "ncclRedOpDestroy: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&ncclReduce), ncclResult_t (*)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, int, ncclComm_t, cudaStream_t)), "ncclReduce: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&ncclBcast), ncclResult_t (*)(void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t)), "ncclBcast: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&ncclBroadcast), ncclResult_t (*)(const void *, void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t)), "ncclBroadcast: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&ncclAllReduce), ncclResult_t (*)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t)), "ncclAllReduce: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&ncclReduceScatter), ncclResult_t (*)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t)), "ncclReduceScatter: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&ncclAllGather), ncclResult_t (*)(const void *, void *, size_t, ncclDataType_t, ncclComm_t, cudaStream_t)), "ncclAllGather: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&ncclAlltoAll), ncclResult_t (*)(const void *, void *, size_t, ncclDataType_t, ncclComm_t, cudaStream_t)), "ncclAlltoAll: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&ncclGather), ncclResult_t (*)(const void *, void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t)), "ncclGather: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&ncclScatter), ncclResult_t (*)(const void *, void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t)), "ncclScatter: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&ncclSend), ncclResult_t (*)(const void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t)), "ncclSend: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&ncclRecv), ncclResult_t (*)(void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t)), "ncclRecv: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&ncclGroupStart), ncclResult_t (*)(void)), "ncclGroupStart: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&ncclGroupEnd), ncclResult_t (*)(void)), "ncclGroupEnd: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&ncclGroupSimulateEnd), ncclResult_t (*)(ncclSimInfo_t *)), "ncclGroupSimulateEnd: the model's prototype differs from the header's");
 */
 import "C"
 

@@ -70,6 +70,20 @@ const struct gocuda_symbol gocuda_symbols[] = {
 	{"nvJitLinkVersion", gocuda_expand(nvJitLinkVersion)},
 	{0},
 };
+_Static_assert(__builtin_types_compatible_p(__typeof__(&__nvJitLinkCreate_13_0), nvJitLinkResult (*)(nvJitLinkHandle *, uint32_t, const char * const *)), "nvJitLinkCreate: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&__nvJitLinkDestroy_13_0), nvJitLinkResult (*)(nvJitLinkHandle *)), "nvJitLinkDestroy: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&__nvJitLinkAddData_13_0), nvJitLinkResult (*)(nvJitLinkHandle, nvJitLinkInputType, const void *, size_t, const char *)), "nvJitLinkAddData: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&__nvJitLinkAddFile_13_0), nvJitLinkResult (*)(nvJitLinkHandle, nvJitLinkInputType, const char *)), "nvJitLinkAddFile: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&__nvJitLinkComplete_13_0), nvJitLinkResult (*)(nvJitLinkHandle)), "nvJitLinkComplete: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&__nvJitLinkGetLinkedCubinSize_13_0), nvJitLinkResult (*)(nvJitLinkHandle, size_t *)), "nvJitLinkGetLinkedCubinSize: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&__nvJitLinkGetLinkedCubin_13_0), nvJitLinkResult (*)(nvJitLinkHandle, void *)), "nvJitLinkGetLinkedCubin: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&__nvJitLinkGetLinkedPtxSize_13_0), nvJitLinkResult (*)(nvJitLinkHandle, size_t *)), "nvJitLinkGetLinkedPtxSize: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&__nvJitLinkGetLinkedPtx_13_0), nvJitLinkResult (*)(nvJitLinkHandle, char *)), "nvJitLinkGetLinkedPtx: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&__nvJitLinkGetErrorLogSize_13_0), nvJitLinkResult (*)(nvJitLinkHandle, size_t *)), "nvJitLinkGetErrorLogSize: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&__nvJitLinkGetErrorLog_13_0), nvJitLinkResult (*)(nvJitLinkHandle, char *)), "nvJitLinkGetErrorLog: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&__nvJitLinkGetInfoLogSize_13_0), nvJitLinkResult (*)(nvJitLinkHandle, size_t *)), "nvJitLinkGetInfoLogSize: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&__nvJitLinkGetInfoLog_13_0), nvJitLinkResult (*)(nvJitLinkHandle, char *)), "nvJitLinkGetInfoLog: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&nvJitLinkVersion), nvJitLinkResult (*)(unsigned int *, unsigned int *)), "nvJitLinkVersion: the model's prototype differs from the header's");
 */
 import "C"
 

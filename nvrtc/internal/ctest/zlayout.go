@@ -70,6 +70,30 @@ const struct gocuda_symbol gocuda_symbols[] = {
 	{"nvrtcSetFlowCallback", gocuda_expand(nvrtcSetFlowCallback)},
 	{0},
 };
+_Static_assert(__builtin_types_compatible_p(__typeof__(&nvrtcGetErrorString), const char * (*)(nvrtcResult)), "nvrtcGetErrorString: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&nvrtcVersion), nvrtcResult (*)(int *, int *)), "nvrtcVersion: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&nvrtcGetNumSupportedArchs), nvrtcResult (*)(int *)), "nvrtcGetNumSupportedArchs: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&nvrtcGetSupportedArchs), nvrtcResult (*)(int *)), "nvrtcGetSupportedArchs: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&nvrtcCreateProgram), nvrtcResult (*)(nvrtcProgram *, const char *, const char *, int, const char * const *, const char * const *)), "nvrtcCreateProgram: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&nvrtcDestroyProgram), nvrtcResult (*)(nvrtcProgram *)), "nvrtcDestroyProgram: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&nvrtcCompileProgram), nvrtcResult (*)(nvrtcProgram, int, const char * const *)), "nvrtcCompileProgram: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&nvrtcGetPTXSize), nvrtcResult (*)(nvrtcProgram, size_t *)), "nvrtcGetPTXSize: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&nvrtcGetPTX), nvrtcResult (*)(nvrtcProgram, char *)), "nvrtcGetPTX: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&nvrtcGetCUBINSize), nvrtcResult (*)(nvrtcProgram, size_t *)), "nvrtcGetCUBINSize: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&nvrtcGetCUBIN), nvrtcResult (*)(nvrtcProgram, char *)), "nvrtcGetCUBIN: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&nvrtcGetLTOIRSize), nvrtcResult (*)(nvrtcProgram, size_t *)), "nvrtcGetLTOIRSize: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&nvrtcGetLTOIR), nvrtcResult (*)(nvrtcProgram, char *)), "nvrtcGetLTOIR: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&nvrtcGetOptiXIRSize), nvrtcResult (*)(nvrtcProgram, size_t *)), "nvrtcGetOptiXIRSize: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&nvrtcGetOptiXIR), nvrtcResult (*)(nvrtcProgram, char *)), "nvrtcGetOptiXIR: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&nvrtcGetProgramLogSize), nvrtcResult (*)(nvrtcProgram, size_t *)), "nvrtcGetProgramLogSize: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&nvrtcGetProgramLog), nvrtcResult (*)(nvrtcProgram, char *)), "nvrtcGetProgramLog: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&nvrtcAddNameExpression), nvrtcResult (*)(nvrtcProgram, const char *)), "nvrtcAddNameExpression: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&nvrtcGetLoweredName), nvrtcResult (*)(nvrtcProgram, const char *, const char **)), "nvrtcGetLoweredName: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&nvrtcGetPCHHeapSize), nvrtcResult (*)(size_t *)), "nvrtcGetPCHHeapSize: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&nvrtcSetPCHHeapSize), nvrtcResult (*)(size_t)), "nvrtcSetPCHHeapSize: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&nvrtcGetPCHCreateStatus), nvrtcResult (*)(nvrtcProgram)), "nvrtcGetPCHCreateStatus: the model's prototype differs from the header's");
+_Static_assert(__builtin_types_compatible_p(__typeof__(&nvrtcGetPCHHeapSizeRequired), nvrtcResult (*)(nvrtcProgram, size_t *)), "nvrtcGetPCHHeapSizeRequired: the model's prototype differs from the header's");
+// Not checked, a parameter's type has no C spelling here: nvrtcSetFlowCallback.
 */
 import "C"
 

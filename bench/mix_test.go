@@ -1,0 +1,120 @@
+package bench
+
+import (
+	"testing"
+
+	"github.com/gocuda/cuda/highlevel"
+)
+
+// mixSource is the mix's kernel; c/mix.c compiles the same source.
+const mixSource = `
+extern "C" __global__ void axpy(float a, const float *x, float *y, int n) {
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i < n) y[i] += a * x[i];
+}
+`
+
+const (
+	mixN        = 1024     // elements of x and y
+	mixBytes    = mixN * 4 // bytes of x and y
+	mixLaunches = 20       // launches of axpy in one round of the mix
+)
+
+// mixConfig launches a thread per element.
+var mixConfig = highlevel.LaunchConfig{Grid: highlevel.Dim3{X: mixN / 256}, Block: highlevel.Dim3{X: 256}}
+
+// A mix is what the mix benchmarks queue their work with: axpy, a stream,
+// and two arrays of mixN float32 from a memory pool, all on device 0.
+type mix struct {
+	k    *highlevel.Kernel
+	s    *highlevel.Stream
+	x, y *highlevel.Array[float32]
+}
+
+func mixSetup(b *testing.B) *mix {
+	d := device(b)
+	c, err := highlevel.Compile(mixSource, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	mod, err := highlevel.LoadModule(c.Image)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { mod.Close() })
+	m := &mix{}
+	if m.k, err = mod.Kernel("axpy"); err != nil {
+		b.Fatal(err)
+	}
+	if m.s, err = highlevel.NewStream(d, nil); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { m.s.Close() })
+	pool, err := highlevel.NewMemoryPool(d)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { pool.Close() })
+	for _, a := range []**highlevel.Array[float32]{&m.x, &m.y} {
+		if *a, err = highlevel.NewArrayOn[float32](pool, mixN); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { (*a).Free() })
+	}
+	return m
+}
+
+func (m *mix) memset() error { return m.y.MemoryPointer().MemsetAsync(0, mixBytes, m.s) }
+
+func (m *mix) launch() error { return m.k.Launch(m.s, mixConfig, float32(2), m.x, m.y, int32(mixN)) }
+
+func (m *mix) copy() error {
+	return m.x.MemoryPointer().CopyFromDeviceAsync(m.y.MemoryPointer(), mixBytes, m.s)
+}
+
+// round is one round of the mix: a memset, mixLaunches launches and a
+// device-to-device copy.
+func (m *mix) round() error {
+	if err := m.memset(); err != nil {
+		return err
+	}
+	for range mixLaunches {
+		if err := m.launch(); err != nil {
+			return err
+		}
+	}
+	return m.copy()
+}
+
+// BenchmarkMix is a stream carrying a mix of small operations, round after
+// round: a memset of 4 KiB, 20 launches of a small kernel (axpy over 1024
+// floats, with four arguments, two of them Arrays) and a copy of 4 KiB
+// from device to device, synchronized at the end as the other throughput
+// benchmarks are. Each operation alone is BenchmarkMixMemset,
+// BenchmarkMixLaunch and BenchmarkMixD2D. c/mix.c does the same calls.
+func BenchmarkMix(b *testing.B) {
+	m := mixSetup(b)
+	b.ReportAllocs()
+	loop(b, m.s, m.round)
+}
+
+// BenchmarkMixMemset is the mix's memset alone.
+func BenchmarkMixMemset(b *testing.B) {
+	m := mixSetup(b)
+	b.ReportAllocs()
+	loop(b, m.s, m.memset)
+}
+
+// BenchmarkMixLaunch is the mix's launch alone.
+func BenchmarkMixLaunch(b *testing.B) {
+	m := mixSetup(b)
+	b.ReportAllocs()
+	loop(b, m.s, m.launch)
+}
+
+// BenchmarkMixD2D is the mix's copy alone.
+func BenchmarkMixD2D(b *testing.B) {
+	m := mixSetup(b)
+	b.ReportAllocs()
+	loop(b, m.s, m.copy)
+}

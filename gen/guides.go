@@ -1,0 +1,130 @@
+package main
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+)
+
+// guide is where a library's documentation is, for the functions its
+// headers do not document (cuBLAS, cuSOLVER, cuSPARSE and cuFFT document
+// none in their headers).
+type guide struct {
+	Title string // "the cuBLAS Library guide"
+	URL   string // the guide, or its API chapter
+	// Sections: the guide has a section per function, titled as the
+	// function with <t> for the type letter of a family (cublas<t>gemm()),
+	// and Sphinx derives its anchor from the title (#cublas-t-gemm).
+	Sections bool
+	// Families are the prefixes after which a type letter (S, D, C, Z, H,
+	// or their lower case after cublasI) picks a function of a family
+	// (cublasSgemm, cublasDgemm, ...).
+	Families []string
+}
+
+// guides are the libraries' guides, by Go package name.
+var guides = map[string]guide{
+	"cudart":    {Title: "the CUDA Runtime API reference", URL: "https://docs.nvidia.com/cuda/cuda-runtime-api/modules.html"},
+	"cudadrv":   {Title: "the CUDA Driver API reference", URL: "https://docs.nvidia.com/cuda/cuda-driver-api/modules.html"},
+	"nvrtc":     {Title: "the NVRTC guide", URL: "https://docs.nvidia.com/cuda/nvrtc/"},
+	"nvjitlink": {Title: "the nvJitLink guide", URL: "https://docs.nvidia.com/cuda/nvjitlink/"},
+	"cublas":    {Title: "the cuBLAS Library guide", URL: "https://docs.nvidia.com/cuda/cublas/", Sections: true, Families: []string{"cublasI", "cublas"}},
+	"cublaslt":  {Title: "the cuBLAS Library guide", URL: "https://docs.nvidia.com/cuda/cublas/", Sections: true},
+	"cusolver":  {Title: "the cuSOLVER Library guide", URL: "https://docs.nvidia.com/cuda/cusolver/", Sections: true, Families: []string{"cusolverDn"}},
+	"cusparse":  {Title: "the cuSPARSE Library guide", URL: "https://docs.nvidia.com/cuda/cusparse/", Sections: true, Families: []string{"cusparse"}},
+	"curand":    {Title: "the cuRAND Library guide, host API", URL: "https://docs.nvidia.com/cuda/curand/group__HOST.html"},
+	"cufft":     {Title: "the cuFFT Library guide, API reference", URL: "https://docs.nvidia.com/cuda/cufft/#cufft-api-reference"},
+	"nccl":      {Title: "the NCCL User Guide, API", URL: "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/api.html"},
+}
+
+// funcDoc returns a function's doc comment: its Go name, the C function it
+// calls and the header's text; without header text, where its library's
+// guide documents it. Deprecated: paragraphs go last.
+func funcDoc(pkg *Package, fn *Func) string {
+	body, dep := splitDeprecated(fn.Doc)
+	s := doc(fn.GoName, "calls", fn.CName, body)
+	if body == "" {
+		if ref := guideRef(pkg, fn); ref != "" {
+			s += " " + ref
+		}
+	}
+	if dep != "" {
+		s += "\n\n" + dep
+	}
+	return s
+}
+
+// guideRef returns the sentence that sends a reader to fn's section of its
+// library's guide, or "" when gen knows no guide for the package.
+func guideRef(pkg *Package, fn *Func) string {
+	g, ok := guides[pkg.Name]
+	if !ok {
+		return ""
+	}
+	if !g.Sections {
+		return fmt.Sprintf("See %s:\n%s", g.Title, g.URL)
+	}
+	title := section(g, baseName(fn.CName), functionNames(pkg)) + "()"
+	return fmt.Sprintf("See %s in %s:\n%s#%s", title, g.Title, g.URL, anchor(title))
+}
+
+// baseName is the name a guide documents a function under: without the
+// _64 of its 64-bit-integer variant and the _v2 of its versioned symbol.
+func baseName(c string) string {
+	return strings.TrimSuffix(strings.TrimSuffix(c, "_64"), "_v2")
+}
+
+// section returns the title of the guide's section on the function name:
+// the name itself, or with <t> for its type letter when the package has
+// another function of the same family.
+func section(g guide, name string, names map[string]bool) string {
+	for _, pre := range g.Families {
+		rest, ok := strings.CutPrefix(name, pre)
+		if !ok || rest == "" {
+			continue
+		}
+		letters := "SDCZH"
+		if strings.ContainsRune("sdczh", rune(rest[0])) {
+			letters = "sdczh"
+		}
+		if !strings.ContainsRune(letters, rune(rest[0])) {
+			continue
+		}
+		n := 0
+		for _, l := range letters {
+			if names[pre+string(l)+rest[1:]] {
+				n++
+			}
+		}
+		if n >= 2 {
+			return pre + "<t>" + rest[1:]
+		}
+	}
+	return name
+}
+
+// reNonAlnum matches what Sphinx turns into one - of an anchor.
+var reNonAlnum = regexp.MustCompile(`[^a-z0-9]+`)
+
+// anchor returns the anchor Sphinx gives a section titled title (docutils'
+// make_id): lower case, each run of other characters one -, none at the
+// ends. cublas<t>gemm() -> cublas-t-gemm.
+func anchor(title string) string {
+	return strings.Trim(reNonAlnum.ReplaceAllString(strings.ToLower(title), "-"), "-")
+}
+
+var funcNames sync.Map // *Package -> map[string]bool
+
+// functionNames returns the base names of pkg's functions (baseName).
+func functionNames(pkg *Package) map[string]bool {
+	if m, ok := funcNames.Load(pkg); ok {
+		return m.(map[string]bool)
+	}
+	m := map[string]bool{}
+	for _, f := range pkg.Funcs {
+		m[baseName(f.CName)] = true
+	}
+	funcNames.Store(pkg, m)
+	return m
+}

@@ -1,0 +1,24 @@
+// Package genline finds the //go:generate line that runs gen, the
+// repository's generator, in a generated package's source: gen -all and
+// the golden tests read a package's configuration from it.
+package genline
+
+import (
+	"regexp"
+	"strings"
+)
+
+// line matches a //go:generate line that runs gen by a relative path made
+// of ../ steps (../gen, ../../gen) or by its import path, and no other
+// command, even one whose name ends in gen.
+var line = regexp.MustCompile(`(?m)^//go:generate go run (?:(?:\.\./)+gen|github\.com/gocuda/cuda/gen) (.*)$`)
+
+// Args returns the arguments of the first //go:generate line of src that
+// runs gen, or nil when there is none.
+func Args(src []byte) []string {
+	m := line.FindSubmatch(src)
+	if m == nil {
+		return nil
+	}
+	return strings.Fields(string(m[1]))
+}
