@@ -56,6 +56,9 @@ echo "== examples"
 ./devicequery >"$log/devicequery.txt" 2>&1 || status=1
 grep -E '^Device [0-9]|Result' "$log/devicequery.txt"
 ./saxpy 2>&1 | tee "$log/saxpy.txt" || status=1
+if [ "$(nvidia-smi -L 2>/dev/null | wc -l)" -ge 2 ]; then
+	./saxpy -device 1 2>&1 | tee "$log/saxpy-device1.txt" || status=1
+fi
 ./sgemm 2>&1 | tee "$log/sgemm.txt" || status=1
 ./bandwidth 2>&1 | tee "$log/bandwidth.txt" || status=1
 fi
