@@ -188,7 +188,7 @@ func ExampleCompile() {
 		log.Fatal(err)
 	}
 	defer m.Close()
-	iota, err := m.Kernel("iota")
+	k, err := m.Kernel("iota")
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -209,7 +209,7 @@ func ExampleCompile() {
 	}
 	defer s.Close()
 	cfg := highlevel.LaunchConfig{Grid: highlevel.Dim3{X: (n + 255) / 256}, Block: highlevel.Dim3{X: 256}}
-	if err := iota.Launch(s, cfg, y, int32(n)); err != nil {
+	if err := k.Launch(s, cfg, y, int32(n)); err != nil {
 		log.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
