@@ -102,7 +102,12 @@ func (h *IPCMemHandle) UnmarshalBinary(b []byte) error {
 // OpenIPCEvent (cudaIpcGetEventHandle). The event must have been created
 // with EventOptions.Interprocess (and so DisableTiming). It must stay open
 // while other processes use it.
-func (e *Event) IPCHandle() (IPCEventHandle, error) {
+func (e *Event) IPCHandle() (_ IPCEventHandle, err error) {
+	defer func() {
+		if err != nil {
+			wrap(&err, "export event of", e.Device())
+		}
+	}()
 	var h IPCEventHandle
 	if err := e.use(); err != nil {
 		return h, err
@@ -111,7 +116,7 @@ func (e *Event) IPCHandle() (IPCEventHandle, error) {
 	if !e.interprocess {
 		return h, fmt.Errorf("%w: event created without EventOptions.Interprocess", ErrNotShareable)
 	}
-	err := check("cuIpcGetEventHandle", C.hl_ipc_event_handle(e.ctx, C.uintptr_t(e.h), unsafe.Pointer(&h.b[0])))
+	err = check("cuIpcGetEventHandle", C.hl_ipc_event_handle(e.ctx, C.uintptr_t(e.h), unsafe.Pointer(&h.b[0])))
 	return h, err
 }
 
@@ -121,9 +126,14 @@ func (e *Event) IPCHandle() (IPCEventHandle, error) {
 // in either process, and Wait and Done wait for its latest Record in any of
 // them. Close it before the exporting process closes its own: CUDA leaves
 // the use of an event whose exporter destroyed it undefined.
-func OpenIPCEvent(d Device, h IPCEventHandle) (*Event, error) {
+func OpenIPCEvent(d Device, h IPCEventHandle) (_ *Event, err error) {
+	defer func() {
+		if err != nil {
+			wrap(&err, "open event handle on", d)
+		}
+	}()
 	if h == (IPCEventHandle{}) {
-		return nil, errors.New("highlevel: open event handle: empty handle")
+		return nil, errors.New("empty handle")
 	}
 	ctx, err := d.context()
 	if err != nil {
@@ -152,14 +162,19 @@ func OpenIPCEvent(d Device, h IPCEventHandle) (*Event, error) {
 // (nor, for a pool's block, given back to the pool, which would hand it out
 // again) until every process that opened it has freed its MemoryPointer,
 // and the processes order their work on it with events (OpenIPCEvent).
-func (p MemoryPointer) IPCHandle() (IPCMemHandle, error) {
+func (p MemoryPointer) IPCHandle() (_ IPCMemHandle, err error) {
+	defer func() {
+		if err != nil {
+			wrap(&err, "export", p.where())
+		}
+	}()
 	var h IPCMemHandle
 	if err := p.mem.live(); err != nil {
 		return h, err
 	}
 	n := p.Size()
 	if n <= 0 {
-		return h, fmt.Errorf("highlevel: memory handle: the pointer is at the end of its %d bytes", p.mem.Size())
+		return h, fmt.Errorf("the pointer is at the end of its %d bytes", p.mem.Size())
 	}
 	if p.mem.managed {
 		return h, fmt.Errorf("%w: managed memory", ErrNotShareable)
@@ -192,12 +207,17 @@ func (p MemoryPointer) IPCHandle() (IPCMemHandle, error) {
 // process still uses it; while a stream captures, that wait would spoil the
 // capture, and the next OpenIPCMemory unmaps it instead. A MemoryPointer
 // dropped without Free is unmapped the same way by the next OpenIPCMemory.
-func OpenIPCMemory(d Device, h IPCMemHandle) (MemoryPointer, error) {
+func OpenIPCMemory(d Device, h IPCMemHandle) (_ MemoryPointer, err error) {
+	defer func() {
+		if err != nil {
+			wrap(&err, "open memory handle on", d)
+		}
+	}()
 	if h.size <= 0 {
-		return MemoryPointer{}, errors.New("highlevel: open memory handle: empty handle")
+		return MemoryPointer{}, errors.New("empty handle")
 	}
 	if h.offset < 0 || h.offset > maxSize || h.size > maxSize {
-		return MemoryPointer{}, fmt.Errorf("highlevel: open memory handle: %d bytes at offset %d: malformed", h.size, h.offset)
+		return MemoryPointer{}, fmt.Errorf("%d bytes at offset %d: malformed", h.size, h.offset)
 	}
 	ctx, err := d.context()
 	if err != nil {
@@ -211,7 +231,7 @@ func OpenIPCMemory(d Device, h IPCMemHandle) (MemoryPointer, error) {
 	}
 	if h.offset+h.size > int(mapped) {
 		C.hl_ipc_close_mem(ctx, base)
-		return MemoryPointer{}, fmt.Errorf("highlevel: open memory handle: %d bytes at offset %d are past the end of the %d bytes mapped", h.size, h.offset, int(mapped))
+		return MemoryPointer{}, fmt.Errorf("%d bytes at offset %d are past the end of the %d bytes mapped", h.size, h.offset, int(mapped))
 	}
 	return newMapped(mapping{base: base, ctx: ctx}, h.offset, h.size, d), nil
 }
