@@ -92,6 +92,8 @@ func TestErrorMessages(t *testing.T) {
 		{"OpenIPCMemory of nothing", second(OpenIPCMemory(1, IPCMemHandle{})), "open memory handle on device 1: empty handle", nil},
 		{"export no memory", second(MemoryPointer{}.IPCHandle()), "export device memory: use of freed memory", ErrFreed},
 		{"export nil event", second(nilEvent.IPCHandle()), "export event of device 0: nil object", ErrNil},
+		{"nil graph", second((*Graph)(nil).Instantiate(nil)), "instantiate graph: nil object", ErrNil},
+		{"nil graph exec", (*GraphExec)(nil).Launch(nil), "launch graph: nil object", ErrNil},
 		{"memset of no memory", MemoryPointer{}.MemsetAsync(0, 8, nil), "memset 8 bytes of device memory", ErrFreed},
 		{"UnownedMemory(0)", second(UnownedMemory(nil, 0, nil)), "unowned memory of 0 bytes", nil},
 		{"interprocess event with timing", second(NewEvent(0, &EventOptions{Interprocess: true})), "new event on device 0: an interprocess event needs DisableTiming", nil},

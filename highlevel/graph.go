@@ -156,7 +156,8 @@ type InstantiateOptions struct {
 }
 
 // Instantiate makes an executable graph of g. opts may be nil.
-func (g *Graph) Instantiate(opts *InstantiateOptions) (*GraphExec, error) {
+func (g *Graph) Instantiate(opts *InstantiateOptions) (_ *GraphExec, err error) {
+	defer wrap(&err, "instantiate graph")
 	if opts == nil {
 		opts = &InstantiateOptions{}
 	}
@@ -198,7 +199,8 @@ func (g *Graph) Instantiate(opts *InstantiateOptions) (*GraphExec, error) {
 // Close destroys the graph; its instantiations stay usable. Operations in
 // progress on it finish first; later ones return ErrClosed, and so does a
 // second Close.
-func (g *Graph) Close() error {
+func (g *Graph) Close() (err error) {
+	defer wrap(&err, "close graph")
 	if g == nil {
 		return nilError("Graph")
 	}
@@ -242,7 +244,8 @@ func (x *GraphExec) done(s *Stream) {
 // Launch launches the graph on s, a stream of its device (nil: the legacy
 // default stream). The GraphExec may be closed as soon as Launch returns:
 // the launch runs to its end.
-func (x *GraphExec) Launch(s *Stream) error {
+func (x *GraphExec) Launch(s *Stream) (err error) {
+	defer wrap(&err, "launch graph")
 	sh, err := x.use(s)
 	if err != nil {
 		return err
@@ -253,7 +256,8 @@ func (x *GraphExec) Launch(s *Stream) error {
 
 // Upload uploads the graph's work to the device ahead of its first Launch,
 // ordered on s.
-func (x *GraphExec) Upload(s *Stream) error {
+func (x *GraphExec) Upload(s *Stream) (err error) {
+	defer wrap(&err, "upload graph")
 	sh, err := x.use(s)
 	if err != nil {
 		return err
@@ -266,7 +270,8 @@ func (x *GraphExec) Upload(s *Stream) error {
 // the graph x was made of and differs only in the nodes' parameters
 // (cudaGraphExecUpdate); otherwise it returns an error naming why, and x is
 // unchanged. Launches of x in flight run as they were launched.
-func (x *GraphExec) Update(g *Graph) error {
+func (x *GraphExec) Update(g *Graph) (err error) {
+	defer wrap(&err, "update graph")
 	if x == nil {
 		return nilError("GraphExec")
 	}
@@ -288,7 +293,8 @@ func (x *GraphExec) Update(g *Graph) error {
 // Close destroys the executable graph; launches in flight run to their
 // end. Operations in progress on it finish first; later ones return
 // ErrClosed, and so does a second Close.
-func (x *GraphExec) Close() error {
+func (x *GraphExec) Close() (err error) {
+	defer wrap(&err, "close graph exec")
 	if x == nil {
 		return nilError("GraphExec")
 	}
