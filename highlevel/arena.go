@@ -442,7 +442,7 @@ func (a *arena) SetLimit(n int) error {
 		return nilError("pool")
 	}
 	if n < 0 {
-		return fmt.Errorf("highlevel: set a pool's limit to %d: it must not be negative", n)
+		return fmt.Errorf("limit %d: it must not be negative", n)
 	}
 	a.mu.Lock()
 	a.limit = n

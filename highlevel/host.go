@@ -166,7 +166,8 @@ func PinnedSlice[T any](m *PinnedMemory) ([]T, error) {
 // Free gives the memory back (to its pool, if it came from one). A second
 // Free returns ErrFreed. The memory must not be in use by an asynchronous
 // copy still queued.
-func (m *PinnedMemory) Free() error {
+func (m *PinnedMemory) Free() (err error) {
+	defer wrap(&err, "free pinned memory")
 	if m == nil {
 		return nilError("PinnedMemory")
 	}
@@ -234,7 +235,8 @@ func (p *PinnedMemoryPool) Malloc(size int) (_ *PinnedMemory, err error) {
 // returns ErrClosed too. Memory allocated before stays valid until its
 // Free. Copies from and to pageable memory that would stage through a
 // closed pool (SetPinnedMemoryAllocator) run unstaged.
-func (p *PinnedMemoryPool) Close() error {
+func (p *PinnedMemoryPool) Close() (err error) {
+	defer wrap(&err, "close pinned memory pool")
 	if p == nil {
 		return nilError("PinnedMemoryPool")
 	}
@@ -272,27 +274,31 @@ func (p *PinnedMemoryPool) Limit() int { return p.pool().Limit() }
 // SetLimit limits the bytes the pool holds (TotalBytes) to n; 0 removes
 // the limit.
 func (p *PinnedMemoryPool) SetLimit(n int) error {
-	return p.change(func(a *arena) error { return a.SetLimit(n) })
+	return p.change("set the limit of a pinned memory pool", func(a *arena) error { return a.SetLimit(n) })
 }
 
 // FreeAllBlocks gives the memory held free back to CUDA.
-func (p *PinnedMemoryPool) FreeAllBlocks() error { return p.change((*arena).FreeAllBlocks) }
+func (p *PinnedMemoryPool) FreeAllBlocks() error {
+	return p.change("free the blocks of a pinned memory pool", (*arena).FreeAllBlocks)
+}
 
 // StopHolding gives back the memory held free, and from now on gives back
 // each allocation from CUDA as soon as it is wholly free.
-func (p *PinnedMemoryPool) StopHolding() error { return p.change((*arena).StopHolding) }
+func (p *PinnedMemoryPool) StopHolding() error {
+	return p.change("stop holding memory in a pinned memory pool", (*arena).StopHolding)
+}
 
-// change runs f, an operation that changes the pool: a nil or closed pool
+// change runs f, operation op that changes the pool: a nil or closed pool
 // refuses it.
-func (p *PinnedMemoryPool) change(f func(*arena) error) error {
+func (p *PinnedMemoryPool) change(op string, f func(*arena) error) error {
 	if p == nil {
-		return nilError("PinnedMemoryPool")
+		return opErr(op, nilError("PinnedMemoryPool"))
 	}
 	if !p.life.acquire() {
-		return ErrClosed
+		return opErr(op, ErrClosed)
 	}
 	defer p.life.release()
-	return f(p.arena)
+	return opErr(op, f(p.arena))
 }
 
 func (p *PinnedMemoryPool) pool() *arena {

@@ -224,7 +224,8 @@ func (p *MemoryPool) Device() Device {
 // allocations return ErrClosed; a second Close returns ErrClosed too.
 // Memory allocated before stays valid, and Free gives it back to the
 // upstream allocator.
-func (p *MemoryPool) Close() error {
+func (p *MemoryPool) Close() (err error) {
+	defer wrap(&err, "close memory pool")
 	if p == nil {
 		return nilError("MemoryPool")
 	}
@@ -264,7 +265,7 @@ func (p *MemoryPool) Limit() int { return p.pool().Limit() }
 // the limit. An allocation that would pass it returns an error matching
 // cudart.ErrorMemoryAllocation. The limit does not free what is held.
 func (p *MemoryPool) SetLimit(n int) error {
-	return p.change(func(a *arena) error { return a.SetLimit(n) })
+	return p.change("set the limit of a memory pool", func(a *arena) error { return a.SetLimit(n) })
 }
 
 // SetLimitFraction sets the limit (SetLimit) to the fraction f, in [0, 1],
@@ -273,15 +274,16 @@ func (p *MemoryPool) SetLimit(n int) error {
 // (see Device); a pool over an allocator of no known device returns an
 // error.
 func (p *MemoryPool) SetLimitFraction(f float64) error {
+	const op = "set the limit of a memory pool"
 	if p == nil {
-		return nilError("MemoryPool")
+		return opErr(op, nilError("MemoryPool"))
 	}
 	if !p.devOK {
-		return errors.New("highlevel: set a memory pool's limit by fraction: the pool's upstream allocator has no device")
+		return opErr(op, errors.New("by fraction: the pool's upstream allocator has no device"))
 	}
 	n, err := limitFraction(p.dev, f)
 	if err != nil {
-		return err
+		return opErr(op, err)
 	}
 	return p.SetLimit(n)
 }
@@ -289,20 +291,22 @@ func (p *MemoryPool) SetLimitFraction(f float64) error {
 // limitFraction returns the fraction f of d's total memory.
 func limitFraction(d Device, f float64) (int, error) {
 	if !(f >= 0 && f <= 1) { // NaN too
-		return 0, fmt.Errorf("highlevel: set a pool's limit to fraction %v: it must be in [0, 1]", f)
+		return 0, fmt.Errorf("fraction %v: it must be in [0, 1]", f)
 	}
 	if f == 0 {
 		return 0, nil
 	}
 	_, total, err := d.MemInfo()
 	if err != nil {
-		return 0, opErr(fmt.Sprintf("set a pool's limit to fraction %v of %v", f, d), inner(err))
+		return 0, fmt.Errorf("fraction %v of %v: %s", f, d, bare(inner(err)))
 	}
 	return max(int(f*float64(total)), 1), nil
 }
 
 // FreeAllBlocks gives the memory held free back to the upstream allocator.
-func (p *MemoryPool) FreeAllBlocks() error { return p.change((*arena).FreeAllBlocks) }
+func (p *MemoryPool) FreeAllBlocks() error {
+	return p.change("free the blocks of a memory pool", (*arena).FreeAllBlocks)
+}
 
 // FreeAllBlocksStream gives back the memory held free for stream s (nil:
 // the legacy default stream) only, where FreeAllBlocks gives back the
@@ -310,37 +314,37 @@ func (p *MemoryPool) FreeAllBlocks() error { return p.change((*arena).FreeAllBlo
 // per-thread default stream, as MallocStream does, and closed streams,
 // whose blocks serve the legacy default stream.
 func (p *MemoryPool) FreeAllBlocksStream(s *Stream) error {
-	if p == nil {
-		return nilError("MemoryPool")
-	}
+	const op = "free the blocks of a memory pool for a stream"
 	if s != nil {
 		switch {
 		case s.perThread():
-			return errPerThreadPool
+			return opErr(op, errPerThreadPool)
 		case s.life.closed():
-			return ErrClosed
+			return opErr(op, ErrClosed)
 		case s.h == 0:
 			s = nil
 		}
 	}
-	return p.change(func(a *arena) error { return a.freeBlocks(s, false) })
+	return p.change(op, func(a *arena) error { return a.freeBlocks(s, false) })
 }
 
 // StopHolding gives back the memory held free, and from now on gives back
 // each upstream allocation as soon as it is wholly free.
-func (p *MemoryPool) StopHolding() error { return p.change((*arena).StopHolding) }
+func (p *MemoryPool) StopHolding() error {
+	return p.change("stop holding memory in a memory pool", (*arena).StopHolding)
+}
 
-// change runs f, an operation that changes the pool: a nil or closed pool
+// change runs f, operation op that changes the pool: a nil or closed pool
 // refuses it.
-func (p *MemoryPool) change(f func(*arena) error) error {
+func (p *MemoryPool) change(op string, f func(*arena) error) error {
 	if p == nil {
-		return nilError("MemoryPool")
+		return opErr(op, nilError("MemoryPool"))
 	}
 	if !p.life.acquire() {
-		return ErrClosed
+		return opErr(op, ErrClosed)
 	}
 	defer p.life.release()
-	return f(p.arena)
+	return opErr(op, f(p.arena))
 }
 
 func (p *MemoryPool) pool() *arena {
@@ -604,9 +608,10 @@ func (p *MemoryAsyncPool) ReleaseThreshold() int {
 }
 
 // SetReleaseThreshold sets ReleaseThreshold; math.MaxInt keeps everything.
-func (p *MemoryAsyncPool) SetReleaseThreshold(n int) error {
+func (p *MemoryAsyncPool) SetReleaseThreshold(n int) (err error) {
+	defer wrap(&err, "set the release threshold of a memory async pool")
 	if n < 0 {
-		return fmt.Errorf("highlevel: release threshold %d: must not be negative", n)
+		return fmt.Errorf("threshold %d: it must not be negative", n)
 	}
 	if err := p.use(); err != nil {
 		return err
@@ -628,9 +633,10 @@ func (p *MemoryAsyncPool) Limit() int {
 // the MemoryAsyncPool counts its own allocations (those of others on a
 // device's default pool do not count): one that would pass the limit
 // returns an error matching cudart.ErrorMemoryAllocation.
-func (p *MemoryAsyncPool) SetLimit(n int) error {
+func (p *MemoryAsyncPool) SetLimit(n int) (err error) {
+	defer wrap(&err, "set the limit of a memory async pool")
 	if n < 0 {
-		return fmt.Errorf("highlevel: set a pool's limit to %d: it must not be negative", n)
+		return fmt.Errorf("limit %d: it must not be negative", n)
 	}
 	if err := p.use(); err != nil {
 		return err
@@ -643,20 +649,22 @@ func (p *MemoryAsyncPool) SetLimit(n int) error {
 // SetLimitFraction sets the limit (SetLimit) to the fraction f, in [0, 1],
 // of the total memory of the pool's device; 0 removes the limit.
 func (p *MemoryAsyncPool) SetLimitFraction(f float64) error {
+	const op = "set the limit of a memory async pool"
 	if err := p.use(); err != nil {
-		return err
+		return opErr(op, err)
 	}
 	p.life.release()
 	n, err := limitFraction(p.dev, f)
 	if err != nil {
-		return err
+		return opErr(op, err)
 	}
 	return p.SetLimit(n)
 }
 
 // FreeAllBlocks gives the memory the pool holds unused back to the device
 // (cudaMemPoolTrimTo with nothing kept).
-func (p *MemoryAsyncPool) FreeAllBlocks() error {
+func (p *MemoryAsyncPool) FreeAllBlocks() (err error) {
+	defer wrap(&err, "free the blocks of a memory async pool")
 	if err := p.use(); err != nil {
 		return err
 	}
@@ -669,7 +677,8 @@ func (p *MemoryAsyncPool) FreeAllBlocks() error {
 // Operations in progress finish first;
 // later ones return ErrClosed, and so does a second Close. Closing a
 // device's default pool only makes the MemoryAsyncPool unusable.
-func (p *MemoryAsyncPool) Close() error {
+func (p *MemoryAsyncPool) Close() (err error) {
+	defer wrap(&err, "close memory async pool")
 	if p == nil {
 		return nilError("MemoryAsyncPool")
 	}
