@@ -55,7 +55,7 @@ func suite(t *testing.T) (dir, bin string) {
 		}
 	}
 	write(filepath.Join(dir, "gpu.sh"), string(script), 0o755)
-	for _, name := range []string{"highlevel.test", "bench.test", "devicequery", "saxpy", "bandwidth", "benchtable"} {
+	for _, name := range []string{"highlevel.test", "bench.test", "devicequery", "saxpy", "bandwidth", "sgemm", "benchtable"} {
 		write(filepath.Join(dir, name), fmt.Sprintf(standIn, name), 0o755)
 	}
 	for _, name := range []string{"highlevel.c", "launch.cu", "nccl.cu"} {
@@ -88,6 +88,7 @@ func TestScriptStatus(t *testing.T) {
 		{"tests", "devicequery", true},
 		{"tests", "saxpy", true},
 		{"tests", "bandwidth", true},
+		{"tests", "sgemm", true},
 		{"bench", "", false},
 		{"bench", "bench.test", true},
 		{"bench", "launch", true}, // a C twin
