@@ -286,16 +286,21 @@ func hostSlice[T any](s []T) (unsafe.Pointer, int, error) {
 }
 
 // copyHost copies n bytes between p and host memory h.
-func (p MemoryPointer) copyHost(h unsafe.Pointer, n int, s *Stream, async, toDevice bool) (err error) {
-	defer func() {
-		if err != nil {
-			dir := "from"
-			if toDevice {
-				dir = "to"
-			}
-			wrap(&err, "copy", n, "bytes", dir, p.where())
+func (p MemoryPointer) copyHost(h unsafe.Pointer, n int, s *Stream, async, toDevice bool) error {
+	err := p.copyHostOp(h, n, s, async, toDevice)
+	if err != nil {
+		dir := "from"
+		if toDevice {
+			dir = "to"
 		}
-	}()
+		wrap(&err, "copy", n, "bytes", dir, p.where())
+	}
+	return err
+}
+
+// copyHostOp does the work of the function above, which names the operation
+// in its errors: a deferred closure would make its defers slower ones.
+func (p MemoryPointer) copyHostOp(h unsafe.Pointer, n int, s *Stream, async, toDevice bool) error {
 	if empty, err := p.empty(n); empty {
 		return err
 	}
@@ -342,12 +347,17 @@ func (p MemoryPointer) CopyFromDeviceAsync(src MemoryPointer, n int, s *Stream) 
 	return p.copyDevice(src, n, s, true)
 }
 
-func (p MemoryPointer) copyDevice(src MemoryPointer, n int, s *Stream, async bool) (err error) {
-	defer func() {
-		if err != nil {
-			wrap(&err, "copy", n, "bytes from", src.where(), "to", p.where())
-		}
-	}()
+func (p MemoryPointer) copyDevice(src MemoryPointer, n int, s *Stream, async bool) error {
+	err := p.copyDeviceOp(src, n, s, async)
+	if err != nil {
+		wrap(&err, "copy", n, "bytes from", src.where(), "to", p.where())
+	}
+	return err
+}
+
+// copyDeviceOp does the work of the function above, which names the operation
+// in its errors: a deferred closure would make its defers slower ones.
+func (p MemoryPointer) copyDeviceOp(src MemoryPointer, n int, s *Stream, async bool) error {
 	if empty, err := p.empty(n); empty {
 		if err == nil {
 			err = src.mem.live()
@@ -369,11 +379,18 @@ func (p MemoryPointer) copyDevice(src MemoryPointer, n int, s *Stream, async boo
 		return err
 	}
 	defer s.leave()
-	if sd := src.mem.dev; sd != p.mem.dev {
+	return queueCopy(ctx, dst, p.mem.dev, sp, src.mem.dev, n, sh, async)
+}
+
+// queueCopy copies n bytes from sp on device sd to dst on device dd, a peer
+// copy between two devices. It is copyDeviceOp's last step, apart so that
+// copyDeviceOp has few enough returns for its defers to stay open-coded.
+func queueCopy(ctx, dst unsafe.Pointer, dd Device, sp unsafe.Pointer, sd Device, n int, sh C.uintptr_t, async bool) error {
+	if sd != dd {
 		if _, err := sd.state(); err != nil {
 			return err
 		}
-		return check("cudaMemcpyPeer", C.hl_memcpy_peer(ctx, dst, C.int(p.mem.dev), sp, C.int(sd), C.size_t(n), sh, cbool(async)))
+		return check("cudaMemcpyPeer", C.hl_memcpy_peer(ctx, dst, C.int(dd), sp, C.int(sd), C.size_t(n), sh, cbool(async)))
 	}
 	// Both are device (or managed) memory of one device.
 	return check("cudaMemcpy", C.hl_memcpy(ctx, dst, sp, C.size_t(n), C.cudaMemcpyDeviceToDevice, sh, cbool(async)))
@@ -389,12 +406,17 @@ func (p MemoryPointer) MemsetAsync(value byte, n int, s *Stream) error {
 	return p.memset(value, n, s, true)
 }
 
-func (p MemoryPointer) memset(value byte, n int, s *Stream, async bool) (err error) {
-	defer func() {
-		if err != nil {
-			wrap(&err, "memset", n, "bytes of", p.where())
-		}
-	}()
+func (p MemoryPointer) memset(value byte, n int, s *Stream, async bool) error {
+	err := p.memsetOp(value, n, s, async)
+	if err != nil {
+		wrap(&err, "memset", n, "bytes of", p.where())
+	}
+	return err
+}
+
+// memsetOp does the work of the function above, which names the operation
+// in its errors: a deferred closure would make its defers slower ones.
+func (p MemoryPointer) memsetOp(value byte, n int, s *Stream, async bool) error {
 	if empty, err := p.empty(n); empty {
 		return err
 	}

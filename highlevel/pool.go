@@ -168,16 +168,22 @@ func (p *MemoryPool) Malloc(size int) (MemoryPointer, error) {
 
 // MallocStream allocates size bytes for use on stream s: see the type's
 // documentation.
-func (p *MemoryPool) MallocStream(size int, s *Stream) (_ MemoryPointer, err error) {
-	defer func() {
-		if err != nil {
-			if p != nil && p.devOK {
-				wrap(&err, "alloc", size, "bytes from a memory pool of", p.dev)
-			} else {
-				wrap(&err, "alloc", size, "bytes from a memory pool")
-			}
+func (p *MemoryPool) MallocStream(size int, s *Stream) (MemoryPointer, error) {
+	m, err := p.mallocStream(size, s)
+	if err != nil {
+		if p != nil && p.devOK {
+			wrap(&err, "alloc", size, "bytes from a memory pool of", p.dev)
+		} else {
+			wrap(&err, "alloc", size, "bytes from a memory pool")
 		}
-	}()
+	}
+	return m, err
+}
+
+// mallocStream is MallocStream without the operation in its errors: a
+// third defer would make the pool hit's defers slower ones (the compiler
+// open-codes only a few defers times returns).
+func (p *MemoryPool) mallocStream(size int, s *Stream) (MemoryPointer, error) {
 	if p == nil {
 		return MemoryPointer{}, nilError("MemoryPool")
 	}
@@ -477,12 +483,17 @@ func (p *MemoryAsyncPool) Malloc(size int) (MemoryPointer, error) {
 // MallocAsync allocates size bytes ordered on s, a stream of the pool's
 // device (nil: the legacy default stream). Free frees it on the same
 // stream, or, once s is closed, on the legacy default stream.
-func (p *MemoryAsyncPool) MallocAsync(size int, s *Stream) (_ MemoryPointer, err error) {
-	defer func() {
-		if err != nil {
-			wrap(&err, "alloc", size, "bytes async from a memory async pool of", p.Device())
-		}
-	}()
+func (p *MemoryAsyncPool) MallocAsync(size int, s *Stream) (MemoryPointer, error) {
+	m, err := p.mallocAsync(size, s)
+	if err != nil {
+		wrap(&err, "alloc", size, "bytes async from a memory async pool of", p.Device())
+	}
+	return m, err
+}
+
+// mallocAsync is MallocAsync without the operation in its errors, so that
+// its defers stay open-coded.
+func (p *MemoryAsyncPool) mallocAsync(size int, s *Stream) (MemoryPointer, error) {
 	if err := checkSize(size, p.Device()); err != nil {
 		return MemoryPointer{}, err
 	}
