@@ -189,7 +189,7 @@ var specs = []spec{
 	{"D2D", "D2D, 256 MiB", bandwidthKind, target{ratioTarget, 1.02}, ""},
 	{"D2DDefaultKind", "D2D, 256 MiB, cudaMemcpyDefault (raw)", bandwidthKind, target{}, "D2D"},
 	{"Memset", "memset, 256 MiB", bandwidthKind, target{ratioTarget, 1.02}, ""},
-	{"Sgemm8192", "SGEMM 8192³ (highlevel.MatMul)", timeKind, target{ratioTarget, 1.01}, ""},
+	{"Sgemm8192", "SGEMM 8192³ (linalg.MatMul)", timeKind, target{ratioTarget, 1.01}, ""},
 	{"AllReduce/size=64MiB", "NCCL all-reduce 2 GPUs, 64 MiB", timeKind, target{ratioTarget, 1 / 0.95}, ""},
 	{"AllReduce/size=256MiB", "NCCL all-reduce 2 GPUs, 256 MiB", timeKind, target{ratioTarget, 1 / 0.95}, ""},
 	{"AllReduce/size=1GiB", "NCCL all-reduce 2 GPUs, 1 GiB", timeKind, target{ratioTarget, 1 / 0.95}, ""},
