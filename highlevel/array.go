@@ -105,7 +105,28 @@ func newArray[T any](a Allocator, n int) (_ *Array[T], err error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := fitsAllocation(p, size, unsafe.Alignof(*new(T))); err != nil {
+		return nil, err
+	}
 	return &Array[T]{p: p, n: n, owned: true}, nil
+}
+
+// fitsAllocation checks what an Allocator returned for size bytes: memory
+// of at least that size, aligned to align. An allocator of the program's
+// own that returns less would let kernels and libraries, which take only
+// the address, write past its end. Memory that does not fit is freed.
+func fitsAllocation(p MemoryPointer, size int, align uintptr) error {
+	switch {
+	case p.mem == nil:
+		return errors.New("the allocator returned no memory and no error")
+	case p.Size() < size || uintptr(p.Ptr())%align != 0:
+		err := fmt.Errorf("the allocator returned %d bytes at %p for %d bytes aligned to %d", p.Size(), p.Ptr(), size, align)
+		if p.off == 0 {
+			p.mem.Free()
+		}
+		return err
+	}
+	return nil
 }
 
 // arrayBytes returns the size of n elements of T on d, checking T and n.

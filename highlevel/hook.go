@@ -21,7 +21,7 @@ func init() {
 	}
 	hook.OnClearCaches = func(f func()) {
 		memos.Lock()
-		memos.clear = append(memos.clear, func() bool { f(); return true })
+		memos.clear = append(memos.clear, &clearer{func() bool { f(); return true }})
 		memos.Unlock()
 	}
 }

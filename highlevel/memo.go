@@ -1,6 +1,7 @@
 package highlevel
 
 import (
+	"slices"
 	"sync"
 	"weak"
 )
@@ -39,13 +40,13 @@ func newMemo[K comparable, V any](fn func(d Device, key K) (V, error), release f
 	m := &Memo[K, V]{fn: fn, release: release, entries: map[memoKey[K]]*memoEntry[V]{}}
 	wp := weak.Make(m) // the registry does not keep a Memo alive
 	memos.Lock()
-	memos.clear = append(memos.clear, func() bool {
+	memos.clear = append(memos.clear, &clearer{func() bool {
 		m := wp.Value()
 		if m != nil {
 			m.Clear()
 		}
 		return m != nil
-	})
+	}})
 	memos.Unlock()
 	return m
 }
@@ -53,24 +54,35 @@ func newMemo[K comparable, V any](fn func(d Device, key K) (V, error), release f
 // memos lists how to clear every live Memo.
 var memos struct {
 	sync.Mutex
-	clear []func() bool // false once its Memo is gone
+	clear []*clearer
 }
+
+// A clearer clears a Memo or a cache of the subpackages; clear returns
+// false once its Memo is gone.
+type clearer struct{ clear func() bool }
 
 // ClearCaches clears every Memo, the package's own included (compiled
 // programs), and destroys the library handles of package highlevel/linalg
 // (a call in progress on one finishes first; later calls on it return
 // ErrClosed). PyCUDA's clear_context_caches.
 func ClearCaches() {
+	// The callbacks run outside the lock: linalg's wait for the calls in
+	// progress on a handle, and such a call may register a callback.
 	memos.Lock()
-	defer memos.Unlock()
-	live := memos.clear[:0]
-	for _, c := range memos.clear {
-		if c() {
-			live = append(live, c)
+	cs := slices.Clone(memos.clear)
+	memos.Unlock()
+	gone := map[*clearer]bool{}
+	for _, c := range cs {
+		if !c.clear() {
+			gone[c] = true
 		}
 	}
-	clear(memos.clear[len(live):])
-	memos.clear = live
+	if len(gone) == 0 {
+		return
+	}
+	memos.Lock()
+	memos.clear = slices.DeleteFunc(memos.clear, func(c *clearer) bool { return gone[c] })
+	memos.Unlock()
 }
 
 // Get returns fn(d, key), calling fn only when no result is cached. If fn

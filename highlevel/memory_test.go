@@ -450,3 +450,39 @@ func TestReleaseTwice(t *testing.T) {
 		t.Errorf("PinnedMemoryPool.FreeAllBlocks after Close: %v, want ErrClosed", err)
 	}
 }
+
+// shortAllocator is an Allocator of the program's own that returns p,
+// whatever size is asked for.
+type shortAllocator struct{ p MemoryPointer }
+
+func (a shortAllocator) Malloc(int) (MemoryPointer, error) { return a.p, nil }
+
+// TestAllocatorResultChecked checks that an array or a pool refuses what
+// an allocator returns when it is not memory of the size asked for, which
+// kernels and libraries, given only its address, would write past.
+func TestAllocatorResultChecked(t *testing.T) {
+	var host [64]byte
+	small := MemoryPointer{mem: &Memory{ptr: unsafe.Pointer(&host[0]), size: 8}}
+	odd := MemoryPointer{mem: &Memory{ptr: unsafe.Pointer(&host[0]), size: 64}, off: 1}
+	for _, tt := range []struct {
+		name string
+		p    MemoryPointer
+		want string
+	}{
+		{"no memory", MemoryPointer{}, "returned no memory"},
+		{"too small", small, "returned 8 bytes"},
+		{"misaligned", odd, "aligned to 4"},
+	} {
+		_, err := NewArrayOn[float32](shortAllocator{tt.p}, 4)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: NewArrayOn = %v, want an error saying %q", tt.name, err, tt.want)
+		}
+	}
+	pool, err := NewMemoryPool(shortAllocator{small})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Malloc(1 << 20); err == nil || !strings.Contains(err.Error(), "returned 8 bytes") {
+		t.Errorf("MemoryPool.Malloc over a short allocator = %v, want an error", err)
+	}
+}

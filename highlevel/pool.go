@@ -128,6 +128,9 @@ func NewMemoryPool(upstream Allocator) (*MemoryPool, error) {
 		if err != nil {
 			return chunk{}, inner(err)
 		}
+		if err := fitsAllocation(m, n, 1); err != nil {
+			return chunk{}, err
+		}
 		return chunk{ptr: m.Ptr(), size: n, dev: m.Device(), managed: m.mem.managed, release: m.mem.Free}, nil
 	}, settleDevices)
 	p.arena.dev = p.dev

@@ -442,7 +442,12 @@ func (s *Stream) EndCapture() (*Graph, error) {
 	defer s.leave()
 	var g C.uintptr_t
 	r := C.hl_stream_end_capture(s.ctx, h, &g)
-	s.endCapture()
+	if cudart.Error(r) != cudart.ErrorStreamCaptureWrongThread {
+		// The capture is over, unless it was ended from another thread
+		// than began it (the strict modes): it goes on, and may be
+		// ended from that thread still.
+		s.endCapture()
+	}
 	if err := check("cudaStreamEndCapture", r); err != nil {
 		return nil, err
 	}
