@@ -30,9 +30,10 @@ var facts = map[string]libraryFacts{
 	// The driver calls the logger that cuLogsRegisterCallback registers
 	// when a call fails (on which thread, the header does not say: the
 	// calling one is assumed), so every library that reaches the driver
-	// (all but the compilers) may call back from any call. Stream callbacks, host functions and user objects' destructors
-	// run on CUDA's own threads, never inside the call that queues or
-	// releases them, so they add nothing here.
+	// (all but the compilers) may call back from any call. Stream
+	// callbacks, host functions and user objects' destructors run on CUDA's
+	// own threads, never inside the call that queues or releases them, so
+	// they add nothing here.
 	"cudadrv":  {callbacks: map[string][]string{"cuLogsRegisterCallback": {every}}},
 	"cudart":   {callbacks: map[string][]string{"cudaLogsRegisterCallback": {every}}, calls: []string{"cudadrv"}},
 	"cublas":   {callbacks: map[string][]string{"cublasSetLoggerCallback": {every}}, calls: []string{"cudart"}},
