@@ -45,6 +45,10 @@ func opErr(op string, err error) error {
 //			wrap(&err, "new stream on", d)
 //		}
 //	}()
+//
+// The hot paths (pool hits, copies, memsets, launches) call it from a thin
+// wrapper instead: one more defer can make a function's other defers
+// slower ones, as the compiler open-codes only a few defers times returns.
 func wrap(err *error, op string, args ...any) {
 	if *err == nil {
 		return
