@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"sync"
 	"unsafe"
 )
 
@@ -205,8 +204,8 @@ func (p MemoryPointer) IPCHandle() (_ IPCMemHandle, err error) {
 // Free unmaps it (cudaIpcCloseMemHandle) once every device the program used
 // has finished the work queued so far, so that no kernel or copy of this
 // process still uses it; while a stream captures, that wait would spoil the
-// capture, and the next OpenIPCMemory unmaps it instead. A MemoryPointer
-// dropped without Free is unmapped the same way by the next OpenIPCMemory.
+// capture, and the next allocation or OpenIPCMemory unmaps it instead, as
+// it does one dropped without Free.
 func OpenIPCMemory(d Device, h IPCMemHandle) (_ MemoryPointer, err error) {
 	defer func() {
 		if err != nil {
@@ -223,7 +222,7 @@ func OpenIPCMemory(d Device, h IPCMemHandle) (_ MemoryPointer, err error) {
 	if err != nil {
 		return MemoryPointer{}, err
 	}
-	closeLostMappings()
+	freeLost()
 	var base unsafe.Pointer
 	var mapped C.size_t
 	if err := check("cuIpcOpenMemHandle", C.hl_ipc_open_mem(ctx, &base, unsafe.Pointer(&h.b[0]), &mapped)); err != nil {
@@ -261,37 +260,7 @@ func (mp mapping) free(*Memory) error {
 	return check("cuIpcCloseMemHandle", C.hl_ipc_close_mem(mp.ctx, mp.base))
 }
 
-// lostMappings are the mappings to unmap once the devices are idle: those
-// whose Memory was dropped without Free (a cleanup must not call CUDA), and
-// those freed while a capture was in progress.
-var lostMappings struct {
-	mu sync.Mutex
-	m  []mapping
-}
-
-func (mp mapping) lose() {
-	lostMappings.mu.Lock()
-	lostMappings.m = append(lostMappings.m, mp)
-	lostMappings.mu.Unlock()
-}
-
-// closeLostMappings unmaps the lost mappings, once the devices have
-// finished the work queued so far.
-func closeLostMappings() {
-	lostMappings.mu.Lock()
-	lost := lostMappings.m
-	lostMappings.m = nil
-	lostMappings.mu.Unlock()
-	if len(lost) == 0 {
-		return
-	}
-	if err := synchronizeAll(); err != nil {
-		for _, mp := range lost { // a capture in progress: later
-			mp.lose()
-		}
-		return
-	}
-	for _, mp := range lost {
-		C.hl_ipc_close_mem(mp.ctx, mp.base)
-	}
-}
+// lose queues the mapping with the lost memory (freeLost), to be unmapped
+// once the devices are idle: its Memory was dropped without Free (a cleanup
+// must not call CUDA), or freed while a capture was in progress.
+func (mp mapping) lose() { lostMemory{ptr: mp.base, ctx: mp.ctx, mapped: true}.lose() }

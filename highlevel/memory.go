@@ -607,17 +607,18 @@ func (deviceOwner) free(m *Memory) error {
 	return check("cudaFree", C.hl_free(ctx, m.ptr))
 }
 
-// lostMemory is memory from cudaMalloc or cudaMallocAsync, or a host
-// registration, whose owner was dropped without Free. A cleanup must not
-// call CUDA, so it is queued, and freed by the next allocation of the
-// package, once the work queued before has finished: cudaFree and
-// cudaHostUnregister of memory a kernel or a copy still uses would be
-// undefined.
+// lostMemory is memory from cudaMalloc or cudaMallocAsync, a host
+// registration or an IPC mapping, whose owner was dropped without Free. A
+// cleanup must not call CUDA, so it is queued, and freed by the next
+// allocation of the package, once the work queued before has finished:
+// cudaFree, cudaHostUnregister or cuIpcCloseMemHandle of memory a kernel
+// or a copy still uses would be undefined.
 type lostMemory struct {
 	ptr, ctx unsafe.Pointer
 	reg      *registration    // a HostRegistration's, when not nil
 	pool     *MemoryAsyncPool // the pool it came from, when not nil
 	size     int              // its size, for pool's count
+	mapped   bool             // an OpenIPCMemory mapping, to unmap
 }
 
 var lost struct {
@@ -650,6 +651,8 @@ func freeLost() {
 		switch {
 		case l.reg != nil:
 			l.reg.unregister()
+		case l.mapped:
+			C.hl_ipc_close_mem(l.ctx, l.ptr)
 		default:
 			C.hl_free(l.ctx, l.ptr)
 			if l.pool != nil {
