@@ -140,22 +140,33 @@ func TestOutOfMemoryError(t *testing.T) {
 		{"NewArrayOn", second(NewArrayOn[int32](Device(1), huge)), huge * 4, 1},
 		{"NewArrayOn, overflowing", second(NewArrayOn[int64](pool, 1<<61)), 1<<63 - 1, 1},
 	} {
-		var oom *OutOfMemoryError
-		if !errors.As(tc.err, &oom) {
-			t.Errorf("%s: %v, want an *OutOfMemoryError", tc.name, tc.err)
+		if !checkOutOfMemory(t, tc.name, tc.err, tc.size, tc.dev) {
 			continue
-		}
-		if oom.Size != tc.size || oom.Device != tc.dev {
-			t.Errorf("%s: %d bytes on %v, want %d on %v", tc.name, oom.Size, oom.Device, tc.size, tc.dev)
-		}
-		if !errors.Is(tc.err, cudart.ErrorMemoryAllocation) || !errors.Is(tc.err, cudadrv.ERROR_OUT_OF_MEMORY) {
-			t.Errorf("%s: %v does not match cudart.ErrorMemoryAllocation and cudadrv.ERROR_OUT_OF_MEMORY", tc.name, tc.err)
 		}
 		if errors.Is(tc.err, cudart.ErrorInvalidValue) {
 			t.Errorf("%s: %v matches cudart.ErrorInvalidValue", tc.name, tc.err)
 		}
 		checkMessage(t, tc.name, tc.err, "out of memory")
 	}
+}
+
+// checkOutOfMemory checks that err is an *OutOfMemoryError for size bytes
+// on dev that matches both CUDA APIs' out-of-memory errors; false when it is
+// no *OutOfMemoryError at all.
+func checkOutOfMemory(t *testing.T, name string, err error, size int, dev Device) bool {
+	t.Helper()
+	var oom *OutOfMemoryError
+	if !errors.As(err, &oom) {
+		t.Errorf("%s: %v, want an *OutOfMemoryError", name, err)
+		return false
+	}
+	if oom.Size != size || oom.Device != dev {
+		t.Errorf("%s: %d bytes on %v, want %d on %v", name, oom.Size, oom.Device, size, dev)
+	}
+	if !errors.Is(err, cudart.ErrorMemoryAllocation) || !errors.Is(err, cudadrv.ERROR_OUT_OF_MEMORY) {
+		t.Errorf("%s: %v does not match cudart.ErrorMemoryAllocation and cudadrv.ERROR_OUT_OF_MEMORY", name, err)
+	}
+	return true
 }
 
 // TestNoLibraryErrors checks, where CUDA's libraries cannot be loaded (the
