@@ -27,7 +27,7 @@ int cublasSgemm_v2(void *h, int ta, int tb, int m, int n, int k, const float *al
 // run (the call must not be marked #cgo nocallback).
 func TestStubLogger(t *testing.T) {
 	lib := stubtest.Library(t, "libcublas.so.13", stubLogging)
-	stubtest.Child(t, "TestStubLoggerChild", "GOCUDA_CUBLAS", lib)
+	stubtest.Child(t, "TestStubLoggerChild", "GOCUDA_CUBLAS="+lib)
 }
 
 // TestStubLoggerChild is TestStubLogger's child; it skips unless run by it.

@@ -4,12 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"unsafe"
+
+	"github.com/gocuda/cuda/internal/stubtest"
 )
 
 func TestResultIs(t *testing.T) {
@@ -88,36 +89,18 @@ int cuMemcpyHtoD_v2_ptds(unsigned long long dst, const void *src, size_t n) { re
 // the C compiler cgo uses), once as is and once for the per-thread default
 // stream. The library is opened once per process, hence the child processes.
 func TestStubDriver(t *testing.T) {
-	cc := os.Getenv("CC")
-	if cc == "" {
-		cc = "cc"
-	}
-	dir := t.TempDir()
-	src, lib := filepath.Join(dir, "stub.c"), filepath.Join(dir, "libcuda.so.1")
-	if err := os.WriteFile(src, []byte(stubDriver), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command(cc, "-shared", "-fPIC", "-o", lib, src).CombinedOutput(); err != nil {
-		t.Skipf("no C compiler to build the stub driver: %v\n%s", err, out)
-	}
+	lib := stubtest.Library(t, "libcuda.so.1", stubDriver)
 	for _, mode := range []string{"default", "per-thread"} {
 		t.Run(mode, func(t *testing.T) {
-			cmd := exec.Command(os.Args[0], "-test.run=^TestStubChild$", "-test.v")
-			cmd.Env = append(os.Environ(), "GOCUDA_CUDA="+lib, "GOCUDA_STUB_MODE="+mode)
-			out, err := cmd.CombinedOutput()
-			if err != nil || !strings.Contains(string(out), "--- PASS: TestStubChild") {
-				t.Errorf("child: %v\n%s", err, out)
-			}
+			stubtest.Child(t, "TestStubChild", "GOCUDA_CUDA="+lib, "GOCUDA_STUB_MODE="+mode)
 		})
 	}
 }
 
 // TestStubChild is TestStubDriver's child; it skips unless run by it.
 func TestStubChild(t *testing.T) {
+	stubtest.SkipUnlessChild(t, "TestStubDriver")
 	mode := os.Getenv("GOCUDA_STUB_MODE")
-	if mode == "" {
-		t.Skip("run by TestStubDriver")
-	}
 	if mode == "per-thread" {
 		if err := UsePerThreadDefaultStream(); err != nil {
 			t.Fatalf("UsePerThreadDefaultStream before loading: %v", err)

@@ -34,7 +34,7 @@ int cuInit(unsigned int flags) {
 // (the call must not be marked #cgo nocallback).
 func TestStubLogger(t *testing.T) {
 	lib := stubtest.Library(t, "libcuda.so.1", stubLoggingDriver)
-	stubtest.Child(t, "TestStubLoggerChild", "GOCUDA_CUDA", lib)
+	stubtest.Child(t, "TestStubLoggerChild", "GOCUDA_CUDA="+lib)
 }
 
 // TestStubLoggerChild is TestStubLogger's child; it skips unless run by it.

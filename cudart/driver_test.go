@@ -4,10 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
+
+	"github.com/gocuda/cuda/internal/stubtest"
 )
 
 // standInRuntime is a libcudart whose cudaGetDeviceCount answers STATUS and
@@ -38,44 +38,15 @@ const standInDriver = "int cuDriverGetVersion(int *v) { *v = 12040; return 0; }\
 // one that finds the driver (a stand-in of CUDA 12.4) too old, one that
 // finds none, one that finds no device and one that works.
 func TestDriverVersionError(t *testing.T) {
-	cc := os.Getenv("CC")
-	if cc == "" {
-		cc = "cc"
-	}
-	dir := t.TempDir()
-	build := func(out, src string, args ...string) {
-		t.Helper()
-		c := filepath.Join(dir, filepath.Base(out)+".c")
-		if err := os.WriteFile(c, []byte(src), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		args = append([]string{"-shared", "-fPIC", "-o", out, c}, args...)
-		if b, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
-			t.Skipf("no C compiler to build the stand-ins: %v\n%s", err, b)
-		}
-	}
-	driver := filepath.Join(dir, "driver", "libcuda.so.1")
-	if err := os.Mkdir(filepath.Dir(driver), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	build(driver, standInDriver, "-Wl,-soname,libcuda.so.1")
+	driver := stubtest.Library(t, "libcuda.so.1", standInDriver, "-Wl,-soname,libcuda.so.1")
 	for _, tc := range []struct{ name, status string }{{"old", "35"}, {"none", "35"}, {"nodevice", "100"}, {"ok", "0"}} {
 		t.Run(tc.name, func(t *testing.T) {
-			rt := filepath.Join(dir, tc.name, "libcudart.so.13")
-			if err := os.Mkdir(filepath.Dir(rt), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			args := []string{"-DSTATUS=" + tc.status}
+			flags := []string{"-DSTATUS=" + tc.status}
 			if tc.name != "none" {
-				args = append(args, "-DDRIVER", driver, "-Wl,--disable-new-dtags,-rpath,"+filepath.Dir(driver))
+				flags = append(flags, "-DDRIVER", driver, "-Wl,--disable-new-dtags,-rpath,"+filepath.Dir(driver))
 			}
-			build(rt, standInRuntime, args...)
-			cmd := exec.Command(os.Args[0], "-test.run=^TestDriverVersionChild$", "-test.v")
-			cmd.Env = append(os.Environ(), "GOCUDA_CUDART="+rt, "GOCUDA_DRIVER_CASE="+tc.name)
-			out, err := cmd.CombinedOutput()
-			if err != nil || !strings.Contains(string(out), "--- PASS: TestDriverVersionChild") {
-				t.Errorf("child: %v\n%s", err, out)
-			}
+			rt := stubtest.Library(t, "libcudart.so.13", standInRuntime, flags...)
+			stubtest.Child(t, "TestDriverVersionChild", "GOCUDA_CUDART="+rt, "GOCUDA_DRIVER_CASE="+tc.name)
 		})
 	}
 }

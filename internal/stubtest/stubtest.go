@@ -61,9 +61,10 @@ func Messages() []string {
 }
 
 // Library builds a shared library named file from the C source src in a
-// temporary directory, with the C compiler cgo uses, and returns its path.
-// It skips the test where there is no C compiler.
-func Library(t *testing.T, file, src string) string {
+// temporary directory of its own, with the C compiler cgo uses and the
+// compiler flags given, and returns its path. It skips the test where there
+// is no C compiler.
+func Library(t *testing.T, file, src string, flags ...string) string {
 	t.Helper()
 	cc := os.Getenv("CC")
 	if cc == "" {
@@ -74,7 +75,8 @@ func Library(t *testing.T, file, src string) string {
 	if err := os.WriteFile(c, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command(cc, "-shared", "-fPIC", "-o", lib, c).CombinedOutput(); err != nil {
+	args := append([]string{"-shared", "-fPIC", "-o", lib, c}, flags...)
+	if out, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
 		t.Skipf("no C compiler to build the stand-in %s: %v\n%s", file, err, out)
 	}
 	return lib
@@ -83,17 +85,18 @@ func Library(t *testing.T, file, src string) string {
 // childEnv marks the process that Child runs.
 const childEnv = "GOCUDA_STUBTEST_CHILD"
 
-// Child runs the test binary's test named child, with the environment
-// variable env naming lib, and fails t unless child passes. The child test
-// starts with SkipUnlessChild: it runs only this way, in its own process,
-// because a package opens its library once per process.
-func Child(t *testing.T, child, env, lib string) {
+// Child runs the test binary's test named child with the environment
+// variables env ("GOCUDA_CUDA=/tmp/.../libcuda.so.1", ...) added, and fails
+// t unless child passes. The child test starts with SkipUnlessChild: it
+// runs only this way, in its own process, because a package opens its
+// library once per process.
+func Child(t *testing.T, child string, env ...string) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^"+child+"$", "-test.v")
-	cmd.Env = append(os.Environ(), env+"="+lib, childEnv+"=1")
+	cmd.Env = append(append(os.Environ(), env...), childEnv+"=1")
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "--- PASS: "+child) {
-		t.Errorf("%s against the stand-in %s: %v\n%s", child, lib, err, out)
+		t.Errorf("%s with %s: %v\n%s", child, strings.Join(env, " "), err, out)
 	}
 }
 
