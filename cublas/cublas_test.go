@@ -12,7 +12,7 @@ func TestErrorIs(t *testing.T) {
 }
 
 func TestNoLibrary(t *testing.T) {
-	ccheck.NoLibrary(t, Load, LibraryPath, "libcublas.so.13", "Create", func() error {
+	ccheck.NoLibrary(t, Load, LibraryPath, testLibrary, "Create", func() error {
 		var h Handle
 		return Create(&h)
 	})
@@ -21,6 +21,6 @@ func TestNoLibrary(t *testing.T) {
 // TestCoverage checks, independently of the generator, that every function
 // cublas_api.h and cublas_v2.h declare for C callers is bound, under the name C code calls.
 func TestCoverage(t *testing.T) {
-	text := ccheck.Header(t, "../headers/cuda-13.0/cublas_api.h", "../headers/cuda-13.0/cublas_v2.h")
-	ccheck.Coverage(t, goSymbols, text, regexp.MustCompile(`\bCUBLASWINAPI\s+(cublas\w+)\s*\(`), 517, nil)
+	text := ccheck.Header(t, testHeaders+"/cublas_api.h", testHeaders+"/cublas_v2.h")
+	ccheck.Coverage(t, goSymbols, text, regexp.MustCompile(`\bCUBLASWINAPI\s+(cublas\w+)\s*\(`), testFuncs, nil)
 }

@@ -30,4 +30,4 @@
 // returns a *SymbolError naming it, and the rest keep working.
 package cublaslt
 
-//go:generate go run ../gen -headers ../headers/cuda-13.0 -use ../cudart,../cublas -out . -pkg cublaslt -include cublasLt.h -prefix cublasLt,CUBLASLT_ -error cublasStatus_t -lib GOCUDA_CUBLASLT=libcublasLt.so.13
+//go:generate go run ../gen -use ../cudart,../cublas -out . -pkg cublaslt -include cublasLt.h -prefix cublasLt,CUBLASLT_ -error cublasStatus_t -lib GOCUDA_CUBLASLT

@@ -13,7 +13,7 @@ func TestErrorIs(t *testing.T) {
 }
 
 func TestNoLibrary(t *testing.T) {
-	ccheck.NoLibrary(t, Load, LibraryPath, "libcublasLt.so.13", "Create", func() error {
+	ccheck.NoLibrary(t, Load, LibraryPath, testLibrary, "Create", func() error {
 		var h Handle
 		return Create(&h)
 	})
@@ -22,8 +22,8 @@ func TestNoLibrary(t *testing.T) {
 // TestCoverage checks, independently of the generator, that every function
 // cublasLt.h declares for C callers is bound, under the name C code calls.
 func TestCoverage(t *testing.T) {
-	text := ccheck.Header(t, "../headers/cuda-13.0/cublasLt.h")
-	ccheck.Coverage(t, goSymbols, text, regexp.MustCompile(`\bCUBLASWINAPI\s+(cublasLt\w+)\s*\(`), 50, map[string]string{
+	text := ccheck.Header(t, testHeaders+"/cublasLt.h")
+	ccheck.Coverage(t, goSymbols, text, regexp.MustCompile(`\bCUBLASWINAPI\s+(cublasLt\w+)\s*\(`), testFuncs, map[string]string{
 		"cublasLtLoggerSetFile": "its parameter is a C FILE *, which Go cannot make",
 	})
 }

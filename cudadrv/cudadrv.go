@@ -54,7 +54,8 @@
 // The runtime's handles are the driver's: a cudart.Stream and a
 // cudadrv.Stream hold the same CUstream_st pointer, and so do events, graphs,
 // graph nodes, executable graphs, memory pools, user objects, functions,
-// kernels and libraries (interop.go has the compiler check each pair). A Go
+// kernels and, in CUDA 13, libraries (interop.go has the compiler check each
+// pair). A Go
 // conversion turns one into the other: cudadrv.Stream(s), cudart.Stream(s).
 // Device pointers differ in type only; DeviceptrOf and Deviceptr.Pointer
 // convert them. Arrays, mipmapped arrays, graphics resources and external
@@ -62,4 +63,4 @@
 // conversion is offered for them.
 package cudadrv
 
-//go:generate go run ../gen -headers ../headers/cuda-13.0 -out . -pkg cudadrv -include cuda.h,cudaProfiler.h -prefix cu,CU_,CU,CUDA_ -error CUresult -perthread CUDA_API_PER_THREAD_DEFAULT_STREAM -lib GOCUDA_CUDA=libcuda.so.1
+//go:generate go run ../gen -out . -pkg cudadrv -include cuda.h,cudaProfiler.h -prefix cu,CU_,CU,CUDA_ -error CUresult -perthread CUDA_API_PER_THREAD_DEFAULT_STREAM -lib GOCUDA_CUDA

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/gocuda/cuda/internal/ccheck"
 	"github.com/gocuda/cuda/internal/stubtest"
 )
 
@@ -145,34 +146,16 @@ func TestStubChild(t *testing.T) {
 	}
 }
 
-// publicHeader returns a header of headers/cuda-13.0 without its section for
-// the driver's own build (#if defined(__CUDA_API_VERSION_INTERNAL)), which
-// declares retired versions. It skips the test where the headers are absent,
-// as beside a test binary copied to a GPU machine.
-func publicHeader(t *testing.T, name string) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "headers", "cuda-13.0", name))
-	if err != nil {
-		t.Skipf("headers not here: %v", err)
-	}
-	before, internal, ok := strings.Cut(string(b), "\n#if defined(__CUDA_API_VERSION_INTERNAL)\n")
-	if !ok {
-		return before
-	}
-	_, after, _ := strings.Cut(internal, "\n#e") // #endif or #elif
-	return before + after
-}
-
 // TestCoverage checks, independently of the generator's C parser, that every
-// function the headers declare for callers is bound: the 449 of cuda.h and
-// the profiler's.
+// function the headers declare for callers is bound: the testFuncs of cuda.h
+// and the profiler's.
 func TestCoverage(t *testing.T) {
 	declared := regexp.MustCompile(`\bCUDAAPI\s+(cu\w+)\s*\(`)
 	want := map[string]bool{}
 	for _, name := range []string{"cuda.h", "cudaProfiler.h"} {
-		found := declared.FindAllStringSubmatch(publicHeader(t, name), -1)
-		if name == "cuda.h" && len(found) != 449 {
-			t.Errorf("cuda.h declares %d functions, want CUDA 13.0's 449", len(found))
+		found := declared.FindAllStringSubmatch(ccheck.Header(t, filepath.Join(testHeaders, name)), -1)
+		if name == "cuda.h" && len(found) != testFuncs {
+			t.Errorf("cuda.h declares %d functions, want CUDA %s's %d", len(found), testCUDA, testFuncs)
 		}
 		for _, m := range found {
 			want[m[1]] = true
@@ -206,7 +189,7 @@ func TestTypedefs(t *testing.T) {
 	versioned := regexp.MustCompile(`_v\d+$`)
 	entry, perThread := map[string]bool{}, map[string]bool{}
 	for _, name := range []string{"cudaTypedefs.h", "cudaProfilerTypedefs.h"} {
-		for _, m := range pfn.FindAllStringSubmatch(publicHeader(t, name), -1) {
+		for _, m := range pfn.FindAllStringSubmatch(ccheck.Header(t, filepath.Join(testHeaders, name)), -1) {
 			entry[m[1]] = true
 			if m[2] != "" {
 				perThread[m[1]] = true

@@ -114,13 +114,18 @@ func TestGPUPrimaryContext(t *testing.T) {
 	if cur != dev {
 		t.Errorf("CtxGetDevice = %d, want %d", cur, dev)
 	}
-	// The explicitly versioned name stays callable.
+	// The explicitly versioned name stays callable (cuStreamGetCtx_v2, in
+	// CUDA 12 and 13 alike).
 	var ctx Context
 	check(t, "CtxGetCurrent", CtxGetCurrent(&ctx))
-	cur = -1
-	check(t, "CtxGetDevice_v2", CtxGetDevice_v2(&cur, ctx))
-	if cur != dev {
-		t.Errorf("CtxGetDevice_v2 = %d, want %d", cur, dev)
+	var s Stream
+	check(t, "StreamCreate", StreamCreate(&s, uint32(STREAM_NON_BLOCKING)))
+	defer StreamDestroy(s)
+	var sctx Context
+	green := GreenCtx(1)
+	check(t, "StreamGetCtx_v2", StreamGetCtx_v2(s, &sctx, &green))
+	if sctx != ctx || green != 0 {
+		t.Errorf("StreamGetCtx_v2 = context %#x, green context %#x; want %#x, 0", sctx, green, ctx)
 	}
 	// A second retain and its release balance.
 	var again Context

@@ -1,12 +1,14 @@
 package cudadrv
 
 /*
-#cgo CFLAGS: -I${SRCDIR}/../headers/cuda-13.0
 #include "cuda.h"
 #include "cuda_runtime_api.h"
 
 // The runtime's handle types are the driver's: the compiler checks each pair
-// that the package doc lists, so that a Go conversion between them is sound.
+// that the package doc lists, so that a Go conversion between them is sound
+// (libraries, which CUDA 12's runtime lacks, in interop_cuda13.go). The
+// headers are on the include path through the generated zfuncs_*.go, whose
+// #cgo CFLAGS hold for the whole package.
 #define GOCUDA_SAME(a, b) _Static_assert(__builtin_types_compatible_p(a, b), #a " is not " #b)
 GOCUDA_SAME(CUstream, cudaStream_t);
 GOCUDA_SAME(CUevent, cudaEvent_t);
@@ -17,7 +19,6 @@ GOCUDA_SAME(CUmemoryPool, cudaMemPool_t);
 GOCUDA_SAME(CUuserObject, cudaUserObject_t);
 GOCUDA_SAME(CUfunction, cudaFunction_t);
 GOCUDA_SAME(CUkernel, cudaKernel_t);
-GOCUDA_SAME(CUlibrary, cudaLibrary_t);
 _Static_assert(sizeof(CUdeviceptr) == sizeof(void *), "CUdeviceptr is not pointer-sized");
 */
 import "C"

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/gocuda/cuda/internal/stubtest"
@@ -21,7 +22,7 @@ static int last;
 int cudaGetDeviceCount(int *n) { *n = STATUS == 0; last = STATUS; return STATUS; }
 int cudaGetDevice(int *d) { *d = 0; last = STATUS; return STATUS; }
 int cudaGetLastError(void) { int e = last; last = 0; return e; }
-int cudaRuntimeGetVersion(int *v) { *v = 13000; return 0; }
+int cudaRuntimeGetVersion(int *v) { *v = VERSION; return 0; }
 int cudaDriverGetVersion(int *v) {
 	*v = 0;
 #ifdef DRIVER
@@ -31,21 +32,27 @@ int cudaDriverGetVersion(int *v) {
 }
 `
 
-// standInDriver is a libcuda.so.1 of CUDA 12.4 (driver 550).
-const standInDriver = "int cuDriverGetVersion(int *v) { *v = 12040; return 0; }\n"
+// standInDriver is a libcuda.so.1 whose cuDriverGetVersion answers
+// oldDriver.
+const standInDriver = "int cuDriverGetVersion(int *v) { *v = OLD; return 0; }\n"
 
-// TestDriverVersionError runs TestDriverVersionChild with stand-in runtimes:
-// one that finds the driver (a stand-in of CUDA 12.4) too old, one that
-// finds none, one that finds no device and one that works.
+// oldDriver is the CUDA version of the stand-in driver: x.4 of the major
+// before the headers' (12.4, driver 550, for CUDA 13).
+const oldDriver = (VERSION/1000-1)*1000 + 40
+
+// TestDriverVersionError runs TestDriverVersionChild with stand-in runtimes
+// of the headers' version: one that finds the driver (a stand-in of
+// oldDriver) too old, one that finds none, one that finds no device and one
+// that works.
 func TestDriverVersionError(t *testing.T) {
-	driver := stubtest.Library(t, "libcuda.so.1", standInDriver, "-Wl,-soname,libcuda.so.1")
+	driver := stubtest.Library(t, "libcuda.so.1", standInDriver, "-Wl,-soname,libcuda.so.1", "-DOLD="+strconv.Itoa(oldDriver))
 	for _, tc := range []struct{ name, status string }{{"old", "35"}, {"none", "35"}, {"nodevice", "100"}, {"ok", "0"}} {
 		t.Run(tc.name, func(t *testing.T) {
-			flags := []string{"-DSTATUS=" + tc.status}
+			flags := []string{"-DSTATUS=" + tc.status, "-DVERSION=" + strconv.Itoa(VERSION)}
 			if tc.name != "none" {
 				flags = append(flags, "-DDRIVER", driver, "-Wl,--disable-new-dtags,-rpath,"+filepath.Dir(driver))
 			}
-			rt := stubtest.Library(t, "libcudart.so.13", standInRuntime, flags...)
+			rt := stubtest.Library(t, testLibrary, standInRuntime, flags...)
 			stubtest.Child(t, "TestDriverVersionChild", "GOCUDA_CUDART="+rt, "GOCUDA_DRIVER_CASE="+tc.name)
 		})
 	}
@@ -73,11 +80,14 @@ func TestDriverVersionChild(t *testing.T) {
 		if !errors.As(err, &dv) {
 			t.Fatalf("GetDevice error = %v, want a *DriverVersionError", err)
 		}
-		want := DriverVersionError{Runtime: 13000, Needed: "580", Found: 12040}
-		text := "cudaErrorInsufficientDriver: CUDA 13.0 needs NVIDIA driver 580 or newer; the installed driver supports CUDA 12.4 only"
+		want := DriverVersionError{Runtime: VERSION, Needed: minDriver[VERSION/1000], Found: oldDriver}
+		text := "cudaErrorInsufficientDriver: CUDA " + testCUDA + " needs NVIDIA driver " + want.Needed + " or newer; the installed driver supports CUDA " + strconv.Itoa(VERSION/1000-1) + ".4 only"
 		if tc == "none" {
 			want.Found = 0
-			text = "cudaErrorInsufficientDriver: CUDA 13.0 needs NVIDIA driver 580 or newer; no NVIDIA driver was found (libcuda.so.1)"
+			text = "cudaErrorInsufficientDriver: CUDA " + testCUDA + " needs NVIDIA driver " + want.Needed + " or newer; no NVIDIA driver was found (libcuda.so.1)"
+		}
+		if want.Needed == "" {
+			t.Errorf("minDriver has no driver for CUDA %d", VERSION/1000)
 		}
 		if *dv != want || err.Error() != text {
 			t.Errorf("GetDevice error = %+v %q, want %+v %q", *dv, err, want, text)
@@ -97,8 +107,8 @@ func TestDriverVersionChild(t *testing.T) {
 		if err := DriverGetVersion(&v); err != nil || v != int32(want.Found) {
 			t.Errorf("DriverGetVersion = %d, %v; want %d", v, err, want.Found)
 		}
-		if err := RuntimeGetVersion(&v); err != nil || v != 13000 {
-			t.Errorf("RuntimeGetVersion = %d, %v; want 13000", v, err)
+		if err := RuntimeGetVersion(&v); err != nil || v != VERSION {
+			t.Errorf("RuntimeGetVersion = %d, %v; want %d", v, err, VERSION)
 		}
 	case "nodevice":
 		if err != ErrorNoDevice {

@@ -12,7 +12,7 @@ func TestErrorIs(t *testing.T) {
 }
 
 func TestNoLibrary(t *testing.T) {
-	ccheck.NoLibrary(t, Load, LibraryPath, "libcufft.so.12", "Create", func() error {
+	ccheck.NoLibrary(t, Load, LibraryPath, testLibrary, "Create", func() error {
 		var plan Handle
 		return Create(&plan)
 	})
@@ -21,6 +21,6 @@ func TestNoLibrary(t *testing.T) {
 // TestCoverage checks, independently of the generator, that every function
 // cufft.h declares for C callers is bound, under the name C code calls.
 func TestCoverage(t *testing.T) {
-	text := ccheck.Header(t, "../headers/cuda-13.0/cufft.h")
-	ccheck.Coverage(t, goSymbols, text, regexp.MustCompile(`\bCUFFTAPI\s+(cufft\w+)\s*\(`), 35, nil)
+	text := ccheck.Header(t, testHeaders+"/cufft.h")
+	ccheck.Coverage(t, goSymbols, text, regexp.MustCompile(`\bCUFFTAPI\s+(cufft\w+)\s*\(`), testFuncs, nil)
 }

@@ -12,7 +12,7 @@ func TestErrorIs(t *testing.T) {
 }
 
 func TestNoLibrary(t *testing.T) {
-	ccheck.NoLibrary(t, Load, LibraryPath, "libcurand.so.10", "CreateGenerator", func() error {
+	ccheck.NoLibrary(t, Load, LibraryPath, testLibrary, "CreateGenerator", func() error {
 		var g Generator
 		return CreateGenerator(&g, RNG_PSEUDO_DEFAULT)
 	})
@@ -21,6 +21,6 @@ func TestNoLibrary(t *testing.T) {
 // TestCoverage checks, independently of the generator, that every function
 // curand.h declares for C callers is bound, under the name C code calls.
 func TestCoverage(t *testing.T) {
-	text := ccheck.Header(t, "../headers/cuda-13.0/curand.h")
-	ccheck.Coverage(t, goSymbols, text, regexp.MustCompile(`\bCURANDAPI\s+(curand\w+)\s*\(`), 29, nil)
+	text := ccheck.Header(t, testHeaders+"/curand.h")
+	ccheck.Coverage(t, goSymbols, text, regexp.MustCompile(`\bCURANDAPI\s+(curand\w+)\s*\(`), testFuncs, nil)
 }

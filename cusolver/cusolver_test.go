@@ -12,7 +12,7 @@ func TestErrorIs(t *testing.T) {
 }
 
 func TestNoLibrary(t *testing.T) {
-	ccheck.NoLibrary(t, Load, LibraryPath, "libcusolver.so.12", "Create", func() error {
+	ccheck.NoLibrary(t, Load, LibraryPath, testLibrary, "Create", func() error {
 		var h Handle
 		return Create(&h)
 	})
@@ -21,8 +21,8 @@ func TestNoLibrary(t *testing.T) {
 // TestCoverage checks, independently of the generator, that every function
 // cusolverDn.h and cusolver_common.h declare for C callers is bound, under the name C code calls.
 func TestCoverage(t *testing.T) {
-	text := ccheck.Header(t, "../headers/cuda-13.0/cusolverDn.h", "../headers/cuda-13.0/cusolver_common.h")
-	ccheck.Coverage(t, goSymbols, text, regexp.MustCompile(`\bCUSOLVERAPI\s+(cusolver\w+)\s*\(`), 379, map[string]string{
+	text := ccheck.Header(t, testHeaders+"/cusolverDn.h", testHeaders+"/cusolver_common.h")
+	ccheck.Coverage(t, goSymbols, text, regexp.MustCompile(`\bCUSOLVERAPI\s+(cusolver\w+)\s*\(`), testFuncs, map[string]string{
 		"cusolverDnLoggerSetFile": "its parameter is a C FILE *, which Go cannot make",
 	})
 }

@@ -28,4 +28,4 @@
 // returns a *SymbolError naming it, and the rest keep working.
 package cusparse
 
-//go:generate go run ../gen -headers ../headers/cuda-13.0 -use ../cudart -out . -pkg cusparse -include cusparse.h -prefix cusparse,CUSPARSE_ -error cusparseStatus_t -lib GOCUDA_CUSPARSE=libcusparse.so.12
+//go:generate go run ../gen -use ../cudart -out . -pkg cusparse -include cusparse.h -prefix cusparse,CUSPARSE_ -error cusparseStatus_t -lib GOCUDA_CUSPARSE

@@ -12,7 +12,7 @@ func TestErrorIs(t *testing.T) {
 }
 
 func TestNoLibrary(t *testing.T) {
-	ccheck.NoLibrary(t, Load, LibraryPath, "libcusparse.so.12", "Create", func() error {
+	ccheck.NoLibrary(t, Load, LibraryPath, testLibrary, "Create", func() error {
 		var h Handle
 		return Create(&h)
 	})
@@ -21,8 +21,8 @@ func TestNoLibrary(t *testing.T) {
 // TestCoverage checks, independently of the generator, that every function
 // cusparse.h declares for C callers is bound, under the name C code calls.
 func TestCoverage(t *testing.T) {
-	text := ccheck.Header(t, "../headers/cuda-13.0/cusparse.h")
-	ccheck.Coverage(t, goSymbols, text, regexp.MustCompile(`\bCUSPARSEAPI\s+(cusparse\w+)\s*\(`), 448, map[string]string{
+	text := ccheck.Header(t, testHeaders+"/cusparse.h")
+	ccheck.Coverage(t, goSymbols, text, regexp.MustCompile(`\bCUSPARSEAPI\s+(cusparse\w+)\s*\(`), testFuncs, map[string]string{
 		"cusparseLoggerSetFile": "its parameter is a C FILE *, which Go cannot make",
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -18,10 +19,16 @@ import (
 // it skips testdata and directories whose names start with . or _. With
 // out, each package is written under out, at its path relative to root,
 // instead of in place. The packages are generated concurrently, GOMAXPROCS
-// at a time, and each is parsed once: the packages that use it share its
-// parse. The reports follow, in the packages' order.
+// at a time, once for each CUDA major (once with -headers), and each is
+// parsed once for each: the packages that use it share its parse. The
+// reports follow, in the packages' order.
 func generateAll(root, out string) error {
-	var dirs []string
+	type job struct {
+		dir string
+		cfg config
+		m   *major
+	}
+	var jobs []job
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || !d.IsDir() {
 			return err
@@ -29,25 +36,37 @@ func generateAll(root, out string) error {
 		if n := d.Name(); path != root && (n == "testdata" || strings.HasPrefix(n, ".") || strings.HasPrefix(n, "_")) {
 			return filepath.SkipDir
 		}
-		_, args, err := generateArgs(path)
-		if args != nil {
-			dirs = append(dirs, path)
+		if _, args, err := generateArgs(path); args == nil || err != nil {
+			return err
 		}
-		return err
+		cfg, err := packageConfig(path)
+		if err != nil {
+			return err
+		}
+		majors, err := majorsOf(cfg)
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		for _, m := range majors {
+			jobs = append(jobs, job{path, cfg, m})
+		}
+		return nil
 	})
 	if err != nil {
 		return err
 	}
 	c := &cache{slots: make(chan struct{}, runtime.GOMAXPROCS(0))}
-	reports := make([]bytes.Buffer, len(dirs))
-	errs := make([]error, len(dirs))
+	reports := make([]bytes.Buffer, len(jobs))
+	pkgs := make([]*Package, len(jobs))
+	errs := make([]error, len(jobs))
 	var wg sync.WaitGroup
-	for i, dir := range dirs {
+	for i, j := range jobs {
 		wg.Go(func() {
 			c.slots <- struct{}{}
 			defer func() { <-c.slots }()
-			if err := generate(c, dir, root, out, &reports[i]); err != nil {
-				errs[i] = fmt.Errorf("%s: %w", dir, err)
+			var err error
+			if pkgs[i], err = generate(c, j.dir, j.cfg, j.m, root, out, &reports[i]); err != nil {
+				errs[i] = fmt.Errorf("%s: %w", j.dir, err)
 			}
 		})
 	}
@@ -55,31 +74,59 @@ func generateAll(root, out string) error {
 	for _, r := range reports {
 		os.Stderr.Write(r.Bytes())
 	}
+	// The jobs of a package are consecutive, one for each major.
+	for i := 0; i < len(jobs); {
+		n := 1
+		for i+n < len(jobs) && jobs[i+n].dir == jobs[i].dir {
+			n++
+		}
+		if !slices.Contains(pkgs[i:i+n], nil) {
+			if err := checkFacts(pkgs[i : i+n]); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", jobs[i].dir, err))
+			}
+		}
+		i += n
+	}
 	return errors.Join(errs...)
 }
 
-// generate generates the package in dir, parsed by c, and writes its report
-// to w. With out, the package is written under out instead of under root.
-func generate(c *cache, dir, root, out string, w io.Writer) error {
-	p, err := c.load(dir)
-	if err != nil {
-		return err
+// generate generates the package in dir, which cfg describes, for the
+// CUDA major m, parsed by c, writes its report to w and returns it (nil for
+// a hand-written package). With out, the package is written under out
+// instead of under root.
+func generate(c *cache, dir string, cfg config, m *major, root, out string, w io.Writer) (*Package, error) {
+	var pkg *Package
+	if cfg.handwritten() {
+		var err error
+		if cfg, err = cfg.forMajor(m); err != nil {
+			return nil, err
+		}
+	} else {
+		p, err := c.load(dir, m)
+		if err != nil {
+			return nil, err
+		}
+		if err := p.perThreadSymbols(); err != nil {
+			return nil, err
+		}
+		p.annotate()
+		cfg, pkg = p.cfg, p.pkg
 	}
-	if err := p.perThreadSymbols(); err != nil {
-		return err
-	}
-	if err := p.annotate(); err != nil {
-		return err
-	}
-	cfg := p.cfg
 	if out != "" {
 		rel, err := filepath.Rel(root, cfg.out)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		cfg.out = filepath.Join(out, rel)
 	}
-	return write(p.pkg, cfg, w)
+	if pkg == nil {
+		files, err := handwrittenFiles(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return nil, writeFiles(cfg.out, files)
+	}
+	return pkg, write(pkg, cfg, w)
 }
 
 // cache parses generated packages as their //go:generate lines say, each
@@ -89,7 +136,7 @@ func generate(c *cache, dir, root, out string, w io.Writer) error {
 // another does.
 type cache struct {
 	mu     sync.Mutex
-	parses map[string]*parsed // by absolute directory
+	parses map[string]*parsed // by absolute directory and CUDA major
 	slots  chan struct{}
 }
 
@@ -100,12 +147,15 @@ type parsed struct {
 	err  error
 }
 
-// load returns the parse of the generated package in dir, without its
-// per-thread symbols.
-func (c *cache) load(dir string) (*parser, error) {
+// load returns the parse of the generated package in dir for the CUDA
+// major m (nil with -headers), without its per-thread symbols.
+func (c *cache) load(dir string, m *major) (*parser, error) {
 	key, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err
+	}
+	if m != nil {
+		key += "\x00" + m.suffix
 	}
 	c.mu.Lock()
 	e, ok := c.parses[key]
@@ -121,7 +171,7 @@ func (c *cache) load(dir string) (*parser, error) {
 		c.wait(e.done)
 		return e.p, e.err
 	}
-	e.p, e.err = c.parse(dir)
+	e.p, e.err = c.parse(dir, m)
 	close(e.done)
 	return e.p, e.err
 }
@@ -141,10 +191,13 @@ func (c *cache) wait(done chan struct{}) {
 	<-done
 }
 
-// parse parses the generated package in dir.
-func (c *cache) parse(dir string) (*parser, error) {
+// parse parses the generated package in dir for the CUDA major m.
+func (c *cache) parse(dir string, m *major) (*parser, error) {
 	cfg, err := packageConfig(dir)
 	if err != nil {
+		return nil, err
+	}
+	if cfg, err = cfg.forMajor(m); err != nil {
 		return nil, err
 	}
 	p, err := newParser(cfg, c)

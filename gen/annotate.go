@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 )
@@ -13,11 +14,14 @@ import (
 // call), and it takes a pointer or a struct, which the annotations keep off
 // the heap; cgo uses noescape only together with nocallback, and
 // nocallback alone only adds a check. A fact that names a function the
-// package does not have is an error: the headers changed under it.
-func (p *parser) annotate() error {
+// package does not have is listed in Unfacted and still holds: the headers
+// of an older CUDA major lack cuLogsRegisterCallback, but the driver loaded
+// at run time may have it. Lacking in every major's headers, it is an error
+// (see checkFacts): the headers changed under it.
+func (p *parser) annotate() {
 	f, ok := facts[p.pkg.Name]
 	if !ok {
-		return nil
+		return
 	}
 	declared := map[string]*Func{}
 	for _, fn := range p.pkg.Funcs {
@@ -29,18 +33,30 @@ func (p *parser) annotate() error {
 		named = append(named, slices.DeleteFunc(slices.Clone(run), func(s string) bool { return s == every })...)
 	}
 	for _, c := range named {
-		if declared[c] == nil {
-			return fmt.Errorf("gen's facts (facts.go) name %s, which package %s does not declare", c, p.pkg.Name)
+		if declared[c] == nil && !slices.Contains(p.pkg.Unfacted, c) {
+			p.pkg.Unfacted = append(p.pkg.Unfacted, c)
 		}
 	}
+	slices.Sort(p.pkg.Unfacted)
 	back := callsBack(p.pkg.Name)
 	if back[every] {
-		return nil
+		return
 	}
 	for _, fn := range p.pkg.Funcs {
 		fn.NoEscape = !back[fn.CName] && !slices.Contains(f.keeps, fn.CName) && !p.takesFuncPtr(fn) && passesPointer(fn)
 	}
-	return nil
+}
+
+// checkFacts returns an error for each function that gen's facts name and
+// that every one of pkgs, one package generated for each CUDA major, lacks.
+func checkFacts(pkgs []*Package) error {
+	var errs []error
+	for _, c := range pkgs[0].Unfacted {
+		if !slices.ContainsFunc(pkgs, func(p *Package) bool { return !slices.Contains(p.Unfacted, c) }) {
+			errs = append(errs, fmt.Errorf("gen's facts (facts.go) name %s, which package %s does not declare", c, pkgs[0].Name))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // takesFuncPtr reports whether a parameter of fn carries a function

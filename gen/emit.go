@@ -27,11 +27,16 @@ type emitter struct {
 	records map[string]*Record // by Go name
 	tdefs   map[string]*Typedef
 	uses    map[string]*emitter // the packages of pkg.Uses, by import path
+	major   *major              // the CUDA major generated for, or nil
+	outDir  string              // the absolute output directory
 }
 
 // emit returns the generated files, by path relative to the output
 // directory; hdrDirs are the include directories, the package's own first.
-func emit(pkg *Package, outDir string, hdrDirs []string) (map[string][]byte, error) {
+// For a CUDA major m, the files' names carry its suffix and the files its
+// build constraint, and zversion_test.go gives the package's tests what m's
+// data file says.
+func emit(pkg *Package, outDir string, hdrDirs []string, m *major) (map[string][]byte, error) {
 	var rels []string
 	for _, d := range hdrDirs {
 		rel, err := filepath.Rel(outDir, d)
@@ -45,7 +50,7 @@ func emit(pkg *Package, outDir string, hdrDirs []string) (map[string][]byte, err
 		return nil, err
 	}
 	e := newEmitter(pkg)
-	e.hdrRel, e.ctest = rels, importPath+"/internal/ctest"
+	e.hdrRel, e.ctest, e.major, e.outDir = rels, importPath+"/internal/ctest", m, outDir
 	files := map[string]*jen.File{
 		"ztypes.go":                 e.types(),
 		"zconsts.go":                e.consts(),
@@ -57,20 +62,36 @@ func emit(pkg *Package, outDir string, hdrDirs []string) (map[string][]byte, err
 	if pkg.PerThread != "" {
 		files["internal/ctest/zperthread.go"] = e.perThreadC()
 	}
-	out := map[string][]byte{}
-	for name, f := range files {
-		for path, u := range e.uses {
+	if m != nil {
+		f, err := e.versionTest()
+		if err != nil {
+			return nil, err
+		}
+		files["zversion_test.go"] = f
+	}
+	for path, u := range e.uses {
+		for _, f := range files {
 			f.ImportName(path, u.pkg.Name)
 		}
+	}
+	return render(files, m)
+}
+
+// render renders and formats files, by name, for the CUDA major m (nil with
+// -headers): their names carry its suffix and their sources its build
+// constraint.
+func render(files map[string]*jen.File, m *major) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	for name, f := range files {
 		var b bytes.Buffer
 		if err := f.Render(&b); err != nil {
 			return nil, fmt.Errorf("rendering %s: %w", name, err)
 		}
-		src, err := imports.Process(name, b.Bytes(), formatOnly)
+		src, err := imports.Process(name, m.constrain(b.Bytes()), formatOnly)
 		if err != nil {
 			return nil, fmt.Errorf("formatting %s: %w", name, err)
 		}
-		out[name] = src
+		out[m.fileName(name)] = src
 	}
 	return out, nil
 }

@@ -175,6 +175,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -183,6 +184,9 @@ import (
 
 func main() {
 	cfg, model, all, err := flags(flag.CommandLine, os.Args[1:])
+	if err == nil && all == "" {
+		cfg.majors, err = majorsDir(cfg.majors, ".")
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "gen:", err)
 		flag.Usage()
@@ -202,7 +206,9 @@ func main() {
 // flags parses gen's command line into a config, -model and -all.
 func flags(fs *flag.FlagSet, args []string) (cfg config, model bool, all string, err error) {
 	var include, types, prefix, lib, inc, use, omit string
-	fs.StringVar(&cfg.dir, "headers", "headers/cuda-13.0", "directory of the headers the package owns")
+	fs.StringVar(&cfg.dir, "headers", "", "directory of the headers the package owns; without it, the package is generated once for each CUDA major that -majors describes")
+	fs.StringVar(&cfg.majors, "majors", "", "directory of the CUDA majors' data files, cuda*.txt (default headers/ of the module)")
+	fs.StringVar(&cfg.from, "from", "cuda", "without -headers: the majors' header directory that the package owns, cuda or nccl (whose headers include CUDA's, which go on the include path too)")
 	fs.StringVar(&inc, "I", "", "comma-separated further include directories, whose declarations are not emitted")
 	fs.StringVar(&cfg.out, "out", "", "output directory (default .; with -all, the directory the packages are written under instead of in place)")
 	fs.StringVar(&cfg.dest, "dest", "", "directory the package will live in, for cgo's relative include path (default -out)")
@@ -212,9 +218,12 @@ func flags(fs *flag.FlagSet, args []string) (cfg config, model bool, all string,
 	fs.StringVar(&use, "use", "", "comma-separated directories of generated packages whose types are referenced, not emitted again")
 	fs.StringVar(&prefix, "prefix", "", "comma-separated C name prefixes to drop")
 	fs.StringVar(&omit, "omit", "", "comma-separated prefixes of the C names of declarations to leave out (NCCL's pnccl profiling aliases)")
-	fs.StringVar(&lib, "lib", "", "ENV=FILE: the shared library to open, and the environment variable that may name its path")
+	fs.StringVar(&lib, "lib", "", "the shared library to open: the environment variable that may name its path, whose file name each major gives (GOCUDA_CUDART); with -headers, ENV=FILE")
 	fs.StringVar(&cfg.errType, "error", "", "C name of the status type, whose values are errors")
 	fs.StringVar(&cfg.perThread, "perthread", "", "macro that selects the per-thread default stream entry points when defined")
+	fs.BoolVar(&cfg.cflags, "cflags", false, "for a hand-written package: write zcflags_<major>.go, which puts each major's CUDA headers on cgo's include path")
+	fs.BoolVar(&cfg.majorConst, "major", false, "for a hand-written package: write zmajor_<major>.go, the constant cudaMajor")
+	fs.BoolVar(&cfg.tests, "tests", false, "for a hand-written package: write zversion_<major>_test.go, the constants its tests read")
 	fs.BoolVar(&model, "model", false, "print the model as JSON instead of writing files")
 	fs.StringVar(&all, "all", "", "generate every package under this directory as its //go:generate line says, in one process")
 	if err = fs.Parse(args); err != nil {
@@ -228,12 +237,7 @@ func flags(fs *flag.FlagSet, args []string) (cfg config, model bool, all string,
 		})
 		return
 	}
-	var ok bool
-	if cfg.libEnv, cfg.lib, ok = strings.Cut(lib, "="); cfg.pkg == "" || include == "" || !ok {
-		err = fmt.Errorf("-pkg, -include and -lib ENV=FILE are required")
-		return
-	}
-	cfg.headers = strings.Split(include, ",")
+	cfg.headers = list(include)
 	cfg.typeHeaders = list(types)
 	cfg.prefixes = list(prefix)
 	cfg.includeDirs = list(inc)
@@ -245,7 +249,58 @@ func flags(fs *flag.FlagSet, args []string) (cfg config, model bool, all string,
 	if cfg.dest == "" {
 		cfg.dest = cfg.out
 	}
+	var hasFile bool
+	cfg.libEnv, cfg.lib, hasFile = strings.Cut(lib, "=")
+	switch {
+	case cfg.pkg == "":
+		err = fmt.Errorf("-pkg is required")
+	case cfg.handwritten():
+		if include != "" || lib != "" || cfg.dir != "" {
+			err = fmt.Errorf("-cflags, -major and -tests are for a hand-written package: no -include, -lib or -headers")
+		}
+	case include == "" || lib == "":
+		err = fmt.Errorf("-include and -lib are required")
+	case cfg.dir != "" && !hasFile:
+		err = fmt.Errorf("with -headers, -lib is ENV=FILE")
+	case cfg.dir == "" && hasFile:
+		err = fmt.Errorf("-lib ENV=FILE needs -headers: else each major gives the file name")
+	}
 	return
+}
+
+// handwritten reports whether cfg is a hand-written package's, which gen
+// gives only the small files of -cflags, -major and -tests.
+func (cfg config) handwritten() bool { return cfg.cflags || cfg.majorConst || cfg.tests }
+
+// forMajor returns cfg for the CUDA major m: its header directories and
+// library file name. With -headers (m is nil), it returns cfg.
+func (cfg config) forMajor(m *major) (config, error) {
+	if m == nil {
+		return cfg, nil
+	}
+	dir, ok := m.headers[cfg.from]
+	if !ok {
+		return cfg, fmt.Errorf("%s has no headers %s line", m.file, cfg.from)
+	}
+	cfg.dir, cfg.major = dir, m
+	if cfg.from != "cuda" {
+		cfg.includeDirs = append(slices.Clip(cfg.includeDirs), m.headers["cuda"])
+	}
+	if !cfg.handwritten() {
+		if cfg.lib, ok = m.libs[cfg.libEnv]; !ok {
+			return cfg, fmt.Errorf("%s has no lib %s line", m.file, cfg.libEnv)
+		}
+	}
+	return cfg, nil
+}
+
+// majorsOf returns the CUDA majors cfg is generated for: nil alone with
+// -headers.
+func majorsOf(cfg config) ([]*major, error) {
+	if cfg.dir != "" {
+		return []*major{nil}, nil
+	}
+	return readMajors(cfg.majors)
 }
 
 // list splits a comma-separated flag value; "" is the empty list.
@@ -275,8 +330,8 @@ func generateArgs(dir string) (file string, args []string, err error) {
 	return "", nil, nil
 }
 
-// packageConfig reads the configuration of the generated package in dir from
-// its //go:generate line, with the paths in it made relative to the current
+// packageConfig reads the configuration of the package in dir from its
+// //go:generate line, with the paths in it made relative to the current
 // directory.
 func packageConfig(dir string) (config, error) {
 	f, args, err := generateArgs(dir)
@@ -290,7 +345,12 @@ func packageConfig(dir string) (config, error) {
 	if err != nil {
 		return config{}, fmt.Errorf("%s: %w", f, err)
 	}
-	cfg.dir = filepath.Join(dir, cfg.dir)
+	if cfg.dir != "" {
+		cfg.dir = filepath.Join(dir, cfg.dir)
+	}
+	if cfg.majors, err = majorsDir(cfg.majors, dir); err != nil {
+		return config{}, err
+	}
 	cfg.out = filepath.Join(dir, cfg.out)
 	cfg.dest = filepath.Join(dir, cfg.dest)
 	for i, d := range cfg.includeDirs {
@@ -302,18 +362,51 @@ func packageConfig(dir string) (config, error) {
 	return cfg, nil
 }
 
-// run generates the package cfg describes, or prints its model.
+// run generates the package cfg describes, or prints its model: once with
+// -headers, else once for each CUDA major.
 func run(cfg config, model bool) error {
-	pkg, err := parse(cfg)
+	majors, err := majorsOf(cfg)
 	if err != nil {
 		return err
 	}
-	if model {
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "\t")
-		return enc.Encode(pkg)
+	c := new(cache)
+	var pkgs []*Package
+	for _, m := range majors {
+		mcfg, err := cfg.forMajor(m)
+		if err != nil {
+			return err
+		}
+		if cfg.handwritten() {
+			files, err := handwrittenFiles(mcfg)
+			if err == nil {
+				err = writeFiles(mcfg.out, files)
+			}
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		pkg, err := parse(mcfg, c)
+		if err != nil {
+			return err
+		}
+		pkgs = append(pkgs, pkg)
+		if model {
+			enc := json.NewEncoder(os.Stdout)
+			enc.SetIndent("", "\t")
+			if err := enc.Encode(pkg); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := write(pkg, mcfg, os.Stderr); err != nil {
+			return err
+		}
 	}
-	return write(pkg, cfg, os.Stderr)
+	if pkgs == nil {
+		return nil
+	}
+	return checkFacts(pkgs)
 }
 
 // write emits pkg, writes its files in cfg.out and its report to w.
@@ -330,12 +423,21 @@ func write(pkg *Package, cfg config, w io.Writer) error {
 		}
 		dirs = append(dirs, a)
 	}
-	files, err := emit(pkg, absDest, dirs)
+	files, err := emit(pkg, absDest, dirs, cfg.major)
 	if err != nil {
 		return err
 	}
+	if err := writeFiles(cfg.out, files); err != nil {
+		return err
+	}
+	report(w, pkg, cfg.major)
+	return nil
+}
+
+// writeFiles writes files, by path relative to dir.
+func writeFiles(dir string, files map[string][]byte) error {
 	for _, name := range sortedKeys(files) {
-		path := filepath.Join(cfg.out, name)
+		path := filepath.Join(dir, name)
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return err
 		}
@@ -343,13 +445,16 @@ func write(pkg *Package, cfg config, w io.Writer) error {
 			return err
 		}
 	}
-	report(w, pkg)
 	return nil
 }
 
 // report prints the closing counts: what was emitted, and what was skipped
-// and why.
-func report(w io.Writer, pkg *Package) {
+// and why, naming the package and its CUDA major.
+func report(w io.Writer, pkg *Package, m *major) {
+	name := pkg.Name
+	if m != nil {
+		name += " (" + m.suffix + ")"
+	}
 	var fields, values int
 	for _, r := range pkg.Records {
 		fields += len(r.Fields)
@@ -358,7 +463,7 @@ func report(w io.Writer, pkg *Package) {
 		values += len(e.Values)
 	}
 	fmt.Fprintf(w, "gen %s: emitted %d functions, %d enums (%d values), %d structs and unions (%d fields), %d typedefs, %d constants\n",
-		pkg.Name, len(pkg.Funcs), len(pkg.Enums), values, len(pkg.Records), fields, len(pkg.Typedefs), len(pkg.Consts))
+		name, len(pkg.Funcs), len(pkg.Enums), values, len(pkg.Records), fields, len(pkg.Typedefs), len(pkg.Consts))
 	if pkg.PerThread != "" {
 		n := 0
 		for _, f := range pkg.Funcs {
@@ -366,20 +471,23 @@ func report(w io.Writer, pkg *Package) {
 				n++
 			}
 		}
-		fmt.Fprintf(w, "gen %s: %d functions have a per-thread default stream variant (%s)\n", pkg.Name, n, pkg.PerThread)
+		fmt.Fprintf(w, "gen %s: %d functions have a per-thread default stream variant (%s)\n", name, n, pkg.PerThread)
 		for _, s := range pkg.Wrappers {
-			fmt.Fprintf(w, "gen %s: %s is defined inline by the headers, not exported: its function keeps the default symbol\n", pkg.Name, s)
+			fmt.Fprintf(w, "gen %s: %s is defined inline by the headers, not exported: its function keeps the default symbol\n", name, s)
 		}
 	}
 	for _, r := range pkg.Renamed {
-		fmt.Fprintf(w, "gen %s: renamed %s to %s\n", pkg.Name, r.CName, r.Reason)
+		fmt.Fprintf(w, "gen %s: renamed %s to %s\n", name, r.CName, r.Reason)
+	}
+	for _, c := range pkg.Unfacted {
+		fmt.Fprintf(w, "gen %s: the headers lack %s, which gen's facts name: its facts still hold\n", name, c)
 	}
 	byReason := map[string][]string{}
 	for _, s := range pkg.Skipped {
 		k := s.Kind + ": " + s.Reason
 		byReason[k] = append(byReason[k], s.CName)
 	}
-	fmt.Fprintf(w, "gen %s: skipped %d\n", pkg.Name, len(pkg.Skipped))
+	fmt.Fprintf(w, "gen %s: skipped %d\n", name, len(pkg.Skipped))
 	keys := sortedKeys(byReason)
 	for _, k := range keys {
 		names := byReason[k]

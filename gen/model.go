@@ -24,6 +24,9 @@ type Package struct {
 	// functions keep the default symbol.
 	PerThread string   `json:",omitempty"`
 	Wrappers  []string `json:",omitempty"`
+	// Unfacted are the functions that gen's facts name and the headers
+	// lack (an older CUDA major's): their facts still hold.
+	Unfacted []string `json:",omitempty"`
 	// Uses are the generated packages whose types this one references
 	// (see Type.Pkg), by import path.
 	Uses map[string]*Package `json:"-"`

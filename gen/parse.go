@@ -35,6 +35,14 @@ type config struct {
 	use []string
 	// omit are prefixes of the C names of declarations left out.
 	omit []string
+	// major is the CUDA major the package is generated for, whose data
+	// file gives dir and lib; nil with -headers.
+	major  *major
+	majors string // the directory of the majors' data files
+	from   string // the key of the majors' header directory the package owns
+	// cflags, majorConst and tests ask for a hand-written package's small
+	// files (see handwrittenFiles).
+	cflags, majorConst, tests bool
 }
 
 // parser turns a translation unit into a Package.
@@ -66,8 +74,8 @@ type parser struct {
 }
 
 // parse parses the package cfg describes.
-func parse(cfg config) (*Package, error) {
-	p, err := newParser(cfg, new(cache))
+func parse(cfg config, c *cache) (*Package, error) {
+	p, err := newParser(cfg, c)
 	if err != nil {
 		return nil, err
 	}
@@ -75,9 +83,7 @@ func parse(cfg config) (*Package, error) {
 	if err := p.perThreadSymbols(); err != nil {
 		return nil, err
 	}
-	if err := p.annotate(); err != nil {
-		return nil, err
-	}
+	p.annotate()
 	return p.pkg, nil
 }
 
@@ -156,7 +162,7 @@ func (p *parser) use(dir string, c *cache) error {
 	if err != nil {
 		return err
 	}
-	u, err := c.load(dir)
+	u, err := c.load(dir, p.cfg.major)
 	if err != nil {
 		return err
 	}

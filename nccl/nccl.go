@@ -31,4 +31,4 @@
 // returns a *SymbolError naming it, and the rest keep working.
 package nccl
 
-//go:generate go run ../gen -headers ../headers/nccl-2.28.3 -I ../headers/cuda-13.0 -use ../cudart -out . -pkg nccl -include nccl.h -prefix nccl,NCCL_ -omit pnccl,ncclRedOp_dummy_t -error ncclResult_t -lib GOCUDA_NCCL=libnccl.so.2
+//go:generate go run ../gen -from nccl -use ../cudart -out . -pkg nccl -include nccl.h -prefix nccl,NCCL_ -omit pnccl,ncclRedOp_dummy_t -error ncclResult_t -lib GOCUDA_NCCL

@@ -12,7 +12,7 @@ func TestErrorIs(t *testing.T) {
 }
 
 func TestNoLibrary(t *testing.T) {
-	ccheck.NoLibrary(t, Load, LibraryPath, "libnccl.so.2", "GetUniqueId", func() error {
+	ccheck.NoLibrary(t, Load, LibraryPath, testLibrary, "GetUniqueId", func() error {
 		var id UniqueId
 		return GetUniqueId(&id)
 	})
@@ -21,6 +21,6 @@ func TestNoLibrary(t *testing.T) {
 // TestCoverage checks, independently of the generator, that every function
 // nccl.h declares for C callers is bound, under the name C code calls.
 func TestCoverage(t *testing.T) {
-	text := ccheck.Header(t, "../headers/nccl-2.28.3/nccl.h")
-	ccheck.Coverage(t, goSymbols, text, regexp.MustCompile(`(?m)^\s*(?:const\s+)?\w+\s*\*?\s+(nccl\w+)\s*\(`), 40, nil)
+	text := ccheck.Header(t, testHeaders+"/nccl.h")
+	ccheck.Coverage(t, goSymbols, text, regexp.MustCompile(`(?m)^\s*(?:const\s+)?\w+\s*\*?\s+(nccl\w+)\s*\(`), testFuncs, nil)
 }

@@ -27,4 +27,4 @@
 // keep working.
 package nvjitlink
 
-//go:generate go run ../gen -headers ../headers/cuda-13.0 -out . -pkg nvjitlink -include nvJitLink.h -prefix nvJitLink,NVJITLINK_ -error nvJitLinkResult -lib GOCUDA_NVJITLINK=libnvJitLink.so.13
+//go:generate go run ../gen -out . -pkg nvjitlink -include nvJitLink.h -prefix nvJitLink,NVJITLINK_ -error nvJitLinkResult -lib GOCUDA_NVJITLINK

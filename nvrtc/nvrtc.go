@@ -27,4 +27,4 @@
 // returns a *SymbolError naming it, and the rest keep working.
 package nvrtc
 
-//go:generate go run ../gen -headers ../headers/cuda-13.0 -out . -pkg nvrtc -include nvrtc.h -prefix nvrtc,NVRTC_ -error nvrtcResult -lib GOCUDA_NVRTC=libnvrtc.so.13
+//go:generate go run ../gen -out . -pkg nvrtc -include nvrtc.h -prefix nvrtc,NVRTC_ -error nvrtcResult -lib GOCUDA_NVRTC

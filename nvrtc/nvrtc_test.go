@@ -26,18 +26,18 @@ func TestErrorIs(t *testing.T) {
 // TestNoLibrary checks what a machine without CUDA sees: every call returns
 // an error naming where libnvrtc was looked for.
 func TestNoLibrary(t *testing.T) {
-	ccheck.NoLibrary(t, Load, LibraryPath, "libnvrtc.so.13", "Version", func() error {
+	ccheck.NoLibrary(t, Load, LibraryPath, testLibrary, "Version", func() error {
 		var major, minor int32
 		return Version(&major, &minor)
 	})
 }
 
 // TestCoverage checks, independently of the generator's C parser, that every
-// C function of nvrtc.h is bound: the 24 of CUDA 13.0, the header's 25
-// declarations less nvrtcGetTypeName, a C++ helper.
+// C function of nvrtc.h is bound: the header's declarations (testFuncs)
+// less nvrtcGetTypeName, a C++ helper.
 func TestCoverage(t *testing.T) {
-	text := ccheck.Header(t, filepath.Join("..", "headers", "cuda-13.0", "nvrtc.h"))
-	ccheck.Coverage(t, goSymbols, text, regexp.MustCompile(`(?m)^(?:nvrtcResult|const char \*)\s*(nvrtc\w+)\(`), 25,
+	text := ccheck.Header(t, filepath.Join(testHeaders, "nvrtc.h"))
+	ccheck.Coverage(t, goSymbols, text, regexp.MustCompile(`(?m)^(?:nvrtcResult|const char \*)\s*(nvrtc\w+)\(`), testFuncs,
 		map[string]string{"nvrtcGetTypeName": "a C++ template over std::type_info, not a C function"})
 }
 

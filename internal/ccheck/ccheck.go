@@ -123,9 +123,11 @@ func Symbols(t *testing.T, symbols []Symbol, cSymbols, cPerThread map[string]str
 // functions bound (symbols) are exactly those the header text declares for C
 // callers: each match of declared, its first group the declared name. Code
 // that only C++ compiles (#if defined(__cplusplus) ... #endif) is left out. A
-// macro of the header that renames a declared function (cublas_v2.h's
-// #define cublasSgemm cublasSgemm_v2) gives the name C code calls, and the
-// symbol that name must call. unbound lists the declared names left unbound
+// macro of the header that renames a declared function gives the name C code
+// calls, and the symbol that name must call: cublas_v2.h's #define
+// cublasSgemm cublasSgemm_v2 renames the declared cublasSgemm_v2, and a macro
+// that renames a declared name to an undeclared one gives the declared
+// name's symbol. unbound lists the declared names left unbound
 // on purpose, each with the reason. want is the number of functions the
 // header declares, so that a regular expression that stops matching fails.
 func Coverage(t *testing.T, symbols []Symbol, text string, declared *regexp.Regexp, want int, unbound map[string]string) {
@@ -139,9 +141,21 @@ func Coverage(t *testing.T, symbols []Symbol, text string, declared *regexp.Rege
 		t.Errorf("the header declares %d functions, want %d", len(called), want)
 	}
 	for _, m := range renames.FindAllStringSubmatch(text, -1) {
-		if _, ok := called[m[2]]; ok && m[1] != m[2] {
-			delete(called, m[2])
-			called[m[1]] = m[2]
+		from, to := m[1], m[2]+m[3]
+		_, toDeclared := called[to]
+		_, fromDeclared := called[from]
+		switch {
+		case from == to:
+		case toDeclared:
+			// cublas_v2.h: #define cublasSgemm cublasSgemm_v2, which
+			// cublas_api.h declares.
+			delete(called, to)
+			called[from] = to
+		case fromDeclared:
+			// CUDA 12.6's cuda_runtime_api.h: #define
+			// cudaGetDeviceProperties cudaGetDeviceProperties_v2, the
+			// symbol of the function it declares as cudaGetDeviceProperties.
+			called[from] = to
 		}
 	}
 	for name, why := range unbound {
@@ -165,13 +179,36 @@ func Coverage(t *testing.T, symbols []Symbol, text string, declared *regexp.Rege
 	}
 }
 
-// renames matches an object-like macro that is one identifier.
-var renames = regexp.MustCompile(`(?m)^\s*#\s*define\s+(\w+)\s+(\w+)\s*$`)
+// renames matches an object-like macro that is one identifier, or one
+// identifier in a macro that picks its per-thread variant
+// (cuda_runtime_api.h's #define cudaStreamGetCaptureInfo
+// __CUDART_API_PTSZ(cudaStreamGetCaptureInfo_v2)).
+var renames = regexp.MustCompile(`(?m)^\s*#\s*define\s+(\w+)\s+(?:__CUDART_API_PT(?:DS|SZ)\((\w+)\)|(\w+))\s*$`)
 
 // WithoutCPlusPlus returns C header text without the blocks that only C++
 // compiles: #if defined(__cplusplus) or #ifdef __cplusplus up to its #else
 // or #endif.
 func WithoutCPlusPlus(text string) string {
+	return without(text, func(d []string) bool {
+		return d[1] == "ifdef" && len(d) > 2 && d[2] == "__cplusplus" ||
+			d[1] == "if" && len(d) == 3 && (d[2] == "defined(__cplusplus)" || d[2] == "__cplusplus")
+	})
+}
+
+// WithoutInternal returns C header text without the blocks for the
+// library's own build, #if defined(__CUDA_API_VERSION_INTERNAL) up to its
+// #else, #elif or #endif, which declare retired versions of functions
+// under the names callers use.
+func WithoutInternal(text string) string {
+	return without(text, func(d []string) bool {
+		return d[1] == "if" && len(d) == 3 && d[2] == "defined(__CUDA_API_VERSION_INTERNAL)"
+	})
+}
+
+// without returns C header text without the blocks that start with a
+// directive skip matches (given the directive's words, "#" first), up to
+// their #else, #elif or #endif.
+func without(text string, skip func(directive []string) bool) string {
 	lines := strings.Split(text, "\n")
 	out := lines[:0]
 	depth := 0 // nesting inside a skipped block; 0: not skipping
@@ -182,8 +219,7 @@ func WithoutCPlusPlus(text string) string {
 			directive = d[1]
 		}
 		if depth == 0 {
-			if directive == "ifdef" && len(d) > 2 && d[2] == "__cplusplus" ||
-				directive == "if" && len(d) == 3 && (d[2] == "defined(__cplusplus)" || d[2] == "__cplusplus") {
+			if directive != "" && skip(d) {
 				depth = 1
 				continue
 			}
@@ -197,7 +233,7 @@ func WithoutCPlusPlus(text string) string {
 			depth--
 		case "else", "elif":
 			if depth == 1 {
-				depth = 0 // the C side; its #endif is kept as a line
+				depth = 0 // the other side; its #endif is kept as a line
 			}
 		}
 	}
@@ -205,8 +241,8 @@ func WithoutCPlusPlus(text string) string {
 }
 
 // Header returns the text of the header files at paths, one after another,
-// or skips the test when one cannot be read (the test binary runs away from
-// the source tree).
+// as a caller sees them (WithoutInternal), or skips the test when one
+// cannot be read (the test binary runs away from the source tree).
 func Header(t *testing.T, paths ...string) string {
 	t.Helper()
 	var b strings.Builder
@@ -218,7 +254,7 @@ func Header(t *testing.T, paths ...string) string {
 		b.Write(src)
 		b.WriteByte('\n')
 	}
-	return b.String()
+	return WithoutInternal(b.String())
 }
 
 // StatusError checks status, a value of a binding's status type, as an
@@ -237,8 +273,9 @@ func StatusError(t *testing.T, status, other error, name string) {
 
 // NoLibrary checks what a machine without the library file sees: call,
 // which calls the library's function fn, returns a *dl.LibraryError that
-// lists /usr/local/cuda/lib64/file among the paths tried. Where load finds
-// the library, at path, it skips the test.
+// lists a toolkit's lib64/file among the paths tried (/usr/local/cuda's, or
+// /usr/local/cuda-N's where /usr/local/cuda is a toolkit of another major).
+// Where load finds the library, at path, it skips the test.
 func NoLibrary(t *testing.T, load func() error, path func() string, file, fn string, call func() error) {
 	t.Helper()
 	if load() == nil {
@@ -246,7 +283,7 @@ func NoLibrary(t *testing.T, load func() error, path func() string, file, fn str
 	}
 	err := call()
 	var le *dl.LibraryError
-	if !errors.As(err, &le) || !strings.Contains(err.Error(), "/usr/local/cuda/lib64/"+file) {
+	if !errors.As(err, &le) || !strings.Contains(err.Error(), "/lib64/"+file) {
 		t.Errorf("%s error = %v, want a *LibraryError listing the paths tried", fn, err)
 	}
 }

@@ -1,0 +1,257 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"go/build/constraint"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/dave/jennifer/jen"
+)
+
+// A major is one CUDA major version as its data file (headers/cuda13.txt,
+// headers/cuda12.txt) describes it: the one place that names its version,
+// headers and libraries. Without -headers, gen generates each package once
+// for every major, into files named for it that build under its constraint.
+type major struct {
+	file    string            // the data file
+	build   string            // the build constraint of its files: !cuda12
+	suffix  string            // their names' suffix: cuda13, as in ztypes_cuda13.go
+	version string            // the headers' CUDA version: 13.0
+	headers map[string]string // header directories by key (cuda, nccl), absolute
+	libs    map[string]string // the libraries' file names by override variable
+	funcs   map[string]int    // by package: the functions its coverage test counts in the headers
+}
+
+// readMajor reads a major's data file: lines of a key and its values, and
+// comments from # to the end of the line.
+func readMajor(path string) (*major, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	m := &major{file: path, headers: map[string]string{}, libs: map[string]string{}, funcs: map[string]int{}}
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line, _, _ := strings.Cut(sc.Text(), "#")
+		fields := strings.Fields(line)
+		if len(fields) == 0 {
+			continue
+		}
+		if err := m.set(fields[0], fields[1:], filepath.Dir(path)); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, n, err)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	for key, v := range map[string]string{"build": m.build, "suffix": m.suffix, "version": m.version, "headers cuda": m.headers["cuda"]} {
+		if v == "" {
+			return nil, fmt.Errorf("%s: no %s line", path, key)
+		}
+	}
+	return m, nil
+}
+
+// set records one line of a data file in dir.
+func (m *major) set(key string, v []string, dir string) error {
+	want := map[string]int{"build": -1, "suffix": 1, "version": 1, "headers": 2, "lib": 2, "funcs": 2}[key]
+	switch {
+	case want == 0:
+		return fmt.Errorf("unknown key %q", key)
+	case want > 0 && len(v) != want:
+		return fmt.Errorf("%s takes %d values, not %d", key, want, len(v))
+	}
+	switch key {
+	case "build":
+		expr, err := constraint.Parse("//go:build " + strings.Join(v, " "))
+		if err != nil {
+			return fmt.Errorf("build: %w", err)
+		}
+		m.build = expr.String()
+	case "suffix":
+		m.suffix = v[0]
+	case "version":
+		m.version = v[0]
+	case "headers":
+		d, err := filepath.Abs(filepath.Join(dir, v[1]))
+		if err != nil {
+			return err
+		}
+		m.headers[v[0]] = d
+	case "lib":
+		m.libs[v[0]] = v[1]
+	case "funcs":
+		n, err := strconv.Atoi(v[1])
+		if err != nil {
+			return fmt.Errorf("funcs %s: %w", v[0], err)
+		}
+		m.funcs[v[0]] = n
+	}
+	return nil
+}
+
+// readMajors reads every major's data file in dir, cuda*.txt, in the order
+// of their names, and checks that their constraints pick exactly one of
+// them with no tag set and with each tag they name set alone.
+func readMajors(dir string) ([]*major, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "cuda*.txt"))
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("no CUDA majors' data files (cuda*.txt) in %s", dir)
+	}
+	var ms []*major
+	tags := map[string]bool{"": true}
+	for _, f := range files {
+		m, err := readMajor(f)
+		if err != nil {
+			return nil, err
+		}
+		expr, _ := constraint.Parse("//go:build " + m.build)
+		expr.Eval(func(tag string) bool { tags[tag] = true; return false })
+		ms = append(ms, m)
+	}
+	for _, tag := range slices.Sorted(maps.Keys(tags)) {
+		var picked []string
+		for _, m := range ms {
+			expr, _ := constraint.Parse("//go:build " + m.build)
+			if expr.Eval(func(t string) bool { return t == tag }) {
+				picked = append(picked, filepath.Base(m.file))
+			}
+		}
+		if len(picked) != 1 {
+			with := "with no tag"
+			if tag != "" {
+				with = "with the tag " + tag
+			}
+			return nil, fmt.Errorf("%s: %s, the build constraints pick %d majors, not 1: %s", dir, with, len(picked), strings.Join(picked, ", "))
+		}
+	}
+	return ms, nil
+}
+
+// majorsDir returns the directory of the majors' data files: dir, made
+// relative to base, or else headers/ in the module above base.
+func majorsDir(dir, base string) (string, error) {
+	if dir != "" {
+		return filepath.Join(base, dir), nil
+	}
+	abs, err := filepath.Abs(base)
+	if err != nil {
+		return "", err
+	}
+	for d := abs; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return filepath.Join(d, "headers"), nil
+		}
+		if filepath.Dir(d) == d {
+			return "", fmt.Errorf("no go.mod above %s to find headers/ in (or give -majors)", base)
+		}
+	}
+}
+
+// fileName returns the name of a generated file for the major:
+// ztypes.go -> ztypes_cuda13.go, zlayout_test.go -> zlayout_cuda13_test.go.
+func (m *major) fileName(name string) string {
+	if m == nil {
+		return name
+	}
+	base, test := strings.CutSuffix(strings.TrimSuffix(name, ".go"), "_test")
+	if test {
+		return base + "_" + m.suffix + "_test.go"
+	}
+	return base + "_" + m.suffix + ".go"
+}
+
+// constrain adds the major's build constraint to a generated file's
+// source, after its first comment.
+func (m *major) constrain(src []byte) []byte {
+	if m == nil {
+		return src
+	}
+	head, rest, _ := strings.Cut(string(src), "\n\n")
+	return []byte(head + "\n\n//go:build " + m.build + "\n\n" + rest)
+}
+
+// versionTest emits zversion_test.go: what the CUDA major's data file says
+// that the package's tests check.
+func (e *emitter) versionTest() (*jen.File, error) {
+	m := e.major
+	funcs, ok := m.funcs[e.pkg.Name]
+	if !ok {
+		return nil, fmt.Errorf("%s has no funcs %s line", m.file, e.pkg.Name)
+	}
+	f := e.file(e.pkg.Name)
+	err := m.testConsts(f, e.outDir, e.hdrRel[0],
+		jen.Id("testLibrary").Op("=").Lit(e.pkg.Library).Comment("the library's file name"),
+		jen.Id("testFuncs").Op("=").Lit(funcs).Comment("the functions the coverage test counts in the headers"))
+	return f, err
+}
+
+// testConsts adds to f the constants that a package's tests read: the CUDA
+// version, the directory of the headers the package binds (hdrRel, from the
+// package's directory dir) and more.
+func (m *major) testConsts(f *jen.File, dir, hdrRel string, more ...jen.Code) error {
+	data, err := filepath.Rel(dir, m.file)
+	if err != nil {
+		return err
+	}
+	f.Comment("What " + filepath.ToSlash(data) + " says, for the package's tests.")
+	f.Const().Defs(append([]jen.Code{
+		jen.Id("testCUDA").Op("=").Lit(m.version).Comment("the CUDA version of the headers"),
+		jen.Id("testHeaders").Op("=").Lit(hdrRel).Comment("the directory of the headers the package binds"),
+	}, more...)...)
+	return nil
+}
+
+// handwrittenFiles returns the small files that a hand-written package's
+// //go:generate line asks for, for cfg's CUDA major, by name:
+// zcflags_cuda13.go puts its headers on cgo's include path, for the
+// package's C code; zmajor_cuda13.go has the constant cudaMajor;
+// zversion_cuda13_test.go has the constants the package's tests read.
+func handwrittenFiles(cfg config) (map[string][]byte, error) {
+	m := cfg.major
+	dest, err := filepath.Abs(cfg.dest)
+	if err != nil {
+		return nil, err
+	}
+	hdr, err := filepath.Rel(dest, cfg.dir)
+	if err != nil {
+		return nil, err
+	}
+	hdr = filepath.ToSlash(hdr)
+	e := &emitter{}
+	files := map[string]*jen.File{}
+	if cfg.cflags {
+		f := e.file(cfg.pkg)
+		f.CgoPreamble("#cgo CFLAGS: -I${SRCDIR}/" + hdr)
+		files["zcflags.go"] = f
+	}
+	if cfg.majorConst {
+		n, _, _ := strings.Cut(m.version, ".")
+		v, err := strconv.Atoi(n)
+		if err != nil {
+			return nil, fmt.Errorf("%s: version %s: %w", m.file, m.version, err)
+		}
+		f := e.file(cfg.pkg)
+		f.Comment("cudaMajor is the major version of the CUDA release the build binds.")
+		f.Const().Id("cudaMajor").Op("=").Lit(v)
+		files["zmajor.go"] = f
+	}
+	if cfg.tests {
+		f := e.file(cfg.pkg)
+		if err := m.testConsts(f, dest, hdr); err != nil {
+			return nil, err
+		}
+		files["zversion_test.go"] = f
+	}
+	return render(files, m)
+}
