@@ -10,3 +10,7 @@
 //
 //	go test ./bench -run TestStubMix -v -args -stub.args='-test.count=6 -test.cpuprofile=/tmp/cpu.out'
 package bench
+
+// The stub is built with the headers of the major the build binds
+// (testHeaders, in zversion_*_test.go).
+//go:generate go run ../gen -pkg bench -tests

@@ -16,7 +16,7 @@ var stubArgs = flag.String("stub.args", "", "more flags for the benchmarks TestS
 	"'-test.count=6 -test.benchtime=20000x -test.cpuprofile=/tmp/cpu.out' (printed with -v)")
 
 // stubHeaders are the headers the stub and the C twins are built with.
-var stubHeaders = filepath.Join("..", "headers", "cuda-13.0")
+var stubHeaders = testHeaders
 
 // cc returns the C compiler cgo uses.
 func cc() string {

@@ -1,7 +1,6 @@
 package highlevel
 
 /*
-#cgo CFLAGS: -I${SRCDIR}/../headers/cuda-13.0
 #include "shim.h"
 */
 import "C"

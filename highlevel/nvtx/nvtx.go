@@ -38,8 +38,11 @@
 // Colors are 0xAARRGGBB values, as NVTX_COLOR_ARGB.
 package nvtx
 
+// The NVTX 3 headers are those of the major the build binds: zcflags_*.go
+// put them on the include path.
+//go:generate go run ../../gen -pkg nvtx -cflags
+
 /*
-#cgo CFLAGS: -I${SRCDIR}/../../headers/cuda-13.0
 #cgo linux LDFLAGS: -ldl
 #cgo noescape gocuda_nvtxMark
 #cgo nocallback gocuda_nvtxMark

@@ -16,7 +16,8 @@
 //     or relative entry of LD_LIBRARY_PATH would make it take the library
 //     from the working directory, the loader is not asked, and the absolute
 //     entries of LD_LIBRARY_PATH are searched instead;
-//  2. the active virtualenv's NVIDIA wheels: nvidia/cu13/lib, then the
+//  2. the active virtualenv's NVIDIA wheels: nvidia/cuX/lib, X being the
+//     CUDA major the bindings are built for (cudaMajor), then the
 //     library's own wheel's directory (nvidia/cuda_runtime/lib,
 //     nvidia/cublas/lib, nvidia/nccl/lib, ...), in
 //     $VIRTUAL_ENV/lib/python3.N/site-packages, the newest Python first;
@@ -26,7 +27,7 @@
 //     in its site-packages;
 //  4. the CUDA toolkits: lib64 and lib of $CUDA_PATH, of $CUDA_HOME, of
 //     /usr/local/cuda (unless it links to a toolkit of another major), of
-//     /usr/local/cuda-13 and of each /usr/local/cuda-13.Y, the newest first;
+//     /usr/local/cuda-X and of each /usr/local/cuda-X.Y, the newest first;
 //  5. the NVIDIA wheels of Python installations found without running Python:
 //     the user's ($PYTHONUSERBASE, else ~/.local), then the system's
 //     (/usr/local/lib/python3.N/dist-packages and site-packages).
@@ -39,7 +40,7 @@
 // Only absolute paths are tried: a variable that holds a relative path is
 // not searched (the error lists it as such), and nothing is looked for in
 // the working directory. Toolkit and wheel directories of another CUDA major
-// (/usr/local/cuda-12.6, nvidia/cu12/lib) are not searched. The loader's
+// (/usr/local/cuda-12.6 and nvidia/cu12/lib for CUDA 13) are not searched. The loader's
 // path is the user's explicit choice and comes first; an environment the
 // user activated comes before the system-wide toolkits; Python installations
 // that are not active come last, as their wheels are often only some other

@@ -8,9 +8,10 @@ import (
 	"strings"
 )
 
-// cudaMajor is the CUDA major version the bindings are generated for: a
-// toolkit or wheel directory of another major is not searched.
-const cudaMajor = 13
+// cudaMajor (zmajor_*.go) is the CUDA major version the bindings are
+// generated for: a toolkit or wheel directory of another major is not
+// searched.
+//go:generate go run ../../gen -pkg dl -major
 
 // The system directories searched, variables so that tests can point them
 // into a temporary tree.
@@ -165,8 +166,8 @@ func (s *search) toolkit(root string) {
 }
 
 // toolkits adds the toolkits under /usr/local: cuda, unless it links to a
-// toolkit of another major; cuda-13, the major's chosen one; then
-// cuda-13.Y, the newest first.
+// toolkit of another major; cuda-X, the major's chosen one; then cuda-X.Y,
+// the newest first (X is cudaMajor).
 func (s *search) toolkits() {
 	cuda := filepath.Join(usrLocal, "cuda")
 	if dst, err := filepath.EvalSymlinks(cuda); err == nil {
@@ -246,7 +247,7 @@ func pythonMinor(dir string) int {
 }
 
 // wheels adds the NVIDIA wheels' directories of each site-packages:
-// nvidia/cu13/lib, then the library's own wheel's directory.
+// nvidia/cuX/lib (X is cudaMajor), then the library's own wheel's directory.
 func (s *search) wheels(sitePackages []string) {
 	base, _, _ := strings.Cut(s.name, ".so")
 	for _, sp := range sitePackages {

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -17,6 +18,13 @@ const (
 	toolkitLib = "libgocudatest.so.1"
 	driverLib  = "libgocudadrvtest.so.1"
 	wheelDir   = "nvidia/gocudatest/lib"
+)
+
+// major is the bindings' CUDA major in directory names (cuda-13.0,
+// nvidia/cu13/lib), other another major's.
+var (
+	major = strconv.Itoa(cudaMajor)
+	other = strconv.Itoa(cudaMajor - 1)
 )
 
 // sandbox points every place the search looks at into a new temporary tree
@@ -97,7 +105,7 @@ func notLoaded(t *testing.T, name string) *LibraryError {
 }
 
 // toolkitPlaces makes a tree with each kind of place for a toolkit library
-// (with two Pythons and two CUDA 13 toolkits) under root, sets the variables
+// (with two Pythons and two toolkits of the bindings' major) under root, sets the variables
 // naming them ($PATH to a Python environment's bin), and returns the library's paths in the order the search must
 // try them.
 func toolkitPlaces(t *testing.T, root string) []string {
@@ -111,7 +119,7 @@ func toolkitPlaces(t *testing.T, root string) []string {
 	t.Setenv("CUDA_HOME", cudaHome)
 	var dirs []string
 	wheels := func(sp string) {
-		dirs = append(dirs, filepath.Join(sp, "nvidia/cu13/lib"), filepath.Join(sp, wheelDir))
+		dirs = append(dirs, filepath.Join(sp, "nvidia/cu"+major+"/lib"), filepath.Join(sp, wheelDir))
 	}
 	wheels(filepath.Join(venv, "lib/python3.12/site-packages"))
 	wheels(filepath.Join(venv, "lib/python3.9/site-packages"))
@@ -128,7 +136,7 @@ func toolkitPlaces(t *testing.T, root string) []string {
 	wheels(filepath.Join(pyenv, "lib/python3.12/site-packages"))
 	dirs = append(dirs, filepath.Join(conda, "lib"))
 	wheels(filepath.Join(conda, "lib/python3.11/site-packages"))
-	for _, tk := range []string{cudaPath, cudaHome, usrLocal + "/cuda", usrLocal + "/cuda-13", usrLocal + "/cuda-13.10", usrLocal + "/cuda-13.2"} {
+	for _, tk := range []string{cudaPath, cudaHome, usrLocal + "/cuda", usrLocal + "/cuda-" + major, usrLocal + "/cuda-" + major + ".10", usrLocal + "/cuda-" + major + ".2"} {
 		dirs = append(dirs, filepath.Join(tk, "lib64"), filepath.Join(tk, "lib"))
 	}
 	wheels(filepath.Join(home, ".local/lib/python3.13/site-packages"))
@@ -136,7 +144,7 @@ func toolkitPlaces(t *testing.T, root string) []string {
 	wheels(filepath.Join(usrLocal, "lib/python3.12/site-packages"))
 	var paths []string
 	for _, d := range dirs {
-		// The globbed directories (Pythons, cuda-13.Y) must exist to count.
+		// The globbed directories (Pythons, cuda-N.Y) must exist to count.
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -151,7 +159,7 @@ func TestFindOrder(t *testing.T) {
 	root := sandbox(t)
 	want := append([]string{toolkitLib}, toolkitPlaces(t, root)...)
 	// Toolkits and wheels of another major are not places.
-	for _, d := range []string{usrLocal + "/cuda-12.6/lib64", root + "/venv/lib/python3.12/site-packages/nvidia/cu12/lib"} {
+	for _, d := range []string{usrLocal + "/cuda-" + other + ".6/lib64", root + "/venv/lib/python3.12/site-packages/nvidia/cu" + other + "/lib"} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -206,7 +214,7 @@ func TestFindEachPlace(t *testing.T) {
 	t.Run("PYTHONUSERBASE", func(t *testing.T) {
 		base := filepath.Join(sandbox(t), "userbase")
 		t.Setenv("PYTHONUSERBASE", base)
-		p := filepath.Join(base, "lib/python3.12/site-packages/nvidia/cu13/lib", toolkitLib)
+		p := filepath.Join(base, "lib/python3.12/site-packages/nvidia/cu"+major+"/lib", toolkitLib)
 		place(t, lib, p)
 		if got := loaded(t, toolkitLib); got != p {
 			t.Errorf("opened %s, want %s", got, p)
@@ -235,21 +243,22 @@ func TestFindRightMajor(t *testing.T) {
 	root := sandbox(t)
 	venv := filepath.Join(root, "venv")
 	t.Setenv("VIRTUAL_ENV", venv)
-	other := filepath.Join(usrLocal, "cuda-12.6")
+	otherTk := filepath.Join(usrLocal, "cuda-"+other+".6")
 	place(t, lib,
-		filepath.Join(other, "lib64", toolkitLib),
-		filepath.Join(usrLocal, "cuda-12", "lib64", toolkitLib),
-		filepath.Join(venv, "lib/python3.12/site-packages/nvidia/cu12/lib", toolkitLib))
-	if err := os.Symlink(other, filepath.Join(usrLocal, "cuda")); err != nil {
+		filepath.Join(otherTk, "lib64", toolkitLib),
+		filepath.Join(usrLocal, "cuda-"+other, "lib64", toolkitLib),
+		filepath.Join(venv, "lib/python3.12/site-packages/nvidia/cu"+other+"/lib", toolkitLib))
+	if err := os.Symlink(otherTk, filepath.Join(usrLocal, "cuda")); err != nil {
 		t.Fatal(err)
 	}
 	le := notLoaded(t, toolkitLib)
-	note := filepath.Join(usrLocal, "cuda") + ": links to " + other
+	note := filepath.Join(usrLocal, "cuda") + ": links to " + otherTk
 	if !slices.ContainsFunc(le.Tried, func(s string) bool { return strings.HasPrefix(s, note) }) {
 		t.Errorf("tried %q, want a line saying %s... is not searched", le.Tried, note)
 	}
-	// Pointed at a CUDA 13 toolkit, /usr/local/cuda is searched.
-	tk := filepath.Join(usrLocal, "cuda-13.0")
+	// Pointed at a toolkit of the bindings' major, /usr/local/cuda is
+	// searched.
+	tk := filepath.Join(usrLocal, "cuda-"+major+".0")
 	place(t, lib, filepath.Join(tk, "lib64", toolkitLib))
 	if err := os.Remove(filepath.Join(usrLocal, "cuda")); err != nil {
 		t.Fatal(err)
@@ -289,11 +298,11 @@ func TestFindNeverWorkingDirectory(t *testing.T) {
 		filepath.Join(dir, toolkitLib),
 		filepath.Join(dir, "cuda/lib64", toolkitLib),
 		filepath.Join(dir, "cuda/lib", toolkitLib),
-		filepath.Join(dir, "venv/lib/python3.12/site-packages/nvidia/cu13/lib", toolkitLib),
+		filepath.Join(dir, "venv/lib/python3.12/site-packages/nvidia/cu"+major+"/lib", toolkitLib),
 		filepath.Join(dir, "conda/lib", toolkitLib),
-		filepath.Join(dir, "home/.local/lib/python3.12/site-packages/nvidia/cu13/lib", toolkitLib),
-		filepath.Join(dir, "base/lib/python3.12/site-packages/nvidia/cu13/lib", toolkitLib),
-		filepath.Join(dir, "lib/python3.12/site-packages/nvidia/cu13/lib", toolkitLib))
+		filepath.Join(dir, "home/.local/lib/python3.12/site-packages/nvidia/cu"+major+"/lib", toolkitLib),
+		filepath.Join(dir, "base/lib/python3.12/site-packages/nvidia/cu"+major+"/lib", toolkitLib),
+		filepath.Join(dir, "lib/python3.12/site-packages/nvidia/cu"+major+"/lib", toolkitLib))
 	place(t, lib, filepath.Join(dir, "bin/python3")) // a relative entry of $PATH
 	t.Setenv("PATH", "bin")
 	t.Chdir(dir)
