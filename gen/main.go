@@ -3,15 +3,16 @@
 // It parses the headers with modernc.org/cc/v4 into a plain model (see
 // model.go; -model prints it as JSON), then emits Go with
 // github.com/dave/jennifer, formatted by golang.org/x/tools/imports. Its
-// output depends only on the headers and the flags.
+// output depends only on the headers, the CUDA majors' data files and the
+// flags.
 //
-//	go run ./gen -headers headers/cuda-13.0 -out cudart -pkg cudart \
+//	go run ./gen -out cudart -pkg cudart \
 //		-include cuda_runtime_api.h,cuda_profiler_api.h \
 //		-types library_types.h,cuComplex.h \
-//		-prefix cuda,CUDART_,CUDA_ -error cudaError_t
-//	go run ./gen -headers headers/cuda-13.0 -use cudart -out cublas \
+//		-prefix cuda,CUDART_,CUDA_ -error cudaError_t -lib GOCUDA_CUDART
+//	go run ./gen -use cudart -out cublas \
 //		-pkg cublas -include cublas_v2.h,cublas_api.h \
-//		-prefix cublas,CUBLAS_ -error cublasStatus_t
+//		-prefix cublas,CUBLAS_ -error cublasStatus_t -lib GOCUDA_CUBLAS
 //
 // Each generated package runs gen from its //go:generate line. make
 // generate runs them all in one process instead, concurrently, parsing the
@@ -19,17 +20,54 @@
 //
 //	go run ./gen -all .
 //
+// # CUDA majors
+//
+// The one place that names a CUDA version is its major's data file,
+// headers/cuda13.txt or headers/cuda12.txt (-majors names another
+// directory of cuda*.txt files): lines of a key and its values, # starting
+// a comment.
+//
+//	build !cuda12                     the build constraint of its files
+//	suffix cuda13                     their names' suffix
+//	version 13.0                      the headers' CUDA version
+//	headers cuda cuda-13.0            a header directory by key, relative to the file
+//	headers nccl nccl-2.28.3          (-from picks the package's; cuda is the default)
+//	lib GOCUDA_CUDART libcudart.so.13 a library's file name, by -lib's variable
+//	funcs cudart 312                  the functions a package's coverage test counts
+//
+// Without -headers, gen generates the package once for each major, each
+// time from the major's header directory (with -from nccl, NCCL's, and
+// CUDA's on the include path too) and for its library file name, into
+// files whose names carry the major's suffix and whose sources carry its
+// build constraint: ztypes_cuda13.go builds by default, ztypes_cuda12.go
+// with -tags cuda12, as golang.org/x/sys/unix keeps one set of files per
+// platform. With no tag set exactly one major's constraint must hold, and
+// with each tag the constraints name set alone at most one, or gen stops. With -headers (and -lib
+// ENV=FILE), gen generates the package once from that directory, into
+// files of the plain names, with no constraint.
+//
+// A hand-written package that needs the major gets small files from its
+// //go:generate line instead: with -cflags, zcflags_cuda13.go puts the
+// major's CUDA headers on cgo's include path, for the package's C code
+// (highlevel, highlevel/nvtx); with -major, zmajor_cuda13.go declares
+// cudaMajor (internal/dl); with -tests, zversion_cuda13_test.go declares
+// testCUDA and testHeaders for its tests (bench).
+//
 // # Files
 //
-// In the output directory: ztypes.go (enums, structs, unions, typedefs),
-// zconsts.go (#define constants), zfuncs.go (the functions), zlayout_test.go
-// and internal/ctest/zlayout.go (the Go and C sides of the tests that compare
-// layouts, values and symbols with C, run by internal/ccheck; the C side also
-// asserts at compile time that each function's prototype in the headers is
-// the one gen binds, so a wrong type fails the test's build), and
-// zloader.go: the library (-lib ENV=FILE, such as
-// GOCUDA_CUDA=libcuda.so.1), opened at run time by internal/dl, with Load,
-// LibraryPath and, with -perthread, UsePerThreadDefaultStream.
+// In the output directory, each name with the major's suffix before .go or
+// _test.go: ztypes.go (enums, structs, unions, typedefs), zconsts.go
+// (#define constants), zfuncs.go (the functions), zlayout_test.go and
+// internal/ctest/zlayout.go (the Go and C sides of the tests that compare
+// layouts, values and symbols with C, run by internal/ccheck; the C side
+// also asserts at compile time that each function's prototype in the
+// headers is the one gen binds, so a wrong type fails the test's build),
+// zloader.go: the library (-lib), opened at run time by internal/dl, with
+// Load, LibraryPath and, with -perthread, UsePerThreadDefaultStream; and,
+// for a major, zversion_test.go: what the major's data file says that the
+// package's tests check (testCUDA, testHeaders, testLibrary, testFuncs).
+// The #cgo CFLAGS of zfuncs.go hold for the whole package, so the
+// package's hand-written cgo files include the major's headers too.
 //
 // # Naming
 //
@@ -122,7 +160,10 @@
 // function is marked when no registered function can run inside it, it
 // keeps no pointer argument, it takes no function pointer, and it takes a
 // pointer or a struct (else there is nothing to save). A library missing
-// from the facts gets no mark.
+// from the facts gets no mark. A function the facts name that a major's
+// headers lack (CUDA 12.6 has no cuLogsRegisterCallback) is reported, and
+// its facts still hold, as the library loaded at run time may have it; one
+// that every major's headers lack is an error.
 //
 // Every library that reaches the driver may call back from any call: the
 // driver calls the logger that cuLogsRegisterCallback registers when a call

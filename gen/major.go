@@ -19,7 +19,7 @@ import (
 // headers and libraries. Without -headers, gen generates each package once
 // for every major, into files named for it that build under its constraint.
 type major struct {
-	file    string            // the data file
+	file    string            // the data file, absolute
 	build   string            // the build constraint of its files: !cuda12
 	suffix  string            // their names' suffix: cuda13, as in ztypes_cuda13.go
 	version string            // the headers' CUDA version: 13.0
@@ -31,6 +31,10 @@ type major struct {
 // readMajor reads a major's data file: lines of a key and its values, and
 // comments from # to the end of the line.
 func readMajor(path string) (*major, error) {
+	path, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -99,7 +103,7 @@ func (m *major) set(key string, v []string, dir string) error {
 
 // readMajors reads every major's data file in dir, cuda*.txt, in the order
 // of their names, and checks that their constraints pick exactly one of
-// them with no tag set and with each tag they name set alone.
+// them with no tag set, and at most one with each tag they name set alone.
 func readMajors(dir string) ([]*major, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "cuda*.txt"))
 	if err != nil {
@@ -127,12 +131,11 @@ func readMajors(dir string) ([]*major, error) {
 				picked = append(picked, filepath.Base(m.file))
 			}
 		}
-		if len(picked) != 1 {
-			with := "with no tag"
-			if tag != "" {
-				with = "with the tag " + tag
-			}
-			return nil, fmt.Errorf("%s: %s, the build constraints pick %d majors, not 1: %s", dir, with, len(picked), strings.Join(picked, ", "))
+		switch {
+		case tag == "" && len(picked) != 1:
+			return nil, fmt.Errorf("%s: with no tag, the build constraints pick %d majors, not 1: %s", dir, len(picked), strings.Join(picked, ", "))
+		case len(picked) > 1:
+			return nil, fmt.Errorf("%s: with the tag %s, the build constraints pick %d majors, not 1: %s", dir, tag, len(picked), strings.Join(picked, ", "))
 		}
 	}
 	return ms, nil

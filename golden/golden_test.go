@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -87,12 +88,19 @@ func read(t *testing.T, dir string) map[string][]byte {
 }
 
 func TestGolden(t *testing.T) {
-	cases, err := filepath.Glob("testdata/*/input.h")
-	if err != nil || len(cases) == 0 {
+	// A case is a directory with the header input.h, or with the data
+	// files of majors whose directories have one each.
+	inputs, err := filepath.Glob("testdata/*/input.h")
+	majors, _ := filepath.Glob("testdata/*/cuda*.txt")
+	if err != nil || len(inputs) == 0 {
 		t.Fatalf("no cases: %v", err)
 	}
-	for _, input := range cases {
-		dir := filepath.Dir(input)
+	var cases []string
+	for _, f := range append(inputs, majors...) {
+		cases = append(cases, filepath.Dir(f))
+	}
+	slices.Sort(cases)
+	for _, dir := range slices.Compact(cases) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			args := []string{"-headers", ".", "-include", "input.h", "-pkg", "golden",
 				"-prefix", "cuda,CUDART_,CUDA_", "-error", "cudaError_t", "-dest", ".",
@@ -128,7 +136,8 @@ func TestGolden(t *testing.T) {
 
 // TestGoldenBuilds type-checks each case's golden Go files, cgo and layout
 // tests included, in the case's directory, where their imports and
-// #include lines point: -update must not accept Go that does not build.
+// #include lines point, under each major's build constraint: -update must
+// not accept Go that does not build.
 // The import case's base package is generated beside them first.
 func TestGoldenBuilds(t *testing.T) {
 	if testing.Short() {
@@ -163,6 +172,11 @@ func TestGoldenBuilds(t *testing.T) {
 	out, err := exec.Command("go", append([]string{"vet"}, pkgs...)...).CombinedOutput()
 	if err != nil {
 		t.Errorf("go vet of the golden files: %v\n%s", err, out)
+	}
+	// The majors case's second set of files builds under its tag.
+	out, err = exec.Command("go", "vet", "-tags", "golden2", "./testdata/majors/...").CombinedOutput()
+	if err != nil {
+		t.Errorf("go vet -tags golden2 of the majors case: %v\n%s", err, out)
 	}
 }
 
