@@ -10,13 +10,14 @@
 //
 // # Loading
 //
-// Nothing links against CUDA at build time. libcurand.so.10 is opened on the
-// first call. If $GOCUDA_CURAND is set, only the file it names, an absolute
-// path, is tried, and failing to open it is the error: no other copy of the
-// library is looked for. Otherwise libcurand.so.10 is looked for by the system
+// Nothing links against CUDA at build time. The library, libcurand.so of the
+// CUDA major the package is built for (Load's documentation names the file), is
+// opened on the first call. If $GOCUDA_CURAND is set, only the file it names,
+// an absolute path, is tried, and failing to open it is the error: no other
+// copy of the library is looked for. Otherwise it is looked for by the system
 // loader (LD_LIBRARY_PATH, the ldconfig cache), then in the active virtualenv's
-// and conda environment's NVIDIA wheels and libraries, the CUDA 13 toolkits
-// ($CUDA_PATH, $CUDA_HOME, /usr/local/cuda, /usr/local/cuda-13.Y) and the
+// and conda environment's NVIDIA wheels and libraries, the toolkits of that
+// major ($CUDA_PATH, $CUDA_HOME, /usr/local/cuda, /usr/local/cuda-X.Y) and the
 // user's and the system's Python wheels, in the order the README's "How the
 // libraries are found" gives, never in the working directory; LibraryPath
 // reports the file opened. Each function's symbol is looked up on its first

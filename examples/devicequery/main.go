@@ -6,9 +6,10 @@
 //
 //	go run ./examples/devicequery
 //
-// Nothing links against CUDA at build time: libcudart.so.13 is opened when the
-// program first calls into it (set $GOCUDA_CUDART to pick a particular file;
-// see package cudart for the search order). If the library cannot be opened,
+// Nothing links against CUDA at build time: the runtime, libcudart.so of the
+// CUDA major the program is built for (13, or 12 with -tags cuda12), is
+// opened when the program first calls into it (set $GOCUDA_CUDART to pick a
+// particular file; see package cudart for the search order). If the library cannot be opened,
 // or any CUDA call fails, devicequery prints the error and "Result = FAIL" to
 // standard error and exits with status 1.
 //
