@@ -1,7 +1,8 @@
 # make generate  regenerates the bindings from headers/ (all packages, in one process)
-# make test      vet, tests (highlevel's also under -race) and the regeneration check; needs no GPU and no CUDA
-# make gpu       builds the GPU suite into build/gpu, packed as build/gpu.tgz, for scripts/gpu.sh (run on a GPU machine);
-#                it measures the regeneration here, where Go is
+# make test      vet and tests for the default CUDA major and, with its tag, each other (-tags cuda12), highlevel's
+#                also under -race, and the regeneration check; needs no GPU and no CUDA
+# make gpu       builds the GPU suite into build/gpu, packed as build/gpu.tgz, for scripts/gpu.sh (run on a GPU machine),
+#                with the tests of GPU_MAJOR_PKGS also built for each other major; it measures the regeneration here, where Go is
 # make bench     runs the benchmarks and their C, CuPy and cuda.core twins here (needs a GPU and nvcc), then benchstat
 # make benchstat compares Go with C in build/out/results.tgz, as gpu.sh left it here or on a GPU machine
 
@@ -13,6 +14,13 @@ SHELL := bash
 # The suite travels to the GPU machine (64 MiB at most): no symbol tables.
 STRIP := -ldflags='-s -w'
 GPU_PKGS := cudart cudadrv nvrtc nvjitlink cublas cublaslt cusolver cusparse curand cufft nccl internal/dl highlevel highlevel/cudatest highlevel/linalg highlevel/nvtx bench
+# The build tags of the CUDA majors other than the default: those of the
+# build lines of headers/cuda*.txt that are one tag (build cuda12).
+MAJOR_TAGS := $(shell sed -n 's/^build  *\([A-Za-z0-9_]*\) *$$/\1/p' headers/cuda*.txt)
+# The packages whose tests are also built for the other majors, as
+# <pkg>_<tag>.test, to run where only the default major's libraries are:
+# those of the driver API, and those that skip without their library.
+GPU_MAJOR_PKGS := cudart cudadrv nvrtc internal/dl highlevel highlevel/nvtx
 
 .PHONY: generate test gpu bench benchstat
 
@@ -22,6 +30,7 @@ generate:
 test:
 	$(GO) vet ./...
 	$(GO) test ./...
+	$(foreach t,$(MAJOR_TAGS),$(GO) vet -tags $(t) ./... && $(GO) test -tags $(t) ./... &&) true
 	$(GO) test -race ./highlevel
 
 gpu:
@@ -29,6 +38,7 @@ gpu:
 	mkdir -p build/gpu/py
 	$(foreach p,$(GPU_PKGS),$(GO) test $(STRIP) -c -o build/gpu/$(subst /,_,$(p)).test ./$(p) &&) true
 	$(GO) test $(STRIP) -race -c -o build/gpu/highlevel_race.test ./highlevel
+	$(foreach t,$(MAJOR_TAGS),$(foreach p,$(GPU_MAJOR_PKGS),$(GO) test $(STRIP) -tags $(t) -c -o build/gpu/$(subst /,_,$(p))_$(t).test ./$(p) &&)) true
 	$(foreach e,devicequery saxpy sgemm bandwidth,$(GO) build $(STRIP) -o build/gpu/$(e) ./examples/$(e) &&) true
 	CGO_ENABLED=0 $(GO) build $(STRIP) -o build/gpu/benchtable ./bench/cmd/benchtable
 	cp bench/c/*.c bench/c/*.cu bench/c/*.h headers/nccl-2.28.3/nccl.h scripts/gpu.sh build/gpu/
