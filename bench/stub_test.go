@@ -27,9 +27,10 @@ func cc() string {
 }
 
 // buildStub builds testdata/stubcuda.c into dir and returns the library's
-// path, or skips. The functions of the shim's list (highlevel/shim.c) that
-// the stub does not define return 0, through weak definitions written
-// here.
+// path, or skips. Its cuGetProcAddress_v2 answers from stub_procs, written
+// here from the shim's list of functions (highlevel/shim.c's HL_SYMBOLS):
+// each the stand-in stubcuda.c defines, stub_NAME, or a weak definition
+// written here that returns 0.
 func buildStub(t *testing.T, dir string) string {
 	shim, err := os.ReadFile(filepath.Join("..", "highlevel", "shim.c"))
 	if err != nil {
@@ -38,16 +39,18 @@ func buildStub(t *testing.T, dir string) string {
 	if _, err := os.Stat(stubHeaders); err != nil {
 		t.Skipf("the headers are not here: %v", err)
 	}
-	list, _, ok := strings.Cut(string(shim), "\n#define HL_INDEX")
-	_, list, ok2 := strings.Cut(list, "#define HL_SYMBOLS(RT, DRV)")
+	_, list, ok := strings.Cut(string(shim), "#define HL_SYMBOLS(X)")
+	list, _, ok2 := strings.Cut(list, "\n\n")
 	if !ok || !ok2 {
 		t.Fatal("highlevel/shim.c has no HL_SYMBOLS list")
 	}
-	var weak strings.Builder
-	for _, m := range regexp.MustCompile(`(?:RT|DRV)\((\w+)\)`).FindAllStringSubmatch(list, -1) {
-		fmt.Fprintf(&weak, "__attribute__((weak)) int %s() { return 0; }\n", m[1])
+	var weak, table strings.Builder
+	for _, m := range regexp.MustCompile(`X\((\w+), \d+\)`).FindAllStringSubmatch(list, -1) {
+		fmt.Fprintf(&weak, "__attribute__((weak)) int stub_%s(void) { return 0; }\n", m[1])
+		fmt.Fprintf(&table, "\t{%q, (void *)stub_%s},\n", m[1], m[1])
 	}
-	if err := os.WriteFile(filepath.Join(dir, "stubweak.c"), []byte(weak.String()), 0o644); err != nil {
+	src := weak.String() + "const struct stub_proc { const char *name; void *fn; } stub_procs[] = {\n" + table.String() + "\t{0, 0},\n};\n"
+	if err := os.WriteFile(filepath.Join(dir, "stubprocs.c"), []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := exec.LookPath(cc()); err != nil {
@@ -55,7 +58,7 @@ func buildStub(t *testing.T, dir string) string {
 	}
 	lib := filepath.Join(dir, "libstubcuda.so")
 	cmd := exec.Command(cc(), "-shared", "-fPIC", "-O2", "-I"+stubHeaders, "-o", lib,
-		filepath.Join("testdata", "stubcuda.c"), filepath.Join(dir, "stubweak.c"))
+		filepath.Join("testdata", "stubcuda.c"), filepath.Join(dir, "stubprocs.c"))
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("building the stub: %v\n%s", err, out)
 	}
@@ -76,7 +79,9 @@ func TestStubMix(t *testing.T) {
 	args := []string{"-test.run=^$", "-test.bench=^BenchmarkMix", "-test.benchtime=2000x"}
 	args = append(args, strings.Fields(*stubArgs)...)
 	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), "GOCUDA_CUDA="+lib, "GOCUDA_CUDART="+lib, "GOCUDA_NVRTC="+lib, "CUDA_DEVICE=0")
+	// highlevel needs no libcudart: a missing one is the proof.
+	cmd.Env = append(os.Environ(), "GOCUDA_CUDA="+lib, "GOCUDA_CUDART="+filepath.Join(dir, "no-libcudart.so"),
+		"GOCUDA_NVRTC="+lib, "CUDA_DEVICE=0")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("benchmarks on the stub: %v\n%s", err, out)

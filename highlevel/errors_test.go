@@ -203,7 +203,6 @@ func TestNoLibraryErrors(t *testing.T) {
 		{"AllocPinnedMemory", second(AllocPinnedMemory(10)), "alloc 10 bytes from a pinned memory pool: "},
 		{"DefaultDevice", second(DefaultDevice()), "default device: "},
 		{"DeviceCount", second(DeviceCount()), "device count: "},
-		{"RuntimeVersion", second(RuntimeVersion()), "runtime version: "},
 		{"Properties", second(Device(1).Properties()), "properties of device 1: "},
 		{"Name", second(Device(1).Name()), "name of device 1: "},
 		{"Arch", second(Device(1).Arch()), "arch of device 1: "},
@@ -219,6 +218,12 @@ func TestNoLibraryErrors(t *testing.T) {
 		if !errors.As(tc.err, new(*dl.LibraryError)) {
 			t.Errorf("%s: %v is no *dl.LibraryError", tc.name, tc.err)
 		}
+	}
+	// The runtime's version is the runtime's: it names libcudart.
+	err = second(RuntimeVersion())
+	checkMessage(t, "RuntimeVersion", err, "runtime version: cudaRuntimeGetVersion needs the CUDA runtime, libcudart: ")
+	if msg := err.Error(); strings.Count(msg, "cannot load libcudart.so.") != 1 || strings.Count(msg, "(set $GOCUDA_CUDART to its path)") != 1 {
+		t.Errorf("RuntimeVersion: %q: want libcudart and $GOCUDA_CUDART named once", msg)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"unsafe"
 
+	"github.com/gocuda/cuda/cudadrv"
 	"github.com/gocuda/cuda/cudart"
 )
 
@@ -72,11 +73,11 @@ func (m CaptureMode) String() string {
 func (m CaptureMode) cuda() (C.int, error) {
 	switch m {
 	case CaptureRelaxed:
-		return C.cudaStreamCaptureModeRelaxed, nil
+		return C.CU_STREAM_CAPTURE_MODE_RELAXED, nil
 	case CaptureGlobal:
-		return C.cudaStreamCaptureModeGlobal, nil
+		return C.CU_STREAM_CAPTURE_MODE_GLOBAL, nil
 	case CaptureThreadLocal:
-		return C.cudaStreamCaptureModeThreadLocal, nil
+		return C.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL, nil
 	}
 	return 0, fmt.Errorf("highlevel: begin capture: unknown %v", m)
 }
@@ -167,13 +168,13 @@ func (g *Graph) Instantiate(opts *InstantiateOptions) (_ *GraphExec, err error) 
 	defer g.life.release()
 	var flags C.ulonglong
 	if opts.AutoFreeOnLaunch {
-		flags |= C.cudaGraphInstantiateFlagAutoFreeOnLaunch
+		flags |= C.CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH
 	}
 	if opts.DeviceLaunch {
-		flags |= C.cudaGraphInstantiateFlagDeviceLaunch
+		flags |= C.CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH
 	}
 	if opts.UseNodePriority {
-		flags |= C.cudaGraphInstantiateFlagUseNodePriority
+		flags |= C.CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY
 	}
 	var sh C.uintptr_t
 	if s := opts.Upload; s != nil {
@@ -182,14 +183,14 @@ func (g *Graph) Instantiate(opts *InstantiateOptions) (_ *GraphExec, err error) 
 			return nil, err
 		}
 		defer s.leave()
-		flags |= C.cudaGraphInstantiateFlagUpload
+		flags |= C.CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD
 		sh = h
 	}
 	var x C.uintptr_t
 	var result C.int
-	if err := check("cudaGraphInstantiate", C.hl_graph_instantiate(g.ctx, &x, C.uintptr_t(g.h), flags, sh, &result)); err != nil {
-		if result != C.cudaGraphInstantiateSuccess {
-			err = fmt.Errorf("%w (%v)", err, cudart.GraphInstantiateResult(result))
+	if err := check("cuGraphInstantiateWithParams", C.hl_graph_instantiate(g.ctx, &x, C.uintptr_t(g.h), flags, sh, &result)); err != nil {
+		if result != C.CUDA_GRAPH_INSTANTIATE_SUCCESS {
+			err = fmt.Errorf("%w (%v)", err, cudadrv.GraphInstantiateResult(result))
 		}
 		return nil, err
 	}
@@ -208,7 +209,7 @@ func (g *Graph) Close() (err error) {
 		return err
 	}
 	defer deleteDeadHandles()
-	return check("cudaGraphDestroy", C.hl_graph_destroy(g.ctx, C.uintptr_t(g.h)))
+	return check("cuGraphDestroy", C.hl_graph_destroy(g.ctx, C.uintptr_t(g.h)))
 }
 
 // Handle returns the CUDA executable graph, for use with cudart; 0 for a
@@ -251,7 +252,7 @@ func (x *GraphExec) Launch(s *Stream) (err error) {
 		return err
 	}
 	defer x.done(s)
-	return check("cudaGraphLaunch", C.hl_graph_launch(x.ctx, C.uintptr_t(x.h), sh))
+	return check("cuGraphLaunch", C.hl_graph_launch(x.ctx, C.uintptr_t(x.h), sh))
 }
 
 // Upload uploads the graph's work to the device ahead of its first Launch,
@@ -263,7 +264,7 @@ func (x *GraphExec) Upload(s *Stream) (err error) {
 		return err
 	}
 	defer x.done(s)
-	return check("cudaGraphUpload", C.hl_graph_upload(x.ctx, C.uintptr_t(x.h), sh))
+	return check("cuGraphUpload", C.hl_graph_upload(x.ctx, C.uintptr_t(x.h), sh))
 }
 
 // Update makes x run g instead, in place, where g has the same shape as
@@ -284,8 +285,8 @@ func (x *GraphExec) Update(g *Graph) (err error) {
 	}
 	defer g.life.release()
 	var result C.int
-	if err := check("cudaGraphExecUpdate", C.hl_graph_update(x.ctx, C.uintptr_t(x.h), C.uintptr_t(g.h), &result)); err != nil {
-		return fmt.Errorf("%w (%v)", err, cudart.GraphExecUpdateResult(result))
+	if err := check("cuGraphExecUpdate", C.hl_graph_update(x.ctx, C.uintptr_t(x.h), C.uintptr_t(g.h), &result)); err != nil {
+		return fmt.Errorf("%w (%v)", err, cudadrv.GraphExecUpdateResult(result))
 	}
 	return nil
 }
@@ -302,5 +303,5 @@ func (x *GraphExec) Close() (err error) {
 		return err
 	}
 	defer deleteDeadHandles()
-	return check("cudaGraphExecDestroy", C.hl_graph_exec_destroy(x.ctx, C.uintptr_t(x.h)))
+	return check("cuGraphExecDestroy", C.hl_graph_exec_destroy(x.ctx, C.uintptr_t(x.h)))
 }

@@ -332,7 +332,7 @@ func (p MemoryPointer) copyHostOp(h unsafe.Pointer, n int, s *Stream, async, toD
 	if toDevice {
 		dst, src = d, h
 	}
-	return check("cudaMemcpy", C.hl_memcpy(ctx, dst, src, C.size_t(n), C.cudaMemcpyDefault, sh, cbool(async)))
+	return check("cuMemcpy", C.hl_memcpy(ctx, dst, src, C.size_t(n), sh, cbool(async)))
 }
 
 // CopyFromDevice copies n bytes from src, on any device, to p. Between two
@@ -387,13 +387,14 @@ func (p MemoryPointer) copyDeviceOp(src MemoryPointer, n int, s *Stream, async b
 // copyDeviceOp has few enough returns for its defers to stay open-coded.
 func queueCopy(ctx, dst unsafe.Pointer, dd Device, sp unsafe.Pointer, sd Device, n int, sh C.uintptr_t, async bool) error {
 	if sd != dd {
-		if _, err := sd.state(); err != nil {
+		sctx, err := sd.context()
+		if err != nil {
 			return err
 		}
-		return check("cudaMemcpyPeer", C.hl_memcpy_peer(ctx, dst, C.int(dd), sp, C.int(sd), C.size_t(n), sh, cbool(async)))
+		return check("cuMemcpyPeer", C.hl_memcpy_peer(ctx, dst, sp, sctx, C.size_t(n), sh, cbool(async)))
 	}
 	// Both are device (or managed) memory of one device.
-	return check("cudaMemcpy", C.hl_memcpy(ctx, dst, sp, C.size_t(n), C.cudaMemcpyDeviceToDevice, sh, cbool(async)))
+	return check("cuMemcpy", C.hl_memcpy(ctx, dst, sp, C.size_t(n), sh, cbool(async)))
 }
 
 // Memset sets n bytes from p to the byte value.
@@ -430,7 +431,7 @@ func (p MemoryPointer) memsetOp(value byte, n int, s *Stream, async bool) error 
 		return err
 	}
 	defer s.leave()
-	return check("cudaMemset", C.hl_memset(ctx, d, C.int(value), C.size_t(n), sh, cbool(async)))
+	return check("cuMemsetD8", C.hl_memset(ctx, d, C.int(value), C.size_t(n), sh, cbool(async)))
 }
 
 func cbool(b bool) C.int {
@@ -559,9 +560,9 @@ func (d Device) malloc(size int, managed bool) (_ MemoryPointer, err error) {
 	freeLost()
 	var p unsafe.Pointer
 	if managed {
-		err = check("cudaMallocManaged", C.hl_malloc_managed(ctx, &p, C.size_t(size)))
+		err = check("cuMemAllocManaged", C.hl_malloc_managed(ctx, &p, C.size_t(size)))
 	} else {
-		err = check("cudaMalloc", C.hl_malloc(ctx, &p, C.size_t(size)))
+		err = check("cuMemAlloc", C.hl_malloc(ctx, &p, C.size_t(size)))
 	}
 	if err != nil {
 		return MemoryPointer{}, outOfMemory(size, d, err)
@@ -604,7 +605,7 @@ func (deviceOwner) free(m *Memory) error {
 	if err != nil {
 		return err
 	}
-	return check("cudaFree", C.hl_free(ctx, m.ptr))
+	return check("cuMemFree", C.hl_free(ctx, m.ptr))
 }
 
 // lostMemory is memory from cudaMalloc or cudaMallocAsync, a host

@@ -398,7 +398,7 @@ func NewMemoryAsyncPool(d Device) (_ *MemoryAsyncPool, err error) {
 		return nil, err
 	}
 	var h C.uintptr_t
-	if err := check("cudaMemPoolCreate", C.hl_mem_pool_create(ctx, &h, C.int(d))); err != nil {
+	if err := check("cuMemPoolCreate", C.hl_mem_pool_create(ctx, &h, C.int(d))); err != nil {
 		return nil, err
 	}
 	p := &MemoryAsyncPool{h: h, dev: d, ctx: ctx, owned: true}
@@ -412,7 +412,7 @@ func (p *MemoryAsyncPool) unref() error {
 	if p.allocs.Add(-1) != 0 || !p.owned {
 		return nil
 	}
-	return check("cudaMemPoolDestroy", C.hl_mem_pool_destroy(p.ctx, p.h))
+	return check("cuMemPoolDestroy", C.hl_mem_pool_destroy(p.ctx, p.h))
 }
 
 // DeviceMemoryAsyncPool returns d's default CUDA memory pool, the one
@@ -428,7 +428,7 @@ func DeviceMemoryAsyncPool(d Device) (_ *MemoryAsyncPool, err error) {
 		return nil, err
 	}
 	var h C.uintptr_t
-	if err := check("cudaDeviceGetDefaultMemPool", C.hl_default_mem_pool(ctx, &h, C.int(d))); err != nil {
+	if err := check("cuDeviceGetDefaultMemPool", C.hl_default_mem_pool(ctx, &h, C.int(d))); err != nil {
 		return nil, err
 	}
 	return &MemoryAsyncPool{h: h, dev: d, ctx: ctx}, nil
@@ -517,7 +517,7 @@ func (p *MemoryAsyncPool) mallocAsync(size int, s *Stream) (MemoryPointer, error
 		return MemoryPointer{}, err
 	}
 	var ptr unsafe.Pointer
-	if err := check("cudaMallocAsync", C.hl_malloc_async(p.ctx, &ptr, C.size_t(size), p.h, sh)); err != nil {
+	if err := check("cuMemAllocFromPoolAsync", C.hl_malloc_async(p.ctx, &ptr, C.size_t(size), p.h, sh)); err != nil {
 		p.inUse.Add(-int64(size))
 		return MemoryPointer{}, outOfMemory(size, p.dev, err)
 	}
@@ -557,7 +557,7 @@ func (o asyncOwner) free(m *Memory) error {
 		return err
 	}
 	defer o.s.leave()
-	err = check("cudaFreeAsync", C.hl_free_async(ctx, m.ptr, sh))
+	err = check("cuMemFreeAsync", C.hl_free_async(ctx, m.ptr, sh))
 	if err == nil {
 		o.p.inUse.Add(-int64(m.size))
 		// Destroying the pool waits for the frees queued into it.
@@ -571,7 +571,7 @@ func (o asyncOwner) free(m *Memory) error {
 // last: the pool is destroyed only after the frees queued into it ran.
 func (p *MemoryAsyncPool) unrefAfter(sh C.uintptr_t) error {
 	if p.allocs.Load() == 1 && p.life.closed() && p.owned {
-		if err := check("cudaStreamSynchronize", C.hl_stream_synchronize(p.ctx, sh)); err != nil {
+		if err := check("cuStreamSynchronize", C.hl_stream_synchronize(p.ctx, sh)); err != nil {
 			return err
 		}
 	}
@@ -600,7 +600,7 @@ func (p *MemoryAsyncPool) attr(a C.int) int {
 
 // UsedBytes returns the bytes allocated from the pool and not yet freed
 // (cudaMemPoolAttrUsedMemCurrent).
-func (p *MemoryAsyncPool) UsedBytes() int { return p.attr(C.cudaMemPoolAttrUsedMemCurrent) }
+func (p *MemoryAsyncPool) UsedBytes() int { return p.attr(C.CU_MEMPOOL_ATTR_USED_MEM_CURRENT) }
 
 // FreeBytes returns the bytes the pool holds unused: TotalBytes less
 // UsedBytes.
@@ -611,14 +611,14 @@ func (p *MemoryAsyncPool) FreeBytes() int {
 // TotalBytes returns the bytes the pool holds from the device
 // (cudaMemPoolAttrReservedMemCurrent).
 func (p *MemoryAsyncPool) TotalBytes() int {
-	return p.attr(C.cudaMemPoolAttrReservedMemCurrent)
+	return p.attr(C.CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT)
 }
 
 // ReleaseThreshold returns the bytes the pool keeps when a stream
 // synchronizes (cudaMemPoolAttrReleaseThreshold); memory beyond it is
 // given back to the device.
 func (p *MemoryAsyncPool) ReleaseThreshold() int {
-	return p.attr(C.cudaMemPoolAttrReleaseThreshold)
+	return p.attr(C.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD)
 }
 
 // SetReleaseThreshold sets ReleaseThreshold; math.MaxInt keeps everything.
@@ -631,7 +631,7 @@ func (p *MemoryAsyncPool) SetReleaseThreshold(n int) (err error) {
 		return err
 	}
 	defer p.life.release()
-	return check("cudaMemPoolSetAttribute", C.hl_mem_pool_set_attribute(p.ctx, p.h, C.cudaMemPoolAttrReleaseThreshold, C.uint64_t(n)))
+	return check("cuMemPoolSetAttribute", C.hl_mem_pool_set_attribute(p.ctx, p.h, C.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, C.uint64_t(n)))
 }
 
 // Limit returns the limit SetLimit set, 0 for none.
@@ -683,7 +683,7 @@ func (p *MemoryAsyncPool) FreeAllBlocks() (err error) {
 		return err
 	}
 	defer p.life.release()
-	return check("cudaMemPoolTrimTo", C.hl_mem_pool_trim(p.ctx, p.h, 0))
+	return check("cuMemPoolTrimTo", C.hl_mem_pool_trim(p.ctx, p.h, 0))
 }
 
 // Close destroys a pool NewMemoryAsyncPool created, once the memory still

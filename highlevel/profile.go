@@ -22,9 +22,9 @@ func profiler(start bool) error {
 	if err != nil {
 		return err
 	}
-	op := "cudaProfilerStop"
+	op := "cuProfilerStop"
 	if start {
-		op = "cudaProfilerStart"
+		op = "cuProfilerStart"
 	}
 	return check(op, C.hl_profiler(ctx, cbool(start)))
 }

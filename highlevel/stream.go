@@ -74,10 +74,10 @@ func NewStream(d Device, opts *StreamOptions) (_ *Stream, err error) {
 	}
 	var flags C.uint
 	if opts.NonBlocking {
-		flags = C.cudaStreamNonBlocking
+		flags = C.CU_STREAM_NON_BLOCKING
 	}
 	var h C.uintptr_t
-	if err := check("cudaStreamCreate", C.hl_stream_create(ctx, &h, flags, C.int(opts.Priority))); err != nil {
+	if err := check("cuStreamCreate", C.hl_stream_create(ctx, &h, flags, C.int(opts.Priority))); err != nil {
 		return nil, err
 	}
 	return &Stream{h: cudart.Stream(h), dev: d, ctx: ctx, owned: true}, nil
@@ -96,7 +96,7 @@ func StreamPriorityRange(d Device) (least, greatest int, err error) {
 		return 0, 0, err
 	}
 	var l, g C.int
-	err = check("cudaDeviceGetStreamPriorityRange", C.hl_stream_priority_range(ctx, &l, &g))
+	err = check("cuCtxGetStreamPriorityRange", C.hl_stream_priority_range(ctx, &l, &g))
 	return int(l), int(g), err
 }
 
@@ -214,7 +214,7 @@ func (s *Stream) Synchronize() error {
 		return err
 	}
 	defer s.life.release()
-	return s.failure(check("cudaStreamSynchronize", C.hl_stream_synchronize(s.ctx, h)))
+	return s.failure(check("cuStreamSynchronize", C.hl_stream_synchronize(s.ctx, h)))
 }
 
 // Query reports whether the stream has done all its work, without waiting
@@ -225,7 +225,7 @@ func (s *Stream) Query() (bool, error) {
 		return false, err
 	}
 	defer s.life.release()
-	done, err := ready("cudaStreamQuery", C.hl_stream_query(s.ctx, h))
+	done, err := ready("cuStreamQuery", C.hl_stream_query(s.ctx, h))
 	return done, s.failure(err)
 }
 
@@ -275,10 +275,10 @@ func (s *Stream) watch() (*waitReq, error) {
 	}
 	s.done = nil
 	var e C.uintptr_t
-	if err := check("cudaEventCreateWithFlags", C.hl_event_create(s.ctx, &e, C.cudaEventDisableTiming)); err != nil {
+	if err := check("cuEventCreate", C.hl_event_create(s.ctx, &e, C.CU_EVENT_DISABLE_TIMING)); err != nil {
 		return nil, err
 	}
-	if err := check("cudaEventRecord", C.hl_event_record(s.ctx, e, h)); err != nil {
+	if err := check("cuEventRecord", C.hl_event_record(s.ctx, e, h)); err != nil {
 		C.hl_event_destroy(s.ctx, e)
 		return nil, err
 	}
@@ -327,7 +327,7 @@ func (s *Stream) WaitEvent(e *Event) error {
 		return ErrClosed
 	}
 	defer e.life.release()
-	return check("cudaStreamWaitEvent", C.hl_stream_wait_event(s.ctx, h, C.uintptr_t(e.h)))
+	return check("cuStreamWaitEvent", C.hl_stream_wait_event(s.ctx, h, C.uintptr_t(e.h)))
 }
 
 // AddCallback queues fn to run on a thread of CUDA's once the work queued
@@ -351,7 +351,7 @@ func (s *Stream) AddCallback(fn func(error)) error {
 	}
 	defer s.leave()
 	c := cgo.NewHandle(callback{s: s, withErr: fn})
-	if err := check("cudaStreamAddCallback", C.hl_stream_add_callback(s.ctx, h, C.uintptr_t(c))); err != nil {
+	if err := check("cuStreamAddCallback", C.hl_stream_add_callback(s.ctx, h, C.uintptr_t(c))); err != nil {
 		c.Delete()
 		return err
 	}
@@ -380,7 +380,7 @@ func (s *Stream) LaunchHostFunc(fn func()) error {
 	deleteDeadHandles()
 	c := cgo.NewHandle(callback{s: s, fn: fn})
 	var owned C.int
-	if err := check("cudaLaunchHostFunc", C.hl_launch_host_func(s.ctx, h, C.uintptr_t(c), &owned)); err != nil {
+	if err := check("cuLaunchHostFunc", C.hl_launch_host_func(s.ctx, h, C.uintptr_t(c), &owned)); err != nil {
 		if owned == 0 {
 			c.Delete()
 		}
@@ -414,7 +414,7 @@ func (s *Stream) BeginCapture(mode CaptureMode) error {
 	defer s.leave()
 	captureMu.RLock()
 	captures.Add(1)
-	err = check("cudaStreamBeginCapture", C.hl_stream_begin_capture(s.ctx, h, m))
+	err = check("cuStreamBeginCapture", C.hl_stream_begin_capture(s.ctx, h, m))
 	if err != nil || s.capturing.Swap(true) {
 		captures.Add(-1)
 		captureMu.RUnlock()
@@ -442,13 +442,13 @@ func (s *Stream) EndCapture() (*Graph, error) {
 	defer s.leave()
 	var g C.uintptr_t
 	r := C.hl_stream_end_capture(s.ctx, h, &g)
-	if cudart.Error(r) != cudart.ErrorStreamCaptureWrongThread {
+	if r != C.CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD {
 		// The capture is over, unless it was ended from another thread
 		// than began it (the strict modes): it goes on, and may be
 		// ended from that thread still.
 		s.endCapture()
 	}
-	if err := check("cudaStreamEndCapture", r); err != nil {
+	if err := check("cuStreamEndCapture", r); err != nil {
 		return nil, err
 	}
 	return &Graph{h: cudart.Graph(g), dev: s.dev, ctx: s.ctx}, nil
@@ -469,7 +469,7 @@ func (s *Stream) Close() error {
 	s.endCapture()
 	err := s.settle()
 	if s.owned {
-		err = errors.Join(err, check("cudaStreamDestroy", C.hl_stream_destroy(s.ctx, C.uintptr_t(s.h))))
+		err = errors.Join(err, check("cuStreamDestroy", C.hl_stream_destroy(s.ctx, C.uintptr_t(s.h))))
 	}
 	return err
 }
@@ -479,7 +479,7 @@ func (s *Stream) Close() error {
 func (s *Stream) settle() error {
 	var err error
 	if s.pooled.Load() {
-		err = check("cudaStreamSynchronize", C.hl_stream_synchronize(s.ctx, C.uintptr_t(s.h)))
+		err = check("cuStreamSynchronize", C.hl_stream_synchronize(s.ctx, C.uintptr_t(s.h)))
 	}
 	s.settlePools()
 	return err

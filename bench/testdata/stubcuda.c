@@ -1,15 +1,17 @@
-// stubcuda.c is a stand-in for libcuda, libcudart and libnvrtc in one
-// library, so that the benchmarks of highlevel run on a machine without a
-// GPU (stub_test.go builds it and loads it through $GOCUDA_CUDA,
-// $GOCUDA_CUDART and $GOCUDA_NVRTC). Each function returns success at once;
-// what remains of a benchmark's time is Go's side of each call: highlevel's
-// checks and bookkeeping and the cgo transition.
+// stubcuda.c is a stand-in for libcuda and libnvrtc in one library, so that
+// the benchmarks of highlevel run on a machine without a GPU (stub_test.go
+// builds it and loads it through $GOCUDA_CUDA and $GOCUDA_NVRTC), and for
+// the runtime functions the C twin (c/mix.c) calls. Each function returns
+// success at once; what remains of a benchmark's time is Go's side of each
+// call: highlevel's checks and bookkeeping and the cgo transition.
 //
 // It has one device (compute capability 9.0, an H200's limits), a context
 // current per thread as the driver keeps it, memory from malloc, and kernels
-// whose parameters it knows by name (stubKernels). Every other function the
-// shim resolves is a weak definition that returns 0 (stubweak.c, written by
-// stub_test.go from highlevel/shim.c's list).
+// whose parameters it knows by name (stubKernels). highlevel takes the
+// driver's functions from cuGetProcAddress_v2, which answers from
+// stub_procs: the shim's list of functions (highlevel/shim.c's HL_SYMBOLS),
+// written by stub_test.go into stubprocs.c, each the stand-in stub_NAME
+// defined here or, for the others, a weak definition there that returns 0.
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <nvrtc.h>
@@ -17,125 +19,144 @@
 #include <stdlib.h>
 #include <string.h>
 
+// STUB names the stand-in of a driver function: STUB(cuMemAlloc) is
+// stub_cuMemAlloc, whatever versioned symbol cuda.h makes of cuMemAlloc.
+#define STUB(name) CUresult stub_##name
+
+struct stub_proc {
+	const char *name;
+	void *fn;
+};
+extern const struct stub_proc stub_procs[]; // ends with a NULL name
+
+CUresult cuGetProcAddress_v2(const char *symbol, void **fn, int version, cuuint64_t flags,
+		CUdriverProcAddressQueryResult *status) {
+	for (const struct stub_proc *p = stub_procs; p->name != NULL; p++) {
+		if (strcmp(p->name, symbol) == 0) {
+			*fn = p->fn;
+			*status = CU_GET_PROC_ADDRESS_SUCCESS;
+			return CUDA_SUCCESS;
+		}
+	}
+	*fn = NULL;
+	*status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+	return CUDA_ERROR_NOT_FOUND;
+}
+
 static __thread CUcontext current;
 static char primary; // the device's primary context is its address
 static uintptr_t handles = 0x1000; // streams, events, libraries: distinct values
 
 static uintptr_t next_handle(void) { return __atomic_add_fetch(&handles, 16, __ATOMIC_RELAXED); }
 
-CUresult cuInit(unsigned flags) { return CUDA_SUCCESS; }
-CUresult cuDeviceGet(CUdevice *d, int ordinal) {
+STUB(cuDriverGetVersion)(int *v) {
+	*v = CUDA_VERSION;
+	return CUDA_SUCCESS;
+}
+STUB(cuDeviceGet)(CUdevice *d, int ordinal) {
 	*d = ordinal;
 	return ordinal == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
 }
-CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice d) {
+STUB(cuDeviceGetCount)(int *n) {
+	*n = 1;
+	return CUDA_SUCCESS;
+}
+STUB(cuDeviceGetName)(char *name, int n, CUdevice d) {
+	strncpy(name, "stub", n);
+	return CUDA_SUCCESS;
+}
+STUB(cuDeviceGetAttribute)(int *v, CUdevice_attribute attr, CUdevice d) {
+	switch (attr) {
+	case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *v = 9; break;
+	case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *v = 1024; break;
+	case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X: *v = 1024; break;
+	case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y: *v = 1024; break;
+	case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z: *v = 64; break;
+	case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X: *v = 0x7fffffff; break;
+	case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y: *v = 65535; break;
+	case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z: *v = 65535; break;
+	case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: *v = 48 << 10; break;
+	case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: *v = 227 << 10; break;
+	case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *v = 132; break;
+	case CU_DEVICE_ATTRIBUTE_WARP_SIZE: *v = 32; break;
+	default: *v = 0;
+	}
+	return CUDA_SUCCESS;
+}
+STUB(cuDevicePrimaryCtxRetain)(CUcontext *ctx, CUdevice d) {
 	*ctx = (CUcontext)&primary;
 	return CUDA_SUCCESS;
 }
-CUresult cuDevicePrimaryCtxGetState(CUdevice d, unsigned *flags, int *active) {
+STUB(cuDevicePrimaryCtxGetState)(CUdevice d, unsigned *flags, int *active) {
 	*flags = 0;
 	*active = 1;
 	return CUDA_SUCCESS;
 }
-CUresult cuCtxGetCurrent(CUcontext *ctx) {
+STUB(cuCtxGetCurrent)(CUcontext *ctx) {
 	*ctx = current;
 	return CUDA_SUCCESS;
 }
-CUresult cuCtxSetCurrent(CUcontext ctx) {
+STUB(cuCtxSetCurrent)(CUcontext ctx) {
 	current = ctx;
 	return CUDA_SUCCESS;
 }
-
-cudaError_t cudaGetDeviceCount(int *n) {
-	*n = 1;
-	return cudaSuccess;
-}
-cudaError_t cudaGetDevice(int *d) {
+STUB(cuCtxGetDevice)(CUdevice *d) {
 	*d = 0;
-	return cudaSuccess;
+	return current != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
 }
-cudaError_t cudaRuntimeGetVersion(int *v) {
-	*v = CUDART_VERSION;
-	return cudaSuccess;
-}
-cudaError_t cudaDriverGetVersion(int *v) {
-	*v = CUDART_VERSION;
-	return cudaSuccess;
-}
-cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *p, int d) {
-	memset(p, 0, sizeof *p);
-	strcpy(p->name, "stub");
-	p->major = 9;
-	p->totalGlobalMem = (size_t)140 << 30;
-	p->multiProcessorCount = 132;
-	p->maxThreadsPerBlock = 1024;
-	p->maxThreadsDim[0] = p->maxThreadsDim[1] = 1024;
-	p->maxThreadsDim[2] = 64;
-	p->maxGridSize[0] = 0x7fffffff;
-	p->maxGridSize[1] = p->maxGridSize[2] = 65535;
-	p->sharedMemPerBlock = 48 << 10;
-	p->sharedMemPerBlockOptin = 227 << 10;
-	p->warpSize = 32;
-	return cudaSuccess;
-}
-cudaError_t cudaDeviceGetAttribute(int *v, enum cudaDeviceAttr attr, int d) {
-	*v = attr == cudaDevAttrComputeCapabilityMajor ? 9 : 0;
-	return cudaSuccess;
-}
-cudaError_t cudaMemGetInfo(size_t *free, size_t *total) {
-	*free = *total = (size_t)140 << 30;
-	return cudaSuccess;
-}
-const char *cudaGetErrorString(cudaError_t e) { return "stub error"; }
-
-// Memory is the host's: highlevel reads and writes pinned memory itself.
-cudaError_t cudaMalloc(void **p, size_t n) {
-	*p = malloc(n);
-	return *p != NULL ? cudaSuccess : cudaErrorMemoryAllocation;
-}
-cudaError_t cudaMallocManaged(void **p, size_t n, unsigned flags) { return cudaMalloc(p, n); }
-cudaError_t cudaHostAlloc(void **p, size_t n, unsigned flags) { return cudaMalloc(p, n); }
-cudaError_t cudaMallocHost(void **p, size_t n) { return cudaMalloc(p, n); }
-cudaError_t cudaMallocFromPoolAsync(void **p, size_t n, cudaMemPool_t pool, cudaStream_t s) { return cudaMalloc(p, n); }
-cudaError_t cudaMallocAsync(void **p, size_t n, cudaStream_t s) { return cudaMalloc(p, n); }
-cudaError_t cudaFree(void *p) {
-	free(p);
-	return cudaSuccess;
-}
-cudaError_t cudaFreeHost(void *p) { return cudaFree(p); }
-cudaError_t cudaFreeAsync(void *p, cudaStream_t s) { return cudaFree(p); }
-
-cudaError_t cudaStreamCreate(cudaStream_t *s) {
-	*s = (cudaStream_t)next_handle();
-	return cudaSuccess;
-}
-cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags) { return cudaStreamCreate(s); }
-cudaError_t cudaStreamCreateWithPriority(cudaStream_t *s, unsigned flags, int priority) { return cudaStreamCreate(s); }
-cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned flags) {
-	*e = (cudaEvent_t)next_handle();
-	return cudaSuccess;
-}
-cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *p, int d) {
-	*p = (cudaMemPool_t)next_handle();
-	return cudaSuccess;
-}
-cudaError_t cudaMemPoolCreate(cudaMemPool_t *p, const struct cudaMemPoolProps *props) {
-	return cudaDeviceGetDefaultMemPool(p, 0);
-}
-cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t p, enum cudaMemPoolAttr attr, void *v) {
-	*(uint64_t *)v = 0;
-	return cudaSuccess;
-}
-cudaError_t cudaStreamGetCaptureInfo(cudaStream_t s, enum cudaStreamCaptureStatus *st,
-		unsigned long long *id, cudaGraph_t *g, const cudaGraphNode_t **deps,
-		const cudaGraphEdgeData **edges, size_t *n) {
-	*st = cudaStreamCaptureStatusNone;
-	return cudaSuccess;
-}
-cudaError_t cudaDeviceGetStreamPriorityRange(int *least, int *greatest) {
+STUB(cuCtxGetStreamPriorityRange)(int *least, int *greatest) {
 	*least = 0;
 	*greatest = -5;
-	return cudaSuccess;
+	return CUDA_SUCCESS;
+}
+STUB(cuMemGetInfo)(size_t *free, size_t *total) {
+	*free = *total = (size_t)140 << 30;
+	return CUDA_SUCCESS;
+}
+
+// Memory is the host's: highlevel reads and writes pinned memory itself.
+STUB(cuMemAlloc)(CUdeviceptr *p, size_t n) {
+	*p = (CUdeviceptr)(uintptr_t)malloc(n);
+	return *p != 0 ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+STUB(cuMemAllocManaged)(CUdeviceptr *p, size_t n, unsigned flags) { return stub_cuMemAlloc(p, n); }
+STUB(cuMemAllocFromPoolAsync)(CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s) { return stub_cuMemAlloc(p, n); }
+STUB(cuMemFree)(CUdeviceptr p) {
+	free((void *)(uintptr_t)p);
+	return CUDA_SUCCESS;
+}
+STUB(cuMemFreeAsync)(CUdeviceptr p, CUstream s) { return stub_cuMemFree(p); }
+STUB(cuMemHostAlloc)(void **p, size_t n, unsigned flags) {
+	*p = malloc(n);
+	return *p != NULL ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+STUB(cuMemFreeHost)(void *p) {
+	free(p);
+	return CUDA_SUCCESS;
+}
+
+STUB(cuStreamCreate)(CUstream *s, unsigned flags) {
+	*s = (CUstream)next_handle();
+	return CUDA_SUCCESS;
+}
+STUB(cuStreamCreateWithPriority)(CUstream *s, unsigned flags, int priority) { return stub_cuStreamCreate(s, flags); }
+STUB(cuEventCreate)(CUevent *e, unsigned flags) {
+	*e = (CUevent)next_handle();
+	return CUDA_SUCCESS;
+}
+STUB(cuDeviceGetDefaultMemPool)(CUmemoryPool *p, CUdevice d) {
+	*p = (CUmemoryPool)next_handle();
+	return CUDA_SUCCESS;
+}
+STUB(cuMemPoolCreate)(CUmemoryPool *p, const CUmemPoolProps *props) { return stub_cuDeviceGetDefaultMemPool(p, 0); }
+STUB(cuMemPoolGetAttribute)(CUmemoryPool p, CUmemPool_attribute attr, void *v) {
+	*(uint64_t *)v = 0;
+	return CUDA_SUCCESS;
+}
+STUB(cuStreamGetCaptureInfo)(CUstream s, CUstreamCaptureStatus *st, cuuint64_t *id, CUgraph *g,
+		const CUgraphNode **deps, size_t *n) {
+	*st = CU_STREAM_CAPTURE_STATUS_NONE;
+	return CUDA_SUCCESS;
 }
 
 // stubKernels are the kernels the stub knows the parameters of; any other
@@ -152,22 +173,22 @@ static const struct {
 };
 enum { NKERNELS = sizeof stubKernels / sizeof stubKernels[0] };
 
-CUresult cuLibraryLoadData(CUlibrary *lib, const void *image, CUjit_option *jo, void **jv, unsigned nj,
+STUB(cuLibraryLoadData)(CUlibrary *lib, const void *image, CUjit_option *jo, void **jv, unsigned nj,
 		CUlibraryOption *lo, void **lv, unsigned nl) {
 	*lib = (CUlibrary)next_handle();
 	return CUDA_SUCCESS;
 }
-CUresult cuLibraryGetKernel(CUkernel *k, CUlibrary lib, const char *name) {
+STUB(cuLibraryGetKernel)(CUkernel *k, CUlibrary lib, const char *name) {
 	int i = 0;
 	while (i < NKERNELS && strcmp(stubKernels[i].name, name) != 0) i++;
 	*k = (CUkernel)(uintptr_t)(i + 1); // NKERNELS + 1: no parameters
 	return CUDA_SUCCESS;
 }
-CUresult cuKernelGetFunction(CUfunction *f, CUkernel k) {
+STUB(cuKernelGetFunction)(CUfunction *f, CUkernel k) {
 	*f = (CUfunction)k;
 	return CUDA_SUCCESS;
 }
-CUresult cuKernelGetParamInfo(CUkernel k, size_t i, size_t *offset, size_t *size) {
+STUB(cuKernelGetParamInfo)(CUkernel k, size_t i, size_t *offset, size_t *size) {
 	int j = (int)(uintptr_t)k - 1;
 	if (j >= NKERNELS || i >= (size_t)stubKernels[j].n) {
 		return CUDA_ERROR_INVALID_VALUE;
@@ -177,6 +198,41 @@ CUresult cuKernelGetParamInfo(CUkernel k, size_t i, size_t *offset, size_t *size
 	return CUDA_SUCCESS;
 }
 
+// The functions the C twin calls by name: the driver's for its kernel, the
+// runtime's for the rest.
+CUresult cuLibraryLoadData(CUlibrary *lib, const void *image, CUjit_option *jo, void **jv, unsigned nj,
+		CUlibraryOption *lo, void **lv, unsigned nl) {
+	return stub_cuLibraryLoadData(lib, image, jo, jv, nj, lo, lv, nl);
+}
+CUresult cuLibraryGetKernel(CUkernel *k, CUlibrary lib, const char *name) { return stub_cuLibraryGetKernel(k, lib, name); }
+CUresult cuKernelGetFunction(CUfunction *f, CUkernel k) { return stub_cuKernelGetFunction(f, k); }
+CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+		unsigned smem, CUstream s, void **params, void **extra) {
+	return CUDA_SUCCESS;
+}
+
+cudaError_t cudaSetDevice(int d) { return d == 0 ? cudaSuccess : cudaErrorInvalidDevice; }
+cudaError_t cudaDeviceGetAttribute(int *v, enum cudaDeviceAttr attr, int d) {
+	return (cudaError_t)stub_cuDeviceGetAttribute(v, (CUdevice_attribute)attr, d);
+}
+cudaError_t cudaMalloc(void **p, size_t n) {
+	*p = malloc(n);
+	return *p != NULL ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+cudaError_t cudaFree(void *p) {
+	free(p);
+	return cudaSuccess;
+}
+cudaError_t cudaStreamCreate(cudaStream_t *s) {
+	*s = (cudaStream_t)next_handle();
+	return cudaSuccess;
+}
+cudaError_t cudaStreamSynchronize(cudaStream_t s) { return cudaSuccess; }
+cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t s) { return cudaSuccess; }
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind, cudaStream_t s) {
+	return cudaSuccess;
+}
+const char *cudaGetErrorString(cudaError_t e) { return "stub error"; }
 // NVRTC: the "compiled" image is the source itself.
 struct program {
 	char *src;
