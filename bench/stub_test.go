@@ -2,7 +2,6 @@ package bench
 
 import (
 	"flag"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,39 +25,23 @@ func cc() string {
 	return "cc"
 }
 
-// buildStub builds testdata/stubcuda.c into dir and returns the library's
-// path, or skips. Its cuGetProcAddress_v2 answers from stub_procs, written
-// here from the shim's list of functions (highlevel/shim.c's HL_SYMBOLS):
-// each the stand-in stubcuda.c defines, stub_NAME, or a weak definition
-// written here that returns 0.
+// buildStub builds testdata/stubcuda.c, with highlevel's stand-in driver,
+// into dir and returns the library's path, or skips.
 func buildStub(t *testing.T, dir string) string {
-	shim, err := os.ReadFile(filepath.Join("..", "highlevel", "shim.c"))
-	if err != nil {
+	hl := filepath.Join("..", "highlevel")
+	if _, err := os.Stat(filepath.Join(hl, "testdata", "stubdriver.c")); err != nil {
 		t.Skipf("the sources are not here: %v", err)
 	}
 	if _, err := os.Stat(stubHeaders); err != nil {
 		t.Skipf("the headers are not here: %v", err)
 	}
-	_, list, ok := strings.Cut(string(shim), "#define HL_SYMBOLS(X)")
-	list, _, ok2 := strings.Cut(list, "\n\n")
-	if !ok || !ok2 {
-		t.Fatal("highlevel/shim.c has no HL_SYMBOLS list")
-	}
-	var weak, table strings.Builder
-	for _, m := range regexp.MustCompile(`X\((\w+), \d+\)`).FindAllStringSubmatch(list, -1) {
-		fmt.Fprintf(&weak, "__attribute__((weak)) int stub_%s(void) { return 0; }\n", m[1])
-		fmt.Fprintf(&table, "\t{%q, (void *)stub_%s},\n", m[1], m[1])
-	}
-	src := weak.String() + "const struct stub_proc { const char *name; void *fn; } stub_procs[] = {\n" + table.String() + "\t{0, 0},\n};\n"
-	if err := os.WriteFile(filepath.Join(dir, "stubprocs.c"), []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	if _, err := exec.LookPath(cc()); err != nil {
 		t.Skipf("no C compiler to build the stub: %v", err)
 	}
 	lib := filepath.Join(dir, "libstubcuda.so")
-	cmd := exec.Command(cc(), "-shared", "-fPIC", "-O2", "-I"+stubHeaders, "-o", lib,
-		filepath.Join("testdata", "stubcuda.c"), filepath.Join(dir, "stubprocs.c"))
+	cmd := exec.Command(cc(), "-shared", "-fPIC", "-O2", "-I"+stubHeaders, "-I"+hl, "-o", lib,
+		filepath.Join("testdata", "stubcuda.c"), filepath.Join(hl, "testdata", "stubdriver.c"),
+		filepath.Join(hl, "testdata", "stubprocs.c"))
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("building the stub: %v\n%s", err, out)
 	}

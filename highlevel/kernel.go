@@ -115,12 +115,13 @@ func (m *Module) Kernel(name string) (*Kernel, error) {
 		return nil, err
 	}
 	k := &Kernel{m: m, name: name, funcs: make([]atomic.Uintptr, n)}
-	if err := check(fmt.Sprintf("kernel %q", name), C.hl_library_get_kernel(ctx, &k.k, m.lib, cname)); err != nil {
+	op := fmt.Sprintf("kernel %q", name)
+	if err := check(op, C.hl_library_get_kernel(ctx, &k.k, m.lib, cname)); err != nil {
 		return nil, err
 	}
 	var offsets, sizes [maxParams]C.uint32_t
 	var np C.int
-	if err := check("cuKernelGetParamInfo", C.hl_kernel_params(ctx, k.k, &offsets[0], &sizes[0], maxParams, &np)); err != nil {
+	if err := check(op, C.hl_kernel_params(ctx, k.k, &offsets[0], &sizes[0], maxParams, &np)); err != nil {
 		return nil, err
 	}
 	for i := range int(np) {

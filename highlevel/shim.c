@@ -1,4 +1,5 @@
 #include "shim.h"
+#include "symbols.h"
 
 #include <cudaTypedefs.h>
 #include <cudaProfilerTypedefs.h>
@@ -8,101 +9,6 @@
 #include <stdlib.h>
 #include <sys/prctl.h>
 #include <time.h>
-
-// HL_SYMBOLS lists the driver functions the shim calls, each with the CUDA
-// version it is requested at through cuGetProcAddress: the version of the
-// typedef in cudaTypedefs.h (PFN_cuMemAlloc_v3020) that the shim calls it
-// through. So the entry point, and its ABI, are the same whatever driver
-// runs the program and whichever CUDA headers the shim was compiled with.
-// Each is the form the function has at CUDA 12.0 (HL_BASE_VERSION), the
-// oldest driver highlevel supports, except cuKernelGetParamInfo, which came
-// with CUDA 12.4: on an older driver the operations that need it fail and
-// the rest work. cuDriverGetVersion comes first: load asks it before the
-// others, to say which driver lacks a function.
-#define HL_SYMBOLS(X) \
-	X(cuDriverGetVersion, 2020) \
-	X(cuInit, 2000) \
-	X(cuDeviceGet, 2000) \
-	X(cuDeviceGetCount, 2000) \
-	X(cuDeviceGetAttribute, 2000) \
-	X(cuDeviceGetName, 2000) \
-	X(cuDevicePrimaryCtxRetain, 7000) \
-	X(cuDevicePrimaryCtxGetState, 7000) \
-	X(cuDeviceGetDefaultMemPool, 11020) \
-	X(cuCtxGetCurrent, 4000) \
-	X(cuCtxSetCurrent, 4000) \
-	X(cuCtxGetDevice, 2000) \
-	X(cuCtxSynchronize, 2000) \
-	X(cuCtxEnablePeerAccess, 4000) \
-	X(cuCtxGetStreamPriorityRange, 5050) \
-	X(cuMemGetInfo, 3020) \
-	X(cuMemAlloc, 3020) \
-	X(cuMemAllocManaged, 6000) \
-	X(cuMemFree, 3020) \
-	X(cuMemPrefetchAsync, 8000) \
-	X(cuMemAdvise, 8000) \
-	X(cuMemAllocFromPoolAsync, 11020) \
-	X(cuMemFreeAsync, 11020) \
-	X(cuMemcpy, 4000) \
-	X(cuMemcpyAsync, 4000) \
-	X(cuMemcpyPeer, 4000) \
-	X(cuMemcpyPeerAsync, 4000) \
-	X(cuMemsetD8, 3020) \
-	X(cuMemsetD8Async, 3020) \
-	X(cuMemHostAlloc, 2020) \
-	X(cuMemFreeHost, 2000) \
-	X(cuMemHostRegister, 6050) \
-	X(cuMemHostUnregister, 4000) \
-	X(cuMemPoolCreate, 11020) \
-	X(cuMemPoolDestroy, 11020) \
-	X(cuMemPoolSetAttribute, 11020) \
-	X(cuMemPoolGetAttribute, 11020) \
-	X(cuMemPoolTrimTo, 11020) \
-	X(cuPointerGetAttributes, 7000) \
-	X(cuStreamCreate, 2000) \
-	X(cuStreamCreateWithPriority, 5050) \
-	X(cuStreamDestroy, 4000) \
-	X(cuStreamSynchronize, 2000) \
-	X(cuStreamQuery, 2000) \
-	X(cuStreamWaitEvent, 3020) \
-	X(cuStreamAddCallback, 5000) \
-	X(cuLaunchHostFunc, 10000) \
-	X(cuStreamGetCaptureInfo, 11030) \
-	X(cuStreamBeginCapture, 10010) \
-	X(cuStreamEndCapture, 10000) \
-	X(cuUserObjectCreate, 11030) \
-	X(cuUserObjectRelease, 11030) \
-	X(cuGraphRetainUserObject, 11030) \
-	X(cuEventCreate, 2000) \
-	X(cuEventDestroy, 4000) \
-	X(cuEventRecord, 2000) \
-	X(cuEventSynchronize, 2000) \
-	X(cuEventQuery, 2000) \
-	X(cuEventElapsedTime, 2000) \
-	X(cuGraphInstantiateWithParams, 12000) \
-	X(cuGraphLaunch, 10000) \
-	X(cuGraphUpload, 11010) \
-	X(cuGraphExecUpdate, 12000) \
-	X(cuGraphDestroy, 10000) \
-	X(cuGraphExecDestroy, 10000) \
-	X(cuProfilerStart, 4000) \
-	X(cuProfilerStop, 4000) \
-	X(cuLibraryLoadData, 12000) \
-	X(cuLibraryUnload, 12000) \
-	X(cuLibraryGetKernel, 12000) \
-	X(cuKernelGetFunction, 12000) \
-	X(cuKernelGetParamInfo, 12040) \
-	X(cuKernelGetAttribute, 12000) \
-	X(cuKernelSetAttribute, 12000) \
-	X(cuLaunchKernel, 4000) \
-	X(cuLaunchKernelEx, 11060) \
-	X(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, 7000) \
-	X(cuOccupancyMaxPotentialBlockSizeWithFlags, 7000) \
-	X(cuIpcGetEventHandle, 4010) \
-	X(cuIpcOpenEventHandle, 4010) \
-	X(cuIpcGetMemHandle, 4010) \
-	X(cuIpcOpenMemHandle, 11000) \
-	X(cuIpcCloseMemHandle, 4010)
 
 // Each function is a pointer of its typedef's type, named after it: the
 // shim calls DRV(cuMemAlloc)(...), checked by the compiler against
@@ -218,17 +124,28 @@ int hl_primary_context(int dev, void **ctx) {
 	return r;
 }
 
-// hl_current_device stores the device of the calling thread's current
-// context in *dev, or -1 when the thread has none.
+// hl_current_device stores the ordinal of the device of the calling
+// thread's current context in *dev, or -1 when the thread has none.
 int hl_current_device(int *dev) {
+	*dev = -1;
 	void *prev;
 	int r = hl_enter(NULL, &prev);
 	if (r != 0) return r;
 	CUcontext c = NULL;
-	CUdevice d = -1;
 	r = DRV(cuCtxGetCurrent)(&c);
-	if (r == 0 && c != NULL) r = DRV(cuCtxGetDevice)(&d);
-	*dev = (int)d;
+	if (r != 0 || c == NULL) return r;
+	CUdevice d;
+	int n = 0;
+	r = DRV(cuCtxGetDevice)(&d);
+	if (r == 0) r = DRV(cuDeviceGetCount)(&n);
+	for (int i = 0; r == 0 && i < n; i++) { // the handle's ordinal
+		CUdevice di;
+		r = DRV(cuDeviceGet)(&di, i);
+		if (r == 0 && di == d) {
+			*dev = i;
+			break;
+		}
+	}
 	return r;
 }
 

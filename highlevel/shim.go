@@ -60,10 +60,10 @@ func resolve() error {
 		}
 		return err
 	}
-	n := int(C.hl_nsymbols())
-	missing = make([]error, n)
+	syms := shimSymbols()
+	missing = make([]error, len(syms))
 	var driver C.int // the driver's CUDA version, once known
-	for i := range n {
+	for i, sym := range syms {
 		var status C.int
 		r := C.hl_resolve(gpa, C.int(i), &status)
 		if r == 0 && status == C.CU_GET_PROC_ADDRESS_SUCCESS {
@@ -72,21 +72,36 @@ func resolve() error {
 			}
 			continue
 		}
-		name, version := C.GoString(C.hl_symbol(C.int(i))), int(C.hl_symbol_version(C.int(i)))
 		var err error
-		if driver > 0 && int(driver) < version {
-			err = &DriverVersionError{Function: name, Needed: version, Driver: int(driver)}
+		if driver > 0 && int(driver) < sym.version {
+			err = &DriverVersionError{Function: sym.name, Needed: sym.version, Driver: int(driver)}
 		} else {
-			err = &cudadrv.SymbolError{Symbol: name, Library: cudadrv.LibraryPath(), Reason: fmt.Sprintf(
-				"cuGetProcAddress_v2 at CUDA %s: %v (%v)", cudaVersion(version),
+			err = &cudadrv.SymbolError{Symbol: sym.name, Library: cudadrv.LibraryPath(), Reason: fmt.Sprintf(
+				"cuGetProcAddress_v2 at CUDA %s: %v (%v)", cudaVersion(sym.version),
 				cudadrv.Result(r), cudadrv.DriverProcAddressQueryResult(status))}
 		}
-		if version <= baseVersion {
+		if sym.version <= baseVersion {
 			return err
 		}
 		missing[i] = err
 	}
 	return nil
+}
+
+// A shimSymbol is a driver function the shim calls, and the CUDA version
+// it is requested at.
+type shimSymbol struct {
+	name    string
+	version int
+}
+
+// shimSymbols returns the shim's functions, in its order (symbols.h).
+func shimSymbols() []shimSymbol {
+	syms := make([]shimSymbol, int(C.hl_nsymbols()))
+	for i := range syms {
+		syms[i] = shimSymbol{C.GoString(C.hl_symbol(C.int(i))), int(C.hl_symbol_version(C.int(i)))}
+	}
+	return syms
 }
 
 // cudaVersion formats a CUDA version number, 12040, as "12.4".
