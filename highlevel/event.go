@@ -35,7 +35,7 @@ type Event struct {
 // that records timing and is waited for by spinning.
 type EventOptions struct {
 	// Blocking makes Synchronize yield the CPU while it waits
-	// (cudaEventBlockingSync).
+	// (CU_EVENT_BLOCKING_SYNC).
 	Blocking bool
 	// DisableTiming makes the event cheaper, and unusable with ElapsedTime.
 	DisableTiming bool

@@ -35,23 +35,23 @@ type GraphExec struct {
 }
 
 // A CaptureMode says which CUDA calls a stream capture refuses while it
-// runs (cudaStreamCaptureMode): calls that are potentially unsafe during a
-// capture, such as cudaMalloc, which may synchronize the device. The zero
+// runs (CUstreamCaptureMode): calls that are potentially unsafe during a
+// capture, such as cuMemAlloc, which may synchronize the device. The zero
 // value is CaptureRelaxed.
 type CaptureMode int
 
 const (
-	// CaptureRelaxed refuses nothing (cudaStreamCaptureModeRelaxed). It
+	// CaptureRelaxed refuses nothing (CU_STREAM_CAPTURE_MODE_RELAXED). It
 	// suits Go best: goroutines move between OS threads, and the
 	// package's waiter queries events while a capture runs.
 	CaptureRelaxed CaptureMode = iota
 	// CaptureGlobal refuses potentially unsafe calls on every OS thread of
-	// the process while the capture runs (cudaStreamCaptureModeGlobal),
+	// the process while the capture runs (CU_STREAM_CAPTURE_MODE_GLOBAL),
 	// catching work of other goroutines that would spoil it. Begin and end
 	// the capture on one OS thread (Capture does).
 	CaptureGlobal
 	// CaptureThreadLocal refuses potentially unsafe calls on the capturing
-	// OS thread only (cudaStreamCaptureModeThreadLocal). Begin and end the
+	// OS thread only (CU_STREAM_CAPTURE_MODE_THREAD_LOCAL). Begin and end the
 	// capture on one OS thread (Capture does).
 	CaptureThreadLocal
 )
@@ -69,7 +69,7 @@ func (m CaptureMode) String() string {
 	return fmt.Sprintf("CaptureMode(%d)", int(m))
 }
 
-// cuda returns the mode's cudaStreamCaptureMode.
+// cuda returns the mode's CUstreamCaptureMode.
 func (m CaptureMode) cuda() (C.int, error) {
 	switch m {
 	case CaptureRelaxed:
@@ -132,27 +132,27 @@ func (g *Graph) use() error {
 }
 
 // InstantiateOptions are the options of Graph.Instantiate
-// (cudaGraphInstantiateFlags); the zero value sets none.
+// (CUgraphInstantiate_flags); the zero value sets none.
 type InstantiateOptions struct {
 	// AutoFreeOnLaunch frees the memory the graph's allocation nodes
-	// allocated and its free nodes did not free (cudaMallocAsync captured
-	// through cudart) before each launch after the first
-	// (cudaGraphInstantiateFlagAutoFreeOnLaunch). Without it, such a graph
+	// allocated and its free nodes did not free (cuMemAllocAsync captured
+	// through cudadrv) before each launch after the first
+	// (CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH). Without it, such a graph
 	// must have its memory freed before it is launched again.
 	AutoFreeOnLaunch bool
 	// Upload, when not nil, uploads the graph on that stream of the graph's
-	// device as part of instantiating it (cudaGraphInstantiateFlagUpload),
+	// device as part of instantiating it (CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD),
 	// as GraphExec.Upload does; LegacyDefaultStream names the legacy default
 	// stream.
 	Upload *Stream
 	// DeviceLaunch makes the graph launchable from kernels too
-	// (cudaGraphInstantiateFlagDeviceLaunch); CUDA refuses it together with
+	// (CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH); CUDA refuses it together with
 	// AutoFreeOnLaunch.
 	DeviceLaunch bool
 	// UseNodePriority runs the graph's kernels at the priorities they were
 	// captured with, the priorities of their streams, rather than at the
 	// priority of the stream the graph is launched on
-	// (cudaGraphInstantiateFlagUseNodePriority).
+	// (CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY).
 	UseNodePriority bool
 }
 
@@ -269,7 +269,7 @@ func (x *GraphExec) Upload(s *Stream) (err error) {
 
 // Update makes x run g instead, in place, where g has the same shape as
 // the graph x was made of and differs only in the nodes' parameters
-// (cudaGraphExecUpdate); otherwise it returns an error naming why, and x is
+// (cuGraphExecUpdate); otherwise it returns an error naming why, and x is
 // unchanged. Launches of x in flight run as they were launched.
 func (x *GraphExec) Update(g *Graph) (err error) {
 	defer wrap(&err, "update graph")

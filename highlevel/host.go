@@ -12,7 +12,7 @@ import (
 	"unsafe"
 )
 
-// PinnedMemory is page-locked host memory (cudaHostAlloc, portable to
+// PinnedMemory is page-locked host memory (cuMemHostAlloc, portable to
 // every device): the GPU copies to and from it at the link's full speed,
 // and asynchronous copies with it are truly asynchronous. It is C memory,
 // not Go memory, so its lifetime is explicit, as syscall.Mmap's is: the
@@ -87,7 +87,7 @@ func AllocPinnedMemory(size int) (*PinnedMemory, error) {
 	return m, err
 }
 
-// HostAlloc allocates size bytes of pinned host memory with cudaHostAlloc,
+// HostAlloc allocates size bytes of pinned host memory with cuMemHostAlloc,
 // unpooled: Free gives it back to CUDA.
 func HostAlloc(size int) (_ *PinnedMemory, err error) {
 	defer func() {
@@ -308,7 +308,7 @@ func (p *PinnedMemoryPool) pool() *arena {
 	return p.arena
 }
 
-// A HostRegistration is Go memory registered with CUDA (cudaHostRegister,
+// A HostRegistration is Go memory registered with CUDA (cuMemHostRegister,
 // portable to every device), so that copies with it run as with pinned
 // memory.
 //

@@ -12,7 +12,7 @@ import (
 	"unsafe"
 )
 
-// Memory is one allocation of device memory: from cudaMalloc, a pool, a
+// Memory is one allocation of device memory: from cuMemAlloc, a pool, a
 // stream-ordered pool, or memory owned by someone else (UnownedMemory).
 // Free gives it back; Memory that becomes unreachable without Free is given
 // back by a cleanup (runtime.AddCleanup) as a safety net, so forgetting
@@ -441,7 +441,7 @@ func cbool(b bool) C.int {
 	return 0
 }
 
-// An Allocator allocates device memory. Device (cudaMalloc, unpooled),
+// An Allocator allocates device memory. Device (cuMemAlloc, unpooled),
 // *MemoryPool and *MemoryAsyncPool are Allocators. Allocation is explicit
 // where it matters: an Allocator's Malloc, NewArrayOn and ArrayFromOn
 // allocate from the allocator named; Alloc, NewArray and ArrayFrom use the
@@ -524,7 +524,7 @@ func GetAllocator() (_ Allocator, err error) {
 	return a, nil
 }
 
-// Malloc allocates size bytes on d with cudaMalloc, unpooled. Device is an
+// Malloc allocates size bytes on d with cuMemAlloc, unpooled. Device is an
 // Allocator: NewArrayOn(dev, n) allocates an unpooled Array on dev.
 func (d Device) Malloc(size int) (MemoryPointer, error) {
 	return d.malloc(size, false)
@@ -597,7 +597,7 @@ func newMemory(p unsafe.Pointer, size int, d Device, o owner, lost lostMemory) M
 	return MemoryPointer{mem: m}
 }
 
-// deviceOwner frees with cudaFree.
+// deviceOwner frees with cuMemFree.
 type deviceOwner struct{}
 
 func (deviceOwner) free(m *Memory) error {
@@ -608,11 +608,11 @@ func (deviceOwner) free(m *Memory) error {
 	return check("cuMemFree", C.hl_free(ctx, m.ptr))
 }
 
-// lostMemory is memory from cudaMalloc or cudaMallocAsync, a host
+// lostMemory is memory from cuMemAlloc or cuMemAllocFromPoolAsync, a host
 // registration or an IPC mapping, whose owner was dropped without Free. A
 // cleanup must not call CUDA, so it is queued, and freed by the next
 // allocation of the package, once the work queued before has finished:
-// cudaFree, cudaHostUnregister or cuIpcCloseMemHandle of memory a kernel
+// cuMemFree, cuMemHostUnregister or cuIpcCloseMemHandle of memory a kernel
 // or a copy still uses would be undefined.
 type lostMemory struct {
 	ptr, ctx unsafe.Pointer

@@ -103,7 +103,7 @@ func (p *MemoryPool) newPooled(b *block, size int) *Memory {
 }
 
 // NewMemoryPool returns a pool that takes its memory from upstream; nil
-// upstream is DefaultDevice's cudaMalloc. A Device upstream (cudaMalloc on
+// upstream is DefaultDevice's cuMemAlloc. A Device upstream (cuMemAlloc on
 // that device) makes a pool per device:
 //
 //	pool, err := highlevel.NewMemoryPool(highlevel.Device(1))
@@ -368,7 +368,7 @@ func (p *MemoryPool) pool() *arena {
 func (b *block) free(*Memory) error { return b.arena.release(b) }
 
 // A MemoryAsyncPool allocates stream-ordered memory from a CUDA memory
-// pool (cudaMallocFromPoolAsync; CuPy's MemoryAsyncPool): memory freed on a
+// pool (cuMemAllocFromPoolAsync; CuPy's MemoryAsyncPool): memory freed on a
 // stream is reused by later allocations on that stream, in the order of
 // the stream's work.
 type MemoryAsyncPool struct {
@@ -416,7 +416,7 @@ func (p *MemoryAsyncPool) unref() error {
 }
 
 // DeviceMemoryAsyncPool returns d's default CUDA memory pool, the one
-// cudaMallocAsync uses. Close does nothing to it.
+// cudaMallocAsync and cuMemAllocAsync use. Close does nothing to it.
 func DeviceMemoryAsyncPool(d Device) (_ *MemoryAsyncPool, err error) {
 	defer func() {
 		if err != nil {
@@ -538,7 +538,7 @@ func (p *MemoryAsyncPool) reserve(size int) error {
 	}
 }
 
-// asyncOwner frees with cudaFreeAsync on the stream of the allocation.
+// asyncOwner frees with cuMemFreeAsync on the stream of the allocation.
 type asyncOwner struct {
 	s *Stream
 	p *MemoryAsyncPool
@@ -599,7 +599,7 @@ func (p *MemoryAsyncPool) attr(a C.int) int {
 // MemoryAsyncPool (cudaMallocAsync on a device's default pool) included.
 
 // UsedBytes returns the bytes allocated from the pool and not yet freed
-// (cudaMemPoolAttrUsedMemCurrent).
+// (CU_MEMPOOL_ATTR_USED_MEM_CURRENT).
 func (p *MemoryAsyncPool) UsedBytes() int { return p.attr(C.CU_MEMPOOL_ATTR_USED_MEM_CURRENT) }
 
 // FreeBytes returns the bytes the pool holds unused: TotalBytes less
@@ -609,13 +609,13 @@ func (p *MemoryAsyncPool) FreeBytes() int {
 }
 
 // TotalBytes returns the bytes the pool holds from the device
-// (cudaMemPoolAttrReservedMemCurrent).
+// (CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT).
 func (p *MemoryAsyncPool) TotalBytes() int {
 	return p.attr(C.CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT)
 }
 
 // ReleaseThreshold returns the bytes the pool keeps when a stream
-// synchronizes (cudaMemPoolAttrReleaseThreshold); memory beyond it is
+// synchronizes (CU_MEMPOOL_ATTR_RELEASE_THRESHOLD); memory beyond it is
 // given back to the device.
 func (p *MemoryAsyncPool) ReleaseThreshold() int {
 	return p.attr(C.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD)
@@ -676,7 +676,7 @@ func (p *MemoryAsyncPool) SetLimitFraction(f float64) error {
 }
 
 // FreeAllBlocks gives the memory the pool holds unused back to the device
-// (cudaMemPoolTrimTo with nothing kept).
+// (cuMemPoolTrimTo with nothing kept).
 func (p *MemoryAsyncPool) FreeAllBlocks() (err error) {
 	defer wrap(&err, "free the blocks of a memory async pool")
 	if err := p.use(); err != nil {

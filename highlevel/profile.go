@@ -7,7 +7,7 @@ import "errors"
 
 // ProfilerStart starts the profiler attached to the process (Nsight
 // Systems, Nsight Compute with --profile-from-start off) collecting
-// (cudaProfilerStart). Without a profiler it does nothing.
+// (cuProfilerStart). Without a profiler it does nothing.
 func ProfilerStart() error { return profiler(true) }
 
 // ProfilerStop stops the collection that ProfilerStart started.

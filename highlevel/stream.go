@@ -49,7 +49,7 @@ type Stream struct {
 // default priority.
 type StreamOptions struct {
 	// NonBlocking makes the stream run concurrently with the legacy default
-	// stream (cudaStreamNonBlocking).
+	// stream (CU_STREAM_NON_BLOCKING).
 	NonBlocking bool
 	// Priority is the stream's priority: lower numbers run first. The
 	// device's range is from its least priority, 0, down to its greatest
@@ -108,10 +108,11 @@ func LegacyDefaultStream(d Device) (*Stream, error) {
 }
 
 // PerThreadDefaultStream returns d's per-thread default stream
-// (cudaStreamPerThread). Which OS thread's stream that is depends on the
-// thread that issues each operation, and goroutines move between threads;
-// only a goroutine locked to its thread (Device.Do) gets one predictable
-// stream, and memory pools refuse it. Close does nothing to it.
+// (CU_STREAM_PER_THREAD, the runtime's cudaStreamPerThread). Which OS
+// thread's stream that is depends on the thread that issues each
+// operation, and goroutines move between threads; only a goroutine locked
+// to its thread (Device.Do) gets one predictable stream, and memory pools
+// refuse it. Close does nothing to it.
 func PerThreadDefaultStream(d Device) (*Stream, error) {
 	return ExternalStream(cudart.Stream(cudart.StreamPerThread), d)
 }
@@ -331,7 +332,7 @@ func (s *Stream) WaitEvent(e *Event) error {
 }
 
 // AddCallback queues fn to run on a thread of CUDA's once the work queued
-// before it is done (cudaStreamAddCallback); fn gets the stream's error, nil
+// before it is done (cuStreamAddCallback); fn gets the stream's error, nil
 // when all went well. fn must not call CUDA: every function of this package
 // called from fn returns ErrInCallback (calling cudart directly from there
 // may deadlock). Hand such work to a goroutine instead. fn must not block
@@ -359,7 +360,7 @@ func (s *Stream) AddCallback(fn func(error)) error {
 }
 
 // LaunchHostFunc queues fn to run on a thread of CUDA's once the work queued
-// before it is done (cudaLaunchHostFunc). The rules of AddCallback apply.
+// before it is done (cuLaunchHostFunc). The rules of AddCallback apply.
 // While the stream is capturing (also when it joined another stream's
 // capture), fn becomes a node of the graph being captured and runs each time
 // the graph is launched; it stays alive as long as the graph, its
@@ -390,13 +391,13 @@ func (s *Stream) LaunchHostFunc(fn func()) error {
 }
 
 // BeginCapture starts capturing the work queued on the stream into a graph,
-// in the given mode (cudaStreamBeginCapture). CaptureRelaxed is the one to
+// in the given mode (cuStreamBeginCapture). CaptureRelaxed is the one to
 // use unless other goroutines' unsafe calls must be caught. In the stricter
 // modes CUDA requires EndCapture on the OS thread that called
 // BeginCapture, so the goroutine must stay locked to its thread
 // (runtime.LockOSThread) from one to the other, as Capture does; and the
 // calls CUDA refuses during the capture fail whoever makes them, the
-// package's own included (cudaMalloc behind Device.Malloc or a pool that
+// package's own included (cuMemAlloc behind Device.Malloc or a pool that
 // grows, and possibly the loading of a kernel into a device at its first
 // use there: launch kernels once before such a capture).
 func (s *Stream) BeginCapture(mode CaptureMode) error {
