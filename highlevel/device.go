@@ -206,7 +206,7 @@ func synchronizeAll() error {
 // primaryContextActive reports whether d's primary context is active,
 // without making it (cuDevicePrimaryCtxGetState).
 func (d Device) primaryContextActive() (bool, error) {
-	if err := load(); err != nil {
+	if err := initDevices(); err != nil {
 		return false, err
 	}
 	var active C.int
@@ -285,7 +285,7 @@ func DriverVersion() (int, error) {
 // goroutine locked with runtime.LockOSThread.
 func CurrentDevice() (_ Device, err error) {
 	defer wrap(&err, "current device")
-	if err := load(); err != nil {
+	if err := initDevices(); err != nil { // which initializes the driver
 		return 0, err
 	}
 	var d C.int

@@ -680,7 +680,7 @@ func UnownedMemory(ptr unsafe.Pointer, size int, owner any) (_ MemoryPointer, er
 	if size > maxSize {
 		return MemoryPointer{}, errors.New("larger than any device")
 	}
-	if err := load(); err != nil {
+	if err := initDevices(); err != nil { // which initializes the driver
 		return MemoryPointer{}, err
 	}
 	var dev, typ, managed C.int
