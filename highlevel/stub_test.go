@@ -44,6 +44,13 @@ var stubCases = []struct {
 	check func(t *testing.T)
 }{
 	{"driver 12.2", nil, []string{"STUB_DRIVER_VERSION=12020"}, checkDriverOnly},
+	{"CurrentDevice first", nil, nil, func(t *testing.T) {
+		// cudaGetDevice initialized CUDA itself; cuCtxGetCurrent needs it
+		// done. No context is current: device 0, as cudaGetDevice says.
+		if d, err := CurrentDevice(); d != 0 || err != nil {
+			t.Errorf("CurrentDevice = %v, %v; want device 0", d, err)
+		}
+	}},
 	{"cuMemAlloc from CUDA 13.0 only", nil, []string{"STUB_LATE=cuMemAlloc=13000"}, func(t *testing.T) {
 		// A function the shim asks for at a version before the one that
 		// introduced it: the driver says so, and so does the error.

@@ -92,7 +92,16 @@ static uintptr_t handles = 0x1000; // streams, events, libraries: distinct value
 
 static uintptr_t next_handle(void) { return __atomic_add_fetch(&handles, 16, __ATOMIC_RELAXED); }
 
+// The functions that need an initialized driver fail before cuInit, as
+// the driver's do.
+static int initialized;
+
+STUB(cuInit)(unsigned flags) {
+	initialized = 1;
+	return CUDA_SUCCESS;
+}
 STUB(cuDeviceGet)(CUdevice *d, int ordinal) {
+	if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;
 	*d = ordinal;
 	return ordinal == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
 }
@@ -132,6 +141,7 @@ STUB(cuDevicePrimaryCtxGetState)(CUdevice d, unsigned *flags, int *active) {
 	return CUDA_SUCCESS;
 }
 STUB(cuCtxGetCurrent)(CUcontext *ctx) {
+	if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;
 	*ctx = current;
 	return CUDA_SUCCESS;
 }
