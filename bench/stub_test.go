@@ -2,7 +2,6 @@ package bench
 
 import (
 	"flag"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,36 +25,23 @@ func cc() string {
 	return "cc"
 }
 
-// buildStub builds testdata/stubcuda.c into dir and returns the library's
-// path, or skips. The functions of the shim's list (highlevel/shim.c) that
-// the stub does not define return 0, through weak definitions written
-// here.
+// buildStub builds testdata/stubcuda.c, with highlevel's stand-in driver,
+// into dir and returns the library's path, or skips.
 func buildStub(t *testing.T, dir string) string {
-	shim, err := os.ReadFile(filepath.Join("..", "highlevel", "shim.c"))
-	if err != nil {
+	hl := filepath.Join("..", "highlevel")
+	if _, err := os.Stat(filepath.Join(hl, "testdata", "stubdriver.c")); err != nil {
 		t.Skipf("the sources are not here: %v", err)
 	}
 	if _, err := os.Stat(stubHeaders); err != nil {
 		t.Skipf("the headers are not here: %v", err)
 	}
-	list, _, ok := strings.Cut(string(shim), "\n#define HL_INDEX")
-	_, list, ok2 := strings.Cut(list, "#define HL_SYMBOLS(RT, DRV)")
-	if !ok || !ok2 {
-		t.Fatal("highlevel/shim.c has no HL_SYMBOLS list")
-	}
-	var weak strings.Builder
-	for _, m := range regexp.MustCompile(`(?:RT|DRV)\((\w+)\)`).FindAllStringSubmatch(list, -1) {
-		fmt.Fprintf(&weak, "__attribute__((weak)) int %s() { return 0; }\n", m[1])
-	}
-	if err := os.WriteFile(filepath.Join(dir, "stubweak.c"), []byte(weak.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	if _, err := exec.LookPath(cc()); err != nil {
 		t.Skipf("no C compiler to build the stub: %v", err)
 	}
 	lib := filepath.Join(dir, "libstubcuda.so")
-	cmd := exec.Command(cc(), "-shared", "-fPIC", "-O2", "-I"+stubHeaders, "-o", lib,
-		filepath.Join("testdata", "stubcuda.c"), filepath.Join(dir, "stubweak.c"))
+	cmd := exec.Command(cc(), "-shared", "-fPIC", "-O2", "-I"+stubHeaders, "-I"+hl, "-o", lib,
+		filepath.Join("testdata", "stubcuda.c"), filepath.Join(hl, "testdata", "stubdriver.c"),
+		filepath.Join(hl, "testdata", "stubprocs.c"))
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("building the stub: %v\n%s", err, out)
 	}
@@ -76,7 +62,9 @@ func TestStubMix(t *testing.T) {
 	args := []string{"-test.run=^$", "-test.bench=^BenchmarkMix", "-test.benchtime=2000x"}
 	args = append(args, strings.Fields(*stubArgs)...)
 	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), "GOCUDA_CUDA="+lib, "GOCUDA_CUDART="+lib, "GOCUDA_NVRTC="+lib, "CUDA_DEVICE=0")
+	// highlevel needs no libcudart: a missing one is the proof.
+	cmd.Env = append(os.Environ(), "GOCUDA_CUDA="+lib, "GOCUDA_CUDART="+filepath.Join(dir, "no-libcudart.so"),
+		"GOCUDA_NVRTC="+lib, "CUDA_DEVICE=0")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("benchmarks on the stub: %v\n%s", err, out)

@@ -31,6 +31,12 @@ func u64(x uint64) int64 {
 	return int64(x)
 }
 
+// accessorOffset returns the offset in a T of the member that accessor returns.
+func accessorOffset[T, M any](accessor func(*T) *M) uintptr {
+	var v T
+	return uintptr(unsafe.Pointer(accessor(&v))) - uintptr(unsafe.Pointer(&v))
+}
+
 var goSizes = []ccheck.Size{
 	{Name: "ARRAY3D_DESCRIPTOR_v2", Size: unsafe.Sizeof(ARRAY3D_DESCRIPTOR_v2{}), Align: unsafe.Alignof(ARRAY3D_DESCRIPTOR_v2{})},
 	{Name: "ARRAY_DESCRIPTOR_v2", Size: unsafe.Sizeof(ARRAY_DESCRIPTOR_v2{}), Align: unsafe.Alignof(ARRAY_DESCRIPTOR_v2{})},
@@ -239,7 +245,8 @@ var goOffsets = []ccheck.Offset{
 	{Name: "CtxCreateParams.CigParams", Offset: unsafe.Offsetof(CtxCreateParams{}.CigParams)},
 	{Name: "DevResource_v1.Type", Offset: unsafe.Offsetof(DevResource_v1{}.Type)},
 	{Name: "DevResource_v1.Internal_padding", Offset: unsafe.Offsetof(DevResource_v1{}.Internal_padding)},
-	{Name: "DevResource_v1.DevResource_v1Anon0", Offset: unsafe.Offsetof(DevResource_v1{}.DevResource_v1Anon0)},
+	{Name: "DevResource_v1.Sm", Offset: unsafe.Offsetof(DevResource_v1{}.Sm)},
+	{Name: "DevResource_v1.Oversize", Offset: accessorOffset((*DevResource_v1).Oversize)},
 	{Name: "DevSmResource.SmCount", Offset: unsafe.Offsetof(DevSmResource{}.SmCount)},
 	{Name: "DevSmResource.MinSmPartitionSize", Offset: unsafe.Offsetof(DevSmResource{}.MinSmPartitionSize)},
 	{Name: "DevSmResource.SmCoscheduledAlignment", Offset: unsafe.Offsetof(DevSmResource{}.SmCoscheduledAlignment)},
@@ -326,7 +333,20 @@ var goOffsets = []ccheck.Offset{
 	{Name: "GraphExecUpdateResultInfo_v1.ErrorFromNode", Offset: unsafe.Offsetof(GraphExecUpdateResultInfo_v1{}.ErrorFromNode)},
 	{Name: "GraphNodeParams.Type", Offset: unsafe.Offsetof(GraphNodeParams{}.Type)},
 	{Name: "GraphNodeParams.Reserved0", Offset: unsafe.Offsetof(GraphNodeParams{}.Reserved0)},
-	{Name: "GraphNodeParams.GraphNodeParamsAnon0", Offset: unsafe.Offsetof(GraphNodeParams{}.GraphNodeParamsAnon0)},
+	{Name: "GraphNodeParams.Reserved1", Offset: unsafe.Offsetof(GraphNodeParams{}.Reserved1)},
+	{Name: "GraphNodeParams.Kernel", Offset: accessorOffset((*GraphNodeParams).Kernel)},
+	{Name: "GraphNodeParams.Memcpy", Offset: accessorOffset((*GraphNodeParams).Memcpy)},
+	{Name: "GraphNodeParams.Memset", Offset: accessorOffset((*GraphNodeParams).Memset)},
+	{Name: "GraphNodeParams.Host", Offset: accessorOffset((*GraphNodeParams).Host)},
+	{Name: "GraphNodeParams.Graph", Offset: accessorOffset((*GraphNodeParams).Graph)},
+	{Name: "GraphNodeParams.EventWait", Offset: accessorOffset((*GraphNodeParams).EventWait)},
+	{Name: "GraphNodeParams.EventRecord", Offset: accessorOffset((*GraphNodeParams).EventRecord)},
+	{Name: "GraphNodeParams.ExtSemSignal", Offset: accessorOffset((*GraphNodeParams).ExtSemSignal)},
+	{Name: "GraphNodeParams.ExtSemWait", Offset: accessorOffset((*GraphNodeParams).ExtSemWait)},
+	{Name: "GraphNodeParams.Alloc", Offset: accessorOffset((*GraphNodeParams).Alloc)},
+	{Name: "GraphNodeParams.Free", Offset: accessorOffset((*GraphNodeParams).Free)},
+	{Name: "GraphNodeParams.MemOp", Offset: accessorOffset((*GraphNodeParams).MemOp)},
+	{Name: "GraphNodeParams.Conditional", Offset: accessorOffset((*GraphNodeParams).Conditional)},
 	{Name: "GraphNodeParams.Reserved2", Offset: unsafe.Offsetof(GraphNodeParams{}.Reserved2)},
 	{Name: "HOST_NODE_PARAMS_v1.Fn", Offset: unsafe.Offsetof(HOST_NODE_PARAMS_v1{}.Fn)},
 	{Name: "HOST_NODE_PARAMS_v1.UserData", Offset: unsafe.Offsetof(HOST_NODE_PARAMS_v1{}.UserData)},
@@ -590,12 +610,14 @@ var goOffsets = []ccheck.Offset{
 	{Name: "StreamMemOpMemoryBarrierParams.Flags", Offset: unsafe.Offsetof(StreamMemOpMemoryBarrierParams{}.Flags)},
 	{Name: "StreamMemOpWaitValueParams.Operation", Offset: unsafe.Offsetof(StreamMemOpWaitValueParams{}.Operation)},
 	{Name: "StreamMemOpWaitValueParams.Address", Offset: unsafe.Offsetof(StreamMemOpWaitValueParams{}.Address)},
-	{Name: "StreamMemOpWaitValueParams.StreamMemOpWaitValueParamsAnon0", Offset: unsafe.Offsetof(StreamMemOpWaitValueParams{}.StreamMemOpWaitValueParamsAnon0)},
+	{Name: "StreamMemOpWaitValueParams.Value", Offset: unsafe.Offsetof(StreamMemOpWaitValueParams{}.Value)},
+	{Name: "StreamMemOpWaitValueParams.Value64", Offset: accessorOffset((*StreamMemOpWaitValueParams).Value64)},
 	{Name: "StreamMemOpWaitValueParams.Flags", Offset: unsafe.Offsetof(StreamMemOpWaitValueParams{}.Flags)},
 	{Name: "StreamMemOpWaitValueParams.Alias", Offset: unsafe.Offsetof(StreamMemOpWaitValueParams{}.Alias)},
 	{Name: "StreamMemOpWriteValueParams.Operation", Offset: unsafe.Offsetof(StreamMemOpWriteValueParams{}.Operation)},
 	{Name: "StreamMemOpWriteValueParams.Address", Offset: unsafe.Offsetof(StreamMemOpWriteValueParams{}.Address)},
-	{Name: "StreamMemOpWriteValueParams.StreamMemOpWriteValueParamsAnon0", Offset: unsafe.Offsetof(StreamMemOpWriteValueParams{}.StreamMemOpWriteValueParamsAnon0)},
+	{Name: "StreamMemOpWriteValueParams.Value", Offset: unsafe.Offsetof(StreamMemOpWriteValueParams{}.Value)},
+	{Name: "StreamMemOpWriteValueParams.Value64", Offset: accessorOffset((*StreamMemOpWriteValueParams).Value64)},
 	{Name: "StreamMemOpWriteValueParams.Flags", Offset: unsafe.Offsetof(StreamMemOpWriteValueParams{}.Flags)},
 	{Name: "StreamMemOpWriteValueParams.Alias", Offset: unsafe.Offsetof(StreamMemOpWriteValueParams{}.Alias)},
 	{Name: "TEXTURE_DESC_v1.AddressMode", Offset: unsafe.Offsetof(TEXTURE_DESC_v1{}.AddressMode)},

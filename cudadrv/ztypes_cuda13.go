@@ -6065,24 +6065,14 @@ type DevResource_v1 struct {
 	// Type of resource, dictates which union field was last set
 	Type             DevResourceType
 	Internal_padding [92]uint8
-	DevResource_v1Anon0
+	// Resource corresponding to CU_DEV_RESOURCE_TYPE_SM type.
+	Sm     DevSmResource
+	union0 [36]byte
 }
 
-// DevResource_v1Anon0 is an anonymous member.
-type DevResource_v1Anon0 struct {
-	raw [12]uint32
-}
-
-// Sm returns the union as its sm member.
-//
-// Resource corresponding to CU_DEV_RESOURCE_TYPE_SM type.
-func (u *DevResource_v1Anon0) Sm() *DevSmResource {
-	return (*DevSmResource)(unsafe.Pointer(u))
-}
-
-// Oversize returns the union as its _oversize member.
-func (u *DevResource_v1Anon0) Oversize() *[48]uint8 {
-	return (*[48]uint8)(unsafe.Pointer(u))
+// Oversize returns its _oversize member, in an anonymous union.
+func (s *DevResource_v1) Oversize() *[48]uint8 {
+	return (*[48]uint8)(unsafe.Add(unsafe.Pointer(s), 96))
 }
 
 // DevSmResource is struct CUdevSmResource_st: \struct CUdevSmResource
@@ -6523,112 +6513,101 @@ type GraphNodeParams struct {
 	Type GraphNodeType
 	// Reserved. Must be zero.
 	Reserved0 [3]int32
-	GraphNodeParamsAnon0
+	// Padding. Unused bytes must be zero.
+	Reserved1 [29]int64
 	// Reserved bytes. Must be zero.
 	Reserved2 int64
 }
 
-// GraphNodeParamsAnon0 is an anonymous member.
-type GraphNodeParamsAnon0 struct {
-	raw [29]uint64
-}
-
-// Reserved1 returns the union as its reserved1 member.
-//
-// Padding. Unused bytes must be zero.
-func (u *GraphNodeParamsAnon0) Reserved1() *[29]int64 {
-	return (*[29]int64)(unsafe.Pointer(u))
-}
-
-// Kernel returns the union as its kernel member.
+// Kernel returns its kernel member, in an anonymous union.
 //
 // Kernel node parameters.
-func (u *GraphNodeParamsAnon0) Kernel() *KERNEL_NODE_PARAMS_v3 {
-	return (*KERNEL_NODE_PARAMS_v3)(unsafe.Pointer(u))
+func (s *GraphNodeParams) Kernel() *KERNEL_NODE_PARAMS_v3 {
+	return (*KERNEL_NODE_PARAMS_v3)(unsafe.Add(unsafe.Pointer(s), 16))
 }
 
-// Memcpy returns the union as its memcpy member.
+// Memcpy returns its memcpy member, in an anonymous union.
 //
 // Memcpy node parameters.
-func (u *GraphNodeParamsAnon0) Memcpy() *MEMCPY_NODE_PARAMS {
-	return (*MEMCPY_NODE_PARAMS)(unsafe.Pointer(u))
+func (s *GraphNodeParams) Memcpy() *MEMCPY_NODE_PARAMS {
+	return (*MEMCPY_NODE_PARAMS)(unsafe.Add(unsafe.Pointer(s), 16))
 }
 
-// Memset returns the union as its memset member.
+// Memset returns its memset member, in an anonymous union.
 //
 // Memset node parameters.
-func (u *GraphNodeParamsAnon0) Memset() *MEMSET_NODE_PARAMS_v2 {
-	return (*MEMSET_NODE_PARAMS_v2)(unsafe.Pointer(u))
+func (s *GraphNodeParams) Memset() *MEMSET_NODE_PARAMS_v2 {
+	return (*MEMSET_NODE_PARAMS_v2)(unsafe.Add(unsafe.Pointer(s), 16))
 }
 
-// Host returns the union as its host member.
+// Host returns its host member, in an anonymous union.
 //
 // Host node parameters.
-func (u *GraphNodeParamsAnon0) Host() *HOST_NODE_PARAMS_v2 {
-	return (*HOST_NODE_PARAMS_v2)(unsafe.Pointer(u))
+func (s *GraphNodeParams) Host() *HOST_NODE_PARAMS_v2 {
+	return (*HOST_NODE_PARAMS_v2)(unsafe.Add(unsafe.Pointer(s), 16))
 }
 
-// Graph returns the union as its graph member.
+// Graph returns its graph member, in an anonymous union.
 //
 // Child graph node parameters.
-func (u *GraphNodeParamsAnon0) Graph() *CHILD_GRAPH_NODE_PARAMS {
-	return (*CHILD_GRAPH_NODE_PARAMS)(unsafe.Pointer(u))
+func (s *GraphNodeParams) Graph() *CHILD_GRAPH_NODE_PARAMS {
+	return (*CHILD_GRAPH_NODE_PARAMS)(unsafe.Add(unsafe.Pointer(s), 16))
 }
 
-// EventWait returns the union as its eventWait member.
+// EventWait returns its eventWait member, in an anonymous union.
 //
 // Event wait node parameters.
-func (u *GraphNodeParamsAnon0) EventWait() *EVENT_WAIT_NODE_PARAMS {
-	return (*EVENT_WAIT_NODE_PARAMS)(unsafe.Pointer(u))
+func (s *GraphNodeParams) EventWait() *EVENT_WAIT_NODE_PARAMS {
+	return (*EVENT_WAIT_NODE_PARAMS)(unsafe.Add(unsafe.Pointer(s), 16))
 }
 
-// EventRecord returns the union as its eventRecord member.
+// EventRecord returns its eventRecord member, in an anonymous union.
 //
 // Event record node parameters.
-func (u *GraphNodeParamsAnon0) EventRecord() *EVENT_RECORD_NODE_PARAMS {
-	return (*EVENT_RECORD_NODE_PARAMS)(unsafe.Pointer(u))
+func (s *GraphNodeParams) EventRecord() *EVENT_RECORD_NODE_PARAMS {
+	return (*EVENT_RECORD_NODE_PARAMS)(unsafe.Add(unsafe.Pointer(s), 16))
 }
 
-// ExtSemSignal returns the union as its extSemSignal member.
+// ExtSemSignal returns its extSemSignal member, in an anonymous union.
 //
 // External semaphore signal node parameters.
-func (u *GraphNodeParamsAnon0) ExtSemSignal() *EXT_SEM_SIGNAL_NODE_PARAMS_v2 {
-	return (*EXT_SEM_SIGNAL_NODE_PARAMS_v2)(unsafe.Pointer(u))
+func (s *GraphNodeParams) ExtSemSignal() *EXT_SEM_SIGNAL_NODE_PARAMS_v2 {
+	return (*EXT_SEM_SIGNAL_NODE_PARAMS_v2)(unsafe.Add(unsafe.Pointer(s), 16))
 }
 
-// ExtSemWait returns the union as its extSemWait member.
+// ExtSemWait returns its extSemWait member, in an anonymous union.
 //
 // External semaphore wait node parameters.
-func (u *GraphNodeParamsAnon0) ExtSemWait() *EXT_SEM_WAIT_NODE_PARAMS_v2 {
-	return (*EXT_SEM_WAIT_NODE_PARAMS_v2)(unsafe.Pointer(u))
+func (s *GraphNodeParams) ExtSemWait() *EXT_SEM_WAIT_NODE_PARAMS_v2 {
+	return (*EXT_SEM_WAIT_NODE_PARAMS_v2)(unsafe.Add(unsafe.Pointer(s), 16))
 }
 
-// Alloc returns the union as its alloc member.
+// Alloc returns its alloc member, in an anonymous union.
 //
 // Memory allocation node parameters.
-func (u *GraphNodeParamsAnon0) Alloc() *MEM_ALLOC_NODE_PARAMS_v2 {
-	return (*MEM_ALLOC_NODE_PARAMS_v2)(unsafe.Pointer(u))
+func (s *GraphNodeParams) Alloc() *MEM_ALLOC_NODE_PARAMS_v2 {
+	return (*MEM_ALLOC_NODE_PARAMS_v2)(unsafe.Add(unsafe.Pointer(s), 16))
 }
 
-// Free returns the union as its free member.
+// Free returns its free member, in an anonymous union.
 //
 // Memory free node parameters.
-func (u *GraphNodeParamsAnon0) Free() *MEM_FREE_NODE_PARAMS {
-	return (*MEM_FREE_NODE_PARAMS)(unsafe.Pointer(u))
+func (s *GraphNodeParams) Free() *MEM_FREE_NODE_PARAMS {
+	return (*MEM_FREE_NODE_PARAMS)(unsafe.Add(unsafe.Pointer(s), 16))
 }
 
-// MemOp returns the union as its memOp member.
+// MemOp returns its memOp member, in an anonymous union.
 //
 // MemOp node parameters.
-func (u *GraphNodeParamsAnon0) MemOp() *BATCH_MEM_OP_NODE_PARAMS_v2 {
-	return (*BATCH_MEM_OP_NODE_PARAMS_v2)(unsafe.Pointer(u))
+func (s *GraphNodeParams) MemOp() *BATCH_MEM_OP_NODE_PARAMS_v2 {
+	return (*BATCH_MEM_OP_NODE_PARAMS_v2)(unsafe.Add(unsafe.Pointer(s), 16))
 }
 
-// Conditional returns the union as its conditional member.
+// Conditional returns its conditional member, in an anonymous union.
 //
 // Conditional node parameters.
-func (u *GraphNodeParamsAnon0) Conditional() *CONDITIONAL_NODE_PARAMS {
-	return (*CONDITIONAL_NODE_PARAMS)(unsafe.Pointer(u))
+func (s *GraphNodeParams) Conditional() *CONDITIONAL_NODE_PARAMS {
+	return (*CONDITIONAL_NODE_PARAMS)(unsafe.Add(unsafe.Pointer(s), 16))
 }
 
 // HOST_NODE_PARAMS_v1 is struct CUDA_HOST_NODE_PARAMS_st: host node parameters
@@ -7604,52 +7583,34 @@ type StreamMemOpMemoryBarrierParams struct {
 type StreamMemOpWaitValueParams struct {
 	Operation StreamBatchMemOpType
 	Address   Deviceptr
-	StreamMemOpWaitValueParamsAnon0
+	Value     Uint32
+	union0    [4]byte
 	// See CUstreamWaitValue_flags.
 	Flags uint32
 	// For driver internal use. Initial value is unimportant.
 	Alias Deviceptr
 }
 
-// StreamMemOpWaitValueParamsAnon0 is an anonymous member.
-type StreamMemOpWaitValueParamsAnon0 struct {
-	raw [1]uint64
-}
-
-// Value returns the union as its value member.
-func (u *StreamMemOpWaitValueParamsAnon0) Value() *Uint32 {
-	return (*Uint32)(unsafe.Pointer(u))
-}
-
-// Value64 returns the union as its value64 member.
-func (u *StreamMemOpWaitValueParamsAnon0) Value64() *Uint64 {
-	return (*Uint64)(unsafe.Pointer(u))
+// Value64 returns its value64 member, in an anonymous union.
+func (s *StreamMemOpWaitValueParams) Value64() *Uint64 {
+	return (*Uint64)(unsafe.Add(unsafe.Pointer(s), 16))
 }
 
 // StreamMemOpWriteValueParams is struct CUstreamMemOpWriteValueParams_st.
 type StreamMemOpWriteValueParams struct {
 	Operation StreamBatchMemOpType
 	Address   Deviceptr
-	StreamMemOpWriteValueParamsAnon0
+	Value     Uint32
+	union0    [4]byte
 	// See CUstreamWriteValue_flags.
 	Flags uint32
 	// For driver internal use. Initial value is unimportant.
 	Alias Deviceptr
 }
 
-// StreamMemOpWriteValueParamsAnon0 is an anonymous member.
-type StreamMemOpWriteValueParamsAnon0 struct {
-	raw [1]uint64
-}
-
-// Value returns the union as its value member.
-func (u *StreamMemOpWriteValueParamsAnon0) Value() *Uint32 {
-	return (*Uint32)(unsafe.Pointer(u))
-}
-
-// Value64 returns the union as its value64 member.
-func (u *StreamMemOpWriteValueParamsAnon0) Value64() *Uint64 {
-	return (*Uint64)(unsafe.Pointer(u))
+// Value64 returns its value64 member, in an anonymous union.
+func (s *StreamMemOpWriteValueParams) Value64() *Uint64 {
+	return (*Uint64)(unsafe.Add(unsafe.Pointer(s), 16))
 }
 
 // TEXTURE_DESC_v1 is struct CUDA_TEXTURE_DESC_st: texture descriptor

@@ -31,6 +31,12 @@ func u64(x uint64) int64 {
 	return int64(x)
 }
 
+// accessorOffset returns the offset in a T of the member that accessor returns.
+func accessorOffset[T, M any](accessor func(*T) *M) uintptr {
+	var v T
+	return uintptr(unsafe.Pointer(accessor(&v))) - uintptr(unsafe.Pointer(&v))
+}
+
 var goSizes = []ccheck.Size{
 	{Name: "AccessPolicyWindow", Size: unsafe.Sizeof(AccessPolicyWindow{}), Align: unsafe.Alignof(AccessPolicyWindow{})},
 	{Name: "ArrayMemoryRequirements", Size: unsafe.Sizeof(ArrayMemoryRequirements{}), Align: unsafe.Alignof(ArrayMemoryRequirements{})},
@@ -442,7 +448,19 @@ var goOffsets = []ccheck.Offset{
 	{Name: "GraphKernelNodeUpdateUpdateDataParam.Size", Offset: unsafe.Offsetof(GraphKernelNodeUpdateUpdateDataParam{}.Size)},
 	{Name: "GraphNodeParams.Type", Offset: unsafe.Offsetof(GraphNodeParams{}.Type)},
 	{Name: "GraphNodeParams.Reserved0", Offset: unsafe.Offsetof(GraphNodeParams{}.Reserved0)},
-	{Name: "GraphNodeParams.GraphNodeParamsAnon0", Offset: unsafe.Offsetof(GraphNodeParams{}.GraphNodeParamsAnon0)},
+	{Name: "GraphNodeParams.Reserved1", Offset: unsafe.Offsetof(GraphNodeParams{}.Reserved1)},
+	{Name: "GraphNodeParams.Kernel", Offset: accessorOffset((*GraphNodeParams).Kernel)},
+	{Name: "GraphNodeParams.Memcpy", Offset: accessorOffset((*GraphNodeParams).Memcpy)},
+	{Name: "GraphNodeParams.Memset", Offset: accessorOffset((*GraphNodeParams).Memset)},
+	{Name: "GraphNodeParams.Host", Offset: accessorOffset((*GraphNodeParams).Host)},
+	{Name: "GraphNodeParams.Graph", Offset: accessorOffset((*GraphNodeParams).Graph)},
+	{Name: "GraphNodeParams.EventWait", Offset: accessorOffset((*GraphNodeParams).EventWait)},
+	{Name: "GraphNodeParams.EventRecord", Offset: accessorOffset((*GraphNodeParams).EventRecord)},
+	{Name: "GraphNodeParams.ExtSemSignal", Offset: accessorOffset((*GraphNodeParams).ExtSemSignal)},
+	{Name: "GraphNodeParams.ExtSemWait", Offset: accessorOffset((*GraphNodeParams).ExtSemWait)},
+	{Name: "GraphNodeParams.Alloc", Offset: accessorOffset((*GraphNodeParams).Alloc)},
+	{Name: "GraphNodeParams.Free", Offset: accessorOffset((*GraphNodeParams).Free)},
+	{Name: "GraphNodeParams.Conditional", Offset: accessorOffset((*GraphNodeParams).Conditional)},
 	{Name: "GraphNodeParams.Reserved2", Offset: unsafe.Offsetof(GraphNodeParams{}.Reserved2)},
 	{Name: "HostNodeParams.Fn", Offset: unsafe.Offsetof(HostNodeParams{}.Fn)},
 	{Name: "HostNodeParams.UserData", Offset: unsafe.Offsetof(HostNodeParams{}.UserData)},

@@ -5546,105 +5546,94 @@ type GraphNodeParams struct {
 	Type GraphNodeType
 	// Reserved. Must be zero.
 	Reserved0 [3]int32
-	GraphNodeParamsAnon0
+	// Padding. Unused bytes must be zero.
+	Reserved1 [29]int64
 	// Reserved bytes. Must be zero.
 	Reserved2 int64
 }
 
-// GraphNodeParamsAnon0 is an anonymous member.
-type GraphNodeParamsAnon0 struct {
-	raw [29]uint64
-}
-
-// Reserved1 returns the union as its reserved1 member.
-//
-// Padding. Unused bytes must be zero.
-func (u *GraphNodeParamsAnon0) Reserved1() *[29]int64 {
-	return (*[29]int64)(unsafe.Pointer(u))
-}
-
-// Kernel returns the union as its kernel member.
+// Kernel returns its kernel member, in an anonymous union.
 //
 // Kernel node parameters.
-func (u *GraphNodeParamsAnon0) Kernel() *KernelNodeParamsV2 {
-	return (*KernelNodeParamsV2)(unsafe.Pointer(u))
+func (s *GraphNodeParams) Kernel() *KernelNodeParamsV2 {
+	return (*KernelNodeParamsV2)(unsafe.Add(unsafe.Pointer(s), 16))
 }
 
-// Memcpy returns the union as its memcpy member.
+// Memcpy returns its memcpy member, in an anonymous union.
 //
 // Memcpy node parameters.
-func (u *GraphNodeParamsAnon0) Memcpy() *MemcpyNodeParams {
-	return (*MemcpyNodeParams)(unsafe.Pointer(u))
+func (s *GraphNodeParams) Memcpy() *MemcpyNodeParams {
+	return (*MemcpyNodeParams)(unsafe.Add(unsafe.Pointer(s), 16))
 }
 
-// Memset returns the union as its memset member.
+// Memset returns its memset member, in an anonymous union.
 //
 // Memset node parameters.
-func (u *GraphNodeParamsAnon0) Memset() *MemsetParamsV2 {
-	return (*MemsetParamsV2)(unsafe.Pointer(u))
+func (s *GraphNodeParams) Memset() *MemsetParamsV2 {
+	return (*MemsetParamsV2)(unsafe.Add(unsafe.Pointer(s), 16))
 }
 
-// Host returns the union as its host member.
+// Host returns its host member, in an anonymous union.
 //
 // Host node parameters.
-func (u *GraphNodeParamsAnon0) Host() *HostNodeParamsV2 {
-	return (*HostNodeParamsV2)(unsafe.Pointer(u))
+func (s *GraphNodeParams) Host() *HostNodeParamsV2 {
+	return (*HostNodeParamsV2)(unsafe.Add(unsafe.Pointer(s), 16))
 }
 
-// Graph returns the union as its graph member.
+// Graph returns its graph member, in an anonymous union.
 //
 // Child graph node parameters.
-func (u *GraphNodeParamsAnon0) Graph() *ChildGraphNodeParams {
-	return (*ChildGraphNodeParams)(unsafe.Pointer(u))
+func (s *GraphNodeParams) Graph() *ChildGraphNodeParams {
+	return (*ChildGraphNodeParams)(unsafe.Add(unsafe.Pointer(s), 16))
 }
 
-// EventWait returns the union as its eventWait member.
+// EventWait returns its eventWait member, in an anonymous union.
 //
 // Event wait node parameters.
-func (u *GraphNodeParamsAnon0) EventWait() *EventWaitNodeParams {
-	return (*EventWaitNodeParams)(unsafe.Pointer(u))
+func (s *GraphNodeParams) EventWait() *EventWaitNodeParams {
+	return (*EventWaitNodeParams)(unsafe.Add(unsafe.Pointer(s), 16))
 }
 
-// EventRecord returns the union as its eventRecord member.
+// EventRecord returns its eventRecord member, in an anonymous union.
 //
 // Event record node parameters.
-func (u *GraphNodeParamsAnon0) EventRecord() *EventRecordNodeParams {
-	return (*EventRecordNodeParams)(unsafe.Pointer(u))
+func (s *GraphNodeParams) EventRecord() *EventRecordNodeParams {
+	return (*EventRecordNodeParams)(unsafe.Add(unsafe.Pointer(s), 16))
 }
 
-// ExtSemSignal returns the union as its extSemSignal member.
+// ExtSemSignal returns its extSemSignal member, in an anonymous union.
 //
 // External semaphore signal node parameters.
-func (u *GraphNodeParamsAnon0) ExtSemSignal() *ExternalSemaphoreSignalNodeParamsV2 {
-	return (*ExternalSemaphoreSignalNodeParamsV2)(unsafe.Pointer(u))
+func (s *GraphNodeParams) ExtSemSignal() *ExternalSemaphoreSignalNodeParamsV2 {
+	return (*ExternalSemaphoreSignalNodeParamsV2)(unsafe.Add(unsafe.Pointer(s), 16))
 }
 
-// ExtSemWait returns the union as its extSemWait member.
+// ExtSemWait returns its extSemWait member, in an anonymous union.
 //
 // External semaphore wait node parameters.
-func (u *GraphNodeParamsAnon0) ExtSemWait() *ExternalSemaphoreWaitNodeParamsV2 {
-	return (*ExternalSemaphoreWaitNodeParamsV2)(unsafe.Pointer(u))
+func (s *GraphNodeParams) ExtSemWait() *ExternalSemaphoreWaitNodeParamsV2 {
+	return (*ExternalSemaphoreWaitNodeParamsV2)(unsafe.Add(unsafe.Pointer(s), 16))
 }
 
-// Alloc returns the union as its alloc member.
+// Alloc returns its alloc member, in an anonymous union.
 //
 // Memory allocation node parameters.
-func (u *GraphNodeParamsAnon0) Alloc() *MemAllocNodeParamsV2 {
-	return (*MemAllocNodeParamsV2)(unsafe.Pointer(u))
+func (s *GraphNodeParams) Alloc() *MemAllocNodeParamsV2 {
+	return (*MemAllocNodeParamsV2)(unsafe.Add(unsafe.Pointer(s), 16))
 }
 
-// Free returns the union as its free member.
+// Free returns its free member, in an anonymous union.
 //
 // Memory free node parameters.
-func (u *GraphNodeParamsAnon0) Free() *MemFreeNodeParams {
-	return (*MemFreeNodeParams)(unsafe.Pointer(u))
+func (s *GraphNodeParams) Free() *MemFreeNodeParams {
+	return (*MemFreeNodeParams)(unsafe.Add(unsafe.Pointer(s), 16))
 }
 
-// Conditional returns the union as its conditional member.
+// Conditional returns its conditional member, in an anonymous union.
 //
 // Conditional node parameters.
-func (u *GraphNodeParamsAnon0) Conditional() *ConditionalNodeParams {
-	return (*ConditionalNodeParams)(unsafe.Pointer(u))
+func (s *GraphNodeParams) Conditional() *ConditionalNodeParams {
+	return (*ConditionalNodeParams)(unsafe.Add(unsafe.Pointer(s), 16))
 }
 
 // HostNodeParams is struct cudaHostNodeParams: CUDA host node parameters

@@ -277,7 +277,9 @@ func (e *emitter) recordAlign(r *Record) int64 {
 func (e *emitter) fieldsAlign(r *Record) int64 {
 	a := int64(1)
 	for _, f := range r.Fields {
-		a = max(a, e.goAlign(f.Type))
+		if !f.Accessor {
+			a = max(a, e.goAlign(f.Type))
+		}
 	}
 	return a
 }
@@ -376,7 +378,27 @@ func (e *emitter) record(f *jen.File, r *Record) {
 	addPad := func(n int64) {
 		fields = append(fields, jen.Id("_").Index(jen.Lit(int(n))).Byte())
 	}
+	// The bytes of an anonymous union past its first member, or all of
+	// them when that is an accessor too, are an unexported field, not
+	// padding: they hold the other members, and == compares them.
+	unions := 0
+	keep := func(n int64) {
+		if n > 0 {
+			fields = append(fields, jen.Id(fmt.Sprintf("union%d", unions)).Index(jen.Lit(int(n))).Byte())
+		}
+		unions++
+	}
 	for _, fd := range r.Fields {
+		if fd.Accessor {
+			if fd.Span > 0 {
+				if fd.Offset != off {
+					addPad(fd.Offset - off)
+				}
+				keep(fd.Span)
+				off = fd.Offset + fd.Span
+			}
+			continue
+		}
 		a := e.goAlign(fd.Type)
 		if aligned := (off + a - 1) / a * a; fd.Offset != aligned {
 			addPad(fd.Offset - off)
@@ -392,11 +414,20 @@ func (e *emitter) record(f *jen.File, r *Record) {
 		}
 		fields = append(fields, c)
 		off = fd.Offset + fd.Size
+		if fd.Span > 0 {
+			keep(fd.Span - fd.Size)
+			off = fd.Offset + fd.Span
+		}
 	}
 	if ga := e.recordAlign(r); (off+ga-1)/ga*ga != r.Size {
 		addPad(r.Size - off)
 	}
 	f.Type().Id(r.GoName).Struct(fields...)
+	for _, fd := range r.Fields {
+		if fd.Accessor {
+			e.accessor(f, r, fd)
+		}
+	}
 }
 
 // memberPath turns "__typeof__(((struct a *)0)->b[0])" into "struct a.b".
@@ -420,19 +451,32 @@ func (e *emitter) union(f *jen.File, r *Record) {
 	}
 	f.Type().Id(r.GoName).Struct(jen.Id("raw").Index(jen.Lit(int(r.Size / size))).Id(unit))
 	for _, fd := range r.Fields {
-		name := fd.GoName
-		text := fmt.Sprintf("%s returns the union as its %s member.", name, fd.CName)
-		if fd.CName == "" {
-			text = fmt.Sprintf("%s returns the union as its anonymous member.", name)
-		}
-		if fd.Doc != "" {
-			text += "\n\n" + fd.Doc
-		}
-		f.Add(docComment(text))
-		f.Func().Params(jen.Id("u").Op("*").Id(r.GoName)).Id(name).Params().Op("*").Add(goType(fd.Type)).Block(
-			jen.Return(jen.Parens(jen.Op("*").Add(goType(fd.Type))).Call(jen.Qual("unsafe", "Pointer").Call(jen.Id("u")))),
-		)
+		e.accessor(f, r, fd)
 	}
+}
+
+// accessor emits the method that returns a pointer to a member of a union,
+// or to a struct's member that is in an anonymous union (an Accessor).
+func (e *emitter) accessor(f *jen.File, r *Record, fd Field) {
+	member := fd.CName + " member"
+	if fd.CName == "" {
+		member = "anonymous member"
+	}
+	recv, text := "u", fmt.Sprintf("%s returns the union as its %s.", fd.GoName, member)
+	if !r.Union {
+		recv, text = "s", fmt.Sprintf("%s returns its %s, in an anonymous union.", fd.GoName, member)
+	}
+	if fd.Doc != "" {
+		text += "\n\n" + fd.Doc
+	}
+	ptr := jen.Qual("unsafe", "Pointer").Call(jen.Id(recv))
+	if fd.Offset != 0 {
+		ptr = jen.Qual("unsafe", "Add").Call(ptr, jen.Lit(int(fd.Offset)))
+	}
+	f.Add(docComment(text))
+	f.Func().Params(jen.Id(recv).Op("*").Id(r.GoName)).Id(fd.GoName).Params().Op("*").Add(goType(fd.Type)).Block(
+		jen.Return(jen.Parens(jen.Op("*").Add(goType(fd.Type))).Call(ptr)),
+	)
 }
 
 func (e *emitter) consts() *jen.File {
@@ -703,6 +747,7 @@ func (e *emitter) zero(t *Type) jen.Code {
 func (e *emitter) layoutTest() *jen.File {
 	f := e.file(e.pkg.Name)
 	var sizes, offsets, values []jen.Code
+	accessors := false
 	for _, r := range e.pkg.Records {
 		if r.CExpr == "" {
 			continue // an anonymous member's type: C cannot name it; its parent's offsets cover it
@@ -713,7 +758,12 @@ func (e *emitter) layoutTest() *jen.File {
 			if r.Union {
 				continue // every member of a union is at offset 0; the accessors rely on it
 			}
-			offsets = append(offsets, keyed("Name", jen.Lit(r.GoName+"."+fd.GoName), "Offset", jen.Qual("unsafe", "Offsetof").Call(jen.Id(r.GoName).Values().Dot(fd.GoName))))
+			at := jen.Qual("unsafe", "Offsetof").Call(jen.Id(r.GoName).Values().Dot(fd.GoName))
+			if fd.Accessor {
+				at = jen.Id("accessorOffset").Call(jen.Parens(jen.Op("*").Id(r.GoName)).Dot(fd.GoName))
+				accessors = true
+			}
+			offsets = append(offsets, keyed("Name", jen.Lit(r.GoName+"."+fd.GoName), "Offset", at))
 		}
 	}
 	for _, en := range e.pkg.Enums {
@@ -758,6 +808,13 @@ func (e *emitter) layoutTest() *jen.File {
 		jen.Add(check("Symbols")).Call(jen.Id("t"), jen.Id("goSymbols"), ctest("Symbols"), perThread, wrappers))
 	f.Line()
 	f.Func().Id("u64").Params(jen.Id("x").Uint64()).Int64().Block(jen.Return(jen.Int64().Call(jen.Id("x"))))
+	if accessors {
+		f.Add(docComment("accessorOffset returns the offset in a T of the member that accessor returns."))
+		f.Func().Id("accessorOffset").Types(jen.List(jen.Id("T"), jen.Id("M")).Any()).Params(jen.Id("accessor").Func().Params(jen.Op("*").Id("T")).Op("*").Id("M")).Uintptr().Block(
+			jen.Var().Id("v").Id("T"),
+			jen.Return(jen.Uintptr().Call(jen.Qual("unsafe", "Pointer").Call(jen.Id("accessor").Call(jen.Op("&").Id("v")))).Op("-").Uintptr().Call(jen.Qual("unsafe", "Pointer").Call(jen.Op("&").Id("v")))),
+		)
+	}
 	f.Var().Id("goSizes").Op("=").Index().Add(check("Size")).Values(lines(sizes)...)
 	f.Var().Id("goOffsets").Op("=").Index().Add(check("Offset")).Values(lines(offsets)...)
 	f.Var().Id("goValues").Op("=").Index().Add(check("Value")).Values(lines(values)...)

@@ -86,8 +86,15 @@
 //     typedef becomes a Go alias (CUDA_MEMCPY2D -> MEMCPY2D = MEMCPY2D_v2).
 //     An anonymous type takes its typedef's name, or, nested, its parent's
 //     name and its field's: cudaResourceDesc.res -> ResourceDescRes. An
-//     anonymous member is embedded under the name <Parent>Anon<N>, so its
-//     members are promoted as in C.
+//     anonymous struct member is embedded under the name <Parent>Anon<N>, so
+//     its members are promoted as in C. The members of an anonymous union
+//     are its parent's own, as in C: in a struct the first is a field and
+//     the others are methods (see Types). So a field that a later header
+//     moves into an anonymous union as its first member keeps its Go
+//     spelling: CUmemLocation.id, a field in CUDA 13.0, the only member of
+//     an anonymous union in 13.2 and the first of two in 13.4 (beside
+//     localized), is loc.Id with each, in composite literals too, and
+//     localized is loc.Localized().
 //   - A function is named as C code calls it. That is the name the
 //     header's declaration spells, before macros: cuMemAlloc, which the
 //     header's macro turns into the symbol cuMemAlloc_v2, is MemAlloc and
@@ -129,11 +136,18 @@
 // int32, size_t -> uint64, ...). Enums are Go types with String; the status
 // enum (-error) also implements error. Structs are Go structs with C's size
 // and field offsets, padded explicitly where Go would lay them out
-// differently. Unions are raw storage of their size with one accessor per
-// member. Handles (pointers to opaque structs) and function pointers are
-// uintptr-based types: Go never dereferences them. void * is unsafe.Pointer;
-// const char * parameters are Go strings. Integer constants are untyped, so
-// that they convert to the parameter they are passed as, like C's.
+// differently. A union is raw storage of its size with one accessor per
+// member, a method that returns a pointer to it. An anonymous union in a
+// struct is laid out in place: its first member is a field, the union's
+// bytes past it an unexported field (== compares them), and each other
+// member an accessor of the struct. When the first member holds a Go
+// pointer and shares its bytes with others, it is an accessor too and the
+// union all bytes, so that nothing stored through another member is taken
+// for a pointer by the garbage collector. Handles (pointers to opaque
+// structs) and function pointers are uintptr-based types: Go never
+// dereferences them. void * is unsafe.Pointer; const char * parameters are
+// Go strings. Integer constants are untyped, so that they convert to the
+// parameter they are passed as, like C's.
 //
 // # Functions
 //

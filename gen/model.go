@@ -126,7 +126,10 @@ type Record struct {
 	Fields []Field
 }
 
-// Field is a member of a Record.
+// Field is a member of a Record. The members of an anonymous union are the
+// record's own, as in C (see flatten): in a struct, the union's first member
+// is a field, unless it is an Accessor, and carries the union's size as Span;
+// the others are Accessors.
 type Field struct {
 	CName    string // "" for an anonymous member
 	GoName   string
@@ -134,7 +137,13 @@ type Field struct {
 	Type     *Type
 	Offset   int64
 	Size     int64
-	Embedded bool // an anonymous struct or union member
+	Embedded bool // an anonymous struct member
+	// Accessor marks a member of an anonymous union of a struct that is not
+	// a Go field: a method returns a pointer to it, at Offset.
+	Accessor bool `json:",omitempty"`
+	// Span is, for the first member of an anonymous union of a struct, the
+	// size of the union, whose bytes past the field are kept unexported.
+	Span int64 `json:",omitempty"`
 }
 
 // Typedef is a typedef that is not an enum, struct or union.

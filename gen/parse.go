@@ -71,6 +71,8 @@ type parser struct {
 	// cfg.use, and ext the types those declare, by C name (tag or typedef).
 	used map[string]bool
 	ext  map[string]*Type
+	// uses are the parsers of the packages of cfg.use, by import path.
+	uses map[string]*parser
 }
 
 // parse parses the package cfg describes.
@@ -142,6 +144,7 @@ func newParser(cfg config, c *cache) (*parser, error) {
 		wrappers: map[string]*cc.Declarator{},
 		used:     map[string]bool{},
 		ext:      map[string]*Type{},
+		uses:     map[string]*parser{},
 	}
 	for _, d := range cfg.use {
 		if err := p.use(d, c); err != nil {
@@ -170,6 +173,7 @@ func (p *parser) use(dir string, c *cache) error {
 		p.pkg.Uses = map[string]*Package{}
 	}
 	p.pkg.Uses[path] = u.pkg
+	p.uses[path] = u
 	for f := range u.used {
 		p.used[f] = true
 	}

@@ -125,7 +125,7 @@ func (p *parser) tags(d *cc.Declaration) {
 		if e, ok := t.(*cc.EnumType); ok {
 			p.enum(e, c, p.typeC[c], file, line)
 		} else {
-			p.record(t, c, c, p.typeC[c], file, line)
+			p.record(t, c, c, c, p.typeC[c], file, line)
 		}
 	}
 }
@@ -200,8 +200,12 @@ type fieldKey struct {
 }
 
 // record emits a struct or union; nested anonymous types become records of
-// their own, named after the field that holds them.
-func (p *parser) record(t cc.Type, c, cexpr, goName, file string, line int) {
+// their own, named after the field that holds them, except anonymous unions,
+// whose members become the record's (see flatten). cexpr is a C expression of
+// the type, "" for an anonymous member's, and base one of the type through
+// which its members are reached: cexpr, or for an anonymous member its
+// parent's base.
+func (p *parser) record(t cc.Type, c, cexpr, base, goName, file string, line int) {
 	if _, ok := p.records[goName]; ok || !p.claim(goName, c, "record") {
 		return
 	}
@@ -211,6 +215,16 @@ func (p *parser) record(t cc.Type, c, cexpr, goName, file string, line int) {
 	if file != "" {
 		p.raw[r] = p.docs.before(file, line, false)
 	}
+	anon := 0
+	p.members(r, t, c, base, 0, &anon)
+	uniqueFields(r)
+}
+
+// members adds the members of t, a struct or union at offset off in r (t is
+// r's own type, or an anonymous union flattened into it), to r's fields.
+// Anonymous structs are embedded under the name <Parent>Anon<N>, counted by
+// anon.
+func (p *parser) members(r *Record, t cc.Type, c, base string, off int64, anon *int) {
 	var n int
 	var field func(int) *cc.Field
 	switch x := t.(type) {
@@ -219,14 +233,13 @@ func (p *parser) record(t cc.Type, c, cexpr, goName, file string, line int) {
 	case *cc.UnionType:
 		n, field = x.NumFields(), x.FieldByIndex
 	}
-	anon := 0
 	for i := 0; i < n; i++ {
 		f := field(i)
 		if f.IsBitfield() {
 			p.skip("field", c+"."+f.Name(), "bit fields are not supported yet")
 			continue
 		}
-		fd := Field{CName: f.Name(), Offset: f.Offset(), Size: f.Type().Size()}
+		fd := Field{CName: f.Name(), Offset: off + f.Offset(), Size: f.Type().Size()}
 		ft := f.Type()
 		elem := ft
 		for elem.Kind() == cc.Array {
@@ -234,20 +247,26 @@ func (p *parser) record(t cc.Type, c, cexpr, goName, file string, line int) {
 		}
 		if (elem.Kind() == cc.Struct || elem.Kind() == cc.Union) && tagName(elem) == "" && elem.Typedef() == nil {
 			// A nested anonymous struct or union.
-			var sub, subExpr string
-			if fd.CName == "" {
-				sub = fmt.Sprintf("%sAnon%d", goName, anon)
-				anon++
+			var sub, subExpr, subBase string
+			switch {
+			case fd.CName == "" && elem.Kind() == cc.Union:
+				p.flatten(r, elem, c, base, fd.Offset, anon, t.Kind() == cc.Union)
+				continue
+			case fd.CName == "":
+				sub = fmt.Sprintf("%sAnon%d", r.GoName, *anon)
+				*anon++
 				fd.Embedded = true
-			} else {
-				sub = goName + exported(fd.CName)
+				subBase = base
+			default:
+				sub = r.GoName + exported(fd.CName)
 				idx := ""
 				for x := ft; x.Kind() == cc.Array; x = x.(*cc.ArrayType).Elem() {
 					idx += "[0]"
 				}
-				subExpr = fmt.Sprintf("__typeof__(((%s *)0)->%s%s)", cexpr, fd.CName, idx)
+				subExpr = fmt.Sprintf("__typeof__(((%s *)0)->%s%s)", base, fd.CName, idx)
+				subBase = subExpr
 			}
-			p.record(elem, "", subExpr, sub, "", 0)
+			p.record(elem, "", subExpr, subBase, sub, "", 0)
 			fd.Type = p.wrapArrays(ft, &Type{Kind: Named, Go: sub, C: subExpr, Class: classOf(elem)})
 		} else {
 			fd.Type = p.typ(ft)
@@ -267,7 +286,60 @@ func (p *parser) record(t cc.Type, c, cexpr, goName, file string, line int) {
 			p.raw[fieldKey{r, len(r.Fields) - 1}] = p.docs.member(pos.Filename, pos.Line)
 		}
 	}
-	uniqueFields(r)
+}
+
+// flatten adds the members of u, an anonymous union at offset off in r, to
+// r's fields, as C makes them members of r. In a union, or nested in an
+// anonymous union of r, they are just more members. In a struct the first
+// is a field, which carries the union's size as Span, and the others are
+// accessors, so that a field that a later header moves into an anonymous
+// union as its first member (CUmemLocation.id in CUDA 13.2) keeps its Go
+// spelling. Unless the first holds a Go pointer and shares its bytes with
+// other members, through which a program could store what the garbage
+// collector would then take for a pointer: then all are accessors.
+func (p *parser) flatten(r *Record, u cc.Type, c, base string, off int64, anon *int, nested bool) {
+	start := len(r.Fields)
+	p.members(r, u, c, base, off, anon)
+	group := r.Fields[start:]
+	if r.Union || nested || len(group) == 0 {
+		return
+	}
+	group[0].Span = u.Size()
+	for i := range group {
+		group[i].Accessor = i > 0 || len(group) > 1 && p.holdsPointers(group[0].Type)
+	}
+}
+
+// holdsPointers reports whether a Go value of type t holds a pointer that
+// the garbage collector follows. A union does not: it is raw storage.
+func (p *parser) holdsPointers(t *Type) bool {
+	switch t.Kind {
+	case Pointer, String:
+		return true
+	case Array:
+		return p.holdsPointers(t.Elem)
+	case Named:
+		if t.Pkg != "" {
+			u := p.uses[t.Pkg]
+			if u == nil {
+				return true // unknown: assume it does
+			}
+			local := *t
+			local.Pkg = ""
+			return u.holdsPointers(&local)
+		}
+		if td := p.typedef[t.Go]; td != nil && td.Class == "" {
+			return p.holdsPointers(td.Type)
+		}
+		if r := p.records[t.Go]; r != nil && !r.Union {
+			for _, f := range r.Fields {
+				if !f.Accessor && p.holdsPointers(f.Type) {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // uniqueFields renames fields whose exported names collide ("x" and "X").
@@ -325,7 +397,7 @@ func (p *parser) typedefDecl(d *cc.Declarator) {
 			p.alias(name, goName, p.tagType(c, classOf(t)), doc)
 			return
 		}
-		p.record(t, name, name, goName, pos.Filename, pos.Line)
+		p.record(t, name, name, name, goName, pos.Filename, pos.Line)
 		if r := p.records[goName]; r != nil && p.raw[r] == "" {
 			doc(r)
 		}

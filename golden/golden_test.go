@@ -6,6 +6,7 @@ package golden
 import (
 	"bytes"
 	"flag"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -87,21 +88,35 @@ func read(t *testing.T, dir string) map[string][]byte {
 	return files
 }
 
+// cases returns the directories of the golden cases that hold file: those
+// of testdata, and those a level deeper, where a directory of testdata
+// holds the variants of one case (memlocation/cuda13.0).
+func cases(t *testing.T, file string) []string {
+	t.Helper()
+	var dirs []string
+	for _, pattern := range []string{"testdata/*/", "testdata/*/*/"} {
+		m, err := filepath.Glob(pattern + file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range m {
+			dirs = append(dirs, filepath.Dir(f))
+		}
+	}
+	if len(dirs) == 0 {
+		t.Fatalf("no cases with %s", file)
+	}
+	return dirs
+}
+
 func TestGolden(t *testing.T) {
-	// A case is a directory with the header input.h, or with the data
-	// files of majors whose directories have one each.
-	inputs, err := filepath.Glob("testdata/*/input.h")
-	majors, _ := filepath.Glob("testdata/*/cuda*.txt")
-	if err != nil || len(inputs) == 0 {
-		t.Fatalf("no cases: %v", err)
-	}
-	var cases []string
-	for _, f := range append(inputs, majors...) {
-		cases = append(cases, filepath.Dir(f))
-	}
-	slices.Sort(cases)
-	for _, dir := range slices.Compact(cases) {
-		t.Run(filepath.Base(dir), func(t *testing.T) {
+	// A case has the header input.h, or the data files of its majors
+	// (cuda*.txt), whose directories have the headers.
+	dirs := append(cases(t, "input.h"), cases(t, "cuda*.txt")...)
+	slices.Sort(dirs)
+	for _, dir := range slices.Compact(dirs) {
+		name, _ := filepath.Rel("testdata", dir)
+		t.Run(filepath.ToSlash(name), func(t *testing.T) {
 			args := []string{"-headers", ".", "-include", "input.h", "-pkg", "golden",
 				"-prefix", "cuda,CUDART_,CUDA_", "-error", "cudaError_t", "-dest", ".",
 				"-perthread", "CUDA_API_PER_THREAD_DEFAULT_STREAM", "-lib", "GOCUDA_GOLDEN=libgolden.so.1"}
@@ -143,20 +158,9 @@ func TestGoldenBuilds(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs cgo and vet on every case")
 	}
-	wants, err := filepath.Glob("testdata/*/want")
-	if err != nil || len(wants) == 0 {
-		t.Fatalf("no cases: %v", err)
-	}
 	var pkgs []string
-	for _, want := range wants {
-		dir := filepath.Dir(want)
-		files := map[string][]byte{}
-		for name, b := range read(t, want) {
-			if strings.HasSuffix(name, ".go.golden") {
-				files[strings.TrimSuffix(name, ".golden")] = b
-			}
-		}
-		place(t, dir, files)
+	for _, dir := range cases(t, "want") {
+		place(t, dir, goldenGo(t, dir))
 		pkgs = append(pkgs, "./"+filepath.ToSlash(dir)+"/...")
 	}
 	base := filepath.Join("testdata", "import", "base")
@@ -177,6 +181,49 @@ func TestGoldenBuilds(t *testing.T) {
 	out, err = exec.Command("go", "vet", "-tags", "golden2", "./testdata/majors/...").CombinedOutput()
 	if err != nil {
 		t.Errorf("go vet -tags golden2 of the majors case: %v\n%s", err, out)
+	}
+}
+
+// goldenGo returns the Go files of a case's golden output, by path relative
+// to the case's directory.
+func goldenGo(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	files := map[string][]byte{}
+	for name, b := range read(t, filepath.Join(dir, "want")) {
+		if strings.HasSuffix(name, ".go.golden") {
+			files[strings.TrimSuffix(name, ".golden")] = b
+		}
+	}
+	return files
+}
+
+// TestSourceCompatible builds and tests one Go program (memlocation's
+// _program) against the golden bindings of each variant of CUDA's
+// CUmemLocation: id is a plain field in CUDA 13.0, the only member of an
+// anonymous union in 13.2, and the first of two in 13.4. The program sets
+// and reads loc.Id, in a composite literal and by assignment, and checks it
+// against C's loc.id; the variants' layout tests run too, comparing each
+// binding with C.
+func TestSourceCompatible(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs cgo on every variant")
+	}
+	const dir = "testdata/memlocation"
+	program := read(t, filepath.Join(dir, "_program"))
+	variants := []string{"cuda13.0", "cuda13.2", "cuda13.4"}
+	for _, v := range variants {
+		files := goldenGo(t, filepath.Join(dir, v))
+		maps.Copy(files, program)
+		place(t, filepath.Join(dir, v), files)
+	}
+	out, err := exec.Command("go", "test", "./"+dir+"/...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go test of the program against each variant: %v\n%s", err, out)
+	}
+	for _, v := range variants {
+		if !bytes.Contains(out, []byte("ok  \tgithub.com/gocuda/cuda/golden/"+dir+"/"+v+"\t")) {
+			t.Errorf("no test passed for %s:\n%s", v, out)
+		}
 	}
 }
 

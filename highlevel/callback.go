@@ -3,11 +3,7 @@ package highlevel
 // #include "shim.h"
 import "C"
 
-import (
-	"runtime/cgo"
-
-	"github.com/gocuda/cuda/cudart"
-)
+import "runtime/cgo"
 
 // callback is a Go function queued on a stream (Stream.AddCallback,
 // Stream.LaunchHostFunc), passed to C as a cgo.Handle.
@@ -42,7 +38,7 @@ func hlRunCallback(h C.uintptr_t, status C.int, keep C.int) {
 	if cb.withErr != nil {
 		var err error
 		if status != 0 {
-			err = opErr("stream callback", cudart.Error(status))
+			err = opErr("stream callback", driverStatus(status))
 		}
 		cb.withErr(err)
 		return

@@ -23,13 +23,19 @@ import (
 type Device int
 
 // deviceState is what the package keeps of a device: its primary context,
-// retained on first use, and the properties, which do not change.
+// retained on first use, and what does not change: its name, its limits and
+// its properties.
 type deviceState struct {
-	once  sync.Once
-	ctx   unsafe.Pointer
-	ready atomic.Bool // ctx is retained
-	props cudart.DeviceProp
-	err   error
+	once   sync.Once
+	ctx    unsafe.Pointer
+	ready  atomic.Bool // ctx is retained
+	name   string
+	limits deviceLimits
+	err    error
+
+	propsOnce sync.Once // the properties, from libcudart
+	props     cudart.DeviceProp
+	propsErr  error
 
 	asyncOnce sync.Once // the default CUDA memory pool, for MallocAsync
 	async     *MemoryAsyncPool
@@ -46,24 +52,63 @@ var (
 	devicesErr  error
 )
 
+// deviceLimits are the attributes of a device that a launch is checked
+// against, and its compute capability.
+type deviceLimits struct {
+	major, minor       int32
+	maxThreadsPerBlock int32
+	maxBlock, maxGrid  [3]int32
+	sharedMemOptin     int32 // the most shared memory a block may opt in to
+}
+
+// limitAttrs are the attributes state reads into deviceLimits, in the
+// order of its fields.
+var limitAttrs = [...]C.int{
+	C.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, C.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+	C.CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+	C.CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X, C.CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y, C.CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z,
+	C.CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X, C.CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y, C.CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z,
+	C.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+}
+
 // state returns d's state, retaining its primary context the first time.
 func (d Device) state() (*deviceState, error) {
 	if err := initDevices(); err != nil {
 		return nil, err
 	}
 	if d < 0 || int(d) >= len(devices) {
-		return nil, fmt.Errorf("no %v: %w (%d devices)", d, cudart.ErrorInvalidDevice, len(devices))
+		return nil, fmt.Errorf("no %v: %w (%d devices)", d, driverStatus(cudadrv.ERROR_INVALID_DEVICE), len(devices))
 	}
 	s := &devices[d]
-	s.once.Do(func() {
-		if r := C.hl_primary_context(C.int(d), &s.ctx); r != 0 {
-			s.err = opErr(fmt.Sprintf("primary context of %v", d), statusError(r))
-			return
-		}
-		s.ready.Store(true)
-		s.err = check("cudaGetDeviceProperties", C.hl_device_properties(s.ctx, (*C.struct_cudaDeviceProp)(unsafe.Pointer(&s.props)), C.int(d)))
-	})
+	s.once.Do(func() { s.err = s.init(d) })
 	return s, s.err
+}
+
+// init retains d's primary context and reads its name and limits.
+func (s *deviceState) init(d Device) error {
+	if r := C.hl_primary_context(C.int(d), &s.ctx); r != 0 {
+		return opErr(fmt.Sprintf("primary context of %v", d), statusError(r))
+	}
+	s.ready.Store(true)
+	var name [256]C.char
+	if err := check("cuDeviceGetName", C.hl_device_name(C.int(d), &name[0], C.int(len(name)))); err != nil {
+		return err
+	}
+	s.name = C.GoString(&name[0])
+	var v [len(limitAttrs)]C.int
+	if err := check("cuDeviceGetAttribute", C.hl_device_attributes(C.int(d), &limitAttrs[0], &v[0], C.int(len(v)))); err != nil {
+		return err
+	}
+	for i, a := range limitAttrs {
+		s.attrs[a].Store(int64(v[i])<<1 | 1)
+	}
+	s.limits = deviceLimits{
+		major: int32(v[0]), minor: int32(v[1]), maxThreadsPerBlock: int32(v[2]),
+		maxBlock:       [3]int32{int32(v[3]), int32(v[4]), int32(v[5])},
+		maxGrid:        [3]int32{int32(v[6]), int32(v[7]), int32(v[8])},
+		sharedMemOptin: int32(v[9]),
+	}
+	return nil
 }
 
 // context returns d's primary context, for the shim.
@@ -161,7 +206,7 @@ func synchronizeAll() error {
 // primaryContextActive reports whether d's primary context is active,
 // without making it (cuDevicePrimaryCtxGetState).
 func (d Device) primaryContextActive() (bool, error) {
-	if err := load(); err != nil {
+	if err := initDevices(); err != nil {
 		return false, err
 	}
 	var active C.int
@@ -192,7 +237,7 @@ func deviceCount() (int, error) {
 		return 0, err
 	}
 	var n C.int
-	if err := check("cudaGetDeviceCount", C.hl_device_count(&n)); err != nil {
+	if err := check("cuDeviceGetCount", C.hl_device_count(&n)); err != nil {
 		return 0, err
 	}
 	return int(n), nil
@@ -206,44 +251,48 @@ func IsAvailable() bool {
 }
 
 // RuntimeVersion returns the version of the CUDA runtime, 1000*major +
-// 10*minor (13000 for CUDA 13.0).
+// 10*minor (13000 for CUDA 13.0). It is one of the few functions of the
+// package that load libcudart: the rest call the driver only.
 func RuntimeVersion() (int, error) {
-	rt, _, err := versions()
-	return rt, opErr("runtime version", err)
+	if err := runtimeAPI("cudaRuntimeGetVersion"); err != nil {
+		return 0, opErr("runtime version", err)
+	}
+	var v int32
+	if err := cudart.RuntimeGetVersion(&v); err != nil {
+		return 0, opErr("runtime version", err)
+	}
+	return int(v), nil
 }
 
 // DriverVersion returns the latest CUDA version the driver supports, in the
 // form of RuntimeVersion.
 func DriverVersion() (int, error) {
-	_, drv, err := versions()
-	return drv, opErr("driver version", err)
-}
-
-func versions() (runtime, driver int, err error) {
 	if err := load(); err != nil {
-		return 0, 0, err
+		return 0, opErr("driver version", err)
 	}
-	var rt, drv C.int
-	if err := check("cudaRuntimeGetVersion", C.hl_versions(&rt, &drv)); err != nil {
-		return 0, 0, err
+	var v C.int
+	if err := check("cuDriverGetVersion", C.hl_driver_version(&v)); err != nil {
+		return 0, opErr("driver version", err)
 	}
-	return int(rt), int(drv), nil
+	return int(v), nil
 }
 
-// CurrentDevice returns the calling OS thread's current device. A goroutine
-// may change OS threads between any two calls, so the answer is only
-// meaningful inside Device.Do or on a goroutine locked with
-// runtime.LockOSThread.
+// CurrentDevice returns the calling OS thread's current device, as
+// cudaGetDevice does: the device of the thread's current CUDA context (the
+// one Use, Do, cudaSetDevice or cuCtxSetCurrent made current), or device
+// 0 when the thread has none. A goroutine may change OS threads between
+// any two calls, so the answer is only meaningful inside Device.Do or on a
+// goroutine locked with runtime.LockOSThread.
 func CurrentDevice() (_ Device, err error) {
 	defer wrap(&err, "current device")
-	if err := load(); err != nil {
+	if err := initDevices(); err != nil { // which initializes the driver
 		return 0, err
 	}
 	var d C.int
-	if err := check("cudaGetDevice", C.hl_get_device(&d)); err != nil {
+	if err := check("cuCtxGetDevice", C.hl_current_device(&d)); err != nil {
 		return 0, err
 	}
-	return Device(d), nil
+	return Device(max(d, 0)), nil
 }
 
 // ID returns the device's number.
@@ -252,7 +301,10 @@ func (d Device) ID() int { return int(d) }
 // String returns "device N".
 func (d Device) String() string { return "device " + strconv.Itoa(int(d)) }
 
-// Properties returns the device's properties, read once and cached.
+// Properties returns the device's properties, read once and cached. The
+// runtime API gives them (cudaGetDeviceProperties), so Properties loads
+// libcudart, and returns an error that says so where it cannot; Name,
+// ComputeCapability, Attribute and NewDeviceData need only the driver.
 func (d Device) Properties() (_ cudart.DeviceProp, err error) {
 	defer func() {
 		if err != nil {
@@ -263,7 +315,12 @@ func (d Device) Properties() (_ cudart.DeviceProp, err error) {
 	if err != nil {
 		return cudart.DeviceProp{}, err
 	}
-	return s.props, nil
+	s.propsOnce.Do(func() {
+		if s.propsErr = runtimeAPI("cudaGetDeviceProperties"); s.propsErr == nil {
+			s.propsErr = cudart.GetDeviceProperties(&s.props, int32(d))
+		}
+	})
+	return s.props, s.propsErr
 }
 
 // Name returns the device's name, such as "NVIDIA H200".
@@ -277,11 +334,7 @@ func (d Device) Name() (_ string, err error) {
 	if err != nil {
 		return "", err
 	}
-	b := unsafe.Slice((*byte)(unsafe.Pointer(&s.props.Name[0])), len(s.props.Name))
-	if i := strings.IndexByte(string(b), 0); i >= 0 {
-		b = b[:i]
-	}
-	return string(b), nil
+	return s.name, nil
 }
 
 // ComputeCapability returns the compute capability as CuPy spells it: "90"
@@ -296,7 +349,7 @@ func (d Device) ComputeCapability() (_ string, err error) {
 	if err != nil {
 		return "", err
 	}
-	return strconv.Itoa(int(s.props.Major)) + strconv.Itoa(int(s.props.Minor)), nil
+	return strconv.Itoa(int(s.limits.major)) + strconv.Itoa(int(s.limits.minor)), nil
 }
 
 // Arch returns the device's architecture as the compilers name it: "sm_90"
@@ -307,7 +360,7 @@ func (d Device) Arch() (string, error) {
 	if err != nil {
 		return "", opErr("arch of "+d.String(), err)
 	}
-	return "sm_" + strconv.Itoa(int(s.props.Major)) + strconv.Itoa(int(s.props.Minor)), nil
+	return "sm_" + strconv.Itoa(int(s.limits.major)) + strconv.Itoa(int(s.limits.minor)), nil
 }
 
 // Attribute returns one of the device's attributes. They describe the
@@ -331,7 +384,8 @@ func (d Device) Attribute(attr cudart.DeviceAttr) (_ int, err error) {
 		}
 	}
 	var v C.int
-	if err := check("cudaDeviceGetAttribute", C.hl_device_attribute(&v, C.int(attr), C.int(d))); err != nil {
+	a := C.int(attr)
+	if err := check("cuDeviceGetAttribute", C.hl_device_attributes(C.int(d), &a, &v, 1)); err != nil {
 		return 0, err
 	}
 	if cached {
@@ -352,7 +406,7 @@ func (d Device) MemInfo() (free, total int, err error) {
 		return 0, 0, err
 	}
 	var f, t C.size_t
-	if err := check("cudaMemGetInfo", C.hl_mem_info(ctx, &f, &t)); err != nil {
+	if err := check("cuMemGetInfo", C.hl_mem_info(ctx, &f, &t)); err != nil {
 		return 0, 0, err
 	}
 	return int(f), int(t), nil
@@ -369,23 +423,25 @@ func (d Device) Synchronize() (err error) {
 	if err != nil {
 		return err
 	}
-	return check("cudaDeviceSynchronize", C.hl_device_synchronize(ctx))
+	return check("cuCtxSynchronize", C.hl_ctx_synchronize(ctx))
 }
 
 // Use makes d the current device of the calling OS thread, as cudaSetDevice
-// does. The package's own operations do not depend on it: every object
-// remembers its device. It matters to code that calls cudart directly, and
-// only on a goroutine locked to its thread; Do is usually what you want.
+// does: it makes d's primary context current. The package's own operations
+// do not depend on it: every object remembers its device. It matters to
+// code that calls cudart or cudadrv directly, and only on a goroutine
+// locked to its thread; Do is usually what you want.
 func (d Device) Use() (err error) {
 	defer func() {
 		if err != nil {
 			wrap(&err, "use", d)
 		}
 	}()
-	if _, err := d.state(); err != nil {
+	ctx, err := d.context()
+	if err != nil {
 		return err
 	}
-	return check("cudaSetDevice", C.hl_set_device(C.int(d)))
+	return check("cuCtxSetCurrent", C.hl_ctx_set(ctx))
 }
 
 // Do runs fn on a goroutine locked to its OS thread, with d as the thread's

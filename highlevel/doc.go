@@ -1,7 +1,7 @@
 // Package highlevel is the idiomatic way to use CUDA from Go: devices,
 // device and pinned memory, caching pools, typed arrays, streams, events,
-// graphs, and kernels compiled at run time, over the generated cudart,
-// cudadrv and nvrtc packages.
+// graphs, and kernels compiled at run time, over the generated cudadrv and
+// nvrtc packages.
 //
 //	a, err := highlevel.ArrayFrom([]float32{1, 2, 3})
 //	if err != nil {
@@ -37,7 +37,7 @@
 // a byte count (MemoryPointer.CopyFromHost, CopyToHost) are for C interop.
 //
 // Allocation is explicit where it matters. An Allocator (a Device for
-// unpooled cudaMalloc, a MemoryPool, a MemoryAsyncPool) allocates through
+// unpooled cuMemAlloc, a MemoryPool, a MemoryAsyncPool) allocates through
 // its Malloc, and NewArrayOn and ArrayFromOn make Arrays from the one
 // named; ArrayOf makes an Array view of memory allocated elsewhere. Alloc,
 // NewArray and ArrayFrom use the process's default allocator, for the
@@ -60,18 +60,41 @@
 //
 // Errors. Every error of the package says "highlevel: " once, then the
 // operation that failed, with its size and device where it has them, then
-// why: "highlevel: new stream on device 1: cudaStreamCreate: ...". The
+// why: "highlevel: new stream on device 1: cuStreamCreate: ...". The
 // sentinel errors (ErrClosed, ErrFreed, ErrNil, ErrInCallback,
-// ErrCapturing, ...) and CUDA's statuses (cudart.Error, cudadrv.Result)
-// inside stay errors.Is-able, and the typed errors (*OutOfMemoryError,
-// *CompileError, *PanicError) errors.As-able. Every allocation that does
-// not fit returns an *OutOfMemoryError, which matches
-// cudart.ErrorMemoryAllocation and cudadrv.ERROR_OUT_OF_MEMORY; so does a
-// size beyond 2^56 bytes. Where CUDA's libraries cannot be loaded, the
-// error lists where they were looked for and names the variable that
-// overrides the search ($GOCUDA_CUDART, $GOCUDA_CUDA).
+// ErrCapturing, ...) and CUDA's statuses inside stay errors.Is-able, and
+// the typed errors (*OutOfMemoryError, *CompileError, *PanicError,
+// *DriverVersionError) errors.As-able. A status of the driver matches both
+// its cudadrv.Result and the cudart.Error of the same value, which CUDA
+// gives the same meaning (CUDA_ERROR_ILLEGAL_ADDRESS is
+// cudaErrorIllegalAddress), so code written for the runtime's statuses
+// keeps working. Every allocation that does not fit returns an
+// *OutOfMemoryError, which matches cudart.ErrorMemoryAllocation and
+// cudadrv.ERROR_OUT_OF_MEMORY; so does a size beyond 2^56 bytes. Where
+// CUDA's libraries cannot be loaded, the error lists where they were
+// looked for and names the variable that overrides the search
+// ($GOCUDA_CUDA, $GOCUDA_CUDART).
 //
 // One name for each thing: no aliases.
+//
+// # The driver API
+//
+// The package calls the driver API (libcuda.so.1), as NVIDIA's cuda.core
+// does, and not the runtime: one program runs on every driver from CUDA
+// 12.0 on, whichever CUDA version it was built for, and needs no
+// libcudart. Its C shim takes each driver function once, from
+// cuGetProcAddress, in the form the function has at CUDA 12.0 (for
+// example cuMemAlloc as CUDA 3.2 made it, cuMemAlloc_v2), so it behaves
+// the same on every driver. A few operations need a later driver: on an
+// older one they return a *DriverVersionError that names the function and
+// the CUDA version it needs (Module.Kernel needs CUDA 12.4's
+// cuKernelGetParamInfo), and the rest work. Two functions have no driver
+// form and load libcudart, on their first call: Device.Properties
+// (cudaGetDeviceProperties) and RuntimeVersion; where libcudart cannot be
+// loaded they return an error that says so. Name, ComputeCapability,
+// Attribute and NewDeviceData read the same facts from the driver. The
+// runtime's handles are the driver's: a Stream's Handle converts to
+// cudadrv.Stream, an Event's to cudadrv.Event.
 //
 // # Devices and goroutines
 //
@@ -80,12 +103,15 @@
 // it: every object (Memory, Stream, Event, Graph, pools) remembers its
 // device, and each operation makes that device's primary context current,
 // does its work and puts the previous context back, all in one cgo call
-// into a small C shim that calls through the libraries cudart and cudadrv
-// loaded. (A thread that had no context keeps the device's: making one
-// current and undoing it costs about 0.3 µs a call.) A goroutine cannot
-// send work to the wrong GPU, and no executor goroutine sits in the way. Device.Do is for code that calls cudart
-// directly and wants a current device: it runs a function on a locked OS
-// thread with the device current.
+// into a small C shim over the driver. (A thread that had no context keeps
+// the device's: making one current and undoing it costs about 0.3 µs a
+// call.) A goroutine cannot send work to the wrong GPU, and no executor
+// goroutine sits in the way. The thread's current device is the device of
+// its current context, as it is for cudaGetDevice: CurrentDevice reports
+// it (device 0 where the thread has none), Device.Use makes the device's
+// primary context current, as cudaSetDevice does, and Device.Do, for code
+// that calls cudart or cudadrv directly and wants a current device, runs a
+// function on a locked OS thread with the device current.
 //
 // # Lifetimes, closing and waiting
 //
@@ -177,7 +203,7 @@
 // # Sharing between processes
 //
 // An event created with EventOptions.Interprocess and device memory from
-// cudaMalloc (Device.Malloc, or a MemoryPool's block over it) can be opened
+// cuMemAlloc (Device.Malloc, or a MemoryPool's block over it) can be opened
 // by another process of the machine: IPCHandle exports a handle of plain
 // bytes (MarshalBinary), which the other process opens with OpenIPCEvent
 // or OpenIPCMemory. The package cannot see into other processes: the
@@ -198,7 +224,7 @@
 //	CuPy / PyCUDA                           Go
 //	cupy.cuda.Device(n)                     Device(n)
 //	Device.id, compute_capability           Device.ID, Device.ComputeCapability ("90"), Arch ("sm_90")
-//	Device.attributes, properties           Device.Attribute, Device.Properties (cached)
+//	Device.attributes, properties           Device.Attribute, Device.Properties (cached; loads libcudart)
 //	Device.mem_info, synchronize, use       Device.MemInfo, Synchronize, Use
 //	with Device(n):                         Device.Do(fn)
 //	runtime.getDeviceCount, is_available    DeviceCount, IsAvailable
@@ -230,11 +256,11 @@
 //	DeviceMemoryPool.held_blocks            NFreeBlocks
 //	DeviceMemoryPool.free_held              FreeAllBlocks
 //	MemoryAsyncPool                         MemoryAsyncPool, DeviceMemoryAsyncPool
-//	alloc_pinned_memory                     AllocPinnedMemory (HostAlloc: unpooled cudaHostAlloc)
+//	alloc_pinned_memory                     AllocPinnedMemory (HostAlloc: unpooled cuMemHostAlloc)
 //	set_pinned_memory_allocator             SetPinnedMemoryAllocator (per process, before the first use)
 //	numpy.frombuffer(pinned memory, dtype)  PinnedSlice[T](m) (valid until m.Free)
 //	PinnedMemoryPool, PageLockedMemoryPool  PinnedMemoryPool, DefaultPinnedMemoryPool
-//	cupyx.empty_pinned over Go memory       RegisterHost (cudaHostRegister)
+//	cupyx.empty_pinned over Go memory       RegisterHost (cuMemHostRegister)
 //	cupy.asarray, cupy.asnumpy              ArrayFrom, ArrayFromOn(a, s), Array.ToHost (Array[T], NewArray, NewArrayOn, Slice)
 //	cupy.ndarray(memptr=p)                  ArrayOf[T](p, n) (a view)
 //	Stream(non_blocking, priority)          NewStream(dev, &StreamOptions{NonBlocking, Priority})

@@ -10,8 +10,8 @@ import (
 )
 
 // The package's errors name their operation once, after the package's
-// prefix: "highlevel: new stream on device 1: cudaStreamCreate:
-// cudaErrorInvalidValue ...". An exported function wraps what went wrong
+// prefix: "highlevel: new stream on device 1: cuStreamCreate:
+// CUDA_ERROR_INVALID_VALUE ...". An exported function wraps what went wrong
 // in its operation (opError); the functions it calls, the package's own
 // included, add their detail after it without the prefix again. The
 // sentinel errors (ErrClosed, ErrFreed, ErrNil, ...) carry the prefix, as
@@ -20,6 +20,86 @@ import (
 
 // prefix begins every error message of the package.
 const prefix = "highlevel: "
+
+// A driverStatus is a status the driver API returned, a CUresult. Its
+// message is the driver's; errors.Is and errors.As match it as that
+// cudadrv.Result and, where the runtime has a status of the same value, as
+// that cudart.Error: CUDA gives the two APIs' statuses the same values for
+// the same meanings (CUDA_ERROR_OUT_OF_MEMORY and cudaErrorMemoryAllocation
+// are 2, CUDA_ERROR_ILLEGAL_ADDRESS and cudaErrorIllegalAddress 700), so
+// that code written when the package called the runtime keeps working.
+type driverStatus cudadrv.Result
+
+func (s driverStatus) Error() string { return cudadrv.Result(s).Error() }
+
+// Is reports whether target is s as a cudadrv.Result or a cudart.Error.
+func (s driverStatus) Is(target error) bool {
+	switch t := target.(type) {
+	case cudadrv.Result:
+		return t == cudadrv.Result(s)
+	case cudart.Error:
+		e, ok := s.runtime()
+		return ok && t == e
+	}
+	return false
+}
+
+// As sets a *cudadrv.Result, or a *cudart.Error where the runtime has s,
+// to s.
+func (s driverStatus) As(target any) bool {
+	switch t := target.(type) {
+	case *cudadrv.Result:
+		*t = cudadrv.Result(s)
+		return true
+	case *cudart.Error:
+		if e, ok := s.runtime(); ok {
+			*t = e
+			return true
+		}
+	}
+	return false
+}
+
+// runtime returns the runtime's status of s's value, and whether the
+// runtime has one (it lacks a few of the driver's, such as
+// CUDA_ERROR_CONTEXT_ALREADY_CURRENT).
+func (s driverStatus) runtime() (cudart.Error, bool) {
+	e := cudart.Error(s)
+	return e, strings.HasPrefix(e.String(), "cuda")
+}
+
+// A DriverVersionError reports that the NVIDIA driver is older than an
+// operation needs: it lacks Function, a function of the driver API in the
+// form CUDA Needed gave it. The package works on every driver from CUDA
+// 12.0 on; a few operations need a later one (Module.Kernel needs CUDA
+// 12.4's cuKernelGetParamInfo). It matches
+// cudadrv.ERROR_CALL_REQUIRES_NEWER_DRIVER and
+// cudart.ErrorCallRequiresNewerDriver with errors.Is.
+type DriverVersionError struct {
+	Function string // the driver's function, such as "cuKernelGetParamInfo"
+	Needed   int    // the CUDA version it needs, 1000*major + 10*minor: 12040 for 12.4
+	Driver   int    // the CUDA version the installed driver supports (DriverVersion)
+}
+
+func (e *DriverVersionError) Error() string {
+	return fmt.Sprintf("%s%s needs a driver for CUDA %s or newer; the installed driver supports CUDA %s",
+		prefix, e.Function, cudaVersion(e.Needed), cudaVersion(e.Driver))
+}
+
+// Unwrap returns CUDA_ERROR_CALL_REQUIRES_NEWER_DRIVER.
+func (e *DriverVersionError) Unwrap() error {
+	return driverStatus(errCallRequiresNewerDriver)
+}
+
+// runtimeAPI loads libcudart for fn, a function of the runtime API that
+// has no driver form, or returns why it cannot: the rest of the package
+// needs only the driver.
+func runtimeAPI(fn string) error {
+	if err := cudart.Load(); err != nil {
+		return fmt.Errorf("%s needs the CUDA runtime, libcudart: %w", fn, err)
+	}
+	return nil
+}
 
 // An opError is the error of an operation of the package.
 type opError struct {

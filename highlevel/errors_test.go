@@ -203,7 +203,6 @@ func TestNoLibraryErrors(t *testing.T) {
 		{"AllocPinnedMemory", second(AllocPinnedMemory(10)), "alloc 10 bytes from a pinned memory pool: "},
 		{"DefaultDevice", second(DefaultDevice()), "default device: "},
 		{"DeviceCount", second(DeviceCount()), "device count: "},
-		{"RuntimeVersion", second(RuntimeVersion()), "runtime version: "},
 		{"Properties", second(Device(1).Properties()), "properties of device 1: "},
 		{"Name", second(Device(1).Name()), "name of device 1: "},
 		{"Arch", second(Device(1).Arch()), "arch of device 1: "},
@@ -219,6 +218,12 @@ func TestNoLibraryErrors(t *testing.T) {
 		if !errors.As(tc.err, new(*dl.LibraryError)) {
 			t.Errorf("%s: %v is no *dl.LibraryError", tc.name, tc.err)
 		}
+	}
+	// The runtime's version is the runtime's: it names libcudart.
+	err = second(RuntimeVersion())
+	checkMessage(t, "RuntimeVersion", err, "runtime version: cudaRuntimeGetVersion needs the CUDA runtime, libcudart: ")
+	if msg := err.Error(); strings.Count(msg, "cannot load libcudart.so.") != 1 || strings.Count(msg, "(set $GOCUDA_CUDART to its path)") != 1 {
+		t.Errorf("RuntimeVersion: %q: want libcudart and $GOCUDA_CUDART named once", msg)
 	}
 }
 
@@ -240,5 +245,91 @@ func TestJoinedErrors(t *testing.T) {
 		if !errors.Is(err, cudart.ErrorLaunchFailure) || !errors.Is(err, ErrFreed) {
 			t.Errorf("%v does not match both errors", err)
 		}
+	}
+}
+
+// TestDriverStatus checks that a status of the driver matches, with
+// errors.Is and errors.As, its cudadrv.Result and the cudart.Error of the
+// same value, through an operation's error, and no other status; and that
+// the driver's statuses the runtime lacks match no cudart.Error.
+func TestDriverStatus(t *testing.T) {
+	for _, tc := range []struct {
+		drv cudadrv.Result
+		rt  cudart.Error
+	}{
+		{cudadrv.ERROR_INVALID_VALUE, cudart.ErrorInvalidValue},
+		{cudadrv.ERROR_OUT_OF_MEMORY, cudart.ErrorMemoryAllocation},
+		{cudadrv.ERROR_NOT_INITIALIZED, cudart.ErrorInitializationError},
+		{cudadrv.ERROR_NO_DEVICE, cudart.ErrorNoDevice},
+		{cudadrv.ERROR_INVALID_DEVICE, cudart.ErrorInvalidDevice},
+		{cudadrv.ERROR_INVALID_CONTEXT, cudart.ErrorDeviceUninitialized},
+		{cudadrv.ERROR_INVALID_HANDLE, cudart.ErrorInvalidResourceHandle},
+		{cudadrv.ERROR_NOT_READY, cudart.ErrorNotReady},
+		{cudadrv.ERROR_ILLEGAL_ADDRESS, cudart.ErrorIllegalAddress},
+		{cudadrv.ERROR_LAUNCH_FAILED, cudart.ErrorLaunchFailure},
+		{cudadrv.ERROR_PEER_ACCESS_ALREADY_ENABLED, cudart.ErrorPeerAccessAlreadyEnabled},
+		{cudadrv.ERROR_STREAM_CAPTURE_WRONG_THREAD, cudart.ErrorStreamCaptureWrongThread},
+		{errCallRequiresNewerDriver, cudart.ErrorCallRequiresNewerDriver},
+	} {
+		err := opErr("op", driverStatus(tc.drv))
+		if !errors.Is(err, tc.drv) || !errors.Is(err, tc.rt) {
+			t.Errorf("%v does not match %v and %v", err, tc.drv, tc.rt)
+		}
+		if errors.Is(err, tc.drv+1) || errors.Is(err, tc.rt+1) || errors.Is(err, ErrClosed) {
+			t.Errorf("%v matches another status", err)
+		}
+		var r cudadrv.Result
+		var e cudart.Error
+		if !errors.As(err, &r) || r != tc.drv || !errors.As(err, &e) || e != tc.rt {
+			t.Errorf("errors.As(%v) gives %v and %v, want %v and %v", err, r, e, tc.drv, tc.rt)
+		}
+		if want := "highlevel: op: " + tc.drv.Error(); err.Error() != want {
+			t.Errorf("message %q, want %q", err, want)
+		}
+	}
+	for _, r := range []cudadrv.Result{cudadrv.ERROR_CONTEXT_ALREADY_CURRENT, cudadrv.Result(12345)} {
+		var e cudart.Error
+		if errors.As(driverStatus(r), &e) {
+			t.Errorf("%v matches %v", r, e)
+		}
+	}
+}
+
+// TestStatusValues checks what driverStatus relies on, in the headers the
+// packages were generated from: where the driver's and the runtime's
+// statuses share a value, their names say the same, word for word or as
+// one of the pairs below, whose descriptions say the same.
+func TestStatusValues(t *testing.T) {
+	renamed := map[string]string{
+		"CUDA_ERROR_OUT_OF_MEMORY":          "cudaErrorMemoryAllocation",
+		"CUDA_ERROR_NOT_INITIALIZED":        "cudaErrorInitializationError",
+		"CUDA_ERROR_DEINITIALIZED":          "cudaErrorCudartUnloading",
+		"CUDA_ERROR_DEVICE_UNAVAILABLE":     "cudaErrorDevicesUnavailable",
+		"CUDA_ERROR_INVALID_IMAGE":          "cudaErrorInvalidKernelImage",
+		"CUDA_ERROR_INVALID_CONTEXT":        "cudaErrorDeviceUninitialized",
+		"CUDA_ERROR_MAP_FAILED":             "cudaErrorMapBufferObjectFailed",
+		"CUDA_ERROR_UNMAP_FAILED":           "cudaErrorUnmapBufferObjectFailed",
+		"CUDA_ERROR_NO_BINARY_FOR_GPU":      "cudaErrorNoKernelImageForDevice",
+		"CUDA_ERROR_CONTEXT_ALREADY_IN_USE": "cudaErrorDeviceAlreadyInUse",
+		"CUDA_ERROR_INVALID_HANDLE":         "cudaErrorInvalidResourceHandle",
+		"CUDA_ERROR_NOT_FOUND":              "cudaErrorSymbolNotFound",
+		"CUDA_ERROR_PRIMARY_CONTEXT_ACTIVE": "cudaErrorSetOnActiveProcess",
+		"CUDA_ERROR_LAUNCH_FAILED":          "cudaErrorLaunchFailure",
+	}
+	words := strings.NewReplacer("CUDA_ERROR_", "", "cudaError", "", "_", "")
+	shared := 0
+	for v := 1; v < 1000; v++ {
+		e, ok := driverStatus(v).runtime()
+		drv := cudadrv.Result(v).String()
+		if !ok || !strings.HasPrefix(drv, "CUDA_ERROR_") {
+			continue
+		}
+		shared++
+		if rt := e.String(); !strings.EqualFold(words.Replace(drv), words.Replace(rt)) && renamed[drv] != rt {
+			t.Errorf("%d is %s and %s", v, drv, rt)
+		}
+	}
+	if shared < 80 {
+		t.Errorf("only %d values shared", shared)
 	}
 }

@@ -35,7 +35,7 @@ type Event struct {
 // that records timing and is waited for by spinning.
 type EventOptions struct {
 	// Blocking makes Synchronize yield the CPU while it waits
-	// (cudaEventBlockingSync).
+	// (CU_EVENT_BLOCKING_SYNC).
 	Blocking bool
 	// DisableTiming makes the event cheaper, and unusable with ElapsedTime.
 	DisableTiming bool
@@ -63,16 +63,16 @@ func NewEvent(d Device, opts *EventOptions) (_ *Event, err error) {
 	}
 	var flags C.uint
 	if opts.Blocking {
-		flags |= C.cudaEventBlockingSync
+		flags |= C.CU_EVENT_BLOCKING_SYNC
 	}
 	if opts.DisableTiming {
-		flags |= C.cudaEventDisableTiming
+		flags |= C.CU_EVENT_DISABLE_TIMING
 	}
 	if opts.Interprocess {
-		flags |= C.cudaEventInterprocess
+		flags |= C.CU_EVENT_INTERPROCESS
 	}
 	var h C.uintptr_t
-	if err := check("cudaEventCreateWithFlags", C.hl_event_create(ctx, &h, flags)); err != nil {
+	if err := check("cuEventCreate", C.hl_event_create(ctx, &h, flags)); err != nil {
 		return nil, err
 	}
 	return newEvent(h, d, ctx, opts.Interprocess), nil
@@ -129,7 +129,7 @@ func (e *Event) Record(s *Stream) (err error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.w = nil // waits from now on are for this Record
-	return check("cudaEventRecord", C.hl_event_record(e.ctx, C.uintptr_t(e.h), sh))
+	return check("cuEventRecord", C.hl_event_record(e.ctx, C.uintptr_t(e.h), sh))
 }
 
 // Synchronize waits until the event has happened. It holds the calling
@@ -144,7 +144,7 @@ func (e *Event) Synchronize() (err error) {
 		return err
 	}
 	defer e.life.release()
-	return check("cudaEventSynchronize", C.hl_event_synchronize(e.ctx, C.uintptr_t(e.h)))
+	return check("cuEventSynchronize", C.hl_event_synchronize(e.ctx, C.uintptr_t(e.h)))
 }
 
 // Query reports whether the event has happened, without waiting (CuPy's
@@ -159,7 +159,7 @@ func (e *Event) Query() (_ bool, err error) {
 		return false, err
 	}
 	defer e.life.release()
-	return ready("cudaEventQuery", C.hl_event_query(e.ctx, C.uintptr_t(e.h)))
+	return ready("cuEventQuery", C.hl_event_query(e.ctx, C.uintptr_t(e.h)))
 }
 
 // Done returns a channel that is closed when the event has happened, for
@@ -230,7 +230,7 @@ func ElapsedTime(start, end *Event) (_ time.Duration, err error) {
 	}
 	defer end.life.release()
 	var ms C.float
-	if err := check("cudaEventElapsedTime", C.hl_event_elapsed(start.ctx, &ms, C.uintptr_t(start.h), C.uintptr_t(end.h))); err != nil {
+	if err := check("cuEventElapsedTime", C.hl_event_elapsed(start.ctx, &ms, C.uintptr_t(start.h), C.uintptr_t(end.h))); err != nil {
 		return 0, err
 	}
 	return time.Duration(float64(ms) * float64(time.Millisecond)), nil

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/gocuda/cuda/cudart"
+	"github.com/gocuda/cuda/cudadrv"
 )
 
 // TestGPUCaptureModes begins a capture in each mode on a locked OS thread
@@ -125,15 +125,16 @@ func TestGPUInstantiateOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	// A graph with an allocation node: cudaMallocAsync captured through
-	// cudart, so that no Memory of the package owns the graph's memory.
-	var ptr unsafe.Pointer
+	// A graph with an allocation node: cuMemAllocAsync captured through
+	// cudadrv, so that no Memory of the package owns the graph's memory.
+	var ptr cudadrv.Deviceptr
+	hs := cudadrv.Stream(s.Handle())
 	g, err := Capture(s, CaptureRelaxed, func() error {
 		return d.Do(func() error {
-			if err := cudart.MallocAsync(&ptr, 1<<20, s.Handle()); err != nil {
+			if err := cudadrv.MemAllocAsync(&ptr, 1<<20, hs); err != nil {
 				return err
 			}
-			return cudart.MemsetAsync(ptr, 1, 1<<20, s.Handle())
+			return cudadrv.MemsetD8Async(ptr, 1, 1<<20, hs)
 		})
 	})
 	if err != nil {
@@ -142,7 +143,7 @@ func TestGPUInstantiateOptions(t *testing.T) {
 	defer g.Close()
 	freeGraphMemory := func() {
 		t.Helper()
-		if err := d.Do(func() error { return cudart.FreeAsync(ptr, s.Handle()) }); err != nil {
+		if err := d.Do(func() error { return cudadrv.MemFreeAsync(ptr, hs) }); err != nil {
 			t.Errorf("freeing the graph's memory: %v", err)
 		}
 		if err := s.Synchronize(); err != nil {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/gocuda/cuda/cudadrv"
 	"github.com/gocuda/cuda/cudart"
 )
 
@@ -324,12 +325,13 @@ func TestGPUManagedPrefetchAdvise(t *testing.T) {
 }
 
 // lastPrefetch returns the device of the last prefetch of n bytes at m
-// (cudaMemRangeAttributeLastPrefetchLocation), asked through cudart.
+// (CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION), asked through cudadrv.
 func lastPrefetch(t *testing.T, m MemoryPointer, n int) int {
 	t.Helper()
 	var loc int32
 	err := m.Device().Do(func() error {
-		return cudart.MemRangeGetAttribute(unsafe.Pointer(&loc), 4, cudart.MemRangeAttributeLastPrefetchLocation, m.Ptr(), uint64(n))
+		return cudadrv.MemRangeGetAttribute(unsafe.Pointer(&loc), 4, cudadrv.MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION,
+			cudadrv.DeviceptrOf(m.Ptr()), uint64(n))
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/gocuda/cuda/cudadrv"
 	"github.com/gocuda/cuda/cudart"
 )
 
@@ -55,29 +56,82 @@ func TestGPUDevice(t *testing.T) {
 	if w, err := d.Attribute(cudart.DevAttrWarpSize); w != 32 || err != nil {
 		t.Errorf("warp size = %d, %v", w, err)
 	}
-	p, err := d.Properties()
-	if err != nil || p.Major != int32(major) || p.TotalGlobalMem == 0 {
-		t.Errorf("Properties: major %d, memory %d, %v", p.Major, p.TotalGlobalMem, err)
+	var total uint64
+	if err := cudadrv.DeviceTotalMem(&total, driverDevice(t, d)); err != nil {
+		t.Fatal(err)
 	}
-	free, total, err := d.MemInfo()
-	if err != nil || free <= 0 || free > total || uint64(total) != p.TotalGlobalMem {
-		t.Errorf("MemInfo = %d free of %d, %v; properties say %d", free, total, err, p.TotalGlobalMem)
+	free, memTotal, err := d.MemInfo()
+	if err != nil || free <= 0 || free > memTotal || uint64(memTotal) != total {
+		t.Errorf("MemInfo = %d free of %d, %v; cuDeviceTotalMem says %d", free, memTotal, err, total)
 	}
-	rt, err1 := RuntimeVersion()
-	drv, err2 := DriverVersion()
-	if rt < 13000 || drv < rt || err1 != nil || err2 != nil {
-		t.Errorf("versions: runtime %d (%v), driver %d (%v)", rt, err1, drv, err2)
+	drv, err := DriverVersion()
+	if drv < 12000 || err != nil {
+		t.Errorf("DriverVersion = %d, %v", drv, err)
 	}
 	if err := d.Synchronize(); err != nil {
 		t.Error(err)
 	}
-	if _, err := Device(n).Name(); !errors.Is(err, cudart.ErrorInvalidDevice) {
+	if _, err := Device(n).Name(); !errors.Is(err, cudart.ErrorInvalidDevice) || !errors.Is(err, cudadrv.ERROR_INVALID_DEVICE) {
 		t.Errorf("Device(%d).Name: %v, want ErrorInvalidDevice", n, err)
 	}
 	if dd, err := DefaultDevice(); err != nil || dd < 0 || int(dd) >= n {
 		t.Errorf("DefaultDevice = %v, %v", dd, err)
 	}
-	t.Logf("%s, compute capability %s, %d devices, runtime %d, driver %d", name, cc, n, rt, drv)
+	t.Logf("%s, compute capability %s, %d devices, driver %d", name, cc, n, drv)
+}
+
+// TestGPUProperties checks what the package takes from libcudart, the
+// properties and the runtime's version, against what it takes from the
+// driver.
+func TestGPUProperties(t *testing.T) {
+	d := gpu(t)
+	needsRuntime(t)
+	p, err := d.Properties()
+	if err != nil {
+		t.Fatal(err)
+	}
+	name, _ := d.Name()
+	major, _ := d.Attribute(cudart.DevAttrComputeCapabilityMajor)
+	_, total, _ := d.MemInfo()
+	b := unsafe.Slice((*byte)(unsafe.Pointer(&p.Name[0])), len(p.Name))
+	if got, _, _ := strings.Cut(string(b), "\x00"); got != name {
+		t.Errorf("Properties: name %q, Name says %q", got, name)
+	}
+	if p.Major != int32(major) || p.TotalGlobalMem != uint64(total) {
+		t.Errorf("Properties: major %d, memory %d; the driver says %d, %d", p.Major, p.TotalGlobalMem, major, total)
+	}
+	dd, err := NewDeviceData(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, err := DeviceDataFromProperties(&p); dd != want || err != nil {
+		t.Errorf("NewDeviceData = %+v; from Properties %+v, %v", dd, want, err)
+	}
+	rt, err := RuntimeVersion()
+	drv, _ := DriverVersion()
+	if rt < 12000 || drv < rt || err != nil {
+		t.Errorf("versions: runtime %d (%v), driver %d", rt, err, drv)
+	}
+}
+
+// needsRuntime skips t, a test of what the package takes from libcudart,
+// where $GOCUDA_CUDART names a file that cannot be loaded: the GPU suite
+// run without the runtime. Elsewhere a missing libcudart fails the test.
+func needsRuntime(t *testing.T) {
+	t.Helper()
+	if err := cudart.Load(); err != nil && os.Getenv("GOCUDA_CUDART") != "" {
+		t.Skipf("needs libcudart: %v", err)
+	}
+}
+
+// driverDevice returns d's CUdevice.
+func driverDevice(t *testing.T, d Device) cudadrv.Device {
+	t.Helper()
+	var dev cudadrv.Device
+	if err := cudadrv.DeviceGet(&dev, int32(d)); err != nil {
+		t.Fatal(err)
+	}
+	return dev
 }
 
 // TestGPUAttributeCache reads every attribute from many goroutines at once,
@@ -86,9 +140,10 @@ func TestGPUDevice(t *testing.T) {
 func TestGPUAttributeCache(t *testing.T) {
 	d := gpu(t)
 	want := make(map[cudart.DeviceAttr]int)
+	dev := driverDevice(t, d)
 	for a := cudart.DeviceAttr(1); a < cudart.DevAttrMax; a++ {
 		var v int32
-		if cudart.DeviceGetAttribute(&v, a, int32(d)) == nil {
+		if cudadrv.DeviceGetAttribute(&v, cudadrv.Device_attribute(a), dev) == nil {
 			want[a] = int(v)
 		}
 	}

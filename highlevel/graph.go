@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"unsafe"
 
+	"github.com/gocuda/cuda/cudadrv"
 	"github.com/gocuda/cuda/cudart"
 )
 
@@ -34,23 +35,23 @@ type GraphExec struct {
 }
 
 // A CaptureMode says which CUDA calls a stream capture refuses while it
-// runs (cudaStreamCaptureMode): calls that are potentially unsafe during a
-// capture, such as cudaMalloc, which may synchronize the device. The zero
+// runs (CUstreamCaptureMode): calls that are potentially unsafe during a
+// capture, such as cuMemAlloc, which may synchronize the device. The zero
 // value is CaptureRelaxed.
 type CaptureMode int
 
 const (
-	// CaptureRelaxed refuses nothing (cudaStreamCaptureModeRelaxed). It
+	// CaptureRelaxed refuses nothing (CU_STREAM_CAPTURE_MODE_RELAXED). It
 	// suits Go best: goroutines move between OS threads, and the
 	// package's waiter queries events while a capture runs.
 	CaptureRelaxed CaptureMode = iota
 	// CaptureGlobal refuses potentially unsafe calls on every OS thread of
-	// the process while the capture runs (cudaStreamCaptureModeGlobal),
+	// the process while the capture runs (CU_STREAM_CAPTURE_MODE_GLOBAL),
 	// catching work of other goroutines that would spoil it. Begin and end
 	// the capture on one OS thread (Capture does).
 	CaptureGlobal
 	// CaptureThreadLocal refuses potentially unsafe calls on the capturing
-	// OS thread only (cudaStreamCaptureModeThreadLocal). Begin and end the
+	// OS thread only (CU_STREAM_CAPTURE_MODE_THREAD_LOCAL). Begin and end the
 	// capture on one OS thread (Capture does).
 	CaptureThreadLocal
 )
@@ -68,15 +69,15 @@ func (m CaptureMode) String() string {
 	return fmt.Sprintf("CaptureMode(%d)", int(m))
 }
 
-// cuda returns the mode's cudaStreamCaptureMode.
+// cuda returns the mode's CUstreamCaptureMode.
 func (m CaptureMode) cuda() (C.int, error) {
 	switch m {
 	case CaptureRelaxed:
-		return C.cudaStreamCaptureModeRelaxed, nil
+		return C.CU_STREAM_CAPTURE_MODE_RELAXED, nil
 	case CaptureGlobal:
-		return C.cudaStreamCaptureModeGlobal, nil
+		return C.CU_STREAM_CAPTURE_MODE_GLOBAL, nil
 	case CaptureThreadLocal:
-		return C.cudaStreamCaptureModeThreadLocal, nil
+		return C.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL, nil
 	}
 	return 0, fmt.Errorf("highlevel: begin capture: unknown %v", m)
 }
@@ -131,27 +132,27 @@ func (g *Graph) use() error {
 }
 
 // InstantiateOptions are the options of Graph.Instantiate
-// (cudaGraphInstantiateFlags); the zero value sets none.
+// (CUgraphInstantiate_flags); the zero value sets none.
 type InstantiateOptions struct {
 	// AutoFreeOnLaunch frees the memory the graph's allocation nodes
-	// allocated and its free nodes did not free (cudaMallocAsync captured
-	// through cudart) before each launch after the first
-	// (cudaGraphInstantiateFlagAutoFreeOnLaunch). Without it, such a graph
+	// allocated and its free nodes did not free (cuMemAllocAsync captured
+	// through cudadrv) before each launch after the first
+	// (CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH). Without it, such a graph
 	// must have its memory freed before it is launched again.
 	AutoFreeOnLaunch bool
 	// Upload, when not nil, uploads the graph on that stream of the graph's
-	// device as part of instantiating it (cudaGraphInstantiateFlagUpload),
+	// device as part of instantiating it (CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD),
 	// as GraphExec.Upload does; LegacyDefaultStream names the legacy default
 	// stream.
 	Upload *Stream
 	// DeviceLaunch makes the graph launchable from kernels too
-	// (cudaGraphInstantiateFlagDeviceLaunch); CUDA refuses it together with
+	// (CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH); CUDA refuses it together with
 	// AutoFreeOnLaunch.
 	DeviceLaunch bool
 	// UseNodePriority runs the graph's kernels at the priorities they were
 	// captured with, the priorities of their streams, rather than at the
 	// priority of the stream the graph is launched on
-	// (cudaGraphInstantiateFlagUseNodePriority).
+	// (CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY).
 	UseNodePriority bool
 }
 
@@ -167,13 +168,13 @@ func (g *Graph) Instantiate(opts *InstantiateOptions) (_ *GraphExec, err error) 
 	defer g.life.release()
 	var flags C.ulonglong
 	if opts.AutoFreeOnLaunch {
-		flags |= C.cudaGraphInstantiateFlagAutoFreeOnLaunch
+		flags |= C.CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH
 	}
 	if opts.DeviceLaunch {
-		flags |= C.cudaGraphInstantiateFlagDeviceLaunch
+		flags |= C.CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH
 	}
 	if opts.UseNodePriority {
-		flags |= C.cudaGraphInstantiateFlagUseNodePriority
+		flags |= C.CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY
 	}
 	var sh C.uintptr_t
 	if s := opts.Upload; s != nil {
@@ -182,14 +183,14 @@ func (g *Graph) Instantiate(opts *InstantiateOptions) (_ *GraphExec, err error) 
 			return nil, err
 		}
 		defer s.leave()
-		flags |= C.cudaGraphInstantiateFlagUpload
+		flags |= C.CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD
 		sh = h
 	}
 	var x C.uintptr_t
 	var result C.int
-	if err := check("cudaGraphInstantiate", C.hl_graph_instantiate(g.ctx, &x, C.uintptr_t(g.h), flags, sh, &result)); err != nil {
-		if result != C.cudaGraphInstantiateSuccess {
-			err = fmt.Errorf("%w (%v)", err, cudart.GraphInstantiateResult(result))
+	if err := check("cuGraphInstantiateWithParams", C.hl_graph_instantiate(g.ctx, &x, C.uintptr_t(g.h), flags, sh, &result)); err != nil {
+		if result != C.CUDA_GRAPH_INSTANTIATE_SUCCESS {
+			err = fmt.Errorf("%w (%v)", err, cudadrv.GraphInstantiateResult(result))
 		}
 		return nil, err
 	}
@@ -208,7 +209,7 @@ func (g *Graph) Close() (err error) {
 		return err
 	}
 	defer deleteDeadHandles()
-	return check("cudaGraphDestroy", C.hl_graph_destroy(g.ctx, C.uintptr_t(g.h)))
+	return check("cuGraphDestroy", C.hl_graph_destroy(g.ctx, C.uintptr_t(g.h)))
 }
 
 // Handle returns the CUDA executable graph, for use with cudart; 0 for a
@@ -251,7 +252,7 @@ func (x *GraphExec) Launch(s *Stream) (err error) {
 		return err
 	}
 	defer x.done(s)
-	return check("cudaGraphLaunch", C.hl_graph_launch(x.ctx, C.uintptr_t(x.h), sh))
+	return check("cuGraphLaunch", C.hl_graph_launch(x.ctx, C.uintptr_t(x.h), sh))
 }
 
 // Upload uploads the graph's work to the device ahead of its first Launch,
@@ -263,12 +264,12 @@ func (x *GraphExec) Upload(s *Stream) (err error) {
 		return err
 	}
 	defer x.done(s)
-	return check("cudaGraphUpload", C.hl_graph_upload(x.ctx, C.uintptr_t(x.h), sh))
+	return check("cuGraphUpload", C.hl_graph_upload(x.ctx, C.uintptr_t(x.h), sh))
 }
 
 // Update makes x run g instead, in place, where g has the same shape as
 // the graph x was made of and differs only in the nodes' parameters
-// (cudaGraphExecUpdate); otherwise it returns an error naming why, and x is
+// (cuGraphExecUpdate); otherwise it returns an error naming why, and x is
 // unchanged. Launches of x in flight run as they were launched.
 func (x *GraphExec) Update(g *Graph) (err error) {
 	defer wrap(&err, "update graph")
@@ -284,8 +285,8 @@ func (x *GraphExec) Update(g *Graph) (err error) {
 	}
 	defer g.life.release()
 	var result C.int
-	if err := check("cudaGraphExecUpdate", C.hl_graph_update(x.ctx, C.uintptr_t(x.h), C.uintptr_t(g.h), &result)); err != nil {
-		return fmt.Errorf("%w (%v)", err, cudart.GraphExecUpdateResult(result))
+	if err := check("cuGraphExecUpdate", C.hl_graph_update(x.ctx, C.uintptr_t(x.h), C.uintptr_t(g.h), &result)); err != nil {
+		return fmt.Errorf("%w (%v)", err, cudadrv.GraphExecUpdateResult(result))
 	}
 	return nil
 }
@@ -302,5 +303,5 @@ func (x *GraphExec) Close() (err error) {
 		return err
 	}
 	defer deleteDeadHandles()
-	return check("cudaGraphExecDestroy", C.hl_graph_exec_destroy(x.ctx, C.uintptr_t(x.h)))
+	return check("cuGraphExecDestroy", C.hl_graph_exec_destroy(x.ctx, C.uintptr_t(x.h)))
 }

@@ -12,7 +12,7 @@ import (
 	"unsafe"
 )
 
-// PinnedMemory is page-locked host memory (cudaHostAlloc, portable to
+// PinnedMemory is page-locked host memory (cuMemHostAlloc, portable to
 // every device): the GPU copies to and from it at the link's full speed,
 // and asynchronous copies with it are truly asynchronous. It is C memory,
 // not Go memory, so its lifetime is explicit, as syscall.Mmap's is: the
@@ -87,7 +87,7 @@ func AllocPinnedMemory(size int) (*PinnedMemory, error) {
 	return m, err
 }
 
-// HostAlloc allocates size bytes of pinned host memory with cudaHostAlloc,
+// HostAlloc allocates size bytes of pinned host memory with cuMemHostAlloc,
 // unpooled: Free gives it back to CUDA.
 func HostAlloc(size int) (_ *PinnedMemory, err error) {
 	defer func() {
@@ -107,7 +107,7 @@ func HostAlloc(size int) (_ *PinnedMemory, err error) {
 	}
 	freeLost()
 	var p unsafe.Pointer
-	if err := check("cudaHostAlloc", C.hl_malloc_host(ctx, &p, C.size_t(size))); err != nil {
+	if err := check("cuMemHostAlloc", C.hl_malloc_host(ctx, &p, C.size_t(size))); err != nil {
 		return nil, outOfMemory(size, CPUDevice, err)
 	}
 	return &PinnedMemory{ptr: p, size: size, ctx: ctx}, nil
@@ -177,7 +177,7 @@ func (m *PinnedMemory) Free() (err error) {
 	if m.block != nil {
 		return m.block.arena.release(m.block)
 	}
-	return check("cudaFreeHost", C.hl_free_host(m.ctx, m.ptr))
+	return check("cuMemFreeHost", C.hl_free_host(m.ctx, m.ptr))
 }
 
 // A PinnedMemoryPool is a caching allocator of pinned host memory (CuPy's
@@ -308,7 +308,7 @@ func (p *PinnedMemoryPool) pool() *arena {
 	return p.arena
 }
 
-// A HostRegistration is Go memory registered with CUDA (cudaHostRegister,
+// A HostRegistration is Go memory registered with CUDA (cuMemHostRegister,
 // portable to every device), so that copies with it run as with pinned
 // memory.
 //
@@ -357,7 +357,7 @@ func RegisterHost[T any](s []T) (*HostRegistration, error) {
 	reg := &registration{ptr: unsafe.Pointer(unsafe.SliceData(s)), ctx: ctx}
 	reg.pin.Pin(reg.ptr)
 	size := len(s) * int(unsafe.Sizeof(s[0]))
-	if err := check("cudaHostRegister", C.hl_host_register(ctx, reg.ptr, C.size_t(size))); err != nil {
+	if err := check("cuMemHostRegister", C.hl_host_register(ctx, reg.ptr, C.size_t(size))); err != nil {
 		reg.pin.Unpin()
 		return nil, err
 	}
@@ -385,7 +385,7 @@ func (r *HostRegistration) Unregister() error {
 }
 
 func (reg *registration) unregister() error {
-	err := check("cudaHostUnregister", C.hl_host_unregister(reg.ctx, reg.ptr))
+	err := check("cuMemHostUnregister", C.hl_host_unregister(reg.ctx, reg.ptr))
 	reg.pin.Unpin()
 	registrations.Delete(reg)
 	return err

@@ -27,7 +27,7 @@ var ErrNotShareable = errors.New("highlevel: not shareable between processes")
 // ipcHandleSize is the size of CUDA's interprocess handles.
 const ipcHandleSize = C.CU_IPC_HANDLE_SIZE
 
-// An IPCEventHandle names an interprocess event (cudaIpcEventHandle_t) for
+// An IPCEventHandle names an interprocess event (CUipcEventHandle) for
 // OpenIPCEvent in another process. Its zero value names no event.
 type IPCEventHandle struct {
 	b [ipcHandleSize]byte
@@ -51,7 +51,7 @@ func (h *IPCEventHandle) UnmarshalBinary(b []byte) error {
 }
 
 // An IPCMemHandle names device memory for OpenIPCMemory in another process:
-// CUDA's handle of the allocation that holds it (cudaIpcMemHandle_t), and
+// CUDA's handle of the allocation that holds it (CUipcMemHandle), and
 // where in that allocation the memory lies. Its zero value names no
 // memory.
 type IPCMemHandle struct {
@@ -98,7 +98,7 @@ func (h *IPCMemHandle) UnmarshalBinary(b []byte) error {
 }
 
 // IPCHandle exports the event to other processes, which open it with
-// OpenIPCEvent (cudaIpcGetEventHandle). The event must have been created
+// OpenIPCEvent (cuIpcGetEventHandle). The event must have been created
 // with EventOptions.Interprocess (and so DisableTiming). It must stay open
 // while other processes use it.
 func (e *Event) IPCHandle() (_ IPCEventHandle, err error) {
@@ -120,7 +120,7 @@ func (e *Event) IPCHandle() (_ IPCEventHandle, err error) {
 }
 
 // OpenIPCEvent opens on device d an event another process exported with
-// Event.IPCHandle (cudaIpcOpenEventHandle). The event has no timing; it may
+// Event.IPCHandle (cuIpcOpenEventHandle). The event has no timing; it may
 // be recorded, waited for (Stream.WaitEvent, Wait, Synchronize) and queried
 // in either process, and Wait and Done wait for its latest Record in any of
 // them. Close it before the exporting process closes its own: CUDA leaves
@@ -146,9 +146,9 @@ func OpenIPCEvent(d Device, h IPCEventHandle) (_ *Event, err error) {
 }
 
 // IPCHandle exports the memory from p to the end of its Memory to other
-// processes, which open it with OpenIPCMemory (cudaIpcGetMemHandle).
+// processes, which open it with OpenIPCMemory (cuIpcGetMemHandle).
 //
-// CUDA shares whole allocations made by cudaMalloc: memory from
+// CUDA shares whole allocations made by cuMemAlloc: memory from
 // Device.Malloc, and blocks of a MemoryPool over one. The handle names the
 // allocation that holds p and p's offset in it, so a pointer into the
 // middle of a Memory, or a pool's block inside one of its chunks, can be
@@ -189,19 +189,19 @@ func (p MemoryPointer) IPCHandle() (_ IPCMemHandle, err error) {
 		return IPCMemHandle{}, err
 	}
 	if capable == 0 {
-		return IPCMemHandle{}, fmt.Errorf("%w: memory at %p is not from cudaMalloc", ErrNotShareable, ptr)
+		return IPCMemHandle{}, fmt.Errorf("%w: memory at %p is not from cuMemAlloc", ErrNotShareable, ptr)
 	}
 	h.offset, h.size = int(off), n
 	return h, nil
 }
 
 // OpenIPCMemory maps on device d the memory another process exported with
-// MemoryPointer.IPCHandle (cudaIpcOpenMemHandle), and returns a pointer to
+// MemoryPointer.IPCHandle (cuIpcOpenMemHandle), and returns a pointer to
 // it, of h.Size() bytes. The memory may belong to another device of the
 // machine: CUDA enables peer access from d as needed. A process cannot open
 // memory it exported itself.
 //
-// Free unmaps it (cudaIpcCloseMemHandle) once every device the program used
+// Free unmaps it (cuIpcCloseMemHandle) once every device the program used
 // has finished the work queued so far, so that no kernel or copy of this
 // process still uses it; while a stream captures, that wait would spoil the
 // capture, and the next allocation or OpenIPCMemory unmaps it instead, as

@@ -19,7 +19,6 @@ import (
 	"unsafe"
 
 	"github.com/gocuda/cuda/cudadrv"
-	"github.com/gocuda/cuda/cudart"
 )
 
 // ErrArgument is wrapped by the errors of Kernel.Launch about its
@@ -116,12 +115,13 @@ func (m *Module) Kernel(name string) (*Kernel, error) {
 		return nil, err
 	}
 	k := &Kernel{m: m, name: name, funcs: make([]atomic.Uintptr, n)}
-	if err := check(fmt.Sprintf("kernel %q", name), C.hl_library_get_kernel(ctx, &k.k, m.lib, cname)); err != nil {
+	op := fmt.Sprintf("kernel %q", name)
+	if err := check(op, C.hl_library_get_kernel(ctx, &k.k, m.lib, cname)); err != nil {
 		return nil, err
 	}
 	var offsets, sizes [maxParams]C.uint32_t
 	var np C.int
-	if err := check("cuKernelGetParamInfo", C.hl_kernel_params(ctx, k.k, &offsets[0], &sizes[0], maxParams, &np)); err != nil {
+	if err := check(op, C.hl_kernel_params(ctx, k.k, &offsets[0], &sizes[0], maxParams, &np)); err != nil {
 		return nil, err
 	}
 	for i := range int(np) {
@@ -325,7 +325,7 @@ func (k *Kernel) launch(s *Stream, cfg *LaunchConfig, args []any, sc *launchScra
 		return err
 	}
 	dims := &sc.dims
-	if err := cfg.check(d, &st.props, dims); err != nil {
+	if err := cfg.check(d, &st.limits, dims); err != nil {
 		return fmt.Errorf("highlevel: launching %s: %w", k.name, err)
 	}
 	f, err := k.function(d, st.ctx)
@@ -391,21 +391,20 @@ func (k *Kernel) function(d Device, ctx unsafe.Pointer) (C.uintptr_t, error) {
 	return f, nil
 }
 
-// check checks the configuration against the limits of device d, whose
-// properties are p, and writes the grid, block and cluster dimensions for
-// the shim to dims.
-func (cfg *LaunchConfig) check(d Device, p *cudart.DeviceProp, dims *[9]C.uint32_t) error {
+// check checks the configuration against the limits of device d, l, and
+// writes the grid, block and cluster dimensions for the shim to dims.
+func (cfg *LaunchConfig) check(d Device, l *deviceLimits, dims *[9]C.uint32_t) error {
 	gx, gy, gz := cfg.Grid.dims()
 	bx, by, bz := cfg.Block.dims()
 	switch {
-	case gx > int(p.MaxGridSize[0]) || gy > int(p.MaxGridSize[1]) || gz > int(p.MaxGridSize[2]) || min(cfg.Grid.X, cfg.Grid.Y, cfg.Grid.Z) < 0:
-		return fmt.Errorf("grid %v is outside %v's limits (%v)", cfg.Grid, d, p.MaxGridSize)
-	case bx > int(p.MaxThreadsDim[0]) || by > int(p.MaxThreadsDim[1]) || bz > int(p.MaxThreadsDim[2]) || min(cfg.Block.X, cfg.Block.Y, cfg.Block.Z) < 0:
-		return fmt.Errorf("block %v is outside %v's limits (%v)", cfg.Block, d, p.MaxThreadsDim)
-	case bx*by*bz > int(p.MaxThreadsPerBlock):
-		return fmt.Errorf("block %v has %d threads, more than the %d of %v", cfg.Block, bx*by*bz, p.MaxThreadsPerBlock, d)
-	case cfg.SharedMem < 0 || cfg.SharedMem > int(p.SharedMemPerBlockOptin):
-		return fmt.Errorf("%d bytes of shared memory: %v allows at most %d per block", cfg.SharedMem, d, p.SharedMemPerBlockOptin)
+	case gx > int(l.maxGrid[0]) || gy > int(l.maxGrid[1]) || gz > int(l.maxGrid[2]) || min(cfg.Grid.X, cfg.Grid.Y, cfg.Grid.Z) < 0:
+		return fmt.Errorf("grid %v is outside %v's limits (%v)", cfg.Grid, d, l.maxGrid)
+	case bx > int(l.maxBlock[0]) || by > int(l.maxBlock[1]) || bz > int(l.maxBlock[2]) || min(cfg.Block.X, cfg.Block.Y, cfg.Block.Z) < 0:
+		return fmt.Errorf("block %v is outside %v's limits (%v)", cfg.Block, d, l.maxBlock)
+	case bx*by*bz > int(l.maxThreadsPerBlock):
+		return fmt.Errorf("block %v has %d threads, more than the %d of %v", cfg.Block, bx*by*bz, l.maxThreadsPerBlock, d)
+	case cfg.SharedMem < 0 || cfg.SharedMem > int(l.sharedMemOptin):
+		return fmt.Errorf("%d bytes of shared memory: %v allows at most %d per block", cfg.SharedMem, d, l.sharedMemOptin)
 	case min(cfg.Cluster.X, cfg.Cluster.Y, cfg.Cluster.Z) < 0:
 		return fmt.Errorf("cluster %v is negative", cfg.Cluster)
 	}

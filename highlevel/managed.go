@@ -22,19 +22,19 @@ type Advice int
 const (
 	// AdviseReadMostly: the memory is mostly read, so each processor may
 	// keep a read-only copy. The device argument is ignored.
-	AdviseReadMostly Advice = C.cudaMemAdviseSetReadMostly
+	AdviseReadMostly Advice = C.CU_MEM_ADVISE_SET_READ_MOSTLY
 	// AdviseUnsetReadMostly undoes AdviseReadMostly.
-	AdviseUnsetReadMostly Advice = C.cudaMemAdviseUnsetReadMostly
+	AdviseUnsetReadMostly Advice = C.CU_MEM_ADVISE_UNSET_READ_MOSTLY
 	// AdvisePreferredLocation: the memory should live on the device given
 	// (CPUDevice: host memory).
-	AdvisePreferredLocation Advice = C.cudaMemAdviseSetPreferredLocation
+	AdvisePreferredLocation Advice = C.CU_MEM_ADVISE_SET_PREFERRED_LOCATION
 	// AdviseUnsetPreferredLocation undoes AdvisePreferredLocation.
-	AdviseUnsetPreferredLocation Advice = C.cudaMemAdviseUnsetPreferredLocation
+	AdviseUnsetPreferredLocation Advice = C.CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION
 	// AdviseAccessedBy: the device given accesses the memory, so it stays
 	// mapped there wherever it lives.
-	AdviseAccessedBy Advice = C.cudaMemAdviseSetAccessedBy
+	AdviseAccessedBy Advice = C.CU_MEM_ADVISE_SET_ACCESSED_BY
 	// AdviseUnsetAccessedBy undoes AdviseAccessedBy.
-	AdviseUnsetAccessedBy Advice = C.cudaMemAdviseUnsetAccessedBy
+	AdviseUnsetAccessedBy Advice = C.CU_MEM_ADVISE_UNSET_ACCESSED_BY
 )
 
 func (a Advice) String() string {
@@ -74,16 +74,8 @@ func (p MemoryPointer) managedSpan(op string, n int, dev Device) (unsafe.Pointer
 	return d, err
 }
 
-// location returns dev as a cudaMemLocation's type and id.
-func location(dev Device) (C.int, C.int) {
-	if dev == CPUDevice {
-		return C.cudaMemLocationTypeHost, 0
-	}
-	return C.cudaMemLocationTypeDevice, C.int(dev)
-}
-
 // Prefetch migrates n bytes of managed memory from p to dev (CPUDevice:
-// host memory), ordered on s (cudaMemPrefetchAsync). s is a stream of dev
+// host memory), ordered on s (cuMemPrefetchAsync). s is a stream of dev
 // (nil: the legacy default stream of dev, or, for CPUDevice, of the
 // memory's device); for CPUDevice s must be of the memory's device. An
 // empty prefetch does nothing.
@@ -112,13 +104,12 @@ func (p MemoryPointer) Prefetch(n int, dev Device, s *Stream) error {
 		return err
 	}
 	defer s.leave()
-	typ, id := location(dev)
-	return check("cudaMemPrefetchAsync", C.hl_mem_prefetch(ctx, d, C.size_t(n), typ, id, sh))
+	return check("cuMemPrefetchAsync", C.hl_mem_prefetch(ctx, d, C.size_t(n), C.int(dev), sh))
 }
 
 // Advise gives advice about n bytes of managed memory from p, for dev
 // (CPUDevice: the host) where the advice takes a location
-// (cudaMemAdvise).
+// (cuMemAdvise).
 func (p MemoryPointer) Advise(n int, advice Advice, dev Device) error {
 	if advice < AdviseReadMostly || advice > AdviseUnsetAccessedBy {
 		return fmt.Errorf("highlevel: advise: unknown %v", advice)
@@ -135,6 +126,5 @@ func (p MemoryPointer) Advise(n int, advice Advice, dev Device) error {
 	if err != nil {
 		return err
 	}
-	typ, id := location(dev)
-	return check("cudaMemAdvise", C.hl_mem_advise(ctx, d, C.size_t(n), C.int(advice), typ, id))
+	return check("cuMemAdvise", C.hl_mem_advise(ctx, d, C.size_t(n), C.int(advice), C.int(dev)))
 }

@@ -12,7 +12,7 @@ import (
 	"unsafe"
 )
 
-// Memory is one allocation of device memory: from cudaMalloc, a pool, a
+// Memory is one allocation of device memory: from cuMemAlloc, a pool, a
 // stream-ordered pool, or memory owned by someone else (UnownedMemory).
 // Free gives it back; Memory that becomes unreachable without Free is given
 // back by a cleanup (runtime.AddCleanup) as a safety net, so forgetting
@@ -332,7 +332,7 @@ func (p MemoryPointer) copyHostOp(h unsafe.Pointer, n int, s *Stream, async, toD
 	if toDevice {
 		dst, src = d, h
 	}
-	return check("cudaMemcpy", C.hl_memcpy(ctx, dst, src, C.size_t(n), C.cudaMemcpyDefault, sh, cbool(async)))
+	return check("cuMemcpy", C.hl_memcpy(ctx, dst, src, C.size_t(n), sh, cbool(async)))
 }
 
 // CopyFromDevice copies n bytes from src, on any device, to p. Between two
@@ -387,13 +387,14 @@ func (p MemoryPointer) copyDeviceOp(src MemoryPointer, n int, s *Stream, async b
 // copyDeviceOp has few enough returns for its defers to stay open-coded.
 func queueCopy(ctx, dst unsafe.Pointer, dd Device, sp unsafe.Pointer, sd Device, n int, sh C.uintptr_t, async bool) error {
 	if sd != dd {
-		if _, err := sd.state(); err != nil {
+		sctx, err := sd.context()
+		if err != nil {
 			return err
 		}
-		return check("cudaMemcpyPeer", C.hl_memcpy_peer(ctx, dst, C.int(dd), sp, C.int(sd), C.size_t(n), sh, cbool(async)))
+		return check("cuMemcpyPeer", C.hl_memcpy_peer(ctx, dst, sp, sctx, C.size_t(n), sh, cbool(async)))
 	}
 	// Both are device (or managed) memory of one device.
-	return check("cudaMemcpy", C.hl_memcpy(ctx, dst, sp, C.size_t(n), C.cudaMemcpyDeviceToDevice, sh, cbool(async)))
+	return check("cuMemcpy", C.hl_memcpy(ctx, dst, sp, C.size_t(n), sh, cbool(async)))
 }
 
 // Memset sets n bytes from p to the byte value.
@@ -430,7 +431,7 @@ func (p MemoryPointer) memsetOp(value byte, n int, s *Stream, async bool) error 
 		return err
 	}
 	defer s.leave()
-	return check("cudaMemset", C.hl_memset(ctx, d, C.int(value), C.size_t(n), sh, cbool(async)))
+	return check("cuMemsetD8", C.hl_memset(ctx, d, C.int(value), C.size_t(n), sh, cbool(async)))
 }
 
 func cbool(b bool) C.int {
@@ -440,7 +441,7 @@ func cbool(b bool) C.int {
 	return 0
 }
 
-// An Allocator allocates device memory. Device (cudaMalloc, unpooled),
+// An Allocator allocates device memory. Device (cuMemAlloc, unpooled),
 // *MemoryPool and *MemoryAsyncPool are Allocators. Allocation is explicit
 // where it matters: an Allocator's Malloc, NewArrayOn and ArrayFromOn
 // allocate from the allocator named; Alloc, NewArray and ArrayFrom use the
@@ -523,7 +524,7 @@ func GetAllocator() (_ Allocator, err error) {
 	return a, nil
 }
 
-// Malloc allocates size bytes on d with cudaMalloc, unpooled. Device is an
+// Malloc allocates size bytes on d with cuMemAlloc, unpooled. Device is an
 // Allocator: NewArrayOn(dev, n) allocates an unpooled Array on dev.
 func (d Device) Malloc(size int) (MemoryPointer, error) {
 	return d.malloc(size, false)
@@ -559,9 +560,9 @@ func (d Device) malloc(size int, managed bool) (_ MemoryPointer, err error) {
 	freeLost()
 	var p unsafe.Pointer
 	if managed {
-		err = check("cudaMallocManaged", C.hl_malloc_managed(ctx, &p, C.size_t(size)))
+		err = check("cuMemAllocManaged", C.hl_malloc_managed(ctx, &p, C.size_t(size)))
 	} else {
-		err = check("cudaMalloc", C.hl_malloc(ctx, &p, C.size_t(size)))
+		err = check("cuMemAlloc", C.hl_malloc(ctx, &p, C.size_t(size)))
 	}
 	if err != nil {
 		return MemoryPointer{}, outOfMemory(size, d, err)
@@ -596,7 +597,7 @@ func newMemory(p unsafe.Pointer, size int, d Device, o owner, lost lostMemory) M
 	return MemoryPointer{mem: m}
 }
 
-// deviceOwner frees with cudaFree.
+// deviceOwner frees with cuMemFree.
 type deviceOwner struct{}
 
 func (deviceOwner) free(m *Memory) error {
@@ -604,14 +605,14 @@ func (deviceOwner) free(m *Memory) error {
 	if err != nil {
 		return err
 	}
-	return check("cudaFree", C.hl_free(ctx, m.ptr))
+	return check("cuMemFree", C.hl_free(ctx, m.ptr))
 }
 
-// lostMemory is memory from cudaMalloc or cudaMallocAsync, a host
+// lostMemory is memory from cuMemAlloc or cuMemAllocFromPoolAsync, a host
 // registration or an IPC mapping, whose owner was dropped without Free. A
 // cleanup must not call CUDA, so it is queued, and freed by the next
 // allocation of the package, once the work queued before has finished:
-// cudaFree, cudaHostUnregister or cuIpcCloseMemHandle of memory a kernel
+// cuMemFree, cuMemHostUnregister or cuIpcCloseMemHandle of memory a kernel
 // or a copy still uses would be undefined.
 type lostMemory struct {
 	ptr, ctx unsafe.Pointer
@@ -679,7 +680,7 @@ func UnownedMemory(ptr unsafe.Pointer, size int, owner any) (_ MemoryPointer, er
 	if size > maxSize {
 		return MemoryPointer{}, errors.New("larger than any device")
 	}
-	if err := load(); err != nil {
+	if err := initDevices(); err != nil { // which initializes the driver
 		return MemoryPointer{}, err
 	}
 	var dev, typ, managed C.int

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/gocuda/cuda/cudart"
+	"github.com/gocuda/cuda/cudadrv"
 )
 
 // tagAllocator is an Allocator that records its name in its failures.
@@ -202,14 +202,14 @@ func TestDefaultDeviceSources(t *testing.T) {
 // TestWithoutCUDA checks what the package does where CUDA cannot be loaded:
 // errors that say what was looked for, never a panic.
 func TestWithoutCUDA(t *testing.T) {
-	if err := cudart.Load(); err == nil {
+	if err := cudadrv.Load(); err == nil {
 		t.Skip("CUDA is here: this test is for machines without it")
 	}
 	if IsAvailable() {
 		t.Error("IsAvailable = true without CUDA")
 	}
 	_, err := DeviceCount()
-	var le *cudart.LibraryError
+	var le *cudadrv.LibraryError
 	if !errors.As(err, &le) {
 		t.Fatalf("DeviceCount error = %v, want a *LibraryError", err)
 	}

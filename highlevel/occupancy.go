@@ -120,11 +120,34 @@ type DeviceData struct {
 	TextureAlignment int
 }
 
-// NewDeviceData returns the DeviceData of device d, from its properties.
+// NewDeviceData returns the DeviceData of device d, from its attributes:
+// DeviceDataFromProperties of the properties it reads, which are
+// cudaGetDeviceProperties's, read from the driver.
 func NewDeviceData(d Device) (DeviceData, error) {
-	p, err := d.Properties()
-	if err != nil {
-		return DeviceData{}, err
+	var p cudart.DeviceProp
+	for _, f := range []struct {
+		attr cudart.DeviceAttr
+		set  func(int)
+	}{
+		{cudart.DevAttrComputeCapabilityMajor, func(v int) { p.Major = int32(v) }},
+		{cudart.DevAttrComputeCapabilityMinor, func(v int) { p.Minor = int32(v) }},
+		{cudart.DevAttrMultiProcessorCount, func(v int) { p.MultiProcessorCount = int32(v) }},
+		{cudart.DevAttrMaxThreadsPerBlock, func(v int) { p.MaxThreadsPerBlock = int32(v) }},
+		{cudart.DevAttrMaxThreadsPerMultiProcessor, func(v int) { p.MaxThreadsPerMultiProcessor = int32(v) }},
+		{cudart.DevAttrWarpSize, func(v int) { p.WarpSize = int32(v) }},
+		{cudart.DevAttrMaxRegistersPerMultiprocessor, func(v int) { p.RegsPerMultiprocessor = int32(v) }},
+		{cudart.DevAttrMaxRegistersPerBlock, func(v int) { p.RegsPerBlock = int32(v) }},
+		{cudart.DevAttrMaxSharedMemoryPerMultiprocessor, func(v int) { p.SharedMemPerMultiprocessor = uint64(v) }},
+		{cudart.DevAttrMaxSharedMemoryPerBlockOptin, func(v int) { p.SharedMemPerBlockOptin = uint64(v) }},
+		{cudart.DevAttrMaxSharedMemoryPerBlock, func(v int) { p.SharedMemPerBlock = uint64(v) }},
+		{cudart.DevAttrReservedSharedMemoryPerBlock, func(v int) { p.ReservedSharedMemPerBlock = uint64(v) }},
+		{cudart.DevAttrTextureAlignment, func(v int) { p.TextureAlignment = uint64(v) }},
+	} {
+		v, err := d.Attribute(f.attr)
+		if err != nil {
+			return DeviceData{}, err
+		}
+		f.set(v)
 	}
 	return DeviceDataFromProperties(&p)
 }

@@ -103,7 +103,7 @@ func (p *MemoryPool) newPooled(b *block, size int) *Memory {
 }
 
 // NewMemoryPool returns a pool that takes its memory from upstream; nil
-// upstream is DefaultDevice's cudaMalloc. A Device upstream (cudaMalloc on
+// upstream is DefaultDevice's cuMemAlloc. A Device upstream (cuMemAlloc on
 // that device) makes a pool per device:
 //
 //	pool, err := highlevel.NewMemoryPool(highlevel.Device(1))
@@ -368,7 +368,7 @@ func (p *MemoryPool) pool() *arena {
 func (b *block) free(*Memory) error { return b.arena.release(b) }
 
 // A MemoryAsyncPool allocates stream-ordered memory from a CUDA memory
-// pool (cudaMallocFromPoolAsync; CuPy's MemoryAsyncPool): memory freed on a
+// pool (cuMemAllocFromPoolAsync; CuPy's MemoryAsyncPool): memory freed on a
 // stream is reused by later allocations on that stream, in the order of
 // the stream's work.
 type MemoryAsyncPool struct {
@@ -398,7 +398,7 @@ func NewMemoryAsyncPool(d Device) (_ *MemoryAsyncPool, err error) {
 		return nil, err
 	}
 	var h C.uintptr_t
-	if err := check("cudaMemPoolCreate", C.hl_mem_pool_create(ctx, &h, C.int(d))); err != nil {
+	if err := check("cuMemPoolCreate", C.hl_mem_pool_create(ctx, &h, C.int(d))); err != nil {
 		return nil, err
 	}
 	p := &MemoryAsyncPool{h: h, dev: d, ctx: ctx, owned: true}
@@ -412,11 +412,11 @@ func (p *MemoryAsyncPool) unref() error {
 	if p.allocs.Add(-1) != 0 || !p.owned {
 		return nil
 	}
-	return check("cudaMemPoolDestroy", C.hl_mem_pool_destroy(p.ctx, p.h))
+	return check("cuMemPoolDestroy", C.hl_mem_pool_destroy(p.ctx, p.h))
 }
 
 // DeviceMemoryAsyncPool returns d's default CUDA memory pool, the one
-// cudaMallocAsync uses. Close does nothing to it.
+// cudaMallocAsync and cuMemAllocAsync use. Close does nothing to it.
 func DeviceMemoryAsyncPool(d Device) (_ *MemoryAsyncPool, err error) {
 	defer func() {
 		if err != nil {
@@ -428,7 +428,7 @@ func DeviceMemoryAsyncPool(d Device) (_ *MemoryAsyncPool, err error) {
 		return nil, err
 	}
 	var h C.uintptr_t
-	if err := check("cudaDeviceGetDefaultMemPool", C.hl_default_mem_pool(ctx, &h, C.int(d))); err != nil {
+	if err := check("cuDeviceGetDefaultMemPool", C.hl_default_mem_pool(ctx, &h, C.int(d))); err != nil {
 		return nil, err
 	}
 	return &MemoryAsyncPool{h: h, dev: d, ctx: ctx}, nil
@@ -517,7 +517,7 @@ func (p *MemoryAsyncPool) mallocAsync(size int, s *Stream) (MemoryPointer, error
 		return MemoryPointer{}, err
 	}
 	var ptr unsafe.Pointer
-	if err := check("cudaMallocAsync", C.hl_malloc_async(p.ctx, &ptr, C.size_t(size), p.h, sh)); err != nil {
+	if err := check("cuMemAllocFromPoolAsync", C.hl_malloc_async(p.ctx, &ptr, C.size_t(size), p.h, sh)); err != nil {
 		p.inUse.Add(-int64(size))
 		return MemoryPointer{}, outOfMemory(size, p.dev, err)
 	}
@@ -538,7 +538,7 @@ func (p *MemoryAsyncPool) reserve(size int) error {
 	}
 }
 
-// asyncOwner frees with cudaFreeAsync on the stream of the allocation.
+// asyncOwner frees with cuMemFreeAsync on the stream of the allocation.
 type asyncOwner struct {
 	s *Stream
 	p *MemoryAsyncPool
@@ -557,7 +557,7 @@ func (o asyncOwner) free(m *Memory) error {
 		return err
 	}
 	defer o.s.leave()
-	err = check("cudaFreeAsync", C.hl_free_async(ctx, m.ptr, sh))
+	err = check("cuMemFreeAsync", C.hl_free_async(ctx, m.ptr, sh))
 	if err == nil {
 		o.p.inUse.Add(-int64(m.size))
 		// Destroying the pool waits for the frees queued into it.
@@ -571,7 +571,7 @@ func (o asyncOwner) free(m *Memory) error {
 // last: the pool is destroyed only after the frees queued into it ran.
 func (p *MemoryAsyncPool) unrefAfter(sh C.uintptr_t) error {
 	if p.allocs.Load() == 1 && p.life.closed() && p.owned {
-		if err := check("cudaStreamSynchronize", C.hl_stream_synchronize(p.ctx, sh)); err != nil {
+		if err := check("cuStreamSynchronize", C.hl_stream_synchronize(p.ctx, sh)); err != nil {
 			return err
 		}
 	}
@@ -599,8 +599,8 @@ func (p *MemoryAsyncPool) attr(a C.int) int {
 // MemoryAsyncPool (cudaMallocAsync on a device's default pool) included.
 
 // UsedBytes returns the bytes allocated from the pool and not yet freed
-// (cudaMemPoolAttrUsedMemCurrent).
-func (p *MemoryAsyncPool) UsedBytes() int { return p.attr(C.cudaMemPoolAttrUsedMemCurrent) }
+// (CU_MEMPOOL_ATTR_USED_MEM_CURRENT).
+func (p *MemoryAsyncPool) UsedBytes() int { return p.attr(C.CU_MEMPOOL_ATTR_USED_MEM_CURRENT) }
 
 // FreeBytes returns the bytes the pool holds unused: TotalBytes less
 // UsedBytes.
@@ -609,16 +609,16 @@ func (p *MemoryAsyncPool) FreeBytes() int {
 }
 
 // TotalBytes returns the bytes the pool holds from the device
-// (cudaMemPoolAttrReservedMemCurrent).
+// (CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT).
 func (p *MemoryAsyncPool) TotalBytes() int {
-	return p.attr(C.cudaMemPoolAttrReservedMemCurrent)
+	return p.attr(C.CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT)
 }
 
 // ReleaseThreshold returns the bytes the pool keeps when a stream
-// synchronizes (cudaMemPoolAttrReleaseThreshold); memory beyond it is
+// synchronizes (CU_MEMPOOL_ATTR_RELEASE_THRESHOLD); memory beyond it is
 // given back to the device.
 func (p *MemoryAsyncPool) ReleaseThreshold() int {
-	return p.attr(C.cudaMemPoolAttrReleaseThreshold)
+	return p.attr(C.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD)
 }
 
 // SetReleaseThreshold sets ReleaseThreshold; math.MaxInt keeps everything.
@@ -631,7 +631,7 @@ func (p *MemoryAsyncPool) SetReleaseThreshold(n int) (err error) {
 		return err
 	}
 	defer p.life.release()
-	return check("cudaMemPoolSetAttribute", C.hl_mem_pool_set_attribute(p.ctx, p.h, C.cudaMemPoolAttrReleaseThreshold, C.uint64_t(n)))
+	return check("cuMemPoolSetAttribute", C.hl_mem_pool_set_attribute(p.ctx, p.h, C.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, C.uint64_t(n)))
 }
 
 // Limit returns the limit SetLimit set, 0 for none.
@@ -676,14 +676,14 @@ func (p *MemoryAsyncPool) SetLimitFraction(f float64) error {
 }
 
 // FreeAllBlocks gives the memory the pool holds unused back to the device
-// (cudaMemPoolTrimTo with nothing kept).
+// (cuMemPoolTrimTo with nothing kept).
 func (p *MemoryAsyncPool) FreeAllBlocks() (err error) {
 	defer wrap(&err, "free the blocks of a memory async pool")
 	if err := p.use(); err != nil {
 		return err
 	}
 	defer p.life.release()
-	return check("cudaMemPoolTrimTo", C.hl_mem_pool_trim(p.ctx, p.h, 0))
+	return check("cuMemPoolTrimTo", C.hl_mem_pool_trim(p.ctx, p.h, 0))
 }
 
 // Close destroys a pool NewMemoryAsyncPool created, once the memory still

@@ -7,7 +7,7 @@ import "errors"
 
 // ProfilerStart starts the profiler attached to the process (Nsight
 // Systems, Nsight Compute with --profile-from-start off) collecting
-// (cudaProfilerStart). Without a profiler it does nothing.
+// (cuProfilerStart). Without a profiler it does nothing.
 func ProfilerStart() error { return profiler(true) }
 
 // ProfilerStop stops the collection that ProfilerStart started.
@@ -22,9 +22,9 @@ func profiler(start bool) error {
 	if err != nil {
 		return err
 	}
-	op := "cudaProfilerStop"
+	op := "cuProfilerStop"
 	if start {
-		op = "cudaProfilerStart"
+		op = "cuProfilerStart"
 	}
 	return check(op, C.hl_profiler(ctx, cbool(start)))
 }

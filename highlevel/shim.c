@@ -1,7 +1,8 @@
 #include "shim.h"
+#include "symbols.h"
 
-#include <cuda.h>
-#include <cuda_profiler_api.h>
+#include <cudaTypedefs.h>
+#include <cudaProfilerTypedefs.h>
 #include <errno.h>
 #include <string.h>
 #include <pthread.h>
@@ -9,74 +10,60 @@
 #include <sys/prctl.h>
 #include <time.h>
 
-// The functions the shim calls, resolved by Go (load.go) through cudart's and
-// cudadrv's loaded libraries: RT for libcudart.so.13, DRV for libcuda.so.1.
-#define HL_SYMBOLS(RT, DRV) \
-	RT(cudaGetDevice) RT(cudaSetDevice) RT(cudaGetDeviceCount) \
-	RT(cudaRuntimeGetVersion) RT(cudaDriverGetVersion) RT(cudaDeviceGetAttribute) \
-	RT(cudaGetDeviceProperties) RT(cudaMemGetInfo) RT(cudaDeviceSynchronize) \
-	RT(cudaPointerGetAttributes) RT(cudaMalloc) RT(cudaMallocManaged) RT(cudaFree) \
-	RT(cudaMemPrefetchAsync) RT(cudaMemAdvise) \
-	RT(cudaMallocFromPoolAsync) RT(cudaFreeAsync) \
-	RT(cudaMemcpy) RT(cudaMemcpyAsync) RT(cudaMemcpyPeer) RT(cudaMemcpyPeerAsync) \
-	RT(cudaMemset) RT(cudaMemsetAsync) RT(cudaHostAlloc) RT(cudaFreeHost) \
-	RT(cudaHostRegister) RT(cudaHostUnregister) RT(cudaMemPoolCreate) \
-	RT(cudaMemPoolDestroy) RT(cudaMemPoolSetAttribute) RT(cudaMemPoolGetAttribute) \
-	RT(cudaMemPoolTrimTo) RT(cudaDeviceGetDefaultMemPool) RT(cudaStreamCreateWithFlags) \
-	RT(cudaStreamCreateWithPriority) \
-	RT(cudaDeviceGetStreamPriorityRange) RT(cudaStreamDestroy) \
-	RT(cudaStreamSynchronize) RT(cudaStreamQuery) RT(cudaStreamWaitEvent) \
-	RT(cudaStreamAddCallback) RT(cudaLaunchHostFunc) RT(cudaStreamGetCaptureInfo) \
-	RT(cudaUserObjectCreate) RT(cudaGraphRetainUserObject) RT(cudaUserObjectRelease) \
-	RT(cudaStreamBeginCapture) RT(cudaStreamEndCapture) RT(cudaEventCreateWithFlags) \
-	RT(cudaEventDestroy) RT(cudaEventRecord) RT(cudaEventSynchronize) \
-	RT(cudaEventQuery) RT(cudaEventElapsedTime) RT(cudaGraphInstantiate) \
-	RT(cudaGraphLaunch) RT(cudaGraphUpload) RT(cudaGraphExecUpdate) \
-	RT(cudaGraphDestroy) RT(cudaGraphExecDestroy) \
-	RT(cudaGraphInstantiateWithParams) \
-	RT(cudaProfilerStart) RT(cudaProfilerStop) \
-	DRV(cuCtxGetCurrent) DRV(cuCtxSetCurrent) DRV(cuInit) DRV(cuDeviceGet) \
-	DRV(cuDevicePrimaryCtxRetain) DRV(cuLibraryLoadData) DRV(cuLibraryUnload) \
-	DRV(cuLibraryGetKernel) DRV(cuKernelGetFunction) DRV(cuKernelGetParamInfo) DRV(cuKernelGetAttribute) \
-	DRV(cuKernelSetAttribute) DRV(cuLaunchKernel) DRV(cuLaunchKernelEx) \
-	DRV(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags) \
-	DRV(cuOccupancyMaxPotentialBlockSizeWithFlags) DRV(cuPointerGetAttributes) \
-	DRV(cuIpcGetEventHandle) DRV(cuIpcOpenEventHandle) DRV(cuIpcGetMemHandle) \
-	DRV(cuIpcOpenMemHandle_v2) DRV(cuIpcCloseMemHandle) \
-	DRV(cuCtxSynchronize) DRV(cuCtxEnablePeerAccess) DRV(cuDevicePrimaryCtxGetState)
+// Each function is a pointer of its typedef's type, named after it: the
+// shim calls DRV(cuMemAlloc)(...), checked by the compiler against
+// PFN_cuMemAlloc_v3020.
+#define HL_POINTER(name, version) static PFN_##name##_v##version hl_fn_##name;
+HL_SYMBOLS(HL_POINTER)
 
-#define HL_INDEX(name) HL_##name,
-enum { HL_SYMBOLS(HL_INDEX, HL_INDEX) HL_NSYMBOLS };
+#define HL_INDEX(name, version) HL_I_##name,
+enum { HL_SYMBOLS(HL_INDEX) HL_NSYMBOLS };
 
-#define HL_NAME(name) #name,
-static const char *const hl_names[] = { HL_SYMBOLS(HL_NAME, HL_NAME) };
+#define HL_ENTRY(name, version) {#name, version, (void **)&hl_fn_##name},
+static const struct {
+	const char *name;
+	int version;
+	void **fn;
+} hl_symbols[] = { HL_SYMBOLS(HL_ENTRY) };
 
-static void *hl_fn[HL_NSYMBOLS];
+#define DRV(name) hl_fn_##name
 
-const char *hl_symbol(int i) { return hl_names[i]; }
+const char *hl_symbol(int i) { return hl_symbols[i].name; }
+int hl_symbol_version(int i) { return hl_symbols[i].version; }
 int hl_nsymbols(void) { return HL_NSYMBOLS; }
-void hl_set_symbol(int i, void *p) { hl_fn[i] = p; }
 
-// RT calls a runtime function with its own prototype from cuda_runtime_api.h.
-#define RT(name) ((__typeof__(&name))hl_fn[HL_##name])
+// hl_resolve takes symbol i's entry point from get_proc_address, the
+// driver's cuGetProcAddress_v2, at the symbol's version, with the legacy
+// default stream's semantics (the functions without _ptsz/_ptds), as C
+// compiled without CUDA_API_PER_THREAD_DEFAULT_STREAM calls them. *status
+// is the CUdriverProcAddressQueryResult.
+int hl_resolve(void *get_proc_address, int i, int *status) {
+	CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+	void *fn = NULL;
+	CUresult r = ((PFN_cuGetProcAddress_v12000)get_proc_address)(hl_symbols[i].name, &fn, hl_symbols[i].version,
+		CU_GET_PROC_ADDRESS_LEGACY_STREAM, &st);
+	*status = (int)st;
+	if (r == CUDA_SUCCESS && st == CU_GET_PROC_ADDRESS_SUCCESS && fn == NULL) {
+		r = CUDA_ERROR_NOT_FOUND;
+	}
+	if (r == CUDA_SUCCESS && st == CU_GET_PROC_ADDRESS_SUCCESS) {
+		*hl_symbols[i].fn = fn;
+	}
+	return (int)r;
+}
 
-// DRV calls a driver function with its own prototype from cuda.h.
-#define DRV(name) ((__typeof__(&name))hl_fn[HL_##name])
+int hl_driver_version(int *v) { return DRV(cuDriverGetVersion)(v); }
 
-// The driver functions of the shim's context handling.
-#define CTX_GET ((int (*)(void **))hl_fn[HL_cuCtxGetCurrent])
-#define CTX_SET ((int (*)(void *))hl_fn[HL_cuCtxSetCurrent])
-#define DRV_INIT ((int (*)(unsigned))hl_fn[HL_cuInit])
-#define DRV_DEVICE_GET ((int (*)(int *, int))hl_fn[HL_cuDeviceGet])
-#define DRV_RETAIN ((int (*)(void **, int))hl_fn[HL_cuDevicePrimaryCtxRetain])
+// NEED returns from the calling shim function when the driver lacks a
+// function that came after HL_BASE_VERSION.
+#define NEED(name) do { \
+	if (DRV(name) == NULL) return HL_MISSING_BASE - HL_I_##name; \
+} while (0)
 
 // hl_in_callback is set while a stream callback or host function runs on
 // this thread: CUDA forbids calling it from there, so every shim function
 // refuses, rather than deadlock.
 static __thread int hl_in_callback;
-
-// drv_status turns the driver's CUresult r into a shim status.
-static int drv_status(int r) { return r == 0 ? 0 : HL_DRIVER_BASE - r; }
 
 // hl_enter makes ctx current (when it is not NULL and not current already)
 // and leaves the context to restore in *prev.
@@ -88,14 +75,15 @@ static int hl_enter(void *ctx, void **prev) {
 	if (ctx == NULL) {
 		return 0;
 	}
-	int r = CTX_GET(prev);
-	if (r == 0 && *prev != ctx) {
-		r = CTX_SET(ctx);
+	CUcontext cur = NULL;
+	CUresult r = DRV(cuCtxGetCurrent)(&cur);
+	if (r == CUDA_SUCCESS && cur != (CUcontext)ctx) {
+		r = DRV(cuCtxSetCurrent)((CUcontext)ctx);
 	}
-	if (r != 0) {
-		*prev = ctx;
+	if (r == CUDA_SUCCESS) {
+		*prev = cur;
 	}
-	return drv_status(r);
+	return (int)r;
 }
 
 // hl_leave puts back the context that was current before hl_enter. A
@@ -104,11 +92,12 @@ static int hl_enter(void *ctx, void **prev) {
 // context current the thread has no device of its own to keep.
 static void hl_leave(void *ctx, void *prev) {
 	if (prev != ctx && prev != NULL) {
-		CTX_SET(prev);
+		DRV(cuCtxSetCurrent)((CUcontext)prev);
 	}
 }
 
-// CALL runs one runtime call inside hl_enter/hl_leave and returns its status.
+// CALL runs one driver call inside hl_enter/hl_leave and returns its
+// CUresult.
 #define CALL(ctx, call) do { \
 	void *prev_; \
 	int e_ = hl_enter(ctx, &prev_); \
@@ -118,46 +107,81 @@ static void hl_leave(void *ctx, void *prev) {
 	return r_; \
 } while (0)
 
-// DCALL is CALL for a driver call, whose CUresult becomes a shim status.
-#define DCALL(ctx, call) CALL(ctx, drv_status(call))
+#define STREAM(s) ((CUstream)(s))
+#define EVENT(e) ((CUevent)(e))
+#define DPTR(p) ((CUdeviceptr)(uintptr_t)(p))
 
-#define STREAM(s) ((cudaStream_t)(s))
-#define EVENT(e) ((cudaEvent_t)(e))
-
-// hl_primary_context retains dev's primary context through the driver,
-// leaving the calling thread's current context and device alone.
+// hl_primary_context retains dev's primary context, leaving the calling
+// thread's current context alone.
 int hl_primary_context(int dev, void **ctx) {
 	void *prev;
 	int r = hl_enter(NULL, &prev);
 	if (r != 0) return r;
-	int d;
-	r = DRV_INIT(0);
-	if (r == 0) r = DRV_DEVICE_GET(&d, dev);
-	if (r == 0) r = DRV_RETAIN(ctx, d);
-	return drv_status(r);
+	CUdevice d;
+	r = DRV(cuInit)(0);
+	if (r == 0) r = DRV(cuDeviceGet)(&d, dev);
+	if (r == 0) r = DRV(cuDevicePrimaryCtxRetain)((CUcontext *)ctx, d);
+	return r;
 }
 
-int hl_get_device(int *dev) { CALL(NULL, RT(cudaGetDevice)(dev)); }
-int hl_set_device(int dev) { CALL(NULL, RT(cudaSetDevice)(dev)); }
-int hl_device_count(int *n) { CALL(NULL, RT(cudaGetDeviceCount)(n)); }
-
-int hl_versions(int *runtime, int *driver) {
+// hl_current_device stores the ordinal of the device of the calling
+// thread's current context in *dev, or -1 when the thread has none.
+int hl_current_device(int *dev) {
+	*dev = -1;
 	void *prev;
-	int e = hl_enter(NULL, &prev);
-	if (e != 0) return e;
-	int r = RT(cudaRuntimeGetVersion)(runtime);
+	int r = hl_enter(NULL, &prev);
 	if (r != 0) return r;
-	return RT(cudaDriverGetVersion)(driver);
+	CUcontext c = NULL;
+	r = DRV(cuCtxGetCurrent)(&c);
+	if (r != 0 || c == NULL) return r;
+	CUdevice d;
+	int n = 0;
+	r = DRV(cuCtxGetDevice)(&d);
+	if (r == 0) r = DRV(cuDeviceGetCount)(&n);
+	for (int i = 0; r == 0 && i < n; i++) { // the handle's ordinal
+		CUdevice di;
+		r = DRV(cuDeviceGet)(&di, i);
+		if (r == 0 && di == d) {
+			*dev = i;
+			break;
+		}
+	}
+	return r;
 }
 
-int hl_device_attribute(int *v, int attr, int dev) {
-	CALL(NULL, RT(cudaDeviceGetAttribute)(v, (enum cudaDeviceAttr)attr, dev));
+int hl_device_count(int *n) {
+	void *prev;
+	int r = hl_enter(NULL, &prev);
+	if (r != 0) return r;
+	r = DRV(cuInit)(0);
+	if (r == 0) r = DRV(cuDeviceGetCount)(n);
+	return r;
 }
-int hl_device_properties(void *ctx, struct cudaDeviceProp *p, int dev) {
-	CALL(ctx, RT(cudaGetDeviceProperties)(p, dev));
+
+// hl_device_attributes reads n attributes of device ordinal dev.
+int hl_device_attributes(int dev, const int *attrs, int *values, int n) {
+	void *prev;
+	int r = hl_enter(NULL, &prev);
+	if (r != 0) return r;
+	CUdevice d;
+	r = DRV(cuDeviceGet)(&d, dev);
+	for (int i = 0; r == 0 && i < n; i++) {
+		r = DRV(cuDeviceGetAttribute)(&values[i], (CUdevice_attribute)attrs[i], d);
+	}
+	return r;
 }
-int hl_mem_info(void *ctx, size_t *free, size_t *total) { CALL(ctx, RT(cudaMemGetInfo)(free, total)); }
-int hl_device_synchronize(void *ctx) { CALL(ctx, RT(cudaDeviceSynchronize)()); }
+
+int hl_device_name(int dev, char *name, int n) {
+	void *prev;
+	int r = hl_enter(NULL, &prev);
+	if (r != 0) return r;
+	CUdevice d;
+	r = DRV(cuDeviceGet)(&d, dev);
+	if (r == 0) r = DRV(cuDeviceGetName)(name, n, d);
+	return r;
+}
+
+int hl_mem_info(void *ctx, size_t *free, size_t *total) { CALL(ctx, DRV(cuMemGetInfo)(free, total)); }
 
 // hl_pointer_device asks the driver, which needs no current context, where
 // ptr lives: *type is a CUmemorytype (0 for memory CUDA does not know, such
@@ -173,117 +197,133 @@ int hl_pointer_device(void *ptr, int *dev, int *type, int *managed) {
 	int dev_ = -1;
 	unsigned int managed_ = 0;
 	void *data[] = {&type_, &dev_, &managed_};
-	int r = DRV(cuPointerGetAttributes)(3, attrs, data, (CUdeviceptr)(uintptr_t)ptr);
+	int r = DRV(cuPointerGetAttributes)(3, attrs, data, DPTR(ptr));
 	*type = (int)type_;
 	*dev = dev_;
 	*managed = (int)managed_;
-	return drv_status(r);
+	return r;
 }
 
-int hl_malloc(void *ctx, void **p, size_t n) { CALL(ctx, RT(cudaMalloc)(p, n)); }
+int hl_malloc(void *ctx, void **p, size_t n) { CALL(ctx, DRV(cuMemAlloc)((CUdeviceptr *)p, n)); }
 int hl_malloc_managed(void *ctx, void **p, size_t n) {
-	CALL(ctx, RT(cudaMallocManaged)(p, n, cudaMemAttachGlobal));
+	CALL(ctx, DRV(cuMemAllocManaged)((CUdeviceptr *)p, n, CU_MEM_ATTACH_GLOBAL));
 }
-int hl_free(void *ctx, void *p) { CALL(ctx, RT(cudaFree)(p)); }
+int hl_free(void *ctx, void *p) { CALL(ctx, DRV(cuMemFree)(DPTR(p))); }
 
 int hl_malloc_async(void *ctx, void **p, size_t n, uintptr_t pool, uintptr_t s) {
-	CALL(ctx, RT(cudaMallocFromPoolAsync)(p, n, (cudaMemPool_t)pool, STREAM(s)));
+	CALL(ctx, DRV(cuMemAllocFromPoolAsync)((CUdeviceptr *)p, n, (CUmemoryPool)pool, STREAM(s)));
 }
-int hl_free_async(void *ctx, void *p, uintptr_t s) { CALL(ctx, RT(cudaFreeAsync)(p, STREAM(s))); }
+int hl_free_async(void *ctx, void *p, uintptr_t s) { CALL(ctx, DRV(cuMemFreeAsync)(DPTR(p), STREAM(s))); }
 
-int hl_memcpy(void *ctx, void *dst, const void *src, size_t n, int kind, uintptr_t s, int async) {
+// hl_memcpy copies between any two pointers of the unified address space,
+// host memory pageable or pinned, as cudaMemcpy with cudaMemcpyDefault
+// does.
+int hl_memcpy(void *ctx, void *dst, const void *src, size_t n, uintptr_t s, int async) {
 	if (async) {
-		CALL(ctx, RT(cudaMemcpyAsync)(dst, src, n, (enum cudaMemcpyKind)kind, STREAM(s)));
+		CALL(ctx, DRV(cuMemcpyAsync)(DPTR(dst), DPTR(src), n, STREAM(s)));
 	}
-	CALL(ctx, RT(cudaMemcpy)(dst, src, n, (enum cudaMemcpyKind)kind));
+	CALL(ctx, DRV(cuMemcpy)(DPTR(dst), DPTR(src), n));
 }
 
 int hl_memcpy_record(void *ctx, void *dst, const void *src, size_t n, uintptr_t s, uintptr_t e) {
 	void *prev;
 	int r = hl_enter(ctx, &prev);
 	if (r != 0) return r;
-	r = RT(cudaMemcpyAsync)(dst, src, n, cudaMemcpyDefault, STREAM(s));
-	if (r == 0) r = RT(cudaEventRecord)(EVENT(e), STREAM(s));
+	r = DRV(cuMemcpyAsync)(DPTR(dst), DPTR(src), n, STREAM(s));
+	if (r == 0) r = DRV(cuEventRecord)(EVENT(e), STREAM(s));
 	hl_leave(ctx, prev);
 	return r;
 }
 
-int hl_memcpy_peer(void *ctx, void *dst, int ddev, const void *src, int sdev, size_t n, uintptr_t s, int async) {
+// hl_memcpy_peer copies from src, memory of context src_ctx, to dst, memory
+// of ctx.
+int hl_memcpy_peer(void *ctx, void *dst, const void *src, void *src_ctx, size_t n, uintptr_t s, int async) {
 	if (async) {
-		CALL(ctx, RT(cudaMemcpyPeerAsync)(dst, ddev, src, sdev, n, STREAM(s)));
+		CALL(ctx, DRV(cuMemcpyPeerAsync)(DPTR(dst), (CUcontext)ctx, DPTR(src), (CUcontext)src_ctx, n, STREAM(s)));
 	}
-	CALL(ctx, RT(cudaMemcpyPeer)(dst, ddev, src, sdev, n));
+	CALL(ctx, DRV(cuMemcpyPeer)(DPTR(dst), (CUcontext)ctx, DPTR(src), (CUcontext)src_ctx, n));
 }
 
 int hl_memset(void *ctx, void *p, int v, size_t n, uintptr_t s, int async) {
 	if (async) {
-		CALL(ctx, RT(cudaMemsetAsync)(p, v, n, STREAM(s)));
+		CALL(ctx, DRV(cuMemsetD8Async)(DPTR(p), (unsigned char)v, n, STREAM(s)));
 	}
-	CALL(ctx, RT(cudaMemset)(p, v, n));
+	CALL(ctx, DRV(cuMemsetD8)(DPTR(p), (unsigned char)v, n));
 }
 
-// Host memory is portable: pinned for every context, whichever one ctx is.
-int hl_malloc_host(void *ctx, void **p, size_t n) { CALL(ctx, RT(cudaHostAlloc)(p, n, cudaHostAllocPortable)); }
-int hl_free_host(void *ctx, void *p) { CALL(ctx, RT(cudaFreeHost)(p)); }
-int hl_host_register(void *ctx, void *p, size_t n) {
-	CALL(ctx, RT(cudaHostRegister)(p, n, cudaHostRegisterPortable));
+// Host memory is portable, pinned for every context whichever one ctx is,
+// and mapped: with unified addressing, its device address is its host
+// address in every context, as cudaHostAlloc and cudaHostRegister give it.
+int hl_malloc_host(void *ctx, void **p, size_t n) {
+	CALL(ctx, DRV(cuMemHostAlloc)(p, n, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP));
 }
-int hl_host_unregister(void *ctx, void *p) { CALL(ctx, RT(cudaHostUnregister)(p)); }
+int hl_free_host(void *ctx, void *p) { CALL(ctx, DRV(cuMemFreeHost)(p)); }
+int hl_host_register(void *ctx, void *p, size_t n) {
+	CALL(ctx, DRV(cuMemHostRegister)(p, n, CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP));
+}
+int hl_host_unregister(void *ctx, void *p) { CALL(ctx, DRV(cuMemHostUnregister)(p)); }
 
 int hl_mem_pool_create(void *ctx, uintptr_t *pool, int dev) {
-	struct cudaMemPoolProps props = {0};
-	props.allocType = cudaMemAllocationTypePinned;
-	props.location.type = cudaMemLocationTypeDevice;
+	CUmemPoolProps props = {0};
+	props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+	props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
 	props.location.id = dev;
-	CALL(ctx, RT(cudaMemPoolCreate)((cudaMemPool_t *)pool, &props));
+	CALL(ctx, DRV(cuMemPoolCreate)((CUmemoryPool *)pool, &props));
 }
 int hl_default_mem_pool(void *ctx, uintptr_t *pool, int dev) {
-	CALL(ctx, RT(cudaDeviceGetDefaultMemPool)((cudaMemPool_t *)pool, dev));
+	void *prev;
+	int r = hl_enter(ctx, &prev);
+	if (r != 0) return r;
+	CUdevice d;
+	r = DRV(cuDeviceGet)(&d, dev);
+	if (r == 0) r = DRV(cuDeviceGetDefaultMemPool)((CUmemoryPool *)pool, d);
+	hl_leave(ctx, prev);
+	return r;
 }
-int hl_mem_pool_destroy(void *ctx, uintptr_t pool) { CALL(ctx, RT(cudaMemPoolDestroy)((cudaMemPool_t)pool)); }
+int hl_mem_pool_destroy(void *ctx, uintptr_t pool) { CALL(ctx, DRV(cuMemPoolDestroy)((CUmemoryPool)pool)); }
 int hl_mem_pool_set_attribute(void *ctx, uintptr_t pool, int attr, uint64_t v) {
-	CALL(ctx, RT(cudaMemPoolSetAttribute)((cudaMemPool_t)pool, (enum cudaMemPoolAttr)attr, &v));
+	CALL(ctx, DRV(cuMemPoolSetAttribute)((CUmemoryPool)pool, (CUmemPool_attribute)attr, &v));
 }
 int hl_mem_pool_get_attribute(void *ctx, uintptr_t pool, int attr, uint64_t *v) {
-	CALL(ctx, RT(cudaMemPoolGetAttribute)((cudaMemPool_t)pool, (enum cudaMemPoolAttr)attr, v));
+	CALL(ctx, DRV(cuMemPoolGetAttribute)((CUmemoryPool)pool, (CUmemPool_attribute)attr, v));
 }
 int hl_mem_pool_trim(void *ctx, uintptr_t pool, size_t keep) {
-	CALL(ctx, RT(cudaMemPoolTrimTo)((cudaMemPool_t)pool, keep));
+	CALL(ctx, DRV(cuMemPoolTrimTo)((CUmemoryPool)pool, keep));
 }
 
 int hl_stream_create(void *ctx, uintptr_t *s, unsigned flags, int priority) {
 	if (priority == 0) {
-		CALL(ctx, RT(cudaStreamCreateWithFlags)((cudaStream_t *)s, flags));
+		CALL(ctx, DRV(cuStreamCreate)((CUstream *)s, flags));
 	}
-	CALL(ctx, RT(cudaStreamCreateWithPriority)((cudaStream_t *)s, flags, priority));
+	CALL(ctx, DRV(cuStreamCreateWithPriority)((CUstream *)s, flags, priority));
 }
 int hl_stream_priority_range(void *ctx, int *least, int *greatest) {
-	CALL(ctx, RT(cudaDeviceGetStreamPriorityRange)(least, greatest));
+	CALL(ctx, DRV(cuCtxGetStreamPriorityRange)(least, greatest));
 }
-int hl_stream_destroy(void *ctx, uintptr_t s) { CALL(ctx, RT(cudaStreamDestroy)(STREAM(s))); }
-int hl_stream_synchronize(void *ctx, uintptr_t s) { CALL(ctx, RT(cudaStreamSynchronize)(STREAM(s))); }
-int hl_stream_query(void *ctx, uintptr_t s) { CALL(ctx, RT(cudaStreamQuery)(STREAM(s))); }
+int hl_stream_destroy(void *ctx, uintptr_t s) { CALL(ctx, DRV(cuStreamDestroy)(STREAM(s))); }
+int hl_stream_synchronize(void *ctx, uintptr_t s) { CALL(ctx, DRV(cuStreamSynchronize)(STREAM(s))); }
+int hl_stream_query(void *ctx, uintptr_t s) { CALL(ctx, DRV(cuStreamQuery)(STREAM(s))); }
 int hl_stream_wait_event(void *ctx, uintptr_t s, uintptr_t e) {
-	CALL(ctx, RT(cudaStreamWaitEvent)(STREAM(s), EVENT(e), 0));
+	CALL(ctx, DRV(cuStreamWaitEvent)(STREAM(s), EVENT(e), 0));
 }
 
 // Go's side of the callbacks (callback.go). keep says whether the callback
 // may run again (it is a node of a graph), so that Go keeps its handle.
 extern void hlRunCallback(uintptr_t h, int status, int keep);
 
-static void CUDART_CB hl_host_fn(void *h) {
+static void CUDA_CB hl_host_fn(void *h) {
 	hl_in_callback = 1;
 	hlRunCallback((uintptr_t)h, 0, 0);
 	hl_in_callback = 0;
 }
 
-static void CUDART_CB hl_host_fn_node(void *h) {
+static void CUDA_CB hl_host_fn_node(void *h) {
 	hl_in_callback = 1;
 	hlRunCallback((uintptr_t)h, 0, 1);
 	hl_in_callback = 0;
 }
 
-static void CUDART_CB hl_stream_callback(cudaStream_t s, cudaError_t status, void *h) {
+static void CUDA_CB hl_stream_callback(CUstream s, CUresult status, void *h) {
 	hl_in_callback = 1;
 	hlRunCallback((uintptr_t)h, (int)status, 0);
 	hl_in_callback = 0;
@@ -299,7 +339,7 @@ static pthread_mutex_t hl_dead_mu = PTHREAD_MUTEX_INITIALIZER;
 static uintptr_t *hl_dead;
 static int hl_ndead, hl_capdead;
 
-static void CUDART_CB hl_handle_destroy(void *h) {
+static void CUDA_CB hl_handle_destroy(void *h) {
 	pthread_mutex_lock(&hl_dead_mu);
 	if (hl_ndead == hl_capdead) {
 		int c = hl_capdead ? 2 * hl_capdead : 64;
@@ -327,7 +367,7 @@ int hl_dead_handles(uintptr_t *out, int max) {
 }
 
 int hl_stream_add_callback(void *ctx, uintptr_t s, uintptr_t h) {
-	CALL(ctx, RT(cudaStreamAddCallback)(STREAM(s), hl_stream_callback, (void *)h, 0));
+	CALL(ctx, DRV(cuStreamAddCallback)(STREAM(s), hl_stream_callback, (void *)h, 0));
 }
 
 // hl_launch_host_func queues a host function. While s is capturing, into
@@ -342,23 +382,23 @@ int hl_launch_host_func(void *ctx, uintptr_t s, uintptr_t h, int *owned) {
 	void *prev;
 	int r = hl_enter(ctx, &prev);
 	if (r != 0) return r;
-	enum cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
-	cudaGraph_t g = NULL;
-	r = RT(cudaStreamGetCaptureInfo)(STREAM(s), &st, NULL, &g, NULL, NULL, NULL);
-	if (r == 0 && st == cudaStreamCaptureStatusActive) {
-		cudaUserObject_t obj;
-		r = RT(cudaUserObjectCreate)(&obj, (void *)h, hl_handle_destroy, 1, cudaUserObjectNoDestructorSync);
+	CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+	CUgraph g = NULL;
+	r = DRV(cuStreamGetCaptureInfo)(STREAM(s), &st, NULL, &g, NULL, NULL);
+	if (r == 0 && st == CU_STREAM_CAPTURE_STATUS_ACTIVE) {
+		CUuserObject obj;
+		r = DRV(cuUserObjectCreate)(&obj, (void *)h, hl_handle_destroy, 1, CU_USER_OBJECT_NO_DESTRUCTOR_SYNC);
 		if (r == 0) {
 			*owned = 1; // the user object deletes it
-			r = RT(cudaGraphRetainUserObject)(g, obj, 1, cudaGraphUserObjectMove);
+			r = DRV(cuGraphRetainUserObject)(g, obj, 1, CU_GRAPH_USER_OBJECT_MOVE);
 			if (r != 0) {
-				RT(cudaUserObjectRelease)(obj, 1);
+				DRV(cuUserObjectRelease)(obj, 1);
 			} else {
-				r = RT(cudaLaunchHostFunc)(STREAM(s), hl_host_fn_node, (void *)h);
+				r = DRV(cuLaunchHostFunc)(STREAM(s), hl_host_fn_node, (void *)h);
 			}
 		}
 	} else if (r == 0) {
-		r = RT(cudaLaunchHostFunc)(STREAM(s), hl_host_fn, (void *)h);
+		r = DRV(cuLaunchHostFunc)(STREAM(s), hl_host_fn, (void *)h);
 		*owned = r == 0;
 	}
 	hl_leave(ctx, prev);
@@ -366,28 +406,26 @@ int hl_launch_host_func(void *ctx, uintptr_t s, uintptr_t h, int *owned) {
 }
 
 int hl_stream_begin_capture(void *ctx, uintptr_t s, int mode) {
-	CALL(ctx, RT(cudaStreamBeginCapture)(STREAM(s), (enum cudaStreamCaptureMode)mode));
+	CALL(ctx, DRV(cuStreamBeginCapture)(STREAM(s), (CUstreamCaptureMode)mode));
 }
 int hl_stream_end_capture(void *ctx, uintptr_t s, uintptr_t *g) {
-	CALL(ctx, RT(cudaStreamEndCapture)(STREAM(s), (cudaGraph_t *)g));
+	CALL(ctx, DRV(cuStreamEndCapture)(STREAM(s), (CUgraph *)g));
 }
 
-int hl_event_create(void *ctx, uintptr_t *e, unsigned flags) {
-	CALL(ctx, RT(cudaEventCreateWithFlags)((cudaEvent_t *)e, flags));
-}
-int hl_event_destroy(void *ctx, uintptr_t e) { CALL(ctx, RT(cudaEventDestroy)(EVENT(e))); }
-int hl_event_record(void *ctx, uintptr_t e, uintptr_t s) { CALL(ctx, RT(cudaEventRecord)(EVENT(e), STREAM(s))); }
-int hl_event_synchronize(void *ctx, uintptr_t e) { CALL(ctx, RT(cudaEventSynchronize)(EVENT(e))); }
-int hl_event_query(void *ctx, uintptr_t e) { CALL(ctx, RT(cudaEventQuery)(EVENT(e))); }
+int hl_event_create(void *ctx, uintptr_t *e, unsigned flags) { CALL(ctx, DRV(cuEventCreate)((CUevent *)e, flags)); }
+int hl_event_destroy(void *ctx, uintptr_t e) { CALL(ctx, DRV(cuEventDestroy)(EVENT(e))); }
+int hl_event_record(void *ctx, uintptr_t e, uintptr_t s) { CALL(ctx, DRV(cuEventRecord)(EVENT(e), STREAM(s))); }
+int hl_event_synchronize(void *ctx, uintptr_t e) { CALL(ctx, DRV(cuEventSynchronize)(EVENT(e))); }
+int hl_event_query(void *ctx, uintptr_t e) { CALL(ctx, DRV(cuEventQuery)(EVENT(e))); }
 int hl_event_elapsed(void *ctx, float *ms, uintptr_t start, uintptr_t end) {
-	CALL(ctx, RT(cudaEventElapsedTime)(ms, EVENT(start), EVENT(end)));
+	CALL(ctx, DRV(cuEventElapsedTime)(ms, EVENT(start), EVENT(end)));
 }
 
 // The waiter's wake-ups (wait.go): a host function queued behind an event
 // on a helper stream of the waiter's.
 extern void hlWake(uintptr_t h);
 
-static void CUDART_CB hl_wake_fn(void *h) {
+static void CUDA_CB hl_wake_fn(void *h) {
 	hl_in_callback = 1;
 	hlWake((uintptr_t)h);
 	hl_in_callback = 0;
@@ -399,28 +437,29 @@ int hl_wake_after(void *ctx, uintptr_t s, uintptr_t e, uintptr_t h) {
 	void *prev;
 	int r = hl_enter(ctx, &prev);
 	if (r != 0) return r;
-	r = RT(cudaStreamWaitEvent)(STREAM(s), EVENT(e), 0);
-	if (r == 0) r = RT(cudaLaunchHostFunc)(STREAM(s), hl_wake_fn, (void *)h);
+	r = DRV(cuStreamWaitEvent)(STREAM(s), EVENT(e), 0);
+	if (r == 0) r = DRV(cuLaunchHostFunc)(STREAM(s), hl_wake_fn, (void *)h);
 	hl_leave(ctx, prev);
 	return r;
 }
 
 // hl_ctx_current returns the calling thread's current context (NULL for
-// none) and hl_ctx_set makes ctx current (NULL: none), for Device.Do.
+// none) and hl_ctx_set makes ctx current (NULL: none), for Device.Do and
+// Device.Use.
 int hl_ctx_current(void **ctx) {
 	void *prev;
 	int e = hl_enter(NULL, &prev);
 	if (e != 0) return e;
-	return drv_status(CTX_GET(ctx));
+	return DRV(cuCtxGetCurrent)((CUcontext *)ctx);
 }
 int hl_ctx_set(void *ctx) {
 	void *prev;
 	int e = hl_enter(NULL, &prev);
 	if (e != 0) return e;
-	return drv_status(CTX_SET(ctx));
+	return DRV(cuCtxSetCurrent)((CUcontext)ctx);
 }
-int hl_ctx_synchronize(void *ctx) { DCALL(ctx, DRV(cuCtxSynchronize)()); }
-int hl_enable_peer_access(void *ctx, void *peer) { DCALL(ctx, DRV(cuCtxEnablePeerAccess)((CUcontext)peer, 0)); }
+int hl_ctx_synchronize(void *ctx) { CALL(ctx, DRV(cuCtxSynchronize)()); }
+int hl_enable_peer_access(void *ctx, void *peer) { CALL(ctx, DRV(cuCtxEnablePeerAccess)((CUcontext)peer, 0)); }
 
 // hl_primary_context_active reports whether dev's primary context is
 // active, without making it.
@@ -428,70 +467,71 @@ int hl_primary_context_active(int dev, int *active) {
 	void *prev;
 	int e = hl_enter(NULL, &prev);
 	if (e != 0) return e;
-	int d;
+	CUdevice d;
 	unsigned flags;
-	int r = DRV_DEVICE_GET(&d, dev);
+	int r = DRV(cuDeviceGet)(&d, dev);
 	if (r == 0) r = DRV(cuDevicePrimaryCtxGetState)(d, &flags, active);
-	return drv_status(r);
+	return r;
 }
 
 // hl_event_query_many queries n events in one cgo call, for the waiter.
 void hl_event_query_many(int n, void **ctxs, uintptr_t *events, int *status) {
-	void *prev = NULL;
+	CUcontext prev = NULL;
 	if (hl_in_callback) {
 		for (int i = 0; i < n; i++) status[i] = HL_IN_CALLBACK;
 		return;
 	}
-	CTX_GET(&prev);
-	void *cur = prev;
+	DRV(cuCtxGetCurrent)(&prev);
+	CUcontext cur = prev;
 	for (int i = 0; i < n; i++) {
-		if (ctxs[i] != cur) {
-			CTX_SET(ctxs[i]);
-			cur = ctxs[i];
+		if ((CUcontext)ctxs[i] != cur) {
+			DRV(cuCtxSetCurrent)((CUcontext)ctxs[i]);
+			cur = (CUcontext)ctxs[i];
 		}
-		status[i] = RT(cudaEventQuery)(EVENT(events[i]));
+		status[i] = DRV(cuEventQuery)(EVENT(events[i]));
 	}
-	if (cur != prev) CTX_SET(prev);
+	if (cur != prev) DRV(cuCtxSetCurrent)(prev);
 }
 
-// hl_graph_instantiate instantiates g with cudaGraphInstantiateFlags flags,
-// uploading it on stream upload when flags has cudaGraphInstantiateFlagUpload;
-// *result is the cudaGraphInstantiateResult.
+// hl_graph_instantiate instantiates g with CUgraphInstantiate_flags flags,
+// uploading it on stream upload when flags has
+// CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD; *result is the
+// CUgraphInstantiateResult.
 int hl_graph_instantiate(void *ctx, uintptr_t *exec, uintptr_t g, unsigned long long flags, uintptr_t upload,
 		int *result) {
-	cudaGraphInstantiateParams p = {.flags = flags, .uploadStream = STREAM(upload)};
+	CUDA_GRAPH_INSTANTIATE_PARAMS p = {.flags = flags, .hUploadStream = STREAM(upload)};
 	void *prev;
 	int r = hl_enter(ctx, &prev);
 	if (r != 0) return r;
-	r = RT(cudaGraphInstantiateWithParams)((cudaGraphExec_t *)exec, (cudaGraph_t)g, &p);
+	r = DRV(cuGraphInstantiateWithParams)((CUgraphExec *)exec, (CUgraph)g, &p);
 	*result = (int)p.result_out;
 	hl_leave(ctx, prev);
 	return r;
 }
 int hl_graph_launch(void *ctx, uintptr_t exec, uintptr_t s) {
-	CALL(ctx, RT(cudaGraphLaunch)((cudaGraphExec_t)exec, STREAM(s)));
+	CALL(ctx, DRV(cuGraphLaunch)((CUgraphExec)exec, STREAM(s)));
 }
 int hl_graph_upload(void *ctx, uintptr_t exec, uintptr_t s) {
-	CALL(ctx, RT(cudaGraphUpload)((cudaGraphExec_t)exec, STREAM(s)));
+	CALL(ctx, DRV(cuGraphUpload)((CUgraphExec)exec, STREAM(s)));
 }
 int hl_graph_update(void *ctx, uintptr_t exec, uintptr_t g, int *result) {
-	cudaGraphExecUpdateResultInfo info = {0};
+	CUgraphExecUpdateResultInfo info = {0};
 	void *prev;
 	int r = hl_enter(ctx, &prev);
 	if (r != 0) return r;
-	r = RT(cudaGraphExecUpdate)((cudaGraphExec_t)exec, (cudaGraph_t)g, &info);
+	r = DRV(cuGraphExecUpdate)((CUgraphExec)exec, (CUgraph)g, &info);
 	*result = info.result;
 	hl_leave(ctx, prev);
 	return r;
 }
-int hl_graph_destroy(void *ctx, uintptr_t g) { CALL(ctx, RT(cudaGraphDestroy)((cudaGraph_t)g)); }
-int hl_graph_exec_destroy(void *ctx, uintptr_t exec) { CALL(ctx, RT(cudaGraphExecDestroy)((cudaGraphExec_t)exec)); }
+int hl_graph_destroy(void *ctx, uintptr_t g) { CALL(ctx, DRV(cuGraphDestroy)((CUgraph)g)); }
+int hl_graph_exec_destroy(void *ctx, uintptr_t exec) { CALL(ctx, DRV(cuGraphExecDestroy)((CUgraphExec)exec)); }
 
 int hl_profiler(void *ctx, int start) {
 	if (start) {
-		CALL(ctx, RT(cudaProfilerStart)());
+		CALL(ctx, DRV(cuProfilerStart)());
 	}
-	CALL(ctx, RT(cudaProfilerStop)());
+	CALL(ctx, DRV(cuProfilerStop)());
 }
 
 // Kernels go through the driver: a CUkernel of a context-independent
@@ -505,29 +545,30 @@ int hl_library_load(void *ctx, uintptr_t *lib, const void *image) {
 	void *prev;
 	int r = hl_enter(ctx, &prev);
 	if (r != 0) return r;
-	r = DRV_INIT(0);
+	r = DRV(cuInit)(0);
 	if (r == 0) r = DRV(cuLibraryLoadData)((CUlibrary *)lib, image, NULL, NULL, 0, NULL, NULL, 0);
 	hl_leave(ctx, prev);
-	return drv_status(r);
+	return r;
 }
-int hl_library_unload(void *ctx, uintptr_t lib) { DCALL(ctx, DRV(cuLibraryUnload)((CUlibrary)lib)); }
+int hl_library_unload(void *ctx, uintptr_t lib) { CALL(ctx, DRV(cuLibraryUnload)((CUlibrary)lib)); }
 int hl_library_get_kernel(void *ctx, uintptr_t *k, uintptr_t lib, const char *name) {
-	DCALL(ctx, DRV(cuLibraryGetKernel)((CUkernel *)k, (CUlibrary)lib, name));
+	CALL(ctx, DRV(cuLibraryGetKernel)((CUkernel *)k, (CUlibrary)lib, name));
 }
 
 // hl_kernel_function returns k's function in ctx, which launches take:
 // launching the CUkernel itself makes the driver look that up each time.
 int hl_kernel_function(void *ctx, uintptr_t *f, uintptr_t k) {
-	DCALL(ctx, DRV(cuKernelGetFunction)((CUfunction *)f, KERNEL(k)));
+	CALL(ctx, DRV(cuKernelGetFunction)((CUfunction *)f, KERNEL(k)));
 }
 
 // hl_kernel_params stores the offset and size of each of k's parameters,
 // at most max, and their number in *n.
 int hl_kernel_params(void *ctx, uintptr_t k, uint32_t *offsets, uint32_t *sizes, int max, int *n) {
+	*n = 0;
+	NEED(cuKernelGetParamInfo);
 	void *prev;
 	int r = hl_enter(ctx, &prev);
 	if (r != 0) return r;
-	*n = 0;
 	for (int i = 0; i < max; i++) {
 		size_t off, size;
 		CUresult e = DRV(cuKernelGetParamInfo)(KERNEL(k), i, &off, &size);
@@ -536,7 +577,7 @@ int hl_kernel_params(void *ctx, uintptr_t k, uint32_t *offsets, uint32_t *sizes,
 		}
 		if (e != CUDA_SUCCESS) {
 			hl_leave(ctx, prev);
-			return drv_status(e);
+			return e;
 		}
 		offsets[i] = (uint32_t)off;
 		sizes[i] = (uint32_t)size;
@@ -553,13 +594,13 @@ int hl_kernel_attribute(void *ctx, int set, int *v, int attr, uintptr_t k, int d
 	int r = hl_enter(ctx, &prev);
 	if (r != 0) return r;
 	CUdevice d;
-	r = DRV_DEVICE_GET(&d, dev);
+	r = DRV(cuDeviceGet)(&d, dev);
 	if (r == 0) {
 		r = set ? DRV(cuKernelSetAttribute)((CUfunction_attribute)attr, *v, KERNEL(k), d)
 			: DRV(cuKernelGetAttribute)(v, (CUfunction_attribute)attr, KERNEL(k), d);
 	}
 	hl_leave(ctx, prev);
-	return drv_status(r);
+	return r;
 }
 
 // hl_launch launches f, a kernel's function in context ctx (an integer, so
@@ -580,13 +621,13 @@ int hl_launch(uintptr_t ctxv, uintptr_t f, const uint32_t *dims, uint32_t smem, 
 	if (r != 0) return r;
 	if (dims[6] == 0 && !cooperative) {
 		r = DRV(cuLaunchKernel)(FUNC(f), dims[0], dims[1], dims[2], dims[3], dims[4], dims[5], smem,
-			(CUstream)s, params, NULL);
+			STREAM(s), params, NULL);
 	} else {
 		CUlaunchAttribute attrs[2];
 		CUlaunchConfig cfg = {
 			.gridDimX = dims[0], .gridDimY = dims[1], .gridDimZ = dims[2],
 			.blockDimX = dims[3], .blockDimY = dims[4], .blockDimZ = dims[5],
-			.sharedMemBytes = smem, .hStream = (CUstream)s, .attrs = attrs,
+			.sharedMemBytes = smem, .hStream = STREAM(s), .attrs = attrs,
 		};
 		if (dims[6] != 0) {
 			attrs[cfg.numAttrs].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
@@ -603,14 +644,15 @@ int hl_launch(uintptr_t ctxv, uintptr_t f, const uint32_t *dims, uint32_t smem, 
 		r = DRV(cuLaunchKernelEx)(&cfg, FUNC(f), params, NULL);
 	}
 	hl_leave(ctx, prev);
-	return drv_status(r);
+	return r;
 }
 
 int hl_occupancy_blocks(void *ctx, int *n, uintptr_t k, int block, size_t smem) {
-	DCALL(ctx, DRV(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags)(n, FUNC(k), block, smem, CU_OCCUPANCY_DEFAULT));
+	CALL(ctx, DRV(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags)(n, FUNC(k), block, smem, CU_OCCUPANCY_DEFAULT));
 }
 int hl_occupancy_block_size(void *ctx, int *grid, int *block, uintptr_t k, size_t smem, int limit) {
-	DCALL(ctx, DRV(cuOccupancyMaxPotentialBlockSizeWithFlags)(grid, block, FUNC(k), NULL, smem, limit, CU_OCCUPANCY_DEFAULT));
+	CALL(ctx, DRV(cuOccupancyMaxPotentialBlockSizeWithFlags)(grid, block, FUNC(k), NULL, smem, limit,
+		CU_OCCUPANCY_DEFAULT));
 }
 
 // The waiter's poller sleeps here between rounds, for at most ns
@@ -658,28 +700,49 @@ void hl_poll_wake(void) {
 	pthread_mutex_unlock(&hl_poll_mu);
 }
 
-// Managed memory: prefetch and advice, with the location as CUDA 13 takes
-// it (a cudaMemLocation, not a device ordinal).
-int hl_mem_prefetch(void *ctx, const void *p, size_t n, int loc_type, int loc_id, uintptr_t s) {
-	struct cudaMemLocation loc = {(enum cudaMemLocationType)loc_type, loc_id};
-	CALL(ctx, RT(cudaMemPrefetchAsync)(p, n, loc, 0, STREAM(s)));
+// Managed memory: prefetch and advice, to a device ordinal or, for -1
+// (CPUDevice), to the host, in the form the functions have had since CUDA
+// 8.0 (a CUdevice, CU_DEVICE_CPU for the host).
+static int hl_location(int dev, CUdevice *d) {
+	if (dev < 0) {
+		*d = CU_DEVICE_CPU;
+		return 0;
+	}
+	return DRV(cuDeviceGet)(d, dev);
 }
-int hl_mem_advise(void *ctx, const void *p, size_t n, int advice, int loc_type, int loc_id) {
-	struct cudaMemLocation loc = {(enum cudaMemLocationType)loc_type, loc_id};
-	CALL(ctx, RT(cudaMemAdvise)(p, n, (enum cudaMemoryAdvise)advice, loc));
+
+int hl_mem_prefetch(void *ctx, const void *p, size_t n, int dev, uintptr_t s) {
+	void *prev;
+	int r = hl_enter(ctx, &prev);
+	if (r != 0) return r;
+	CUdevice d;
+	r = hl_location(dev, &d);
+	if (r == 0) r = DRV(cuMemPrefetchAsync)(DPTR(p), n, d, STREAM(s));
+	hl_leave(ctx, prev);
+	return r;
+}
+int hl_mem_advise(void *ctx, const void *p, size_t n, int advice, int dev) {
+	void *prev;
+	int r = hl_enter(ctx, &prev);
+	if (r != 0) return r;
+	CUdevice d;
+	r = hl_location(dev, &d);
+	if (r == 0) r = DRV(cuMemAdvise)(DPTR(p), n, (CUmem_advise)advice, d);
+	hl_leave(ctx, prev);
+	return r;
 }
 
 // Interprocess sharing (ipc.go): events and device memory exported as
 // CU_IPC_HANDLE_SIZE bytes that another process opens.
 
 int hl_ipc_event_handle(void *ctx, uintptr_t e, void *handle) {
-	DCALL(ctx, DRV(cuIpcGetEventHandle)((CUipcEventHandle *)handle, (CUevent)e));
+	CALL(ctx, DRV(cuIpcGetEventHandle)((CUipcEventHandle *)handle, EVENT(e)));
 }
 
 int hl_ipc_open_event(void *ctx, uintptr_t *e, const void *handle) {
 	CUipcEventHandle h;
 	memcpy(&h, handle, sizeof h);
-	DCALL(ctx, DRV(cuIpcOpenEventHandle)((CUevent *)e, h));
+	CALL(ctx, DRV(cuIpcOpenEventHandle)((CUevent *)e, h));
 }
 
 // hl_ipc_mem_handle exports the allocation that holds ptr: *offset is ptr's
@@ -696,14 +759,14 @@ int hl_ipc_mem_handle(void *ctx, void *ptr, void *handle, size_t *offset, int *c
 	unsigned int capable_ = 0; // a boolean, written as 1 or 4 bytes
 	CUdeviceptr base = 0;
 	void *data[] = {&capable_, &base};
-	r = DRV(cuPointerGetAttributes)(2, attrs, data, (CUdeviceptr)(uintptr_t)ptr);
+	r = DRV(cuPointerGetAttributes)(2, attrs, data, DPTR(ptr));
 	*capable = capable_ != 0;
 	if (r == 0 && capable_ != 0) {
-		*offset = (size_t)((CUdeviceptr)(uintptr_t)ptr - base);
+		*offset = (size_t)(DPTR(ptr) - base);
 		r = DRV(cuIpcGetMemHandle)((CUipcMemHandle *)handle, base);
 	}
 	hl_leave(ctx, prev);
-	return drv_status(r);
+	return r;
 }
 
 // hl_ipc_open_mem maps the allocation an exported handle names, at *base,
@@ -715,7 +778,7 @@ int hl_ipc_open_mem(void *ctx, void **base, const void *handle, size_t *size) {
 	int r = hl_enter(ctx, &prev);
 	if (r != 0) return r;
 	CUdeviceptr p = 0;
-	r = DRV(cuIpcOpenMemHandle_v2)(&p, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+	r = DRV(cuIpcOpenMemHandle)(&p, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
 	if (r == 0) {
 		CUpointer_attribute attr = CU_POINTER_ATTRIBUTE_RANGE_SIZE;
 		size_t n = 0;
@@ -728,7 +791,7 @@ int hl_ipc_open_mem(void *ctx, void **base, const void *handle, size_t *size) {
 	}
 	*base = (void *)(uintptr_t)p;
 	hl_leave(ctx, prev);
-	return drv_status(r);
+	return r;
 }
 
-int hl_ipc_close_mem(void *ctx, void *base) { DCALL(ctx, DRV(cuIpcCloseMemHandle)((CUdeviceptr)(uintptr_t)base)); }
+int hl_ipc_close_mem(void *ctx, void *base) { CALL(ctx, DRV(cuIpcCloseMemHandle)(DPTR(base))); }

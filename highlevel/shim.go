@@ -7,11 +7,10 @@ import "C"
 
 import (
 	"errors"
-	"strings"
+	"fmt"
 	"sync"
 
 	"github.com/gocuda/cuda/cudadrv"
-	"github.com/gocuda/cuda/cudart"
 )
 
 var (
@@ -27,31 +26,85 @@ var (
 	ErrInCallback = errors.New("highlevel: CUDA called from a stream callback")
 )
 
+// baseVersion is the CUDA version of the driver API the shim calls: every
+// function it needs has the form it calls from CUDA 12.0 on, except those
+// of later versions that a few operations need (missing).
+const baseVersion = C.HL_BASE_VERSION
+
 var (
 	loadOnce sync.Once
 	loadErr  error
+	// missing[i] is why the driver lacks the shim's symbol i, a function
+	// of a later version than baseVersion; nil where the driver has it.
+	missing []error
 )
 
-// load resolves the shim's functions in the libraries that cudart and
-// cudadrv opened, once.
+// load takes the shim's entry points from the driver, once, through
+// cuGetProcAddress_v2 of the libcuda.so.1 that cudadrv opened.
 func load() error {
-	loadOnce.Do(func() {
-		for i := range int(C.hl_nsymbols()) {
-			name := C.GoString(C.hl_symbol(C.int(i)))
-			addr := cudart.ProcAddress
-			if !strings.HasPrefix(name, "cuda") {
-				addr = cudadrv.ProcAddress
-			}
-			p, err := addr(name)
-			if err != nil {
-				loadErr = opErr("loading CUDA", err)
-				return
-			}
-			C.hl_set_symbol(C.int(i), p)
-		}
-	})
+	loadOnce.Do(func() { loadErr = opErr("loading CUDA", resolve()) })
 	return loadErr
 }
+
+// resolve asks cuGetProcAddress_v2 for each of the shim's functions at the
+// version the shim calls it at. A function of baseVersion or before that
+// the driver lacks is the error; one of a later version is noted in
+// missing, for the operations that need it.
+func resolve() error {
+	gpa, err := cudadrv.ProcAddress("cuGetProcAddress_v2")
+	if err != nil {
+		var v int32
+		if cudadrv.DriverGetVersion(&v) == nil && v < baseVersion {
+			return &DriverVersionError{Function: "cuGetProcAddress_v2", Needed: baseVersion, Driver: int(v)}
+		}
+		return err
+	}
+	syms := shimSymbols()
+	missing = make([]error, len(syms))
+	var driver C.int // the driver's CUDA version, once known
+	for i, sym := range syms {
+		var status C.int
+		r := C.hl_resolve(gpa, C.int(i), &status)
+		if r == 0 && status == C.CU_GET_PROC_ADDRESS_SUCCESS {
+			if i == 0 && C.hl_driver_version(&driver) != 0 { // symbol 0 is cuDriverGetVersion
+				driver = 0
+			}
+			continue
+		}
+		var err error
+		if driver > 0 && int(driver) < sym.version {
+			err = &DriverVersionError{Function: sym.name, Needed: sym.version, Driver: int(driver)}
+		} else {
+			err = &cudadrv.SymbolError{Symbol: sym.name, Library: cudadrv.LibraryPath(), Reason: fmt.Sprintf(
+				"cuGetProcAddress_v2 at CUDA %s: %v (%v)", cudaVersion(sym.version),
+				cudadrv.Result(r), cudadrv.DriverProcAddressQueryResult(status))}
+		}
+		if sym.version <= baseVersion {
+			return err
+		}
+		missing[i] = err
+	}
+	return nil
+}
+
+// A shimSymbol is a driver function the shim calls, and the CUDA version
+// it is requested at.
+type shimSymbol struct {
+	name    string
+	version int
+}
+
+// shimSymbols returns the shim's functions, in its order (symbols.h).
+func shimSymbols() []shimSymbol {
+	syms := make([]shimSymbol, int(C.hl_nsymbols()))
+	for i := range syms {
+		syms[i] = shimSymbol{C.GoString(C.hl_symbol(C.int(i))), int(C.hl_symbol_version(C.int(i)))}
+	}
+	return syms
+}
+
+// cudaVersion formats a CUDA version number, 12040, as "12.4".
+func cudaVersion(v int) string { return fmt.Sprintf("%d.%d", v/1000, v%1000/10) }
 
 // check turns a status of the shim into an error naming the operation.
 func check(op string, r C.int) error {
@@ -61,22 +114,24 @@ func check(op string, r C.int) error {
 	return opErr(op, statusError(r))
 }
 
-// ready turns the status of a query (cudaEventQuery, cudaStreamQuery) into
-// whether the work is done: cudaErrorNotReady is not an error.
+// ready turns the status of a query (cuEventQuery, cuStreamQuery) into
+// whether the work is done: CUDA_ERROR_NOT_READY is not an error.
 func ready(op string, r C.int) (bool, error) {
-	if r == C.cudaErrorNotReady {
+	if r == C.CUDA_ERROR_NOT_READY {
 		return false, nil
 	}
 	return r == 0, check(op, r)
 }
 
+// statusError returns the error of the shim's status r, which is not 0.
 func statusError(r C.int) error {
 	switch {
-	case r > 0:
-		return cudart.Error(r)
 	case r == C.HL_IN_CALLBACK:
 		return ErrInCallback
-	default:
-		return cudadrv.Result(C.HL_DRIVER_BASE - r)
+	case r <= C.HL_MISSING_BASE:
+		if err := missing[C.HL_MISSING_BASE-r]; err != nil {
+			return err
+		}
 	}
+	return driverStatus(r)
 }

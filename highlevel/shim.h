@@ -1,8 +1,7 @@
 // shim.h declares highlevel's C shim: each function makes its context
 // current on the calling OS thread (when it is not already), calls the
-// runtime or driver function through the pointer resolved from the loaded
-// libcudart.so.13 or libcuda.so.1, and puts the previous context back, all
-// in one cgo call.
+// driver API through the entry point cuGetProcAddress gave for it, and
+// puts the previous context back, all in one cgo call.
 
 #ifndef HL_SHIM_H
 #define HL_SHIM_H
@@ -10,27 +9,30 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cuda.h>
-#include <cuda_runtime_api.h>
 
-// Status codes of the shim that are not cudaError_t values.
+// Status codes of the shim: 0, a CUresult, or one of these.
 enum {
 	HL_IN_CALLBACK = -1, // called from a stream callback or host function
-	HL_DRIVER_BASE = -1000, // HL_DRIVER_BASE - r: the driver's CUresult r
+	HL_MISSING_BASE = -1000, // HL_MISSING_BASE - i: the driver lacks symbol i (hl_symbol)
 };
 
+// The version below which every symbol is required: the driver must have
+// them all. A symbol of a later version may be missing (an older driver);
+// the operations that call it return HL_MISSING_BASE - i.
+enum { HL_BASE_VERSION = 12000 };
+
 const char *hl_symbol(int i);
+int hl_symbol_version(int i);
 int hl_nsymbols(void);
-void hl_set_symbol(int i, void *p);
+int hl_resolve(void *get_proc_address, int i, int *status);
+int hl_driver_version(int *v);
 
 int hl_primary_context(int dev, void **ctx);
-int hl_get_device(int *dev);
-int hl_set_device(int dev);
+int hl_current_device(int *dev);
 int hl_device_count(int *n);
-int hl_versions(int *runtime, int *driver);
-int hl_device_attribute(int *v, int attr, int dev);
-int hl_device_properties(void *ctx, struct cudaDeviceProp *p, int dev);
+int hl_device_attributes(int dev, const int *attrs, int *values, int n);
+int hl_device_name(int dev, char *name, int n);
 int hl_mem_info(void *ctx, size_t *free, size_t *total);
-int hl_device_synchronize(void *ctx);
 int hl_pointer_device(void *ptr, int *dev, int *type, int *managed);
 int hl_ctx_current(void **ctx);
 int hl_ctx_set(void *ctx);
@@ -43,10 +45,10 @@ int hl_malloc_managed(void *ctx, void **p, size_t n);
 int hl_free(void *ctx, void *p);
 int hl_malloc_async(void *ctx, void **p, size_t n, uintptr_t pool, uintptr_t s);
 int hl_free_async(void *ctx, void *p, uintptr_t s);
-int hl_memcpy(void *ctx, void *dst, const void *src, size_t n, int kind, uintptr_t s, int async);
+int hl_memcpy(void *ctx, void *dst, const void *src, size_t n, uintptr_t s, int async);
 // hl_memcpy_record queues a copy on s and records e after it.
 int hl_memcpy_record(void *ctx, void *dst, const void *src, size_t n, uintptr_t s, uintptr_t e);
-int hl_memcpy_peer(void *ctx, void *dst, int ddev, const void *src, int sdev, size_t n, uintptr_t s, int async);
+int hl_memcpy_peer(void *ctx, void *dst, const void *src, void *src_ctx, size_t n, uintptr_t s, int async);
 int hl_memset(void *ctx, void *p, int v, size_t n, uintptr_t s, int async);
 
 int hl_malloc_host(void *ctx, void **p, size_t n);
@@ -107,8 +109,8 @@ int hl_wake_after(void *ctx, uintptr_t s, uintptr_t e, uintptr_t h);
 void hl_poll_sleep(long ns);
 void hl_poll_wake(void);
 
-int hl_mem_prefetch(void *ctx, const void *p, size_t n, int loc_type, int loc_id, uintptr_t s);
-int hl_mem_advise(void *ctx, const void *p, size_t n, int advice, int loc_type, int loc_id);
+int hl_mem_prefetch(void *ctx, const void *p, size_t n, int dev, uintptr_t s);
+int hl_mem_advise(void *ctx, const void *p, size_t n, int advice, int dev);
 int hl_ipc_event_handle(void *ctx, uintptr_t e, void *handle);
 int hl_ipc_open_event(void *ctx, uintptr_t *e, const void *handle);
 int hl_ipc_mem_handle(void *ctx, void *ptr, void *handle, size_t *offset, int *capable);

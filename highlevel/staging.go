@@ -75,7 +75,7 @@ func stagedCopy(ctx, d, h unsafe.Pointer, n int, s C.uintptr_t, toDevice bool) (
 			return false, nil
 		}
 		p.bufs[i] = m.Bytes()[:chunk]
-		if err := check("cudaEventCreateWithFlags", C.hl_event_create(ctx, &events[i], C.cudaEventDisableTiming)); err != nil {
+		if err := check("cuEventCreate", C.hl_event_create(ctx, &events[i], C.CU_EVENT_DISABLE_TIMING)); err != nil {
 			return true, err
 		}
 		defer C.hl_event_destroy(ctx, events[i])
@@ -87,10 +87,10 @@ func stagedCopy(ctx, d, h unsafe.Pointer, n int, s C.uintptr_t, toDevice bool) (
 		if toDevice {
 			dst, src = dev, buf
 		}
-		return check("cudaMemcpyAsync", C.hl_memcpy_record(ctx, dst, src, C.size_t(l), s, events[b]))
+		return check("cuMemcpyAsync", C.hl_memcpy_record(ctx, dst, src, C.size_t(l), s, events[b]))
 	}
 	p.wait = func(b int) error {
-		return check("cudaEventSynchronize", C.hl_event_synchronize(ctx, events[b]))
+		return check("cuEventSynchronize", C.hl_event_synchronize(ctx, events[b]))
 	}
 	host := unsafe.Slice((*byte)(h), n)
 	if toDevice {

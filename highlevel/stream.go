@@ -49,7 +49,7 @@ type Stream struct {
 // default priority.
 type StreamOptions struct {
 	// NonBlocking makes the stream run concurrently with the legacy default
-	// stream (cudaStreamNonBlocking).
+	// stream (CU_STREAM_NON_BLOCKING).
 	NonBlocking bool
 	// Priority is the stream's priority: lower numbers run first. The
 	// device's range is from its least priority, 0, down to its greatest
@@ -74,10 +74,10 @@ func NewStream(d Device, opts *StreamOptions) (_ *Stream, err error) {
 	}
 	var flags C.uint
 	if opts.NonBlocking {
-		flags = C.cudaStreamNonBlocking
+		flags = C.CU_STREAM_NON_BLOCKING
 	}
 	var h C.uintptr_t
-	if err := check("cudaStreamCreate", C.hl_stream_create(ctx, &h, flags, C.int(opts.Priority))); err != nil {
+	if err := check("cuStreamCreate", C.hl_stream_create(ctx, &h, flags, C.int(opts.Priority))); err != nil {
 		return nil, err
 	}
 	return &Stream{h: cudart.Stream(h), dev: d, ctx: ctx, owned: true}, nil
@@ -96,7 +96,7 @@ func StreamPriorityRange(d Device) (least, greatest int, err error) {
 		return 0, 0, err
 	}
 	var l, g C.int
-	err = check("cudaDeviceGetStreamPriorityRange", C.hl_stream_priority_range(ctx, &l, &g))
+	err = check("cuCtxGetStreamPriorityRange", C.hl_stream_priority_range(ctx, &l, &g))
 	return int(l), int(g), err
 }
 
@@ -108,10 +108,11 @@ func LegacyDefaultStream(d Device) (*Stream, error) {
 }
 
 // PerThreadDefaultStream returns d's per-thread default stream
-// (cudaStreamPerThread). Which OS thread's stream that is depends on the
-// thread that issues each operation, and goroutines move between threads;
-// only a goroutine locked to its thread (Device.Do) gets one predictable
-// stream, and memory pools refuse it. Close does nothing to it.
+// (CU_STREAM_PER_THREAD, the runtime's cudaStreamPerThread). Which OS
+// thread's stream that is depends on the thread that issues each
+// operation, and goroutines move between threads; only a goroutine locked
+// to its thread (Device.Do) gets one predictable stream, and memory pools
+// refuse it. Close does nothing to it.
 func PerThreadDefaultStream(d Device) (*Stream, error) {
 	return ExternalStream(cudart.Stream(cudart.StreamPerThread), d)
 }
@@ -214,7 +215,7 @@ func (s *Stream) Synchronize() error {
 		return err
 	}
 	defer s.life.release()
-	return s.failure(check("cudaStreamSynchronize", C.hl_stream_synchronize(s.ctx, h)))
+	return s.failure(check("cuStreamSynchronize", C.hl_stream_synchronize(s.ctx, h)))
 }
 
 // Query reports whether the stream has done all its work, without waiting
@@ -225,7 +226,7 @@ func (s *Stream) Query() (bool, error) {
 		return false, err
 	}
 	defer s.life.release()
-	done, err := ready("cudaStreamQuery", C.hl_stream_query(s.ctx, h))
+	done, err := ready("cuStreamQuery", C.hl_stream_query(s.ctx, h))
 	return done, s.failure(err)
 }
 
@@ -275,10 +276,10 @@ func (s *Stream) watch() (*waitReq, error) {
 	}
 	s.done = nil
 	var e C.uintptr_t
-	if err := check("cudaEventCreateWithFlags", C.hl_event_create(s.ctx, &e, C.cudaEventDisableTiming)); err != nil {
+	if err := check("cuEventCreate", C.hl_event_create(s.ctx, &e, C.CU_EVENT_DISABLE_TIMING)); err != nil {
 		return nil, err
 	}
-	if err := check("cudaEventRecord", C.hl_event_record(s.ctx, e, h)); err != nil {
+	if err := check("cuEventRecord", C.hl_event_record(s.ctx, e, h)); err != nil {
 		C.hl_event_destroy(s.ctx, e)
 		return nil, err
 	}
@@ -327,11 +328,11 @@ func (s *Stream) WaitEvent(e *Event) error {
 		return ErrClosed
 	}
 	defer e.life.release()
-	return check("cudaStreamWaitEvent", C.hl_stream_wait_event(s.ctx, h, C.uintptr_t(e.h)))
+	return check("cuStreamWaitEvent", C.hl_stream_wait_event(s.ctx, h, C.uintptr_t(e.h)))
 }
 
 // AddCallback queues fn to run on a thread of CUDA's once the work queued
-// before it is done (cudaStreamAddCallback); fn gets the stream's error, nil
+// before it is done (cuStreamAddCallback); fn gets the stream's error, nil
 // when all went well. fn must not call CUDA: every function of this package
 // called from fn returns ErrInCallback (calling cudart directly from there
 // may deadlock). Hand such work to a goroutine instead. fn must not block
@@ -351,7 +352,7 @@ func (s *Stream) AddCallback(fn func(error)) error {
 	}
 	defer s.leave()
 	c := cgo.NewHandle(callback{s: s, withErr: fn})
-	if err := check("cudaStreamAddCallback", C.hl_stream_add_callback(s.ctx, h, C.uintptr_t(c))); err != nil {
+	if err := check("cuStreamAddCallback", C.hl_stream_add_callback(s.ctx, h, C.uintptr_t(c))); err != nil {
 		c.Delete()
 		return err
 	}
@@ -359,7 +360,7 @@ func (s *Stream) AddCallback(fn func(error)) error {
 }
 
 // LaunchHostFunc queues fn to run on a thread of CUDA's once the work queued
-// before it is done (cudaLaunchHostFunc). The rules of AddCallback apply.
+// before it is done (cuLaunchHostFunc). The rules of AddCallback apply.
 // While the stream is capturing (also when it joined another stream's
 // capture), fn becomes a node of the graph being captured and runs each time
 // the graph is launched; it stays alive as long as the graph, its
@@ -380,7 +381,7 @@ func (s *Stream) LaunchHostFunc(fn func()) error {
 	deleteDeadHandles()
 	c := cgo.NewHandle(callback{s: s, fn: fn})
 	var owned C.int
-	if err := check("cudaLaunchHostFunc", C.hl_launch_host_func(s.ctx, h, C.uintptr_t(c), &owned)); err != nil {
+	if err := check("cuLaunchHostFunc", C.hl_launch_host_func(s.ctx, h, C.uintptr_t(c), &owned)); err != nil {
 		if owned == 0 {
 			c.Delete()
 		}
@@ -390,13 +391,13 @@ func (s *Stream) LaunchHostFunc(fn func()) error {
 }
 
 // BeginCapture starts capturing the work queued on the stream into a graph,
-// in the given mode (cudaStreamBeginCapture). CaptureRelaxed is the one to
+// in the given mode (cuStreamBeginCapture). CaptureRelaxed is the one to
 // use unless other goroutines' unsafe calls must be caught. In the stricter
 // modes CUDA requires EndCapture on the OS thread that called
 // BeginCapture, so the goroutine must stay locked to its thread
 // (runtime.LockOSThread) from one to the other, as Capture does; and the
 // calls CUDA refuses during the capture fail whoever makes them, the
-// package's own included (cudaMalloc behind Device.Malloc or a pool that
+// package's own included (cuMemAlloc behind Device.Malloc or a pool that
 // grows, and possibly the loading of a kernel into a device at its first
 // use there: launch kernels once before such a capture).
 func (s *Stream) BeginCapture(mode CaptureMode) error {
@@ -414,7 +415,7 @@ func (s *Stream) BeginCapture(mode CaptureMode) error {
 	defer s.leave()
 	captureMu.RLock()
 	captures.Add(1)
-	err = check("cudaStreamBeginCapture", C.hl_stream_begin_capture(s.ctx, h, m))
+	err = check("cuStreamBeginCapture", C.hl_stream_begin_capture(s.ctx, h, m))
 	if err != nil || s.capturing.Swap(true) {
 		captures.Add(-1)
 		captureMu.RUnlock()
@@ -442,13 +443,13 @@ func (s *Stream) EndCapture() (*Graph, error) {
 	defer s.leave()
 	var g C.uintptr_t
 	r := C.hl_stream_end_capture(s.ctx, h, &g)
-	if cudart.Error(r) != cudart.ErrorStreamCaptureWrongThread {
+	if r != C.CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD {
 		// The capture is over, unless it was ended from another thread
 		// than began it (the strict modes): it goes on, and may be
 		// ended from that thread still.
 		s.endCapture()
 	}
-	if err := check("cudaStreamEndCapture", r); err != nil {
+	if err := check("cuStreamEndCapture", r); err != nil {
 		return nil, err
 	}
 	return &Graph{h: cudart.Graph(g), dev: s.dev, ctx: s.ctx}, nil
@@ -469,7 +470,7 @@ func (s *Stream) Close() error {
 	s.endCapture()
 	err := s.settle()
 	if s.owned {
-		err = errors.Join(err, check("cudaStreamDestroy", C.hl_stream_destroy(s.ctx, C.uintptr_t(s.h))))
+		err = errors.Join(err, check("cuStreamDestroy", C.hl_stream_destroy(s.ctx, C.uintptr_t(s.h))))
 	}
 	return err
 }
@@ -479,7 +480,7 @@ func (s *Stream) Close() error {
 func (s *Stream) settle() error {
 	var err error
 	if s.pooled.Load() {
-		err = check("cudaStreamSynchronize", C.hl_stream_synchronize(s.ctx, C.uintptr_t(s.h)))
+		err = check("cuStreamSynchronize", C.hl_stream_synchronize(s.ctx, C.uintptr_t(s.h)))
 	}
 	s.settlePools()
 	return err

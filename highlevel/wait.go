@@ -148,7 +148,7 @@ func takeHelper(ctx unsafe.Pointer) (C.uintptr_t, bool) {
 
 // newHelper creates a helper stream of ctx.
 func newHelper(ctx unsafe.Pointer, h *C.uintptr_t) bool {
-	return C.hl_stream_create(ctx, h, C.cudaStreamNonBlocking, 0) == 0
+	return C.hl_stream_create(ctx, h, C.CU_STREAM_NON_BLOCKING, 0) == 0
 }
 
 // hlWake is the host function of a request: its event has happened.
@@ -253,8 +253,8 @@ func poll() {
 		waiter.mu.Lock()
 		progress := false
 		for i, w := range batch {
-			if status[i] != C.cudaErrorNotReady {
-				w.finishLocked(check("cudaEventQuery", status[i]))
+			if status[i] != C.CUDA_ERROR_NOT_READY {
+				w.finishLocked(check("cuEventQuery", status[i]))
 				progress = true
 			}
 		}

@@ -7,7 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/gocuda/cuda/cublas"
-	"github.com/gocuda/cuda/cudart"
+	"github.com/gocuda/cuda/cudadrv"
 	"github.com/gocuda/cuda/highlevel"
 )
 
@@ -315,7 +315,7 @@ func Dot[T Float](s *highlevel.Stream, x, y, result *highlevel.Array[T]) error {
 	return blas.call(op, s, func(h cublas.Handle) error {
 		if n == 0 {
 			var zero T
-			if err := cudart.MemsetAsync(unsafe.Pointer(pr), 0, uint64(unsafe.Sizeof(zero)), s.Handle()); err != nil {
+			if err := cudadrv.MemsetD8Async(cudadrv.DeviceptrOf(pr), 0, uint64(unsafe.Sizeof(zero)), cudadrv.Stream(s.Handle())); err != nil {
 				return opError(op, err)
 			}
 			return nil

@@ -47,6 +47,28 @@ struct cudaOuter {
     char name[5];             /**< Trailing padding follows */
 };
 
+/**
+ * Anonymous unions: one whose first member holds a pointer, and one that
+ * starts with a nested anonymous union and holds an anonymous struct.
+ */
+struct cudaVariant {
+    int kind;
+    union {
+        void *ptr;                /**< A pointer, so an accessor */
+        unsigned long long bits;
+    };
+    union {
+        union {
+            short half;           /**< First of the nested union: a field */
+            char low;
+        };
+        struct {
+            char lo, hi;
+        };                        /**< An anonymous struct in an anonymous union */
+        int whole;
+    };
+};
+
 /** A union on its own. */
 typedef union cudaValue_u {
     double d;

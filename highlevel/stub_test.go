@@ -1,0 +1,247 @@
+package highlevel
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gocuda/cuda/cudadrv"
+	"github.com/gocuda/cuda/cudart"
+	"github.com/gocuda/cuda/internal/dl"
+	"github.com/gocuda/cuda/internal/stubtest"
+)
+
+// stubHeaders are the headers the stand-in driver is built with.
+var stubHeaders = testHeaders
+
+// stubDriver builds the stand-in driver (testdata/stubdriver.c) as
+// libcuda.so.1 with the compiler flags given, and returns its path.
+func stubDriver(t *testing.T, flags ...string) string {
+	t.Helper()
+	src, err := os.ReadFile(filepath.Join("testdata", "stubdriver.c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	procs, err := filepath.Abs(filepath.Join("testdata", "stubprocs.c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	flags = append(flags, "-I"+stubHeaders, "-I.", procs)
+	return stubtest.Library(t, "libcuda.so.1", string(src), flags...)
+}
+
+// stubCases are the drivers TestStubDriver runs the package on, each in a
+// child process (TestStubDriverChild) with libcudart unloadable, with what
+// the child checks there.
+var stubCases = []struct {
+	name  string
+	flags []string // to build the stand-in with
+	env   []string
+	check func(t *testing.T)
+}{
+	{"driver 12.2", nil, []string{"STUB_DRIVER_VERSION=12020"}, checkDriverOnly},
+	{"CurrentDevice first", nil, nil, func(t *testing.T) {
+		// cudaGetDevice initialized CUDA itself; cuCtxGetCurrent needs it
+		// done. No context is current: device 0, as cudaGetDevice says.
+		if d, err := CurrentDevice(); d != 0 || err != nil {
+			t.Errorf("CurrentDevice = %v, %v; want device 0", d, err)
+		}
+	}},
+	{"cuMemAlloc from CUDA 13.0 only", nil, []string{"STUB_LATE=cuMemAlloc=13000", "STUB_DRIVER_VERSION=13000"}, func(t *testing.T) {
+		// A function the shim asks for at a version before the one that
+		// introduced it: the driver (a CUDA 13.0 one, whatever the headers
+		// the stand-in is built with) says so, and so does the error.
+		var se *cudadrv.SymbolError
+		_, err := DeviceCount()
+		if !errors.As(err, &se) || se.Symbol != "cuMemAlloc" || se.Library != cudadrv.LibraryPath() ||
+			!strings.Contains(se.Reason, "at CUDA 3.2") || !strings.Contains(se.Reason, "CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT") {
+			t.Errorf("DeviceCount: %v, want a *cudadrv.SymbolError for cuMemAlloc at CUDA 3.2 in %s", err, cudadrv.LibraryPath())
+		}
+		checkMessage(t, "DeviceCount", err, "device count: loading CUDA: ")
+	}},
+	{"driver 11.8", nil, []string{"STUB_DRIVER_VERSION=11080"}, func(t *testing.T) {
+		// A driver older than CUDA 12.0 lacks functions every operation
+		// needs: the first is the error.
+		checkDriverVersionError(t, second(DeviceCount()), "cuGraphInstantiateWithParams", 12000, 11080)
+	}},
+	{"no cuGetProcAddress_v2, driver 11.8", []string{"-DSTUB_NO_GET_PROC_ADDRESS"}, []string{"STUB_DRIVER_VERSION=11080"}, func(t *testing.T) {
+		checkDriverVersionError(t, second(DeviceCount()), "cuGetProcAddress_v2", 12000, 11080)
+	}},
+	{"no cuGetProcAddress_v2", []string{"-DSTUB_NO_GET_PROC_ADDRESS"}, nil, func(t *testing.T) {
+		var se *cudadrv.SymbolError
+		if _, err := DeviceCount(); !errors.As(err, &se) || se.Symbol != "cuGetProcAddress_v2" || se.Library != cudadrv.LibraryPath() {
+			t.Errorf("DeviceCount: %v, want a *cudadrv.SymbolError for cuGetProcAddress_v2 in %s", err, cudadrv.LibraryPath())
+		}
+	}},
+}
+
+// TestStubDriver runs the package on stand-in drivers, in child processes
+// where libcudart cannot be loaded: on a CUDA 12.2 driver every operation
+// but those that need a later one works, with entry points taken once each
+// through cuGetProcAddress_v2 and none from libcudart; a function the
+// driver has only from a later version than the shim asks for, a driver
+// older than CUDA 12.0 and one without cuGetProcAddress_v2 are errors that
+// say what was looked for, where, and which driver is needed.
+func TestStubDriver(t *testing.T) {
+	for _, dir := range []string{stubHeaders, "testdata"} {
+		if _, err := os.Stat(dir); err != nil {
+			t.Skipf("the sources are not here (a GPU suite's copy of the test): %v", err)
+		}
+	}
+	libs := map[string]string{} // by flags
+	for _, tc := range stubCases {
+		if key := strings.Join(tc.flags, " "); libs[key] == "" {
+			libs[key] = stubDriver(t, tc.flags...)
+		}
+	}
+	for _, tc := range stubCases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			env := append([]string{
+				"GOCUDA_CUDA=" + libs[strings.Join(tc.flags, " ")],
+				"GOCUDA_CUDART=" + filepath.Join(dir, "no-libcudart.so"),
+				"STUB_LOG=" + filepath.Join(dir, "requests"),
+				"HL_STUB_CASE=" + tc.name,
+			}, tc.env...)
+			stubtest.Child(t, "TestStubDriverChild", env...)
+		})
+	}
+}
+
+func TestStubDriverChild(t *testing.T) {
+	stubtest.SkipUnlessChild(t, "TestStubDriver")
+	for _, tc := range stubCases {
+		if tc.name == os.Getenv("HL_STUB_CASE") {
+			tc.check(t)
+			if cudart.LibraryPath() != "" {
+				t.Errorf("libcudart was loaded, from %s", cudart.LibraryPath())
+			}
+			return
+		}
+	}
+	t.Fatalf("no case %q", os.Getenv("HL_STUB_CASE"))
+}
+
+// checkDriverVersionError checks that err is a *DriverVersionError for
+// function, which needs CUDA version needed, on a driver of version driver.
+func checkDriverVersionError(t *testing.T, err error, function string, needed, driver int) {
+	t.Helper()
+	var dv *DriverVersionError
+	if !errors.As(err, &dv) || *dv != (DriverVersionError{function, needed, driver}) {
+		t.Errorf("%v, want a *DriverVersionError for %s, CUDA %d, driver %d", err, function, needed, driver)
+	}
+	if !errors.Is(err, errCallRequiresNewerDriver) || !errors.Is(err, cudart.ErrorCallRequiresNewerDriver) {
+		t.Errorf("%v does not match CUDA_ERROR_CALL_REQUIRES_NEWER_DRIVER and cudaErrorCallRequiresNewerDriver", err)
+	}
+	want := fmt.Sprintf("%s needs a driver for CUDA %s or newer; the installed driver supports CUDA %s",
+		function, cudaVersion(needed), cudaVersion(driver))
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("%v, want it to say %q", err, want)
+	}
+}
+
+// checkDriverOnly uses the package on a CUDA 12.2 driver without libcudart:
+// what needs the driver works, Module.Kernel needs CUDA 12.4 and says so,
+// and what needs libcudart says that; every function of the shim was asked
+// for once, at its version, and nothing else.
+func checkDriverOnly(t *testing.T) {
+	if v, err := DriverVersion(); v != 12020 || err != nil {
+		t.Errorf("DriverVersion = %d, %v; want 12020", v, err)
+	}
+	d := Device(0)
+	if name, err := d.Name(); name != "stub" || err != nil {
+		t.Errorf("Name = %q, %v", name, err)
+	}
+	if cc, err := d.ComputeCapability(); cc != "90" || err != nil {
+		t.Errorf("ComputeCapability = %q, %v", cc, err)
+	}
+	if w, err := d.Attribute(cudart.DevAttrWarpSize); w != 32 || err != nil {
+		t.Errorf("warp size = %d, %v", w, err)
+	}
+	if _, err := Device(1).Name(); !errors.Is(err, cudart.ErrorInvalidDevice) || !errors.Is(err, cudadrv.ERROR_INVALID_DEVICE) {
+		t.Errorf("Device(1).Name: %v, want CUDA_ERROR_INVALID_DEVICE, which is cudaErrorInvalidDevice", err)
+	}
+	if err := d.Do(func() error {
+		if cur, err := CurrentDevice(); cur != d || err != nil {
+			t.Errorf("CurrentDevice in Do = %v, %v", cur, err)
+		}
+		return nil
+	}); err != nil {
+		t.Error(err)
+	}
+	s, err := NewStream(d, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := d.Malloc(1 << 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := NewEvent(d, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, op := range []struct {
+		name string
+		err  error
+	}{
+		{"MemsetAsync", m.MemsetAsync(0, 1<<10, s)},
+		{"CopyFromDeviceAsync", m.CopyFromDeviceAsync(m, 1<<10, s)},
+		{"Record", e.Record(s)},
+		{"Stream.Synchronize", s.Synchronize()},
+		{"Event.Close", e.Close()},
+		{"Free", m.Memory().Free()},
+		{"Stream.Close", s.Close()},
+	} {
+		if op.err != nil {
+			t.Errorf("%s: %v", op.name, op.err)
+		}
+	}
+
+	mod, err := LoadModule([]byte("stub image"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = mod.Kernel("axpy")
+	checkDriverVersionError(t, err, "cuKernelGetParamInfo", 12040, 12020)
+	checkMessage(t, "Kernel", err, "kernel \"axpy\": cuKernelGetParamInfo needs")
+	if err := mod.Close(); err != nil {
+		t.Error(err)
+	}
+
+	var le *dl.LibraryError
+	if _, err := d.Properties(); !errors.As(err, &le) || !strings.Contains(err.Error(), "cudaGetDeviceProperties needs the CUDA runtime, libcudart: ") {
+		t.Errorf("Properties: %v, want a *LibraryError that says libcudart is needed", err)
+	}
+	if _, err := RuntimeVersion(); !errors.As(err, &le) {
+		t.Errorf("RuntimeVersion: %v, want a *LibraryError", err)
+	}
+
+	// Each of the shim's functions was asked for once, at its version,
+	// with the legacy default stream (CU_GET_PROC_ADDRESS_LEGACY_STREAM),
+	// and nothing else was.
+	want := map[string]bool{}
+	for _, sym := range shimSymbols() {
+		want[fmt.Sprintf("%s %d %d", sym.name, sym.version, cudadrv.GET_PROC_ADDRESS_LEGACY_STREAM)] = true
+	}
+	f, err := os.Open(os.Getenv("STUB_LOG"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	seen := map[string]bool{}
+	for sc := bufio.NewScanner(f); sc.Scan(); {
+		req := sc.Text()
+		if !want[req] || seen[req] {
+			t.Errorf("cuGetProcAddress_v2 asked for %q: not one of the shim's functions, or again", req)
+		}
+		seen[req] = true
+	}
+	if len(seen) != len(want) {
+		t.Errorf("%d of the shim's %d functions asked for", len(seen), len(want))
+	}
+}

@@ -1,0 +1,248 @@
+// stubdriver.c is a stand-in for libcuda, so that highlevel's tests and
+// benchmarks run on a machine without a GPU (highlevel's stub_test.go and
+// bench's stub_test.go build it, with stubprocs.c, and load it through
+// $GOCUDA_CUDA). Each function returns at once.
+//
+// It has one device (compute capability 9.0, an H200's limits), a context
+// current per thread as the driver keeps it, memory from malloc, and kernels
+// whose parameters it knows by name (stubKernels). Its functions are what
+// cuGetProcAddress_v2 returns, from stub_procs (stubprocs.c): each symbol
+// of highlevel's shim, introduced at the version the shim requests it at.
+// Like a real driver, it returns a symbol at any version from the one that
+// introduced it on, as long as the driver is that recent. The environment
+// sets:
+//
+//	STUB_DRIVER_VERSION  the CUDA version of the driver (cuDriverGetVersion),
+//	                     CUDA_VERSION of the headers if unset
+//	STUB_LATE            NAME=VERSION: the version that introduced NAME instead
+//	STUB_LOG             a file where each request is appended: "NAME VERSION FLAGS"
+//
+// Built with -DSTUB_NO_GET_PROC_ADDRESS, it lacks cuGetProcAddress_v2, as a
+// driver older than CUDA 12.0 does, and has cuDriverGetVersion by name.
+#include <cuda.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+// STUB names the stand-in of a driver function: STUB(cuMemAlloc) is
+// stub_cuMemAlloc, whatever versioned symbol cuda.h makes of cuMemAlloc.
+#define STUB(name) CUresult stub_##name
+
+static int stub_driver_version(void) {
+	const char *v = getenv("STUB_DRIVER_VERSION");
+	return v != NULL ? atoi(v) : CUDA_VERSION;
+}
+
+STUB(cuDriverGetVersion)(int *v) {
+	*v = stub_driver_version();
+	return CUDA_SUCCESS;
+}
+
+#ifdef STUB_NO_GET_PROC_ADDRESS
+CUresult cuDriverGetVersion(int *v) { return stub_cuDriverGetVersion(v); }
+#else
+struct stub_proc {
+	const char *name;
+	int version;
+	void *fn;
+};
+extern const struct stub_proc stub_procs[]; // ends with a NULL name
+
+// stub_since returns the version that introduced p: $STUB_LATE's, if it
+// names p.
+static int stub_since(const struct stub_proc *p) {
+	const char *late = getenv("STUB_LATE");
+	size_t n = strlen(p->name);
+	if (late != NULL && strncmp(late, p->name, n) == 0 && late[n] == '=') {
+		return atoi(late + n + 1);
+	}
+	return p->version;
+}
+
+CUresult cuGetProcAddress_v2(const char *symbol, void **fn, int version, cuuint64_t flags,
+		CUdriverProcAddressQueryResult *status) {
+	const char *log = getenv("STUB_LOG");
+	FILE *f;
+	if (log != NULL && (f = fopen(log, "a")) != NULL) {
+		fprintf(f, "%s %d %llu\n", symbol, version, (unsigned long long)flags);
+		fclose(f);
+	}
+	*fn = NULL;
+	*status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+	for (const struct stub_proc *p = stub_procs; p->name != NULL; p++) {
+		if (strcmp(p->name, symbol) != 0 || stub_since(p) > stub_driver_version()) {
+			continue; // an older driver does not know the function
+		}
+		if (stub_since(p) > version) {
+			*status = CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;
+			break;
+		}
+		*fn = p->fn;
+		*status = CU_GET_PROC_ADDRESS_SUCCESS;
+		return CUDA_SUCCESS;
+	}
+	return CUDA_ERROR_NOT_FOUND;
+}
+#endif
+
+static __thread CUcontext current;
+static char primary; // the device's primary context is its address
+static uintptr_t handles = 0x1000; // streams, events, libraries: distinct values
+
+static uintptr_t next_handle(void) { return __atomic_add_fetch(&handles, 16, __ATOMIC_RELAXED); }
+
+// The functions that need an initialized driver fail before cuInit, as
+// the driver's do.
+static int initialized;
+
+STUB(cuInit)(unsigned flags) {
+	initialized = 1;
+	return CUDA_SUCCESS;
+}
+STUB(cuDeviceGet)(CUdevice *d, int ordinal) {
+	if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;
+	*d = ordinal;
+	return ordinal == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
+STUB(cuDeviceGetCount)(int *n) {
+	*n = 1;
+	return CUDA_SUCCESS;
+}
+STUB(cuDeviceGetName)(char *name, int n, CUdevice d) {
+	strncpy(name, "stub", n);
+	return CUDA_SUCCESS;
+}
+STUB(cuDeviceGetAttribute)(int *v, CUdevice_attribute attr, CUdevice d) {
+	switch (attr) {
+	case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *v = 9; break;
+	case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *v = 1024; break;
+	case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X: *v = 1024; break;
+	case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y: *v = 1024; break;
+	case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z: *v = 64; break;
+	case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X: *v = 0x7fffffff; break;
+	case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y: *v = 65535; break;
+	case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z: *v = 65535; break;
+	case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: *v = 48 << 10; break;
+	case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: *v = 227 << 10; break;
+	case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *v = 132; break;
+	case CU_DEVICE_ATTRIBUTE_WARP_SIZE: *v = 32; break;
+	default: *v = 0;
+	}
+	return CUDA_SUCCESS;
+}
+STUB(cuDevicePrimaryCtxRetain)(CUcontext *ctx, CUdevice d) {
+	*ctx = (CUcontext)&primary;
+	return CUDA_SUCCESS;
+}
+STUB(cuDevicePrimaryCtxGetState)(CUdevice d, unsigned *flags, int *active) {
+	*flags = 0;
+	*active = 1;
+	return CUDA_SUCCESS;
+}
+STUB(cuCtxGetCurrent)(CUcontext *ctx) {
+	if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;
+	*ctx = current;
+	return CUDA_SUCCESS;
+}
+STUB(cuCtxSetCurrent)(CUcontext ctx) {
+	current = ctx;
+	return CUDA_SUCCESS;
+}
+STUB(cuCtxGetDevice)(CUdevice *d) {
+	*d = 0;
+	return current != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+STUB(cuCtxGetStreamPriorityRange)(int *least, int *greatest) {
+	*least = 0;
+	*greatest = -5;
+	return CUDA_SUCCESS;
+}
+STUB(cuMemGetInfo)(size_t *free, size_t *total) {
+	*free = *total = (size_t)140 << 30;
+	return CUDA_SUCCESS;
+}
+
+// Memory is the host's: highlevel reads and writes pinned memory itself.
+STUB(cuMemAlloc)(CUdeviceptr *p, size_t n) {
+	*p = (CUdeviceptr)(uintptr_t)malloc(n);
+	return *p != 0 ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+STUB(cuMemAllocManaged)(CUdeviceptr *p, size_t n, unsigned flags) { return stub_cuMemAlloc(p, n); }
+STUB(cuMemAllocFromPoolAsync)(CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s) { return stub_cuMemAlloc(p, n); }
+STUB(cuMemFree)(CUdeviceptr p) {
+	free((void *)(uintptr_t)p);
+	return CUDA_SUCCESS;
+}
+STUB(cuMemFreeAsync)(CUdeviceptr p, CUstream s) { return stub_cuMemFree(p); }
+STUB(cuMemHostAlloc)(void **p, size_t n, unsigned flags) {
+	*p = malloc(n);
+	return *p != NULL ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+STUB(cuMemFreeHost)(void *p) {
+	free(p);
+	return CUDA_SUCCESS;
+}
+
+STUB(cuStreamCreate)(CUstream *s, unsigned flags) {
+	*s = (CUstream)next_handle();
+	return CUDA_SUCCESS;
+}
+STUB(cuStreamCreateWithPriority)(CUstream *s, unsigned flags, int priority) { return stub_cuStreamCreate(s, flags); }
+STUB(cuEventCreate)(CUevent *e, unsigned flags) {
+	*e = (CUevent)next_handle();
+	return CUDA_SUCCESS;
+}
+STUB(cuDeviceGetDefaultMemPool)(CUmemoryPool *p, CUdevice d) {
+	*p = (CUmemoryPool)next_handle();
+	return CUDA_SUCCESS;
+}
+STUB(cuMemPoolCreate)(CUmemoryPool *p, const CUmemPoolProps *props) { return stub_cuDeviceGetDefaultMemPool(p, 0); }
+STUB(cuMemPoolGetAttribute)(CUmemoryPool p, CUmemPool_attribute attr, void *v) {
+	*(uint64_t *)v = 0;
+	return CUDA_SUCCESS;
+}
+STUB(cuStreamGetCaptureInfo)(CUstream s, CUstreamCaptureStatus *st, cuuint64_t *id, CUgraph *g,
+		const CUgraphNode **deps, size_t *n) {
+	*st = CU_STREAM_CAPTURE_STATUS_NONE;
+	return CUDA_SUCCESS;
+}
+
+// stubKernels are the kernels the stub knows the parameters of; any other
+// name has none.
+static const struct {
+	const char *name;
+	int n;
+	size_t offsets[4], sizes[4];
+} stubKernels[] = {
+	{"empty", 0, {0}, {0}},
+	// (float a, const float *x, float *y, int n)
+	{"args4", 4, {0, 8, 16, 24}, {4, 8, 8, 4}},
+	{"axpy", 4, {0, 8, 16, 24}, {4, 8, 8, 4}},
+};
+enum { NKERNELS = sizeof stubKernels / sizeof stubKernels[0] };
+
+STUB(cuLibraryLoadData)(CUlibrary *lib, const void *image, CUjit_option *jo, void **jv, unsigned nj,
+		CUlibraryOption *lo, void **lv, unsigned nl) {
+	*lib = (CUlibrary)next_handle();
+	return CUDA_SUCCESS;
+}
+STUB(cuLibraryGetKernel)(CUkernel *k, CUlibrary lib, const char *name) {
+	int i = 0;
+	while (i < NKERNELS && strcmp(stubKernels[i].name, name) != 0) i++;
+	*k = (CUkernel)(uintptr_t)(i + 1); // NKERNELS + 1: no parameters
+	return CUDA_SUCCESS;
+}
+STUB(cuKernelGetFunction)(CUfunction *f, CUkernel k) {
+	*f = (CUfunction)k;
+	return CUDA_SUCCESS;
+}
+STUB(cuKernelGetParamInfo)(CUkernel k, size_t i, size_t *offset, size_t *size) {
+	int j = (int)(uintptr_t)k - 1;
+	if (j >= NKERNELS || i >= (size_t)stubKernels[j].n) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	*offset = stubKernels[j].offsets[i];
+	*size = stubKernels[j].sizes[i];
+	return CUDA_SUCCESS;
+}
