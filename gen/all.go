@@ -58,13 +58,23 @@ func generateAll(root, out string) error {
 	return errors.Join(errs...)
 }
 
-// generate generates the package in dir, parsed by c, and writes its report
-// to w. With out, the package is written under out instead of under root.
+// generate generates the package in dir, parsed by c for each target, and
+// writes its report to w. With out, the package is written under out
+// instead of under root.
 func generate(c *cache, dir, root, out string, w io.Writer) error {
-	p, err := c.load(dir)
-	if err != nil {
+	var ps []*parser
+	for _, arch := range targets {
+		p, err := c.load(dir, arch)
+		if err != nil {
+			return err
+		}
+		ps = append(ps, p)
+	}
+	if err := sameCode(ps); err != nil {
 		return err
 	}
+	p := ps[0]
+	p.document()
 	if err := p.perThreadSymbols(); err != nil {
 		return err
 	}
@@ -83,15 +93,18 @@ func generate(c *cache, dir, root, out string, w io.Writer) error {
 }
 
 // cache parses generated packages as their //go:generate lines say, each
-// once: the packages that use one share its parse. It is safe for
-// concurrent use. With slots, which bounds the goroutines that work at
-// once, a goroutine gives back its slot while it waits for a parse that
-// another does.
+// once for each target: the packages that use one share its parses. It is
+// safe for concurrent use. With slots, which bounds the goroutines that
+// work at once, a goroutine gives back its slot while it waits for a parse
+// that another does.
 type cache struct {
 	mu     sync.Mutex
-	parses map[string]*parsed // by absolute directory
+	parses map[parseKey]*parsed
 	slots  chan struct{}
 }
+
+// parseKey names a parse: the package's absolute directory and the target.
+type parseKey struct{ dir, arch string }
 
 // parsed is a package's parse, p or err, set once done is closed.
 type parsed struct {
@@ -100,18 +113,19 @@ type parsed struct {
 	err  error
 }
 
-// load returns the parse of the generated package in dir, without its
-// per-thread symbols.
-func (c *cache) load(dir string) (*parser, error) {
-	key, err := filepath.Abs(dir)
+// load returns the parse for linux/arch of the generated package in dir,
+// without its per-thread symbols.
+func (c *cache) load(dir, arch string) (*parser, error) {
+	a, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err
 	}
+	key := parseKey{a, arch}
 	c.mu.Lock()
 	e, ok := c.parses[key]
 	if !ok {
 		if c.parses == nil {
-			c.parses = map[string]*parsed{}
+			c.parses = map[parseKey]*parsed{}
 		}
 		e = &parsed{done: make(chan struct{})}
 		c.parses[key] = e
@@ -121,7 +135,7 @@ func (c *cache) load(dir string) (*parser, error) {
 		c.wait(e.done)
 		return e.p, e.err
 	}
-	e.p, e.err = c.parse(dir)
+	e.p, e.err = c.parse(dir, arch)
 	close(e.done)
 	return e.p, e.err
 }
@@ -141,12 +155,13 @@ func (c *cache) wait(done chan struct{}) {
 	<-done
 }
 
-// parse parses the generated package in dir.
-func (c *cache) parse(dir string) (*parser, error) {
+// parse parses the generated package in dir for linux/arch.
+func (c *cache) parse(dir, arch string) (*parser, error) {
 	cfg, err := packageConfig(dir)
 	if err != nil {
 		return nil, err
 	}
+	cfg.arch = arch
 	p, err := newParser(cfg, c)
 	if err != nil {
 		return nil, err
