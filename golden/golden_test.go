@@ -29,7 +29,10 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	gen = filepath.Join(dir, "gen")
+	// gen runs here, on the host, also where the test is cross-built for
+	// another platform and runs under an emulator.
 	cmd := exec.Command("go", "build", "-o", gen, "../gen")
+	cmd.Env = append(os.Environ(), "GOOS=", "GOARCH=")
 	cmd.Stderr = os.Stderr
 	if err := cmd.Run(); err != nil {
 		os.Stderr.WriteString("building gen: " + err.Error() + "\n")
