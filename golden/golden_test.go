@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/gocuda/cuda/internal/genline"
+	"github.com/gocuda/cuda/internal/stubtest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -208,7 +209,11 @@ func TestSourceCompatible(t *testing.T) {
 		maps.Copy(files, program)
 		place(t, filepath.Join(dir, v), files)
 	}
-	out, err := exec.Command("go", "test", "./"+dir+"/...").CombinedOutput()
+	args := []string{"test"}
+	if x := os.Getenv(stubtest.ExecEnv); x != "" {
+		args = append(args, "-exec", x) // cross-built, as this test is
+	}
+	out, err := exec.Command("go", append(args, "./"+dir+"/...")...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("go test of the program against each variant: %v\n%s", err, out)
 	}

@@ -103,17 +103,17 @@ func Library(t *testing.T, file, src string, flags ...string) string {
 // machines are the ELF machines of the architectures the packages build for.
 var machines = map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}
 
-// execEnv names the emulator, with its arguments, that runs the programs
+// ExecEnv names the emulator, with its arguments, that runs the programs
 // built for the test's architecture, as go test -exec runs the test:
 // qemu-aarch64 for tests cross-built for linux/arm64 (make test-arm64).
-const execEnv = "GOCUDA_TEST_EXEC"
+const ExecEnv = "GOCUDA_TEST_EXEC"
 
 // Command returns a command that runs name, a program built for the test's
 // architecture (the test binary, os.Args[0], or one built with $CC), with
 // args: under the emulator $GOCUDA_TEST_EXEC names where it is set,
 // directly otherwise.
 func Command(name string, args ...string) *exec.Cmd {
-	if x := strings.Fields(os.Getenv(execEnv)); len(x) > 0 {
+	if x := strings.Fields(os.Getenv(ExecEnv)); len(x) > 0 {
 		return exec.Command(x[0], append(append(x[1:], name), args...)...)
 	}
 	return exec.Command(name, args...)
