@@ -1,6 +1,7 @@
 # make generate  regenerates the bindings from headers/ (all packages, in one process)
 # make test      vet and tests for the default CUDA major and, with its tag, each other (-tags cuda12), highlevel's
-#                also under -race, and the regeneration check; needs no GPU and no CUDA
+#                also under -race, and the regeneration check, then test-arm64; needs no GPU and no CUDA
+# make test-arm64 vet and tests for linux/arm64, cross-built and run under qemu-user
 # make gpu       builds the GPU suite into build/gpu, packed as build/gpu.tgz, for scripts/gpu.sh (run on a GPU machine),
 #                with the tests of GPU_MAJOR_PKGS also built for each other major; it measures the regeneration here, where Go is
 # make bench     runs the benchmarks and their C, CuPy and cuda.core twins here (needs a GPU and nvcc), then benchstat
@@ -32,6 +33,18 @@ test:
 	$(GO) test ./...
 	$(foreach t,$(MAJOR_TAGS),$(GO) vet -tags $(t) ./... && $(GO) test -tags $(t) ./... &&) true
 	$(GO) test -race ./highlevel
+	$(MAKE) test-arm64
+
+# test-arm64 vets every package for linux/arm64 and runs its tests there,
+# cross-built and under qemu-user, so that layouts and values are checked
+# against C as arm64's compiler sees the headers. The tests run what they
+# build for arm64 (themselves, C programs) under $GOCUDA_TEST_EXEC. It needs
+# Debian's gcc-aarch64-linux-gnu, libc6-dev-arm64-cross and qemu-user.
+.PHONY: test-arm64
+ARM64 := GOARCH=arm64 CGO_ENABLED=1 CC=aarch64-linux-gnu-gcc QEMU_LD_PREFIX=/usr/aarch64-linux-gnu GOCUDA_TEST_EXEC=qemu-aarch64
+test-arm64:
+	$(ARM64) $(GO) vet ./...
+	$(ARM64) $(GO) test -exec qemu-aarch64 ./...
 
 gpu:
 	rm -rf build/gpu

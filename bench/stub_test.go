@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/gocuda/cuda/internal/stubtest"
 )
 
 var stubArgs = flag.String("stub.args", "", "more flags for the benchmarks TestStubMix runs on the stub driver, such as\n"+
@@ -61,7 +63,7 @@ func TestStubMix(t *testing.T) {
 	lib := buildStub(t, dir)
 	args := []string{"-test.run=^$", "-test.bench=^BenchmarkMix", "-test.benchtime=2000x"}
 	args = append(args, strings.Fields(*stubArgs)...)
-	cmd := exec.Command(os.Args[0], args...)
+	cmd := stubtest.Command(os.Args[0], args...)
 	// highlevel needs no libcudart: a missing one is the proof.
 	cmd.Env = append(os.Environ(), "GOCUDA_CUDA="+lib, "GOCUDA_CUDART="+filepath.Join(dir, "no-libcudart.so"),
 		"GOCUDA_NVRTC="+lib, "CUDA_DEVICE=0")
@@ -99,7 +101,7 @@ func TestStubMix(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("building the C twin on the stub: %v\n%s", err, out)
 	}
-	if out, err = exec.Command(twin).CombinedOutput(); err != nil {
+	if out, err = stubtest.Command(twin).CombinedOutput(); err != nil {
 		t.Fatalf("the C twin on the stub: %v\n%s", err, out)
 	}
 	t.Logf("C on the stub:\n%s", out)

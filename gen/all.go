@@ -91,9 +91,9 @@ func generateAll(root, out string) error {
 }
 
 // generate generates the package in dir, which cfg describes, for the
-// CUDA major m, parsed by c, writes its report to w and returns it (nil for
-// a hand-written package). With out, the package is written under out
-// instead of under root.
+// CUDA major m, parsed by c for each target, writes its report to w and
+// returns it (nil for a hand-written package). With out, the package is
+// written under out instead of under root.
 func generate(c *cache, dir string, cfg config, m *major, root, out string, w io.Writer) (*Package, error) {
 	var pkg *Package
 	if cfg.handwritten() {
@@ -102,14 +102,18 @@ func generate(c *cache, dir string, cfg config, m *major, root, out string, w io
 			return nil, err
 		}
 	} else {
-		p, err := c.load(dir, m)
+		var ps []*parser
+		for _, arch := range targets {
+			p, err := c.load(dir, arch, m)
+			if err != nil {
+				return nil, err
+			}
+			ps = append(ps, p)
+		}
+		p, err := oneModel(ps)
 		if err != nil {
 			return nil, err
 		}
-		if err := p.perThreadSymbols(); err != nil {
-			return nil, err
-		}
-		p.annotate()
 		cfg, pkg = p.cfg, p.pkg
 	}
 	if out != "" {
@@ -130,15 +134,19 @@ func generate(c *cache, dir string, cfg config, m *major, root, out string, w io
 }
 
 // cache parses generated packages as their //go:generate lines say, each
-// once: the packages that use one share its parse. It is safe for
-// concurrent use. With slots, which bounds the goroutines that work at
-// once, a goroutine gives back its slot while it waits for a parse that
-// another does.
+// once for each target: the packages that use one share its parses. It is
+// safe for concurrent use. With slots, which bounds the goroutines that
+// work at once, a goroutine gives back its slot while it waits for a parse
+// that another does.
 type cache struct {
 	mu     sync.Mutex
-	parses map[string]*parsed // by absolute directory and CUDA major
+	parses map[parseKey]*parsed
 	slots  chan struct{}
 }
+
+// parseKey names a parse: the package's absolute directory, the target and
+// the CUDA major's suffix ("" with -headers).
+type parseKey struct{ dir, arch, major string }
 
 // parsed is a package's parse, p or err, set once done is closed.
 type parsed struct {
@@ -147,21 +155,23 @@ type parsed struct {
 	err  error
 }
 
-// load returns the parse of the generated package in dir for the CUDA
-// major m (nil with -headers), without its per-thread symbols.
-func (c *cache) load(dir string, m *major) (*parser, error) {
-	key, err := filepath.Abs(dir)
+// load returns the parse for linux/arch and the CUDA major m (nil with
+// -headers) of the generated package in dir, without its per-thread
+// symbols.
+func (c *cache) load(dir, arch string, m *major) (*parser, error) {
+	a, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err
 	}
+	key := parseKey{dir: a, arch: arch}
 	if m != nil {
-		key += "\x00" + m.suffix
+		key.major = m.suffix
 	}
 	c.mu.Lock()
 	e, ok := c.parses[key]
 	if !ok {
 		if c.parses == nil {
-			c.parses = map[string]*parsed{}
+			c.parses = map[parseKey]*parsed{}
 		}
 		e = &parsed{done: make(chan struct{})}
 		c.parses[key] = e
@@ -171,7 +181,7 @@ func (c *cache) load(dir string, m *major) (*parser, error) {
 		c.wait(e.done)
 		return e.p, e.err
 	}
-	e.p, e.err = c.parse(dir, m)
+	e.p, e.err = c.parse(dir, arch, m)
 	close(e.done)
 	return e.p, e.err
 }
@@ -191,8 +201,9 @@ func (c *cache) wait(done chan struct{}) {
 	<-done
 }
 
-// parse parses the generated package in dir for the CUDA major m.
-func (c *cache) parse(dir string, m *major) (*parser, error) {
+// parse parses the generated package in dir for linux/arch and the CUDA
+// major m.
+func (c *cache) parse(dir, arch string, m *major) (*parser, error) {
 	cfg, err := packageConfig(dir)
 	if err != nil {
 		return nil, err
@@ -200,6 +211,7 @@ func (c *cache) parse(dir string, m *major) (*parser, error) {
 	if cfg, err = cfg.forMajor(m); err != nil {
 		return nil, err
 	}
+	cfg.arch = arch
 	p, err := newParser(cfg, c)
 	if err != nil {
 		return nil, err

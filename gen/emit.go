@@ -229,7 +229,8 @@ func goType(t *Type) jen.Code {
 	panic(fmt.Sprintf("unknown type kind %d", t.Kind))
 }
 
-// goAlign is the alignment Go gives a type on amd64.
+// goAlign is the alignment Go gives a type on the platforms of targets,
+// which Go aligns alike (64-bit, 8 bytes at most).
 func (e *emitter) goAlign(t *Type) int64 {
 	switch t.Kind {
 	case Scalar:

@@ -69,6 +69,24 @@
 // The #cgo CFLAGS of zfuncs.go hold for the whole package, so the
 // package's hand-written cgo files include the major's headers too.
 //
+// # Platforms
+//
+// The packages are for linux/amd64 and linux/arm64, and gen writes one set
+// of files for both (for each CUDA major). It parses each package once for
+// each platform (and major), with
+// the host C compiler's predefined macros and include paths and with that
+// platform's C ABI, which lays the types out and makes char signed (amd64)
+// or unsigned (arm64). The code is emitted from the model alone, and Go
+// aligns alike on both, so the same models give the same code. Where the
+// models differ, gen fails and names the declarations that would differ (an
+// enumerator or constant (char)255 is -1 on amd64 and 255 on arm64). No
+// CUDA header gives different code: they declare no long double, bit-field
+// or va_list, and none of their C declarations depends on an architecture
+// macro; the report says "the same code for linux/amd64 and linux/arm64".
+// make test runs each package's layout tests on both platforms (arm64
+// cross-built, under qemu-user), comparing the one set of files with C as
+// each platform's compiler sees the headers.
+//
 // # Naming
 //
 // A C name can be found in Go without searching:
@@ -230,6 +248,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"sort"
 	"strings"
@@ -238,6 +257,11 @@ import (
 )
 
 func main() {
+	// Every parse, two of each package for each CUDA major, lives until
+	// the end: collecting garbage a quarter as often as by default saves
+	// about a quarter of gen's CPU time, for 0.5 GB more memory (1.2 GB in
+	// all for make generate of one major).
+	debug.SetGCPercent(400)
 	cfg, model, all, err := flags(flag.CommandLine, os.Args[1:])
 	if err == nil && all == "" {
 		cfg.majors, err = majorsDir(cfg.majors, ".")
@@ -519,6 +543,7 @@ func report(w io.Writer, pkg *Package, m *major) {
 	}
 	fmt.Fprintf(w, "gen %s: emitted %d functions, %d enums (%d values), %d structs and unions (%d fields), %d typedefs, %d constants\n",
 		name, len(pkg.Funcs), len(pkg.Enums), values, len(pkg.Records), fields, len(pkg.Typedefs), len(pkg.Consts))
+	fmt.Fprintf(w, "gen %s: the same code for linux/%s\n", name, strings.Join(targets, " and linux/"))
 	if pkg.PerThread != "" {
 		n := 0
 		for _, f := range pkg.Funcs {

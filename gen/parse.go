@@ -35,6 +35,8 @@ type config struct {
 	use []string
 	// omit are prefixes of the C names of declarations left out.
 	omit []string
+	// arch is the GOARCH, one of targets, whose C ABI lays the types out.
+	arch string
 	// major is the CUDA major the package is generated for, whose data
 	// file gives dir and lib; nil with -headers.
 	major  *major
@@ -75,33 +77,72 @@ type parser struct {
 	uses map[string]*parser
 }
 
-// parse parses the package cfg describes.
+// parse parses the package cfg describes for each target, the packages it
+// uses through c, and returns its model (see oneModel).
 func parse(cfg config, c *cache) (*Package, error) {
-	p, err := newParser(cfg, c)
+	var ps []*parser
+	for _, arch := range targets {
+		cfg.arch = arch
+		p, err := newParser(cfg, c)
+		if err != nil {
+			return nil, err
+		}
+		p.run()
+		ps = append(ps, p)
+	}
+	p, err := oneModel(ps)
 	if err != nil {
 		return nil, err
 	}
-	p.run()
+	return p.pkg, nil
+}
+
+// oneModel returns the parse of ps, a package's parses for each target, that
+// holds its model, once the targets are shown to give the same code, with
+// its doc comments, per-thread symbols and cgo annotations.
+func oneModel(ps []*parser) (*parser, error) {
+	if err := sameCode(ps); err != nil {
+		return nil, err
+	}
+	p := ps[0]
+	p.document()
 	if err := p.perThreadSymbols(); err != nil {
 		return nil, err
 	}
 	p.annotate()
-	return p.pkg, nil
+	return p, nil
 }
 
-// hostConfig returns the C front end's configuration of the host, made
-// once: cc.NewConfig runs the C compiler.
+// hostConfig returns the C front end's configuration of the host C
+// compiler, its predefined macros and include paths, made once:
+// cc.NewConfig runs the compiler.
 var hostConfig = sync.OnceValues(func() (*cc.Config, error) {
-	return cc.NewConfig("linux", "amd64")
+	return cc.NewConfig("linux", targets[0])
 })
 
-// newParser parses the headers, and the packages cfg.use names through c.
-func newParser(cfg config, c *cache) (*parser, error) {
+// targetConfig returns the C front end's configuration for linux/arch: the
+// host's, with arch's ABI, which lays the types out.
+func targetConfig(arch string) (*cc.Config, error) {
 	host, err := hostConfig()
 	if err != nil {
 		return nil, fmt.Errorf("configuring the C front end: %w", err)
 	}
-	ccfg := *host
+	abi, err := cc.NewABI("linux", arch)
+	if err != nil {
+		return nil, fmt.Errorf("configuring the C front end: %w", err)
+	}
+	c := *host
+	c.ABI = abi
+	return &c, nil
+}
+
+// newParser parses the headers, and the packages cfg.use names through c.
+func newParser(cfg config, c *cache) (*parser, error) {
+	target, err := targetConfig(cfg.arch)
+	if err != nil {
+		return nil, err
+	}
+	ccfg := *target
 	dir, err := filepath.Abs(cfg.dir)
 	if err != nil {
 		return nil, err
@@ -165,7 +206,7 @@ func (p *parser) use(dir string, c *cache) error {
 	if err != nil {
 		return err
 	}
-	u, err := c.load(dir, p.cfg.major)
+	u, err := c.load(dir, p.cfg.arch, p.cfg.major)
 	if err != nil {
 		return err
 	}
@@ -264,8 +305,8 @@ func (p *parser) skip(kind, name, reason string) {
 	p.pkg.Skipped = append(p.pkg.Skipped, Skip{Kind: kind, CName: name, Reason: reason})
 }
 
-// run turns the translation unit into p.pkg, all but the per-thread
-// symbols (see perThreadSymbols).
+// run turns the translation unit into p.pkg, all but the doc comments (see
+// document) and the per-thread symbols (see perThreadSymbols).
 func (p *parser) run() {
 	// Pass 1: name every tagged type and typedef, so that uses anywhere
 	// resolve to Go names.
@@ -397,7 +438,7 @@ func specifiers(d *cc.Declaration) []*cc.TypeSpecifier {
 	return r
 }
 
-// finish sorts and converts the doc comments.
+// finish sorts the declarations.
 func (p *parser) finish() {
 	sort.Slice(p.pkg.Enums, func(i, j int) bool { return p.pkg.Enums[i].GoName < p.pkg.Enums[j].GoName })
 	sort.Slice(p.pkg.Records, func(i, j int) bool { return p.pkg.Records[i].GoName < p.pkg.Records[j].GoName })
@@ -406,6 +447,11 @@ func (p *parser) finish() {
 	if p.cfg.errType != "" {
 		p.pkg.Error = p.tagType(p.cfg.errType, ClassEnum)
 	}
+}
+
+// document converts the doc comments. The C ABI does not change them, so
+// only the parse for the first target converts them (see sameCode).
+func (p *parser) document() {
 	links := map[string]string{}
 	for g, c := range p.names.taken {
 		links[strings.TrimPrefix(strings.TrimPrefix(strings.TrimPrefix(c, "struct "), "enum "), "union ")] = g

@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/gocuda/cuda/internal/genline"
+	"github.com/gocuda/cuda/internal/stubtest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -30,7 +31,10 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	gen = filepath.Join(dir, "gen")
+	// gen runs here, on the host, also where the test is cross-built for
+	// another platform and runs under an emulator.
 	cmd := exec.Command("go", "build", "-o", gen, "../gen")
+	cmd.Env = append(os.Environ(), "GOOS=", "GOARCH=")
 	cmd.Stderr = os.Stderr
 	if err := cmd.Run(); err != nil {
 		os.Stderr.WriteString("building gen: " + err.Error() + "\n")
@@ -216,7 +220,11 @@ func TestSourceCompatible(t *testing.T) {
 		maps.Copy(files, program)
 		place(t, filepath.Join(dir, v), files)
 	}
-	out, err := exec.Command("go", "test", "./"+dir+"/...").CombinedOutput()
+	args := []string{"test"}
+	if x := os.Getenv(stubtest.ExecEnv); x != "" {
+		args = append(args, "-exec", x) // cross-built, as this test is
+	}
+	out, err := exec.Command("go", append(args, "./"+dir+"/...")...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("go test of the program against each variant: %v\n%s", err, out)
 	}

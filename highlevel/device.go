@@ -317,7 +317,11 @@ func (d Device) Properties() (_ cudart.DeviceProp, err error) {
 	}
 	s.propsOnce.Do(func() {
 		if s.propsErr = runtimeAPI("cudaGetDeviceProperties"); s.propsErr == nil {
-			s.propsErr = cudart.GetDeviceProperties(&s.props, int32(d))
+			// Into a value of its own: cgo checks all of the object an
+			// unsafe.Pointer argument points into, and s holds Go pointers.
+			var p cudart.DeviceProp
+			s.propsErr = cudart.GetDeviceProperties(&p, int32(d))
+			s.props = p
 		}
 	})
 	return s.props, s.propsErr

@@ -29,12 +29,23 @@ export GOCUDA_NCCL=$ncclso
 echo "NCCL: $ncclso"
 
 if [ "$part" != bench ] && [ "$part" != nccl ]; then
+# The CUDA 13.0 NVRTC, for the tests built for another major (x_cuda12.test)
+# that compile kernels: the GPU machines have no other.
+nvrtc=$(ldconfig -p | awk '$1 == "libnvrtc.so.13" {print $NF; exit}')
+[ -n "$nvrtc" ] || nvrtc=$(find / -path /proc -prune -o -name libnvrtc.so.13 -print 2>/dev/null | head -1)
 for t in *.test; do
 	echo "== $t"
 	# Under -race, the randomized test runs its short form (5 seeds).
 	short=
 	[ "$t" = highlevel_race.test ] && short=-test.short
-	./"$t" -test.v -test.count=1 $short >"$log/${t%.test}.log" 2>&1 || status=1
+	# highlevel built for another major runs on the driver alone, with
+	# libcudart unloadable, and compiles with the NVRTC found above.
+	env=()
+	case $t in
+	highlevel_cuda*.test) env=(GOCUDA_CUDART=/nonexistent/libcudart.so GOCUDA_NVRTC="$nvrtc") short=-test.short ;;
+	esac
+	# A test that hangs fails with its goroutines' stacks, and the rest run.
+	env "${env[@]}" timeout 400 ./"$t" -test.v -test.count=1 -test.timeout 380s $short >"$log/${t%.test}.log" 2>&1 || status=1
 	grep -E '^(--- |=== RUN|ok|FAIL|PASS)' "$log/${t%.test}.log" | grep -v '=== RUN' | tail -40
 done
 
@@ -42,7 +53,7 @@ echo "== highlevel without libcudart"
 # highlevel needs only the driver: with libcudart unloadable, every test
 # passes but those of what still loads it (Properties, RuntimeVersion),
 # which skip saying so. The randomized test runs its short form.
-GOCUDA_CUDART=/nonexistent/libcudart.so ./highlevel.test -test.v -test.count=1 -test.short \
+GOCUDA_CUDART=/nonexistent/libcudart.so timeout 400 ./highlevel.test -test.v -test.count=1 -test.short -test.timeout 380s \
 	>"$log/highlevel-nocudart.log" 2>&1 || status=1
 grep -E -A1 '^(--- SKIP|--- FAIL)' "$log/highlevel-nocudart.log" | grep -v '^--$' | tail -40
 grep -E '^(ok|FAIL|PASS)' "$log/highlevel-nocudart.log"
@@ -50,13 +61,13 @@ grep -E '^(ok|FAIL|PASS)' "$log/highlevel-nocudart.log"
 echo "== highlevel under compute-sanitizer (memcheck)"
 # The tests provoke API errors on purpose (out of memory); memcheck's own
 # findings are what counts. The randomized test runs its short form.
-HL_SANITIZER=1 compute-sanitizer --tool memcheck --report-api-errors no --print-limit 20 ./highlevel.test -test.run GPU -test.short -test.count=1 >"$log/sanitizer.txt" 2>&1 || status=1
+HL_SANITIZER=1 timeout 400 compute-sanitizer --tool memcheck --report-api-errors no --print-limit 20 ./highlevel.test -test.run GPU -test.short -test.count=1 >"$log/sanitizer.txt" 2>&1 || status=1
 grep -E 'ERROR SUMMARY|^(ok|FAIL|PASS)' "$log/sanitizer.txt"
 # racecheck and synccheck look at shared memory and barriers: the kernels
 # that use them, and the randomized test's launches.
 for tool in racecheck synccheck; do
 	echo "== highlevel under compute-sanitizer ($tool)"
-	HL_RANDOM_SEEDS=3 compute-sanitizer --tool $tool --print-limit 20 ./highlevel.test -test.short -test.count=1 \
+	HL_RANDOM_SEEDS=3 timeout 300 compute-sanitizer --tool $tool --print-limit 20 ./highlevel.test -test.short -test.count=1 \
 		-test.run 'GPUCompileAndLaunch|GPULaunchConfig|GPURandomOps' >"$log/$tool.txt" 2>&1 || status=1
 	grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|^(ok|FAIL|PASS)' "$log/$tool.txt"
 done

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/gocuda/cuda/highlevel/nvtx"
+	"github.com/gocuda/cuda/internal/stubtest"
 )
 
 // injectSource is the C source of an NVTX injection library that logs
@@ -52,7 +53,7 @@ func runHelper(t *testing.T, mode string, env ...string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(exe, "-test.run=^TestHelperProcess$", "-test.count=1", "-test.v")
+	cmd := stubtest.Command(exe, "-test.run=^TestHelperProcess$", "-test.count=1", "-test.v")
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "NVTX_") && !strings.HasPrefix(kv, helperEnv+"=") {
 			cmd.Env = append(cmd.Env, kv)

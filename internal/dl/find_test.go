@@ -3,12 +3,13 @@ package dl
 import (
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/gocuda/cuda/internal/stubtest"
 )
 
 // The stand-in libraries' names: a toolkit library with a wheel of its own
@@ -367,7 +368,7 @@ func TestLoaderPathRelativeEntry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(exe, "-test.run=^TestLoaderPathRelativeEntry$", "-test.v")
+	cmd := stubtest.Command(exe, "-test.run=^TestLoaderPathRelativeEntry$", "-test.v")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GOCUDA_DL_CHILD=1", "LD_LIBRARY_PATH=/nonexistent:", testEnv+"=")
 	out, err := cmd.CombinedOutput()

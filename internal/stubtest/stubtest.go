@@ -3,6 +3,12 @@
 // and gives C function pointers into Go for the stand-in to call (the
 // loggers that the libraries' logger registries take), which record what
 // they are called with.
+//
+// A test cross-built for another architecture and run under an emulator
+// (make test-arm64 runs linux/arm64's under qemu-user) builds its
+// stand-ins with $CC, the compiler cgo used, and runs what it builds for the
+// target, itself included, with Command, under the emulator that
+// $GOCUDA_TEST_EXEC names.
 package stubtest
 
 /*
@@ -14,9 +20,11 @@ extern void gocudaStubtestDriverLogger(void *data, int level, char *message, siz
 import "C"
 
 import (
+	"debug/elf"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -61,9 +69,10 @@ func Messages() []string {
 }
 
 // Library builds a shared library named file from the C source src in a
-// temporary directory of its own, with the C compiler cgo uses and the
-// compiler flags given, and returns its path. It skips the test where there
-// is no C compiler.
+// temporary directory of its own, with the C compiler cgo uses ($CC, else
+// cc) and the compiler flags given, and returns its path. It skips the test
+// where there is no C compiler, and fails it where the compiler builds for
+// another architecture than the test's.
 func Library(t *testing.T, file, src string, flags ...string) string {
 	t.Helper()
 	cc := os.Getenv("CC")
@@ -79,7 +88,35 @@ func Library(t *testing.T, file, src string, flags ...string) string {
 	if out, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
 		t.Skipf("no C compiler to build the stand-in %s: %v\n%s", file, err, out)
 	}
+	f, err := elf.Open(lib)
+	if err != nil {
+		t.Fatalf("the stand-in %s: %v", file, err)
+	}
+	defer f.Close()
+	if want := machines[runtime.GOARCH]; f.Machine != want {
+		t.Fatalf("%s built the stand-in %s for %v, and the test runs on %s (%v): set CC to a C compiler for %[4]s, the one that built the test",
+			cc, file, f.Machine, runtime.GOARCH, want)
+	}
 	return lib
+}
+
+// machines are the ELF machines of the architectures the packages build for.
+var machines = map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}
+
+// ExecEnv names the emulator, with its arguments, that runs the programs
+// built for the test's architecture, as go test -exec runs the test:
+// qemu-aarch64 for tests cross-built for linux/arm64 (make test-arm64).
+const ExecEnv = "GOCUDA_TEST_EXEC"
+
+// Command returns a command that runs name, a program built for the test's
+// architecture (the test binary, os.Args[0], or one built with $CC), with
+// args: under the emulator $GOCUDA_TEST_EXEC names where it is set,
+// directly otherwise.
+func Command(name string, args ...string) *exec.Cmd {
+	if x := strings.Fields(os.Getenv(ExecEnv)); len(x) > 0 {
+		return exec.Command(x[0], append(append(x[1:], name), args...)...)
+	}
+	return exec.Command(name, args...)
 }
 
 // childEnv marks the process that Child runs.
@@ -92,7 +129,7 @@ const childEnv = "GOCUDA_STUBTEST_CHILD"
 // library once per process.
 func Child(t *testing.T, child string, env ...string) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^"+child+"$", "-test.v")
+	cmd := Command(os.Args[0], "-test.run=^"+child+"$", "-test.v")
 	cmd.Env = append(append(os.Environ(), env...), childEnv+"=1")
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "--- PASS: "+child) {
