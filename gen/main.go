@@ -259,8 +259,8 @@ import (
 func main() {
 	// Every parse, two of each package for each CUDA major, lives until
 	// the end: collecting garbage a quarter as often as by default saves
-	// about a quarter of gen's CPU time, for 0.5 GB more memory (1.2 GB in
-	// all for make generate of one major).
+	// about a quarter of gen's CPU time, for more memory (1.9 to 2.2 GB in
+	// all for make generate of two majors, 1.1 GB for one).
 	debug.SetGCPercent(400)
 	cfg, model, all, err := flags(flag.CommandLine, os.Args[1:])
 	if err == nil && all == "" {
