@@ -172,7 +172,10 @@ func (s *search) toolkits() {
 	cuda := filepath.Join(usrLocal, "cuda")
 	if dst, err := filepath.EvalSymlinks(cuda); err == nil {
 		if v, ok := toolkitVersion(filepath.Base(dst)); ok && v[0] != cudaMajor {
-			s.add(candidate{path: cuda, skip: "links to " + dst + ", not a CUDA " + strconv.Itoa(cudaMajor) + " toolkit; not searched"})
+			// Named by $CUDA_PATH or $CUDA_HOME, it was searched already.
+			if !s.seen[filepath.Join(cuda, "lib64", s.name)] {
+				s.add(candidate{path: cuda, skip: "links to " + dst + ", not a CUDA " + strconv.Itoa(cudaMajor) + " toolkit; not searched"})
+			}
 		} else {
 			s.toolkit(cuda)
 		}

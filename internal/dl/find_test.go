@@ -257,6 +257,16 @@ func TestFindRightMajor(t *testing.T) {
 	if !slices.ContainsFunc(le.Tried, func(s string) bool { return strings.HasPrefix(s, note) }) {
 		t.Errorf("tried %q, want a line saying %s... is not searched", le.Tried, note)
 	}
+	// Named by $CUDA_PATH, the user's choice, it is searched, and not
+	// also said to be not searched.
+	t.Setenv("CUDA_PATH", filepath.Join(usrLocal, "cuda"))
+	if err := os.Remove(filepath.Join(otherTk, "lib64", toolkitLib)); err != nil {
+		t.Fatal(err)
+	}
+	le = notLoaded(t, toolkitLib)
+	if slices.ContainsFunc(le.Tried, func(s string) bool { return strings.HasPrefix(s, note) }) {
+		t.Errorf("tried %q, want %s searched as $CUDA_PATH and no line saying it is not", le.Tried, note)
+	}
 	// Pointed at a toolkit of the bindings' major, /usr/local/cuda is
 	// searched.
 	tk := filepath.Join(usrLocal, "cuda-"+major+".0")
