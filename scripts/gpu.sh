@@ -19,20 +19,27 @@ status=0
 
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$log/nvidia-smi.txt"
 
+# findlib NAME prints the path of the library NAME: the loader's, else the
+# first file of that name on the machine (a Python wheel's).
+findlib() {
+	local p
+	p=$(ldconfig -p | awk -v n="$1" '$1 == n {print $NF; exit}')
+	[ -n "$p" ] || p=$(find / -path /proc -prune -o -name "$1" -print 2>/dev/null | head -1)
+	echo "$p"
+}
+
 # NCCL may come only as a Python wheel, off the loader's path: the tests,
 # the Go benchmark and the C twin all use the file found here. NVLink
 # multicast stays off (NCCL_NVLS_ENABLE=0 is set on the machine).
 export NCCL_NVLS_ENABLE=0
-ncclso=${GOCUDA_NCCL:-$(ldconfig -p | awk '$1 == "libnccl.so.2" {print $NF; exit}')}
-[ -n "$ncclso" ] || ncclso=$(find / -path /proc -prune -o -name libnccl.so.2 -print 2>/dev/null | head -1)
+ncclso=${GOCUDA_NCCL:-$(findlib libnccl.so.2)}
 export GOCUDA_NCCL=$ncclso
 echo "NCCL: $ncclso"
 
 if [ "$part" != bench ] && [ "$part" != nccl ]; then
 # The CUDA 13.0 NVRTC, for the tests built for another major (x_cuda12.test)
 # that compile kernels: the GPU machines have no other.
-nvrtc=$(ldconfig -p | awk '$1 == "libnvrtc.so.13" {print $NF; exit}')
-[ -n "$nvrtc" ] || nvrtc=$(find / -path /proc -prune -o -name libnvrtc.so.13 -print 2>/dev/null | head -1)
+nvrtc=$(findlib libnvrtc.so.13)
 for t in *.test; do
 	echo "== $t"
 	# Under -race, the randomized test runs its short form (5 seeds).
