@@ -71,11 +71,17 @@ echo "== highlevel under compute-sanitizer (memcheck)"
 HL_SANITIZER=1 timeout 400 compute-sanitizer --tool memcheck --report-api-errors no --print-limit 20 ./highlevel.test -test.run GPU -test.short -test.count=1 >"$log/sanitizer.txt" 2>&1 || status=1
 grep -E 'ERROR SUMMARY|^(ok|FAIL|PASS)' "$log/sanitizer.txt"
 # racecheck and synccheck look at shared memory and barriers: the kernels
-# that use them, and the randomized test's launches.
+# that use them, and under synccheck the randomized test's launches.
+# racecheck loses track of that test's launches ("Internal Sanitizer Error:
+# Detected a failure to track a kernel launch") and then slows them past
+# the test's one-second waits, on H100 and H200 alike; its kernels use no
+# shared memory, all that racecheck checks.
 for tool in racecheck synccheck; do
 	echo "== highlevel under compute-sanitizer ($tool)"
+	tests='GPUCompileAndLaunch|GPULaunchConfig'
+	[ $tool = synccheck ] && tests="$tests|GPURandomOps"
 	HL_RANDOM_SEEDS=3 timeout 300 compute-sanitizer --tool $tool --print-limit 20 ./highlevel.test -test.short -test.count=1 \
-		-test.run 'GPUCompileAndLaunch|GPULaunchConfig|GPURandomOps' >"$log/$tool.txt" 2>&1 || status=1
+		-test.run "$tests" >"$log/$tool.txt" 2>&1 || status=1
 	grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|^(ok|FAIL|PASS)' "$log/$tool.txt"
 done
 
@@ -96,28 +102,43 @@ echo "== benchmarks: Go, the C twins, CuPy and cuda.core"
 # noise and Go's runtime threads (sysmon, the collector) have a core beside
 # the benchmark's, as in any Go program; C and Python get the same two. The
 # copies run unpinned: the staging copies with many cores.
-go="./bench.test -test.run ^$ -test.benchmem -test.count 5"
+go="./bench.test -test.run ^$ -test.benchmem"
 two="taskset -c 2,3"
-# gobench PATTERN BENCHTIME [PIN...] runs the Go benchmarks PATTERN names.
+# gobench PATTERN BENCHTIME [PIN...] runs the Go benchmarks PATTERN names,
+# $count times (5 unless set).
 gobench() {
 	local pattern=$1 times=$2
 	shift 2
-	"$@" $go -test.bench "$pattern" -test.benchtime "$times" | tee -a "$log/go.txt" || status=1
+	"$@" $go -test.count "${count:-5}" -test.bench "$pattern" -test.benchtime "$times" | tee -a "$log/go.txt" || status=1
 }
 gobench 'CgoNoop|GetDevice|DeviceAttribute|PoolMallocFree' 5000000x $two
 gobench 'EventRecord|StreamCreateDestroy|MallocAsyncFree|LaunchEmpty|LaunchArgs' 200000x $two
 gobench 'LaunchSync' 50000x $two
-gobench '^BenchmarkMix$' 20000x $two
-gobench '^BenchmarkMix.' 200000x $two
 gobench 'Graph100' 5000x $two
 gobench '^Benchmark(H2D|D2H|D2D|Memset)' 20x
 gobench 'Sgemm8192' 30x
 inc=${CUDA_HOME:-/usr/local/cuda}/include
+# twin SOURCE compiles the C twin SOURCE into the program of its name.
+twin() {
+	nvcc -O2 -arch=native -I"$inc" -o "${1%.*}" "$1" -lcudart -lcuda -ldl -lcublas -lnvrtc
+}
+# The mix and its twin take turns, one run each, seven times: a run of
+# either drifts by up to 10% over minutes with the host and the GPU, more
+# than the 5% the row's target allows, so both must see the same drift.
+if twin mix.c; then
+	for i in 1 2 3 4 5 6 7; do
+		count=1 gobench '^BenchmarkMix$' 20000x $two
+		count=1 gobench '^BenchmarkMix.' 200000x $two
+		$two ./mix 1 | tee -a "$log/c.txt" || status=1
+	done
+else
+	status=1
+fi
 for c in *.c *.cu; do
-	[ "$c" = nccl.cu ] && continue
+	case $c in nccl.cu | mix.c) continue ;; esac
 	pin=$two
 	[ "$c" = copy.c ] && pin=
-	nvcc -O2 -arch=native -I"$inc" -o "${c%.*}" "$c" -lcudart -lcuda -ldl -lcublas -lnvrtc && $pin ./"${c%.*}" | tee -a "$log/c.txt" || status=1
+	twin "$c" && $pin ./"${c%.*}" | tee -a "$log/c.txt" || status=1
 done
 for lib in cupy cudacore; do
 	PYTHONUNBUFFERED=1 $two python3 py/bench.py "$lib" >"$log/$lib.txt" 2>"$log/$lib.err" || status=1

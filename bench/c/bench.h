@@ -12,6 +12,10 @@
 
 enum { RUNS = 5 };
 
+// runs is how many runs bench_bytes times: RUNS, unless a twin's main sets
+// it from its command line.
+static int runs = RUNS;
+
 static double now(void) {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -39,12 +43,12 @@ static void report(const char *name, long n, double ns, double bytes) {
 // stream is where the functions that bench times queue their work.
 static cudaStream_t stream;
 
-// bench_bytes times RUNS runs of n calls of fn, the stream synchronized at
+// bench_bytes times `runs` runs of n calls of fn, the stream synchronized at
 // the end of each run, and reports each; bytes is what one call moves.
 static void bench_bytes(const char *name, void (*fn)(void), long n, double bytes) {
 	fn(); // warm up
 	check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-	for (int r = 0; r < RUNS; r++) {
+	for (int r = 0; r < runs; r++) {
 		double t0 = now();
 		for (long i = 0; i < n; i++) {
 			fn();

@@ -1,11 +1,14 @@
 // The C twin of the mix benchmarks (../mix_test.go): a stream carrying a
 // memset of 4 KiB, 20 launches of axpy over 1024 floats and a copy of
 // 4 KiB from device to device, round after round, and each operation alone,
-// made with the calls highlevel makes: cudaMemsetAsync, cuLaunchKernel of
+// made with the calls highlevel makes: cuMemsetD8Async, cuLaunchKernel of
 // the kernel compiled by NVRTC and loaded with cuLibraryLoadData, and
-// cudaMemcpyAsync. Printed in Go benchmark format.
+// cuMemcpyAsync. Printed in Go benchmark format.
 //
-//	nvcc -O2 -o mix mix.c -lcudart -lcuda -lnvrtc && ./mix
+//	nvcc -O2 -o mix mix.c -lcudart -lcuda -lnvrtc && ./mix [runs]
+//
+// With an argument it times that many runs of each benchmark rather than
+// RUNS, so that a script can alternate its runs with Go's.
 #include "bench.h"
 
 static const char source[] =
@@ -19,7 +22,7 @@ enum { N = 1024, BYTES = N * 4, LAUNCHES = 20 };
 static CUfunction axpy;
 static float *x, *y;
 
-static void mix_memset(void) { check(cudaMemsetAsync(y, 0, BYTES, stream), "cudaMemsetAsync"); }
+static void mix_memset(void) { drvcheck(cuMemsetD8Async((CUdeviceptr)y, 0, BYTES, (CUstream)stream), "cuMemsetD8Async"); }
 
 static void mix_launch(void) {
 	float a = 2;
@@ -29,7 +32,7 @@ static void mix_launch(void) {
 }
 
 static void mix_d2d(void) {
-	check(cudaMemcpyAsync(x, y, BYTES, cudaMemcpyDeviceToDevice, stream), "cudaMemcpyAsync");
+	drvcheck(cuMemcpyAsync((CUdeviceptr)x, (CUdeviceptr)y, BYTES, (CUstream)stream), "cuMemcpyAsync");
 }
 
 static void mix(void) {
@@ -40,7 +43,11 @@ static void mix(void) {
 	mix_d2d();
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+	if (argc > 1 && (runs = atoi(argv[1])) < 1) {
+		fprintf(stderr, "usage: mix [runs]\n");
+		return 2;
+	}
 	check(cudaSetDevice(0), "cudaSetDevice");
 	check(cudaFree(0), "cudaFree");
 	check(cudaStreamCreate(&stream), "cudaStreamCreate");

@@ -21,8 +21,8 @@ CUresult stub_cuLibraryLoadData(CUlibrary *lib, const void *image, CUjit_option 
 CUresult stub_cuLibraryGetKernel(CUkernel *k, CUlibrary lib, const char *name);
 CUresult stub_cuKernelGetFunction(CUfunction *f, CUkernel k);
 
-// The functions the C twin calls by name: the driver's for its kernel, the
-// runtime's for the rest.
+// The functions the C twin calls by name: the driver's for its kernel and
+// its work, the runtime's for its setup.
 CUresult cuLibraryLoadData(CUlibrary *lib, const void *image, CUjit_option *jo, void **jv, unsigned nj,
 		CUlibraryOption *lo, void **lv, unsigned nl) {
 	return stub_cuLibraryLoadData(lib, image, jo, jv, nj, lo, lv, nl);
@@ -33,6 +33,8 @@ CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, uns
 		unsigned smem, CUstream s, void **params, void **extra) {
 	return CUDA_SUCCESS;
 }
+CUresult cuMemsetD8Async(CUdeviceptr p, unsigned char v, size_t n, CUstream s) { return CUDA_SUCCESS; }
+CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) { return CUDA_SUCCESS; }
 
 cudaError_t cudaSetDevice(int d) { return d == 0 ? cudaSuccess : cudaErrorInvalidDevice; }
 cudaError_t cudaDeviceGetAttribute(int *v, enum cudaDeviceAttr attr, int d) {
@@ -51,10 +53,6 @@ cudaError_t cudaStreamCreate(cudaStream_t *s) {
 	return cudaSuccess;
 }
 cudaError_t cudaStreamSynchronize(cudaStream_t s) { return cudaSuccess; }
-cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t s) { return cudaSuccess; }
-cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind, cudaStream_t s) {
-	return cudaSuccess;
-}
 const char *cudaGetErrorString(cudaError_t e) { return "stub error"; }
 // NVRTC: the "compiled" image is the source itself.
 struct program {
