@@ -124,13 +124,17 @@ func (m *Module) Kernel(name string) (*Kernel, error) {
 	if err := check(op, C.hl_kernel_params(ctx, k.k, &offsets[0], &sizes[0], maxParams, &np)); err != nil {
 		return nil, err
 	}
-	for i := range int(np) {
-		k.offsets = append(k.offsets, uint32(offsets[i]))
-		k.sizes = append(k.sizes, uint32(sizes[i]))
-		k.size = max(k.size, int(offsets[i]+sizes[i]))
+	classes, ok := paramClasses(name)
+	if !ok || len(classes) != int(np) {
+		classes = nil
 	}
-	if c, ok := paramClasses(name); ok && len(c) == len(k.sizes) {
-		k.classes = c
+	k.params = make([]param, np)
+	for i := range k.params {
+		k.params[i] = param{off: uint32(offsets[i]), size: uint32(sizes[i])}
+		if classes != nil {
+			k.params[i].class = classes[i]
+		}
+		k.size = max(k.size, int(offsets[i]+sizes[i]))
 	}
 	m.kernels[name] = k
 	return k, nil
@@ -187,15 +191,28 @@ func (m *Module) launchedOn() map[Device]bool {
 // A Kernel is a function of a Module that the host launches (a __global__
 // function). It is safe for use by several goroutines.
 type Kernel struct {
-	m       *Module
-	k       C.uintptr_t
-	name    string
-	offsets []uint32 // of each parameter in the parameter buffer
-	sizes   []uint32
-	classes []paramClass     // from the mangled name; nil for extern "C" kernels
-	size    int              // of the parameter buffer
-	funcs   []atomic.Uintptr // by device: the kernel's CUfunction in its primary context, once looked up
+	m      *Module
+	k      C.uintptr_t
+	name   string
+	params []param
+	size   int              // of the parameter buffer
+	funcs  []atomic.Uintptr // by device: the kernel's CUfunction in its primary context, once looked up
 }
+
+// A param is a kernel's parameter: where its argument goes in the
+// parameter buffer, and the class of its C++ type, from the kernel's
+// mangled name (paramUnknown for extern "C" kernels). It is laid out as
+// the shim's hl_param, which hl_launch reads the offsets from.
+type param struct {
+	off, size uint32
+	class     paramClass
+}
+
+// param and hl_param have the same size.
+var (
+	_ [unsafe.Sizeof(param{}) - C.sizeof_hl_param]struct{}
+	_ [C.sizeof_hl_param - unsafe.Sizeof(param{})]struct{}
+)
 
 // Name returns the kernel's name in its module; "" for a nil Kernel.
 func (k *Kernel) Name() string {
@@ -211,7 +228,7 @@ func (k *Kernel) NumParams() int {
 	if k == nil {
 		return 0
 	}
-	return len(k.sizes)
+	return len(k.params)
 }
 
 // Dim3 is a size in up to three dimensions. A zero component counts as 1,
@@ -284,39 +301,30 @@ func (k *Kernel) Launch(s *Stream, cfg LaunchConfig, args ...any) error {
 		return ErrClosed
 	}
 	defer k.m.life.release()
-	sc := launchScratches.Get().(*launchScratch)
-	err := k.launch(s, &cfg, args, sc)
-	launchScratches.Put(sc)
-	return err
+	return k.launch(s, &cfg, args)
 }
-
-// A launchScratch holds what a launch passes to C: the packed arguments and
-// the dimensions. hl_launch calls into the driver, whose logger (registered
-// with cudadrv.LogsRegisterCallback) may call back into Go during the call,
-// so it cannot be marked #cgo nocallback, and without it (noescape works
-// only with it) memory passed to C escapes: kept in a pool, it is not
-// allocated at every launch.
-type launchScratch struct {
-	args [256]byte
-	dims [9]C.uint32_t
-}
-
-var launchScratches = sync.Pool{New: func() any { return new(launchScratch) }}
 
 // launch is Launch on an open module. Its one defer and Launch's stay
 // open-coded (a function with more returns times defers than the compiler
 // allows gets slower ones), as launches are the hottest path of the package.
-func (k *Kernel) launch(s *Stream, cfg *LaunchConfig, args []any, sc *launchScratch) error {
-	buf := sc.args[:]
-	if k.size > len(buf) {
-		buf = make([]byte, k.size)
+//
+// The arguments and dimensions go to C by value (hl_args, hl_dims), copied
+// onto C's stack: hl_launch calls into the driver, whose logger (registered
+// with cudadrv.LogsRegisterCallback) may call back into Go during the call,
+// so it cannot be marked #cgo nocallback, and without it (noescape works
+// only with it) memory passed by address escapes, so would have to come
+// from the heap or a pool.
+func (k *Kernel) launch(s *Stream, cfg *LaunchConfig, args []any) error {
+	var small C.hl_args
+	var buf []byte
+	var big *C.char // small escapes if big may point into it
+	if k.size <= int(unsafe.Sizeof(small)) {
+		buf = unsafe.Slice((*byte)(unsafe.Pointer(&small)), unsafe.Sizeof(small))
+	} else {
+		b := make([]byte, k.size)
+		buf, big = b, (*C.char)(unsafe.Pointer(&b[0]))
 	}
-	var memBuf [4]memArg
-	mems, err := k.pack(buf, args, memBuf[:0])
-	if err != nil {
-		return err
-	}
-	d, err := k.device(s, mems)
+	d, err := k.pack(buf, args, s)
 	if err != nil {
 		return err
 	}
@@ -324,8 +332,8 @@ func (k *Kernel) launch(s *Stream, cfg *LaunchConfig, args []any, sc *launchScra
 	if err != nil {
 		return err
 	}
-	dims := &sc.dims
-	if err := cfg.check(d, &st.limits, dims); err != nil {
+	var dims C.hl_dims
+	if err := cfg.check(d, &st.limits, &dims); err != nil {
 		return fmt.Errorf("highlevel: launching %s: %w", k.name, err)
 	}
 	f, err := k.function(d, st.ctx)
@@ -337,44 +345,18 @@ func (k *Kernel) launch(s *Stream, cfg *LaunchConfig, args []any, sc *launchScra
 		return err
 	}
 	defer s.leave()
-	var offsets *C.uint32_t
-	if len(k.offsets) > 0 {
-		offsets = (*C.uint32_t)(unsafe.Pointer(&k.offsets[0]))
+	var params *C.hl_param
+	if len(k.params) > 0 {
+		params = (*C.hl_param)(unsafe.Pointer(&k.params[0]))
 	}
 	// The context goes as an integer: cgo checks every void * argument for
 	// Go pointers, on every call.
-	r := C.hl_launch(C.uintptr_t(uintptr(st.ctx)), f, &dims[0], C.uint32_t(cfg.SharedMem), h, cbool(cfg.Cooperative),
-		(*C.char)(unsafe.Pointer(&buf[0])), offsets, C.int(len(k.offsets)))
+	r := C.hl_launch(C.uintptr_t(uintptr(st.ctx)), f, dims, C.uint32_t(cfg.SharedMem), h, cbool(cfg.Cooperative),
+		small, big, params, C.int(len(k.params)))
 	if r != 0 {
 		return check("launching "+k.name, r)
 	}
 	return nil
-}
-
-// device returns the device a launch on s goes to, checking that its
-// memory arguments, as pack found them, can be used there.
-func (k *Kernel) device(s *Stream, mems []memArg) (Device, error) {
-	d, chosen := Device(0), false
-	if s != nil {
-		d, chosen = s.dev, true
-	}
-	for _, a := range mems {
-		md := a.dev
-		if !chosen {
-			d, chosen = md, true
-			continue
-		}
-		if !d.canAccess(md) {
-			if s == nil {
-				return 0, fmt.Errorf("%w: %s argument %d is memory of %v, the arguments before it of %v", ErrArgument, k.name, a.i, md, d)
-			}
-			return 0, fmt.Errorf("%w: %s argument %d is memory of %v, launched on %v without peer access to it", ErrArgument, k.name, a.i, md, d)
-		}
-	}
-	if chosen {
-		return d, nil
-	}
-	return DefaultDevice()
 }
 
 // function returns the kernel's CUfunction in device d's primary context
@@ -393,7 +375,7 @@ func (k *Kernel) function(d Device, ctx unsafe.Pointer) (C.uintptr_t, error) {
 
 // check checks the configuration against the limits of device d, l, and
 // writes the grid, block and cluster dimensions for the shim to dims.
-func (cfg *LaunchConfig) check(d Device, l *deviceLimits, dims *[9]C.uint32_t) error {
+func (cfg *LaunchConfig) check(d Device, l *deviceLimits, dims *C.hl_dims) error {
 	gx, gy, gz := cfg.Grid.dims()
 	bx, by, bz := cfg.Block.dims()
 	switch {
@@ -408,43 +390,51 @@ func (cfg *LaunchConfig) check(d Device, l *deviceLimits, dims *[9]C.uint32_t) e
 	case min(cfg.Cluster.X, cfg.Cluster.Y, cfg.Cluster.Z) < 0:
 		return fmt.Errorf("cluster %v is negative", cfg.Cluster)
 	}
-	*dims = [9]C.uint32_t{C.uint32_t(gx), C.uint32_t(gy), C.uint32_t(gz), C.uint32_t(bx), C.uint32_t(by), C.uint32_t(bz)}
+	dims.grid = [3]C.uint32_t{C.uint32_t(gx), C.uint32_t(gy), C.uint32_t(gz)}
+	dims.block = [3]C.uint32_t{C.uint32_t(bx), C.uint32_t(by), C.uint32_t(bz)}
 	if cfg.Cluster != (Dim3{}) {
 		cx, cy, cz := cfg.Cluster.dims()
-		dims[6], dims[7], dims[8] = C.uint32_t(cx), C.uint32_t(cy), C.uint32_t(cz)
+		dims.cluster = [3]C.uint32_t{C.uint32_t(cx), C.uint32_t(cy), C.uint32_t(cz)}
 	}
 	return nil
 }
 
-// A memArg is a memory argument of a launch: the argument's index, and its
-// memory's device, unless it is managed memory, which every device reaches.
-// It holds no pointer, so that the arguments need not escape.
-type memArg struct {
-	i   int
-	dev Device
-}
-
 // pack writes the arguments into buf at the parameters' offsets, and
-// appends the memory arguments to mems.
-func (k *Kernel) pack(buf []byte, args []any, mems []memArg) ([]memArg, error) {
-	if len(args) != len(k.sizes) {
-		return mems, fmt.Errorf("%w: %s takes %d arguments, got %d", ErrArgument, k.name, len(k.sizes), len(args))
+// returns the device the launch goes to: s's, or for a nil s the device of
+// the first memory argument (managed memory aside), or DefaultDevice when
+// there is none. Every memory argument must be usable there.
+func (k *Kernel) pack(buf []byte, args []any, s *Stream) (Device, error) {
+	if len(args) != len(k.params) {
+		return 0, fmt.Errorf("%w: %s takes %d arguments, got %d", ErrArgument, k.name, len(k.params), len(args))
 	}
+	d, chosen := Device(0), false
+	if s != nil {
+		d, chosen = s.dev, true
+	}
+	bad, badDev := -1, Device(0) // the first memory argument d cannot use
 	for i, a := range args {
-		off := k.offsets[i]
-		class := paramUnknown
-		if k.classes != nil {
-			class = k.classes[i]
-		}
-		dev, err := putArg(buf[off:off+k.sizes[i]], a, class)
+		p := &k.params[i]
+		dev, err := putArg(buf[p.off:p.off+p.size], a, p.class)
 		if err != nil {
-			return mems, fmt.Errorf("%w: %s argument %d: %v", ErrArgument, k.name, i, err)
+			return 0, fmt.Errorf("%w: %s argument %d: %v", ErrArgument, k.name, i, err)
 		}
-		if dev >= 0 {
-			mems = append(mems, memArg{i, dev})
+		switch {
+		case dev < 0:
+		case !chosen:
+			d, chosen = dev, true
+		case bad < 0 && dev != d && !d.canAccess(dev):
+			bad, badDev = i, dev
 		}
 	}
-	return mems, nil
+	switch {
+	case bad >= 0 && s == nil:
+		return 0, fmt.Errorf("%w: %s argument %d is memory of %v, the arguments before it of %v", ErrArgument, k.name, bad, badDev, d)
+	case bad >= 0:
+		return 0, fmt.Errorf("%w: %s argument %d is memory of %v, launched on %v without peer access to it", ErrArgument, k.name, bad, badDev, d)
+	case !chosen:
+		return DefaultDevice()
+	}
+	return d, nil
 }
 
 // putArg writes a, which must be exactly len(dst) bytes and fit a

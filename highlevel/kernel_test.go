@@ -17,11 +17,11 @@ import (
 // testKernel is a kernel with the given parameter sizes, laid out as C lays
 // out a parameter list: each at the next multiple of its size.
 func testKernel(sizes ...uint32) *Kernel {
-	k := &Kernel{m: &Module{}, name: "k", sizes: sizes}
+	k := &Kernel{m: &Module{}, name: "k"}
 	off := uint32(0)
 	for _, s := range sizes {
 		off = (off + s - 1) / s * s
-		k.offsets = append(k.offsets, off)
+		k.params = append(k.params, param{off: off, size: s})
 		off += s
 		k.size = int(off)
 	}
@@ -77,7 +77,7 @@ func TestKernelArguments(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			k := testKernel(tt.size)
 			buf := make([]byte, k.size)
-			_, err := k.pack(buf, []any{tt.arg}, nil)
+			_, err := k.pack(buf, []any{tt.arg}, &Stream{})
 			if tt.want == nil {
 				if !errors.Is(err, ErrArgument) || !strings.Contains(err.Error(), tt.err) || !strings.Contains(err.Error(), "k argument 0") {
 					t.Errorf("pack(%T) = %v, want ErrArgument naming argument 0 and %q", tt.arg, err, tt.err)
@@ -95,11 +95,15 @@ func TestKernelArgumentLayout(t *testing.T) {
 	// saxpy(float a, const float *x, float *y, int n): a at 0, x at 8, y at
 	// 16, n at 24, as the compiler lays them out.
 	k := testKernel(4, 8, 8, 4)
-	if want := []uint32{0, 8, 16, 24}; !slices.Equal(k.offsets, want) {
-		t.Fatalf("offsets %v, want %v", k.offsets, want)
+	var offsets []uint32
+	for _, p := range k.params {
+		offsets = append(offsets, p.off)
+	}
+	if want := []uint32{0, 8, 16, 24}; !slices.Equal(offsets, want) {
+		t.Fatalf("offsets %v, want %v", offsets, want)
 	}
 	buf := make([]byte, k.size)
-	if _, err := k.pack(buf, []any{float32(2), uintptr(0x100), uintptr(0x200), int32(1000)}, nil); err != nil {
+	if _, err := k.pack(buf, []any{float32(2), uintptr(0x100), uintptr(0x200), int32(1000)}, &Stream{}); err != nil {
 		t.Fatal(err)
 	}
 	ne := binary.NativeEndian
@@ -107,7 +111,7 @@ func TestKernelArgumentLayout(t *testing.T) {
 		t.Errorf("buffer % x", buf)
 	}
 	for _, args := range [][]any{{float32(2)}, {float32(2), uintptr(1), uintptr(2), 3, 4}} {
-		if _, err := k.pack(buf, args, nil); !errors.Is(err, ErrArgument) || !strings.Contains(err.Error(), "takes 4 arguments") {
+		if _, err := k.pack(buf, args, &Stream{}); !errors.Is(err, ErrArgument) || !strings.Contains(err.Error(), "takes 4 arguments") {
 			t.Errorf("%d arguments: %v", len(args), err)
 		}
 	}
@@ -126,8 +130,7 @@ func TestKernelArgumentsAllocate(t *testing.T) {
 	v := vec3{1, 2, 3}
 	allocs := testing.AllocsPerRun(100, func() {
 		var buf [256]byte
-		var mems [4]memArg
-		if _, err := k.pack(buf[:], []any{a, x, y, n, v}, mems[:0]); err != nil {
+		if _, err := k.pack(buf[:], []any{a, x, y, n, v}, &Stream{}); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -144,7 +147,9 @@ func TestKernelArgumentTypes(t *testing.T) {
 	// scale(float a, float *y, int n, unsigned long m, bool b, __half h)
 	k := testKernel(4, 8, 4, 8, 1, 2)
 	k.name = "_Z5scalefPiim7__halfb"
-	k.classes = []paramClass{paramFloat, paramPointer, paramSigned, paramUnsigned, paramBool, paramHalf}
+	for i, c := range []paramClass{paramFloat, paramPointer, paramSigned, paramUnsigned, paramBool, paramHalf} {
+		k.params[i].class = c
+	}
 	for _, tt := range []struct {
 		name string
 		args []any
@@ -161,7 +166,7 @@ func TestKernelArgumentTypes(t *testing.T) {
 		{"int16 for half", []any{float32(2), mem, int32(3), uint64(4), true, int16(0)}, "int16 cannot be passed for a half parameter"},
 	} {
 		var buf [64]byte
-		_, err := k.pack(buf[:], tt.args, nil)
+		_, err := k.pack(buf[:], tt.args, &Stream{})
 		switch {
 		case tt.err == "" && err != nil:
 			t.Errorf("%s: %v", tt.name, err)

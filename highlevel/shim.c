@@ -605,35 +605,37 @@ int hl_kernel_attribute(void *ctx, int set, int *v, int attr, uintptr_t k, int d
 
 // hl_launch launches f, a kernel's function in context ctx (an integer, so
 // that cgo need not check it for Go pointers at each launch), with the
-// arguments at the given offsets of args.
-// dims holds the grid, block and cluster dimensions (x, y, z each); a
-// cluster of 0 and cooperative 0 take cuLaunchKernel, the rest
-// cuLaunchKernelEx.
-int hl_launch(uintptr_t ctxv, uintptr_t f, const uint32_t *dims, uint32_t smem, uintptr_t s, int cooperative,
-		char *args, const uint32_t *offsets, int n) {
+// arguments packed in args, or in big when they do not fit there, at the
+// parameters' offsets. A cluster of 0 and cooperative 0 take
+// cuLaunchKernel, the rest cuLaunchKernelEx. dims and args come by value:
+// the driver may call back into Go during the call (its logger), and then
+// the goroutine's stack may move, so nothing passed here points into it.
+int hl_launch(uintptr_t ctxv, uintptr_t f, hl_dims dims, uint32_t smem, uintptr_t s, int cooperative,
+		hl_args args, char *big, const hl_param *p, int n) {
 	void *ctx = (void *)ctxv;
+	char *base = big != NULL ? big : (char *)args.w;
 	void *params[n > 0 ? n : 1];
 	for (int i = 0; i < n; i++) {
-		params[i] = args + offsets[i];
+		params[i] = base + p[i].offset;
 	}
 	void *prev;
 	int r = hl_enter(ctx, &prev);
 	if (r != 0) return r;
-	if (dims[6] == 0 && !cooperative) {
-		r = DRV(cuLaunchKernel)(FUNC(f), dims[0], dims[1], dims[2], dims[3], dims[4], dims[5], smem,
-			STREAM(s), params, NULL);
+	if (dims.cluster[0] == 0 && !cooperative) {
+		r = DRV(cuLaunchKernel)(FUNC(f), dims.grid[0], dims.grid[1], dims.grid[2],
+			dims.block[0], dims.block[1], dims.block[2], smem, STREAM(s), params, NULL);
 	} else {
 		CUlaunchAttribute attrs[2];
 		CUlaunchConfig cfg = {
-			.gridDimX = dims[0], .gridDimY = dims[1], .gridDimZ = dims[2],
-			.blockDimX = dims[3], .blockDimY = dims[4], .blockDimZ = dims[5],
+			.gridDimX = dims.grid[0], .gridDimY = dims.grid[1], .gridDimZ = dims.grid[2],
+			.blockDimX = dims.block[0], .blockDimY = dims.block[1], .blockDimZ = dims.block[2],
 			.sharedMemBytes = smem, .hStream = STREAM(s), .attrs = attrs,
 		};
-		if (dims[6] != 0) {
+		if (dims.cluster[0] != 0) {
 			attrs[cfg.numAttrs].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-			attrs[cfg.numAttrs].value.clusterDim.x = dims[6];
-			attrs[cfg.numAttrs].value.clusterDim.y = dims[7];
-			attrs[cfg.numAttrs].value.clusterDim.z = dims[8];
+			attrs[cfg.numAttrs].value.clusterDim.x = dims.cluster[0];
+			attrs[cfg.numAttrs].value.clusterDim.y = dims.cluster[1];
+			attrs[cfg.numAttrs].value.clusterDim.z = dims.cluster[2];
 			cfg.numAttrs++;
 		}
 		if (cooperative) {

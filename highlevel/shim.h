@@ -100,8 +100,25 @@ int hl_library_get_kernel(void *ctx, uintptr_t *k, uintptr_t lib, const char *na
 int hl_kernel_function(void *ctx, uintptr_t *f, uintptr_t k);
 int hl_kernel_params(void *ctx, uintptr_t k, uint32_t *offsets, uint32_t *sizes, int max, int *n);
 int hl_kernel_attribute(void *ctx, int set, int *v, int attr, uintptr_t k, int dev);
-int hl_launch(uintptr_t ctx, uintptr_t f, const uint32_t *dims, uint32_t smem, uintptr_t s, int cooperative,
-	char *args, const uint32_t *offsets, int n);
+// hl_dims are a launch's grid, block and cluster dimensions; a cluster of 0
+// launches without clusters.
+typedef struct {
+	uint32_t grid[3], block[3], cluster[3];
+} hl_dims;
+// hl_args holds the packed arguments of a launch whose parameters fit.
+enum { HL_ARGS_SIZE = 256 };
+typedef struct {
+	uint64_t w[HL_ARGS_SIZE / 8];
+} hl_args;
+// hl_param is a kernel's parameter: its offset in the packed arguments, its
+// size, and the class of its type that Go checks arguments against (the
+// layout of kernel.go's param).
+typedef struct {
+	uint32_t offset, size;
+	uint8_t class_;
+} hl_param;
+int hl_launch(uintptr_t ctx, uintptr_t f, hl_dims dims, uint32_t smem, uintptr_t s, int cooperative,
+	hl_args args, char *big, const hl_param *params, int n);
 int hl_occupancy_blocks(void *ctx, int *n, uintptr_t k, int block, size_t smem);
 int hl_occupancy_block_size(void *ctx, int *grid, int *block, uintptr_t k, size_t smem, int limit);
 
