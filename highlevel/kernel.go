@@ -414,9 +414,50 @@ func (k *Kernel) pack(buf []byte, args []any, s *Stream) (Device, error) {
 	bad, badDev := -1, Device(0) // the first memory argument d cannot use
 	for i, a := range args {
 		p := &k.params[i]
-		dev, err := putArg(buf[p.off:p.off+p.size], a, p.class)
-		if err != nil {
-			return 0, fmt.Errorf("%w: %s argument %d: %v", ErrArgument, k.name, i, err)
+		dst := buf[p.off : p.off+p.size]
+		// The arguments most launches pass, 4- and 8-byte numbers and
+		// Arrays, are written here, where they fit their parameter: a call
+		// of putArg for each costs more than the rest of the loop. putArg
+		// writes the rest, or refuses them with its error.
+		var bits uint64
+		var size int
+		var kind paramClass
+		dev := Device(-1)
+		switch v := a.(type) {
+		case float32:
+			bits, size, kind = uint64(math.Float32bits(v)), 4, paramFloat
+		case int32:
+			bits, size, kind = uint64(uint32(v)), 4, paramSigned
+		case uint32:
+			bits, size, kind = uint64(v), 4, paramUnsigned
+		case float64:
+			bits, size, kind = math.Float64bits(v), 8, paramDouble
+		case int:
+			bits, size, kind = uint64(v), 8, paramSigned
+		case int64:
+			bits, size, kind = uint64(v), 8, paramSigned
+		case uint64:
+			bits, size, kind = v, 8, paramUnsigned
+		case anyArray:
+			// As in putArg: the Array's MemoryPointer, read without a
+			// method call.
+			if mp := (*MemoryPointer)((*[2]unsafe.Pointer)(unsafe.Pointer(&a))[1]); mp != nil && mp.mem != nil && !mp.mem.life.closed() {
+				bits, size, kind = uint64(uintptr(mp.mem.ptr))+uint64(mp.off), 8, paramPointer
+				if !mp.mem.managed {
+					dev = mp.mem.dev
+				}
+			}
+		}
+		switch {
+		case size == 4 && len(dst) == 4 && fits(kind, p.class):
+			binary.NativeEndian.PutUint32(dst, uint32(bits))
+		case size == 8 && len(dst) == 8 && fits(kind, p.class):
+			binary.NativeEndian.PutUint64(dst, bits)
+		default:
+			var err error
+			if dev, err = putArg(dst, a, p.class); err != nil {
+				return 0, fmt.Errorf("%w: %s argument %d: %v", ErrArgument, k.name, i, err)
+			}
 		}
 		switch {
 		case dev < 0:
