@@ -332,7 +332,7 @@ func (p MemoryPointer) copyHostOp(h unsafe.Pointer, n int, s *Stream, async, toD
 	if toDevice {
 		dst, src = d, h
 	}
-	return check("cuMemcpy", C.hl_memcpy(ctx, dst, src, C.size_t(n), sh, cbool(async)))
+	return check("cuMemcpy", C.hl_memcpy(C.uintptr_t(uintptr(ctx)), dst, src, C.size_t(n), sh, cbool(async)))
 }
 
 // CopyFromDevice copies n bytes from src, on any device, to p. Between two
@@ -394,7 +394,7 @@ func queueCopy(ctx, dst unsafe.Pointer, dd Device, sp unsafe.Pointer, sd Device,
 		return check("cuMemcpyPeer", C.hl_memcpy_peer(ctx, dst, sp, sctx, C.size_t(n), sh, cbool(async)))
 	}
 	// Both are device (or managed) memory of one device.
-	return check("cuMemcpy", C.hl_memcpy(ctx, dst, sp, C.size_t(n), sh, cbool(async)))
+	return check("cuMemcpy", C.hl_memcpy(C.uintptr_t(uintptr(ctx)), dst, sp, C.size_t(n), sh, cbool(async)))
 }
 
 // Memset sets n bytes from p to the byte value.
@@ -431,7 +431,9 @@ func (p MemoryPointer) memsetOp(value byte, n int, s *Stream, async bool) error 
 		return err
 	}
 	defer s.leave()
-	return check("cuMemsetD8", C.hl_memset(ctx, d, C.int(value), C.size_t(n), sh, cbool(async)))
+	// Integers, not void *, spare cgo's check for Go pointers: neither the
+	// context nor device memory is Go memory.
+	return check("cuMemsetD8", C.hl_memset(C.uintptr_t(uintptr(ctx)), C.uintptr_t(uintptr(d)), C.int(value), C.size_t(n), sh, cbool(async)))
 }
 
 func cbool(b bool) C.int {

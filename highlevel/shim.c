@@ -218,7 +218,11 @@ int hl_free_async(void *ctx, void *p, uintptr_t s) { CALL(ctx, DRV(cuMemFreeAsyn
 // hl_memcpy copies between any two pointers of the unified address space,
 // host memory pageable or pinned, as cudaMemcpy with cudaMemcpyDefault
 // does.
-int hl_memcpy(void *ctx, void *dst, const void *src, size_t n, uintptr_t s, int async) {
+// hl_memcpy and hl_memset take their context, and hl_memset its device
+// address, as integers: cgo checks every void * argument for Go pointers,
+// on every call.
+int hl_memcpy(uintptr_t ctxv, void *dst, const void *src, size_t n, uintptr_t s, int async) {
+	void *ctx = (void *)ctxv;
 	if (async) {
 		CALL(ctx, DRV(cuMemcpyAsync)(DPTR(dst), DPTR(src), n, STREAM(s)));
 	}
@@ -244,7 +248,8 @@ int hl_memcpy_peer(void *ctx, void *dst, const void *src, void *src_ctx, size_t 
 	CALL(ctx, DRV(cuMemcpyPeer)(DPTR(dst), (CUcontext)ctx, DPTR(src), (CUcontext)src_ctx, n));
 }
 
-int hl_memset(void *ctx, void *p, int v, size_t n, uintptr_t s, int async) {
+int hl_memset(uintptr_t ctxv, uintptr_t p, int v, size_t n, uintptr_t s, int async) {
+	void *ctx = (void *)ctxv;
 	if (async) {
 		CALL(ctx, DRV(cuMemsetD8Async)(DPTR(p), (unsigned char)v, n, STREAM(s)));
 	}
