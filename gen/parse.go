@@ -37,6 +37,9 @@ type config struct {
 	omit []string
 	// arch is the GOARCH, one of targets, whose C ABI lays the types out.
 	arch string
+	// check asks for a parse for every target, not only the first, and
+	// for files only where they give the same code (-check-targets).
+	check bool
 	// major is the CUDA major the package is generated for, whose data
 	// file gives dir and lib; nil with -headers.
 	major  *major
@@ -77,11 +80,11 @@ type parser struct {
 	uses map[string]*parser
 }
 
-// parse parses the package cfg describes for each target, the packages it
-// uses through c, and returns its model (see oneModel).
+// parse parses the package cfg describes for each of cfg.targets, the
+// packages it uses through c, and returns its model (see oneModel).
 func parse(cfg config, c *cache) (*Package, error) {
 	var ps []*parser
-	for _, arch := range targets {
+	for _, arch := range cfg.targets() {
 		cfg.arch = arch
 		p, err := newParser(cfg, c)
 		if err != nil {
@@ -97,14 +100,16 @@ func parse(cfg config, c *cache) (*Package, error) {
 	return p.pkg, nil
 }
 
-// oneModel returns the parse of ps, a package's parses for each target, that
-// holds its model, once the targets are shown to give the same code, with
-// its doc comments, per-thread symbols and cgo annotations.
+// oneModel returns the parse of ps, a package's parses for the first of
+// targets and maybe more (see config.targets), that holds its model, once
+// they are shown to give the same code, with its doc comments, per-thread
+// symbols and cgo annotations.
 func oneModel(ps []*parser) (*parser, error) {
 	if err := sameCode(ps); err != nil {
 		return nil, err
 	}
 	p := ps[0]
+	p.pkg.Targets = targets[:len(ps)]
 	p.document()
 	if err := p.perThreadSymbols(); err != nil {
 		return nil, err
