@@ -2,9 +2,9 @@
 //
 // It parses the headers with modernc.org/cc/v4 into a plain model (see
 // model.go; -model prints it as JSON), then emits Go with
-// github.com/dave/jennifer, formatted by golang.org/x/tools/imports. Its
-// output depends only on the headers, the CUDA majors' data files and the
-// flags.
+// github.com/dave/jennifer, formatted once by go/format, with the imports
+// grouped as goimports groups them. Its output depends only on the headers,
+// the CUDA majors' data files and the flags.
 //
 //	go run ./gen -out cudart -pkg cudart \
 //		-include cuda_runtime_api.h,cuda_profiler_api.h \
