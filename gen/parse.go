@@ -76,6 +76,9 @@ type parser struct {
 	// cfg.use, and ext the types those declare, by C name (tag or typedef).
 	used map[string]bool
 	ext  map[string]*Type
+	// files are the files of the package's own declarations and macros,
+	// which a package that uses it adds to its used.
+	files map[string]bool
 	// uses are the parsers of the packages of cfg.use, by import path.
 	uses map[string]*parser
 }
@@ -226,15 +229,8 @@ func (p *parser) use(dir string, c *cache) error {
 	for c, x := range u.ext {
 		p.ext[c] = x
 	}
-	for l := u.ast.TranslationUnit; l != nil; l = l.TranslationUnit {
-		if f := l.ExternalDeclaration.Position().Filename; u.own(f) {
-			p.used[abs(f)] = true
-		}
-	}
-	for _, m := range u.ast.Macros {
-		if f := m.Position().Filename; u.own(f) {
-			p.used[abs(f)] = true
-		}
+	for f := range u.files {
+		p.used[f] = true
 	}
 	for c, goName := range u.typeC {
 		if x := u.exported(goName, c); x != nil {
@@ -311,7 +307,10 @@ func (p *parser) skip(kind, name, reason string) {
 }
 
 // run turns the translation unit into p.pkg, all but the doc comments (see
-// document) and the per-thread symbols (see perThreadSymbols).
+// document) and the per-thread symbols (see perThreadSymbols), and then
+// drops it, once it has its files: a package's parse lives as long as gen,
+// for the packages that use it, and the ASTs were half of gen's memory and
+// of the heap its garbage collector scans.
 func (p *parser) run() {
 	// Pass 1: name every tagged type and typedef, so that uses anywhere
 	// resolve to Go names.
@@ -369,6 +368,18 @@ func (p *parser) run() {
 	}
 	p.macros()
 	p.finish()
+	p.files = map[string]bool{}
+	for l := p.ast.TranslationUnit; l != nil; l = l.TranslationUnit {
+		if f := l.ExternalDeclaration.Position().Filename; p.own(f) {
+			p.files[abs(f)] = true
+		}
+	}
+	for _, m := range p.ast.Macros {
+		if f := m.Position().Filename; p.own(f) {
+			p.files[abs(f)] = true
+		}
+	}
+	p.ast = nil
 }
 
 // forwardsTo returns the function that a definition's whole body calls with
