@@ -83,8 +83,8 @@
 // differ, naming the declarations that would differ (an enumerator or
 // constant (char)255 is -1 on amd64 and 255 on arm64), and otherwise
 // writes the same files and reports "the same code for linux/amd64 and
-// linux/arm64". make generate parses for amd64 alone, in 40% less time;
-// make test checks, as golden's TestRegenerate runs gen -all
+// linux/arm64". make generate parses for amd64 alone, in a third less
+// time; make test checks, as golden's TestRegenerate runs gen -all
 // -check-targets, so no committed file differs between the platforms. No
 // CUDA header gives different code: they declare no long double, bit-field
 // or va_list, and none of their C declarations depends on an architecture
@@ -265,8 +265,9 @@ func main() {
 	// Every parse, one of each package for each CUDA major (two with
 	// -check-targets), lives until the end, without its AST: collecting
 	// garbage a quarter as often as by default saves about a fifth of
-	// gen's CPU time, for more memory (0.5 GB in all for make generate of
-	// two majors, against 0.35 GB; 1.1 GB with -check-targets).
+	// gen's CPU time, for more memory (0.5 to 0.6 GB in all for make
+	// generate of two majors, against 0.35 GB; 0.8 to 1.1 GB with
+	// -check-targets).
 	debug.SetGCPercent(400)
 	cfg, model, all, err := flags(flag.CommandLine, os.Args[1:])
 	if err == nil && all == "" {
