@@ -93,9 +93,9 @@ func generateAll(root, out string, check bool) error {
 }
 
 // generate generates the package in dir, which cfg describes, for the
-// CUDA major m, parsed by c for each of cfg.targets, writes its report to w and
-// returns it (nil for a hand-written package). With out, the package is
-// written under out instead of under root.
+// CUDA major m, parsed by c for each of cfg.targets, writes its report to
+// w and returns it (nil for a hand-written package). With out, the package
+// is written under out instead of under root.
 func generate(c *cache, dir string, cfg config, m *major, root, out string, w io.Writer) (*Package, error) {
 	var pkg *Package
 	if cfg.handwritten() {
@@ -136,8 +136,8 @@ func generate(c *cache, dir string, cfg config, m *major, root, out string, w io
 }
 
 // cache parses generated packages as their //go:generate lines say, each
-// once for each target asked for: the packages that use one share its parses. It is
-// safe for concurrent use. With slots, which bounds the goroutines that
+// once for each target asked for: the packages that use one share its
+// parses. It is safe for concurrent use. With slots, which bounds the goroutines that
 // work at once, a goroutine gives back its slot while it waits for a parse
 // that another does.
 type cache struct {

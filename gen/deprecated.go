@@ -129,8 +129,8 @@ func splitDeprecated(doc string) (body, dep string) {
 
 // reTypeDeprecated matches a type's declarator followed by a deprecation
 // macro (cusparse.h: } cusparseSolvePolicy_t CUSPARSE_DEPRECATED_TYPE;).
-// A match lies in one statement, ending at its semicolon, and ends as
-// reDeprecatedEnd does: the search for reDeprecatedEnd, which starts with a
+// A match lies within one statement and ends as a match of reDeprecatedEnd
+// does, at the statement's semicolon: reDeprecatedEnd, which starts with a
 // literal, finds the statements to try in a whole header fast, where
 // reTypeDeprecated would take 30 ms (cuda.h).
 var (

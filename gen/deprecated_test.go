@@ -2,6 +2,8 @@ package main
 
 import "testing"
 
+// TestStripComments checks that comments go, and only comments: a comment
+// opener inside another comment, a lone slash and an unclosed /* stay.
 func TestStripComments(t *testing.T) {
 	for _, tt := range []struct{ in, want string }{
 		{"int x; /* a\n * b */ int y;", "int x;  int y;"},

@@ -265,7 +265,7 @@ func main() {
 	// Every parse, one of each package for each CUDA major (two with
 	// -check-targets), lives until the end, without its AST: collecting
 	// garbage a quarter as often as by default saves about a fifth of
-	// gen's CPU time, for more memory (0.5 to 0.6 GB in all for make
+	// gen's CPU time, for more memory (0.5 to 0.7 GB in all for make
 	// generate of two majors, against 0.35 GB; 0.8 to 1.1 GB with
 	// -check-targets).
 	debug.SetGCPercent(400)

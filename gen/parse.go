@@ -307,10 +307,10 @@ func (p *parser) skip(kind, name, reason string) {
 }
 
 // run turns the translation unit into p.pkg, all but the doc comments (see
-// document) and the per-thread symbols (see perThreadSymbols), and then
-// drops it, once it has its files: a package's parse lives as long as gen,
-// for the packages that use it, and the ASTs were half of gen's memory and
-// of the heap its garbage collector scans.
+// document) and the per-thread symbols (see perThreadSymbols), notes its
+// files and drops it: a package's parse lives as long as gen, for the
+// packages that use it, and with their ASTs the parses would be twice as
+// large a heap for the garbage collector to scan.
 func (p *parser) run() {
 	// Pass 1: name every tagged type and typedef, so that uses anywhere
 	// resolve to Go names.

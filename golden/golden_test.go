@@ -318,11 +318,11 @@ func generated(t *testing.T) map[string][]string {
 
 // TestRegenerate checks that the generator, run as make generate runs it
 // but with -check-targets, reproduces every committed generated file byte
-// for byte, for every CUDA major (../headers/cuda*.txt), and that it found
-// the same code for linux/amd64 and linux/arm64 in every package, which
-// make generate, parsing for amd64 alone, does not check; and that so does
-// the //go:generate line of a package that uses two others, one of which
-// uses the other, run alone as go generate runs it.
+// for byte, for every CUDA major (../headers/cuda*.txt), having found the
+// same code for linux/amd64 and linux/arm64 in every package (make
+// generate parses for amd64 alone); and that so does the //go:generate
+// line of a package that uses two others, one of which uses the other, run
+// alone as go generate runs it.
 func TestRegenerate(t *testing.T) {
 	pkgs := generated(t)
 	majors, err := filepath.Glob("../headers/cuda*.txt")
