@@ -18,11 +18,12 @@ import (
 // runs gen for, as that line says, in one process; like go generate ./...,
 // it skips testdata and directories whose names start with . or _. With
 // out, each package is written under out, at its path relative to root,
-// instead of in place. The packages are generated concurrently, GOMAXPROCS
-// at a time, once for each CUDA major (once with -headers), and each is
-// parsed once for each: the packages that use it share its parse. The
-// reports follow, in the packages' order.
-func generateAll(root, out string) error {
+// instead of in place; with check (-check-targets), each is parsed for
+// every target (see config.targets). The packages are generated
+// concurrently, GOMAXPROCS at a time, once for each CUDA major (once with
+// -headers), and each is parsed once for each: the packages that use it
+// share its parse. The reports follow, in the packages' order.
+func generateAll(root, out string, check bool) error {
 	type job struct {
 		dir string
 		cfg config
@@ -43,6 +44,7 @@ func generateAll(root, out string) error {
 		if err != nil {
 			return err
 		}
+		cfg.check = check
 		majors, err := majorsOf(cfg)
 		if err != nil {
 			return fmt.Errorf("%s: %w", path, err)
@@ -91,9 +93,9 @@ func generateAll(root, out string) error {
 }
 
 // generate generates the package in dir, which cfg describes, for the
-// CUDA major m, parsed by c for each target, writes its report to w and
-// returns it (nil for a hand-written package). With out, the package is
-// written under out instead of under root.
+// CUDA major m, parsed by c for each of cfg.targets, writes its report to
+// w and returns it (nil for a hand-written package). With out, the package
+// is written under out instead of under root.
 func generate(c *cache, dir string, cfg config, m *major, root, out string, w io.Writer) (*Package, error) {
 	var pkg *Package
 	if cfg.handwritten() {
@@ -103,7 +105,7 @@ func generate(c *cache, dir string, cfg config, m *major, root, out string, w io
 		}
 	} else {
 		var ps []*parser
-		for _, arch := range targets {
+		for _, arch := range cfg.targets() {
 			p, err := c.load(dir, arch, m)
 			if err != nil {
 				return nil, err
@@ -134,8 +136,8 @@ func generate(c *cache, dir string, cfg config, m *major, root, out string, w io
 }
 
 // cache parses generated packages as their //go:generate lines say, each
-// once for each target: the packages that use one share its parses. It is
-// safe for concurrent use. With slots, which bounds the goroutines that
+// once for each target asked for: the packages that use one share its
+// parses. It is safe for concurrent use. With slots, which bounds the goroutines that
 // work at once, a goroutine gives back its slot while it waits for a parse
 // that another does.
 type cache struct {

@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"go/format"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -13,7 +15,6 @@ import (
 
 	"github.com/dave/jennifer/jen"
 	"golang.org/x/mod/modfile"
-	"golang.org/x/tools/imports"
 )
 
 // generated is the first line of every file the generator writes.
@@ -87,7 +88,7 @@ func render(files map[string]*jen.File, m *major) (map[string][]byte, error) {
 		if err := f.Render(&b); err != nil {
 			return nil, fmt.Errorf("rendering %s: %w", name, err)
 		}
-		src, err := imports.Process(name, m.constrain(b.Bytes()), formatOnly)
+		src, err := format.Source(groupImports(m.constrain(b.Bytes())))
 		if err != nil {
 			return nil, fmt.Errorf("formatting %s: %w", name, err)
 		}
@@ -96,10 +97,30 @@ func render(files map[string]*jen.File, m *major) (map[string][]byte, error) {
 	return out, nil
 }
 
-// formatOnly formats a file and sorts its imports without resolving them:
-// jennifer has written exactly the imports the file needs, and resolving
-// them would scan the module cache.
-var formatOnly = &imports.Options{Comments: true, TabIndent: true, TabWidth: 8, FormatOnly: true}
+// groupImports puts a blank line between the imports of the standard
+// library, whose paths' first elements have no dot, and the others, as
+// goimports does, in the import block of src, a file as jennifer renders
+// it: one block, sorted by path, which gofmt keeps sorted.
+func groupImports(src []byte) []byte {
+	head, rest, ok := bytes.Cut(src, []byte("\nimport (\n"))
+	if !ok {
+		return src
+	}
+	block, tail, _ := bytes.Cut(rest, []byte(")\n"))
+	var std, other []byte
+	for line := range bytes.Lines(block) {
+		_, path, _ := bytes.Cut(line, []byte(`"`))
+		if first, _, _ := bytes.Cut(path, []byte("/")); bytes.Contains(first, []byte(".")) {
+			other = append(other, line...)
+		} else {
+			std = append(std, line...)
+		}
+	}
+	if std != nil && other != nil {
+		std = append(std, '\n')
+	}
+	return slices.Concat(head, []byte("\nimport (\n"), std, other, []byte(")\n"), tail)
+}
 
 // packagePath returns the import path of the package in dir, from the
 // module path in the nearest go.mod above it.

@@ -2,9 +2,9 @@
 //
 // It parses the headers with modernc.org/cc/v4 into a plain model (see
 // model.go; -model prints it as JSON), then emits Go with
-// github.com/dave/jennifer, formatted by golang.org/x/tools/imports. Its
-// output depends only on the headers, the CUDA majors' data files and the
-// flags.
+// github.com/dave/jennifer, formatted once by go/format, with the imports
+// grouped as goimports groups them. Its output depends only on the headers,
+// the CUDA majors' data files and the flags.
 //
 //	go run ./gen -out cudart -pkg cudart \
 //		-include cuda_runtime_api.h,cuda_profiler_api.h \
@@ -72,20 +72,25 @@
 // # Platforms
 //
 // The packages are for linux/amd64 and linux/arm64, and gen writes one set
-// of files for both (for each CUDA major). It parses each package once for
-// each platform (and major), with
-// the host C compiler's predefined macros and include paths and with that
+// of files for both (for each CUDA major). It parses each package with the
+// host C compiler's predefined macros and include paths and with a
 // platform's C ABI, which lays the types out and makes char signed (amd64)
-// or unsigned (arm64). The code is emitted from the model alone, and Go
-// aligns alike on both, so the same models give the same code. Where the
-// models differ, gen fails and names the declarations that would differ (an
-// enumerator or constant (char)255 is -1 on amd64 and 255 on arm64). No
+// or unsigned (arm64): with linux/amd64's, whatever the machine gen runs
+// on. The code is emitted from the model alone, and Go aligns alike on
+// both platforms, so where arm64's C ABI gives the same model, the files
+// are right for both. -check-targets proves it: gen then parses each
+// package once for each platform (and major), fails where the models
+// differ, naming the declarations that would differ (an enumerator or
+// constant (char)255 is -1 on amd64 and 255 on arm64), and otherwise
+// writes the same files and reports "the same code for linux/amd64 and
+// linux/arm64". make generate parses for amd64 alone, in a third less
+// time; make test checks, as golden's TestRegenerate runs gen -all
+// -check-targets, so no committed file differs between the platforms. No
 // CUDA header gives different code: they declare no long double, bit-field
 // or va_list, and none of their C declarations depends on an architecture
-// macro; the report says "the same code for linux/amd64 and linux/arm64".
-// make test runs each package's layout tests on both platforms (arm64
-// cross-built, under qemu-user), comparing the one set of files with C as
-// each platform's compiler sees the headers.
+// macro. make test also runs each package's layout tests on both platforms
+// (arm64 cross-built, under qemu-user), comparing the one set of files with
+// C as each platform's compiler sees the headers.
 //
 // # Naming
 //
@@ -257,10 +262,12 @@ import (
 )
 
 func main() {
-	// Every parse, two of each package for each CUDA major, lives until
-	// the end: collecting garbage a quarter as often as by default saves
-	// about a quarter of gen's CPU time, for more memory (1.9 to 2.2 GB in
-	// all for make generate of two majors, 1.1 GB for one).
+	// Every parse, one of each package for each CUDA major (two with
+	// -check-targets), lives until the end, without its AST: collecting
+	// garbage a quarter as often as by default saves about a fifth of
+	// gen's CPU time, for more memory (0.5 to 0.7 GB in all for make
+	// generate of two majors, against 0.35 GB; 0.8 to 1.1 GB with
+	// -check-targets).
 	debug.SetGCPercent(400)
 	cfg, model, all, err := flags(flag.CommandLine, os.Args[1:])
 	if err == nil && all == "" {
@@ -272,7 +279,7 @@ func main() {
 		os.Exit(2)
 	}
 	if all != "" {
-		err = generateAll(all, cfg.out)
+		err = generateAll(all, cfg.out, cfg.check)
 	} else {
 		err = run(cfg, model)
 	}
@@ -303,6 +310,7 @@ func flags(fs *flag.FlagSet, args []string) (cfg config, model bool, all string,
 	fs.BoolVar(&cfg.cflags, "cflags", false, "for a hand-written package: write zcflags_<major>.go, which puts each major's CUDA headers on cgo's include path")
 	fs.BoolVar(&cfg.majorConst, "major", false, "for a hand-written package: write zmajor_<major>.go, the constant cudaMajor")
 	fs.BoolVar(&cfg.tests, "tests", false, "for a hand-written package: write zversion_<major>_test.go, the constants its tests read")
+	fs.BoolVar(&cfg.check, "check-targets", false, "parse each package for linux/"+strings.Join(targets, " and linux/")+", not for the first alone, and write nothing where they would give different code")
 	fs.BoolVar(&model, "model", false, "print the model as JSON instead of writing files")
 	fs.StringVar(&all, "all", "", "generate every package under this directory as its //go:generate line says, in one process")
 	if err = fs.Parse(args); err != nil {
@@ -310,8 +318,8 @@ func flags(fs *flag.FlagSet, args []string) (cfg config, model bool, all string,
 	}
 	if all != "" {
 		fs.Visit(func(f *flag.Flag) {
-			if f.Name != "all" && f.Name != "out" {
-				err = fmt.Errorf("-all takes no flag but -out, not -%s", f.Name)
+			if f.Name != "all" && f.Name != "out" && f.Name != "check-targets" {
+				err = fmt.Errorf("-all takes no flag but -out and -check-targets, not -%s", f.Name)
 			}
 		})
 		return
@@ -543,7 +551,9 @@ func report(w io.Writer, pkg *Package, m *major) {
 	}
 	fmt.Fprintf(w, "gen %s: emitted %d functions, %d enums (%d values), %d structs and unions (%d fields), %d typedefs, %d constants\n",
 		name, len(pkg.Funcs), len(pkg.Enums), values, len(pkg.Records), fields, len(pkg.Typedefs), len(pkg.Consts))
-	fmt.Fprintf(w, "gen %s: the same code for linux/%s\n", name, strings.Join(targets, " and linux/"))
+	if len(pkg.Targets) > 1 {
+		fmt.Fprintf(w, "gen %s: the same code for linux/%s\n", name, strings.Join(pkg.Targets, " and linux/"))
+	}
 	if pkg.PerThread != "" {
 		n := 0
 		for _, f := range pkg.Funcs {

@@ -24,6 +24,9 @@ type Package struct {
 	// functions keep the default symbol.
 	PerThread string   `json:",omitempty"`
 	Wrappers  []string `json:",omitempty"`
+	// Targets are the targets, by GOARCH, whose C ABIs were shown to give
+	// this model: the first alone unless gen ran with -check-targets.
+	Targets []string
 	// Unfacted are the functions that gen's facts name and the headers
 	// lack (an older CUDA major's): their facts still hold.
 	Unfacted []string `json:",omitempty"`

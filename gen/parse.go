@@ -37,6 +37,9 @@ type config struct {
 	omit []string
 	// arch is the GOARCH, one of targets, whose C ABI lays the types out.
 	arch string
+	// check asks for a parse for every target, not only the first, and
+	// for files only where they give the same code (-check-targets).
+	check bool
 	// major is the CUDA major the package is generated for, whose data
 	// file gives dir and lib; nil with -headers.
 	major  *major
@@ -73,15 +76,18 @@ type parser struct {
 	// cfg.use, and ext the types those declare, by C name (tag or typedef).
 	used map[string]bool
 	ext  map[string]*Type
+	// files are the files of the package's own declarations and macros,
+	// which a package that uses it adds to its used.
+	files map[string]bool
 	// uses are the parsers of the packages of cfg.use, by import path.
 	uses map[string]*parser
 }
 
-// parse parses the package cfg describes for each target, the packages it
-// uses through c, and returns its model (see oneModel).
+// parse parses the package cfg describes for each of cfg.targets, the
+// packages it uses through c, and returns its model (see oneModel).
 func parse(cfg config, c *cache) (*Package, error) {
 	var ps []*parser
-	for _, arch := range targets {
+	for _, arch := range cfg.targets() {
 		cfg.arch = arch
 		p, err := newParser(cfg, c)
 		if err != nil {
@@ -97,14 +103,16 @@ func parse(cfg config, c *cache) (*Package, error) {
 	return p.pkg, nil
 }
 
-// oneModel returns the parse of ps, a package's parses for each target, that
-// holds its model, once the targets are shown to give the same code, with
-// its doc comments, per-thread symbols and cgo annotations.
+// oneModel returns the parse of ps, a package's parses for the first of
+// targets and maybe more (see config.targets), that holds its model, once
+// they are shown to give the same code, with its doc comments, per-thread
+// symbols and cgo annotations.
 func oneModel(ps []*parser) (*parser, error) {
 	if err := sameCode(ps); err != nil {
 		return nil, err
 	}
 	p := ps[0]
+	p.pkg.Targets = targets[:len(ps)]
 	p.document()
 	if err := p.perThreadSymbols(); err != nil {
 		return nil, err
@@ -221,15 +229,8 @@ func (p *parser) use(dir string, c *cache) error {
 	for c, x := range u.ext {
 		p.ext[c] = x
 	}
-	for l := u.ast.TranslationUnit; l != nil; l = l.TranslationUnit {
-		if f := l.ExternalDeclaration.Position().Filename; u.own(f) {
-			p.used[abs(f)] = true
-		}
-	}
-	for _, m := range u.ast.Macros {
-		if f := m.Position().Filename; u.own(f) {
-			p.used[abs(f)] = true
-		}
+	for f := range u.files {
+		p.used[f] = true
 	}
 	for c, goName := range u.typeC {
 		if x := u.exported(goName, c); x != nil {
@@ -306,7 +307,10 @@ func (p *parser) skip(kind, name, reason string) {
 }
 
 // run turns the translation unit into p.pkg, all but the doc comments (see
-// document) and the per-thread symbols (see perThreadSymbols).
+// document) and the per-thread symbols (see perThreadSymbols), notes its
+// files and drops it: a package's parse lives as long as gen, for the
+// packages that use it, and with their ASTs the parses would be twice as
+// large a heap for the garbage collector to scan.
 func (p *parser) run() {
 	// Pass 1: name every tagged type and typedef, so that uses anywhere
 	// resolve to Go names.
@@ -364,6 +368,18 @@ func (p *parser) run() {
 	}
 	p.macros()
 	p.finish()
+	p.files = map[string]bool{}
+	for l := p.ast.TranslationUnit; l != nil; l = l.TranslationUnit {
+		if f := l.ExternalDeclaration.Position().Filename; p.own(f) {
+			p.files[abs(f)] = true
+		}
+	}
+	for _, m := range p.ast.Macros {
+		if f := m.Position().Filename; p.own(f) {
+			p.files[abs(f)] = true
+		}
+	}
+	p.ast = nil
 }
 
 // forwardsTo returns the function that a definition's whole body calls with

@@ -8,10 +8,21 @@ import (
 )
 
 // targets are the GOARCH values of the platforms, all linux, that the
-// packages are for. gen parses each package once for each, with that
-// platform's C ABI, and writes one set of files for all of them, which it
-// can do only where the ABIs give the same code (sameCode).
+// packages are for. gen writes one set of files for all of them, from the
+// parse with the first's C ABI, which is right only where the ABIs give the
+// same code (sameCode). With -check-targets it parses each package once for
+// each and writes nothing where they do not; make test does, in golden's
+// TestRegenerate.
 var targets = []string{"amd64", "arm64"}
+
+// targets returns the targets the package cfg describes is parsed for: all
+// of them with -check-targets, else the first alone.
+func (cfg config) targets() []string {
+	if cfg.check {
+		return targets
+	}
+	return targets[:1]
+}
 
 // sameCode returns nil when the parses of one package, one for each target
 // in the order of targets, give the same model: then they give the same

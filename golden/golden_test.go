@@ -62,15 +62,17 @@ func run(t *testing.T, dir string, args ...string) map[string][]byte {
 }
 
 // regenerate runs the generator as make generate does, over the repository,
-// writing the packages under out.
-func regenerate(tb testing.TB, out string) {
+// with the further flags args, writing the packages under out, and returns
+// its report.
+func regenerate(tb testing.TB, out string, args ...string) string {
 	tb.Helper()
-	cmd := exec.Command(gen, "-all", "..", "-out", out)
+	cmd := exec.Command(gen, append([]string{"-all", "..", "-out", out}, args...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
-		tb.Fatalf("gen -all: %v\n%s", err, stderr.Bytes())
+		tb.Fatalf("gen -all %s: %v\n%s", strings.Join(args, " "), err, stderr.Bytes())
 	}
+	return stderr.String()
 }
 
 // read returns the files under dir by relative path.
@@ -128,7 +130,8 @@ func TestGolden(t *testing.T) {
 			if b, err := os.ReadFile(filepath.Join(dir, "args")); err == nil {
 				args = strings.Fields(string(b))
 			}
-			got := run(t, dir, args...)
+			// Each case is checked for every platform, as the bindings are.
+			got := run(t, dir, append(args, "-check-targets")...)
 			want := filepath.Join(dir, "want")
 			if *update {
 				os.RemoveAll(want)
@@ -313,11 +316,13 @@ func generated(t *testing.T) map[string][]string {
 	return pkgs
 }
 
-// TestRegenerate checks that the generator, run as make generate runs it,
-// reproduces every committed generated file byte for byte, for every CUDA
-// major (../headers/cuda*.txt), and so does the //go:generate line of a
-// package that uses two others, one of which uses the other, run alone as
-// go generate runs it.
+// TestRegenerate checks that the generator, run as make generate runs it
+// but with -check-targets, reproduces every committed generated file byte
+// for byte, for every CUDA major (../headers/cuda*.txt), having found the
+// same code for linux/amd64 and linux/arm64 in every package (make
+// generate parses for amd64 alone); and that so does the //go:generate
+// line of a package that uses two others, one of which uses the other, run
+// alone as go generate runs it.
 func TestRegenerate(t *testing.T) {
 	pkgs := generated(t)
 	majors, err := filepath.Glob("../headers/cuda*.txt")
@@ -325,7 +330,7 @@ func TestRegenerate(t *testing.T) {
 		t.Fatalf("no CUDA majors' data files: %v", err)
 	}
 	out := t.TempDir()
-	regenerate(t, out)
+	report := regenerate(t, out, "-check-targets")
 	got := read(t, out)
 	compare(t, got, "..", "")
 	for _, want := range []string{"cudart", "cudadrv", "nvrtc", "nvjitlink", "cublas", "cublaslt", "cusolver", "cusparse", "curand", "cufft", "nccl"} {
@@ -334,6 +339,15 @@ func TestRegenerate(t *testing.T) {
 		}
 		if funcs, _ := filepath.Glob(filepath.Join(out, want, "zfuncs_*.go")); len(funcs) != len(majors) {
 			t.Errorf("gen wrote %d %s/zfuncs_*.go, want one for each of %d majors", len(funcs), want, len(majors))
+		}
+		same := 0
+		for line := range strings.Lines(report) {
+			if strings.HasPrefix(line, "gen "+want+" (") && strings.HasSuffix(line, "): the same code for linux/amd64 and linux/arm64\n") {
+				same++
+			}
+		}
+		if same != len(majors) {
+			t.Errorf("gen found the same code for linux/amd64 and linux/arm64 in %d majors' %s, want all %d", same, want, len(majors))
 		}
 	}
 	// And nothing generated is left over from an older generator.

@@ -4,6 +4,7 @@
 package genline
 
 import (
+	"bytes"
 	"regexp"
 	"strings"
 )
@@ -16,6 +17,12 @@ var line = regexp.MustCompile(`(?m)^//go:generate go run (?:(?:\.\./)+gen|github
 // Args returns the arguments of the first //go:generate line of src that
 // runs gen, or nil when there is none.
 func Args(src []byte) []string {
+	// The regexp, anchored at a line's start, finds no literal to skip
+	// to: it would scan every byte of the large generated files, which
+	// have no such line (a tenth of a second at gen -all's start).
+	if !bytes.Contains(src, []byte("//go:generate go run ")) {
+		return nil
+	}
 	m := line.FindSubmatch(src)
 	if m == nil {
 		return nil
