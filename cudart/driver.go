@@ -11,17 +11,17 @@ static int gocuda_call_void(uintptr_t fp) { return ((int (*)(void))fp)(); }
 */
 import "C"
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/gocuda/cuda/internal/dl"
+)
 
 // The versions and the error texts work without a driver: they are left out
 // of the check.
 func init() {
 	lib.SetCheck(checkDriver, "cudaDriverGetVersion", "cudaRuntimeGetVersion", "cudaGetErrorName", "cudaGetErrorString")
 }
-
-// minDriver is the oldest Linux driver release that runs each CUDA major
-// (NVIDIA's CUDA Toolkit release notes, minor version compatibility).
-var minDriver = map[int]string{12: "525", 13: "580"}
 
 // DriverVersionError reports that the NVIDIA driver is older than the
 // runtime needs, or missing: the runtime answered
@@ -59,7 +59,7 @@ func checkDriver() error {
 		}
 		return nil
 	}
-	e := &DriverVersionError{Runtime: VERSION, Needed: minDriver[VERSION/1000]}
+	e := &DriverVersionError{Runtime: VERSION, Needed: dl.MinDriver}
 	var v C.int
 	if r, ok := call("cudaDriverGetVersion", &v); ok && r == Success {
 		e.Found = int(v)

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/gocuda/cuda/internal/dl"
 	"github.com/gocuda/cuda/internal/stubtest"
 )
 
@@ -80,14 +81,14 @@ func TestDriverVersionChild(t *testing.T) {
 		if !errors.As(err, &dv) {
 			t.Fatalf("GetDevice error = %v, want a *DriverVersionError", err)
 		}
-		want := DriverVersionError{Runtime: VERSION, Needed: minDriver[VERSION/1000], Found: oldDriver}
+		want := DriverVersionError{Runtime: VERSION, Needed: dl.MinDriver, Found: oldDriver}
 		text := "cudaErrorInsufficientDriver: CUDA " + testCUDA + " needs NVIDIA driver " + want.Needed + " or newer; the installed driver supports CUDA " + strconv.Itoa(VERSION/1000-1) + ".4 only"
 		if tc == "none" {
 			want.Found = 0
 			text = "cudaErrorInsufficientDriver: CUDA " + testCUDA + " needs NVIDIA driver " + want.Needed + " or newer; no NVIDIA driver was found (libcuda.so.1)"
 		}
 		if want.Needed == "" {
-			t.Errorf("minDriver has no driver for CUDA %d", VERSION/1000)
+			t.Errorf("no driver release for CUDA %d (the driver line of its data file, headers/cuda*.txt)", VERSION/1000)
 		}
 		if *dv != want || err.Error() != text {
 			t.Errorf("GetDevice error = %+v %q, want %+v %q", *dv, err, want, text)

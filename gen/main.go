@@ -30,6 +30,7 @@
 //	build !cuda12                     the build constraint of its files
 //	suffix cuda13                     their names' suffix
 //	version 13.0                      the headers' CUDA version
+//	driver 580                        the oldest Linux driver release that runs it
 //	headers cuda cuda-13.0            a header directory by key, relative to the file
 //	headers nccl nccl-2.28.3          (-from picks the package's; cuda is the default)
 //	lib GOCUDA_CUDART libcudart.so.13 a library's file name, by -lib's variable
@@ -50,7 +51,7 @@
 // //go:generate line instead: with -cflags, zcflags_cuda13.go puts the
 // major's CUDA headers on cgo's include path, for the package's C code
 // (highlevel, highlevel/nvtx); with -major, zmajor_cuda13.go declares
-// cudaMajor (internal/dl); with -tests, zversion_cuda13_test.go declares
+// cudaMajor and MinDriver (internal/dl); with -tests, zversion_cuda13_test.go declares
 // testCUDA and testHeaders for its tests (bench).
 //
 // # Files
@@ -308,7 +309,7 @@ func flags(fs *flag.FlagSet, args []string) (cfg config, model bool, all string,
 	fs.StringVar(&cfg.errType, "error", "", "C name of the status type, whose values are errors")
 	fs.StringVar(&cfg.perThread, "perthread", "", "macro that selects the per-thread default stream entry points when defined")
 	fs.BoolVar(&cfg.cflags, "cflags", false, "for a hand-written package: write zcflags_<major>.go, which puts each major's CUDA headers on cgo's include path")
-	fs.BoolVar(&cfg.majorConst, "major", false, "for a hand-written package: write zmajor_<major>.go, the constant cudaMajor")
+	fs.BoolVar(&cfg.majorConst, "major", false, "for a hand-written package: write zmajor_<major>.go, the constants cudaMajor and MinDriver")
 	fs.BoolVar(&cfg.tests, "tests", false, "for a hand-written package: write zversion_<major>_test.go, the constants its tests read")
 	fs.BoolVar(&cfg.check, "check-targets", false, "parse each package for linux/"+strings.Join(targets, " and linux/")+", not for the first alone, and write nothing where they would give different code")
 	fs.BoolVar(&model, "model", false, "print the model as JSON instead of writing files")

@@ -23,6 +23,7 @@ type major struct {
 	build   string            // the build constraint of its files: !cuda12
 	suffix  string            // their names' suffix: cuda13, as in ztypes_cuda13.go
 	version string            // the headers' CUDA version: 13.0
+	driver  string            // the oldest Linux driver release that runs it: 580
 	headers map[string]string // header directories by key (cuda, nccl), absolute
 	libs    map[string]string // the libraries' file names by override variable
 	funcs   map[string]int    // by package: the functions its coverage test counts in the headers
@@ -65,7 +66,7 @@ func readMajor(path string) (*major, error) {
 
 // set records one line of a data file in dir.
 func (m *major) set(key string, v []string, dir string) error {
-	want := map[string]int{"build": -1, "suffix": 1, "version": 1, "headers": 2, "lib": 2, "funcs": 2}[key]
+	want := map[string]int{"build": -1, "suffix": 1, "version": 1, "driver": 1, "headers": 2, "lib": 2, "funcs": 2}[key]
 	switch {
 	case want == 0:
 		return fmt.Errorf("unknown key %q", key)
@@ -83,6 +84,8 @@ func (m *major) set(key string, v []string, dir string) error {
 		m.suffix = v[0]
 	case "version":
 		m.version = v[0]
+	case "driver":
+		m.driver = v[0]
 	case "headers":
 		d, err := filepath.Abs(filepath.Join(dir, v[1]))
 		if err != nil {
@@ -218,7 +221,8 @@ func (m *major) testConsts(f *jen.File, dir, hdrRel string, more ...jen.Code) er
 // handwrittenFiles returns the small files that a hand-written package's
 // //go:generate line asks for, for cfg's CUDA major, by name:
 // zcflags_cuda13.go puts its headers on cgo's include path, for the
-// package's C code; zmajor_cuda13.go has the constant cudaMajor;
+// package's C code; zmajor_cuda13.go has the constants cudaMajor and
+// MinDriver;
 // zversion_cuda13_test.go has the constants the package's tests read.
 func handwrittenFiles(cfg config) (map[string][]byte, error) {
 	m := cfg.major
@@ -244,9 +248,16 @@ func handwrittenFiles(cfg config) (map[string][]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: version %s: %w", m.file, m.version, err)
 		}
+		if m.driver == "" {
+			return nil, fmt.Errorf("%s: no driver line", m.file)
+		}
 		f := e.file(cfg.pkg)
 		f.Comment("cudaMajor is the major version of the CUDA release the build binds.")
 		f.Const().Id("cudaMajor").Op("=").Lit(v)
+		f.Line()
+		f.Comment("MinDriver is the oldest Linux driver release that runs the CUDA release")
+		f.Comment("the build binds.")
+		f.Const().Id("MinDriver").Op("=").Lit(m.driver)
 		files["zmajor.go"] = f
 	}
 	if cfg.tests {

@@ -8,7 +8,7 @@ import (
 )
 
 const (
-	major13 = "# CUDA 13\nbuild !cuda12\nsuffix cuda13\nversion 13.0 # the headers'\nheaders cuda cuda-13.0\nheaders nccl nccl-2.28.3\nlib GOCUDA_CUDART libcudart.so.13\nfuncs cudart 312\n"
+	major13 = "# CUDA 13\nbuild !cuda12\nsuffix cuda13\nversion 13.0 # the headers'\ndriver 580\nheaders cuda cuda-13.0\nheaders nccl nccl-2.28.3\nlib GOCUDA_CUDART libcudart.so.13\nfuncs cudart 312\n"
 	major12 = "build cuda12\nsuffix cuda12\nversion 12.6\nheaders cuda cuda-12.6\nlib GOCUDA_CUDART libcudart.so.12\n"
 )
 
@@ -25,9 +25,9 @@ func TestReadMajors(t *testing.T) {
 			"with no tag, the build constraints pick 2 majors, not 1: cuda12.txt, cuda13.txt"},
 		{"tag picks two", map[string]string{"cuda13.txt": strings.Replace(major13, "build !cuda12", "build !cuda11", 1), "cuda12.txt": strings.Replace(major12, "build cuda12", "build cuda11 || cuda12", 1)},
 			"with the tag cuda12, the build constraints pick 2 majors, not 1: cuda12.txt, cuda13.txt"},
-		{"unknown key", map[string]string{"cuda13.txt": major13 + "driver 580\n"}, `cuda13.txt:9: unknown key "driver"`},
-		{"arity", map[string]string{"cuda13.txt": major13 + "lib GOCUDA_CUDA\n"}, "cuda13.txt:9: lib takes 2 values, not 1"},
-		{"count", map[string]string{"cuda13.txt": major13 + "funcs cudadrv many\n"}, "cuda13.txt:9: funcs cudadrv"},
+		{"unknown key", map[string]string{"cuda13.txt": major13 + "runtime 13000\n"}, `cuda13.txt:10: unknown key "runtime"`},
+		{"arity", map[string]string{"cuda13.txt": major13 + "lib GOCUDA_CUDA\n"}, "cuda13.txt:10: lib takes 2 values, not 1"},
+		{"count", map[string]string{"cuda13.txt": major13 + "funcs cudadrv many\n"}, "cuda13.txt:10: funcs cudadrv"},
 		{"constraint", map[string]string{"cuda13.txt": strings.Replace(major13, "build !cuda12", "build !cuda12 &&", 1)}, "cuda13.txt:2: build:"},
 		{"no version", map[string]string{"cuda12.txt": strings.Replace(major12, "version 12.6\n", "", 1)}, "cuda12.txt: no version line"},
 	} {
@@ -50,10 +50,10 @@ func TestReadMajors(t *testing.T) {
 			}
 			m := ms[len(ms)-1] // cuda13.txt, last by name
 			want := major{
-				file: filepath.Join(dir, "cuda13.txt"), build: "!cuda12", suffix: "cuda13", version: "13.0",
+				file: filepath.Join(dir, "cuda13.txt"), build: "!cuda12", suffix: "cuda13", version: "13.0", driver: "580",
 				headers: map[string]string{"cuda": filepath.Join(dir, "cuda-13.0"), "nccl": filepath.Join(dir, "nccl-2.28.3")},
 			}
-			if m.file != want.file || m.build != want.build || m.suffix != want.suffix || m.version != want.version ||
+			if m.file != want.file || m.build != want.build || m.suffix != want.suffix || m.version != want.version || m.driver != want.driver ||
 				m.headers["cuda"] != want.headers["cuda"] || m.headers["nccl"] != want.headers["nccl"] ||
 				m.libs["GOCUDA_CUDART"] != "libcudart.so.13" || m.funcs["cudart"] != 312 {
 				t.Errorf("read %+v, want %+v, libcudart.so.13 and 312 functions", *m, want)

@@ -6,3 +6,7 @@ package dl
 
 // cudaMajor is the major version of the CUDA release the build binds.
 const cudaMajor = 13
+
+// MinDriver is the oldest Linux driver release that runs the CUDA release
+// the build binds.
+const MinDriver = "580"
