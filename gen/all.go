@@ -137,9 +137,9 @@ func generate(c *cache, dir string, cfg config, m *major, root, out string, w io
 
 // cache parses generated packages as their //go:generate lines say, each
 // once for each target asked for: the packages that use one share its
-// parses. It is safe for concurrent use. With slots, which bounds the goroutines that
-// work at once, a goroutine gives back its slot while it waits for a parse
-// that another does.
+// parses. It is safe for concurrent use. With slots, which bounds the
+// goroutines that work at once, a goroutine gives back its slot while it
+// waits for a parse that another does.
 type cache struct {
 	mu     sync.Mutex
 	parses map[parseKey]*parsed
