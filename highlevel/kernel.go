@@ -441,8 +441,8 @@ func (k *Kernel) pack(buf []byte, args []any, s *Stream) (Device, error) {
 		case anyArray:
 			// As in putArg: the Array's MemoryPointer, read without a
 			// method call.
-			if mp := (*MemoryPointer)((*[2]unsafe.Pointer)(unsafe.Pointer(&a))[1]); mp != nil && mp.mem != nil && !mp.mem.life.closed() {
-				bits, size, kind = uint64(uintptr(mp.mem.ptr))+uint64(mp.off), 8, paramPointer
+			if mp := (*MemoryPointer)(anyData(&a)); mp != nil && mp.mem.live() == nil {
+				bits, size, kind = uint64(uintptr(mp.Ptr())), 8, paramPointer
 				if !mp.mem.managed {
 					dev = mp.mem.dev
 				}
@@ -541,7 +541,7 @@ func putArg(dst []byte, a any, class paramClass) (dev Device, err error) {
 		// Every Array[T] starts with its MemoryPointer. A call of a method
 		// of v would make a escape, and the caller's conversions to any
 		// with it.
-		data := (*[2]unsafe.Pointer)(unsafe.Pointer(&a))[1] // the interface's value
+		data := anyData(&a)
 		if data == nil {
 			return -1, fmt.Errorf("nil %v", reflect.TypeOf(a))
 		}
@@ -551,7 +551,7 @@ func putArg(dst []byte, a any, class paramClass) (dev Device, err error) {
 		return -1, errors.New("nil")
 	default:
 		t := reflect.TypeOf(a)
-		data := (*[2]unsafe.Pointer)(unsafe.Pointer(&a))[1] // the interface's value
+		data := anyData(&a)
 		switch kindOf(t) {
 		case argValue:
 			if int(t.Size()) != len(dst) {
@@ -577,6 +577,10 @@ func putArg(dst []byte, a any, class paramClass) (dev Device, err error) {
 	}
 	return mem.dev, nil
 }
+
+// anyData returns the value word of *a: the pointer an interface holds, or
+// the address of its copy of a value that is not a pointer.
+func anyData(a *any) unsafe.Pointer { return (*[2]unsafe.Pointer)(unsafe.Pointer(a))[1] }
 
 // fits reports whether a Go argument of kind may be passed for a parameter
 // of class: any where the class is unknown, and any integer for an integer.
