@@ -328,9 +328,11 @@ func (k *Kernel) launch(s *Stream, cfg *LaunchConfig, args []any) error {
 	if err != nil {
 		return err
 	}
-	st, err := d.state()
-	if err != nil {
-		return err
+	st := s.deviceState()
+	if st == nil {
+		if st, err = d.state(); err != nil {
+			return err
+		}
 	}
 	var dims C.hl_dims
 	if err := cfg.check(d, &st.limits, &dims); err != nil {
