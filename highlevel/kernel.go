@@ -239,6 +239,10 @@ func (d Dim3) dims() (x, y, z int) {
 	return max(d.X, 1), max(d.Y, 1), max(d.Z, 1)
 }
 
+// negative reports whether a dimension is negative: whether their bits
+// together have the sign bit set, cheaper than comparing each.
+func (d Dim3) negative() bool { return d.X|d.Y|d.Z < 0 }
+
 func (d Dim3) String() string {
 	x, y, z := d.dims()
 	return fmt.Sprintf("(%d, %d, %d)", x, y, z)
@@ -328,9 +332,11 @@ func (k *Kernel) launch(s *Stream, cfg *LaunchConfig, args []any) error {
 	if err != nil {
 		return err
 	}
-	st, err := d.state()
-	if err != nil {
-		return err
+	st := s.deviceState()
+	if st == nil {
+		if st, err = d.state(); err != nil {
+			return err
+		}
 	}
 	var dims C.hl_dims
 	if err := cfg.check(d, &st.limits, &dims); err != nil {
@@ -379,15 +385,15 @@ func (cfg *LaunchConfig) check(d Device, l *deviceLimits, dims *C.hl_dims) error
 	gx, gy, gz := cfg.Grid.dims()
 	bx, by, bz := cfg.Block.dims()
 	switch {
-	case gx > int(l.maxGrid[0]) || gy > int(l.maxGrid[1]) || gz > int(l.maxGrid[2]) || min(cfg.Grid.X, cfg.Grid.Y, cfg.Grid.Z) < 0:
+	case gx > int(l.maxGrid[0]) || gy > int(l.maxGrid[1]) || gz > int(l.maxGrid[2]) || cfg.Grid.negative():
 		return fmt.Errorf("grid %v is outside %v's limits (%v)", cfg.Grid, d, l.maxGrid)
-	case bx > int(l.maxBlock[0]) || by > int(l.maxBlock[1]) || bz > int(l.maxBlock[2]) || min(cfg.Block.X, cfg.Block.Y, cfg.Block.Z) < 0:
+	case bx > int(l.maxBlock[0]) || by > int(l.maxBlock[1]) || bz > int(l.maxBlock[2]) || cfg.Block.negative():
 		return fmt.Errorf("block %v is outside %v's limits (%v)", cfg.Block, d, l.maxBlock)
 	case bx*by*bz > int(l.maxThreadsPerBlock):
 		return fmt.Errorf("block %v has %d threads, more than the %d of %v", cfg.Block, bx*by*bz, l.maxThreadsPerBlock, d)
 	case cfg.SharedMem < 0 || cfg.SharedMem > int(l.sharedMemOptin):
 		return fmt.Errorf("%d bytes of shared memory: %v allows at most %d per block", cfg.SharedMem, d, l.sharedMemOptin)
-	case min(cfg.Cluster.X, cfg.Cluster.Y, cfg.Cluster.Z) < 0:
+	case cfg.Cluster.negative():
 		return fmt.Errorf("cluster %v is negative", cfg.Cluster)
 	}
 	dims.grid = [3]C.uint32_t{C.uint32_t(gx), C.uint32_t(gy), C.uint32_t(gz)}

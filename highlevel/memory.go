@@ -393,8 +393,9 @@ func queueCopy(ctx, dst unsafe.Pointer, dd Device, sp unsafe.Pointer, sd Device,
 		}
 		return check("cuMemcpyPeer", C.hl_memcpy_peer(ctx, dst, sp, sctx, C.size_t(n), sh, cbool(async)))
 	}
-	// Both are device (or managed) memory of one device.
-	return check("cuMemcpy", C.hl_memcpy(C.uintptr_t(uintptr(ctx)), dst, sp, C.size_t(n), sh, cbool(async)))
+	// Both are device (or managed) memory of one device: no Go memory, so
+	// integers, as in memsetOp.
+	return check("cuMemcpy", C.hl_memcpy_device(C.uintptr_t(uintptr(ctx)), C.uintptr_t(uintptr(dst)), C.uintptr_t(uintptr(sp)), C.size_t(n), sh, cbool(async)))
 }
 
 // Memset sets n bytes from p to the byte value.

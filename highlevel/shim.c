@@ -219,9 +219,18 @@ int hl_free_async(void *ctx, void *p, uintptr_t s) { CALL(ctx, DRV(cuMemFreeAsyn
 // host memory pageable or pinned, as cudaMemcpy with cudaMemcpyDefault
 // does.
 // hl_memcpy and hl_memset take their context, and hl_memset its device
-// address, as integers: cgo checks every void * argument for Go pointers,
-// on every call.
+// address, as integers (hl_memcpy_device both its addresses too): cgo
+// checks every void * argument for Go pointers, on every call.
 int hl_memcpy(uintptr_t ctxv, void *dst, const void *src, size_t n, uintptr_t s, int async) {
+	void *ctx = (void *)ctxv;
+	if (async) {
+		CALL(ctx, DRV(cuMemcpyAsync)(DPTR(dst), DPTR(src), n, STREAM(s)));
+	}
+	CALL(ctx, DRV(cuMemcpy)(DPTR(dst), DPTR(src), n));
+}
+
+// hl_memcpy_device is hl_memcpy between two device addresses.
+int hl_memcpy_device(uintptr_t ctxv, uintptr_t dst, uintptr_t src, size_t n, uintptr_t s, int async) {
 	void *ctx = (void *)ctxv;
 	if (async) {
 		CALL(ctx, DRV(cuMemcpyAsync)(DPTR(dst), DPTR(src), n, STREAM(s)));

@@ -46,6 +46,7 @@ int hl_free(void *ctx, void *p);
 int hl_malloc_async(void *ctx, void **p, size_t n, uintptr_t pool, uintptr_t s);
 int hl_free_async(void *ctx, void *p, uintptr_t s);
 int hl_memcpy(uintptr_t ctx, void *dst, const void *src, size_t n, uintptr_t s, int async);
+int hl_memcpy_device(uintptr_t ctx, uintptr_t dst, uintptr_t src, size_t n, uintptr_t s, int async);
 // hl_memcpy_record queues a copy on s and records e after it.
 int hl_memcpy_record(void *ctx, void *dst, const void *src, size_t n, uintptr_t s, uintptr_t e);
 int hl_memcpy_peer(void *ctx, void *dst, const void *src, void *src_ctx, size_t n, uintptr_t s, int async);

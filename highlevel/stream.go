@@ -24,7 +24,8 @@ type Stream struct {
 	h     cudart.Stream
 	dev   Device
 	ctx   unsafe.Pointer
-	owned bool // Close destroys it
+	state *deviceState // dev's, for launches, which need its limits too
+	owned bool         // Close destroys it
 
 	life life
 	// queued is set by every operation of the package on the stream once
@@ -68,7 +69,7 @@ func NewStream(d Device, opts *StreamOptions) (_ *Stream, err error) {
 	if opts == nil {
 		opts = &StreamOptions{}
 	}
-	ctx, err := d.context()
+	st, err := d.state()
 	if err != nil {
 		return nil, err
 	}
@@ -77,10 +78,10 @@ func NewStream(d Device, opts *StreamOptions) (_ *Stream, err error) {
 		flags = C.CU_STREAM_NON_BLOCKING
 	}
 	var h C.uintptr_t
-	if err := check("cuStreamCreate", C.hl_stream_create(ctx, &h, flags, C.int(opts.Priority))); err != nil {
+	if err := check("cuStreamCreate", C.hl_stream_create(st.ctx, &h, flags, C.int(opts.Priority))); err != nil {
 		return nil, err
 	}
-	return &Stream{h: cudart.Stream(h), dev: d, ctx: ctx, owned: true}, nil
+	return &Stream{h: cudart.Stream(h), dev: d, ctx: st.ctx, state: st, owned: true}, nil
 }
 
 // StreamPriorityRange returns d's least and greatest stream priorities
@@ -121,11 +122,11 @@ func PerThreadDefaultStream(d Device) (*Stream, error) {
 // will destroy (CuPy's ExternalStream): Close only makes the Stream
 // unusable. The stream must outlive the Stream, until its Close.
 func ExternalStream(h cudart.Stream, d Device) (*Stream, error) {
-	ctx, err := d.context()
+	st, err := d.state()
 	if err != nil {
 		return nil, opErr("stream of "+d.String(), err)
 	}
-	return &Stream{h: h, dev: d, ctx: ctx}, nil
+	return &Stream{h: h, dev: d, ctx: st.ctx, state: st}, nil
 }
 
 // Handle returns the CUDA stream, for use with cudart; 0, the legacy
@@ -164,6 +165,15 @@ func (s *Stream) enter(d Device) (C.uintptr_t, error) {
 		return 0, ErrClosed
 	}
 	return C.uintptr_t(s.h), nil
+}
+
+// deviceState returns the state of the stream's device, which pack makes
+// the device of every launch on s, or nil for a nil s.
+func (s *Stream) deviceState() *deviceState {
+	if s == nil {
+		return nil
+	}
+	return s.state
 }
 
 // leave ends an operation enter began, once it has queued its work.
