@@ -195,8 +195,9 @@ type Kernel struct {
 	k      C.uintptr_t
 	name   string
 	params []param
-	size   int              // of the parameter buffer
-	funcs  []atomic.Uintptr // by device: the kernel's CUfunction in its primary context, once looked up
+	size   int                   // of the parameter buffer
+	funcs  []atomic.Uintptr      // by device: the kernel's CUfunction in its primary context, once looked up
+	shape  atomic.Pointer[shape] // of the first launch whose arguments had one
 }
 
 // A param is a kernel's parameter: where its argument goes in the
@@ -409,7 +410,17 @@ func (cfg *LaunchConfig) check(d Device, l *deviceLimits, dims *C.hl_dims) error
 // returns the device the launch goes to: s's, or for a nil s the device of
 // the first memory argument (managed memory aside), or DefaultDevice when
 // there is none. Every memory argument must be usable there.
+//
+// Arguments of the types of the kernel's shape take packShape; the rest
+// take putArg, one by one, and the first launch whose arguments have a
+// shape records it.
 func (k *Kernel) pack(buf []byte, args []any, s *Stream) (Device, error) {
+	sh := k.shape.Load()
+	if sh != nil {
+		if d, ok := packShape(buf, args, s, *sh); ok {
+			return d, nil
+		}
+	}
 	if len(args) != len(k.params) {
 		return 0, fmt.Errorf("%w: %s takes %d arguments, got %d", ErrArgument, k.name, len(k.params), len(args))
 	}
@@ -420,52 +431,10 @@ func (k *Kernel) pack(buf []byte, args []any, s *Stream) (Device, error) {
 	bad, badDev := -1, Device(0) // the first memory argument d cannot use
 	for i, a := range args {
 		p := &k.params[i]
-		dst := buf[p.off : p.off+p.size]
-		// The arguments most launches pass, 4- and 8-byte numbers and
-		// Arrays, are written here, where they fit their parameter: a call
-		// of putArg for each costs more than the rest of the loop. putArg
-		// writes the rest, or refuses them with its error.
-		var bits uint64
-		var size int
-		var kind paramClass
-		dev := Device(-1)
-		switch v := a.(type) {
-		case float32:
-			bits, size, kind = uint64(math.Float32bits(v)), 4, paramFloat
-		case int32:
-			bits, size, kind = uint64(uint32(v)), 4, paramSigned
-		case uint32:
-			bits, size, kind = uint64(v), 4, paramUnsigned
-		case float64:
-			bits, size, kind = math.Float64bits(v), 8, paramDouble
-		case int:
-			bits, size, kind = uint64(v), 8, paramSigned
-		case int64:
-			bits, size, kind = uint64(v), 8, paramSigned
-		case uint64:
-			bits, size, kind = v, 8, paramUnsigned
-		case anyArray:
-			// As in putArg: the Array's MemoryPointer, read without a
-			// method call.
-			if mp := (*MemoryPointer)(anyData(&a)); mp != nil && mp.mem.live() == nil {
-				bits, size, kind = uint64(uintptr(mp.Ptr())), 8, paramPointer
-				if !mp.mem.managed {
-					dev = mp.mem.dev
-				}
-			}
-		}
+		dev, err := putArg(buf[p.off:p.off+p.size], a, p.class)
 		switch {
-		case size == 4 && len(dst) == 4 && fits(kind, p.class):
-			binary.NativeEndian.PutUint32(dst, uint32(bits))
-		case size == 8 && len(dst) == 8 && fits(kind, p.class):
-			binary.NativeEndian.PutUint64(dst, bits)
-		default:
-			var err error
-			if dev, err = putArg(dst, a, p.class); err != nil {
-				return 0, fmt.Errorf("%w: %s argument %d: %v", ErrArgument, k.name, i, err)
-			}
-		}
-		switch {
+		case err != nil:
+			return 0, fmt.Errorf("%w: %s argument %d: %v", ErrArgument, k.name, i, err)
 		case dev < 0:
 		case !chosen:
 			d, chosen = dev, true
@@ -479,9 +448,113 @@ func (k *Kernel) pack(buf []byte, args []any, s *Stream) (Device, error) {
 	case bad >= 0:
 		return 0, fmt.Errorf("%w: %s argument %d is memory of %v, launched on %v without peer access to it", ErrArgument, k.name, bad, badDev, d)
 	case !chosen:
-		return DefaultDevice()
+		var err error
+		if d, err = DefaultDevice(); err != nil {
+			return 0, err
+		}
+	}
+	if sh == nil {
+		if sh := k.newShape(args); sh != nil {
+			k.shape.CompareAndSwap(nil, sh)
+		}
 	}
 	return d, nil
+}
+
+// A shape is the types of the arguments of a launch that putArg accepted,
+// when each was a number of 4 or 8 bytes or an Array, with their
+// parameters' offsets. A launch whose arguments have the same types takes
+// packShape: putArg's checks of them would give the same answers again,
+// and what it would write is the number's bytes or the Array's address.
+type shape []shapeArg
+
+type shapeArg struct {
+	word uintptr      // the type word of the argument, as typeWord reads it
+	typ  reflect.Type // its type, which keeps word's alive
+	off  uint32       // its parameter's offset
+	kind uint32       // shape4, shape8 or shapeArray
+}
+
+const (
+	shape4     = iota // a number of 4 bytes, which an interface holds by address
+	shape8            // a number of 8 bytes
+	shapeArray        // an *Array[T]
+)
+
+// newShape returns the shape of args, which putArg accepted, or nil when
+// they have none.
+func (k *Kernel) newShape(args []any) *shape {
+	for i, a := range args {
+		if _, ok := shapeKind(a, k.params[i].size); !ok {
+			return nil
+		}
+	}
+	sh := make(shape, len(args))
+	for i := range args {
+		kind, _ := shapeKind(args[i], k.params[i].size)
+		sh[i] = shapeArg{word: typeWord(&args[i]), typ: reflect.TypeOf(args[i]), off: k.params[i].off, kind: kind}
+	}
+	return &sh
+}
+
+// shapeKind returns the kind of shape argument a is, for a parameter of
+// size bytes.
+func shapeKind(a any, size uint32) (uint32, bool) {
+	if _, ok := a.(anyArray); ok {
+		return shapeArray, true
+	}
+	switch reflect.TypeOf(a).Kind() {
+	case reflect.Int, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint32, reflect.Uint64,
+		reflect.Uintptr, reflect.Float32, reflect.Float64:
+		switch size {
+		case 4:
+			return shape4, true
+		case 8:
+			return shape8, true
+		}
+	}
+	return 0, false
+}
+
+// packShape is pack for arguments of the types of sh. It reports false, for
+// pack to take them with its errors, when a type differs, an Array's memory
+// is freed or one the launch's device cannot use, or for a nil s no
+// argument is device memory.
+func packShape(buf []byte, args []any, s *Stream, sh shape) (Device, bool) {
+	if len(args) != len(sh) {
+		return 0, false
+	}
+	d, chosen := s.Device(), s != nil
+	// buf holds every parameter at its offset.
+	base := unsafe.Pointer(unsafe.SliceData(buf))
+	for i := range args {
+		a, sa := &args[i], &sh[i]
+		if typeWord(a) != sa.word {
+			return 0, false
+		}
+		dst, v := unsafe.Add(base, sa.off), anyData(a)
+		switch sa.kind {
+		case shape4:
+			*(*uint32)(dst) = *(*uint32)(v)
+		case shape8:
+			*(*uint64)(dst) = *(*uint64)(v)
+		default:
+			// Every Array[T] starts with its MemoryPointer.
+			mp := (*MemoryPointer)(v)
+			if mp == nil || mp.mem.live() != nil {
+				return 0, false
+			}
+			switch m := mp.mem; {
+			case m.managed:
+			case !chosen:
+				d, chosen = m.dev, true
+			case m.dev != d && !d.canAccess(m.dev):
+				return 0, false
+			}
+			*(*uint64)(dst) = uint64(uintptr(mp.Ptr()))
+		}
+	}
+	return d, chosen
 }
 
 // putArg writes a, which must be exactly len(dst) bytes and fit a
@@ -587,6 +660,10 @@ func putArg(dst []byte, a any, class paramClass) (dev Device, err error) {
 // anyData returns the value word of *a: the pointer an interface holds, or
 // the address of its copy of a value that is not a pointer.
 func anyData(a *any) unsafe.Pointer { return (*[2]unsafe.Pointer)(unsafe.Pointer(a))[1] }
+
+// typeWord returns the type word of *a, equal for values of one type, as
+// an integer: a shape keeps it without keeping a.
+func typeWord(a *any) uintptr { return uintptr((*[2]unsafe.Pointer)(unsafe.Pointer(a))[0]) }
 
 // fits reports whether a Go argument of kind may be passed for a parameter
 // of class: any where the class is unknown, and any integer for an integer.

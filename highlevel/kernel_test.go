@@ -1,13 +1,16 @@
 package highlevel
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"unsafe"
 
@@ -137,6 +140,114 @@ func TestKernelArgumentsAllocate(t *testing.T) {
 	if allocs != 0 {
 		t.Errorf("packing allocates %v times per launch", allocs)
 	}
+	// Arguments that have a shape: the first launch records it, the rest
+	// take it.
+	k = testKernel(4, 8, 8, 4)
+	allocs = testing.AllocsPerRun(100, func() {
+		var buf [256]byte
+		if _, err := k.pack(buf[:], []any{a, x, x, n}, &Stream{}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if k.shape.Load() == nil || allocs != 0 {
+		t.Errorf("packing by shape allocates %v times per launch (shape %v)", allocs, k.shape.Load())
+	}
+}
+
+// TestKernelShape checks that a launch whose argument types are those of
+// the kernel's shape, which packShape writes, gets what putArg would have
+// written and pack's errors: the same bytes, device and error as on a
+// kernel that has no shape.
+func TestKernelShape(t *testing.T) {
+	var host [64]byte
+	mem := func(d Device, managed bool) *Memory {
+		return &Memory{ptr: unsafe.Pointer(&host[0]), size: len(host), dev: d, managed: managed}
+	}
+	freed := mem(0, false)
+	freed.life.close()
+	arr := func(m *Memory, off int) *Array[float32] {
+		return &Array[float32]{p: MemoryPointer{mem: m, off: off}, n: 1}
+	}
+	x, y := arr(mem(0, false), 4), arr(mem(0, false), 8)
+	saxpy := []any{float32(2), x, y, int32(7)}
+	s0, s1 := &Stream{dev: 0}, &Stream{dev: 1}
+	for _, tt := range []struct {
+		name        string
+		sizes       []uint32
+		first, then []any
+		s           *Stream // then's; first's is s0
+		fast        bool    // then takes packShape
+	}{
+		{"same types", []uint32{4, 8, 8, 4}, saxpy, []any{float32(-1.5), y, x, int32(-8)}, s0, true},
+		{"the first's own", []uint32{4, 8, 8, 4}, saxpy, saxpy, s0, true},
+		{"8-byte numbers", []uint32{8, 8, 8, 4}, []any{1, uint64(2), 2.5, uint32(3)}, []any{-5, uint64(1 << 40), -0.25, uint32(9)}, s0, true},
+		{"uintptr and uint", []uint32{8, 8}, []any{uintptr(1), uint(2)}, []any{uintptr(0x1000), uint(1 << 50)}, s0, true},
+		{"managed memory of another device", []uint32{4, 8, 8, 4}, saxpy, []any{float32(1), arr(mem(1, true), 0), y, int32(1)}, s0, true},
+		{"nil stream", []uint32{4, 8, 8, 4}, saxpy, []any{float32(1), arr(mem(1, false), 0), arr(mem(1, false), 12), int32(1)}, nil, true},
+		{"no shape", []uint32{4, 8, 8, 4}, []any{float32(2), x.MemoryPointer(), y, int32(7)}, saxpy, s0, false},
+		{"another type", []uint32{4, 8, 8, 4}, saxpy, []any{int32(2), x, y, int32(7)}, s0, false},
+		{"another Array type", []uint32{4, 8, 8, 4}, saxpy, []any{float32(2), &Array[int32]{p: x.p, n: 1}, y, int32(7)}, s0, false},
+		{"named number", []uint32{4, 8, 8, 4}, saxpy, []any{float32(2), x, y, paramClass(7)}, s0, false},
+		{"too few", []uint32{4, 8, 8, 4}, saxpy, []any{float32(2), x, y}, s0, false},
+		{"freed Array", []uint32{4, 8, 8, 4}, saxpy, []any{float32(2), arr(freed, 0), y, int32(7)}, s0, false},
+		{"nil Array", []uint32{4, 8, 8, 4}, saxpy, []any{float32(2), (*Array[float32])(nil), y, int32(7)}, s0, false},
+		{"Array of another device", []uint32{4, 8, 8, 4}, saxpy, []any{float32(2), x, arr(mem(1, false), 0), int32(7)}, s0, false},
+		{"Arrays of two devices", []uint32{4, 8, 8, 4}, saxpy, []any{float32(2), arr(mem(1, false), 0), x, int32(7)}, nil, false},
+		{"another stream's device", []uint32{4, 8, 8, 4}, saxpy, saxpy, s1, false},
+		{"nil stream, no memory", []uint32{4, 8}, []any{int32(1), 2}, []any{int32(3), 4}, nil, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			k := testKernel(tt.sizes...)
+			buf := make([]byte, k.size)
+			if _, err := k.pack(buf, tt.first, s0); err != nil {
+				t.Fatalf("first launch: %v", err)
+			}
+			sh := k.shape.Load()
+			if (sh != nil) != (tt.name != "no shape") {
+				t.Fatalf("shape after the first launch: %v", sh)
+			}
+			if sh != nil {
+				if _, fast := packShape(make([]byte, k.size), tt.then, tt.s, *sh); fast != tt.fast {
+					t.Errorf("packShape took them: %v, want %v", fast, tt.fast)
+				}
+			}
+			clear(buf)
+			d, err := k.pack(buf, tt.then, tt.s)
+			want := make([]byte, k.size)
+			wantD, wantErr := testKernel(tt.sizes...).pack(want, tt.then, tt.s)
+			if d != wantD || fmt.Sprint(err) != fmt.Sprint(wantErr) || (err == nil && !bytes.Equal(buf, want)) {
+				t.Errorf("pack = % x, %v, %v; without a shape % x, %v, %v", buf, d, err, want, wantD, wantErr)
+			}
+			// Only the first launch that has a shape records it.
+			if got := k.shape.Load(); sh != nil && got != sh || sh == nil && (got != nil) != (err == nil) {
+				t.Errorf("the shape after the second launch: %v, after the first %v", got, sh)
+			}
+		})
+	}
+}
+
+// TestKernelShapeConcurrent launches one kernel from several goroutines at
+// once with arguments of different types, as in every order the first
+// launch's shape may be recorded in: each must get its own bytes.
+func TestKernelShapeConcurrent(t *testing.T) {
+	k := testKernel(8, 8)
+	argSets := [][]any{{1, 2}, {uint64(3), 4.5}, {uintptr(5), uint(6)}, {7.5, MemoryPointer{}}}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 200 {
+				args := argSets[(g+i)%len(argSets)]
+				buf, want := make([]byte, k.size), make([]byte, k.size)
+				_, err := k.pack(buf, args, &Stream{})
+				_, wantErr := testKernel(8, 8).pack(want, args, &Stream{})
+				if fmt.Sprint(err) != fmt.Sprint(wantErr) || !bytes.Equal(buf, want) {
+					t.Errorf("%v: % x, %v; want % x, %v", args, buf, err, want, wantErr)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // TestKernelArgumentTypes checks the arguments of a C++ kernel against the
