@@ -14,6 +14,7 @@ import (
 	"math"
 	"os"
 	"reflect"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -358,13 +359,23 @@ func (k *Kernel) launch(s *Stream, cfg *LaunchConfig, args []any) error {
 	}
 	// The context goes as an integer: cgo checks every void * argument for
 	// Go pointers, on every call.
+	if launchHook != nil {
+		launchHook()
+	}
 	r := C.hl_launch(C.uintptr_t(uintptr(st.ctx)), f, dims, C.uint32_t(cfg.SharedMem), h, cbool(cfg.Cooperative),
 		small, big, params, C.int(len(k.params)))
+	// The arguments' Arrays stay reachable until the launch is queued:
+	// their cleanups would free memory whose addresses it passes.
+	runtime.KeepAlive(args)
 	if r != 0 {
 		return check("launching "+k.name, r)
 	}
 	return nil
 }
+
+// launchHook, set by tests, runs just before a launch's call into the
+// shim.
+var launchHook func()
 
 // function returns the kernel's CUfunction in device d's primary context
 // ctx, looking it up the first time.

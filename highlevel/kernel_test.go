@@ -8,11 +8,14 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"unsafe"
+	"weak"
 
 	"github.com/gocuda/cuda/cudadrv"
 )
@@ -248,6 +251,47 @@ func TestKernelShapeConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// TestLaunchKeepsArguments checks that a launch keeps its arguments
+// reachable until the shim has queued it: Arrays whose last references are
+// the arguments of Launch must not be collected, and their memory freed by
+// its cleanup, between the packing of their addresses and the call.
+func TestLaunchKeepsArguments(t *testing.T) {
+	k := testKernel(4, 8, 8, 4)
+	k.funcs = make([]atomic.Uintptr, 1)
+	k.funcs[0].Store(1) // the kernel's function, looked up
+	limits := deviceLimits{maxThreadsPerBlock: 1024, maxBlock: [3]int32{1024, 1024, 64}, maxGrid: [3]int32{1 << 30, 1 << 16, 1 << 16}}
+	s := &Stream{state: &deviceState{limits: limits}}
+	var host [8]byte
+	var ws []weak.Pointer[Array[float32]]
+	array := func() *Array[float32] {
+		a := &Array[float32]{p: MemoryPointer{mem: &Memory{ptr: unsafe.Pointer(&host[0]), size: len(host)}}, n: 2}
+		ws = append(ws, weak.Make(a))
+		return a
+	}
+	type stop struct{}
+	launchHook = func() {
+		runtime.GC()
+		for i, w := range ws {
+			if w.Value() == nil {
+				t.Errorf("argument %d was collected before the launch's call", i+1)
+			}
+		}
+		panic(stop{}) // rather than call the shim, which has no driver here
+	}
+	defer func() { launchHook = nil }()
+	for range 2 { // packed by putArg, then by shape
+		func() {
+			defer func() {
+				if r := recover(); r != (stop{}) {
+					t.Fatalf("Launch: %v", r)
+				}
+			}()
+			k.Launch(s, LaunchConfig{Grid: Dim3{X: 1}, Block: Dim3{X: 2}}, float32(2), array(), array(), int32(2))
+		}()
+		ws = ws[:0]
+	}
 }
 
 // TestKernelArgumentTypes checks the arguments of a C++ kernel against the
