@@ -357,11 +357,11 @@ func (k *Kernel) launch(s *Stream, cfg *LaunchConfig, args []any) error {
 	if len(k.params) > 0 {
 		params = (*C.hl_param)(unsafe.Pointer(&k.params[0]))
 	}
-	// The context goes as an integer: cgo checks every void * argument for
-	// Go pointers, on every call.
 	if launchHook != nil {
 		launchHook()
 	}
+	// The context goes as an integer: cgo checks every void * argument for
+	// Go pointers, on every call.
 	r := C.hl_launch(C.uintptr_t(uintptr(st.ctx)), f, dims, C.uint32_t(cfg.SharedMem), h, cbool(cfg.Cooperative),
 		small, big, params, C.int(len(k.params)))
 	// The arguments' Arrays stay reachable until the launch is queued:
