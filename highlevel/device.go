@@ -29,7 +29,6 @@ type deviceState struct {
 	once   sync.Once
 	ctx    unsafe.Pointer
 	ready  atomic.Bool // ctx is retained
-	inited atomic.Bool // init succeeded: the fields above are set
 	name   string
 	limits deviceLimits
 	err    error
@@ -51,9 +50,6 @@ var (
 	devicesOnce sync.Once
 	devices     []deviceState
 	devicesErr  error
-	// devicesList is devices once made, for state's fast path, which reads
-	// it without devicesOnce.
-	devicesList atomic.Pointer[[]deviceState]
 )
 
 // deviceLimits are the attributes of a device that a launch is checked
@@ -77,13 +73,6 @@ var limitAttrs = [...]C.int{
 
 // state returns d's state, retaining its primary context the first time.
 func (d Device) state() (*deviceState, error) {
-	// Once d's state is ready, two loads find it, which every operation
-	// on device memory makes.
-	if l := devicesList.Load(); l != nil && uint(d) < uint(len(*l)) {
-		if s := &(*l)[d]; s.inited.Load() {
-			return s, nil
-		}
-	}
 	if err := initDevices(); err != nil {
 		return nil, err
 	}
@@ -91,10 +80,7 @@ func (d Device) state() (*deviceState, error) {
 		return nil, fmt.Errorf("no %v: %w (%d devices)", d, driverStatus(cudadrv.ERROR_INVALID_DEVICE), len(devices))
 	}
 	s := &devices[d]
-	s.once.Do(func() {
-		s.err = s.init(d)
-		s.inited.Store(s.err == nil)
-	})
+	s.once.Do(func() { s.err = s.init(d) })
 	return s, s.err
 }
 
@@ -242,7 +228,6 @@ func initDevices() error {
 	devicesOnce.Do(func() {
 		n, err := deviceCount()
 		devices, devicesErr = make([]deviceState, n), err
-		devicesList.Store(&devices)
 	})
 	return devicesErr
 }
