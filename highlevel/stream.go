@@ -10,7 +10,6 @@ import (
 	"runtime/cgo"
 	"sync"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/gocuda/cuda/cudart"
 )
@@ -23,8 +22,7 @@ import (
 type Stream struct {
 	h     cudart.Stream
 	dev   Device
-	ctx   unsafe.Pointer
-	state *deviceState // dev's, for launches, which need its limits too
+	state *deviceState // dev's: its primary context, and for launches its limits
 	owned bool         // Close destroys it
 
 	life life
@@ -81,7 +79,7 @@ func NewStream(d Device, opts *StreamOptions) (_ *Stream, err error) {
 	if err := check("cuStreamCreate", C.hl_stream_create(st.ctx, &h, flags, C.int(opts.Priority))); err != nil {
 		return nil, err
 	}
-	return &Stream{h: cudart.Stream(h), dev: d, ctx: st.ctx, state: st, owned: true}, nil
+	return &Stream{h: cudart.Stream(h), dev: d, state: st, owned: true}, nil
 }
 
 // StreamPriorityRange returns d's least and greatest stream priorities
@@ -126,7 +124,7 @@ func ExternalStream(h cudart.Stream, d Device) (*Stream, error) {
 	if err != nil {
 		return nil, opErr("stream of "+d.String(), err)
 	}
-	return &Stream{h: h, dev: d, ctx: st.ctx, state: st}, nil
+	return &Stream{h: h, dev: d, state: st}, nil
 }
 
 // Handle returns the CUDA stream, for use with cudart; 0, the legacy
@@ -225,7 +223,7 @@ func (s *Stream) Synchronize() error {
 		return err
 	}
 	defer s.life.release()
-	return s.failure(check("cuStreamSynchronize", C.hl_stream_synchronize(s.ctx, h)))
+	return s.failure(check("cuStreamSynchronize", C.hl_stream_synchronize(s.state.ctx, h)))
 }
 
 // Query reports whether the stream has done all its work, without waiting
@@ -236,7 +234,7 @@ func (s *Stream) Query() (bool, error) {
 		return false, err
 	}
 	defer s.life.release()
-	done, err := ready("cuStreamQuery", C.hl_stream_query(s.ctx, h))
+	done, err := ready("cuStreamQuery", C.hl_stream_query(s.state.ctx, h))
 	return done, s.failure(err)
 }
 
@@ -286,14 +284,14 @@ func (s *Stream) watch() (*waitReq, error) {
 	}
 	s.done = nil
 	var e C.uintptr_t
-	if err := check("cuEventCreate", C.hl_event_create(s.ctx, &e, C.CU_EVENT_DISABLE_TIMING)); err != nil {
+	if err := check("cuEventCreate", C.hl_event_create(s.state.ctx, &e, C.CU_EVENT_DISABLE_TIMING)); err != nil {
 		return nil, err
 	}
-	if err := check("cuEventRecord", C.hl_event_record(s.ctx, e, h)); err != nil {
-		C.hl_event_destroy(s.ctx, e)
+	if err := check("cuEventRecord", C.hl_event_record(s.state.ctx, e, h)); err != nil {
+		C.hl_event_destroy(s.state.ctx, e)
 		return nil, err
 	}
-	s.done = watch(&waitEvent{ctx: s.ctx, ev: cudart.Event(e), closed: true})
+	s.done = watch(&waitEvent{ctx: s.state.ctx, ev: cudart.Event(e), closed: true})
 	return s.done, nil
 }
 
@@ -338,7 +336,7 @@ func (s *Stream) WaitEvent(e *Event) error {
 		return ErrClosed
 	}
 	defer e.life.release()
-	return check("cuStreamWaitEvent", C.hl_stream_wait_event(s.ctx, h, C.uintptr_t(e.h)))
+	return check("cuStreamWaitEvent", C.hl_stream_wait_event(s.state.ctx, h, C.uintptr_t(e.h)))
 }
 
 // AddCallback queues fn to run on a thread of CUDA's once the work queued
@@ -362,7 +360,7 @@ func (s *Stream) AddCallback(fn func(error)) error {
 	}
 	defer s.leave()
 	c := cgo.NewHandle(callback{s: s, withErr: fn})
-	if err := check("cuStreamAddCallback", C.hl_stream_add_callback(s.ctx, h, C.uintptr_t(c))); err != nil {
+	if err := check("cuStreamAddCallback", C.hl_stream_add_callback(s.state.ctx, h, C.uintptr_t(c))); err != nil {
 		c.Delete()
 		return err
 	}
@@ -391,7 +389,7 @@ func (s *Stream) LaunchHostFunc(fn func()) error {
 	deleteDeadHandles()
 	c := cgo.NewHandle(callback{s: s, fn: fn})
 	var owned C.int
-	if err := check("cuLaunchHostFunc", C.hl_launch_host_func(s.ctx, h, C.uintptr_t(c), &owned)); err != nil {
+	if err := check("cuLaunchHostFunc", C.hl_launch_host_func(s.state.ctx, h, C.uintptr_t(c), &owned)); err != nil {
 		if owned == 0 {
 			c.Delete()
 		}
@@ -425,7 +423,7 @@ func (s *Stream) BeginCapture(mode CaptureMode) error {
 	defer s.leave()
 	captureMu.RLock()
 	captures.Add(1)
-	err = check("cuStreamBeginCapture", C.hl_stream_begin_capture(s.ctx, h, m))
+	err = check("cuStreamBeginCapture", C.hl_stream_begin_capture(s.state.ctx, h, m))
 	if err != nil || s.capturing.Swap(true) {
 		captures.Add(-1)
 		captureMu.RUnlock()
@@ -452,7 +450,7 @@ func (s *Stream) EndCapture() (*Graph, error) {
 	}
 	defer s.leave()
 	var g C.uintptr_t
-	r := C.hl_stream_end_capture(s.ctx, h, &g)
+	r := C.hl_stream_end_capture(s.state.ctx, h, &g)
 	if r != C.CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD {
 		// The capture is over, unless it was ended from another thread
 		// than began it (the strict modes): it goes on, and may be
@@ -462,7 +460,7 @@ func (s *Stream) EndCapture() (*Graph, error) {
 	if err := check("cuStreamEndCapture", r); err != nil {
 		return nil, err
 	}
-	return &Graph{h: cudart.Graph(g), dev: s.dev, ctx: s.ctx}, nil
+	return &Graph{h: cudart.Graph(g), dev: s.dev, ctx: s.state.ctx}, nil
 }
 
 // Close destroys the stream; work queued on it still runs. Operations in
@@ -480,7 +478,7 @@ func (s *Stream) Close() error {
 	s.endCapture()
 	err := s.settle()
 	if s.owned {
-		err = errors.Join(err, check("cuStreamDestroy", C.hl_stream_destroy(s.ctx, C.uintptr_t(s.h))))
+		err = errors.Join(err, check("cuStreamDestroy", C.hl_stream_destroy(s.state.ctx, C.uintptr_t(s.h))))
 	}
 	return err
 }
@@ -490,7 +488,7 @@ func (s *Stream) Close() error {
 func (s *Stream) settle() error {
 	var err error
 	if s.pooled.Load() {
-		err = check("cuStreamSynchronize", C.hl_stream_synchronize(s.ctx, C.uintptr_t(s.h)))
+		err = check("cuStreamSynchronize", C.hl_stream_synchronize(s.state.ctx, C.uintptr_t(s.h)))
 	}
 	s.settlePools()
 	return err
