@@ -42,6 +42,15 @@ extern "C" __global__ void dynamic_smem(int *out) {
 	out[threadIdx.x] = buf[blockDim.x - 1 - threadIdx.x];
 }
 extern "C" __global__ void fault(int *p) { p[(size_t)blockIdx.x << 28] = 1; }
+#define WEIGH(N) struct vals##N { long long v[N]; }; \
+extern "C" __global__ void weigh##N(vals##N s, long long *out) { \
+	long long t = 0; \
+	for (int i = 0; i < N; i++) t += s.v[i] * (i + 1); \
+	*out = t; \
+}
+WEIGH(7)
+WEIGH(20)
+WEIGH(100)
 `
 
 // testModule compiles testKernels for the device and loads them.
@@ -413,5 +422,67 @@ func TestGPUProfile(t *testing.T) {
 	ran := false
 	if err := Profile(func() error { ran = true; return want }); !errors.Is(err, want) || !ran {
 		t.Errorf("Profile = %v (ran %v)", err, ran)
+	}
+}
+
+// TestGPULaunchArgumentSizes launches kernels whose parameters take 64
+// bytes, passed by value, and 168 and 808, passed in the kernel's spare
+// buffer, from goroutines at once, so that launches also find the spare
+// taken.
+func TestGPULaunchArgumentSizes(t *testing.T) {
+	gpu(t)
+	m := testModule(t)
+	for _, tt := range []struct {
+		n    int
+		args func(v []int64) any
+	}{
+		{7, func(v []int64) any { return [7]int64(v) }},
+		{20, func(v []int64) any { return [20]int64(v) }},
+		{100, func(v []int64) any { return [100]int64(v) }},
+	} {
+		k := kernel(t, m, fmt.Sprint("weigh", tt.n))
+		var wg sync.WaitGroup
+		for g := range 8 {
+			wg.Go(func() {
+				s, err := NewStream(0, nil)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				defer s.Close()
+				out, err := NewArray[int64](1)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				defer out.Free()
+				v := make([]int64, tt.n)
+				for rep := range 20 {
+					var want int64
+					for i := range v {
+						v[i] = int64(g*1000 + rep*10 + i)
+						want += v[i] * int64(i+1)
+					}
+					if err := k.Launch(s, LaunchConfig{}, tt.args(v), out); err != nil {
+						t.Errorf("weigh%d: %v", tt.n, err)
+						return
+					}
+					got := make([]int64, 1)
+					if err := out.CopyToHostAsync(got, s); err != nil {
+						t.Error(err)
+						return
+					}
+					if err := s.Synchronize(); err != nil {
+						t.Error(err)
+						return
+					}
+					if got[0] != want {
+						t.Errorf("weigh%d, goroutine %d, round %d: %d, want %d", tt.n, g, rep, got[0], want)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
 	}
 }

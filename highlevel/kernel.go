@@ -199,6 +199,10 @@ type Kernel struct {
 	size   int                   // of the parameter buffer
 	funcs  []atomic.Uintptr      // by device: the kernel's CUfunction in its primary context, once looked up
 	shape  atomic.Pointer[shape] // of the first launch whose arguments had one
+	// spare is the parameter buffer of launches whose parameters do not
+	// fit in hl_args, taken by one launch at a time: launches at once get
+	// their own.
+	spare atomic.Pointer[[]byte]
 }
 
 // A param is a kernel's parameter: where its argument goes in the
@@ -296,9 +300,11 @@ type LaunchConfig struct {
 //
 // Anything else is an error wrapping ErrArgument that names the argument
 // and its type, and nothing is launched. So is a block or grid the device
-// cannot run, or too much shared memory. A launch with at most 256 bytes of
-// parameters allocates nothing. Errors of the kernel itself (an invalid
-// address) show at the next call that synchronizes with it.
+// cannot run, or too much shared memory. A launch allocates nothing, but
+// for a kernel whose parameters take more than 64 bytes when another launch
+// of it is under way: that one gets a buffer of its own. Errors of the
+// kernel itself (an invalid address) show at the next call that
+// synchronizes with it.
 func (k *Kernel) Launch(s *Stream, cfg LaunchConfig, args ...any) error {
 	if k == nil {
 		return nilError("Kernel")
@@ -310,7 +316,7 @@ func (k *Kernel) Launch(s *Stream, cfg LaunchConfig, args ...any) error {
 	return k.launch(s, &cfg, args)
 }
 
-// launch is Launch on an open module. Its one defer and Launch's stay
+// launch is Launch on an open module. Its defers and Launch's stay
 // open-coded (a function with more returns times defers than the compiler
 // allows gets slower ones), as launches are the hottest path of the package.
 //
@@ -319,7 +325,8 @@ func (k *Kernel) Launch(s *Stream, cfg LaunchConfig, args ...any) error {
 // with cudadrv.LogsRegisterCallback) may call back into Go during the call,
 // so it cannot be marked #cgo nocallback, and without it (noescape works
 // only with it) memory passed by address escapes, so would have to come
-// from the heap or a pool.
+// from the heap or a pool. Arguments that do not fit in hl_args' 64 bytes
+// go in the kernel's spare buffer, from the heap once.
 func (k *Kernel) launch(s *Stream, cfg *LaunchConfig, args []any) error {
 	var small C.hl_args
 	var buf []byte
@@ -327,8 +334,14 @@ func (k *Kernel) launch(s *Stream, cfg *LaunchConfig, args []any) error {
 	if k.size <= int(unsafe.Sizeof(small)) {
 		buf = unsafe.Slice((*byte)(unsafe.Pointer(&small)), unsafe.Sizeof(small))
 	} else {
-		b := make([]byte, k.size)
-		buf, big = b, (*C.char)(unsafe.Pointer(&b[0]))
+		b := k.spare.Swap(nil)
+		if b == nil {
+			b = new([]byte)
+			*b = make([]byte, k.size)
+		}
+		// The driver has copied the arguments when the launch returns.
+		defer k.spare.Store(b)
+		buf, big = *b, (*C.char)(unsafe.Pointer(&(*b)[0]))
 	}
 	d, err := k.pack(buf, args, s)
 	if err != nil {

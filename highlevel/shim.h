@@ -106,8 +106,9 @@ int hl_kernel_attribute(void *ctx, int set, int *v, int attr, uintptr_t k, int d
 typedef struct {
 	uint32_t grid[3], block[3], cluster[3];
 } hl_dims;
-// hl_args holds the packed arguments of a launch whose parameters fit.
-enum { HL_ARGS_SIZE = 256 };
+// hl_args holds the packed arguments of a launch whose parameters fit, as
+// most kernels' do: 64 bytes, which cost little to pass by value.
+enum { HL_ARGS_SIZE = 64 };
 typedef struct {
 	uint64_t w[HL_ARGS_SIZE / 8];
 } hl_args;
