@@ -1,8 +1,13 @@
 package bench
 
 import (
+	"runtime"
+	"slices"
 	"testing"
+	"time"
+	"unsafe"
 
+	"github.com/gocuda/cuda/cudadrv"
 	"github.com/gocuda/cuda/highlevel"
 )
 
@@ -117,4 +122,87 @@ func BenchmarkMixD2D(b *testing.B) {
 	m := mixSetup(b)
 	b.ReportAllocs()
 	loop(b, m.s, m.copy)
+}
+
+// BenchmarkMixPaired is BenchmarkMix against its C twin's calls made in
+// this process (mixTwin, one cgo call a round) on the same stream and
+// memory, in blocks of mixBlock rounds that take turns: b.N rounds of
+// each. Separate runs of the two drift apart by more than the 5% the mix's
+// target allows; blocks a few milliseconds apart see the same host. It
+// reports the median time of a round of each (ns/op for Go, c-ns/op for
+// C) and the median of the blocks' ratios (go/c).
+func BenchmarkMixPaired(b *testing.B) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	initDevice(b)
+	m := mixSetup(b)
+	c, err := highlevel.Compile(mixSource, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var (
+		lib cudadrv.Library
+		k   cudadrv.Kernel
+		f   cudadrv.Function
+	)
+	if err := cudadrv.LibraryLoadData(&lib, unsafe.Pointer(&c.Image[0]), nil, nil, 0, nil, nil, 0); err != nil {
+		b.Fatal(err)
+	}
+	defer cudadrv.LibraryUnload(lib)
+	if err := cudadrv.LibraryGetKernel(&k, lib, "axpy"); err != nil {
+		b.Fatal(err)
+	}
+	if err := cudadrv.KernelGetFunction(&f, k); err != nil {
+		b.Fatal(err)
+	}
+	ptr := func(a *highlevel.Array[float32]) cudadrv.Deviceptr {
+		return cudadrv.Deviceptr(uintptr(a.MemoryPointer().Ptr()))
+	}
+	twin, err := newMixTwin(f, cudadrv.Stream(m.s.Handle()), ptr(m.x), ptr(m.y), mixN, mixLaunches)
+	if err != nil {
+		b.Fatal(err)
+	}
+	sides := [2]func() error{m.round, twin.round}
+	// block times a block of n rounds of side i, synchronized at its end,
+	// in ns a round.
+	block := func(i, n int) float64 {
+		start := time.Now()
+		for range n {
+			if err := sides[i](); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := m.s.Synchronize(); err != nil {
+			b.Fatal(err)
+		}
+		return float64(time.Since(start).Nanoseconds()) / float64(n)
+	}
+	block(0, mixBlock) // warm up
+	block(1, mixBlock)
+	var goNs, cNs, ratios []float64
+	b.ResetTimer()
+	for done := 0; done < b.N; done += mixBlock {
+		n := min(mixBlock, b.N-done)
+		var t [2]float64
+		first := len(ratios) % 2 // the sides take turns going first
+		t[first] = block(first, n)
+		t[1-first] = block(1-first, n)
+		goNs, cNs, ratios = append(goNs, t[0]), append(cNs, t[1]), append(ratios, t[0]/t[1])
+	}
+	b.StopTimer()
+	b.ReportMetric(median(goNs), "ns/op")
+	b.ReportMetric(median(cNs), "c-ns/op")
+	b.ReportMetric(median(ratios), "go/c")
+}
+
+// mixBlock is the rounds of a block of BenchmarkMixPaired: about 30 ms.
+const mixBlock = 400
+
+// median returns the median of v, which it sorts.
+func median(v []float64) float64 {
+	slices.Sort(v)
+	if n := len(v); n%2 == 0 {
+		return (v[n/2-1] + v[n/2]) / 2
+	}
+	return v[len(v)/2]
 }

@@ -125,12 +125,17 @@ twin() {
 # The mix and its twin take turns, one run each, seven times: a run of
 # either drifts by up to 10% over minutes with the host and the GPU, more
 # than the 5% the row's target allows, so both must see the same drift.
+# BenchmarkMixPaired alternates them within one process, every 400 rounds;
+# its C side (c-ns/op) goes to the C results under its name.
 if twin mix.c; then
 	for i in 1 2 3 4 5 6 7; do
 		count=1 gobench '^BenchmarkMix$' 20000x $two
-		count=1 gobench '^BenchmarkMix.' 200000x $two
+		count=1 gobench '^BenchmarkMix(Memset|Launch|D2D)$' 200000x $two
+		count=1 gobench '^BenchmarkMixPaired$' 20000x $two
 		$two ./mix 1 | tee -a "$log/c.txt" || status=1
 	done
+	awk '$1 ~ /^BenchmarkMixPaired/ { for (i = 3; i < NF; i++) if ($(i+1) == "c-ns/op") print $1, $2, $i, "ns/op" }' \
+		"$log/go.txt" >>"$log/c.txt"
 else
 	status=1
 fi
