@@ -147,26 +147,8 @@ func BenchmarkLaunchEmptyRaw(b *testing.B) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	initDevice(b)
-	c, err := highlevel.Compile(kernels, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	var (
-		lib cudadrv.Library
-		k   cudadrv.Kernel
-		f   cudadrv.Function
-		s   cudart.Stream
-	)
-	if err := cudadrv.LibraryLoadData(&lib, unsafe.Pointer(&c.Image[0]), nil, nil, 0, nil, nil, 0); err != nil {
-		b.Fatal(err)
-	}
-	defer cudadrv.LibraryUnload(lib)
-	if err := cudadrv.LibraryGetKernel(&k, lib, "empty"); err != nil {
-		b.Fatal(err)
-	}
-	if err := cudadrv.KernelGetFunction(&f, k); err != nil {
-		b.Fatal(err)
-	}
+	f := rawFunction(b, kernels, "empty")
+	var s cudart.Stream
 	if err := cudart.StreamCreate(&s); err != nil {
 		b.Fatal(err)
 	}
@@ -179,4 +161,32 @@ func BenchmarkLaunchEmptyRaw(b *testing.B) {
 	if err := cudart.StreamSynchronize(s); err != nil {
 		b.Fatal(err)
 	}
+}
+
+// rawFunction compiles src and returns the CUfunction of its kernel name in
+// the current context, loaded as the C twins load theirs: cuLibraryLoadData,
+// cuLibraryGetKernel and cuKernelGetFunction. The library is unloaded when
+// the benchmark ends.
+func rawFunction(b *testing.B, src, name string) cudadrv.Function {
+	b.Helper()
+	c, err := highlevel.Compile(src, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var (
+		lib cudadrv.Library
+		k   cudadrv.Kernel
+		f   cudadrv.Function
+	)
+	if err := cudadrv.LibraryLoadData(&lib, unsafe.Pointer(&c.Image[0]), nil, nil, 0, nil, nil, 0); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cudadrv.LibraryUnload(lib) })
+	if err := cudadrv.LibraryGetKernel(&k, lib, name); err != nil {
+		b.Fatal(err)
+	}
+	if err := cudadrv.KernelGetFunction(&f, k); err != nil {
+		b.Fatal(err)
+	}
+	return f
 }

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/gocuda/cuda/cudadrv"
 	"github.com/gocuda/cuda/highlevel"
@@ -136,25 +135,7 @@ func BenchmarkMixPaired(b *testing.B) {
 	defer runtime.UnlockOSThread()
 	initDevice(b)
 	m := mixSetup(b)
-	c, err := highlevel.Compile(mixSource, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	var (
-		lib cudadrv.Library
-		k   cudadrv.Kernel
-		f   cudadrv.Function
-	)
-	if err := cudadrv.LibraryLoadData(&lib, unsafe.Pointer(&c.Image[0]), nil, nil, 0, nil, nil, 0); err != nil {
-		b.Fatal(err)
-	}
-	defer cudadrv.LibraryUnload(lib)
-	if err := cudadrv.LibraryGetKernel(&k, lib, "axpy"); err != nil {
-		b.Fatal(err)
-	}
-	if err := cudadrv.KernelGetFunction(&f, k); err != nil {
-		b.Fatal(err)
-	}
+	f := rawFunction(b, mixSource, "axpy")
 	ptr := func(a *highlevel.Array[float32]) cudadrv.Deviceptr {
 		return cudadrv.Deviceptr(uintptr(a.MemoryPointer().Ptr()))
 	}
