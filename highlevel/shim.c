@@ -217,10 +217,9 @@ int hl_free_async(void *ctx, void *p, uintptr_t s) { CALL(ctx, DRV(cuMemFreeAsyn
 
 // hl_memcpy copies between any two pointers of the unified address space,
 // host memory pageable or pinned, as cudaMemcpy with cudaMemcpyDefault
-// does.
-// hl_memcpy and hl_memset take their context, and hl_memset its device
-// address, as integers (hl_memcpy_device both its addresses too): cgo
-// checks every void * argument for Go pointers, on every call.
+// does. hl_memcpy and hl_memset take their context, and hl_memset its
+// device address, as integers (hl_memcpy_device both its addresses too):
+// cgo checks every void * argument for Go pointers, on every call.
 int hl_memcpy(uintptr_t ctxv, void *dst, const void *src, size_t n, uintptr_t s, int async) {
 	void *ctx = (void *)ctxv;
 	if (async) {
@@ -230,12 +229,8 @@ int hl_memcpy(uintptr_t ctxv, void *dst, const void *src, size_t n, uintptr_t s,
 }
 
 // hl_memcpy_device is hl_memcpy between two device addresses.
-int hl_memcpy_device(uintptr_t ctxv, uintptr_t dst, uintptr_t src, size_t n, uintptr_t s, int async) {
-	void *ctx = (void *)ctxv;
-	if (async) {
-		CALL(ctx, DRV(cuMemcpyAsync)(DPTR(dst), DPTR(src), n, STREAM(s)));
-	}
-	CALL(ctx, DRV(cuMemcpy)(DPTR(dst), DPTR(src), n));
+int hl_memcpy_device(uintptr_t ctx, uintptr_t dst, uintptr_t src, size_t n, uintptr_t s, int async) {
+	return hl_memcpy(ctx, (void *)dst, (const void *)src, n, s, async);
 }
 
 int hl_memcpy_record(void *ctx, void *dst, const void *src, size_t n, uintptr_t s, uintptr_t e) {
