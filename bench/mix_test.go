@@ -123,6 +123,26 @@ func BenchmarkMixD2D(b *testing.B) {
 	loop(b, m.s, m.copy)
 }
 
+// BenchmarkMixGraph is BenchmarkMix's round captured once into a graph,
+// whose one launch a round replaces the round's 22 calls: what a program
+// whose stream carries many small operations does when their submission,
+// not the GPU, limits it. The table compares it with C's calls, c/mix.c.
+func BenchmarkMixGraph(b *testing.B) {
+	m := mixSetup(b)
+	g, err := highlevel.Capture(m.s, highlevel.CaptureRelaxed, m.round)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer g.Close()
+	x, err := g.Instantiate(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer x.Close()
+	b.ReportAllocs()
+	loop(b, m.s, func() error { return x.Launch(m.s) })
+}
+
 // BenchmarkMixPaired is BenchmarkMix against its C twin's calls made in
 // this process (mixTwin, one cgo call a round) on the same stream and
 // memory, in blocks of mixBlock rounds that take turns: b.N rounds of

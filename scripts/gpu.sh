@@ -132,6 +132,7 @@ if twin mix.c; then
 		count=1 gobench '^BenchmarkMix$' 20000x $two
 		count=1 gobench '^BenchmarkMix(Memset|Launch|D2D)$' 200000x $two
 		count=1 gobench '^BenchmarkMixPaired$' 20000x $two
+		count=1 gobench '^BenchmarkMixGraph$' 20000x $two
 		$two ./mix 1 | tee -a "$log/c.txt" || status=1
 	done
 	awk '$1 ~ /^BenchmarkMixPaired/ { for (i = 3; i < NF; i++) if ($(i+1) == "c-ns/op") print $1, $2, $i, "ns/op" }' \

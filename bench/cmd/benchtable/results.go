@@ -175,6 +175,7 @@ var specs = []spec{
 	{"StreamCreateDestroy", "stream create + destroy", timeKind, target{ratioTarget, 1.1}, ""},
 	{"Mix", "stream mix: memset + 20 launches + D2D copy, 4 KiB", timeKind, target{ratioTarget, 1.05}, ""},
 	{"MixPaired", "stream mix, alternating with C's calls in one process", timeKind, target{ratioTarget, 1.05}, ""},
+	{"MixGraph", "stream mix captured once into a graph, vs C's calls", timeKind, target{}, "Mix"},
 	{"MixMemset", "the mix's memset, 4 KiB", timeKind, target{}, ""},
 	{"MixLaunch", "the mix's launch (axpy, 4 arguments)", timeKind, target{}, ""},
 	{"MixD2D", "the mix's D2D copy, 4 KiB", timeKind, target{}, ""},
