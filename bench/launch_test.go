@@ -111,7 +111,7 @@ func BenchmarkLaunchSync(b *testing.B) {
 // stream and instantiated once, and waits for it, as c/launch.cu does.
 func BenchmarkGraph100(b *testing.B) {
 	k, s := launchSetup(b, "empty")
-	g, err := highlevel.Capture(s, highlevel.CaptureRelaxed, func() error {
+	x := captured(b, s, func() error {
 		for range 100 {
 			if err := k.Launch(s, one); err != nil {
 				return err
@@ -119,15 +119,6 @@ func BenchmarkGraph100(b *testing.B) {
 		}
 		return nil
 	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer g.Close()
-	x, err := g.Instantiate(nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer x.Close()
 	for b.Loop() {
 		if err := x.Launch(s); err != nil {
 			b.Fatal(err)
@@ -136,6 +127,23 @@ func BenchmarkGraph100(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// captured returns the graph of the work fn queues on s, instantiated; it
+// is closed, and its graph, when the benchmark ends.
+func captured(b *testing.B, s *highlevel.Stream, fn func() error) *highlevel.GraphExec {
+	b.Helper()
+	g, err := highlevel.Capture(s, highlevel.CaptureRelaxed, fn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { g.Close() })
+	x, err := g.Instantiate(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { x.Close() })
+	return x
 }
 
 // BenchmarkLaunchEmptyRaw is BenchmarkLaunchEmpty through the raw bindings

@@ -129,16 +129,7 @@ func BenchmarkMixD2D(b *testing.B) {
 // not the GPU, limits it. The table compares it with C's calls, c/mix.c.
 func BenchmarkMixGraph(b *testing.B) {
 	m := mixSetup(b)
-	g, err := highlevel.Capture(m.s, highlevel.CaptureRelaxed, m.round)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer g.Close()
-	x, err := g.Instantiate(nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer x.Close()
+	x := captured(b, m.s, m.round)
 	b.ReportAllocs()
 	loop(b, m.s, func() error { return x.Launch(m.s) })
 }
