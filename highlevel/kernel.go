@@ -14,7 +14,6 @@ import (
 	"math"
 	"os"
 	"reflect"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -298,6 +297,10 @@ type LaunchConfig struct {
 // extern "C" kernels carry no types: a float32 passed for an int parameter
 // of the same size is not caught there.
 //
+// A launch holds the memory its arguments name until it is queued, as a
+// copy does: a Free of that memory in another goroutine waits for it, so
+// the memory cannot be handed out again before the kernel is queued on it.
+//
 // Anything else is an error wrapping ErrArgument that names the argument
 // and its type, and nothing is launched. So is a block or grid the device
 // cannot run, or too much shared memory. A launch allocates nothing, but
@@ -347,8 +350,19 @@ func (k *Kernel) launch(s *Stream, cfg *LaunchConfig, args []any) error {
 	if err != nil {
 		return err
 	}
+	// pack took hold of the arguments' memory, as a copy does: Free waits
+	// until the launch is queued, and the memory stays reachable until
+	// then (a cleanup would free the memory whose address it passes).
+	defer k.releaseArgs(args)
+	return k.queue(d, s, cfg, &small, big)
+}
+
+// queue launches the kernel on s, for device d, with the arguments pack
+// wrote to small or big.
+func (k *Kernel) queue(d Device, s *Stream, cfg *LaunchConfig, small *C.hl_args, big *C.char) error {
 	st := s.deviceState()
 	if st == nil {
+		var err error
 		if st, err = d.state(); err != nil {
 			return err
 		}
@@ -376,10 +390,7 @@ func (k *Kernel) launch(s *Stream, cfg *LaunchConfig, args []any) error {
 	// The context goes as an integer: cgo checks every void * argument for
 	// Go pointers, on every call.
 	r := C.hl_launch(C.uintptr_t(uintptr(st.ctx)), f, dims, C.uint32_t(cfg.SharedMem), h, cbool(cfg.Cooperative),
-		small, big, params, C.int(len(k.params)))
-	// The arguments' Arrays stay reachable until the launch is queued:
-	// their cleanups would free memory whose addresses it passes.
-	runtime.KeepAlive(args)
+		*small, big, params, C.int(len(k.params)))
 	if r != 0 {
 		return check("launching "+k.name, r)
 	}
@@ -433,7 +444,9 @@ func (cfg *LaunchConfig) check(d Device, l *deviceLimits, dims *C.hl_dims) error
 // pack writes the arguments into buf at the parameters' offsets, and
 // returns the device the launch goes to: s's, or for a nil s the device of
 // the first memory argument (managed memory aside), or DefaultDevice when
-// there is none. Every memory argument must be usable there.
+// there is none. Every memory argument must be usable there. Without an
+// error, it holds the memory of every argument that is memory (an
+// operation in progress on it, which Free waits for) until releaseArgs.
 //
 // Arguments of the types of the kernel's shape take packShape; the rest
 // take putArg, one by one, and the first launch whose arguments have a
@@ -458,6 +471,7 @@ func (k *Kernel) pack(buf []byte, args []any, s *Stream) (Device, error) {
 		dev, err := putArg(buf[p.off:p.off+p.size], a, p.class)
 		switch {
 		case err != nil:
+			k.releaseArgs(args[:i])
 			return 0, fmt.Errorf("%w: %s argument %d: %v", ErrArgument, k.name, i, err)
 		case dev < 0:
 		case !chosen:
@@ -466,16 +480,18 @@ func (k *Kernel) pack(buf []byte, args []any, s *Stream) (Device, error) {
 			bad, badDev = i, dev
 		}
 	}
+	var err error
 	switch {
 	case bad >= 0 && s == nil:
-		return 0, fmt.Errorf("%w: %s argument %d is memory of %v, the arguments before it of %v", ErrArgument, k.name, bad, badDev, d)
+		err = fmt.Errorf("%w: %s argument %d is memory of %v, the arguments before it of %v", ErrArgument, k.name, bad, badDev, d)
 	case bad >= 0:
-		return 0, fmt.Errorf("%w: %s argument %d is memory of %v, launched on %v without peer access to it", ErrArgument, k.name, bad, badDev, d)
+		err = fmt.Errorf("%w: %s argument %d is memory of %v, launched on %v without peer access to it", ErrArgument, k.name, bad, badDev, d)
 	case !chosen:
-		var err error
-		if d, err = DefaultDevice(); err != nil {
-			return 0, err
-		}
+		d, err = DefaultDevice()
+	}
+	if err != nil {
+		k.releaseArgs(args)
+		return 0, err
 	}
 	if sh == nil {
 		if sh := k.newShape(args); sh != nil {
@@ -565,7 +581,8 @@ func packShape(buf []byte, args []any, s *Stream, sh shape) (Device, bool) {
 		default:
 			// Every Array[T] starts with its MemoryPointer.
 			mp := (*MemoryPointer)(v)
-			if mp == nil || mp.mem.live() != nil {
+			if mp == nil || mp.mem == nil || !mp.mem.life.acquire() {
+				releaseShaped(args[:i], sh)
 				return 0, false
 			}
 			switch m := mp.mem; {
@@ -573,17 +590,67 @@ func packShape(buf []byte, args []any, s *Stream, sh shape) (Device, bool) {
 			case !chosen:
 				d, chosen = m.dev, true
 			case m.dev != d && !d.canAccess(m.dev):
+				releaseShaped(args[:i+1], sh)
 				return 0, false
 			}
 			*(*uint64)(dst) = uint64(uintptr(mp.Ptr()))
 		}
 	}
+	if !chosen {
+		releaseShaped(args, sh)
+	}
 	return d, chosen
+}
+
+// releaseShaped ends the hold packShape took on the memory of args, whose
+// types are those of sh.
+func releaseShaped(args []any, sh shape) {
+	for i := range args {
+		if sh[i].kind == shapeArray {
+			(*MemoryPointer)(anyData(&args[i])).mem.life.release()
+		}
+	}
+}
+
+// releaseArgs ends the hold pack took on the memory of args: for those of
+// the types of the kernel's shape, as releaseShaped does, for the others
+// through argMemory.
+func (k *Kernel) releaseArgs(args []any) {
+	var sh shape
+	if p := k.shape.Load(); p != nil {
+		sh = *p
+	}
+	for i := range args {
+		a := &args[i]
+		if i < len(sh) && typeWord(a) == sh[i].word {
+			if sh[i].kind == shapeArray {
+				(*MemoryPointer)(anyData(a)).mem.life.release()
+			}
+		} else if m := argMemory(a); m != nil {
+			m.life.release()
+		}
+	}
+}
+
+// argMemory returns the memory an argument putArg accepted is, or nil.
+func argMemory(a *any) *Memory {
+	switch v := (*a).(type) {
+	case MemoryPointer:
+		return v.mem
+	case *Memory:
+		return v
+	case anyArray:
+		if p := (*MemoryPointer)(anyData(a)); p != nil {
+			return p.mem
+		}
+	}
+	return nil
 }
 
 // putArg writes a, which must be exactly len(dst) bytes and fit a
 // parameter of the given class, and returns the device of a's memory when
-// a is device memory, else -1 (managed memory included). It never lets a
+// a is device memory, else -1 (managed memory included). Without an error,
+// it holds a's memory when a is memory (argMemory). It never lets a
 // escape, so that the caller's conversions to any stay on its stack.
 func putArg(dst []byte, a any, class paramClass) (dev Device, err error) {
 	var mem *Memory
@@ -675,7 +742,12 @@ func putArg(dst []byte, a any, class paramClass) (dev Device, err error) {
 	if !fits(kind, class) {
 		return -1, fmt.Errorf("%v cannot be passed for a %v parameter", reflect.TypeOf(a), class)
 	}
-	if mem == nil || mem.managed {
+	switch {
+	case mem == nil:
+		return -1, nil
+	case !mem.life.acquire(): // freed since its check
+		return -1, fmt.Errorf("%v: %w", reflect.TypeOf(a), ErrFreed)
+	case mem.managed:
 		return -1, nil
 	}
 	return mem.dev, nil

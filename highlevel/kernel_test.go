@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 	"unsafe"
 	"weak"
 
@@ -291,6 +292,84 @@ func TestLaunchKeepsArguments(t *testing.T) {
 			k.Launch(s, LaunchConfig{Grid: Dim3{X: 1}, Block: Dim3{X: 2}}, float32(2), array(), array(), int32(2))
 		}()
 		ws = ws[:0]
+	}
+}
+
+// freeRecorder is an owner that records whether its memory was freed.
+type freeRecorder struct{ freed atomic.Bool }
+
+func (f *freeRecorder) free(*Memory) error {
+	f.freed.Store(true)
+	return nil
+}
+
+// TestFreeWaitsForLaunch checks that a launch holds the memory it names
+// until it is queued, by either packer and for every kind of memory
+// argument: a Free in another goroutine returns only once the launch's
+// call is over, so the memory cannot be handed out again (to an
+// allocation that a Malloc at once would take) under a kernel about to
+// be queued on it. A launch that fails after packing lets go too.
+func TestFreeWaitsForLaunch(t *testing.T) {
+	k := testKernel(4, 8, 8, 4)
+	k.funcs = make([]atomic.Uintptr, 1)
+	k.funcs[0].Store(1) // the kernel's function, looked up
+	limits := deviceLimits{maxThreadsPerBlock: 1024, maxBlock: [3]int32{1024, 1024, 64}, maxGrid: [3]int32{1 << 30, 1 << 16, 1 << 16}}
+	s := &Stream{state: &deviceState{limits: limits}}
+	var host [8]byte
+	type stop struct{}
+	for _, tt := range []struct {
+		name string
+		arg  func(m *Memory) any
+	}{
+		{"Array, first launch", func(m *Memory) any { return &Array[float32]{p: MemoryPointer{mem: m}, n: 2} }},
+		{"Array, shape", func(m *Memory) any { return &Array[float32]{p: MemoryPointer{mem: m}, n: 2} }},
+		{"MemoryPointer", func(m *Memory) any { return MemoryPointer{mem: m} }},
+		{"*Memory", func(m *Memory) any { return m }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := &freeRecorder{}
+			m := &Memory{ptr: unsafe.Pointer(&host[0]), size: len(host), owner: rec}
+			inLaunch, proceed := make(chan struct{}), make(chan struct{})
+			launchHook = func() {
+				close(inLaunch)
+				<-proceed
+				panic(stop{}) // rather than call the shim, which has no driver here
+			}
+			defer func() { launchHook = nil }()
+			launched := make(chan struct{})
+			go func() {
+				defer close(launched)
+				defer func() {
+					if r := recover(); r != (stop{}) {
+						t.Errorf("Launch: %v", r)
+					}
+				}()
+				k.Launch(s, LaunchConfig{Grid: Dim3{X: 1}, Block: Dim3{X: 2}}, float32(2), tt.arg(m), tt.arg(m), int32(2))
+			}()
+			<-inLaunch
+			freed := make(chan error)
+			go func() { freed <- m.Free() }()
+			select {
+			case err := <-freed:
+				t.Fatalf("Free returned (%v, freed %v) while a launch on the memory was under way", err, rec.freed.Load())
+			case <-time.After(20 * time.Millisecond):
+			}
+			close(proceed)
+			<-launched
+			if err := <-freed; err != nil || !rec.freed.Load() {
+				t.Errorf("Free after the launch: %v, freed %v", err, rec.freed.Load())
+			}
+		})
+	}
+	// A launch refused after packing (a block the device cannot run)
+	// lets go of its memory too.
+	m := &Memory{ptr: unsafe.Pointer(&host[0]), size: len(host), owner: &freeRecorder{}}
+	a := &Array[float32]{p: MemoryPointer{mem: m}, n: 2}
+	if err := k.Launch(s, LaunchConfig{Grid: Dim3{X: 1}, Block: Dim3{X: 4096}}, float32(2), a, a, int32(2)); err == nil {
+		t.Fatal("Launch with a block of 4096 threads: no error")
+	}
+	if err := m.Free(); err != nil {
+		t.Errorf("Free after a refused launch: %v", err)
 	}
 }
 
