@@ -167,6 +167,11 @@ var (
 // progress: the wait would invalidate the capture.
 var ErrCapturing = errors.New("highlevel: a stream capture is in progress")
 
+// errCapturedWork is the error of a wait for work that a stream capture
+// took into its graph (Stream.Wait on a capturing stream, Event.Wait for a
+// Record made while capturing): it runs only when the graph is launched.
+var errCapturedWork = fmt.Errorf("%w: the work waited for is captured into a graph, and runs when the graph is launched", ErrCapturing)
+
 // lockDevices makes way for a device-wide wait: it waits for another such
 // wait to end, and returns ErrCapturing while a capture is in progress. In
 // a stream callback, which that other wait may be waiting for, it returns

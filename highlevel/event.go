@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -26,6 +27,11 @@ type Event struct {
 	// interprocess is set for an event other processes may record: it was
 	// created with EventOptions.Interprocess or opened with OpenIPCEvent.
 	interprocess bool
+
+	// captured is set when the latest Record was made while its stream
+	// captured: the event then happens in the graph's launches, and is
+	// not waited for here.
+	captured atomic.Bool
 
 	mu sync.Mutex
 	w  *waitReq // the request for the latest Record, or nil
@@ -129,7 +135,25 @@ func (e *Event) Record(s *Stream) (err error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.w = nil // waits from now on are for this Record
-	return check("cuEventRecord", C.hl_event_record(e.ctx, C.uintptr_t(e.h), sh))
+	if captures.Load() == 0 { // no stream captures: the record is not captured
+		if e.captured.Load() {
+			e.captured.Store(false)
+		}
+		return check("cuEventRecord", C.hl_event_record(e.ctx, C.uintptr_t(e.h), sh))
+	}
+	var captured C.int
+	err = check("cuEventRecord", C.hl_event_record_capture(e.ctx, C.uintptr_t(e.h), sh, &captured))
+	e.captured.Store(captured != 0)
+	return err
+}
+
+// uncaptured returns errCapturedWork when the event's latest Record was
+// captured.
+func (e *Event) uncaptured() error {
+	if e.captured.Load() {
+		return errCapturedWork
+	}
+	return nil
 }
 
 // Synchronize waits until the event has happened. It holds the calling
@@ -144,6 +168,9 @@ func (e *Event) Synchronize() (err error) {
 		return err
 	}
 	defer e.life.release()
+	if err := e.uncaptured(); err != nil {
+		return err
+	}
 	return check("cuEventSynchronize", C.hl_event_synchronize(e.ctx, C.uintptr_t(e.h)))
 }
 
@@ -159,6 +186,9 @@ func (e *Event) Query() (_ bool, err error) {
 		return false, err
 	}
 	defer e.life.release()
+	if err := e.uncaptured(); err != nil {
+		return false, err
+	}
 	return ready("cuEventQuery", C.hl_event_query(e.ctx, C.uintptr_t(e.h)))
 }
 
@@ -196,6 +226,9 @@ func (e *Event) watch() (*waitReq, error) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if err := e.uncaptured(); err != nil {
+		return nil, err
+	}
 	if e.w == nil {
 		e.w = watch(e.we)
 	}

@@ -190,8 +190,9 @@ func (p MemoryPointer) empty(n int) (bool, error) {
 	return true, p.mem.live()
 }
 
-// CopyFromHost copies n bytes from src, host memory, to p. It is for C
-// interop: memory from C, or an address from another library. A Go slice
+// CopyFromHost copies n bytes from src, host memory, to p, and returns once
+// the copy is done (see Memset). It is for C interop: memory from C, or an
+// address from another library. A Go slice
 // goes through CopyToDevice (or Array.CopyFromHost), which checks its
 // length and element type, and pinned memory through PinnedSlice.
 //
@@ -217,7 +218,8 @@ func (p MemoryPointer) CopyFromHostAsync(src unsafe.Pointer, n int, s *Stream) e
 }
 
 // CopyToHost copies n bytes from p to dst, host memory, for C interop (see
-// the function CopyToHost for Go slices).
+// the function CopyToHost for Go slices). It returns once the copy is done
+// (see Memset).
 func (p MemoryPointer) CopyToHost(dst unsafe.Pointer, n int) error {
 	return p.copyHost(dst, n, nil, false, false)
 }
@@ -336,7 +338,7 @@ func (p MemoryPointer) copyHostOp(h unsafe.Pointer, n int, s *Stream, async, toD
 }
 
 // CopyFromDevice copies n bytes from src, on any device, to p. Between two
-// devices it is a peer copy.
+// devices it is a peer copy. It returns once the copy is done (see Memset).
 func (p MemoryPointer) CopyFromDevice(src MemoryPointer, n int) error {
 	return p.copyDevice(src, n, nil, false)
 }
@@ -398,7 +400,11 @@ func queueCopy(ctx, dst unsafe.Pointer, dd Device, sp unsafe.Pointer, sd Device,
 	return check("cuMemcpy", C.hl_memcpy_device(C.uintptr_t(uintptr(ctx)), C.uintptr_t(uintptr(dst)), C.uintptr_t(uintptr(sp)), C.size_t(n), sh, cbool(async)))
 }
 
-// Memset sets n bytes from p to the byte value.
+// Memset sets n bytes from p to the byte value. Like every copy and
+// memset without Async, it is ordered on the legacy default stream (after
+// the work queued on it and on blocking streams) and returns once the
+// device has done it, so that work queued afterwards on any stream sees
+// it.
 func (p MemoryPointer) Memset(value byte, n int) error {
 	return p.memset(value, n, nil, false)
 }
@@ -623,6 +629,7 @@ type lostMemory struct {
 	pool     *MemoryAsyncPool // the pool it came from, when not nil
 	size     int              // its size, for pool's count
 	mapped   bool             // an OpenIPCMemory mapping, to unmap
+	destroy  bool             // no memory: pool is to be destroyed
 }
 
 var lost struct {
@@ -651,12 +658,15 @@ func freeLost() {
 		}
 		return
 	}
+	var pools []*MemoryAsyncPool
 	for _, l := range mem {
 		switch {
 		case l.reg != nil:
 			l.reg.unregister()
 		case l.mapped:
 			C.hl_ipc_close_mem(l.ctx, l.ptr)
+		case l.destroy:
+			pools = append(pools, l.pool)
 		default:
 			C.hl_free(l.ctx, l.ptr)
 			if l.pool != nil {
@@ -664,6 +674,11 @@ func freeLost() {
 				l.pool.unref()
 			}
 		}
+	}
+	// The frees queued into these pools have run, and no more can be
+	// queued: they have no allocations left.
+	for _, p := range pools {
+		C.hl_mem_pool_destroy(p.ctx, p.h)
 	}
 }
 

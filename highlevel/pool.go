@@ -412,6 +412,24 @@ func (p *MemoryAsyncPool) unref() error {
 	if p.allocs.Add(-1) != 0 || !p.owned {
 		return nil
 	}
+	return p.destroy()
+}
+
+// destroy destroys the pool once every device the program used has done
+// the work queued so far: the frees queued into the pool, on whichever
+// streams, and the kernels queued before them. CUDA releases a destroyed
+// pool's memory at once, and a free still queued into it crashes the
+// driver. While a stream captures (or from a callback) that wait cannot be
+// made: the pool is left to the next allocation's freeLost, as lost memory
+// is.
+func (p *MemoryAsyncPool) destroy() error {
+	if err := synchronizeAll(); errors.Is(err, ErrCapturing) || errors.Is(err, ErrInCallback) {
+		lostMemory{ctx: p.ctx, pool: p, destroy: true}.lose()
+		return nil
+	} else if err != nil {
+		// A device failed; its work is over.
+		return errors.Join(err, check("cuMemPoolDestroy", C.hl_mem_pool_destroy(p.ctx, p.h)))
+	}
 	return check("cuMemPoolDestroy", C.hl_mem_pool_destroy(p.ctx, p.h))
 }
 
@@ -485,7 +503,7 @@ func (p *MemoryAsyncPool) Malloc(size int) (MemoryPointer, error) {
 
 // MallocAsync allocates size bytes ordered on s, a stream of the pool's
 // device (nil: the legacy default stream). Free frees it on the same
-// stream, or, once s is closed, on the legacy default stream.
+// stream, or, once s is closed (which waited for s's work), at once.
 func (p *MemoryAsyncPool) MallocAsync(size int, s *Stream) (MemoryPointer, error) {
 	m, err := p.mallocAsync(size, s)
 	if err != nil {
@@ -551,7 +569,7 @@ func (o asyncOwner) free(m *Memory) error {
 	}
 	sh, err := o.s.enter(m.dev)
 	if errors.Is(err, ErrClosed) {
-		o.s, sh, err = nil, 0, nil // the legacy default stream, after the closed one's work
+		return o.freeClosed(m, ctx)
 	}
 	if err != nil {
 		return err
@@ -560,22 +578,28 @@ func (o asyncOwner) free(m *Memory) error {
 	err = check("cuMemFreeAsync", C.hl_free_async(ctx, m.ptr, sh))
 	if err == nil {
 		o.p.inUse.Add(-int64(m.size))
-		// Destroying the pool waits for the frees queued into it.
-		err = o.p.unrefAfter(sh)
+		err = o.p.unref()
 	}
 	return err
 }
 
-// unrefAfter drops an allocation's reference once the work queued on
-// stream sh so far, its free included, is done, when that reference is the
-// last: the pool is destroyed only after the frees queued into it ran.
-func (p *MemoryAsyncPool) unrefAfter(sh C.uintptr_t) error {
-	if p.allocs.Load() == 1 && p.life.closed() && p.owned {
-		if err := check("cuStreamSynchronize", C.hl_stream_synchronize(p.ctx, sh)); err != nil {
-			return err
-		}
+// freeClosed frees m, memory of o's stream, which is closed. Once Close is
+// done (closeMu), the stream's work is too: Close waits for it on a stream
+// that allocated from a MemoryAsyncPool. So the free, with cuMemFree, is
+// ordered after it. A stream that Close left to a capture still has work
+// queued: its memory is lost memory, freed after the device-wide wait of
+// the next allocation, as is memory cuMemFree fails to free while a
+// capture refuses it.
+func (o asyncOwner) freeClosed(m *Memory, ctx unsafe.Pointer) error {
+	o.s.closeMu.Lock()
+	captured := o.s.capturedClose
+	o.s.closeMu.Unlock()
+	if captured || C.hl_free(ctx, m.ptr) != 0 {
+		lostMemory{ptr: m.ptr, ctx: ctx, pool: o.p, size: m.size}.lose()
+		return nil
 	}
-	return p.unref()
+	o.p.inUse.Add(-int64(m.size))
+	return o.p.unref()
 }
 
 // attr returns the pool's attribute a; 0 for a nil or closed pool, or when
@@ -687,10 +711,13 @@ func (p *MemoryAsyncPool) FreeAllBlocks() (err error) {
 }
 
 // Close destroys a pool NewMemoryAsyncPool created, once the memory still
-// allocated from it has been freed (memory stays valid until then).
-// Operations in progress finish first;
-// later ones return ErrClosed, and so does a second Close. Closing a
-// device's default pool only makes the MemoryAsyncPool unusable.
+// allocated from it has been freed (memory stays valid until then) and
+// the frees have run: the Close or Free that drops the last allocation
+// waits until every device the program used has done the work queued so
+// far, or, while a stream captures, leaves the pool to the next
+// allocation to destroy. Operations in progress finish first; later ones
+// return ErrClosed, and so does a second Close. Closing a device's default
+// pool only makes the MemoryAsyncPool unusable.
 func (p *MemoryAsyncPool) Close() (err error) {
 	defer wrap(&err, "close memory async pool")
 	if p == nil {

@@ -220,12 +220,20 @@ int hl_free_async(void *ctx, void *p, uintptr_t s) { CALL(ctx, DRV(cuMemFreeAsyn
 // does. hl_memcpy and hl_memset take their context, and hl_memset its
 // device address, as integers (hl_memcpy_device both its addresses too):
 // cgo checks every void * argument for Go pointers, on every call.
+//
+// Without async, each returns once the device has done the work: the
+// driver's plain forms may return before (a memset, a copy from pageable
+// memory once it is staged, a copy between device memory), so the legacy
+// default stream they are ordered on is waited for (DONE).
+#define DONE(call) (done_ = (call)) != 0 ? done_ : DRV(cuStreamSynchronize)(NULL)
+
 int hl_memcpy(uintptr_t ctxv, void *dst, const void *src, size_t n, uintptr_t s, int async) {
 	void *ctx = (void *)ctxv;
+	int done_;
 	if (async) {
 		CALL(ctx, DRV(cuMemcpyAsync)(DPTR(dst), DPTR(src), n, STREAM(s)));
 	}
-	CALL(ctx, DRV(cuMemcpy)(DPTR(dst), DPTR(src), n));
+	CALL(ctx, DONE(DRV(cuMemcpy)(DPTR(dst), DPTR(src), n)));
 }
 
 // hl_memcpy_device is hl_memcpy between two device addresses.
@@ -246,18 +254,20 @@ int hl_memcpy_record(void *ctx, void *dst, const void *src, size_t n, uintptr_t 
 // hl_memcpy_peer copies from src, memory of context src_ctx, to dst, memory
 // of ctx.
 int hl_memcpy_peer(void *ctx, void *dst, const void *src, void *src_ctx, size_t n, uintptr_t s, int async) {
+	int done_;
 	if (async) {
 		CALL(ctx, DRV(cuMemcpyPeerAsync)(DPTR(dst), (CUcontext)ctx, DPTR(src), (CUcontext)src_ctx, n, STREAM(s)));
 	}
-	CALL(ctx, DRV(cuMemcpyPeer)(DPTR(dst), (CUcontext)ctx, DPTR(src), (CUcontext)src_ctx, n));
+	CALL(ctx, DONE(DRV(cuMemcpyPeer)(DPTR(dst), (CUcontext)ctx, DPTR(src), (CUcontext)src_ctx, n)));
 }
 
 int hl_memset(uintptr_t ctxv, uintptr_t p, int v, size_t n, uintptr_t s, int async) {
 	void *ctx = (void *)ctxv;
+	int done_;
 	if (async) {
 		CALL(ctx, DRV(cuMemsetD8Async)(DPTR(p), (unsigned char)v, n, STREAM(s)));
 	}
-	CALL(ctx, DRV(cuMemsetD8)(DPTR(p), (unsigned char)v, n));
+	CALL(ctx, DONE(DRV(cuMemsetD8)(DPTR(p), (unsigned char)v, n)));
 }
 
 // Host memory is portable, pinned for every context whichever one ctx is,
@@ -309,7 +319,35 @@ int hl_stream_create(void *ctx, uintptr_t *s, unsigned flags, int priority) {
 int hl_stream_priority_range(void *ctx, int *least, int *greatest) {
 	CALL(ctx, DRV(cuCtxGetStreamPriorityRange)(least, greatest));
 }
-int hl_stream_destroy(void *ctx, uintptr_t s) { CALL(ctx, DRV(cuStreamDestroy)(STREAM(s))); }
+// hl_capturing reports whether s is capturing, into its own graph or,
+// joined, into another stream's; ctx is current.
+static int hl_capturing(uintptr_t s, int *capturing) {
+	CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+	int r = DRV(cuStreamGetCaptureInfo)(STREAM(s), &st, NULL, NULL, NULL, NULL);
+	*capturing = st != CU_STREAM_CAPTURE_STATUS_NONE;
+	return r;
+}
+
+// hl_stream_close waits for s's work when sync is set, then destroys s when
+// destroy is set; while s is capturing (or a capture it was part of was
+// invalidated and not yet ended) it returns HL_CAPTURING and does nothing:
+// a stream destroyed inside a capture leaves the driver's capture a
+// dangling stream, and waiting would spoil the capture.
+int hl_stream_close(void *ctx, uintptr_t s, int sync, int destroy) {
+	void *prev;
+	int r = hl_enter(ctx, &prev);
+	if (r != 0) return r;
+	int capturing = 0;
+	r = hl_capturing(s, &capturing);
+	if (r == 0 && capturing) r = HL_CAPTURING;
+	if (r == 0) {
+		if (sync) r = DRV(cuStreamSynchronize)(STREAM(s));
+		int d = destroy ? DRV(cuStreamDestroy)(STREAM(s)) : 0;
+		if (r == 0) r = d;
+	}
+	hl_leave(ctx, prev);
+	return r;
+}
 int hl_stream_synchronize(void *ctx, uintptr_t s) { CALL(ctx, DRV(cuStreamSynchronize)(STREAM(s))); }
 int hl_stream_query(void *ctx, uintptr_t s) { CALL(ctx, DRV(cuStreamQuery)(STREAM(s))); }
 int hl_stream_wait_event(void *ctx, uintptr_t s, uintptr_t e) {
@@ -424,6 +462,38 @@ int hl_stream_end_capture(void *ctx, uintptr_t s, uintptr_t *g) {
 int hl_event_create(void *ctx, uintptr_t *e, unsigned flags) { CALL(ctx, DRV(cuEventCreate)((CUevent *)e, flags)); }
 int hl_event_destroy(void *ctx, uintptr_t e) { CALL(ctx, DRV(cuEventDestroy)(EVENT(e))); }
 int hl_event_record(void *ctx, uintptr_t e, uintptr_t s) { CALL(ctx, DRV(cuEventRecord)(EVENT(e), STREAM(s))); }
+
+// hl_event_record_capture is hl_event_record that also reports whether s
+// is capturing, so that the record is a point of the capture rather than
+// of the stream's work.
+int hl_event_record_capture(void *ctx, uintptr_t e, uintptr_t s, int *captured) {
+	void *prev;
+	int r = hl_enter(ctx, &prev);
+	if (r != 0) return r;
+	r = hl_capturing(s, captured);
+	if (r == 0) r = DRV(cuEventRecord)(EVENT(e), STREAM(s));
+	hl_leave(ctx, prev);
+	return r;
+}
+
+// hl_stream_watch creates an event and records it on s, for the waiter,
+// unless s is capturing: then its work runs only when the graph is
+// launched, and it returns HL_CAPTURING.
+int hl_stream_watch(void *ctx, uintptr_t s, uintptr_t *e) {
+	void *prev;
+	int r = hl_enter(ctx, &prev);
+	if (r != 0) return r;
+	int capturing = 0;
+	r = hl_capturing(s, &capturing);
+	if (r == 0 && capturing) r = HL_CAPTURING;
+	if (r == 0) r = DRV(cuEventCreate)((CUevent *)e, CU_EVENT_DISABLE_TIMING);
+	if (r == 0) {
+		r = DRV(cuEventRecord)(EVENT(*e), STREAM(s));
+		if (r != 0) DRV(cuEventDestroy)(EVENT(*e));
+	}
+	hl_leave(ctx, prev);
+	return r;
+}
 int hl_event_synchronize(void *ctx, uintptr_t e) { CALL(ctx, DRV(cuEventSynchronize)(EVENT(e))); }
 int hl_event_query(void *ctx, uintptr_t e) { CALL(ctx, DRV(cuEventQuery)(EVENT(e))); }
 int hl_event_elapsed(void *ctx, float *ms, uintptr_t start, uintptr_t end) {

@@ -128,6 +128,8 @@ func statusError(r C.int) error {
 	switch {
 	case r == C.HL_IN_CALLBACK:
 		return ErrInCallback
+	case r == C.HL_CAPTURING:
+		return ErrCapturing
 	case r <= C.HL_MISSING_BASE:
 		if err := missing[C.HL_MISSING_BASE-r]; err != nil {
 			return err

@@ -13,6 +13,7 @@
 // Status codes of the shim: 0, a CUresult, or one of these.
 enum {
 	HL_IN_CALLBACK = -1, // called from a stream callback or host function
+	HL_CAPTURING = -2, // the stream is capturing, or joined another stream's capture
 	HL_MISSING_BASE = -1000, // HL_MISSING_BASE - i: the driver lacks symbol i (hl_symbol)
 };
 
@@ -66,7 +67,7 @@ int hl_mem_pool_trim(void *ctx, uintptr_t pool, size_t keep);
 
 int hl_stream_create(void *ctx, uintptr_t *s, unsigned flags, int priority);
 int hl_stream_priority_range(void *ctx, int *least, int *greatest);
-int hl_stream_destroy(void *ctx, uintptr_t s);
+int hl_stream_close(void *ctx, uintptr_t s, int sync, int destroy);
 int hl_stream_synchronize(void *ctx, uintptr_t s);
 int hl_stream_query(void *ctx, uintptr_t s);
 int hl_stream_wait_event(void *ctx, uintptr_t s, uintptr_t e);
@@ -80,6 +81,8 @@ int hl_stream_end_capture(void *ctx, uintptr_t s, uintptr_t *g);
 int hl_event_create(void *ctx, uintptr_t *e, unsigned flags);
 int hl_event_destroy(void *ctx, uintptr_t e);
 int hl_event_record(void *ctx, uintptr_t e, uintptr_t s);
+int hl_event_record_capture(void *ctx, uintptr_t e, uintptr_t s, int *captured);
+int hl_stream_watch(void *ctx, uintptr_t s, uintptr_t *e);
 int hl_event_synchronize(void *ctx, uintptr_t e);
 int hl_event_query(void *ctx, uintptr_t e);
 int hl_event_elapsed(void *ctx, float *ms, uintptr_t start, uintptr_t end);

@@ -37,6 +37,14 @@ type Stream struct {
 	settled   atomic.Bool
 	capturing atomic.Bool // BeginCapture counted a capture in captures
 
+	// closeMu is held by Close and by what ends a stream Close left to a
+	// capture (reapStreams), so that a Free after Close finds it done.
+	closeMu sync.Mutex
+	// capturedClose is set when Close found the stream capturing: the
+	// stream is destroyed once its capture ends (reapStreams). Guarded by
+	// closeMu.
+	capturedClose bool
+
 	mu     sync.Mutex
 	done   *waitReq // Done's request, for the work queued before queued was cleared
 	failed error    // a callback's panic, for the next Synchronize, Wait or Query
@@ -284,11 +292,10 @@ func (s *Stream) watch() (*waitReq, error) {
 	}
 	s.done = nil
 	var e C.uintptr_t
-	if err := check("cuEventCreate", C.hl_event_create(s.state.ctx, &e, C.CU_EVENT_DISABLE_TIMING)); err != nil {
-		return nil, err
-	}
-	if err := check("cuEventRecord", C.hl_event_record(s.state.ctx, e, h)); err != nil {
-		C.hl_event_destroy(s.state.ctx, e)
+	if err := check("cuEventRecord", C.hl_stream_watch(s.state.ctx, h, &e)); err != nil {
+		if errors.Is(err, ErrCapturing) {
+			err = errCapturedWork
+		}
 		return nil, err
 	}
 	s.done = watch(&waitEvent{ctx: s.state.ctx, ev: cudart.Event(e), closed: true})
@@ -445,10 +452,24 @@ func (s *Stream) EndCapture() (*Graph, error) {
 		return nil, nilError("Stream")
 	}
 	h, err := s.enter(s.dev)
+	if errors.Is(err, ErrClosed) {
+		return nil, s.endClosed()
+	}
 	if err != nil {
 		return nil, err
 	}
 	defer s.leave()
+	defer reapStreams()
+	g, err := s.end(h)
+	if err != nil {
+		return nil, err
+	}
+	return &Graph{h: cudart.Graph(g), dev: s.dev, ctx: s.state.ctx}, nil
+}
+
+// end ends the capture on stream h, s's handle, and returns its graph.
+// Once a capture is over, the streams Close left to it are destroyed.
+func (s *Stream) end(h C.uintptr_t) (C.uintptr_t, error) {
 	var g C.uintptr_t
 	r := C.hl_stream_end_capture(s.state.ctx, h, &g)
 	if r != C.CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD {
@@ -457,41 +478,104 @@ func (s *Stream) EndCapture() (*Graph, error) {
 		// ended from that thread still.
 		s.endCapture()
 	}
-	if err := check("cuStreamEndCapture", r); err != nil {
-		return nil, err
+	return g, check("cuStreamEndCapture", r)
+}
+
+// endClosed ends the capture BeginCapture started on s, which Close found
+// capturing and left open to it: the graph is discarded, and the error is
+// ErrClosed.
+func (s *Stream) endClosed() error {
+	defer reapStreams()
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	if !s.capturedClose || !s.capturing.Load() {
+		return ErrClosed
 	}
-	return &Graph{h: cudart.Graph(g), dev: s.dev, ctx: s.state.ctx}, nil
+	g, err := s.end(C.uintptr_t(s.h))
+	if err != nil {
+		return errors.Join(ErrClosed, err)
+	}
+	C.hl_graph_destroy(s.state.ctx, g)
+	return ErrClosed
 }
 
 // Close destroys the stream; work queued on it still runs. Operations in
 // progress on it finish first; later ones return ErrClosed, and so does a
-// second Close. If memory pools kept blocks for the stream, Close waits for
-// the stream's work, so that the blocks can serve every stream. Closing a
+// second Close. If memory pools kept blocks for the stream, or allocated
+// stream-ordered memory on it, Close waits for the stream's work, so that
+// the blocks can serve every stream and the memory can be freed. A stream
+// that is capturing (BeginCapture, or joined to another stream's capture
+// by WaitEvent) is destroyed once the capture ends, and only then waited
+// for; EndCapture on it ends its capture and returns ErrClosed. Closing a
 // default or external stream only makes the Stream unusable.
 func (s *Stream) Close() error {
 	if s == nil {
 		return nilError("Stream")
 	}
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
 	if err := s.life.closing(); err != nil {
 		return err
 	}
-	s.endCapture()
-	err := s.settle()
-	if s.owned {
-		err = errors.Join(err, check("cuStreamDestroy", C.hl_stream_destroy(s.state.ctx, C.uintptr_t(s.h))))
+	err := s.destroy()
+	if errors.Is(err, ErrCapturing) {
+		s.capturedClose = true
+		closedCaptures.Lock()
+		closedCaptures.streams = append(closedCaptures.streams, s)
+		closedCaptures.Unlock()
+		return nil
 	}
 	return err
 }
 
-// settle gives the blocks pools keep for the stream to the legacy default
-// stream's free lists, once the stream's work is done, for Close.
-func (s *Stream) settle() error {
-	var err error
-	if s.pooled.Load() {
-		err = check("cuStreamSynchronize", C.hl_stream_synchronize(s.state.ctx, C.uintptr_t(s.h)))
+// destroy waits for the stream's work when pools need that, destroys the
+// stream when Close should, and gives the pools' blocks of the stream to
+// the legacy default stream's free lists. While the stream is capturing it
+// does nothing and returns ErrCapturing. closeMu is held.
+func (s *Stream) destroy() error {
+	sync := s.pooled.Load()
+	if !sync && !s.owned {
+		s.endCapture()
+		s.settlePools()
+		return nil
 	}
+	err := check("cuStreamDestroy", C.hl_stream_close(s.state.ctx, C.uintptr_t(s.h), cbool(sync), cbool(s.owned)))
+	if errors.Is(err, ErrCapturing) {
+		return err
+	}
+	s.endCapture()
 	s.settlePools()
 	return err
+}
+
+// closedCaptures holds the streams Close found capturing, to destroy once
+// their captures end.
+var closedCaptures struct {
+	sync.Mutex
+	streams []*Stream
+}
+
+// reapStreams destroys the streams Close left to captures that have ended.
+func reapStreams() {
+	closedCaptures.Lock()
+	streams := closedCaptures.streams
+	closedCaptures.streams = nil
+	closedCaptures.Unlock()
+	var keep []*Stream
+	for _, s := range streams {
+		s.closeMu.Lock()
+		if errors.Is(s.destroy(), ErrCapturing) {
+			keep = append(keep, s)
+		} else {
+			s.capturedClose = false
+		}
+		s.closeMu.Unlock()
+	}
+	if len(keep) > 0 {
+		closedCaptures.Lock()
+		closedCaptures.streams = append(closedCaptures.streams, keep...)
+		closedCaptures.Unlock()
+	}
 }
 
 // settlePools moves the pools' blocks of the stream, whose work is done, to

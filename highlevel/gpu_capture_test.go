@@ -1,0 +1,361 @@
+package highlevel
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"testing"
+	"time"
+)
+
+// The GPU side of how captures, closing and waiting meet, and of the
+// operations that must finish before they return.
+
+// countKernel counts in *bad the words of p[:n] that differ from v.
+const countKernel = `
+extern "C" __global__ void count_not(const unsigned *p, unsigned v, int n, int *bad) {
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i < n && p[i] != v) atomicAdd(bad, 1);
+}
+`
+
+// wordCounter returns a function that counts, on a non-blocking stream of
+// its own (ordered with no other stream), the words of the n bytes at p
+// that differ from v.
+func wordCounter(t *testing.T, d Device) func(p MemoryPointer, v uint32, n int) int {
+	t.Helper()
+	c, err := Compile(countKernel, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := LoadModule(c.Image)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	k := kernel(t, m, "count_not")
+	s, err := NewStream(d, &StreamOptions{NonBlocking: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	bad, err := NewArrayOn[int32](d, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bad.Free() })
+	return func(p MemoryPointer, v uint32, n int) int {
+		t.Helper()
+		words := n / 4
+		if err := bad.MemoryPointer().MemsetAsync(0, 4, s); err != nil {
+			t.Fatal(err)
+		}
+		cfg := LaunchConfig{Grid: Dim3{X: (words + 255) / 256}, Block: Dim3{X: 256}}
+		if err := k.Launch(s, cfg, p, v, int32(words), bad); err != nil {
+			t.Fatal(err)
+		}
+		got := make([]int32, 1)
+		if err := CopyToHostAsync(got, bad.MemoryPointer(), s); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Synchronize(); err != nil {
+			t.Fatal(err)
+		}
+		return int(got[0])
+	}
+}
+
+// TestGPUStreamCloseDuringCapture closes a stream while it captures, as the
+// stream that began the capture and as one that joined it (WaitEvent of an
+// event recorded in the capture), in each capture mode, from another
+// goroutine. Close returns at once and the stream is destroyed when the
+// capture ends: EndCapture on a closed stream ends its capture and returns
+// ErrClosed, and the process goes on working. (A stream destroyed inside a
+// capture left the driver a dangling stream: the process crashed later,
+// in calls of every kind.)
+func TestGPUStreamCloseDuringCapture(t *testing.T) {
+	d := gpu(t)
+	count := wordCounter(t, d)
+	buf, err := d.Malloc(1 << 12)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer buf.Memory().Free()
+	for _, mode := range []CaptureMode{CaptureRelaxed, CaptureGlobal, CaptureThreadLocal} {
+		for _, joined := range []bool{false, true} {
+			name := mode.String() + "/origin"
+			if joined {
+				name = mode.String() + "/joined"
+			}
+			t.Run(name, func(t *testing.T) {
+				a, err := NewStream(d, &StreamOptions{NonBlocking: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer a.Close()
+				b, err := NewStream(d, &StreamOptions{NonBlocking: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer b.Close()
+				e, err := NewEvent(d, &EventOptions{DisableTiming: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer e.Close()
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				if err := a.BeginCapture(mode); err != nil {
+					t.Fatal(err)
+				}
+				victim := a
+				if joined {
+					victim = b
+					if err := e.Record(a); err != nil {
+						t.Fatal(err)
+					}
+					if err := b.WaitEvent(e); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := buf.MemsetAsync(1, 1<<12, victim); err != nil {
+					t.Fatal(err)
+				}
+				closed := make(chan error)
+				go func() { closed <- victim.Close() }()
+				if err := <-closed; err != nil {
+					t.Errorf("Close during the capture: %v", err)
+				}
+				g, err := a.EndCapture()
+				switch {
+				case !joined && !errors.Is(err, ErrClosed):
+					t.Errorf("EndCapture of a stream closed during its capture: %v, want ErrClosed", err)
+				case joined:
+					t.Logf("EndCapture with a joined stream closed: %v", err)
+				}
+				if g != nil {
+					g.Close()
+				}
+				closedCaptures.Lock()
+				left := len(closedCaptures.streams)
+				closedCaptures.Unlock()
+				if left != 0 {
+					t.Errorf("%d closed streams still wait for their captures to end", left)
+				}
+				// The process goes on: allocation, a plain memset, a
+				// kernel.
+				p, err := d.Malloc(1 << 20)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer p.Memory().Free()
+				if err := p.Memset(3, 1<<20); err != nil {
+					t.Fatal(err)
+				}
+				if n := count(p, 0x03030303, 1<<20); n != 0 {
+					t.Errorf("%d words not set after the capture", n)
+				}
+			})
+		}
+	}
+}
+
+// TestGPUWaitDuringCapture waits for a stream while it captures, and for an
+// event recorded in a capture: the work runs only when the graph is
+// launched, so the waits return ErrCapturing at once rather than an error
+// of CUDA's (cuEventQuery: CUDA_ERROR_INVALID_VALUE) or never.
+func TestGPUWaitDuringCapture(t *testing.T) {
+	d := gpu(t)
+	s, err := NewStream(d, &StreamOptions{NonBlocking: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	e, err := NewEvent(d, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	buf, err := d.Malloc(1 << 12)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer buf.Memory().Free()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.BeginCapture(CaptureRelaxed); err != nil {
+		t.Fatal(err)
+	}
+	if err := buf.MemsetAsync(1, 1<<12, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Wait(ctx); !errors.Is(err, ErrCapturing) {
+		t.Errorf("Stream.Wait during its capture: %v, want ErrCapturing", err)
+	}
+	select {
+	case <-s.Done():
+	case <-ctx.Done():
+		t.Error("Stream.Done during its capture: not closed")
+	}
+	if err := e.Record(s); err != nil {
+		t.Fatalf("Record in a capture: %v", err)
+	}
+	if err := e.Wait(ctx); !errors.Is(err, ErrCapturing) {
+		t.Errorf("Event.Wait for a Record in a capture: %v, want ErrCapturing", err)
+	}
+	if _, err := e.Query(); !errors.Is(err, ErrCapturing) {
+		t.Errorf("Event.Query for a Record in a capture: %v, want ErrCapturing", err)
+	}
+	if err := e.Synchronize(); !errors.Is(err, ErrCapturing) {
+		t.Errorf("Event.Synchronize for a Record in a capture: %v, want ErrCapturing", err)
+	}
+	g, err := s.EndCapture()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Close()
+	if err := e.Record(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Wait(ctx); err != nil {
+		t.Errorf("Event.Wait for a Record after the capture: %v", err)
+	}
+	if err := s.Wait(ctx); err != nil {
+		t.Errorf("Stream.Wait after the capture: %v", err)
+	}
+}
+
+// TestGPUAsyncPoolClosedWithWorkQueued closes stream-ordered pools while
+// kernels that use their memory, and the frees behind them, are still
+// queued on two streams, and frees memory of a stream that another
+// goroutine closes meanwhile: the pool is destroyed only after the frees
+// have run, and nothing is freed under a kernel (it killed the context
+// with CUDA_ERROR_ILLEGAL_ADDRESS, or crashed in cuMemPoolDestroy).
+func TestGPUAsyncPoolClosedWithWorkQueued(t *testing.T) {
+	d := gpu(t)
+	spin := spinner(t, d)
+	count := wordCounter(t, d)
+	var streams [3]*Stream
+	for i := range streams {
+		s, err := NewStream(d, &StreamOptions{NonBlocking: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		streams[i] = s
+	}
+	for round := range 3 {
+		p, err := NewMemoryAsyncPool(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mem []MemoryPointer
+		for i, s := range streams[:2] {
+			m, err := p.MallocAsync(1<<20, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			spin(s, m, uint32(i+1), 30)
+			mem = append(mem, m)
+		}
+		switch round {
+		case 0: // the frees first
+			for _, m := range mem {
+				if err := m.Memory().Free(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := p.Close(); err != nil {
+				t.Fatalf("Close: %v", err)
+			}
+		case 1: // Close first: the last Free destroys the pool
+			if err := p.Close(); err != nil {
+				t.Fatalf("Close: %v", err)
+			}
+			for _, m := range mem {
+				if err := m.Memory().Free(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		case 2: // the stream closed while its memory is freed
+			closed := make(chan error)
+			go func() { closed <- streams[0].Close() }()
+			for _, m := range mem {
+				if err := m.Memory().Free(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := <-closed; err != nil {
+				t.Fatal(err)
+			}
+			// A new allocation may take the block the kernel on the
+			// closed stream writes at its end: it must not see that.
+			m, err := p.MallocAsync(1<<20, streams[2])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := m.MemsetAsync(9, 1<<20, streams[2]); err != nil {
+				t.Fatal(err)
+			}
+			if err := d.Synchronize(); err != nil {
+				t.Fatal(err)
+			}
+			if n := count(m, 0x09090909, 1<<20); n != 0 {
+				t.Errorf("%d words of a new allocation changed by a kernel of the memory freed before", n)
+			}
+			m.Memory().Free()
+			if err := p.Close(); err != nil {
+				t.Fatalf("Close: %v", err)
+			}
+		}
+		if err := d.Synchronize(); err != nil {
+			t.Fatalf("round %d: the device after the pool's close: %v", round, err)
+		}
+	}
+}
+
+// TestGPUPlainOperationsComplete checks that a memset or copy without
+// Async has been done when it returns: a kernel queued right after on a
+// non-blocking stream, which is ordered with nothing else, sees its bytes.
+// (cuMemsetD8 and cuMemcpy from pageable memory may return before.)
+func TestGPUPlainOperationsComplete(t *testing.T) {
+	d := gpu(t)
+	count := wordCounter(t, d)
+	const n = 64 << 20
+	p, err := d.Malloc(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Memory().Free()
+	q, err := d.Malloc(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Memory().Free()
+	host := make([]uint32, 256<<10) // 1 MiB: below the staging threshold
+	for round := range 4 {
+		v := byte(round + 1)
+		word := uint32(v) * 0x01010101
+		if err := p.Memset(v, n); err != nil {
+			t.Fatal(err)
+		}
+		if bad := count(p, word, n); bad != 0 {
+			t.Errorf("round %d: Memset: %d words not set on its return", round, bad)
+		}
+		if err := q.CopyFromDevice(p, n); err != nil {
+			t.Fatal(err)
+		}
+		if bad := count(q, word, n); bad != 0 {
+			t.Errorf("round %d: CopyFromDevice: %d words not copied on its return", round, bad)
+		}
+		for i := range host {
+			host[i] = word + 1
+		}
+		if err := CopyToDevice(p, host); err != nil {
+			t.Fatal(err)
+		}
+		if bad := count(p, word+1, len(host)*4); bad != 0 {
+			t.Errorf("round %d: CopyToDevice from pageable memory: %d words not copied on its return", round, bad)
+		}
+	}
+}
