@@ -123,13 +123,25 @@
 // MemoryAsyncPool and PinnedMemoryPool follow os.File and database/sql: an operation in progress
 // on an object finishes before Close destroys it, every later operation
 // returns ErrClosed, and so does a second Close. No CUDA call is ever made
-// with a destroyed handle. Memory.Free likewise waits for the copies in
-// progress on the memory, and later operations return ErrFreed. Every
+// with a destroyed handle. Memory.Free likewise waits for the operations
+// in progress on the memory (copies, memsets, kernel launches and linalg's
+// calls that name it, until they have queued their work), and later
+// operations return ErrFreed. Every
 // method on a nil pointer returns an error wrapping ErrNil (methods that
 // return no error return a zero value). Close called from a stream
 // callback returns ErrInCallback. Module.Close waits for the devices that
 // ran the module's kernels; while a stream capture is in progress that wait
 // would spoil it, so Close returns ErrCapturing and the module stays open.
+//
+// Captures. A capture takes the work queued on its streams into a graph:
+// that work runs when the graph is launched, not before. A stream closed
+// while it captures (BeginCapture, or joined to another stream's capture
+// by WaitEvent) is destroyed once the capture ends, never inside it;
+// EndCapture on it ends the capture, discards the graph and returns
+// ErrClosed. Waiting for captured work returns ErrCapturing: Stream.Wait
+// and Done while the stream captures, and Event.Wait, Done, Synchronize
+// and Query for a Record made while its stream captured (Done's channel is
+// closed at once), until the event is recorded again outside a capture.
 //
 // Graphs. The Go functions of a graph's host nodes belong to CUDA user
 // objects of the graph: they stay alive as long as the graph, its
@@ -145,7 +157,10 @@
 // wait would spoil the capture, so that waits for a later allocation):
 // memory is never handed out again while a kernel or a copy queued before
 // the drop may still use it. A MemoryAsyncPool is destroyed only once the
-// frees of its last allocations have run. Pinned
+// frees of its last allocations have run, on every stream: after a
+// device-wide wait, or, while a stream captures, by a later allocation.
+// Memory of a MemoryAsyncPool freed after its stream's Close is freed at
+// once, since Close waited for the stream's work. Pinned
 // memory is C memory the collector cannot track, so its views (Bytes,
 // PinnedSlice, Ptr) are valid until Free, as syscall.Mmap's are; pinned memory dropped
 // without Free is never reused. A HostRegistration dropped without
@@ -172,6 +187,10 @@
 // by the next Synchronize, Wait or Query of the stream that queued or
 // captured it. A panic in a Memo's function is returned by Get, to every
 // caller waiting on it.
+//
+// Plain operations. A copy or memset without Async returns once the
+// device has done it; it is ordered on the legacy default stream, after
+// the work queued on it and on blocking streams.
 //
 // Streams and waiting. Every asynchronous operation takes a *Stream; nil
 // means the legacy default stream of the device of the memory or object

@@ -117,6 +117,9 @@ func (e *Event) use() error {
 
 // Record records the event on s, a stream of the event's device (nil: its
 // legacy default stream): the event happens when s reaches this point.
+// While s captures, the point is one of the graph being captured (other
+// streams join the capture by waiting for it, Stream.WaitEvent): until the
+// next Record, Wait, Synchronize and Query return ErrCapturing.
 func (e *Event) Record(s *Stream) (err error) {
 	defer func() {
 		if err != nil {
@@ -195,7 +198,8 @@ func (e *Event) Query() (_ bool, err error) {
 // Done returns a channel that is closed when the event has happened, for
 // use in select: when the latest Record before the call is reached (by any
 // process, for an interprocess event), or at once for an event never
-// recorded. For a nil or closed event the channel is closed at once.
+// recorded. For a nil or closed event, or one whose latest Record was made
+// while its stream captured, the channel is closed at once.
 func (e *Event) Done() <-chan struct{} {
 	w, err := e.watch()
 	if err != nil {

@@ -249,8 +249,8 @@ func (s *Stream) Query() (bool, error) {
 // Done returns a channel that is closed when the work queued on the stream
 // so far is done, for use in select. While no operation of the package
 // queues more work on the stream, Done returns the same channel. For a nil
-// or closed stream, or when CUDA fails, the channel is closed at once, and
-// Wait or Query report the error.
+// or closed stream, a stream that is capturing, or when CUDA fails, the
+// channel is closed at once, and Wait reports why.
 func (s *Stream) Done() <-chan struct{} {
 	w, err := s.watch()
 	if err != nil {
@@ -262,7 +262,8 @@ func (s *Stream) Done() <-chan struct{} {
 // Wait waits until the work queued on the stream so far is done, or ctx is
 // done; then it returns ctx's error and leaves the GPU's work alone. Waiting
 // holds no OS thread: any number of goroutines may wait at once. Its error
-// reports panics as Synchronize does.
+// reports panics as Synchronize does. While the stream captures, its work
+// runs only when the graph is launched: Wait returns ErrCapturing.
 func (s *Stream) Wait(ctx context.Context) error {
 	w, err := s.watch()
 	if err != nil {
