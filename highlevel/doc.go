@@ -200,7 +200,7 @@
 // polls the pending events as a safety net (stream errors, and waits begun
 // while a stream captures), sleeping between rounds an eighth of the age of
 // the youngest wait. Stream.Done returns the same channel while no operation of
-// the package queues more work on the stream. Functions queued with
+// the package queues more work on a stream NewStream made. Functions queued with
 // Stream.AddCallback and Stream.LaunchHostFunc run on a CUDA thread and
 // must not call CUDA: the package's functions return ErrInCallback there.
 //

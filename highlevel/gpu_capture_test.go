@@ -359,3 +359,31 @@ func TestGPUPlainOperationsComplete(t *testing.T) {
 		}
 	}
 }
+
+// TestGPUDoneLegacyStream checks that Done of a Stream of the legacy
+// default stream covers the work queued on that stream through nil (or
+// another Stream of it), which the Stream does not see: it used to return
+// the channel of an earlier Done, closed before that work had run.
+func TestGPUDoneLegacyStream(t *testing.T) {
+	d := gpu(t)
+	spin := spinner(t, d)
+	l, err := LegacyDefaultStream(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := d.Malloc(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Memory().Free()
+	<-l.Done()
+	spin(nil, p, 1, 100)
+	select {
+	case <-l.Done():
+		t.Error("Done closed while a kernel queued on the legacy default stream through nil still ran")
+	case <-time.After(20 * time.Millisecond):
+	}
+	if err := l.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}

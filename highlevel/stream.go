@@ -248,7 +248,8 @@ func (s *Stream) Query() (bool, error) {
 
 // Done returns a channel that is closed when the work queued on the stream
 // so far is done, for use in select. While no operation of the package
-// queues more work on the stream, Done returns the same channel. For a nil
+// queues more work on a stream NewStream created, Done returns the same
+// channel. For a nil
 // or closed stream, a stream that is capturing, or when CUDA fails, the
 // channel is closed at once, and Wait reports why.
 func (s *Stream) Done() <-chan struct{} {
@@ -287,8 +288,11 @@ func (s *Stream) watch() (*waitReq, error) {
 	defer s.mu.Unlock()
 	// Cleared before the event is recorded, queued is set again by every
 	// operation whose work the event may not cover: one that queued its
-	// work after the clear.
-	if !s.queued.Swap(false) && s.done != nil {
+	// work after the clear. A stream the Stream does not own (the legacy
+	// default stream, an external one) takes work through other Streams
+	// and nil too, which queued does not see: it gets a new event each
+	// time.
+	if !s.queued.Swap(false) && s.done != nil && s.owned {
 		return s.done, nil
 	}
 	s.done = nil
