@@ -142,6 +142,11 @@
 // and Done while the stream captures, and Event.Wait, Done, Synchronize
 // and Query for a Record made while its stream captured (Done's channel is
 // closed at once), until the event is recorded again outside a capture.
+// The legacy default stream waits for every blocking stream, so while a
+// blocking stream captures, work and queries on the legacy default stream
+// (nil) fail with CUDA_ERROR_STREAM_CAPTURE_IMPLICIT and invalidate the
+// capture, as CUDA has it: capture on non-blocking streams
+// (StreamOptions.NonBlocking) where other goroutines use nil.
 //
 // Graphs. The Go functions of a graph's host nodes belong to CUDA user
 // objects of the graph: they stay alive as long as the graph, its
