@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 )
@@ -386,4 +387,72 @@ func TestGPUDoneLegacyStream(t *testing.T) {
 	if err := l.Wait(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestGPUGraphExecConcurrent launches, uploads and updates one GraphExec,
+// and instantiates one Graph, from several goroutines at once: CUDA's
+// graph objects are not safe for concurrent use, so the package takes
+// turns (concurrent calls crashed in cuGraphLaunch and
+// cuGraphInstantiateWithParams).
+func TestGPUGraphExecConcurrent(t *testing.T) {
+	d := gpu(t)
+	buf, err := d.Malloc(1 << 12)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer buf.Memory().Free()
+	capture := func(s *Stream, v byte) *Graph {
+		t.Helper()
+		g, err := Capture(s, CaptureRelaxed, func() error { return buf.MemsetAsync(v, 1<<12, s) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	s, err := NewStream(d, &StreamOptions{NonBlocking: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	graphs := []*Graph{capture(s, 1), capture(s, 2)}
+	defer graphs[0].Close()
+	defer graphs[1].Close()
+	x, err := graphs[0].Instantiate(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			s, err := NewStream(d, &StreamOptions{NonBlocking: true})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer s.Close()
+			for i := range 200 {
+				var err error
+				switch (g + i) % 4 {
+				case 0, 1:
+					err = x.Launch(s)
+				case 2:
+					err = x.Update(graphs[i%2])
+				case 3:
+					var y *GraphExec
+					if y, err = graphs[i%2].Instantiate(&InstantiateOptions{Upload: s}); err == nil {
+						err = errors.Join(y.Launch(s), y.Close())
+					}
+				}
+				if err != nil {
+					t.Errorf("goroutine %d, step %d: %v", g, i, err)
+					return
+				}
+			}
+			if err := s.Synchronize(); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
 }

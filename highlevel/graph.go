@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sync"
 	"unsafe"
 
 	"github.com/gocuda/cuda/cudadrv"
@@ -24,14 +25,20 @@ type Graph struct {
 	dev  Device
 	ctx  unsafe.Pointer
 	life life
+	// mu serializes the calls on the graph: CUDA's graph objects are not
+	// safe for concurrent use.
+	mu sync.Mutex
 }
 
-// A GraphExec is an instantiated Graph, ready to launch (CuPy's Graph).
+// A GraphExec is an instantiated Graph, ready to launch (CuPy's Graph). It
+// is safe for use by several goroutines: its launches, uploads and updates
+// take turns, as CUDA requires.
 type GraphExec struct {
 	h    cudart.GraphExec
 	dev  Device
 	ctx  unsafe.Pointer
 	life life
+	mu   sync.Mutex // as Graph's
 }
 
 // A CaptureMode says which CUDA calls a stream capture refuses while it
@@ -188,7 +195,10 @@ func (g *Graph) Instantiate(opts *InstantiateOptions) (_ *GraphExec, err error) 
 	}
 	var x C.uintptr_t
 	var result C.int
-	if err := check("cuGraphInstantiateWithParams", C.hl_graph_instantiate(g.ctx, &x, C.uintptr_t(g.h), flags, sh, &result)); err != nil {
+	g.mu.Lock()
+	r := C.hl_graph_instantiate(g.ctx, &x, C.uintptr_t(g.h), flags, sh, &result)
+	g.mu.Unlock()
+	if err := check("cuGraphInstantiateWithParams", r); err != nil {
 		if result != C.CUDA_GRAPH_INSTANTIATE_SUCCESS {
 			err = fmt.Errorf("%w (%v)", err, cudadrv.GraphInstantiateResult(result))
 		}
@@ -252,6 +262,8 @@ func (x *GraphExec) Launch(s *Stream) (err error) {
 		return err
 	}
 	defer x.done(s)
+	x.mu.Lock()
+	defer x.mu.Unlock()
 	return check("cuGraphLaunch", C.hl_graph_launch(x.ctx, C.uintptr_t(x.h), sh))
 }
 
@@ -264,6 +276,8 @@ func (x *GraphExec) Upload(s *Stream) (err error) {
 		return err
 	}
 	defer x.done(s)
+	x.mu.Lock()
+	defer x.mu.Unlock()
 	return check("cuGraphUpload", C.hl_graph_upload(x.ctx, C.uintptr_t(x.h), sh))
 }
 
@@ -285,7 +299,12 @@ func (x *GraphExec) Update(g *Graph) (err error) {
 	}
 	defer g.life.release()
 	var result C.int
-	if err := check("cuGraphExecUpdate", C.hl_graph_update(x.ctx, C.uintptr_t(x.h), C.uintptr_t(g.h), &result)); err != nil {
+	x.mu.Lock()
+	g.mu.Lock()
+	r := C.hl_graph_update(x.ctx, C.uintptr_t(x.h), C.uintptr_t(g.h), &result)
+	g.mu.Unlock()
+	x.mu.Unlock()
+	if err := check("cuGraphExecUpdate", r); err != nil {
 		return fmt.Errorf("%w (%v)", err, cudadrv.GraphExecUpdateResult(result))
 	}
 	return nil
