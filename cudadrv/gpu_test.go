@@ -13,21 +13,23 @@ import (
 
 	"github.com/gocuda/cuda/cudart"
 	"github.com/gocuda/cuda/internal/dl"
+	"github.com/gocuda/cuda/internal/gpuprobe"
 )
 
 //go:embed testdata/fill.ptx
 var fillPTX string
 
-// requireGPU skips the test unless libcuda loads and a device answers, and
-// makes device 0's primary context current on the test's OS thread.
+// requireGPU ends the test as gpuprobe.Require does where the driver has no
+// device or fails, fails it where the package cannot use the driver that
+// has one, and makes device 0's primary context current on the test's OS
+// thread.
 func requireGPU(t *testing.T) Device {
 	t.Helper()
-	if err := Init(0); err != nil {
-		t.Skipf("no CUDA driver: %v", err)
-	}
+	gpuprobe.Require(t)
+	check(t, "Init", Init(0))
 	var n int32
 	if err := DeviceGetCount(&n); err != nil || n == 0 {
-		t.Skipf("no CUDA device: count %d, %v", n, err)
+		t.Fatalf("DeviceGetCount = %d, %v, where the driver has a device", n, err)
 	}
 	// The current context is per OS thread: keep this goroutine on one.
 	runtime.LockOSThread()
@@ -295,9 +297,10 @@ func TestGPUGraphKernelNode(t *testing.T) {
 // driver API and back.
 func TestGPURuntimeInterop(t *testing.T) {
 	requireGPU(t)
-	if err := cudart.SetDevice(0); err != nil {
+	if err := cudart.Load(); err != nil {
 		t.Skipf("no CUDA runtime: %v", err)
 	}
+	check(t, "cudart.SetDevice", cudart.SetDevice(0))
 	var rs cudart.Stream
 	check(t, "cudart.StreamCreate", cudart.StreamCreate(&rs))
 	defer cudart.StreamDestroy(rs)

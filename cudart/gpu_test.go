@@ -9,17 +9,22 @@ import (
 	"strings"
 	"testing"
 	"unsafe"
+
+	"github.com/gocuda/cuda/internal/gpuprobe"
 )
 
-// requireGPU skips the test unless libcudart loads and a device answers.
+// requireGPU ends the test as gpuprobe.Require does where the driver has no
+// device or fails, skips it where libcudart does not load, and fails it
+// where the runtime finds no device on a driver that has one.
 func requireGPU(t testing.TB) {
 	t.Helper()
+	gpuprobe.Require(t)
 	if err := Load(); err != nil {
 		t.Skipf("no CUDA runtime: %v", err)
 	}
 	var n int32
 	if err := GetDeviceCount(&n); err != nil || n == 0 {
-		t.Skipf("no CUDA device: count %d, %v", n, err)
+		t.Fatalf("GetDeviceCount = %d, %v, where the driver has a device", n, err)
 	}
 }
 

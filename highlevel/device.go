@@ -248,8 +248,13 @@ func deviceCount() (int, error) {
 	return int(n), nil
 }
 
-// IsAvailable reports whether CUDA can be used: the libraries load and there
-// is at least one device.
+// IsAvailable reports whether CUDA can be used: the driver loads and has at
+// least one device. It is false both where the machine has no GPU and where
+// its driver fails (too old for this package, or broken), which
+// DeviceCount tells apart: where there is no GPU, its error is a
+// *cudadrv.LibraryError (libcuda.so.1 cannot be loaded) or matches
+// cudadrv.ERROR_NO_DEVICE (the driver reports no device), or it counts
+// none; any other error is the driver's failure.
 func IsAvailable() bool {
 	n, err := DeviceCount()
 	return err == nil && n > 0

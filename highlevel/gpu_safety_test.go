@@ -677,12 +677,14 @@ func onlyDevice1(t *testing.T) {
 
 // TestGPULaunchDeviceOfArguments checks which device a launch goes to: a nil
 // stream follows the memory arguments, and memory of a device the stream's
-// device has no peer access to is refused.
+// device has no peer access to is refused, whether or not an earlier test
+// enabled it.
 func TestGPULaunchDeviceOfArguments(t *testing.T) {
 	gpu(t)
 	if n, _ := DeviceCount(); n < 2 {
 		t.Skip("needs two GPUs")
 	}
+	setPeers(t)
 	c, err := Compile(`extern "C" __global__ void set(unsigned *p, unsigned v) { p[threadIdx.x] = v; }`, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -18,13 +18,17 @@ import (
 
 	"github.com/gocuda/cuda/cudadrv"
 	"github.com/gocuda/cuda/cudart"
+	"github.com/gocuda/cuda/internal/gpuprobe"
 )
 
-// gpu skips the test where there is no GPU and returns device 0.
+// gpu ends the test as gpuprobe.Require does where the driver has no
+// device or fails, fails it where the package cannot use the driver that
+// has one, and returns device 0.
 func gpu(t testing.TB) Device {
 	t.Helper()
-	if !IsAvailable() {
-		t.Skip("no CUDA device")
+	gpuprobe.Require(t)
+	if _, err := DeviceCount(); err != nil {
+		t.Fatal(err)
 	}
 	return 0
 }

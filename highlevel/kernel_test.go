@@ -161,7 +161,8 @@ func TestKernelArgumentsAllocate(t *testing.T) {
 // TestKernelShape checks that a launch whose argument types are those of
 // the kernel's shape, which packShape writes, gets what putArg would have
 // written and pack's errors: the same bytes, device and error as on a
-// kernel that has no shape.
+// kernel that has no shape. Each case sets which devices have peer access,
+// whatever earlier tests enabled on the GPUs.
 func TestKernelShape(t *testing.T) {
 	var host [64]byte
 	mem := func(d Device, managed bool) *Memory {
@@ -179,28 +180,34 @@ func TestKernelShape(t *testing.T) {
 		name        string
 		sizes       []uint32
 		first, then []any
-		s           *Stream // then's; first's is s0
-		fast        bool    // then takes packShape
+		s           *Stream     // then's; first's is s0
+		fast        bool        // then takes packShape
+		peers       [][2]Device // the pairs with peer access, and no others
 	}{
-		{"same types", []uint32{4, 8, 8, 4}, saxpy, []any{float32(-1.5), y, x, int32(-8)}, s0, true},
-		{"the first's own", []uint32{4, 8, 8, 4}, saxpy, saxpy, s0, true},
-		{"8-byte numbers", []uint32{8, 8, 8, 4}, []any{1, uint64(2), 2.5, uint32(3)}, []any{-5, uint64(1 << 40), -0.25, uint32(9)}, s0, true},
-		{"uintptr and uint", []uint32{8, 8}, []any{uintptr(1), uint(2)}, []any{uintptr(0x1000), uint(1 << 50)}, s0, true},
-		{"managed memory of another device", []uint32{4, 8, 8, 4}, saxpy, []any{float32(1), arr(mem(1, true), 0), y, int32(1)}, s0, true},
-		{"nil stream", []uint32{4, 8, 8, 4}, saxpy, []any{float32(1), arr(mem(1, false), 0), arr(mem(1, false), 12), int32(1)}, nil, true},
-		{"no shape", []uint32{4, 8, 8, 4}, []any{float32(2), x.MemoryPointer(), y, int32(7)}, saxpy, s0, false},
-		{"another type", []uint32{4, 8, 8, 4}, saxpy, []any{int32(2), x, y, int32(7)}, s0, false},
-		{"another Array type", []uint32{4, 8, 8, 4}, saxpy, []any{float32(2), &Array[int32]{p: x.p, n: 1}, y, int32(7)}, s0, false},
-		{"named number", []uint32{4, 8, 8, 4}, saxpy, []any{float32(2), x, y, paramClass(7)}, s0, false},
-		{"too few", []uint32{4, 8, 8, 4}, saxpy, []any{float32(2), x, y}, s0, false},
-		{"freed Array", []uint32{4, 8, 8, 4}, saxpy, []any{float32(2), arr(freed, 0), y, int32(7)}, s0, false},
-		{"nil Array", []uint32{4, 8, 8, 4}, saxpy, []any{float32(2), (*Array[float32])(nil), y, int32(7)}, s0, false},
-		{"Array of another device", []uint32{4, 8, 8, 4}, saxpy, []any{float32(2), x, arr(mem(1, false), 0), int32(7)}, s0, false},
-		{"Arrays of two devices", []uint32{4, 8, 8, 4}, saxpy, []any{float32(2), arr(mem(1, false), 0), x, int32(7)}, nil, false},
-		{"another stream's device", []uint32{4, 8, 8, 4}, saxpy, saxpy, s1, false},
-		{"nil stream, no memory", []uint32{4, 8}, []any{int32(1), 2}, []any{int32(3), 4}, nil, false},
+		{"same types", []uint32{4, 8, 8, 4}, saxpy, []any{float32(-1.5), y, x, int32(-8)}, s0, true, nil},
+		{"the first's own", []uint32{4, 8, 8, 4}, saxpy, saxpy, s0, true, nil},
+		{"8-byte numbers", []uint32{8, 8, 8, 4}, []any{1, uint64(2), 2.5, uint32(3)}, []any{-5, uint64(1 << 40), -0.25, uint32(9)}, s0, true, nil},
+		{"uintptr and uint", []uint32{8, 8}, []any{uintptr(1), uint(2)}, []any{uintptr(0x1000), uint(1 << 50)}, s0, true, nil},
+		{"managed memory of another device", []uint32{4, 8, 8, 4}, saxpy, []any{float32(1), arr(mem(1, true), 0), y, int32(1)}, s0, true, nil},
+		{"nil stream", []uint32{4, 8, 8, 4}, saxpy, []any{float32(1), arr(mem(1, false), 0), arr(mem(1, false), 12), int32(1)}, nil, true, nil},
+		{"no shape", []uint32{4, 8, 8, 4}, []any{float32(2), x.MemoryPointer(), y, int32(7)}, saxpy, s0, false, nil},
+		{"another type", []uint32{4, 8, 8, 4}, saxpy, []any{int32(2), x, y, int32(7)}, s0, false, nil},
+		{"another Array type", []uint32{4, 8, 8, 4}, saxpy, []any{float32(2), &Array[int32]{p: x.p, n: 1}, y, int32(7)}, s0, false, nil},
+		{"named number", []uint32{4, 8, 8, 4}, saxpy, []any{float32(2), x, y, paramClass(7)}, s0, false, nil},
+		{"too few", []uint32{4, 8, 8, 4}, saxpy, []any{float32(2), x, y}, s0, false, nil},
+		{"freed Array", []uint32{4, 8, 8, 4}, saxpy, []any{float32(2), arr(freed, 0), y, int32(7)}, s0, false, nil},
+		{"nil Array", []uint32{4, 8, 8, 4}, saxpy, []any{float32(2), (*Array[float32])(nil), y, int32(7)}, s0, false, nil},
+		{"Array of another device", []uint32{4, 8, 8, 4}, saxpy, []any{float32(2), x, arr(mem(1, false), 0), int32(7)}, s0, false, nil},
+		{"Arrays of two devices", []uint32{4, 8, 8, 4}, saxpy, []any{float32(2), arr(mem(1, false), 0), x, int32(7)}, nil, false, nil},
+		{"another stream's device", []uint32{4, 8, 8, 4}, saxpy, saxpy, s1, false, nil},
+		{"Array of a peer device", []uint32{4, 8, 8, 4}, saxpy, []any{float32(2), x, arr(mem(1, false), 0), int32(7)}, s0, true, [][2]Device{{0, 1}}},
+		{"Array of a device with peer access the other way", []uint32{4, 8, 8, 4}, saxpy, []any{float32(2), x, arr(mem(1, false), 0), int32(7)}, s0, false, [][2]Device{{1, 0}}},
+		{"Arrays of two peer devices", []uint32{4, 8, 8, 4}, saxpy, []any{float32(2), arr(mem(1, false), 0), x, int32(7)}, nil, true, [][2]Device{{1, 0}}},
+		{"another stream's device, a peer", []uint32{4, 8, 8, 4}, saxpy, saxpy, s1, true, [][2]Device{{1, 0}}},
+		{"nil stream, no memory", []uint32{4, 8}, []any{int32(1), 2}, []any{int32(3), 4}, nil, false, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			setPeers(t, tt.peers...)
 			k := testKernel(tt.sizes...)
 			buf := make([]byte, k.size)
 			if _, err := k.pack(buf, tt.first, s0); err != nil {
@@ -228,6 +235,26 @@ func TestKernelShape(t *testing.T) {
 			}
 		})
 	}
+}
+
+// setPeers makes pairs the only pairs of devices with peer access, as
+// canAccess sees them, until t ends: as if EnablePeerAccess had succeeded
+// for each, and for no other pair in the process.
+func setPeers(t *testing.T, pairs ...[2]Device) {
+	t.Helper()
+	var saved [][2]Device
+	peers.Range(func(k, _ any) bool {
+		saved = append(saved, k.([2]Device))
+		return true
+	})
+	set := func(pairs [][2]Device) {
+		peers.Clear()
+		for _, p := range pairs {
+			peers.Store(p, struct{}{})
+		}
+	}
+	set(pairs)
+	t.Cleanup(func() { set(saved) })
 }
 
 // TestKernelShapeConcurrent launches one kernel from several goroutines at

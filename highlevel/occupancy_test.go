@@ -10,6 +10,7 @@ import (
 	"github.com/gocuda/cuda/cudadrv"
 	"github.com/gocuda/cuda/cudart"
 	"github.com/gocuda/cuda/highlevel"
+	"github.com/gocuda/cuda/internal/gpuprobe"
 )
 
 // Properties as cudaGetDeviceProperties reports them for one GPU of each
@@ -367,9 +368,7 @@ extern "C" __global__ void pressure(const volatile float *in, float *out) {
 // cuOccupancyMaxActiveBlocksPerMultiprocessor for kernels of many register
 // counts, block sizes and shared memory sizes: a count of 0 is an error.
 func TestGPUOccupancyMatchesCUDA(t *testing.T) {
-	if !highlevel.IsAvailable() {
-		t.Skip("no CUDA device")
-	}
+	gpuprobe.Require(t)
 	d := highlevel.Device(0)
 	dd, err := highlevel.NewDeviceData(d)
 	if err != nil {

@@ -71,6 +71,20 @@ var stubCases = []struct {
 	{"no cuGetProcAddress_v2, driver 11.8", []string{"-DSTUB_NO_GET_PROC_ADDRESS"}, []string{"STUB_DRIVER_VERSION=11080"}, func(t *testing.T) {
 		checkDriverVersionError(t, second(DeviceCount()), "cuGetProcAddress_v2", 12000, 11080)
 	}},
+	{"no device", nil, []string{"STUB_INIT=100"}, func(t *testing.T) {
+		// A driver that reports no device (CUDA_ERROR_NO_DEVICE): no GPU,
+		// as IsAvailable's documentation tells it from a failing driver.
+		if _, err := DeviceCount(); IsAvailable() || !errors.Is(err, cudadrv.ERROR_NO_DEVICE) {
+			t.Errorf("IsAvailable = %v, DeviceCount: %v; want false, CUDA_ERROR_NO_DEVICE", IsAvailable(), err)
+		}
+	}},
+	{"cuInit fails", nil, []string{"STUB_INIT=999"}, func(t *testing.T) {
+		// A driver that fails: neither a missing library nor no device.
+		_, err := DeviceCount()
+		if IsAvailable() || !errors.Is(err, cudadrv.ERROR_UNKNOWN) || errors.Is(err, cudadrv.ERROR_NO_DEVICE) || errors.As(err, new(*cudadrv.LibraryError)) {
+			t.Errorf("IsAvailable = %v, DeviceCount: %v; want false, CUDA_ERROR_UNKNOWN", IsAvailable(), err)
+		}
+	}},
 	{"no cuGetProcAddress_v2", []string{"-DSTUB_NO_GET_PROC_ADDRESS"}, nil, func(t *testing.T) {
 		var se *cudadrv.SymbolError
 		if _, err := DeviceCount(); !errors.As(err, &se) || se.Symbol != "cuGetProcAddress_v2" || se.Library != cudadrv.LibraryPath() {
@@ -85,7 +99,8 @@ var stubCases = []struct {
 // through cuGetProcAddress_v2 and none from libcudart; a function the
 // driver has only from a later version than the shim asks for, a driver
 // older than CUDA 12.0 and one without cuGetProcAddress_v2 are errors that
-// say what was looked for, where, and which driver is needed.
+// say what was looked for, where, and which driver is needed; a driver
+// without a device and one whose cuInit fails are told apart.
 func TestStubDriver(t *testing.T) {
 	for _, dir := range []string{stubHeaders, "testdata"} {
 		if _, err := os.Stat(dir); err != nil {

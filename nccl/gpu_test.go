@@ -19,6 +19,7 @@ import (
 	"unsafe"
 
 	"github.com/gocuda/cuda/cudart"
+	"github.com/gocuda/cuda/internal/gputest"
 )
 
 // The GPU tests need libnccl.so.2 and, except TestGPUErrors, two GPUs. A
@@ -27,19 +28,18 @@ import (
 // under a deadline (stepTimeout) and fails the test instead of hanging.
 const stepTimeout = 2 * time.Minute
 
-// requireGPUs skips the test unless libnccl.so.2 and libcudart load and at
-// least atLeast devices answer; it returns the number of devices.
+// requireGPUs ends the test as gputest.Require does unless a GPU,
+// libnccl.so.2 and libcudart are here, and skips it where there are fewer
+// than atLeast devices; it returns the number of devices.
 func requireGPUs(t testing.TB, atLeast int) int {
 	t.Helper()
-	if err := Load(); err != nil {
-		t.Skipf("no NCCL: %v", err)
-	}
-	if err := cudart.Load(); err != nil {
-		t.Skipf("no CUDA runtime: %v", err)
-	}
+	gputest.Require(t, "NCCL", Load)
 	var n int32
-	if err := cudart.GetDeviceCount(&n); err != nil || int(n) < atLeast {
-		t.Skipf("needs %d CUDA devices: count %d, %v", atLeast, n, err)
+	if err := cudart.GetDeviceCount(&n); err != nil {
+		t.Fatalf("GetDeviceCount: %v", err)
+	}
+	if int(n) < atLeast {
+		t.Skipf("needs %d CUDA devices: count %d", atLeast, n)
 	}
 	return int(n)
 }

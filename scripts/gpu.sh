@@ -8,7 +8,7 @@
 # in $OUT/results.tgz), "gpu.sh nccl" only the all-reduce benchmark and its
 # twin, so that each part fits in one call to the device. Every run counts:
 # the script exits non-zero when any test, example, benchmark, twin or the
-# table failed.
+# table failed, and on a machine with a GPU a test that finds none fails.
 set -u -o pipefail
 part=${1:-all}
 cd "$(dirname "$0")"
@@ -18,6 +18,16 @@ log=$(mktemp -d)
 status=0
 
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$log/nvidia-smi.txt"
+
+# The GPU tests skip where the machine has no GPU (internal/gpuprobe), and a
+# driver that fails fails them. Where nvidia-smi or /dev/nvidia0 shows a GPU,
+# and $GOCUDA_TEST_GPU is not set already, it is set to 1: a test that finds
+# no GPU fails too. (grep reads all of nvidia-smi's list: with -q, nvidia-smi
+# could die of SIGPIPE, and pipefail take that for no GPU.)
+if [ -z "${GOCUDA_TEST_GPU:-}" ] && { nvidia-smi -L 2>/dev/null | grep '^GPU ' >/dev/null || [ -e /dev/nvidia0 ]; }; then
+	export GOCUDA_TEST_GPU=1
+fi
+echo "GOCUDA_TEST_GPU=${GOCUDA_TEST_GPU:-}"
 
 # findlib NAME prints the path of the library NAME: the loader's, else the
 # first file of that name on the machine (a Python wheel's).

@@ -28,6 +28,30 @@ printf '#!/bin/sh\necho "--- PASS: TestStandIn"\ncase ",$GPU_FAIL," in *,%s,*) e
 chmod +x "$out"
 `
 
+// nvidiaSMI is nvidia-smi, a stand-in that lists $GPUS GPUs (none where
+// unset) when called with -L.
+const nvidiaSMI = `#!/bin/sh
+if [ "$1" = -L ]; then
+	i=0
+	while [ "$i" -lt "${GPUS:-0}" ]; do echo "GPU $i: NVIDIA H200 (UUID: GPU-$i)"; i=$((i + 1)); done
+	exit 0
+fi
+echo "--- PASS: TestStandIn"
+case ",$GPU_FAIL," in *,nvidia-smi,*) exit 1;; esac
+exit 0
+`
+
+// noGPU is a test binary whose GPU test finds no GPU, and ends as
+// gpuprobe.Require ends it: skipped, or failed where $GOCUDA_TEST_GPU is 1.
+const noGPU = `#!/bin/sh
+if [ "$GOCUDA_TEST_GPU" = 1 ]; then
+	echo "--- FAIL: TestGPU"
+	exit 1
+fi
+echo "--- SKIP: TestGPU"
+exit 0
+`
+
 // taskset runs the program after its core list.
 const taskset = `#!/bin/sh
 shift 2
@@ -61,9 +85,10 @@ func suite(t *testing.T) (dir, bin string) {
 	for _, name := range []string{"highlevel.c", "launch.cu", "nccl.cu"} {
 		write(filepath.Join(dir, name), "", 0o644)
 	}
-	for _, name := range []string{"nvidia-smi", "compute-sanitizer", "python3"} {
+	for _, name := range []string{"compute-sanitizer", "python3"} {
 		write(filepath.Join(bin, name), fmt.Sprintf(standIn, name), 0o755)
 	}
+	write(filepath.Join(bin, "nvidia-smi"), nvidiaSMI, 0o755)
 	write(filepath.Join(bin, "nvcc"), nvcc, 0o755)
 	write(filepath.Join(bin, "taskset"), taskset, 0o755)
 	return dir, bin
@@ -115,6 +140,47 @@ func TestScriptStatus(t *testing.T) {
 			}
 			if !strings.Contains(string(out), "== summary") {
 				t.Errorf("gpu.sh %s stopped before its summary:\n%s", tt.part, out)
+			}
+		})
+	}
+}
+
+// TestScriptNoGPUFound runs gpu.sh's tests with a test binary whose GPU test
+// finds no GPU: where nvidia-smi lists a GPU, gpu.sh sets $GOCUDA_TEST_GPU,
+// the test fails, and so must gpu.sh; where it lists none, the skip passes.
+func TestScriptNoGPUFound(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash")
+	}
+	for _, tt := range []struct {
+		gpus     string
+		wantFail bool
+		summary  string
+	}{
+		{"0", false, "cudart: 0 passed, 0 failed, 1 skipped"},
+		{"1", true, "cudart: 0 passed, 1 failed, 0 skipped"},
+		{"2", true, "cudart: 0 passed, 1 failed, 0 skipped"},
+	} {
+		t.Run(tt.gpus, func(t *testing.T) {
+			if _, err := os.Stat("/dev/nvidia0"); err == nil && !tt.wantFail {
+				t.Skip("/dev/nvidia0 is here: gpu.sh takes the machine for one with a GPU")
+			}
+			dir, bin := suite(t)
+			if err := os.WriteFile(filepath.Join(dir, "cudart.test"), []byte(noGPU), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command("bash", "gpu.sh", "tests")
+			cmd.Dir = dir
+			cmd.Env = append(os.Environ(),
+				"PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
+				"OUT="+filepath.Join(dir, "out"),
+				"GOCUDA_NCCL="+filepath.Join(dir, "libnccl.so.2"),
+				"GOCUDA_TEST_GPU=",
+				"GPUS="+tt.gpus)
+			out, err := cmd.CombinedOutput()
+			if failed := err != nil; failed != tt.wantFail || !strings.Contains(string(out), tt.summary) {
+				t.Errorf("gpu.sh tests with %s GPUs listed: error %v, want failure %v and %q\n%s",
+					tt.gpus, err, tt.wantFail, tt.summary, out)
 			}
 		})
 	}

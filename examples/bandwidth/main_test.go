@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gocuda/cuda/highlevel"
+	"github.com/gocuda/cuda/internal/gpuprobe"
 )
 
 func TestParseSize(t *testing.T) {
@@ -73,9 +73,7 @@ func TestBadFlags(t *testing.T) {
 }
 
 func TestRun(t *testing.T) {
-	if !highlevel.IsAvailable() {
-		t.Skip("no CUDA device")
-	}
+	gpuprobe.Require(t)
 	var out bytes.Buffer
 	if err := run([]string{"-size", "1MiB", "-n", "3"}, &out); err != nil {
 		t.Fatal(err)

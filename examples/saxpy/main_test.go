@@ -5,15 +5,14 @@ import (
 	"time"
 
 	"github.com/gocuda/cuda/highlevel"
+	"github.com/gocuda/cuda/internal/gpuprobe"
 )
 
 func TestRun(t *testing.T) {
 	if err := run(-1, 0, 2, time.Second); err == nil {
 		t.Error("n = 0 accepted")
 	}
-	if !highlevel.IsAvailable() {
-		t.Skip("no CUDA device")
-	}
+	gpuprobe.Require(t)
 	devices, err := highlevel.DeviceCount()
 	if err != nil {
 		t.Fatal(err)

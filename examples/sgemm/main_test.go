@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gocuda/cuda/highlevel"
+	"github.com/gocuda/cuda/internal/gpuprobe"
 )
 
 func TestMatMul(t *testing.T) {
@@ -22,9 +23,7 @@ func TestRun(t *testing.T) {
 			t.Errorf("size %d accepted", size)
 		}
 	}
-	if !highlevel.IsAvailable() {
-		t.Skip("no CUDA device")
-	}
+	gpuprobe.Require(t)
 	devices, err := highlevel.DeviceCount()
 	if err != nil {
 		t.Fatal(err)

@@ -10,24 +10,23 @@ import (
 	"testing"
 
 	"github.com/gocuda/cuda/highlevel"
+	"github.com/gocuda/cuda/internal/gpuprobe"
 )
 
-// Require skips the test, with the reason, where there is no usable GPU or
-// driver; otherwise it returns highlevel.DefaultDevice. At cleanup it fails
-// the test if the default memory pool or the default pinned memory pool
-// has more bytes in use than at the start: memory the test did not free.
+// Require ends the test, with the reason, where it cannot use a GPU: it
+// skips it where the machine has none (no CUDA driver is installed, or the
+// driver reports no device), and fails it where the driver is there but
+// fails (too old, broken), or where $GOCUDA_TEST_GPU is 1, which a machine
+// that has a GPU sets so that tests fail there rather than skip.
+// Otherwise it returns highlevel.DefaultDevice. At cleanup it fails the
+// test if the default memory pool or the default pinned memory pool has
+// more bytes in use than at the start: memory the test did not free.
 func Require(t testing.TB) highlevel.Device {
 	t.Helper()
-	n, err := highlevel.DeviceCount()
-	if err != nil {
-		t.Skipf("cudatest: no CUDA driver or runtime: %v", err)
-	}
-	if n == 0 {
-		t.Skip("cudatest: no CUDA device")
-	}
+	gpuprobe.Require(t)
 	d, err := highlevel.DefaultDevice()
 	if err != nil {
-		t.Skipf("cudatest: no usable CUDA device: %v", err)
+		t.Fatalf("cudatest: %v", err)
 	}
 	pool, err := highlevel.DefaultMemoryPool()
 	if err != nil {

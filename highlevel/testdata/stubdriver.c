@@ -14,6 +14,7 @@
 //
 //	STUB_DRIVER_VERSION  the CUDA version of the driver (cuDriverGetVersion),
 //	                     CUDA_VERSION of the headers if unset
+//	STUB_INIT            the status cuInit returns, CUDA_SUCCESS if unset
 //	STUB_LATE            NAME=VERSION: the version that introduced NAME instead
 //	STUB_LOG             a file where each request is appended: "NAME VERSION FLAGS"
 //
@@ -97,6 +98,8 @@ static uintptr_t next_handle(void) { return __atomic_add_fetch(&handles, 16, __A
 static int initialized;
 
 STUB(cuInit)(unsigned flags) {
+	const char *r = getenv("STUB_INIT");
+	if (r != NULL && atoi(r) != CUDA_SUCCESS) return atoi(r);
 	initialized = 1;
 	return CUDA_SUCCESS;
 }

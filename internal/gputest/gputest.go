@@ -1,6 +1,6 @@
-// Package gputest holds what the generated libraries' GPU tests share: a
-// skip where the library or a GPU is missing, and device memory through
-// cudart, freed at cleanup.
+// Package gputest holds what the generated libraries' GPU tests share: the
+// end of a test that cannot use a GPU or its library, and device memory
+// through cudart, freed at cleanup.
 package gputest
 
 import (
@@ -8,18 +8,27 @@ import (
 	"unsafe"
 
 	"github.com/gocuda/cuda/cudart"
+	"github.com/gocuda/cuda/internal/gpuprobe"
 )
 
-// Require skips the test where load, a library's Load, fails, or where
-// there is no CUDA device; what names the library in the reason.
+// Require ends the test unless it can use a GPU through the CUDA runtime
+// and load, a library's Load, succeeds. Where the driver has no device or
+// fails, it ends the test as gpuprobe.Require does; where load or
+// libcudart's Load fails (the library is not installed), it skips it,
+// what naming the library in the reason; where the runtime finds no
+// device on a driver that has one, it fails it.
 func Require(t testing.TB, what string, load func() error) {
 	t.Helper()
+	gpuprobe.Require(t)
 	if err := load(); err != nil {
 		t.Skipf("no %s: %v", what, err)
 	}
+	if err := cudart.Load(); err != nil {
+		t.Skipf("no CUDA runtime: %v", err)
+	}
 	var n int32
 	if err := cudart.GetDeviceCount(&n); err != nil || n == 0 {
-		t.Skipf("no CUDA device: %d, %v", n, err)
+		t.Fatalf("the CUDA runtime counts %d devices, %v, where the driver has one", n, err)
 	}
 }
 
