@@ -250,7 +250,7 @@ func (w *randomWorker) capture() {
 	var bi, bj int
 	var bv uint32
 	if w.r.IntN(3) == 0 {
-		if c := w.pick(); c != a {
+		if c := w.pick(); c.p.Memory() != a.p.Memory() {
 			b = c
 			bi, bj = w.span(b)
 			bv = w.r.Uint32()
@@ -441,7 +441,7 @@ func (w *randomWorker) newExec() *randomExec {
 }
 
 // gexec works on the GraphExecs the goroutines share: launches one on a
-// stream (shared or its own), updates one (with a graph of its shape, or,
+// stream (shared or its own; uploaded first now and then), updates one (with a graph of its shape, or,
 // one time in four, of the other, which CUDA refuses), replaces one with a
 // new instantiation and closes the old, closes one, or checks a target the
 // graphs write. Each of these meets the others' launches, updates and
@@ -462,7 +462,15 @@ func (w *randomWorker) gexec() {
 		if ex.device {
 			allow = allowDeviceLaunch
 		}
-		err := rs.queue(func(s *Stream) error { return ex.x.Launch(s) })
+		upload := w.r.IntN(4) == 0
+		err := rs.queue(func(s *Stream) error {
+			if upload {
+				if err := ex.x.Upload(s); err != nil {
+					return err
+				}
+			}
+			return ex.x.Launch(s)
+		})
 		if ok, _ := w.launched(err, 1-ex.shape, allow, "Launch of a shared GraphExec (shape %d, device %v) on %s",
 			ex.shape, ex.device, rs.what); ok {
 			w.note("gexec launches")
