@@ -53,7 +53,13 @@ func (w *randomWorker) alloc() {
 		a.p, err = w.d.Malloc(4 * a.n)
 	case 1:
 		a.kind, a.pooled, a.ipc = "MemoryPool.MallocStream", true, true
-		a.p, err = w.pool.MallocStream(4*a.n, w.stream().s)
+		rs := w.stream()
+		if a.p, err = w.pool.MallocStream(4*a.n, rs.s); err == nil {
+			// The block's last owner may have freed it with work still
+			// queued on the stream (poolorder): other streams use it once
+			// that is done.
+			w.settle(rs)
+		}
 	case 2:
 		a.kind, a.pooled, a.ipc = "MemoryPool.Malloc", true, true
 		a.p, err = w.pool.Malloc(4 * a.n)
@@ -532,4 +538,61 @@ func (w *randomWorker) hostFunc() {
 // progress refuses it, and is spoilt.
 func (w *randomWorker) devsync() {
 	w.ok(w.d.Synchronize(), 0, "Device.Synchronize")
+}
+
+// poolOrder allocates a block of the world's MemoryPool for a shared
+// stream, fills it there and frees it at once, with the fill still queued:
+// the pool hands the block out again only for that stream, whose order
+// puts the next owner's work after the fill (the alloc kind waits for the
+// stream before it uses such memory elsewhere). Then it allocates for the
+// stream again, fills and checks there, and waits before it frees. If
+// another goroutine closes the stream meanwhile, Close waits for its work
+// before its blocks serve the legacy default stream.
+func (w *randomWorker) poolOrder() {
+	rs := w.stream()
+	n := 1 + w.r.IntN(1<<16)
+	v1, v2 := w.r.Uint32(), w.r.Uint32()
+	err := rs.queue(func(s *Stream) error {
+		p, err := w.pool.MallocStream(4*n, s)
+		if err != nil {
+			return err
+		}
+		err = w.fill.Launch(s, randomGrid(n), p, v1, int32(n))
+		return errors.Join(err, p.Memory().Free())
+	})
+	if !w.ok(err, 0, "MallocStream, fill and Free on %s", rs.what) {
+		return
+	}
+	w.note("poolorder frees with a fill queued")
+	var p MemoryPointer
+	checked := false
+	err = rs.queue(func(s *Stream) (err error) {
+		if p, err = w.pool.MallocStream(4*n, s); err != nil {
+			return err
+		}
+		if err := w.fill.Launch(s, randomGrid(n), p, v2, int32(n)); err != nil {
+			return err
+		}
+		if err := w.bad.MemsetAsync(0, 4, s); err != nil {
+			return err
+		}
+		if err := w.check.Launch(s, randomGrid(n), p, v2, int32(n), w.bad); err != nil {
+			return err
+		}
+		checked = true
+		return nil
+	})
+	w.ok(err, 0, "MallocStream, fill and check on %s", rs.what)
+	settled := w.settle(rs)
+	var bad int32
+	if checked && settled && w.ok(w.bad.CopyToHost(unsafe.Pointer(&bad), 4), 0, "CopyToHost of check's count") && bad != 0 {
+		w.fail("a MemoryPool block allocated for %s right after a Free with a fill queued: %d of %d words differ from the new fill", rs.what, bad, n)
+	}
+	switch {
+	case p.Memory() == nil:
+	case settled:
+		w.ok(p.Memory().Free(), 0, "Free of a MemoryPool block")
+	default:
+		w.dropped.Add(1) // its work may be queued still: leave it to the cleanups
+	}
 }
