@@ -113,6 +113,9 @@ func (w *randomWorker) alloc() {
 		a.p = a.arr.MemoryPointer()
 		a.segs = []randomSeg{{v: v, known: true, how: "ArrayFromOn"}}
 		w.mem = append(w.mem, a)
+		// Its copy from pageable memory may still be on the legacy
+		// default stream.
+		w.settle(w.legacy)
 		return
 	case 10:
 		a.kind, a.managed = "Device.MallocManaged", true
