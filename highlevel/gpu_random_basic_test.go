@@ -11,7 +11,8 @@ import (
 )
 
 // The basic kinds of TestGPURandomOps: alloc, write, verify, free, gc,
-// stream, event, recordwait, wait, deadline, query, hostfunc and devsync.
+// stream, event, recordwait, wait, deadline, query, hostfunc, devsync and
+// poolorder.
 
 // size returns the words of a new allocation: often as many as one the
 // goroutine owns, for copies between them, and now and then 4 MiB, which
