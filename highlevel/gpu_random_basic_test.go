@@ -1,0 +1,602 @@
+package highlevel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"time"
+	"unsafe"
+)
+
+// The basic kinds of TestGPURandomOps: alloc, write, verify, free, gc,
+// stream, event, recordwait, wait, deadline, query, hostfunc, devsync and
+// poolorder.
+
+// size returns the words of a new allocation: often as many as one the
+// goroutine owns, for copies between them, and now and then 4 MiB, which
+// host copies stage.
+func (w *randomWorker) size() int {
+	switch x := w.r.IntN(20); {
+	case x < 8 && len(w.mem) > 0:
+		return w.mem[w.r.IntN(len(w.mem))].n
+	case x == 19:
+		return 1 << 20
+	case x >= 16:
+		return 1 + w.r.IntN(1<<18)
+	default:
+		return 1 + w.r.IntN(4096)
+	}
+}
+
+// span returns a span of a's words to work on: all of them half the time.
+func (w *randomWorker) span(a *randomMem) (i, j int) {
+	if w.r.IntN(2) == 0 {
+		return 0, a.n
+	}
+	i = w.r.IntN(a.n)
+	j = i + 1 + w.r.IntN(a.n-i)
+	return i, j
+}
+
+// alloc allocates in one of eleven ways and writes the new memory.
+func (w *randomWorker) alloc() {
+	if len(w.mem) == randomOwned {
+		w.free()
+		return
+	}
+	a := &randomMem{n: w.size()}
+	var err error
+	switch w.r.IntN(11) {
+	case 0:
+		a.kind, a.ipc = "Device.Malloc", true
+		a.p, err = w.d.Malloc(4 * a.n)
+	case 1:
+		a.kind, a.pooled, a.ipc = "MemoryPool.MallocStream", true, true
+		rs := w.stream()
+		if a.p, err = w.pool.MallocStream(4*a.n, rs.s); err == nil {
+			// The block's last owner may have freed it with work still
+			// queued on the stream (poolorder): other streams use it once
+			// that is done.
+			w.settle(rs)
+		}
+	case 2:
+		a.kind, a.pooled, a.ipc = "MemoryPool.Malloc", true, true
+		a.p, err = w.pool.Malloc(4 * a.n)
+	case 3, 4:
+		rs := w.stream()
+		pool := w.sharedAsync()
+		a.kind, a.on = "MemoryAsyncPool.MallocAsync", rs
+		if w.r.IntN(3) == 0 {
+			a.kind, pool = "MallocAsync", nil
+		}
+		err = rs.queue(func(s *Stream) (err error) {
+			if pool == nil {
+				a.p, err = MallocAsync(4*a.n, s)
+			} else {
+				a.p, err = pool.MallocAsync(4*a.n, s)
+			}
+			return err
+		})
+		if err == nil {
+			// Other streams may use the memory once s has allocated it.
+			w.settle(rs)
+		}
+	case 5:
+		a.kind, a.on = "MemoryAsyncPool.Malloc", w.legacy
+		if a.p, err = w.sharedAsync().Malloc(4 * a.n); err == nil {
+			w.settle(w.legacy)
+		}
+	case 6:
+		a.kind, a.ipc = "NewArrayOn(Device)", true
+		a.arr, err = NewArrayOn[uint32](w.d, a.n)
+	case 7:
+		a.kind, a.pooled, a.ipc = "NewArrayOn(MemoryPool)", true, true
+		a.arr, err = NewArrayOn[uint32](w.pool, a.n)
+	case 8:
+		a.kind, a.on = "NewArrayOn(MemoryAsyncPool)", w.legacy
+		if a.arr, err = NewArrayOn[uint32](w.sharedAsync(), a.n); err == nil {
+			w.settle(w.legacy)
+		}
+	case 9:
+		// ArrayFromOn writes the memory as it allocates it.
+		v := w.r.Uint32()
+		var on Allocator = w.d
+		a.kind, a.ipc = "ArrayFromOn(Device)", true
+		if w.r.IntN(2) == 0 {
+			on, a.kind, a.pooled = w.pool, "ArrayFromOn(MemoryPool)", true
+		}
+		a.arr, err = ArrayFromOn(on, randomWords(a.n, v))
+		if !w.ok(err, 0, "%s of %d words", a.kind, a.n) {
+			return
+		}
+		a.p = a.arr.MemoryPointer()
+		a.segs = []randomSeg{{v: v, known: true, how: "ArrayFromOn"}}
+		w.mem = append(w.mem, a)
+		// Its copy from pageable memory may still be on the legacy
+		// default stream.
+		w.settle(w.legacy)
+		return
+	case 10:
+		a.kind, a.managed = "Device.MallocManaged", true
+		a.p, err = w.d.MallocManaged(4 * a.n)
+	}
+	if !w.ok(err, 0, "%s of %d bytes", a.kind, 4*a.n) {
+		return
+	}
+	if a.arr != nil {
+		a.p = a.arr.MemoryPointer()
+	}
+	a.segs = []randomSeg{{at: 0}}
+	w.mem = append(w.mem, a)
+	w.writeTo(a, 0, a.n)
+}
+
+// sharedAsync returns the world's MemoryAsyncPool, which asyncpool replaces.
+func (w *randomWorker) sharedAsync() *MemoryAsyncPool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.async
+}
+
+// pick returns one of the goroutine's allocations, or nil.
+func (w *randomWorker) pick() *randomMem {
+	if len(w.mem) == 0 {
+		return nil
+	}
+	return w.mem[w.r.IntN(len(w.mem))]
+}
+
+func (w *randomWorker) write() {
+	if a := w.pick(); a != nil {
+		i, j := w.span(a)
+		w.writeTo(a, i, j)
+	}
+}
+
+// writeTo writes a new value to words i to j-1 of a in one of five ways,
+// on a shared stream, and waits for that stream: then a is ready for any
+// use. A write that fails leaves the words unknown.
+func (w *randomWorker) writeTo(a *randomMem, i, j int) {
+	v := w.r.Uint32()
+	rs := w.stream()
+	n := j - i
+	var src *randomMem
+	var si int
+	if b := w.pick(); b != nil && b.p.Memory() != a.p.Memory() && b.n >= n {
+		src, si = b, w.r.IntN(b.n-n+1)
+	}
+	how := w.r.IntN(5)
+	if how == 4 && src == nil {
+		how = 0
+	}
+	var err error
+	var wrote string
+	switch how {
+	case 0:
+		wrote = "fill"
+		err = rs.queue(func(s *Stream) error { return w.fill.Launch(s, randomGrid(n), a.arg(i, j), v, int32(n)) })
+	case 1:
+		wrote = "MemsetAsync"
+		b := byte(v)
+		v = uint32(b) * 0x01010101
+		err = rs.queue(func(s *Stream) error { return a.at(i).MemsetAsync(b, 4*n, s) })
+	case 2:
+		wrote = "CopyFromHostAsync"
+		h := randomWords(n, v)
+		err = rs.queue(func(s *Stream) error {
+			if a.arr != nil && n == a.n {
+				return a.arr.CopyFromHostAsync(h, s)
+			}
+			return a.at(i).CopyFromHostAsync(unsafe.Pointer(&h[0]), 4*n, s)
+		})
+	case 3:
+		wrote = "CopyFromHost"
+		h := randomWords(n, v)
+		if a.arr != nil && n == a.n {
+			err = a.arr.CopyFromHost(h)
+		} else {
+			err = a.at(i).CopyFromHost(unsafe.Pointer(&h[0]), 4*n)
+		}
+		// A copy from pageable memory may return before its transfer is
+		// done, on the legacy default stream.
+		rs = w.legacy
+	case 4:
+		wrote = "CopyFromDeviceAsync from " + src.describe()
+		err = rs.queue(func(s *Stream) error { return a.at(i).CopyFromDeviceAsync(src.at(si), 4*n, s) })
+	}
+	if w.ok(err, 0, "%s to words %d..%d of %s on %s", wrote, i, j-1, a.describe(), rs.what) {
+		if how == 4 {
+			a.copyFrom(i, src, si, n)
+		} else {
+			a.set(i, j, v, true, wrote)
+		}
+	} else {
+		a.forget(i, j)
+	}
+	w.settle(rs)
+}
+
+func randomGrid(n int) LaunchConfig {
+	return LaunchConfig{Grid: Dim3{X: (n + 255) / 256}, Block: Dim3{X: 256}}
+}
+
+func randomWords(n int, v uint32) []uint32 {
+	h := make([]uint32, n)
+	for i := range h {
+		h[i] = v
+	}
+	return h
+}
+
+func (w *randomWorker) verify() {
+	if a := w.pick(); a != nil {
+		w.verifyMem(a)
+	}
+}
+
+// verifyMem checks that a span of a holds what the model says: on the
+// host, or with the check kernel on a shared stream.
+func (w *randomWorker) verifyMem(a *randomMem) {
+	i, j := w.span(a)
+	if w.r.IntN(3) == 0 {
+		w.checkOnDevice(a, i, j)
+		return
+	}
+	got := make([]uint32, j-i)
+	var err error
+	var how string
+	switch x := w.r.IntN(4); {
+	case x == 0 && a.arr != nil && i == 0 && j == a.n:
+		how = "Array.ToHost"
+		got, err = a.arr.ToHost()
+	case x == 1:
+		how = "CopyToHostAsync"
+		rs := w.stream()
+		// To pageable memory, CUDA has written got when the call returns.
+		err = rs.queue(func(s *Stream) error { return a.at(i).CopyToHostAsync(unsafe.Pointer(&got[0]), 4*(j-i), s) })
+	case x == 2:
+		how = "CopyToHost[uint32]"
+		err = CopyToHost(got, a.at(i))
+	default:
+		how = "MemoryPointer.CopyToHost"
+		err = a.at(i).CopyToHost(unsafe.Pointer(&got[0]), 4*(j-i))
+	}
+	if w.ok(err, 0, "%s of words %d..%d of %s", how, i, j-1, a.describe()) {
+		a.compare(&w.randomOp, i, got, how)
+	}
+}
+
+// checkOnDevice checks words i to j-1 of a with the check kernel, one
+// launch per run of known words.
+func (w *randomWorker) checkOnDevice(a *randomMem, i, j int) {
+	var runs []randomSeg
+	var ends []int
+	rs := a.runs(i, j)
+	for k, s := range rs {
+		e := j
+		if k+1 < len(rs) {
+			e = rs[k+1].at
+		}
+		if s.known {
+			runs, ends = append(runs, s), append(ends, e)
+		}
+	}
+	if len(runs) == 0 || len(runs) > 16 {
+		return
+	}
+	st := w.stream()
+	err := st.queue(func(s *Stream) error {
+		if err := w.bad.MemsetAsync(0, 4, s); err != nil {
+			return err
+		}
+		for k, r := range runs {
+			n := ends[k] - r.at
+			if err := w.check.Launch(s, randomGrid(n), a.arg(r.at, ends[k]), r.v, int32(n), w.bad); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	ran := w.ok(err, 0, "check of words %d..%d of %s on %s", i, j-1, a.describe(), st.what)
+	ran = w.settle(st) && ran
+	var bad int32
+	if ran && w.ok(w.bad.CopyToHost(unsafe.Pointer(&bad), 4), 0, "CopyToHost of check's count") && bad != 0 {
+		// Find the words on the host, for the message.
+		got := make([]uint32, j-i)
+		if w.ok(CopyToHost(got, a.at(i)), 0, "CopyToHost after check") {
+			a.compare(&w.randomOp, i, got, "check, then CopyToHost,")
+		}
+		w.fail("check of words %d..%d of %s: %d words differ", i, j-1, a.describe(), bad)
+	}
+}
+
+// free frees one of the goroutine's allocations, or, one time in four,
+// drops it for the GC and the cleanups. Its writes have been waited for.
+func (w *randomWorker) free() {
+	if len(w.mem) == 0 {
+		return
+	}
+	i := w.r.IntN(len(w.mem))
+	a := w.mem[i]
+	w.mem = slices.Delete(w.mem, i, i+1)
+	if w.r.IntN(4) == 0 {
+		w.drop(a)
+		return
+	}
+	w.release(a)
+}
+
+// drop forgets a without Free.
+func (w *randomWorker) drop(a *randomMem) {
+	if a.pooled && !a.view { // a view's owner was counted when it was dropped
+		w.dropped.Add(1)
+	}
+}
+
+// release frees a: on its stream, for stream-ordered memory, holding the
+// stream's gate; a view refuses, and is dropped.
+func (w *randomWorker) release(a *randomMem) {
+	switch {
+	case a.view:
+		w.ok(a.arr.Free(), allowView, "Free of %s", a.describe())
+		w.note("view Free refused")
+	case a.on != nil:
+		w.ok(a.on.queue(func(*Stream) error { return a.p.Memory().Free() }), 0, "Free of %s on %s", a.describe(), a.on.what)
+	case a.arr != nil:
+		w.ok(a.arr.Free(), 0, "Array.Free of %s", a.describe())
+	default:
+		w.ok(a.p.Memory().Free(), 0, "Free of %s", a.describe())
+	}
+}
+
+func (w *randomWorker) gc() { runtime.GC() }
+
+// replaceStream closes a shared stream, which other goroutines may be
+// using, capturing or waiting for, and puts a new one in its place.
+func (w *randomWorker) replaceStream() {
+	nonBlocking := w.r.IntN(2) == 0
+	s, err := NewStream(w.d, &StreamOptions{NonBlocking: nonBlocking, Priority: -w.r.IntN(3)})
+	if !w.ok(err, 0, "NewStream") {
+		return
+	}
+	w.mu.Lock()
+	i := w.r.IntN(len(w.streams))
+	old := w.streams[i]
+	w.streams[i] = &randomStream{s: s, what: randomStreamWhat(nonBlocking)}
+	w.mu.Unlock()
+	w.ok(old.s.Close(), 0, "Stream.Close of %s", old.what)
+}
+
+// replaceEvent closes a shared event, which other goroutines may be using,
+// and puts a new one in its place.
+func (w *randomWorker) replaceEvent() {
+	e, err := NewEvent(w.d, &EventOptions{DisableTiming: w.r.IntN(2) == 0, Blocking: w.r.IntN(2) == 0})
+	if !w.ok(err, 0, "NewEvent") {
+		return
+	}
+	w.mu.Lock()
+	i := w.r.IntN(len(w.events))
+	old := w.events[i]
+	w.events[i] = e
+	w.mu.Unlock()
+	w.ok(old.Close(), 0, "Event.Close of a shared event")
+}
+
+// recordWait records a shared event on a shared stream and makes another
+// wait for it; that one may be capturing, and refuse.
+func (w *randomWorker) recordWait() {
+	e, from, to := w.event(), w.stream(), w.stream()
+	if w.ok(from.queue(func(s *Stream) error { return e.Record(s) }), 0, "Event.Record on %s", from.what) {
+		w.ok(to.s.WaitEvent(e), 0, "Stream.WaitEvent on %s", to.what)
+	}
+}
+
+// wait waits for a shared event or stream, with a timeout it must not
+// reach.
+func (w *randomWorker) wait() {
+	ctx, cancel := context.WithTimeout(context.Background(), randomWait)
+	defer cancel()
+	switch w.r.IntN(4) {
+	case 0:
+		w.ok(w.event().Wait(ctx), 0, "Event.Wait")
+	case 1:
+		rs := w.stream()
+		w.ok(rs.s.Wait(ctx), 0, "Stream.Wait of %s", rs.what)
+	case 2:
+		select {
+		case <-w.event().Done():
+		case <-ctx.Done():
+			w.fail("Event.Done not closed after %v", randomWait)
+		}
+	case 3:
+		rs := w.stream()
+		select {
+		case <-rs.s.Done():
+		case <-ctx.Done():
+			w.fail("Stream.Done of %s not closed after %v", rs.what, randomWait)
+		}
+	}
+}
+
+// deadline waits for a shared stream or event, or one recorded after a
+// fill of the scratch memory, with a deadline of 0 to 5 ms or a context
+// already cancelled: the wait ends at the deadline, and leaves the work
+// alone.
+func (w *randomWorker) deadline() {
+	d := []time.Duration{0, 20 * time.Microsecond, 200 * time.Microsecond, time.Millisecond, 5 * time.Millisecond}[w.r.IntN(5)]
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	if w.r.IntN(5) == 0 {
+		c, cancel := context.WithCancel(context.Background())
+		cancel()
+		ctx, d = c, -1
+	}
+	rs := w.stream()
+	if w.r.IntN(2) == 0 {
+		// Work to wait for: 4 MiB of fill.
+		w.ok(rs.queue(func(s *Stream) error {
+			return w.fill.Launch(s, randomGrid(1<<18), w.scratch, w.r.Uint32(), int32(1<<18))
+		}),
+			0, "fill of the scratch memory on %s", rs.what)
+	}
+	var err error
+	var how string
+	switch w.r.IntN(5) {
+	case 0:
+		how, err = "Stream.Wait", rs.s.Wait(ctx)
+	case 1:
+		how, err = "Event.Wait", w.event().Wait(ctx)
+	case 2:
+		how = "Event.Wait after Stream.Record"
+		var e *Event
+		err = rs.queue(func(s *Stream) (err error) {
+			e, err = s.Record(nil)
+			return err
+		})
+		if err == nil {
+			err = e.Wait(ctx)
+			w.ok(e.Close(), 0, "Event.Close")
+		}
+	case 3:
+		how = "Stream.Done"
+		select {
+		case <-rs.s.Done():
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+	case 4:
+		how = "Event.Done"
+		select {
+		case <-w.event().Done():
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+	}
+	if w.ok(err, allowDeadline, "%s with a deadline of %v on %s", how, d, rs.what) {
+		w.note("deadline waits done in time")
+	} else if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		w.note("deadline waits cut short")
+	}
+}
+
+func (w *randomWorker) query() {
+	var err error
+	if w.r.IntN(2) == 0 {
+		rs := w.stream()
+		_, err = rs.s.Query()
+	} else {
+		_, err = w.event().Query()
+	}
+	w.ok(err, 0, "Query")
+}
+
+// hostFunc queues a host function or a callback on a shared stream; one in
+// four calls the package from there, which must return ErrInCallback.
+func (w *randomWorker) hostFunc() {
+	rs := w.stream()
+	e := w.event()
+	probe := w.r.IntN(4)
+	callCUDA := func() {
+		var err error
+		switch probe {
+		case 1:
+			_, err = rs.s.Query()
+		case 2:
+			_, err = e.Query()
+		case 3:
+			err = w.scratch.MemsetAsync(0, 4, rs.s)
+		default:
+			return
+		}
+		// A closed stream or event answers ErrClosed before anything.
+		if !errors.Is(err, ErrInCallback) && !errors.Is(err, ErrClosed) {
+			if w.callbackBad.Add(1) == 1 {
+				w.callbackErr.Store(fmt.Sprintf("probe %d: %v", probe, err))
+			}
+		}
+	}
+	var err error
+	if w.r.IntN(2) == 0 {
+		err = rs.queue(func(s *Stream) error { return s.LaunchHostFunc(func() { callCUDA(); w.hostRan.Add(1) }) })
+	} else {
+		err = rs.queue(func(s *Stream) error {
+			return s.AddCallback(func(err error) {
+				if err != nil && w.callbackBad.Add(1) == 1 {
+					w.callbackErr.Store(fmt.Sprintf("AddCallback's stream error: %v", err))
+				}
+				callCUDA()
+				w.hostRan.Add(1)
+			})
+		})
+	}
+	if w.ok(err, 0, "LaunchHostFunc or AddCallback on %s", rs.what) {
+		w.hostWant.Add(1)
+	} else if !errors.Is(err, ErrClosed) {
+		w.hostMaybe.Add(1)
+	}
+}
+
+// devsync waits for the device without the test's lock: a capture in
+// progress refuses it, and is spoilt.
+func (w *randomWorker) devsync() {
+	w.ok(w.d.Synchronize(), 0, "Device.Synchronize")
+}
+
+// poolOrder allocates a block of the world's MemoryPool for a shared
+// stream, fills it there and frees it at once, with the fill still queued:
+// the pool hands the block out again only for that stream, whose order
+// puts the next owner's work after the fill (the alloc kind waits for the
+// stream before it uses such memory elsewhere). Then it allocates for the
+// stream again, fills and checks there, and waits before it frees. If
+// another goroutine closes the stream meanwhile, Close waits for its work
+// before its blocks serve the legacy default stream.
+func (w *randomWorker) poolOrder() {
+	rs := w.stream()
+	n := 1 + w.r.IntN(1<<16)
+	v1, v2 := w.r.Uint32(), w.r.Uint32()
+	err := rs.queue(func(s *Stream) error {
+		p, err := w.pool.MallocStream(4*n, s)
+		if err != nil {
+			return err
+		}
+		err = w.fill.Launch(s, randomGrid(n), p, v1, int32(n))
+		return errors.Join(err, p.Memory().Free())
+	})
+	if !w.ok(err, 0, "MallocStream, fill and Free on %s", rs.what) {
+		return
+	}
+	w.note("poolorder frees with a fill queued")
+	var p MemoryPointer
+	checked := false
+	err = rs.queue(func(s *Stream) (err error) {
+		if p, err = w.pool.MallocStream(4*n, s); err != nil {
+			return err
+		}
+		if err := w.fill.Launch(s, randomGrid(n), p, v2, int32(n)); err != nil {
+			return err
+		}
+		if err := w.bad.MemsetAsync(0, 4, s); err != nil {
+			return err
+		}
+		if err := w.check.Launch(s, randomGrid(n), p, v2, int32(n), w.bad); err != nil {
+			return err
+		}
+		checked = true
+		return nil
+	})
+	w.ok(err, 0, "MallocStream, fill and check on %s", rs.what)
+	settled := w.settle(rs)
+	var bad int32
+	if checked && settled && w.ok(w.bad.CopyToHost(unsafe.Pointer(&bad), 4), 0, "CopyToHost of check's count") && bad != 0 {
+		w.fail("a MemoryPool block allocated for %s right after a Free with a fill queued: %d of %d words differ from the new fill", rs.what, bad, n)
+	}
+	switch {
+	case p.Memory() == nil:
+	case settled:
+		w.ok(p.Memory().Free(), 0, "Free of a MemoryPool block")
+	default:
+		w.dropped.Add(1) // its work may be queued still: leave it to the cleanups
+	}
+}

@@ -1,0 +1,647 @@
+package highlevel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"strings"
+	"sync"
+	"unsafe"
+
+	"github.com/gocuda/cuda/cudadrv"
+)
+
+// The graph kinds of TestGPURandomOps: graph, capture, gexec, and
+// busyclose, which closes a stream and an event under goroutines that use
+// them.
+
+// captureOn captures what fn queues on rs in the given mode, through
+// Capture or, when direct, BeginCapture and EndCapture (on a locked OS
+// thread, but for some relaxed captures). It holds the test's capturing
+// lock shared and rs's gate exclusively, and counts the capture in
+// progress for randomExpected's window.
+func (w *randomWorker) captureOn(rs *randomStream, mode CaptureMode, direct bool, fn func(s *Stream) error) (*Graph, error) {
+	lock := mode != CaptureRelaxed || w.r.IntN(2) == 0
+	w.capturing.RLock()
+	defer w.capturing.RUnlock()
+	rs.gate.Lock()
+	defer rs.gate.Unlock()
+	w.capBegun.Add(1)
+	w.capActive.Add(1)
+	defer w.capActive.Add(-1)
+	if !direct {
+		return Capture(rs.s, mode, func() error { return fn(rs.s) })
+	}
+	if lock {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+	}
+	if err := rs.s.BeginCapture(mode); err != nil {
+		return nil, err
+	}
+	ferr := fn(rs.s)
+	g, err := rs.s.EndCapture()
+	if ferr != nil {
+		if err == nil {
+			g.Close()
+		}
+		return nil, errors.Join(ferr, err)
+	}
+	return g, err
+}
+
+// instantiate instantiates g with options drawn at random: each flag now
+// and then, DeviceLaunch only for a graph without host nodes (CUDA
+// launches no host node from the device), Upload on a shared stream or the
+// goroutine's own, holding its gate. It returns nil where the
+// instantiation failed.
+func (w *randomWorker) instantiate(g *Graph, hostNode bool) (*GraphExec, *InstantiateOptions) {
+	var opts *InstantiateOptions
+	var up *randomStream
+	if w.r.IntN(4) != 0 {
+		opts = &InstantiateOptions{
+			AutoFreeOnLaunch: w.r.IntN(3) == 0,
+			DeviceLaunch:     !hostNode && w.r.IntN(2) == 0,
+			UseNodePriority:  w.r.IntN(2) == 0,
+		}
+		if w.r.IntN(3) == 0 {
+			up = w.anyStream()
+			opts.Upload = up.s
+		}
+	}
+	var allow randomAllow
+	if opts != nil && opts.AutoFreeOnLaunch && opts.DeviceLaunch {
+		allow = allowAutoFreeDevice
+	}
+	var x *GraphExec
+	inst := func(*Stream) (err error) {
+		x, err = g.Instantiate(opts)
+		return err
+	}
+	var err error
+	if up != nil {
+		err = up.queue(inst)
+	} else {
+		err = inst(nil)
+	}
+	flags := randomInstantiateFlags(opts)
+	if !w.ok(err, allow, "Graph.Instantiate with %s", flags) {
+		return nil, nil
+	}
+	if allow != 0 {
+		w.note("instantiate autofree+devicelaunch accepted")
+	}
+	for _, f := range strings.Split(flags, "+") {
+		w.note("instantiate " + f)
+	}
+	return x, opts
+}
+
+func randomInstantiateFlags(o *InstantiateOptions) string {
+	if o == nil {
+		return "nil"
+	}
+	var f []string
+	if o.AutoFreeOnLaunch {
+		f = append(f, "autofree")
+	}
+	if o.Upload != nil {
+		f = append(f, "upload")
+	}
+	if o.DeviceLaunch {
+		f = append(f, "devicelaunch")
+	}
+	if o.UseNodePriority {
+		f = append(f, "nodepriority")
+	}
+	if len(f) == 0 {
+		return "none"
+	}
+	return strings.Join(f, "+")
+}
+
+// launched accounts for a launch of a graph with hostNodes host nodes: it
+// reports whether the launch was queued, and whether, having failed with
+// another error than ErrClosed, it may have run.
+func (w *randomWorker) launched(err error, hostNodes int, allow randomAllow, format string, args ...any) (ok, maybe bool) {
+	if w.ok(err, allow, format, args...) {
+		w.note("graphs launched")
+		w.hostWant.Add(int64(hostNodes))
+		return true, false
+	}
+	if errors.Is(err, ErrClosed) {
+		return false, false
+	}
+	w.hostMaybe.Add(int64(hostNodes))
+	return false, true
+}
+
+// graph captures a fill of a span of one of the goroutine's allocations,
+// and maybe a host function, on its own stream in relaxed mode, launches
+// the graph on a shared stream and closes it, before the launch is done or
+// after; the memory lives on after the op, the graph does not.
+func (w *randomWorker) graph() {
+	a := w.pick()
+	if a == nil {
+		return
+	}
+	i, j := w.span(a)
+	v := w.r.Uint32()
+	hostNode := w.r.IntN(4) != 0
+	g, err := w.captureOn(w.own, CaptureRelaxed, w.r.IntN(3) == 0, func(s *Stream) error {
+		if err := w.fill.Launch(s, randomGrid(j-i), a.arg(i, j), v, int32(j-i)); err != nil {
+			return err
+		}
+		if hostNode {
+			return s.LaunchHostFunc(func() { w.hostRan.Add(1) })
+		}
+		return nil
+	})
+	if !w.ok(err, 0, "Capture on the goroutine's own stream") {
+		return
+	}
+	w.launchAndClose(g, hostNode, func(ok, maybe bool) {
+		switch {
+		case ok:
+			a.set(i, j, v, true, "a graph")
+		case maybe:
+			a.forget(i, j) // CUDA does not say whether a failed launch ran
+		}
+	})
+}
+
+// launchAndClose instantiates g, launches it on a stream (a shared one,
+// holding its gate, or the goroutine's own), tells model how that went,
+// and closes the graph and its instantiation, before the launch is done or
+// after it.
+func (w *randomWorker) launchAndClose(g *Graph, hostNode bool, model func(ok, maybe bool)) {
+	x, opts := w.instantiate(g, hostNode)
+	if x == nil {
+		w.ok(g.Close(), 0, "Graph.Close")
+		return
+	}
+	var allow randomAllow
+	if opts != nil && opts.DeviceLaunch {
+		allow = allowDeviceLaunch
+	}
+	hostNodes := 0
+	if hostNode {
+		hostNodes = 1
+	}
+	rs := w.anyStream()
+	err := rs.queue(func(s *Stream) error { return x.Launch(s) })
+	model(w.launched(err, hostNodes, allow, "GraphExec.Launch on %s", rs.what))
+	closeGraph := func() {
+		if w.r.IntN(2) == 0 {
+			w.ok(x.Close(), 0, "GraphExec.Close")
+			w.ok(g.Close(), 0, "Graph.Close")
+		} else {
+			w.ok(g.Close(), 0, "Graph.Close")
+			w.ok(x.Close(), 0, "GraphExec.Close")
+		}
+	}
+	early := w.r.IntN(2) == 0
+	if early {
+		closeGraph()
+	}
+	w.settle(rs)
+	if !early {
+		closeGraph()
+	}
+}
+
+// capture captures, in a mode drawn at random, on a shared stream (which
+// the others use, wait for and close meanwhile, and which may be the
+// legacy default stream, which CUDA cannot capture) or the goroutine's
+// own: a fill of a span of one of the goroutine's allocations; maybe a
+// fill of another on the goroutine's second stream, forked from the
+// capture with an event and joined back, or, one time in eight, left
+// unjoined; maybe a call the strict modes refuse (cuMemAlloc, a synchronous
+// copy) or every mode refuses (a query of the capturing stream); in a
+// strict mode, maybe an EndCapture from another OS thread, which CUDA
+// refuses; and a host function. A capture that fails leaves the memory as
+// it was: CUDA ran nothing of it. One that works is launched as graph
+// launches.
+//
+// The graph is closed within the operation, and the memory it writes is
+// the goroutine's, freed only by a later operation: no graph outlives the
+// memory it was captured over. (Launching a graph whose memory was freed
+// since is left out: the documentation does not say whether that is the
+// program's bug, and it would write memory the pools hand out again.)
+func (w *randomWorker) capture() {
+	a := w.pick()
+	if a == nil {
+		return
+	}
+	mode := CaptureMode(w.r.IntN(3))
+	rs := w.own
+	if w.r.IntN(4) != 0 {
+		rs = w.stream()
+	}
+	var allow randomAllow
+	if rs.legacy {
+		allow = allowLegacyCapture
+	}
+	i, j := w.span(a)
+	v := w.r.Uint32()
+	var b *randomMem
+	var bi, bj int
+	var bv uint32
+	if w.r.IntN(3) == 0 {
+		if c := w.pick(); c.p.Memory() != a.p.Memory() {
+			b = c
+			bi, bj = w.span(b)
+			bv = w.r.Uint32()
+		}
+	}
+	join := w.r.IntN(8) != 0
+	refuse := w.r.IntN(6)
+	wrong := mode != CaptureRelaxed && w.r.IntN(6) == 0
+	direct := w.r.IntN(3) == 0
+	hostNode := w.r.IntN(4) != 0
+
+	var extra []MemoryPointer // allocated in the capture, where the mode allows it
+	var events []*Event       // of the fork, closed after the capture
+	forked := false
+	g, err := w.captureOn(rs, mode, direct, func(s *Stream) error {
+		if err := w.fill.Launch(s, randomGrid(j-i), a.arg(i, j), v, int32(j-i)); err != nil {
+			return err
+		}
+		if b != nil {
+			forked = true
+			e, err := s.Record(nil)
+			if err != nil {
+				return err
+			}
+			events = append(events, e)
+			f := w.own2.s
+			if err := f.WaitEvent(e); err != nil {
+				return err
+			}
+			if err := w.fill.Launch(f, randomGrid(bj-bi), b.arg(bi, bj), bv, int32(bj-bi)); err != nil {
+				return err
+			}
+			if join {
+				e, err := f.Record(nil)
+				if err != nil {
+					return err
+				}
+				events = append(events, e)
+				if err := s.WaitEvent(e); err != nil {
+					return err
+				}
+			}
+		}
+		switch refuse {
+		case 3: // refused on the capturing thread in the strict modes
+			p, err := w.d.Malloc(4096)
+			if err != nil {
+				return err
+			}
+			extra = append(extra, p)
+		case 4: // refused in every mode
+			if _, err := s.Query(); err != nil {
+				return err
+			}
+		case 5: // a synchronous copy: refused in the strict modes, and implicit where s is blocking
+			var x uint32
+			if err := a.at(i).CopyToHost(unsafe.Pointer(&x), 4); err != nil {
+				return err
+			}
+		}
+		if wrong {
+			w.endFromAnotherThread(s, mode)
+		}
+		if hostNode {
+			return s.LaunchHostFunc(func() { w.hostRan.Add(1) })
+		}
+		return nil
+	})
+	for _, e := range events {
+		w.ok(e.Close(), 0, "Event.Close of a fork's event")
+	}
+	if forked && (err != nil || !join) {
+		// The second stream took part in a capture that failed; start
+		// afresh rather than depend on what CUDA left of its state.
+		w.replaceOwn2()
+	}
+	outcome := "ok"
+	if err != nil {
+		outcome = "failed"
+	}
+	w.note(fmt.Sprintf("capture %v %s", mode, outcome))
+	defer func() {
+		for _, p := range extra {
+			w.ok(p.Memory().Free(), 0, "Free of memory allocated during a capture")
+		}
+	}()
+	if !w.ok(err, allow, "capture in %v mode on %s (direct %v, fork %v joined %v, refuse %d, wrong thread %v)",
+		mode, rs.what, direct, forked, join, refuse, wrong) {
+		return
+	}
+	if rs.legacy {
+		w.note("capture of the legacy default stream accepted")
+	}
+	if forked && !join {
+		w.note("capture with an unjoined fork accepted")
+	}
+	w.launchAndClose(g, hostNode, func(ok, maybe bool) {
+		switch {
+		case ok:
+			a.set(i, j, v, true, fmt.Sprintf("a graph captured in %v mode", mode))
+			if b != nil {
+				b.set(bi, bj, bv, true, fmt.Sprintf("a fork of a graph captured in %v mode", mode))
+			}
+		case maybe:
+			a.forget(i, j)
+			if b != nil {
+				b.forget(bi, bj)
+			}
+		}
+	})
+}
+
+// endFromAnotherThread calls EndCapture on s from another OS thread than
+// the one that began the strict capture: CUDA refuses, and the capture
+// goes on.
+func (w *randomWorker) endFromAnotherThread(s *Stream, mode CaptureMode) {
+	o := w.helper(0)
+	done := make(chan error)
+	go func() {
+		runtime.LockOSThread() // a thread other than the capturing one, which is locked
+		defer runtime.UnlockOSThread()
+		g, err := s.EndCapture()
+		if err == nil {
+			g.Close()
+			o.fail("EndCapture from another OS thread than BeginCapture's succeeded in %v mode", mode)
+		}
+		done <- err
+	}()
+	if err := <-done; errors.Is(err, cudadrv.ERROR_STREAM_CAPTURE_WRONG_THREAD) {
+		w.note("capture ended from the wrong thread: refused")
+	} else if err != nil {
+		o.ok(err, 0, "EndCapture from another OS thread in %v mode", mode)
+	}
+}
+
+// replaceOwn2 replaces the goroutine's second stream.
+func (w *randomWorker) replaceOwn2() {
+	s, err := NewStream(w.d, &StreamOptions{NonBlocking: true, Priority: -1})
+	if !w.ok(err, 0, "NewStream") {
+		return
+	}
+	old := w.own2
+	w.own2 = &randomStream{s: s, what: "the goroutine's second stream"}
+	w.ok(old.s.Close(), 0, "Stream.Close of the goroutine's second stream after a failed capture")
+}
+
+// sharedGraph captures, on the goroutine's own stream in a mode drawn at
+// random, a fill of all of tg and a host node (shape 0) or a memset of its
+// first 256 words (shape 1, which has no host node and so may be launched
+// from the device). tg allows the values first.
+func (w *randomWorker) sharedGraph(tg *randomTarget, shape int) *Graph {
+	v, b := w.r.Uint32(), byte(w.r.Uint32())
+	tg.allow(v)
+	if shape == 1 {
+		tg.allow(uint32(b) * 0x01010101)
+	}
+	mode := CaptureMode(w.r.IntN(3))
+	g, err := w.captureOn(w.own, mode, w.r.IntN(3) == 0, func(s *Stream) error {
+		if err := w.fill.Launch(s, randomGrid(tg.n), tg.p, v, int32(tg.n)); err != nil {
+			return err
+		}
+		if shape == 0 {
+			return s.LaunchHostFunc(func() { w.hostRan.Add(1) })
+		}
+		return tg.p.MemsetAsync(b, 1024, s)
+	})
+	if !w.ok(err, 0, "capture of a shared graph of shape %d in %v mode", shape, mode) {
+		return nil
+	}
+	return g
+}
+
+// newExec makes a shared GraphExec of a graph drawn at random.
+func (w *randomWorker) newExec() *randomExec {
+	tg := w.targets[w.r.IntN(len(w.targets))]
+	shape := w.r.IntN(2)
+	g := w.sharedGraph(tg, shape)
+	if g == nil {
+		return nil
+	}
+	x, opts := w.instantiate(g, shape == 0)
+	// The instantiation stays usable.
+	w.ok(g.Close(), 0, "Graph.Close of a shared graph")
+	if x == nil {
+		return nil
+	}
+	return &randomExec{x: x, shape: shape, device: opts != nil && opts.DeviceLaunch, target: tg}
+}
+
+// gexec works on the GraphExecs the goroutines share: launches one on a
+// stream (shared or its own; uploaded first now and then), updates one (with a graph of its shape, or,
+// one time in four, of the other, which CUDA refuses), replaces one with a
+// new instantiation and closes the old, closes one, or checks a target the
+// graphs write. Each of these meets the others' launches, updates and
+// closes of the same GraphExec.
+func (w *randomWorker) gexec() {
+	slot := w.r.IntN(len(w.execs))
+	w.mu.Lock()
+	ex := w.execs[slot]
+	w.mu.Unlock()
+	act := w.r.IntN(10)
+	if ex == nil && act < 8 {
+		act = 6
+	}
+	switch {
+	case act < 4:
+		rs := w.anyStream()
+		var allow randomAllow
+		if ex.device {
+			allow = allowDeviceLaunch
+		}
+		upload := w.r.IntN(4) == 0
+		err := rs.queue(func(s *Stream) error {
+			if upload {
+				if err := ex.x.Upload(s); err != nil {
+					return err
+				}
+			}
+			return ex.x.Launch(s)
+		})
+		if ok, _ := w.launched(err, 1-ex.shape, allow, "Launch of a shared GraphExec (shape %d, device %v) on %s",
+			ex.shape, ex.device, rs.what); ok {
+			w.note("gexec launches")
+		}
+	case act < 6:
+		shape := ex.shape
+		if w.r.IntN(4) == 0 {
+			shape = 1 - shape
+		}
+		g := w.sharedGraph(ex.target, shape)
+		if g == nil {
+			return
+		}
+		var allow randomAllow
+		if shape != ex.shape {
+			allow |= allowUpdateShape
+		}
+		if ex.device {
+			allow |= allowDeviceLaunch
+		}
+		err := ex.x.Update(g)
+		if w.ok(err, allow, "GraphExec.Update of a shared GraphExec of shape %d (device %v) to shape %d", ex.shape, ex.device, shape) {
+			if shape != ex.shape {
+				w.fail("GraphExec.Update from shape %d to shape %d (a host node to a memset node) succeeded", ex.shape, shape)
+			}
+			w.note("gexec updates")
+		}
+		w.ok(g.Close(), 0, "Graph.Close of an update's graph")
+	case act < 8:
+		nx := w.newExec()
+		if nx == nil {
+			return
+		}
+		w.mu.Lock()
+		old := w.execs[slot]
+		w.execs[slot] = nx
+		w.mu.Unlock()
+		if old != nil {
+			w.ok(old.x.Close(), 0, "GraphExec.Close of a replaced shared GraphExec")
+		}
+		w.note("gexec replaced")
+	case act == 8:
+		w.mu.Lock()
+		old := w.execs[slot]
+		w.execs[slot] = nil
+		w.mu.Unlock()
+		if old != nil {
+			w.ok(old.x.Close(), 0, "GraphExec.Close of a shared GraphExec")
+			w.note("gexec closed")
+		}
+	default:
+		tg := w.targets[w.r.IntN(len(w.targets))]
+		w.ok(w.verifyTarget(tg, w.fail), 0, "CopyToHost of a shared graphs' target")
+	}
+}
+
+// busyClose makes a stream and an event, has two to four helper goroutines
+// queue memsets, kernels, host functions, callbacks, records, waits and
+// queries on them, and closes both while they do: every operation works
+// or returns ErrClosed, every host function queued runs.
+func (w *randomWorker) busyClose() {
+	nonBlocking := w.r.IntN(2) == 0
+	s, err := NewStream(w.d, &StreamOptions{NonBlocking: nonBlocking})
+	if !w.ok(err, 0, "NewStream") {
+		return
+	}
+	e, err := NewEvent(w.d, &EventOptions{DisableTiming: w.r.IntN(2) == 0, Blocking: w.r.IntN(2) == 0})
+	if !w.ok(err, 0, "NewEvent") {
+		w.ok(s.Close(), 0, "Stream.Close")
+		return
+	}
+	var wg sync.WaitGroup
+	for h := range 2 + w.r.IntN(3) {
+		o := w.helper(h)
+		r := rand.New(rand.NewPCG(w.r.Uint64(), uint64(h)))
+		steps := 4 + r.IntN(16)
+		wg.Go(func() {
+			for range steps {
+				w.busyStep(o, r, s, e)
+			}
+		})
+	}
+	for range w.r.IntN(64) {
+		runtime.Gosched()
+	}
+	switch w.r.IntN(3) {
+	case 0:
+		w.ok(s.Close(), 0, "Stream.Close of a busy stream")
+		w.ok(e.Close(), 0, "Event.Close of a busy event")
+	case 1:
+		w.ok(e.Close(), 0, "Event.Close of a busy event")
+		w.ok(s.Close(), 0, "Stream.Close of a busy stream")
+	case 2:
+		var cw sync.WaitGroup
+		cw.Go(func() { w.ok(s.Close(), 0, "Stream.Close of a busy stream") })
+		w.ok(e.Close(), 0, "Event.Close of a busy event")
+		cw.Wait()
+	}
+	wg.Wait()
+	w.note("busy streams closed")
+}
+
+// busyStep is one operation of a busyClose helper on s and e.
+func (w *randomWorker) busyStep(o *randomOp, r *rand.Rand, s *Stream, e *Event) {
+	ctx, cancel := context.WithTimeout(context.Background(), randomWait)
+	defer cancel()
+	n := 1 + r.IntN(1<<16)
+	var err error
+	var how string
+	switch r.IntN(14) {
+	case 0:
+		how, err = "MemsetAsync", w.scratch.MemsetAsync(byte(r.Uint32()), 4*n, s)
+	case 1:
+		how, err = "Launch", w.fill.Launch(s, randomGrid(n), w.scratch, r.Uint32(), int32(n))
+	case 2:
+		how, err = "LaunchHostFunc", s.LaunchHostFunc(func() { w.hostRan.Add(1) })
+		w.countHost(err)
+	case 3:
+		how, err = "AddCallback", s.AddCallback(func(error) { w.hostRan.Add(1) })
+		w.countHost(err)
+	case 4:
+		how, err = "Event.Record", e.Record(s)
+	case 5:
+		how, err = "Stream.WaitEvent", s.WaitEvent(e)
+	case 6:
+		how = "Stream.Query"
+		_, err = s.Query()
+	case 7:
+		how = "Event.Query"
+		_, err = e.Query()
+	case 8:
+		how, err = "Stream.Wait", s.Wait(ctx)
+	case 9:
+		how, err = "Event.Wait", e.Wait(ctx)
+	case 10:
+		how = "Stream.Done"
+		select {
+		case <-s.Done():
+		case <-ctx.Done():
+			o.fail("Stream.Done of a stream being closed not closed after %v", randomWait)
+		}
+	case 11:
+		how = "Event.Done"
+		select {
+		case <-e.Done():
+		case <-ctx.Done():
+			o.fail("Event.Done of an event being closed not closed after %v", randomWait)
+		}
+	case 12:
+		how = "Stream.Record(nil)"
+		var x *Event
+		if x, err = s.Record(nil); err == nil {
+			err = x.Close()
+		}
+	case 13:
+		how = "Synchronize"
+		if r.IntN(2) == 0 {
+			err = s.Synchronize()
+		} else {
+			err = e.Synchronize()
+		}
+	}
+	o.ok(err, 0, "%s on a stream or event being closed", how)
+}
+
+// countHost counts a host function or callback queued, or maybe queued.
+func (w *randomWorker) countHost(err error) {
+	switch {
+	case err == nil:
+		w.hostWant.Add(1)
+	case !errors.Is(err, ErrClosed):
+		w.hostMaybe.Add(1)
+	}
+}
