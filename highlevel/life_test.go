@@ -128,19 +128,29 @@ func TestNilReceivers(t *testing.T) {
 	}
 }
 
+// standIn and standInCtx make stand-ins of the package's objects for the
+// tests that load no CUDA, where zero values are refused: a Stream's device
+// state, an Event's, a Graph's, a GraphExec's or a MemoryAsyncPool's
+// context. No CUDA call is ever made with them.
+var (
+	standIn    = new(deviceState)
+	standInCtx = unsafe.Pointer(standIn)
+)
+
 // TestClosedObjects checks that every operation on a closed object returns
 // ErrClosed before any CUDA call (none is loaded here), and that a second
 // Close does too.
 func TestClosedObjects(t *testing.T) {
 	closedLife := func(l *life) { l.close() }
-	s, e, g, x := &Stream{}, &Event{}, &Graph{}, &GraphExec{}
-	m, p := &Module{kernels: map[string]*Kernel{}}, &MemoryAsyncPool{}
+	s, e := &Stream{state: standIn}, &Event{ctx: standInCtx, we: new(waitEvent)}
+	g, x := &Graph{ctx: standInCtx}, &GraphExec{ctx: standInCtx}
+	m, p := &Module{kernels: map[string]*Kernel{}}, &MemoryAsyncPool{ctx: standInCtx}
 	pool := &MemoryPool{arena: newArena(nil, nil)}
 	k := &Kernel{m: m, name: "k"}
 	for _, l := range []*life{&s.life, &e.life, &g.life, &x.life, &m.life, &p.life, &pool.life} {
 		closedLife(l)
 	}
-	open := &Stream{}
+	open := &Stream{state: standIn}
 	_, kerr := m.Kernel("k")
 	_, aerr := k.Attribute(0, 0)
 	_, merr := pool.Malloc(1)
@@ -164,7 +174,7 @@ func TestClosedObjects(t *testing.T) {
 		"Graph.Instantiate":                          ierr,
 		"Graph.Close":                                g.Close(),
 		"GraphExec.Launch":                           x.Launch(nil),
-		"GraphExec.Update":                           (&GraphExec{}).Update(g),
+		"GraphExec.Update":                           (&GraphExec{ctx: standInCtx}).Update(g),
 		"GraphExec.Close":                            x.Close(),
 		"Module.Kernel":                              kerr,
 		"Module.Close":                               m.Close(),
@@ -193,7 +203,7 @@ func TestClosedObjects(t *testing.T) {
 	if _, err := ElapsedTime(e, e); !errors.Is(err, ErrClosed) {
 		t.Errorf("ElapsedTime of closed events: %v, want ErrClosed", err)
 	}
-	if _, err := (&Stream{dev: 1}).enter(0); err == nil || !strings.Contains(err.Error(), "device 1") {
+	if _, err := (&Stream{dev: 1, state: standIn}).enter(0); err == nil || !strings.Contains(err.Error(), "device 1") {
 		t.Errorf("a stream of device 1 for work on device 0: %v", err)
 	}
 	if _, err := (&MemoryPool{arena: newArena(nil, nil)}).MallocStream(1, &Stream{h: 2}); err == nil || !strings.Contains(err.Error(), "per-thread") {
