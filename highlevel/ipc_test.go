@@ -99,7 +99,7 @@ func TestIPCRefusals(t *testing.T) {
 		is   error  // the error it must wrap, or nil
 		text string // what its text must hold
 	}{
-		{"zero MemoryPointer", zeroErr, ErrFreed, ""},
+		{"zero MemoryPointer", zeroErr, ErrNil, "zero MemoryPointer"},
 		{"freed memory", freedErr, ErrFreed, ""},
 		{"a pointer at the end", endErr, nil, "at the end"},
 		{"managed memory", managedErr, ErrNotShareable, "managed"},
