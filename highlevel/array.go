@@ -19,6 +19,9 @@ import (
 // An Array made by NewArray, NewArrayOn, ArrayFrom or ArrayFromOn owns its
 // memory: Free frees it. One made by Slice or ArrayOf is a view: it keeps
 // the memory reachable but does not own it.
+//
+// The zero value is an empty view, as Slice(i, i) returns: its copies of
+// empty slices do nothing, and Free returns an error.
 type Array[T any] struct {
 	p     MemoryPointer
 	n     int

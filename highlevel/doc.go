@@ -30,6 +30,15 @@
 // returns an error wrapping ErrNil (or a zero value where it returns no
 // error).
 //
+// Zero values. A type whose values a function of the package makes
+// (NewStream, NewEvent, LoadModule, NewMemoryPool, an allocation, ...) has
+// a zero value that is not usable: its methods, and the operations given
+// it, return an error wrapping ErrNil that names the function making one
+// ("highlevel: nil object: zero Stream (make one with NewStream)"), and
+// never call CUDA. Each type's documentation says what its zero value
+// does: an Array's is an empty view, a Dim3's is 1 in each dimension, a
+// CaptureMode's is CaptureRelaxed.
+//
 // Go memory is typed. Go slices go to and from the device through
 // CopyToDevice and CopyToHost (and their Async forms), Array's methods, and
 // PinnedSlice for a []T view of pinned memory; element types hold no Go
@@ -126,8 +135,8 @@
 // with a destroyed handle. Memory.Free likewise waits for the operations
 // in progress on the memory (copies, memsets, kernel launches and linalg's
 // calls that name it, until they have queued their work), and later
-// operations return ErrFreed. Every
-// method on a nil pointer returns an error wrapping ErrNil (methods that
+// operations return ErrFreed. Every method on a nil pointer, or on a zero
+// value that is not usable, returns an error wrapping ErrNil (methods that
 // return no error return a zero value). Close called from a stream
 // callback returns ErrInCallback. Module.Close waits for the devices that
 // ran the module's kernels; while a stream capture is in progress that wait

@@ -17,13 +17,17 @@ import (
 // An Event marks a point in a stream's work: Record places it, and it
 // happens when the stream reaches it. An Event is safe for use by several
 // goroutines.
+//
+// The zero value is not usable: make one with NewEvent (or Stream.Record,
+// OpenIPCEvent); its methods, and the operations given it, return an error
+// wrapping ErrNil.
 type Event struct {
 	h    cudart.Event
 	dev  Device
 	ctx  unsafe.Pointer
 	life life
 
-	we *waitEvent // what the waiter watches
+	we *waitEvent // what the waiter watches; nil in a zero Event
 	// interprocess is set for an event other processes may record: it was
 	// created with EventOptions.Interprocess or opened with OpenIPCEvent.
 	interprocess bool
@@ -104,10 +108,22 @@ func (e *Event) Device() Device {
 	return e.dev
 }
 
-// use begins an operation on the event; e.life.release ends it.
-func (e *Event) use() error {
+// usable returns the error of a method called on a nil or zero Event; nil
+// for an Event the package made.
+func (e *Event) usable() error {
 	if e == nil {
 		return nilError("Event")
+	}
+	if e.we == nil {
+		return zeroError("Event", "NewEvent")
+	}
+	return nil
+}
+
+// use begins an operation on the event; e.life.release ends it.
+func (e *Event) use() error {
+	if e == nil || e.we == nil {
+		return e.usable()
 	}
 	if !e.life.acquire() {
 		return ErrClosed
@@ -243,8 +259,8 @@ func (e *Event) watch() (*waitReq, error) {
 // later ones return ErrClosed, and so does a second Close. Goroutines
 // waiting for it are woken when it happens, as if it were still open.
 func (e *Event) Close() error {
-	if e == nil {
-		return opErr("close event", nilError("Event"))
+	if err := e.usable(); err != nil {
+		return opErr("close event", err)
 	}
 	if err := e.life.closing(); err != nil {
 		return opErr("close event of "+e.dev.String(), err)

@@ -20,10 +20,13 @@ import (
 // (Stream.LaunchHostFunc during the capture) belong to CUDA user objects of
 // the graph: they live until the graph, its instantiations and all their
 // launches are gone, whatever is closed or updated meanwhile.
+//
+// The zero value is not usable: make one with Capture or
+// Stream.EndCapture; its methods return an error wrapping ErrNil.
 type Graph struct {
 	h    cudart.Graph
 	dev  Device
-	ctx  unsafe.Pointer
+	ctx  unsafe.Pointer // nil in a zero Graph
 	life life
 	// mu serializes the calls on the graph: CUDA's graph objects are not
 	// safe for concurrent use.
@@ -33,10 +36,13 @@ type Graph struct {
 // A GraphExec is an instantiated Graph, ready to launch (CuPy's Graph). It
 // is safe for use by several goroutines: its launches, uploads and updates
 // take turns, as CUDA requires.
+//
+// The zero value is not usable: make one with Graph.Instantiate; its
+// methods return an error wrapping ErrNil.
 type GraphExec struct {
 	h    cudart.GraphExec
 	dev  Device
-	ctx  unsafe.Pointer
+	ctx  unsafe.Pointer // nil in a zero GraphExec
 	life life
 	mu   sync.Mutex // as Graph's
 }
@@ -127,10 +133,22 @@ func (g *Graph) Handle() cudart.Graph {
 	return g.h
 }
 
-// use begins an operation on the graph; g.life.release ends it.
-func (g *Graph) use() error {
+// usable returns the error of a method called on a nil or zero Graph; nil
+// for a Graph the package made.
+func (g *Graph) usable() error {
 	if g == nil {
 		return nilError("Graph")
+	}
+	if g.ctx == nil {
+		return zeroError("Graph", "Capture or Stream.EndCapture")
+	}
+	return nil
+}
+
+// use begins an operation on the graph; g.life.release ends it.
+func (g *Graph) use() error {
+	if err := g.usable(); err != nil {
+		return err
 	}
 	if !g.life.acquire() {
 		return ErrClosed
@@ -212,8 +230,8 @@ func (g *Graph) Instantiate(opts *InstantiateOptions) (_ *GraphExec, err error) 
 // second Close.
 func (g *Graph) Close() (err error) {
 	defer wrap(&err, "close graph")
-	if g == nil {
-		return nilError("Graph")
+	if err := g.usable(); err != nil {
+		return err
 	}
 	if err := g.life.closing(); err != nil {
 		return err
@@ -231,11 +249,23 @@ func (x *GraphExec) Handle() cudart.GraphExec {
 	return x.h
 }
 
+// usable returns the error of a method called on a nil or zero GraphExec;
+// nil for a GraphExec the package made.
+func (x *GraphExec) usable() error {
+	if x == nil {
+		return nilError("GraphExec")
+	}
+	if x.ctx == nil {
+		return zeroError("GraphExec", "Graph.Instantiate")
+	}
+	return nil
+}
+
 // use begins an operation of x on stream s: it returns s's handle; done
 // ends it.
 func (x *GraphExec) use(s *Stream) (C.uintptr_t, error) {
-	if x == nil {
-		return 0, nilError("GraphExec")
+	if x == nil || x.ctx == nil {
+		return 0, x.usable()
 	}
 	if !x.life.acquire() {
 		return 0, ErrClosed
@@ -287,8 +317,8 @@ func (x *GraphExec) Upload(s *Stream) (err error) {
 // unchanged. Launches of x in flight run as they were launched.
 func (x *GraphExec) Update(g *Graph) (err error) {
 	defer wrap(&err, "update graph")
-	if x == nil {
-		return nilError("GraphExec")
+	if err := x.usable(); err != nil {
+		return err
 	}
 	if !x.life.acquire() {
 		return ErrClosed
@@ -315,8 +345,8 @@ func (x *GraphExec) Update(g *Graph) (err error) {
 // ErrClosed, and so does a second Close.
 func (x *GraphExec) Close() (err error) {
 	defer wrap(&err, "close graph exec")
-	if x == nil {
-		return nilError("GraphExec")
+	if err := x.usable(); err != nil {
+		return err
 	}
 	if err := x.life.closing(); err != nil {
 		return err

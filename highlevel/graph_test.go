@@ -23,18 +23,18 @@ func TestCaptureModeString(t *testing.T) {
 // TestCaptureAndInstantiateRefusals checks what is refused before any CUDA
 // call (none is loaded here).
 func TestCaptureAndInstantiateRefusals(t *testing.T) {
-	if err := (&Stream{}).BeginCapture(-1); err == nil || !strings.Contains(err.Error(), "CaptureMode(-1)") {
+	if err := (&Stream{state: standIn}).BeginCapture(-1); err == nil || !strings.Contains(err.Error(), "CaptureMode(-1)") {
 		t.Errorf("BeginCapture(-1): %v", err)
 	}
 	if _, err := Capture(&Stream{}, 3, func() error { t.Error("fn ran"); return nil }); err == nil {
 		t.Error("Capture with mode 3 succeeded")
 	}
-	closed := &Stream{}
+	closed := &Stream{state: standIn}
 	closed.life.close()
-	if _, err := (&Graph{}).Instantiate(&InstantiateOptions{Upload: closed}); !errors.Is(err, ErrClosed) {
+	if _, err := (&Graph{ctx: standInCtx}).Instantiate(&InstantiateOptions{Upload: closed}); !errors.Is(err, ErrClosed) {
 		t.Errorf("Instantiate uploading to a closed stream: %v, want ErrClosed", err)
 	}
-	if _, err := (&Graph{}).Instantiate(&InstantiateOptions{Upload: &Stream{dev: 1}}); err == nil || !strings.Contains(err.Error(), "device 1") {
+	if _, err := (&Graph{ctx: standInCtx}).Instantiate(&InstantiateOptions{Upload: &Stream{dev: 1, state: standIn}}); err == nil || !strings.Contains(err.Error(), "device 1") {
 		t.Errorf("Instantiate of a graph of device 0 uploading to a stream of device 1: %v", err)
 	}
 }

@@ -21,8 +21,12 @@ import (
 // nor handed out again, since a view of it may still be in use (the
 // garbage collector cannot see views of C memory): forgetting Free leaks
 // it, and its pool counts it in ActiveBlocks.
+//
+// The zero value is not usable: make one with AllocPinnedMemory (or
+// HostAlloc, PinnedMemoryPool.Malloc); Free on it returns an error wrapping
+// ErrNil, and its views are empty.
 type PinnedMemory struct {
-	ptr   unsafe.Pointer
+	ptr   unsafe.Pointer // nil in a zero PinnedMemory
 	size  int
 	ctx   unsafe.Pointer // the context it was allocated in
 	block *block         // nil: from HostAlloc
@@ -144,8 +148,8 @@ func (m *PinnedMemory) Bytes() []byte {
 // m.Free, which the collector cannot see. T must hold no Go pointers; the
 // memory's address must be aligned for T, and its size a multiple of T's.
 func PinnedSlice[T any](m *PinnedMemory) ([]T, error) {
-	if m == nil {
-		return nil, nilError("PinnedMemory")
+	if err := m.usable(); err != nil {
+		return nil, err
 	}
 	if err := checkElem[T](); err != nil {
 		return nil, err
@@ -163,13 +167,25 @@ func PinnedSlice[T any](m *PinnedMemory) ([]T, error) {
 	return unsafe.Slice((*T)(m.ptr), m.size/size), nil
 }
 
+// usable returns the error of an operation on a nil or zero PinnedMemory;
+// nil for one the package made.
+func (m *PinnedMemory) usable() error {
+	if m == nil {
+		return nilError("PinnedMemory")
+	}
+	if m.ptr == nil {
+		return zeroError("PinnedMemory", "AllocPinnedMemory")
+	}
+	return nil
+}
+
 // Free gives the memory back (to its pool, if it came from one). A second
 // Free returns ErrFreed. The memory must not be in use by an asynchronous
 // copy still queued.
 func (m *PinnedMemory) Free() (err error) {
 	defer wrap(&err, "free pinned memory")
-	if m == nil {
-		return nilError("PinnedMemory")
+	if err := m.usable(); err != nil {
+		return err
 	}
 	if !m.freed.CompareAndSwap(false, true) {
 		return ErrFreed
@@ -185,6 +201,10 @@ func (m *PinnedMemory) Free() (err error) {
 // rounding, best fit, splitting and merging, and no streams: memory handed
 // to an asynchronous copy must not be freed before the copy is done. It is
 // safe for use by several goroutines.
+//
+// The zero value is not usable: make one with NewPinnedMemoryPool (or use
+// DefaultPinnedMemoryPool); its methods return an error wrapping ErrNil,
+// and its statistics 0.
 type PinnedMemoryPool struct {
 	*arena
 	life life
@@ -216,8 +236,8 @@ func (p *PinnedMemoryPool) Malloc(size int) (_ *PinnedMemory, err error) {
 			wrap(&err, "alloc", size, "bytes from a pinned memory pool")
 		}
 	}()
-	if p == nil {
-		return nil, nilError("PinnedMemoryPool")
+	if err := p.usable(); err != nil {
+		return nil, err
 	}
 	if !p.life.acquire() {
 		return nil, ErrClosed
@@ -237,8 +257,8 @@ func (p *PinnedMemoryPool) Malloc(size int) (_ *PinnedMemory, err error) {
 // closed pool (SetPinnedMemoryAllocator) run unstaged.
 func (p *PinnedMemoryPool) Close() (err error) {
 	defer wrap(&err, "close pinned memory pool")
-	if p == nil {
-		return nilError("PinnedMemoryPool")
+	if err := p.usable(); err != nil {
+		return err
 	}
 	if err := p.life.closing(); err != nil {
 		return err
@@ -291,14 +311,26 @@ func (p *PinnedMemoryPool) StopHolding() error {
 // change runs f, operation op that changes the pool: a nil or closed pool
 // refuses it.
 func (p *PinnedMemoryPool) change(op string, f func(*arena) error) error {
-	if p == nil {
-		return opErr(op, nilError("PinnedMemoryPool"))
+	if err := p.usable(); err != nil {
+		return opErr(op, err)
 	}
 	if !p.life.acquire() {
 		return opErr(op, ErrClosed)
 	}
 	defer p.life.release()
 	return opErr(op, f(p.arena))
+}
+
+// usable returns the error of a method called on a nil or zero
+// PinnedMemoryPool; nil for a pool NewPinnedMemoryPool made.
+func (p *PinnedMemoryPool) usable() error {
+	if p == nil {
+		return nilError("PinnedMemoryPool")
+	}
+	if p.arena == nil {
+		return zeroError("PinnedMemoryPool", "NewPinnedMemoryPool")
+	}
+	return nil
 }
 
 func (p *PinnedMemoryPool) pool() *arena {
@@ -320,9 +352,13 @@ func (p *PinnedMemoryPool) pool() *arena {
 // which is not registered. While an asynchronous copy with the memory runs,
 // the program must not touch it, and must not Unregister before the copy
 // is done.
+//
+// The zero value is not usable: make one with RegisterHost; Unregister on
+// it returns an error wrapping ErrNil.
 type HostRegistration struct {
 	mu    sync.Mutex
-	reg   *registration // nil after Unregister
+	reg   *registration // nil after Unregister, and in a zero HostRegistration
+	done  bool          // Unregister ran
 	clean runtime.Cleanup
 }
 
@@ -375,12 +411,15 @@ func (r *HostRegistration) Unregister() error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.reg == nil {
+	switch {
+	case r.done:
 		return ErrClosed
+	case r.reg == nil:
+		return zeroError("HostRegistration", "RegisterHost")
 	}
 	r.clean.Stop()
 	err := r.reg.unregister()
-	r.reg = nil
+	r.reg, r.done = nil, true
 	return err
 }
 

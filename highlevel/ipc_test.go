@@ -79,13 +79,13 @@ func TestIPCEventHandleBinary(t *testing.T) {
 func TestIPCRefusals(t *testing.T) {
 	freed := &Memory{size: 64}
 	freed.life.close()
-	closed := &Event{}
+	closed := &Event{ctx: standInCtx, we: new(waitEvent)}
 	closed.life.close()
 	_, zeroErr := MemoryPointer{}.IPCHandle()
 	_, freedErr := memoryAt(freed, 0).IPCHandle()
 	_, endErr := memoryAt(&Memory{size: 64}, 64).IPCHandle()
 	_, managedErr := memoryAt(&Memory{size: 64, managed: true}, 0).IPCHandle()
-	_, plainErr := (&Event{}).IPCHandle()
+	_, plainErr := (&Event{ctx: standInCtx, we: new(waitEvent)}).IPCHandle()
 	_, closedErr := closed.IPCHandle()
 	_, nilErr := (*Event)(nil).IPCHandle()
 	_, emptyEvErr := OpenIPCEvent(0, IPCEventHandle{})
@@ -99,7 +99,7 @@ func TestIPCRefusals(t *testing.T) {
 		is   error  // the error it must wrap, or nil
 		text string // what its text must hold
 	}{
-		{"zero MemoryPointer", zeroErr, ErrFreed, ""},
+		{"zero MemoryPointer", zeroErr, ErrNil, "zero MemoryPointer"},
 		{"freed memory", freedErr, ErrFreed, ""},
 		{"a pointer at the end", endErr, nil, "at the end"},
 		{"managed memory", managedErr, ErrNotShareable, "managed"},

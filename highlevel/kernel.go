@@ -32,13 +32,16 @@ var ErrArgument = errors.New("highlevel: bad kernel argument")
 // the occupancy functions), so one Module serves every device whose
 // architecture its code fits. It is safe for use by several goroutines. A
 // Module that is not closed stays loaded until the process exits.
+//
+// The zero value is not usable: make one with LoadModule or
+// LoadModuleFile; its methods return an error wrapping ErrNil.
 type Module struct {
 	lib   C.uintptr_t
 	image unsafe.Pointer // the C copy of the image, freed by Close
 	life  life
 
 	mu      sync.Mutex
-	kernels map[string]*Kernel
+	kernels map[string]*Kernel // nil in a zero Module
 }
 
 // LoadModule loads device code: PTX (as NVRTC or nvcc -ptx writes it), a
@@ -90,8 +93,8 @@ func LoadModuleFile(name string) (*Module, error) {
 // are read in the context of the lowest-numbered device the program has
 // used, or DefaultDevice's when it has used none, as host memory's are.
 func (m *Module) Kernel(name string) (*Kernel, error) {
-	if m == nil {
-		return nil, nilError("Module")
+	if err := m.usable(); err != nil {
+		return nil, err
 	}
 	if !m.life.acquire() {
 		return nil, ErrClosed
@@ -140,6 +143,18 @@ func (m *Module) Kernel(name string) (*Kernel, error) {
 	return k, nil
 }
 
+// usable returns the error of a method called on a nil or zero Module; nil
+// for a Module the package made.
+func (m *Module) usable() error {
+	if m == nil {
+		return nilError("Module")
+	}
+	if m.kernels == nil {
+		return zeroError("Module", "LoadModule")
+	}
+	return nil
+}
+
 // maxParams bounds the parameters of a kernel; CUDA's 32764 bytes of
 // parameters hold at most 8191 of 4 bytes.
 const maxParams = 8191
@@ -151,8 +166,8 @@ const maxParams = 8191
 // that wait would invalidate it: Close returns ErrCapturing and leaves the
 // module open.
 func (m *Module) Close() error {
-	if m == nil {
-		return nilError("Module")
+	if err := m.usable(); err != nil {
+		return err
 	}
 	if err := lockDevices(); err != nil {
 		return opErr("close module", err)
@@ -190,8 +205,11 @@ func (m *Module) launchedOn() map[Device]bool {
 
 // A Kernel is a function of a Module that the host launches (a __global__
 // function). It is safe for use by several goroutines.
+//
+// The zero value is not usable: get one with Module.Kernel; its methods
+// return an error wrapping ErrNil, or a zero value.
 type Kernel struct {
-	m      *Module
+	m      *Module // nil in a zero Kernel
 	k      C.uintptr_t
 	name   string
 	params []param
@@ -218,6 +236,18 @@ var (
 	_ [unsafe.Sizeof(param{}) - C.sizeof_hl_param]struct{}
 	_ [C.sizeof_hl_param - unsafe.Sizeof(param{})]struct{}
 )
+
+// usable returns the error of a method called on a nil or zero Kernel; nil
+// for a Kernel the package made.
+func (k *Kernel) usable() error {
+	if k == nil {
+		return nilError("Kernel")
+	}
+	if k.m == nil {
+		return zeroError("Kernel", "Module.Kernel")
+	}
+	return nil
+}
 
 // Name returns the kernel's name in its module; "" for a nil Kernel.
 func (k *Kernel) Name() string {
@@ -309,8 +339,11 @@ type LaunchConfig struct {
 // kernel itself (an invalid address) show at the next call that
 // synchronizes with it.
 func (k *Kernel) Launch(s *Stream, cfg LaunchConfig, args ...any) error {
-	if k == nil {
-		return nilError("Kernel")
+	if k == nil || k.m == nil {
+		return k.usable()
+	}
+	if s != nil && s.state == nil { // a zero Stream, refused before launch looks up its device
+		return s.usable()
 	}
 	if !k.m.life.acquire() {
 		return ErrClosed
@@ -867,8 +900,8 @@ type KernelAttributes struct {
 // Attributes returns the kernel's attributes on device d.
 func (k *Kernel) Attributes(d Device) (KernelAttributes, error) {
 	var a KernelAttributes
-	if k == nil {
-		return a, nilError("Kernel")
+	if err := k.usable(); err != nil {
+		return a, err
 	}
 	for _, f := range []struct {
 		attr cudadrv.Function_attribute
@@ -908,8 +941,8 @@ func (k *Kernel) SetAttribute(d Device, attr cudadrv.Function_attribute, value i
 }
 
 func (k *Kernel) attribute(d Device, set bool, attr cudadrv.Function_attribute, value int) (int, error) {
-	if k == nil {
-		return 0, nilError("Kernel")
+	if err := k.usable(); err != nil {
+		return 0, err
 	}
 	if !k.m.life.acquire() {
 		return 0, ErrClosed
@@ -933,8 +966,8 @@ func (k *Kernel) attribute(d Device, set bool, attr cudadrv.Function_attribute, 
 // one multiprocessor of device d, as CUDA computes it
 // (cuOccupancyMaxActiveBlocksPerMultiprocessor).
 func (k *Kernel) MaxActiveBlocksPerSM(d Device, blockSize, dynamicSharedMem int) (int, error) {
-	if k == nil {
-		return 0, nilError("Kernel")
+	if err := k.usable(); err != nil {
+		return 0, err
 	}
 	if !k.m.life.acquire() {
 		return 0, ErrClosed
@@ -955,8 +988,8 @@ func (k *Kernel) MaxActiveBlocksPerSM(d Device, blockSize, dynamicSharedMem int)
 // size (cuOccupancyMaxPotentialBlockSize). blockSizeLimit caps the block
 // size; 0 means none.
 func (k *Kernel) MaxPotentialBlockSize(d Device, dynamicSharedMem, blockSizeLimit int) (minGridSize, blockSize int, err error) {
-	if k == nil {
-		return 0, 0, nilError("Kernel")
+	if err := k.usable(); err != nil {
+		return 0, 0, err
 	}
 	if !k.m.life.acquire() {
 		return 0, 0, ErrClosed

@@ -78,11 +78,18 @@ func (l *life) closing() error {
 	return nil
 }
 
-// ErrNil is wrapped by the error every method returns on a nil receiver.
+// ErrNil is wrapped by the error every method returns on a nil receiver,
+// and on the zero value of a type that is not usable without its maker.
 var ErrNil = errors.New("highlevel: nil object")
 
 // nilError is the error of a method called on a nil *typ.
 func nilError(typ string) error { return fmt.Errorf("%w: nil *%s", ErrNil, typ) }
+
+// zeroError is the error of a method called on the zero value of typ, a
+// type whose values maker makes.
+func zeroError(typ, maker string) error {
+	return fmt.Errorf("%w: zero %s (make one with %s)", ErrNil, typ, maker)
+}
 
 // A PanicError is a panic of a Go function the package called for the
 // program (a stream callback, a host function, a Memo's function),

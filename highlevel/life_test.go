@@ -3,7 +3,12 @@ package highlevel
 import (
 	"context"
 	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -92,34 +97,12 @@ var nilReceivers = []any{
 // receiver, with zero arguments: none may panic, and each that returns an
 // error returns one.
 func TestNilReceivers(t *testing.T) {
-	errType := reflect.TypeFor[error]()
 	for _, v := range nilReceivers {
 		rv := reflect.ValueOf(v)
 		for i := range rv.NumMethod() {
-			m := rv.Type().Method(i)
-			name := rv.Type().String() + "." + m.Name
+			name := rv.Type().String() + "." + rv.Type().Method(i).Name
 			t.Run(name, func(t *testing.T) {
-				ft := rv.Method(i).Type()
-				args := make([]reflect.Value, ft.NumIn())
-				for j := range args {
-					args[j] = reflect.Zero(ft.In(j))
-				}
-				if ft.IsVariadic() {
-					args[len(args)-1] = reflect.Zero(ft.In(ft.NumIn() - 1))
-				}
-				var out []reflect.Value
-				func() {
-					defer func() {
-						if p := recover(); p != nil {
-							t.Fatalf("%s on nil panicked: %v", name, p)
-						}
-					}()
-					if ft.IsVariadic() {
-						out = rv.Method(i).CallSlice(args)
-					} else {
-						out = rv.Method(i).Call(args)
-					}
-				}()
+				out := callZero(t, name+" on nil", rv.Method(i))
 				if n := len(out); n > 0 && out[n-1].Type() == errType && out[n-1].IsNil() {
 					t.Errorf("%s on nil returned a nil error", name)
 				}
@@ -128,19 +111,209 @@ func TestNilReceivers(t *testing.T) {
 	}
 }
 
+var errType = reflect.TypeFor[error]()
+
+// callZero calls method m with zero arguments and returns its results; a
+// panic fails the test.
+func callZero(t *testing.T, name string, m reflect.Value) (out []reflect.Value) {
+	t.Helper()
+	ft := m.Type()
+	args := make([]reflect.Value, ft.NumIn())
+	for j := range args {
+		args[j] = reflect.Zero(ft.In(j))
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			t.Fatalf("%s panicked: %v", name, p)
+		}
+	}()
+	if ft.IsVariadic() {
+		return m.CallSlice(args)
+	}
+	return m.Call(args)
+}
+
+// zeroValues are the exported types of the package that have methods, with
+// what their zero values do. The zero value of a type that is made by a
+// function of the package is not usable: each of its methods that returns
+// an error returns one wrapping ErrNil, and the others return zero values (a
+// closed channel from Done). works names the methods that work on the zero
+// value ("*": all of them), whose errors are about their arguments; skip
+// says why the methods are not called.
+var zeroValues = []struct {
+	typ   reflect.Type
+	works string // methods that work, separated by spaces; "*" for all
+	skip  string
+}{
+	{typ: reflect.TypeFor[Stream]()},
+	{typ: reflect.TypeFor[Event]()},
+	{typ: reflect.TypeFor[Graph]()},
+	{typ: reflect.TypeFor[GraphExec]()},
+	{typ: reflect.TypeFor[Module]()},
+	{typ: reflect.TypeFor[Kernel]()},
+	{typ: reflect.TypeFor[Memory]()},
+	{typ: reflect.TypeFor[MemoryPointer]()},
+	{typ: reflect.TypeFor[MemoryPool]()},
+	{typ: reflect.TypeFor[MemoryAsyncPool]()},
+	{typ: reflect.TypeFor[PinnedMemory]()},
+	{typ: reflect.TypeFor[PinnedMemoryPool]()},
+	{typ: reflect.TypeFor[HostRegistration]()},
+	{typ: reflect.TypeFor[Memo[int, int]]()},
+	// Align, AlignWords, AlignElems and Coalesce return 0;
+	// ValidTextureChannelCount does not depend on the device.
+	{typ: reflect.TypeFor[DeviceData](), works: "ValidTextureChannelCount"},
+	// An empty view, as Slice(i, i) returns: its copies of empty slices
+	// work, and Free returns an error, as a view's does.
+	{typ: reflect.TypeFor[Array[float32]](), works: "*"},
+	{typ: reflect.TypeFor[IPCEventHandle](), works: "*"}, // names no event
+	{typ: reflect.TypeFor[IPCMemHandle](), works: "*"},   // names no memory
+	{typ: reflect.TypeFor[Dim3](), works: "*"},
+	{typ: reflect.TypeFor[CaptureMode](), works: "*"}, // CaptureRelaxed
+	{typ: reflect.TypeFor[Advice](), works: "*"},
+	{typ: reflect.TypeFor[CompileError](), works: "*"},
+	{typ: reflect.TypeFor[DriverVersionError](), works: "*"},
+	{typ: reflect.TypeFor[OutOfMemoryError](), works: "*"},
+	{typ: reflect.TypeFor[PanicError](), works: "*"},
+	{typ: reflect.TypeFor[Device](), skip: "device 0, whose methods call the driver"},
+}
+
+// TestZeroValues calls every exported method of every type of zeroValues
+// on the type's zero value, with zero arguments, and checks what the table
+// says: no method panics, and those of a type whose zero value is not
+// usable return errors wrapping ErrNil and zero values. Close, Free and
+// Unregister return an error twice, and the methods called after them
+// still do the same. No CUDA is loaded here: a method that called the
+// driver would return its loading error.
+func TestZeroValues(t *testing.T) {
+	listed := map[string]bool{}
+	for _, z := range zeroValues {
+		name, _, _ := strings.Cut(z.typ.Name(), "[")
+		listed[name] = true
+		if z.skip != "" {
+			continue
+		}
+		pt := reflect.PointerTo(z.typ)
+		check := func(t *testing.T, m string, out []reflect.Value) {
+			t.Helper()
+			if z.works == "*" || slices.Contains(strings.Fields(z.works), m) {
+				return
+			}
+			for _, o := range out {
+				switch {
+				case o.Type() == errType:
+					err, _ := o.Interface().(error)
+					if !errors.Is(err, ErrNil) || !strings.Contains(err.Error(), "zero "+name+" (make one with ") ||
+						strings.Count(err.Error(), "highlevel:") != 1 {
+						t.Errorf("%s.%s of the zero value returned %v, want an error wrapping ErrNil that says how to make one", z.typ, m, err)
+					}
+				case o.Kind() == reflect.Chan:
+					if v, ok := o.TryRecv(); !v.IsValid() || ok {
+						t.Errorf("%s.%s of the zero value returned a channel that is not closed", z.typ, m)
+					}
+				case !o.IsZero():
+					t.Errorf("%s.%s of the zero value returned %v, want %v", z.typ, m, o, reflect.Zero(o.Type()))
+				}
+			}
+		}
+		for i := range pt.NumMethod() {
+			m := pt.Method(i).Name
+			t.Run(z.typ.Name()+"."+m, func(t *testing.T) {
+				check(t, m, callZero(t, m, reflect.New(z.typ).Method(i)))
+			})
+		}
+		for _, release := range []string{"Close", "Free", "Unregister"} {
+			if _, ok := pt.MethodByName(release); !ok {
+				continue
+			}
+			t.Run(z.typ.Name()+" after "+release, func(t *testing.T) {
+				v := reflect.New(z.typ)
+				for range 2 {
+					out := callZero(t, release, v.MethodByName(release))
+					if out[0].IsNil() {
+						t.Fatalf("%s.%s of the zero value returned nil", z.typ, release)
+					}
+					check(t, release, out)
+				}
+				for i := range pt.NumMethod() {
+					m := pt.Method(i).Name
+					check(t, m, callZero(t, m+" after "+release, v.Method(i)))
+				}
+			})
+		}
+	}
+	for _, name := range typesWithMethods(t) {
+		if !listed[name] {
+			t.Errorf("type %s has methods and is not in zeroValues", name)
+		}
+	}
+}
+
+// typesWithMethods returns the exported types of the package that have
+// exported methods, from its source files.
+func typesWithMethods(t *testing.T) []string {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	fset := token.NewFileSet()
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		file, err := parser.ParseFile(fset, f, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range file.Decls {
+			fd, ok := d.(*ast.FuncDecl)
+			if !ok || fd.Recv == nil || !fd.Name.IsExported() {
+				continue
+			}
+			typ := fd.Recv.List[0].Type
+			if star, ok := typ.(*ast.StarExpr); ok {
+				typ = star.X
+			}
+			switch x := typ.(type) {
+			case *ast.IndexExpr:
+				typ = x.X
+			case *ast.IndexListExpr:
+				typ = x.X
+			}
+			if id, ok := typ.(*ast.Ident); ok && id.IsExported() && !slices.Contains(names, id.Name) {
+				names = append(names, id.Name)
+			}
+		}
+	}
+	if len(names) == 0 {
+		t.Fatal("no types with methods found")
+	}
+	return names
+}
+
+// standIn and standInCtx make stand-ins of the package's objects for the
+// tests that load no CUDA, where zero values are refused: a Stream's device
+// state, an Event's, a Graph's, a GraphExec's or a MemoryAsyncPool's
+// context. No CUDA call is ever made with them.
+var (
+	standIn    = new(deviceState)
+	standInCtx = unsafe.Pointer(standIn)
+)
+
 // TestClosedObjects checks that every operation on a closed object returns
 // ErrClosed before any CUDA call (none is loaded here), and that a second
 // Close does too.
 func TestClosedObjects(t *testing.T) {
 	closedLife := func(l *life) { l.close() }
-	s, e, g, x := &Stream{}, &Event{}, &Graph{}, &GraphExec{}
-	m, p := &Module{kernels: map[string]*Kernel{}}, &MemoryAsyncPool{}
+	s, e := &Stream{state: standIn}, &Event{ctx: standInCtx, we: new(waitEvent)}
+	g, x := &Graph{ctx: standInCtx}, &GraphExec{ctx: standInCtx}
+	m, p := &Module{kernels: map[string]*Kernel{}}, &MemoryAsyncPool{ctx: standInCtx}
 	pool := &MemoryPool{arena: newArena(nil, nil)}
 	k := &Kernel{m: m, name: "k"}
 	for _, l := range []*life{&s.life, &e.life, &g.life, &x.life, &m.life, &p.life, &pool.life} {
 		closedLife(l)
 	}
-	open := &Stream{}
+	open := &Stream{state: standIn}
 	_, kerr := m.Kernel("k")
 	_, aerr := k.Attribute(0, 0)
 	_, merr := pool.Malloc(1)
@@ -164,7 +337,7 @@ func TestClosedObjects(t *testing.T) {
 		"Graph.Instantiate":                          ierr,
 		"Graph.Close":                                g.Close(),
 		"GraphExec.Launch":                           x.Launch(nil),
-		"GraphExec.Update":                           (&GraphExec{}).Update(g),
+		"GraphExec.Update":                           (&GraphExec{ctx: standInCtx}).Update(g),
 		"GraphExec.Close":                            x.Close(),
 		"Module.Kernel":                              kerr,
 		"Module.Close":                               m.Close(),
@@ -193,7 +366,7 @@ func TestClosedObjects(t *testing.T) {
 	if _, err := ElapsedTime(e, e); !errors.Is(err, ErrClosed) {
 		t.Errorf("ElapsedTime of closed events: %v, want ErrClosed", err)
 	}
-	if _, err := (&Stream{dev: 1}).enter(0); err == nil || !strings.Contains(err.Error(), "device 1") {
+	if _, err := (&Stream{dev: 1, state: standIn}).enter(0); err == nil || !strings.Contains(err.Error(), "device 1") {
 		t.Errorf("a stream of device 1 for work on device 0: %v", err)
 	}
 	if _, err := (&MemoryPool{arena: newArena(nil, nil)}).MallocStream(1, &Stream{h: 2}); err == nil || !strings.Contains(err.Error(), "per-thread") {

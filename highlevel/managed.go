@@ -111,11 +111,11 @@ func (p MemoryPointer) Prefetch(n int, dev Device, s *Stream) error {
 // (CPUDevice: the host) where the advice takes a location
 // (cuMemAdvise).
 func (p MemoryPointer) Advise(n int, advice Advice, dev Device) error {
-	if advice < AdviseReadMostly || advice > AdviseUnsetAccessedBy {
-		return fmt.Errorf("highlevel: advise: unknown %v", advice)
-	}
 	if empty, err := p.empty(n); empty {
 		return err
+	}
+	if advice < AdviseReadMostly || advice > AdviseUnsetAccessedBy {
+		return fmt.Errorf("highlevel: advise: unknown %v", advice)
 	}
 	d, err := p.managedSpan("advise "+advice.String(), n, dev)
 	if err != nil {

@@ -10,6 +10,9 @@ import (
 // context_dependent_memoize. It is safe for use by several goroutines;
 // concurrent Gets of one missing entry call the function once, and the
 // others wait for its result. Errors are not cached.
+//
+// The zero value is not usable: make one with NewMemo; its Get returns an
+// error wrapping ErrNil.
 type Memo[K comparable, V any] struct {
 	fn      func(Device, K) (V, error)
 	release func(V) // frees a result when the Memo is cleared, or nil
@@ -89,9 +92,12 @@ func ClearCaches() {
 // panics, Get returns the panic as a *PanicError, to this call and to those
 // waiting for it, and caches nothing.
 func (m *Memo[K, V]) Get(d Device, key K) (V, error) {
-	if m == nil {
-		var zero V
+	var zero V
+	switch {
+	case m == nil:
 		return zero, nilError("Memo")
+	case m.fn == nil:
+		return zero, zeroError("Memo", "NewMemo")
 	}
 	k := memoKey[K]{d, key}
 	m.mu.Lock()

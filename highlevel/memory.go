@@ -19,9 +19,12 @@ import (
 // Free leaks nothing for long, but Free is what makes the memory reusable
 // right away. A MemoryPointer, and so an Array, keeps its Memory reachable;
 // the address Ptr returns does not.
+//
+// The zero value is not usable: a Memory comes from an allocation
+// (MemoryPointer.Memory); Free on it returns an error wrapping ErrNil.
 type Memory struct {
 	ptr     unsafe.Pointer
-	size    int
+	size    int // 0 in a zero Memory
 	dev     Device
 	owner   owner
 	life    life            // Free waits for the copies in progress
@@ -69,6 +72,9 @@ func (m *Memory) Free() error {
 	if m == nil {
 		return opErr("free memory", nilError("Memory"))
 	}
+	if m.size == 0 {
+		return opErr("free memory", zeroError("Memory", "Alloc or an Allocator's Malloc"))
+	}
 	if !m.life.close() {
 		return opErr("free memory of "+m.dev.String(), ErrFreed)
 	}
@@ -93,9 +99,16 @@ func (p MemoryPointer) where() string {
 	return "memory of " + p.mem.dev.String()
 }
 
+// errNoMemory is the error of operations on the zero MemoryPointer, and on
+// a nil or zero Memory.
+var errNoMemory = zeroError("MemoryPointer", "Alloc or an Allocator's Malloc")
+
 // live reports whether m can be used.
 func (m *Memory) live() error {
-	if m == nil || m.life.closed() {
+	if m == nil || m.size == 0 {
+		return errNoMemory
+	}
+	if m.life.closed() {
 		return ErrFreed
 	}
 	return nil
@@ -106,7 +119,7 @@ func (m *Memory) live() error {
 // Add returns a new one rather than moving it. Only the package makes
 // MemoryPointers (allocations, Add, Array.MemoryPointer), so one always
 // lies within its memory. The zero value points nowhere; every operation
-// on it returns ErrFreed.
+// on it returns an error wrapping ErrNil.
 type MemoryPointer struct {
 	mem *Memory
 	off int
@@ -162,7 +175,7 @@ func (p MemoryPointer) Add(n int) (MemoryPointer, error) {
 // operations return early for it.
 func (p MemoryPointer) span(n int) (unsafe.Pointer, unsafe.Pointer, error) {
 	if p.mem == nil {
-		return nil, nil, ErrFreed
+		return nil, nil, errNoMemory
 	}
 	if n <= 0 {
 		return nil, nil, fmt.Errorf("size %d: it must not be negative", n)

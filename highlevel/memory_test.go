@@ -271,8 +271,8 @@ func TestTypedCopyChecks(t *testing.T) {
 		want error  // errors.Is, when not nil
 		text string // in the message, when not empty
 	}{
-		{"to zero pointer", CopyToDevice(MemoryPointer{}, []float32{1}), ErrFreed, ""},
-		{"from zero pointer", CopyToHost([]float32{1}, MemoryPointer{}), ErrFreed, ""},
+		{"to zero pointer", CopyToDevice(MemoryPointer{}, []float32{1}), ErrNil, ""},
+		{"from zero pointer", CopyToHost([]float32{1}, MemoryPointer{}), ErrNil, ""},
 		{"to freed", CopyToDevice(MemoryPointer{mem: freed}, []int64{1}), ErrFreed, ""},
 		{"from freed", CopyToHost(make([]int64, 1), MemoryPointer{mem: freed}), ErrFreed, ""},
 		{"async to freed", CopyToDeviceAsync(MemoryPointer{mem: freed}, []int64{1}, s), ErrFreed, ""},
@@ -395,8 +395,8 @@ func TestArrayOf(t *testing.T) {
 	if _, err := ArrayOf[float32](p, 1); !errors.Is(err, ErrFreed) {
 		t.Errorf("ArrayOf of freed memory: %v, want ErrFreed", err)
 	}
-	if _, err := ArrayOf[float32](MemoryPointer{}, 1); !errors.Is(err, ErrFreed) {
-		t.Errorf("ArrayOf of the zero MemoryPointer: %v, want ErrFreed", err)
+	if _, err := ArrayOf[float32](MemoryPointer{}, 1); !errors.Is(err, ErrNil) {
+		t.Errorf("ArrayOf of the zero MemoryPointer: %v, want ErrNil", err)
 	}
 }
 
@@ -430,7 +430,7 @@ func TestReleaseTwice(t *testing.T) {
 	if err := m.Free(); !errors.Is(err, ErrFreed) {
 		t.Errorf("second Free: %v, want ErrFreed", err)
 	}
-	if err := (&HostRegistration{}).Unregister(); !errors.Is(err, ErrClosed) {
+	if err := (&HostRegistration{done: true}).Unregister(); !errors.Is(err, ErrClosed) {
 		t.Errorf("second Unregister: %v, want ErrClosed", err)
 	}
 	pp := NewPinnedMemoryPool()

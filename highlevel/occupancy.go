@@ -34,6 +34,10 @@ var (
 // current GPUs. Counts are per SM unless a field's name says per block. Its
 // sizes come from the device's properties, its allocation rules and block
 // slots from cuda_occupancy.h's per-architecture tables.
+//
+// The zero value describes no device: make one with NewDeviceData or
+// DeviceDataFromProperties. Align, AlignWords, AlignElems and Coalesce
+// return 0 for it, and Occupancy an error wrapping ErrNil.
 type DeviceData struct {
 	// Major is the major compute capability, 9 on sm_90.
 	Major int
@@ -326,7 +330,7 @@ type OccupancyRecord struct {
 // arguments and threads 0 are errors too.
 func (dd DeviceData) Occupancy(threads, sharedMem, registers int) (OccupancyRecord, error) {
 	if dd.WarpSize <= 0 || dd.WarpsPerMP <= 0 || dd.SubPartitions <= 0 || dd.RegAllocGranularity <= 0 || dd.SmemAllocGranularity <= 0 {
-		return OccupancyRecord{}, errors.New("highlevel: Occupancy: DeviceData not made by NewDeviceData or DeviceDataFromProperties")
+		return OccupancyRecord{}, opErr("Occupancy", zeroError("DeviceData", "NewDeviceData or DeviceDataFromProperties"))
 	}
 	tooLarge := func(format string, args ...any) (OccupancyRecord, error) {
 		return OccupancyRecord{}, fmt.Errorf("%w: sm_%d%d: "+format, append([]any{ErrBlockTooLarge, dd.Major, dd.Minor}, args...)...)
@@ -422,8 +426,14 @@ func occDivUp(x, y int) int {
 	return (x-1)/y + 1
 }
 
-// occRoundUp is x rounded up to a multiple of y > 0 (__occRoundUp).
-func occRoundUp(x, y int) int { return y * occDivUp(x, y) }
+// occRoundUp is x rounded up to a multiple of y > 0 (__occRoundUp); 0 for
+// y <= 0, a limit of a DeviceData not made by NewDeviceData.
+func occRoundUp(x, y int) int {
+	if y <= 0 {
+		return 0
+	}
+	return y * occDivUp(x, y)
+}
 
 // occMaxBlocksPerSM is cudaOccMaxBlocksPerMultiprocessor for sm_70 on.
 func occMaxBlocksPerSM(major, minor int) int {

@@ -4,6 +4,7 @@ package highlevel
 import "C"
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -47,6 +48,12 @@ import (
 // program used has finished the work queued so far, on every stream, then
 // takes them back: memory is never handed out while a kernel may still use
 // it.
+//
+// # The zero value
+//
+// The zero value is not usable: make one with NewMemoryPool (or use
+// DefaultMemoryPool); its methods return an error wrapping ErrNil, and its
+// statistics 0.
 type MemoryPool struct {
 	*arena
 	life  life
@@ -187,8 +194,8 @@ func (p *MemoryPool) MallocStream(size int, s *Stream) (MemoryPointer, error) {
 // third defer would make the pool hit's defers slower ones (the compiler
 // open-codes only a few defers times returns).
 func (p *MemoryPool) mallocStream(size int, s *Stream) (MemoryPointer, error) {
-	if p == nil {
-		return MemoryPointer{}, nilError("MemoryPool")
+	if p == nil || p.arena == nil {
+		return MemoryPointer{}, p.usable()
 	}
 	if !p.life.acquire() {
 		return MemoryPointer{}, ErrClosed
@@ -198,8 +205,8 @@ func (p *MemoryPool) mallocStream(size int, s *Stream) (MemoryPointer, error) {
 		if s.perThread() {
 			return MemoryPointer{}, errPerThreadPool
 		}
-		if !s.life.acquire() {
-			return MemoryPointer{}, ErrClosed
+		if s.state == nil || !s.life.acquire() {
+			return MemoryPointer{}, cmp.Or(s.usable(), ErrClosed) // a zero or closed stream
 		}
 		defer s.life.release()
 		if s.h == 0 {
@@ -219,6 +226,18 @@ func (p *MemoryPool) mallocStream(size int, s *Stream) (MemoryPointer, error) {
 	return MemoryPointer{mem: p.newPooled(b, size)}, nil
 }
 
+// usable returns the error of a method called on a nil or zero MemoryPool;
+// nil for a pool NewMemoryPool made.
+func (p *MemoryPool) usable() error {
+	if p == nil {
+		return nilError("MemoryPool")
+	}
+	if p.arena == nil {
+		return zeroError("MemoryPool", "NewMemoryPool")
+	}
+	return nil
+}
+
 // Device returns the device of the pool's upstream allocator: the Device
 // given to NewMemoryPool, or the device of the pool given; 0 for a nil pool
 // or an upstream allocator of no known device.
@@ -235,8 +254,8 @@ func (p *MemoryPool) Device() Device {
 // upstream allocator.
 func (p *MemoryPool) Close() (err error) {
 	defer wrap(&err, "close memory pool")
-	if p == nil {
-		return nilError("MemoryPool")
+	if err := p.usable(); err != nil {
+		return err
 	}
 	if err := p.life.closing(); err != nil {
 		return err
@@ -284,8 +303,8 @@ func (p *MemoryPool) SetLimit(n int) error {
 // error.
 func (p *MemoryPool) SetLimitFraction(f float64) error {
 	const op = "set the limit of a memory pool"
-	if p == nil {
-		return opErr(op, nilError("MemoryPool"))
+	if err := p.usable(); err != nil {
+		return opErr(op, err)
 	}
 	if !p.devOK {
 		return opErr(op, errors.New("by fraction: the pool's upstream allocator has no device"))
@@ -328,6 +347,8 @@ func (p *MemoryPool) FreeAllBlocksStream(s *Stream) error {
 		switch {
 		case s.perThread():
 			return opErr(op, errPerThreadPool)
+		case s.state == nil:
+			return opErr(op, s.usable())
 		case s.life.closed():
 			return opErr(op, ErrClosed)
 		case s.h == 0:
@@ -346,8 +367,8 @@ func (p *MemoryPool) StopHolding() error {
 // change runs f, operation op that changes the pool: a nil or closed pool
 // refuses it.
 func (p *MemoryPool) change(op string, f func(*arena) error) error {
-	if p == nil {
-		return opErr(op, nilError("MemoryPool"))
+	if err := p.usable(); err != nil {
+		return opErr(op, err)
 	}
 	if !p.life.acquire() {
 		return opErr(op, ErrClosed)
@@ -371,10 +392,14 @@ func (b *block) free(*Memory) error { return b.arena.release(b) }
 // pool (cuMemAllocFromPoolAsync; CuPy's MemoryAsyncPool): memory freed on a
 // stream is reused by later allocations on that stream, in the order of
 // the stream's work.
+//
+// The zero value is not usable: make one with NewMemoryAsyncPool (or
+// DeviceMemoryAsyncPool); its methods return an error wrapping ErrNil, and
+// its statistics 0.
 type MemoryAsyncPool struct {
 	h     C.uintptr_t
 	dev   Device
-	ctx   unsafe.Pointer
+	ctx   unsafe.Pointer // nil in a zero MemoryAsyncPool
 	owned bool
 	life  life
 	// allocs counts the allocations not yet freed, plus one until Close:
@@ -485,10 +510,22 @@ func (p *MemoryAsyncPool) Device() Device {
 	return p.dev
 }
 
-// use begins an operation on the pool; p.life.release ends it.
-func (p *MemoryAsyncPool) use() error {
+// usable returns the error of a method called on a nil or zero
+// MemoryAsyncPool; nil for a pool the package made.
+func (p *MemoryAsyncPool) usable() error {
 	if p == nil {
 		return nilError("MemoryAsyncPool")
+	}
+	if p.ctx == nil {
+		return zeroError("MemoryAsyncPool", "NewMemoryAsyncPool")
+	}
+	return nil
+}
+
+// use begins an operation on the pool; p.life.release ends it.
+func (p *MemoryAsyncPool) use() error {
+	if p == nil || p.ctx == nil {
+		return p.usable()
 	}
 	if !p.life.acquire() {
 		return ErrClosed
@@ -515,13 +552,13 @@ func (p *MemoryAsyncPool) MallocAsync(size int, s *Stream) (MemoryPointer, error
 // mallocAsync is MallocAsync without the operation in its errors, so that
 // its defers stay open-coded.
 func (p *MemoryAsyncPool) mallocAsync(size int, s *Stream) (MemoryPointer, error) {
-	if err := checkSize(size, p.Device()); err != nil {
-		return MemoryPointer{}, err
-	}
 	if err := p.use(); err != nil {
 		return MemoryPointer{}, err
 	}
 	defer p.life.release()
+	if err := checkSize(size, p.dev); err != nil {
+		return MemoryPointer{}, err
+	}
 	sh, err := s.enter(p.dev)
 	if err != nil {
 		return MemoryPointer{}, err
@@ -720,8 +757,8 @@ func (p *MemoryAsyncPool) FreeAllBlocks() (err error) {
 // pool only makes the MemoryAsyncPool unusable.
 func (p *MemoryAsyncPool) Close() (err error) {
 	defer wrap(&err, "close memory async pool")
-	if p == nil {
-		return nilError("MemoryAsyncPool")
+	if err := p.usable(); err != nil {
+		return err
 	}
 	if err := p.life.closing(); err != nil {
 		return err

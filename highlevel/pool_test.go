@@ -158,7 +158,7 @@ func TestPoolSplitAndMerge(t *testing.T) {
 
 func TestPoolStreamTaggedReuse(t *testing.T) {
 	p, h := newTestPool(t, 1<<20)
-	s1, s2 := &Stream{h: 0x1000}, &Stream{h: 0x2000}
+	s1, s2 := &Stream{h: 0x1000, state: standIn}, &Stream{h: 0x2000, state: standIn}
 	a, err := p.MallocStream(1024, s1)
 	if err != nil {
 		t.Fatal(err)
@@ -294,8 +294,8 @@ func TestPoolSizeChecks(t *testing.T) {
 	if err := q.Memset(0, 1); !errors.Is(err, ErrFreed) {
 		t.Errorf("Memset after Free: %v, want ErrFreed", err)
 	}
-	if _, err := (MemoryPointer{}).Add(0); !errors.Is(err, ErrFreed) {
-		t.Errorf("zero MemoryPointer: %v, want ErrFreed", err)
+	if _, err := (MemoryPointer{}).Add(0); !errors.Is(err, ErrNil) {
+		t.Errorf("zero MemoryPointer: %v, want ErrNil", err)
 	}
 	if p.UsedBytes() != 0 {
 		t.Errorf("UsedBytes = %d, want 0", p.UsedBytes())
@@ -338,7 +338,7 @@ func TestPoolLostBlocksSettle(t *testing.T) {
 	var settles int
 	var settleErr error
 	p.arena.settle = func() error { settles++; return settleErr }
-	s1 := &Stream{h: 0x1000}
+	s1 := &Stream{h: 0x1000, state: standIn}
 	mustMallocStream := func(n int, s *Stream) MemoryPointer {
 		t.Helper()
 		m, err := p.MallocStream(n, s)
@@ -386,7 +386,7 @@ func TestPoolLostBlocksSettle(t *testing.T) {
 // default stream, and that a block of it freed later does too.
 func TestPoolStreamClose(t *testing.T) {
 	p, h := newTestPool(t, 1<<20)
-	s := &Stream{h: 0x1000}
+	s := &Stream{h: 0x1000, state: standIn}
 	a, _ := p.MallocStream(1024, s)
 	b, _ := p.MallocStream(1024, s)
 	a.Memory().Free()
@@ -458,7 +458,7 @@ func FuzzPool(f *testing.F) {
 		}
 		p, h := newTestPool(t, 1<<20)
 		var held []MemoryPointer
-		streams := []*Stream{nil, {h: 1}, {h: 3}}
+		streams := []*Stream{nil, {h: 1, state: standIn}, {h: 3, state: standIn}}
 		for i := 0; i+1 < len(ops); i += 2 {
 			arg := int(ops[i+1])
 			switch ops[i] % 5 {
@@ -540,7 +540,7 @@ func BenchmarkPoolHostMallocFree(b *testing.B) {
 // blocks in use.
 func TestPoolFreeAllBlocksStream(t *testing.T) {
 	p, h := newTestPool(t, 1<<20)
-	s1, s2 := &Stream{h: 0x1000}, &Stream{h: 0x2000}
+	s1, s2 := &Stream{h: 0x1000, state: standIn}, &Stream{h: 0x2000, state: standIn}
 	a1, _ := p.MallocStream(4096, s1)
 	a2, _ := p.MallocStream(4096, s2)
 	a0 := mustMalloc(t, p, 4096)
@@ -569,7 +569,7 @@ func TestPoolFreeAllBlocksStream(t *testing.T) {
 		b.Memory().Free()
 	}
 	inUse.Memory().Free()
-	closed := &Stream{h: 0x3000}
+	closed := &Stream{h: 0x3000, state: standIn}
 	closed.life.close()
 	if err := p.FreeAllBlocksStream(closed); !errors.Is(err, ErrClosed) {
 		t.Errorf("FreeAllBlocksStream of a closed stream: %v, want ErrClosed", err)
@@ -599,7 +599,7 @@ func TestPoolLimitFractionChecks(t *testing.T) {
 	if over, _ := NewMemoryPool(onDev); over.Device() != 3 {
 		t.Errorf("Device of a pool over a pool of device 3 = %v", over.Device())
 	}
-	ap := &MemoryAsyncPool{dev: 3}
+	ap := &MemoryAsyncPool{dev: 3, ctx: standInCtx}
 	for _, f := range []float64{-0.1, 1.01, math.NaN(), math.Inf(1)} {
 		if err := onDev.SetLimitFraction(f); err == nil || !strings.Contains(err.Error(), "[0, 1]") {
 			t.Errorf("MemoryPool.SetLimitFraction(%v): %v", f, err)
@@ -617,7 +617,7 @@ func TestPoolLimitFractionChecks(t *testing.T) {
 // TestAsyncPoolLimit checks a MemoryAsyncPool's own count against its
 // limit, with goroutines racing for the last bytes (under -race).
 func TestAsyncPoolLimit(t *testing.T) {
-	p := &MemoryAsyncPool{}
+	p := &MemoryAsyncPool{ctx: standInCtx}
 	if err := p.SetLimit(-1); err == nil {
 		t.Errorf("SetLimit(-1) accepted")
 	}
@@ -673,7 +673,7 @@ func TestManagedChecks(t *testing.T) {
 		{"no such device", managed.Prefetch(8, -2, nil), "no such device"},
 		{"unknown advice", managed.Advise(8, 0, 0), "unknown Advice(0)"},
 		{"freed", MemoryPointer{mem: freed}.Prefetch(8, CPUDevice, nil), "freed"},
-		{"zero pointer", MemoryPointer{}.Advise(8, AdviseReadMostly, 0), "freed"},
+		{"zero pointer", MemoryPointer{}.Advise(8, AdviseReadMostly, 0), "zero MemoryPointer"},
 	} {
 		if tc.err == nil || !strings.Contains(tc.err.Error(), tc.text) {
 			t.Errorf("%s: %v, want an error with %q", tc.name, tc.err, tc.text)

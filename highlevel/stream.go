@@ -19,10 +19,14 @@ import (
 // the legacy default stream of the device the operation's memory or object
 // belongs to. A Stream is safe for use by several goroutines; see the
 // package documentation for how Close and operations in progress meet.
+//
+// The zero value is not usable: make one with NewStream (or
+// LegacyDefaultStream, PerThreadDefaultStream, ExternalStream); its
+// methods, and the operations given it, return an error wrapping ErrNil.
 type Stream struct {
 	h     cudart.Stream
 	dev   Device
-	state *deviceState // dev's: its primary context, and for launches its limits
+	state *deviceState // dev's: its primary context, and for launches its limits; nil in a zero Stream
 	owned bool         // Close destroys it
 
 	life life
@@ -152,6 +156,18 @@ func (s *Stream) Device() Device {
 	return s.dev
 }
 
+// usable returns the error of a method called on a nil or zero Stream; nil
+// for a Stream the package made.
+func (s *Stream) usable() error {
+	if s == nil {
+		return nilError("Stream")
+	}
+	if s.state == nil {
+		return zeroError("Stream", "NewStream")
+	}
+	return nil
+}
+
 // perThread reports whether s is a per-thread default stream.
 func (s *Stream) perThread() bool {
 	return s != nil && s.h == cudart.Stream(cudart.StreamPerThread)
@@ -159,10 +175,14 @@ func (s *Stream) perThread() bool {
 
 // enter begins an operation that queues work on s for device d: it returns
 // the stream's handle (0, the legacy default stream, for a nil Stream), or
-// an error for a closed stream or one of another device. leave ends it.
+// an error for a zero or closed stream or one of another device. leave ends
+// it.
 func (s *Stream) enter(d Device) (C.uintptr_t, error) {
 	if s == nil {
 		return 0, nil
+	}
+	if s.state == nil {
+		return 0, s.usable()
 	}
 	if s.dev != d {
 		return 0, fmt.Errorf("highlevel: stream of %v used for work on %v", s.dev, d)
@@ -194,8 +214,8 @@ func (s *Stream) leave() {
 
 // use begins an operation of the stream's own: Synchronize, Query, Wait.
 func (s *Stream) use() (C.uintptr_t, error) {
-	if s == nil {
-		return 0, nilError("Stream")
+	if s == nil || s.state == nil {
+		return 0, s.usable()
 	}
 	if !s.life.acquire() {
 		return 0, ErrClosed
@@ -310,8 +330,8 @@ func (s *Stream) watch() (*waitReq, error) {
 // Record records e on the stream, or a new event when e is nil, and returns
 // the event.
 func (s *Stream) Record(e *Event) (*Event, error) {
-	if s == nil {
-		return nil, nilError("Stream")
+	if err := s.usable(); err != nil {
+		return nil, err
 	}
 	if e != nil {
 		return e, e.Record(s)
@@ -333,8 +353,8 @@ func (s *Stream) Record(e *Event) (*Event, error) {
 // WaitEvent makes the work queued on the stream from now on wait until e
 // has happened; e may belong to another device.
 func (s *Stream) WaitEvent(e *Event) error {
-	if s == nil {
-		return nilError("Stream")
+	if err := s.usable(); err != nil {
+		return err
 	}
 	if e == nil {
 		return nilError("Event")
@@ -344,8 +364,8 @@ func (s *Stream) WaitEvent(e *Event) error {
 		return err
 	}
 	defer s.leave()
-	if !e.life.acquire() {
-		return ErrClosed
+	if err := e.use(); err != nil {
+		return err
 	}
 	defer e.life.release()
 	return check("cuStreamWaitEvent", C.hl_stream_wait_event(s.state.ctx, h, C.uintptr_t(e.h)))
@@ -360,8 +380,8 @@ func (s *Stream) WaitEvent(e *Event) error {
 // and the stream's next Synchronize, Wait or Query returns it as a
 // *PanicError.
 func (s *Stream) AddCallback(fn func(error)) error {
-	if s == nil {
-		return nilError("Stream")
+	if err := s.usable(); err != nil {
+		return err
 	}
 	if fn == nil {
 		return errors.New("highlevel: AddCallback: nil function")
@@ -387,8 +407,8 @@ func (s *Stream) AddCallback(fn func(error)) error {
 // instantiations or any of their launches do. A panic of such a node is
 // reported by the stream that captured it.
 func (s *Stream) LaunchHostFunc(fn func()) error {
-	if s == nil {
-		return nilError("Stream")
+	if err := s.usable(); err != nil {
+		return err
 	}
 	if fn == nil {
 		return errors.New("highlevel: LaunchHostFunc: nil function")
@@ -421,8 +441,8 @@ func (s *Stream) LaunchHostFunc(fn func()) error {
 // grows, and possibly the loading of a kernel into a device at its first
 // use there: launch kernels once before such a capture).
 func (s *Stream) BeginCapture(mode CaptureMode) error {
-	if s == nil {
-		return nilError("Stream")
+	if err := s.usable(); err != nil {
+		return err
 	}
 	m, err := mode.cuda()
 	if err != nil {
@@ -453,8 +473,8 @@ func (s *Stream) endCapture() {
 
 // EndCapture ends the capture BeginCapture started and returns its graph.
 func (s *Stream) EndCapture() (*Graph, error) {
-	if s == nil {
-		return nil, nilError("Stream")
+	if err := s.usable(); err != nil {
+		return nil, err
 	}
 	h, err := s.enter(s.dev)
 	if errors.Is(err, ErrClosed) {
@@ -514,8 +534,8 @@ func (s *Stream) endClosed() error {
 // for; EndCapture on it ends its capture and returns ErrClosed. Closing a
 // default or external stream only makes the Stream unusable.
 func (s *Stream) Close() error {
-	if s == nil {
-		return nilError("Stream")
+	if err := s.usable(); err != nil {
+		return err
 	}
 	s.closeMu.Lock()
 	defer s.closeMu.Unlock()
