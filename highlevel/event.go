@@ -154,7 +154,8 @@ func (e *Event) Record(s *Stream) (err error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.w = nil // waits from now on are for this Record
-	if captures.Load() == 0 { // no stream captures: the record is not captured
+	// With no capture in progress, the record is not captured.
+	if captures.Load() == 0 {
 		if e.captured.Load() {
 			e.captured.Store(false)
 		}

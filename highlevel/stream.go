@@ -49,10 +49,11 @@ type Stream struct {
 	// closeMu.
 	capturedClose bool
 
-	mu     sync.Mutex
-	done   *waitReq // Done's request, for the work queued before queued was cleared
-	failed error    // a callback's panic, for the next Synchronize, Wait or Query
-	pools  []*arena // pools that keep free blocks for the stream
+	mu      sync.Mutex
+	done    *waitReq // Done's request, for the work queued before queued was cleared
+	watches uint64   // the clears of queued, to keep the latest one's request in done
+	failed  error    // a callback's panic, for the next Synchronize, Wait or Query
+	pools   []*arena // pools that keep free blocks for the stream
 }
 
 // StreamOptions are the options of NewStream; the zero value gives a
@@ -305,7 +306,6 @@ func (s *Stream) watch() (*waitReq, error) {
 	}
 	defer s.life.release()
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	// Cleared before the event is recorded, queued is set again by every
 	// operation whose work the event may not cover: one that queued its
 	// work after the clear. A stream the Stream does not own (the legacy
@@ -313,9 +313,17 @@ func (s *Stream) watch() (*waitReq, error) {
 	// and nil too, which queued does not see: it gets a new event each
 	// time.
 	if !s.queued.Swap(false) && s.done != nil && s.owned {
-		return s.done, nil
+		w := s.done
+		s.mu.Unlock()
+		return w, nil
 	}
+	// The event is recorded without s.mu, which a callback of the stream
+	// takes to report a panic: CUDA may wait for the callback in the call.
+	// Of the requests made at once, the one of the latest clear is kept.
 	s.done = nil
+	s.watches++
+	gen := s.watches
+	s.mu.Unlock()
 	var e C.uintptr_t
 	if err := check("cuEventRecord", C.hl_stream_watch(s.state.ctx, h, &e)); err != nil {
 		if errors.Is(err, ErrCapturing) {
@@ -323,8 +331,13 @@ func (s *Stream) watch() (*waitReq, error) {
 		}
 		return nil, err
 	}
-	s.done = watch(&waitEvent{ctx: s.state.ctx, ev: cudart.Event(e), closed: true})
-	return s.done, nil
+	w := watch(&waitEvent{ctx: s.state.ctx, ev: cudart.Event(e), closed: true})
+	s.mu.Lock()
+	if s.watches == gen {
+		s.done = w
+	}
+	s.mu.Unlock()
+	return w, nil
 }
 
 // Record records e on the stream, or a new event when e is nil, and returns
