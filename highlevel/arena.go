@@ -220,7 +220,9 @@ func (a *arena) freeLocked(b *block) *chunk {
 		absorb(p, b)
 		b = p
 	}
-	if a.noHold && b.prev == nil && b.next == nil {
+	// A chunk goes back through CUDA, which a stream callback must not
+	// call: there it stays held, free, until FreeAllBlocks.
+	if a.noHold && b.prev == nil && b.next == nil && !inCallback() {
 		a.total -= b.size
 		return b.chunk
 	}
@@ -359,10 +361,14 @@ func (a *arena) reclaim() error {
 func (a *arena) FreeAllBlocks() error { return a.freeBlocks(nil, true) }
 
 // freeBlocks gives back the chunks that are wholly free and kept for
-// stream s, or, when all is set, for any stream.
+// stream s, or, when all is set, for any stream. In a stream callback it
+// returns ErrInCallback and gives back nothing.
 func (a *arena) freeBlocks(s *Stream, all bool) error {
 	if a == nil {
 		return nilError("pool")
+	}
+	if inCallback() {
+		return ErrInCallback
 	}
 	if err := a.reclaim(); err != nil {
 		return err
@@ -396,6 +402,9 @@ func (a *arena) freeBlocks(s *Stream, all bool) error {
 func (a *arena) StopHolding() error {
 	if a == nil {
 		return nilError("pool")
+	}
+	if inCallback() {
+		return ErrInCallback
 	}
 	a.mu.Lock()
 	a.noHold = true

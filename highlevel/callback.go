@@ -3,7 +3,10 @@ package highlevel
 // #include "shim.h"
 import "C"
 
-import "runtime/cgo"
+import (
+	"runtime/cgo"
+	"sync/atomic"
+)
 
 // callback is a Go function queued on a stream (Stream.AddCallback,
 // Stream.LaunchHostFunc), passed to C as a cgo.Handle.
@@ -30,7 +33,9 @@ func hlRunCallback(h C.uintptr_t, status C.int, keep C.int) {
 	if cb.withErr != nil {
 		op = "stream callback"
 	}
+	callbacks.Add(1)
 	defer func() {
+		callbacks.Add(-1)
 		if v := recover(); v != nil {
 			cb.s.fail(recovered(op, v))
 		}
@@ -44,6 +49,17 @@ func hlRunCallback(h C.uintptr_t, status C.int, keep C.int) {
 		return
 	}
 	cb.fn()
+}
+
+// callbacks counts the program's functions running as stream callbacks or
+// host functions, so that inCallback asks the shim only while one runs.
+var callbacks atomic.Int32
+
+// inCallback reports whether the calling goroutine runs a stream callback
+// or host function, where CUDA must not be called; while none runs, at the
+// cost of an atomic load.
+func inCallback() bool {
+	return callbacks.Load() != 0 && C.hl_in_callback_now() != 0
 }
 
 // deleteDeadHandles deletes the handles of host functions whose graphs

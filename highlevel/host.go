@@ -165,11 +165,16 @@ func PinnedSlice[T any](m *PinnedMemory) ([]T, error) {
 
 // Free gives the memory back (to its pool, if it came from one). A second
 // Free returns ErrFreed. The memory must not be in use by an asynchronous
-// copy still queued.
+// copy still queued. In a stream callback or host function, where CUDA
+// must not be called, Free of memory from HostAlloc returns ErrInCallback
+// and changes nothing: a later Free frees it.
 func (m *PinnedMemory) Free() (err error) {
 	defer wrap(&err, "free pinned memory")
 	if m == nil {
 		return nilError("PinnedMemory")
+	}
+	if m.block == nil && inCallback() {
+		return ErrInCallback
 	}
 	if !m.freed.CompareAndSwap(false, true) {
 		return ErrFreed
@@ -283,7 +288,9 @@ func (p *PinnedMemoryPool) FreeAllBlocks() error {
 }
 
 // StopHolding gives back the memory held free, and from now on gives back
-// each allocation from CUDA as soon as it is wholly free.
+// each allocation from CUDA as soon as it is wholly free; one freed in a
+// stream callback or host function, where CUDA must not be called, stays
+// held, free, until FreeAllBlocks.
 func (p *PinnedMemoryPool) StopHolding() error {
 	return p.change("stop holding memory in a pinned memory pool", (*arena).StopHolding)
 }
@@ -368,10 +375,14 @@ func RegisterHost[T any](s []T) (*HostRegistration, error) {
 }
 
 // Unregister unregisters and unpins the memory. A second Unregister
-// returns ErrClosed.
+// returns ErrClosed. In a stream callback or host function, where CUDA
+// must not be called, it returns ErrInCallback and changes nothing.
 func (r *HostRegistration) Unregister() error {
 	if r == nil {
 		return nilError("HostRegistration")
+	}
+	if inCallback() {
+		return ErrInCallback
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

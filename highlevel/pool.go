@@ -338,7 +338,9 @@ func (p *MemoryPool) FreeAllBlocksStream(s *Stream) error {
 }
 
 // StopHolding gives back the memory held free, and from now on gives back
-// each upstream allocation as soon as it is wholly free.
+// each upstream allocation as soon as it is wholly free; one freed in a
+// stream callback or host function, where CUDA must not be called, stays
+// held, free, until FreeAllBlocks.
 func (p *MemoryPool) StopHolding() error {
 	return p.change("stop holding memory in a memory pool", (*arena).StopHolding)
 }

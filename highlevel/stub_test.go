@@ -71,6 +71,7 @@ var stubCases = []struct {
 	{"no cuGetProcAddress_v2, driver 11.8", []string{"-DSTUB_NO_GET_PROC_ADDRESS"}, []string{"STUB_DRIVER_VERSION=11080"}, func(t *testing.T) {
 		checkDriverVersionError(t, second(DeviceCount()), "cuGetProcAddress_v2", 12000, 11080)
 	}},
+	{"releases in a host function", nil, nil, checkReleaseInCallback},
 	{"no cuGetProcAddress_v2", []string{"-DSTUB_NO_GET_PROC_ADDRESS"}, nil, func(t *testing.T) {
 		var se *cudadrv.SymbolError
 		if _, err := DeviceCount(); !errors.As(err, &se) || se.Symbol != "cuGetProcAddress_v2" || se.Library != cudadrv.LibraryPath() {

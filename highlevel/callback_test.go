@@ -1,0 +1,167 @@
+package highlevel
+
+import (
+	"errors"
+	"testing"
+)
+
+// checkReleaseInCallback releases objects of every kind from a host
+// function, on the stand-in driver, which runs it on a thread of its own: a
+// release that needs CUDA returns ErrInCallback and changes nothing, so
+// that the same release from a goroutine afterwards succeeds; a pool's
+// Free needs no CUDA and succeeds there, keeping what it would give back.
+func checkReleaseInCallback(t *testing.T) {
+	d := Device(0)
+	s, err := NewStream(d, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// inCallback runs f in a host function of s, and returns once it ran.
+	inCallback := func(f func()) {
+		t.Helper()
+		if err := s.LaunchHostFunc(f); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Synchronize(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mem, err := d.Malloc(1 << 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	async, err := MallocAsync(1<<10, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	arr, err := NewArrayOn[float32](d, 256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, err := d.context()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mapped := newMapped(mapping{base: mem.Ptr(), ctx: ctx}, 0, 1<<10, d) // the stand-in's cuIpcCloseMemHandle does nothing
+	pinned, err := HostAlloc(1 << 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := RegisterHost(make([]byte, 1<<10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Pools that hold a free block, and a block in use of pools that give
+	// back their memory as soon as it is free.
+	pool, err := NewMemoryPool(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pinnedPool := NewPinnedMemoryPool()
+	asyncPool, err := NewMemoryAsyncPool(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := pool.Malloc(1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pp, err := pinnedPool.Malloc(1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := errors.Join(p.Memory().Free(), pp.Free()); err != nil {
+		t.Fatal(err)
+	}
+	unheld, err := NewMemoryPool(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unheldPinned := NewPinnedMemoryPool()
+	if err := errors.Join(unheld.StopHolding(), unheldPinned.StopHolding()); err != nil {
+		t.Fatal(err)
+	}
+	up, err := unheld.Malloc(1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	upp, err := unheldPinned.Malloc(1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := NewEvent(d, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := NewStream(d, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	refused := []struct {
+		name string
+		f    func() error
+	}{
+		{"Memory.Free of Device.Malloc's", mem.Memory().Free},
+		{"Memory.Free of MallocAsync's", async.Memory().Free},
+		{"Memory.Free of OpenIPCMemory's", mapped.Memory().Free},
+		{"Array.Free", arr.Free},
+		{"PinnedMemory.Free of HostAlloc's", pinned.Free},
+		{"HostRegistration.Unregister", reg.Unregister},
+		{"MemoryPool.FreeAllBlocks", pool.FreeAllBlocks},
+		{"MemoryPool.StopHolding", pool.StopHolding},
+		{"MemoryPool.Close", pool.Close},
+		{"PinnedMemoryPool.FreeAllBlocks", pinnedPool.FreeAllBlocks},
+		{"PinnedMemoryPool.StopHolding", pinnedPool.StopHolding},
+		{"PinnedMemoryPool.Close", pinnedPool.Close},
+		{"MemoryAsyncPool.Close", asyncPool.Close},
+		{"Event.Close", e.Close},
+		{"Stream.Close", other.Close},
+	}
+	errs := make([]error, len(refused))
+	var upErr, uppErr error
+	inCallback(func() {
+		for i, r := range refused {
+			errs[i] = r.f()
+		}
+		upErr, uppErr = up.Memory().Free(), upp.Free()
+	})
+	for i, r := range refused {
+		if !errors.Is(errs[i], ErrInCallback) {
+			t.Errorf("%s in a host function: %v, want ErrInCallback", r.name, errs[i])
+		}
+	}
+	for _, c := range []struct {
+		name       string
+		total, was int
+	}{
+		{"memory pool", pool.TotalBytes(), 1024},
+		{"pinned memory pool", pinnedPool.TotalBytes(), 1024},
+		{"memory pool that stopped holding", unheld.TotalBytes(), 1024},
+		{"pinned memory pool that stopped holding", unheldPinned.TotalBytes(), 1024},
+	} {
+		if c.total != c.was {
+			t.Errorf("%s after releases in a host function: TotalBytes %d, want %d", c.name, c.total, c.was)
+		}
+	}
+	if upErr != nil || uppErr != nil {
+		t.Errorf("Free of pool blocks in a host function: %v, %v; want nil (a pool's Free needs no CUDA)", upErr, uppErr)
+	}
+	for _, r := range refused {
+		if err := r.f(); err != nil {
+			t.Errorf("%s, refused in a host function, then from a goroutine: %v", r.name, err)
+		}
+	}
+	if err := errors.Join(unheld.FreeAllBlocks(), unheldPinned.FreeAllBlocks()); err != nil {
+		t.Errorf("FreeAllBlocks of the blocks freed in a host function: %v", err)
+	}
+	for name, total := range map[string]int{
+		"memory pool": pool.TotalBytes(), "pinned memory pool": pinnedPool.TotalBytes(),
+		"memory pool that stopped holding": unheld.TotalBytes(), "pinned memory pool that stopped holding": unheldPinned.TotalBytes(),
+	} {
+		if total != 0 {
+			t.Errorf("%s: TotalBytes %d after FreeAllBlocks or Close, want 0", name, total)
+		}
+	}
+}
