@@ -2,6 +2,7 @@ package highlevel
 
 import (
 	"errors"
+	"runtime"
 	"testing"
 )
 
@@ -164,4 +165,86 @@ func checkReleaseInCallback(t *testing.T) {
 			t.Errorf("%s: TotalBytes %d after FreeAllBlocks or Close, want 0", name, total)
 		}
 	}
+}
+
+// checkGoexitInCallback calls runtime.Goexit (as t.FailNow does) in a host
+// function and a stream callback, on the stand-in driver's thread: the
+// process lives (Go cannot end a thread it did not create, and used to
+// throw), the stream's next Synchronize returns a *PanicError that says
+// so, and the stream works on, its callbacks still refused CUDA.
+func checkGoexitInCallback(t *testing.T) {
+	s, err := NewStream(0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var pe *PanicError
+	if err := s.LaunchHostFunc(func() { runtime.Goexit() }); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Synchronize(); !errors.As(err, &pe) || !pe.Goexit || pe.Op != "host function" || pe.Value != nil || len(pe.Stack) == 0 {
+		t.Errorf("Synchronize after a host function called runtime.Goexit: %v, want a *PanicError with Goexit", err)
+	} else if want := "highlevel: host function called runtime.Goexit"; err.Error() != want {
+		t.Errorf("its message: %q, want %q", err, want)
+	}
+	if err := s.AddCallback(func(error) { runtime.Goexit() }); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Synchronize(); !errors.As(err, &pe) || !pe.Goexit || pe.Op != "stream callback" {
+		t.Errorf("Synchronize after a stream callback called runtime.Goexit: %v, want a *PanicError with Goexit", err)
+	}
+	if err := s.LaunchHostFunc(func() { panic("host function") }); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Synchronize(); !errors.As(err, &pe) || pe.Goexit || pe.Value != "host function" {
+		t.Errorf("Synchronize after a panicking host function: %v", err)
+	}
+	var ran bool
+	var inCallback error
+	if err := s.LaunchHostFunc(func() {
+		ran = true
+		_, _, inCallback = Device(0).MemInfo()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Synchronize(); err != nil || !ran {
+		t.Errorf("a host function after them: ran %v, Synchronize: %v", ran, err)
+	}
+	if !errors.Is(inCallback, ErrInCallback) {
+		t.Errorf("CUDA from a host function: %v, want ErrInCallback", inCallback)
+	}
+}
+
+// BenchmarkGPUHostFunc times host functions that do nothing, queued one
+// after another and waited for together (throughput) or one at a time
+// (roundtrip). On the stand-in driver (GOCUDA_CUDA naming a libcuda.so.1
+// built from testdata/stubdriver.c and stubprocs.c) it times the
+// package's side of a callback, with the stand-in's thread's handoffs.
+func BenchmarkGPUHostFunc(b *testing.B) {
+	d := gpu(b)
+	s, err := NewStream(d, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	b.Run("throughput", func(b *testing.B) {
+		for range b.N {
+			if err := s.LaunchHostFunc(func() {}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := s.Synchronize(); err != nil {
+			b.Fatal(err)
+		}
+	})
+	b.Run("roundtrip", func(b *testing.B) {
+		for b.Loop() {
+			if err := s.LaunchHostFunc(func() {}); err != nil {
+				b.Fatal(err)
+			}
+			if err := s.Synchronize(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

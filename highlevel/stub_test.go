@@ -72,6 +72,7 @@ var stubCases = []struct {
 		checkDriverVersionError(t, second(DeviceCount()), "cuGetProcAddress_v2", 12000, 11080)
 	}},
 	{"releases in a host function", nil, nil, checkReleaseInCallback},
+	{"runtime.Goexit in a host function", nil, nil, checkGoexitInCallback},
 	{"no cuGetProcAddress_v2", []string{"-DSTUB_NO_GET_PROC_ADDRESS"}, nil, func(t *testing.T) {
 		var se *cudadrv.SymbolError
 		if _, err := DeviceCount(); !errors.As(err, &se) || se.Symbol != "cuGetProcAddress_v2" || se.Library != cudadrv.LibraryPath() {
