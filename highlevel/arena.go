@@ -161,6 +161,9 @@ func (a *arena) grow(n int, s *Stream) (*block, error) {
 	return &block{arena: a, ptr: c.ptr, size: n, chunk: &c, stream: s}, nil
 }
 
+// allocChunk gets a chunk of n bytes from the source, counted in the
+// arena's total. When the source fails, or panics (a program's Allocator
+// upstream of a MemoryPool), the total is as it was; the panic goes on.
 func (a *arena) allocChunk(n int) (chunk, error) {
 	a.mu.Lock()
 	if a.limit > 0 && n > a.limit-a.total {
@@ -170,14 +173,17 @@ func (a *arena) allocChunk(n int) (chunk, error) {
 	}
 	a.total += n // reserved while the source allocates
 	a.mu.Unlock()
+	got := false
+	defer func() {
+		if !got {
+			a.mu.Lock()
+			a.total -= n
+			a.mu.Unlock()
+		}
+	}()
 	c, err := a.source(n)
-	if err != nil {
-		a.mu.Lock()
-		a.total -= n
-		a.mu.Unlock()
-		return chunk{}, err
-	}
-	return c, nil
+	got = err == nil
+	return c, err
 }
 
 // release gives b back: it merges with its free neighbours and is kept for

@@ -164,13 +164,17 @@ func DefaultMemoryPool() (*MemoryPool, error) {
 // stream on every OS thread, to a MemoryPool.
 var errPerThreadPool = errors.New("the per-thread default stream is another stream on every OS thread; use a Stream")
 
-// Malloc allocates size bytes for the legacy default stream.
+// Malloc allocates size bytes for the legacy default stream. If the
+// pool's upstream Allocator panics, the panic goes on to the caller of
+// Malloc, as a panic of the Allocator's own Malloc would, and the pool's
+// counts are as they were before the call.
 func (p *MemoryPool) Malloc(size int) (MemoryPointer, error) {
 	return p.MallocStream(size, nil)
 }
 
 // MallocStream allocates size bytes for use on stream s: see the type's
-// documentation.
+// documentation. A panic of the upstream Allocator goes on to the caller,
+// as for Malloc.
 func (p *MemoryPool) MallocStream(size int, s *Stream) (MemoryPointer, error) {
 	m, err := p.mallocStream(size, s)
 	if err != nil {
