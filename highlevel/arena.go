@@ -161,6 +161,9 @@ func (a *arena) grow(n int, s *Stream) (*block, error) {
 	return &block{arena: a, ptr: c.ptr, size: n, chunk: &c, stream: s}, nil
 }
 
+// allocChunk gets a chunk of n bytes from the source, counted in the
+// arena's total. When the source fails, or panics (a program's Allocator
+// upstream of a MemoryPool), the total is as it was; the panic goes on.
 func (a *arena) allocChunk(n int) (chunk, error) {
 	a.mu.Lock()
 	if a.limit > 0 && n > a.limit-a.total {
@@ -170,14 +173,17 @@ func (a *arena) allocChunk(n int) (chunk, error) {
 	}
 	a.total += n // reserved while the source allocates
 	a.mu.Unlock()
+	got := false
+	defer func() {
+		if !got {
+			a.mu.Lock()
+			a.total -= n
+			a.mu.Unlock()
+		}
+	}()
 	c, err := a.source(n)
-	if err != nil {
-		a.mu.Lock()
-		a.total -= n
-		a.mu.Unlock()
-		return chunk{}, err
-	}
-	return c, nil
+	got = err == nil
+	return c, err
 }
 
 // release gives b back: it merges with its free neighbours and is kept for
@@ -220,7 +226,9 @@ func (a *arena) freeLocked(b *block) *chunk {
 		absorb(p, b)
 		b = p
 	}
-	if a.noHold && b.prev == nil && b.next == nil {
+	// A chunk goes back through CUDA, which a stream callback must not
+	// call: there it stays held, free, until FreeAllBlocks.
+	if a.noHold && b.prev == nil && b.next == nil && !inCallback() {
 		a.total -= b.size
 		return b.chunk
 	}
@@ -359,10 +367,14 @@ func (a *arena) reclaim() error {
 func (a *arena) FreeAllBlocks() error { return a.freeBlocks(nil, true) }
 
 // freeBlocks gives back the chunks that are wholly free and kept for
-// stream s, or, when all is set, for any stream.
+// stream s, or, when all is set, for any stream. In a stream callback it
+// returns ErrInCallback and gives back nothing.
 func (a *arena) freeBlocks(s *Stream, all bool) error {
 	if a == nil {
 		return nilError("pool")
+	}
+	if inCallback() {
+		return ErrInCallback
 	}
 	if err := a.reclaim(); err != nil {
 		return err
@@ -396,6 +408,9 @@ func (a *arena) freeBlocks(s *Stream, all bool) error {
 func (a *arena) StopHolding() error {
 	if a == nil {
 		return nilError("pool")
+	}
+	if inCallback() {
+		return ErrInCallback
 	}
 	a.mu.Lock()
 	a.noHold = true

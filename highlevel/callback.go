@@ -3,7 +3,13 @@ package highlevel
 // #include "shim.h"
 import "C"
 
-import "runtime/cgo"
+import (
+	"runtime"
+	"runtime/cgo"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+)
 
 // callback is a Go function queued on a stream (Stream.AddCallback,
 // Stream.LaunchHostFunc), passed to C as a cgo.Handle.
@@ -13,37 +19,82 @@ type callback struct {
 	withErr func(error)
 }
 
-// hlRunCallback runs the callback behind h on CUDA's callback thread. The
-// shim has marked the thread so that the package refuses calls into CUDA
-// from fn. A handle that may run again (a graph's node) is kept: the
-// graph's user object gives it back (deleteDeadHandles). A panic in fn is
-// recovered and reported by the stream's next Synchronize, Wait or Query.
-//
-//export hlRunCallback
-func hlRunCallback(h C.uintptr_t, status C.int, keep C.int) {
-	c := cgo.Handle(h)
-	cb := c.Value().(callback)
-	if keep == 0 {
-		c.Delete()
-	}
-	op := "host function"
-	if cb.withErr != nil {
-		op = "stream callback"
-	}
-	defer func() {
-		if v := recover(); v != nil {
-			cb.s.fail(recovered(op, v))
+// dispatchOnce starts the first dispatcher.
+var dispatchOnce sync.Once
+
+// newCallback returns the handle of cb for the shim, which hands its
+// calls to the dispatchers: the first starts here, before any is queued.
+func newCallback(cb callback) cgo.Handle {
+	dispatchOnce.Do(func() {
+		C.hl_add_dispatcher()
+		go dispatch()
+	})
+	return cgo.NewHandle(cb)
+}
+
+// dispatch runs, on a goroutine locked to its thread, the callbacks that
+// CUDA's threads hand to it and wait for (the shim's hl_dispatch): Go
+// cannot end a thread it did not create, so a runtime.Goexit in a
+// callback's function run on CUDA's thread would kill the process. Such a
+// Goexit ends dispatch, and its thread with it. When no other dispatcher
+// waits for callbacks, dispatch starts one before it runs a callback.
+func dispatch() {
+	runtime.LockOSThread()
+	for {
+		n := C.hl_next_job()
+		if n.more != 0 {
+			go dispatch()
 		}
+		runCallback(n.job, cgo.Handle(n.h), n.status, n.keep != 0)
+	}
+}
+
+// runCallback runs the callback behind h, of the shim's job, with the
+// stream's status for a stream callback, and ends the job. A handle that
+// may run again (a graph's node) is kept: the graph's user object gives it
+// back (deleteDeadHandles). A panic or runtime.Goexit in the function is
+// reported by the stream's next Synchronize, Wait or Query.
+func runCallback(job unsafe.Pointer, h cgo.Handle, status C.int, keep bool) {
+	cb := h.Value().(callback)
+	if !keep {
+		h.Delete()
+	}
+	callbacks.Add(1)
+	returned := false
+	defer func() {
+		var p *PanicError
+		if !returned {
+			op := "host function"
+			if cb.withErr != nil {
+				op = "stream callback"
+			}
+			p = recovered(op, recover())
+			cb.s.fail(p)
+		}
+		callbacks.Add(-1)
+		C.hl_job_done(job, cbool(p == nil || !p.Goexit))
 	}()
-	if cb.withErr != nil {
+	if cb.withErr == nil {
+		cb.fn()
+	} else {
 		var err error
 		if status != 0 {
 			err = opErr("stream callback", driverStatus(status))
 		}
 		cb.withErr(err)
-		return
 	}
-	cb.fn()
+	returned = true
+}
+
+// callbacks counts the program's functions running as stream callbacks or
+// host functions, so that inCallback asks the shim only while one runs.
+var callbacks atomic.Int32
+
+// inCallback reports whether the calling goroutine runs a stream callback
+// or host function, where CUDA must not be called; while none runs, at the
+// cost of an atomic load.
+func inCallback() bool {
+	return callbacks.Load() != 0 && C.hl_in_callback_now() != 0
 }
 
 // deleteDeadHandles deletes the handles of host functions whose graphs

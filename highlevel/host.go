@@ -181,11 +181,15 @@ func (m *PinnedMemory) usable() error {
 
 // Free gives the memory back (to its pool, if it came from one). A second
 // Free returns ErrFreed. The memory must not be in use by an asynchronous
-// copy still queued.
+// copy still queued. In a stream callback or host function, Free returns
+// ErrInCallback and changes nothing: a later Free frees it.
 func (m *PinnedMemory) Free() (err error) {
 	defer wrap(&err, "free pinned memory")
 	if err := m.usable(); err != nil {
 		return err
+	}
+	if inCallback() {
+		return ErrInCallback
 	}
 	if !m.freed.CompareAndSwap(false, true) {
 		return ErrFreed
@@ -303,7 +307,9 @@ func (p *PinnedMemoryPool) FreeAllBlocks() error {
 }
 
 // StopHolding gives back the memory held free, and from now on gives back
-// each allocation from CUDA as soon as it is wholly free.
+// each allocation from CUDA as soon as it is wholly free; one freed in a
+// stream callback or host function, where CUDA must not be called, stays
+// held, free, until FreeAllBlocks.
 func (p *PinnedMemoryPool) StopHolding() error {
 	return p.change("stop holding memory in a pinned memory pool", (*arena).StopHolding)
 }
@@ -404,10 +410,14 @@ func RegisterHost[T any](s []T) (*HostRegistration, error) {
 }
 
 // Unregister unregisters and unpins the memory. A second Unregister
-// returns ErrClosed.
+// returns ErrClosed. In a stream callback or host function, where CUDA
+// must not be called, it returns ErrInCallback and changes nothing.
 func (r *HostRegistration) Unregister() error {
 	if r == nil {
 		return nilError("HostRegistration")
+	}
+	if inCallback() {
+		return ErrInCallback
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

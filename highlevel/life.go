@@ -93,17 +93,26 @@ func zeroError(typ, maker string) error {
 
 // A PanicError is a panic of a Go function the package called for the
 // program (a stream callback, a host function, a Memo's function),
-// recovered and turned into an error where the program can see it.
+// recovered and turned into an error where the program can see it, or the
+// function's call of runtime.Goexit (t.FailNow calls it), which ends the
+// function as a panic does.
 type PanicError struct {
-	Op    string // what panicked: "host function", "stream callback", "memoized function"
-	Value any    // the value passed to panic
-	Stack []byte // the goroutine's stack where it panicked
+	Op     string // what panicked: "host function", "stream callback", "memoized function"
+	Value  any    // the value passed to panic; nil after runtime.Goexit
+	Goexit bool   // the function called runtime.Goexit rather than panic
+	Stack  []byte // the goroutine's stack where it panicked or called runtime.Goexit
 }
 
-func (e *PanicError) Error() string { return fmt.Sprintf("highlevel: %s panicked: %v", e.Op, e.Value) }
+func (e *PanicError) Error() string {
+	if e.Goexit {
+		return fmt.Sprintf("highlevel: %s called runtime.Goexit", e.Op)
+	}
+	return fmt.Sprintf("highlevel: %s panicked: %v", e.Op, e.Value)
+}
 
-// recovered returns the *PanicError of a value recover returned.
+// recovered returns the *PanicError of a function that did not return: v
+// is what recover returned, nil when the function called runtime.Goexit.
 func recovered(op string, v any) *PanicError {
 	buf := make([]byte, 16<<10)
-	return &PanicError{Op: op, Value: v, Stack: buf[:runtime.Stack(buf, false)]}
+	return &PanicError{Op: op, Value: v, Goexit: v == nil, Stack: buf[:runtime.Stack(buf, false)]}
 }

@@ -90,7 +90,9 @@ func ClearCaches() {
 
 // Get returns fn(d, key), calling fn only when no result is cached. If fn
 // panics, Get returns the panic as a *PanicError, to this call and to those
-// waiting for it, and caches nothing.
+// waiting for it, and caches nothing. If fn calls runtime.Goexit, which
+// ends the calling goroutine, the calls waiting for it return a
+// *PanicError whose Goexit is set, and nothing is cached.
 func (m *Memo[K, V]) Get(d Device, key K) (V, error) {
 	var zero V
 	switch {
@@ -106,14 +108,7 @@ func (m *Memo[K, V]) Get(d Device, key K) (V, error) {
 		e = &memoEntry[V]{done: make(chan struct{})}
 		m.entries[k] = e
 		m.mu.Unlock()
-		m.call(e, d, key)
-		if e.err != nil {
-			m.mu.Lock()
-			if m.entries[k] == e {
-				delete(m.entries, k)
-			}
-			m.mu.Unlock()
-		}
+		m.call(e, k)
 		return e.v, e.err
 	}
 	m.mu.Unlock()
@@ -121,16 +116,26 @@ func (m *Memo[K, V]) Get(d Device, key K) (V, error) {
 	return e.v, e.err
 }
 
-// call sets e to fn(d, key), or to a *PanicError if fn panics, and marks
-// it done.
-func (m *Memo[K, V]) call(e *memoEntry[V], d Device, key K) {
-	defer close(e.done)
+// call sets e, the entry of k, to fn's result, or to a *PanicError if fn
+// panics or calls runtime.Goexit, forgets e unless fn succeeded, and marks
+// it done: also when runtime.Goexit goes on to end the goroutine.
+func (m *Memo[K, V]) call(e *memoEntry[V], k memoKey[K]) {
+	returned := false
 	defer func() {
-		if v := recover(); v != nil {
-			e.err = recovered("memoized function", v)
+		if !returned {
+			e.err = recovered("memoized function", recover())
 		}
+		if e.err != nil {
+			m.mu.Lock()
+			if m.entries[k] == e {
+				delete(m.entries, k)
+			}
+			m.mu.Unlock()
+		}
+		close(e.done)
 	}()
-	e.v, e.err = m.fn(d, key)
+	e.v, e.err = m.fn(k.dev, k.key)
+	returned = true
 }
 
 // Clear forgets every cached result.

@@ -2,6 +2,7 @@ package highlevel
 
 import (
 	"errors"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -87,6 +88,56 @@ func TestMemoPanic(t *testing.T) {
 	case <-done:
 	case <-time.After(5 * time.Second):
 		t.Fatal("Get or ClearCaches hung after a panic")
+	}
+}
+
+// TestMemoGoexit checks that a function that calls runtime.Goexit (as
+// t.FailNow does) ends the goroutine that called Get, gives the Gets
+// waiting on it a *PanicError that says so, and caches nothing (its zero
+// result and nil error used to be cached).
+func TestMemoGoexit(t *testing.T) {
+	// A Get started during the call may reach the Memo only after it: then
+	// it calls the function itself, and the round is tried again.
+	for round := 1; ; round++ {
+		var calls atomic.Int32
+		started, release := make(chan struct{}), make(chan struct{})
+		m := NewMemo(func(d Device, k int) (int, error) {
+			if calls.Add(1) == 1 {
+				close(started)
+				<-release
+				runtime.Goexit()
+			}
+			return k * 2, nil
+		})
+		returned := make(chan bool, 1)
+		go func() {
+			defer close(returned)
+			m.Get(0, 21)
+			returned <- true
+		}()
+		<-started
+		waited := make(chan error, 1)
+		go func() {
+			_, err := m.Get(0, 21)
+			waited <- err
+		}()
+		time.Sleep(time.Duration(round) * time.Millisecond)
+		close(release)
+		if <-returned {
+			t.Fatal("Get returned in a goroutine that its function ended with runtime.Goexit")
+		}
+		err := <-waited
+		if err == nil && calls.Load() == 2 && round < 100 {
+			continue // the second Get came after the call
+		}
+		var pe *PanicError
+		if !errors.As(err, &pe) || !pe.Goexit || pe.Op != "memoized function" {
+			t.Errorf("a Get waiting on a function that called runtime.Goexit: %v, want a *PanicError with Goexit", err)
+		}
+		if v, err := m.Get(0, 21); v != 42 || err != nil {
+			t.Errorf("Get after runtime.Goexit = %d, %v; want 42 from a new call", v, err)
+		}
+		return
 	}
 }
 

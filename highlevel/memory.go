@@ -67,13 +67,19 @@ func (m *Memory) Device() Device {
 // Free gives the memory back to where it came from, once the package's
 // operations in progress on it (a copy in another goroutine) have
 // finished. A second Free returns ErrFreed; so does every later operation
-// on the memory.
+// on the memory. In a stream callback or host function, Free returns
+// ErrInCallback and changes nothing: a later Free frees it.
 func (m *Memory) Free() error {
 	if m == nil {
 		return opErr("free memory", nilError("Memory"))
 	}
 	if m.size == 0 {
 		return opErr("free memory", zeroError("Memory", "Alloc or an Allocator's Malloc"))
+	}
+	// In a callback, Free would wait for the operations in progress on the
+	// memory, which may wait for the callback.
+	if inCallback() {
+		return opErr("free memory of "+m.dev.String(), ErrInCallback)
 	}
 	if !m.life.close() {
 		return opErr("free memory of "+m.dev.String(), ErrFreed)

@@ -171,13 +171,17 @@ func DefaultMemoryPool() (*MemoryPool, error) {
 // stream on every OS thread, to a MemoryPool.
 var errPerThreadPool = errors.New("the per-thread default stream is another stream on every OS thread; use a Stream")
 
-// Malloc allocates size bytes for the legacy default stream.
+// Malloc allocates size bytes for the legacy default stream. If the
+// pool's upstream Allocator panics, the panic goes on to the caller of
+// Malloc, as a panic of the Allocator's own Malloc would, and the pool's
+// counts are as they were before the call.
 func (p *MemoryPool) Malloc(size int) (MemoryPointer, error) {
 	return p.MallocStream(size, nil)
 }
 
 // MallocStream allocates size bytes for use on stream s: see the type's
-// documentation.
+// documentation. A panic of the upstream Allocator goes on to the caller,
+// as for Malloc.
 func (p *MemoryPool) MallocStream(size int, s *Stream) (MemoryPointer, error) {
 	m, err := p.mallocStream(size, s)
 	if err != nil {
@@ -359,7 +363,9 @@ func (p *MemoryPool) FreeAllBlocksStream(s *Stream) error {
 }
 
 // StopHolding gives back the memory held free, and from now on gives back
-// each upstream allocation as soon as it is wholly free.
+// each upstream allocation as soon as it is wholly free; one freed in a
+// stream callback or host function, where CUDA must not be called, stays
+// held, free, until FreeAllBlocks.
 func (p *MemoryPool) StopHolding() error {
 	return p.change("stop holding memory in a memory pool", (*arena).StopHolding)
 }

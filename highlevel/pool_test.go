@@ -212,6 +212,57 @@ func TestPoolOutOfMemoryFreesAndRetries(t *testing.T) {
 	}
 }
 
+// panickingAllocator is a hostAllocator whose Malloc panics while panics is
+// set: a program's Allocator with a bug.
+type panickingAllocator struct {
+	*hostAllocator
+	panics bool
+}
+
+func (a *panickingAllocator) Malloc(size int) (MemoryPointer, error) {
+	if a.panics {
+		panic("upstream")
+	}
+	return a.hostAllocator.Malloc(size)
+}
+
+// TestPoolUpstreamPanics makes a pool's upstream Allocator panic: the
+// panic reaches the caller of Malloc, the pool's counts are as they were,
+// and its lock is free, so that an allocation under the limit succeeds
+// after it (the reservation stayed counted, and the pool was out of memory
+// under its limit).
+func TestPoolUpstreamPanics(t *testing.T) {
+	up := &panickingAllocator{hostAllocator: newHostAllocator(1 << 20), panics: true}
+	p, err := NewMemoryPool(up)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.SetLimit(4096)
+	func() {
+		defer func() {
+			if v := recover(); v != "upstream" {
+				t.Errorf("Malloc's panic: %v, want the upstream allocator's", v)
+			}
+		}()
+		p.Malloc(3000)
+	}()
+	if got := counts(p); got != (poolCounts{}) {
+		t.Errorf("after the upstream allocator panicked: %+v, want nothing held", got)
+	}
+	if !p.arena.mu.TryLock() {
+		t.Fatal("the pool's lock is held after the upstream allocator panicked")
+	}
+	p.arena.mu.Unlock()
+	up.panics = false
+	m, err := p.Malloc(3000)
+	if err != nil {
+		t.Fatalf("Malloc under the limit after the upstream allocator panicked: %v", err)
+	}
+	if err := errors.Join(m.Memory().Free(), p.Close()); err != nil {
+		t.Error(err)
+	}
+}
+
 func TestPoolLimit(t *testing.T) {
 	p, _ := newTestPool(t, 1<<20)
 	p.SetLimit(2048)

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <string.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
 #include <time.h>
@@ -60,9 +61,11 @@ int hl_driver_version(int *v) { return DRV(cuDriverGetVersion)(v); }
 	if (DRV(name) == NULL) return HL_MISSING_BASE - HL_I_##name; \
 } while (0)
 
-// hl_in_callback is set while a stream callback or host function runs on
-// this thread: CUDA forbids calling it from there, so every shim function
-// refuses, rather than deadlock.
+// hl_in_callback is set while a callback's Go function runs on this
+// thread: a dispatcher's, for the CUDA thread that waits for it
+// (hl_next_job), or CUDA's own, for the waiter's wake-ups (hl_wake_fn).
+// CUDA forbids calling it from there, so every shim function refuses,
+// rather than deadlock.
 static __thread int hl_in_callback;
 
 // hl_enter makes ctx current (when it is not NULL and not current already)
@@ -354,26 +357,80 @@ int hl_stream_wait_event(void *ctx, uintptr_t s, uintptr_t e) {
 	CALL(ctx, DRV(cuStreamWaitEvent)(STREAM(s), EVENT(e), 0));
 }
 
-// Go's side of the callbacks (callback.go). keep says whether the callback
-// may run again (it is a node of a graph), so that Go keeps its handle.
-extern void hlRunCallback(uintptr_t h, int status, int keep);
+// A callback's Go function does not run on the CUDA thread that calls the
+// callback: Go cannot end a thread it did not create, so a runtime.Goexit
+// there would kill the process. The CUDA thread hands the callback, a job,
+// to a dispatcher, a goroutine of callback.go locked to a thread of Go's,
+// and waits until it has run. keep says whether the callback may run again
+// (it is a node of a graph), so that Go keeps its handle.
+struct hl_job {
+	uintptr_t h;
+	int status, keep;
+	int *in_callback; // the dispatcher thread's hl_in_callback
+	sem_t done;
+	struct hl_job *next;
+};
 
-static void CUDA_CB hl_host_fn(void *h) {
-	hl_in_callback = 1;
-	hlRunCallback((uintptr_t)h, 0, 0);
-	hl_in_callback = 0;
+static pthread_mutex_t hl_jobs_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t hl_jobs_cv = PTHREAD_COND_INITIALIZER;
+static struct hl_job *hl_jobs, **hl_jobs_tail = &hl_jobs;
+static int hl_idle; // dispatchers waiting for a job, or about to
+
+static void hl_dispatch(uintptr_t h, int status, int keep) {
+	struct hl_job j = {h, status, keep};
+	sem_init(&j.done, 0, 0);
+	pthread_mutex_lock(&hl_jobs_mu);
+	*hl_jobs_tail = &j;
+	hl_jobs_tail = &j.next;
+	pthread_cond_signal(&hl_jobs_cv);
+	pthread_mutex_unlock(&hl_jobs_mu);
+	while (sem_wait(&j.done) != 0) {} // interrupted by a signal
+	sem_destroy(&j.done);
 }
 
-static void CUDA_CB hl_host_fn_node(void *h) {
-	hl_in_callback = 1;
-	hlRunCallback((uintptr_t)h, 0, 1);
-	hl_in_callback = 0;
-}
-
+static void CUDA_CB hl_host_fn(void *h) { hl_dispatch((uintptr_t)h, 0, 0); }
+static void CUDA_CB hl_host_fn_node(void *h) { hl_dispatch((uintptr_t)h, 0, 1); }
 static void CUDA_CB hl_stream_callback(CUstream s, CUresult status, void *h) {
-	hl_in_callback = 1;
-	hlRunCallback((uintptr_t)h, (int)status, 0);
-	hl_in_callback = 0;
+	hl_dispatch((uintptr_t)h, (int)status, 0);
+}
+
+// hl_add_dispatcher counts a dispatcher about to wait for jobs: the first.
+void hl_add_dispatcher(void) {
+	pthread_mutex_lock(&hl_jobs_mu);
+	hl_idle++;
+	pthread_mutex_unlock(&hl_jobs_mu);
+}
+
+// hl_next_job waits for a job and returns it to a dispatcher, whose thread
+// it marks as running a callback. more says that no other dispatcher waits:
+// the caller starts one, counted already, so that a job never waits for
+// another to end.
+struct hl_next hl_next_job(void) {
+	pthread_mutex_lock(&hl_jobs_mu);
+	while (hl_jobs == NULL) pthread_cond_wait(&hl_jobs_cv, &hl_jobs_mu);
+	struct hl_job *j = hl_jobs;
+	if ((hl_jobs = j->next) == NULL) hl_jobs_tail = &hl_jobs;
+	int more = hl_idle == 1;
+	if (!more) hl_idle--;
+	pthread_mutex_unlock(&hl_jobs_mu);
+	j->in_callback = &hl_in_callback;
+	__atomic_store_n(j->in_callback, 1, __ATOMIC_RELAXED);
+	return (struct hl_next){j, j->h, j->status, j->keep, more};
+}
+
+// hl_job_done ends a job: it unmarks the thread that took it (the thread
+// of the job's function, unless the function unlocked its goroutine from
+// it) and lets the CUDA thread go on. again says that the dispatcher waits
+// for another job; it does not after runtime.Goexit.
+void hl_job_done(void *job, int again) {
+	struct hl_job *j = job;
+	__atomic_store_n(j->in_callback, 0, __ATOMIC_RELAXED);
+	if (again) {
+		pthread_mutex_lock(&hl_jobs_mu);
+		hl_idle++;
+		pthread_mutex_unlock(&hl_jobs_mu);
+	}
+	sem_post(&j->done); // j is the CUDA thread's again
 }
 
 int hl_in_callback_now(void) { return hl_in_callback; }

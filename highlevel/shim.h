@@ -74,6 +74,16 @@ int hl_stream_wait_event(void *ctx, uintptr_t s, uintptr_t e);
 int hl_stream_add_callback(void *ctx, uintptr_t s, uintptr_t h);
 int hl_launch_host_func(void *ctx, uintptr_t s, uintptr_t h, int *owned);
 int hl_in_callback_now(void);
+// An hl_next is a callback for a dispatcher (callback.go): its job, for
+// hl_job_done, and the job's fields.
+struct hl_next {
+	void *job;
+	uintptr_t h;
+	int status, keep, more;
+};
+void hl_add_dispatcher(void);
+struct hl_next hl_next_job(void);
+void hl_job_done(void *job, int again);
 int hl_dead_handles(uintptr_t *out, int max);
 int hl_stream_begin_capture(void *ctx, uintptr_t s, int mode);
 int hl_stream_end_capture(void *ctx, uintptr_t s, uintptr_t *g);

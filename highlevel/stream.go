@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime/cgo"
 	"sync"
 	"sync/atomic"
 
@@ -384,14 +383,14 @@ func (s *Stream) WaitEvent(e *Event) error {
 	return check("cuStreamWaitEvent", C.hl_stream_wait_event(s.state.ctx, h, C.uintptr_t(e.h)))
 }
 
-// AddCallback queues fn to run on a thread of CUDA's once the work queued
-// before it is done (cuStreamAddCallback); fn gets the stream's error, nil
-// when all went well. fn must not call CUDA: every function of this package
-// called from fn returns ErrInCallback (calling cudart directly from there
-// may deadlock). Hand such work to a goroutine instead. fn must not block
-// for long: the stream waits for it. If fn panics, the panic is recovered
-// and the stream's next Synchronize, Wait or Query returns it as a
-// *PanicError.
+// AddCallback queues fn to run once the work queued before it is done, for
+// a thread of CUDA's that waits for it (cuStreamAddCallback); fn gets the
+// stream's error, nil when all went well. fn must not call CUDA: every
+// function of this package called from fn returns ErrInCallback (calling
+// cudart directly from there may deadlock). Hand such work to a goroutine
+// instead. fn must not block for long: the stream waits for it. If fn
+// panics, or calls runtime.Goexit (t.FailNow does), which ends fn alone,
+// the stream's next Synchronize, Wait or Query returns it as a *PanicError.
 func (s *Stream) AddCallback(fn func(error)) error {
 	if err := s.usable(); err != nil {
 		return err
@@ -404,7 +403,7 @@ func (s *Stream) AddCallback(fn func(error)) error {
 		return err
 	}
 	defer s.leave()
-	c := cgo.NewHandle(callback{s: s, withErr: fn})
+	c := newCallback(callback{s: s, withErr: fn})
 	if err := check("cuStreamAddCallback", C.hl_stream_add_callback(s.state.ctx, h, C.uintptr_t(c))); err != nil {
 		c.Delete()
 		return err
@@ -412,8 +411,9 @@ func (s *Stream) AddCallback(fn func(error)) error {
 	return nil
 }
 
-// LaunchHostFunc queues fn to run on a thread of CUDA's once the work queued
-// before it is done (cuLaunchHostFunc). The rules of AddCallback apply.
+// LaunchHostFunc queues fn to run once the work queued before it is done,
+// for a thread of CUDA's that waits for it (cuLaunchHostFunc). The rules of
+// AddCallback apply.
 // While the stream is capturing (also when it joined another stream's
 // capture), fn becomes a node of the graph being captured and runs each time
 // the graph is launched; it stays alive as long as the graph, its
@@ -432,7 +432,7 @@ func (s *Stream) LaunchHostFunc(fn func()) error {
 	}
 	defer s.leave()
 	deleteDeadHandles()
-	c := cgo.NewHandle(callback{s: s, fn: fn})
+	c := newCallback(callback{s: s, fn: fn})
 	var owned C.int
 	if err := check("cuLaunchHostFunc", C.hl_launch_host_func(s.state.ctx, h, C.uintptr_t(c), &owned)); err != nil {
 		if owned == 0 {

@@ -85,6 +85,8 @@ var stubCases = []struct {
 			t.Errorf("IsAvailable = %v, DeviceCount: %v; want false, CUDA_ERROR_UNKNOWN", IsAvailable(), err)
 		}
 	}},
+	{"releases in a host function", nil, nil, checkReleaseInCallback},
+	{"runtime.Goexit in a host function", nil, nil, checkGoexitInCallback},
 	{"no cuGetProcAddress_v2", []string{"-DSTUB_NO_GET_PROC_ADDRESS"}, nil, func(t *testing.T) {
 		var se *cudadrv.SymbolError
 		if _, err := DeviceCount(); !errors.As(err, &se) || se.Symbol != "cuGetProcAddress_v2" || se.Library != cudadrv.LibraryPath() {

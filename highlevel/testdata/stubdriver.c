@@ -4,8 +4,9 @@
 // $GOCUDA_CUDA). Each function returns at once.
 //
 // It has one device (compute capability 9.0, an H200's limits), a context
-// current per thread as the driver keeps it, memory from malloc, and kernels
-// whose parameters it knows by name (stubKernels). Its functions are what
+// current per thread as the driver keeps it, memory from malloc, kernels
+// whose parameters it knows by name (stubKernels), and host functions and
+// stream callbacks run on a thread of its own (stub_queue). Its functions are what
 // cuGetProcAddress_v2 returns, from stub_procs (stubprocs.c): each symbol
 // of highlevel's shim, introduced at the version the shim requests it at.
 // Like a real driver, it returns a symbol at any version from the one that
@@ -21,6 +22,7 @@
 // Built with -DSTUB_NO_GET_PROC_ADDRESS, it lacks cuGetProcAddress_v2, as a
 // driver older than CUDA 12.0 does, and has cuDriverGetVersion by name.
 #include <cuda.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -249,3 +251,83 @@ STUB(cuKernelGetParamInfo)(CUkernel k, size_t i, size_t *offset, size_t *size) {
 	*size = stubKernels[j].sizes[i];
 	return CUDA_SUCCESS;
 }
+
+// Host functions (cuLaunchHostFunc) and stream callbacks
+// (cuStreamAddCallback) run in the order they were queued, whatever their
+// stream, on a thread of the stub's, as the driver runs them on a thread of
+// its own; cuStreamSynchronize and cuCtxSynchronize wait until those queued
+// before them have run.
+struct stub_host_fn {
+	CUhostFn fn; // or cb
+	CUstreamCallback cb;
+	CUstream s;
+	void *data;
+	struct stub_host_fn *next;
+};
+
+static pthread_mutex_t stub_host_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t stub_host_cv = PTHREAD_COND_INITIALIZER; // one queued, or one run
+static struct stub_host_fn *stub_host_head, **stub_host_tail = &stub_host_head;
+static unsigned long stub_host_queued, stub_host_ran;
+static int stub_host_started;
+
+static void *stub_host_thread(void *arg) {
+	pthread_mutex_lock(&stub_host_mu);
+	for (;;) {
+		while (stub_host_head == NULL) pthread_cond_wait(&stub_host_cv, &stub_host_mu);
+		struct stub_host_fn *f = stub_host_head;
+		if ((stub_host_head = f->next) == NULL) stub_host_tail = &stub_host_head;
+		pthread_mutex_unlock(&stub_host_mu);
+		if (f->fn != NULL) {
+			f->fn(f->data);
+		} else {
+			f->cb(f->s, CUDA_SUCCESS, f->data);
+		}
+		free(f);
+		pthread_mutex_lock(&stub_host_mu);
+		stub_host_ran++;
+		pthread_cond_broadcast(&stub_host_cv);
+	}
+	return NULL;
+}
+
+static CUresult stub_queue(CUhostFn fn, CUstreamCallback cb, CUstream s, void *data) {
+	struct stub_host_fn *f = malloc(sizeof *f);
+	if (f == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
+	*f = (struct stub_host_fn){fn, cb, s, data, NULL};
+	pthread_mutex_lock(&stub_host_mu);
+	if (!stub_host_started) {
+		pthread_t t;
+		if (pthread_create(&t, NULL, stub_host_thread, NULL) != 0) {
+			pthread_mutex_unlock(&stub_host_mu);
+			free(f);
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		}
+		pthread_detach(t);
+		stub_host_started = 1;
+	}
+	*stub_host_tail = f;
+	stub_host_tail = &f->next;
+	__atomic_store_n(&stub_host_queued, stub_host_queued + 1, __ATOMIC_RELAXED);
+	pthread_cond_broadcast(&stub_host_cv);
+	pthread_mutex_unlock(&stub_host_mu);
+	return CUDA_SUCCESS;
+}
+
+// stub_host_wait returns once the host functions queued so far have run;
+// at once when none was ever queued (the benchmarks' streams).
+static CUresult stub_host_wait(void) {
+	if (__atomic_load_n(&stub_host_queued, __ATOMIC_RELAXED) == 0) return CUDA_SUCCESS;
+	pthread_mutex_lock(&stub_host_mu);
+	unsigned long n = stub_host_queued;
+	while (stub_host_ran < n) pthread_cond_wait(&stub_host_cv, &stub_host_mu);
+	pthread_mutex_unlock(&stub_host_mu);
+	return CUDA_SUCCESS;
+}
+
+STUB(cuLaunchHostFunc)(CUstream s, CUhostFn fn, void *data) { return stub_queue(fn, NULL, s, data); }
+STUB(cuStreamAddCallback)(CUstream s, CUstreamCallback cb, void *data, unsigned flags) {
+	return stub_queue(NULL, cb, s, data);
+}
+STUB(cuStreamSynchronize)(CUstream s) { return stub_host_wait(); }
+STUB(cuCtxSynchronize)(void) { return stub_host_wait(); }
