@@ -125,6 +125,9 @@ func (e *Event) use() error {
 	if e == nil || e.we == nil {
 		return e.usable()
 	}
+	if inCallback() { // before e.mu, held by calls that may wait for the callback
+		return ErrInCallback
+	}
 	if !e.life.acquire() {
 		return ErrClosed
 	}

@@ -150,6 +150,9 @@ func (g *Graph) use() error {
 	if err := g.usable(); err != nil {
 		return err
 	}
+	if inCallback() { // before g.mu, held by calls that may wait for the callback
+		return ErrInCallback
+	}
 	if !g.life.acquire() {
 		return ErrClosed
 	}
@@ -266,6 +269,9 @@ func (x *GraphExec) usable() error {
 func (x *GraphExec) use(s *Stream) (C.uintptr_t, error) {
 	if x == nil || x.ctx == nil {
 		return 0, x.usable()
+	}
+	if inCallback() { // before x.mu, held by calls that may wait for the callback
+		return 0, ErrInCallback
 	}
 	if !x.life.acquire() {
 		return 0, ErrClosed

@@ -96,6 +96,9 @@ func (m *Module) Kernel(name string) (*Kernel, error) {
 	if err := m.usable(); err != nil {
 		return nil, err
 	}
+	if inCallback() { // before m.mu, held by calls that may wait for the callback
+		return nil, ErrInCallback
+	}
 	if !m.life.acquire() {
 		return nil, ErrClosed
 	}

@@ -550,6 +550,9 @@ func (s *Stream) Close() error {
 	if err := s.usable(); err != nil {
 		return err
 	}
+	if inCallback() { // before closeMu, held by a Close that may wait for the callback
+		return ErrInCallback
+	}
 	s.closeMu.Lock()
 	defer s.closeMu.Unlock()
 	if err := s.life.closing(); err != nil {
