@@ -211,8 +211,8 @@
 // involved. Event.Wait and Stream.Wait take a context and hold no OS thread
 // while they wait: a host function queued behind the event, on a helper
 // stream of the package's, wakes the waiting goroutines, and one goroutine
-// polls the pending events as a safety net (stream errors, and waits begun
-// while a stream captures), sleeping between rounds an eighth of the age of
+// polls the pending events as a safety net (stream errors), sleeping
+// between rounds an eighth of the age of
 // the youngest wait. Stream.Done returns the same channel while no operation of
 // the package queues more work on a stream NewStream made. Functions queued with
 // Stream.AddCallback and Stream.LaunchHostFunc run on a CUDA thread and

@@ -22,8 +22,9 @@ import (
 // as soon as the event has happened, and waiting costs no CPU. One
 // goroutine also polls the pending events, all in one cgo call a round, as
 // a safety net (an error of the event's stream, which host functions do not
-// report) and for requests made while a stream captures (a helper stream
-// waiting for an event of the capture would join it). Between rounds it
+// report) and for requests whose helper stream could not be had. Waits for
+// a record made inside a capture are refused before they get here (a
+// helper stream waiting for it would join the capture). Between rounds it
 // sleeps an eighth of the age of the youngest request, from minPoll to
 // maxPoll, or, when every request has its host function, from armedPoll to
 // maxPoll. Short sleeps are in C, with a timer slack of 1 ns (Go's timers,
@@ -94,8 +95,10 @@ func watch(e *waitEvent) *waitReq {
 	waiter.pending = append(waiter.pending, w)
 	helper, ok := takeHelper(e.ctx)
 	waiter.mu.Unlock()
-	// A helper stream that waits for an event of a capture would join it.
-	if captures.Load() == 0 && (ok || newHelper(e.ctx, &helper)) {
+	// The callers' event is not recorded in a capture (Event.watch and
+	// Stream.watch make sure), which a helper stream waiting for it would
+	// join.
+	if ok || newHelper(e.ctx, &helper) {
 		h := cgo.NewHandle(w)
 		waiter.mu.Lock()
 		w.armed, w.helper = true, helper
@@ -253,8 +256,13 @@ func poll() {
 		waiter.mu.Lock()
 		progress := false
 		for i, w := range batch {
-			if status[i] != C.CUDA_ERROR_NOT_READY {
-				w.finishLocked(check("cuEventQuery", status[i]))
+			switch st := status[i]; {
+			case st == C.CUDA_ERROR_NOT_READY:
+			case w.armed && recorded(st):
+				// Recorded again since, into a capture: the query is of
+				// that record, and the host function still wakes w.
+			default:
+				w.finishLocked(check("cuEventQuery", st))
 				progress = true
 			}
 		}
@@ -280,6 +288,14 @@ func poll() {
 		waiter.sleeping = false
 		waiter.mu.Unlock()
 	}
+}
+
+// recorded reports whether a query's status st says that the event was
+// recorded again in a way the query cannot follow (inside a capture), not
+// that its stream failed.
+func recorded(st C.int) bool {
+	return st == C.CUDA_ERROR_INVALID_VALUE ||
+		st >= C.CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED && st <= C.CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD
 }
 
 // pollInterval is the sleep between rounds while the youngest request is
