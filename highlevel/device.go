@@ -162,6 +162,42 @@ var (
 	waitMu    sync.Mutex
 )
 
+// globalDestroys are the destroys of graphs and executable graphs that
+// the shim refused during a capture in CaptureGlobal mode (HL_CAPTURING:
+// see shim.c), to make once such captures end.
+var globalDestroys struct {
+	sync.Mutex
+	later []func() C.int
+}
+
+// afterGlobalCaptures calls destroy, or, when the shim refuses it during a
+// capture in CaptureGlobal mode, leaves it to endGlobalCapture; it returns
+// destroy's status, 0 when it waits.
+func afterGlobalCaptures(destroy func() C.int) C.int {
+	r := destroy()
+	if r == C.HL_CAPTURING {
+		globalDestroys.Lock()
+		globalDestroys.later = append(globalDestroys.later, destroy)
+		globalDestroys.Unlock()
+		return 0
+	}
+	return r
+}
+
+// endGlobalCapture counts a capture in CaptureGlobal mode as ended, and
+// makes the destroys that waited for the captures, unless another one
+// still refuses them.
+func endGlobalCapture() {
+	C.hl_global_capture_end()
+	globalDestroys.Lock()
+	later := globalDestroys.later
+	globalDestroys.later = nil
+	globalDestroys.Unlock()
+	for _, destroy := range later {
+		afterGlobalCaptures(destroy)
+	}
+}
+
 // ErrCapturing is returned by operations that must wait for a whole device,
 // such as Module.Close, while a stream capture the package started is in
 // progress: the wait would invalidate the capture.
@@ -426,7 +462,11 @@ func (d Device) MemInfo() (free, total int, err error) {
 	return int(f), int(t), nil
 }
 
-// Synchronize waits until the device has finished all its work.
+// Synchronize waits until the device has finished all its work. While a
+// stream capture the package began is in progress, it returns ErrCapturing
+// and waits for nothing: CUDA forbids the wait during a capture, which it
+// would invalidate, and the driver crashed where the wait raced the
+// capture's work on another thread.
 func (d Device) Synchronize() (err error) {
 	defer func() {
 		if err != nil {
@@ -437,6 +477,10 @@ func (d Device) Synchronize() (err error) {
 	if err != nil {
 		return err
 	}
+	if err := lockDevices(); err != nil {
+		return err
+	}
+	defer unlockDevices()
 	return check("cuCtxSynchronize", C.hl_ctx_synchronize(ctx))
 }
 

@@ -61,7 +61,13 @@ const (
 	// CaptureGlobal refuses potentially unsafe calls on every OS thread of
 	// the process while the capture runs (CU_STREAM_CAPTURE_MODE_GLOBAL),
 	// catching work of other goroutines that would spoil it. Begin and end
-	// the capture on one OS thread (Capture does).
+	// the capture on one OS thread (Capture does). While it runs, the
+	// package refuses those calls itself, from every goroutine, with
+	// ErrCapturing, before the driver sees them (the driver crashed where
+	// they raced such a capture): allocation and freeing, copies and
+	// memsets without Async, the Synchronize methods, Advise, module loading,
+	// host registration, and Instantiate, Launch, Upload and Update of
+	// graphs; graphs closed meanwhile are destroyed when it ends.
 	CaptureGlobal
 	// CaptureThreadLocal refuses potentially unsafe calls on the capturing
 	// OS thread only (CU_STREAM_CAPTURE_MODE_THREAD_LOCAL). Begin and end the
@@ -184,7 +190,8 @@ type InstantiateOptions struct {
 	UseNodePriority bool
 }
 
-// Instantiate makes an executable graph of g. opts may be nil.
+// Instantiate makes an executable graph of g. opts may be nil. While a
+// capture in CaptureGlobal mode is in progress it returns ErrCapturing.
 func (g *Graph) Instantiate(opts *InstantiateOptions) (_ *GraphExec, err error) {
 	defer wrap(&err, "instantiate graph")
 	if opts == nil {
@@ -240,7 +247,7 @@ func (g *Graph) Close() (err error) {
 		return err
 	}
 	defer deleteDeadHandles()
-	return check("cuGraphDestroy", C.hl_graph_destroy(g.ctx, C.uintptr_t(g.h)))
+	return check("cuGraphDestroy", afterGlobalCaptures(func() C.int { return C.hl_graph_destroy(g.ctx, C.uintptr_t(g.h)) }))
 }
 
 // Handle returns the CUDA executable graph, for use with cudart; 0 for a
@@ -320,7 +327,8 @@ func (x *GraphExec) Upload(s *Stream) (err error) {
 // Update makes x run g instead, in place, where g has the same shape as
 // the graph x was made of and differs only in the nodes' parameters
 // (cuGraphExecUpdate); otherwise it returns an error naming why, and x is
-// unchanged. Launches of x in flight run as they were launched.
+// unchanged. Launches of x in flight run as they were launched. While a
+// capture in CaptureGlobal mode is in progress it returns ErrCapturing.
 func (x *GraphExec) Update(g *Graph) (err error) {
 	defer wrap(&err, "update graph")
 	if err := x.usable(); err != nil {
@@ -340,10 +348,11 @@ func (x *GraphExec) Update(g *Graph) (err error) {
 	r := C.hl_graph_update(x.ctx, C.uintptr_t(x.h), C.uintptr_t(g.h), &result)
 	g.mu.Unlock()
 	x.mu.Unlock()
-	if err := check("cuGraphExecUpdate", r); err != nil {
-		return fmt.Errorf("%w (%v)", err, cudadrv.GraphExecUpdateResult(result))
+	err = check("cuGraphExecUpdate", r)
+	if err != nil && result != C.CU_GRAPH_EXEC_UPDATE_SUCCESS {
+		err = fmt.Errorf("%w (%v)", err, cudadrv.GraphExecUpdateResult(result))
 	}
-	return nil
+	return err
 }
 
 // Close destroys the executable graph; launches in flight run to their
@@ -358,5 +367,5 @@ func (x *GraphExec) Close() (err error) {
 		return err
 	}
 	defer deleteDeadHandles()
-	return check("cuGraphExecDestroy", C.hl_graph_exec_destroy(x.ctx, C.uintptr_t(x.h)))
+	return check("cuGraphExecDestroy", afterGlobalCaptures(func() C.int { return C.hl_graph_exec_destroy(x.ctx, C.uintptr_t(x.h)) }))
 }

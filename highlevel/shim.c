@@ -99,14 +99,60 @@ static void hl_leave(void *ctx, void *prev) {
 	}
 }
 
+// While a capture in CU_STREAM_CAPTURE_MODE_GLOBAL is in progress, CUDA
+// refuses potentially unsafe calls from every thread, but the driver
+// crashed, later and in calls of every kind, where such calls (allocation,
+// freeing, synchronous copies, device waits, graph instantiation, launch
+// and destruction) raced the capture on other threads. So the shim refuses
+// them itself, with HL_CAPTURING, before the driver sees them: they hold
+// hl_global_mu shared (hl_enter_gated), and a global capture begins only
+// once those in progress have ended. hl_global_n counts the global
+// captures in progress.
+static pthread_rwlock_t hl_global_mu = PTHREAD_RWLOCK_INITIALIZER;
+static int hl_global_n;
+
+static int hl_enter_gated(void *ctx, void **prev) {
+	*prev = ctx;
+	if (hl_in_callback) {
+		return HL_IN_CALLBACK;
+	}
+	pthread_rwlock_rdlock(&hl_global_mu);
+	int r = hl_global_n > 0 ? HL_CAPTURING : hl_enter(ctx, prev);
+	if (r != 0) {
+		pthread_rwlock_unlock(&hl_global_mu);
+	}
+	return r;
+}
+
+static void hl_leave_gated(void *ctx, void *prev) {
+	hl_leave(ctx, prev);
+	pthread_rwlock_unlock(&hl_global_mu);
+}
+
+// hl_global_capture_end counts a global capture as ended.
+void hl_global_capture_end(void) {
+	pthread_rwlock_wrlock(&hl_global_mu);
+	hl_global_n--;
+	pthread_rwlock_unlock(&hl_global_mu);
+}
+
 // CALL runs one driver call inside hl_enter/hl_leave and returns its
-// CUresult.
+// CUresult; GATED does it inside hl_enter_gated/hl_leave_gated.
 #define CALL(ctx, call) do { \
 	void *prev_; \
 	int e_ = hl_enter(ctx, &prev_); \
 	if (e_ != 0) return e_; \
 	int r_ = (int)(call); \
 	hl_leave(ctx, prev_); \
+	return r_; \
+} while (0)
+
+#define GATED(ctx, call) do { \
+	void *prev_; \
+	int e_ = hl_enter_gated(ctx, &prev_); \
+	if (e_ != 0) return e_; \
+	int r_ = (int)(call); \
+	hl_leave_gated(ctx, prev_); \
 	return r_; \
 } while (0)
 
@@ -207,11 +253,11 @@ int hl_pointer_device(void *ptr, int *dev, int *type, int *managed) {
 	return r;
 }
 
-int hl_malloc(void *ctx, void **p, size_t n) { CALL(ctx, DRV(cuMemAlloc)((CUdeviceptr *)p, n)); }
+int hl_malloc(void *ctx, void **p, size_t n) { GATED(ctx, DRV(cuMemAlloc)((CUdeviceptr *)p, n)); }
 int hl_malloc_managed(void *ctx, void **p, size_t n) {
-	CALL(ctx, DRV(cuMemAllocManaged)((CUdeviceptr *)p, n, CU_MEM_ATTACH_GLOBAL));
+	GATED(ctx, DRV(cuMemAllocManaged)((CUdeviceptr *)p, n, CU_MEM_ATTACH_GLOBAL));
 }
-int hl_free(void *ctx, void *p) { CALL(ctx, DRV(cuMemFree)(DPTR(p))); }
+int hl_free(void *ctx, void *p) { GATED(ctx, DRV(cuMemFree)(DPTR(p))); }
 
 int hl_malloc_async(void *ctx, void **p, size_t n, uintptr_t pool, uintptr_t s) {
 	CALL(ctx, DRV(cuMemAllocFromPoolAsync)((CUdeviceptr *)p, n, (CUmemoryPool)pool, STREAM(s)));
@@ -236,7 +282,7 @@ int hl_memcpy(uintptr_t ctxv, void *dst, const void *src, size_t n, uintptr_t s,
 	if (async) {
 		CALL(ctx, DRV(cuMemcpyAsync)(DPTR(dst), DPTR(src), n, STREAM(s)));
 	}
-	CALL(ctx, DONE(DRV(cuMemcpy)(DPTR(dst), DPTR(src), n)));
+	GATED(ctx, DONE(DRV(cuMemcpy)(DPTR(dst), DPTR(src), n)));
 }
 
 // hl_memcpy_device is hl_memcpy between two device addresses.
@@ -261,7 +307,7 @@ int hl_memcpy_peer(void *ctx, void *dst, const void *src, void *src_ctx, size_t 
 	if (async) {
 		CALL(ctx, DRV(cuMemcpyPeerAsync)(DPTR(dst), (CUcontext)ctx, DPTR(src), (CUcontext)src_ctx, n, STREAM(s)));
 	}
-	CALL(ctx, DONE(DRV(cuMemcpyPeer)(DPTR(dst), (CUcontext)ctx, DPTR(src), (CUcontext)src_ctx, n)));
+	GATED(ctx, DONE(DRV(cuMemcpyPeer)(DPTR(dst), (CUcontext)ctx, DPTR(src), (CUcontext)src_ctx, n)));
 }
 
 int hl_memset(uintptr_t ctxv, uintptr_t p, int v, size_t n, uintptr_t s, int async) {
@@ -270,20 +316,20 @@ int hl_memset(uintptr_t ctxv, uintptr_t p, int v, size_t n, uintptr_t s, int asy
 	if (async) {
 		CALL(ctx, DRV(cuMemsetD8Async)(DPTR(p), (unsigned char)v, n, STREAM(s)));
 	}
-	CALL(ctx, DONE(DRV(cuMemsetD8)(DPTR(p), (unsigned char)v, n)));
+	GATED(ctx, DONE(DRV(cuMemsetD8)(DPTR(p), (unsigned char)v, n)));
 }
 
 // Host memory is portable, pinned for every context whichever one ctx is,
 // and mapped: with unified addressing, its device address is its host
 // address in every context, as cudaHostAlloc and cudaHostRegister give it.
 int hl_malloc_host(void *ctx, void **p, size_t n) {
-	CALL(ctx, DRV(cuMemHostAlloc)(p, n, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP));
+	GATED(ctx, DRV(cuMemHostAlloc)(p, n, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP));
 }
-int hl_free_host(void *ctx, void *p) { CALL(ctx, DRV(cuMemFreeHost)(p)); }
+int hl_free_host(void *ctx, void *p) { GATED(ctx, DRV(cuMemFreeHost)(p)); }
 int hl_host_register(void *ctx, void *p, size_t n) {
-	CALL(ctx, DRV(cuMemHostRegister)(p, n, CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP));
+	GATED(ctx, DRV(cuMemHostRegister)(p, n, CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP));
 }
-int hl_host_unregister(void *ctx, void *p) { CALL(ctx, DRV(cuMemHostUnregister)(p)); }
+int hl_host_unregister(void *ctx, void *p) { GATED(ctx, DRV(cuMemHostUnregister)(p)); }
 
 int hl_mem_pool_create(void *ctx, uintptr_t *pool, int dev) {
 	CUmemPoolProps props = {0};
@@ -302,7 +348,7 @@ int hl_default_mem_pool(void *ctx, uintptr_t *pool, int dev) {
 	hl_leave(ctx, prev);
 	return r;
 }
-int hl_mem_pool_destroy(void *ctx, uintptr_t pool) { CALL(ctx, DRV(cuMemPoolDestroy)((CUmemoryPool)pool)); }
+int hl_mem_pool_destroy(void *ctx, uintptr_t pool) { GATED(ctx, DRV(cuMemPoolDestroy)((CUmemoryPool)pool)); }
 int hl_mem_pool_set_attribute(void *ctx, uintptr_t pool, int attr, uint64_t v) {
 	CALL(ctx, DRV(cuMemPoolSetAttribute)((CUmemoryPool)pool, (CUmemPool_attribute)attr, &v));
 }
@@ -335,10 +381,11 @@ static int hl_capturing(uintptr_t s, int *capturing) {
 // destroy is set; while s is capturing (or a capture it was part of was
 // invalidated and not yet ended) it returns HL_CAPTURING and does nothing:
 // a stream destroyed inside a capture leaves the driver's capture a
-// dangling stream, and waiting would spoil the capture.
+// dangling stream, and waiting would spoil the capture. During a global
+// capture it returns HL_CAPTURING too (hl_enter_gated).
 int hl_stream_close(void *ctx, uintptr_t s, int sync, int destroy) {
 	void *prev;
-	int r = hl_enter(ctx, &prev);
+	int r = hl_enter_gated(ctx, &prev);
 	if (r != 0) return r;
 	int capturing = 0;
 	r = hl_capturing(s, &capturing);
@@ -348,10 +395,10 @@ int hl_stream_close(void *ctx, uintptr_t s, int sync, int destroy) {
 		int d = destroy ? DRV(cuStreamDestroy)(STREAM(s)) : 0;
 		if (r == 0) r = d;
 	}
-	hl_leave(ctx, prev);
+	hl_leave_gated(ctx, prev);
 	return r;
 }
-int hl_stream_synchronize(void *ctx, uintptr_t s) { CALL(ctx, DRV(cuStreamSynchronize)(STREAM(s))); }
+int hl_stream_synchronize(void *ctx, uintptr_t s) { GATED(ctx, DRV(cuStreamSynchronize)(STREAM(s))); }
 int hl_stream_query(void *ctx, uintptr_t s) { CALL(ctx, DRV(cuStreamQuery)(STREAM(s))); }
 int hl_stream_wait_event(void *ctx, uintptr_t s, uintptr_t e) {
 	CALL(ctx, DRV(cuStreamWaitEvent)(STREAM(s), EVENT(e), 0));
@@ -509,8 +556,29 @@ int hl_launch_host_func(void *ctx, uintptr_t s, uintptr_t h, int *owned) {
 	return r;
 }
 
+// hl_stream_begin_capture begins a capture; one in global mode counts in
+// hl_global_n from when the gated calls in progress have ended, until
+// hl_global_capture_end.
 int hl_stream_begin_capture(void *ctx, uintptr_t s, int mode) {
-	CALL(ctx, DRV(cuStreamBeginCapture)(STREAM(s), (CUstreamCaptureMode)mode));
+	if (hl_in_callback) {
+		return HL_IN_CALLBACK;
+	}
+	int global = mode == CU_STREAM_CAPTURE_MODE_GLOBAL;
+	if (global) {
+		pthread_rwlock_wrlock(&hl_global_mu);
+		hl_global_n++;
+		pthread_rwlock_unlock(&hl_global_mu);
+	}
+	void *prev;
+	int r = hl_enter(ctx, &prev);
+	if (r == 0) {
+		r = DRV(cuStreamBeginCapture)(STREAM(s), (CUstreamCaptureMode)mode);
+		hl_leave(ctx, prev);
+	}
+	if (r != 0 && global) {
+		hl_global_capture_end();
+	}
+	return r;
 }
 int hl_stream_end_capture(void *ctx, uintptr_t s, uintptr_t *g) {
 	CALL(ctx, DRV(cuStreamEndCapture)(STREAM(s), (CUgraph *)g));
@@ -551,8 +619,22 @@ int hl_stream_watch(void *ctx, uintptr_t s, uintptr_t *e) {
 	hl_leave(ctx, prev);
 	return r;
 }
-int hl_event_synchronize(void *ctx, uintptr_t e) { CALL(ctx, DRV(cuEventSynchronize)(EVENT(e))); }
+int hl_event_synchronize(void *ctx, uintptr_t e) { GATED(ctx, DRV(cuEventSynchronize)(EVENT(e))); }
 int hl_event_query(void *ctx, uintptr_t e) { CALL(ctx, DRV(cuEventQuery)(EVENT(e))); }
+
+// hl_event_spin waits for e by querying it, as cuEventSynchronize does
+// for an event without CU_EVENT_BLOCKING_SYNC, but also while a global
+// capture refuses that (the staging pipeline must not give back a buffer
+// the device still copies).
+int hl_event_spin(void *ctx, uintptr_t e) {
+	void *prev;
+	int r = hl_enter(ctx, &prev);
+	if (r != 0) return r;
+	while ((r = DRV(cuEventQuery)(EVENT(e))) == CUDA_ERROR_NOT_READY) {
+	}
+	hl_leave(ctx, prev);
+	return r;
+}
 int hl_event_elapsed(void *ctx, float *ms, uintptr_t start, uintptr_t end) {
 	CALL(ctx, DRV(cuEventElapsedTime)(ms, EVENT(start), EVENT(end)));
 }
@@ -594,7 +676,7 @@ int hl_ctx_set(void *ctx) {
 	if (e != 0) return e;
 	return DRV(cuCtxSetCurrent)((CUcontext)ctx);
 }
-int hl_ctx_synchronize(void *ctx) { CALL(ctx, DRV(cuCtxSynchronize)()); }
+int hl_ctx_synchronize(void *ctx) { GATED(ctx, DRV(cuCtxSynchronize)()); }
 int hl_enable_peer_access(void *ctx, void *peer) { CALL(ctx, DRV(cuCtxEnablePeerAccess)((CUcontext)peer, 0)); }
 
 // hl_primary_context_active reports whether dev's primary context is
@@ -637,31 +719,31 @@ int hl_graph_instantiate(void *ctx, uintptr_t *exec, uintptr_t g, unsigned long 
 		int *result) {
 	CUDA_GRAPH_INSTANTIATE_PARAMS p = {.flags = flags, .hUploadStream = STREAM(upload)};
 	void *prev;
-	int r = hl_enter(ctx, &prev);
+	int r = hl_enter_gated(ctx, &prev);
 	if (r != 0) return r;
 	r = DRV(cuGraphInstantiateWithParams)((CUgraphExec *)exec, (CUgraph)g, &p);
 	*result = (int)p.result_out;
-	hl_leave(ctx, prev);
+	hl_leave_gated(ctx, prev);
 	return r;
 }
 int hl_graph_launch(void *ctx, uintptr_t exec, uintptr_t s) {
-	CALL(ctx, DRV(cuGraphLaunch)((CUgraphExec)exec, STREAM(s)));
+	GATED(ctx, DRV(cuGraphLaunch)((CUgraphExec)exec, STREAM(s)));
 }
 int hl_graph_upload(void *ctx, uintptr_t exec, uintptr_t s) {
-	CALL(ctx, DRV(cuGraphUpload)((CUgraphExec)exec, STREAM(s)));
+	GATED(ctx, DRV(cuGraphUpload)((CUgraphExec)exec, STREAM(s)));
 }
 int hl_graph_update(void *ctx, uintptr_t exec, uintptr_t g, int *result) {
 	CUgraphExecUpdateResultInfo info = {0};
 	void *prev;
-	int r = hl_enter(ctx, &prev);
+	int r = hl_enter_gated(ctx, &prev);
 	if (r != 0) return r;
 	r = DRV(cuGraphExecUpdate)((CUgraphExec)exec, (CUgraph)g, &info);
 	*result = info.result;
-	hl_leave(ctx, prev);
+	hl_leave_gated(ctx, prev);
 	return r;
 }
-int hl_graph_destroy(void *ctx, uintptr_t g) { CALL(ctx, DRV(cuGraphDestroy)((CUgraph)g)); }
-int hl_graph_exec_destroy(void *ctx, uintptr_t exec) { CALL(ctx, DRV(cuGraphExecDestroy)((CUgraphExec)exec)); }
+int hl_graph_destroy(void *ctx, uintptr_t g) { GATED(ctx, DRV(cuGraphDestroy)((CUgraph)g)); }
+int hl_graph_exec_destroy(void *ctx, uintptr_t exec) { GATED(ctx, DRV(cuGraphExecDestroy)((CUgraphExec)exec)); }
 
 int hl_profiler(void *ctx, int start) {
 	if (start) {
@@ -679,14 +761,14 @@ int hl_profiler(void *ctx, int start) {
 // initialized driver.
 int hl_library_load(void *ctx, uintptr_t *lib, const void *image) {
 	void *prev;
-	int r = hl_enter(ctx, &prev);
+	int r = hl_enter_gated(ctx, &prev);
 	if (r != 0) return r;
 	r = DRV(cuInit)(0);
 	if (r == 0) r = DRV(cuLibraryLoadData)((CUlibrary *)lib, image, NULL, NULL, 0, NULL, NULL, 0);
-	hl_leave(ctx, prev);
+	hl_leave_gated(ctx, prev);
 	return r;
 }
-int hl_library_unload(void *ctx, uintptr_t lib) { CALL(ctx, DRV(cuLibraryUnload)((CUlibrary)lib)); }
+int hl_library_unload(void *ctx, uintptr_t lib) { GATED(ctx, DRV(cuLibraryUnload)((CUlibrary)lib)); }
 int hl_library_get_kernel(void *ctx, uintptr_t *k, uintptr_t lib, const char *name) {
 	CALL(ctx, DRV(cuLibraryGetKernel)((CUkernel *)k, (CUlibrary)lib, name));
 }
@@ -861,12 +943,12 @@ int hl_mem_prefetch(void *ctx, const void *p, size_t n, int dev, uintptr_t s) {
 }
 int hl_mem_advise(void *ctx, const void *p, size_t n, int advice, int dev) {
 	void *prev;
-	int r = hl_enter(ctx, &prev);
+	int r = hl_enter_gated(ctx, &prev);
 	if (r != 0) return r;
 	CUdevice d;
 	r = hl_location(dev, &d);
 	if (r == 0) r = DRV(cuMemAdvise)(DPTR(p), n, (CUmem_advise)advice, d);
-	hl_leave(ctx, prev);
+	hl_leave_gated(ctx, prev);
 	return r;
 }
 
@@ -932,4 +1014,4 @@ int hl_ipc_open_mem(void *ctx, void **base, const void *handle, size_t *size) {
 	return r;
 }
 
-int hl_ipc_close_mem(void *ctx, void *base) { CALL(ctx, DRV(cuIpcCloseMemHandle)(DPTR(base))); }
+int hl_ipc_close_mem(void *ctx, void *base) { GATED(ctx, DRV(cuIpcCloseMemHandle)(DPTR(base))); }

@@ -90,7 +90,7 @@ func stagedCopy(ctx, d, h unsafe.Pointer, n int, s C.uintptr_t, toDevice bool) (
 		return check("cuMemcpyAsync", C.hl_memcpy_record(ctx, dst, src, C.size_t(l), s, events[b]))
 	}
 	p.wait = func(b int) error {
-		return check("cuEventSynchronize", C.hl_event_synchronize(ctx, events[b]))
+		return check("cuEventQuery", C.hl_event_spin(ctx, events[b]))
 	}
 	host := unsafe.Slice((*byte)(h), n)
 	if toDevice {

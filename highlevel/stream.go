@@ -39,6 +39,7 @@ type Stream struct {
 	pooled    atomic.Bool
 	settled   atomic.Bool
 	capturing atomic.Bool // BeginCapture counted a capture in captures
+	global    atomic.Bool // and in globalCaptures
 
 	// closeMu is held by Close and by what ends a stream Close left to a
 	// capture (reapStreams), so that a Free after Close finds it done.
@@ -472,8 +473,10 @@ func (s *Stream) BeginCapture(mode CaptureMode) error {
 	if err != nil || s.capturing.Swap(true) {
 		captures.Add(-1)
 		captureMu.RUnlock()
+		return err
 	}
-	return err
+	s.global.Store(mode == CaptureGlobal)
+	return nil
 }
 
 // endCapture counts the stream's capture as ended.
@@ -481,6 +484,9 @@ func (s *Stream) endCapture() {
 	if s.capturing.Swap(false) {
 		captures.Add(-1)
 		captureMu.RUnlock()
+		if s.global.Swap(false) {
+			endGlobalCapture()
+		}
 	}
 }
 
