@@ -170,8 +170,18 @@ var globalDestroys struct {
 	later []func() C.int
 }
 
+// staging keeps captures in CaptureGlobal mode and staged copies apart:
+// such a capture refuses queries from every thread, which a staged copy
+// makes until its buffers are free. A staged copy holds the lock shared
+// and stages only while global is 0; a global capture counts itself
+// exclusively before it begins.
+var staging struct {
+	sync.RWMutex
+	global int
+}
+
 // afterGlobalCaptures calls destroy, or, when the shim refuses it during a
-// capture in CaptureGlobal mode, leaves it to endGlobalCapture; it returns
+// capture in CaptureGlobal mode, leaves it to captureEnded; it returns
 // destroy's status, 0 when it waits.
 func afterGlobalCaptures(destroy func() C.int) C.int {
 	r := destroy()
@@ -184,11 +194,17 @@ func afterGlobalCaptures(destroy func() C.int) C.int {
 	return r
 }
 
-// endGlobalCapture counts a capture in CaptureGlobal mode as ended, and
-// makes the destroys that waited for the captures, unless another one
-// still refuses them.
-func endGlobalCapture() {
-	C.hl_global_capture_end()
+// captureEnded counts a capture, global or not, as ended in the shim, and
+// makes the destroys that waited for the global captures, unless another
+// one still refuses them.
+func captureEnded(global bool) {
+	C.hl_capture_end(cbool(global))
+	if !global {
+		return
+	}
+	staging.Lock()
+	staging.global--
+	staging.Unlock()
 	globalDestroys.Lock()
 	later := globalDestroys.later
 	globalDestroys.later = nil

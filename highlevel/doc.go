@@ -151,11 +151,17 @@
 // and Done while the stream captures, and Event.Wait, Done, Synchronize
 // and Query for a Record made while its stream captured (Done's channel is
 // closed at once), until the event is recorded again outside a capture.
-// The legacy default stream waits for every blocking stream, so while a
-// blocking stream captures, work and queries on the legacy default stream
-// (nil) fail with CUDA_ERROR_STREAM_CAPTURE_IMPLICIT and invalidate the
-// capture, as CUDA has it: capture on non-blocking streams
-// (StreamOptions.NonBlocking) where other goroutines use nil.
+// The legacy default stream waits for every blocking stream, which CUDA
+// forbids while one captures, and the driver crashed where such work raced
+// a capture: so while a capture the package began is in progress, every
+// operation on the legacy default stream (nil, LegacyDefaultStream, and
+// the copies and memsets without Async) returns ErrCapturing without
+// reaching CUDA. While a capture in CaptureGlobal mode is in progress, so
+// do the calls CUDA forbids then (see CaptureGlobal), from every
+// goroutine; Device.Synchronize and the package's device-wide waits refuse
+// during any capture. Programs that capture while other goroutines work
+// use non-blocking streams (StreamOptions.NonBlocking) and CaptureRelaxed
+// or CaptureThreadLocal.
 //
 // Graphs. The Go functions of a graph's host nodes belong to CUDA user
 // objects of the graph: they stay alive as long as the graph, its

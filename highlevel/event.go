@@ -157,6 +157,10 @@ func (e *Event) Record(s *Stream) (err error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.w = nil // waits from now on are for this Record
+	if s != nil { // no capture takes s in or out meanwhile
+		s.joins.RLock()
+		defer s.joins.RUnlock()
+	}
 	// With no capture in progress, the record is not captured.
 	if captures.Load() == 0 {
 		if e.captured.Load() {

@@ -65,9 +65,10 @@ const (
 	// package refuses those calls itself, from every goroutine, with
 	// ErrCapturing, before the driver sees them (the driver crashed where
 	// they raced such a capture): allocation and freeing, copies and
-	// memsets without Async, the Synchronize methods, Advise, module loading,
-	// host registration, and Instantiate, Launch, Upload and Update of
-	// graphs; graphs closed meanwhile are destroyed when it ends.
+	// memsets without Async, the Synchronize methods, Advise, module
+	// loading, host registration, and Instantiate, Launch, Upload and
+	// Update of graphs; graphs and streams closed meanwhile are destroyed
+	// when it ends.
 	CaptureGlobal
 	// CaptureThreadLocal refuses potentially unsafe calls on the capturing
 	// OS thread only (CU_STREAM_CAPTURE_MODE_THREAD_LOCAL). Begin and end the

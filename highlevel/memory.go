@@ -344,7 +344,22 @@ func (p MemoryPointer) copyHostOp(h unsafe.Pointer, n int, s *Stream, async, toD
 			return err
 		}
 		if pg {
-			if staged, err := stagedCopy(ctx, d, h, n, sh, toDevice); staged {
+			// The pipeline waits for its records on s, querying them: no
+			// capture takes s meanwhile (Stream.joins), and none in
+			// CaptureGlobal mode, which refuses queries, runs (staging).
+			if s != nil {
+				s.joins.RLock()
+			}
+			staging.RLock()
+			staged, err := false, error(nil)
+			if staging.global == 0 {
+				staged, err = stagedCopy(ctx, d, h, n, sh, toDevice)
+			}
+			staging.RUnlock()
+			if s != nil {
+				s.joins.RUnlock()
+			}
+			if staged {
 				return err
 			}
 		}

@@ -9,6 +9,8 @@
 #include <semaphore.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <time.h>
 
 // Each function is a pointer of its typedef's type, named after it: the
@@ -108,31 +110,56 @@ static void hl_leave(void *ctx, void *prev) {
 // hl_global_mu shared (hl_enter_gated), and a global capture begins only
 // once those in progress have ended. hl_global_n counts the global
 // captures in progress.
+//
+// Work on the legacy default stream waits for every blocking stream, which
+// CUDA forbids while one captures, in every mode; and the driver crashed
+// where such work raced a capture on another thread. So while any capture
+// is in progress (hl_capture_n), the shim refuses the calls on the legacy
+// default stream too (hl_enter_on, for stream 0).
 static pthread_rwlock_t hl_global_mu = PTHREAD_RWLOCK_INITIALIZER;
-static int hl_global_n;
+static int hl_global_n, hl_capture_n;
 
-static int hl_enter_gated(void *ctx, void **prev) {
+// hl_gate is hl_enter for a call that a global capture forbids, and, with
+// legacy, any capture.
+static int hl_gate(void *ctx, void **prev, int legacy) {
 	*prev = ctx;
 	if (hl_in_callback) {
 		return HL_IN_CALLBACK;
 	}
 	pthread_rwlock_rdlock(&hl_global_mu);
-	int r = hl_global_n > 0 ? HL_CAPTURING : hl_enter(ctx, prev);
+	int r = hl_global_n > 0 || (legacy && hl_capture_n > 0) ? HL_CAPTURING : hl_enter(ctx, prev);
 	if (r != 0) {
 		pthread_rwlock_unlock(&hl_global_mu);
 	}
 	return r;
 }
 
+static int hl_enter_gated(void *ctx, void **prev) { return hl_gate(ctx, prev, 0); }
+
 static void hl_leave_gated(void *ctx, void *prev) {
 	hl_leave(ctx, prev);
 	pthread_rwlock_unlock(&hl_global_mu);
 }
 
-// hl_global_capture_end counts a global capture as ended.
-void hl_global_capture_end(void) {
+// hl_enter_on and hl_leave_on are hl_enter and hl_leave for a call on
+// stream s, gated when s is the legacy default stream.
+static int hl_enter_on(void *ctx, void **prev, uintptr_t s) {
+	return s == 0 ? hl_gate(ctx, prev, 1) : hl_enter(ctx, prev);
+}
+
+static void hl_leave_on(void *ctx, void *prev, uintptr_t s) {
+	if (s == 0) {
+		hl_leave_gated(ctx, prev);
+	} else {
+		hl_leave(ctx, prev);
+	}
+}
+
+// hl_capture_end counts a capture as ended, global or not.
+void hl_capture_end(int global) {
 	pthread_rwlock_wrlock(&hl_global_mu);
-	hl_global_n--;
+	hl_capture_n--;
+	hl_global_n -= global;
 	pthread_rwlock_unlock(&hl_global_mu);
 }
 
@@ -153,6 +180,15 @@ void hl_global_capture_end(void) {
 	if (e_ != 0) return e_; \
 	int r_ = (int)(call); \
 	hl_leave_gated(ctx, prev_); \
+	return r_; \
+} while (0)
+
+#define SCALL(ctx, s, call) do { \
+	void *prev_; \
+	int e_ = hl_enter_on(ctx, &prev_, s); \
+	if (e_ != 0) return e_; \
+	int r_ = (int)(call); \
+	hl_leave_on(ctx, prev_, s); \
 	return r_; \
 } while (0)
 
@@ -260,9 +296,9 @@ int hl_malloc_managed(void *ctx, void **p, size_t n) {
 int hl_free(void *ctx, void *p) { GATED(ctx, DRV(cuMemFree)(DPTR(p))); }
 
 int hl_malloc_async(void *ctx, void **p, size_t n, uintptr_t pool, uintptr_t s) {
-	CALL(ctx, DRV(cuMemAllocFromPoolAsync)((CUdeviceptr *)p, n, (CUmemoryPool)pool, STREAM(s)));
+	SCALL(ctx, s, DRV(cuMemAllocFromPoolAsync)((CUdeviceptr *)p, n, (CUmemoryPool)pool, STREAM(s)));
 }
-int hl_free_async(void *ctx, void *p, uintptr_t s) { CALL(ctx, DRV(cuMemFreeAsync)(DPTR(p), STREAM(s))); }
+int hl_free_async(void *ctx, void *p, uintptr_t s) { SCALL(ctx, s, DRV(cuMemFreeAsync)(DPTR(p), STREAM(s))); }
 
 // hl_memcpy copies between any two pointers of the unified address space,
 // host memory pageable or pinned, as cudaMemcpy with cudaMemcpyDefault
@@ -280,9 +316,9 @@ int hl_memcpy(uintptr_t ctxv, void *dst, const void *src, size_t n, uintptr_t s,
 	void *ctx = (void *)ctxv;
 	int done_;
 	if (async) {
-		CALL(ctx, DRV(cuMemcpyAsync)(DPTR(dst), DPTR(src), n, STREAM(s)));
+		SCALL(ctx, s, DRV(cuMemcpyAsync)(DPTR(dst), DPTR(src), n, STREAM(s)));
 	}
-	GATED(ctx, DONE(DRV(cuMemcpy)(DPTR(dst), DPTR(src), n)));
+	SCALL(ctx, 0, DONE(DRV(cuMemcpy)(DPTR(dst), DPTR(src), n)));
 }
 
 // hl_memcpy_device is hl_memcpy between two device addresses.
@@ -290,13 +326,18 @@ int hl_memcpy_device(uintptr_t ctx, uintptr_t dst, uintptr_t src, size_t n, uint
 	return hl_memcpy(ctx, (void *)dst, (const void *)src, n, s, async);
 }
 
+static int hl_capturing(uintptr_t s, int *capturing);
+
 int hl_memcpy_record(void *ctx, void *dst, const void *src, size_t n, uintptr_t s, uintptr_t e) {
 	void *prev;
-	int r = hl_enter(ctx, &prev);
+	int r = hl_enter_on(ctx, &prev, s);
 	if (r != 0) return r;
-	r = DRV(cuMemcpyAsync)(DPTR(dst), DPTR(src), n, STREAM(s));
+	int capturing = 0;
+	r = hl_capturing(s, &capturing);
+	if (r == 0 && capturing) r = HL_CAPTURING; // its record could not be waited for
+	if (r == 0) r = DRV(cuMemcpyAsync)(DPTR(dst), DPTR(src), n, STREAM(s));
 	if (r == 0) r = DRV(cuEventRecord)(EVENT(e), STREAM(s));
-	hl_leave(ctx, prev);
+	hl_leave_on(ctx, prev, s);
 	return r;
 }
 
@@ -305,9 +346,9 @@ int hl_memcpy_record(void *ctx, void *dst, const void *src, size_t n, uintptr_t 
 int hl_memcpy_peer(void *ctx, void *dst, const void *src, void *src_ctx, size_t n, uintptr_t s, int async) {
 	int done_;
 	if (async) {
-		CALL(ctx, DRV(cuMemcpyPeerAsync)(DPTR(dst), (CUcontext)ctx, DPTR(src), (CUcontext)src_ctx, n, STREAM(s)));
+		SCALL(ctx, s, DRV(cuMemcpyPeerAsync)(DPTR(dst), (CUcontext)ctx, DPTR(src), (CUcontext)src_ctx, n, STREAM(s)));
 	}
-	GATED(ctx, DONE(DRV(cuMemcpyPeer)(DPTR(dst), (CUcontext)ctx, DPTR(src), (CUcontext)src_ctx, n)));
+	SCALL(ctx, 0, DONE(DRV(cuMemcpyPeer)(DPTR(dst), (CUcontext)ctx, DPTR(src), (CUcontext)src_ctx, n)));
 }
 
 int hl_memset(uintptr_t ctxv, uintptr_t p, int v, size_t n, uintptr_t s, int async) {
@@ -316,7 +357,7 @@ int hl_memset(uintptr_t ctxv, uintptr_t p, int v, size_t n, uintptr_t s, int asy
 	if (async) {
 		CALL(ctx, DRV(cuMemsetD8Async)(DPTR(p), (unsigned char)v, n, STREAM(s)));
 	}
-	GATED(ctx, DONE(DRV(cuMemsetD8)(DPTR(p), (unsigned char)v, n)));
+	SCALL(ctx, 0, DONE(DRV(cuMemsetD8)(DPTR(p), (unsigned char)v, n)));
 }
 
 // Host memory is portable, pinned for every context whichever one ctx is,
@@ -385,7 +426,7 @@ static int hl_capturing(uintptr_t s, int *capturing) {
 // capture it returns HL_CAPTURING too (hl_enter_gated).
 int hl_stream_close(void *ctx, uintptr_t s, int sync, int destroy) {
 	void *prev;
-	int r = hl_enter_gated(ctx, &prev);
+	int r = hl_gate(ctx, &prev, s == 0);
 	if (r != 0) return r;
 	int capturing = 0;
 	r = hl_capturing(s, &capturing);
@@ -398,10 +439,32 @@ int hl_stream_close(void *ctx, uintptr_t s, int sync, int destroy) {
 	hl_leave_gated(ctx, prev);
 	return r;
 }
-int hl_stream_synchronize(void *ctx, uintptr_t s) { GATED(ctx, DRV(cuStreamSynchronize)(STREAM(s))); }
-int hl_stream_query(void *ctx, uintptr_t s) { CALL(ctx, DRV(cuStreamQuery)(STREAM(s))); }
+// hl_stream_synchronize and hl_stream_query refuse a capturing stream with
+// HL_CAPTURING themselves: CUDA refuses it too, but invalidates the
+// capture, and the driver crashed where that raced the capture's work on
+// other threads.
+int hl_stream_synchronize(void *ctx, uintptr_t s) {
+	void *prev;
+	int r = hl_gate(ctx, &prev, s == 0);
+	if (r != 0) return r;
+	int capturing = 0;
+	r = hl_capturing(s, &capturing);
+	if (r == 0) r = capturing ? HL_CAPTURING : DRV(cuStreamSynchronize)(STREAM(s));
+	hl_leave_gated(ctx, prev);
+	return r;
+}
+int hl_stream_query(void *ctx, uintptr_t s) {
+	void *prev;
+	int r = hl_gate(ctx, &prev, s == 0);
+	if (r != 0) return r;
+	int capturing = 0;
+	r = hl_capturing(s, &capturing);
+	if (r == 0) r = capturing ? HL_CAPTURING : DRV(cuStreamQuery)(STREAM(s));
+	hl_leave_gated(ctx, prev);
+	return r;
+}
 int hl_stream_wait_event(void *ctx, uintptr_t s, uintptr_t e) {
-	CALL(ctx, DRV(cuStreamWaitEvent)(STREAM(s), EVENT(e), 0));
+	SCALL(ctx, s, DRV(cuStreamWaitEvent)(STREAM(s), EVENT(e), 0));
 }
 
 // A callback's Go function does not run on the CUDA thread that calls the
@@ -518,7 +581,7 @@ int hl_dead_handles(uintptr_t *out, int max) {
 }
 
 int hl_stream_add_callback(void *ctx, uintptr_t s, uintptr_t h) {
-	CALL(ctx, DRV(cuStreamAddCallback)(STREAM(s), hl_stream_callback, (void *)h, 0));
+	SCALL(ctx, s, DRV(cuStreamAddCallback)(STREAM(s), hl_stream_callback, (void *)h, 0));
 }
 
 // hl_launch_host_func queues a host function. While s is capturing, into
@@ -531,7 +594,7 @@ int hl_stream_add_callback(void *ctx, uintptr_t s, uintptr_t h) {
 int hl_launch_host_func(void *ctx, uintptr_t s, uintptr_t h, int *owned) {
 	*owned = 0;
 	void *prev;
-	int r = hl_enter(ctx, &prev);
+	int r = hl_enter_on(ctx, &prev, s);
 	if (r != 0) return r;
 	CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
 	CUgraph g = NULL;
@@ -552,52 +615,58 @@ int hl_launch_host_func(void *ctx, uintptr_t s, uintptr_t h, int *owned) {
 		r = DRV(cuLaunchHostFunc)(STREAM(s), hl_host_fn, (void *)h);
 		*owned = r == 0;
 	}
-	hl_leave(ctx, prev);
+	hl_leave_on(ctx, prev, s);
 	return r;
 }
 
-// hl_stream_begin_capture begins a capture; one in global mode counts in
-// hl_global_n from when the gated calls in progress have ended, until
-// hl_global_capture_end.
-int hl_stream_begin_capture(void *ctx, uintptr_t s, int mode) {
+// hl_stream_begin_capture begins a capture, which counts in hl_capture_n,
+// and in global mode in hl_global_n, from when the gated calls in progress
+// have ended, until hl_capture_end.
+int hl_stream_begin_capture(void *ctx, uintptr_t s, int mode, long *tid) {
+	*tid = syscall(SYS_gettid);
 	if (hl_in_callback) {
 		return HL_IN_CALLBACK;
 	}
 	int global = mode == CU_STREAM_CAPTURE_MODE_GLOBAL;
-	if (global) {
-		pthread_rwlock_wrlock(&hl_global_mu);
-		hl_global_n++;
-		pthread_rwlock_unlock(&hl_global_mu);
-	}
+	pthread_rwlock_wrlock(&hl_global_mu);
+	hl_capture_n++;
+	hl_global_n += global;
+	pthread_rwlock_unlock(&hl_global_mu);
 	void *prev;
 	int r = hl_enter(ctx, &prev);
 	if (r == 0) {
 		r = DRV(cuStreamBeginCapture)(STREAM(s), (CUstreamCaptureMode)mode);
 		hl_leave(ctx, prev);
 	}
-	if (r != 0 && global) {
-		hl_global_capture_end();
+	if (r != 0) {
+		hl_capture_end(global);
 	}
 	return r;
 }
-int hl_stream_end_capture(void *ctx, uintptr_t s, uintptr_t *g) {
-	CALL(ctx, DRV(cuStreamEndCapture)(STREAM(s), (CUgraph *)g));
+// hl_stream_end_capture ends the capture on s, which the thread tid began
+// in a strict mode (0: relaxed): from another thread it returns
+// CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD itself, as CUDA would.
+int hl_stream_end_capture(void *ctx, uintptr_t s, uintptr_t *g, long tid) {
+	if (tid != 0 && tid != syscall(SYS_gettid)) {
+		return CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD;
+	}
+	SCALL(ctx, s, DRV(cuStreamEndCapture)(STREAM(s), (CUgraph *)g));
 }
 
 int hl_event_create(void *ctx, uintptr_t *e, unsigned flags) { CALL(ctx, DRV(cuEventCreate)((CUevent *)e, flags)); }
 int hl_event_destroy(void *ctx, uintptr_t e) { CALL(ctx, DRV(cuEventDestroy)(EVENT(e))); }
-int hl_event_record(void *ctx, uintptr_t e, uintptr_t s) { CALL(ctx, DRV(cuEventRecord)(EVENT(e), STREAM(s))); }
+int hl_event_record(void *ctx, uintptr_t e, uintptr_t s) { SCALL(ctx, s, DRV(cuEventRecord)(EVENT(e), STREAM(s))); }
 
 // hl_event_record_capture is hl_event_record that also reports whether s
 // is capturing, so that the record is a point of the capture rather than
 // of the stream's work.
 int hl_event_record_capture(void *ctx, uintptr_t e, uintptr_t s, int *captured) {
 	void *prev;
-	int r = hl_enter(ctx, &prev);
+	int r = hl_enter_on(ctx, &prev, s);
 	if (r != 0) return r;
 	r = hl_capturing(s, captured);
 	if (r == 0) r = DRV(cuEventRecord)(EVENT(e), STREAM(s));
-	hl_leave(ctx, prev);
+	hl_leave_on(ctx, prev, s);
 	return r;
 }
 
@@ -606,7 +675,7 @@ int hl_event_record_capture(void *ctx, uintptr_t e, uintptr_t s, int *captured) 
 // launched, and it returns HL_CAPTURING.
 int hl_stream_watch(void *ctx, uintptr_t s, uintptr_t *e) {
 	void *prev;
-	int r = hl_enter(ctx, &prev);
+	int r = hl_gate(ctx, &prev, s == 0);
 	if (r != 0) return r;
 	int capturing = 0;
 	r = hl_capturing(s, &capturing);
@@ -616,11 +685,11 @@ int hl_stream_watch(void *ctx, uintptr_t s, uintptr_t *e) {
 		r = DRV(cuEventRecord)(EVENT(*e), STREAM(s));
 		if (r != 0) DRV(cuEventDestroy)(EVENT(*e));
 	}
-	hl_leave(ctx, prev);
+	hl_leave_gated(ctx, prev);
 	return r;
 }
 int hl_event_synchronize(void *ctx, uintptr_t e) { GATED(ctx, DRV(cuEventSynchronize)(EVENT(e))); }
-int hl_event_query(void *ctx, uintptr_t e) { CALL(ctx, DRV(cuEventQuery)(EVENT(e))); }
+int hl_event_query(void *ctx, uintptr_t e) { GATED(ctx, DRV(cuEventQuery)(EVENT(e))); }
 
 // hl_event_spin waits for e by querying it, as cuEventSynchronize does
 // for an event without CU_EVENT_BLOCKING_SYNC, but also while a global
@@ -653,11 +722,11 @@ static void CUDA_CB hl_wake_fn(void *h) {
 // function that wakes the request behind handle h.
 int hl_wake_after(void *ctx, uintptr_t s, uintptr_t e, uintptr_t h) {
 	void *prev;
-	int r = hl_enter(ctx, &prev);
+	int r = hl_enter_gated(ctx, &prev);
 	if (r != 0) return r;
 	r = DRV(cuStreamWaitEvent)(STREAM(s), EVENT(e), 0);
 	if (r == 0) r = DRV(cuLaunchHostFunc)(STREAM(s), hl_wake_fn, (void *)h);
-	hl_leave(ctx, prev);
+	hl_leave_gated(ctx, prev);
 	return r;
 }
 
@@ -692,11 +761,18 @@ int hl_primary_context_active(int dev, int *active) {
 	return r;
 }
 
-// hl_event_query_many queries n events in one cgo call, for the waiter.
-void hl_event_query_many(int n, void **ctxs, uintptr_t *events, int *status) {
+// hl_event_query_many queries n events in one cgo call, for the waiter:
+// handles[i] is an event, or, where streams[i] is set, a stream.
+void hl_event_query_many(int n, void **ctxs, uintptr_t *handles, const int *streams, int *status) {
 	CUcontext prev = NULL;
 	if (hl_in_callback) {
 		for (int i = 0; i < n; i++) status[i] = HL_IN_CALLBACK;
+		return;
+	}
+	pthread_rwlock_rdlock(&hl_global_mu);
+	if (hl_global_n > 0) { // queries are refused then: the next round
+		pthread_rwlock_unlock(&hl_global_mu);
+		for (int i = 0; i < n; i++) status[i] = CUDA_ERROR_NOT_READY;
 		return;
 	}
 	DRV(cuCtxGetCurrent)(&prev);
@@ -706,9 +782,10 @@ void hl_event_query_many(int n, void **ctxs, uintptr_t *events, int *status) {
 			DRV(cuCtxSetCurrent)((CUcontext)ctxs[i]);
 			cur = (CUcontext)ctxs[i];
 		}
-		status[i] = DRV(cuEventQuery)(EVENT(events[i]));
+		status[i] = streams[i] ? DRV(cuStreamQuery)(STREAM(handles[i])) : DRV(cuEventQuery)(EVENT(handles[i]));
 	}
 	if (cur != prev) DRV(cuCtxSetCurrent)(prev);
+	pthread_rwlock_unlock(&hl_global_mu);
 }
 
 // hl_graph_instantiate instantiates g with CUgraphInstantiate_flags flags,
@@ -719,7 +796,7 @@ int hl_graph_instantiate(void *ctx, uintptr_t *exec, uintptr_t g, unsigned long 
 		int *result) {
 	CUDA_GRAPH_INSTANTIATE_PARAMS p = {.flags = flags, .hUploadStream = STREAM(upload)};
 	void *prev;
-	int r = hl_enter_gated(ctx, &prev);
+	int r = hl_gate(ctx, &prev, (flags & CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD) && upload == 0);
 	if (r != 0) return r;
 	r = DRV(cuGraphInstantiateWithParams)((CUgraphExec *)exec, (CUgraph)g, &p);
 	*result = (int)p.result_out;
@@ -727,10 +804,20 @@ int hl_graph_instantiate(void *ctx, uintptr_t *exec, uintptr_t g, unsigned long 
 	return r;
 }
 int hl_graph_launch(void *ctx, uintptr_t exec, uintptr_t s) {
-	GATED(ctx, DRV(cuGraphLaunch)((CUgraphExec)exec, STREAM(s)));
+	void *prev;
+	int r = hl_gate(ctx, &prev, s == 0);
+	if (r != 0) return r;
+	r = DRV(cuGraphLaunch)((CUgraphExec)exec, STREAM(s));
+	hl_leave_gated(ctx, prev);
+	return r;
 }
 int hl_graph_upload(void *ctx, uintptr_t exec, uintptr_t s) {
-	GATED(ctx, DRV(cuGraphUpload)((CUgraphExec)exec, STREAM(s)));
+	void *prev;
+	int r = hl_gate(ctx, &prev, s == 0);
+	if (r != 0) return r;
+	r = DRV(cuGraphUpload)((CUgraphExec)exec, STREAM(s));
+	hl_leave_gated(ctx, prev);
+	return r;
 }
 int hl_graph_update(void *ctx, uintptr_t exec, uintptr_t g, int *result) {
 	CUgraphExecUpdateResultInfo info = {0};
@@ -837,7 +924,7 @@ int hl_launch(uintptr_t ctxv, uintptr_t f, hl_dims dims, uint32_t smem, uintptr_
 		params[i] = base + p[i].offset;
 	}
 	void *prev;
-	int r = hl_enter(ctx, &prev);
+	int r = hl_enter_on(ctx, &prev, s);
 	if (r != 0) return r;
 	if (dims.cluster[0] == 0 && !cooperative) {
 		r = DRV(cuLaunchKernel)(FUNC(f), dims.grid[0], dims.grid[1], dims.grid[2],
@@ -863,7 +950,7 @@ int hl_launch(uintptr_t ctxv, uintptr_t f, hl_dims dims, uint32_t smem, uintptr_
 		}
 		r = DRV(cuLaunchKernelEx)(&cfg, FUNC(f), params, NULL);
 	}
-	hl_leave(ctx, prev);
+	hl_leave_on(ctx, prev, s);
 	return r;
 }
 
@@ -933,12 +1020,12 @@ static int hl_location(int dev, CUdevice *d) {
 
 int hl_mem_prefetch(void *ctx, const void *p, size_t n, int dev, uintptr_t s) {
 	void *prev;
-	int r = hl_enter(ctx, &prev);
+	int r = hl_enter_on(ctx, &prev, s);
 	if (r != 0) return r;
 	CUdevice d;
 	r = hl_location(dev, &d);
 	if (r == 0) r = DRV(cuMemPrefetchAsync)(DPTR(p), n, d, STREAM(s));
-	hl_leave(ctx, prev);
+	hl_leave_on(ctx, prev, s);
 	return r;
 }
 int hl_mem_advise(void *ctx, const void *p, size_t n, int advice, int dev) {

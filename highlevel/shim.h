@@ -68,7 +68,7 @@ int hl_mem_pool_trim(void *ctx, uintptr_t pool, size_t keep);
 int hl_stream_create(void *ctx, uintptr_t *s, unsigned flags, int priority);
 int hl_stream_priority_range(void *ctx, int *least, int *greatest);
 int hl_stream_close(void *ctx, uintptr_t s, int sync, int destroy);
-void hl_global_capture_end(void);
+void hl_capture_end(int global);
 int hl_stream_synchronize(void *ctx, uintptr_t s);
 int hl_stream_query(void *ctx, uintptr_t s);
 int hl_stream_wait_event(void *ctx, uintptr_t s, uintptr_t e);
@@ -86,8 +86,8 @@ void hl_add_dispatcher(void);
 struct hl_next hl_next_job(void);
 void hl_job_done(void *job, int again);
 int hl_dead_handles(uintptr_t *out, int max);
-int hl_stream_begin_capture(void *ctx, uintptr_t s, int mode);
-int hl_stream_end_capture(void *ctx, uintptr_t s, uintptr_t *g);
+int hl_stream_begin_capture(void *ctx, uintptr_t s, int mode, long *tid);
+int hl_stream_end_capture(void *ctx, uintptr_t s, uintptr_t *g, long tid);
 
 int hl_event_create(void *ctx, uintptr_t *e, unsigned flags);
 int hl_event_destroy(void *ctx, uintptr_t e);
@@ -98,7 +98,7 @@ int hl_stream_watch(void *ctx, uintptr_t s, uintptr_t *e);
 int hl_event_synchronize(void *ctx, uintptr_t e);
 int hl_event_query(void *ctx, uintptr_t e);
 int hl_event_elapsed(void *ctx, float *ms, uintptr_t start, uintptr_t end);
-void hl_event_query_many(int n, void **ctxs, uintptr_t *events, int *status);
+void hl_event_query_many(int n, void **ctxs, uintptr_t *handles, const int *streams, int *status);
 
 int hl_graph_instantiate(void *ctx, uintptr_t *exec, uintptr_t g, unsigned long long flags, uintptr_t upload,
 	int *result);

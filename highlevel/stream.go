@@ -39,7 +39,19 @@ type Stream struct {
 	pooled    atomic.Bool
 	settled   atomic.Bool
 	capturing atomic.Bool // BeginCapture counted a capture in captures
-	global    atomic.Bool // and in globalCaptures
+	global    atomic.Bool // and in the shim's global captures
+	// joins is held by the operations that may take the stream into a
+	// capture or out of one (BeginCapture, EndCapture, WaitEvent, which
+	// joins the stream to the capture of the event's record), and shared
+	// by those that check whether it captures before they queue work that
+	// must not be captured (Done's and Wait's event, Event.Record, Query,
+	// Synchronize): a join between the check and the work would make the
+	// work captured unseen, and a helper stream of the waiter waiting for
+	// such an event would join the capture too.
+	joins sync.RWMutex
+	// captureThread is the OS thread that began a capture in a strict
+	// mode, which alone may end it; 0 for none.
+	captureThread atomic.Int64
 
 	// closeMu is held by Close and by what ends a stream Close left to a
 	// capture (reapStreams), so that a Free after Close finds it done.
@@ -252,6 +264,8 @@ func (s *Stream) Synchronize() error {
 		return err
 	}
 	defer s.life.release()
+	s.joins.RLock()
+	defer s.joins.RUnlock()
 	return s.failure(check("cuStreamSynchronize", C.hl_stream_synchronize(s.state.ctx, h)))
 }
 
@@ -263,7 +277,10 @@ func (s *Stream) Query() (bool, error) {
 		return false, err
 	}
 	defer s.life.release()
-	done, err := ready("cuStreamQuery", C.hl_stream_query(s.state.ctx, h))
+	s.joins.RLock()
+	r := C.hl_stream_query(s.state.ctx, h)
+	s.joins.RUnlock()
+	done, err := ready("cuStreamQuery", r)
 	return done, s.failure(err)
 }
 
@@ -325,7 +342,10 @@ func (s *Stream) watch() (*waitReq, error) {
 	gen := s.watches
 	s.mu.Unlock()
 	var e C.uintptr_t
-	if err := check("cuEventRecord", C.hl_stream_watch(s.state.ctx, h, &e)); err != nil {
+	s.joins.RLock()
+	r := C.hl_stream_watch(s.state.ctx, h, &e)
+	s.joins.RUnlock()
+	if err := check("cuEventRecord", r); err != nil {
 		if errors.Is(err, ErrCapturing) {
 			err = errCapturedWork
 		}
@@ -381,6 +401,8 @@ func (s *Stream) WaitEvent(e *Event) error {
 		return err
 	}
 	defer e.life.release()
+	s.joins.Lock()
+	defer s.joins.Unlock()
 	return check("cuStreamWaitEvent", C.hl_stream_wait_event(s.state.ctx, h, C.uintptr_t(e.h)))
 }
 
@@ -467,26 +489,41 @@ func (s *Stream) BeginCapture(mode CaptureMode) error {
 		return err
 	}
 	defer s.leave()
+	s.joins.Lock()
+	defer s.joins.Unlock()
 	captureMu.RLock()
 	captures.Add(1)
-	err = check("cuStreamBeginCapture", C.hl_stream_begin_capture(s.state.ctx, h, m))
+	if mode == CaptureGlobal {
+		staging.Lock()
+		staging.global++
+		staging.Unlock()
+	}
+	var tid C.long
+	err = check("cuStreamBeginCapture", C.hl_stream_begin_capture(s.state.ctx, h, m, &tid))
 	if err != nil || s.capturing.Swap(true) {
 		captures.Add(-1)
 		captureMu.RUnlock()
+		if mode == CaptureGlobal {
+			staging.Lock()
+			staging.global--
+			staging.Unlock()
+		}
 		return err
 	}
 	s.global.Store(mode == CaptureGlobal)
+	if mode != CaptureRelaxed {
+		s.captureThread.Store(int64(tid))
+	}
 	return nil
 }
 
 // endCapture counts the stream's capture as ended.
 func (s *Stream) endCapture() {
 	if s.capturing.Swap(false) {
+		s.captureThread.Store(0)
 		captures.Add(-1)
 		captureMu.RUnlock()
-		if s.global.Swap(false) {
-			endGlobalCapture()
-		}
+		captureEnded(s.global.Swap(false))
 	}
 }
 
@@ -504,6 +541,8 @@ func (s *Stream) EndCapture() (*Graph, error) {
 	}
 	defer s.leave()
 	defer reapStreams()
+	s.joins.Lock()
+	defer s.joins.Unlock()
 	g, err := s.end(h)
 	if err != nil {
 		return nil, err
@@ -515,7 +554,7 @@ func (s *Stream) EndCapture() (*Graph, error) {
 // Once a capture is over, the streams Close left to it are destroyed.
 func (s *Stream) end(h C.uintptr_t) (C.uintptr_t, error) {
 	var g C.uintptr_t
-	r := C.hl_stream_end_capture(s.state.ctx, h, &g)
+	r := C.hl_stream_end_capture(s.state.ctx, h, &g, C.long(s.captureThread.Load()))
 	if r != C.CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD {
 		// The capture is over, unless it was ended from another thread
 		// than began it (the strict modes): it goes on, and may be
@@ -535,6 +574,8 @@ func (s *Stream) endClosed() error {
 	if !s.capturedClose || !s.capturing.Load() {
 		return ErrClosed
 	}
+	s.joins.Lock()
+	defer s.joins.Unlock()
 	g, err := s.end(C.uintptr_t(s.h))
 	if err != nil {
 		return errors.Join(ErrClosed, err)

@@ -98,17 +98,19 @@ func watch(e *waitEvent) *waitReq {
 	// The callers' event is not recorded in a capture (Event.watch and
 	// Stream.watch make sure), which a helper stream waiting for it would
 	// join.
+	armed := false
 	if ok || newHelper(e.ctx, &helper) {
 		h := cgo.NewHandle(w)
 		waiter.mu.Lock()
-		w.armed, w.helper = true, helper
+		w.helper = helper
 		waiter.mu.Unlock()
 		if C.hl_wake_after(e.ctx, helper, C.uintptr_t(e.ev), C.uintptr_t(h)) != 0 {
 			h.Delete()
 			waiter.mu.Lock()
-			w.armed = false
 			waiter.helpers[e.ctx] = append(waiter.helpers[e.ctx], helper)
 			waiter.mu.Unlock()
+		} else {
+			armed = true
 		}
 	} else if ok {
 		waiter.mu.Lock()
@@ -116,6 +118,9 @@ func watch(e *waitEvent) *waitReq {
 		waiter.mu.Unlock()
 	}
 	waiter.mu.Lock()
+	// Set once the wake-up is queued: the poller queries the helper
+	// stream of an armed request, idle before.
+	w.armed = armed
 	e.release()
 	sleeping := waiter.sleeping
 	if !waiter.running {
@@ -201,11 +206,12 @@ func (w *waitReq) wait(ctx context.Context) error {
 
 func poll() {
 	var (
-		batch  []*waitReq
-		dead   []*waitEvent
-		ctxs   []unsafe.Pointer
-		events []C.uintptr_t
-		status []C.int
+		batch   []*waitReq
+		dead    []*waitEvent
+		ctxs    []unsafe.Pointer
+		handles []C.uintptr_t
+		streams []C.int
+		status  []C.int
 	)
 	for {
 		waiter.mu.Lock()
@@ -245,24 +251,31 @@ func poll() {
 		if len(batch) == 0 {
 			continue
 		}
-		ctxs, events, status = ctxs[:0], events[:0], status[:0]
+		// An armed request's helper stream is queried rather than its
+		// event, which other goroutines may record again meanwhile, inside
+		// a capture too, where a query of it crashed the driver: the
+		// helper's work is the wait and the host function, and the query
+		// reports a failed context, when the host function never runs.
+		ctxs, handles, streams, status = ctxs[:0], handles[:0], streams[:0], status[:0]
+		waiter.mu.Lock()
 		for _, w := range batch {
+			h, stream := C.uintptr_t(w.e.ev), C.int(0)
+			if w.armed {
+				h, stream = w.helper, 1
+			}
 			ctxs = append(ctxs, w.e.ctx)
-			events = append(events, C.uintptr_t(w.e.ev))
+			handles = append(handles, h)
+			streams = append(streams, stream)
 			status = append(status, 0)
 		}
-		C.hl_event_query_many(C.int(len(batch)), (*unsafe.Pointer)(unsafe.Pointer(&ctxs[0])), &events[0], &status[0])
+		waiter.mu.Unlock()
+		C.hl_event_query_many(C.int(len(batch)), (*unsafe.Pointer)(unsafe.Pointer(&ctxs[0])), &handles[0], &streams[0], &status[0])
 
 		waiter.mu.Lock()
 		progress := false
 		for i, w := range batch {
-			switch st := status[i]; {
-			case st == C.CUDA_ERROR_NOT_READY:
-			case w.armed && recorded(st):
-				// Recorded again since, into a capture: the query is of
-				// that record, and the host function still wakes w.
-			default:
-				w.finishLocked(check("cuEventQuery", st))
+			if status[i] != C.CUDA_ERROR_NOT_READY {
+				w.finishLocked(check("cuEventQuery", status[i]))
 				progress = true
 			}
 		}
@@ -288,14 +301,6 @@ func poll() {
 		waiter.sleeping = false
 		waiter.mu.Unlock()
 	}
-}
-
-// recorded reports whether a query's status st says that the event was
-// recorded again in a way the query cannot follow (inside a capture), not
-// that its stream failed.
-func recorded(st C.int) bool {
-	return st == C.CUDA_ERROR_INVALID_VALUE ||
-		st >= C.CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED && st <= C.CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD
 }
 
 // pollInterval is the sleep between rounds while the youngest request is
