@@ -156,7 +156,7 @@ func (e *Event) Record(s *Stream) (err error) {
 	defer s.leave()
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.w = nil // waits from now on are for this Record
+	e.w = nil     // waits from now on are for this Record
 	if s != nil { // no capture takes s in or out meanwhile
 		s.joins.RLock()
 		defer s.joins.RUnlock()
