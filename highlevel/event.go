@@ -156,8 +156,9 @@ func (e *Event) Record(s *Stream) (err error) {
 	defer s.leave()
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.w = nil     // waits from now on are for this Record
-	if s != nil { // no capture takes s in or out meanwhile
+	e.w = nil // waits from now on are for this Record
+	// No capture takes s in or out meanwhile.
+	if s != nil {
 		s.joins.RLock()
 		defer s.joins.RUnlock()
 	}

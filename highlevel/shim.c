@@ -621,7 +621,8 @@ int hl_launch_host_func(void *ctx, uintptr_t s, uintptr_t h, int *owned) {
 
 // hl_stream_begin_capture begins a capture, which counts in hl_capture_n,
 // and in global mode in hl_global_n, from when the gated calls in progress
-// have ended, until hl_capture_end.
+// have ended, until hl_capture_end. While a global capture is in progress
+// it returns HL_CAPTURING.
 int hl_stream_begin_capture(void *ctx, uintptr_t s, int mode, long *tid) {
 	*tid = syscall(SYS_gettid);
 	if (hl_in_callback) {
@@ -629,6 +630,10 @@ int hl_stream_begin_capture(void *ctx, uintptr_t s, int mode, long *tid) {
 	}
 	int global = mode == CU_STREAM_CAPTURE_MODE_GLOBAL;
 	pthread_rwlock_wrlock(&hl_global_mu);
+	if (hl_global_n > 0) { // which CUDA refuses too, invalidating it
+		pthread_rwlock_unlock(&hl_global_mu);
+		return HL_CAPTURING;
+	}
 	hl_capture_n++;
 	hl_global_n += global;
 	pthread_rwlock_unlock(&hl_global_mu);
