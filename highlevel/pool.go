@@ -578,7 +578,14 @@ func (p *MemoryAsyncPool) mallocAsync(size int, s *Stream) (MemoryPointer, error
 		return MemoryPointer{}, err
 	}
 	var ptr unsafe.Pointer
-	if err := check("cuMemAllocFromPoolAsync", C.hl_malloc_async(p.ctx, &ptr, C.size_t(size), p.h, sh)); err != nil {
+	if s != nil { // no capture takes s meanwhile
+		s.joins.RLock()
+	}
+	r := C.hl_malloc_async(p.ctx, &ptr, C.size_t(size), p.h, sh)
+	if s != nil {
+		s.joins.RUnlock()
+	}
+	if err := check("cuMemAllocFromPoolAsync", r); err != nil {
 		p.inUse.Add(-int64(size))
 		return MemoryPointer{}, outOfMemory(size, p.dev, err)
 	}
@@ -618,7 +625,20 @@ func (o asyncOwner) free(m *Memory) error {
 		return err
 	}
 	defer o.s.leave()
-	err = check("cuMemFreeAsync", C.hl_free_async(ctx, m.ptr, sh))
+	if o.s != nil { // no capture takes the stream meanwhile
+		o.s.joins.RLock()
+	}
+	r := C.hl_free_async(ctx, m.ptr, sh)
+	if o.s != nil {
+		o.s.joins.RUnlock()
+	}
+	if r == C.HL_CAPTURING {
+		// The stream captures: the memory is lost memory, freed after
+		// the device-wide wait of an allocation once no capture runs.
+		lostMemory{ptr: m.ptr, ctx: ctx, pool: o.p, size: m.size}.lose()
+		return nil
+	}
+	err = check("cuMemFreeAsync", r)
 	if err == nil {
 		o.p.inUse.Add(-int64(m.size))
 		err = o.p.unref()

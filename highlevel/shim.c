@@ -295,10 +295,34 @@ int hl_malloc_managed(void *ctx, void **p, size_t n) {
 }
 int hl_free(void *ctx, void *p) { GATED(ctx, DRV(cuMemFree)(DPTR(p))); }
 
+static int hl_capturing(uintptr_t s, int *capturing);
+
+// hl_malloc_async and hl_free_async refuse a capturing stream with
+// HL_CAPTURING: captured, the allocation or the free would be a node of the
+// graph, which the Memory that the package hands out, freed later on some
+// stream, cannot follow (the driver crashed on such frees).
 int hl_malloc_async(void *ctx, void **p, size_t n, uintptr_t pool, uintptr_t s) {
-	SCALL(ctx, s, DRV(cuMemAllocFromPoolAsync)((CUdeviceptr *)p, n, (CUmemoryPool)pool, STREAM(s)));
+	void *prev;
+	int r = hl_enter_on(ctx, &prev, s);
+	if (r != 0) return r;
+	int capturing = 0;
+	r = hl_capturing(s, &capturing);
+	if (r == 0) {
+		r = capturing ? HL_CAPTURING : DRV(cuMemAllocFromPoolAsync)((CUdeviceptr *)p, n, (CUmemoryPool)pool, STREAM(s));
+	}
+	hl_leave_on(ctx, prev, s);
+	return r;
 }
-int hl_free_async(void *ctx, void *p, uintptr_t s) { SCALL(ctx, s, DRV(cuMemFreeAsync)(DPTR(p), STREAM(s))); }
+int hl_free_async(void *ctx, void *p, uintptr_t s) {
+	void *prev;
+	int r = hl_enter_on(ctx, &prev, s);
+	if (r != 0) return r;
+	int capturing = 0;
+	r = hl_capturing(s, &capturing);
+	if (r == 0) r = capturing ? HL_CAPTURING : DRV(cuMemFreeAsync)(DPTR(p), STREAM(s));
+	hl_leave_on(ctx, prev, s);
+	return r;
+}
 
 // hl_memcpy copies between any two pointers of the unified address space,
 // host memory pageable or pinned, as cudaMemcpy with cudaMemcpyDefault
@@ -325,8 +349,6 @@ int hl_memcpy(uintptr_t ctxv, void *dst, const void *src, size_t n, uintptr_t s,
 int hl_memcpy_device(uintptr_t ctx, uintptr_t dst, uintptr_t src, size_t n, uintptr_t s, int async) {
 	return hl_memcpy(ctx, (void *)dst, (const void *)src, n, s, async);
 }
-
-static int hl_capturing(uintptr_t s, int *capturing);
 
 int hl_memcpy_record(void *ctx, void *dst, const void *src, size_t n, uintptr_t s, uintptr_t e) {
 	void *prev;
