@@ -249,11 +249,16 @@ func TestZeroValues(t *testing.T) {
 }
 
 // typesWithMethods returns the exported types of the package that have
-// exported methods, from its source files.
+// exported methods, from its source files; none where the sources are not
+// here (a GPU suite's copy of the test).
 func typesWithMethods(t *testing.T) []string {
 	files, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Log("the sources are not here: which types have methods is not checked")
+		return nil
 	}
 	var names []string
 	fset := token.NewFileSet()
