@@ -25,16 +25,7 @@ extern "C" __global__ void count_not(const unsigned *p, unsigned v, int n, int *
 // that differ from v.
 func wordCounter(t *testing.T, d Device) func(p MemoryPointer, v uint32, n int) int {
 	t.Helper()
-	c, err := Compile(countKernel, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := LoadModule(c.Image)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close() })
-	k := kernel(t, m, "count_not")
+	k := compiledKernel(t, countKernel, "count_not")
 	s, err := NewStream(d, &StreamOptions{NonBlocking: true})
 	if err != nil {
 		t.Fatal(err)

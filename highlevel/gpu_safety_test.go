@@ -31,11 +31,11 @@ extern "C" __global__ void spin_then_write(unsigned *p, unsigned v, long long cy
 }
 `
 
-// spinner compiles spinKernel and returns a function that launches it on s
-// for about ms milliseconds.
-func spinner(t *testing.T, d Device) func(s *Stream, p MemoryPointer, v uint32, ms int) {
+// compiledKernel compiles source and returns its kernel name, in a module
+// closed when the test ends.
+func compiledKernel(t *testing.T, source, name string) *Kernel {
 	t.Helper()
-	c, err := Compile(spinKernel, nil)
+	c, err := Compile(source, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,10 +44,14 @@ func spinner(t *testing.T, d Device) func(s *Stream, p MemoryPointer, v uint32, 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Close() })
-	k, err := m.Kernel("spin_then_write")
-	if err != nil {
-		t.Fatal(err)
-	}
+	return kernel(t, m, name)
+}
+
+// spinner compiles spinKernel and returns a function that launches it on s
+// for about ms milliseconds.
+func spinner(t *testing.T, d Device) func(s *Stream, p MemoryPointer, v uint32, ms int) {
+	t.Helper()
+	k := compiledKernel(t, spinKernel, "spin_then_write")
 	khz, err := d.Attribute(cudart.DevAttrClockRate)
 	if err != nil {
 		t.Fatal(err)

@@ -281,16 +281,23 @@ func TestKernelShapeConcurrent(t *testing.T) {
 	wg.Wait()
 }
 
+// launchable returns a kernel of four parameters (4, 8, 8 and 4 bytes)
+// whose function is looked up, and a stream of an H200's limits, for
+// launches that stop before the shim (launchHook).
+func launchable() (*Kernel, *Stream) {
+	k := testKernel(4, 8, 8, 4)
+	k.funcs = make([]atomic.Uintptr, 1)
+	k.funcs[0].Store(1) // the kernel's function, looked up
+	limits := deviceLimits{maxThreadsPerBlock: 1024, maxBlock: [3]int32{1024, 1024, 64}, maxGrid: [3]int32{1 << 30, 1 << 16, 1 << 16}}
+	return k, &Stream{state: &deviceState{limits: limits}}
+}
+
 // TestLaunchKeepsArguments checks that a launch keeps its arguments
 // reachable until the shim has queued it: Arrays whose last references are
 // the arguments of Launch must not be collected, and their memory freed by
 // its cleanup, between the packing of their addresses and the call.
 func TestLaunchKeepsArguments(t *testing.T) {
-	k := testKernel(4, 8, 8, 4)
-	k.funcs = make([]atomic.Uintptr, 1)
-	k.funcs[0].Store(1) // the kernel's function, looked up
-	limits := deviceLimits{maxThreadsPerBlock: 1024, maxBlock: [3]int32{1024, 1024, 64}, maxGrid: [3]int32{1 << 30, 1 << 16, 1 << 16}}
-	s := &Stream{state: &deviceState{limits: limits}}
+	k, s := launchable()
 	var host [8]byte
 	var ws []weak.Pointer[Array[float32]]
 	array := func() *Array[float32] {
@@ -337,11 +344,7 @@ func (f *freeRecorder) free(*Memory) error {
 // allocation that a Malloc at once would take) under a kernel about to
 // be queued on it. A launch that fails after packing lets go too.
 func TestFreeWaitsForLaunch(t *testing.T) {
-	k := testKernel(4, 8, 8, 4)
-	k.funcs = make([]atomic.Uintptr, 1)
-	k.funcs[0].Store(1) // the kernel's function, looked up
-	limits := deviceLimits{maxThreadsPerBlock: 1024, maxBlock: [3]int32{1024, 1024, 64}, maxGrid: [3]int32{1 << 30, 1 << 16, 1 << 16}}
-	s := &Stream{state: &deviceState{limits: limits}}
+	k, s := launchable()
 	var host [8]byte
 	type stop struct{}
 	for _, tt := range []struct {

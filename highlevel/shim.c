@@ -164,33 +164,20 @@ void hl_capture_end(int global) {
 }
 
 // CALL runs one driver call inside hl_enter/hl_leave and returns its
-// CUresult; GATED does it inside hl_enter_gated/hl_leave_gated.
-#define CALL(ctx, call) do { \
+// CUresult; GATED does it inside hl_enter_gated/hl_leave_gated, SCALL, for
+// a call on stream s, inside hl_enter_on/hl_leave_on. ENTERED is what they
+// share: enter and leave are the calls that begin and end it.
+#define ENTERED(enter, leave, call) do { \
 	void *prev_; \
-	int e_ = hl_enter(ctx, &prev_); \
+	int e_ = enter; \
 	if (e_ != 0) return e_; \
 	int r_ = (int)(call); \
-	hl_leave(ctx, prev_); \
+	leave; \
 	return r_; \
 } while (0)
-
-#define GATED(ctx, call) do { \
-	void *prev_; \
-	int e_ = hl_enter_gated(ctx, &prev_); \
-	if (e_ != 0) return e_; \
-	int r_ = (int)(call); \
-	hl_leave_gated(ctx, prev_); \
-	return r_; \
-} while (0)
-
-#define SCALL(ctx, s, call) do { \
-	void *prev_; \
-	int e_ = hl_enter_on(ctx, &prev_, s); \
-	if (e_ != 0) return e_; \
-	int r_ = (int)(call); \
-	hl_leave_on(ctx, prev_, s); \
-	return r_; \
-} while (0)
+#define CALL(ctx, call) ENTERED(hl_enter(ctx, &prev_), hl_leave(ctx, prev_), call)
+#define GATED(ctx, call) ENTERED(hl_enter_gated(ctx, &prev_), hl_leave_gated(ctx, prev_), call)
+#define SCALL(ctx, s, call) ENTERED(hl_enter_on(ctx, &prev_, s), hl_leave_on(ctx, prev_, s), call)
 
 #define STREAM(s) ((CUstream)(s))
 #define EVENT(e) ((CUevent)(e))
@@ -461,30 +448,22 @@ int hl_stream_close(void *ctx, uintptr_t s, int sync, int destroy) {
 	hl_leave_gated(ctx, prev);
 	return r;
 }
-// hl_stream_synchronize and hl_stream_query refuse a capturing stream with
-// HL_CAPTURING themselves: CUDA refuses it too, but invalidates the
-// capture, and the driver crashed where that raced the capture's work on
-// other threads.
-int hl_stream_synchronize(void *ctx, uintptr_t s) {
+// hl_stream_ask calls op, which waits for s's work or asks about it,
+// unless s is capturing: then it returns HL_CAPTURING itself. CUDA refuses
+// it too, but invalidates the capture, and the driver crashed where that
+// raced the capture's work on other threads.
+static int hl_stream_ask(void *ctx, uintptr_t s, CUresult (*op)(CUstream)) {
 	void *prev;
 	int r = hl_gate(ctx, &prev, s == 0);
 	if (r != 0) return r;
 	int capturing = 0;
 	r = hl_capturing(s, &capturing);
-	if (r == 0) r = capturing ? HL_CAPTURING : DRV(cuStreamSynchronize)(STREAM(s));
+	if (r == 0) r = capturing ? HL_CAPTURING : op(STREAM(s));
 	hl_leave_gated(ctx, prev);
 	return r;
 }
-int hl_stream_query(void *ctx, uintptr_t s) {
-	void *prev;
-	int r = hl_gate(ctx, &prev, s == 0);
-	if (r != 0) return r;
-	int capturing = 0;
-	r = hl_capturing(s, &capturing);
-	if (r == 0) r = capturing ? HL_CAPTURING : DRV(cuStreamQuery)(STREAM(s));
-	hl_leave_gated(ctx, prev);
-	return r;
-}
+int hl_stream_synchronize(void *ctx, uintptr_t s) { return hl_stream_ask(ctx, s, DRV(cuStreamSynchronize)); }
+int hl_stream_query(void *ctx, uintptr_t s) { return hl_stream_ask(ctx, s, DRV(cuStreamQuery)); }
 int hl_stream_wait_event(void *ctx, uintptr_t s, uintptr_t e) {
 	SCALL(ctx, s, DRV(cuStreamWaitEvent)(STREAM(s), EVENT(e), 0));
 }
