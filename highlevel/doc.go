@@ -137,8 +137,12 @@
 // calls that name it, until they have queued their work), and later
 // operations return ErrFreed. Every method on a nil pointer, or on a zero
 // value that is not usable, returns an error wrapping ErrNil (methods that
-// return no error return a zero value). Close called from a stream
-// callback returns ErrInCallback. Module.Close waits for the devices that
+// return no error return a zero value). Close, Free and Unregister called
+// from a stream callback return ErrInCallback before they change anything,
+// and so do the pools' FreeAllBlocks and StopHolding: the object stays as
+// it was, and the same call from a goroutine releases it later; the
+// operations that take a lock CUDA calls may hold while CUDA waits for the
+// callback refuse there too. Module.Close waits for the devices that
 // ran the module's kernels; while a stream capture is in progress that wait
 // would spoil it, so Close returns ErrCapturing and the module stays open.
 //
@@ -203,10 +207,16 @@
 // 1 never makes a context on device 0.
 //
 // Panics. A panic in a function given to AddCallback or LaunchHostFunc (a
-// graph's host node included) is recovered and returned, as a *PanicError,
-// by the next Synchronize, Wait or Query of the stream that queued or
-// captured it. A panic in a Memo's function is returned by Get, to every
-// caller waiting on it.
+// graph's host node included), or its call of runtime.Goexit (t.FailNow
+// calls it), is recovered and returned, as a *PanicError (Goexit set for
+// runtime.Goexit), by the next Synchronize, Wait or Query of the stream
+// that queued or captured it: the function runs on a goroutine of the
+// package's, locked to its thread, which CUDA's thread waits for, so
+// runtime.Goexit ends that goroutine alone. A panic in a Memo's function is
+// returned by Get, to every caller waiting on it; after runtime.Goexit,
+// which ends the calling goroutine, the waiting callers get a *PanicError,
+// and nothing is cached. A MemoryPool whose upstream Allocator panics keeps
+// its counts as they were, and the panic goes on to the caller of Malloc.
 //
 // Plain operations. A copy or memset without Async returns once the
 // device has done it; it is ordered on the legacy default stream, after
@@ -221,8 +231,9 @@
 // between rounds an eighth of the age of
 // the youngest wait. Stream.Done returns the same channel while no operation of
 // the package queues more work on a stream NewStream made. Functions queued with
-// Stream.AddCallback and Stream.LaunchHostFunc run on a CUDA thread and
-// must not call CUDA: the package's functions return ErrInCallback there.
+// Stream.AddCallback and Stream.LaunchHostFunc run for a CUDA thread, which
+// waits for them, and must not call CUDA: the package's functions return
+// ErrInCallback there.
 //
 // # Kernels
 //
