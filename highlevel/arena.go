@@ -226,9 +226,7 @@ func (a *arena) freeLocked(b *block) *chunk {
 		absorb(p, b)
 		b = p
 	}
-	// A chunk goes back through CUDA, which a stream callback must not
-	// call: there it stays held, free, until FreeAllBlocks.
-	if a.noHold && b.prev == nil && b.next == nil && !inCallback() {
+	if a.noHold && b.prev == nil && b.next == nil {
 		a.total -= b.size
 		return b.chunk
 	}

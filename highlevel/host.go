@@ -307,9 +307,7 @@ func (p *PinnedMemoryPool) FreeAllBlocks() error {
 }
 
 // StopHolding gives back the memory held free, and from now on gives back
-// each allocation from CUDA as soon as it is wholly free; one freed in a
-// stream callback or host function, where CUDA must not be called, stays
-// held, free, until FreeAllBlocks.
+// each allocation from CUDA as soon as it is wholly free.
 func (p *PinnedMemoryPool) StopHolding() error {
 	return p.change("stop holding memory in a pinned memory pool", (*arena).StopHolding)
 }

@@ -363,9 +363,7 @@ func (p *MemoryPool) FreeAllBlocksStream(s *Stream) error {
 }
 
 // StopHolding gives back the memory held free, and from now on gives back
-// each upstream allocation as soon as it is wholly free; one freed in a
-// stream callback or host function, where CUDA must not be called, stays
-// held, free, until FreeAllBlocks.
+// each upstream allocation as soon as it is wholly free.
 func (p *MemoryPool) StopHolding() error {
 	return p.change("stop holding memory in a memory pool", (*arena).StopHolding)
 }

@@ -287,9 +287,8 @@ func (s *Stream) Query() (bool, error) {
 // Done returns a channel that is closed when the work queued on the stream
 // so far is done, for use in select. While no operation of the package
 // queues more work on a stream NewStream created, Done returns the same
-// channel. For a nil
-// or closed stream, a stream that is capturing, or when CUDA fails, the
-// channel is closed at once, and Wait reports why.
+// channel. For a nil or closed stream, a stream that is capturing, or when
+// CUDA fails, the channel is closed at once, and Wait reports why.
 func (s *Stream) Done() <-chan struct{} {
 	w, err := s.watch()
 	if err != nil {
