@@ -229,7 +229,7 @@ var errCapturedWork = fmt.Errorf("%w: the work waited for is captured into a gra
 // a stream callback, which that other wait may be waiting for, it returns
 // ErrInCallback at once. unlockDevices ends the wait.
 func lockDevices() error {
-	if C.hl_in_callback_now() != 0 {
+	if inCallback() {
 		return ErrInCallback
 	}
 	waitMu.Lock()

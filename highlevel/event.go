@@ -157,11 +157,8 @@ func (e *Event) Record(s *Stream) (err error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.w = nil // waits from now on are for this Record
-	// No capture takes s in or out meanwhile.
-	if s != nil {
-		s.joins.RLock()
-		defer s.joins.RUnlock()
-	}
+	s.holdJoins()
+	defer s.releaseJoins()
 	// With no capture in progress, the record is not captured.
 	if captures.Load() == 0 {
 		if e.captured.Load() {

@@ -1,8 +1,5 @@
 package highlevel
 
-// #include "shim.h"
-import "C"
-
 import (
 	"errors"
 	"fmt"
@@ -69,7 +66,7 @@ func (l *life) close() bool {
 // itself), then closes l. It returns nil for the call that closed, and
 // ErrClosed for every later one.
 func (l *life) closing() error {
-	if C.hl_in_callback_now() != 0 {
+	if inCallback() {
 		return ErrInCallback
 	}
 	if !l.close() {

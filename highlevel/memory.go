@@ -347,18 +347,14 @@ func (p MemoryPointer) copyHostOp(h unsafe.Pointer, n int, s *Stream, async, toD
 			// The pipeline waits for its records on s, querying them: no
 			// capture takes s meanwhile (Stream.joins), and none in
 			// CaptureGlobal mode, which refuses queries, runs (staging).
-			if s != nil {
-				s.joins.RLock()
-			}
+			s.holdJoins()
 			staging.RLock()
 			staged, err := false, error(nil)
 			if staging.global == 0 {
 				staged, err = stagedCopy(ctx, d, h, n, sh, toDevice)
 			}
 			staging.RUnlock()
-			if s != nil {
-				s.joins.RUnlock()
-			}
+			s.releaseJoins()
 			if staged {
 				return err
 			}

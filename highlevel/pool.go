@@ -576,13 +576,9 @@ func (p *MemoryAsyncPool) mallocAsync(size int, s *Stream) (MemoryPointer, error
 		return MemoryPointer{}, err
 	}
 	var ptr unsafe.Pointer
-	if s != nil { // no capture takes s meanwhile
-		s.joins.RLock()
-	}
+	s.holdJoins()
 	r := C.hl_malloc_async(p.ctx, &ptr, C.size_t(size), p.h, sh)
-	if s != nil {
-		s.joins.RUnlock()
-	}
+	s.releaseJoins()
 	if err := check("cuMemAllocFromPoolAsync", r); err != nil {
 		p.inUse.Add(-int64(size))
 		return MemoryPointer{}, outOfMemory(size, p.dev, err)
@@ -623,13 +619,9 @@ func (o asyncOwner) free(m *Memory) error {
 		return err
 	}
 	defer o.s.leave()
-	if o.s != nil { // no capture takes the stream meanwhile
-		o.s.joins.RLock()
-	}
+	o.s.holdJoins()
 	r := C.hl_free_async(ctx, m.ptr, sh)
-	if o.s != nil {
-		o.s.joins.RUnlock()
-	}
+	o.s.releaseJoins()
 	if r == C.HL_CAPTURING {
 		// The stream captures: the memory is lost memory, freed after
 		// the device-wide wait of an allocation once no capture runs.

@@ -282,7 +282,22 @@ int hl_malloc_managed(void *ctx, void **p, size_t n) {
 }
 int hl_free(void *ctx, void *p) { GATED(ctx, DRV(cuMemFree)(DPTR(p))); }
 
-static int hl_capturing(uintptr_t s, int *capturing);
+// hl_capturing reports whether s is capturing, into its own graph or,
+// joined, into another stream's; ctx is current.
+static int hl_capturing(uintptr_t s, int *capturing) {
+	CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+	int r = DRV(cuStreamGetCaptureInfo)(STREAM(s), &st, NULL, NULL, NULL, NULL);
+	*capturing = st != CU_STREAM_CAPTURE_STATUS_NONE;
+	return r;
+}
+
+// hl_uncaptured returns HL_CAPTURING where s is capturing, for the calls
+// that refuse a capturing stream, else the status of the question.
+static int hl_uncaptured(uintptr_t s) {
+	int capturing = 0;
+	int r = hl_capturing(s, &capturing);
+	return r != 0 ? r : capturing ? HL_CAPTURING : 0;
+}
 
 // hl_malloc_async and hl_free_async refuse a capturing stream with
 // HL_CAPTURING: captured, the allocation or the free would be a node of the
@@ -292,11 +307,8 @@ int hl_malloc_async(void *ctx, void **p, size_t n, uintptr_t pool, uintptr_t s) 
 	void *prev;
 	int r = hl_enter_on(ctx, &prev, s);
 	if (r != 0) return r;
-	int capturing = 0;
-	r = hl_capturing(s, &capturing);
-	if (r == 0) {
-		r = capturing ? HL_CAPTURING : DRV(cuMemAllocFromPoolAsync)((CUdeviceptr *)p, n, (CUmemoryPool)pool, STREAM(s));
-	}
+	r = hl_uncaptured(s);
+	if (r == 0) r = DRV(cuMemAllocFromPoolAsync)((CUdeviceptr *)p, n, (CUmemoryPool)pool, STREAM(s));
 	hl_leave_on(ctx, prev, s);
 	return r;
 }
@@ -304,9 +316,8 @@ int hl_free_async(void *ctx, void *p, uintptr_t s) {
 	void *prev;
 	int r = hl_enter_on(ctx, &prev, s);
 	if (r != 0) return r;
-	int capturing = 0;
-	r = hl_capturing(s, &capturing);
-	if (r == 0) r = capturing ? HL_CAPTURING : DRV(cuMemFreeAsync)(DPTR(p), STREAM(s));
+	r = hl_uncaptured(s);
+	if (r == 0) r = DRV(cuMemFreeAsync)(DPTR(p), STREAM(s));
 	hl_leave_on(ctx, prev, s);
 	return r;
 }
@@ -341,9 +352,7 @@ int hl_memcpy_record(void *ctx, void *dst, const void *src, size_t n, uintptr_t 
 	void *prev;
 	int r = hl_enter_on(ctx, &prev, s);
 	if (r != 0) return r;
-	int capturing = 0;
-	r = hl_capturing(s, &capturing);
-	if (r == 0 && capturing) r = HL_CAPTURING; // its record could not be waited for
+	r = hl_uncaptured(s); // a captured record could not be waited for
 	if (r == 0) r = DRV(cuMemcpyAsync)(DPTR(dst), DPTR(src), n, STREAM(s));
 	if (r == 0) r = DRV(cuEventRecord)(EVENT(e), STREAM(s));
 	hl_leave_on(ctx, prev, s);
@@ -418,15 +427,6 @@ int hl_stream_create(void *ctx, uintptr_t *s, unsigned flags, int priority) {
 int hl_stream_priority_range(void *ctx, int *least, int *greatest) {
 	CALL(ctx, DRV(cuCtxGetStreamPriorityRange)(least, greatest));
 }
-// hl_capturing reports whether s is capturing, into its own graph or,
-// joined, into another stream's; ctx is current.
-static int hl_capturing(uintptr_t s, int *capturing) {
-	CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
-	int r = DRV(cuStreamGetCaptureInfo)(STREAM(s), &st, NULL, NULL, NULL, NULL);
-	*capturing = st != CU_STREAM_CAPTURE_STATUS_NONE;
-	return r;
-}
-
 // hl_stream_close waits for s's work when sync is set, then destroys s when
 // destroy is set; while s is capturing (or a capture it was part of was
 // invalidated and not yet ended) it returns HL_CAPTURING and does nothing:
@@ -437,9 +437,7 @@ int hl_stream_close(void *ctx, uintptr_t s, int sync, int destroy) {
 	void *prev;
 	int r = hl_gate(ctx, &prev, s == 0);
 	if (r != 0) return r;
-	int capturing = 0;
-	r = hl_capturing(s, &capturing);
-	if (r == 0 && capturing) r = HL_CAPTURING;
+	r = hl_uncaptured(s);
 	if (r == 0) {
 		if (sync) r = DRV(cuStreamSynchronize)(STREAM(s));
 		int d = destroy ? DRV(cuStreamDestroy)(STREAM(s)) : 0;
@@ -456,9 +454,8 @@ static int hl_stream_ask(void *ctx, uintptr_t s, CUresult (*op)(CUstream)) {
 	void *prev;
 	int r = hl_gate(ctx, &prev, s == 0);
 	if (r != 0) return r;
-	int capturing = 0;
-	r = hl_capturing(s, &capturing);
-	if (r == 0) r = capturing ? HL_CAPTURING : op(STREAM(s));
+	r = hl_uncaptured(s);
+	if (r == 0) r = op(STREAM(s));
 	hl_leave_gated(ctx, prev);
 	return r;
 }
@@ -683,9 +680,7 @@ int hl_stream_watch(void *ctx, uintptr_t s, uintptr_t *e) {
 	void *prev;
 	int r = hl_gate(ctx, &prev, s == 0);
 	if (r != 0) return r;
-	int capturing = 0;
-	r = hl_capturing(s, &capturing);
-	if (r == 0 && capturing) r = HL_CAPTURING;
+	r = hl_uncaptured(s);
 	if (r == 0) r = DRV(cuEventCreate)((CUevent *)e, CU_EVENT_DISABLE_TIMING);
 	if (r == 0) {
 		r = DRV(cuEventRecord)(EVENT(*e), STREAM(s));

@@ -169,6 +169,21 @@ func (s *Stream) Device() Device {
 	return s.dev
 }
 
+// holdJoins keeps captures from taking s in or out (joins, shared) until
+// releaseJoins, around work that must not be captured unseen; both do
+// nothing for a nil s, the legacy default stream, which no capture takes.
+func (s *Stream) holdJoins() {
+	if s != nil {
+		s.joins.RLock()
+	}
+}
+
+func (s *Stream) releaseJoins() {
+	if s != nil {
+		s.joins.RUnlock()
+	}
+}
+
 // usable returns the error of a method called on a nil or zero Stream; nil
 // for a Stream the package made.
 func (s *Stream) usable() error {
@@ -620,15 +635,12 @@ func (s *Stream) Close() error {
 // the legacy default stream's free lists. While the stream is capturing it
 // does nothing and returns ErrCapturing. closeMu is held.
 func (s *Stream) destroy() error {
-	sync := s.pooled.Load()
-	if !sync && !s.owned {
-		s.endCapture()
-		s.settlePools()
-		return nil
-	}
-	err := check("cuStreamDestroy", C.hl_stream_close(s.state.ctx, C.uintptr_t(s.h), cbool(sync), cbool(s.owned)))
-	if errors.Is(err, ErrCapturing) {
-		return err
+	var err error
+	if sync := s.pooled.Load(); sync || s.owned {
+		err = check("cuStreamDestroy", C.hl_stream_close(s.state.ctx, C.uintptr_t(s.h), cbool(sync), cbool(s.owned)))
+		if errors.Is(err, ErrCapturing) {
+			return err
+		}
 	}
 	s.endCapture()
 	s.settlePools()
