@@ -1,9 +1,11 @@
 package highlevel
 
 import (
+	"context"
 	"errors"
 	"runtime"
 	"testing"
+	"time"
 )
 
 // checkReleaseInCallback releases objects of every kind from a host
@@ -245,4 +247,74 @@ func BenchmarkGPUHostFunc(b *testing.B) {
 			}
 		}
 	})
+}
+
+// checkStreamInCallback calls the methods of a stream from a host function
+// of another, on the stand-in driver, while the stream's capture lock is
+// held, as by a BeginCapture waiting for the shim behind a synchronous copy
+// that waits for the host function: each returns ErrInCallback at once,
+// before it takes the stream's locks. (Stream.Query took the lock first,
+// and deadlocked the randomized test on the GPU.)
+func checkStreamInCallback(t *testing.T) {
+	d := Device(0)
+	s, err := NewStream(d, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	v, err := NewStream(d, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	e, err := NewEvent(d, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	mem, err := d.Malloc(1 << 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mem.Memory().Free()
+	calls := []struct {
+		name string
+		f    func() error
+	}{
+		{"Stream.Synchronize", v.Synchronize},
+		{"Stream.Query", func() error { _, err := v.Query(); return err }},
+		{"Stream.Wait", func() error { return v.Wait(context.Background()) }},
+		{"Stream.Record", func() error { _, err := v.Record(nil); return err }},
+		{"Stream.WaitEvent", func() error { return v.WaitEvent(e) }},
+		{"Stream.BeginCapture", func() error { return v.BeginCapture(CaptureRelaxed) }},
+		{"Stream.EndCapture", func() error { _, err := v.EndCapture(); return err }},
+		{"Stream.LaunchHostFunc", func() error { return v.LaunchHostFunc(func() {}) }},
+		{"MemoryPointer.MemsetAsync", func() error { return mem.MemsetAsync(0, 1<<10, v) }},
+	}
+	errs := make([]error, len(calls))
+	ran := make(chan struct{})
+	v.joins.Lock()
+	if err := s.LaunchHostFunc(func() {
+		for i, c := range calls {
+			errs[i] = c.f()
+		}
+		close(ran)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ran:
+	case <-time.After(10 * time.Second):
+		t.Error("a stream's method called in a host function still waits, after 10 s, for the stream's capture lock")
+	}
+	v.joins.Unlock()
+	<-ran
+	if err := s.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range calls {
+		if !errors.Is(errs[i], ErrInCallback) {
+			t.Errorf("%s in a host function: %v, want ErrInCallback", c.name, errs[i])
+		}
+	}
 }

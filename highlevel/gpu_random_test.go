@@ -73,6 +73,8 @@ const (
 //	HL_RANDOM_GOROUTINES  goroutines per seed (default 8)
 //	HL_RANDOM_SKIP        kinds of operation to leave out, such as
 //	                      "capture,asyncpool"; an unknown name fails the test
+//	HL_RANDOM_ONLY        the only kinds of operation to run (the others are
+//	                      skipped), such as "alloc,capture"
 //
 // Goroutine g of seed s draws, from rand.NewPCG(s, g), the kind of each
 // of its operations and a seed for the numbers that operation draws: what
@@ -208,14 +210,28 @@ func newRandomConfig(t *testing.T) *randomConfig {
 	for _, k := range randomKinds {
 		names = append(names, k.name)
 	}
-	for _, s := range strings.Split(os.Getenv("HL_RANDOM_SKIP"), ",") {
-		if s = strings.TrimSpace(s); s == "" {
-			continue
+	only := map[string]bool{}
+	for _, v := range []string{"HL_RANDOM_SKIP", "HL_RANDOM_ONLY"} {
+		for _, s := range strings.Split(os.Getenv(v), ",") {
+			if s = strings.TrimSpace(s); s == "" {
+				continue
+			}
+			if !slices.Contains(names, s) {
+				t.Fatalf("$%s names %q: the kinds are %s", v, s, strings.Join(names, ","))
+			}
+			if v == "HL_RANDOM_SKIP" {
+				cfg.skip[s] = true
+			} else {
+				only[s] = true
+			}
 		}
-		if !slices.Contains(names, s) {
-			t.Fatalf("$HL_RANDOM_SKIP names %q: the kinds are %s", s, strings.Join(names, ","))
+	}
+	if len(only) > 0 {
+		for _, n := range names {
+			if !only[n] {
+				cfg.skip[n] = true
+			}
 		}
-		cfg.skip[s] = true
 	}
 	return cfg
 }

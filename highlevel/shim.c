@@ -102,14 +102,18 @@ static void hl_leave(void *ctx, void *prev) {
 }
 
 // While a capture in CU_STREAM_CAPTURE_MODE_GLOBAL is in progress, CUDA
-// refuses potentially unsafe calls from every thread, but the driver
-// crashed, later and in calls of every kind, where such calls (allocation,
-// freeing, synchronous copies, device waits, graph instantiation, launch
-// and destruction) raced the capture on other threads. So the shim refuses
-// them itself, with HL_CAPTURING, before the driver sees them: they hold
-// hl_global_mu shared (hl_enter_gated), and a global capture begins only
-// once those in progress have ended. hl_global_n counts the global
-// captures in progress.
+// refuses potentially unsafe calls from every thread, but driver 580
+// crashes where such calls race the capture on other threads: a C program
+// with one thread capturing in global mode and one calling
+// cuMemAllocAsync, cuMemAlloc, cuStreamQuery, cuEventSynchronize or
+// cuGraphInstantiate on streams and objects of its own dies of SIGSEGV
+// within seconds, in calls of every kind, while in the thread-local and
+// relaxed modes the same programs run clean. So the shim hands the driver
+// a global capture as a thread-local one, which refuses unsafe calls on
+// the capturing thread, and refuses them on the other threads itself,
+// with HL_CAPTURING: they hold hl_global_mu shared (hl_enter_gated), and a
+// global capture begins only once those in progress have ended.
+// hl_global_n counts the global captures in progress.
 //
 // Work on the legacy default stream waits for every blocking stream, which
 // CUDA forbids while one captures, in every mode; and the driver crashed
@@ -638,7 +642,8 @@ int hl_stream_begin_capture(void *ctx, uintptr_t s, int mode, long *tid) {
 	void *prev;
 	int r = hl_enter(ctx, &prev);
 	if (r == 0) {
-		r = DRV(cuStreamBeginCapture)(STREAM(s), (CUstreamCaptureMode)mode);
+		int drv = global ? CU_STREAM_CAPTURE_MODE_THREAD_LOCAL : mode;
+		r = DRV(cuStreamBeginCapture)(STREAM(s), (CUstreamCaptureMode)drv);
 		hl_leave(ctx, prev);
 	}
 	if (r != 0) {

@@ -212,6 +212,9 @@ func (s *Stream) enter(d Device) (C.uintptr_t, error) {
 	if s.state == nil {
 		return 0, s.usable()
 	}
+	if inCallback() { // before the stream's locks, held by calls that may wait for the callback
+		return 0, ErrInCallback
+	}
 	if s.dev != d {
 		return 0, fmt.Errorf("highlevel: stream of %v used for work on %v", s.dev, d)
 	}
@@ -244,6 +247,9 @@ func (s *Stream) leave() {
 func (s *Stream) use() (C.uintptr_t, error) {
 	if s == nil || s.state == nil {
 		return 0, s.usable()
+	}
+	if inCallback() { // before the stream's locks, held by calls that may wait for the callback
+		return 0, ErrInCallback
 	}
 	if !s.life.acquire() {
 		return 0, ErrClosed
