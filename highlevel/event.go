@@ -36,6 +36,9 @@ type Event struct {
 	// captured: the event then happens in the graph's launches, and is
 	// not waited for here.
 	captured atomic.Bool
+	// capture is the capture the latest Record was made in, which a
+	// stream waiting for the event joins; nil when it was made in none.
+	capture atomic.Pointer[capture]
 
 	mu sync.Mutex
 	w  *waitReq // the request for the latest Record, or nil
@@ -157,8 +160,11 @@ func (e *Event) Record(s *Stream) (err error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.w = nil // waits from now on are for this Record
-	s.holdJoins()
-	defer s.releaseJoins()
+	var c *capture
+	if s != nil && s.inCapture() {
+		c = s.capture
+	}
+	e.capture.Store(c)
 	// With no capture in progress, the record is not captured.
 	if captures.Load() == 0 {
 		if e.captured.Load() {

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // The GPU side of how captures, closing and waiting meet, and of the
@@ -568,5 +569,110 @@ func TestGPUGlobalCaptureBesideOtherWork(t *testing.T) {
 		if ops[i].Load() == 0 {
 			t.Errorf("%s never ran beside the captures", w.name)
 		}
+	}
+}
+
+// TestGPUOtherGoroutinesOnACapturingStream captures on a stream, over and
+// over for two seconds, while other goroutines record events on it, make
+// it wait for events of their own, join its capture by waiting for an
+// event recorded in it, and launch on it. CUDA refuses some of that and
+// invalidates the capture, and takes the rest into the graph; the test
+// accepts any error but needs the process alive and the device working at
+// the end. (Made from two threads at once, such calls on a capturing
+// stream crashed driver 580 within seconds, in C too: the package now
+// makes them one at a time.)
+func TestGPUOtherGoroutinesOnACapturingStream(t *testing.T) {
+	d := gpu(t)
+	buf, err := d.Malloc(1 << 12)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer buf.Memory().Free()
+	cs, err := NewStream(d, &StreamOptions{NonBlocking: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	others := []func(s *Stream) error{
+		func(*Stream) error { // a record on the capturing stream
+			e, err := cs.Record(nil)
+			if e != nil {
+				e.Close()
+			}
+			return err
+		},
+		func(s *Stream) error { // a wait for an event of another stream
+			e, err := s.Record(nil)
+			if err != nil {
+				return err
+			}
+			defer e.Close()
+			return cs.WaitEvent(e)
+		},
+		func(s *Stream) error { // a join of the capture
+			e, err := cs.Record(nil)
+			if err != nil {
+				return err
+			}
+			defer e.Close()
+			if err := s.WaitEvent(e); err != nil {
+				return err
+			}
+			return buf.MemsetAsync(3, 1<<12, s)
+		},
+		func(*Stream) error { return buf.MemsetAsync(4, 1<<12, cs) }, // work on the capturing stream
+	}
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	var tried, failed atomic.Int64
+	for _, f := range others {
+		wg.Go(func() {
+			for !stop.Load() {
+				// A stream of its own each time: one that joined a
+				// capture may stay in it.
+				s, err := NewStream(d, &StreamOptions{NonBlocking: true})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				tried.Add(1)
+				if f(s) != nil {
+					failed.Add(1)
+				}
+				s.Close()
+			}
+		})
+	}
+	captures, ok := 0, 0
+	for start := time.Now(); time.Since(start) < 2*time.Second; captures++ {
+		g, err := Capture(cs, CaptureRelaxed, func() error {
+			for range 4 {
+				if err := buf.MemsetAsync(2, 1<<12, cs); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err == nil {
+			ok++
+			g.Close()
+		}
+	}
+	stop.Store(true)
+	wg.Wait()
+	t.Logf("%d captures, %d ended well; %d calls of other goroutines, %d failed", captures, ok, tried.Load(), failed.Load())
+	// The device still works.
+	if err := buf.MemsetAsync(5, 1<<12, cs); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	var b [1 << 12]byte
+	if err := buf.CopyToHost(unsafe.Pointer(&b[0]), len(b)); err != nil {
+		t.Fatal(err)
+	}
+	if b[0] != 5 || b[len(b)-1] != 5 {
+		t.Errorf("after the captures: bytes %d..%d, want 5", b[0], b[len(b)-1])
 	}
 }

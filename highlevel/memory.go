@@ -345,16 +345,15 @@ func (p MemoryPointer) copyHostOp(h unsafe.Pointer, n int, s *Stream, async, toD
 		}
 		if pg {
 			// The pipeline waits for its records on s, querying them: no
-			// capture takes s meanwhile (Stream.joins), and none in
-			// CaptureGlobal mode, which refuses queries, runs (staging).
-			s.holdJoins()
+			// capture takes s meanwhile (enter holds Stream.joins), s
+			// takes part in none, and none in CaptureGlobal mode, which
+			// refuses queries, runs (staging).
 			staging.RLock()
 			staged, err := false, error(nil)
-			if staging.global == 0 {
+			if staging.global == 0 && (s == nil || !s.inCapture()) {
 				staged, err = stagedCopy(ctx, d, h, n, sh, toDevice)
 			}
 			staging.RUnlock()
-			s.releaseJoins()
 			if staged {
 				return err
 			}

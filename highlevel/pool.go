@@ -576,9 +576,7 @@ func (p *MemoryAsyncPool) mallocAsync(size int, s *Stream) (MemoryPointer, error
 		return MemoryPointer{}, err
 	}
 	var ptr unsafe.Pointer
-	s.holdJoins()
 	r := C.hl_malloc_async(p.ctx, &ptr, C.size_t(size), p.h, sh)
-	s.releaseJoins()
 	if err := check("cuMemAllocFromPoolAsync", r); err != nil {
 		p.inUse.Add(-int64(size))
 		return MemoryPointer{}, outOfMemory(size, p.dev, err)
@@ -619,9 +617,7 @@ func (o asyncOwner) free(m *Memory) error {
 		return err
 	}
 	defer o.s.leave()
-	o.s.holdJoins()
 	r := C.hl_free_async(ctx, m.ptr, sh)
-	o.s.releaseJoins()
 	if r == C.HL_CAPTURING {
 		// The stream captures: the memory is lost memory, freed after
 		// the device-wide wait of an allocation once no capture runs.

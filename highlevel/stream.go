@@ -49,6 +49,9 @@ type Stream struct {
 	// work captured unseen, and a helper stream of the waiter waiting for
 	// such an event would join the capture too.
 	joins sync.RWMutex
+	// capture is the capture the stream takes part in, having begun it or
+	// joined it, or one that ended, or nil. Guarded by joins.
+	capture *capture
 	// captureThread is the OS thread that began a capture in a strict
 	// mode, which alone may end it; 0 for none.
 	captureThread atomic.Int64
@@ -169,19 +172,28 @@ func (s *Stream) Device() Device {
 	return s.dev
 }
 
-// holdJoins keeps captures from taking s in or out (joins, shared) until
-// releaseJoins, around work that must not be captured unseen; both do
-// nothing for a nil s, the legacy default stream, which no capture takes.
-func (s *Stream) holdJoins() {
-	if s != nil {
-		s.joins.RLock()
-	}
+// capture is a stream capture in progress: the streams that take part in
+// it, the one that began it and those joined to it by WaitEvent, point to
+// it, and it is ended once EndCapture has ended it in CUDA.
+type capture struct {
+	ended atomic.Bool // set holding captureOps
 }
 
-func (s *Stream) releaseJoins() {
-	if s != nil {
-		s.joins.RUnlock()
-	}
+// captureOps is held by every call that queues work on a stream taking
+// part in a capture, or takes a stream into a capture or out of one: the
+// driver's captures are not safe for concurrent calls. With one thread
+// capturing on a stream, a second thread's cuEventRecord, cuStreamWaitEvent
+// or join on that stream crashed driver 580 within seconds, corrupting its
+// heap, in a C program as in Go; independent captures on different streams
+// ran clean. Ended flips only while it is held, so an operation that took
+// it at enter, for a stream in a capture, finds the stream still in the
+// capture at leave.
+var captureOps sync.Mutex
+
+// inCapture reports whether s takes part in a capture in progress; s.joins
+// is held.
+func (s *Stream) inCapture() bool {
+	return s.capture != nil && !s.capture.ended.Load()
 }
 
 // usable returns the error of a method called on a nil or zero Stream; nil
@@ -204,8 +216,49 @@ func (s *Stream) perThread() bool {
 // enter begins an operation that queues work on s for device d: it returns
 // the stream's handle (0, the legacy default stream, for a nil Stream), or
 // an error for a zero or closed stream or one of another device. leave ends
-// it.
+// it. In between, the operation holds joins shared, so that no capture
+// takes s in or out, and, while s takes part in a capture, captureOps.
 func (s *Stream) enter(d Device) (C.uintptr_t, error) {
+	h, err := s.open(d)
+	if err != nil || s == nil {
+		return h, err
+	}
+	s.joins.RLock()
+	if s.inCapture() {
+		captureOps.Lock()
+	}
+	return h, nil
+}
+
+// leave ends an operation enter began, once it has queued its work.
+func (s *Stream) leave() {
+	if s != nil {
+		if s.inCapture() {
+			captureOps.Unlock()
+		}
+		s.joins.RUnlock()
+		s.shut()
+	}
+}
+
+// enterAlone begins an operation that may take s into a capture or out of
+// one: it holds joins alone, and captureOps as it needs. leaveAlone ends it.
+func (s *Stream) enterAlone() (C.uintptr_t, error) {
+	h, err := s.open(s.dev)
+	if err != nil {
+		return h, err
+	}
+	s.joins.Lock()
+	return h, nil
+}
+
+func (s *Stream) leaveAlone() {
+	s.joins.Unlock()
+	s.shut()
+}
+
+// open is enter without the locks; shut is leave's end.
+func (s *Stream) open(d Device) (C.uintptr_t, error) {
 	if s == nil {
 		return 0, nil
 	}
@@ -233,14 +286,11 @@ func (s *Stream) deviceState() *deviceState {
 	return s.state
 }
 
-// leave ends an operation enter began, once it has queued its work.
-func (s *Stream) leave() {
-	if s != nil {
-		if !s.queued.Load() {
-			s.queued.Store(true)
-		}
-		s.life.release()
+func (s *Stream) shut() {
+	if !s.queued.Load() {
+		s.queued.Store(true)
 	}
+	s.life.release()
 }
 
 // use begins an operation of the stream's own: Synchronize, Query, Wait.
@@ -287,7 +337,11 @@ func (s *Stream) Synchronize() error {
 	defer s.life.release()
 	s.joins.RLock()
 	defer s.joins.RUnlock()
-	return s.failure(check("cuStreamSynchronize", C.hl_stream_synchronize(s.state.ctx, h)))
+	r := C.int(C.HL_CAPTURING)
+	if !s.inCapture() {
+		r = C.hl_stream_synchronize(s.state.ctx, h)
+	}
+	return s.failure(check("cuStreamSynchronize", r))
 }
 
 // Query reports whether the stream has done all its work, without waiting
@@ -299,7 +353,10 @@ func (s *Stream) Query() (bool, error) {
 	}
 	defer s.life.release()
 	s.joins.RLock()
-	r := C.hl_stream_query(s.state.ctx, h)
+	r := C.int(C.HL_CAPTURING)
+	if !s.inCapture() {
+		r = C.hl_stream_query(s.state.ctx, h)
+	}
 	s.joins.RUnlock()
 	done, err := ready("cuStreamQuery", r)
 	return done, s.failure(err)
@@ -363,7 +420,10 @@ func (s *Stream) watch() (*waitReq, error) {
 	s.mu.Unlock()
 	var e C.uintptr_t
 	s.joins.RLock()
-	r := C.hl_stream_watch(s.state.ctx, h, &e)
+	r := C.int(C.HL_CAPTURING)
+	if !s.inCapture() {
+		r = C.hl_stream_watch(s.state.ctx, h, &e)
+	}
 	s.joins.RUnlock()
 	if err := check("cuEventRecord", r); err != nil {
 		if errors.Is(err, ErrCapturing) {
@@ -412,18 +472,25 @@ func (s *Stream) WaitEvent(e *Event) error {
 	if e == nil {
 		return nilError("Event")
 	}
-	h, err := s.enter(s.dev)
-	if err != nil {
-		return err
-	}
-	defer s.leave()
 	if err := e.use(); err != nil {
 		return err
 	}
 	defer e.life.release()
-	s.joins.Lock()
-	defer s.joins.Unlock()
-	return check("cuStreamWaitEvent", C.hl_stream_wait_event(s.state.ctx, h, C.uintptr_t(e.h)))
+	h, err := s.enterAlone()
+	if err != nil {
+		return err
+	}
+	defer s.leaveAlone()
+	c := e.capture.Load()
+	if s.capture != nil || c != nil {
+		captureOps.Lock()
+		defer captureOps.Unlock()
+	}
+	r := C.hl_stream_wait_event(s.state.ctx, h, C.uintptr_t(e.h))
+	if r == 0 && c != nil && !c.ended.Load() && !s.inCapture() {
+		s.capture = c // joined
+	}
+	return check("cuStreamWaitEvent", r)
 }
 
 // AddCallback queues fn to run once the work queued before it is done, for
@@ -504,13 +571,11 @@ func (s *Stream) BeginCapture(mode CaptureMode) error {
 	if err != nil {
 		return err
 	}
-	h, err := s.enter(s.dev)
+	h, err := s.enterAlone()
 	if err != nil {
 		return err
 	}
-	defer s.leave()
-	s.joins.Lock()
-	defer s.joins.Unlock()
+	defer s.leaveAlone()
 	captureMu.RLock()
 	captures.Add(1)
 	if mode == CaptureGlobal {
@@ -530,6 +595,7 @@ func (s *Stream) BeginCapture(mode CaptureMode) error {
 		}
 		return err
 	}
+	s.capture = new(capture)
 	s.global.Store(mode == CaptureGlobal)
 	if mode != CaptureRelaxed {
 		s.captureThread.Store(int64(tid))
@@ -552,17 +618,15 @@ func (s *Stream) EndCapture() (*Graph, error) {
 	if err := s.usable(); err != nil {
 		return nil, err
 	}
-	h, err := s.enter(s.dev)
+	h, err := s.enterAlone()
 	if errors.Is(err, ErrClosed) {
 		return nil, s.endClosed()
 	}
 	if err != nil {
 		return nil, err
 	}
-	defer s.leave()
 	defer reapStreams()
-	s.joins.Lock()
-	defer s.joins.Unlock()
+	defer s.leaveAlone()
 	g, err := s.end(h)
 	if err != nil {
 		return nil, err
@@ -570,17 +634,24 @@ func (s *Stream) EndCapture() (*Graph, error) {
 	return &Graph{h: cudart.Graph(g), dev: s.dev, ctx: s.state.ctx}, nil
 }
 
-// end ends the capture on stream h, s's handle, and returns its graph.
-// Once a capture is over, the streams Close left to it are destroyed.
+// end ends the capture on stream h, s's handle, and returns its graph;
+// s.joins is held alone. Once a capture is over, the streams Close left to
+// it are destroyed.
 func (s *Stream) end(h C.uintptr_t) (C.uintptr_t, error) {
 	var g C.uintptr_t
+	captureOps.Lock()
 	r := C.hl_stream_end_capture(s.state.ctx, h, &g, C.long(s.captureThread.Load()))
 	if r != C.CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD {
 		// The capture is over, unless it was ended from another thread
 		// than began it (the strict modes): it goes on, and may be
 		// ended from that thread still.
+		if s.capture != nil {
+			s.capture.ended.Store(true)
+			s.capture = nil
+		}
 		s.endCapture()
 	}
+	captureOps.Unlock()
 	return g, check("cuStreamEndCapture", r)
 }
 
@@ -641,6 +712,14 @@ func (s *Stream) Close() error {
 // the legacy default stream's free lists. While the stream is capturing it
 // does nothing and returns ErrCapturing. closeMu is held.
 func (s *Stream) destroy() error {
+	// Closed, s takes part in no more captures; one it takes part in
+	// still is ended first, and no call may race its operations.
+	s.joins.Lock()
+	capturing := s.inCapture()
+	s.joins.Unlock()
+	if capturing {
+		return ErrCapturing
+	}
 	var err error
 	if sync := s.pooled.Load(); sync || s.owned {
 		err = check("cuStreamDestroy", C.hl_stream_close(s.state.ctx, C.uintptr_t(s.h), cbool(sync), cbool(s.owned)))
