@@ -277,7 +277,7 @@ func (e *Event) Close() error {
 	if err := e.life.closing(); err != nil {
 		return opErr("close event of "+e.dev.String(), err)
 	}
-	e.we.close() // now, or once no waiter watches it
+	e.we.close(e.capture.Load() != nil) // now, or once no waiter watches it
 	return nil
 }
 

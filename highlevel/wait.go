@@ -55,6 +55,9 @@ type waitEvent struct {
 	// calls in progress, that use ev; it is destroyed only when none does.
 	refs   int
 	closed bool
+	// captured is set by close for an event recorded in a capture, whose
+	// destruction changes the capture: it is made holding captureOps.
+	captured bool
 }
 
 // release drops a reference to e; waiter.mu is held.
@@ -184,15 +187,25 @@ func (w *waitReq) finishLocked(err error) {
 }
 
 // close gives e to the waiter, which destroys it once no request watches
-// it: at once when none does.
-func (e *waitEvent) close() {
+// it: at once when none does. captured tells whether it was recorded in a
+// capture.
+func (e *waitEvent) close(captured bool) {
 	waiter.mu.Lock()
-	e.closed = true
+	e.closed, e.captured = true, captured
 	now := e.refs == 0
 	waiter.mu.Unlock()
 	if now {
-		C.hl_event_destroy(e.ctx, C.uintptr_t(e.ev))
+		e.destroy()
 	}
+}
+
+// destroy destroys the event, once closed and watched no more.
+func (e *waitEvent) destroy() {
+	if e.captured {
+		captureOps.Lock()
+		defer captureOps.Unlock()
+	}
+	C.hl_event_destroy(e.ctx, C.uintptr_t(e.ev))
 }
 
 func (w *waitReq) wait(ctx context.Context) error {
@@ -245,7 +258,7 @@ func poll() {
 		waiter.mu.Unlock()
 
 		for _, e := range dead {
-			C.hl_event_destroy(e.ctx, C.uintptr_t(e.ev))
+			e.destroy()
 		}
 		clear(dead)
 		if len(batch) == 0 {
