@@ -630,6 +630,12 @@ int hl_stream_begin_capture(void *ctx, uintptr_t s, int mode, long *tid) {
 	if (hl_in_callback) {
 		return HL_IN_CALLBACK;
 	}
+	if (s == 0) {
+		// CUDA cannot capture the legacy default stream, and driver 580
+		// crashed where cuStreamBeginCapture on it raced other threads'
+		// work: refused as CUDA documents it.
+		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+	}
 	int global = mode == CU_STREAM_CAPTURE_MODE_GLOBAL;
 	pthread_rwlock_wrlock(&hl_global_mu);
 	if (hl_global_n > 0) { // which CUDA refuses too, invalidating it

@@ -464,7 +464,11 @@ func (s *Stream) Record(e *Event) (*Event, error) {
 }
 
 // WaitEvent makes the work queued on the stream from now on wait until e
-// has happened; e may belong to another device.
+// has happened; e may belong to another device. Waiting for an event
+// recorded in a capture joins the stream to that capture. While the stream
+// takes part in a capture, e must have been recorded in it: otherwise
+// WaitEvent returns CUDA_ERROR_STREAM_CAPTURE_ISOLATION, as CUDA does, but
+// leaves the capture as it was, where CUDA would invalidate it.
 func (s *Stream) WaitEvent(e *Event) error {
 	if err := s.usable(); err != nil {
 		return err
@@ -485,6 +489,11 @@ func (s *Stream) WaitEvent(e *Event) error {
 	if s.capture != nil || c != nil {
 		captureOps.Lock()
 		defer captureOps.Unlock()
+	}
+	if s.inCapture() && c != s.capture {
+		// What CUDA returns, but CUDA also invalidates the capture,
+		// which may be another goroutine's.
+		return check("cuStreamWaitEvent", C.CUDA_ERROR_STREAM_CAPTURE_ISOLATION)
 	}
 	r := C.hl_stream_wait_event(s.state.ctx, h, C.uintptr_t(e.h))
 	if r == 0 && c != nil && !c.ended.Load() && !s.inCapture() {
