@@ -185,9 +185,10 @@ type capture struct {
 // capturing on a stream, a second thread's cuEventRecord, cuStreamWaitEvent
 // or join on that stream crashed driver 580 within seconds, corrupting its
 // heap, in a C program as in Go; independent captures on different streams
-// ran clean. Ended flips only while it is held, so an operation that took
-// it at enter, for a stream in a capture, finds the stream still in the
-// capture at leave.
+// ran clean. Ended flips only while it is held, and a stream joins a
+// capture only while its joins are held alone, so an operation that holds
+// it after enter, for a stream in a capture, finds the stream still in the
+// capture at leave, and one that does not, still out of any.
 var captureOps sync.Mutex
 
 // inCapture reports whether s takes part in a capture in progress; s.joins
@@ -226,6 +227,9 @@ func (s *Stream) enter(d Device) (C.uintptr_t, error) {
 	s.joins.RLock()
 	if s.inCapture() {
 		captureOps.Lock()
+		if !s.inCapture() { // the capture ended while the lock was waited for
+			captureOps.Unlock()
+		}
 	}
 	return h, nil
 }
