@@ -155,6 +155,14 @@
 // and Done while the stream captures, and Event.Wait, Done, Synchronize
 // and Query for a Record made while its stream captured (Done's channel is
 // closed at once), until the event is recorded again outside a capture.
+// CUDA's captures are not safe for calls from several threads at once
+// (driver 580 corrupts its heap), so the package makes the calls on the
+// streams of a capture one at a time, whichever goroutines make them, and
+// Stream.Synchronize, Query, Wait and Done refuse a stream that takes part
+// in one. A stream taking part in a capture waits only for events recorded
+// in it: WaitEvent refuses others with CUDA_ERROR_STREAM_CAPTURE_ISOLATION
+// and leaves the capture as it was. The legacy default stream cannot be
+// captured: BeginCapture on it returns CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED.
 // The legacy default stream waits for every blocking stream, which CUDA
 // forbids while one captures, and the driver crashed where such work raced
 // a capture: so while a capture the package began is in progress, every

@@ -61,14 +61,16 @@ const (
 	// CaptureGlobal refuses potentially unsafe calls on every OS thread of
 	// the process while the capture runs (CU_STREAM_CAPTURE_MODE_GLOBAL),
 	// catching work of other goroutines that would spoil it. Begin and end
-	// the capture on one OS thread (Capture does). While it runs, the
-	// package refuses those calls itself, from every goroutine, with
-	// ErrCapturing, before the driver sees them (the driver crashed where
-	// they raced such a capture): allocation and freeing, copies and
+	// the capture on one OS thread (Capture does). Driver 580 crashes
+	// where other threads' calls race a global capture, so the package
+	// captures in CUDA's thread-local mode, which refuses the unsafe calls
+	// on the capturing thread, and refuses them on every other goroutine
+	// itself, with ErrCapturing: allocation and freeing, copies and
 	// memsets without Async, the Synchronize methods, Advise, module
 	// loading, host registration, and Instantiate, Launch, Upload and
 	// Update of graphs; graphs and streams closed meanwhile are destroyed
-	// when it ends.
+	// when it ends. Calls made through other packages (cudart, cuBLAS
+	// directly) are not refused.
 	CaptureGlobal
 	// CaptureThreadLocal refuses potentially unsafe calls on the capturing
 	// OS thread only (CU_STREAM_CAPTURE_MODE_THREAD_LOCAL). Begin and end the

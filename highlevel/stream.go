@@ -332,7 +332,8 @@ func (s *Stream) failure(err error) error {
 // Synchronize waits until the stream has done all its work. It holds the
 // calling goroutine's OS thread while it waits; Wait does not. It returns
 // the stream's error, and a *PanicError for each callback or host function
-// of the stream that panicked since the last report.
+// of the stream that panicked since the last report. While the stream takes
+// part in a capture it returns ErrCapturing and waits for nothing.
 func (s *Stream) Synchronize() error {
 	h, err := s.use()
 	if err != nil {
@@ -349,7 +350,8 @@ func (s *Stream) Synchronize() error {
 }
 
 // Query reports whether the stream has done all its work, without waiting
-// (CuPy's Stream.done). Its error reports panics as Synchronize does.
+// (CuPy's Stream.done). Its error reports panics as Synchronize does, and
+// it refuses a stream that takes part in a capture as Synchronize does.
 func (s *Stream) Query() (bool, error) {
 	h, err := s.use()
 	if err != nil {
