@@ -278,7 +278,7 @@ func (w *randomWorker) capture() {
 			events = append(events, e)
 			f := w.own2.s
 			if err := f.WaitEvent(e); err != nil {
-				return err
+				return fmt.Errorf("%w (%s)", err, randomCaptureStates(w.d, e, s, f))
 			}
 			if err := w.fill.Launch(f, randomGrid(bj-bi), b.arg(bi, bj), bv, int32(bj-bi)); err != nil {
 				return err
@@ -644,4 +644,26 @@ func (w *randomWorker) countHost(err error) {
 	case !errors.Is(err, ErrClosed):
 		w.hostMaybe.Add(1)
 	}
+}
+
+// randomCaptureStates tells, for an error, what CUDA and the package say
+// of the captures of streams and an event.
+func randomCaptureStates(d Device, e *Event, streams ...*Stream) string {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := d.Use(); err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "event recorded in a capture: %v", e.capture.Load() != nil)
+	for i, s := range streams {
+		var st cudadrv.StreamCaptureStatus
+		err := cudadrv.StreamIsCapturing(cudadrv.Stream(s.Handle()), &st)
+		s.joins.RLock()
+		in, same := s.inCapture(), s.capture != nil && s.capture == e.capture.Load()
+		s.joins.RUnlock()
+		fmt.Fprintf(&b, "; stream %d: CUDA %v %v, in a capture %v, the event's %v", i, st, err, in, same)
+	}
+	fmt.Fprintf(&b, "; package captures %d", captures.Load())
+	return b.String()
 }

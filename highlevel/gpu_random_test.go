@@ -787,7 +787,8 @@ func (o *randomOp) ok(err error, allow randomAllow, format string, args ...any) 
 	}
 	names, expected := randomClassify(err, allow, o.inWindow(o.win))
 	if !expected {
-		o.fail("%s: %v", fmt.Sprintf(format, args...), err)
+		o.fail("%s: %v (window %+v, captures now: the test's %d, the package's %d)",
+			fmt.Sprintf(format, args...), err, o.win, o.capActive.Load(), captures.Load())
 		return false
 	}
 	for i, part := range randomParts(err) {
