@@ -676,3 +676,63 @@ func TestGPUOtherGoroutinesOnACapturingStream(t *testing.T) {
 		t.Errorf("after the captures: bytes %d..%d, want 5", b[0], b[len(b)-1])
 	}
 }
+
+// TestGPULegacyStreamDuringCapture queues work on the legacy default
+// stream, through nil and through LegacyDefaultStream, while another
+// stream captures: every operation returns ErrCapturing without reaching
+// CUDA, and works once the capture ended. (MemsetAsync on nil reached the
+// driver, which crashed where it raced a BeginCapture.)
+func TestGPULegacyStreamDuringCapture(t *testing.T) {
+	d := gpu(t)
+	buf, err := d.Malloc(1 << 12)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer buf.Memory().Free()
+	legacy, err := LegacyDefaultStream(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var word [4]byte
+	ops := []struct {
+		name string
+		f    func() error
+	}{
+		{"MemsetAsync on nil", func() error { return buf.MemsetAsync(1, 1<<12, nil) }},
+		{"MemsetAsync on LegacyDefaultStream", func() error { return buf.MemsetAsync(1, 1<<12, legacy) }},
+		{"Memset", func() error { return buf.Memset(1, 1<<12) }},
+		{"CopyFromHostAsync on nil", func() error { return buf.CopyFromHostAsync(unsafe.Pointer(&word[0]), 4, nil) }},
+		{"CopyToHost", func() error { return buf.CopyToHost(unsafe.Pointer(&word[0]), 4) }},
+		{"LegacyDefaultStream.Record", func() error {
+			e, err := legacy.Record(nil)
+			if e != nil {
+				e.Close()
+			}
+			return err
+		}},
+		{"LegacyDefaultStream.Synchronize", legacy.Synchronize},
+	}
+	s, err := NewStream(d, &StreamOptions{NonBlocking: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.BeginCapture(CaptureRelaxed); err != nil {
+		t.Fatal(err)
+	}
+	for _, op := range ops {
+		if err := op.f(); !errors.Is(err, ErrCapturing) {
+			t.Errorf("%s during a capture: %v, want ErrCapturing", op.name, err)
+		}
+	}
+	g, err := s.EndCapture()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Close()
+	for _, op := range ops {
+		if err := op.f(); err != nil {
+			t.Errorf("%s after the capture: %v", op.name, err)
+		}
+	}
+}

@@ -377,7 +377,7 @@ int hl_memset(uintptr_t ctxv, uintptr_t p, int v, size_t n, uintptr_t s, int asy
 	void *ctx = (void *)ctxv;
 	int done_;
 	if (async) {
-		CALL(ctx, DRV(cuMemsetD8Async)(DPTR(p), (unsigned char)v, n, STREAM(s)));
+		SCALL(ctx, s, DRV(cuMemsetD8Async)(DPTR(p), (unsigned char)v, n, STREAM(s)));
 	}
 	SCALL(ctx, 0, DONE(DRV(cuMemsetD8)(DPTR(p), (unsigned char)v, n)));
 }
