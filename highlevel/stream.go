@@ -40,14 +40,15 @@ type Stream struct {
 	settled   atomic.Bool
 	capturing atomic.Bool // BeginCapture counted a capture in captures
 	global    atomic.Bool // and in the shim's global captures
-	// joins is held by the operations that may take the stream into a
-	// capture or out of one (BeginCapture, EndCapture, WaitEvent, which
-	// joins the stream to the capture of the event's record), and shared
-	// by those that check whether it captures before they queue work that
-	// must not be captured (Done's and Wait's event, Event.Record, Query,
-	// Synchronize): a join between the check and the work would make the
-	// work captured unseen, and a helper stream of the waiter waiting for
-	// such an event would join the capture too.
+	// joins is held alone by the operations that may take the stream into
+	// a capture or out of one (BeginCapture, EndCapture, WaitEvent, which
+	// joins the stream to the capture of the event's record, and the
+	// destruction), and shared by every other: those that queue work
+	// (enter), which must know whether it is captured, and Query,
+	// Synchronize and Done's and Wait's event, which refuse a capturing
+	// stream. A join between the check and the work would make the work
+	// captured unseen, and a helper stream of the waiter waiting for such
+	// an event would join the capture too.
 	joins sync.RWMutex
 	// capture is the capture the stream takes part in, having begun it or
 	// joined it, or one that ended, or nil. Guarded by joins.
@@ -656,17 +657,18 @@ func (s *Stream) end(h C.uintptr_t) (C.uintptr_t, error) {
 	var g C.uintptr_t
 	captureOps.Lock()
 	r := C.hl_stream_end_capture(s.state.ctx, h, &g, C.long(s.captureThread.Load()))
-	if r != C.CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD {
-		// The capture is over, unless it was ended from another thread
-		// than began it (the strict modes): it goes on, and may be
-		// ended from that thread still.
-		if s.capture != nil {
-			s.capture.ended.Store(true)
-			s.capture = nil
-		}
-		s.endCapture()
+	// The capture is over, unless it was ended from another thread than
+	// began it (the strict modes): it goes on, and may be ended from that
+	// thread still.
+	over := r != C.CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD
+	if over && s.capture != nil {
+		s.capture.ended.Store(true)
+		s.capture = nil
 	}
 	captureOps.Unlock()
+	if over {
+		s.endCapture()
+	}
 	return g, check("cuStreamEndCapture", r)
 }
 
