@@ -22,6 +22,17 @@ extern "C" __global__ void count_not(const unsigned *p, unsigned v, int n, int *
 }
 `
 
+// deviceBuffer allocates n bytes of d, freed when the test ends.
+func deviceBuffer(t *testing.T, d Device, n int) MemoryPointer {
+	t.Helper()
+	p, err := d.Malloc(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Memory().Free() })
+	return p
+}
+
 // wordCounter returns a function that counts, on a non-blocking stream of
 // its own (ordered with no other stream), the words of the n bytes at p
 // that differ from v.
@@ -70,11 +81,7 @@ func wordCounter(t *testing.T, d Device) func(p MemoryPointer, v uint32, n int) 
 func TestGPUStreamCloseDuringCapture(t *testing.T) {
 	d := gpu(t)
 	count := wordCounter(t, d)
-	buf, err := d.Malloc(1 << 12)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer buf.Memory().Free()
+	buf := deviceBuffer(t, d, 1<<12)
 	for _, mode := range []CaptureMode{CaptureRelaxed, CaptureGlobal, CaptureThreadLocal} {
 		for _, joined := range []bool{false, true} {
 			name := mode.String() + "/origin"
@@ -170,11 +177,7 @@ func TestGPUWaitDuringCapture(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	buf, err := d.Malloc(1 << 12)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer buf.Memory().Free()
+	buf := deviceBuffer(t, d, 1<<12)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := s.BeginCapture(CaptureRelaxed); err != nil {
@@ -389,11 +392,7 @@ func TestGPUDoneLegacyStream(t *testing.T) {
 // cuGraphInstantiateWithParams).
 func TestGPUGraphExecConcurrent(t *testing.T) {
 	d := gpu(t)
-	buf, err := d.Malloc(1 << 12)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer buf.Memory().Free()
+	buf := deviceBuffer(t, d, 1<<12)
 	capture := func(s *Stream, v byte) *Graph {
 		t.Helper()
 		g, err := Capture(s, CaptureRelaxed, func() error { return buf.MemsetAsync(v, 1<<12, s) })
@@ -461,11 +460,7 @@ func TestGPUGraphExecConcurrent(t *testing.T) {
 // calls from other threads itself.)
 func TestGPUGlobalCaptureBesideOtherWork(t *testing.T) {
 	d := gpu(t)
-	buf, err := d.Malloc(1 << 12)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer buf.Memory().Free()
+	buf := deviceBuffer(t, d, 1<<12)
 	refused := func(err error) error {
 		if errors.Is(err, ErrCapturing) {
 			return nil
@@ -583,11 +578,7 @@ func TestGPUGlobalCaptureBesideOtherWork(t *testing.T) {
 // makes them one at a time.)
 func TestGPUOtherGoroutinesOnACapturingStream(t *testing.T) {
 	d := gpu(t)
-	buf, err := d.Malloc(1 << 12)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer buf.Memory().Free()
+	buf := deviceBuffer(t, d, 1<<12)
 	cs, err := NewStream(d, &StreamOptions{NonBlocking: true})
 	if err != nil {
 		t.Fatal(err)
@@ -684,11 +675,7 @@ func TestGPUOtherGoroutinesOnACapturingStream(t *testing.T) {
 // driver, which crashed where it raced a BeginCapture.)
 func TestGPULegacyStreamDuringCapture(t *testing.T) {
 	d := gpu(t)
-	buf, err := d.Malloc(1 << 12)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer buf.Memory().Free()
+	buf := deviceBuffer(t, d, 1<<12)
 	legacy, err := LegacyDefaultStream(d)
 	if err != nil {
 		t.Fatal(err)
