@@ -38,10 +38,10 @@ type Event struct {
 	captured atomic.Bool
 	// capture is the capture the latest Record was made in, which a
 	// stream waiting for the event joins; nil when it was made in none.
-	// inCapture is set once a Record was made in a capture: the event is
+	// capturedOnce is set once a Record was made in a capture: the event is
 	// destroyed holding captureOps.
-	capture   atomic.Pointer[capture]
-	inCapture atomic.Bool
+	capture      atomic.Pointer[capture]
+	capturedOnce atomic.Bool
 
 	mu sync.Mutex
 	w  *waitReq // the request for the latest Record, or nil
@@ -168,8 +168,8 @@ func (e *Event) Record(s *Stream) (err error) {
 		c = s.capture
 	}
 	e.capture.Store(c)
-	if c != nil && !e.inCapture.Load() {
-		e.inCapture.Store(true)
+	if c != nil && !e.capturedOnce.Load() {
+		e.capturedOnce.Store(true)
 	}
 	// With no capture in progress, the record is not captured.
 	if captures.Load() == 0 {
@@ -283,7 +283,7 @@ func (e *Event) Close() error {
 	if err := e.life.closing(); err != nil {
 		return opErr("close event of "+e.dev.String(), err)
 	}
-	e.we.close(e.inCapture.Load()) // now, or once no waiter watches it
+	e.we.close(e.capturedOnce.Load()) // now, or once no waiter watches it
 	return nil
 }
 
