@@ -37,6 +37,12 @@
 // are looked for only by the system loader (1) and then in WSL's
 // /usr/lib/wsl/lib.
 //
+// Before a file is given to the loader, it is checked: a file that is not a
+// regular one (a named pipe would block the loader), not an ELF shared
+// object of this process's class and machine, or truncated (the loader
+// would map its segments past the end of the file, and the process die of
+// SIGBUS) is refused with the reason, and the search goes on.
+//
 // Only absolute paths are tried: a variable that holds a relative path is
 // not searched (the error lists it as such), and nothing is looked for in
 // the working directory. Toolkit and wheel directories of another CUDA major
@@ -268,6 +274,12 @@ func (l *Library) load() {
 			continue
 		}
 		p := c.path
+		if filepath.IsAbs(p) {
+			if why := checkFile(p); why != "" {
+				tried = append(tried, p+": "+why)
+				continue
+			}
+		}
 		h, opened, msg := dlopen(p)
 		if h != nil {
 			l.h, l.path = h, opened

@@ -1,0 +1,112 @@
+package dl
+
+import (
+	"debug/elf"
+	"encoding/binary"
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestBadFilesRefused gives the loader's search, and the override, files
+// that are not libraries of this process: each is refused with its reason
+// before the loader sees it, and the search goes on to a good copy. (A
+// truncated library killed the process with SIGBUS, a named pipe blocked
+// Load for ever, and a library of another machine was reported as "No such
+// file or directory".)
+func TestBadFilesRefused(t *testing.T) {
+	const name = "libgocudatest.so.1"
+	dir := t.TempDir()
+	good, err := standIn(dir, name)
+	if err != nil {
+		t.Skip(err)
+	}
+	lib, err := os.ReadFile(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := elf.EM_AARCH64
+	if runtime.GOARCH == "arm64" {
+		other = elf.EM_X86_64
+	}
+	patched := func(at int, b ...byte) []byte {
+		c := append([]byte(nil), lib...)
+		copy(c[at:], b)
+		return c
+	}
+	var machine [2]byte
+	binary.LittleEndian.PutUint16(machine[:], uint16(other))
+	write := func(data []byte) func(string) error {
+		return func(p string) error { return os.WriteFile(p, data, 0o755) }
+	}
+	for _, tt := range []struct {
+		name   string
+		make   func(path string) error
+		reason string
+	}{
+		{"truncated", write(lib[:len(lib)/3]), "truncated: "},
+		{"named pipe", func(p string) error { return syscall.Mkfifo(p, 0o644) }, "not a regular file (a named pipe)"},
+		{"directory", func(p string) error { return os.Mkdir(p, 0o755) }, "not a regular file (a directory)"},
+		{"other machine", write(patched(18, machine[:]...)), "built for ELFCLASS64 " + other.String()},
+		{"other class", write(patched(elf.EI_CLASS, byte(elf.ELFCLASS32))), "built for ELFCLASS32"},
+		{"not ELF", write([]byte(strings.Repeat("not a library\n", 64))), "not an ELF file"},
+		{"executable", write(patched(16, byte(elf.ET_EXEC))), "not a shared object"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			bad := filepath.Join(root, "bad", "lib64", name)
+			goodDir := filepath.Join(root, "good", "lib64")
+			for _, d := range []string{filepath.Dir(bad), goodDir} {
+				if err := os.MkdirAll(d, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := tt.make(bad); err != nil {
+				t.Skip(err)
+			}
+			if err := os.WriteFile(filepath.Join(goodDir, name), lib, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			t.Setenv("LD_LIBRARY_PATH", "")
+			load := func(l *Library) error {
+				t.Helper()
+				done := make(chan error, 1)
+				go func() { done <- l.Load() }()
+				select {
+				case err := <-done:
+					return err
+				case <-time.After(10 * time.Second):
+					t.Fatal("Load still runs after 10 s")
+					return nil
+				}
+			}
+
+			// Named by the override: the documented error, with the reason.
+			t.Setenv(testEnv, bad)
+			err := load(New(testEnv, name))
+			var le *LibraryError
+			if !errors.As(err, &le) || le.Env != testEnv || len(le.Tried) != 1 ||
+				!strings.HasPrefix(le.Tried[0], bad+": ") || !strings.Contains(le.Tried[0], tt.reason) {
+				t.Errorf("$%s=%s: Load() = %v, want a *LibraryError of $%s whose one try says %q", testEnv, bad, err, testEnv, tt.reason)
+			}
+
+			// Found by the search ($CUDA_PATH before $CUDA_HOME): refused,
+			// and the good copy after it loads.
+			t.Setenv(testEnv, "")
+			t.Setenv("CUDA_PATH", filepath.Join(root, "bad"))
+			t.Setenv("CUDA_HOME", filepath.Join(root, "good"))
+			l := New(testEnv, name)
+			if err := load(l); err != nil {
+				t.Fatalf("search past %s: %v", bad, err)
+			}
+			if want := filepath.Join(goodDir, name); l.Path() != want {
+				t.Errorf("search past %s: Path() = %s, want %s", bad, l.Path(), want)
+			}
+		})
+	}
+}
