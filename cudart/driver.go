@@ -17,10 +17,25 @@ import (
 	"github.com/gocuda/cuda/internal/dl"
 )
 
-// The versions and the error texts work without a driver: they are left out
-// of the check.
+// The versions and the error texts work without a driver, and with a
+// runtime of another major: they are left out of the check.
 func init() {
-	lib.SetCheck(checkDriver, "cudaDriverGetVersion", "cudaRuntimeGetVersion", "cudaGetErrorName", "cudaGetErrorString")
+	lib.SetCheck(checkLibrary, "cudaDriverGetVersion", "cudaRuntimeGetVersion", "cudaGetErrorName", "cudaGetErrorString")
+}
+
+// MajorError reports that the runtime loaded is of another CUDA major than
+// the package is built for ($GOCUDA_CUDART naming CUDA 12's libcudart in a
+// CUDA 13 build): every function but the versions and the error texts
+// returns it.
+type MajorError = dl.MajorError
+
+// checkLibrary is the library's check: the runtime's major, then the driver.
+func checkLibrary() error {
+	var v C.int
+	if r, ok := call("cudaRuntimeGetVersion", &v); ok && r == Success && int(v)/1000 != VERSION/1000 {
+		return &MajorError{Name: lib.Name(), Path: lib.Path(), Found: version(int(v)), Want: VERSION / 1000}
+	}
+	return checkDriver()
 }
 
 // DriverVersionError reports that the NVIDIA driver is older than the

@@ -41,15 +41,23 @@ const standInDriver = "int cuDriverGetVersion(int *v) { *v = OLD; return 0; }\n"
 // before the headers' (12.4, driver 550, for CUDA 13).
 const oldDriver = (VERSION/1000-1)*1000 + 40
 
+// otherMajor is the CUDA version of a stand-in runtime of the major before
+// the headers' (12.6 for CUDA 13).
+const otherMajor = (VERSION/1000-1)*1000 + 60
+
 // TestDriverVersionError runs TestDriverVersionChild with stand-in runtimes
 // of the headers' version: one that finds the driver (a stand-in of
 // oldDriver) too old, one that finds none, one that finds no device and one
 // that works.
 func TestDriverVersionError(t *testing.T) {
 	driver := stubtest.Library(t, "libcuda.so.1", standInDriver, "-Wl,-soname,libcuda.so.1", "-DOLD="+strconv.Itoa(oldDriver))
-	for _, tc := range []struct{ name, status string }{{"old", "35"}, {"none", "35"}, {"nodevice", "100"}, {"ok", "0"}} {
+	for _, tc := range []struct{ name, status string }{{"old", "35"}, {"none", "35"}, {"nodevice", "100"}, {"ok", "0"}, {"othermajor", "0"}} {
 		t.Run(tc.name, func(t *testing.T) {
-			flags := []string{"-DSTATUS=" + tc.status, "-DVERSION=" + strconv.Itoa(VERSION)}
+			v := VERSION
+			if tc.name == "othermajor" {
+				v = otherMajor
+			}
+			flags := []string{"-DSTATUS=" + tc.status, "-DVERSION=" + strconv.Itoa(v)}
 			if tc.name != "none" {
 				flags = append(flags, "-DDRIVER", driver, "-Wl,--disable-new-dtags,-rpath,"+filepath.Dir(driver))
 			}
@@ -124,6 +132,21 @@ func TestDriverVersionChild(t *testing.T) {
 	case "ok":
 		if err != nil || Load() != nil {
 			t.Errorf("GetDevice = %v, Load = %v; want nil", err, Load())
+		}
+	case "othermajor":
+		// $GOCUDA_CUDART named a runtime of another major: refused, but
+		// for the versions.
+		var me *MajorError
+		found := strconv.Itoa(VERSION/1000-1) + ".6"
+		if !errors.As(err, &me) || me.Found != found || me.Want != VERSION/1000 || me.Path != os.Getenv("GOCUDA_CUDART") {
+			t.Fatalf("GetDevice error = %v, want a *MajorError: CUDA %s at the stand-in, built for %d", err, found, VERSION/1000)
+		}
+		if err := Load(); err != error(me) {
+			t.Errorf("Load() = %v, want the same error", err)
+		}
+		var v int32
+		if err := RuntimeGetVersion(&v); err != nil || v != otherMajor {
+			t.Errorf("RuntimeGetVersion = %d, %v; want %d", v, err, otherMajor)
 		}
 	default:
 		t.Fatal(fmt.Sprintf("unknown case %q", tc))

@@ -132,6 +132,25 @@ func (e *LibraryError) Error() string {
 	return fmt.Sprintf("cannot load %s%s; tried:\n\t%s", e.Name, set, strings.Join(e.Tried, "\n\t"))
 }
 
+// MajorError reports that a library reports another CUDA major than the
+// bindings are built for: the structures the two share differ between
+// majors (cudaDeviceProp is 1032 bytes in CUDA 12.6 and 1008 in 13.0), so
+// none of its functions is called.
+type MajorError struct {
+	Name  string // the library's file name, such as libcudart.so.13
+	Path  string // the file loaded
+	Found string // the version it reports, such as "12.6"
+	Want  int    // the CUDA major the bindings are built for
+}
+
+func (e *MajorError) Error() string {
+	return fmt.Sprintf("%s at %s is CUDA %s, and these bindings are built for CUDA %d: load a CUDA %d copy",
+		e.Name, e.Path, e.Found, e.Want, e.Want)
+}
+
+// Name returns the library's file name, such as libcudart.so.13.
+func (l *Library) Name() string { return l.name }
+
 // SymbolError reports that an opened library lacks a function, typically
 // because the installed library is older than the headers.
 type SymbolError struct {
