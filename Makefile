@@ -1,6 +1,7 @@
 # make generate  regenerates the bindings from headers/ (all packages, in one process)
 # make test      vet and tests for the default CUDA major and, with its tag, each other (-tags cuda12), highlevel's
-#                also under -race, and the regeneration check, then test-arm64; needs no GPU and no CUDA
+#                also under -race, and the regeneration check, then test-arm64 where its tools are (or
+#                REQUIRE_ARM64=1, as CI sets), else a line saying it was skipped; needs no GPU and no CUDA
 # make test-arm64 vet and tests for linux/arm64, cross-built and run under qemu-user
 # make gpu       builds the GPU suite into build/gpu, packed as build/gpu.txz, for scripts/gpu.sh (run on a GPU machine),
 #                with the tests of GPU_MAJOR_PKGS also built for each other major; it measures the regeneration here, where Go is
@@ -24,6 +25,13 @@ MAJOR_TAGS := $(shell sed -n 's/^build  *\([A-Za-z0-9_]*\) *$$/\1/p' headers/cud
 # those of the driver API, and those that skip without their library.
 GPU_MAJOR_PKGS := cudart cudadrv nvrtc internal/dl highlevel highlevel/nvtx
 
+# The tools of test-arm64 (see there); ARM64_TOOLS is set where all three
+# are.
+ARM64_CC ?= aarch64-linux-gnu-gcc
+ARM64_QEMU ?= qemu-aarch64
+ARM64_SYSROOT ?= /usr/aarch64-linux-gnu
+ARM64_TOOLS := $(shell command -v $(ARM64_CC) >/dev/null && command -v $(ARM64_QEMU) >/dev/null && test -e $(ARM64_SYSROOT)/include/stdio.h && echo yes)
+
 .PHONY: generate test gpu bench benchstat
 
 generate:
@@ -34,18 +42,23 @@ test:
 	$(GO) test ./...
 	$(foreach t,$(MAJOR_TAGS),$(GO) vet -tags $(t) ./... && $(GO) test -tags $(t) ./... &&) true
 	$(GO) test -race ./highlevel
+ifeq ($(ARM64_TOOLS)$(REQUIRE_ARM64),)
+	@echo "make test: test-arm64 skipped: it needs $(ARM64_CC), $(ARM64_QEMU) and the arm64 C library in $(ARM64_SYSROOT) (Debian: gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user)"
+else
 	$(MAKE) test-arm64
+endif
 
 # test-arm64 vets every package for linux/arm64 and runs its tests there,
 # cross-built and under qemu-user, so that layouts and values are checked
 # against C as arm64's compiler sees the headers. The tests run what they
 # build for arm64 (themselves, C programs) under $GOCUDA_TEST_EXEC. It needs
-# Debian's gcc-aarch64-linux-gnu, libc6-dev-arm64-cross and qemu-user.
+# Debian's gcc-aarch64-linux-gnu, libc6-dev-arm64-cross and qemu-user
+# (ARM64_CC, ARM64_QEMU, ARM64_SYSROOT).
 .PHONY: test-arm64
-ARM64 := GOARCH=arm64 CGO_ENABLED=1 CC=aarch64-linux-gnu-gcc QEMU_LD_PREFIX=/usr/aarch64-linux-gnu GOCUDA_TEST_EXEC=qemu-aarch64
+ARM64 := GOARCH=arm64 CGO_ENABLED=1 CC=$(ARM64_CC) QEMU_LD_PREFIX=$(ARM64_SYSROOT) GOCUDA_TEST_EXEC=$(ARM64_QEMU)
 test-arm64:
 	$(ARM64) $(GO) vet ./...
-	$(ARM64) $(GO) test -exec qemu-aarch64 ./...
+	$(ARM64) $(GO) test -exec $(ARM64_QEMU) ./...
 
 gpu:
 	rm -rf build/gpu
