@@ -58,6 +58,7 @@ func generateAll(root, out string, check bool) error {
 		return err
 	}
 	c := &cache{slots: make(chan struct{}, runtime.GOMAXPROCS(0))}
+	staged := new(staged)
 	reports := make([]bytes.Buffer, len(jobs))
 	pkgs := make([]*Package, len(jobs))
 	errs := make([]error, len(jobs))
@@ -67,7 +68,7 @@ func generateAll(root, out string, check bool) error {
 			c.slots <- struct{}{}
 			defer func() { <-c.slots }()
 			var err error
-			if pkgs[i], err = generate(c, j.dir, j.cfg, j.m, root, out, &reports[i]); err != nil {
+			if pkgs[i], err = generate(c, j.dir, j.cfg, j.m, root, out, &reports[i], staged); err != nil {
 				errs[i] = fmt.Errorf("%s: %w", j.dir, err)
 			}
 		})
@@ -89,14 +90,18 @@ func generateAll(root, out string, check bool) error {
 		}
 		i += n
 	}
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return staged.write()
 }
 
 // generate generates the package in dir, which cfg describes, for the
 // CUDA major m, parsed by c for each of cfg.targets, writes its report to
 // w and returns it (nil for a hand-written package). With out, the package
-// is written under out instead of under root.
-func generate(c *cache, dir string, cfg config, m *major, root, out string, w io.Writer) (*Package, error) {
+// is written under out instead of under root. Its files are staged in
+// staged, to be written once every package has been generated.
+func generate(c *cache, dir string, cfg config, m *major, root, out string, w io.Writer, staged *staged) (*Package, error) {
 	var pkg *Package
 	if cfg.handwritten() {
 		var err error
@@ -130,9 +135,10 @@ func generate(c *cache, dir string, cfg config, m *major, root, out string, w io
 		if err != nil {
 			return nil, err
 		}
-		return nil, writeFiles(cfg.out, files)
+		staged.add(cfg.out, files)
+		return nil, nil
 	}
-	return pkg, write(pkg, cfg, w)
+	return pkg, write(pkg, cfg, w, staged)
 }
 
 // cache parses generated packages as their //go:generate lines say, each

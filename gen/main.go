@@ -20,6 +20,9 @@
 //
 //	go run ./gen -all .
 //
+// A run writes its files only once every package and major it generates
+// has been generated: one that fails writes nothing.
+//
 // # CUDA majors
 //
 // The one place that names a CUDA version is its major's data file,
@@ -258,6 +261,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/gocuda/cuda/internal/genline"
 )
@@ -458,6 +462,7 @@ func run(cfg config, model bool) error {
 		return err
 	}
 	c := new(cache)
+	out := new(staged)
 	var pkgs []*Package
 	for _, m := range majors {
 		mcfg, err := cfg.forMajor(m)
@@ -466,12 +471,10 @@ func run(cfg config, model bool) error {
 		}
 		if cfg.handwritten() {
 			files, err := handwrittenFiles(mcfg)
-			if err == nil {
-				err = writeFiles(mcfg.out, files)
-			}
 			if err != nil {
 				return err
 			}
+			out.add(mcfg.out, files)
 			continue
 		}
 		pkg, err := parse(mcfg, c)
@@ -487,18 +490,45 @@ func run(cfg config, model bool) error {
 			}
 			continue
 		}
-		if err := write(pkg, mcfg, os.Stderr); err != nil {
+		if err := write(pkg, mcfg, os.Stderr, out); err != nil {
 			return err
 		}
 	}
-	if pkgs == nil {
-		return nil
+	if pkgs != nil {
+		if err := checkFacts(pkgs); err != nil {
+			return err
+		}
 	}
-	return checkFacts(pkgs)
+	return out.write()
 }
 
-// write emits pkg, writes its files in cfg.out and its report to w.
-func write(pkg *Package, cfg config, w io.Writer) error {
+// staged holds the files of a run until every package and major has been
+// generated: a run that fails writes none, and leaves no package with
+// one major's files new and another's old. It is safe for concurrent use.
+type staged struct {
+	mu    sync.Mutex
+	files map[string][]byte // by path
+}
+
+// add stages files, by path relative to dir.
+func (s *staged) add(dir string, files map[string][]byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.files == nil {
+		s.files = map[string][]byte{}
+	}
+	for name, b := range files {
+		s.files[filepath.Join(dir, name)] = b
+	}
+}
+
+// write writes the staged files.
+func (s *staged) write() error {
+	return writeFiles("", s.files)
+}
+
+// write emits pkg, stages its files in cfg.out and writes its report to w.
+func write(pkg *Package, cfg config, w io.Writer, out *staged) error {
 	absDest, err := filepath.Abs(cfg.dest)
 	if err != nil {
 		return err
@@ -515,9 +545,7 @@ func write(pkg *Package, cfg config, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := writeFiles(cfg.out, files); err != nil {
-		return err
-	}
+	out.add(cfg.out, files)
 	report(w, pkg, cfg.major)
 	return nil
 }
