@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"runtime"
 	"unsafe"
 )
@@ -145,4 +146,30 @@ func fileKind(m fs.FileMode) string {
 		return "a device"
 	}
 	return "mode " + m.String()
+}
+
+// openBeside opens, by absolute path, the libraries that the library at
+// path needs (DT_NEEDED) and that sit beside it, theirs first, so that
+// the loader, opening path, finds them open rather than search for them:
+// an empty entry of $LD_LIBRARY_PATH would make it search the working
+// directory (cuda-pathfinder does the same). A dependency that is not
+// beside it, or that fails the checks, is left to the loader.
+func openBeside(path string, depth int) {
+	if depth > 8 {
+		return
+	}
+	f, err := elf.Open(path)
+	if err != nil {
+		return
+	}
+	needed, _ := f.DynString(elf.DT_NEEDED)
+	f.Close()
+	for _, n := range needed {
+		dep := filepath.Join(filepath.Dir(path), n)
+		if _, err := os.Stat(dep); err != nil || checkFile(dep) != "" {
+			continue
+		}
+		openBeside(dep, depth+1)
+		dlopen(dep)
+	}
 }

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gocuda/cuda/internal/stubtest"
 )
 
 // TestBadFilesRefused gives the loader's search, and the override, files
@@ -108,5 +110,43 @@ func TestBadFilesRefused(t *testing.T) {
 				t.Errorf("search past %s: Path() = %s, want %s", bad, l.Path(), want)
 			}
 		})
+	}
+}
+
+// TestDependencyBesideFirst loads, named by the override, a library that
+// needs another beside it, with an empty entry in $LD_LIBRARY_PATH and a
+// library of the dependency's name planted in the working directory: the
+// one beside it is loaded, never the planted one. (The system loader took
+// the planted one.)
+func TestDependencyBesideFirst(t *testing.T) {
+	const dep = "libgocudadep.so.1"
+	beside := stubtest.Library(t, dep, "int gocuda_dep_beside(void) { return 1; }\n", "-Wl,-soname,"+dep)
+	planted := stubtest.Library(t, dep, "int gocuda_dep_planted(void) { return 2; }\n", "-Wl,-soname,"+dep)
+	main := stubtest.Library(t, "libgocudamain.so.1", "int gocuda_main(void) { return 0; }\n", "-Wl,--no-as-needed", beside)
+	b, err := os.ReadFile(beside)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(filepath.Dir(main), dep), b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	stubtest.Child(t, "TestDependencyBesideFirstChild",
+		"LD_LIBRARY_PATH=/nonexistent:", testEnv+"="+main, "GOCUDA_TEST_CWD="+filepath.Dir(planted))
+}
+
+func TestDependencyBesideFirstChild(t *testing.T) {
+	stubtest.SkipUnlessChild(t, "TestDependencyBesideFirst")
+	if err := os.Chdir(os.Getenv("GOCUDA_TEST_CWD")); err != nil {
+		t.Fatal(err)
+	}
+	l := New(testEnv, "libgocudamain.so.1")
+	if err := l.Load(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Lookup("gocuda_dep_beside"); err != nil {
+		t.Errorf("the dependency beside the library is not loaded: %v", err)
+	}
+	if _, err := l.Lookup("gocuda_dep_planted"); err == nil {
+		t.Errorf("the dependency planted in the working directory is loaded")
 	}
 }

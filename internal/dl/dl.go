@@ -41,7 +41,10 @@
 // regular one (a named pipe would block the loader), not an ELF shared
 // object of this process's class and machine, or truncated (the loader
 // would map its segments past the end of the file, and the process die of
-// SIGBUS) is refused with the reason, and the search goes on.
+// SIGBUS) is refused with the reason, and the search goes on. The libraries
+// a file needs that sit beside it are opened first, by absolute path, so
+// that the loader does not look for them elsewhere (the working directory,
+// for an empty entry of LD_LIBRARY_PATH).
 //
 // Only absolute paths are tried: a variable that holds a relative path is
 // not searched (the error lists it as such), and nothing is looked for in
@@ -298,6 +301,7 @@ func (l *Library) load() {
 				tried = append(tried, p+": "+why)
 				continue
 			}
+			openBeside(p, 0)
 		}
 		h, opened, msg := dlopen(p)
 		if h != nil {
