@@ -175,6 +175,14 @@ func newParser(cfg config, c *cache) (*parser, error) {
 	ast, err := translate(&ccfg, src.String())
 	if err != nil {
 		err = fmt.Errorf("parsing %s: %w", strings.Join(cfg.headers, ", "), err)
+		if strings.Contains(err.Error(), "include file not found") {
+			// Name where gen looked, and which data file names it.
+			where := "the headers' directories " + strings.Join(dirs, ", ")
+			if cfg.major != nil {
+				where += " (" + cfg.major.file + " names them)"
+			}
+			err = fmt.Errorf("%w\ngen looked in %s: put the missing header there, from the toolkit or the library that has it", err, where)
+		}
 		if strings.Contains(err.Error(), "unexpected EOF") {
 			// cc places the end of the input nowhere: name where each
 			// header ends, where one cut off mid-declaration stops.

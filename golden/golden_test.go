@@ -5,8 +5,9 @@ package golden
 
 import (
 	"bytes"
-	"fmt"
+	"errors"
 	"flag"
+	"fmt"
 	"maps"
 	"os"
 	"os/exec"
@@ -409,51 +410,69 @@ func BenchmarkRegenerate(b *testing.B) {
 }
 
 // TestFailedRunWritesNothing runs gen on the majors case with the second
-// major's header cut off mid-declaration: gen fails, writes none of the
-// first major's files either, and names where the cut header ends. (The
-// first major's files were written, and the error named no file.)
+// major's header broken: gen fails, writes none of the first major's files
+// either, and says where the fault is. (The first major's files were
+// written, and the errors named no file, or no directory looked in.)
 func TestFailedRunWritesNothing(t *testing.T) {
-	root := t.TempDir()
-	if err := os.WriteFile(filepath.Join(root, "go.mod"), []byte("module example.com/golden\n\ngo 1.26\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(root, "majors")
-	for name, b := range read(t, "testdata/majors") {
-		if strings.HasPrefix(name, "want/") {
-			continue
-		}
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	header := filepath.Join(dir, "v2", "lib.h")
-	b, err := os.ReadFile(header)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b = append(b, "libStatus_t libCutOff(int a,\n"...)
-	if err := os.WriteFile(header, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	args, err := os.ReadFile(filepath.Join(dir, "args"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := t.TempDir()
-	cmd := exec.Command(gen, append(strings.Fields(string(args)), "-out", out)...)
-	cmd.Dir = dir
-	stderr, err := cmd.CombinedOutput()
-	if err == nil {
-		t.Fatalf("gen with a header cut off succeeded:\n%s", stderr)
-	}
-	if files := read(t, out); len(files) > 0 {
-		t.Errorf("gen failed, but wrote %d files, such as the first major's", len(files))
-	}
-	if end := fmt.Sprintf("%s:%d", header, strings.Count(string(b), "\n")); !strings.Contains(string(stderr), end) {
-		t.Errorf("gen's error does not name where the cut header ends, %s:\n%s", end, stderr)
+	for _, tt := range []struct {
+		name  string
+		spoil func(header string) error
+		want  func(header string) string // in gen's error
+	}{
+		{"cut off", func(h string) error {
+			f, err := os.OpenFile(h, os.O_APPEND|os.O_WRONLY, 0)
+			if err != nil {
+				return err
+			}
+			_, err = f.WriteString("libStatus_t libCutOff(int a,\n")
+			return errors.Join(err, f.Close())
+		}, func(h string) string {
+			b, _ := os.ReadFile(h)
+			return fmt.Sprintf("%s:%d", h, strings.Count(string(b), "\n"))
+		}},
+		{"missing", os.Remove, func(h string) string {
+			return "gen looked in the headers' directories " + filepath.Dir(h)
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			if err := os.WriteFile(filepath.Join(root, "go.mod"), []byte("module example.com/golden\n\ngo 1.26\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			dir := filepath.Join(root, "majors")
+			for name, b := range read(t, "testdata/majors") {
+				if strings.HasPrefix(name, "want/") {
+					continue
+				}
+				p := filepath.Join(dir, name)
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			header := filepath.Join(dir, "v2", "lib.h")
+			if err := tt.spoil(header); err != nil {
+				t.Fatal(err)
+			}
+			args, err := os.ReadFile(filepath.Join(dir, "args"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := t.TempDir()
+			cmd := exec.Command(gen, append(strings.Fields(string(args)), "-out", out)...)
+			cmd.Dir = dir
+			stderr, err := cmd.CombinedOutput()
+			if err == nil {
+				t.Fatalf("gen with the header %s succeeded:\n%s", tt.name, stderr)
+			}
+			if files := read(t, out); len(files) > 0 {
+				t.Errorf("gen failed, but wrote %d files, such as the first major's", len(files))
+			}
+			if want := tt.want(header); !strings.Contains(string(stderr), want) {
+				t.Errorf("gen's error does not say %q:\n%s", want, stderr)
+			}
+		})
 	}
 }
