@@ -15,7 +15,10 @@
 //     (LD_LIBRARY_PATH, the ldconfig cache, /lib and /usr/lib). If an empty
 //     or relative entry of LD_LIBRARY_PATH would make it take the library
 //     from the working directory, the loader is not asked, and the absolute
-//     entries of LD_LIBRARY_PATH are searched instead;
+//     entries of LD_LIBRARY_PATH are searched instead, then the directories
+//     of the loader's configuration (/etc/ld.so.conf and its includes) and
+//     its trusted ones (/lib/<multiarch>, /usr/lib/<multiarch>, /lib64,
+//     /usr/lib64, /lib, /usr/lib);
 //  2. the active virtualenv's NVIDIA wheels: nvidia/cuX/lib, X being the
 //     CUDA major the bindings are built for (cudaMajor), then the
 //     library's own wheel's directory (nvidia/cuda_runtime/lib,

@@ -3,6 +3,7 @@ package dl
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,6 +20,47 @@ var (
 	usrLocal = "/usr/local"       // cuda, cuda-X.Y and lib/python3.*/*-packages
 	wslLib   = "/usr/lib/wsl/lib" // the driver under WSL 2
 )
+
+// The system loader's configuration and trusted directories, searched in
+// its place when $LD_LIBRARY_PATH keeps it from being asked; variables so
+// that tests can point them into a temporary tree.
+var (
+	ldSoConf      = "/etc/ld.so.conf"
+	multiarch     = map[string]string{"amd64": "x86_64-linux-gnu", "arm64": "aarch64-linux-gnu"}[runtime.GOARCH]
+	systemLibDirs = []string{
+		"/lib/" + multiarch, "/usr/lib/" + multiarch, "/lib64", "/usr/lib64", "/lib", "/usr/lib",
+	}
+)
+
+// confDirs returns the absolute directories the loader configuration file
+// conf lists, following its include lines (globs, relative to conf's
+// directory), each file at most 8 deep.
+func confDirs(conf string, depth int) []string {
+	b, err := os.ReadFile(conf)
+	if err != nil || depth > 8 {
+		return nil
+	}
+	var dirs []string
+	for _, line := range strings.Split(string(b), "\n") {
+		line, _, _ = strings.Cut(line, "#")
+		f := strings.Fields(line)
+		switch {
+		case len(f) == 0 || f[0] == "hwcap":
+		case f[0] == "include" && len(f) == 2:
+			pattern := f[1]
+			if !filepath.IsAbs(pattern) {
+				pattern = filepath.Join(filepath.Dir(conf), pattern)
+			}
+			files, _ := filepath.Glob(pattern)
+			for _, inc := range files {
+				dirs = append(dirs, confDirs(inc, depth+1)...)
+			}
+		case filepath.IsAbs(f[0]):
+			dirs = append(dirs, f[0])
+		}
+	}
+	return dirs
+}
 
 // driverLibs are the libraries that come with the NVIDIA driver, never with a
 // toolkit or a wheel: a toolkit holds only stubs of them, to link against,
@@ -110,6 +152,11 @@ func (s *search) loader() {
 				if filepath.IsAbs(e) {
 					s.file(e)
 				}
+			}
+			// The rest of the loader's own search: the directories of
+			// its configuration, then its trusted ones.
+			for _, d := range append(confDirs(ldSoConf, 0), systemLibDirs...) {
+				s.file(d)
 			}
 			return
 		}

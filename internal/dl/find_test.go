@@ -386,3 +386,49 @@ func TestLoaderPathRelativeEntry(t *testing.T) {
 		t.Errorf("child: %v\n%s", err, out)
 	}
 }
+
+// TestSystemCopyBesideRelativeEntry checks that where an empty entry of
+// LD_LIBRARY_PATH keeps the system loader from being asked (a copy is
+// planted in the working directory), the directories of the loader's
+// configuration are searched in its place, after the absolute entries:
+// the system's own copy loads. (Only the absolute entries were searched.)
+func TestSystemCopyBesideRelativeEntry(t *testing.T) {
+	const name = "libgocudasys.so.1"
+	root := t.TempDir()
+	sys, cwd, confD := filepath.Join(root, "sys"), filepath.Join(root, "cwd"), filepath.Join(root, "ld.so.conf.d")
+	for _, d := range []string{sys, cwd, confD} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lib, err := standIn(sys, name)
+	if err != nil {
+		t.Skip(err)
+	}
+	place(t, lib, filepath.Join(cwd, name))
+	conf := filepath.Join(root, "ld.so.conf")
+	for file, text := range map[string]string{
+		conf:                             "include ld.so.conf.d/*.conf\n",
+		filepath.Join(confD, "sys.conf"): "# the system's libraries\n" + sys + "\nhwcap 0 nosegneg\n",
+	} {
+		if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	savedConf, savedDirs := ldSoConf, systemLibDirs
+	ldSoConf, systemLibDirs = conf, nil
+	t.Cleanup(func() { ldSoConf, systemLibDirs = savedConf, savedDirs })
+	t.Setenv("LD_LIBRARY_PATH", "/nonexistent:")
+	t.Setenv(testEnv, "")
+	t.Chdir(cwd)
+
+	l := New(testEnv, name)
+	c := l.Candidates()
+	i, j := slices.Index(c, "/nonexistent/"+name), slices.Index(c, lib)
+	if slices.Contains(c, name) || i < 0 || j < i {
+		t.Errorf("candidates %q: want no bare name, then /nonexistent's, then the configuration's %s", c, lib)
+	}
+	if err := l.Load(); err != nil || l.Path() != lib {
+		t.Errorf("Load() = %v, Path() = %q; want the system's copy %s", err, l.Path(), lib)
+	}
+}
