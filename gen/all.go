@@ -58,7 +58,7 @@ func generateAll(root, out string, check bool) error {
 		return err
 	}
 	c := &cache{slots: make(chan struct{}, runtime.GOMAXPROCS(0))}
-	staged := new(staged)
+	stage := new(staged)
 	reports := make([]bytes.Buffer, len(jobs))
 	pkgs := make([]*Package, len(jobs))
 	errs := make([]error, len(jobs))
@@ -68,7 +68,7 @@ func generateAll(root, out string, check bool) error {
 			c.slots <- struct{}{}
 			defer func() { <-c.slots }()
 			var err error
-			if pkgs[i], err = generate(c, j.dir, j.cfg, j.m, root, out, &reports[i], staged); err != nil {
+			if pkgs[i], err = generate(c, j.dir, j.cfg, j.m, root, out, &reports[i], stage); err != nil {
 				errs[i] = fmt.Errorf("%s: %w", j.dir, err)
 			}
 		})
@@ -93,15 +93,15 @@ func generateAll(root, out string, check bool) error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	return staged.write()
+	return stage.write()
 }
 
 // generate generates the package in dir, which cfg describes, for the
 // CUDA major m, parsed by c for each of cfg.targets, writes its report to
 // w and returns it (nil for a hand-written package). With out, the package
 // is written under out instead of under root. Its files are staged in
-// staged, to be written once every package has been generated.
-func generate(c *cache, dir string, cfg config, m *major, root, out string, w io.Writer, staged *staged) (*Package, error) {
+// stage, to be written once every package has been generated.
+func generate(c *cache, dir string, cfg config, m *major, root, out string, w io.Writer, stage *staged) (*Package, error) {
 	var pkg *Package
 	if cfg.handwritten() {
 		var err error
@@ -135,10 +135,10 @@ func generate(c *cache, dir string, cfg config, m *major, root, out string, w io
 		if err != nil {
 			return nil, err
 		}
-		staged.add(cfg.out, files)
+		stage.add(cfg.out, files)
 		return nil, nil
 	}
-	return pkg, write(pkg, cfg, w, staged)
+	return pkg, write(pkg, cfg, w, stage)
 }
 
 // cache parses generated packages as their //go:generate lines say, each

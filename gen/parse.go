@@ -514,7 +514,7 @@ func (p *parser) document() {
 }
 
 // headerEnds names the last line of each header, as found in dirs:
-// "/path/lib.h:120 (the end)".
+// "/path/lib.h:120 (its end)".
 func headerEnds(headers, dirs []string) string {
 	var ends []string
 	for _, h := range headers {
