@@ -43,8 +43,28 @@ type Event struct {
 	capture      atomic.Pointer[capture]
 	capturedOnce atomic.Bool
 
-	mu sync.Mutex
-	w  *waitReq // the request for the latest Record, or nil
+	clock waitClock // how long waits for the event take
+
+	mu sync.Mutex // held by Record, and by a wait's query of the event
+	// Guarded by mu:
+	gen      uint64    // the Records made
+	waiting  int       // goroutines waiting for the latest Record
+	handoffs []handoff // the hand-offs of earlier Records still waited for
+	waits    int       // goroutines waiting, for any Record
+	// closeLater is set by a Close that left the event to its waiters:
+	// the last one destroys it.
+	closeLater bool
+	done       *signal // Done's, for the latest Record; nil before the first Done
+	lastDone   *signal // Done's latest, for Err
+}
+
+// A handoff is a waiter's watch (wait.go) of a Record made before the
+// latest, for the n goroutines that waited for it when the event was
+// recorded again and have not yet taken it.
+type handoff struct {
+	gen uint64
+	n   int
+	w   *waitReq
 }
 
 // EventOptions are the options of NewEvent; the zero value gives an event
@@ -162,7 +182,14 @@ func (e *Event) Record(s *Stream) (err error) {
 	defer s.leave()
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.w = nil // waits from now on are for this Record
+	// The goroutines that wait for the Record before this one, by querying
+	// the event, would see this one: a waiter's watch of it takes over.
+	if e.waiting > 0 {
+		e.handoffs = append(e.handoffs, handoff{gen: e.gen, n: e.waiting, w: watch(e.we)})
+		e.waiting = 0
+	}
+	e.gen++
+	e.done = nil // waits from now on are for this Record
 	var c *capture
 	if s != nil && s.inCapture() {
 		c = s.capture
@@ -232,45 +259,152 @@ func (e *Event) Query() (_ bool, err error) {
 // Done returns a channel that is closed when the event has happened, for
 // use in select: when the latest Record before the call is reached (by any
 // process, for an interprocess event), or at once for an event never
-// recorded. For a nil or closed event, or one whose latest Record was made
-// while its stream captured, the channel is closed at once.
+// recorded. Calls between two Records return the same channel. For a nil or
+// closed event, or one whose latest Record was made while its stream
+// captured, the channel is closed at once, and Err reports why.
 func (e *Event) Done() <-chan struct{} {
-	w, err := e.watch()
-	if err != nil {
-		return closedChan
+	s := e.doneSignal()
+	if e != nil && e.we != nil {
+		e.mu.Lock()
+		e.lastDone = s
+		e.mu.Unlock()
 	}
-	return w.done
+	return s.done
 }
 
-// Wait waits until the event has happened or ctx is done; then it returns
-// ctx's error and leaves the GPU's work alone. Waiting holds no OS thread
-// and costs no CPU: any number of goroutines may wait at once (see the
-// package documentation).
+func (e *Event) doneSignal() *signal {
+	gen, err := e.beginWait(true)
+	if err != nil {
+		return failed(opErr("wait for event of "+e.Device().String(), err))
+	}
+	if gen == nil { // the Record has its channel; e.mu is held
+		s := e.done
+		e.mu.Unlock()
+		return s
+	}
+	defer e.mu.Unlock()
+	s := newSignal()
+	e.done = s
+	g := *gen
+	go func() { s.fire(e.waitFor(context.Background(), g)) }()
+	return s
+}
+
+// Err returns why the channel of the latest Done was closed: nil while it
+// is open and when the event happened, else the error, as Wait would have
+// returned it.
+func (e *Event) Err() error {
+	if err := e.usable(); err != nil {
+		return opErr("wait for event", err)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.lastDone.result()
+}
+
+// Wait waits until the event has happened (the latest Record before the
+// call) or ctx is done; then it returns ctx's error and leaves the GPU's
+// work alone. Waiting holds no OS thread for long and costs little CPU:
+// any number of goroutines may wait at once (see the package
+// documentation).
 func (e *Event) Wait(ctx context.Context) error {
-	w, err := e.watch()
+	gen, err := e.beginWait(false)
 	if err != nil {
 		return opErr("wait for event of "+e.Device().String(), err)
 	}
-	return w.wait(ctx) // ctx's error as it is
+	return e.waitFor(ctx, *gen) // ctx's error as it is
 }
 
-func (e *Event) watch() (*waitReq, error) {
+// beginWait counts a goroutine that waits for the latest Record, and
+// returns the Record's number. For Done, with a channel for the Record
+// already, it returns nil and keeps e.mu; with none, it keeps e.mu too.
+func (e *Event) beginWait(done bool) (*uint64, error) {
 	if err := e.use(); err != nil {
 		return nil, err
 	}
 	defer e.life.release()
-	if e.interprocess { // other processes record it too: no Record here tells
-		return watch(e.we), nil
-	}
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	if err := e.uncaptured(); err != nil {
+		e.mu.Unlock()
 		return nil, err
 	}
-	if e.w == nil {
-		e.w = watch(e.we)
+	if done && e.done != nil {
+		return nil, nil
 	}
-	return e.w, nil
+	gen := e.gen
+	e.waiting++
+	e.waits++
+	if !done {
+		e.mu.Unlock()
+	}
+	return &gen, nil
+}
+
+// waitFor waits for Record gen, which beginWait counted, by querying the
+// event in steps (wait.go), each holding e.mu against a new Record; if
+// there is one, the waiter's watch of Record gen takes over.
+func (e *Event) waitFor(ctx context.Context, gen uint64) error {
+	var w *waitReq
+	r := waitSteps(ctx, &e.clock, func(nap, spin time.Duration) int {
+		if nap > 0 {
+			C.hl_nap(C.long(nap))
+		}
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if e.gen != gen {
+			w = e.handoff(gen)
+			return superseded
+		}
+		// Record waits for the lock: a short spin.
+		return int(C.hl_event_step(e.ctx, C.uintptr_t(e.h), 0, C.long(min(spin, lockedSpin))))
+	})
+	var err error
+	switch r {
+	case superseded:
+		err = w.wait(ctx)
+	case ctxDone:
+		err = ctx.Err()
+	default:
+		err = check("cuEventQuery", C.int(r))
+	}
+	e.mu.Lock()
+	if w == nil {
+		if e.gen == gen {
+			e.waiting--
+		} else {
+			e.handoff(gen)
+		}
+	}
+	e.waits--
+	closing := e.waits == 0 && e.closeLater
+	e.mu.Unlock()
+	if closing {
+		e.we.close(e.capturedOnce.Load())
+	}
+	return err
+}
+
+// lockedSpin is the longest spin of a step that holds Event.mu.
+const lockedSpin = 10 * time.Microsecond
+
+// handoff returns the watch of Record gen, and counts the goroutine that
+// takes it; e.mu is held.
+func (e *Event) handoff(gen uint64) *waitReq {
+	for i := range e.handoffs {
+		h := &e.handoffs[i]
+		if h.gen != gen {
+			continue
+		}
+		w := h.w
+		if h.n--; h.n == 0 {
+			last := len(e.handoffs) - 1
+			e.handoffs[i] = e.handoffs[last]
+			e.handoffs[last] = handoff{}
+			e.handoffs = e.handoffs[:last]
+		}
+		return w
+	}
+	panic("highlevel: no hand-off for a wait of an event recorded again")
 }
 
 // Close destroys the event. Operations in progress on it finish first;
@@ -283,7 +417,13 @@ func (e *Event) Close() error {
 	if err := e.life.closing(); err != nil {
 		return opErr("close event of "+e.dev.String(), err)
 	}
-	e.we.close(e.capturedOnce.Load()) // now, or once no waiter watches it
+	e.mu.Lock()
+	e.closeLater = e.waits > 0
+	later := e.closeLater
+	e.mu.Unlock()
+	if !later { // else the last waiter closes it
+		e.we.close(e.capturedOnce.Load()) // now, or once no watch uses it
+	}
 	return nil
 }
 

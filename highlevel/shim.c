@@ -684,19 +684,16 @@ int hl_event_record_capture(void *ctx, uintptr_t e, uintptr_t s, int *captured) 
 	return r;
 }
 
-// hl_stream_watch creates an event and records it on s, for the waiter,
-// unless s is capturing: then its work runs only when the graph is
-// launched, and it returns HL_CAPTURING.
-int hl_stream_watch(void *ctx, uintptr_t s, uintptr_t *e) {
+// hl_stream_mark records *e on s for a wait (Stream.Wait, Done), creating
+// the event first where *e is 0, unless s is capturing: then its work runs
+// only when the graph is launched, and it returns HL_CAPTURING.
+int hl_stream_mark(void *ctx, uintptr_t s, uintptr_t *e) {
 	void *prev;
 	int r = hl_gate(ctx, &prev, s == 0);
 	if (r != 0) return r;
 	r = hl_uncaptured(s);
-	if (r == 0) r = DRV(cuEventCreate)((CUevent *)e, CU_EVENT_DISABLE_TIMING);
-	if (r == 0) {
-		r = DRV(cuEventRecord)(EVENT(*e), STREAM(s));
-		if (r != 0) DRV(cuEventDestroy)(EVENT(*e));
-	}
+	if (r == 0 && *e == 0) r = DRV(cuEventCreate)((CUevent *)e, CU_EVENT_DISABLE_TIMING);
+	if (r == 0) r = DRV(cuEventRecord)(EVENT(*e), STREAM(s));
 	hl_leave_gated(ctx, prev);
 	return r;
 }
@@ -712,6 +709,36 @@ int hl_event_spin(void *ctx, uintptr_t e) {
 	int r = hl_enter(ctx, &prev);
 	if (r != 0) return r;
 	while ((r = DRV(cuEventQuery)(EVENT(e))) == CUDA_ERROR_NOT_READY) {
+	}
+	hl_leave(ctx, prev);
+	return r;
+}
+// hl_nap sleeps for ns nanoseconds with a timer slack of 1 ns (Linux's
+// default, 50 µs, would add that much to every short sleep; Go's timers
+// more), for the waits of wait.go.
+void hl_nap(long ns) {
+	struct timespec t = {ns / 1000000000, ns % 1000000000};
+	prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+	while (clock_nanosleep(CLOCK_MONOTONIC, 0, &t, &t) == EINTR) {
+	}
+	prctl(PR_SET_TIMERSLACK, 0UL, 0UL, 0UL, 0UL); // the thread's default again
+}
+
+// hl_event_step is a step of a wait (wait.go): it sleeps for nap
+// nanoseconds, then queries e until it has happened or spin nanoseconds
+// have passed, and returns CUDA_ERROR_NOT_READY if it has not. The query
+// is not gated: it touches no stream, and the driver's captures are
+// thread-local (a global capture is the shim's).
+int hl_event_step(void *ctx, uintptr_t e, long nap, long spin) {
+	if (nap > 0) hl_nap(nap);
+	void *prev;
+	int r = hl_enter(ctx, &prev);
+	if (r != 0) return r;
+	struct timespec t0, t;
+	if (spin > 0) clock_gettime(CLOCK_MONOTONIC, &t0);
+	while ((r = DRV(cuEventQuery)(EVENT(e))) == CUDA_ERROR_NOT_READY && spin > 0) {
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) >= spin) break;
 	}
 	hl_leave(ctx, prev);
 	return r;

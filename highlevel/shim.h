@@ -94,9 +94,11 @@ int hl_event_destroy(void *ctx, uintptr_t e);
 int hl_event_record(void *ctx, uintptr_t e, uintptr_t s);
 int hl_event_spin(void *ctx, uintptr_t e);
 int hl_event_record_capture(void *ctx, uintptr_t e, uintptr_t s, int *captured);
-int hl_stream_watch(void *ctx, uintptr_t s, uintptr_t *e);
+int hl_stream_mark(void *ctx, uintptr_t s, uintptr_t *e);
 int hl_event_synchronize(void *ctx, uintptr_t e);
 int hl_event_query(void *ctx, uintptr_t e);
+void hl_nap(long ns);
+int hl_event_step(void *ctx, uintptr_t e, long nap, long spin);
 int hl_event_elapsed(void *ctx, float *ms, uintptr_t start, uintptr_t end);
 void hl_event_query_many(int n, void **ctxs, uintptr_t *handles, const int *streams, int *status);
 

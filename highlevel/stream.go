@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/gocuda/cuda/cudart"
 )
@@ -65,11 +66,19 @@ type Stream struct {
 	// closeMu.
 	capturedClose bool
 
-	mu      sync.Mutex
-	done    *waitReq // Done's request, for the work queued before queued was cleared
-	watches uint64   // the clears of queued, to keep the latest one's request in done
-	failed  error    // a callback's panic, for the next Synchronize, Wait or Query
-	pools   []*arena // pools that keep free blocks for the stream
+	clock waitClock // how long waits for the stream take
+
+	mu       sync.Mutex
+	done     *signal // Done's, for the work queued before queued was cleared
+	lastDone *signal // Done's latest, for Err
+	watches  uint64  // the clears of queued, to keep the latest one's signal in done
+	// marks are idle events of the stream's waits (mark); marksClosed is
+	// set by Close, which destroyed them: the events in use then are
+	// destroyed when their waits end.
+	marks       []C.uintptr_t
+	marksClosed bool
+	failed      error    // a callback's panic, for the next Synchronize, Wait or Query
+	pools       []*arena // pools that keep free blocks for the stream
 }
 
 // StreamOptions are the options of NewStream; the zero value gives a
@@ -373,34 +382,57 @@ func (s *Stream) Query() (bool, error) {
 // so far is done, for use in select. While no operation of the package
 // queues more work on a stream NewStream created, Done returns the same
 // channel. For a nil or closed stream, a stream that is capturing, or when
-// CUDA fails, the channel is closed at once, and Wait reports why.
+// CUDA fails, the channel is closed at once, and Err reports why.
 func (s *Stream) Done() <-chan struct{} {
-	w, err := s.watch()
+	d, err := s.watch()
 	if err != nil {
-		return closedChan
+		d = failed(err)
 	}
-	return w.done
+	if s != nil && s.state != nil {
+		s.mu.Lock()
+		s.lastDone = d
+		s.mu.Unlock()
+	}
+	return d.done
+}
+
+// Err returns why the channel of the latest Done was closed: nil while it
+// is open and when the work was done, else the error, as Wait would have
+// returned it (Wait alone reports the panics of callbacks).
+func (s *Stream) Err() error {
+	if err := s.usable(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lastDone.result()
 }
 
 // Wait waits until the work queued on the stream so far is done, or ctx is
 // done; then it returns ctx's error and leaves the GPU's work alone. Waiting
-// holds no OS thread: any number of goroutines may wait at once. Its error
+// holds no OS thread for long and costs little CPU: any number of
+// goroutines may wait at once (see the package documentation). Its error
 // reports panics as Synchronize does. While the stream captures, its work
 // runs only when the graph is launched: Wait returns ErrCapturing.
 func (s *Stream) Wait(ctx context.Context) error {
-	w, err := s.watch()
+	h, err := s.use()
 	if err != nil {
 		return err
 	}
-	if err := w.wait(ctx); err != nil {
+	ev, err := s.mark(h)
+	s.life.release()
+	if err != nil {
+		return err
+	}
+	if err := s.waitMark(ctx, ev); err != nil {
 		return err
 	}
 	return s.failure(nil)
 }
 
-// watch returns the waiter's request for the work queued so far: an event
-// recorded on the stream, shared while nothing new is queued.
-func (s *Stream) watch() (*waitReq, error) {
+// watch returns Done's signal for the work queued so far, shared while
+// nothing new is queued.
+func (s *Stream) watch() (*signal, error) {
 	h, err := s.use()
 	if err != nil {
 		return nil, err
@@ -411,40 +443,99 @@ func (s *Stream) watch() (*waitReq, error) {
 	// operation whose work the event may not cover: one that queued its
 	// work after the clear. A stream the Stream does not own (the legacy
 	// default stream, an external one) takes work through other Streams
-	// and nil too, which queued does not see: it gets a new event each
+	// and nil too, which queued does not see: it gets a new signal each
 	// time.
 	if !s.queued.Swap(false) && s.done != nil && s.owned {
-		w := s.done
+		d := s.done
 		s.mu.Unlock()
-		return w, nil
+		return d, nil
 	}
 	// The event is recorded without s.mu, which a callback of the stream
 	// takes to report a panic: CUDA may wait for the callback in the call.
-	// Of the requests made at once, the one of the latest clear is kept.
+	// Of the signals made at once, the one of the latest clear is kept.
 	s.done = nil
 	s.watches++
 	gen := s.watches
 	s.mu.Unlock()
-	var e C.uintptr_t
+	ev, err := s.mark(h)
+	if err != nil {
+		return nil, err
+	}
+	d := newSignal()
+	go func() { d.fire(s.waitMark(context.Background(), ev)) }()
+	s.mu.Lock()
+	if s.watches == gen {
+		s.done = d
+	}
+	s.mu.Unlock()
+	return d, nil
+}
+
+// mark records an event on the stream, one of its idle ones or a new one,
+// for a wait, unless the stream takes part in a capture: then its work
+// runs only when the graph is launched, and it returns errCapturedWork.
+// The caller holds the stream's life, and gives the event back with
+// waitMark.
+func (s *Stream) mark(h C.uintptr_t) (C.uintptr_t, error) {
+	var ev C.uintptr_t
+	s.mu.Lock()
+	if n := len(s.marks); n > 0 {
+		ev = s.marks[n-1]
+		s.marks = s.marks[:n-1]
+	}
+	s.mu.Unlock()
 	s.joins.RLock()
 	r := C.int(C.HL_CAPTURING)
 	if !s.inCapture() {
-		r = C.hl_stream_watch(s.state.ctx, h, &e)
+		r = C.hl_stream_mark(s.state.ctx, h, &ev)
 	}
 	s.joins.RUnlock()
 	if err := check("cuEventRecord", r); err != nil {
+		if ev != 0 {
+			s.unmark(ev)
+		}
 		if errors.Is(err, ErrCapturing) {
 			err = errCapturedWork
 		}
-		return nil, err
+		return 0, err
 	}
-	w := watch(&waitEvent{ctx: s.state.ctx, ev: cudart.Event(e), closed: true})
+	return ev, nil
+}
+
+// waitMark waits for the event mark recorded, and gives it back.
+func (s *Stream) waitMark(ctx context.Context, ev C.uintptr_t) error {
+	r := waitSteps(ctx, &s.clock, func(nap, spin time.Duration) int {
+		return int(C.hl_event_step(s.state.ctx, ev, C.long(nap), C.long(spin)))
+	})
+	s.unmark(ev)
+	if r == ctxDone {
+		return ctx.Err()
+	}
+	return check("cuEventQuery", C.int(r))
+}
+
+// unmark gives back an event of mark's: to the idle ones, or, once Close
+// has destroyed those, to CUDA.
+func (s *Stream) unmark(ev C.uintptr_t) {
 	s.mu.Lock()
-	if s.watches == gen {
-		s.done = w
+	if !s.marksClosed {
+		s.marks = append(s.marks, ev)
+		s.mu.Unlock()
+		return
 	}
 	s.mu.Unlock()
-	return w, nil
+	C.hl_event_destroy(s.state.ctx, ev)
+}
+
+// dropMarks destroys the idle events of the stream's waits; Close calls it.
+func (s *Stream) dropMarks() {
+	s.mu.Lock()
+	marks := s.marks
+	s.marks, s.marksClosed = nil, true
+	s.mu.Unlock()
+	for _, ev := range marks {
+		C.hl_event_destroy(s.state.ctx, ev)
+	}
 }
 
 // Record records e on the stream, or a new event when e is nil, and returns
@@ -713,6 +804,7 @@ func (s *Stream) Close() error {
 	if err := s.life.closing(); err != nil {
 		return err
 	}
+	s.dropMarks()
 	err := s.destroy()
 	if errors.Is(err, ErrCapturing) {
 		s.capturedClose = true

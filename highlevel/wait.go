@@ -5,38 +5,171 @@ import "C"
 
 import (
 	"context"
+	"runtime"
 	"runtime/cgo"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
 	"github.com/gocuda/cuda/cudart"
 )
 
-// The waiter wakes the goroutines that wait for events (Event.Wait,
-// Event.Done, Stream.Wait, Stream.Done), which park on channels and hold no
-// OS thread, however many there are.
+// Waiting (Event.Wait and Done, Stream.Wait and Done) is done by the
+// waiting goroutine itself, with no lock, thread or helper stream shared
+// with other waiters. It waits in steps, each one cgo call that sleeps,
+// then queries the event, spinning on it for a while if the step says so.
+// The steps come from what the earlier waits of the same stream or event
+// took (a waitClock): a wait like the last ones sleeps until shortly before
+// it is due and spins across its end, which gives cuEventSynchronize's
+// latency for a fraction of its CPU; a wait with nothing learned spins for
+// firstSpin, then polls at an eighth of its age. A step's sleep is in C, with a
+// timer slack of 1 ns (Go's timers, and Linux's default slack of 50 µs,
+// would add more than the sleep), and holds an OS thread: at most
+// maxThreads() waiters sleep there at once, the others and sleeps over
+// goSleep use Go's timers and hold none. At most maxSpinners() spin at
+// once; the others sleep instead.
 //
-// Each request queues, on a helper stream of the event's device, a wait for
-// the event and then a host function that wakes the request: CUDA runs it
-// as soon as the event has happened, and waiting costs no CPU. One
-// goroutine also polls the pending events, all in one cgo call a round, as
-// a safety net (an error of the event's stream, which host functions do not
-// report) and for requests whose helper stream could not be had. Waits for
-// a record made inside a capture are refused before they get here (a
-// helper stream waiting for it would join the capture). Between rounds it
-// sleeps an eighth of the age of the youngest request, from minPoll to
-// maxPoll, or, when every request has its host function, from armedPoll to
-// maxPoll. Short sleeps are in C, with a timer slack of 1 ns (Go's timers,
-// and Linux's default slack of 50 µs, would add more than the sleep); a new
-// request wakes the poller at once.
+// The waiter below (hand-offs) serves Event.Wait and Done when the event
+// is recorded again while goroutines wait for its earlier Record: it
+// queues, on a helper stream, a wait for the earlier Record and a host
+// function that wakes them.
 const (
-	minPoll   = 2 * time.Microsecond
-	armedPoll = time.Millisecond
-	maxPoll   = 20 * time.Millisecond
-	// goSleep is the shortest sleep left to Go's timers.
-	goSleep = 500 * time.Microsecond
+	firstSpin = 20 * time.Microsecond
+	// lead is how long before a wait is due it starts spinning, at least;
+	// a thirty-second of the time it is due in is added, up to maxLead.
+	lead    = 15 * time.Microsecond
+	maxLead = 100 * time.Microsecond
+	// minNap is the shortest sleep between polls.
+	minNap = 5 * time.Microsecond
+	// goSleep is the shortest sleep left to Go's timers, which may fire up
+	// to a millisecond late: they sleep all but the last millisecond.
+	goSleep = 2 * time.Millisecond
 )
+
+// maxThreads is how many waiters may sleep in C at once.
+func maxThreads() int32 { return max(64, 4*procs()) }
+
+// maxSpinners is how many waiters may spin at once: half the processors.
+func maxSpinners() int32 { return max(1, procs()/2) }
+
+var procs = sync.OnceValue(func() int32 { return int32(runtime.GOMAXPROCS(0)) })
+
+var napping, spinning atomic.Int32
+
+// take takes one of n's max places, if one is free.
+func take(n *atomic.Int32, max int32) bool {
+	if n.Add(1) <= max {
+		return true
+	}
+	n.Add(-1)
+	return false
+}
+
+// A waitClock learns how long the waits of a stream or an event take: the
+// moving average of the last ones, 0 before the first.
+type waitClock struct{ avg atomic.Int64 }
+
+func (c *waitClock) observe(d time.Duration) {
+	avg := c.avg.Load()
+	if avg == 0 {
+		avg = int64(d)
+	} else {
+		avg += (int64(d) - avg) / 4
+	}
+	c.avg.Store(avg)
+}
+
+// plan returns how long the next step of a wait age old sleeps, then spins,
+// with due the time the wait is expected to take (0: unknown).
+func plan(age, due time.Duration) (nap, spin time.Duration) {
+	if due > 0 {
+		l := min(lead+due/32, maxLead)
+		if age+minNap < due-l { // shorter sleeps are not worth a wake-up
+			return due - l - age, 2 * l
+		}
+		if age < due+l {
+			return 0, due + l - age
+		}
+	} else if age < firstSpin {
+		return 0, firstSpin - age
+	}
+	return max(age/8, minNap), 0
+}
+
+// What a step reports besides CUDA's results: the event has not happened
+// yet (CUDA_ERROR_NOT_READY), or it was recorded again (see
+// Event.waitFor); and waitSteps' report that ctx is done.
+const (
+	notReady   = int(C.CUDA_ERROR_NOT_READY)
+	superseded = -100
+	ctxDone    = -101
+)
+
+// waitSteps waits with step (see the top of the file) until the event has
+// happened, ctx is done, or step reports something else than
+// CUDA_ERROR_NOT_READY, which it returns. clock learns from the wait.
+func waitSteps(ctx context.Context, clock *waitClock, step func(nap, spin time.Duration) int) int {
+	start := time.Now()
+	due := time.Duration(clock.avg.Load())
+	done := ctx.Done()
+	var timer *time.Timer
+	for {
+		if done != nil {
+			select {
+			case <-done:
+				return ctxDone
+			default:
+			}
+		}
+		age := time.Since(start)
+		nap, spin := plan(age, due)
+		spun := spin > 0 && take(&spinning, maxSpinners())
+		if !spun {
+			if spin > 0 && nap == 0 {
+				nap = max(age/8, minNap)
+			}
+			spin = 0
+		}
+		if d, ok := ctx.Deadline(); ok {
+			nap = max(min(nap, time.Until(d)), 0)
+		}
+		if nap > 0 && (nap >= goSleep || !take(&napping, maxThreads())) {
+			// Sleep on Go's timers, then query once.
+			if spun {
+				spinning.Add(-1)
+			}
+			if nap >= goSleep {
+				nap -= time.Millisecond
+			}
+			if timer == nil {
+				timer = time.NewTimer(nap)
+				defer timer.Stop()
+			} else {
+				timer.Reset(nap)
+			}
+			select {
+			case <-timer.C:
+			case <-done:
+				return ctxDone
+			}
+			nap, spin, spun = 0, 0, false
+		}
+		r := step(nap, spin)
+		if nap > 0 {
+			napping.Add(-1)
+		}
+		if spun {
+			spinning.Add(-1)
+		}
+		if r != notReady {
+			if r == 0 {
+				clock.observe(time.Since(start))
+			}
+			return r
+		}
+	}
+}
 
 var closedChan = func() chan struct{} {
 	c := make(chan struct{})
@@ -44,9 +177,61 @@ var closedChan = func() chan struct{} {
 	return c
 }()
 
-// A waitEvent is an event that requests watch. The waiter destroys it once
-// it is closed (Event.Close, or at once for the events of Stream.watch) and
-// no request watches it any more.
+// A signal is a channel closed once, with the error it was closed with:
+// what Done returns, and what the hand-offs wake.
+type signal struct {
+	done  chan struct{}
+	err   error // set before done is closed
+	fired atomic.Bool
+}
+
+func newSignal() *signal { return &signal{done: make(chan struct{})} }
+
+// failed returns a signal fired with err.
+func failed(err error) *signal {
+	s := &signal{done: closedChan, err: err}
+	s.fired.Store(true)
+	return s
+}
+
+// fire closes the channel with err, if it is not closed yet.
+func (s *signal) fire(err error) {
+	if s.fired.CompareAndSwap(false, true) {
+		s.err = err
+		close(s.done)
+	}
+}
+
+// wait waits until s is fired or ctx is done, and returns the error of
+// either.
+func (s *signal) wait(ctx context.Context) error {
+	select {
+	case <-s.done:
+		return s.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// result returns s's error once it has fired, and nil before or for a nil
+// s.
+func (s *signal) result() error {
+	if s == nil || !s.fired.Load() {
+		return nil
+	}
+	return s.err
+}
+
+// The hand-offs' poller sleeps between rounds from minPoll to maxPoll (see
+// waitReq).
+const (
+	minPoll   = 2 * time.Microsecond
+	armedPoll = time.Millisecond
+	maxPoll   = 20 * time.Millisecond
+)
+
+// A waitEvent is an event that hand-offs watch. The waiter destroys it once
+// it is closed (Event.Close) and no request watches it any more.
 type waitEvent struct {
 	ctx unsafe.Pointer
 	ev  cudart.Event
@@ -67,17 +252,21 @@ func (e *waitEvent) release() {
 	}
 }
 
-// A waitReq is one watched record of an event.
+// A waitReq is one watched record of an event. The host function queued
+// for it fires it; one goroutine also polls the pending requests, all in
+// one cgo call a round, as a safety net (an error of the event's stream,
+// which host functions do not report) and for requests whose helper stream
+// could not be had, sleeping between rounds an eighth of the age of the
+// youngest request, from minPoll to maxPoll, or, when every request has
+// its host function, from armedPoll to maxPoll.
 type waitReq struct {
+	signal
 	e     *waitEvent
 	start time.Time
-	done  chan struct{}
-	err   error // set before done is closed
 
 	// Guarded by waiter.mu:
-	finished bool
-	armed    bool        // a host function will wake it
-	helper   C.uintptr_t // the helper stream of its host function
+	armed  bool        // a host function will wake it
+	helper C.uintptr_t // the helper stream of its host function
 }
 
 var waiter struct {
@@ -92,14 +281,14 @@ var waiter struct {
 
 // watch starts watching e as it was last recorded.
 func watch(e *waitEvent) *waitReq {
-	w := &waitReq{e: e, start: time.Now(), done: make(chan struct{})}
+	w := &waitReq{signal: signal{done: make(chan struct{})}, e: e, start: time.Now()}
 	waiter.mu.Lock()
 	e.refs += 2 // the request's, and this call's until it has queued the wake-up
 	waiter.pending = append(waiter.pending, w)
 	helper, ok := takeHelper(e.ctx)
 	waiter.mu.Unlock()
-	// The callers' event is not recorded in a capture (Event.watch and
-	// Stream.watch make sure), which a helper stream waiting for it would
+	// The event's Record watched was not made in a capture (Record hands
+	// off only such Records), which a helper stream waiting for it would
 	// join.
 	armed := false
 	if ok || newHelper(e.ctx, &helper) {
@@ -171,19 +360,8 @@ func hlWake(h C.uintptr_t) {
 	c.Delete()
 	waiter.mu.Lock()
 	waiter.helpers[w.e.ctx] = append(waiter.helpers[w.e.ctx], w.helper)
-	w.finishLocked(nil)
+	w.fire(nil)
 	waiter.mu.Unlock()
-}
-
-// finishLocked ends w with err; waiter.mu is held. It leaves w in pending:
-// the poller drops it, and its reference to the event, once no round of its
-// uses the event any more.
-func (w *waitReq) finishLocked(err error) {
-	if w.finished {
-		return
-	}
-	w.finished, w.err = true, err
-	close(w.done)
 }
 
 // close gives e to the waiter, which destroys it once no request watches
@@ -208,15 +386,6 @@ func (e *waitEvent) destroy() {
 	C.hl_event_destroy(e.ctx, C.uintptr_t(e.ev))
 }
 
-func (w *waitReq) wait(ctx context.Context) error {
-	select {
-	case <-w.done:
-		return w.err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
 func poll() {
 	var (
 		batch   []*waitReq
@@ -230,7 +399,7 @@ func poll() {
 		waiter.mu.Lock()
 		keep := waiter.pending[:0]
 		for _, w := range waiter.pending {
-			if w.finished {
+			if w.fired.Load() {
 				w.e.release()
 			} else {
 				keep = append(keep, w)
@@ -288,7 +457,7 @@ func poll() {
 		progress := false
 		for i, w := range batch {
 			if status[i] != C.CUDA_ERROR_NOT_READY {
-				w.finishLocked(check("cuEventQuery", status[i]))
+				w.fire(check("cuEventQuery", status[i]))
 				progress = true
 			}
 		}

@@ -1,0 +1,187 @@
+package highlevel
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestPlan(t *testing.T) {
+	const us = time.Microsecond
+	tests := []struct {
+		name      string
+		age, due  time.Duration
+		nap, spin time.Duration
+	}{
+		{"nothing learned: spin first", 0, 0, 0, firstSpin},
+		{"nothing learned: spin to firstSpin", 5 * us, 0, 0, firstSpin - 5*us},
+		{"nothing learned, past the spin: an eighth of the age", 800 * us, 0, 100 * us, 0},
+		{"nothing learned: at least minNap", firstSpin, 0, minNap, 0},
+		{"short: spin at once", 0, 20 * us, 0, 20*us + lead + 20*us/32},
+		{"due in 1 ms: sleep until the lead", 0, time.Millisecond, time.Millisecond - lead - time.Millisecond/32, 2 * (lead + time.Millisecond/32)},
+		{"due in 1 ms, within the lead: spin across the end", 960 * us, time.Millisecond, 0, time.Millisecond + lead + time.Millisecond/32 - 960*us},
+		{"due in 1 s: the lead is capped", 0, time.Second, time.Second - maxLead, 2 * maxLead},
+		{"late: an eighth of the age", 2 * time.Millisecond, time.Millisecond, 250 * us, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			nap, spin := plan(tt.age, tt.due)
+			if nap != tt.nap || spin != tt.spin {
+				t.Errorf("plan(%v, %v) = %v, %v; want %v, %v", tt.age, tt.due, nap, spin, tt.nap, tt.spin)
+			}
+		})
+	}
+}
+
+// fakeEvent is a step for waitSteps over an event that happens at a given
+// time, which counts the steps and the time they slept and spun.
+type fakeEvent struct {
+	at         time.Time
+	steps      int
+	nap, spun  time.Duration
+	superseded bool // report superseded instead of the event's state
+}
+
+func (f *fakeEvent) step(nap, spin time.Duration) int {
+	f.steps++
+	f.nap += nap
+	f.spun += spin
+	time.Sleep(nap)
+	if f.superseded {
+		return superseded
+	}
+	for end := time.Now().Add(spin); ; {
+		if !time.Now().Before(f.at) {
+			return 0
+		}
+		if !time.Now().Before(end) {
+			return notReady
+		}
+	}
+}
+
+func TestWaitSteps(t *testing.T) {
+	var c waitClock
+	f := &fakeEvent{at: time.Now().Add(3 * time.Millisecond)}
+	start := time.Now()
+	if r := waitSteps(context.Background(), &c, f.step); r != 0 {
+		t.Fatalf("waitSteps = %d, want 0", r)
+	}
+	took := time.Since(start)
+	if took < 3*time.Millisecond {
+		t.Errorf("waitSteps returned after %v, before the event (3ms)", took)
+	}
+	learned := time.Duration(c.avg.Load())
+	if learned < 3*time.Millisecond || learned > took {
+		t.Errorf("the clock learned %v from a wait of %v for an event at 3ms", learned, took)
+	}
+	t.Logf("nothing learned: %d steps, %v asleep, %v spinning at most, returned after %v", f.steps, f.nap, f.spun, took)
+
+	// A second wait like the first sleeps until it is nearly due, and
+	// spins no longer than two leads.
+	f = &fakeEvent{at: time.Now().Add(3 * time.Millisecond)}
+	if r := waitSteps(context.Background(), &c, f.step); r != 0 {
+		t.Fatalf("waitSteps = %d, want 0", r)
+	}
+	if f.spun > 2*maxLead+firstSpin {
+		t.Errorf("a wait like the last one spun for up to %v in %d steps", f.spun, f.steps)
+	}
+
+	// Other reports than notReady are returned as they are.
+	f = &fakeEvent{at: time.Now().Add(time.Hour), superseded: true}
+	if r := waitSteps(context.Background(), &c, f.step); r != superseded || f.steps != 1 {
+		t.Errorf("waitSteps = %d after %d steps, want superseded after 1", r, f.steps)
+	}
+}
+
+func TestWaitStepsContext(t *testing.T) {
+	for _, learned := range []time.Duration{0, time.Hour} {
+		var c waitClock
+		c.avg.Store(int64(learned))
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
+		f := &fakeEvent{at: time.Now().Add(time.Hour)}
+		start := time.Now()
+		r := waitSteps(ctx, &c, f.step)
+		took := time.Since(start)
+		cancel()
+		if r != ctxDone {
+			t.Errorf("learned %v: waitSteps = %d, want ctxDone", learned, r)
+		}
+		if took > time.Second {
+			t.Errorf("learned %v: waitSteps returned %v after a deadline of 5ms", learned, took)
+		}
+		if c.avg.Load() != int64(learned) {
+			t.Errorf("learned %v: a cancelled wait taught the clock %v", learned, time.Duration(c.avg.Load()))
+		}
+	}
+}
+
+// TestWaitStepsBounds waits with many goroutines at once: no more than
+// maxSpinners spin and no more than maxThreads sleep in a step at once.
+func TestWaitStepsBounds(t *testing.T) {
+	var mu sync.Mutex
+	var spinners, nappers, maxSpin, maxNap int
+	at := time.Now().Add(20 * time.Millisecond)
+	var wg sync.WaitGroup
+	for range 500 {
+		wg.Go(func() {
+			var c waitClock
+			waitSteps(context.Background(), &c, func(nap, spin time.Duration) int {
+				mu.Lock()
+				if spin > 0 {
+					spinners++
+					maxSpin = max(maxSpin, spinners)
+				}
+				if nap > 0 {
+					nappers++
+					maxNap = max(maxNap, nappers)
+				}
+				mu.Unlock()
+				time.Sleep(nap + spin)
+				mu.Lock()
+				if spin > 0 {
+					spinners--
+				}
+				if nap > 0 {
+					nappers--
+				}
+				mu.Unlock()
+				if time.Now().Before(at) {
+					return notReady
+				}
+				return 0
+			})
+		})
+	}
+	wg.Wait()
+	if maxSpin > int(maxSpinners()) || maxNap > int(maxThreads()) {
+		t.Errorf("at most %d spinning and %d sleeping in C at once; the limits are %d and %d", maxSpin, maxNap, maxSpinners(), maxThreads())
+	}
+	if spinning.Load() != 0 || napping.Load() != 0 {
+		t.Errorf("after the waits, %d spinning and %d napping are counted", spinning.Load(), napping.Load())
+	}
+}
+
+func TestSignal(t *testing.T) {
+	s := newSignal()
+	if s.result() != nil {
+		t.Errorf("result before fire: %v", s.result())
+	}
+	s.fire(ErrClosed)
+	s.fire(nil) // a second fire changes nothing
+	<-s.done
+	if err := s.wait(context.Background()); err != ErrClosed {
+		t.Errorf("wait after fire(ErrClosed) = %v", err)
+	}
+	if s.result() != ErrClosed {
+		t.Errorf("result = %v, want ErrClosed", s.result())
+	}
+	if err := failed(ErrNil).result(); err != ErrNil {
+		t.Errorf("failed(ErrNil).result() = %v", err)
+	}
+	var none *signal
+	if none.result() != nil {
+		t.Errorf("nil signal's result: %v", none.result())
+	}
+}
