@@ -49,6 +49,15 @@
 // function (it is older than the headers), that function returns a *SymbolError
 // naming the symbol, and the rest keep working.
 //
+// Unlike the other libraries, the driver is not refused for its CUDA
+// major: one libcuda.so.1 serves every major, a driver runs the programs of
+// its own and of older majors (driver 580, CUDA 13.0, runs CUDA 12's), and
+// the driver API keeps its ABI by versioned symbols (cuMemAdvise_v2), so
+// the version cuDriverGetVersion reports only bounds which functions the
+// driver has: one older than the headers lacks some (a *SymbolError) or
+// answers them with an error. Where the build's major needs a newer driver
+// is the runtime: cudart's functions return a *cudart.DriverVersionError.
+//
 // # The runtime API
 //
 // The runtime's handles are the driver's: a cudart.Stream and a

@@ -38,6 +38,9 @@
 //	headers nccl nccl-2.28.3          (-from picks the package's; cuda is the default)
 //	lib GOCUDA_CUDART libcudart.so.13 a library's file name, by -lib's variable
 //	funcs cudart 312                  the functions a package's coverage test counts
+//	versions GOCUDA_CUSPARSE 12.6     a library numbered otherwise than CUDA: the first
+//	                                  version this major ships and, if known, the next
+//	                                  major's first (12.0 12.6 for CUDA 12)
 //
 // Without -headers, gen generates the package once for each major, each
 // time from the major's header directory (with -from nccl, NCCL's, and
@@ -54,7 +57,7 @@
 // //go:generate line instead: with -cflags, zcflags_cuda13.go puts the
 // major's CUDA headers on cgo's include path, for the package's C code
 // (highlevel, highlevel/nvtx); with -major, zmajor_cuda13.go declares
-// cudaMajor and MinDriver (internal/dl); with -tests, zversion_cuda13_test.go declares
+// cudaMajor, MinDriver and releases, the versions lines (internal/dl); with -tests, zversion_cuda13_test.go declares
 // testCUDA and testHeaders for its tests (bench).
 //
 // # Files
@@ -313,7 +316,7 @@ func flags(fs *flag.FlagSet, args []string) (cfg config, model bool, all string,
 	fs.StringVar(&cfg.errType, "error", "", "C name of the status type, whose values are errors")
 	fs.StringVar(&cfg.perThread, "perthread", "", "macro that selects the per-thread default stream entry points when defined")
 	fs.BoolVar(&cfg.cflags, "cflags", false, "for a hand-written package: write zcflags_<major>.go, which puts each major's CUDA headers on cgo's include path")
-	fs.BoolVar(&cfg.majorConst, "major", false, "for a hand-written package: write zmajor_<major>.go, the constants cudaMajor and MinDriver")
+	fs.BoolVar(&cfg.majorConst, "major", false, "for a hand-written package: write zmajor_<major>.go, the constants cudaMajor and MinDriver and the versions lines as releases")
 	fs.BoolVar(&cfg.tests, "tests", false, "for a hand-written package: write zversion_<major>_test.go, the constants its tests read")
 	fs.BoolVar(&cfg.check, "check-targets", false, "parse each package for linux/"+strings.Join(targets, " and linux/")+", not for the first alone, and write nothing where they would give different code")
 	fs.BoolVar(&model, "model", false, "print the model as JSON instead of writing files")

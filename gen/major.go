@@ -27,6 +27,41 @@ type major struct {
 	headers map[string]string // header directories by key (cuda, nccl), absolute
 	libs    map[string]string // the libraries' file names by override variable
 	funcs   map[string]int    // by package: the functions its coverage test counts in the headers
+	// versions are, by override variable, the versions of a library
+	// numbered otherwise than CUDA that this major's releases ship: from
+	// the first's, up to, not including, the next major's first (zero
+	// where not known).
+	versions map[string]libVersions
+}
+
+// libVersions are the versions of a library that one CUDA major ships:
+// from on, older than next (none if next is zero). A version is major,
+// minor, patch.
+type libVersions struct{ from, next [3]int }
+
+// parseVersion parses a library version, 12.6 or 11.4.2.
+func parseVersion(s string) ([3]int, error) {
+	var v [3]int
+	parts := strings.Split(s, ".")
+	if len(parts) < 2 || len(parts) > 3 {
+		return v, fmt.Errorf("version %q is not major.minor[.patch]", s)
+	}
+	for i, p := range parts {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 0 {
+			return v, fmt.Errorf("version %q is not major.minor[.patch]", s)
+		}
+		v[i] = n
+	}
+	return v, nil
+}
+
+// overlap reports whether a and b have a version in common.
+func (a libVersions) overlap(b libVersions) bool {
+	below := func(v, w [3]int) bool { return slices.Compare(v[:], w[:]) < 0 } // v older than w
+	aEndsFirst := a.next != [3]int{} && !below(b.from, a.next)
+	bEndsFirst := b.next != [3]int{} && !below(a.from, b.next)
+	return !aEndsFirst && !bEndsFirst
 }
 
 // readMajor reads a major's data file: lines of a key and its values, and
@@ -41,7 +76,7 @@ func readMajor(path string) (*major, error) {
 		return nil, err
 	}
 	defer f.Close()
-	m := &major{file: path, headers: map[string]string{}, libs: map[string]string{}, funcs: map[string]int{}}
+	m := &major{file: path, headers: map[string]string{}, libs: map[string]string{}, funcs: map[string]int{}, versions: map[string]libVersions{}}
 	sc := bufio.NewScanner(f)
 	for n := 1; sc.Scan(); n++ {
 		line, _, _ := strings.Cut(sc.Text(), "#")
@@ -61,15 +96,22 @@ func readMajor(path string) (*major, error) {
 			return nil, fmt.Errorf("%s: no %s line", path, key)
 		}
 	}
+	for _, env := range slices.Sorted(maps.Keys(m.versions)) {
+		if m.libs[env] == "" {
+			return nil, fmt.Errorf("%s: versions %s: no lib line for %[2]s", path, env)
+		}
+	}
 	return m, nil
 }
 
 // set records one line of a data file in dir.
 func (m *major) set(key string, v []string, dir string) error {
-	want := map[string]int{"build": -1, "suffix": 1, "version": 1, "driver": 1, "headers": 2, "lib": 2, "funcs": 2}[key]
+	want := map[string]int{"build": -1, "suffix": 1, "version": 1, "driver": 1, "headers": 2, "lib": 2, "funcs": 2, "versions": -1}[key]
 	switch {
 	case want == 0:
 		return fmt.Errorf("unknown key %q", key)
+	case key == "versions" && (len(v) < 2 || len(v) > 3):
+		return fmt.Errorf("versions takes 2 or 3 values (variable, first version, next major's first), not %d", len(v))
 	case want > 0 && len(v) != want:
 		return fmt.Errorf("%s takes %d values, not %d", key, want, len(v))
 	}
@@ -100,6 +142,24 @@ func (m *major) set(key string, v []string, dir string) error {
 			return fmt.Errorf("funcs %s: %w", v[0], err)
 		}
 		m.funcs[v[0]] = n
+	case "versions":
+		var r libVersions
+		var err error
+		if r.from, err = parseVersion(v[1]); err != nil {
+			return fmt.Errorf("versions %s: %w", v[0], err)
+		}
+		if len(v) == 3 {
+			if r.next, err = parseVersion(v[2]); err != nil {
+				return fmt.Errorf("versions %s: %w", v[0], err)
+			}
+			if slices.Compare(r.from[:], r.next[:]) >= 0 {
+				return fmt.Errorf("versions %s: %s is not older than %s", v[0], v[1], v[2])
+			}
+		}
+		if _, dup := m.versions[v[0]]; dup {
+			return fmt.Errorf("versions %s: a second line", v[0])
+		}
+		m.versions[v[0]] = r
 	}
 	return nil
 }
@@ -124,6 +184,13 @@ func readMajors(dir string) ([]*major, error) {
 		}
 		expr, _ := constraint.Parse("//go:build " + m.build)
 		expr.Eval(func(tag string) bool { tags[tag] = true; return false })
+		for _, o := range ms {
+			for env, r := range m.versions {
+				if or, ok := o.versions[env]; ok && r.overlap(or) {
+					return nil, fmt.Errorf("%s and %s: the versions of %s overlap: a version would be of both majors", filepath.Base(o.file), filepath.Base(m.file), env)
+				}
+			}
+		}
 		ms = append(ms, m)
 	}
 	for _, tag := range slices.Sorted(maps.Keys(tags)) {
@@ -222,7 +289,7 @@ func (m *major) testConsts(f *jen.File, dir, hdrRel string, more ...jen.Code) er
 // //go:generate line asks for, for cfg's CUDA major, by name:
 // zcflags_cuda13.go puts its headers on cgo's include path, for the
 // package's C code; zmajor_cuda13.go has the constants cudaMajor and
-// MinDriver;
+// MinDriver, and releases, the data file's versions lines;
 // zversion_cuda13_test.go has the constants the package's tests read.
 func handwrittenFiles(cfg config) (map[string][]byte, error) {
 	m := cfg.major
@@ -258,6 +325,19 @@ func handwrittenFiles(cfg config) (map[string][]byte, error) {
 		f.Comment("MinDriver is the oldest Linux driver release that runs the CUDA release")
 		f.Comment("the build binds.")
 		f.Const().Id("MinDriver").Op("=").Lit(m.driver)
+		f.Line()
+		f.Comment("releases are, by override variable, the versions of the libraries numbered")
+		f.Comment("otherwise than CUDA that the releases of the CUDA major the build binds")
+		f.Comment("ship (the versions lines of its data file).")
+		f.Var().Id("releases").Op("=").Map(jen.String()).Id("versions").Values(jen.DictFunc(func(d jen.Dict) {
+			for env, r := range m.versions {
+				fields := jen.Dict{jen.Id("from"): versionLit(r.from)}
+				if r.next != [3]int{} {
+					fields[jen.Id("next")] = versionLit(r.next)
+				}
+				d[jen.Lit(env)] = jen.Values(fields)
+			}
+		}))
 		files["zmajor.go"] = f
 	}
 	if cfg.tests {
@@ -268,4 +348,10 @@ func handwrittenFiles(cfg config) (map[string][]byte, error) {
 		files["zversion_test.go"] = f
 	}
 	return render(files, m)
+}
+
+// versionLit is the Go value of a library version in internal/dl:
+// Version{12, 6, 0}.
+func versionLit(v [3]int) jen.Code {
+	return jen.Id("Version").Values(jen.Lit(v[0]), jen.Lit(v[1]), jen.Lit(v[2]))
 }

@@ -30,6 +30,15 @@ func TestReadMajors(t *testing.T) {
 		{"count", map[string]string{"cuda13.txt": major13 + "funcs cudadrv many\n"}, "cuda13.txt:10: funcs cudadrv"},
 		{"constraint", map[string]string{"cuda13.txt": strings.Replace(major13, "build !cuda12", "build !cuda12 &&", 1)}, "cuda13.txt:2: build:"},
 		{"no version", map[string]string{"cuda12.txt": strings.Replace(major12, "version 12.6\n", "", 1)}, "cuda12.txt: no version line"},
+		{"versions", map[string]string{"cuda13.txt": major13 + "versions GOCUDA_CUDART 12.6\n", "cuda12.txt": major12 + "versions GOCUDA_CUDART 12.0 12.6\n"}, ""},
+		{"versions arity", map[string]string{"cuda13.txt": major13 + "versions GOCUDA_CUDART\n"}, "cuda13.txt:10: versions takes 2 or 3 values"},
+		{"versions number", map[string]string{"cuda13.txt": major13 + "versions GOCUDA_CUDART 12\n"}, `cuda13.txt:10: versions GOCUDA_CUDART: version "12" is not major.minor[.patch]`},
+		{"versions order", map[string]string{"cuda13.txt": major13 + "versions GOCUDA_CUDART 12.6 12.6.0\n"}, "cuda13.txt:10: versions GOCUDA_CUDART: 12.6 is not older than 12.6.0"},
+		{"versions lib", map[string]string{"cuda13.txt": major13 + "versions GOCUDA_CUSPARSE 12.6\n"}, "cuda13.txt: versions GOCUDA_CUSPARSE: no lib line for GOCUDA_CUSPARSE"},
+		{"versions overlap", map[string]string{"cuda13.txt": major13 + "versions GOCUDA_CUDART 12.5\n", "cuda12.txt": major12 + "versions GOCUDA_CUDART 12.0 12.6\n"},
+			"cuda12.txt and cuda13.txt: the versions of GOCUDA_CUDART overlap"},
+		{"versions open overlap", map[string]string{"cuda13.txt": major13 + "versions GOCUDA_CUDART 12.6\n", "cuda12.txt": major12 + "versions GOCUDA_CUDART 12.0\n"},
+			"cuda12.txt and cuda13.txt: the versions of GOCUDA_CUDART overlap"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -57,6 +66,14 @@ func TestReadMajors(t *testing.T) {
 				m.headers["cuda"] != want.headers["cuda"] || m.headers["nccl"] != want.headers["nccl"] ||
 				m.libs["GOCUDA_CUDART"] != "libcudart.so.13" || m.funcs["cudart"] != 312 {
 				t.Errorf("read %+v, want %+v, libcudart.so.13 and 312 functions", *m, want)
+			}
+			if tt.name == "versions" {
+				if r := m.versions["GOCUDA_CUDART"]; r != (libVersions{from: [3]int{12, 6, 0}}) {
+					t.Errorf("cuda13.txt's versions = %v, want 12.6.0 on", r)
+				}
+				if r := ms[0].versions["GOCUDA_CUDART"]; r != (libVersions{from: [3]int{12, 0, 0}, next: [3]int{12, 6, 0}}) {
+					t.Errorf("cuda12.txt's versions = %v, want 12.0.0 to 12.6.0", r)
+				}
 			}
 		})
 	}

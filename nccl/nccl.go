@@ -29,6 +29,15 @@
 // call. If the library cannot be opened, every function returns a *LibraryError
 // that lists the paths tried; if the library lacks a function, that function
 // returns a *SymbolError naming it, and the rest keep working.
+//
+// Unlike the other libraries, NCCL is not refused for its CUDA major: it is
+// numbered on its own (2.28.3), and the same release is built for CUDA 12
+// and for CUDA 13 under the one file name libnccl.so.2 (the nvidia-nccl-cu12
+// and nvidia-nccl-cu13 wheels), so ncclGetVersion cannot tell which major a
+// copy is for. NCCL links its CUDA runtime statically and shares with the
+// program only the driver's objects (streams, device memory); a copy built
+// for a newer major than the driver runs fails in its own calls with its
+// own error (ncclUnhandledCudaError).
 package nccl
 
 //go:generate go run ../gen -from nccl -use ../cudart -out . -pkg nccl -include nccl.h -prefix nccl,NCCL_ -omit pnccl,ncclRedOp_dummy_t -error ncclResult_t -lib GOCUDA_NCCL

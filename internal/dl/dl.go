@@ -145,11 +145,19 @@ func (e *LibraryError) Error() string {
 type MajorError struct {
 	Name  string // the library's file name, such as libcudart.so.13
 	Path  string // the file loaded
-	Found string // the version it reports, such as "12.6"
+	Found string // the version it reports: a CUDA version, such as "12.6", or, where Versions is set, its own, such as "12.5.4"
 	Want  int    // the CUDA major the bindings are built for
+	// Versions is set for a library numbered otherwise than CUDA (cuSPARSE
+	// 12.5.4 ships with CUDA 12.6, 12.6.3 with 13.0): the versions of it
+	// that the releases of CUDA Want ship, such as "12.6.0 or newer".
+	Versions string
 }
 
 func (e *MajorError) Error() string {
+	if e.Versions != "" {
+		return fmt.Sprintf("%s at %s is version %s, and these bindings are built for CUDA %d, whose %s is %s: load a CUDA %d copy",
+			e.Name, e.Path, e.Found, e.Want, e.Name, e.Versions, e.Want)
+	}
 	return fmt.Sprintf("%s at %s is CUDA %s, and these bindings are built for CUDA %d: load a CUDA %d copy",
 		e.Name, e.Path, e.Found, e.Want, e.Want)
 }

@@ -10,3 +10,13 @@ const cudaMajor = 13
 // MinDriver is the oldest Linux driver release that runs the CUDA release
 // the build binds.
 const MinDriver = "580"
+
+// releases are, by override variable, the versions of the libraries numbered
+// otherwise than CUDA that the releases of the CUDA major the build binds
+// ship (the versions lines of its data file).
+var releases = map[string]versions{
+	"GOCUDA_CUFFT":    {from: Version{12, 0, 0}},
+	"GOCUDA_CURAND":   {from: Version{10, 4, 0}},
+	"GOCUDA_CUSOLVER": {from: Version{12, 0, 0}},
+	"GOCUDA_CUSPARSE": {from: Version{12, 6, 0}},
+}

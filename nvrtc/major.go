@@ -1,0 +1,15 @@
+package nvrtc
+
+import "github.com/gocuda/cuda/internal/dl"
+
+// MajorError reports that the libnvrtc loaded is of another CUDA major
+// than the package is built for ($GOCUDA_NVRTC naming CUDA 12's in a CUDA 13
+// build): every function but Version and GetErrorString returns it. It names the file, its
+// path, the version found and the major wanted.
+type MajorError = dl.MajorError
+
+// NVRTC is numbered as CUDA is (nvrtcVersion sets 12.6 for CUDA 12.6): its
+// major must be the build's.
+func init() {
+	lib.CheckMajor("nvrtcVersion", dl.CUDAMajorMinor, "nvrtcGetErrorString")
+}
