@@ -277,3 +277,27 @@ func serve(b *testing.B, k *highlevel.Kernel, servers []*server, done bool, kt t
 	b.ReportMetric(float64(percentile(lat, 99).Nanoseconds()), "p99-ns")
 	b.ReportMetric(float64(cpu.Nanoseconds())/n, "cpu-ns/op")
 }
+
+// BenchmarkWaitLong waits with Stream.Wait for kernels of one second, the
+// first with nothing learned: ns/op is a wait's time from the launch, and
+// cpu-% the CPU time the process spent meanwhile, in percent of a core.
+func BenchmarkWaitLong(b *testing.B) {
+	k := spinKernel(b)
+	s, err := highlevel.NewStream(0, &highlevel.StreamOptions{NonBlocking: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	b.ResetTimer()
+	t0, c0 := time.Now(), cpuTime()
+	for range b.N {
+		if err := k.Launch(s, one, int64(time.Second)); err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Wait(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	wall, cpu := time.Since(t0), cpuTime()-c0
+	b.ReportMetric(100*cpu.Seconds()/wall.Seconds(), "cpu-%")
+}

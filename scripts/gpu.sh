@@ -160,8 +160,22 @@ if twin mix.c; then
 else
 	status=1
 fi
+# The waits and their twin run unpinned: the serving rows have up to 64
+# workers, and a waiter that sleeps gives its core back. The serving rows
+# take turns with the twin's, three rounds of each.
+gobench '^BenchmarkWait$' 1000x
+count=1 gobench '^BenchmarkWaitLong$' 3x
+if twin wait.cu; then
+	./wait 5 latency | tee -a "$log/c.txt" || status=1
+	for i in 1 2 3; do
+		count=1 gobench '^BenchmarkServe$' 1s
+		./wait 1 serve | tee -a "$log/c.txt" || status=1
+	done
+else
+	status=1
+fi
 for c in *.c *.cu; do
-	case $c in nccl.cu | mix.c) continue ;; esac
+	case $c in nccl.cu | mix.c | wait.cu) continue ;; esac
 	pin=$two
 	[ "$c" = copy.c ] && pin=
 	twin "$c" && $pin ./"${c%.*}" | tee -a "$log/c.txt" || status=1

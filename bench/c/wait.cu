@@ -15,7 +15,7 @@
 // behalf (Handoff), and a blocking-sync event recorded on a helper stream
 // behind the waited one (Relay).
 //
-//	nvcc -O2 -arch=native -o wait wait.cu -lcuda && ./wait
+//	nvcc -O2 -arch=native -o wait wait.cu -lcuda && ./wait [ROUNDS [latency|serve]]
 #include <pthread.h>
 #include <string.h>
 
@@ -239,8 +239,11 @@ static void serving(int workers, int us, int blocking, double seconds) {
 	free(w);
 }
 
+// main runs ROUNDS rounds (argv[1], 1 if absent) of the latency rows, then
+// of the serving rows; "latency" or "serve" as argv[2] runs only those.
 int main(int argc, char **argv) {
 	int rounds = argc > 1 ? atoi(argv[1]) : 1;
+	const char *only = argc > 2 ? argv[2] : "";
 	check(cudaSetDevice(0), "cudaSetDevice");
 	check(cudaFree(0), "cudaFree");
 	check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
@@ -249,13 +252,12 @@ int main(int argc, char **argv) {
 	check(cudaEventCreateWithFlags(&blocking_ev, cudaEventDisableTiming | cudaEventBlockingSync), "cudaEventCreate");
 	pthread_t t;
 	pthread_create(&t, NULL, waiter_loop, &helper);
-	for (int r = 0; r < rounds; r++) {
+	for (int r = 0; r < rounds && strcmp(only, "serve") != 0; r++) {
 		latency(10, 2000);
 		latency(100, 1000);
 		latency(1000, 200);
 	}
-	if (argc > 2 && strcmp(argv[2], "latency") == 0) return 0;
-	for (int r = 0; r < rounds; r++) {
+	for (int r = 0; r < rounds && strcmp(only, "latency") != 0; r++) {
 		int workers[] = {1, 16, 64}, kernels[] = {10, 100, 1000};
 		for (int i = 0; i < 3; i++) {
 			for (int j = 0; j < 3; j++) {
