@@ -221,7 +221,8 @@ func (e *Event) uncaptured() error {
 }
 
 // Synchronize waits until the event has happened. It holds the calling
-// goroutine's OS thread while it waits; Wait does not.
+// goroutine's OS thread while it waits; Wait holds one only for its short
+// sleeps.
 func (e *Event) Synchronize() (err error) {
 	defer func() {
 		if err != nil {
@@ -259,9 +260,10 @@ func (e *Event) Query() (_ bool, err error) {
 // Done returns a channel that is closed when the event has happened, for
 // use in select: when the latest Record before the call is reached (by any
 // process, for an interprocess event), or at once for an event never
-// recorded. Calls between two Records return the same channel. For a nil or
-// closed event, or one whose latest Record was made while its stream
-// captured, the channel is closed at once, and Err reports why.
+// recorded. Calls between two Records return the same channel, but for an
+// interprocess event. For a nil or closed event, or one whose latest Record
+// was made while its stream captured, the channel is closed at once, and
+// Err reports why.
 func (e *Event) Done() <-chan struct{} {
 	s := e.doneSignal()
 	if e != nil && e.we != nil {
@@ -328,7 +330,9 @@ func (e *Event) beginWait(done bool) (*uint64, error) {
 		e.mu.Unlock()
 		return nil, err
 	}
-	if done && e.done != nil {
+	// Other processes record an interprocess event too, unseen here: each
+	// Done gets a channel of its own.
+	if done && e.done != nil && !e.interprocess {
 		return nil, nil
 	}
 	gen := e.gen
