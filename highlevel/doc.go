@@ -233,21 +233,24 @@
 // Streams and waiting. Every asynchronous operation takes a *Stream; nil
 // means the legacy default stream of the device of the memory or object
 // involved. Event.Wait and Stream.Wait take a context; they and Done wait
-// without a thread, lock or helper stream shared with other waiters: the
-// waiting goroutine queries the event in steps, each a short sleep in C,
-// then a query. A wait like the stream's or event's earlier ones sleeps
-// until shortly before it is due and spins on the event across its end,
-// which matches cuEventSynchronize's latency for a fraction of its CPU; a
-// wait with nothing learned spins for 20 µs, then polls at an eighth of its
-// age. A step holds an OS thread only while it sleeps in C (at most 64, or
-// four per GOMAXPROCS, waiters at once; sleeps of milliseconds use Go's
-// timers), and at most half of GOMAXPROCS waiters spin at once. Done's
-// channel is closed when the work is done or the wait fails; Err then
-// reports why. Stream.Done returns the same channel while no operation of
-// the package queues more work on a stream NewStream made. Functions queued with
-// Stream.AddCallback and Stream.LaunchHostFunc run for a CUDA thread, which
-// waits for them, and must not call CUDA: the package's functions return
-// ErrInCallback there.
+// without a thread, lock or helper stream shared with the waiters of other
+// streams and events: the waiting goroutine queries the event in steps,
+// each a short sleep in C, then a query. A wait like the stream's or
+// event's earlier ones sleeps until shortly before it is due and spins on
+// the event across its end, which matches cuEventSynchronize's latency for
+// a fraction of its CPU; a wait with nothing learned spins for 20 µs, then
+// polls at an eighth of its age; no sleep is longer than twice the wait's
+// age. A step holds an OS thread while it sleeps or spins in C: at most
+// the larger of 64 and four per GOMAXPROCS waiters sleep there at once
+// (the others, and sleeps of milliseconds, use Go's timers), and at most
+// half of GOMAXPROCS spin. An event recorded again while goroutines wait
+// for its earlier Record hands them over to a helper stream that waits for
+// that Record. Done's channel is closed when the work is done or the wait
+// fails; Err then reports why. Stream.Done returns the same channel while
+// no operation of the package queues more work on a stream NewStream made.
+// Functions queued with Stream.AddCallback and Stream.LaunchHostFunc run
+// for a CUDA thread, which waits for them, and must not call CUDA: the
+// package's functions return ErrInCallback there.
 //
 // # Kernels
 //

@@ -19,60 +19,90 @@ func readFlag(t *testing.T, p MemoryPointer) uint32 {
 	return v[0]
 }
 
+// awaitWaiters returns once n goroutines wait for e.
+func awaitWaiters(t *testing.T, e *Event, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		e.mu.Lock()
+		w := e.waits
+		e.mu.Unlock()
+		if w >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d goroutines wait for the event after 5 s", w, n)
+		}
+	}
+}
+
 // TestGPUWaitRecordedAgain records an event behind a kernel of 300 ms,
 // starts goroutines waiting for it (Wait and Done), then records it again
-// on an idle stream, which it reaches at once: the waits are for the
-// Record before they began, so each must see the kernel's write. A waiter
-// that only queried the event would return with the second Record.
+// on an idle stream, which reaches it at once, or on one capturing in
+// global mode: the waits are for the Record before they began, so each
+// must see the kernel's write. A waiter that only queried the event would
+// return with the second Record, or fail on its capture.
 func TestGPUWaitRecordedAgain(t *testing.T) {
 	d := gpu(t)
 	spin := spinner(t, d)
-	busy, _ := NewStream(d, &StreamOptions{NonBlocking: true})
-	defer busy.Close()
-	idle, _ := NewStream(d, &StreamOptions{NonBlocking: true})
-	defer idle.Close()
-	flag := deviceBuffer(t, d, 4)
-	if err := flag.Memset(0, 4); err != nil {
-		t.Fatal(err)
-	}
-	e, err := NewEvent(d, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	spin(busy, flag, 7, 300)
-	if err := e.Record(busy); err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	got := make([]uint32, 9)
-	for i := range got {
-		wg.Go(func() {
-			if i == len(got)-1 {
-				<-e.Done()
-				if err := e.Err(); err != nil {
-					t.Errorf("Done: Err = %v", err)
+	for _, capturing := range []bool{false, true} {
+		busy, _ := NewStream(d, &StreamOptions{NonBlocking: true})
+		defer busy.Close()
+		other, _ := NewStream(d, &StreamOptions{NonBlocking: true})
+		defer other.Close()
+		flag := deviceBuffer(t, d, 4)
+		if err := flag.Memset(0, 4); err != nil {
+			t.Fatal(err)
+		}
+		e, err := NewEvent(d, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Close()
+		spin(busy, flag, 7, 300)
+		if err := e.Record(busy); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		got := make([]uint32, 9)
+		for i := range got {
+			wg.Go(func() {
+				if i == len(got)-1 {
+					<-e.Done()
+					if err := e.Err(); err != nil {
+						t.Errorf("Done: Err = %v", err)
+					}
+				} else if err := e.Wait(context.Background()); err != nil {
+					t.Errorf("Wait: %v", err)
 				}
-			} else if err := e.Wait(context.Background()); err != nil {
-				t.Errorf("Wait: %v", err)
+				got[i] = readFlag(t, flag)
+			})
+		}
+		awaitWaiters(t, e, len(got))
+		if capturing {
+			if err := other.BeginCapture(CaptureGlobal); err != nil {
+				t.Fatal(err)
 			}
-			got[i] = readFlag(t, flag)
-		})
-	}
-	time.Sleep(30 * time.Millisecond) // the waiters are waiting
-	if err := e.Record(idle); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Wait(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if v := readFlag(t, flag); v != 0 {
-		t.Fatalf("the kernel wrote %d before the second Record was waited for: it ran for less than 30 ms", v)
-	}
-	wg.Wait()
-	for i, v := range got {
-		if v != 7 {
-			t.Errorf("waiter %d returned before the kernel had written (read %d, want 7)", i, v)
+		}
+		if err := e.Record(other); err != nil {
+			t.Fatal(err)
+		}
+		if capturing {
+			g, err := other.EndCapture()
+			if err != nil {
+				t.Fatal(err)
+			}
+			g.Close()
+		} else if err := e.Wait(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if v := readFlag(t, flag); v != 0 {
+			t.Fatalf("capturing %v: the kernel wrote %d before the second Record: it ran for too short a time", capturing, v)
+		}
+		wg.Wait()
+		for i, v := range got {
+			if v != 7 {
+				t.Errorf("capturing %v: waiter %d returned before the kernel had written (read %d, want 7)", capturing, i, v)
+			}
 		}
 	}
 }
@@ -109,7 +139,7 @@ func TestGPUEventClosedWhileWaited(t *testing.T) {
 		})
 	}
 	done := e.Done()
-	time.Sleep(10 * time.Millisecond)
+	awaitWaiters(t, e, 5)
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}

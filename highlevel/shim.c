@@ -758,14 +758,16 @@ static void CUDA_CB hl_wake_fn(void *h) {
 }
 
 // hl_wake_after queues on the helper stream s a wait for e, then a host
-// function that wakes the request behind handle h.
+// function that wakes the request behind handle h. It is not gated: s is
+// the waiter's own, and the driver's captures are thread-local (a global
+// capture is the shim's).
 int hl_wake_after(void *ctx, uintptr_t s, uintptr_t e, uintptr_t h) {
 	void *prev;
-	int r = hl_enter_gated(ctx, &prev);
+	int r = hl_enter(ctx, &prev);
 	if (r != 0) return r;
 	r = DRV(cuStreamWaitEvent)(STREAM(s), EVENT(e), 0);
 	if (r == 0) r = DRV(cuLaunchHostFunc)(STREAM(s), hl_wake_fn, (void *)h);
-	hl_leave_gated(ctx, prev);
+	hl_leave(ctx, prev);
 	return r;
 }
 
@@ -800,18 +802,12 @@ int hl_primary_context_active(int dev, int *active) {
 	return r;
 }
 
-// hl_event_query_many queries n events in one cgo call, for the waiter:
-// handles[i] is an event, or, where streams[i] is set, a stream.
-void hl_event_query_many(int n, void **ctxs, uintptr_t *handles, const int *streams, int *status) {
+// hl_stream_query_many queries n streams in one cgo call, for the
+// waiter's poller.
+void hl_stream_query_many(int n, void **ctxs, const uintptr_t *streams, int *status) {
 	CUcontext prev = NULL;
 	if (hl_in_callback) {
 		for (int i = 0; i < n; i++) status[i] = HL_IN_CALLBACK;
-		return;
-	}
-	pthread_rwlock_rdlock(&hl_global_mu);
-	if (hl_global_n > 0) { // queries are refused then: the next round
-		pthread_rwlock_unlock(&hl_global_mu);
-		for (int i = 0; i < n; i++) status[i] = CUDA_ERROR_NOT_READY;
 		return;
 	}
 	DRV(cuCtxGetCurrent)(&prev);
@@ -821,10 +817,9 @@ void hl_event_query_many(int n, void **ctxs, uintptr_t *handles, const int *stre
 			DRV(cuCtxSetCurrent)((CUcontext)ctxs[i]);
 			cur = (CUcontext)ctxs[i];
 		}
-		status[i] = streams[i] ? DRV(cuStreamQuery)(STREAM(handles[i])) : DRV(cuEventQuery)(EVENT(handles[i]));
+		status[i] = DRV(cuStreamQuery)(STREAM(streams[i]));
 	}
 	if (cur != prev) DRV(cuCtxSetCurrent)(prev);
-	pthread_rwlock_unlock(&hl_global_mu);
 }
 
 // hl_graph_instantiate instantiates g with CUgraphInstantiate_flags flags,

@@ -100,7 +100,7 @@ int hl_event_query(void *ctx, uintptr_t e);
 void hl_nap(long ns);
 int hl_event_step(void *ctx, uintptr_t e, long nap, long spin);
 int hl_event_elapsed(void *ctx, float *ms, uintptr_t start, uintptr_t end);
-void hl_event_query_many(int n, void **ctxs, uintptr_t *handles, const int *streams, int *status);
+void hl_stream_query_many(int n, void **ctxs, const uintptr_t *streams, int *status);
 
 int hl_graph_instantiate(void *ctx, uintptr_t *exec, uintptr_t g, unsigned long long flags, uintptr_t upload,
 	int *result);

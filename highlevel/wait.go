@@ -17,18 +17,21 @@ import (
 
 // Waiting (Event.Wait and Done, Stream.Wait and Done) is done by the
 // waiting goroutine itself, with no lock, thread or helper stream shared
-// with other waiters. It waits in steps, each one cgo call that sleeps,
-// then queries the event, spinning on it for a while if the step says so.
-// The steps come from what the earlier waits of the same stream or event
-// took (a waitClock): a wait like the last ones sleeps until shortly before
-// it is due and spins across its end, which gives cuEventSynchronize's
-// latency for a fraction of its CPU; a wait with nothing learned spins for
-// firstSpin, then polls at an eighth of its age. A step's sleep is in C, with a
-// timer slack of 1 ns (Go's timers, and Linux's default slack of 50 µs,
-// would add more than the sleep), and holds an OS thread: at most
-// maxThreads() waiters sleep there at once, the others and sleeps over
-// goSleep use Go's timers and hold none. At most maxSpinners() spin at
-// once; the others sleep instead.
+// with the waiters of other streams and events. It waits in steps, each
+// one cgo call that sleeps, then queries the event, spinning on it for a
+// while if the step says so. The steps come from what the earlier waits of
+// the same stream or event took (a waitClock): a wait like the last ones
+// sleeps until shortly before it is due and spins across its end, which
+// gives cuEventSynchronize's latency for a fraction of its CPU; a wait
+// with nothing learned spins for firstSpin, then polls at an eighth of its
+// age. The first step only queries, and no sleep is longer than twice the
+// wait's age, so that a wait shorter than the last ones costs little more
+// than its own time. A step sleeps and spins in C, with a timer slack of 1
+// ns (Go's timers, and Linux's default slack of 50 µs, would add more than
+// the sleep), and holds an OS thread meanwhile: at most maxThreads()
+// waiters sleep there at once, the others, and sleeps over goSleep, use
+// Go's timers and hold none. At most maxSpinners() spin at once; the
+// others poll instead.
 //
 // The waiter below (hand-offs) serves Event.Wait and Done when the event
 // is recorded again while goroutines wait for its earlier Record: it
@@ -40,8 +43,10 @@ const (
 	// a thirty-second of the time it is due in is added, up to maxLead.
 	lead    = 15 * time.Microsecond
 	maxLead = 100 * time.Microsecond
-	// minNap is the shortest sleep between polls.
-	minNap = 5 * time.Microsecond
+	// minNap is the shortest sleep between polls, firstNap the longest
+	// sleep of a wait younger than half of it.
+	minNap   = 5 * time.Microsecond
+	firstNap = 50 * time.Microsecond
 	// goSleep is the shortest sleep left to Go's timers, which may fire up
 	// to a millisecond late: they sleep all but the last millisecond.
 	goSleep = 2 * time.Millisecond
@@ -83,18 +88,29 @@ func (c *waitClock) observe(d time.Duration) {
 // plan returns how long the next step of a wait age old sleeps, then spins,
 // with due the time the wait is expected to take (0: unknown).
 func plan(age, due time.Duration) (nap, spin time.Duration) {
-	if due > 0 {
+	switch {
+	case due > 0:
 		l := min(lead+due/32, maxLead)
-		if age+minNap < due-l { // shorter sleeps are not worth a wake-up
-			return due - l - age, 2 * l
-		}
-		if age < due+l {
+		switch {
+		case age+minNap < due-l: // shorter sleeps are not worth a wake-up
+			nap, spin = due-l-age, 2*l
+		case age < due+l:
 			return 0, due + l - age
+		default:
+			nap = max(age/8, minNap)
 		}
-	} else if age < firstSpin {
+	case age < firstSpin:
 		return 0, firstSpin - age
+	default:
+		nap = max(age/8, minNap)
 	}
-	return max(age/8, minNap), 0
+	// A wait may end sooner than the last ones: each sleep is at most
+	// twice the age (firstNap at first), so that a wrong guess costs at
+	// most about twice the wait, and the clock learns it.
+	if limit := max(2*age, firstNap); nap > limit {
+		return limit, 0
+	}
+	return nap, spin
 }
 
 // What a step reports besides CUDA's results: the event has not happened
@@ -114,7 +130,7 @@ func waitSteps(ctx context.Context, clock *waitClock, step func(nap, spin time.D
 	due := time.Duration(clock.avg.Load())
 	done := ctx.Done()
 	var timer *time.Timer
-	for {
+	for first := true; ; first = false {
 		if done != nil {
 			select {
 			case <-done:
@@ -124,15 +140,26 @@ func waitSteps(ctx context.Context, clock *waitClock, step func(nap, spin time.D
 		}
 		age := time.Since(start)
 		nap, spin := plan(age, due)
+		if first && nap > 0 { // the work may be done already
+			nap, spin = 0, 0
+		}
 		spun := spin > 0 && take(&spinning, maxSpinners())
 		if !spun {
-			if spin > 0 && nap == 0 {
-				nap = max(age/8, minNap)
+			if spin > 0 && nap == 0 { // poll through the spin instead
+				nap = max(min(age/8, spin/4), minNap)
 			}
 			spin = 0
 		}
 		if d, ok := ctx.Deadline(); ok {
-			nap = max(min(nap, time.Until(d)), 0)
+			left := time.Until(d)
+			if left <= 0 {
+				if spun {
+					spinning.Add(-1)
+				}
+				<-done
+				return ctxDone
+			}
+			nap = min(nap, left)
 		}
 		if nap > 0 && (nap >= goSleep || !take(&napping, maxThreads())) {
 			// Sleep on Go's timers, then query once.
@@ -216,18 +243,22 @@ func (s *signal) wait(ctx context.Context) error {
 // result returns s's error once it has fired, and nil before or for a nil
 // s.
 func (s *signal) result() error {
-	if s == nil || !s.fired.Load() {
+	if s == nil {
 		return nil
 	}
-	return s.err
+	select {
+	case <-s.done:
+		return s.err
+	default:
+		return nil
+	}
 }
 
 // The hand-offs' poller sleeps between rounds from minPoll to maxPoll (see
 // waitReq).
 const (
-	minPoll   = 2 * time.Microsecond
-	armedPoll = time.Millisecond
-	maxPoll   = 20 * time.Millisecond
+	minPoll = time.Millisecond
+	maxPoll = 20 * time.Millisecond
 )
 
 // A waitEvent is an event that hand-offs watch. The waiter destroys it once
@@ -253,12 +284,10 @@ func (e *waitEvent) release() {
 }
 
 // A waitReq is one watched record of an event. The host function queued
-// for it fires it; one goroutine also polls the pending requests, all in
-// one cgo call a round, as a safety net (an error of the event's stream,
-// which host functions do not report) and for requests whose helper stream
-// could not be had, sleeping between rounds an eighth of the age of the
-// youngest request, from minPoll to maxPoll, or, when every request has
-// its host function, from armedPoll to maxPoll.
+// for it fires it; one goroutine also polls the pending requests' helper
+// streams, all in one cgo call a round, as a safety net (a failed context,
+// which host functions do not report), sleeping between rounds an eighth
+// of the age of the youngest request, from minPoll to maxPoll.
 type waitReq struct {
 	signal
 	e     *waitEvent
@@ -290,13 +319,17 @@ func watch(e *waitEvent) *waitReq {
 	// The event's Record watched was not made in a capture (Record hands
 	// off only such Records), which a helper stream waiting for it would
 	// join.
+	r := C.int(0)
+	if !ok {
+		r = C.hl_stream_create(e.ctx, &helper, C.CU_STREAM_NON_BLOCKING, 0)
+	}
 	armed := false
-	if ok || newHelper(e.ctx, &helper) {
+	if r == 0 {
 		h := cgo.NewHandle(w)
 		waiter.mu.Lock()
 		w.helper = helper
 		waiter.mu.Unlock()
-		if C.hl_wake_after(e.ctx, helper, C.uintptr_t(e.ev), C.uintptr_t(h)) != 0 {
+		if r = C.hl_wake_after(e.ctx, helper, C.uintptr_t(e.ev), C.uintptr_t(h)); r != 0 {
 			h.Delete()
 			waiter.mu.Lock()
 			waiter.helpers[e.ctx] = append(waiter.helpers[e.ctx], helper)
@@ -304,14 +337,15 @@ func watch(e *waitEvent) *waitReq {
 		} else {
 			armed = true
 		}
-	} else if ok {
-		waiter.mu.Lock()
-		waiter.helpers[e.ctx] = append(waiter.helpers[e.ctx], helper)
-		waiter.mu.Unlock()
+	}
+	if !armed {
+		// Nothing else can tell when this Record happens: a query of the
+		// event would see the Record that replaces it.
+		w.fire(check("cuStreamWaitEvent", r))
 	}
 	waiter.mu.Lock()
 	// Set once the wake-up is queued: the poller queries the helper
-	// stream of an armed request, idle before.
+	// stream of an armed request, idle before, and skips the others.
 	w.armed = armed
 	e.release()
 	sleeping := waiter.sleeping
@@ -344,11 +378,6 @@ func takeHelper(ctx unsafe.Pointer) (C.uintptr_t, bool) {
 	h := idle[len(idle)-1]
 	waiter.helpers[ctx] = idle[:len(idle)-1]
 	return h, true
-}
-
-// newHelper creates a helper stream of ctx.
-func newHelper(ctx unsafe.Pointer, h *C.uintptr_t) bool {
-	return C.hl_stream_create(ctx, h, C.CU_STREAM_NON_BLOCKING, 0) == 0
 }
 
 // hlWake is the host function of a request: its event has happened.
@@ -392,7 +421,6 @@ func poll() {
 		dead    []*waitEvent
 		ctxs    []unsafe.Pointer
 		handles []C.uintptr_t
-		streams []C.int
 		status  []C.int
 	)
 	for {
@@ -412,12 +440,10 @@ func poll() {
 		waiter.pending = keep
 		batch = append(batch[:0], keep...)
 		var youngest time.Time
-		armed := true
 		for _, w := range batch {
 			if w.start.After(youngest) {
 				youngest = w.start
 			}
-			armed = armed && w.armed
 		}
 		if len(batch) == 0 && len(dead) == 0 {
 			waiter.running = false
@@ -433,25 +459,28 @@ func poll() {
 		if len(batch) == 0 {
 			continue
 		}
-		// An armed request's helper stream is queried rather than its
+		// The helper stream of a request is queried rather than its
 		// event, which other goroutines may record again meanwhile, inside
 		// a capture too, where a query of it crashed the driver: the
 		// helper's work is the wait and the host function, and the query
-		// reports a failed context, when the host function never runs.
-		ctxs, handles, streams, status = ctxs[:0], handles[:0], streams[:0], status[:0]
+		// reports a failed context, when the host function never runs. A
+		// request not armed yet is left to the next round.
+		ctxs, handles, status = ctxs[:0], handles[:0], status[:0]
 		waiter.mu.Lock()
+		armed := batch[:0]
 		for _, w := range batch {
-			h, stream := C.uintptr_t(w.e.ev), C.int(0)
 			if w.armed {
-				h, stream = w.helper, 1
+				armed = append(armed, w)
+				ctxs = append(ctxs, w.e.ctx)
+				handles = append(handles, w.helper)
+				status = append(status, 0)
 			}
-			ctxs = append(ctxs, w.e.ctx)
-			handles = append(handles, h)
-			streams = append(streams, stream)
-			status = append(status, 0)
 		}
+		batch = armed
 		waiter.mu.Unlock()
-		C.hl_event_query_many(C.int(len(batch)), (*unsafe.Pointer)(unsafe.Pointer(&ctxs[0])), &handles[0], &streams[0], &status[0])
+		if len(batch) > 0 {
+			C.hl_stream_query_many(C.int(len(batch)), (*unsafe.Pointer)(unsafe.Pointer(&ctxs[0])), &handles[0], &status[0])
+		}
 
 		waiter.mu.Lock()
 		progress := false
@@ -468,7 +497,7 @@ func poll() {
 		if progress {
 			continue
 		}
-		d := pollInterval(time.Since(youngest), armed)
+		d := pollInterval(time.Since(youngest))
 		if d < goSleep {
 			C.hl_poll_sleep(C.long(d))
 		} else {
@@ -486,12 +515,7 @@ func poll() {
 }
 
 // pollInterval is the sleep between rounds while the youngest request is
-// age old; armed says whether every request has a host function to wake
-// it.
-func pollInterval(age time.Duration, armed bool) time.Duration {
-	least := minPoll
-	if armed {
-		least = armedPoll
-	}
-	return min(max(age/8, least), maxPoll)
+// age old.
+func pollInterval(age time.Duration) time.Duration {
+	return min(max(age/8, minPoll), maxPoll)
 }

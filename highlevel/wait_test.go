@@ -19,9 +19,11 @@ func TestPlan(t *testing.T) {
 		{"nothing learned, past the spin: an eighth of the age", 800 * us, 0, 100 * us, 0},
 		{"nothing learned: at least minNap", firstSpin, 0, minNap, 0},
 		{"short: spin at once", 0, 20 * us, 0, 20*us + lead + 20*us/32},
-		{"due in 1 ms: sleep until the lead", 0, time.Millisecond, time.Millisecond - lead - time.Millisecond/32, 2 * (lead + time.Millisecond/32)},
+		{"due in 1 ms: sleep until the lead", 600 * us, time.Millisecond, time.Millisecond - lead - time.Millisecond/32 - 600*us, 2 * (lead + time.Millisecond/32)},
+		{"due in 1 ms, young: at most twice the age", 100 * us, time.Millisecond, 200 * us, 0},
+		{"due in 1 ms, just begun: firstNap", 1 * us, time.Millisecond, firstNap, 0},
 		{"due in 1 ms, within the lead: spin across the end", 960 * us, time.Millisecond, 0, time.Millisecond + lead + time.Millisecond/32 - 960*us},
-		{"due in 1 s: the lead is capped", 0, time.Second, time.Second - maxLead, 2 * maxLead},
+		{"due in 1 s: the lead is capped", 600 * time.Millisecond, time.Second, 400*time.Millisecond - maxLead, 2 * maxLead},
 		{"late: an eighth of the age", 2 * time.Millisecond, time.Millisecond, 250 * us, 0},
 	}
 	for _, tt := range tests {
@@ -86,6 +88,26 @@ func TestWaitSteps(t *testing.T) {
 	}
 	if f.spun > 2*maxLead+firstSpin {
 		t.Errorf("a wait like the last one spun for up to %v in %d steps", f.spun, f.steps)
+	}
+
+	// A wait much shorter than the last ones, or one already done, costs
+	// little more than itself, and the clock learns it.
+	c.avg.Store(int64(200 * time.Millisecond))
+	f = &fakeEvent{at: time.Now()}
+	start = time.Now()
+	if r := waitSteps(context.Background(), &c, f.step); r != 0 || f.steps != 1 || f.nap != 0 {
+		t.Errorf("a wait already done: waitSteps = %d after %d steps and %v asleep, want 0 after one query", r, f.steps, f.nap)
+	}
+	for i := range 3 {
+		f = &fakeEvent{at: time.Now().Add(time.Millisecond)}
+		start = time.Now()
+		waitSteps(context.Background(), &c, f.step)
+		if took := time.Since(start); took > 20*time.Millisecond {
+			t.Errorf("wait %d for 1 ms after waits of 200 ms took %v", i, took)
+		}
+	}
+	if learned := time.Duration(c.avg.Load()); learned > 120*time.Millisecond {
+		t.Errorf("after four short waits the clock still expects %v", learned)
 	}
 
 	// Other reports than notReady are returned as they are.
