@@ -68,6 +68,11 @@ const (
 	// sets the CUDA version of the library, which is numbered as CUDA is:
 	// nvrtcVersion, nvJitLinkVersion. The major must be the bindings'.
 	CUDAMajorMinor
+	// CUDAMajorMinorOrNewer is CUDAMajorMinor for a library whose later
+	// majors serve the bindings too, whose major must be the bindings' or
+	// a later one: NVRTC, whose functions take no structures, and whose
+	// output the driver checks when it loads it.
+	CUDAMajorMinorOrNewer
 	// LibraryProperty is a function status (libraryPropertyType, int *)
 	// that sets the library's own MAJOR_VERSION, MINOR_VERSION and
 	// PATCH_LEVEL (0, 1 and 2): cusparseGetProperty. The version must be one
@@ -103,12 +108,16 @@ func (l *Library) checkMajor(symbol string, f VersionFunc) error {
 			return nil
 		}
 		e.Found = fmt.Sprintf("%d.%d", v/1000, v%1000/10)
-	case CUDAMajorMinor:
+	case CUDAMajorMinor, CUDAMajorMinorOrNewer:
 		var major, minor C.int
-		if C.gocuda_version_pair(p, &major, &minor) != 0 || int(major) == cudaMajor {
+		if C.gocuda_version_pair(p, &major, &minor) != 0 || int(major) == cudaMajor ||
+			f == CUDAMajorMinorOrNewer && int(major) > cudaMajor {
 			return nil
 		}
 		e.Found = fmt.Sprintf("%d.%d", major, minor)
+		if f == CUDAMajorMinorOrNewer {
+			e.Versions = fmt.Sprintf("CUDA %d or newer", cudaMajor)
+		}
 	case LibraryProperty:
 		r, ok := releases[l.env]
 		if !ok {

@@ -37,6 +37,15 @@ type Test struct {
 	// (MajorError.Versions); nil for a library numbered as CUDA is.
 	Versions map[int]string
 	Child    string // the name of the test that runs Check
+	// Newer is set for a library whose later majors load too
+	// (dl.CUDAMajorMinorOrNewer); Versions then names the majors accepted.
+	Newer bool
+}
+
+// refused reports whether a copy of CUDA major c is refused in a build of
+// major.
+func (tt Test) refused(c, major int) bool {
+	return c < major || c > major && !tt.Newer
 }
 
 const caseEnv = "GOCUDA_MAJORTEST_CASE"
@@ -81,7 +90,7 @@ func (tt Test) Run(t *testing.T, cases []Case) {
 			lib := stubtest.Library(t, tt.File, tt.Source, "-DMAJOR="+strconv.Itoa(v[0]), "-DMINOR="+strconv.Itoa(v[1]),
 				"-DPATCH="+strconv.Itoa(v[2]), "-DCUDAVERSION="+strconv.Itoa(v[0]*1000+v[1]*10))
 			want := ""
-			if c.CUDA != major {
+			if tt.refused(c.CUDA, major) {
 				want = c.Version
 			}
 			stubtest.Child(t, tt.Child, tt.Env+"="+lib, caseEnv+"="+want)
@@ -111,6 +120,9 @@ func (tt Test) Check(t *testing.T, parent string, call, load, version func() err
 	}
 	major := tt.major(t)
 	want := dl.MajorError{Name: tt.File, Path: os.Getenv(tt.Env), Found: found, Want: major, Versions: tt.Versions[major]}
+	if tt.Newer {
+		want.Versions = fmt.Sprintf("CUDA %d or newer", major)
+	}
 	var me *dl.MajorError
 	if !errors.As(err, &me) || *me != want {
 		t.Fatalf("the call returned %#v, want a *MajorError %+v", err, want)
