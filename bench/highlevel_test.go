@@ -21,6 +21,27 @@ func device(b *testing.B) highlevel.Device {
 	return d
 }
 
+// kernel compiles source for device 0 and returns its kernel name, in a
+// module closed when the benchmark ends.
+func kernel(b *testing.B, source, name string) *highlevel.Kernel {
+	b.Helper()
+	device(b)
+	c, err := highlevel.Compile(source, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	m, err := highlevel.LoadModule(c.Image)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { m.Close() })
+	k, err := m.Kernel(name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return k
+}
+
 // BenchmarkPoolMallocFree is a pool hit: Malloc and Free of 1 MiB, no cgo
 // call. CuPy's MemoryPool takes 557 ns for the pair on the H200; c/highlevel.c
 // times cudaMallocAsync + cudaFreeAsync, CUDA's own pool.

@@ -20,21 +20,8 @@ extern "C" __global__ void args4(float a, const float *x, float *y, int n) {
 
 // launchSetup compiles the kernels and returns one by name, with a stream.
 func launchSetup(b *testing.B, name string) (*highlevel.Kernel, *highlevel.Stream) {
-	d := device(b)
-	c, err := highlevel.Compile(kernels, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	m, err := highlevel.LoadModule(c.Image)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { m.Close() })
-	k, err := m.Kernel(name)
-	if err != nil {
-		b.Fatal(err)
-	}
-	s, err := highlevel.NewStream(d, nil)
+	k := kernel(b, kernels, name)
+	s, err := highlevel.NewStream(0, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -37,19 +37,8 @@ type mix struct {
 
 func mixSetup(b *testing.B) *mix {
 	d := device(b)
-	c, err := highlevel.Compile(mixSource, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	mod, err := highlevel.LoadModule(c.Image)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { mod.Close() })
-	m := &mix{}
-	if m.k, err = mod.Kernel("axpy"); err != nil {
-		b.Fatal(err)
-	}
+	m := &mix{k: kernel(b, mixSource, "axpy")}
+	var err error
 	if m.s, err = highlevel.NewStream(d, nil); err != nil {
 		b.Fatal(err)
 	}

@@ -25,23 +25,7 @@ extern "C" __global__ void spin(long long ns) {
 `
 
 // spinKernel returns the kernel of spinSource, loaded on device 0.
-func spinKernel(b *testing.B) *highlevel.Kernel {
-	device(b)
-	c, err := highlevel.Compile(spinSource, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	mod, err := highlevel.LoadModule(c.Image)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { mod.Close() })
-	k, err := mod.Kernel("spin")
-	if err != nil {
-		b.Fatal(err)
-	}
-	return k
-}
+func spinKernel(b *testing.B) *highlevel.Kernel { return kernel(b, spinSource, "spin") }
 
 // waitKernels are the kernel times the waiting benchmarks wait for.
 var waitKernels = []time.Duration{10 * time.Microsecond, 100 * time.Microsecond, time.Millisecond}
