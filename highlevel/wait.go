@@ -467,6 +467,7 @@ func poll() {
 		// request not armed yet is left to the next round.
 		ctxs, handles, status = ctxs[:0], handles[:0], status[:0]
 		waiter.mu.Lock()
+		pending := len(batch)
 		armed := batch[:0]
 		for _, w := range batch {
 			if w.armed {
@@ -490,7 +491,7 @@ func poll() {
 				progress = true
 			}
 		}
-		progress = progress || len(waiter.pending) != len(batch) || len(waiter.dead) > 0
+		progress = progress || len(waiter.pending) != pending || len(waiter.dead) > 0
 		waiter.sleeping = !progress
 		wake := waiter.wake
 		waiter.mu.Unlock()
