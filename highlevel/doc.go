@@ -239,8 +239,8 @@
 // event's earlier ones sleeps until shortly before it is due and spins on
 // the event across its end, which matches cuEventSynchronize's latency for
 // a fraction of its CPU; a wait with nothing learned spins for 20 µs, then
-// polls at an eighth of its age; no sleep is longer than twice the wait's
-// age. A step holds an OS thread while it sleeps or spins in C: at most
+// polls at an eighth of its age; unless the earlier waits agreed, no sleep
+// is longer than twice the wait's age. A step holds an OS thread while it sleeps or spins in C: at most
 // the larger of 64 and four per GOMAXPROCS waiters sleep there at once
 // (the others, and sleeps of milliseconds, use Go's timers), and at most
 // half of GOMAXPROCS spin. An event recorded again while goroutines wait

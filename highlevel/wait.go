@@ -24,14 +24,14 @@ import (
 // sleeps until shortly before it is due and spins across its end, which
 // gives cuEventSynchronize's latency for a fraction of its CPU; a wait
 // with nothing learned spins for firstSpin, then polls at an eighth of its
-// age. The first step only queries, and no sleep is longer than twice the
-// wait's age, so that a wait shorter than the last ones costs little more
-// than its own time. A step sleeps and spins in C, with a timer slack of 1
-// ns (Go's timers, and Linux's default slack of 50 µs, would add more than
-// the sleep), and holds an OS thread meanwhile: at most maxThreads()
-// waiters sleep there at once, the others, and sleeps over goSleep, use
-// Go's timers and hold none. At most maxSpinners() spin at once; the
-// others poll instead.
+// age. The first step only queries, and unless the last waits agreed, no
+// sleep is longer than twice the wait's age, so that a wait shorter than
+// they were costs little more than its own time. A step sleeps and spins
+// in C, with a timer slack of 1 ns (Go's timers, and Linux's default slack
+// of 50 µs, would add more than the sleep), and holds an OS thread
+// meanwhile: at most maxThreads() waiters sleep there at once, the others,
+// and sleeps over goSleep, use Go's timers and hold none. At most
+// maxSpinners() spin at once; the others poll instead.
 //
 // The waiter below (hand-offs) serves Event.Wait and Done when the event
 // is recorded again while goroutines wait for its earlier Record: it
@@ -72,22 +72,27 @@ func take(n *atomic.Int32, max int32) bool {
 }
 
 // A waitClock learns how long the waits of a stream or an event take: the
-// moving average of the last ones, 0 before the first.
-type waitClock struct{ avg atomic.Int64 }
+// moving average of the last ones (0 before the first), and of their
+// distance from it.
+type waitClock struct{ avg, dev atomic.Int64 }
 
 func (c *waitClock) observe(d time.Duration) {
 	avg := c.avg.Load()
 	if avg == 0 {
-		avg = int64(d)
-	} else {
-		avg += (int64(d) - avg) / 4
+		c.avg.Store(int64(d))
+		c.dev.Store(int64(d) / 2) // trusted once waits agree
+		return
 	}
-	c.avg.Store(avg)
+	diff := int64(d) - avg
+	dev := c.dev.Load()
+	c.dev.Store(dev + (max(diff, -diff)-dev)/4)
+	c.avg.Store(avg + diff/4)
 }
 
 // plan returns how long the next step of a wait age old sleeps, then spins,
-// with due the time the wait is expected to take (0: unknown).
-func plan(age, due time.Duration) (nap, spin time.Duration) {
+// with due the time the wait is expected to take (0: unknown) and dev how
+// far the last ones strayed from it.
+func plan(age, due, dev time.Duration) (nap, spin time.Duration) {
 	switch {
 	case due > 0:
 		l := min(lead+due/32, maxLead)
@@ -104,10 +109,12 @@ func plan(age, due time.Duration) (nap, spin time.Duration) {
 	default:
 		nap = max(age/8, minNap)
 	}
-	// A wait may end sooner than the last ones: each sleep is at most
-	// twice the age (firstNap at first), so that a wrong guess costs at
-	// most about twice the wait, and the clock learns it.
-	if limit := max(2*age, firstNap); nap > limit {
+	// A wait may end sooner than the last ones: a sleep goes no further
+	// than four of their deviations before they were due, or twice the
+	// age (firstNap at first), so that where they agree a wait sleeps once
+	// or twice, and where they do not, a wrong guess costs at most about
+	// twice the wait, and the clock learns it.
+	if limit := max(2*age, firstNap, due-lead-4*dev); nap > limit {
 		return limit, 0
 	}
 	return nap, spin
@@ -127,7 +134,7 @@ const (
 // CUDA_ERROR_NOT_READY, which it returns. clock learns from the wait.
 func waitSteps(ctx context.Context, clock *waitClock, step func(nap, spin time.Duration) int) int {
 	start := time.Now()
-	due := time.Duration(clock.avg.Load())
+	due, dev := time.Duration(clock.avg.Load()), time.Duration(clock.dev.Load())
 	done := ctx.Done()
 	var timer *time.Timer
 	for first := true; ; first = false {
@@ -139,7 +146,7 @@ func waitSteps(ctx context.Context, clock *waitClock, step func(nap, spin time.D
 			}
 		}
 		age := time.Since(start)
-		nap, spin := plan(age, due)
+		nap, spin := plan(age, due, dev)
 		if first && nap > 0 { // the work may be done already
 			nap, spin = 0, 0
 		}

@@ -9,28 +9,31 @@ import (
 
 func TestPlan(t *testing.T) {
 	const us = time.Microsecond
+	const ms = time.Millisecond
 	tests := []struct {
-		name      string
-		age, due  time.Duration
-		nap, spin time.Duration
+		name          string
+		age, due, dev time.Duration
+		nap, spin     time.Duration
 	}{
-		{"nothing learned: spin first", 0, 0, 0, firstSpin},
-		{"nothing learned: spin to firstSpin", 5 * us, 0, 0, firstSpin - 5*us},
-		{"nothing learned, past the spin: an eighth of the age", 800 * us, 0, 100 * us, 0},
-		{"nothing learned: at least minNap", firstSpin, 0, minNap, 0},
-		{"short: spin at once", 0, 20 * us, 0, 20*us + lead + 20*us/32},
-		{"due in 1 ms: sleep until the lead", 600 * us, time.Millisecond, time.Millisecond - lead - time.Millisecond/32 - 600*us, 2 * (lead + time.Millisecond/32)},
-		{"due in 1 ms, young: at most twice the age", 100 * us, time.Millisecond, 200 * us, 0},
-		{"due in 1 ms, just begun: firstNap", 1 * us, time.Millisecond, firstNap, 0},
-		{"due in 1 ms, within the lead: spin across the end", 960 * us, time.Millisecond, 0, time.Millisecond + lead + time.Millisecond/32 - 960*us},
-		{"due in 1 s: the lead is capped", 600 * time.Millisecond, time.Second, 400*time.Millisecond - maxLead, 2 * maxLead},
-		{"late: an eighth of the age", 2 * time.Millisecond, time.Millisecond, 250 * us, 0},
+		{"nothing learned: spin first", 0, 0, 0, 0, firstSpin},
+		{"nothing learned: spin to firstSpin", 5 * us, 0, 0, 0, firstSpin - 5*us},
+		{"nothing learned, past the spin: an eighth of the age", 800 * us, 0, 0, 100 * us, 0},
+		{"nothing learned: at least minNap", firstSpin, 0, 0, minNap, 0},
+		{"short: spin at once", 0, 20 * us, 0, 0, 20*us + lead + 20*us/32},
+		{"due in 1 ms: sleep until the lead", 600 * us, ms, ms, ms - lead - ms/32 - 600*us, 2 * (lead + ms/32)},
+		{"due in 1 ms, young, waits disagree: at most twice the age", 100 * us, ms, ms, 200 * us, 0},
+		{"due in 1 ms, just begun, waits disagree: firstNap", 1 * us, ms, ms, firstNap, 0},
+		{"due in 1 ms, just begun, waits agree: to four deviations before", 1 * us, ms, 10 * us, ms - lead - 40*us, 0},
+		{"due in 1 ms, waits agree exactly: sleep until the lead", 1 * us, ms, 0, ms - lead - ms/32 - us, 2 * (lead + ms/32)},
+		{"due in 1 ms, within the lead: spin across the end", 960 * us, ms, ms, 0, ms + lead + ms/32 - 960*us},
+		{"due in 1 s: the lead is capped", 600 * ms, time.Second, time.Second, 400*ms - maxLead, 2 * maxLead},
+		{"late: an eighth of the age", 2 * ms, ms, 0, 250 * us, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			nap, spin := plan(tt.age, tt.due)
+			nap, spin := plan(tt.age, tt.due, tt.dev)
 			if nap != tt.nap || spin != tt.spin {
-				t.Errorf("plan(%v, %v) = %v, %v; want %v, %v", tt.age, tt.due, nap, spin, tt.nap, tt.spin)
+				t.Errorf("plan(%v, %v, %v) = %v, %v; want %v, %v", tt.age, tt.due, tt.dev, nap, spin, tt.nap, tt.spin)
 			}
 		})
 	}
@@ -90,9 +93,10 @@ func TestWaitSteps(t *testing.T) {
 		t.Errorf("a wait like the last one spun for up to %v in %d steps", f.spun, f.steps)
 	}
 
-	// A wait much shorter than the last ones, or one already done, costs
-	// little more than itself, and the clock learns it.
+	// A wait much shorter than the last ones, which agreed, or one already
+	// done, costs little more than itself, and the clock learns it.
 	c.avg.Store(int64(200 * time.Millisecond))
+	c.dev.Store(0)
 	f = &fakeEvent{at: time.Now()}
 	start = time.Now()
 	if r := waitSteps(context.Background(), &c, f.step); r != 0 || f.steps != 1 || f.nap != 0 {
