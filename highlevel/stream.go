@@ -343,8 +343,8 @@ func (s *Stream) failure(err error) error {
 // calling goroutine's OS thread while it waits; Wait holds one only for its
 // short sleeps. It returns the stream's error, and a *PanicError for each
 // callback or host function of the stream that panicked since the last
-// report. While the stream takes
-// part in a capture it returns ErrCapturing and waits for nothing.
+// report. While the stream takes part in a capture it returns ErrCapturing
+// and waits for nothing.
 func (s *Stream) Synchronize() error {
 	h, err := s.use()
 	if err != nil {
