@@ -22,14 +22,7 @@ int cublasLtCreate(void **h) { *h = 0; return 0; }
 // TestMajor runs TestMajorChild against a stand-in of each version: those
 // of the build's CUDA major load, the others are refused.
 func TestMajor(t *testing.T) {
-	cases := []majortest.Case{
-		{Version: "11.8", CUDA: 11}, // CUDA 11.8's
-		{Version: "12.0", CUDA: 12}, // CUDA 12.0's
-		{Version: "12.6", CUDA: 12}, // CUDA 12.6's (headers/cuda-12.6)
-		{Version: "12.9", CUDA: 12}, // CUDA 12.9's
-		{Version: "13.0", CUDA: 13}, // CUDA 13.0's (headers/cuda-13.0)
-	}
-	majorTest.Run(t, cases)
+	majorTest.Run(t, majortest.CUDAReleases)
 }
 
 // TestMajorChild is TestMajor's child; it skips unless run by it.

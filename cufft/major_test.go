@@ -1,7 +1,6 @@
 package cufft
 
 import (
-	"fmt"
 	"testing"
 
 	"github.com/gocuda/cuda/cudart"
@@ -13,8 +12,7 @@ import (
 var majorTest = majortest.Test{
 	Env:  "GOCUDA_CUFFT",
 	File: testLibrary,
-	Source: `int cufftGetProperty(int type, int *v) { *v = type == 0 ? MAJOR : type == 1 ? MINOR : PATCH; return 0; }
-int cufftCreate(int *plan) { *plan = 1; return 0; }
+	Source: majortest.PropertySource("cufftGetProperty") + `int cufftCreate(int *plan) { *plan = 1; return 0; }
 `,
 	CUDA:     testCUDA,
 	Versions: map[int]string{12: "11.0.0 or newer, older than 12.0.0", 13: "12.0.0 or newer"},
@@ -32,7 +30,7 @@ func TestMajor(t *testing.T) {
 		{Version: "12.0.0", CUDA: 13}, // CUDA 13.0's (headers/cuda-13.0)
 	}
 	// The headers' own version is of the build's major.
-	cases = append(cases, majortest.Case{Version: fmt.Sprintf("%d.%d.%d", VER_MAJOR, VER_MINOR, VER_PATCH), CUDA: majortest.Major(testCUDA)})
+	cases = append(cases, majortest.Own(VER_MAJOR, VER_MINOR, VER_PATCH, testCUDA))
 	majorTest.Run(t, cases)
 }
 

@@ -22,15 +22,7 @@ int nvrtcGetNumSupportedArchs(int *n) { *n = 1; return 0; }
 // TestMajor runs TestMajorChild against a stand-in of each version: those
 // of the build's CUDA major and later ones load, older ones are refused.
 func TestMajor(t *testing.T) {
-	cases := []majortest.Case{
-		{Version: "11.8", CUDA: 11}, // CUDA 11.8's
-		{Version: "12.0", CUDA: 12}, // CUDA 12.0's
-		{Version: "12.6", CUDA: 12}, // CUDA 12.6's (headers/cuda-12.6)
-		{Version: "12.9", CUDA: 12}, // CUDA 12.9's
-		{Version: "13.0", CUDA: 13}, // CUDA 13.0's (headers/cuda-13.0)
-		{Version: "14.0", CUDA: 14}, // a later major's
-	}
-	majorTest.Run(t, cases)
+	majorTest.Run(t, append(majortest.CUDAReleases, majortest.Case{Version: "14.0", CUDA: 14})) // and a later major's
 }
 
 // TestMajorChild is TestMajor's child; it skips unless run by it.

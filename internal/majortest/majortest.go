@@ -60,6 +60,30 @@ func (tt Test) major(t *testing.T) int {
 	return n
 }
 
+// CUDAReleases are the versions of a library numbered as CUDA is, as
+// CUDA's releases ship it: 11.8, the first and last of 12 (12.0, 12.9),
+// the headers' 12.6 and 13.0.
+var CUDAReleases = []Case{
+	{Version: "11.8", CUDA: 11},
+	{Version: "12.0", CUDA: 12},
+	{Version: "12.6", CUDA: 12}, // headers/cuda-12.6
+	{Version: "12.9", CUDA: 12},
+	{Version: "13.0", CUDA: 13}, // headers/cuda-13.0
+}
+
+// Own returns the case of a library's own version as the build's headers
+// (of CUDA version cuda) give it, which is of the build's major.
+func Own(major, minor, patch int, cuda string) Case {
+	return Case{Version: fmt.Sprintf("%d.%d.%d", major, minor, patch), CUDA: Major(cuda)}
+}
+
+// PropertySource is the C source of a stand-in's getProperty function (a
+// library's GetProperty: cusparseGetProperty), which reports MAJOR, MINOR
+// and PATCH.
+func PropertySource(getProperty string) string {
+	return "int " + getProperty + "(int type, int *v) { *v = type == 0 ? MAJOR : type == 1 ? MINOR : PATCH; return 0; }\n"
+}
+
 // Major returns the major of a CUDA version, 13 for "13.0", or 0 if it is
 // not one.
 func Major(cuda string) int {
