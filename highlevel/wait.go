@@ -326,9 +326,9 @@ func watch(e *waitEvent) *waitReq {
 	// The event's Record watched was not made in a capture (Record hands
 	// off only such Records), which a helper stream waiting for it would
 	// join.
-	r := C.int(0)
+	r, op := C.int(0), ""
 	if !ok {
-		r = C.hl_stream_create(e.ctx, &helper, C.CU_STREAM_NON_BLOCKING, 0)
+		r, op = C.hl_stream_create(e.ctx, &helper, C.CU_STREAM_NON_BLOCKING, 0), "cuStreamCreate"
 	}
 	armed := false
 	if r == 0 {
@@ -336,6 +336,7 @@ func watch(e *waitEvent) *waitReq {
 		waiter.mu.Lock()
 		w.helper = helper
 		waiter.mu.Unlock()
+		op = "cuStreamWaitEvent"
 		if r = C.hl_wake_after(e.ctx, helper, C.uintptr_t(e.ev), C.uintptr_t(h)); r != 0 {
 			h.Delete()
 			waiter.mu.Lock()
@@ -348,7 +349,7 @@ func watch(e *waitEvent) *waitReq {
 	if !armed {
 		// Nothing else can tell when this Record happens: a query of the
 		// event would see the Record that replaces it.
-		w.fire(check("cuStreamWaitEvent", r))
+		w.fire(check(op, r))
 	}
 	waiter.mu.Lock()
 	// Set once the wake-up is queued: the poller queries the helper
