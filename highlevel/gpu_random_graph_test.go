@@ -28,9 +28,8 @@ func (w *randomWorker) captureOn(rs *randomStream, mode CaptureMode, direct bool
 	defer w.capturing.RUnlock()
 	rs.gate.Lock()
 	defer rs.gate.Unlock()
-	w.capBegun.Add(1)
-	w.capActive.Add(1)
-	defer w.capActive.Add(-1)
+	w.capCount.Add(capBegun)
+	defer w.capCount.Add(-1)
 	if !direct {
 		return Capture(rs.s, mode, func() error { return fn(rs.s) })
 	}

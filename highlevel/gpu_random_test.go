@@ -582,10 +582,14 @@ type randomWorld struct {
 	// exclusively by syncDevice: CUDA refuses cuCtxSynchronize while a
 	// stream of the device captures, and invalidates the capture.
 	capturing sync.RWMutex
-	// capActive counts the captures in progress, capBegun those begun:
-	// an error of randomExpected's window entries is accepted when a
-	// capture was in progress during the operation.
-	capActive, capBegun atomic.Int64
+	// capCount holds the number of captures begun in its upper 32 bits
+	// and of those in progress in its lower ones: an error of
+	// randomExpected's window entries is accepted when a capture was in
+	// progress during the operation. Both are in one word, so that a
+	// window reads them at one instant: read one after the other, a
+	// capture that began between the reads and ended before the error was
+	// checked was in neither.
+	capCount atomic.Int64
 
 	tally                        *randomTally
 	hostWant, hostRan, hostMaybe atomic.Int64 // host functions queued (graph launches included), run, and maybe queued
@@ -760,14 +764,20 @@ type randomWindow struct {
 	begun  int64
 }
 
+// capBegun is what a capture adds to randomWorld.capCount as it begins; it
+// takes 1 away as it ends.
+const capBegun = 1<<32 + 1
+
 func (w *randomWorld) window() randomWindow {
-	return randomWindow{active: w.capActive.Load() > 0, begun: w.capBegun.Load()}
+	c := w.capCount.Load()
+	return randomWindow{active: c%(1<<32) > 0, begun: c >> 32}
 }
 
 // inWindow reports whether a capture was in progress at some time since
 // the operation that took x began.
 func (w *randomWorld) inWindow(x randomWindow) bool {
-	return x.active || w.capActive.Load() > 0 || w.capBegun.Load() != x.begun
+	now := w.window()
+	return x.active || now.active || now.begun != x.begun
 }
 
 // A randomOp is who does an operation, for its errors: a goroutine, the
@@ -788,7 +798,7 @@ func (o *randomOp) ok(err error, allow randomAllow, format string, args ...any) 
 	names, expected := randomClassify(err, allow, o.inWindow(o.win))
 	if !expected {
 		o.fail("%s: %v (window %+v, captures now: the test's %d, the package's %d)",
-			fmt.Sprintf(format, args...), err, o.win, o.capActive.Load(), captures.Load())
+			fmt.Sprintf(format, args...), err, o.win, o.capCount.Load()%(1<<32), captures.Load())
 		return false
 	}
 	for i, part := range randomParts(err) {
