@@ -224,6 +224,12 @@ var ErrCapturing = errors.New("highlevel: a stream capture is in progress")
 // Record made while capturing): it runs only when the graph is launched.
 var errCapturedWork = fmt.Errorf("%w: the work waited for is captured into a graph, and runs when the graph is launched", ErrCapturing)
 
+// errCapturedPageable is the error of a copy between device memory and
+// pageable host memory (Go memory) on a capturing stream: the graph would
+// copy at each launch, from or to memory that may have moved or been freed
+// by then.
+var errCapturedPageable = fmt.Errorf("%w: a graph copies only pinned host memory (PinnedMemory, HostRegister), not pageable memory", ErrCapturing)
+
 // lockDevices makes way for a device-wide wait: it waits for another such
 // wait to end, and returns ErrCapturing while a capture is in progress. In
 // a stream callback, which that other wait may be waiting for, it returns

@@ -179,7 +179,16 @@
 // objects of the graph: they stay alive as long as the graph, its
 // instantiations or any launch of them, so a GraphExec may be closed or
 // updated right after Launch. A host function queued on a stream that
-// joined another stream's capture belongs to the graph being captured.
+// joined another stream's capture belongs to the graph being captured. A
+// graph holds the device memory its captured work names (copies, memsets,
+// kernel arguments, linalg's calls, prefetches, launches of other graphs),
+// and so do its instantiations: Free of such memory makes the Memory
+// unusable at once, and gives the memory back once the last Graph and
+// GraphExec that use it are closed and their launches have run, as for
+// memory dropped without Free. Host memory is not held: a capture refuses
+// copies with pageable (Go) memory, which the graph would copy at each
+// launch, with ErrCapturing, and pinned memory a graph copies must stay
+// allocated while the graph may be launched.
 //
 // Memory. A MemoryPointer, and so an Array and its slices, keeps its
 // Memory reachable; the address Ptr returns does not. Device memory

@@ -1,6 +1,7 @@
 package highlevel
 
 import (
+	"errors"
 	"runtime"
 	"testing"
 	"unsafe"
@@ -212,5 +213,128 @@ func TestGPUInstantiateOptions(t *testing.T) {
 	closed.Close()
 	if _, err := g2.Instantiate(&InstantiateOptions{Upload: closed}); err == nil {
 		t.Error("Instantiate uploading to a closed stream succeeded")
+	}
+}
+
+// TestGPUGraphHoldsMemory frees the memory a graph's memset, copy and
+// kernel use before the graph is launched, then allocates the same sizes
+// from the same pool: a pool hit would hand the freed blocks out again,
+// and the launch would overwrite them. The graph holds its memory until
+// its last GraphExec is closed; the memory comes back after that. A
+// capture refuses Go memory in its copies, which a graph would copy at
+// each launch, and takes pinned memory.
+func TestGPUGraphHoldsMemory(t *testing.T) {
+	d := gpu(t)
+	count := compiledKernel(t, countKernel, "count_not")
+	pool, err := NewMemoryPool(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	s, err := NewStream(d, &StreamOptions{NonBlocking: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const n = 1 << 12
+	var mems [3]MemoryPointer // memset, copy, the kernel's count
+	for i := range mems {
+		if mems[i], err = pool.Malloc(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pinned, err := HostAlloc(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pinned.Free()
+	g, err := Capture(s, CaptureRelaxed, func() error {
+		if err := CopyToDeviceAsync(mems[0], make([]byte, n), s); !errors.Is(err, ErrCapturing) {
+			t.Errorf("CopyToDeviceAsync from Go memory in a capture: %v, want ErrCapturing", err)
+		}
+		if err := mems[0].MemsetAsync(7, n, s); err != nil {
+			return err
+		}
+		if err := mems[1].CopyFromDeviceAsync(mems[0], n, s); err != nil {
+			return err
+		}
+		if err := mems[1].CopyToHostAsync(pinned.Ptr(), n, s); err != nil {
+			return err
+		}
+		cfg := LaunchConfig{Grid: Dim3{X: n / 4 / 256}, Block: Dim3{X: 256}}
+		return count.Launch(s, cfg, mems[1], uint32(0), int32(n/4), mems[2])
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := g.Instantiate(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+	used := pool.UsedBytes()
+	for _, p := range mems {
+		if err := p.Memory().Free(); err != nil {
+			t.Fatalf("Free of memory a graph uses: %v", err)
+		}
+		if err := p.Memset(0, n); !errors.Is(err, ErrFreed) {
+			t.Errorf("Memset after Free: %v, want ErrFreed", err)
+		}
+	}
+	if got := pool.UsedBytes(); got != used {
+		t.Errorf("the pool's bytes in use went from %d to %d at Free of the graph's memory", used, got)
+	}
+	var fresh [3]MemoryPointer
+	for i := range fresh {
+		if fresh[i], err = pool.Malloc(n); err != nil {
+			t.Fatal(err)
+		}
+		defer fresh[i].Memory().Free()
+		for _, p := range mems {
+			if fresh[i].Ptr() == p.Ptr() {
+				t.Errorf("the pool handed out %p again while a graph uses it", p.Ptr())
+			}
+		}
+		if err := fresh[i].Memset(0x55, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := x.Launch(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range fresh {
+		got := make([]byte, n)
+		if err := CopyToHost(got, p); err != nil {
+			t.Fatal(err)
+		}
+		for j, b := range got {
+			if b != 0x55 {
+				t.Fatalf("byte %d of fresh block %d is %#x after the graph ran, want 0x55", j, i, b)
+			}
+		}
+	}
+	for j, b := range pinned.Bytes() {
+		if b != 7 {
+			t.Fatalf("byte %d the graph copied to pinned memory is %d, want 7", j, b)
+		}
+	}
+	used = pool.UsedBytes()
+	if err := x.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The next allocation that is not a pool hit gives the memory back,
+	// once the device is idle.
+	p, err := d.Malloc(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Memory().Free()
+	if got, want := pool.UsedBytes(), used-len(mems)*n; got != want {
+		t.Errorf("the pool has %d bytes in use after the GraphExec's Close, want %d", got, want)
 	}
 }

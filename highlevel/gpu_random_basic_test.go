@@ -114,9 +114,6 @@ func (w *randomWorker) alloc() {
 		a.p = a.arr.MemoryPointer()
 		a.segs = []randomSeg{{v: v, known: true, how: "ArrayFromOn"}}
 		w.mem = append(w.mem, a)
-		// Its copy from pageable memory may still be on the legacy
-		// default stream.
-		w.settle(w.legacy)
 		return
 	case 10:
 		a.kind, a.managed = "Device.MallocManaged", true
@@ -199,9 +196,7 @@ func (w *randomWorker) writeTo(a *randomMem, i, j int) {
 		} else {
 			err = a.at(i).CopyFromHost(unsafe.Pointer(&h[0]), 4*n)
 		}
-		// A copy from pageable memory may return before its transfer is
-		// done, on the legacy default stream.
-		rs = w.legacy
+		// Done when the call returns: the wait below is for rs alone.
 	case 4:
 		wrote = "CopyFromDeviceAsync from " + src.describe()
 		err = rs.queue(func(s *Stream) error { return a.at(i).CopyFromDeviceAsync(src.at(si), 4*n, s) })
@@ -318,9 +313,13 @@ func (w *randomWorker) free() {
 	if len(w.mem) == 0 {
 		return
 	}
-	i := w.r.IntN(len(w.mem))
-	a := w.mem[i]
-	w.mem = slices.Delete(w.mem, i, i+1)
+	w.discard(w.mem[w.r.IntN(len(w.mem))])
+}
+
+// discard takes a from the goroutine's allocations and frees it, or, one
+// time in four, drops it.
+func (w *randomWorker) discard(a *randomMem) {
+	w.mem = slices.DeleteFunc(w.mem, func(m *randomMem) bool { return m == a })
 	if w.r.IntN(4) == 0 {
 		w.drop(a)
 		return

@@ -222,13 +222,8 @@ func (w *randomWorker) launchAndClose(g *Graph, hostNode bool, model func(ok, ma
 // strict mode, maybe an EndCapture from another OS thread, which CUDA
 // refuses; and a host function. A capture that fails leaves the memory as
 // it was: CUDA ran nothing of it. One that works is launched as graph
-// launches.
-//
-// The graph is closed within the operation, and the memory it writes is
-// the goroutine's, freed only by a later operation: no graph outlives the
-// memory it was captured over. (Launching a graph whose memory was freed
-// since is left out: the documentation does not say whether that is the
-// program's bug, and it would write memory the pools hand out again.)
+// launches, one time in four after the memory it writes was freed or
+// dropped: the graph holds it, and writes no memory handed out again.
 func (w *randomWorker) capture() {
 	a := w.pick()
 	if a == nil {
@@ -260,6 +255,7 @@ func (w *randomWorker) capture() {
 	wrong := mode != CaptureRelaxed && w.r.IntN(6) == 0
 	direct := w.r.IntN(3) == 0
 	hostNode := w.r.IntN(4) != 0
+	freeFirst := w.r.IntN(4) == 0
 
 	var extra []MemoryPointer // allocated in the capture, where the mode allows it
 	var events []*Event       // of the fork, closed after the capture
@@ -346,8 +342,16 @@ func (w *randomWorker) capture() {
 	if forked && !join {
 		w.note("capture with an unjoined fork accepted")
 	}
+	if freeFirst {
+		w.note("graph launched after its memory was freed or dropped")
+		w.discard(a)
+		if b != nil {
+			w.discard(b)
+		}
+	}
 	w.launchAndClose(g, hostNode, func(ok, maybe bool) {
 		switch {
+		case freeFirst:
 		case ok:
 			a.set(i, j, v, true, fmt.Sprintf("a graph captured in %v mode", mode))
 			if b != nil {

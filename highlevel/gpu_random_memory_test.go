@@ -47,11 +47,6 @@ func (w *randomWorker) typed() {
 		case 3:
 			name, err = randomTypedWrite(w, a, i, (j-i)/3, randomTriple{v, v, v}, how, rs)
 		}
-		if how == 0 || how == 2 {
-			// A copy from pageable memory may return before its transfer
-			// is done, on the legacy default stream.
-			rs = w.legacy
-		}
 		if w.ok(err, 0, "%s of %s to words %d..%d of %s", name, randomElemName(elem), i, j-1, a.describe()) {
 			a.set(i, j, v, true, name+" of "+randomElemName(elem))
 			if j-i >= randomStaged {

@@ -97,10 +97,6 @@ const (
 //     such work holds shared and a capture holds exclusively; what the
 //     others still do to a capturing stream (wait, query, synchronize,
 //     WaitEvent, close) is refused or harmless.
-//   - Launching a graph after the memory it was captured over was freed:
-//     a goroutine's graphs are closed within the operation that captured
-//     them, and the shared graphs (gexec) write only memory that lives as
-//     long as the seed.
 //   - Freeing memory while work queued on another stream may still use it
 //     (the MemoryPool's rule): every write is waited for on the host before
 //     the operation ends, but for the asyncpool kind's stream-ordered frees
@@ -108,11 +104,6 @@ const (
 //     only: on a shared stream that another goroutine closes meanwhile,
 //     the free would move to the legacy default stream, which a
 //     non-blocking stream's work does not precede.
-//   - Freeing memory right after a synchronous CopyFromHost from pageable
-//     memory, without waiting for the legacy default stream: CUDA may
-//     return from such a copy before its transfer is done, and
-//     CopyFromHost's documentation does not say whether the package waits
-//     for it. The test waits for the legacy default stream after them.
 //   - Freeing pinned memory whose asynchronous copy may not be done: where
 //     the wait for the copy fails, the test leaks the pinned memory.
 //   - Strict captures begun and ended on different OS threads: the capture

@@ -31,6 +31,9 @@ type Graph struct {
 	// mu serializes the calls on the graph: CUDA's graph objects are not
 	// safe for concurrent use.
 	mu sync.Mutex
+	// mems is the memory the graph's work uses, which it holds until
+	// Close (Memory.hold).
+	mems []*Memory
 }
 
 // A GraphExec is an instantiated Graph, ready to launch (CuPy's Graph). It
@@ -44,7 +47,8 @@ type GraphExec struct {
 	dev  Device
 	ctx  unsafe.Pointer // nil in a zero GraphExec
 	life life
-	mu   sync.Mutex // as Graph's
+	mu   sync.Mutex // as Graph's; guards mems too
+	mems []*Memory  // as Graph's
 }
 
 // A CaptureMode says which CUDA calls a stream capture refuses while it
@@ -235,7 +239,10 @@ func (g *Graph) Instantiate(opts *InstantiateOptions) (_ *GraphExec, err error) 
 		}
 		return nil, err
 	}
-	return &GraphExec{h: cudart.GraphExec(x), dev: g.dev, ctx: g.ctx}, nil
+	for _, m := range g.mems {
+		m.hold()
+	}
+	return &GraphExec{h: cudart.GraphExec(x), dev: g.dev, ctx: g.ctx, mems: g.mems}, nil
 }
 
 // Close destroys the graph; its instantiations stay usable. Operations in
@@ -250,6 +257,7 @@ func (g *Graph) Close() (err error) {
 		return err
 	}
 	defer deleteDeadHandles()
+	defer unholdAll(g.mems)
 	return check("cuGraphDestroy", afterGlobalCaptures(func() C.int { return C.hl_graph_destroy(g.ctx, C.uintptr_t(g.h)) }))
 }
 
@@ -310,6 +318,7 @@ func (x *GraphExec) Launch(s *Stream) (err error) {
 	defer x.done(s)
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	s.keep(x.mems...) // captured, the launch is a node of s's graph
 	return check("cuGraphLaunch", C.hl_graph_launch(x.ctx, C.uintptr_t(x.h), sh))
 }
 
@@ -350,11 +359,18 @@ func (x *GraphExec) Update(g *Graph) (err error) {
 	g.mu.Lock()
 	r := C.hl_graph_update(x.ctx, C.uintptr_t(x.h), C.uintptr_t(g.h), &result)
 	g.mu.Unlock()
-	x.mu.Unlock()
 	err = check("cuGraphExecUpdate", r)
 	if err != nil && result != C.CU_GRAPH_EXEC_UPDATE_SUCCESS {
 		err = fmt.Errorf("%w (%v)", err, cudadrv.GraphExecUpdateResult(result))
 	}
+	if err == nil {
+		for _, m := range g.mems {
+			m.hold()
+		}
+		unholdAll(x.mems) // launches in flight: see Memory.unhold
+		x.mems = g.mems
+	}
+	x.mu.Unlock()
 	return err
 }
 
@@ -370,5 +386,6 @@ func (x *GraphExec) Close() (err error) {
 		return err
 	}
 	defer deleteDeadHandles()
+	defer unholdAll(x.mems)
 	return check("cuGraphExecDestroy", afterGlobalCaptures(func() C.int { return C.hl_graph_exec_destroy(x.ctx, C.uintptr_t(x.h)) }))
 }

@@ -19,6 +19,11 @@ func init() {
 			m.life.release()
 		}
 	}
+	hook.KeepArray = func(s, a any) {
+		if m := arrayMemory(a); m != nil {
+			s.(*Stream).keep(m)
+		}
+	}
 	hook.OnClearCaches = func(f func()) {
 		memos.Lock()
 		memos.clear = append(memos.clear, &clearer{func() bool { f(); return true }})

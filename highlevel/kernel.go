@@ -390,12 +390,12 @@ func (k *Kernel) launch(s *Stream, cfg *LaunchConfig, args []any) error {
 	// until the launch is queued, and the memory stays reachable until
 	// then (a cleanup would free the memory whose address it passes).
 	defer k.releaseArgs(args)
-	return k.queue(d, s, cfg, &small, big)
+	return k.queue(d, s, cfg, args, &small, big)
 }
 
 // queue launches the kernel on s, for device d, with the arguments pack
-// wrote to small or big.
-func (k *Kernel) queue(d Device, s *Stream, cfg *LaunchConfig, small *C.hl_args, big *C.char) error {
+// wrote to small or big from args.
+func (k *Kernel) queue(d Device, s *Stream, cfg *LaunchConfig, args []any, small *C.hl_args, big *C.char) error {
 	st := s.deviceState()
 	if st == nil {
 		var err error
@@ -416,6 +416,9 @@ func (k *Kernel) queue(d Device, s *Stream, cfg *LaunchConfig, small *C.hl_args,
 		return err
 	}
 	defer s.leave()
+	if s != nil && s.inCapture() { // the launch is a node of the graph
+		k.forArgMemory(args, func(m *Memory) { s.keep(m) })
+	}
 	var params *C.hl_param
 	if len(k.params) > 0 {
 		params = (*C.hl_param)(unsafe.Pointer(&k.params[0]))
@@ -648,24 +651,44 @@ func releaseShaped(args []any, sh shape) {
 	}
 }
 
-// releaseArgs ends the hold pack took on the memory of args: for those of
-// the types of the kernel's shape, as releaseShaped does, for the others
-// through argMemory.
+// releaseArgs ends the hold pack took on the memory of args.
 func (k *Kernel) releaseArgs(args []any) {
 	var sh shape
 	if p := k.shape.Load(); p != nil {
 		sh = *p
 	}
 	for i := range args {
-		a := &args[i]
-		if i < len(sh) && typeWord(a) == sh[i].word {
-			if sh[i].kind == shapeArray {
-				(*MemoryPointer)(anyData(a)).mem.life.release()
-			}
-		} else if m := argMemory(a); m != nil {
+		if m := shapedMemory(&args[i], i, sh); m != nil {
 			m.life.release()
 		}
 	}
+}
+
+// forArgMemory calls fn with the memory of each of args that pack took
+// hold of.
+func (k *Kernel) forArgMemory(args []any, fn func(*Memory)) {
+	var sh shape
+	if p := k.shape.Load(); p != nil {
+		sh = *p
+	}
+	for i := range args {
+		if m := shapedMemory(&args[i], i, sh); m != nil {
+			fn(m)
+		}
+	}
+}
+
+// shapedMemory returns the memory of argument i, a, that pack took hold
+// of, or nil: for an argument of the type of the kernel's shape sh, as
+// releaseShaped finds it, for the others through argMemory.
+func shapedMemory(a *any, i int, sh shape) *Memory {
+	if i < len(sh) && typeWord(a) == sh[i].word {
+		if sh[i].kind == shapeArray {
+			return (*MemoryPointer)(anyData(a)).mem
+		}
+		return nil
+	}
+	return argMemory(a)
 }
 
 // argMemory returns the memory an argument putArg accepted is, or nil.

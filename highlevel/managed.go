@@ -104,6 +104,7 @@ func (p MemoryPointer) Prefetch(n int, dev Device, s *Stream) error {
 		return err
 	}
 	defer s.leave()
+	s.keep(p.mem)
 	return check("cuMemPrefetchAsync", C.hl_mem_prefetch(ctx, d, C.size_t(n), C.int(dev), sh))
 }
 

@@ -4,6 +4,7 @@ package highlevel
 import "C"
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"runtime"
@@ -23,15 +24,18 @@ import (
 // The zero value is not usable: a Memory comes from an allocation
 // (MemoryPointer.Memory); Free on it returns an error wrapping ErrNil.
 type Memory struct {
-	ptr     unsafe.Pointer
-	size    int // 0 in a zero Memory
-	dev     Device
-	owner   owner
-	life    life            // Free waits for the copies in progress
-	clean   runtime.Cleanup // the safety net, or, for a pool's Memory:
-	ledger  *slabLedger     // its slab's ledger
-	slot    int32
-	managed bool // beside slot, so that a Memory takes 80 bytes (a pool slab holds 64)
+	ptr    unsafe.Pointer
+	size   int // 0 in a zero Memory
+	dev    Device
+	owner  owner
+	life   life            // Free waits for the copies in progress
+	clean  runtime.Cleanup // the safety net, or, for a pool's Memory:
+	ledger *slabLedger     // its slab's ledger
+	slot   int32
+	// holds counts the graphs that use the memory (hold) times two, plus
+	// one once Free came.
+	holds   atomic.Int32
+	managed bool // beside slot and holds, so that a Memory takes 88 bytes (a pool slab holds 64)
 }
 
 // owner gives back the memory it handed out.
@@ -67,8 +71,10 @@ func (m *Memory) Device() Device {
 // Free gives the memory back to where it came from, once the package's
 // operations in progress on it (a copy in another goroutine) have
 // finished. A second Free returns ErrFreed; so does every later operation
-// on the memory. In a stream callback or host function, Free returns
-// ErrInCallback and changes nothing: a later Free frees it.
+// on the memory. Memory that a Graph or GraphExec uses (captured work
+// named it) is given back once the last of them is closed and the work
+// queued until then has run. In a stream callback or host function, Free
+// returns ErrInCallback and changes nothing: a later Free frees it.
 func (m *Memory) Free() error {
 	if m == nil {
 		return opErr("free memory", nilError("Memory"))
@@ -91,7 +97,31 @@ func (m *Memory) Free() error {
 	if m.owner == nil {
 		return nil
 	}
+	if m.holds.Or(1) != 0 { // graphs use it: the last to let go gives it back
+		return nil
+	}
 	return m.owner.free(m)
+}
+
+// hold records that a graph uses m: captured work named it. A Free then
+// leaves the memory to the last unhold. It is called during an operation
+// on m, which Free waits for, so never after Free.
+func (m *Memory) hold() { m.holds.Add(2) }
+
+// unhold ends a hold. The last one after Free gives the memory back, as
+// memory dropped without Free is, once the work queued so far has run:
+// launches of the graph may still be in flight.
+func (m *Memory) unhold() {
+	if m.holds.Add(-2) == 1 {
+		lostMemory{mem: m}.lose()
+	}
+}
+
+// unholdAll ends a hold on each of mems.
+func unholdAll(mems []*Memory) {
+	for _, m := range mems {
+		m.unhold()
+	}
 }
 
 // where names the memory at p in errors: "device memory of device 1".
@@ -338,6 +368,13 @@ func (p MemoryPointer) copyHostOp(h unsafe.Pointer, n int, s *Stream, async, toD
 		return err
 	}
 	defer s.leave()
+	if s != nil && s.inCapture() {
+		// A graph would copy at each launch, long after the call.
+		if pg, err := pageable(h); err != nil || pg {
+			return cmp.Or(err, errCapturedPageable)
+		}
+		s.keep(p.mem)
+	}
 	if n >= stagingThreshold {
 		pg, err := pageable(h)
 		if err != nil {
@@ -410,6 +447,7 @@ func (p MemoryPointer) copyDeviceOp(src MemoryPointer, n int, s *Stream, async b
 		return err
 	}
 	defer s.leave()
+	s.keep(p.mem, src.mem)
 	return queueCopy(ctx, dst, p.mem.dev, sp, src.mem.dev, n, sh, async)
 }
 
@@ -467,6 +505,7 @@ func (p MemoryPointer) memsetOp(value byte, n int, s *Stream, async bool) error 
 		return err
 	}
 	defer s.leave()
+	s.keep(p.mem)
 	// Integers, not void *, spare cgo's check for Go pointers: neither the
 	// context nor device memory is Go memory.
 	return check("cuMemsetD8", C.hl_memset(C.uintptr_t(uintptr(ctx)), C.uintptr_t(uintptr(d)), C.int(value), C.size_t(n), sh, cbool(async)))
@@ -647,7 +686,8 @@ func (deviceOwner) free(m *Memory) error {
 }
 
 // lostMemory is memory from cuMemAlloc or cuMemAllocFromPoolAsync, a host
-// registration or an IPC mapping, whose owner was dropped without Free. A
+// registration or an IPC mapping, whose owner was dropped without Free, or
+// a Memory freed while graphs used it, which the last of them let go. A
 // cleanup must not call CUDA, so it is queued, and freed by the next
 // allocation of the package, once the work queued before has finished:
 // cuMemFree, cuMemHostUnregister or cuIpcCloseMemHandle of memory a kernel
@@ -659,6 +699,7 @@ type lostMemory struct {
 	size     int              // its size, for pool's count
 	mapped   bool             // an OpenIPCMemory mapping, to unmap
 	destroy  bool             // no memory: pool is to be destroyed
+	mem      *Memory          // a Memory to give back to its owner, when not nil
 }
 
 var lost struct {
@@ -690,6 +731,8 @@ func freeLost() {
 	var pools []*MemoryAsyncPool
 	for _, l := range mem {
 		switch {
+		case l.mem != nil:
+			l.mem.owner.free(l.mem)
 		case l.reg != nil:
 			l.reg.unregister()
 		case l.mapped:

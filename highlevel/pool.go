@@ -563,6 +563,7 @@ func (p *MemoryAsyncPool) mallocAsync(size int, s *Stream) (MemoryPointer, error
 	if err := checkSize(size, p.dev); err != nil {
 		return MemoryPointer{}, err
 	}
+	freeLost() // before enter: it may free memory of s (asyncOwner)
 	sh, err := s.enter(p.dev)
 	if err != nil {
 		return MemoryPointer{}, err
@@ -571,7 +572,6 @@ func (p *MemoryAsyncPool) mallocAsync(size int, s *Stream) (MemoryPointer, error
 	if s != nil {
 		s.pooled.Store(true) // Close waits for its work: see asyncOwner
 	}
-	freeLost()
 	if err := p.reserve(size); err != nil {
 		return MemoryPointer{}, err
 	}

@@ -187,6 +187,29 @@ func (s *Stream) Device() Device {
 // it, and it is ended once EndCapture has ended it in CUDA.
 type capture struct {
 	ended atomic.Bool // set holding captureOps
+	// mems is the memory the captured work uses, each held once for the
+	// graph (Memory.hold); captureOps guards it.
+	mems map[*Memory]struct{}
+}
+
+// keep makes the capture s takes part in, if any, hold mems for its
+// graph. s is entered (Stream.enter), so captureOps is held while s
+// captures.
+func (s *Stream) keep(mems ...*Memory) {
+	if s == nil || !s.inCapture() {
+		return
+	}
+	c := s.capture
+	for _, m := range mems {
+		if _, ok := c.mems[m]; ok || m == nil {
+			continue
+		}
+		if c.mems == nil {
+			c.mems = make(map[*Memory]struct{})
+		}
+		c.mems[m] = struct{}{}
+		m.hold()
+	}
 }
 
 // captureOps is held by every call that queues work on a stream taking
@@ -735,18 +758,20 @@ func (s *Stream) EndCapture() (*Graph, error) {
 	}
 	defer reapStreams()
 	defer s.leaveAlone()
-	g, err := s.end(h)
+	g, mems, err := s.end(h)
 	if err != nil {
+		unholdAll(mems)
 		return nil, err
 	}
-	return &Graph{h: cudart.Graph(g), dev: s.dev, ctx: s.state.ctx}, nil
+	return &Graph{h: cudart.Graph(g), dev: s.dev, ctx: s.state.ctx, mems: mems}, nil
 }
 
-// end ends the capture on stream h, s's handle, and returns its graph;
-// s.joins is held alone. Once a capture is over, the streams Close left to
-// it are destroyed.
-func (s *Stream) end(h C.uintptr_t) (C.uintptr_t, error) {
+// end ends the capture on stream h, s's handle, and returns its graph and
+// the memory the graph holds; s.joins is held alone. Once a capture is
+// over, the streams Close left to it are destroyed.
+func (s *Stream) end(h C.uintptr_t) (C.uintptr_t, []*Memory, error) {
 	var g C.uintptr_t
+	var mems []*Memory
 	captureOps.Lock()
 	r := C.hl_stream_end_capture(s.state.ctx, h, &g, C.long(s.captureThread.Load()))
 	// The capture is over, unless it was ended from another thread than
@@ -755,13 +780,16 @@ func (s *Stream) end(h C.uintptr_t) (C.uintptr_t, error) {
 	over := r != C.CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD
 	if over && s.capture != nil {
 		s.capture.ended.Store(true)
+		for m := range s.capture.mems {
+			mems = append(mems, m)
+		}
 		s.capture = nil
 	}
 	captureOps.Unlock()
 	if over {
 		s.endCapture()
 	}
-	return g, check("cuStreamEndCapture", r)
+	return g, mems, check("cuStreamEndCapture", r)
 }
 
 // endClosed ends the capture BeginCapture started on s, which Close found
@@ -776,7 +804,8 @@ func (s *Stream) endClosed() error {
 	}
 	s.joins.Lock()
 	defer s.joins.Unlock()
-	g, err := s.end(C.uintptr_t(s.h))
+	g, mems, err := s.end(C.uintptr_t(s.h))
+	unholdAll(mems)
 	if err != nil {
 		return errors.Join(ErrClosed, err)
 	}

@@ -150,7 +150,7 @@ func gemm[T Float](op string, s *highlevel.Stream, transA, transB Op, m, n, k in
 	m32, n32, k32, lda32, ldb32, batch32 := int32(m), int32(n), int32(k), int32(lda), int32(ldb), int32(batch)
 	sa, sb, sc := int64(strideA), int64(strideB), int64(strideC)
 	pc, pa, pb := o.ptr[0], o.ptr[1], o.ptr[2]
-	return blas.call(op, s, func(h cublas.Handle) error {
+	return blas.call(op, s, &o, func(h cublas.Handle) error {
 		// Row-major c = op(a)·op(b) is column-major cᵀ = op(b)ᵀ·op(a)ᵀ,
 		// and a row-major matrix is its transpose in column-major order.
 		var err error
@@ -235,7 +235,7 @@ func Gemv[T Float](s *highlevel.Stream, trans Op, m, n int, alpha T, a, x *highl
 	}
 	m32, n32 := int32(m), int32(n)
 	py, pa, px := o.ptr[0], o.ptr[1], o.ptr[2]
-	return blas.call(op, s, func(h cublas.Handle) error {
+	return blas.call(op, s, &o, func(h cublas.Handle) error {
 		var err error
 		switch alpha := any(alpha).(type) {
 		case float32:
@@ -270,7 +270,7 @@ func Axpy[T Float](s *highlevel.Stream, alpha T, x, y *highlevel.Array[T]) error
 		return opError(op, inner(err))
 	}
 	py, px := o.ptr[0], o.ptr[1]
-	return blas.call(op, s, func(h cublas.Handle) error {
+	return blas.call(op, s, &o, func(h cublas.Handle) error {
 		var err error
 		switch alpha := any(alpha).(type) {
 		case float32:
@@ -312,7 +312,7 @@ func Dot[T Float](s *highlevel.Stream, x, y, result *highlevel.Array[T]) error {
 		return opError(op, inner(err))
 	}
 	pr, px, py := o.ptr[0], o.ptr[1], o.ptr[2]
-	return blas.call(op, s, func(h cublas.Handle) error {
+	return blas.call(op, s, &o, func(h cublas.Handle) error {
 		if n == 0 {
 			var zero T
 			if err := cudadrv.MemsetD8Async(cudadrv.DeviceptrOf(pr), 0, uint64(unsafe.Sizeof(zero)), cudadrv.Stream(s.Handle())); err != nil {

@@ -234,10 +234,11 @@ func (b *BLAS) Do(s *highlevel.Stream, fn func(h cublas.Handle) error) error {
 	})
 }
 
-// call is Do for the package's functions: the pointer mode is host, as
-// it is for a new handle.
-func (b *BLAS) call(op string, s *highlevel.Stream, fn func(h cublas.Handle) error) error {
+// call is Do for the package's functions, on operands o: the pointer mode
+// is host, as it is for a new handle.
+func (b *BLAS) call(op string, s *highlevel.Stream, o *operands, fn func(h cublas.Handle) error) error {
 	return b.l.do(op, s, func(h cublas.Handle) error {
+		o.keep(s)
 		if b.dirty {
 			if err := cublas.SetPointerMode(h, cublas.POINTER_MODE_HOST); err != nil {
 				return opError(op, fmt.Errorf("setting the pointer mode: %w", err))

@@ -119,6 +119,14 @@ func (o *operands) hold(op string, s *highlevel.Stream, arrays ...any) error {
 	return nil
 }
 
+// keep makes the capture s takes part in, if any, hold the operands'
+// memory for its graph; s is entered.
+func (o *operands) keep(s *highlevel.Stream) {
+	for i := range o.n {
+		hook.KeepArray(s, o.arr[i])
+	}
+}
+
 func (o *operands) release() {
 	for i := range o.n {
 		hook.ReleaseArray(o.arr[i])

@@ -29,6 +29,10 @@ var (
 	// memory waits.
 	HoldArray    func(a any) (p unsafe.Pointer, dev int, err error)
 	ReleaseArray func(a any)
+	// KeepArray makes the capture that stream s takes part in, if any,
+	// hold the memory of array a for its graph, as highlevel's own
+	// operations on a capturing stream do; s is entered (EnterStream).
+	KeepArray func(s any, a any)
 
 	// OnClearCaches adds f to what highlevel.ClearCaches calls.
 	OnClearCaches func(f func())
