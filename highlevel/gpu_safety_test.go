@@ -721,3 +721,42 @@ func TestGPULaunchDeviceOfArguments(t *testing.T) {
 	}
 	s0.Synchronize()
 }
+
+// TestGPUAsyncPoolDroppedMemory drops stream-ordered memory without Free:
+// a slab of it comes back once all of the slab's Memory values are
+// unreachable and the pool has moved on to a new slab, and the memory of
+// the last slab once the pool is closed, after which the pool is destroyed
+// and the device works on.
+func TestGPUAsyncPoolDroppedMemory(t *testing.T) {
+	d := gpu(t)
+	p, err := NewMemoryAsyncPool(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n, rest = 1 << 20, 8
+	for range slabSize + rest {
+		if _, err := p.MallocAsync(n, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	takeLost := func() {
+		runtime.GC()
+		runtime.GC()
+		m, err := d.Malloc(1) // frees what was lost, once the device is idle
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Memory().Free()
+	}
+	takeLost()
+	if used := p.UsedBytes(); used < rest*n || used >= slabSize*n {
+		t.Errorf("the pool has %d bytes in use after %d MiB were dropped, %d of them in the slab in use; want %d", used, slabSize+rest, rest, rest*n)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	takeLost()
+	if err := d.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+}

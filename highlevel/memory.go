@@ -705,19 +705,25 @@ type lostMemory struct {
 var lost struct {
 	mu  sync.Mutex
 	mem []lostMemory
+	any atomic.Bool // whether mem has any, for a check without mu
 }
 
 func (l lostMemory) lose() {
 	lost.mu.Lock()
 	lost.mem = append(lost.mem, l)
+	lost.any.Store(true)
 	lost.mu.Unlock()
 }
 
 // freeLost frees the memory cleanups have queued.
 func freeLost() {
+	if !lost.any.Load() {
+		return
+	}
 	lost.mu.Lock()
 	mem := lost.mem
 	lost.mem = nil
+	lost.any.Store(false)
 	lost.mu.Unlock()
 	if len(mem) == 0 {
 		return

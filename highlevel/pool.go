@@ -81,32 +81,59 @@ type memSlab struct {
 type slabLedger struct {
 	blocks [slabSize]atomic.Pointer[block]
 	freed  [slabSize]atomic.Bool
+	async  *asyncLedger // for a MemoryAsyncPool's slab
+}
+
+// asyncLedger is what the cleanup of a MemoryAsyncPool's slab needs to
+// free a slot's memory: the pool, and each slot's address and size, the
+// address stored last.
+type asyncLedger struct {
+	pool *MemoryAsyncPool
+	ptr  [slabSize]atomic.Pointer[byte]
+	size [slabSize]int
 }
 
 func (l *slabLedger) lose() {
 	for i := range l.blocks {
-		if b := l.blocks[i].Load(); b != nil && !l.freed[i].Load() {
-			b.lose()
+		if l.freed[i].Load() {
+			continue
 		}
+		if b := l.blocks[i].Load(); b != nil {
+			b.lose()
+		} else if a := l.async; a != nil {
+			if p := a.ptr[i].Load(); p != nil {
+				lostMemory{ptr: unsafe.Pointer(p), ctx: a.pool.ctx, pool: a.pool, size: a.size[i]}.lose()
+			}
+		}
+	}
+}
+
+// slot returns a Memory of the slab in cur, its ledger and its index,
+// taking a new slab where that one is full; a new slab's ledger is for the
+// memory of async, when it is not nil.
+func slot(cur *atomic.Pointer[memSlab], async *MemoryAsyncPool) (*Memory, *slabLedger, int32) {
+	for {
+		s := cur.Load()
+		if s != nil {
+			if i := s.next.Add(1) - 1; i < slabSize {
+				return &s.mem[i], s.ledger, i
+			}
+		}
+		ns := &memSlab{ledger: new(slabLedger)}
+		if async != nil {
+			ns.ledger.async = &asyncLedger{pool: async}
+		}
+		runtime.AddCleanup(ns, (*slabLedger).lose, ns.ledger)
+		cur.CompareAndSwap(s, ns)
 	}
 }
 
 // newPooled returns a Memory of p for block b, from the current slab.
 func (p *MemoryPool) newPooled(b *block, size int) *Memory {
-	for {
-		s := p.slab.Load()
-		if s != nil {
-			if i := s.next.Add(1) - 1; i < slabSize {
-				m := &s.mem[i]
-				*m = Memory{ptr: b.ptr, size: size, dev: b.chunk.dev, managed: b.chunk.managed, owner: b, ledger: s.ledger, slot: i}
-				s.ledger.blocks[i].Store(b)
-				return m
-			}
-		}
-		ns := &memSlab{ledger: new(slabLedger)}
-		runtime.AddCleanup(ns, (*slabLedger).lose, ns.ledger)
-		p.slab.CompareAndSwap(s, ns)
-	}
+	m, l, i := slot(&p.slab, nil)
+	*m = Memory{ptr: b.ptr, size: size, dev: b.chunk.dev, managed: b.chunk.managed, owner: b, ledger: l, slot: i}
+	l.blocks[i].Store(b)
+	return m
 }
 
 // NewMemoryPool returns a pool that takes its memory from upstream; nil
@@ -395,7 +422,10 @@ func (b *block) free(*Memory) error { return b.arena.release(b) }
 // A MemoryAsyncPool allocates stream-ordered memory from a CUDA memory
 // pool (cuMemAllocFromPoolAsync; CuPy's MemoryAsyncPool): memory freed on a
 // stream is reused by later allocations on that stream, in the order of
-// the stream's work.
+// the stream's work. Its Memory values come in slabs of 64, as a
+// MemoryPool's do: memory dropped without Free is freed once the other
+// Memory values of its slab are unreachable too and the pool has moved on
+// to a new slab or was closed, after a device-wide wait.
 //
 // The zero value is not usable: make one with NewMemoryAsyncPool (or
 // DeviceMemoryAsyncPool); its methods return an error wrapping ErrNil, and
@@ -413,6 +443,11 @@ type MemoryAsyncPool struct {
 	// inUse counts the bytes allocated through p and not yet freed, for
 	// limit (0: none).
 	inUse, limit atomic.Int64
+	// slab holds the Memory values the pool hands out, as a MemoryPool's
+	// does: memory dropped without Free is freed once the other Memory
+	// values of its slab are unreachable too and the pool has moved on
+	// to a new slab, or was closed.
+	slab atomic.Pointer[memSlab]
 }
 
 // NewMemoryAsyncPool creates a CUDA memory pool on d.
@@ -485,23 +520,22 @@ func DeviceMemoryAsyncPool(d Device) (_ *MemoryAsyncPool, err error) {
 // device (nil: DefaultDevice's, on the legacy default stream), ordered on
 // s. Free frees it on the same stream.
 func MallocAsync(size int, s *Stream) (MemoryPointer, error) {
-	op := fmt.Sprintf("alloc %d bytes async", size)
 	var d Device
 	if s != nil {
 		d = s.dev
 	} else {
 		var err error
 		if d, err = DefaultDevice(); err != nil {
-			return MemoryPointer{}, opErr(op, err)
+			return MemoryPointer{}, opErr(fmt.Sprintf("alloc %d bytes async", size), err)
 		}
 	}
 	st, err := d.state()
-	if err != nil {
-		return MemoryPointer{}, opErr(op+" on "+d.String(), err)
+	if err == nil {
+		st.asyncOnce.Do(func() { st.async, st.asyncErr = DeviceMemoryAsyncPool(d) })
+		err = inner(st.asyncErr)
 	}
-	st.asyncOnce.Do(func() { st.async, st.asyncErr = DeviceMemoryAsyncPool(d) })
-	if st.asyncErr != nil {
-		return MemoryPointer{}, opErr(op+" on "+d.String(), inner(st.asyncErr))
+	if err != nil {
+		return MemoryPointer{}, opErr(fmt.Sprintf("alloc %d bytes async on %v", size, d), err)
 	}
 	return st.async.MallocAsync(size, s)
 }
@@ -582,7 +616,11 @@ func (p *MemoryAsyncPool) mallocAsync(size int, s *Stream) (MemoryPointer, error
 		return MemoryPointer{}, outOfMemory(size, p.dev, err)
 	}
 	p.allocs.Add(1)
-	return newMemory(ptr, size, p.dev, asyncOwner{s, p}, lostMemory{ptr: ptr, ctx: p.ctx, pool: p, size: size}), nil
+	m, l, i := slot(&p.slab, p)
+	*m = Memory{ptr: ptr, size: size, dev: p.dev, owner: asyncOwner{s, p}, ledger: l, slot: i}
+	l.async.size[i] = size
+	l.async.ptr[i].Store((*byte)(ptr))
+	return MemoryPointer{mem: m}, nil
 }
 
 // reserve counts size more bytes in use, unless that passes the limit.
@@ -775,5 +813,7 @@ func (p *MemoryAsyncPool) Close() (err error) {
 	if err := p.life.closing(); err != nil {
 		return err
 	}
+	// The last slab may go, and with it the memory dropped without Free.
+	p.slab.Store(nil)
 	return p.unref()
 }
