@@ -112,9 +112,16 @@ func (m *Memory) hold() { m.holds.Add(2) }
 // memory dropped without Free is, once the work queued so far has run:
 // launches of the graph may still be in flight.
 func (m *Memory) unhold() {
-	if m.holds.Add(-2) == 1 {
-		lostMemory{mem: m}.lose()
+	if m.holds.Add(-2) != 1 {
+		return
 	}
+	l := lostMemory{mem: m}
+	if o, ok := m.owner.(asyncOwner); ok {
+		// As lost stream-ordered memory is: freeLost may run where the
+		// stream is entered, so it enters none.
+		l = lostMemory{ptr: m.ptr, ctx: o.p.ctx, pool: o.p, size: m.size}
+	}
+	l.lose()
 }
 
 // unholdAll ends a hold on each of mems.
@@ -699,7 +706,7 @@ type lostMemory struct {
 	size     int              // its size, for pool's count
 	mapped   bool             // an OpenIPCMemory mapping, to unmap
 	destroy  bool             // no memory: pool is to be destroyed
-	mem      *Memory          // a Memory to give back to its owner, when not nil
+	mem      *Memory          // a Memory to give back to its owner (not a stream's), when not nil
 }
 
 var lost struct {
