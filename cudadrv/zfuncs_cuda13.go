@@ -2300,15 +2300,18 @@ var (
 // See also:
 // CUresult,
 // cudaGetErrorString
-func GetErrorString(error_ Result, pStr **byte) error {
+//
+// In Go, the string the call sets *pStr to is returned, before the error, in place of the parameter; it is the library's and is copied.
+func GetErrorString(error_ Result) (string, error) {
 	fp, err := procGetErrorString.Addr()
 	if err != nil {
-		return err
+		return "", err
 	}
-	if r := C.gocuda_cuGetErrorString(C.uintptr_t(uintptr(fp)), C.int(error_), unsafe.Pointer(pStr)); r != 0 {
-		return Result(r)
+	var _pStr *C.char
+	if r := C.gocuda_cuGetErrorString(C.uintptr_t(uintptr(fp)), C.int(error_), unsafe.Pointer(&_pStr)); r != 0 {
+		return "", Result(r)
 	}
-	return nil
+	return C.GoString(_pStr), nil
 }
 
 // GetErrorName calls cuGetErrorName: gets the string representation of an error code enum name
@@ -2331,15 +2334,18 @@ func GetErrorString(error_ Result, pStr **byte) error {
 // See also:
 // CUresult,
 // cudaGetErrorName
-func GetErrorName(error_ Result, pStr **byte) error {
+//
+// In Go, the string the call sets *pStr to is returned, before the error, in place of the parameter; it is the library's and is copied.
+func GetErrorName(error_ Result) (string, error) {
 	fp, err := procGetErrorName.Addr()
 	if err != nil {
-		return err
+		return "", err
 	}
-	if r := C.gocuda_cuGetErrorName(C.uintptr_t(uintptr(fp)), C.int(error_), unsafe.Pointer(pStr)); r != 0 {
-		return Result(r)
+	var _pStr *C.char
+	if r := C.gocuda_cuGetErrorName(C.uintptr_t(uintptr(fp)), C.int(error_), unsafe.Pointer(&_pStr)); r != 0 {
+		return "", Result(r)
 	}
-	return nil
+	return C.GoString(_pStr), nil
 }
 
 // Init calls cuInit: initialize the CUDA driver API
@@ -6282,15 +6288,18 @@ func KernelSetCacheConfig(kernel Kernel, config Func_cache, dev Device) error {
 //
 // [SUCCESS],
 // [ERROR_INVALID_VALUE]
-func KernelGetName(name **byte, hfunc Kernel) error {
+//
+// In Go, the string the call sets *name to is returned, before the error, in place of the parameter; it is the library's and is copied.
+func KernelGetName(hfunc Kernel) (string, error) {
 	fp, err := procKernelGetName.Addr()
 	if err != nil {
-		return err
+		return "", err
 	}
-	if r := C.gocuda_cuKernelGetName(C.uintptr_t(uintptr(fp)), unsafe.Pointer(name), C.uintptr_t(hfunc)); r != 0 {
-		return Result(r)
+	var _name *C.char
+	if r := C.gocuda_cuKernelGetName(C.uintptr_t(uintptr(fp)), unsafe.Pointer(&_name), C.uintptr_t(hfunc)); r != 0 {
+		return "", Result(r)
 	}
-	return nil
+	return C.GoString(_name), nil
 }
 
 // KernelGetParamInfo calls cuKernelGetParamInfo: returns the offset and size of a kernel parameter in the device-side parameter layout
@@ -16175,15 +16184,18 @@ func FuncGetModule(hmod *Module, hfunc Function) error {
 //
 // [SUCCESS],
 // [ERROR_INVALID_VALUE],
-func FuncGetName(name **byte, hfunc Function) error {
+//
+// In Go, the string the call sets *name to is returned, before the error, in place of the parameter; it is the library's and is copied.
+func FuncGetName(hfunc Function) (string, error) {
 	fp, err := procFuncGetName.Addr()
 	if err != nil {
-		return err
+		return "", err
 	}
-	if r := C.gocuda_cuFuncGetName(C.uintptr_t(uintptr(fp)), unsafe.Pointer(name), C.uintptr_t(hfunc)); r != 0 {
-		return Result(r)
+	var _name *C.char
+	if r := C.gocuda_cuFuncGetName(C.uintptr_t(uintptr(fp)), unsafe.Pointer(&_name), C.uintptr_t(hfunc)); r != 0 {
+		return "", Result(r)
 	}
-	return nil
+	return C.GoString(_name), nil
 }
 
 // FuncGetParamInfo calls cuFuncGetParamInfo: returns the offset and size of a kernel parameter in the device-side parameter layout

@@ -6567,15 +6567,18 @@ func FuncSetAttribute(func_ unsafe.Pointer, attr FuncAttribute, value int32) err
 // [ErrorInvalidDeviceFunction]
 //
 // cudaFuncGetName (C++ API)
-func FuncGetName(name **byte, func_ unsafe.Pointer) error {
+//
+// In Go, the string the call sets *name to is returned, before the error, in place of the parameter; it is the library's and is copied.
+func FuncGetName(func_ unsafe.Pointer) (string, error) {
 	fp, err := procFuncGetName.Addr()
 	if err != nil {
-		return err
+		return "", err
 	}
-	if r := C.gocuda_cudaFuncGetName(C.uintptr_t(uintptr(fp)), unsafe.Pointer(name), unsafe.Pointer(func_)); r != 0 {
-		return Error(r)
+	var _name *C.char
+	if r := C.gocuda_cudaFuncGetName(C.uintptr_t(uintptr(fp)), unsafe.Pointer(&_name), unsafe.Pointer(func_)); r != 0 {
+		return "", Error(r)
 	}
-	return nil
+	return C.GoString(_name), nil
 }
 
 // FuncGetParamInfo calls cudaFuncGetParamInfo: returns the offset and size of a kernel parameter in the device-side parameter layout.

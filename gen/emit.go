@@ -700,9 +700,18 @@ func (e *emitter) trampoline(fn *Func) string {
 func (e *emitter) wrapper(f *jen.File, fn *Func) {
 	var params, body []jen.Code
 	args := []jen.Code{jen.Qual("C", "uintptr_t").Call(jen.Uintptr().Call(jen.Id("fp")))}
+	var outs []string // the C strings of the Out parameters
 	for _, p := range fn.Params {
-		params = append(params, jen.Id(p.GoName).Add(goType(p.Type)))
 		arg := jen.Id(p.GoName)
+		if p.Out {
+			// The call sets a local *C.char, whose string is returned.
+			cs := "_" + p.GoName
+			outs = append(outs, cs)
+			body = append(body, jen.Var().Id(cs).Op("*").Qual("C", "char"))
+			args = append(args, jen.Qual("unsafe", "Pointer").Call(jen.Op("&").Id(cs)))
+			continue
+		}
+		params = append(params, jen.Id(p.GoName).Add(goType(p.Type)))
 		if p.Type.Kind == String {
 			cs := "_" + p.GoName
 			body = append(body,
@@ -716,20 +725,24 @@ func (e *emitter) wrapper(f *jen.File, fn *Func) {
 	call := jen.Qual("C", "gocuda_"+fn.CName).Call(args...)
 	s := e.pkg.Error
 	isStatus := s != nil && fn.Result != nil && fn.Result.Kind == Named && fn.Result.Go == s.Go && fn.Result.Pkg == s.Pkg
-	var results jen.Code
-	var zero jen.Code
-	switch {
-	case isStatus, fn.Result == nil:
-		results = jen.Error()
-	default:
-		results = jen.Parens(jen.List(goType(fn.Result), jen.Error()))
-		zero = e.zero(fn.Result)
+	// The results: the strings the call sets, the C result unless it is
+	// the status, and the error.
+	var types, zeros, gets []jen.Code
+	for _, cs := range outs {
+		types = append(types, jen.String())
+		zeros = append(zeros, jen.Lit(""))
+		gets = append(gets, jen.Qual("C", "GoString").Call(jen.Id(cs)))
+	}
+	if !isStatus && fn.Result != nil {
+		types = append(types, goType(fn.Result))
+		zeros = append(zeros, e.zero(fn.Result))
+	}
+	results := jen.Error()
+	if len(types) > 0 {
+		results = jen.Parens(jen.List(append(types, jen.Error())...))
 	}
 	ret := func(c ...jen.Code) jen.Code {
-		if zero != nil {
-			return jen.Return(append([]jen.Code{zero}, c...)...)
-		}
-		return jen.Return(c...)
+		return jen.Return(append(slices.Clone(zeros), c...)...)
 	}
 	pre := []jen.Code{
 		jen.List(jen.Id("fp"), jen.Err()).Op(":=").Id("proc" + fn.GoName).Dot("Addr").Call(),
@@ -739,13 +752,13 @@ func (e *emitter) wrapper(f *jen.File, fn *Func) {
 	switch {
 	case isStatus:
 		body = append(body,
-			jen.If(jen.Id("r").Op(":=").Add(call), jen.Id("r").Op("!=").Lit(0)).Block(jen.Return(jen.Add(goType(s)).Call(jen.Id("r")))),
-			jen.Return(jen.Nil()))
+			jen.If(jen.Id("r").Op(":=").Add(call), jen.Id("r").Op("!=").Lit(0)).Block(ret(jen.Add(goType(s)).Call(jen.Id("r")))),
+			jen.Return(append(gets, jen.Nil())...))
 	case fn.Result == nil:
-		body = append(body, call, jen.Return(jen.Nil()))
+		body = append(body, call, jen.Return(append(gets, jen.Nil())...))
 	default:
 		_, conv := e.result(fn.Result)
-		body = append(body, jen.Id("r").Op(":=").Add(call), jen.Return(conv(jen.Id("r")), jen.Nil()))
+		body = append(body, jen.Id("r").Op(":=").Add(call), jen.Return(append(gets, conv(jen.Id("r")), jen.Nil())...))
 	}
 	f.Add(docComment(funcDoc(e.pkg, fn)))
 	f.Func().Id(fn.GoName).Params(params...).Add(results).Block(body...)

@@ -187,6 +187,14 @@
 // the library or symbol cannot be loaded; one returning another value returns
 // it and such an error.
 //
+// A const char ** parameter whose pointee is not const is a string the call
+// sets (cuGetErrorString's pStr): it is not a parameter in Go, and the
+// string is copied and returned before the other results, "" where the
+// call fails: cudadrv.GetErrorString(error_ Result) (string, error). An
+// array of strings the call reads is const char *const * and stays a
+// pointer; the few declared const char ** are listed in the facts
+// (stringArrays).
+//
 // # cgo annotations
 //
 // A trampoline marked #cgo noescape and nocallback lets a pointer argument

@@ -61,6 +61,10 @@ type Param struct {
 	CName  string
 	GoName string
 	Type   *Type
+	// Out marks a const char ** whose pointee is not const: the call sets
+	// *p to a string of the library's, which the Go function returns
+	// instead of taking p (cuGetErrorString's pStr).
+	Out bool `json:",omitempty"`
 }
 
 // TypeKind classifies a Type.

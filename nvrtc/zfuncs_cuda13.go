@@ -710,17 +710,20 @@ func AddNameExpression(prog Program, name_expression string) error {
 // - NVRTC_ERROR_NAME_EXPRESSION_NOT_VALID
 //
 // See also: [AddNameExpression]
-func GetLoweredName(prog Program, name_expression string, lowered_name **byte) error {
+//
+// In Go, the string the call sets *lowered_name to is returned, before the error, in place of the parameter; it is the library's and is copied.
+func GetLoweredName(prog Program, name_expression string) (string, error) {
 	fp, err := procGetLoweredName.Addr()
 	if err != nil {
-		return err
+		return "", err
 	}
 	_name_expression := C.CString(name_expression)
 	defer C.free(unsafe.Pointer(_name_expression))
-	if r := C.gocuda_nvrtcGetLoweredName(C.uintptr_t(uintptr(fp)), C.uintptr_t(prog), unsafe.Pointer(_name_expression), unsafe.Pointer(lowered_name)); r != 0 {
-		return Result(r)
+	var _lowered_name *C.char
+	if r := C.gocuda_nvrtcGetLoweredName(C.uintptr_t(uintptr(fp)), C.uintptr_t(prog), unsafe.Pointer(_name_expression), unsafe.Pointer(&_lowered_name)); r != 0 {
+		return "", Result(r)
 	}
-	return nil
+	return C.GoString(_lowered_name), nil
 }
 
 // GetPCHHeapSize calls nvrtcGetPCHHeapSize: retrieve the current size of the PCH Heap.

@@ -63,3 +63,9 @@ extern cudaError_t cudaSetName(const char * const name, char *out);
 
 /** Unnamed parameters are named by their position. */
 extern cudaError_t cudaUnnamed(int, const char *, void *);
+
+/** Sets \p *pStr to the name of \p error; a const char ** is a string the call sets. */
+extern cudaError_t cudaGetErrorNameOut(cudaError_t error, const char **pStr);
+
+/** Returns a count and sets two strings; an array of strings it reads stays a pointer. */
+extern int cudaTwoNames(const char **first, const char * const *options, const char **second);
