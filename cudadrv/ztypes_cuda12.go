@@ -5,6 +5,9 @@
 package cudadrv
 
 import (
+	"errors"
+	"fmt"
+	"runtime"
 	"strconv"
 	"unsafe"
 )
@@ -5514,16 +5517,57 @@ func (u *EXTERNAL_MEMORY_HANDLE_DESC_v1Handle) Fd() *int32 {
 // [EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_WIN32_KMT]
 // [EXTERNAL_MEMORY_HANDLE_TYPE_D3D11_RESOURCE_KMT]
 // then 'name' must be NULL.
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check. [EXTERNAL_MEMORY_HANDLE_DESC_v1Handle.SetWin32] stores
+// a member that holds Go pointers and pins them.
 func (u *EXTERNAL_MEMORY_HANDLE_DESC_v1Handle) Win32() *EXTERNAL_MEMORY_HANDLE_DESC_v1HandleWin32 {
 	return (*EXTERNAL_MEMORY_HANDLE_DESC_v1HandleWin32)(unsafe.Pointer(u))
+}
+
+// SetWin32 stores v as what Win32 returns, after pinning with p the memory
+// that v's pointers (Handle, Name) point to, so that Go memory among it stays
+// alive and passes cgo's pointer check until p.Unpin: keep p pinned for as
+// long as C may use the memory (a graph node's, until the graph is destroyed).
+// Memory those point to that holds further Go pointers must be pinned too
+// (runtime.Pinner). With p nil, a pointer that is not nil is refused with an
+// error wrapping [ErrNoPinner], and nothing is stored.
+func (u *EXTERNAL_MEMORY_HANDLE_DESC_v1Handle) SetWin32(v EXTERNAL_MEMORY_HANDLE_DESC_v1HandleWin32, p *runtime.Pinner) error {
+	if err := pinPointers(p, "EXTERNAL_MEMORY_HANDLE_DESC_v1Handle.SetWin32", unsafe.Pointer(v.Handle), unsafe.Pointer(v.Name)); err != nil {
+		return err
+	}
+	*u.Win32() = v
+	return nil
 }
 
 // NvSciBufObject returns the union as its nvSciBufObject member.
 //
 // A handle representing an NvSciBuf Object. Valid when type
-// is [EXTERNAL_MEMORY_HANDLE_TYPE_NVSCIBUF]
+// is [EXTERNAL_MEMORY_HANDLE_TYPE_NVSCIBUF].
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check.
+// [EXTERNAL_MEMORY_HANDLE_DESC_v1Handle.SetNvSciBufObject] stores a member
+// that holds Go pointers and pins them.
 func (u *EXTERNAL_MEMORY_HANDLE_DESC_v1Handle) NvSciBufObject() *unsafe.Pointer {
 	return (*unsafe.Pointer)(unsafe.Pointer(u))
+}
+
+// SetNvSciBufObject stores v as what NvSciBufObject returns, after pinning
+// with p the memory v points to, so that Go memory among it stays alive and
+// passes cgo's pointer check until p.Unpin: keep p pinned for as long as C may
+// use the memory (a graph node's, until the graph is destroyed). Memory those
+// point to that holds further Go pointers must be pinned too (runtime.Pinner).
+// With p nil, a pointer that is not nil is refused with an error wrapping
+// [ErrNoPinner], and nothing is stored.
+func (u *EXTERNAL_MEMORY_HANDLE_DESC_v1Handle) SetNvSciBufObject(v unsafe.Pointer, p *runtime.Pinner) error {
+	if err := pinPointers(p, "EXTERNAL_MEMORY_HANDLE_DESC_v1Handle.SetNvSciBufObject", unsafe.Pointer(v)); err != nil {
+		return err
+	}
+	*u.NvSciBufObject() = v
+	return nil
 }
 
 // EXTERNAL_MEMORY_HANDLE_DESC_v1HandleWin32 is the anonymous type of struct CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st.handle).win32.
@@ -5587,15 +5631,56 @@ func (u *EXTERNAL_SEMAPHORE_HANDLE_DESC_v1Handle) Fd() *int32 {
 // - [EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_WIN32_KMT]
 // - [EXTERNAL_SEMAPHORE_HANDLE_TYPE_D3D11_KEYED_MUTEX_KMT]
 // then 'name' must be NULL.
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check. [EXTERNAL_SEMAPHORE_HANDLE_DESC_v1Handle.SetWin32]
+// stores a member that holds Go pointers and pins them.
 func (u *EXTERNAL_SEMAPHORE_HANDLE_DESC_v1Handle) Win32() *EXTERNAL_SEMAPHORE_HANDLE_DESC_v1HandleWin32 {
 	return (*EXTERNAL_SEMAPHORE_HANDLE_DESC_v1HandleWin32)(unsafe.Pointer(u))
 }
 
+// SetWin32 stores v as what Win32 returns, after pinning with p the memory
+// that v's pointers (Handle, Name) point to, so that Go memory among it stays
+// alive and passes cgo's pointer check until p.Unpin: keep p pinned for as
+// long as C may use the memory (a graph node's, until the graph is destroyed).
+// Memory those point to that holds further Go pointers must be pinned too
+// (runtime.Pinner). With p nil, a pointer that is not nil is refused with an
+// error wrapping [ErrNoPinner], and nothing is stored.
+func (u *EXTERNAL_SEMAPHORE_HANDLE_DESC_v1Handle) SetWin32(v EXTERNAL_SEMAPHORE_HANDLE_DESC_v1HandleWin32, p *runtime.Pinner) error {
+	if err := pinPointers(p, "EXTERNAL_SEMAPHORE_HANDLE_DESC_v1Handle.SetWin32", unsafe.Pointer(v.Handle), unsafe.Pointer(v.Name)); err != nil {
+		return err
+	}
+	*u.Win32() = v
+	return nil
+}
+
 // NvSciSyncObj returns the union as its nvSciSyncObj member.
 //
-// Valid NvSciSyncObj. Must be non NULL
+// Valid NvSciSyncObj. Must be non NULL.
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check.
+// [EXTERNAL_SEMAPHORE_HANDLE_DESC_v1Handle.SetNvSciSyncObj] stores a member
+// that holds Go pointers and pins them.
 func (u *EXTERNAL_SEMAPHORE_HANDLE_DESC_v1Handle) NvSciSyncObj() *unsafe.Pointer {
 	return (*unsafe.Pointer)(unsafe.Pointer(u))
+}
+
+// SetNvSciSyncObj stores v as what NvSciSyncObj returns, after pinning with p
+// the memory v points to, so that Go memory among it stays alive and passes
+// cgo's pointer check until p.Unpin: keep p pinned for as long as C may use
+// the memory (a graph node's, until the graph is destroyed). Memory those
+// point to that holds further Go pointers must be pinned too (runtime.Pinner).
+// With p nil, a pointer that is not nil is refused with an error wrapping
+// [ErrNoPinner], and nothing is stored.
+func (u *EXTERNAL_SEMAPHORE_HANDLE_DESC_v1Handle) SetNvSciSyncObj(v unsafe.Pointer, p *runtime.Pinner) error {
+	if err := pinPointers(p, "EXTERNAL_SEMAPHORE_HANDLE_DESC_v1Handle.SetNvSciSyncObj", unsafe.Pointer(v)); err != nil {
+		return err
+	}
+	*u.NvSciSyncObj() = v
+	return nil
 }
 
 // EXTERNAL_SEMAPHORE_HANDLE_DESC_v1HandleWin32 is the anonymous type of struct CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC_st.handle).win32.
@@ -5653,8 +5738,29 @@ type EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_v1ParamsNvSciSync struct {
 //
 // Pointer to NvSciSyncFence. Valid if CUexternalSemaphoreHandleType
 // is of type [EXTERNAL_SEMAPHORE_HANDLE_TYPE_NVSCISYNC].
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check.
+// [EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_v1ParamsNvSciSync.SetFence] stores a
+// member that holds Go pointers and pins them.
 func (u *EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_v1ParamsNvSciSync) Fence() *unsafe.Pointer {
 	return (*unsafe.Pointer)(unsafe.Pointer(u))
+}
+
+// SetFence stores v as what Fence returns, after pinning with p the memory v
+// points to, so that Go memory among it stays alive and passes cgo's pointer
+// check until p.Unpin: keep p pinned for as long as C may use the memory (a
+// graph node's, until the graph is destroyed). Memory those point to that
+// holds further Go pointers must be pinned too (runtime.Pinner). With p nil, a
+// pointer that is not nil is refused with an error wrapping [ErrNoPinner], and
+// nothing is stored.
+func (u *EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_v1ParamsNvSciSync) SetFence(v unsafe.Pointer, p *runtime.Pinner) error {
+	if err := pinPointers(p, "EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_v1ParamsNvSciSync.SetFence", unsafe.Pointer(v)); err != nil {
+		return err
+	}
+	*u.Fence() = v
+	return nil
 }
 
 // Reserved returns the union as its reserved member.
@@ -5708,8 +5814,29 @@ type EXTERNAL_SEMAPHORE_WAIT_PARAMS_v1ParamsNvSciSync struct {
 }
 
 // Fence returns the union as its fence member.
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check.
+// [EXTERNAL_SEMAPHORE_WAIT_PARAMS_v1ParamsNvSciSync.SetFence] stores a member
+// that holds Go pointers and pins them.
 func (u *EXTERNAL_SEMAPHORE_WAIT_PARAMS_v1ParamsNvSciSync) Fence() *unsafe.Pointer {
 	return (*unsafe.Pointer)(unsafe.Pointer(u))
+}
+
+// SetFence stores v as what Fence returns, after pinning with p the memory v
+// points to, so that Go memory among it stays alive and passes cgo's pointer
+// check until p.Unpin: keep p pinned for as long as C may use the memory (a
+// graph node's, until the graph is destroyed). Memory those point to that
+// holds further Go pointers must be pinned too (runtime.Pinner). With p nil, a
+// pointer that is not nil is refused with an error wrapping [ErrNoPinner], and
+// nothing is stored.
+func (u *EXTERNAL_SEMAPHORE_WAIT_PARAMS_v1ParamsNvSciSync) SetFence(v unsafe.Pointer, p *runtime.Pinner) error {
+	if err := pinPointers(p, "EXTERNAL_SEMAPHORE_WAIT_PARAMS_v1ParamsNvSciSync.SetFence", unsafe.Pointer(v)); err != nil {
+		return err
+	}
+	*u.Fence() = v
+	return nil
 }
 
 // Reserved returns the union as its reserved member.
@@ -5852,15 +5979,56 @@ type GraphNodeParams struct {
 // Kernel returns its kernel member, in an anonymous union.
 //
 // Kernel node parameters.
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check. [GraphNodeParams.SetKernel] stores a member that holds
+// Go pointers and pins them.
 func (s *GraphNodeParams) Kernel() *KERNEL_NODE_PARAMS_v3 {
 	return (*KERNEL_NODE_PARAMS_v3)(unsafe.Add(unsafe.Pointer(s), 16))
+}
+
+// SetKernel stores v as what Kernel returns, after pinning with p the memory
+// that v's pointers (KernelParams, Extra) point to, so that Go memory among it
+// stays alive and passes cgo's pointer check until p.Unpin: keep p pinned for
+// as long as C may use the memory (a graph node's, until the graph is
+// destroyed). Memory those point to that holds further Go pointers must be
+// pinned too (runtime.Pinner). With p nil, a pointer that is not nil is
+// refused with an error wrapping [ErrNoPinner], and nothing is stored.
+func (s *GraphNodeParams) SetKernel(v KERNEL_NODE_PARAMS_v3, p *runtime.Pinner) error {
+	if err := pinPointers(p, "GraphNodeParams.SetKernel", unsafe.Pointer(v.KernelParams), unsafe.Pointer(v.Extra)); err != nil {
+		return err
+	}
+	*s.Kernel() = v
+	return nil
 }
 
 // Memcpy returns its memcpy member, in an anonymous union.
 //
 // Memcpy node parameters.
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check. [GraphNodeParams.SetMemcpy] stores a member that holds
+// Go pointers and pins them.
 func (s *GraphNodeParams) Memcpy() *MEMCPY_NODE_PARAMS {
 	return (*MEMCPY_NODE_PARAMS)(unsafe.Add(unsafe.Pointer(s), 16))
+}
+
+// SetMemcpy stores v as what Memcpy returns, after pinning with p the memory
+// that v's pointers (CopyParams.SrcHost, CopyParams.Reserved0,
+// CopyParams.DstHost, CopyParams.Reserved1) point to, so that Go memory among
+// it stays alive and passes cgo's pointer check until p.Unpin: keep p pinned
+// for as long as C may use the memory (a graph node's, until the graph is
+// destroyed). Memory those point to that holds further Go pointers must be
+// pinned too (runtime.Pinner). With p nil, a pointer that is not nil is
+// refused with an error wrapping [ErrNoPinner], and nothing is stored.
+func (s *GraphNodeParams) SetMemcpy(v MEMCPY_NODE_PARAMS, p *runtime.Pinner) error {
+	if err := pinPointers(p, "GraphNodeParams.SetMemcpy", unsafe.Pointer(v.CopyParams.SrcHost), unsafe.Pointer(v.CopyParams.Reserved0), unsafe.Pointer(v.CopyParams.DstHost), unsafe.Pointer(v.CopyParams.Reserved1)); err != nil {
+		return err
+	}
+	*s.Memcpy() = v
+	return nil
 }
 
 // Memset returns its memset member, in an anonymous union.
@@ -5873,8 +6041,28 @@ func (s *GraphNodeParams) Memset() *MEMSET_NODE_PARAMS_v2 {
 // Host returns its host member, in an anonymous union.
 //
 // Host node parameters.
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check. [GraphNodeParams.SetHost] stores a member that holds Go
+// pointers and pins them.
 func (s *GraphNodeParams) Host() *HOST_NODE_PARAMS_v2 {
 	return (*HOST_NODE_PARAMS_v2)(unsafe.Add(unsafe.Pointer(s), 16))
+}
+
+// SetHost stores v as what Host returns, after pinning with p the memory that
+// v's pointers (UserData) point to, so that Go memory among it stays alive and
+// passes cgo's pointer check until p.Unpin: keep p pinned for as long as C may
+// use the memory (a graph node's, until the graph is destroyed). Memory those
+// point to that holds further Go pointers must be pinned too (runtime.Pinner).
+// With p nil, a pointer that is not nil is refused with an error wrapping
+// [ErrNoPinner], and nothing is stored.
+func (s *GraphNodeParams) SetHost(v HOST_NODE_PARAMS_v2, p *runtime.Pinner) error {
+	if err := pinPointers(p, "GraphNodeParams.SetHost", unsafe.Pointer(v.UserData)); err != nil {
+		return err
+	}
+	*s.Host() = v
+	return nil
 }
 
 // Graph returns its graph member, in an anonymous union.
@@ -5901,22 +6089,83 @@ func (s *GraphNodeParams) EventRecord() *EVENT_RECORD_NODE_PARAMS {
 // ExtSemSignal returns its extSemSignal member, in an anonymous union.
 //
 // External semaphore signal node parameters.
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check. [GraphNodeParams.SetExtSemSignal] stores a member that
+// holds Go pointers and pins them.
 func (s *GraphNodeParams) ExtSemSignal() *EXT_SEM_SIGNAL_NODE_PARAMS_v2 {
 	return (*EXT_SEM_SIGNAL_NODE_PARAMS_v2)(unsafe.Add(unsafe.Pointer(s), 16))
+}
+
+// SetExtSemSignal stores v as what ExtSemSignal returns, after pinning with p
+// the memory that v's pointers (ExtSemArray, ParamsArray) point to, so that Go
+// memory among it stays alive and passes cgo's pointer check until p.Unpin:
+// keep p pinned for as long as C may use the memory (a graph node's, until the
+// graph is destroyed). Memory those point to that holds further Go pointers
+// must be pinned too (runtime.Pinner). With p nil, a pointer that is not nil
+// is refused with an error wrapping [ErrNoPinner], and nothing is stored.
+func (s *GraphNodeParams) SetExtSemSignal(v EXT_SEM_SIGNAL_NODE_PARAMS_v2, p *runtime.Pinner) error {
+	if err := pinPointers(p, "GraphNodeParams.SetExtSemSignal", unsafe.Pointer(v.ExtSemArray), unsafe.Pointer(v.ParamsArray)); err != nil {
+		return err
+	}
+	*s.ExtSemSignal() = v
+	return nil
 }
 
 // ExtSemWait returns its extSemWait member, in an anonymous union.
 //
 // External semaphore wait node parameters.
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check. [GraphNodeParams.SetExtSemWait] stores a member that
+// holds Go pointers and pins them.
 func (s *GraphNodeParams) ExtSemWait() *EXT_SEM_WAIT_NODE_PARAMS_v2 {
 	return (*EXT_SEM_WAIT_NODE_PARAMS_v2)(unsafe.Add(unsafe.Pointer(s), 16))
+}
+
+// SetExtSemWait stores v as what ExtSemWait returns, after pinning with p the
+// memory that v's pointers (ExtSemArray, ParamsArray) point to, so that Go
+// memory among it stays alive and passes cgo's pointer check until p.Unpin:
+// keep p pinned for as long as C may use the memory (a graph node's, until the
+// graph is destroyed). Memory those point to that holds further Go pointers
+// must be pinned too (runtime.Pinner). With p nil, a pointer that is not nil
+// is refused with an error wrapping [ErrNoPinner], and nothing is stored.
+func (s *GraphNodeParams) SetExtSemWait(v EXT_SEM_WAIT_NODE_PARAMS_v2, p *runtime.Pinner) error {
+	if err := pinPointers(p, "GraphNodeParams.SetExtSemWait", unsafe.Pointer(v.ExtSemArray), unsafe.Pointer(v.ParamsArray)); err != nil {
+		return err
+	}
+	*s.ExtSemWait() = v
+	return nil
 }
 
 // Alloc returns its alloc member, in an anonymous union.
 //
 // Memory allocation node parameters.
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check. [GraphNodeParams.SetAlloc] stores a member that holds
+// Go pointers and pins them.
 func (s *GraphNodeParams) Alloc() *MEM_ALLOC_NODE_PARAMS_v2 {
 	return (*MEM_ALLOC_NODE_PARAMS_v2)(unsafe.Add(unsafe.Pointer(s), 16))
+}
+
+// SetAlloc stores v as what Alloc returns, after pinning with p the memory
+// that v's pointers (PoolProps.Win32SecurityAttributes, AccessDescs) point to,
+// so that Go memory among it stays alive and passes cgo's pointer check until
+// p.Unpin: keep p pinned for as long as C may use the memory (a graph node's,
+// until the graph is destroyed). Memory those point to that holds further Go
+// pointers must be pinned too (runtime.Pinner). With p nil, a pointer that is
+// not nil is refused with an error wrapping [ErrNoPinner], and nothing is
+// stored.
+func (s *GraphNodeParams) SetAlloc(v MEM_ALLOC_NODE_PARAMS_v2, p *runtime.Pinner) error {
+	if err := pinPointers(p, "GraphNodeParams.SetAlloc", unsafe.Pointer(v.PoolProps.Win32SecurityAttributes), unsafe.Pointer(v.AccessDescs)); err != nil {
+		return err
+	}
+	*s.Alloc() = v
+	return nil
 }
 
 // Free returns its free member, in an anonymous union.
@@ -5929,15 +6178,55 @@ func (s *GraphNodeParams) Free() *MEM_FREE_NODE_PARAMS {
 // MemOp returns its memOp member, in an anonymous union.
 //
 // MemOp node parameters.
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check. [GraphNodeParams.SetMemOp] stores a member that holds
+// Go pointers and pins them.
 func (s *GraphNodeParams) MemOp() *BATCH_MEM_OP_NODE_PARAMS_v2 {
 	return (*BATCH_MEM_OP_NODE_PARAMS_v2)(unsafe.Add(unsafe.Pointer(s), 16))
+}
+
+// SetMemOp stores v as what MemOp returns, after pinning with p the memory
+// that v's pointers (ParamArray) point to, so that Go memory among it stays
+// alive and passes cgo's pointer check until p.Unpin: keep p pinned for as
+// long as C may use the memory (a graph node's, until the graph is destroyed).
+// Memory those point to that holds further Go pointers must be pinned too
+// (runtime.Pinner). With p nil, a pointer that is not nil is refused with an
+// error wrapping [ErrNoPinner], and nothing is stored.
+func (s *GraphNodeParams) SetMemOp(v BATCH_MEM_OP_NODE_PARAMS_v2, p *runtime.Pinner) error {
+	if err := pinPointers(p, "GraphNodeParams.SetMemOp", unsafe.Pointer(v.ParamArray)); err != nil {
+		return err
+	}
+	*s.MemOp() = v
+	return nil
 }
 
 // Conditional returns its conditional member, in an anonymous union.
 //
 // Conditional node parameters.
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check. [GraphNodeParams.SetConditional] stores a member that
+// holds Go pointers and pins them.
 func (s *GraphNodeParams) Conditional() *CONDITIONAL_NODE_PARAMS {
 	return (*CONDITIONAL_NODE_PARAMS)(unsafe.Add(unsafe.Pointer(s), 16))
+}
+
+// SetConditional stores v as what Conditional returns, after pinning with p
+// the memory that v's pointers (PhGraph_out) point to, so that Go memory among
+// it stays alive and passes cgo's pointer check until p.Unpin: keep p pinned
+// for as long as C may use the memory (a graph node's, until the graph is
+// destroyed). Memory those point to that holds further Go pointers must be
+// pinned too (runtime.Pinner). With p nil, a pointer that is not nil is
+// refused with an error wrapping [ErrNoPinner], and nothing is stored.
+func (s *GraphNodeParams) SetConditional(v CONDITIONAL_NODE_PARAMS, p *runtime.Pinner) error {
+	if err := pinPointers(p, "GraphNodeParams.SetConditional", unsafe.Pointer(v.PhGraph_out)); err != nil {
+		return err
+	}
+	*s.Conditional() = v
+	return nil
 }
 
 // HOST_NODE_PARAMS_v1 is struct CUDA_HOST_NODE_PARAMS_st: host node parameters
@@ -6092,8 +6381,28 @@ func (u *LaunchAttributeValue) Pad() *[64]byte {
 // AccessPolicyWindow returns the union as its accessPolicyWindow member.
 //
 // Value of launch attribute [LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW].
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check. [LaunchAttributeValue.SetAccessPolicyWindow] stores a
+// member that holds Go pointers and pins them.
 func (u *LaunchAttributeValue) AccessPolicyWindow() *AccessPolicyWindow {
 	return (*AccessPolicyWindow)(unsafe.Pointer(u))
+}
+
+// SetAccessPolicyWindow stores v as what AccessPolicyWindow returns, after
+// pinning with p the memory that v's pointers (Base_ptr) point to, so that Go
+// memory among it stays alive and passes cgo's pointer check until p.Unpin:
+// keep p pinned for as long as C may use the memory (a graph node's, until the
+// graph is destroyed). Memory those point to that holds further Go pointers
+// must be pinned too (runtime.Pinner). With p nil, a pointer that is not nil
+// is refused with an error wrapping [ErrNoPinner], and nothing is stored.
+func (u *LaunchAttributeValue) SetAccessPolicyWindow(v AccessPolicyWindow, p *runtime.Pinner) error {
+	if err := pinPointers(p, "LaunchAttributeValue.SetAccessPolicyWindow", unsafe.Pointer(v.Base_ptr)); err != nil {
+		return err
+	}
+	*u.AccessPolicyWindow() = v
+	return nil
 }
 
 // Cooperative returns the union as its cooperative member.
@@ -6829,6 +7138,29 @@ type TensorMap struct {
 // Uuid is struct CUuuid_st.
 type Uuid struct {
 	Bytes [16]byte
+}
+
+// ErrNoPinner is the error, wrapped, of a Set method of a union member
+// given a pointer and no runtime.Pinner: a union's bytes are integers to
+// the garbage collector and to cgo's pointer check, so Go memory stored in
+// them must be pinned for as long as C may use it.
+var ErrNoPinner = errors.New("a pointer stored in a union needs a runtime.Pinner")
+
+// pinPointers pins with p the memory each of ptrs that is not nil points
+// to, for the Set method what; with p nil, it refuses a pointer that is
+// not nil.
+func pinPointers(p *runtime.Pinner, what string, ptrs ...unsafe.Pointer) error {
+	for _, q := range ptrs {
+		if q != nil && p == nil {
+			return fmt.Errorf("cudadrv: %s: %w", what, ErrNoPinner)
+		}
+	}
+	for _, q := range ptrs {
+		if q != nil {
+			p.Pin(q)
+		}
+	}
+	return nil
 }
 
 // ARRAY3D_DESCRIPTOR is CUDA_ARRAY3D_DESCRIPTOR.

@@ -5,6 +5,9 @@
 package cudart
 
 import (
+	"errors"
+	"fmt"
+	"runtime"
 	"strconv"
 	"unsafe"
 )
@@ -5079,16 +5082,56 @@ func (u *ExternalMemoryHandleDescHandle) Fd() *int32 {
 // [ExternalMemoryHandleTypeOpaqueWin32Kmt]
 // [ExternalMemoryHandleTypeD3D11ResourceKmt]
 // then 'name' must be NULL.
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check. [ExternalMemoryHandleDescHandle.SetWin32] stores a
+// member that holds Go pointers and pins them.
 func (u *ExternalMemoryHandleDescHandle) Win32() *ExternalMemoryHandleDescHandleWin32 {
 	return (*ExternalMemoryHandleDescHandleWin32)(unsafe.Pointer(u))
+}
+
+// SetWin32 stores v as what Win32 returns, after pinning with p the memory
+// that v's pointers (Handle, Name) point to, so that Go memory among it stays
+// alive and passes cgo's pointer check until p.Unpin: keep p pinned for as
+// long as C may use the memory (a graph node's, until the graph is destroyed).
+// Memory those point to that holds further Go pointers must be pinned too
+// (runtime.Pinner). With p nil, a pointer that is not nil is refused with an
+// error wrapping [ErrNoPinner], and nothing is stored.
+func (u *ExternalMemoryHandleDescHandle) SetWin32(v ExternalMemoryHandleDescHandleWin32, p *runtime.Pinner) error {
+	if err := pinPointers(p, "ExternalMemoryHandleDescHandle.SetWin32", unsafe.Pointer(v.Handle), unsafe.Pointer(v.Name)); err != nil {
+		return err
+	}
+	*u.Win32() = v
+	return nil
 }
 
 // NvSciBufObject returns the union as its nvSciBufObject member.
 //
 // A handle representing NvSciBuf Object. Valid when type
-// is [ExternalMemoryHandleTypeNvSciBuf]
+// is [ExternalMemoryHandleTypeNvSciBuf].
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check. [ExternalMemoryHandleDescHandle.SetNvSciBufObject]
+// stores a member that holds Go pointers and pins them.
 func (u *ExternalMemoryHandleDescHandle) NvSciBufObject() *unsafe.Pointer {
 	return (*unsafe.Pointer)(unsafe.Pointer(u))
+}
+
+// SetNvSciBufObject stores v as what NvSciBufObject returns, after pinning
+// with p the memory v points to, so that Go memory among it stays alive and
+// passes cgo's pointer check until p.Unpin: keep p pinned for as long as C may
+// use the memory (a graph node's, until the graph is destroyed). Memory those
+// point to that holds further Go pointers must be pinned too (runtime.Pinner).
+// With p nil, a pointer that is not nil is refused with an error wrapping
+// [ErrNoPinner], and nothing is stored.
+func (u *ExternalMemoryHandleDescHandle) SetNvSciBufObject(v unsafe.Pointer, p *runtime.Pinner) error {
+	if err := pinPointers(p, "ExternalMemoryHandleDescHandle.SetNvSciBufObject", unsafe.Pointer(v)); err != nil {
+		return err
+	}
+	*u.NvSciBufObject() = v
+	return nil
 }
 
 // ExternalMemoryHandleDescHandleWin32 is the anonymous type of struct cudaExternalMemoryHandleDesc.handle).win32.
@@ -5159,15 +5202,55 @@ func (u *ExternalSemaphoreHandleDescHandle) Fd() *int32 {
 // [ExternalSemaphoreHandleTypeOpaqueWin32Kmt]
 // [ExternalSemaphoreHandleTypeKeyedMutexKmt]
 // then 'name' must be NULL.
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check. [ExternalSemaphoreHandleDescHandle.SetWin32] stores a
+// member that holds Go pointers and pins them.
 func (u *ExternalSemaphoreHandleDescHandle) Win32() *ExternalSemaphoreHandleDescHandleWin32 {
 	return (*ExternalSemaphoreHandleDescHandleWin32)(unsafe.Pointer(u))
 }
 
+// SetWin32 stores v as what Win32 returns, after pinning with p the memory
+// that v's pointers (Handle, Name) point to, so that Go memory among it stays
+// alive and passes cgo's pointer check until p.Unpin: keep p pinned for as
+// long as C may use the memory (a graph node's, until the graph is destroyed).
+// Memory those point to that holds further Go pointers must be pinned too
+// (runtime.Pinner). With p nil, a pointer that is not nil is refused with an
+// error wrapping [ErrNoPinner], and nothing is stored.
+func (u *ExternalSemaphoreHandleDescHandle) SetWin32(v ExternalSemaphoreHandleDescHandleWin32, p *runtime.Pinner) error {
+	if err := pinPointers(p, "ExternalSemaphoreHandleDescHandle.SetWin32", unsafe.Pointer(v.Handle), unsafe.Pointer(v.Name)); err != nil {
+		return err
+	}
+	*u.Win32() = v
+	return nil
+}
+
 // NvSciSyncObj returns the union as its nvSciSyncObj member.
 //
-// Valid NvSciSyncObj. Must be non NULL
+// Valid NvSciSyncObj. Must be non NULL.
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check. [ExternalSemaphoreHandleDescHandle.SetNvSciSyncObj]
+// stores a member that holds Go pointers and pins them.
 func (u *ExternalSemaphoreHandleDescHandle) NvSciSyncObj() *unsafe.Pointer {
 	return (*unsafe.Pointer)(unsafe.Pointer(u))
+}
+
+// SetNvSciSyncObj stores v as what NvSciSyncObj returns, after pinning with p
+// the memory v points to, so that Go memory among it stays alive and passes
+// cgo's pointer check until p.Unpin: keep p pinned for as long as C may use
+// the memory (a graph node's, until the graph is destroyed). Memory those
+// point to that holds further Go pointers must be pinned too (runtime.Pinner).
+// With p nil, a pointer that is not nil is refused with an error wrapping
+// [ErrNoPinner], and nothing is stored.
+func (u *ExternalSemaphoreHandleDescHandle) SetNvSciSyncObj(v unsafe.Pointer, p *runtime.Pinner) error {
+	if err := pinPointers(p, "ExternalSemaphoreHandleDescHandle.SetNvSciSyncObj", unsafe.Pointer(v)); err != nil {
+		return err
+	}
+	*u.NvSciSyncObj() = v
+	return nil
 }
 
 // ExternalSemaphoreHandleDescHandleWin32 is the anonymous type of struct cudaExternalSemaphoreHandleDesc.handle).win32.
@@ -5245,8 +5328,28 @@ type ExternalSemaphoreSignalParamsParamsNvSciSync struct {
 //
 // Pointer to NvSciSyncFence. Valid if [ExternalSemaphoreHandleType]
 // is of type [ExternalSemaphoreHandleTypeNvSciSync].
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check. [ExternalSemaphoreSignalParamsParamsNvSciSync.SetFence]
+// stores a member that holds Go pointers and pins them.
 func (u *ExternalSemaphoreSignalParamsParamsNvSciSync) Fence() *unsafe.Pointer {
 	return (*unsafe.Pointer)(unsafe.Pointer(u))
+}
+
+// SetFence stores v as what Fence returns, after pinning with p the memory v
+// points to, so that Go memory among it stays alive and passes cgo's pointer
+// check until p.Unpin: keep p pinned for as long as C may use the memory (a
+// graph node's, until the graph is destroyed). Memory those point to that
+// holds further Go pointers must be pinned too (runtime.Pinner). With p nil, a
+// pointer that is not nil is refused with an error wrapping [ErrNoPinner], and
+// nothing is stored.
+func (u *ExternalSemaphoreSignalParamsParamsNvSciSync) SetFence(v unsafe.Pointer, p *runtime.Pinner) error {
+	if err := pinPointers(p, "ExternalSemaphoreSignalParamsParamsNvSciSync.SetFence", unsafe.Pointer(v)); err != nil {
+		return err
+	}
+	*u.Fence() = v
+	return nil
 }
 
 // Reserved returns the union as its reserved member.
@@ -5322,8 +5425,28 @@ type ExternalSemaphoreWaitParamsParamsNvSciSync struct {
 //
 // Pointer to NvSciSyncFence. Valid if [ExternalSemaphoreHandleType]
 // is of type [ExternalSemaphoreHandleTypeNvSciSync].
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check. [ExternalSemaphoreWaitParamsParamsNvSciSync.SetFence]
+// stores a member that holds Go pointers and pins them.
 func (u *ExternalSemaphoreWaitParamsParamsNvSciSync) Fence() *unsafe.Pointer {
 	return (*unsafe.Pointer)(unsafe.Pointer(u))
+}
+
+// SetFence stores v as what Fence returns, after pinning with p the memory v
+// points to, so that Go memory among it stays alive and passes cgo's pointer
+// check until p.Unpin: keep p pinned for as long as C may use the memory (a
+// graph node's, until the graph is destroyed). Memory those point to that
+// holds further Go pointers must be pinned too (runtime.Pinner). With p nil, a
+// pointer that is not nil is refused with an error wrapping [ErrNoPinner], and
+// nothing is stored.
+func (u *ExternalSemaphoreWaitParamsParamsNvSciSync) SetFence(v unsafe.Pointer, p *runtime.Pinner) error {
+	if err := pinPointers(p, "ExternalSemaphoreWaitParamsParamsNvSciSync.SetFence", unsafe.Pointer(v)); err != nil {
+		return err
+	}
+	*u.Fence() = v
+	return nil
 }
 
 // Reserved returns the union as its reserved member.
@@ -5518,9 +5641,29 @@ func (u *GraphKernelNodeUpdateUpdateData) GridDim() *Dim3 {
 
 // Param returns the union as its param member.
 //
-// Kernel parameter data
+// Kernel parameter data.
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check. [GraphKernelNodeUpdateUpdateData.SetParam] stores a
+// member that holds Go pointers and pins them.
 func (u *GraphKernelNodeUpdateUpdateData) Param() *GraphKernelNodeUpdateUpdateDataParam {
 	return (*GraphKernelNodeUpdateUpdateDataParam)(unsafe.Pointer(u))
+}
+
+// SetParam stores v as what Param returns, after pinning with p the memory
+// that v's pointers (PValue) point to, so that Go memory among it stays alive
+// and passes cgo's pointer check until p.Unpin: keep p pinned for as long as C
+// may use the memory (a graph node's, until the graph is destroyed). Memory
+// those point to that holds further Go pointers must be pinned too
+// (runtime.Pinner). With p nil, a pointer that is not nil is refused with an
+// error wrapping [ErrNoPinner], and nothing is stored.
+func (u *GraphKernelNodeUpdateUpdateData) SetParam(v GraphKernelNodeUpdateUpdateDataParam, p *runtime.Pinner) error {
+	if err := pinPointers(p, "GraphKernelNodeUpdateUpdateData.SetParam", unsafe.Pointer(v.PValue)); err != nil {
+		return err
+	}
+	*u.Param() = v
+	return nil
 }
 
 // IsEnabled returns the union as its isEnabled member.
@@ -5555,29 +5698,110 @@ type GraphNodeParams struct {
 // Kernel returns its kernel member, in an anonymous union.
 //
 // Kernel node parameters.
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check. [GraphNodeParams.SetKernel] stores a member that holds
+// Go pointers and pins them.
 func (s *GraphNodeParams) Kernel() *KernelNodeParamsV2 {
 	return (*KernelNodeParamsV2)(unsafe.Add(unsafe.Pointer(s), 16))
+}
+
+// SetKernel stores v as what Kernel returns, after pinning with p the memory
+// that v's pointers (Func, KernelParams, Extra) point to, so that Go memory
+// among it stays alive and passes cgo's pointer check until p.Unpin: keep p
+// pinned for as long as C may use the memory (a graph node's, until the graph
+// is destroyed). Memory those point to that holds further Go pointers must be
+// pinned too (runtime.Pinner). With p nil, a pointer that is not nil is
+// refused with an error wrapping [ErrNoPinner], and nothing is stored.
+func (s *GraphNodeParams) SetKernel(v KernelNodeParamsV2, p *runtime.Pinner) error {
+	if err := pinPointers(p, "GraphNodeParams.SetKernel", unsafe.Pointer(v.Func), unsafe.Pointer(v.KernelParams), unsafe.Pointer(v.Extra)); err != nil {
+		return err
+	}
+	*s.Kernel() = v
+	return nil
 }
 
 // Memcpy returns its memcpy member, in an anonymous union.
 //
 // Memcpy node parameters.
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check. [GraphNodeParams.SetMemcpy] stores a member that holds
+// Go pointers and pins them.
 func (s *GraphNodeParams) Memcpy() *MemcpyNodeParams {
 	return (*MemcpyNodeParams)(unsafe.Add(unsafe.Pointer(s), 16))
+}
+
+// SetMemcpy stores v as what Memcpy returns, after pinning with p the memory
+// that v's pointers (CopyParams.SrcPtr.Ptr, CopyParams.DstPtr.Ptr) point to,
+// so that Go memory among it stays alive and passes cgo's pointer check until
+// p.Unpin: keep p pinned for as long as C may use the memory (a graph node's,
+// until the graph is destroyed). Memory those point to that holds further Go
+// pointers must be pinned too (runtime.Pinner). With p nil, a pointer that is
+// not nil is refused with an error wrapping [ErrNoPinner], and nothing is
+// stored.
+func (s *GraphNodeParams) SetMemcpy(v MemcpyNodeParams, p *runtime.Pinner) error {
+	if err := pinPointers(p, "GraphNodeParams.SetMemcpy", unsafe.Pointer(v.CopyParams.SrcPtr.Ptr), unsafe.Pointer(v.CopyParams.DstPtr.Ptr)); err != nil {
+		return err
+	}
+	*s.Memcpy() = v
+	return nil
 }
 
 // Memset returns its memset member, in an anonymous union.
 //
 // Memset node parameters.
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check. [GraphNodeParams.SetMemset] stores a member that holds
+// Go pointers and pins them.
 func (s *GraphNodeParams) Memset() *MemsetParamsV2 {
 	return (*MemsetParamsV2)(unsafe.Add(unsafe.Pointer(s), 16))
+}
+
+// SetMemset stores v as what Memset returns, after pinning with p the memory
+// that v's pointers (Dst) point to, so that Go memory among it stays alive and
+// passes cgo's pointer check until p.Unpin: keep p pinned for as long as C may
+// use the memory (a graph node's, until the graph is destroyed). Memory those
+// point to that holds further Go pointers must be pinned too (runtime.Pinner).
+// With p nil, a pointer that is not nil is refused with an error wrapping
+// [ErrNoPinner], and nothing is stored.
+func (s *GraphNodeParams) SetMemset(v MemsetParamsV2, p *runtime.Pinner) error {
+	if err := pinPointers(p, "GraphNodeParams.SetMemset", unsafe.Pointer(v.Dst)); err != nil {
+		return err
+	}
+	*s.Memset() = v
+	return nil
 }
 
 // Host returns its host member, in an anonymous union.
 //
 // Host node parameters.
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check. [GraphNodeParams.SetHost] stores a member that holds Go
+// pointers and pins them.
 func (s *GraphNodeParams) Host() *HostNodeParamsV2 {
 	return (*HostNodeParamsV2)(unsafe.Add(unsafe.Pointer(s), 16))
+}
+
+// SetHost stores v as what Host returns, after pinning with p the memory that
+// v's pointers (UserData) point to, so that Go memory among it stays alive and
+// passes cgo's pointer check until p.Unpin: keep p pinned for as long as C may
+// use the memory (a graph node's, until the graph is destroyed). Memory those
+// point to that holds further Go pointers must be pinned too (runtime.Pinner).
+// With p nil, a pointer that is not nil is refused with an error wrapping
+// [ErrNoPinner], and nothing is stored.
+func (s *GraphNodeParams) SetHost(v HostNodeParamsV2, p *runtime.Pinner) error {
+	if err := pinPointers(p, "GraphNodeParams.SetHost", unsafe.Pointer(v.UserData)); err != nil {
+		return err
+	}
+	*s.Host() = v
+	return nil
 }
 
 // Graph returns its graph member, in an anonymous union.
@@ -5604,36 +5828,137 @@ func (s *GraphNodeParams) EventRecord() *EventRecordNodeParams {
 // ExtSemSignal returns its extSemSignal member, in an anonymous union.
 //
 // External semaphore signal node parameters.
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check. [GraphNodeParams.SetExtSemSignal] stores a member that
+// holds Go pointers and pins them.
 func (s *GraphNodeParams) ExtSemSignal() *ExternalSemaphoreSignalNodeParamsV2 {
 	return (*ExternalSemaphoreSignalNodeParamsV2)(unsafe.Add(unsafe.Pointer(s), 16))
+}
+
+// SetExtSemSignal stores v as what ExtSemSignal returns, after pinning with p
+// the memory that v's pointers (ExtSemArray, ParamsArray) point to, so that Go
+// memory among it stays alive and passes cgo's pointer check until p.Unpin:
+// keep p pinned for as long as C may use the memory (a graph node's, until the
+// graph is destroyed). Memory those point to that holds further Go pointers
+// must be pinned too (runtime.Pinner). With p nil, a pointer that is not nil
+// is refused with an error wrapping [ErrNoPinner], and nothing is stored.
+func (s *GraphNodeParams) SetExtSemSignal(v ExternalSemaphoreSignalNodeParamsV2, p *runtime.Pinner) error {
+	if err := pinPointers(p, "GraphNodeParams.SetExtSemSignal", unsafe.Pointer(v.ExtSemArray), unsafe.Pointer(v.ParamsArray)); err != nil {
+		return err
+	}
+	*s.ExtSemSignal() = v
+	return nil
 }
 
 // ExtSemWait returns its extSemWait member, in an anonymous union.
 //
 // External semaphore wait node parameters.
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check. [GraphNodeParams.SetExtSemWait] stores a member that
+// holds Go pointers and pins them.
 func (s *GraphNodeParams) ExtSemWait() *ExternalSemaphoreWaitNodeParamsV2 {
 	return (*ExternalSemaphoreWaitNodeParamsV2)(unsafe.Add(unsafe.Pointer(s), 16))
+}
+
+// SetExtSemWait stores v as what ExtSemWait returns, after pinning with p the
+// memory that v's pointers (ExtSemArray, ParamsArray) point to, so that Go
+// memory among it stays alive and passes cgo's pointer check until p.Unpin:
+// keep p pinned for as long as C may use the memory (a graph node's, until the
+// graph is destroyed). Memory those point to that holds further Go pointers
+// must be pinned too (runtime.Pinner). With p nil, a pointer that is not nil
+// is refused with an error wrapping [ErrNoPinner], and nothing is stored.
+func (s *GraphNodeParams) SetExtSemWait(v ExternalSemaphoreWaitNodeParamsV2, p *runtime.Pinner) error {
+	if err := pinPointers(p, "GraphNodeParams.SetExtSemWait", unsafe.Pointer(v.ExtSemArray), unsafe.Pointer(v.ParamsArray)); err != nil {
+		return err
+	}
+	*s.ExtSemWait() = v
+	return nil
 }
 
 // Alloc returns its alloc member, in an anonymous union.
 //
 // Memory allocation node parameters.
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check. [GraphNodeParams.SetAlloc] stores a member that holds
+// Go pointers and pins them.
 func (s *GraphNodeParams) Alloc() *MemAllocNodeParamsV2 {
 	return (*MemAllocNodeParamsV2)(unsafe.Add(unsafe.Pointer(s), 16))
+}
+
+// SetAlloc stores v as what Alloc returns, after pinning with p the memory
+// that v's pointers (PoolProps.Win32SecurityAttributes, AccessDescs, Dptr)
+// point to, so that Go memory among it stays alive and passes cgo's pointer
+// check until p.Unpin: keep p pinned for as long as C may use the memory (a
+// graph node's, until the graph is destroyed). Memory those point to that
+// holds further Go pointers must be pinned too (runtime.Pinner). With p nil, a
+// pointer that is not nil is refused with an error wrapping [ErrNoPinner], and
+// nothing is stored.
+func (s *GraphNodeParams) SetAlloc(v MemAllocNodeParamsV2, p *runtime.Pinner) error {
+	if err := pinPointers(p, "GraphNodeParams.SetAlloc", unsafe.Pointer(v.PoolProps.Win32SecurityAttributes), unsafe.Pointer(v.AccessDescs), unsafe.Pointer(v.Dptr)); err != nil {
+		return err
+	}
+	*s.Alloc() = v
+	return nil
 }
 
 // Free returns its free member, in an anonymous union.
 //
 // Memory free node parameters.
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check. [GraphNodeParams.SetFree] stores a member that holds Go
+// pointers and pins them.
 func (s *GraphNodeParams) Free() *MemFreeNodeParams {
 	return (*MemFreeNodeParams)(unsafe.Add(unsafe.Pointer(s), 16))
+}
+
+// SetFree stores v as what Free returns, after pinning with p the memory that
+// v's pointers (Dptr) point to, so that Go memory among it stays alive and
+// passes cgo's pointer check until p.Unpin: keep p pinned for as long as C may
+// use the memory (a graph node's, until the graph is destroyed). Memory those
+// point to that holds further Go pointers must be pinned too (runtime.Pinner).
+// With p nil, a pointer that is not nil is refused with an error wrapping
+// [ErrNoPinner], and nothing is stored.
+func (s *GraphNodeParams) SetFree(v MemFreeNodeParams, p *runtime.Pinner) error {
+	if err := pinPointers(p, "GraphNodeParams.SetFree", unsafe.Pointer(v.Dptr)); err != nil {
+		return err
+	}
+	*s.Free() = v
+	return nil
 }
 
 // Conditional returns its conditional member, in an anonymous union.
 //
 // Conditional node parameters.
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check. [GraphNodeParams.SetConditional] stores a member that
+// holds Go pointers and pins them.
 func (s *GraphNodeParams) Conditional() *ConditionalNodeParams {
 	return (*ConditionalNodeParams)(unsafe.Add(unsafe.Pointer(s), 16))
+}
+
+// SetConditional stores v as what Conditional returns, after pinning with p
+// the memory that v's pointers (PhGraph_out) point to, so that Go memory among
+// it stays alive and passes cgo's pointer check until p.Unpin: keep p pinned
+// for as long as C may use the memory (a graph node's, until the graph is
+// destroyed). Memory those point to that holds further Go pointers must be
+// pinned too (runtime.Pinner). With p nil, a pointer that is not nil is
+// refused with an error wrapping [ErrNoPinner], and nothing is stored.
+func (s *GraphNodeParams) SetConditional(v ConditionalNodeParams, p *runtime.Pinner) error {
+	if err := pinPointers(p, "GraphNodeParams.SetConditional", unsafe.Pointer(v.PhGraph_out)); err != nil {
+		return err
+	}
+	*s.Conditional() = v
+	return nil
 }
 
 // HostNodeParams is struct cudaHostNodeParams: CUDA host node parameters
@@ -5746,8 +6071,28 @@ func (u *LaunchAttributeValue) Pad() *[64]byte {
 // AccessPolicyWindow returns the union as its accessPolicyWindow member.
 //
 // Value of launch attribute [LaunchAttributeAccessPolicyWindow].
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check. [LaunchAttributeValue.SetAccessPolicyWindow] stores a
+// member that holds Go pointers and pins them.
 func (u *LaunchAttributeValue) AccessPolicyWindow() *AccessPolicyWindow {
 	return (*AccessPolicyWindow)(unsafe.Pointer(u))
+}
+
+// SetAccessPolicyWindow stores v as what AccessPolicyWindow returns, after
+// pinning with p the memory that v's pointers (Base_ptr) point to, so that Go
+// memory among it stays alive and passes cgo's pointer check until p.Unpin:
+// keep p pinned for as long as C may use the memory (a graph node's, until the
+// graph is destroyed). Memory those point to that holds further Go pointers
+// must be pinned too (runtime.Pinner). With p nil, a pointer that is not nil
+// is refused with an error wrapping [ErrNoPinner], and nothing is stored.
+func (u *LaunchAttributeValue) SetAccessPolicyWindow(v AccessPolicyWindow, p *runtime.Pinner) error {
+	if err := pinPointers(p, "LaunchAttributeValue.SetAccessPolicyWindow", unsafe.Pointer(v.Base_ptr)); err != nil {
+		return err
+	}
+	*u.AccessPolicyWindow() = v
+	return nil
 }
 
 // Cooperative returns the union as its cooperative member.
@@ -6171,9 +6516,29 @@ type Memcpy3DOperandOp struct {
 
 // Ptr returns the union as its ptr member.
 //
-// Struct representing an operand when [Memcpy3DOperand]type is [MemcpyOperandTypePointer]
+// Struct representing an operand when [Memcpy3DOperand]type is [MemcpyOperandTypePointer].
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check. [Memcpy3DOperandOp.SetPtr] stores a member that holds
+// Go pointers and pins them.
 func (u *Memcpy3DOperandOp) Ptr() *Memcpy3DOperandOpPtr {
 	return (*Memcpy3DOperandOpPtr)(unsafe.Pointer(u))
+}
+
+// SetPtr stores v as what Ptr returns, after pinning with p the memory that
+// v's pointers (Ptr) point to, so that Go memory among it stays alive and
+// passes cgo's pointer check until p.Unpin: keep p pinned for as long as C may
+// use the memory (a graph node's, until the graph is destroyed). Memory those
+// point to that holds further Go pointers must be pinned too (runtime.Pinner).
+// With p nil, a pointer that is not nil is refused with an error wrapping
+// [ErrNoPinner], and nothing is stored.
+func (u *Memcpy3DOperandOp) SetPtr(v Memcpy3DOperandOpPtr, p *runtime.Pinner) error {
+	if err := pinPointers(p, "Memcpy3DOperandOp.SetPtr", unsafe.Pointer(v.Ptr)); err != nil {
+		return err
+	}
+	*u.Ptr() = v
+	return nil
 }
 
 // Array returns the union as its array member.
@@ -6380,13 +6745,53 @@ func (u *ResourceDescRes) Mipmap() *ResourceDescResMipmap {
 }
 
 // Linear returns the union as its linear member.
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check. [ResourceDescRes.SetLinear] stores a member that holds
+// Go pointers and pins them.
 func (u *ResourceDescRes) Linear() *ResourceDescResLinear {
 	return (*ResourceDescResLinear)(unsafe.Pointer(u))
 }
 
+// SetLinear stores v as what Linear returns, after pinning with p the memory
+// that v's pointers (DevPtr) point to, so that Go memory among it stays alive
+// and passes cgo's pointer check until p.Unpin: keep p pinned for as long as C
+// may use the memory (a graph node's, until the graph is destroyed). Memory
+// those point to that holds further Go pointers must be pinned too
+// (runtime.Pinner). With p nil, a pointer that is not nil is refused with an
+// error wrapping [ErrNoPinner], and nothing is stored.
+func (u *ResourceDescRes) SetLinear(v ResourceDescResLinear, p *runtime.Pinner) error {
+	if err := pinPointers(p, "ResourceDescRes.SetLinear", unsafe.Pointer(v.DevPtr)); err != nil {
+		return err
+	}
+	*u.Linear() = v
+	return nil
+}
+
 // Pitch2D returns the union as its pitch2D member.
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check. [ResourceDescRes.SetPitch2D] stores a member that holds
+// Go pointers and pins them.
 func (u *ResourceDescRes) Pitch2D() *ResourceDescResPitch2D {
 	return (*ResourceDescResPitch2D)(unsafe.Pointer(u))
+}
+
+// SetPitch2D stores v as what Pitch2D returns, after pinning with p the memory
+// that v's pointers (DevPtr) point to, so that Go memory among it stays alive
+// and passes cgo's pointer check until p.Unpin: keep p pinned for as long as C
+// may use the memory (a graph node's, until the graph is destroyed). Memory
+// those point to that holds further Go pointers must be pinned too
+// (runtime.Pinner). With p nil, a pointer that is not nil is refused with an
+// error wrapping [ErrNoPinner], and nothing is stored.
+func (u *ResourceDescRes) SetPitch2D(v ResourceDescResPitch2D, p *runtime.Pinner) error {
+	if err := pinPointers(p, "ResourceDescRes.SetPitch2D", unsafe.Pointer(v.DevPtr)); err != nil {
+		return err
+	}
+	*u.Pitch2D() = v
+	return nil
 }
 
 // Reserved returns the union as its reserved member.
@@ -6699,6 +7104,29 @@ type Ushort4 struct {
 	Y uint16
 	Z uint16
 	W uint16
+}
+
+// ErrNoPinner is the error, wrapped, of a Set method of a union member
+// given a pointer and no runtime.Pinner: a union's bytes are integers to
+// the garbage collector and to cgo's pointer check, so Go memory stored in
+// them must be pinned for as long as C may use it.
+var ErrNoPinner = errors.New("a pointer stored in a union needs a runtime.Pinner")
+
+// pinPointers pins with p the memory each of ptrs that is not nil points
+// to, for the Set method what; with p nil, it refuses a pointer that is
+// not nil.
+func pinPointers(p *runtime.Pinner, what string, ptrs ...unsafe.Pointer) error {
+	for _, q := range ptrs {
+		if q != nil && p == nil {
+			return fmt.Errorf("cudart: %s: %w", what, ErrNoPinner)
+		}
+	}
+	for _, q := range ptrs {
+		if q != nil {
+			p.Pin(q)
+		}
+	}
+	return nil
 }
 
 // Array is cudaArray_t: CUDA array

@@ -318,6 +318,9 @@ func (e *emitter) types() *jen.File {
 	for _, r := range e.pkg.Records {
 		e.record(f, r)
 	}
+	if e.hasSetters() {
+		e.pinHelpers(f)
+	}
 	for _, t := range e.pkg.Typedefs {
 		f.Add(docComment(doc(t.GoName, "is", t.CName, t.Doc)))
 		switch t.Class {
@@ -491,6 +494,12 @@ func (e *emitter) accessor(f *jen.File, r *Record, fd Field) {
 	if fd.Doc != "" {
 		text += "\n\n" + fd.Doc
 	}
+	if note := e.pointerNote(r, fd, recv); note != "" {
+		if !strings.ContainsAny(text[len(text)-1:], ".:!?") {
+			text += "." // else gofmt makes a line before a paragraph a heading
+		}
+		text += "\n\n" + note
+	}
 	ptr := jen.Qual("unsafe", "Pointer").Call(jen.Id(recv))
 	if fd.Offset != 0 {
 		ptr = jen.Qual("unsafe", "Add").Call(ptr, jen.Lit(int(fd.Offset)))
@@ -499,6 +508,7 @@ func (e *emitter) accessor(f *jen.File, r *Record, fd Field) {
 	f.Func().Params(jen.Id(recv).Op("*").Id(r.GoName)).Id(fd.GoName).Params().Op("*").Add(goType(fd.Type)).Block(
 		jen.Return(jen.Parens(jen.Op("*").Add(goType(fd.Type))).Call(ptr)),
 	)
+	e.setter(f, r, fd, recv)
 }
 
 func (e *emitter) consts() *jen.File {

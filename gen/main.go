@@ -173,7 +173,14 @@
 // member an accessor of the struct. When the first member holds a Go
 // pointer and shares its bytes with others, it is an accessor too and the
 // union all bytes, so that nothing stored through another member is taken
-// for a pointer by the garbage collector. Handles (pointers to opaque
+// for a pointer by the garbage collector. The other way round, a Go pointer
+// stored through an accessor is an integer to the collector and to cgo's
+// pointer check, so each accessor whose member holds a pointer (at any
+// depth of its Go fields) has a setter beside it that pins what the
+// member's pointers point to with a runtime.Pinner, or refuses them without
+// one (ErrNoPinner): GraphNodeParams.SetMemcpy(v MEMCPY_NODE_PARAMS, p
+// *runtime.Pinner) error (see pointers.go). A struct's own pointer fields
+// need none: the collector and cgo see them. Handles (pointers to opaque
 // structs) and function pointers are uintptr-based types: Go never
 // dereferences them. void * is unsafe.Pointer; const char * parameters are
 // Go strings. Integer constants are untyped, so that they convert to the
