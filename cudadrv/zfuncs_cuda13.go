@@ -11821,6 +11821,18 @@ func MemPoolSetAttribute(pool MemoryPool, attr MemPool_attribute, value unsafe.P
 	return nil
 }
 
+// MemPoolSetAttributeOf calls MemPoolSetAttribute with a value of type T,
+// which it takes: T must fit the type of attr's value,
+// [MemPool_attribute.ValueType] (the type itself, an integer type of the same
+// size, or for a list an array of it); another T is refused with a
+// *[ValueTypeError] before the call.
+func MemPoolSetAttributeOf[T any](pool MemoryPool, attr MemPool_attribute, value T) error {
+	if err := checkValue[T](attr, attr.ValueType()); err != nil {
+		return err
+	}
+	return MemPoolSetAttribute(pool, attr, unsafe.Pointer(&value))
+}
+
 // MemPoolGetAttribute calls cuMemPoolGetAttribute: gets attributes of a memory pool
 //
 // Supported attributes are:
@@ -11876,6 +11888,20 @@ func MemPoolGetAttribute(pool MemoryPool, attr MemPool_attribute, value unsafe.P
 		return Result(r)
 	}
 	return nil
+}
+
+// MemPoolGetAttributeOf calls MemPoolGetAttribute with the value of type T,
+// which it returns: T must fit the type of attr's value,
+// [MemPool_attribute.ValueType] (the type itself, an integer type of the same
+// size, or for a list an array of it); another T is refused with a
+// *[ValueTypeError] before the call.
+func MemPoolGetAttributeOf[T any](pool MemoryPool, attr MemPool_attribute) (T, error) {
+	var v T
+	if err := checkValue[T](attr, attr.ValueType()); err != nil {
+		return v, err
+	}
+	err := MemPoolGetAttribute(pool, attr, unsafe.Pointer(&v))
+	return v, err
 }
 
 // MemPoolSetAccess calls cuMemPoolSetAccess: controls visibility of pools between devices
@@ -12814,6 +12840,20 @@ func PointerGetAttribute(data unsafe.Pointer, attribute Pointer_attribute, ptr D
 	return nil
 }
 
+// PointerGetAttributeOf calls PointerGetAttribute with the value of type T,
+// which it returns: T must fit the type of attribute's value,
+// [Pointer_attribute.ValueType] (the type itself, an integer type of the same
+// size, or for a list an array of it); another T is refused with a
+// *[ValueTypeError] before the call.
+func PointerGetAttributeOf[T any](attribute Pointer_attribute, ptr Deviceptr) (T, error) {
+	var v T
+	if err := checkValue[T](attribute, attribute.ValueType()); err != nil {
+		return v, err
+	}
+	err := PointerGetAttribute(unsafe.Pointer(&v), attribute, ptr)
+	return v, err
+}
+
 // MemPrefetchAsync calls cuMemPrefetchAsync: prefetches memory to the specified destination location
 //
 // Prefetches memory to the specified destination location. devPtr is the
@@ -13258,6 +13298,20 @@ func MemRangeGetAttribute(data unsafe.Pointer, dataSize uint64, attribute Mem_ra
 	return nil
 }
 
+// MemRangeGetAttributeOf calls MemRangeGetAttribute with the value of type T,
+// which it returns: T must fit the type of attribute's value,
+// [Mem_range_attribute.ValueType] (the type itself, an integer type of the
+// same size, or for a list an array of it); another T is refused with a
+// *[ValueTypeError] before the call.
+func MemRangeGetAttributeOf[T any](attribute Mem_range_attribute, devPtr Deviceptr, count uint64) (T, error) {
+	var v T
+	if err := checkValue[T](attribute, attribute.ValueType()); err != nil {
+		return v, err
+	}
+	err := MemRangeGetAttribute(unsafe.Pointer(&v), uint64(unsafe.Sizeof(v)), attribute, devPtr, count)
+	return v, err
+}
+
 // MemRangeGetAttributes calls cuMemRangeGetAttributes: query attributes of a given memory range.
 //
 // Query attributes of the memory range starting at devPtr with a size of count bytes. The
@@ -13360,6 +13414,18 @@ func PointerSetAttribute(value unsafe.Pointer, attribute Pointer_attribute, ptr 
 		return Result(r)
 	}
 	return nil
+}
+
+// PointerSetAttributeOf calls PointerSetAttribute with a value of type T,
+// which it takes: T must fit the type of attribute's value,
+// [Pointer_attribute.ValueType] (the type itself, an integer type of the same
+// size, or for a list an array of it); another T is refused with a
+// *[ValueTypeError] before the call.
+func PointerSetAttributeOf[T any](value T, attribute Pointer_attribute, ptr Deviceptr) error {
+	if err := checkValue[T](attribute, attribute.ValueType()); err != nil {
+		return err
+	}
+	return PointerSetAttribute(unsafe.Pointer(&value), attribute, ptr)
 }
 
 // PointerGetAttributes calls cuPointerGetAttributes: returns information about a pointer.
@@ -19223,6 +19289,20 @@ func DeviceGetGraphMemAttribute(device Device, attr GraphMem_attribute, value un
 	return nil
 }
 
+// DeviceGetGraphMemAttributeOf calls DeviceGetGraphMemAttribute with the value
+// of type T, which it returns: T must fit the type of attr's value,
+// [GraphMem_attribute.ValueType] (the type itself, an integer type of the same
+// size, or for a list an array of it); another T is refused with a
+// *[ValueTypeError] before the call.
+func DeviceGetGraphMemAttributeOf[T any](device Device, attr GraphMem_attribute) (T, error) {
+	var v T
+	if err := checkValue[T](attr, attr.ValueType()); err != nil {
+		return v, err
+	}
+	err := DeviceGetGraphMemAttribute(device, attr, unsafe.Pointer(&v))
+	return v, err
+}
+
 // DeviceSetGraphMemAttribute calls cuDeviceSetGraphMemAttribute: set asynchronous allocation attributes related to graphs
 //
 // Valid attributes are:
@@ -19256,6 +19336,18 @@ func DeviceSetGraphMemAttribute(device Device, attr GraphMem_attribute, value un
 		return Result(r)
 	}
 	return nil
+}
+
+// DeviceSetGraphMemAttributeOf calls DeviceSetGraphMemAttribute with a value
+// of type T, which it takes: T must fit the type of attr's value,
+// [GraphMem_attribute.ValueType] (the type itself, an integer type of the same
+// size, or for a list an array of it); another T is refused with a
+// *[ValueTypeError] before the call.
+func DeviceSetGraphMemAttributeOf[T any](device Device, attr GraphMem_attribute, value T) error {
+	if err := checkValue[T](attr, attr.ValueType()); err != nil {
+		return err
+	}
+	return DeviceSetGraphMemAttribute(device, attr, unsafe.Pointer(&value))
 }
 
 // GraphClone calls cuGraphClone: clones a graph
@@ -24489,6 +24581,21 @@ func CoredumpGetAttribute(attrib CoredumpSettings, value unsafe.Pointer, size *u
 	return nil
 }
 
+// CoredumpGetAttributeOf calls CoredumpGetAttribute with the value of type T,
+// which it returns: T must fit the type of attrib's value,
+// [CoredumpSettings.ValueType] (the type itself, an integer type of the same
+// size, or for a list an array of it); another T is refused with a
+// *[ValueTypeError] before the call.
+func CoredumpGetAttributeOf[T any](attrib CoredumpSettings) (T, error) {
+	var v T
+	if err := checkValue[T](attrib, attrib.ValueType()); err != nil {
+		return v, err
+	}
+	size := uint64(unsafe.Sizeof(v))
+	err := CoredumpGetAttribute(attrib, unsafe.Pointer(&v), &size)
+	return v, err
+}
+
 // CoredumpGetAttributeGlobal calls cuCoredumpGetAttributeGlobal: allows caller to fetch a coredump attribute value for the entire application
 //
 // Returns in *value the requested value specified by attrib. It is up to the caller
@@ -24561,6 +24668,21 @@ func CoredumpGetAttributeGlobal(attrib CoredumpSettings, value unsafe.Pointer, s
 		return Result(r)
 	}
 	return nil
+}
+
+// CoredumpGetAttributeGlobalOf calls CoredumpGetAttributeGlobal with the value
+// of type T, which it returns: T must fit the type of attrib's value,
+// [CoredumpSettings.ValueType] (the type itself, an integer type of the same
+// size, or for a list an array of it); another T is refused with a
+// *[ValueTypeError] before the call.
+func CoredumpGetAttributeGlobalOf[T any](attrib CoredumpSettings) (T, error) {
+	var v T
+	if err := checkValue[T](attrib, attrib.ValueType()); err != nil {
+		return v, err
+	}
+	size := uint64(unsafe.Sizeof(v))
+	err := CoredumpGetAttributeGlobal(attrib, unsafe.Pointer(&v), &size)
+	return v, err
 }
 
 // CoredumpSetAttribute calls cuCoredumpSetAttribute: allows caller to set a coredump attribute value for the current context
@@ -24650,6 +24772,19 @@ func CoredumpSetAttribute(attrib CoredumpSettings, value unsafe.Pointer, size *u
 	return nil
 }
 
+// CoredumpSetAttributeOf calls CoredumpSetAttribute with a value of type T,
+// which it takes: T must fit the type of attrib's value,
+// [CoredumpSettings.ValueType] (the type itself, an integer type of the same
+// size, or for a list an array of it); another T is refused with a
+// *[ValueTypeError] before the call.
+func CoredumpSetAttributeOf[T any](attrib CoredumpSettings, value T) error {
+	if err := checkValue[T](attrib, attrib.ValueType()); err != nil {
+		return err
+	}
+	size := uint64(unsafe.Sizeof(value))
+	return CoredumpSetAttribute(attrib, unsafe.Pointer(&value), &size)
+}
+
 // CoredumpSetAttributeGlobal calls cuCoredumpSetAttributeGlobal: allows caller to set a coredump attribute value globally
 //
 // This function should be considered an alternate interface to the CUDA-GDB environment
@@ -24732,6 +24867,19 @@ func CoredumpSetAttributeGlobal(attrib CoredumpSettings, value unsafe.Pointer, s
 		return Result(r)
 	}
 	return nil
+}
+
+// CoredumpSetAttributeGlobalOf calls CoredumpSetAttributeGlobal with a value
+// of type T, which it takes: T must fit the type of attrib's value,
+// [CoredumpSettings.ValueType] (the type itself, an integer type of the same
+// size, or for a list an array of it); another T is refused with a
+// *[ValueTypeError] before the call.
+func CoredumpSetAttributeGlobalOf[T any](attrib CoredumpSettings, value T) error {
+	if err := checkValue[T](attrib, attrib.ValueType()); err != nil {
+		return err
+	}
+	size := uint64(unsafe.Sizeof(value))
+	return CoredumpSetAttributeGlobal(attrib, unsafe.Pointer(&value), &size)
 }
 
 // GetExportTable calls cuGetExportTable: @} */ /* END CUDA_COREDUMP

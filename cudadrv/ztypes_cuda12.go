@@ -7,6 +7,7 @@ package cudadrv
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"runtime"
 	"strconv"
 	"unsafe"
@@ -7161,6 +7162,190 @@ func pinPointers(p *runtime.Pinner, what string, ptrs ...unsafe.Pointer) error {
 		}
 	}
 	return nil
+}
+
+// ValueType returns the Go type of the value of attribute a, as the headers
+// give its C type ("value type = cuuint64_t" is uint64, int is int32, a list
+// of int []int32), or nil for an attribute whose type gen does not know. The
+// functions that take a value of CoredumpSettings as a T (the ones named Of)
+// refuse a T that does not fit it.
+func (a CoredumpSettings) ValueType() reflect.Type {
+	switch a {
+	case COREDUMP_ENABLE_ON_EXCEPTION:
+		return reflect.TypeFor[bool]()
+	case COREDUMP_TRIGGER_HOST:
+		return reflect.TypeFor[bool]()
+	case COREDUMP_LIGHTWEIGHT:
+		return reflect.TypeFor[bool]()
+	case COREDUMP_ENABLE_USER_TRIGGER:
+		return reflect.TypeFor[bool]()
+	case COREDUMP_FILE:
+		return reflect.TypeFor[[]byte]()
+	case COREDUMP_PIPE:
+		return reflect.TypeFor[[]byte]()
+	case COREDUMP_GENERATION_FLAGS:
+		return reflect.TypeFor[int32]()
+	}
+	return nil
+}
+
+// ValueType returns the Go type of the value of attribute a, as the headers
+// give its C type ("value type = cuuint64_t" is uint64, int is int32, a list
+// of int []int32), or nil for an attribute whose type gen does not know. The
+// functions that take a value of GraphMem_attribute as a T (the ones named Of)
+// refuse a T that does not fit it.
+func (a GraphMem_attribute) ValueType() reflect.Type {
+	switch a {
+	case GRAPH_MEM_ATTR_USED_MEM_CURRENT:
+		return reflect.TypeFor[uint64]()
+	case GRAPH_MEM_ATTR_USED_MEM_HIGH:
+		return reflect.TypeFor[uint64]()
+	case GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT:
+		return reflect.TypeFor[uint64]()
+	case GRAPH_MEM_ATTR_RESERVED_MEM_HIGH:
+		return reflect.TypeFor[uint64]()
+	}
+	return nil
+}
+
+// ValueType returns the Go type of the value of attribute a, as the headers
+// give its C type ("value type = cuuint64_t" is uint64, int is int32, a list
+// of int []int32), or nil for an attribute whose type gen does not know. The
+// functions that take a value of MemPool_attribute as a T (the ones named Of)
+// refuse a T that does not fit it.
+func (a MemPool_attribute) ValueType() reflect.Type {
+	switch a {
+	case MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
+		return reflect.TypeFor[int32]()
+	case MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC:
+		return reflect.TypeFor[int32]()
+	case MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES:
+		return reflect.TypeFor[int32]()
+	case MEMPOOL_ATTR_RELEASE_THRESHOLD:
+		return reflect.TypeFor[uint64]()
+	case MEMPOOL_ATTR_RESERVED_MEM_CURRENT:
+		return reflect.TypeFor[uint64]()
+	case MEMPOOL_ATTR_RESERVED_MEM_HIGH:
+		return reflect.TypeFor[uint64]()
+	case MEMPOOL_ATTR_USED_MEM_CURRENT:
+		return reflect.TypeFor[uint64]()
+	case MEMPOOL_ATTR_USED_MEM_HIGH:
+		return reflect.TypeFor[uint64]()
+	}
+	return nil
+}
+
+// ValueType returns the Go type of the value of attribute a, as the headers
+// give its C type ("value type = cuuint64_t" is uint64, int is int32, a list
+// of int []int32), or nil for an attribute whose type gen does not know. The
+// functions that take a value of Mem_range_attribute as a T (the ones named
+// Of) refuse a T that does not fit it.
+func (a Mem_range_attribute) ValueType() reflect.Type {
+	switch a {
+	case MEM_RANGE_ATTRIBUTE_READ_MOSTLY:
+		return reflect.TypeFor[int32]()
+	case MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION:
+		return reflect.TypeFor[int32]()
+	case MEM_RANGE_ATTRIBUTE_ACCESSED_BY:
+		return reflect.TypeFor[[]int32]()
+	case MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION:
+		return reflect.TypeFor[int32]()
+	case MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE:
+		return reflect.TypeFor[MemLocationType]()
+	case MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_ID:
+		return reflect.TypeFor[int32]()
+	case MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_TYPE:
+		return reflect.TypeFor[MemLocationType]()
+	case MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_ID:
+		return reflect.TypeFor[int32]()
+	}
+	return nil
+}
+
+// ValueType returns the Go type of the value of attribute a, as the headers
+// give its C type ("value type = cuuint64_t" is uint64, int is int32, a list
+// of int []int32), or nil for an attribute whose type gen does not know. The
+// functions that take a value of Pointer_attribute as a T (the ones named Of)
+// refuse a T that does not fit it.
+func (a Pointer_attribute) ValueType() reflect.Type {
+	switch a {
+	case POINTER_ATTRIBUTE_CONTEXT:
+		return reflect.TypeFor[Context]()
+	case POINTER_ATTRIBUTE_MEMORY_TYPE:
+		return reflect.TypeFor[uint32]()
+	case POINTER_ATTRIBUTE_DEVICE_POINTER:
+		return reflect.TypeFor[Deviceptr]()
+	case POINTER_ATTRIBUTE_HOST_POINTER:
+		return reflect.TypeFor[unsafe.Pointer]()
+	case POINTER_ATTRIBUTE_P2P_TOKENS:
+		return reflect.TypeFor[POINTER_ATTRIBUTE_P2P_TOKENSType]()
+	case POINTER_ATTRIBUTE_SYNC_MEMOPS:
+		return reflect.TypeFor[uint32]()
+	case POINTER_ATTRIBUTE_BUFFER_ID:
+		return reflect.TypeFor[uint64]()
+	case POINTER_ATTRIBUTE_IS_MANAGED:
+		return reflect.TypeFor[uint32]()
+	case POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+		return reflect.TypeFor[int32]()
+	case POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
+		return reflect.TypeFor[uint32]()
+	case POINTER_ATTRIBUTE_RANGE_START_ADDR:
+		return reflect.TypeFor[Deviceptr]()
+	case POINTER_ATTRIBUTE_RANGE_SIZE:
+		return reflect.TypeFor[uint64]()
+	case POINTER_ATTRIBUTE_MAPPED:
+		return reflect.TypeFor[uint32]()
+	case POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES:
+		return reflect.TypeFor[uint32]()
+	case POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
+		return reflect.TypeFor[uint32]()
+	case POINTER_ATTRIBUTE_ACCESS_FLAGS:
+		return reflect.TypeFor[uint32]()
+	case POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
+		return reflect.TypeFor[MemoryPool]()
+	}
+	return nil
+}
+
+// ValueTypeError reports a value whose type does not fit an attribute's,
+// refused before the call by a function named Of: Want is the attribute's
+// ValueType, nil where gen knows none, and Got the type given.
+type ValueTypeError struct {
+	Attribute fmt.Stringer
+	Want, Got reflect.Type
+}
+
+// Error names the attribute and both types.
+func (e *ValueTypeError) Error() string {
+	if e.Want == nil {
+		return "cudadrv: " + e.Attribute.String() + ": the headers give no type of its value: pass a pointer to it to the function that takes unsafe.Pointer"
+	}
+	return "cudadrv: " + e.Attribute.String() + " takes a value of type " + e.Want.String() + ", not " + e.Got.String()
+}
+
+// checkValue returns a *ValueTypeError unless T fits want, attr's value type.
+func checkValue[T any](attr fmt.Stringer, want reflect.Type) error {
+	if got := reflect.TypeFor[T](); want == nil || !valueFits(got, want) {
+		return &ValueTypeError{Attribute: attr, Want: want, Got: got}
+	}
+	return nil
+}
+
+// valueFits reports whether a value of type got may stand for one of type want:
+// the same type, an integer type of the same size, or for a list an array of
+// elements that fit.
+func valueFits(got, want reflect.Type) bool {
+	if got == want {
+		return true
+	}
+	if want.Kind() == reflect.Slice {
+		return got.Kind() == reflect.Array && got.Len() > 0 && valueFits(got.Elem(), want.Elem())
+	}
+	integer := func(t reflect.Type) bool {
+		k := t.Kind()
+		return k >= reflect.Int && k <= reflect.Uintptr
+	}
+	return got.Size() == want.Size() && integer(got) && integer(want)
 }
 
 // ARRAY3D_DESCRIPTOR is CUDA_ARRAY3D_DESCRIPTOR.

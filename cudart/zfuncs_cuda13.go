@@ -9484,6 +9484,20 @@ func MemRangeGetAttribute(data unsafe.Pointer, dataSize uint64, attribute MemRan
 	return nil
 }
 
+// MemRangeGetAttributeOf calls MemRangeGetAttribute with the value of type T,
+// which it returns: T must fit the type of attribute's value,
+// [MemRangeAttribute.ValueType] (the type itself, an integer type of the same
+// size, or for a list an array of it); another T is refused with a
+// *[ValueTypeError] before the call.
+func MemRangeGetAttributeOf[T any](attribute MemRangeAttribute, devPtr unsafe.Pointer, count uint64) (T, error) {
+	var v T
+	if err := checkValue[T](attribute, attribute.ValueType()); err != nil {
+		return v, err
+	}
+	err := MemRangeGetAttribute(unsafe.Pointer(&v), uint64(unsafe.Sizeof(v)), attribute, devPtr, count)
+	return v, err
+}
+
 // MemRangeGetAttributes calls cudaMemRangeGetAttributes: query attributes of a given memory range.
 //
 // Query attributes of the memory range starting at devPtr with a size of count bytes. The
@@ -9957,6 +9971,17 @@ func MemPoolSetAttribute(memPool MemPool, attr MemPoolAttr, value unsafe.Pointer
 	return nil
 }
 
+// MemPoolSetAttributeOf calls MemPoolSetAttribute with a value of type T,
+// which it takes: T must fit the type of attr's value, [MemPoolAttr.ValueType]
+// (the type itself, an integer type of the same size, or for a list an array
+// of it); another T is refused with a *[ValueTypeError] before the call.
+func MemPoolSetAttributeOf[T any](memPool MemPool, attr MemPoolAttr, value T) error {
+	if err := checkValue[T](attr, attr.ValueType()); err != nil {
+		return err
+	}
+	return MemPoolSetAttribute(memPool, attr, unsafe.Pointer(&value))
+}
+
 // MemPoolGetAttribute calls cudaMemPoolGetAttribute: gets attributes of a memory pool
 //
 // Supported attributes are:
@@ -10011,6 +10036,20 @@ func MemPoolGetAttribute(memPool MemPool, attr MemPoolAttr, value unsafe.Pointer
 		return Error(r)
 	}
 	return nil
+}
+
+// MemPoolGetAttributeOf calls MemPoolGetAttribute with the value of type T,
+// which it returns: T must fit the type of attr's value,
+// [MemPoolAttr.ValueType] (the type itself, an integer type of the same size,
+// or for a list an array of it); another T is refused with a *[ValueTypeError]
+// before the call.
+func MemPoolGetAttributeOf[T any](memPool MemPool, attr MemPoolAttr) (T, error) {
+	var v T
+	if err := checkValue[T](attr, attr.ValueType()); err != nil {
+		return v, err
+	}
+	err := MemPoolGetAttribute(memPool, attr, unsafe.Pointer(&v))
+	return v, err
 }
 
 // MemPoolSetAccess calls cudaMemPoolSetAccess: controls visibility of pools between devices
@@ -13433,6 +13472,20 @@ func DeviceGetGraphMemAttribute(device int32, attr GraphMemAttributeType, value 
 	return nil
 }
 
+// DeviceGetGraphMemAttributeOf calls DeviceGetGraphMemAttribute with the value
+// of type T, which it returns: T must fit the type of attr's value,
+// [GraphMemAttributeType.ValueType] (the type itself, an integer type of the
+// same size, or for a list an array of it); another T is refused with a
+// *[ValueTypeError] before the call.
+func DeviceGetGraphMemAttributeOf[T any](device int32, attr GraphMemAttributeType) (T, error) {
+	var v T
+	if err := checkValue[T](attr, attr.ValueType()); err != nil {
+		return v, err
+	}
+	err := DeviceGetGraphMemAttribute(device, attr, unsafe.Pointer(&v))
+	return v, err
+}
+
 // DeviceSetGraphMemAttribute calls cudaDeviceSetGraphMemAttribute: set asynchronous allocation attributes related to graphs
 //
 // Valid attributes are:
@@ -13469,6 +13522,18 @@ func DeviceSetGraphMemAttribute(device int32, attr GraphMemAttributeType, value 
 		return Error(r)
 	}
 	return nil
+}
+
+// DeviceSetGraphMemAttributeOf calls DeviceSetGraphMemAttribute with a value
+// of type T, which it takes: T must fit the type of attr's value,
+// [GraphMemAttributeType.ValueType] (the type itself, an integer type of the
+// same size, or for a list an array of it); another T is refused with a
+// *[ValueTypeError] before the call.
+func DeviceSetGraphMemAttributeOf[T any](device int32, attr GraphMemAttributeType, value T) error {
+	if err := checkValue[T](attr, attr.ValueType()); err != nil {
+		return err
+	}
+	return DeviceSetGraphMemAttribute(device, attr, unsafe.Pointer(&value))
 }
 
 // GraphClone calls cudaGraphClone: clones a graph

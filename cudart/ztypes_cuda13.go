@@ -7,6 +7,7 @@ package cudart
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"runtime"
 	"strconv"
 	"unsafe"
@@ -7127,6 +7128,120 @@ func pinPointers(p *runtime.Pinner, what string, ptrs ...unsafe.Pointer) error {
 		}
 	}
 	return nil
+}
+
+// ValueType returns the Go type of the value of attribute a, as the headers
+// give its C type ("value type = cuuint64_t" is uint64, int is int32, a list
+// of int []int32), or nil for an attribute whose type gen does not know. The
+// functions that take a value of GraphMemAttributeType as a T (the ones named
+// Of) refuse a T that does not fit it.
+func (a GraphMemAttributeType) ValueType() reflect.Type {
+	switch a {
+	case GraphMemAttrUsedMemCurrent:
+		return reflect.TypeFor[uint64]()
+	case GraphMemAttrUsedMemHigh:
+		return reflect.TypeFor[uint64]()
+	case GraphMemAttrReservedMemCurrent:
+		return reflect.TypeFor[uint64]()
+	case GraphMemAttrReservedMemHigh:
+		return reflect.TypeFor[uint64]()
+	}
+	return nil
+}
+
+// ValueType returns the Go type of the value of attribute a, as the headers
+// give its C type ("value type = cuuint64_t" is uint64, int is int32, a list
+// of int []int32), or nil for an attribute whose type gen does not know. The
+// functions that take a value of MemPoolAttr as a T (the ones named Of) refuse
+// a T that does not fit it.
+func (a MemPoolAttr) ValueType() reflect.Type {
+	switch a {
+	case MemPoolReuseFollowEventDependencies:
+		return reflect.TypeFor[int32]()
+	case MemPoolReuseAllowOpportunistic:
+		return reflect.TypeFor[int32]()
+	case MemPoolReuseAllowInternalDependencies:
+		return reflect.TypeFor[int32]()
+	case MemPoolAttrReleaseThreshold:
+		return reflect.TypeFor[uint64]()
+	case MemPoolAttrReservedMemCurrent:
+		return reflect.TypeFor[uint64]()
+	case MemPoolAttrReservedMemHigh:
+		return reflect.TypeFor[uint64]()
+	case MemPoolAttrUsedMemCurrent:
+		return reflect.TypeFor[uint64]()
+	case MemPoolAttrUsedMemHigh:
+		return reflect.TypeFor[uint64]()
+	}
+	return nil
+}
+
+// ValueType returns the Go type of the value of attribute a, as the headers
+// give its C type ("value type = cuuint64_t" is uint64, int is int32, a list
+// of int []int32), or nil for an attribute whose type gen does not know. The
+// functions that take a value of MemRangeAttribute as a T (the ones named Of)
+// refuse a T that does not fit it.
+func (a MemRangeAttribute) ValueType() reflect.Type {
+	switch a {
+	case MemRangeAttributeReadMostly:
+		return reflect.TypeFor[int32]()
+	case MemRangeAttributePreferredLocation:
+		return reflect.TypeFor[int32]()
+	case MemRangeAttributeAccessedBy:
+		return reflect.TypeFor[[]int32]()
+	case MemRangeAttributeLastPrefetchLocation:
+		return reflect.TypeFor[int32]()
+	case MemRangeAttributePreferredLocationType:
+		return reflect.TypeFor[MemLocationType]()
+	case MemRangeAttributePreferredLocationId:
+		return reflect.TypeFor[int32]()
+	case MemRangeAttributeLastPrefetchLocationType:
+		return reflect.TypeFor[MemLocationType]()
+	case MemRangeAttributeLastPrefetchLocationId:
+		return reflect.TypeFor[int32]()
+	}
+	return nil
+}
+
+// ValueTypeError reports a value whose type does not fit an attribute's,
+// refused before the call by a function named Of: Want is the attribute's
+// ValueType, nil where gen knows none, and Got the type given.
+type ValueTypeError struct {
+	Attribute fmt.Stringer
+	Want, Got reflect.Type
+}
+
+// Error names the attribute and both types.
+func (e *ValueTypeError) Error() string {
+	if e.Want == nil {
+		return "cudart: " + e.Attribute.String() + ": the headers give no type of its value: pass a pointer to it to the function that takes unsafe.Pointer"
+	}
+	return "cudart: " + e.Attribute.String() + " takes a value of type " + e.Want.String() + ", not " + e.Got.String()
+}
+
+// checkValue returns a *ValueTypeError unless T fits want, attr's value type.
+func checkValue[T any](attr fmt.Stringer, want reflect.Type) error {
+	if got := reflect.TypeFor[T](); want == nil || !valueFits(got, want) {
+		return &ValueTypeError{Attribute: attr, Want: want, Got: got}
+	}
+	return nil
+}
+
+// valueFits reports whether a value of type got may stand for one of type want:
+// the same type, an integer type of the same size, or for a list an array of
+// elements that fit.
+func valueFits(got, want reflect.Type) bool {
+	if got == want {
+		return true
+	}
+	if want.Kind() == reflect.Slice {
+		return got.Kind() == reflect.Array && got.Len() > 0 && valueFits(got.Elem(), want.Elem())
+	}
+	integer := func(t reflect.Type) bool {
+		k := t.Kind()
+		return k >= reflect.Int && k <= reflect.Uintptr
+	}
+	return got.Size() == want.Size() && integer(got) && integer(want)
 }
 
 // Array is cudaArray_t: CUDA array

@@ -321,6 +321,7 @@ func (e *emitter) types() *jen.File {
 	if e.hasSetters() {
 		e.pinHelpers(f)
 	}
+	e.attrTypes(f)
 	for _, t := range e.pkg.Typedefs {
 		f.Add(docComment(doc(t.GoName, "is", t.CName, t.Doc)))
 		switch t.Class {
@@ -628,6 +629,7 @@ func (e *emitter) funcs() *jen.File {
 	f.Var().Defs(procs...)
 	for _, fn := range e.pkg.Funcs {
 		e.wrapper(f, fn)
+		e.attrCompanion(f, fn)
 	}
 	return f
 }

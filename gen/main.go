@@ -202,6 +202,16 @@
 // pointer; the few declared const char ** are listed in the facts
 // (stringArrays).
 //
+// A function that gets or sets an attribute's value through void * (named
+// in attrs.go's attrFuncs) has a generic companion named Of that takes or
+// returns the value as a T, and refuses a T that does not fit the
+// attribute's value type with a *ValueTypeError before the call:
+// cudadrv.MemPoolGetAttributeOf[T any](pool MemoryPool, attr
+// MemPool_attribute) (T, error). The value types come from the headers'
+// "(value type = cuuint64_t)" comments, and for the attributes whose types
+// the headers give only in prose from attrs.go's valueTypes; the
+// attribute enum's ValueType method returns them (nil where none is known).
+//
 // # cgo annotations
 //
 // A trampoline marked #cgo noescape and nocallback lets a pointer argument
