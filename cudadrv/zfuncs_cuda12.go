@@ -3964,6 +3964,12 @@ func CtxCreate_v3(pctx *Context, paramsArray *ExecAffinityParam, numParams int32
 // [CoredumpSetAttributeGlobal],
 // [CoredumpSetAttribute],
 // [CtxSynchronize]
+//
+// Go memory that the pointer fields of *ctxCreateParams point to
+// (ExecAffinityParams, CigParams) must be pinned (runtime.Pinner) for the
+// call, and for as long as the call's work may use it. cgo panics on an
+// unpinned Go pointer in Go memory passed to C ("Go pointer to unpinned Go
+// pointer").
 func CtxCreate_v4(pctx *Context, ctxCreateParams *CtxCreateParams, flags uint32, dev Device) error {
 	fp, err := procCtxCreate_v4.Addr()
 	if err != nil {
@@ -5574,6 +5580,12 @@ func ModuleGetGlobal(dptr *Deviceptr, bytes *uint64, hmod Module, name string) e
 // [LinkAddFile],
 // [LinkComplete],
 // [LinkDestroy]
+//
+// The array optionValues points to holds pointers: where it is Go memory, the
+// Go memory its elements point to must be pinned (runtime.Pinner) for the
+// call, and for as long as the call's work may use it. cgo panics on an
+// unpinned Go pointer in Go memory passed to C ("Go pointer to unpinned Go
+// pointer").
 func LinkCreate(numOptions uint32, options *Jit_option, optionValues *unsafe.Pointer, stateOut *LinkState) error {
 	fp, err := procLinkCreate.Addr()
 	if err != nil {
@@ -5623,6 +5635,12 @@ func LinkCreate(numOptions uint32, options *Jit_option, optionValues *unsafe.Poi
 // [LinkAddFile],
 // [LinkComplete],
 // [LinkDestroy]
+//
+// The array optionValues points to holds pointers: where it is Go memory, the
+// Go memory its elements point to must be pinned (runtime.Pinner) for the
+// call, and for as long as the call's work may use it. cgo panics on an
+// unpinned Go pointer in Go memory passed to C ("Go pointer to unpinned Go
+// pointer").
 func LinkAddData(state LinkState, type_ JitInputType, data unsafe.Pointer, size uint64, name string, numOptions uint32, options *Jit_option, optionValues *unsafe.Pointer) error {
 	fp, err := procLinkAddData.Addr()
 	if err != nil {
@@ -5675,6 +5693,12 @@ func LinkAddData(state LinkState, type_ JitInputType, data unsafe.Pointer, size 
 // [LinkAddData],
 // [LinkComplete],
 // [LinkDestroy]
+//
+// The array optionValues points to holds pointers: where it is Go memory, the
+// Go memory its elements point to must be pinned (runtime.Pinner) for the
+// call, and for as long as the call's work may use it. cgo panics on an
+// unpinned Go pointer in Go memory passed to C ("Go pointer to unpinned Go
+// pointer").
 func LinkAddFile(state LinkState, type_ JitInputType, path string, numOptions uint32, options *Jit_option, optionValues *unsafe.Pointer) error {
 	fp, err := procLinkAddFile.Addr()
 	if err != nil {
@@ -8480,6 +8504,11 @@ func MemcpyAtoA(dstArray Array, dstOffset uint64, srcArray Array, srcOffset uint
 // cudaMemcpy2D,
 // cudaMemcpy2DToArray,
 // cudaMemcpy2DFromArray
+//
+// Go memory that the pointer fields of *pCopy point to (SrcHost, DstHost) must
+// be pinned (runtime.Pinner) for the call, and for as long as the call's work
+// may use it. cgo panics on an unpinned Go pointer in Go memory passed to C
+// ("Go pointer to unpinned Go pointer").
 func Memcpy2D(pCopy *MEMCPY2D) error {
 	fp, err := procMemcpy2D.Addr()
 	if err != nil {
@@ -8628,6 +8657,11 @@ func Memcpy2D(pCopy *MEMCPY2D) error {
 // cudaMemcpy2D,
 // cudaMemcpy2DToArray,
 // cudaMemcpy2DFromArray
+//
+// Go memory that the pointer fields of *pCopy point to (SrcHost, DstHost) must
+// be pinned (runtime.Pinner) for the call, and for as long as the call's work
+// may use it. cgo panics on an unpinned Go pointer in Go memory passed to C
+// ("Go pointer to unpinned Go pointer").
 func Memcpy2DUnaligned(pCopy *MEMCPY2D) error {
 	fp, err := procMemcpy2DUnaligned.Addr()
 	if err != nil {
@@ -8783,6 +8817,11 @@ func Memcpy2DUnaligned(pCopy *MEMCPY2D) error {
 // [MemHostGetDevicePointer], [MemsetD2D8], [MemsetD2D16],
 // [MemsetD2D32], [MemsetD8], [MemsetD16], [MemsetD32],
 // cudaMemcpy3D
+//
+// Go memory that the pointer fields of *pCopy point to (SrcHost, Reserved0,
+// DstHost, Reserved1) must be pinned (runtime.Pinner) for the call, and for as
+// long as the call's work may use it. cgo panics on an unpinned Go pointer in
+// Go memory passed to C ("Go pointer to unpinned Go pointer").
 func Memcpy3D(pCopy *MEMCPY3D) error {
 	fp, err := procMemcpy3D.Addr()
 	if err != nil {
@@ -8815,6 +8854,11 @@ func Memcpy3D(pCopy *MEMCPY3D) error {
 // See also: [MemcpyDtoD], [MemcpyPeer], [MemcpyDtoDAsync], [MemcpyPeerAsync],
 // [Memcpy3DPeerAsync],
 // cudaMemcpy3DPeer
+//
+// Go memory that the pointer fields of *pCopy point to (SrcHost, DstHost) must
+// be pinned (runtime.Pinner) for the call, and for as long as the call's work
+// may use it. cgo panics on an unpinned Go pointer in Go memory passed to C
+// ("Go pointer to unpinned Go pointer").
 func Memcpy3DPeer(pCopy *MEMCPY3D_PEER) error {
 	fp, err := procMemcpy3DPeer.Addr()
 	if err != nil {
@@ -9298,6 +9342,11 @@ func MemcpyAtoHAsync(dstHost unsafe.Pointer, srcArray Array, srcOffset uint64, B
 // cudaMemcpy2DAsync,
 // cudaMemcpy2DToArrayAsync,
 // cudaMemcpy2DFromArrayAsync
+//
+// Go memory that the pointer fields of *pCopy point to (SrcHost, DstHost) must
+// be pinned (runtime.Pinner) for the call, and for as long as the call's work
+// may use it. cgo panics on an unpinned Go pointer in Go memory passed to C
+// ("Go pointer to unpinned Go pointer").
 func Memcpy2DAsync(pCopy *MEMCPY2D, hStream Stream) error {
 	fp, err := procMemcpy2DAsync.Addr()
 	if err != nil {
@@ -9457,6 +9506,11 @@ func Memcpy2DAsync(pCopy *MEMCPY2D, hStream Stream) error {
 // [MemsetD8], [MemsetD8Async], [MemsetD16], [MemsetD16Async],
 // [MemsetD32], [MemsetD32Async],
 // cudaMemcpy3DAsync
+//
+// Go memory that the pointer fields of *pCopy point to (SrcHost, Reserved0,
+// DstHost, Reserved1) must be pinned (runtime.Pinner) for the call, and for as
+// long as the call's work may use it. cgo panics on an unpinned Go pointer in
+// Go memory passed to C ("Go pointer to unpinned Go pointer").
 func Memcpy3DAsync(pCopy *MEMCPY3D, hStream Stream) error {
 	fp, err := procMemcpy3DAsync.Addr()
 	if err != nil {
@@ -9490,6 +9544,11 @@ func Memcpy3DAsync(pCopy *MEMCPY3D, hStream Stream) error {
 // See also: [MemcpyDtoD], [MemcpyPeer], [MemcpyDtoDAsync], [MemcpyPeerAsync],
 // [Memcpy3DPeerAsync],
 // cudaMemcpy3DPeerAsync
+//
+// Go memory that the pointer fields of *pCopy point to (SrcHost, DstHost) must
+// be pinned (runtime.Pinner) for the call, and for as long as the call's work
+// may use it. cgo panics on an unpinned Go pointer in Go memory passed to C
+// ("Go pointer to unpinned Go pointer").
 func Memcpy3DPeerAsync(pCopy *MEMCPY3D_PEER, hStream Stream) error {
 	fp, err := procMemcpy3DPeerAsync.Addr()
 	if err != nil {
@@ -11052,6 +11111,11 @@ func MemAddressFree(ptr Deviceptr, size uint64) error {
 // [ERROR_NOT_SUPPORTED]
 //
 // See also: [MemRelease], [MemExportToShareableHandle], [MemImportFromShareableHandle]
+//
+// Go memory that the pointer fields of *prop point to (Win32HandleMetaData)
+// must be pinned (runtime.Pinner) for the call, and for as long as the call's
+// work may use it. cgo panics on an unpinned Go pointer in Go memory passed to
+// C ("Go pointer to unpinned Go pointer").
 func MemCreate(handle *MemGenericAllocationHandle, size uint64, prop *MemAllocationProp, flags uint64) error {
 	fp, err := procMemCreate.Addr()
 	if err != nil {
@@ -11522,6 +11586,11 @@ func MemImportFromShareableHandle(handle *MemGenericAllocationHandle, osHandle u
 // [ERROR_NOT_SUPPORTED]
 //
 // See also: [MemCreate], [MemMap]
+//
+// Go memory that the pointer fields of *prop point to (Win32HandleMetaData)
+// must be pinned (runtime.Pinner) for the call, and for as long as the call's
+// work may use it. cgo panics on an unpinned Go pointer in Go memory passed to
+// C ("Go pointer to unpinned Go pointer").
 func MemGetAllocationGranularity(granularity *uint64, prop *MemAllocationProp, option MemAllocationGranularity_flags) error {
 	fp, err := procMemGetAllocationGranularity.Addr()
 	if err != nil {
@@ -11550,6 +11619,11 @@ func MemGetAllocationGranularity(granularity *uint64, prop *MemAllocationProp, o
 // [ERROR_NOT_SUPPORTED]
 //
 // See also: [MemCreate], [MemImportFromShareableHandle]
+//
+// Go memory that the pointer fields of *prop point to (Win32HandleMetaData)
+// must be pinned (runtime.Pinner) for the call, and for as long as the call's
+// work may use it. cgo panics on an unpinned Go pointer in Go memory passed to
+// C ("Go pointer to unpinned Go pointer").
 func MemGetAllocationPropertiesFromHandle(prop *MemAllocationProp, handle MemGenericAllocationHandle) error {
 	fp, err := procMemGetAllocationPropertiesFromHandle.Addr()
 	if err != nil {
@@ -11939,6 +12013,11 @@ func MemPoolGetAccess(flags *MemAccess_flags, memPool MemoryPool, location *MemL
 //
 // See also: [DeviceSetMemPool], [DeviceGetMemPool], [DeviceGetDefaultMemPool],
 // [MemAllocFromPoolAsync], [MemPoolExportToShareableHandle]
+//
+// Go memory that the pointer fields of *poolProps point to
+// (Win32SecurityAttributes) must be pinned (runtime.Pinner) for the call, and
+// for as long as the call's work may use it. cgo panics on an unpinned Go
+// pointer in Go memory passed to C ("Go pointer to unpinned Go pointer").
 func MemPoolCreate(pool *MemoryPool, poolProps *MemPoolProps) error {
 	fp, err := procMemPoolCreate.Addr()
 	if err != nil {
@@ -13234,6 +13313,11 @@ func MemRangeGetAttributeOf[T any](attribute Mem_range_attribute, devPtr Devicep
 // See also: [MemRangeGetAttribute], [MemAdvise],
 // [MemPrefetchAsync],
 // cudaMemRangeGetAttributes
+//
+// The array data points to holds pointers: where it is Go memory, the Go
+// memory its elements point to must be pinned (runtime.Pinner) for the call,
+// and for as long as the call's work may use it. cgo panics on an unpinned Go
+// pointer in Go memory passed to C ("Go pointer to unpinned Go pointer").
 func MemRangeGetAttributes(data *unsafe.Pointer, dataSizes *uint64, attributes *Mem_range_attribute, numAttributes uint64, devPtr Deviceptr, count uint64) error {
 	fp, err := procMemRangeGetAttributes.Addr()
 	if err != nil {
@@ -13355,6 +13439,11 @@ func PointerSetAttributeOf[T any](value T, attribute Pointer_attribute, ptr Devi
 // [PointerGetAttribute],
 // [PointerSetAttribute],
 // cudaPointerGetAttributes
+//
+// The array data points to holds pointers: where it is Go memory, the Go
+// memory its elements point to must be pinned (runtime.Pinner) for the call,
+// and for as long as the call's work may use it. cgo panics on an unpinned Go
+// pointer in Go memory passed to C ("Go pointer to unpinned Go pointer").
 func PointerGetAttributes(numAttributes uint32, attributes *Pointer_attribute, data *unsafe.Pointer, ptr Deviceptr) error {
 	fp, err := procPointerGetAttributes.Addr()
 	if err != nil {
@@ -16385,6 +16474,12 @@ func FuncLoad(function Function) error {
 // [KernelSetCacheConfig],
 // [KernelGetAttribute],
 // [KernelSetAttribute]
+//
+// The array kernelParams points to holds pointers: where it is Go memory, the
+// Go memory its elements point to must be pinned (runtime.Pinner) for the
+// call, and for as long as the call's work may use it. cgo panics on an
+// unpinned Go pointer in Go memory passed to C ("Go pointer to unpinned Go
+// pointer").
 func LaunchKernel(f Function, gridDimX uint32, gridDimY uint32, gridDimZ uint32, blockDimX uint32, blockDimY uint32, blockDimZ uint32, sharedMemBytes uint32, hStream Stream, kernelParams *unsafe.Pointer, extra *unsafe.Pointer) error {
 	fp, err := procLaunchKernel.Addr()
 	if err != nil {
@@ -16624,6 +16719,14 @@ func LaunchKernel(f Function, gridDimX uint32, gridDimY uint32, gridDimZ uint32,
 // [KernelSetCacheConfig],
 // [KernelGetAttribute],
 // [KernelSetAttribute]
+//
+// Go memory that the pointer fields of *config point to (Attrs) must be pinned
+// (runtime.Pinner) for the call, and for as long as the call's work may use
+// it. The array kernelParams points to holds pointers: where it is Go memory,
+// the Go memory its elements point to must be pinned (runtime.Pinner) for the
+// call, and for as long as the call's work may use it. cgo panics on an
+// unpinned Go pointer in Go memory passed to C ("Go pointer to unpinned Go
+// pointer").
 func LaunchKernelEx(config *LaunchConfig, f Function, kernelParams *unsafe.Pointer, extra *unsafe.Pointer) error {
 	fp, err := procLaunchKernelEx.Addr()
 	if err != nil {
@@ -16722,6 +16825,12 @@ func LaunchKernelEx(config *LaunchConfig, f Function, kernelParams *unsafe.Point
 // [KernelSetCacheConfig],
 // [KernelGetAttribute],
 // [KernelSetAttribute]
+//
+// The array kernelParams points to holds pointers: where it is Go memory, the
+// Go memory its elements point to must be pinned (runtime.Pinner) for the
+// call, and for as long as the call's work may use it. cgo panics on an
+// unpinned Go pointer in Go memory passed to C ("Go pointer to unpinned Go
+// pointer").
 func LaunchCooperativeKernel(f Function, gridDimX uint32, gridDimY uint32, gridDimZ uint32, blockDimX uint32, blockDimY uint32, blockDimZ uint32, sharedMemBytes uint32, hStream Stream, kernelParams *unsafe.Pointer) error {
 	fp, err := procLaunchCooperativeKernel.Addr()
 	if err != nil {
@@ -16870,6 +16979,11 @@ func LaunchCooperativeKernel(f Function, gridDimX uint32, gridDimY uint32, gridD
 // cudaLaunchCooperativeKernelMultiDevice
 //
 // Deprecated: This function is deprecated as of CUDA 11.3.
+//
+// Go memory that the pointer fields of *launchParamsList point to
+// (KernelParams) must be pinned (runtime.Pinner) for the call, and for as long
+// as the call's work may use it. cgo panics on an unpinned Go pointer in Go
+// memory passed to C ("Go pointer to unpinned Go pointer").
 func LaunchCooperativeKernelMultiDevice(launchParamsList *LAUNCH_PARAMS, numDevices uint32, flags uint32) error {
 	fp, err := procLaunchCooperativeKernelMultiDevice.Addr()
 	if err != nil {
@@ -17642,6 +17756,11 @@ func GraphCreate(phGraph *Graph, flags uint32) error {
 // [GraphAddHostNode],
 // [GraphAddMemcpyNode],
 // [GraphAddMemsetNode]
+//
+// Go memory that the pointer fields of *nodeParams point to (KernelParams,
+// Extra) must be pinned (runtime.Pinner) for the call, and for as long as the
+// call's work may use it. cgo panics on an unpinned Go pointer in Go memory
+// passed to C ("Go pointer to unpinned Go pointer").
 func GraphAddKernelNode(phGraphNode *GraphNode, hGraph Graph, dependencies *GraphNode, numDependencies uint64, nodeParams *KERNEL_NODE_PARAMS) error {
 	fp, err := procGraphAddKernelNode.Addr()
 	if err != nil {
@@ -17682,6 +17801,11 @@ func GraphAddKernelNode(phGraphNode *GraphNode, hGraph Graph, dependencies *Grap
 // [LaunchKernel],
 // [GraphAddKernelNode],
 // [GraphKernelNodeSetParams]
+//
+// Go memory that the pointer fields of *nodeParams point to (KernelParams,
+// Extra) must be pinned (runtime.Pinner) for the call, and for as long as the
+// call's work may use it. cgo panics on an unpinned Go pointer in Go memory
+// passed to C ("Go pointer to unpinned Go pointer").
 func GraphKernelNodeGetParams(hNode GraphNode, nodeParams *KERNEL_NODE_PARAMS) error {
 	fp, err := procGraphKernelNodeGetParams.Addr()
 	if err != nil {
@@ -17714,6 +17838,11 @@ func GraphKernelNodeGetParams(hNode GraphNode, nodeParams *KERNEL_NODE_PARAMS) e
 // [LaunchKernel],
 // [GraphAddKernelNode],
 // [GraphKernelNodeGetParams]
+//
+// Go memory that the pointer fields of *nodeParams point to (KernelParams,
+// Extra) must be pinned (runtime.Pinner) for the call, and for as long as the
+// call's work may use it. cgo panics on an unpinned Go pointer in Go memory
+// passed to C ("Go pointer to unpinned Go pointer").
 func GraphKernelNodeSetParams(hNode GraphNode, nodeParams *KERNEL_NODE_PARAMS) error {
 	fp, err := procGraphKernelNodeSetParams.Addr()
 	if err != nil {
@@ -17771,6 +17900,11 @@ func GraphKernelNodeSetParams(hNode GraphNode, nodeParams *KERNEL_NODE_PARAMS) e
 // [GraphAddKernelNode],
 // [GraphAddHostNode],
 // [GraphAddMemsetNode]
+//
+// Go memory that the pointer fields of *copyParams point to (SrcHost,
+// Reserved0, DstHost, Reserved1) must be pinned (runtime.Pinner) for the call,
+// and for as long as the call's work may use it. cgo panics on an unpinned Go
+// pointer in Go memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphAddMemcpyNode(phGraphNode *GraphNode, hGraph Graph, dependencies *GraphNode, numDependencies uint64, copyParams *MEMCPY3D, ctx Context) error {
 	fp, err := procGraphAddMemcpyNode.Addr()
 	if err != nil {
@@ -17802,6 +17936,11 @@ func GraphAddMemcpyNode(phGraphNode *GraphNode, hGraph Graph, dependencies *Grap
 // [Memcpy3D],
 // [GraphAddMemcpyNode],
 // [GraphMemcpyNodeSetParams]
+//
+// Go memory that the pointer fields of *nodeParams point to (SrcHost,
+// Reserved0, DstHost, Reserved1) must be pinned (runtime.Pinner) for the call,
+// and for as long as the call's work may use it. cgo panics on an unpinned Go
+// pointer in Go memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphMemcpyNodeGetParams(hNode GraphNode, nodeParams *MEMCPY3D) error {
 	fp, err := procGraphMemcpyNodeGetParams.Addr()
 	if err != nil {
@@ -17834,6 +17973,11 @@ func GraphMemcpyNodeGetParams(hNode GraphNode, nodeParams *MEMCPY3D) error {
 // [Memcpy3D],
 // [GraphAddMemcpyNode],
 // [GraphMemcpyNodeGetParams]
+//
+// Go memory that the pointer fields of *nodeParams point to (SrcHost,
+// Reserved0, DstHost, Reserved1) must be pinned (runtime.Pinner) for the call,
+// and for as long as the call's work may use it. cgo panics on an unpinned Go
+// pointer in Go memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphMemcpyNodeSetParams(hNode GraphNode, nodeParams *MEMCPY3D) error {
 	fp, err := procGraphMemcpyNodeSetParams.Addr()
 	if err != nil {
@@ -17998,6 +18142,11 @@ func GraphMemsetNodeSetParams(hNode GraphNode, nodeParams *MEMSET_NODE_PARAMS) e
 // [GraphAddKernelNode],
 // [GraphAddMemcpyNode],
 // [GraphAddMemsetNode]
+//
+// Go memory that the pointer fields of *nodeParams point to (UserData) must be
+// pinned (runtime.Pinner) for the call, and for as long as the call's work may
+// use it. cgo panics on an unpinned Go pointer in Go memory passed to C ("Go
+// pointer to unpinned Go pointer").
 func GraphAddHostNode(phGraphNode *GraphNode, hGraph Graph, dependencies *GraphNode, numDependencies uint64, nodeParams *HOST_NODE_PARAMS) error {
 	fp, err := procGraphAddHostNode.Addr()
 	if err != nil {
@@ -18029,6 +18178,11 @@ func GraphAddHostNode(phGraphNode *GraphNode, hGraph Graph, dependencies *GraphN
 // [LaunchHostFunc],
 // [GraphAddHostNode],
 // [GraphHostNodeSetParams]
+//
+// Go memory that the pointer fields of *nodeParams point to (UserData) must be
+// pinned (runtime.Pinner) for the call, and for as long as the call's work may
+// use it. cgo panics on an unpinned Go pointer in Go memory passed to C ("Go
+// pointer to unpinned Go pointer").
 func GraphHostNodeGetParams(hNode GraphNode, nodeParams *HOST_NODE_PARAMS) error {
 	fp, err := procGraphHostNodeGetParams.Addr()
 	if err != nil {
@@ -18061,6 +18215,11 @@ func GraphHostNodeGetParams(hNode GraphNode, nodeParams *HOST_NODE_PARAMS) error
 // [LaunchHostFunc],
 // [GraphAddHostNode],
 // [GraphHostNodeGetParams]
+//
+// Go memory that the pointer fields of *nodeParams point to (UserData) must be
+// pinned (runtime.Pinner) for the call, and for as long as the call's work may
+// use it. cgo panics on an unpinned Go pointer in Go memory passed to C ("Go
+// pointer to unpinned Go pointer").
 func GraphHostNodeSetParams(hNode GraphNode, nodeParams *HOST_NODE_PARAMS) error {
 	fp, err := procGraphHostNodeSetParams.Addr()
 	if err != nil {
@@ -18484,6 +18643,11 @@ func GraphEventWaitNodeSetEvent(hNode GraphNode, event Event) error {
 // [GraphAddKernelNode],
 // [GraphAddMemcpyNode],
 // [GraphAddMemsetNode]
+//
+// Go memory that the pointer fields of *nodeParams point to (ExtSemArray,
+// ParamsArray) must be pinned (runtime.Pinner) for the call, and for as long
+// as the call's work may use it. cgo panics on an unpinned Go pointer in Go
+// memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphAddExternalSemaphoresSignalNode(phGraphNode *GraphNode, hGraph Graph, dependencies *GraphNode, numDependencies uint64, nodeParams *EXT_SEM_SIGNAL_NODE_PARAMS) error {
 	fp, err := procGraphAddExternalSemaphoresSignalNode.Addr()
 	if err != nil {
@@ -18523,6 +18687,11 @@ func GraphAddExternalSemaphoresSignalNode(phGraphNode *GraphNode, hGraph Graph, 
 // [GraphAddExternalSemaphoresWaitNode],
 // [SignalExternalSemaphoresAsync],
 // [WaitExternalSemaphoresAsync]
+//
+// Go memory that the pointer fields of *params_out point to (ExtSemArray,
+// ParamsArray) must be pinned (runtime.Pinner) for the call, and for as long
+// as the call's work may use it. cgo panics on an unpinned Go pointer in Go
+// memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphExternalSemaphoresSignalNodeGetParams(hNode GraphNode, params_out *EXT_SEM_SIGNAL_NODE_PARAMS) error {
 	fp, err := procGraphExternalSemaphoresSignalNodeGetParams.Addr()
 	if err != nil {
@@ -18557,6 +18726,11 @@ func GraphExternalSemaphoresSignalNodeGetParams(hNode GraphNode, params_out *EXT
 // [GraphAddExternalSemaphoresWaitNode],
 // [SignalExternalSemaphoresAsync],
 // [WaitExternalSemaphoresAsync]
+//
+// Go memory that the pointer fields of *nodeParams point to (ExtSemArray,
+// ParamsArray) must be pinned (runtime.Pinner) for the call, and for as long
+// as the call's work may use it. cgo panics on an unpinned Go pointer in Go
+// memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphExternalSemaphoresSignalNodeSetParams(hNode GraphNode, nodeParams *EXT_SEM_SIGNAL_NODE_PARAMS) error {
 	fp, err := procGraphExternalSemaphoresSignalNodeSetParams.Addr()
 	if err != nil {
@@ -18614,6 +18788,11 @@ func GraphExternalSemaphoresSignalNodeSetParams(hNode GraphNode, nodeParams *EXT
 // [GraphAddKernelNode],
 // [GraphAddMemcpyNode],
 // [GraphAddMemsetNode]
+//
+// Go memory that the pointer fields of *nodeParams point to (ExtSemArray,
+// ParamsArray) must be pinned (runtime.Pinner) for the call, and for as long
+// as the call's work may use it. cgo panics on an unpinned Go pointer in Go
+// memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphAddExternalSemaphoresWaitNode(phGraphNode *GraphNode, hGraph Graph, dependencies *GraphNode, numDependencies uint64, nodeParams *EXT_SEM_WAIT_NODE_PARAMS) error {
 	fp, err := procGraphAddExternalSemaphoresWaitNode.Addr()
 	if err != nil {
@@ -18653,6 +18832,11 @@ func GraphAddExternalSemaphoresWaitNode(phGraphNode *GraphNode, hGraph Graph, de
 // [GraphAddExternalSemaphoresWaitNode],
 // [SignalExternalSemaphoresAsync],
 // [WaitExternalSemaphoresAsync]
+//
+// Go memory that the pointer fields of *params_out point to (ExtSemArray,
+// ParamsArray) must be pinned (runtime.Pinner) for the call, and for as long
+// as the call's work may use it. cgo panics on an unpinned Go pointer in Go
+// memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphExternalSemaphoresWaitNodeGetParams(hNode GraphNode, params_out *EXT_SEM_WAIT_NODE_PARAMS) error {
 	fp, err := procGraphExternalSemaphoresWaitNodeGetParams.Addr()
 	if err != nil {
@@ -18687,6 +18871,11 @@ func GraphExternalSemaphoresWaitNodeGetParams(hNode GraphNode, params_out *EXT_S
 // [GraphAddExternalSemaphoresWaitNode],
 // [SignalExternalSemaphoresAsync],
 // [WaitExternalSemaphoresAsync]
+//
+// Go memory that the pointer fields of *nodeParams point to (ExtSemArray,
+// ParamsArray) must be pinned (runtime.Pinner) for the call, and for as long
+// as the call's work may use it. cgo panics on an unpinned Go pointer in Go
+// memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphExternalSemaphoresWaitNodeSetParams(hNode GraphNode, nodeParams *EXT_SEM_WAIT_NODE_PARAMS) error {
 	fp, err := procGraphExternalSemaphoresWaitNodeSetParams.Addr()
 	if err != nil {
@@ -18751,6 +18940,11 @@ func GraphExternalSemaphoresWaitNodeSetParams(hNode GraphNode, nodeParams *EXT_S
 // [GraphAddKernelNode],
 // [GraphAddMemcpyNode],
 // [GraphAddMemsetNode]
+//
+// Go memory that the pointer fields of *nodeParams point to (ParamArray) must
+// be pinned (runtime.Pinner) for the call, and for as long as the call's work
+// may use it. cgo panics on an unpinned Go pointer in Go memory passed to C
+// ("Go pointer to unpinned Go pointer").
 func GraphAddBatchMemOpNode(phGraphNode *GraphNode, hGraph Graph, dependencies *GraphNode, numDependencies uint64, nodeParams *BATCH_MEM_OP_NODE_PARAMS) error {
 	fp, err := procGraphAddBatchMemOpNode.Addr()
 	if err != nil {
@@ -18787,6 +18981,11 @@ func GraphAddBatchMemOpNode(phGraphNode *GraphNode, hGraph Graph, dependencies *
 // [StreamBatchMemOp],
 // [GraphAddBatchMemOpNode],
 // [GraphBatchMemOpNodeSetParams]
+//
+// Go memory that the pointer fields of *nodeParams_out point to (ParamArray)
+// must be pinned (runtime.Pinner) for the call, and for as long as the call's
+// work may use it. cgo panics on an unpinned Go pointer in Go memory passed to
+// C ("Go pointer to unpinned Go pointer").
 func GraphBatchMemOpNodeGetParams(hNode GraphNode, nodeParams_out *BATCH_MEM_OP_NODE_PARAMS) error {
 	fp, err := procGraphBatchMemOpNodeGetParams.Addr()
 	if err != nil {
@@ -18822,6 +19021,11 @@ func GraphBatchMemOpNodeGetParams(hNode GraphNode, nodeParams_out *BATCH_MEM_OP_
 // [StreamBatchMemOp],
 // [GraphAddBatchMemOpNode],
 // [GraphBatchMemOpNodeGetParams]
+//
+// Go memory that the pointer fields of *nodeParams point to (ParamArray) must
+// be pinned (runtime.Pinner) for the call, and for as long as the call's work
+// may use it. cgo panics on an unpinned Go pointer in Go memory passed to C
+// ("Go pointer to unpinned Go pointer").
 func GraphBatchMemOpNodeSetParams(hNode GraphNode, nodeParams *BATCH_MEM_OP_NODE_PARAMS) error {
 	fp, err := procGraphBatchMemOpNodeSetParams.Addr()
 	if err != nil {
@@ -18877,6 +19081,11 @@ func GraphBatchMemOpNodeSetParams(hNode GraphNode, nodeParams *BATCH_MEM_OP_NODE
 // [GraphBatchMemOpNodeGetParams],
 // [GraphBatchMemOpNodeSetParams],
 // [GraphInstantiate]
+//
+// Go memory that the pointer fields of *nodeParams point to (ParamArray) must
+// be pinned (runtime.Pinner) for the call, and for as long as the call's work
+// may use it. cgo panics on an unpinned Go pointer in Go memory passed to C
+// ("Go pointer to unpinned Go pointer").
 func GraphExecBatchMemOpNodeSetParams(hGraphExec GraphExec, hNode GraphNode, nodeParams *BATCH_MEM_OP_NODE_PARAMS) error {
 	fp, err := procGraphExecBatchMemOpNodeSetParams.Addr()
 	if err != nil {
@@ -18960,6 +19169,12 @@ func GraphExecBatchMemOpNodeSetParams(hGraphExec GraphExec, hNode GraphNode, nod
 // [GraphAddKernelNode],
 // [GraphAddMemcpyNode],
 // [GraphAddMemsetNode]
+//
+// Go memory that the pointer fields of *nodeParams point to
+// (PoolProps.Win32SecurityAttributes, AccessDescs) must be pinned
+// (runtime.Pinner) for the call, and for as long as the call's work may use
+// it. cgo panics on an unpinned Go pointer in Go memory passed to C ("Go
+// pointer to unpinned Go pointer").
 func GraphAddMemAllocNode(phGraphNode *GraphNode, hGraph Graph, dependencies *GraphNode, numDependencies uint64, nodeParams *MEM_ALLOC_NODE_PARAMS) error {
 	fp, err := procGraphAddMemAllocNode.Addr()
 	if err != nil {
@@ -18993,6 +19208,12 @@ func GraphAddMemAllocNode(phGraphNode *GraphNode, hGraph Graph, dependencies *Gr
 // See also:
 // [GraphAddMemAllocNode],
 // [GraphMemFreeNodeGetParams]
+//
+// Go memory that the pointer fields of *params_out point to
+// (PoolProps.Win32SecurityAttributes, AccessDescs) must be pinned
+// (runtime.Pinner) for the call, and for as long as the call's work may use
+// it. cgo panics on an unpinned Go pointer in Go memory passed to C ("Go
+// pointer to unpinned Go pointer").
 func GraphMemAllocNodeGetParams(hNode GraphNode, params_out *MEM_ALLOC_NODE_PARAMS) error {
 	fp, err := procGraphMemAllocNodeGetParams.Addr()
 	if err != nil {
@@ -20140,6 +20361,11 @@ func GraphExecGetFlags(hGraphExec GraphExec, flags *Uint64) error {
 // [GraphExecExternalSemaphoresWaitNodeSetParams],
 // [GraphExecUpdate],
 // [GraphInstantiate]
+//
+// Go memory that the pointer fields of *nodeParams point to (KernelParams,
+// Extra) must be pinned (runtime.Pinner) for the call, and for as long as the
+// call's work may use it. cgo panics on an unpinned Go pointer in Go memory
+// passed to C ("Go pointer to unpinned Go pointer").
 func GraphExecKernelNodeSetParams(hGraphExec GraphExec, hNode GraphNode, nodeParams *KERNEL_NODE_PARAMS) error {
 	fp, err := procGraphExecKernelNodeSetParams.Addr()
 	if err != nil {
@@ -20195,6 +20421,11 @@ func GraphExecKernelNodeSetParams(hGraphExec GraphExec, hNode GraphNode, nodePar
 // [GraphExecExternalSemaphoresWaitNodeSetParams],
 // [GraphExecUpdate],
 // [GraphInstantiate]
+//
+// Go memory that the pointer fields of *copyParams point to (SrcHost,
+// Reserved0, DstHost, Reserved1) must be pinned (runtime.Pinner) for the call,
+// and for as long as the call's work may use it. cgo panics on an unpinned Go
+// pointer in Go memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphExecMemcpyNodeSetParams(hGraphExec GraphExec, hNode GraphNode, copyParams *MEMCPY3D, ctx Context) error {
 	fp, err := procGraphExecMemcpyNodeSetParams.Addr()
 	if err != nil {
@@ -20300,6 +20531,11 @@ func GraphExecMemsetNodeSetParams(hGraphExec GraphExec, hNode GraphNode, memsetP
 // [GraphExecExternalSemaphoresWaitNodeSetParams],
 // [GraphExecUpdate],
 // [GraphInstantiate]
+//
+// Go memory that the pointer fields of *nodeParams point to (UserData) must be
+// pinned (runtime.Pinner) for the call, and for as long as the call's work may
+// use it. cgo panics on an unpinned Go pointer in Go memory passed to C ("Go
+// pointer to unpinned Go pointer").
 func GraphExecHostNodeSetParams(hGraphExec GraphExec, hNode GraphNode, nodeParams *HOST_NODE_PARAMS) error {
 	fp, err := procGraphExecHostNodeSetParams.Addr()
 	if err != nil {
@@ -20502,6 +20738,11 @@ func GraphExecEventWaitNodeSetEvent(hGraphExec GraphExec, hNode GraphNode, event
 // [GraphExecExternalSemaphoresWaitNodeSetParams],
 // [GraphExecUpdate],
 // [GraphInstantiate]
+//
+// Go memory that the pointer fields of *nodeParams point to (ExtSemArray,
+// ParamsArray) must be pinned (runtime.Pinner) for the call, and for as long
+// as the call's work may use it. cgo panics on an unpinned Go pointer in Go
+// memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphExecExternalSemaphoresSignalNodeSetParams(hGraphExec GraphExec, hNode GraphNode, nodeParams *EXT_SEM_SIGNAL_NODE_PARAMS) error {
 	fp, err := procGraphExecExternalSemaphoresSignalNodeSetParams.Addr()
 	if err != nil {
@@ -20554,6 +20795,11 @@ func GraphExecExternalSemaphoresSignalNodeSetParams(hGraphExec GraphExec, hNode 
 // [GraphExecExternalSemaphoresSignalNodeSetParams],
 // [GraphExecUpdate],
 // [GraphInstantiate]
+//
+// Go memory that the pointer fields of *nodeParams point to (ExtSemArray,
+// ParamsArray) must be pinned (runtime.Pinner) for the call, and for as long
+// as the call's work may use it. cgo panics on an unpinned Go pointer in Go
+// memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphExecExternalSemaphoresWaitNodeSetParams(hGraphExec GraphExec, hNode GraphNode, nodeParams *EXT_SEM_WAIT_NODE_PARAMS) error {
 	fp, err := procGraphExecExternalSemaphoresWaitNodeSetParams.Addr()
 	if err != nil {
@@ -21714,6 +21960,11 @@ func OccupancyAvailableDynamicSMemPerBlock(dynamicSmemSize *uint64, func_ Functi
 // See also:
 // cudaFuncGetAttributes,
 // [FuncGetAttribute]
+//
+// Go memory that the pointer fields of *config point to (Attrs) must be pinned
+// (runtime.Pinner) for the call, and for as long as the call's work may use
+// it. cgo panics on an unpinned Go pointer in Go memory passed to C ("Go
+// pointer to unpinned Go pointer").
 func OccupancyMaxPotentialClusterSize(clusterSize *int32, func_ Function, config *LaunchConfig) error {
 	fp, err := procOccupancyMaxPotentialClusterSize.Addr()
 	if err != nil {
@@ -21766,6 +22017,11 @@ func OccupancyMaxPotentialClusterSize(clusterSize *int32, func_ Function, config
 // See also:
 // cudaFuncGetAttributes,
 // [FuncGetAttribute]
+//
+// Go memory that the pointer fields of *config point to (Attrs) must be pinned
+// (runtime.Pinner) for the call, and for as long as the call's work may use
+// it. cgo panics on an unpinned Go pointer in Go memory passed to C ("Go
+// pointer to unpinned Go pointer").
 func OccupancyMaxActiveClusters(numClusters *int32, func_ Function, config *LaunchConfig) error {
 	fp, err := procOccupancyMaxActiveClusters.Addr()
 	if err != nil {

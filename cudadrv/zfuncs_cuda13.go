@@ -3572,6 +3572,12 @@ func DevicePrimaryCtxReset(dev Device) error {
 // [CoredumpSetAttributeGlobal],
 // [CoredumpSetAttribute],
 // [CtxSynchronize]
+//
+// Go memory that the pointer fields of *ctxCreateParams point to
+// (ExecAffinityParams, CigParams) must be pinned (runtime.Pinner) for the
+// call, and for as long as the call's work may use it. cgo panics on an
+// unpinned Go pointer in Go memory passed to C ("Go pointer to unpinned Go
+// pointer").
 func CtxCreate(pctx *Context, ctxCreateParams *CtxCreateParams, flags uint32, dev Device) error {
 	fp, err := procCtxCreate.Addr()
 	if err != nil {
@@ -5255,6 +5261,12 @@ func ModuleGetGlobal(dptr *Deviceptr, bytes *uint64, hmod Module, name string) e
 // [LinkAddFile],
 // [LinkComplete],
 // [LinkDestroy]
+//
+// The array optionValues points to holds pointers: where it is Go memory, the
+// Go memory its elements point to must be pinned (runtime.Pinner) for the
+// call, and for as long as the call's work may use it. cgo panics on an
+// unpinned Go pointer in Go memory passed to C ("Go pointer to unpinned Go
+// pointer").
 func LinkCreate(numOptions uint32, options *Jit_option, optionValues *unsafe.Pointer, stateOut *LinkState) error {
 	fp, err := procLinkCreate.Addr()
 	if err != nil {
@@ -5304,6 +5316,12 @@ func LinkCreate(numOptions uint32, options *Jit_option, optionValues *unsafe.Poi
 // [LinkAddFile],
 // [LinkComplete],
 // [LinkDestroy]
+//
+// The array optionValues points to holds pointers: where it is Go memory, the
+// Go memory its elements point to must be pinned (runtime.Pinner) for the
+// call, and for as long as the call's work may use it. cgo panics on an
+// unpinned Go pointer in Go memory passed to C ("Go pointer to unpinned Go
+// pointer").
 func LinkAddData(state LinkState, type_ JitInputType, data unsafe.Pointer, size uint64, name string, numOptions uint32, options *Jit_option, optionValues *unsafe.Pointer) error {
 	fp, err := procLinkAddData.Addr()
 	if err != nil {
@@ -5356,6 +5374,12 @@ func LinkAddData(state LinkState, type_ JitInputType, data unsafe.Pointer, size 
 // [LinkAddData],
 // [LinkComplete],
 // [LinkDestroy]
+//
+// The array optionValues points to holds pointers: where it is Go memory, the
+// Go memory its elements point to must be pinned (runtime.Pinner) for the
+// call, and for as long as the call's work may use it. cgo panics on an
+// unpinned Go pointer in Go memory passed to C ("Go pointer to unpinned Go
+// pointer").
 func LinkAddFile(state LinkState, type_ JitInputType, path string, numOptions uint32, options *Jit_option, optionValues *unsafe.Pointer) error {
 	fp, err := procLinkAddFile.Addr()
 	if err != nil {
@@ -8161,6 +8185,11 @@ func MemcpyAtoA(dstArray Array, dstOffset uint64, srcArray Array, srcOffset uint
 // cudaMemcpy2D,
 // cudaMemcpy2DToArray,
 // cudaMemcpy2DFromArray
+//
+// Go memory that the pointer fields of *pCopy point to (SrcHost, DstHost) must
+// be pinned (runtime.Pinner) for the call, and for as long as the call's work
+// may use it. cgo panics on an unpinned Go pointer in Go memory passed to C
+// ("Go pointer to unpinned Go pointer").
 func Memcpy2D(pCopy *MEMCPY2D) error {
 	fp, err := procMemcpy2D.Addr()
 	if err != nil {
@@ -8309,6 +8338,11 @@ func Memcpy2D(pCopy *MEMCPY2D) error {
 // cudaMemcpy2D,
 // cudaMemcpy2DToArray,
 // cudaMemcpy2DFromArray
+//
+// Go memory that the pointer fields of *pCopy point to (SrcHost, DstHost) must
+// be pinned (runtime.Pinner) for the call, and for as long as the call's work
+// may use it. cgo panics on an unpinned Go pointer in Go memory passed to C
+// ("Go pointer to unpinned Go pointer").
 func Memcpy2DUnaligned(pCopy *MEMCPY2D) error {
 	fp, err := procMemcpy2DUnaligned.Addr()
 	if err != nil {
@@ -8464,6 +8498,11 @@ func Memcpy2DUnaligned(pCopy *MEMCPY2D) error {
 // [MemHostGetDevicePointer], [MemsetD2D8], [MemsetD2D16],
 // [MemsetD2D32], [MemsetD8], [MemsetD16], [MemsetD32],
 // cudaMemcpy3D
+//
+// Go memory that the pointer fields of *pCopy point to (SrcHost, Reserved0,
+// DstHost, Reserved1) must be pinned (runtime.Pinner) for the call, and for as
+// long as the call's work may use it. cgo panics on an unpinned Go pointer in
+// Go memory passed to C ("Go pointer to unpinned Go pointer").
 func Memcpy3D(pCopy *MEMCPY3D) error {
 	fp, err := procMemcpy3D.Addr()
 	if err != nil {
@@ -8496,6 +8535,11 @@ func Memcpy3D(pCopy *MEMCPY3D) error {
 // See also: [MemcpyDtoD], [MemcpyPeer], [MemcpyDtoDAsync], [MemcpyPeerAsync],
 // [Memcpy3DPeerAsync],
 // cudaMemcpy3DPeer
+//
+// Go memory that the pointer fields of *pCopy point to (SrcHost, DstHost) must
+// be pinned (runtime.Pinner) for the call, and for as long as the call's work
+// may use it. cgo panics on an unpinned Go pointer in Go memory passed to C
+// ("Go pointer to unpinned Go pointer").
 func Memcpy3DPeer(pCopy *MEMCPY3D_PEER) error {
 	fp, err := procMemcpy3DPeer.Addr()
 	if err != nil {
@@ -8979,6 +9023,11 @@ func MemcpyAtoHAsync(dstHost unsafe.Pointer, srcArray Array, srcOffset uint64, B
 // cudaMemcpy2DAsync,
 // cudaMemcpy2DToArrayAsync,
 // cudaMemcpy2DFromArrayAsync
+//
+// Go memory that the pointer fields of *pCopy point to (SrcHost, DstHost) must
+// be pinned (runtime.Pinner) for the call, and for as long as the call's work
+// may use it. cgo panics on an unpinned Go pointer in Go memory passed to C
+// ("Go pointer to unpinned Go pointer").
 func Memcpy2DAsync(pCopy *MEMCPY2D, hStream Stream) error {
 	fp, err := procMemcpy2DAsync.Addr()
 	if err != nil {
@@ -9138,6 +9187,11 @@ func Memcpy2DAsync(pCopy *MEMCPY2D, hStream Stream) error {
 // [MemsetD8], [MemsetD8Async], [MemsetD16], [MemsetD16Async],
 // [MemsetD32], [MemsetD32Async],
 // cudaMemcpy3DAsync
+//
+// Go memory that the pointer fields of *pCopy point to (SrcHost, Reserved0,
+// DstHost, Reserved1) must be pinned (runtime.Pinner) for the call, and for as
+// long as the call's work may use it. cgo panics on an unpinned Go pointer in
+// Go memory passed to C ("Go pointer to unpinned Go pointer").
 func Memcpy3DAsync(pCopy *MEMCPY3D, hStream Stream) error {
 	fp, err := procMemcpy3DAsync.Addr()
 	if err != nil {
@@ -9171,6 +9225,11 @@ func Memcpy3DAsync(pCopy *MEMCPY3D, hStream Stream) error {
 // See also: [MemcpyDtoD], [MemcpyPeer], [MemcpyDtoDAsync], [MemcpyPeerAsync],
 // [Memcpy3DPeerAsync],
 // cudaMemcpy3DPeerAsync
+//
+// Go memory that the pointer fields of *pCopy point to (SrcHost, DstHost) must
+// be pinned (runtime.Pinner) for the call, and for as long as the call's work
+// may use it. cgo panics on an unpinned Go pointer in Go memory passed to C
+// ("Go pointer to unpinned Go pointer").
 func Memcpy3DPeerAsync(pCopy *MEMCPY3D_PEER, hStream Stream) error {
 	fp, err := procMemcpy3DPeerAsync.Addr()
 	if err != nil {
@@ -10952,6 +11011,11 @@ func MemGetHandleForAddressRange(handle unsafe.Pointer, dptr Deviceptr, size uin
 // [ERROR_INVALID_HANDLE]
 //
 // See also: [MemAlloc], [MemPoolCreate], [MemAllocFromPoolAsync]
+//
+// Go memory that the pointer fields of *paramsArray point to (DstActBytes,
+// Src, Dst) must be pinned (runtime.Pinner) for the call, and for as long as
+// the call's work may use it. cgo panics on an unpinned Go pointer in Go
+// memory passed to C ("Go pointer to unpinned Go pointer").
 func MemBatchDecompressAsync(paramsArray *MemDecompressParams, count uint64, flags uint32, errorIndex *uint64, stream Stream) error {
 	fp, err := procMemBatchDecompressAsync.Addr()
 	if err != nil {
@@ -11100,6 +11164,11 @@ func MemAddressFree(ptr Deviceptr, size uint64) error {
 // [ERROR_NOT_SUPPORTED]
 //
 // See also: [MemRelease], [MemExportToShareableHandle], [MemImportFromShareableHandle]
+//
+// Go memory that the pointer fields of *prop point to (Win32HandleMetaData)
+// must be pinned (runtime.Pinner) for the call, and for as long as the call's
+// work may use it. cgo panics on an unpinned Go pointer in Go memory passed to
+// C ("Go pointer to unpinned Go pointer").
 func MemCreate(handle *MemGenericAllocationHandle, size uint64, prop *MemAllocationProp, flags uint64) error {
 	fp, err := procMemCreate.Addr()
 	if err != nil {
@@ -11577,6 +11646,11 @@ func MemImportFromShareableHandle(handle *MemGenericAllocationHandle, osHandle u
 // [ERROR_NOT_SUPPORTED]
 //
 // See also: [MemCreate], [MemMap]
+//
+// Go memory that the pointer fields of *prop point to (Win32HandleMetaData)
+// must be pinned (runtime.Pinner) for the call, and for as long as the call's
+// work may use it. cgo panics on an unpinned Go pointer in Go memory passed to
+// C ("Go pointer to unpinned Go pointer").
 func MemGetAllocationGranularity(granularity *uint64, prop *MemAllocationProp, option MemAllocationGranularity_flags) error {
 	fp, err := procMemGetAllocationGranularity.Addr()
 	if err != nil {
@@ -11605,6 +11679,11 @@ func MemGetAllocationGranularity(granularity *uint64, prop *MemAllocationProp, o
 // [ERROR_NOT_SUPPORTED]
 //
 // See also: [MemCreate], [MemImportFromShareableHandle]
+//
+// Go memory that the pointer fields of *prop point to (Win32HandleMetaData)
+// must be pinned (runtime.Pinner) for the call, and for as long as the call's
+// work may use it. cgo panics on an unpinned Go pointer in Go memory passed to
+// C ("Go pointer to unpinned Go pointer").
 func MemGetAllocationPropertiesFromHandle(prop *MemAllocationProp, handle MemGenericAllocationHandle) error {
 	fp, err := procMemGetAllocationPropertiesFromHandle.Addr()
 	if err != nil {
@@ -12005,6 +12084,11 @@ func MemPoolGetAccess(flags *MemAccess_flags, memPool MemoryPool, location *MemL
 //
 // See also: [DeviceSetMemPool], [DeviceGetMemPool], [DeviceGetDefaultMemPool],
 // [MemAllocFromPoolAsync], [MemPoolExportToShareableHandle]
+//
+// Go memory that the pointer fields of *poolProps point to
+// (Win32SecurityAttributes) must be pinned (runtime.Pinner) for the call, and
+// for as long as the call's work may use it. cgo panics on an unpinned Go
+// pointer in Go memory passed to C ("Go pointer to unpinned Go pointer").
 func MemPoolCreate(pool *MemoryPool, poolProps *MemPoolProps) error {
 	fp, err := procMemPoolCreate.Addr()
 	if err != nil {
@@ -13354,6 +13438,11 @@ func MemRangeGetAttributeOf[T any](attribute Mem_range_attribute, devPtr Devicep
 // See also: [MemRangeGetAttribute], [MemAdvise],
 // [MemPrefetchAsync],
 // cudaMemRangeGetAttributes
+//
+// The array data points to holds pointers: where it is Go memory, the Go
+// memory its elements point to must be pinned (runtime.Pinner) for the call,
+// and for as long as the call's work may use it. cgo panics on an unpinned Go
+// pointer in Go memory passed to C ("Go pointer to unpinned Go pointer").
 func MemRangeGetAttributes(data *unsafe.Pointer, dataSizes *uint64, attributes *Mem_range_attribute, numAttributes uint64, devPtr Deviceptr, count uint64) error {
 	fp, err := procMemRangeGetAttributes.Addr()
 	if err != nil {
@@ -13476,6 +13565,11 @@ func PointerSetAttributeOf[T any](value T, attribute Pointer_attribute, ptr Devi
 // [PointerGetAttribute],
 // [PointerSetAttribute],
 // cudaPointerGetAttributes
+//
+// The array data points to holds pointers: where it is Go memory, the Go
+// memory its elements point to must be pinned (runtime.Pinner) for the call,
+// and for as long as the call's work may use it. cgo panics on an unpinned Go
+// pointer in Go memory passed to C ("Go pointer to unpinned Go pointer").
 func PointerGetAttributes(numAttributes uint32, attributes *Pointer_attribute, data *unsafe.Pointer, ptr Deviceptr) error {
 	fp, err := procPointerGetAttributes.Addr()
 	if err != nil {
@@ -16470,6 +16564,12 @@ func FuncLoad(function Function) error {
 // [KernelSetCacheConfig],
 // [KernelGetAttribute],
 // [KernelSetAttribute]
+//
+// The array kernelParams points to holds pointers: where it is Go memory, the
+// Go memory its elements point to must be pinned (runtime.Pinner) for the
+// call, and for as long as the call's work may use it. cgo panics on an
+// unpinned Go pointer in Go memory passed to C ("Go pointer to unpinned Go
+// pointer").
 func LaunchKernel(f Function, gridDimX uint32, gridDimY uint32, gridDimZ uint32, blockDimX uint32, blockDimY uint32, blockDimZ uint32, sharedMemBytes uint32, hStream Stream, kernelParams *unsafe.Pointer, extra *unsafe.Pointer) error {
 	fp, err := procLaunchKernel.Addr()
 	if err != nil {
@@ -16746,6 +16846,14 @@ func LaunchKernel(f Function, gridDimX uint32, gridDimY uint32, gridDimZ uint32,
 // [KernelSetCacheConfig],
 // [KernelGetAttribute],
 // [KernelSetAttribute]
+//
+// Go memory that the pointer fields of *config point to (Attrs) must be pinned
+// (runtime.Pinner) for the call, and for as long as the call's work may use
+// it. The array kernelParams points to holds pointers: where it is Go memory,
+// the Go memory its elements point to must be pinned (runtime.Pinner) for the
+// call, and for as long as the call's work may use it. cgo panics on an
+// unpinned Go pointer in Go memory passed to C ("Go pointer to unpinned Go
+// pointer").
 func LaunchKernelEx(config *LaunchConfig, f Function, kernelParams *unsafe.Pointer, extra *unsafe.Pointer) error {
 	fp, err := procLaunchKernelEx.Addr()
 	if err != nil {
@@ -16844,6 +16952,12 @@ func LaunchKernelEx(config *LaunchConfig, f Function, kernelParams *unsafe.Point
 // [KernelSetCacheConfig],
 // [KernelGetAttribute],
 // [KernelSetAttribute]
+//
+// The array kernelParams points to holds pointers: where it is Go memory, the
+// Go memory its elements point to must be pinned (runtime.Pinner) for the
+// call, and for as long as the call's work may use it. cgo panics on an
+// unpinned Go pointer in Go memory passed to C ("Go pointer to unpinned Go
+// pointer").
 func LaunchCooperativeKernel(f Function, gridDimX uint32, gridDimY uint32, gridDimZ uint32, blockDimX uint32, blockDimY uint32, blockDimZ uint32, sharedMemBytes uint32, hStream Stream, kernelParams *unsafe.Pointer) error {
 	fp, err := procLaunchCooperativeKernel.Addr()
 	if err != nil {
@@ -16992,6 +17106,11 @@ func LaunchCooperativeKernel(f Function, gridDimX uint32, gridDimY uint32, gridD
 // cudaLaunchCooperativeKernelMultiDevice
 //
 // Deprecated: This function is deprecated as of CUDA 11.3.
+//
+// Go memory that the pointer fields of *launchParamsList point to
+// (KernelParams) must be pinned (runtime.Pinner) for the call, and for as long
+// as the call's work may use it. cgo panics on an unpinned Go pointer in Go
+// memory passed to C ("Go pointer to unpinned Go pointer").
 func LaunchCooperativeKernelMultiDevice(launchParamsList *LAUNCH_PARAMS, numDevices uint32, flags uint32) error {
 	fp, err := procLaunchCooperativeKernelMultiDevice.Addr()
 	if err != nil {
@@ -17764,6 +17883,11 @@ func GraphCreate(phGraph *Graph, flags uint32) error {
 // [GraphAddHostNode],
 // [GraphAddMemcpyNode],
 // [GraphAddMemsetNode]
+//
+// Go memory that the pointer fields of *nodeParams point to (KernelParams,
+// Extra) must be pinned (runtime.Pinner) for the call, and for as long as the
+// call's work may use it. cgo panics on an unpinned Go pointer in Go memory
+// passed to C ("Go pointer to unpinned Go pointer").
 func GraphAddKernelNode(phGraphNode *GraphNode, hGraph Graph, dependencies *GraphNode, numDependencies uint64, nodeParams *KERNEL_NODE_PARAMS) error {
 	fp, err := procGraphAddKernelNode.Addr()
 	if err != nil {
@@ -17804,6 +17928,11 @@ func GraphAddKernelNode(phGraphNode *GraphNode, hGraph Graph, dependencies *Grap
 // [LaunchKernel],
 // [GraphAddKernelNode],
 // [GraphKernelNodeSetParams]
+//
+// Go memory that the pointer fields of *nodeParams point to (KernelParams,
+// Extra) must be pinned (runtime.Pinner) for the call, and for as long as the
+// call's work may use it. cgo panics on an unpinned Go pointer in Go memory
+// passed to C ("Go pointer to unpinned Go pointer").
 func GraphKernelNodeGetParams(hNode GraphNode, nodeParams *KERNEL_NODE_PARAMS) error {
 	fp, err := procGraphKernelNodeGetParams.Addr()
 	if err != nil {
@@ -17836,6 +17965,11 @@ func GraphKernelNodeGetParams(hNode GraphNode, nodeParams *KERNEL_NODE_PARAMS) e
 // [LaunchKernel],
 // [GraphAddKernelNode],
 // [GraphKernelNodeGetParams]
+//
+// Go memory that the pointer fields of *nodeParams point to (KernelParams,
+// Extra) must be pinned (runtime.Pinner) for the call, and for as long as the
+// call's work may use it. cgo panics on an unpinned Go pointer in Go memory
+// passed to C ("Go pointer to unpinned Go pointer").
 func GraphKernelNodeSetParams(hNode GraphNode, nodeParams *KERNEL_NODE_PARAMS) error {
 	fp, err := procGraphKernelNodeSetParams.Addr()
 	if err != nil {
@@ -17893,6 +18027,11 @@ func GraphKernelNodeSetParams(hNode GraphNode, nodeParams *KERNEL_NODE_PARAMS) e
 // [GraphAddKernelNode],
 // [GraphAddHostNode],
 // [GraphAddMemsetNode]
+//
+// Go memory that the pointer fields of *copyParams point to (SrcHost,
+// Reserved0, DstHost, Reserved1) must be pinned (runtime.Pinner) for the call,
+// and for as long as the call's work may use it. cgo panics on an unpinned Go
+// pointer in Go memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphAddMemcpyNode(phGraphNode *GraphNode, hGraph Graph, dependencies *GraphNode, numDependencies uint64, copyParams *MEMCPY3D, ctx Context) error {
 	fp, err := procGraphAddMemcpyNode.Addr()
 	if err != nil {
@@ -17924,6 +18063,11 @@ func GraphAddMemcpyNode(phGraphNode *GraphNode, hGraph Graph, dependencies *Grap
 // [Memcpy3D],
 // [GraphAddMemcpyNode],
 // [GraphMemcpyNodeSetParams]
+//
+// Go memory that the pointer fields of *nodeParams point to (SrcHost,
+// Reserved0, DstHost, Reserved1) must be pinned (runtime.Pinner) for the call,
+// and for as long as the call's work may use it. cgo panics on an unpinned Go
+// pointer in Go memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphMemcpyNodeGetParams(hNode GraphNode, nodeParams *MEMCPY3D) error {
 	fp, err := procGraphMemcpyNodeGetParams.Addr()
 	if err != nil {
@@ -17956,6 +18100,11 @@ func GraphMemcpyNodeGetParams(hNode GraphNode, nodeParams *MEMCPY3D) error {
 // [Memcpy3D],
 // [GraphAddMemcpyNode],
 // [GraphMemcpyNodeGetParams]
+//
+// Go memory that the pointer fields of *nodeParams point to (SrcHost,
+// Reserved0, DstHost, Reserved1) must be pinned (runtime.Pinner) for the call,
+// and for as long as the call's work may use it. cgo panics on an unpinned Go
+// pointer in Go memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphMemcpyNodeSetParams(hNode GraphNode, nodeParams *MEMCPY3D) error {
 	fp, err := procGraphMemcpyNodeSetParams.Addr()
 	if err != nil {
@@ -18120,6 +18269,11 @@ func GraphMemsetNodeSetParams(hNode GraphNode, nodeParams *MEMSET_NODE_PARAMS) e
 // [GraphAddKernelNode],
 // [GraphAddMemcpyNode],
 // [GraphAddMemsetNode]
+//
+// Go memory that the pointer fields of *nodeParams point to (UserData) must be
+// pinned (runtime.Pinner) for the call, and for as long as the call's work may
+// use it. cgo panics on an unpinned Go pointer in Go memory passed to C ("Go
+// pointer to unpinned Go pointer").
 func GraphAddHostNode(phGraphNode *GraphNode, hGraph Graph, dependencies *GraphNode, numDependencies uint64, nodeParams *HOST_NODE_PARAMS) error {
 	fp, err := procGraphAddHostNode.Addr()
 	if err != nil {
@@ -18151,6 +18305,11 @@ func GraphAddHostNode(phGraphNode *GraphNode, hGraph Graph, dependencies *GraphN
 // [LaunchHostFunc],
 // [GraphAddHostNode],
 // [GraphHostNodeSetParams]
+//
+// Go memory that the pointer fields of *nodeParams point to (UserData) must be
+// pinned (runtime.Pinner) for the call, and for as long as the call's work may
+// use it. cgo panics on an unpinned Go pointer in Go memory passed to C ("Go
+// pointer to unpinned Go pointer").
 func GraphHostNodeGetParams(hNode GraphNode, nodeParams *HOST_NODE_PARAMS) error {
 	fp, err := procGraphHostNodeGetParams.Addr()
 	if err != nil {
@@ -18183,6 +18342,11 @@ func GraphHostNodeGetParams(hNode GraphNode, nodeParams *HOST_NODE_PARAMS) error
 // [LaunchHostFunc],
 // [GraphAddHostNode],
 // [GraphHostNodeGetParams]
+//
+// Go memory that the pointer fields of *nodeParams point to (UserData) must be
+// pinned (runtime.Pinner) for the call, and for as long as the call's work may
+// use it. cgo panics on an unpinned Go pointer in Go memory passed to C ("Go
+// pointer to unpinned Go pointer").
 func GraphHostNodeSetParams(hNode GraphNode, nodeParams *HOST_NODE_PARAMS) error {
 	fp, err := procGraphHostNodeSetParams.Addr()
 	if err != nil {
@@ -18607,6 +18771,11 @@ func GraphEventWaitNodeSetEvent(hNode GraphNode, event Event) error {
 // [GraphAddKernelNode],
 // [GraphAddMemcpyNode],
 // [GraphAddMemsetNode]
+//
+// Go memory that the pointer fields of *nodeParams point to (ExtSemArray,
+// ParamsArray) must be pinned (runtime.Pinner) for the call, and for as long
+// as the call's work may use it. cgo panics on an unpinned Go pointer in Go
+// memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphAddExternalSemaphoresSignalNode(phGraphNode *GraphNode, hGraph Graph, dependencies *GraphNode, numDependencies uint64, nodeParams *EXT_SEM_SIGNAL_NODE_PARAMS) error {
 	fp, err := procGraphAddExternalSemaphoresSignalNode.Addr()
 	if err != nil {
@@ -18646,6 +18815,11 @@ func GraphAddExternalSemaphoresSignalNode(phGraphNode *GraphNode, hGraph Graph, 
 // [GraphAddExternalSemaphoresWaitNode],
 // [SignalExternalSemaphoresAsync],
 // [WaitExternalSemaphoresAsync]
+//
+// Go memory that the pointer fields of *params_out point to (ExtSemArray,
+// ParamsArray) must be pinned (runtime.Pinner) for the call, and for as long
+// as the call's work may use it. cgo panics on an unpinned Go pointer in Go
+// memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphExternalSemaphoresSignalNodeGetParams(hNode GraphNode, params_out *EXT_SEM_SIGNAL_NODE_PARAMS) error {
 	fp, err := procGraphExternalSemaphoresSignalNodeGetParams.Addr()
 	if err != nil {
@@ -18680,6 +18854,11 @@ func GraphExternalSemaphoresSignalNodeGetParams(hNode GraphNode, params_out *EXT
 // [GraphAddExternalSemaphoresWaitNode],
 // [SignalExternalSemaphoresAsync],
 // [WaitExternalSemaphoresAsync]
+//
+// Go memory that the pointer fields of *nodeParams point to (ExtSemArray,
+// ParamsArray) must be pinned (runtime.Pinner) for the call, and for as long
+// as the call's work may use it. cgo panics on an unpinned Go pointer in Go
+// memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphExternalSemaphoresSignalNodeSetParams(hNode GraphNode, nodeParams *EXT_SEM_SIGNAL_NODE_PARAMS) error {
 	fp, err := procGraphExternalSemaphoresSignalNodeSetParams.Addr()
 	if err != nil {
@@ -18737,6 +18916,11 @@ func GraphExternalSemaphoresSignalNodeSetParams(hNode GraphNode, nodeParams *EXT
 // [GraphAddKernelNode],
 // [GraphAddMemcpyNode],
 // [GraphAddMemsetNode]
+//
+// Go memory that the pointer fields of *nodeParams point to (ExtSemArray,
+// ParamsArray) must be pinned (runtime.Pinner) for the call, and for as long
+// as the call's work may use it. cgo panics on an unpinned Go pointer in Go
+// memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphAddExternalSemaphoresWaitNode(phGraphNode *GraphNode, hGraph Graph, dependencies *GraphNode, numDependencies uint64, nodeParams *EXT_SEM_WAIT_NODE_PARAMS) error {
 	fp, err := procGraphAddExternalSemaphoresWaitNode.Addr()
 	if err != nil {
@@ -18776,6 +18960,11 @@ func GraphAddExternalSemaphoresWaitNode(phGraphNode *GraphNode, hGraph Graph, de
 // [GraphAddExternalSemaphoresWaitNode],
 // [SignalExternalSemaphoresAsync],
 // [WaitExternalSemaphoresAsync]
+//
+// Go memory that the pointer fields of *params_out point to (ExtSemArray,
+// ParamsArray) must be pinned (runtime.Pinner) for the call, and for as long
+// as the call's work may use it. cgo panics on an unpinned Go pointer in Go
+// memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphExternalSemaphoresWaitNodeGetParams(hNode GraphNode, params_out *EXT_SEM_WAIT_NODE_PARAMS) error {
 	fp, err := procGraphExternalSemaphoresWaitNodeGetParams.Addr()
 	if err != nil {
@@ -18810,6 +18999,11 @@ func GraphExternalSemaphoresWaitNodeGetParams(hNode GraphNode, params_out *EXT_S
 // [GraphAddExternalSemaphoresWaitNode],
 // [SignalExternalSemaphoresAsync],
 // [WaitExternalSemaphoresAsync]
+//
+// Go memory that the pointer fields of *nodeParams point to (ExtSemArray,
+// ParamsArray) must be pinned (runtime.Pinner) for the call, and for as long
+// as the call's work may use it. cgo panics on an unpinned Go pointer in Go
+// memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphExternalSemaphoresWaitNodeSetParams(hNode GraphNode, nodeParams *EXT_SEM_WAIT_NODE_PARAMS) error {
 	fp, err := procGraphExternalSemaphoresWaitNodeSetParams.Addr()
 	if err != nil {
@@ -18872,6 +19066,11 @@ func GraphExternalSemaphoresWaitNodeSetParams(hNode GraphNode, nodeParams *EXT_S
 // [GraphAddKernelNode],
 // [GraphAddMemcpyNode],
 // [GraphAddMemsetNode]
+//
+// Go memory that the pointer fields of *nodeParams point to (ParamArray) must
+// be pinned (runtime.Pinner) for the call, and for as long as the call's work
+// may use it. cgo panics on an unpinned Go pointer in Go memory passed to C
+// ("Go pointer to unpinned Go pointer").
 func GraphAddBatchMemOpNode(phGraphNode *GraphNode, hGraph Graph, dependencies *GraphNode, numDependencies uint64, nodeParams *BATCH_MEM_OP_NODE_PARAMS) error {
 	fp, err := procGraphAddBatchMemOpNode.Addr()
 	if err != nil {
@@ -18908,6 +19107,11 @@ func GraphAddBatchMemOpNode(phGraphNode *GraphNode, hGraph Graph, dependencies *
 // [StreamBatchMemOp],
 // [GraphAddBatchMemOpNode],
 // [GraphBatchMemOpNodeSetParams]
+//
+// Go memory that the pointer fields of *nodeParams_out point to (ParamArray)
+// must be pinned (runtime.Pinner) for the call, and for as long as the call's
+// work may use it. cgo panics on an unpinned Go pointer in Go memory passed to
+// C ("Go pointer to unpinned Go pointer").
 func GraphBatchMemOpNodeGetParams(hNode GraphNode, nodeParams_out *BATCH_MEM_OP_NODE_PARAMS) error {
 	fp, err := procGraphBatchMemOpNodeGetParams.Addr()
 	if err != nil {
@@ -18943,6 +19147,11 @@ func GraphBatchMemOpNodeGetParams(hNode GraphNode, nodeParams_out *BATCH_MEM_OP_
 // [StreamBatchMemOp],
 // [GraphAddBatchMemOpNode],
 // [GraphBatchMemOpNodeGetParams]
+//
+// Go memory that the pointer fields of *nodeParams point to (ParamArray) must
+// be pinned (runtime.Pinner) for the call, and for as long as the call's work
+// may use it. cgo panics on an unpinned Go pointer in Go memory passed to C
+// ("Go pointer to unpinned Go pointer").
 func GraphBatchMemOpNodeSetParams(hNode GraphNode, nodeParams *BATCH_MEM_OP_NODE_PARAMS) error {
 	fp, err := procGraphBatchMemOpNodeSetParams.Addr()
 	if err != nil {
@@ -18998,6 +19207,11 @@ func GraphBatchMemOpNodeSetParams(hNode GraphNode, nodeParams *BATCH_MEM_OP_NODE
 // [GraphBatchMemOpNodeGetParams],
 // [GraphBatchMemOpNodeSetParams],
 // [GraphInstantiate]
+//
+// Go memory that the pointer fields of *nodeParams point to (ParamArray) must
+// be pinned (runtime.Pinner) for the call, and for as long as the call's work
+// may use it. cgo panics on an unpinned Go pointer in Go memory passed to C
+// ("Go pointer to unpinned Go pointer").
 func GraphExecBatchMemOpNodeSetParams(hGraphExec GraphExec, hNode GraphNode, nodeParams *BATCH_MEM_OP_NODE_PARAMS) error {
 	fp, err := procGraphExecBatchMemOpNodeSetParams.Addr()
 	if err != nil {
@@ -19081,6 +19295,12 @@ func GraphExecBatchMemOpNodeSetParams(hGraphExec GraphExec, hNode GraphNode, nod
 // [GraphAddKernelNode],
 // [GraphAddMemcpyNode],
 // [GraphAddMemsetNode]
+//
+// Go memory that the pointer fields of *nodeParams point to
+// (PoolProps.Win32SecurityAttributes, AccessDescs) must be pinned
+// (runtime.Pinner) for the call, and for as long as the call's work may use
+// it. cgo panics on an unpinned Go pointer in Go memory passed to C ("Go
+// pointer to unpinned Go pointer").
 func GraphAddMemAllocNode(phGraphNode *GraphNode, hGraph Graph, dependencies *GraphNode, numDependencies uint64, nodeParams *MEM_ALLOC_NODE_PARAMS) error {
 	fp, err := procGraphAddMemAllocNode.Addr()
 	if err != nil {
@@ -19114,6 +19334,12 @@ func GraphAddMemAllocNode(phGraphNode *GraphNode, hGraph Graph, dependencies *Gr
 // See also:
 // [GraphAddMemAllocNode],
 // [GraphMemFreeNodeGetParams]
+//
+// Go memory that the pointer fields of *params_out point to
+// (PoolProps.Win32SecurityAttributes, AccessDescs) must be pinned
+// (runtime.Pinner) for the call, and for as long as the call's work may use
+// it. cgo panics on an unpinned Go pointer in Go memory passed to C ("Go
+// pointer to unpinned Go pointer").
 func GraphMemAllocNodeGetParams(hNode GraphNode, params_out *MEM_ALLOC_NODE_PARAMS) error {
 	fp, err := procGraphMemAllocNodeGetParams.Addr()
 	if err != nil {
@@ -20066,6 +20292,11 @@ func GraphExecGetFlags(hGraphExec GraphExec, flags *Uint64) error {
 // [GraphExecExternalSemaphoresWaitNodeSetParams],
 // [GraphExecUpdate],
 // [GraphInstantiate]
+//
+// Go memory that the pointer fields of *nodeParams point to (KernelParams,
+// Extra) must be pinned (runtime.Pinner) for the call, and for as long as the
+// call's work may use it. cgo panics on an unpinned Go pointer in Go memory
+// passed to C ("Go pointer to unpinned Go pointer").
 func GraphExecKernelNodeSetParams(hGraphExec GraphExec, hNode GraphNode, nodeParams *KERNEL_NODE_PARAMS) error {
 	fp, err := procGraphExecKernelNodeSetParams.Addr()
 	if err != nil {
@@ -20121,6 +20352,11 @@ func GraphExecKernelNodeSetParams(hGraphExec GraphExec, hNode GraphNode, nodePar
 // [GraphExecExternalSemaphoresWaitNodeSetParams],
 // [GraphExecUpdate],
 // [GraphInstantiate]
+//
+// Go memory that the pointer fields of *copyParams point to (SrcHost,
+// Reserved0, DstHost, Reserved1) must be pinned (runtime.Pinner) for the call,
+// and for as long as the call's work may use it. cgo panics on an unpinned Go
+// pointer in Go memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphExecMemcpyNodeSetParams(hGraphExec GraphExec, hNode GraphNode, copyParams *MEMCPY3D, ctx Context) error {
 	fp, err := procGraphExecMemcpyNodeSetParams.Addr()
 	if err != nil {
@@ -20226,6 +20462,11 @@ func GraphExecMemsetNodeSetParams(hGraphExec GraphExec, hNode GraphNode, memsetP
 // [GraphExecExternalSemaphoresWaitNodeSetParams],
 // [GraphExecUpdate],
 // [GraphInstantiate]
+//
+// Go memory that the pointer fields of *nodeParams point to (UserData) must be
+// pinned (runtime.Pinner) for the call, and for as long as the call's work may
+// use it. cgo panics on an unpinned Go pointer in Go memory passed to C ("Go
+// pointer to unpinned Go pointer").
 func GraphExecHostNodeSetParams(hGraphExec GraphExec, hNode GraphNode, nodeParams *HOST_NODE_PARAMS) error {
 	fp, err := procGraphExecHostNodeSetParams.Addr()
 	if err != nil {
@@ -20428,6 +20669,11 @@ func GraphExecEventWaitNodeSetEvent(hGraphExec GraphExec, hNode GraphNode, event
 // [GraphExecExternalSemaphoresWaitNodeSetParams],
 // [GraphExecUpdate],
 // [GraphInstantiate]
+//
+// Go memory that the pointer fields of *nodeParams point to (ExtSemArray,
+// ParamsArray) must be pinned (runtime.Pinner) for the call, and for as long
+// as the call's work may use it. cgo panics on an unpinned Go pointer in Go
+// memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphExecExternalSemaphoresSignalNodeSetParams(hGraphExec GraphExec, hNode GraphNode, nodeParams *EXT_SEM_SIGNAL_NODE_PARAMS) error {
 	fp, err := procGraphExecExternalSemaphoresSignalNodeSetParams.Addr()
 	if err != nil {
@@ -20480,6 +20726,11 @@ func GraphExecExternalSemaphoresSignalNodeSetParams(hGraphExec GraphExec, hNode 
 // [GraphExecExternalSemaphoresSignalNodeSetParams],
 // [GraphExecUpdate],
 // [GraphInstantiate]
+//
+// Go memory that the pointer fields of *nodeParams point to (ExtSemArray,
+// ParamsArray) must be pinned (runtime.Pinner) for the call, and for as long
+// as the call's work may use it. cgo panics on an unpinned Go pointer in Go
+// memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphExecExternalSemaphoresWaitNodeSetParams(hGraphExec GraphExec, hNode GraphNode, nodeParams *EXT_SEM_WAIT_NODE_PARAMS) error {
 	fp, err := procGraphExecExternalSemaphoresWaitNodeSetParams.Addr()
 	if err != nil {
@@ -21593,6 +21844,11 @@ func OccupancyAvailableDynamicSMemPerBlock(dynamicSmemSize *uint64, func_ Functi
 // See also:
 // cudaFuncGetAttributes,
 // [FuncGetAttribute]
+//
+// Go memory that the pointer fields of *config point to (Attrs) must be pinned
+// (runtime.Pinner) for the call, and for as long as the call's work may use
+// it. cgo panics on an unpinned Go pointer in Go memory passed to C ("Go
+// pointer to unpinned Go pointer").
 func OccupancyMaxPotentialClusterSize(clusterSize *int32, func_ Function, config *LaunchConfig) error {
 	fp, err := procOccupancyMaxPotentialClusterSize.Addr()
 	if err != nil {
@@ -21645,6 +21901,11 @@ func OccupancyMaxPotentialClusterSize(clusterSize *int32, func_ Function, config
 // See also:
 // cudaFuncGetAttributes,
 // [FuncGetAttribute]
+//
+// Go memory that the pointer fields of *config point to (Attrs) must be pinned
+// (runtime.Pinner) for the call, and for as long as the call's work may use
+// it. cgo panics on an unpinned Go pointer in Go memory passed to C ("Go
+// pointer to unpinned Go pointer").
 func OccupancyMaxActiveClusters(numClusters *int32, func_ Function, config *LaunchConfig) error {
 	fp, err := procOccupancyMaxActiveClusters.Addr()
 	if err != nil {
@@ -25794,6 +26055,11 @@ func CheckpointProcessCheckpoint(pid int32, args *CheckpointCheckpointArgs) erro
 //
 // See also:
 // [Init]
+//
+// Go memory that the pointer fields of *args point to (GpuPairs) must be
+// pinned (runtime.Pinner) for the call, and for as long as the call's work may
+// use it. cgo panics on an unpinned Go pointer in Go memory passed to C ("Go
+// pointer to unpinned Go pointer").
 func CheckpointProcessRestore(pid int32, args *CheckpointRestoreArgs) error {
 	fp, err := procCheckpointProcessRestore.Addr()
 	if err != nil {

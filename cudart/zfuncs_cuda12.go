@@ -6211,6 +6211,13 @@ func LaunchKernel(func_ unsafe.Pointer, gridDim Dim3, blockDim Dim3, args *unsaf
 // See also:
 // cudaLaunchKernelEx(ExpTypes...), ActTypes &&... args) "cudaLaunchKernelEx (C++ API)",
 // cuLaunchKernelEx
+//
+// Go memory that the pointer fields of *config point to (Attrs) must be pinned
+// (runtime.Pinner) for the call, and for as long as the call's work may use
+// it. The array args points to holds pointers: where it is Go memory, the Go
+// memory its elements point to must be pinned (runtime.Pinner) for the call,
+// and for as long as the call's work may use it. cgo panics on an unpinned Go
+// pointer in Go memory passed to C ("Go pointer to unpinned Go pointer").
 func LaunchKernelExC(config *LaunchConfig, func_ unsafe.Pointer, args *unsafe.Pointer) error {
 	fp, err := procLaunchKernelExC.Addr()
 	if err != nil {
@@ -6381,6 +6388,11 @@ func LaunchCooperativeKernel(func_ unsafe.Pointer, gridDim Dim3, blockDim Dim3, 
 // cuLaunchCooperativeKernelMultiDevice
 //
 // Deprecated: This function is deprecated as of CUDA 11.3.
+//
+// Go memory that the pointer fields of *launchParamsList point to (Func, Args)
+// must be pinned (runtime.Pinner) for the call, and for as long as the call's
+// work may use it. cgo panics on an unpinned Go pointer in Go memory passed to
+// C ("Go pointer to unpinned Go pointer").
 func LaunchCooperativeKernelMultiDevice(launchParamsList *LaunchParams, numDevices uint32, flags uint32) error {
 	fp, err := procLaunchCooperativeKernelMultiDevice.Addr()
 	if err != nil {
@@ -6969,6 +6981,11 @@ func OccupancyMaxActiveBlocksPerMultiprocessorWithFlags(numBlocks *int32, func_ 
 // See also: [FuncGetAttributes]
 // cudaOccupancyMaxPotentialClusterSize (C++ API),
 // cuOccupancyMaxPotentialClusterSize
+//
+// Go memory that the pointer fields of *launchConfig point to (Attrs) must be
+// pinned (runtime.Pinner) for the call, and for as long as the call's work may
+// use it. cgo panics on an unpinned Go pointer in Go memory passed to C ("Go
+// pointer to unpinned Go pointer").
 func OccupancyMaxPotentialClusterSize(clusterSize *int32, func_ unsafe.Pointer, launchConfig *LaunchConfig) error {
 	fp, err := procOccupancyMaxPotentialClusterSize.Addr()
 	if err != nil {
@@ -7014,6 +7031,11 @@ func OccupancyMaxPotentialClusterSize(clusterSize *int32, func_ unsafe.Pointer, 
 // [FuncGetAttributes]
 // cudaOccupancyMaxActiveClusters (C++ API),
 // cuOccupancyMaxActiveClusters
+//
+// Go memory that the pointer fields of *launchConfig point to (Attrs) must be
+// pinned (runtime.Pinner) for the call, and for as long as the call's work may
+// use it. cgo panics on an unpinned Go pointer in Go memory passed to C ("Go
+// pointer to unpinned Go pointer").
 func OccupancyMaxActiveClusters(numClusters *int32, func_ unsafe.Pointer, launchConfig *LaunchConfig) error {
 	fp, err := procOccupancyMaxActiveClusters.Addr()
 	if err != nil {
@@ -7782,6 +7804,11 @@ func HostGetFlags(pFlags *uint32, pHost unsafe.Pointer) error {
 // cudaMallocHost (C API),
 // [FreeHost], [HostAlloc], make_cudaPitchedPtr, make_cudaExtent,
 // cuMemAllocPitch
+//
+// Go memory that the pointer fields of *pitchedDevPtr point to (Ptr) must be
+// pinned (runtime.Pinner) for the call, and for as long as the call's work may
+// use it. cgo panics on an unpinned Go pointer in Go memory passed to C ("Go
+// pointer to unpinned Go pointer").
 func Malloc3D(pitchedDevPtr *PitchedPtr, extent Extent) error {
 	fp, err := procMalloc3D.Addr()
 	if err != nil {
@@ -8108,6 +8135,11 @@ func GetMipmappedArrayLevel(levelArray *Array, mipmappedArray MipmappedArray_con
 // [MemcpyToSymbolAsync], [MemcpyFromSymbolAsync],
 // make_cudaExtent, make_cudaPos,
 // cuMemcpy3D
+//
+// Go memory that the pointer fields of *p point to (SrcPtr.Ptr, DstPtr.Ptr)
+// must be pinned (runtime.Pinner) for the call, and for as long as the call's
+// work may use it. cgo panics on an unpinned Go pointer in Go memory passed to
+// C ("Go pointer to unpinned Go pointer").
 func Memcpy3D(p *Memcpy3DParms) error {
 	fp, err := procMemcpy3D.Addr()
 	if err != nil {
@@ -8146,6 +8178,11 @@ func Memcpy3D(p *Memcpy3DParms) error {
 // See also: [Memcpy], [MemcpyPeer], [MemcpyAsync], [MemcpyPeerAsync],
 // [Memcpy3DPeerAsync],
 // cuMemcpy3DPeer
+//
+// Go memory that the pointer fields of *p point to (SrcPtr.Ptr, DstPtr.Ptr)
+// must be pinned (runtime.Pinner) for the call, and for as long as the call's
+// work may use it. cgo panics on an unpinned Go pointer in Go memory passed to
+// C ("Go pointer to unpinned Go pointer").
 func Memcpy3DPeer(p *Memcpy3DPeerParms) error {
 	fp, err := procMemcpy3DPeer.Addr()
 	if err != nil {
@@ -8266,6 +8303,11 @@ func Memcpy3DPeer(p *Memcpy3DPeerParms) error {
 // [MemcpyToSymbolAsync], [MemcpyFromSymbolAsync],
 // make_cudaExtent, make_cudaPos,
 // cuMemcpy3DAsync
+//
+// Go memory that the pointer fields of *p point to (SrcPtr.Ptr, DstPtr.Ptr)
+// must be pinned (runtime.Pinner) for the call, and for as long as the call's
+// work may use it. cgo panics on an unpinned Go pointer in Go memory passed to
+// C ("Go pointer to unpinned Go pointer").
 func Memcpy3DAsync(p *Memcpy3DParms, stream Stream) error {
 	fp, err := procMemcpy3DAsync.Addr()
 	if err != nil {
@@ -8298,6 +8340,11 @@ func Memcpy3DAsync(p *Memcpy3DParms, stream Stream) error {
 // See also: [Memcpy], [MemcpyPeer], [MemcpyAsync], [MemcpyPeerAsync],
 // [Memcpy3DPeerAsync],
 // cuMemcpy3DPeerAsync
+//
+// Go memory that the pointer fields of *p point to (SrcPtr.Ptr, DstPtr.Ptr)
+// must be pinned (runtime.Pinner) for the call, and for as long as the call's
+// work may use it. cgo panics on an unpinned Go pointer in Go memory passed to
+// C ("Go pointer to unpinned Go pointer").
 func Memcpy3DPeerAsync(p *Memcpy3DPeerParms, stream Stream) error {
 	fp, err := procMemcpy3DPeerAsync.Addr()
 	if err != nil {
@@ -10256,6 +10303,11 @@ func MemRangeGetAttributeOf[T any](attribute MemRangeAttribute, devPtr unsafe.Po
 // See also: [MemRangeGetAttribute], [MemAdvise],
 // [MemPrefetchAsync],
 // cuMemRangeGetAttributes
+//
+// The array data points to holds pointers: where it is Go memory, the Go
+// memory its elements point to must be pinned (runtime.Pinner) for the call,
+// and for as long as the call's work may use it. cgo panics on an unpinned Go
+// pointer in Go memory passed to C ("Go pointer to unpinned Go pointer").
 func MemRangeGetAttributes(data *unsafe.Pointer, dataSizes *uint64, attributes *MemRangeAttribute, numAttributes uint64, devPtr unsafe.Pointer, count uint64) error {
 	fp, err := procMemRangeGetAttributes.Addr()
 	if err != nil {
@@ -10854,6 +10906,11 @@ func MemPoolGetAccess(flags *MemAccessFlags, memPool MemPool, location *MemLocat
 // [ErrorNotSupported]
 //
 // See also: cuMemPoolCreate, [DeviceSetMemPool], [MallocFromPoolAsync], [MemPoolExportToShareableHandle], [DeviceGetDefaultMemPool], [DeviceGetMemPool]
+//
+// Go memory that the pointer fields of *poolProps point to
+// (Win32SecurityAttributes) must be pinned (runtime.Pinner) for the call, and
+// for as long as the call's work may use it. cgo panics on an unpinned Go
+// pointer in Go memory passed to C ("Go pointer to unpinned Go pointer").
 func MemPoolCreate(memPool *MemPool, poolProps *MemPoolProps) error {
 	fp, err := procMemPoolCreate.Addr()
 	if err != nil {
@@ -11137,6 +11194,11 @@ func MemPoolImportPointer(ptr *unsafe.Pointer, memPool MemPool, exportData *MemP
 // [ChooseDevice],
 // [InitDevice],
 // cuPointerGetAttributes
+//
+// Go memory that the pointer fields of *attributes point to (DevicePointer,
+// HostPointer) must be pinned (runtime.Pinner) for the call, and for as long
+// as the call's work may use it. cgo panics on an unpinned Go pointer in Go
+// memory passed to C ("Go pointer to unpinned Go pointer").
 func PointerGetAttributes(attributes *PointerAttributes, ptr unsafe.Pointer) error {
 	fp, err := procPointerGetAttributes.Addr()
 	if err != nil {
@@ -12236,6 +12298,11 @@ func GraphCreate(pGraph *Graph, flags uint32) error {
 // [GraphAddHostNode],
 // [GraphAddMemcpyNode],
 // [GraphAddMemsetNode]
+//
+// Go memory that the pointer fields of *pNodeParams point to (Func,
+// KernelParams, Extra) must be pinned (runtime.Pinner) for the call, and for
+// as long as the call's work may use it. cgo panics on an unpinned Go pointer
+// in Go memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphAddKernelNode(pGraphNode *GraphNode, graph Graph, pDependencies *GraphNode, numDependencies uint64, pNodeParams *KernelNodeParams) error {
 	fp, err := procGraphAddKernelNode.Addr()
 	if err != nil {
@@ -12275,6 +12342,11 @@ func GraphAddKernelNode(pGraphNode *GraphNode, graph Graph, pDependencies *Graph
 // [LaunchKernel],
 // [GraphAddKernelNode],
 // [GraphKernelNodeSetParams]
+//
+// Go memory that the pointer fields of *pNodeParams point to (Func,
+// KernelParams, Extra) must be pinned (runtime.Pinner) for the call, and for
+// as long as the call's work may use it. cgo panics on an unpinned Go pointer
+// in Go memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphKernelNodeGetParams(node GraphNode, pNodeParams *KernelNodeParams) error {
 	fp, err := procGraphKernelNodeGetParams.Addr()
 	if err != nil {
@@ -12307,6 +12379,11 @@ func GraphKernelNodeGetParams(node GraphNode, pNodeParams *KernelNodeParams) err
 // [LaunchKernel],
 // [GraphAddKernelNode],
 // [GraphKernelNodeGetParams]
+//
+// Go memory that the pointer fields of *pNodeParams point to (Func,
+// KernelParams, Extra) must be pinned (runtime.Pinner) for the call, and for
+// as long as the call's work may use it. cgo panics on an unpinned Go pointer
+// in Go memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphKernelNodeSetParams(node GraphNode, pNodeParams *KernelNodeParams) error {
 	fp, err := procGraphKernelNodeSetParams.Addr()
 	if err != nil {
@@ -12450,6 +12527,11 @@ func GraphKernelNodeSetAttribute(hNode GraphNode, attr LaunchAttributeID, value 
 // [GraphAddKernelNode],
 // [GraphAddHostNode],
 // [GraphAddMemsetNode]
+//
+// Go memory that the pointer fields of *pCopyParams point to (SrcPtr.Ptr,
+// DstPtr.Ptr) must be pinned (runtime.Pinner) for the call, and for as long as
+// the call's work may use it. cgo panics on an unpinned Go pointer in Go
+// memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphAddMemcpyNode(pGraphNode *GraphNode, graph Graph, pDependencies *GraphNode, numDependencies uint64, pCopyParams *Memcpy3DParms) error {
 	fp, err := procGraphAddMemcpyNode.Addr()
 	if err != nil {
@@ -12670,6 +12752,11 @@ func GraphAddMemcpyNode1D(pGraphNode *GraphNode, graph Graph, pDependencies *Gra
 // [Memcpy3D],
 // [GraphAddMemcpyNode],
 // [GraphMemcpyNodeSetParams]
+//
+// Go memory that the pointer fields of *pNodeParams point to (SrcPtr.Ptr,
+// DstPtr.Ptr) must be pinned (runtime.Pinner) for the call, and for as long as
+// the call's work may use it. cgo panics on an unpinned Go pointer in Go
+// memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphMemcpyNodeGetParams(node GraphNode, pNodeParams *Memcpy3DParms) error {
 	fp, err := procGraphMemcpyNodeGetParams.Addr()
 	if err != nil {
@@ -12703,6 +12790,11 @@ func GraphMemcpyNodeGetParams(node GraphNode, pNodeParams *Memcpy3DParms) error 
 // [GraphMemcpyNodeSetParams1D],
 // [GraphAddMemcpyNode],
 // [GraphMemcpyNodeGetParams]
+//
+// Go memory that the pointer fields of *pNodeParams point to (SrcPtr.Ptr,
+// DstPtr.Ptr) must be pinned (runtime.Pinner) for the call, and for as long as
+// the call's work may use it. cgo panics on an unpinned Go pointer in Go
+// memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphMemcpyNodeSetParams(node GraphNode, pNodeParams *Memcpy3DParms) error {
 	fp, err := procGraphMemcpyNodeSetParams.Addr()
 	if err != nil {
@@ -12883,6 +12975,11 @@ func GraphMemcpyNodeSetParams1D(node GraphNode, dst unsafe.Pointer, src unsafe.P
 // [GraphAddKernelNode],
 // [GraphAddHostNode],
 // [GraphAddMemcpyNode]
+//
+// Go memory that the pointer fields of *pMemsetParams point to (Dst) must be
+// pinned (runtime.Pinner) for the call, and for as long as the call's work may
+// use it. cgo panics on an unpinned Go pointer in Go memory passed to C ("Go
+// pointer to unpinned Go pointer").
 func GraphAddMemsetNode(pGraphNode *GraphNode, graph Graph, pDependencies *GraphNode, numDependencies uint64, pMemsetParams *MemsetParams) error {
 	fp, err := procGraphAddMemsetNode.Addr()
 	if err != nil {
@@ -12912,6 +13009,11 @@ func GraphAddMemsetNode(pGraphNode *GraphNode, graph Graph, pDependencies *Graph
 // [Memset2D],
 // [GraphAddMemsetNode],
 // [GraphMemsetNodeSetParams]
+//
+// Go memory that the pointer fields of *pNodeParams point to (Dst) must be
+// pinned (runtime.Pinner) for the call, and for as long as the call's work may
+// use it. cgo panics on an unpinned Go pointer in Go memory passed to C ("Go
+// pointer to unpinned Go pointer").
 func GraphMemsetNodeGetParams(node GraphNode, pNodeParams *MemsetParams) error {
 	fp, err := procGraphMemsetNodeGetParams.Addr()
 	if err != nil {
@@ -12942,6 +13044,11 @@ func GraphMemsetNodeGetParams(node GraphNode, pNodeParams *MemsetParams) error {
 // [Memset2D],
 // [GraphAddMemsetNode],
 // [GraphMemsetNodeGetParams]
+//
+// Go memory that the pointer fields of *pNodeParams point to (Dst) must be
+// pinned (runtime.Pinner) for the call, and for as long as the call's work may
+// use it. cgo panics on an unpinned Go pointer in Go memory passed to C ("Go
+// pointer to unpinned Go pointer").
 func GraphMemsetNodeSetParams(node GraphNode, pNodeParams *MemsetParams) error {
 	fp, err := procGraphMemsetNodeSetParams.Addr()
 	if err != nil {
@@ -12990,6 +13097,11 @@ func GraphMemsetNodeSetParams(node GraphNode, pNodeParams *MemsetParams) error {
 // [GraphAddKernelNode],
 // [GraphAddMemcpyNode],
 // [GraphAddMemsetNode]
+//
+// Go memory that the pointer fields of *pNodeParams point to (UserData) must
+// be pinned (runtime.Pinner) for the call, and for as long as the call's work
+// may use it. cgo panics on an unpinned Go pointer in Go memory passed to C
+// ("Go pointer to unpinned Go pointer").
 func GraphAddHostNode(pGraphNode *GraphNode, graph Graph, pDependencies *GraphNode, numDependencies uint64, pNodeParams *HostNodeParams) error {
 	fp, err := procGraphAddHostNode.Addr()
 	if err != nil {
@@ -13019,6 +13131,11 @@ func GraphAddHostNode(pGraphNode *GraphNode, graph Graph, pDependencies *GraphNo
 // [LaunchHostFunc],
 // [GraphAddHostNode],
 // [GraphHostNodeSetParams]
+//
+// Go memory that the pointer fields of *pNodeParams point to (UserData) must
+// be pinned (runtime.Pinner) for the call, and for as long as the call's work
+// may use it. cgo panics on an unpinned Go pointer in Go memory passed to C
+// ("Go pointer to unpinned Go pointer").
 func GraphHostNodeGetParams(node GraphNode, pNodeParams *HostNodeParams) error {
 	fp, err := procGraphHostNodeGetParams.Addr()
 	if err != nil {
@@ -13049,6 +13166,11 @@ func GraphHostNodeGetParams(node GraphNode, pNodeParams *HostNodeParams) error {
 // [LaunchHostFunc],
 // [GraphAddHostNode],
 // [GraphHostNodeGetParams]
+//
+// Go memory that the pointer fields of *pNodeParams point to (UserData) must
+// be pinned (runtime.Pinner) for the call, and for as long as the call's work
+// may use it. cgo panics on an unpinned Go pointer in Go memory passed to C
+// ("Go pointer to unpinned Go pointer").
 func GraphHostNodeSetParams(node GraphNode, pNodeParams *HostNodeParams) error {
 	fp, err := procGraphHostNodeSetParams.Addr()
 	if err != nil {
@@ -13454,6 +13576,11 @@ func GraphEventWaitNodeSetEvent(node GraphNode, event Event) error {
 // [GraphAddKernelNode],
 // [GraphAddMemcpyNode],
 // [GraphAddMemsetNode]
+//
+// Go memory that the pointer fields of *nodeParams point to (ExtSemArray,
+// ParamsArray) must be pinned (runtime.Pinner) for the call, and for as long
+// as the call's work may use it. cgo panics on an unpinned Go pointer in Go
+// memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphAddExternalSemaphoresSignalNode(pGraphNode *GraphNode, graph Graph, pDependencies *GraphNode, numDependencies uint64, nodeParams *ExternalSemaphoreSignalNodeParams) error {
 	fp, err := procGraphAddExternalSemaphoresSignalNode.Addr()
 	if err != nil {
@@ -13491,6 +13618,11 @@ func GraphAddExternalSemaphoresSignalNode(pGraphNode *GraphNode, graph Graph, pD
 // [GraphAddExternalSemaphoresWaitNode],
 // [SignalExternalSemaphoresAsync],
 // [WaitExternalSemaphoresAsync]
+//
+// Go memory that the pointer fields of *params_out point to (ExtSemArray,
+// ParamsArray) must be pinned (runtime.Pinner) for the call, and for as long
+// as the call's work may use it. cgo panics on an unpinned Go pointer in Go
+// memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphExternalSemaphoresSignalNodeGetParams(hNode GraphNode, params_out *ExternalSemaphoreSignalNodeParams) error {
 	fp, err := procGraphExternalSemaphoresSignalNodeGetParams.Addr()
 	if err != nil {
@@ -13523,6 +13655,11 @@ func GraphExternalSemaphoresSignalNodeGetParams(hNode GraphNode, params_out *Ext
 // [GraphAddExternalSemaphoresWaitNode],
 // [SignalExternalSemaphoresAsync],
 // [WaitExternalSemaphoresAsync]
+//
+// Go memory that the pointer fields of *nodeParams point to (ExtSemArray,
+// ParamsArray) must be pinned (runtime.Pinner) for the call, and for as long
+// as the call's work may use it. cgo panics on an unpinned Go pointer in Go
+// memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphExternalSemaphoresSignalNodeSetParams(hNode GraphNode, nodeParams *ExternalSemaphoreSignalNodeParams) error {
 	fp, err := procGraphExternalSemaphoresSignalNodeSetParams.Addr()
 	if err != nil {
@@ -13577,6 +13714,11 @@ func GraphExternalSemaphoresSignalNodeSetParams(hNode GraphNode, nodeParams *Ext
 // [GraphAddKernelNode],
 // [GraphAddMemcpyNode],
 // [GraphAddMemsetNode]
+//
+// Go memory that the pointer fields of *nodeParams point to (ExtSemArray,
+// ParamsArray) must be pinned (runtime.Pinner) for the call, and for as long
+// as the call's work may use it. cgo panics on an unpinned Go pointer in Go
+// memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphAddExternalSemaphoresWaitNode(pGraphNode *GraphNode, graph Graph, pDependencies *GraphNode, numDependencies uint64, nodeParams *ExternalSemaphoreWaitNodeParams) error {
 	fp, err := procGraphAddExternalSemaphoresWaitNode.Addr()
 	if err != nil {
@@ -13614,6 +13756,11 @@ func GraphAddExternalSemaphoresWaitNode(pGraphNode *GraphNode, graph Graph, pDep
 // [GraphAddExternalSemaphoresWaitNode],
 // [SignalExternalSemaphoresAsync],
 // [WaitExternalSemaphoresAsync]
+//
+// Go memory that the pointer fields of *params_out point to (ExtSemArray,
+// ParamsArray) must be pinned (runtime.Pinner) for the call, and for as long
+// as the call's work may use it. cgo panics on an unpinned Go pointer in Go
+// memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphExternalSemaphoresWaitNodeGetParams(hNode GraphNode, params_out *ExternalSemaphoreWaitNodeParams) error {
 	fp, err := procGraphExternalSemaphoresWaitNodeGetParams.Addr()
 	if err != nil {
@@ -13646,6 +13793,11 @@ func GraphExternalSemaphoresWaitNodeGetParams(hNode GraphNode, params_out *Exter
 // [GraphAddExternalSemaphoresWaitNode],
 // [SignalExternalSemaphoresAsync],
 // [WaitExternalSemaphoresAsync]
+//
+// Go memory that the pointer fields of *nodeParams point to (ExtSemArray,
+// ParamsArray) must be pinned (runtime.Pinner) for the call, and for as long
+// as the call's work may use it. cgo panics on an unpinned Go pointer in Go
+// memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphExternalSemaphoresWaitNodeSetParams(hNode GraphNode, nodeParams *ExternalSemaphoreWaitNodeParams) error {
 	fp, err := procGraphExternalSemaphoresWaitNodeSetParams.Addr()
 	if err != nil {
@@ -13730,6 +13882,12 @@ func GraphExternalSemaphoresWaitNodeSetParams(hNode GraphNode, nodeParams *Exter
 // [GraphAddKernelNode],
 // [GraphAddMemcpyNode],
 // [GraphAddMemsetNode]
+//
+// Go memory that the pointer fields of *nodeParams point to
+// (PoolProps.Win32SecurityAttributes, AccessDescs, Dptr) must be pinned
+// (runtime.Pinner) for the call, and for as long as the call's work may use
+// it. cgo panics on an unpinned Go pointer in Go memory passed to C ("Go
+// pointer to unpinned Go pointer").
 func GraphAddMemAllocNode(pGraphNode *GraphNode, graph Graph, pDependencies *GraphNode, numDependencies uint64, nodeParams *MemAllocNodeParams) error {
 	fp, err := procGraphAddMemAllocNode.Addr()
 	if err != nil {
@@ -13761,6 +13919,12 @@ func GraphAddMemAllocNode(pGraphNode *GraphNode, graph Graph, pDependencies *Gra
 // See also:
 // [GraphAddMemAllocNode],
 // [GraphMemFreeNodeGetParams]
+//
+// Go memory that the pointer fields of *params_out point to
+// (PoolProps.Win32SecurityAttributes, AccessDescs, Dptr) must be pinned
+// (runtime.Pinner) for the call, and for as long as the call's work may use
+// it. cgo panics on an unpinned Go pointer in Go memory passed to C ("Go
+// pointer to unpinned Go pointer").
 func GraphMemAllocNodeGetParams(node GraphNode, params_out *MemAllocNodeParams) error {
 	fp, err := procGraphMemAllocNodeGetParams.Addr()
 	if err != nil {
@@ -14968,6 +15132,11 @@ func GraphExecGetFlags(graphExec GraphExec, flags *uint64) error {
 // [GraphExecExternalSemaphoresWaitNodeSetParams],
 // [GraphExecUpdate],
 // [GraphInstantiate]
+//
+// Go memory that the pointer fields of *pNodeParams point to (Func,
+// KernelParams, Extra) must be pinned (runtime.Pinner) for the call, and for
+// as long as the call's work may use it. cgo panics on an unpinned Go pointer
+// in Go memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphExecKernelNodeSetParams(hGraphExec GraphExec, node GraphNode, pNodeParams *KernelNodeParams) error {
 	fp, err := procGraphExecKernelNodeSetParams.Addr()
 	if err != nil {
@@ -15025,6 +15194,11 @@ func GraphExecKernelNodeSetParams(hGraphExec GraphExec, node GraphNode, pNodePar
 // [GraphExecExternalSemaphoresWaitNodeSetParams],
 // [GraphExecUpdate],
 // [GraphInstantiate]
+//
+// Go memory that the pointer fields of *pNodeParams point to (SrcPtr.Ptr,
+// DstPtr.Ptr) must be pinned (runtime.Pinner) for the call, and for as long as
+// the call's work may use it. cgo panics on an unpinned Go pointer in Go
+// memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphExecMemcpyNodeSetParams(hGraphExec GraphExec, node GraphNode, pNodeParams *Memcpy3DParms) error {
 	fp, err := procGraphExecMemcpyNodeSetParams.Addr()
 	if err != nil {
@@ -15261,6 +15435,11 @@ func GraphExecMemcpyNodeSetParams1D(hGraphExec GraphExec, node GraphNode, dst un
 // [GraphExecExternalSemaphoresWaitNodeSetParams],
 // [GraphExecUpdate],
 // [GraphInstantiate]
+//
+// Go memory that the pointer fields of *pNodeParams point to (Dst) must be
+// pinned (runtime.Pinner) for the call, and for as long as the call's work may
+// use it. cgo panics on an unpinned Go pointer in Go memory passed to C ("Go
+// pointer to unpinned Go pointer").
 func GraphExecMemsetNodeSetParams(hGraphExec GraphExec, node GraphNode, pNodeParams *MemsetParams) error {
 	fp, err := procGraphExecMemsetNodeSetParams.Addr()
 	if err != nil {
@@ -15307,6 +15486,11 @@ func GraphExecMemsetNodeSetParams(hGraphExec GraphExec, node GraphNode, pNodePar
 // [GraphExecExternalSemaphoresWaitNodeSetParams],
 // [GraphExecUpdate],
 // [GraphInstantiate]
+//
+// Go memory that the pointer fields of *pNodeParams point to (UserData) must
+// be pinned (runtime.Pinner) for the call, and for as long as the call's work
+// may use it. cgo panics on an unpinned Go pointer in Go memory passed to C
+// ("Go pointer to unpinned Go pointer").
 func GraphExecHostNodeSetParams(hGraphExec GraphExec, node GraphNode, pNodeParams *HostNodeParams) error {
 	fp, err := procGraphExecHostNodeSetParams.Addr()
 	if err != nil {
@@ -15509,6 +15693,11 @@ func GraphExecEventWaitNodeSetEvent(hGraphExec GraphExec, hNode GraphNode, event
 // [GraphExecExternalSemaphoresWaitNodeSetParams],
 // [GraphExecUpdate],
 // [GraphInstantiate]
+//
+// Go memory that the pointer fields of *nodeParams point to (ExtSemArray,
+// ParamsArray) must be pinned (runtime.Pinner) for the call, and for as long
+// as the call's work may use it. cgo panics on an unpinned Go pointer in Go
+// memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphExecExternalSemaphoresSignalNodeSetParams(hGraphExec GraphExec, hNode GraphNode, nodeParams *ExternalSemaphoreSignalNodeParams) error {
 	fp, err := procGraphExecExternalSemaphoresSignalNodeSetParams.Addr()
 	if err != nil {
@@ -15561,6 +15750,11 @@ func GraphExecExternalSemaphoresSignalNodeSetParams(hGraphExec GraphExec, hNode 
 // [GraphExecExternalSemaphoresSignalNodeSetParams],
 // [GraphExecUpdate],
 // [GraphInstantiate]
+//
+// Go memory that the pointer fields of *nodeParams point to (ExtSemArray,
+// ParamsArray) must be pinned (runtime.Pinner) for the call, and for as long
+// as the call's work may use it. cgo panics on an unpinned Go pointer in Go
+// memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphExecExternalSemaphoresWaitNodeSetParams(hGraphExec GraphExec, hNode GraphNode, nodeParams *ExternalSemaphoreWaitNodeParams) error {
 	fp, err := procGraphExecExternalSemaphoresWaitNodeSetParams.Addr()
 	if err != nil {

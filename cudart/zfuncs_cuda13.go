@@ -5565,6 +5565,13 @@ func LaunchKernel(func_ unsafe.Pointer, gridDim Dim3, blockDim Dim3, args *unsaf
 // See also:
 // cudaLaunchKernelEx(ExpTypes...), ActTypes &&... args) "cudaLaunchKernelEx (C++ API)",
 // cuLaunchKernelEx
+//
+// Go memory that the pointer fields of *config point to (Attrs) must be pinned
+// (runtime.Pinner) for the call, and for as long as the call's work may use
+// it. The array args points to holds pointers: where it is Go memory, the Go
+// memory its elements point to must be pinned (runtime.Pinner) for the call,
+// and for as long as the call's work may use it. cgo panics on an unpinned Go
+// pointer in Go memory passed to C ("Go pointer to unpinned Go pointer").
 func LaunchKernelExC(config *LaunchConfig, func_ unsafe.Pointer, args *unsafe.Pointer) error {
 	fp, err := procLaunchKernelExC.Addr()
 	if err != nil {
@@ -6159,6 +6166,11 @@ func OccupancyMaxActiveBlocksPerMultiprocessorWithFlags(numBlocks *int32, func_ 
 // See also: [FuncGetAttributes]
 // cudaOccupancyMaxPotentialClusterSize (C++ API),
 // cuOccupancyMaxPotentialClusterSize
+//
+// Go memory that the pointer fields of *launchConfig point to (Attrs) must be
+// pinned (runtime.Pinner) for the call, and for as long as the call's work may
+// use it. cgo panics on an unpinned Go pointer in Go memory passed to C ("Go
+// pointer to unpinned Go pointer").
 func OccupancyMaxPotentialClusterSize(clusterSize *int32, func_ unsafe.Pointer, launchConfig *LaunchConfig) error {
 	fp, err := procOccupancyMaxPotentialClusterSize.Addr()
 	if err != nil {
@@ -6204,6 +6216,11 @@ func OccupancyMaxPotentialClusterSize(clusterSize *int32, func_ unsafe.Pointer, 
 // [FuncGetAttributes]
 // cudaOccupancyMaxActiveClusters (C++ API),
 // cuOccupancyMaxActiveClusters
+//
+// Go memory that the pointer fields of *launchConfig point to (Attrs) must be
+// pinned (runtime.Pinner) for the call, and for as long as the call's work may
+// use it. cgo panics on an unpinned Go pointer in Go memory passed to C ("Go
+// pointer to unpinned Go pointer").
 func OccupancyMaxActiveClusters(numClusters *int32, func_ unsafe.Pointer, launchConfig *LaunchConfig) error {
 	fp, err := procOccupancyMaxActiveClusters.Addr()
 	if err != nil {
@@ -6972,6 +6989,11 @@ func HostGetFlags(pFlags *uint32, pHost unsafe.Pointer) error {
 // cudaMallocHost (C API),
 // [FreeHost], [HostAlloc], make_cudaPitchedPtr, make_cudaExtent,
 // cuMemAllocPitch
+//
+// Go memory that the pointer fields of *pitchedDevPtr point to (Ptr) must be
+// pinned (runtime.Pinner) for the call, and for as long as the call's work may
+// use it. cgo panics on an unpinned Go pointer in Go memory passed to C ("Go
+// pointer to unpinned Go pointer").
 func Malloc3D(pitchedDevPtr *PitchedPtr, extent Extent) error {
 	fp, err := procMalloc3D.Addr()
 	if err != nil {
@@ -7298,6 +7320,11 @@ func GetMipmappedArrayLevel(levelArray *Array, mipmappedArray MipmappedArray_con
 // [MemcpyToSymbolAsync], [MemcpyFromSymbolAsync],
 // make_cudaExtent, make_cudaPos,
 // cuMemcpy3D
+//
+// Go memory that the pointer fields of *p point to (SrcPtr.Ptr, DstPtr.Ptr)
+// must be pinned (runtime.Pinner) for the call, and for as long as the call's
+// work may use it. cgo panics on an unpinned Go pointer in Go memory passed to
+// C ("Go pointer to unpinned Go pointer").
 func Memcpy3D(p *Memcpy3DParms) error {
 	fp, err := procMemcpy3D.Addr()
 	if err != nil {
@@ -7336,6 +7363,11 @@ func Memcpy3D(p *Memcpy3DParms) error {
 // See also: [Memcpy], [MemcpyPeer], [MemcpyAsync], [MemcpyPeerAsync],
 // [Memcpy3DPeerAsync],
 // cuMemcpy3DPeer
+//
+// Go memory that the pointer fields of *p point to (SrcPtr.Ptr, DstPtr.Ptr)
+// must be pinned (runtime.Pinner) for the call, and for as long as the call's
+// work may use it. cgo panics on an unpinned Go pointer in Go memory passed to
+// C ("Go pointer to unpinned Go pointer").
 func Memcpy3DPeer(p *Memcpy3DPeerParms) error {
 	fp, err := procMemcpy3DPeer.Addr()
 	if err != nil {
@@ -7456,6 +7488,11 @@ func Memcpy3DPeer(p *Memcpy3DPeerParms) error {
 // [MemcpyToSymbolAsync], [MemcpyFromSymbolAsync],
 // make_cudaExtent, make_cudaPos,
 // cuMemcpy3DAsync
+//
+// Go memory that the pointer fields of *p point to (SrcPtr.Ptr, DstPtr.Ptr)
+// must be pinned (runtime.Pinner) for the call, and for as long as the call's
+// work may use it. cgo panics on an unpinned Go pointer in Go memory passed to
+// C ("Go pointer to unpinned Go pointer").
 func Memcpy3DAsync(p *Memcpy3DParms, stream Stream) error {
 	fp, err := procMemcpy3DAsync.Addr()
 	if err != nil {
@@ -7488,6 +7525,11 @@ func Memcpy3DAsync(p *Memcpy3DParms, stream Stream) error {
 // See also: [Memcpy], [MemcpyPeer], [MemcpyAsync], [MemcpyPeerAsync],
 // [Memcpy3DPeerAsync],
 // cuMemcpy3DPeerAsync
+//
+// Go memory that the pointer fields of *p point to (SrcPtr.Ptr, DstPtr.Ptr)
+// must be pinned (runtime.Pinner) for the call, and for as long as the call's
+// work may use it. cgo panics on an unpinned Go pointer in Go memory passed to
+// C ("Go pointer to unpinned Go pointer").
 func Memcpy3DPeerAsync(p *Memcpy3DPeerParms, stream Stream) error {
 	fp, err := procMemcpy3DPeerAsync.Addr()
 	if err != nil {
@@ -8321,6 +8363,14 @@ func MemcpyPeerAsync(dst unsafe.Pointer, dstDevice int32, src unsafe.Pointer, sr
 //
 // [Success]
 // [ErrorInvalidValue]
+//
+// The array dsts points to holds pointers: where it is Go memory, the Go
+// memory its elements point to must be pinned (runtime.Pinner) for the call,
+// and for as long as the call's work may use it. The array srcs points to
+// holds pointers: where it is Go memory, the Go memory its elements point to
+// must be pinned (runtime.Pinner) for the call, and for as long as the call's
+// work may use it. cgo panics on an unpinned Go pointer in Go memory passed to
+// C ("Go pointer to unpinned Go pointer").
 func MemcpyBatchAsync(dsts *unsafe.Pointer, srcs *unsafe.Pointer, sizes *uint64, count uint64, attrs *MemcpyAttributes, attrsIdxs *uint64, numAttrs uint64, stream Stream) error {
 	fp, err := procMemcpyBatchAsync.Addr()
 	if err != nil {
@@ -9163,6 +9213,11 @@ func MemPrefetchAsync(devPtr unsafe.Pointer, count uint64, location MemLocation,
 //   - numPrefetchLocs: Size of prefetchLocs and prefetchLocIdxs arrays.
 //   - flags: Flags reserved for future use. Must be zero.
 //   - hStream: The stream to enqueue the operations in. Must not be legacy NULL stream.
+//
+// The array dptrs points to holds pointers: where it is Go memory, the Go
+// memory its elements point to must be pinned (runtime.Pinner) for the call,
+// and for as long as the call's work may use it. cgo panics on an unpinned Go
+// pointer in Go memory passed to C ("Go pointer to unpinned Go pointer").
 func MemPrefetchBatchAsync(dptrs *unsafe.Pointer, sizes *uint64, count uint64, prefetchLocs *MemLocation, prefetchLocIdxs *uint64, numPrefetchLocs uint64, flags uint64, stream Stream) error {
 	fp, err := procMemPrefetchBatchAsync.Addr()
 	if err != nil {
@@ -9202,6 +9257,11 @@ func MemPrefetchBatchAsync(dptrs *unsafe.Pointer, sizes *uint64, count uint64, p
 //   - count: Size of dptrs and sizes arrays.
 //   - flags: Flags reserved for future use. Must be zero.
 //   - hStream: The stream to enqueue the operations in. Must not be legacy NULL stream.
+//
+// The array dptrs points to holds pointers: where it is Go memory, the Go
+// memory its elements point to must be pinned (runtime.Pinner) for the call,
+// and for as long as the call's work may use it. cgo panics on an unpinned Go
+// pointer in Go memory passed to C ("Go pointer to unpinned Go pointer").
 func MemDiscardBatchAsync(dptrs *unsafe.Pointer, sizes *uint64, count uint64, flags uint64, stream Stream) error {
 	fp, err := procMemDiscardBatchAsync.Addr()
 	if err != nil {
@@ -9258,6 +9318,11 @@ func MemDiscardBatchAsync(dptrs *unsafe.Pointer, sizes *uint64, count uint64, fl
 //   - numPrefetchLocs: Size of prefetchLocs and prefetchLocIdxs arrays.
 //   - flags: Flags reserved for future use. Must be zero.
 //   - hStream: The stream to enqueue the operations in. Must not be legacy NULL stream.
+//
+// The array dptrs points to holds pointers: where it is Go memory, the Go
+// memory its elements point to must be pinned (runtime.Pinner) for the call,
+// and for as long as the call's work may use it. cgo panics on an unpinned Go
+// pointer in Go memory passed to C ("Go pointer to unpinned Go pointer").
 func MemDiscardAndPrefetchBatchAsync(dptrs *unsafe.Pointer, sizes *uint64, count uint64, prefetchLocs *MemLocation, prefetchLocIdxs *uint64, numPrefetchLocs uint64, flags uint64, stream Stream) error {
 	fp, err := procMemDiscardAndPrefetchBatchAsync.Addr()
 	if err != nil {
@@ -9537,6 +9602,11 @@ func MemRangeGetAttributeOf[T any](attribute MemRangeAttribute, devPtr unsafe.Po
 // See also: [MemRangeGetAttribute], [MemAdvise],
 // [MemPrefetchAsync],
 // cuMemRangeGetAttributes
+//
+// The array data points to holds pointers: where it is Go memory, the Go
+// memory its elements point to must be pinned (runtime.Pinner) for the call,
+// and for as long as the call's work may use it. cgo panics on an unpinned Go
+// pointer in Go memory passed to C ("Go pointer to unpinned Go pointer").
 func MemRangeGetAttributes(data *unsafe.Pointer, dataSizes *uint64, attributes *MemRangeAttribute, numAttributes uint64, devPtr unsafe.Pointer, count uint64) error {
 	fp, err := procMemRangeGetAttributes.Addr()
 	if err != nil {
@@ -10146,6 +10216,11 @@ func MemPoolGetAccess(flags *MemAccessFlags, memPool MemPool, location *MemLocat
 // [ErrorNotSupported]
 //
 // See also: cuMemPoolCreate, [DeviceSetMemPool], [MallocFromPoolAsync], [MemPoolExportToShareableHandle], [DeviceGetDefaultMemPool], [DeviceGetMemPool]
+//
+// Go memory that the pointer fields of *poolProps point to
+// (Win32SecurityAttributes) must be pinned (runtime.Pinner) for the call, and
+// for as long as the call's work may use it. cgo panics on an unpinned Go
+// pointer in Go memory passed to C ("Go pointer to unpinned Go pointer").
 func MemPoolCreate(memPool *MemPool, poolProps *MemPoolProps) error {
 	fp, err := procMemPoolCreate.Addr()
 	if err != nil {
@@ -10520,6 +10595,11 @@ func MemPoolImportPointer(ptr *unsafe.Pointer, memPool MemPool, exportData *MemP
 // [ChooseDevice],
 // [InitDevice],
 // cuPointerGetAttributes
+//
+// Go memory that the pointer fields of *attributes point to (DevicePointer,
+// HostPointer) must be pinned (runtime.Pinner) for the call, and for as long
+// as the call's work may use it. cgo panics on an unpinned Go pointer in Go
+// memory passed to C ("Go pointer to unpinned Go pointer").
 func PointerGetAttributes(attributes *PointerAttributes, ptr unsafe.Pointer) error {
 	fp, err := procPointerGetAttributes.Addr()
 	if err != nil {
@@ -11767,6 +11847,11 @@ func GraphCreate(pGraph *Graph, flags uint32) error {
 // [GraphAddHostNode],
 // [GraphAddMemcpyNode],
 // [GraphAddMemsetNode]
+//
+// Go memory that the pointer fields of *pNodeParams point to (Func,
+// KernelParams, Extra) must be pinned (runtime.Pinner) for the call, and for
+// as long as the call's work may use it. cgo panics on an unpinned Go pointer
+// in Go memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphAddKernelNode(pGraphNode *GraphNode, graph Graph, pDependencies *GraphNode, numDependencies uint64, pNodeParams *KernelNodeParams) error {
 	fp, err := procGraphAddKernelNode.Addr()
 	if err != nil {
@@ -11806,6 +11891,11 @@ func GraphAddKernelNode(pGraphNode *GraphNode, graph Graph, pDependencies *Graph
 // [LaunchKernel],
 // [GraphAddKernelNode],
 // [GraphKernelNodeSetParams]
+//
+// Go memory that the pointer fields of *pNodeParams point to (Func,
+// KernelParams, Extra) must be pinned (runtime.Pinner) for the call, and for
+// as long as the call's work may use it. cgo panics on an unpinned Go pointer
+// in Go memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphKernelNodeGetParams(node GraphNode, pNodeParams *KernelNodeParams) error {
 	fp, err := procGraphKernelNodeGetParams.Addr()
 	if err != nil {
@@ -11838,6 +11928,11 @@ func GraphKernelNodeGetParams(node GraphNode, pNodeParams *KernelNodeParams) err
 // [LaunchKernel],
 // [GraphAddKernelNode],
 // [GraphKernelNodeGetParams]
+//
+// Go memory that the pointer fields of *pNodeParams point to (Func,
+// KernelParams, Extra) must be pinned (runtime.Pinner) for the call, and for
+// as long as the call's work may use it. cgo panics on an unpinned Go pointer
+// in Go memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphKernelNodeSetParams(node GraphNode, pNodeParams *KernelNodeParams) error {
 	fp, err := procGraphKernelNodeSetParams.Addr()
 	if err != nil {
@@ -11981,6 +12076,11 @@ func GraphKernelNodeSetAttribute(hNode GraphNode, attr LaunchAttributeID, value 
 // [GraphAddKernelNode],
 // [GraphAddHostNode],
 // [GraphAddMemsetNode]
+//
+// Go memory that the pointer fields of *pCopyParams point to (SrcPtr.Ptr,
+// DstPtr.Ptr) must be pinned (runtime.Pinner) for the call, and for as long as
+// the call's work may use it. cgo panics on an unpinned Go pointer in Go
+// memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphAddMemcpyNode(pGraphNode *GraphNode, graph Graph, pDependencies *GraphNode, numDependencies uint64, pCopyParams *Memcpy3DParms) error {
 	fp, err := procGraphAddMemcpyNode.Addr()
 	if err != nil {
@@ -12201,6 +12301,11 @@ func GraphAddMemcpyNode1D(pGraphNode *GraphNode, graph Graph, pDependencies *Gra
 // [Memcpy3D],
 // [GraphAddMemcpyNode],
 // [GraphMemcpyNodeSetParams]
+//
+// Go memory that the pointer fields of *pNodeParams point to (SrcPtr.Ptr,
+// DstPtr.Ptr) must be pinned (runtime.Pinner) for the call, and for as long as
+// the call's work may use it. cgo panics on an unpinned Go pointer in Go
+// memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphMemcpyNodeGetParams(node GraphNode, pNodeParams *Memcpy3DParms) error {
 	fp, err := procGraphMemcpyNodeGetParams.Addr()
 	if err != nil {
@@ -12234,6 +12339,11 @@ func GraphMemcpyNodeGetParams(node GraphNode, pNodeParams *Memcpy3DParms) error 
 // [GraphMemcpyNodeSetParams1D],
 // [GraphAddMemcpyNode],
 // [GraphMemcpyNodeGetParams]
+//
+// Go memory that the pointer fields of *pNodeParams point to (SrcPtr.Ptr,
+// DstPtr.Ptr) must be pinned (runtime.Pinner) for the call, and for as long as
+// the call's work may use it. cgo panics on an unpinned Go pointer in Go
+// memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphMemcpyNodeSetParams(node GraphNode, pNodeParams *Memcpy3DParms) error {
 	fp, err := procGraphMemcpyNodeSetParams.Addr()
 	if err != nil {
@@ -12414,6 +12524,11 @@ func GraphMemcpyNodeSetParams1D(node GraphNode, dst unsafe.Pointer, src unsafe.P
 // [GraphAddKernelNode],
 // [GraphAddHostNode],
 // [GraphAddMemcpyNode]
+//
+// Go memory that the pointer fields of *pMemsetParams point to (Dst) must be
+// pinned (runtime.Pinner) for the call, and for as long as the call's work may
+// use it. cgo panics on an unpinned Go pointer in Go memory passed to C ("Go
+// pointer to unpinned Go pointer").
 func GraphAddMemsetNode(pGraphNode *GraphNode, graph Graph, pDependencies *GraphNode, numDependencies uint64, pMemsetParams *MemsetParams) error {
 	fp, err := procGraphAddMemsetNode.Addr()
 	if err != nil {
@@ -12443,6 +12558,11 @@ func GraphAddMemsetNode(pGraphNode *GraphNode, graph Graph, pDependencies *Graph
 // [Memset2D],
 // [GraphAddMemsetNode],
 // [GraphMemsetNodeSetParams]
+//
+// Go memory that the pointer fields of *pNodeParams point to (Dst) must be
+// pinned (runtime.Pinner) for the call, and for as long as the call's work may
+// use it. cgo panics on an unpinned Go pointer in Go memory passed to C ("Go
+// pointer to unpinned Go pointer").
 func GraphMemsetNodeGetParams(node GraphNode, pNodeParams *MemsetParams) error {
 	fp, err := procGraphMemsetNodeGetParams.Addr()
 	if err != nil {
@@ -12473,6 +12593,11 @@ func GraphMemsetNodeGetParams(node GraphNode, pNodeParams *MemsetParams) error {
 // [Memset2D],
 // [GraphAddMemsetNode],
 // [GraphMemsetNodeGetParams]
+//
+// Go memory that the pointer fields of *pNodeParams point to (Dst) must be
+// pinned (runtime.Pinner) for the call, and for as long as the call's work may
+// use it. cgo panics on an unpinned Go pointer in Go memory passed to C ("Go
+// pointer to unpinned Go pointer").
 func GraphMemsetNodeSetParams(node GraphNode, pNodeParams *MemsetParams) error {
 	fp, err := procGraphMemsetNodeSetParams.Addr()
 	if err != nil {
@@ -12521,6 +12646,11 @@ func GraphMemsetNodeSetParams(node GraphNode, pNodeParams *MemsetParams) error {
 // [GraphAddKernelNode],
 // [GraphAddMemcpyNode],
 // [GraphAddMemsetNode]
+//
+// Go memory that the pointer fields of *pNodeParams point to (UserData) must
+// be pinned (runtime.Pinner) for the call, and for as long as the call's work
+// may use it. cgo panics on an unpinned Go pointer in Go memory passed to C
+// ("Go pointer to unpinned Go pointer").
 func GraphAddHostNode(pGraphNode *GraphNode, graph Graph, pDependencies *GraphNode, numDependencies uint64, pNodeParams *HostNodeParams) error {
 	fp, err := procGraphAddHostNode.Addr()
 	if err != nil {
@@ -12550,6 +12680,11 @@ func GraphAddHostNode(pGraphNode *GraphNode, graph Graph, pDependencies *GraphNo
 // [LaunchHostFunc],
 // [GraphAddHostNode],
 // [GraphHostNodeSetParams]
+//
+// Go memory that the pointer fields of *pNodeParams point to (UserData) must
+// be pinned (runtime.Pinner) for the call, and for as long as the call's work
+// may use it. cgo panics on an unpinned Go pointer in Go memory passed to C
+// ("Go pointer to unpinned Go pointer").
 func GraphHostNodeGetParams(node GraphNode, pNodeParams *HostNodeParams) error {
 	fp, err := procGraphHostNodeGetParams.Addr()
 	if err != nil {
@@ -12580,6 +12715,11 @@ func GraphHostNodeGetParams(node GraphNode, pNodeParams *HostNodeParams) error {
 // [LaunchHostFunc],
 // [GraphAddHostNode],
 // [GraphHostNodeGetParams]
+//
+// Go memory that the pointer fields of *pNodeParams point to (UserData) must
+// be pinned (runtime.Pinner) for the call, and for as long as the call's work
+// may use it. cgo panics on an unpinned Go pointer in Go memory passed to C
+// ("Go pointer to unpinned Go pointer").
 func GraphHostNodeSetParams(node GraphNode, pNodeParams *HostNodeParams) error {
 	fp, err := procGraphHostNodeSetParams.Addr()
 	if err != nil {
@@ -12986,6 +13126,11 @@ func GraphEventWaitNodeSetEvent(node GraphNode, event Event) error {
 // [GraphAddKernelNode],
 // [GraphAddMemcpyNode],
 // [GraphAddMemsetNode]
+//
+// Go memory that the pointer fields of *nodeParams point to (ExtSemArray,
+// ParamsArray) must be pinned (runtime.Pinner) for the call, and for as long
+// as the call's work may use it. cgo panics on an unpinned Go pointer in Go
+// memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphAddExternalSemaphoresSignalNode(pGraphNode *GraphNode, graph Graph, pDependencies *GraphNode, numDependencies uint64, nodeParams *ExternalSemaphoreSignalNodeParams) error {
 	fp, err := procGraphAddExternalSemaphoresSignalNode.Addr()
 	if err != nil {
@@ -13023,6 +13168,11 @@ func GraphAddExternalSemaphoresSignalNode(pGraphNode *GraphNode, graph Graph, pD
 // [GraphAddExternalSemaphoresWaitNode],
 // [SignalExternalSemaphoresAsync],
 // [WaitExternalSemaphoresAsync]
+//
+// Go memory that the pointer fields of *params_out point to (ExtSemArray,
+// ParamsArray) must be pinned (runtime.Pinner) for the call, and for as long
+// as the call's work may use it. cgo panics on an unpinned Go pointer in Go
+// memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphExternalSemaphoresSignalNodeGetParams(hNode GraphNode, params_out *ExternalSemaphoreSignalNodeParams) error {
 	fp, err := procGraphExternalSemaphoresSignalNodeGetParams.Addr()
 	if err != nil {
@@ -13055,6 +13205,11 @@ func GraphExternalSemaphoresSignalNodeGetParams(hNode GraphNode, params_out *Ext
 // [GraphAddExternalSemaphoresWaitNode],
 // [SignalExternalSemaphoresAsync],
 // [WaitExternalSemaphoresAsync]
+//
+// Go memory that the pointer fields of *nodeParams point to (ExtSemArray,
+// ParamsArray) must be pinned (runtime.Pinner) for the call, and for as long
+// as the call's work may use it. cgo panics on an unpinned Go pointer in Go
+// memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphExternalSemaphoresSignalNodeSetParams(hNode GraphNode, nodeParams *ExternalSemaphoreSignalNodeParams) error {
 	fp, err := procGraphExternalSemaphoresSignalNodeSetParams.Addr()
 	if err != nil {
@@ -13109,6 +13264,11 @@ func GraphExternalSemaphoresSignalNodeSetParams(hNode GraphNode, nodeParams *Ext
 // [GraphAddKernelNode],
 // [GraphAddMemcpyNode],
 // [GraphAddMemsetNode]
+//
+// Go memory that the pointer fields of *nodeParams point to (ExtSemArray,
+// ParamsArray) must be pinned (runtime.Pinner) for the call, and for as long
+// as the call's work may use it. cgo panics on an unpinned Go pointer in Go
+// memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphAddExternalSemaphoresWaitNode(pGraphNode *GraphNode, graph Graph, pDependencies *GraphNode, numDependencies uint64, nodeParams *ExternalSemaphoreWaitNodeParams) error {
 	fp, err := procGraphAddExternalSemaphoresWaitNode.Addr()
 	if err != nil {
@@ -13146,6 +13306,11 @@ func GraphAddExternalSemaphoresWaitNode(pGraphNode *GraphNode, graph Graph, pDep
 // [GraphAddExternalSemaphoresWaitNode],
 // [SignalExternalSemaphoresAsync],
 // [WaitExternalSemaphoresAsync]
+//
+// Go memory that the pointer fields of *params_out point to (ExtSemArray,
+// ParamsArray) must be pinned (runtime.Pinner) for the call, and for as long
+// as the call's work may use it. cgo panics on an unpinned Go pointer in Go
+// memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphExternalSemaphoresWaitNodeGetParams(hNode GraphNode, params_out *ExternalSemaphoreWaitNodeParams) error {
 	fp, err := procGraphExternalSemaphoresWaitNodeGetParams.Addr()
 	if err != nil {
@@ -13178,6 +13343,11 @@ func GraphExternalSemaphoresWaitNodeGetParams(hNode GraphNode, params_out *Exter
 // [GraphAddExternalSemaphoresWaitNode],
 // [SignalExternalSemaphoresAsync],
 // [WaitExternalSemaphoresAsync]
+//
+// Go memory that the pointer fields of *nodeParams point to (ExtSemArray,
+// ParamsArray) must be pinned (runtime.Pinner) for the call, and for as long
+// as the call's work may use it. cgo panics on an unpinned Go pointer in Go
+// memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphExternalSemaphoresWaitNodeSetParams(hNode GraphNode, nodeParams *ExternalSemaphoreWaitNodeParams) error {
 	fp, err := procGraphExternalSemaphoresWaitNodeSetParams.Addr()
 	if err != nil {
@@ -13262,6 +13432,12 @@ func GraphExternalSemaphoresWaitNodeSetParams(hNode GraphNode, nodeParams *Exter
 // [GraphAddKernelNode],
 // [GraphAddMemcpyNode],
 // [GraphAddMemsetNode]
+//
+// Go memory that the pointer fields of *nodeParams point to
+// (PoolProps.Win32SecurityAttributes, AccessDescs, Dptr) must be pinned
+// (runtime.Pinner) for the call, and for as long as the call's work may use
+// it. cgo panics on an unpinned Go pointer in Go memory passed to C ("Go
+// pointer to unpinned Go pointer").
 func GraphAddMemAllocNode(pGraphNode *GraphNode, graph Graph, pDependencies *GraphNode, numDependencies uint64, nodeParams *MemAllocNodeParams) error {
 	fp, err := procGraphAddMemAllocNode.Addr()
 	if err != nil {
@@ -13293,6 +13469,12 @@ func GraphAddMemAllocNode(pGraphNode *GraphNode, graph Graph, pDependencies *Gra
 // See also:
 // [GraphAddMemAllocNode],
 // [GraphMemFreeNodeGetParams]
+//
+// Go memory that the pointer fields of *params_out point to
+// (PoolProps.Win32SecurityAttributes, AccessDescs, Dptr) must be pinned
+// (runtime.Pinner) for the call, and for as long as the call's work may use
+// it. cgo panics on an unpinned Go pointer in Go memory passed to C ("Go
+// pointer to unpinned Go pointer").
 func GraphMemAllocNodeGetParams(node GraphNode, params_out *MemAllocNodeParams) error {
 	fp, err := procGraphMemAllocNodeGetParams.Addr()
 	if err != nil {
@@ -14314,6 +14496,11 @@ func GraphExecGetFlags(graphExec GraphExec, flags *uint64) error {
 // [GraphExecExternalSemaphoresWaitNodeSetParams],
 // [GraphExecUpdate],
 // [GraphInstantiate]
+//
+// Go memory that the pointer fields of *pNodeParams point to (Func,
+// KernelParams, Extra) must be pinned (runtime.Pinner) for the call, and for
+// as long as the call's work may use it. cgo panics on an unpinned Go pointer
+// in Go memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphExecKernelNodeSetParams(hGraphExec GraphExec, node GraphNode, pNodeParams *KernelNodeParams) error {
 	fp, err := procGraphExecKernelNodeSetParams.Addr()
 	if err != nil {
@@ -14371,6 +14558,11 @@ func GraphExecKernelNodeSetParams(hGraphExec GraphExec, node GraphNode, pNodePar
 // [GraphExecExternalSemaphoresWaitNodeSetParams],
 // [GraphExecUpdate],
 // [GraphInstantiate]
+//
+// Go memory that the pointer fields of *pNodeParams point to (SrcPtr.Ptr,
+// DstPtr.Ptr) must be pinned (runtime.Pinner) for the call, and for as long as
+// the call's work may use it. cgo panics on an unpinned Go pointer in Go
+// memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphExecMemcpyNodeSetParams(hGraphExec GraphExec, node GraphNode, pNodeParams *Memcpy3DParms) error {
 	fp, err := procGraphExecMemcpyNodeSetParams.Addr()
 	if err != nil {
@@ -14607,6 +14799,11 @@ func GraphExecMemcpyNodeSetParams1D(hGraphExec GraphExec, node GraphNode, dst un
 // [GraphExecExternalSemaphoresWaitNodeSetParams],
 // [GraphExecUpdate],
 // [GraphInstantiate]
+//
+// Go memory that the pointer fields of *pNodeParams point to (Dst) must be
+// pinned (runtime.Pinner) for the call, and for as long as the call's work may
+// use it. cgo panics on an unpinned Go pointer in Go memory passed to C ("Go
+// pointer to unpinned Go pointer").
 func GraphExecMemsetNodeSetParams(hGraphExec GraphExec, node GraphNode, pNodeParams *MemsetParams) error {
 	fp, err := procGraphExecMemsetNodeSetParams.Addr()
 	if err != nil {
@@ -14653,6 +14850,11 @@ func GraphExecMemsetNodeSetParams(hGraphExec GraphExec, node GraphNode, pNodePar
 // [GraphExecExternalSemaphoresWaitNodeSetParams],
 // [GraphExecUpdate],
 // [GraphInstantiate]
+//
+// Go memory that the pointer fields of *pNodeParams point to (UserData) must
+// be pinned (runtime.Pinner) for the call, and for as long as the call's work
+// may use it. cgo panics on an unpinned Go pointer in Go memory passed to C
+// ("Go pointer to unpinned Go pointer").
 func GraphExecHostNodeSetParams(hGraphExec GraphExec, node GraphNode, pNodeParams *HostNodeParams) error {
 	fp, err := procGraphExecHostNodeSetParams.Addr()
 	if err != nil {
@@ -14855,6 +15057,11 @@ func GraphExecEventWaitNodeSetEvent(hGraphExec GraphExec, hNode GraphNode, event
 // [GraphExecExternalSemaphoresWaitNodeSetParams],
 // [GraphExecUpdate],
 // [GraphInstantiate]
+//
+// Go memory that the pointer fields of *nodeParams point to (ExtSemArray,
+// ParamsArray) must be pinned (runtime.Pinner) for the call, and for as long
+// as the call's work may use it. cgo panics on an unpinned Go pointer in Go
+// memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphExecExternalSemaphoresSignalNodeSetParams(hGraphExec GraphExec, hNode GraphNode, nodeParams *ExternalSemaphoreSignalNodeParams) error {
 	fp, err := procGraphExecExternalSemaphoresSignalNodeSetParams.Addr()
 	if err != nil {
@@ -14907,6 +15114,11 @@ func GraphExecExternalSemaphoresSignalNodeSetParams(hGraphExec GraphExec, hNode 
 // [GraphExecExternalSemaphoresSignalNodeSetParams],
 // [GraphExecUpdate],
 // [GraphInstantiate]
+//
+// Go memory that the pointer fields of *nodeParams point to (ExtSemArray,
+// ParamsArray) must be pinned (runtime.Pinner) for the call, and for as long
+// as the call's work may use it. cgo panics on an unpinned Go pointer in Go
+// memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphExecExternalSemaphoresWaitNodeSetParams(hGraphExec GraphExec, hNode GraphNode, nodeParams *ExternalSemaphoreWaitNodeParams) error {
 	fp, err := procGraphExecExternalSemaphoresWaitNodeSetParams.Addr()
 	if err != nil {

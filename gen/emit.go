@@ -772,7 +772,11 @@ func (e *emitter) wrapper(f *jen.File, fn *Func) {
 		_, conv := e.result(fn.Result)
 		body = append(body, jen.Id("r").Op(":=").Add(call), jen.Return(append(gets, conv(jen.Id("r")), jen.Nil())...))
 	}
-	f.Add(docComment(funcDoc(e.pkg, fn)))
+	text := funcDoc(e.pkg, fn)
+	if note := e.pinNote(fn); note != "" {
+		text += "\n\n" + note
+	}
+	f.Add(docComment(text))
 	f.Func().Id(fn.GoName).Params(params...).Add(results).Block(body...)
 }
 

@@ -198,3 +198,64 @@ func wrap(text string) string {
 	}
 	return b.String()
 }
+
+// pinNote is the paragraph of fn's doc comment that says what Go memory
+// must be pinned for a call, or "": cgo refuses (panics on) a Go pointer
+// to Go memory that holds an unpinned Go pointer. It names the parameters
+// that the headers document as arrays and that hold pointers
+// (kernelParams, "Array of pointers to kernel parameters"), and those that
+// point to a struct with pointer fields (Memcpy3D's pCopy). An array of
+// void * or char * is one (see untyped).
+func (e *emitter) pinNote(fn *Func) string {
+	var notes []string
+	for _, p := range fn.Params {
+		t := p.Type
+		if p.Out || t.Kind != Pointer || t.Elem == nil {
+			continue
+		}
+		switch {
+		case t.Elem.Kind == Pointer && untyped(t.Elem.Elem) && documentedArray(fn.Doc, p.CName):
+			notes = append(notes, fmt.Sprintf("The array %s points to holds pointers: where it is Go memory, "+
+				"the Go memory its elements point to must be pinned (runtime.Pinner) for the call, "+
+				"and for as long as the call's work may use it.", p.GoName))
+		case t.Elem.Kind == Named && t.Elem.Class == ClassStruct:
+			ptrs := e.unionPointers(t.Elem, "")
+			if len(ptrs) == 0 {
+				continue
+			}
+			var shown []string
+			for _, s := range ptrs {
+				shown = append(shown, strings.TrimPrefix(s, "."))
+			}
+			list := strings.Join(shown, ", ")
+			if len(shown) > 4 {
+				list = strings.Join(shown[:4], ", ") + ", ..."
+			}
+			notes = append(notes, fmt.Sprintf("Go memory that the pointer fields of *%s point to (%s) must be "+
+				"pinned (runtime.Pinner) for the call, and for as long as the call's work may use it.",
+				p.GoName, list))
+		}
+	}
+	if len(notes) == 0 {
+		return ""
+	}
+	return wrap(strings.Join(notes, " ") + " cgo panics on an unpinned Go pointer in Go memory passed to C (\"Go pointer to unpinned Go pointer\").")
+}
+
+// documentedArray reports whether doc's parameter list describes the
+// parameter named c as an array: "- kernelParams: Array of pointers ...".
+func documentedArray(doc, c string) bool {
+	for line := range strings.Lines(doc) {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "- "+c+":"); ok {
+			return strings.Contains(strings.ToLower(rest), "array")
+		}
+	}
+	return false
+}
+
+// untyped reports whether the elements of an array of pointers point to
+// void or char, memory the caller provides (kernelParams, options), unlike
+// an array of structs or handles the call returns (edgeData_out).
+func untyped(t *Type) bool {
+	return t == nil || t.Kind == Scalar && t.C == "char"
+}

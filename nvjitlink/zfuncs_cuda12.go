@@ -129,6 +129,11 @@ var (
 // It supports options listed in options.
 //
 // See also: nvJitLinkDestroy
+//
+// The array options points to holds pointers: where it is Go memory, the Go
+// memory its elements point to must be pinned (runtime.Pinner) for the call,
+// and for as long as the call's work may use it. cgo panics on an unpinned Go
+// pointer in Go memory passed to C ("Go pointer to unpinned Go pointer").
 func Create(handle *Handle, numOptions uint32, options **byte) error {
 	fp, err := procCreate.Addr()
 	if err != nil {

@@ -362,6 +362,11 @@ func DestroyProgram(prog *Program) error {
 // - NVRTC_ERROR_CANCELLED
 //
 // It supports compile options listed in options.
+//
+// The array options points to holds pointers: where it is Go memory, the Go
+// memory its elements point to must be pinned (runtime.Pinner) for the call,
+// and for as long as the call's work may use it. cgo panics on an unpinned Go
+// pointer in Go memory passed to C ("Go pointer to unpinned Go pointer").
 func CompileProgram(prog Program, numOptions int32, options **byte) error {
 	fp, err := procCompileProgram.Addr()
 	if err != nil {

@@ -69,3 +69,14 @@ extern cudaError_t cudaGetErrorNameOut(cudaError_t error, const char **pStr);
 
 /** Returns a count and sets two strings; an array of strings it reads stays a pointer. */
 extern int cudaTwoNames(const char **first, const char * const *options, const char **second);
+
+struct cudaPitched { void *ptr; size_t pitch; };
+
+/**
+ * \brief Takes pointers to pin: the docs say what
+ *
+ * \param args  - Array of pointers to the arguments
+ * \param p     - A struct with a pointer field
+ * \param devPtr - Returned device pointer (a single one: no note)
+ */
+extern cudaError_t cudaPinned(void **args, struct cudaPitched *p, void **devPtr);
