@@ -229,3 +229,31 @@ func TestTypedefs(t *testing.T) {
 		}
 	}
 }
+
+// TestEnumValues checks an enum's list of values: in header order, each
+// value once, each with its C name.
+func TestEnumValues(t *testing.T) {
+	got := MemPool_attributeValues()
+	if len(got) != 8 || got[0] != MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES || got[7] != MEMPOOL_ATTR_USED_MEM_HIGH {
+		t.Errorf("MemPool_attributeValues() = %v", got)
+	}
+	seen := map[Result]bool{}
+	for _, r := range ResultValues() {
+		if seen[r] {
+			t.Errorf("ResultValues lists %v twice", r)
+		}
+		seen[r] = true
+		if strings.HasPrefix(r.String(), "Result(") {
+			t.Errorf("ResultValues lists %d, which has no C name", int(r))
+		}
+	}
+	if !seen[SUCCESS] || !seen[ERROR_UNKNOWN] || !seen[ERROR_OUT_OF_MEMORY] {
+		t.Errorf("ResultValues lacks SUCCESS, ERROR_UNKNOWN or ERROR_OUT_OF_MEMORY: %d values", len(seen))
+	}
+	// A fresh slice each time: changing one changes no other.
+	a := ResultValues()
+	a[0] = ERROR_UNKNOWN
+	if ResultValues()[0] != SUCCESS {
+		t.Error("ResultValues returned a shared slice")
+	}
+}

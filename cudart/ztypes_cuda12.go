@@ -25,6 +25,16 @@ const (
 	AccessPropertyPersisting AccessProperty = 2
 )
 
+// AccessPropertyValues returns the values of AccessProperty that the headers
+// name, in their order, each once (the first name of a value is its String).
+func AccessPropertyValues() []AccessProperty {
+	return []AccessProperty{
+		AccessPropertyNormal,
+		AccessPropertyStreaming,
+		AccessPropertyPersisting,
+	}
+}
+
 // String returns the C name of v, or AccessProperty(n) for a value the headers do not name.
 func (v AccessProperty) String() string {
 	switch v {
@@ -44,6 +54,15 @@ type AsyncNotificationType int32
 const (
 	AsyncNotificationTypeOverBudget AsyncNotificationType = 1
 )
+
+// AsyncNotificationTypeValues returns the values of AsyncNotificationType that
+// the headers name, in their order, each once (the first name of a value is
+// its String).
+func AsyncNotificationTypeValues() []AsyncNotificationType {
+	return []AsyncNotificationType{
+		AsyncNotificationTypeOverBudget,
+	}
+}
 
 // String returns the C name of v, or AsyncNotificationType(n) for a value the headers do not name.
 func (v AsyncNotificationType) String() string {
@@ -65,6 +84,16 @@ const (
 	// CGScopeMultiGrid is cudaCGScopeMultiGrid: scope represented by a multi_grid_group
 	CGScopeMultiGrid CGScope = 2
 )
+
+// CGScopeValues returns the values of CGScope that the headers name, in their
+// order, each once (the first name of a value is its String).
+func CGScopeValues() []CGScope {
+	return []CGScope{
+		CGScopeInvalid,
+		CGScopeGrid,
+		CGScopeMultiGrid,
+	}
+}
 
 // String returns the C name of v, or CGScope(n) for a value the headers do not name.
 func (v CGScope) String() string {
@@ -147,6 +176,45 @@ const (
 	ChannelFormatKindUnsignedBlockCompressed7SRGB ChannelFormatKind = 30
 )
 
+// ChannelFormatKindValues returns the values of ChannelFormatKind that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func ChannelFormatKindValues() []ChannelFormatKind {
+	return []ChannelFormatKind{
+		ChannelFormatKindSigned,
+		ChannelFormatKindUnsigned,
+		ChannelFormatKindFloat,
+		ChannelFormatKindNone,
+		ChannelFormatKindNV12,
+		ChannelFormatKindUnsignedNormalized8X1,
+		ChannelFormatKindUnsignedNormalized8X2,
+		ChannelFormatKindUnsignedNormalized8X4,
+		ChannelFormatKindUnsignedNormalized16X1,
+		ChannelFormatKindUnsignedNormalized16X2,
+		ChannelFormatKindUnsignedNormalized16X4,
+		ChannelFormatKindSignedNormalized8X1,
+		ChannelFormatKindSignedNormalized8X2,
+		ChannelFormatKindSignedNormalized8X4,
+		ChannelFormatKindSignedNormalized16X1,
+		ChannelFormatKindSignedNormalized16X2,
+		ChannelFormatKindSignedNormalized16X4,
+		ChannelFormatKindUnsignedBlockCompressed1,
+		ChannelFormatKindUnsignedBlockCompressed1SRGB,
+		ChannelFormatKindUnsignedBlockCompressed2,
+		ChannelFormatKindUnsignedBlockCompressed2SRGB,
+		ChannelFormatKindUnsignedBlockCompressed3,
+		ChannelFormatKindUnsignedBlockCompressed3SRGB,
+		ChannelFormatKindUnsignedBlockCompressed4,
+		ChannelFormatKindSignedBlockCompressed4,
+		ChannelFormatKindUnsignedBlockCompressed5,
+		ChannelFormatKindSignedBlockCompressed5,
+		ChannelFormatKindUnsignedBlockCompressed6H,
+		ChannelFormatKindSignedBlockCompressed6H,
+		ChannelFormatKindUnsignedBlockCompressed7,
+		ChannelFormatKindUnsignedBlockCompressed7SRGB,
+	}
+}
+
 // String returns the C name of v, or ChannelFormatKind(n) for a value the headers do not name.
 func (v ChannelFormatKind) String() string {
 	switch v {
@@ -228,6 +296,17 @@ const (
 	ClusterSchedulingPolicyLoadBalancing ClusterSchedulingPolicy = 2
 )
 
+// ClusterSchedulingPolicyValues returns the values of ClusterSchedulingPolicy
+// that the headers name, in their order, each once (the first name of a value
+// is its String).
+func ClusterSchedulingPolicyValues() []ClusterSchedulingPolicy {
+	return []ClusterSchedulingPolicy{
+		ClusterSchedulingPolicyDefault,
+		ClusterSchedulingPolicySpread,
+		ClusterSchedulingPolicyLoadBalancing,
+	}
+}
+
 // String returns the C name of v, or ClusterSchedulingPolicy(n) for a value the headers do not name.
 func (v ClusterSchedulingPolicy) String() string {
 	switch v {
@@ -254,6 +333,17 @@ const (
 	// ComputeModeExclusiveProcess is cudaComputeModeExclusiveProcess: compute-exclusive-process mode (Many threads in one process will be able to use [SetDevice] with this device)
 	ComputeModeExclusiveProcess ComputeMode = 3
 )
+
+// ComputeModeValues returns the values of ComputeMode that the headers name,
+// in their order, each once (the first name of a value is its String).
+func ComputeModeValues() []ComputeMode {
+	return []ComputeMode{
+		ComputeModeDefault,
+		ComputeModeExclusive,
+		ComputeModeProhibited,
+		ComputeModeExclusiveProcess,
+	}
+}
 
 // String returns the C name of v, or ComputeMode(n) for a value the headers do not name.
 func (v ComputeMode) String() string {
@@ -305,6 +395,43 @@ const (
 	R_8F_E4M3 DataType = 28
 	R_8F_E5M2 DataType = 29
 )
+
+// DataTypeValues returns the values of DataType that the headers name, in
+// their order, each once (the first name of a value is its String).
+func DataTypeValues() []DataType {
+	return []DataType{
+		R_16F,
+		C_16F,
+		R_16BF,
+		C_16BF,
+		R_32F,
+		C_32F,
+		R_64F,
+		C_64F,
+		R_4I,
+		C_4I,
+		R_4U,
+		C_4U,
+		R_8I,
+		C_8I,
+		R_8U,
+		C_8U,
+		R_16I,
+		C_16I,
+		R_16U,
+		C_16U,
+		R_32I,
+		C_32I,
+		R_32U,
+		C_32U,
+		R_64I,
+		C_64I,
+		R_64U,
+		C_64U,
+		R_8F_E4M3,
+		R_8F_E5M2,
+	}
+}
 
 // String returns the C name of v, or DataType(n) for a value the headers do not name.
 func (v DataType) String() string {
@@ -628,6 +755,142 @@ const (
 	DevAttrMax               DeviceAttr = 136
 )
 
+// DeviceAttrValues returns the values of DeviceAttr that the headers name, in
+// their order, each once (the first name of a value is its String).
+func DeviceAttrValues() []DeviceAttr {
+	return []DeviceAttr{
+		DevAttrMaxThreadsPerBlock,
+		DevAttrMaxBlockDimX,
+		DevAttrMaxBlockDimY,
+		DevAttrMaxBlockDimZ,
+		DevAttrMaxGridDimX,
+		DevAttrMaxGridDimY,
+		DevAttrMaxGridDimZ,
+		DevAttrMaxSharedMemoryPerBlock,
+		DevAttrTotalConstantMemory,
+		DevAttrWarpSize,
+		DevAttrMaxPitch,
+		DevAttrMaxRegistersPerBlock,
+		DevAttrClockRate,
+		DevAttrTextureAlignment,
+		DevAttrGpuOverlap,
+		DevAttrMultiProcessorCount,
+		DevAttrKernelExecTimeout,
+		DevAttrIntegrated,
+		DevAttrCanMapHostMemory,
+		DevAttrComputeMode,
+		DevAttrMaxTexture1DWidth,
+		DevAttrMaxTexture2DWidth,
+		DevAttrMaxTexture2DHeight,
+		DevAttrMaxTexture3DWidth,
+		DevAttrMaxTexture3DHeight,
+		DevAttrMaxTexture3DDepth,
+		DevAttrMaxTexture2DLayeredWidth,
+		DevAttrMaxTexture2DLayeredHeight,
+		DevAttrMaxTexture2DLayeredLayers,
+		DevAttrSurfaceAlignment,
+		DevAttrConcurrentKernels,
+		DevAttrEccEnabled,
+		DevAttrPciBusId,
+		DevAttrPciDeviceId,
+		DevAttrTccDriver,
+		DevAttrMemoryClockRate,
+		DevAttrGlobalMemoryBusWidth,
+		DevAttrL2CacheSize,
+		DevAttrMaxThreadsPerMultiProcessor,
+		DevAttrAsyncEngineCount,
+		DevAttrUnifiedAddressing,
+		DevAttrMaxTexture1DLayeredWidth,
+		DevAttrMaxTexture1DLayeredLayers,
+		DevAttrMaxTexture2DGatherWidth,
+		DevAttrMaxTexture2DGatherHeight,
+		DevAttrMaxTexture3DWidthAlt,
+		DevAttrMaxTexture3DHeightAlt,
+		DevAttrMaxTexture3DDepthAlt,
+		DevAttrPciDomainId,
+		DevAttrTexturePitchAlignment,
+		DevAttrMaxTextureCubemapWidth,
+		DevAttrMaxTextureCubemapLayeredWidth,
+		DevAttrMaxTextureCubemapLayeredLayers,
+		DevAttrMaxSurface1DWidth,
+		DevAttrMaxSurface2DWidth,
+		DevAttrMaxSurface2DHeight,
+		DevAttrMaxSurface3DWidth,
+		DevAttrMaxSurface3DHeight,
+		DevAttrMaxSurface3DDepth,
+		DevAttrMaxSurface1DLayeredWidth,
+		DevAttrMaxSurface1DLayeredLayers,
+		DevAttrMaxSurface2DLayeredWidth,
+		DevAttrMaxSurface2DLayeredHeight,
+		DevAttrMaxSurface2DLayeredLayers,
+		DevAttrMaxSurfaceCubemapWidth,
+		DevAttrMaxSurfaceCubemapLayeredWidth,
+		DevAttrMaxSurfaceCubemapLayeredLayers,
+		DevAttrMaxTexture1DLinearWidth,
+		DevAttrMaxTexture2DLinearWidth,
+		DevAttrMaxTexture2DLinearHeight,
+		DevAttrMaxTexture2DLinearPitch,
+		DevAttrMaxTexture2DMipmappedWidth,
+		DevAttrMaxTexture2DMipmappedHeight,
+		DevAttrComputeCapabilityMajor,
+		DevAttrComputeCapabilityMinor,
+		DevAttrMaxTexture1DMipmappedWidth,
+		DevAttrStreamPrioritiesSupported,
+		DevAttrGlobalL1CacheSupported,
+		DevAttrLocalL1CacheSupported,
+		DevAttrMaxSharedMemoryPerMultiprocessor,
+		DevAttrMaxRegistersPerMultiprocessor,
+		DevAttrManagedMemory,
+		DevAttrIsMultiGpuBoard,
+		DevAttrMultiGpuBoardGroupID,
+		DevAttrHostNativeAtomicSupported,
+		DevAttrSingleToDoublePrecisionPerfRatio,
+		DevAttrPageableMemoryAccess,
+		DevAttrConcurrentManagedAccess,
+		DevAttrComputePreemptionSupported,
+		DevAttrCanUseHostPointerForRegisteredMem,
+		DevAttrReserved92,
+		DevAttrReserved93,
+		DevAttrReserved94,
+		DevAttrCooperativeLaunch,
+		DevAttrCooperativeMultiDeviceLaunch,
+		DevAttrMaxSharedMemoryPerBlockOptin,
+		DevAttrCanFlushRemoteWrites,
+		DevAttrHostRegisterSupported,
+		DevAttrPageableMemoryAccessUsesHostPageTables,
+		DevAttrDirectManagedMemAccessFromHost,
+		DevAttrMaxBlocksPerMultiprocessor,
+		DevAttrMaxPersistingL2CacheSize,
+		DevAttrMaxAccessPolicyWindowSize,
+		DevAttrReservedSharedMemoryPerBlock,
+		DevAttrSparseCudaArraySupported,
+		DevAttrHostRegisterReadOnlySupported,
+		DevAttrTimelineSemaphoreInteropSupported,
+		DevAttrMemoryPoolsSupported,
+		DevAttrGPUDirectRDMASupported,
+		DevAttrGPUDirectRDMAFlushWritesOptions,
+		DevAttrGPUDirectRDMAWritesOrdering,
+		DevAttrMemoryPoolSupportedHandleTypes,
+		DevAttrClusterLaunch,
+		DevAttrDeferredMappingCudaArraySupported,
+		DevAttrReserved122,
+		DevAttrReserved123,
+		DevAttrReserved124,
+		DevAttrIpcEventSupport,
+		DevAttrMemSyncDomainCount,
+		DevAttrReserved127,
+		DevAttrReserved128,
+		DevAttrReserved129,
+		DevAttrNumaConfig,
+		DevAttrNumaId,
+		DevAttrReserved132,
+		DevAttrMpsEnabled,
+		DevAttrHostNumaId,
+		DevAttrD3D12CigSupported,
+		DevAttrMax,
+	}
+}
+
 // String returns the C name of v, or DeviceAttr(n) for a value the headers do not name.
 func (v DeviceAttr) String() string {
 	switch v {
@@ -903,6 +1166,16 @@ const (
 	DeviceNumaConfigNumaNode DeviceNumaConfig = 1
 )
 
+// DeviceNumaConfigValues returns the values of DeviceNumaConfig that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func DeviceNumaConfigValues() []DeviceNumaConfig {
+	return []DeviceNumaConfig{
+		DeviceNumaConfigNone,
+		DeviceNumaConfigNumaNode,
+	}
+}
+
 // String returns the C name of v, or DeviceNumaConfig(n) for a value the headers do not name.
 func (v DeviceNumaConfig) String() string {
 	switch v {
@@ -927,6 +1200,17 @@ const (
 	// DevP2PAttrCudaArrayAccessSupported is cudaDevP2PAttrCudaArrayAccessSupported: accessing CUDA arrays over the link supported
 	DevP2PAttrCudaArrayAccessSupported DeviceP2PAttr = 4
 )
+
+// DeviceP2PAttrValues returns the values of DeviceP2PAttr that the headers
+// name, in their order, each once (the first name of a value is its String).
+func DeviceP2PAttrValues() []DeviceP2PAttr {
+	return []DeviceP2PAttr{
+		DevP2PAttrPerformanceRank,
+		DevP2PAttrAccessSupported,
+		DevP2PAttrNativeAtomicSupported,
+		DevP2PAttrCudaArrayAccessSupported,
+	}
+}
 
 // String returns the C name of v, or DeviceP2PAttr(n) for a value the headers do not name.
 func (v DeviceP2PAttr) String() string {
@@ -954,6 +1238,17 @@ const (
 	// DriverEntryPointVersionNotSufficent is cudaDriverEntryPointVersionNotSufficent: search for symbol was found but version wasn't great enough
 	DriverEntryPointVersionNotSufficent DriverEntryPointQueryResult = 2
 )
+
+// DriverEntryPointQueryResultValues returns the values of
+// DriverEntryPointQueryResult that the headers name, in their order, each once
+// (the first name of a value is its String).
+func DriverEntryPointQueryResultValues() []DriverEntryPointQueryResult {
+	return []DriverEntryPointQueryResult{
+		DriverEntryPointSuccess,
+		DriverEntryPointSymbolNotFound,
+		DriverEntryPointVersionNotSufficent,
+	}
+}
 
 // String returns the C name of v, or DriverEntryPointQueryResult(n) for a value the headers do not name.
 func (v DriverEntryPointQueryResult) String() string {
@@ -1520,6 +1815,145 @@ const (
 	ErrorApiFailureBase Error = 10000
 )
 
+// ErrorValues returns the values of Error that the headers name, in their
+// order, each once (the first name of a value is its String).
+func ErrorValues() []Error {
+	return []Error{
+		Success,
+		ErrorInvalidValue,
+		ErrorMemoryAllocation,
+		ErrorInitializationError,
+		ErrorCudartUnloading,
+		ErrorProfilerDisabled,
+		ErrorProfilerNotInitialized,
+		ErrorProfilerAlreadyStarted,
+		ErrorProfilerAlreadyStopped,
+		ErrorInvalidConfiguration,
+		ErrorInvalidPitchValue,
+		ErrorInvalidSymbol,
+		ErrorInvalidHostPointer,
+		ErrorInvalidDevicePointer,
+		ErrorInvalidTexture,
+		ErrorInvalidTextureBinding,
+		ErrorInvalidChannelDescriptor,
+		ErrorInvalidMemcpyDirection,
+		ErrorAddressOfConstant,
+		ErrorTextureFetchFailed,
+		ErrorTextureNotBound,
+		ErrorSynchronizationError,
+		ErrorInvalidFilterSetting,
+		ErrorInvalidNormSetting,
+		ErrorMixedDeviceExecution,
+		ErrorNotYetImplemented,
+		ErrorMemoryValueTooLarge,
+		ErrorStubLibrary,
+		ErrorInsufficientDriver,
+		ErrorCallRequiresNewerDriver,
+		ErrorInvalidSurface,
+		ErrorDuplicateVariableName,
+		ErrorDuplicateTextureName,
+		ErrorDuplicateSurfaceName,
+		ErrorDevicesUnavailable,
+		ErrorIncompatibleDriverContext,
+		ErrorMissingConfiguration,
+		ErrorPriorLaunchFailure,
+		ErrorLaunchMaxDepthExceeded,
+		ErrorLaunchFileScopedTex,
+		ErrorLaunchFileScopedSurf,
+		ErrorSyncDepthExceeded,
+		ErrorLaunchPendingCountExceeded,
+		ErrorInvalidDeviceFunction,
+		ErrorNoDevice,
+		ErrorInvalidDevice,
+		ErrorDeviceNotLicensed,
+		ErrorSoftwareValidityNotEstablished,
+		ErrorStartupFailure,
+		ErrorInvalidKernelImage,
+		ErrorDeviceUninitialized,
+		ErrorMapBufferObjectFailed,
+		ErrorUnmapBufferObjectFailed,
+		ErrorArrayIsMapped,
+		ErrorAlreadyMapped,
+		ErrorNoKernelImageForDevice,
+		ErrorAlreadyAcquired,
+		ErrorNotMapped,
+		ErrorNotMappedAsArray,
+		ErrorNotMappedAsPointer,
+		ErrorECCUncorrectable,
+		ErrorUnsupportedLimit,
+		ErrorDeviceAlreadyInUse,
+		ErrorPeerAccessUnsupported,
+		ErrorInvalidPtx,
+		ErrorInvalidGraphicsContext,
+		ErrorNvlinkUncorrectable,
+		ErrorJitCompilerNotFound,
+		ErrorUnsupportedPtxVersion,
+		ErrorJitCompilationDisabled,
+		ErrorUnsupportedExecAffinity,
+		ErrorUnsupportedDevSideSync,
+		ErrorInvalidSource,
+		ErrorFileNotFound,
+		ErrorSharedObjectSymbolNotFound,
+		ErrorSharedObjectInitFailed,
+		ErrorOperatingSystem,
+		ErrorInvalidResourceHandle,
+		ErrorIllegalState,
+		ErrorLossyQuery,
+		ErrorSymbolNotFound,
+		ErrorNotReady,
+		ErrorIllegalAddress,
+		ErrorLaunchOutOfResources,
+		ErrorLaunchTimeout,
+		ErrorLaunchIncompatibleTexturing,
+		ErrorPeerAccessAlreadyEnabled,
+		ErrorPeerAccessNotEnabled,
+		ErrorSetOnActiveProcess,
+		ErrorContextIsDestroyed,
+		ErrorAssert,
+		ErrorTooManyPeers,
+		ErrorHostMemoryAlreadyRegistered,
+		ErrorHostMemoryNotRegistered,
+		ErrorHardwareStackError,
+		ErrorIllegalInstruction,
+		ErrorMisalignedAddress,
+		ErrorInvalidAddressSpace,
+		ErrorInvalidPc,
+		ErrorLaunchFailure,
+		ErrorCooperativeLaunchTooLarge,
+		ErrorNotPermitted,
+		ErrorNotSupported,
+		ErrorSystemNotReady,
+		ErrorSystemDriverMismatch,
+		ErrorCompatNotSupportedOnDevice,
+		ErrorMpsConnectionFailed,
+		ErrorMpsRpcFailure,
+		ErrorMpsServerNotReady,
+		ErrorMpsMaxClientsReached,
+		ErrorMpsMaxConnectionsReached,
+		ErrorMpsClientTerminated,
+		ErrorCdpNotSupported,
+		ErrorCdpVersionMismatch,
+		ErrorStreamCaptureUnsupported,
+		ErrorStreamCaptureInvalidated,
+		ErrorStreamCaptureMerge,
+		ErrorStreamCaptureUnmatched,
+		ErrorStreamCaptureUnjoined,
+		ErrorStreamCaptureIsolation,
+		ErrorStreamCaptureImplicit,
+		ErrorCapturedEvent,
+		ErrorStreamCaptureWrongThread,
+		ErrorTimeout,
+		ErrorGraphExecUpdateFailure,
+		ErrorExternalDevice,
+		ErrorInvalidClusterSize,
+		ErrorFunctionNotLoaded,
+		ErrorInvalidResourceType,
+		ErrorInvalidResourceConfiguration,
+		ErrorUnknown,
+		ErrorApiFailureBase,
+	}
+}
+
 // String returns the C name of v, or Error(n) for a value the headers do not name.
 func (v Error) String() string {
 	switch v {
@@ -2084,6 +2518,22 @@ const (
 	ExternalMemoryHandleTypeNvSciBuf ExternalMemoryHandleType = 8
 )
 
+// ExternalMemoryHandleTypeValues returns the values of
+// ExternalMemoryHandleType that the headers name, in their order, each once
+// (the first name of a value is its String).
+func ExternalMemoryHandleTypeValues() []ExternalMemoryHandleType {
+	return []ExternalMemoryHandleType{
+		ExternalMemoryHandleTypeOpaqueFd,
+		ExternalMemoryHandleTypeOpaqueWin32,
+		ExternalMemoryHandleTypeOpaqueWin32Kmt,
+		ExternalMemoryHandleTypeD3D12Heap,
+		ExternalMemoryHandleTypeD3D12Resource,
+		ExternalMemoryHandleTypeD3D11Resource,
+		ExternalMemoryHandleTypeD3D11ResourceKmt,
+		ExternalMemoryHandleTypeNvSciBuf,
+	}
+}
+
 // String returns the C name of v, or ExternalMemoryHandleType(n) for a value the headers do not name.
 func (v ExternalMemoryHandleType) String() string {
 	switch v {
@@ -2133,6 +2583,24 @@ const (
 	ExternalSemaphoreHandleTypeTimelineSemaphoreWin32 ExternalSemaphoreHandleType = 10
 )
 
+// ExternalSemaphoreHandleTypeValues returns the values of
+// ExternalSemaphoreHandleType that the headers name, in their order, each once
+// (the first name of a value is its String).
+func ExternalSemaphoreHandleTypeValues() []ExternalSemaphoreHandleType {
+	return []ExternalSemaphoreHandleType{
+		ExternalSemaphoreHandleTypeOpaqueFd,
+		ExternalSemaphoreHandleTypeOpaqueWin32,
+		ExternalSemaphoreHandleTypeOpaqueWin32Kmt,
+		ExternalSemaphoreHandleTypeD3D12Fence,
+		ExternalSemaphoreHandleTypeD3D11Fence,
+		ExternalSemaphoreHandleTypeNvSciSync,
+		ExternalSemaphoreHandleTypeKeyedMutex,
+		ExternalSemaphoreHandleTypeKeyedMutexKmt,
+		ExternalSemaphoreHandleTypeTimelineSemaphoreFd,
+		ExternalSemaphoreHandleTypeTimelineSemaphoreWin32,
+	}
+}
+
 // String returns the C name of v, or ExternalSemaphoreHandleType(n) for a value the headers do not name.
 func (v ExternalSemaphoreHandleType) String() string {
 	switch v {
@@ -2170,6 +2638,16 @@ const (
 	FlushGPUDirectRDMAWritesOptionMemOps FlushGPUDirectRDMAWritesOptions = 2
 )
 
+// FlushGPUDirectRDMAWritesOptionsValues returns the values of
+// FlushGPUDirectRDMAWritesOptions that the headers name, in their order, each
+// once (the first name of a value is its String).
+func FlushGPUDirectRDMAWritesOptionsValues() []FlushGPUDirectRDMAWritesOptions {
+	return []FlushGPUDirectRDMAWritesOptions{
+		FlushGPUDirectRDMAWritesOptionHost,
+		FlushGPUDirectRDMAWritesOptionMemOps,
+	}
+}
+
 // String returns the C name of v, or FlushGPUDirectRDMAWritesOptions(n) for a value the headers do not name.
 func (v FlushGPUDirectRDMAWritesOptions) String() string {
 	switch v {
@@ -2191,6 +2669,16 @@ const (
 	FlushGPUDirectRDMAWritesToAllDevices FlushGPUDirectRDMAWritesScope = 200
 )
 
+// FlushGPUDirectRDMAWritesScopeValues returns the values of
+// FlushGPUDirectRDMAWritesScope that the headers name, in their order, each
+// once (the first name of a value is its String).
+func FlushGPUDirectRDMAWritesScopeValues() []FlushGPUDirectRDMAWritesScope {
+	return []FlushGPUDirectRDMAWritesScope{
+		FlushGPUDirectRDMAWritesToOwner,
+		FlushGPUDirectRDMAWritesToAllDevices,
+	}
+}
+
 // String returns the C name of v, or FlushGPUDirectRDMAWritesScope(n) for a value the headers do not name.
 func (v FlushGPUDirectRDMAWritesScope) String() string {
 	switch v {
@@ -2209,6 +2697,15 @@ const (
 	// FlushGPUDirectRDMAWritesTargetCurrentDevice is cudaFlushGPUDirectRDMAWritesTargetCurrentDevice: sets the target for [DeviceFlushGPUDirectRDMAWrites] to the currently active CUDA device context.
 	FlushGPUDirectRDMAWritesTargetCurrentDevice FlushGPUDirectRDMAWritesTarget = 0
 )
+
+// FlushGPUDirectRDMAWritesTargetValues returns the values of
+// FlushGPUDirectRDMAWritesTarget that the headers name, in their order, each
+// once (the first name of a value is its String).
+func FlushGPUDirectRDMAWritesTargetValues() []FlushGPUDirectRDMAWritesTarget {
+	return []FlushGPUDirectRDMAWritesTarget{
+		FlushGPUDirectRDMAWritesTargetCurrentDevice,
+	}
+}
 
 // String returns the C name of v, or FlushGPUDirectRDMAWritesTarget(n) for a value the headers do not name.
 func (v FlushGPUDirectRDMAWritesTarget) String() string {
@@ -2241,6 +2738,22 @@ const (
 	FuncAttributeClusterSchedulingPolicyPreference FuncAttribute = 15
 	FuncAttributeMax                               FuncAttribute = 16
 )
+
+// FuncAttributeValues returns the values of FuncAttribute that the headers
+// name, in their order, each once (the first name of a value is its String).
+func FuncAttributeValues() []FuncAttribute {
+	return []FuncAttribute{
+		FuncAttributeMaxDynamicSharedMemorySize,
+		FuncAttributePreferredSharedMemoryCarveout,
+		FuncAttributeClusterDimMustBeSet,
+		FuncAttributeRequiredClusterWidth,
+		FuncAttributeRequiredClusterHeight,
+		FuncAttributeRequiredClusterDepth,
+		FuncAttributeNonPortableClusterSizeAllowed,
+		FuncAttributeClusterSchedulingPolicyPreference,
+		FuncAttributeMax,
+	}
+}
 
 // String returns the C name of v, or FuncAttribute(n) for a value the headers do not name.
 func (v FuncAttribute) String() string {
@@ -2281,6 +2794,17 @@ const (
 	FuncCachePreferEqual FuncCache = 3
 )
 
+// FuncCacheValues returns the values of FuncCache that the headers name, in
+// their order, each once (the first name of a value is its String).
+func FuncCacheValues() []FuncCache {
+	return []FuncCache{
+		FuncCachePreferNone,
+		FuncCachePreferShared,
+		FuncCachePreferL1,
+		FuncCachePreferEqual,
+	}
+}
+
 // String returns the C name of v, or FuncCache(n) for a value the headers do not name.
 func (v FuncCache) String() string {
 	switch v {
@@ -2308,6 +2832,17 @@ const (
 	GPUDirectRDMAWritesOrderingAllDevices GPUDirectRDMAWritesOrdering = 200
 )
 
+// GPUDirectRDMAWritesOrderingValues returns the values of
+// GPUDirectRDMAWritesOrdering that the headers name, in their order, each once
+// (the first name of a value is its String).
+func GPUDirectRDMAWritesOrderingValues() []GPUDirectRDMAWritesOrdering {
+	return []GPUDirectRDMAWritesOrdering{
+		GPUDirectRDMAWritesOrderingNone,
+		GPUDirectRDMAWritesOrderingOwner,
+		GPUDirectRDMAWritesOrderingAllDevices,
+	}
+}
+
 // String returns the C name of v, or GPUDirectRDMAWritesOrdering(n) for a value the headers do not name.
 func (v GPUDirectRDMAWritesOrdering) String() string {
 	switch v {
@@ -2334,6 +2869,17 @@ const (
 	EnablePerThreadDefaultStream GetDriverEntryPointFlags = 2
 )
 
+// GetDriverEntryPointFlagsValues returns the values of
+// GetDriverEntryPointFlags that the headers name, in their order, each once
+// (the first name of a value is its String).
+func GetDriverEntryPointFlagsValues() []GetDriverEntryPointFlags {
+	return []GetDriverEntryPointFlags{
+		EnableDefault,
+		EnableLegacyStream,
+		EnablePerThreadDefaultStream,
+	}
+}
+
 // String returns the C name of v, or GetDriverEntryPointFlags(n) for a value the headers do not name.
 func (v GetDriverEntryPointFlags) String() string {
 	switch v {
@@ -2355,6 +2901,15 @@ const (
 	GraphCondAssignDefault GraphConditionalHandleFlags = 1
 )
 
+// GraphConditionalHandleFlagsValues returns the values of
+// GraphConditionalHandleFlags that the headers name, in their order, each once
+// (the first name of a value is its String).
+func GraphConditionalHandleFlagsValues() []GraphConditionalHandleFlags {
+	return []GraphConditionalHandleFlags{
+		GraphCondAssignDefault,
+	}
+}
+
 // String returns the C name of v, or GraphConditionalHandleFlags(n) for a value the headers do not name.
 func (v GraphConditionalHandleFlags) String() string {
 	switch v {
@@ -2373,6 +2928,16 @@ const (
 	// GraphCondTypeWhile is cudaGraphCondTypeWhile: conditional 'while' Node. Body executed repeatedly while condition value is non-zero.
 	GraphCondTypeWhile GraphConditionalNodeType = 1
 )
+
+// GraphConditionalNodeTypeValues returns the values of
+// GraphConditionalNodeType that the headers name, in their order, each once
+// (the first name of a value is its String).
+func GraphConditionalNodeTypeValues() []GraphConditionalNodeType {
+	return []GraphConditionalNodeType{
+		GraphCondTypeIf,
+		GraphCondTypeWhile,
+	}
+}
 
 // String returns the C name of v, or GraphConditionalNodeType(n) for a value the headers do not name.
 func (v GraphConditionalNodeType) String() string {
@@ -2412,6 +2977,25 @@ const (
 	// GraphDebugDotFlagsConditionalNodeParams is cudaGraphDebugDotFlagsConditionalNodeParams: adds cudaConditionalNodeParams to output
 	GraphDebugDotFlagsConditionalNodeParams GraphDebugDotFlags = 32768
 )
+
+// GraphDebugDotFlagsValues returns the values of GraphDebugDotFlags that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func GraphDebugDotFlagsValues() []GraphDebugDotFlags {
+	return []GraphDebugDotFlags{
+		GraphDebugDotFlagsVerbose,
+		GraphDebugDotFlagsKernelNodeParams,
+		GraphDebugDotFlagsMemcpyNodeParams,
+		GraphDebugDotFlagsMemsetNodeParams,
+		GraphDebugDotFlagsHostNodeParams,
+		GraphDebugDotFlagsEventNodeParams,
+		GraphDebugDotFlagsExtSemasSignalNodeParams,
+		GraphDebugDotFlagsExtSemasWaitNodeParams,
+		GraphDebugDotFlagsKernelNodeAttributes,
+		GraphDebugDotFlagsHandles,
+		GraphDebugDotFlagsConditionalNodeParams,
+	}
+}
 
 // String returns the C name of v, or GraphDebugDotFlags(n) for a value the headers do not name.
 func (v GraphDebugDotFlags) String() string {
@@ -2456,6 +3040,16 @@ const (
 	GraphDependencyTypeProgrammatic GraphDependencyType = 1
 )
 
+// GraphDependencyTypeValues returns the values of GraphDependencyType that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func GraphDependencyTypeValues() []GraphDependencyType {
+	return []GraphDependencyType{
+		GraphDependencyTypeDefault,
+		GraphDependencyTypeProgrammatic,
+	}
+}
+
 // String returns the C name of v, or GraphDependencyType(n) for a value the headers do not name.
 func (v GraphDependencyType) String() string {
 	switch v {
@@ -2490,6 +3084,23 @@ const (
 	// GraphExecUpdateErrorAttributesChanged is cudaGraphExecUpdateErrorAttributesChanged: the update failed because the node attributes changed in a way that is not supported
 	GraphExecUpdateErrorAttributesChanged GraphExecUpdateResult = 8
 )
+
+// GraphExecUpdateResultValues returns the values of GraphExecUpdateResult that
+// the headers name, in their order, each once (the first name of a value is
+// its String).
+func GraphExecUpdateResultValues() []GraphExecUpdateResult {
+	return []GraphExecUpdateResult{
+		GraphExecUpdateSuccess,
+		GraphExecUpdateError,
+		GraphExecUpdateErrorTopologyChanged,
+		GraphExecUpdateErrorNodeTypeChanged,
+		GraphExecUpdateErrorFunctionChanged,
+		GraphExecUpdateErrorParametersChanged,
+		GraphExecUpdateErrorNotSupported,
+		GraphExecUpdateErrorUnsupportedFunctionChange,
+		GraphExecUpdateErrorAttributesChanged,
+	}
+}
 
 // String returns the C name of v, or GraphExecUpdateResult(n) for a value the headers do not name.
 func (v GraphExecUpdateResult) String() string {
@@ -2535,6 +3146,18 @@ const (
 	GraphInstantiateFlagUseNodePriority GraphInstantiateFlags = 8
 )
 
+// GraphInstantiateFlagsValues returns the values of GraphInstantiateFlags that
+// the headers name, in their order, each once (the first name of a value is
+// its String).
+func GraphInstantiateFlagsValues() []GraphInstantiateFlags {
+	return []GraphInstantiateFlags{
+		GraphInstantiateFlagAutoFreeOnLaunch,
+		GraphInstantiateFlagUpload,
+		GraphInstantiateFlagDeviceLaunch,
+		GraphInstantiateFlagUseNodePriority,
+	}
+}
+
 // String returns the C name of v, or GraphInstantiateFlags(n) for a value the headers do not name.
 func (v GraphInstantiateFlags) String() string {
 	switch v {
@@ -2566,6 +3189,19 @@ const (
 	GraphInstantiateMultipleDevicesNotSupported GraphInstantiateResult = 4
 )
 
+// GraphInstantiateResultValues returns the values of GraphInstantiateResult
+// that the headers name, in their order, each once (the first name of a value
+// is its String).
+func GraphInstantiateResultValues() []GraphInstantiateResult {
+	return []GraphInstantiateResult{
+		GraphInstantiateSuccess,
+		GraphInstantiateError,
+		GraphInstantiateInvalidStructure,
+		GraphInstantiateNodeOperationNotSupported,
+		GraphInstantiateMultipleDevicesNotSupported,
+	}
+}
+
 // String returns the C name of v, or GraphInstantiateResult(n) for a value the headers do not name.
 func (v GraphInstantiateResult) String() string {
 	switch v {
@@ -2596,6 +3232,18 @@ const (
 	// GraphKernelNodeFieldEnabled is cudaGraphKernelNodeFieldEnabled: node enable/disable
 	GraphKernelNodeFieldEnabled GraphKernelNodeField = 3
 )
+
+// GraphKernelNodeFieldValues returns the values of GraphKernelNodeField that
+// the headers name, in their order, each once (the first name of a value is
+// its String).
+func GraphKernelNodeFieldValues() []GraphKernelNodeField {
+	return []GraphKernelNodeField{
+		GraphKernelNodeFieldInvalid,
+		GraphKernelNodeFieldGridDim,
+		GraphKernelNodeFieldParam,
+		GraphKernelNodeFieldEnabled,
+	}
+}
 
 // String returns the C name of v, or GraphKernelNodeField(n) for a value the headers do not name.
 func (v GraphKernelNodeField) String() string {
@@ -2632,6 +3280,18 @@ const (
 	// the CUDA graphs asynchronous allocator.
 	GraphMemAttrReservedMemHigh GraphMemAttributeType = 3
 )
+
+// GraphMemAttributeTypeValues returns the values of GraphMemAttributeType that
+// the headers name, in their order, each once (the first name of a value is
+// its String).
+func GraphMemAttributeTypeValues() []GraphMemAttributeType {
+	return []GraphMemAttributeType{
+		GraphMemAttrUsedMemCurrent,
+		GraphMemAttrUsedMemHigh,
+		GraphMemAttrReservedMemCurrent,
+		GraphMemAttrReservedMemHigh,
+	}
+}
 
 // String returns the C name of v, or GraphMemAttributeType(n) for a value the headers do not name.
 func (v GraphMemAttributeType) String() string {
@@ -2697,6 +3357,27 @@ const (
 	GraphNodeTypeCount       GraphNodeType = 14
 )
 
+// GraphNodeTypeValues returns the values of GraphNodeType that the headers
+// name, in their order, each once (the first name of a value is its String).
+func GraphNodeTypeValues() []GraphNodeType {
+	return []GraphNodeType{
+		GraphNodeTypeKernel,
+		GraphNodeTypeMemcpy,
+		GraphNodeTypeMemset,
+		GraphNodeTypeHost,
+		GraphNodeTypeGraph,
+		GraphNodeTypeEmpty,
+		GraphNodeTypeWaitEvent,
+		GraphNodeTypeEventRecord,
+		GraphNodeTypeExtSemaphoreSignal,
+		GraphNodeTypeExtSemaphoreWait,
+		GraphNodeTypeMemAlloc,
+		GraphNodeTypeMemFree,
+		GraphNodeTypeConditional,
+		GraphNodeTypeCount,
+	}
+}
+
 // String returns the C name of v, or GraphNodeType(n) for a value the headers do not name.
 func (v GraphNodeType) String() string {
 	switch v {
@@ -2750,6 +3431,20 @@ const (
 	GraphicsCubeFaceNegativeZ GraphicsCubeFace = 5
 )
 
+// GraphicsCubeFaceValues returns the values of GraphicsCubeFace that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func GraphicsCubeFaceValues() []GraphicsCubeFace {
+	return []GraphicsCubeFace{
+		GraphicsCubeFacePositiveX,
+		GraphicsCubeFaceNegativeX,
+		GraphicsCubeFacePositiveY,
+		GraphicsCubeFaceNegativeY,
+		GraphicsCubeFacePositiveZ,
+		GraphicsCubeFaceNegativeZ,
+	}
+}
+
 // String returns the C name of v, or GraphicsCubeFace(n) for a value the headers do not name.
 func (v GraphicsCubeFace) String() string {
 	switch v {
@@ -2781,6 +3476,17 @@ const (
 	GraphicsMapFlagsWriteDiscard GraphicsMapFlags = 2
 )
 
+// GraphicsMapFlagsValues returns the values of GraphicsMapFlags that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func GraphicsMapFlagsValues() []GraphicsMapFlags {
+	return []GraphicsMapFlags{
+		GraphicsMapFlagsNone,
+		GraphicsMapFlagsReadOnly,
+		GraphicsMapFlagsWriteDiscard,
+	}
+}
+
 // String returns the C name of v, or GraphicsMapFlags(n) for a value the headers do not name.
 func (v GraphicsMapFlags) String() string {
 	switch v {
@@ -2809,6 +3515,19 @@ const (
 	// GraphicsRegisterFlagsTextureGather is cudaGraphicsRegisterFlagsTextureGather: CUDA will perform texture gather operations on this resource
 	GraphicsRegisterFlagsTextureGather GraphicsRegisterFlags = 8
 )
+
+// GraphicsRegisterFlagsValues returns the values of GraphicsRegisterFlags that
+// the headers name, in their order, each once (the first name of a value is
+// its String).
+func GraphicsRegisterFlagsValues() []GraphicsRegisterFlags {
+	return []GraphicsRegisterFlags{
+		GraphicsRegisterFlagsNone,
+		GraphicsRegisterFlagsReadOnly,
+		GraphicsRegisterFlagsWriteDiscard,
+		GraphicsRegisterFlagsSurfaceLoadStore,
+		GraphicsRegisterFlagsTextureGather,
+	}
+}
 
 // String returns the C name of v, or GraphicsRegisterFlags(n) for a value the headers do not name.
 func (v GraphicsRegisterFlags) String() string {
@@ -2957,6 +3676,28 @@ const (
 	LaunchAttributePreferredSharedMemoryCarveout LaunchAttributeID = 14
 )
 
+// LaunchAttributeIDValues returns the values of LaunchAttributeID that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func LaunchAttributeIDValues() []LaunchAttributeID {
+	return []LaunchAttributeID{
+		LaunchAttributeIgnore,
+		LaunchAttributeAccessPolicyWindow,
+		LaunchAttributeCooperative,
+		LaunchAttributeSynchronizationPolicy,
+		LaunchAttributeClusterDimension,
+		LaunchAttributeClusterSchedulingPolicyPreference,
+		LaunchAttributeProgrammaticStreamSerialization,
+		LaunchAttributeProgrammaticEvent,
+		LaunchAttributePriority,
+		LaunchAttributeMemSyncDomainMap,
+		LaunchAttributeMemSyncDomain,
+		LaunchAttributeLaunchCompletionEvent,
+		LaunchAttributeDeviceUpdatableKernelNode,
+		LaunchAttributePreferredSharedMemoryCarveout,
+	}
+}
+
 // String returns the C name of v, or LaunchAttributeID(n) for a value the headers do not name.
 func (v LaunchAttributeID) String() string {
 	switch v {
@@ -3015,6 +3756,16 @@ const (
 	LaunchMemSyncDomainRemote LaunchMemSyncDomain = 1
 )
 
+// LaunchMemSyncDomainValues returns the values of LaunchMemSyncDomain that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func LaunchMemSyncDomainValues() []LaunchMemSyncDomain {
+	return []LaunchMemSyncDomain{
+		LaunchMemSyncDomainDefault,
+		LaunchMemSyncDomainRemote,
+	}
+}
+
 // String returns the C name of v, or LaunchMemSyncDomain(n) for a value the headers do not name.
 func (v LaunchMemSyncDomain) String() string {
 	switch v {
@@ -3034,6 +3785,17 @@ const (
 	MINOR_VERSION LibraryPropertyType = 1
 	PATCH_LEVEL   LibraryPropertyType = 2
 )
+
+// LibraryPropertyTypeValues returns the values of LibraryPropertyType that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func LibraryPropertyTypeValues() []LibraryPropertyType {
+	return []LibraryPropertyType{
+		MAJOR_VERSION,
+		MINOR_VERSION,
+		PATCH_LEVEL,
+	}
+}
 
 // String returns the C name of v, or LibraryPropertyType(n) for a value the headers do not name.
 func (v LibraryPropertyType) String() string {
@@ -3068,6 +3830,20 @@ const (
 	LimitPersistingL2CacheSize Limit = 6
 )
 
+// LimitValues returns the values of Limit that the headers name, in their
+// order, each once (the first name of a value is its String).
+func LimitValues() []Limit {
+	return []Limit{
+		LimitStackSize,
+		LimitPrintfFifoSize,
+		LimitMallocHeapSize,
+		LimitDevRuntimeSyncDepth,
+		LimitDevRuntimePendingLaunchCount,
+		LimitMaxL2FetchGranularity,
+		LimitPersistingL2CacheSize,
+	}
+}
+
 // String returns the C name of v, or Limit(n) for a value the headers do not name.
 func (v Limit) String() string {
 	switch v {
@@ -3101,6 +3877,16 @@ const (
 	MemAccessFlagsProtReadWrite MemAccessFlags = 3
 )
 
+// MemAccessFlagsValues returns the values of MemAccessFlags that the headers
+// name, in their order, each once (the first name of a value is its String).
+func MemAccessFlagsValues() []MemAccessFlags {
+	return []MemAccessFlags{
+		MemAccessFlagsProtNone,
+		MemAccessFlagsProtRead,
+		MemAccessFlagsProtReadWrite,
+	}
+}
+
 // String returns the C name of v, or MemAccessFlags(n) for a value the headers do not name.
 func (v MemAccessFlags) String() string {
 	switch v {
@@ -3130,6 +3916,19 @@ const (
 	MemHandleTypeFabric MemAllocationHandleType = 8
 )
 
+// MemAllocationHandleTypeValues returns the values of MemAllocationHandleType
+// that the headers name, in their order, each once (the first name of a value
+// is its String).
+func MemAllocationHandleTypeValues() []MemAllocationHandleType {
+	return []MemAllocationHandleType{
+		MemHandleTypeNone,
+		MemHandleTypePosixFileDescriptor,
+		MemHandleTypeWin32,
+		MemHandleTypeWin32Kmt,
+		MemHandleTypeFabric,
+	}
+}
+
 // String returns the C name of v, or MemAllocationHandleType(n) for a value the headers do not name.
 func (v MemAllocationHandleType) String() string {
 	switch v {
@@ -3158,6 +3957,17 @@ const (
 	MemAllocationTypeMax    MemAllocationType = 2147483647
 )
 
+// MemAllocationTypeValues returns the values of MemAllocationType that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func MemAllocationTypeValues() []MemAllocationType {
+	return []MemAllocationType{
+		MemAllocationTypeInvalid,
+		MemAllocationTypePinned,
+		MemAllocationTypeMax,
+	}
+}
+
 // String returns the C name of v, or MemAllocationType(n) for a value the headers do not name.
 func (v MemAllocationType) String() string {
 	switch v {
@@ -3185,6 +3995,18 @@ const (
 	// MemLocationTypeHostNumaCurrent is cudaMemLocationTypeHostNumaCurrent: location is the host NUMA node closest to the current thread's CPU, id is ignored
 	MemLocationTypeHostNumaCurrent MemLocationType = 4
 )
+
+// MemLocationTypeValues returns the values of MemLocationType that the headers
+// name, in their order, each once (the first name of a value is its String).
+func MemLocationTypeValues() []MemLocationType {
+	return []MemLocationType{
+		MemLocationTypeInvalid,
+		MemLocationTypeDevice,
+		MemLocationTypeHost,
+		MemLocationTypeHostNuma,
+		MemLocationTypeHostNumaCurrent,
+	}
+}
 
 // String returns the C name of v, or MemLocationType(n) for a value the headers do not name.
 func (v MemLocationType) String() string {
@@ -3246,6 +4068,21 @@ const (
 	MemPoolAttrUsedMemHigh MemPoolAttr = 8
 )
 
+// MemPoolAttrValues returns the values of MemPoolAttr that the headers name,
+// in their order, each once (the first name of a value is its String).
+func MemPoolAttrValues() []MemPoolAttr {
+	return []MemPoolAttr{
+		MemPoolReuseFollowEventDependencies,
+		MemPoolReuseAllowOpportunistic,
+		MemPoolReuseAllowInternalDependencies,
+		MemPoolAttrReleaseThreshold,
+		MemPoolAttrReservedMemCurrent,
+		MemPoolAttrReservedMemHigh,
+		MemPoolAttrUsedMemCurrent,
+		MemPoolAttrUsedMemHigh,
+	}
+}
+
 // String returns the C name of v, or MemPoolAttr(n) for a value the headers do not name.
 func (v MemPoolAttr) String() string {
 	switch v {
@@ -3291,6 +4128,22 @@ const (
 	MemRangeAttributeLastPrefetchLocationId MemRangeAttribute = 8
 )
 
+// MemRangeAttributeValues returns the values of MemRangeAttribute that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func MemRangeAttributeValues() []MemRangeAttribute {
+	return []MemRangeAttribute{
+		MemRangeAttributeReadMostly,
+		MemRangeAttributePreferredLocation,
+		MemRangeAttributeAccessedBy,
+		MemRangeAttributeLastPrefetchLocation,
+		MemRangeAttributePreferredLocationType,
+		MemRangeAttributePreferredLocationId,
+		MemRangeAttributeLastPrefetchLocationType,
+		MemRangeAttributeLastPrefetchLocationId,
+	}
+}
+
 // String returns the C name of v, or MemRangeAttribute(n) for a value the headers do not name.
 func (v MemRangeAttribute) String() string {
 	switch v {
@@ -3330,6 +4183,18 @@ const (
 	MemcpyDefault MemcpyKind = 4
 )
 
+// MemcpyKindValues returns the values of MemcpyKind that the headers name, in
+// their order, each once (the first name of a value is its String).
+func MemcpyKindValues() []MemcpyKind {
+	return []MemcpyKind{
+		MemcpyHostToHost,
+		MemcpyHostToDevice,
+		MemcpyDeviceToHost,
+		MemcpyDeviceToDevice,
+		MemcpyDefault,
+	}
+}
+
 // String returns the C name of v, or MemcpyKind(n) for a value the headers do not name.
 func (v MemcpyKind) String() string {
 	switch v {
@@ -3365,6 +4230,19 @@ const (
 	MemAdviseUnsetAccessedBy MemoryAdvise = 6
 )
 
+// MemoryAdviseValues returns the values of MemoryAdvise that the headers name,
+// in their order, each once (the first name of a value is its String).
+func MemoryAdviseValues() []MemoryAdvise {
+	return []MemoryAdvise{
+		MemAdviseSetReadMostly,
+		MemAdviseUnsetReadMostly,
+		MemAdviseSetPreferredLocation,
+		MemAdviseUnsetPreferredLocation,
+		MemAdviseSetAccessedBy,
+		MemAdviseUnsetAccessedBy,
+	}
+}
+
 // String returns the C name of v, or MemoryAdvise(n) for a value the headers do not name.
 func (v MemoryAdvise) String() string {
 	switch v {
@@ -3398,6 +4276,17 @@ const (
 	MemoryTypeManaged MemoryType = 3
 )
 
+// MemoryTypeValues returns the values of MemoryType that the headers name, in
+// their order, each once (the first name of a value is its String).
+func MemoryTypeValues() []MemoryType {
+	return []MemoryType{
+		MemoryTypeUnregistered,
+		MemoryTypeHost,
+		MemoryTypeDevice,
+		MemoryTypeManaged,
+	}
+}
+
 // String returns the C name of v, or MemoryType(n) for a value the headers do not name.
 func (v MemoryType) String() string {
 	switch v {
@@ -3426,6 +4315,17 @@ const (
 	// ResourceTypePitch2D is cudaResourceTypePitch2D: pitch 2D resource
 	ResourceTypePitch2D ResourceType = 3
 )
+
+// ResourceTypeValues returns the values of ResourceType that the headers name,
+// in their order, each once (the first name of a value is its String).
+func ResourceTypeValues() []ResourceType {
+	return []ResourceType{
+		ResourceTypeArray,
+		ResourceTypeMipmappedArray,
+		ResourceTypeLinear,
+		ResourceTypePitch2D,
+	}
+}
 
 // String returns the C name of v, or ResourceType(n) for a value the headers do not name.
 func (v ResourceType) String() string {
@@ -3518,6 +4418,49 @@ const (
 	ResViewFormatUnsignedBlockCompressed7 ResourceViewFormat = 34
 )
 
+// ResourceViewFormatValues returns the values of ResourceViewFormat that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func ResourceViewFormatValues() []ResourceViewFormat {
+	return []ResourceViewFormat{
+		ResViewFormatNone,
+		ResViewFormatUnsignedChar1,
+		ResViewFormatUnsignedChar2,
+		ResViewFormatUnsignedChar4,
+		ResViewFormatSignedChar1,
+		ResViewFormatSignedChar2,
+		ResViewFormatSignedChar4,
+		ResViewFormatUnsignedShort1,
+		ResViewFormatUnsignedShort2,
+		ResViewFormatUnsignedShort4,
+		ResViewFormatSignedShort1,
+		ResViewFormatSignedShort2,
+		ResViewFormatSignedShort4,
+		ResViewFormatUnsignedInt1,
+		ResViewFormatUnsignedInt2,
+		ResViewFormatUnsignedInt4,
+		ResViewFormatSignedInt1,
+		ResViewFormatSignedInt2,
+		ResViewFormatSignedInt4,
+		ResViewFormatHalf1,
+		ResViewFormatHalf2,
+		ResViewFormatHalf4,
+		ResViewFormatFloat1,
+		ResViewFormatFloat2,
+		ResViewFormatFloat4,
+		ResViewFormatUnsignedBlockCompressed1,
+		ResViewFormatUnsignedBlockCompressed2,
+		ResViewFormatUnsignedBlockCompressed3,
+		ResViewFormatUnsignedBlockCompressed4,
+		ResViewFormatSignedBlockCompressed4,
+		ResViewFormatUnsignedBlockCompressed5,
+		ResViewFormatSignedBlockCompressed5,
+		ResViewFormatUnsignedBlockCompressed6H,
+		ResViewFormatSignedBlockCompressed6H,
+		ResViewFormatUnsignedBlockCompressed7,
+	}
+}
+
 // String returns the C name of v, or ResourceViewFormat(n) for a value the headers do not name.
 func (v ResourceViewFormat) String() string {
 	switch v {
@@ -3605,6 +4548,17 @@ const (
 	RoundMinInf  RoundMode = 3
 )
 
+// RoundModeValues returns the values of RoundMode that the headers name, in
+// their order, each once (the first name of a value is its String).
+func RoundModeValues() []RoundMode {
+	return []RoundMode{
+		RoundNearest,
+		RoundZero,
+		RoundPosInf,
+		RoundMinInf,
+	}
+}
+
 // String returns the C name of v, or RoundMode(n) for a value the headers do not name.
 func (v RoundMode) String() string {
 	switch v {
@@ -3632,6 +4586,16 @@ const (
 	SharedmemCarveoutMaxL1 SharedCarveout = 0
 )
 
+// SharedCarveoutValues returns the values of SharedCarveout that the headers
+// name, in their order, each once (the first name of a value is its String).
+func SharedCarveoutValues() []SharedCarveout {
+	return []SharedCarveout{
+		SharedmemCarveoutDefault,
+		SharedmemCarveoutMaxShared,
+		SharedmemCarveoutMaxL1,
+	}
+}
+
 // String returns the C name of v, or SharedCarveout(n) for a value the headers do not name.
 func (v SharedCarveout) String() string {
 	switch v {
@@ -3656,6 +4620,16 @@ const (
 	SharedMemBankSizeEightByte SharedMemConfig = 2
 )
 
+// SharedMemConfigValues returns the values of SharedMemConfig that the headers
+// name, in their order, each once (the first name of a value is its String).
+func SharedMemConfigValues() []SharedMemConfig {
+	return []SharedMemConfig{
+		SharedMemBankSizeDefault,
+		SharedMemBankSizeFourByte,
+		SharedMemBankSizeEightByte,
+	}
+}
+
 // String returns the C name of v, or SharedMemConfig(n) for a value the headers do not name.
 func (v SharedMemConfig) String() string {
 	switch v {
@@ -3678,6 +4652,17 @@ const (
 	StreamCaptureModeThreadLocal StreamCaptureMode = 1
 	StreamCaptureModeRelaxed     StreamCaptureMode = 2
 )
+
+// StreamCaptureModeValues returns the values of StreamCaptureMode that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func StreamCaptureModeValues() []StreamCaptureMode {
+	return []StreamCaptureMode{
+		StreamCaptureModeGlobal,
+		StreamCaptureModeThreadLocal,
+		StreamCaptureModeRelaxed,
+	}
+}
 
 // String returns the C name of v, or StreamCaptureMode(n) for a value the headers do not name.
 func (v StreamCaptureMode) String() string {
@@ -3705,6 +4690,17 @@ const (
 	StreamCaptureStatusInvalidated StreamCaptureStatus = 2
 )
 
+// StreamCaptureStatusValues returns the values of StreamCaptureStatus that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func StreamCaptureStatusValues() []StreamCaptureStatus {
+	return []StreamCaptureStatus{
+		StreamCaptureStatusNone,
+		StreamCaptureStatusActive,
+		StreamCaptureStatusInvalidated,
+	}
+}
+
 // String returns the C name of v, or StreamCaptureStatus(n) for a value the headers do not name.
 func (v StreamCaptureStatus) String() string {
 	switch v {
@@ -3727,6 +4723,16 @@ const (
 	// StreamSetCaptureDependencies is cudaStreamSetCaptureDependencies: replace the dependency set with the new nodes
 	StreamSetCaptureDependencies StreamUpdateCaptureDependenciesFlags = 1
 )
+
+// StreamUpdateCaptureDependenciesFlagsValues returns the values of
+// StreamUpdateCaptureDependenciesFlags that the headers name, in their order,
+// each once (the first name of a value is its String).
+func StreamUpdateCaptureDependenciesFlagsValues() []StreamUpdateCaptureDependenciesFlags {
+	return []StreamUpdateCaptureDependenciesFlags{
+		StreamAddCaptureDependencies,
+		StreamSetCaptureDependencies,
+	}
+}
 
 // String returns the C name of v, or StreamUpdateCaptureDependenciesFlags(n) for a value the headers do not name.
 func (v StreamUpdateCaptureDependenciesFlags) String() string {
@@ -3751,6 +4757,17 @@ const (
 	BoundaryModeTrap SurfaceBoundaryMode = 2
 )
 
+// SurfaceBoundaryModeValues returns the values of SurfaceBoundaryMode that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func SurfaceBoundaryModeValues() []SurfaceBoundaryMode {
+	return []SurfaceBoundaryMode{
+		BoundaryModeZero,
+		BoundaryModeClamp,
+		BoundaryModeTrap,
+	}
+}
+
 // String returns the C name of v, or SurfaceBoundaryMode(n) for a value the headers do not name.
 func (v SurfaceBoundaryMode) String() string {
 	switch v {
@@ -3774,6 +4791,16 @@ const (
 	FormatModeAuto SurfaceFormatMode = 1
 )
 
+// SurfaceFormatModeValues returns the values of SurfaceFormatMode that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func SurfaceFormatModeValues() []SurfaceFormatMode {
+	return []SurfaceFormatMode{
+		FormatModeForced,
+		FormatModeAuto,
+	}
+}
+
 // String returns the C name of v, or SurfaceFormatMode(n) for a value the headers do not name.
 func (v SurfaceFormatMode) String() string {
 	switch v {
@@ -3794,6 +4821,18 @@ const (
 	SyncPolicyYield        SynchronizationPolicy = 3
 	SyncPolicyBlockingSync SynchronizationPolicy = 4
 )
+
+// SynchronizationPolicyValues returns the values of SynchronizationPolicy that
+// the headers name, in their order, each once (the first name of a value is
+// its String).
+func SynchronizationPolicyValues() []SynchronizationPolicy {
+	return []SynchronizationPolicy{
+		SyncPolicyAuto,
+		SyncPolicySpin,
+		SyncPolicyYield,
+		SyncPolicyBlockingSync,
+	}
+}
 
 // String returns the C name of v, or SynchronizationPolicy(n) for a value the headers do not name.
 func (v SynchronizationPolicy) String() string {
@@ -3824,6 +4863,18 @@ const (
 	AddressModeBorder TextureAddressMode = 3
 )
 
+// TextureAddressModeValues returns the values of TextureAddressMode that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func TextureAddressModeValues() []TextureAddressMode {
+	return []TextureAddressMode{
+		AddressModeWrap,
+		AddressModeClamp,
+		AddressModeMirror,
+		AddressModeBorder,
+	}
+}
+
 // String returns the C name of v, or TextureAddressMode(n) for a value the headers do not name.
 func (v TextureAddressMode) String() string {
 	switch v {
@@ -3849,6 +4900,16 @@ const (
 	FilterModeLinear TextureFilterMode = 1
 )
 
+// TextureFilterModeValues returns the values of TextureFilterMode that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func TextureFilterModeValues() []TextureFilterMode {
+	return []TextureFilterMode{
+		FilterModePoint,
+		FilterModeLinear,
+	}
+}
+
 // String returns the C name of v, or TextureFilterMode(n) for a value the headers do not name.
 func (v TextureFilterMode) String() string {
 	switch v {
@@ -3870,6 +4931,15 @@ const (
 	ReadModeNormalizedFloat TextureReadMode = 1
 )
 
+// TextureReadModeValues returns the values of TextureReadMode that the headers
+// name, in their order, each once (the first name of a value is its String).
+func TextureReadModeValues() []TextureReadMode {
+	return []TextureReadMode{
+		ReadModeElementType,
+		ReadModeNormalizedFloat,
+	}
+}
+
 // String returns the C name of v, or TextureReadMode(n) for a value the headers do not name.
 func (v TextureReadMode) String() string {
 	switch v {
@@ -3889,6 +4959,14 @@ const (
 	UserObjectNoDestructorSync UserObjectFlags = 1
 )
 
+// UserObjectFlagsValues returns the values of UserObjectFlags that the headers
+// name, in their order, each once (the first name of a value is its String).
+func UserObjectFlagsValues() []UserObjectFlags {
+	return []UserObjectFlags{
+		UserObjectNoDestructorSync,
+	}
+}
+
 // String returns the C name of v, or UserObjectFlags(n) for a value the headers do not name.
 func (v UserObjectFlags) String() string {
 	switch v {
@@ -3905,6 +4983,15 @@ const (
 	// GraphUserObjectMove is cudaGraphUserObjectMove: transfer references from the caller rather than creating new references.
 	GraphUserObjectMove UserObjectRetainFlags = 1
 )
+
+// UserObjectRetainFlagsValues returns the values of UserObjectRetainFlags that
+// the headers name, in their order, each once (the first name of a value is
+// its String).
+func UserObjectRetainFlagsValues() []UserObjectRetainFlags {
+	return []UserObjectRetainFlags{
+		GraphUserObjectMove,
+	}
+}
 
 // String returns the C name of v, or UserObjectRetainFlags(n) for a value the headers do not name.
 func (v UserObjectRetainFlags) String() string {

@@ -25,6 +25,16 @@ const (
 	AccessPropertyPersisting AccessProperty = 2
 )
 
+// AccessPropertyValues returns the values of AccessProperty that the headers
+// name, in their order, each once (the first name of a value is its String).
+func AccessPropertyValues() []AccessProperty {
+	return []AccessProperty{
+		AccessPropertyNormal,
+		AccessPropertyStreaming,
+		AccessPropertyPersisting,
+	}
+}
+
 // String returns the C name of v, or AccessProperty(n) for a value the headers do not name.
 func (v AccessProperty) String() string {
 	switch v {
@@ -45,6 +55,15 @@ const (
 	// AsyncNotificationTypeOverBudget is cudaAsyncNotificationTypeOverBudget: sent when the process has exceeded its device memory budget
 	AsyncNotificationTypeOverBudget AsyncNotificationType = 1
 )
+
+// AsyncNotificationTypeValues returns the values of AsyncNotificationType that
+// the headers name, in their order, each once (the first name of a value is
+// its String).
+func AsyncNotificationTypeValues() []AsyncNotificationType {
+	return []AsyncNotificationType{
+		AsyncNotificationTypeOverBudget,
+	}
+}
 
 // String returns the C name of v, or AsyncNotificationType(n) for a value the headers do not name.
 func (v AsyncNotificationType) String() string {
@@ -73,6 +92,26 @@ const (
 	AtomicOperationFloatMin         AtomicOperation = 11
 	AtomicOperationFloatMax         AtomicOperation = 12
 )
+
+// AtomicOperationValues returns the values of AtomicOperation that the headers
+// name, in their order, each once (the first name of a value is its String).
+func AtomicOperationValues() []AtomicOperation {
+	return []AtomicOperation{
+		AtomicOperationIntegerAdd,
+		AtomicOperationIntegerMin,
+		AtomicOperationIntegerMax,
+		AtomicOperationIntegerIncrement,
+		AtomicOperationIntegerDecrement,
+		AtomicOperationAnd,
+		AtomicOperationOr,
+		AtomicOperationXOR,
+		AtomicOperationExchange,
+		AtomicOperationCAS,
+		AtomicOperationFloatAdd,
+		AtomicOperationFloatMin,
+		AtomicOperationFloatMax,
+	}
+}
 
 // String returns the C name of v, or AtomicOperation(n) for a value the headers do not name.
 func (v AtomicOperation) String() string {
@@ -120,6 +159,21 @@ const (
 	AtomicCapabilityVector32x4 AtomicOperationCapability = 64
 )
 
+// AtomicOperationCapabilityValues returns the values of
+// AtomicOperationCapability that the headers name, in their order, each once
+// (the first name of a value is its String).
+func AtomicOperationCapabilityValues() []AtomicOperationCapability {
+	return []AtomicOperationCapability{
+		AtomicCapabilitySigned,
+		AtomicCapabilityUnsigned,
+		AtomicCapabilityReduction,
+		AtomicCapabilityScalar32,
+		AtomicCapabilityScalar64,
+		AtomicCapabilityScalar128,
+		AtomicCapabilityVector32x4,
+	}
+}
+
 // String returns the C name of v, or AtomicOperationCapability(n) for a value the headers do not name.
 func (v AtomicOperationCapability) String() string {
 	switch v {
@@ -152,6 +206,16 @@ const (
 	// CGScopeReserved is cudaCGScopeReserved: reserved
 	CGScopeReserved CGScope = 2
 )
+
+// CGScopeValues returns the values of CGScope that the headers name, in their
+// order, each once (the first name of a value is its String).
+func CGScopeValues() []CGScope {
+	return []CGScope{
+		CGScopeInvalid,
+		CGScopeGrid,
+		CGScopeReserved,
+	}
+}
 
 // String returns the C name of v, or CGScope(n) for a value the headers do not name.
 func (v CGScope) String() string {
@@ -236,6 +300,46 @@ const (
 	ChannelFormatKindUnsignedNormalized1010102 ChannelFormatKind = 31
 )
 
+// ChannelFormatKindValues returns the values of ChannelFormatKind that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func ChannelFormatKindValues() []ChannelFormatKind {
+	return []ChannelFormatKind{
+		ChannelFormatKindSigned,
+		ChannelFormatKindUnsigned,
+		ChannelFormatKindFloat,
+		ChannelFormatKindNone,
+		ChannelFormatKindNV12,
+		ChannelFormatKindUnsignedNormalized8X1,
+		ChannelFormatKindUnsignedNormalized8X2,
+		ChannelFormatKindUnsignedNormalized8X4,
+		ChannelFormatKindUnsignedNormalized16X1,
+		ChannelFormatKindUnsignedNormalized16X2,
+		ChannelFormatKindUnsignedNormalized16X4,
+		ChannelFormatKindSignedNormalized8X1,
+		ChannelFormatKindSignedNormalized8X2,
+		ChannelFormatKindSignedNormalized8X4,
+		ChannelFormatKindSignedNormalized16X1,
+		ChannelFormatKindSignedNormalized16X2,
+		ChannelFormatKindSignedNormalized16X4,
+		ChannelFormatKindUnsignedBlockCompressed1,
+		ChannelFormatKindUnsignedBlockCompressed1SRGB,
+		ChannelFormatKindUnsignedBlockCompressed2,
+		ChannelFormatKindUnsignedBlockCompressed2SRGB,
+		ChannelFormatKindUnsignedBlockCompressed3,
+		ChannelFormatKindUnsignedBlockCompressed3SRGB,
+		ChannelFormatKindUnsignedBlockCompressed4,
+		ChannelFormatKindSignedBlockCompressed4,
+		ChannelFormatKindUnsignedBlockCompressed5,
+		ChannelFormatKindSignedBlockCompressed5,
+		ChannelFormatKindUnsignedBlockCompressed6H,
+		ChannelFormatKindSignedBlockCompressed6H,
+		ChannelFormatKindUnsignedBlockCompressed7,
+		ChannelFormatKindUnsignedBlockCompressed7SRGB,
+		ChannelFormatKindUnsignedNormalized1010102,
+	}
+}
+
 // String returns the C name of v, or ChannelFormatKind(n) for a value the headers do not name.
 func (v ChannelFormatKind) String() string {
 	switch v {
@@ -319,6 +423,17 @@ const (
 	ClusterSchedulingPolicyLoadBalancing ClusterSchedulingPolicy = 2
 )
 
+// ClusterSchedulingPolicyValues returns the values of ClusterSchedulingPolicy
+// that the headers name, in their order, each once (the first name of a value
+// is its String).
+func ClusterSchedulingPolicyValues() []ClusterSchedulingPolicy {
+	return []ClusterSchedulingPolicy{
+		ClusterSchedulingPolicyDefault,
+		ClusterSchedulingPolicySpread,
+		ClusterSchedulingPolicyLoadBalancing,
+	}
+}
+
 // String returns the C name of v, or ClusterSchedulingPolicy(n) for a value the headers do not name.
 func (v ClusterSchedulingPolicy) String() string {
 	switch v {
@@ -345,6 +460,17 @@ const (
 	// ComputeModeExclusiveProcess is cudaComputeModeExclusiveProcess: compute-exclusive-process mode (Many threads in one process will be able to use [SetDevice] with this device)
 	ComputeModeExclusiveProcess ComputeMode = 3
 )
+
+// ComputeModeValues returns the values of ComputeMode that the headers name,
+// in their order, each once (the first name of a value is its String).
+func ComputeModeValues() []ComputeMode {
+	return []ComputeMode{
+		ComputeModeDefault,
+		ComputeModeExclusive,
+		ComputeModeProhibited,
+		ComputeModeExclusiveProcess,
+	}
+}
 
 // String returns the C name of v, or ComputeMode(n) for a value the headers do not name.
 func (v ComputeMode) String() string {
@@ -401,6 +527,47 @@ const (
 	R_6F_E3M2  DataType = 32
 	R_4F_E2M1  DataType = 33
 )
+
+// DataTypeValues returns the values of DataType that the headers name, in
+// their order, each once (the first name of a value is its String).
+func DataTypeValues() []DataType {
+	return []DataType{
+		R_16F,
+		C_16F,
+		R_16BF,
+		C_16BF,
+		R_32F,
+		C_32F,
+		R_64F,
+		C_64F,
+		R_4I,
+		C_4I,
+		R_4U,
+		C_4U,
+		R_8I,
+		C_8I,
+		R_8U,
+		C_8U,
+		R_16I,
+		C_16I,
+		R_16U,
+		C_16U,
+		R_32I,
+		C_32I,
+		R_32U,
+		C_32U,
+		R_64I,
+		C_64I,
+		R_64U,
+		C_64U,
+		R_8F_E4M3,
+		R_8F_E5M2,
+		R_8F_UE8M0,
+		R_6F_E2M3,
+		R_6F_E3M2,
+		R_4F_E2M1,
+	}
+}
 
 // String returns the C name of v, or DataType(n) for a value the headers do not name.
 func (v DataType) String() string {
@@ -745,6 +912,151 @@ const (
 	DevAttrMax                                  DeviceAttr = 148
 )
 
+// DeviceAttrValues returns the values of DeviceAttr that the headers name, in
+// their order, each once (the first name of a value is its String).
+func DeviceAttrValues() []DeviceAttr {
+	return []DeviceAttr{
+		DevAttrMaxThreadsPerBlock,
+		DevAttrMaxBlockDimX,
+		DevAttrMaxBlockDimY,
+		DevAttrMaxBlockDimZ,
+		DevAttrMaxGridDimX,
+		DevAttrMaxGridDimY,
+		DevAttrMaxGridDimZ,
+		DevAttrMaxSharedMemoryPerBlock,
+		DevAttrTotalConstantMemory,
+		DevAttrWarpSize,
+		DevAttrMaxPitch,
+		DevAttrMaxRegistersPerBlock,
+		DevAttrClockRate,
+		DevAttrTextureAlignment,
+		DevAttrGpuOverlap,
+		DevAttrMultiProcessorCount,
+		DevAttrKernelExecTimeout,
+		DevAttrIntegrated,
+		DevAttrCanMapHostMemory,
+		DevAttrComputeMode,
+		DevAttrMaxTexture1DWidth,
+		DevAttrMaxTexture2DWidth,
+		DevAttrMaxTexture2DHeight,
+		DevAttrMaxTexture3DWidth,
+		DevAttrMaxTexture3DHeight,
+		DevAttrMaxTexture3DDepth,
+		DevAttrMaxTexture2DLayeredWidth,
+		DevAttrMaxTexture2DLayeredHeight,
+		DevAttrMaxTexture2DLayeredLayers,
+		DevAttrSurfaceAlignment,
+		DevAttrConcurrentKernels,
+		DevAttrEccEnabled,
+		DevAttrPciBusId,
+		DevAttrPciDeviceId,
+		DevAttrTccDriver,
+		DevAttrMemoryClockRate,
+		DevAttrGlobalMemoryBusWidth,
+		DevAttrL2CacheSize,
+		DevAttrMaxThreadsPerMultiProcessor,
+		DevAttrAsyncEngineCount,
+		DevAttrUnifiedAddressing,
+		DevAttrMaxTexture1DLayeredWidth,
+		DevAttrMaxTexture1DLayeredLayers,
+		DevAttrMaxTexture2DGatherWidth,
+		DevAttrMaxTexture2DGatherHeight,
+		DevAttrMaxTexture3DWidthAlt,
+		DevAttrMaxTexture3DHeightAlt,
+		DevAttrMaxTexture3DDepthAlt,
+		DevAttrPciDomainId,
+		DevAttrTexturePitchAlignment,
+		DevAttrMaxTextureCubemapWidth,
+		DevAttrMaxTextureCubemapLayeredWidth,
+		DevAttrMaxTextureCubemapLayeredLayers,
+		DevAttrMaxSurface1DWidth,
+		DevAttrMaxSurface2DWidth,
+		DevAttrMaxSurface2DHeight,
+		DevAttrMaxSurface3DWidth,
+		DevAttrMaxSurface3DHeight,
+		DevAttrMaxSurface3DDepth,
+		DevAttrMaxSurface1DLayeredWidth,
+		DevAttrMaxSurface1DLayeredLayers,
+		DevAttrMaxSurface2DLayeredWidth,
+		DevAttrMaxSurface2DLayeredHeight,
+		DevAttrMaxSurface2DLayeredLayers,
+		DevAttrMaxSurfaceCubemapWidth,
+		DevAttrMaxSurfaceCubemapLayeredWidth,
+		DevAttrMaxSurfaceCubemapLayeredLayers,
+		DevAttrMaxTexture1DLinearWidth,
+		DevAttrMaxTexture2DLinearWidth,
+		DevAttrMaxTexture2DLinearHeight,
+		DevAttrMaxTexture2DLinearPitch,
+		DevAttrMaxTexture2DMipmappedWidth,
+		DevAttrMaxTexture2DMipmappedHeight,
+		DevAttrComputeCapabilityMajor,
+		DevAttrComputeCapabilityMinor,
+		DevAttrMaxTexture1DMipmappedWidth,
+		DevAttrStreamPrioritiesSupported,
+		DevAttrGlobalL1CacheSupported,
+		DevAttrLocalL1CacheSupported,
+		DevAttrMaxSharedMemoryPerMultiprocessor,
+		DevAttrMaxRegistersPerMultiprocessor,
+		DevAttrManagedMemory,
+		DevAttrIsMultiGpuBoard,
+		DevAttrMultiGpuBoardGroupID,
+		DevAttrHostNativeAtomicSupported,
+		DevAttrSingleToDoublePrecisionPerfRatio,
+		DevAttrPageableMemoryAccess,
+		DevAttrConcurrentManagedAccess,
+		DevAttrComputePreemptionSupported,
+		DevAttrCanUseHostPointerForRegisteredMem,
+		DevAttrReserved92,
+		DevAttrReserved93,
+		DevAttrReserved94,
+		DevAttrCooperativeLaunch,
+		DevAttrReserved96,
+		DevAttrMaxSharedMemoryPerBlockOptin,
+		DevAttrCanFlushRemoteWrites,
+		DevAttrHostRegisterSupported,
+		DevAttrPageableMemoryAccessUsesHostPageTables,
+		DevAttrDirectManagedMemAccessFromHost,
+		DevAttrMaxBlocksPerMultiprocessor,
+		DevAttrMaxPersistingL2CacheSize,
+		DevAttrMaxAccessPolicyWindowSize,
+		DevAttrReservedSharedMemoryPerBlock,
+		DevAttrSparseCudaArraySupported,
+		DevAttrHostRegisterReadOnlySupported,
+		DevAttrTimelineSemaphoreInteropSupported,
+		DevAttrMemoryPoolsSupported,
+		DevAttrGPUDirectRDMASupported,
+		DevAttrGPUDirectRDMAFlushWritesOptions,
+		DevAttrGPUDirectRDMAWritesOrdering,
+		DevAttrMemoryPoolSupportedHandleTypes,
+		DevAttrClusterLaunch,
+		DevAttrDeferredMappingCudaArraySupported,
+		DevAttrReserved122,
+		DevAttrReserved123,
+		DevAttrReserved124,
+		DevAttrIpcEventSupport,
+		DevAttrMemSyncDomainCount,
+		DevAttrReserved127,
+		DevAttrReserved128,
+		DevAttrReserved129,
+		DevAttrNumaConfig,
+		DevAttrNumaId,
+		DevAttrReserved132,
+		DevAttrMpsEnabled,
+		DevAttrHostNumaId,
+		DevAttrD3D12CigSupported,
+		DevAttrVulkanCigSupported,
+		DevAttrGpuPciDeviceId,
+		DevAttrGpuPciSubsystemId,
+		DevAttrReserved141,
+		DevAttrHostNumaMemoryPoolsSupported,
+		DevAttrHostNumaMultinodeIpcSupported,
+		DevAttrHostMemoryPoolsSupported,
+		DevAttrReserved145,
+		DevAttrOnlyPartialHostNativeAtomicSupported,
+		DevAttrMax,
+	}
+}
+
 // String returns the C name of v, or DeviceAttr(n) for a value the headers do not name.
 func (v DeviceAttr) String() string {
 	switch v {
@@ -1038,6 +1350,16 @@ const (
 	DeviceNumaConfigNumaNode DeviceNumaConfig = 1
 )
 
+// DeviceNumaConfigValues returns the values of DeviceNumaConfig that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func DeviceNumaConfigValues() []DeviceNumaConfig {
+	return []DeviceNumaConfig{
+		DeviceNumaConfigNone,
+		DeviceNumaConfigNumaNode,
+	}
+}
+
 // String returns the C name of v, or DeviceNumaConfig(n) for a value the headers do not name.
 func (v DeviceNumaConfig) String() string {
 	switch v {
@@ -1064,6 +1386,18 @@ const (
 	// DevP2PAttrOnlyPartialNativeAtomicSupported is cudaDevP2PAttrOnlyPartialNativeAtomicSupported: only some CUDA-valid atomic operations over the link are supported.
 	DevP2PAttrOnlyPartialNativeAtomicSupported DeviceP2PAttr = 5
 )
+
+// DeviceP2PAttrValues returns the values of DeviceP2PAttr that the headers
+// name, in their order, each once (the first name of a value is its String).
+func DeviceP2PAttrValues() []DeviceP2PAttr {
+	return []DeviceP2PAttr{
+		DevP2PAttrPerformanceRank,
+		DevP2PAttrAccessSupported,
+		DevP2PAttrNativeAtomicSupported,
+		DevP2PAttrCudaArrayAccessSupported,
+		DevP2PAttrOnlyPartialNativeAtomicSupported,
+	}
+}
 
 // String returns the C name of v, or DeviceP2PAttr(n) for a value the headers do not name.
 func (v DeviceP2PAttr) String() string {
@@ -1094,6 +1428,17 @@ const (
 	DriverEntryPointVersionNotSufficent DriverEntryPointQueryResult = 2
 )
 
+// DriverEntryPointQueryResultValues returns the values of
+// DriverEntryPointQueryResult that the headers name, in their order, each once
+// (the first name of a value is its String).
+func DriverEntryPointQueryResultValues() []DriverEntryPointQueryResult {
+	return []DriverEntryPointQueryResult{
+		DriverEntryPointSuccess,
+		DriverEntryPointSymbolNotFound,
+		DriverEntryPointVersionNotSufficent,
+	}
+}
+
 // String returns the C name of v, or DriverEntryPointQueryResult(n) for a value the headers do not name.
 func (v DriverEntryPointQueryResult) String() string {
 	switch v {
@@ -1119,6 +1464,16 @@ const (
 	// EMULATION_MANTISSA_CONTROL_FIXED is CUDA_EMULATION_MANTISSA_CONTROL_FIXED: the number of retained mantissa bits are known at runtime
 	EMULATION_MANTISSA_CONTROL_FIXED EmulationMantissaControl = 1
 )
+
+// EmulationMantissaControlValues returns the values of
+// EmulationMantissaControl that the headers name, in their order, each once
+// (the first name of a value is its String).
+func EmulationMantissaControlValues() []EmulationMantissaControl {
+	return []EmulationMantissaControl{
+		EMULATION_MANTISSA_CONTROL_DYNAMIC,
+		EMULATION_MANTISSA_CONTROL_FIXED,
+	}
+}
 
 // String returns the C name of v, or EmulationMantissaControl(n) for a value the headers do not name.
 func (v EmulationMantissaControl) String() string {
@@ -1148,6 +1503,18 @@ const (
 	// EMULATION_SPECIAL_VALUES_SUPPORT_NAN is CUDA_EMULATION_SPECIAL_VALUES_SUPPORT_NAN: require emulation algorithms to handle NaN inputs and outputs
 	EMULATION_SPECIAL_VALUES_SUPPORT_NAN EmulationSpecialValuesSupport = 2
 )
+
+// EmulationSpecialValuesSupportValues returns the values of
+// EmulationSpecialValuesSupport that the headers name, in their order, each
+// once (the first name of a value is its String).
+func EmulationSpecialValuesSupportValues() []EmulationSpecialValuesSupport {
+	return []EmulationSpecialValuesSupport{
+		EMULATION_SPECIAL_VALUES_SUPPORT_DEFAULT,
+		EMULATION_SPECIAL_VALUES_SUPPORT_NONE,
+		EMULATION_SPECIAL_VALUES_SUPPORT_INFINITY,
+		EMULATION_SPECIAL_VALUES_SUPPORT_NAN,
+	}
+}
 
 // String returns the C name of v, or EmulationSpecialValuesSupport(n) for a value the headers do not name.
 func (v EmulationSpecialValuesSupport) String() string {
@@ -1179,6 +1546,17 @@ const (
 	// whenever possible
 	EMULATION_STRATEGY_EAGER EmulationStrategy = 2
 )
+
+// EmulationStrategyValues returns the values of EmulationStrategy that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func EmulationStrategyValues() []EmulationStrategy {
+	return []EmulationStrategy{
+		EMULATION_STRATEGY_DEFAULT,
+		EMULATION_STRATEGY_PERFORMANT,
+		EMULATION_STRATEGY_EAGER,
+	}
+}
 
 // String returns the C name of v, or EmulationStrategy(n) for a value the headers do not name.
 func (v EmulationStrategy) String() string {
@@ -1758,6 +2136,147 @@ const (
 	ErrorApiFailureBase Error = 10000
 )
 
+// ErrorValues returns the values of Error that the headers name, in their
+// order, each once (the first name of a value is its String).
+func ErrorValues() []Error {
+	return []Error{
+		Success,
+		ErrorInvalidValue,
+		ErrorMemoryAllocation,
+		ErrorInitializationError,
+		ErrorCudartUnloading,
+		ErrorProfilerDisabled,
+		ErrorProfilerNotInitialized,
+		ErrorProfilerAlreadyStarted,
+		ErrorProfilerAlreadyStopped,
+		ErrorInvalidConfiguration,
+		ErrorInvalidPitchValue,
+		ErrorInvalidSymbol,
+		ErrorInvalidHostPointer,
+		ErrorInvalidDevicePointer,
+		ErrorInvalidTexture,
+		ErrorInvalidTextureBinding,
+		ErrorInvalidChannelDescriptor,
+		ErrorInvalidMemcpyDirection,
+		ErrorAddressOfConstant,
+		ErrorTextureFetchFailed,
+		ErrorTextureNotBound,
+		ErrorSynchronizationError,
+		ErrorInvalidFilterSetting,
+		ErrorInvalidNormSetting,
+		ErrorMixedDeviceExecution,
+		ErrorNotYetImplemented,
+		ErrorMemoryValueTooLarge,
+		ErrorStubLibrary,
+		ErrorInsufficientDriver,
+		ErrorCallRequiresNewerDriver,
+		ErrorInvalidSurface,
+		ErrorDuplicateVariableName,
+		ErrorDuplicateTextureName,
+		ErrorDuplicateSurfaceName,
+		ErrorDevicesUnavailable,
+		ErrorIncompatibleDriverContext,
+		ErrorMissingConfiguration,
+		ErrorPriorLaunchFailure,
+		ErrorLaunchMaxDepthExceeded,
+		ErrorLaunchFileScopedTex,
+		ErrorLaunchFileScopedSurf,
+		ErrorSyncDepthExceeded,
+		ErrorLaunchPendingCountExceeded,
+		ErrorInvalidDeviceFunction,
+		ErrorNoDevice,
+		ErrorInvalidDevice,
+		ErrorDeviceNotLicensed,
+		ErrorSoftwareValidityNotEstablished,
+		ErrorStartupFailure,
+		ErrorInvalidKernelImage,
+		ErrorDeviceUninitialized,
+		ErrorMapBufferObjectFailed,
+		ErrorUnmapBufferObjectFailed,
+		ErrorArrayIsMapped,
+		ErrorAlreadyMapped,
+		ErrorNoKernelImageForDevice,
+		ErrorAlreadyAcquired,
+		ErrorNotMapped,
+		ErrorNotMappedAsArray,
+		ErrorNotMappedAsPointer,
+		ErrorECCUncorrectable,
+		ErrorUnsupportedLimit,
+		ErrorDeviceAlreadyInUse,
+		ErrorPeerAccessUnsupported,
+		ErrorInvalidPtx,
+		ErrorInvalidGraphicsContext,
+		ErrorNvlinkUncorrectable,
+		ErrorJitCompilerNotFound,
+		ErrorUnsupportedPtxVersion,
+		ErrorJitCompilationDisabled,
+		ErrorUnsupportedExecAffinity,
+		ErrorUnsupportedDevSideSync,
+		ErrorContained,
+		ErrorInvalidSource,
+		ErrorFileNotFound,
+		ErrorSharedObjectSymbolNotFound,
+		ErrorSharedObjectInitFailed,
+		ErrorOperatingSystem,
+		ErrorInvalidResourceHandle,
+		ErrorIllegalState,
+		ErrorLossyQuery,
+		ErrorSymbolNotFound,
+		ErrorNotReady,
+		ErrorIllegalAddress,
+		ErrorLaunchOutOfResources,
+		ErrorLaunchTimeout,
+		ErrorLaunchIncompatibleTexturing,
+		ErrorPeerAccessAlreadyEnabled,
+		ErrorPeerAccessNotEnabled,
+		ErrorSetOnActiveProcess,
+		ErrorContextIsDestroyed,
+		ErrorAssert,
+		ErrorTooManyPeers,
+		ErrorHostMemoryAlreadyRegistered,
+		ErrorHostMemoryNotRegistered,
+		ErrorHardwareStackError,
+		ErrorIllegalInstruction,
+		ErrorMisalignedAddress,
+		ErrorInvalidAddressSpace,
+		ErrorInvalidPc,
+		ErrorLaunchFailure,
+		ErrorCooperativeLaunchTooLarge,
+		ErrorTensorMemoryLeak,
+		ErrorNotPermitted,
+		ErrorNotSupported,
+		ErrorSystemNotReady,
+		ErrorSystemDriverMismatch,
+		ErrorCompatNotSupportedOnDevice,
+		ErrorMpsConnectionFailed,
+		ErrorMpsRpcFailure,
+		ErrorMpsServerNotReady,
+		ErrorMpsMaxClientsReached,
+		ErrorMpsMaxConnectionsReached,
+		ErrorMpsClientTerminated,
+		ErrorCdpNotSupported,
+		ErrorCdpVersionMismatch,
+		ErrorStreamCaptureUnsupported,
+		ErrorStreamCaptureInvalidated,
+		ErrorStreamCaptureMerge,
+		ErrorStreamCaptureUnmatched,
+		ErrorStreamCaptureUnjoined,
+		ErrorStreamCaptureIsolation,
+		ErrorStreamCaptureImplicit,
+		ErrorCapturedEvent,
+		ErrorStreamCaptureWrongThread,
+		ErrorTimeout,
+		ErrorGraphExecUpdateFailure,
+		ErrorExternalDevice,
+		ErrorInvalidClusterSize,
+		ErrorFunctionNotLoaded,
+		ErrorInvalidResourceType,
+		ErrorInvalidResourceConfiguration,
+		ErrorUnknown,
+		ErrorApiFailureBase,
+	}
+}
+
 // String returns the C name of v, or Error(n) for a value the headers do not name.
 func (v Error) String() string {
 	switch v {
@@ -2330,6 +2849,22 @@ const (
 	ExternalMemoryHandleTypeNvSciBuf ExternalMemoryHandleType = 8
 )
 
+// ExternalMemoryHandleTypeValues returns the values of
+// ExternalMemoryHandleType that the headers name, in their order, each once
+// (the first name of a value is its String).
+func ExternalMemoryHandleTypeValues() []ExternalMemoryHandleType {
+	return []ExternalMemoryHandleType{
+		ExternalMemoryHandleTypeOpaqueFd,
+		ExternalMemoryHandleTypeOpaqueWin32,
+		ExternalMemoryHandleTypeOpaqueWin32Kmt,
+		ExternalMemoryHandleTypeD3D12Heap,
+		ExternalMemoryHandleTypeD3D12Resource,
+		ExternalMemoryHandleTypeD3D11Resource,
+		ExternalMemoryHandleTypeD3D11ResourceKmt,
+		ExternalMemoryHandleTypeNvSciBuf,
+	}
+}
+
 // String returns the C name of v, or ExternalMemoryHandleType(n) for a value the headers do not name.
 func (v ExternalMemoryHandleType) String() string {
 	switch v {
@@ -2379,6 +2914,24 @@ const (
 	ExternalSemaphoreHandleTypeTimelineSemaphoreWin32 ExternalSemaphoreHandleType = 10
 )
 
+// ExternalSemaphoreHandleTypeValues returns the values of
+// ExternalSemaphoreHandleType that the headers name, in their order, each once
+// (the first name of a value is its String).
+func ExternalSemaphoreHandleTypeValues() []ExternalSemaphoreHandleType {
+	return []ExternalSemaphoreHandleType{
+		ExternalSemaphoreHandleTypeOpaqueFd,
+		ExternalSemaphoreHandleTypeOpaqueWin32,
+		ExternalSemaphoreHandleTypeOpaqueWin32Kmt,
+		ExternalSemaphoreHandleTypeD3D12Fence,
+		ExternalSemaphoreHandleTypeD3D11Fence,
+		ExternalSemaphoreHandleTypeNvSciSync,
+		ExternalSemaphoreHandleTypeKeyedMutex,
+		ExternalSemaphoreHandleTypeKeyedMutexKmt,
+		ExternalSemaphoreHandleTypeTimelineSemaphoreFd,
+		ExternalSemaphoreHandleTypeTimelineSemaphoreWin32,
+	}
+}
+
 // String returns the C name of v, or ExternalSemaphoreHandleType(n) for a value the headers do not name.
 func (v ExternalSemaphoreHandleType) String() string {
 	switch v {
@@ -2416,6 +2969,16 @@ const (
 	FlushGPUDirectRDMAWritesOptionMemOps FlushGPUDirectRDMAWritesOptions = 2
 )
 
+// FlushGPUDirectRDMAWritesOptionsValues returns the values of
+// FlushGPUDirectRDMAWritesOptions that the headers name, in their order, each
+// once (the first name of a value is its String).
+func FlushGPUDirectRDMAWritesOptionsValues() []FlushGPUDirectRDMAWritesOptions {
+	return []FlushGPUDirectRDMAWritesOptions{
+		FlushGPUDirectRDMAWritesOptionHost,
+		FlushGPUDirectRDMAWritesOptionMemOps,
+	}
+}
+
 // String returns the C name of v, or FlushGPUDirectRDMAWritesOptions(n) for a value the headers do not name.
 func (v FlushGPUDirectRDMAWritesOptions) String() string {
 	switch v {
@@ -2437,6 +3000,16 @@ const (
 	FlushGPUDirectRDMAWritesToAllDevices FlushGPUDirectRDMAWritesScope = 200
 )
 
+// FlushGPUDirectRDMAWritesScopeValues returns the values of
+// FlushGPUDirectRDMAWritesScope that the headers name, in their order, each
+// once (the first name of a value is its String).
+func FlushGPUDirectRDMAWritesScopeValues() []FlushGPUDirectRDMAWritesScope {
+	return []FlushGPUDirectRDMAWritesScope{
+		FlushGPUDirectRDMAWritesToOwner,
+		FlushGPUDirectRDMAWritesToAllDevices,
+	}
+}
+
 // String returns the C name of v, or FlushGPUDirectRDMAWritesScope(n) for a value the headers do not name.
 func (v FlushGPUDirectRDMAWritesScope) String() string {
 	switch v {
@@ -2455,6 +3028,15 @@ const (
 	// FlushGPUDirectRDMAWritesTargetCurrentDevice is cudaFlushGPUDirectRDMAWritesTargetCurrentDevice: sets the target for [DeviceFlushGPUDirectRDMAWrites] to the currently active CUDA device context.
 	FlushGPUDirectRDMAWritesTargetCurrentDevice FlushGPUDirectRDMAWritesTarget = 0
 )
+
+// FlushGPUDirectRDMAWritesTargetValues returns the values of
+// FlushGPUDirectRDMAWritesTarget that the headers name, in their order, each
+// once (the first name of a value is its String).
+func FlushGPUDirectRDMAWritesTargetValues() []FlushGPUDirectRDMAWritesTarget {
+	return []FlushGPUDirectRDMAWritesTarget{
+		FlushGPUDirectRDMAWritesTargetCurrentDevice,
+	}
+}
 
 // String returns the C name of v, or FlushGPUDirectRDMAWritesTarget(n) for a value the headers do not name.
 func (v FlushGPUDirectRDMAWritesTarget) String() string {
@@ -2487,6 +3069,22 @@ const (
 	FuncAttributeClusterSchedulingPolicyPreference FuncAttribute = 15
 	FuncAttributeMax                               FuncAttribute = 16
 )
+
+// FuncAttributeValues returns the values of FuncAttribute that the headers
+// name, in their order, each once (the first name of a value is its String).
+func FuncAttributeValues() []FuncAttribute {
+	return []FuncAttribute{
+		FuncAttributeMaxDynamicSharedMemorySize,
+		FuncAttributePreferredSharedMemoryCarveout,
+		FuncAttributeClusterDimMustBeSet,
+		FuncAttributeRequiredClusterWidth,
+		FuncAttributeRequiredClusterHeight,
+		FuncAttributeRequiredClusterDepth,
+		FuncAttributeNonPortableClusterSizeAllowed,
+		FuncAttributeClusterSchedulingPolicyPreference,
+		FuncAttributeMax,
+	}
+}
 
 // String returns the C name of v, or FuncAttribute(n) for a value the headers do not name.
 func (v FuncAttribute) String() string {
@@ -2527,6 +3125,17 @@ const (
 	FuncCachePreferEqual FuncCache = 3
 )
 
+// FuncCacheValues returns the values of FuncCache that the headers name, in
+// their order, each once (the first name of a value is its String).
+func FuncCacheValues() []FuncCache {
+	return []FuncCache{
+		FuncCachePreferNone,
+		FuncCachePreferShared,
+		FuncCachePreferL1,
+		FuncCachePreferEqual,
+	}
+}
+
 // String returns the C name of v, or FuncCache(n) for a value the headers do not name.
 func (v FuncCache) String() string {
 	switch v {
@@ -2554,6 +3163,17 @@ const (
 	GPUDirectRDMAWritesOrderingAllDevices GPUDirectRDMAWritesOrdering = 200
 )
 
+// GPUDirectRDMAWritesOrderingValues returns the values of
+// GPUDirectRDMAWritesOrdering that the headers name, in their order, each once
+// (the first name of a value is its String).
+func GPUDirectRDMAWritesOrderingValues() []GPUDirectRDMAWritesOrdering {
+	return []GPUDirectRDMAWritesOrdering{
+		GPUDirectRDMAWritesOrderingNone,
+		GPUDirectRDMAWritesOrderingOwner,
+		GPUDirectRDMAWritesOrderingAllDevices,
+	}
+}
+
 // String returns the C name of v, or GPUDirectRDMAWritesOrdering(n) for a value the headers do not name.
 func (v GPUDirectRDMAWritesOrdering) String() string {
 	switch v {
@@ -2579,6 +3199,17 @@ const (
 	// EnablePerThreadDefaultStream is cudaEnablePerThreadDefaultStream: search for per-thread versions of driver symbols.
 	EnablePerThreadDefaultStream GetDriverEntryPointFlags = 2
 )
+
+// GetDriverEntryPointFlagsValues returns the values of
+// GetDriverEntryPointFlags that the headers name, in their order, each once
+// (the first name of a value is its String).
+func GetDriverEntryPointFlagsValues() []GetDriverEntryPointFlags {
+	return []GetDriverEntryPointFlags{
+		EnableDefault,
+		EnableLegacyStream,
+		EnablePerThreadDefaultStream,
+	}
+}
 
 // String returns the C name of v, or GetDriverEntryPointFlags(n) for a value the headers do not name.
 func (v GetDriverEntryPointFlags) String() string {
@@ -2613,6 +3244,16 @@ const (
 	GraphChildGraphOwnershipMove GraphChildGraphNodeOwnership = 1
 )
 
+// GraphChildGraphNodeOwnershipValues returns the values of
+// GraphChildGraphNodeOwnership that the headers name, in their order, each
+// once (the first name of a value is its String).
+func GraphChildGraphNodeOwnershipValues() []GraphChildGraphNodeOwnership {
+	return []GraphChildGraphNodeOwnership{
+		GraphChildGraphOwnershipClone,
+		GraphChildGraphOwnershipMove,
+	}
+}
+
 // String returns the C name of v, or GraphChildGraphNodeOwnership(n) for a value the headers do not name.
 func (v GraphChildGraphNodeOwnership) String() string {
 	switch v {
@@ -2631,6 +3272,15 @@ const (
 	// GraphCondAssignDefault is cudaGraphCondAssignDefault: apply default handle value when graph is launched.
 	GraphCondAssignDefault GraphConditionalHandleFlags = 1
 )
+
+// GraphConditionalHandleFlagsValues returns the values of
+// GraphConditionalHandleFlags that the headers name, in their order, each once
+// (the first name of a value is its String).
+func GraphConditionalHandleFlagsValues() []GraphConditionalHandleFlags {
+	return []GraphConditionalHandleFlags{
+		GraphCondAssignDefault,
+	}
+}
 
 // String returns the C name of v, or GraphConditionalHandleFlags(n) for a value the headers do not name.
 func (v GraphConditionalHandleFlags) String() string {
@@ -2652,6 +3302,17 @@ const (
 	// GraphCondTypeSwitch is cudaGraphCondTypeSwitch: conditional 'switch' Node. Body[n] is executed once, where 'n' is the value of the condition. If the condition does not match a body index, no body is launched.
 	GraphCondTypeSwitch GraphConditionalNodeType = 2
 )
+
+// GraphConditionalNodeTypeValues returns the values of
+// GraphConditionalNodeType that the headers name, in their order, each once
+// (the first name of a value is its String).
+func GraphConditionalNodeTypeValues() []GraphConditionalNodeType {
+	return []GraphConditionalNodeType{
+		GraphCondTypeIf,
+		GraphCondTypeWhile,
+		GraphCondTypeSwitch,
+	}
+}
 
 // String returns the C name of v, or GraphConditionalNodeType(n) for a value the headers do not name.
 func (v GraphConditionalNodeType) String() string {
@@ -2693,6 +3354,25 @@ const (
 	// GraphDebugDotFlagsConditionalNodeParams is cudaGraphDebugDotFlagsConditionalNodeParams: adds cudaConditionalNodeParams to output
 	GraphDebugDotFlagsConditionalNodeParams GraphDebugDotFlags = 32768
 )
+
+// GraphDebugDotFlagsValues returns the values of GraphDebugDotFlags that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func GraphDebugDotFlagsValues() []GraphDebugDotFlags {
+	return []GraphDebugDotFlags{
+		GraphDebugDotFlagsVerbose,
+		GraphDebugDotFlagsKernelNodeParams,
+		GraphDebugDotFlagsMemcpyNodeParams,
+		GraphDebugDotFlagsMemsetNodeParams,
+		GraphDebugDotFlagsHostNodeParams,
+		GraphDebugDotFlagsEventNodeParams,
+		GraphDebugDotFlagsExtSemasSignalNodeParams,
+		GraphDebugDotFlagsExtSemasWaitNodeParams,
+		GraphDebugDotFlagsKernelNodeAttributes,
+		GraphDebugDotFlagsHandles,
+		GraphDebugDotFlagsConditionalNodeParams,
+	}
+}
 
 // String returns the C name of v, or GraphDebugDotFlags(n) for a value the headers do not name.
 func (v GraphDebugDotFlags) String() string {
@@ -2737,6 +3417,16 @@ const (
 	GraphDependencyTypeProgrammatic GraphDependencyType = 1
 )
 
+// GraphDependencyTypeValues returns the values of GraphDependencyType that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func GraphDependencyTypeValues() []GraphDependencyType {
+	return []GraphDependencyType{
+		GraphDependencyTypeDefault,
+		GraphDependencyTypeProgrammatic,
+	}
+}
+
 // String returns the C name of v, or GraphDependencyType(n) for a value the headers do not name.
 func (v GraphDependencyType) String() string {
 	switch v {
@@ -2771,6 +3461,23 @@ const (
 	// GraphExecUpdateErrorAttributesChanged is cudaGraphExecUpdateErrorAttributesChanged: the update failed because the node attributes changed in a way that is not supported
 	GraphExecUpdateErrorAttributesChanged GraphExecUpdateResult = 8
 )
+
+// GraphExecUpdateResultValues returns the values of GraphExecUpdateResult that
+// the headers name, in their order, each once (the first name of a value is
+// its String).
+func GraphExecUpdateResultValues() []GraphExecUpdateResult {
+	return []GraphExecUpdateResult{
+		GraphExecUpdateSuccess,
+		GraphExecUpdateError,
+		GraphExecUpdateErrorTopologyChanged,
+		GraphExecUpdateErrorNodeTypeChanged,
+		GraphExecUpdateErrorFunctionChanged,
+		GraphExecUpdateErrorParametersChanged,
+		GraphExecUpdateErrorNotSupported,
+		GraphExecUpdateErrorUnsupportedFunctionChange,
+		GraphExecUpdateErrorAttributesChanged,
+	}
+}
 
 // String returns the C name of v, or GraphExecUpdateResult(n) for a value the headers do not name.
 func (v GraphExecUpdateResult) String() string {
@@ -2816,6 +3523,18 @@ const (
 	GraphInstantiateFlagUseNodePriority GraphInstantiateFlags = 8
 )
 
+// GraphInstantiateFlagsValues returns the values of GraphInstantiateFlags that
+// the headers name, in their order, each once (the first name of a value is
+// its String).
+func GraphInstantiateFlagsValues() []GraphInstantiateFlags {
+	return []GraphInstantiateFlags{
+		GraphInstantiateFlagAutoFreeOnLaunch,
+		GraphInstantiateFlagUpload,
+		GraphInstantiateFlagDeviceLaunch,
+		GraphInstantiateFlagUseNodePriority,
+	}
+}
+
 // String returns the C name of v, or GraphInstantiateFlags(n) for a value the headers do not name.
 func (v GraphInstantiateFlags) String() string {
 	switch v {
@@ -2849,6 +3568,20 @@ const (
 	GraphInstantiateConditionalHandleUnused GraphInstantiateResult = 5
 )
 
+// GraphInstantiateResultValues returns the values of GraphInstantiateResult
+// that the headers name, in their order, each once (the first name of a value
+// is its String).
+func GraphInstantiateResultValues() []GraphInstantiateResult {
+	return []GraphInstantiateResult{
+		GraphInstantiateSuccess,
+		GraphInstantiateError,
+		GraphInstantiateInvalidStructure,
+		GraphInstantiateNodeOperationNotSupported,
+		GraphInstantiateMultipleDevicesNotSupported,
+		GraphInstantiateConditionalHandleUnused,
+	}
+}
+
 // String returns the C name of v, or GraphInstantiateResult(n) for a value the headers do not name.
 func (v GraphInstantiateResult) String() string {
 	switch v {
@@ -2881,6 +3614,18 @@ const (
 	// GraphKernelNodeFieldEnabled is cudaGraphKernelNodeFieldEnabled: node enable/disable
 	GraphKernelNodeFieldEnabled GraphKernelNodeField = 3
 )
+
+// GraphKernelNodeFieldValues returns the values of GraphKernelNodeField that
+// the headers name, in their order, each once (the first name of a value is
+// its String).
+func GraphKernelNodeFieldValues() []GraphKernelNodeField {
+	return []GraphKernelNodeField{
+		GraphKernelNodeFieldInvalid,
+		GraphKernelNodeFieldGridDim,
+		GraphKernelNodeFieldParam,
+		GraphKernelNodeFieldEnabled,
+	}
+}
 
 // String returns the C name of v, or GraphKernelNodeField(n) for a value the headers do not name.
 func (v GraphKernelNodeField) String() string {
@@ -2917,6 +3662,18 @@ const (
 	// the CUDA graphs asynchronous allocator.
 	GraphMemAttrReservedMemHigh GraphMemAttributeType = 3
 )
+
+// GraphMemAttributeTypeValues returns the values of GraphMemAttributeType that
+// the headers name, in their order, each once (the first name of a value is
+// its String).
+func GraphMemAttributeTypeValues() []GraphMemAttributeType {
+	return []GraphMemAttributeType{
+		GraphMemAttrUsedMemCurrent,
+		GraphMemAttrUsedMemHigh,
+		GraphMemAttrReservedMemCurrent,
+		GraphMemAttrReservedMemHigh,
+	}
+}
 
 // String returns the C name of v, or GraphMemAttributeType(n) for a value the headers do not name.
 func (v GraphMemAttributeType) String() string {
@@ -2982,6 +3739,27 @@ const (
 	GraphNodeTypeCount       GraphNodeType = 14
 )
 
+// GraphNodeTypeValues returns the values of GraphNodeType that the headers
+// name, in their order, each once (the first name of a value is its String).
+func GraphNodeTypeValues() []GraphNodeType {
+	return []GraphNodeType{
+		GraphNodeTypeKernel,
+		GraphNodeTypeMemcpy,
+		GraphNodeTypeMemset,
+		GraphNodeTypeHost,
+		GraphNodeTypeGraph,
+		GraphNodeTypeEmpty,
+		GraphNodeTypeWaitEvent,
+		GraphNodeTypeEventRecord,
+		GraphNodeTypeExtSemaphoreSignal,
+		GraphNodeTypeExtSemaphoreWait,
+		GraphNodeTypeMemAlloc,
+		GraphNodeTypeMemFree,
+		GraphNodeTypeConditional,
+		GraphNodeTypeCount,
+	}
+}
+
 // String returns the C name of v, or GraphNodeType(n) for a value the headers do not name.
 func (v GraphNodeType) String() string {
 	switch v {
@@ -3035,6 +3813,20 @@ const (
 	GraphicsCubeFaceNegativeZ GraphicsCubeFace = 5
 )
 
+// GraphicsCubeFaceValues returns the values of GraphicsCubeFace that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func GraphicsCubeFaceValues() []GraphicsCubeFace {
+	return []GraphicsCubeFace{
+		GraphicsCubeFacePositiveX,
+		GraphicsCubeFaceNegativeX,
+		GraphicsCubeFacePositiveY,
+		GraphicsCubeFaceNegativeY,
+		GraphicsCubeFacePositiveZ,
+		GraphicsCubeFaceNegativeZ,
+	}
+}
+
 // String returns the C name of v, or GraphicsCubeFace(n) for a value the headers do not name.
 func (v GraphicsCubeFace) String() string {
 	switch v {
@@ -3066,6 +3858,17 @@ const (
 	GraphicsMapFlagsWriteDiscard GraphicsMapFlags = 2
 )
 
+// GraphicsMapFlagsValues returns the values of GraphicsMapFlags that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func GraphicsMapFlagsValues() []GraphicsMapFlags {
+	return []GraphicsMapFlags{
+		GraphicsMapFlagsNone,
+		GraphicsMapFlagsReadOnly,
+		GraphicsMapFlagsWriteDiscard,
+	}
+}
+
 // String returns the C name of v, or GraphicsMapFlags(n) for a value the headers do not name.
 func (v GraphicsMapFlags) String() string {
 	switch v {
@@ -3094,6 +3897,19 @@ const (
 	// GraphicsRegisterFlagsTextureGather is cudaGraphicsRegisterFlagsTextureGather: CUDA will perform texture gather operations on this resource
 	GraphicsRegisterFlagsTextureGather GraphicsRegisterFlags = 8
 )
+
+// GraphicsRegisterFlagsValues returns the values of GraphicsRegisterFlags that
+// the headers name, in their order, each once (the first name of a value is
+// its String).
+func GraphicsRegisterFlagsValues() []GraphicsRegisterFlags {
+	return []GraphicsRegisterFlags{
+		GraphicsRegisterFlagsNone,
+		GraphicsRegisterFlagsReadOnly,
+		GraphicsRegisterFlagsWriteDiscard,
+		GraphicsRegisterFlagsSurfaceLoadStore,
+		GraphicsRegisterFlagsTextureGather,
+	}
+}
 
 // String returns the C name of v, or GraphicsRegisterFlags(n) for a value the headers do not name.
 func (v GraphicsRegisterFlags) String() string {
@@ -3221,6 +4037,30 @@ const (
 	JitOverrideDirectiveValues JitOption = 33
 )
 
+// JitOptionValues returns the values of JitOption that the headers name, in
+// their order, each once (the first name of a value is its String).
+func JitOptionValues() []JitOption {
+	return []JitOption{
+		JitMaxRegisters,
+		JitThreadsPerBlock,
+		JitWallTime,
+		JitInfoLogBuffer,
+		JitInfoLogBufferSizeBytes,
+		JitErrorLogBuffer,
+		JitErrorLogBufferSizeBytes,
+		JitOptimizationLevel,
+		JitFallbackStrategy,
+		JitGenerateDebugInfo,
+		JitLogVerbose,
+		JitGenerateLineInfo,
+		JitCacheMode,
+		JitPositionIndependentCode,
+		JitMinCtaPerSm,
+		JitMaxThreadsPerBlock,
+		JitOverrideDirectiveValues,
+	}
+}
+
 // String returns the C name of v, or JitOption(n) for a value the headers do not name.
 func (v JitOption) String() string {
 	switch v {
@@ -3274,6 +4114,16 @@ const (
 	JitCacheOptionCA Jit_CacheMode = 2
 )
 
+// Jit_CacheModeValues returns the values of Jit_CacheMode that the headers
+// name, in their order, each once (the first name of a value is its String).
+func Jit_CacheModeValues() []Jit_CacheMode {
+	return []Jit_CacheMode{
+		JitCacheOptionNone,
+		JitCacheOptionCG,
+		JitCacheOptionCA,
+	}
+}
+
 // String returns the C name of v, or Jit_CacheMode(n) for a value the headers do not name.
 func (v Jit_CacheMode) String() string {
 	switch v {
@@ -3296,6 +4146,15 @@ const (
 	// PreferBinary is cudaPreferBinary: prefer to fall back to compatible binary code if exact match not found
 	PreferBinary Jit_Fallback = 1
 )
+
+// Jit_FallbackValues returns the values of Jit_Fallback that the headers name,
+// in their order, each once (the first name of a value is its String).
+func Jit_FallbackValues() []Jit_Fallback {
+	return []Jit_Fallback{
+		PreferPtx,
+		PreferBinary,
+	}
+}
 
 // String returns the C name of v, or Jit_Fallback(n) for a value the headers do not name.
 func (v Jit_Fallback) String() string {
@@ -3489,6 +4348,30 @@ const (
 	LaunchAttributeNvlinkUtilCentricScheduling LaunchAttributeID = 16
 )
 
+// LaunchAttributeIDValues returns the values of LaunchAttributeID that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func LaunchAttributeIDValues() []LaunchAttributeID {
+	return []LaunchAttributeID{
+		LaunchAttributeIgnore,
+		LaunchAttributeAccessPolicyWindow,
+		LaunchAttributeCooperative,
+		LaunchAttributeSynchronizationPolicy,
+		LaunchAttributeClusterDimension,
+		LaunchAttributeClusterSchedulingPolicyPreference,
+		LaunchAttributeProgrammaticStreamSerialization,
+		LaunchAttributeProgrammaticEvent,
+		LaunchAttributePriority,
+		LaunchAttributeMemSyncDomainMap,
+		LaunchAttributeMemSyncDomain,
+		LaunchAttributePreferredClusterDimension,
+		LaunchAttributeLaunchCompletionEvent,
+		LaunchAttributeDeviceUpdatableKernelNode,
+		LaunchAttributePreferredSharedMemoryCarveout,
+		LaunchAttributeNvlinkUtilCentricScheduling,
+	}
+}
+
 // String returns the C name of v, or LaunchAttributeID(n) for a value the headers do not name.
 func (v LaunchAttributeID) String() string {
 	switch v {
@@ -3551,6 +4434,16 @@ const (
 	LaunchMemSyncDomainRemote LaunchMemSyncDomain = 1
 )
 
+// LaunchMemSyncDomainValues returns the values of LaunchMemSyncDomain that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func LaunchMemSyncDomainValues() []LaunchMemSyncDomain {
+	return []LaunchMemSyncDomain{
+		LaunchMemSyncDomainDefault,
+		LaunchMemSyncDomainRemote,
+	}
+}
+
 // String returns the C name of v, or LaunchMemSyncDomain(n) for a value the headers do not name.
 func (v LaunchMemSyncDomain) String() string {
 	switch v {
@@ -3577,6 +4470,15 @@ const (
 	LibraryBinaryIsPreserved LibraryOption = 1
 )
 
+// LibraryOptionValues returns the values of LibraryOption that the headers
+// name, in their order, each once (the first name of a value is its String).
+func LibraryOptionValues() []LibraryOption {
+	return []LibraryOption{
+		LibraryHostUniversalFunctionAndDataTable,
+		LibraryBinaryIsPreserved,
+	}
+}
+
 // String returns the C name of v, or LibraryOption(n) for a value the headers do not name.
 func (v LibraryOption) String() string {
 	switch v {
@@ -3596,6 +4498,17 @@ const (
 	MINOR_VERSION LibraryPropertyType = 1
 	PATCH_LEVEL   LibraryPropertyType = 2
 )
+
+// LibraryPropertyTypeValues returns the values of LibraryPropertyType that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func LibraryPropertyTypeValues() []LibraryPropertyType {
+	return []LibraryPropertyType{
+		MAJOR_VERSION,
+		MINOR_VERSION,
+		PATCH_LEVEL,
+	}
+}
 
 // String returns the C name of v, or LibraryPropertyType(n) for a value the headers do not name.
 func (v LibraryPropertyType) String() string {
@@ -3630,6 +4543,20 @@ const (
 	LimitPersistingL2CacheSize Limit = 6
 )
 
+// LimitValues returns the values of Limit that the headers name, in their
+// order, each once (the first name of a value is its String).
+func LimitValues() []Limit {
+	return []Limit{
+		LimitStackSize,
+		LimitPrintfFifoSize,
+		LimitMallocHeapSize,
+		LimitDevRuntimeSyncDepth,
+		LimitDevRuntimePendingLaunchCount,
+		LimitMaxL2FetchGranularity,
+		LimitPersistingL2CacheSize,
+	}
+}
+
 // String returns the C name of v, or Limit(n) for a value the headers do not name.
 func (v Limit) String() string {
 	switch v {
@@ -3659,6 +4586,15 @@ const (
 	LogLevelWarning LogLevel = 1
 )
 
+// LogLevelValues returns the values of LogLevel that the headers name, in
+// their order, each once (the first name of a value is its String).
+func LogLevelValues() []LogLevel {
+	return []LogLevel{
+		LogLevelError,
+		LogLevelWarning,
+	}
+}
+
 // String returns the C name of v, or LogLevel(n) for a value the headers do not name.
 func (v LogLevel) String() string {
 	switch v {
@@ -3681,6 +4617,16 @@ const (
 	// MemAccessFlagsProtReadWrite is cudaMemAccessFlagsProtReadWrite: make the address range read-write accessible
 	MemAccessFlagsProtReadWrite MemAccessFlags = 3
 )
+
+// MemAccessFlagsValues returns the values of MemAccessFlags that the headers
+// name, in their order, each once (the first name of a value is its String).
+func MemAccessFlagsValues() []MemAccessFlags {
+	return []MemAccessFlags{
+		MemAccessFlagsProtNone,
+		MemAccessFlagsProtRead,
+		MemAccessFlagsProtReadWrite,
+	}
+}
 
 // String returns the C name of v, or MemAccessFlags(n) for a value the headers do not name.
 func (v MemAccessFlags) String() string {
@@ -3711,6 +4657,19 @@ const (
 	MemHandleTypeFabric MemAllocationHandleType = 8
 )
 
+// MemAllocationHandleTypeValues returns the values of MemAllocationHandleType
+// that the headers name, in their order, each once (the first name of a value
+// is its String).
+func MemAllocationHandleTypeValues() []MemAllocationHandleType {
+	return []MemAllocationHandleType{
+		MemHandleTypeNone,
+		MemHandleTypePosixFileDescriptor,
+		MemHandleTypeWin32,
+		MemHandleTypeWin32Kmt,
+		MemHandleTypeFabric,
+	}
+}
+
 // String returns the C name of v, or MemAllocationHandleType(n) for a value the headers do not name.
 func (v MemAllocationHandleType) String() string {
 	switch v {
@@ -3740,6 +4699,18 @@ const (
 	MemAllocationTypeManaged MemAllocationType = 2
 	MemAllocationTypeMax     MemAllocationType = 2147483647
 )
+
+// MemAllocationTypeValues returns the values of MemAllocationType that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func MemAllocationTypeValues() []MemAllocationType {
+	return []MemAllocationType{
+		MemAllocationTypeInvalid,
+		MemAllocationTypePinned,
+		MemAllocationTypeManaged,
+		MemAllocationTypeMax,
+	}
+}
 
 // String returns the C name of v, or MemAllocationType(n) for a value the headers do not name.
 func (v MemAllocationType) String() string {
@@ -3772,6 +4743,18 @@ const (
 	// MemLocationTypeHostNumaCurrent is cudaMemLocationTypeHostNumaCurrent: location is the host NUMA node closest to the current thread's CPU, id is ignored
 	MemLocationTypeHostNumaCurrent MemLocationType = 4
 )
+
+// MemLocationTypeValues returns the values of MemLocationType that the headers
+// name, in their order, each once (the first name of a value is its String).
+func MemLocationTypeValues() []MemLocationType {
+	return []MemLocationType{
+		MemLocationTypeInvalid,
+		MemLocationTypeDevice,
+		MemLocationTypeHost,
+		MemLocationTypeHostNuma,
+		MemLocationTypeHostNumaCurrent,
+	}
+}
 
 // String returns the C name of v, or MemLocationType(n) for a value the headers do not name.
 func (v MemLocationType) String() string {
@@ -3833,6 +4816,21 @@ const (
 	MemPoolAttrUsedMemHigh MemPoolAttr = 8
 )
 
+// MemPoolAttrValues returns the values of MemPoolAttr that the headers name,
+// in their order, each once (the first name of a value is its String).
+func MemPoolAttrValues() []MemPoolAttr {
+	return []MemPoolAttr{
+		MemPoolReuseFollowEventDependencies,
+		MemPoolReuseAllowOpportunistic,
+		MemPoolReuseAllowInternalDependencies,
+		MemPoolAttrReleaseThreshold,
+		MemPoolAttrReservedMemCurrent,
+		MemPoolAttrReservedMemHigh,
+		MemPoolAttrUsedMemCurrent,
+		MemPoolAttrUsedMemHigh,
+	}
+}
+
 // String returns the C name of v, or MemPoolAttr(n) for a value the headers do not name.
 func (v MemPoolAttr) String() string {
 	switch v {
@@ -3878,6 +4876,22 @@ const (
 	MemRangeAttributeLastPrefetchLocationId MemRangeAttribute = 8
 )
 
+// MemRangeAttributeValues returns the values of MemRangeAttribute that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func MemRangeAttributeValues() []MemRangeAttribute {
+	return []MemRangeAttribute{
+		MemRangeAttributeReadMostly,
+		MemRangeAttributePreferredLocation,
+		MemRangeAttributeAccessedBy,
+		MemRangeAttributeLastPrefetchLocation,
+		MemRangeAttributePreferredLocationType,
+		MemRangeAttributePreferredLocationId,
+		MemRangeAttributeLastPrefetchLocationType,
+		MemRangeAttributeLastPrefetchLocationId,
+	}
+}
+
 // String returns the C name of v, or MemRangeAttribute(n) for a value the headers do not name.
 func (v MemRangeAttribute) String() string {
 	switch v {
@@ -3912,6 +4926,17 @@ const (
 	MemcpyOperandTypeMax   Memcpy3DOperandType = 2147483647
 )
 
+// Memcpy3DOperandTypeValues returns the values of Memcpy3DOperandType that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func Memcpy3DOperandTypeValues() []Memcpy3DOperandType {
+	return []Memcpy3DOperandType{
+		MemcpyOperandTypePointer,
+		MemcpyOperandTypeArray,
+		MemcpyOperandTypeMax,
+	}
+}
+
 // String returns the C name of v, or Memcpy3DOperandType(n) for a value the headers do not name.
 func (v Memcpy3DOperandType) String() string {
 	switch v {
@@ -3933,6 +4958,15 @@ const (
 	// MemcpyFlagPreferOverlapWithCompute is cudaMemcpyFlagPreferOverlapWithCompute: hint to the driver to try and overlap the copy with compute work on the SMs.
 	MemcpyFlagPreferOverlapWithCompute MemcpyFlags = 1
 )
+
+// MemcpyFlagsValues returns the values of MemcpyFlags that the headers name,
+// in their order, each once (the first name of a value is its String).
+func MemcpyFlagsValues() []MemcpyFlags {
+	return []MemcpyFlags{
+		MemcpyFlagDefault,
+		MemcpyFlagPreferOverlapWithCompute,
+	}
+}
 
 // String returns the C name of v, or MemcpyFlags(n) for a value the headers do not name.
 func (v MemcpyFlags) String() string {
@@ -3960,6 +4994,18 @@ const (
 	// MemcpyDefault is cudaMemcpyDefault: direction of the transfer is inferred from the pointer values. Requires unified virtual addressing
 	MemcpyDefault MemcpyKind = 4
 )
+
+// MemcpyKindValues returns the values of MemcpyKind that the headers name, in
+// their order, each once (the first name of a value is its String).
+func MemcpyKindValues() []MemcpyKind {
+	return []MemcpyKind{
+		MemcpyHostToHost,
+		MemcpyHostToDevice,
+		MemcpyDeviceToHost,
+		MemcpyDeviceToDevice,
+		MemcpyDefault,
+	}
+}
 
 // String returns the C name of v, or MemcpyKind(n) for a value the headers do not name.
 func (v MemcpyKind) String() string {
@@ -4003,6 +5049,19 @@ const (
 	MemcpySrcAccessOrderMax MemcpySrcAccessOrder = 2147483647
 )
 
+// MemcpySrcAccessOrderValues returns the values of MemcpySrcAccessOrder that
+// the headers name, in their order, each once (the first name of a value is
+// its String).
+func MemcpySrcAccessOrderValues() []MemcpySrcAccessOrder {
+	return []MemcpySrcAccessOrder{
+		MemcpySrcAccessOrderInvalid,
+		MemcpySrcAccessOrderStream,
+		MemcpySrcAccessOrderDuringApiCall,
+		MemcpySrcAccessOrderAny,
+		MemcpySrcAccessOrderMax,
+	}
+}
+
 // String returns the C name of v, or MemcpySrcAccessOrder(n) for a value the headers do not name.
 func (v MemcpySrcAccessOrder) String() string {
 	switch v {
@@ -4038,6 +5097,19 @@ const (
 	MemAdviseUnsetAccessedBy MemoryAdvise = 6
 )
 
+// MemoryAdviseValues returns the values of MemoryAdvise that the headers name,
+// in their order, each once (the first name of a value is its String).
+func MemoryAdviseValues() []MemoryAdvise {
+	return []MemoryAdvise{
+		MemAdviseSetReadMostly,
+		MemAdviseUnsetReadMostly,
+		MemAdviseSetPreferredLocation,
+		MemAdviseUnsetPreferredLocation,
+		MemAdviseSetAccessedBy,
+		MemAdviseUnsetAccessedBy,
+	}
+}
+
 // String returns the C name of v, or MemoryAdvise(n) for a value the headers do not name.
 func (v MemoryAdvise) String() string {
 	switch v {
@@ -4071,6 +5143,17 @@ const (
 	MemoryTypeManaged MemoryType = 3
 )
 
+// MemoryTypeValues returns the values of MemoryType that the headers name, in
+// their order, each once (the first name of a value is its String).
+func MemoryTypeValues() []MemoryType {
+	return []MemoryType{
+		MemoryTypeUnregistered,
+		MemoryTypeHost,
+		MemoryTypeDevice,
+		MemoryTypeManaged,
+	}
+}
+
 // String returns the C name of v, or MemoryType(n) for a value the headers do not name.
 func (v MemoryType) String() string {
 	switch v {
@@ -4099,6 +5182,17 @@ const (
 	// ResourceTypePitch2D is cudaResourceTypePitch2D: pitch 2D resource
 	ResourceTypePitch2D ResourceType = 3
 )
+
+// ResourceTypeValues returns the values of ResourceType that the headers name,
+// in their order, each once (the first name of a value is its String).
+func ResourceTypeValues() []ResourceType {
+	return []ResourceType{
+		ResourceTypeArray,
+		ResourceTypeMipmappedArray,
+		ResourceTypeLinear,
+		ResourceTypePitch2D,
+	}
+}
 
 // String returns the C name of v, or ResourceType(n) for a value the headers do not name.
 func (v ResourceType) String() string {
@@ -4191,6 +5285,49 @@ const (
 	ResViewFormatUnsignedBlockCompressed7 ResourceViewFormat = 34
 )
 
+// ResourceViewFormatValues returns the values of ResourceViewFormat that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func ResourceViewFormatValues() []ResourceViewFormat {
+	return []ResourceViewFormat{
+		ResViewFormatNone,
+		ResViewFormatUnsignedChar1,
+		ResViewFormatUnsignedChar2,
+		ResViewFormatUnsignedChar4,
+		ResViewFormatSignedChar1,
+		ResViewFormatSignedChar2,
+		ResViewFormatSignedChar4,
+		ResViewFormatUnsignedShort1,
+		ResViewFormatUnsignedShort2,
+		ResViewFormatUnsignedShort4,
+		ResViewFormatSignedShort1,
+		ResViewFormatSignedShort2,
+		ResViewFormatSignedShort4,
+		ResViewFormatUnsignedInt1,
+		ResViewFormatUnsignedInt2,
+		ResViewFormatUnsignedInt4,
+		ResViewFormatSignedInt1,
+		ResViewFormatSignedInt2,
+		ResViewFormatSignedInt4,
+		ResViewFormatHalf1,
+		ResViewFormatHalf2,
+		ResViewFormatHalf4,
+		ResViewFormatFloat1,
+		ResViewFormatFloat2,
+		ResViewFormatFloat4,
+		ResViewFormatUnsignedBlockCompressed1,
+		ResViewFormatUnsignedBlockCompressed2,
+		ResViewFormatUnsignedBlockCompressed3,
+		ResViewFormatUnsignedBlockCompressed4,
+		ResViewFormatSignedBlockCompressed4,
+		ResViewFormatUnsignedBlockCompressed5,
+		ResViewFormatSignedBlockCompressed5,
+		ResViewFormatUnsignedBlockCompressed6H,
+		ResViewFormatSignedBlockCompressed6H,
+		ResViewFormatUnsignedBlockCompressed7,
+	}
+}
+
 // String returns the C name of v, or ResourceViewFormat(n) for a value the headers do not name.
 func (v ResourceViewFormat) String() string {
 	switch v {
@@ -4278,6 +5415,17 @@ const (
 	RoundMinInf  RoundMode = 3
 )
 
+// RoundModeValues returns the values of RoundMode that the headers name, in
+// their order, each once (the first name of a value is its String).
+func RoundModeValues() []RoundMode {
+	return []RoundMode{
+		RoundNearest,
+		RoundZero,
+		RoundPosInf,
+		RoundMinInf,
+	}
+}
+
 // String returns the C name of v, or RoundMode(n) for a value the headers do not name.
 func (v RoundMode) String() string {
 	switch v {
@@ -4305,6 +5453,16 @@ const (
 	SharedmemCarveoutMaxL1 SharedCarveout = 0
 )
 
+// SharedCarveoutValues returns the values of SharedCarveout that the headers
+// name, in their order, each once (the first name of a value is its String).
+func SharedCarveoutValues() []SharedCarveout {
+	return []SharedCarveout{
+		SharedmemCarveoutDefault,
+		SharedmemCarveoutMaxShared,
+		SharedmemCarveoutMaxL1,
+	}
+}
+
 // String returns the C name of v, or SharedCarveout(n) for a value the headers do not name.
 func (v SharedCarveout) String() string {
 	switch v {
@@ -4329,6 +5487,16 @@ const (
 	SharedMemBankSizeEightByte SharedMemConfig = 2
 )
 
+// SharedMemConfigValues returns the values of SharedMemConfig that the headers
+// name, in their order, each once (the first name of a value is its String).
+func SharedMemConfigValues() []SharedMemConfig {
+	return []SharedMemConfig{
+		SharedMemBankSizeDefault,
+		SharedMemBankSizeFourByte,
+		SharedMemBankSizeEightByte,
+	}
+}
+
 // String returns the C name of v, or SharedMemConfig(n) for a value the headers do not name.
 func (v SharedMemConfig) String() string {
 	switch v {
@@ -4351,6 +5519,17 @@ const (
 	StreamCaptureModeThreadLocal StreamCaptureMode = 1
 	StreamCaptureModeRelaxed     StreamCaptureMode = 2
 )
+
+// StreamCaptureModeValues returns the values of StreamCaptureMode that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func StreamCaptureModeValues() []StreamCaptureMode {
+	return []StreamCaptureMode{
+		StreamCaptureModeGlobal,
+		StreamCaptureModeThreadLocal,
+		StreamCaptureModeRelaxed,
+	}
+}
 
 // String returns the C name of v, or StreamCaptureMode(n) for a value the headers do not name.
 func (v StreamCaptureMode) String() string {
@@ -4378,6 +5557,17 @@ const (
 	StreamCaptureStatusInvalidated StreamCaptureStatus = 2
 )
 
+// StreamCaptureStatusValues returns the values of StreamCaptureStatus that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func StreamCaptureStatusValues() []StreamCaptureStatus {
+	return []StreamCaptureStatus{
+		StreamCaptureStatusNone,
+		StreamCaptureStatusActive,
+		StreamCaptureStatusInvalidated,
+	}
+}
+
 // String returns the C name of v, or StreamCaptureStatus(n) for a value the headers do not name.
 func (v StreamCaptureStatus) String() string {
 	switch v {
@@ -4400,6 +5590,16 @@ const (
 	// StreamSetCaptureDependencies is cudaStreamSetCaptureDependencies: replace the dependency set with the new nodes
 	StreamSetCaptureDependencies StreamUpdateCaptureDependenciesFlags = 1
 )
+
+// StreamUpdateCaptureDependenciesFlagsValues returns the values of
+// StreamUpdateCaptureDependenciesFlags that the headers name, in their order,
+// each once (the first name of a value is its String).
+func StreamUpdateCaptureDependenciesFlagsValues() []StreamUpdateCaptureDependenciesFlags {
+	return []StreamUpdateCaptureDependenciesFlags{
+		StreamAddCaptureDependencies,
+		StreamSetCaptureDependencies,
+	}
+}
 
 // String returns the C name of v, or StreamUpdateCaptureDependenciesFlags(n) for a value the headers do not name.
 func (v StreamUpdateCaptureDependenciesFlags) String() string {
@@ -4424,6 +5624,17 @@ const (
 	BoundaryModeTrap SurfaceBoundaryMode = 2
 )
 
+// SurfaceBoundaryModeValues returns the values of SurfaceBoundaryMode that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func SurfaceBoundaryModeValues() []SurfaceBoundaryMode {
+	return []SurfaceBoundaryMode{
+		BoundaryModeZero,
+		BoundaryModeClamp,
+		BoundaryModeTrap,
+	}
+}
+
 // String returns the C name of v, or SurfaceBoundaryMode(n) for a value the headers do not name.
 func (v SurfaceBoundaryMode) String() string {
 	switch v {
@@ -4447,6 +5658,16 @@ const (
 	FormatModeAuto SurfaceFormatMode = 1
 )
 
+// SurfaceFormatModeValues returns the values of SurfaceFormatMode that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func SurfaceFormatModeValues() []SurfaceFormatMode {
+	return []SurfaceFormatMode{
+		FormatModeForced,
+		FormatModeAuto,
+	}
+}
+
 // String returns the C name of v, or SurfaceFormatMode(n) for a value the headers do not name.
 func (v SurfaceFormatMode) String() string {
 	switch v {
@@ -4467,6 +5688,18 @@ const (
 	SyncPolicyYield        SynchronizationPolicy = 3
 	SyncPolicyBlockingSync SynchronizationPolicy = 4
 )
+
+// SynchronizationPolicyValues returns the values of SynchronizationPolicy that
+// the headers name, in their order, each once (the first name of a value is
+// its String).
+func SynchronizationPolicyValues() []SynchronizationPolicy {
+	return []SynchronizationPolicy{
+		SyncPolicyAuto,
+		SyncPolicySpin,
+		SyncPolicyYield,
+		SyncPolicyBlockingSync,
+	}
+}
 
 // String returns the C name of v, or SynchronizationPolicy(n) for a value the headers do not name.
 func (v SynchronizationPolicy) String() string {
@@ -4497,6 +5730,18 @@ const (
 	AddressModeBorder TextureAddressMode = 3
 )
 
+// TextureAddressModeValues returns the values of TextureAddressMode that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func TextureAddressModeValues() []TextureAddressMode {
+	return []TextureAddressMode{
+		AddressModeWrap,
+		AddressModeClamp,
+		AddressModeMirror,
+		AddressModeBorder,
+	}
+}
+
 // String returns the C name of v, or TextureAddressMode(n) for a value the headers do not name.
 func (v TextureAddressMode) String() string {
 	switch v {
@@ -4522,6 +5767,16 @@ const (
 	FilterModeLinear TextureFilterMode = 1
 )
 
+// TextureFilterModeValues returns the values of TextureFilterMode that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func TextureFilterModeValues() []TextureFilterMode {
+	return []TextureFilterMode{
+		FilterModePoint,
+		FilterModeLinear,
+	}
+}
+
 // String returns the C name of v, or TextureFilterMode(n) for a value the headers do not name.
 func (v TextureFilterMode) String() string {
 	switch v {
@@ -4543,6 +5798,15 @@ const (
 	ReadModeNormalizedFloat TextureReadMode = 1
 )
 
+// TextureReadModeValues returns the values of TextureReadMode that the headers
+// name, in their order, each once (the first name of a value is its String).
+func TextureReadModeValues() []TextureReadMode {
+	return []TextureReadMode{
+		ReadModeElementType,
+		ReadModeNormalizedFloat,
+	}
+}
+
 // String returns the C name of v, or TextureReadMode(n) for a value the headers do not name.
 func (v TextureReadMode) String() string {
 	switch v {
@@ -4562,6 +5826,14 @@ const (
 	UserObjectNoDestructorSync UserObjectFlags = 1
 )
 
+// UserObjectFlagsValues returns the values of UserObjectFlags that the headers
+// name, in their order, each once (the first name of a value is its String).
+func UserObjectFlagsValues() []UserObjectFlags {
+	return []UserObjectFlags{
+		UserObjectNoDestructorSync,
+	}
+}
+
 // String returns the C name of v, or UserObjectFlags(n) for a value the headers do not name.
 func (v UserObjectFlags) String() string {
 	switch v {
@@ -4578,6 +5850,15 @@ const (
 	// GraphUserObjectMove is cudaGraphUserObjectMove: transfer references from the caller rather than creating new references.
 	GraphUserObjectMove UserObjectRetainFlags = 1
 )
+
+// UserObjectRetainFlagsValues returns the values of UserObjectRetainFlags that
+// the headers name, in their order, each once (the first name of a value is
+// its String).
+func UserObjectRetainFlagsValues() []UserObjectRetainFlags {
+	return []UserObjectRetainFlags{
+		GraphUserObjectMove,
+	}
+}
 
 // String returns the C name of v, or UserObjectRetainFlags(n) for a value the headers do not name.
 func (v UserObjectRetainFlags) String() string {

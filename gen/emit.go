@@ -30,6 +30,7 @@ type emitter struct {
 	uses    map[string]*emitter // the packages of pkg.Uses, by import path
 	major   *major              // the CUDA major generated for, or nil
 	outDir  string              // the absolute output directory
+	names   map[string]bool     // the package's Go names, for taken
 }
 
 // emit returns the generated files, by path relative to the output
@@ -362,6 +363,7 @@ func (e *emitter) enum(f *jen.File, en *Enum) {
 			errs = append(errs, jen.Case(jen.Id(v.GoName)).Block(jen.Return(jen.Lit(text))))
 		}
 	}
+	e.enumValues(f, en)
 	f.Add(docComment(fmt.Sprintf("String returns the C name of v, or %s(n) for a value the headers do not name.", en.GoName)))
 	f.Func().Params(jen.Id("v").Id(en.GoName)).Id("String").Params().String().Block(
 		jen.Switch(jen.Id("v")).Block(names...),
@@ -454,6 +456,58 @@ func (e *emitter) record(f *jen.File, r *Record) {
 			e.accessor(f, r, fd)
 		}
 	}
+}
+
+// enumValues emits <Enum>Values, which lists an enum's values, unless the
+// name is taken.
+func (e *emitter) enumValues(f *jen.File, en *Enum) {
+	name := en.GoName + "Values"
+	if e.taken(name) {
+		return
+	}
+	seen := map[int64]bool{}
+	var vals []jen.Code
+	for _, v := range en.Values {
+		if !seen[v.Value] {
+			seen[v.Value] = true
+			vals = append(vals, jen.Line().Id(v.GoName))
+		}
+	}
+	if len(vals) == 0 {
+		return
+	}
+	vals = append(vals, jen.Line())
+	f.Add(docComment(wrap(fmt.Sprintf("%s returns the values of %s that the headers name, in their order, "+
+		"each once (the first name of a value is its String).", name, en.GoName))))
+	f.Func().Id(name).Params().Index().Id(en.GoName).Block(jen.Return(jen.Index().Id(en.GoName).Values(vals...)))
+}
+
+// taken reports whether the package declares name: a type, constant,
+// enumerator or function.
+func (e *emitter) taken(name string) bool {
+	if e.names == nil {
+		e.names = map[string]bool{}
+		for _, en := range e.pkg.Enums {
+			e.names[en.GoName] = true
+			for _, v := range en.Values {
+				e.names[v.GoName] = true
+			}
+		}
+		for _, r := range e.pkg.Records {
+			e.names[r.GoName] = true
+		}
+		for _, t := range e.pkg.Typedefs {
+			e.names[t.GoName] = true
+		}
+		for _, c := range e.pkg.Consts {
+			e.names[c.GoName] = true
+		}
+		for _, fn := range e.pkg.Funcs {
+			e.names[fn.GoName] = true
+			e.names[fn.GoName+"Of"] = true
+		}
+	}
+	return e.names[name]
 }
 
 // memberPath turns "__typeof__(((struct a *)0)->b[0])" into "struct a.b".
