@@ -12,8 +12,10 @@ import "unsafe"
 #include <stdlib.h>
 #define CUDA_ENABLE_DEPRECATED 1
 #define __NV_NO_VECTOR_DEPRECATION_DIAG 1
+#define __CUDA_INCLUDE_COMPILER_INTERNAL_HEADERS__
 #include "cuda.h"
 #include "cudaProfiler.h"
+#undef __CUDA_INCLUDE_COMPILER_INTERNAL_HEADERS__
 
 static int gocuda_cuGetErrorString(uintptr_t fp, int a0, void * a1) {
 	return ((__typeof__(&cuGetErrorString))fp)(a0, a1);

@@ -12,10 +12,13 @@ import "unsafe"
 #include <stdlib.h>
 #define CUDA_ENABLE_DEPRECATED 1
 #define __NV_NO_VECTOR_DEPRECATION_DIAG 1
+#define __CUDA_INCLUDE_COMPILER_INTERNAL_HEADERS__
 #include "cuda_runtime_api.h"
 #include "cuda_profiler_api.h"
+#include "driver_functions.h"
 #include "library_types.h"
 #include "cuComplex.h"
+#undef __CUDA_INCLUDE_COMPILER_INTERNAL_HEADERS__
 
 static int gocuda_cudaDeviceReset(uintptr_t fp) {
 	return ((__typeof__(&cudaDeviceReset))fp)();
@@ -6987,7 +6990,7 @@ func HostGetFlags(pFlags *uint32, pHost unsafe.Pointer) error {
 // See also: [MallocPitch], [Free], [Memcpy3D], [Memset3D],
 // [Malloc3DArray], [MallocArray], [FreeArray],
 // cudaMallocHost (C API),
-// [FreeHost], [HostAlloc], make_cudaPitchedPtr, make_cudaExtent,
+// [FreeHost], [HostAlloc], [Make_cudaPitchedPtr], [Make_cudaExtent],
 // cuMemAllocPitch
 //
 // Go memory that the pointer fields of *pitchedDevPtr point to (Ptr) must be
@@ -7081,7 +7084,7 @@ func Malloc3D(pitchedDevPtr *PitchedPtr, extent Extent) error {
 // [FreeArray],
 // cudaMallocHost (C API),
 // [FreeHost], [HostAlloc],
-// make_cudaExtent,
+// [Make_cudaExtent],
 // cuArray3DCreate
 func Malloc3DArray(array *Array, desc *ChannelFormatDesc, extent Extent, flags uint32) error {
 	fp, err := procMalloc3DArray.Addr()
@@ -7170,7 +7173,7 @@ func Malloc3DArray(array *Array, desc *ChannelFormatDesc, extent Extent, flags u
 // [FreeArray],
 // cudaMallocHost (C API),
 // [FreeHost], [HostAlloc],
-// make_cudaExtent,
+// [Make_cudaExtent],
 // cuMipmappedArrayCreate
 func MallocMipmappedArray(mipmappedArray *MipmappedArray, desc *ChannelFormatDesc, extent Extent, numLevels uint32, flags uint32) error {
 	fp, err := procMallocMipmappedArray.Addr()
@@ -7210,7 +7213,7 @@ func MallocMipmappedArray(mipmappedArray *MipmappedArray, desc *ChannelFormatDes
 // [FreeArray],
 // cudaMallocHost (C API),
 // [FreeHost], [HostAlloc],
-// make_cudaExtent,
+// [Make_cudaExtent],
 // cuMipmappedArrayGetLevel
 func GetMipmappedArrayLevel(levelArray *Array, mipmappedArray MipmappedArray_const, level uint32) error {
 	fp, err := procGetMipmappedArrayLevel.Addr()
@@ -7318,7 +7321,7 @@ func GetMipmappedArrayLevel(levelArray *Array, mipmappedArray MipmappedArray_con
 // [Memcpy2DToArrayAsync],
 // [Memcpy2DFromArrayAsync],
 // [MemcpyToSymbolAsync], [MemcpyFromSymbolAsync],
-// make_cudaExtent, make_cudaPos,
+// [Make_cudaExtent], [Make_cudaPos],
 // cuMemcpy3D
 //
 // Go memory that the pointer fields of *p point to (SrcPtr.Ptr, DstPtr.Ptr)
@@ -7486,7 +7489,7 @@ func Memcpy3DPeer(p *Memcpy3DPeerParms) error {
 // [Memcpy2DToArrayAsync],
 // [Memcpy2DFromArrayAsync],
 // [MemcpyToSymbolAsync], [MemcpyFromSymbolAsync],
-// make_cudaExtent, make_cudaPos,
+// [Make_cudaExtent], [Make_cudaPos],
 // cuMemcpy3DAsync
 //
 // Go memory that the pointer fields of *p point to (SrcPtr.Ptr, DstPtr.Ptr)
@@ -8865,8 +8868,8 @@ func Memset2D(devPtr unsafe.Pointer, pitch uint64, value int32, width uint64, he
 //
 // See also: [Memset], [Memset2D],
 // [MemsetAsync], [Memset2DAsync], [Memset3DAsync],
-// [Malloc3D], make_cudaPitchedPtr,
-// make_cudaExtent
+// [Malloc3D], [Make_cudaPitchedPtr],
+// [Make_cudaExtent]
 func Memset3D(pitchedDevPtr PitchedPtr, value int32, extent Extent) error {
 	fp, err := procMemset3D.Addr()
 	if err != nil {
@@ -9010,8 +9013,8 @@ func Memset2DAsync(devPtr unsafe.Pointer, pitch uint64, value int32, width uint6
 //
 // See also: [Memset], [Memset2D], [Memset3D],
 // [MemsetAsync], [Memset2DAsync],
-// [Malloc3D], make_cudaPitchedPtr,
-// make_cudaExtent
+// [Malloc3D], [Make_cudaPitchedPtr],
+// [Make_cudaExtent]
 func Memset3DAsync(pitchedDevPtr PitchedPtr, value int32, extent Extent, stream Stream) error {
 	fp, err := procMemset3DAsync.Addr()
 	if err != nil {
@@ -16592,4 +16595,75 @@ func ProfilerStop() error {
 		return Error(r)
 	}
 	return nil
+}
+
+// Make_cudaPitchedPtr is make_cudaPitchedPtr, the headers' inline function: it
+// returns a PitchedPtr of its arguments, as make_cudaPitchedPtr does, without
+// a call into C.
+//
+// # Returns a cudaPitchedPtr based on input parameters
+//
+// Returns a [PitchedPtr] based on the specified input parameters d,
+// p, xsz, and ysz.
+//
+// Parameters:
+//
+//   - d: Pointer to allocated memory
+//   - p: Pitch of allocated memory in bytes
+//   - xsz: Logical width of allocation in elements
+//   - ysz: Logical height of allocation in elements
+//
+// Returns:
+//
+// [PitchedPtr] specified by d, p, xsz, and ysz
+//
+// See also: make_cudaExtent, make_cudaPos
+func Make_cudaPitchedPtr(d unsafe.Pointer, p uint64, xsz uint64, ysz uint64) PitchedPtr {
+	return PitchedPtr{Ptr: d, Pitch: p, Xsize: xsz, Ysize: ysz}
+}
+
+// Make_cudaPos is make_cudaPos, the headers' inline function: it returns a Pos
+// of its arguments, as make_cudaPos does, without a call into C.
+//
+// # Returns a cudaPos based on input parameters
+//
+// Returns a [Pos] based on the specified input parameters x,
+// y, and z.
+//
+// Parameters:
+//
+//   - x: X position
+//   - y: Y position
+//   - z: Z position
+//
+// Returns:
+//
+// [Pos] specified by x, y, and z
+//
+// See also: make_cudaExtent, make_cudaPitchedPtr
+func Make_cudaPos(x uint64, y uint64, z uint64) Pos {
+	return Pos{X: x, Y: y, Z: z}
+}
+
+// Make_cudaExtent is make_cudaExtent, the headers' inline function: it returns
+// a Extent of its arguments, as make_cudaExtent does, without a call into C.
+//
+// # Returns a cudaExtent based on input parameters
+//
+// Returns a [Extent] based on the specified input parameters w,
+// h, and d.
+//
+// Parameters:
+//
+//   - w: Width in elements when referring to array memory, in bytes when referring to linear memory
+//   - h: Height in elements
+//   - d: Depth in elements
+//
+// Returns:
+//
+// [Extent] specified by w, h, and d
+//
+// See also: make_cudaPitchedPtr, make_cudaPos
+func Make_cudaExtent(w uint64, h uint64, d uint64) Extent {
+	return Extent{Width: w, Height: h, Depth: d}
 }

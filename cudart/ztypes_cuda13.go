@@ -6300,7 +6300,7 @@ type EventWaitNodeParams struct {
 
 // Extent is struct cudaExtent: CUDA extent
 //
-// See also: make_cudaExtent
+// See also: [Make_cudaExtent]
 type Extent struct {
 	// Width in elements when referring to array memory, in bytes when referring to linear memory
 	Width uint64
@@ -7952,7 +7952,7 @@ type Offset3D struct {
 
 // PitchedPtr is struct cudaPitchedPtr: CUDA Pitched memory pointer
 //
-// See also: make_cudaPitchedPtr
+// See also: [Make_cudaPitchedPtr]
 type PitchedPtr struct {
 	// Pointer to allocated memory
 	Ptr unsafe.Pointer
@@ -7992,7 +7992,7 @@ type PointerAttributes struct {
 
 // Pos is struct cudaPos: CUDA 3D position
 //
-// See also: make_cudaPos
+// See also: [Make_cudaPos]
 type Pos struct {
 	// x
 	X uint64

@@ -182,9 +182,14 @@ func (e *emitter) file(name string) *jen.File {
 func (e *emitter) includes() string {
 	var b strings.Builder
 	b.WriteString("#define CUDA_ENABLE_DEPRECATED 1\n#define __NV_NO_VECTOR_DEPRECATION_DIAG 1\n")
+	// As cuda_runtime.h does around the headers it includes: one of them
+	// (driver_functions.h) includes crt/host_defines.h, which otherwise
+	// warns that it is internal.
+	b.WriteString("#define __CUDA_INCLUDE_COMPILER_INTERNAL_HEADERS__\n")
 	for _, h := range e.pkg.Headers {
 		fmt.Fprintf(&b, "#include %q\n", h)
 	}
+	b.WriteString("#undef __CUDA_INCLUDE_COMPILER_INTERNAL_HEADERS__\n")
 	return b.String()
 }
 
@@ -684,6 +689,9 @@ func (e *emitter) funcs() *jen.File {
 	for _, fn := range e.pkg.Funcs {
 		e.wrapper(f, fn)
 		e.attrCompanion(f, fn)
+	}
+	for _, m := range e.pkg.Makers {
+		e.makerFunc(f, m)
 	}
 	return f
 }

@@ -160,6 +160,9 @@ func (p *parser) perThreadSymbols() error {
 		}
 		known[f.CName], known[f.Symbol], known[f.PerThread] = true, true, true
 	}
+	for _, m := range p.pkg.Makers {
+		known[m.CName] = true // Go's own, calling nothing
+	}
 	// An inline function that C code may reach by a function's name, but
 	// that is none of the names bound here (cuGetProcAddress_v2_ptsz).
 	for _, n := range inline {

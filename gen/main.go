@@ -202,6 +202,14 @@
 // pointer; the few declared const char ** are listed in the facts
 // (stringArrays).
 //
+// A static inline function of the package's headers that only fills a
+// local struct from its parameters and returns it is written in Go, with
+// no call into C: cudart.Make_cudaExtent(w uint64, h uint64, d uint64)
+// Extent, from driver_functions.h (see makers.go).
+//
+// Every enum E has EValues, its values in header order, each once:
+// cudadrv.ResultValues() []Result.
+//
 // A function that gets or sets an attribute's value through void * (named
 // in attrs.go's attrFuncs) has a generic companion named Of that takes or
 // returns the value as a T, and refuses a T that does not fit the

@@ -331,6 +331,7 @@ func (p *parser) run() {
 	// Pass 1: name every tagged type and typedef, so that uses anywhere
 	// resolve to Go names.
 	var decls []*cc.Declaration
+	var makers []*cc.FunctionDefinition
 	for l := p.ast.TranslationUnit; l != nil; l = l.TranslationUnit {
 		ed := l.ExternalDeclaration
 		if !p.own(ed.Position().Filename) {
@@ -343,6 +344,8 @@ func (p *parser) run() {
 			if fd := ed.FunctionDefinition; fd.Declarator.IsStatic() {
 				if callee := forwardsTo(fd); callee != "" {
 					p.wrappers[callee] = fd.Declarator
+				} else if isMaker(fd) {
+					makers = append(makers, fd)
 				}
 			}
 		}
@@ -382,7 +385,11 @@ func (p *parser) run() {
 			}
 		}
 	}
+	for _, fd := range makers {
+		p.maker(fd)
+	}
 	p.macros()
+	p.nameMakers()
 	p.finish()
 	p.files = map[string]bool{}
 	for l := p.ast.TranslationUnit; l != nil; l = l.TranslationUnit {
@@ -491,6 +498,9 @@ func (p *parser) document() {
 	conv := func(raw string) string { return doxygen(raw, links) }
 	for _, f := range p.pkg.Funcs {
 		f.Doc = withDeprecation(conv(p.raw[f]), conv(p.raw[deprecatedKey{f}]))
+	}
+	for _, m := range p.pkg.Makers {
+		m.Doc = conv(p.raw[m])
 	}
 	for _, e := range p.pkg.Enums {
 		e.Doc = conv(p.raw[e])

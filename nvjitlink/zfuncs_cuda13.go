@@ -32,7 +32,9 @@ import "unsafe"
 #include <stdlib.h>
 #define CUDA_ENABLE_DEPRECATED 1
 #define __NV_NO_VECTOR_DEPRECATION_DIAG 1
+#define __CUDA_INCLUDE_COMPILER_INTERNAL_HEADERS__
 #include "nvJitLink.h"
+#undef __CUDA_INCLUDE_COMPILER_INTERNAL_HEADERS__
 
 static int gocuda_nvJitLinkCreate(uintptr_t fp, void * a0, uint32_t a1, void * a2) {
 	return ((__typeof__(&nvJitLinkCreate))fp)(a0, a1, a2);

@@ -48,7 +48,9 @@ import "unsafe"
 #include <stdlib.h>
 #define CUDA_ENABLE_DEPRECATED 1
 #define __NV_NO_VECTOR_DEPRECATION_DIAG 1
+#define __CUDA_INCLUDE_COMPILER_INTERNAL_HEADERS__
 #include "nvrtc.h"
+#undef __CUDA_INCLUDE_COMPILER_INTERNAL_HEADERS__
 
 static const char * gocuda_nvrtcGetErrorString(uintptr_t fp, int a0) {
 	return ((__typeof__(&nvrtcGetErrorString))fp)(a0);

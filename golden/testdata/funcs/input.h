@@ -80,3 +80,26 @@ struct cudaPitched { void *ptr; size_t pitch; };
  * \param devPtr - Returned device pointer (a single one: no note)
  */
 extern cudaError_t cudaPinned(void **args, struct cudaPitched *p, void **devPtr);
+
+/**
+ * \brief Makes a cudaPitched of its arguments: an inline struct maker, which Go does itself
+ *
+ * \param d - Pointer
+ * \param p - Pitch
+ */
+static __inline__ struct cudaPitched make_cudaPitched(void *d, size_t p)
+{
+    struct cudaPitched s;
+    s.ptr = d;
+    s.pitch = p;
+    return s;
+}
+
+/** Not a maker: it computes, so it is not bound. */
+static __inline__ struct cudaPitched make_cudaTwice(void *d, size_t p)
+{
+    struct cudaPitched s;
+    s.ptr = d;
+    s.pitch = 2 * p;
+    return s;
+}
