@@ -13445,6 +13445,9 @@ func MemRangeGetAttributeOf[T any](attribute Mem_range_attribute, devPtr Devicep
 // memory its elements point to must be pinned (runtime.Pinner) for the call,
 // and for as long as the call's work may use it. cgo panics on an unpinned Go
 // pointer in Go memory passed to C ("Go pointer to unpinned Go pointer").
+//
+// [MemRangeGetAttributeOf] gets one attribute as a value of its type, checked,
+// with nothing to pin.
 func MemRangeGetAttributes(data *unsafe.Pointer, dataSizes *uint64, attributes *Mem_range_attribute, numAttributes uint64, devPtr Deviceptr, count uint64) error {
 	fp, err := procMemRangeGetAttributes.Addr()
 	if err != nil {
@@ -13572,6 +13575,9 @@ func PointerSetAttributeOf[T any](value T, attribute Pointer_attribute, ptr Devi
 // memory its elements point to must be pinned (runtime.Pinner) for the call,
 // and for as long as the call's work may use it. cgo panics on an unpinned Go
 // pointer in Go memory passed to C ("Go pointer to unpinned Go pointer").
+//
+// [PointerGetAttributeOf] gets one attribute as a value of its type, checked,
+// with nothing to pin.
 func PointerGetAttributes(numAttributes uint32, attributes *Pointer_attribute, data *unsafe.Pointer, ptr Deviceptr) error {
 	fp, err := procPointerGetAttributes.Addr()
 	if err != nil {

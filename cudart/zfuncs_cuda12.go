@@ -10311,6 +10311,9 @@ func MemRangeGetAttributeOf[T any](attribute MemRangeAttribute, devPtr unsafe.Po
 // memory its elements point to must be pinned (runtime.Pinner) for the call,
 // and for as long as the call's work may use it. cgo panics on an unpinned Go
 // pointer in Go memory passed to C ("Go pointer to unpinned Go pointer").
+//
+// [MemRangeGetAttributeOf] gets one attribute as a value of its type, checked,
+// with nothing to pin.
 func MemRangeGetAttributes(data *unsafe.Pointer, dataSizes *uint64, attributes *MemRangeAttribute, numAttributes uint64, devPtr unsafe.Pointer, count uint64) error {
 	fp, err := procMemRangeGetAttributes.Addr()
 	if err != nil {

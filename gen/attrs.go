@@ -55,6 +55,29 @@ var attrFuncs = map[string]map[string]attrFunc{
 	},
 }
 
+// attrPlurals are the functions that get several attributes at once
+// through an array of void *, by package and C name, each with the function
+// that gets one, whose companion's doc they name as the typed way.
+var attrPlurals = map[string]map[string]string{
+	"cudadrv": {"cuPointerGetAttributes": "cuPointerGetAttribute", "cuMemRangeGetAttributes": "cuMemRangeGetAttribute"},
+	"cudart":  {"cudaMemRangeGetAttributes": "cudaMemRangeGetAttribute"},
+}
+
+// pluralNote is the sentence of a plural attribute function's doc that
+// names its typed alternative, or "".
+func (e *emitter) pluralNote(fn *Func) string {
+	one, ok := attrPlurals[e.pkg.Name][fn.CName]
+	if !ok {
+		return ""
+	}
+	for _, f := range e.pkg.Funcs {
+		if f.CName == one {
+			return wrap(fmt.Sprintf("[%sOf] gets one attribute as a value of its type, checked, with nothing to pin.", f.GoName))
+		}
+	}
+	return ""
+}
+
 // valueTypes are the C types of attribute values that the headers state
 // only in the prose of the functions that take them, by enumerator. A
 // "boolean" that a call writes is read as an unsigned int, which holds a

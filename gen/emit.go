@@ -838,6 +838,9 @@ func (e *emitter) wrapper(f *jen.File, fn *Func) {
 	if note := e.pinNote(fn); note != "" {
 		text += "\n\n" + note
 	}
+	if note := e.pluralNote(fn); note != "" {
+		text += "\n\n" + note
+	}
 	f.Add(docComment(text))
 	f.Func().Id(fn.GoName).Params(params...).Add(results).Block(body...)
 }

@@ -38,5 +38,12 @@ extern cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t memPool, enum cudaMemPo
 /** Gets a range attribute of dataSize bytes. */
 extern cudaError_t cudaMemRangeGetAttribute(void *data, size_t dataSize, enum cudaMemRangeAttribute attribute, const void *devPtr, size_t count);
 
+/**
+ * \brief Gets several range attributes: its doc names the typed way to get one
+ *
+ * \param data - A two-dimensional array containing pointers to memory locations where the result of each attribute query will be written to.
+ */
+extern cudaError_t cudaMemRangeGetAttributes(void **data, size_t *dataSizes, enum cudaMemRangeAttribute *attributes, size_t numAttributes, const void *devPtr, size_t count);
+
 /** Registers a logger: gen's facts name it for cudart, so the package declares it. */
 extern cudaError_t cudaLogsRegisterCallback(void (*callback)(void *), void *userData);
