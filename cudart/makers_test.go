@@ -1,6 +1,7 @@
 package cudart
 
 import (
+	"reflect"
 	"testing"
 	"unsafe"
 )
@@ -18,5 +19,16 @@ func TestMakers(t *testing.T) {
 	}
 	if got := Make_cudaExtent(4, 5, 6); got != (Extent{Width: 4, Height: 5, Depth: 6}) {
 		t.Errorf("Make_cudaExtent(4, 5, 6) = %+v", got)
+	}
+}
+
+// TestConstHandles checks that a handle to a const array is the plain
+// handle in Go: an Array passes where C takes a cudaArray_const_t, with no
+// conversion.
+func TestConstHandles(t *testing.T) {
+	var copyFrom func(dst unsafe.Pointer, dpitch uint64, src Array, wOffset, hOffset, width, height uint64, kind MemcpyKind) error = Memcpy2DFromArray
+	_ = copyFrom
+	if reflect.TypeFor[Array_const]() != reflect.TypeFor[Array]() || reflect.TypeFor[MipmappedArray_const]() != reflect.TypeFor[MipmappedArray]() {
+		t.Error("Array_const or MipmappedArray_const is a type of its own")
 	}
 }

@@ -8529,7 +8529,9 @@ func valueFits(got, want reflect.Type) bool {
 type Array uintptr
 
 // Array_const is cudaArray_const_t: CUDA array (as source copy argument)
-type Array_const uintptr
+//
+// Its struct is const in C alone: in Go it is Array, which passes as is.
+type Array_const = Array
 
 // AsyncCallback is cudaAsyncCallback.
 type AsyncCallback uintptr
@@ -8618,7 +8620,9 @@ type MemPool uintptr
 type MipmappedArray uintptr
 
 // MipmappedArray_const is cudaMipmappedArray_const_t: CUDA mipmapped array (as source argument)
-type MipmappedArray_const uintptr
+//
+// Its struct is const in C alone: in Go it is MipmappedArray, which passes as is.
+type MipmappedArray_const = MipmappedArray
 
 // Stream is cudaStream_t: CUDA stream
 type Stream uintptr

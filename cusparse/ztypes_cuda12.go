@@ -920,16 +920,24 @@ type Bsrsv2Info uintptr
 type ColorInfo uintptr
 
 // ConstDnMatDescr is cusparseConstDnMatDescr_t.
-type ConstDnMatDescr uintptr
+//
+// Its struct is const in C alone: in Go it is DnMatDescr, which passes as is.
+type ConstDnMatDescr = DnMatDescr
 
 // ConstDnVecDescr is cusparseConstDnVecDescr_t.
-type ConstDnVecDescr uintptr
+//
+// Its struct is const in C alone: in Go it is DnVecDescr, which passes as is.
+type ConstDnVecDescr = DnVecDescr
 
 // ConstSpMatDescr is cusparseConstSpMatDescr_t.
-type ConstSpMatDescr uintptr
+//
+// Its struct is const in C alone: in Go it is SpMatDescr, which passes as is.
+type ConstSpMatDescr = SpMatDescr
 
 // ConstSpVecDescr is cusparseConstSpVecDescr_t.
-type ConstSpVecDescr uintptr
+//
+// Its struct is const in C alone: in Go it is SpVecDescr, which passes as is.
+type ConstSpVecDescr = SpVecDescr
 
 // Csric02Info is csric02Info_t.
 //

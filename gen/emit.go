@@ -329,7 +329,11 @@ func (e *emitter) types() *jen.File {
 	}
 	e.attrTypes(f)
 	for _, t := range e.pkg.Typedefs {
-		f.Add(docComment(doc(t.GoName, "is", t.CName, t.Doc)))
+		text := doc(t.GoName, "is", t.CName, t.Doc)
+		if t.Class == "" && t.Type.Kind == Named && t.Type.Class == ClassHandle && t.Type.Pkg == "" {
+			text += fmt.Sprintf("\n\nIts struct is const in C alone: in Go it is %s, which passes as is.", t.Type.Go)
+		}
+		f.Add(docComment(text))
 		switch t.Class {
 		case ClassHandle, ClassFuncPtr:
 			f.Type().Id(t.GoName).Uintptr()

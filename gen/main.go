@@ -202,6 +202,10 @@
 // pointer; the few declared const char ** are listed in the facts
 // (stringArrays).
 //
+// A handle typedef to a const struct is an alias of the package's handle
+// typedef to the same struct (cudaArray_const_t: Array_const = Array), so
+// that a handle passes where C takes it const.
+//
 // A static inline function of the package's headers that only fills a
 // local struct from its parameters and returns it is written in Go, with
 // no call into C: cudart.Make_cudaExtent(w uint64, h uint64, d uint64)

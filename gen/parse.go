@@ -65,6 +65,9 @@ type parser struct {
 	records map[string]*Record // by Go name
 	enums   map[string]*Enum   // by Go name
 	typedef map[string]*Typedef
+	// handles are the pointee of each handle typedef, by Go name (see
+	// constHandles).
+	handles map[string]handle
 	typeC   map[string]string // C type name (tag or typedef) -> Go name
 	values  map[string]string // Go name -> C name of every enumerator
 	raw     map[any]string    // raw doc comments, converted once all names are known
@@ -203,6 +206,7 @@ func newParser(cfg config, c *cache) (*parser, error) {
 		records:  map[string]*Record{},
 		enums:    map[string]*Enum{},
 		typedef:  map[string]*Typedef{},
+		handles:  map[string]handle{},
 		typeC:    map[string]string{},
 		raw:      map[any]string{},
 		pos:      map[*Func]string{},
@@ -390,6 +394,7 @@ func (p *parser) run() {
 	}
 	p.macros()
 	p.nameMakers()
+	p.constHandles()
 	p.finish()
 	p.files = map[string]bool{}
 	for l := p.ast.TranslationUnit; l != nil; l = l.TranslationUnit {

@@ -106,3 +106,6 @@ union cudaPointers {
     struct cudaInner none;    /**< No pointer: no setter */
     unsigned long long bits[5];
 };
+
+/** A handle to a const struct: an alias of the plain handle in Go. */
+typedef const struct CUwidget_st *cudaWidget_const_t;
