@@ -11831,6 +11831,9 @@ func MemPoolTrimTo(pool MemoryPool, minBytesToKeep uint64) error {
 //
 // See also: [MemAllocAsync], [MemFreeAsync], [DeviceGetDefaultMemPool],
 // [DeviceGetMemPool], [MemPoolCreate]
+//
+// [MemPoolSetAttributeOf] takes the value as a T of the attribute's type,
+// checked before the call.
 func MemPoolSetAttribute(pool MemoryPool, attr MemPool_attribute, value unsafe.Pointer) error {
 	fp, err := procMemPoolSetAttribute.Addr()
 	if err != nil {
@@ -11900,6 +11903,9 @@ func MemPoolSetAttributeOf[T any](pool MemoryPool, attr MemPool_attribute, value
 //
 // See also: [MemAllocAsync], [MemFreeAsync], [DeviceGetDefaultMemPool],
 // [DeviceGetMemPool], [MemPoolCreate]
+//
+// [MemPoolGetAttributeOf] takes the value as a T of the attribute's type,
+// checked before the call.
 func MemPoolGetAttribute(pool MemoryPool, attr MemPool_attribute, value unsafe.Pointer) error {
 	fp, err := procMemPoolGetAttribute.Addr()
 	if err != nil {
@@ -12732,6 +12738,9 @@ func MulticastGetGranularity(granularity *uint64, prop *MulticastObjectProp, opt
 // [MemHostRegister],
 // [MemHostUnregister],
 // cudaPointerGetAttributes
+//
+// [PointerGetAttributeOf] takes the value as a T of the attribute's type,
+// checked before the call.
 func PointerGetAttribute(data unsafe.Pointer, attribute Pointer_attribute, ptr Deviceptr) error {
 	fp, err := procPointerGetAttribute.Addr()
 	if err != nil {
@@ -13248,6 +13257,9 @@ func MemAdvise_v2(devPtr Deviceptr, count uint64, advice Mem_advise, location Me
 // See also: [MemRangeGetAttributes], [MemPrefetchAsync],
 // [MemAdvise],
 // cudaMemRangeGetAttribute
+//
+// [MemRangeGetAttributeOf] takes the value as a T of the attribute's type,
+// checked before the call.
 func MemRangeGetAttribute(data unsafe.Pointer, dataSize uint64, attribute Mem_range_attribute, devPtr Deviceptr, count uint64) error {
 	fp, err := procMemRangeGetAttribute.Addr()
 	if err != nil {
@@ -13374,6 +13386,9 @@ func MemRangeGetAttributes(data *unsafe.Pointer, dataSizes *uint64, attributes *
 // [MemHostAlloc],
 // [MemHostRegister],
 // [MemHostUnregister]
+//
+// [PointerSetAttributeOf] takes the value as a T of the attribute's type,
+// checked before the call.
 func PointerSetAttribute(value unsafe.Pointer, attribute Pointer_attribute, ptr Deviceptr) error {
 	fp, err := procPointerSetAttribute.Addr()
 	if err != nil {
@@ -19386,6 +19401,9 @@ func DeviceGraphMemTrim(device Device) error {
 // [DeviceSetGraphMemAttribute],
 // [GraphAddMemAllocNode],
 // [GraphAddMemFreeNode]
+//
+// [DeviceGetGraphMemAttributeOf] takes the value as a T of the attribute's
+// type, checked before the call.
 func DeviceGetGraphMemAttribute(device Device, attr GraphMem_attribute, value unsafe.Pointer) error {
 	fp, err := procDeviceGetGraphMemAttribute.Addr()
 	if err != nil {
@@ -19435,6 +19453,9 @@ func DeviceGetGraphMemAttributeOf[T any](device Device, attr GraphMem_attribute)
 // [DeviceGetGraphMemAttribute],
 // [GraphAddMemAllocNode],
 // [GraphAddMemFreeNode]
+//
+// [DeviceSetGraphMemAttributeOf] takes the value as a T of the attribute's
+// type, checked before the call.
 func DeviceSetGraphMemAttribute(device Device, attr GraphMem_attribute, value unsafe.Pointer) error {
 	fp, err := procDeviceSetGraphMemAttribute.Addr()
 	if err != nil {
@@ -24656,6 +24677,9 @@ func GetProcAddress(symbol string, pfn *unsafe.Pointer, cudaVersion int32, flags
 // [CoredumpGetAttributeGlobal],
 // [CoredumpSetAttribute],
 // [CoredumpSetAttributeGlobal]
+//
+// [CoredumpGetAttributeOf] takes the value as a T of the attribute's type,
+// checked before the call.
 func CoredumpGetAttribute(attrib CoredumpSettings, value unsafe.Pointer, size *uint64) error {
 	fp, err := procCoredumpGetAttribute.Addr()
 	if err != nil {
@@ -24745,6 +24769,9 @@ func CoredumpGetAttributeOf[T any](attrib CoredumpSettings) (T, error) {
 // [CoredumpGetAttribute],
 // [CoredumpSetAttribute],
 // [CoredumpSetAttributeGlobal]
+//
+// [CoredumpGetAttributeGlobalOf] takes the value as a T of the attribute's
+// type, checked before the call.
 func CoredumpGetAttributeGlobal(attrib CoredumpSettings, value unsafe.Pointer, size *uint64) error {
 	fp, err := procCoredumpGetAttributeGlobal.Addr()
 	if err != nil {
@@ -24847,6 +24874,9 @@ func CoredumpGetAttributeGlobalOf[T any](attrib CoredumpSettings) (T, error) {
 // [CoredumpGetAttributeGlobal],
 // [CoredumpGetAttribute],
 // [CoredumpSetAttributeGlobal]
+//
+// [CoredumpSetAttributeOf] takes the value as a T of the attribute's type,
+// checked before the call.
 func CoredumpSetAttribute(attrib CoredumpSettings, value unsafe.Pointer, size *uint64) error {
 	fp, err := procCoredumpSetAttribute.Addr()
 	if err != nil {
@@ -24944,6 +24974,9 @@ func CoredumpSetAttributeOf[T any](attrib CoredumpSettings, value T) error {
 // [CoredumpGetAttribute],
 // [CoredumpGetAttributeGlobal],
 // [CoredumpSetAttribute]
+//
+// [CoredumpSetAttributeGlobalOf] takes the value as a T of the attribute's
+// type, checked before the call.
 func CoredumpSetAttributeGlobal(attrib CoredumpSettings, value unsafe.Pointer, size *uint64) error {
 	fp, err := procCoredumpSetAttributeGlobal.Addr()
 	if err != nil {

@@ -10242,6 +10242,9 @@ func MemAdvise_v2(devPtr unsafe.Pointer, count uint64, advice MemoryAdvise, loca
 // See also: [MemRangeGetAttributes], [MemPrefetchAsync],
 // [MemAdvise],
 // cuMemRangeGetAttribute
+//
+// [MemRangeGetAttributeOf] takes the value as a T of the attribute's type,
+// checked before the call.
 func MemRangeGetAttribute(data unsafe.Pointer, dataSize uint64, attribute MemRangeAttribute, devPtr unsafe.Pointer, count uint64) error {
 	fp, err := procMemRangeGetAttribute.Addr()
 	if err != nil {
@@ -10737,6 +10740,9 @@ func MemPoolTrimTo(memPool MemPool, minBytesToKeep uint64) error {
 // [ErrorInvalidValue]
 //
 // See also: cuMemPoolSetAttribute, [MallocAsync], [FreeAsync], [DeviceGetDefaultMemPool], [DeviceGetMemPool], [MemPoolCreate]
+//
+// [MemPoolSetAttributeOf] takes the value as a T of the attribute's type,
+// checked before the call.
 func MemPoolSetAttribute(memPool MemPool, attr MemPoolAttr, value unsafe.Pointer) error {
 	fp, err := procMemPoolSetAttribute.Addr()
 	if err != nil {
@@ -10804,6 +10810,9 @@ func MemPoolSetAttributeOf[T any](memPool MemPool, attr MemPoolAttr, value T) er
 // [ErrorInvalidValue]
 //
 // See also: cuMemPoolGetAttribute, [MallocAsync], [FreeAsync], [DeviceGetDefaultMemPool], [DeviceGetMemPool], [MemPoolCreate]
+//
+// [MemPoolGetAttributeOf] takes the value as a T of the attribute's type,
+// checked before the call.
 func MemPoolGetAttribute(memPool MemPool, attr MemPoolAttr, value unsafe.Pointer) error {
 	fp, err := procMemPoolGetAttribute.Addr()
 	if err != nil {
@@ -14099,6 +14108,9 @@ func DeviceGraphMemTrim(device int32) error {
 // [DeviceGraphMemTrim],
 // [MallocAsync],
 // [FreeAsync]
+//
+// [DeviceGetGraphMemAttributeOf] takes the value as a T of the attribute's
+// type, checked before the call.
 func DeviceGetGraphMemAttribute(device int32, attr GraphMemAttributeType, value unsafe.Pointer) error {
 	fp, err := procDeviceGetGraphMemAttribute.Addr()
 	if err != nil {
@@ -14151,6 +14163,9 @@ func DeviceGetGraphMemAttributeOf[T any](device int32, attr GraphMemAttributeTyp
 // [DeviceGraphMemTrim],
 // [MallocAsync],
 // [FreeAsync]
+//
+// [DeviceSetGraphMemAttributeOf] takes the value as a T of the attribute's
+// type, checked before the call.
 func DeviceSetGraphMemAttribute(device int32, attr GraphMemAttributeType, value unsafe.Pointer) error {
 	fp, err := procDeviceSetGraphMemAttribute.Addr()
 	if err != nil {

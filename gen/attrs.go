@@ -63,6 +63,15 @@ var attrPlurals = map[string]map[string]string{
 	"cudart":  {"cudaMemRangeGetAttributes": "cudaMemRangeGetAttribute"},
 }
 
+// companionNote is the sentence of an attribute function's doc that names
+// its typed companion, or "".
+func (e *emitter) companionNote(fn *Func) string {
+	if _, ok := attrFuncs[e.pkg.Name][fn.CName]; !ok {
+		return ""
+	}
+	return wrap(fmt.Sprintf("[%sOf] takes the value as a T of the attribute's type, checked before the call.", fn.GoName))
+}
+
 // pluralNote is the sentence of a plural attribute function's doc that
 // names its typed alternative, or "".
 func (e *emitter) pluralNote(fn *Func) string {

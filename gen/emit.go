@@ -842,6 +842,9 @@ func (e *emitter) wrapper(f *jen.File, fn *Func) {
 	if note := e.pinNote(fn); note != "" {
 		text += "\n\n" + note
 	}
+	if note := e.companionNote(fn); note != "" {
+		text += "\n\n" + note
+	}
 	if note := e.pluralNote(fn); note != "" {
 		text += "\n\n" + note
 	}
