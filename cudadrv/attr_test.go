@@ -15,6 +15,7 @@ import (
 const stubAttrDriver = `
 #include <stddef.h>
 #include <string.h>
+#include <stdio.h>
 int cuInit(unsigned int flags) { return 0; }
 static unsigned long long pool[16];
 static int wide(int a) { return a >= 4; } /* RELEASE_THRESHOLD on: cuuint64_t */
@@ -32,6 +33,7 @@ int cuMemRangeGetAttribute(void *data, size_t n, int a, unsigned long long p, si
 	*(int *)data = 1;
 	return 0;
 }
+int cuDeviceGetName(char *name, int len, int dev) { snprintf(name, len, "Stub GPU %d", dev); return 0; }
 int cuCoredumpGetAttributeGlobal(int a, void *v, size_t *size) {
 	static const char file[] = "core.cuda";
 	if (a == 1) { if (*size != sizeof(_Bool)) return 1; *(_Bool *)v = 1; return 0; } /* ENABLE_ON_EXCEPTION */
@@ -119,6 +121,17 @@ func TestStubAttributesChild(t *testing.T) {
 		}
 		if MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE.ValueType() != reflect.TypeFor[MemLocationType]() {
 			t.Errorf("PREFERRED_LOCATION_TYPE.ValueType() = %v", MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE.ValueType())
+		}
+	})
+	t.Run("StringBuffer", func(t *testing.T) {
+		if s, err := DeviceGetNameString(64, 2); err != nil || s != "Stub GPU 2" {
+			t.Errorf("DeviceGetNameString(64, 2) = %q, %v; want \"Stub GPU 2\"", s, err)
+		}
+		if s, err := DeviceGetNameString(5, 2); err != nil || s != "Stub" {
+			t.Errorf("DeviceGetNameString(5, 2) = %q, %v; want \"Stub\" (cut to the buffer)", s, err)
+		}
+		if _, err := DeviceGetNameString(0, 2); err == nil {
+			t.Error("DeviceGetNameString(0, ...) succeeded")
 		}
 	})
 	t.Run("Coredump", func(t *testing.T) {

@@ -4,7 +4,11 @@
 
 package cudadrv
 
-import "unsafe"
+import (
+	"bytes"
+	"fmt"
+	"unsafe"
+)
 
 /*
 #cgo CFLAGS: -Wno-deprecated-declarations -I${SRCDIR}/../headers/cuda-13.0
@@ -2530,6 +2534,23 @@ func DeviceGetName(name *byte, len_ int32, dev Device) error {
 		return Result(r)
 	}
 	return nil
+}
+
+// DeviceGetNameString calls DeviceGetName with a buffer of len_ bytes, which
+// it makes, and returns the string the call writes to name, up to its NUL;
+// len_ must be positive.
+func DeviceGetNameString(len_ int32, dev Device) (string, error) {
+	if len_ <= 0 {
+		return "", fmt.Errorf("cudadrv: DeviceGetNameString: length %d is not positive", len_)
+	}
+	b := make([]byte, len_)
+	if err := DeviceGetName(&b[0], len_, dev); err != nil {
+		return "", err
+	}
+	if k := bytes.IndexByte(b, 0); k >= 0 {
+		b = b[:k]
+	}
+	return string(b), nil
 }
 
 // DeviceGetUuid calls cuDeviceGetUuid: return an UUID for the device
@@ -7186,6 +7207,23 @@ func DeviceGetPCIBusId(pciBusId *byte, len_ int32, dev Device) error {
 		return Result(r)
 	}
 	return nil
+}
+
+// DeviceGetPCIBusIdString calls DeviceGetPCIBusId with a buffer of len_ bytes,
+// which it makes, and returns the string the call writes to pciBusId, up to
+// its NUL; len_ must be positive.
+func DeviceGetPCIBusIdString(len_ int32, dev Device) (string, error) {
+	if len_ <= 0 {
+		return "", fmt.Errorf("cudadrv: DeviceGetPCIBusIdString: length %d is not positive", len_)
+	}
+	b := make([]byte, len_)
+	if err := DeviceGetPCIBusId(&b[0], len_, dev); err != nil {
+		return "", err
+	}
+	if k := bytes.IndexByte(b, 0); k >= 0 {
+		b = b[:k]
+	}
+	return string(b), nil
 }
 
 // IpcGetEventHandle calls cuIpcGetEventHandle: gets an interprocess handle for a previously allocated event

@@ -4,7 +4,11 @@
 
 package cudart
 
-import "unsafe"
+import (
+	"bytes"
+	"fmt"
+	"unsafe"
+)
 
 /*
 #cgo CFLAGS: -Wno-deprecated-declarations -I${SRCDIR}/../headers/cuda-13.0
@@ -2028,6 +2032,23 @@ func DeviceGetPCIBusId(pciBusId *byte, len_ int32, device int32) error {
 		return Error(r)
 	}
 	return nil
+}
+
+// DeviceGetPCIBusIdString calls DeviceGetPCIBusId with a buffer of len_ bytes,
+// which it makes, and returns the string the call writes to pciBusId, up to
+// its NUL; len_ must be positive.
+func DeviceGetPCIBusIdString(len_ int32, device int32) (string, error) {
+	if len_ <= 0 {
+		return "", fmt.Errorf("cudart: DeviceGetPCIBusIdString: length %d is not positive", len_)
+	}
+	b := make([]byte, len_)
+	if err := DeviceGetPCIBusId(&b[0], len_, device); err != nil {
+		return "", err
+	}
+	if k := bytes.IndexByte(b, 0); k >= 0 {
+		b = b[:k]
+	}
+	return string(b), nil
 }
 
 // IpcGetEventHandle calls cudaIpcGetEventHandle: gets an interprocess handle for a previously allocated event

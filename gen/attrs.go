@@ -358,3 +358,55 @@ func (e *emitter) attrCompanion(f *jen.File, fn *Func) {
 	body = append(body, jen.Err().Op(":=").Add(call), jen.Return(jen.Id("v"), jen.Err()))
 	f.Func().Id(name).Types(jen.Id("T").Any()).Params(params...).Parens(jen.List(jen.Id("T"), jen.Error())).Block(body...)
 }
+
+// String buffers. A function that writes a string into a buffer the caller
+// gives, a char * followed by its length as an int (cuDeviceGetName(char
+// *name, int len, CUdevice dev)), gets a companion named String that takes
+// the length alone, makes the buffer and returns the string up to its NUL:
+// DeviceGetNameString(len_ int32, dev Device) (string, error).
+
+// stringBuffer returns the index of fn's char * parameter that its next
+// parameter, an int, gives the length of, or -1.
+func stringBuffer(fn *Func) int {
+	for i := 0; i+1 < len(fn.Params); i++ {
+		t, n := fn.Params[i].Type, fn.Params[i+1].Type
+		if t.Kind == Pointer && !t.Const && t.Elem != nil && t.Elem.Kind == Scalar && t.Elem.C == "char" &&
+			n.Kind == Scalar && n.C == "int" {
+			return i
+		}
+	}
+	return -1
+}
+
+// stringCompanion emits fn's companion named String, if fn writes a string
+// into a buffer of a given length.
+func (e *emitter) stringCompanion(f *jen.File, fn *Func) {
+	i := stringBuffer(fn)
+	name := fn.GoName + "String"
+	if i < 0 || e.taken(name) {
+		return
+	}
+	buf, n := fn.Params[i], fn.Params[i+1]
+	var params, args []jen.Code
+	for k, p := range fn.Params {
+		if k == i {
+			args = append(args, jen.Op("&").Id("b").Index(jen.Lit(0)))
+			continue
+		}
+		params = append(params, jen.Id(p.GoName).Add(goType(p.Type)))
+		args = append(args, jen.Id(p.GoName))
+	}
+	f.Add(docComment(wrap(fmt.Sprintf("%s calls %s with a buffer of %s bytes, which it makes, and returns "+
+		"the string the call writes to %s, up to its NUL; %s must be positive.", name, fn.GoName, n.GoName, buf.GoName, n.GoName))))
+	f.Func().Id(name).Params(params...).Parens(jen.List(jen.String(), jen.Error())).Block(
+		jen.If(jen.Id(n.GoName).Op("<=").Lit(0)).Block(
+			jen.Return(jen.Lit(""), jen.Qual("fmt", "Errorf").Call(jen.Lit(e.pkg.Name+": "+name+": length %d is not positive"), jen.Id(n.GoName))),
+		),
+		jen.Id("b").Op(":=").Make(jen.Index().Byte(), jen.Id(n.GoName)),
+		jen.If(jen.Err().Op(":=").Id(fn.GoName).Call(args...), jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Lit(""), jen.Err())),
+		jen.If(jen.Id("k").Op(":=").Qual("bytes", "IndexByte").Call(jen.Id("b"), jen.Lit(0)), jen.Id("k").Op(">=").Lit(0)).Block(
+			jen.Id("b").Op("=").Id("b").Index(jen.Empty(), jen.Id("k")),
+		),
+		jen.Return(jen.String().Call(jen.Id("b")), jen.Nil()),
+	)
+}

@@ -693,6 +693,7 @@ func (e *emitter) funcs() *jen.File {
 	for _, fn := range e.pkg.Funcs {
 		e.wrapper(f, fn)
 		e.attrCompanion(f, fn)
+		e.stringCompanion(f, fn)
 	}
 	for _, m := range e.pkg.Makers {
 		e.makerFunc(f, m)

@@ -202,6 +202,11 @@
 // pointer; the few declared const char ** are listed in the facts
 // (stringArrays).
 //
+// A function that writes a string into a buffer the caller gives, a char *
+// followed by its length as an int, has a companion named String that
+// makes the buffer and returns the string: cudadrv.DeviceGetNameString(len_
+// int32, dev Device) (string, error).
+//
 // A handle typedef to a const struct is an alias of the package's handle
 // typedef to the same struct (cudaArray_const_t: Array_const = Array), so
 // that a handle passes where C takes it const.

@@ -103,3 +103,6 @@ static __inline__ struct cudaPitched make_cudaTwice(void *d, size_t p)
     s.pitch = 2 * p;
     return s;
 }
+
+/** Writes a name into a buffer of len bytes: a companion returns it as a string. */
+extern cudaError_t cudaGetName(char *name, int len, int device);
