@@ -16,8 +16,10 @@ import (
 #include <stdlib.h>
 #define CUDA_ENABLE_DEPRECATED 1
 #define __NV_NO_VECTOR_DEPRECATION_DIAG 1
+#define __CUDA_INCLUDE_COMPILER_INTERNAL_HEADERS__
 #include "cublas_v2.h"
 #include "cublas_api.h"
+#undef __CUDA_INCLUDE_COMPILER_INTERNAL_HEADERS__
 
 static int gocuda_cublasCreate(uintptr_t fp, void * a0) {
 	return ((__typeof__(&cublasCreate))fp)(a0);

@@ -18,6 +18,15 @@ const (
 	ATOMICS_ALLOWED     AtomicsMode = 1
 )
 
+// AtomicsModeValues returns the values of AtomicsMode that the headers name,
+// in their order, each once (the first name of a value is its String).
+func AtomicsModeValues() []AtomicsMode {
+	return []AtomicsMode{
+		ATOMICS_NOT_ALLOWED,
+		ATOMICS_ALLOWED,
+	}
+}
+
 // String returns the C name of v, or AtomicsMode(n) for a value the headers do not name.
 func (v AtomicsMode) String() string {
 	switch v {
@@ -50,6 +59,24 @@ const (
 	COMPUTE_32I           ComputeType = 72
 	COMPUTE_32I_PEDANTIC  ComputeType = 73
 )
+
+// ComputeTypeValues returns the values of ComputeType that the headers name,
+// in their order, each once (the first name of a value is its String).
+func ComputeTypeValues() []ComputeType {
+	return []ComputeType{
+		COMPUTE_16F,
+		COMPUTE_16F_PEDANTIC,
+		COMPUTE_32F,
+		COMPUTE_32F_PEDANTIC,
+		COMPUTE_32F_FAST_16F,
+		COMPUTE_32F_FAST_16BF,
+		COMPUTE_32F_FAST_TF32,
+		COMPUTE_64F,
+		COMPUTE_64F_PEDANTIC,
+		COMPUTE_32I,
+		COMPUTE_32I_PEDANTIC,
+	}
+}
 
 // String returns the C name of v, or ComputeType(n) for a value the headers do not name.
 func (v ComputeType) String() string {
@@ -88,6 +115,15 @@ const (
 	DIAG_UNIT     DiagType = 1
 )
 
+// DiagTypeValues returns the values of DiagType that the headers name, in
+// their order, each once (the first name of a value is its String).
+func DiagTypeValues() []DiagType {
+	return []DiagType{
+		DIAG_NON_UNIT,
+		DIAG_UNIT,
+	}
+}
+
 // String returns the C name of v, or DiagType(n) for a value the headers do not name.
 func (v DiagType) String() string {
 	switch v {
@@ -107,6 +143,16 @@ const (
 	FILL_MODE_UPPER FillMode = 1
 	FILL_MODE_FULL  FillMode = 2
 )
+
+// FillModeValues returns the values of FillMode that the headers name, in
+// their order, each once (the first name of a value is its String).
+func FillModeValues() []FillMode {
+	return []FillMode{
+		FILL_MODE_LOWER,
+		FILL_MODE_UPPER,
+		FILL_MODE_FULL,
+	}
+}
 
 // String returns the C name of v, or FillMode(n) for a value the headers do not name.
 func (v FillMode) String() string {
@@ -170,6 +216,55 @@ const (
 	GEMM_ALGO14_TENSOR_OP  GemmAlgo = 114
 	GEMM_ALGO15_TENSOR_OP  GemmAlgo = 115
 )
+
+// GemmAlgoValues returns the values of GemmAlgo that the headers name, in
+// their order, each once (the first name of a value is its String).
+func GemmAlgoValues() []GemmAlgo {
+	return []GemmAlgo{
+		GEMM_DFALT,
+		GEMM_ALGO0,
+		GEMM_ALGO1,
+		GEMM_ALGO2,
+		GEMM_ALGO3,
+		GEMM_ALGO4,
+		GEMM_ALGO5,
+		GEMM_ALGO6,
+		GEMM_ALGO7,
+		GEMM_ALGO8,
+		GEMM_ALGO9,
+		GEMM_ALGO10,
+		GEMM_ALGO11,
+		GEMM_ALGO12,
+		GEMM_ALGO13,
+		GEMM_ALGO14,
+		GEMM_ALGO15,
+		GEMM_ALGO16,
+		GEMM_ALGO17,
+		GEMM_ALGO18,
+		GEMM_ALGO19,
+		GEMM_ALGO20,
+		GEMM_ALGO21,
+		GEMM_ALGO22,
+		GEMM_ALGO23,
+		GEMM_DEFAULT_TENSOR_OP,
+		GEMM_ALGO0_TENSOR_OP,
+		GEMM_ALGO1_TENSOR_OP,
+		GEMM_ALGO2_TENSOR_OP,
+		GEMM_ALGO3_TENSOR_OP,
+		GEMM_ALGO4_TENSOR_OP,
+		GEMM_ALGO5_TENSOR_OP,
+		GEMM_ALGO6_TENSOR_OP,
+		GEMM_ALGO7_TENSOR_OP,
+		GEMM_ALGO8_TENSOR_OP,
+		GEMM_ALGO9_TENSOR_OP,
+		GEMM_ALGO10_TENSOR_OP,
+		GEMM_ALGO11_TENSOR_OP,
+		GEMM_ALGO12_TENSOR_OP,
+		GEMM_ALGO13_TENSOR_OP,
+		GEMM_ALGO14_TENSOR_OP,
+		GEMM_ALGO15_TENSOR_OP,
+	}
+}
 
 // String returns the C name of v, or GemmAlgo(n) for a value the headers do not name.
 func (v GemmAlgo) String() string {
@@ -279,6 +374,18 @@ const (
 	MATH_DISALLOW_REDUCED_PRECISION_REDUCTION Math = 16
 )
 
+// MathValues returns the values of Math that the headers name, in their order,
+// each once (the first name of a value is its String).
+func MathValues() []Math {
+	return []Math{
+		DEFAULT_MATH,
+		TENSOR_OP_MATH,
+		PEDANTIC_MATH,
+		TF32_TENSOR_OP_MATH,
+		MATH_DISALLOW_REDUCED_PRECISION_REDUCTION,
+	}
+}
+
 // String returns the C name of v, or Math(n) for a value the headers do not name.
 func (v Math) String() string {
 	switch v {
@@ -307,6 +414,17 @@ const (
 	OP_CONJG    Operation = 3
 )
 
+// OperationValues returns the values of Operation that the headers name, in
+// their order, each once (the first name of a value is its String).
+func OperationValues() []Operation {
+	return []Operation{
+		OP_N,
+		OP_T,
+		OP_C,
+		OP_CONJG,
+	}
+}
+
 // String returns the C name of v, or Operation(n) for a value the headers do not name.
 func (v Operation) String() string {
 	switch v {
@@ -330,6 +448,15 @@ const (
 	POINTER_MODE_DEVICE PointerMode = 1
 )
 
+// PointerModeValues returns the values of PointerMode that the headers name,
+// in their order, each once (the first name of a value is its String).
+func PointerModeValues() []PointerMode {
+	return []PointerMode{
+		POINTER_MODE_HOST,
+		POINTER_MODE_DEVICE,
+	}
+}
+
 // String returns the C name of v, or PointerMode(n) for a value the headers do not name.
 func (v PointerMode) String() string {
 	switch v {
@@ -348,6 +475,15 @@ const (
 	SIDE_LEFT  SideMode = 0
 	SIDE_RIGHT SideMode = 1
 )
+
+// SideModeValues returns the values of SideMode that the headers name, in
+// their order, each once (the first name of a value is its String).
+func SideModeValues() []SideMode {
+	return []SideMode{
+		SIDE_LEFT,
+		SIDE_RIGHT,
+	}
+}
 
 // String returns the C name of v, or SideMode(n) for a value the headers do not name.
 func (v SideMode) String() string {
@@ -375,6 +511,23 @@ const (
 	STATUS_NOT_SUPPORTED    Status = 15
 	STATUS_LICENSE_ERROR    Status = 16
 )
+
+// StatusValues returns the values of Status that the headers name, in their
+// order, each once (the first name of a value is its String).
+func StatusValues() []Status {
+	return []Status{
+		STATUS_SUCCESS,
+		STATUS_NOT_INITIALIZED,
+		STATUS_ALLOC_FAILED,
+		STATUS_INVALID_VALUE,
+		STATUS_ARCH_MISMATCH,
+		STATUS_MAPPING_ERROR,
+		STATUS_EXECUTION_FAILED,
+		STATUS_INTERNAL_ERROR,
+		STATUS_NOT_SUPPORTED,
+		STATUS_LICENSE_ERROR,
+	}
+}
 
 // String returns the C name of v, or Status(n) for a value the headers do not name.
 func (v Status) String() string {

@@ -84,6 +84,8 @@ int cuDriverGetVersion(int *v) { *v = 12000; return 0; }
 int cuMemAlloc_v2(unsigned long long *p, size_t n) { *p = 0x1000 + n; return 0; }
 int cuMemcpyHtoD_v2(unsigned long long dst, const void *src, size_t n) { return 0; }
 int cuMemcpyHtoD_v2_ptds(unsigned long long dst, const void *src, size_t n) { return 700; }
+int cuGetErrorString(int e, const char **s) { if (e != 2) { *s = 0; return 1; } *s = "out of memory"; return 0; }
+int cuKernelGetName(const char **name, void *k) { *name = k ? "stub_kernel" : 0; return k ? 0 : 400; }
 `
 
 // TestStubDriver runs TestStubChild against a stub libcuda (built here with
@@ -133,6 +135,20 @@ func TestStubChild(t *testing.T) {
 	var b [4]byte
 	if err := MemcpyHtoD(p, unsafe.Pointer(&b[0]), 4); err != want {
 		t.Errorf("MemcpyHtoD = %v, want %v", err, want)
+	}
+	// A const char ** the call sets is returned as a string, and as "" with
+	// the error where the call fails.
+	if s, err := GetErrorString(ERROR_OUT_OF_MEMORY); err != nil || s != "out of memory" {
+		t.Errorf("GetErrorString(ERROR_OUT_OF_MEMORY) = %q, %v; want \"out of memory\", nil", s, err)
+	}
+	if s, err := GetErrorString(Result(12345)); err != ERROR_INVALID_VALUE || s != "" {
+		t.Errorf("GetErrorString(12345) = %q, %v; want \"\", ERROR_INVALID_VALUE", s, err)
+	}
+	if s, err := KernelGetName(Kernel(1)); err != nil || s != "stub_kernel" {
+		t.Errorf("KernelGetName = %q, %v; want \"stub_kernel\", nil", s, err)
+	}
+	if s, err := KernelGetName(0); err != ERROR_INVALID_HANDLE || s != "" {
+		t.Errorf("KernelGetName(0) = %q, %v; want \"\", ERROR_INVALID_HANDLE", s, err)
 	}
 	// A function the old driver lacks is an error naming its symbol; the
 	// rest keep working.
@@ -211,5 +227,33 @@ func TestTypedefs(t *testing.T) {
 		if !seen[name] {
 			t.Errorf("typedefs give %s a per-thread variant; no such function here", name)
 		}
+	}
+}
+
+// TestEnumValues checks an enum's list of values: in header order, each
+// value once, each with its C name.
+func TestEnumValues(t *testing.T) {
+	got := MemPool_attributeValues()
+	if len(got) != 8 || got[0] != MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES || got[7] != MEMPOOL_ATTR_USED_MEM_HIGH {
+		t.Errorf("MemPool_attributeValues() = %v", got)
+	}
+	seen := map[Result]bool{}
+	for _, r := range ResultValues() {
+		if seen[r] {
+			t.Errorf("ResultValues lists %v twice", r)
+		}
+		seen[r] = true
+		if strings.HasPrefix(r.String(), "Result(") {
+			t.Errorf("ResultValues lists %d, which has no C name", int(r))
+		}
+	}
+	if !seen[SUCCESS] || !seen[ERROR_UNKNOWN] || !seen[ERROR_OUT_OF_MEMORY] {
+		t.Errorf("ResultValues lacks SUCCESS, ERROR_UNKNOWN or ERROR_OUT_OF_MEMORY: %d values", len(seen))
+	}
+	// A fresh slice each time: changing one changes no other.
+	a := ResultValues()
+	a[0] = ERROR_UNKNOWN
+	if ResultValues()[0] != SUCCESS {
+		t.Error("ResultValues returned a shared slice")
 	}
 }

@@ -365,3 +365,68 @@ func TestGPUPerThreadDefaultStream(t *testing.T) {
 	check(t, "StreamSynchronize", StreamSynchronize(0))
 	checkFilled(t, args.out, n, 5)
 }
+
+// TestGPUGraphMemcpyNodeUnion adds a memcpy node through GraphNodeParams,
+// whose union is integers to the garbage collector, with a Go host buffer
+// as the source that nothing else references: SetMemcpy pins it, so the
+// collections and allocations before the graph runs neither free nor reuse
+// it, and the device receives its bytes. Stored through Memcpy() instead,
+// the buffer was collected and its memory reused before the graph ran.
+func TestGPUGraphMemcpyNodeUnion(t *testing.T) {
+	requireGPU(t)
+	const n = 1 << 20
+	var d Deviceptr
+	check(t, "MemAlloc", MemAlloc(&d, n))
+	defer MemFree(d)
+	// The pin outlives the graph: deferred first, it is undone last.
+	var pinner runtime.Pinner
+	defer pinner.Unpin()
+	var ctx Context
+	check(t, "CtxGetCurrent", CtxGetCurrent(&ctx))
+	var g Graph
+	check(t, "GraphCreate", GraphCreate(&g, 0))
+	defer GraphDestroy(g)
+
+	var params GraphNodeParams
+	params.Type = GRAPH_NODE_TYPE_MEMCPY
+	func() {
+		src := make([]byte, n)
+		for i := range src {
+			src[i] = byte(i*7 + 3)
+		}
+		check(t, "SetMemcpy", params.SetMemcpy(MEMCPY_NODE_PARAMS{CopyCtx: ctx, CopyParams: MEMCPY3D{
+			SrcMemoryType: MEMORYTYPE_HOST, SrcHost: unsafe.Pointer(&src[0]), SrcPitch: n, SrcHeight: 1,
+			DstMemoryType: MEMORYTYPE_DEVICE, DstDevice: d, DstPitch: n, DstHeight: 1,
+			WidthInBytes: n, Height: 1, Depth: 1,
+		}}, &pinner))
+	}()
+	var node GraphNode
+	check(t, "GraphAddNode", graphAddNode(&node, g, &params))
+	// Collect, and fill the heap with other bytes, so that an unpinned
+	// buffer would be freed and its memory written over.
+	var junk [][]byte
+	for range 64 {
+		runtime.GC()
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = 0xee
+		}
+		junk = append(junk, b)
+	}
+	runtime.KeepAlive(junk)
+	var exec GraphExec
+	check(t, "GraphInstantiate", GraphInstantiate(&exec, g, 0))
+	defer GraphExecDestroy(exec)
+	var s Stream
+	check(t, "StreamCreate", StreamCreate(&s, 0))
+	defer StreamDestroy(s)
+	check(t, "GraphLaunch", GraphLaunch(exec, s))
+	check(t, "StreamSynchronize", StreamSynchronize(s))
+	got := make([]byte, n)
+	check(t, "MemcpyDtoH", MemcpyDtoH(unsafe.Pointer(&got[0]), d, n))
+	for i, v := range got {
+		if want := byte(i*7 + 3); v != want {
+			t.Fatalf("device byte %d = %#x, want %#x: the host buffer was not kept", i, v, want)
+		}
+	}
+}

@@ -4,7 +4,11 @@
 
 package cudadrv
 
-import "unsafe"
+import (
+	"bytes"
+	"fmt"
+	"unsafe"
+)
 
 /*
 #cgo CFLAGS: -Wno-deprecated-declarations -I${SRCDIR}/../headers/cuda-12.6
@@ -12,8 +16,10 @@ import "unsafe"
 #include <stdlib.h>
 #define CUDA_ENABLE_DEPRECATED 1
 #define __NV_NO_VECTOR_DEPRECATION_DIAG 1
+#define __CUDA_INCLUDE_COMPILER_INTERNAL_HEADERS__
 #include "cuda.h"
 #include "cudaProfiler.h"
+#undef __CUDA_INCLUDE_COMPILER_INTERNAL_HEADERS__
 
 static int gocuda_cuGetErrorString(uintptr_t fp, int a0, void * a1) {
 	return ((__typeof__(&cuGetErrorString))fp)(a0, a1);
@@ -2230,15 +2236,18 @@ var (
 // See also:
 // CUresult,
 // cudaGetErrorString
-func GetErrorString(error_ Result, pStr **byte) error {
+//
+// In Go, the string the call sets *pStr to is returned, before the error, in place of the parameter; it is the library's and is copied.
+func GetErrorString(error_ Result) (string, error) {
 	fp, err := procGetErrorString.Addr()
 	if err != nil {
-		return err
+		return "", err
 	}
-	if r := C.gocuda_cuGetErrorString(C.uintptr_t(uintptr(fp)), C.int(error_), unsafe.Pointer(pStr)); r != 0 {
-		return Result(r)
+	var _pStr *C.char
+	if r := C.gocuda_cuGetErrorString(C.uintptr_t(uintptr(fp)), C.int(error_), unsafe.Pointer(&_pStr)); r != 0 {
+		return "", Result(r)
 	}
-	return nil
+	return C.GoString(_pStr), nil
 }
 
 // GetErrorName calls cuGetErrorName: gets the string representation of an error code enum name
@@ -2261,15 +2270,18 @@ func GetErrorString(error_ Result, pStr **byte) error {
 // See also:
 // CUresult,
 // cudaGetErrorName
-func GetErrorName(error_ Result, pStr **byte) error {
+//
+// In Go, the string the call sets *pStr to is returned, before the error, in place of the parameter; it is the library's and is copied.
+func GetErrorName(error_ Result) (string, error) {
 	fp, err := procGetErrorName.Addr()
 	if err != nil {
-		return err
+		return "", err
 	}
-	if r := C.gocuda_cuGetErrorName(C.uintptr_t(uintptr(fp)), C.int(error_), unsafe.Pointer(pStr)); r != 0 {
-		return Result(r)
+	var _pStr *C.char
+	if r := C.gocuda_cuGetErrorName(C.uintptr_t(uintptr(fp)), C.int(error_), unsafe.Pointer(&_pStr)); r != 0 {
+		return "", Result(r)
 	}
-	return nil
+	return C.GoString(_pStr), nil
 }
 
 // Init calls cuInit: initialize the CUDA driver API
@@ -2448,6 +2460,23 @@ func DeviceGetName(name *byte, len_ int32, dev Device) error {
 		return Result(r)
 	}
 	return nil
+}
+
+// DeviceGetNameString calls DeviceGetName with a buffer of len_ bytes, which
+// it makes, and returns the string the call writes to name, up to its NUL;
+// len_ must be positive.
+func DeviceGetNameString(len_ int32, dev Device) (string, error) {
+	if len_ <= 0 {
+		return "", fmt.Errorf("cudadrv: DeviceGetNameString: length %d is not positive", len_)
+	}
+	b := make([]byte, len_)
+	if err := DeviceGetName(&b[0], len_, dev); err != nil {
+		return "", err
+	}
+	if k := bytes.IndexByte(b, 0); k >= 0 {
+		b = b[:k]
+	}
+	return string(b), nil
 }
 
 // DeviceGetUuid calls cuDeviceGetUuid: return an UUID for the device
@@ -3958,6 +3987,12 @@ func CtxCreate_v3(pctx *Context, paramsArray *ExecAffinityParam, numParams int32
 // [CoredumpSetAttributeGlobal],
 // [CoredumpSetAttribute],
 // [CtxSynchronize]
+//
+// Go memory that the pointer fields of *ctxCreateParams point to
+// (ExecAffinityParams, CigParams) must be pinned (runtime.Pinner) for the
+// call, and for as long as the call's work may use it. cgo panics on an
+// unpinned Go pointer in Go memory passed to C ("Go pointer to unpinned Go
+// pointer").
 func CtxCreate_v4(pctx *Context, ctxCreateParams *CtxCreateParams, flags uint32, dev Device) error {
 	fp, err := procCtxCreate_v4.Addr()
 	if err != nil {
@@ -5568,6 +5603,12 @@ func ModuleGetGlobal(dptr *Deviceptr, bytes *uint64, hmod Module, name string) e
 // [LinkAddFile],
 // [LinkComplete],
 // [LinkDestroy]
+//
+// The array optionValues points to holds pointers: where it is Go memory, the
+// Go memory its elements point to must be pinned (runtime.Pinner) for the
+// call, and for as long as the call's work may use it. cgo panics on an
+// unpinned Go pointer in Go memory passed to C ("Go pointer to unpinned Go
+// pointer").
 func LinkCreate(numOptions uint32, options *Jit_option, optionValues *unsafe.Pointer, stateOut *LinkState) error {
 	fp, err := procLinkCreate.Addr()
 	if err != nil {
@@ -5617,6 +5658,12 @@ func LinkCreate(numOptions uint32, options *Jit_option, optionValues *unsafe.Poi
 // [LinkAddFile],
 // [LinkComplete],
 // [LinkDestroy]
+//
+// The array optionValues points to holds pointers: where it is Go memory, the
+// Go memory its elements point to must be pinned (runtime.Pinner) for the
+// call, and for as long as the call's work may use it. cgo panics on an
+// unpinned Go pointer in Go memory passed to C ("Go pointer to unpinned Go
+// pointer").
 func LinkAddData(state LinkState, type_ JitInputType, data unsafe.Pointer, size uint64, name string, numOptions uint32, options *Jit_option, optionValues *unsafe.Pointer) error {
 	fp, err := procLinkAddData.Addr()
 	if err != nil {
@@ -5669,6 +5716,12 @@ func LinkAddData(state LinkState, type_ JitInputType, data unsafe.Pointer, size 
 // [LinkAddData],
 // [LinkComplete],
 // [LinkDestroy]
+//
+// The array optionValues points to holds pointers: where it is Go memory, the
+// Go memory its elements point to must be pinned (runtime.Pinner) for the
+// call, and for as long as the call's work may use it. cgo panics on an
+// unpinned Go pointer in Go memory passed to C ("Go pointer to unpinned Go
+// pointer").
 func LinkAddFile(state LinkState, type_ JitInputType, path string, numOptions uint32, options *Jit_option, optionValues *unsafe.Pointer) error {
 	fp, err := procLinkAddFile.Addr()
 	if err != nil {
@@ -6601,15 +6654,18 @@ func KernelSetCacheConfig(kernel Kernel, config Func_cache, dev Device) error {
 //
 // [SUCCESS],
 // [ERROR_INVALID_VALUE]
-func KernelGetName(name **byte, hfunc Kernel) error {
+//
+// In Go, the string the call sets *name to is returned, before the error, in place of the parameter; it is the library's and is copied.
+func KernelGetName(hfunc Kernel) (string, error) {
 	fp, err := procKernelGetName.Addr()
 	if err != nil {
-		return err
+		return "", err
 	}
-	if r := C.gocuda_cuKernelGetName(C.uintptr_t(uintptr(fp)), unsafe.Pointer(name), C.uintptr_t(hfunc)); r != 0 {
-		return Result(r)
+	var _name *C.char
+	if r := C.gocuda_cuKernelGetName(C.uintptr_t(uintptr(fp)), unsafe.Pointer(&_name), C.uintptr_t(hfunc)); r != 0 {
+		return "", Result(r)
 	}
-	return nil
+	return C.GoString(_name), nil
 }
 
 // KernelGetParamInfo calls cuKernelGetParamInfo: returns the offset and size of a kernel parameter in the device-side parameter layout
@@ -7470,6 +7526,23 @@ func DeviceGetPCIBusId(pciBusId *byte, len_ int32, dev Device) error {
 		return Result(r)
 	}
 	return nil
+}
+
+// DeviceGetPCIBusIdString calls DeviceGetPCIBusId with a buffer of len_ bytes,
+// which it makes, and returns the string the call writes to pciBusId, up to
+// its NUL; len_ must be positive.
+func DeviceGetPCIBusIdString(len_ int32, dev Device) (string, error) {
+	if len_ <= 0 {
+		return "", fmt.Errorf("cudadrv: DeviceGetPCIBusIdString: length %d is not positive", len_)
+	}
+	b := make([]byte, len_)
+	if err := DeviceGetPCIBusId(&b[0], len_, dev); err != nil {
+		return "", err
+	}
+	if k := bytes.IndexByte(b, 0); k >= 0 {
+		b = b[:k]
+	}
+	return string(b), nil
 }
 
 // IpcGetEventHandle calls cuIpcGetEventHandle: gets an interprocess handle for a previously allocated event
@@ -8471,6 +8544,11 @@ func MemcpyAtoA(dstArray Array, dstOffset uint64, srcArray Array, srcOffset uint
 // cudaMemcpy2D,
 // cudaMemcpy2DToArray,
 // cudaMemcpy2DFromArray
+//
+// Go memory that the pointer fields of *pCopy point to (SrcHost, DstHost) must
+// be pinned (runtime.Pinner) for the call, and for as long as the call's work
+// may use it. cgo panics on an unpinned Go pointer in Go memory passed to C
+// ("Go pointer to unpinned Go pointer").
 func Memcpy2D(pCopy *MEMCPY2D) error {
 	fp, err := procMemcpy2D.Addr()
 	if err != nil {
@@ -8619,6 +8697,11 @@ func Memcpy2D(pCopy *MEMCPY2D) error {
 // cudaMemcpy2D,
 // cudaMemcpy2DToArray,
 // cudaMemcpy2DFromArray
+//
+// Go memory that the pointer fields of *pCopy point to (SrcHost, DstHost) must
+// be pinned (runtime.Pinner) for the call, and for as long as the call's work
+// may use it. cgo panics on an unpinned Go pointer in Go memory passed to C
+// ("Go pointer to unpinned Go pointer").
 func Memcpy2DUnaligned(pCopy *MEMCPY2D) error {
 	fp, err := procMemcpy2DUnaligned.Addr()
 	if err != nil {
@@ -8774,6 +8857,11 @@ func Memcpy2DUnaligned(pCopy *MEMCPY2D) error {
 // [MemHostGetDevicePointer], [MemsetD2D8], [MemsetD2D16],
 // [MemsetD2D32], [MemsetD8], [MemsetD16], [MemsetD32],
 // cudaMemcpy3D
+//
+// Go memory that the pointer fields of *pCopy point to (SrcHost, Reserved0,
+// DstHost, Reserved1) must be pinned (runtime.Pinner) for the call, and for as
+// long as the call's work may use it. cgo panics on an unpinned Go pointer in
+// Go memory passed to C ("Go pointer to unpinned Go pointer").
 func Memcpy3D(pCopy *MEMCPY3D) error {
 	fp, err := procMemcpy3D.Addr()
 	if err != nil {
@@ -8806,6 +8894,11 @@ func Memcpy3D(pCopy *MEMCPY3D) error {
 // See also: [MemcpyDtoD], [MemcpyPeer], [MemcpyDtoDAsync], [MemcpyPeerAsync],
 // [Memcpy3DPeerAsync],
 // cudaMemcpy3DPeer
+//
+// Go memory that the pointer fields of *pCopy point to (SrcHost, DstHost) must
+// be pinned (runtime.Pinner) for the call, and for as long as the call's work
+// may use it. cgo panics on an unpinned Go pointer in Go memory passed to C
+// ("Go pointer to unpinned Go pointer").
 func Memcpy3DPeer(pCopy *MEMCPY3D_PEER) error {
 	fp, err := procMemcpy3DPeer.Addr()
 	if err != nil {
@@ -9289,6 +9382,11 @@ func MemcpyAtoHAsync(dstHost unsafe.Pointer, srcArray Array, srcOffset uint64, B
 // cudaMemcpy2DAsync,
 // cudaMemcpy2DToArrayAsync,
 // cudaMemcpy2DFromArrayAsync
+//
+// Go memory that the pointer fields of *pCopy point to (SrcHost, DstHost) must
+// be pinned (runtime.Pinner) for the call, and for as long as the call's work
+// may use it. cgo panics on an unpinned Go pointer in Go memory passed to C
+// ("Go pointer to unpinned Go pointer").
 func Memcpy2DAsync(pCopy *MEMCPY2D, hStream Stream) error {
 	fp, err := procMemcpy2DAsync.Addr()
 	if err != nil {
@@ -9448,6 +9546,11 @@ func Memcpy2DAsync(pCopy *MEMCPY2D, hStream Stream) error {
 // [MemsetD8], [MemsetD8Async], [MemsetD16], [MemsetD16Async],
 // [MemsetD32], [MemsetD32Async],
 // cudaMemcpy3DAsync
+//
+// Go memory that the pointer fields of *pCopy point to (SrcHost, Reserved0,
+// DstHost, Reserved1) must be pinned (runtime.Pinner) for the call, and for as
+// long as the call's work may use it. cgo panics on an unpinned Go pointer in
+// Go memory passed to C ("Go pointer to unpinned Go pointer").
 func Memcpy3DAsync(pCopy *MEMCPY3D, hStream Stream) error {
 	fp, err := procMemcpy3DAsync.Addr()
 	if err != nil {
@@ -9481,6 +9584,11 @@ func Memcpy3DAsync(pCopy *MEMCPY3D, hStream Stream) error {
 // See also: [MemcpyDtoD], [MemcpyPeer], [MemcpyDtoDAsync], [MemcpyPeerAsync],
 // [Memcpy3DPeerAsync],
 // cudaMemcpy3DPeerAsync
+//
+// Go memory that the pointer fields of *pCopy point to (SrcHost, DstHost) must
+// be pinned (runtime.Pinner) for the call, and for as long as the call's work
+// may use it. cgo panics on an unpinned Go pointer in Go memory passed to C
+// ("Go pointer to unpinned Go pointer").
 func Memcpy3DPeerAsync(pCopy *MEMCPY3D_PEER, hStream Stream) error {
 	fp, err := procMemcpy3DPeerAsync.Addr()
 	if err != nil {
@@ -11043,6 +11151,11 @@ func MemAddressFree(ptr Deviceptr, size uint64) error {
 // [ERROR_NOT_SUPPORTED]
 //
 // See also: [MemRelease], [MemExportToShareableHandle], [MemImportFromShareableHandle]
+//
+// Go memory that the pointer fields of *prop point to (Win32HandleMetaData)
+// must be pinned (runtime.Pinner) for the call, and for as long as the call's
+// work may use it. cgo panics on an unpinned Go pointer in Go memory passed to
+// C ("Go pointer to unpinned Go pointer").
 func MemCreate(handle *MemGenericAllocationHandle, size uint64, prop *MemAllocationProp, flags uint64) error {
 	fp, err := procMemCreate.Addr()
 	if err != nil {
@@ -11513,6 +11626,11 @@ func MemImportFromShareableHandle(handle *MemGenericAllocationHandle, osHandle u
 // [ERROR_NOT_SUPPORTED]
 //
 // See also: [MemCreate], [MemMap]
+//
+// Go memory that the pointer fields of *prop point to (Win32HandleMetaData)
+// must be pinned (runtime.Pinner) for the call, and for as long as the call's
+// work may use it. cgo panics on an unpinned Go pointer in Go memory passed to
+// C ("Go pointer to unpinned Go pointer").
 func MemGetAllocationGranularity(granularity *uint64, prop *MemAllocationProp, option MemAllocationGranularity_flags) error {
 	fp, err := procMemGetAllocationGranularity.Addr()
 	if err != nil {
@@ -11541,6 +11659,11 @@ func MemGetAllocationGranularity(granularity *uint64, prop *MemAllocationProp, o
 // [ERROR_NOT_SUPPORTED]
 //
 // See also: [MemCreate], [MemImportFromShareableHandle]
+//
+// Go memory that the pointer fields of *prop point to (Win32HandleMetaData)
+// must be pinned (runtime.Pinner) for the call, and for as long as the call's
+// work may use it. cgo panics on an unpinned Go pointer in Go memory passed to
+// C ("Go pointer to unpinned Go pointer").
 func MemGetAllocationPropertiesFromHandle(prop *MemAllocationProp, handle MemGenericAllocationHandle) error {
 	fp, err := procMemGetAllocationPropertiesFromHandle.Addr()
 	if err != nil {
@@ -11746,6 +11869,9 @@ func MemPoolTrimTo(pool MemoryPool, minBytesToKeep uint64) error {
 //
 // See also: [MemAllocAsync], [MemFreeAsync], [DeviceGetDefaultMemPool],
 // [DeviceGetMemPool], [MemPoolCreate]
+//
+// [MemPoolSetAttributeOf] takes the value as a T of the attribute's type,
+// checked before the call.
 func MemPoolSetAttribute(pool MemoryPool, attr MemPool_attribute, value unsafe.Pointer) error {
 	fp, err := procMemPoolSetAttribute.Addr()
 	if err != nil {
@@ -11755,6 +11881,18 @@ func MemPoolSetAttribute(pool MemoryPool, attr MemPool_attribute, value unsafe.P
 		return Result(r)
 	}
 	return nil
+}
+
+// MemPoolSetAttributeOf calls MemPoolSetAttribute with a value of type T,
+// which it takes: T must fit the type of attr's value,
+// [MemPool_attribute.ValueType] (the type itself, an integer type of the same
+// size, or for a list an array of it); another T is refused with a
+// *[ValueTypeError] before the call.
+func MemPoolSetAttributeOf[T any](pool MemoryPool, attr MemPool_attribute, value T) error {
+	if err := checkValue[T](attr, attr.ValueType()); err != nil {
+		return err
+	}
+	return MemPoolSetAttribute(pool, attr, unsafe.Pointer(&value))
 }
 
 // MemPoolGetAttribute calls cuMemPoolGetAttribute: gets attributes of a memory pool
@@ -11803,6 +11941,9 @@ func MemPoolSetAttribute(pool MemoryPool, attr MemPool_attribute, value unsafe.P
 //
 // See also: [MemAllocAsync], [MemFreeAsync], [DeviceGetDefaultMemPool],
 // [DeviceGetMemPool], [MemPoolCreate]
+//
+// [MemPoolGetAttributeOf] takes the value as a T of the attribute's type,
+// checked before the call.
 func MemPoolGetAttribute(pool MemoryPool, attr MemPool_attribute, value unsafe.Pointer) error {
 	fp, err := procMemPoolGetAttribute.Addr()
 	if err != nil {
@@ -11812,6 +11953,20 @@ func MemPoolGetAttribute(pool MemoryPool, attr MemPool_attribute, value unsafe.P
 		return Result(r)
 	}
 	return nil
+}
+
+// MemPoolGetAttributeOf calls MemPoolGetAttribute with the value of type T,
+// which it returns: T must fit the type of attr's value,
+// [MemPool_attribute.ValueType] (the type itself, an integer type of the same
+// size, or for a list an array of it); another T is refused with a
+// *[ValueTypeError] before the call.
+func MemPoolGetAttributeOf[T any](pool MemoryPool, attr MemPool_attribute) (T, error) {
+	var v T
+	if err := checkValue[T](attr, attr.ValueType()); err != nil {
+		return v, err
+	}
+	err := MemPoolGetAttribute(pool, attr, unsafe.Pointer(&v))
+	return v, err
 }
 
 // MemPoolSetAccess calls cuMemPoolSetAccess: controls visibility of pools between devices
@@ -11904,6 +12059,11 @@ func MemPoolGetAccess(flags *MemAccess_flags, memPool MemoryPool, location *MemL
 //
 // See also: [DeviceSetMemPool], [DeviceGetMemPool], [DeviceGetDefaultMemPool],
 // [MemAllocFromPoolAsync], [MemPoolExportToShareableHandle]
+//
+// Go memory that the pointer fields of *poolProps point to
+// (Win32SecurityAttributes) must be pinned (runtime.Pinner) for the call, and
+// for as long as the call's work may use it. cgo panics on an unpinned Go
+// pointer in Go memory passed to C ("Go pointer to unpinned Go pointer").
 func MemPoolCreate(pool *MemoryPool, poolProps *MemPoolProps) error {
 	fp, err := procMemPoolCreate.Addr()
 	if err != nil {
@@ -12616,6 +12776,9 @@ func MulticastGetGranularity(granularity *uint64, prop *MulticastObjectProp, opt
 // [MemHostRegister],
 // [MemHostUnregister],
 // cudaPointerGetAttributes
+//
+// [PointerGetAttributeOf] takes the value as a T of the attribute's type,
+// checked before the call.
 func PointerGetAttribute(data unsafe.Pointer, attribute Pointer_attribute, ptr Deviceptr) error {
 	fp, err := procPointerGetAttribute.Addr()
 	if err != nil {
@@ -12625,6 +12788,20 @@ func PointerGetAttribute(data unsafe.Pointer, attribute Pointer_attribute, ptr D
 		return Result(r)
 	}
 	return nil
+}
+
+// PointerGetAttributeOf calls PointerGetAttribute with the value of type T,
+// which it returns: T must fit the type of attribute's value,
+// [Pointer_attribute.ValueType] (the type itself, an integer type of the same
+// size, or for a list an array of it); another T is refused with a
+// *[ValueTypeError] before the call.
+func PointerGetAttributeOf[T any](attribute Pointer_attribute, ptr Deviceptr) (T, error) {
+	var v T
+	if err := checkValue[T](attribute, attribute.ValueType()); err != nil {
+		return v, err
+	}
+	err := PointerGetAttribute(unsafe.Pointer(&v), attribute, ptr)
+	return v, err
 }
 
 // MemPrefetchAsync calls cuMemPrefetchAsync: prefetches memory to the specified destination device
@@ -13118,6 +13295,9 @@ func MemAdvise_v2(devPtr Deviceptr, count uint64, advice Mem_advise, location Me
 // See also: [MemRangeGetAttributes], [MemPrefetchAsync],
 // [MemAdvise],
 // cudaMemRangeGetAttribute
+//
+// [MemRangeGetAttributeOf] takes the value as a T of the attribute's type,
+// checked before the call.
 func MemRangeGetAttribute(data unsafe.Pointer, dataSize uint64, attribute Mem_range_attribute, devPtr Deviceptr, count uint64) error {
 	fp, err := procMemRangeGetAttribute.Addr()
 	if err != nil {
@@ -13127,6 +13307,20 @@ func MemRangeGetAttribute(data unsafe.Pointer, dataSize uint64, attribute Mem_ra
 		return Result(r)
 	}
 	return nil
+}
+
+// MemRangeGetAttributeOf calls MemRangeGetAttribute with the value of type T,
+// which it returns: T must fit the type of attribute's value,
+// [Mem_range_attribute.ValueType] (the type itself, an integer type of the
+// same size, or for a list an array of it); another T is refused with a
+// *[ValueTypeError] before the call.
+func MemRangeGetAttributeOf[T any](attribute Mem_range_attribute, devPtr Deviceptr, count uint64) (T, error) {
+	var v T
+	if err := checkValue[T](attribute, attribute.ValueType()); err != nil {
+		return v, err
+	}
+	err := MemRangeGetAttribute(unsafe.Pointer(&v), uint64(unsafe.Sizeof(v)), attribute, devPtr, count)
+	return v, err
 }
 
 // MemRangeGetAttributes calls cuMemRangeGetAttributes: query attributes of a given memory range.
@@ -13171,6 +13365,14 @@ func MemRangeGetAttribute(data unsafe.Pointer, dataSize uint64, attribute Mem_ra
 // See also: [MemRangeGetAttribute], [MemAdvise],
 // [MemPrefetchAsync],
 // cudaMemRangeGetAttributes
+//
+// The array data points to holds pointers: where it is Go memory, the Go
+// memory its elements point to must be pinned (runtime.Pinner) for the call,
+// and for as long as the call's work may use it. cgo panics on an unpinned Go
+// pointer in Go memory passed to C ("Go pointer to unpinned Go pointer").
+//
+// [MemRangeGetAttributeOf] gets one attribute as a value of its type, checked,
+// with nothing to pin.
 func MemRangeGetAttributes(data *unsafe.Pointer, dataSizes *uint64, attributes *Mem_range_attribute, numAttributes uint64, devPtr Deviceptr, count uint64) error {
 	fp, err := procMemRangeGetAttributes.Addr()
 	if err != nil {
@@ -13222,6 +13424,9 @@ func MemRangeGetAttributes(data *unsafe.Pointer, dataSizes *uint64, attributes *
 // [MemHostAlloc],
 // [MemHostRegister],
 // [MemHostUnregister]
+//
+// [PointerSetAttributeOf] takes the value as a T of the attribute's type,
+// checked before the call.
 func PointerSetAttribute(value unsafe.Pointer, attribute Pointer_attribute, ptr Deviceptr) error {
 	fp, err := procPointerSetAttribute.Addr()
 	if err != nil {
@@ -13231,6 +13436,18 @@ func PointerSetAttribute(value unsafe.Pointer, attribute Pointer_attribute, ptr 
 		return Result(r)
 	}
 	return nil
+}
+
+// PointerSetAttributeOf calls PointerSetAttribute with a value of type T,
+// which it takes: T must fit the type of attribute's value,
+// [Pointer_attribute.ValueType] (the type itself, an integer type of the same
+// size, or for a list an array of it); another T is refused with a
+// *[ValueTypeError] before the call.
+func PointerSetAttributeOf[T any](value T, attribute Pointer_attribute, ptr Deviceptr) error {
+	if err := checkValue[T](attribute, attribute.ValueType()); err != nil {
+		return err
+	}
+	return PointerSetAttribute(unsafe.Pointer(&value), attribute, ptr)
 }
 
 // PointerGetAttributes calls cuPointerGetAttributes: returns information about a pointer.
@@ -13280,6 +13497,14 @@ func PointerSetAttribute(value unsafe.Pointer, attribute Pointer_attribute, ptr 
 // [PointerGetAttribute],
 // [PointerSetAttribute],
 // cudaPointerGetAttributes
+//
+// The array data points to holds pointers: where it is Go memory, the Go
+// memory its elements point to must be pinned (runtime.Pinner) for the call,
+// and for as long as the call's work may use it. cgo panics on an unpinned Go
+// pointer in Go memory passed to C ("Go pointer to unpinned Go pointer").
+//
+// [PointerGetAttributeOf] gets one attribute as a value of its type, checked,
+// with nothing to pin.
 func PointerGetAttributes(numAttributes uint32, attributes *Pointer_attribute, data *unsafe.Pointer, ptr Deviceptr) error {
 	fp, err := procPointerGetAttributes.Addr()
 	if err != nil {
@@ -16090,15 +16315,18 @@ func FuncGetModule(hmod *Module, hfunc Function) error {
 //
 // [SUCCESS],
 // [ERROR_INVALID_VALUE],
-func FuncGetName(name **byte, hfunc Function) error {
+//
+// In Go, the string the call sets *name to is returned, before the error, in place of the parameter; it is the library's and is copied.
+func FuncGetName(hfunc Function) (string, error) {
 	fp, err := procFuncGetName.Addr()
 	if err != nil {
-		return err
+		return "", err
 	}
-	if r := C.gocuda_cuFuncGetName(C.uintptr_t(uintptr(fp)), unsafe.Pointer(name), C.uintptr_t(hfunc)); r != 0 {
-		return Result(r)
+	var _name *C.char
+	if r := C.gocuda_cuFuncGetName(C.uintptr_t(uintptr(fp)), unsafe.Pointer(&_name), C.uintptr_t(hfunc)); r != 0 {
+		return "", Result(r)
 	}
-	return nil
+	return C.GoString(_name), nil
 }
 
 // FuncGetParamInfo calls cuFuncGetParamInfo: returns the offset and size of a kernel parameter in the device-side parameter layout
@@ -16307,6 +16535,12 @@ func FuncLoad(function Function) error {
 // [KernelSetCacheConfig],
 // [KernelGetAttribute],
 // [KernelSetAttribute]
+//
+// The array kernelParams points to holds pointers: where it is Go memory, the
+// Go memory its elements point to must be pinned (runtime.Pinner) for the
+// call, and for as long as the call's work may use it. cgo panics on an
+// unpinned Go pointer in Go memory passed to C ("Go pointer to unpinned Go
+// pointer").
 func LaunchKernel(f Function, gridDimX uint32, gridDimY uint32, gridDimZ uint32, blockDimX uint32, blockDimY uint32, blockDimZ uint32, sharedMemBytes uint32, hStream Stream, kernelParams *unsafe.Pointer, extra *unsafe.Pointer) error {
 	fp, err := procLaunchKernel.Addr()
 	if err != nil {
@@ -16546,6 +16780,14 @@ func LaunchKernel(f Function, gridDimX uint32, gridDimY uint32, gridDimZ uint32,
 // [KernelSetCacheConfig],
 // [KernelGetAttribute],
 // [KernelSetAttribute]
+//
+// Go memory that the pointer fields of *config point to (Attrs) must be pinned
+// (runtime.Pinner) for the call, and for as long as the call's work may use
+// it. The array kernelParams points to holds pointers: where it is Go memory,
+// the Go memory its elements point to must be pinned (runtime.Pinner) for the
+// call, and for as long as the call's work may use it. cgo panics on an
+// unpinned Go pointer in Go memory passed to C ("Go pointer to unpinned Go
+// pointer").
 func LaunchKernelEx(config *LaunchConfig, f Function, kernelParams *unsafe.Pointer, extra *unsafe.Pointer) error {
 	fp, err := procLaunchKernelEx.Addr()
 	if err != nil {
@@ -16644,6 +16886,12 @@ func LaunchKernelEx(config *LaunchConfig, f Function, kernelParams *unsafe.Point
 // [KernelSetCacheConfig],
 // [KernelGetAttribute],
 // [KernelSetAttribute]
+//
+// The array kernelParams points to holds pointers: where it is Go memory, the
+// Go memory its elements point to must be pinned (runtime.Pinner) for the
+// call, and for as long as the call's work may use it. cgo panics on an
+// unpinned Go pointer in Go memory passed to C ("Go pointer to unpinned Go
+// pointer").
 func LaunchCooperativeKernel(f Function, gridDimX uint32, gridDimY uint32, gridDimZ uint32, blockDimX uint32, blockDimY uint32, blockDimZ uint32, sharedMemBytes uint32, hStream Stream, kernelParams *unsafe.Pointer) error {
 	fp, err := procLaunchCooperativeKernel.Addr()
 	if err != nil {
@@ -16792,6 +17040,11 @@ func LaunchCooperativeKernel(f Function, gridDimX uint32, gridDimY uint32, gridD
 // cudaLaunchCooperativeKernelMultiDevice
 //
 // Deprecated: This function is deprecated as of CUDA 11.3.
+//
+// Go memory that the pointer fields of *launchParamsList point to
+// (KernelParams) must be pinned (runtime.Pinner) for the call, and for as long
+// as the call's work may use it. cgo panics on an unpinned Go pointer in Go
+// memory passed to C ("Go pointer to unpinned Go pointer").
 func LaunchCooperativeKernelMultiDevice(launchParamsList *LAUNCH_PARAMS, numDevices uint32, flags uint32) error {
 	fp, err := procLaunchCooperativeKernelMultiDevice.Addr()
 	if err != nil {
@@ -17564,6 +17817,11 @@ func GraphCreate(phGraph *Graph, flags uint32) error {
 // [GraphAddHostNode],
 // [GraphAddMemcpyNode],
 // [GraphAddMemsetNode]
+//
+// Go memory that the pointer fields of *nodeParams point to (KernelParams,
+// Extra) must be pinned (runtime.Pinner) for the call, and for as long as the
+// call's work may use it. cgo panics on an unpinned Go pointer in Go memory
+// passed to C ("Go pointer to unpinned Go pointer").
 func GraphAddKernelNode(phGraphNode *GraphNode, hGraph Graph, dependencies *GraphNode, numDependencies uint64, nodeParams *KERNEL_NODE_PARAMS) error {
 	fp, err := procGraphAddKernelNode.Addr()
 	if err != nil {
@@ -17604,6 +17862,11 @@ func GraphAddKernelNode(phGraphNode *GraphNode, hGraph Graph, dependencies *Grap
 // [LaunchKernel],
 // [GraphAddKernelNode],
 // [GraphKernelNodeSetParams]
+//
+// Go memory that the pointer fields of *nodeParams point to (KernelParams,
+// Extra) must be pinned (runtime.Pinner) for the call, and for as long as the
+// call's work may use it. cgo panics on an unpinned Go pointer in Go memory
+// passed to C ("Go pointer to unpinned Go pointer").
 func GraphKernelNodeGetParams(hNode GraphNode, nodeParams *KERNEL_NODE_PARAMS) error {
 	fp, err := procGraphKernelNodeGetParams.Addr()
 	if err != nil {
@@ -17636,6 +17899,11 @@ func GraphKernelNodeGetParams(hNode GraphNode, nodeParams *KERNEL_NODE_PARAMS) e
 // [LaunchKernel],
 // [GraphAddKernelNode],
 // [GraphKernelNodeGetParams]
+//
+// Go memory that the pointer fields of *nodeParams point to (KernelParams,
+// Extra) must be pinned (runtime.Pinner) for the call, and for as long as the
+// call's work may use it. cgo panics on an unpinned Go pointer in Go memory
+// passed to C ("Go pointer to unpinned Go pointer").
 func GraphKernelNodeSetParams(hNode GraphNode, nodeParams *KERNEL_NODE_PARAMS) error {
 	fp, err := procGraphKernelNodeSetParams.Addr()
 	if err != nil {
@@ -17693,6 +17961,11 @@ func GraphKernelNodeSetParams(hNode GraphNode, nodeParams *KERNEL_NODE_PARAMS) e
 // [GraphAddKernelNode],
 // [GraphAddHostNode],
 // [GraphAddMemsetNode]
+//
+// Go memory that the pointer fields of *copyParams point to (SrcHost,
+// Reserved0, DstHost, Reserved1) must be pinned (runtime.Pinner) for the call,
+// and for as long as the call's work may use it. cgo panics on an unpinned Go
+// pointer in Go memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphAddMemcpyNode(phGraphNode *GraphNode, hGraph Graph, dependencies *GraphNode, numDependencies uint64, copyParams *MEMCPY3D, ctx Context) error {
 	fp, err := procGraphAddMemcpyNode.Addr()
 	if err != nil {
@@ -17724,6 +17997,11 @@ func GraphAddMemcpyNode(phGraphNode *GraphNode, hGraph Graph, dependencies *Grap
 // [Memcpy3D],
 // [GraphAddMemcpyNode],
 // [GraphMemcpyNodeSetParams]
+//
+// Go memory that the pointer fields of *nodeParams point to (SrcHost,
+// Reserved0, DstHost, Reserved1) must be pinned (runtime.Pinner) for the call,
+// and for as long as the call's work may use it. cgo panics on an unpinned Go
+// pointer in Go memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphMemcpyNodeGetParams(hNode GraphNode, nodeParams *MEMCPY3D) error {
 	fp, err := procGraphMemcpyNodeGetParams.Addr()
 	if err != nil {
@@ -17756,6 +18034,11 @@ func GraphMemcpyNodeGetParams(hNode GraphNode, nodeParams *MEMCPY3D) error {
 // [Memcpy3D],
 // [GraphAddMemcpyNode],
 // [GraphMemcpyNodeGetParams]
+//
+// Go memory that the pointer fields of *nodeParams point to (SrcHost,
+// Reserved0, DstHost, Reserved1) must be pinned (runtime.Pinner) for the call,
+// and for as long as the call's work may use it. cgo panics on an unpinned Go
+// pointer in Go memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphMemcpyNodeSetParams(hNode GraphNode, nodeParams *MEMCPY3D) error {
 	fp, err := procGraphMemcpyNodeSetParams.Addr()
 	if err != nil {
@@ -17920,6 +18203,11 @@ func GraphMemsetNodeSetParams(hNode GraphNode, nodeParams *MEMSET_NODE_PARAMS) e
 // [GraphAddKernelNode],
 // [GraphAddMemcpyNode],
 // [GraphAddMemsetNode]
+//
+// Go memory that the pointer fields of *nodeParams point to (UserData) must be
+// pinned (runtime.Pinner) for the call, and for as long as the call's work may
+// use it. cgo panics on an unpinned Go pointer in Go memory passed to C ("Go
+// pointer to unpinned Go pointer").
 func GraphAddHostNode(phGraphNode *GraphNode, hGraph Graph, dependencies *GraphNode, numDependencies uint64, nodeParams *HOST_NODE_PARAMS) error {
 	fp, err := procGraphAddHostNode.Addr()
 	if err != nil {
@@ -17951,6 +18239,11 @@ func GraphAddHostNode(phGraphNode *GraphNode, hGraph Graph, dependencies *GraphN
 // [LaunchHostFunc],
 // [GraphAddHostNode],
 // [GraphHostNodeSetParams]
+//
+// Go memory that the pointer fields of *nodeParams point to (UserData) must be
+// pinned (runtime.Pinner) for the call, and for as long as the call's work may
+// use it. cgo panics on an unpinned Go pointer in Go memory passed to C ("Go
+// pointer to unpinned Go pointer").
 func GraphHostNodeGetParams(hNode GraphNode, nodeParams *HOST_NODE_PARAMS) error {
 	fp, err := procGraphHostNodeGetParams.Addr()
 	if err != nil {
@@ -17983,6 +18276,11 @@ func GraphHostNodeGetParams(hNode GraphNode, nodeParams *HOST_NODE_PARAMS) error
 // [LaunchHostFunc],
 // [GraphAddHostNode],
 // [GraphHostNodeGetParams]
+//
+// Go memory that the pointer fields of *nodeParams point to (UserData) must be
+// pinned (runtime.Pinner) for the call, and for as long as the call's work may
+// use it. cgo panics on an unpinned Go pointer in Go memory passed to C ("Go
+// pointer to unpinned Go pointer").
 func GraphHostNodeSetParams(hNode GraphNode, nodeParams *HOST_NODE_PARAMS) error {
 	fp, err := procGraphHostNodeSetParams.Addr()
 	if err != nil {
@@ -18406,6 +18704,11 @@ func GraphEventWaitNodeSetEvent(hNode GraphNode, event Event) error {
 // [GraphAddKernelNode],
 // [GraphAddMemcpyNode],
 // [GraphAddMemsetNode]
+//
+// Go memory that the pointer fields of *nodeParams point to (ExtSemArray,
+// ParamsArray) must be pinned (runtime.Pinner) for the call, and for as long
+// as the call's work may use it. cgo panics on an unpinned Go pointer in Go
+// memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphAddExternalSemaphoresSignalNode(phGraphNode *GraphNode, hGraph Graph, dependencies *GraphNode, numDependencies uint64, nodeParams *EXT_SEM_SIGNAL_NODE_PARAMS) error {
 	fp, err := procGraphAddExternalSemaphoresSignalNode.Addr()
 	if err != nil {
@@ -18445,6 +18748,11 @@ func GraphAddExternalSemaphoresSignalNode(phGraphNode *GraphNode, hGraph Graph, 
 // [GraphAddExternalSemaphoresWaitNode],
 // [SignalExternalSemaphoresAsync],
 // [WaitExternalSemaphoresAsync]
+//
+// Go memory that the pointer fields of *params_out point to (ExtSemArray,
+// ParamsArray) must be pinned (runtime.Pinner) for the call, and for as long
+// as the call's work may use it. cgo panics on an unpinned Go pointer in Go
+// memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphExternalSemaphoresSignalNodeGetParams(hNode GraphNode, params_out *EXT_SEM_SIGNAL_NODE_PARAMS) error {
 	fp, err := procGraphExternalSemaphoresSignalNodeGetParams.Addr()
 	if err != nil {
@@ -18479,6 +18787,11 @@ func GraphExternalSemaphoresSignalNodeGetParams(hNode GraphNode, params_out *EXT
 // [GraphAddExternalSemaphoresWaitNode],
 // [SignalExternalSemaphoresAsync],
 // [WaitExternalSemaphoresAsync]
+//
+// Go memory that the pointer fields of *nodeParams point to (ExtSemArray,
+// ParamsArray) must be pinned (runtime.Pinner) for the call, and for as long
+// as the call's work may use it. cgo panics on an unpinned Go pointer in Go
+// memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphExternalSemaphoresSignalNodeSetParams(hNode GraphNode, nodeParams *EXT_SEM_SIGNAL_NODE_PARAMS) error {
 	fp, err := procGraphExternalSemaphoresSignalNodeSetParams.Addr()
 	if err != nil {
@@ -18536,6 +18849,11 @@ func GraphExternalSemaphoresSignalNodeSetParams(hNode GraphNode, nodeParams *EXT
 // [GraphAddKernelNode],
 // [GraphAddMemcpyNode],
 // [GraphAddMemsetNode]
+//
+// Go memory that the pointer fields of *nodeParams point to (ExtSemArray,
+// ParamsArray) must be pinned (runtime.Pinner) for the call, and for as long
+// as the call's work may use it. cgo panics on an unpinned Go pointer in Go
+// memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphAddExternalSemaphoresWaitNode(phGraphNode *GraphNode, hGraph Graph, dependencies *GraphNode, numDependencies uint64, nodeParams *EXT_SEM_WAIT_NODE_PARAMS) error {
 	fp, err := procGraphAddExternalSemaphoresWaitNode.Addr()
 	if err != nil {
@@ -18575,6 +18893,11 @@ func GraphAddExternalSemaphoresWaitNode(phGraphNode *GraphNode, hGraph Graph, de
 // [GraphAddExternalSemaphoresWaitNode],
 // [SignalExternalSemaphoresAsync],
 // [WaitExternalSemaphoresAsync]
+//
+// Go memory that the pointer fields of *params_out point to (ExtSemArray,
+// ParamsArray) must be pinned (runtime.Pinner) for the call, and for as long
+// as the call's work may use it. cgo panics on an unpinned Go pointer in Go
+// memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphExternalSemaphoresWaitNodeGetParams(hNode GraphNode, params_out *EXT_SEM_WAIT_NODE_PARAMS) error {
 	fp, err := procGraphExternalSemaphoresWaitNodeGetParams.Addr()
 	if err != nil {
@@ -18609,6 +18932,11 @@ func GraphExternalSemaphoresWaitNodeGetParams(hNode GraphNode, params_out *EXT_S
 // [GraphAddExternalSemaphoresWaitNode],
 // [SignalExternalSemaphoresAsync],
 // [WaitExternalSemaphoresAsync]
+//
+// Go memory that the pointer fields of *nodeParams point to (ExtSemArray,
+// ParamsArray) must be pinned (runtime.Pinner) for the call, and for as long
+// as the call's work may use it. cgo panics on an unpinned Go pointer in Go
+// memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphExternalSemaphoresWaitNodeSetParams(hNode GraphNode, nodeParams *EXT_SEM_WAIT_NODE_PARAMS) error {
 	fp, err := procGraphExternalSemaphoresWaitNodeSetParams.Addr()
 	if err != nil {
@@ -18673,6 +19001,11 @@ func GraphExternalSemaphoresWaitNodeSetParams(hNode GraphNode, nodeParams *EXT_S
 // [GraphAddKernelNode],
 // [GraphAddMemcpyNode],
 // [GraphAddMemsetNode]
+//
+// Go memory that the pointer fields of *nodeParams point to (ParamArray) must
+// be pinned (runtime.Pinner) for the call, and for as long as the call's work
+// may use it. cgo panics on an unpinned Go pointer in Go memory passed to C
+// ("Go pointer to unpinned Go pointer").
 func GraphAddBatchMemOpNode(phGraphNode *GraphNode, hGraph Graph, dependencies *GraphNode, numDependencies uint64, nodeParams *BATCH_MEM_OP_NODE_PARAMS) error {
 	fp, err := procGraphAddBatchMemOpNode.Addr()
 	if err != nil {
@@ -18709,6 +19042,11 @@ func GraphAddBatchMemOpNode(phGraphNode *GraphNode, hGraph Graph, dependencies *
 // [StreamBatchMemOp],
 // [GraphAddBatchMemOpNode],
 // [GraphBatchMemOpNodeSetParams]
+//
+// Go memory that the pointer fields of *nodeParams_out point to (ParamArray)
+// must be pinned (runtime.Pinner) for the call, and for as long as the call's
+// work may use it. cgo panics on an unpinned Go pointer in Go memory passed to
+// C ("Go pointer to unpinned Go pointer").
 func GraphBatchMemOpNodeGetParams(hNode GraphNode, nodeParams_out *BATCH_MEM_OP_NODE_PARAMS) error {
 	fp, err := procGraphBatchMemOpNodeGetParams.Addr()
 	if err != nil {
@@ -18744,6 +19082,11 @@ func GraphBatchMemOpNodeGetParams(hNode GraphNode, nodeParams_out *BATCH_MEM_OP_
 // [StreamBatchMemOp],
 // [GraphAddBatchMemOpNode],
 // [GraphBatchMemOpNodeGetParams]
+//
+// Go memory that the pointer fields of *nodeParams point to (ParamArray) must
+// be pinned (runtime.Pinner) for the call, and for as long as the call's work
+// may use it. cgo panics on an unpinned Go pointer in Go memory passed to C
+// ("Go pointer to unpinned Go pointer").
 func GraphBatchMemOpNodeSetParams(hNode GraphNode, nodeParams *BATCH_MEM_OP_NODE_PARAMS) error {
 	fp, err := procGraphBatchMemOpNodeSetParams.Addr()
 	if err != nil {
@@ -18799,6 +19142,11 @@ func GraphBatchMemOpNodeSetParams(hNode GraphNode, nodeParams *BATCH_MEM_OP_NODE
 // [GraphBatchMemOpNodeGetParams],
 // [GraphBatchMemOpNodeSetParams],
 // [GraphInstantiate]
+//
+// Go memory that the pointer fields of *nodeParams point to (ParamArray) must
+// be pinned (runtime.Pinner) for the call, and for as long as the call's work
+// may use it. cgo panics on an unpinned Go pointer in Go memory passed to C
+// ("Go pointer to unpinned Go pointer").
 func GraphExecBatchMemOpNodeSetParams(hGraphExec GraphExec, hNode GraphNode, nodeParams *BATCH_MEM_OP_NODE_PARAMS) error {
 	fp, err := procGraphExecBatchMemOpNodeSetParams.Addr()
 	if err != nil {
@@ -18882,6 +19230,12 @@ func GraphExecBatchMemOpNodeSetParams(hGraphExec GraphExec, hNode GraphNode, nod
 // [GraphAddKernelNode],
 // [GraphAddMemcpyNode],
 // [GraphAddMemsetNode]
+//
+// Go memory that the pointer fields of *nodeParams point to
+// (PoolProps.Win32SecurityAttributes, AccessDescs) must be pinned
+// (runtime.Pinner) for the call, and for as long as the call's work may use
+// it. cgo panics on an unpinned Go pointer in Go memory passed to C ("Go
+// pointer to unpinned Go pointer").
 func GraphAddMemAllocNode(phGraphNode *GraphNode, hGraph Graph, dependencies *GraphNode, numDependencies uint64, nodeParams *MEM_ALLOC_NODE_PARAMS) error {
 	fp, err := procGraphAddMemAllocNode.Addr()
 	if err != nil {
@@ -18915,6 +19269,12 @@ func GraphAddMemAllocNode(phGraphNode *GraphNode, hGraph Graph, dependencies *Gr
 // See also:
 // [GraphAddMemAllocNode],
 // [GraphMemFreeNodeGetParams]
+//
+// Go memory that the pointer fields of *params_out point to
+// (PoolProps.Win32SecurityAttributes, AccessDescs) must be pinned
+// (runtime.Pinner) for the call, and for as long as the call's work may use
+// it. cgo panics on an unpinned Go pointer in Go memory passed to C ("Go
+// pointer to unpinned Go pointer").
 func GraphMemAllocNodeGetParams(hNode GraphNode, params_out *MEM_ALLOC_NODE_PARAMS) error {
 	fp, err := procGraphMemAllocNodeGetParams.Addr()
 	if err != nil {
@@ -19079,6 +19439,9 @@ func DeviceGraphMemTrim(device Device) error {
 // [DeviceSetGraphMemAttribute],
 // [GraphAddMemAllocNode],
 // [GraphAddMemFreeNode]
+//
+// [DeviceGetGraphMemAttributeOf] takes the value as a T of the attribute's
+// type, checked before the call.
 func DeviceGetGraphMemAttribute(device Device, attr GraphMem_attribute, value unsafe.Pointer) error {
 	fp, err := procDeviceGetGraphMemAttribute.Addr()
 	if err != nil {
@@ -19088,6 +19451,20 @@ func DeviceGetGraphMemAttribute(device Device, attr GraphMem_attribute, value un
 		return Result(r)
 	}
 	return nil
+}
+
+// DeviceGetGraphMemAttributeOf calls DeviceGetGraphMemAttribute with the value
+// of type T, which it returns: T must fit the type of attr's value,
+// [GraphMem_attribute.ValueType] (the type itself, an integer type of the same
+// size, or for a list an array of it); another T is refused with a
+// *[ValueTypeError] before the call.
+func DeviceGetGraphMemAttributeOf[T any](device Device, attr GraphMem_attribute) (T, error) {
+	var v T
+	if err := checkValue[T](attr, attr.ValueType()); err != nil {
+		return v, err
+	}
+	err := DeviceGetGraphMemAttribute(device, attr, unsafe.Pointer(&v))
+	return v, err
 }
 
 // DeviceSetGraphMemAttribute calls cuDeviceSetGraphMemAttribute: set asynchronous allocation attributes related to graphs
@@ -19114,6 +19491,9 @@ func DeviceGetGraphMemAttribute(device Device, attr GraphMem_attribute, value un
 // [DeviceGetGraphMemAttribute],
 // [GraphAddMemAllocNode],
 // [GraphAddMemFreeNode]
+//
+// [DeviceSetGraphMemAttributeOf] takes the value as a T of the attribute's
+// type, checked before the call.
 func DeviceSetGraphMemAttribute(device Device, attr GraphMem_attribute, value unsafe.Pointer) error {
 	fp, err := procDeviceSetGraphMemAttribute.Addr()
 	if err != nil {
@@ -19123,6 +19503,18 @@ func DeviceSetGraphMemAttribute(device Device, attr GraphMem_attribute, value un
 		return Result(r)
 	}
 	return nil
+}
+
+// DeviceSetGraphMemAttributeOf calls DeviceSetGraphMemAttribute with a value
+// of type T, which it takes: T must fit the type of attr's value,
+// [GraphMem_attribute.ValueType] (the type itself, an integer type of the same
+// size, or for a list an array of it); another T is refused with a
+// *[ValueTypeError] before the call.
+func DeviceSetGraphMemAttributeOf[T any](device Device, attr GraphMem_attribute, value T) error {
+	if err := checkValue[T](attr, attr.ValueType()); err != nil {
+		return err
+	}
+	return DeviceSetGraphMemAttribute(device, attr, unsafe.Pointer(&value))
 }
 
 // GraphClone calls cuGraphClone: clones a graph
@@ -20036,6 +20428,11 @@ func GraphExecGetFlags(hGraphExec GraphExec, flags *Uint64) error {
 // [GraphExecExternalSemaphoresWaitNodeSetParams],
 // [GraphExecUpdate],
 // [GraphInstantiate]
+//
+// Go memory that the pointer fields of *nodeParams point to (KernelParams,
+// Extra) must be pinned (runtime.Pinner) for the call, and for as long as the
+// call's work may use it. cgo panics on an unpinned Go pointer in Go memory
+// passed to C ("Go pointer to unpinned Go pointer").
 func GraphExecKernelNodeSetParams(hGraphExec GraphExec, hNode GraphNode, nodeParams *KERNEL_NODE_PARAMS) error {
 	fp, err := procGraphExecKernelNodeSetParams.Addr()
 	if err != nil {
@@ -20091,6 +20488,11 @@ func GraphExecKernelNodeSetParams(hGraphExec GraphExec, hNode GraphNode, nodePar
 // [GraphExecExternalSemaphoresWaitNodeSetParams],
 // [GraphExecUpdate],
 // [GraphInstantiate]
+//
+// Go memory that the pointer fields of *copyParams point to (SrcHost,
+// Reserved0, DstHost, Reserved1) must be pinned (runtime.Pinner) for the call,
+// and for as long as the call's work may use it. cgo panics on an unpinned Go
+// pointer in Go memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphExecMemcpyNodeSetParams(hGraphExec GraphExec, hNode GraphNode, copyParams *MEMCPY3D, ctx Context) error {
 	fp, err := procGraphExecMemcpyNodeSetParams.Addr()
 	if err != nil {
@@ -20196,6 +20598,11 @@ func GraphExecMemsetNodeSetParams(hGraphExec GraphExec, hNode GraphNode, memsetP
 // [GraphExecExternalSemaphoresWaitNodeSetParams],
 // [GraphExecUpdate],
 // [GraphInstantiate]
+//
+// Go memory that the pointer fields of *nodeParams point to (UserData) must be
+// pinned (runtime.Pinner) for the call, and for as long as the call's work may
+// use it. cgo panics on an unpinned Go pointer in Go memory passed to C ("Go
+// pointer to unpinned Go pointer").
 func GraphExecHostNodeSetParams(hGraphExec GraphExec, hNode GraphNode, nodeParams *HOST_NODE_PARAMS) error {
 	fp, err := procGraphExecHostNodeSetParams.Addr()
 	if err != nil {
@@ -20398,6 +20805,11 @@ func GraphExecEventWaitNodeSetEvent(hGraphExec GraphExec, hNode GraphNode, event
 // [GraphExecExternalSemaphoresWaitNodeSetParams],
 // [GraphExecUpdate],
 // [GraphInstantiate]
+//
+// Go memory that the pointer fields of *nodeParams point to (ExtSemArray,
+// ParamsArray) must be pinned (runtime.Pinner) for the call, and for as long
+// as the call's work may use it. cgo panics on an unpinned Go pointer in Go
+// memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphExecExternalSemaphoresSignalNodeSetParams(hGraphExec GraphExec, hNode GraphNode, nodeParams *EXT_SEM_SIGNAL_NODE_PARAMS) error {
 	fp, err := procGraphExecExternalSemaphoresSignalNodeSetParams.Addr()
 	if err != nil {
@@ -20450,6 +20862,11 @@ func GraphExecExternalSemaphoresSignalNodeSetParams(hGraphExec GraphExec, hNode 
 // [GraphExecExternalSemaphoresSignalNodeSetParams],
 // [GraphExecUpdate],
 // [GraphInstantiate]
+//
+// Go memory that the pointer fields of *nodeParams point to (ExtSemArray,
+// ParamsArray) must be pinned (runtime.Pinner) for the call, and for as long
+// as the call's work may use it. cgo panics on an unpinned Go pointer in Go
+// memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphExecExternalSemaphoresWaitNodeSetParams(hGraphExec GraphExec, hNode GraphNode, nodeParams *EXT_SEM_WAIT_NODE_PARAMS) error {
 	fp, err := procGraphExecExternalSemaphoresWaitNodeSetParams.Addr()
 	if err != nil {
@@ -21610,6 +22027,11 @@ func OccupancyAvailableDynamicSMemPerBlock(dynamicSmemSize *uint64, func_ Functi
 // See also:
 // cudaFuncGetAttributes,
 // [FuncGetAttribute]
+//
+// Go memory that the pointer fields of *config point to (Attrs) must be pinned
+// (runtime.Pinner) for the call, and for as long as the call's work may use
+// it. cgo panics on an unpinned Go pointer in Go memory passed to C ("Go
+// pointer to unpinned Go pointer").
 func OccupancyMaxPotentialClusterSize(clusterSize *int32, func_ Function, config *LaunchConfig) error {
 	fp, err := procOccupancyMaxPotentialClusterSize.Addr()
 	if err != nil {
@@ -21662,6 +22084,11 @@ func OccupancyMaxPotentialClusterSize(clusterSize *int32, func_ Function, config
 // See also:
 // cudaFuncGetAttributes,
 // [FuncGetAttribute]
+//
+// Go memory that the pointer fields of *config point to (Attrs) must be pinned
+// (runtime.Pinner) for the call, and for as long as the call's work may use
+// it. cgo panics on an unpinned Go pointer in Go memory passed to C ("Go
+// pointer to unpinned Go pointer").
 func OccupancyMaxActiveClusters(numClusters *int32, func_ Function, config *LaunchConfig) error {
 	fp, err := procOccupancyMaxActiveClusters.Addr()
 	if err != nil {
@@ -24288,6 +24715,9 @@ func GetProcAddress(symbol string, pfn *unsafe.Pointer, cudaVersion int32, flags
 // [CoredumpGetAttributeGlobal],
 // [CoredumpSetAttribute],
 // [CoredumpSetAttributeGlobal]
+//
+// [CoredumpGetAttributeOf] takes the value as a T of the attribute's type,
+// checked before the call.
 func CoredumpGetAttribute(attrib CoredumpSettings, value unsafe.Pointer, size *uint64) error {
 	fp, err := procCoredumpGetAttribute.Addr()
 	if err != nil {
@@ -24297,6 +24727,21 @@ func CoredumpGetAttribute(attrib CoredumpSettings, value unsafe.Pointer, size *u
 		return Result(r)
 	}
 	return nil
+}
+
+// CoredumpGetAttributeOf calls CoredumpGetAttribute with the value of type T,
+// which it returns: T must fit the type of attrib's value,
+// [CoredumpSettings.ValueType] (the type itself, an integer type of the same
+// size, or for a list an array of it); another T is refused with a
+// *[ValueTypeError] before the call.
+func CoredumpGetAttributeOf[T any](attrib CoredumpSettings) (T, error) {
+	var v T
+	if err := checkValue[T](attrib, attrib.ValueType()); err != nil {
+		return v, err
+	}
+	size := uint64(unsafe.Sizeof(v))
+	err := CoredumpGetAttribute(attrib, unsafe.Pointer(&v), &size)
+	return v, err
 }
 
 // CoredumpGetAttributeGlobal calls cuCoredumpGetAttributeGlobal: allows caller to fetch a coredump attribute value for the entire application
@@ -24362,6 +24807,9 @@ func CoredumpGetAttribute(attrib CoredumpSettings, value unsafe.Pointer, size *u
 // [CoredumpGetAttribute],
 // [CoredumpSetAttribute],
 // [CoredumpSetAttributeGlobal]
+//
+// [CoredumpGetAttributeGlobalOf] takes the value as a T of the attribute's
+// type, checked before the call.
 func CoredumpGetAttributeGlobal(attrib CoredumpSettings, value unsafe.Pointer, size *uint64) error {
 	fp, err := procCoredumpGetAttributeGlobal.Addr()
 	if err != nil {
@@ -24371,6 +24819,21 @@ func CoredumpGetAttributeGlobal(attrib CoredumpSettings, value unsafe.Pointer, s
 		return Result(r)
 	}
 	return nil
+}
+
+// CoredumpGetAttributeGlobalOf calls CoredumpGetAttributeGlobal with the value
+// of type T, which it returns: T must fit the type of attrib's value,
+// [CoredumpSettings.ValueType] (the type itself, an integer type of the same
+// size, or for a list an array of it); another T is refused with a
+// *[ValueTypeError] before the call.
+func CoredumpGetAttributeGlobalOf[T any](attrib CoredumpSettings) (T, error) {
+	var v T
+	if err := checkValue[T](attrib, attrib.ValueType()); err != nil {
+		return v, err
+	}
+	size := uint64(unsafe.Sizeof(v))
+	err := CoredumpGetAttributeGlobal(attrib, unsafe.Pointer(&v), &size)
+	return v, err
 }
 
 // CoredumpSetAttribute calls cuCoredumpSetAttribute: allows caller to set a coredump attribute value for the current context
@@ -24449,6 +24912,9 @@ func CoredumpGetAttributeGlobal(attrib CoredumpSettings, value unsafe.Pointer, s
 // [CoredumpGetAttributeGlobal],
 // [CoredumpGetAttribute],
 // [CoredumpSetAttributeGlobal]
+//
+// [CoredumpSetAttributeOf] takes the value as a T of the attribute's type,
+// checked before the call.
 func CoredumpSetAttribute(attrib CoredumpSettings, value unsafe.Pointer, size *uint64) error {
 	fp, err := procCoredumpSetAttribute.Addr()
 	if err != nil {
@@ -24458,6 +24924,19 @@ func CoredumpSetAttribute(attrib CoredumpSettings, value unsafe.Pointer, size *u
 		return Result(r)
 	}
 	return nil
+}
+
+// CoredumpSetAttributeOf calls CoredumpSetAttribute with a value of type T,
+// which it takes: T must fit the type of attrib's value,
+// [CoredumpSettings.ValueType] (the type itself, an integer type of the same
+// size, or for a list an array of it); another T is refused with a
+// *[ValueTypeError] before the call.
+func CoredumpSetAttributeOf[T any](attrib CoredumpSettings, value T) error {
+	if err := checkValue[T](attrib, attrib.ValueType()); err != nil {
+		return err
+	}
+	size := uint64(unsafe.Sizeof(value))
+	return CoredumpSetAttribute(attrib, unsafe.Pointer(&value), &size)
 }
 
 // CoredumpSetAttributeGlobal calls cuCoredumpSetAttributeGlobal: allows caller to set a coredump attribute value globally
@@ -24533,6 +25012,9 @@ func CoredumpSetAttribute(attrib CoredumpSettings, value unsafe.Pointer, size *u
 // [CoredumpGetAttribute],
 // [CoredumpGetAttributeGlobal],
 // [CoredumpSetAttribute]
+//
+// [CoredumpSetAttributeGlobalOf] takes the value as a T of the attribute's
+// type, checked before the call.
 func CoredumpSetAttributeGlobal(attrib CoredumpSettings, value unsafe.Pointer, size *uint64) error {
 	fp, err := procCoredumpSetAttributeGlobal.Addr()
 	if err != nil {
@@ -24542,6 +25024,19 @@ func CoredumpSetAttributeGlobal(attrib CoredumpSettings, value unsafe.Pointer, s
 		return Result(r)
 	}
 	return nil
+}
+
+// CoredumpSetAttributeGlobalOf calls CoredumpSetAttributeGlobal with a value
+// of type T, which it takes: T must fit the type of attrib's value,
+// [CoredumpSettings.ValueType] (the type itself, an integer type of the same
+// size, or for a list an array of it); another T is refused with a
+// *[ValueTypeError] before the call.
+func CoredumpSetAttributeGlobalOf[T any](attrib CoredumpSettings, value T) error {
+	if err := checkValue[T](attrib, attrib.ValueType()); err != nil {
+		return err
+	}
+	size := uint64(unsafe.Sizeof(value))
+	return CoredumpSetAttributeGlobal(attrib, unsafe.Pointer(&value), &size)
 }
 
 // GetExportTable calls cuGetExportTable: @} */ /* END CUDA_COREDUMP

@@ -5,6 +5,10 @@
 package cudadrv
 
 import (
+	"errors"
+	"fmt"
+	"reflect"
+	"runtime"
 	"strconv"
 	"unsafe"
 )
@@ -20,6 +24,16 @@ const (
 	// ACCESS_PROPERTY_PERSISTING is CU_ACCESS_PROPERTY_PERSISTING: persisting access is more likely to persist in cache.
 	ACCESS_PROPERTY_PERSISTING AccessProperty = 2
 )
+
+// AccessPropertyValues returns the values of AccessProperty that the headers
+// name, in their order, each once (the first name of a value is its String).
+func AccessPropertyValues() []AccessProperty {
+	return []AccessProperty{
+		ACCESS_PROPERTY_NORMAL,
+		ACCESS_PROPERTY_STREAMING,
+		ACCESS_PROPERTY_PERSISTING,
+	}
+}
 
 // String returns the C name of v, or AccessProperty(n) for a value the headers do not name.
 func (v AccessProperty) String() string {
@@ -48,6 +62,17 @@ const (
 	TR_ADDRESS_MODE_BORDER Address_mode = 3
 )
 
+// Address_modeValues returns the values of Address_mode that the headers name,
+// in their order, each once (the first name of a value is its String).
+func Address_modeValues() []Address_mode {
+	return []Address_mode{
+		TR_ADDRESS_MODE_WRAP,
+		TR_ADDRESS_MODE_CLAMP,
+		TR_ADDRESS_MODE_MIRROR,
+		TR_ADDRESS_MODE_BORDER,
+	}
+}
+
 // String returns the C name of v, or Address_mode(n) for a value the headers do not name.
 func (v Address_mode) String() string {
 	switch v {
@@ -70,6 +95,16 @@ const (
 	ARRAY_SPARSE_SUBRESOURCE_TYPE_SPARSE_LEVEL ArraySparseSubresourceType = 0
 	ARRAY_SPARSE_SUBRESOURCE_TYPE_MIPTAIL      ArraySparseSubresourceType = 1
 )
+
+// ArraySparseSubresourceTypeValues returns the values of
+// ArraySparseSubresourceType that the headers name, in their order, each once
+// (the first name of a value is its String).
+func ArraySparseSubresourceTypeValues() []ArraySparseSubresourceType {
+	return []ArraySparseSubresourceType{
+		ARRAY_SPARSE_SUBRESOURCE_TYPE_SPARSE_LEVEL,
+		ARRAY_SPARSE_SUBRESOURCE_TYPE_MIPTAIL,
+	}
+}
 
 // String returns the C name of v, or ArraySparseSubresourceType(n) for a value the headers do not name.
 func (v ArraySparseSubresourceType) String() string {
@@ -99,6 +134,20 @@ const (
 	// CUBEMAP_FACE_NEGATIVE_Z is CU_CUBEMAP_FACE_NEGATIVE_Z: negative Z face of cubemap
 	CUBEMAP_FACE_NEGATIVE_Z Array_cubemap_face = 5
 )
+
+// Array_cubemap_faceValues returns the values of Array_cubemap_face that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func Array_cubemap_faceValues() []Array_cubemap_face {
+	return []Array_cubemap_face{
+		CUBEMAP_FACE_POSITIVE_X,
+		CUBEMAP_FACE_NEGATIVE_X,
+		CUBEMAP_FACE_POSITIVE_Y,
+		CUBEMAP_FACE_NEGATIVE_Y,
+		CUBEMAP_FACE_POSITIVE_Z,
+		CUBEMAP_FACE_NEGATIVE_Z,
+	}
+}
 
 // String returns the C name of v, or Array_cubemap_face(n) for a value the headers do not name.
 func (v Array_cubemap_face) String() string {
@@ -222,6 +271,62 @@ const (
 	AD_FORMAT_MAX           Array_format = 2147483647
 )
 
+// Array_formatValues returns the values of Array_format that the headers name,
+// in their order, each once (the first name of a value is its String).
+func Array_formatValues() []Array_format {
+	return []Array_format{
+		AD_FORMAT_UNSIGNED_INT8,
+		AD_FORMAT_UNSIGNED_INT16,
+		AD_FORMAT_UNSIGNED_INT32,
+		AD_FORMAT_SIGNED_INT8,
+		AD_FORMAT_SIGNED_INT16,
+		AD_FORMAT_SIGNED_INT32,
+		AD_FORMAT_HALF,
+		AD_FORMAT_FLOAT,
+		AD_FORMAT_NV12,
+		AD_FORMAT_UNORM_INT8X1,
+		AD_FORMAT_UNORM_INT8X2,
+		AD_FORMAT_UNORM_INT8X4,
+		AD_FORMAT_UNORM_INT16X1,
+		AD_FORMAT_UNORM_INT16X2,
+		AD_FORMAT_UNORM_INT16X4,
+		AD_FORMAT_SNORM_INT8X1,
+		AD_FORMAT_SNORM_INT8X2,
+		AD_FORMAT_SNORM_INT8X4,
+		AD_FORMAT_SNORM_INT16X1,
+		AD_FORMAT_SNORM_INT16X2,
+		AD_FORMAT_SNORM_INT16X4,
+		AD_FORMAT_BC1_UNORM,
+		AD_FORMAT_BC1_UNORM_SRGB,
+		AD_FORMAT_BC2_UNORM,
+		AD_FORMAT_BC2_UNORM_SRGB,
+		AD_FORMAT_BC3_UNORM,
+		AD_FORMAT_BC3_UNORM_SRGB,
+		AD_FORMAT_BC4_UNORM,
+		AD_FORMAT_BC4_SNORM,
+		AD_FORMAT_BC5_UNORM,
+		AD_FORMAT_BC5_SNORM,
+		AD_FORMAT_BC6H_UF16,
+		AD_FORMAT_BC6H_SF16,
+		AD_FORMAT_BC7_UNORM,
+		AD_FORMAT_BC7_UNORM_SRGB,
+		AD_FORMAT_P010,
+		AD_FORMAT_P016,
+		AD_FORMAT_NV16,
+		AD_FORMAT_P210,
+		AD_FORMAT_P216,
+		AD_FORMAT_YUY2,
+		AD_FORMAT_Y210,
+		AD_FORMAT_Y216,
+		AD_FORMAT_AYUV,
+		AD_FORMAT_Y410,
+		AD_FORMAT_Y416,
+		AD_FORMAT_Y444_PLANAR8,
+		AD_FORMAT_Y444_PLANAR10,
+		AD_FORMAT_MAX,
+	}
+}
+
 // String returns the C name of v, or Array_format(n) for a value the headers do not name.
 func (v Array_format) String() string {
 	switch v {
@@ -334,6 +439,15 @@ const (
 	ASYNC_NOTIFICATION_TYPE_OVER_BUDGET AsyncNotificationType = 1
 )
 
+// AsyncNotificationTypeValues returns the values of AsyncNotificationType that
+// the headers name, in their order, each once (the first name of a value is
+// its String).
+func AsyncNotificationTypeValues() []AsyncNotificationType {
+	return []AsyncNotificationType{
+		ASYNC_NOTIFICATION_TYPE_OVER_BUDGET,
+	}
+}
+
 // String returns the C name of v, or AsyncNotificationType(n) for a value the headers do not name.
 func (v AsyncNotificationType) String() string {
 	switch v {
@@ -350,6 +464,14 @@ const (
 	// CIG_DATA_TYPE_D3D12_COMMAND_QUEUE is CIG_DATA_TYPE_D3D12_COMMAND_QUEUE: d3D12 Command Queue Handle
 	CIG_DATA_TYPE_D3D12_COMMAND_QUEUE CigDataType = 1
 )
+
+// CigDataTypeValues returns the values of CigDataType that the headers name,
+// in their order, each once (the first name of a value is its String).
+func CigDataTypeValues() []CigDataType {
+	return []CigDataType{
+		CIG_DATA_TYPE_D3D12_COMMAND_QUEUE,
+	}
+}
 
 // String returns the C name of v, or CigDataType(n) for a value the headers do not name.
 func (v CigDataType) String() string {
@@ -373,6 +495,18 @@ const (
 	// NVCL_CTX_SCHED_BLOCKING_SYNC is NVCL_CTX_SCHED_BLOCKING_SYNC: set blocking synchronization as default scheduling
 	NVCL_CTX_SCHED_BLOCKING_SYNC Cl_context_flags = 4
 )
+
+// Cl_context_flagsValues returns the values of Cl_context_flags that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func Cl_context_flagsValues() []Cl_context_flags {
+	return []Cl_context_flags{
+		NVCL_CTX_SCHED_AUTO,
+		NVCL_CTX_SCHED_SPIN,
+		NVCL_CTX_SCHED_YIELD,
+		NVCL_CTX_SCHED_BLOCKING_SYNC,
+	}
+}
 
 // String returns the C name of v, or Cl_context_flags(n) for a value the headers do not name.
 func (v Cl_context_flags) String() string {
@@ -403,6 +537,17 @@ const (
 	NVCL_EVENT_SCHED_BLOCKING_SYNC Cl_event_flags = 4
 )
 
+// Cl_event_flagsValues returns the values of Cl_event_flags that the headers
+// name, in their order, each once (the first name of a value is its String).
+func Cl_event_flagsValues() []Cl_event_flags {
+	return []Cl_event_flags{
+		NVCL_EVENT_SCHED_AUTO,
+		NVCL_EVENT_SCHED_SPIN,
+		NVCL_EVENT_SCHED_YIELD,
+		NVCL_EVENT_SCHED_BLOCKING_SYNC,
+	}
+}
+
 // String returns the C name of v, or Cl_event_flags(n) for a value the headers do not name.
 func (v Cl_event_flags) String() string {
 	switch v {
@@ -430,6 +575,17 @@ const (
 	CLUSTER_SCHEDULING_POLICY_LOAD_BALANCING ClusterSchedulingPolicy = 2
 )
 
+// ClusterSchedulingPolicyValues returns the values of ClusterSchedulingPolicy
+// that the headers name, in their order, each once (the first name of a value
+// is its String).
+func ClusterSchedulingPolicyValues() []ClusterSchedulingPolicy {
+	return []ClusterSchedulingPolicy{
+		CLUSTER_SCHEDULING_POLICY_DEFAULT,
+		CLUSTER_SCHEDULING_POLICY_SPREAD,
+		CLUSTER_SCHEDULING_POLICY_LOAD_BALANCING,
+	}
+}
+
 // String returns the C name of v, or ClusterSchedulingPolicy(n) for a value the headers do not name.
 func (v ClusterSchedulingPolicy) String() string {
 	switch v {
@@ -454,6 +610,16 @@ const (
 	// COMPUTEMODE_EXCLUSIVE_PROCESS is CU_COMPUTEMODE_EXCLUSIVE_PROCESS: compute-exclusive-process mode (Only one context used by a single process can be present on this device at a time)
 	COMPUTEMODE_EXCLUSIVE_PROCESS Computemode = 3
 )
+
+// ComputemodeValues returns the values of Computemode that the headers name,
+// in their order, each once (the first name of a value is its String).
+func ComputemodeValues() []Computemode {
+	return []Computemode{
+		COMPUTEMODE_DEFAULT,
+		COMPUTEMODE_PROHIBITED,
+		COMPUTEMODE_EXCLUSIVE_PROCESS,
+	}
+}
 
 // String returns the C name of v, or Computemode(n) for a value the headers do not name.
 func (v Computemode) String() string {
@@ -481,6 +647,22 @@ const (
 	COREDUMP_SKIP_CONSTBANK_MEMORY        CoredumpGenerationFlags = 32
 	COREDUMP_LIGHTWEIGHT_FLAGS            CoredumpGenerationFlags = 47
 )
+
+// CoredumpGenerationFlagsValues returns the values of CoredumpGenerationFlags
+// that the headers name, in their order, each once (the first name of a value
+// is its String).
+func CoredumpGenerationFlagsValues() []CoredumpGenerationFlags {
+	return []CoredumpGenerationFlags{
+		COREDUMP_DEFAULT_FLAGS,
+		COREDUMP_SKIP_NONRELOCATED_ELF_IMAGES,
+		COREDUMP_SKIP_GLOBAL_MEMORY,
+		COREDUMP_SKIP_SHARED_MEMORY,
+		COREDUMP_SKIP_LOCAL_MEMORY,
+		COREDUMP_SKIP_ABORT,
+		COREDUMP_SKIP_CONSTBANK_MEMORY,
+		COREDUMP_LIGHTWEIGHT_FLAGS,
+	}
+}
 
 // String returns the C name of v, or CoredumpGenerationFlags(n) for a value the headers do not name.
 func (v CoredumpGenerationFlags) String() string {
@@ -518,6 +700,22 @@ const (
 	COREDUMP_GENERATION_FLAGS    CoredumpSettings = 7
 	COREDUMP_MAX                 CoredumpSettings = 8
 )
+
+// CoredumpSettingsValues returns the values of CoredumpSettings that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func CoredumpSettingsValues() []CoredumpSettings {
+	return []CoredumpSettings{
+		COREDUMP_ENABLE_ON_EXCEPTION,
+		COREDUMP_TRIGGER_HOST,
+		COREDUMP_LIGHTWEIGHT,
+		COREDUMP_ENABLE_USER_TRIGGER,
+		COREDUMP_FILE,
+		COREDUMP_PIPE,
+		COREDUMP_GENERATION_FLAGS,
+		COREDUMP_MAX,
+	}
+}
 
 // String returns the C name of v, or CoredumpSettings(n) for a value the headers do not name.
 func (v CoredumpSettings) String() string {
@@ -577,6 +775,24 @@ const (
 	CTX_FLAGS_MASK  Ctx_flags = 255
 )
 
+// Ctx_flagsValues returns the values of Ctx_flags that the headers name, in
+// their order, each once (the first name of a value is its String).
+func Ctx_flagsValues() []Ctx_flags {
+	return []Ctx_flags{
+		CTX_SCHED_AUTO,
+		CTX_SCHED_SPIN,
+		CTX_SCHED_YIELD,
+		CTX_SCHED_BLOCKING_SYNC,
+		CTX_SCHED_MASK,
+		CTX_MAP_HOST,
+		CTX_LMEM_RESIZE_TO_MAX,
+		CTX_COREDUMP_ENABLE,
+		CTX_USER_COREDUMP_ENABLE,
+		CTX_SYNC_MEMOPS,
+		CTX_FLAGS_MASK,
+	}
+}
+
 // String returns the C name of v, or Ctx_flags(n) for a value the headers do not name.
 func (v Ctx_flags) String() string {
 	switch v {
@@ -615,6 +831,15 @@ const (
 	DEV_RESOURCE_TYPE_SM DevResourceType = 1
 )
 
+// DevResourceTypeValues returns the values of DevResourceType that the headers
+// name, in their order, each once (the first name of a value is its String).
+func DevResourceTypeValues() []DevResourceType {
+	return []DevResourceType{
+		DEV_RESOURCE_TYPE_INVALID,
+		DEV_RESOURCE_TYPE_SM,
+	}
+}
+
 // String returns the C name of v, or DevResourceType(n) for a value the headers do not name.
 func (v DevResourceType) String() string {
 	switch v {
@@ -633,6 +858,16 @@ const (
 	DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING     DevSmResourceSplit_flags = 1
 	DEV_SM_RESOURCE_SPLIT_MAX_POTENTIAL_CLUSTER_SIZE DevSmResourceSplit_flags = 2
 )
+
+// DevSmResourceSplit_flagsValues returns the values of
+// DevSmResourceSplit_flags that the headers name, in their order, each once
+// (the first name of a value is its String).
+func DevSmResourceSplit_flagsValues() []DevSmResourceSplit_flags {
+	return []DevSmResourceSplit_flags{
+		DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING,
+		DEV_SM_RESOURCE_SPLIT_MAX_POTENTIAL_CLUSTER_SIZE,
+	}
+}
 
 // String returns the C name of v, or DevSmResourceSplit_flags(n) for a value the headers do not name.
 func (v DevSmResourceSplit_flags) String() string {
@@ -654,6 +889,16 @@ const (
 	// DEVICE_NUMA_CONFIG_NUMA_NODE is CU_DEVICE_NUMA_CONFIG_NUMA_NODE: the GPU is a NUMA node, CU_DEVICE_ATTRIBUTE_NUMA_ID contains its NUMA ID
 	DEVICE_NUMA_CONFIG_NUMA_NODE DeviceNumaConfig = 1
 )
+
+// DeviceNumaConfigValues returns the values of DeviceNumaConfig that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func DeviceNumaConfigValues() []DeviceNumaConfig {
+	return []DeviceNumaConfig{
+		DEVICE_NUMA_CONFIG_NONE,
+		DEVICE_NUMA_CONFIG_NUMA_NODE,
+	}
+}
 
 // String returns the C name of v, or DeviceNumaConfig(n) for a value the headers do not name.
 func (v DeviceNumaConfig) String() string {
@@ -683,6 +928,18 @@ const (
 	// DEVICE_P2P_ATTRIBUTE_CUDA_ARRAY_ACCESS_SUPPORTED is CU_DEVICE_P2P_ATTRIBUTE_CUDA_ARRAY_ACCESS_SUPPORTED: accessing CUDA arrays over the link supported
 	DEVICE_P2P_ATTRIBUTE_CUDA_ARRAY_ACCESS_SUPPORTED Device_P2PAttribute = 4
 )
+
+// Device_P2PAttributeValues returns the values of Device_P2PAttribute that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func Device_P2PAttributeValues() []Device_P2PAttribute {
+	return []Device_P2PAttribute{
+		DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK,
+		DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED,
+		DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED,
+		DEVICE_P2P_ATTRIBUTE_ACCESS_ACCESS_SUPPORTED,
+	}
+}
 
 // String returns the C name of v, or Device_P2PAttribute(n) for a value the headers do not name.
 func (v Device_P2PAttribute) String() string {
@@ -988,6 +1245,150 @@ const (
 	DEVICE_ATTRIBUTE_MAX                 Device_attribute = 136
 )
 
+// Device_attributeValues returns the values of Device_attribute that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func Device_attributeValues() []Device_attribute {
+	return []Device_attribute{
+		DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+		DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X,
+		DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y,
+		DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z,
+		DEVICE_ATTRIBUTE_MAX_GRID_DIM_X,
+		DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y,
+		DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z,
+		DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK,
+		DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY,
+		DEVICE_ATTRIBUTE_WARP_SIZE,
+		DEVICE_ATTRIBUTE_MAX_PITCH,
+		DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK,
+		DEVICE_ATTRIBUTE_CLOCK_RATE,
+		DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT,
+		DEVICE_ATTRIBUTE_GPU_OVERLAP,
+		DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+		DEVICE_ATTRIBUTE_KERNEL_EXEC_TIMEOUT,
+		DEVICE_ATTRIBUTE_INTEGRATED,
+		DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY,
+		DEVICE_ATTRIBUTE_COMPUTE_MODE,
+		DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_WIDTH,
+		DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_WIDTH,
+		DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_HEIGHT,
+		DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_WIDTH,
+		DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_HEIGHT,
+		DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_DEPTH,
+		DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LAYERED_WIDTH,
+		DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LAYERED_HEIGHT,
+		DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LAYERED_LAYERS,
+		DEVICE_ATTRIBUTE_SURFACE_ALIGNMENT,
+		DEVICE_ATTRIBUTE_CONCURRENT_KERNELS,
+		DEVICE_ATTRIBUTE_ECC_ENABLED,
+		DEVICE_ATTRIBUTE_PCI_BUS_ID,
+		DEVICE_ATTRIBUTE_PCI_DEVICE_ID,
+		DEVICE_ATTRIBUTE_TCC_DRIVER,
+		DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE,
+		DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH,
+		DEVICE_ATTRIBUTE_L2_CACHE_SIZE,
+		DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,
+		DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT,
+		DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING,
+		DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_LAYERED_WIDTH,
+		DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_LAYERED_LAYERS,
+		DEVICE_ATTRIBUTE_CAN_TEX2D_GATHER,
+		DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_GATHER_WIDTH,
+		DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_GATHER_HEIGHT,
+		DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_WIDTH_ALTERNATE,
+		DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_HEIGHT_ALTERNATE,
+		DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_DEPTH_ALTERNATE,
+		DEVICE_ATTRIBUTE_PCI_DOMAIN_ID,
+		DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT,
+		DEVICE_ATTRIBUTE_MAXIMUM_TEXTURECUBEMAP_WIDTH,
+		DEVICE_ATTRIBUTE_MAXIMUM_TEXTURECUBEMAP_LAYERED_WIDTH,
+		DEVICE_ATTRIBUTE_MAXIMUM_TEXTURECUBEMAP_LAYERED_LAYERS,
+		DEVICE_ATTRIBUTE_MAXIMUM_SURFACE1D_WIDTH,
+		DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_WIDTH,
+		DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_HEIGHT,
+		DEVICE_ATTRIBUTE_MAXIMUM_SURFACE3D_WIDTH,
+		DEVICE_ATTRIBUTE_MAXIMUM_SURFACE3D_HEIGHT,
+		DEVICE_ATTRIBUTE_MAXIMUM_SURFACE3D_DEPTH,
+		DEVICE_ATTRIBUTE_MAXIMUM_SURFACE1D_LAYERED_WIDTH,
+		DEVICE_ATTRIBUTE_MAXIMUM_SURFACE1D_LAYERED_LAYERS,
+		DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_LAYERED_WIDTH,
+		DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_LAYERED_HEIGHT,
+		DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_LAYERED_LAYERS,
+		DEVICE_ATTRIBUTE_MAXIMUM_SURFACECUBEMAP_WIDTH,
+		DEVICE_ATTRIBUTE_MAXIMUM_SURFACECUBEMAP_LAYERED_WIDTH,
+		DEVICE_ATTRIBUTE_MAXIMUM_SURFACECUBEMAP_LAYERED_LAYERS,
+		DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_LINEAR_WIDTH,
+		DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LINEAR_WIDTH,
+		DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LINEAR_HEIGHT,
+		DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LINEAR_PITCH,
+		DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_MIPMAPPED_WIDTH,
+		DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_MIPMAPPED_HEIGHT,
+		DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+		DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+		DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_MIPMAPPED_WIDTH,
+		DEVICE_ATTRIBUTE_STREAM_PRIORITIES_SUPPORTED,
+		DEVICE_ATTRIBUTE_GLOBAL_L1_CACHE_SUPPORTED,
+		DEVICE_ATTRIBUTE_LOCAL_L1_CACHE_SUPPORTED,
+		DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR,
+		DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR,
+		DEVICE_ATTRIBUTE_MANAGED_MEMORY,
+		DEVICE_ATTRIBUTE_MULTI_GPU_BOARD,
+		DEVICE_ATTRIBUTE_MULTI_GPU_BOARD_GROUP_ID,
+		DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED,
+		DEVICE_ATTRIBUTE_SINGLE_TO_DOUBLE_PRECISION_PERF_RATIO,
+		DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS,
+		DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS,
+		DEVICE_ATTRIBUTE_COMPUTE_PREEMPTION_SUPPORTED,
+		DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM,
+		DEVICE_ATTRIBUTE_CAN_USE_STREAM_MEM_OPS_V1,
+		DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS_V1,
+		DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR_V1,
+		DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH,
+		DEVICE_ATTRIBUTE_COOPERATIVE_MULTI_DEVICE_LAUNCH,
+		DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+		DEVICE_ATTRIBUTE_CAN_FLUSH_REMOTE_WRITES,
+		DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED,
+		DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES,
+		DEVICE_ATTRIBUTE_DIRECT_MANAGED_MEM_ACCESS_FROM_HOST,
+		DEVICE_ATTRIBUTE_VIRTUAL_ADDRESS_MANAGEMENT_SUPPORTED,
+		DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED,
+		DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_HANDLE_SUPPORTED,
+		DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_KMT_HANDLE_SUPPORTED,
+		DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR,
+		DEVICE_ATTRIBUTE_GENERIC_COMPRESSION_SUPPORTED,
+		DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE,
+		DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE,
+		DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED,
+		DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK,
+		DEVICE_ATTRIBUTE_SPARSE_CUDA_ARRAY_SUPPORTED,
+		DEVICE_ATTRIBUTE_READ_ONLY_HOST_REGISTER_SUPPORTED,
+		DEVICE_ATTRIBUTE_TIMELINE_SEMAPHORE_INTEROP_SUPPORTED,
+		DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED,
+		DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED,
+		DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_FLUSH_WRITES_OPTIONS,
+		DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WRITES_ORDERING,
+		DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES,
+		DEVICE_ATTRIBUTE_CLUSTER_LAUNCH,
+		DEVICE_ATTRIBUTE_DEFERRED_MAPPING_CUDA_ARRAY_SUPPORTED,
+		DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS,
+		DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR,
+		DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED,
+		DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED,
+		DEVICE_ATTRIBUTE_MEM_SYNC_DOMAIN_COUNT,
+		DEVICE_ATTRIBUTE_TENSOR_MAP_ACCESS_SUPPORTED,
+		DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED,
+		DEVICE_ATTRIBUTE_UNIFIED_FUNCTION_POINTERS,
+		DEVICE_ATTRIBUTE_NUMA_CONFIG,
+		DEVICE_ATTRIBUTE_NUMA_ID,
+		DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED,
+		DEVICE_ATTRIBUTE_MPS_ENABLED,
+		DEVICE_ATTRIBUTE_HOST_NUMA_ID,
+		DEVICE_ATTRIBUTE_D3D12_CIG_SUPPORTED,
+		DEVICE_ATTRIBUTE_MAX,
+	}
+}
+
 // String returns the C name of v, or Device_attribute(n) for a value the headers do not name.
 func (v Device_attribute) String() string {
 	switch v {
@@ -1279,6 +1680,17 @@ const (
 	GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT DriverProcAddressQueryResult = 2
 )
 
+// DriverProcAddressQueryResultValues returns the values of
+// DriverProcAddressQueryResult that the headers name, in their order, each
+// once (the first name of a value is its String).
+func DriverProcAddressQueryResultValues() []DriverProcAddressQueryResult {
+	return []DriverProcAddressQueryResult{
+		GET_PROC_ADDRESS_SUCCESS,
+		GET_PROC_ADDRESS_SYMBOL_NOT_FOUND,
+		GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT,
+	}
+}
+
 // String returns the C name of v, or DriverProcAddressQueryResult(n) for a value the headers do not name.
 func (v DriverProcAddressQueryResult) String() string {
 	switch v {
@@ -1303,6 +1715,17 @@ const (
 	// GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM is CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM: search for per-thread versions of driver symbols.
 	GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM DriverProcAddress_flags = 2
 )
+
+// DriverProcAddress_flagsValues returns the values of DriverProcAddress_flags
+// that the headers name, in their order, each once (the first name of a value
+// is its String).
+func DriverProcAddress_flagsValues() []DriverProcAddress_flags {
+	return []DriverProcAddress_flags{
+		GET_PROC_ADDRESS_DEFAULT,
+		GET_PROC_ADDRESS_LEGACY_STREAM,
+		GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM,
+	}
+}
 
 // String returns the C name of v, or DriverProcAddress_flags(n) for a value the headers do not name.
 func (v DriverProcAddress_flags) String() string {
@@ -1331,6 +1754,17 @@ const (
 	EVENT_INTERPROCESS Event_flags = 4
 )
 
+// Event_flagsValues returns the values of Event_flags that the headers name,
+// in their order, each once (the first name of a value is its String).
+func Event_flagsValues() []Event_flags {
+	return []Event_flags{
+		EVENT_DEFAULT,
+		EVENT_BLOCKING_SYNC,
+		EVENT_DISABLE_TIMING,
+		EVENT_INTERPROCESS,
+	}
+}
+
 // String returns the C name of v, or Event_flags(n) for a value the headers do not name.
 func (v Event_flags) String() string {
 	switch v {
@@ -1358,6 +1792,16 @@ const (
 	EVENT_RECORD_EXTERNAL Event_record_flags = 1
 )
 
+// Event_record_flagsValues returns the values of Event_record_flags that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func Event_record_flagsValues() []Event_record_flags {
+	return []Event_record_flags{
+		EVENT_RECORD_DEFAULT,
+		EVENT_RECORD_EXTERNAL,
+	}
+}
+
 // String returns the C name of v, or Event_record_flags(n) for a value the headers do not name.
 func (v Event_record_flags) String() string {
 	switch v {
@@ -1382,6 +1826,18 @@ const (
 	// EVENT_SCHED_BLOCKING_SYNC is CU_EVENT_SCHED_BLOCKING_SYNC: set blocking synchronization as default scheduling
 	EVENT_SCHED_BLOCKING_SYNC Event_sched_flags = 4
 )
+
+// Event_sched_flagsValues returns the values of Event_sched_flags that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func Event_sched_flagsValues() []Event_sched_flags {
+	return []Event_sched_flags{
+		EVENT_SCHED_AUTO,
+		EVENT_SCHED_SPIN,
+		EVENT_SCHED_YIELD,
+		EVENT_SCHED_BLOCKING_SYNC,
+	}
+}
 
 // String returns the C name of v, or Event_sched_flags(n) for a value the headers do not name.
 func (v Event_sched_flags) String() string {
@@ -1410,6 +1866,16 @@ const (
 	EVENT_WAIT_EXTERNAL Event_wait_flags = 1
 )
 
+// Event_wait_flagsValues returns the values of Event_wait_flags that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func Event_wait_flagsValues() []Event_wait_flags {
+	return []Event_wait_flags{
+		EVENT_WAIT_DEFAULT,
+		EVENT_WAIT_EXTERNAL,
+	}
+}
+
 // String returns the C name of v, or Event_wait_flags(n) for a value the headers do not name.
 func (v Event_wait_flags) String() string {
 	switch v {
@@ -1429,6 +1895,16 @@ const (
 	EXEC_AFFINITY_TYPE_SM_COUNT ExecAffinityType = 0
 	EXEC_AFFINITY_TYPE_MAX      ExecAffinityType = 1
 )
+
+// ExecAffinityTypeValues returns the values of ExecAffinityType that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func ExecAffinityTypeValues() []ExecAffinityType {
+	return []ExecAffinityType{
+		EXEC_AFFINITY_TYPE_SM_COUNT,
+		EXEC_AFFINITY_TYPE_MAX,
+	}
+}
 
 // String returns the C name of v, or ExecAffinityType(n) for a value the headers do not name.
 func (v ExecAffinityType) String() string {
@@ -1462,6 +1938,22 @@ const (
 	// EXTERNAL_MEMORY_HANDLE_TYPE_NVSCIBUF is CU_EXTERNAL_MEMORY_HANDLE_TYPE_NVSCIBUF: handle is an NvSciBuf object
 	EXTERNAL_MEMORY_HANDLE_TYPE_NVSCIBUF ExternalMemoryHandleType = 8
 )
+
+// ExternalMemoryHandleTypeValues returns the values of
+// ExternalMemoryHandleType that the headers name, in their order, each once
+// (the first name of a value is its String).
+func ExternalMemoryHandleTypeValues() []ExternalMemoryHandleType {
+	return []ExternalMemoryHandleType{
+		EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD,
+		EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_WIN32,
+		EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_WIN32_KMT,
+		EXTERNAL_MEMORY_HANDLE_TYPE_D3D12_HEAP,
+		EXTERNAL_MEMORY_HANDLE_TYPE_D3D12_RESOURCE,
+		EXTERNAL_MEMORY_HANDLE_TYPE_D3D11_RESOURCE,
+		EXTERNAL_MEMORY_HANDLE_TYPE_D3D11_RESOURCE_KMT,
+		EXTERNAL_MEMORY_HANDLE_TYPE_NVSCIBUF,
+	}
+}
 
 // String returns the C name of v, or ExternalMemoryHandleType(n) for a value the headers do not name.
 func (v ExternalMemoryHandleType) String() string {
@@ -1512,6 +2004,24 @@ const (
 	EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_WIN32 ExternalSemaphoreHandleType = 10
 )
 
+// ExternalSemaphoreHandleTypeValues returns the values of
+// ExternalSemaphoreHandleType that the headers name, in their order, each once
+// (the first name of a value is its String).
+func ExternalSemaphoreHandleTypeValues() []ExternalSemaphoreHandleType {
+	return []ExternalSemaphoreHandleType{
+		EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD,
+		EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_WIN32,
+		EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_WIN32_KMT,
+		EXTERNAL_SEMAPHORE_HANDLE_TYPE_D3D12_FENCE,
+		EXTERNAL_SEMAPHORE_HANDLE_TYPE_D3D11_FENCE,
+		EXTERNAL_SEMAPHORE_HANDLE_TYPE_NVSCISYNC,
+		EXTERNAL_SEMAPHORE_HANDLE_TYPE_D3D11_KEYED_MUTEX,
+		EXTERNAL_SEMAPHORE_HANDLE_TYPE_D3D11_KEYED_MUTEX_KMT,
+		EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD,
+		EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_WIN32,
+	}
+}
+
 // String returns the C name of v, or ExternalSemaphoreHandleType(n) for a value the headers do not name.
 func (v ExternalSemaphoreHandleType) String() string {
 	switch v {
@@ -1549,6 +2059,15 @@ const (
 	TR_FILTER_MODE_LINEAR Filter_mode = 1
 )
 
+// Filter_modeValues returns the values of Filter_mode that the headers name,
+// in their order, each once (the first name of a value is its String).
+func Filter_modeValues() []Filter_mode {
+	return []Filter_mode{
+		TR_FILTER_MODE_POINT,
+		TR_FILTER_MODE_LINEAR,
+	}
+}
+
 // String returns the C name of v, or Filter_mode(n) for a value the headers do not name.
 func (v Filter_mode) String() string {
 	switch v {
@@ -1569,6 +2088,16 @@ const (
 	// FLUSH_GPU_DIRECT_RDMA_WRITES_OPTION_MEMOPS is CU_FLUSH_GPU_DIRECT_RDMA_WRITES_OPTION_MEMOPS: the [STREAM_WAIT_VALUE_FLUSH] flag and the [STREAM_MEM_OP_FLUSH_REMOTE_WRITES] MemOp are supported on the device.
 	FLUSH_GPU_DIRECT_RDMA_WRITES_OPTION_MEMOPS FlushGPUDirectRDMAWritesOptions = 2
 )
+
+// FlushGPUDirectRDMAWritesOptionsValues returns the values of
+// FlushGPUDirectRDMAWritesOptions that the headers name, in their order, each
+// once (the first name of a value is its String).
+func FlushGPUDirectRDMAWritesOptionsValues() []FlushGPUDirectRDMAWritesOptions {
+	return []FlushGPUDirectRDMAWritesOptions{
+		FLUSH_GPU_DIRECT_RDMA_WRITES_OPTION_HOST,
+		FLUSH_GPU_DIRECT_RDMA_WRITES_OPTION_MEMOPS,
+	}
+}
 
 // String returns the C name of v, or FlushGPUDirectRDMAWritesOptions(n) for a value the headers do not name.
 func (v FlushGPUDirectRDMAWritesOptions) String() string {
@@ -1591,6 +2120,16 @@ const (
 	FLUSH_GPU_DIRECT_RDMA_WRITES_TO_ALL_DEVICES FlushGPUDirectRDMAWritesScope = 200
 )
 
+// FlushGPUDirectRDMAWritesScopeValues returns the values of
+// FlushGPUDirectRDMAWritesScope that the headers name, in their order, each
+// once (the first name of a value is its String).
+func FlushGPUDirectRDMAWritesScopeValues() []FlushGPUDirectRDMAWritesScope {
+	return []FlushGPUDirectRDMAWritesScope{
+		FLUSH_GPU_DIRECT_RDMA_WRITES_TO_OWNER,
+		FLUSH_GPU_DIRECT_RDMA_WRITES_TO_ALL_DEVICES,
+	}
+}
+
 // String returns the C name of v, or FlushGPUDirectRDMAWritesScope(n) for a value the headers do not name.
 func (v FlushGPUDirectRDMAWritesScope) String() string {
 	switch v {
@@ -1609,6 +2148,15 @@ const (
 	// FLUSH_GPU_DIRECT_RDMA_WRITES_TARGET_CURRENT_CTX is CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TARGET_CURRENT_CTX: sets the target for [FlushGPUDirectRDMAWrites] to the currently active CUDA device context.
 	FLUSH_GPU_DIRECT_RDMA_WRITES_TARGET_CURRENT_CTX FlushGPUDirectRDMAWritesTarget = 0
 )
+
+// FlushGPUDirectRDMAWritesTargetValues returns the values of
+// FlushGPUDirectRDMAWritesTarget that the headers name, in their order, each
+// once (the first name of a value is its String).
+func FlushGPUDirectRDMAWritesTargetValues() []FlushGPUDirectRDMAWritesTarget {
+	return []FlushGPUDirectRDMAWritesTarget{
+		FLUSH_GPU_DIRECT_RDMA_WRITES_TARGET_CURRENT_CTX,
+	}
+}
 
 // String returns the C name of v, or FlushGPUDirectRDMAWritesTarget(n) for a value the headers do not name.
 func (v FlushGPUDirectRDMAWritesTarget) String() string {
@@ -1633,6 +2181,17 @@ const (
 	FUNC_CACHE_PREFER_EQUAL Func_cache = 3
 )
 
+// Func_cacheValues returns the values of Func_cache that the headers name, in
+// their order, each once (the first name of a value is its String).
+func Func_cacheValues() []Func_cache {
+	return []Func_cache{
+		FUNC_CACHE_PREFER_NONE,
+		FUNC_CACHE_PREFER_SHARED,
+		FUNC_CACHE_PREFER_L1,
+		FUNC_CACHE_PREFER_EQUAL,
+	}
+}
+
 // String returns the C name of v, or Func_cache(n) for a value the headers do not name.
 func (v Func_cache) String() string {
 	switch v {
@@ -1656,6 +2215,17 @@ const (
 	FUNCTION_LOADING_STATE_LOADED   FunctionLoadingState = 1
 	FUNCTION_LOADING_STATE_MAX      FunctionLoadingState = 2
 )
+
+// FunctionLoadingStateValues returns the values of FunctionLoadingState that
+// the headers name, in their order, each once (the first name of a value is
+// its String).
+func FunctionLoadingStateValues() []FunctionLoadingState {
+	return []FunctionLoadingState{
+		FUNCTION_LOADING_STATE_UNLOADED,
+		FUNCTION_LOADING_STATE_LOADED,
+		FUNCTION_LOADING_STATE_MAX,
+	}
+}
 
 // String returns the C name of v, or FunctionLoadingState(n) for a value the headers do not name.
 func (v FunctionLoadingState) String() string {
@@ -1769,6 +2339,31 @@ const (
 	FUNC_ATTRIBUTE_MAX                                  Function_attribute = 16
 )
 
+// Function_attributeValues returns the values of Function_attribute that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func Function_attributeValues() []Function_attribute {
+	return []Function_attribute{
+		FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+		FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
+		FUNC_ATTRIBUTE_CONST_SIZE_BYTES,
+		FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES,
+		FUNC_ATTRIBUTE_NUM_REGS,
+		FUNC_ATTRIBUTE_PTX_VERSION,
+		FUNC_ATTRIBUTE_BINARY_VERSION,
+		FUNC_ATTRIBUTE_CACHE_MODE_CA,
+		FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+		FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
+		FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET,
+		FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH,
+		FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT,
+		FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH,
+		FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED,
+		FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE,
+		FUNC_ATTRIBUTE_MAX,
+	}
+}
+
 // String returns the C name of v, or Function_attribute(n) for a value the headers do not name.
 func (v Function_attribute) String() string {
 	switch v {
@@ -1822,6 +2417,17 @@ const (
 	GPU_DIRECT_RDMA_WRITES_ORDERING_ALL_DEVICES GPUDirectRDMAWritesOrdering = 200
 )
 
+// GPUDirectRDMAWritesOrderingValues returns the values of
+// GPUDirectRDMAWritesOrdering that the headers name, in their order, each once
+// (the first name of a value is its String).
+func GPUDirectRDMAWritesOrderingValues() []GPUDirectRDMAWritesOrdering {
+	return []GPUDirectRDMAWritesOrdering{
+		GPU_DIRECT_RDMA_WRITES_ORDERING_NONE,
+		GPU_DIRECT_RDMA_WRITES_ORDERING_OWNER,
+		GPU_DIRECT_RDMA_WRITES_ORDERING_ALL_DEVICES,
+	}
+}
+
 // String returns the C name of v, or GPUDirectRDMAWritesOrdering(n) for a value the headers do not name.
 func (v GPUDirectRDMAWritesOrdering) String() string {
 	switch v {
@@ -1844,6 +2450,16 @@ const (
 	// GRAPH_COND_TYPE_WHILE is CU_GRAPH_COND_TYPE_WHILE: conditional 'while' Node. Body executed repeatedly while condition value is non-zero.
 	GRAPH_COND_TYPE_WHILE GraphConditionalNodeType = 1
 )
+
+// GraphConditionalNodeTypeValues returns the values of
+// GraphConditionalNodeType that the headers name, in their order, each once
+// (the first name of a value is its String).
+func GraphConditionalNodeTypeValues() []GraphConditionalNodeType {
+	return []GraphConditionalNodeType{
+		GRAPH_COND_TYPE_IF,
+		GRAPH_COND_TYPE_WHILE,
+	}
+}
 
 // String returns the C name of v, or GraphConditionalNodeType(n) for a value the headers do not name.
 func (v GraphConditionalNodeType) String() string {
@@ -1893,6 +2509,30 @@ const (
 	// GRAPH_DEBUG_DOT_FLAGS_CONDITIONAL_NODE_PARAMS is CU_GRAPH_DEBUG_DOT_FLAGS_CONDITIONAL_NODE_PARAMS: adds conditional node parameters to output
 	GRAPH_DEBUG_DOT_FLAGS_CONDITIONAL_NODE_PARAMS GraphDebugDot_flags = 32768
 )
+
+// GraphDebugDot_flagsValues returns the values of GraphDebugDot_flags that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func GraphDebugDot_flagsValues() []GraphDebugDot_flags {
+	return []GraphDebugDot_flags{
+		GRAPH_DEBUG_DOT_FLAGS_VERBOSE,
+		GRAPH_DEBUG_DOT_FLAGS_RUNTIME_TYPES,
+		GRAPH_DEBUG_DOT_FLAGS_KERNEL_NODE_PARAMS,
+		GRAPH_DEBUG_DOT_FLAGS_MEMCPY_NODE_PARAMS,
+		GRAPH_DEBUG_DOT_FLAGS_MEMSET_NODE_PARAMS,
+		GRAPH_DEBUG_DOT_FLAGS_HOST_NODE_PARAMS,
+		GRAPH_DEBUG_DOT_FLAGS_EVENT_NODE_PARAMS,
+		GRAPH_DEBUG_DOT_FLAGS_EXT_SEMAS_SIGNAL_NODE_PARAMS,
+		GRAPH_DEBUG_DOT_FLAGS_EXT_SEMAS_WAIT_NODE_PARAMS,
+		GRAPH_DEBUG_DOT_FLAGS_KERNEL_NODE_ATTRIBUTES,
+		GRAPH_DEBUG_DOT_FLAGS_HANDLES,
+		GRAPH_DEBUG_DOT_FLAGS_MEM_ALLOC_NODE_PARAMS,
+		GRAPH_DEBUG_DOT_FLAGS_MEM_FREE_NODE_PARAMS,
+		GRAPH_DEBUG_DOT_FLAGS_BATCH_MEM_OP_NODE_PARAMS,
+		GRAPH_DEBUG_DOT_FLAGS_EXTRA_TOPO_INFO,
+		GRAPH_DEBUG_DOT_FLAGS_CONDITIONAL_NODE_PARAMS,
+	}
+}
 
 // String returns the C name of v, or GraphDebugDot_flags(n) for a value the headers do not name.
 func (v GraphDebugDot_flags) String() string {
@@ -1947,6 +2587,16 @@ const (
 	GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC GraphDependencyType = 1
 )
 
+// GraphDependencyTypeValues returns the values of GraphDependencyType that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func GraphDependencyTypeValues() []GraphDependencyType {
+	return []GraphDependencyType{
+		GRAPH_DEPENDENCY_TYPE_DEFAULT,
+		GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC,
+	}
+}
+
 // String returns the C name of v, or GraphDependencyType(n) for a value the headers do not name.
 func (v GraphDependencyType) String() string {
 	switch v {
@@ -1981,6 +2631,23 @@ const (
 	// GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED is CU_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED: the update failed because the node attributes changed in a way that is not supported
 	GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED GraphExecUpdateResult = 8
 )
+
+// GraphExecUpdateResultValues returns the values of GraphExecUpdateResult that
+// the headers name, in their order, each once (the first name of a value is
+// its String).
+func GraphExecUpdateResultValues() []GraphExecUpdateResult {
+	return []GraphExecUpdateResult{
+		GRAPH_EXEC_UPDATE_SUCCESS,
+		GRAPH_EXEC_UPDATE_ERROR,
+		GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED,
+		GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED,
+		GRAPH_EXEC_UPDATE_ERROR_FUNCTION_CHANGED,
+		GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED,
+		GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED,
+		GRAPH_EXEC_UPDATE_ERROR_UNSUPPORTED_FUNCTION_CHANGE,
+		GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED,
+	}
+}
 
 // String returns the C name of v, or GraphExecUpdateResult(n) for a value the headers do not name.
 func (v GraphExecUpdateResult) String() string {
@@ -2023,6 +2690,19 @@ const (
 	GRAPH_INSTANTIATE_MULTIPLE_CTXS_NOT_SUPPORTED GraphInstantiateResult = 4
 )
 
+// GraphInstantiateResultValues returns the values of GraphInstantiateResult
+// that the headers name, in their order, each once (the first name of a value
+// is its String).
+func GraphInstantiateResultValues() []GraphInstantiateResult {
+	return []GraphInstantiateResult{
+		GRAPH_INSTANTIATE_SUCCESS,
+		GRAPH_INSTANTIATE_ERROR,
+		GRAPH_INSTANTIATE_INVALID_STRUCTURE,
+		GRAPH_INSTANTIATE_NODE_OPERATION_NOT_SUPPORTED,
+		GRAPH_INSTANTIATE_MULTIPLE_CTXS_NOT_SUPPORTED,
+	}
+}
+
 // String returns the C name of v, or GraphInstantiateResult(n) for a value the headers do not name.
 func (v GraphInstantiateResult) String() string {
 	switch v {
@@ -2059,6 +2739,18 @@ const (
 	GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY GraphInstantiate_flags = 8
 )
 
+// GraphInstantiate_flagsValues returns the values of GraphInstantiate_flags
+// that the headers name, in their order, each once (the first name of a value
+// is its String).
+func GraphInstantiate_flagsValues() []GraphInstantiate_flags {
+	return []GraphInstantiate_flags{
+		GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH,
+		GRAPH_INSTANTIATE_FLAG_UPLOAD,
+		GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH,
+		GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY,
+	}
+}
+
 // String returns the C name of v, or GraphInstantiate_flags(n) for a value the headers do not name.
 func (v GraphInstantiate_flags) String() string {
 	switch v {
@@ -2094,6 +2786,18 @@ const (
 	// the CUDA graphs asynchronous allocator.
 	GRAPH_MEM_ATTR_RESERVED_MEM_HIGH GraphMem_attribute = 3
 )
+
+// GraphMem_attributeValues returns the values of GraphMem_attribute that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func GraphMem_attributeValues() []GraphMem_attribute {
+	return []GraphMem_attribute{
+		GRAPH_MEM_ATTR_USED_MEM_CURRENT,
+		GRAPH_MEM_ATTR_USED_MEM_HIGH,
+		GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT,
+		GRAPH_MEM_ATTR_RESERVED_MEM_HIGH,
+	}
+}
 
 // String returns the C name of v, or GraphMem_attribute(n) for a value the headers do not name.
 func (v GraphMem_attribute) String() string {
@@ -2160,6 +2864,27 @@ const (
 	GRAPH_NODE_TYPE_CONDITIONAL GraphNodeType = 13
 )
 
+// GraphNodeTypeValues returns the values of GraphNodeType that the headers
+// name, in their order, each once (the first name of a value is its String).
+func GraphNodeTypeValues() []GraphNodeType {
+	return []GraphNodeType{
+		GRAPH_NODE_TYPE_KERNEL,
+		GRAPH_NODE_TYPE_MEMCPY,
+		GRAPH_NODE_TYPE_MEMSET,
+		GRAPH_NODE_TYPE_HOST,
+		GRAPH_NODE_TYPE_GRAPH,
+		GRAPH_NODE_TYPE_EMPTY,
+		GRAPH_NODE_TYPE_WAIT_EVENT,
+		GRAPH_NODE_TYPE_EVENT_RECORD,
+		GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL,
+		GRAPH_NODE_TYPE_EXT_SEMAS_WAIT,
+		GRAPH_NODE_TYPE_MEM_ALLOC,
+		GRAPH_NODE_TYPE_MEM_FREE,
+		GRAPH_NODE_TYPE_BATCH_MEM_OP,
+		GRAPH_NODE_TYPE_CONDITIONAL,
+	}
+}
+
 // String returns the C name of v, or GraphNodeType(n) for a value the headers do not name.
 func (v GraphNodeType) String() string {
 	switch v {
@@ -2204,6 +2929,17 @@ const (
 	GRAPHICS_MAP_RESOURCE_FLAGS_WRITE_DISCARD GraphicsMapResourceFlags = 2
 )
 
+// GraphicsMapResourceFlagsValues returns the values of
+// GraphicsMapResourceFlags that the headers name, in their order, each once
+// (the first name of a value is its String).
+func GraphicsMapResourceFlagsValues() []GraphicsMapResourceFlags {
+	return []GraphicsMapResourceFlags{
+		GRAPHICS_MAP_RESOURCE_FLAGS_NONE,
+		GRAPHICS_MAP_RESOURCE_FLAGS_READ_ONLY,
+		GRAPHICS_MAP_RESOURCE_FLAGS_WRITE_DISCARD,
+	}
+}
+
 // String returns the C name of v, or GraphicsMapResourceFlags(n) for a value the headers do not name.
 func (v GraphicsMapResourceFlags) String() string {
 	switch v {
@@ -2227,6 +2963,19 @@ const (
 	GRAPHICS_REGISTER_FLAGS_SURFACE_LDST   GraphicsRegisterFlags = 4
 	GRAPHICS_REGISTER_FLAGS_TEXTURE_GATHER GraphicsRegisterFlags = 8
 )
+
+// GraphicsRegisterFlagsValues returns the values of GraphicsRegisterFlags that
+// the headers name, in their order, each once (the first name of a value is
+// its String).
+func GraphicsRegisterFlagsValues() []GraphicsRegisterFlags {
+	return []GraphicsRegisterFlags{
+		GRAPHICS_REGISTER_FLAGS_NONE,
+		GRAPHICS_REGISTER_FLAGS_READ_ONLY,
+		GRAPHICS_REGISTER_FLAGS_WRITE_DISCARD,
+		GRAPHICS_REGISTER_FLAGS_SURFACE_LDST,
+		GRAPHICS_REGISTER_FLAGS_TEXTURE_GATHER,
+	}
+}
 
 // String returns the C name of v, or GraphicsRegisterFlags(n) for a value the headers do not name.
 func (v GraphicsRegisterFlags) String() string {
@@ -2253,6 +3002,15 @@ const (
 	GREEN_CTX_DEFAULT_STREAM GreenCtxCreate_flags = 1
 )
 
+// GreenCtxCreate_flagsValues returns the values of GreenCtxCreate_flags that
+// the headers name, in their order, each once (the first name of a value is
+// its String).
+func GreenCtxCreate_flagsValues() []GreenCtxCreate_flags {
+	return []GreenCtxCreate_flags{
+		GREEN_CTX_DEFAULT_STREAM,
+	}
+}
+
 // String returns the C name of v, or GreenCtxCreate_flags(n) for a value the headers do not name.
 func (v GreenCtxCreate_flags) String() string {
 	switch v {
@@ -2269,6 +3027,14 @@ const (
 	// IPC_MEM_LAZY_ENABLE_PEER_ACCESS is CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS: automatically enable peer access between remote devices as needed
 	IPC_MEM_LAZY_ENABLE_PEER_ACCESS IpcMem_flags = 1
 )
+
+// IpcMem_flagsValues returns the values of IpcMem_flags that the headers name,
+// in their order, each once (the first name of a value is its String).
+func IpcMem_flagsValues() []IpcMem_flags {
+	return []IpcMem_flags{
+		IPC_MEM_LAZY_ENABLE_PEER_ACCESS,
+	}
+}
 
 // String returns the C name of v, or IpcMem_flags(n) for a value the headers do not name.
 func (v IpcMem_flags) String() string {
@@ -2308,6 +3074,20 @@ const (
 	JIT_NUM_INPUT_TYPES JitInputType = 6
 )
 
+// JitInputTypeValues returns the values of JitInputType that the headers name,
+// in their order, each once (the first name of a value is its String).
+func JitInputTypeValues() []JitInputType {
+	return []JitInputType{
+		JIT_INPUT_CUBIN,
+		JIT_INPUT_PTX,
+		JIT_INPUT_FATBINARY,
+		JIT_INPUT_OBJECT,
+		JIT_INPUT_LIBRARY,
+		JIT_INPUT_NVVM,
+		JIT_NUM_INPUT_TYPES,
+	}
+}
+
 // String returns the C name of v, or JitInputType(n) for a value the headers do not name.
 func (v JitInputType) String() string {
 	switch v {
@@ -2341,6 +3121,16 @@ const (
 	JIT_CACHE_OPTION_CA Jit_cacheMode = 2
 )
 
+// Jit_cacheModeValues returns the values of Jit_cacheMode that the headers
+// name, in their order, each once (the first name of a value is its String).
+func Jit_cacheModeValues() []Jit_cacheMode {
+	return []Jit_cacheMode{
+		JIT_CACHE_OPTION_NONE,
+		JIT_CACHE_OPTION_CG,
+		JIT_CACHE_OPTION_CA,
+	}
+}
+
 // String returns the C name of v, or Jit_cacheMode(n) for a value the headers do not name.
 func (v Jit_cacheMode) String() string {
 	switch v {
@@ -2363,6 +3153,15 @@ const (
 	// PREFER_BINARY is CU_PREFER_BINARY: prefer to fall back to compatible binary code if exact match not found
 	PREFER_BINARY Jit_fallback = 1
 )
+
+// Jit_fallbackValues returns the values of Jit_fallback that the headers name,
+// in their order, each once (the first name of a value is its String).
+func Jit_fallbackValues() []Jit_fallback {
+	return []Jit_fallback{
+		PREFER_PTX,
+		PREFER_BINARY,
+	}
+}
 
 // String returns the C name of v, or Jit_fallback(n) for a value the headers do not name.
 func (v Jit_fallback) String() string {
@@ -2641,6 +3440,48 @@ const (
 	JIT_NUM_OPTIONS               Jit_option = 34
 )
 
+// Jit_optionValues returns the values of Jit_option that the headers name, in
+// their order, each once (the first name of a value is its String).
+func Jit_optionValues() []Jit_option {
+	return []Jit_option{
+		JIT_MAX_REGISTERS,
+		JIT_THREADS_PER_BLOCK,
+		JIT_WALL_TIME,
+		JIT_INFO_LOG_BUFFER,
+		JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+		JIT_ERROR_LOG_BUFFER,
+		JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+		JIT_OPTIMIZATION_LEVEL,
+		JIT_TARGET_FROM_CUCONTEXT,
+		JIT_TARGET,
+		JIT_FALLBACK_STRATEGY,
+		JIT_GENERATE_DEBUG_INFO,
+		JIT_LOG_VERBOSE,
+		JIT_GENERATE_LINE_INFO,
+		JIT_CACHE_MODE,
+		JIT_NEW_SM3X_OPT,
+		JIT_FAST_COMPILE,
+		JIT_GLOBAL_SYMBOL_NAMES,
+		JIT_GLOBAL_SYMBOL_ADDRESSES,
+		JIT_GLOBAL_SYMBOL_COUNT,
+		JIT_LTO,
+		JIT_FTZ,
+		JIT_PREC_DIV,
+		JIT_PREC_SQRT,
+		JIT_FMA,
+		JIT_REFERENCED_KERNEL_NAMES,
+		JIT_REFERENCED_KERNEL_COUNT,
+		JIT_REFERENCED_VARIABLE_NAMES,
+		JIT_REFERENCED_VARIABLE_COUNT,
+		JIT_OPTIMIZE_UNUSED_DEVICE_VARIABLES,
+		JIT_POSITION_INDEPENDENT_CODE,
+		JIT_MIN_CTA_PER_SM,
+		JIT_MAX_THREADS_PER_BLOCK,
+		JIT_OVERRIDE_DIRECTIVE_VALUES,
+		JIT_NUM_OPTIONS,
+	}
+}
+
 // String returns the C name of v, or Jit_option(n) for a value the headers do not name.
 func (v Jit_option) String() string {
 	switch v {
@@ -2760,6 +3601,32 @@ const (
 	TARGET_COMPUTE_90  Jit_target = 90
 	TARGET_COMPUTE_90A Jit_target = 65626
 )
+
+// Jit_targetValues returns the values of Jit_target that the headers name, in
+// their order, each once (the first name of a value is its String).
+func Jit_targetValues() []Jit_target {
+	return []Jit_target{
+		TARGET_COMPUTE_30,
+		TARGET_COMPUTE_32,
+		TARGET_COMPUTE_35,
+		TARGET_COMPUTE_37,
+		TARGET_COMPUTE_50,
+		TARGET_COMPUTE_52,
+		TARGET_COMPUTE_53,
+		TARGET_COMPUTE_60,
+		TARGET_COMPUTE_61,
+		TARGET_COMPUTE_62,
+		TARGET_COMPUTE_70,
+		TARGET_COMPUTE_72,
+		TARGET_COMPUTE_75,
+		TARGET_COMPUTE_80,
+		TARGET_COMPUTE_86,
+		TARGET_COMPUTE_87,
+		TARGET_COMPUTE_89,
+		TARGET_COMPUTE_90,
+		TARGET_COMPUTE_90A,
+	}
+}
 
 // String returns the C name of v, or Jit_target(n) for a value the headers do not name.
 func (v Jit_target) String() string {
@@ -2937,6 +3804,28 @@ const (
 	LAUNCH_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT LaunchAttributeID = 14
 )
 
+// LaunchAttributeIDValues returns the values of LaunchAttributeID that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func LaunchAttributeIDValues() []LaunchAttributeID {
+	return []LaunchAttributeID{
+		LAUNCH_ATTRIBUTE_IGNORE,
+		LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW,
+		LAUNCH_ATTRIBUTE_COOPERATIVE,
+		LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY,
+		LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
+		LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE,
+		LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
+		LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT,
+		LAUNCH_ATTRIBUTE_PRIORITY,
+		LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP,
+		LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN,
+		LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT,
+		LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE,
+		LAUNCH_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
+	}
+}
+
 // String returns the C name of v, or LaunchAttributeID(n) for a value the headers do not name.
 func (v LaunchAttributeID) String() string {
 	switch v {
@@ -2995,6 +3884,16 @@ const (
 	LAUNCH_MEM_SYNC_DOMAIN_REMOTE LaunchMemSyncDomain = 1
 )
 
+// LaunchMemSyncDomainValues returns the values of LaunchMemSyncDomain that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func LaunchMemSyncDomainValues() []LaunchMemSyncDomain {
+	return []LaunchMemSyncDomain{
+		LAUNCH_MEM_SYNC_DOMAIN_DEFAULT,
+		LAUNCH_MEM_SYNC_DOMAIN_REMOTE,
+	}
+}
+
 // String returns the C name of v, or LaunchMemSyncDomain(n) for a value the headers do not name.
 func (v LaunchMemSyncDomain) String() string {
 	switch v {
@@ -3021,6 +3920,16 @@ const (
 	LIBRARY_BINARY_IS_PRESERVED LibraryOption = 1
 	LIBRARY_NUM_OPTIONS         LibraryOption = 2
 )
+
+// LibraryOptionValues returns the values of LibraryOption that the headers
+// name, in their order, each once (the first name of a value is its String).
+func LibraryOptionValues() []LibraryOption {
+	return []LibraryOption{
+		LIBRARY_HOST_UNIVERSAL_FUNCTION_AND_DATA_TABLE,
+		LIBRARY_BINARY_IS_PRESERVED,
+		LIBRARY_NUM_OPTIONS,
+	}
+}
 
 // String returns the C name of v, or LibraryOption(n) for a value the headers do not name.
 func (v LibraryOption) String() string {
@@ -3061,6 +3970,24 @@ const (
 	LIMIT_CIG_SHMEM_FALLBACK_ENABLED Limit = 9
 	LIMIT_MAX                        Limit = 10
 )
+
+// LimitValues returns the values of Limit that the headers name, in their
+// order, each once (the first name of a value is its String).
+func LimitValues() []Limit {
+	return []Limit{
+		LIMIT_STACK_SIZE,
+		LIMIT_PRINTF_FIFO_SIZE,
+		LIMIT_MALLOC_HEAP_SIZE,
+		LIMIT_DEV_RUNTIME_SYNC_DEPTH,
+		LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT,
+		LIMIT_MAX_L2_FETCH_GRANULARITY,
+		LIMIT_PERSISTING_L2_CACHE_SIZE,
+		LIMIT_SHMEM_SIZE,
+		LIMIT_CIG_ENABLED,
+		LIMIT_CIG_SHMEM_FALLBACK_ENABLED,
+		LIMIT_MAX,
+	}
+}
 
 // String returns the C name of v, or Limit(n) for a value the headers do not name.
 func (v Limit) String() string {
@@ -3104,6 +4031,17 @@ const (
 	MEM_ACCESS_FLAGS_PROT_MAX       MemAccess_flags = 2147483647
 )
 
+// MemAccess_flagsValues returns the values of MemAccess_flags that the headers
+// name, in their order, each once (the first name of a value is its String).
+func MemAccess_flagsValues() []MemAccess_flags {
+	return []MemAccess_flags{
+		MEM_ACCESS_FLAGS_PROT_NONE,
+		MEM_ACCESS_FLAGS_PROT_READ,
+		MEM_ACCESS_FLAGS_PROT_READWRITE,
+		MEM_ACCESS_FLAGS_PROT_MAX,
+	}
+}
+
 // String returns the C name of v, or MemAccess_flags(n) for a value the headers do not name.
 func (v MemAccess_flags) String() string {
 	switch v {
@@ -3129,6 +4067,16 @@ const (
 	MEM_ALLOCATION_COMP_GENERIC MemAllocationCompType = 1
 )
 
+// MemAllocationCompTypeValues returns the values of MemAllocationCompType that
+// the headers name, in their order, each once (the first name of a value is
+// its String).
+func MemAllocationCompTypeValues() []MemAllocationCompType {
+	return []MemAllocationCompType{
+		MEM_ALLOCATION_COMP_NONE,
+		MEM_ALLOCATION_COMP_GENERIC,
+	}
+}
+
 // String returns the C name of v, or MemAllocationCompType(n) for a value the headers do not name.
 func (v MemAllocationCompType) String() string {
 	switch v {
@@ -3149,6 +4097,16 @@ const (
 	// MEM_ALLOC_GRANULARITY_RECOMMENDED is CU_MEM_ALLOC_GRANULARITY_RECOMMENDED: recommended granularity for allocation for best performance
 	MEM_ALLOC_GRANULARITY_RECOMMENDED MemAllocationGranularity_flags = 1
 )
+
+// MemAllocationGranularity_flagsValues returns the values of
+// MemAllocationGranularity_flags that the headers name, in their order, each
+// once (the first name of a value is its String).
+func MemAllocationGranularity_flagsValues() []MemAllocationGranularity_flags {
+	return []MemAllocationGranularity_flags{
+		MEM_ALLOC_GRANULARITY_MINIMUM,
+		MEM_ALLOC_GRANULARITY_RECOMMENDED,
+	}
+}
 
 // String returns the C name of v, or MemAllocationGranularity_flags(n) for a value the headers do not name.
 func (v MemAllocationGranularity_flags) String() string {
@@ -3177,6 +4135,20 @@ const (
 	MEM_HANDLE_TYPE_FABRIC MemAllocationHandleType = 8
 	MEM_HANDLE_TYPE_MAX    MemAllocationHandleType = 2147483647
 )
+
+// MemAllocationHandleTypeValues returns the values of MemAllocationHandleType
+// that the headers name, in their order, each once (the first name of a value
+// is its String).
+func MemAllocationHandleTypeValues() []MemAllocationHandleType {
+	return []MemAllocationHandleType{
+		MEM_HANDLE_TYPE_NONE,
+		MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+		MEM_HANDLE_TYPE_WIN32,
+		MEM_HANDLE_TYPE_WIN32_KMT,
+		MEM_HANDLE_TYPE_FABRIC,
+		MEM_HANDLE_TYPE_MAX,
+	}
+}
 
 // String returns the C name of v, or MemAllocationHandleType(n) for a value the headers do not name.
 func (v MemAllocationHandleType) String() string {
@@ -3208,6 +4180,17 @@ const (
 	MEM_ALLOCATION_TYPE_MAX    MemAllocationType = 2147483647
 )
 
+// MemAllocationTypeValues returns the values of MemAllocationType that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func MemAllocationTypeValues() []MemAllocationType {
+	return []MemAllocationType{
+		MEM_ALLOCATION_TYPE_INVALID,
+		MEM_ALLOCATION_TYPE_PINNED,
+		MEM_ALLOCATION_TYPE_MAX,
+	}
+}
+
 // String returns the C name of v, or MemAllocationType(n) for a value the headers do not name.
 func (v MemAllocationType) String() string {
 	switch v {
@@ -3233,6 +4216,16 @@ const (
 	MEM_ATTACH_SINGLE MemAttach_flags = 4
 )
 
+// MemAttach_flagsValues returns the values of MemAttach_flags that the headers
+// name, in their order, each once (the first name of a value is its String).
+func MemAttach_flagsValues() []MemAttach_flags {
+	return []MemAttach_flags{
+		MEM_ATTACH_GLOBAL,
+		MEM_ATTACH_HOST,
+		MEM_ATTACH_SINGLE,
+	}
+}
+
 // String returns the C name of v, or MemAttach_flags(n) for a value the headers do not name.
 func (v MemAttach_flags) String() string {
 	switch v {
@@ -3252,6 +4245,14 @@ type MemHandleType int32
 const (
 	MEM_HANDLE_TYPE_GENERIC MemHandleType = 0
 )
+
+// MemHandleTypeValues returns the values of MemHandleType that the headers
+// name, in their order, each once (the first name of a value is its String).
+func MemHandleTypeValues() []MemHandleType {
+	return []MemHandleType{
+		MEM_HANDLE_TYPE_GENERIC,
+	}
+}
 
 // String returns the C name of v, or MemHandleType(n) for a value the headers do not name.
 func (v MemHandleType) String() string {
@@ -3277,6 +4278,19 @@ const (
 	MEM_LOCATION_TYPE_HOST_NUMA_CURRENT MemLocationType = 4
 	MEM_LOCATION_TYPE_MAX               MemLocationType = 2147483647
 )
+
+// MemLocationTypeValues returns the values of MemLocationType that the headers
+// name, in their order, each once (the first name of a value is its String).
+func MemLocationTypeValues() []MemLocationType {
+	return []MemLocationType{
+		MEM_LOCATION_TYPE_INVALID,
+		MEM_LOCATION_TYPE_DEVICE,
+		MEM_LOCATION_TYPE_HOST,
+		MEM_LOCATION_TYPE_HOST_NUMA,
+		MEM_LOCATION_TYPE_HOST_NUMA_CURRENT,
+		MEM_LOCATION_TYPE_MAX,
+	}
+}
 
 // String returns the C name of v, or MemLocationType(n) for a value the headers do not name.
 func (v MemLocationType) String() string {
@@ -3304,6 +4318,16 @@ const (
 	MEM_OPERATION_TYPE_MAP   MemOperationType = 1
 	MEM_OPERATION_TYPE_UNMAP MemOperationType = 2
 )
+
+// MemOperationTypeValues returns the values of MemOperationType that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func MemOperationTypeValues() []MemOperationType {
+	return []MemOperationType{
+		MEM_OPERATION_TYPE_MAP,
+		MEM_OPERATION_TYPE_UNMAP,
+	}
+}
 
 // String returns the C name of v, or MemOperationType(n) for a value the headers do not name.
 func (v MemOperationType) String() string {
@@ -3359,6 +4383,22 @@ const (
 	MEMPOOL_ATTR_USED_MEM_HIGH MemPool_attribute = 8
 )
 
+// MemPool_attributeValues returns the values of MemPool_attribute that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func MemPool_attributeValues() []MemPool_attribute {
+	return []MemPool_attribute{
+		MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES,
+		MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC,
+		MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES,
+		MEMPOOL_ATTR_RELEASE_THRESHOLD,
+		MEMPOOL_ATTR_RESERVED_MEM_CURRENT,
+		MEMPOOL_ATTR_RESERVED_MEM_HIGH,
+		MEMPOOL_ATTR_USED_MEM_CURRENT,
+		MEMPOOL_ATTR_USED_MEM_HIGH,
+	}
+}
+
 // String returns the C name of v, or MemPool_attribute(n) for a value the headers do not name.
 func (v MemPool_attribute) String() string {
 	switch v {
@@ -3390,6 +4430,16 @@ const (
 	MEM_RANGE_HANDLE_TYPE_MAX        MemRangeHandleType = 2147483647
 )
 
+// MemRangeHandleTypeValues returns the values of MemRangeHandleType that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func MemRangeHandleTypeValues() []MemRangeHandleType {
+	return []MemRangeHandleType{
+		MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD,
+		MEM_RANGE_HANDLE_TYPE_MAX,
+	}
+}
+
 // String returns the C name of v, or MemRangeHandleType(n) for a value the headers do not name.
 func (v MemRangeHandleType) String() string {
 	switch v {
@@ -3418,6 +4468,19 @@ const (
 	// MEM_ADVISE_UNSET_ACCESSED_BY is CU_MEM_ADVISE_UNSET_ACCESSED_BY: let the Unified Memory subsystem decide on the page faulting policy for the specified device
 	MEM_ADVISE_UNSET_ACCESSED_BY Mem_advise = 6
 )
+
+// Mem_adviseValues returns the values of Mem_advise that the headers name, in
+// their order, each once (the first name of a value is its String).
+func Mem_adviseValues() []Mem_advise {
+	return []Mem_advise{
+		MEM_ADVISE_SET_READ_MOSTLY,
+		MEM_ADVISE_UNSET_READ_MOSTLY,
+		MEM_ADVISE_SET_PREFERRED_LOCATION,
+		MEM_ADVISE_UNSET_PREFERRED_LOCATION,
+		MEM_ADVISE_SET_ACCESSED_BY,
+		MEM_ADVISE_UNSET_ACCESSED_BY,
+	}
+}
 
 // String returns the C name of v, or Mem_advise(n) for a value the headers do not name.
 func (v Mem_advise) String() string {
@@ -3460,6 +4523,22 @@ const (
 	MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_ID Mem_range_attribute = 8
 )
 
+// Mem_range_attributeValues returns the values of Mem_range_attribute that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func Mem_range_attributeValues() []Mem_range_attribute {
+	return []Mem_range_attribute{
+		MEM_RANGE_ATTRIBUTE_READ_MOSTLY,
+		MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION,
+		MEM_RANGE_ATTRIBUTE_ACCESSED_BY,
+		MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION,
+		MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE,
+		MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_ID,
+		MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_TYPE,
+		MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_ID,
+	}
+}
+
 // String returns the C name of v, or Mem_range_attribute(n) for a value the headers do not name.
 func (v Mem_range_attribute) String() string {
 	switch v {
@@ -3497,6 +4576,17 @@ const (
 	MEMORYTYPE_UNIFIED Memorytype = 4
 )
 
+// MemorytypeValues returns the values of Memorytype that the headers name, in
+// their order, each once (the first name of a value is its String).
+func MemorytypeValues() []Memorytype {
+	return []Memorytype{
+		MEMORYTYPE_HOST,
+		MEMORYTYPE_DEVICE,
+		MEMORYTYPE_ARRAY,
+		MEMORYTYPE_UNIFIED,
+	}
+}
+
 // String returns the C name of v, or Memorytype(n) for a value the headers do not name.
 func (v Memorytype) String() string {
 	switch v {
@@ -3522,6 +4612,16 @@ const (
 	MODULE_LAZY_LOADING ModuleLoadingMode = 2
 )
 
+// ModuleLoadingModeValues returns the values of ModuleLoadingMode that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func ModuleLoadingModeValues() []ModuleLoadingMode {
+	return []ModuleLoadingMode{
+		MODULE_EAGER_LOADING,
+		MODULE_LAZY_LOADING,
+	}
+}
+
 // String returns the C name of v, or ModuleLoadingMode(n) for a value the headers do not name.
 func (v ModuleLoadingMode) String() string {
 	switch v {
@@ -3542,6 +4642,16 @@ const (
 	// MULTICAST_GRANULARITY_RECOMMENDED is CU_MULTICAST_GRANULARITY_RECOMMENDED: recommended granularity for best performance
 	MULTICAST_GRANULARITY_RECOMMENDED MulticastGranularity_flags = 1
 )
+
+// MulticastGranularity_flagsValues returns the values of
+// MulticastGranularity_flags that the headers name, in their order, each once
+// (the first name of a value is its String).
+func MulticastGranularity_flagsValues() []MulticastGranularity_flags {
+	return []MulticastGranularity_flags{
+		MULTICAST_GRANULARITY_MINIMUM,
+		MULTICAST_GRANULARITY_RECOMMENDED,
+	}
+}
 
 // String returns the C name of v, or MulticastGranularity_flags(n) for a value the headers do not name.
 func (v MulticastGranularity_flags) String() string {
@@ -3564,6 +4674,15 @@ const (
 	OCCUPANCY_DISABLE_CACHING_OVERRIDE Occupancy_flags = 1
 )
 
+// Occupancy_flagsValues returns the values of Occupancy_flags that the headers
+// name, in their order, each once (the first name of a value is its String).
+func Occupancy_flagsValues() []Occupancy_flags {
+	return []Occupancy_flags{
+		OCCUPANCY_DEFAULT,
+		OCCUPANCY_DISABLE_CACHING_OVERRIDE,
+	}
+}
+
 // String returns the C name of v, or Occupancy_flags(n) for a value the headers do not name.
 func (v Occupancy_flags) String() string {
 	switch v {
@@ -3584,6 +4703,15 @@ const (
 	// OUT_CSV is CU_OUT_CSV: output mode Comma separated values format.
 	OUT_CSV Output_mode = 1
 )
+
+// Output_modeValues returns the values of Output_mode that the headers name,
+// in their order, each once (the first name of a value is its String).
+func Output_modeValues() []Output_mode {
+	return []Output_mode{
+		OUT_KEY_VALUE_PAIR,
+		OUT_CSV,
+	}
+}
 
 // String returns the C name of v, or Output_mode(n) for a value the headers do not name.
 func (v Output_mode) String() string {
@@ -3608,6 +4736,17 @@ const (
 	// POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE is CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE: read-write access, the device has full read-write access to the memory
 	POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE POINTER_ATTRIBUTE_ACCESS_FLAGSEnum = 3
 )
+
+// POINTER_ATTRIBUTE_ACCESS_FLAGSEnumValues returns the values of
+// POINTER_ATTRIBUTE_ACCESS_FLAGSEnum that the headers name, in their order,
+// each once (the first name of a value is its String).
+func POINTER_ATTRIBUTE_ACCESS_FLAGSEnumValues() []POINTER_ATTRIBUTE_ACCESS_FLAGSEnum {
+	return []POINTER_ATTRIBUTE_ACCESS_FLAGSEnum{
+		POINTER_ATTRIBUTE_ACCESS_FLAG_NONE,
+		POINTER_ATTRIBUTE_ACCESS_FLAG_READ,
+		POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE,
+	}
+}
 
 // String returns the C name of v, or POINTER_ATTRIBUTE_ACCESS_FLAGSEnum(n) for a value the headers do not name.
 func (v POINTER_ATTRIBUTE_ACCESS_FLAGSEnum) String() string {
@@ -3667,6 +4806,34 @@ const (
 	// POINTER_ATTRIBUTE_MEMORY_BLOCK_ID is CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID: a process-wide unique id corresponding to the physical allocation the pointer belongs to
 	POINTER_ATTRIBUTE_MEMORY_BLOCK_ID Pointer_attribute = 20
 )
+
+// Pointer_attributeValues returns the values of Pointer_attribute that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func Pointer_attributeValues() []Pointer_attribute {
+	return []Pointer_attribute{
+		POINTER_ATTRIBUTE_CONTEXT,
+		POINTER_ATTRIBUTE_MEMORY_TYPE,
+		POINTER_ATTRIBUTE_DEVICE_POINTER,
+		POINTER_ATTRIBUTE_HOST_POINTER,
+		POINTER_ATTRIBUTE_P2P_TOKENS,
+		POINTER_ATTRIBUTE_SYNC_MEMOPS,
+		POINTER_ATTRIBUTE_BUFFER_ID,
+		POINTER_ATTRIBUTE_IS_MANAGED,
+		POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+		POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE,
+		POINTER_ATTRIBUTE_RANGE_START_ADDR,
+		POINTER_ATTRIBUTE_RANGE_SIZE,
+		POINTER_ATTRIBUTE_MAPPED,
+		POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES,
+		POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE,
+		POINTER_ATTRIBUTE_ACCESS_FLAGS,
+		POINTER_ATTRIBUTE_MEMPOOL_HANDLE,
+		POINTER_ATTRIBUTE_MAPPING_SIZE,
+		POINTER_ATTRIBUTE_MAPPING_BASE_ADDR,
+		POINTER_ATTRIBUTE_MEMORY_BLOCK_ID,
+	}
+}
 
 // String returns the C name of v, or Pointer_attribute(n) for a value the headers do not name.
 func (v Pointer_attribute) String() string {
@@ -3791,6 +4958,49 @@ const (
 	RES_VIEW_FORMAT_UNSIGNED_BC7 ResourceViewFormat = 34
 )
 
+// ResourceViewFormatValues returns the values of ResourceViewFormat that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func ResourceViewFormatValues() []ResourceViewFormat {
+	return []ResourceViewFormat{
+		RES_VIEW_FORMAT_NONE,
+		RES_VIEW_FORMAT_UINT_1X8,
+		RES_VIEW_FORMAT_UINT_2X8,
+		RES_VIEW_FORMAT_UINT_4X8,
+		RES_VIEW_FORMAT_SINT_1X8,
+		RES_VIEW_FORMAT_SINT_2X8,
+		RES_VIEW_FORMAT_SINT_4X8,
+		RES_VIEW_FORMAT_UINT_1X16,
+		RES_VIEW_FORMAT_UINT_2X16,
+		RES_VIEW_FORMAT_UINT_4X16,
+		RES_VIEW_FORMAT_SINT_1X16,
+		RES_VIEW_FORMAT_SINT_2X16,
+		RES_VIEW_FORMAT_SINT_4X16,
+		RES_VIEW_FORMAT_UINT_1X32,
+		RES_VIEW_FORMAT_UINT_2X32,
+		RES_VIEW_FORMAT_UINT_4X32,
+		RES_VIEW_FORMAT_SINT_1X32,
+		RES_VIEW_FORMAT_SINT_2X32,
+		RES_VIEW_FORMAT_SINT_4X32,
+		RES_VIEW_FORMAT_FLOAT_1X16,
+		RES_VIEW_FORMAT_FLOAT_2X16,
+		RES_VIEW_FORMAT_FLOAT_4X16,
+		RES_VIEW_FORMAT_FLOAT_1X32,
+		RES_VIEW_FORMAT_FLOAT_2X32,
+		RES_VIEW_FORMAT_FLOAT_4X32,
+		RES_VIEW_FORMAT_UNSIGNED_BC1,
+		RES_VIEW_FORMAT_UNSIGNED_BC2,
+		RES_VIEW_FORMAT_UNSIGNED_BC3,
+		RES_VIEW_FORMAT_UNSIGNED_BC4,
+		RES_VIEW_FORMAT_SIGNED_BC4,
+		RES_VIEW_FORMAT_UNSIGNED_BC5,
+		RES_VIEW_FORMAT_SIGNED_BC5,
+		RES_VIEW_FORMAT_UNSIGNED_BC6H,
+		RES_VIEW_FORMAT_SIGNED_BC6H,
+		RES_VIEW_FORMAT_UNSIGNED_BC7,
+	}
+}
+
 // String returns the C name of v, or ResourceViewFormat(n) for a value the headers do not name.
 func (v ResourceViewFormat) String() string {
 	switch v {
@@ -3881,6 +5091,17 @@ const (
 	// RESOURCE_TYPE_PITCH2D is CU_RESOURCE_TYPE_PITCH2D: pitch 2D resource
 	RESOURCE_TYPE_PITCH2D Resourcetype = 3
 )
+
+// ResourcetypeValues returns the values of Resourcetype that the headers name,
+// in their order, each once (the first name of a value is its String).
+func ResourcetypeValues() []Resourcetype {
+	return []Resourcetype{
+		RESOURCE_TYPE_ARRAY,
+		RESOURCE_TYPE_MIPMAPPED_ARRAY,
+		RESOURCE_TYPE_LINEAR,
+		RESOURCE_TYPE_PITCH2D,
+	}
+}
 
 // String returns the C name of v, or Resourcetype(n) for a value the headers do not name.
 func (v Resourcetype) String() string {
@@ -4250,6 +5471,110 @@ const (
 	// ERROR_UNKNOWN is CUDA_ERROR_UNKNOWN: this indicates that an unknown internal error has occurred.
 	ERROR_UNKNOWN Result = 999
 )
+
+// ResultValues returns the values of Result that the headers name, in their
+// order, each once (the first name of a value is its String).
+func ResultValues() []Result {
+	return []Result{
+		SUCCESS,
+		ERROR_INVALID_VALUE,
+		ERROR_OUT_OF_MEMORY,
+		ERROR_NOT_INITIALIZED,
+		ERROR_DEINITIALIZED,
+		ERROR_PROFILER_DISABLED,
+		ERROR_PROFILER_NOT_INITIALIZED,
+		ERROR_PROFILER_ALREADY_STARTED,
+		ERROR_PROFILER_ALREADY_STOPPED,
+		ERROR_STUB_LIBRARY,
+		ERROR_DEVICE_UNAVAILABLE,
+		ERROR_NO_DEVICE,
+		ERROR_INVALID_DEVICE,
+		ERROR_DEVICE_NOT_LICENSED,
+		ERROR_INVALID_IMAGE,
+		ERROR_INVALID_CONTEXT,
+		ERROR_CONTEXT_ALREADY_CURRENT,
+		ERROR_MAP_FAILED,
+		ERROR_UNMAP_FAILED,
+		ERROR_ARRAY_IS_MAPPED,
+		ERROR_ALREADY_MAPPED,
+		ERROR_NO_BINARY_FOR_GPU,
+		ERROR_ALREADY_ACQUIRED,
+		ERROR_NOT_MAPPED,
+		ERROR_NOT_MAPPED_AS_ARRAY,
+		ERROR_NOT_MAPPED_AS_POINTER,
+		ERROR_ECC_UNCORRECTABLE,
+		ERROR_UNSUPPORTED_LIMIT,
+		ERROR_CONTEXT_ALREADY_IN_USE,
+		ERROR_PEER_ACCESS_UNSUPPORTED,
+		ERROR_INVALID_PTX,
+		ERROR_INVALID_GRAPHICS_CONTEXT,
+		ERROR_NVLINK_UNCORRECTABLE,
+		ERROR_JIT_COMPILER_NOT_FOUND,
+		ERROR_UNSUPPORTED_PTX_VERSION,
+		ERROR_JIT_COMPILATION_DISABLED,
+		ERROR_UNSUPPORTED_EXEC_AFFINITY,
+		ERROR_UNSUPPORTED_DEVSIDE_SYNC,
+		ERROR_INVALID_SOURCE,
+		ERROR_FILE_NOT_FOUND,
+		ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND,
+		ERROR_SHARED_OBJECT_INIT_FAILED,
+		ERROR_OPERATING_SYSTEM,
+		ERROR_INVALID_HANDLE,
+		ERROR_ILLEGAL_STATE,
+		ERROR_LOSSY_QUERY,
+		ERROR_NOT_FOUND,
+		ERROR_NOT_READY,
+		ERROR_ILLEGAL_ADDRESS,
+		ERROR_LAUNCH_OUT_OF_RESOURCES,
+		ERROR_LAUNCH_TIMEOUT,
+		ERROR_LAUNCH_INCOMPATIBLE_TEXTURING,
+		ERROR_PEER_ACCESS_ALREADY_ENABLED,
+		ERROR_PEER_ACCESS_NOT_ENABLED,
+		ERROR_PRIMARY_CONTEXT_ACTIVE,
+		ERROR_CONTEXT_IS_DESTROYED,
+		ERROR_ASSERT,
+		ERROR_TOO_MANY_PEERS,
+		ERROR_HOST_MEMORY_ALREADY_REGISTERED,
+		ERROR_HOST_MEMORY_NOT_REGISTERED,
+		ERROR_HARDWARE_STACK_ERROR,
+		ERROR_ILLEGAL_INSTRUCTION,
+		ERROR_MISALIGNED_ADDRESS,
+		ERROR_INVALID_ADDRESS_SPACE,
+		ERROR_INVALID_PC,
+		ERROR_LAUNCH_FAILED,
+		ERROR_COOPERATIVE_LAUNCH_TOO_LARGE,
+		ERROR_NOT_PERMITTED,
+		ERROR_NOT_SUPPORTED,
+		ERROR_SYSTEM_NOT_READY,
+		ERROR_SYSTEM_DRIVER_MISMATCH,
+		ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE,
+		ERROR_MPS_CONNECTION_FAILED,
+		ERROR_MPS_RPC_FAILURE,
+		ERROR_MPS_SERVER_NOT_READY,
+		ERROR_MPS_MAX_CLIENTS_REACHED,
+		ERROR_MPS_MAX_CONNECTIONS_REACHED,
+		ERROR_MPS_CLIENT_TERMINATED,
+		ERROR_CDP_NOT_SUPPORTED,
+		ERROR_CDP_VERSION_MISMATCH,
+		ERROR_STREAM_CAPTURE_UNSUPPORTED,
+		ERROR_STREAM_CAPTURE_INVALIDATED,
+		ERROR_STREAM_CAPTURE_MERGE,
+		ERROR_STREAM_CAPTURE_UNMATCHED,
+		ERROR_STREAM_CAPTURE_UNJOINED,
+		ERROR_STREAM_CAPTURE_ISOLATION,
+		ERROR_STREAM_CAPTURE_IMPLICIT,
+		ERROR_CAPTURED_EVENT,
+		ERROR_STREAM_CAPTURE_WRONG_THREAD,
+		ERROR_TIMEOUT,
+		ERROR_GRAPH_EXEC_UPDATE_FAILURE,
+		ERROR_EXTERNAL_DEVICE,
+		ERROR_INVALID_CLUSTER_SIZE,
+		ERROR_FUNCTION_NOT_LOADED,
+		ERROR_INVALID_RESOURCE_TYPE,
+		ERROR_INVALID_RESOURCE_CONFIGURATION,
+		ERROR_UNKNOWN,
+	}
+}
 
 // String returns the C name of v, or Result(n) for a value the headers do not name.
 func (v Result) String() string {
@@ -4665,6 +5990,16 @@ const (
 	SHAREDMEM_CARVEOUT_MAX_L1 Shared_carveout = 0
 )
 
+// Shared_carveoutValues returns the values of Shared_carveout that the headers
+// name, in their order, each once (the first name of a value is its String).
+func Shared_carveoutValues() []Shared_carveout {
+	return []Shared_carveout{
+		SHAREDMEM_CARVEOUT_DEFAULT,
+		SHAREDMEM_CARVEOUT_MAX_SHARED,
+		SHAREDMEM_CARVEOUT_MAX_L1,
+	}
+}
+
 // String returns the C name of v, or Shared_carveout(n) for a value the headers do not name.
 func (v Shared_carveout) String() string {
 	switch v {
@@ -4691,6 +6026,16 @@ const (
 	// SHARED_MEM_CONFIG_EIGHT_BYTE_BANK_SIZE is CU_SHARED_MEM_CONFIG_EIGHT_BYTE_BANK_SIZE: set shared memory bank width to eight bytes
 	SHARED_MEM_CONFIG_EIGHT_BYTE_BANK_SIZE Sharedconfig = 2
 )
+
+// SharedconfigValues returns the values of Sharedconfig that the headers name,
+// in their order, each once (the first name of a value is its String).
+func SharedconfigValues() []Sharedconfig {
+	return []Sharedconfig{
+		SHARED_MEM_CONFIG_DEFAULT_BANK_SIZE,
+		SHARED_MEM_CONFIG_FOUR_BYTE_BANK_SIZE,
+		SHARED_MEM_CONFIG_EIGHT_BYTE_BANK_SIZE,
+	}
+}
 
 // String returns the C name of v, or Sharedconfig(n) for a value the headers do not name.
 func (v Sharedconfig) String() string {
@@ -4724,6 +6069,20 @@ const (
 	STREAM_MEM_OP_FLUSH_REMOTE_WRITES StreamBatchMemOpType = 3
 )
 
+// StreamBatchMemOpTypeValues returns the values of StreamBatchMemOpType that
+// the headers name, in their order, each once (the first name of a value is
+// its String).
+func StreamBatchMemOpTypeValues() []StreamBatchMemOpType {
+	return []StreamBatchMemOpType{
+		STREAM_MEM_OP_WAIT_VALUE_32,
+		STREAM_MEM_OP_WRITE_VALUE_32,
+		STREAM_MEM_OP_WAIT_VALUE_64,
+		STREAM_MEM_OP_WRITE_VALUE_64,
+		STREAM_MEM_OP_BARRIER,
+		STREAM_MEM_OP_FLUSH_REMOTE_WRITES,
+	}
+}
+
 // String returns the C name of v, or StreamBatchMemOpType(n) for a value the headers do not name.
 func (v StreamBatchMemOpType) String() string {
 	switch v {
@@ -4753,6 +6112,17 @@ const (
 	STREAM_CAPTURE_MODE_RELAXED      StreamCaptureMode = 2
 )
 
+// StreamCaptureModeValues returns the values of StreamCaptureMode that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func StreamCaptureModeValues() []StreamCaptureMode {
+	return []StreamCaptureMode{
+		STREAM_CAPTURE_MODE_GLOBAL,
+		STREAM_CAPTURE_MODE_THREAD_LOCAL,
+		STREAM_CAPTURE_MODE_RELAXED,
+	}
+}
+
 // String returns the C name of v, or StreamCaptureMode(n) for a value the headers do not name.
 func (v StreamCaptureMode) String() string {
 	switch v {
@@ -4779,6 +6149,17 @@ const (
 	STREAM_CAPTURE_STATUS_INVALIDATED StreamCaptureStatus = 2
 )
 
+// StreamCaptureStatusValues returns the values of StreamCaptureStatus that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func StreamCaptureStatusValues() []StreamCaptureStatus {
+	return []StreamCaptureStatus{
+		STREAM_CAPTURE_STATUS_NONE,
+		STREAM_CAPTURE_STATUS_ACTIVE,
+		STREAM_CAPTURE_STATUS_INVALIDATED,
+	}
+}
+
 // String returns the C name of v, or StreamCaptureStatus(n) for a value the headers do not name.
 func (v StreamCaptureStatus) String() string {
 	switch v {
@@ -4802,6 +6183,16 @@ const (
 	STREAM_MEMORY_BARRIER_TYPE_GPU StreamMemoryBarrier_flags = 1
 )
 
+// StreamMemoryBarrier_flagsValues returns the values of
+// StreamMemoryBarrier_flags that the headers name, in their order, each once
+// (the first name of a value is its String).
+func StreamMemoryBarrier_flagsValues() []StreamMemoryBarrier_flags {
+	return []StreamMemoryBarrier_flags{
+		STREAM_MEMORY_BARRIER_TYPE_SYS,
+		STREAM_MEMORY_BARRIER_TYPE_GPU,
+	}
+}
+
 // String returns the C name of v, or StreamMemoryBarrier_flags(n) for a value the headers do not name.
 func (v StreamMemoryBarrier_flags) String() string {
 	switch v {
@@ -4822,6 +6213,16 @@ const (
 	// STREAM_SET_CAPTURE_DEPENDENCIES is CU_STREAM_SET_CAPTURE_DEPENDENCIES: replace the dependency set with the new nodes
 	STREAM_SET_CAPTURE_DEPENDENCIES StreamUpdateCaptureDependencies_flags = 1
 )
+
+// StreamUpdateCaptureDependencies_flagsValues returns the values of
+// StreamUpdateCaptureDependencies_flags that the headers name, in their order,
+// each once (the first name of a value is its String).
+func StreamUpdateCaptureDependencies_flagsValues() []StreamUpdateCaptureDependencies_flags {
+	return []StreamUpdateCaptureDependencies_flags{
+		STREAM_ADD_CAPTURE_DEPENDENCIES,
+		STREAM_SET_CAPTURE_DEPENDENCIES,
+	}
+}
 
 // String returns the C name of v, or StreamUpdateCaptureDependencies_flags(n) for a value the headers do not name.
 func (v StreamUpdateCaptureDependencies_flags) String() string {
@@ -4862,6 +6263,19 @@ const (
 	STREAM_WAIT_VALUE_FLUSH StreamWaitValue_flags = 1073741824
 )
 
+// StreamWaitValue_flagsValues returns the values of StreamWaitValue_flags that
+// the headers name, in their order, each once (the first name of a value is
+// its String).
+func StreamWaitValue_flagsValues() []StreamWaitValue_flags {
+	return []StreamWaitValue_flags{
+		STREAM_WAIT_VALUE_GEQ,
+		STREAM_WAIT_VALUE_EQ,
+		STREAM_WAIT_VALUE_AND,
+		STREAM_WAIT_VALUE_NOR,
+		STREAM_WAIT_VALUE_FLUSH,
+	}
+}
+
 // String returns the C name of v, or StreamWaitValue_flags(n) for a value the headers do not name.
 func (v StreamWaitValue_flags) String() string {
 	switch v {
@@ -4895,6 +6309,16 @@ const (
 	STREAM_WRITE_VALUE_NO_MEMORY_BARRIER StreamWriteValue_flags = 1
 )
 
+// StreamWriteValue_flagsValues returns the values of StreamWriteValue_flags
+// that the headers name, in their order, each once (the first name of a value
+// is its String).
+func StreamWriteValue_flagsValues() []StreamWriteValue_flags {
+	return []StreamWriteValue_flags{
+		STREAM_WRITE_VALUE_DEFAULT,
+		STREAM_WRITE_VALUE_NO_MEMORY_BARRIER,
+	}
+}
+
 // String returns the C name of v, or StreamWriteValue_flags(n) for a value the headers do not name.
 func (v StreamWriteValue_flags) String() string {
 	switch v {
@@ -4916,6 +6340,15 @@ const (
 	STREAM_NON_BLOCKING Stream_flags = 1
 )
 
+// Stream_flagsValues returns the values of Stream_flags that the headers name,
+// in their order, each once (the first name of a value is its String).
+func Stream_flagsValues() []Stream_flags {
+	return []Stream_flags{
+		STREAM_DEFAULT,
+		STREAM_NON_BLOCKING,
+	}
+}
+
 // String returns the C name of v, or Stream_flags(n) for a value the headers do not name.
 func (v Stream_flags) String() string {
 	switch v {
@@ -4936,6 +6369,18 @@ const (
 	SYNC_POLICY_YIELD         SynchronizationPolicy = 3
 	SYNC_POLICY_BLOCKING_SYNC SynchronizationPolicy = 4
 )
+
+// SynchronizationPolicyValues returns the values of SynchronizationPolicy that
+// the headers name, in their order, each once (the first name of a value is
+// its String).
+func SynchronizationPolicyValues() []SynchronizationPolicy {
+	return []SynchronizationPolicy{
+		SYNC_POLICY_AUTO,
+		SYNC_POLICY_SPIN,
+		SYNC_POLICY_YIELD,
+		SYNC_POLICY_BLOCKING_SYNC,
+	}
+}
 
 // String returns the C name of v, or SynchronizationPolicy(n) for a value the headers do not name.
 func (v SynchronizationPolicy) String() string {
@@ -4970,6 +6415,27 @@ const (
 	TENSOR_MAP_DATA_TYPE_TFLOAT32     TensorMapDataType = 11
 	TENSOR_MAP_DATA_TYPE_TFLOAT32_FTZ TensorMapDataType = 12
 )
+
+// TensorMapDataTypeValues returns the values of TensorMapDataType that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func TensorMapDataTypeValues() []TensorMapDataType {
+	return []TensorMapDataType{
+		TENSOR_MAP_DATA_TYPE_UINT8,
+		TENSOR_MAP_DATA_TYPE_UINT16,
+		TENSOR_MAP_DATA_TYPE_UINT32,
+		TENSOR_MAP_DATA_TYPE_INT32,
+		TENSOR_MAP_DATA_TYPE_UINT64,
+		TENSOR_MAP_DATA_TYPE_INT64,
+		TENSOR_MAP_DATA_TYPE_FLOAT16,
+		TENSOR_MAP_DATA_TYPE_FLOAT32,
+		TENSOR_MAP_DATA_TYPE_FLOAT64,
+		TENSOR_MAP_DATA_TYPE_BFLOAT16,
+		TENSOR_MAP_DATA_TYPE_FLOAT32_FTZ,
+		TENSOR_MAP_DATA_TYPE_TFLOAT32,
+		TENSOR_MAP_DATA_TYPE_TFLOAT32_FTZ,
+	}
+}
 
 // String returns the C name of v, or TensorMapDataType(n) for a value the headers do not name.
 func (v TensorMapDataType) String() string {
@@ -5012,6 +6478,16 @@ const (
 	TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA TensorMapFloatOOBfill = 1
 )
 
+// TensorMapFloatOOBfillValues returns the values of TensorMapFloatOOBfill that
+// the headers name, in their order, each once (the first name of a value is
+// its String).
+func TensorMapFloatOOBfillValues() []TensorMapFloatOOBfill {
+	return []TensorMapFloatOOBfill{
+		TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+		TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA,
+	}
+}
+
 // String returns the C name of v, or TensorMapFloatOOBfill(n) for a value the headers do not name.
 func (v TensorMapFloatOOBfill) String() string {
 	switch v {
@@ -5031,6 +6507,17 @@ const (
 	TENSOR_MAP_INTERLEAVE_16B  TensorMapInterleave = 1
 	TENSOR_MAP_INTERLEAVE_32B  TensorMapInterleave = 2
 )
+
+// TensorMapInterleaveValues returns the values of TensorMapInterleave that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func TensorMapInterleaveValues() []TensorMapInterleave {
+	return []TensorMapInterleave{
+		TENSOR_MAP_INTERLEAVE_NONE,
+		TENSOR_MAP_INTERLEAVE_16B,
+		TENSOR_MAP_INTERLEAVE_32B,
+	}
+}
 
 // String returns the C name of v, or TensorMapInterleave(n) for a value the headers do not name.
 func (v TensorMapInterleave) String() string {
@@ -5054,6 +6541,18 @@ const (
 	TENSOR_MAP_L2_PROMOTION_L2_128B TensorMapL2promotion = 2
 	TENSOR_MAP_L2_PROMOTION_L2_256B TensorMapL2promotion = 3
 )
+
+// TensorMapL2promotionValues returns the values of TensorMapL2promotion that
+// the headers name, in their order, each once (the first name of a value is
+// its String).
+func TensorMapL2promotionValues() []TensorMapL2promotion {
+	return []TensorMapL2promotion{
+		TENSOR_MAP_L2_PROMOTION_NONE,
+		TENSOR_MAP_L2_PROMOTION_L2_64B,
+		TENSOR_MAP_L2_PROMOTION_L2_128B,
+		TENSOR_MAP_L2_PROMOTION_L2_256B,
+	}
+}
 
 // String returns the C name of v, or TensorMapL2promotion(n) for a value the headers do not name.
 func (v TensorMapL2promotion) String() string {
@@ -5080,6 +6579,18 @@ const (
 	TENSOR_MAP_SWIZZLE_128B TensorMapSwizzle = 3
 )
 
+// TensorMapSwizzleValues returns the values of TensorMapSwizzle that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func TensorMapSwizzleValues() []TensorMapSwizzle {
+	return []TensorMapSwizzle{
+		TENSOR_MAP_SWIZZLE_NONE,
+		TENSOR_MAP_SWIZZLE_32B,
+		TENSOR_MAP_SWIZZLE_64B,
+		TENSOR_MAP_SWIZZLE_128B,
+	}
+}
+
 // String returns the C name of v, or TensorMapSwizzle(n) for a value the headers do not name.
 func (v TensorMapSwizzle) String() string {
 	switch v {
@@ -5103,6 +6614,15 @@ const (
 	GRAPH_USER_OBJECT_MOVE UserObjectRetain_flags = 1
 )
 
+// UserObjectRetain_flagsValues returns the values of UserObjectRetain_flags
+// that the headers name, in their order, each once (the first name of a value
+// is its String).
+func UserObjectRetain_flagsValues() []UserObjectRetain_flags {
+	return []UserObjectRetain_flags{
+		GRAPH_USER_OBJECT_MOVE,
+	}
+}
+
 // String returns the C name of v, or UserObjectRetain_flags(n) for a value the headers do not name.
 func (v UserObjectRetain_flags) String() string {
 	switch v {
@@ -5119,6 +6639,15 @@ const (
 	// USER_OBJECT_NO_DESTRUCTOR_SYNC is CU_USER_OBJECT_NO_DESTRUCTOR_SYNC: indicates the destructor execution is not synchronized by any CUDA handle.
 	USER_OBJECT_NO_DESTRUCTOR_SYNC UserObject_flags = 1
 )
+
+// UserObject_flagsValues returns the values of UserObject_flags that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func UserObject_flagsValues() []UserObject_flags {
+	return []UserObject_flags{
+		USER_OBJECT_NO_DESTRUCTOR_SYNC,
+	}
+}
 
 // String returns the C name of v, or UserObject_flags(n) for a value the headers do not name.
 func (v UserObject_flags) String() string {
@@ -5514,16 +7043,57 @@ func (u *EXTERNAL_MEMORY_HANDLE_DESC_v1Handle) Fd() *int32 {
 // [EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_WIN32_KMT]
 // [EXTERNAL_MEMORY_HANDLE_TYPE_D3D11_RESOURCE_KMT]
 // then 'name' must be NULL.
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check. [EXTERNAL_MEMORY_HANDLE_DESC_v1Handle.SetWin32] stores
+// a member that holds Go pointers and pins them.
 func (u *EXTERNAL_MEMORY_HANDLE_DESC_v1Handle) Win32() *EXTERNAL_MEMORY_HANDLE_DESC_v1HandleWin32 {
 	return (*EXTERNAL_MEMORY_HANDLE_DESC_v1HandleWin32)(unsafe.Pointer(u))
+}
+
+// SetWin32 stores v as what Win32 returns, after pinning with p the memory
+// that v's pointers (Handle, Name) point to, so that Go memory among it stays
+// alive and passes cgo's pointer check until p.Unpin: keep p pinned for as
+// long as C may use the memory (a graph node's, until the graph is destroyed).
+// Memory those point to that holds further Go pointers must be pinned too
+// (runtime.Pinner). With p nil, a pointer that is not nil is refused with an
+// error wrapping [ErrNoPinner], and nothing is stored.
+func (u *EXTERNAL_MEMORY_HANDLE_DESC_v1Handle) SetWin32(v EXTERNAL_MEMORY_HANDLE_DESC_v1HandleWin32, p *runtime.Pinner) error {
+	if err := pinPointers(p, "EXTERNAL_MEMORY_HANDLE_DESC_v1Handle.SetWin32", unsafe.Pointer(v.Handle), unsafe.Pointer(v.Name)); err != nil {
+		return err
+	}
+	*u.Win32() = v
+	return nil
 }
 
 // NvSciBufObject returns the union as its nvSciBufObject member.
 //
 // A handle representing an NvSciBuf Object. Valid when type
-// is [EXTERNAL_MEMORY_HANDLE_TYPE_NVSCIBUF]
+// is [EXTERNAL_MEMORY_HANDLE_TYPE_NVSCIBUF].
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check.
+// [EXTERNAL_MEMORY_HANDLE_DESC_v1Handle.SetNvSciBufObject] stores a member
+// that holds Go pointers and pins them.
 func (u *EXTERNAL_MEMORY_HANDLE_DESC_v1Handle) NvSciBufObject() *unsafe.Pointer {
 	return (*unsafe.Pointer)(unsafe.Pointer(u))
+}
+
+// SetNvSciBufObject stores v as what NvSciBufObject returns, after pinning
+// with p the memory v points to, so that Go memory among it stays alive and
+// passes cgo's pointer check until p.Unpin: keep p pinned for as long as C may
+// use the memory (a graph node's, until the graph is destroyed). Memory those
+// point to that holds further Go pointers must be pinned too (runtime.Pinner).
+// With p nil, a pointer that is not nil is refused with an error wrapping
+// [ErrNoPinner], and nothing is stored.
+func (u *EXTERNAL_MEMORY_HANDLE_DESC_v1Handle) SetNvSciBufObject(v unsafe.Pointer, p *runtime.Pinner) error {
+	if err := pinPointers(p, "EXTERNAL_MEMORY_HANDLE_DESC_v1Handle.SetNvSciBufObject", unsafe.Pointer(v)); err != nil {
+		return err
+	}
+	*u.NvSciBufObject() = v
+	return nil
 }
 
 // EXTERNAL_MEMORY_HANDLE_DESC_v1HandleWin32 is the anonymous type of struct CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st.handle).win32.
@@ -5587,15 +7157,56 @@ func (u *EXTERNAL_SEMAPHORE_HANDLE_DESC_v1Handle) Fd() *int32 {
 // - [EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_WIN32_KMT]
 // - [EXTERNAL_SEMAPHORE_HANDLE_TYPE_D3D11_KEYED_MUTEX_KMT]
 // then 'name' must be NULL.
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check. [EXTERNAL_SEMAPHORE_HANDLE_DESC_v1Handle.SetWin32]
+// stores a member that holds Go pointers and pins them.
 func (u *EXTERNAL_SEMAPHORE_HANDLE_DESC_v1Handle) Win32() *EXTERNAL_SEMAPHORE_HANDLE_DESC_v1HandleWin32 {
 	return (*EXTERNAL_SEMAPHORE_HANDLE_DESC_v1HandleWin32)(unsafe.Pointer(u))
 }
 
+// SetWin32 stores v as what Win32 returns, after pinning with p the memory
+// that v's pointers (Handle, Name) point to, so that Go memory among it stays
+// alive and passes cgo's pointer check until p.Unpin: keep p pinned for as
+// long as C may use the memory (a graph node's, until the graph is destroyed).
+// Memory those point to that holds further Go pointers must be pinned too
+// (runtime.Pinner). With p nil, a pointer that is not nil is refused with an
+// error wrapping [ErrNoPinner], and nothing is stored.
+func (u *EXTERNAL_SEMAPHORE_HANDLE_DESC_v1Handle) SetWin32(v EXTERNAL_SEMAPHORE_HANDLE_DESC_v1HandleWin32, p *runtime.Pinner) error {
+	if err := pinPointers(p, "EXTERNAL_SEMAPHORE_HANDLE_DESC_v1Handle.SetWin32", unsafe.Pointer(v.Handle), unsafe.Pointer(v.Name)); err != nil {
+		return err
+	}
+	*u.Win32() = v
+	return nil
+}
+
 // NvSciSyncObj returns the union as its nvSciSyncObj member.
 //
-// Valid NvSciSyncObj. Must be non NULL
+// Valid NvSciSyncObj. Must be non NULL.
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check.
+// [EXTERNAL_SEMAPHORE_HANDLE_DESC_v1Handle.SetNvSciSyncObj] stores a member
+// that holds Go pointers and pins them.
 func (u *EXTERNAL_SEMAPHORE_HANDLE_DESC_v1Handle) NvSciSyncObj() *unsafe.Pointer {
 	return (*unsafe.Pointer)(unsafe.Pointer(u))
+}
+
+// SetNvSciSyncObj stores v as what NvSciSyncObj returns, after pinning with p
+// the memory v points to, so that Go memory among it stays alive and passes
+// cgo's pointer check until p.Unpin: keep p pinned for as long as C may use
+// the memory (a graph node's, until the graph is destroyed). Memory those
+// point to that holds further Go pointers must be pinned too (runtime.Pinner).
+// With p nil, a pointer that is not nil is refused with an error wrapping
+// [ErrNoPinner], and nothing is stored.
+func (u *EXTERNAL_SEMAPHORE_HANDLE_DESC_v1Handle) SetNvSciSyncObj(v unsafe.Pointer, p *runtime.Pinner) error {
+	if err := pinPointers(p, "EXTERNAL_SEMAPHORE_HANDLE_DESC_v1Handle.SetNvSciSyncObj", unsafe.Pointer(v)); err != nil {
+		return err
+	}
+	*u.NvSciSyncObj() = v
+	return nil
 }
 
 // EXTERNAL_SEMAPHORE_HANDLE_DESC_v1HandleWin32 is the anonymous type of struct CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC_st.handle).win32.
@@ -5653,8 +7264,29 @@ type EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_v1ParamsNvSciSync struct {
 //
 // Pointer to NvSciSyncFence. Valid if CUexternalSemaphoreHandleType
 // is of type [EXTERNAL_SEMAPHORE_HANDLE_TYPE_NVSCISYNC].
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check.
+// [EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_v1ParamsNvSciSync.SetFence] stores a
+// member that holds Go pointers and pins them.
 func (u *EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_v1ParamsNvSciSync) Fence() *unsafe.Pointer {
 	return (*unsafe.Pointer)(unsafe.Pointer(u))
+}
+
+// SetFence stores v as what Fence returns, after pinning with p the memory v
+// points to, so that Go memory among it stays alive and passes cgo's pointer
+// check until p.Unpin: keep p pinned for as long as C may use the memory (a
+// graph node's, until the graph is destroyed). Memory those point to that
+// holds further Go pointers must be pinned too (runtime.Pinner). With p nil, a
+// pointer that is not nil is refused with an error wrapping [ErrNoPinner], and
+// nothing is stored.
+func (u *EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_v1ParamsNvSciSync) SetFence(v unsafe.Pointer, p *runtime.Pinner) error {
+	if err := pinPointers(p, "EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_v1ParamsNvSciSync.SetFence", unsafe.Pointer(v)); err != nil {
+		return err
+	}
+	*u.Fence() = v
+	return nil
 }
 
 // Reserved returns the union as its reserved member.
@@ -5708,8 +7340,29 @@ type EXTERNAL_SEMAPHORE_WAIT_PARAMS_v1ParamsNvSciSync struct {
 }
 
 // Fence returns the union as its fence member.
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check.
+// [EXTERNAL_SEMAPHORE_WAIT_PARAMS_v1ParamsNvSciSync.SetFence] stores a member
+// that holds Go pointers and pins them.
 func (u *EXTERNAL_SEMAPHORE_WAIT_PARAMS_v1ParamsNvSciSync) Fence() *unsafe.Pointer {
 	return (*unsafe.Pointer)(unsafe.Pointer(u))
+}
+
+// SetFence stores v as what Fence returns, after pinning with p the memory v
+// points to, so that Go memory among it stays alive and passes cgo's pointer
+// check until p.Unpin: keep p pinned for as long as C may use the memory (a
+// graph node's, until the graph is destroyed). Memory those point to that
+// holds further Go pointers must be pinned too (runtime.Pinner). With p nil, a
+// pointer that is not nil is refused with an error wrapping [ErrNoPinner], and
+// nothing is stored.
+func (u *EXTERNAL_SEMAPHORE_WAIT_PARAMS_v1ParamsNvSciSync) SetFence(v unsafe.Pointer, p *runtime.Pinner) error {
+	if err := pinPointers(p, "EXTERNAL_SEMAPHORE_WAIT_PARAMS_v1ParamsNvSciSync.SetFence", unsafe.Pointer(v)); err != nil {
+		return err
+	}
+	*u.Fence() = v
+	return nil
 }
 
 // Reserved returns the union as its reserved member.
@@ -5852,15 +7505,56 @@ type GraphNodeParams struct {
 // Kernel returns its kernel member, in an anonymous union.
 //
 // Kernel node parameters.
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check. [GraphNodeParams.SetKernel] stores a member that holds
+// Go pointers and pins them.
 func (s *GraphNodeParams) Kernel() *KERNEL_NODE_PARAMS_v3 {
 	return (*KERNEL_NODE_PARAMS_v3)(unsafe.Add(unsafe.Pointer(s), 16))
+}
+
+// SetKernel stores v as what Kernel returns, after pinning with p the memory
+// that v's pointers (KernelParams, Extra) point to, so that Go memory among it
+// stays alive and passes cgo's pointer check until p.Unpin: keep p pinned for
+// as long as C may use the memory (a graph node's, until the graph is
+// destroyed). Memory those point to that holds further Go pointers must be
+// pinned too (runtime.Pinner). With p nil, a pointer that is not nil is
+// refused with an error wrapping [ErrNoPinner], and nothing is stored.
+func (s *GraphNodeParams) SetKernel(v KERNEL_NODE_PARAMS_v3, p *runtime.Pinner) error {
+	if err := pinPointers(p, "GraphNodeParams.SetKernel", unsafe.Pointer(v.KernelParams), unsafe.Pointer(v.Extra)); err != nil {
+		return err
+	}
+	*s.Kernel() = v
+	return nil
 }
 
 // Memcpy returns its memcpy member, in an anonymous union.
 //
 // Memcpy node parameters.
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check. [GraphNodeParams.SetMemcpy] stores a member that holds
+// Go pointers and pins them.
 func (s *GraphNodeParams) Memcpy() *MEMCPY_NODE_PARAMS {
 	return (*MEMCPY_NODE_PARAMS)(unsafe.Add(unsafe.Pointer(s), 16))
+}
+
+// SetMemcpy stores v as what Memcpy returns, after pinning with p the memory
+// that v's pointers (CopyParams.SrcHost, CopyParams.Reserved0,
+// CopyParams.DstHost, CopyParams.Reserved1) point to, so that Go memory among
+// it stays alive and passes cgo's pointer check until p.Unpin: keep p pinned
+// for as long as C may use the memory (a graph node's, until the graph is
+// destroyed). Memory those point to that holds further Go pointers must be
+// pinned too (runtime.Pinner). With p nil, a pointer that is not nil is
+// refused with an error wrapping [ErrNoPinner], and nothing is stored.
+func (s *GraphNodeParams) SetMemcpy(v MEMCPY_NODE_PARAMS, p *runtime.Pinner) error {
+	if err := pinPointers(p, "GraphNodeParams.SetMemcpy", unsafe.Pointer(v.CopyParams.SrcHost), unsafe.Pointer(v.CopyParams.Reserved0), unsafe.Pointer(v.CopyParams.DstHost), unsafe.Pointer(v.CopyParams.Reserved1)); err != nil {
+		return err
+	}
+	*s.Memcpy() = v
+	return nil
 }
 
 // Memset returns its memset member, in an anonymous union.
@@ -5873,8 +7567,28 @@ func (s *GraphNodeParams) Memset() *MEMSET_NODE_PARAMS_v2 {
 // Host returns its host member, in an anonymous union.
 //
 // Host node parameters.
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check. [GraphNodeParams.SetHost] stores a member that holds Go
+// pointers and pins them.
 func (s *GraphNodeParams) Host() *HOST_NODE_PARAMS_v2 {
 	return (*HOST_NODE_PARAMS_v2)(unsafe.Add(unsafe.Pointer(s), 16))
+}
+
+// SetHost stores v as what Host returns, after pinning with p the memory that
+// v's pointers (UserData) point to, so that Go memory among it stays alive and
+// passes cgo's pointer check until p.Unpin: keep p pinned for as long as C may
+// use the memory (a graph node's, until the graph is destroyed). Memory those
+// point to that holds further Go pointers must be pinned too (runtime.Pinner).
+// With p nil, a pointer that is not nil is refused with an error wrapping
+// [ErrNoPinner], and nothing is stored.
+func (s *GraphNodeParams) SetHost(v HOST_NODE_PARAMS_v2, p *runtime.Pinner) error {
+	if err := pinPointers(p, "GraphNodeParams.SetHost", unsafe.Pointer(v.UserData)); err != nil {
+		return err
+	}
+	*s.Host() = v
+	return nil
 }
 
 // Graph returns its graph member, in an anonymous union.
@@ -5901,22 +7615,83 @@ func (s *GraphNodeParams) EventRecord() *EVENT_RECORD_NODE_PARAMS {
 // ExtSemSignal returns its extSemSignal member, in an anonymous union.
 //
 // External semaphore signal node parameters.
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check. [GraphNodeParams.SetExtSemSignal] stores a member that
+// holds Go pointers and pins them.
 func (s *GraphNodeParams) ExtSemSignal() *EXT_SEM_SIGNAL_NODE_PARAMS_v2 {
 	return (*EXT_SEM_SIGNAL_NODE_PARAMS_v2)(unsafe.Add(unsafe.Pointer(s), 16))
+}
+
+// SetExtSemSignal stores v as what ExtSemSignal returns, after pinning with p
+// the memory that v's pointers (ExtSemArray, ParamsArray) point to, so that Go
+// memory among it stays alive and passes cgo's pointer check until p.Unpin:
+// keep p pinned for as long as C may use the memory (a graph node's, until the
+// graph is destroyed). Memory those point to that holds further Go pointers
+// must be pinned too (runtime.Pinner). With p nil, a pointer that is not nil
+// is refused with an error wrapping [ErrNoPinner], and nothing is stored.
+func (s *GraphNodeParams) SetExtSemSignal(v EXT_SEM_SIGNAL_NODE_PARAMS_v2, p *runtime.Pinner) error {
+	if err := pinPointers(p, "GraphNodeParams.SetExtSemSignal", unsafe.Pointer(v.ExtSemArray), unsafe.Pointer(v.ParamsArray)); err != nil {
+		return err
+	}
+	*s.ExtSemSignal() = v
+	return nil
 }
 
 // ExtSemWait returns its extSemWait member, in an anonymous union.
 //
 // External semaphore wait node parameters.
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check. [GraphNodeParams.SetExtSemWait] stores a member that
+// holds Go pointers and pins them.
 func (s *GraphNodeParams) ExtSemWait() *EXT_SEM_WAIT_NODE_PARAMS_v2 {
 	return (*EXT_SEM_WAIT_NODE_PARAMS_v2)(unsafe.Add(unsafe.Pointer(s), 16))
+}
+
+// SetExtSemWait stores v as what ExtSemWait returns, after pinning with p the
+// memory that v's pointers (ExtSemArray, ParamsArray) point to, so that Go
+// memory among it stays alive and passes cgo's pointer check until p.Unpin:
+// keep p pinned for as long as C may use the memory (a graph node's, until the
+// graph is destroyed). Memory those point to that holds further Go pointers
+// must be pinned too (runtime.Pinner). With p nil, a pointer that is not nil
+// is refused with an error wrapping [ErrNoPinner], and nothing is stored.
+func (s *GraphNodeParams) SetExtSemWait(v EXT_SEM_WAIT_NODE_PARAMS_v2, p *runtime.Pinner) error {
+	if err := pinPointers(p, "GraphNodeParams.SetExtSemWait", unsafe.Pointer(v.ExtSemArray), unsafe.Pointer(v.ParamsArray)); err != nil {
+		return err
+	}
+	*s.ExtSemWait() = v
+	return nil
 }
 
 // Alloc returns its alloc member, in an anonymous union.
 //
 // Memory allocation node parameters.
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check. [GraphNodeParams.SetAlloc] stores a member that holds
+// Go pointers and pins them.
 func (s *GraphNodeParams) Alloc() *MEM_ALLOC_NODE_PARAMS_v2 {
 	return (*MEM_ALLOC_NODE_PARAMS_v2)(unsafe.Add(unsafe.Pointer(s), 16))
+}
+
+// SetAlloc stores v as what Alloc returns, after pinning with p the memory
+// that v's pointers (PoolProps.Win32SecurityAttributes, AccessDescs) point to,
+// so that Go memory among it stays alive and passes cgo's pointer check until
+// p.Unpin: keep p pinned for as long as C may use the memory (a graph node's,
+// until the graph is destroyed). Memory those point to that holds further Go
+// pointers must be pinned too (runtime.Pinner). With p nil, a pointer that is
+// not nil is refused with an error wrapping [ErrNoPinner], and nothing is
+// stored.
+func (s *GraphNodeParams) SetAlloc(v MEM_ALLOC_NODE_PARAMS_v2, p *runtime.Pinner) error {
+	if err := pinPointers(p, "GraphNodeParams.SetAlloc", unsafe.Pointer(v.PoolProps.Win32SecurityAttributes), unsafe.Pointer(v.AccessDescs)); err != nil {
+		return err
+	}
+	*s.Alloc() = v
+	return nil
 }
 
 // Free returns its free member, in an anonymous union.
@@ -5929,15 +7704,55 @@ func (s *GraphNodeParams) Free() *MEM_FREE_NODE_PARAMS {
 // MemOp returns its memOp member, in an anonymous union.
 //
 // MemOp node parameters.
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check. [GraphNodeParams.SetMemOp] stores a member that holds
+// Go pointers and pins them.
 func (s *GraphNodeParams) MemOp() *BATCH_MEM_OP_NODE_PARAMS_v2 {
 	return (*BATCH_MEM_OP_NODE_PARAMS_v2)(unsafe.Add(unsafe.Pointer(s), 16))
+}
+
+// SetMemOp stores v as what MemOp returns, after pinning with p the memory
+// that v's pointers (ParamArray) point to, so that Go memory among it stays
+// alive and passes cgo's pointer check until p.Unpin: keep p pinned for as
+// long as C may use the memory (a graph node's, until the graph is destroyed).
+// Memory those point to that holds further Go pointers must be pinned too
+// (runtime.Pinner). With p nil, a pointer that is not nil is refused with an
+// error wrapping [ErrNoPinner], and nothing is stored.
+func (s *GraphNodeParams) SetMemOp(v BATCH_MEM_OP_NODE_PARAMS_v2, p *runtime.Pinner) error {
+	if err := pinPointers(p, "GraphNodeParams.SetMemOp", unsafe.Pointer(v.ParamArray)); err != nil {
+		return err
+	}
+	*s.MemOp() = v
+	return nil
 }
 
 // Conditional returns its conditional member, in an anonymous union.
 //
 // Conditional node parameters.
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check. [GraphNodeParams.SetConditional] stores a member that
+// holds Go pointers and pins them.
 func (s *GraphNodeParams) Conditional() *CONDITIONAL_NODE_PARAMS {
 	return (*CONDITIONAL_NODE_PARAMS)(unsafe.Add(unsafe.Pointer(s), 16))
+}
+
+// SetConditional stores v as what Conditional returns, after pinning with p
+// the memory that v's pointers (PhGraph_out) point to, so that Go memory among
+// it stays alive and passes cgo's pointer check until p.Unpin: keep p pinned
+// for as long as C may use the memory (a graph node's, until the graph is
+// destroyed). Memory those point to that holds further Go pointers must be
+// pinned too (runtime.Pinner). With p nil, a pointer that is not nil is
+// refused with an error wrapping [ErrNoPinner], and nothing is stored.
+func (s *GraphNodeParams) SetConditional(v CONDITIONAL_NODE_PARAMS, p *runtime.Pinner) error {
+	if err := pinPointers(p, "GraphNodeParams.SetConditional", unsafe.Pointer(v.PhGraph_out)); err != nil {
+		return err
+	}
+	*s.Conditional() = v
+	return nil
 }
 
 // HOST_NODE_PARAMS_v1 is struct CUDA_HOST_NODE_PARAMS_st: host node parameters
@@ -6092,8 +7907,28 @@ func (u *LaunchAttributeValue) Pad() *[64]byte {
 // AccessPolicyWindow returns the union as its accessPolicyWindow member.
 //
 // Value of launch attribute [LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW].
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check. [LaunchAttributeValue.SetAccessPolicyWindow] stores a
+// member that holds Go pointers and pins them.
 func (u *LaunchAttributeValue) AccessPolicyWindow() *AccessPolicyWindow {
 	return (*AccessPolicyWindow)(unsafe.Pointer(u))
+}
+
+// SetAccessPolicyWindow stores v as what AccessPolicyWindow returns, after
+// pinning with p the memory that v's pointers (Base_ptr) point to, so that Go
+// memory among it stays alive and passes cgo's pointer check until p.Unpin:
+// keep p pinned for as long as C may use the memory (a graph node's, until the
+// graph is destroyed). Memory those point to that holds further Go pointers
+// must be pinned too (runtime.Pinner). With p nil, a pointer that is not nil
+// is refused with an error wrapping [ErrNoPinner], and nothing is stored.
+func (u *LaunchAttributeValue) SetAccessPolicyWindow(v AccessPolicyWindow, p *runtime.Pinner) error {
+	if err := pinPointers(p, "LaunchAttributeValue.SetAccessPolicyWindow", unsafe.Pointer(v.Base_ptr)); err != nil {
+		return err
+	}
+	*u.AccessPolicyWindow() = v
+	return nil
 }
 
 // Cooperative returns the union as its cooperative member.
@@ -6829,6 +8664,213 @@ type TensorMap struct {
 // Uuid is struct CUuuid_st.
 type Uuid struct {
 	Bytes [16]byte
+}
+
+// ErrNoPinner is the error, wrapped, of a Set method of a union member
+// given a pointer and no runtime.Pinner: a union's bytes are integers to
+// the garbage collector and to cgo's pointer check, so Go memory stored in
+// them must be pinned for as long as C may use it.
+var ErrNoPinner = errors.New("a pointer stored in a union needs a runtime.Pinner")
+
+// pinPointers pins with p the memory each of ptrs that is not nil points
+// to, for the Set method what; with p nil, it refuses a pointer that is
+// not nil.
+func pinPointers(p *runtime.Pinner, what string, ptrs ...unsafe.Pointer) error {
+	for _, q := range ptrs {
+		if q != nil && p == nil {
+			return fmt.Errorf("cudadrv: %s: %w", what, ErrNoPinner)
+		}
+	}
+	for _, q := range ptrs {
+		if q != nil {
+			p.Pin(q)
+		}
+	}
+	return nil
+}
+
+// ValueType returns the Go type of the value of attribute a, as the headers
+// give its C type ("value type = cuuint64_t" is uint64, int is int32, a list
+// of int []int32), or nil for an attribute whose type gen does not know. The
+// functions that take a value of CoredumpSettings as a T (the ones named Of)
+// refuse a T that does not fit it.
+func (a CoredumpSettings) ValueType() reflect.Type {
+	switch a {
+	case COREDUMP_ENABLE_ON_EXCEPTION:
+		return reflect.TypeFor[bool]()
+	case COREDUMP_TRIGGER_HOST:
+		return reflect.TypeFor[bool]()
+	case COREDUMP_LIGHTWEIGHT:
+		return reflect.TypeFor[bool]()
+	case COREDUMP_ENABLE_USER_TRIGGER:
+		return reflect.TypeFor[bool]()
+	case COREDUMP_FILE:
+		return reflect.TypeFor[[]byte]()
+	case COREDUMP_PIPE:
+		return reflect.TypeFor[[]byte]()
+	case COREDUMP_GENERATION_FLAGS:
+		return reflect.TypeFor[int32]()
+	}
+	return nil
+}
+
+// ValueType returns the Go type of the value of attribute a, as the headers
+// give its C type ("value type = cuuint64_t" is uint64, int is int32, a list
+// of int []int32), or nil for an attribute whose type gen does not know. The
+// functions that take a value of GraphMem_attribute as a T (the ones named Of)
+// refuse a T that does not fit it.
+func (a GraphMem_attribute) ValueType() reflect.Type {
+	switch a {
+	case GRAPH_MEM_ATTR_USED_MEM_CURRENT:
+		return reflect.TypeFor[uint64]()
+	case GRAPH_MEM_ATTR_USED_MEM_HIGH:
+		return reflect.TypeFor[uint64]()
+	case GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT:
+		return reflect.TypeFor[uint64]()
+	case GRAPH_MEM_ATTR_RESERVED_MEM_HIGH:
+		return reflect.TypeFor[uint64]()
+	}
+	return nil
+}
+
+// ValueType returns the Go type of the value of attribute a, as the headers
+// give its C type ("value type = cuuint64_t" is uint64, int is int32, a list
+// of int []int32), or nil for an attribute whose type gen does not know. The
+// functions that take a value of MemPool_attribute as a T (the ones named Of)
+// refuse a T that does not fit it.
+func (a MemPool_attribute) ValueType() reflect.Type {
+	switch a {
+	case MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
+		return reflect.TypeFor[int32]()
+	case MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC:
+		return reflect.TypeFor[int32]()
+	case MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES:
+		return reflect.TypeFor[int32]()
+	case MEMPOOL_ATTR_RELEASE_THRESHOLD:
+		return reflect.TypeFor[uint64]()
+	case MEMPOOL_ATTR_RESERVED_MEM_CURRENT:
+		return reflect.TypeFor[uint64]()
+	case MEMPOOL_ATTR_RESERVED_MEM_HIGH:
+		return reflect.TypeFor[uint64]()
+	case MEMPOOL_ATTR_USED_MEM_CURRENT:
+		return reflect.TypeFor[uint64]()
+	case MEMPOOL_ATTR_USED_MEM_HIGH:
+		return reflect.TypeFor[uint64]()
+	}
+	return nil
+}
+
+// ValueType returns the Go type of the value of attribute a, as the headers
+// give its C type ("value type = cuuint64_t" is uint64, int is int32, a list
+// of int []int32), or nil for an attribute whose type gen does not know. The
+// functions that take a value of Mem_range_attribute as a T (the ones named
+// Of) refuse a T that does not fit it.
+func (a Mem_range_attribute) ValueType() reflect.Type {
+	switch a {
+	case MEM_RANGE_ATTRIBUTE_READ_MOSTLY:
+		return reflect.TypeFor[int32]()
+	case MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION:
+		return reflect.TypeFor[int32]()
+	case MEM_RANGE_ATTRIBUTE_ACCESSED_BY:
+		return reflect.TypeFor[[]int32]()
+	case MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION:
+		return reflect.TypeFor[int32]()
+	case MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE:
+		return reflect.TypeFor[MemLocationType]()
+	case MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_ID:
+		return reflect.TypeFor[int32]()
+	case MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_TYPE:
+		return reflect.TypeFor[MemLocationType]()
+	case MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_ID:
+		return reflect.TypeFor[int32]()
+	}
+	return nil
+}
+
+// ValueType returns the Go type of the value of attribute a, as the headers
+// give its C type ("value type = cuuint64_t" is uint64, int is int32, a list
+// of int []int32), or nil for an attribute whose type gen does not know. The
+// functions that take a value of Pointer_attribute as a T (the ones named Of)
+// refuse a T that does not fit it.
+func (a Pointer_attribute) ValueType() reflect.Type {
+	switch a {
+	case POINTER_ATTRIBUTE_CONTEXT:
+		return reflect.TypeFor[Context]()
+	case POINTER_ATTRIBUTE_MEMORY_TYPE:
+		return reflect.TypeFor[uint32]()
+	case POINTER_ATTRIBUTE_DEVICE_POINTER:
+		return reflect.TypeFor[Deviceptr]()
+	case POINTER_ATTRIBUTE_HOST_POINTER:
+		return reflect.TypeFor[unsafe.Pointer]()
+	case POINTER_ATTRIBUTE_P2P_TOKENS:
+		return reflect.TypeFor[POINTER_ATTRIBUTE_P2P_TOKENSType]()
+	case POINTER_ATTRIBUTE_SYNC_MEMOPS:
+		return reflect.TypeFor[uint32]()
+	case POINTER_ATTRIBUTE_BUFFER_ID:
+		return reflect.TypeFor[uint64]()
+	case POINTER_ATTRIBUTE_IS_MANAGED:
+		return reflect.TypeFor[uint32]()
+	case POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+		return reflect.TypeFor[int32]()
+	case POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
+		return reflect.TypeFor[uint32]()
+	case POINTER_ATTRIBUTE_RANGE_START_ADDR:
+		return reflect.TypeFor[Deviceptr]()
+	case POINTER_ATTRIBUTE_RANGE_SIZE:
+		return reflect.TypeFor[uint64]()
+	case POINTER_ATTRIBUTE_MAPPED:
+		return reflect.TypeFor[uint32]()
+	case POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES:
+		return reflect.TypeFor[uint32]()
+	case POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
+		return reflect.TypeFor[uint32]()
+	case POINTER_ATTRIBUTE_ACCESS_FLAGS:
+		return reflect.TypeFor[uint32]()
+	case POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
+		return reflect.TypeFor[MemoryPool]()
+	}
+	return nil
+}
+
+// ValueTypeError reports a value whose type does not fit an attribute's,
+// refused before the call by a function named Of: Want is the attribute's
+// ValueType, nil where gen knows none, and Got the type given.
+type ValueTypeError struct {
+	Attribute fmt.Stringer
+	Want, Got reflect.Type
+}
+
+// Error names the attribute and both types.
+func (e *ValueTypeError) Error() string {
+	if e.Want == nil {
+		return "cudadrv: " + e.Attribute.String() + ": the headers give no type of its value: pass a pointer to it to the function that takes unsafe.Pointer"
+	}
+	return "cudadrv: " + e.Attribute.String() + " takes a value of type " + e.Want.String() + ", not " + e.Got.String()
+}
+
+// checkValue returns a *ValueTypeError unless T fits want, attr's value type.
+func checkValue[T any](attr fmt.Stringer, want reflect.Type) error {
+	if got := reflect.TypeFor[T](); want == nil || !valueFits(got, want) {
+		return &ValueTypeError{Attribute: attr, Want: want, Got: got}
+	}
+	return nil
+}
+
+// valueFits reports whether a value of type got may stand for one of type want:
+// the same type, an integer type of the same size, or for a list an array of
+// elements that fit.
+func valueFits(got, want reflect.Type) bool {
+	if got == want {
+		return true
+	}
+	if want.Kind() == reflect.Slice {
+		return got.Kind() == reflect.Array && got.Len() > 0 && valueFits(got.Elem(), want.Elem())
+	}
+	integer := func(t reflect.Type) bool {
+		k := t.Kind()
+		return k >= reflect.Int && k <= reflect.Uintptr
+	}
+	return got.Size() == want.Size() && integer(got) && integer(want)
 }
 
 // ARRAY3D_DESCRIPTOR is CUDA_ARRAY3D_DESCRIPTOR.

@@ -4,7 +4,11 @@
 
 package cudart
 
-import "unsafe"
+import (
+	"bytes"
+	"fmt"
+	"unsafe"
+)
 
 /*
 #cgo CFLAGS: -Wno-deprecated-declarations -I${SRCDIR}/../headers/cuda-12.6
@@ -12,10 +16,13 @@ import "unsafe"
 #include <stdlib.h>
 #define CUDA_ENABLE_DEPRECATED 1
 #define __NV_NO_VECTOR_DEPRECATION_DIAG 1
+#define __CUDA_INCLUDE_COMPILER_INTERNAL_HEADERS__
 #include "cuda_runtime_api.h"
 #include "cuda_profiler_api.h"
+#include "driver_functions.h"
 #include "library_types.h"
 #include "cuComplex.h"
+#undef __CUDA_INCLUDE_COMPILER_INTERNAL_HEADERS__
 
 static int gocuda_cudaDeviceReset(uintptr_t fp) {
 	return ((__typeof__(&cudaDeviceReset))fp)();
@@ -1990,6 +1997,23 @@ func DeviceGetPCIBusId(pciBusId *byte, len_ int32, device int32) error {
 		return Error(r)
 	}
 	return nil
+}
+
+// DeviceGetPCIBusIdString calls DeviceGetPCIBusId with a buffer of len_ bytes,
+// which it makes, and returns the string the call writes to pciBusId, up to
+// its NUL; len_ must be positive.
+func DeviceGetPCIBusIdString(len_ int32, device int32) (string, error) {
+	if len_ <= 0 {
+		return "", fmt.Errorf("cudart: DeviceGetPCIBusIdString: length %d is not positive", len_)
+	}
+	b := make([]byte, len_)
+	if err := DeviceGetPCIBusId(&b[0], len_, device); err != nil {
+		return "", err
+	}
+	if k := bytes.IndexByte(b, 0); k >= 0 {
+		b = b[:k]
+	}
+	return string(b), nil
 }
 
 // IpcGetEventHandle calls cudaIpcGetEventHandle: gets an interprocess handle for a previously allocated event
@@ -6211,6 +6235,13 @@ func LaunchKernel(func_ unsafe.Pointer, gridDim Dim3, blockDim Dim3, args *unsaf
 // See also:
 // cudaLaunchKernelEx(ExpTypes...), ActTypes &&... args) "cudaLaunchKernelEx (C++ API)",
 // cuLaunchKernelEx
+//
+// Go memory that the pointer fields of *config point to (Attrs) must be pinned
+// (runtime.Pinner) for the call, and for as long as the call's work may use
+// it. The array args points to holds pointers: where it is Go memory, the Go
+// memory its elements point to must be pinned (runtime.Pinner) for the call,
+// and for as long as the call's work may use it. cgo panics on an unpinned Go
+// pointer in Go memory passed to C ("Go pointer to unpinned Go pointer").
 func LaunchKernelExC(config *LaunchConfig, func_ unsafe.Pointer, args *unsafe.Pointer) error {
 	fp, err := procLaunchKernelExC.Addr()
 	if err != nil {
@@ -6381,6 +6412,11 @@ func LaunchCooperativeKernel(func_ unsafe.Pointer, gridDim Dim3, blockDim Dim3, 
 // cuLaunchCooperativeKernelMultiDevice
 //
 // Deprecated: This function is deprecated as of CUDA 11.3.
+//
+// Go memory that the pointer fields of *launchParamsList point to (Func, Args)
+// must be pinned (runtime.Pinner) for the call, and for as long as the call's
+// work may use it. cgo panics on an unpinned Go pointer in Go memory passed to
+// C ("Go pointer to unpinned Go pointer").
 func LaunchCooperativeKernelMultiDevice(launchParamsList *LaunchParams, numDevices uint32, flags uint32) error {
 	fp, err := procLaunchCooperativeKernelMultiDevice.Addr()
 	if err != nil {
@@ -6567,15 +6603,18 @@ func FuncSetAttribute(func_ unsafe.Pointer, attr FuncAttribute, value int32) err
 // [ErrorInvalidDeviceFunction]
 //
 // cudaFuncGetName (C++ API)
-func FuncGetName(name **byte, func_ unsafe.Pointer) error {
+//
+// In Go, the string the call sets *name to is returned, before the error, in place of the parameter; it is the library's and is copied.
+func FuncGetName(func_ unsafe.Pointer) (string, error) {
 	fp, err := procFuncGetName.Addr()
 	if err != nil {
-		return err
+		return "", err
 	}
-	if r := C.gocuda_cudaFuncGetName(C.uintptr_t(uintptr(fp)), unsafe.Pointer(name), unsafe.Pointer(func_)); r != 0 {
-		return Error(r)
+	var _name *C.char
+	if r := C.gocuda_cudaFuncGetName(C.uintptr_t(uintptr(fp)), unsafe.Pointer(&_name), unsafe.Pointer(func_)); r != 0 {
+		return "", Error(r)
 	}
-	return nil
+	return C.GoString(_name), nil
 }
 
 // FuncGetParamInfo calls cudaFuncGetParamInfo: returns the offset and size of a kernel parameter in the device-side parameter layout.
@@ -6966,6 +7005,11 @@ func OccupancyMaxActiveBlocksPerMultiprocessorWithFlags(numBlocks *int32, func_ 
 // See also: [FuncGetAttributes]
 // cudaOccupancyMaxPotentialClusterSize (C++ API),
 // cuOccupancyMaxPotentialClusterSize
+//
+// Go memory that the pointer fields of *launchConfig point to (Attrs) must be
+// pinned (runtime.Pinner) for the call, and for as long as the call's work may
+// use it. cgo panics on an unpinned Go pointer in Go memory passed to C ("Go
+// pointer to unpinned Go pointer").
 func OccupancyMaxPotentialClusterSize(clusterSize *int32, func_ unsafe.Pointer, launchConfig *LaunchConfig) error {
 	fp, err := procOccupancyMaxPotentialClusterSize.Addr()
 	if err != nil {
@@ -7011,6 +7055,11 @@ func OccupancyMaxPotentialClusterSize(clusterSize *int32, func_ unsafe.Pointer, 
 // [FuncGetAttributes]
 // cudaOccupancyMaxActiveClusters (C++ API),
 // cuOccupancyMaxActiveClusters
+//
+// Go memory that the pointer fields of *launchConfig point to (Attrs) must be
+// pinned (runtime.Pinner) for the call, and for as long as the call's work may
+// use it. cgo panics on an unpinned Go pointer in Go memory passed to C ("Go
+// pointer to unpinned Go pointer").
 func OccupancyMaxActiveClusters(numClusters *int32, func_ unsafe.Pointer, launchConfig *LaunchConfig) error {
 	fp, err := procOccupancyMaxActiveClusters.Addr()
 	if err != nil {
@@ -7777,8 +7826,13 @@ func HostGetFlags(pFlags *uint32, pHost unsafe.Pointer) error {
 // See also: [MallocPitch], [Free], [Memcpy3D], [Memset3D],
 // [Malloc3DArray], [MallocArray], [FreeArray],
 // cudaMallocHost (C API),
-// [FreeHost], [HostAlloc], make_cudaPitchedPtr, make_cudaExtent,
+// [FreeHost], [HostAlloc], [Make_cudaPitchedPtr], [Make_cudaExtent],
 // cuMemAllocPitch
+//
+// Go memory that the pointer fields of *pitchedDevPtr point to (Ptr) must be
+// pinned (runtime.Pinner) for the call, and for as long as the call's work may
+// use it. cgo panics on an unpinned Go pointer in Go memory passed to C ("Go
+// pointer to unpinned Go pointer").
 func Malloc3D(pitchedDevPtr *PitchedPtr, extent Extent) error {
 	fp, err := procMalloc3D.Addr()
 	if err != nil {
@@ -7866,7 +7920,7 @@ func Malloc3D(pitchedDevPtr *PitchedPtr, extent Extent) error {
 // [FreeArray],
 // cudaMallocHost (C API),
 // [FreeHost], [HostAlloc],
-// make_cudaExtent,
+// [Make_cudaExtent],
 // cuArray3DCreate
 func Malloc3DArray(array *Array, desc *ChannelFormatDesc, extent Extent, flags uint32) error {
 	fp, err := procMalloc3DArray.Addr()
@@ -7955,7 +8009,7 @@ func Malloc3DArray(array *Array, desc *ChannelFormatDesc, extent Extent, flags u
 // [FreeArray],
 // cudaMallocHost (C API),
 // [FreeHost], [HostAlloc],
-// make_cudaExtent,
+// [Make_cudaExtent],
 // cuMipmappedArrayCreate
 func MallocMipmappedArray(mipmappedArray *MipmappedArray, desc *ChannelFormatDesc, extent Extent, numLevels uint32, flags uint32) error {
 	fp, err := procMallocMipmappedArray.Addr()
@@ -7995,7 +8049,7 @@ func MallocMipmappedArray(mipmappedArray *MipmappedArray, desc *ChannelFormatDes
 // [FreeArray],
 // cudaMallocHost (C API),
 // [FreeHost], [HostAlloc],
-// make_cudaExtent,
+// [Make_cudaExtent],
 // cuMipmappedArrayGetLevel
 func GetMipmappedArrayLevel(levelArray *Array, mipmappedArray MipmappedArray_const, level uint32) error {
 	fp, err := procGetMipmappedArrayLevel.Addr()
@@ -8103,8 +8157,13 @@ func GetMipmappedArrayLevel(levelArray *Array, mipmappedArray MipmappedArray_con
 // [Memcpy2DToArrayAsync],
 // [Memcpy2DFromArrayAsync],
 // [MemcpyToSymbolAsync], [MemcpyFromSymbolAsync],
-// make_cudaExtent, make_cudaPos,
+// [Make_cudaExtent], [Make_cudaPos],
 // cuMemcpy3D
+//
+// Go memory that the pointer fields of *p point to (SrcPtr.Ptr, DstPtr.Ptr)
+// must be pinned (runtime.Pinner) for the call, and for as long as the call's
+// work may use it. cgo panics on an unpinned Go pointer in Go memory passed to
+// C ("Go pointer to unpinned Go pointer").
 func Memcpy3D(p *Memcpy3DParms) error {
 	fp, err := procMemcpy3D.Addr()
 	if err != nil {
@@ -8143,6 +8202,11 @@ func Memcpy3D(p *Memcpy3DParms) error {
 // See also: [Memcpy], [MemcpyPeer], [MemcpyAsync], [MemcpyPeerAsync],
 // [Memcpy3DPeerAsync],
 // cuMemcpy3DPeer
+//
+// Go memory that the pointer fields of *p point to (SrcPtr.Ptr, DstPtr.Ptr)
+// must be pinned (runtime.Pinner) for the call, and for as long as the call's
+// work may use it. cgo panics on an unpinned Go pointer in Go memory passed to
+// C ("Go pointer to unpinned Go pointer").
 func Memcpy3DPeer(p *Memcpy3DPeerParms) error {
 	fp, err := procMemcpy3DPeer.Addr()
 	if err != nil {
@@ -8261,8 +8325,13 @@ func Memcpy3DPeer(p *Memcpy3DPeerParms) error {
 // [Memcpy2DToArrayAsync],
 // [Memcpy2DFromArrayAsync],
 // [MemcpyToSymbolAsync], [MemcpyFromSymbolAsync],
-// make_cudaExtent, make_cudaPos,
+// [Make_cudaExtent], [Make_cudaPos],
 // cuMemcpy3DAsync
+//
+// Go memory that the pointer fields of *p point to (SrcPtr.Ptr, DstPtr.Ptr)
+// must be pinned (runtime.Pinner) for the call, and for as long as the call's
+// work may use it. cgo panics on an unpinned Go pointer in Go memory passed to
+// C ("Go pointer to unpinned Go pointer").
 func Memcpy3DAsync(p *Memcpy3DParms, stream Stream) error {
 	fp, err := procMemcpy3DAsync.Addr()
 	if err != nil {
@@ -8295,6 +8364,11 @@ func Memcpy3DAsync(p *Memcpy3DParms, stream Stream) error {
 // See also: [Memcpy], [MemcpyPeer], [MemcpyAsync], [MemcpyPeerAsync],
 // [Memcpy3DPeerAsync],
 // cuMemcpy3DPeerAsync
+//
+// Go memory that the pointer fields of *p point to (SrcPtr.Ptr, DstPtr.Ptr)
+// must be pinned (runtime.Pinner) for the call, and for as long as the call's
+// work may use it. cgo panics on an unpinned Go pointer in Go memory passed to
+// C ("Go pointer to unpinned Go pointer").
 func Memcpy3DPeerAsync(p *Memcpy3DPeerParms, stream Stream) error {
 	fp, err := procMemcpy3DPeerAsync.Addr()
 	if err != nil {
@@ -9478,8 +9552,8 @@ func Memset2D(devPtr unsafe.Pointer, pitch uint64, value int32, width uint64, he
 //
 // See also: [Memset], [Memset2D],
 // [MemsetAsync], [Memset2DAsync], [Memset3DAsync],
-// [Malloc3D], make_cudaPitchedPtr,
-// make_cudaExtent
+// [Malloc3D], [Make_cudaPitchedPtr],
+// [Make_cudaExtent]
 func Memset3D(pitchedDevPtr PitchedPtr, value int32, extent Extent) error {
 	fp, err := procMemset3D.Addr()
 	if err != nil {
@@ -9623,8 +9697,8 @@ func Memset2DAsync(devPtr unsafe.Pointer, pitch uint64, value int32, width uint6
 //
 // See also: [Memset], [Memset2D], [Memset3D],
 // [MemsetAsync], [Memset2DAsync],
-// [Malloc3D], make_cudaPitchedPtr,
-// make_cudaExtent
+// [Malloc3D], [Make_cudaPitchedPtr],
+// [Make_cudaExtent]
 func Memset3DAsync(pitchedDevPtr PitchedPtr, value int32, extent Extent, stream Stream) error {
 	fp, err := procMemset3DAsync.Addr()
 	if err != nil {
@@ -10189,6 +10263,9 @@ func MemAdvise_v2(devPtr unsafe.Pointer, count uint64, advice MemoryAdvise, loca
 // See also: [MemRangeGetAttributes], [MemPrefetchAsync],
 // [MemAdvise],
 // cuMemRangeGetAttribute
+//
+// [MemRangeGetAttributeOf] takes the value as a T of the attribute's type,
+// checked before the call.
 func MemRangeGetAttribute(data unsafe.Pointer, dataSize uint64, attribute MemRangeAttribute, devPtr unsafe.Pointer, count uint64) error {
 	fp, err := procMemRangeGetAttribute.Addr()
 	if err != nil {
@@ -10198,6 +10275,20 @@ func MemRangeGetAttribute(data unsafe.Pointer, dataSize uint64, attribute MemRan
 		return Error(r)
 	}
 	return nil
+}
+
+// MemRangeGetAttributeOf calls MemRangeGetAttribute with the value of type T,
+// which it returns: T must fit the type of attribute's value,
+// [MemRangeAttribute.ValueType] (the type itself, an integer type of the same
+// size, or for a list an array of it); another T is refused with a
+// *[ValueTypeError] before the call.
+func MemRangeGetAttributeOf[T any](attribute MemRangeAttribute, devPtr unsafe.Pointer, count uint64) (T, error) {
+	var v T
+	if err := checkValue[T](attribute, attribute.ValueType()); err != nil {
+		return v, err
+	}
+	err := MemRangeGetAttribute(unsafe.Pointer(&v), uint64(unsafe.Sizeof(v)), attribute, devPtr, count)
+	return v, err
 }
 
 // MemRangeGetAttributes calls cudaMemRangeGetAttributes: query attributes of a given memory range.
@@ -10239,6 +10330,14 @@ func MemRangeGetAttribute(data unsafe.Pointer, dataSize uint64, attribute MemRan
 // See also: [MemRangeGetAttribute], [MemAdvise],
 // [MemPrefetchAsync],
 // cuMemRangeGetAttributes
+//
+// The array data points to holds pointers: where it is Go memory, the Go
+// memory its elements point to must be pinned (runtime.Pinner) for the call,
+// and for as long as the call's work may use it. cgo panics on an unpinned Go
+// pointer in Go memory passed to C ("Go pointer to unpinned Go pointer").
+//
+// [MemRangeGetAttributeOf] gets one attribute as a value of its type, checked,
+// with nothing to pin.
 func MemRangeGetAttributes(data *unsafe.Pointer, dataSizes *uint64, attributes *MemRangeAttribute, numAttributes uint64, devPtr unsafe.Pointer, count uint64) error {
 	fp, err := procMemRangeGetAttributes.Addr()
 	if err != nil {
@@ -10662,6 +10761,9 @@ func MemPoolTrimTo(memPool MemPool, minBytesToKeep uint64) error {
 // [ErrorInvalidValue]
 //
 // See also: cuMemPoolSetAttribute, [MallocAsync], [FreeAsync], [DeviceGetDefaultMemPool], [DeviceGetMemPool], [MemPoolCreate]
+//
+// [MemPoolSetAttributeOf] takes the value as a T of the attribute's type,
+// checked before the call.
 func MemPoolSetAttribute(memPool MemPool, attr MemPoolAttr, value unsafe.Pointer) error {
 	fp, err := procMemPoolSetAttribute.Addr()
 	if err != nil {
@@ -10671,6 +10773,17 @@ func MemPoolSetAttribute(memPool MemPool, attr MemPoolAttr, value unsafe.Pointer
 		return Error(r)
 	}
 	return nil
+}
+
+// MemPoolSetAttributeOf calls MemPoolSetAttribute with a value of type T,
+// which it takes: T must fit the type of attr's value, [MemPoolAttr.ValueType]
+// (the type itself, an integer type of the same size, or for a list an array
+// of it); another T is refused with a *[ValueTypeError] before the call.
+func MemPoolSetAttributeOf[T any](memPool MemPool, attr MemPoolAttr, value T) error {
+	if err := checkValue[T](attr, attr.ValueType()); err != nil {
+		return err
+	}
+	return MemPoolSetAttribute(memPool, attr, unsafe.Pointer(&value))
 }
 
 // MemPoolGetAttribute calls cudaMemPoolGetAttribute: gets attributes of a memory pool
@@ -10718,6 +10831,9 @@ func MemPoolSetAttribute(memPool MemPool, attr MemPoolAttr, value unsafe.Pointer
 // [ErrorInvalidValue]
 //
 // See also: cuMemPoolGetAttribute, [MallocAsync], [FreeAsync], [DeviceGetDefaultMemPool], [DeviceGetMemPool], [MemPoolCreate]
+//
+// [MemPoolGetAttributeOf] takes the value as a T of the attribute's type,
+// checked before the call.
 func MemPoolGetAttribute(memPool MemPool, attr MemPoolAttr, value unsafe.Pointer) error {
 	fp, err := procMemPoolGetAttribute.Addr()
 	if err != nil {
@@ -10727,6 +10843,20 @@ func MemPoolGetAttribute(memPool MemPool, attr MemPoolAttr, value unsafe.Pointer
 		return Error(r)
 	}
 	return nil
+}
+
+// MemPoolGetAttributeOf calls MemPoolGetAttribute with the value of type T,
+// which it returns: T must fit the type of attr's value,
+// [MemPoolAttr.ValueType] (the type itself, an integer type of the same size,
+// or for a list an array of it); another T is refused with a *[ValueTypeError]
+// before the call.
+func MemPoolGetAttributeOf[T any](memPool MemPool, attr MemPoolAttr) (T, error) {
+	var v T
+	if err := checkValue[T](attr, attr.ValueType()); err != nil {
+		return v, err
+	}
+	err := MemPoolGetAttribute(memPool, attr, unsafe.Pointer(&v))
+	return v, err
 }
 
 // MemPoolSetAccess calls cudaMemPoolSetAccess: controls visibility of pools between devices
@@ -10812,6 +10942,11 @@ func MemPoolGetAccess(flags *MemAccessFlags, memPool MemPool, location *MemLocat
 // [ErrorNotSupported]
 //
 // See also: cuMemPoolCreate, [DeviceSetMemPool], [MallocFromPoolAsync], [MemPoolExportToShareableHandle], [DeviceGetDefaultMemPool], [DeviceGetMemPool]
+//
+// Go memory that the pointer fields of *poolProps point to
+// (Win32SecurityAttributes) must be pinned (runtime.Pinner) for the call, and
+// for as long as the call's work may use it. cgo panics on an unpinned Go
+// pointer in Go memory passed to C ("Go pointer to unpinned Go pointer").
 func MemPoolCreate(memPool *MemPool, poolProps *MemPoolProps) error {
 	fp, err := procMemPoolCreate.Addr()
 	if err != nil {
@@ -11095,6 +11230,11 @@ func MemPoolImportPointer(ptr *unsafe.Pointer, memPool MemPool, exportData *MemP
 // [ChooseDevice],
 // [InitDevice],
 // cuPointerGetAttributes
+//
+// Go memory that the pointer fields of *attributes point to (DevicePointer,
+// HostPointer) must be pinned (runtime.Pinner) for the call, and for as long
+// as the call's work may use it. cgo panics on an unpinned Go pointer in Go
+// memory passed to C ("Go pointer to unpinned Go pointer").
 func PointerGetAttributes(attributes *PointerAttributes, ptr unsafe.Pointer) error {
 	fp, err := procPointerGetAttributes.Addr()
 	if err != nil {
@@ -12194,6 +12334,11 @@ func GraphCreate(pGraph *Graph, flags uint32) error {
 // [GraphAddHostNode],
 // [GraphAddMemcpyNode],
 // [GraphAddMemsetNode]
+//
+// Go memory that the pointer fields of *pNodeParams point to (Func,
+// KernelParams, Extra) must be pinned (runtime.Pinner) for the call, and for
+// as long as the call's work may use it. cgo panics on an unpinned Go pointer
+// in Go memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphAddKernelNode(pGraphNode *GraphNode, graph Graph, pDependencies *GraphNode, numDependencies uint64, pNodeParams *KernelNodeParams) error {
 	fp, err := procGraphAddKernelNode.Addr()
 	if err != nil {
@@ -12233,6 +12378,11 @@ func GraphAddKernelNode(pGraphNode *GraphNode, graph Graph, pDependencies *Graph
 // [LaunchKernel],
 // [GraphAddKernelNode],
 // [GraphKernelNodeSetParams]
+//
+// Go memory that the pointer fields of *pNodeParams point to (Func,
+// KernelParams, Extra) must be pinned (runtime.Pinner) for the call, and for
+// as long as the call's work may use it. cgo panics on an unpinned Go pointer
+// in Go memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphKernelNodeGetParams(node GraphNode, pNodeParams *KernelNodeParams) error {
 	fp, err := procGraphKernelNodeGetParams.Addr()
 	if err != nil {
@@ -12265,6 +12415,11 @@ func GraphKernelNodeGetParams(node GraphNode, pNodeParams *KernelNodeParams) err
 // [LaunchKernel],
 // [GraphAddKernelNode],
 // [GraphKernelNodeGetParams]
+//
+// Go memory that the pointer fields of *pNodeParams point to (Func,
+// KernelParams, Extra) must be pinned (runtime.Pinner) for the call, and for
+// as long as the call's work may use it. cgo panics on an unpinned Go pointer
+// in Go memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphKernelNodeSetParams(node GraphNode, pNodeParams *KernelNodeParams) error {
 	fp, err := procGraphKernelNodeSetParams.Addr()
 	if err != nil {
@@ -12408,6 +12563,11 @@ func GraphKernelNodeSetAttribute(hNode GraphNode, attr LaunchAttributeID, value 
 // [GraphAddKernelNode],
 // [GraphAddHostNode],
 // [GraphAddMemsetNode]
+//
+// Go memory that the pointer fields of *pCopyParams point to (SrcPtr.Ptr,
+// DstPtr.Ptr) must be pinned (runtime.Pinner) for the call, and for as long as
+// the call's work may use it. cgo panics on an unpinned Go pointer in Go
+// memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphAddMemcpyNode(pGraphNode *GraphNode, graph Graph, pDependencies *GraphNode, numDependencies uint64, pCopyParams *Memcpy3DParms) error {
 	fp, err := procGraphAddMemcpyNode.Addr()
 	if err != nil {
@@ -12628,6 +12788,11 @@ func GraphAddMemcpyNode1D(pGraphNode *GraphNode, graph Graph, pDependencies *Gra
 // [Memcpy3D],
 // [GraphAddMemcpyNode],
 // [GraphMemcpyNodeSetParams]
+//
+// Go memory that the pointer fields of *pNodeParams point to (SrcPtr.Ptr,
+// DstPtr.Ptr) must be pinned (runtime.Pinner) for the call, and for as long as
+// the call's work may use it. cgo panics on an unpinned Go pointer in Go
+// memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphMemcpyNodeGetParams(node GraphNode, pNodeParams *Memcpy3DParms) error {
 	fp, err := procGraphMemcpyNodeGetParams.Addr()
 	if err != nil {
@@ -12661,6 +12826,11 @@ func GraphMemcpyNodeGetParams(node GraphNode, pNodeParams *Memcpy3DParms) error 
 // [GraphMemcpyNodeSetParams1D],
 // [GraphAddMemcpyNode],
 // [GraphMemcpyNodeGetParams]
+//
+// Go memory that the pointer fields of *pNodeParams point to (SrcPtr.Ptr,
+// DstPtr.Ptr) must be pinned (runtime.Pinner) for the call, and for as long as
+// the call's work may use it. cgo panics on an unpinned Go pointer in Go
+// memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphMemcpyNodeSetParams(node GraphNode, pNodeParams *Memcpy3DParms) error {
 	fp, err := procGraphMemcpyNodeSetParams.Addr()
 	if err != nil {
@@ -12841,6 +13011,11 @@ func GraphMemcpyNodeSetParams1D(node GraphNode, dst unsafe.Pointer, src unsafe.P
 // [GraphAddKernelNode],
 // [GraphAddHostNode],
 // [GraphAddMemcpyNode]
+//
+// Go memory that the pointer fields of *pMemsetParams point to (Dst) must be
+// pinned (runtime.Pinner) for the call, and for as long as the call's work may
+// use it. cgo panics on an unpinned Go pointer in Go memory passed to C ("Go
+// pointer to unpinned Go pointer").
 func GraphAddMemsetNode(pGraphNode *GraphNode, graph Graph, pDependencies *GraphNode, numDependencies uint64, pMemsetParams *MemsetParams) error {
 	fp, err := procGraphAddMemsetNode.Addr()
 	if err != nil {
@@ -12870,6 +13045,11 @@ func GraphAddMemsetNode(pGraphNode *GraphNode, graph Graph, pDependencies *Graph
 // [Memset2D],
 // [GraphAddMemsetNode],
 // [GraphMemsetNodeSetParams]
+//
+// Go memory that the pointer fields of *pNodeParams point to (Dst) must be
+// pinned (runtime.Pinner) for the call, and for as long as the call's work may
+// use it. cgo panics on an unpinned Go pointer in Go memory passed to C ("Go
+// pointer to unpinned Go pointer").
 func GraphMemsetNodeGetParams(node GraphNode, pNodeParams *MemsetParams) error {
 	fp, err := procGraphMemsetNodeGetParams.Addr()
 	if err != nil {
@@ -12900,6 +13080,11 @@ func GraphMemsetNodeGetParams(node GraphNode, pNodeParams *MemsetParams) error {
 // [Memset2D],
 // [GraphAddMemsetNode],
 // [GraphMemsetNodeGetParams]
+//
+// Go memory that the pointer fields of *pNodeParams point to (Dst) must be
+// pinned (runtime.Pinner) for the call, and for as long as the call's work may
+// use it. cgo panics on an unpinned Go pointer in Go memory passed to C ("Go
+// pointer to unpinned Go pointer").
 func GraphMemsetNodeSetParams(node GraphNode, pNodeParams *MemsetParams) error {
 	fp, err := procGraphMemsetNodeSetParams.Addr()
 	if err != nil {
@@ -12948,6 +13133,11 @@ func GraphMemsetNodeSetParams(node GraphNode, pNodeParams *MemsetParams) error {
 // [GraphAddKernelNode],
 // [GraphAddMemcpyNode],
 // [GraphAddMemsetNode]
+//
+// Go memory that the pointer fields of *pNodeParams point to (UserData) must
+// be pinned (runtime.Pinner) for the call, and for as long as the call's work
+// may use it. cgo panics on an unpinned Go pointer in Go memory passed to C
+// ("Go pointer to unpinned Go pointer").
 func GraphAddHostNode(pGraphNode *GraphNode, graph Graph, pDependencies *GraphNode, numDependencies uint64, pNodeParams *HostNodeParams) error {
 	fp, err := procGraphAddHostNode.Addr()
 	if err != nil {
@@ -12977,6 +13167,11 @@ func GraphAddHostNode(pGraphNode *GraphNode, graph Graph, pDependencies *GraphNo
 // [LaunchHostFunc],
 // [GraphAddHostNode],
 // [GraphHostNodeSetParams]
+//
+// Go memory that the pointer fields of *pNodeParams point to (UserData) must
+// be pinned (runtime.Pinner) for the call, and for as long as the call's work
+// may use it. cgo panics on an unpinned Go pointer in Go memory passed to C
+// ("Go pointer to unpinned Go pointer").
 func GraphHostNodeGetParams(node GraphNode, pNodeParams *HostNodeParams) error {
 	fp, err := procGraphHostNodeGetParams.Addr()
 	if err != nil {
@@ -13007,6 +13202,11 @@ func GraphHostNodeGetParams(node GraphNode, pNodeParams *HostNodeParams) error {
 // [LaunchHostFunc],
 // [GraphAddHostNode],
 // [GraphHostNodeGetParams]
+//
+// Go memory that the pointer fields of *pNodeParams point to (UserData) must
+// be pinned (runtime.Pinner) for the call, and for as long as the call's work
+// may use it. cgo panics on an unpinned Go pointer in Go memory passed to C
+// ("Go pointer to unpinned Go pointer").
 func GraphHostNodeSetParams(node GraphNode, pNodeParams *HostNodeParams) error {
 	fp, err := procGraphHostNodeSetParams.Addr()
 	if err != nil {
@@ -13412,6 +13612,11 @@ func GraphEventWaitNodeSetEvent(node GraphNode, event Event) error {
 // [GraphAddKernelNode],
 // [GraphAddMemcpyNode],
 // [GraphAddMemsetNode]
+//
+// Go memory that the pointer fields of *nodeParams point to (ExtSemArray,
+// ParamsArray) must be pinned (runtime.Pinner) for the call, and for as long
+// as the call's work may use it. cgo panics on an unpinned Go pointer in Go
+// memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphAddExternalSemaphoresSignalNode(pGraphNode *GraphNode, graph Graph, pDependencies *GraphNode, numDependencies uint64, nodeParams *ExternalSemaphoreSignalNodeParams) error {
 	fp, err := procGraphAddExternalSemaphoresSignalNode.Addr()
 	if err != nil {
@@ -13449,6 +13654,11 @@ func GraphAddExternalSemaphoresSignalNode(pGraphNode *GraphNode, graph Graph, pD
 // [GraphAddExternalSemaphoresWaitNode],
 // [SignalExternalSemaphoresAsync],
 // [WaitExternalSemaphoresAsync]
+//
+// Go memory that the pointer fields of *params_out point to (ExtSemArray,
+// ParamsArray) must be pinned (runtime.Pinner) for the call, and for as long
+// as the call's work may use it. cgo panics on an unpinned Go pointer in Go
+// memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphExternalSemaphoresSignalNodeGetParams(hNode GraphNode, params_out *ExternalSemaphoreSignalNodeParams) error {
 	fp, err := procGraphExternalSemaphoresSignalNodeGetParams.Addr()
 	if err != nil {
@@ -13481,6 +13691,11 @@ func GraphExternalSemaphoresSignalNodeGetParams(hNode GraphNode, params_out *Ext
 // [GraphAddExternalSemaphoresWaitNode],
 // [SignalExternalSemaphoresAsync],
 // [WaitExternalSemaphoresAsync]
+//
+// Go memory that the pointer fields of *nodeParams point to (ExtSemArray,
+// ParamsArray) must be pinned (runtime.Pinner) for the call, and for as long
+// as the call's work may use it. cgo panics on an unpinned Go pointer in Go
+// memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphExternalSemaphoresSignalNodeSetParams(hNode GraphNode, nodeParams *ExternalSemaphoreSignalNodeParams) error {
 	fp, err := procGraphExternalSemaphoresSignalNodeSetParams.Addr()
 	if err != nil {
@@ -13535,6 +13750,11 @@ func GraphExternalSemaphoresSignalNodeSetParams(hNode GraphNode, nodeParams *Ext
 // [GraphAddKernelNode],
 // [GraphAddMemcpyNode],
 // [GraphAddMemsetNode]
+//
+// Go memory that the pointer fields of *nodeParams point to (ExtSemArray,
+// ParamsArray) must be pinned (runtime.Pinner) for the call, and for as long
+// as the call's work may use it. cgo panics on an unpinned Go pointer in Go
+// memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphAddExternalSemaphoresWaitNode(pGraphNode *GraphNode, graph Graph, pDependencies *GraphNode, numDependencies uint64, nodeParams *ExternalSemaphoreWaitNodeParams) error {
 	fp, err := procGraphAddExternalSemaphoresWaitNode.Addr()
 	if err != nil {
@@ -13572,6 +13792,11 @@ func GraphAddExternalSemaphoresWaitNode(pGraphNode *GraphNode, graph Graph, pDep
 // [GraphAddExternalSemaphoresWaitNode],
 // [SignalExternalSemaphoresAsync],
 // [WaitExternalSemaphoresAsync]
+//
+// Go memory that the pointer fields of *params_out point to (ExtSemArray,
+// ParamsArray) must be pinned (runtime.Pinner) for the call, and for as long
+// as the call's work may use it. cgo panics on an unpinned Go pointer in Go
+// memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphExternalSemaphoresWaitNodeGetParams(hNode GraphNode, params_out *ExternalSemaphoreWaitNodeParams) error {
 	fp, err := procGraphExternalSemaphoresWaitNodeGetParams.Addr()
 	if err != nil {
@@ -13604,6 +13829,11 @@ func GraphExternalSemaphoresWaitNodeGetParams(hNode GraphNode, params_out *Exter
 // [GraphAddExternalSemaphoresWaitNode],
 // [SignalExternalSemaphoresAsync],
 // [WaitExternalSemaphoresAsync]
+//
+// Go memory that the pointer fields of *nodeParams point to (ExtSemArray,
+// ParamsArray) must be pinned (runtime.Pinner) for the call, and for as long
+// as the call's work may use it. cgo panics on an unpinned Go pointer in Go
+// memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphExternalSemaphoresWaitNodeSetParams(hNode GraphNode, nodeParams *ExternalSemaphoreWaitNodeParams) error {
 	fp, err := procGraphExternalSemaphoresWaitNodeSetParams.Addr()
 	if err != nil {
@@ -13688,6 +13918,12 @@ func GraphExternalSemaphoresWaitNodeSetParams(hNode GraphNode, nodeParams *Exter
 // [GraphAddKernelNode],
 // [GraphAddMemcpyNode],
 // [GraphAddMemsetNode]
+//
+// Go memory that the pointer fields of *nodeParams point to
+// (PoolProps.Win32SecurityAttributes, AccessDescs, Dptr) must be pinned
+// (runtime.Pinner) for the call, and for as long as the call's work may use
+// it. cgo panics on an unpinned Go pointer in Go memory passed to C ("Go
+// pointer to unpinned Go pointer").
 func GraphAddMemAllocNode(pGraphNode *GraphNode, graph Graph, pDependencies *GraphNode, numDependencies uint64, nodeParams *MemAllocNodeParams) error {
 	fp, err := procGraphAddMemAllocNode.Addr()
 	if err != nil {
@@ -13719,6 +13955,12 @@ func GraphAddMemAllocNode(pGraphNode *GraphNode, graph Graph, pDependencies *Gra
 // See also:
 // [GraphAddMemAllocNode],
 // [GraphMemFreeNodeGetParams]
+//
+// Go memory that the pointer fields of *params_out point to
+// (PoolProps.Win32SecurityAttributes, AccessDescs, Dptr) must be pinned
+// (runtime.Pinner) for the call, and for as long as the call's work may use
+// it. cgo panics on an unpinned Go pointer in Go memory passed to C ("Go
+// pointer to unpinned Go pointer").
 func GraphMemAllocNodeGetParams(node GraphNode, params_out *MemAllocNodeParams) error {
 	fp, err := procGraphMemAllocNodeGetParams.Addr()
 	if err != nil {
@@ -13887,6 +14129,9 @@ func DeviceGraphMemTrim(device int32) error {
 // [DeviceGraphMemTrim],
 // [MallocAsync],
 // [FreeAsync]
+//
+// [DeviceGetGraphMemAttributeOf] takes the value as a T of the attribute's
+// type, checked before the call.
 func DeviceGetGraphMemAttribute(device int32, attr GraphMemAttributeType, value unsafe.Pointer) error {
 	fp, err := procDeviceGetGraphMemAttribute.Addr()
 	if err != nil {
@@ -13896,6 +14141,20 @@ func DeviceGetGraphMemAttribute(device int32, attr GraphMemAttributeType, value 
 		return Error(r)
 	}
 	return nil
+}
+
+// DeviceGetGraphMemAttributeOf calls DeviceGetGraphMemAttribute with the value
+// of type T, which it returns: T must fit the type of attr's value,
+// [GraphMemAttributeType.ValueType] (the type itself, an integer type of the
+// same size, or for a list an array of it); another T is refused with a
+// *[ValueTypeError] before the call.
+func DeviceGetGraphMemAttributeOf[T any](device int32, attr GraphMemAttributeType) (T, error) {
+	var v T
+	if err := checkValue[T](attr, attr.ValueType()); err != nil {
+		return v, err
+	}
+	err := DeviceGetGraphMemAttribute(device, attr, unsafe.Pointer(&v))
+	return v, err
 }
 
 // DeviceSetGraphMemAttribute calls cudaDeviceSetGraphMemAttribute: set asynchronous allocation attributes related to graphs
@@ -13925,6 +14184,9 @@ func DeviceGetGraphMemAttribute(device int32, attr GraphMemAttributeType, value 
 // [DeviceGraphMemTrim],
 // [MallocAsync],
 // [FreeAsync]
+//
+// [DeviceSetGraphMemAttributeOf] takes the value as a T of the attribute's
+// type, checked before the call.
 func DeviceSetGraphMemAttribute(device int32, attr GraphMemAttributeType, value unsafe.Pointer) error {
 	fp, err := procDeviceSetGraphMemAttribute.Addr()
 	if err != nil {
@@ -13934,6 +14196,18 @@ func DeviceSetGraphMemAttribute(device int32, attr GraphMemAttributeType, value 
 		return Error(r)
 	}
 	return nil
+}
+
+// DeviceSetGraphMemAttributeOf calls DeviceSetGraphMemAttribute with a value
+// of type T, which it takes: T must fit the type of attr's value,
+// [GraphMemAttributeType.ValueType] (the type itself, an integer type of the
+// same size, or for a list an array of it); another T is refused with a
+// *[ValueTypeError] before the call.
+func DeviceSetGraphMemAttributeOf[T any](device int32, attr GraphMemAttributeType, value T) error {
+	if err := checkValue[T](attr, attr.ValueType()); err != nil {
+		return err
+	}
+	return DeviceSetGraphMemAttribute(device, attr, unsafe.Pointer(&value))
 }
 
 // GraphClone calls cudaGraphClone: clones a graph
@@ -14900,6 +15174,11 @@ func GraphExecGetFlags(graphExec GraphExec, flags *uint64) error {
 // [GraphExecExternalSemaphoresWaitNodeSetParams],
 // [GraphExecUpdate],
 // [GraphInstantiate]
+//
+// Go memory that the pointer fields of *pNodeParams point to (Func,
+// KernelParams, Extra) must be pinned (runtime.Pinner) for the call, and for
+// as long as the call's work may use it. cgo panics on an unpinned Go pointer
+// in Go memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphExecKernelNodeSetParams(hGraphExec GraphExec, node GraphNode, pNodeParams *KernelNodeParams) error {
 	fp, err := procGraphExecKernelNodeSetParams.Addr()
 	if err != nil {
@@ -14957,6 +15236,11 @@ func GraphExecKernelNodeSetParams(hGraphExec GraphExec, node GraphNode, pNodePar
 // [GraphExecExternalSemaphoresWaitNodeSetParams],
 // [GraphExecUpdate],
 // [GraphInstantiate]
+//
+// Go memory that the pointer fields of *pNodeParams point to (SrcPtr.Ptr,
+// DstPtr.Ptr) must be pinned (runtime.Pinner) for the call, and for as long as
+// the call's work may use it. cgo panics on an unpinned Go pointer in Go
+// memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphExecMemcpyNodeSetParams(hGraphExec GraphExec, node GraphNode, pNodeParams *Memcpy3DParms) error {
 	fp, err := procGraphExecMemcpyNodeSetParams.Addr()
 	if err != nil {
@@ -15193,6 +15477,11 @@ func GraphExecMemcpyNodeSetParams1D(hGraphExec GraphExec, node GraphNode, dst un
 // [GraphExecExternalSemaphoresWaitNodeSetParams],
 // [GraphExecUpdate],
 // [GraphInstantiate]
+//
+// Go memory that the pointer fields of *pNodeParams point to (Dst) must be
+// pinned (runtime.Pinner) for the call, and for as long as the call's work may
+// use it. cgo panics on an unpinned Go pointer in Go memory passed to C ("Go
+// pointer to unpinned Go pointer").
 func GraphExecMemsetNodeSetParams(hGraphExec GraphExec, node GraphNode, pNodeParams *MemsetParams) error {
 	fp, err := procGraphExecMemsetNodeSetParams.Addr()
 	if err != nil {
@@ -15239,6 +15528,11 @@ func GraphExecMemsetNodeSetParams(hGraphExec GraphExec, node GraphNode, pNodePar
 // [GraphExecExternalSemaphoresWaitNodeSetParams],
 // [GraphExecUpdate],
 // [GraphInstantiate]
+//
+// Go memory that the pointer fields of *pNodeParams point to (UserData) must
+// be pinned (runtime.Pinner) for the call, and for as long as the call's work
+// may use it. cgo panics on an unpinned Go pointer in Go memory passed to C
+// ("Go pointer to unpinned Go pointer").
 func GraphExecHostNodeSetParams(hGraphExec GraphExec, node GraphNode, pNodeParams *HostNodeParams) error {
 	fp, err := procGraphExecHostNodeSetParams.Addr()
 	if err != nil {
@@ -15441,6 +15735,11 @@ func GraphExecEventWaitNodeSetEvent(hGraphExec GraphExec, hNode GraphNode, event
 // [GraphExecExternalSemaphoresWaitNodeSetParams],
 // [GraphExecUpdate],
 // [GraphInstantiate]
+//
+// Go memory that the pointer fields of *nodeParams point to (ExtSemArray,
+// ParamsArray) must be pinned (runtime.Pinner) for the call, and for as long
+// as the call's work may use it. cgo panics on an unpinned Go pointer in Go
+// memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphExecExternalSemaphoresSignalNodeSetParams(hGraphExec GraphExec, hNode GraphNode, nodeParams *ExternalSemaphoreSignalNodeParams) error {
 	fp, err := procGraphExecExternalSemaphoresSignalNodeSetParams.Addr()
 	if err != nil {
@@ -15493,6 +15792,11 @@ func GraphExecExternalSemaphoresSignalNodeSetParams(hGraphExec GraphExec, hNode 
 // [GraphExecExternalSemaphoresSignalNodeSetParams],
 // [GraphExecUpdate],
 // [GraphInstantiate]
+//
+// Go memory that the pointer fields of *nodeParams point to (ExtSemArray,
+// ParamsArray) must be pinned (runtime.Pinner) for the call, and for as long
+// as the call's work may use it. cgo panics on an unpinned Go pointer in Go
+// memory passed to C ("Go pointer to unpinned Go pointer").
 func GraphExecExternalSemaphoresWaitNodeSetParams(hGraphExec GraphExec, hNode GraphNode, nodeParams *ExternalSemaphoreWaitNodeParams) error {
 	fp, err := procGraphExecExternalSemaphoresWaitNodeSetParams.Addr()
 	if err != nil {
@@ -16522,4 +16826,75 @@ func ProfilerStop() error {
 		return Error(r)
 	}
 	return nil
+}
+
+// Make_cudaPitchedPtr is make_cudaPitchedPtr, the headers' inline function: it
+// returns a PitchedPtr of its arguments, as make_cudaPitchedPtr does, without
+// a call into C.
+//
+// # Returns a cudaPitchedPtr based on input parameters
+//
+// Returns a [PitchedPtr] based on the specified input parameters d,
+// p, xsz, and ysz.
+//
+// Parameters:
+//
+//   - d: Pointer to allocated memory
+//   - p: Pitch of allocated memory in bytes
+//   - xsz: Logical width of allocation in elements
+//   - ysz: Logical height of allocation in elements
+//
+// Returns:
+//
+// [PitchedPtr] specified by d, p, xsz, and ysz
+//
+// See also: make_cudaExtent, make_cudaPos
+func Make_cudaPitchedPtr(d unsafe.Pointer, p uint64, xsz uint64, ysz uint64) PitchedPtr {
+	return PitchedPtr{Ptr: d, Pitch: p, Xsize: xsz, Ysize: ysz}
+}
+
+// Make_cudaPos is make_cudaPos, the headers' inline function: it returns a Pos
+// of its arguments, as make_cudaPos does, without a call into C.
+//
+// # Returns a cudaPos based on input parameters
+//
+// Returns a [Pos] based on the specified input parameters x,
+// y, and z.
+//
+// Parameters:
+//
+//   - x: X position
+//   - y: Y position
+//   - z: Z position
+//
+// Returns:
+//
+// [Pos] specified by x, y, and z
+//
+// See also: make_cudaExtent, make_cudaPitchedPtr
+func Make_cudaPos(x uint64, y uint64, z uint64) Pos {
+	return Pos{X: x, Y: y, Z: z}
+}
+
+// Make_cudaExtent is make_cudaExtent, the headers' inline function: it returns
+// a Extent of its arguments, as make_cudaExtent does, without a call into C.
+//
+// # Returns a cudaExtent based on input parameters
+//
+// Returns a [Extent] based on the specified input parameters w,
+// h, and d.
+//
+// Parameters:
+//
+//   - w: Width in elements when referring to array memory, in bytes when referring to linear memory
+//   - h: Height in elements
+//   - d: Depth in elements
+//
+// Returns:
+//
+// [Extent] specified by w, h, and d
+//
+// See also: make_cudaPitchedPtr, make_cudaPos
+func Make_cudaExtent(w uint64, h uint64, d uint64) Extent {
+	return Extent{Width: w, Height: h, Depth: d}
 }

@@ -5,6 +5,10 @@
 package cudart
 
 import (
+	"errors"
+	"fmt"
+	"reflect"
+	"runtime"
 	"strconv"
 	"unsafe"
 )
@@ -20,6 +24,16 @@ const (
 	// AccessPropertyPersisting is cudaAccessPropertyPersisting: persisting access is more likely to persist in cache.
 	AccessPropertyPersisting AccessProperty = 2
 )
+
+// AccessPropertyValues returns the values of AccessProperty that the headers
+// name, in their order, each once (the first name of a value is its String).
+func AccessPropertyValues() []AccessProperty {
+	return []AccessProperty{
+		AccessPropertyNormal,
+		AccessPropertyStreaming,
+		AccessPropertyPersisting,
+	}
+}
 
 // String returns the C name of v, or AccessProperty(n) for a value the headers do not name.
 func (v AccessProperty) String() string {
@@ -41,6 +55,15 @@ const (
 	// AsyncNotificationTypeOverBudget is cudaAsyncNotificationTypeOverBudget: sent when the process has exceeded its device memory budget
 	AsyncNotificationTypeOverBudget AsyncNotificationType = 1
 )
+
+// AsyncNotificationTypeValues returns the values of AsyncNotificationType that
+// the headers name, in their order, each once (the first name of a value is
+// its String).
+func AsyncNotificationTypeValues() []AsyncNotificationType {
+	return []AsyncNotificationType{
+		AsyncNotificationTypeOverBudget,
+	}
+}
 
 // String returns the C name of v, or AsyncNotificationType(n) for a value the headers do not name.
 func (v AsyncNotificationType) String() string {
@@ -69,6 +92,26 @@ const (
 	AtomicOperationFloatMin         AtomicOperation = 11
 	AtomicOperationFloatMax         AtomicOperation = 12
 )
+
+// AtomicOperationValues returns the values of AtomicOperation that the headers
+// name, in their order, each once (the first name of a value is its String).
+func AtomicOperationValues() []AtomicOperation {
+	return []AtomicOperation{
+		AtomicOperationIntegerAdd,
+		AtomicOperationIntegerMin,
+		AtomicOperationIntegerMax,
+		AtomicOperationIntegerIncrement,
+		AtomicOperationIntegerDecrement,
+		AtomicOperationAnd,
+		AtomicOperationOr,
+		AtomicOperationXOR,
+		AtomicOperationExchange,
+		AtomicOperationCAS,
+		AtomicOperationFloatAdd,
+		AtomicOperationFloatMin,
+		AtomicOperationFloatMax,
+	}
+}
 
 // String returns the C name of v, or AtomicOperation(n) for a value the headers do not name.
 func (v AtomicOperation) String() string {
@@ -116,6 +159,21 @@ const (
 	AtomicCapabilityVector32x4 AtomicOperationCapability = 64
 )
 
+// AtomicOperationCapabilityValues returns the values of
+// AtomicOperationCapability that the headers name, in their order, each once
+// (the first name of a value is its String).
+func AtomicOperationCapabilityValues() []AtomicOperationCapability {
+	return []AtomicOperationCapability{
+		AtomicCapabilitySigned,
+		AtomicCapabilityUnsigned,
+		AtomicCapabilityReduction,
+		AtomicCapabilityScalar32,
+		AtomicCapabilityScalar64,
+		AtomicCapabilityScalar128,
+		AtomicCapabilityVector32x4,
+	}
+}
+
 // String returns the C name of v, or AtomicOperationCapability(n) for a value the headers do not name.
 func (v AtomicOperationCapability) String() string {
 	switch v {
@@ -148,6 +206,16 @@ const (
 	// CGScopeReserved is cudaCGScopeReserved: reserved
 	CGScopeReserved CGScope = 2
 )
+
+// CGScopeValues returns the values of CGScope that the headers name, in their
+// order, each once (the first name of a value is its String).
+func CGScopeValues() []CGScope {
+	return []CGScope{
+		CGScopeInvalid,
+		CGScopeGrid,
+		CGScopeReserved,
+	}
+}
 
 // String returns the C name of v, or CGScope(n) for a value the headers do not name.
 func (v CGScope) String() string {
@@ -232,6 +300,46 @@ const (
 	ChannelFormatKindUnsignedNormalized1010102 ChannelFormatKind = 31
 )
 
+// ChannelFormatKindValues returns the values of ChannelFormatKind that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func ChannelFormatKindValues() []ChannelFormatKind {
+	return []ChannelFormatKind{
+		ChannelFormatKindSigned,
+		ChannelFormatKindUnsigned,
+		ChannelFormatKindFloat,
+		ChannelFormatKindNone,
+		ChannelFormatKindNV12,
+		ChannelFormatKindUnsignedNormalized8X1,
+		ChannelFormatKindUnsignedNormalized8X2,
+		ChannelFormatKindUnsignedNormalized8X4,
+		ChannelFormatKindUnsignedNormalized16X1,
+		ChannelFormatKindUnsignedNormalized16X2,
+		ChannelFormatKindUnsignedNormalized16X4,
+		ChannelFormatKindSignedNormalized8X1,
+		ChannelFormatKindSignedNormalized8X2,
+		ChannelFormatKindSignedNormalized8X4,
+		ChannelFormatKindSignedNormalized16X1,
+		ChannelFormatKindSignedNormalized16X2,
+		ChannelFormatKindSignedNormalized16X4,
+		ChannelFormatKindUnsignedBlockCompressed1,
+		ChannelFormatKindUnsignedBlockCompressed1SRGB,
+		ChannelFormatKindUnsignedBlockCompressed2,
+		ChannelFormatKindUnsignedBlockCompressed2SRGB,
+		ChannelFormatKindUnsignedBlockCompressed3,
+		ChannelFormatKindUnsignedBlockCompressed3SRGB,
+		ChannelFormatKindUnsignedBlockCompressed4,
+		ChannelFormatKindSignedBlockCompressed4,
+		ChannelFormatKindUnsignedBlockCompressed5,
+		ChannelFormatKindSignedBlockCompressed5,
+		ChannelFormatKindUnsignedBlockCompressed6H,
+		ChannelFormatKindSignedBlockCompressed6H,
+		ChannelFormatKindUnsignedBlockCompressed7,
+		ChannelFormatKindUnsignedBlockCompressed7SRGB,
+		ChannelFormatKindUnsignedNormalized1010102,
+	}
+}
+
 // String returns the C name of v, or ChannelFormatKind(n) for a value the headers do not name.
 func (v ChannelFormatKind) String() string {
 	switch v {
@@ -315,6 +423,17 @@ const (
 	ClusterSchedulingPolicyLoadBalancing ClusterSchedulingPolicy = 2
 )
 
+// ClusterSchedulingPolicyValues returns the values of ClusterSchedulingPolicy
+// that the headers name, in their order, each once (the first name of a value
+// is its String).
+func ClusterSchedulingPolicyValues() []ClusterSchedulingPolicy {
+	return []ClusterSchedulingPolicy{
+		ClusterSchedulingPolicyDefault,
+		ClusterSchedulingPolicySpread,
+		ClusterSchedulingPolicyLoadBalancing,
+	}
+}
+
 // String returns the C name of v, or ClusterSchedulingPolicy(n) for a value the headers do not name.
 func (v ClusterSchedulingPolicy) String() string {
 	switch v {
@@ -341,6 +460,17 @@ const (
 	// ComputeModeExclusiveProcess is cudaComputeModeExclusiveProcess: compute-exclusive-process mode (Many threads in one process will be able to use [SetDevice] with this device)
 	ComputeModeExclusiveProcess ComputeMode = 3
 )
+
+// ComputeModeValues returns the values of ComputeMode that the headers name,
+// in their order, each once (the first name of a value is its String).
+func ComputeModeValues() []ComputeMode {
+	return []ComputeMode{
+		ComputeModeDefault,
+		ComputeModeExclusive,
+		ComputeModeProhibited,
+		ComputeModeExclusiveProcess,
+	}
+}
 
 // String returns the C name of v, or ComputeMode(n) for a value the headers do not name.
 func (v ComputeMode) String() string {
@@ -397,6 +527,47 @@ const (
 	R_6F_E3M2  DataType = 32
 	R_4F_E2M1  DataType = 33
 )
+
+// DataTypeValues returns the values of DataType that the headers name, in
+// their order, each once (the first name of a value is its String).
+func DataTypeValues() []DataType {
+	return []DataType{
+		R_16F,
+		C_16F,
+		R_16BF,
+		C_16BF,
+		R_32F,
+		C_32F,
+		R_64F,
+		C_64F,
+		R_4I,
+		C_4I,
+		R_4U,
+		C_4U,
+		R_8I,
+		C_8I,
+		R_8U,
+		C_8U,
+		R_16I,
+		C_16I,
+		R_16U,
+		C_16U,
+		R_32I,
+		C_32I,
+		R_32U,
+		C_32U,
+		R_64I,
+		C_64I,
+		R_64U,
+		C_64U,
+		R_8F_E4M3,
+		R_8F_E5M2,
+		R_8F_UE8M0,
+		R_6F_E2M3,
+		R_6F_E3M2,
+		R_4F_E2M1,
+	}
+}
 
 // String returns the C name of v, or DataType(n) for a value the headers do not name.
 func (v DataType) String() string {
@@ -741,6 +912,151 @@ const (
 	DevAttrMax                                  DeviceAttr = 148
 )
 
+// DeviceAttrValues returns the values of DeviceAttr that the headers name, in
+// their order, each once (the first name of a value is its String).
+func DeviceAttrValues() []DeviceAttr {
+	return []DeviceAttr{
+		DevAttrMaxThreadsPerBlock,
+		DevAttrMaxBlockDimX,
+		DevAttrMaxBlockDimY,
+		DevAttrMaxBlockDimZ,
+		DevAttrMaxGridDimX,
+		DevAttrMaxGridDimY,
+		DevAttrMaxGridDimZ,
+		DevAttrMaxSharedMemoryPerBlock,
+		DevAttrTotalConstantMemory,
+		DevAttrWarpSize,
+		DevAttrMaxPitch,
+		DevAttrMaxRegistersPerBlock,
+		DevAttrClockRate,
+		DevAttrTextureAlignment,
+		DevAttrGpuOverlap,
+		DevAttrMultiProcessorCount,
+		DevAttrKernelExecTimeout,
+		DevAttrIntegrated,
+		DevAttrCanMapHostMemory,
+		DevAttrComputeMode,
+		DevAttrMaxTexture1DWidth,
+		DevAttrMaxTexture2DWidth,
+		DevAttrMaxTexture2DHeight,
+		DevAttrMaxTexture3DWidth,
+		DevAttrMaxTexture3DHeight,
+		DevAttrMaxTexture3DDepth,
+		DevAttrMaxTexture2DLayeredWidth,
+		DevAttrMaxTexture2DLayeredHeight,
+		DevAttrMaxTexture2DLayeredLayers,
+		DevAttrSurfaceAlignment,
+		DevAttrConcurrentKernels,
+		DevAttrEccEnabled,
+		DevAttrPciBusId,
+		DevAttrPciDeviceId,
+		DevAttrTccDriver,
+		DevAttrMemoryClockRate,
+		DevAttrGlobalMemoryBusWidth,
+		DevAttrL2CacheSize,
+		DevAttrMaxThreadsPerMultiProcessor,
+		DevAttrAsyncEngineCount,
+		DevAttrUnifiedAddressing,
+		DevAttrMaxTexture1DLayeredWidth,
+		DevAttrMaxTexture1DLayeredLayers,
+		DevAttrMaxTexture2DGatherWidth,
+		DevAttrMaxTexture2DGatherHeight,
+		DevAttrMaxTexture3DWidthAlt,
+		DevAttrMaxTexture3DHeightAlt,
+		DevAttrMaxTexture3DDepthAlt,
+		DevAttrPciDomainId,
+		DevAttrTexturePitchAlignment,
+		DevAttrMaxTextureCubemapWidth,
+		DevAttrMaxTextureCubemapLayeredWidth,
+		DevAttrMaxTextureCubemapLayeredLayers,
+		DevAttrMaxSurface1DWidth,
+		DevAttrMaxSurface2DWidth,
+		DevAttrMaxSurface2DHeight,
+		DevAttrMaxSurface3DWidth,
+		DevAttrMaxSurface3DHeight,
+		DevAttrMaxSurface3DDepth,
+		DevAttrMaxSurface1DLayeredWidth,
+		DevAttrMaxSurface1DLayeredLayers,
+		DevAttrMaxSurface2DLayeredWidth,
+		DevAttrMaxSurface2DLayeredHeight,
+		DevAttrMaxSurface2DLayeredLayers,
+		DevAttrMaxSurfaceCubemapWidth,
+		DevAttrMaxSurfaceCubemapLayeredWidth,
+		DevAttrMaxSurfaceCubemapLayeredLayers,
+		DevAttrMaxTexture1DLinearWidth,
+		DevAttrMaxTexture2DLinearWidth,
+		DevAttrMaxTexture2DLinearHeight,
+		DevAttrMaxTexture2DLinearPitch,
+		DevAttrMaxTexture2DMipmappedWidth,
+		DevAttrMaxTexture2DMipmappedHeight,
+		DevAttrComputeCapabilityMajor,
+		DevAttrComputeCapabilityMinor,
+		DevAttrMaxTexture1DMipmappedWidth,
+		DevAttrStreamPrioritiesSupported,
+		DevAttrGlobalL1CacheSupported,
+		DevAttrLocalL1CacheSupported,
+		DevAttrMaxSharedMemoryPerMultiprocessor,
+		DevAttrMaxRegistersPerMultiprocessor,
+		DevAttrManagedMemory,
+		DevAttrIsMultiGpuBoard,
+		DevAttrMultiGpuBoardGroupID,
+		DevAttrHostNativeAtomicSupported,
+		DevAttrSingleToDoublePrecisionPerfRatio,
+		DevAttrPageableMemoryAccess,
+		DevAttrConcurrentManagedAccess,
+		DevAttrComputePreemptionSupported,
+		DevAttrCanUseHostPointerForRegisteredMem,
+		DevAttrReserved92,
+		DevAttrReserved93,
+		DevAttrReserved94,
+		DevAttrCooperativeLaunch,
+		DevAttrReserved96,
+		DevAttrMaxSharedMemoryPerBlockOptin,
+		DevAttrCanFlushRemoteWrites,
+		DevAttrHostRegisterSupported,
+		DevAttrPageableMemoryAccessUsesHostPageTables,
+		DevAttrDirectManagedMemAccessFromHost,
+		DevAttrMaxBlocksPerMultiprocessor,
+		DevAttrMaxPersistingL2CacheSize,
+		DevAttrMaxAccessPolicyWindowSize,
+		DevAttrReservedSharedMemoryPerBlock,
+		DevAttrSparseCudaArraySupported,
+		DevAttrHostRegisterReadOnlySupported,
+		DevAttrTimelineSemaphoreInteropSupported,
+		DevAttrMemoryPoolsSupported,
+		DevAttrGPUDirectRDMASupported,
+		DevAttrGPUDirectRDMAFlushWritesOptions,
+		DevAttrGPUDirectRDMAWritesOrdering,
+		DevAttrMemoryPoolSupportedHandleTypes,
+		DevAttrClusterLaunch,
+		DevAttrDeferredMappingCudaArraySupported,
+		DevAttrReserved122,
+		DevAttrReserved123,
+		DevAttrReserved124,
+		DevAttrIpcEventSupport,
+		DevAttrMemSyncDomainCount,
+		DevAttrReserved127,
+		DevAttrReserved128,
+		DevAttrReserved129,
+		DevAttrNumaConfig,
+		DevAttrNumaId,
+		DevAttrReserved132,
+		DevAttrMpsEnabled,
+		DevAttrHostNumaId,
+		DevAttrD3D12CigSupported,
+		DevAttrVulkanCigSupported,
+		DevAttrGpuPciDeviceId,
+		DevAttrGpuPciSubsystemId,
+		DevAttrReserved141,
+		DevAttrHostNumaMemoryPoolsSupported,
+		DevAttrHostNumaMultinodeIpcSupported,
+		DevAttrHostMemoryPoolsSupported,
+		DevAttrReserved145,
+		DevAttrOnlyPartialHostNativeAtomicSupported,
+		DevAttrMax,
+	}
+}
+
 // String returns the C name of v, or DeviceAttr(n) for a value the headers do not name.
 func (v DeviceAttr) String() string {
 	switch v {
@@ -1034,6 +1350,16 @@ const (
 	DeviceNumaConfigNumaNode DeviceNumaConfig = 1
 )
 
+// DeviceNumaConfigValues returns the values of DeviceNumaConfig that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func DeviceNumaConfigValues() []DeviceNumaConfig {
+	return []DeviceNumaConfig{
+		DeviceNumaConfigNone,
+		DeviceNumaConfigNumaNode,
+	}
+}
+
 // String returns the C name of v, or DeviceNumaConfig(n) for a value the headers do not name.
 func (v DeviceNumaConfig) String() string {
 	switch v {
@@ -1060,6 +1386,18 @@ const (
 	// DevP2PAttrOnlyPartialNativeAtomicSupported is cudaDevP2PAttrOnlyPartialNativeAtomicSupported: only some CUDA-valid atomic operations over the link are supported.
 	DevP2PAttrOnlyPartialNativeAtomicSupported DeviceP2PAttr = 5
 )
+
+// DeviceP2PAttrValues returns the values of DeviceP2PAttr that the headers
+// name, in their order, each once (the first name of a value is its String).
+func DeviceP2PAttrValues() []DeviceP2PAttr {
+	return []DeviceP2PAttr{
+		DevP2PAttrPerformanceRank,
+		DevP2PAttrAccessSupported,
+		DevP2PAttrNativeAtomicSupported,
+		DevP2PAttrCudaArrayAccessSupported,
+		DevP2PAttrOnlyPartialNativeAtomicSupported,
+	}
+}
 
 // String returns the C name of v, or DeviceP2PAttr(n) for a value the headers do not name.
 func (v DeviceP2PAttr) String() string {
@@ -1090,6 +1428,17 @@ const (
 	DriverEntryPointVersionNotSufficent DriverEntryPointQueryResult = 2
 )
 
+// DriverEntryPointQueryResultValues returns the values of
+// DriverEntryPointQueryResult that the headers name, in their order, each once
+// (the first name of a value is its String).
+func DriverEntryPointQueryResultValues() []DriverEntryPointQueryResult {
+	return []DriverEntryPointQueryResult{
+		DriverEntryPointSuccess,
+		DriverEntryPointSymbolNotFound,
+		DriverEntryPointVersionNotSufficent,
+	}
+}
+
 // String returns the C name of v, or DriverEntryPointQueryResult(n) for a value the headers do not name.
 func (v DriverEntryPointQueryResult) String() string {
 	switch v {
@@ -1115,6 +1464,16 @@ const (
 	// EMULATION_MANTISSA_CONTROL_FIXED is CUDA_EMULATION_MANTISSA_CONTROL_FIXED: the number of retained mantissa bits are known at runtime
 	EMULATION_MANTISSA_CONTROL_FIXED EmulationMantissaControl = 1
 )
+
+// EmulationMantissaControlValues returns the values of
+// EmulationMantissaControl that the headers name, in their order, each once
+// (the first name of a value is its String).
+func EmulationMantissaControlValues() []EmulationMantissaControl {
+	return []EmulationMantissaControl{
+		EMULATION_MANTISSA_CONTROL_DYNAMIC,
+		EMULATION_MANTISSA_CONTROL_FIXED,
+	}
+}
 
 // String returns the C name of v, or EmulationMantissaControl(n) for a value the headers do not name.
 func (v EmulationMantissaControl) String() string {
@@ -1144,6 +1503,18 @@ const (
 	// EMULATION_SPECIAL_VALUES_SUPPORT_NAN is CUDA_EMULATION_SPECIAL_VALUES_SUPPORT_NAN: require emulation algorithms to handle NaN inputs and outputs
 	EMULATION_SPECIAL_VALUES_SUPPORT_NAN EmulationSpecialValuesSupport = 2
 )
+
+// EmulationSpecialValuesSupportValues returns the values of
+// EmulationSpecialValuesSupport that the headers name, in their order, each
+// once (the first name of a value is its String).
+func EmulationSpecialValuesSupportValues() []EmulationSpecialValuesSupport {
+	return []EmulationSpecialValuesSupport{
+		EMULATION_SPECIAL_VALUES_SUPPORT_DEFAULT,
+		EMULATION_SPECIAL_VALUES_SUPPORT_NONE,
+		EMULATION_SPECIAL_VALUES_SUPPORT_INFINITY,
+		EMULATION_SPECIAL_VALUES_SUPPORT_NAN,
+	}
+}
 
 // String returns the C name of v, or EmulationSpecialValuesSupport(n) for a value the headers do not name.
 func (v EmulationSpecialValuesSupport) String() string {
@@ -1175,6 +1546,17 @@ const (
 	// whenever possible
 	EMULATION_STRATEGY_EAGER EmulationStrategy = 2
 )
+
+// EmulationStrategyValues returns the values of EmulationStrategy that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func EmulationStrategyValues() []EmulationStrategy {
+	return []EmulationStrategy{
+		EMULATION_STRATEGY_DEFAULT,
+		EMULATION_STRATEGY_PERFORMANT,
+		EMULATION_STRATEGY_EAGER,
+	}
+}
 
 // String returns the C name of v, or EmulationStrategy(n) for a value the headers do not name.
 func (v EmulationStrategy) String() string {
@@ -1754,6 +2136,147 @@ const (
 	ErrorApiFailureBase Error = 10000
 )
 
+// ErrorValues returns the values of Error that the headers name, in their
+// order, each once (the first name of a value is its String).
+func ErrorValues() []Error {
+	return []Error{
+		Success,
+		ErrorInvalidValue,
+		ErrorMemoryAllocation,
+		ErrorInitializationError,
+		ErrorCudartUnloading,
+		ErrorProfilerDisabled,
+		ErrorProfilerNotInitialized,
+		ErrorProfilerAlreadyStarted,
+		ErrorProfilerAlreadyStopped,
+		ErrorInvalidConfiguration,
+		ErrorInvalidPitchValue,
+		ErrorInvalidSymbol,
+		ErrorInvalidHostPointer,
+		ErrorInvalidDevicePointer,
+		ErrorInvalidTexture,
+		ErrorInvalidTextureBinding,
+		ErrorInvalidChannelDescriptor,
+		ErrorInvalidMemcpyDirection,
+		ErrorAddressOfConstant,
+		ErrorTextureFetchFailed,
+		ErrorTextureNotBound,
+		ErrorSynchronizationError,
+		ErrorInvalidFilterSetting,
+		ErrorInvalidNormSetting,
+		ErrorMixedDeviceExecution,
+		ErrorNotYetImplemented,
+		ErrorMemoryValueTooLarge,
+		ErrorStubLibrary,
+		ErrorInsufficientDriver,
+		ErrorCallRequiresNewerDriver,
+		ErrorInvalidSurface,
+		ErrorDuplicateVariableName,
+		ErrorDuplicateTextureName,
+		ErrorDuplicateSurfaceName,
+		ErrorDevicesUnavailable,
+		ErrorIncompatibleDriverContext,
+		ErrorMissingConfiguration,
+		ErrorPriorLaunchFailure,
+		ErrorLaunchMaxDepthExceeded,
+		ErrorLaunchFileScopedTex,
+		ErrorLaunchFileScopedSurf,
+		ErrorSyncDepthExceeded,
+		ErrorLaunchPendingCountExceeded,
+		ErrorInvalidDeviceFunction,
+		ErrorNoDevice,
+		ErrorInvalidDevice,
+		ErrorDeviceNotLicensed,
+		ErrorSoftwareValidityNotEstablished,
+		ErrorStartupFailure,
+		ErrorInvalidKernelImage,
+		ErrorDeviceUninitialized,
+		ErrorMapBufferObjectFailed,
+		ErrorUnmapBufferObjectFailed,
+		ErrorArrayIsMapped,
+		ErrorAlreadyMapped,
+		ErrorNoKernelImageForDevice,
+		ErrorAlreadyAcquired,
+		ErrorNotMapped,
+		ErrorNotMappedAsArray,
+		ErrorNotMappedAsPointer,
+		ErrorECCUncorrectable,
+		ErrorUnsupportedLimit,
+		ErrorDeviceAlreadyInUse,
+		ErrorPeerAccessUnsupported,
+		ErrorInvalidPtx,
+		ErrorInvalidGraphicsContext,
+		ErrorNvlinkUncorrectable,
+		ErrorJitCompilerNotFound,
+		ErrorUnsupportedPtxVersion,
+		ErrorJitCompilationDisabled,
+		ErrorUnsupportedExecAffinity,
+		ErrorUnsupportedDevSideSync,
+		ErrorContained,
+		ErrorInvalidSource,
+		ErrorFileNotFound,
+		ErrorSharedObjectSymbolNotFound,
+		ErrorSharedObjectInitFailed,
+		ErrorOperatingSystem,
+		ErrorInvalidResourceHandle,
+		ErrorIllegalState,
+		ErrorLossyQuery,
+		ErrorSymbolNotFound,
+		ErrorNotReady,
+		ErrorIllegalAddress,
+		ErrorLaunchOutOfResources,
+		ErrorLaunchTimeout,
+		ErrorLaunchIncompatibleTexturing,
+		ErrorPeerAccessAlreadyEnabled,
+		ErrorPeerAccessNotEnabled,
+		ErrorSetOnActiveProcess,
+		ErrorContextIsDestroyed,
+		ErrorAssert,
+		ErrorTooManyPeers,
+		ErrorHostMemoryAlreadyRegistered,
+		ErrorHostMemoryNotRegistered,
+		ErrorHardwareStackError,
+		ErrorIllegalInstruction,
+		ErrorMisalignedAddress,
+		ErrorInvalidAddressSpace,
+		ErrorInvalidPc,
+		ErrorLaunchFailure,
+		ErrorCooperativeLaunchTooLarge,
+		ErrorTensorMemoryLeak,
+		ErrorNotPermitted,
+		ErrorNotSupported,
+		ErrorSystemNotReady,
+		ErrorSystemDriverMismatch,
+		ErrorCompatNotSupportedOnDevice,
+		ErrorMpsConnectionFailed,
+		ErrorMpsRpcFailure,
+		ErrorMpsServerNotReady,
+		ErrorMpsMaxClientsReached,
+		ErrorMpsMaxConnectionsReached,
+		ErrorMpsClientTerminated,
+		ErrorCdpNotSupported,
+		ErrorCdpVersionMismatch,
+		ErrorStreamCaptureUnsupported,
+		ErrorStreamCaptureInvalidated,
+		ErrorStreamCaptureMerge,
+		ErrorStreamCaptureUnmatched,
+		ErrorStreamCaptureUnjoined,
+		ErrorStreamCaptureIsolation,
+		ErrorStreamCaptureImplicit,
+		ErrorCapturedEvent,
+		ErrorStreamCaptureWrongThread,
+		ErrorTimeout,
+		ErrorGraphExecUpdateFailure,
+		ErrorExternalDevice,
+		ErrorInvalidClusterSize,
+		ErrorFunctionNotLoaded,
+		ErrorInvalidResourceType,
+		ErrorInvalidResourceConfiguration,
+		ErrorUnknown,
+		ErrorApiFailureBase,
+	}
+}
+
 // String returns the C name of v, or Error(n) for a value the headers do not name.
 func (v Error) String() string {
 	switch v {
@@ -2326,6 +2849,22 @@ const (
 	ExternalMemoryHandleTypeNvSciBuf ExternalMemoryHandleType = 8
 )
 
+// ExternalMemoryHandleTypeValues returns the values of
+// ExternalMemoryHandleType that the headers name, in their order, each once
+// (the first name of a value is its String).
+func ExternalMemoryHandleTypeValues() []ExternalMemoryHandleType {
+	return []ExternalMemoryHandleType{
+		ExternalMemoryHandleTypeOpaqueFd,
+		ExternalMemoryHandleTypeOpaqueWin32,
+		ExternalMemoryHandleTypeOpaqueWin32Kmt,
+		ExternalMemoryHandleTypeD3D12Heap,
+		ExternalMemoryHandleTypeD3D12Resource,
+		ExternalMemoryHandleTypeD3D11Resource,
+		ExternalMemoryHandleTypeD3D11ResourceKmt,
+		ExternalMemoryHandleTypeNvSciBuf,
+	}
+}
+
 // String returns the C name of v, or ExternalMemoryHandleType(n) for a value the headers do not name.
 func (v ExternalMemoryHandleType) String() string {
 	switch v {
@@ -2375,6 +2914,24 @@ const (
 	ExternalSemaphoreHandleTypeTimelineSemaphoreWin32 ExternalSemaphoreHandleType = 10
 )
 
+// ExternalSemaphoreHandleTypeValues returns the values of
+// ExternalSemaphoreHandleType that the headers name, in their order, each once
+// (the first name of a value is its String).
+func ExternalSemaphoreHandleTypeValues() []ExternalSemaphoreHandleType {
+	return []ExternalSemaphoreHandleType{
+		ExternalSemaphoreHandleTypeOpaqueFd,
+		ExternalSemaphoreHandleTypeOpaqueWin32,
+		ExternalSemaphoreHandleTypeOpaqueWin32Kmt,
+		ExternalSemaphoreHandleTypeD3D12Fence,
+		ExternalSemaphoreHandleTypeD3D11Fence,
+		ExternalSemaphoreHandleTypeNvSciSync,
+		ExternalSemaphoreHandleTypeKeyedMutex,
+		ExternalSemaphoreHandleTypeKeyedMutexKmt,
+		ExternalSemaphoreHandleTypeTimelineSemaphoreFd,
+		ExternalSemaphoreHandleTypeTimelineSemaphoreWin32,
+	}
+}
+
 // String returns the C name of v, or ExternalSemaphoreHandleType(n) for a value the headers do not name.
 func (v ExternalSemaphoreHandleType) String() string {
 	switch v {
@@ -2412,6 +2969,16 @@ const (
 	FlushGPUDirectRDMAWritesOptionMemOps FlushGPUDirectRDMAWritesOptions = 2
 )
 
+// FlushGPUDirectRDMAWritesOptionsValues returns the values of
+// FlushGPUDirectRDMAWritesOptions that the headers name, in their order, each
+// once (the first name of a value is its String).
+func FlushGPUDirectRDMAWritesOptionsValues() []FlushGPUDirectRDMAWritesOptions {
+	return []FlushGPUDirectRDMAWritesOptions{
+		FlushGPUDirectRDMAWritesOptionHost,
+		FlushGPUDirectRDMAWritesOptionMemOps,
+	}
+}
+
 // String returns the C name of v, or FlushGPUDirectRDMAWritesOptions(n) for a value the headers do not name.
 func (v FlushGPUDirectRDMAWritesOptions) String() string {
 	switch v {
@@ -2433,6 +3000,16 @@ const (
 	FlushGPUDirectRDMAWritesToAllDevices FlushGPUDirectRDMAWritesScope = 200
 )
 
+// FlushGPUDirectRDMAWritesScopeValues returns the values of
+// FlushGPUDirectRDMAWritesScope that the headers name, in their order, each
+// once (the first name of a value is its String).
+func FlushGPUDirectRDMAWritesScopeValues() []FlushGPUDirectRDMAWritesScope {
+	return []FlushGPUDirectRDMAWritesScope{
+		FlushGPUDirectRDMAWritesToOwner,
+		FlushGPUDirectRDMAWritesToAllDevices,
+	}
+}
+
 // String returns the C name of v, or FlushGPUDirectRDMAWritesScope(n) for a value the headers do not name.
 func (v FlushGPUDirectRDMAWritesScope) String() string {
 	switch v {
@@ -2451,6 +3028,15 @@ const (
 	// FlushGPUDirectRDMAWritesTargetCurrentDevice is cudaFlushGPUDirectRDMAWritesTargetCurrentDevice: sets the target for [DeviceFlushGPUDirectRDMAWrites] to the currently active CUDA device context.
 	FlushGPUDirectRDMAWritesTargetCurrentDevice FlushGPUDirectRDMAWritesTarget = 0
 )
+
+// FlushGPUDirectRDMAWritesTargetValues returns the values of
+// FlushGPUDirectRDMAWritesTarget that the headers name, in their order, each
+// once (the first name of a value is its String).
+func FlushGPUDirectRDMAWritesTargetValues() []FlushGPUDirectRDMAWritesTarget {
+	return []FlushGPUDirectRDMAWritesTarget{
+		FlushGPUDirectRDMAWritesTargetCurrentDevice,
+	}
+}
 
 // String returns the C name of v, or FlushGPUDirectRDMAWritesTarget(n) for a value the headers do not name.
 func (v FlushGPUDirectRDMAWritesTarget) String() string {
@@ -2483,6 +3069,22 @@ const (
 	FuncAttributeClusterSchedulingPolicyPreference FuncAttribute = 15
 	FuncAttributeMax                               FuncAttribute = 16
 )
+
+// FuncAttributeValues returns the values of FuncAttribute that the headers
+// name, in their order, each once (the first name of a value is its String).
+func FuncAttributeValues() []FuncAttribute {
+	return []FuncAttribute{
+		FuncAttributeMaxDynamicSharedMemorySize,
+		FuncAttributePreferredSharedMemoryCarveout,
+		FuncAttributeClusterDimMustBeSet,
+		FuncAttributeRequiredClusterWidth,
+		FuncAttributeRequiredClusterHeight,
+		FuncAttributeRequiredClusterDepth,
+		FuncAttributeNonPortableClusterSizeAllowed,
+		FuncAttributeClusterSchedulingPolicyPreference,
+		FuncAttributeMax,
+	}
+}
 
 // String returns the C name of v, or FuncAttribute(n) for a value the headers do not name.
 func (v FuncAttribute) String() string {
@@ -2523,6 +3125,17 @@ const (
 	FuncCachePreferEqual FuncCache = 3
 )
 
+// FuncCacheValues returns the values of FuncCache that the headers name, in
+// their order, each once (the first name of a value is its String).
+func FuncCacheValues() []FuncCache {
+	return []FuncCache{
+		FuncCachePreferNone,
+		FuncCachePreferShared,
+		FuncCachePreferL1,
+		FuncCachePreferEqual,
+	}
+}
+
 // String returns the C name of v, or FuncCache(n) for a value the headers do not name.
 func (v FuncCache) String() string {
 	switch v {
@@ -2550,6 +3163,17 @@ const (
 	GPUDirectRDMAWritesOrderingAllDevices GPUDirectRDMAWritesOrdering = 200
 )
 
+// GPUDirectRDMAWritesOrderingValues returns the values of
+// GPUDirectRDMAWritesOrdering that the headers name, in their order, each once
+// (the first name of a value is its String).
+func GPUDirectRDMAWritesOrderingValues() []GPUDirectRDMAWritesOrdering {
+	return []GPUDirectRDMAWritesOrdering{
+		GPUDirectRDMAWritesOrderingNone,
+		GPUDirectRDMAWritesOrderingOwner,
+		GPUDirectRDMAWritesOrderingAllDevices,
+	}
+}
+
 // String returns the C name of v, or GPUDirectRDMAWritesOrdering(n) for a value the headers do not name.
 func (v GPUDirectRDMAWritesOrdering) String() string {
 	switch v {
@@ -2575,6 +3199,17 @@ const (
 	// EnablePerThreadDefaultStream is cudaEnablePerThreadDefaultStream: search for per-thread versions of driver symbols.
 	EnablePerThreadDefaultStream GetDriverEntryPointFlags = 2
 )
+
+// GetDriverEntryPointFlagsValues returns the values of
+// GetDriverEntryPointFlags that the headers name, in their order, each once
+// (the first name of a value is its String).
+func GetDriverEntryPointFlagsValues() []GetDriverEntryPointFlags {
+	return []GetDriverEntryPointFlags{
+		EnableDefault,
+		EnableLegacyStream,
+		EnablePerThreadDefaultStream,
+	}
+}
 
 // String returns the C name of v, or GetDriverEntryPointFlags(n) for a value the headers do not name.
 func (v GetDriverEntryPointFlags) String() string {
@@ -2609,6 +3244,16 @@ const (
 	GraphChildGraphOwnershipMove GraphChildGraphNodeOwnership = 1
 )
 
+// GraphChildGraphNodeOwnershipValues returns the values of
+// GraphChildGraphNodeOwnership that the headers name, in their order, each
+// once (the first name of a value is its String).
+func GraphChildGraphNodeOwnershipValues() []GraphChildGraphNodeOwnership {
+	return []GraphChildGraphNodeOwnership{
+		GraphChildGraphOwnershipClone,
+		GraphChildGraphOwnershipMove,
+	}
+}
+
 // String returns the C name of v, or GraphChildGraphNodeOwnership(n) for a value the headers do not name.
 func (v GraphChildGraphNodeOwnership) String() string {
 	switch v {
@@ -2627,6 +3272,15 @@ const (
 	// GraphCondAssignDefault is cudaGraphCondAssignDefault: apply default handle value when graph is launched.
 	GraphCondAssignDefault GraphConditionalHandleFlags = 1
 )
+
+// GraphConditionalHandleFlagsValues returns the values of
+// GraphConditionalHandleFlags that the headers name, in their order, each once
+// (the first name of a value is its String).
+func GraphConditionalHandleFlagsValues() []GraphConditionalHandleFlags {
+	return []GraphConditionalHandleFlags{
+		GraphCondAssignDefault,
+	}
+}
 
 // String returns the C name of v, or GraphConditionalHandleFlags(n) for a value the headers do not name.
 func (v GraphConditionalHandleFlags) String() string {
@@ -2648,6 +3302,17 @@ const (
 	// GraphCondTypeSwitch is cudaGraphCondTypeSwitch: conditional 'switch' Node. Body[n] is executed once, where 'n' is the value of the condition. If the condition does not match a body index, no body is launched.
 	GraphCondTypeSwitch GraphConditionalNodeType = 2
 )
+
+// GraphConditionalNodeTypeValues returns the values of
+// GraphConditionalNodeType that the headers name, in their order, each once
+// (the first name of a value is its String).
+func GraphConditionalNodeTypeValues() []GraphConditionalNodeType {
+	return []GraphConditionalNodeType{
+		GraphCondTypeIf,
+		GraphCondTypeWhile,
+		GraphCondTypeSwitch,
+	}
+}
 
 // String returns the C name of v, or GraphConditionalNodeType(n) for a value the headers do not name.
 func (v GraphConditionalNodeType) String() string {
@@ -2689,6 +3354,25 @@ const (
 	// GraphDebugDotFlagsConditionalNodeParams is cudaGraphDebugDotFlagsConditionalNodeParams: adds cudaConditionalNodeParams to output
 	GraphDebugDotFlagsConditionalNodeParams GraphDebugDotFlags = 32768
 )
+
+// GraphDebugDotFlagsValues returns the values of GraphDebugDotFlags that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func GraphDebugDotFlagsValues() []GraphDebugDotFlags {
+	return []GraphDebugDotFlags{
+		GraphDebugDotFlagsVerbose,
+		GraphDebugDotFlagsKernelNodeParams,
+		GraphDebugDotFlagsMemcpyNodeParams,
+		GraphDebugDotFlagsMemsetNodeParams,
+		GraphDebugDotFlagsHostNodeParams,
+		GraphDebugDotFlagsEventNodeParams,
+		GraphDebugDotFlagsExtSemasSignalNodeParams,
+		GraphDebugDotFlagsExtSemasWaitNodeParams,
+		GraphDebugDotFlagsKernelNodeAttributes,
+		GraphDebugDotFlagsHandles,
+		GraphDebugDotFlagsConditionalNodeParams,
+	}
+}
 
 // String returns the C name of v, or GraphDebugDotFlags(n) for a value the headers do not name.
 func (v GraphDebugDotFlags) String() string {
@@ -2733,6 +3417,16 @@ const (
 	GraphDependencyTypeProgrammatic GraphDependencyType = 1
 )
 
+// GraphDependencyTypeValues returns the values of GraphDependencyType that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func GraphDependencyTypeValues() []GraphDependencyType {
+	return []GraphDependencyType{
+		GraphDependencyTypeDefault,
+		GraphDependencyTypeProgrammatic,
+	}
+}
+
 // String returns the C name of v, or GraphDependencyType(n) for a value the headers do not name.
 func (v GraphDependencyType) String() string {
 	switch v {
@@ -2767,6 +3461,23 @@ const (
 	// GraphExecUpdateErrorAttributesChanged is cudaGraphExecUpdateErrorAttributesChanged: the update failed because the node attributes changed in a way that is not supported
 	GraphExecUpdateErrorAttributesChanged GraphExecUpdateResult = 8
 )
+
+// GraphExecUpdateResultValues returns the values of GraphExecUpdateResult that
+// the headers name, in their order, each once (the first name of a value is
+// its String).
+func GraphExecUpdateResultValues() []GraphExecUpdateResult {
+	return []GraphExecUpdateResult{
+		GraphExecUpdateSuccess,
+		GraphExecUpdateError,
+		GraphExecUpdateErrorTopologyChanged,
+		GraphExecUpdateErrorNodeTypeChanged,
+		GraphExecUpdateErrorFunctionChanged,
+		GraphExecUpdateErrorParametersChanged,
+		GraphExecUpdateErrorNotSupported,
+		GraphExecUpdateErrorUnsupportedFunctionChange,
+		GraphExecUpdateErrorAttributesChanged,
+	}
+}
 
 // String returns the C name of v, or GraphExecUpdateResult(n) for a value the headers do not name.
 func (v GraphExecUpdateResult) String() string {
@@ -2812,6 +3523,18 @@ const (
 	GraphInstantiateFlagUseNodePriority GraphInstantiateFlags = 8
 )
 
+// GraphInstantiateFlagsValues returns the values of GraphInstantiateFlags that
+// the headers name, in their order, each once (the first name of a value is
+// its String).
+func GraphInstantiateFlagsValues() []GraphInstantiateFlags {
+	return []GraphInstantiateFlags{
+		GraphInstantiateFlagAutoFreeOnLaunch,
+		GraphInstantiateFlagUpload,
+		GraphInstantiateFlagDeviceLaunch,
+		GraphInstantiateFlagUseNodePriority,
+	}
+}
+
 // String returns the C name of v, or GraphInstantiateFlags(n) for a value the headers do not name.
 func (v GraphInstantiateFlags) String() string {
 	switch v {
@@ -2845,6 +3568,20 @@ const (
 	GraphInstantiateConditionalHandleUnused GraphInstantiateResult = 5
 )
 
+// GraphInstantiateResultValues returns the values of GraphInstantiateResult
+// that the headers name, in their order, each once (the first name of a value
+// is its String).
+func GraphInstantiateResultValues() []GraphInstantiateResult {
+	return []GraphInstantiateResult{
+		GraphInstantiateSuccess,
+		GraphInstantiateError,
+		GraphInstantiateInvalidStructure,
+		GraphInstantiateNodeOperationNotSupported,
+		GraphInstantiateMultipleDevicesNotSupported,
+		GraphInstantiateConditionalHandleUnused,
+	}
+}
+
 // String returns the C name of v, or GraphInstantiateResult(n) for a value the headers do not name.
 func (v GraphInstantiateResult) String() string {
 	switch v {
@@ -2877,6 +3614,18 @@ const (
 	// GraphKernelNodeFieldEnabled is cudaGraphKernelNodeFieldEnabled: node enable/disable
 	GraphKernelNodeFieldEnabled GraphKernelNodeField = 3
 )
+
+// GraphKernelNodeFieldValues returns the values of GraphKernelNodeField that
+// the headers name, in their order, each once (the first name of a value is
+// its String).
+func GraphKernelNodeFieldValues() []GraphKernelNodeField {
+	return []GraphKernelNodeField{
+		GraphKernelNodeFieldInvalid,
+		GraphKernelNodeFieldGridDim,
+		GraphKernelNodeFieldParam,
+		GraphKernelNodeFieldEnabled,
+	}
+}
 
 // String returns the C name of v, or GraphKernelNodeField(n) for a value the headers do not name.
 func (v GraphKernelNodeField) String() string {
@@ -2913,6 +3662,18 @@ const (
 	// the CUDA graphs asynchronous allocator.
 	GraphMemAttrReservedMemHigh GraphMemAttributeType = 3
 )
+
+// GraphMemAttributeTypeValues returns the values of GraphMemAttributeType that
+// the headers name, in their order, each once (the first name of a value is
+// its String).
+func GraphMemAttributeTypeValues() []GraphMemAttributeType {
+	return []GraphMemAttributeType{
+		GraphMemAttrUsedMemCurrent,
+		GraphMemAttrUsedMemHigh,
+		GraphMemAttrReservedMemCurrent,
+		GraphMemAttrReservedMemHigh,
+	}
+}
 
 // String returns the C name of v, or GraphMemAttributeType(n) for a value the headers do not name.
 func (v GraphMemAttributeType) String() string {
@@ -2978,6 +3739,27 @@ const (
 	GraphNodeTypeCount       GraphNodeType = 14
 )
 
+// GraphNodeTypeValues returns the values of GraphNodeType that the headers
+// name, in their order, each once (the first name of a value is its String).
+func GraphNodeTypeValues() []GraphNodeType {
+	return []GraphNodeType{
+		GraphNodeTypeKernel,
+		GraphNodeTypeMemcpy,
+		GraphNodeTypeMemset,
+		GraphNodeTypeHost,
+		GraphNodeTypeGraph,
+		GraphNodeTypeEmpty,
+		GraphNodeTypeWaitEvent,
+		GraphNodeTypeEventRecord,
+		GraphNodeTypeExtSemaphoreSignal,
+		GraphNodeTypeExtSemaphoreWait,
+		GraphNodeTypeMemAlloc,
+		GraphNodeTypeMemFree,
+		GraphNodeTypeConditional,
+		GraphNodeTypeCount,
+	}
+}
+
 // String returns the C name of v, or GraphNodeType(n) for a value the headers do not name.
 func (v GraphNodeType) String() string {
 	switch v {
@@ -3031,6 +3813,20 @@ const (
 	GraphicsCubeFaceNegativeZ GraphicsCubeFace = 5
 )
 
+// GraphicsCubeFaceValues returns the values of GraphicsCubeFace that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func GraphicsCubeFaceValues() []GraphicsCubeFace {
+	return []GraphicsCubeFace{
+		GraphicsCubeFacePositiveX,
+		GraphicsCubeFaceNegativeX,
+		GraphicsCubeFacePositiveY,
+		GraphicsCubeFaceNegativeY,
+		GraphicsCubeFacePositiveZ,
+		GraphicsCubeFaceNegativeZ,
+	}
+}
+
 // String returns the C name of v, or GraphicsCubeFace(n) for a value the headers do not name.
 func (v GraphicsCubeFace) String() string {
 	switch v {
@@ -3062,6 +3858,17 @@ const (
 	GraphicsMapFlagsWriteDiscard GraphicsMapFlags = 2
 )
 
+// GraphicsMapFlagsValues returns the values of GraphicsMapFlags that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func GraphicsMapFlagsValues() []GraphicsMapFlags {
+	return []GraphicsMapFlags{
+		GraphicsMapFlagsNone,
+		GraphicsMapFlagsReadOnly,
+		GraphicsMapFlagsWriteDiscard,
+	}
+}
+
 // String returns the C name of v, or GraphicsMapFlags(n) for a value the headers do not name.
 func (v GraphicsMapFlags) String() string {
 	switch v {
@@ -3090,6 +3897,19 @@ const (
 	// GraphicsRegisterFlagsTextureGather is cudaGraphicsRegisterFlagsTextureGather: CUDA will perform texture gather operations on this resource
 	GraphicsRegisterFlagsTextureGather GraphicsRegisterFlags = 8
 )
+
+// GraphicsRegisterFlagsValues returns the values of GraphicsRegisterFlags that
+// the headers name, in their order, each once (the first name of a value is
+// its String).
+func GraphicsRegisterFlagsValues() []GraphicsRegisterFlags {
+	return []GraphicsRegisterFlags{
+		GraphicsRegisterFlagsNone,
+		GraphicsRegisterFlagsReadOnly,
+		GraphicsRegisterFlagsWriteDiscard,
+		GraphicsRegisterFlagsSurfaceLoadStore,
+		GraphicsRegisterFlagsTextureGather,
+	}
+}
 
 // String returns the C name of v, or GraphicsRegisterFlags(n) for a value the headers do not name.
 func (v GraphicsRegisterFlags) String() string {
@@ -3217,6 +4037,30 @@ const (
 	JitOverrideDirectiveValues JitOption = 33
 )
 
+// JitOptionValues returns the values of JitOption that the headers name, in
+// their order, each once (the first name of a value is its String).
+func JitOptionValues() []JitOption {
+	return []JitOption{
+		JitMaxRegisters,
+		JitThreadsPerBlock,
+		JitWallTime,
+		JitInfoLogBuffer,
+		JitInfoLogBufferSizeBytes,
+		JitErrorLogBuffer,
+		JitErrorLogBufferSizeBytes,
+		JitOptimizationLevel,
+		JitFallbackStrategy,
+		JitGenerateDebugInfo,
+		JitLogVerbose,
+		JitGenerateLineInfo,
+		JitCacheMode,
+		JitPositionIndependentCode,
+		JitMinCtaPerSm,
+		JitMaxThreadsPerBlock,
+		JitOverrideDirectiveValues,
+	}
+}
+
 // String returns the C name of v, or JitOption(n) for a value the headers do not name.
 func (v JitOption) String() string {
 	switch v {
@@ -3270,6 +4114,16 @@ const (
 	JitCacheOptionCA Jit_CacheMode = 2
 )
 
+// Jit_CacheModeValues returns the values of Jit_CacheMode that the headers
+// name, in their order, each once (the first name of a value is its String).
+func Jit_CacheModeValues() []Jit_CacheMode {
+	return []Jit_CacheMode{
+		JitCacheOptionNone,
+		JitCacheOptionCG,
+		JitCacheOptionCA,
+	}
+}
+
 // String returns the C name of v, or Jit_CacheMode(n) for a value the headers do not name.
 func (v Jit_CacheMode) String() string {
 	switch v {
@@ -3292,6 +4146,15 @@ const (
 	// PreferBinary is cudaPreferBinary: prefer to fall back to compatible binary code if exact match not found
 	PreferBinary Jit_Fallback = 1
 )
+
+// Jit_FallbackValues returns the values of Jit_Fallback that the headers name,
+// in their order, each once (the first name of a value is its String).
+func Jit_FallbackValues() []Jit_Fallback {
+	return []Jit_Fallback{
+		PreferPtx,
+		PreferBinary,
+	}
+}
 
 // String returns the C name of v, or Jit_Fallback(n) for a value the headers do not name.
 func (v Jit_Fallback) String() string {
@@ -3485,6 +4348,30 @@ const (
 	LaunchAttributeNvlinkUtilCentricScheduling LaunchAttributeID = 16
 )
 
+// LaunchAttributeIDValues returns the values of LaunchAttributeID that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func LaunchAttributeIDValues() []LaunchAttributeID {
+	return []LaunchAttributeID{
+		LaunchAttributeIgnore,
+		LaunchAttributeAccessPolicyWindow,
+		LaunchAttributeCooperative,
+		LaunchAttributeSynchronizationPolicy,
+		LaunchAttributeClusterDimension,
+		LaunchAttributeClusterSchedulingPolicyPreference,
+		LaunchAttributeProgrammaticStreamSerialization,
+		LaunchAttributeProgrammaticEvent,
+		LaunchAttributePriority,
+		LaunchAttributeMemSyncDomainMap,
+		LaunchAttributeMemSyncDomain,
+		LaunchAttributePreferredClusterDimension,
+		LaunchAttributeLaunchCompletionEvent,
+		LaunchAttributeDeviceUpdatableKernelNode,
+		LaunchAttributePreferredSharedMemoryCarveout,
+		LaunchAttributeNvlinkUtilCentricScheduling,
+	}
+}
+
 // String returns the C name of v, or LaunchAttributeID(n) for a value the headers do not name.
 func (v LaunchAttributeID) String() string {
 	switch v {
@@ -3547,6 +4434,16 @@ const (
 	LaunchMemSyncDomainRemote LaunchMemSyncDomain = 1
 )
 
+// LaunchMemSyncDomainValues returns the values of LaunchMemSyncDomain that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func LaunchMemSyncDomainValues() []LaunchMemSyncDomain {
+	return []LaunchMemSyncDomain{
+		LaunchMemSyncDomainDefault,
+		LaunchMemSyncDomainRemote,
+	}
+}
+
 // String returns the C name of v, or LaunchMemSyncDomain(n) for a value the headers do not name.
 func (v LaunchMemSyncDomain) String() string {
 	switch v {
@@ -3573,6 +4470,15 @@ const (
 	LibraryBinaryIsPreserved LibraryOption = 1
 )
 
+// LibraryOptionValues returns the values of LibraryOption that the headers
+// name, in their order, each once (the first name of a value is its String).
+func LibraryOptionValues() []LibraryOption {
+	return []LibraryOption{
+		LibraryHostUniversalFunctionAndDataTable,
+		LibraryBinaryIsPreserved,
+	}
+}
+
 // String returns the C name of v, or LibraryOption(n) for a value the headers do not name.
 func (v LibraryOption) String() string {
 	switch v {
@@ -3592,6 +4498,17 @@ const (
 	MINOR_VERSION LibraryPropertyType = 1
 	PATCH_LEVEL   LibraryPropertyType = 2
 )
+
+// LibraryPropertyTypeValues returns the values of LibraryPropertyType that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func LibraryPropertyTypeValues() []LibraryPropertyType {
+	return []LibraryPropertyType{
+		MAJOR_VERSION,
+		MINOR_VERSION,
+		PATCH_LEVEL,
+	}
+}
 
 // String returns the C name of v, or LibraryPropertyType(n) for a value the headers do not name.
 func (v LibraryPropertyType) String() string {
@@ -3626,6 +4543,20 @@ const (
 	LimitPersistingL2CacheSize Limit = 6
 )
 
+// LimitValues returns the values of Limit that the headers name, in their
+// order, each once (the first name of a value is its String).
+func LimitValues() []Limit {
+	return []Limit{
+		LimitStackSize,
+		LimitPrintfFifoSize,
+		LimitMallocHeapSize,
+		LimitDevRuntimeSyncDepth,
+		LimitDevRuntimePendingLaunchCount,
+		LimitMaxL2FetchGranularity,
+		LimitPersistingL2CacheSize,
+	}
+}
+
 // String returns the C name of v, or Limit(n) for a value the headers do not name.
 func (v Limit) String() string {
 	switch v {
@@ -3655,6 +4586,15 @@ const (
 	LogLevelWarning LogLevel = 1
 )
 
+// LogLevelValues returns the values of LogLevel that the headers name, in
+// their order, each once (the first name of a value is its String).
+func LogLevelValues() []LogLevel {
+	return []LogLevel{
+		LogLevelError,
+		LogLevelWarning,
+	}
+}
+
 // String returns the C name of v, or LogLevel(n) for a value the headers do not name.
 func (v LogLevel) String() string {
 	switch v {
@@ -3677,6 +4617,16 @@ const (
 	// MemAccessFlagsProtReadWrite is cudaMemAccessFlagsProtReadWrite: make the address range read-write accessible
 	MemAccessFlagsProtReadWrite MemAccessFlags = 3
 )
+
+// MemAccessFlagsValues returns the values of MemAccessFlags that the headers
+// name, in their order, each once (the first name of a value is its String).
+func MemAccessFlagsValues() []MemAccessFlags {
+	return []MemAccessFlags{
+		MemAccessFlagsProtNone,
+		MemAccessFlagsProtRead,
+		MemAccessFlagsProtReadWrite,
+	}
+}
 
 // String returns the C name of v, or MemAccessFlags(n) for a value the headers do not name.
 func (v MemAccessFlags) String() string {
@@ -3707,6 +4657,19 @@ const (
 	MemHandleTypeFabric MemAllocationHandleType = 8
 )
 
+// MemAllocationHandleTypeValues returns the values of MemAllocationHandleType
+// that the headers name, in their order, each once (the first name of a value
+// is its String).
+func MemAllocationHandleTypeValues() []MemAllocationHandleType {
+	return []MemAllocationHandleType{
+		MemHandleTypeNone,
+		MemHandleTypePosixFileDescriptor,
+		MemHandleTypeWin32,
+		MemHandleTypeWin32Kmt,
+		MemHandleTypeFabric,
+	}
+}
+
 // String returns the C name of v, or MemAllocationHandleType(n) for a value the headers do not name.
 func (v MemAllocationHandleType) String() string {
 	switch v {
@@ -3736,6 +4699,18 @@ const (
 	MemAllocationTypeManaged MemAllocationType = 2
 	MemAllocationTypeMax     MemAllocationType = 2147483647
 )
+
+// MemAllocationTypeValues returns the values of MemAllocationType that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func MemAllocationTypeValues() []MemAllocationType {
+	return []MemAllocationType{
+		MemAllocationTypeInvalid,
+		MemAllocationTypePinned,
+		MemAllocationTypeManaged,
+		MemAllocationTypeMax,
+	}
+}
 
 // String returns the C name of v, or MemAllocationType(n) for a value the headers do not name.
 func (v MemAllocationType) String() string {
@@ -3768,6 +4743,18 @@ const (
 	// MemLocationTypeHostNumaCurrent is cudaMemLocationTypeHostNumaCurrent: location is the host NUMA node closest to the current thread's CPU, id is ignored
 	MemLocationTypeHostNumaCurrent MemLocationType = 4
 )
+
+// MemLocationTypeValues returns the values of MemLocationType that the headers
+// name, in their order, each once (the first name of a value is its String).
+func MemLocationTypeValues() []MemLocationType {
+	return []MemLocationType{
+		MemLocationTypeInvalid,
+		MemLocationTypeDevice,
+		MemLocationTypeHost,
+		MemLocationTypeHostNuma,
+		MemLocationTypeHostNumaCurrent,
+	}
+}
 
 // String returns the C name of v, or MemLocationType(n) for a value the headers do not name.
 func (v MemLocationType) String() string {
@@ -3829,6 +4816,21 @@ const (
 	MemPoolAttrUsedMemHigh MemPoolAttr = 8
 )
 
+// MemPoolAttrValues returns the values of MemPoolAttr that the headers name,
+// in their order, each once (the first name of a value is its String).
+func MemPoolAttrValues() []MemPoolAttr {
+	return []MemPoolAttr{
+		MemPoolReuseFollowEventDependencies,
+		MemPoolReuseAllowOpportunistic,
+		MemPoolReuseAllowInternalDependencies,
+		MemPoolAttrReleaseThreshold,
+		MemPoolAttrReservedMemCurrent,
+		MemPoolAttrReservedMemHigh,
+		MemPoolAttrUsedMemCurrent,
+		MemPoolAttrUsedMemHigh,
+	}
+}
+
 // String returns the C name of v, or MemPoolAttr(n) for a value the headers do not name.
 func (v MemPoolAttr) String() string {
 	switch v {
@@ -3874,6 +4876,22 @@ const (
 	MemRangeAttributeLastPrefetchLocationId MemRangeAttribute = 8
 )
 
+// MemRangeAttributeValues returns the values of MemRangeAttribute that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func MemRangeAttributeValues() []MemRangeAttribute {
+	return []MemRangeAttribute{
+		MemRangeAttributeReadMostly,
+		MemRangeAttributePreferredLocation,
+		MemRangeAttributeAccessedBy,
+		MemRangeAttributeLastPrefetchLocation,
+		MemRangeAttributePreferredLocationType,
+		MemRangeAttributePreferredLocationId,
+		MemRangeAttributeLastPrefetchLocationType,
+		MemRangeAttributeLastPrefetchLocationId,
+	}
+}
+
 // String returns the C name of v, or MemRangeAttribute(n) for a value the headers do not name.
 func (v MemRangeAttribute) String() string {
 	switch v {
@@ -3908,6 +4926,17 @@ const (
 	MemcpyOperandTypeMax   Memcpy3DOperandType = 2147483647
 )
 
+// Memcpy3DOperandTypeValues returns the values of Memcpy3DOperandType that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func Memcpy3DOperandTypeValues() []Memcpy3DOperandType {
+	return []Memcpy3DOperandType{
+		MemcpyOperandTypePointer,
+		MemcpyOperandTypeArray,
+		MemcpyOperandTypeMax,
+	}
+}
+
 // String returns the C name of v, or Memcpy3DOperandType(n) for a value the headers do not name.
 func (v Memcpy3DOperandType) String() string {
 	switch v {
@@ -3929,6 +4958,15 @@ const (
 	// MemcpyFlagPreferOverlapWithCompute is cudaMemcpyFlagPreferOverlapWithCompute: hint to the driver to try and overlap the copy with compute work on the SMs.
 	MemcpyFlagPreferOverlapWithCompute MemcpyFlags = 1
 )
+
+// MemcpyFlagsValues returns the values of MemcpyFlags that the headers name,
+// in their order, each once (the first name of a value is its String).
+func MemcpyFlagsValues() []MemcpyFlags {
+	return []MemcpyFlags{
+		MemcpyFlagDefault,
+		MemcpyFlagPreferOverlapWithCompute,
+	}
+}
 
 // String returns the C name of v, or MemcpyFlags(n) for a value the headers do not name.
 func (v MemcpyFlags) String() string {
@@ -3956,6 +4994,18 @@ const (
 	// MemcpyDefault is cudaMemcpyDefault: direction of the transfer is inferred from the pointer values. Requires unified virtual addressing
 	MemcpyDefault MemcpyKind = 4
 )
+
+// MemcpyKindValues returns the values of MemcpyKind that the headers name, in
+// their order, each once (the first name of a value is its String).
+func MemcpyKindValues() []MemcpyKind {
+	return []MemcpyKind{
+		MemcpyHostToHost,
+		MemcpyHostToDevice,
+		MemcpyDeviceToHost,
+		MemcpyDeviceToDevice,
+		MemcpyDefault,
+	}
+}
 
 // String returns the C name of v, or MemcpyKind(n) for a value the headers do not name.
 func (v MemcpyKind) String() string {
@@ -3999,6 +5049,19 @@ const (
 	MemcpySrcAccessOrderMax MemcpySrcAccessOrder = 2147483647
 )
 
+// MemcpySrcAccessOrderValues returns the values of MemcpySrcAccessOrder that
+// the headers name, in their order, each once (the first name of a value is
+// its String).
+func MemcpySrcAccessOrderValues() []MemcpySrcAccessOrder {
+	return []MemcpySrcAccessOrder{
+		MemcpySrcAccessOrderInvalid,
+		MemcpySrcAccessOrderStream,
+		MemcpySrcAccessOrderDuringApiCall,
+		MemcpySrcAccessOrderAny,
+		MemcpySrcAccessOrderMax,
+	}
+}
+
 // String returns the C name of v, or MemcpySrcAccessOrder(n) for a value the headers do not name.
 func (v MemcpySrcAccessOrder) String() string {
 	switch v {
@@ -4034,6 +5097,19 @@ const (
 	MemAdviseUnsetAccessedBy MemoryAdvise = 6
 )
 
+// MemoryAdviseValues returns the values of MemoryAdvise that the headers name,
+// in their order, each once (the first name of a value is its String).
+func MemoryAdviseValues() []MemoryAdvise {
+	return []MemoryAdvise{
+		MemAdviseSetReadMostly,
+		MemAdviseUnsetReadMostly,
+		MemAdviseSetPreferredLocation,
+		MemAdviseUnsetPreferredLocation,
+		MemAdviseSetAccessedBy,
+		MemAdviseUnsetAccessedBy,
+	}
+}
+
 // String returns the C name of v, or MemoryAdvise(n) for a value the headers do not name.
 func (v MemoryAdvise) String() string {
 	switch v {
@@ -4067,6 +5143,17 @@ const (
 	MemoryTypeManaged MemoryType = 3
 )
 
+// MemoryTypeValues returns the values of MemoryType that the headers name, in
+// their order, each once (the first name of a value is its String).
+func MemoryTypeValues() []MemoryType {
+	return []MemoryType{
+		MemoryTypeUnregistered,
+		MemoryTypeHost,
+		MemoryTypeDevice,
+		MemoryTypeManaged,
+	}
+}
+
 // String returns the C name of v, or MemoryType(n) for a value the headers do not name.
 func (v MemoryType) String() string {
 	switch v {
@@ -4095,6 +5182,17 @@ const (
 	// ResourceTypePitch2D is cudaResourceTypePitch2D: pitch 2D resource
 	ResourceTypePitch2D ResourceType = 3
 )
+
+// ResourceTypeValues returns the values of ResourceType that the headers name,
+// in their order, each once (the first name of a value is its String).
+func ResourceTypeValues() []ResourceType {
+	return []ResourceType{
+		ResourceTypeArray,
+		ResourceTypeMipmappedArray,
+		ResourceTypeLinear,
+		ResourceTypePitch2D,
+	}
+}
 
 // String returns the C name of v, or ResourceType(n) for a value the headers do not name.
 func (v ResourceType) String() string {
@@ -4187,6 +5285,49 @@ const (
 	ResViewFormatUnsignedBlockCompressed7 ResourceViewFormat = 34
 )
 
+// ResourceViewFormatValues returns the values of ResourceViewFormat that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func ResourceViewFormatValues() []ResourceViewFormat {
+	return []ResourceViewFormat{
+		ResViewFormatNone,
+		ResViewFormatUnsignedChar1,
+		ResViewFormatUnsignedChar2,
+		ResViewFormatUnsignedChar4,
+		ResViewFormatSignedChar1,
+		ResViewFormatSignedChar2,
+		ResViewFormatSignedChar4,
+		ResViewFormatUnsignedShort1,
+		ResViewFormatUnsignedShort2,
+		ResViewFormatUnsignedShort4,
+		ResViewFormatSignedShort1,
+		ResViewFormatSignedShort2,
+		ResViewFormatSignedShort4,
+		ResViewFormatUnsignedInt1,
+		ResViewFormatUnsignedInt2,
+		ResViewFormatUnsignedInt4,
+		ResViewFormatSignedInt1,
+		ResViewFormatSignedInt2,
+		ResViewFormatSignedInt4,
+		ResViewFormatHalf1,
+		ResViewFormatHalf2,
+		ResViewFormatHalf4,
+		ResViewFormatFloat1,
+		ResViewFormatFloat2,
+		ResViewFormatFloat4,
+		ResViewFormatUnsignedBlockCompressed1,
+		ResViewFormatUnsignedBlockCompressed2,
+		ResViewFormatUnsignedBlockCompressed3,
+		ResViewFormatUnsignedBlockCompressed4,
+		ResViewFormatSignedBlockCompressed4,
+		ResViewFormatUnsignedBlockCompressed5,
+		ResViewFormatSignedBlockCompressed5,
+		ResViewFormatUnsignedBlockCompressed6H,
+		ResViewFormatSignedBlockCompressed6H,
+		ResViewFormatUnsignedBlockCompressed7,
+	}
+}
+
 // String returns the C name of v, or ResourceViewFormat(n) for a value the headers do not name.
 func (v ResourceViewFormat) String() string {
 	switch v {
@@ -4274,6 +5415,17 @@ const (
 	RoundMinInf  RoundMode = 3
 )
 
+// RoundModeValues returns the values of RoundMode that the headers name, in
+// their order, each once (the first name of a value is its String).
+func RoundModeValues() []RoundMode {
+	return []RoundMode{
+		RoundNearest,
+		RoundZero,
+		RoundPosInf,
+		RoundMinInf,
+	}
+}
+
 // String returns the C name of v, or RoundMode(n) for a value the headers do not name.
 func (v RoundMode) String() string {
 	switch v {
@@ -4301,6 +5453,16 @@ const (
 	SharedmemCarveoutMaxL1 SharedCarveout = 0
 )
 
+// SharedCarveoutValues returns the values of SharedCarveout that the headers
+// name, in their order, each once (the first name of a value is its String).
+func SharedCarveoutValues() []SharedCarveout {
+	return []SharedCarveout{
+		SharedmemCarveoutDefault,
+		SharedmemCarveoutMaxShared,
+		SharedmemCarveoutMaxL1,
+	}
+}
+
 // String returns the C name of v, or SharedCarveout(n) for a value the headers do not name.
 func (v SharedCarveout) String() string {
 	switch v {
@@ -4325,6 +5487,16 @@ const (
 	SharedMemBankSizeEightByte SharedMemConfig = 2
 )
 
+// SharedMemConfigValues returns the values of SharedMemConfig that the headers
+// name, in their order, each once (the first name of a value is its String).
+func SharedMemConfigValues() []SharedMemConfig {
+	return []SharedMemConfig{
+		SharedMemBankSizeDefault,
+		SharedMemBankSizeFourByte,
+		SharedMemBankSizeEightByte,
+	}
+}
+
 // String returns the C name of v, or SharedMemConfig(n) for a value the headers do not name.
 func (v SharedMemConfig) String() string {
 	switch v {
@@ -4347,6 +5519,17 @@ const (
 	StreamCaptureModeThreadLocal StreamCaptureMode = 1
 	StreamCaptureModeRelaxed     StreamCaptureMode = 2
 )
+
+// StreamCaptureModeValues returns the values of StreamCaptureMode that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func StreamCaptureModeValues() []StreamCaptureMode {
+	return []StreamCaptureMode{
+		StreamCaptureModeGlobal,
+		StreamCaptureModeThreadLocal,
+		StreamCaptureModeRelaxed,
+	}
+}
 
 // String returns the C name of v, or StreamCaptureMode(n) for a value the headers do not name.
 func (v StreamCaptureMode) String() string {
@@ -4374,6 +5557,17 @@ const (
 	StreamCaptureStatusInvalidated StreamCaptureStatus = 2
 )
 
+// StreamCaptureStatusValues returns the values of StreamCaptureStatus that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func StreamCaptureStatusValues() []StreamCaptureStatus {
+	return []StreamCaptureStatus{
+		StreamCaptureStatusNone,
+		StreamCaptureStatusActive,
+		StreamCaptureStatusInvalidated,
+	}
+}
+
 // String returns the C name of v, or StreamCaptureStatus(n) for a value the headers do not name.
 func (v StreamCaptureStatus) String() string {
 	switch v {
@@ -4396,6 +5590,16 @@ const (
 	// StreamSetCaptureDependencies is cudaStreamSetCaptureDependencies: replace the dependency set with the new nodes
 	StreamSetCaptureDependencies StreamUpdateCaptureDependenciesFlags = 1
 )
+
+// StreamUpdateCaptureDependenciesFlagsValues returns the values of
+// StreamUpdateCaptureDependenciesFlags that the headers name, in their order,
+// each once (the first name of a value is its String).
+func StreamUpdateCaptureDependenciesFlagsValues() []StreamUpdateCaptureDependenciesFlags {
+	return []StreamUpdateCaptureDependenciesFlags{
+		StreamAddCaptureDependencies,
+		StreamSetCaptureDependencies,
+	}
+}
 
 // String returns the C name of v, or StreamUpdateCaptureDependenciesFlags(n) for a value the headers do not name.
 func (v StreamUpdateCaptureDependenciesFlags) String() string {
@@ -4420,6 +5624,17 @@ const (
 	BoundaryModeTrap SurfaceBoundaryMode = 2
 )
 
+// SurfaceBoundaryModeValues returns the values of SurfaceBoundaryMode that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func SurfaceBoundaryModeValues() []SurfaceBoundaryMode {
+	return []SurfaceBoundaryMode{
+		BoundaryModeZero,
+		BoundaryModeClamp,
+		BoundaryModeTrap,
+	}
+}
+
 // String returns the C name of v, or SurfaceBoundaryMode(n) for a value the headers do not name.
 func (v SurfaceBoundaryMode) String() string {
 	switch v {
@@ -4443,6 +5658,16 @@ const (
 	FormatModeAuto SurfaceFormatMode = 1
 )
 
+// SurfaceFormatModeValues returns the values of SurfaceFormatMode that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func SurfaceFormatModeValues() []SurfaceFormatMode {
+	return []SurfaceFormatMode{
+		FormatModeForced,
+		FormatModeAuto,
+	}
+}
+
 // String returns the C name of v, or SurfaceFormatMode(n) for a value the headers do not name.
 func (v SurfaceFormatMode) String() string {
 	switch v {
@@ -4463,6 +5688,18 @@ const (
 	SyncPolicyYield        SynchronizationPolicy = 3
 	SyncPolicyBlockingSync SynchronizationPolicy = 4
 )
+
+// SynchronizationPolicyValues returns the values of SynchronizationPolicy that
+// the headers name, in their order, each once (the first name of a value is
+// its String).
+func SynchronizationPolicyValues() []SynchronizationPolicy {
+	return []SynchronizationPolicy{
+		SyncPolicyAuto,
+		SyncPolicySpin,
+		SyncPolicyYield,
+		SyncPolicyBlockingSync,
+	}
+}
 
 // String returns the C name of v, or SynchronizationPolicy(n) for a value the headers do not name.
 func (v SynchronizationPolicy) String() string {
@@ -4493,6 +5730,18 @@ const (
 	AddressModeBorder TextureAddressMode = 3
 )
 
+// TextureAddressModeValues returns the values of TextureAddressMode that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func TextureAddressModeValues() []TextureAddressMode {
+	return []TextureAddressMode{
+		AddressModeWrap,
+		AddressModeClamp,
+		AddressModeMirror,
+		AddressModeBorder,
+	}
+}
+
 // String returns the C name of v, or TextureAddressMode(n) for a value the headers do not name.
 func (v TextureAddressMode) String() string {
 	switch v {
@@ -4518,6 +5767,16 @@ const (
 	FilterModeLinear TextureFilterMode = 1
 )
 
+// TextureFilterModeValues returns the values of TextureFilterMode that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func TextureFilterModeValues() []TextureFilterMode {
+	return []TextureFilterMode{
+		FilterModePoint,
+		FilterModeLinear,
+	}
+}
+
 // String returns the C name of v, or TextureFilterMode(n) for a value the headers do not name.
 func (v TextureFilterMode) String() string {
 	switch v {
@@ -4539,6 +5798,15 @@ const (
 	ReadModeNormalizedFloat TextureReadMode = 1
 )
 
+// TextureReadModeValues returns the values of TextureReadMode that the headers
+// name, in their order, each once (the first name of a value is its String).
+func TextureReadModeValues() []TextureReadMode {
+	return []TextureReadMode{
+		ReadModeElementType,
+		ReadModeNormalizedFloat,
+	}
+}
+
 // String returns the C name of v, or TextureReadMode(n) for a value the headers do not name.
 func (v TextureReadMode) String() string {
 	switch v {
@@ -4558,6 +5826,14 @@ const (
 	UserObjectNoDestructorSync UserObjectFlags = 1
 )
 
+// UserObjectFlagsValues returns the values of UserObjectFlags that the headers
+// name, in their order, each once (the first name of a value is its String).
+func UserObjectFlagsValues() []UserObjectFlags {
+	return []UserObjectFlags{
+		UserObjectNoDestructorSync,
+	}
+}
+
 // String returns the C name of v, or UserObjectFlags(n) for a value the headers do not name.
 func (v UserObjectFlags) String() string {
 	switch v {
@@ -4574,6 +5850,15 @@ const (
 	// GraphUserObjectMove is cudaGraphUserObjectMove: transfer references from the caller rather than creating new references.
 	GraphUserObjectMove UserObjectRetainFlags = 1
 )
+
+// UserObjectRetainFlagsValues returns the values of UserObjectRetainFlags that
+// the headers name, in their order, each once (the first name of a value is
+// its String).
+func UserObjectRetainFlagsValues() []UserObjectRetainFlags {
+	return []UserObjectRetainFlags{
+		GraphUserObjectMove,
+	}
+}
 
 // String returns the C name of v, or UserObjectRetainFlags(n) for a value the headers do not name.
 func (v UserObjectRetainFlags) String() string {
@@ -5015,7 +6300,7 @@ type EventWaitNodeParams struct {
 
 // Extent is struct cudaExtent: CUDA extent
 //
-// See also: make_cudaExtent
+// See also: [Make_cudaExtent]
 type Extent struct {
 	// Width in elements when referring to array memory, in bytes when referring to linear memory
 	Width uint64
@@ -5079,16 +6364,56 @@ func (u *ExternalMemoryHandleDescHandle) Fd() *int32 {
 // [ExternalMemoryHandleTypeOpaqueWin32Kmt]
 // [ExternalMemoryHandleTypeD3D11ResourceKmt]
 // then 'name' must be NULL.
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check. [ExternalMemoryHandleDescHandle.SetWin32] stores a
+// member that holds Go pointers and pins them.
 func (u *ExternalMemoryHandleDescHandle) Win32() *ExternalMemoryHandleDescHandleWin32 {
 	return (*ExternalMemoryHandleDescHandleWin32)(unsafe.Pointer(u))
+}
+
+// SetWin32 stores v as what Win32 returns, after pinning with p the memory
+// that v's pointers (Handle, Name) point to, so that Go memory among it stays
+// alive and passes cgo's pointer check until p.Unpin: keep p pinned for as
+// long as C may use the memory (a graph node's, until the graph is destroyed).
+// Memory those point to that holds further Go pointers must be pinned too
+// (runtime.Pinner). With p nil, a pointer that is not nil is refused with an
+// error wrapping [ErrNoPinner], and nothing is stored.
+func (u *ExternalMemoryHandleDescHandle) SetWin32(v ExternalMemoryHandleDescHandleWin32, p *runtime.Pinner) error {
+	if err := pinPointers(p, "ExternalMemoryHandleDescHandle.SetWin32", unsafe.Pointer(v.Handle), unsafe.Pointer(v.Name)); err != nil {
+		return err
+	}
+	*u.Win32() = v
+	return nil
 }
 
 // NvSciBufObject returns the union as its nvSciBufObject member.
 //
 // A handle representing NvSciBuf Object. Valid when type
-// is [ExternalMemoryHandleTypeNvSciBuf]
+// is [ExternalMemoryHandleTypeNvSciBuf].
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check. [ExternalMemoryHandleDescHandle.SetNvSciBufObject]
+// stores a member that holds Go pointers and pins them.
 func (u *ExternalMemoryHandleDescHandle) NvSciBufObject() *unsafe.Pointer {
 	return (*unsafe.Pointer)(unsafe.Pointer(u))
+}
+
+// SetNvSciBufObject stores v as what NvSciBufObject returns, after pinning
+// with p the memory v points to, so that Go memory among it stays alive and
+// passes cgo's pointer check until p.Unpin: keep p pinned for as long as C may
+// use the memory (a graph node's, until the graph is destroyed). Memory those
+// point to that holds further Go pointers must be pinned too (runtime.Pinner).
+// With p nil, a pointer that is not nil is refused with an error wrapping
+// [ErrNoPinner], and nothing is stored.
+func (u *ExternalMemoryHandleDescHandle) SetNvSciBufObject(v unsafe.Pointer, p *runtime.Pinner) error {
+	if err := pinPointers(p, "ExternalMemoryHandleDescHandle.SetNvSciBufObject", unsafe.Pointer(v)); err != nil {
+		return err
+	}
+	*u.NvSciBufObject() = v
+	return nil
 }
 
 // ExternalMemoryHandleDescHandleWin32 is the anonymous type of struct cudaExternalMemoryHandleDesc.handle).win32.
@@ -5159,15 +6484,55 @@ func (u *ExternalSemaphoreHandleDescHandle) Fd() *int32 {
 // [ExternalSemaphoreHandleTypeOpaqueWin32Kmt]
 // [ExternalSemaphoreHandleTypeKeyedMutexKmt]
 // then 'name' must be NULL.
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check. [ExternalSemaphoreHandleDescHandle.SetWin32] stores a
+// member that holds Go pointers and pins them.
 func (u *ExternalSemaphoreHandleDescHandle) Win32() *ExternalSemaphoreHandleDescHandleWin32 {
 	return (*ExternalSemaphoreHandleDescHandleWin32)(unsafe.Pointer(u))
 }
 
+// SetWin32 stores v as what Win32 returns, after pinning with p the memory
+// that v's pointers (Handle, Name) point to, so that Go memory among it stays
+// alive and passes cgo's pointer check until p.Unpin: keep p pinned for as
+// long as C may use the memory (a graph node's, until the graph is destroyed).
+// Memory those point to that holds further Go pointers must be pinned too
+// (runtime.Pinner). With p nil, a pointer that is not nil is refused with an
+// error wrapping [ErrNoPinner], and nothing is stored.
+func (u *ExternalSemaphoreHandleDescHandle) SetWin32(v ExternalSemaphoreHandleDescHandleWin32, p *runtime.Pinner) error {
+	if err := pinPointers(p, "ExternalSemaphoreHandleDescHandle.SetWin32", unsafe.Pointer(v.Handle), unsafe.Pointer(v.Name)); err != nil {
+		return err
+	}
+	*u.Win32() = v
+	return nil
+}
+
 // NvSciSyncObj returns the union as its nvSciSyncObj member.
 //
-// Valid NvSciSyncObj. Must be non NULL
+// Valid NvSciSyncObj. Must be non NULL.
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check. [ExternalSemaphoreHandleDescHandle.SetNvSciSyncObj]
+// stores a member that holds Go pointers and pins them.
 func (u *ExternalSemaphoreHandleDescHandle) NvSciSyncObj() *unsafe.Pointer {
 	return (*unsafe.Pointer)(unsafe.Pointer(u))
+}
+
+// SetNvSciSyncObj stores v as what NvSciSyncObj returns, after pinning with p
+// the memory v points to, so that Go memory among it stays alive and passes
+// cgo's pointer check until p.Unpin: keep p pinned for as long as C may use
+// the memory (a graph node's, until the graph is destroyed). Memory those
+// point to that holds further Go pointers must be pinned too (runtime.Pinner).
+// With p nil, a pointer that is not nil is refused with an error wrapping
+// [ErrNoPinner], and nothing is stored.
+func (u *ExternalSemaphoreHandleDescHandle) SetNvSciSyncObj(v unsafe.Pointer, p *runtime.Pinner) error {
+	if err := pinPointers(p, "ExternalSemaphoreHandleDescHandle.SetNvSciSyncObj", unsafe.Pointer(v)); err != nil {
+		return err
+	}
+	*u.NvSciSyncObj() = v
+	return nil
 }
 
 // ExternalSemaphoreHandleDescHandleWin32 is the anonymous type of struct cudaExternalSemaphoreHandleDesc.handle).win32.
@@ -5245,8 +6610,28 @@ type ExternalSemaphoreSignalParamsParamsNvSciSync struct {
 //
 // Pointer to NvSciSyncFence. Valid if [ExternalSemaphoreHandleType]
 // is of type [ExternalSemaphoreHandleTypeNvSciSync].
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check. [ExternalSemaphoreSignalParamsParamsNvSciSync.SetFence]
+// stores a member that holds Go pointers and pins them.
 func (u *ExternalSemaphoreSignalParamsParamsNvSciSync) Fence() *unsafe.Pointer {
 	return (*unsafe.Pointer)(unsafe.Pointer(u))
+}
+
+// SetFence stores v as what Fence returns, after pinning with p the memory v
+// points to, so that Go memory among it stays alive and passes cgo's pointer
+// check until p.Unpin: keep p pinned for as long as C may use the memory (a
+// graph node's, until the graph is destroyed). Memory those point to that
+// holds further Go pointers must be pinned too (runtime.Pinner). With p nil, a
+// pointer that is not nil is refused with an error wrapping [ErrNoPinner], and
+// nothing is stored.
+func (u *ExternalSemaphoreSignalParamsParamsNvSciSync) SetFence(v unsafe.Pointer, p *runtime.Pinner) error {
+	if err := pinPointers(p, "ExternalSemaphoreSignalParamsParamsNvSciSync.SetFence", unsafe.Pointer(v)); err != nil {
+		return err
+	}
+	*u.Fence() = v
+	return nil
 }
 
 // Reserved returns the union as its reserved member.
@@ -5322,8 +6707,28 @@ type ExternalSemaphoreWaitParamsParamsNvSciSync struct {
 //
 // Pointer to NvSciSyncFence. Valid if [ExternalSemaphoreHandleType]
 // is of type [ExternalSemaphoreHandleTypeNvSciSync].
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check. [ExternalSemaphoreWaitParamsParamsNvSciSync.SetFence]
+// stores a member that holds Go pointers and pins them.
 func (u *ExternalSemaphoreWaitParamsParamsNvSciSync) Fence() *unsafe.Pointer {
 	return (*unsafe.Pointer)(unsafe.Pointer(u))
+}
+
+// SetFence stores v as what Fence returns, after pinning with p the memory v
+// points to, so that Go memory among it stays alive and passes cgo's pointer
+// check until p.Unpin: keep p pinned for as long as C may use the memory (a
+// graph node's, until the graph is destroyed). Memory those point to that
+// holds further Go pointers must be pinned too (runtime.Pinner). With p nil, a
+// pointer that is not nil is refused with an error wrapping [ErrNoPinner], and
+// nothing is stored.
+func (u *ExternalSemaphoreWaitParamsParamsNvSciSync) SetFence(v unsafe.Pointer, p *runtime.Pinner) error {
+	if err := pinPointers(p, "ExternalSemaphoreWaitParamsParamsNvSciSync.SetFence", unsafe.Pointer(v)); err != nil {
+		return err
+	}
+	*u.Fence() = v
+	return nil
 }
 
 // Reserved returns the union as its reserved member.
@@ -5518,9 +6923,29 @@ func (u *GraphKernelNodeUpdateUpdateData) GridDim() *Dim3 {
 
 // Param returns the union as its param member.
 //
-// Kernel parameter data
+// Kernel parameter data.
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check. [GraphKernelNodeUpdateUpdateData.SetParam] stores a
+// member that holds Go pointers and pins them.
 func (u *GraphKernelNodeUpdateUpdateData) Param() *GraphKernelNodeUpdateUpdateDataParam {
 	return (*GraphKernelNodeUpdateUpdateDataParam)(unsafe.Pointer(u))
+}
+
+// SetParam stores v as what Param returns, after pinning with p the memory
+// that v's pointers (PValue) point to, so that Go memory among it stays alive
+// and passes cgo's pointer check until p.Unpin: keep p pinned for as long as C
+// may use the memory (a graph node's, until the graph is destroyed). Memory
+// those point to that holds further Go pointers must be pinned too
+// (runtime.Pinner). With p nil, a pointer that is not nil is refused with an
+// error wrapping [ErrNoPinner], and nothing is stored.
+func (u *GraphKernelNodeUpdateUpdateData) SetParam(v GraphKernelNodeUpdateUpdateDataParam, p *runtime.Pinner) error {
+	if err := pinPointers(p, "GraphKernelNodeUpdateUpdateData.SetParam", unsafe.Pointer(v.PValue)); err != nil {
+		return err
+	}
+	*u.Param() = v
+	return nil
 }
 
 // IsEnabled returns the union as its isEnabled member.
@@ -5555,29 +6980,110 @@ type GraphNodeParams struct {
 // Kernel returns its kernel member, in an anonymous union.
 //
 // Kernel node parameters.
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check. [GraphNodeParams.SetKernel] stores a member that holds
+// Go pointers and pins them.
 func (s *GraphNodeParams) Kernel() *KernelNodeParamsV2 {
 	return (*KernelNodeParamsV2)(unsafe.Add(unsafe.Pointer(s), 16))
+}
+
+// SetKernel stores v as what Kernel returns, after pinning with p the memory
+// that v's pointers (Func, KernelParams, Extra) point to, so that Go memory
+// among it stays alive and passes cgo's pointer check until p.Unpin: keep p
+// pinned for as long as C may use the memory (a graph node's, until the graph
+// is destroyed). Memory those point to that holds further Go pointers must be
+// pinned too (runtime.Pinner). With p nil, a pointer that is not nil is
+// refused with an error wrapping [ErrNoPinner], and nothing is stored.
+func (s *GraphNodeParams) SetKernel(v KernelNodeParamsV2, p *runtime.Pinner) error {
+	if err := pinPointers(p, "GraphNodeParams.SetKernel", unsafe.Pointer(v.Func), unsafe.Pointer(v.KernelParams), unsafe.Pointer(v.Extra)); err != nil {
+		return err
+	}
+	*s.Kernel() = v
+	return nil
 }
 
 // Memcpy returns its memcpy member, in an anonymous union.
 //
 // Memcpy node parameters.
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check. [GraphNodeParams.SetMemcpy] stores a member that holds
+// Go pointers and pins them.
 func (s *GraphNodeParams) Memcpy() *MemcpyNodeParams {
 	return (*MemcpyNodeParams)(unsafe.Add(unsafe.Pointer(s), 16))
+}
+
+// SetMemcpy stores v as what Memcpy returns, after pinning with p the memory
+// that v's pointers (CopyParams.SrcPtr.Ptr, CopyParams.DstPtr.Ptr) point to,
+// so that Go memory among it stays alive and passes cgo's pointer check until
+// p.Unpin: keep p pinned for as long as C may use the memory (a graph node's,
+// until the graph is destroyed). Memory those point to that holds further Go
+// pointers must be pinned too (runtime.Pinner). With p nil, a pointer that is
+// not nil is refused with an error wrapping [ErrNoPinner], and nothing is
+// stored.
+func (s *GraphNodeParams) SetMemcpy(v MemcpyNodeParams, p *runtime.Pinner) error {
+	if err := pinPointers(p, "GraphNodeParams.SetMemcpy", unsafe.Pointer(v.CopyParams.SrcPtr.Ptr), unsafe.Pointer(v.CopyParams.DstPtr.Ptr)); err != nil {
+		return err
+	}
+	*s.Memcpy() = v
+	return nil
 }
 
 // Memset returns its memset member, in an anonymous union.
 //
 // Memset node parameters.
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check. [GraphNodeParams.SetMemset] stores a member that holds
+// Go pointers and pins them.
 func (s *GraphNodeParams) Memset() *MemsetParamsV2 {
 	return (*MemsetParamsV2)(unsafe.Add(unsafe.Pointer(s), 16))
+}
+
+// SetMemset stores v as what Memset returns, after pinning with p the memory
+// that v's pointers (Dst) point to, so that Go memory among it stays alive and
+// passes cgo's pointer check until p.Unpin: keep p pinned for as long as C may
+// use the memory (a graph node's, until the graph is destroyed). Memory those
+// point to that holds further Go pointers must be pinned too (runtime.Pinner).
+// With p nil, a pointer that is not nil is refused with an error wrapping
+// [ErrNoPinner], and nothing is stored.
+func (s *GraphNodeParams) SetMemset(v MemsetParamsV2, p *runtime.Pinner) error {
+	if err := pinPointers(p, "GraphNodeParams.SetMemset", unsafe.Pointer(v.Dst)); err != nil {
+		return err
+	}
+	*s.Memset() = v
+	return nil
 }
 
 // Host returns its host member, in an anonymous union.
 //
 // Host node parameters.
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check. [GraphNodeParams.SetHost] stores a member that holds Go
+// pointers and pins them.
 func (s *GraphNodeParams) Host() *HostNodeParamsV2 {
 	return (*HostNodeParamsV2)(unsafe.Add(unsafe.Pointer(s), 16))
+}
+
+// SetHost stores v as what Host returns, after pinning with p the memory that
+// v's pointers (UserData) point to, so that Go memory among it stays alive and
+// passes cgo's pointer check until p.Unpin: keep p pinned for as long as C may
+// use the memory (a graph node's, until the graph is destroyed). Memory those
+// point to that holds further Go pointers must be pinned too (runtime.Pinner).
+// With p nil, a pointer that is not nil is refused with an error wrapping
+// [ErrNoPinner], and nothing is stored.
+func (s *GraphNodeParams) SetHost(v HostNodeParamsV2, p *runtime.Pinner) error {
+	if err := pinPointers(p, "GraphNodeParams.SetHost", unsafe.Pointer(v.UserData)); err != nil {
+		return err
+	}
+	*s.Host() = v
+	return nil
 }
 
 // Graph returns its graph member, in an anonymous union.
@@ -5604,36 +7110,137 @@ func (s *GraphNodeParams) EventRecord() *EventRecordNodeParams {
 // ExtSemSignal returns its extSemSignal member, in an anonymous union.
 //
 // External semaphore signal node parameters.
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check. [GraphNodeParams.SetExtSemSignal] stores a member that
+// holds Go pointers and pins them.
 func (s *GraphNodeParams) ExtSemSignal() *ExternalSemaphoreSignalNodeParamsV2 {
 	return (*ExternalSemaphoreSignalNodeParamsV2)(unsafe.Add(unsafe.Pointer(s), 16))
+}
+
+// SetExtSemSignal stores v as what ExtSemSignal returns, after pinning with p
+// the memory that v's pointers (ExtSemArray, ParamsArray) point to, so that Go
+// memory among it stays alive and passes cgo's pointer check until p.Unpin:
+// keep p pinned for as long as C may use the memory (a graph node's, until the
+// graph is destroyed). Memory those point to that holds further Go pointers
+// must be pinned too (runtime.Pinner). With p nil, a pointer that is not nil
+// is refused with an error wrapping [ErrNoPinner], and nothing is stored.
+func (s *GraphNodeParams) SetExtSemSignal(v ExternalSemaphoreSignalNodeParamsV2, p *runtime.Pinner) error {
+	if err := pinPointers(p, "GraphNodeParams.SetExtSemSignal", unsafe.Pointer(v.ExtSemArray), unsafe.Pointer(v.ParamsArray)); err != nil {
+		return err
+	}
+	*s.ExtSemSignal() = v
+	return nil
 }
 
 // ExtSemWait returns its extSemWait member, in an anonymous union.
 //
 // External semaphore wait node parameters.
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check. [GraphNodeParams.SetExtSemWait] stores a member that
+// holds Go pointers and pins them.
 func (s *GraphNodeParams) ExtSemWait() *ExternalSemaphoreWaitNodeParamsV2 {
 	return (*ExternalSemaphoreWaitNodeParamsV2)(unsafe.Add(unsafe.Pointer(s), 16))
+}
+
+// SetExtSemWait stores v as what ExtSemWait returns, after pinning with p the
+// memory that v's pointers (ExtSemArray, ParamsArray) point to, so that Go
+// memory among it stays alive and passes cgo's pointer check until p.Unpin:
+// keep p pinned for as long as C may use the memory (a graph node's, until the
+// graph is destroyed). Memory those point to that holds further Go pointers
+// must be pinned too (runtime.Pinner). With p nil, a pointer that is not nil
+// is refused with an error wrapping [ErrNoPinner], and nothing is stored.
+func (s *GraphNodeParams) SetExtSemWait(v ExternalSemaphoreWaitNodeParamsV2, p *runtime.Pinner) error {
+	if err := pinPointers(p, "GraphNodeParams.SetExtSemWait", unsafe.Pointer(v.ExtSemArray), unsafe.Pointer(v.ParamsArray)); err != nil {
+		return err
+	}
+	*s.ExtSemWait() = v
+	return nil
 }
 
 // Alloc returns its alloc member, in an anonymous union.
 //
 // Memory allocation node parameters.
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check. [GraphNodeParams.SetAlloc] stores a member that holds
+// Go pointers and pins them.
 func (s *GraphNodeParams) Alloc() *MemAllocNodeParamsV2 {
 	return (*MemAllocNodeParamsV2)(unsafe.Add(unsafe.Pointer(s), 16))
+}
+
+// SetAlloc stores v as what Alloc returns, after pinning with p the memory
+// that v's pointers (PoolProps.Win32SecurityAttributes, AccessDescs, Dptr)
+// point to, so that Go memory among it stays alive and passes cgo's pointer
+// check until p.Unpin: keep p pinned for as long as C may use the memory (a
+// graph node's, until the graph is destroyed). Memory those point to that
+// holds further Go pointers must be pinned too (runtime.Pinner). With p nil, a
+// pointer that is not nil is refused with an error wrapping [ErrNoPinner], and
+// nothing is stored.
+func (s *GraphNodeParams) SetAlloc(v MemAllocNodeParamsV2, p *runtime.Pinner) error {
+	if err := pinPointers(p, "GraphNodeParams.SetAlloc", unsafe.Pointer(v.PoolProps.Win32SecurityAttributes), unsafe.Pointer(v.AccessDescs), unsafe.Pointer(v.Dptr)); err != nil {
+		return err
+	}
+	*s.Alloc() = v
+	return nil
 }
 
 // Free returns its free member, in an anonymous union.
 //
 // Memory free node parameters.
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check. [GraphNodeParams.SetFree] stores a member that holds Go
+// pointers and pins them.
 func (s *GraphNodeParams) Free() *MemFreeNodeParams {
 	return (*MemFreeNodeParams)(unsafe.Add(unsafe.Pointer(s), 16))
+}
+
+// SetFree stores v as what Free returns, after pinning with p the memory that
+// v's pointers (Dptr) point to, so that Go memory among it stays alive and
+// passes cgo's pointer check until p.Unpin: keep p pinned for as long as C may
+// use the memory (a graph node's, until the graph is destroyed). Memory those
+// point to that holds further Go pointers must be pinned too (runtime.Pinner).
+// With p nil, a pointer that is not nil is refused with an error wrapping
+// [ErrNoPinner], and nothing is stored.
+func (s *GraphNodeParams) SetFree(v MemFreeNodeParams, p *runtime.Pinner) error {
+	if err := pinPointers(p, "GraphNodeParams.SetFree", unsafe.Pointer(v.Dptr)); err != nil {
+		return err
+	}
+	*s.Free() = v
+	return nil
 }
 
 // Conditional returns its conditional member, in an anonymous union.
 //
 // Conditional node parameters.
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check. [GraphNodeParams.SetConditional] stores a member that
+// holds Go pointers and pins them.
 func (s *GraphNodeParams) Conditional() *ConditionalNodeParams {
 	return (*ConditionalNodeParams)(unsafe.Add(unsafe.Pointer(s), 16))
+}
+
+// SetConditional stores v as what Conditional returns, after pinning with p
+// the memory that v's pointers (PhGraph_out) point to, so that Go memory among
+// it stays alive and passes cgo's pointer check until p.Unpin: keep p pinned
+// for as long as C may use the memory (a graph node's, until the graph is
+// destroyed). Memory those point to that holds further Go pointers must be
+// pinned too (runtime.Pinner). With p nil, a pointer that is not nil is
+// refused with an error wrapping [ErrNoPinner], and nothing is stored.
+func (s *GraphNodeParams) SetConditional(v ConditionalNodeParams, p *runtime.Pinner) error {
+	if err := pinPointers(p, "GraphNodeParams.SetConditional", unsafe.Pointer(v.PhGraph_out)); err != nil {
+		return err
+	}
+	*s.Conditional() = v
+	return nil
 }
 
 // HostNodeParams is struct cudaHostNodeParams: CUDA host node parameters
@@ -5746,8 +7353,28 @@ func (u *LaunchAttributeValue) Pad() *[64]byte {
 // AccessPolicyWindow returns the union as its accessPolicyWindow member.
 //
 // Value of launch attribute [LaunchAttributeAccessPolicyWindow].
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check. [LaunchAttributeValue.SetAccessPolicyWindow] stores a
+// member that holds Go pointers and pins them.
 func (u *LaunchAttributeValue) AccessPolicyWindow() *AccessPolicyWindow {
 	return (*AccessPolicyWindow)(unsafe.Pointer(u))
+}
+
+// SetAccessPolicyWindow stores v as what AccessPolicyWindow returns, after
+// pinning with p the memory that v's pointers (Base_ptr) point to, so that Go
+// memory among it stays alive and passes cgo's pointer check until p.Unpin:
+// keep p pinned for as long as C may use the memory (a graph node's, until the
+// graph is destroyed). Memory those point to that holds further Go pointers
+// must be pinned too (runtime.Pinner). With p nil, a pointer that is not nil
+// is refused with an error wrapping [ErrNoPinner], and nothing is stored.
+func (u *LaunchAttributeValue) SetAccessPolicyWindow(v AccessPolicyWindow, p *runtime.Pinner) error {
+	if err := pinPointers(p, "LaunchAttributeValue.SetAccessPolicyWindow", unsafe.Pointer(v.Base_ptr)); err != nil {
+		return err
+	}
+	*u.AccessPolicyWindow() = v
+	return nil
 }
 
 // Cooperative returns the union as its cooperative member.
@@ -6171,9 +7798,29 @@ type Memcpy3DOperandOp struct {
 
 // Ptr returns the union as its ptr member.
 //
-// Struct representing an operand when [Memcpy3DOperand]type is [MemcpyOperandTypePointer]
+// Struct representing an operand when [Memcpy3DOperand]type is [MemcpyOperandTypePointer].
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check. [Memcpy3DOperandOp.SetPtr] stores a member that holds
+// Go pointers and pins them.
 func (u *Memcpy3DOperandOp) Ptr() *Memcpy3DOperandOpPtr {
 	return (*Memcpy3DOperandOpPtr)(unsafe.Pointer(u))
+}
+
+// SetPtr stores v as what Ptr returns, after pinning with p the memory that
+// v's pointers (Ptr) point to, so that Go memory among it stays alive and
+// passes cgo's pointer check until p.Unpin: keep p pinned for as long as C may
+// use the memory (a graph node's, until the graph is destroyed). Memory those
+// point to that holds further Go pointers must be pinned too (runtime.Pinner).
+// With p nil, a pointer that is not nil is refused with an error wrapping
+// [ErrNoPinner], and nothing is stored.
+func (u *Memcpy3DOperandOp) SetPtr(v Memcpy3DOperandOpPtr, p *runtime.Pinner) error {
+	if err := pinPointers(p, "Memcpy3DOperandOp.SetPtr", unsafe.Pointer(v.Ptr)); err != nil {
+		return err
+	}
+	*u.Ptr() = v
+	return nil
 }
 
 // Array returns the union as its array member.
@@ -6305,7 +7952,7 @@ type Offset3D struct {
 
 // PitchedPtr is struct cudaPitchedPtr: CUDA Pitched memory pointer
 //
-// See also: make_cudaPitchedPtr
+// See also: [Make_cudaPitchedPtr]
 type PitchedPtr struct {
 	// Pointer to allocated memory
 	Ptr unsafe.Pointer
@@ -6345,7 +7992,7 @@ type PointerAttributes struct {
 
 // Pos is struct cudaPos: CUDA 3D position
 //
-// See also: make_cudaPos
+// See also: [Make_cudaPos]
 type Pos struct {
 	// x
 	X uint64
@@ -6380,13 +8027,53 @@ func (u *ResourceDescRes) Mipmap() *ResourceDescResMipmap {
 }
 
 // Linear returns the union as its linear member.
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check. [ResourceDescRes.SetLinear] stores a member that holds
+// Go pointers and pins them.
 func (u *ResourceDescRes) Linear() *ResourceDescResLinear {
 	return (*ResourceDescResLinear)(unsafe.Pointer(u))
 }
 
+// SetLinear stores v as what Linear returns, after pinning with p the memory
+// that v's pointers (DevPtr) point to, so that Go memory among it stays alive
+// and passes cgo's pointer check until p.Unpin: keep p pinned for as long as C
+// may use the memory (a graph node's, until the graph is destroyed). Memory
+// those point to that holds further Go pointers must be pinned too
+// (runtime.Pinner). With p nil, a pointer that is not nil is refused with an
+// error wrapping [ErrNoPinner], and nothing is stored.
+func (u *ResourceDescRes) SetLinear(v ResourceDescResLinear, p *runtime.Pinner) error {
+	if err := pinPointers(p, "ResourceDescRes.SetLinear", unsafe.Pointer(v.DevPtr)); err != nil {
+		return err
+	}
+	*u.Linear() = v
+	return nil
+}
+
 // Pitch2D returns the union as its pitch2D member.
+//
+// The union's bytes are integers to the garbage collector: a Go pointer stored
+// through the returned view neither keeps its memory alive nor is seen by
+// cgo's pointer check. [ResourceDescRes.SetPitch2D] stores a member that holds
+// Go pointers and pins them.
 func (u *ResourceDescRes) Pitch2D() *ResourceDescResPitch2D {
 	return (*ResourceDescResPitch2D)(unsafe.Pointer(u))
+}
+
+// SetPitch2D stores v as what Pitch2D returns, after pinning with p the memory
+// that v's pointers (DevPtr) point to, so that Go memory among it stays alive
+// and passes cgo's pointer check until p.Unpin: keep p pinned for as long as C
+// may use the memory (a graph node's, until the graph is destroyed). Memory
+// those point to that holds further Go pointers must be pinned too
+// (runtime.Pinner). With p nil, a pointer that is not nil is refused with an
+// error wrapping [ErrNoPinner], and nothing is stored.
+func (u *ResourceDescRes) SetPitch2D(v ResourceDescResPitch2D, p *runtime.Pinner) error {
+	if err := pinPointers(p, "ResourceDescRes.SetPitch2D", unsafe.Pointer(v.DevPtr)); err != nil {
+		return err
+	}
+	*u.Pitch2D() = v
+	return nil
 }
 
 // Reserved returns the union as its reserved member.
@@ -6701,11 +8388,150 @@ type Ushort4 struct {
 	W uint16
 }
 
+// ErrNoPinner is the error, wrapped, of a Set method of a union member
+// given a pointer and no runtime.Pinner: a union's bytes are integers to
+// the garbage collector and to cgo's pointer check, so Go memory stored in
+// them must be pinned for as long as C may use it.
+var ErrNoPinner = errors.New("a pointer stored in a union needs a runtime.Pinner")
+
+// pinPointers pins with p the memory each of ptrs that is not nil points
+// to, for the Set method what; with p nil, it refuses a pointer that is
+// not nil.
+func pinPointers(p *runtime.Pinner, what string, ptrs ...unsafe.Pointer) error {
+	for _, q := range ptrs {
+		if q != nil && p == nil {
+			return fmt.Errorf("cudart: %s: %w", what, ErrNoPinner)
+		}
+	}
+	for _, q := range ptrs {
+		if q != nil {
+			p.Pin(q)
+		}
+	}
+	return nil
+}
+
+// ValueType returns the Go type of the value of attribute a, as the headers
+// give its C type ("value type = cuuint64_t" is uint64, int is int32, a list
+// of int []int32), or nil for an attribute whose type gen does not know. The
+// functions that take a value of GraphMemAttributeType as a T (the ones named
+// Of) refuse a T that does not fit it.
+func (a GraphMemAttributeType) ValueType() reflect.Type {
+	switch a {
+	case GraphMemAttrUsedMemCurrent:
+		return reflect.TypeFor[uint64]()
+	case GraphMemAttrUsedMemHigh:
+		return reflect.TypeFor[uint64]()
+	case GraphMemAttrReservedMemCurrent:
+		return reflect.TypeFor[uint64]()
+	case GraphMemAttrReservedMemHigh:
+		return reflect.TypeFor[uint64]()
+	}
+	return nil
+}
+
+// ValueType returns the Go type of the value of attribute a, as the headers
+// give its C type ("value type = cuuint64_t" is uint64, int is int32, a list
+// of int []int32), or nil for an attribute whose type gen does not know. The
+// functions that take a value of MemPoolAttr as a T (the ones named Of) refuse
+// a T that does not fit it.
+func (a MemPoolAttr) ValueType() reflect.Type {
+	switch a {
+	case MemPoolReuseFollowEventDependencies:
+		return reflect.TypeFor[int32]()
+	case MemPoolReuseAllowOpportunistic:
+		return reflect.TypeFor[int32]()
+	case MemPoolReuseAllowInternalDependencies:
+		return reflect.TypeFor[int32]()
+	case MemPoolAttrReleaseThreshold:
+		return reflect.TypeFor[uint64]()
+	case MemPoolAttrReservedMemCurrent:
+		return reflect.TypeFor[uint64]()
+	case MemPoolAttrReservedMemHigh:
+		return reflect.TypeFor[uint64]()
+	case MemPoolAttrUsedMemCurrent:
+		return reflect.TypeFor[uint64]()
+	case MemPoolAttrUsedMemHigh:
+		return reflect.TypeFor[uint64]()
+	}
+	return nil
+}
+
+// ValueType returns the Go type of the value of attribute a, as the headers
+// give its C type ("value type = cuuint64_t" is uint64, int is int32, a list
+// of int []int32), or nil for an attribute whose type gen does not know. The
+// functions that take a value of MemRangeAttribute as a T (the ones named Of)
+// refuse a T that does not fit it.
+func (a MemRangeAttribute) ValueType() reflect.Type {
+	switch a {
+	case MemRangeAttributeReadMostly:
+		return reflect.TypeFor[int32]()
+	case MemRangeAttributePreferredLocation:
+		return reflect.TypeFor[int32]()
+	case MemRangeAttributeAccessedBy:
+		return reflect.TypeFor[[]int32]()
+	case MemRangeAttributeLastPrefetchLocation:
+		return reflect.TypeFor[int32]()
+	case MemRangeAttributePreferredLocationType:
+		return reflect.TypeFor[MemLocationType]()
+	case MemRangeAttributePreferredLocationId:
+		return reflect.TypeFor[int32]()
+	case MemRangeAttributeLastPrefetchLocationType:
+		return reflect.TypeFor[MemLocationType]()
+	case MemRangeAttributeLastPrefetchLocationId:
+		return reflect.TypeFor[int32]()
+	}
+	return nil
+}
+
+// ValueTypeError reports a value whose type does not fit an attribute's,
+// refused before the call by a function named Of: Want is the attribute's
+// ValueType, nil where gen knows none, and Got the type given.
+type ValueTypeError struct {
+	Attribute fmt.Stringer
+	Want, Got reflect.Type
+}
+
+// Error names the attribute and both types.
+func (e *ValueTypeError) Error() string {
+	if e.Want == nil {
+		return "cudart: " + e.Attribute.String() + ": the headers give no type of its value: pass a pointer to it to the function that takes unsafe.Pointer"
+	}
+	return "cudart: " + e.Attribute.String() + " takes a value of type " + e.Want.String() + ", not " + e.Got.String()
+}
+
+// checkValue returns a *ValueTypeError unless T fits want, attr's value type.
+func checkValue[T any](attr fmt.Stringer, want reflect.Type) error {
+	if got := reflect.TypeFor[T](); want == nil || !valueFits(got, want) {
+		return &ValueTypeError{Attribute: attr, Want: want, Got: got}
+	}
+	return nil
+}
+
+// valueFits reports whether a value of type got may stand for one of type want:
+// the same type, an integer type of the same size, or for a list an array of
+// elements that fit.
+func valueFits(got, want reflect.Type) bool {
+	if got == want {
+		return true
+	}
+	if want.Kind() == reflect.Slice {
+		return got.Kind() == reflect.Array && got.Len() > 0 && valueFits(got.Elem(), want.Elem())
+	}
+	integer := func(t reflect.Type) bool {
+		k := t.Kind()
+		return k >= reflect.Int && k <= reflect.Uintptr
+	}
+	return got.Size() == want.Size() && integer(got) && integer(want)
+}
+
 // Array is cudaArray_t: CUDA array
 type Array uintptr
 
 // Array_const is cudaArray_const_t: CUDA array (as source copy argument)
-type Array_const uintptr
+//
+// Its struct is const in C alone: in Go it is Array, which passes as is.
+type Array_const = Array
 
 // AsyncCallback is cudaAsyncCallback.
 type AsyncCallback uintptr
@@ -6794,7 +8620,9 @@ type MemPool uintptr
 type MipmappedArray uintptr
 
 // MipmappedArray_const is cudaMipmappedArray_const_t: CUDA mipmapped array (as source argument)
-type MipmappedArray_const uintptr
+//
+// Its struct is const in C alone: in Go it is MipmappedArray, which passes as is.
+type MipmappedArray_const = MipmappedArray
 
 // Stream is cudaStream_t: CUDA stream
 type Stream uintptr

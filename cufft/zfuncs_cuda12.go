@@ -16,7 +16,9 @@ import (
 #include <stdlib.h>
 #define CUDA_ENABLE_DEPRECATED 1
 #define __NV_NO_VECTOR_DEPRECATION_DIAG 1
+#define __CUDA_INCLUDE_COMPILER_INTERNAL_HEADERS__
 #include "cufft.h"
+#undef __CUDA_INCLUDE_COMPILER_INTERNAL_HEADERS__
 
 static int gocuda_cufftPlan1d(uintptr_t fp, int * a0, int a1, int a2, int a3) {
 	return ((__typeof__(&cufftPlan1d))fp)((cufftHandle *)a0, a1, a2, a3);

@@ -17,6 +17,14 @@ const (
 	COMPATIBILITY_FFTW_PADDING Compatibility = 1
 )
 
+// CompatibilityValues returns the values of Compatibility that the headers
+// name, in their order, each once (the first name of a value is its String).
+func CompatibilityValues() []Compatibility {
+	return []Compatibility{
+		COMPATIBILITY_FFTW_PADDING,
+	}
+}
+
 // String returns the C name of v, or Compatibility(n) for a value the headers do not name.
 func (v Compatibility) String() string {
 	switch v {
@@ -33,6 +41,15 @@ const (
 	NVFFT_PLAN_PROPERTY_INT64_PATIENT_JIT          Property = 1
 	NVFFT_PLAN_PROPERTY_INT64_MAX_NUM_HOST_THREADS Property = 2
 )
+
+// PropertyValues returns the values of Property that the headers name, in
+// their order, each once (the first name of a value is its String).
+func PropertyValues() []Property {
+	return []Property{
+		NVFFT_PLAN_PROPERTY_INT64_PATIENT_JIT,
+		NVFFT_PLAN_PROPERTY_INT64_MAX_NUM_HOST_THREADS,
+	}
+}
 
 // String returns the C name of v, or Property(n) for a value the headers do not name.
 func (v Property) String() string {
@@ -67,6 +84,30 @@ const (
 	LICENSE_ERROR             Result = 15
 	NOT_SUPPORTED             Result = 16
 )
+
+// ResultValues returns the values of Result that the headers name, in their
+// order, each once (the first name of a value is its String).
+func ResultValues() []Result {
+	return []Result{
+		SUCCESS,
+		INVALID_PLAN,
+		ALLOC_FAILED,
+		INVALID_TYPE,
+		INVALID_VALUE,
+		INTERNAL_ERROR,
+		EXEC_FAILED,
+		SETUP_FAILED,
+		INVALID_SIZE,
+		UNALIGNED_DATA,
+		INCOMPLETE_PARAMETER_LIST,
+		INVALID_DEVICE,
+		PARSE_ERROR,
+		NO_WORKSPACE,
+		NOT_IMPLEMENTED,
+		LICENSE_ERROR,
+		NOT_SUPPORTED,
+	}
+}
 
 // String returns the C name of v, or Result(n) for a value the headers do not name.
 func (v Result) String() string {
@@ -125,6 +166,19 @@ const (
 	Z2D Type = 108
 	Z2Z Type = 105
 )
+
+// TypeValues returns the values of Type that the headers name, in their order,
+// each once (the first name of a value is its String).
+func TypeValues() []Type {
+	return []Type{
+		R2C,
+		C2R,
+		C2C,
+		D2Z,
+		Z2D,
+		Z2Z,
+	}
+}
 
 // String returns the C name of v, or Type(n) for a value the headers do not name.
 func (v Type) String() string {

@@ -16,7 +16,9 @@ import (
 #include <stdlib.h>
 #define CUDA_ENABLE_DEPRECATED 1
 #define __NV_NO_VECTOR_DEPRECATION_DIAG 1
+#define __CUDA_INCLUDE_COMPILER_INTERNAL_HEADERS__
 #include "curand.h"
+#undef __CUDA_INCLUDE_COMPILER_INTERNAL_HEADERS__
 
 static int gocuda_curandCreateGenerator(uintptr_t fp, void * a0, int a1) {
 	return ((__typeof__(&curandCreateGenerator))fp)(a0, a1);

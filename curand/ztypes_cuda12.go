@@ -20,6 +20,18 @@ const (
 	SCRAMBLED_DIRECTION_VECTORS_64_JOEKUO6 DirectionVectorSet = 104
 )
 
+// DirectionVectorSetValues returns the values of DirectionVectorSet that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func DirectionVectorSetValues() []DirectionVectorSet {
+	return []DirectionVectorSet{
+		DIRECTION_VECTORS_32_JOEKUO6,
+		SCRAMBLED_DIRECTION_VECTORS_32_JOEKUO6,
+		DIRECTION_VECTORS_64_JOEKUO6,
+		SCRAMBLED_DIRECTION_VECTORS_64_JOEKUO6,
+	}
+}
+
 // String returns the C name of v, or DirectionVectorSet(n) for a value the headers do not name.
 func (v DirectionVectorSet) String() string {
 	switch v {
@@ -54,6 +66,27 @@ const (
 	DEFINITION     Method = 12
 	POISSON        Method = 13
 )
+
+// MethodValues returns the values of Method that the headers name, in their
+// order, each once (the first name of a value is its String).
+func MethodValues() []Method {
+	return []Method{
+		CHOOSE_BEST,
+		ITR,
+		KNUTH,
+		HITR,
+		M1,
+		M2,
+		BINARY_SEARCH,
+		DISCRETE_GAUSS,
+		REJECTION,
+		DEVICE_API,
+		FAST_REJECTION,
+		CURAND_3RD,
+		DEFINITION,
+		POISSON,
+	}
+}
 
 // String returns the C name of v, or Method(n) for a value the headers do not name.
 func (v Method) String() string {
@@ -108,6 +141,19 @@ const (
 	ORDERING_QUASI_DEFAULT Ordering = 201
 )
 
+// OrderingValues returns the values of Ordering that the headers name, in
+// their order, each once (the first name of a value is its String).
+func OrderingValues() []Ordering {
+	return []Ordering{
+		ORDERING_PSEUDO_BEST,
+		ORDERING_PSEUDO_DEFAULT,
+		ORDERING_PSEUDO_SEEDED,
+		ORDERING_PSEUDO_LEGACY,
+		ORDERING_PSEUDO_DYNAMIC,
+		ORDERING_QUASI_DEFAULT,
+	}
+}
+
 // String returns the C name of v, or Ordering(n) for a value the headers do not name.
 func (v Ordering) String() string {
 	switch v {
@@ -155,6 +201,25 @@ const (
 	// RNG_QUASI_SCRAMBLED_SOBOL64 is CURAND_RNG_QUASI_SCRAMBLED_SOBOL64: scrambled Sobol64 quasirandom generator
 	RNG_QUASI_SCRAMBLED_SOBOL64 RngType = 204
 )
+
+// RngTypeValues returns the values of RngType that the headers name, in their
+// order, each once (the first name of a value is its String).
+func RngTypeValues() []RngType {
+	return []RngType{
+		RNG_TEST,
+		RNG_PSEUDO_DEFAULT,
+		RNG_PSEUDO_XORWOW,
+		RNG_PSEUDO_MRG32K3A,
+		RNG_PSEUDO_MTGP32,
+		RNG_PSEUDO_MT19937,
+		RNG_PSEUDO_PHILOX4_32_10,
+		RNG_QUASI_DEFAULT,
+		RNG_QUASI_SOBOL32,
+		RNG_QUASI_SCRAMBLED_SOBOL32,
+		RNG_QUASI_SOBOL64,
+		RNG_QUASI_SCRAMBLED_SOBOL64,
+	}
+}
 
 // String returns the C name of v, or RngType(n) for a value the headers do not name.
 func (v RngType) String() string {
@@ -218,6 +283,26 @@ const (
 	// STATUS_INTERNAL_ERROR is CURAND_STATUS_INTERNAL_ERROR: internal library error
 	STATUS_INTERNAL_ERROR Status = 999
 )
+
+// StatusValues returns the values of Status that the headers name, in their
+// order, each once (the first name of a value is its String).
+func StatusValues() []Status {
+	return []Status{
+		STATUS_SUCCESS,
+		STATUS_VERSION_MISMATCH,
+		STATUS_NOT_INITIALIZED,
+		STATUS_ALLOCATION_FAILED,
+		STATUS_TYPE_ERROR,
+		STATUS_OUT_OF_RANGE,
+		STATUS_LENGTH_NOT_MULTIPLE,
+		STATUS_DOUBLE_PRECISION_REQUIRED,
+		STATUS_LAUNCH_FAILURE,
+		STATUS_PREEXISTING_FAILURE,
+		STATUS_INITIALIZATION_FAILED,
+		STATUS_ARCH_MISMATCH,
+		STATUS_INTERNAL_ERROR,
+	}
+}
 
 // String returns the C name of v, or Status(n) for a value the headers do not name.
 func (v Status) String() string {

@@ -17,8 +17,10 @@ import (
 #include <stdlib.h>
 #define CUDA_ENABLE_DEPRECATED 1
 #define __NV_NO_VECTOR_DEPRECATION_DIAG 1
+#define __CUDA_INCLUDE_COMPILER_INTERNAL_HEADERS__
 #include "cusolverDn.h"
 #include "cusolver_common.h"
+#undef __CUDA_INCLUDE_COMPILER_INTERNAL_HEADERS__
 
 static int gocuda_cusolverGetProperty(uintptr_t fp, int a0, int * a1) {
 	return ((__typeof__(&cusolverGetProperty))fp)(a0, (int *)a1);

@@ -15,6 +15,16 @@ const (
 	ALG_2 AlgMode = 2
 )
 
+// AlgModeValues returns the values of AlgMode that the headers name, in their
+// order, each once (the first name of a value is its String).
+func AlgModeValues() []AlgMode {
+	return []AlgMode{
+		ALG_0,
+		ALG_1,
+		ALG_2,
+	}
+}
+
 // String returns the C name of v, or AlgMode(n) for a value the headers do not name.
 func (v AlgMode) String() string {
 	switch v {
@@ -36,6 +46,16 @@ const (
 	ALLOW_NON_DETERMINISTIC_RESULTS DeterministicMode = 2
 )
 
+// DeterministicModeValues returns the values of DeterministicMode that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func DeterministicModeValues() []DeterministicMode {
+	return []DeterministicMode{
+		DETERMINISTIC_RESULTS,
+		ALLOW_NON_DETERMINISTIC_RESULTS,
+	}
+}
+
 // String returns the C name of v, or DeterministicMode(n) for a value the headers do not name.
 func (v DeterministicMode) String() string {
 	switch v {
@@ -54,6 +74,15 @@ const (
 	CUBLAS_DIRECT_FORWARD  DirectMode = 0
 	CUBLAS_DIRECT_BACKWARD DirectMode = 1
 )
+
+// DirectModeValues returns the values of DirectMode that the headers name, in
+// their order, each once (the first name of a value is its String).
+func DirectModeValues() []DirectMode {
+	return []DirectMode{
+		CUBLAS_DIRECT_FORWARD,
+		CUBLAS_DIRECT_BACKWARD,
+	}
+}
 
 // String returns the C name of v, or DirectMode(n) for a value the headers do not name.
 func (v DirectMode) String() string {
@@ -74,6 +103,15 @@ const (
 	EIG_MODE_VECTOR   EigMode = 1
 )
 
+// EigModeValues returns the values of EigMode that the headers name, in their
+// order, each once (the first name of a value is its String).
+func EigModeValues() []EigMode {
+	return []EigMode{
+		EIG_MODE_NOVECTOR,
+		EIG_MODE_VECTOR,
+	}
+}
+
 // String returns the C name of v, or EigMode(n) for a value the headers do not name.
 func (v EigMode) String() string {
 	switch v {
@@ -93,6 +131,16 @@ const (
 	EIG_RANGE_I   EigRange = 1002
 	EIG_RANGE_V   EigRange = 1003
 )
+
+// EigRangeValues returns the values of EigRange that the headers name, in
+// their order, each once (the first name of a value is its String).
+func EigRangeValues() []EigRange {
+	return []EigRange{
+		EIG_RANGE_ALL,
+		EIG_RANGE_I,
+		EIG_RANGE_V,
+	}
+}
 
 // String returns the C name of v, or EigRange(n) for a value the headers do not name.
 func (v EigRange) String() string {
@@ -116,6 +164,16 @@ const (
 	EIG_TYPE_3 EigType = 3
 )
 
+// EigTypeValues returns the values of EigType that the headers name, in their
+// order, each once (the first name of a value is its String).
+func EigTypeValues() []EigType {
+	return []EigType{
+		EIG_TYPE_1,
+		EIG_TYPE_2,
+		EIG_TYPE_3,
+	}
+}
+
 // String returns the C name of v, or EigType(n) for a value the headers do not name.
 func (v EigType) String() string {
 	switch v {
@@ -137,6 +195,16 @@ const (
 	POTRF       Function = 1
 	SYEVBATCHED Function = 2
 )
+
+// FunctionValues returns the values of Function that the headers name, in
+// their order, each once (the first name of a value is its String).
+func FunctionValues() []Function {
+	return []Function{
+		GETRF,
+		POTRF,
+		SYEVBATCHED,
+	}
+}
 
 // String returns the C name of v, or Function(n) for a value the headers do not name.
 func (v Function) String() string {
@@ -166,6 +234,23 @@ const (
 	PREC_SS                    IRSRefinement = 1151
 	PREC_SHT                   IRSRefinement = 1152
 )
+
+// IRSRefinementValues returns the values of IRSRefinement that the headers
+// name, in their order, each once (the first name of a value is its String).
+func IRSRefinementValues() []IRSRefinement {
+	return []IRSRefinement{
+		IRS_REFINE_NOT_SET,
+		IRS_REFINE_NONE,
+		IRS_REFINE_CLASSICAL,
+		IRS_REFINE_CLASSICAL_GMRES,
+		IRS_REFINE_GMRES,
+		IRS_REFINE_GMRES_GMRES,
+		IRS_REFINE_GMRES_NOPCOND,
+		PREC_DD,
+		PREC_SS,
+		PREC_SHT,
+	}
+}
 
 // String returns the C name of v, or IRSRefinement(n) for a value the headers do not name.
 func (v IRSRefinement) String() string {
@@ -202,6 +287,15 @@ const (
 	FP32_EMULATED_BF16X9_MATH MathMode = 2
 )
 
+// MathModeValues returns the values of MathMode that the headers name, in
+// their order, each once (the first name of a value is its String).
+func MathModeValues() []MathMode {
+	return []MathMode{
+		DEFAULT_MATH,
+		FP32_EMULATED_BF16X9_MATH,
+	}
+}
+
 // String returns the C name of v, or MathMode(n) for a value the headers do not name.
 func (v MathMode) String() string {
 	switch v {
@@ -222,6 +316,17 @@ const (
 	ONE_NORM Norm = 106
 	FRO_NORM Norm = 107
 )
+
+// NormValues returns the values of Norm that the headers name, in their order,
+// each once (the first name of a value is its String).
+func NormValues() []Norm {
+	return []Norm{
+		INF_NORM,
+		MAX_NORM,
+		ONE_NORM,
+		FRO_NORM,
+	}
+}
 
 // String returns the C name of v, or Norm(n) for a value the headers do not name.
 func (v Norm) String() string {
@@ -259,6 +364,29 @@ const (
 	C_TF32 PrecType = 1217
 	C_AP   PrecType = 1218
 )
+
+// PrecTypeValues returns the values of PrecType that the headers name, in
+// their order, each once (the first name of a value is its String).
+func PrecTypeValues() []PrecType {
+	return []PrecType{
+		R_8I,
+		R_8U,
+		R_64F,
+		R_32F,
+		R_16F,
+		R_16BF,
+		R_TF32,
+		R_AP,
+		C_8I,
+		C_8U,
+		C_64F,
+		C_32F,
+		C_16F,
+		C_16BF,
+		C_TF32,
+		C_AP,
+	}
+}
 
 // String returns the C name of v, or PrecType(n) for a value the headers do not name.
 func (v PrecType) String() string {
@@ -330,6 +458,38 @@ const (
 	STATUS_INVALID_WORKSPACE                       Status = 31
 )
 
+// StatusValues returns the values of Status that the headers name, in their
+// order, each once (the first name of a value is its String).
+func StatusValues() []Status {
+	return []Status{
+		STATUS_SUCCESS,
+		STATUS_NOT_INITIALIZED,
+		STATUS_ALLOC_FAILED,
+		STATUS_INVALID_VALUE,
+		STATUS_ARCH_MISMATCH,
+		STATUS_MAPPING_ERROR,
+		STATUS_EXECUTION_FAILED,
+		STATUS_INTERNAL_ERROR,
+		STATUS_MATRIX_TYPE_NOT_SUPPORTED,
+		STATUS_NOT_SUPPORTED,
+		STATUS_ZERO_PIVOT,
+		STATUS_INVALID_LICENSE,
+		STATUS_IRS_PARAMS_NOT_INITIALIZED,
+		STATUS_IRS_PARAMS_INVALID,
+		STATUS_IRS_PARAMS_INVALID_PREC,
+		STATUS_IRS_PARAMS_INVALID_REFINE,
+		STATUS_IRS_PARAMS_INVALID_MAXITER,
+		STATUS_IRS_INTERNAL_ERROR,
+		STATUS_IRS_NOT_SUPPORTED,
+		STATUS_IRS_OUT_OF_RANGE,
+		STATUS_IRS_NRHS_NOT_SUPPORTED_FOR_REFINE_GMRES,
+		STATUS_IRS_INFOS_NOT_INITIALIZED,
+		STATUS_IRS_INFOS_NOT_DESTROYED,
+		STATUS_IRS_MATRIX_SINGULAR,
+		STATUS_INVALID_WORKSPACE,
+	}
+}
+
 // String returns the C name of v, or Status(n) for a value the headers do not name.
 func (v Status) String() string {
 	switch v {
@@ -399,6 +559,15 @@ const (
 	CUBLAS_STOREV_COLUMNWISE StorevMode = 0
 	CUBLAS_STOREV_ROWWISE    StorevMode = 1
 )
+
+// StorevModeValues returns the values of StorevMode that the headers name, in
+// their order, each once (the first name of a value is its String).
+func StorevModeValues() []StorevMode {
+	return []StorevMode{
+		CUBLAS_STOREV_COLUMNWISE,
+		CUBLAS_STOREV_ROWWISE,
+	}
+}
 
 // String returns the C name of v, or StorevMode(n) for a value the headers do not name.
 func (v StorevMode) String() string {

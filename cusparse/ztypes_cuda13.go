@@ -14,6 +14,15 @@ const (
 	ACTION_NUMERIC  Action = 1
 )
 
+// ActionValues returns the values of Action that the headers name, in their
+// order, each once (the first name of a value is its String).
+func ActionValues() []Action {
+	return []Action{
+		ACTION_SYMBOLIC,
+		ACTION_NUMERIC,
+	}
+}
+
 // String returns the C name of v, or Action(n) for a value the headers do not name.
 func (v Action) String() string {
 	switch v {
@@ -35,6 +44,15 @@ const (
 	COLOR_ALG1 ColorAlg = 1
 )
 
+// ColorAlgValues returns the values of ColorAlg that the headers name, in
+// their order, each once (the first name of a value is its String).
+func ColorAlgValues() []ColorAlg {
+	return []ColorAlg{
+		COLOR_ALG0,
+		COLOR_ALG1,
+	}
+}
+
 // String returns the C name of v, or ColorAlg(n) for a value the headers do not name.
 func (v ColorAlg) String() string {
 	switch v {
@@ -54,6 +72,14 @@ const (
 	CSR2CSC_ALG1        Csr2CscAlg = 1
 )
 
+// Csr2CscAlgValues returns the values of Csr2CscAlg that the headers name, in
+// their order, each once (the first name of a value is its String).
+func Csr2CscAlgValues() []Csr2CscAlg {
+	return []Csr2CscAlg{
+		CSR2CSC_ALG_DEFAULT,
+	}
+}
+
 // String returns the C name of v, or Csr2CscAlg(n) for a value the headers do not name.
 func (v Csr2CscAlg) String() string {
 	switch v {
@@ -69,6 +95,15 @@ type DenseToSparseAlg int32
 const (
 	DENSETOSPARSE_ALG_DEFAULT DenseToSparseAlg = 0
 )
+
+// DenseToSparseAlgValues returns the values of DenseToSparseAlg that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func DenseToSparseAlgValues() []DenseToSparseAlg {
+	return []DenseToSparseAlg{
+		DENSETOSPARSE_ALG_DEFAULT,
+	}
+}
 
 // String returns the C name of v, or DenseToSparseAlg(n) for a value the headers do not name.
 func (v DenseToSparseAlg) String() string {
@@ -86,6 +121,15 @@ const (
 	DIAG_TYPE_NON_UNIT DiagType = 0
 	DIAG_TYPE_UNIT     DiagType = 1
 )
+
+// DiagTypeValues returns the values of DiagType that the headers name, in
+// their order, each once (the first name of a value is its String).
+func DiagTypeValues() []DiagType {
+	return []DiagType{
+		DIAG_TYPE_NON_UNIT,
+		DIAG_TYPE_UNIT,
+	}
+}
 
 // String returns the C name of v, or DiagType(n) for a value the headers do not name.
 func (v DiagType) String() string {
@@ -106,6 +150,15 @@ const (
 	DIRECTION_COLUMN Direction = 1
 )
 
+// DirectionValues returns the values of Direction that the headers name, in
+// their order, each once (the first name of a value is its String).
+func DirectionValues() []Direction {
+	return []Direction{
+		DIRECTION_ROW,
+		DIRECTION_COLUMN,
+	}
+}
+
 // String returns the C name of v, or Direction(n) for a value the headers do not name.
 func (v Direction) String() string {
 	switch v {
@@ -124,6 +177,15 @@ const (
 	FILL_MODE_LOWER FillMode = 0
 	FILL_MODE_UPPER FillMode = 1
 )
+
+// FillModeValues returns the values of FillMode that the headers name, in
+// their order, each once (the first name of a value is its String).
+func FillModeValues() []FillMode {
+	return []FillMode{
+		FILL_MODE_LOWER,
+		FILL_MODE_UPPER,
+	}
+}
 
 // String returns the C name of v, or FillMode(n) for a value the headers do not name.
 func (v FillMode) String() string {
@@ -154,6 +216,19 @@ const (
 	FORMAT_SLICED_ELLPACK Format = 7
 )
 
+// FormatValues returns the values of Format that the headers name, in their
+// order, each once (the first name of a value is its String).
+func FormatValues() []Format {
+	return []Format{
+		FORMAT_CSR,
+		FORMAT_CSC,
+		FORMAT_COO,
+		FORMAT_BLOCKED_ELL,
+		FORMAT_BSR,
+		FORMAT_SLICED_ELLPACK,
+	}
+}
+
 // String returns the C name of v, or Format(n) for a value the headers do not name.
 func (v Format) String() string {
 	switch v {
@@ -181,6 +256,15 @@ const (
 	INDEX_BASE_ONE  IndexBase = 1
 )
 
+// IndexBaseValues returns the values of IndexBase that the headers name, in
+// their order, each once (the first name of a value is its String).
+func IndexBaseValues() []IndexBase {
+	return []IndexBase{
+		INDEX_BASE_ZERO,
+		INDEX_BASE_ONE,
+	}
+}
+
 // String returns the C name of v, or IndexBase(n) for a value the headers do not name.
 func (v IndexBase) String() string {
 	switch v {
@@ -205,6 +289,16 @@ const (
 	INDEX_64I IndexType = 3
 )
 
+// IndexTypeValues returns the values of IndexType that the headers name, in
+// their order, each once (the first name of a value is its String).
+func IndexTypeValues() []IndexType {
+	return []IndexType{
+		INDEX_16U,
+		INDEX_32I,
+		INDEX_64I,
+	}
+}
+
 // String returns the C name of v, or IndexType(n) for a value the headers do not name.
 func (v IndexType) String() string {
 	switch v {
@@ -227,6 +321,17 @@ const (
 	MATRIX_TYPE_HERMITIAN  MatrixType = 2
 	MATRIX_TYPE_TRIANGULAR MatrixType = 3
 )
+
+// MatrixTypeValues returns the values of MatrixType that the headers name, in
+// their order, each once (the first name of a value is its String).
+func MatrixTypeValues() []MatrixType {
+	return []MatrixType{
+		MATRIX_TYPE_GENERAL,
+		MATRIX_TYPE_SYMMETRIC,
+		MATRIX_TYPE_HERMITIAN,
+		MATRIX_TYPE_TRIANGULAR,
+	}
+}
 
 // String returns the C name of v, or MatrixType(n) for a value the headers do not name.
 func (v MatrixType) String() string {
@@ -252,6 +357,16 @@ const (
 	OPERATION_CONJUGATE_TRANSPOSE Operation = 2
 )
 
+// OperationValues returns the values of Operation that the headers name, in
+// their order, each once (the first name of a value is its String).
+func OperationValues() []Operation {
+	return []Operation{
+		OPERATION_NON_TRANSPOSE,
+		OPERATION_TRANSPOSE,
+		OPERATION_CONJUGATE_TRANSPOSE,
+	}
+}
+
 // String returns the C name of v, or Operation(n) for a value the headers do not name.
 func (v Operation) String() string {
 	switch v {
@@ -275,6 +390,15 @@ const (
 	ORDER_ROW Order = 2
 )
 
+// OrderValues returns the values of Order that the headers name, in their
+// order, each once (the first name of a value is its String).
+func OrderValues() []Order {
+	return []Order{
+		ORDER_COL,
+		ORDER_ROW,
+	}
+}
+
 // String returns the C name of v, or Order(n) for a value the headers do not name.
 func (v Order) String() string {
 	switch v {
@@ -294,6 +418,15 @@ const (
 	POINTER_MODE_DEVICE PointerMode = 1
 )
 
+// PointerModeValues returns the values of PointerMode that the headers name,
+// in their order, each once (the first name of a value is its String).
+func PointerModeValues() []PointerMode {
+	return []PointerMode{
+		POINTER_MODE_HOST,
+		POINTER_MODE_DEVICE,
+	}
+}
+
 // String returns the C name of v, or PointerMode(n) for a value the headers do not name.
 func (v PointerMode) String() string {
 	switch v {
@@ -311,6 +444,14 @@ type SDDMMAlg int32
 const (
 	SDDMM_ALG_DEFAULT SDDMMAlg = 0
 )
+
+// SDDMMAlgValues returns the values of SDDMMAlg that the headers name, in
+// their order, each once (the first name of a value is its String).
+func SDDMMAlgValues() []SDDMMAlg {
+	return []SDDMMAlg{
+		SDDMM_ALG_DEFAULT,
+	}
+}
 
 // String returns the C name of v, or SDDMMAlg(n) for a value the headers do not name.
 func (v SDDMMAlg) String() string {
@@ -330,6 +471,15 @@ const (
 	SOLVE_POLICY_NO_LEVEL  SolvePolicy = 0
 	SOLVE_POLICY_USE_LEVEL SolvePolicy = 1
 )
+
+// SolvePolicyValues returns the values of SolvePolicy that the headers name,
+// in their order, each once (the first name of a value is its String).
+func SolvePolicyValues() []SolvePolicy {
+	return []SolvePolicy{
+		SOLVE_POLICY_NO_LEVEL,
+		SOLVE_POLICY_USE_LEVEL,
+	}
+}
 
 // String returns the C name of v, or SolvePolicy(n) for a value the headers do not name.
 func (v SolvePolicy) String() string {
@@ -353,6 +503,19 @@ const (
 	SPGEMM_ALG2                    SpGEMMAlg = 4
 	SPGEMM_ALG3                    SpGEMMAlg = 5
 )
+
+// SpGEMMAlgValues returns the values of SpGEMMAlg that the headers name, in
+// their order, each once (the first name of a value is its String).
+func SpGEMMAlgValues() []SpGEMMAlg {
+	return []SpGEMMAlg{
+		SPGEMM_DEFAULT,
+		SPGEMM_CSR_ALG_DETERMINITIC,
+		SPGEMM_CSR_ALG_NONDETERMINITIC,
+		SPGEMM_ALG1,
+		SPGEMM_ALG2,
+		SPGEMM_ALG3,
+	}
+}
 
 // String returns the C name of v, or SpGEMMAlg(n) for a value the headers do not name.
 func (v SpGEMMAlg) String() string {
@@ -389,6 +552,23 @@ const (
 	SPMM_BSR_ALG1         SpMMAlg = 14
 )
 
+// SpMMAlgValues returns the values of SpMMAlg that the headers name, in their
+// order, each once (the first name of a value is its String).
+func SpMMAlgValues() []SpMMAlg {
+	return []SpMMAlg{
+		SPMM_ALG_DEFAULT,
+		SPMM_COO_ALG1,
+		SPMM_COO_ALG2,
+		SPMM_COO_ALG3,
+		SPMM_COO_ALG4,
+		SPMM_CSR_ALG1,
+		SPMM_CSR_ALG2,
+		SPMM_CSR_ALG3,
+		SPMM_BLOCKED_ELL_ALG1,
+		SPMM_BSR_ALG1,
+	}
+}
+
 // String returns the C name of v, or SpMMAlg(n) for a value the headers do not name.
 func (v SpMMAlg) String() string {
 	switch v {
@@ -423,6 +603,14 @@ const (
 	SPMM_OP_ALG_DEFAULT SpMMOpAlg = 0
 )
 
+// SpMMOpAlgValues returns the values of SpMMOpAlg that the headers name, in
+// their order, each once (the first name of a value is its String).
+func SpMMOpAlgValues() []SpMMOpAlg {
+	return []SpMMOpAlg{
+		SPMM_OP_ALG_DEFAULT,
+	}
+}
+
 // String returns the C name of v, or SpMMOpAlg(n) for a value the headers do not name.
 func (v SpMMOpAlg) String() string {
 	switch v {
@@ -444,6 +632,20 @@ const (
 	SPMV_SELL_ALG1   SpMVAlg = 5
 	SPMV_BSR_ALG1    SpMVAlg = 6
 )
+
+// SpMVAlgValues returns the values of SpMVAlg that the headers name, in their
+// order, each once (the first name of a value is its String).
+func SpMVAlgValues() []SpMVAlg {
+	return []SpMVAlg{
+		SPMV_ALG_DEFAULT,
+		SPMV_CSR_ALG1,
+		SPMV_CSR_ALG2,
+		SPMV_COO_ALG1,
+		SPMV_COO_ALG2,
+		SPMV_SELL_ALG1,
+		SPMV_BSR_ALG1,
+	}
+}
 
 // String returns the C name of v, or SpMVAlg(n) for a value the headers do not name.
 func (v SpMVAlg) String() string {
@@ -474,6 +676,15 @@ const (
 	SPMAT_DIAG_TYPE SpMatAttribute = 1
 )
 
+// SpMatAttributeValues returns the values of SpMatAttribute that the headers
+// name, in their order, each once (the first name of a value is its String).
+func SpMatAttributeValues() []SpMatAttribute {
+	return []SpMatAttribute{
+		SPMAT_FILL_MODE,
+		SPMAT_DIAG_TYPE,
+	}
+}
+
 // String returns the C name of v, or SpMatAttribute(n) for a value the headers do not name.
 func (v SpMatAttribute) String() string {
 	switch v {
@@ -492,6 +703,14 @@ const (
 	SPSM_ALG_DEFAULT SpSMAlg = 0
 )
 
+// SpSMAlgValues returns the values of SpSMAlg that the headers name, in their
+// order, each once (the first name of a value is its String).
+func SpSMAlgValues() []SpSMAlg {
+	return []SpSMAlg{
+		SPSM_ALG_DEFAULT,
+	}
+}
+
 // String returns the C name of v, or SpSMAlg(n) for a value the headers do not name.
 func (v SpSMAlg) String() string {
 	switch v {
@@ -508,6 +727,15 @@ const (
 	SPSM_UPDATE_GENERAL  SpSMUpdate = 0
 	SPSM_UPDATE_DIAGONAL SpSMUpdate = 1
 )
+
+// SpSMUpdateValues returns the values of SpSMUpdate that the headers name, in
+// their order, each once (the first name of a value is its String).
+func SpSMUpdateValues() []SpSMUpdate {
+	return []SpSMUpdate{
+		SPSM_UPDATE_GENERAL,
+		SPSM_UPDATE_DIAGONAL,
+	}
+}
 
 // String returns the C name of v, or SpSMUpdate(n) for a value the headers do not name.
 func (v SpSMUpdate) String() string {
@@ -527,6 +755,14 @@ const (
 	SPSV_ALG_DEFAULT SpSVAlg = 0
 )
 
+// SpSVAlgValues returns the values of SpSVAlg that the headers name, in their
+// order, each once (the first name of a value is its String).
+func SpSVAlgValues() []SpSVAlg {
+	return []SpSVAlg{
+		SPSV_ALG_DEFAULT,
+	}
+}
+
 // String returns the C name of v, or SpSVAlg(n) for a value the headers do not name.
 func (v SpSVAlg) String() string {
 	switch v {
@@ -543,6 +779,15 @@ const (
 	SPSV_UPDATE_GENERAL  SpSVUpdate = 0
 	SPSV_UPDATE_DIAGONAL SpSVUpdate = 1
 )
+
+// SpSVUpdateValues returns the values of SpSVUpdate that the headers name, in
+// their order, each once (the first name of a value is its String).
+func SpSVUpdateValues() []SpSVUpdate {
+	return []SpSVUpdate{
+		SPSV_UPDATE_GENERAL,
+		SPSV_UPDATE_DIAGONAL,
+	}
+}
 
 // String returns the C name of v, or SpSVUpdate(n) for a value the headers do not name.
 func (v SpSVUpdate) String() string {
@@ -561,6 +806,15 @@ type SparseToDenseAlg int32
 const (
 	SPARSETODENSE_ALG_DEFAULT SparseToDenseAlg = 0
 )
+
+// SparseToDenseAlgValues returns the values of SparseToDenseAlg that the
+// headers name, in their order, each once (the first name of a value is its
+// String).
+func SparseToDenseAlgValues() []SparseToDenseAlg {
+	return []SparseToDenseAlg{
+		SPARSETODENSE_ALG_DEFAULT,
+	}
+}
 
 // String returns the C name of v, or SparseToDenseAlg(n) for a value the headers do not name.
 func (v SparseToDenseAlg) String() string {
@@ -588,6 +842,25 @@ const (
 	STATUS_NOT_SUPPORTED             Status = 10
 	STATUS_INSUFFICIENT_RESOURCES    Status = 11
 )
+
+// StatusValues returns the values of Status that the headers name, in their
+// order, each once (the first name of a value is its String).
+func StatusValues() []Status {
+	return []Status{
+		STATUS_SUCCESS,
+		STATUS_NOT_INITIALIZED,
+		STATUS_ALLOC_FAILED,
+		STATUS_INVALID_VALUE,
+		STATUS_ARCH_MISMATCH,
+		STATUS_MAPPING_ERROR,
+		STATUS_EXECUTION_FAILED,
+		STATUS_INTERNAL_ERROR,
+		STATUS_MATRIX_TYPE_NOT_SUPPORTED,
+		STATUS_ZERO_PIVOT,
+		STATUS_NOT_SUPPORTED,
+		STATUS_INSUFFICIENT_RESOURCES,
+	}
+}
 
 // String returns the C name of v, or Status(n) for a value the headers do not name.
 func (v Status) String() string {
@@ -651,16 +924,24 @@ type Bsrsv2Info uintptr
 type ColorInfo uintptr
 
 // ConstDnMatDescr is cusparseConstDnMatDescr_t.
-type ConstDnMatDescr uintptr
+//
+// Its struct is const in C alone: in Go it is DnMatDescr, which passes as is.
+type ConstDnMatDescr = DnMatDescr
 
 // ConstDnVecDescr is cusparseConstDnVecDescr_t.
-type ConstDnVecDescr uintptr
+//
+// Its struct is const in C alone: in Go it is DnVecDescr, which passes as is.
+type ConstDnVecDescr = DnVecDescr
 
 // ConstSpMatDescr is cusparseConstSpMatDescr_t.
-type ConstSpMatDescr uintptr
+//
+// Its struct is const in C alone: in Go it is SpMatDescr, which passes as is.
+type ConstSpMatDescr = SpMatDescr
 
 // ConstSpVecDescr is cusparseConstSpVecDescr_t.
-type ConstSpVecDescr uintptr
+//
+// Its struct is const in C alone: in Go it is SpVecDescr, which passes as is.
+type ConstSpVecDescr = SpVecDescr
 
 // Csric02Info is csric02Info_t.
 //

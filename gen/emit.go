@@ -30,6 +30,7 @@ type emitter struct {
 	uses    map[string]*emitter // the packages of pkg.Uses, by import path
 	major   *major              // the CUDA major generated for, or nil
 	outDir  string              // the absolute output directory
+	names   map[string]bool     // the package's Go names, for taken
 }
 
 // emit returns the generated files, by path relative to the output
@@ -181,9 +182,14 @@ func (e *emitter) file(name string) *jen.File {
 func (e *emitter) includes() string {
 	var b strings.Builder
 	b.WriteString("#define CUDA_ENABLE_DEPRECATED 1\n#define __NV_NO_VECTOR_DEPRECATION_DIAG 1\n")
+	// As cuda_runtime.h does around the headers it includes: one of them
+	// (driver_functions.h) includes crt/host_defines.h, which otherwise
+	// warns that it is internal.
+	b.WriteString("#define __CUDA_INCLUDE_COMPILER_INTERNAL_HEADERS__\n")
 	for _, h := range e.pkg.Headers {
 		fmt.Fprintf(&b, "#include %q\n", h)
 	}
+	b.WriteString("#undef __CUDA_INCLUDE_COMPILER_INTERNAL_HEADERS__\n")
 	return b.String()
 }
 
@@ -318,8 +324,16 @@ func (e *emitter) types() *jen.File {
 	for _, r := range e.pkg.Records {
 		e.record(f, r)
 	}
+	if e.hasSetters() {
+		e.pinHelpers(f)
+	}
+	e.attrTypes(f)
 	for _, t := range e.pkg.Typedefs {
-		f.Add(docComment(doc(t.GoName, "is", t.CName, t.Doc)))
+		text := doc(t.GoName, "is", t.CName, t.Doc)
+		if t.Class == "" && t.Type.Kind == Named && t.Type.Class == ClassHandle && t.Type.Pkg == "" {
+			text += fmt.Sprintf("\n\nIts struct is const in C alone: in Go it is %s, which passes as is.", t.Type.Go)
+		}
+		f.Add(docComment(text))
 		switch t.Class {
 		case ClassHandle, ClassFuncPtr:
 			f.Type().Id(t.GoName).Uintptr()
@@ -358,6 +372,7 @@ func (e *emitter) enum(f *jen.File, en *Enum) {
 			errs = append(errs, jen.Case(jen.Id(v.GoName)).Block(jen.Return(jen.Lit(text))))
 		}
 	}
+	e.enumValues(f, en)
 	f.Add(docComment(fmt.Sprintf("String returns the C name of v, or %s(n) for a value the headers do not name.", en.GoName)))
 	f.Func().Params(jen.Id("v").Id(en.GoName)).Id("String").Params().String().Block(
 		jen.Switch(jen.Id("v")).Block(names...),
@@ -452,6 +467,58 @@ func (e *emitter) record(f *jen.File, r *Record) {
 	}
 }
 
+// enumValues emits <Enum>Values, which lists an enum's values, unless the
+// name is taken.
+func (e *emitter) enumValues(f *jen.File, en *Enum) {
+	name := en.GoName + "Values"
+	if e.taken(name) {
+		return
+	}
+	seen := map[int64]bool{}
+	var vals []jen.Code
+	for _, v := range en.Values {
+		if !seen[v.Value] {
+			seen[v.Value] = true
+			vals = append(vals, jen.Line().Id(v.GoName))
+		}
+	}
+	if len(vals) == 0 {
+		return
+	}
+	vals = append(vals, jen.Line())
+	f.Add(docComment(wrap(fmt.Sprintf("%s returns the values of %s that the headers name, in their order, "+
+		"each once (the first name of a value is its String).", name, en.GoName))))
+	f.Func().Id(name).Params().Index().Id(en.GoName).Block(jen.Return(jen.Index().Id(en.GoName).Values(vals...)))
+}
+
+// taken reports whether the package declares name: a type, constant,
+// enumerator or function.
+func (e *emitter) taken(name string) bool {
+	if e.names == nil {
+		e.names = map[string]bool{}
+		for _, en := range e.pkg.Enums {
+			e.names[en.GoName] = true
+			for _, v := range en.Values {
+				e.names[v.GoName] = true
+			}
+		}
+		for _, r := range e.pkg.Records {
+			e.names[r.GoName] = true
+		}
+		for _, t := range e.pkg.Typedefs {
+			e.names[t.GoName] = true
+		}
+		for _, c := range e.pkg.Consts {
+			e.names[c.GoName] = true
+		}
+		for _, fn := range e.pkg.Funcs {
+			e.names[fn.GoName] = true
+			e.names[fn.GoName+"Of"] = true
+		}
+	}
+	return e.names[name]
+}
+
 // memberPath turns "__typeof__(((struct a *)0)->b[0])" into "struct a.b".
 func memberPath(expr string) string {
 	s := strings.TrimPrefix(expr, "__typeof__(((")
@@ -491,6 +558,12 @@ func (e *emitter) accessor(f *jen.File, r *Record, fd Field) {
 	if fd.Doc != "" {
 		text += "\n\n" + fd.Doc
 	}
+	if note := e.pointerNote(r, fd, recv); note != "" {
+		if !strings.ContainsAny(text[len(text)-1:], ".:!?") {
+			text += "." // else gofmt makes a line before a paragraph a heading
+		}
+		text += "\n\n" + note
+	}
 	ptr := jen.Qual("unsafe", "Pointer").Call(jen.Id(recv))
 	if fd.Offset != 0 {
 		ptr = jen.Qual("unsafe", "Add").Call(ptr, jen.Lit(int(fd.Offset)))
@@ -499,6 +572,7 @@ func (e *emitter) accessor(f *jen.File, r *Record, fd Field) {
 	f.Func().Params(jen.Id(recv).Op("*").Id(r.GoName)).Id(fd.GoName).Params().Op("*").Add(goType(fd.Type)).Block(
 		jen.Return(jen.Parens(jen.Op("*").Add(goType(fd.Type))).Call(ptr)),
 	)
+	e.setter(f, r, fd, recv)
 }
 
 func (e *emitter) consts() *jen.File {
@@ -618,6 +692,11 @@ func (e *emitter) funcs() *jen.File {
 	f.Var().Defs(procs...)
 	for _, fn := range e.pkg.Funcs {
 		e.wrapper(f, fn)
+		e.attrCompanion(f, fn)
+		e.stringCompanion(f, fn)
+	}
+	for _, m := range e.pkg.Makers {
+		e.makerFunc(f, m)
 	}
 	return f
 }
@@ -700,9 +779,18 @@ func (e *emitter) trampoline(fn *Func) string {
 func (e *emitter) wrapper(f *jen.File, fn *Func) {
 	var params, body []jen.Code
 	args := []jen.Code{jen.Qual("C", "uintptr_t").Call(jen.Uintptr().Call(jen.Id("fp")))}
+	var outs []string // the C strings of the Out parameters
 	for _, p := range fn.Params {
-		params = append(params, jen.Id(p.GoName).Add(goType(p.Type)))
 		arg := jen.Id(p.GoName)
+		if p.Out {
+			// The call sets a local *C.char, whose string is returned.
+			cs := "_" + p.GoName
+			outs = append(outs, cs)
+			body = append(body, jen.Var().Id(cs).Op("*").Qual("C", "char"))
+			args = append(args, jen.Qual("unsafe", "Pointer").Call(jen.Op("&").Id(cs)))
+			continue
+		}
+		params = append(params, jen.Id(p.GoName).Add(goType(p.Type)))
 		if p.Type.Kind == String {
 			cs := "_" + p.GoName
 			body = append(body,
@@ -716,20 +804,24 @@ func (e *emitter) wrapper(f *jen.File, fn *Func) {
 	call := jen.Qual("C", "gocuda_"+fn.CName).Call(args...)
 	s := e.pkg.Error
 	isStatus := s != nil && fn.Result != nil && fn.Result.Kind == Named && fn.Result.Go == s.Go && fn.Result.Pkg == s.Pkg
-	var results jen.Code
-	var zero jen.Code
-	switch {
-	case isStatus, fn.Result == nil:
-		results = jen.Error()
-	default:
-		results = jen.Parens(jen.List(goType(fn.Result), jen.Error()))
-		zero = e.zero(fn.Result)
+	// The results: the strings the call sets, the C result unless it is
+	// the status, and the error.
+	var types, zeros, gets []jen.Code
+	for _, cs := range outs {
+		types = append(types, jen.String())
+		zeros = append(zeros, jen.Lit(""))
+		gets = append(gets, jen.Qual("C", "GoString").Call(jen.Id(cs)))
+	}
+	if !isStatus && fn.Result != nil {
+		types = append(types, goType(fn.Result))
+		zeros = append(zeros, e.zero(fn.Result))
+	}
+	results := jen.Error()
+	if len(types) > 0 {
+		results = jen.Parens(jen.List(append(types, jen.Error())...))
 	}
 	ret := func(c ...jen.Code) jen.Code {
-		if zero != nil {
-			return jen.Return(append([]jen.Code{zero}, c...)...)
-		}
-		return jen.Return(c...)
+		return jen.Return(append(slices.Clone(zeros), c...)...)
 	}
 	pre := []jen.Code{
 		jen.List(jen.Id("fp"), jen.Err()).Op(":=").Id("proc" + fn.GoName).Dot("Addr").Call(),
@@ -739,15 +831,25 @@ func (e *emitter) wrapper(f *jen.File, fn *Func) {
 	switch {
 	case isStatus:
 		body = append(body,
-			jen.If(jen.Id("r").Op(":=").Add(call), jen.Id("r").Op("!=").Lit(0)).Block(jen.Return(jen.Add(goType(s)).Call(jen.Id("r")))),
-			jen.Return(jen.Nil()))
+			jen.If(jen.Id("r").Op(":=").Add(call), jen.Id("r").Op("!=").Lit(0)).Block(ret(jen.Add(goType(s)).Call(jen.Id("r")))),
+			jen.Return(append(gets, jen.Nil())...))
 	case fn.Result == nil:
-		body = append(body, call, jen.Return(jen.Nil()))
+		body = append(body, call, jen.Return(append(gets, jen.Nil())...))
 	default:
 		_, conv := e.result(fn.Result)
-		body = append(body, jen.Id("r").Op(":=").Add(call), jen.Return(conv(jen.Id("r")), jen.Nil()))
+		body = append(body, jen.Id("r").Op(":=").Add(call), jen.Return(append(gets, conv(jen.Id("r")), jen.Nil())...))
 	}
-	f.Add(docComment(funcDoc(e.pkg, fn)))
+	text := funcDoc(e.pkg, fn)
+	if note := e.pinNote(fn); note != "" {
+		text += "\n\n" + note
+	}
+	if note := e.companionNote(fn); note != "" {
+		text += "\n\n" + note
+	}
+	if note := e.pluralNote(fn); note != "" {
+		text += "\n\n" + note
+	}
+	f.Add(docComment(text))
 	f.Func().Id(fn.GoName).Params(params...).Add(results).Block(body...)
 }
 

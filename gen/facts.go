@@ -19,6 +19,10 @@ type libraryFacts struct {
 	// callback can run inside every call. Elsewhere no call is annotated
 	// whatever it keeps.
 	keeps []string
+	// stringArrays are the parameters, as "function.parameter", that the
+	// headers declare const char ** but that the call reads, arrays of
+	// strings, not strings it sets (see stringOut).
+	stringArrays []string
 }
 
 // every stands, in libraryFacts.callbacks, for every call.
@@ -58,6 +62,9 @@ var facts = map[string]libraryFacts{
 	"nvjitlink": {
 		// The header does not say that the inputs are copied.
 		keeps: []string{"nvJitLinkCreate", "nvJitLinkAddData"},
+		// CUDA 12's nvJitLinkCreate takes its options as const char **
+		// (13's inline wrapper calls a symbol that takes const char *const *).
+		stringArrays: []string{"nvJitLinkCreate.options"},
 	},
 }
 

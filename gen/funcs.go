@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -55,10 +56,28 @@ func (p *parser) function(d *cc.Declarator) {
 		// C code calls the wrapper: it names the function and documents it.
 		f.CName, f.Inline, pos = w.Name(), true, w.NameTok().Position()
 	}
+	for i := range f.Params {
+		prm := &f.Params[i]
+		prm.Out = stringOut(prm.Type) && !slices.Contains(facts[p.pkg.Name].stringArrays, f.CName+"."+prm.CName)
+	}
 	p.raw[f] = p.docs.before(pos.Filename, pos.Line, true)
 	p.raw[deprecatedKey{f}] = p.docs.deprecation(pos.Filename, pos.Line)
 	p.pos[f] = pos.String()
 	p.pkg.Funcs = append(p.pkg.Funcs, f)
+}
+
+// stringOut reports whether a parameter of type t is a string the call
+// sets: const char **, whose pointee is a pointer to const char and not
+// itself const. An array of strings the call reads is const char *const *
+// (nvrtcCompileProgram's options), as is the symbol nvJitLinkCreate's
+// inline wrapper calls, which the model binds; the facts' stringArrays
+// name the others.
+func stringOut(t *Type) bool {
+	if t.Kind != Pointer || t.Const || t.Elem == nil {
+		return false
+	}
+	e := t.Elem
+	return e.Kind == Pointer && e.Const && e.Elem != nil && e.Elem.Kind == Scalar && e.Elem.C == "char"
 }
 
 // spelling returns the identifier the header has at pos, or name when there
@@ -140,6 +159,9 @@ func (p *parser) perThreadSymbols() error {
 			f.PerThread = s
 		}
 		known[f.CName], known[f.Symbol], known[f.PerThread] = true, true, true
+	}
+	for _, m := range p.pkg.Makers {
+		known[m.CName] = true // Go's own, calling nothing
 	}
 	// An inline function that C code may reach by a function's name, but
 	// that is none of the names bound here (cuGetProcAddress_v2_ptsz).

@@ -49,6 +49,19 @@ func funcDoc(pkg *Package, fn *Func) string {
 			s += " " + ref
 		}
 	}
+	var outs []string
+	for _, p := range fn.Params {
+		if p.Out {
+			outs = append(outs, p.CName)
+		}
+	}
+	if len(outs) > 0 {
+		if len(outs) == 1 {
+			s += fmt.Sprintf("\n\nIn Go, the string the call sets *%s to is returned, before the error, in place of the parameter; it is the library's and is copied.", outs[0])
+		} else {
+			s += fmt.Sprintf("\n\nIn Go, the strings the call sets %s to are returned in that order, before the error, in place of the parameters; they are the library's and are copied.", "*"+strings.Join(outs, " and *"))
+		}
+	}
 	if dep != "" {
 		s += "\n\n" + dep
 	}

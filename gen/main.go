@@ -173,7 +173,14 @@
 // member an accessor of the struct. When the first member holds a Go
 // pointer and shares its bytes with others, it is an accessor too and the
 // union all bytes, so that nothing stored through another member is taken
-// for a pointer by the garbage collector. Handles (pointers to opaque
+// for a pointer by the garbage collector. The other way round, a Go pointer
+// stored through an accessor is an integer to the collector and to cgo's
+// pointer check, so each accessor whose member holds a pointer (at any
+// depth of its Go fields) has a setter beside it that pins what the
+// member's pointers point to with a runtime.Pinner, or refuses them without
+// one (ErrNoPinner): GraphNodeParams.SetMemcpy(v MEMCPY_NODE_PARAMS, p
+// *runtime.Pinner) error (see pointers.go). A struct's own pointer fields
+// need none: the collector and cgo see them. Handles (pointers to opaque
 // structs) and function pointers are uintptr-based types: Go never
 // dereferences them. void * is unsafe.Pointer; const char * parameters are
 // Go strings. Integer constants are untyped, so that they convert to the
@@ -186,6 +193,41 @@
 // returns error; one returning void returns error, which is non-nil only when
 // the library or symbol cannot be loaded; one returning another value returns
 // it and such an error.
+//
+// A const char ** parameter whose pointee is not const is a string the call
+// sets (cuGetErrorString's pStr): it is not a parameter in Go, and the
+// string is copied and returned before the other results, "" where the
+// call fails: cudadrv.GetErrorString(error_ Result) (string, error). An
+// array of strings the call reads is const char *const * and stays a
+// pointer; the few declared const char ** are listed in the facts
+// (stringArrays).
+//
+// A function that writes a string into a buffer the caller gives, a char *
+// followed by its length as an int, has a companion named String that
+// makes the buffer and returns the string: cudadrv.DeviceGetNameString(len_
+// int32, dev Device) (string, error).
+//
+// A handle typedef to a const struct is an alias of the package's handle
+// typedef to the same struct (cudaArray_const_t: Array_const = Array), so
+// that a handle passes where C takes it const.
+//
+// A static inline function of the package's headers that only fills a
+// local struct from its parameters and returns it is written in Go, with
+// no call into C: cudart.Make_cudaExtent(w uint64, h uint64, d uint64)
+// Extent, from driver_functions.h (see makers.go).
+//
+// Every enum E has EValues, its values in header order, each once:
+// cudadrv.ResultValues() []Result.
+//
+// A function that gets or sets an attribute's value through void * (named
+// in attrs.go's attrFuncs) has a generic companion named Of that takes or
+// returns the value as a T, and refuses a T that does not fit the
+// attribute's value type with a *ValueTypeError before the call:
+// cudadrv.MemPoolGetAttributeOf[T any](pool MemoryPool, attr
+// MemPool_attribute) (T, error). The value types come from the headers'
+// "(value type = cuuint64_t)" comments, and for the attributes whose types
+// the headers give only in prose from attrs.go's valueTypes; the
+// attribute enum's ValueType method returns them (nil where none is known).
 //
 // # cgo annotations
 //

@@ -12,6 +12,7 @@ type Package struct {
 	LibraryEnv string     // the environment variable that may name its path
 	Error      *Type      // the status enum, whose values are errors, or nil
 	Funcs      []*Func    // in header order
+	Makers     []*Maker   `json:",omitempty"` // inline struct constructors, in header order
 	Enums      []*Enum    // sorted by Go name
 	Records    []*Record  // structs and unions, sorted by Go name
 	Typedefs   []*Typedef // handles, function pointers, scalars and aliases, sorted by Go name
@@ -61,6 +62,10 @@ type Param struct {
 	CName  string
 	GoName string
 	Type   *Type
+	// Out marks a const char ** whose pointee is not const: the call sets
+	// *p to a string of the library's, which the Go function returns
+	// instead of taking p (cuGetErrorString's pStr).
+	Out bool `json:",omitempty"`
 }
 
 // TypeKind classifies a Type.
@@ -172,4 +177,16 @@ type Skip struct {
 	Kind   string // function, type, macro
 	CName  string
 	Reason string
+}
+
+// Maker is a static inline function of the headers that returns a struct
+// of its parameters (make_cudaExtent): Go builds the same struct, without
+// a call into C.
+type Maker struct {
+	CName  string
+	GoName string
+	Doc    string
+	Params []Param
+	Result *Type       // the struct
+	Sets   [][2]string // the struct's Go field and the parameter's Go name, in the body's order
 }

@@ -65,6 +65,9 @@ type parser struct {
 	records map[string]*Record // by Go name
 	enums   map[string]*Enum   // by Go name
 	typedef map[string]*Typedef
+	// handles are the pointee of each handle typedef, by Go name (see
+	// constHandles).
+	handles map[string]handle
 	typeC   map[string]string // C type name (tag or typedef) -> Go name
 	values  map[string]string // Go name -> C name of every enumerator
 	raw     map[any]string    // raw doc comments, converted once all names are known
@@ -203,6 +206,7 @@ func newParser(cfg config, c *cache) (*parser, error) {
 		records:  map[string]*Record{},
 		enums:    map[string]*Enum{},
 		typedef:  map[string]*Typedef{},
+		handles:  map[string]handle{},
 		typeC:    map[string]string{},
 		raw:      map[any]string{},
 		pos:      map[*Func]string{},
@@ -331,6 +335,7 @@ func (p *parser) run() {
 	// Pass 1: name every tagged type and typedef, so that uses anywhere
 	// resolve to Go names.
 	var decls []*cc.Declaration
+	var makers []*cc.FunctionDefinition
 	for l := p.ast.TranslationUnit; l != nil; l = l.TranslationUnit {
 		ed := l.ExternalDeclaration
 		if !p.own(ed.Position().Filename) {
@@ -343,6 +348,8 @@ func (p *parser) run() {
 			if fd := ed.FunctionDefinition; fd.Declarator.IsStatic() {
 				if callee := forwardsTo(fd); callee != "" {
 					p.wrappers[callee] = fd.Declarator
+				} else if isMaker(fd) {
+					makers = append(makers, fd)
 				}
 			}
 		}
@@ -382,7 +389,12 @@ func (p *parser) run() {
 			}
 		}
 	}
+	for _, fd := range makers {
+		p.maker(fd)
+	}
 	p.macros()
+	p.nameMakers()
+	p.constHandles()
 	p.finish()
 	p.files = map[string]bool{}
 	for l := p.ast.TranslationUnit; l != nil; l = l.TranslationUnit {
@@ -491,6 +503,9 @@ func (p *parser) document() {
 	conv := func(raw string) string { return doxygen(raw, links) }
 	for _, f := range p.pkg.Funcs {
 		f.Doc = withDeprecation(conv(p.raw[f]), conv(p.raw[deprecatedKey{f}]))
+	}
+	for _, m := range p.pkg.Makers {
+		m.Doc = conv(p.raw[m])
 	}
 	for _, e := range p.pkg.Enums {
 		e.Doc = conv(p.raw[e])

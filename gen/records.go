@@ -416,6 +416,8 @@ func (p *parser) typedefDecl(d *cc.Declarator) {
 		td.Class = ClassFuncPtr
 	case t.Kind() == cc.Ptr && (t.(*cc.PointerType).Elem().Kind() == cc.Struct || t.(*cc.PointerType).Elem().Kind() == cc.Union):
 		td.Class = ClassHandle
+		e := t.(*cc.PointerType).Elem()
+		p.handles[goName] = handle{tag: tagName(e), isConst: e.Attributes().IsConst()}
 	default:
 		if s := p.scalar(t); s != nil {
 			td.Class, td.Type = ClassScalar, s
@@ -458,4 +460,35 @@ func (p *parser) alias(name, goName string, target *Type, doc func(any)) {
 	doc(td)
 	p.typedef[goName] = td
 	p.pkg.Typedefs = append(p.pkg.Typedefs, td)
+}
+
+// handle is what a handle typedef points to.
+type handle struct {
+	tag     string // "struct cudaArray", or "" for an anonymous struct
+	isConst bool
+}
+
+// constHandles makes a handle typedef that points to a const struct an
+// alias of the package's handle typedef to the same struct, not const
+// (cudaArray_const_t of cudaArray_t: Array_const = Array): const is C's
+// promise not to write through it, and a Go type of its own only made
+// callers convert one handle to the other.
+func (p *parser) constHandles() {
+	plain := map[string]*Typedef{}
+	for _, td := range p.pkg.Typedefs {
+		if h, ok := p.handles[td.GoName]; ok && !h.isConst && h.tag != "" && td.Class == ClassHandle {
+			if plain[h.tag] == nil {
+				plain[h.tag] = td
+			}
+		}
+	}
+	for _, td := range p.pkg.Typedefs {
+		h, ok := p.handles[td.GoName]
+		if !ok || !h.isConst || td.Class != ClassHandle {
+			continue
+		}
+		if to := plain[h.tag]; to != nil {
+			td.Class, td.Type = "", &Type{Kind: Named, Go: to.GoName, C: to.CName, Class: ClassHandle}
+		}
+	}
 }

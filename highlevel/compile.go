@@ -171,11 +171,11 @@ func compile(source, name, arch string, args, names []string) (_ *Compiled, err 
 		return nil, err
 	}
 	for _, n := range names {
-		var lowered *byte
-		if err := nvrtc.GetLoweredName(prog, n, &lowered); err != nil {
+		lowered, err := nvrtc.GetLoweredName(prog, n)
+		if err != nil {
 			return nil, fmt.Errorf("lowered name of %q: %w", n, err)
 		}
-		c.LoweredNames[n] = C.GoString((*C.char)(unsafe.Pointer(lowered)))
+		c.LoweredNames[n] = lowered
 	}
 	return c, nil
 }

@@ -16,7 +16,9 @@ import (
 #include <stdlib.h>
 #define CUDA_ENABLE_DEPRECATED 1
 #define __NV_NO_VECTOR_DEPRECATION_DIAG 1
+#define __CUDA_INCLUDE_COMPILER_INTERNAL_HEADERS__
 #include "nccl.h"
+#undef __CUDA_INCLUDE_COMPILER_INTERNAL_HEADERS__
 
 static int gocuda_ncclMemAlloc(uintptr_t fp, void * a0, size_t a1) {
 	return ((__typeof__(&ncclMemAlloc))fp)(a0, a1);
@@ -280,6 +282,11 @@ func GetUniqueId(uniqueId *UniqueId) error {
 
 // CommInitRankConfig calls ncclCommInitRankConfig: create a new communicator (multi thread/process version) with a configuration
 // set by users.
+//
+// Go memory that the pointer fields of *config point to (NetName, CommName)
+// must be pinned (runtime.Pinner) for the call, and for as long as the call's
+// work may use it. cgo panics on an unpinned Go pointer in Go memory passed to
+// C ("Go pointer to unpinned Go pointer").
 func CommInitRankConfig(comm *Comm, nranks int32, commId UniqueId, rank int32, config *Config) error {
 	fp, err := procCommInitRankConfig.Addr()
 	if err != nil {
@@ -373,6 +380,11 @@ func CommAbort(comm Comm) error {
 // and will therefore return a NULL communicator.
 // If config is NULL, the new communicator will inherit the original communicator's
 // configuration
+//
+// Go memory that the pointer fields of *config point to (NetName, CommName)
+// must be pinned (runtime.Pinner) for the call, and for as long as the call's
+// work may use it. cgo panics on an unpinned Go pointer in Go memory passed to
+// C ("Go pointer to unpinned Go pointer").
 func CommSplit(comm Comm, color int32, key int32, newcomm *Comm, config *Config) error {
 	fp, err := procCommSplit.Addr()
 	if err != nil {
@@ -389,6 +401,11 @@ func CommSplit(comm Comm, color int32, key int32, newcomm *Comm, config *Config)
 // Within the new communicator, ranks will be re-ordered to fill the gap of removed ones.
 // If config is NULL, the new communicator will inherit the original communicator's configuration
 // The flag enables NCCL to adapt to various states of the parent communicator, see NCCL_SHRINK flags.
+//
+// Go memory that the pointer fields of *config point to (NetName, CommName)
+// must be pinned (runtime.Pinner) for the call, and for as long as the call's
+// work may use it. cgo panics on an unpinned Go pointer in Go memory passed to
+// C ("Go pointer to unpinned Go pointer").
 func CommShrink(comm Comm, excludeRanksList *int32, excludeRanksCount int32, newcomm *Comm, config *Config, shrinkFlags int32) error {
 	fp, err := procCommShrink.Addr()
 	if err != nil {
@@ -403,6 +420,11 @@ func CommShrink(comm Comm, excludeRanksList *int32, excludeRanksCount int32, new
 // CommInitRankScalable calls ncclCommInitRankScalable: creates a new communicator (multi thread/process version), similar to ncclCommInitRankConfig.
 // Allows to use more than one ncclUniqueId (up to one per rank), indicated by nId, to accelerate the init operation.
 // The number of ncclUniqueIds and their order must be the same for every rank.
+//
+// Go memory that the pointer fields of *config point to (NetName, CommName)
+// must be pinned (runtime.Pinner) for the call, and for as long as the call's
+// work may use it. cgo panics on an unpinned Go pointer in Go memory passed to
+// C ("Go pointer to unpinned Go pointer").
 func CommInitRankScalable(newcomm *Comm, nranks int32, myrank int32, nId int32, commIds *UniqueId, config *Config) error {
 	fp, err := procCommInitRankScalable.Addr()
 	if err != nil {

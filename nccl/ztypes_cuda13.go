@@ -30,6 +30,26 @@ const (
 	NumTypes   DataType = 12
 )
 
+// DataTypeValues returns the values of DataType that the headers name, in
+// their order, each once (the first name of a value is its String).
+func DataTypeValues() []DataType {
+	return []DataType{
+		Int8,
+		Uint8,
+		Int32,
+		Uint32,
+		Int64,
+		Uint64,
+		Float16,
+		Float32,
+		Float64,
+		Bfloat16,
+		Float8e4m3,
+		Float8e5m2,
+		NumTypes,
+	}
+}
+
 // String returns the C name of v, or DataType(n) for a value the headers do not name.
 func (v DataType) String() string {
 	switch v {
@@ -84,6 +104,20 @@ const (
 	MaxRedOp RedOp = 2147483647
 )
 
+// RedOpValues returns the values of RedOp that the headers name, in their
+// order, each once (the first name of a value is its String).
+func RedOpValues() []RedOp {
+	return []RedOp{
+		Sum,
+		Prod,
+		Max,
+		Min,
+		Avg,
+		NumOps,
+		MaxRedOp,
+	}
+}
+
 // String returns the C name of v, or RedOp(n) for a value the headers do not name.
 func (v RedOp) String() string {
 	switch v {
@@ -119,6 +153,22 @@ const (
 	InProgress         Result = 7
 	NumResults         Result = 8
 )
+
+// ResultValues returns the values of Result that the headers name, in their
+// order, each once (the first name of a value is its String).
+func ResultValues() []Result {
+	return []Result{
+		Success,
+		UnhandledCudaError,
+		SystemError,
+		InternalError,
+		InvalidArgument,
+		InvalidUsage,
+		RemoteError,
+		InProgress,
+		NumResults,
+	}
+}
 
 // String returns the C name of v, or Result(n) for a value the headers do not name.
 func (v Result) String() string {
@@ -161,6 +211,15 @@ const (
 	// dereferenced before the ncclRedOpCreate***() function returns.
 	ScalarHostImmediate ScalarResidence = 1
 )
+
+// ScalarResidenceValues returns the values of ScalarResidence that the headers
+// name, in their order, each once (the first name of a value is its String).
+func ScalarResidenceValues() []ScalarResidence {
+	return []ScalarResidence{
+		ScalarDevice,
+		ScalarHostImmediate,
+	}
+}
 
 // String returns the C name of v, or ScalarResidence(n) for a value the headers do not name.
 func (v ScalarResidence) String() string {

@@ -32,7 +32,9 @@ import "unsafe"
 #include <stdlib.h>
 #define CUDA_ENABLE_DEPRECATED 1
 #define __NV_NO_VECTOR_DEPRECATION_DIAG 1
+#define __CUDA_INCLUDE_COMPILER_INTERNAL_HEADERS__
 #include "nvJitLink.h"
+#undef __CUDA_INCLUDE_COMPILER_INTERNAL_HEADERS__
 
 static int gocuda_nvJitLinkCreate(uintptr_t fp, void * a0, uint32_t a1, void * a2) {
 	return ((__typeof__(&nvJitLinkCreate))fp)(a0, a1, a2);
@@ -129,6 +131,11 @@ var (
 // It supports options listed in options.
 //
 // See also: nvJitLinkDestroy
+//
+// The array options points to holds pointers: where it is Go memory, the Go
+// memory its elements point to must be pinned (runtime.Pinner) for the call,
+// and for as long as the call's work may use it. cgo panics on an unpinned Go
+// pointer in Go memory passed to C ("Go pointer to unpinned Go pointer").
 func Create(handle *Handle, numOptions uint32, options **byte) error {
 	fp, err := procCreate.Addr()
 	if err != nil {

@@ -22,6 +22,22 @@ const (
 	INPUT_ANY     InputType = 10
 )
 
+// InputTypeValues returns the values of InputType that the headers name, in
+// their order, each once (the first name of a value is its String).
+func InputTypeValues() []InputType {
+	return []InputType{
+		INPUT_NONE,
+		INPUT_CUBIN,
+		INPUT_PTX,
+		INPUT_LTOIR,
+		INPUT_FATBIN,
+		INPUT_OBJECT,
+		INPUT_LIBRARY,
+		INPUT_INDEX,
+		INPUT_ANY,
+	}
+}
+
 // String returns the C name of v, or InputType(n) for a value the headers do not name.
 func (v InputType) String() string {
 	switch v {
@@ -63,6 +79,23 @@ const (
 	ERROR_UNRECOGNIZED_INPUT  Result = 8
 	ERROR_FINALIZE            Result = 9
 )
+
+// ResultValues returns the values of Result that the headers name, in their
+// order, each once (the first name of a value is its String).
+func ResultValues() []Result {
+	return []Result{
+		SUCCESS,
+		ERROR_UNRECOGNIZED_OPTION,
+		ERROR_MISSING_ARCH,
+		ERROR_INVALID_INPUT,
+		ERROR_PTX_COMPILE,
+		ERROR_NVVM_COMPILE,
+		ERROR_INTERNAL,
+		ERROR_THREADPOOL,
+		ERROR_UNRECOGNIZED_INPUT,
+		ERROR_FINALIZE,
+	}
+}
 
 // String returns the C name of v, or Result(n) for a value the headers do not name.
 func (v Result) String() string {

@@ -107,11 +107,11 @@ func TestGPUCompile(t *testing.T) {
 	if err != nil {
 		t.Fatalf("CompileProgram: %v\n%s", err, log)
 	}
-	var lowered *byte
-	if err := GetLoweredName(prog, "fill<int>", &lowered); err != nil {
+	got, err := GetLoweredName(prog, "fill<int>")
+	if err != nil {
 		t.Fatal(err)
 	}
-	if got := cString(lowered); got != "_Z4fillIiEvPT_S0_" {
+	if got != "_Z4fillIiEvPT_S0_" {
 		t.Errorf("lowered name of fill<int> = %q", got)
 	}
 	var size uint64

@@ -48,7 +48,9 @@ import "unsafe"
 #include <stdlib.h>
 #define CUDA_ENABLE_DEPRECATED 1
 #define __NV_NO_VECTOR_DEPRECATION_DIAG 1
+#define __CUDA_INCLUDE_COMPILER_INTERNAL_HEADERS__
 #include "nvrtc.h"
+#undef __CUDA_INCLUDE_COMPILER_INTERNAL_HEADERS__
 
 static const char * gocuda_nvrtcGetErrorString(uintptr_t fp, int a0) {
 	return ((__typeof__(&nvrtcGetErrorString))fp)(a0);
@@ -346,6 +348,11 @@ func DestroyProgram(prog *Program) error {
 // - NVRTC_ERROR_TIME_FILE_WRITE_FAILED
 //
 // It supports compile options listed in options.
+//
+// The array options points to holds pointers: where it is Go memory, the Go
+// memory its elements point to must be pinned (runtime.Pinner) for the call,
+// and for as long as the call's work may use it. cgo panics on an unpinned Go
+// pointer in Go memory passed to C ("Go pointer to unpinned Go pointer").
 func CompileProgram(prog Program, numOptions int32, options **byte) error {
 	fp, err := procCompileProgram.Addr()
 	if err != nil {
@@ -724,15 +731,18 @@ func AddNameExpression(prog Program, name_expression string) error {
 // - NVRTC_ERROR_NAME_EXPRESSION_NOT_VALID
 //
 // See also: [AddNameExpression]
-func GetLoweredName(prog Program, name_expression string, lowered_name **byte) error {
+//
+// In Go, the string the call sets *lowered_name to is returned, before the error, in place of the parameter; it is the library's and is copied.
+func GetLoweredName(prog Program, name_expression string) (string, error) {
 	fp, err := procGetLoweredName.Addr()
 	if err != nil {
-		return err
+		return "", err
 	}
 	_name_expression := C.CString(name_expression)
 	defer C.free(unsafe.Pointer(_name_expression))
-	if r := C.gocuda_nvrtcGetLoweredName(C.uintptr_t(uintptr(fp)), C.uintptr_t(prog), unsafe.Pointer(_name_expression), unsafe.Pointer(lowered_name)); r != 0 {
-		return Result(r)
+	var _lowered_name *C.char
+	if r := C.gocuda_nvrtcGetLoweredName(C.uintptr_t(uintptr(fp)), C.uintptr_t(prog), unsafe.Pointer(_name_expression), unsafe.Pointer(&_lowered_name)); r != 0 {
+		return "", Result(r)
 	}
-	return nil
+	return C.GoString(_lowered_name), nil
 }

@@ -32,6 +32,31 @@ const (
 	ERROR_TIME_TRACE_FILE_WRITE_FAILED          Result = 17
 )
 
+// ResultValues returns the values of Result that the headers name, in their
+// order, each once (the first name of a value is its String).
+func ResultValues() []Result {
+	return []Result{
+		SUCCESS,
+		ERROR_OUT_OF_MEMORY,
+		ERROR_PROGRAM_CREATION_FAILURE,
+		ERROR_INVALID_INPUT,
+		ERROR_INVALID_PROGRAM,
+		ERROR_INVALID_OPTION,
+		ERROR_COMPILATION,
+		ERROR_BUILTIN_OPERATION_FAILURE,
+		ERROR_NO_NAME_EXPRESSIONS_AFTER_COMPILATION,
+		ERROR_NO_LOWERED_NAMES_BEFORE_COMPILATION,
+		ERROR_NAME_EXPRESSION_NOT_VALID,
+		ERROR_INTERNAL_ERROR,
+		ERROR_TIME_FILE_WRITE_FAILED,
+		ERROR_NO_PCH_CREATE_ATTEMPTED,
+		ERROR_PCH_CREATE_HEAP_EXHAUSTED,
+		ERROR_PCH_CREATE,
+		ERROR_CANCELLED,
+		ERROR_TIME_TRACE_FILE_WRITE_FAILED,
+	}
+}
+
 // String returns the C name of v, or Result(n) for a value the headers do not name.
 func (v Result) String() string {
 	switch v {

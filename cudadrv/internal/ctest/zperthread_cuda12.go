@@ -9,8 +9,10 @@ package ctest
 #define CUDA_API_PER_THREAD_DEFAULT_STREAM 1
 #define CUDA_ENABLE_DEPRECATED 1
 #define __NV_NO_VECTOR_DEPRECATION_DIAG 1
+#define __CUDA_INCLUDE_COMPILER_INTERNAL_HEADERS__
 #include "cuda.h"
 #include "cudaProfiler.h"
+#undef __CUDA_INCLUDE_COMPILER_INTERNAL_HEADERS__
 
 #define gocuda_str(x) #x
 #define gocuda_expand(x) gocuda_str(x)

@@ -10,7 +10,9 @@ package ctest
 #include <stddef.h>
 #define CUDA_ENABLE_DEPRECATED 1
 #define __NV_NO_VECTOR_DEPRECATION_DIAG 1
+#define __CUDA_INCLUDE_COMPILER_INTERNAL_HEADERS__
 #include "curand.h"
+#undef __CUDA_INCLUDE_COMPILER_INTERNAL_HEADERS__
 
 struct gocuda_size { const char *name; size_t size, align; };
 struct gocuda_offset { const char *name; size_t offset; };

@@ -63,3 +63,46 @@ extern cudaError_t cudaSetName(const char * const name, char *out);
 
 /** Unnamed parameters are named by their position. */
 extern cudaError_t cudaUnnamed(int, const char *, void *);
+
+/** Sets \p *pStr to the name of \p error; a const char ** is a string the call sets. */
+extern cudaError_t cudaGetErrorNameOut(cudaError_t error, const char **pStr);
+
+/** Returns a count and sets two strings; an array of strings it reads stays a pointer. */
+extern int cudaTwoNames(const char **first, const char * const *options, const char **second);
+
+struct cudaPitched { void *ptr; size_t pitch; };
+
+/**
+ * \brief Takes pointers to pin: the docs say what
+ *
+ * \param args  - Array of pointers to the arguments
+ * \param p     - A struct with a pointer field
+ * \param devPtr - Returned device pointer (a single one: no note)
+ */
+extern cudaError_t cudaPinned(void **args, struct cudaPitched *p, void **devPtr);
+
+/**
+ * \brief Makes a cudaPitched of its arguments: an inline struct maker, which Go does itself
+ *
+ * \param d - Pointer
+ * \param p - Pitch
+ */
+static __inline__ struct cudaPitched make_cudaPitched(void *d, size_t p)
+{
+    struct cudaPitched s;
+    s.ptr = d;
+    s.pitch = p;
+    return s;
+}
+
+/** Not a maker: it computes, so it is not bound. */
+static __inline__ struct cudaPitched make_cudaTwice(void *d, size_t p)
+{
+    struct cudaPitched s;
+    s.ptr = d;
+    s.pitch = 2 * p;
+    return s;
+}
+
+/** Writes a name into a buffer of len bytes: a companion returns it as a string. */
+extern cudaError_t cudaGetName(char *name, int len, int device);

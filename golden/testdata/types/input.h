@@ -91,3 +91,21 @@ typedef unsigned long long cudaWidgetId_t;
 
 /** A typedef of a tagged struct with another name. */
 typedef struct cudaInner cudaInnerAlias;
+
+/**
+ * A union whose members hold pointers: a struct of them (one typed, an
+ * array of two), a nested struct without, and integers.
+ */
+union cudaPointers {
+    struct {
+        void *host;
+        struct cudaInner *inner;
+        int *each[2];
+        struct cudaInner plain;
+    } copy;                   /**< Pointers at depth: a setter pins them */
+    struct cudaInner none;    /**< No pointer: no setter */
+    unsigned long long bits[5];
+};
+
+/** A handle to a const struct: an alias of the plain handle in Go. */
+typedef const struct CUwidget_st *cudaWidget_const_t;
