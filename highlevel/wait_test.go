@@ -2,6 +2,7 @@ package highlevel
 
 import (
 	"context"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -89,7 +90,11 @@ func TestWaitSteps(t *testing.T) {
 	if r := waitSteps(context.Background(), &c, f.step); r != 0 {
 		t.Fatalf("waitSteps = %d, want 0", r)
 	}
-	if f.spun > 2*maxLead+firstSpin {
+	// Under an emulator ($GOCUDA_TEST_EXEC: qemu-user, for arm64) sleeps
+	// overrun by more than the plan allows for, and the bounds of time
+	// below do not hold.
+	emulated := os.Getenv("GOCUDA_TEST_EXEC") != ""
+	if f.spun > 2*maxLead+firstSpin && !emulated {
 		t.Errorf("a wait like the last one spun for up to %v in %d steps", f.spun, f.steps)
 	}
 
@@ -106,7 +111,7 @@ func TestWaitSteps(t *testing.T) {
 		f = &fakeEvent{at: time.Now().Add(time.Millisecond)}
 		start = time.Now()
 		waitSteps(context.Background(), &c, f.step)
-		if took := time.Since(start); took > 20*time.Millisecond {
+		if took := time.Since(start); took > 20*time.Millisecond && !emulated {
 			t.Errorf("wait %d for 1 ms after waits of 200 ms took %v", i, took)
 		}
 	}
