@@ -90,6 +90,7 @@ type Comm struct {
 
 	life     life
 	aborting atomic.Bool           // pollers stop
+	ended    atomic.Bool           // Close or Abort is done
 	cause    atomic.Pointer[error] // why it was aborted
 }
 
@@ -534,6 +535,7 @@ func (c *Comm) Close() error {
 	if !c.life.close() {
 		return c.opErr(op, c.closedErr())
 	}
+	defer c.ended.Store(true)
 	err := c.dev.Do(func() error { return nccl.CommFinalize(c.h) })
 	if err != nil && !errors.Is(err, nccl.InProgress) {
 		err = fmt.Errorf("ncclCommFinalize: %w", ncclErr(c.h, err))
@@ -572,12 +574,16 @@ func (c *Comm) Abort() error {
 // abort aborts c for cause, unless it is closed or aborted already. It
 // must not be called by an operation in progress on c.
 func (c *Comm) abort(cause error) error {
+	if c.ended.Load() {
+		return c.opErr("abort", c.closedErr())
+	}
 	// A Close in progress sees it and aborts instead of waiting.
 	c.setCause(cause)
 	c.aborting.Store(true)
 	if !c.life.close() {
 		return c.opErr("abort", c.closedErr())
 	}
+	defer c.ended.Store(true)
 	if err := c.dev.Do(func() error { return nccl.CommAbort(c.h) }); err != nil {
 		return c.opErr("abort", fmt.Errorf("ncclCommAbort: %w", err))
 	}
