@@ -16,7 +16,7 @@ SHELL := bash
 # The suite travels to the GPU machine with the repository (64 MiB at most
 # together): no symbol tables, and packed with xz (29 MiB, against gzip's 49).
 STRIP := -ldflags='-s -w'
-GPU_PKGS := cudart cudadrv nvrtc nvjitlink cublas cublaslt cusolver cusparse curand cufft nccl internal/dl highlevel highlevel/cudatest highlevel/linalg highlevel/nvtx bench
+GPU_PKGS := cudart cudadrv nvrtc nvjitlink cublas cublaslt cusolver cusparse curand cufft nccl internal/dl highlevel highlevel/cudatest highlevel/collective highlevel/linalg highlevel/nvtx bench
 # The build tags of the CUDA majors other than the default: those of the
 # build lines of headers/cuda*.txt that are one tag (build cuda12).
 MAJOR_TAGS := $(shell sed -n 's/^build  *\([A-Za-z0-9_]*\) *$$/\1/p' headers/cuda*.txt)
