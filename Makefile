@@ -66,7 +66,7 @@ gpu:
 	$(foreach p,$(GPU_PKGS),$(GO) test $(STRIP) -c -o build/gpu/$(subst /,_,$(p)).test ./$(p) &&) true
 	$(GO) test $(STRIP) -race -c -o build/gpu/highlevel_race.test ./highlevel
 	$(foreach t,$(MAJOR_TAGS),$(foreach p,$(GPU_MAJOR_PKGS),$(GO) test $(STRIP) -tags $(t) -c -o build/gpu/$(subst /,_,$(p))_$(t).test ./$(p) &&)) true
-	$(foreach e,devicequery saxpy sgemm bandwidth,$(GO) build $(STRIP) -o build/gpu/$(e) ./examples/$(e) &&) true
+	$(foreach e,devicequery saxpy sgemm bandwidth allreduce,$(GO) build $(STRIP) -o build/gpu/$(e) ./examples/$(e) &&) true
 	CGO_ENABLED=0 $(GO) build $(STRIP) -o build/gpu/benchtable ./bench/cmd/benchtable
 	cp bench/c/*.c bench/c/*.cu bench/c/*.h headers/nccl-2.28.3/nccl.h scripts/gpu.sh build/gpu/
 	cp bench/py/bench.py build/gpu/py/
