@@ -72,11 +72,7 @@ func run(n, iters int, timeout time.Duration, out *os.File) error {
 			return err
 		}
 	}
-	defer func() {
-		for _, c := range comms {
-			c.Close()
-		}
-	}()
+	defer collective.CloseAll(comms)
 	var mu sync.Mutex
 	return collective.RunEach(comms, func(c *collective.Comm) error {
 		took, err := rank(ctx, c, n, iters)

@@ -227,3 +227,18 @@ func TestErrorMessages(t *testing.T) {
 		t.Errorf("got %q, want %q", err, want)
 	}
 }
+
+func TestCloseAllClosed(t *testing.T) {
+	a, b := fake(), fake()
+	a.life.close()
+	a.ended.Store(true)
+	b.life.close()
+	b.ended.Store(true)
+	err := CloseAll([]*Comm{a, nil, b})
+	if n := len(unjoin(err)); n != 2 || !errors.Is(err, highlevel.ErrClosed) {
+		t.Errorf("CloseAll of two closed communicators: %d errors, %v", n, err)
+	}
+	if err := CloseAll(nil); err != nil {
+		t.Errorf("CloseAll(nil) = %v", err)
+	}
+}

@@ -65,3 +65,19 @@ func RunEach(comms []*Comm, fn func(c *Comm) error) error {
 	wg.Wait()
 	return errors.Join(errs...)
 }
+
+// CloseAll closes comms at once, each in a goroutine of its own, and
+// returns their errors joined: the way to close the communicators of one
+// process's NewComms, since NCCL's finalization may wait for every rank of
+// the process to finalize. A nil Comm is skipped.
+func CloseAll(comms []*Comm) error {
+	errs := make([]error, len(comms))
+	var wg sync.WaitGroup
+	for i, c := range comms {
+		if c != nil {
+			wg.Go(func() { errs[i] = c.Close() })
+		}
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}

@@ -18,11 +18,7 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	defer func() {
-		for _, c := range comms {
-			c.Close()
-		}
-	}()
+	defer collective.CloseAll(comms)
 	err = collective.RunEach(comms, func(c *collective.Comm) error {
 		s, err := highlevel.NewStream(c.Device(), nil)
 		if err != nil {

@@ -58,8 +58,9 @@ func newComms(t *testing.T, opts *Options) []*Comm {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		for _, c := range comms {
-			if err := c.Close(); err != nil && !errors.Is(err, highlevel.ErrClosed) {
+		// Those aborted by the test return ErrClosed.
+		for _, err := range unjoin(CloseAll(comms)) {
+			if !errors.Is(err, highlevel.ErrClosed) {
 				t.Errorf("Close: %v", err)
 			}
 		}
@@ -70,6 +71,17 @@ func newComms(t *testing.T, opts *Options) []*Comm {
 		}
 	}
 	return comms
+}
+
+// unjoin returns the errors errors.Join joined.
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	if err != nil {
+		return []error{err}
+	}
+	return nil
 }
 
 // value is rank r's element i: 1 to 4, small enough that every sum and
