@@ -16,7 +16,7 @@ SHELL := bash
 # The suite travels to the GPU machine with the repository (64 MiB at most
 # together): no symbol tables, and packed with xz (29 MiB, against gzip's 49).
 STRIP := -ldflags='-s -w'
-GPU_PKGS := cudart cudadrv nvrtc nvjitlink cublas cublaslt cusolver cusparse curand cufft nccl internal/dl highlevel highlevel/cudatest highlevel/linalg highlevel/nvtx bench
+GPU_PKGS := cudart cudadrv nvrtc nvjitlink cublas cublaslt cusolver cusparse curand cufft nccl internal/dl highlevel highlevel/cudatest highlevel/collective highlevel/linalg highlevel/nvtx bench
 # The build tags of the CUDA majors other than the default: those of the
 # build lines of headers/cuda*.txt that are one tag (build cuda12).
 MAJOR_TAGS := $(shell sed -n 's/^build  *\([A-Za-z0-9_]*\) *$$/\1/p' headers/cuda*.txt)
@@ -66,7 +66,7 @@ gpu:
 	$(foreach p,$(GPU_PKGS),$(GO) test $(STRIP) -c -o build/gpu/$(subst /,_,$(p)).test ./$(p) &&) true
 	$(GO) test $(STRIP) -race -c -o build/gpu/highlevel_race.test ./highlevel
 	$(foreach t,$(MAJOR_TAGS),$(foreach p,$(GPU_MAJOR_PKGS),$(GO) test $(STRIP) -tags $(t) -c -o build/gpu/$(subst /,_,$(p))_$(t).test ./$(p) &&)) true
-	$(foreach e,devicequery saxpy sgemm bandwidth,$(GO) build $(STRIP) -o build/gpu/$(e) ./examples/$(e) &&) true
+	$(foreach e,devicequery saxpy sgemm bandwidth allreduce,$(GO) build $(STRIP) -o build/gpu/$(e) ./examples/$(e) &&) true
 	CGO_ENABLED=0 $(GO) build $(STRIP) -o build/gpu/benchtable ./bench/cmd/benchtable
 	cp bench/c/*.c bench/c/*.cu bench/c/*.h headers/nccl-2.28.3/nccl.h scripts/gpu.sh build/gpu/
 	cp bench/py/bench.py build/gpu/py/

@@ -1,0 +1,498 @@
+package collective
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"reflect"
+	"runtime"
+	"slices"
+	"strconv"
+	"time"
+	"unsafe"
+
+	"github.com/gocuda/cuda/cudart"
+	"github.com/gocuda/cuda/highlevel"
+	"github.com/gocuda/cuda/highlevel/internal/hook"
+	"github.com/gocuda/cuda/nccl"
+)
+
+// Elem is the element types NCCL reduces and moves, which the type
+// parameter of the collectives is constrained to, so that a type NCCL
+// lacks (int16, bool, complex64, a struct) does not compile: int8, uint8,
+// int32, uint32, int64, uint64, int and uint (64 bits on the platforms the
+// module builds for), float32 and float64, and types defined over them.
+type Elem interface {
+	~int8 | ~uint8 | ~int32 | ~uint32 | ~int64 | ~uint64 | ~int | ~uint | ~float32 | ~float64
+}
+
+// dataType returns NCCL's type of T.
+func dataType[T Elem]() nccl.DataType {
+	switch reflect.TypeFor[T]().Kind() {
+	case reflect.Int8:
+		return nccl.Int8
+	case reflect.Uint8:
+		return nccl.Uint8
+	case reflect.Int32:
+		return nccl.Int32
+	case reflect.Uint32:
+		return nccl.Uint32
+	case reflect.Int64, reflect.Int:
+		return nccl.Int64
+	case reflect.Uint64, reflect.Uint:
+		return nccl.Uint64
+	case reflect.Float32:
+		return nccl.Float32
+	case reflect.Float64:
+		return nccl.Float64
+	}
+	panic("collective: unreachable: " + reflect.TypeFor[T]().String()) // Elem allows no other kind
+}
+
+// A ReduceOp is the reduction of AllReduce, Reduce and ReduceScatter.
+type ReduceOp int
+
+const (
+	Sum  ReduceOp = iota // the sum (ncclSum)
+	Prod                 // the product (ncclProd)
+	Max                  // the maximum (ncclMax)
+	Min                  // the minimum (ncclMin)
+	Avg                  // the mean over the ranks (ncclAvg); integers are divided, rounding as NCCL does
+)
+
+var opNames = [...]string{"Sum", "Prod", "Max", "Min", "Avg"}
+
+// String returns the operation's name: "Sum".
+func (o ReduceOp) String() string {
+	if o >= 0 && int(o) < len(opNames) {
+		return opNames[o]
+	}
+	return "ReduceOp(" + strconv.Itoa(int(o)) + ")"
+}
+
+func (o ReduceOp) nccl() (nccl.RedOp, error) {
+	switch o {
+	case Sum:
+		return nccl.Sum, nil
+	case Prod:
+		return nccl.Prod, nil
+	case Max:
+		return nccl.Max, nil
+	case Min:
+		return nccl.Min, nil
+	case Avg:
+		return nccl.Avg, nil
+	}
+	return 0, fmt.Errorf("%w: %v is no reduction", ErrConfig, o)
+}
+
+// A Call is one collective or point-to-point operation on one rank, made by
+// AllReduce, Broadcast, Reduce, AllGather, ReduceScatter, Send or Recv and
+// queued by Run. Making it checks its arguments and queues nothing; an
+// argument that cannot work makes a Call whose Run returns the error. The
+// zero Call is not usable: Run returns an error wrapping highlevel.ErrNil.
+type Call struct {
+	op     string
+	comm   *Comm
+	s      *highlevel.Stream
+	arrays [2]any // *highlevel.Array[T] or nil: the send and receive buffers
+	err    error
+	// queue makes NCCL's call: p are the addresses of arrays.
+	queue func(p [2]unsafe.Pointer, s cudart.Stream) error
+}
+
+// newCall begins a Call of op on c, checking what every call needs.
+func newCall(op string, c *Comm, s *highlevel.Stream) Call {
+	call := Call{op: op, comm: c, s: s}
+	call.err = c.usable()
+	return call
+}
+
+// fail sets the call's error, unless it has one.
+func (call *Call) fail(format string, args ...any) {
+	if call.err == nil {
+		call.err = fmt.Errorf("%w: "+format, append([]any{ErrConfig}, args...)...)
+	}
+}
+
+// array checks that a, the argument name, is not nil and holds n elements
+// (any number when n < 0).
+func array[T Elem](call *Call, name string, a *highlevel.Array[T], n int) {
+	switch {
+	case a == nil:
+		call.fail("nil %s", name)
+	case n >= 0 && a.Len() != n:
+		call.fail("%s holds %d elements, want %d", name, a.Len(), n)
+	}
+}
+
+func (call *Call) rank(name string, r int) {
+	if call.err == nil && (r < 0 || r >= call.comm.size) {
+		call.fail("%s %d: want 0 to %d", name, r, call.comm.size-1)
+	}
+}
+
+func (call *Call) redOp(o ReduceOp) nccl.RedOp {
+	r, err := o.nccl()
+	if err != nil && call.err == nil {
+		call.err = err
+	}
+	return r
+}
+
+// AllReduce reduces send over every rank with op and leaves the result in
+// recv on every rank (ncclAllReduce). send and recv hold as many elements;
+// they may be the same array (in place).
+func AllReduce[T Elem](c *Comm, send, recv *highlevel.Array[T], op ReduceOp, s *highlevel.Stream) Call {
+	call := newCall("all-reduce", c, s)
+	array(&call, "send", send, -1)
+	array(&call, "recv", recv, send.Len())
+	o := call.redOp(op)
+	if call.err != nil {
+		return call
+	}
+	n, dt, h := uint64(send.Len()), dataType[T](), c.h
+	call.arrays = [2]any{send, recv}
+	call.queue = func(p [2]unsafe.Pointer, s cudart.Stream) error {
+		return nccl.AllReduce(p[0], p[1], n, dt, o, h, s)
+	}
+	return call
+}
+
+// Broadcast copies send of rank root to recv of every rank (ncclBroadcast).
+// send matters on the root alone, where it holds as many elements as recv
+// or is recv itself (in place); elsewhere it may be nil.
+func Broadcast[T Elem](c *Comm, send, recv *highlevel.Array[T], root int, s *highlevel.Stream) Call {
+	call := newCall("broadcast", c, s)
+	call.rank("root", root)
+	array(&call, "recv", recv, -1)
+	if call.err != nil {
+		return call
+	}
+	call.arrays[1] = recv
+	if c.rank == root {
+		array(&call, "send at the root", send, recv.Len())
+		call.arrays[0] = send
+	}
+	n, dt, h := uint64(recv.Len()), dataType[T](), c.h
+	call.queue = func(p [2]unsafe.Pointer, s cudart.Stream) error {
+		return nccl.Broadcast(p[0], p[1], n, dt, int32(root), h, s)
+	}
+	return call
+}
+
+// Reduce reduces send over every rank with op into recv of rank root
+// (ncclReduce). recv matters on the root alone, where it holds as many
+// elements as send or is send itself (in place); elsewhere it may be nil.
+func Reduce[T Elem](c *Comm, send, recv *highlevel.Array[T], op ReduceOp, root int, s *highlevel.Stream) Call {
+	call := newCall("reduce", c, s)
+	call.rank("root", root)
+	array(&call, "send", send, -1)
+	o := call.redOp(op)
+	if call.err != nil {
+		return call
+	}
+	call.arrays[0] = send
+	if c.rank == root {
+		array(&call, "recv at the root", recv, send.Len())
+		call.arrays[1] = recv
+	}
+	n, dt, h := uint64(send.Len()), dataType[T](), c.h
+	call.queue = func(p [2]unsafe.Pointer, s cudart.Stream) error {
+		return nccl.Reduce(p[0], p[1], n, dt, o, int32(root), h, s)
+	}
+	return call
+}
+
+// AllGather gathers send of every rank into recv of every rank, rank r's at
+// r·len(send) (ncclAllGather): recv holds Size times as many elements as
+// send. In place, send is recv's slice at this rank's place.
+func AllGather[T Elem](c *Comm, send, recv *highlevel.Array[T], s *highlevel.Stream) Call {
+	call := newCall("all-gather", c, s)
+	array(&call, "send", send, -1)
+	if call.err == nil {
+		array(&call, "recv", recv, c.size*send.Len())
+	}
+	if call.err != nil {
+		return call
+	}
+	n, dt, h := uint64(send.Len()), dataType[T](), c.h
+	call.arrays = [2]any{send, recv}
+	call.queue = func(p [2]unsafe.Pointer, s cudart.Stream) error {
+		return nccl.AllGather(p[0], p[1], n, dt, h, s)
+	}
+	return call
+}
+
+// ReduceScatter reduces send over every rank with op and leaves block r of
+// the result, len(recv) elements at r·len(recv), in recv of rank r
+// (ncclReduceScatter): send holds Size times as many elements as recv. In
+// place, recv is send's slice at this rank's place.
+func ReduceScatter[T Elem](c *Comm, send, recv *highlevel.Array[T], op ReduceOp, s *highlevel.Stream) Call {
+	call := newCall("reduce-scatter", c, s)
+	array(&call, "recv", recv, -1)
+	if call.err == nil {
+		array(&call, "send", send, c.size*recv.Len())
+	}
+	o := call.redOp(op)
+	if call.err != nil {
+		return call
+	}
+	n, dt, h := uint64(recv.Len()), dataType[T](), c.h
+	call.arrays = [2]any{send, recv}
+	call.queue = func(p [2]unsafe.Pointer, s cudart.Stream) error {
+		return nccl.ReduceScatter(p[0], p[1], n, dt, o, h, s)
+	}
+	return call
+}
+
+// Send sends send to rank peer, whose Recv of as many elements receives it
+// (ncclSend). A Send and a Recv between two ranks that both send and
+// receive go in one Run, or NCCL may wait forever (until the Timeout).
+func Send[T Elem](c *Comm, send *highlevel.Array[T], peer int, s *highlevel.Stream) Call {
+	call := newCall("send", c, s)
+	call.rank("peer", peer)
+	array(&call, "send", send, -1)
+	if call.err != nil {
+		return call
+	}
+	n, dt, h := uint64(send.Len()), dataType[T](), c.h
+	call.arrays[0] = send
+	call.queue = func(p [2]unsafe.Pointer, s cudart.Stream) error {
+		return nccl.Send(p[0], n, dt, int32(peer), h, s)
+	}
+	return call
+}
+
+// Recv receives into recv what rank peer sends with Send (ncclRecv).
+func Recv[T Elem](c *Comm, recv *highlevel.Array[T], peer int, s *highlevel.Stream) Call {
+	call := newCall("recv", c, s)
+	call.rank("peer", peer)
+	array(&call, "recv", recv, -1)
+	if call.err != nil {
+		return call
+	}
+	n, dt, h := uint64(recv.Len()), dataType[T](), c.h
+	call.arrays[1] = recv
+	call.queue = func(p [2]unsafe.Pointer, s cudart.Stream) error {
+		return nccl.Recv(p[1], n, dt, int32(peer), h, s)
+	}
+	return call
+}
+
+// runOp names a Run's operation in errors.
+func runOp(calls []Call) string {
+	if len(calls) == 1 {
+		return calls[0].op
+	}
+	return fmt.Sprintf("group of %d calls", len(calls))
+}
+
+// Run queues calls on their streams (nil: the legacy default stream of the
+// communicator's device), as one NCCL group where there are several
+// (ncclGroupStart, the calls, ncclGroupEnd): in one goroutine, the calls
+// of several ranks of one communicator must be one Run, as must a Send and
+// a Recv that wait for each other. Nothing is queued unless every call's
+// arguments are right, its communicator open, its arrays and stream on the
+// communicator's device, and its stream open. The arrays' memory and the
+// streams are held until NCCL has queued the work (a Free or a Close in
+// another goroutine waits), the communicators until NCCL's background
+// work for the calls is done, polled for no longer than their Timeout
+// (then the communicator is aborted).
+//
+// Run returns once the work is queued; Comm.Wait (or the stream's Wait,
+// Done, Synchronize, or an Event recorded after it) waits for it.
+func Run(calls ...Call) error {
+	abort, err := run(calls)
+	// The aborts wait for the operations in progress, run's among them:
+	// they come once run has let go of the communicators.
+	if abort != nil {
+		for _, c := range abort {
+			c.abort(err)
+		}
+		return &Error{Op: runOp(calls), Rank: abort[0].rank, Size: abort[0].size, Dev: int(abort[0].dev), Err: err}
+	}
+	return err
+}
+
+// run is Run; it returns the communicators to abort, and the cause, where
+// NCCL's background work failed.
+func run(calls []Call) (abort []*Comm, err error) {
+	if len(calls) == 0 {
+		return nil, nil
+	}
+	op := runOp(calls)
+	var first *Comm
+	for i := range calls {
+		call := &calls[i]
+		if call.comm == nil && call.err == nil {
+			call.err = fmt.Errorf("%w: zero Call (make one with AllReduce, Broadcast, ...)", highlevel.ErrNil)
+		}
+		if call.err != nil {
+			return nil, call.comm.opErr(call.op, call.err)
+		}
+		if first == nil {
+			first = call.comm
+		}
+	}
+	fail := func(c *Comm, err error) error {
+		if len(calls) == 1 {
+			return c.opErr(op, err)
+		}
+		return &Error{Op: op, Rank: -1, Dev: int(c.dev), Err: fmt.Errorf("rank %d of %d: %w", c.rank, c.size, err)}
+	}
+
+	// The communicators, each once.
+	comms := make([]*Comm, 0, 4)
+	for i := range calls {
+		if c := calls[i].comm; !slices.Contains(comms, c) {
+			comms = append(comms, c)
+		}
+	}
+	held := 0
+	defer func() {
+		for _, c := range comms[:held] {
+			c.release()
+		}
+	}()
+	for _, c := range comms {
+		if err := c.acquire(); err != nil {
+			return nil, fail(c, err)
+		}
+		held++
+	}
+
+	// The arrays' memory.
+	ptrs := make([][2]unsafe.Pointer, len(calls))
+	var holds []any
+	defer func() {
+		for _, a := range holds {
+			hook.ReleaseArray(a)
+		}
+	}()
+	for i := range calls {
+		call := &calls[i]
+		for j, a := range call.arrays {
+			if a == nil {
+				continue
+			}
+			p, dev, err := hook.HoldArray(a)
+			if err != nil {
+				return nil, fail(call.comm, err)
+			}
+			holds = append(holds, a)
+			if dev >= 0 && highlevel.Device(dev) != call.comm.dev {
+				return nil, fail(call.comm, fmt.Errorf("an array on %v for a communicator on %v", highlevel.Device(dev), call.comm.dev))
+			}
+			ptrs[i][j] = p
+		}
+	}
+
+	// The streams, each once, in one order (by device, then handle), so
+	// that two Runs never hold them the other way round.
+	type streamOf struct {
+		s   *highlevel.Stream
+		dev highlevel.Device
+		h   cudart.Stream
+	}
+	streams := make([]streamOf, 0, len(comms))
+	for i := range calls {
+		call := &calls[i]
+		if call.s != nil && call.s.Device() != call.comm.dev {
+			return nil, fail(call.comm, fmt.Errorf("a stream of %v for a communicator on %v", call.s.Device(), call.comm.dev))
+		}
+		so := streamOf{s: call.s, dev: call.comm.dev}
+		if call.s != nil {
+			so.h = call.s.Handle()
+		}
+		if !slices.ContainsFunc(streams, func(x streamOf) bool { return x.s == so.s && x.dev == so.dev }) {
+			streams = append(streams, so)
+		}
+	}
+	slices.SortFunc(streams, func(a, b streamOf) int {
+		return cmp.Or(cmp.Compare(a.dev, b.dev), cmp.Compare(a.h, b.h))
+	})
+	entered := 0
+	defer func() {
+		for _, so := range streams[:entered] {
+			hook.LeaveStream(so.s)
+		}
+	}()
+	handles := make(map[*highlevel.Stream]map[highlevel.Device]cudart.Stream, len(streams))
+	for _, so := range streams {
+		h, err := hook.EnterStream(so.s, int(so.dev))
+		if err != nil {
+			return nil, fail(first, err)
+		}
+		entered++
+		if handles[so.s] == nil {
+			handles[so.s] = make(map[highlevel.Device]cudart.Stream, 1)
+		}
+		handles[so.s][so.dev] = cudart.Stream(h)
+	}
+
+	// NCCL's calls, on one OS thread: a group belongs to it.
+	runtime.LockOSThread()
+	var errs []error
+	grouped := len(calls) > 1
+	if grouped {
+		if err := nccl.GroupStart(); err != nil {
+			runtime.UnlockOSThread()
+			return nil, fail(first, fmt.Errorf("ncclGroupStart: %w", err))
+		}
+	}
+	for i := range calls {
+		call := &calls[i]
+		c := call.comm
+		err := c.dev.Do(func() error { return call.queue(ptrs[i], handles[call.s][c.dev]) })
+		if err != nil && !errors.Is(err, nccl.InProgress) {
+			errs = append(errs, fail(c, ncclErr(c.h, err)))
+		}
+	}
+	if grouped {
+		// ncclGroupEnd whatever happened: the group is the thread's.
+		if err := nccl.GroupEnd(); err != nil && !errors.Is(err, nccl.InProgress) {
+			errs = append(errs, fail(first, fmt.Errorf("ncclGroupEnd: %w", ncclErr(first.h, err))))
+		}
+	}
+	runtime.UnlockOSThread()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+
+	// NCCL's background work (connection setup, a non-blocking group's
+	// launch), for which the arrays and streams stay held.
+	if err := settle(comms); err != nil {
+		return comms, err
+	}
+	return nil, nil
+}
+
+// settle polls comms until NCCL's work on them is no longer in progress;
+// it returns why they are to be aborted, where it fails or times out.
+func settle(comms []*Comm) error {
+	hs := make([]nccl.Comm, len(comms))
+	timeout := comms[0].timeout
+	for i, c := range comms {
+		hs[i] = c.h
+		timeout = min(timeout, c.timeout)
+	}
+	stop := func() error {
+		for _, c := range comms {
+			if err := c.stopped(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	err := poll(nil, time.Now().Add(timeout), hs, stop)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrTimeout):
+		return wrapf(ErrTimeout, ErrAborted, "NCCL's work not done after %v", timeout)
+	case errors.Is(err, ErrAborted):
+		return err
+	}
+	return wrapf(ErrAborted, err, "NCCL failed")
+}

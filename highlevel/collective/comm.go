@@ -1,0 +1,696 @@
+package collective
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/gocuda/cuda/highlevel"
+	"github.com/gocuda/cuda/nccl"
+)
+
+// Options are the options of a communicator; nil or the zero value gives
+// the defaults.
+type Options struct {
+	// Timeout bounds the communicator's initialization, each Wait, each
+	// Run's wait for NCCL's background work, and Close; past it the
+	// communicator is aborted and the operation returns an error wrapping
+	// ErrTimeout and ErrAborted. Zero means DefaultTimeout.
+	Timeout time.Duration
+	// Name is the communicator's name in NCCL's logs; empty: none.
+	Name string
+}
+
+func (o *Options) timeout() time.Duration {
+	if o == nil || o.Timeout <= 0 {
+		return DefaultTimeout
+	}
+	return o.Timeout
+}
+
+// config returns NCCL's configuration for o: NCCL_CONFIG_INITIALIZER,
+// non-blocking. name must stay alive until the initialization is done.
+func (o *Options) config() (*nccl.Config, []byte) {
+	const undef = nccl.CONFIG_UNDEF_INT
+	cfg := &nccl.Config{
+		Size:    uint64(unsafe.Sizeof(nccl.Config{})),
+		Magic:   0xcafebeef,
+		Version: nccl.VERSION_CODE,
+		// Every NCCL call returns at once; the package polls
+		// ncclCommGetAsyncError and so can give up and abort.
+		Blocking:            0,
+		CgaClusterSize:      undef,
+		MinCTAs:             undef,
+		MaxCTAs:             undef,
+		SplitShare:          undef,
+		TrafficClass:        undef,
+		CollnetEnable:       undef,
+		CTAPolicy:           undef,
+		ShrinkShare:         undef,
+		NvlsCTAs:            undef,
+		NChannelsPerNetPeer: undef,
+		NvlinkCentricSched:  undef,
+	}
+	var name []byte
+	if o != nil && o.Name != "" {
+		name = append([]byte(o.Name), 0)
+		cfg.CommName = &name[0]
+	}
+	return cfg, name
+}
+
+// A Comm is one rank of an NCCL communicator, on one device: NCCL's
+// ncclComm_t. NewComms makes one per device of the process, NewComm and
+// Join one rank of a job of several processes, Split new ones from it.
+//
+// A Comm is safe for use by several goroutines. Close follows highlevel's
+// protocol: the operations in progress finish, later ones return an error
+// wrapping highlevel.ErrClosed, and so does a second Close. Abort ends the
+// communicator at once, without waiting for its peers: the collectives it
+// queued stop, and waits for them return.
+//
+// Every NCCL call the package makes on a Comm returns at once
+// (NCCL's non-blocking mode): where NCCL's work goes on in the background,
+// the package polls ncclCommGetAsyncError, for no longer than the
+// Comm's Timeout, after which the communicator is aborted. A rank that
+// dies therefore never leaves the others waiting past their timeout.
+//
+// The zero value is not usable: its methods return an error wrapping
+// highlevel.ErrNil.
+type Comm struct {
+	h       nccl.Comm
+	dev     highlevel.Device
+	rank    int
+	size    int
+	timeout time.Duration
+
+	life     life
+	aborting atomic.Bool           // pollers stop
+	ended    atomic.Bool           // Close or Abort is done
+	cause    atomic.Pointer[error] // why it was aborted
+}
+
+// NoColor is the color of Split for a rank that takes part in no new
+// communicator.
+const NoColor = nccl.SPLIT_NOCOLOR
+
+// A UniqueID is what every rank of a communicator must share to make it:
+// NCCL's ncclUniqueId. NewUniqueID makes one, in one process, which must
+// live until all ranks have made their communicator (NCCL's bootstrap runs
+// there); Join carries it to the others.
+type UniqueID [nccl.UNIQUE_ID_BYTES]byte
+
+// NewUniqueID returns a new UniqueID (ncclGetUniqueId).
+func NewUniqueID() (UniqueID, error) {
+	var id nccl.UniqueId
+	if err := nccl.GetUniqueId(&id); err != nil {
+		return UniqueID{}, fmt.Errorf("%snew unique id: ncclGetUniqueId: %w", prefix, err)
+	}
+	return UniqueID(id.Internal), nil
+}
+
+func nilComm() error { return fmt.Errorf("%w: nil *Comm", highlevel.ErrNil) }
+
+func (c *Comm) usable() error {
+	switch {
+	case c == nil:
+		return nilComm()
+	case c.h == 0:
+		return fmt.Errorf("%w: zero Comm (make one with NewComms, NewComm or Join)", highlevel.ErrNil)
+	}
+	return nil
+}
+
+// opErr is the error of operation op on c.
+func (c *Comm) opErr(op string, err error) error {
+	if c == nil || c.h == 0 {
+		return &Error{Op: op, Rank: -1, Err: err}
+	}
+	return &Error{Op: op, Rank: c.rank, Size: c.size, Dev: int(c.dev), Err: err}
+}
+
+// Rank returns the communicator's rank; 0 for a nil Comm.
+func (c *Comm) Rank() int {
+	if c == nil {
+		return 0
+	}
+	return c.rank
+}
+
+// Size returns the communicator's number of ranks; 0 for a nil Comm.
+func (c *Comm) Size() int {
+	if c == nil {
+		return 0
+	}
+	return c.size
+}
+
+// Device returns the communicator's device; 0 for a nil Comm.
+func (c *Comm) Device() highlevel.Device {
+	if c == nil {
+		return 0
+	}
+	return c.dev
+}
+
+// Timeout returns the communicator's timeout (Options.Timeout).
+func (c *Comm) Timeout() time.Duration {
+	if c == nil {
+		return 0
+	}
+	return c.timeout
+}
+
+// acquire begins an operation on c: nil, or the error of a closed or
+// aborted communicator. release must follow nil.
+func (c *Comm) acquire() error {
+	if err := c.usable(); err != nil {
+		return err
+	}
+	if !c.life.acquire() {
+		return c.closedErr()
+	}
+	return nil
+}
+
+func (c *Comm) release() { c.life.release() }
+
+// closedErr is the error of an operation after Close or Abort.
+func (c *Comm) closedErr() error {
+	if p := c.cause.Load(); p != nil {
+		return &joined{errs: []error{highlevel.ErrClosed, *p}}
+	}
+	return highlevel.ErrClosed
+}
+
+// stopped returns the error that ends a poll of c: its abort's.
+func (c *Comm) stopped() error {
+	if !c.aborting.Load() {
+		return nil
+	}
+	if p := c.cause.Load(); p != nil {
+		return *p
+	}
+	return ErrAborted
+}
+
+// Do calls fn with the NCCL communicator, the Comm's device current on the
+// calling OS thread, while the Comm stays open (Close and Abort wait for
+// fn), for the NCCL functions the package does not wrap (nccl.AlltoAll,
+// nccl.CommRegister, ...). The communicator is non-blocking: a call that
+// returns nccl.InProgress must be followed by polls of
+// nccl.CommGetAsyncError until it is no longer in progress, before fn
+// returns. fn must not keep the handle, nor call Close or Abort.
+func (c *Comm) Do(fn func(h nccl.Comm) error) error {
+	if err := c.acquire(); err != nil {
+		return c.opErr("do", err)
+	}
+	defer c.release()
+	if fn == nil {
+		return c.opErr("do", errors.New("nil function"))
+	}
+	return c.dev.Do(func() error { return fn(c.h) })
+}
+
+// Err returns the communicator's asynchronous error, as
+// ncclCommGetAsyncError reports it (nil while none, and while NCCL's work
+// is in progress), or the error of a closed or aborted communicator.
+func (c *Comm) Err() error {
+	if err := c.acquire(); err != nil {
+		return c.opErr("async error", err)
+	}
+	defer c.release()
+	if err := asyncErr(c.h); err != nil && !errors.Is(err, nccl.InProgress) {
+		return c.opErr("async error", err)
+	}
+	return nil
+}
+
+// asyncErr returns the communicator's state: nil, nccl.InProgress or its
+// error.
+func asyncErr(h nccl.Comm) error {
+	var r nccl.Result
+	if err := nccl.CommGetAsyncError(h, &r); err != nil {
+		return fmt.Errorf("ncclCommGetAsyncError: %w", err)
+	}
+	if r != nccl.Success {
+		return ncclErr(h, r)
+	}
+	return nil
+}
+
+// ncclErr is NCCL's status r on h, with NCCL's last error message where it
+// has one.
+func ncclErr(h nccl.Comm, err error) error {
+	var r nccl.Result
+	if !errors.As(err, &r) || r == nccl.InProgress {
+		return err
+	}
+	if msg, e := nccl.GetLastError(h); e == nil && msg != "" {
+		return &joined{errs: []error{err}, msg: err.Error() + " (" + msg + ")"}
+	}
+	return err
+}
+
+// poll waits until NCCL's background work on hs is done: until
+// ncclCommGetAsyncError reports none of them in progress. It gives up on
+// the first error, when ctx is done, at deadline (ErrTimeout), or when
+// stop returns an error.
+func poll(ctx context.Context, deadline time.Time, hs []nccl.Comm, stop func() error) error {
+	wait := time.Duration(0)
+	for i := 0; ; i++ {
+		busy := false
+		for _, h := range hs {
+			if h == 0 {
+				continue
+			}
+			err := asyncErr(h)
+			if errors.Is(err, nccl.InProgress) {
+				busy = true
+				continue
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if !busy {
+			return nil
+		}
+		if stop != nil {
+			if err := stop(); err != nil {
+				return err
+			}
+		}
+		if ctx != nil && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if !deadline.IsZero() && time.Now().After(deadline) {
+			return ErrTimeout
+		}
+		// A collective's connection setup takes microseconds to
+		// milliseconds, an initialization up to seconds.
+		if i < 10 {
+			runtime.Gosched()
+			continue
+		}
+		wait = min(max(2*wait, 10*time.Microsecond), 2*time.Millisecond)
+		if ctx != nil {
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+			}
+		} else {
+			time.Sleep(wait)
+		}
+	}
+}
+
+// newComm wraps a communicator NCCL made.
+func newComm(h nccl.Comm, dev highlevel.Device, rank, size int, opts *Options) *Comm {
+	return &Comm{h: h, dev: dev, rank: rank, size: size, timeout: opts.timeout()}
+}
+
+// abortAll aborts the communicators NCCL made, on their devices; for a
+// failed initialization.
+func abortAll(hs []nccl.Comm, devs []highlevel.Device) {
+	for i, h := range hs {
+		if h != 0 {
+			devs[i].Do(func() error { return nccl.CommAbort(h) })
+		}
+	}
+}
+
+// initDeadline is the earlier of ctx's deadline and timeout from now.
+func initDeadline(ctx context.Context, timeout time.Duration) time.Time {
+	d := time.Now().Add(timeout)
+	if dl, ok := ctx.Deadline(); ok && dl.Before(d) {
+		return dl
+	}
+	return d
+}
+
+// timeoutErr is the error of something that did not finish within
+// timeout.
+func timeoutErr(timeout time.Duration, err error) error {
+	if errors.Is(err, ErrTimeout) {
+		return wrapf(ErrTimeout, ErrAborted, "not done after %v", timeout)
+	}
+	return err
+}
+
+// NewComms makes one communicator over devices, one rank per device in
+// their order (nil or empty: every device of the process), in one call:
+// ncclCommInitRankConfig for each device in one NCCL group. ctx and the
+// Options' Timeout bound it; on failure the communicators made so far are
+// aborted.
+func NewComms(ctx context.Context, devices []highlevel.Device, opts *Options) (_ []*Comm, err error) {
+	op := "new communicators"
+	fail := func(err error) error { return &Error{Op: op, Rank: -1, Err: err} }
+	if ctx == nil {
+		return nil, fail(fmt.Errorf("%w: nil context", ErrConfig))
+	}
+	if len(devices) == 0 {
+		n, err := highlevel.DeviceCount()
+		if err != nil {
+			return nil, fail(err)
+		}
+		for d := range n {
+			devices = append(devices, highlevel.Device(d))
+		}
+		if n == 0 {
+			return nil, fail(fmt.Errorf("%w: no devices", ErrConfig))
+		}
+	}
+	seen := make(map[highlevel.Device]bool, len(devices))
+	for _, d := range devices {
+		if seen[d] {
+			return nil, fail(fmt.Errorf("%w: %v listed twice", ErrConfig, d))
+		}
+		seen[d] = true
+	}
+	n := len(devices)
+	id, err := NewUniqueID()
+	if err != nil {
+		return nil, fail(err)
+	}
+	cfg, name := opts.config()
+	hs := make([]nccl.Comm, n)
+	// NCCL's group belongs to the OS thread.
+	runtime.LockOSThread()
+	var errs []error
+	if err := nccl.GroupStart(); err != nil {
+		runtime.UnlockOSThread()
+		return nil, fail(fmt.Errorf("ncclGroupStart: %w", err))
+	}
+	for r, d := range devices {
+		err := d.Do(func() error {
+			return nccl.CommInitRankConfig(&hs[r], int32(n), nccl.UniqueId{Internal: id}, int32(r), cfg)
+		})
+		if err != nil && !errors.Is(err, nccl.InProgress) {
+			errs = append(errs, fmt.Errorf("rank %d on %v: ncclCommInitRankConfig: %w", r, d, err))
+		}
+	}
+	if err := nccl.GroupEnd(); err != nil && !errors.Is(err, nccl.InProgress) {
+		errs = append(errs, fmt.Errorf("ncclGroupEnd: %w", err))
+	}
+	runtime.UnlockOSThread()
+	if len(errs) == 0 {
+		timeout := opts.timeout()
+		errs = append(errs, timeoutErr(timeout, poll(ctx, initDeadline(ctx, timeout), hs, nil)))
+	}
+	runtime.KeepAlive(cfg)
+	runtime.KeepAlive(name)
+	if err := errors.Join(errs...); err != nil {
+		abortAll(hs, devices)
+		return nil, fail(err)
+	}
+	comms := make([]*Comm, n)
+	for r, d := range devices {
+		comms[r] = newComm(hs[r], d, r, n, opts)
+	}
+	return comms, nil
+}
+
+// NewComm makes rank rank of a communicator of size ranks, on device dev,
+// with the id every rank shares (ncclCommInitRankConfig): one rank of a
+// job of several processes, or of several goroutines. It returns once all
+// ranks have joined, or fails when ctx is done or after the Options'
+// Timeout, aborting the communicator.
+func NewComm(ctx context.Context, dev highlevel.Device, id UniqueID, rank, size int, opts *Options) (*Comm, error) {
+	fail := func(err error) error {
+		return &Error{Op: fmt.Sprintf("new communicator, rank %d of %d,", rank, size), Rank: -1, Dev: int(dev), Err: err}
+	}
+	switch {
+	case ctx == nil:
+		return nil, fail(fmt.Errorf("%w: nil context", ErrConfig))
+	case size < 1 || rank < 0 || rank >= size:
+		return nil, fail(fmt.Errorf("%w: rank %d of %d", ErrConfig, rank, size))
+	case id == UniqueID{}:
+		return nil, fail(fmt.Errorf("%w: zero UniqueID (make one with NewUniqueID)", ErrConfig))
+	}
+	cfg, name := opts.config()
+	var h nccl.Comm
+	err := dev.Do(func() error {
+		return nccl.CommInitRankConfig(&h, int32(size), nccl.UniqueId{Internal: id}, int32(rank), cfg)
+	})
+	if err != nil && !errors.Is(err, nccl.InProgress) {
+		err = fmt.Errorf("ncclCommInitRankConfig: %w", err)
+	} else {
+		timeout := opts.timeout()
+		err = timeoutErr(timeout, poll(ctx, initDeadline(ctx, timeout), []nccl.Comm{h}, nil))
+	}
+	runtime.KeepAlive(cfg)
+	runtime.KeepAlive(name)
+	if err != nil {
+		abortAll([]nccl.Comm{h}, []highlevel.Device{dev})
+		return nil, fail(err)
+	}
+	return newComm(h, dev, rank, size, opts), nil
+}
+
+// Join makes this process's rank of the job cfg describes, on device dev:
+// the root rank makes a UniqueID, Rendezvous carries it to the others, and
+// each makes its communicator with NewComm. ctx bounds both; cfg.Timeout
+// the rendezvous, the Options' Timeout the communicator's initialization.
+// A job of torchrun's passes ConfigFromEnv's Config and
+// highlevel.Device(cfg.LocalRank).
+func Join(ctx context.Context, cfg Config, dev highlevel.Device, opts *Options) (*Comm, error) {
+	data, err := Rendezvous(ctx, cfg, func() ([]byte, error) {
+		id, err := NewUniqueID()
+		return id[:], err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(data) != len(UniqueID{}) {
+		return nil, &RendezvousError{Rank: cfg.Rank, WorldSize: cfg.WorldSize, Addr: cfg.rootAddr(),
+			Err: wrapf(ErrProtocol, nil, "a unique id of %d bytes, want %d", len(data), len(UniqueID{}))}
+	}
+	return NewComm(ctx, dev, UniqueID(data), cfg.Rank, cfg.WorldSize, opts)
+}
+
+// Split makes new communicators from c's ranks (ncclCommSplit): every rank
+// of c calls it, at the same time (from its own goroutine or process); the
+// ranks that pass the same color form one communicator, ranked by key
+// (ties by their rank in c). A rank that passes NoColor takes part in none
+// and gets a nil *Comm and a nil error. The new communicator is on c's
+// device; opts, which may be nil, are its options. ctx and the Timeout
+// bound it.
+func (c *Comm) Split(ctx context.Context, color, key int, opts *Options) (_ *Comm, err error) {
+	const op = "split"
+	if err := c.acquire(); err != nil {
+		return nil, c.opErr(op, err)
+	}
+	defer c.release()
+	switch {
+	case ctx == nil:
+		return nil, c.opErr(op, fmt.Errorf("%w: nil context", ErrConfig))
+	case color < 0 && color != NoColor:
+		return nil, c.opErr(op, fmt.Errorf("%w: color %d: want 0 or more, or NoColor", ErrConfig, color))
+	}
+	cfg, name := opts.config()
+	var h nccl.Comm
+	err = c.dev.Do(func() error { return nccl.CommSplit(c.h, int32(color), int32(key), &h, cfg) })
+	if err != nil && !errors.Is(err, nccl.InProgress) {
+		err = fmt.Errorf("ncclCommSplit: %w", ncclErr(c.h, err))
+	} else {
+		timeout := opts.timeout()
+		err = timeoutErr(timeout, poll(ctx, initDeadline(ctx, timeout), []nccl.Comm{c.h, h}, c.stopped))
+	}
+	runtime.KeepAlive(cfg)
+	runtime.KeepAlive(name)
+	if err != nil {
+		abortAll([]nccl.Comm{h}, []highlevel.Device{c.dev})
+		return nil, c.opErr(op, err)
+	}
+	if h == 0 {
+		return nil, nil
+	}
+	var rank, size int32
+	if err := errors.Join(nccl.CommUserRank(h, &rank), nccl.CommCount(h, &size)); err != nil {
+		abortAll([]nccl.Comm{h}, []highlevel.Device{c.dev})
+		return nil, c.opErr(op, err)
+	}
+	return newComm(h, c.dev, int(rank), int(size), opts), nil
+}
+
+// Close ends the communicator once the operations in progress on it have
+// finished: it waits, for no longer than the Timeout, until NCCL has done
+// the work queued on it (ncclCommFinalize), then frees it
+// (ncclCommDestroy). Later operations, and a second Close, return an error
+// wrapping highlevel.ErrClosed. A communicator that cannot finish in time
+// (a peer died) is aborted, and Close returns an error wrapping
+// ErrTimeout.
+func (c *Comm) Close() error {
+	const op = "close"
+	if err := c.usable(); err != nil {
+		return c.opErr(op, err)
+	}
+	if !c.life.close() {
+		return c.opErr(op, c.closedErr())
+	}
+	defer c.ended.Store(true)
+	err := c.dev.Do(func() error { return nccl.CommFinalize(c.h) })
+	if err != nil && !errors.Is(err, nccl.InProgress) {
+		err = fmt.Errorf("ncclCommFinalize: %w", ncclErr(c.h, err))
+	} else {
+		err = timeoutErr(c.timeout, poll(nil, time.Now().Add(c.timeout), []nccl.Comm{c.h}, c.stopped))
+	}
+	if err != nil {
+		c.setCause(err)
+		c.dev.Do(func() error { return nccl.CommAbort(c.h) })
+		return c.opErr(op, err)
+	}
+	if err := c.dev.Do(func() error { return nccl.CommDestroy(c.h) }); err != nil {
+		return c.opErr(op, fmt.Errorf("ncclCommDestroy: %w", err))
+	}
+	return nil
+}
+
+func (c *Comm) setCause(err error) {
+	c.cause.CompareAndSwap(nil, &err)
+}
+
+// Abort ends the communicator at once (ncclCommAbort): the collectives it
+// queued stop, on every rank NCCL can tell, and the waits for them return;
+// the data they were to write is undefined. The operations in progress on
+// it give up and return an error wrapping ErrAborted; later ones, and
+// Close, return an error wrapping highlevel.ErrClosed and ErrAborted. A
+// second Abort, or one after Close, returns an error wrapping
+// highlevel.ErrClosed.
+func (c *Comm) Abort() error {
+	if err := c.usable(); err != nil {
+		return c.opErr("abort", err)
+	}
+	return c.abort(wrapf(ErrAborted, nil, "by Abort"))
+}
+
+// abort aborts c for cause, unless it is closed or aborted already. It
+// must not be called by an operation in progress on c.
+func (c *Comm) abort(cause error) error {
+	if c.ended.Load() {
+		return c.opErr("abort", c.closedErr())
+	}
+	// A Close in progress sees it and aborts instead of waiting.
+	c.setCause(cause)
+	c.aborting.Store(true)
+	if !c.life.close() {
+		return c.opErr("abort", c.closedErr())
+	}
+	defer c.ended.Store(true)
+	if err := c.dev.Do(func() error { return nccl.CommAbort(c.h) }); err != nil {
+		return c.opErr("abort", fmt.Errorf("ncclCommAbort: %w", err))
+	}
+	return nil
+}
+
+// Wait waits until the work queued on s so far is done, as s.Wait does,
+// while watching the communicator: an asynchronous error of NCCL's (a
+// peer died, the network failed), or a wait longer than the Timeout,
+// aborts the communicator, so that its collectives stop, and Wait returns
+// an error wrapping ErrAborted (and ErrTimeout, or NCCL's status). When
+// ctx is done first, Wait returns ctx's error and leaves the work and the
+// communicator alone. A nil s is the legacy default stream of the
+// communicator's device.
+//
+// A plain s.Wait also waits for the collectives, but not for a rank that
+// never comes: use Comm.Wait where one may fail.
+func (c *Comm) Wait(ctx context.Context, s *highlevel.Stream) error {
+	const op = "wait"
+	if err := c.usable(); err != nil {
+		return c.opErr(op, err)
+	}
+	if ctx == nil {
+		return c.opErr(op, fmt.Errorf("%w: nil context", ErrConfig))
+	}
+	if s == nil {
+		var err error
+		if s, err = highlevel.LegacyDefaultStream(c.dev); err != nil {
+			return c.opErr(op, err)
+		}
+	}
+	if s.Device() != c.dev {
+		return c.opErr(op, fmt.Errorf("a stream of %v for a communicator on %v", s.Device(), c.dev))
+	}
+	waitCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- s.Wait(waitCtx) }()
+	// The common case, work that ends soon, pays for no timer.
+	select {
+	case err := <-done:
+		return c.waited(op, err)
+	default:
+	}
+	deadline := time.NewTimer(c.timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			return c.waited(op, err)
+		case <-ctx.Done():
+			return c.opErr(op, ctx.Err())
+		case <-deadline.C:
+			err := wrapf(ErrTimeout, ErrAborted, "the stream's work not done after %v", c.timeout)
+			c.abort(err)
+			return c.opErr(op, err)
+		case <-tick.C:
+			if c.life.closed() && c.cause.Load() == nil {
+				continue // closed: Close finished NCCL's work; the stream's remains
+			}
+			if err := c.acquire(); err != nil {
+				return c.opErr(op, err)
+			}
+			err := asyncErr(c.h)
+			c.release()
+			if err != nil && !errors.Is(err, nccl.InProgress) {
+				err = wrapf(ErrAborted, err, "NCCL failed")
+				c.abort(err)
+				return c.opErr(op, err)
+			}
+		}
+	}
+}
+
+// waited is Wait's result once the stream's wait returned err.
+func (c *Comm) waited(op string, err error) error {
+	if err != nil {
+		return c.opErr(op, err)
+	}
+	// The work ended; an abort may have ended it.
+	if p := c.cause.Load(); p != nil {
+		return c.opErr(op, *p)
+	}
+	return nil
+}
+
+// joined is several errors as one, all errors.Is-able, with a message of
+// its own or theirs joined by ": ".
+type joined struct {
+	errs []error
+	msg  string
+}
+
+func (j *joined) Error() string {
+	if j.msg != "" {
+		return j.msg
+	}
+	s := ""
+	for i, e := range j.errs {
+		if i > 0 {
+			s += ": "
+		}
+		s += bare(e)
+	}
+	return s
+}
+
+func (j *joined) Unwrap() []error { return j.errs }

@@ -1,0 +1,511 @@
+package collective
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// These tests need neither a GPU nor NCCL: the rendezvous is plain TCP
+// over loopback.
+
+// listen returns a listener on a free loopback port and the port.
+func listen(t *testing.T) (net.Listener, int) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	return ln, ln.Addr().(*net.TCPAddr).Port
+}
+
+func testConfig(port, rank, size int, timeout time.Duration) Config {
+	return Config{Addr: "127.0.0.1", Port: port, Rank: rank, WorldSize: size, Timeout: timeout}
+}
+
+type result struct {
+	data []byte
+	err  error
+	took time.Duration
+}
+
+// start runs rendezvous for cfg in a goroutine; the root (rank 0) listens
+// on ln and sends payload.
+func start(cfg Config, ln net.Listener, payload []byte) <-chan result {
+	ch := make(chan result, 1)
+	go func() {
+		t0 := time.Now()
+		var f func() ([]byte, error)
+		if cfg.Rank == 0 {
+			f = func() ([]byte, error) { return payload, nil }
+		}
+		d, err := rendezvous(context.Background(), cfg, f, ln)
+		ch <- result{d, err, time.Since(t0)}
+	}()
+	return ch
+}
+
+// get waits for a result, failing the test after a minute: a rendezvous
+// that hangs is the bug these tests look for.
+func get(t *testing.T, ch <-chan result) result {
+	t.Helper()
+	select {
+	case r := <-ch:
+		return r
+	case <-time.After(time.Minute):
+		t.Fatal("rendezvous hangs")
+		return result{}
+	}
+}
+
+// wantErr checks that err is a *RendezvousError wrapping each of want.
+func wantErr(t *testing.T, who string, err error, want ...error) *RendezvousError {
+	t.Helper()
+	var re *RendezvousError
+	if !errors.As(err, &re) {
+		t.Errorf("%s: error %v (%T), want a *RendezvousError", who, err, err)
+		return nil
+	}
+	for _, w := range want {
+		if !errors.Is(err, w) {
+			t.Errorf("%s: error %q does not wrap %q", who, err, w)
+		}
+	}
+	return re
+}
+
+func TestRendezvous(t *testing.T) {
+	for _, size := range []int{1, 2, 5} {
+		t.Run(strconv.Itoa(size), func(t *testing.T) {
+			ln, port := listen(t)
+			payload := []byte(fmt.Sprintf("id of a world of %d", size))
+			var calls atomic.Int32
+			chs := make([]<-chan result, size)
+			// The other ranks first: they must retry until the root
+			// listens. The root's listener is ready, but it accepts only
+			// once the root runs.
+			for r := size - 1; r >= 0; r-- {
+				cfg := testConfig(port, r, size, 20*time.Second)
+				if r == 0 {
+					ch := make(chan result, 1)
+					go func() {
+						d, err := rendezvous(context.Background(), cfg, func() ([]byte, error) {
+							calls.Add(1)
+							return payload, nil
+						}, ln)
+						ch <- result{data: d, err: err}
+					}()
+					chs[r] = ch
+				} else {
+					chs[r] = start(cfg, nil, nil)
+				}
+			}
+			for r, ch := range chs {
+				res := get(t, ch)
+				if res.err != nil || !bytes.Equal(res.data, payload) {
+					t.Errorf("rank %d: %q, %v; want %q", r, res.data, res.err, payload)
+				}
+			}
+			if n := calls.Load(); n != 1 {
+				t.Errorf("payload called %d times, want 1", n)
+			}
+		})
+	}
+}
+
+// TestRendezvousRootLate starts the other ranks long before the root
+// listens: they retry.
+func TestRendezvousRootLate(t *testing.T) {
+	ln, port := listen(t)
+	ln.Close() // nothing listens: the ranks are refused until the root comes
+	peers := []<-chan result{start(testConfig(port, 1, 3, 20*time.Second), nil, nil), start(testConfig(port, 2, 3, 20*time.Second), nil, nil)}
+	time.Sleep(300 * time.Millisecond)
+	cfg := testConfig(port, 0, 3, 20*time.Second)
+	cfg.BindAddr = "127.0.0.1"
+	res := get(t, startPublic(cfg, []byte("late")))
+	if res.err != nil {
+		t.Fatalf("root: %v", res.err)
+	}
+	for i, ch := range peers {
+		if res := get(t, ch); res.err != nil || string(res.data) != "late" {
+			t.Errorf("rank %d: %q, %v", i+1, res.data, res.err)
+		}
+	}
+}
+
+// startPublic is start through Rendezvous, which listens itself.
+func startPublic(cfg Config, payload []byte) <-chan result {
+	ch := make(chan result, 1)
+	go func() {
+		t0 := time.Now()
+		d, err := Rendezvous(context.Background(), cfg, func() ([]byte, error) { return payload, nil })
+		ch <- result{d, err, time.Since(t0)}
+	}()
+	return ch
+}
+
+func TestRendezvousWorldSize(t *testing.T) {
+	ln, port := listen(t)
+	root := start(testConfig(port, 0, 2, 20*time.Second), ln, []byte("x"))
+	peer := start(testConfig(port, 1, 3, 20*time.Second), nil, nil)
+	wantErr(t, "root", get(t, root).err, ErrWorldSize)
+	wantErr(t, "rank 1", get(t, peer).err, ErrWorldSize)
+}
+
+func TestRendezvousDuplicateRank(t *testing.T) {
+	ln, port := listen(t)
+	root := start(testConfig(port, 0, 3, 20*time.Second), ln, []byte("x"))
+	a := start(testConfig(port, 1, 3, 20*time.Second), nil, nil)
+	b := start(testConfig(port, 1, 3, 20*time.Second), nil, nil)
+	wantErr(t, "root", get(t, root).err, ErrDuplicateRank)
+	// One of the two is refused for the duplicate, the other told why the
+	// root failed: both see ErrDuplicateRank.
+	wantErr(t, "first rank 1", get(t, a).err, ErrDuplicateRank)
+	wantErr(t, "second rank 1", get(t, b).err, ErrDuplicateRank)
+}
+
+// TestRendezvousBadHello sends the root hellos no Config can make.
+func TestRendezvousBadHello(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		size, rank int32
+		want       error
+	}{
+		{"rank outside the world", 2, 5, ErrConfig},
+		{"negative rank", 2, -1, ErrConfig},
+		{"the root's rank", 2, 0, ErrDuplicateRank},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ln, port := listen(t)
+			root := start(testConfig(port, 0, 2, 20*time.Second), ln, []byte("x"))
+			conn := dial(t, port)
+			sendHello(t, conn, c.size, c.rank)
+			wantErr(t, "root", get(t, root).err, c.want)
+			// The process is told why.
+			status, msg := readReply(t, conn)
+			if statusErr[status] != c.want {
+				t.Errorf("reply status %d (%q), want that of %v", status, msg, c.want)
+			}
+		})
+	}
+}
+
+func dial(t *testing.T, port int) net.Conn {
+	t.Helper()
+	conn, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	conn.SetDeadline(time.Now().Add(time.Minute))
+	return conn
+}
+
+func sendHello(t *testing.T, c net.Conn, size, rank int32) {
+	t.Helper()
+	b := append([]byte{}, magic[:]...)
+	b = binary.BigEndian.AppendUint32(b, uint32(size))
+	b = binary.BigEndian.AppendUint32(b, uint32(rank))
+	if _, err := c.Write(b); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readReply(t *testing.T, c net.Conn) (byte, string) {
+	t.Helper()
+	var head [len(magic) + 5]byte
+	if _, err := io.ReadFull(c, head[:]); err != nil {
+		t.Fatalf("reading the reply: %v", err)
+	}
+	msg := make([]byte, binary.BigEndian.Uint32(head[9:]))
+	if _, err := io.ReadFull(c, msg); err != nil {
+		t.Fatalf("reading the reply: %v", err)
+	}
+	return head[8], string(msg)
+}
+
+func TestRendezvousAddrInUse(t *testing.T) {
+	_, port := listen(t) // held: the root cannot have it
+	cfg := testConfig(port, 0, 2, 20*time.Second)
+	cfg.BindAddr = "127.0.0.1"
+	res := get(t, startPublic(cfg, []byte("x")))
+	wantErr(t, "root", res.err, ErrAddrInUse)
+	if res.took > 5*time.Second {
+		t.Errorf("took %v to see the port in use", res.took)
+	}
+}
+
+// TestRendezvousMissingRank gives the root a world of 3 where only rank 2
+// comes: it fails at its deadline naming rank 1, and tells rank 2.
+func TestRendezvousMissingRank(t *testing.T) {
+	ln, port := listen(t)
+	const timeout = 500 * time.Millisecond
+	root := start(testConfig(port, 0, 3, timeout), ln, []byte("x"))
+	peer := start(testConfig(port, 2, 3, 20*time.Second), nil, nil)
+	res := get(t, root)
+	re := wantErr(t, "root", res.err, ErrMissingRanks, context.DeadlineExceeded)
+	if re != nil && !slices.Equal(re.Missing, []int{1}) {
+		t.Errorf("Missing = %v, want [1]", re.Missing)
+	}
+	if res.took < timeout || res.took > timeout+5*time.Second {
+		t.Errorf("root gave up after %v, want about %v", res.took, timeout)
+	}
+	p := get(t, peer)
+	wantErr(t, "rank 2", p.err, ErrMissingRanks)
+	if p.took > 10*time.Second {
+		t.Errorf("rank 2 heard of it after %v", p.took)
+	}
+}
+
+// TestRendezvousRootNeverComes: the other ranks retry until their deadline.
+func TestRendezvousRootNeverComes(t *testing.T) {
+	ln, port := listen(t)
+	ln.Close()
+	const timeout = 400 * time.Millisecond
+	res := get(t, start(testConfig(port, 1, 2, timeout), nil, nil))
+	wantErr(t, "rank 1", res.err, ErrRootUnreachable, context.DeadlineExceeded)
+	if res.took < timeout || res.took > timeout+5*time.Second {
+		t.Errorf("gave up after %v, want about %v", res.took, timeout)
+	}
+}
+
+// TestRendezvousPeerClosesEarly: a rank that joins and leaves (dies)
+// before the world is complete fails the root, which tells the others.
+func TestRendezvousPeerClosesEarly(t *testing.T) {
+	ln, port := listen(t)
+	root := start(testConfig(port, 0, 4, 20*time.Second), ln, []byte("x"))
+	peer := start(testConfig(port, 2, 4, 20*time.Second), nil, nil)
+	time.Sleep(200 * time.Millisecond) // rank 2 joins first
+	conn := dial(t, port)
+	sendHello(t, conn, 4, 1)
+	time.Sleep(50 * time.Millisecond)
+	conn.Close()
+	wantErr(t, "root", get(t, root).err, ErrPeerClosed)
+	wantErr(t, "rank 2", get(t, peer).err, ErrPeerClosed)
+}
+
+// TestRendezvousRootClosesEarly: a root that goes away after the hello.
+func TestRendezvousRootClosesEarly(t *testing.T) {
+	ln, port := listen(t)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		io.ReadFull(c, make([]byte, helloSize))
+		c.Close()
+	}()
+	wantErr(t, "rank 1", get(t, start(testConfig(port, 1, 2, 20*time.Second), nil, nil)).err, ErrPeerClosed)
+}
+
+// TestRendezvousForeignServer: something else listens at the root's port.
+func TestRendezvousForeignServer(t *testing.T) {
+	ln, port := listen(t)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		io.ReadFull(c, make([]byte, helloSize))
+		io.WriteString(c, "HTTP/1.1 400 Bad Request\r\n\r\n")
+	}()
+	wantErr(t, "rank 1", get(t, start(testConfig(port, 1, 2, 20*time.Second), nil, nil)).err, ErrProtocol)
+}
+
+// TestRendezvousIgnoresStrangers: a connection that says something else
+// (a port scanner) does not disturb the rendezvous.
+func TestRendezvousIgnoresStrangers(t *testing.T) {
+	ln, port := listen(t)
+	root := start(testConfig(port, 0, 2, 20*time.Second), ln, []byte("ok"))
+	stranger := dial(t, port)
+	io.WriteString(stranger, "GET / HTTP/1.0\r\n\r\n")
+	silent := dial(t, port)
+	_ = silent // connects and says nothing until the end
+	peer := start(testConfig(port, 1, 2, 20*time.Second), nil, nil)
+	for who, ch := range map[string]<-chan result{"root": root, "rank 1": peer} {
+		if res := get(t, ch); res.err != nil || string(res.data) != "ok" {
+			t.Errorf("%s: %q, %v", who, res.data, res.err)
+		}
+	}
+}
+
+func TestRendezvousCanceled(t *testing.T) {
+	ln, port := listen(t)
+	for _, rank := range []int{0, 1} {
+		ctx, cancel := context.WithCancel(context.Background())
+		ch := make(chan error, 1)
+		go func() {
+			_, err := rendezvous(ctx, testConfig(port, rank, 2, time.Minute), func() ([]byte, error) { return []byte("x"), nil }, ln)
+			ch <- err
+		}()
+		time.Sleep(100 * time.Millisecond)
+		cancel()
+		select {
+		case err := <-ch:
+			wantErr(t, fmt.Sprintf("rank %d", rank), err, context.Canceled)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("rank %d: cancel did not end the rendezvous", rank)
+		}
+	}
+}
+
+func TestRendezvousPayloadError(t *testing.T) {
+	ln, _ := listen(t)
+	boom := errors.New("no NCCL here")
+	_, err := rendezvous(context.Background(), testConfig(1, 0, 2, time.Second), func() ([]byte, error) { return nil, boom }, ln)
+	wantErr(t, "root", err, boom)
+}
+
+func TestRendezvousBadConfig(t *testing.T) {
+	ok := func() ([]byte, error) { return []byte("x"), nil }
+	for _, c := range []struct {
+		name    string
+		ctx     context.Context
+		cfg     Config
+		payload func() ([]byte, error)
+	}{
+		{"nil context", nil, testConfig(1, 0, 1, 0), ok},
+		{"rank too large", context.Background(), testConfig(1, 2, 2, 0), nil},
+		{"negative rank", context.Background(), testConfig(1, -1, 2, 0), nil},
+		{"world size 0", context.Background(), testConfig(1, 0, 0, 0), ok},
+		{"port 0", context.Background(), testConfig(0, 1, 2, 0), nil},
+		{"port too large", context.Background(), testConfig(65536, 1, 2, 0), nil},
+		{"negative timeout", context.Background(), testConfig(1, 1, 2, -time.Second), nil},
+		{"no root address", context.Background(), Config{Port: 1, Rank: 1, WorldSize: 2}, nil},
+		{"no payload at the root", context.Background(), testConfig(1, 0, 2, 0), nil},
+		{"no such interface", context.Background(), Config{Port: 1, WorldSize: 2, Interface: "no-such-if0"}, ok},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t0 := time.Now()
+			_, err := Rendezvous(c.ctx, c.cfg, c.payload)
+			wantErr(t, "Rendezvous", err, ErrConfig)
+			if d := time.Since(t0); d > time.Second {
+				t.Errorf("took %v", d)
+			}
+		})
+	}
+}
+
+// TestRendezvousInterface binds the root to the loopback interface by
+// name.
+func TestRendezvousInterface(t *testing.T) {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		t.Skip(err)
+	}
+	var lo string
+	for _, i := range ifs {
+		if i.Flags&net.FlagLoopback != 0 {
+			if ip, err := interfaceAddr(i.Name); err == nil && ip.To4() != nil {
+				lo = i.Name
+			}
+		}
+	}
+	if lo == "" {
+		t.Skip("no loopback interface with an IPv4 address")
+	}
+	ln, port := listen(t)
+	ln.Close()
+	cfg := testConfig(port, 0, 2, 20*time.Second)
+	cfg.Interface = lo
+	root := startPublic(cfg, []byte("lo"))
+	peer := start(testConfig(port, 1, 2, 20*time.Second), nil, nil)
+	for who, ch := range map[string]<-chan result{"root": root, "rank 1": peer} {
+		if res := get(t, ch); res.err != nil || string(res.data) != "lo" {
+			t.Errorf("%s: %q, %v", who, res.data, res.err)
+		}
+	}
+}
+
+// TestRendezvousConcurrentJobs runs several worlds at once on separate
+// ports, as a test suite or a host with several jobs might.
+func TestRendezvousConcurrentJobs(t *testing.T) {
+	var wg sync.WaitGroup
+	for job := range 4 {
+		ln, port := listen(t)
+		payload := []byte{byte(job)}
+		chs := []<-chan result{start(testConfig(port, 0, 3, 20*time.Second), ln, payload)}
+		for r := 1; r < 3; r++ {
+			chs = append(chs, start(testConfig(port, r, 3, 20*time.Second), nil, nil))
+		}
+		wg.Go(func() {
+			for r, ch := range chs {
+				if res := <-ch; res.err != nil || !bytes.Equal(res.data, payload) {
+					t.Errorf("job %d rank %d: %v, %v", job, r, res.data, res.err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func TestConfigFromEnv(t *testing.T) {
+	full := map[string]string{EnvAddr: "10.0.0.1", EnvPort: "29500", EnvRank: "3", EnvWorldSize: "8", EnvLocalRank: "1"}
+	with := func(k, v string) map[string]string {
+		m := maps(full)
+		if v == "<unset>" {
+			delete(m, k)
+		} else {
+			m[k] = v
+		}
+		return m
+	}
+	for _, c := range []struct {
+		name string
+		env  map[string]string
+		want Config // zero: an error wrapping ErrConfig
+	}{
+		{"all set", full, Config{Addr: "10.0.0.1", Port: 29500, Rank: 3, WorldSize: 8, LocalRank: 1}},
+		{"no LOCAL_RANK", with(EnvLocalRank, "<unset>"), Config{Addr: "10.0.0.1", Port: 29500, Rank: 3, WorldSize: 8, LocalRank: 3}},
+		{"no MASTER_ADDR", with(EnvAddr, "<unset>"), Config{}},
+		{"empty MASTER_ADDR", with(EnvAddr, ""), Config{}},
+		{"no MASTER_PORT", with(EnvPort, "<unset>"), Config{}},
+		{"no RANK", with(EnvRank, "<unset>"), Config{}},
+		{"no WORLD_SIZE", with(EnvWorldSize, "<unset>"), Config{}},
+		{"port not a number", with(EnvPort, "http"), Config{}},
+		{"port 0", with(EnvPort, "0"), Config{}},
+		{"port too large", with(EnvPort, "70000"), Config{}},
+		{"rank not a number", with(EnvRank, "3a"), Config{}},
+		{"rank = world size", with(EnvRank, "8"), Config{}},
+		{"negative rank", with(EnvRank, "-1"), Config{}},
+		{"world size 0", with(EnvWorldSize, "0"), Config{}},
+		{"negative local rank", with(EnvLocalRank, "-2"), Config{}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := configFrom(func(k string) (string, bool) { v, ok := c.env[k]; return v, ok })
+			if c.want == (Config{}) {
+				if !errors.Is(err, ErrConfig) {
+					t.Errorf("got %+v, %v; want an error wrapping ErrConfig", got, err)
+				}
+				return
+			}
+			if err != nil || got != c.want {
+				t.Errorf("got %+v, %v; want %+v", got, err, c.want)
+			}
+		})
+	}
+	t.Setenv(EnvWorldSize, "2")
+	if !InEnv() {
+		t.Error("InEnv false with WORLD_SIZE set")
+	}
+}
+
+func maps(m map[string]string) map[string]string {
+	c := make(map[string]string, len(m))
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
+}
