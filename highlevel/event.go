@@ -383,7 +383,7 @@ func (e *Event) waitFor(ctx context.Context, gen uint64) error {
 	closing := e.waits == 0 && e.closeLater
 	e.mu.Unlock()
 	if closing {
-		e.we.close(e.capturedOnce.Load())
+		e.we.close(e.capturedOnce.Load(), e.capture.Load())
 	}
 	return err
 }
@@ -426,7 +426,7 @@ func (e *Event) Close() error {
 	later := e.closeLater
 	e.mu.Unlock()
 	if !later { // else the last waiter closes it
-		e.we.close(e.capturedOnce.Load()) // now, or once no watch uses it
+		e.we.close(e.capturedOnce.Load(), e.capture.Load()) // now, or once no watch uses it
 	}
 	return nil
 }

@@ -723,3 +723,49 @@ func TestGPULegacyStreamDuringCapture(t *testing.T) {
 		}
 	}
 }
+
+// TestGPUEventClosedDuringCapture records events on a stream while another
+// goroutine captures it, in each mode, and closes them before the capture
+// ends: each is destroyed once the capture has ended. (Destroyed at once,
+// inside the capture, one crashed driver 580 with SIGSEGV in
+// cuEventDestroy in the randomized test.)
+func TestGPUEventClosedDuringCapture(t *testing.T) {
+	d := gpu(t)
+	buf := deviceBuffer(t, d, 1<<12)
+	s, err := NewStream(d, &StreamOptions{NonBlocking: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, mode := range []CaptureMode{CaptureRelaxed, CaptureThreadLocal, CaptureGlobal} {
+		for range 200 {
+			recorded := make(chan error)
+			g, err := Capture(s, mode, func() error {
+				if err := buf.MemsetAsync(1, 1<<12, s); err != nil {
+					return err
+				}
+				go func() {
+					e, err := s.Record(nil)
+					if err == nil {
+						ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+						werr := e.Wait(ctx)
+						cancel()
+						if !errors.Is(werr, ErrCapturing) {
+							t.Errorf("Wait for an event recorded in a capture: %v, want ErrCapturing", werr)
+						}
+						err = e.Close()
+					}
+					recorded <- err
+				}()
+				return <-recorded
+			})
+			if err != nil {
+				t.Fatalf("%v capture: %v", mode, err)
+			}
+			g.Close()
+		}
+	}
+	if err := d.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+}

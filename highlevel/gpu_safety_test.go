@@ -739,23 +739,32 @@ func TestGPUAsyncPoolDroppedMemory(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	takeLost := func() {
-		runtime.GC()
-		runtime.GC()
-		m, err := d.Malloc(1) // frees what was lost, once the device is idle
-		if err != nil {
-			t.Fatal(err)
+	// Cleanups run on a goroutine of their own after a collection: the
+	// memory is lost some time after runtime.GC returns.
+	takeLost := func(done func() bool) {
+		for start := time.Now(); time.Since(start) < 5*time.Second; time.Sleep(time.Millisecond) {
+			runtime.GC()
+			m, err := d.Malloc(1) // frees what was lost, once the device is idle
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.Memory().Free()
+			if done() {
+				return
+			}
 		}
-		m.Memory().Free()
 	}
-	takeLost()
+	takeLost(func() bool { return p.UsedBytes() < slabSize*n })
 	if used := p.UsedBytes(); used < rest*n || used >= slabSize*n {
 		t.Errorf("the pool has %d bytes in use after %d MiB were dropped, %d of them in the slab in use; want %d", used, slabSize+rest, rest, rest*n)
 	}
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
 	}
-	takeLost()
+	takeLost(func() bool { return p.allocs.Load() == 0 }) // destroyed
+	if n := p.allocs.Load(); n != 0 {
+		t.Errorf("the closed pool still counts %d allocations", n)
+	}
 	if err := d.Synchronize(); err != nil {
 		t.Fatal(err)
 	}

@@ -190,6 +190,10 @@ type capture struct {
 	// mems is the memory the captured work uses, each held once for the
 	// graph (Memory.hold); captureOps guards it.
 	mems map[*Memory]struct{}
+	// dead are the events recorded in the capture and closed while it
+	// went on, destroyed when it ends (waitEvent.destroy); captureOps
+	// guards it.
+	dead []*waitEvent
 }
 
 // keep makes the capture s takes part in, if any, hold mems for its
@@ -782,6 +786,9 @@ func (s *Stream) end(h C.uintptr_t) (C.uintptr_t, []*Memory, error) {
 		s.capture.ended.Store(true)
 		for m := range s.capture.mems {
 			mems = append(mems, m)
+		}
+		for _, e := range s.capture.dead {
+			C.hl_event_destroy(e.ctx, C.uintptr_t(e.ev))
 		}
 		s.capture = nil
 	}

@@ -281,6 +281,9 @@ type waitEvent struct {
 	// captured is set by close for an event recorded in a capture, whose
 	// destruction changes the capture: it is made holding captureOps.
 	captured bool
+	// capture is, from close, the capture of the event's latest Record,
+	// if any: the event is destroyed only once that capture has ended.
+	capture *capture
 }
 
 // release drops a reference to e; waiter.mu is held.
@@ -403,10 +406,10 @@ func hlWake(h C.uintptr_t) {
 
 // close gives e to the waiter, which destroys it once no request watches
 // it: at once when none does. captured tells whether it was recorded in a
-// capture.
-func (e *waitEvent) close(captured bool) {
+// capture, c the capture of its latest Record, if any.
+func (e *waitEvent) close(captured bool, c *capture) {
 	waiter.mu.Lock()
-	e.closed, e.captured = true, captured
+	e.closed, e.captured, e.capture = true, captured, c
 	now := e.refs == 0
 	waiter.mu.Unlock()
 	if now {
@@ -414,11 +417,18 @@ func (e *waitEvent) close(captured bool) {
 	}
 }
 
-// destroy destroys the event, once closed and watched no more.
+// destroy destroys the event, once closed and watched no more, or, where
+// the capture of its latest Record goes on, leaves it to the capture's
+// end: driver 580 crashed (SIGSEGV in cuEventDestroy) where a goroutine
+// destroyed an event recorded in another goroutine's capture in progress.
 func (e *waitEvent) destroy() {
 	if e.captured {
 		captureOps.Lock()
 		defer captureOps.Unlock()
+		if c := e.capture; c != nil && !c.ended.Load() {
+			c.dead = append(c.dead, e)
+			return
+		}
 	}
 	C.hl_event_destroy(e.ctx, C.uintptr_t(e.ev))
 }
