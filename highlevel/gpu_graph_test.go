@@ -327,9 +327,9 @@ func TestGPUGraphHoldsMemory(t *testing.T) {
 	if err := x.Close(); err != nil {
 		t.Fatal(err)
 	}
-	// The next allocation that is not a pool hit gives the memory back,
-	// once the device is idle.
-	p, err := d.Malloc(1)
+	// The pool's next Malloc takes the blocks back, as those dropped
+	// without Free, once the device is idle.
+	p, err := pool.Malloc(1)
 	if err != nil {
 		t.Fatal(err)
 	}

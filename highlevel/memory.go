@@ -115,13 +115,16 @@ func (m *Memory) unhold() {
 	if m.holds.Add(-2) != 1 {
 		return
 	}
-	l := lostMemory{mem: m}
-	if o, ok := m.owner.(asyncOwner); ok {
+	switch o := m.owner.(type) {
+	case *block: // as a pool's block dropped without Free: its next Malloc takes it back
+		o.lose()
+	case asyncOwner:
 		// As lost stream-ordered memory is: freeLost may run where the
 		// stream is entered, so it enters none.
-		l = lostMemory{ptr: m.ptr, ctx: o.p.ctx, pool: o.p, size: m.size}
+		lostMemory{ptr: m.ptr, ctx: o.p.ctx, pool: o.p, size: m.size}.lose()
+	default:
+		lostMemory{mem: m}.lose()
 	}
-	l.lose()
 }
 
 // unholdAll ends a hold on each of mems.

@@ -764,3 +764,46 @@ func TestSetPinnedMemoryAllocator(t *testing.T) {
 		t.Errorf("SetPinnedMemoryAllocator after use: %v, want ErrAllocatorInUse", err)
 	}
 }
+
+// checkAsyncDropped drops stream-ordered memory without Free, on a
+// stand-in driver (TestStubDriver): a slab of it is freed once its Memory
+// values are all unreachable and the pool has moved on to a new slab, the
+// last slab's once the pool is closed, and then the pool is destroyed.
+func checkAsyncDropped(t *testing.T) {
+	d := Device(0)
+	p, err := NewMemoryAsyncPool(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const rest = 8
+	for range slabSize + rest {
+		if _, err := p.MallocAsync(1<<10, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Cleanups run on a goroutine of their own after a collection: the
+	// memory is lost some time after runtime.GC returns, and freed by the
+	// next allocation.
+	takeLost := func(done func() bool) {
+		for start := time.Now(); time.Since(start) < 5*time.Second && !done(); time.Sleep(time.Millisecond) {
+			runtime.GC()
+			m, err := d.Malloc(1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.Memory().Free()
+		}
+	}
+	// allocs counts the allocations not freed, and 1 until Close.
+	takeLost(func() bool { return p.allocs.Load() <= rest+1 })
+	if n := p.allocs.Load(); n != rest+1 {
+		t.Errorf("the pool counts %d allocations after %d were dropped, %d of them in the slab in use; want %d", n-1, slabSize+rest, rest, rest)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	takeLost(func() bool { return p.allocs.Load() == 0 })
+	if n := p.allocs.Load(); n != 0 {
+		t.Errorf("the closed pool still counts %d allocations", n)
+	}
+}
