@@ -181,9 +181,10 @@
 // updated right after Launch. A host function queued on a stream that
 // joined another stream's capture belongs to the graph being captured. A
 // graph holds the device memory its captured work names (copies, memsets,
-// kernel arguments, linalg's calls, prefetches, launches of other graphs),
-// and so do its instantiations: Free of such memory makes the Memory
-// unusable at once, and gives the memory back once the last Graph and
+// kernel arguments, linalg's calls, prefetches, launches of other graphs)
+// and the modules whose kernels it launches, and so do its
+// instantiations: Free of such memory, or Close of such a module, makes
+// it unusable at once, and gives it back once the last Graph and
 // GraphExec that use it are closed and their launches have run, as for
 // memory dropped without Free. Host memory is not held: a capture refuses
 // copies with pageable (Go) memory, which the graph would copy at each

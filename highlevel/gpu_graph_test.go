@@ -338,3 +338,69 @@ func TestGPUGraphHoldsMemory(t *testing.T) {
 		t.Errorf("the pool has %d bytes in use after the GraphExec's Close, want %d", got, want)
 	}
 }
+
+// TestGPUModuleClosedUnderGraph closes a module whose kernel a GraphExec
+// launches: the module stays loaded until the GraphExec is closed, and the
+// graph's launches after Close run the kernel. (Unloaded at once, the
+// launch crashed the driver, SIGSEGV in cuGraphLaunch, seen in
+// TestGPUCloseRace under compute-sanitizer.)
+func TestGPUModuleClosedUnderGraph(t *testing.T) {
+	d := gpu(t)
+	c, err := Compile(`extern "C" __global__ void set(unsigned *p, unsigned v) { p[threadIdx.x] = v; }`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := LoadModule(c.Image)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := m.Kernel("set")
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := deviceBuffer(t, d, 4*32)
+	s, err := NewStream(d, &StreamOptions{NonBlocking: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	one := LaunchConfig{Grid: Dim3{X: 1}, Block: Dim3{X: 32}}
+	g, err := Capture(s, CaptureRelaxed, func() error { return k.Launch(s, one, buf, uint32(7)) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := g.Instantiate(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Close()
+	if err := m.Close(); err != nil {
+		t.Fatalf("Close of a module a GraphExec uses: %v", err)
+	}
+	if err := k.Launch(s, one, buf, uint32(1)); !errors.Is(err, ErrClosed) {
+		t.Errorf("Launch after Close: %v, want ErrClosed", err)
+	}
+	for range 3 {
+		if err := x.Launch(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]uint32, 32)
+	if err := CopyToHost(got, buf); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range got {
+		if v != 7 {
+			t.Fatalf("word %d is %d after the graph ran, want 7", i, v)
+		}
+	}
+	if err := x.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := m.holds.Load(); n != 1 {
+		t.Errorf("the module's holds are %d after the GraphExec's Close, want 1 (closed, none)", n)
+	}
+}

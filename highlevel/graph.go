@@ -31,9 +31,9 @@ type Graph struct {
 	// mu serializes the calls on the graph: CUDA's graph objects are not
 	// safe for concurrent use.
 	mu sync.Mutex
-	// mems is the memory the graph's work uses, which it holds until
-	// Close (Memory.hold).
-	mems []*Memory
+	// held is what the graph's work uses, memory and modules, which it
+	// holds until Close (holder).
+	held []holder
 }
 
 // A GraphExec is an instantiated Graph, ready to launch (CuPy's Graph). It
@@ -47,8 +47,8 @@ type GraphExec struct {
 	dev  Device
 	ctx  unsafe.Pointer // nil in a zero GraphExec
 	life life
-	mu   sync.Mutex // as Graph's; guards mems too
-	mems []*Memory  // as Graph's
+	mu   sync.Mutex // as Graph's; guards held too
+	held []holder   // as Graph's
 }
 
 // A CaptureMode says which CUDA calls a stream capture refuses while it
@@ -239,10 +239,10 @@ func (g *Graph) Instantiate(opts *InstantiateOptions) (_ *GraphExec, err error) 
 		}
 		return nil, err
 	}
-	for _, m := range g.mems {
-		m.hold()
+	for _, h := range g.held {
+		h.hold()
 	}
-	return &GraphExec{h: cudart.GraphExec(x), dev: g.dev, ctx: g.ctx, mems: g.mems}, nil
+	return &GraphExec{h: cudart.GraphExec(x), dev: g.dev, ctx: g.ctx, held: g.held}, nil
 }
 
 // Close destroys the graph; its instantiations stay usable. Operations in
@@ -257,7 +257,7 @@ func (g *Graph) Close() (err error) {
 		return err
 	}
 	defer deleteDeadHandles()
-	defer unholdAll(g.mems)
+	defer unholdAll(g.held)
 	return check("cuGraphDestroy", afterGlobalCaptures(func() C.int { return C.hl_graph_destroy(g.ctx, C.uintptr_t(g.h)) }))
 }
 
@@ -318,7 +318,11 @@ func (x *GraphExec) Launch(s *Stream) (err error) {
 	defer x.done(s)
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	s.keep(x.mems...) // captured, the launch is a node of s's graph
+	if s != nil && s.inCapture() { // the launch is a node of s's graph
+		for _, h := range x.held {
+			s.capture.keep(h)
+		}
+	}
 	return check("cuGraphLaunch", C.hl_graph_launch(x.ctx, C.uintptr_t(x.h), sh))
 }
 
@@ -364,11 +368,11 @@ func (x *GraphExec) Update(g *Graph) (err error) {
 		err = fmt.Errorf("%w (%v)", err, cudadrv.GraphExecUpdateResult(result))
 	}
 	if err == nil {
-		for _, m := range g.mems {
-			m.hold()
+		for _, h := range g.held {
+			h.hold()
 		}
-		unholdAll(x.mems) // launches in flight: see Memory.unhold
-		x.mems = g.mems
+		unholdAll(x.held) // launches in flight: see Memory.unhold
+		x.held = g.held
 	}
 	x.mu.Unlock()
 	return err
@@ -386,6 +390,6 @@ func (x *GraphExec) Close() (err error) {
 		return err
 	}
 	defer deleteDeadHandles()
-	defer unholdAll(x.mems)
+	defer unholdAll(x.held)
 	return check("cuGraphExecDestroy", afterGlobalCaptures(func() C.int { return C.hl_graph_exec_destroy(x.ctx, C.uintptr_t(x.h)) }))
 }

@@ -42,6 +42,10 @@ type Module struct {
 
 	mu      sync.Mutex
 	kernels map[string]*Kernel // nil in a zero Module
+
+	// holds counts the graphs that launch the module's kernels (hold)
+	// times two, plus one once Close came.
+	holds atomic.Int32
 }
 
 // LoadModule loads device code: PTX (as NVRTC or nvcc -ptx writes it), a
@@ -167,7 +171,9 @@ const maxParams = 8191
 // Kernels of the module already queued run to their end: Close waits for
 // the devices that launched them. While a stream capture is in progress,
 // that wait would invalidate it: Close returns ErrCapturing and leaves the
-// module open.
+// module open. A module whose kernels a Graph or GraphExec launches
+// (captured launches) is unloaded once the last of them is closed and the
+// work queued until then has run.
 func (m *Module) Close() error {
 	if err := m.usable(); err != nil {
 		return err
@@ -179,6 +185,9 @@ func (m *Module) Close() error {
 	if err := m.life.closing(); err != nil {
 		return err
 	}
+	if m.holds.Or(1) != 0 { // graphs launch its kernels: the last to let go unloads it
+		return nil
+	}
 	var errs []error
 	m.mu.Lock()
 	for d := range m.launchedOn() {
@@ -187,9 +196,27 @@ func (m *Module) Close() error {
 		}
 	}
 	m.mu.Unlock()
-	errs = append(errs, check("cuLibraryUnload", C.hl_library_unload(nil, m.lib)))
+	return join(append(errs, m.unload())...)
+}
+
+// hold records that a graph launches the module's kernels; Close then
+// leaves the module to the last unhold. It is called during a launch, which
+// Close waits for, so never after Close.
+func (m *Module) hold() { m.holds.Add(2) }
+
+// unhold ends a hold. The last one after Close unloads the module, as lost
+// memory is freed, once the work queued so far has run.
+func (m *Module) unhold() {
+	if m.holds.Add(-2) == 1 {
+		lostMemory{module: m}.lose()
+	}
+}
+
+// unload unloads the module, once its kernels have run.
+func (m *Module) unload() error {
+	err := check("cuLibraryUnload", C.hl_library_unload(nil, m.lib))
 	C.free(m.image)
-	return join(errs...)
+	return err
 }
 
 // launchedOn returns the devices that the module's kernels were looked up
@@ -418,6 +445,7 @@ func (k *Kernel) queue(d Device, s *Stream, cfg *LaunchConfig, args []any, small
 	defer s.leave()
 	if s != nil && s.inCapture() { // the launch is a node of the graph
 		k.forArgMemory(args, func(m *Memory) { s.keep(m) })
+		s.capture.keep(k.m)
 	}
 	var params *C.hl_param
 	if len(k.params) > 0 {

@@ -127,12 +127,6 @@ func (m *Memory) unhold() {
 	}
 }
 
-// unholdAll ends a hold on each of mems.
-func unholdAll(mems []*Memory) {
-	for _, m := range mems {
-		m.unhold()
-	}
-}
 
 // where names the memory at p in errors: "device memory of device 1".
 func (p MemoryPointer) where() string {
@@ -710,6 +704,7 @@ type lostMemory struct {
 	mapped   bool             // an OpenIPCMemory mapping, to unmap
 	destroy  bool             // no memory: pool is to be destroyed
 	mem      *Memory          // a Memory to give back to its owner (not a stream's), when not nil
+	module   *Module          // a Module to unload, when not nil
 }
 
 var lost struct {
@@ -749,6 +744,8 @@ func freeLost() {
 		switch {
 		case l.mem != nil:
 			l.mem.owner.free(l.mem)
+		case l.module != nil:
+			l.module.unload()
 		case l.reg != nil:
 			l.reg.unregister()
 		case l.mapped:

@@ -187,9 +187,9 @@ func (s *Stream) Device() Device {
 // it, and it is ended once EndCapture has ended it in CUDA.
 type capture struct {
 	ended atomic.Bool // set holding captureOps
-	// mems is the memory the captured work uses, each held once for the
-	// graph (Memory.hold); captureOps guards it.
-	mems map[*Memory]struct{}
+	// held is what the captured work uses, memory and modules, each held
+	// once for the graph (holder); captureOps guards it.
+	held map[holder]struct{}
 	// dead are the events recorded in the capture and closed while it
 	// went on, destroyed when it ends (waitEvent.destroy); captureOps
 	// guards it.
@@ -203,17 +203,23 @@ func (s *Stream) keep(mems ...*Memory) {
 	if s == nil || !s.inCapture() {
 		return
 	}
-	c := s.capture
 	for _, m := range mems {
-		if _, ok := c.mems[m]; ok || m == nil {
-			continue
+		if m != nil {
+			s.capture.keep(m)
 		}
-		if c.mems == nil {
-			c.mems = make(map[*Memory]struct{})
-		}
-		c.mems[m] = struct{}{}
-		m.hold()
 	}
+}
+
+// keep makes c hold h for its graph, once; captureOps is held.
+func (c *capture) keep(h holder) {
+	if _, ok := c.held[h]; ok {
+		return
+	}
+	if c.held == nil {
+		c.held = make(map[holder]struct{})
+	}
+	c.held[h] = struct{}{}
+	h.hold()
 }
 
 // captureOps is held by every call that queues work on a stream taking
@@ -762,20 +768,20 @@ func (s *Stream) EndCapture() (*Graph, error) {
 	}
 	defer reapStreams()
 	defer s.leaveAlone()
-	g, mems, err := s.end(h)
+	g, held, err := s.end(h)
 	if err != nil {
-		unholdAll(mems)
+		unholdAll(held)
 		return nil, err
 	}
-	return &Graph{h: cudart.Graph(g), dev: s.dev, ctx: s.state.ctx, mems: mems}, nil
+	return &Graph{h: cudart.Graph(g), dev: s.dev, ctx: s.state.ctx, held: held}, nil
 }
 
 // end ends the capture on stream h, s's handle, and returns its graph and
-// the memory the graph holds; s.joins is held alone. Once a capture is
-// over, the streams Close left to it are destroyed.
-func (s *Stream) end(h C.uintptr_t) (C.uintptr_t, []*Memory, error) {
+// what the graph holds; s.joins is held alone. Once a capture is over, the
+// streams Close left to it are destroyed.
+func (s *Stream) end(h C.uintptr_t) (C.uintptr_t, []holder, error) {
 	var g C.uintptr_t
-	var mems []*Memory
+	var held []holder
 	captureOps.Lock()
 	r := C.hl_stream_end_capture(s.state.ctx, h, &g, C.long(s.captureThread.Load()))
 	// The capture is over, unless it was ended from another thread than
@@ -784,8 +790,8 @@ func (s *Stream) end(h C.uintptr_t) (C.uintptr_t, []*Memory, error) {
 	over := r != C.CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD
 	if over && s.capture != nil {
 		s.capture.ended.Store(true)
-		for m := range s.capture.mems {
-			mems = append(mems, m)
+		for h := range s.capture.held {
+			held = append(held, h)
 		}
 		for _, e := range s.capture.dead {
 			C.hl_event_destroy(e.ctx, C.uintptr_t(e.ev))
@@ -796,7 +802,7 @@ func (s *Stream) end(h C.uintptr_t) (C.uintptr_t, []*Memory, error) {
 	if over {
 		s.endCapture()
 	}
-	return g, mems, check("cuStreamEndCapture", r)
+	return g, held, check("cuStreamEndCapture", r)
 }
 
 // endClosed ends the capture BeginCapture started on s, which Close found
@@ -811,8 +817,8 @@ func (s *Stream) endClosed() error {
 	}
 	s.joins.Lock()
 	defer s.joins.Unlock()
-	g, mems, err := s.end(C.uintptr_t(s.h))
-	unholdAll(mems)
+	g, held, err := s.end(C.uintptr_t(s.h))
+	unholdAll(held)
 	if err != nil {
 		return errors.Join(ErrClosed, err)
 	}
