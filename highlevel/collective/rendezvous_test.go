@@ -342,8 +342,11 @@ func TestRendezvousIgnoresStrangers(t *testing.T) {
 }
 
 func TestRendezvousCanceled(t *testing.T) {
-	ln, port := listen(t)
 	for _, rank := range []int{0, 1} {
+		// Rank 0 listens on ln; rank 1 meets a root that never answers,
+		// on a port the test holds: the root's, closed when rank 0
+		// returned, may serve another test meanwhile.
+		ln, port := listen(t)
 		ctx, cancel := context.WithCancel(context.Background())
 		ch := make(chan error, 1)
 		go func() {
