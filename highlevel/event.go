@@ -146,7 +146,7 @@ func (e *Event) usable() error {
 	return nil
 }
 
-// use begins an operation on the event; e.life.release ends it.
+// use begins an operation on the event; e.life.Release ends it.
 func (e *Event) use() error {
 	if e == nil || e.we == nil {
 		return e.usable()
@@ -154,7 +154,7 @@ func (e *Event) use() error {
 	if inCallback() { // before e.mu, held by calls that may wait for the callback
 		return ErrInCallback
 	}
-	if !e.life.acquire() {
+	if !e.life.Acquire() {
 		return ErrClosed
 	}
 	return nil
@@ -174,7 +174,7 @@ func (e *Event) Record(s *Stream) (err error) {
 	if err := e.use(); err != nil {
 		return err
 	}
-	defer e.life.release()
+	defer e.life.Release()
 	sh, err := s.enter(e.dev)
 	if err != nil {
 		return err
@@ -232,7 +232,7 @@ func (e *Event) Synchronize() (err error) {
 	if err := e.use(); err != nil {
 		return err
 	}
-	defer e.life.release()
+	defer e.life.Release()
 	if err := e.uncaptured(); err != nil {
 		return err
 	}
@@ -250,7 +250,7 @@ func (e *Event) Query() (_ bool, err error) {
 	if err := e.use(); err != nil {
 		return false, err
 	}
-	defer e.life.release()
+	defer e.life.Release()
 	if err := e.uncaptured(); err != nil {
 		return false, err
 	}
@@ -324,7 +324,7 @@ func (e *Event) beginWait(done bool) (*uint64, error) {
 	if err := e.use(); err != nil {
 		return nil, err
 	}
-	defer e.life.release()
+	defer e.life.Release()
 	e.mu.Lock()
 	if err := e.uncaptured(); err != nil {
 		e.mu.Unlock()
@@ -418,7 +418,7 @@ func (e *Event) Close() error {
 	if err := e.usable(); err != nil {
 		return opErr("close event", err)
 	}
-	if err := e.life.closing(); err != nil {
+	if err := closing(&e.life); err != nil {
 		return opErr("close event of "+e.dev.String(), err)
 	}
 	e.mu.Lock()
@@ -439,11 +439,11 @@ func ElapsedTime(start, end *Event) (_ time.Duration, err error) {
 	if err := start.use(); err != nil {
 		return 0, err
 	}
-	defer start.life.release()
+	defer start.life.Release()
 	if err := end.use(); err != nil {
 		return 0, err
 	}
-	defer end.life.release()
+	defer end.life.Release()
 	var ms C.float
 	if err := check("cuEventElapsedTime", C.hl_event_elapsed(start.ctx, &ms, C.uintptr_t(start.h), C.uintptr_t(end.h))); err != nil {
 		return 0, err

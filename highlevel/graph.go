@@ -158,7 +158,7 @@ func (g *Graph) usable() error {
 	return nil
 }
 
-// use begins an operation on the graph; g.life.release ends it.
+// use begins an operation on the graph; g.life.Release ends it.
 func (g *Graph) use() error {
 	if err := g.usable(); err != nil {
 		return err
@@ -166,7 +166,7 @@ func (g *Graph) use() error {
 	if inCallback() { // before g.mu, held by calls that may wait for the callback
 		return ErrInCallback
 	}
-	if !g.life.acquire() {
+	if !g.life.Acquire() {
 		return ErrClosed
 	}
 	return nil
@@ -207,7 +207,7 @@ func (g *Graph) Instantiate(opts *InstantiateOptions) (_ *GraphExec, err error) 
 	if err := g.use(); err != nil {
 		return nil, err
 	}
-	defer g.life.release()
+	defer g.life.Release()
 	var flags C.ulonglong
 	if opts.AutoFreeOnLaunch {
 		flags |= C.CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH
@@ -253,7 +253,7 @@ func (g *Graph) Close() (err error) {
 	if err := g.usable(); err != nil {
 		return err
 	}
-	if err := g.life.closing(); err != nil {
+	if err := closing(&g.life); err != nil {
 		return err
 	}
 	defer deleteDeadHandles()
@@ -291,19 +291,19 @@ func (x *GraphExec) use(s *Stream) (C.uintptr_t, error) {
 	if inCallback() { // before x.mu, held by calls that may wait for the callback
 		return 0, ErrInCallback
 	}
-	if !x.life.acquire() {
+	if !x.life.Acquire() {
 		return 0, ErrClosed
 	}
 	sh, err := s.enter(x.dev)
 	if err != nil {
-		x.life.release()
+		x.life.Release()
 	}
 	return sh, err
 }
 
 func (x *GraphExec) done(s *Stream) {
 	s.leave()
-	x.life.release()
+	x.life.Release()
 }
 
 // Launch launches the graph on s, a stream of its device (nil: the legacy
@@ -350,14 +350,14 @@ func (x *GraphExec) Update(g *Graph) (err error) {
 	if err := x.usable(); err != nil {
 		return err
 	}
-	if !x.life.acquire() {
+	if !x.life.Acquire() {
 		return ErrClosed
 	}
-	defer x.life.release()
+	defer x.life.Release()
 	if err := g.use(); err != nil {
 		return err
 	}
-	defer g.life.release()
+	defer g.life.Release()
 	var result C.int
 	x.mu.Lock()
 	g.mu.Lock()
@@ -386,7 +386,7 @@ func (x *GraphExec) Close() (err error) {
 	if err := x.usable(); err != nil {
 		return err
 	}
-	if err := x.life.closing(); err != nil {
+	if err := closing(&x.life); err != nil {
 		return err
 	}
 	defer deleteDeadHandles()

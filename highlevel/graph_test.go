@@ -30,7 +30,7 @@ func TestCaptureAndInstantiateRefusals(t *testing.T) {
 		t.Error("Capture with mode 3 succeeded")
 	}
 	closed := &Stream{state: standIn}
-	closed.life.close()
+	closed.life.Close()
 	if _, err := (&Graph{ctx: standInCtx}).Instantiate(&InstantiateOptions{Upload: closed}); !errors.Is(err, ErrClosed) {
 		t.Errorf("Instantiate uploading to a closed stream: %v, want ErrClosed", err)
 	}

@@ -16,7 +16,7 @@ func init() {
 	hook.HoldArray = holdArray
 	hook.ReleaseArray = func(a any) {
 		if m := arrayMemory(a); m != nil {
-			m.life.release()
+			m.life.Release()
 		}
 	}
 	hook.KeepArray = func(s, a any) {
@@ -49,7 +49,7 @@ func holdArray(a any) (unsafe.Pointer, int, error) {
 		}
 		return nil, -1, nil // empty
 	}
-	if !p.mem.life.acquire() {
+	if !p.mem.life.Acquire() {
 		return nil, -1, ErrFreed
 	}
 	if p.mem.managed {

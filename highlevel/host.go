@@ -243,10 +243,10 @@ func (p *PinnedMemoryPool) Malloc(size int) (_ *PinnedMemory, err error) {
 	if err := p.usable(); err != nil {
 		return nil, err
 	}
-	if !p.life.acquire() {
+	if !p.life.Acquire() {
 		return nil, ErrClosed
 	}
-	defer p.life.release()
+	defer p.life.Release()
 	b, err := p.alloc(size, nil)
 	if err != nil {
 		return nil, err
@@ -264,7 +264,7 @@ func (p *PinnedMemoryPool) Close() (err error) {
 	if err := p.usable(); err != nil {
 		return err
 	}
-	if err := p.life.closing(); err != nil {
+	if err := closing(&p.life); err != nil {
 		return err
 	}
 	return p.arena.StopHolding()
@@ -318,10 +318,10 @@ func (p *PinnedMemoryPool) change(op string, f func(*arena) error) error {
 	if err := p.usable(); err != nil {
 		return opErr(op, err)
 	}
-	if !p.life.acquire() {
+	if !p.life.Acquire() {
 		return opErr(op, ErrClosed)
 	}
-	defer p.life.release()
+	defer p.life.Release()
 	return opErr(op, f(p.arena))
 }
 

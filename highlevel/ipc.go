@@ -111,7 +111,7 @@ func (e *Event) IPCHandle() (_ IPCEventHandle, err error) {
 	if err := e.use(); err != nil {
 		return h, err
 	}
-	defer e.life.release()
+	defer e.life.Release()
 	if !e.interprocess {
 		return h, fmt.Errorf("%w: event created without EventOptions.Interprocess", ErrNotShareable)
 	}
@@ -182,7 +182,7 @@ func (p MemoryPointer) IPCHandle() (_ IPCMemHandle, err error) {
 	if err != nil {
 		return h, err
 	}
-	defer p.mem.life.release()
+	defer p.mem.life.Release()
 	var off C.size_t
 	var capable C.int
 	if err := check("cuIpcGetMemHandle", C.hl_ipc_mem_handle(ctx, ptr, unsafe.Pointer(&h.b[0]), &off, &capable)); err != nil {

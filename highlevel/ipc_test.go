@@ -78,9 +78,9 @@ func TestIPCEventHandleBinary(t *testing.T) {
 // loaded here).
 func TestIPCRefusals(t *testing.T) {
 	freed := &Memory{size: 64}
-	freed.life.close()
+	freed.life.Close()
 	closed := &Event{ctx: standInCtx, we: new(waitEvent)}
-	closed.life.close()
+	closed.life.Close()
 	_, zeroErr := MemoryPointer{}.IPCHandle()
 	_, freedErr := memoryAt(freed, 0).IPCHandle()
 	_, endErr := memoryAt(&Memory{size: 64}, 64).IPCHandle()

@@ -103,10 +103,10 @@ func (m *Module) Kernel(name string) (*Kernel, error) {
 	if inCallback() { // before m.mu, held by calls that may wait for the callback
 		return nil, ErrInCallback
 	}
-	if !m.life.acquire() {
+	if !m.life.Acquire() {
 		return nil, ErrClosed
 	}
-	defer m.life.release()
+	defer m.life.Release()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if k := m.kernels[name]; k != nil {
@@ -182,7 +182,7 @@ func (m *Module) Close() error {
 		return opErr("close module", err)
 	}
 	defer unlockDevices()
-	if err := m.life.closing(); err != nil {
+	if err := closing(&m.life); err != nil {
 		return err
 	}
 	if m.holds.Or(1) != 0 { // graphs launch its kernels: the last to let go unloads it
@@ -375,10 +375,10 @@ func (k *Kernel) Launch(s *Stream, cfg LaunchConfig, args ...any) error {
 	if s != nil && s.state == nil { // a zero Stream, refused before launch looks up its device
 		return s.usable()
 	}
-	if !k.m.life.acquire() {
+	if !k.m.life.Acquire() {
 		return ErrClosed
 	}
-	defer k.m.life.release()
+	defer k.m.life.Release()
 	return k.launch(s, &cfg, args)
 }
 
@@ -648,7 +648,7 @@ func packShape(buf []byte, args []any, s *Stream, sh shape) (Device, bool) {
 		default:
 			// Every Array[T] starts with its MemoryPointer.
 			mp := (*MemoryPointer)(v)
-			if mp == nil || mp.mem == nil || !mp.mem.life.acquire() {
+			if mp == nil || mp.mem == nil || !mp.mem.life.Acquire() {
 				releaseShaped(args[:i], sh)
 				return 0, false
 			}
@@ -674,7 +674,7 @@ func packShape(buf []byte, args []any, s *Stream, sh shape) (Device, bool) {
 func releaseShaped(args []any, sh shape) {
 	for i := range args {
 		if sh[i].kind == shapeArray {
-			(*MemoryPointer)(anyData(&args[i])).mem.life.release()
+			(*MemoryPointer)(anyData(&args[i])).mem.life.Release()
 		}
 	}
 }
@@ -687,7 +687,7 @@ func (k *Kernel) releaseArgs(args []any) {
 	}
 	for i := range args {
 		if m := shapedMemory(&args[i], i, sh); m != nil {
-			m.life.release()
+			m.life.Release()
 		}
 	}
 }
@@ -832,7 +832,7 @@ func putArg(dst []byte, a any, class paramClass) (dev Device, err error) {
 	switch {
 	case mem == nil:
 		return -1, nil
-	case !mem.life.acquire(): // freed since its check
+	case !mem.life.Acquire(): // freed since its check
 		return -1, fmt.Errorf("%v: %w", reflect.TypeOf(a), ErrFreed)
 	case mem.managed:
 		return -1, nil
@@ -998,10 +998,10 @@ func (k *Kernel) attribute(d Device, set bool, attr cudadrv.Function_attribute, 
 	if err := k.usable(); err != nil {
 		return 0, err
 	}
-	if !k.m.life.acquire() {
+	if !k.m.life.Acquire() {
 		return 0, ErrClosed
 	}
-	defer k.m.life.release()
+	defer k.m.life.Release()
 	ctx, err := d.context()
 	if err != nil {
 		return 0, err
@@ -1023,10 +1023,10 @@ func (k *Kernel) MaxActiveBlocksPerSM(d Device, blockSize, dynamicSharedMem int)
 	if err := k.usable(); err != nil {
 		return 0, err
 	}
-	if !k.m.life.acquire() {
+	if !k.m.life.Acquire() {
 		return 0, ErrClosed
 	}
-	defer k.m.life.release()
+	defer k.m.life.Release()
 	ctx, err := d.context()
 	if err != nil {
 		return 0, err
@@ -1045,10 +1045,10 @@ func (k *Kernel) MaxPotentialBlockSize(d Device, dynamicSharedMem, blockSizeLimi
 	if err := k.usable(); err != nil {
 		return 0, 0, err
 	}
-	if !k.m.life.acquire() {
+	if !k.m.life.Acquire() {
 		return 0, 0, ErrClosed
 	}
-	defer k.m.life.release()
+	defer k.m.life.Release()
 	ctx, err := d.context()
 	if err != nil {
 		return 0, 0, err

@@ -43,7 +43,7 @@ func TestKernelArguments(t *testing.T) {
 	addr := uint64(uintptr(mem.ptr))
 	arr := &Array[float64]{p: MemoryPointer{mem: mem, off: 8}, n: 1}
 	freed := &Memory{ptr: unsafe.Pointer(&host[0]), size: len(host)}
-	freed.life.close()
+	freed.life.Close()
 	for _, tt := range []struct {
 		name string
 		size uint32
@@ -169,7 +169,7 @@ func TestKernelShape(t *testing.T) {
 		return &Memory{ptr: unsafe.Pointer(&host[0]), size: len(host), dev: d, managed: managed}
 	}
 	freed := mem(0, false)
-	freed.life.close()
+	freed.life.Close()
 	arr := func(m *Memory, off int) *Array[float32] {
 		return &Array[float32]{p: MemoryPointer{mem: m, off: off}, n: 1}
 	}

@@ -4,72 +4,23 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"sync/atomic"
-	"time"
+
+	lifepkg "github.com/gocuda/cuda/highlevel/internal/life"
 )
 
 // life is the closing protocol every type of the package that owns
-// something shares, as os.File and database/sql do it: each operation marks
-// itself in progress (acquire, release) around the calls that use the
-// handle; close refuses new operations, waits for those in progress, and
-// only then lets its caller destroy the handle. So no CUDA call is ever
-// made on a destroyed handle, whatever goroutines do.
-//
-// The zero value is open. It allocates nothing and takes no lock: an
-// operation costs two atomic additions.
-type life struct {
-	// state is the number of operations in progress times two, plus one
-	// once close began.
-	state atomic.Int64
-}
-
-const lifeClosed = 1
-
-// acquire marks an operation in progress and reports whether the object is
-// still open; release must follow a true result.
-func (l *life) acquire() bool {
-	if l.state.Add(2)&lifeClosed != 0 {
-		l.state.Add(-2)
-		return false
-	}
-	return true
-}
-
-func (l *life) release() { l.state.Add(-2) }
-
-// closed reports whether close began.
-func (l *life) closed() bool { return l.state.Load()&lifeClosed != 0 }
-
-// close refuses new operations and waits until those in progress have
-// finished. It reports whether this call closed the object: false for every
-// call after the first.
-func (l *life) close() bool {
-	if l.state.Or(lifeClosed)&lifeClosed != 0 {
-		return false
-	}
-	// Operations are cgo calls, mostly microseconds long; a Synchronize in
-	// progress can take as long as the GPU's work. Closing while they run
-	// is rare, so the wait polls, sleeping longer each round, rather than
-	// making every operation pay for a channel.
-	for i := 0; l.state.Load() != lifeClosed; i++ {
-		if i < 10 {
-			runtime.Gosched()
-		} else {
-			time.Sleep(min(time.Microsecond<<min(i-10, 10), time.Millisecond))
-		}
-	}
-	return true
-}
+// something shares (package life).
+type life = lifepkg.Life
 
 // closing is the start of every Close: it refuses to close from a stream
 // callback (where an operation in progress may be waiting for the callback
 // itself), then closes l. It returns nil for the call that closed, and
 // ErrClosed for every later one.
-func (l *life) closing() error {
+func closing(l *life) error {
 	if inCallback() {
 		return ErrInCallback
 	}
-	if !l.close() {
+	if !l.Close() {
 		return ErrClosed
 	}
 	return nil

@@ -21,7 +21,7 @@ import (
 // operations in progress, refuses new ones, and only one Close closes.
 func TestLifeCloseWaits(t *testing.T) {
 	var l life
-	if !l.acquire() {
+	if !l.Acquire() {
 		t.Fatal("acquire on an open object failed")
 	}
 	var closed atomic.Bool
@@ -29,7 +29,7 @@ func TestLifeCloseWaits(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 4 {
 		wg.Go(func() {
-			if l.close() {
+			if l.Close() {
 				wins.Add(1)
 				closed.Store(true)
 			}
@@ -39,15 +39,15 @@ func TestLifeCloseWaits(t *testing.T) {
 	if closed.Load() {
 		t.Fatal("close returned while an operation was in progress")
 	}
-	if l.acquire() {
+	if l.Acquire() {
 		t.Fatal("acquire succeeded while closing")
 	}
-	l.release()
+	l.Release()
 	wg.Wait()
 	if !closed.Load() || wins.Load() != 1 {
 		t.Fatalf("after the operation ended: closed %v, %d closes won, want 1", closed.Load(), wins.Load())
 	}
-	if l.acquire() || l.close() {
+	if l.Acquire() || l.Close() {
 		t.Fatal("a closed object was used or closed again")
 	}
 }
@@ -63,18 +63,18 @@ func TestLifeRace(t *testing.T) {
 		for range 8 {
 			wg.Go(func() {
 				for range 200 {
-					if !l.acquire() {
+					if !l.Acquire() {
 						return
 					}
 					if after.Load() {
 						bad.Add(1)
 					}
-					l.release()
+					l.Release()
 				}
 			})
 		}
 		wg.Go(func() {
-			l.close()
+			l.Close()
 			after.Store(true)
 		})
 		wg.Wait()
@@ -309,7 +309,7 @@ var (
 // ErrClosed before any CUDA call (none is loaded here), and that a second
 // Close does too.
 func TestClosedObjects(t *testing.T) {
-	closedLife := func(l *life) { l.close() }
+	closedLife := func(l *life) { l.Close() }
 	s, e := &Stream{state: standIn}, &Event{ctx: standInCtx, we: new(waitEvent)}
 	g, x := &Graph{ctx: standInCtx}, &GraphExec{ctx: standInCtx}
 	m, p := &Module{kernels: map[string]*Kernel{}}, &MemoryAsyncPool{ctx: standInCtx}
@@ -384,7 +384,7 @@ func TestClosedObjects(t *testing.T) {
 func TestMemoryFreeWaitsForCopies(t *testing.T) {
 	var host [64]byte
 	m := &Memory{ptr: unsafe.Pointer(&host[0]), size: len(host)}
-	if !m.life.acquire() { // a copy in progress
+	if !m.life.Acquire() { // a copy in progress
 		t.Fatal("acquire failed")
 	}
 	freed := make(chan error)
@@ -394,7 +394,7 @@ func TestMemoryFreeWaitsForCopies(t *testing.T) {
 		t.Fatalf("Free returned during a copy: %v", err)
 	case <-time.After(20 * time.Millisecond):
 	}
-	m.life.release()
+	m.life.Release()
 	if err := <-freed; err != nil {
 		t.Fatal(err)
 	}

@@ -59,7 +59,7 @@ func (a Advice) String() string {
 var errNotManaged = errors.New("memory is not managed (Device.MallocManaged)")
 
 // managedSpan checks an operation on n bytes of managed memory from p and
-// begins it, as span does; p.mem.life.release ends it.
+// begins it, as span does; p.mem.life.Release ends it.
 func (p MemoryPointer) managedSpan(op string, n int, dev Device) (unsafe.Pointer, error) {
 	if dev < CPUDevice {
 		return nil, fmt.Errorf("highlevel: %s to %v: no such device", op, dev)
@@ -87,7 +87,7 @@ func (p MemoryPointer) Prefetch(n int, dev Device, s *Stream) error {
 	if err != nil {
 		return err
 	}
-	defer p.mem.life.release()
+	defer p.mem.life.Release()
 	on := dev // the device whose context and stream queue the prefetch
 	if dev == CPUDevice {
 		on = p.mem.dev
@@ -122,7 +122,7 @@ func (p MemoryPointer) Advise(n int, advice Advice, dev Device) error {
 	if err != nil {
 		return err
 	}
-	defer p.mem.life.release()
+	defer p.mem.life.Release()
 	ctx, err := p.mem.dev.context()
 	if err != nil {
 		return err

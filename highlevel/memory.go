@@ -87,7 +87,7 @@ func (m *Memory) Free() error {
 	if inCallback() {
 		return opErr("free memory of "+m.dev.String(), ErrInCallback)
 	}
-	if !m.life.close() {
+	if !m.life.Close() {
 		return opErr("free memory of "+m.dev.String(), ErrFreed)
 	}
 	m.clean.Stop()
@@ -127,7 +127,6 @@ func (m *Memory) unhold() {
 	}
 }
 
-
 // where names the memory at p in errors: "device memory of device 1".
 func (p MemoryPointer) where() string {
 	switch {
@@ -148,7 +147,7 @@ func (m *Memory) live() error {
 	if m == nil || m.size == 0 {
 		return errNoMemory
 	}
-	if m.life.closed() {
+	if m.life.Closed() {
 		return ErrFreed
 	}
 	return nil
@@ -211,7 +210,7 @@ func (p MemoryPointer) Add(n int) (MemoryPointer, error) {
 
 // span begins an operation on n bytes from p, which must lie within its
 // memory: it returns the device address and the primary context of its
-// device, and p.mem.life.release ends it. n == 0 is an error here: the
+// device, and p.mem.life.Release ends it. n == 0 is an error here: the
 // operations return early for it.
 func (p MemoryPointer) span(n int) (unsafe.Pointer, unsafe.Pointer, error) {
 	if p.mem == nil {
@@ -223,12 +222,12 @@ func (p MemoryPointer) span(n int) (unsafe.Pointer, unsafe.Pointer, error) {
 	if p.off < 0 || p.off > p.mem.size || n > p.mem.size-p.off {
 		return nil, nil, fmt.Errorf("%d bytes at offset %d are past the end of the %d bytes of the memory", n, p.off, p.mem.size)
 	}
-	if !p.mem.life.acquire() {
+	if !p.mem.life.Acquire() {
 		return nil, nil, ErrFreed
 	}
 	ctx, err := p.mem.dev.context()
 	if err != nil {
-		p.mem.life.release()
+		p.mem.life.Release()
 		return nil, nil, err
 	}
 	return p.Ptr(), ctx, nil
@@ -366,7 +365,7 @@ func (p MemoryPointer) copyHostOp(h unsafe.Pointer, n int, s *Stream, async, toD
 	if err != nil {
 		return err
 	}
-	defer p.mem.life.release()
+	defer p.mem.life.Release()
 	sh, err := s.enter(p.mem.dev)
 	if err != nil {
 		return err
@@ -440,12 +439,12 @@ func (p MemoryPointer) copyDeviceOp(src MemoryPointer, n int, s *Stream, async b
 	if err != nil {
 		return err
 	}
-	defer p.mem.life.release()
+	defer p.mem.life.Release()
 	sp, _, err := src.span(n)
 	if err != nil {
 		return err
 	}
-	defer src.mem.life.release()
+	defer src.mem.life.Release()
 	sh, err := s.enter(p.mem.dev)
 	if err != nil {
 		return err
@@ -503,7 +502,7 @@ func (p MemoryPointer) memsetOp(value byte, n int, s *Stream, async bool) error 
 	if err != nil {
 		return err
 	}
-	defer p.mem.life.release()
+	defer p.mem.life.Release()
 	sh, err := s.enter(p.mem.dev)
 	if err != nil {
 		return err

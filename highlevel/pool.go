@@ -228,18 +228,18 @@ func (p *MemoryPool) mallocStream(size int, s *Stream) (MemoryPointer, error) {
 	if p == nil || p.arena == nil {
 		return MemoryPointer{}, p.usable()
 	}
-	if !p.life.acquire() {
+	if !p.life.Acquire() {
 		return MemoryPointer{}, ErrClosed
 	}
-	defer p.life.release()
+	defer p.life.Release()
 	if s != nil {
 		if s.perThread() {
 			return MemoryPointer{}, errPerThreadPool
 		}
-		if s.state == nil || !s.life.acquire() {
+		if s.state == nil || !s.life.Acquire() {
 			return MemoryPointer{}, cmp.Or(s.usable(), ErrClosed) // a zero or closed stream
 		}
-		defer s.life.release()
+		defer s.life.Release()
 		if s.h == 0 {
 			s = nil // the legacy default stream, however it is named
 		} else {
@@ -288,7 +288,7 @@ func (p *MemoryPool) Close() (err error) {
 	if err := p.usable(); err != nil {
 		return err
 	}
-	if err := p.life.closing(); err != nil {
+	if err := closing(&p.life); err != nil {
 		return err
 	}
 	return p.arena.StopHolding()
@@ -380,7 +380,7 @@ func (p *MemoryPool) FreeAllBlocksStream(s *Stream) error {
 			return opErr(op, errPerThreadPool)
 		case s.state == nil:
 			return opErr(op, s.usable())
-		case s.life.closed():
+		case s.life.Closed():
 			return opErr(op, ErrClosed)
 		case s.h == 0:
 			s = nil
@@ -401,10 +401,10 @@ func (p *MemoryPool) change(op string, f func(*arena) error) error {
 	if err := p.usable(); err != nil {
 		return opErr(op, err)
 	}
-	if !p.life.acquire() {
+	if !p.life.Acquire() {
 		return opErr(op, ErrClosed)
 	}
-	defer p.life.release()
+	defer p.life.Release()
 	return opErr(op, f(p.arena))
 }
 
@@ -560,12 +560,12 @@ func (p *MemoryAsyncPool) usable() error {
 	return nil
 }
 
-// use begins an operation on the pool; p.life.release ends it.
+// use begins an operation on the pool; p.life.Release ends it.
 func (p *MemoryAsyncPool) use() error {
 	if p == nil || p.ctx == nil {
 		return p.usable()
 	}
-	if !p.life.acquire() {
+	if !p.life.Acquire() {
 		return ErrClosed
 	}
 	return nil
@@ -593,7 +593,7 @@ func (p *MemoryAsyncPool) mallocAsync(size int, s *Stream) (MemoryPointer, error
 	if err := p.use(); err != nil {
 		return MemoryPointer{}, err
 	}
-	defer p.life.release()
+	defer p.life.Release()
 	if err := checkSize(size, p.dev); err != nil {
 		return MemoryPointer{}, err
 	}
@@ -695,7 +695,7 @@ func (p *MemoryAsyncPool) attr(a C.int) int {
 	if p.use() != nil {
 		return 0
 	}
-	defer p.life.release()
+	defer p.life.Release()
 	var v C.uint64_t
 	if C.hl_mem_pool_get_attribute(p.ctx, p.h, a, &v) != 0 {
 		return 0
@@ -741,7 +741,7 @@ func (p *MemoryAsyncPool) SetReleaseThreshold(n int) (err error) {
 	if err := p.use(); err != nil {
 		return err
 	}
-	defer p.life.release()
+	defer p.life.Release()
 	return check("cuMemPoolSetAttribute", C.hl_mem_pool_set_attribute(p.ctx, p.h, C.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, C.uint64_t(n)))
 }
 
@@ -766,7 +766,7 @@ func (p *MemoryAsyncPool) SetLimit(n int) (err error) {
 	if err := p.use(); err != nil {
 		return err
 	}
-	defer p.life.release()
+	defer p.life.Release()
 	p.limit.Store(int64(n))
 	return nil
 }
@@ -778,7 +778,7 @@ func (p *MemoryAsyncPool) SetLimitFraction(f float64) error {
 	if err := p.use(); err != nil {
 		return opErr(op, err)
 	}
-	p.life.release()
+	p.life.Release()
 	n, err := limitFraction(p.dev, f)
 	if err != nil {
 		return opErr(op, err)
@@ -793,7 +793,7 @@ func (p *MemoryAsyncPool) FreeAllBlocks() (err error) {
 	if err := p.use(); err != nil {
 		return err
 	}
-	defer p.life.release()
+	defer p.life.Release()
 	return check("cuMemPoolTrimTo", C.hl_mem_pool_trim(p.ctx, p.h, 0))
 }
 
@@ -810,7 +810,7 @@ func (p *MemoryAsyncPool) Close() (err error) {
 	if err := p.usable(); err != nil {
 		return err
 	}
-	if err := p.life.closing(); err != nil {
+	if err := closing(&p.life); err != nil {
 		return err
 	}
 	// The last slab may go, and with it the memory dropped without Free.

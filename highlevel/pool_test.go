@@ -441,7 +441,7 @@ func TestPoolStreamClose(t *testing.T) {
 	a, _ := p.MallocStream(1024, s)
 	b, _ := p.MallocStream(1024, s)
 	a.Memory().Free()
-	s.life.close()
+	s.life.Close()
 	s.settlePools() // Close does this once the stream's work is done
 	if _, err := p.MallocStream(1024, s); !errors.Is(err, ErrClosed) {
 		t.Errorf("MallocStream on a closed stream: %v, want ErrClosed", err)
@@ -544,7 +544,7 @@ func FuzzPool(f *testing.F) {
 					t.Fatal(err)
 				}
 			case 4: // close a stream, as Close does once the stream's work is done
-				if s := streams[arg%3]; s != nil && s.life.close() {
+				if s := streams[arg%3]; s != nil && s.life.Close() {
 					s.settlePools()
 				}
 			}
@@ -621,7 +621,7 @@ func TestPoolFreeAllBlocksStream(t *testing.T) {
 	}
 	inUse.Memory().Free()
 	closed := &Stream{h: 0x3000, state: standIn}
-	closed.life.close()
+	closed.life.Close()
 	if err := p.FreeAllBlocksStream(closed); !errors.Is(err, ErrClosed) {
 		t.Errorf("FreeAllBlocksStream of a closed stream: %v, want ErrClosed", err)
 	}

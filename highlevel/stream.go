@@ -318,7 +318,7 @@ func (s *Stream) open(d Device) (C.uintptr_t, error) {
 	if s.dev != d {
 		return 0, fmt.Errorf("highlevel: stream of %v used for work on %v", s.dev, d)
 	}
-	if !s.life.acquire() {
+	if !s.life.Acquire() {
 		return 0, ErrClosed
 	}
 	return C.uintptr_t(s.h), nil
@@ -337,7 +337,7 @@ func (s *Stream) shut() {
 	if !s.queued.Load() {
 		s.queued.Store(true)
 	}
-	s.life.release()
+	s.life.Release()
 }
 
 // use begins an operation of the stream's own: Synchronize, Query, Wait.
@@ -348,7 +348,7 @@ func (s *Stream) use() (C.uintptr_t, error) {
 	if inCallback() { // before the stream's locks, held by calls that may wait for the callback
 		return 0, ErrInCallback
 	}
-	if !s.life.acquire() {
+	if !s.life.Acquire() {
 		return 0, ErrClosed
 	}
 	return C.uintptr_t(s.h), nil
@@ -383,7 +383,7 @@ func (s *Stream) Synchronize() error {
 	if err != nil {
 		return err
 	}
-	defer s.life.release()
+	defer s.life.Release()
 	s.joins.RLock()
 	defer s.joins.RUnlock()
 	r := C.int(C.HL_CAPTURING)
@@ -401,7 +401,7 @@ func (s *Stream) Query() (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	defer s.life.release()
+	defer s.life.Release()
 	s.joins.RLock()
 	r := C.int(C.HL_CAPTURING)
 	if !s.inCapture() {
@@ -454,7 +454,7 @@ func (s *Stream) Wait(ctx context.Context) error {
 		return err
 	}
 	ev, err := s.mark(h)
-	s.life.release()
+	s.life.Release()
 	if err != nil {
 		return err
 	}
@@ -471,7 +471,7 @@ func (s *Stream) watch() (*signal, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer s.life.release()
+	defer s.life.Release()
 	s.mu.Lock()
 	// Cleared before the event is recorded, queued is set again by every
 	// operation whose work the event may not cover: one that queued its
@@ -581,7 +581,7 @@ func (s *Stream) Record(e *Event) (*Event, error) {
 	if e != nil {
 		return e, e.Record(s)
 	}
-	if s.life.closed() {
+	if s.life.Closed() {
 		return nil, ErrClosed
 	}
 	e, err := NewEvent(s.dev, nil)
@@ -611,7 +611,7 @@ func (s *Stream) WaitEvent(e *Event) error {
 	if err := e.use(); err != nil {
 		return err
 	}
-	defer e.life.release()
+	defer e.life.Release()
 	h, err := s.enterAlone()
 	if err != nil {
 		return err
@@ -844,7 +844,7 @@ func (s *Stream) Close() error {
 	}
 	s.closeMu.Lock()
 	defer s.closeMu.Unlock()
-	if err := s.life.closing(); err != nil {
+	if err := closing(&s.life); err != nil {
 		return err
 	}
 	s.dropMarks()

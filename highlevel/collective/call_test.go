@@ -114,12 +114,12 @@ func TestCallArguments(t *testing.T) {
 func TestClosedComm(t *testing.T) {
 	empty := &highlevel.Array[float32]{}
 	closed := fake()
-	closed.life.close()
+	closed.life.Close()
 	closed.ended.Store(true)
 	aborted := fake()
 	aborted.setCause(wrapf(ErrTimeout, ErrAborted, "a test"))
 	aborted.aborting.Store(true)
-	aborted.life.close()
+	aborted.life.Close()
 	aborted.ended.Store(true)
 	for _, tc := range []struct {
 		name string
@@ -230,9 +230,9 @@ func TestErrorMessages(t *testing.T) {
 
 func TestCloseAllClosed(t *testing.T) {
 	a, b := fake(), fake()
-	a.life.close()
+	a.life.Close()
 	a.ended.Store(true)
-	b.life.close()
+	b.life.Close()
 	b.ended.Store(true)
 	err := CloseAll([]*Comm{a, nil, b})
 	if n := len(unjoin(err)); n != 2 || !errors.Is(err, highlevel.ErrClosed) {

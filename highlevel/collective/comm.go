@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/gocuda/cuda/highlevel"
+	"github.com/gocuda/cuda/highlevel/internal/life"
 	"github.com/gocuda/cuda/nccl"
 )
 
@@ -88,7 +89,7 @@ type Comm struct {
 	size    int
 	timeout time.Duration
 
-	life     life
+	life     life.Life
 	aborting atomic.Bool           // pollers stop
 	ended    atomic.Bool           // Close or Abort is done
 	cause    atomic.Pointer[error] // why it was aborted
@@ -171,13 +172,13 @@ func (c *Comm) acquire() error {
 	if err := c.usable(); err != nil {
 		return err
 	}
-	if !c.life.acquire() {
+	if !c.life.Acquire() {
 		return c.closedErr()
 	}
 	return nil
 }
 
-func (c *Comm) release() { c.life.release() }
+func (c *Comm) release() { c.life.Release() }
 
 // closedErr is the error of an operation after Close or Abort.
 func (c *Comm) closedErr() error {
@@ -532,7 +533,7 @@ func (c *Comm) Close() error {
 	if err := c.usable(); err != nil {
 		return c.opErr(op, err)
 	}
-	if !c.life.close() {
+	if !c.life.Close() {
 		return c.opErr(op, c.closedErr())
 	}
 	defer c.ended.Store(true)
@@ -580,7 +581,7 @@ func (c *Comm) abort(cause error) error {
 	// A Close in progress sees it and aborts instead of waiting.
 	c.setCause(cause)
 	c.aborting.Store(true)
-	if !c.life.close() {
+	if !c.life.Close() {
 		return c.opErr("abort", c.closedErr())
 	}
 	defer c.ended.Store(true)
@@ -643,7 +644,7 @@ func (c *Comm) Wait(ctx context.Context, s *highlevel.Stream) error {
 			c.abort(err)
 			return c.opErr(op, err)
 		case <-tick.C:
-			if c.life.closed() && c.cause.Load() == nil {
+			if c.life.Closed() && c.cause.Load() == nil {
 				continue // closed: Close finished NCCL's work; the stream's remains
 			}
 			if err := c.acquire(); err != nil {
