@@ -30,11 +30,23 @@ func TestAttributeValueTypes(t *testing.T) {
 			func() error { _, err := DeviceGetGraphMemAttributeOf[uint64](0, GraphMemAttrUsedMemHigh); return err },
 			func() error { return DeviceSetGraphMemAttributeOf(0, GraphMemAttrUsedMemHigh, float32(0)) }},
 		{"MemRange list", MemRangeAttributeAccessedBy, reflect.TypeFor[[]int32](),
-			func() error { _, err := MemRangeGetAttributeOf[[4]int32](MemRangeAttributeAccessedBy, nil, 0); return err },
-			func() error { _, err := MemRangeGetAttributeOf[[4]int64](MemRangeAttributeAccessedBy, nil, 0); return err }},
+			func() error {
+				_, err := MemRangeGetAttributeOf[[4]int32](MemRangeAttributeAccessedBy, nil, 0)
+				return err
+			},
+			func() error {
+				_, err := MemRangeGetAttributeOf[[4]int64](MemRangeAttributeAccessedBy, nil, 0)
+				return err
+			}},
 		{"MemRange location type", MemRangeAttributePreferredLocationType, reflect.TypeFor[MemLocationType](),
-			func() error { _, err := MemRangeGetAttributeOf[MemLocationType](MemRangeAttributePreferredLocationType, nil, 0); return err },
-			func() error { _, err := MemRangeGetAttributeOf[uint8](MemRangeAttributePreferredLocationType, nil, 0); return err }},
+			func() error {
+				_, err := MemRangeGetAttributeOf[MemLocationType](MemRangeAttributePreferredLocationType, nil, 0)
+				return err
+			},
+			func() error {
+				_, err := MemRangeGetAttributeOf[uint8](MemRangeAttributePreferredLocationType, nil, 0)
+				return err
+			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := tc.attr.ValueType(); got != tc.want {
