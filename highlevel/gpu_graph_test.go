@@ -400,7 +400,7 @@ func TestGPUModuleClosedUnderGraph(t *testing.T) {
 	if err := x.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if n := m.holds.Load(); n != 1 {
+	if n := m.holds.n.Load(); n != 1 {
 		t.Errorf("the module's holds are %d after the GraphExec's Close, want 1 (closed, none)", n)
 	}
 }

@@ -43,9 +43,7 @@ type Module struct {
 	mu      sync.Mutex
 	kernels map[string]*Kernel // nil in a zero Module
 
-	// holds counts the graphs that launch the module's kernels (hold)
-	// times two, plus one once Close came.
-	holds atomic.Int32
+	holds holdCount // the graphs that launch its kernels, and whether Close came
 }
 
 // LoadModule loads device code: PTX (as NVRTC or nvcc -ptx writes it), a
@@ -185,7 +183,7 @@ func (m *Module) Close() error {
 	if err := closing(&m.life); err != nil {
 		return err
 	}
-	if m.holds.Or(1) != 0 { // graphs launch its kernels: the last to let go unloads it
+	if m.holds.release() { // graphs launch its kernels: the last to let go unloads it
 		return nil
 	}
 	var errs []error
@@ -202,12 +200,12 @@ func (m *Module) Close() error {
 // hold records that a graph launches the module's kernels; Close then
 // leaves the module to the last unhold. It is called during a launch, which
 // Close waits for, so never after Close.
-func (m *Module) hold() { m.holds.Add(2) }
+func (m *Module) hold() { m.holds.add() }
 
 // unhold ends a hold. The last one after Close unloads the module, as lost
 // memory is freed, once the work queued so far has run.
 func (m *Module) unhold() {
-	if m.holds.Add(-2) == 1 {
+	if m.holds.done() {
 		lostMemory{module: m}.lose()
 	}
 }

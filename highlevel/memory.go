@@ -24,18 +24,16 @@ import (
 // The zero value is not usable: a Memory comes from an allocation
 // (MemoryPointer.Memory); Free on it returns an error wrapping ErrNil.
 type Memory struct {
-	ptr    unsafe.Pointer
-	size   int // 0 in a zero Memory
-	dev    Device
-	owner  owner
-	life   life            // Free waits for the copies in progress
-	clean  runtime.Cleanup // the safety net, or, for a pool's Memory:
-	ledger *slabLedger     // its slab's ledger
-	slot   int32
-	// holds counts the graphs that use the memory (hold) times two, plus
-	// one once Free came.
-	holds   atomic.Int32
-	managed bool // beside slot and holds, so that a Memory takes 88 bytes (a pool slab holds 64)
+	ptr     unsafe.Pointer
+	size    int // 0 in a zero Memory
+	dev     Device
+	owner   owner
+	life    life            // Free waits for the copies in progress
+	clean   runtime.Cleanup // the safety net, or, for a pool's Memory:
+	ledger  *slabLedger     // its slab's ledger
+	slot    int32
+	holds   holdCount // the graphs that use the memory, and whether Free came
+	managed bool      // beside slot and holds, so that a Memory takes 88 bytes (a pool slab holds 64)
 }
 
 // owner gives back the memory it handed out.
@@ -97,7 +95,7 @@ func (m *Memory) Free() error {
 	if m.owner == nil {
 		return nil
 	}
-	if m.holds.Or(1) != 0 { // graphs use it: the last to let go gives it back
+	if m.holds.release() { // graphs use it: the last to let go gives it back
 		return nil
 	}
 	return m.owner.free(m)
@@ -106,13 +104,13 @@ func (m *Memory) Free() error {
 // hold records that a graph uses m: captured work named it. A Free then
 // leaves the memory to the last unhold. It is called during an operation
 // on m, which Free waits for, so never after Free.
-func (m *Memory) hold() { m.holds.Add(2) }
+func (m *Memory) hold() { m.holds.add() }
 
 // unhold ends a hold. The last one after Free gives the memory back, as
 // memory dropped without Free is, once the work queued so far has run:
 // launches of the graph may still be in flight.
 func (m *Memory) unhold() {
-	if m.holds.Add(-2) != 1 {
+	if !m.holds.done() {
 		return
 	}
 	switch o := m.owner.(type) {
@@ -121,7 +119,7 @@ func (m *Memory) unhold() {
 	case asyncOwner:
 		// As lost stream-ordered memory is: freeLost may run where the
 		// stream is entered, so it enters none.
-		lostMemory{ptr: m.ptr, ctx: o.p.ctx, pool: o.p, size: m.size}.lose()
+		o.p.lose(m.ptr, m.size)
 	default:
 		lostMemory{mem: m}.lose()
 	}

@@ -102,7 +102,7 @@ func (l *slabLedger) lose() {
 			b.lose()
 		} else if a := l.async; a != nil {
 			if p := a.ptr[i].Load(); p != nil {
-				lostMemory{ptr: unsafe.Pointer(p), ctx: a.pool.ctx, pool: a.pool, size: a.size[i]}.lose()
+				a.pool.lose(unsafe.Pointer(p), a.size[i])
 			}
 		}
 	}
@@ -636,6 +636,12 @@ func (p *MemoryAsyncPool) reserve(size int) error {
 	}
 }
 
+// lose queues size bytes at ptr, allocated from p, as lost memory: freed,
+// and counted out of p, after the device-wide wait of a later allocation.
+func (p *MemoryAsyncPool) lose(ptr unsafe.Pointer, size int) {
+	lostMemory{ptr: ptr, ctx: p.ctx, pool: p, size: size}.lose()
+}
+
 // asyncOwner frees with cuMemFreeAsync on the stream of the allocation.
 type asyncOwner struct {
 	s *Stream
@@ -659,7 +665,7 @@ func (o asyncOwner) free(m *Memory) error {
 	if r == C.HL_CAPTURING {
 		// The stream captures: the memory is lost memory, freed after
 		// the device-wide wait of an allocation once no capture runs.
-		lostMemory{ptr: m.ptr, ctx: ctx, pool: o.p, size: m.size}.lose()
+		o.p.lose(m.ptr, m.size)
 		return nil
 	}
 	err = check("cuMemFreeAsync", r)
@@ -682,7 +688,7 @@ func (o asyncOwner) freeClosed(m *Memory, ctx unsafe.Pointer) error {
 	captured := o.s.capturedClose
 	o.s.closeMu.Unlock()
 	if captured || C.hl_free(ctx, m.ptr) != 0 {
-		lostMemory{ptr: m.ptr, ctx: ctx, pool: o.p, size: m.size}.lose()
+		o.p.lose(m.ptr, m.size)
 		return nil
 	}
 	o.p.inUse.Add(-int64(m.size))
