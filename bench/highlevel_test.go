@@ -85,14 +85,14 @@ func mallocAsyncFree(b *testing.B, d highlevel.Device) {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	for b.Loop() {
+	b.ReportAllocs()
+	loop(b, s, func() error {
 		m, err := highlevel.MallocAsync(1<<20, s)
 		if err != nil {
-			b.Fatal(err)
+			return err
 		}
-		m.Memory().Free()
-	}
-	s.Synchronize()
+		return m.Memory().Free()
+	})
 }
 
 // BenchmarkEventRecord records one event on one stream, as c/highlevel.c

@@ -50,10 +50,10 @@ func buildStub(t *testing.T, dir string) string {
 	return lib
 }
 
-// TestStubMix runs the mix benchmarks on a stub of CUDA's libraries that
-// does nothing (testdata/stubcuda.c), where their time is Go's side of each
-// operation alone, and checks what each operation costs Go beyond C's
-// call: one cgo call, and no allocation. It logs the times of the C twin
+// TestStubMix runs the mix benchmarks, and MallocAsync + Free, on a stub of
+// CUDA's libraries that does nothing (testdata/stubcuda.c), where their time
+// is Go's side of each operation alone, and checks what each operation
+// costs Go beyond C's call: one cgo call, and no allocation. It logs the times of the C twin
 // (c/mix.c) on the same stub beside Go's.
 func TestStubMix(t *testing.T) {
 	if testing.Short() {
@@ -61,7 +61,7 @@ func TestStubMix(t *testing.T) {
 	}
 	dir := t.TempDir()
 	lib := buildStub(t, dir)
-	args := []string{"-test.run=^$", "-test.bench=^BenchmarkMix(Memset|Launch|D2D)?$", "-test.benchtime=2000x"}
+	args := []string{"-test.run=^$", "-test.bench=^Benchmark(Mix(Memset|Launch|D2D)?|MallocAsyncFree)$", "-test.benchtime=2000x"}
 	args = append(args, strings.Fields(*stubArgs)...)
 	cmd := stubtest.Command(os.Args[0], args...)
 	// highlevel needs no libcudart: a missing one is the proof.
@@ -77,6 +77,8 @@ func TestStubMix(t *testing.T) {
 		"MixMemset": 1,
 		"MixLaunch": 1,
 		"MixD2D":    1,
+		// MallocAsync and Free, as cudaMallocAsync and cudaFreeAsync.
+		"MallocAsyncFree": 2,
 	}
 	line := regexp.MustCompile(`(?m)^Benchmark(\w+?)(?:-\d+)?\s+\d+\s+[\d.]+ ns/op\s+([\d.]+) cgo-calls/op\s+(\d+) B/op\s+(\d+) allocs/op$`)
 	seen := map[string]bool{}

@@ -116,7 +116,7 @@ func (m *Memory) unhold() {
 	switch o := m.owner.(type) {
 	case *block: // as a pool's block dropped without Free: its next Malloc takes it back
 		o.lose()
-	case asyncOwner:
+	case *asyncOwner:
 		// As lost stream-ordered memory is: freeLost may run where the
 		// stream is entered, so it enters none.
 		o.p.lose(m.ptr, m.size)

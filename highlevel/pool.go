@@ -436,9 +436,10 @@ type MemoryAsyncPool struct {
 	ctx   unsafe.Pointer // nil in a zero MemoryAsyncPool
 	owned bool
 	life  life
-	// allocs counts the allocations not yet freed, plus one until Close:
-	// the pool is destroyed when it drops to 0, since frees still queued
-	// into a destroyed pool crash the driver.
+	// allocs counts the allocations not yet freed, plus one until Close,
+	// of a pool NewMemoryAsyncPool created: the pool is destroyed when it
+	// drops to 0, since frees still queued into a destroyed pool crash the
+	// driver.
 	allocs atomic.Int64
 	// inUse counts the bytes allocated through p and not yet freed, for
 	// limit (0: none).
@@ -448,6 +449,8 @@ type MemoryAsyncPool struct {
 	// values of its slab are unreachable too and the pool has moved on
 	// to a new slab, or was closed.
 	slab atomic.Pointer[memSlab]
+	// legacy owns the memory allocated on the legacy default stream.
+	legacy asyncOwner
 }
 
 // NewMemoryAsyncPool creates a CUDA memory pool on d.
@@ -466,6 +469,7 @@ func NewMemoryAsyncPool(d Device) (_ *MemoryAsyncPool, err error) {
 		return nil, err
 	}
 	p := &MemoryAsyncPool{h: h, dev: d, ctx: ctx, owned: true}
+	p.legacy.p = p
 	p.allocs.Store(1)
 	return p, nil
 }
@@ -473,7 +477,7 @@ func NewMemoryAsyncPool(d Device) (_ *MemoryAsyncPool, err error) {
 // unref drops one of the pool's references (an allocation's, or Close's)
 // and destroys the pool with the last.
 func (p *MemoryAsyncPool) unref() error {
-	if p.allocs.Add(-1) != 0 || !p.owned {
+	if !p.owned || p.allocs.Add(-1) != 0 {
 		return nil
 	}
 	return p.destroy()
@@ -513,7 +517,9 @@ func DeviceMemoryAsyncPool(d Device) (_ *MemoryAsyncPool, err error) {
 	if err := check("cuDeviceGetDefaultMemPool", C.hl_default_mem_pool(ctx, &h, C.int(d))); err != nil {
 		return nil, err
 	}
-	return &MemoryAsyncPool{h: h, dev: d, ctx: ctx}, nil
+	p := &MemoryAsyncPool{h: h, dev: d, ctx: ctx}
+	p.legacy.p = p
+	return p, nil
 }
 
 // MallocAsync allocates size bytes from the default CUDA memory pool of s's
@@ -603,24 +609,41 @@ func (p *MemoryAsyncPool) mallocAsync(size int, s *Stream) (MemoryPointer, error
 		return MemoryPointer{}, err
 	}
 	defer s.leave()
-	if s != nil {
-		s.pooled.Store(true) // Close waits for its work: see asyncOwner
-	}
+	o := p.owner(s)
 	if err := p.reserve(size); err != nil {
 		return MemoryPointer{}, err
 	}
-	var ptr unsafe.Pointer
-	r := C.hl_malloc_async(p.ctx, &ptr, C.size_t(size), p.h, sh)
-	if err := check("cuMemAllocFromPoolAsync", r); err != nil {
+	a := C.hl_malloc_async(p.ctx, C.size_t(size), p.h, sh)
+	if err := check("cuMemAllocFromPoolAsync", a.r); err != nil {
 		p.inUse.Add(-int64(size))
 		return MemoryPointer{}, outOfMemory(size, p.dev, err)
 	}
-	p.allocs.Add(1)
+	if p.owned {
+		p.allocs.Add(1)
+	}
 	m, l, i := slot(&p.slab, p)
-	*m = Memory{ptr: ptr, size: size, dev: p.dev, owner: asyncOwner{s, p}, ledger: l, slot: i}
+	*m = Memory{ptr: a.p, size: size, dev: p.dev, owner: o, ledger: l, slot: i}
 	l.async.size[i] = size
-	l.async.ptr[i].Store((*byte)(ptr))
+	l.async.ptr[i].Store((*byte)(a.p))
 	return MemoryPointer{mem: m}, nil
+}
+
+// owner returns the owner of memory allocated from p on s, which a stream
+// keeps for the pool it last allocated from, so that an allocation makes
+// none.
+func (p *MemoryAsyncPool) owner(s *Stream) *asyncOwner {
+	if s == nil {
+		return &p.legacy
+	}
+	if o := s.asyncOwner.Load(); o != nil && o.p == p {
+		return o
+	}
+	o := &asyncOwner{s, p}
+	s.asyncOwner.Store(o)
+	if !s.pooled.Load() {
+		s.pooled.Store(true) // Close waits for its work: see asyncOwner
+	}
+	return o
 }
 
 // reserve counts size more bytes in use, unless that passes the limit.
@@ -648,7 +671,7 @@ type asyncOwner struct {
 	p *MemoryAsyncPool
 }
 
-func (o asyncOwner) free(m *Memory) error {
+func (o *asyncOwner) free(m *Memory) error {
 	ctx, err := m.dev.context()
 	if err != nil {
 		return err
@@ -683,7 +706,7 @@ func (o asyncOwner) free(m *Memory) error {
 // queued: its memory is lost memory, freed after the device-wide wait of
 // the next allocation, as is memory cuMemFree fails to free while a
 // capture refuses it.
-func (o asyncOwner) freeClosed(m *Memory, ctx unsafe.Pointer) error {
+func (o *asyncOwner) freeClosed(m *Memory, ctx unsafe.Pointer) error {
 	o.s.closeMu.Lock()
 	captured := o.s.capturedClose
 	o.s.closeMu.Unlock()

@@ -307,14 +307,15 @@ static int hl_uncaptured(uintptr_t s) {
 // HL_CAPTURING: captured, the allocation or the free would be a node of the
 // graph, which the Memory that the package hands out, freed later on some
 // stream, cannot follow (the driver crashed on such frees).
-int hl_malloc_async(void *ctx, void **p, size_t n, uintptr_t pool, uintptr_t s) {
+hl_alloc hl_malloc_async(void *ctx, size_t n, uintptr_t pool, uintptr_t s) {
 	void *prev;
+	CUdeviceptr p = 0;
 	int r = hl_enter_on(ctx, &prev, s);
-	if (r != 0) return r;
+	if (r != 0) return (hl_alloc){r, NULL};
 	r = hl_uncaptured(s);
-	if (r == 0) r = DRV(cuMemAllocFromPoolAsync)((CUdeviceptr *)p, n, (CUmemoryPool)pool, STREAM(s));
+	if (r == 0) r = DRV(cuMemAllocFromPoolAsync)(&p, n, (CUmemoryPool)pool, STREAM(s));
 	hl_leave_on(ctx, prev, s);
-	return r;
+	return (hl_alloc){r, (void *)(uintptr_t)p};
 }
 int hl_free_async(void *ctx, void *p, uintptr_t s) {
 	void *prev;

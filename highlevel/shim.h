@@ -44,7 +44,14 @@ int hl_primary_context_active(int dev, int *active);
 int hl_malloc(void *ctx, void **p, size_t n);
 int hl_malloc_managed(void *ctx, void **p, size_t n);
 int hl_free(void *ctx, void *p);
-int hl_malloc_async(void *ctx, void **p, size_t n, uintptr_t pool, uintptr_t s);
+// hl_alloc is the result of an allocation: returned by value, it leaves
+// no Go variable for the address to escape to the heap through.
+typedef struct {
+	int r;
+	void *p;
+} hl_alloc;
+
+hl_alloc hl_malloc_async(void *ctx, size_t n, uintptr_t pool, uintptr_t s);
 int hl_free_async(void *ctx, void *p, uintptr_t s);
 int hl_memcpy(uintptr_t ctx, void *dst, const void *src, size_t n, uintptr_t s, int async);
 int hl_memcpy_device(uintptr_t ctx, uintptr_t dst, uintptr_t src, size_t n, uintptr_t s, int async);

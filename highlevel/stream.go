@@ -37,10 +37,13 @@ type Stream struct {
 
 	// pooled is set once a MemoryPool allocated for the stream; Close then
 	// waits for the stream's work and settles the pools' blocks (settle).
-	pooled    atomic.Bool
-	settled   atomic.Bool
-	capturing atomic.Bool // BeginCapture counted a capture in captures
-	global    atomic.Bool // and in the shim's global captures
+	pooled  atomic.Bool
+	settled atomic.Bool
+	// asyncOwner owns the memory allocated on the stream from the
+	// MemoryAsyncPool the stream last allocated from (owner).
+	asyncOwner atomic.Pointer[asyncOwner]
+	capturing  atomic.Bool // BeginCapture counted a capture in captures
+	global     atomic.Bool // and in the shim's global captures
 	// joins is held alone by the operations that may take the stream into
 	// a capture or out of one (BeginCapture, EndCapture, WaitEvent, which
 	// joins the stream to the capture of the event's record, and the
