@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/gocuda/cuda/cudadrv"
 	"github.com/gocuda/cuda/cudart"
 	"github.com/gocuda/cuda/highlevel"
 )
@@ -94,6 +95,75 @@ func mallocAsyncFree(b *testing.B, d highlevel.Device) {
 		return m.Memory().Free()
 	})
 }
+
+// BenchmarkMallocAsyncFreePaired is BenchmarkMallocAsyncFree against C's
+// cudaMallocFromPoolAsync and cudaFreeAsync on the same stream and pool,
+// made in this process (asyncTwin, a cgo call a block), in blocks of
+// asyncBlock rounds that take turns (paired).
+func BenchmarkMallocAsyncFreePaired(b *testing.B) {
+	initDevice(b)
+	s, err := highlevel.NewStream(device(b), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	twin, err := newAsyncTwin(s.Handle())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	paired(b, s, asyncBlock, func(n int) error {
+		for range n {
+			m, err := highlevel.MallocAsync(1<<20, s)
+			if err != nil {
+				return err
+			}
+			if err := m.Memory().Free(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, twin.rounds)
+}
+
+// BenchmarkMallocAsyncFreeRawPaired is BenchmarkMallocAsyncFreePaired with
+// the raw bindings' cuMemAllocFromPoolAsync and cuMemFreeAsync on Go's side,
+// one cgo call each: the floor of any Go binding of the two calls.
+func BenchmarkMallocAsyncFreeRawPaired(b *testing.B) {
+	runtime.LockOSThread() // the raw calls need the context current
+	defer runtime.UnlockOSThread()
+	initDevice(b)
+	s, err := highlevel.NewStream(device(b), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	twin, err := newAsyncTwin(s.Handle())
+	if err != nil {
+		b.Fatal(err)
+	}
+	var pool cudadrv.MemoryPool
+	if err := cudadrv.DeviceGetDefaultMemPool(&pool, 0); err != nil {
+		b.Fatal(err)
+	}
+	rs := cudadrv.Stream(s.Handle())
+	paired(b, s, asyncBlock, func(n int) error {
+		for range n {
+			var p cudadrv.Deviceptr
+			if err := cudadrv.MemAllocFromPoolAsync(&p, 1<<20, pool, rs); err != nil {
+				return err
+			}
+			if err := cudadrv.MemFreeAsync(p, rs); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, twin.rounds)
+}
+
+// asyncBlock is the rounds of a block of BenchmarkMallocAsyncFreePaired:
+// about a millisecond.
+const asyncBlock = 2000
 
 // BenchmarkEventRecord records one event on one stream, as c/highlevel.c
 // does.

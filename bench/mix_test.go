@@ -2,9 +2,7 @@ package bench
 
 import (
 	"runtime"
-	"slices"
 	"testing"
-	"time"
 
 	"github.com/gocuda/cuda/cudadrv"
 	"github.com/gocuda/cuda/highlevel"
@@ -125,11 +123,7 @@ func BenchmarkMixGraph(b *testing.B) {
 
 // BenchmarkMixPaired is BenchmarkMix against its C twin's calls made in
 // this process (mixTwin, one cgo call a round) on the same stream and
-// memory, in blocks of mixBlock rounds that take turns: b.N rounds of
-// each. Separate runs of the two drift apart by more than the 5% the mix's
-// target allows; blocks a few milliseconds apart see the same host. It
-// reports the median time of a round of each (ns/op for Go, c-ns/op for
-// C) and the median of the blocks' ratios (go/c).
+// memory, in blocks of mixBlock rounds that take turns (paired).
 func BenchmarkMixPaired(b *testing.B) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -143,47 +137,18 @@ func BenchmarkMixPaired(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	sides := [2]func() error{m.round, twin.round}
-	// block times a block of n rounds of side i, synchronized at its end,
-	// in ns a round.
-	block := func(i, n int) float64 {
-		start := time.Now()
-		for range n {
-			if err := sides[i](); err != nil {
-				b.Fatal(err)
+	rounds := func(round func() error) func(int) error {
+		return func(n int) error {
+			for range n {
+				if err := round(); err != nil {
+					return err
+				}
 			}
+			return nil
 		}
-		if err := m.s.Synchronize(); err != nil {
-			b.Fatal(err)
-		}
-		return float64(time.Since(start).Nanoseconds()) / float64(n)
 	}
-	block(0, mixBlock) // warm up
-	block(1, mixBlock)
-	var goNs, cNs, ratios []float64
-	b.ResetTimer()
-	for done := 0; done < b.N; done += mixBlock {
-		n := min(mixBlock, b.N-done)
-		var t [2]float64
-		first := len(ratios) % 2 // the sides take turns going first
-		t[first] = block(first, n)
-		t[1-first] = block(1-first, n)
-		goNs, cNs, ratios = append(goNs, t[0]), append(cNs, t[1]), append(ratios, t[0]/t[1])
-	}
-	b.StopTimer()
-	b.ReportMetric(median(goNs), "ns/op")
-	b.ReportMetric(median(cNs), "c-ns/op")
-	b.ReportMetric(median(ratios), "go/c")
+	paired(b, m.s, mixBlock, rounds(m.round), rounds(twin.round))
 }
 
 // mixBlock is the rounds of a block of BenchmarkMixPaired: about 30 ms.
 const mixBlock = 400
-
-// median returns the median of v, which it sorts.
-func median(v []float64) float64 {
-	slices.Sort(v)
-	if n := len(v); n%2 == 0 {
-		return (v[n/2-1] + v[n/2]) / 2
-	}
-	return v[len(v)/2]
-}

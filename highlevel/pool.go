@@ -613,7 +613,7 @@ func (p *MemoryAsyncPool) mallocAsync(size int, s *Stream) (MemoryPointer, error
 	if err := p.reserve(size); err != nil {
 		return MemoryPointer{}, err
 	}
-	a := C.hl_malloc_async(p.ctx, C.size_t(size), p.h, sh)
+	a := C.hl_malloc_async(C.uintptr_t(uintptr(p.ctx)), C.size_t(size), p.h, sh)
 	if err := check("cuMemAllocFromPoolAsync", a.r); err != nil {
 		p.inUse.Add(-int64(size))
 		return MemoryPointer{}, outOfMemory(size, p.dev, err)
@@ -684,7 +684,7 @@ func (o *asyncOwner) free(m *Memory) error {
 		return err
 	}
 	defer o.s.leave()
-	r := C.hl_free_async(ctx, m.ptr, sh)
+	r := C.hl_free_async(C.uintptr_t(uintptr(ctx)), C.uintptr_t(uintptr(m.ptr)), sh)
 	if r == C.HL_CAPTURING {
 		// The stream captures: the memory is lost memory, freed after
 		// the device-wide wait of an allocation once no capture runs.

@@ -306,8 +306,10 @@ static int hl_uncaptured(uintptr_t s) {
 // hl_malloc_async and hl_free_async refuse a capturing stream with
 // HL_CAPTURING: captured, the allocation or the free would be a node of the
 // graph, which the Memory that the package hands out, freed later on some
-// stream, cannot follow (the driver crashed on such frees).
-hl_alloc hl_malloc_async(void *ctx, size_t n, uintptr_t pool, uintptr_t s) {
+// stream, cannot follow (the driver crashed on such frees). They take their
+// context and address as integers, as hl_memcpy does (below).
+hl_alloc hl_malloc_async(uintptr_t ctxv, size_t n, uintptr_t pool, uintptr_t s) {
+	void *ctx = (void *)ctxv;
 	void *prev;
 	CUdeviceptr p = 0;
 	int r = hl_enter_on(ctx, &prev, s);
@@ -317,7 +319,8 @@ hl_alloc hl_malloc_async(void *ctx, size_t n, uintptr_t pool, uintptr_t s) {
 	hl_leave_on(ctx, prev, s);
 	return (hl_alloc){r, (void *)(uintptr_t)p};
 }
-int hl_free_async(void *ctx, void *p, uintptr_t s) {
+int hl_free_async(uintptr_t ctxv, uintptr_t p, uintptr_t s) {
+	void *ctx = (void *)ctxv;
 	void *prev;
 	int r = hl_enter_on(ctx, &prev, s);
 	if (r != 0) return r;

@@ -51,8 +51,8 @@ typedef struct {
 	void *p;
 } hl_alloc;
 
-hl_alloc hl_malloc_async(void *ctx, size_t n, uintptr_t pool, uintptr_t s);
-int hl_free_async(void *ctx, void *p, uintptr_t s);
+hl_alloc hl_malloc_async(uintptr_t ctx, size_t n, uintptr_t pool, uintptr_t s);
+int hl_free_async(uintptr_t ctx, uintptr_t p, uintptr_t s);
 int hl_memcpy(uintptr_t ctx, void *dst, const void *src, size_t n, uintptr_t s, int async);
 int hl_memcpy_device(uintptr_t ctx, uintptr_t dst, uintptr_t src, size_t n, uintptr_t s, int async);
 // hl_memcpy_record queues a copy on s and records e after it.

@@ -163,7 +163,8 @@ if twin mix.c; then
 		count=1 gobench '^BenchmarkMixGraph$' 20000x $two
 		$two ./mix 1 | tee -a "$log/c.txt" || status=1
 	done
-	awk '$1 ~ /^BenchmarkMixPaired/ { for (i = 3; i < NF; i++) if ($(i+1) == "c-ns/op") print $1, $2, $i, "ns/op" }' \
+	# The paired benchmarks' C sides (c-ns/op) go to the C results under their names.
+	awk '$1 ~ /^Benchmark[A-Za-z]*Paired/ { for (i = 3; i < NF; i++) if ($(i+1) == "c-ns/op") print $1, $2, $i, "ns/op" }' \
 		"$log/go.txt" >>"$log/c.txt"
 else
 	status=1

@@ -173,6 +173,8 @@ var specs = []spec{
 	{"MallocAsyncFree", "MallocAsync + FreeAsync, 1 MiB, vs C from the same pool", timeKind, target{ratioTarget, 1.2}, "MallocFromPoolAsyncFree"},
 	{"MallocAsyncFree", "MallocAsync + FreeAsync, 1 MiB, vs C's driver calls", timeKind, target{}, "MallocAsyncFreeDriver"},
 	{"MallocAsyncFree", "MallocAsync + FreeAsync, 1 MiB, vs C's driver calls and the shim's questions", timeKind, target{}, "MallocAsyncFreeShim"},
+	{"MallocAsyncFreePaired", "MallocAsync + FreeAsync, 1 MiB, alternating with C's calls in one process", timeKind, target{ratioTarget, 1.2}, ""},
+	{"MallocAsyncFreeRawPaired", "cuMemAllocFromPoolAsync + cuMemFreeAsync, raw bindings, alternating with C's calls", timeKind, target{}, ""},
 	{"EventRecord", "event record", timeKind, target{overCTarget, 50}, ""},
 	{"StreamCreateDestroy", "stream create + destroy", timeKind, target{ratioTarget, 1.1}, ""},
 	{"Mix", "stream mix: memset + 20 launches + D2D copy, 4 KiB", timeKind, target{ratioTarget, 1.05}, ""},
