@@ -1,7 +1,6 @@
 package highlevel
 
 import (
-	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -455,7 +454,7 @@ func (a *arena) SetLimit(n int) error {
 		return nilError("pool")
 	}
 	if n < 0 {
-		return fmt.Errorf("limit %d: it must not be negative", n)
+		return invalid("limit %d: it must not be negative", n)
 	}
 	a.mu.Lock()
 	a.limit = n

@@ -42,9 +42,9 @@ func checkElem[T any]() error {
 	var err error
 	switch {
 	case t.Size() == 0:
-		err = fmt.Errorf("highlevel: element type %v has size 0", t)
+		err = invalid("highlevel: element type %v has size 0", t)
 	case hasPointers(t):
-		err = fmt.Errorf("highlevel: element type %v holds Go pointers, which device memory cannot hold", t)
+		err = invalid("highlevel: element type %v holds Go pointers, which device memory cannot hold", t)
 	}
 	elemChecks.Store(t, err)
 	return err
@@ -138,7 +138,7 @@ func arrayBytes[T any](n int, d Device) (int, error) {
 		return 0, err
 	}
 	if n < 0 {
-		return 0, fmt.Errorf("length %d: it must not be negative", n)
+		return 0, invalid("length %d: it must not be negative", n)
 	}
 	size := int(unsafe.Sizeof(*new(T)))
 	if n > maxSize/size {
@@ -207,10 +207,10 @@ func ArrayOf[T any](p MemoryPointer, n int) (_ *Array[T], err error) {
 		return nil, err
 	}
 	if size > p.Size() {
-		return nil, fmt.Errorf("%d bytes over %d bytes of memory", size, p.Size())
+		return nil, invalid("%d bytes over %d bytes of memory", size, p.Size())
 	}
 	if align := unsafe.Alignof(*new(T)); uintptr(p.Ptr())%align != 0 {
-		return nil, fmt.Errorf("address %p not aligned to %d bytes", p.Ptr(), align)
+		return nil, invalid("address %p not aligned to %d bytes", p.Ptr(), align)
 	}
 	if n == 0 {
 		return &Array[T]{}, nil
@@ -265,7 +265,7 @@ func (a *Array[T]) host(s []T) (unsafe.Pointer, error) {
 		return nil, nilError("Array")
 	}
 	if len(s) != a.n {
-		return nil, fmt.Errorf("highlevel: host slice of %d elements for an array of %d", len(s), a.n)
+		return nil, invalid("highlevel: host slice of %d elements for an array of %d", len(s), a.n)
 	}
 	if a.n == 0 && a.freed.Load() {
 		return nil, ErrFreed
@@ -331,7 +331,7 @@ func (a *Array[T]) Slice(i, j int) (*Array[T], error) {
 		return nil, nilError("Array")
 	}
 	if i < 0 || j < i || j > a.n {
-		return nil, fmt.Errorf("highlevel: slice [%d:%d] of an array of %d elements", i, j, a.n)
+		return nil, invalid("highlevel: slice [%d:%d] of an array of %d elements", i, j, a.n)
 	}
 	if a.n == 0 {
 		if a.freed.Load() {
@@ -359,7 +359,7 @@ func (a *Array[T]) Free() error {
 		return nilError("Array")
 	}
 	if !a.owned {
-		return errors.New("highlevel: Free of a view of memory (Array.Slice, ArrayOf): free the memory's owner")
+		return invalid("highlevel: Free of a view of memory (Array.Slice, ArrayOf): free the memory's owner")
 	}
 	if a.n == 0 {
 		if a.freed.Swap(true) {

@@ -118,7 +118,7 @@ func Compile(source string, opts *CompileOptions) (_ *Compiled, err error) {
 		dev, arch = d, a
 	}
 	if !strings.HasPrefix(arch, "sm_") && !strings.HasPrefix(arch, "compute_") {
-		return nil, fmt.Errorf("target %q is neither sm_XY nor compute_XY", arch)
+		return nil, invalid("target %q is neither sm_XY nor compute_XY", arch)
 	}
 	args := []string{"--gpu-architecture=" + arch}
 	for _, p := range opts.IncludePaths {
@@ -135,7 +135,7 @@ func Compile(source string, opts *CompileOptions) (_ *Compiled, err error) {
 	args = append(append(args, macros...), opts.Options...)
 	for _, s := range append(append([]string{source, name}, args...), opts.NameExpressions...) {
 		if strings.IndexByte(s, 0) >= 0 {
-			return nil, errors.New("NUL byte in the source or an option")
+			return nil, invalid("NUL byte in the source or an option")
 		}
 	}
 	return compiled.Get(dev, compileKey{source, name, arch, strings.Join(args, "\x00"), strings.Join(opts.NameExpressions, "\x00")})

@@ -77,7 +77,7 @@ func (d Device) state() (*deviceState, error) {
 		return nil, err
 	}
 	if d < 0 || int(d) >= len(devices) {
-		return nil, fmt.Errorf("no %v: %w (%d devices)", d, driverStatus(cudadrv.ERROR_INVALID_DEVICE), len(devices))
+		return nil, invalid("no %v: %w (%d devices)", d, driverStatus(cudadrv.ERROR_INVALID_DEVICE), len(devices))
 	}
 	s := &devices[d]
 	s.once.Do(func() { s.err = s.init(d) })
@@ -639,7 +639,7 @@ func chooseDevice(env, file string) (Device, error) {
 func parseDevice(s, from string) (Device, error) {
 	n, err := strconv.Atoi(strings.TrimSpace(s))
 	if err != nil || n < 0 {
-		return 0, fmt.Errorf("%s holds %q, not a device number", from, s)
+		return 0, invalid("%s holds %q, not a device number", from, s)
 	}
 	d := Device(n)
 	if _, err := d.state(); err != nil {

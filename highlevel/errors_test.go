@@ -30,7 +30,7 @@ func checkMessage(t *testing.T, name string, err error, op string) {
 
 // TestErrorMessages provokes the errors that need no GPU (nil, closed,
 // bad sizes, sizes no device has) and checks their shape and what they
-// match with errors.Is.
+// match with errors.Is: refused input, and only that, matches ErrInvalid.
 func TestErrorMessages(t *testing.T) {
 	resetAllocators()
 	t.Cleanup(resetAllocators)
@@ -60,23 +60,23 @@ func TestErrorMessages(t *testing.T) {
 		op   string // a part of the message naming the operation
 		is   error  // what errors.Is must match, if not nil
 	}{
-		{"Malloc(0)", second(Device(0).Malloc(0)), "alloc 0 bytes on device 0: size 0", nil},
-		{"Malloc(-1)", second(Device(1).Malloc(-1)), "alloc -1 bytes on device 1", nil},
+		{"Malloc(0)", second(Device(0).Malloc(0)), "alloc 0 bytes on device 0: size 0", ErrInvalid},
+		{"Malloc(-1)", second(Device(1).Malloc(-1)), "alloc -1 bytes on device 1", ErrInvalid},
 		{"Malloc(2^57)", second(Device(1).Malloc(huge)), "alloc 144115188075855872 bytes on device 1: out of memory", cudart.ErrorMemoryAllocation},
 		{"MallocManaged(2^57)", second(Device(0).MallocManaged(huge)), "bytes of managed memory on device 0", cudadrv.ERROR_OUT_OF_MEMORY},
 		{"HostAlloc(2^57)", second(HostAlloc(huge)), "bytes of pinned memory: out of memory", cudart.ErrorMemoryAllocation},
-		{"AllocPinnedMemory(-1)", second(AllocPinnedMemory(-1)), "alloc -1 bytes of pinned memory", nil},
+		{"AllocPinnedMemory(-1)", second(AllocPinnedMemory(-1)), "alloc -1 bytes of pinned memory", ErrInvalid},
 		{"NewArray 2^60", second(NewArray[float64](1 << 60)), "new array of 1152921504606846976 float64: out of memory", cudart.ErrorMemoryAllocation},
-		{"NewArray -1", second(NewArray[int32](-1)), "new array of -1 int32: length -1", nil},
-		{"NewArray of pointers", second(NewArray[*int](1)), "new array of 1 *int", nil},
+		{"NewArray -1", second(NewArray[int32](-1)), "new array of -1 int32: length -1", ErrInvalid},
+		{"NewArray of pointers", second(NewArray[*int](1)), "new array of 1 *int", ErrInvalid},
 		{"NewArrayOn nil", second(NewArrayOn[float32](nil, 1)), "new array of 1 float32", ErrNil},
 		{"ArrayFromOn nil", second(ArrayFromOn[float32](nil, []float32{1})), "array from []float32", ErrNil},
 		{"NewArrayOn a pool over 2^57", second(NewArrayOn[byte](limited, huge)), "new array of 144115188075855872 uint8: out of memory", cudart.ErrorMemoryAllocation},
 		{"pool limit", second(limited.Malloc(2000)), "alloc 2000 bytes from a memory pool: out of memory: the pool's limit is 1000 bytes", cudart.ErrorMemoryAllocation},
 		{"pool upstream", second(NewArrayOn[byte](limited, 10)), "new array of 10 uint8: alloc 10 bytes from a memory pool: upstream", nil},
-		{"pool SetLimit(-1)", limited.SetLimit(-1), "set the limit of a memory pool: limit -1", nil},
-		{"pool SetLimitFraction", limited.SetLimitFraction(0.5), "set the limit of a memory pool: by fraction", nil},
-		{"async pool SetLimit(-1)", nilAsync.SetLimit(-1), "set the limit of a memory async pool: limit -1", nil},
+		{"pool SetLimit(-1)", limited.SetLimit(-1), "set the limit of a memory pool: limit -1", ErrInvalid},
+		{"pool SetLimitFraction", limited.SetLimitFraction(0.5), "set the limit of a memory pool: by fraction", ErrInvalid},
+		{"async pool SetLimit(-1)", nilAsync.SetLimit(-1), "set the limit of a memory async pool: limit -1", ErrInvalid},
 		{"async pool Close", nilAsync.Close(), "close memory async pool: nil object", ErrNil},
 		{"closed pinned pool FreeAllBlocks", closedPinned.FreeAllBlocks(), "free the blocks of a pinned memory pool: use of closed object", ErrClosed},
 		{"closed pool Close", closedPool.Close(), "close memory pool: use of closed object", ErrClosed},
@@ -92,25 +92,31 @@ func TestErrorMessages(t *testing.T) {
 		{"nil Memory Free", nilMemory.Free(), "free memory: nil object", ErrNil},
 		{"copy to no memory", CopyToDevice(MemoryPointer{}, []float32{1}), "copy 4 bytes to device memory: nil object: zero MemoryPointer", ErrNil},
 		{"copy from no memory", CopyToHost(make([]int64, 2), MemoryPointer{}), "copy 16 bytes from device memory: nil object: zero MemoryPointer", ErrNil},
-		{"copy from host nil", MemoryPointer{}.CopyFromHost(nil, 8), "copy 8 bytes to device memory: nil host pointer", nil},
+		{"copy from host nil", MemoryPointer{}.CopyFromHost(nil, 8), "copy 8 bytes to device memory: nil host pointer", ErrInvalid},
 		{"copy between no memory", MemoryPointer{}.CopyFromDevice(MemoryPointer{}, 8), "copy 8 bytes from device memory to device memory", ErrNil},
-		{"OpenIPCEvent of nothing", second(OpenIPCEvent(0, IPCEventHandle{})), "open event handle on device 0: empty handle", nil},
-		{"OpenIPCMemory of nothing", second(OpenIPCMemory(1, IPCMemHandle{})), "open memory handle on device 1: empty handle", nil},
+		{"OpenIPCEvent of nothing", second(OpenIPCEvent(0, IPCEventHandle{})), "open event handle on device 0: empty handle", ErrInvalid},
+		{"OpenIPCMemory of nothing", second(OpenIPCMemory(1, IPCMemHandle{})), "open memory handle on device 1: empty handle", ErrInvalid},
 		{"export no memory", second(MemoryPointer{}.IPCHandle()), "export device memory: nil object", ErrNil},
 		{"export nil event", second(nilEvent.IPCHandle()), "export event of device 0: nil object", ErrNil},
 		{"nil graph", second((*Graph)(nil).Instantiate(nil)), "instantiate graph: nil object", ErrNil},
 		{"nil graph exec", (*GraphExec)(nil).Launch(nil), "launch graph: nil object", ErrNil},
 		{"memset of no memory", MemoryPointer{}.MemsetAsync(0, 8, nil), "memset 8 bytes of device memory", ErrNil},
-		{"UnownedMemory(0)", second(UnownedMemory(nil, 0, nil)), "unowned memory of 0 bytes", nil},
-		{"interprocess event with timing", second(NewEvent(0, &EventOptions{Interprocess: true})), "new event on device 0: an interprocess event needs DisableTiming", nil},
-		{"LoadModule(nil)", second(LoadModule(nil)), "load module: empty image", nil},
-		{"Compile for no arch", second(Compile("x", &CompileOptions{Name: "x.cu", Arch: "x86"})), "compile x.cu: target \"x86\"", nil},
-		{"Compile with NUL", second(Compile("x\x00", &CompileOptions{Arch: "sm_90"})), "compile kernel.cu: NUL byte", nil},
+		{"UnownedMemory(0)", second(UnownedMemory(nil, 0, nil)), "unowned memory of 0 bytes", ErrInvalid},
+		{"interprocess event with timing", second(NewEvent(0, &EventOptions{Interprocess: true})), "new event on device 0: an interprocess event needs DisableTiming", ErrInvalid},
+		{"LoadModule(nil)", second(LoadModule(nil)), "load module: empty image", ErrInvalid},
+		{"Compile for no arch", second(Compile("x", &CompileOptions{Name: "x.cu", Arch: "x86"})), "compile x.cu: target \"x86\"", ErrInvalid},
+		{"Compile with NUL", second(Compile("x\x00", &CompileOptions{Arch: "sm_90"})), "compile kernel.cu: NUL byte", ErrInvalid},
+		{"Alloc(-5)", second(Alloc(-5)), "alloc -5 bytes: size -5: it must be positive", ErrInvalid},
+		{"MallocAsync(-1)", second(MallocAsync(-1, nil)), "alloc -1 bytes async: size -1", ErrInvalid},
+		{"bad size on a closed pool", second(closedPool.Malloc(-1)), "alloc -1 bytes from a memory pool: size -1", ErrInvalid},
 		{"SetAllocator after use", func() error { SetAllocator(tagAllocator("x")); Alloc(1); return SetAllocator(nil) }(), "allocator already in use", ErrAllocatorInUse},
 	} {
 		checkMessage(t, tc.name, tc.err, tc.op)
 		if tc.is != nil && !errors.Is(tc.err, tc.is) {
 			t.Errorf("%s: %v does not match %v", tc.name, tc.err, tc.is)
+		}
+		if tc.is != ErrInvalid && errors.Is(tc.err, ErrInvalid) {
+			t.Errorf("%s: %v matches ErrInvalid, kept for refused input", tc.name, tc.err)
 		}
 	}
 }

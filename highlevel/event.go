@@ -5,7 +5,6 @@ import "C"
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -91,7 +90,7 @@ func NewEvent(d Device, opts *EventOptions) (_ *Event, err error) {
 		opts = &EventOptions{}
 	}
 	if opts.Interprocess && !opts.DisableTiming {
-		return nil, errors.New("an interprocess event needs DisableTiming")
+		return nil, invalid("an interprocess event needs DisableTiming")
 	}
 	ctx, err := d.context()
 	if err != nil {

@@ -105,7 +105,7 @@ func (m CaptureMode) cuda() (C.int, error) {
 	case CaptureThreadLocal:
 		return C.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL, nil
 	}
-	return 0, fmt.Errorf("highlevel: begin capture: unknown %v", m)
+	return 0, invalid("highlevel: begin capture: unknown %v", m)
 }
 
 // Capture captures the work fn queues on s into a graph, in the given mode

@@ -159,10 +159,10 @@ func PinnedSlice[T any](m *PinnedMemory) ([]T, error) {
 	}
 	size, align := int(unsafe.Sizeof(*new(T))), unsafe.Alignof(*new(T))
 	if m.size%size != 0 {
-		return nil, fmt.Errorf("highlevel: %d bytes of pinned memory as %v: not a multiple of its size, %d", m.size, reflect.TypeFor[T](), size)
+		return nil, invalid("highlevel: %d bytes of pinned memory as %v: not a multiple of its size, %d", m.size, reflect.TypeFor[T](), size)
 	}
 	if uintptr(m.ptr)%align != 0 {
-		return nil, fmt.Errorf("highlevel: pinned memory at %p as %v: address not aligned to %d bytes", m.ptr, reflect.TypeFor[T](), align)
+		return nil, invalid("highlevel: pinned memory at %p as %v: address not aligned to %d bytes", m.ptr, reflect.TypeFor[T](), align)
 	}
 	return unsafe.Slice((*T)(m.ptr), m.size/size), nil
 }
@@ -384,7 +384,7 @@ func RegisterHost[T any](s []T) (*HostRegistration, error) {
 		return nil, err
 	}
 	if len(s) == 0 {
-		return nil, fmt.Errorf("highlevel: RegisterHost of an empty slice")
+		return nil, invalid("highlevel: RegisterHost of an empty slice")
 	}
 	if err := load(); err != nil {
 		return nil, err

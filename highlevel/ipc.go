@@ -44,7 +44,7 @@ func (h *IPCEventHandle) UnmarshalBinary(b []byte) error {
 		return nilError("IPCEventHandle")
 	}
 	if len(b) != len(h.b) {
-		return fmt.Errorf("highlevel: event handle of %d bytes, want %d", len(b), len(h.b))
+		return invalid("highlevel: event handle of %d bytes, want %d", len(b), len(h.b))
 	}
 	copy(h.b[:], b)
 	return nil
@@ -83,14 +83,14 @@ func (h *IPCMemHandle) UnmarshalBinary(b []byte) error {
 		return nilError("IPCMemHandle")
 	}
 	if len(b) != ipcMemHandleSize {
-		return fmt.Errorf("highlevel: memory handle of %d bytes, want %d", len(b), ipcMemHandleSize)
+		return invalid("highlevel: memory handle of %d bytes, want %d", len(b), ipcMemHandleSize)
 	}
 	var v IPCMemHandle
 	copy(v.b[:], b)
 	off := binary.LittleEndian.Uint64(b[ipcHandleSize:])
 	size := binary.LittleEndian.Uint64(b[ipcHandleSize+8:])
 	if off > maxSize || size == 0 || size > maxSize {
-		return fmt.Errorf("highlevel: memory handle of %d bytes at offset %d: malformed", size, off)
+		return invalid("highlevel: memory handle of %d bytes at offset %d: malformed", size, off)
 	}
 	v.offset, v.size = int(off), int(size)
 	*h = v
@@ -132,7 +132,7 @@ func OpenIPCEvent(d Device, h IPCEventHandle) (_ *Event, err error) {
 		}
 	}()
 	if h == (IPCEventHandle{}) {
-		return nil, errors.New("empty handle")
+		return nil, invalid("empty handle")
 	}
 	ctx, err := d.context()
 	if err != nil {
@@ -173,7 +173,7 @@ func (p MemoryPointer) IPCHandle() (_ IPCMemHandle, err error) {
 	}
 	n := p.Size()
 	if n <= 0 {
-		return h, fmt.Errorf("the pointer is at the end of its %d bytes", p.mem.Size())
+		return h, invalid("the pointer is at the end of its %d bytes", p.mem.Size())
 	}
 	if p.mem.managed {
 		return h, fmt.Errorf("%w: managed memory", ErrNotShareable)
@@ -213,10 +213,10 @@ func OpenIPCMemory(d Device, h IPCMemHandle) (_ MemoryPointer, err error) {
 		}
 	}()
 	if h.size <= 0 {
-		return MemoryPointer{}, errors.New("empty handle")
+		return MemoryPointer{}, invalid("empty handle")
 	}
 	if h.offset < 0 || h.offset > maxSize || h.size > maxSize {
-		return MemoryPointer{}, fmt.Errorf("%d bytes at offset %d: malformed", h.size, h.offset)
+		return MemoryPointer{}, invalid("%d bytes at offset %d: malformed", h.size, h.offset)
 	}
 	ctx, err := d.context()
 	if err != nil {
@@ -230,7 +230,7 @@ func OpenIPCMemory(d Device, h IPCMemHandle) (_ MemoryPointer, err error) {
 	}
 	if h.offset+h.size > int(mapped) {
 		C.hl_ipc_close_mem(ctx, base)
-		return MemoryPointer{}, fmt.Errorf("%d bytes at offset %d are past the end of the %d bytes mapped", h.size, h.offset, int(mapped))
+		return MemoryPointer{}, invalid("%d bytes at offset %d are past the end of the %d bytes mapped", h.size, h.offset, int(mapped))
 	}
 	return newMapped(mapping{base: base, ctx: ctx}, h.offset, h.size, d), nil
 }

@@ -53,7 +53,7 @@ type Module struct {
 // architecture, PTX on every device of its architecture or a later one.
 func LoadModule(image []byte) (*Module, error) {
 	if len(image) == 0 {
-		return nil, opErr("load module", errors.New("empty image"))
+		return nil, opErr("load module", invalid("empty image"))
 	}
 	if err := initDevices(); err != nil {
 		return nil, opErr("load module", err)
@@ -487,15 +487,15 @@ func (cfg *LaunchConfig) check(d Device, l *deviceLimits, dims *C.hl_dims) error
 	bx, by, bz := cfg.Block.dims()
 	switch {
 	case gx > int(l.maxGrid[0]) || gy > int(l.maxGrid[1]) || gz > int(l.maxGrid[2]) || cfg.Grid.negative():
-		return fmt.Errorf("grid %v is outside %v's limits (%v)", cfg.Grid, d, l.maxGrid)
+		return invalid("grid %v is outside %v's limits (%v)", cfg.Grid, d, l.maxGrid)
 	case bx > int(l.maxBlock[0]) || by > int(l.maxBlock[1]) || bz > int(l.maxBlock[2]) || cfg.Block.negative():
-		return fmt.Errorf("block %v is outside %v's limits (%v)", cfg.Block, d, l.maxBlock)
+		return invalid("block %v is outside %v's limits (%v)", cfg.Block, d, l.maxBlock)
 	case bx*by*bz > int(l.maxThreadsPerBlock):
-		return fmt.Errorf("block %v has %d threads, more than the %d of %v", cfg.Block, bx*by*bz, l.maxThreadsPerBlock, d)
+		return invalid("block %v has %d threads, more than the %d of %v", cfg.Block, bx*by*bz, l.maxThreadsPerBlock, d)
 	case cfg.SharedMem < 0 || cfg.SharedMem > int(l.sharedMemOptin):
-		return fmt.Errorf("%d bytes of shared memory: %v allows at most %d per block", cfg.SharedMem, d, l.sharedMemOptin)
+		return invalid("%d bytes of shared memory: %v allows at most %d per block", cfg.SharedMem, d, l.sharedMemOptin)
 	case cfg.Cluster.negative():
-		return fmt.Errorf("cluster %v is negative", cfg.Cluster)
+		return invalid("cluster %v is negative", cfg.Cluster)
 	}
 	dims.grid = [3]C.uint32_t{C.uint32_t(gx), C.uint32_t(gy), C.uint32_t(gz)}
 	dims.block = [3]C.uint32_t{C.uint32_t(bx), C.uint32_t(by), C.uint32_t(bz)}
@@ -524,7 +524,7 @@ func (k *Kernel) pack(buf []byte, args []any, s *Stream) (Device, error) {
 		}
 	}
 	if len(args) != len(k.params) {
-		return 0, fmt.Errorf("%w: %s takes %d arguments, got %d", ErrArgument, k.name, len(k.params), len(args))
+		return 0, invalid("%w: %s takes %d arguments, got %d", ErrArgument, k.name, len(k.params), len(args))
 	}
 	d, chosen := Device(0), false
 	if s != nil {
@@ -537,7 +537,7 @@ func (k *Kernel) pack(buf []byte, args []any, s *Stream) (Device, error) {
 		switch {
 		case err != nil:
 			k.releaseArgs(args[:i])
-			return 0, fmt.Errorf("%w: %s argument %d: %v", ErrArgument, k.name, i, err)
+			return 0, invalid("%w: %s argument %d: %v", ErrArgument, k.name, i, err)
 		case dev < 0:
 		case !chosen:
 			d, chosen = dev, true
@@ -548,9 +548,9 @@ func (k *Kernel) pack(buf []byte, args []any, s *Stream) (Device, error) {
 	var err error
 	switch {
 	case bad >= 0 && s == nil:
-		err = fmt.Errorf("%w: %s argument %d is memory of %v, the arguments before it of %v", ErrArgument, k.name, bad, badDev, d)
+		err = invalid("%w: %s argument %d is memory of %v, the arguments before it of %v", ErrArgument, k.name, bad, badDev, d)
 	case bad >= 0:
-		err = fmt.Errorf("%w: %s argument %d is memory of %v, launched on %v without peer access to it", ErrArgument, k.name, bad, badDev, d)
+		err = invalid("%w: %s argument %d is memory of %v, launched on %v without peer access to it", ErrArgument, k.name, bad, badDev, d)
 	case !chosen:
 		d, err = DefaultDevice()
 	}

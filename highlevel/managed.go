@@ -4,7 +4,6 @@ package highlevel
 import "C"
 
 import (
-	"errors"
 	"fmt"
 	"unsafe"
 )
@@ -56,19 +55,19 @@ func (a Advice) String() string {
 }
 
 // errNotManaged refuses Prefetch and Advise on memory that is not managed.
-var errNotManaged = errors.New("memory is not managed (Device.MallocManaged)")
+var errNotManaged = invalid("memory is not managed (Device.MallocManaged)")
 
 // managedSpan checks an operation on n bytes of managed memory from p and
 // begins it, as span does; p.mem.life.Release ends it.
-func (p MemoryPointer) managedSpan(op string, n int, dev Device) (unsafe.Pointer, error) {
+func (p MemoryPointer) managedSpan(n int, dev Device) (unsafe.Pointer, error) {
 	if dev < CPUDevice {
-		return nil, fmt.Errorf("highlevel: %s to %v: no such device", op, dev)
+		return nil, invalid("no %v", dev)
 	}
 	if err := p.mem.live(); err != nil {
 		return nil, err
 	}
 	if !p.mem.managed {
-		return nil, opErr(op, errNotManaged)
+		return nil, errNotManaged
 	}
 	d, _, err := p.span(n)
 	return d, err
@@ -80,10 +79,17 @@ func (p MemoryPointer) managedSpan(op string, n int, dev Device) (unsafe.Pointer
 // memory's device); for CPUDevice s must be of the memory's device. An
 // empty prefetch does nothing.
 func (p MemoryPointer) Prefetch(n int, dev Device, s *Stream) error {
+	if err := p.prefetch(n, dev, s); err != nil {
+		return opErr(fmt.Sprintf("prefetch %d bytes of %s to %v", n, p.where(), dev), err)
+	}
+	return nil
+}
+
+func (p MemoryPointer) prefetch(n int, dev Device, s *Stream) error {
 	if empty, err := p.empty(n); empty {
 		return err
 	}
-	d, err := p.managedSpan("prefetch", n, dev)
+	d, err := p.managedSpan(n, dev)
 	if err != nil {
 		return err
 	}
@@ -112,13 +118,20 @@ func (p MemoryPointer) Prefetch(n int, dev Device, s *Stream) error {
 // (CPUDevice: the host) where the advice takes a location
 // (cuMemAdvise).
 func (p MemoryPointer) Advise(n int, advice Advice, dev Device) error {
+	if err := p.advise(n, advice, dev); err != nil {
+		return opErr(fmt.Sprintf("advise %v for %d bytes of %s on %v", advice, n, p.where(), dev), err)
+	}
+	return nil
+}
+
+func (p MemoryPointer) advise(n int, advice Advice, dev Device) error {
 	if empty, err := p.empty(n); empty {
 		return err
 	}
 	if advice < AdviseReadMostly || advice > AdviseUnsetAccessedBy {
-		return fmt.Errorf("highlevel: advise: unknown %v", advice)
+		return invalid("unknown %v", advice)
 	}
-	d, err := p.managedSpan("advise "+advice.String(), n, dev)
+	d, err := p.managedSpan(n, dev)
 	if err != nil {
 		return err
 	}

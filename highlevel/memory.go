@@ -201,7 +201,7 @@ func (p MemoryPointer) Add(n int) (MemoryPointer, error) {
 		return MemoryPointer{}, err
 	}
 	if p.off < 0 || p.off > p.mem.size || n < -p.off || n > p.mem.size-p.off {
-		return MemoryPointer{}, fmt.Errorf("highlevel: offset %d + %d is outside the %d bytes of the memory", p.off, n, p.mem.size)
+		return MemoryPointer{}, invalid("highlevel: offset %d + %d is outside the %d bytes of the memory", p.off, n, p.mem.size)
 	}
 	return MemoryPointer{p.mem, p.off + n}, nil
 }
@@ -215,10 +215,10 @@ func (p MemoryPointer) span(n int) (unsafe.Pointer, unsafe.Pointer, error) {
 		return nil, nil, errNoMemory
 	}
 	if n <= 0 {
-		return nil, nil, fmt.Errorf("size %d: it must not be negative", n)
+		return nil, nil, invalid("size %d: it must not be negative", n)
 	}
 	if p.off < 0 || p.off > p.mem.size || n > p.mem.size-p.off {
-		return nil, nil, fmt.Errorf("%d bytes at offset %d are past the end of the %d bytes of the memory", n, p.off, p.mem.size)
+		return nil, nil, invalid("%d bytes at offset %d are past the end of the %d bytes of the memory", n, p.off, p.mem.size)
 	}
 	if !p.mem.life.Acquire() {
 		return nil, nil, ErrFreed
@@ -357,7 +357,7 @@ func (p MemoryPointer) copyHostOp(h unsafe.Pointer, n int, s *Stream, async, toD
 		return err
 	}
 	if h == nil {
-		return errors.New("nil host pointer")
+		return invalid("nil host pointer")
 	}
 	d, ctx, err := p.span(n)
 	if err != nil {
@@ -539,7 +539,11 @@ var allocator struct {
 // Alloc allocates size bytes from the process's default allocator
 // (GetAllocator).
 func Alloc(size int) (MemoryPointer, error) {
-	a, err := GetAllocator()
+	err := positive(size) // before the allocator, which may load the driver
+	var a Allocator
+	if err == nil {
+		a, err = GetAllocator()
+	}
 	if err != nil {
 		return MemoryPointer{}, opErr(fmt.Sprintf("alloc %d bytes", size), err)
 	}
@@ -650,6 +654,14 @@ func (d Device) malloc(size int, managed bool) (_ MemoryPointer, err error) {
 	return m, nil
 }
 
+// positive refuses a size that is not positive.
+func positive(n int) error {
+	if n <= 0 {
+		return invalid("size %d: it must be positive", n)
+	}
+	return nil
+}
+
 // maxSize bounds every size the package allocates: 2^56 bytes (64 PiB) is
 // far beyond any device's memory, and leaves room to round and add sizes
 // without overflow.
@@ -658,8 +670,8 @@ const maxSize = 1 << 56
 // checkSize checks the size of an allocation on d (CPUDevice: pinned host
 // memory) before anything else: a size beyond maxSize is out of memory.
 func checkSize(n int, d Device) error {
-	if n <= 0 {
-		return fmt.Errorf("size %d: it must be positive", n)
+	if err := positive(n); err != nil {
+		return err
 	}
 	if n > maxSize {
 		return &OutOfMemoryError{Size: n, Device: d}
@@ -774,11 +786,11 @@ func UnownedMemory(ptr unsafe.Pointer, size int, owner any) (_ MemoryPointer, er
 			wrap(&err, "unowned memory of", size, "bytes at", ptr)
 		}
 	}()
-	if size <= 0 {
-		return MemoryPointer{}, fmt.Errorf("size %d: it must be positive", size)
+	if err := positive(size); err != nil {
+		return MemoryPointer{}, err
 	}
 	if size > maxSize {
-		return MemoryPointer{}, errors.New("larger than any device")
+		return MemoryPointer{}, invalid("larger than any device")
 	}
 	if err := initDevices(); err != nil { // which initializes the driver
 		return MemoryPointer{}, err
@@ -788,7 +800,7 @@ func UnownedMemory(ptr unsafe.Pointer, size int, owner any) (_ MemoryPointer, er
 		return MemoryPointer{}, err
 	}
 	if typ != C.CU_MEMORYTYPE_DEVICE && managed == 0 {
-		return MemoryPointer{}, errors.New("not device memory")
+		return MemoryPointer{}, invalid("not device memory")
 	}
 	return MemoryPointer{mem: &Memory{ptr: ptr, size: size, dev: Device(dev), managed: managed != 0, owner: keepOwner{owner}}}, nil
 }

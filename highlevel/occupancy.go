@@ -165,7 +165,7 @@ func NewDeviceData(d Device) (DeviceData, error) {
 // 1), and an error for a nil p or properties a device cannot have.
 func DeviceDataFromProperties(p *cudart.DeviceProp) (DeviceData, error) {
 	if p == nil {
-		return DeviceData{}, errors.New("highlevel: DeviceDataFromProperties: nil properties")
+		return DeviceData{}, invalid("highlevel: DeviceDataFromProperties: nil properties")
 	}
 	major, minor := int(p.Major), int(p.Minor)
 	if occCarveouts(major, minor) == nil {
@@ -200,7 +200,7 @@ func DeviceDataFromProperties(p *cudart.DeviceProp) (DeviceData, error) {
 		dd.SharedMemoryPerBlock = dd.SharedMemoryPerBlockDefault
 	}
 	bad := func(what string, v int) (DeviceData, error) {
-		return DeviceData{}, fmt.Errorf("highlevel: sm_%d%d properties: %s %d is impossible", major, minor, what, v)
+		return DeviceData{}, invalid("highlevel: sm_%d%d properties: %s %d is impossible", major, minor, what, v)
 	}
 	// cudaOccDevicePropCheck: every limit is positive.
 	switch {
@@ -275,7 +275,7 @@ func (dd DeviceData) ValidTextureChannelCount(n int) (int, error) {
 			return c, nil
 		}
 	}
-	return 0, fmt.Errorf("highlevel: no texture channel count holds %d values (1, 2 or 4)", n)
+	return 0, invalid("highlevel: no texture channel count holds %d values (1, 2 or 4)", n)
 }
 
 // An OccupancyRecord says how many blocks of one shape fit on one SM at a
@@ -337,11 +337,11 @@ func (dd DeviceData) Occupancy(threads, sharedMem, registers int) (OccupancyReco
 	}
 	switch {
 	case threads <= 0:
-		return OccupancyRecord{}, fmt.Errorf("highlevel: Occupancy: %d threads per block", threads)
+		return OccupancyRecord{}, invalid("highlevel: Occupancy: %d threads per block", threads)
 	case sharedMem < 0:
-		return OccupancyRecord{}, fmt.Errorf("highlevel: Occupancy: %d bytes of shared memory per block", sharedMem)
+		return OccupancyRecord{}, invalid("highlevel: Occupancy: %d bytes of shared memory per block", sharedMem)
 	case registers < 0:
-		return OccupancyRecord{}, fmt.Errorf("highlevel: Occupancy: %d registers per thread", registers)
+		return OccupancyRecord{}, invalid("highlevel: Occupancy: %d registers per thread", registers)
 	case threads > dd.MaxThreads:
 		return tooLarge("%d threads per block, at most %d", threads, dd.MaxThreads)
 	case registers > dd.MaxRegistersPerThread:

@@ -228,6 +228,9 @@ func (p *MemoryPool) mallocStream(size int, s *Stream) (MemoryPointer, error) {
 	if p == nil || p.arena == nil {
 		return MemoryPointer{}, p.usable()
 	}
+	if err := checkSize(size, p.dev); err != nil { // before the pool's and the stream's states
+		return MemoryPointer{}, err
+	}
 	if !p.life.Acquire() {
 		return MemoryPointer{}, ErrClosed
 	}
@@ -252,7 +255,7 @@ func (p *MemoryPool) mallocStream(size int, s *Stream) (MemoryPointer, error) {
 	}
 	if s != nil && b.chunk.dev != s.dev {
 		p.release(b)
-		return MemoryPointer{}, fmt.Errorf("memory of %v for a stream of %v", b.chunk.dev, s.dev)
+		return MemoryPointer{}, invalid("memory of %v for a stream of %v", b.chunk.dev, s.dev)
 	}
 	return MemoryPointer{mem: p.newPooled(b, size)}, nil
 }
@@ -338,7 +341,7 @@ func (p *MemoryPool) SetLimitFraction(f float64) error {
 		return opErr(op, err)
 	}
 	if !p.devOK {
-		return opErr(op, errors.New("by fraction: the pool's upstream allocator has no device"))
+		return opErr(op, invalid("by fraction: the pool's upstream allocator has no device"))
 	}
 	n, err := limitFraction(p.dev, f)
 	if err != nil {
@@ -350,7 +353,7 @@ func (p *MemoryPool) SetLimitFraction(f float64) error {
 // limitFraction returns the fraction f of d's total memory.
 func limitFraction(d Device, f float64) (int, error) {
 	if !(f >= 0 && f <= 1) { // NaN too
-		return 0, fmt.Errorf("fraction %v: it must be in [0, 1]", f)
+		return 0, invalid("fraction %v: it must be in [0, 1]", f)
 	}
 	if f == 0 {
 		return 0, nil
@@ -526,6 +529,9 @@ func DeviceMemoryAsyncPool(d Device) (_ *MemoryAsyncPool, err error) {
 // device (nil: DefaultDevice's, on the legacy default stream), ordered on
 // s. Free frees it on the same stream.
 func MallocAsync(size int, s *Stream) (MemoryPointer, error) {
+	if err := positive(size); err != nil { // before the driver
+		return MemoryPointer{}, opErr(fmt.Sprintf("alloc %d bytes async", size), err)
+	}
 	var d Device
 	if s != nil {
 		d = s.dev
@@ -596,13 +602,16 @@ func (p *MemoryAsyncPool) MallocAsync(size int, s *Stream) (MemoryPointer, error
 // mallocAsync is MallocAsync without the operation in its errors, so that
 // its defers stay open-coded.
 func (p *MemoryAsyncPool) mallocAsync(size int, s *Stream) (MemoryPointer, error) {
+	if err := p.usable(); err != nil {
+		return MemoryPointer{}, err
+	}
+	if err := checkSize(size, p.dev); err != nil { // before the pool's and the stream's states
+		return MemoryPointer{}, err
+	}
 	if err := p.use(); err != nil {
 		return MemoryPointer{}, err
 	}
 	defer p.life.Release()
-	if err := checkSize(size, p.dev); err != nil {
-		return MemoryPointer{}, err
-	}
 	freeLost() // before enter: it may free memory of s (asyncOwner)
 	sh, err := s.enter(p.dev)
 	if err != nil {
@@ -765,7 +774,7 @@ func (p *MemoryAsyncPool) ReleaseThreshold() int {
 func (p *MemoryAsyncPool) SetReleaseThreshold(n int) (err error) {
 	defer wrap(&err, "set the release threshold of a memory async pool")
 	if n < 0 {
-		return fmt.Errorf("threshold %d: it must not be negative", n)
+		return invalid("threshold %d: it must not be negative", n)
 	}
 	if err := p.use(); err != nil {
 		return err
@@ -790,7 +799,7 @@ func (p *MemoryAsyncPool) Limit() int {
 func (p *MemoryAsyncPool) SetLimit(n int) (err error) {
 	defer wrap(&err, "set the limit of a memory async pool")
 	if n < 0 {
-		return fmt.Errorf("limit %d: it must not be negative", n)
+		return invalid("limit %d: it must not be negative", n)
 	}
 	if err := p.use(); err != nil {
 		return err

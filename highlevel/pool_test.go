@@ -702,7 +702,7 @@ func TestAsyncPoolLimit(t *testing.T) {
 }
 
 // TestManagedChecks checks Prefetch's and Advise's refusals, made before
-// any CUDA call.
+// any CUDA call: each names its operation once and matches its sentinel.
 func TestManagedChecks(t *testing.T) {
 	plain := MemoryPointer{mem: hostMemory(64)}
 	managedMem := hostMemory(64)
@@ -711,23 +711,27 @@ func TestManagedChecks(t *testing.T) {
 	freed := hostMemory(64)
 	freed.managed = true
 	freed.Free()
+	const prefetch, advise = "highlevel: prefetch ", "highlevel: advise "
 	for _, tc := range []struct {
 		name string
 		err  error
+		op   string
 		text string
+		is   error
 	}{
-		{"prefetch of device memory", plain.Prefetch(64, 0, nil), "not managed"},
-		{"advice on device memory", plain.Advise(64, AdviseReadMostly, 0), "not managed"},
-		{"prefetch past the end", managed.Prefetch(65, 0, nil), "past the end"},
-		{"advice past the end", managed.Advise(65, AdviseAccessedBy, 0), "past the end"},
-		{"negative size", managed.Prefetch(-1, 0, nil), "negative"},
-		{"no such device", managed.Prefetch(8, -2, nil), "no such device"},
-		{"unknown advice", managed.Advise(8, 0, 0), "unknown Advice(0)"},
-		{"freed", MemoryPointer{mem: freed}.Prefetch(8, CPUDevice, nil), "freed"},
-		{"zero pointer", MemoryPointer{}.Advise(8, AdviseReadMostly, 0), "zero MemoryPointer"},
+		{"prefetch of device memory", plain.Prefetch(64, 0, nil), prefetch, "not managed", ErrInvalid},
+		{"advice on device memory", plain.Advise(64, AdviseReadMostly, 0), advise, "not managed", ErrInvalid},
+		{"prefetch past the end", managed.Prefetch(65, 0, nil), prefetch, "past the end", ErrInvalid},
+		{"advice past the end", managed.Advise(65, AdviseAccessedBy, 0), advise, "past the end", ErrInvalid},
+		{"negative size", managed.Prefetch(-1, 0, nil), prefetch, "negative", ErrInvalid},
+		{"no such device", managed.Prefetch(8, -2, nil), prefetch, "no device -2", ErrInvalid},
+		{"unknown advice", managed.Advise(8, 0, 0), advise, "unknown Advice(0)", ErrInvalid},
+		{"freed", MemoryPointer{mem: freed}.Prefetch(8, CPUDevice, nil), prefetch, "freed", ErrFreed},
+		{"zero pointer", MemoryPointer{}.Advise(8, AdviseReadMostly, 0), advise, "zero MemoryPointer", ErrNil},
 	} {
-		if tc.err == nil || !strings.Contains(tc.err.Error(), tc.text) {
-			t.Errorf("%s: %v, want an error with %q", tc.name, tc.err, tc.text)
+		if tc.err == nil || !strings.HasPrefix(tc.err.Error(), tc.op) || strings.Count(tc.err.Error(), "highlevel:") != 1 ||
+			!strings.Contains(tc.err.Error(), tc.text) || !errors.Is(tc.err, tc.is) {
+			t.Errorf("%s: %v, want an error of %q with %q, matching %v", tc.name, tc.err, tc.op, tc.text, tc.is)
 		}
 	}
 	if err := managed.Prefetch(0, 0, nil); err != nil {

@@ -6,7 +6,6 @@ import "C"
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -319,7 +318,7 @@ func (s *Stream) open(d Device) (C.uintptr_t, error) {
 		return 0, ErrInCallback
 	}
 	if s.dev != d {
-		return 0, fmt.Errorf("highlevel: stream of %v used for work on %v", s.dev, d)
+		return 0, invalid("highlevel: stream of %v used for work on %v", s.dev, d)
 	}
 	if !s.life.Acquire() {
 		return 0, ErrClosed
@@ -650,7 +649,7 @@ func (s *Stream) AddCallback(fn func(error)) error {
 		return err
 	}
 	if fn == nil {
-		return errors.New("highlevel: AddCallback: nil function")
+		return invalid("highlevel: AddCallback: nil function")
 	}
 	h, err := s.enter(s.dev)
 	if err != nil {
@@ -678,7 +677,7 @@ func (s *Stream) LaunchHostFunc(fn func()) error {
 		return err
 	}
 	if fn == nil {
-		return errors.New("highlevel: LaunchHostFunc: nil function")
+		return invalid("highlevel: LaunchHostFunc: nil function")
 	}
 	h, err := s.enter(s.dev)
 	if err != nil {
