@@ -24,6 +24,18 @@ func ExampleDevice_Do() {
 	}
 }
 
+// An allocation returns a MemoryPointer; Free gives the memory back.
+func ExampleMemoryPointer_Free() {
+	p, err := highlevel.Alloc(1 << 20)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer p.Free()
+	if err := p.Memset(0, p.Size()); err != nil {
+		log.Fatal(err)
+	}
+}
+
 // A pool hands freed blocks to the next allocation without calling CUDA.
 func ExampleMemoryPool() {
 	pool, err := highlevel.NewMemoryPool(highlevel.Device(0))
@@ -36,7 +48,7 @@ func ExampleMemoryPool() {
 			log.Fatal(err)
 		}
 		// ... use m ...
-		m.Memory().Free()
+		m.Free()
 	}
 	fmt.Println(pool.UsedBytes(), pool.TotalBytes()) // 0 1048576
 	pool.FreeAllBlocks()

@@ -163,8 +163,23 @@ type MemoryPointer struct {
 }
 
 // Memory returns the allocation the pointer points into; nil for the zero
-// MemoryPointer. Memory().Free() frees it.
+// MemoryPointer.
 func (p MemoryPointer) Memory() *Memory { return p.mem }
+
+// Free frees the memory p points to the start of, as p.Memory().Free()
+// does: the allocations return a MemoryPointer, and Free gives it back. A
+// pointer into the memory (Add) is refused with ErrInvalid, as C's free
+// refuses an address the allocation did not return.
+func (p MemoryPointer) Free() error {
+	if p.mem == nil {
+		return opErr("free memory", errNoMemory)
+	}
+	if p.off != 0 {
+		return opErr("free memory of "+p.mem.dev.String(),
+			invalid("pointer %d bytes into its memory: free the pointer the allocation returned", p.off))
+	}
+	return p.mem.Free()
+}
 
 // Offset returns the pointer's offset in bytes from the start of its
 // memory.

@@ -255,6 +255,29 @@ func TestMemoryPointerValue(t *testing.T) {
 	}
 }
 
+// TestMemoryPointerFree checks that a MemoryPointer frees its memory from
+// its start only, and that the zero one is refused.
+func TestMemoryPointerFree(t *testing.T) {
+	m := hostMemory(64)
+	p := MemoryPointer{mem: m}
+	q, err := p.Add(8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Free(); !errors.Is(err, ErrInvalid) || m.life.Closed() {
+		t.Errorf("Free of a pointer 8 bytes in: %v, freed: %v; want ErrInvalid, not freed", err, m.life.Closed())
+	}
+	if err := p.Free(); err != nil || !m.life.Closed() {
+		t.Errorf("Free: %v, freed: %v", err, m.life.Closed())
+	}
+	if err := p.Free(); !errors.Is(err, ErrFreed) {
+		t.Errorf("second Free: %v, want ErrFreed", err)
+	}
+	if err := (MemoryPointer{}).Free(); !errors.Is(err, ErrNil) {
+		t.Errorf("Free of the zero MemoryPointer: %v, want ErrNil", err)
+	}
+}
+
 // TestTypedCopyChecks checks CopyToDevice and CopyToHost's refusals, all
 // made before any CUDA call: the zero and freed pointers, slices longer
 // than the memory, element types with Go pointers; and that empty slices
