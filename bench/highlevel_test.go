@@ -112,7 +112,7 @@ func BenchmarkMallocAsyncFreePaired(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
-	paired(b, s, asyncBlock, func(n int) error {
+	paired(b, s.Synchronize, asyncBlock, func(n int) error {
 		for range n {
 			m, err := highlevel.MallocAsync(1<<20, s)
 			if err != nil {
@@ -147,7 +147,7 @@ func BenchmarkMallocAsyncFreeRawPaired(b *testing.B) {
 		b.Fatal(err)
 	}
 	rs := cudadrv.Stream(s.Handle())
-	paired(b, s, asyncBlock, func(n int) error {
+	paired(b, s.Synchronize, asyncBlock, func(n int) error {
 		for range n {
 			var p cudadrv.Deviceptr
 			if err := cudadrv.MemAllocFromPoolAsync(&p, 1<<20, pool, rs); err != nil {

@@ -147,7 +147,7 @@ func BenchmarkMixPaired(b *testing.B) {
 			return nil
 		}
 	}
-	paired(b, m.s, mixBlock, rounds(m.round), rounds(twin.round))
+	paired(b, m.s.Synchronize, mixBlock, rounds(m.round), rounds(twin.round))
 }
 
 // mixBlock is the rounds of a block of BenchmarkMixPaired: about 30 ms.

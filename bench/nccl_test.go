@@ -170,3 +170,43 @@ func BenchmarkAllReduce(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAllReducePaired is BenchmarkAllReduce against c/nccl.cu's calls
+// made in this process (ncclTwin, a block of all-reduces a cgo call) over
+// the same ranks, in blocks of allReduceBlock that take turns (paired), for
+// the sizes where Go's calls trailed C's: if the twin keeps C's speed in
+// Go's process, the gap is in Go's calls; if it loses it too, in the
+// process around NCCL's (its threads, its signals).
+func BenchmarkAllReducePaired(b *testing.B) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	r := newNCCLRanks(b, 2<<20)
+	defer r.close(b)
+	twin, err := newNCCLTwin(r)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer twin.close()
+	for _, size := range allReduceSizes {
+		if size > 2<<20 {
+			break
+		}
+		b.Run("size="+sizeName(size), func(b *testing.B) {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			count := uint64(size / 4)
+			paired(b, r.sync, allReduceBlock, func(n int) error {
+				for range n {
+					if err := r.allReduce(count); err != nil {
+						return err
+					}
+				}
+				return nil
+			}, func(n int) error { return twin.rounds(count, n) })
+		})
+	}
+}
+
+// allReduceBlock is the all-reduces of a block of
+// BenchmarkAllReducePaired: a few milliseconds.
+const allReduceBlock = 200

@@ -4,18 +4,17 @@ import (
 	"slices"
 	"testing"
 	"time"
-
-	"github.com/gocuda/cuda/highlevel"
 )
 
-// paired times Go's side of a benchmark against C's on stream s, in blocks
-// of block operations that take turns, each block synchronized at its end:
+// paired times Go's side of a benchmark against C's, in blocks of block
+// operations that take turns, each block ended by sync (the wait for its
+// streams):
 // b.N operations of each. goSide and cSide make n operations. Separate runs
 // of the two drift apart by more than the few percent the targets allow;
 // blocks a few milliseconds apart see the same host. It reports the median
 // time of an operation of each (ns/op for Go, c-ns/op for C) and the median
 // of the blocks' ratios (go/c).
-func paired(b *testing.B, s *highlevel.Stream, block int, goSide, cSide func(n int) error) {
+func paired(b *testing.B, sync func() error, block int, goSide, cSide func(n int) error) {
 	b.Helper()
 	sides := [2]func(int) error{goSide, cSide}
 	// timed times n operations of side i, in ns an operation.
@@ -24,7 +23,7 @@ func paired(b *testing.B, s *highlevel.Stream, block int, goSide, cSide func(n i
 		if err := sides[i](n); err != nil {
 			b.Fatal(err)
 		}
-		if err := s.Synchronize(); err != nil {
+		if err := sync(); err != nil {
 			b.Fatal(err)
 		}
 		return float64(time.Since(start).Nanoseconds()) / float64(n)

@@ -228,6 +228,8 @@ var specs = []spec{
 	{"AllReduce/size=64MiB", "NCCL all-reduce 2 GPUs, 64 MiB", timeKind, target{ratioTarget, 1 / 0.95}, ""},
 	{"AllReduce/size=256MiB", "NCCL all-reduce 2 GPUs, 256 MiB", timeKind, target{ratioTarget, 1 / 0.95}, ""},
 	{"AllReduce/size=1GiB", "NCCL all-reduce 2 GPUs, 1 GiB", timeKind, target{ratioTarget, 1 / 0.95}, ""},
+	{"AllReducePaired/size=32KiB", "NCCL all-reduce 2 GPUs, 32 KiB, alternating with C's calls in one process", timeKind, target{ratioTarget, 1 / 0.95}, ""},
+	{"AllReducePaired/size=256KiB", "NCCL all-reduce 2 GPUs, 256 KiB, alternating with C's calls in one process", timeKind, target{ratioTarget, 1 / 0.95}, ""},
 	{"CollectiveAllReduce/size=32KiB", "all-reduce 2 GPUs through highlevel/collective, 32 KiB, vs C", timeKind, target{ratioTarget, 1 / 0.95}, "AllReduce/size=32KiB"},
 	{"CollectiveAllReduce/size=2MiB", "all-reduce 2 GPUs through highlevel/collective, 2 MiB, vs C", timeKind, target{ratioTarget, 1 / 0.98}, "AllReduce/size=2MiB"},
 	{"CollectiveAllReduce/size=1GiB", "all-reduce 2 GPUs through highlevel/collective, 1 GiB, vs C", timeKind, target{ratioTarget, 1 / 0.98}, "AllReduce/size=1GiB"},
