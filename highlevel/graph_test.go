@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestCaptureModeString(t *testing.T) {
@@ -36,5 +37,48 @@ func TestCaptureAndInstantiateRefusals(t *testing.T) {
 	}
 	if _, err := (&Graph{ctx: standInCtx}).Instantiate(&InstantiateOptions{Upload: &Stream{dev: 1, state: standIn}}); err == nil || !strings.Contains(err.Error(), "device 1") {
 		t.Errorf("Instantiate of a graph of device 0 uploading to a stream of device 1: %v", err)
+	}
+}
+
+// TestEnterAllCaptures checks that an operation over several streams that
+// take part in captures (a group of collectives) enters them all, holding
+// captureOps once: entered one by one, the second stream's enter waited for
+// the first's captureOps forever. A closed stream among them leaves the
+// others as they were.
+func TestEnterAllCaptures(t *testing.T) {
+	a, b := &Stream{h: 1, state: standIn}, &Stream{h: 2, state: standIn}
+	a.capture, b.capture = new(capture), new(capture)
+	ss := []streamOn{{b, 0}, {nil, 0}, {a, 0}}
+	hs := make([]uintptr, len(ss))
+	done := make(chan error)
+	go func() { done <- enterAll(ss, hs) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("enterAll of two capturing streams still waits after 5s")
+	}
+	if hs[0] != 0 || hs[1] != 1 || hs[2] != 2 {
+		t.Errorf("handles %v, want [0 1 2]: sorted by device and handle", hs)
+	}
+	if captureOps.TryLock() {
+		captureOps.Unlock()
+		t.Error("captureOps not held while the streams are entered")
+	}
+	leaveAll(ss)
+	if !captureOps.TryLock() {
+		t.Fatal("captureOps still held after leaveAll")
+	}
+	captureOps.Unlock()
+	if !a.life.Close() {
+		t.Fatal("a's operations still in progress")
+	}
+	if err := enterAll([]streamOn{{a, 0}, {b, 0}}, hs); !errors.Is(err, ErrClosed) {
+		t.Errorf("enterAll with a closed stream: %v, want ErrClosed", err)
+	}
+	if !b.joins.TryLock() || !b.life.Close() {
+		t.Error("a failed enterAll left b entered")
 	}
 }

@@ -4,8 +4,10 @@ package highlevel
 import "C"
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -288,6 +290,78 @@ func (s *Stream) leave() {
 		s.joins.RUnlock()
 		s.shut()
 	}
+}
+
+// A streamOn is a stream and the device of work queued on it: enterAll's
+// argument. A nil stream is the legacy default stream of the device.
+type streamOn struct {
+	s   *Stream
+	dev Device
+}
+
+// enterAll begins an operation that queues work on several streams at once
+// (a group of NCCL calls over several devices): enter for each, but with
+// captureOps taken once, where any of them takes part in a capture, for the
+// mutex is not reentrant: a second enter of a capturing stream would wait
+// for the first forever. It sorts ss by device and handle, so that any two
+// callers take the streams' locks in one order, and writes their handles
+// to hs (len(ss) long). leaveAll(ss) ends it.
+func enterAll(ss []streamOn, hs []uintptr) error {
+	slices.SortFunc(ss, func(a, b streamOn) int {
+		return cmp.Or(cmp.Compare(a.dev, b.dev), cmp.Compare(a.s.handle(), b.s.handle()))
+	})
+	for i, so := range ss {
+		h, err := so.s.open(so.dev)
+		if err != nil {
+			for _, so := range ss[:i] {
+				if so.s != nil {
+					so.s.joins.RUnlock()
+					so.s.shut()
+				}
+			}
+			return err
+		}
+		hs[i] = uintptr(h)
+		if so.s != nil {
+			so.s.joins.RLock()
+		}
+	}
+	if anyInCapture(ss) {
+		captureOps.Lock()
+		if !anyInCapture(ss) { // the captures ended while the lock was waited for
+			captureOps.Unlock()
+		}
+	}
+	return nil
+}
+
+// leaveAll ends an operation enterAll(ss) began, once it has queued its
+// work.
+func leaveAll(ss []streamOn) {
+	if anyInCapture(ss) {
+		captureOps.Unlock()
+	}
+	for _, so := range ss {
+		if so.s != nil {
+			so.s.joins.RUnlock()
+			so.s.shut()
+		}
+	}
+}
+
+// anyInCapture reports whether any of ss takes part in a capture; their
+// joins are held.
+func anyInCapture(ss []streamOn) bool {
+	return slices.ContainsFunc(ss, func(so streamOn) bool { return so.s != nil && so.s.inCapture() })
+}
+
+// handle returns the stream's handle; 0 for a nil Stream, the legacy
+// default stream.
+func (s *Stream) handle() cudart.Stream {
+	if s == nil {
+		return 0
+	}
+	return s.h
 }
 
 // enterAlone begins an operation that may take s into a capture or out of
