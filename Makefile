@@ -7,6 +7,10 @@
 #                with the tests of GPU_MAJOR_PKGS also built for each other major; it measures the regeneration here, where Go is
 # make bench     runs the benchmarks and their C, CuPy and cuda.core twins here (needs a GPU and nvcc), then benchstat
 # make benchstat compares Go with C in build/out/results.tgz, as gpu.sh left it here or on a GPU machine
+#
+# bench/ is a module of its own (bench/go.mod), so that its plotting and
+# benchstat stay out of the library's module graph: the targets run its
+# go commands with go -C bench.
 
 GO ?= go
 # A recipe line fails when any command of a pipeline fails (the
@@ -16,7 +20,7 @@ SHELL := bash
 # The suite travels to the GPU machine with the repository (64 MiB at most
 # together): no symbol tables, and packed with xz (29 MiB, against gzip's 49).
 STRIP := -ldflags='-s -w'
-GPU_PKGS := cudart cudadrv nvrtc nvjitlink cublas cublaslt cusolver cusparse curand cufft nccl internal/dl highlevel highlevel/cudatest highlevel/collective highlevel/linalg highlevel/nvtx bench
+GPU_PKGS := cudart cudadrv nvrtc nvjitlink cublas cublaslt cusolver cusparse curand cufft nccl internal/dl highlevel highlevel/cudatest highlevel/collective highlevel/linalg highlevel/nvtx
 # The build tags of the CUDA majors other than the default: those of the
 # build lines of headers/cuda*.txt that are one tag (build cuda12).
 MAJOR_TAGS := $(shell sed -n 's/^build  *\([A-Za-z0-9_]*\) *$$/\1/p' headers/cuda*.txt)
@@ -40,7 +44,10 @@ generate:
 test:
 	$(GO) vet ./...
 	$(GO) test ./...
+	$(GO) -C bench vet ./...
+	$(GO) -C bench test ./...
 	$(foreach t,$(MAJOR_TAGS),$(GO) vet -tags $(t) ./... && $(GO) test -tags $(t) ./... &&) true
+	$(foreach t,$(MAJOR_TAGS),$(GO) -C bench vet -tags $(t) ./... && $(GO) -C bench test -tags $(t) ./... &&) true
 	$(GO) test -race ./highlevel
 ifeq ($(ARM64_TOOLS)$(REQUIRE_ARM64),)
 	@echo "make test: test-arm64 skipped: it needs $(ARM64_CC), $(ARM64_QEMU) and the arm64 C library in $(ARM64_SYSROOT) (Debian: gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user)"
@@ -59,6 +66,8 @@ ARM64 := GOARCH=arm64 CGO_ENABLED=1 CC=$(ARM64_CC) QEMU_LD_PREFIX=$(ARM64_SYSROO
 test-arm64:
 	$(ARM64) $(GO) vet ./...
 	$(ARM64) $(GO) test -exec $(ARM64_QEMU) ./...
+	$(ARM64) $(GO) -C bench vet ./...
+	$(ARM64) $(GO) -C bench test -exec $(ARM64_QEMU) ./...
 
 gpu:
 	rm -rf build/gpu
@@ -67,7 +76,8 @@ gpu:
 	$(GO) test $(STRIP) -race -c -o build/gpu/highlevel_race.test ./highlevel
 	$(foreach t,$(MAJOR_TAGS),$(foreach p,$(GPU_MAJOR_PKGS),$(GO) test $(STRIP) -tags $(t) -c -o build/gpu/$(subst /,_,$(p))_$(t).test ./$(p) &&)) true
 	$(foreach e,devicequery saxpy sgemm bandwidth allreduce,$(GO) build $(STRIP) -o build/gpu/$(e) ./examples/$(e) &&) true
-	CGO_ENABLED=0 $(GO) build $(STRIP) -o build/gpu/benchtable ./bench/cmd/benchtable
+	$(GO) -C bench test $(STRIP) -c -o $(CURDIR)/build/gpu/bench.test .
+	CGO_ENABLED=0 $(GO) -C bench build $(STRIP) -o $(CURDIR)/build/gpu/benchtable ./cmd/benchtable
 	cp bench/c/*.c bench/c/*.cu bench/c/*.h headers/nccl-2.28.3/nccl.h scripts/gpu.sh build/gpu/
 	cp bench/py/bench.py build/gpu/py/
 	GOMAXPROCS=2 $(GO) test -run '^$$' -bench Regenerate -benchtime 1x -count 5 ./golden | tee build/gpu/bench-regen.txt
@@ -79,4 +89,4 @@ bench: gpu
 
 benchstat:
 	tar -xzf build/out/results.tgz -C build/out
-	$(GO) run golang.org/x/perf/cmd/benchstat -ignore goos,goarch,pkg,cpu,/gomaxprocs c=build/out/all-c.txt go=build/out/all-go.txt
+	$(GO) -C bench tool benchstat -ignore goos,goarch,pkg,cpu,/gomaxprocs c=$(CURDIR)/build/out/all-c.txt go=$(CURDIR)/build/out/all-go.txt

@@ -8,9 +8,9 @@
 // each operation: its checks, its bookkeeping and the cgo call; it logs
 // the C twin's times on the same stub beside them. To profile it:
 //
-//	go test ./bench -run TestStubMix -v -args -stub.args='-test.count=6 -test.cpuprofile=/tmp/cpu.out'
+//	go -C bench test -run TestStubMix -v -args -stub.args='-test.count=6 -test.cpuprofile=/tmp/cpu.out'
 package bench
 
 // The stub is built with the headers of the major the build binds
 // (testHeaders, in zversion_*_test.go).
-//go:generate go run ../gen -pkg bench -tests
+//go:generate go run github.com/gocuda/cuda/gen -majors ../headers -pkg bench -tests

@@ -2,6 +2,11 @@
 // every function, enum, struct, union, handle and constant, generated from
 // the CUDA headers by ../gen.
 //
+// Most programs should use package github.com/gocuda/cuda/highlevel, built
+// on the driver API, which holds each device's context for its calls, checks
+// sizes, keeps memory alive while the GPU may use it and closes safely. This
+// package is the CUDA driver API as C has it, for what highlevel does not offer.
+//
 // Names follow the C names without their prefix (cuMemAlloc -> MemAlloc,
 // CUstream -> Stream, CUDA_MEMCPY3D -> MEMCPY3D,
 // CU_DEVICE_ATTRIBUTE_WARP_SIZE -> DEVICE_ATTRIBUTE_WARP_SIZE); gen's package

@@ -2,6 +2,11 @@
 // cuda_profiler_api.h): every function, enum, struct, union, handle and
 // constant, generated from the CUDA headers by ../gen.
 //
+// Most programs should use package github.com/gocuda/cuda/highlevel, built
+// on the driver API, which holds each device's context for its calls, checks
+// sizes, keeps memory alive while the GPU may use it and closes safely. This
+// package is the CUDA runtime API as C has it, for what highlevel does not offer.
+//
 // Names follow the C names without their prefix (cudaMalloc -> Malloc,
 // cudaStream_t -> Stream, cudaMemcpyHostToDevice -> MemcpyHostToDevice); gen's
 // package documentation gives the whole rule. A function returns nil or the

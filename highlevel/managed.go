@@ -6,6 +6,8 @@ import "C"
 import (
 	"fmt"
 	"unsafe"
+
+	"github.com/gocuda/cuda/cudadrv"
 )
 
 // CPUDevice stands for the host where Prefetch and Advise take a location
@@ -21,19 +23,19 @@ type Advice int
 const (
 	// AdviseReadMostly: the memory is mostly read, so each processor may
 	// keep a read-only copy. The device argument is ignored.
-	AdviseReadMostly Advice = C.CU_MEM_ADVISE_SET_READ_MOSTLY
+	AdviseReadMostly Advice = Advice(cudadrv.MEM_ADVISE_SET_READ_MOSTLY)
 	// AdviseUnsetReadMostly undoes AdviseReadMostly.
-	AdviseUnsetReadMostly Advice = C.CU_MEM_ADVISE_UNSET_READ_MOSTLY
+	AdviseUnsetReadMostly Advice = Advice(cudadrv.MEM_ADVISE_UNSET_READ_MOSTLY)
 	// AdvisePreferredLocation: the memory should live on the device given
 	// (CPUDevice: host memory).
-	AdvisePreferredLocation Advice = C.CU_MEM_ADVISE_SET_PREFERRED_LOCATION
+	AdvisePreferredLocation Advice = Advice(cudadrv.MEM_ADVISE_SET_PREFERRED_LOCATION)
 	// AdviseUnsetPreferredLocation undoes AdvisePreferredLocation.
-	AdviseUnsetPreferredLocation Advice = C.CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION
+	AdviseUnsetPreferredLocation Advice = Advice(cudadrv.MEM_ADVISE_UNSET_PREFERRED_LOCATION)
 	// AdviseAccessedBy: the device given accesses the memory, so it stays
 	// mapped there wherever it lives.
-	AdviseAccessedBy Advice = C.CU_MEM_ADVISE_SET_ACCESSED_BY
+	AdviseAccessedBy Advice = Advice(cudadrv.MEM_ADVISE_SET_ACCESSED_BY)
 	// AdviseUnsetAccessedBy undoes AdviseAccessedBy.
-	AdviseUnsetAccessedBy Advice = C.CU_MEM_ADVISE_UNSET_ACCESSED_BY
+	AdviseUnsetAccessedBy Advice = Advice(cudadrv.MEM_ADVISE_UNSET_ACCESSED_BY)
 )
 
 func (a Advice) String() string {

@@ -1,9 +1,10 @@
 package highlevel
 
 import (
-	"slices"
 	"sync"
 	"weak"
+
+	"github.com/gocuda/cuda/highlevel/internal/caches"
 )
 
 // A Memo caches a function's results per device and key: PyCUDA's
@@ -42,51 +43,21 @@ func NewMemo[K comparable, V any](fn func(d Device, key K) (V, error)) *Memo[K, 
 func newMemo[K comparable, V any](fn func(d Device, key K) (V, error), release func(V)) *Memo[K, V] {
 	m := &Memo[K, V]{fn: fn, release: release, entries: map[memoKey[K]]*memoEntry[V]{}}
 	wp := weak.Make(m) // the registry does not keep a Memo alive
-	memos.Lock()
-	memos.clear = append(memos.clear, &clearer{func() bool {
+	caches.Add(func() bool {
 		m := wp.Value()
 		if m != nil {
 			m.Clear()
 		}
 		return m != nil
-	}})
-	memos.Unlock()
+	})
 	return m
 }
-
-// memos lists how to clear every live Memo.
-var memos struct {
-	sync.Mutex
-	clear []*clearer
-}
-
-// A clearer clears a Memo or a cache of the subpackages; clear returns
-// false once its Memo is gone.
-type clearer struct{ clear func() bool }
 
 // ClearCaches clears every Memo, the package's own included (compiled
 // programs), and destroys the library handles of package highlevel/linalg
 // (a call in progress on one finishes first; later calls on it return
 // ErrClosed). PyCUDA's clear_context_caches.
-func ClearCaches() {
-	// The callbacks run outside the lock: linalg's wait for the calls in
-	// progress on a handle, and such a call may register a callback.
-	memos.Lock()
-	cs := slices.Clone(memos.clear)
-	memos.Unlock()
-	gone := map[*clearer]bool{}
-	for _, c := range cs {
-		if !c.clear() {
-			gone[c] = true
-		}
-	}
-	if len(gone) == 0 {
-		return
-	}
-	memos.Lock()
-	memos.clear = slices.DeleteFunc(memos.clear, func(c *clearer) bool { return gone[c] })
-	memos.Unlock()
-}
+func ClearCaches() { caches.Clear() }
 
 // Get returns fn(d, key), calling fn only when no result is cached. If fn
 // panics, Get returns the panic as a *PanicError, to this call and to those

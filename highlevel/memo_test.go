@@ -7,8 +7,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/gocuda/cuda/highlevel/internal/hook"
 )
 
 func TestMemo(t *testing.T) {
@@ -138,32 +136,5 @@ func TestMemoGoexit(t *testing.T) {
 			t.Errorf("Get after runtime.Goexit = %d, %v; want 42 from a new call", v, err)
 		}
 		return
-	}
-}
-
-// TestClearCachesCallbackRegisters checks that a cache's clear function may
-// register another while ClearCaches runs it (linalg's wait for a call in
-// progress, which may create another library's first handle), rather than
-// deadlock on the registry.
-func TestClearCachesCallbackRegisters(t *testing.T) {
-	var once sync.Once
-	cleared := make(chan bool, 8)
-	hook.OnClearCaches(func() {
-		once.Do(func() { hook.OnClearCaches(func() { cleared <- true }) })
-		cleared <- true
-	})
-	done := make(chan struct{})
-	go func() {
-		ClearCaches()
-		ClearCaches()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("ClearCaches deadlocked with a callback that registers another")
-	}
-	if n := len(cleared); n != 3 {
-		t.Errorf("%d callbacks ran, want the first twice and the second once", n)
 	}
 }

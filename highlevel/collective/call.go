@@ -13,7 +13,8 @@ import (
 
 	"github.com/gocuda/cuda/cudart"
 	"github.com/gocuda/cuda/highlevel"
-	"github.com/gocuda/cuda/highlevel/internal/hook"
+	"github.com/gocuda/cuda/highlevel/internal/buffer"
+	"github.com/gocuda/cuda/highlevel/internal/life"
 	"github.com/gocuda/cuda/nccl"
 )
 
@@ -95,7 +96,7 @@ type Call struct {
 	op     string
 	comm   *Comm
 	s      *highlevel.Stream
-	arrays [2]any // *highlevel.Array[T] or nil: the send and receive buffers
+	arrays [2]buffer.Buffer // the send and receive buffers; the zero Buffer for none
 	err    error
 	// queue makes NCCL's call: p are the addresses of arrays.
 	queue func(p [2]unsafe.Pointer, s cudart.Stream) error
@@ -152,7 +153,7 @@ func AllReduce[T Elem](c *Comm, send, recv *highlevel.Array[T], op ReduceOp, s *
 		return call
 	}
 	n, dt, h := uint64(send.Len()), dataType[T](), c.h
-	call.arrays = [2]any{send, recv}
+	call.arrays = [2]buffer.Buffer{buffer.Of(send), buffer.Of(recv)}
 	call.queue = func(p [2]unsafe.Pointer, s cudart.Stream) error {
 		return nccl.AllReduce(p[0], p[1], n, dt, o, h, s)
 	}
@@ -169,10 +170,10 @@ func Broadcast[T Elem](c *Comm, send, recv *highlevel.Array[T], root int, s *hig
 	if call.err != nil {
 		return call
 	}
-	call.arrays[1] = recv
+	call.arrays[1] = buffer.Of(recv)
 	if c.rank == root {
 		array(&call, "send at the root", send, recv.Len())
-		call.arrays[0] = send
+		call.arrays[0] = buffer.Of(send)
 	}
 	n, dt, h := uint64(recv.Len()), dataType[T](), c.h
 	call.queue = func(p [2]unsafe.Pointer, s cudart.Stream) error {
@@ -192,10 +193,10 @@ func Reduce[T Elem](c *Comm, send, recv *highlevel.Array[T], op ReduceOp, root i
 	if call.err != nil {
 		return call
 	}
-	call.arrays[0] = send
+	call.arrays[0] = buffer.Of(send)
 	if c.rank == root {
 		array(&call, "recv at the root", recv, send.Len())
-		call.arrays[1] = recv
+		call.arrays[1] = buffer.Of(recv)
 	}
 	n, dt, h := uint64(send.Len()), dataType[T](), c.h
 	call.queue = func(p [2]unsafe.Pointer, s cudart.Stream) error {
@@ -217,7 +218,7 @@ func AllGather[T Elem](c *Comm, send, recv *highlevel.Array[T], s *highlevel.Str
 		return call
 	}
 	n, dt, h := uint64(send.Len()), dataType[T](), c.h
-	call.arrays = [2]any{send, recv}
+	call.arrays = [2]buffer.Buffer{buffer.Of(send), buffer.Of(recv)}
 	call.queue = func(p [2]unsafe.Pointer, s cudart.Stream) error {
 		return nccl.AllGather(p[0], p[1], n, dt, h, s)
 	}
@@ -239,7 +240,7 @@ func ReduceScatter[T Elem](c *Comm, send, recv *highlevel.Array[T], op ReduceOp,
 		return call
 	}
 	n, dt, h := uint64(recv.Len()), dataType[T](), c.h
-	call.arrays = [2]any{send, recv}
+	call.arrays = [2]buffer.Buffer{buffer.Of(send), buffer.Of(recv)}
 	call.queue = func(p [2]unsafe.Pointer, s cudart.Stream) error {
 		return nccl.ReduceScatter(p[0], p[1], n, dt, o, h, s)
 	}
@@ -257,7 +258,7 @@ func Send[T Elem](c *Comm, send *highlevel.Array[T], peer int, s *highlevel.Stre
 		return call
 	}
 	n, dt, h := uint64(send.Len()), dataType[T](), c.h
-	call.arrays[0] = send
+	call.arrays[0] = buffer.Of(send)
 	call.queue = func(p [2]unsafe.Pointer, s cudart.Stream) error {
 		return nccl.Send(p[0], n, dt, int32(peer), h, s)
 	}
@@ -273,7 +274,7 @@ func Recv[T Elem](c *Comm, recv *highlevel.Array[T], peer int, s *highlevel.Stre
 		return call
 	}
 	n, dt, h := uint64(recv.Len()), dataType[T](), c.h
-	call.arrays[1] = recv
+	call.arrays[1] = buffer.Of(recv)
 	call.queue = func(p [2]unsafe.Pointer, s cudart.Stream) error {
 		return nccl.Recv(p[1], n, dt, int32(peer), h, s)
 	}
@@ -364,19 +365,19 @@ func run(calls []Call) (abort []*Comm, err error) {
 
 	// The arrays' memory.
 	ptrs := make([][2]unsafe.Pointer, len(calls))
-	var holds []any
+	var holds []buffer.Buffer
 	defer func() {
 		for _, a := range holds {
-			hook.ReleaseArray(a)
+			a.Release()
 		}
 	}()
 	for i := range calls {
 		call := &calls[i]
 		for j, a := range call.arrays {
-			if a == nil {
+			if a == (buffer.Buffer{}) {
 				continue
 			}
-			p, dev, err := hook.HoldArray(a)
+			p, dev, err := a.Acquire()
 			if err != nil {
 				return nil, fail(call.comm, err)
 			}
@@ -415,12 +416,12 @@ func run(calls []Call) (abort []*Comm, err error) {
 	entered := 0
 	defer func() {
 		for _, so := range streams[:entered] {
-			hook.LeaveStream(so.s)
+			so.s.Leave(life.Sub)
 		}
 	}()
 	handles := make(map[*highlevel.Stream]map[highlevel.Device]cudart.Stream, len(streams))
 	for _, so := range streams {
-		h, err := hook.EnterStream(so.s, int(so.dev))
+		h, err := so.s.Enter(life.Sub, so.dev)
 		if err != nil {
 			return nil, fail(first, err)
 		}
@@ -428,7 +429,7 @@ func run(calls []Call) (abort []*Comm, err error) {
 		if handles[so.s] == nil {
 			handles[so.s] = make(map[highlevel.Device]cudart.Stream, 1)
 		}
-		handles[so.s][so.dev] = cudart.Stream(h)
+		handles[so.s][so.dev] = h
 	}
 
 	// NCCL's calls, on one OS thread: a group belongs to it.

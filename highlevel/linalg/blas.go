@@ -9,6 +9,7 @@ import (
 	"github.com/gocuda/cuda/cublas"
 	"github.com/gocuda/cuda/cudadrv"
 	"github.com/gocuda/cuda/highlevel"
+	"github.com/gocuda/cuda/highlevel/internal/buffer"
 )
 
 // Float is the element type of the BLAS functions: float32 calls cuBLAS's
@@ -139,7 +140,7 @@ func gemm[T Float](op string, s *highlevel.Stream, transA, transB Op, m, n, k in
 	}
 	lda, ldb := colsA, colsB
 	var o operands
-	if err := o.hold(op, s, c, a, b); err != nil {
+	if err := o.hold(op, s, buffer.Of(c), buffer.Of(a), buffer.Of(b)); err != nil {
 		return err
 	}
 	defer o.release()
@@ -225,7 +226,7 @@ func Gemv[T Float](s *highlevel.Stream, trans Op, m, n int, alpha T, a, x *highl
 		opC = cublas.OP_N
 	}
 	var o operands
-	if err := o.hold(op, s, y, a, x); err != nil {
+	if err := o.hold(op, s, buffer.Of(y), buffer.Of(a), buffer.Of(x)); err != nil {
 		return err
 	}
 	defer o.release()
@@ -261,7 +262,7 @@ func Axpy[T Float](s *highlevel.Stream, alpha T, x, y *highlevel.Array[T]) error
 		return err
 	}
 	var o operands
-	if err := o.hold(op, s, y, x); err != nil {
+	if err := o.hold(op, s, buffer.Of(y), buffer.Of(x)); err != nil {
 		return err
 	}
 	defer o.release()
@@ -303,7 +304,7 @@ func Dot[T Float](s *highlevel.Stream, x, y, result *highlevel.Array[T]) error {
 		return opError(op, errors.New("result is empty"))
 	}
 	var o operands
-	if err := o.hold(op, s, result, x, y); err != nil {
+	if err := o.hold(op, s, buffer.Of(result), buffer.Of(x), buffer.Of(y)); err != nil {
 		return err
 	}
 	defer o.release()

@@ -10,7 +10,8 @@ import (
 	"github.com/gocuda/cuda/cusolver"
 	"github.com/gocuda/cuda/cusparse"
 	"github.com/gocuda/cuda/highlevel"
-	"github.com/gocuda/cuda/highlevel/internal/hook"
+	"github.com/gocuda/cuda/highlevel/internal/caches"
+	"github.com/gocuda/cuda/highlevel/internal/life"
 )
 
 // A BLAS is a device's cuBLAS handle, CuPy's
@@ -60,7 +61,7 @@ type handles[T any] struct {
 }
 
 func (c *handles[T]) get(d highlevel.Device) (*T, error) {
-	c.once.Do(func() { hook.OnClearCaches(c.clear) })
+	c.once.Do(func() { caches.Add(func() bool { c.clear(); return true }) })
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if h := c.m[d]; h != nil {
@@ -178,11 +179,11 @@ func (l *lib[H]) do(op string, s *highlevel.Stream, fn func(h H) error) error {
 	if fn == nil {
 		return opError(op, errors.New("nil function"))
 	}
-	hs, err := hook.EnterStream(s, int(l.dev))
+	hs, err := s.Enter(life.Sub, l.dev)
 	if err != nil {
 		return opError(op, err)
 	}
-	defer hook.LeaveStream(s)
+	defer s.Leave(life.Sub)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
@@ -190,7 +191,7 @@ func (l *lib[H]) do(op string, s *highlevel.Stream, fn func(h H) error) error {
 	}
 	var fnErr bool
 	err = l.dev.Do(func() error {
-		if err := l.setStream(l.h, cudart.Stream(hs)); err != nil {
+		if err := l.setStream(l.h, hs); err != nil {
 			return fmt.Errorf("setting the stream of the handle: %w", err)
 		}
 		fnErr = true

@@ -8,7 +8,7 @@ import (
 
 	"github.com/gocuda/cuda/cublas"
 	"github.com/gocuda/cuda/highlevel"
-	"github.com/gocuda/cuda/highlevel/internal/hook"
+	"github.com/gocuda/cuda/highlevel/internal/buffer"
 )
 
 var errNilArray = errors.New("nil Array")
@@ -71,19 +71,19 @@ func vectors[T Float](op string, x, y *highlevel.Array[T]) (int32, error) {
 // operands holds the arrays of a call, so that their memory is not freed
 // while the call queues work on it, and finds the device of the call.
 type operands struct {
-	arr [3]any
+	arr [3]buffer.Buffer
 	ptr [3]unsafe.Pointer
 	n   int
 	dev highlevel.Device
 }
 
-// hold holds arrays, each a *highlevel.Array[T], which must all be on one
+// hold holds the memory of arrays (buffer.Of), which must all be on one
 // device, the stream's; the first is the output. On an error it holds
 // none; otherwise release must follow.
-func (o *operands) hold(op string, s *highlevel.Stream, arrays ...any) error {
+func (o *operands) hold(op string, s *highlevel.Stream, arrays ...buffer.Buffer) error {
 	dev := -1
 	for _, a := range arrays {
-		p, d, err := hook.HoldArray(a)
+		p, d, err := a.Acquire()
 		if err != nil {
 			o.release()
 			return opError(op, err)
@@ -101,7 +101,7 @@ func (o *operands) hold(op string, s *highlevel.Stream, arrays ...any) error {
 	}
 	switch {
 	case s != nil:
-		o.dev = s.Device() // hook.EnterStream refuses it for another device
+		o.dev = s.Device() // Stream.Enter refuses it for another device
 		if dev >= 0 && highlevel.Device(dev) != o.dev {
 			o.release()
 			return opError(op, fmt.Errorf("arrays on %v, stream on %v", highlevel.Device(dev), o.dev))
@@ -123,13 +123,13 @@ func (o *operands) hold(op string, s *highlevel.Stream, arrays ...any) error {
 // memory for its graph; s is entered.
 func (o *operands) keep(s *highlevel.Stream) {
 	for i := range o.n {
-		hook.KeepArray(s, o.arr[i])
+		o.arr[i].Keep(s)
 	}
 }
 
 func (o *operands) release() {
 	for i := range o.n {
-		hook.ReleaseArray(o.arr[i])
+		o.arr[i].Release()
 	}
 	o.n = 0
 }

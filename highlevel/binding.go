@@ -1,0 +1,84 @@
+package highlevel
+
+import (
+	"errors"
+	"unsafe"
+
+	"github.com/gocuda/cuda/cudart"
+	lifepkg "github.com/gocuda/cuda/highlevel/internal/life"
+)
+
+// The methods below are for highlevel's subpackages (lifepkg.Key): a
+// subpackage that hands a Stream's handle or the address of memory to
+// another CUDA library (highlevel/linalg does, for cuBLAS, cuSOLVER and
+// cuSPARSE; highlevel/collective, for NCCL) holds them for its call as
+// the package's own operations hold theirs, so that Close and Free wait
+// for the call, a capture keeps for its graph the memory the call names,
+// and no call reaches a destroyed handle. As Unlock follows Lock, Leave
+// follows each Enter, and Release each Acquire, that returned a nil error,
+// once the call has queued its work. Without the subpackages' key they do
+// nothing and return errNoKey.
+
+var errNoKey = errors.New("highlevel: the method is for highlevel's subpackages")
+
+// Enter begins a call into another CUDA library that queues work on s for
+// device d; it is for highlevel's subpackages. It returns the stream's
+// handle, that of the legacy default stream (0) for a nil Stream, or an
+// error: ErrClosed for a closed stream, ErrInCallback from a host function
+// a stream runs, another for a zero Stream or a stream of another device.
+// Until Leave, Close of s waits and no capture takes s in or out, so the
+// goroutine must not close s, begin or end a capture on it, or Enter it
+// again.
+func (s *Stream) Enter(k lifepkg.Key, d Device) (cudart.Stream, error) {
+	switch {
+	case s != nil && s.state == nil:
+		return 0, s.usable()
+	case !k.OK():
+		return 0, errNoKey
+	}
+	h, err := s.enter(d)
+	return cudart.Stream(h), err
+}
+
+// Leave ends the call Enter began.
+func (s *Stream) Leave(k lifepkg.Key) {
+	if k.OK() {
+		s.leave()
+	}
+}
+
+// Keep makes the capture s takes part in, if any, hold p's memory for its
+// graph, as the package's own operations on a capturing stream hold the
+// memory they name; it is called between Enter and Leave.
+func (s *Stream) Keep(k lifepkg.Key, p MemoryPointer) {
+	if k.OK() && p.mem != nil {
+		s.keep(p.mem)
+	}
+}
+
+// Acquire begins a call into another CUDA library on p's memory; it is for
+// highlevel's subpackages. Until Release, Free of the memory waits. It
+// returns p's address, or an error: ErrFreed once the memory is freed,
+// one wrapping ErrNil for the zero MemoryPointer.
+func (p MemoryPointer) Acquire(k lifepkg.Key) (unsafe.Pointer, error) {
+	switch {
+	case p.mem == nil:
+		return nil, errNoMemory
+	case !k.OK():
+		return nil, errNoKey
+	case !p.mem.life.Acquire():
+		return nil, ErrFreed
+	}
+	return p.Ptr(), nil
+}
+
+// Release ends the call Acquire began.
+func (p MemoryPointer) Release(k lifepkg.Key) {
+	if k.OK() && p.mem != nil {
+		p.mem.life.Release()
+	}
+}
+
+// Managed reports whether p's memory is managed memory
+// (Device.MallocManaged), which every device may use.
+func (p MemoryPointer) Managed() bool { return p.mem != nil && p.mem.managed }
