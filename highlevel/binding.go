@@ -40,6 +40,53 @@ func (s *Stream) Enter(k lifepkg.Key, d Device) (cudart.Stream, error) {
 	return cudart.Stream(h), err
 }
 
+// EnterAll is Enter for a call that queues work on several streams at once
+// (a group of NCCL calls over several devices), work for devs[i] on
+// streams[i], each pair once: unlike Enters one after the other, it holds
+// the lock of captures once where several of the streams take part in
+// captures, and takes the streams in one order whatever the order given.
+// It returns the streams' handles, in the order given. LeaveAll(k,
+// streams, devs) ends it.
+func EnterAll(k lifepkg.Key, streams []*Stream, devs []Device) ([]cudart.Stream, error) {
+	for _, s := range streams {
+		if s != nil && s.state == nil {
+			return nil, s.usable()
+		}
+	}
+	if !k.OK() {
+		return nil, errNoKey
+	}
+	ss := streamsOn(streams, devs)
+	hs := make([]uintptr, len(ss))
+	if err := enterAll(ss, hs); err != nil {
+		return nil, err
+	}
+	out := make([]cudart.Stream, len(streams))
+	for i, so := range ss {
+		for j := range streams {
+			if streams[j] == so.s && devs[j] == so.dev {
+				out[j] = cudart.Stream(hs[i])
+			}
+		}
+	}
+	return out, nil
+}
+
+// LeaveAll ends the call EnterAll began.
+func LeaveAll(k lifepkg.Key, streams []*Stream, devs []Device) {
+	if k.OK() {
+		leaveAll(streamsOn(streams, devs))
+	}
+}
+
+func streamsOn(streams []*Stream, devs []Device) []streamOn {
+	ss := make([]streamOn, len(streams))
+	for i, s := range streams {
+		ss[i] = streamOn{s, devs[i]}
+	}
+	return ss
+}
+
 // Leave ends the call Enter began.
 func (s *Stream) Leave(k lifepkg.Key) {
 	if k.OK() {

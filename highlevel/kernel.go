@@ -86,9 +86,17 @@ func (d Dim3) dims() (x, y, z int) {
 // together have the sign bit set, cheaper than comparing each.
 func (d Dim3) negative() bool { return d.X|d.Y|d.Z < 0 }
 
+// String returns the dimensions as a launch takes them, "(256, 1, 1)": a
+// zero dimension is 1, and a negative one, which a launch refuses, is
+// shown as it is.
 func (d Dim3) String() string {
-	x, y, z := d.dims()
-	return fmt.Sprintf("(%d, %d, %d)", x, y, z)
+	one := func(n int) int {
+		if n == 0 {
+			return 1
+		}
+		return n
+	}
+	return fmt.Sprintf("(%d, %d, %d)", one(d.X), one(d.Y), one(d.Z))
 }
 
 // LaunchConfig is how a kernel is launched.

@@ -479,3 +479,20 @@ func TestShimMayCallBack(t *testing.T) {
 		}
 	}
 }
+
+func TestDim3String(t *testing.T) {
+	for _, tc := range []struct {
+		d    Dim3
+		want string
+	}{
+		{Dim3{}, "(1, 1, 1)"},
+		{Dim3{X: 256}, "(256, 1, 1)"},
+		{Dim3{X: 2, Y: 3, Z: 4}, "(2, 3, 4)"},
+		{Dim3{X: -1}, "(-1, 1, 1)"},
+		{Dim3{Y: -5, Z: 7}, "(1, -5, 7)"},
+	} {
+		if got := tc.d.String(); got != tc.want {
+			t.Errorf("%#v.String() = %q, want %q", tc.d, got, tc.want)
+		}
+	}
+}

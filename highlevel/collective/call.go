@@ -1,7 +1,6 @@
 package collective
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"reflect"
@@ -389,47 +388,44 @@ func run(calls []Call) (abort []*Comm, err error) {
 		}
 	}
 
-	// The streams, each once, in one order (by device, then handle), so
-	// that two Runs never hold them the other way round.
-	type streamOf struct {
-		s   *highlevel.Stream
-		dev highlevel.Device
-		h   cudart.Stream
-	}
-	streams := make([]streamOf, 0, len(comms))
+	// The streams, each once, entered together: a group over two
+	// capturing streams, entered one by one, would wait for itself.
+	var streams []*highlevel.Stream
+	var devs []highlevel.Device
 	for i := range calls {
 		call := &calls[i]
 		if call.s != nil && call.s.Device() != call.comm.dev {
 			return nil, fail(call.comm, fmt.Errorf("a stream of %v for a communicator on %v", call.s.Device(), call.comm.dev))
 		}
-		so := streamOf{s: call.s, dev: call.comm.dev}
-		if call.s != nil {
-			so.h = call.s.Handle()
+		seen := false
+		for j := range streams {
+			seen = seen || streams[j] == call.s && devs[j] == call.comm.dev
 		}
-		if !slices.ContainsFunc(streams, func(x streamOf) bool { return x.s == so.s && x.dev == so.dev }) {
-			streams = append(streams, so)
+		if !seen {
+			streams, devs = append(streams, call.s), append(devs, call.comm.dev)
 		}
 	}
-	slices.SortFunc(streams, func(a, b streamOf) int {
-		return cmp.Or(cmp.Compare(a.dev, b.dev), cmp.Compare(a.h, b.h))
-	})
-	entered := 0
-	defer func() {
-		for _, so := range streams[:entered] {
-			so.s.Leave(life.Sub)
+	hs, err := highlevel.EnterAll(life.Sub, streams, devs)
+	if err != nil {
+		return nil, fail(first, err)
+	}
+	defer highlevel.LeaveAll(life.Sub, streams, devs)
+	handle := func(call *Call) cudart.Stream {
+		for j := range streams {
+			if streams[j] == call.s && devs[j] == call.comm.dev {
+				return hs[j]
+			}
 		}
-	}()
-	handles := make(map[*highlevel.Stream]map[highlevel.Device]cudart.Stream, len(streams))
-	for _, so := range streams {
-		h, err := so.s.Enter(life.Sub, so.dev)
-		if err != nil {
-			return nil, fail(first, err)
+		return 0
+	}
+	// A captured call is a node of its stream's graph, which holds the
+	// arrays it names until the graph is closed.
+	for i := range calls {
+		for _, a := range calls[i].arrays {
+			if a != (buffer.Buffer{}) && calls[i].s != nil {
+				a.Keep(calls[i].s)
+			}
 		}
-		entered++
-		if handles[so.s] == nil {
-			handles[so.s] = make(map[highlevel.Device]cudart.Stream, 1)
-		}
-		handles[so.s][so.dev] = h
 	}
 
 	// NCCL's calls, on one OS thread: a group belongs to it.
@@ -445,7 +441,7 @@ func run(calls []Call) (abort []*Comm, err error) {
 	for i := range calls {
 		call := &calls[i]
 		c := call.comm
-		err := c.dev.Do(func() error { return call.queue(ptrs[i], handles[call.s][c.dev]) })
+		err := c.dev.Do(func() error { return call.queue(ptrs[i], handle(call)) })
 		if err != nil && !errors.Is(err, nccl.InProgress) {
 			errs = append(errs, fail(c, ncclErr(c.h, err)))
 		}

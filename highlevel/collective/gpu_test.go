@@ -488,6 +488,86 @@ func TestGPUGroupOneGoroutine(t *testing.T) {
 	}
 }
 
+// TestGPUGroupCaptured captures one group of all-reduces over every rank's
+// stream, each stream capturing into a graph of its own, then launches the
+// graphs. Run entered the streams one by one, and the second capturing
+// stream waited for the first's capture lock forever.
+func TestGPUGroupCaptured(t *testing.T) {
+	requireGPUs(t, 2)
+	comms := newComms(t, &Options{Timeout: gpuTimeout})
+	n := len(comms)
+	ctx, cancel := context.WithTimeout(context.Background(), gpuTimeout)
+	defer cancel()
+	const count = 1031
+	ranks := make([]*rank, n)
+	as := make([]*highlevel.Array[float32], n)
+	var group []Call
+	for i, c := range comms {
+		r, err := newRank(ctx, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ranks[i] = r
+		defer func() {
+			if err := r.free(); err != nil {
+				t.Error(err)
+			}
+		}()
+		if as[i], err = from(r, fill(count, func(j int) float32 { return value[float32](i, j) })); err != nil {
+			t.Fatal(err)
+		}
+		group = append(group, AllReduce(c, as[i], as[i], Sum, r.s))
+	}
+	for _, r := range ranks {
+		if err := r.s.Synchronize(); err != nil { // the arrays' copies
+			t.Fatal(err)
+		}
+		if err := r.s.BeginCapture(highlevel.CaptureRelaxed); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ran := make(chan error, 1)
+	go func() { ran <- Run(group...) }()
+	select {
+	case err := <-ran:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run over capturing streams still waits after 30s")
+	}
+	execs := make([]*highlevel.GraphExec, n)
+	for i, r := range ranks {
+		g, err := r.s.EndCapture()
+		if err != nil {
+			t.Fatal(err)
+		}
+		execs[i], err = g.Instantiate(nil)
+		g.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer execs[i].Close()
+	}
+	for i, r := range ranks {
+		if err := execs[i].Launch(r.s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, r := range ranks {
+		if err := r.c.Wait(ctx, r.s); err != nil {
+			t.Fatal(err)
+		}
+		got, err := as[i].ToHost()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := check(fmt.Sprintf("rank %d's captured all-reduce", i), Sum, got, func(j int) float32 { return reduced[float32](Sum, n, j) }); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
 // TestGPUArgumentsOnDevice checks what needs real arrays: lengths that do
 // not fit, and an array of another device.
 func TestGPUArgumentsOnDevice(t *testing.T) {
