@@ -257,13 +257,17 @@ func ncclErr(h nccl.Comm, err error) error {
 	return err
 }
 
+// pollSpin is how long poll asks NCCL without sleeping.
+const pollSpin = 500 * time.Microsecond
+
 // poll waits until NCCL's background work on hs is done: until
 // ncclCommGetAsyncError reports none of them in progress. It gives up on
 // the first error, when ctx is done, at deadline (ErrTimeout), or when
 // stop returns an error.
 func poll(ctx context.Context, deadline time.Time, hs []nccl.Comm, stop func() error) error {
 	wait := time.Duration(0)
-	for i := 0; ; i++ {
+	start := time.Now()
+	for {
 		busy := false
 		for _, h := range hs {
 			if h == 0 {
@@ -292,13 +296,15 @@ func poll(ctx context.Context, deadline time.Time, hs []nccl.Comm, stop func() e
 		if !deadline.IsZero() && time.Now().After(deadline) {
 			return ErrTimeout
 		}
-		// A collective's connection setup takes microseconds to
-		// milliseconds, an initialization up to seconds.
-		if i < 10 {
+		// A group's launch takes tens of microseconds, a collective's
+		// connection setup up to milliseconds, an initialization up to
+		// seconds. Sleeping at once would add a timer's delay, tens of
+		// microseconds or more, to every Run.
+		if time.Since(start) < pollSpin {
 			runtime.Gosched()
 			continue
 		}
-		wait = min(max(2*wait, 10*time.Microsecond), 2*time.Millisecond)
+		wait = min(max(2*wait, 20*time.Microsecond), 2*time.Millisecond)
 		if ctx != nil {
 			t := time.NewTimer(wait)
 			select {
