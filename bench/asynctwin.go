@@ -27,7 +27,7 @@ static int async_twin_rounds(uintptr_t malloc_, uintptr_t free_, uintptr_t pool,
 	return 0;
 }
 
-static uintptr_t async_twin_sym(const char *name) { return (uintptr_t)dlsym(RTLD_DEFAULT, name); }
+static uintptr_t twin_sym(const char *name) { return (uintptr_t)dlsym(RTLD_DEFAULT, name); }
 */
 import "C"
 
@@ -54,18 +54,25 @@ func newAsyncTwin(s cudart.Stream) (*asyncTwin, error) {
 		return nil, err
 	}
 	t := &asyncTwin{pool: C.uintptr_t(pool), s: C.uintptr_t(s)}
-	for _, f := range []struct {
-		p    *C.uintptr_t
-		name string
-	}{{&t.malloc, "cudaMallocFromPoolAsync"}, {&t.free, "cudaFreeAsync"}} {
-		name := C.CString(f.name)
-		*f.p = C.async_twin_sym(name)
-		C.free(unsafe.Pointer(name))
-		if *f.p == 0 {
-			return nil, fmt.Errorf("%s: not found in the loaded libcudart", f.name)
-		}
+	if err := lookup("libcudart", map[string]*C.uintptr_t{"cudaMallocFromPoolAsync": &t.malloc, "cudaFreeAsync": &t.free}); err != nil {
+		return nil, err
 	}
 	return t, nil
+}
+
+// lookup sets each of syms to the address of the function it is the name
+// of, in the libraries the process loaded (the bindings load theirs
+// RTLD_GLOBAL), or says which is missing from lib.
+func lookup(lib string, syms map[string]*C.uintptr_t) error {
+	for name, p := range syms {
+		cname := C.CString(name)
+		*p = C.twin_sym(cname)
+		C.free(unsafe.Pointer(cname))
+		if *p == 0 {
+			return fmt.Errorf("%s: not found in the loaded %s", name, lib)
+		}
+	}
+	return nil
 }
 
 // rounds makes n rounds.

@@ -101,16 +101,7 @@ func mallocAsyncFree(b *testing.B, d highlevel.Device) {
 // made in this process (asyncTwin, a cgo call a block), in blocks of
 // asyncBlock rounds that take turns (paired).
 func BenchmarkMallocAsyncFreePaired(b *testing.B) {
-	initDevice(b)
-	s, err := highlevel.NewStream(device(b), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	twin, err := newAsyncTwin(s.Handle())
-	if err != nil {
-		b.Fatal(err)
-	}
+	s, twin := asyncPaired(b)
 	b.ReportAllocs()
 	paired(b, s.Synchronize, asyncBlock, func(n int) error {
 		for range n {
@@ -132,16 +123,7 @@ func BenchmarkMallocAsyncFreePaired(b *testing.B) {
 func BenchmarkMallocAsyncFreeRawPaired(b *testing.B) {
 	runtime.LockOSThread() // the raw calls need the context current
 	defer runtime.UnlockOSThread()
-	initDevice(b)
-	s, err := highlevel.NewStream(device(b), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	twin, err := newAsyncTwin(s.Handle())
-	if err != nil {
-		b.Fatal(err)
-	}
+	s, twin := asyncPaired(b)
 	var pool cudadrv.MemoryPool
 	if err := cudadrv.DeviceGetDefaultMemPool(&pool, 0); err != nil {
 		b.Fatal(err)
@@ -159,6 +141,22 @@ func BenchmarkMallocAsyncFreeRawPaired(b *testing.B) {
 		}
 		return nil
 	}, twin.rounds)
+}
+
+// asyncPaired returns a stream of device 0, closed when b ends, and C's
+// side of the paired MallocAsync benchmarks on it.
+func asyncPaired(b *testing.B) (*highlevel.Stream, *asyncTwin) {
+	initDevice(b)
+	s, err := highlevel.NewStream(device(b), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	twin, err := newAsyncTwin(s.Handle())
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s, twin
 }
 
 // asyncBlock is the rounds of a block of BenchmarkMallocAsyncFreePaired:

@@ -1,7 +1,6 @@
 package bench
 
 /*
-#include <dlfcn.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -37,12 +36,10 @@ static int nccl_twin_rounds(nccl_twin t, size_t count, int n) {
 	return 0;
 }
 
-static uintptr_t nccl_twin_sym(const char *name) { return (uintptr_t)dlsym(RTLD_DEFAULT, name); }
 */
 import "C"
 
 import (
-	"fmt"
 	"unsafe"
 
 	"github.com/gocuda/cuda/nccl"
@@ -65,16 +62,9 @@ type ncclTwin struct {
 func newNCCLTwin(r *ncclRanks) (*ncclTwin, error) {
 	n := len(r.comms)
 	t := &ncclTwin{t: C.nccl_twin{ndev: C.int(n), datatype: C.int(nccl.Float32), op: C.int(nccl.Sum)}}
-	for _, f := range []struct {
-		p    *C.uintptr_t
-		name string
-	}{{&t.t.start, "ncclGroupStart"}, {&t.t.end, "ncclGroupEnd"}, {&t.t.all_reduce, "ncclAllReduce"}} {
-		name := C.CString(f.name)
-		*f.p = C.nccl_twin_sym(name)
-		C.free(unsafe.Pointer(name))
-		if *f.p == 0 {
-			return nil, fmt.Errorf("%s: not found in the loaded libnccl", f.name)
-		}
+	err := lookup("libnccl", map[string]*C.uintptr_t{"ncclGroupStart": &t.t.start, "ncclGroupEnd": &t.t.end, "ncclAllReduce": &t.t.all_reduce})
+	if err != nil {
+		return nil, err
 	}
 	comms := (*[1 << 20]C.uintptr_t)(C.calloc(C.size_t(n), C.size_t(unsafe.Sizeof(C.uintptr_t(0)))))[:n:n]
 	streams := (*[1 << 20]C.uintptr_t)(C.calloc(C.size_t(n), C.size_t(unsafe.Sizeof(C.uintptr_t(0)))))[:n:n]

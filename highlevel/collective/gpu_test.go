@@ -170,6 +170,24 @@ func newRank(ctx context.Context, c *Comm) (*rank, error) {
 	return &rank{c: c, s: s, ctx: ctx}, nil
 }
 
+// newRanks returns a rank for each of comms, freed when the test ends.
+func newRanks(t *testing.T, ctx context.Context, comms []*Comm) []*rank {
+	ranks := make([]*rank, len(comms))
+	for i, c := range comms {
+		r, err := newRank(ctx, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ranks[i] = r
+		t.Cleanup(func() {
+			if err := r.free(); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	return ranks
+}
+
 func (r *rank) free() error {
 	var errs []error
 	for _, a := range r.arrays {
@@ -437,19 +455,7 @@ func TestGPUGroupOneGoroutine(t *testing.T) {
 	n := len(comms)
 	ctx, cancel := context.WithTimeout(context.Background(), gpuTimeout)
 	defer cancel()
-	ranks := make([]*rank, n)
-	for i, c := range comms {
-		r, err := newRank(ctx, c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ranks[i] = r
-		defer func() {
-			if err := r.free(); err != nil {
-				t.Error(err)
-			}
-		}()
-	}
+	ranks := newRanks(t, ctx, comms)
 	const count = 4099
 	as := make([]*highlevel.Array[int32], n)
 	ins := make([]*highlevel.Array[int32], n)
@@ -499,24 +505,15 @@ func TestGPUGroupCaptured(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), gpuTimeout)
 	defer cancel()
 	const count = 1031
-	ranks := make([]*rank, n)
+	ranks := newRanks(t, ctx, comms)
 	as := make([]*highlevel.Array[float32], n)
 	var group []Call
-	for i, c := range comms {
-		r, err := newRank(ctx, c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ranks[i] = r
-		defer func() {
-			if err := r.free(); err != nil {
-				t.Error(err)
-			}
-		}()
+	for i, r := range ranks {
+		var err error
 		if as[i], err = from(r, fill(count, func(j int) float32 { return value[float32](i, j) })); err != nil {
 			t.Fatal(err)
 		}
-		group = append(group, AllReduce(c, as[i], as[i], Sum, r.s))
+		group = append(group, AllReduce(r.c, as[i], as[i], Sum, r.s))
 	}
 	for _, r := range ranks {
 		if err := r.s.Synchronize(); err != nil { // the arrays' copies
