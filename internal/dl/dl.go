@@ -15,7 +15,8 @@
 //     (LD_LIBRARY_PATH, the ldconfig cache, /lib and /usr/lib). If an empty
 //     or relative entry of LD_LIBRARY_PATH would make it take the library
 //     from the working directory, the loader is not asked, and the absolute
-//     entries of LD_LIBRARY_PATH are searched instead, then the directories
+//     entries of LD_LIBRARY_PATH are searched instead, then the paths the
+//     loader's cache (/etc/ld.so.cache) gives for the name, the directories
 //     of the loader's configuration (/etc/ld.so.conf and its includes) and
 //     its trusted ones (/lib/<multiarch>, /usr/lib/<multiarch>, /lib64,
 //     /usr/lib64, /lib, /usr/lib);

@@ -153,8 +153,12 @@ func (s *search) loader() {
 					s.file(e)
 				}
 			}
-			// The rest of the loader's own search: the directories of
-			// its configuration, then its trusted ones.
+			// The rest of the loader's own search: its cache, the
+			// directories of its configuration (where the cache is
+			// missing or stale), then its trusted ones.
+			for _, p := range cachePaths(ldSoCache, s.name) {
+				s.add(candidate{path: p})
+			}
 			for _, d := range append(confDirs(ldSoConf, 0), systemLibDirs...) {
 				s.file(d)
 			}
