@@ -305,6 +305,9 @@ func handwrittenFiles(cfg config) (map[string][]byte, error) {
 	e := &emitter{}
 	files := map[string]*jen.File{}
 	if cfg.cflags {
+		if err := checkIncludes(dest, cfg.dir, m); err != nil {
+			return nil, err
+		}
 		f := e.file(cfg.pkg)
 		f.CgoPreamble("#cgo CFLAGS: -I${SRCDIR}/" + hdr)
 		files["zcflags.go"] = f

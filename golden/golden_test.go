@@ -476,3 +476,64 @@ func TestFailedRunWritesNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestHandwrittenIncludes runs gen -cflags, as a hand-written package's
+// //go:generate line does, over the majors case's data files, with a
+// package whose C includes a header of the CUDA headers: where a major's
+// directory lacks it, gen fails, writes nothing, and names the include by
+// file and line and where it looked. (gen wrote zcflags_cuda12.go for
+// headers that highlevel's shim.c could not compile against.)
+func TestHandwrittenIncludes(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		in    []string // the majors' directories that hold extra.h
+		files []string // what gen writes, or nil where it fails
+	}{
+		{"in every major", []string{"v1", "v2"}, []string{"zcflags_golden1.go", "zcflags_golden2.go"}},
+		{"missing in one", []string{"v1"}, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			files := map[string][]byte{
+				"go.mod":    []byte("module example.com/golden\n\ngo 1.26\n"),
+				"hw/shim.c": []byte("#include <stdlib.h>\n#include \"shim.h\"\n#include <extra.h>\n"),
+				"hw/shim.h": []byte("#include <lib.h>\n"),
+				"hw/hw.go":  []byte("package hw\n\n// #include \"shim.h\"\nimport \"C\"\n"),
+			}
+			for name, b := range read(t, "testdata/majors") {
+				if !strings.HasPrefix(name, "want/") {
+					files["majors/"+name] = b
+				}
+			}
+			for _, d := range tt.in {
+				files["majors/"+d+"/extra.h"] = []byte("int extra;\n")
+			}
+			place(t, root, files)
+			out := t.TempDir()
+			cmd := exec.Command(gen, "-majors", "../majors", "-pkg", "hw", "-cflags", "-dest", ".", "-out", out)
+			cmd.Dir = filepath.Join(root, "hw")
+			stderr, err := cmd.CombinedOutput()
+			got := slices.Sorted(maps.Keys(read(t, out)))
+			if tt.files != nil {
+				if err != nil || !slices.Equal(got, tt.files) {
+					t.Errorf("gen: %v, wrote %q, want %q\n%s", err, got, tt.files, stderr)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("gen succeeded:\n%s", stderr)
+			}
+			if len(got) > 0 {
+				t.Errorf("gen failed, but wrote %q", got)
+			}
+			for _, want := range []string{
+				filepath.Join(root, "hw", "shim.c") + ":3: extra.h",
+				"the headers' directory " + filepath.Join(root, "majors", "v2") + " (" + filepath.Join(root, "majors", "cuda2.txt") + " names it)",
+			} {
+				if !strings.Contains(string(stderr), want) {
+					t.Errorf("gen's error does not say %q:\n%s", want, stderr)
+				}
+			}
+		})
+	}
+}

@@ -46,3 +46,21 @@ func TestMakeTestArm64(t *testing.T) {
 		}
 	}
 }
+
+// TestCIRequiresArm64 checks that CI runs make test with the arm64 stage
+// required, so that a runner without its tools fails rather than skip it.
+func TestCIRequiresArm64(t *testing.T) {
+	b, err := os.ReadFile("../.ci/run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "make" && f[1] == "test" {
+			runs = append(runs, line)
+		}
+	}
+	if len(runs) != 1 || !strings.Contains(runs[0], "REQUIRE_ARM64=1") {
+		t.Errorf(".ci/run runs %q, want one make test with REQUIRE_ARM64=1", runs)
+	}
+}

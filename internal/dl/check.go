@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"unsafe"
 )
 
@@ -148,28 +149,136 @@ func fileKind(m fs.FileMode) string {
 	return "mode " + m.String()
 }
 
-// openBeside opens, by absolute path, the libraries that the library at
-// path needs (DT_NEEDED) and that sit beside it, theirs first, so that
-// the loader, opening path, finds them open rather than search for them:
-// an empty entry of $LD_LIBRARY_PATH would make it search the working
-// directory (cuda-pathfinder does the same). A dependency that is not
-// beside it, or that fails the checks, is left to the loader.
-func openBeside(path string, depth int) {
+// openNeeded opens, by absolute path, the libraries that the library at
+// path needs (DT_NEEDED), theirs first, so that the loader, opening path,
+// finds them open rather than search for them where an empty or relative
+// entry of $LD_LIBRARY_PATH makes it search the working directory:
+// cuda-pathfinder does the same. A dependency that sits beside the library
+// is opened from there. One that does not, where such an entry holds a
+// file of its name and no library of that name is open yet, is looked for
+// where the loader would look after that entry, the working directory
+// left out: the library's DT_RPATH (where it has no DT_RUNPATH), the
+// absolute entries of $LD_LIBRARY_PATH, its DT_RUNPATH, the loader's cache,
+// configuration and trusted directories. openNeeded returns why path must
+// not be given to the loader: such a dependency found nowhere else, which
+// the loader would take from the working directory. The other
+// dependencies are left to the loader.
+func openNeeded(path string, depth int) string {
 	if depth > 8 {
-		return
+		return ""
 	}
 	f, err := elf.Open(path)
 	if err != nil {
-		return
+		return ""
 	}
 	needed, _ := f.DynString(elf.DT_NEEDED)
+	rpath, _ := f.DynString(elf.DT_RPATH)
+	runpath, _ := f.DynString(elf.DT_RUNPATH)
 	f.Close()
+	var loaded map[string]bool // the names of the libraries open, once needed
 	for _, n := range needed {
-		dep := filepath.Join(filepath.Dir(path), n)
-		if _, err := os.Stat(dep); err != nil || checkFile(dep) != "" {
+		if strings.Contains(n, "/") {
 			continue
 		}
-		openBeside(dep, depth+1)
+		dep := filepath.Join(filepath.Dir(path), n)
+		if usable(dep) {
+			if why := openNeeded(dep, depth+1); why != "" {
+				return why
+			}
+			dlopen(dep)
+			continue
+		}
+		entry, ok := relativeHolder(n)
+		if !ok {
+			continue
+		}
+		if loaded == nil {
+			loaded = loadedNames()
+		}
+		if loaded[n] {
+			continue
+		}
+		dep, ok = resolveNeeded(path, n, rpath, runpath)
+		if !ok {
+			return fmt.Sprintf("needs %s, which $LD_LIBRARY_PATH's relative entry %q would make the loader take from the working directory, and which is found nowhere else", n, entry)
+		}
+		if why := openNeeded(dep, depth+1); why != "" {
+			return why
+		}
 		dlopen(dep)
+		loaded[n] = true
 	}
+	return ""
+}
+
+// usable reports whether the file at path exists and passes checkFile.
+func usable(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil && checkFile(path) == ""
+}
+
+// ldLibraryPath returns the entries of $LD_LIBRARY_PATH, split as the
+// loader splits them (at ':' and ';'), or nil where it is unset or empty.
+func ldLibraryPath() []string {
+	ldpath := os.Getenv("LD_LIBRARY_PATH")
+	if ldpath == "" {
+		return nil
+	}
+	return strings.Split(strings.ReplaceAll(ldpath, ";", ":"), ":")
+}
+
+// relativeHolder returns the first relative entry of $LD_LIBRARY_PATH (""
+// is the working directory) that holds a file named name.
+func relativeHolder(name string) (string, bool) {
+	for _, e := range ldLibraryPath() {
+		if filepath.IsAbs(e) {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(e, name)); err == nil {
+			return e, true
+		}
+	}
+	return "", false
+}
+
+// resolveNeeded returns the first usable file named name where the loader
+// looks for a dependency of the library at path, whose DT_RPATH and
+// DT_RUNPATH are rpath and runpath, after $LD_LIBRARY_PATH's relative
+// entries are left out.
+func resolveNeeded(path, name string, rpath, runpath []string) (string, bool) {
+	origin := filepath.Dir(path)
+	var dirs []string
+	expand := func(list []string) {
+		for _, l := range list {
+			for _, d := range strings.Split(l, ":") {
+				d = strings.ReplaceAll(strings.ReplaceAll(d, "${ORIGIN}", origin), "$ORIGIN", origin)
+				if filepath.IsAbs(d) {
+					dirs = append(dirs, d)
+				}
+			}
+		}
+	}
+	if len(runpath) == 0 {
+		expand(rpath)
+	}
+	for _, e := range ldLibraryPath() {
+		if filepath.IsAbs(e) {
+			dirs = append(dirs, e)
+		}
+	}
+	expand(runpath)
+	var files []string
+	for _, d := range dirs {
+		files = append(files, filepath.Join(d, name))
+	}
+	files = append(files, cachePaths(ldSoCache, name)...)
+	for _, d := range append(confDirs(ldSoConf, 0), systemLibDirs...) {
+		files = append(files, filepath.Join(d, name))
+	}
+	for _, f := range files {
+		if usable(f) {
+			return f, true
+		}
+	}
+	return "", false
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -147,6 +148,64 @@ func TestDependencyBesideFirstChild(t *testing.T) {
 		t.Errorf("the dependency beside the library is not loaded: %v", err)
 	}
 	if _, err := l.Lookup("gocuda_dep_planted"); err == nil {
+		t.Errorf("the dependency planted in the working directory is loaded")
+	}
+}
+
+// TestDependencyElsewhere loads, named by the override, a library whose
+// dependency is not beside it but in the directory of its DT_RUNPATH,
+// with an empty entry in $LD_LIBRARY_PATH (which the loader searches
+// before DT_RUNPATH) and a library of the dependency's name planted in the
+// working directory: the one of DT_RUNPATH is loaded, never the planted
+// one; and where only the planted one is, the library is refused, saying
+// why. (The system loader took the planted one.)
+func TestDependencyElsewhere(t *testing.T) {
+	const dep = "libgocudafar.so.1"
+	planted := stubtest.Library(t, dep, "int gocuda_far_planted(void) { return 2; }\n", "-Wl,-soname,"+dep)
+	for _, tt := range []struct {
+		name   string
+		remove bool // the dependency is only in the working directory
+	}{
+		{"in DT_RUNPATH", false},
+		{"only in the working directory", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			far := stubtest.Library(t, dep, "int gocuda_far_runpath(void) { return 1; }\n", "-Wl,-soname,"+dep)
+			main := stubtest.Library(t, "libgocudanear.so.1", "int gocuda_near(void) { return 0; }\n",
+				"-Wl,--no-as-needed", far, "-Wl,--enable-new-dtags,-rpath,"+filepath.Dir(far))
+			if tt.remove {
+				if err := os.Remove(far); err != nil {
+					t.Fatal(err)
+				}
+			}
+			stubtest.Child(t, "TestDependencyElsewhereChild",
+				"LD_LIBRARY_PATH=/nonexistent:", testEnv+"="+main, "GOCUDA_TEST_CWD="+filepath.Dir(planted),
+				"GOCUDA_TEST_REFUSED="+strconv.FormatBool(tt.remove))
+		})
+	}
+}
+
+func TestDependencyElsewhereChild(t *testing.T) {
+	stubtest.SkipUnlessChild(t, "TestDependencyElsewhere")
+	if err := os.Chdir(os.Getenv("GOCUDA_TEST_CWD")); err != nil {
+		t.Fatal(err)
+	}
+	l := New(testEnv, "libgocudanear.so.1")
+	err := l.Load()
+	if os.Getenv("GOCUDA_TEST_REFUSED") == "true" {
+		var le *LibraryError
+		if !errors.As(err, &le) || len(le.Tried) != 1 || !strings.Contains(le.Tried[0], "needs libgocudafar.so.1, which $LD_LIBRARY_PATH's relative entry \"\"") {
+			t.Errorf("Load() = %v, want a *LibraryError saying the dependency would come from the working directory", err)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Lookup("gocuda_far_runpath"); err != nil {
+		t.Errorf("the dependency in DT_RUNPATH is not loaded: %v", err)
+	}
+	if _, err := l.Lookup("gocuda_far_planted"); err == nil {
 		t.Errorf("the dependency planted in the working directory is loaded")
 	}
 }

@@ -15,7 +15,8 @@
 //     (LD_LIBRARY_PATH, the ldconfig cache, /lib and /usr/lib). If an empty
 //     or relative entry of LD_LIBRARY_PATH would make it take the library
 //     from the working directory, the loader is not asked, and the absolute
-//     entries of LD_LIBRARY_PATH are searched instead, then the directories
+//     entries of LD_LIBRARY_PATH are searched instead, then the paths the
+//     loader's cache (/etc/ld.so.cache) gives for the name, the directories
 //     of the loader's configuration (/etc/ld.so.conf and its includes) and
 //     its trusted ones (/lib/<multiarch>, /usr/lib/<multiarch>, /lib64,
 //     /usr/lib64, /lib, /usr/lib);
@@ -47,7 +48,11 @@
 // SIGBUS) is refused with the reason, and the search goes on. The libraries
 // a file needs that sit beside it are opened first, by absolute path, so
 // that the loader does not look for them elsewhere (the working directory,
-// for an empty entry of LD_LIBRARY_PATH).
+// for an empty entry of LD_LIBRARY_PATH). Where such an entry holds a file
+// named as a dependency that is not beside it and not open yet, the
+// dependency is looked for where the loader looks after that entry and
+// opened first from there; found nowhere else, the file is refused with
+// that reason.
 //
 // Only absolute paths are tried: a variable that holds a relative path is
 // not searched (the error lists it as such), and nothing is looked for in
@@ -91,6 +96,44 @@ static void *gocuda_dlopen(const char *name, char **path, char **msg) {
 	return h;
 }
 
+// gocuda_names collects the names of the objects loaded, each followed by
+// a newline.
+struct gocuda_names {
+	char *buf;
+	size_t len, cap;
+};
+
+static int gocuda_name(struct dl_phdr_info *info, size_t size, void *data) {
+	struct gocuda_names *n = data;
+	const char *s = info->dlpi_name;
+	if (s == NULL || *s == 0) {
+		return 0;
+	}
+	size_t l = strlen(s);
+	if (n->len + l + 2 > n->cap) {
+		size_t c = (n->cap + l + 2) * 2;
+		char *b = realloc(n->buf, c);
+		if (b == NULL) {
+			return 1;
+		}
+		n->buf = b;
+		n->cap = c;
+	}
+	memcpy(n->buf + n->len, s, l);
+	n->len += l;
+	n->buf[n->len++] = '\n';
+	n->buf[n->len] = 0;
+	return 0;
+}
+
+// gocuda_loaded returns the paths of the objects loaded in the process, each
+// followed by a newline, for the caller to free; NULL if there are none.
+static char *gocuda_loaded(void) {
+	struct gocuda_names n = {0};
+	dl_iterate_phdr(gocuda_name, &n);
+	return n.buf;
+}
+
 // gocuda_dlsym looks up name in h. On failure *msg is dlerror's text, copied
 // as in gocuda_dlopen, for the caller to free.
 static void *gocuda_dlsym(void *h, const char *name, char **msg) {
@@ -107,6 +150,7 @@ static void *gocuda_dlsym(void *h, const char *name, char **msg) {
 import "C"
 
 import (
+	"debug/elf"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -308,11 +352,14 @@ func (l *Library) load() {
 		}
 		p := c.path
 		if filepath.IsAbs(p) {
-			if why := checkFile(p); why != "" {
+			why := checkFile(p)
+			if why == "" {
+				why = openNeeded(p, 0)
+			}
+			if why != "" {
 				tried = append(tried, p+": "+why)
 				continue
 			}
-			openBeside(p, 0)
 		}
 		h, opened, msg := dlopen(p)
 		if h != nil {
@@ -346,6 +393,28 @@ func dlopen(name string) (h unsafe.Pointer, path, msg string) {
 	C.free(unsafe.Pointer(cpath))
 	C.free(unsafe.Pointer(cmsg))
 	return h, path, msg
+}
+
+// loadedNames returns the names by which the loader finds the libraries
+// open in the process: each one's file name and its DT_SONAME.
+func loadedNames() map[string]bool {
+	c := C.gocuda_loaded()
+	list := C.GoString(c)
+	C.free(unsafe.Pointer(c))
+	names := map[string]bool{}
+	for _, p := range strings.Split(list, "\n") {
+		if p == "" {
+			continue
+		}
+		names[filepath.Base(p)] = true
+		if f, err := elf.Open(p); err == nil {
+			if soname, _ := f.DynString(elf.DT_SONAME); len(soname) > 0 {
+				names[soname[0]] = true
+			}
+			f.Close()
+		}
+	}
+	return names
 }
 
 // Proc is a function of a Library, looked up on first use.

@@ -133,14 +133,8 @@ func find(name string) []candidate {
 // entry of $LD_LIBRARY_PATH would make the loader take it from the working
 // directory: then only the absolute entries are searched.
 func (s *search) loader() {
-	ldpath := os.Getenv("LD_LIBRARY_PATH")
-	if ldpath == "" {
-		s.add(candidate{path: s.name})
-		return
-	}
-	// The loader splits at ':' and ';'; an empty entry is the working
-	// directory.
-	entries := strings.Split(strings.ReplaceAll(ldpath, ";", ":"), ":")
+	// An empty entry is the working directory.
+	entries := ldLibraryPath()
 	for _, e := range entries {
 		if filepath.IsAbs(e) {
 			continue
@@ -153,8 +147,12 @@ func (s *search) loader() {
 					s.file(e)
 				}
 			}
-			// The rest of the loader's own search: the directories of
-			// its configuration, then its trusted ones.
+			// The rest of the loader's own search: its cache, the
+			// directories of its configuration (where the cache is
+			// missing or stale), then its trusted ones.
+			for _, p := range cachePaths(ldSoCache, s.name) {
+				s.add(candidate{path: p})
+			}
 			for _, d := range append(confDirs(ldSoConf, 0), systemLibDirs...) {
 				s.file(d)
 			}
