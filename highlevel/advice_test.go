@@ -4,36 +4,50 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
-// TestAdviceConstantsHaveNoCNames checks that the Advice constants are
-// spelled in Go, so that go doc shows no cgo name (C.CU_MEM_ADVISE_...).
-func TestAdviceConstantsHaveNoCNames(t *testing.T) {
-	f, err := parser.ParseFile(token.NewFileSet(), "managed.go", nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+// TestNoCNamesInDoc checks that the package's exported constants and
+// variables are spelled in Go, so that go doc shows no cgo name (as the
+// Advice constants once did: C.CU_MEM_ADVISE_SET_READ_MOSTLY).
+func TestNoCNamesInDoc(t *testing.T) {
+	files, _ := filepath.Glob("*.go")
 	n := 0
-	ast.Inspect(f, func(x ast.Node) bool {
-		v, ok := x.(*ast.ValueSpec)
-		if !ok || v.Type == nil || v.Type.(*ast.Ident).Name != "Advice" {
-			return true
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
 		}
 		n++
-		for _, e := range v.Values {
-			ast.Inspect(e, func(y ast.Node) bool {
-				if s, ok := y.(*ast.SelectorExpr); ok {
-					if id, ok := s.X.(*ast.Ident); ok && id.Name == "C" {
-						t.Errorf("%s = C.%s, want a Go constant", v.Names[0].Name, s.Sel.Name)
-					}
+		for _, d := range f.Decls {
+			g, ok := d.(*ast.GenDecl)
+			if !ok || g.Tok != token.CONST && g.Tok != token.VAR {
+				continue
+			}
+			for _, spec := range g.Specs {
+				v := spec.(*ast.ValueSpec)
+				if !v.Names[0].IsExported() {
+					continue
 				}
-				return true
-			})
+				for _, e := range v.Values {
+					ast.Inspect(e, func(y ast.Node) bool {
+						if s, ok := y.(*ast.SelectorExpr); ok {
+							if id, ok := s.X.(*ast.Ident); ok && id.Name == "C" {
+								t.Errorf("%s: %s = ...C.%s..., want a Go value", name, v.Names[0].Name, s.Sel.Name)
+							}
+						}
+						return true
+					})
+				}
+			}
 		}
-		return true
-	})
-	if n != 6 {
-		t.Errorf("found %d Advice constants, want 6", n)
+	}
+	if n == 0 {
+		t.Skip("the package's sources are not here (a test binary run elsewhere)")
 	}
 }
