@@ -214,11 +214,11 @@
 // so that its blocks can serve every stream.
 //
 // Sizes. Sizes, offsets and counts are checked for sign and overflow
-// before anything else but a nil or zero receiver (closed pools and
-// streams, the driver's loading), with the pools' accounting unchanged;
-// sizes beyond 2^56 bytes are out of memory. Refused input, sizes and
-// everything else, matches ErrInvalid. Empty is a no-op: NewArray(0), copies and
-// memsets of 0 bytes.
+// before anything else but a nil or zero receiver (before closed pools and
+// streams, and before the driver loads), with the pools' accounting
+// unchanged; sizes beyond 2^56 bytes are out of memory. Refused input,
+// sizes and everything else, matches ErrInvalid. Empty is a no-op:
+// NewArray(0), copies and memsets of 0 bytes.
 //
 // Contexts. Every call names its device's context; host memory (pinned
 // allocations, registrations, the staging buffers) is allocated portable in
