@@ -1,479 +1,296 @@
+// Command gen generates Go bindings from CUDA's C headers.
+//
+// It parses the headers with modernc.org/cc/v4 into a plain model (see
+// model.go; -model prints it as JSON), then emits Go with
+// github.com/dave/jennifer, formatted once by go/format, with the imports
+// grouped as goimports groups them. Its output depends only on the headers,
+// the CUDA majors' data files and the flags.
+//
+//	go run ./gen -out cudart -pkg cudart \
+//		-include cuda_runtime_api.h,cuda_profiler_api.h \
+//		-types library_types.h,cuComplex.h \
+//		-prefix cuda,CUDART_,CUDA_ -error cudaError_t -lib GOCUDA_CUDART
+//	go run ./gen -use cudart -out cublas \
+//		-pkg cublas -include cublas_v2.h,cublas_api.h \
+//		-prefix cublas,CUBLAS_ -error cublasStatus_t -lib GOCUDA_CUBLAS
+//
+// Each generated package runs gen from its //go:generate line. make
+// generate runs them all in one process instead, concurrently, parsing the
+// headers of each package once for it and for the packages that use it:
+//
+//	go run ./gen -all .
+//
+// A run writes its files only once every package and major it generates
+// has been generated: one that fails writes nothing.
+//
+// # CUDA majors
+//
+// The one place that names a CUDA version is its major's data file,
+// headers/cuda13.txt or headers/cuda12.txt (-majors names another
+// directory of cuda*.txt files): lines of a key and its values, # starting
+// a comment.
+//
+//	build !cuda12                     the build constraint of its files
+//	suffix cuda13                     their names' suffix
+//	version 13.0                      the headers' CUDA version
+//	driver 580                        the oldest Linux driver release that runs it
+//	headers cuda cuda-13.0            a header directory by key, relative to the file
+//	headers nccl nccl-2.28.3          (-from picks the package's; cuda is the default)
+//	lib GOCUDA_CUDART libcudart.so.13 a library's file name, by -lib's variable
+//	funcs cudart 312                  the functions a package's coverage test counts
+//	versions GOCUDA_CUSPARSE 12.6     a library numbered otherwise than CUDA: the first
+//	                                  version this major ships and, if known, the next
+//	                                  major's first (12.0 12.6 for CUDA 12)
+//
+// Without -headers, gen generates the package once for each major, each
+// time from the major's header directory (with -from nccl, NCCL's, and
+// CUDA's on the include path too) and for its library file name, into
+// files whose names carry the major's suffix and whose sources carry its
+// build constraint: ztypes_cuda13.go builds by default, ztypes_cuda12.go
+// with -tags cuda12, as golang.org/x/sys/unix keeps one set of files per
+// platform. With no tag set exactly one major's constraint must hold, and
+// with each tag the constraints name set alone at most one, or gen stops. With -headers (and -lib
+// ENV=FILE), gen generates the package once from that directory, into
+// files of the plain names, with no constraint.
+//
+// A hand-written package that needs the major gets small files from its
+// //go:generate line instead: with -cflags, zcflags_cuda13.go puts the
+// major's CUDA headers on cgo's include path, for the package's C code
+// (highlevel, highlevel/nvtx); with -major, zmajor_cuda13.go declares
+// cudaMajor, MinDriver and releases, the versions lines (internal/dl); with -tests, zversion_cuda13_test.go declares
+// testCUDA and testHeaders for its tests (bench).
+//
+// # Files
+//
+// In the output directory, each name with the major's suffix before .go or
+// _test.go: ztypes.go (enums, structs, unions, typedefs), zconsts.go
+// (#define constants), zfuncs.go (the functions), zlayout_test.go and
+// internal/ctest/zlayout.go (the Go and C sides of the tests that compare
+// layouts, values and symbols with C, run by internal/ccheck; the C side
+// also asserts at compile time that each function's prototype in the
+// headers is the one gen binds, so a wrong type fails the test's build),
+// zloader.go: the library (-lib), opened at run time by internal/dl, with
+// Load, LibraryPath and, with -perthread, UsePerThreadDefaultStream; and,
+// for a major, zversion_test.go: what the major's data file says that the
+// package's tests check (testCUDA, testHeaders, testLibrary, testFuncs).
+// The #cgo CFLAGS of zfuncs.go hold for the whole package, so the
+// package's hand-written cgo files include the major's headers too.
+//
+// # Platforms
+//
+// The packages are for linux/amd64 and linux/arm64, and gen writes one set
+// of files for both (for each CUDA major). It parses each package with the
+// host C compiler's predefined macros and include paths and with a
+// platform's C ABI, which lays the types out and makes char signed (amd64)
+// or unsigned (arm64): with linux/amd64's, whatever the machine gen runs
+// on. The code is emitted from the model alone, and Go aligns alike on
+// both platforms, so where arm64's C ABI gives the same model, the files
+// are right for both. -check-targets proves it: gen then parses each
+// package once for each platform (and major), fails where the models
+// differ, naming the declarations that would differ (an enumerator or
+// constant (char)255 is -1 on amd64 and 255 on arm64), and otherwise
+// writes the same files and reports "the same code for linux/amd64 and
+// linux/arm64". make generate parses for amd64 alone, in a third less
+// time; make test checks, as golden's TestRegenerate runs gen -all
+// -check-targets, so no committed file differs between the platforms. No
+// CUDA header gives different code: they declare no long double, bit-field
+// or va_list, and none of their C declarations depends on an architecture
+// macro. make test also runs each package's layout tests on both platforms
+// (arm64 cross-built, under qemu-user), comparing the one set of files with
+// C as each platform's compiler sees the headers.
+//
+// # Naming
+//
+// A C name can be found in Go without searching:
+//
+//   - The first matching package prefix (-prefix, longest first) is dropped
+//     when what remains starts with a letter; the rest is kept as written,
+//     with its first letter upper-cased: cudaMalloc -> Malloc,
+//     cudaMemcpyHostToDevice -> MemcpyHostToDevice, CUDART_VERSION -> VERSION,
+//     dim3 -> Dim3.
+//   - Type names also drop a _t or _st suffix: cudaStream_t -> Stream.
+//     A struct, union or enum defined in a typedef takes the typedef's name,
+//     the one C code writes (typedef struct CUDA_MEMCPY2D_st {...}
+//     CUDA_MEMCPY2D_v2 -> MEMCPY2D_v2); otherwise it is named by its tag,
+//     also when the tag is defined inside another struct. Every other
+//     typedef becomes a Go alias (CUDA_MEMCPY2D -> MEMCPY2D = MEMCPY2D_v2).
+//     An anonymous type takes its typedef's name, or, nested, its parent's
+//     name and its field's: cudaResourceDesc.res -> ResourceDescRes. An
+//     anonymous struct member is embedded under the name <Parent>Anon<N>, so
+//     its members are promoted as in C. The members of an anonymous union
+//     are its parent's own, as in C: in a struct the first is a field and
+//     the others are methods (see Types). So a field that a later header
+//     moves into an anonymous union as its first member keeps its Go
+//     spelling: CUmemLocation.id, a field in CUDA 13.0, the only member of
+//     an anonymous union in 13.2 and the first of two in 13.4 (beside
+//     localized), is loc.Id with each, in composite literals too, and
+//     localized is loc.Localized().
+//   - A function is named as C code calls it. That is the name the
+//     header's declaration spells, before macros: cuMemAlloc, which the
+//     header's macro turns into the symbol cuMemAlloc_v2, is MemAlloc and
+//     calls cuMemAlloc_v2; a name declared with its version
+//     (cuCtxGetDevice_v2) keeps it (CtxGetDevice_v2). Unless a macro of the
+//     headers renames the declared name: cublas_api.h declares
+//     cublasSgemm_v2 and cublas_v2.h defines cublasSgemm as cublasSgemm_v2,
+//     so the function is Sgemm and calls cublasSgemm_v2 (and
+//     cublasSgemm_64, defined as cublasSgemm_v2_64, is Sgemm_64).
+//     A static inline function of the headers whose body only returns a
+//     call is named for itself and calls its callee: nvJitLinkCreate, which
+//     returns __nvJitLinkCreate_13_0(...), is Create and calls
+//     __nvJitLinkCreate_13_0.
+//   - Struct fields are exported by upper-casing their first letter.
+//     Parameters keep their C names, with _ appended where a name is a Go
+//     keyword or predeclared identifier (type -> type_, error -> error_).
+//
+// When a type and an enumerator map to one Go name, the enumerator keeps it
+// and the type gets its kind appended: Struct, Union, Enum, or Type for a
+// typedef. Any other two C names that map to one Go name are reported and the
+// second is skipped, so a clash can never produce code that does not compile.
+//
+// # Documentation
+//
+// A declaration's doc comment is the comment right above it in the header:
+// Doxygen's (/** */, /*! */), converted to Go doc text with links to the
+// package's names, or a plain /* */ or // comment with no blank line between
+// (nccl.h documents its functions so), unless it heads a group of
+// declarations (cusolverDn.h's /* LU solve */) or is a banner. A function
+// the header does not document names its section of the library's guide
+// (guides.go). A deprecation macro in a function's declaration, such as
+// CUSPARSE_DEPRECATED, CUSPARSE_DEPRECATED_REPLACE_WITH(f) or
+// __CUDA_DEPRECATED, or a deprecated attribute, becomes a Deprecated:
+// paragraph, naming the replacement or giving the message where there is one.
+//
+// # Types
+//
+// C arithmetic types map to Go's of the same size (char -> byte, int ->
+// int32, size_t -> uint64, ...). Enums are Go types with String; the status
+// enum (-error) also implements error. Structs are Go structs with C's size
+// and field offsets, padded explicitly where Go would lay them out
+// differently. A union is raw storage of its size with one accessor per
+// member, a method that returns a pointer to it. An anonymous union in a
+// struct is laid out in place: its first member is a field, the union's
+// bytes past it an unexported field (== compares them), and each other
+// member an accessor of the struct. When the first member holds a Go
+// pointer and shares its bytes with others, it is an accessor too and the
+// union all bytes, so that nothing stored through another member is taken
+// for a pointer by the garbage collector. The other way round, a Go pointer
+// stored through an accessor is an integer to the collector and to cgo's
+// pointer check, so each accessor whose member holds a pointer (at any
+// depth of its Go fields) has a setter beside it that pins what the
+// member's pointers point to with a runtime.Pinner, or refuses them without
+// one (ErrNoPinner): GraphNodeParams.SetMemcpy(v MEMCPY_NODE_PARAMS, p
+// *runtime.Pinner) error (see pointers.go). A struct's own pointer fields
+// need none: the collector and cgo see them. Handles (pointers to opaque
+// structs) and function pointers are uintptr-based types: Go never
+// dereferences them. void * is unsafe.Pointer; const char * parameters are
+// Go strings. Integer constants are untyped, so that they convert to the
+// parameter they are passed as, like C's.
+//
+// # Functions
+//
+// Each function calls, through a small C trampoline, the address of its
+// symbol as looked up on first use. A function returning the status enum
+// returns error; one returning void returns error, which is non-nil only when
+// the library or symbol cannot be loaded; one returning another value returns
+// it and such an error.
+//
+// A const char ** parameter whose pointee is not const is a string the call
+// sets (cuGetErrorString's pStr): it is not a parameter in Go, and the
+// string is copied and returned before the other results, "" where the
+// call fails: cudadrv.GetErrorString(error_ Result) (string, error). An
+// array of strings the call reads is const char *const * and stays a
+// pointer; the few declared const char ** are listed in the facts
+// (stringArrays).
+//
+// A function that writes a string into a buffer the caller gives, a char *
+// followed by its length as an int, has a companion named String that
+// makes the buffer and returns the string: cudadrv.DeviceGetNameString(len_
+// int32, dev Device) (string, error).
+//
+// A handle typedef to a const struct is an alias of the package's handle
+// typedef to the same struct (cudaArray_const_t: Array_const = Array), so
+// that a handle passes where C takes it const.
+//
+// A static inline function of the package's headers that only fills a
+// local struct from its parameters and returns it is written in Go, with
+// no call into C: cudart.Make_cudaExtent(w uint64, h uint64, d uint64)
+// Extent, from driver_functions.h (see makers.go).
+//
+// Every enum E has EValues, its values in header order, each once:
+// cudadrv.ResultValues() []Result.
+//
+// A function that gets or sets an attribute's value through void * (named
+// in attrs.go's attrFuncs) has a generic companion named Of that takes or
+// returns the value as a T, and refuses a T that does not fit the
+// attribute's value type with a *ValueTypeError before the call:
+// cudadrv.MemPoolGetAttributeOf[T any](pool MemoryPool, attr
+// MemPool_attribute) (T, error). The value types come from the headers'
+// "(value type = cuuint64_t)" comments, and for the attributes whose types
+// the headers give only in prose from attrs.go's valueTypes; the
+// attribute enum's ValueType method returns them (nil where none is known).
+//
+// # cgo annotations
+//
+// A trampoline marked #cgo noescape and nocallback lets a pointer argument
+// stay on the caller's stack: var v int32; f(&v) allocates nothing, where
+// it otherwise moves v to the heap, one allocation per call. cgo
+// uses noescape only together with nocallback, and nocallback alone only
+// adds a check, so gen marks a trampoline with both or with neither. Both
+// are promises about the C function, and a broken one crashes the program
+// (nocallback: "function marked with #cgo nocallback called back into Go")
+// or corrupts it (noescape), so gen makes them only where facts prove them,
+// never from a function's name. The facts are data (facts.go), per
+// library: the calls that register a function of the program and the calls
+// that may then run it before they return, the libraries a library calls
+// into, and the calls that keep a pointer argument after they return. A
+// function is marked when no registered function can run inside it, it
+// keeps no pointer argument, it takes no function pointer, and it takes a
+// pointer or a struct (else there is nothing to save). A library missing
+// from the facts gets no mark. A function the facts name that a major's
+// headers lack (CUDA 12.6 has no cuLogsRegisterCallback) is reported, and
+// its facts still hold, as the library loaded at run time may have it; one
+// that every major's headers lack is an error.
+//
+// Every library that reaches the driver may call back from any call: the
+// driver calls the logger that cuLogsRegisterCallback registers when a call
+// fails (its header does not say on which thread, so gen assumes the
+// calling one), the runtime has its own (cudaLogsRegisterCallback), and
+// cuBLAS, cuBLASLt, cuSPARSE and cuSOLVER call theirs
+// (cublasSetLoggerCallback, ...) from inside their other calls. So none of
+// cudart, cudadrv, cublas, cublaslt, cusolver, cusparse, cufft, curand and
+// nccl is marked. Stream callbacks, host functions and user objects'
+// destructors run on CUDA's threads, not inside a call. NVRTC and nvJitLink
+// call no other library; NVRTC runs the function nvrtcSetFlowCallback
+// registers inside nvrtcCompileProgram only. Their getters are marked.
+//
+// # Packages that use other packages
+//
+// The libraries' headers include the runtime's. With -use ../cudart, gen
+// reads cudart's //go:generate line, parses its headers as cudart does, and
+// leaves out of the package everything declared in cudart's files: the
+// package refers to cudart.Stream, cudart.DataType and cudart.CuComplex
+// instead of declaring types of its own, so a stream of cudart or highlevel
+// passes straight to cublas.SetStream. -use takes several packages
+// (cusolver uses cudart and cublas). -types names headers whose types and
+// constants the package declares without binding their functions (cudart's
+// library_types.h and cuComplex.h); -I adds an include directory whose
+// declarations are not the package's (NCCL's headers include CUDA's); -omit
+// leaves out the declarations whose C names start with one of its prefixes:
+// functions, types with their enumerators, enumerators and constants (NCCL's
+// pnccl profiling aliases, and ncclRedOp_dummy_t, which nccl.h declares only
+// to take its size).
+//
+// # Per-thread default stream
+//
+// With -perthread MACRO, gen parses the headers a second time with MACRO
+// defined, as C code built for the per-thread default stream sees them, and
+// records the symbol each function's declaration then names
+// (cuMemcpyHtoD_v2_ptds). The package's library looks those up instead once
+// UsePerThreadDefaultStream is called. The file internal/ctest/zperthread.go
+// compiles the headers the same way, so TestSymbols checks both tables
+// against the C preprocessor. A per-thread name that the headers define
+// inline instead of exporting is reported; its function keeps the default
+// symbol.
+//
+// At the end gen prints what it emitted, renamed and skipped, and why.
 package main
-
-import (
-	"os"
-	"regexp"
-	"strings"
-)
-
-// docReader finds the comment that documents a declaration in the header's
-// text, by line.
-type docReader struct {
-	files map[string][]string
-}
-
-func (r *docReader) lines(file string) []string {
-	if l, ok := r.files[file]; ok {
-		return l
-	}
-	b, err := os.ReadFile(file)
-	if err != nil {
-		r.files[file] = nil
-		return nil
-	}
-	l := strings.Split(string(b), "\n")
-	r.files[file] = l
-	return l
-}
-
-// before returns the comment that documents the declaration on line
-// (1-based): a /** */ or /*! */ comment that ends above it, or a plain /* */
-// or // comment that ends right above it, with no blank line between (NCCL
-// documents its functions so; see plainDoc). With cont, the lines between
-// may continue the declaration (a function whose return type is on the line
-// above its name), and an #if/#else pair that declares the same function
-// twice is stepped over.
-func (r *docReader) before(file string, line int, cont bool) string {
-	lines := r.lines(file)
-	i := line - 2
-	if line >= 1 && line <= len(lines) && strings.HasPrefix(strings.TrimSpace(lines[line-1]), "}") {
-		// The name of a type defined in a typedef follows its body
-		// (} ncclResult_t;): the comment is above the typedef.
-		depth := 0
-		for k := line - 1; k >= 0; k-- {
-			depth += strings.Count(lines[k], "}") - strings.Count(lines[k], "{")
-			if depth <= 0 {
-				i = k - 1
-				break
-			}
-		}
-	}
-	if cont {
-		// The declaration may start on an earlier line.
-		for i >= 0 && continues(lines[i]) {
-			i--
-		}
-	}
-	if cont {
-		i = skipAliases(lines, i)
-	}
-	adjacent := true // no blank line or directive between
-	for ; i >= 0; i-- {
-		s := strings.TrimSpace(lines[i])
-		switch {
-		case s == "":
-			adjacent = false
-			continue
-		case strings.HasSuffix(s, "*/"):
-			c := comment(lines, i, adjacent)
-			if c != "" && !doxygenComment(c) && heading(lines, i+1) {
-				return ""
-			}
-			return c
-		case strings.HasPrefix(s, "//"):
-			if adjacent && !heading(lines, i+1) {
-				return lineComment(lines, i)
-			}
-			return ""
-		case cont && (strings.HasPrefix(s, "#else") || strings.HasPrefix(s, "#elif")):
-			// Skip back to the matching #if.
-			adjacent = false
-			depth := 0
-			for i--; i >= 0; i-- {
-				t := strings.TrimSpace(lines[i])
-				if strings.HasPrefix(t, "#endif") {
-					depth++
-				} else if strings.HasPrefix(t, "#if") {
-					if depth == 0 {
-						break
-					}
-					depth--
-				}
-			}
-		case cont && (strings.HasPrefix(s, "#if") || strings.HasPrefix(s, "#endif")):
-			adjacent = false
-			continue
-		default:
-			return ""
-		}
-	}
-	return ""
-}
-
-// continues reports whether a line may be the start of a declaration that
-// goes on below it.
-func continues(s string) bool {
-	s = strings.TrimSpace(s)
-	if s == "" || strings.HasPrefix(s, "#") || strings.HasPrefix(s, "//") || strings.HasSuffix(s, "*/") {
-		return false
-	}
-	return !strings.HasSuffix(s, ";") && !strings.HasSuffix(s, "}") && !strings.HasSuffix(s, "{")
-}
-
-// member returns the comment of a struct field or an enumerator: a trailing
-// /**< */, ///< or one-line /** */ comment on its line, else the comment
-// above it (before).
-func (r *docReader) member(file string, line int) string {
-	lines := r.lines(file)
-	if line < 1 || line > len(lines) {
-		return ""
-	}
-	if j := strings.Index(lines[line-1], "///<"); j >= 0 {
-		// A trailing ///< comment, continued by ///< lines below.
-		text := "//" + strings.TrimPrefix(lines[line-1][j:], "///<")
-		for k := line; k < len(lines) && strings.HasPrefix(strings.TrimSpace(lines[k]), "///<"); k++ {
-			text += "\n" + strings.TrimPrefix(strings.TrimSpace(lines[k]), "///<")
-		}
-		return text
-	}
-	if j := strings.Index(lines[line-1], "/**<"); j >= 0 {
-		var b strings.Builder
-		b.WriteString(lines[line-1][j:])
-		for k := line; !strings.Contains(b.String(), "*/") && k < len(lines); k++ {
-			b.WriteString("\n" + lines[k])
-		}
-		return b.String()
-	}
-	if l := lines[line-1]; strings.Contains(l, "/**") {
-		// A trailing /** */ comment on one line (cuda.h's smCount).
-		j := strings.Index(l, "/**")
-		if k := strings.Index(l[j:], "*/"); k > 0 && strings.TrimSpace(l[:j]) != "" {
-			return l[j : j+k+2]
-		}
-	}
-	if strings.Contains(lines[line-1], "{") {
-		return "" // on the line that opens its type: the comment above is the type's
-	}
-	return r.before(file, line, false)
-}
-
-// macro returns the comment of a #define: trailing, or above it.
-func (r *docReader) macro(file string, line int) string { return r.member(file, line) }
-
-// comment returns the comment that ends on line i: a Doxygen comment, or,
-// with plain, a plain /* */ comment that reads as documentation (plainDoc).
-func comment(lines []string, i int, plain bool) string {
-	end := i
-	for ; i >= 0; i-- {
-		if strings.Contains(lines[i], "/*") {
-			break
-		}
-	}
-	if i < 0 {
-		return ""
-	}
-	first := lines[i][strings.Index(lines[i], "/*"):]
-	switch {
-	case strings.HasPrefix(first, "/**<"), strings.HasPrefix(first, "/*!<"):
-		return "" // belongs to the member above
-	case strings.HasPrefix(first, "/**"), strings.HasPrefix(first, "/*!"):
-	case !plain || strings.TrimSpace(lines[i][:strings.Index(lines[i], "/*")]) != "":
-		return "" // not a doc comment, or a trailing comment of a line of code
-	}
-	text := strings.Join(append([]string{first}, lines[i+1:end+1]...), "\n")
-	if !doxygenComment(text) && !plainDoc(text) {
-		return ""
-	}
-	return text
-}
-
-// lineComment returns the run of // comment lines that ends on line i, if it
-// reads as documentation (plainDoc).
-func lineComment(lines []string, i int) string {
-	end := i
-	for i > 0 && strings.HasPrefix(strings.TrimSpace(lines[i-1]), "//") {
-		i--
-	}
-	var b []string
-	for _, l := range lines[i : end+1] {
-		l = strings.TrimSpace(l)
-		if strings.HasPrefix(l, "///<") || strings.HasPrefix(l, "//!<") {
-			return "" // continues a trailing comment of the member above
-		}
-		b = append(b, strings.TrimLeft(l, "/"))
-	}
-	text := "//" + strings.Join(b, "\n")
-	if !plainDoc(text) {
-		return ""
-	}
-	return text
-}
-
-// doxygenComment reports whether a raw comment is a /** */ or /*! */ one.
-func doxygenComment(raw string) bool {
-	return strings.HasPrefix(raw, "/**") || strings.HasPrefix(raw, "/*!")
-}
-
-// heading reports whether a plain comment above the declaration that starts
-// on line i (0-based) heads a group of declarations instead of documenting
-// that one: two or more declarations without comments of their own follow
-// that one, each after a blank line (cusolverDn.h heads its groups so:
-// /* LU solve */ above cusolverDnSgetrs, then cusolverDnDgetrs, ...), or
-// #defines follow a #define without one. Other declarations right below it,
-// without a blank line, are part of it (nccl.h's pncclAllReduce below
-// ncclAllReduce).
-func heading(lines []string, i int) bool {
-	blocks := 0
-	for i < len(lines) {
-		s := strings.TrimSpace(lines[i])
-		switch {
-		case s == "":
-			i++
-			continue
-		case blocks > 0 && (strings.HasPrefix(s, "/*") || strings.HasPrefix(s, "//") || strings.HasPrefix(s, "#") || strings.HasPrefix(s, "}")):
-			return false
-		}
-		blocks++
-		if blocks > 2 {
-			return true
-		}
-		for j := i; i < len(lines) && strings.TrimSpace(lines[i]) != ""; i++ {
-			if i > j && strings.HasPrefix(strings.TrimSpace(lines[i]), "#define") {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// skipAliases steps back, from line i (0-based) just above a declaration,
-// over declarations right above it that are the same but for their name
-// (nccl.h declares pncclRecv, the profiling alias, above ncclRecv), and
-// returns the line above them.
-func skipAliases(lines []string, i int) int {
-	decl := func(from int) string { // the declaration starting on line from
-		var b strings.Builder
-		for k := from; k < len(lines); k++ {
-			b.WriteString(lines[k] + "\n")
-			if strings.Contains(lines[k], ";") {
-				break
-			}
-		}
-		return b.String()
-	}
-	cur := reToken.FindAllString(decl(i+1), -1)
-	for i >= 0 && strings.HasSuffix(strings.TrimSpace(lines[i]), ";") {
-		start := i
-		for start > 0 && continues(lines[start-1]) {
-			start--
-		}
-		prev := reToken.FindAllString(decl(start), -1)
-		if len(prev) != len(cur) {
-			break
-		}
-		diff := 0
-		for k := range prev {
-			if prev[k] != cur[k] {
-				diff++
-			}
-		}
-		if diff != 1 {
-			break
-		}
-		i = start - 1
-	}
-	return i
-}
-
-// reToken matches the tokens of C text, roughly.
-var reToken = regexp.MustCompile(`\w+|\S`)
-
-// reBanner matches the rules of a banner comment (/* ---- BLAS1 ---- */).
-var reBanner = regexp.MustCompile(`[-=#*/]{4,}`)
-
-// plainDoc reports whether a plain comment reads as documentation rather
-// than as a section heading: cublas_api.h heads its groups of functions with
-// /* GEMV */ and /* ------ CUBLAS BLAS1 Functions ------ */ right above
-// the group's first function. A heading is all capitals, a rule, one word
-// (/* aliases */), or a few words naming functions ("utility functions").
-func plainDoc(raw string) bool {
-	text := strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(raw, "//"), "/*"), "*/"))
-	words := strings.Fields(text)
-	last := ""
-	if len(words) > 0 {
-		last = strings.ToLower(words[len(words)-1])
-	}
-	switch {
-	case strings.ToUpper(text) == text, reBanner.MatchString(text), len(words) == 1:
-		return false
-	case len(words) <= 3 && (last == "functions" || last == "api" || last == "routines"):
-		return false
-	}
-	return true
-}
-
-var (
-	reLink    = regexp.MustCompile(`::(\w+)(\(\))?`)
-	reRef     = regexp.MustCompile(`\\ref\s+(?:::)?(\w+)(?:\([^)]*\))?(?:\s+"([^"]*)")?`)
-	reWordCmd = regexp.MustCompile(`\\[pecb]\s+`)
-	reTag     = regexp.MustCompile(`</?(b|i|em|strong|tt|code|ul|ol|br|p|sup|sub|table|tr|td|th)\s*/?>`)
-	reAlias   = regexp.MustCompile(`\\(note_\w+|notefnerr|link_\w+)\b`)
-	reParam   = regexp.MustCompile(`^\\param(?:\s*\[[a-z, ]+\])?\s+(\w+)\s*(?:-\s*)?(.*)$`)
-	reLinkCmd = regexp.MustCompile(`\\link\s+#?(\w+)\s*(.*?)\s*\\endlink`)
-	reSpace   = regexp.MustCompile(`[ \t]+`)
-)
-
-// doxygen converts a Doxygen comment to Go doc comment text. links maps C
-// names to Go names; a C name the package defines becomes a doc link.
-func doxygen(raw string, links map[string]string) string {
-	if raw == "" {
-		return ""
-	}
-	raw = strings.TrimSpace(raw)
-	for _, p := range []string{"/**<", "/*!<", "/**", "/*!", "/*", "//"} {
-		if strings.HasPrefix(raw, p) {
-			raw = raw[len(p):]
-			break
-		}
-	}
-	raw = strings.TrimSuffix(raw, "*/")
-	var out []string
-	inCode, skipping := false, false
-	section := "" // the block a list line belongs to
-	for _, l := range strings.Split(raw, "\n") {
-		l = strings.TrimRight(l, " \t*")
-		t := strings.TrimLeft(l, " \t")
-		t = strings.TrimPrefix(t, "*")
-		if !inCode {
-			t = strings.TrimSpace(t)
-		} else {
-			t = strings.TrimPrefix(t, " ")
-		}
-		switch {
-		case strings.HasPrefix(t, "\\cond") || strings.HasPrefix(t, "\\xmlonly") || strings.HasPrefix(t, "\\latexonly"):
-			skipping = true
-			continue
-		case strings.HasPrefix(t, "\\endcond") || strings.HasPrefix(t, "\\endxmlonly") || strings.HasPrefix(t, "\\endlatexonly"):
-			skipping = false
-			continue
-		case skipping:
-			continue
-		case strings.HasPrefix(t, "\\code"):
-			inCode = true
-			out = append(out, "")
-			continue
-		case strings.HasPrefix(t, "\\endcode"):
-			inCode = false
-			out = append(out, "")
-			continue
-		case inCode:
-			out = append(out, "\t"+t)
-			continue
-		}
-		t = reAlias.ReplaceAllString(t, "")
-		t = strings.TrimSpace(t)
-		switch {
-		case strings.HasPrefix(t, "\\defgroup"), strings.HasPrefix(t, "\\ingroup"), strings.HasPrefix(t, "\\addtogroup"), strings.HasPrefix(t, "\\typedef"),
-			t == "@{", t == "@}", strings.HasPrefix(t, "\\section"), strings.HasPrefix(t, "\\subsection"):
-			continue
-		case strings.HasPrefix(t, "\\brief"):
-			t = strings.TrimSpace(strings.TrimPrefix(t, "\\brief"))
-		case strings.HasPrefix(t, "\\param"):
-			if section != "param" {
-				out = append(out, "", "Parameters:", "")
-				section = "param"
-			}
-			if m := reParam.FindStringSubmatch(t); m != nil {
-				t = "  - " + m[1] + ": " + m[2]
-			}
-			out = append(out, inline(t, links))
-			continue
-		case strings.HasPrefix(t, "\\returns"), strings.HasPrefix(t, "\\return"):
-			t = strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(t, "\\returns"), "\\return"))
-			out = append(out, "", "Returns:")
-			section = "return"
-		case strings.HasPrefix(t, "\\sa"), strings.HasPrefix(t, "\\see"):
-			t = "See also: " + strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(t, "\\see"), "\\sa"))
-			out = append(out, "")
-			section = "sa"
-		case strings.HasPrefix(t, "\\note"):
-			t = "Note: " + strings.TrimSpace(strings.TrimPrefix(t, "\\note"))
-			out = append(out, "")
-			section = ""
-		case strings.HasPrefix(t, "\\deprecated"):
-			t = strings.TrimSpace(strings.TrimPrefix(t, "\\deprecated"))
-			section = ""
-			if t == "" {
-				// A bare \deprecated marks the declaration; the text
-				// below it is its description (cuda.h's CU_JIT_LTO).
-				out = append(out, "", bareDeprecated, "")
-				continue
-			}
-			t = "Deprecated: " + t
-			out = append(out, "")
-		case strings.HasPrefix(t, "\\par"):
-			t = strings.TrimSpace(strings.TrimPrefix(t, "\\par"))
-			out = append(out, "")
-			section = ""
-		case strings.HasPrefix(t, "<li>"):
-			t = "  - " + strings.TrimSpace(strings.TrimPrefix(t, "<li>"))
-		case t == "":
-			section = ""
-		case section == "param":
-			t = "    " + t // a parameter's description goes on
-		}
-		t = inline(t, links)
-		if strings.TrimSpace(t) == "" && t != "" {
-			continue
-		}
-		out = append(out, t)
-	}
-	// Collapse blank lines and trim.
-	var b strings.Builder
-	blank := true
-	for _, l := range out {
-		if strings.TrimSpace(l) == "" {
-			blank = true
-			continue
-		}
-		if blank && b.Len() > 0 {
-			b.WriteString("\n\n")
-		} else if b.Len() > 0 {
-			b.WriteString("\n")
-		}
-		b.WriteString(l)
-		blank = false
-	}
-	return b.String()
-}
-
-// inline converts Doxygen's inline commands and HTML in one line.
-func inline(t string, links map[string]string) string {
-	t = reLinkCmd.ReplaceAllStringFunc(t, func(s string) string {
-		m := reLinkCmd.FindStringSubmatch(s)
-		if m[2] != "" {
-			return m[2]
-		}
-		return "::" + m[1]
-	})
-	t = reRef.ReplaceAllStringFunc(t, func(s string) string {
-		m := reRef.FindStringSubmatch(s)
-		if m[2] != "" {
-			return m[2]
-		}
-		return "::" + m[1]
-	})
-	t = reWordCmd.ReplaceAllString(t, "")
-	t = reTag.ReplaceAllString(t, "")
-	t = strings.ReplaceAll(t, "\\n", "")
-	t = reLink.ReplaceAllStringFunc(t, func(s string) string {
-		m := reLink.FindStringSubmatch(s)
-		if g, ok := links[m[1]]; ok && links != nil {
-			return "[" + g + "]"
-		}
-		return m[1] + m[2]
-	})
-	lead := len(t) - len(strings.TrimLeft(t, " "))
-	return t[:lead] + reSpace.ReplaceAllString(strings.TrimSpace(t), " ")
-}
-
-// summary returns the first sentence of converted doc text, as plain text.
-func summary(doc string) string {
-	para, _, _ := strings.Cut(doc, "\n\n")
-	para = strings.Join(strings.Fields(para), " ")
-	para = strings.NewReplacer("[", "", "]", "").Replace(para)
-	if i := strings.Index(para, ". "); i >= 0 {
-		para = para[:i+1]
-	}
-	return para
-}
