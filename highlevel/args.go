@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"reflect"
-	"sync"
 	"unsafe"
 
 	"github.com/gocuda/cuda/cudadrv"
@@ -429,8 +428,6 @@ const (
 	argInvalid argKind = iota
 	argValue           // a struct or array without pointers
 )
-
-var argKinds sync.Map // reflect.Type -> argKind
 
 func kindOf(t reflect.Type) argKind {
 	if k, ok := argKinds.Load(t); ok {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"reflect"
-	"sync"
 	"sync/atomic"
 	"unsafe"
 )
@@ -28,9 +27,6 @@ type Array[T any] struct {
 	owned bool        // Free frees the memory; false for a view
 	freed atomic.Bool // an empty array's Free ran (others ask their Memory)
 }
-
-// elemChecks caches checkElem's verdicts by type.
-var elemChecks sync.Map // reflect.Type -> error (nil: fit)
 
 // checkElem refuses element types that hold Go pointers or have no size.
 func checkElem[T any]() error {

@@ -6,8 +6,6 @@ import "C"
 import (
 	"runtime"
 	"runtime/cgo"
-	"sync"
-	"sync/atomic"
 	"unsafe"
 )
 
@@ -18,9 +16,6 @@ type callback struct {
 	fn      func()
 	withErr func(error)
 }
-
-// dispatchOnce starts the first dispatcher.
-var dispatchOnce sync.Once
 
 // newCallback returns the handle of cb for the shim, which hands its
 // calls to the dispatchers: the first starts here, before any is queued.
@@ -85,10 +80,6 @@ func runCallback(job unsafe.Pointer, h cgo.Handle, status C.int, keep bool) {
 	}
 	returned = true
 }
-
-// callbacks counts the program's functions running as stream callbacks or
-// host functions, so that inCallback asks the shim only while one runs.
-var callbacks atomic.Int32
 
 // inCallback reports whether the calling goroutine runs a stream callback
 // or host function, where CUDA must not be called; while none runs, at the

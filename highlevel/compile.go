@@ -67,11 +67,6 @@ func (e *CompileError) Unwrap() error { return e.Err }
 // included.
 type compileKey struct{ source, name, arch, args, names string }
 
-// compiled caches Compile's results per device and compileKey.
-var compiled = NewMemo(func(_ Device, k compileKey) (*Compiled, error) {
-	return compile(k.source, k.name, k.arch, split(k.args), split(k.names))
-})
-
 func split(s string) []string {
 	if s == "" {
 		return nil

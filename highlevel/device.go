@@ -46,12 +46,6 @@ type deviceState struct {
 	attrs [cudart.DevAttrMax]atomic.Int64
 }
 
-var (
-	devicesOnce sync.Once
-	devices     []deviceState
-	devicesErr  error
-)
-
 // deviceLimits are the attributes of a device that a launch is checked
 // against, and its compute capability.
 type deviceLimits struct {
@@ -150,34 +144,6 @@ func usedContexts() []unsafe.Pointer {
 		}
 	}
 	return ctxs
-}
-
-// captures counts the stream captures in progress (Stream.BeginCapture to
-// Stream.EndCapture), and each holds captureMu shared: a device-wide wait
-// would invalidate them, so the package's own hold captureMu exclusively,
-// one at a time (waitMu), taken only when no capture is in progress.
-var (
-	captures  atomic.Int32
-	captureMu sync.RWMutex
-	waitMu    sync.Mutex
-)
-
-// globalDestroys are the destroys of graphs and executable graphs that
-// the shim refused during a capture in CaptureGlobal mode (HL_CAPTURING:
-// see shim.c), to make once such captures end.
-var globalDestroys struct {
-	sync.Mutex
-	later []func() C.int
-}
-
-// staging keeps captures in CaptureGlobal mode and staged copies apart:
-// such a capture refuses queries from every thread, which a staged copy
-// makes until its buffers are free. A staged copy holds the lock shared
-// and stages only while global is 0; a global capture counts itself
-// exclusively before it begins.
-var staging struct {
-	sync.RWMutex
-	global int
 }
 
 // afterGlobalCaptures calls destroy, or, when the shim refuses it during a
@@ -549,9 +515,6 @@ func (d Device) Do(fn func() error) error {
 	return fn()
 }
 
-// peers[d][p] is set once EnablePeerAccess(d, p) succeeded.
-var peers sync.Map // [2]Device -> struct{}
-
 // EnablePeerAccess lets d's work read and write memory of device peer
 // (cuCtxEnablePeerAccess): kernels launched on d may then take peer's
 // memory as arguments. Enabling it twice is not an error.
@@ -586,12 +549,6 @@ func (d Device) canAccess(m Device) bool {
 	_, ok := peers.Load([2]Device{d, m})
 	return ok
 }
-
-var (
-	defaultOnce   sync.Once
-	defaultDevice Device
-	defaultErr    error
-)
 
 // DefaultDevice returns the device to use when the program names none, as
 // PyCUDA's make_default_context chooses it: the number in $CUDA_DEVICE; else

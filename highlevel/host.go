@@ -33,14 +33,6 @@ type PinnedMemory struct {
 	freed atomic.Bool
 }
 
-// pinnedAllocator holds the process's pinned memory allocator: nil until
-// SetPinnedMemoryAllocator sets it or its first use fixes it.
-var pinnedAllocator struct {
-	mu    sync.Mutex
-	set   func(int) (*PinnedMemory, error)
-	fixed atomic.Pointer[func(int) (*PinnedMemory, error)]
-}
-
 // SetPinnedMemoryAllocator makes alloc the process's pinned memory
 // allocator (CuPy's set_pinned_memory_allocator): the one AllocPinnedMemory
 // and the staging buffers of copies from and to pageable memory use; nil
@@ -227,8 +219,6 @@ func NewPinnedMemoryPool() *PinnedMemoryPool {
 	return &PinnedMemoryPool{arena: a}
 }
 
-var defaultPinnedPool = sync.OnceValue(NewPinnedMemoryPool)
-
 // DefaultPinnedMemoryPool returns the process's pinned memory pool, the
 // default pinned memory allocator (SetPinnedMemoryAllocator).
 func DefaultPinnedMemoryPool() *PinnedMemoryPool { return defaultPinnedPool() }
@@ -375,8 +365,6 @@ type registration struct {
 	ptr unsafe.Pointer
 	ctx unsafe.Pointer
 }
-
-var registrations sync.Map // *registration -> struct{}
 
 // RegisterHost registers s's backing array with CUDA.
 func RegisterHost[T any](s []T) (*HostRegistration, error) {

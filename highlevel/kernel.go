@@ -250,10 +250,6 @@ func (k *Kernel) queue(d Device, s *Stream, cfg *LaunchConfig, args []any, small
 	return nil
 }
 
-// launchHook, set by tests, runs just before a launch's call into the
-// shim.
-var launchHook func()
-
 // function returns the kernel's CUfunction in device d's primary context
 // ctx, looking it up the first time.
 func (k *Kernel) function(d Device, ctx unsafe.Pointer) (C.uintptr_t, error) {

@@ -8,8 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"sync"
-	"sync/atomic"
 	"unsafe"
 )
 
@@ -543,14 +541,6 @@ type Allocator interface {
 	Malloc(size int) (MemoryPointer, error)
 }
 
-// allocator holds the process's default allocator: nil until SetAllocator
-// sets it or its first use fixes it.
-var allocator struct {
-	mu    sync.Mutex
-	set   Allocator // SetAllocator's; nil: DefaultMemoryPool
-	fixed atomic.Pointer[Allocator]
-}
-
 // Alloc allocates size bytes from the process's default allocator
 // (GetAllocator).
 func Alloc(size int) (MemoryPointer, error) {
@@ -729,12 +719,6 @@ type lostMemory struct {
 	destroy  bool             // no memory: pool is to be destroyed
 	mem      *Memory          // a Memory to give back to its owner (not a stream's), when not nil
 	module   *Module          // a Module to unload, when not nil
-}
-
-var lost struct {
-	mu  sync.Mutex
-	mem []lostMemory
-	any atomic.Bool // whether mem has any, for a check without mu
 }
 
 func (l lostMemory) lose() {

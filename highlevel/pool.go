@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"math"
 	"runtime"
-	"sync"
 	"sync/atomic"
 	"unsafe"
 )
@@ -179,12 +178,6 @@ func settleDevices() error {
 		return nil
 	}
 	return synchronizeAll()
-}
-
-var defaultPool struct {
-	once sync.Once
-	p    *MemoryPool
-	err  error
 }
 
 // DefaultMemoryPool returns the pool of DefaultDevice, which Alloc uses

@@ -8,7 +8,6 @@ import "C"
 import (
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/gocuda/cuda/cudadrv"
 )
@@ -30,14 +29,6 @@ var (
 // function it needs has the form it calls from CUDA 12.0 on, except those
 // of later versions that a few operations need (missing).
 const baseVersion = C.HL_BASE_VERSION
-
-var (
-	loadOnce sync.Once
-	loadErr  error
-	// missing[i] is why the driver lacks the shim's symbol i, a function
-	// of a later version than baseVersion; nil where the driver has it.
-	missing []error
-)
 
 // load takes the shim's entry points from the driver, once, through
 // cuGetProcAddress_v2 of the libcuda.so.1 that cudadrv opened.

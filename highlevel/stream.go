@@ -226,18 +226,6 @@ func (c *capture) keep(h holder) {
 	h.hold()
 }
 
-// captureOps is held by every call that queues work on a stream taking
-// part in a capture, or takes a stream into a capture or out of one: the
-// driver's captures are not safe for concurrent calls. With one thread
-// capturing on a stream, a second thread's cuEventRecord, cuStreamWaitEvent
-// or join on that stream crashed driver 580 within seconds, corrupting its
-// heap, in a C program as in Go; independent captures on different streams
-// ran clean. Ended flips only while it is held, and a stream joins a
-// capture only while its joins are held alone, so an operation that holds
-// it after enter, for a stream in a capture, finds the stream still in the
-// capture at leave, and one that does not, still out of any.
-var captureOps sync.Mutex
-
 // inCapture reports whether s takes part in a capture in progress; s.joins
 // is held.
 func (s *Stream) inCapture() bool {
@@ -958,13 +946,6 @@ func (s *Stream) destroy() error {
 	s.endCapture()
 	s.settlePools()
 	return err
-}
-
-// closedCaptures holds the streams Close found capturing, to destroy once
-// their captures end.
-var closedCaptures struct {
-	sync.Mutex
-	streams []*Stream
 }
 
 // reapStreams destroys the streams Close left to captures that have ended.

@@ -5,9 +5,7 @@ import "C"
 
 import (
 	"context"
-	"runtime"
 	"runtime/cgo"
-	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -57,10 +55,6 @@ func maxThreads() int32 { return max(64, 4*procs()) }
 
 // maxSpinners is how many waiters may spin at once: half the processors.
 func maxSpinners() int32 { return max(1, procs()/2) }
-
-var procs = sync.OnceValue(func() int32 { return int32(runtime.GOMAXPROCS(0)) })
-
-var napping, spinning atomic.Int32
 
 // take takes one of n's max places, if one is free.
 func take(n *atomic.Int32, max int32) bool {
@@ -306,16 +300,6 @@ type waitReq struct {
 	// Guarded by waiter.mu:
 	armed  bool        // a host function will wake it
 	helper C.uintptr_t // the helper stream of its host function
-}
-
-var waiter struct {
-	mu       sync.Mutex
-	pending  []*waitReq
-	dead     []*waitEvent                     // to destroy
-	helpers  map[unsafe.Pointer][]C.uintptr_t // idle helper streams, by context
-	running  bool
-	sleeping bool // the poller is in (or about to enter) hl_poll_sleep
-	wake     chan struct{}
 }
 
 // watch starts watching e as it was last recorded.
