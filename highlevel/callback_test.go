@@ -169,9 +169,9 @@ func checkReleaseInCallback(t *testing.T) {
 
 // checkGoexitInCallback calls runtime.Goexit (as t.FailNow does) in a host
 // function and a stream callback, on the stand-in driver's thread: the
-// process lives (Go cannot end a thread it did not create, and used to
-// throw), the stream's next Synchronize returns a *PanicError that says
-// so, and the stream works on, its callbacks still refused CUDA.
+// process lives (Go cannot end a thread it did not create: the call must
+// not reach it), the stream's next Synchronize returns a *PanicError that
+// says so, and the stream works on, its callbacks still refused CUDA.
 func checkGoexitInCallback(t *testing.T) {
 	s, err := NewStream(0, nil)
 	if err != nil {

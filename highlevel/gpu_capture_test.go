@@ -359,8 +359,8 @@ func TestGPUPlainOperationsComplete(t *testing.T) {
 
 // TestGPUDoneLegacyStream checks that Done of a Stream of the legacy
 // default stream covers the work queued on that stream through nil (or
-// another Stream of it), which the Stream does not see: it used to return
-// the channel of an earlier Done, closed before that work had run.
+// another Stream of it), which the Stream does not see: its channel does
+// not close before that work has run, as an earlier Done's might.
 func TestGPUDoneLegacyStream(t *testing.T) {
 	d := gpu(t)
 	spin := spinner(t, d)

@@ -18,8 +18,9 @@ import (
 	"github.com/gocuda/cuda/cudart"
 )
 
-// The GPU side of "safe by construction": each test provokes one way the
-// package used to crash the process or hand out memory in use.
+// The GPU side of "safe by construction": each test provokes a way to
+// crash the process or hand out memory in use, and checks that the package
+// answers it with an error or waits instead.
 
 // spinKernel holds its stream for about ms milliseconds, then writes v to
 // p[0]: work that is still running when the program has moved on.
@@ -68,8 +69,8 @@ func spinner(t *testing.T, d Device) func(s *Stream, p MemoryPointer, v uint32, 
 // TestGPUGraphClosedWhileRunning closes a GraphExec and its Graph right
 // after Launch, while work queued before it still runs, and updates one in
 // flight: the graph's Go host node must still run, once per launch, with
-// nothing deleted under it (it used to abort: "misuse of an invalid
-// Handle").
+// nothing deleted under it (cgo's "misuse of an invalid Handle" aborts the
+// process).
 func TestGPUGraphClosedWhileRunning(t *testing.T) {
 	d := gpu(t)
 	spin := spinner(t, d)
@@ -261,8 +262,8 @@ func TestGPUCaptureAndPackageSyncs(t *testing.T) {
 }
 
 // TestGPUPoolOverflow asks the device pool for sizes near math.MaxInt: each
-// is refused, and the pool's accounting does not move (they used to
-// succeed as "blocks" of 9.2 EB).
+// is refused, and the pool's accounting does not move (no "block" of
+// 9.2 EB is handed out).
 func TestGPUPoolOverflow(t *testing.T) {
 	d := gpu(t)
 	p, _ := NewMemoryPool(d)
@@ -328,8 +329,8 @@ func TestGPUPinnedViewOutlivesMemory(t *testing.T) {
 
 // TestGPUPoolLostBlockWaitsForGPU drops pool memory without Free while a
 // kernel on another stream will still write it: the pool may reuse the
-// block only after that write (it used to hand it out at once, and the
-// late write landed in the new owner's data).
+// block only after that write, or the late write lands in the new
+// owner's data.
 func TestGPUPoolLostBlockWaitsForGPU(t *testing.T) {
 	d := gpu(t)
 	spin := spinner(t, d)
@@ -436,7 +437,8 @@ func TestGPUCallbackPanics(t *testing.T) {
 }
 
 // TestGPUHostRegistrationDropped drops a registration without Unregister:
-// the program must not crash (runtime.Pinner's check used to panic), and
+// the program must not crash (runtime.Pinner panics if its pin is dropped
+// while pinned), and
 // the memory is unregistered later, so that it can be registered again.
 func TestGPUHostRegistrationDropped(t *testing.T) {
 	gpu(t)
@@ -547,7 +549,8 @@ func TestGPUWaitCost(t *testing.T) {
 
 // TestGPUCloseRace has 64 goroutines use shared streams, events, graphs and
 // a module while others close them: every operation either works or
-// returns ErrClosed, never a crash (this used to SIGSEGV in the shim).
+// returns ErrClosed, never a crash (a destroyed handle reaching the driver
+// is a SIGSEGV in the shim).
 func TestGPUCloseRace(t *testing.T) {
 	d := gpu(t)
 	c, err := Compile(`extern "C" __global__ void set(unsigned *p, unsigned v) { p[threadIdx.x] = v; }`, nil)

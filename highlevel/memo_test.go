@@ -60,7 +60,7 @@ func TestMemo(t *testing.T) {
 
 // TestMemoPanic checks that a panicking function becomes an error for
 // every Get waiting on it, caches nothing, and leaves ClearCaches working
-// (its entry's channel used to stay open: every later Get hung).
+// (its entry's channel closes: a later Get does not hang).
 func TestMemoPanic(t *testing.T) {
 	calls := 0
 	m := NewMemo(func(d Device, k int) (int, error) {
@@ -91,8 +91,8 @@ func TestMemoPanic(t *testing.T) {
 
 // TestMemoGoexit checks that a function that calls runtime.Goexit (as
 // t.FailNow does) ends the goroutine that called Get, gives the Gets
-// waiting on it a *PanicError that says so, and caches nothing (its zero
-// result and nil error used to be cached).
+// waiting on it a *PanicError that says so, and caches nothing (not its
+// zero result and nil error).
 func TestMemoGoexit(t *testing.T) {
 	// A Get started during the call may reach the Memo only after it: then
 	// it calls the function itself, and the round is tried again.
