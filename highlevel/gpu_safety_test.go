@@ -437,9 +437,9 @@ func TestGPUCallbackPanics(t *testing.T) {
 }
 
 // TestGPUHostRegistrationDropped drops a registration without Unregister:
-// the program must not crash (runtime.Pinner panics if its pin is dropped
-// while pinned), and
-// the memory is unregistered later, so that it can be registered again.
+// the program must not crash (runtime.Pinner panics if it is dropped while
+// pinning), and the memory is unregistered later, so that it can be
+// registered again.
 func TestGPUHostRegistrationDropped(t *testing.T) {
 	gpu(t)
 	buf := make([]float32, 1<<16)
