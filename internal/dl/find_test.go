@@ -418,17 +418,25 @@ func TestSystemCopyBesideRelativeEntry(t *testing.T) {
 	savedConf, savedDirs := ldSoConf, systemLibDirs
 	ldSoConf, systemLibDirs = conf, nil
 	t.Cleanup(func() { ldSoConf, systemLibDirs = savedConf, savedDirs })
+	checkSystemCopy(t, name, lib, cwd, "the configuration's")
+}
+
+// checkSystemCopy checks that, with an empty entry in $LD_LIBRARY_PATH and
+// cwd the working directory, the search for name leaves the bare name to
+// no loader and tries /nonexistent's copy, then lib (from's), which Load
+// opens.
+func checkSystemCopy(t *testing.T, name, lib, cwd, from string) {
+	t.Helper()
 	t.Setenv("LD_LIBRARY_PATH", "/nonexistent:")
 	t.Setenv(testEnv, "")
 	t.Chdir(cwd)
-
 	l := New(testEnv, name)
 	c := l.Candidates()
 	i, j := slices.Index(c, "/nonexistent/"+name), slices.Index(c, lib)
 	if slices.Contains(c, name) || i < 0 || j < i {
-		t.Errorf("candidates %q: want no bare name, then /nonexistent's, then the configuration's %s", c, lib)
+		t.Errorf("candidates %q: want no bare name, then /nonexistent's, then %s %s", c, from, lib)
 	}
 	if err := l.Load(); err != nil || l.Path() != lib {
-		t.Errorf("Load() = %v, Path() = %q; want the system's copy %s", err, l.Path(), lib)
+		t.Errorf("Load() = %v, Path() = %q; want %s copy %s", err, l.Path(), from, lib)
 	}
 }

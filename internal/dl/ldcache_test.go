@@ -151,17 +151,5 @@ func TestCacheCopyBesideRelativeEntry(t *testing.T) {
 	savedCache, savedConf, savedDirs := ldSoCache, ldSoConf, systemLibDirs
 	ldSoCache, ldSoConf, systemLibDirs = cache, filepath.Join(root, "no.conf"), nil
 	t.Cleanup(func() { ldSoCache, ldSoConf, systemLibDirs = savedCache, savedConf, savedDirs })
-	t.Setenv("LD_LIBRARY_PATH", "/nonexistent:")
-	t.Setenv(testEnv, "")
-	t.Chdir(cwd)
-
-	l := New(testEnv, name)
-	c := l.Candidates()
-	i, j := slices.Index(c, "/nonexistent/"+name), slices.Index(c, lib)
-	if slices.Contains(c, name) || i < 0 || j < i {
-		t.Errorf("candidates %q: want no bare name, then /nonexistent's, then the cache's %s", c, lib)
-	}
-	if err := l.Load(); err != nil || l.Path() != lib {
-		t.Errorf("Load() = %v, Path() = %q; want the cache's copy %s", err, l.Path(), lib)
-	}
+	checkSystemCopy(t, name, lib, cwd, "the cache's")
 }
