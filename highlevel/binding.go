@@ -45,31 +45,17 @@ func (s *Stream) Enter(k lifepkg.Key, d Device) (cudart.Stream, error) {
 // streams[i], each pair once: unlike Enters one after the other, it holds
 // the lock of captures once where several of the streams take part in
 // captures, and takes the streams in one order whatever the order given.
-// It returns the streams' handles, in the order given. LeaveAll(k,
-// streams, devs) ends it.
-func EnterAll(k lifepkg.Key, streams []*Stream, devs []Device) ([]cudart.Stream, error) {
+// Each stream's handle is its Handle. LeaveAll(k, streams, devs) ends it.
+func EnterAll(k lifepkg.Key, streams []*Stream, devs []Device) error {
 	for _, s := range streams {
 		if s != nil && s.state == nil {
-			return nil, s.usable()
+			return s.usable()
 		}
 	}
 	if !k.OK() {
-		return nil, errNoKey
+		return errNoKey
 	}
-	ss := streamsOn(streams, devs)
-	hs := make([]uintptr, len(ss))
-	if err := enterAll(ss, hs); err != nil {
-		return nil, err
-	}
-	out := make([]cudart.Stream, len(streams))
-	for i, so := range ss {
-		for j := range streams {
-			if streams[j] == so.s && devs[j] == so.dev {
-				out[j] = cudart.Stream(hs[i])
-			}
-		}
-	}
-	return out, nil
+	return enterAll(streamsOn(streams, devs))
 }
 
 // LeaveAll ends the call EnterAll began.

@@ -49,9 +49,8 @@ func TestEnterAllCaptures(t *testing.T) {
 	a, b := &Stream{h: 1, state: standIn}, &Stream{h: 2, state: standIn}
 	a.capture, b.capture = new(capture), new(capture)
 	ss := []streamOn{{b, 0}, {nil, 0}, {a, 0}}
-	hs := make([]uintptr, len(ss))
 	done := make(chan error)
-	go func() { done <- enterAll(ss, hs) }()
+	go func() { done <- enterAll(ss) }()
 	select {
 	case err := <-done:
 		if err != nil {
@@ -60,8 +59,8 @@ func TestEnterAllCaptures(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("enterAll of two capturing streams still waits after 5s")
 	}
-	if hs[0] != 0 || hs[1] != 1 || hs[2] != 2 {
-		t.Errorf("handles %v, want [0 1 2]: sorted by device and handle", hs)
+	if ss[0].s != nil || ss[1].s != a || ss[2].s != b {
+		t.Errorf("streams entered in the order %v, %v, %v; want the legacy one, a, b: sorted by device and handle", ss[0].s, ss[1].s, ss[2].s)
 	}
 	if captureOps.TryLock() {
 		captureOps.Unlock()
@@ -75,7 +74,7 @@ func TestEnterAllCaptures(t *testing.T) {
 	if !a.life.Close() {
 		t.Fatal("a's operations still in progress")
 	}
-	if err := enterAll([]streamOn{{a, 0}, {b, 0}}, hs); !errors.Is(err, ErrClosed) {
+	if err := enterAll([]streamOn{{a, 0}, {b, 0}}); !errors.Is(err, ErrClosed) {
 		t.Errorf("enterAll with a closed stream: %v, want ErrClosed", err)
 	}
 	if !b.joins.TryLock() || !b.life.Close() {

@@ -601,8 +601,8 @@ func (p *MemoryAsyncPool) mallocAsync(size int, s *Stream) (MemoryPointer, error
 	if err := checkSize(size, p.dev); err != nil { // before the pool's and the stream's states
 		return MemoryPointer{}, err
 	}
-	if err := p.use(); err != nil {
-		return MemoryPointer{}, err
+	if !p.life.Acquire() {
+		return MemoryPointer{}, ErrClosed
 	}
 	defer p.life.Release()
 	freeLost() // before enter: it may free memory of s (asyncOwner)

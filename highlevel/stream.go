@@ -292,24 +292,16 @@ type streamOn struct {
 // captureOps taken once, where any of them takes part in a capture, for the
 // mutex is not reentrant: a second enter of a capturing stream would wait
 // for the first forever. It sorts ss by device and handle, so that any two
-// callers take the streams' locks in one order, and writes their handles
-// to hs (len(ss) long). leaveAll(ss) ends it.
-func enterAll(ss []streamOn, hs []uintptr) error {
+// callers take the streams' locks in one order. leaveAll(ss) ends it.
+func enterAll(ss []streamOn) error {
 	slices.SortFunc(ss, func(a, b streamOn) int {
-		return cmp.Or(cmp.Compare(a.dev, b.dev), cmp.Compare(a.s.handle(), b.s.handle()))
+		return cmp.Or(cmp.Compare(a.dev, b.dev), cmp.Compare(a.s.Handle(), b.s.Handle()))
 	})
 	for i, so := range ss {
-		h, err := so.s.open(so.dev)
-		if err != nil {
-			for _, so := range ss[:i] {
-				if so.s != nil {
-					so.s.joins.RUnlock()
-					so.s.shut()
-				}
-			}
+		if _, err := so.s.open(so.dev); err != nil {
+			unjoinAll(ss[:i])
 			return err
 		}
-		hs[i] = uintptr(h)
 		if so.s != nil {
 			so.s.joins.RLock()
 		}
@@ -329,6 +321,11 @@ func leaveAll(ss []streamOn) {
 	if anyInCapture(ss) {
 		captureOps.Unlock()
 	}
+	unjoinAll(ss)
+}
+
+// unjoinAll releases the streams enterAll opened and joined.
+func unjoinAll(ss []streamOn) {
 	for _, so := range ss {
 		if so.s != nil {
 			so.s.joins.RUnlock()
@@ -341,15 +338,6 @@ func leaveAll(ss []streamOn) {
 // joins are held.
 func anyInCapture(ss []streamOn) bool {
 	return slices.ContainsFunc(ss, func(so streamOn) bool { return so.s != nil && so.s.inCapture() })
-}
-
-// handle returns the stream's handle; 0 for a nil Stream, the legacy
-// default stream.
-func (s *Stream) handle() cudart.Stream {
-	if s == nil {
-		return 0
-	}
-	return s.h
 }
 
 // enterAlone begins an operation that may take s into a capture or out of

@@ -405,19 +405,10 @@ func run(calls []Call) (abort []*Comm, err error) {
 			streams, devs = append(streams, call.s), append(devs, call.comm.dev)
 		}
 	}
-	hs, err := highlevel.EnterAll(life.Sub, streams, devs)
-	if err != nil {
+	if err := highlevel.EnterAll(life.Sub, streams, devs); err != nil {
 		return nil, fail(first, err)
 	}
 	defer highlevel.LeaveAll(life.Sub, streams, devs)
-	handle := func(call *Call) cudart.Stream {
-		for j := range streams {
-			if streams[j] == call.s && devs[j] == call.comm.dev {
-				return hs[j]
-			}
-		}
-		return 0
-	}
 	// A captured call is a node of its stream's graph, which holds the
 	// arrays it names until the graph is closed.
 	for i := range calls {
@@ -441,7 +432,7 @@ func run(calls []Call) (abort []*Comm, err error) {
 	for i := range calls {
 		call := &calls[i]
 		c := call.comm
-		err := c.dev.Do(func() error { return call.queue(ptrs[i], handle(call)) })
+		err := c.dev.Do(func() error { return call.queue(ptrs[i], call.s.Handle()) })
 		if err != nil && !errors.Is(err, nccl.InProgress) {
 			errs = append(errs, fail(c, ncclErr(c.h, err)))
 		}
