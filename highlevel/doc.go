@@ -251,11 +251,14 @@
 // event's earlier ones sleeps until shortly before it is due and spins on
 // the event across its end, which matches cuEventSynchronize's latency for
 // a fraction of its CPU; a wait with nothing learned spins for 20 µs, then
-// polls at an eighth of its age; unless the earlier waits agreed, no sleep
-// is longer than twice the wait's age. A step holds an OS thread while it sleeps or spins in C: at most
-// the larger of 64 and four per GOMAXPROCS waiters sleep there at once
-// (the others, and sleeps of milliseconds, use Go's timers), and at most
-// half of GOMAXPROCS spin. An event recorded again while goroutines wait
+// polls at an eighth of its age, and a wait later than the earlier ones at
+// a quarter of how late it is; unless the earlier waits agreed, no sleep
+// is longer than twice the wait's age. A step holds an OS thread while it
+// sleeps or spins in C: at most the larger of 64 and four per GOMAXPROCS
+// waiters sleep there at once (the others, and sleeps of milliseconds, use
+// Go's timers), at most half of GOMAXPROCS spin, and while more than half
+// of GOMAXPROCS sleep there, a sleep under 500 µs first yields the
+// processor to the runnable goroutines. An event recorded again while goroutines wait
 // for its earlier Record hands them over to a helper stream that waits for
 // that Record. Done's channel is closed when the work is done or the wait
 // fails; Err then reports why. Stream.Done returns the same channel while

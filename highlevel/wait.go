@@ -5,6 +5,7 @@ import "C"
 
 import (
 	"context"
+	"runtime"
 	"runtime/cgo"
 	"sync/atomic"
 	"time"
@@ -22,7 +23,8 @@ import (
 // sleeps until shortly before it is due and spins across its end, which
 // gives cuEventSynchronize's latency for a fraction of its CPU; a wait
 // with nothing learned spins for firstSpin, then polls at an eighth of its
-// age. The first step only queries, and unless the last waits agreed, no
+// age, and one later than the last ones at a quarter of how late it is.
+// The first step only queries, and unless the last waits agreed, no
 // sleep is longer than twice the wait's age, so that a wait shorter than
 // they were costs little more than its own time. A step sleeps and spins
 // in C, with a timer slack of 1 ns (Go's timers, and Linux's default slack
@@ -30,6 +32,13 @@ import (
 // meanwhile: at most maxThreads() waiters sleep there at once, the others,
 // and sleeps over goSleep, use Go's timers and hold none. At most
 // maxSpinners() spin at once; the others poll instead.
+//
+// A goroutine sleeping in C keeps its processor (P), and Go takes it back
+// only from a call that lasts: with more waiters than processors, waiters
+// that sleep briefly and often kept the others runnable but unrun for up
+// to Go's 10 ms time slice (BenchmarkServe's 64 workers on 16 processors:
+// a 99th percentile of 7-10 ms). So while more than half the processors
+// sleep in C, a sleep shorter than yieldNap first yields the processor.
 //
 // The waiter below (hand-offs) serves Event.Wait and Done when the event
 // is recorded again while goroutines wait for its earlier Record: it
@@ -39,8 +48,11 @@ const (
 	firstSpin = 20 * time.Microsecond
 	// lead is how long before a wait is due it starts spinning, at least;
 	// a thirty-second of the time it is due in is added, up to maxLead.
+	// It starts no more than minLead and two deviations of the last waits
+	// before, so that waits that agree spin briefly.
 	lead    = 15 * time.Microsecond
 	maxLead = 100 * time.Microsecond
+	minLead = 8 * time.Microsecond
 	// minNap is the shortest sleep between polls, firstNap the longest
 	// sleep of a wait younger than half of it.
 	minNap   = 5 * time.Microsecond
@@ -48,7 +60,13 @@ const (
 	// goSleep is the shortest sleep left to Go's timers, which may fire up
 	// to a millisecond late: they sleep all but the last millisecond.
 	goSleep = 2 * time.Millisecond
+	// yieldNap is the longest sleep in C that yields first (see above):
+	// Go takes back the processor of a longer one.
+	yieldNap = 500 * time.Microsecond
 )
+
+// yield lets the other runnable goroutines run; tests replace it.
+var yield = runtime.Gosched
 
 // maxThreads is how many waiters may sleep in C at once.
 func maxThreads() int32 { return max(64, 4*procs()) }
@@ -89,14 +107,14 @@ func (c *waitClock) observe(d time.Duration) {
 func plan(age, due, dev time.Duration) (nap, spin time.Duration) {
 	switch {
 	case due > 0:
-		l := min(lead+due/32, maxLead)
+		l := min(lead+due/32, maxLead, minLead+2*dev)
 		switch {
 		case age+minNap < due-l: // shorter sleeps are not worth a wake-up
 			nap, spin = due-l-age, 2*l
 		case age < due+l:
 			return 0, due + l - age
 		default:
-			nap = max(age/8, minNap)
+			nap = max(min((age-due)/4, age/8), minNap)
 		}
 	case age < firstSpin:
 		return 0, firstSpin - age
@@ -183,8 +201,14 @@ func waitSteps(ctx context.Context, clock *waitClock, step func(nap, spin time.D
 			}
 			nap, spin, spun = 0, 0, false
 		}
+		napped := nap > 0
+		if napped && nap < yieldNap && napping.Load() > procs()/2 {
+			t := time.Now()
+			yield()
+			nap = max(nap-time.Since(t), 0)
+		}
 		r := step(nap, spin)
-		if nap > 0 {
+		if napped {
 			napping.Add(-1)
 		}
 		if spun {

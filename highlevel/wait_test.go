@@ -20,15 +20,20 @@ func TestPlan(t *testing.T) {
 		{"nothing learned: spin to firstSpin", 5 * us, 0, 0, 0, firstSpin - 5*us},
 		{"nothing learned, past the spin: an eighth of the age", 800 * us, 0, 0, 100 * us, 0},
 		{"nothing learned: at least minNap", firstSpin, 0, 0, minNap, 0},
-		{"short: spin at once", 0, 20 * us, 0, 0, 20*us + lead + 20*us/32},
+		{"short: spin at once", 0, 20 * us, 10 * us, 0, 20*us + lead + 20*us/32},
+		{"short, waits agree: sleep until minLead before", 0, 20 * us, 0, 12 * us, 2 * minLead},
 		{"due in 1 ms: sleep until the lead", 600 * us, ms, ms, ms - lead - ms/32 - 600*us, 2 * (lead + ms/32)},
 		{"due in 1 ms, young, waits disagree: at most twice the age", 100 * us, ms, ms, 200 * us, 0},
 		{"due in 1 ms, just begun, waits disagree: firstNap", 1 * us, ms, ms, firstNap, 0},
 		{"due in 1 ms, just begun, waits agree: to four deviations before", 1 * us, ms, 10 * us, ms - lead - 40*us, 0},
-		{"due in 1 ms, waits agree exactly: sleep until the lead", 1 * us, ms, 0, ms - lead - ms/32 - us, 2 * (lead + ms/32)},
+		{"due in 1 ms, waits agree exactly: to the lead before", 1 * us, ms, 0, ms - lead, 0},
+		{"due in 1 ms, waits agree exactly: then until minLead before", 980 * us, ms, 0, 20*us - minLead, 2 * minLead},
+		{"due in 1 ms, waits agree: the lead is two deviations", 950 * us, ms, 10 * us, 50*us - minLead - 20*us, 2 * (minLead + 20*us)},
 		{"due in 1 ms, within the lead: spin across the end", 960 * us, ms, ms, 0, ms + lead + ms/32 - 960*us},
 		{"due in 1 s: the lead is capped", 600 * ms, time.Second, time.Second, 400*ms - maxLead, 2 * maxLead},
 		{"late: an eighth of the age", 2 * ms, ms, 0, 250 * us, 0},
+		{"just late: a quarter of the lateness", 1100 * us, ms, 10 * us, 25 * us, 0},
+		{"just late: at least minNap", 1010 * us, ms, 0, minNap, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -191,6 +196,40 @@ func TestWaitStepsBounds(t *testing.T) {
 	}
 	if spinning.Load() != 0 || napping.Load() != 0 {
 		t.Errorf("after the waits, %d spinning and %d napping are counted", spinning.Load(), napping.Load())
+	}
+}
+
+// TestWaitStepsYields checks that a sleep in C yields the processor first
+// while more than half the processors' worth of waiters sleep there, and
+// only a sleep shorter than yieldNap.
+func TestWaitStepsYields(t *testing.T) {
+	tests := []struct {
+		name    string
+		others  int32 // other waiters counted as sleeping in C meanwhile
+		due     time.Duration
+		yielded bool
+	}{
+		{"few others sleep", procs()/2 - 1, 300 * time.Microsecond, false},
+		{"many others sleep, a short sleep", procs() / 2, 300 * time.Microsecond, true},
+		{"many others sleep, a long sleep", procs() / 2, 3 * yieldNap, false},
+	}
+	defer func(y func()) { yield = y }(yield)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			yields := 0
+			yield = func() { yields++ }
+			napping.Add(tt.others)
+			defer napping.Add(-tt.others)
+			var c waitClock
+			c.avg.Store(int64(tt.due))
+			f := &fakeEvent{at: time.Now().Add(tt.due)}
+			if r := waitSteps(context.Background(), &c, f.step); r != 0 {
+				t.Fatalf("waitSteps = %d, want 0", r)
+			}
+			if (yields > 0) != tt.yielded || f.nap == 0 {
+				t.Errorf("%d yields in %d steps that slept %v; want a sleep that yields: %v", yields, f.steps, f.nap, tt.yielded)
+			}
+		})
 	}
 }
 
