@@ -231,7 +231,9 @@ func (g *Graph) Instantiate(opts *InstantiateOptions) (_ *GraphExec, err error) 
 	var x C.uintptr_t
 	var result C.int
 	g.mu.Lock()
+	graphObjects.Lock()
 	r := C.hl_graph_instantiate(g.ctx, &x, C.uintptr_t(g.h), flags, sh, &result)
+	graphObjects.Unlock()
 	g.mu.Unlock()
 	if err := check("cuGraphInstantiateWithParams", r); err != nil {
 		if result != C.CUDA_GRAPH_INSTANTIATE_SUCCESS {
@@ -258,7 +260,11 @@ func (g *Graph) Close() (err error) {
 	}
 	defer deleteDeadHandles()
 	defer unholdAll(g.held)
-	return check("cuGraphDestroy", afterGlobalCaptures(func() C.int { return C.hl_graph_destroy(g.ctx, C.uintptr_t(g.h)) }))
+	return check("cuGraphDestroy", afterGlobalCaptures(func() C.int {
+		graphObjects.Lock()
+		defer graphObjects.Unlock()
+		return C.hl_graph_destroy(g.ctx, C.uintptr_t(g.h))
+	}))
 }
 
 // Handle returns the CUDA executable graph, for use with cudart; 0 for a
@@ -361,7 +367,9 @@ func (x *GraphExec) Update(g *Graph) (err error) {
 	var result C.int
 	x.mu.Lock()
 	g.mu.Lock()
+	graphObjects.Lock()
 	r := C.hl_graph_update(x.ctx, C.uintptr_t(x.h), C.uintptr_t(g.h), &result)
+	graphObjects.Unlock()
 	g.mu.Unlock()
 	err = check("cuGraphExecUpdate", r)
 	if err != nil && result != C.CU_GRAPH_EXEC_UPDATE_SUCCESS {
@@ -391,5 +399,9 @@ func (x *GraphExec) Close() (err error) {
 	}
 	defer deleteDeadHandles()
 	defer unholdAll(x.held)
-	return check("cuGraphExecDestroy", afterGlobalCaptures(func() C.int { return C.hl_graph_exec_destroy(x.ctx, C.uintptr_t(x.h)) }))
+	return check("cuGraphExecDestroy", afterGlobalCaptures(func() C.int {
+		graphObjects.Lock()
+		defer graphObjects.Unlock()
+		return C.hl_graph_exec_destroy(x.ctx, C.uintptr_t(x.h))
+	}))
 }

@@ -168,6 +168,12 @@ var waiter struct {
 // sleep in C and those that spin.
 var procs = sync.OnceValue(func() int32 { return int32(runtime.GOMAXPROCS(0)) })
 
+// graphObjects serializes the calls that make, change and destroy graphs
+// and executable graphs (instantiation, update, destruction) across all
+// of them: driver 580 crashed in cuGraphExecDestroy while other goroutines
+// instantiated and updated executable graphs of the same graph.
+var graphObjects sync.Mutex
+
 // napping and spinning count the waiters sleeping in C and spinning, for
 // those bounds.
 var napping, spinning atomic.Int32
