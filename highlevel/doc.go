@@ -217,7 +217,8 @@
 // before anything else but a nil or zero receiver (before closed pools and
 // streams, and before the driver loads), with the pools' accounting
 // unchanged; sizes beyond 2^56 bytes are out of memory. Refused input,
-// sizes and everything else, matches ErrInvalid. Empty is a no-op:
+// sizes and everything else, matches ErrInvalid, in linalg and collective
+// too. Empty is a no-op:
 // NewArray(0), copies and memsets of 0 bytes.
 //
 // Contexts. Every call names its device's context; host memory (pinned

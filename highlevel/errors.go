@@ -7,6 +7,7 @@ import (
 
 	"github.com/gocuda/cuda/cudadrv"
 	"github.com/gocuda/cuda/cudart"
+	"github.com/gocuda/cuda/highlevel/internal/refusal"
 )
 
 // The package's errors name their operation once, after the package's
@@ -25,25 +26,18 @@ const prefix = "highlevel: "
 // operation: a size or length out of range, a range past the end of
 // memory, an element type device memory cannot hold, a malformed handle, a
 // launch configuration outside the device's limits, a kernel argument of
-// the wrong kind (ErrArgument), the Free of a view. As os.ErrInvalid, it
-// tells a call that was wrong from CUDA failing:
+// the wrong kind (ErrArgument), the Free of a view; linalg's and
+// collective's refusals too. As os.ErrInvalid, it tells a call that was
+// wrong from CUDA failing:
 //
 //	if _, err := highlevel.Alloc(n); errors.Is(err, highlevel.ErrInvalid) {
 //		// n was not a size
 //	}
-var ErrInvalid = errors.New("highlevel: invalid argument")
-
-// An invalidError is a refusal of bad input: its message says what was
-// wrong, and it matches ErrInvalid.
-type invalidError struct{ err error }
-
-func (e invalidError) Error() string        { return e.err.Error() }
-func (e invalidError) Unwrap() error        { return e.err }
-func (e invalidError) Is(target error) bool { return target == ErrInvalid }
+var ErrInvalid = refusal.ErrInvalid
 
 // invalid returns the refusal of bad input that format and a describe, as
-// fmt.Errorf does.
-func invalid(format string, a ...any) error { return invalidError{fmt.Errorf(format, a...)} }
+// fmt.Errorf does: it matches ErrInvalid.
+func invalid(format string, a ...any) error { return refusal.Errorf(format, a...) }
 
 // A driverStatus is a status the driver API returned, a CUresult. Its
 // message is the driver's; errors.Is and errors.As match it as that

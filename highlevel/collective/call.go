@@ -14,6 +14,7 @@ import (
 	"github.com/gocuda/cuda/highlevel"
 	"github.com/gocuda/cuda/highlevel/internal/buffer"
 	"github.com/gocuda/cuda/highlevel/internal/life"
+	"github.com/gocuda/cuda/highlevel/internal/refusal"
 	"github.com/gocuda/cuda/nccl"
 )
 
@@ -382,7 +383,7 @@ func run(calls []Call) (abort []*Comm, err error) {
 			}
 			holds = append(holds, a)
 			if dev >= 0 && highlevel.Device(dev) != call.comm.dev {
-				return nil, fail(call.comm, fmt.Errorf("an array on %v for a communicator on %v", highlevel.Device(dev), call.comm.dev))
+				return nil, fail(call.comm, refusal.Errorf("an array on %v for a communicator on %v", highlevel.Device(dev), call.comm.dev))
 			}
 			ptrs[i][j] = p
 		}
@@ -395,7 +396,7 @@ func run(calls []Call) (abort []*Comm, err error) {
 	for i := range calls {
 		call := &calls[i]
 		if call.s != nil && call.s.Device() != call.comm.dev {
-			return nil, fail(call.comm, fmt.Errorf("a stream of %v for a communicator on %v", call.s.Device(), call.comm.dev))
+			return nil, fail(call.comm, refusal.Errorf("a stream of %v for a communicator on %v", call.s.Device(), call.comm.dev))
 		}
 		seen := false
 		for j := range streams {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gocuda/cuda/highlevel"
 	"github.com/gocuda/cuda/highlevel/internal/life"
+	"github.com/gocuda/cuda/highlevel/internal/refusal"
 	"github.com/gocuda/cuda/nccl"
 )
 
@@ -212,7 +213,7 @@ func (c *Comm) Do(fn func(h nccl.Comm) error) error {
 	}
 	defer c.release()
 	if fn == nil {
-		return c.opErr("do", errors.New("nil function"))
+		return c.opErr("do", refusal.Errorf("nil function"))
 	}
 	return c.dev.Do(func() error { return fn(c.h) })
 }

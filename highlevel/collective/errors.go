@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/gocuda/cuda/highlevel/internal/refusal"
 )
 
 // The package's errors name their operation once, after the package's
@@ -36,8 +38,10 @@ var (
 	// something other than this package's rendezvous at the other end.
 	ErrProtocol = errors.New("collective: rendezvous protocol error")
 	// ErrConfig is wrapped by the errors of a configuration that cannot
-	// work: a rank outside the world, a missing or malformed variable.
-	ErrConfig = errors.New("collective: bad configuration")
+	// work: a rank outside the world, a missing or malformed variable. It
+	// is a refusal of bad input, as all the package's refusals are: they
+	// match highlevel.ErrInvalid.
+	ErrConfig = refusal.Errorf("collective: bad configuration")
 	// ErrAborted is wrapped by the error of an operation on a communicator
 	// that was aborted: by Abort, by a wait that timed out or found an
 	// error of NCCL's, or by RunEach after another rank failed.

@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/gocuda/cuda/highlevel"
 )
 
 // These tests need neither a GPU nor NCCL: the rendezvous is plain TCP
@@ -489,8 +491,8 @@ func TestConfigFromEnv(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			got, err := configFrom(func(k string) (string, bool) { v, ok := c.env[k]; return v, ok })
 			if c.want == (Config{}) {
-				if !errors.Is(err, ErrConfig) {
-					t.Errorf("got %+v, %v; want an error wrapping ErrConfig", got, err)
+				if !errors.Is(err, ErrConfig) || !errors.Is(err, highlevel.ErrInvalid) {
+					t.Errorf("got %+v, %v; want an error wrapping ErrConfig, a refusal (highlevel.ErrInvalid)", got, err)
 				}
 				return
 			}

@@ -1,7 +1,6 @@
 package linalg
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"unsafe"
@@ -10,6 +9,7 @@ import (
 	"github.com/gocuda/cuda/cudadrv"
 	"github.com/gocuda/cuda/highlevel"
 	"github.com/gocuda/cuda/highlevel/internal/buffer"
+	"github.com/gocuda/cuda/highlevel/internal/refusal"
 )
 
 // Float is the element type of the BLAS functions: float32 calls cuBLAS's
@@ -63,12 +63,13 @@ func bare(err error) string {
 // MatMul computes c = a·b on stream s (the legacy default stream of the
 // arrays' device when nil) with cuBLAS (SGEMM or DGEMM), the Go way round:
 // a, b and c hold row-major matrices, a m×k, b k×n and c m×n, as a Go
-// [][]T flattened row by row. cuBLAS is column-major; MatMul passes the
+// [][]T flattened row by row; the sizes come in BLAS's order, m, n, k, as
+// in every function of the package. cuBLAS is column-major; MatMul passes the
 // product as cᵀ = bᵀ·aᵀ, which needs no copy. The arrays must be on one
 // device, the stream's, and hold at least as many elements as their
 // matrices. An empty product (m or n 0) does nothing; otherwise k must be
 // at least 1.
-func MatMul[T Float](s *highlevel.Stream, a, b, c *highlevel.Array[T], m, k, n int) error {
+func MatMul[T Float](s *highlevel.Stream, a, b, c *highlevel.Array[T], m, n, k int) error {
 	return gemm("MatMul", s, NoTrans, NoTrans, m, n, k, 1, a, 0, b, 0, 0, c, 0, 1, false)
 }
 
@@ -114,13 +115,13 @@ func gemm[T Float](op string, s *highlevel.Stream, transA, transB Op, m, n, k in
 		return nil
 	}
 	if k == 0 {
-		return opError(op, errors.New("k is 0: the inner dimension must be at least 1"))
+		return opError(op, refusal.Errorf("k is 0: the inner dimension must be at least 1"))
 	}
 	if strideA < 0 || strideB < 0 || strideC < 0 {
-		return opError(op, fmt.Errorf("strides %d, %d, %d: they must not be negative", strideA, strideB, strideC))
+		return opError(op, refusal.Errorf("strides %d, %d, %d: they must not be negative", strideA, strideB, strideC))
 	}
 	if batch > 1 && strideC < m*n {
-		return opError(op, fmt.Errorf("strideC %d is less than m·n = %d: the products would overlap", strideC, m*n))
+		return opError(op, refusal.Errorf("strideC %d is less than m·n = %d: the products would overlap", strideC, m*n))
 	}
 	rowsA, colsA, rowsB, colsB := m, k, k, n
 	if transA == Trans {
@@ -208,7 +209,7 @@ func Gemv[T Float](s *highlevel.Stream, trans Op, m, n int, alpha T, a, x *highl
 		return nil
 	}
 	if in == 0 {
-		return opError(op, fmt.Errorf("x is empty: op(a) is %d×0", out))
+		return opError(op, refusal.Errorf("x is empty: op(a) is %d×0", out))
 	}
 	if err := fits("a", a.Len(), m, n, 0, 1); err != nil {
 		return opError(op, err)
@@ -301,7 +302,7 @@ func Dot[T Float](s *highlevel.Stream, x, y, result *highlevel.Array[T]) error {
 		return err
 	}
 	if result.Len() < 1 {
-		return opError(op, errors.New("result is empty"))
+		return opError(op, refusal.Errorf("result is empty"))
 	}
 	var o operands
 	if err := o.hold(op, s, buffer.Of(result), buffer.Of(x), buffer.Of(y)); err != nil {

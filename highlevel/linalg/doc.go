@@ -5,7 +5,7 @@
 // its own so that a program that does not use these libraries does not
 // build their bindings.
 //
-//	err := linalg.MatMul(stream, a, b, c, m, k, n) // c = a·b, c m×n
+//	err := linalg.MatMul(stream, a, b, c, m, n, k) // c = a·b, c m×n, a m×k
 //
 // # Handles
 //
@@ -23,11 +23,13 @@
 // # Matrices
 //
 // Matrices are row-major, as a Go [][]T flattened row by row: an m×n
-// matrix holds element (i, j) at i·n+j. cuBLAS is column-major; the
-// functions pass each product the other way round (cᵀ = bᵀ·aᵀ), which
-// needs no copy. Each function checks its sizes (0 to 2³¹-1), strides and
-// the arrays' lengths, then that the arrays are on one device, the
-// stream's, before any call; the arrays' memory and the stream are held
+// matrix holds element (i, j) at i·n+j. Sizes come in BLAS's order, m, n,
+// k: c is m×n and the inner dimension is k, in MatMul as in Gemm. cuBLAS is
+// column-major; the functions pass each product the other way round
+// (cᵀ = bᵀ·aᵀ), which needs no copy. Each function checks its sizes (0 to
+// 2³¹-1), strides and the arrays' lengths, then that the arrays are on one
+// device, the stream's, before any call (a refusal matches
+// highlevel.ErrInvalid, a nil array highlevel.ErrNil); the arrays' memory and the stream are held
 // while the call queues its work, so that a Free or Close in another
 // goroutine waits for it. The work runs on the stream given (nil: the
 // legacy default stream of the arrays' device), ordered with the rest of
@@ -39,7 +41,7 @@
 //	cupy.cuda.device.get_cublas_handle      BLASOf(dev), BLAS.Do(stream, fn)
 //	cupy.cuda.device.get_cusolver_handle    SolverOf(dev), Solver.Do(stream, fn)
 //	cupy.cuda.device.get_cusparse_handle    SparseOf(dev), Sparse.Do(stream, fn)
-//	cupy.matmul (2-D), a @ b                MatMul(stream, a, b, c, m, k, n)
+//	cupy.matmul (2-D), a @ b                MatMul(stream, a, b, c, m, n, k)
 //	cupy.matmul (3-D, batched)              GemmStridedBatched
 //	cupy.cublas.gemm(transa, transb, ...)   Gemm(stream, transA, transB, m, n, k, alpha, a, b, beta, c)
 //	cupy.cublas.gemv(transa, alpha, ...)    Gemv(stream, trans, m, n, alpha, a, x, beta, y)

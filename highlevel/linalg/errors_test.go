@@ -25,11 +25,12 @@ func TestErrorMessages(t *testing.T) {
 		op   string
 		is   error
 	}{
-		{"MatMul of nil", MatMul[float32](nil, nil, nil, nil, 1, 1, 1), "linalg: MatMul: nil Array", nil},
-		{"MatMul too short", MatMul(nil, empty, empty, empty, 2, 3, 4), "linalg: MatMul: a is 2×3 but holds 0 elements", nil},
-		{"Gemm of a bad Op", Gemm(nil, Op(7), NoTrans, 1, 1, 1, 1, empty, empty, 0, empty), "linalg: Gemm: Op(7) is neither", nil},
-		{"Gemv with m < 0", Gemv(nil, NoTrans, -1, 1, 1, empty, empty, 0, empty), "linalg: Gemv: m is -1", nil},
-		{"Dot into nothing", Dot(nil, empty, empty, empty), "linalg: Dot: result is empty", nil},
+		{"MatMul of nil", MatMul[float32](nil, nil, nil, nil, 1, 1, 1), "linalg: MatMul: nil object: nil *Array", highlevel.ErrNil},
+		{"MatMul too short", MatMul(nil, empty, empty, empty, 2, 4, 3), "linalg: MatMul: a is 2×3 but holds 0 elements", highlevel.ErrInvalid},
+		{"Gemm of a bad Op", Gemm(nil, Op(7), NoTrans, 1, 1, 1, 1, empty, empty, 0, empty), "linalg: Gemm: Op(7) is neither", highlevel.ErrInvalid},
+		{"Gemv with m < 0", Gemv(nil, NoTrans, -1, 1, 1, empty, empty, 0, empty), "linalg: Gemv: m is -1", highlevel.ErrInvalid},
+		{"Dot into nothing", Dot(nil, empty, empty, empty), "linalg: Dot: result is empty", highlevel.ErrInvalid},
+		{"Axpy of unequal vectors", Axpy(nil, 1, empty, nil), "linalg: Axpy: nil object", highlevel.ErrNil},
 		{"nil BLAS", nilBLAS.Do(nil, func(cublas.Handle) error { return nil }), "linalg: nil *BLAS", highlevel.ErrNil},
 	}
 	var le *dl.LibraryError

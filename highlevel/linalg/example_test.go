@@ -40,7 +40,7 @@ func ExampleMatMul() {
 		log.Fatal(err)
 	}
 	defer s.Close()
-	if err := linalg.MatMul(s, a, b, c, m, k, n); err != nil {
+	if err := linalg.MatMul(s, a, b, c, m, n, k); err != nil {
 		log.Fatal(err)
 	}
 	if err := s.Synchronize(); err != nil {

@@ -116,7 +116,7 @@ func testMatMul[T Float](t *testing.T, s *highlevel.Stream, m, k, n int) {
 	rng := rand.New(rand.NewPCG(uint64(m), uint64(n)))
 	a, b := random[T](rng, m*k), random[T](rng, k*n)
 	c := arrayFrom(t, make([]T, m*n))
-	if err := MatMul(s, arrayFrom(t, a), arrayFrom(t, b), c, m, k, n); err != nil {
+	if err := MatMul(s, arrayFrom(t, a), arrayFrom(t, b), c, m, n, k); err != nil {
 		t.Fatalf("MatMul %d×%d·%d×%d: %v", m, k, k, n, err)
 	}
 	want := gemmCPU(NoTrans, NoTrans, m, n, k, 1, a, b, 0, make([]T, m*n))
@@ -400,7 +400,7 @@ func TestGPUConcurrent(t *testing.T) {
 		want := gemmCPU(NoTrans, NoTrans, m, n, k, 1, a, b, 0, make([]float32, m*n))
 		wg.Go(func() {
 			for i := range 50 {
-				if err := MatMul(s, da, db, dc, m, k, n); err != nil {
+				if err := MatMul(s, da, db, dc, m, n, k); err != nil {
 					t.Errorf("goroutine %d, product %d: %v", g, i, err)
 					return
 				}

@@ -1,7 +1,6 @@
 package linalg
 
 import (
-	"errors"
 	"fmt"
 	"sync"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/gocuda/cuda/highlevel"
 	"github.com/gocuda/cuda/highlevel/internal/caches"
 	"github.com/gocuda/cuda/highlevel/internal/life"
+	"github.com/gocuda/cuda/highlevel/internal/refusal"
 )
 
 // A BLAS is a device's cuBLAS handle, CuPy's
@@ -177,7 +177,7 @@ func (l *lib[H]) close() {
 // Its own errors are those of operation op; fn's it returns as they are.
 func (l *lib[H]) do(op string, s *highlevel.Stream, fn func(h H) error) error {
 	if fn == nil {
-		return opError(op, errors.New("nil function"))
+		return opError(op, refusal.Errorf("nil function"))
 	}
 	hs, err := s.Enter(life.Sub, l.dev)
 	if err != nil {
@@ -227,7 +227,7 @@ func (b *BLAS) Do(s *highlevel.Stream, fn func(h cublas.Handle) error) error {
 		return nilError("BLAS")
 	}
 	if fn == nil {
-		return opError("BLAS.Do", errors.New("nil function"))
+		return opError("BLAS.Do", refusal.Errorf("nil function"))
 	}
 	return b.l.do("BLAS.Do", s, func(h cublas.Handle) error {
 		b.dirty = true

@@ -1,7 +1,6 @@
 package linalg
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"unsafe"
@@ -9,9 +8,10 @@ import (
 	"github.com/gocuda/cuda/cublas"
 	"github.com/gocuda/cuda/highlevel"
 	"github.com/gocuda/cuda/highlevel/internal/buffer"
+	"github.com/gocuda/cuda/highlevel/internal/refusal"
 )
 
-var errNilArray = errors.New("nil Array")
+var errNilArray = fmt.Errorf("%w: nil *Array", highlevel.ErrNil)
 
 // cublas returns o's cuBLAS operation.
 func (o Op) cublas() (cublas.Operation, error) {
@@ -21,13 +21,13 @@ func (o Op) cublas() (cublas.Operation, error) {
 	case Trans:
 		return cublas.OP_T, nil
 	}
-	return 0, fmt.Errorf("%v is neither NoTrans nor Trans", o)
+	return 0, refusal.Errorf("%v is neither NoTrans nor Trans", o)
 }
 
 // checkDim checks that a size lies in cuBLAS's range, 0..2³¹-1.
 func checkDim(name string, v int) error {
 	if v < 0 || v > math.MaxInt32 {
-		return fmt.Errorf("%s is %d: sizes must be in 0..%d", name, v, math.MaxInt32)
+		return refusal.Errorf("%s is %d: sizes must be in 0..%d", name, v, math.MaxInt32)
 	}
 	return nil
 }
@@ -40,15 +40,15 @@ func fits(name string, length, rows, cols, stride, batch int) error {
 	need := elems
 	if batch > 1 {
 		if stride > (math.MaxInt-elems)/(batch-1) {
-			return fmt.Errorf("%d matrices of %s, %d elements apart, overflow", batch, name, stride)
+			return refusal.Errorf("%d matrices of %s, %d elements apart, overflow", batch, name, stride)
 		}
 		need += (batch - 1) * stride
 	}
 	if length < need {
 		if batch > 1 {
-			return fmt.Errorf("%s holds %d elements; %d matrices of %d×%d, %d elements apart, need %d", name, length, batch, rows, cols, stride, need)
+			return refusal.Errorf("%s holds %d elements; %d matrices of %d×%d, %d elements apart, need %d", name, length, batch, rows, cols, stride, need)
 		}
-		return fmt.Errorf("%s is %d×%d but holds %d elements", name, rows, cols, length)
+		return refusal.Errorf("%s is %d×%d but holds %d elements", name, rows, cols, length)
 	}
 	return nil
 }
@@ -60,7 +60,7 @@ func vectors[T Float](op string, x, y *highlevel.Array[T]) (int32, error) {
 		return 0, opError(op, errNilArray)
 	}
 	if x.Len() != y.Len() {
-		return 0, opError(op, fmt.Errorf("x has %d elements, y %d", x.Len(), y.Len()))
+		return 0, opError(op, refusal.Errorf("x has %d elements, y %d", x.Len(), y.Len()))
 	}
 	if err := checkDim("the length", x.Len()); err != nil {
 		return 0, opError(op, err)
@@ -95,7 +95,7 @@ func (o *operands) hold(op string, s *highlevel.Stream, arrays ...buffer.Buffer)
 		}
 		if dev >= 0 && d != dev {
 			o.release()
-			return opError(op, fmt.Errorf("arrays on %v and %v", highlevel.Device(dev), highlevel.Device(d)))
+			return opError(op, refusal.Errorf("arrays on %v and %v", highlevel.Device(dev), highlevel.Device(d)))
 		}
 		dev = d
 	}
@@ -104,7 +104,7 @@ func (o *operands) hold(op string, s *highlevel.Stream, arrays ...buffer.Buffer)
 		o.dev = s.Device() // Stream.Enter refuses it for another device
 		if dev >= 0 && highlevel.Device(dev) != o.dev {
 			o.release()
-			return opError(op, fmt.Errorf("arrays on %v, stream on %v", highlevel.Device(dev), o.dev))
+			return opError(op, refusal.Errorf("arrays on %v, stream on %v", highlevel.Device(dev), o.dev))
 		}
 	case dev >= 0:
 		o.dev = highlevel.Device(dev)
