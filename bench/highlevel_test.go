@@ -152,7 +152,7 @@ func asyncPaired(b *testing.B) (*highlevel.Stream, *asyncTwin) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { s.Close() })
-	twin, err := newAsyncTwin(s.Handle())
+	twin, err := newAsyncTwin(cudart.Stream(s.Handle()))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -205,7 +205,7 @@ func BenchmarkStreamCreateDestroy(b *testing.B) {
 func BenchmarkDeviceAttribute(b *testing.B) {
 	d := device(b)
 	for b.Loop() {
-		if _, err := d.Attribute(cudart.DevAttrMultiProcessorCount); err != nil {
+		if _, err := d.Attribute(cudadrv.DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"unsafe"
 
-	"github.com/gocuda/cuda/cudart"
+	"github.com/gocuda/cuda/cudadrv"
 	lifepkg "github.com/gocuda/cuda/highlevel/internal/life"
 )
 
@@ -29,7 +29,7 @@ var errNoKey = errors.New("highlevel: the method is for highlevel's subpackages"
 // Until Leave, Close of s waits and no capture takes s in or out, so the
 // goroutine must not close s, begin or end a capture on it, or Enter it
 // again.
-func (s *Stream) Enter(k lifepkg.Key, d Device) (cudart.Stream, error) {
+func (s *Stream) Enter(k lifepkg.Key, d Device) (cudadrv.Stream, error) {
 	switch {
 	case s != nil && s.state == nil:
 		return 0, s.usable()
@@ -37,7 +37,7 @@ func (s *Stream) Enter(k lifepkg.Key, d Device) (cudart.Stream, error) {
 		return 0, errNoKey
 	}
 	h, err := s.enter(d)
-	return cudart.Stream(h), err
+	return cudadrv.Stream(h), err
 }
 
 // EnterAll is Enter for a call that queues work on several streams at once

@@ -43,7 +43,7 @@ type deviceState struct {
 
 	// attrs caches the attributes read so far, each as value<<1 | 1, so
 	// that 0 means not read yet.
-	attrs [cudart.DevAttrMax]atomic.Int64
+	attrs [cudadrv.DEVICE_ATTRIBUTE_MAX]atomic.Int64
 }
 
 // deviceLimits are the attributes of a device that a launch is checked
@@ -405,7 +405,7 @@ func (d Device) Arch() (string, error) {
 // hardware and its setup, which do not change while the process runs: each
 // is read from CUDA once and then answered from a cache, with no call into
 // C.
-func (d Device) Attribute(attr cudart.DeviceAttr) (_ int, err error) {
+func (d Device) Attribute(attr cudadrv.Device_attribute) (_ int, err error) {
 	defer func() {
 		if err != nil {
 			wrap(&err, "attribute", attr, "of", d)
@@ -415,7 +415,7 @@ func (d Device) Attribute(attr cudart.DeviceAttr) (_ int, err error) {
 	if err != nil {
 		return 0, err
 	}
-	cached := attr >= 0 && attr < cudart.DevAttrMax
+	cached := attr >= 0 && attr < cudadrv.DEVICE_ATTRIBUTE_MAX
 	if cached {
 		if v := s.attrs[attr].Load(); v != 0 {
 			return int(v >> 1), nil

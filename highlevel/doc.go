@@ -101,9 +101,17 @@
 // form and load libcudart, on their first call: Device.Properties
 // (cudaGetDeviceProperties) and RuntimeVersion; where libcudart cannot be
 // loaded they return an error that says so. Name, ComputeCapability,
-// Attribute and NewDeviceData read the same facts from the driver. The
-// runtime's handles are the driver's: a Stream's Handle converts to
-// cudadrv.Stream, an Event's to cudadrv.Event.
+// Attribute and NewDeviceData read the same facts from the driver.
+//
+// The exported API speaks the driver's types (package cudadrv), as its
+// calls do: Stream.Handle is a cudadrv.Stream, Event.Handle a
+// cudadrv.Event, Graph.Handle and GraphExec.Handle a cudadrv.Graph and
+// cudadrv.GraphExec, Device.Attribute takes a cudadrv.Device_attribute and
+// Kernel.Attribute a cudadrv.Function_attribute. Only Device.Properties,
+// the runtime's cudaGetDeviceProperties, returns the runtime's
+// cudart.DeviceProp. The runtime's handles are the same values: the
+// libraries (cuBLAS, NCCL, ...) take a cudart.Stream, which a Stream's
+// handle converts to, cudart.Stream(s.Handle()).
 //
 // # Devices and goroutines
 //

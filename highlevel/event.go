@@ -10,7 +10,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/gocuda/cuda/cudart"
+	"github.com/gocuda/cuda/cudadrv"
 )
 
 // An Event marks a point in a stream's work: Record places it, and it
@@ -21,7 +21,7 @@ import (
 // OpenIPCEvent); its methods, and the operations given it, return an error
 // wrapping ErrNil.
 type Event struct {
-	h    cudart.Event
+	h    cudadrv.Event
 	dev  Device
 	ctx  unsafe.Pointer
 	life life
@@ -114,11 +114,11 @@ func NewEvent(d Device, opts *EventOptions) (_ *Event, err error) {
 }
 
 func newEvent(h C.uintptr_t, d Device, ctx unsafe.Pointer, interprocess bool) *Event {
-	return &Event{h: cudart.Event(h), dev: d, ctx: ctx, we: &waitEvent{ctx: ctx, ev: cudart.Event(h)}, interprocess: interprocess}
+	return &Event{h: cudadrv.Event(h), dev: d, ctx: ctx, we: &waitEvent{ctx: ctx, ev: cudadrv.Event(h)}, interprocess: interprocess}
 }
 
 // Handle returns the CUDA event, for use with cudart; 0 for a nil Event.
-func (e *Event) Handle() cudart.Event {
+func (e *Event) Handle() cudadrv.Event {
 	if e == nil {
 		return 0
 	}

@@ -13,7 +13,6 @@ import (
 	"unsafe"
 
 	"github.com/gocuda/cuda/cudadrv"
-	"github.com/gocuda/cuda/cudart"
 )
 
 // ipcKernels holds the parent's producer: one block whose first thread
@@ -95,7 +94,7 @@ func TestGPUIPC(t *testing.T) {
 		ipcChild(t, env)
 		return
 	}
-	if ok, err := d.Attribute(cudart.DevAttrIpcEventSupport); err != nil || ok == 0 {
+	if ok, err := d.Attribute(cudadrv.DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED); err != nil || ok == 0 {
 		t.Skipf("%v supports no interprocess events (%v)", d, err)
 	}
 	arch, err := d.Arch()

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/gocuda/cuda/cudadrv"
-	"github.com/gocuda/cuda/cudart"
 )
 
 // randomKernels are the kernels of TestGPURandomOps: fill writes v to n
@@ -639,7 +638,7 @@ func newRandomWorld(t *testing.T, d Device, seed uint64, cfg *randomConfig, fill
 		w.targets = append(w.targets, &randomTarget{p: p, n: n, values: map[uint32]bool{0: true}})
 	}
 	w.execs = make([]*randomExec, 3)
-	if v, err := d.Attribute(cudart.DevAttrConcurrentManagedAccess); err == nil && v != 0 {
+	if v, err := d.Attribute(cudadrv.DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS); err == nil && v != 0 {
 		w.managedOK = true
 	}
 	return w

@@ -15,7 +15,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/gocuda/cuda/cudart"
+	"github.com/gocuda/cuda/cudadrv"
 )
 
 // The GPU side of "safe by construction": each test provokes a way to
@@ -53,7 +53,7 @@ func compiledKernel(t *testing.T, source, name string) *Kernel {
 func spinner(t *testing.T, d Device) func(s *Stream, p MemoryPointer, v uint32, ms int) {
 	t.Helper()
 	k := compiledKernel(t, spinKernel, "spin_then_write")
-	khz, err := d.Attribute(cudart.DevAttrClockRate)
+	khz, err := d.Attribute(cudadrv.DEVICE_ATTRIBUTE_CLOCK_RATE)
 	if err != nil {
 		t.Fatal(err)
 	}

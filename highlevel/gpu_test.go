@@ -52,12 +52,12 @@ func TestGPUDevice(t *testing.T) {
 		t.Errorf("Name = %q, %v", name, err)
 	}
 	cc, err := d.ComputeCapability()
-	major, _ := d.Attribute(cudart.DevAttrComputeCapabilityMajor)
-	minor, _ := d.Attribute(cudart.DevAttrComputeCapabilityMinor)
+	major, _ := d.Attribute(cudadrv.DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)
+	minor, _ := d.Attribute(cudadrv.DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
 	if err != nil || cc != strconv.Itoa(major)+strconv.Itoa(minor) {
 		t.Errorf("ComputeCapability = %q, %v; attributes say %d.%d", cc, err, major, minor)
 	}
-	if w, err := d.Attribute(cudart.DevAttrWarpSize); w != 32 || err != nil {
+	if w, err := d.Attribute(cudadrv.DEVICE_ATTRIBUTE_WARP_SIZE); w != 32 || err != nil {
 		t.Errorf("warp size = %d, %v", w, err)
 	}
 	var total uint64
@@ -95,7 +95,7 @@ func TestGPUProperties(t *testing.T) {
 		t.Fatal(err)
 	}
 	name, _ := d.Name()
-	major, _ := d.Attribute(cudart.DevAttrComputeCapabilityMajor)
+	major, _ := d.Attribute(cudadrv.DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)
 	_, total, _ := d.MemInfo()
 	b := unsafe.Slice((*byte)(unsafe.Pointer(&p.Name[0])), len(p.Name))
 	if got, _, _ := strings.Cut(string(b), "\x00"); got != name {
@@ -143,9 +143,9 @@ func driverDevice(t *testing.T, d Device) cudadrv.Device {
 // attribute CUDA does not know is an error each time, never cached.
 func TestGPUAttributeCache(t *testing.T) {
 	d := gpu(t)
-	want := make(map[cudart.DeviceAttr]int)
+	want := make(map[cudadrv.Device_attribute]int)
 	dev := driverDevice(t, d)
-	for a := cudart.DeviceAttr(1); a < cudart.DevAttrMax; a++ {
+	for a := cudadrv.Device_attribute(1); a < cudadrv.DEVICE_ATTRIBUTE_MAX; a++ {
 		var v int32
 		if cudadrv.DeviceGetAttribute(&v, cudadrv.Device_attribute(a), dev) == nil {
 			want[a] = int(v)
@@ -166,7 +166,7 @@ func TestGPUAttributeCache(t *testing.T) {
 	wg.Wait()
 	// Not DevAttrMax: a driver newer than the headers (CUDA 12.6's, under
 	// -tags cuda12, on a CUDA 13 driver) knows attributes past it.
-	for _, a := range []cudart.DeviceAttr{-1, 100000} {
+	for _, a := range []cudadrv.Device_attribute{-1, 100000} {
 		for range 2 {
 			if _, err := d.Attribute(a); !errors.Is(err, cudart.ErrorInvalidValue) {
 				t.Errorf("Attribute(%d): %v, want ErrorInvalidValue", a, err)

@@ -11,7 +11,6 @@ import (
 	"unsafe"
 
 	"github.com/gocuda/cuda/cudadrv"
-	"github.com/gocuda/cuda/cudart"
 )
 
 // A Graph is CUDA work captured from a stream (Capture, or
@@ -24,7 +23,7 @@ import (
 // The zero value is not usable: make one with Capture or
 // Stream.EndCapture; its methods return an error wrapping ErrNil.
 type Graph struct {
-	h    cudart.Graph
+	h    cudadrv.Graph
 	dev  Device
 	ctx  unsafe.Pointer // nil in a zero Graph
 	life life
@@ -43,7 +42,7 @@ type Graph struct {
 // The zero value is not usable: make one with Graph.Instantiate; its
 // methods return an error wrapping ErrNil.
 type GraphExec struct {
-	h    cudart.GraphExec
+	h    cudadrv.GraphExec
 	dev  Device
 	ctx  unsafe.Pointer // nil in a zero GraphExec
 	life life
@@ -139,7 +138,7 @@ func Capture(s *Stream, mode CaptureMode, fn func() error) (g *Graph, err error)
 }
 
 // Handle returns the CUDA graph, for use with cudart; 0 for a nil Graph.
-func (g *Graph) Handle() cudart.Graph {
+func (g *Graph) Handle() cudadrv.Graph {
 	if g == nil {
 		return 0
 	}
@@ -244,7 +243,7 @@ func (g *Graph) Instantiate(opts *InstantiateOptions) (_ *GraphExec, err error) 
 	for _, h := range g.held {
 		h.hold()
 	}
-	return &GraphExec{h: cudart.GraphExec(x), dev: g.dev, ctx: g.ctx, held: g.held}, nil
+	return &GraphExec{h: cudadrv.GraphExec(x), dev: g.dev, ctx: g.ctx, held: g.held}, nil
 }
 
 // Close destroys the graph; its instantiations stay usable. Operations in
@@ -269,7 +268,7 @@ func (g *Graph) Close() (err error) {
 
 // Handle returns the CUDA executable graph, for use with cudart; 0 for a
 // nil GraphExec.
-func (x *GraphExec) Handle() cudart.GraphExec {
+func (x *GraphExec) Handle() cudadrv.GraphExec {
 	if x == nil {
 		return 0
 	}

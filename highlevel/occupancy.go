@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/gocuda/cuda/cudadrv"
 	"github.com/gocuda/cuda/cudart"
 )
 
@@ -130,22 +131,22 @@ type DeviceData struct {
 func NewDeviceData(d Device) (DeviceData, error) {
 	var p cudart.DeviceProp
 	for _, f := range []struct {
-		attr cudart.DeviceAttr
+		attr cudadrv.Device_attribute
 		set  func(int)
 	}{
-		{cudart.DevAttrComputeCapabilityMajor, func(v int) { p.Major = int32(v) }},
-		{cudart.DevAttrComputeCapabilityMinor, func(v int) { p.Minor = int32(v) }},
-		{cudart.DevAttrMultiProcessorCount, func(v int) { p.MultiProcessorCount = int32(v) }},
-		{cudart.DevAttrMaxThreadsPerBlock, func(v int) { p.MaxThreadsPerBlock = int32(v) }},
-		{cudart.DevAttrMaxThreadsPerMultiProcessor, func(v int) { p.MaxThreadsPerMultiProcessor = int32(v) }},
-		{cudart.DevAttrWarpSize, func(v int) { p.WarpSize = int32(v) }},
-		{cudart.DevAttrMaxRegistersPerMultiprocessor, func(v int) { p.RegsPerMultiprocessor = int32(v) }},
-		{cudart.DevAttrMaxRegistersPerBlock, func(v int) { p.RegsPerBlock = int32(v) }},
-		{cudart.DevAttrMaxSharedMemoryPerMultiprocessor, func(v int) { p.SharedMemPerMultiprocessor = uint64(v) }},
-		{cudart.DevAttrMaxSharedMemoryPerBlockOptin, func(v int) { p.SharedMemPerBlockOptin = uint64(v) }},
-		{cudart.DevAttrMaxSharedMemoryPerBlock, func(v int) { p.SharedMemPerBlock = uint64(v) }},
-		{cudart.DevAttrReservedSharedMemoryPerBlock, func(v int) { p.ReservedSharedMemPerBlock = uint64(v) }},
-		{cudart.DevAttrTextureAlignment, func(v int) { p.TextureAlignment = uint64(v) }},
+		{cudadrv.DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, func(v int) { p.Major = int32(v) }},
+		{cudadrv.DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, func(v int) { p.Minor = int32(v) }},
+		{cudadrv.DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, func(v int) { p.MultiProcessorCount = int32(v) }},
+		{cudadrv.DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, func(v int) { p.MaxThreadsPerBlock = int32(v) }},
+		{cudadrv.DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, func(v int) { p.MaxThreadsPerMultiProcessor = int32(v) }},
+		{cudadrv.DEVICE_ATTRIBUTE_WARP_SIZE, func(v int) { p.WarpSize = int32(v) }},
+		{cudadrv.DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR, func(v int) { p.RegsPerMultiprocessor = int32(v) }},
+		{cudadrv.DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK, func(v int) { p.RegsPerBlock = int32(v) }},
+		{cudadrv.DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, func(v int) { p.SharedMemPerMultiprocessor = uint64(v) }},
+		{cudadrv.DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, func(v int) { p.SharedMemPerBlockOptin = uint64(v) }},
+		{cudadrv.DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, func(v int) { p.SharedMemPerBlock = uint64(v) }},
+		{cudadrv.DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK, func(v int) { p.ReservedSharedMemPerBlock = uint64(v) }},
+		{cudadrv.DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT, func(v int) { p.TextureAlignment = uint64(v) }},
 	} {
 		v, err := d.Attribute(f.attr)
 		if err != nil {

@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gocuda/cuda/cudart"
+	"github.com/gocuda/cuda/cudadrv"
 )
 
 // A Stream is a CUDA stream of a device: work queued on it runs in order.
@@ -25,7 +25,7 @@ import (
 // LegacyDefaultStream, PerThreadDefaultStream, ExternalStream); its
 // methods, and the operations given it, return an error wrapping ErrNil.
 type Stream struct {
-	h     cudart.Stream
+	h     cudadrv.Stream
 	dev   Device
 	state *deviceState // dev's: its primary context, and for launches its limits; nil in a zero Stream
 	owned bool         // Close destroys it
@@ -121,7 +121,7 @@ func NewStream(d Device, opts *StreamOptions) (_ *Stream, err error) {
 	if err := check("cuStreamCreate", C.hl_stream_create(st.ctx, &h, flags, C.int(opts.Priority))); err != nil {
 		return nil, err
 	}
-	return &Stream{h: cudart.Stream(h), dev: d, state: st, owned: true}, nil
+	return &Stream{h: cudadrv.Stream(h), dev: d, state: st, owned: true}, nil
 }
 
 // StreamPriorityRange returns d's least and greatest stream priorities
@@ -155,13 +155,13 @@ func LegacyDefaultStream(d Device) (*Stream, error) {
 // to its thread (Device.Do) gets one predictable stream, and memory pools
 // refuse it. Close does nothing to it.
 func PerThreadDefaultStream(d Device) (*Stream, error) {
-	return ExternalStream(cudart.Stream(cudart.StreamPerThread), d)
+	return ExternalStream(cudadrv.Stream(cudadrv.STREAM_PER_THREAD), d)
 }
 
 // ExternalStream wraps a stream of device d that something else created and
 // will destroy (CuPy's ExternalStream): Close only makes the Stream
 // unusable. The stream must outlive the Stream, until its Close.
-func ExternalStream(h cudart.Stream, d Device) (*Stream, error) {
+func ExternalStream(h cudadrv.Stream, d Device) (*Stream, error) {
 	st, err := d.state()
 	if err != nil {
 		return nil, opErr("stream of "+d.String(), err)
@@ -171,7 +171,7 @@ func ExternalStream(h cudart.Stream, d Device) (*Stream, error) {
 
 // Handle returns the CUDA stream, for use with cudart; 0, the legacy
 // default stream, for a nil Stream.
-func (s *Stream) Handle() cudart.Stream {
+func (s *Stream) Handle() cudadrv.Stream {
 	if s == nil {
 		return 0
 	}
@@ -246,7 +246,7 @@ func (s *Stream) usable() error {
 
 // perThread reports whether s is a per-thread default stream.
 func (s *Stream) perThread() bool {
-	return s != nil && s.h == cudart.Stream(cudart.StreamPerThread)
+	return s != nil && s.h == cudadrv.Stream(cudadrv.STREAM_PER_THREAD)
 }
 
 // enter begins an operation that queues work on s for device d: it returns
@@ -825,7 +825,7 @@ func (s *Stream) EndCapture() (*Graph, error) {
 		unholdAll(held)
 		return nil, err
 	}
-	return &Graph{h: cudart.Graph(g), dev: s.dev, ctx: s.state.ctx, held: held}, nil
+	return &Graph{h: cudadrv.Graph(g), dev: s.dev, ctx: s.state.ctx, held: held}, nil
 }
 
 // end ends the capture on stream h, s's handle, and returns its graph and

@@ -178,7 +178,7 @@ func checkDriverOnly(t *testing.T) {
 	if cc, err := d.ComputeCapability(); cc != "90" || err != nil {
 		t.Errorf("ComputeCapability = %q, %v", cc, err)
 	}
-	if w, err := d.Attribute(cudart.DevAttrWarpSize); w != 32 || err != nil {
+	if w, err := d.Attribute(cudadrv.DEVICE_ATTRIBUTE_WARP_SIZE); w != 32 || err != nil {
 		t.Errorf("warp size = %d, %v", w, err)
 	}
 	if _, err := Device(1).Name(); !errors.Is(err, cudart.ErrorInvalidDevice) || !errors.Is(err, cudadrv.ERROR_INVALID_DEVICE) {

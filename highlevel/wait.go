@@ -11,7 +11,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/gocuda/cuda/cudart"
+	"github.com/gocuda/cuda/cudadrv"
 )
 
 // Waiting (Event.Wait and Done, Stream.Wait and Done) is done by the
@@ -290,7 +290,7 @@ const (
 // it is closed (Event.Close) and no request watches it any more.
 type waitEvent struct {
 	ctx unsafe.Pointer
-	ev  cudart.Event
+	ev  cudadrv.Event
 
 	// Guarded by waiter.mu: the requests in the poller's list, and the
 	// calls in progress, that use ev; it is destroyed only when none does.

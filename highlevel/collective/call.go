@@ -433,7 +433,7 @@ func run(calls []Call) (abort []*Comm, err error) {
 	for i := range calls {
 		call := &calls[i]
 		c := call.comm
-		err := c.dev.Do(func() error { return call.queue(ptrs[i], call.s.Handle()) })
+		err := c.dev.Do(func() error { return call.queue(ptrs[i], cudart.Stream(call.s.Handle())) })
 		if err != nil && !errors.Is(err, nccl.InProgress) {
 			errs = append(errs, fail(c, ncclErr(c.h, err)))
 		}

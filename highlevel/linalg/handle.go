@@ -191,7 +191,7 @@ func (l *lib[H]) do(op string, s *highlevel.Stream, fn func(h H) error) error {
 	}
 	var fnErr bool
 	err = l.dev.Do(func() error {
-		if err := l.setStream(l.h, hs); err != nil {
+		if err := l.setStream(l.h, cudart.Stream(hs)); err != nil {
 			return fmt.Errorf("setting the stream of the handle: %w", err)
 		}
 		fnErr = true
