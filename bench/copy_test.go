@@ -78,14 +78,14 @@ func loop(b *testing.B, s *highlevel.Stream, op func() error) {
 func BenchmarkH2DPinned(b *testing.B) {
 	m, s := copySetup(b)
 	h := pinnedHost(b)
-	loop(b, s, func() error { return m.CopyFromHostAsync(h, copySize, s) })
+	loop(b, s, func() error { return m.CopyFromHostPointerAsync(h, copySize, s) })
 }
 
 // BenchmarkD2HPinned copies 256 MiB to pinned memory on a stream.
 func BenchmarkD2HPinned(b *testing.B) {
 	m, s := copySetup(b)
 	h := pinnedHost(b)
-	loop(b, s, func() error { return m.CopyToHostAsync(h, copySize, s) })
+	loop(b, s, func() error { return m.CopyToHostPointerAsync(h, copySize, s) })
 }
 
 // BenchmarkH2DPageable copies 256 MiB of ordinary Go memory with
@@ -94,7 +94,7 @@ func BenchmarkD2HPinned(b *testing.B) {
 func BenchmarkH2DPageable(b *testing.B) {
 	m, s := copySetup(b)
 	h := pageableHost()
-	loop(b, s, func() error { return m.CopyFromHost(h, copySize) })
+	loop(b, s, func() error { return m.CopyFromHostPointer(h, copySize) })
 }
 
 // BenchmarkD2HPageable copies 256 MiB to ordinary Go memory with
@@ -102,7 +102,7 @@ func BenchmarkH2DPageable(b *testing.B) {
 func BenchmarkD2HPageable(b *testing.B) {
 	m, s := copySetup(b)
 	h := pageableHost()
-	loop(b, s, func() error { return m.CopyToHost(h, copySize) })
+	loop(b, s, func() error { return m.CopyToHostPointer(h, copySize) })
 }
 
 // BenchmarkH2DPageableUnstaged is what BenchmarkH2DPageable measured before
@@ -156,7 +156,7 @@ func BenchmarkH2DRegistered(b *testing.B) {
 		if err != nil {
 			return err
 		}
-		if err := m.CopyFromHostAsync(unsafe.Pointer(&h[0]), copySize, s); err != nil {
+		if err := m.CopyFromHostPointerAsync(unsafe.Pointer(&h[0]), copySize, s); err != nil {
 			r.Unregister()
 			return err
 		}

@@ -194,7 +194,7 @@ func newServer(b *testing.B) *server {
 // request makes one request and waits for it.
 func (sv *server) request(k *highlevel.Kernel, ns int64, done bool) error {
 	t0 := time.Now()
-	if err := highlevel.CopyToDeviceAsync(sv.dev, sv.in, sv.s); err != nil {
+	if err := highlevel.CopyFromHostAsync(sv.dev, sv.in, sv.s); err != nil {
 		return err
 	}
 	if err := k.Launch(sv.s, one, ns); err != nil {

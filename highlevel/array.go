@@ -275,7 +275,7 @@ func (a *Array[T]) CopyFromHost(src []T) error {
 	if err != nil || a.n == 0 {
 		return err
 	}
-	return a.p.CopyFromHost(h, a.bytes())
+	return a.p.CopyFromHostPointer(h, a.bytes())
 }
 
 // CopyFromHostAsync is CopyFromHost ordered on stream s; see
@@ -285,7 +285,7 @@ func (a *Array[T]) CopyFromHostAsync(src []T, s *Stream) error {
 	if err != nil || a.n == 0 {
 		return err
 	}
-	return a.p.CopyFromHostAsync(h, a.bytes(), s)
+	return a.p.CopyFromHostPointerAsync(h, a.bytes(), s)
 }
 
 // CopyToHost copies the array to dst, which must be as long as the array.
@@ -294,7 +294,7 @@ func (a *Array[T]) CopyToHost(dst []T) error {
 	if err != nil || a.n == 0 {
 		return err
 	}
-	return a.p.CopyToHost(h, a.bytes())
+	return a.p.CopyToHostPointer(h, a.bytes())
 }
 
 // CopyToHostAsync is CopyToHost ordered on stream s; see
@@ -304,7 +304,7 @@ func (a *Array[T]) CopyToHostAsync(dst []T, s *Stream) error {
 	if err != nil || a.n == 0 {
 		return err
 	}
-	return a.p.CopyToHostAsync(h, a.bytes(), s)
+	return a.p.CopyToHostPointerAsync(h, a.bytes(), s)
 }
 
 // ToHost returns a new Go slice holding the array's elements.

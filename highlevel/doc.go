@@ -40,10 +40,12 @@
 // CaptureMode's is CaptureRelaxed.
 //
 // Go memory is typed. Go slices go to and from the device through
-// CopyToDevice and CopyToHost (and their Async forms), Array's methods, and
-// PinnedSlice for a []T view of pinned memory; element types hold no Go
-// pointers, which is checked. The methods that take an unsafe.Pointer and
-// a byte count (MemoryPointer.CopyFromHost, CopyToHost) are for C interop.
+// CopyFromHost and CopyToHost (and their Async forms), Array's methods of
+// the same names, and PinnedSlice for a []T view of pinned memory; element
+// types hold no Go pointers, which is checked. The methods that take an
+// unsafe.Pointer and a byte count (MemoryPointer.CopyFromHostPointer,
+// CopyToHostPointer) are for C interop. Copies name one direction one way:
+// FromHost to the device, ToHost from it, FromDevice between devices.
 //
 // Allocation is explicit where it matters. An Allocator (a Device for
 // unpooled cuMemAlloc, a MemoryPool, a MemoryAsyncPool) allocates through

@@ -112,9 +112,9 @@ func ExampleCapture() {
 	fmt.Println(s.Synchronize())
 }
 
-// CopyToDevice and CopyToHost move Go slices to and from device memory
+// CopyFromHost and CopyToHost move Go slices to and from device memory
 // without unsafe.
-func ExampleCopyToDevice() {
+func ExampleCopyFromHost() {
 	m, err := highlevel.Device(0).Malloc(4 * 1024)
 	if err != nil {
 		log.Fatal(err)
@@ -124,7 +124,7 @@ func ExampleCopyToDevice() {
 	for i := range in {
 		in[i] = int32(i)
 	}
-	if err := highlevel.CopyToDevice(m, in); err != nil {
+	if err := highlevel.CopyFromHost(m, in); err != nil {
 		log.Fatal(err)
 	}
 	out := make([]int32, 1024)

@@ -348,11 +348,11 @@ func TestGPUPlainOperationsComplete(t *testing.T) {
 		for i := range host {
 			host[i] = word + 1
 		}
-		if err := CopyToDevice(p, host); err != nil {
+		if err := CopyFromHost(p, host); err != nil {
 			t.Fatal(err)
 		}
 		if bad := count(p, word+1, len(host)*4); bad != 0 {
-			t.Errorf("round %d: CopyToDevice from pageable memory: %d words not copied on its return", round, bad)
+			t.Errorf("round %d: CopyFromHost from pageable memory: %d words not copied on its return", round, bad)
 		}
 	}
 }
@@ -665,7 +665,7 @@ func TestGPUOtherGoroutinesOnACapturingStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	var b [1 << 12]byte
-	if err := buf.CopyToHost(unsafe.Pointer(&b[0]), len(b)); err != nil {
+	if err := buf.CopyToHostPointer(unsafe.Pointer(&b[0]), len(b)); err != nil {
 		t.Fatal(err)
 	}
 	if b[0] != 5 || b[len(b)-1] != 5 {
@@ -693,8 +693,8 @@ func TestGPULegacyStreamDuringCapture(t *testing.T) {
 		{"MemsetAsync on nil", func() error { return buf.MemsetAsync(1, 1<<12, nil) }},
 		{"MemsetAsync on LegacyDefaultStream", func() error { return buf.MemsetAsync(1, 1<<12, legacy) }},
 		{"Memset", func() error { return buf.Memset(1, 1<<12) }},
-		{"CopyFromHostAsync on nil", func() error { return buf.CopyFromHostAsync(unsafe.Pointer(&word[0]), 4, nil) }},
-		{"CopyToHost", func() error { return buf.CopyToHost(unsafe.Pointer(&word[0]), 4) }},
+		{"CopyFromHostAsync on nil", func() error { return buf.CopyFromHostPointerAsync(unsafe.Pointer(&word[0]), 4, nil) }},
+		{"CopyToHost", func() error { return buf.CopyToHostPointer(unsafe.Pointer(&word[0]), 4) }},
 		{"LegacyDefaultStream.Record", func() error {
 			e, err := legacy.Record(nil)
 			if e != nil {

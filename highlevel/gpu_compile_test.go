@@ -42,7 +42,7 @@ func TestGPUCompileForDevice(t *testing.T) {
 		}
 		s.Synchronize()
 		var got uint32
-		p.CopyToHost(unsafe.Pointer(&got), 4)
+		p.CopyToHostPointer(unsafe.Pointer(&got), 4)
 		if got != uint32(40+d) {
 			t.Errorf("%v: the kernel wrote %d, want %d", d, got, 40+d)
 		}
@@ -122,7 +122,7 @@ func loadModuleChild(t *testing.T, arch string, last Device) {
 		t.Fatal(err)
 	}
 	var got uint32
-	if err := p.CopyToHost(unsafe.Pointer(&got), 4); err != nil || got != 77 {
+	if err := p.CopyToHostPointer(unsafe.Pointer(&got), 4); err != nil || got != 77 {
 		t.Errorf("the kernel wrote %d (%v), want 77", got, err)
 	}
 	for d, on := range active() {

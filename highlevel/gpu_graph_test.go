@@ -108,7 +108,7 @@ func TestGPUCaptureModes(t *testing.T) {
 		x.Close()
 		s.Synchronize()
 		var b [1 << 16]byte
-		buf.CopyToHost(unsafe.Pointer(&b[0]), len(b))
+		buf.CopyToHostPointer(unsafe.Pointer(&b[0]), len(b))
 		if b[0] != byte(mode) || b[len(b)-1] != byte(mode) {
 			t.Errorf("after the graph captured in %v mode: bytes %d..%d, want %d", mode, b[0], b[len(b)-1], mode)
 		}
@@ -205,7 +205,7 @@ func TestGPUInstantiateOptions(t *testing.T) {
 	}
 	s.Synchronize()
 	var b [4096]byte
-	buf.CopyToHost(unsafe.Pointer(&b[0]), len(b))
+	buf.CopyToHostPointer(unsafe.Pointer(&b[0]), len(b))
 	if b[0] != 9 || b[4095] != 9 {
 		t.Errorf("after the uploaded graph: bytes %d..%d, want 9", b[0], b[4095])
 	}
@@ -249,8 +249,8 @@ func TestGPUGraphHoldsMemory(t *testing.T) {
 	}
 	defer pinned.Free()
 	g, err := Capture(s, CaptureRelaxed, func() error {
-		if err := CopyToDeviceAsync(mems[0], make([]byte, n), s); !errors.Is(err, ErrCapturing) {
-			t.Errorf("CopyToDeviceAsync from Go memory in a capture: %v, want ErrCapturing", err)
+		if err := CopyFromHostAsync(mems[0], make([]byte, n), s); !errors.Is(err, ErrCapturing) {
+			t.Errorf("CopyFromHostAsync from Go memory in a capture: %v, want ErrCapturing", err)
 		}
 		if err := mems[0].MemsetAsync(7, n, s); err != nil {
 			return err
@@ -258,7 +258,7 @@ func TestGPUGraphHoldsMemory(t *testing.T) {
 		if err := mems[1].CopyFromDeviceAsync(mems[0], n, s); err != nil {
 			return err
 		}
-		if err := mems[1].CopyToHostAsync(pinned.Ptr(), n, s); err != nil {
+		if err := mems[1].CopyToHostPointerAsync(pinned.Ptr(), n, s); err != nil {
 			return err
 		}
 		cfg := LaunchConfig{Grid: Dim3{X: n / 4 / 256}, Block: Dim3{X: 256}}

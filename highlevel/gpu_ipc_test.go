@@ -57,7 +57,7 @@ func toHost(t *testing.T, p MemoryPointer, off, n int) []int32 {
 		t.Fatal(err)
 	}
 	v := make([]int32, n)
-	if err := q.CopyToHost(unsafe.Pointer(&v[0]), 4*n); err != nil {
+	if err := q.CopyToHostPointer(unsafe.Pointer(&v[0]), 4*n); err != nil {
 		t.Fatalf("CopyToHost at %d: %v", off, err)
 	}
 	return v
@@ -69,7 +69,7 @@ func fromHost(t *testing.T, p MemoryPointer, off int, v []int32) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := q.CopyFromHost(unsafe.Pointer(&v[0]), 4*len(v)); err != nil {
+	if err := q.CopyFromHostPointer(unsafe.Pointer(&v[0]), 4*len(v)); err != nil {
 		t.Fatalf("CopyFromHost at %d: %v", off, err)
 	}
 }
@@ -233,7 +233,7 @@ func ipcChild(t *testing.T, env string) {
 	}
 	data, _ := shared.Add(ipcData)
 	got := make([]int32, ipcN)
-	if err := data.CopyToHostAsync(unsafe.Pointer(&got[0]), 4*ipcN, s); err != nil {
+	if err := data.CopyToHostPointerAsync(unsafe.Pointer(&got[0]), 4*ipcN, s); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Synchronize(); err != nil {

@@ -322,7 +322,7 @@ func TestGPULaunchDevices(t *testing.T) {
 			}
 			s.Synchronize()
 			var out [256]int32
-			if err := p.CopyToHost(unsafe.Pointer(&out[0]), 4*256); err != nil {
+			if err := p.CopyToHostPointer(unsafe.Pointer(&out[0]), 4*256); err != nil {
 				errs <- err
 				return
 			}

@@ -12,7 +12,7 @@ import (
 )
 
 // TestGPUTypedCopies copies Go slices of several element types to device
-// memory of device 0 and back with CopyToDevice and CopyToHost, sync and
+// memory of device 0 and back with CopyFromHost and CopyToHost, sync and
 // async, below and above the staging threshold, and through typed views of
 // pinned memory; the values read back must be those written.
 func TestGPUTypedCopies(t *testing.T) {
@@ -37,7 +37,7 @@ func TestGPUTypedCopies(t *testing.T) {
 			ints[i] = int32(i*7 - 3)
 			pts[i] = point{float32(i), -float32(i), int32(i)}
 		}
-		if err := CopyToDevice(m, ints); err != nil {
+		if err := CopyFromHost(m, ints); err != nil {
 			t.Fatal(err)
 		}
 		got := make([]int32, n)
@@ -47,7 +47,7 @@ func TestGPUTypedCopies(t *testing.T) {
 		if !slices.Equal(got, ints) {
 			t.Errorf("n=%d: int32 round trip differs", n)
 		}
-		if err := CopyToDeviceAsync(m, pts, s); err != nil {
+		if err := CopyFromHostAsync(m, pts, s); err != nil {
 			t.Fatal(err)
 		}
 		back := make([]point, n)
@@ -64,11 +64,11 @@ func TestGPUTypedCopies(t *testing.T) {
 		at, _ := m.Add(8)
 		f := []float64{1.5, -2.25}
 		if m.Size() < 8+16 {
-			if err := CopyToDevice(at, f); err == nil {
+			if err := CopyFromHost(at, f); err == nil {
 				t.Errorf("n=%d: 16 bytes copied at offset 8 of %d", n, m.Size())
 			}
 		} else {
-			if err := CopyToDevice(at, f); err != nil {
+			if err := CopyFromHost(at, f); err != nil {
 				t.Fatal(err)
 			}
 			f2 := make([]float64, 2)
@@ -106,7 +106,7 @@ func TestGPUTypedCopies(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Memory().Free()
-	if err := CopyToDeviceAsync(m, vin, s); err != nil {
+	if err := CopyFromHostAsync(m, vin, s); err != nil {
 		t.Fatal(err)
 	}
 	if err := CopyToHostAsync(vout, m, s); err != nil {
@@ -118,7 +118,7 @@ func TestGPUTypedCopies(t *testing.T) {
 	if !slices.Equal(vout, vin) {
 		t.Errorf("pinned float32 round trip differs")
 	}
-	if err := CopyToDevice(m, make([]float32, n+1)); err == nil {
+	if err := CopyFromHost(m, make([]float32, n+1)); err == nil {
 		t.Errorf("a copy of %d bytes into %d succeeded", 4*(n+1), 4*n)
 	}
 }
@@ -289,7 +289,7 @@ func TestGPUManagedPrefetchAdvise(t *testing.T) {
 	for i := range want {
 		want[i] = uint32(i * 3)
 	}
-	if err := CopyToDevice(m, want); err != nil {
+	if err := CopyFromHost(m, want); err != nil {
 		t.Fatal(err)
 	}
 	if err := m.Prefetch(4*n, d, s); err != nil {
@@ -431,7 +431,7 @@ func TestGPUPinnedAllocatorStaging(t *testing.T) {
 	for _, f := range []bool{false, true} {
 		fail, calls = f, 0
 		src := randomBytes(n)
-		if err := CopyToDevice(m, src); err != nil {
+		if err := CopyFromHost(m, src); err != nil {
 			t.Fatal(err)
 		}
 		got := make([]byte, n)

@@ -186,7 +186,7 @@ func (w *randomWorker) writeTo(a *randomMem, i, j int) {
 			if a.arr != nil && n == a.n {
 				return a.arr.CopyFromHostAsync(h, s)
 			}
-			return a.at(i).CopyFromHostAsync(unsafe.Pointer(&h[0]), 4*n, s)
+			return a.at(i).CopyFromHostPointerAsync(unsafe.Pointer(&h[0]), 4*n, s)
 		})
 	case 3:
 		wrote = "CopyFromHost"
@@ -194,7 +194,7 @@ func (w *randomWorker) writeTo(a *randomMem, i, j int) {
 		if a.arr != nil && n == a.n {
 			err = a.arr.CopyFromHost(h)
 		} else {
-			err = a.at(i).CopyFromHost(unsafe.Pointer(&h[0]), 4*n)
+			err = a.at(i).CopyFromHostPointer(unsafe.Pointer(&h[0]), 4*n)
 		}
 		// Done when the call returns: the wait below is for rs alone.
 	case 4:
@@ -250,13 +250,13 @@ func (w *randomWorker) verifyMem(a *randomMem) {
 		how = "CopyToHostAsync"
 		rs := w.stream()
 		// To pageable memory, CUDA has written got when the call returns.
-		err = rs.queue(func(s *Stream) error { return a.at(i).CopyToHostAsync(unsafe.Pointer(&got[0]), 4*(j-i), s) })
+		err = rs.queue(func(s *Stream) error { return a.at(i).CopyToHostPointerAsync(unsafe.Pointer(&got[0]), 4*(j-i), s) })
 	case x == 2:
 		how = "CopyToHost[uint32]"
 		err = CopyToHost(got, a.at(i))
 	default:
-		how = "MemoryPointer.CopyToHost"
-		err = a.at(i).CopyToHost(unsafe.Pointer(&got[0]), 4*(j-i))
+		how = "MemoryPointer.CopyToHostPointer"
+		err = a.at(i).CopyToHostPointer(unsafe.Pointer(&got[0]), 4*(j-i))
 	}
 	if w.ok(err, 0, "%s of words %d..%d of %s", how, i, j-1, a.describe()) {
 		a.compare(&w.randomOp, i, got, how)
@@ -297,7 +297,7 @@ func (w *randomWorker) checkOnDevice(a *randomMem, i, j int) {
 	ran := w.ok(err, 0, "check of words %d..%d of %s on %s", i, j-1, a.describe(), st.what)
 	ran = w.settle(st) && ran
 	var bad int32
-	if ran && w.ok(w.bad.CopyToHost(unsafe.Pointer(&bad), 4), 0, "CopyToHost of check's count") && bad != 0 {
+	if ran && w.ok(w.bad.CopyToHostPointer(unsafe.Pointer(&bad), 4), 0, "CopyToHost of check's count") && bad != 0 {
 		// Find the words on the host, for the message.
 		got := make([]uint32, j-i)
 		if w.ok(CopyToHost(got, a.at(i)), 0, "CopyToHost after check") {
@@ -588,7 +588,7 @@ func (w *randomWorker) poolOrder() {
 	w.ok(err, 0, "MallocStream, fill and check on %s", rs.what)
 	settled := w.settle(rs)
 	var bad int32
-	if checked && settled && w.ok(w.bad.CopyToHost(unsafe.Pointer(&bad), 4), 0, "CopyToHost of check's count") && bad != 0 {
+	if checked && settled && w.ok(w.bad.CopyToHostPointer(unsafe.Pointer(&bad), 4), 0, "CopyToHost of check's count") && bad != 0 {
 		w.fail("a MemoryPool block allocated for %s right after a Free with a fill queued: %d of %d words differ from the new fill", rs.what, bad, n)
 	}
 	switch {

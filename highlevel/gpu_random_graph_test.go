@@ -305,7 +305,7 @@ func (w *randomWorker) capture() {
 			}
 		case 5: // a synchronous copy: refused in the strict modes, and implicit where s is blocking
 			var x uint32
-			if err := a.at(i).CopyToHost(unsafe.Pointer(&x), 4); err != nil {
+			if err := a.at(i).CopyToHostPointer(unsafe.Pointer(&x), 4); err != nil {
 				return err
 			}
 		}

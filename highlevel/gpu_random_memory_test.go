@@ -17,7 +17,7 @@ import (
 type randomTriple struct{ A, B, C uint32 }
 
 // typed writes a span of one of the goroutine's allocations with typed
-// copies (CopyToDevice, CopyToDeviceAsync, or an ArrayOf view's
+// copies (CopyFromHost, CopyFromHostAsync, or an ArrayOf view's
 // CopyFromHost and CopyFromHostAsync) of 2-, 4-, 8- or 12-byte elements,
 // at any word offset, then reads a span back the same ways. One time in
 // two, where the allocation has 2 MiB or more, the spans do too, and the
@@ -117,9 +117,9 @@ func randomTypedWrite[T any](w *randomWorker, a *randomMem, i, n int, x T, how i
 	dst := a.at(i)
 	switch how {
 	case 0:
-		return "CopyToDevice", CopyToDevice(dst, src)
+		return "CopyFromHost", CopyFromHost(dst, src)
 	case 1:
-		return "CopyToDeviceAsync", rs.queue(func(s *Stream) error { return CopyToDeviceAsync(dst, src, s) })
+		return "CopyFromHostAsync", rs.queue(func(s *Stream) error { return CopyFromHostAsync(dst, src, s) })
 	}
 	arr, err := ArrayOf[T](dst, n)
 	if err != nil {
@@ -205,9 +205,9 @@ func (w *randomWorker) pinned() {
 	raw := w.r.IntN(2) == 0
 	err = rs.queue(func(s *Stream) error {
 		if raw {
-			return a.at(i).CopyFromHostAsync(m.Ptr(), 4*n, s)
+			return a.at(i).CopyFromHostPointerAsync(m.Ptr(), 4*n, s)
 		}
-		return CopyToDeviceAsync(a.at(i), h, s)
+		return CopyFromHostAsync(a.at(i), h, s)
 	})
 	if w.ok(err, 0, "copy from pinned memory to words %d..%d of %s on %s", i, j-1, a.describe(), rs.what) {
 		a.set(i, j, v, true, "a copy from pinned memory")
@@ -222,7 +222,7 @@ func (w *randomWorker) pinned() {
 	rs = w.stream()
 	err = rs.queue(func(s *Stream) error {
 		if raw {
-			return a.at(i).CopyToHostAsync(m.Ptr(), 4*n, s)
+			return a.at(i).CopyToHostPointerAsync(m.Ptr(), 4*n, s)
 		}
 		return CopyToHostAsync(h, a.at(i), s)
 	})
@@ -557,7 +557,7 @@ func (w *randomWorker) asyncPool() {
 		return
 	}
 	var bad int32
-	if w.ok(w.bad.CopyToHost(unsafe.Pointer(&bad), 4), 0, "CopyToHost of check's count") && bad != 0 {
+	if w.ok(w.bad.CopyToHostPointer(unsafe.Pointer(&bad), 4), 0, "CopyToHost of check's count") && bad != 0 {
 		w.fail("check of stream-ordered memory on %s: %d words differ", rs.what, bad)
 	}
 }
@@ -587,7 +587,7 @@ func (w *randomWorker) freeRace() {
 	wg.Go(func() {
 		<-start
 		if raw {
-			cerr = src.CopyToHost(unsafe.Pointer(&got[0]), 4*len(got))
+			cerr = src.CopyToHostPointer(unsafe.Pointer(&got[0]), 4*len(got))
 		} else {
 			cerr = CopyToHost(got, src)
 		}

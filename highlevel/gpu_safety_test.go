@@ -366,7 +366,7 @@ func TestGPUPoolLostBlockWaitsForGPU(t *testing.T) {
 	}
 	d.Synchronize()
 	var got uint32
-	m.CopyToHost(unsafe.Pointer(&got), 4)
+	m.CopyToHostPointer(unsafe.Pointer(&got), 4)
 	if got != 0 {
 		t.Errorf("the new owner's memory holds %#x, written by a kernel of the dropped owner", got)
 	}
@@ -398,7 +398,7 @@ func TestGPUStreamCloseSettlesPool(t *testing.T) {
 	}
 	n.Memset(0, 4096)
 	var got uint32
-	n.CopyToHost(unsafe.Pointer(&got), 4)
+	n.CopyToHostPointer(unsafe.Pointer(&got), 4)
 	if got != 0 {
 		t.Errorf("the closed stream's kernel wrote %#x after the block was reused", got)
 	}
@@ -652,7 +652,7 @@ func onlyDevice1(t *testing.T) {
 	defer s.Close()
 	m, _ := d.Malloc(8 << 20)
 	host := make([]byte, 8<<20) // staged: pinned buffers, pointer queries
-	if err := m.CopyFromHost(unsafe.Pointer(&host[0]), len(host)); err != nil {
+	if err := m.CopyFromHostPointer(unsafe.Pointer(&host[0]), len(host)); err != nil {
 		t.Fatal(err)
 	}
 	pinned, err := AllocPinnedMemory(1 << 20)
@@ -707,7 +707,7 @@ func TestGPULaunchDeviceOfArguments(t *testing.T) {
 	}
 	Device(1).Synchronize()
 	var got uint32
-	on1.CopyToHost(unsafe.Pointer(&got), 4)
+	on1.CopyToHostPointer(unsafe.Pointer(&got), 4)
 	if got != 7 {
 		t.Errorf("device 1's memory holds %d, want 7", got)
 	}

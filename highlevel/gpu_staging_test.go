@@ -34,12 +34,12 @@ func TestGPUStagedCopies(t *testing.T) {
 					t.Fatal(err)
 				}
 				src := host[off.host : off.host+n]
-				if err := p.CopyFromHost(unsafe.Pointer(&src[0]), n); err != nil {
+				if err := p.CopyFromHostPointer(unsafe.Pointer(&src[0]), n); err != nil {
 					t.Fatal(err)
 				}
 				got := pinned.Bytes()[:n]
 				clear(got)
-				if err := p.CopyToHost(pinned.Ptr(), n); err != nil {
+				if err := p.CopyToHostPointer(pinned.Ptr(), n); err != nil {
 					t.Fatal(err)
 				}
 				if !bytes.Equal(got, src) {
@@ -48,7 +48,7 @@ func TestGPUStagedCopies(t *testing.T) {
 				// The other way: the device holds src; copy it back into
 				// pageable memory at another offset.
 				back := make([]byte, n+off.host)[off.host:]
-				if err := p.CopyToHost(unsafe.Pointer(&back[0]), n); err != nil {
+				if err := p.CopyToHostPointer(unsafe.Pointer(&back[0]), n); err != nil {
 					t.Fatal(err)
 				}
 				if !bytes.Equal(back, src) {
@@ -112,7 +112,7 @@ func TestGPUStagedAsyncOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	dst := make([]byte, n)
-	if err := m.CopyToHostAsync(unsafe.Pointer(&dst[0]), n, s); err != nil {
+	if err := m.CopyToHostPointerAsync(unsafe.Pointer(&dst[0]), n, s); err != nil {
 		t.Fatal(err)
 	}
 	if want := bytes.Repeat([]byte{0x5A}, n); !bytes.Equal(dst, want) {
@@ -126,7 +126,7 @@ func TestGPUStagedAsyncOrder(t *testing.T) {
 	if err := m.MemsetAsync(0xFF, n, s); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.CopyFromHostAsync(unsafe.Pointer(&src[0]), n, s); err != nil {
+	if err := m.CopyFromHostPointerAsync(unsafe.Pointer(&src[0]), n, s); err != nil {
 		t.Fatal(err)
 	}
 	if err := m.MemsetAsync(0, 16, s); err != nil {
@@ -134,7 +134,7 @@ func TestGPUStagedAsyncOrder(t *testing.T) {
 	}
 	clear(src[:16])
 	got := make([]byte, n)
-	if err := m.CopyToHostAsync(unsafe.Pointer(&got[0]), n, s); err != nil {
+	if err := m.CopyToHostPointerAsync(unsafe.Pointer(&got[0]), n, s); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, src) {
@@ -167,9 +167,9 @@ func BenchmarkGPUStaging(b *testing.B) {
 					b.SetBytes(n)
 					for b.Loop() {
 						if toDevice {
-							err = m.CopyFromHost(unsafe.Pointer(&host[0]), n)
+							err = m.CopyFromHostPointer(unsafe.Pointer(&host[0]), n)
 						} else {
-							err = m.CopyToHost(unsafe.Pointer(&host[0]), n)
+							err = m.CopyToHostPointer(unsafe.Pointer(&host[0]), n)
 						}
 						if err != nil {
 							b.Fatal(err)

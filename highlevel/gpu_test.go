@@ -238,7 +238,7 @@ func TestGPUMemory(t *testing.T) {
 				t.Errorf("size %d on %v", m.Size(), m.Device())
 			}
 			src := randomBytes(n)
-			if err := m.CopyFromHost(unsafe.Pointer(&src[0]), n); err != nil {
+			if err := m.CopyFromHostPointer(unsafe.Pointer(&src[0]), n); err != nil {
 				t.Fatal(err)
 			}
 			// Offsets: set 100 bytes at 1000 to 7, then copy the second half
@@ -265,7 +265,7 @@ func TestGPUMemory(t *testing.T) {
 			}
 			copy(src[:n/2], src[n/2:])
 			got := make([]byte, n)
-			if err := m.CopyToHost(unsafe.Pointer(&got[0]), n); err != nil {
+			if err := m.CopyToHostPointer(unsafe.Pointer(&got[0]), n); err != nil {
 				t.Fatal(err)
 			}
 			if !bytes.Equal(got, src) {
@@ -280,7 +280,7 @@ func TestGPUMemory(t *testing.T) {
 			if err := m.Memory().Free(); !errors.Is(err, ErrFreed) {
 				t.Errorf("second Free: %v, want ErrFreed", err)
 			}
-			if err := m.CopyToHost(unsafe.Pointer(&got[0]), n); !errors.Is(err, ErrFreed) {
+			if err := m.CopyToHostPointer(unsafe.Pointer(&got[0]), n); !errors.Is(err, ErrFreed) {
 				t.Errorf("copy after Free: %v, want ErrFreed", err)
 			}
 		})
@@ -306,7 +306,7 @@ func TestGPUAsyncCopies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := m.CopyFromHostAsync(pinned.Ptr(), n, s); err != nil {
+	if err := m.CopyFromHostPointerAsync(pinned.Ptr(), n, s); err != nil {
 		t.Fatal(err)
 	}
 	if err := m.MemsetAsync(9, 10, s); err != nil {
@@ -320,7 +320,7 @@ func TestGPUAsyncCopies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := m.CopyToHostAsync(unsafe.Pointer(&dst[0]), n, s); err != nil {
+	if err := m.CopyToHostPointerAsync(unsafe.Pointer(&dst[0]), n, s); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Wait(context.Background()); err != nil {
@@ -719,7 +719,7 @@ func TestGPUGraph(t *testing.T) {
 		}
 	}
 	s.Synchronize()
-	m.CopyToHost(unsafe.Pointer(&host[0]), len(host))
+	m.CopyToHostPointer(unsafe.Pointer(&host[0]), len(host))
 	if host[0] != 5 || host[len(host)-1] != 5 || runs.Load() != 3 {
 		t.Errorf("after 3 launches: bytes %d..%d, host node ran %d times", host[0], host[len(host)-1], runs.Load())
 	}
@@ -731,7 +731,7 @@ func TestGPUGraph(t *testing.T) {
 	g2.Close()
 	x.Launch(s)
 	s.Synchronize()
-	m.CopyToHost(unsafe.Pointer(&host[0]), len(host))
+	m.CopyToHostPointer(unsafe.Pointer(&host[0]), len(host))
 	if host[0] != 6 || runs.Load() != 4 {
 		t.Errorf("after Update: byte %d, host node ran %d times", host[0], runs.Load())
 	}
@@ -777,14 +777,14 @@ func TestGPUManyGoroutines(t *testing.T) {
 				}
 				src := bytes.Repeat([]byte{byte(g + i)}, size)
 				dst := make([]byte, size)
-				m.CopyFromHostAsync(unsafe.Pointer(&src[0]), size, s)
+				m.CopyFromHostPointerAsync(unsafe.Pointer(&src[0]), size, s)
 				e, err := s.Record(nil)
 				if err != nil {
 					t.Error(err)
 					return
 				}
 				s.WaitEvent(e)
-				m.CopyToHostAsync(unsafe.Pointer(&dst[0]), size, s)
+				m.CopyToHostPointerAsync(unsafe.Pointer(&dst[0]), size, s)
 				if err := s.Wait(context.Background()); err != nil {
 					t.Error(err)
 				}
@@ -824,7 +824,7 @@ func TestGPUPeer(t *testing.T) {
 	}
 	defer b.Memory().Free()
 	src := randomBytes(1 << 20)
-	a.CopyFromHost(unsafe.Pointer(&src[0]), len(src))
+	a.CopyFromHostPointer(unsafe.Pointer(&src[0]), len(src))
 	s1, _ := NewStream(1, nil)
 	defer s1.Close()
 	if err := b.CopyFromDeviceAsync(a, 1<<20, s1); err != nil {
@@ -832,7 +832,7 @@ func TestGPUPeer(t *testing.T) {
 	}
 	s1.Synchronize()
 	got := make([]byte, 1<<20)
-	b.CopyToHost(unsafe.Pointer(&got[0]), len(got))
+	b.CopyToHostPointer(unsafe.Pointer(&got[0]), len(got))
 	if !bytes.Equal(got, src) {
 		t.Errorf("peer copy differs")
 	}

@@ -253,11 +253,11 @@ func (p MemoryPointer) empty(n int) (bool, error) {
 	return true, p.mem.live()
 }
 
-// CopyFromHost copies n bytes from src, host memory, to p, and returns once
-// the copy is done (see Memset). It is for C interop: memory from C, or an
-// address from another library. A Go slice
-// goes through CopyToDevice (or Array.CopyFromHost), which checks its
-// length and element type, and pinned memory through PinnedSlice.
+// CopyFromHostPointer copies n bytes from src, host memory, to p, and
+// returns once the copy is done (see Memset). It is for C interop: memory
+// from C, or an address from another library. A Go slice goes through the
+// function CopyFromHost (or Array.CopyFromHost), which checks its length
+// and element type, and pinned memory through PinnedSlice.
 //
 // src may be Go memory or pinned memory. Go memory must hold no Go pointers.
 //
@@ -267,39 +267,40 @@ func (p MemoryPointer) empty(n int) (bool, error) {
 // (SetPinnedMemoryAllocator) while the GPU copies the other buffer. On an
 // H200's host that runs 1.8 to 3 times as fast as CUDA's own copy from
 // pageable memory, at 55-60% of the speed of a copy from pinned memory.
-func (p MemoryPointer) CopyFromHost(src unsafe.Pointer, n int) error {
+func (p MemoryPointer) CopyFromHostPointer(src unsafe.Pointer, n int) error {
 	return p.copyHost(src, n, nil, false, true)
 }
 
-// CopyFromHostAsync is CopyFromHost ordered on stream s, for C interop
-// (see CopyToDeviceAsync for Go slices). From pageable (ordinary Go)
-// memory CUDA has read src when the call returns; a staged copy (see
-// CopyFromHost) returns when s has done it. From pinned memory src must
+// CopyFromHostPointerAsync is CopyFromHostPointer ordered on stream s,
+// for C interop (see the function CopyFromHostAsync for Go slices). From
+// pageable (ordinary Go) memory CUDA has read src when the call returns; a
+// staged copy (see CopyFromHostPointer) returns when s has done it. From pinned memory src must
 // stay untouched until s has done the copy.
-func (p MemoryPointer) CopyFromHostAsync(src unsafe.Pointer, n int, s *Stream) error {
+func (p MemoryPointer) CopyFromHostPointerAsync(src unsafe.Pointer, n int, s *Stream) error {
 	return p.copyHost(src, n, s, true, true)
 }
 
-// CopyToHost copies n bytes from p to dst, host memory, for C interop (see
-// the function CopyToHost for Go slices). It returns once the copy is done
-// (see Memset).
-func (p MemoryPointer) CopyToHost(dst unsafe.Pointer, n int) error {
+// CopyToHostPointer copies n bytes from p to dst, host memory, for C
+// interop (see the function CopyToHost for Go slices). It returns once the
+// copy is done (see Memset).
+func (p MemoryPointer) CopyToHostPointer(dst unsafe.Pointer, n int) error {
 	return p.copyHost(dst, n, nil, false, false)
 }
 
-// CopyToHostAsync is CopyToHost ordered on stream s, for C interop (see
-// CopyToHostAsync for Go slices). To pageable (ordinary Go) memory CUDA
-// has written dst when the call returns, also when the copy is staged (see
-// CopyFromHost); to pinned memory dst is written when s reaches the copy.
-func (p MemoryPointer) CopyToHostAsync(dst unsafe.Pointer, n int, s *Stream) error {
+// CopyToHostPointerAsync is CopyToHostPointer ordered on stream s, for C
+// interop (see the function CopyToHostAsync for Go slices). To pageable
+// (ordinary Go) memory CUDA has written dst when the call returns, also
+// when the copy is staged (see CopyFromHostPointer); to pinned memory dst
+// is written when s reaches the copy.
+func (p MemoryPointer) CopyToHostPointerAsync(dst unsafe.Pointer, n int, s *Stream) error {
 	return p.copyHost(dst, n, s, true, false)
 }
 
-// CopyToDevice copies the elements of src to device memory at dst, which
+// CopyFromHost copies the elements of src to device memory at dst, which
 // must hold them (dst.Size() >= len(src) * the size of T). T must hold no
 // Go pointers, as for Array. It is the typed form of
-// MemoryPointer.CopyFromHost, staged in the same way.
-func CopyToDevice[T any](dst MemoryPointer, src []T) error {
+// MemoryPointer.CopyFromHostPointer, staged in the same way.
+func CopyFromHost[T any](dst MemoryPointer, src []T) error {
 	h, n, err := hostSlice(src)
 	if err != nil {
 		return err
@@ -307,9 +308,9 @@ func CopyToDevice[T any](dst MemoryPointer, src []T) error {
 	return dst.copyHost(h, n, nil, false, true)
 }
 
-// CopyToDeviceAsync is CopyToDevice ordered on stream s; src may be reused
-// as MemoryPointer.CopyFromHostAsync says.
-func CopyToDeviceAsync[T any](dst MemoryPointer, src []T, s *Stream) error {
+// CopyFromHostAsync is CopyFromHost ordered on stream s; src may be reused
+// as MemoryPointer.CopyFromHostPointerAsync says.
+func CopyFromHostAsync[T any](dst MemoryPointer, src []T, s *Stream) error {
 	h, n, err := hostSlice(src)
 	if err != nil {
 		return err
@@ -319,7 +320,7 @@ func CopyToDeviceAsync[T any](dst MemoryPointer, src []T, s *Stream) error {
 
 // CopyToHost copies len(dst) elements from device memory at src to dst.
 // T must hold no Go pointers. It is the typed form of
-// MemoryPointer.CopyToHost.
+// MemoryPointer.CopyToHostPointer.
 func CopyToHost[T any](dst []T, src MemoryPointer) error {
 	h, n, err := hostSlice(dst)
 	if err != nil {

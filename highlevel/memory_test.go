@@ -278,7 +278,7 @@ func TestMemoryPointerFree(t *testing.T) {
 	}
 }
 
-// TestTypedCopyChecks checks CopyToDevice and CopyToHost's refusals, all
+// TestTypedCopyChecks checks CopyFromHost and CopyToHost's refusals, all
 // made before any CUDA call: the zero and freed pointers, slices longer
 // than the memory, element types with Go pointers; and that empty slices
 // copy nothing.
@@ -294,20 +294,20 @@ func TestTypedCopyChecks(t *testing.T) {
 		want error  // errors.Is, when not nil
 		text string // in the message, when not empty
 	}{
-		{"to zero pointer", CopyToDevice(MemoryPointer{}, []float32{1}), ErrNil, ""},
+		{"to zero pointer", CopyFromHost(MemoryPointer{}, []float32{1}), ErrNil, ""},
 		{"from zero pointer", CopyToHost([]float32{1}, MemoryPointer{}), ErrNil, ""},
-		{"to freed", CopyToDevice(MemoryPointer{mem: freed}, []int64{1}), ErrFreed, ""},
+		{"to freed", CopyFromHost(MemoryPointer{mem: freed}, []int64{1}), ErrFreed, ""},
 		{"from freed", CopyToHost(make([]int64, 1), MemoryPointer{mem: freed}), ErrFreed, ""},
-		{"async to freed", CopyToDeviceAsync(MemoryPointer{mem: freed}, []int64{1}, s), ErrFreed, ""},
+		{"async to freed", CopyFromHostAsync(MemoryPointer{mem: freed}, []int64{1}, s), ErrFreed, ""},
 		{"async from freed", CopyToHostAsync(make([]int64, 1), MemoryPointer{mem: freed}, s), ErrFreed, ""},
-		{"empty to freed", CopyToDevice(MemoryPointer{mem: freed}, []int64{}), ErrFreed, ""},
-		{"past the end", CopyToDevice(p, make([]float64, 5)), nil, "40 bytes at offset 32 are past the end of the 64 bytes"},
+		{"empty to freed", CopyFromHost(MemoryPointer{mem: freed}, []int64{}), ErrFreed, ""},
+		{"past the end", CopyFromHost(p, make([]float64, 5)), nil, "40 bytes at offset 32 are past the end of the 64 bytes"},
 		{"past the end, back", CopyToHost(make([]float64, 5), p), nil, "past the end"},
-		{"async past the end", CopyToDeviceAsync(p, make([]int32, 9), s), nil, "past the end"},
+		{"async past the end", CopyFromHostAsync(p, make([]int32, 9), s), nil, "past the end"},
 		{"async past the end, back", CopyToHostAsync(make([]int32, 9), p, s), nil, "past the end"},
-		{"Go pointers", CopyToDevice(p, []*int{nil}), nil, "holds Go pointers"},
+		{"Go pointers", CopyFromHost(p, []*int{nil}), nil, "holds Go pointers"},
 		{"Go pointers, back", CopyToHost([]string{""}, p), nil, "holds Go pointers"},
-		{"empty", CopyToDevice(p, []float32{}), nil, ""},
+		{"empty", CopyFromHost(p, []float32{}), nil, ""},
 		{"nil slice", CopyToHost[float32](nil, p), nil, ""},
 	} {
 		switch {

@@ -312,9 +312,9 @@ func TestPoolSizeChecks(t *testing.T) {
 		name string
 		err  error
 	}{
-		{"negative size", m.CopyToHost(unsafe.Pointer(&[1]byte{}), -5)},
+		{"negative size", m.CopyToHostPointer(unsafe.Pointer(&[1]byte{}), -5)},
 		{"past the end", m.Memset(0, 101)},
-		{"nil host pointer", m.CopyFromHost(nil, 10)},
+		{"nil host pointer", m.CopyFromHostPointer(nil, 10)},
 	} {
 		if tc.err == nil {
 			t.Errorf("%s: no error", tc.name)

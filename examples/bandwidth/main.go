@@ -159,8 +159,8 @@ func run(args []string, w io.Writer) (err error) {
 	// (bandwidthTest times pageable copies with a host timer instead.)
 	var rates [5]float64
 	copies := []func() error{
-		func() error { return highlevel.CopyToDeviceAsync(d[0], pin, s) },
-		func() error { return highlevel.CopyToDeviceAsync(d[0], pageable, s) },
+		func() error { return highlevel.CopyFromHostAsync(d[0], pin, s) },
+		func() error { return highlevel.CopyFromHostAsync(d[0], pageable, s) },
 		func() error { return highlevel.CopyToHostAsync(pin, d[0], s) },
 		func() error { return highlevel.CopyToHostAsync(pageable, d[0], s) },
 		func() error { return d[1].CopyFromDeviceAsync(d[0], size, s) },
