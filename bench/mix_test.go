@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"runtime"
 	"testing"
 
@@ -108,6 +109,34 @@ func BenchmarkMixD2D(b *testing.B) {
 	m := mixSetup(b)
 	b.ReportAllocs()
 	loop(b, m.s, m.copy)
+}
+
+// BenchmarkMixWait is the mix's memset and a Stream.Wait for it: on the
+// stand-in driver (TestStubMix), whose events have always happened, what a
+// wait costs Go beside its cgo calls.
+func BenchmarkMixWait(b *testing.B) {
+	m := mixSetup(b)
+	b.ReportAllocs()
+	ctx := context.Background()
+	loop(b, m.s, func() error {
+		if err := m.memset(); err != nil {
+			return err
+		}
+		return m.s.Wait(ctx)
+	})
+}
+
+// BenchmarkMixDone is BenchmarkMixWait with <-Done() and Err.
+func BenchmarkMixDone(b *testing.B) {
+	m := mixSetup(b)
+	b.ReportAllocs()
+	loop(b, m.s, func() error {
+		if err := m.memset(); err != nil {
+			return err
+		}
+		<-m.s.Done()
+		return m.s.Err()
+	})
 }
 
 // BenchmarkMixGraph is BenchmarkMix's round captured once into a graph,

@@ -50,18 +50,19 @@ func buildStub(t *testing.T, dir string) string {
 	return lib
 }
 
-// TestStubMix runs the mix benchmarks, and MallocAsync + Free, on a stub of
-// CUDA's libraries that does nothing (testdata/stubcuda.c), where their time
-// is Go's side of each operation alone, and checks what each operation
-// costs Go beyond C's call: one cgo call, and no allocation. It logs the times of the C twin
-// (c/mix.c) on the same stub beside Go's.
+// TestStubMix runs the mix benchmarks, MallocAsync + Free and the waits on
+// a stub of CUDA's libraries that does nothing (testdata/stubcuda.c), where
+// their time is Go's side of each operation alone, and checks what each
+// operation costs Go beyond C's calls: one cgo call each, and no allocation
+// but Done's. It logs the times of the C twin (c/mix.c) on the same stub
+// beside Go's.
 func TestStubMix(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a library and runs benchmarks")
 	}
 	dir := t.TempDir()
 	lib := buildStub(t, dir)
-	args := []string{"-test.run=^$", "-test.bench=^Benchmark(Mix(Memset|Launch|D2D)?|MallocAsyncFree)$", "-test.benchtime=2000x"}
+	args := []string{"-test.run=^$", "-test.bench=^Benchmark(Mix(Memset|Launch|D2D|Wait|Done)?|MallocAsyncFree)$", "-test.benchtime=2000x"}
 	args = append(args, strings.Fields(*stubArgs)...)
 	cmd := stubtest.Command(os.Args[0], args...)
 	// highlevel needs no libcudart: a missing one is the proof.
@@ -72,24 +73,30 @@ func TestStubMix(t *testing.T) {
 		t.Fatalf("benchmarks on the stub: %v\n%s", err, out)
 	}
 	t.Logf("on the stub:\n%s", out)
-	want := map[string]float64{ // cgo calls per op
-		"Mix":       mixLaunches + 2,
-		"MixMemset": 1,
-		"MixLaunch": 1,
-		"MixD2D":    1,
+	want := map[string]struct {
+		calls, allocs float64 // per op
+	}{
+		"Mix":       {mixLaunches + 2, 0},
+		"MixMemset": {1, 0},
+		"MixLaunch": {1, 0},
+		"MixD2D":    {1, 0},
 		// MallocAsync and Free, as cudaMallocAsync and cudaFreeAsync.
-		"MallocAsyncFree": 2,
+		"MallocAsyncFree": {2, 0},
+		// The memset, recording the wait's event and one query of it.
+		"MixWait": {3, 0},
+		// Done after new work makes a signal, its channel and the
+		// goroutine that waits, as context.WithCancel makes its channel.
+		"MixDone": {3, 3},
 	}
 	line := regexp.MustCompile(`(?m)^Benchmark(\w+?)(?:-\d+)?\s+\d+\s+[\d.]+ ns/op\s+([\d.]+) cgo-calls/op\s+(\d+) B/op\s+(\d+) allocs/op$`)
 	seen := map[string]bool{}
 	for _, m := range line.FindAllStringSubmatch(string(out), -1) {
-		name, allocs := m[1], m[4]
+		name := m[1]
 		seen[name] = true
-		if calls, _ := strconv.ParseFloat(m[2], 64); calls != want[name] {
-			t.Errorf("%s: %v cgo calls per op, want %v", name, calls, want[name])
-		}
-		if allocs != "0" {
-			t.Errorf("%s: %s allocations per op, want 0", name, allocs)
+		calls, _ := strconv.ParseFloat(m[2], 64)
+		allocs, _ := strconv.ParseFloat(m[4], 64)
+		if w := want[name]; calls != w.calls || allocs != w.allocs {
+			t.Errorf("%s: %v cgo calls and %v allocations per op, want %v and %v", name, calls, allocs, w.calls, w.allocs)
 		}
 	}
 	for name := range want {

@@ -688,18 +688,20 @@ int hl_event_record_capture(void *ctx, uintptr_t e, uintptr_t s, int *captured) 
 	return r;
 }
 
-// hl_stream_mark records *e on s for a wait (Stream.Wait, Done), creating
-// the event first where *e is 0, unless s is capturing: then its work runs
-// only when the graph is launched, and it returns HL_CAPTURING.
-int hl_stream_mark(void *ctx, uintptr_t s, uintptr_t *e) {
+// hl_stream_mark records e on s for a wait (Stream.Wait, Done), creating
+// the event first where e is 0, and returns it, unless s is capturing: then
+// its work runs only when the graph is launched, and it returns
+// HL_CAPTURING. An event it created is returned also when the record
+// failed.
+hl_handle hl_stream_mark(void *ctx, uintptr_t s, uintptr_t e) {
 	void *prev;
-	int r = hl_gate(ctx, &prev, s == 0);
-	if (r != 0) return r;
-	r = hl_uncaptured(s);
-	if (r == 0 && *e == 0) r = DRV(cuEventCreate)((CUevent *)e, CU_EVENT_DISABLE_TIMING);
-	if (r == 0) r = DRV(cuEventRecord)(EVENT(*e), STREAM(s));
+	hl_handle m = {hl_gate(ctx, &prev, s == 0), e};
+	if (m.r != 0) return m;
+	m.r = hl_uncaptured(s);
+	if (m.r == 0 && m.h == 0) m.r = DRV(cuEventCreate)((CUevent *)&m.h, CU_EVENT_DISABLE_TIMING);
+	if (m.r == 0) m.r = DRV(cuEventRecord)(EVENT(m.h), STREAM(s));
 	hl_leave_gated(ctx, prev);
-	return r;
+	return m;
 }
 int hl_event_synchronize(void *ctx, uintptr_t e) { GATED(ctx, DRV(cuEventSynchronize)(EVENT(e))); }
 int hl_event_query(void *ctx, uintptr_t e) { GATED(ctx, DRV(cuEventQuery)(EVENT(e))); }

@@ -101,7 +101,13 @@ int hl_event_destroy(void *ctx, uintptr_t e);
 int hl_event_record(void *ctx, uintptr_t e, uintptr_t s);
 int hl_event_spin(void *ctx, uintptr_t e);
 int hl_event_record_capture(void *ctx, uintptr_t e, uintptr_t s, int *captured);
-int hl_stream_mark(void *ctx, uintptr_t s, uintptr_t *e);
+// hl_handle is the result of a call that may make a handle, returned by
+// value as hl_alloc is.
+typedef struct {
+	int r;
+	uintptr_t h;
+} hl_handle;
+hl_handle hl_stream_mark(void *ctx, uintptr_t s, uintptr_t e);
 int hl_event_synchronize(void *ctx, uintptr_t e);
 int hl_event_query(void *ctx, uintptr_t e);
 void hl_nap(long ns);

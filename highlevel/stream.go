@@ -573,7 +573,8 @@ func (s *Stream) mark(h C.uintptr_t) (C.uintptr_t, error) {
 	s.joins.RLock()
 	r := C.int(C.HL_CAPTURING)
 	if !s.inCapture() {
-		r = C.hl_stream_mark(s.state.ctx, h, &ev)
+		m := C.hl_stream_mark(s.state.ctx, h, ev)
+		r, ev = m.r, m.h
 	}
 	s.joins.RUnlock()
 	if err := check("cuEventRecord", r); err != nil {
