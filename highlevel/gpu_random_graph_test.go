@@ -533,6 +533,83 @@ func (w *randomWorker) gexec() {
 	}
 }
 
+// A randomSource is a Graph the goroutines share (sources).
+type randomSource struct {
+	g      *Graph
+	shape  int
+	target *randomTarget
+}
+
+// sources works on the Graphs the goroutines share: instantiates one,
+// launches the instantiation on a stream and closes it at once (Upload on
+// instantiation now and then), updates a shared GraphExec from one, or
+// replaces one with a new graph and closes the old. Each meets the others'
+// instantiations, updates and closes of GraphExecs of the same Graph, where
+// driver 580 crashed in cuGraphExecDestroy (TestGPUGraphExecConcurrent).
+func (w *randomWorker) sources() {
+	slot := w.r.IntN(len(w.srcs))
+	w.mu.Lock()
+	src := w.srcs[slot]
+	w.mu.Unlock()
+	act := w.r.IntN(8)
+	switch {
+	case src == nil || act == 7:
+		tg := w.targets[w.r.IntN(len(w.targets))]
+		shape := w.r.IntN(2)
+		g := w.sharedGraph(tg, shape)
+		if g == nil {
+			return
+		}
+		w.mu.Lock()
+		old := w.srcs[slot]
+		w.srcs[slot] = &randomSource{g: g, shape: shape, target: tg}
+		w.mu.Unlock()
+		if old != nil {
+			w.ok(old.g.Close(), 0, "Graph.Close of a replaced shared source graph")
+		}
+		w.note("sources replaced")
+	case act < 5:
+		x, opts := w.instantiate(src.g, src.shape == 0)
+		if x == nil {
+			return
+		}
+		device := opts != nil && opts.DeviceLaunch
+		var allow randomAllow
+		if device {
+			allow = allowDeviceLaunch
+		}
+		rs := w.anyStream()
+		err := rs.queue(func(s *Stream) error { return x.Launch(s) })
+		if ok, _ := w.launched(err, 1-src.shape, allow, "Launch of an instantiation of a shared source graph (shape %d, device %v) on %s",
+			src.shape, device, rs.what); ok {
+			w.note("sources launched and closed")
+		}
+		w.ok(x.Close(), 0, "GraphExec.Close of an instantiation of a shared source graph")
+	default:
+		w.mu.Lock()
+		ex := w.execs[w.r.IntN(len(w.execs))]
+		w.mu.Unlock()
+		if ex == nil || ex.target != src.target { // a target's values are its graphs'
+			return
+		}
+		var allow randomAllow
+		if src.shape != ex.shape {
+			allow |= allowUpdateShape
+		}
+		if ex.device {
+			allow |= allowDeviceLaunch
+		}
+		err := ex.x.Update(src.g)
+		if w.ok(err, allow, "GraphExec.Update of a shared GraphExec of shape %d (device %v) from a shared source graph of shape %d",
+			ex.shape, ex.device, src.shape) {
+			if src.shape != ex.shape {
+				w.fail("GraphExec.Update from shape %d to shape %d (a host node to a memset node) succeeded", ex.shape, src.shape)
+			}
+			w.note("sources updated a shared GraphExec")
+		}
+	}
+}
+
 // busyClose makes a stream and an event, has two to four helper goroutines
 // queue memsets, kernels, host functions, callbacks, records, waits and
 // queries on them, and closes both while they do: every operation works

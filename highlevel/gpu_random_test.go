@@ -269,6 +269,7 @@ func init() {
 		{"graph", 4, (*randomWorker).graph},       // capture on the own stream, instantiate, launch, close
 		{"capture", 6, (*randomWorker).capture},   // capture in any mode on any stream, calls the mode refuses
 		{"gexec", 6, (*randomWorker).gexec},       // shared GraphExecs: launch, update, replace, close
+		{"sources", 4, (*randomWorker).sources},   // shared Graphs: instantiate, launch and close at once; update from them
 		{"devsync", 1, (*randomWorker).devsync},   // Device.Synchronize, whatever captures
 		{"busyclose", 2, (*randomWorker).busyClose},
 		{"typed", 6, (*randomWorker).typed},     // typed copies at offsets, staged ones included
@@ -315,7 +316,7 @@ var randomExpected = []struct {
 		name: "closed",
 		is:   func(err error) bool { return errors.Is(err, ErrClosed) },
 		why: "another goroutine closed the stream, event, graph, GraphExec or pool " +
-			"(stream, event, asyncpool, gexec and busyclose close what the others use)",
+			"(stream, event, asyncpool, gexec, sources and busyclose close what the others use)",
 	},
 	{
 		name:   "capture",
@@ -354,7 +355,7 @@ var randomExpected = []struct {
 		name:  "updateshape",
 		allow: allowUpdateShape,
 		is:    func(err error) bool { return errors.Is(err, cudadrv.ERROR_GRAPH_EXEC_UPDATE_FAILURE) },
-		why:   "gexec: GraphExec.Update with a graph of another shape (a memset node where a host node was)",
+		why:   "gexec and sources: GraphExec.Update with a graph of another shape (a memset node where a host node was)",
 	},
 	{
 		name:  "devicelaunch",
@@ -363,7 +364,7 @@ var randomExpected = []struct {
 			return errors.Is(err, cudadrv.ERROR_GRAPH_EXEC_UPDATE_FAILURE) ||
 				errors.Is(err, cudadrv.ERROR_NOT_SUPPORTED) || errors.Is(err, cudadrv.ERROR_INVALID_VALUE)
 		},
-		why: "gexec: an update or a host launch of a GraphExec instantiated with DeviceLaunch, " +
+		why: "gexec and sources: an update or a host launch of a GraphExec instantiated with DeviceLaunch, " +
 			"which CUDA may restrict (unsure: the test counts them so that they can be looked at)",
 	},
 	{
@@ -567,6 +568,7 @@ type randomWorld struct {
 	events  []*Event
 	async   *MemoryAsyncPool
 	execs   []*randomExec
+	srcs    []*randomSource
 
 	// capturing is held shared while a goroutine captures a graph and
 	// exclusively by syncDevice: CUDA refuses cuCtxSynchronize while a
@@ -638,6 +640,7 @@ func newRandomWorld(t *testing.T, d Device, seed uint64, cfg *randomConfig, fill
 		w.targets = append(w.targets, &randomTarget{p: p, n: n, values: map[uint32]bool{0: true}})
 	}
 	w.execs = make([]*randomExec, 3)
+	w.srcs = make([]*randomSource, 2)
 	if v, err := d.Attribute(cudadrv.DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS); err == nil && v != 0 {
 		w.managedOK = true
 	}
@@ -676,6 +679,13 @@ func (w *randomWorld) finish() {
 		if x != nil {
 			if err := x.x.Close(); err != nil {
 				t.Errorf("GraphExec.Close: %v", err)
+			}
+		}
+	}
+	for _, src := range w.srcs {
+		if src != nil {
+			if err := src.g.Close(); err != nil {
+				t.Errorf("Graph.Close: %v", err)
 			}
 		}
 	}
