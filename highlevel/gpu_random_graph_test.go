@@ -453,10 +453,7 @@ func (w *randomWorker) newExec() *randomExec {
 // graphs write. Each of these meets the others' launches, updates and
 // closes of the same GraphExec.
 func (w *randomWorker) gexec() {
-	slot := w.r.IntN(len(w.execs))
-	w.mu.Lock()
-	ex := w.execs[slot]
-	w.mu.Unlock()
+	slot, ex := pick(w, w.execs)
 	act := w.r.IntN(10)
 	if ex == nil && act < 8 {
 		act = 6
@@ -533,6 +530,15 @@ func (w *randomWorker) gexec() {
 	}
 }
 
+// pick draws a slot of shared (w.execs, w.srcs) and returns it with what it
+// holds, nil for nothing.
+func pick[T any](w *randomWorker, shared []*T) (int, *T) {
+	slot := w.r.IntN(len(shared))
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slot, shared[slot]
+}
+
 // A randomSource is a Graph the goroutines share (sources).
 type randomSource struct {
 	g      *Graph
@@ -547,10 +553,7 @@ type randomSource struct {
 // instantiations, updates and closes of GraphExecs of the same Graph, where
 // driver 580 crashed in cuGraphExecDestroy (TestGPUGraphExecConcurrent).
 func (w *randomWorker) sources() {
-	slot := w.r.IntN(len(w.srcs))
-	w.mu.Lock()
-	src := w.srcs[slot]
-	w.mu.Unlock()
+	slot, src := pick(w, w.srcs)
 	act := w.r.IntN(8)
 	switch {
 	case src == nil || act == 7:
@@ -586,9 +589,7 @@ func (w *randomWorker) sources() {
 		}
 		w.ok(x.Close(), 0, "GraphExec.Close of an instantiation of a shared source graph")
 	default:
-		w.mu.Lock()
-		ex := w.execs[w.r.IntN(len(w.execs))]
-		w.mu.Unlock()
+		_, ex := pick(w, w.execs)
 		if ex == nil || ex.target != src.target { // a target's values are its graphs'
 			return
 		}
