@@ -117,7 +117,8 @@ func newEvent(h C.uintptr_t, d Device, ctx unsafe.Pointer, interprocess bool) *E
 	return &Event{h: cudadrv.Event(h), dev: d, ctx: ctx, we: &waitEvent{ctx: ctx, ev: cudadrv.Event(h)}, interprocess: interprocess}
 }
 
-// Handle returns the CUDA event, for use with cudart; 0 for a nil Event.
+// Handle returns the CUDA event, for use with cudadrv (or, converted, with
+// cudart); 0 for a nil Event.
 func (e *Event) Handle() cudadrv.Event {
 	if e == nil {
 		return 0

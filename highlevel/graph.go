@@ -137,7 +137,8 @@ func Capture(s *Stream, mode CaptureMode, fn func() error) (g *Graph, err error)
 	return g, err
 }
 
-// Handle returns the CUDA graph, for use with cudart; 0 for a nil Graph.
+// Handle returns the CUDA graph, for use with cudadrv (or, converted, with
+// cudart); 0 for a nil Graph.
 func (g *Graph) Handle() cudadrv.Graph {
 	if g == nil {
 		return 0
@@ -266,7 +267,8 @@ func (g *Graph) Close() (err error) {
 	}))
 }
 
-// Handle returns the CUDA executable graph, for use with cudart; 0 for a
+// Handle returns the CUDA executable graph, for use with cudadrv (or,
+// converted, with cudart); 0 for a
 // nil GraphExec.
 func (x *GraphExec) Handle() cudadrv.GraphExec {
 	if x == nil {

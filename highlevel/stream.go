@@ -169,7 +169,8 @@ func ExternalStream(h cudadrv.Stream, d Device) (*Stream, error) {
 	return &Stream{h: h, dev: d, state: st}, nil
 }
 
-// Handle returns the CUDA stream, for use with cudart; 0, the legacy
+// Handle returns the CUDA stream, for use with cudadrv (or, converted, with
+// cudart and the libraries: cudart.Stream(s.Handle())); 0, the legacy
 // default stream, for a nil Stream.
 func (s *Stream) Handle() cudadrv.Stream {
 	if s == nil {
