@@ -268,8 +268,7 @@ func (g *Graph) Close() (err error) {
 }
 
 // Handle returns the CUDA executable graph, for use with cudadrv (or,
-// converted, with cudart); 0 for a
-// nil GraphExec.
+// converted, with cudart); 0 for a nil GraphExec.
 func (x *GraphExec) Handle() cudadrv.GraphExec {
 	if x == nil {
 		return 0
