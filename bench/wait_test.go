@@ -3,7 +3,10 @@ package bench
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -260,6 +263,102 @@ func serve(b *testing.B, k *highlevel.Kernel, servers []*server, done bool, kt t
 	b.ReportMetric(float64(percentile(lat, 50).Nanoseconds()), "p50-ns")
 	b.ReportMetric(float64(percentile(lat, 99).Nanoseconds()), "p99-ns")
 	b.ReportMetric(float64(cpu.Nanoseconds())/n, "cpu-ns/op")
+}
+
+// BenchmarkWaitMany has 1,000 goroutines, each with a stream of its own,
+// launch a kernel of 1 ms and wait for it with Stream.Wait or Done, b.N
+// times each at once: ns/op is the wall time of a round, p50-ns and p99-ns
+// the percentiles of a wait's time from its launch, cpu-ns/op the CPU time
+// per wait, and threads the most OS threads the process had meanwhile
+// (sampled every millisecond), which stays bounded however many wait.
+func BenchmarkWaitMany(b *testing.B) {
+	const waiters = 1000
+	k := spinKernel(b)
+	streams := make([]*highlevel.Stream, waiters)
+	for i := range streams {
+		s, err := highlevel.NewStream(0, &highlevel.StreamOptions{NonBlocking: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { s.Close() })
+		streams[i] = s
+	}
+	for _, how := range []string{"Wait", "Done"} {
+		b.Run(how, func(b *testing.B) {
+			wait := func(s *highlevel.Stream) error { return s.Wait(context.Background()) }
+			if how == "Done" {
+				wait = func(s *highlevel.Stream) error { <-s.Done(); return s.Err() }
+			}
+			lat := make([][]time.Duration, waiters)
+			errs := make([]error, waiters)
+			stop, peak := make(chan struct{}), make(chan int)
+			go func() { peak <- sampleThreads(stop) }()
+			b.ResetTimer()
+			c0 := cpuTime()
+			for range b.N {
+				var wg sync.WaitGroup
+				for i, s := range streams {
+					wg.Go(func() {
+						t0 := time.Now()
+						if err := k.Launch(s, one, int64(time.Millisecond)); err != nil {
+							errs[i] = err
+							return
+						}
+						if err := wait(s); err != nil {
+							errs[i] = err
+							return
+						}
+						lat[i] = append(lat[i], time.Since(t0))
+					})
+				}
+				wg.Wait()
+			}
+			cpu := cpuTime() - c0
+			b.StopTimer()
+			close(stop)
+			threads := <-peak
+			for _, err := range errs {
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			all := slices.Concat(lat...)
+			reportLatency(b, all, cpu)
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/op")
+			b.ReportMetric(float64(threads), "threads")
+		})
+	}
+}
+
+// sampleThreads returns the most OS threads the process had, sampled every
+// millisecond until stop is closed (0 where /proc cannot say).
+func sampleThreads(stop <-chan struct{}) int {
+	most := 0
+	t := time.NewTicker(time.Millisecond)
+	defer t.Stop()
+	for {
+		most = max(most, threads())
+		select {
+		case <-stop:
+			return most
+		case <-t.C:
+		}
+	}
+}
+
+// threads returns the process's OS threads, from /proc/self/status.
+func threads() int {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "Threads:"); ok {
+			n, _ := strconv.Atoi(strings.TrimSpace(v))
+			return n
+		}
+	}
+	return 0
 }
 
 // BenchmarkWaitLong waits with Stream.Wait for kernels of one second, the

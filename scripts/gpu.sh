@@ -174,6 +174,7 @@ fi
 # take turns with the twin's, three rounds of each.
 gobench '^BenchmarkWait$' 1000x
 count=1 gobench '^BenchmarkWaitLong$' 3x
+count=1 gobench '^BenchmarkWaitMany$' 5x
 if twin wait.cu; then
 	./wait 5 latency | tee -a "$log/c.txt" || status=1
 	for i in 1 2 3; do
