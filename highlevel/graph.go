@@ -329,6 +329,8 @@ func (x *GraphExec) Launch(s *Stream) (err error) {
 			s.capture.keep(h)
 		}
 	}
+	graphObjects.RLock()
+	defer graphObjects.RUnlock()
 	return check("cuGraphLaunch", C.hl_graph_launch(x.ctx, C.uintptr_t(x.h), sh))
 }
 
@@ -343,6 +345,8 @@ func (x *GraphExec) Upload(s *Stream) (err error) {
 	defer x.done(s)
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	graphObjects.RLock()
+	defer graphObjects.RUnlock()
 	return check("cuGraphUpload", C.hl_graph_upload(x.ctx, C.uintptr_t(x.h), sh))
 }
 

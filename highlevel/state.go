@@ -169,10 +169,13 @@ var waiter struct {
 var procs = sync.OnceValue(func() int32 { return int32(runtime.GOMAXPROCS(0)) })
 
 // graphObjects serializes the calls that make, change and destroy graphs
-// and executable graphs (instantiation, update, destruction) across all
-// of them: driver 580 crashed in cuGraphExecDestroy while other goroutines
-// instantiated and updated executable graphs of the same graph.
-var graphObjects sync.Mutex
+// and executable graphs (instantiation, update, destruction), held
+// exclusively, with the launches and uploads of executable graphs, held
+// shared: driver 580 crashed in cuGraphExecDestroy while other goroutines
+// instantiated and updated executable graphs of the same graph, and, under
+// compute-sanitizer, in cuGraphLaunch while another destroyed the graph
+// the executable graph was made of.
+var graphObjects sync.RWMutex
 
 // napping and spinning count the waiters sleeping in C and spinning, for
 // those bounds.
