@@ -27,8 +27,8 @@
 //
 // The one place that names a CUDA version is its major's data file,
 // headers/cuda13.txt or headers/cuda12.txt (-majors names another
-// directory of cuda*.txt files): lines of a key and its values, # starting
-// a comment.
+// directory of cuda*.txt files): lines of a key and its values, and a #
+// that starts a word starts a comment.
 //
 //	build !cuda12                     the build constraint of its files
 //	suffix cuda13                     their names' suffix

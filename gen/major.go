@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"go/build/constraint"
 	"maps"
@@ -62,31 +61,17 @@ func (a libVersions) overlap(b libVersions) bool {
 	return !aEndsFirst && !bEndsFirst
 }
 
-// readMajor reads a major's data file: lines of a key and its values, and
-// comments from # to the end of the line.
+// readMajor reads a major's data file (see readData).
 func readMajor(path string) (*major, error) {
 	path, err := filepath.Abs(path)
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
 	m := &major{file: path, headers: map[string]string{}, libs: map[string]string{}, funcs: map[string]int{}, versions: map[string]libVersions{}}
-	sc := bufio.NewScanner(f)
-	for n := 1; sc.Scan(); n++ {
-		line, _, _ := strings.Cut(sc.Text(), "#")
-		fields := strings.Fields(line)
-		if len(fields) == 0 {
-			continue
-		}
-		if err := m.set(fields[0], fields[1:], filepath.Dir(path)); err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", path, n, err)
-		}
-	}
-	if err := sc.Err(); err != nil {
+	err = readData(path, func(_ int, key string, v []string) error {
+		return m.set(key, v, filepath.Dir(path))
+	})
+	if err != nil {
 		return nil, err
 	}
 	for key, v := range map[string]string{"build": m.build, "suffix": m.suffix, "version": m.version, "headers cuda": m.headers["cuda"]} {
