@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"go/build/constraint"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -13,8 +12,9 @@ import (
 
 // A major is one CUDA major version as its data file (headers/cuda13.txt,
 // headers/cuda12.txt) describes it: the one place that names its version,
-// headers and libraries. Without -headers, gen generates each package once
-// for every major, into files named for it that build under its constraint.
+// headers and libraries. gen generates each package once for every major,
+// into files named for it that build under its constraint, unless the
+// package's section has a headers line.
 type major struct {
 	file    string            // the data file, absolute
 	build   string            // the build constraint of its files: !cuda12
@@ -192,24 +192,4 @@ func readMajors(dir string) ([]*major, error) {
 		}
 	}
 	return ms, nil
-}
-
-// majorsDir returns the directory of the majors' data files: dir, made
-// relative to base, or else headers/ in the module above base.
-func majorsDir(dir, base string) (string, error) {
-	if dir != "" {
-		return filepath.Join(base, dir), nil
-	}
-	abs, err := filepath.Abs(base)
-	if err != nil {
-		return "", err
-	}
-	for d := abs; ; d = filepath.Dir(d) {
-		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			return filepath.Join(d, "headers"), nil
-		}
-		if filepath.Dir(d) == d {
-			return "", fmt.Errorf("no go.mod above %s to find headers/ in (or give -majors)", base)
-		}
-	}
 }
