@@ -51,6 +51,10 @@ type config struct {
 	// facts are the library's facts (calls, callback, keeps,
 	// stringarrays).
 	facts libraryFacts
+	// attrs and attrPlurals are the package's Attrs and AttrPlurals, by C
+	// name (getattr, setattr, getattrs).
+	attrs       map[string]AttrFunc
+	attrPlurals map[string]string
 
 	// arch is the GOARCH, one of targets, whose C ABI lays the types out.
 	arch string
@@ -172,7 +176,14 @@ var packageKeys = map[string][2]int{
 	"callback":     {2, -1},
 	"keeps":        {1, -1},
 	"stringarrays": {1, -1},
+	"getattr":      {3, 4},
+	"setattr":      {3, 4},
+	"getattrs":     {2, 2},
 }
+
+// repeated are the keys a section may have more than once, each line about
+// the function its first value names.
+var repeated = []string{"callback", "getattr", "setattr", "getattrs"}
 
 // handwrittenKeys are the keys a hand-written package's section may have.
 var handwrittenKeys = []string{"package", "dir", "from", "handwritten"}
@@ -294,7 +305,7 @@ func (s *packageSection) set(n int, key string, v []string, dir string) error {
 	case len(v) < want[0] || want[1] >= 0 && len(v) > want[1]:
 		return arity(key, want[0], want[1], len(v))
 	}
-	if first, dup := s.keys[key]; dup && key != "callback" {
+	if first, dup := s.keys[key]; dup && !slices.Contains(repeated, key) {
 		return fmt.Errorf("a second %s line (the first is at line %d)", key, first)
 	}
 	s.keys[key] = n
@@ -347,6 +358,26 @@ func (s *packageSection) set(n int, key string, v []string, dir string) error {
 		s.sections = v
 	case "calls":
 		c.facts.known, c.facts.calls = true, v
+	case "getattr", "setattr":
+		if _, dup := c.attrs[v[0]]; dup {
+			return fmt.Errorf("%s %s: a second line for %[2]s", key, v[0])
+		}
+		if c.attrs == nil {
+			c.attrs = map[string]AttrFunc{}
+		}
+		a := AttrFunc{Attr: v[1], Value: v[2], Set: key == "setattr"}
+		if len(v) == 4 {
+			a.Size = v[3]
+		}
+		c.attrs[v[0]] = a
+	case "getattrs":
+		if _, dup := c.attrPlurals[v[0]]; dup {
+			return fmt.Errorf("getattrs %s: a second line for %[1]s", v[0])
+		}
+		if c.attrPlurals == nil {
+			c.attrPlurals = map[string]string{}
+		}
+		c.attrPlurals[v[0]] = v[1]
 	case "callback":
 		if _, dup := c.facts.callbacks[v[0]]; dup {
 			return fmt.Errorf("callback %s: a second line", v[0])
@@ -417,6 +448,11 @@ func (s *packageSection) check(majors string) error {
 	for _, key := range []string{"callback", "keeps"} {
 		if has(key) && !c.facts.known {
 			return s.errorf(key, "%s without a calls line, which says that gen knows the library's facts", key)
+		}
+	}
+	for plural, one := range c.attrPlurals {
+		if _, ok := c.attrs[one]; !ok {
+			return s.errorf("getattrs", "getattrs %s %s: no getattr line for %[2]s", plural, one)
 		}
 	}
 	if has("sections") {

@@ -60,6 +60,9 @@ lib GOCUDA_RT
 guide https://example.com/rt/#api-reference the RT guide, API reference
 calls
 callback rtSetLogger *
+getattr rtGetAttribute attr value
+setattr rtSetAttribute attr value size
+getattrs rtGetAttributes rtGetAttribute
 
 package blas
 dir ../blas
@@ -123,6 +126,9 @@ func TestReadPackages(t *testing.T) {
 		{"rt's guide", *rt.guide, Guide{Title: "the RT guide, API reference", URL: "https://example.com/rt/#api-reference"}},
 		{"rt's callbacks", rt.facts.callbacks, map[string][]string{"rtSetLogger": {every}}},
 		{"rt's calls that call back", slices.Sorted(maps.Keys(rt.facts.back)), []string{every}},
+		{"rt's getattr", rt.attrs["rtGetAttribute"], AttrFunc{Attr: "attr", Value: "value"}},
+		{"rt's setattr", rt.attrs["rtSetAttribute"], AttrFunc{Attr: "attr", Value: "value", Size: "size", Set: true}},
+		{"rt's getattrs", rt.attrPlurals["rtGetAttributes"], "rtGetAttribute"},
 		{"blas's from", blas.from, "nccl"},
 		{"blas's omit", blas.omit, []string{"pblas"}},
 		{"blas's use", len(blas.use) == 1 && blas.use[0] == rt, true},
@@ -204,6 +210,9 @@ func TestReadPackagesErrors(t *testing.T) {
 		{"sections without guide", gen + "sections a\n", "packages.txt:7: package a: sections without a guide line"},
 		{"guide without URL", gen + "guide the A guide\n", "packages.txt:7: guide the: the guide's URL, https://..., comes first"},
 		{"string array", gen + "stringarrays aCreate\n", "packages.txt:7: stringarrays aCreate: not function.parameter"},
+		{"getattr without a value", gen + "getattr aGetAttribute attr\n", "packages.txt:7: getattr takes 3 to 4 values, not 2"},
+		{"second getattr", gen + "getattr aGet attr value\nsetattr aGet attr value\n", "packages.txt:8: setattr aGet: a second line for aGet"},
+		{"getattrs without getattr", gen + "getattrs aGetAll aGet\n", "packages.txt:7: package a: getattrs aGetAll aGet: no getattr line for aGet"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "packages.txt")
@@ -230,6 +239,9 @@ func TestRepoPackages(t *testing.T) {
 		if c == nil || c.handwritten() || !c.facts.known || c.guide == nil || filepath.Base(c.dest) != name {
 			t.Errorf("%s: %+v, want a generated package in ../%[1]s, with facts and a guide", name, c)
 		}
+	}
+	if n, m := len(pkgs["cudadrv"].attrs), len(pkgs["cudart"].attrs); n != 11 || m != 5 {
+		t.Errorf("cudadrv and cudart have %d and %d attribute functions, want 11 and 5", n, m)
 	}
 	for _, name := range []string{"highlevel", "nvtx", "dl", "bench"} {
 		if c := pkgs[name]; c == nil || !c.handwritten() {

@@ -54,13 +54,16 @@
 //	callback REG CALL...|*
 //	keeps FUNC...
 //	stringarrays FUNC.PARAM...         see Functions
+//	getattr FUNC ATTR VALUE [SIZE]     see Functions
+//	setattr FUNC ATTR VALUE [SIZE]
+//	getattrs FUNC ONE
 //	headers DIR                        a header directory of its own instead of the majors'
 //	handwritten cflags major tests     a hand-written package: see CUDA majors
 //
 // A generated package's section needs dir, include and lib; a hand-written
-// package's has dir, handwritten and maybe from, and no other key. callback
-// may be given once for each function that registers one, every other key
-// at most once. gen refuses a file that names an unknown key or a package
+// package's has dir, handwritten and maybe from, and no other key.
+// callback, getattr, setattr and getattrs may be given once for each
+// function they name, every other key at most once. gen refuses a file that names an unknown key or a package
 // twice, a section that lacks a key it needs, and a use or calls line that
 // names no package of the file, saying where: the file, the line and the
 // package.
@@ -266,15 +269,19 @@
 // Every enum E has EValues, its values in header order, each once:
 // cudadrv.ResultValues() []Result.
 //
-// A function that gets or sets an attribute's value through void * (named
-// in attrs.go's attrFuncs) has a generic companion named Of that takes or
-// returns the value as a T, and refuses a T that does not fit the
-// attribute's value type with a *ValueTypeError before the call:
+// A function that gets or sets an attribute's value through void * (its
+// package's getattr or setattr line names it, and its parameters of the
+// attribute, the value and the value's size, if any) has a generic
+// companion named Of that takes or returns the value as a T, and refuses a
+// T that does not fit the attribute's value type with a *ValueTypeError
+// before the call:
 // cudadrv.MemPoolGetAttributeOf[T any](pool MemoryPool, attr
 // MemPool_attribute) (T, error). The value types come from the headers'
 // "(value type = cuuint64_t)" comments, and for the attributes whose types
 // the headers give only in prose from attrs.go's valueTypes; the
 // attribute enum's ValueType method returns them (nil where none is known).
+// The doc of a function that gets several attributes at once (getattrs)
+// names the companion of the one that gets one.
 //
 // # cgo annotations
 //

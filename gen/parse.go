@@ -162,7 +162,7 @@ func newParser(cfg config, c *cache) (*parser, error) {
 		ccfg:     &ccfg,
 		src:      src.String(),
 		names:    newNamer(cfg.prefixes),
-		pkg:      &Package{Name: cfg.pkg, Headers: slices.Concat(cfg.headers, cfg.typeHeaders), Library: cfg.lib, LibraryEnv: cfg.libEnv, Guide: cfg.guide},
+		pkg:      &Package{Name: cfg.pkg, Headers: slices.Concat(cfg.headers, cfg.typeHeaders), Library: cfg.lib, LibraryEnv: cfg.libEnv, Guide: cfg.guide, Attrs: cfg.attrs, AttrPlurals: cfg.attrPlurals},
 		docs:     docReader{files: map[string][]string{}},
 		records:  map[string]*Record{},
 		enums:    map[string]*Enum{},
