@@ -13,4 +13,4 @@ package bench
 
 // The stub is built with the headers of the major the build binds
 // (testHeaders, in zversion_*_test.go).
-//go:generate go run github.com/gocuda/cuda/gen -majors ../headers -pkg bench -tests
+//go:generate go run github.com/gocuda/cuda/gen -pkg bench

@@ -40,4 +40,4 @@
 // returns a *SymbolError naming it, and the rest keep working.
 package cublas
 
-//go:generate go run ../gen -use ../cudart -out . -pkg cublas -include cublas_v2.h,cublas_api.h -prefix cublas,CUBLAS_ -error cublasStatus_t -lib GOCUDA_CUBLAS
+//go:generate go run ../gen -pkg cublas

@@ -31,4 +31,4 @@
 // returns a *SymbolError naming it, and the rest keep working.
 package cublaslt
 
-//go:generate go run ../gen -use ../cudart,../cublas -out . -pkg cublaslt -include cublasLt.h -prefix cublasLt,CUBLASLT_ -error cublasStatus_t -lib GOCUDA_CUBLASLT
+//go:generate go run ../gen -pkg cublaslt

@@ -77,4 +77,4 @@
 // conversion is offered for them.
 package cudadrv
 
-//go:generate go run ../gen -out . -pkg cudadrv -include cuda.h,cudaProfiler.h -prefix cu,CU_,CU,CUDA_ -error CUresult -perthread CUDA_API_PER_THREAD_DEFAULT_STREAM -lib GOCUDA_CUDA
+//go:generate go run ../gen -pkg cudadrv

@@ -53,4 +53,4 @@
 // with CUDA_API_PER_THREAD_DEFAULT_STREAM does.
 package cudart
 
-//go:generate go run ../gen -out . -pkg cudart -include cuda_runtime_api.h,cuda_profiler_api.h,driver_functions.h -types library_types.h,cuComplex.h -prefix cuda,CUDART_,CUDA_ -error cudaError_t -perthread CUDA_API_PER_THREAD_DEFAULT_STREAM -lib GOCUDA_CUDART
+//go:generate go run ../gen -pkg cudart

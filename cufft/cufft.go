@@ -26,4 +26,4 @@
 // *SymbolError naming it, and the rest keep working.
 package cufft
 
-//go:generate go run ../gen -use ../cudart -out . -pkg cufft -include cufft.h -prefix cufft,CUFFT_ -error cufftResult -lib GOCUDA_CUFFT
+//go:generate go run ../gen -pkg cufft

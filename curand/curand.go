@@ -26,4 +26,4 @@
 // returns a *SymbolError naming it, and the rest keep working.
 package curand
 
-//go:generate go run ../gen -use ../cudart -out . -pkg curand -include curand.h -prefix curand,CURAND_ -error curandStatus_t -lib GOCUDA_CURAND
+//go:generate go run ../gen -pkg curand

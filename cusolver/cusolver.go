@@ -30,4 +30,4 @@
 // returns a *SymbolError naming it, and the rest keep working.
 package cusolver
 
-//go:generate go run ../gen -use ../cudart,../cublas -out . -pkg cusolver -include cusolverDn.h,cusolver_common.h -prefix cusolverDn,cusolver,CUSOLVERDN_,CUSOLVER_ -error cusolverStatus_t -lib GOCUDA_CUSOLVER
+//go:generate go run ../gen -pkg cusolver

@@ -29,4 +29,4 @@
 // returns a *SymbolError naming it, and the rest keep working.
 package cusparse
 
-//go:generate go run ../gen -use ../cudart -out . -pkg cusparse -include cusparse.h -prefix cusparse,CUSPARSE_ -error cusparseStatus_t -lib GOCUDA_CUSPARSE
+//go:generate go run ../gen -pkg cusparse

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -14,48 +13,41 @@ import (
 	"sync"
 )
 
-// generateAll generates every package under root that a //go:generate line
-// runs gen for, as that line says, in one process; like go generate ./...,
-// it skips testdata and directories whose names start with . or _. With
-// out, each package is written under out, at its path relative to root,
-// instead of in place; with check (-check-targets), each is parsed for
-// every target (see config.targets). The packages are generated
-// concurrently, GOMAXPROCS at a time, once for each CUDA major (once with
-// -headers), and each is parsed once for each: the packages that use it
-// share its parse. The reports follow, in the packages' order.
-func generateAll(root, out string, check bool) error {
+// generateAll generates every package of cfgs, the configuration file's,
+// whose directory is root or under it, in one process. With out, each
+// package is written under out, at its path relative to root, instead of in
+// place; with check (-check-targets), each is parsed for every target (see
+// config.targets). The packages are generated concurrently, GOMAXPROCS at a
+// time, once for each CUDA major (once with a headers line), and each is
+// parsed once for each: the packages that use it share its parse. The
+// reports follow, in the packages' order.
+func generateAll(cfgs []*config, root, out string, check bool) error {
 	type job struct {
-		dir string
 		cfg config
 		m   *major
 	}
-	var jobs []job
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || !d.IsDir() {
-			return err
-		}
-		if n := d.Name(); path != root && (n == "testdata" || strings.HasPrefix(n, ".") || strings.HasPrefix(n, "_")) {
-			return filepath.SkipDir
-		}
-		if _, args, err := generateArgs(path); args == nil || err != nil {
-			return err
-		}
-		cfg, err := packageConfig(path)
-		if err != nil {
-			return err
-		}
-		cfg.check = check
-		majors, err := majorsOf(cfg)
-		if err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
-		for _, m := range majors {
-			jobs = append(jobs, job{path, cfg, m})
-		}
-		return nil
-	})
+	root, err := filepath.Abs(root)
 	if err != nil {
 		return err
+	}
+	var jobs []job
+	for _, c := range cfgs {
+		rel, err := filepath.Rel(root, c.dest)
+		if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			continue
+		}
+		cfg := *c
+		cfg.out, cfg.check = cfg.dest, check
+		if out != "" {
+			cfg.out = filepath.Join(out, rel)
+		}
+		majors, err := majorsOf(cfg)
+		if err != nil {
+			return fmt.Errorf("%s: %w", cfg.pkg, err)
+		}
+		for _, m := range majors {
+			jobs = append(jobs, job{cfg, m})
+		}
 	}
 	c := &cache{slots: make(chan struct{}, runtime.GOMAXPROCS(0))}
 	stage := new(staged)
@@ -68,8 +60,8 @@ func generateAll(root, out string, check bool) error {
 			c.slots <- struct{}{}
 			defer func() { <-c.slots }()
 			var err error
-			if pkgs[i], err = generate(c, j.dir, j.cfg, j.m, root, out, &reports[i], stage); err != nil {
-				errs[i] = fmt.Errorf("%s: %w", j.dir, err)
+			if pkgs[i], err = generate(c, j.cfg, j.m, &reports[i], stage); err != nil {
+				errs[i] = fmt.Errorf("%s: %w", j.cfg.pkg, err)
 			}
 		})
 	}
@@ -80,12 +72,12 @@ func generateAll(root, out string, check bool) error {
 	// The jobs of a package are consecutive, one for each major.
 	for i := 0; i < len(jobs); {
 		n := 1
-		for i+n < len(jobs) && jobs[i+n].dir == jobs[i].dir {
+		for i+n < len(jobs) && jobs[i+n].cfg.pkg == jobs[i].cfg.pkg {
 			n++
 		}
 		if !slices.Contains(pkgs[i:i+n], nil) {
 			if err := checkFacts(pkgs[i : i+n]); err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", jobs[i].dir, err))
+				errs = append(errs, fmt.Errorf("%s: %w", jobs[i].cfg.pkg, err))
 			}
 		}
 		i += n
@@ -96,53 +88,40 @@ func generateAll(root, out string, check bool) error {
 	return stage.write()
 }
 
-// generate generates the package in dir, which cfg describes, for the
-// CUDA major m, parsed by c for each of cfg.targets, writes its report to
-// w and returns it (nil for a hand-written package). With out, the package
-// is written under out instead of under root. Its files are staged in
-// stage, to be written once every package has been generated.
-func generate(c *cache, dir string, cfg config, m *major, root, out string, w io.Writer, stage *staged) (*Package, error) {
-	var pkg *Package
+// generate generates the package cfg describes for the CUDA major m,
+// parsed by c for each of cfg.targets, writes its report to w and returns
+// it (nil for a hand-written package). Its files are staged in stage, to
+// be written once every package has been generated.
+func generate(c *cache, cfg config, m *major, w io.Writer, stage *staged) (*Package, error) {
+	mcfg, err := cfg.forMajor(m)
+	if err != nil {
+		return nil, err
+	}
 	if cfg.handwritten() {
-		var err error
-		if cfg, err = cfg.forMajor(m); err != nil {
-			return nil, err
-		}
-	} else {
-		var ps []*parser
-		for _, arch := range cfg.targets() {
-			p, err := c.load(dir, arch, m)
-			if err != nil {
-				return nil, err
-			}
-			ps = append(ps, p)
-		}
-		p, err := oneModel(ps)
+		files, err := handwrittenFiles(mcfg)
 		if err != nil {
 			return nil, err
 		}
-		cfg, pkg = p.cfg, p.pkg
-	}
-	if out != "" {
-		rel, err := filepath.Rel(root, cfg.out)
-		if err != nil {
-			return nil, err
-		}
-		cfg.out = filepath.Join(out, rel)
-	}
-	if pkg == nil {
-		files, err := handwrittenFiles(cfg)
-		if err != nil {
-			return nil, err
-		}
-		stage.add(cfg.out, files)
+		stage.add(mcfg.out, files)
 		return nil, nil
 	}
-	return pkg, write(pkg, cfg, w, stage)
+	var ps []*parser
+	for _, arch := range cfg.targets() {
+		p, err := c.load(cfg, arch, m)
+		if err != nil {
+			return nil, err
+		}
+		ps = append(ps, p)
+	}
+	p, err := oneModel(ps)
+	if err != nil {
+		return nil, err
+	}
+	return p.pkg, write(p.pkg, mcfg, w, stage)
 }
 
-// cache parses generated packages as their //go:generate lines say, each
-// once for each target asked for: the packages that use one share its
+// cache parses generated packages as their configurations say, each once
+// for each target asked for: the packages that use one share its
 // parses. It is safe for concurrent use. With slots, which bounds the
 // goroutines that work at once, a goroutine gives back its slot while it
 // waits for a parse that another does.
@@ -153,7 +132,7 @@ type cache struct {
 }
 
 // parseKey names a parse: the package's absolute directory, the target and
-// the CUDA major's suffix ("" with -headers).
+// the CUDA major's suffix ("" with a headers line).
 type parseKey struct{ dir, arch, major string }
 
 // parsed is a package's parse, p or err, set once done is closed.
@@ -163,15 +142,11 @@ type parsed struct {
 	err  error
 }
 
-// load returns the parse for linux/arch and the CUDA major m (nil with
-// -headers) of the generated package in dir, without its per-thread
-// symbols.
-func (c *cache) load(dir, arch string, m *major) (*parser, error) {
-	a, err := filepath.Abs(dir)
-	if err != nil {
-		return nil, err
-	}
-	key := parseKey{dir: a, arch: arch}
+// load returns the parse for linux/arch and the CUDA major m (nil with a
+// headers line) of the generated package cfg describes, without its
+// per-thread symbols.
+func (c *cache) load(cfg config, arch string, m *major) (*parser, error) {
+	key := parseKey{dir: cfg.dest, arch: arch}
 	if m != nil {
 		key.major = m.suffix
 	}
@@ -189,7 +164,7 @@ func (c *cache) load(dir, arch string, m *major) (*parser, error) {
 		c.wait(e.done)
 		return e.p, e.err
 	}
-	e.p, e.err = c.parse(dir, arch, m)
+	e.p, e.err = c.parse(cfg, arch, m)
 	close(e.done)
 	return e.p, e.err
 }
@@ -209,14 +184,11 @@ func (c *cache) wait(done chan struct{}) {
 	<-done
 }
 
-// parse parses the generated package in dir for linux/arch and the CUDA
-// major m.
-func (c *cache) parse(dir, arch string, m *major) (*parser, error) {
-	cfg, err := packageConfig(dir)
+// parse parses the generated package cfg describes for linux/arch and the
+// CUDA major m.
+func (c *cache) parse(cfg config, arch string, m *major) (*parser, error) {
+	cfg, err := cfg.forMajor(m)
 	if err != nil {
-		return nil, err
-	}
-	if cfg, err = cfg.forMajor(m); err != nil {
 		return nil, err
 	}
 	cfg.arch = arch

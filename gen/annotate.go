@@ -7,20 +7,21 @@ import (
 )
 
 // annotate decides the cgo annotations of the package's functions from the
-// library's facts (facts.go; the package doc has the policy). A function is
-// marked noescape and nocallback, both or neither, when the facts prove
-// that no function of the program can run before it returns and that it
-// keeps no pointer argument, it takes no function pointer (which it might
-// call), and it takes a pointer or a struct, which the annotations keep off
-// the heap; cgo uses noescape only together with nocallback, and
-// nocallback alone only adds a check. A fact that names a function the
-// package does not have is listed in Unfacted and still holds: the headers
-// of an older CUDA major lack cuLogsRegisterCallback, but the driver loaded
-// at run time may have it. Lacking in every major's headers, it is an error
-// (see checkFacts): the headers changed under it.
+// library's facts (its section of the configuration file; the package doc
+// has the policy). A function is marked noescape and nocallback, both or
+// neither, when the facts prove that no function of the program can run
+// before it returns and that it keeps no pointer argument, it takes no
+// function pointer (which it might call), and it takes a pointer or a
+// struct, which the annotations keep off the heap; cgo uses noescape only
+// together with nocallback, and nocallback alone only adds a check. A fact
+// that names a function the package does not have is listed in Unfacted and
+// still holds: the headers of an older CUDA major lack
+// cuLogsRegisterCallback, but the driver loaded at run time may have it.
+// Lacking in every major's headers, it is an error (see checkFacts): the
+// headers changed under it.
 func (p *parser) annotate() {
-	f, ok := facts[p.pkg.Name]
-	if !ok {
+	f := p.cfg.facts
+	if !f.known {
 		return
 	}
 	declared := map[string]*Func{}
@@ -38,7 +39,7 @@ func (p *parser) annotate() {
 		}
 	}
 	slices.Sort(p.pkg.Unfacted)
-	back := callsBack(p.pkg.Name)
+	back := f.back
 	if back[every] {
 		return
 	}
@@ -53,7 +54,7 @@ func checkFacts(pkgs []*Package) error {
 	var errs []error
 	for _, c := range pkgs[0].Unfacted {
 		if !slices.ContainsFunc(pkgs, func(p *Package) bool { return !slices.Contains(p.Unfacted, c) }) {
-			errs = append(errs, fmt.Errorf("gen's facts (facts.go) name %s, which package %s does not declare", c, pkgs[0].Name))
+			errs = append(errs, fmt.Errorf("the facts of package %s (its callback and keeps lines) name %s, which it does not declare", pkgs[0].Name, c))
 		}
 	}
 	return errors.Join(errs...)

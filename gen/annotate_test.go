@@ -7,7 +7,23 @@ import (
 	"testing"
 )
 
+// repoPackages returns the configurations of the repository's packages,
+// gen/packages.txt, by name.
+func repoPackages(t *testing.T) map[string]*config {
+	t.Helper()
+	cfgs, err := readPackages("packages.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := map[string]*config{}
+	for _, c := range cfgs {
+		r[c.pkg] = c
+	}
+	return r
+}
+
 func TestCallsBack(t *testing.T) {
+	pkgs := repoPackages(t)
 	for _, tt := range []struct {
 		pkg  string
 		want []string
@@ -18,27 +34,16 @@ func TestCallsBack(t *testing.T) {
 		{"cusolver", []string{every}}, // its own logger
 		{"nvrtc", []string{"nvrtcCompileProgram"}},
 		{"nvjitlink", nil},
-		{"unknown", nil},
+		{"highlevel", nil}, // no facts
 	} {
-		if got := slices.Sorted(maps.Keys(callsBack(tt.pkg))); !slices.Equal(got, tt.want) {
-			t.Errorf("callsBack(%q) = %q, want %q", tt.pkg, got, tt.want)
-		}
-	}
-}
-
-// TestFactsPackages checks that every library a library calls into has
-// facts of its own: a missing one would hide its callbacks.
-func TestFactsPackages(t *testing.T) {
-	for pkg, f := range facts {
-		for _, u := range f.calls {
-			if _, ok := facts[u]; !ok {
-				t.Errorf("%s calls into %s, which has no facts", pkg, u)
-			}
+		if got := slices.Sorted(maps.Keys(pkgs[tt.pkg].facts.back)); !slices.Equal(got, tt.want) {
+			t.Errorf("%s: the calls that may call back are %q, want %q", tt.pkg, got, tt.want)
 		}
 	}
 }
 
 func TestAnnotate(t *testing.T) {
+	pkgs := repoPackages(t)
 	i32 := &Type{Kind: Scalar, Go: "int32", C: "int"}
 	out := Param{GoName: "v", Type: &Type{Kind: Pointer, Elem: i32}}
 	fnptr := Param{GoName: "fn", Type: &Type{Kind: FuncPtr}}
@@ -72,7 +77,11 @@ func TestAnnotate(t *testing.T) {
 		{"nvrtc", funcs("nvrtcVersion", "nvrtcCompileProgram", "nvrtcGetPTX"), []string{"nvrtcVersion", "nvrtcGetPTX"}, []string{"nvrtcSetFlowCallback"}},
 		{"cudadrv", funcs("cuInit", "cuCtxGetDevice"), nil, []string{"cuLogsRegisterCallback"}},
 	} {
-		p := &parser{pkg: &Package{Name: tt.pkg, Funcs: tt.funcs}}
+		var cfg config // golden's: no facts
+		if c := pkgs[tt.pkg]; c != nil {
+			cfg = *c
+		}
+		p := &parser{cfg: cfg, pkg: &Package{Name: tt.pkg, Funcs: tt.funcs}}
 		p.annotate()
 		var marked []string
 		for _, f := range tt.funcs {
@@ -100,8 +109,8 @@ func TestCheckFacts(t *testing.T) {
 		{[]*Package{pkg()}, ""},
 		{[]*Package{pkg(), pkg("nvrtcSetFlowCallback")}, ""},
 		{[]*Package{pkg("nvrtcSetFlowCallback"), pkg()}, ""},
-		{[]*Package{pkg("nvrtcCompileProgram")}, "gen's facts (facts.go) name nvrtcCompileProgram, which package nvrtc does not declare"},
-		{[]*Package{pkg("nvrtcCompileProgram", "nvrtcSetFlowCallback"), pkg("nvrtcCompileProgram")}, "name nvrtcCompileProgram,"},
+		{[]*Package{pkg("nvrtcCompileProgram")}, "the facts of package nvrtc (its callback and keeps lines) name nvrtcCompileProgram, which it does not declare"},
+		{[]*Package{pkg("nvrtcCompileProgram", "nvrtcSetFlowCallback"), pkg("nvrtcCompileProgram")}, "name nvrtcCompileProgram, which"},
 	} {
 		err := checkFacts(tt.pkgs)
 		if tt.err == "" && err != nil || tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)) {

@@ -15,7 +15,8 @@ import (
 //
 //	MemPoolGetAttributeOf[T any](pool MemoryPool, attr MemPool_attribute) (T, error)
 //
-// The type of each attribute's value comes from the headers where they
+// The functions are the package's Attrs, which the getattr and setattr
+// lines of its section of gen/packages.txt name. The type of each attribute's value comes from the headers where they
 // state it in the enumerator's comment, "(value type = cuuint64_t)", and
 // otherwise from valueTypes, data taken from the functions' documentation
 // (which says it in prose: "The type of data must be CUcontext *"). The
@@ -23,50 +24,10 @@ import (
 // A T fits when it is that type, an integer type of the same size (an enum,
 // or uint32 for unsigned int), or, for a list (int[]), an array of one.
 
-// attrFunc is a function that takes an attribute's value through void *.
-type attrFunc struct {
-	attr  string // the parameter of the attribute, whose enum types the value
-	value string // the void * parameter of the value
-	size  string // the parameter of the value's size in bytes, or ""; by pointer where the C type is one
-	set   bool   // the call reads the value; else it writes it
-}
-
-// attrFuncs are the functions with typed companions, by package and C name.
-var attrFuncs = map[string]map[string]attrFunc{
-	"cudadrv": {
-		"cuMemPoolGetAttribute":        {attr: "attr", value: "value"},
-		"cuMemPoolSetAttribute":        {attr: "attr", value: "value", set: true},
-		"cuDeviceGetGraphMemAttribute": {attr: "attr", value: "value"},
-		"cuDeviceSetGraphMemAttribute": {attr: "attr", value: "value", set: true},
-		"cuPointerGetAttribute":        {attr: "attribute", value: "data"},
-		"cuPointerSetAttribute":        {attr: "attribute", value: "value", set: true},
-		"cuMemRangeGetAttribute":       {attr: "attribute", value: "data", size: "dataSize"},
-		"cuCoredumpGetAttribute":       {attr: "attrib", value: "value", size: "size"},
-		"cuCoredumpGetAttributeGlobal": {attr: "attrib", value: "value", size: "size"},
-		"cuCoredumpSetAttribute":       {attr: "attrib", value: "value", size: "size", set: true},
-		"cuCoredumpSetAttributeGlobal": {attr: "attrib", value: "value", size: "size", set: true},
-	},
-	"cudart": {
-		"cudaMemPoolGetAttribute":        {attr: "attr", value: "value"},
-		"cudaMemPoolSetAttribute":        {attr: "attr", value: "value", set: true},
-		"cudaDeviceGetGraphMemAttribute": {attr: "attr", value: "value"},
-		"cudaDeviceSetGraphMemAttribute": {attr: "attr", value: "value", set: true},
-		"cudaMemRangeGetAttribute":       {attr: "attribute", value: "data", size: "dataSize"},
-	},
-}
-
-// attrPlurals are the functions that get several attributes at once
-// through an array of void *, by package and C name, each with the function
-// that gets one, whose companion's doc they name as the typed way.
-var attrPlurals = map[string]map[string]string{
-	"cudadrv": {"cuPointerGetAttributes": "cuPointerGetAttribute", "cuMemRangeGetAttributes": "cuMemRangeGetAttribute"},
-	"cudart":  {"cudaMemRangeGetAttributes": "cudaMemRangeGetAttribute"},
-}
-
 // companionNote is the sentence of an attribute function's doc that names
 // its typed companion, or "".
 func (e *emitter) companionNote(fn *Func) string {
-	if _, ok := attrFuncs[e.pkg.Name][fn.CName]; !ok {
+	if _, ok := e.pkg.Attrs[fn.CName]; !ok {
 		return ""
 	}
 	return wrap(fmt.Sprintf("[%sOf] takes the value as a T of the attribute's type, checked before the call.", fn.GoName))
@@ -75,7 +36,7 @@ func (e *emitter) companionNote(fn *Func) string {
 // pluralNote is the sentence of a plural attribute function's doc that
 // names its typed alternative, or "".
 func (e *emitter) pluralNote(fn *Func) string {
-	one, ok := attrPlurals[e.pkg.Name][fn.CName]
+	one, ok := e.pkg.AttrPlurals[fn.CName]
 	if !ok {
 		return ""
 	}
@@ -183,18 +144,18 @@ func (e *emitter) valueGoType(c string) (jen.Code, bool) {
 	return nil, false
 }
 
-// attrEnums returns the enums, by Go name, whose values attrFuncs' functions
-// of the package take.
+// attrEnums returns the enums, by Go name, whose values the package's Attrs
+// take.
 func (e *emitter) attrEnums() map[string]*Enum {
 	out := map[string]*Enum{}
-	fns := attrFuncs[e.pkg.Name]
+	fns := e.pkg.Attrs
 	for _, fn := range e.pkg.Funcs {
 		a, ok := fns[fn.CName]
 		if !ok {
 			continue
 		}
 		for _, p := range fn.Params {
-			if p.CName == a.attr && p.Type.Kind == Named && p.Type.Pkg == "" {
+			if p.CName == a.Attr && p.Type.Kind == Named && p.Type.Pkg == "" {
 				for _, en := range e.pkg.Enums {
 					if en.GoName == p.Type.Go {
 						out[en.GoName] = en
@@ -284,38 +245,39 @@ func (e *emitter) attrTypes(f *jen.File) {
 	)
 }
 
-// attrCompanion emits fn's companion named Of, if fn is in attrFuncs.
+// attrCompanion emits fn's companion named Of, if fn is one of the
+// package's Attrs.
 func (e *emitter) attrCompanion(f *jen.File, fn *Func) {
-	a, ok := attrFuncs[e.pkg.Name][fn.CName]
+	a, ok := e.pkg.Attrs[fn.CName]
 	if !ok {
 		return
 	}
 	var attr *Param
 	for i, p := range fn.Params {
-		if p.CName == a.attr {
+		if p.CName == a.Attr {
 			attr = &fn.Params[i]
 		}
 	}
 	if attr == nil || attr.Type.Kind != Named {
-		panic(fmt.Sprintf("%s: attrFuncs names no attribute parameter %s", fn.CName, a.attr))
+		panic(fmt.Sprintf("%s: its getattr or setattr line names no attribute parameter %s", fn.CName, a.Attr))
 	}
 	name := fn.GoName + "Of"
 	var params, args, pre []jen.Code
 	found := 0
 	for _, p := range fn.Params {
 		switch p.CName {
-		case a.value:
+		case a.Value:
 			found++
 			v := "v"
-			if a.set {
+			if a.Set {
 				v = "value"
 				params = append(params, jen.Id("value").Id("T"))
 			}
 			args = append(args, jen.Qual("unsafe", "Pointer").Call(jen.Op("&").Id(v)))
-		case a.size:
+		case a.Size:
 			found++
 			v := "value"
-			if !a.set {
+			if !a.Set {
 				v = "v"
 			}
 			size := jen.Uint64().Call(jen.Qual("unsafe", "Sizeof").Call(jen.Id(v)))
@@ -330,13 +292,13 @@ func (e *emitter) attrCompanion(f *jen.File, fn *Func) {
 			args = append(args, jen.Id(p.GoName))
 		}
 	}
-	if want := 1 + min(len(a.size), 1); found != want {
-		panic(fmt.Sprintf("%s: attrFuncs names parameters it lacks", fn.CName))
+	if want := 1 + min(len(a.Size), 1); found != want {
+		panic(fmt.Sprintf("%s: its getattr or setattr line names parameters it lacks", fn.CName))
 	}
 	check := jen.Id("checkValue").Types(jen.Id("T")).Call(jen.Id(attr.GoName), jen.Id(attr.GoName).Dot("ValueType").Call())
 	call := jen.Id(fn.GoName).Call(args...)
 	verb, how := "takes", "a value"
-	if !a.set {
+	if !a.Set {
 		verb, how = "returns", "the value"
 	}
 	text := wrap(fmt.Sprintf("%s calls %s with %s of type T, which it %s: T must fit the type "+
@@ -344,7 +306,7 @@ func (e *emitter) attrCompanion(f *jen.File, fn *Func) {
 		"array of it); another T is refused with a *[ValueTypeError] before the call.", name, fn.GoName, how, verb, attr.GoName, attr.Type.Go))
 	f.Add(docComment(text))
 	body := []jen.Code{}
-	if a.set {
+	if a.Set {
 		body = append(body, jen.If(jen.Err().Op(":=").Add(check), jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err())))
 		body = append(body, pre...)
 		body = append(body, jen.Return(call))

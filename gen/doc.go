@@ -4,61 +4,107 @@
 // model.go; -model prints it as JSON), then emits Go with
 // github.com/dave/jennifer, formatted once by go/format, with the imports
 // grouped as goimports groups them. Its output depends only on the headers,
-// the CUDA majors' data files and the flags.
+// the packages' configuration and the CUDA majors' data files.
 //
-//	go run ./gen -out cudart -pkg cudart \
-//		-include cuda_runtime_api.h,cuda_profiler_api.h \
-//		-types library_types.h,cuComplex.h \
-//		-prefix cuda,CUDART_,CUDA_ -error cudaError_t -lib GOCUDA_CUDART
-//	go run ./gen -use cudart -out cublas \
-//		-pkg cublas -include cublas_v2.h,cublas_api.h \
-//		-prefix cublas,CUBLAS_ -error cublasStatus_t -lib GOCUDA_CUBLAS
+// Each generated package runs gen from its //go:generate line, which names
+// it and nothing more:
 //
-// Each generated package runs gen from its //go:generate line. make
-// generate runs them all in one process instead, concurrently, parsing the
-// headers of each package once for it and for the packages that use it:
+//	//go:generate go run ../gen -pkg cublas
+//
+// make generate runs them all in one process instead, concurrently,
+// parsing the headers of each package once for it and for the packages
+// that use it:
 //
 //	go run ./gen -all .
 //
 // A run writes its files only once every package and major it generates
 // has been generated: one that fails writes nothing.
 //
+// # Configuration
+//
+// A package's configuration is its section of gen/packages.txt, the one
+// place that says what gen generates for it, whatever the CUDA major: the
+// headers it binds, its names, its library, its guide and its library's
+// facts. gen reads the gen/packages.txt of the current directory or the
+// nearest directory above it that has one (-config names another file).
+// Like the majors' data files (see CUDA majors), it is lines of a key and
+// its values, separated by spaces, and a # that starts a word starts a
+// comment. Paths are relative to the file. Its first line names the
+// directory of the majors' data files; then each package's section runs
+// from its package line to the next:
+//
+//	majors ../headers                  the directory of the majors' data files, cuda*.txt
+//
+//	package cublas                     the package's name, as -pkg names it
+//	dir ../cublas                      its directory
+//	include cublas_v2.h cublas_api.h   the headers whose functions it binds
+//	types library_types.h              headers included for their types and constants only (cudart's)
+//	prefix cublas CUBLAS_              the C name prefixes to drop (see Naming)
+//	omit pnccl                         prefixes of the C names of declarations to leave out (nccl's)
+//	error cublasStatus_t               the status type, whose values are errors
+//	perthread MACRO                    see Per-thread default stream
+//	lib GOCUDA_CUBLAS                  the variable that may name the library's path, by
+//	                                   which each major's data file names its file
+//	use cudart                         see Packages that use other packages
+//	from nccl                          the key of the majors' headers lines whose directory
+//	                                   it binds (nccl's; cuda by default)
+//	guide URL TITLE...                 see Documentation
+//	sections [FAMILY...]
+//	calls [PKG...]                     its library's facts: see cgo annotations
+//	callback REG CALL...|*
+//	keeps FUNC...
+//	stringarrays FUNC.PARAM...         see Functions
+//	getattr FUNC ATTR VALUE [SIZE]     see Functions
+//	setattr FUNC ATTR VALUE [SIZE]
+//	getattrs FUNC ONE
+//	headers DIR                        a header directory of its own instead of the majors'
+//	handwritten cflags major tests     a hand-written package: see CUDA majors
+//
+// A generated package's section needs dir, include and lib; a hand-written
+// package's has dir, handwritten and maybe from, and no other key.
+// callback, getattr, setattr and getattrs may be given once for each
+// function they name, every other key at most once. gen refuses a file that names an unknown key or a package
+// twice, a section that lacks a key it needs, and a use or calls line that
+// names no package of the file, saying where: the file, the line and the
+// package.
+//
 // # CUDA majors
 //
 // The one place that names a CUDA version is its major's data file,
-// headers/cuda13.txt or headers/cuda12.txt (-majors names another
-// directory of cuda*.txt files): lines of a key and its values, # starting
-// a comment.
+// headers/cuda13.txt or headers/cuda12.txt (the configuration's majors line
+// names their directory): lines of a key and its values.
 //
 //	build !cuda12                     the build constraint of its files
 //	suffix cuda13                     their names' suffix
 //	version 13.0                      the headers' CUDA version
 //	driver 580                        the oldest Linux driver release that runs it
 //	headers cuda cuda-13.0            a header directory by key, relative to the file
-//	headers nccl nccl-2.28.3          (-from picks the package's; cuda is the default)
-//	lib GOCUDA_CUDART libcudart.so.13 a library's file name, by -lib's variable
+//	headers nccl nccl-2.28.3          (a package's from line picks its own; cuda is the default)
+//	lib GOCUDA_CUDART libcudart.so.13 a library's file name, by the variable of its package's lib line
 //	funcs cudart 312                  the functions a package's coverage test counts
 //	versions GOCUDA_CUSPARSE 12.6     a library numbered otherwise than CUDA: the first
 //	                                  version this major ships and, if known, the next
 //	                                  major's first (12.0 12.6 for CUDA 12)
 //
-// Without -headers, gen generates the package once for each major, each
-// time from the major's header directory (with -from nccl, NCCL's, and
-// CUDA's on the include path too) and for its library file name, into
-// files whose names carry the major's suffix and whose sources carry its
-// build constraint: ztypes_cuda13.go builds by default, ztypes_cuda12.go
-// with -tags cuda12, as golang.org/x/sys/unix keeps one set of files per
-// platform. With no tag set exactly one major's constraint must hold, and
-// with each tag the constraints name set alone at most one, or gen stops. With -headers (and -lib
-// ENV=FILE), gen generates the package once from that directory, into
-// files of the plain names, with no constraint.
+// gen generates a package once for each major, each time from the major's
+// header directory (with from nccl, NCCL's, and CUDA's on the include path
+// too) and for its library file name, into files whose names carry the
+// major's suffix and whose sources carry its build constraint:
+// ztypes_cuda13.go builds by default, ztypes_cuda12.go with -tags cuda12,
+// as golang.org/x/sys/unix keeps one set of files per platform. With no tag
+// set exactly one major's constraint must hold, and with each tag the
+// constraints name set alone at most one, or gen stops. A package whose
+// section has a headers line (and lib ENV FILE, which names the library's
+// file too), such as a golden test's, is generated once, from that
+// directory, into files of the plain names, with no constraint.
 //
-// A hand-written package that needs the major gets small files from its
-// //go:generate line instead: with -cflags, zcflags_cuda13.go puts the
-// major's CUDA headers on cgo's include path, for the package's C code
-// (highlevel, highlevel/nvtx); with -major, zmajor_cuda13.go declares
-// cudaMajor, MinDriver and releases, the versions lines (internal/dl); with -tests, zversion_cuda13_test.go declares
-// testCUDA and testHeaders for its tests (bench).
+// A hand-written package that needs the major gets small files instead, as
+// its section's handwritten line names them: with cflags, zcflags_cuda13.go
+// puts the major's CUDA headers on cgo's include path, for the package's C
+// code (highlevel, highlevel/nvtx); with major, zmajor_cuda13.go declares
+// cudaMajor, MinDriver and releases, the versions lines (internal/dl); with
+// tests, zversion_cuda13_test.go declares testCUDA and testHeaders for its
+// tests (highlevel, bench).
 //
 // # Files
 //
@@ -69,8 +115,8 @@
 // layouts, values and symbols with C, run by internal/ccheck; the C side
 // also asserts at compile time that each function's prototype in the
 // headers is the one gen binds, so a wrong type fails the test's build),
-// zloader.go: the library (-lib), opened at run time by internal/dl, with
-// Load, LibraryPath and, with -perthread, UsePerThreadDefaultStream; and,
+// zloader.go: the library (lib), opened at run time by internal/dl, with
+// Load, LibraryPath and, with perthread, UsePerThreadDefaultStream; and,
 // for a major, zversion_test.go: what the major's data file says that the
 // package's tests check (testCUDA, testHeaders, testLibrary, testFuncs).
 // The #cgo CFLAGS of zfuncs.go hold for the whole package, so the
@@ -103,7 +149,7 @@
 //
 // A C name can be found in Go without searching:
 //
-//   - The first matching package prefix (-prefix, longest first) is dropped
+//   - The first matching package prefix (prefix, longest first) is dropped
 //     when what remains starts with a letter; the rest is kept as written,
 //     with its first letter upper-cased: cudaMalloc -> Malloc,
 //     cudaMemcpyHostToDevice -> MemcpyHostToDevice, CUDART_VERSION -> VERSION,
@@ -154,8 +200,12 @@
 // package's names, or a plain /* */ or // comment with no blank line between
 // (nccl.h documents its functions so), unless it heads a group of
 // declarations (cusolverDn.h's /* LU solve */) or is a banner. A function
-// the header does not document names its section of the library's guide
-// (guides.go). A deprecation macro in a function's declaration, such as
+// the header does not document names where the library's guide documents
+// it (the package's guide line): "See the NVRTC guide:" and its URL, or,
+// where the guide has a section per function (sections), that section:
+// cublasSgemm's doc says "See cublas<t>gemm() in the cuBLAS Library guide"
+// and links #cublas-t-gemm, <t> standing for the type letter after the
+// prefix of a family the sections line names. A deprecation macro in a function's declaration, such as
 // CUSPARSE_DEPRECATED, CUSPARSE_DEPRECATED_REPLACE_WITH(f) or
 // __CUDA_DEPRECATED, or a deprecated attribute, becomes a Deprecated:
 // paragraph, naming the replacement or giving the message where there is one.
@@ -164,7 +214,7 @@
 //
 // C arithmetic types map to Go's of the same size (char -> byte, int ->
 // int32, size_t -> uint64, ...). Enums are Go types with String; the status
-// enum (-error) also implements error. Structs are Go structs with C's size
+// enum (error) also implements error. Structs are Go structs with C's size
 // and field offsets, padded explicitly where Go would lay them out
 // differently. A union is raw storage of its size with one accessor per
 // member, a method that returns a pointer to it. An anonymous union in a
@@ -199,8 +249,8 @@
 // string is copied and returned before the other results, "" where the
 // call fails: cudadrv.GetErrorString(error_ Result) (string, error). An
 // array of strings the call reads is const char *const * and stays a
-// pointer; the few declared const char ** are listed in the facts
-// (stringArrays).
+// pointer; the few declared const char ** are listed in the package's
+// stringarrays line.
 //
 // A function that writes a string into a buffer the caller gives, a char *
 // followed by its length as an int, has a companion named String that
@@ -219,15 +269,19 @@
 // Every enum E has EValues, its values in header order, each once:
 // cudadrv.ResultValues() []Result.
 //
-// A function that gets or sets an attribute's value through void * (named
-// in attrs.go's attrFuncs) has a generic companion named Of that takes or
-// returns the value as a T, and refuses a T that does not fit the
-// attribute's value type with a *ValueTypeError before the call:
+// A function that gets or sets an attribute's value through void * (its
+// package's getattr or setattr line names it, and its parameters of the
+// attribute, the value and the value's size, if any) has a generic
+// companion named Of that takes or returns the value as a T, and refuses a
+// T that does not fit the attribute's value type with a *ValueTypeError
+// before the call:
 // cudadrv.MemPoolGetAttributeOf[T any](pool MemoryPool, attr
 // MemPool_attribute) (T, error). The value types come from the headers'
 // "(value type = cuuint64_t)" comments, and for the attributes whose types
 // the headers give only in prose from attrs.go's valueTypes; the
 // attribute enum's ValueType method returns them (nil where none is known).
+// The doc of a function that gets several attributes at once (getattrs)
+// names the companion of the one that gets one.
 //
 // # cgo annotations
 //
@@ -239,14 +293,18 @@
 // are promises about the C function, and a broken one crashes the program
 // (nocallback: "function marked with #cgo nocallback called back into Go")
 // or corrupts it (noescape), so gen makes them only where facts prove them,
-// never from a function's name. The facts are data (facts.go), per
-// library: the calls that register a function of the program and the calls
-// that may then run it before they return, the libraries a library calls
-// into, and the calls that keep a pointer argument after they return. A
-// function is marked when no registered function can run inside it, it
-// keeps no pointer argument, it takes no function pointer, and it takes a
-// pointer or a struct (else there is nothing to save). A library missing
-// from the facts gets no mark. A function the facts name that a major's
+// never from a function's name. The facts are data, in each package's
+// section of gen/packages.txt: the calls that register a function of the
+// program and the calls that may then run it before they return
+// (callback cuLogsRegisterCallback *, * for every call; callback
+// nvrtcSetFlowCallback nvrtcCompileProgram), the packages whose libraries
+// the library calls into (calls cudart), and the calls that keep a pointer
+// argument after they return (keeps). A function is marked when no
+// registered function can run inside it, it keeps no pointer argument, it
+// takes no function pointer, and it takes a pointer or a struct (else there
+// is nothing to save). A package whose section has no calls line, which
+// says that gen knows its library's facts (calls with no package: it calls
+// into none), gets no mark. A function the facts name that a major's
 // headers lack (CUDA 12.6 has no cuLogsRegisterCallback) is reported, and
 // its facts still hold, as the library loaded at run time may have it; one
 // that every major's headers lack is an error.
@@ -265,24 +323,24 @@
 //
 // # Packages that use other packages
 //
-// The libraries' headers include the runtime's. With -use ../cudart, gen
-// reads cudart's //go:generate line, parses its headers as cudart does, and
-// leaves out of the package everything declared in cudart's files: the
-// package refers to cudart.Stream, cudart.DataType and cudart.CuComplex
-// instead of declaring types of its own, so a stream of cudart or highlevel
-// passes straight to cublas.SetStream. -use takes several packages
-// (cusolver uses cudart and cublas). -types names headers whose types and
-// constants the package declares without binding their functions (cudart's
-// library_types.h and cuComplex.h); -I adds an include directory whose
-// declarations are not the package's (NCCL's headers include CUDA's); -omit
-// leaves out the declarations whose C names start with one of its prefixes:
-// functions, types with their enumerators, enumerators and constants (NCCL's
-// pnccl profiling aliases, and ncclRedOp_dummy_t, which nccl.h declares only
-// to take its size).
+// The libraries' headers include the runtime's. With use cudart, gen
+// parses cudart's headers as cudart's section says, and leaves out of the
+// package everything declared in cudart's files: the package refers to
+// cudart.Stream, cudart.DataType and cudart.CuComplex instead of declaring
+// types of its own, so a stream of cudart or highlevel passes straight to
+// cublas.SetStream. use takes several packages (cusolver uses cudart and
+// cublas). types names headers whose types and constants the package
+// declares without binding their functions (cudart's library_types.h and
+// cuComplex.h); from nccl binds NCCL's header directory, with CUDA's on the
+// include path, whose declarations are not the package's (NCCL's headers
+// include CUDA's); omit leaves out the declarations whose C names start with
+// one of its prefixes: functions, types with their enumerators, enumerators
+// and constants (NCCL's pnccl profiling aliases, and ncclRedOp_dummy_t,
+// which nccl.h declares only to take its size).
 //
 // # Per-thread default stream
 //
-// With -perthread MACRO, gen parses the headers a second time with MACRO
+// With perthread MACRO, gen parses the headers a second time with MACRO
 // defined, as C code built for the per-thread default stream sees them, and
 // records the symbol each function's declaration then names
 // (cuMemcpyHtoD_v2_ptds). The package's library looks those up instead once

@@ -79,9 +79,9 @@ func emit(pkg *Package, outDir string, hdrDirs []string, m *major) (map[string][
 	return render(files, m)
 }
 
-// render renders and formats files, by name, for the CUDA major m (nil with
-// -headers): their names carry its suffix and their sources its build
-// constraint.
+// render renders and formats files, by name, for the CUDA major m (nil for
+// a package with a headers line): their names carry its suffix and their
+// sources its build constraint.
 func render(files map[string]*jen.File, m *major) (map[string][]byte, error) {
 	out := map[string][]byte{}
 	for name, f := range files {

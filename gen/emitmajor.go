@@ -75,7 +75,7 @@ func handwrittenFiles(cfg config) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	hdr, err := filepath.Rel(dest, cfg.dir)
+	hdr, err := filepath.Rel(dest, cfg.headerDir)
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +83,7 @@ func handwrittenFiles(cfg config) (map[string][]byte, error) {
 	e := &emitter{}
 	files := map[string]*jen.File{}
 	if cfg.cflags {
-		if err := checkIncludes(dest, cfg.dir, m); err != nil {
+		if err := checkIncludes(dest, cfg.headerDir, m); err != nil {
 			return nil, err
 		}
 		f := e.file(cfg.pkg)

@@ -58,7 +58,7 @@ func (p *parser) function(d *cc.Declarator) {
 	}
 	for i := range f.Params {
 		prm := &f.Params[i]
-		prm.Out = stringOut(prm.Type) && !slices.Contains(facts[p.pkg.Name].stringArrays, f.CName+"."+prm.CName)
+		prm.Out = stringOut(prm.Type) && !slices.Contains(p.cfg.facts.stringArrays, f.CName+"."+prm.CName)
 	}
 	p.raw[f] = p.docs.before(pos.Filename, pos.Line, true)
 	p.raw[deprecatedKey{f}] = p.docs.deprecation(pos.Filename, pos.Line)

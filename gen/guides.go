@@ -7,37 +7,6 @@ import (
 	"sync"
 )
 
-// guide is where a library's documentation is, for the functions its
-// headers do not document (cuBLAS, cuSOLVER, cuSPARSE and cuFFT document
-// none in their headers).
-type guide struct {
-	Title string // "the cuBLAS Library guide"
-	URL   string // the guide, or its API chapter
-	// Sections: the guide has a section per function, titled as the
-	// function with <t> for the type letter of a family (cublas<t>gemm()),
-	// and Sphinx derives its anchor from the title (#cublas-t-gemm).
-	Sections bool
-	// Families are the prefixes after which a type letter (S, D, C, Z, H,
-	// or their lower case after cublasI) picks a function of a family
-	// (cublasSgemm, cublasDgemm, ...).
-	Families []string
-}
-
-// guides are the libraries' guides, by Go package name.
-var guides = map[string]guide{
-	"cudart":    {Title: "the CUDA Runtime API reference", URL: "https://docs.nvidia.com/cuda/cuda-runtime-api/modules.html"},
-	"cudadrv":   {Title: "the CUDA Driver API reference", URL: "https://docs.nvidia.com/cuda/cuda-driver-api/modules.html"},
-	"nvrtc":     {Title: "the NVRTC guide", URL: "https://docs.nvidia.com/cuda/nvrtc/"},
-	"nvjitlink": {Title: "the nvJitLink guide", URL: "https://docs.nvidia.com/cuda/nvjitlink/"},
-	"cublas":    {Title: "the cuBLAS Library guide", URL: "https://docs.nvidia.com/cuda/cublas/", Sections: true, Families: []string{"cublasI", "cublas"}},
-	"cublaslt":  {Title: "the cuBLAS Library guide", URL: "https://docs.nvidia.com/cuda/cublas/", Sections: true},
-	"cusolver":  {Title: "the cuSOLVER Library guide", URL: "https://docs.nvidia.com/cuda/cusolver/", Sections: true, Families: []string{"cusolverDn"}},
-	"cusparse":  {Title: "the cuSPARSE Library guide", URL: "https://docs.nvidia.com/cuda/cusparse/", Sections: true, Families: []string{"cusparse"}},
-	"curand":    {Title: "the cuRAND Library guide, host API", URL: "https://docs.nvidia.com/cuda/curand/group__HOST.html"},
-	"cufft":     {Title: "the cuFFT Library guide, API reference", URL: "https://docs.nvidia.com/cuda/cufft/#cufft-api-reference"},
-	"nccl":      {Title: "the NCCL User Guide, API", URL: "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/api.html"},
-}
-
 // funcDoc returns a function's doc comment: its Go name, the C function it
 // calls and the header's text; without header text, where its library's
 // guide documents it. Deprecated: paragraphs go last.
@@ -69,10 +38,10 @@ func funcDoc(pkg *Package, fn *Func) string {
 }
 
 // guideRef returns the sentence that sends a reader to fn's section of its
-// library's guide, or "" when gen knows no guide for the package.
+// library's guide, or "" when the package has no guide.
 func guideRef(pkg *Package, fn *Func) string {
-	g, ok := guides[pkg.Name]
-	if !ok {
+	g := pkg.Guide
+	if g == nil {
 		return ""
 	}
 	if !g.Sections {
@@ -91,7 +60,7 @@ func baseName(c string) string {
 // section returns the title of the guide's section on the function name:
 // the name itself, or with <t> for its type letter when the package has
 // another function of the same family.
-func section(g guide, name string, names map[string]bool) string {
+func section(g *Guide, name string, names map[string]bool) string {
 	for _, pre := range g.Families {
 		rest, ok := strings.CutPrefix(name, pre)
 		if !ok || rest == "" {

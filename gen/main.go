@@ -12,8 +12,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-
-	"github.com/gocuda/cuda/internal/genline"
 )
 
 func main() {
@@ -24,98 +22,82 @@ func main() {
 	// generate of two majors, against 0.35 GB; 0.8 to 1.1 GB with
 	// -check-targets).
 	debug.SetGCPercent(400)
-	cfg, model, all, err := flags(flag.CommandLine, os.Args[1:])
-	if err == nil && all == "" {
-		cfg.majors, err = majorsDir(cfg.majors, ".")
-	}
+	o, err := flags(flag.CommandLine, os.Args[1:])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "gen:", err)
 		flag.Usage()
 		os.Exit(2)
 	}
-	if all != "" {
-		err = generateAll(all, cfg.out, cfg.check)
-	} else {
-		err = run(cfg, model)
-	}
-	if err != nil {
+	if err := o.run(); err != nil {
 		fmt.Fprintln(os.Stderr, "gen:", err)
 		os.Exit(1)
 	}
 }
 
-// flags parses gen's command line into a config, -model and -all.
-func flags(fs *flag.FlagSet, args []string) (cfg config, model bool, all string, err error) {
-	var include, types, prefix, lib, inc, use, omit string
-	fs.StringVar(&cfg.dir, "headers", "", "directory of the headers the package owns; without it, the package is generated once for each CUDA major that -majors describes")
-	fs.StringVar(&cfg.majors, "majors", "", "directory of the CUDA majors' data files, cuda*.txt (default headers/ of the module)")
-	fs.StringVar(&cfg.from, "from", "cuda", "without -headers: the majors' header directory that the package owns, cuda or nccl (whose headers include CUDA's, which go on the include path too)")
-	fs.StringVar(&inc, "I", "", "comma-separated further include directories, whose declarations are not emitted")
-	fs.StringVar(&cfg.out, "out", "", "output directory (default .; with -all, the directory the packages are written under instead of in place)")
-	fs.StringVar(&cfg.dest, "dest", "", "directory the package will live in, for cgo's relative include path (default -out)")
-	fs.StringVar(&cfg.pkg, "pkg", "", "Go package name")
-	fs.StringVar(&include, "include", "", "comma-separated headers whose functions are bound")
-	fs.StringVar(&types, "types", "", "comma-separated headers included for their types and constants only")
-	fs.StringVar(&use, "use", "", "comma-separated directories of generated packages whose types are referenced, not emitted again")
-	fs.StringVar(&prefix, "prefix", "", "comma-separated C name prefixes to drop")
-	fs.StringVar(&omit, "omit", "", "comma-separated prefixes of the C names of declarations to leave out (NCCL's pnccl profiling aliases)")
-	fs.StringVar(&lib, "lib", "", "the shared library to open: the environment variable that may name its path, whose file name each major gives (GOCUDA_CUDART); with -headers, ENV=FILE")
-	fs.StringVar(&cfg.errType, "error", "", "C name of the status type, whose values are errors")
-	fs.StringVar(&cfg.perThread, "perthread", "", "macro that selects the per-thread default stream entry points when defined")
-	fs.BoolVar(&cfg.cflags, "cflags", false, "for a hand-written package: write zcflags_<major>.go, which puts each major's CUDA headers on cgo's include path")
-	fs.BoolVar(&cfg.majorConst, "major", false, "for a hand-written package: write zmajor_<major>.go, the constants cudaMajor and MinDriver and the versions lines as releases")
-	fs.BoolVar(&cfg.tests, "tests", false, "for a hand-written package: write zversion_<major>_test.go, the constants its tests read")
-	fs.BoolVar(&cfg.check, "check-targets", false, "parse each package for linux/"+strings.Join(targets, " and linux/")+", not for the first alone, and write nothing where they would give different code")
-	fs.BoolVar(&model, "model", false, "print the model as JSON instead of writing files")
-	fs.StringVar(&all, "all", "", "generate every package under this directory as its //go:generate line says, in one process")
+// options are gen's command line.
+type options struct {
+	pkg    string // the package to generate, by name
+	config string // the packages' configuration file
+	out    string // where to write instead of the packages' directories
+	all    string // generate every package under this directory
+	check  bool   // -check-targets
+	model  bool   // print the model instead of writing files
+}
+
+// flags parses gen's command line.
+func flags(fs *flag.FlagSet, args []string) (o options, err error) {
+	fs.StringVar(&o.pkg, "pkg", "", "the package to generate, by the name its section of the configuration file gives")
+	fs.StringVar(&o.config, "config", "", "the packages' configuration file (default gen/packages.txt in the current directory or the nearest above it that has one)")
+	fs.StringVar(&o.out, "out", "", "write the files to this directory instead of the package's (with -all, each package's under it, at the package's path relative to -all's directory)")
+	fs.StringVar(&o.all, "all", "", "generate every package of the configuration file that is in this directory or under it, in one process")
+	fs.BoolVar(&o.check, "check-targets", false, "parse each package for linux/"+strings.Join(targets, " and linux/")+", not for the first alone, and write nothing where they would give different code")
+	fs.BoolVar(&o.model, "model", false, "print the model as JSON instead of writing files")
 	if err = fs.Parse(args); err != nil {
 		return
 	}
-	if all != "" {
-		fs.Visit(func(f *flag.Flag) {
-			if f.Name != "all" && f.Name != "out" && f.Name != "check-targets" {
-				err = fmt.Errorf("-all takes no flag but -out and -check-targets, not -%s", f.Name)
-			}
-		})
-		return
-	}
-	cfg.headers = list(include)
-	cfg.typeHeaders = list(types)
-	cfg.prefixes = list(prefix)
-	cfg.includeDirs = list(inc)
-	cfg.use = list(use)
-	cfg.omit = list(omit)
-	if cfg.out == "" {
-		cfg.out = "."
-	}
-	if cfg.dest == "" {
-		cfg.dest = cfg.out
-	}
-	var hasFile bool
-	cfg.libEnv, cfg.lib, hasFile = strings.Cut(lib, "=")
 	switch {
-	case cfg.pkg == "":
-		err = fmt.Errorf("-pkg is required")
-	case cfg.handwritten():
-		if include != "" || lib != "" || cfg.dir != "" {
-			err = fmt.Errorf("-cflags, -major and -tests are for a hand-written package: no -include, -lib or -headers")
-		}
-	case include == "" || lib == "":
-		err = fmt.Errorf("-include and -lib are required")
-	case cfg.dir != "" && !hasFile:
-		err = fmt.Errorf("with -headers, -lib is ENV=FILE")
-	case cfg.dir == "" && hasFile:
-		err = fmt.Errorf("-lib ENV=FILE needs -headers: else each major gives the file name")
+	case fs.NArg() > 0:
+		err = fmt.Errorf("arguments %q: a package's configuration is in the configuration file, and -pkg names it", fs.Args())
+	case o.all == "" && o.pkg == "":
+		err = fmt.Errorf("-pkg or -all is required")
+	case o.all != "" && o.pkg != "":
+		err = fmt.Errorf("-all generates every package: no -pkg")
+	case o.all != "" && o.model:
+		err = fmt.Errorf("-model prints one package's model: no -all")
 	}
 	return
 }
 
-// handwritten reports whether cfg is a hand-written package's, which gen
-// gives only the small files of -cflags, -major and -tests.
-func (cfg config) handwritten() bool { return cfg.cflags || cfg.majorConst || cfg.tests }
+// run reads the configuration file and generates what o asks for.
+func (o options) run() error {
+	file := o.config
+	if file == "" {
+		var err error
+		if file, err = configFile("."); err != nil {
+			return err
+		}
+	}
+	cfgs, err := readPackages(file)
+	if err != nil {
+		return err
+	}
+	if o.all != "" {
+		return generateAll(cfgs, o.all, o.out, o.check)
+	}
+	i := slices.IndexFunc(cfgs, func(c *config) bool { return c.pkg == o.pkg })
+	if i < 0 {
+		return fmt.Errorf("%s has no package %s", file, o.pkg)
+	}
+	cfg := *cfgs[i]
+	cfg.out, cfg.check = cfg.dest, o.check
+	if o.out != "" {
+		cfg.out = o.out
+	}
+	return run(cfg, o.model)
+}
 
 // forMajor returns cfg for the CUDA major m: its header directories and
-// library file name. With -headers (m is nil), it returns cfg.
+// library file name. With a headers line (m is nil), it returns cfg.
 func (cfg config) forMajor(m *major) (config, error) {
 	if m == nil {
 		return cfg, nil
@@ -124,7 +106,7 @@ func (cfg config) forMajor(m *major) (config, error) {
 	if !ok {
 		return cfg, fmt.Errorf("%s has no headers %s line", m.file, cfg.from)
 	}
-	cfg.dir, cfg.major = dir, m
+	cfg.headerDir, cfg.major = dir, m
 	if cfg.from != "cuda" {
 		cfg.includeDirs = append(slices.Clip(cfg.includeDirs), m.headers["cuda"])
 	}
@@ -136,76 +118,17 @@ func (cfg config) forMajor(m *major) (config, error) {
 	return cfg, nil
 }
 
-// majorsOf returns the CUDA majors cfg is generated for: nil alone with
-// -headers.
+// majorsOf returns the CUDA majors cfg is generated for: nil alone with a
+// headers line.
 func majorsOf(cfg config) ([]*major, error) {
-	if cfg.dir != "" {
+	if cfg.headerDir != "" {
 		return []*major{nil}, nil
 	}
 	return readMajors(cfg.majors)
 }
 
-// list splits a comma-separated flag value; "" is the empty list.
-func list(s string) []string {
-	if s == "" {
-		return nil
-	}
-	return strings.Split(s, ",")
-}
-
-// generateArgs returns the arguments of the //go:generate line of the
-// package in dir, and the file that has it, or nil when no file has one.
-func generateArgs(dir string) (file string, args []string, err error) {
-	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
-	if err != nil {
-		return "", nil, err
-	}
-	for _, f := range files {
-		src, err := os.ReadFile(f)
-		if err != nil {
-			return "", nil, err
-		}
-		if args := genline.Args(src); args != nil {
-			return f, args, nil
-		}
-	}
-	return "", nil, nil
-}
-
-// packageConfig reads the configuration of the package in dir from its
-// //go:generate line, with the paths in it made relative to the current
-// directory.
-func packageConfig(dir string) (config, error) {
-	f, args, err := generateArgs(dir)
-	if err != nil {
-		return config{}, err
-	}
-	if args == nil {
-		return config{}, fmt.Errorf("no //go:generate go run ../gen line in %s", dir)
-	}
-	cfg, _, _, err := flags(flag.NewFlagSet(f, flag.ContinueOnError), args)
-	if err != nil {
-		return config{}, fmt.Errorf("%s: %w", f, err)
-	}
-	if cfg.dir != "" {
-		cfg.dir = filepath.Join(dir, cfg.dir)
-	}
-	if cfg.majors, err = majorsDir(cfg.majors, dir); err != nil {
-		return config{}, err
-	}
-	cfg.out = filepath.Join(dir, cfg.out)
-	cfg.dest = filepath.Join(dir, cfg.dest)
-	for i, d := range cfg.includeDirs {
-		cfg.includeDirs[i] = filepath.Join(dir, d)
-	}
-	for i, d := range cfg.use {
-		cfg.use[i] = filepath.Join(dir, d)
-	}
-	return cfg, nil
-}
-
-// run generates the package cfg describes, or prints its model: once with
-// -headers, else once for each CUDA major.
+// run generates the package cfg describes, or prints its model: once with a
+// headers line, else once for each CUDA major.
 func run(cfg config, model bool) error {
 	majors, err := majorsOf(cfg)
 	if err != nil {
@@ -284,7 +207,7 @@ func write(pkg *Package, cfg config, w io.Writer, out *staged) error {
 		return err
 	}
 	var dirs []string
-	for _, d := range append([]string{cfg.dir}, cfg.includeDirs...) {
+	for _, d := range append([]string{cfg.headerDir}, cfg.includeDirs...) {
 		a, err := filepath.Abs(d)
 		if err != nil {
 			return err

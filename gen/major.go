@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"go/build/constraint"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -14,8 +12,9 @@ import (
 
 // A major is one CUDA major version as its data file (headers/cuda13.txt,
 // headers/cuda12.txt) describes it: the one place that names its version,
-// headers and libraries. Without -headers, gen generates each package once
-// for every major, into files named for it that build under its constraint.
+// headers and libraries. gen generates each package once for every major,
+// into files named for it that build under its constraint, unless the
+// package's section has a headers line.
 type major struct {
 	file    string            // the data file, absolute
 	build   string            // the build constraint of its files: !cuda12
@@ -62,31 +61,17 @@ func (a libVersions) overlap(b libVersions) bool {
 	return !aEndsFirst && !bEndsFirst
 }
 
-// readMajor reads a major's data file: lines of a key and its values, and
-// comments from # to the end of the line.
+// readMajor reads a major's data file (see readData).
 func readMajor(path string) (*major, error) {
 	path, err := filepath.Abs(path)
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
 	m := &major{file: path, headers: map[string]string{}, libs: map[string]string{}, funcs: map[string]int{}, versions: map[string]libVersions{}}
-	sc := bufio.NewScanner(f)
-	for n := 1; sc.Scan(); n++ {
-		line, _, _ := strings.Cut(sc.Text(), "#")
-		fields := strings.Fields(line)
-		if len(fields) == 0 {
-			continue
-		}
-		if err := m.set(fields[0], fields[1:], filepath.Dir(path)); err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", path, n, err)
-		}
-	}
-	if err := sc.Err(); err != nil {
+	err = readData(path, func(_ int, key string, v []string) error {
+		return m.set(key, v, filepath.Dir(path))
+	})
+	if err != nil {
 		return nil, err
 	}
 	for key, v := range map[string]string{"build": m.build, "suffix": m.suffix, "version": m.version, "headers cuda": m.headers["cuda"]} {
@@ -207,24 +192,4 @@ func readMajors(dir string) ([]*major, error) {
 		}
 	}
 	return ms, nil
-}
-
-// majorsDir returns the directory of the majors' data files: dir, made
-// relative to base, or else headers/ in the module above base.
-func majorsDir(dir, base string) (string, error) {
-	if dir != "" {
-		return filepath.Join(base, dir), nil
-	}
-	abs, err := filepath.Abs(base)
-	if err != nil {
-		return "", err
-	}
-	for d := abs; ; d = filepath.Dir(d) {
-		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			return filepath.Join(d, "headers"), nil
-		}
-		if filepath.Dir(d) == d {
-			return "", fmt.Errorf("no go.mod above %s to find headers/ in (or give -majors)", base)
-		}
-	}
 }

@@ -31,9 +31,45 @@ type Package struct {
 	// Unfacted are the functions that gen's facts name and the headers
 	// lack (an older CUDA major's): their facts still hold.
 	Unfacted []string `json:",omitempty"`
+	// Guide is where the library's documentation is, for the functions its
+	// headers do not document, or nil.
+	Guide *Guide `json:",omitempty"`
+	// Attrs are the functions, by C name, that get or set an attribute's
+	// value through void *, each of which has a typed companion (see
+	// attrs.go), and AttrPlurals those that get several attributes at once
+	// through an array of void *, each with the function that gets one,
+	// whose companion their doc names as the typed way.
+	Attrs       map[string]AttrFunc `json:",omitempty"`
+	AttrPlurals map[string]string   `json:",omitempty"`
 	// Uses are the generated packages whose types this one references
 	// (see Type.Pkg), by import path.
 	Uses map[string]*Package `json:"-"`
+}
+
+// AttrFunc is a function that takes an attribute's value through void *.
+type AttrFunc struct {
+	Attr  string // the parameter of the attribute, whose enum types the value
+	Value string // the void * parameter of the value
+	// Size is the parameter of the value's size in bytes, or ""; by
+	// pointer where the C type is one.
+	Size string `json:",omitempty"`
+	Set  bool   `json:",omitempty"` // the call reads the value; else it writes it
+}
+
+// Guide is where a library's documentation is, for the functions its
+// headers do not document (cuBLAS, cuSOLVER, cuSPARSE and cuFFT document
+// none in their headers).
+type Guide struct {
+	Title string // "the cuBLAS Library guide"
+	URL   string // the guide, or its API chapter
+	// Sections: the guide has a section per function, titled as the
+	// function with <t> for the type letter of a family (cublas<t>gemm()),
+	// and Sphinx derives its anchor from the title (#cublas-t-gemm).
+	Sections bool `json:",omitempty"`
+	// Families are the prefixes after which a type letter (S, D, C, Z, H,
+	// or their lower case after cublasI) picks a function of a family
+	// (cublasSgemm, cublasDgemm, ...).
+	Families []string `json:",omitempty"`
 }
 
 // Func is a C function.

@@ -12,45 +12,6 @@ import (
 	"modernc.org/cc/v4"
 )
 
-// config says what to generate: flags of the command, plain data here.
-type config struct {
-	dir      string   // header directory
-	headers  []string // headers whose functions are the package's
-	pkg      string
-	prefixes []string
-	errType  string // C name of the status type
-	lib      string // the shared library's file name
-	libEnv   string // the environment variable that may name its path
-	out      string // output directory
-	dest     string // directory the package will live in
-	// perThread is the macro that, defined, makes the headers select the
-	// per-thread default stream entry points (_ptds, _ptsz), or "".
-	perThread string
-	// typeHeaders are included for their types and constants only.
-	typeHeaders []string
-	// includeDirs are further include directories; what they declare is
-	// not the package's.
-	includeDirs []string
-	// use are the directories of generated packages whose types this one
-	// references instead of emitting them again.
-	use []string
-	// omit are prefixes of the C names of declarations left out.
-	omit []string
-	// arch is the GOARCH, one of targets, whose C ABI lays the types out.
-	arch string
-	// check asks for a parse for every target, not only the first, and
-	// for files only where they give the same code (-check-targets).
-	check bool
-	// major is the CUDA major the package is generated for, whose data
-	// file gives dir and lib; nil with -headers.
-	major  *major
-	majors string // the directory of the majors' data files
-	from   string // the key of the majors' header directory the package owns
-	// cflags, majorConst and tests ask for a hand-written package's small
-	// files (see handwrittenFiles).
-	cflags, majorConst, tests bool
-}
-
 // parser turns a translation unit into a Package.
 type parser struct {
 	cfg   config
@@ -155,7 +116,7 @@ func newParser(cfg config, c *cache) (*parser, error) {
 		return nil, err
 	}
 	ccfg := *target
-	dir, err := filepath.Abs(cfg.dir)
+	dir, err := filepath.Abs(cfg.headerDir)
 	if err != nil {
 		return nil, err
 	}
@@ -201,7 +162,7 @@ func newParser(cfg config, c *cache) (*parser, error) {
 		ccfg:     &ccfg,
 		src:      src.String(),
 		names:    newNamer(cfg.prefixes),
-		pkg:      &Package{Name: cfg.pkg, Headers: slices.Concat(cfg.headers, cfg.typeHeaders), Library: cfg.lib, LibraryEnv: cfg.libEnv},
+		pkg:      &Package{Name: cfg.pkg, Headers: slices.Concat(cfg.headers, cfg.typeHeaders), Library: cfg.lib, LibraryEnv: cfg.libEnv, Guide: cfg.guide, Attrs: cfg.attrs, AttrPlurals: cfg.attrPlurals},
 		docs:     docReader{files: map[string][]string{}},
 		records:  map[string]*Record{},
 		enums:    map[string]*Enum{},
@@ -215,26 +176,22 @@ func newParser(cfg config, c *cache) (*parser, error) {
 		ext:      map[string]*Type{},
 		uses:     map[string]*parser{},
 	}
-	for _, d := range cfg.use {
-		if err := p.use(d, c); err != nil {
-			return nil, fmt.Errorf("using %s: %w", d, err)
+	for _, u := range cfg.use {
+		if err := p.use(u, c); err != nil {
+			return nil, fmt.Errorf("using %s: %w", u.pkg, err)
 		}
 	}
 	return p, nil
 }
 
-// use makes the files and types of the generated package in dir, parsed by
-// c, the ones this package references.
-func (p *parser) use(dir string, c *cache) error {
-	absDir, err := filepath.Abs(dir)
+// use makes the files and types of the generated package that ucfg
+// describes, parsed by c, the ones this package references.
+func (p *parser) use(ucfg *config, c *cache) error {
+	path, err := packagePath(ucfg.dest)
 	if err != nil {
 		return err
 	}
-	path, err := packagePath(absDir)
-	if err != nil {
-		return err
-	}
-	u, err := c.load(dir, p.cfg.arch, p.cfg.major)
+	u, err := c.load(*ucfg, p.cfg.arch, p.cfg.major)
 	if err != nil {
 		return err
 	}

@@ -41,7 +41,7 @@ func TestPrototypes(t *testing.T) {
 	}
 	// check parses the header, edits the model and compiles the assertions.
 	check := func(edit func(fn map[string]*Func)) (string, error) {
-		pkg, err := parse(config{dir: dir, headers: []string{"input.h"}, pkg: "proto", prefixes: []string{"cuda"}, errType: "cudaError_t"}, new(cache))
+		pkg, err := parse(config{headerDir: dir, headers: []string{"input.h"}, pkg: "proto", prefixes: []string{"cuda"}, errType: "cudaError_t"}, new(cache))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -130,7 +130,7 @@ func (p *parser) tags(d *cc.Declaration) {
 	}
 }
 
-// omitted reports whether -omit leaves out the declaration of the C name c
+// omitted reports whether the omit line leaves out the declaration of the C name c
 // (a tag without its struct, union or enum), and reports it as skipped.
 func (p *parser) omitted(kind, c string) bool {
 	name := c
@@ -139,14 +139,14 @@ func (p *parser) omitted(kind, c string) bool {
 	}
 	for _, o := range p.cfg.omit {
 		if strings.HasPrefix(name, o) {
-			p.skip(kind, c, "omitted by -omit "+o)
+			p.skip(kind, c, "omitted (omit "+o+")")
 			return true
 		}
 	}
 	return false
 }
 
-// claim names the declaration of the C name c, unless -omit leaves it out
+// claim names the declaration of the C name c, unless the omit line leaves it out
 // or another declaration has its Go name, and reports whether it did.
 func (p *parser) claim(goName, c, kind string) bool {
 	if p.omitted(kind, c) {

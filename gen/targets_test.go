@@ -30,7 +30,7 @@ extern cudaError_t cudaSignOf(char c, struct cudaPair *p);
 	if err := os.WriteFile(filepath.Join(dir, "input.h"), []byte(header), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg := config{dir: dir, headers: []string{"input.h"}, pkg: "sign", prefixes: []string{"cuda", "CUDA_"}, errType: "cudaError_t"}
+	cfg := config{headerDir: dir, headers: []string{"input.h"}, pkg: "sign", prefixes: []string{"cuda", "CUDA_"}, errType: "cudaError_t"}
 	t.Run("check", func(t *testing.T) {
 		cfg := cfg
 		cfg.check = true

@@ -117,21 +117,35 @@ func cases(t *testing.T, file string) []string {
 	return dirs
 }
 
+// casePackage returns the name of a case's package: the one that its
+// directory's packages.txt puts in the directory (dir .).
+func casePackage(t *testing.T, dir string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "packages.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var name string
+	for line := range strings.Lines(string(b)) {
+		switch f := strings.Fields(line); {
+		case len(f) == 2 && f[0] == "package":
+			name = f[1]
+		case len(f) == 2 && f[0] == "dir" && f[1] == ".":
+			return name
+		}
+	}
+	t.Fatalf("%s/packages.txt has no package in its directory (dir .)", dir)
+	return ""
+}
+
 func TestGolden(t *testing.T) {
-	// A case has the header input.h, or the data files of its majors
-	// (cuda*.txt), whose directories have the headers.
-	dirs := append(cases(t, "input.h"), cases(t, "cuda*.txt")...)
-	slices.Sort(dirs)
-	for _, dir := range slices.Compact(dirs) {
+	// A case is a directory whose packages.txt configures its package,
+	// from the headers there or in the directories of its majors' data
+	// files (cuda*.txt).
+	for _, dir := range cases(t, "packages.txt") {
 		name, _ := filepath.Rel("testdata", dir)
 		t.Run(filepath.ToSlash(name), func(t *testing.T) {
-			args := []string{"-headers", ".", "-include", "input.h", "-pkg", "golden",
-				"-prefix", "cuda,CUDART_,CUDA_", "-error", "cudaError_t", "-dest", ".",
-				"-perthread", "CUDA_API_PER_THREAD_DEFAULT_STREAM", "-lib", "GOCUDA_GOLDEN=libgolden.so.1"}
-			// A case may give its own arguments in a file named args.
-			if b, err := os.ReadFile(filepath.Join(dir, "args")); err == nil {
-				args = strings.Fields(string(b))
-			}
+			args := []string{"-config", "packages.txt", "-pkg", casePackage(t, dir)}
 			// Each case is checked for every platform, as the bindings are.
 			got := run(t, dir, append(args, "-check-targets")...)
 			want := filepath.Join(dir, "want")
@@ -172,16 +186,9 @@ func TestGoldenBuilds(t *testing.T) {
 		place(t, dir, goldenGo(t, dir))
 		pkgs = append(pkgs, "./"+filepath.ToSlash(dir)+"/...")
 	}
-	base := filepath.Join("testdata", "import", "base")
-	src, err := os.ReadFile(filepath.Join(base, "base.go"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	args := genline.Args(src)
-	if args == nil {
-		t.Fatalf("%s/base.go has no //go:generate line", base)
-	}
-	place(t, base, goGenerate(t, base, args))
+	files := run(t, filepath.Join("testdata", "import"), "-config", "packages.txt", "-pkg", "base")
+	delete(files, "report.txt")
+	place(t, filepath.Join("testdata", "import", "base"), files)
 	out, err := exec.Command("go", append([]string{"vet"}, pkgs...)...).CombinedOutput()
 	if err != nil {
 		t.Errorf("go vet of the golden files: %v\n%s", err, out)
@@ -322,9 +329,10 @@ func generated(t *testing.T) map[string][]string {
 // but with -check-targets, reproduces every committed generated file byte
 // for byte, for every CUDA major (../headers/cuda*.txt), having found the
 // same code for linux/amd64 and linux/arm64 in every package (make
-// generate parses for amd64 alone); and that so does the //go:generate
-// line of a package that uses two others, one of which uses the other, run
-// alone as go generate runs it.
+// generate parses for amd64 alone); that each package's //go:generate line
+// only names it, its configuration being in gen/packages.txt; and that the
+// line of a package that uses two others, one of which uses the other,
+// run alone as go generate runs it, reproduces its files too.
 func TestRegenerate(t *testing.T) {
 	pkgs := generated(t)
 	majors, err := filepath.Glob("../headers/cuda*.txt")
@@ -336,8 +344,8 @@ func TestRegenerate(t *testing.T) {
 	got := read(t, out)
 	compare(t, got, "..", "")
 	for _, want := range []string{"cudart", "cudadrv", "nvrtc", "nvjitlink", "cublas", "cublaslt", "cusolver", "cusparse", "curand", "cufft", "nccl"} {
-		if pkgs[want] == nil {
-			t.Errorf("%s.go has no //go:generate line", want)
+		if line := []string{"-pkg", want}; !slices.Equal(pkgs[want], line) {
+			t.Errorf("%s.go's //go:generate line runs gen with %q, want %q: the package's configuration is in gen/packages.txt", want, pkgs[want], line)
 		}
 		if funcs, _ := filepath.Glob(filepath.Join(out, want, "zfuncs_*.go")); len(funcs) != len(majors) {
 			t.Errorf("gen wrote %d %s/zfuncs_*.go, want one for each of %d majors", len(funcs), want, len(majors))
@@ -385,14 +393,7 @@ func TestRegenerate(t *testing.T) {
 // go generate runs it there, and returns the files it writes.
 func goGenerate(t *testing.T, dir string, line []string) map[string][]byte {
 	t.Helper()
-	var args []string
-	for _, a := range line {
-		if a == "-out" || a == "." {
-			continue
-		}
-		args = append(args, a)
-	}
-	got := run(t, dir, append(args, "-dest", ".")...)
+	got := run(t, dir, line...)
 	delete(got, "report.txt")
 	return got
 }
@@ -456,12 +457,8 @@ func TestFailedRunWritesNothing(t *testing.T) {
 			if err := tt.spoil(header); err != nil {
 				t.Fatal(err)
 			}
-			args, err := os.ReadFile(filepath.Join(dir, "args"))
-			if err != nil {
-				t.Fatal(err)
-			}
 			out := t.TempDir()
-			cmd := exec.Command(gen, append(strings.Fields(string(args)), "-out", out)...)
+			cmd := exec.Command(gen, "-config", "packages.txt", "-pkg", "golden", "-out", out)
 			cmd.Dir = dir
 			stderr, err := cmd.CombinedOutput()
 			if err == nil {
@@ -477,8 +474,8 @@ func TestFailedRunWritesNothing(t *testing.T) {
 	}
 }
 
-// TestHandwrittenIncludes runs gen -cflags, as a hand-written package's
-// //go:generate line does, over the majors case's data files, with a
+// TestHandwrittenIncludes runs gen for a hand-written package whose
+// section says handwritten cflags, over the majors case's data files, with a
 // package whose C includes a header of the CUDA headers: where a major's
 // directory lacks it, gen fails, writes nothing, and names the include by
 // file and line and where it looked. (gen wrote zcflags_cuda12.go for
@@ -495,10 +492,11 @@ func TestHandwrittenIncludes(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			root := t.TempDir()
 			files := map[string][]byte{
-				"go.mod":    []byte("module example.com/golden\n\ngo 1.26\n"),
-				"hw/shim.c": []byte("#include <stdlib.h>\n#include \"shim.h\"\n#include <extra.h>\n"),
-				"hw/shim.h": []byte("#include <lib.h>\n"),
-				"hw/hw.go":  []byte("package hw\n\n// #include \"shim.h\"\nimport \"C\"\n"),
+				"go.mod":       []byte("module example.com/golden\n\ngo 1.26\n"),
+				"hw/shim.c":    []byte("#include <stdlib.h>\n#include \"shim.h\"\n#include <extra.h>\n"),
+				"hw/shim.h":    []byte("#include <lib.h>\n"),
+				"hw/hw.go":     []byte("package hw\n\n// #include \"shim.h\"\nimport \"C\"\n"),
+				"packages.txt": []byte("majors majors\n\npackage hw\ndir hw\nhandwritten cflags\n"),
 			}
 			for name, b := range read(t, "testdata/majors") {
 				if !strings.HasPrefix(name, "want/") {
@@ -510,7 +508,7 @@ func TestHandwrittenIncludes(t *testing.T) {
 			}
 			place(t, root, files)
 			out := t.TempDir()
-			cmd := exec.Command(gen, "-majors", "../majors", "-pkg", "hw", "-cflags", "-dest", ".", "-out", out)
+			cmd := exec.Command(gen, "-config", "../packages.txt", "-pkg", "hw", "-out", out)
 			cmd.Dir = filepath.Join(root, "hw")
 			stderr, err := cmd.CombinedOutput()
 			got := slices.Sorted(maps.Keys(read(t, out)))

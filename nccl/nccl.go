@@ -40,4 +40,4 @@
 // own error (ncclUnhandledCudaError).
 package nccl
 
-//go:generate go run ../gen -from nccl -use ../cudart -out . -pkg nccl -include nccl.h -prefix nccl,NCCL_ -omit pnccl,ncclRedOp_dummy_t -error ncclResult_t -lib GOCUDA_NCCL
+//go:generate go run ../gen -pkg nccl

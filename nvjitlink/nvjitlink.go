@@ -28,4 +28,4 @@
 // naming it, and the rest keep working.
 package nvjitlink
 
-//go:generate go run ../gen -out . -pkg nvjitlink -include nvJitLink.h -prefix nvJitLink,NVJITLINK_ -error nvJitLinkResult -lib GOCUDA_NVJITLINK
+//go:generate go run ../gen -pkg nvjitlink

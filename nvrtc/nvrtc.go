@@ -28,4 +28,4 @@
 // *SymbolError naming it, and the rest keep working.
 package nvrtc
 
-//go:generate go run ../gen -out . -pkg nvrtc -include nvrtc.h -prefix nvrtc,NVRTC_ -error nvrtcResult -lib GOCUDA_NVRTC
+//go:generate go run ../gen -pkg nvrtc

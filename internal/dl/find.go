@@ -12,7 +12,7 @@ import (
 // cudaMajor (zmajor_*.go) is the CUDA major version the bindings are
 // generated for: a toolkit or wheel directory of another major is not
 // searched.
-//go:generate go run ../../gen -pkg dl -major
+//go:generate go run ../../gen -pkg dl
 
 // The system directories searched, variables so that tests can point them
 // into a temporary tree.

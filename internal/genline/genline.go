@@ -1,6 +1,7 @@
 // Package genline finds the //go:generate line that runs gen, the
-// repository's generator, in a generated package's source: gen -all and
-// the golden tests read a package's configuration from it.
+// repository's generator, in a generated package's source: the golden
+// tests find the packages gen generates by it, and run it as go generate
+// does.
 package genline
 
 import (
@@ -19,7 +20,7 @@ var line = regexp.MustCompile(`(?m)^//go:generate go run (?:(?:\.\./)+gen|github
 func Args(src []byte) []string {
 	// The regexp, anchored at a line's start, finds no literal to skip
 	// to: it would scan every byte of the large generated files, which
-	// have no such line (a tenth of a second at gen -all's start).
+	// have no such line.
 	if !bytes.Contains(src, []byte("//go:generate go run ")) {
 		return nil
 	}

@@ -1,7 +1,7 @@
 /*
  * Typed attribute values: attribute enums whose value types the comments
  * state, or gen's data (valueTypes) for cudart's memory range attributes,
- * and the functions gen's attrFuncs name, getting and setting through void
+ * and the functions packages.txt names, getting and setting through void
  * *, one with the value's size.
  */
 #include <stddef.h>

@@ -1,6 +1,4 @@
 // Package base stands for an already generated package, such as cudart,
-// whose types the import case references. Only its //go:generate line is
-// read.
+// whose types the import case references. The case's packages.txt
+// configures it; TestGoldenBuilds generates it here.
 package base
-
-//go:generate go run ../../gen -headers .. -out . -pkg base -include base.h -prefix cuda,CUDA_ -error cudaError_t -lib GOCUDA_BASE=libbase.so.1
