@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -42,9 +43,15 @@ type config struct {
 	// includeDirs are further include directories, whose declarations are
 	// not the package's: with from, the major's CUDA headers.
 	includeDirs []string
-	// cflags, majorConst and tests ask for a hand-written package's small
-	// files (handwritten; see handwrittenFiles).
-	cflags, majorConst, tests bool
+	// cflags, majorConst, tests and symbols ask for a hand-written
+	// package's small files (handwritten; see handwrittenFiles).
+	cflags, majorConst, tests, symbols bool
+	// procs are the driver functions a hand-written package's C calls
+	// through cuGetProcAddress, in its order (proc), each at the latest
+	// version no later than procBase (procbase), or its first after it:
+	// zsymbols.h lists them (see symbolsHeader).
+	procs    []string
+	procBase int
 	// guide is where the library's documentation is (guide, sections), or
 	// nil.
 	guide *Guide
@@ -68,7 +75,9 @@ type config struct {
 
 // handwritten reports whether cfg is a hand-written package's, which gen
 // gives only the small files its handwritten line names.
-func (cfg config) handwritten() bool { return cfg.cflags || cfg.majorConst || cfg.tests }
+func (cfg config) handwritten() bool {
+	return cfg.cflags || cfg.majorConst || cfg.tests || cfg.symbols
+}
 
 // libraryFacts are what gen knows about a library's calls beyond their
 // prototypes, from its documentation: whether they may call into the
@@ -169,7 +178,9 @@ var packageKeys = map[string][2]int{
 	"perthread":    {1, 1},
 	"lib":          {1, 2},
 	"use":          {1, -1},
-	"handwritten":  {1, 3},
+	"handwritten":  {1, 4},
+	"proc":         {1, 1},
+	"procbase":     {1, 1},
 	"guide":        {2, -1},
 	"sections":     {0, -1},
 	"calls":        {0, -1},
@@ -183,10 +194,10 @@ var packageKeys = map[string][2]int{
 
 // repeated are the keys a section may have more than once, each line about
 // the function its first value names.
-var repeated = []string{"callback", "getattr", "setattr", "getattrs"}
+var repeated = []string{"callback", "getattr", "setattr", "getattrs", "proc"}
 
 // handwrittenKeys are the keys a hand-written package's section may have.
-var handwrittenKeys = []string{"package", "dir", "from", "handwritten"}
+var handwrittenKeys = []string{"package", "dir", "from", "handwritten", "proc", "procbase"}
 
 // packageSection is a package's section of the configuration file as it is
 // read.
@@ -345,10 +356,23 @@ func (s *packageSection) set(n int, key string, v []string, dir string) error {
 				c.majorConst = true
 			case "tests":
 				c.tests = true
+			case "symbols":
+				c.symbols = true
 			default:
-				return fmt.Errorf("handwritten %s: the files are cflags, major and tests", f)
+				return fmt.Errorf("handwritten %s: the files are cflags, major, tests and symbols", f)
 			}
 		}
+	case "proc":
+		if slices.Contains(c.procs, v[0]) {
+			return fmt.Errorf("proc %s: a second line for %[1]s", v[0])
+		}
+		c.procs = append(c.procs, v[0])
+	case "procbase":
+		b, err := strconv.Atoi(v[0])
+		if err != nil || b <= 0 {
+			return fmt.Errorf("procbase %s: a CUDA version as the driver numbers it (12000 for 12.0)", v[0])
+		}
+		c.procBase = b
 	case "guide":
 		c.guide = &Guide{URL: v[0], Title: strings.Join(v[1:], " ")}
 		if !strings.HasPrefix(v[0], "https://") {
@@ -423,6 +447,16 @@ func (s *packageSection) check(majors string) error {
 			if !slices.Contains(handwrittenKeys, key) {
 				return s.errorf(key, "a hand-written package (handwritten) has no %s line: gen generates none of its code", key)
 			}
+		}
+		switch {
+		case c.symbols && (len(c.procs) == 0 || c.procBase == 0):
+			return s.errorf("handwritten", "handwritten symbols needs proc lines and a procbase line")
+		case !c.symbols && (has("proc") || has("procbase")):
+			key := "proc"
+			if !has(key) {
+				key = "procbase"
+			}
+			return s.errorf(key, "a %s line without handwritten symbols, the file that lists them", key)
 		}
 	} else {
 		for _, key := range []string{"include", "lib"} {

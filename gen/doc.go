@@ -58,15 +58,17 @@
 //	setattr FUNC ATTR VALUE [SIZE]
 //	getattrs FUNC ONE
 //	headers DIR                        a header directory of its own instead of the majors'
-//	handwritten cflags major tests     a hand-written package: see CUDA majors
+//	handwritten cflags major tests symbols  a hand-written package: see CUDA majors
+//	procbase 12000                     with symbols: see CUDA majors
+//	proc cuInit
 //
 // A generated package's section needs dir, include and lib; a hand-written
-// package's has dir, handwritten and maybe from, and no other key.
-// callback, getattr, setattr and getattrs may be given once for each
-// function they name, every other key at most once. gen refuses a file that names an unknown key or a package
-// twice, a section that lacks a key it needs, and a use or calls line that
-// names no package of the file, saying where: the file, the line and the
-// package.
+// package's has dir, handwritten and maybe from, procbase and proc, and no
+// other key. callback, getattr, setattr, getattrs and proc may be given
+// once for each function they name, every other key at most once. gen
+// refuses a file that names an unknown key or a package twice, a section
+// that lacks a key it needs, and a use or calls line that names no package
+// of the file, saying where: the file, the line and the package.
 //
 // # CUDA majors
 //
@@ -104,7 +106,13 @@
 // code (highlevel, highlevel/nvtx); with major, zmajor_cuda13.go declares
 // cudaMajor, MinDriver and releases, the versions lines (internal/dl); with
 // tests, zversion_cuda13_test.go declares testCUDA and testHeaders for its
-// tests (highlevel, bench).
+// tests (highlevel, bench); with symbols, zsymbols.h, a C header of no
+// major, lists the driver functions the package's C calls through
+// cuGetProcAddress, in the order of its proc lines, each with the version
+// it asks for: that of its latest typedef in the major's cudaTypedefs.h and
+// cudaProfilerTypedefs.h (PFN_cuMemAlloc_v3020) no later than procbase, or
+// the first of a function that came after it (highlevel's shim.c). Every
+// major must give the same list, or gen stops.
 //
 // # Files
 //

@@ -128,7 +128,16 @@ func handwrittenFiles(cfg config) (map[string][]byte, error) {
 		}
 		files["zversion_test.go"] = f
 	}
-	return render(files, m)
+	out, err := render(files, m)
+	if err != nil || !cfg.symbols {
+		return out, err
+	}
+	versions, err := procVersions(cfg.headerDir, cfg.procs, cfg.procBase)
+	if err != nil {
+		return nil, err
+	}
+	out["zsymbols.h"] = symbolsHeader(cfg.procs, versions, cfg.procBase)
+	return out, nil
 }
 
 // versionLit is the Go value of a library version in internal/dl:

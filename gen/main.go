@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -181,6 +182,10 @@ func run(cfg config, model bool) error {
 type staged struct {
 	mu    sync.Mutex
 	files map[string][]byte // by path
+	// differ are the paths staged twice with different contents: a file
+	// that is not the CUDA major's (zsymbols.h) comes out of each major's
+	// generation, and they must agree.
+	differ []string
 }
 
 // add stages files, by path relative to dir.
@@ -191,12 +196,21 @@ func (s *staged) add(dir string, files map[string][]byte) {
 		s.files = map[string][]byte{}
 	}
 	for name, b := range files {
-		s.files[filepath.Join(dir, name)] = b
+		path := filepath.Join(dir, name)
+		if old, ok := s.files[path]; ok && !bytes.Equal(old, b) {
+			s.differ = append(s.differ, path)
+		}
+		s.files[path] = b
 	}
 }
 
-// write writes the staged files.
+// write writes the staged files, unless two majors gave one of them
+// different contents.
 func (s *staged) write() error {
+	if len(s.differ) > 0 {
+		slices.Sort(s.differ)
+		return fmt.Errorf("the CUDA majors give different contents to %s", strings.Join(s.differ, ", "))
+	}
 	return writeFiles("", s.files)
 }
 

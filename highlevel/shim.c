@@ -1,5 +1,4 @@
 #include "shim.h"
-#include "symbols.h"
 
 #include <cudaTypedefs.h>
 #include <cudaProfilerTypedefs.h>

@@ -85,7 +85,7 @@ type shimSymbol struct {
 	version int
 }
 
-// shimSymbols returns the shim's functions, in its order (symbols.h).
+// shimSymbols returns the shim's functions, in its order (zsymbols.h).
 func shimSymbols() []shimSymbol {
 	syms := make([]shimSymbol, int(C.hl_nsymbols()))
 	for i := range syms {

@@ -17,10 +17,12 @@ enum {
 	HL_MISSING_BASE = -1000, // HL_MISSING_BASE - i: the driver lacks symbol i (hl_symbol)
 };
 
-// The version below which every symbol is required: the driver must have
-// them all. A symbol of a later version may be missing (an older driver);
-// the operations that call it return HL_MISSING_BASE - i.
-enum { HL_BASE_VERSION = 12000 };
+// zsymbols.h, which gen generates (gen/packages.txt), lists the driver
+// functions the shim calls (HL_SYMBOLS) and HL_BASE_VERSION, the version
+// below which every one is required: the driver must have them all. A
+// symbol of a later version may be missing (an older driver); the
+// operations that call it return HL_MISSING_BASE - i.
+#include "zsymbols.h"
 
 const char *hl_symbol(int i);
 int hl_symbol_version(int i);

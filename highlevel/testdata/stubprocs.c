@@ -1,10 +1,10 @@
 // stubprocs.c is the table of the stand-in driver's functions
 // (stubdriver.c): one entry for each function of highlevel's shim
-// (symbols.h), at the version the shim requests it at, which is taken as
+// (zsymbols.h), at the version the shim requests it at, which is taken as
 // the CUDA version that introduced it. Each is the stand-in stub_NAME that
 // stubdriver.c defines or, for the others, the weak definition here, which
 // returns CUDA_SUCCESS and writes nothing.
-#include "symbols.h"
+#include "zsymbols.h"
 
 #define STUB_WEAK(name, version) __attribute__((weak)) int stub_##name(void) { return 0; }
 HL_SYMBOLS(STUB_WEAK)
