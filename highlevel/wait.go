@@ -46,10 +46,10 @@ import (
 // function that wakes them.
 const (
 	firstSpin = 20 * time.Microsecond
-	// lead is how long before a wait is due it starts spinning, at least;
-	// a thirty-second of the time it is due in is added, up to maxLead.
-	// It starts no more than minLead and two deviations of the last waits
-	// before, so that waits that agree spin briefly.
+	// lead is how long before a wait is due it starts spinning, plus a
+	// thirty-second of the time it is due in, up to maxLead, but no more
+	// than minLead and two deviations of the last waits, so that waits
+	// that agree spin briefly.
 	lead    = 15 * time.Microsecond
 	maxLead = 100 * time.Microsecond
 	minLead = 8 * time.Microsecond
