@@ -448,15 +448,13 @@ func (s *packageSection) check(majors string) error {
 				return s.errorf(key, "a hand-written package (handwritten) has no %s line: gen generates none of its code", key)
 			}
 		}
-		switch {
-		case c.symbols && (len(c.procs) == 0 || c.procBase == 0):
+		if c.symbols && (len(c.procs) == 0 || c.procBase == 0) {
 			return s.errorf("handwritten", "handwritten symbols needs proc lines and a procbase line")
-		case !c.symbols && (has("proc") || has("procbase")):
-			key := "proc"
-			if !has(key) {
-				key = "procbase"
+		}
+		for _, key := range []string{"proc", "procbase"} {
+			if has(key) && !c.symbols {
+				return s.errorf(key, "a %s line without handwritten symbols, the file that lists them", key)
 			}
-			return s.errorf(key, "a %s line without handwritten symbols, the file that lists them", key)
 		}
 	} else {
 		for _, key := range []string{"include", "lib"} {
