@@ -1,0 +1,3 @@
+package driver
+
+//go:generate go run ../../../gen -pkg driver
