@@ -20,14 +20,14 @@ SHELL := bash
 # The suite travels to the GPU machine with the repository (64 MiB at most
 # together): no symbol tables, and packed with xz (29 MiB, against gzip's 49).
 STRIP := -ldflags='-s -w'
-GPU_PKGS := cudart cudadrv nvrtc nvjitlink cublas cublaslt cusolver cusparse curand cufft nccl internal/dl highlevel highlevel/cudatest highlevel/collective highlevel/linalg highlevel/nvtx
+GPU_PKGS := cudart cudadrv nvrtc nvjitlink cublas cublaslt cusolver cusparse curand cufft nccl internal/dl highlevel highlevel/cudatest highlevel/collective highlevel/linalg nvtx
 # The build tags of the CUDA majors other than the default: those of the
 # build lines of headers/cuda*.txt that are one tag (build cuda12).
 MAJOR_TAGS := $(shell sed -n 's/^build  *\([A-Za-z0-9_]*\) *$$/\1/p' headers/cuda*.txt)
 # The packages whose tests are also built for the other majors, as
 # <pkg>_<tag>.test, to run where only the default major's libraries are:
 # those of the driver API, and those that skip without their library.
-GPU_MAJOR_PKGS := cudart cudadrv nvrtc internal/dl highlevel highlevel/nvtx
+GPU_MAJOR_PKGS := cudart cudadrv nvrtc internal/dl highlevel nvtx
 
 # The tools of test-arm64 (see there); ARM64_TOOLS is set where all three
 # are.

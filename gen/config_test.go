@@ -253,13 +253,13 @@ func TestRepoPackages(t *testing.T) {
 	if n, m := len(pkgs["cudadrv"].attrs), len(pkgs["cudart"].attrs); n != 11 || m != 5 {
 		t.Errorf("cudadrv and cudart have %d and %d attribute functions, want 11 and 5", n, m)
 	}
-	for _, name := range []string{"highlevel", "nvtx", "dl", "bench"} {
+	for _, name := range []string{"highlevel", "driver", "nvtx", "dl", "bench"} {
 		if c := pkgs[name]; c == nil || !c.handwritten() {
 			t.Errorf("%s: %+v, want a hand-written package", name, c)
 		}
 	}
-	if n := len(pkgs); n != 15 {
-		t.Errorf("%d packages, want 15", n)
+	if n := len(pkgs); n != 16 {
+		t.Errorf("%d packages, want 16", n)
 	}
 }
 
@@ -287,11 +287,11 @@ func TestFlags(t *testing.T) {
 }
 
 // TestConfigFile checks that gen finds gen/packages.txt from a package's
-// directory, a level or two down, as go generate runs it there.
+// directory, a level or three down, as go generate runs it there.
 func TestConfigFile(t *testing.T) {
 	root := t.TempDir()
 	want := filepath.Join(root, "gen", "packages.txt")
-	for _, d := range []string{"gen", "highlevel/nvtx"} {
+	for _, d := range []string{"gen", "highlevel/internal/driver"} {
 		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -299,7 +299,7 @@ func TestConfigFile(t *testing.T) {
 	if err := os.WriteFile(want, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, d := range []string{".", "gen", "highlevel", "highlevel/nvtx"} {
+	for _, d := range []string{".", "gen", "highlevel", "highlevel/internal/driver"} {
 		if got, err := configFile(filepath.Join(root, d)); got != want || err != nil {
 			t.Errorf("configFile(%s) = %q, %v, want %q", d, got, err, want)
 		}

@@ -103,7 +103,7 @@
 // A hand-written package that needs the major gets small files instead, as
 // its section's handwritten line names them: with cflags, zcflags_cuda13.go
 // puts the major's CUDA headers on cgo's include path, for the package's C
-// code (highlevel, highlevel/nvtx); with major, zmajor_cuda13.go declares
+// code (highlevel/internal/driver, nvtx); with major, zmajor_cuda13.go declares
 // cudaMajor, MinDriver and releases, the versions lines (internal/dl); with
 // tests, zversion_cuda13_test.go declares testCUDA and testHeaders for its
 // tests (highlevel, bench); with symbols, zsymbols.h, a C header of no

@@ -1,12 +1,11 @@
 package highlevel
 
-// #include "shim.h"
-import "C"
-
 import (
 	"runtime"
 	"runtime/cgo"
 	"unsafe"
+
+	"github.com/gocuda/cuda/highlevel/internal/driver"
 )
 
 // callback is a Go function queued on a stream (Stream.AddCallback,
@@ -21,14 +20,14 @@ type callback struct {
 // calls to the dispatchers: the first starts here, before any is queued.
 func newCallback(cb callback) cgo.Handle {
 	dispatchOnce.Do(func() {
-		C.hl_add_dispatcher()
+		driver.AddDispatcher()
 		go dispatch()
 	})
 	return cgo.NewHandle(cb)
 }
 
 // dispatch runs, on a goroutine locked to its thread, the callbacks that
-// CUDA's threads hand to it and wait for (the shim's hl_dispatch): Go
+// CUDA's threads hand to it and wait for (driver.NextJob): Go
 // cannot end a thread it did not create, so a runtime.Goexit in a
 // callback's function run on CUDA's thread would kill the process. Such a
 // Goexit ends dispatch, and its thread with it. When no other dispatcher
@@ -36,11 +35,11 @@ func newCallback(cb callback) cgo.Handle {
 func dispatch() {
 	runtime.LockOSThread()
 	for {
-		n := C.hl_next_job()
-		if n.more != 0 {
+		n := driver.NextJob()
+		if n.More != 0 {
 			go dispatch()
 		}
-		runCallback(n.job, cgo.Handle(n.h), n.status, n.keep != 0)
+		runCallback(n.Job, cgo.Handle(n.H), n.Status, n.Keep != 0)
 	}
 }
 
@@ -49,7 +48,7 @@ func dispatch() {
 // may run again (a graph's node) is kept: the graph's user object gives it
 // back (deleteDeadHandles). A panic or runtime.Goexit in the function is
 // reported by the stream's next Synchronize, Wait or Query.
-func runCallback(job unsafe.Pointer, h cgo.Handle, status C.int, keep bool) {
+func runCallback(job unsafe.Pointer, h cgo.Handle, status int32, keep bool) {
 	cb := h.Value().(callback)
 	if !keep {
 		h.Delete()
@@ -67,7 +66,7 @@ func runCallback(job unsafe.Pointer, h cgo.Handle, status C.int, keep bool) {
 			cb.s.fail(p)
 		}
 		callbacks.Add(-1)
-		C.hl_job_done(job, cbool(p == nil || !p.Goexit))
+		driver.JobDone(job, cbool(p == nil || !p.Goexit))
 	}()
 	if cb.withErr == nil {
 		cb.fn()
@@ -85,15 +84,15 @@ func runCallback(job unsafe.Pointer, h cgo.Handle, status C.int, keep bool) {
 // or host function, where CUDA must not be called; while none runs, at the
 // cost of an atomic load.
 func inCallback() bool {
-	return callbacks.Load() != 0 && C.hl_in_callback_now() != 0
+	return callbacks.Load() != 0 && driver.InCallbackNow() != 0
 }
 
 // deleteDeadHandles deletes the handles of host functions whose graphs
 // CUDA has destroyed.
 func deleteDeadHandles() {
-	var buf [64]C.uintptr_t
+	var buf [64]uintptr
 	for {
-		n := int(C.hl_dead_handles(&buf[0], C.int(len(buf))))
+		n := int(driver.DeadHandles(&buf[0], int32(len(buf))))
 		for _, h := range buf[:n] {
 			cgo.Handle(h).Delete()
 		}

@@ -218,7 +218,7 @@ func checkGoexitInCallback(t *testing.T) {
 // BenchmarkGPUHostFunc times host functions that do nothing, queued one
 // after another and waited for together (throughput) or one at a time
 // (roundtrip). On the stand-in driver (GOCUDA_CUDA naming a libcuda.so.1
-// built from testdata/stubdriver.c and stubprocs.c) it times the
+// built from internal/driver/testdata) it times the
 // package's side of a callback, with the stand-in's thread's handoffs.
 func BenchmarkGPUHostFunc(b *testing.B) {
 	d := gpu(b)

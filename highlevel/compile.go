@@ -1,8 +1,5 @@
 package highlevel
 
-// #include <stdlib.h>
-import "C"
-
 import (
 	"errors"
 	"fmt"
@@ -10,6 +7,7 @@ import (
 	"strings"
 	"unsafe"
 
+	"github.com/gocuda/cuda/highlevel/internal/driver"
 	"github.com/gocuda/cuda/nvrtc"
 )
 
@@ -148,12 +146,12 @@ func compile(source, name, arch string, args, names []string) (_ *Compiled, err 
 			return nil, fmt.Errorf("name expression %q: %w", n, err)
 		}
 	}
-	copts := make([]*C.char, len(args))
+	copts := make([]*byte, len(args))
 	for i, a := range args {
-		copts[i] = C.CString(a)
-		defer C.free(unsafe.Pointer(copts[i]))
+		copts[i] = driver.CString(a)
+		defer driver.CFree(unsafe.Pointer(copts[i]))
 	}
-	cerr := nvrtc.CompileProgram(prog, int32(len(copts)), (**byte)(unsafe.Pointer(unsafe.SliceData(copts))))
+	cerr := nvrtc.CompileProgram(prog, int32(len(copts)), unsafe.SliceData(copts))
 	log, err := programLog(prog)
 	if err != nil {
 		return nil, err

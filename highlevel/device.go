@@ -1,8 +1,5 @@
 package highlevel
 
-// #include "shim.h"
-import "C"
-
 import (
 	"errors"
 	"fmt"
@@ -17,6 +14,8 @@ import (
 
 	"github.com/gocuda/cuda/cudadrv"
 	"github.com/gocuda/cuda/cudart"
+
+	"github.com/gocuda/cuda/highlevel/internal/driver"
 )
 
 // A Device is a CUDA device, numbered from 0 as CUDA numbers them.
@@ -57,12 +56,12 @@ type deviceLimits struct {
 
 // limitAttrs are the attributes state reads into deviceLimits, in the
 // order of its fields.
-var limitAttrs = [...]C.int{
-	C.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, C.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
-	C.CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
-	C.CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X, C.CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y, C.CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z,
-	C.CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X, C.CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y, C.CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z,
-	C.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+var limitAttrs = [...]cudadrv.Device_attribute{
+	cudadrv.DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, cudadrv.DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+	cudadrv.DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+	cudadrv.DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X, cudadrv.DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y, cudadrv.DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z,
+	cudadrv.DEVICE_ATTRIBUTE_MAX_GRID_DIM_X, cudadrv.DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y, cudadrv.DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z,
+	cudadrv.DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
 }
 
 // state returns d's state, retaining its primary context the first time.
@@ -80,17 +79,17 @@ func (d Device) state() (*deviceState, error) {
 
 // init retains d's primary context and reads its name and limits.
 func (s *deviceState) init(d Device) error {
-	if r := C.hl_primary_context(C.int(d), &s.ctx); r != 0 {
+	if r := driver.PrimaryContext(int32(d), &s.ctx); r != 0 {
 		return opErr(fmt.Sprintf("primary context of %v", d), statusError(r))
 	}
 	s.ready.Store(true)
-	var name [256]C.char
-	if err := check("cuDeviceGetName", C.hl_device_name(C.int(d), &name[0], C.int(len(name)))); err != nil {
+	var name [256]byte
+	if err := check("cuDeviceGetName", driver.DeviceName(int32(d), &name[0], int32(len(name)))); err != nil {
 		return err
 	}
-	s.name = C.GoString(&name[0])
-	var v [len(limitAttrs)]C.int
-	if err := check("cuDeviceGetAttribute", C.hl_device_attributes(C.int(d), &limitAttrs[0], &v[0], C.int(len(v)))); err != nil {
+	s.name, _, _ = strings.Cut(string(name[:]), "\x00")
+	var v [len(limitAttrs)]int32
+	if err := check("cuDeviceGetAttribute", driver.DeviceAttributes(int32(d), (*int32)(&limitAttrs[0]), &v[0], int32(len(v)))); err != nil {
 		return err
 	}
 	for i, a := range limitAttrs {
@@ -149,9 +148,9 @@ func usedContexts() []unsafe.Pointer {
 // afterGlobalCaptures calls destroy, or, when the shim refuses it during a
 // capture in CaptureGlobal mode, leaves it to captureEnded; it returns
 // destroy's status, 0 when it waits.
-func afterGlobalCaptures(destroy func() C.int) C.int {
+func afterGlobalCaptures(destroy func() int32) int32 {
 	r := destroy()
-	if r == C.HL_CAPTURING {
+	if r == driver.Capturing {
 		globalDestroys.Lock()
 		globalDestroys.later = append(globalDestroys.later, destroy)
 		globalDestroys.Unlock()
@@ -164,7 +163,7 @@ func afterGlobalCaptures(destroy func() C.int) C.int {
 // makes the destroys that waited for the global captures, unless another
 // one still refuses them.
 func captureEnded(global bool) {
-	C.hl_capture_end(cbool(global))
+	driver.CaptureEnd(cbool(global))
 	if !global {
 		return
 	}
@@ -227,7 +226,7 @@ func synchronizeAll() error {
 	defer unlockDevices()
 	var errs []error
 	for _, ctx := range usedContexts() {
-		errs = append(errs, check("cuCtxSynchronize", C.hl_ctx_synchronize(ctx)))
+		errs = append(errs, check("cuCtxSynchronize", driver.CtxSynchronize(ctx)))
 	}
 	return join(errs...)
 }
@@ -238,8 +237,8 @@ func (d Device) primaryContextActive() (bool, error) {
 	if err := initDevices(); err != nil {
 		return false, err
 	}
-	var active C.int
-	err := check("cuDevicePrimaryCtxGetState", C.hl_primary_context_active(C.int(d), &active))
+	var active int32
+	err := check("cuDevicePrimaryCtxGetState", driver.PrimaryContextActive(int32(d), &active))
 	return active != 0, err
 }
 
@@ -265,8 +264,8 @@ func deviceCount() (int, error) {
 	if err := load(); err != nil {
 		return 0, err
 	}
-	var n C.int
-	if err := check("cuDeviceGetCount", C.hl_device_count(&n)); err != nil {
+	var n int32
+	if err := check("cuDeviceGetCount", driver.DeviceCount(&n)); err != nil {
 		return 0, err
 	}
 	return int(n), nil
@@ -304,8 +303,8 @@ func DriverVersion() (int, error) {
 	if err := load(); err != nil {
 		return 0, opErr("driver version", err)
 	}
-	var v C.int
-	if err := check("cuDriverGetVersion", C.hl_driver_version(&v)); err != nil {
+	var v int32
+	if err := check("cuDriverGetVersion", driver.DriverVersion(&v)); err != nil {
 		return 0, opErr("driver version", err)
 	}
 	return int(v), nil
@@ -322,8 +321,8 @@ func CurrentDevice() (_ Device, err error) {
 	if err := initDevices(); err != nil { // which initializes the driver
 		return 0, err
 	}
-	var d C.int
-	if err := check("cuCtxGetDevice", C.hl_current_device(&d)); err != nil {
+	var d int32
+	if err := check("cuCtxGetDevice", driver.CurrentDevice(&d)); err != nil {
 		return 0, err
 	}
 	return Device(max(d, 0)), nil
@@ -403,8 +402,7 @@ func (d Device) Arch() (string, error) {
 
 // Attribute returns one of the device's attributes. They describe the
 // hardware and its setup, which do not change while the process runs: each
-// is read from CUDA once and then answered from a cache, with no call into
-// C.
+// is read from CUDA once and then answered from a cache, with no cgo call.
 func (d Device) Attribute(attr cudadrv.Device_attribute) (_ int, err error) {
 	defer func() {
 		if err != nil {
@@ -421,9 +419,9 @@ func (d Device) Attribute(attr cudadrv.Device_attribute) (_ int, err error) {
 			return int(v >> 1), nil
 		}
 	}
-	var v C.int
-	a := C.int(attr)
-	if err := check("cuDeviceGetAttribute", C.hl_device_attributes(C.int(d), &a, &v, 1)); err != nil {
+	var v int32
+	a := int32(attr)
+	if err := check("cuDeviceGetAttribute", driver.DeviceAttributes(int32(d), &a, &v, 1)); err != nil {
 		return 0, err
 	}
 	if cached {
@@ -443,8 +441,8 @@ func (d Device) MemInfo() (free, total int, err error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	var f, t C.size_t
-	if err := check("cuMemGetInfo", C.hl_mem_info(ctx, &f, &t)); err != nil {
+	var f, t uintptr
+	if err := check("cuMemGetInfo", driver.MemInfo(ctx, &f, &t)); err != nil {
 		return 0, 0, err
 	}
 	return int(f), int(t), nil
@@ -469,7 +467,7 @@ func (d Device) Synchronize() (err error) {
 		return err
 	}
 	defer unlockDevices()
-	return check("cuCtxSynchronize", C.hl_ctx_synchronize(ctx))
+	return check("cuCtxSynchronize", driver.CtxSynchronize(ctx))
 }
 
 // Use makes d the current device of the calling OS thread, as cudaSetDevice
@@ -487,7 +485,7 @@ func (d Device) Use() (err error) {
 	if err != nil {
 		return err
 	}
-	return check("cuCtxSetCurrent", C.hl_ctx_set(ctx))
+	return check("cuCtxSetCurrent", driver.CtxSet(ctx))
 }
 
 // Do runs fn on a goroutine locked to its OS thread, with d as the thread's
@@ -505,13 +503,13 @@ func (d Device) Do(fn func() error) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	var prev unsafe.Pointer
-	if err := check("cuCtxGetCurrent", C.hl_ctx_current(&prev)); err != nil {
+	if err := check("cuCtxGetCurrent", driver.CtxCurrent(&prev)); err != nil {
 		return opErr(op, err)
 	}
-	if err := check("cuCtxSetCurrent", C.hl_ctx_set(ctx)); err != nil {
+	if err := check("cuCtxSetCurrent", driver.CtxSet(ctx)); err != nil {
 		return opErr(op, err)
 	}
-	defer C.hl_ctx_set(prev)
+	defer driver.CtxSet(prev)
 	return fn()
 }
 
@@ -532,7 +530,7 @@ func (d Device) EnablePeerAccess(peer Device) (err error) {
 	if err != nil {
 		return err
 	}
-	r := C.hl_enable_peer_access(ctx, pctx)
+	r := driver.EnablePeerAccess(ctx, pctx)
 	if err := check("cuCtxEnablePeerAccess", r); err != nil &&
 		!errors.Is(err, cudadrv.ERROR_PEER_ACCESS_ALREADY_ENABLED) {
 		return err

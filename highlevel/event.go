@@ -1,8 +1,5 @@
 package highlevel
 
-// #include "shim.h"
-import "C"
-
 import (
 	"context"
 	"sync"
@@ -11,6 +8,8 @@ import (
 	"unsafe"
 
 	"github.com/gocuda/cuda/cudadrv"
+
+	"github.com/gocuda/cuda/highlevel/internal/driver"
 )
 
 // An Event marks a point in a stream's work: Record places it, and it
@@ -96,24 +95,24 @@ func NewEvent(d Device, opts *EventOptions) (_ *Event, err error) {
 	if err != nil {
 		return nil, err
 	}
-	var flags C.uint
+	var flags uint32
 	if opts.Blocking {
-		flags |= C.CU_EVENT_BLOCKING_SYNC
+		flags |= uint32(cudadrv.EVENT_BLOCKING_SYNC)
 	}
 	if opts.DisableTiming {
-		flags |= C.CU_EVENT_DISABLE_TIMING
+		flags |= uint32(cudadrv.EVENT_DISABLE_TIMING)
 	}
 	if opts.Interprocess {
-		flags |= C.CU_EVENT_INTERPROCESS
+		flags |= uint32(cudadrv.EVENT_INTERPROCESS)
 	}
-	var h C.uintptr_t
-	if err := check("cuEventCreate", C.hl_event_create(ctx, &h, flags)); err != nil {
+	var h uintptr
+	if err := check("cuEventCreate", driver.EventCreate(ctx, &h, flags)); err != nil {
 		return nil, err
 	}
 	return newEvent(h, d, ctx, opts.Interprocess), nil
 }
 
-func newEvent(h C.uintptr_t, d Device, ctx unsafe.Pointer, interprocess bool) *Event {
+func newEvent(h uintptr, d Device, ctx unsafe.Pointer, interprocess bool) *Event {
 	return &Event{h: cudadrv.Event(h), dev: d, ctx: ctx, we: &waitEvent{ctx: ctx, ev: cudadrv.Event(h)}, interprocess: interprocess}
 }
 
@@ -203,10 +202,10 @@ func (e *Event) Record(s *Stream) (err error) {
 		if e.captured.Load() {
 			e.captured.Store(false)
 		}
-		return check("cuEventRecord", C.hl_event_record(e.ctx, C.uintptr_t(e.h), sh))
+		return check("cuEventRecord", driver.EventRecord(e.ctx, uintptr(e.h), sh))
 	}
-	var captured C.int
-	err = check("cuEventRecord", C.hl_event_record_capture(e.ctx, C.uintptr_t(e.h), sh, &captured))
+	var captured int32
+	err = check("cuEventRecord", driver.EventRecordCapture(e.ctx, uintptr(e.h), sh, &captured))
 	e.captured.Store(captured != 0)
 	return err
 }
@@ -236,7 +235,7 @@ func (e *Event) Synchronize() (err error) {
 	if err := e.uncaptured(); err != nil {
 		return err
 	}
-	return check("cuEventSynchronize", C.hl_event_synchronize(e.ctx, C.uintptr_t(e.h)))
+	return check("cuEventSynchronize", driver.EventSynchronize(e.ctx, uintptr(e.h)))
 }
 
 // Query reports whether the event has happened, without waiting (CuPy's
@@ -254,7 +253,7 @@ func (e *Event) Query() (_ bool, err error) {
 	if err := e.uncaptured(); err != nil {
 		return false, err
 	}
-	return ready("cuEventQuery", C.hl_event_query(e.ctx, C.uintptr_t(e.h)))
+	return ready("cuEventQuery", driver.EventQuery(e.ctx, uintptr(e.h)))
 }
 
 // Done returns a channel that is closed when the event has happened, for
@@ -351,7 +350,7 @@ func (e *Event) waitFor(ctx context.Context, gen uint64) error {
 	var w *waitReq
 	r := waitSteps(ctx, &e.clock, func(nap, spin time.Duration) int {
 		if nap > 0 {
-			C.hl_nap(C.long(nap))
+			driver.Nap(int64(nap))
 		}
 		e.mu.Lock()
 		defer e.mu.Unlock()
@@ -360,7 +359,7 @@ func (e *Event) waitFor(ctx context.Context, gen uint64) error {
 			return superseded
 		}
 		// Record waits for the lock: a short spin.
-		return int(C.hl_event_step(e.ctx, C.uintptr_t(e.h), 0, C.long(min(spin, lockedSpin))))
+		return int(driver.EventStep(e.ctx, uintptr(e.h), 0, int64(min(spin, lockedSpin))))
 	})
 	var err error
 	switch r {
@@ -369,7 +368,7 @@ func (e *Event) waitFor(ctx context.Context, gen uint64) error {
 	case ctxDone:
 		err = ctx.Err()
 	default:
-		err = check("cuEventQuery", C.int(r))
+		err = check("cuEventQuery", int32(r))
 	}
 	e.mu.Lock()
 	if w == nil {
@@ -444,8 +443,8 @@ func ElapsedTime(start, end *Event) (_ time.Duration, err error) {
 		return 0, err
 	}
 	defer end.life.Release()
-	var ms C.float
-	if err := check("cuEventElapsedTime", C.hl_event_elapsed(start.ctx, &ms, C.uintptr_t(start.h), C.uintptr_t(end.h))); err != nil {
+	var ms float32
+	if err := check("cuEventElapsedTime", driver.EventElapsed(start.ctx, &ms, uintptr(start.h), uintptr(end.h))); err != nil {
 		return 0, err
 	}
 	return time.Duration(float64(ms) * float64(time.Millisecond)), nil

@@ -1,8 +1,5 @@
 package highlevel
 
-// #include "shim.h"
-import "C"
-
 import (
 	"errors"
 	"fmt"
@@ -11,6 +8,8 @@ import (
 	"unsafe"
 
 	"github.com/gocuda/cuda/cudadrv"
+
+	"github.com/gocuda/cuda/highlevel/internal/driver"
 )
 
 // A Graph is CUDA work captured from a stream (Capture, or
@@ -95,14 +94,14 @@ func (m CaptureMode) String() string {
 }
 
 // cuda returns the mode's CUstreamCaptureMode.
-func (m CaptureMode) cuda() (C.int, error) {
+func (m CaptureMode) cuda() (int32, error) {
 	switch m {
 	case CaptureRelaxed:
-		return C.CU_STREAM_CAPTURE_MODE_RELAXED, nil
+		return int32(cudadrv.STREAM_CAPTURE_MODE_RELAXED), nil
 	case CaptureGlobal:
-		return C.CU_STREAM_CAPTURE_MODE_GLOBAL, nil
+		return int32(cudadrv.STREAM_CAPTURE_MODE_GLOBAL), nil
 	case CaptureThreadLocal:
-		return C.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL, nil
+		return int32(cudadrv.STREAM_CAPTURE_MODE_THREAD_LOCAL), nil
 	}
 	return 0, invalid("highlevel: begin capture: unknown %v", m)
 }
@@ -208,35 +207,35 @@ func (g *Graph) Instantiate(opts *InstantiateOptions) (_ *GraphExec, err error) 
 		return nil, err
 	}
 	defer g.life.Release()
-	var flags C.ulonglong
+	var flags uint64
 	if opts.AutoFreeOnLaunch {
-		flags |= C.CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH
+		flags |= uint64(cudadrv.GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH)
 	}
 	if opts.DeviceLaunch {
-		flags |= C.CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH
+		flags |= uint64(cudadrv.GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH)
 	}
 	if opts.UseNodePriority {
-		flags |= C.CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY
+		flags |= uint64(cudadrv.GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY)
 	}
-	var sh C.uintptr_t
+	var sh uintptr
 	if s := opts.Upload; s != nil {
 		h, err := s.enter(g.dev)
 		if err != nil {
 			return nil, err
 		}
 		defer s.leave()
-		flags |= C.CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD
+		flags |= uint64(cudadrv.GRAPH_INSTANTIATE_FLAG_UPLOAD)
 		sh = h
 	}
-	var x C.uintptr_t
-	var result C.int
+	var x uintptr
+	var result int32
 	g.mu.Lock()
 	graphObjects.Lock()
-	r := C.hl_graph_instantiate(g.ctx, &x, C.uintptr_t(g.h), flags, sh, &result)
+	r := driver.GraphInstantiate(g.ctx, &x, uintptr(g.h), flags, sh, &result)
 	graphObjects.Unlock()
 	g.mu.Unlock()
 	if err := check("cuGraphInstantiateWithParams", r); err != nil {
-		if result != C.CUDA_GRAPH_INSTANTIATE_SUCCESS {
+		if cudadrv.GraphInstantiateResult(result) != cudadrv.GRAPH_INSTANTIATE_SUCCESS {
 			err = fmt.Errorf("%w (%v)", err, cudadrv.GraphInstantiateResult(result))
 		}
 		return nil, err
@@ -260,10 +259,10 @@ func (g *Graph) Close() (err error) {
 	}
 	defer deleteDeadHandles()
 	defer unholdAll(g.held)
-	return check("cuGraphDestroy", afterGlobalCaptures(func() C.int {
+	return check("cuGraphDestroy", afterGlobalCaptures(func() int32 {
 		graphObjects.Lock()
 		defer graphObjects.Unlock()
-		return C.hl_graph_destroy(g.ctx, C.uintptr_t(g.h))
+		return driver.GraphDestroy(g.ctx, uintptr(g.h))
 	}))
 }
 
@@ -290,7 +289,7 @@ func (x *GraphExec) usable() error {
 
 // use begins an operation of x on stream s: it returns s's handle; done
 // ends it.
-func (x *GraphExec) use(s *Stream) (C.uintptr_t, error) {
+func (x *GraphExec) use(s *Stream) (uintptr, error) {
 	if x == nil || x.ctx == nil {
 		return 0, x.usable()
 	}
@@ -331,7 +330,7 @@ func (x *GraphExec) Launch(s *Stream) (err error) {
 	}
 	graphObjects.RLock()
 	defer graphObjects.RUnlock()
-	return check("cuGraphLaunch", C.hl_graph_launch(x.ctx, C.uintptr_t(x.h), sh))
+	return check("cuGraphLaunch", driver.GraphLaunch(x.ctx, uintptr(x.h), sh))
 }
 
 // Upload uploads the graph's work to the device ahead of its first Launch,
@@ -347,7 +346,7 @@ func (x *GraphExec) Upload(s *Stream) (err error) {
 	defer x.mu.Unlock()
 	graphObjects.RLock()
 	defer graphObjects.RUnlock()
-	return check("cuGraphUpload", C.hl_graph_upload(x.ctx, C.uintptr_t(x.h), sh))
+	return check("cuGraphUpload", driver.GraphUpload(x.ctx, uintptr(x.h), sh))
 }
 
 // Update makes x run g instead, in place, where g has the same shape as
@@ -368,15 +367,15 @@ func (x *GraphExec) Update(g *Graph) (err error) {
 		return err
 	}
 	defer g.life.Release()
-	var result C.int
+	var result int32
 	x.mu.Lock()
 	g.mu.Lock()
 	graphObjects.Lock()
-	r := C.hl_graph_update(x.ctx, C.uintptr_t(x.h), C.uintptr_t(g.h), &result)
+	r := driver.GraphUpdate(x.ctx, uintptr(x.h), uintptr(g.h), &result)
 	graphObjects.Unlock()
 	g.mu.Unlock()
 	err = check("cuGraphExecUpdate", r)
-	if err != nil && result != C.CU_GRAPH_EXEC_UPDATE_SUCCESS {
+	if err != nil && cudadrv.GraphExecUpdateResult(result) != cudadrv.GRAPH_EXEC_UPDATE_SUCCESS {
 		err = fmt.Errorf("%w (%v)", err, cudadrv.GraphExecUpdateResult(result))
 	}
 	if err == nil {
@@ -403,9 +402,9 @@ func (x *GraphExec) Close() (err error) {
 	}
 	defer deleteDeadHandles()
 	defer unholdAll(x.held)
-	return check("cuGraphExecDestroy", afterGlobalCaptures(func() C.int {
+	return check("cuGraphExecDestroy", afterGlobalCaptures(func() int32 {
 		graphObjects.Lock()
 		defer graphObjects.Unlock()
-		return C.hl_graph_exec_destroy(x.ctx, C.uintptr_t(x.h))
+		return driver.GraphExecDestroy(x.ctx, uintptr(x.h))
 	}))
 }

@@ -1,8 +1,5 @@
 package highlevel
 
-// #include "shim.h"
-import "C"
-
 import (
 	"fmt"
 	"reflect"
@@ -10,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/gocuda/cuda/highlevel/internal/driver"
 )
 
 // PinnedMemory is page-locked host memory (cuMemHostAlloc, portable to
@@ -103,7 +102,7 @@ func HostAlloc(size int) (_ *PinnedMemory, err error) {
 	}
 	freeLost()
 	var p unsafe.Pointer
-	if err := check("cuMemHostAlloc", C.hl_malloc_host(ctx, &p, C.size_t(size))); err != nil {
+	if err := check("cuMemHostAlloc", driver.MallocHost(ctx, &p, uintptr(size))); err != nil {
 		return nil, outOfMemory(size, CPUDevice, err)
 	}
 	return &PinnedMemory{ptr: p, size: size, ctx: ctx}, nil
@@ -189,7 +188,7 @@ func (m *PinnedMemory) Free() (err error) {
 	if m.block != nil {
 		return m.block.arena.release(m.block)
 	}
-	return check("cuMemFreeHost", C.hl_free_host(m.ctx, m.ptr))
+	return check("cuMemFreeHost", driver.FreeHost(m.ctx, m.ptr))
 }
 
 // A PinnedMemoryPool is a caching allocator of pinned host memory (CuPy's
@@ -385,7 +384,7 @@ func RegisterHost[T any](s []T) (*HostRegistration, error) {
 	reg := &registration{ptr: unsafe.Pointer(unsafe.SliceData(s)), ctx: ctx}
 	reg.pin.Pin(reg.ptr)
 	size := len(s) * int(unsafe.Sizeof(s[0]))
-	if err := check("cuMemHostRegister", C.hl_host_register(ctx, reg.ptr, C.size_t(size))); err != nil {
+	if err := check("cuMemHostRegister", driver.HostRegister(ctx, reg.ptr, uintptr(size))); err != nil {
 		reg.pin.Unpin()
 		return nil, err
 	}
@@ -420,7 +419,7 @@ func (r *HostRegistration) Unregister() error {
 }
 
 func (reg *registration) unregister() error {
-	err := check("cuMemHostUnregister", C.hl_host_unregister(reg.ctx, reg.ptr))
+	err := check("cuMemHostUnregister", driver.HostUnregister(reg.ctx, reg.ptr))
 	reg.pin.Unpin()
 	registrations.Delete(reg)
 	return err

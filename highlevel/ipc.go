@@ -1,14 +1,14 @@
 package highlevel
 
-// #include "shim.h"
-import "C"
-
 import (
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"runtime"
 	"unsafe"
+
+	"github.com/gocuda/cuda/cudadrv"
+	"github.com/gocuda/cuda/highlevel/internal/driver"
 )
 
 // Interprocess sharing: an event or device memory of one process is
@@ -25,7 +25,7 @@ import (
 var ErrNotShareable = errors.New("highlevel: not shareable between processes")
 
 // ipcHandleSize is the size of CUDA's interprocess handles.
-const ipcHandleSize = C.CU_IPC_HANDLE_SIZE
+const ipcHandleSize = cudadrv.IPC_HANDLE_SIZE
 
 // An IPCEventHandle names an interprocess event (CUipcEventHandle) for
 // OpenIPCEvent in another process. Its zero value names no event.
@@ -115,7 +115,7 @@ func (e *Event) IPCHandle() (_ IPCEventHandle, err error) {
 	if !e.interprocess {
 		return h, fmt.Errorf("%w: event created without EventOptions.Interprocess", ErrNotShareable)
 	}
-	err = check("cuIpcGetEventHandle", C.hl_ipc_event_handle(e.ctx, C.uintptr_t(e.h), unsafe.Pointer(&h.b[0])))
+	err = check("cuIpcGetEventHandle", driver.IpcEventHandle(e.ctx, uintptr(e.h), unsafe.Pointer(&h.b[0])))
 	return h, err
 }
 
@@ -138,8 +138,8 @@ func OpenIPCEvent(d Device, h IPCEventHandle) (_ *Event, err error) {
 	if err != nil {
 		return nil, err
 	}
-	var e C.uintptr_t
-	if err := check("cuIpcOpenEventHandle", C.hl_ipc_open_event(ctx, &e, unsafe.Pointer(&h.b[0]))); err != nil {
+	var e uintptr
+	if err := check("cuIpcOpenEventHandle", driver.IpcOpenEvent(ctx, &e, unsafe.Pointer(&h.b[0]))); err != nil {
 		return nil, err
 	}
 	return newEvent(e, d, ctx, true), nil
@@ -183,9 +183,9 @@ func (p MemoryPointer) IPCHandle() (_ IPCMemHandle, err error) {
 		return h, err
 	}
 	defer p.mem.life.Release()
-	var off C.size_t
-	var capable C.int
-	if err := check("cuIpcGetMemHandle", C.hl_ipc_mem_handle(ctx, ptr, unsafe.Pointer(&h.b[0]), &off, &capable)); err != nil {
+	var off uintptr
+	var capable int32
+	if err := check("cuIpcGetMemHandle", driver.IpcMemHandle(ctx, ptr, unsafe.Pointer(&h.b[0]), &off, &capable)); err != nil {
 		return IPCMemHandle{}, err
 	}
 	if capable == 0 {
@@ -224,12 +224,12 @@ func OpenIPCMemory(d Device, h IPCMemHandle) (_ MemoryPointer, err error) {
 	}
 	freeLost()
 	var base unsafe.Pointer
-	var mapped C.size_t
-	if err := check("cuIpcOpenMemHandle", C.hl_ipc_open_mem(ctx, &base, unsafe.Pointer(&h.b[0]), &mapped)); err != nil {
+	var mapped uintptr
+	if err := check("cuIpcOpenMemHandle", driver.IpcOpenMem(ctx, &base, unsafe.Pointer(&h.b[0]), &mapped)); err != nil {
 		return MemoryPointer{}, err
 	}
 	if h.offset+h.size > int(mapped) {
-		C.hl_ipc_close_mem(ctx, base)
+		driver.IpcCloseMem(ctx, base)
 		return MemoryPointer{}, invalid("%d bytes at offset %d are past the end of the %d bytes mapped", h.size, h.offset, int(mapped))
 	}
 	return newMapped(mapping{base: base, ctx: ctx}, h.offset, h.size, d), nil
@@ -257,7 +257,7 @@ func (mp mapping) free(*Memory) error {
 		}
 		return err
 	}
-	return check("cuIpcCloseMemHandle", C.hl_ipc_close_mem(mp.ctx, mp.base))
+	return check("cuIpcCloseMemHandle", driver.IpcCloseMem(mp.ctx, mp.base))
 }
 
 // lose queues the mapping with the lost memory (freeLost), to be unmapped

@@ -1,14 +1,13 @@
 package highlevel
 
-// #include "shim.h"
-import "C"
-
 import (
 	"fmt"
 	"sync/atomic"
 	"unsafe"
 
 	"github.com/gocuda/cuda/cudadrv"
+
+	"github.com/gocuda/cuda/highlevel/internal/driver"
 )
 
 // A Kernel is a function of a Module that the host launches (a __global__
@@ -18,14 +17,14 @@ import (
 // return an error wrapping ErrNil, or a zero value.
 type Kernel struct {
 	m      *Module // nil in a zero Kernel
-	k      C.uintptr_t
+	k      uintptr
 	name   string
 	params []param
 	size   int                   // of the parameter buffer
 	funcs  []atomic.Uintptr      // by device: the kernel's CUfunction in its primary context, once looked up
 	shape  atomic.Pointer[shape] // of the first launch whose arguments had one
 	// spare is the parameter buffer of launches whose parameters do not
-	// fit in hl_args, taken by one launch at a time: launches at once get
+	// fit in driver.Args, taken by one launch at a time: launches at once get
 	// their own.
 	spare atomic.Pointer[[]byte]
 }
@@ -33,16 +32,16 @@ type Kernel struct {
 // A param is a kernel's parameter: where its argument goes in the
 // parameter buffer, and the class of its C++ type, from the kernel's
 // mangled name (paramUnknown for extern "C" kernels). It is laid out as
-// the shim's hl_param, which hl_launch reads the offsets from.
+// driver.Param, which driver.Launch reads the offsets from.
 type param struct {
 	off, size uint32
 	class     paramClass
 }
 
-// param and hl_param have the same size.
+// param and driver.Param have the same size.
 var (
-	_ [unsafe.Sizeof(param{}) - C.sizeof_hl_param]struct{}
-	_ [C.sizeof_hl_param - unsafe.Sizeof(param{})]struct{}
+	_ [unsafe.Sizeof(param{}) - unsafe.Sizeof(driver.Param{})]struct{}
+	_ [unsafe.Sizeof(driver.Param{}) - unsafe.Sizeof(param{})]struct{}
 )
 
 // usable returns the error of a method called on a nil or zero Kernel; nil
@@ -172,17 +171,17 @@ func (k *Kernel) Launch(s *Stream, cfg LaunchConfig, args ...any) error {
 // open-coded (a function with more returns times defers than the compiler
 // allows gets slower ones), as launches are the hottest path of the package.
 //
-// The arguments and dimensions go to C by value (hl_args, hl_dims), copied
-// onto C's stack: hl_launch calls into the driver, whose logger (registered
+// The arguments and dimensions go to C by value (driver.Args, driver.Dims),
+// copied onto C's stack: driver.Launch calls into the driver, whose logger (registered
 // with cudadrv.LogsRegisterCallback) may call back into Go during the call,
 // so it cannot be marked #cgo nocallback, and without it (noescape works
 // only with it) memory passed by address escapes, so would have to come
-// from the heap or a pool. Arguments that do not fit in hl_args' 64 bytes
+// from the heap or a pool. Arguments that do not fit in driver.Args' 64 bytes
 // go in the kernel's spare buffer, from the heap once.
 func (k *Kernel) launch(s *Stream, cfg *LaunchConfig, args []any) error {
-	var small C.hl_args
+	var small driver.Args
 	var buf []byte
-	var big *C.char // small escapes if big may point into it
+	var big *byte // small escapes if big may point into it
 	if k.size <= int(unsafe.Sizeof(small)) {
 		buf = unsafe.Slice((*byte)(unsafe.Pointer(&small)), unsafe.Sizeof(small))
 	} else {
@@ -193,7 +192,7 @@ func (k *Kernel) launch(s *Stream, cfg *LaunchConfig, args []any) error {
 		}
 		// The driver has copied the arguments when the launch returns.
 		defer k.spare.Store(b)
-		buf, big = *b, (*C.char)(unsafe.Pointer(&(*b)[0]))
+		buf, big = *b, (*byte)(unsafe.Pointer(&(*b)[0]))
 	}
 	d, err := k.pack(buf, args, s)
 	if err != nil {
@@ -208,7 +207,7 @@ func (k *Kernel) launch(s *Stream, cfg *LaunchConfig, args []any) error {
 
 // queue launches the kernel on s, for device d, with the arguments pack
 // wrote to small or big from args.
-func (k *Kernel) queue(d Device, s *Stream, cfg *LaunchConfig, args []any, small *C.hl_args, big *C.char) error {
+func (k *Kernel) queue(d Device, s *Stream, cfg *LaunchConfig, args []any, small *driver.Args, big *byte) error {
 	st := s.deviceState()
 	if st == nil {
 		var err error
@@ -216,7 +215,7 @@ func (k *Kernel) queue(d Device, s *Stream, cfg *LaunchConfig, args []any, small
 			return err
 		}
 	}
-	var dims C.hl_dims
+	var dims driver.Dims
 	if err := cfg.check(d, &st.limits, &dims); err != nil {
 		return fmt.Errorf("highlevel: launching %s: %w", k.name, err)
 	}
@@ -233,17 +232,17 @@ func (k *Kernel) queue(d Device, s *Stream, cfg *LaunchConfig, args []any, small
 		k.forArgMemory(args, func(m *Memory) { s.keep(m) })
 		s.capture.keep(k.m)
 	}
-	var params *C.hl_param
+	var params *driver.Param
 	if len(k.params) > 0 {
-		params = (*C.hl_param)(unsafe.Pointer(&k.params[0]))
+		params = (*driver.Param)(unsafe.Pointer(&k.params[0]))
 	}
 	if launchHook != nil {
 		launchHook()
 	}
 	// The context goes as an integer: cgo checks every void * argument for
 	// Go pointers, on every call.
-	r := C.hl_launch(C.uintptr_t(uintptr(st.ctx)), f, dims, C.uint32_t(cfg.SharedMem), h, cbool(cfg.Cooperative),
-		*small, big, params, C.int(len(k.params)))
+	r := driver.Launch(uintptr(st.ctx), f, dims, uint32(cfg.SharedMem), h, cbool(cfg.Cooperative),
+		*small, big, params, int32(len(k.params)))
 	if r != 0 {
 		return check("launching "+k.name, r)
 	}
@@ -252,12 +251,12 @@ func (k *Kernel) queue(d Device, s *Stream, cfg *LaunchConfig, args []any, small
 
 // function returns the kernel's CUfunction in device d's primary context
 // ctx, looking it up the first time.
-func (k *Kernel) function(d Device, ctx unsafe.Pointer) (C.uintptr_t, error) {
+func (k *Kernel) function(d Device, ctx unsafe.Pointer) (uintptr, error) {
 	if f := k.funcs[d].Load(); f != 0 {
-		return C.uintptr_t(f), nil
+		return uintptr(f), nil
 	}
-	var f C.uintptr_t
-	if err := check("cuKernelGetFunction "+k.name, C.hl_kernel_function(ctx, &f, k.k)); err != nil {
+	var f uintptr
+	if err := check("cuKernelGetFunction "+k.name, driver.KernelFunction(ctx, &f, k.k)); err != nil {
 		return 0, err
 	}
 	k.funcs[d].Store(uintptr(f))
@@ -266,7 +265,7 @@ func (k *Kernel) function(d Device, ctx unsafe.Pointer) (C.uintptr_t, error) {
 
 // check checks the configuration against the limits of device d, l, and
 // writes the grid, block and cluster dimensions for the shim to dims.
-func (cfg *LaunchConfig) check(d Device, l *deviceLimits, dims *C.hl_dims) error {
+func (cfg *LaunchConfig) check(d Device, l *deviceLimits, dims *driver.Dims) error {
 	gx, gy, gz := cfg.Grid.dims()
 	bx, by, bz := cfg.Block.dims()
 	switch {
@@ -281,11 +280,11 @@ func (cfg *LaunchConfig) check(d Device, l *deviceLimits, dims *C.hl_dims) error
 	case cfg.Cluster.negative():
 		return invalid("cluster %v is negative", cfg.Cluster)
 	}
-	dims.grid = [3]C.uint32_t{C.uint32_t(gx), C.uint32_t(gy), C.uint32_t(gz)}
-	dims.block = [3]C.uint32_t{C.uint32_t(bx), C.uint32_t(by), C.uint32_t(bz)}
+	dims.Grid = [3]uint32{uint32(gx), uint32(gy), uint32(gz)}
+	dims.Block = [3]uint32{uint32(bx), uint32(by), uint32(bz)}
 	if cfg.Cluster != (Dim3{}) {
 		cx, cy, cz := cfg.Cluster.dims()
-		dims.cluster = [3]C.uint32_t{C.uint32_t(cx), C.uint32_t(cy), C.uint32_t(cz)}
+		dims.Cluster = [3]uint32{uint32(cx), uint32(cy), uint32(cz)}
 	}
 	return nil
 }
@@ -359,12 +358,12 @@ func (k *Kernel) attribute(d Device, set bool, attr cudadrv.Function_attribute, 
 	if err != nil {
 		return 0, err
 	}
-	v := C.int(value)
+	v := int32(value)
 	op := "cuKernelGetAttribute " + attr.String()
 	if set {
 		op = "cuKernelSetAttribute " + attr.String()
 	}
-	err = check(op, C.hl_kernel_attribute(ctx, cbool(set), &v, C.int(attr), k.k, C.int(d)))
+	err = check(op, driver.KernelAttribute(ctx, cbool(set), &v, int32(attr), k.k, int32(d)))
 	return int(v), err
 }
 
@@ -384,8 +383,8 @@ func (k *Kernel) MaxActiveBlocksPerSM(d Device, blockSize, dynamicSharedMem int)
 	if err != nil {
 		return 0, err
 	}
-	var n C.int
-	err = check("cuOccupancyMaxActiveBlocksPerMultiprocessor", C.hl_occupancy_blocks(ctx, &n, k.k, C.int(blockSize), C.size_t(dynamicSharedMem)))
+	var n int32
+	err = check("cuOccupancyMaxActiveBlocksPerMultiprocessor", driver.OccupancyBlocks(ctx, &n, k.k, int32(blockSize), uintptr(dynamicSharedMem)))
 	return int(n), err
 }
 
@@ -406,7 +405,7 @@ func (k *Kernel) MaxPotentialBlockSize(d Device, dynamicSharedMem, blockSizeLimi
 	if err != nil {
 		return 0, 0, err
 	}
-	var g, b C.int
-	err = check("cuOccupancyMaxPotentialBlockSize", C.hl_occupancy_block_size(ctx, &g, &b, k.k, C.size_t(dynamicSharedMem), C.int(blockSizeLimit)))
+	var g, b int32
+	err = check("cuOccupancyMaxPotentialBlockSize", driver.OccupancyBlockSize(ctx, &g, &b, k.k, uintptr(dynamicSharedMem), int32(blockSizeLimit)))
 	return int(g), int(b), err
 }

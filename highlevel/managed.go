@@ -1,13 +1,12 @@
 package highlevel
 
-// #include "shim.h"
-import "C"
-
 import (
 	"fmt"
 	"unsafe"
 
 	"github.com/gocuda/cuda/cudadrv"
+
+	"github.com/gocuda/cuda/highlevel/internal/driver"
 )
 
 // CPUDevice stands for the host where Prefetch and Advise take a location
@@ -113,7 +112,7 @@ func (p MemoryPointer) prefetch(n int, dev Device, s *Stream) error {
 	}
 	defer s.leave()
 	s.keep(p.mem)
-	return check("cuMemPrefetchAsync", C.hl_mem_prefetch(ctx, d, C.size_t(n), C.int(dev), sh))
+	return check("cuMemPrefetchAsync", driver.MemPrefetch(ctx, d, uintptr(n), int32(dev), sh))
 }
 
 // Advise gives advice about n bytes of managed memory from p, for dev
@@ -142,5 +141,5 @@ func (p MemoryPointer) advise(n int, advice Advice, dev Device) error {
 	if err != nil {
 		return err
 	}
-	return check("cuMemAdvise", C.hl_mem_advise(ctx, d, C.size_t(n), C.int(advice), C.int(dev)))
+	return check("cuMemAdvise", driver.MemAdvise(ctx, d, uintptr(n), int32(advice), int32(dev)))
 }

@@ -1,14 +1,14 @@
 package highlevel
 
-// #include "shim.h"
-import "C"
-
 import (
 	"cmp"
 	"errors"
 	"fmt"
 	"runtime"
 	"unsafe"
+
+	"github.com/gocuda/cuda/cudadrv"
+	"github.com/gocuda/cuda/highlevel/internal/driver"
 )
 
 // Memory is one allocation of device memory: from cuMemAlloc, a pool, a
@@ -415,7 +415,7 @@ func (p MemoryPointer) copyHostOp(h unsafe.Pointer, n int, s *Stream, async, toD
 	if toDevice {
 		dst, src = d, h
 	}
-	return check("cuMemcpy", C.hl_memcpy(C.uintptr_t(uintptr(ctx)), dst, src, C.size_t(n), sh, cbool(async)))
+	return check("cuMemcpy", driver.Memcpy(uintptr(ctx), dst, src, uintptr(n), sh, cbool(async)))
 }
 
 // CopyFromDevice copies n bytes from src, on any device, to p. Between two
@@ -469,17 +469,17 @@ func (p MemoryPointer) copyDeviceOp(src MemoryPointer, n int, s *Stream, async b
 // queueCopy copies n bytes from sp on device sd to dst on device dd, a peer
 // copy between two devices. It is copyDeviceOp's last step, apart so that
 // copyDeviceOp has few enough returns for its defers to stay open-coded.
-func queueCopy(ctx, dst unsafe.Pointer, dd Device, sp unsafe.Pointer, sd Device, n int, sh C.uintptr_t, async bool) error {
+func queueCopy(ctx, dst unsafe.Pointer, dd Device, sp unsafe.Pointer, sd Device, n int, sh uintptr, async bool) error {
 	if sd != dd {
 		sctx, err := sd.context()
 		if err != nil {
 			return err
 		}
-		return check("cuMemcpyPeer", C.hl_memcpy_peer(ctx, dst, sp, sctx, C.size_t(n), sh, cbool(async)))
+		return check("cuMemcpyPeer", driver.MemcpyPeer(ctx, dst, sp, sctx, uintptr(n), sh, cbool(async)))
 	}
 	// Both are device (or managed) memory of one device: no Go memory, so
 	// integers, as in memsetOp.
-	return check("cuMemcpy", C.hl_memcpy_device(C.uintptr_t(uintptr(ctx)), C.uintptr_t(uintptr(dst)), C.uintptr_t(uintptr(sp)), C.size_t(n), sh, cbool(async)))
+	return check("cuMemcpy", driver.MemcpyDevice(uintptr(ctx), uintptr(dst), uintptr(sp), uintptr(n), sh, cbool(async)))
 }
 
 // Memset sets n bytes from p to the byte value. Like every copy and
@@ -523,10 +523,10 @@ func (p MemoryPointer) memsetOp(value byte, n int, s *Stream, async bool) error 
 	s.keep(p.mem)
 	// Integers, not void *, spare cgo's check for Go pointers: neither the
 	// context nor device memory is Go memory.
-	return check("cuMemsetD8", C.hl_memset(C.uintptr_t(uintptr(ctx)), C.uintptr_t(uintptr(d)), C.int(value), C.size_t(n), sh, cbool(async)))
+	return check("cuMemsetD8", driver.Memset(uintptr(ctx), uintptr(d), int32(value), uintptr(n), sh, cbool(async)))
 }
 
-func cbool(b bool) C.int {
+func cbool(b bool) int32 {
 	if b {
 		return 1
 	}
@@ -648,9 +648,9 @@ func (d Device) malloc(size int, managed bool) (_ MemoryPointer, err error) {
 	freeLost()
 	var p unsafe.Pointer
 	if managed {
-		err = check("cuMemAllocManaged", C.hl_malloc_managed(ctx, &p, C.size_t(size)))
+		err = check("cuMemAllocManaged", driver.MallocManaged(ctx, &p, uintptr(size)))
 	} else {
-		err = check("cuMemAlloc", C.hl_malloc(ctx, &p, C.size_t(size)))
+		err = check("cuMemAlloc", driver.Malloc(ctx, &p, uintptr(size)))
 	}
 	if err != nil {
 		return MemoryPointer{}, outOfMemory(size, d, err)
@@ -701,7 +701,7 @@ func (deviceOwner) free(m *Memory) error {
 	if err != nil {
 		return err
 	}
-	return check("cuMemFree", C.hl_free(ctx, m.ptr))
+	return check("cuMemFree", driver.Free(ctx, m.ptr))
 }
 
 // lostMemory is memory from cuMemAlloc or cuMemAllocFromPoolAsync, a host
@@ -758,11 +758,11 @@ func freeLost() {
 		case l.reg != nil:
 			l.reg.unregister()
 		case l.mapped:
-			C.hl_ipc_close_mem(l.ctx, l.ptr)
+			driver.IpcCloseMem(l.ctx, l.ptr)
 		case l.destroy:
 			pools = append(pools, l.pool)
 		default:
-			C.hl_free(l.ctx, l.ptr)
+			driver.Free(l.ctx, l.ptr)
 			if l.pool != nil {
 				l.pool.inUse.Add(-int64(l.size))
 				l.pool.unref()
@@ -772,7 +772,7 @@ func freeLost() {
 	// The frees queued into these pools have run, and no more can be
 	// queued: they have no allocations left.
 	for _, p := range pools {
-		C.hl_mem_pool_destroy(p.ctx, p.h)
+		driver.MemPoolDestroy(p.ctx, p.h)
 	}
 }
 
@@ -795,11 +795,11 @@ func UnownedMemory(ptr unsafe.Pointer, size int, owner any) (_ MemoryPointer, er
 	if err := initDevices(); err != nil { // which initializes the driver
 		return MemoryPointer{}, err
 	}
-	var dev, typ, managed C.int
-	if err := check("cuPointerGetAttributes", C.hl_pointer_device(ptr, &dev, &typ, &managed)); err != nil {
+	var dev, typ, managed int32
+	if err := check("cuPointerGetAttributes", driver.PointerDevice(ptr, &dev, &typ, &managed)); err != nil {
 		return MemoryPointer{}, err
 	}
-	if typ != C.CU_MEMORYTYPE_DEVICE && managed == 0 {
+	if cudadrv.Memorytype(typ) != cudadrv.MEMORYTYPE_DEVICE && managed == 0 {
 		return MemoryPointer{}, invalid("not device memory")
 	}
 	return MemoryPointer{mem: &Memory{ptr: ptr, size: size, dev: Device(dev), managed: managed != 0, owner: keepOwner{owner}}}, nil

@@ -1,11 +1,5 @@
 package highlevel
 
-/*
-#include <stdlib.h>
-#include "shim.h"
-*/
-import "C"
-
 import (
 	"bytes"
 	"fmt"
@@ -13,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/gocuda/cuda/highlevel/internal/driver"
 )
 
 // A Module is loaded device code (PTX, CUBIN or fatbin): a CUDA library,
@@ -25,7 +21,7 @@ import (
 // The zero value is not usable: make one with LoadModule or
 // LoadModuleFile; its methods return an error wrapping ErrNil.
 type Module struct {
-	lib   C.uintptr_t
+	lib   uintptr
 	image unsafe.Pointer // the C copy of the image, freed by Close
 	life  life
 
@@ -50,9 +46,9 @@ func LoadModule(image []byte) (*Module, error) {
 	if isPTX(image) && image[len(image)-1] != 0 {
 		image = append(image[:len(image):len(image)], 0) // PTX is read as a C string
 	}
-	m := &Module{image: C.CBytes(image), kernels: map[string]*Kernel{}}
-	if err := check("cuLibraryLoadData", C.hl_library_load(nil, &m.lib, m.image)); err != nil {
-		C.free(m.image)
+	m := &Module{image: driver.CBytes(image), kernels: map[string]*Kernel{}}
+	if err := check("cuLibraryLoadData", driver.LibraryLoad(nil, &m.lib, m.image)); err != nil {
+		driver.CFree(m.image)
 		return nil, opErr("load module", err)
 	}
 	return m, nil
@@ -99,8 +95,7 @@ func (m *Module) Kernel(name string) (*Kernel, error) {
 	if k := m.kernels[name]; k != nil {
 		return k, nil
 	}
-	cname := C.CString(name)
-	defer C.free(unsafe.Pointer(cname))
+	cname := append([]byte(name), 0)
 	n, err := DeviceCount()
 	if err != nil {
 		return nil, err
@@ -113,12 +108,12 @@ func (m *Module) Kernel(name string) (*Kernel, error) {
 	}
 	k := &Kernel{m: m, name: name, funcs: make([]atomic.Uintptr, n)}
 	op := fmt.Sprintf("kernel %q", name)
-	if err := check(op, C.hl_library_get_kernel(ctx, &k.k, m.lib, cname)); err != nil {
+	if err := check(op, driver.LibraryGetKernel(ctx, &k.k, m.lib, &cname[0])); err != nil {
 		return nil, err
 	}
-	var offsets, sizes [maxParams]C.uint32_t
-	var np C.int
-	if err := check(op, C.hl_kernel_params(ctx, k.k, &offsets[0], &sizes[0], maxParams, &np)); err != nil {
+	var offsets, sizes [maxParams]uint32
+	var np int32
+	if err := check(op, driver.KernelParams(ctx, k.k, &offsets[0], &sizes[0], maxParams, &np)); err != nil {
 		return nil, err
 	}
 	classes, ok := paramClasses(name)
@@ -179,7 +174,7 @@ func (m *Module) Close() error {
 	m.mu.Lock()
 	for d := range m.launchedOn() {
 		if ctx, err := d.context(); err == nil {
-			errs = append(errs, check("cuCtxSynchronize", C.hl_ctx_synchronize(ctx)))
+			errs = append(errs, check("cuCtxSynchronize", driver.CtxSynchronize(ctx)))
 		}
 	}
 	m.mu.Unlock()
@@ -201,8 +196,8 @@ func (m *Module) unhold() {
 
 // unload unloads the module, once its kernels have run.
 func (m *Module) unload() error {
-	err := check("cuLibraryUnload", C.hl_library_unload(nil, m.lib))
-	C.free(m.image)
+	err := check("cuLibraryUnload", driver.LibraryUnload(nil, m.lib))
+	driver.CFree(m.image)
 	return err
 }
 

@@ -1,8 +1,5 @@
 package highlevel
 
-// #include "shim.h"
-import "C"
-
 import (
 	"cmp"
 	"errors"
@@ -11,6 +8,9 @@ import (
 	"runtime"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/gocuda/cuda/cudadrv"
+	"github.com/gocuda/cuda/highlevel/internal/driver"
 )
 
 // A MemoryPool is a caching allocator of device memory (CuPy's MemoryPool,
@@ -427,7 +427,7 @@ func (b *block) free(*Memory) error { return b.arena.release(b) }
 // DeviceMemoryAsyncPool); its methods return an error wrapping ErrNil, and
 // its statistics 0.
 type MemoryAsyncPool struct {
-	h     C.uintptr_t
+	h     uintptr
 	dev   Device
 	ctx   unsafe.Pointer // nil in a zero MemoryAsyncPool
 	owned bool
@@ -460,8 +460,8 @@ func NewMemoryAsyncPool(d Device) (_ *MemoryAsyncPool, err error) {
 	if err != nil {
 		return nil, err
 	}
-	var h C.uintptr_t
-	if err := check("cuMemPoolCreate", C.hl_mem_pool_create(ctx, &h, C.int(d))); err != nil {
+	var h uintptr
+	if err := check("cuMemPoolCreate", driver.MemPoolCreate(ctx, &h, int32(d))); err != nil {
 		return nil, err
 	}
 	p := &MemoryAsyncPool{h: h, dev: d, ctx: ctx, owned: true}
@@ -492,9 +492,9 @@ func (p *MemoryAsyncPool) destroy() error {
 		return nil
 	} else if err != nil {
 		// A device failed; its work is over.
-		return errors.Join(err, check("cuMemPoolDestroy", C.hl_mem_pool_destroy(p.ctx, p.h)))
+		return errors.Join(err, check("cuMemPoolDestroy", driver.MemPoolDestroy(p.ctx, p.h)))
 	}
-	return check("cuMemPoolDestroy", C.hl_mem_pool_destroy(p.ctx, p.h))
+	return check("cuMemPoolDestroy", driver.MemPoolDestroy(p.ctx, p.h))
 }
 
 // DeviceMemoryAsyncPool returns d's default CUDA memory pool, the one
@@ -509,8 +509,8 @@ func DeviceMemoryAsyncPool(d Device) (_ *MemoryAsyncPool, err error) {
 	if err != nil {
 		return nil, err
 	}
-	var h C.uintptr_t
-	if err := check("cuDeviceGetDefaultMemPool", C.hl_default_mem_pool(ctx, &h, C.int(d))); err != nil {
+	var h uintptr
+	if err := check("cuDeviceGetDefaultMemPool", driver.DefaultMemPool(ctx, &h, int32(d))); err != nil {
 		return nil, err
 	}
 	p := &MemoryAsyncPool{h: h, dev: d, ctx: ctx}
@@ -615,8 +615,8 @@ func (p *MemoryAsyncPool) mallocAsync(size int, s *Stream) (MemoryPointer, error
 	if err := p.reserve(size); err != nil {
 		return MemoryPointer{}, err
 	}
-	a := C.hl_malloc_async(C.uintptr_t(uintptr(p.ctx)), C.size_t(size), p.h, sh)
-	if err := check("cuMemAllocFromPoolAsync", a.r); err != nil {
+	a := driver.MallocAsync(uintptr(p.ctx), uintptr(size), p.h, sh)
+	if err := check("cuMemAllocFromPoolAsync", a.R); err != nil {
 		p.inUse.Add(-int64(size))
 		return MemoryPointer{}, outOfMemory(size, p.dev, err)
 	}
@@ -624,9 +624,9 @@ func (p *MemoryAsyncPool) mallocAsync(size int, s *Stream) (MemoryPointer, error
 		p.allocs.Add(1)
 	}
 	m, l, i := slot(&p.slab, p)
-	*m = Memory{ptr: a.p, size: size, dev: p.dev, owner: o, ledger: l, slot: i}
+	*m = Memory{ptr: a.P, size: size, dev: p.dev, owner: o, ledger: l, slot: i}
 	l.async.size[i] = size
-	l.async.ptr[i].Store((*byte)(a.p))
+	l.async.ptr[i].Store((*byte)(a.P))
 	return MemoryPointer{mem: m}, nil
 }
 
@@ -686,8 +686,8 @@ func (o *asyncOwner) free(m *Memory) error {
 		return err
 	}
 	defer o.s.leave()
-	r := C.hl_free_async(C.uintptr_t(uintptr(ctx)), C.uintptr_t(uintptr(m.ptr)), sh)
-	if r == C.HL_CAPTURING {
+	r := driver.FreeAsync(uintptr(ctx), uintptr(m.ptr), sh)
+	if r == driver.Capturing {
 		// The stream captures: the memory is lost memory, freed after
 		// the device-wide wait of an allocation once no capture runs.
 		o.p.lose(m.ptr, m.size)
@@ -712,7 +712,7 @@ func (o *asyncOwner) freeClosed(m *Memory, ctx unsafe.Pointer) error {
 	o.s.closeMu.Lock()
 	captured := o.s.capturedClose
 	o.s.closeMu.Unlock()
-	if captured || C.hl_free(ctx, m.ptr) != 0 {
+	if captured || driver.Free(ctx, m.ptr) != 0 {
 		o.p.lose(m.ptr, m.size)
 		return nil
 	}
@@ -722,16 +722,16 @@ func (o *asyncOwner) freeClosed(m *Memory, ctx unsafe.Pointer) error {
 
 // attr returns the pool's attribute a; 0 for a nil or closed pool, or when
 // CUDA fails (the statistics never fail: see UsedBytes).
-func (p *MemoryAsyncPool) attr(a C.int) int {
+func (p *MemoryAsyncPool) attr(a cudadrv.MemPool_attribute) int {
 	if p.use() != nil {
 		return 0
 	}
 	defer p.life.Release()
-	var v C.uint64_t
-	if C.hl_mem_pool_get_attribute(p.ctx, p.h, a, &v) != 0 {
+	var v uint64
+	if driver.MemPoolGetAttribute(p.ctx, p.h, int32(a), &v) != 0 {
 		return 0
 	}
-	return int(min(v, C.uint64_t(math.MaxInt)))
+	return int(min(v, uint64(math.MaxInt)))
 }
 
 // The pool's statistics never fail, as MemoryPool's: they are 0 for a nil
@@ -742,7 +742,7 @@ func (p *MemoryAsyncPool) attr(a C.int) int {
 
 // UsedBytes returns the bytes allocated from the pool and not yet freed
 // (CU_MEMPOOL_ATTR_USED_MEM_CURRENT).
-func (p *MemoryAsyncPool) UsedBytes() int { return p.attr(C.CU_MEMPOOL_ATTR_USED_MEM_CURRENT) }
+func (p *MemoryAsyncPool) UsedBytes() int { return p.attr(cudadrv.MEMPOOL_ATTR_USED_MEM_CURRENT) }
 
 // FreeBytes returns the bytes the pool holds unused: TotalBytes less
 // UsedBytes.
@@ -753,14 +753,14 @@ func (p *MemoryAsyncPool) FreeBytes() int {
 // TotalBytes returns the bytes the pool holds from the device
 // (CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT).
 func (p *MemoryAsyncPool) TotalBytes() int {
-	return p.attr(C.CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT)
+	return p.attr(cudadrv.MEMPOOL_ATTR_RESERVED_MEM_CURRENT)
 }
 
 // ReleaseThreshold returns the bytes the pool keeps when a stream
 // synchronizes (CU_MEMPOOL_ATTR_RELEASE_THRESHOLD); memory beyond it is
 // given back to the device.
 func (p *MemoryAsyncPool) ReleaseThreshold() int {
-	return p.attr(C.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD)
+	return p.attr(cudadrv.MEMPOOL_ATTR_RELEASE_THRESHOLD)
 }
 
 // SetReleaseThreshold sets ReleaseThreshold; math.MaxInt keeps everything.
@@ -773,7 +773,7 @@ func (p *MemoryAsyncPool) SetReleaseThreshold(n int) (err error) {
 		return err
 	}
 	defer p.life.Release()
-	return check("cuMemPoolSetAttribute", C.hl_mem_pool_set_attribute(p.ctx, p.h, C.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, C.uint64_t(n)))
+	return check("cuMemPoolSetAttribute", driver.MemPoolSetAttribute(p.ctx, p.h, int32(cudadrv.MEMPOOL_ATTR_RELEASE_THRESHOLD), uint64(n)))
 }
 
 // Limit returns the limit SetLimit set, 0 for none.
@@ -825,7 +825,7 @@ func (p *MemoryAsyncPool) FreeAllBlocks() (err error) {
 		return err
 	}
 	defer p.life.Release()
-	return check("cuMemPoolTrimTo", C.hl_mem_pool_trim(p.ctx, p.h, 0))
+	return check("cuMemPoolTrimTo", driver.MemPoolTrim(p.ctx, p.h, 0))
 }
 
 // Close destroys a pool NewMemoryAsyncPool created, once the memory still

@@ -1,9 +1,10 @@
 package highlevel
 
-// #include "shim.h"
-import "C"
+import (
+	"errors"
 
-import "errors"
+	"github.com/gocuda/cuda/highlevel/internal/driver"
+)
 
 // ProfilerStart starts the profiler attached to the process (Nsight
 // Systems, Nsight Compute with --profile-from-start off) collecting
@@ -26,7 +27,7 @@ func profiler(start bool) error {
 	if start {
 		op = "cuProfilerStart"
 	}
-	return check(op, C.hl_profiler(ctx, cbool(start)))
+	return check(op, driver.Profiler(ctx, cbool(start)))
 }
 
 // Profile runs fn with the profiler collecting, and stops it also when fn

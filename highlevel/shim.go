@@ -1,15 +1,12 @@
 package highlevel
 
-/*
-#include "shim.h"
-*/
-import "C"
-
 import (
 	"errors"
 	"fmt"
 
 	"github.com/gocuda/cuda/cudadrv"
+
+	"github.com/gocuda/cuda/highlevel/internal/driver"
 )
 
 var (
@@ -28,7 +25,7 @@ var (
 // baseVersion is the CUDA version of the driver API the shim calls: every
 // function it needs has the form it calls from CUDA 12.0 on, except those
 // of later versions that a few operations need (missing).
-const baseVersion = C.HL_BASE_VERSION
+const baseVersion = driver.BaseVersion
 
 // load takes the shim's entry points from the driver, once, through
 // cuGetProcAddress_v2 of the libcuda.so.1 that cudadrv opened.
@@ -52,19 +49,19 @@ func resolve() error {
 	}
 	syms := shimSymbols()
 	missing = make([]error, len(syms))
-	var driver C.int // the driver's CUDA version, once known
+	var version int32 // the driver's CUDA version, once known
 	for i, sym := range syms {
-		var status C.int
-		r := C.hl_resolve(gpa, C.int(i), &status)
-		if r == 0 && status == C.CU_GET_PROC_ADDRESS_SUCCESS {
-			if i == 0 && C.hl_driver_version(&driver) != 0 { // symbol 0 is cuDriverGetVersion
-				driver = 0
+		var status int32
+		r := driver.Resolve(gpa, int32(i), &status)
+		if r == 0 && cudadrv.DriverProcAddressQueryResult(status) == cudadrv.GET_PROC_ADDRESS_SUCCESS {
+			if i == 0 && driver.DriverVersion(&version) != 0 { // symbol 0 is cuDriverGetVersion
+				version = 0
 			}
 			continue
 		}
 		var err error
-		if driver > 0 && int(driver) < sym.version {
-			err = &DriverVersionError{Function: sym.name, Needed: sym.version, Driver: int(driver)}
+		if version > 0 && int(version) < sym.version {
+			err = &DriverVersionError{Function: sym.name, Needed: sym.version, Driver: int(version)}
 		} else {
 			err = &cudadrv.SymbolError{Symbol: sym.name, Library: cudadrv.LibraryPath(), Reason: fmt.Sprintf(
 				"cuGetProcAddress_v2 at CUDA %s: %v (%v)", cudaVersion(sym.version),
@@ -87,9 +84,9 @@ type shimSymbol struct {
 
 // shimSymbols returns the shim's functions, in its order (zsymbols.h).
 func shimSymbols() []shimSymbol {
-	syms := make([]shimSymbol, int(C.hl_nsymbols()))
+	syms := make([]shimSymbol, int(driver.Nsymbols()))
 	for i := range syms {
-		syms[i] = shimSymbol{C.GoString(C.hl_symbol(C.int(i))), int(C.hl_symbol_version(C.int(i)))}
+		syms[i] = shimSymbol{driver.Symbol(int32(i)), int(driver.SymbolVersion(int32(i)))}
 	}
 	return syms
 }
@@ -98,7 +95,7 @@ func shimSymbols() []shimSymbol {
 func cudaVersion(v int) string { return fmt.Sprintf("%d.%d", v/1000, v%1000/10) }
 
 // check turns a status of the shim into an error naming the operation.
-func check(op string, r C.int) error {
+func check(op string, r int32) error {
 	if r == 0 {
 		return nil
 	}
@@ -107,22 +104,22 @@ func check(op string, r C.int) error {
 
 // ready turns the status of a query (cuEventQuery, cuStreamQuery) into
 // whether the work is done: CUDA_ERROR_NOT_READY is not an error.
-func ready(op string, r C.int) (bool, error) {
-	if r == C.CUDA_ERROR_NOT_READY {
+func ready(op string, r int32) (bool, error) {
+	if cudadrv.Result(r) == cudadrv.ERROR_NOT_READY {
 		return false, nil
 	}
 	return r == 0, check(op, r)
 }
 
 // statusError returns the error of the shim's status r, which is not 0.
-func statusError(r C.int) error {
+func statusError(r int32) error {
 	switch {
-	case r == C.HL_IN_CALLBACK:
+	case r == driver.InCallback:
 		return ErrInCallback
-	case r == C.HL_CAPTURING:
+	case r == driver.Capturing:
 		return ErrCapturing
-	case r <= C.HL_MISSING_BASE:
-		if err := missing[C.HL_MISSING_BASE-r]; err != nil {
+	case r <= driver.MissingBase:
+		if err := missing[driver.MissingBase-r]; err != nil {
 			return err
 		}
 	}

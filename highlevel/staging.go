@@ -1,14 +1,12 @@
 package highlevel
 
-/*
-#include "shim.h"
-*/
-import "C"
-
 import (
 	"runtime"
 	"sync"
 	"unsafe"
+
+	"github.com/gocuda/cuda/cudadrv"
+	"github.com/gocuda/cuda/highlevel/internal/driver"
 )
 
 // Copies between device memory and pageable (ordinary Go) memory of at least
@@ -47,8 +45,8 @@ func stagingChunk(n int) int {
 // registered with CUDA, nor device or managed memory, all of which CUDA
 // copies directly.
 func pageable(h unsafe.Pointer) (bool, error) {
-	var dev, typ, managed C.int
-	if err := check("cuPointerGetAttributes", C.hl_pointer_device(h, &dev, &typ, &managed)); err != nil {
+	var dev, typ, managed int32
+	if err := check("cuPointerGetAttributes", driver.PointerDevice(h, &dev, &typ, &managed)); err != nil {
 		return false, err
 	}
 	return typ == 0 && managed == 0, nil
@@ -60,11 +58,11 @@ func pageable(h unsafe.Pointer) (bool, error) {
 // allocator. It returns when the copy is done, and reports whether it
 // staged: when the allocator fails (out of pinned memory, a closed pool)
 // it copies nothing, and the caller lets CUDA copy.
-func stagedCopy(ctx, d, h unsafe.Pointer, n int, s C.uintptr_t, toDevice bool) (bool, error) {
+func stagedCopy(ctx, d, h unsafe.Pointer, n int, s uintptr, toDevice bool) (bool, error) {
 	chunk := stagingChunk(n)
 	alloc := pinnedAlloc()
 	var p pipeline
-	var events [2]C.uintptr_t
+	var events [2]uintptr
 	for i := range p.bufs {
 		m, err := alloc(chunk)
 		if err != nil || m == nil {
@@ -75,10 +73,10 @@ func stagedCopy(ctx, d, h unsafe.Pointer, n int, s C.uintptr_t, toDevice bool) (
 			return false, nil
 		}
 		p.bufs[i] = m.Bytes()[:chunk]
-		if err := check("cuEventCreate", C.hl_event_create(ctx, &events[i], C.CU_EVENT_DISABLE_TIMING)); err != nil {
+		if err := check("cuEventCreate", driver.EventCreate(ctx, &events[i], uint32(cudadrv.EVENT_DISABLE_TIMING))); err != nil {
 			return true, err
 		}
-		defer C.hl_event_destroy(ctx, events[i])
+		defer driver.EventDestroy(ctx, events[i])
 	}
 	p.start = func(b, off, l int) error {
 		buf := unsafe.Pointer(unsafe.SliceData(p.bufs[b]))
@@ -87,10 +85,10 @@ func stagedCopy(ctx, d, h unsafe.Pointer, n int, s C.uintptr_t, toDevice bool) (
 		if toDevice {
 			dst, src = dev, buf
 		}
-		return check("cuMemcpyAsync", C.hl_memcpy_record(ctx, dst, src, C.size_t(l), s, events[b]))
+		return check("cuMemcpyAsync", driver.MemcpyRecord(ctx, dst, src, uintptr(l), s, events[b]))
 	}
 	p.wait = func(b int) error {
-		return check("cuEventQuery", C.hl_event_spin(ctx, events[b]))
+		return check("cuEventQuery", driver.EventSpin(ctx, events[b]))
 	}
 	host := unsafe.Slice((*byte)(h), n)
 	if toDevice {

@@ -1,8 +1,5 @@
 package highlevel
 
-// #include "shim.h"
-import "C"
-
 import (
 	"runtime"
 	"sync"
@@ -83,11 +80,11 @@ var staging struct {
 }
 
 // globalDestroys are the destroys of graphs and executable graphs that
-// the shim refused during a capture in CaptureGlobal mode (HL_CAPTURING:
-// see shim.c), to make once such captures end.
+// the shim refused during a capture in CaptureGlobal mode
+// (driver.Capturing), to make once such captures end.
 var globalDestroys struct {
 	sync.Mutex
-	later []func() C.int
+	later []func() int32
 }
 
 // closedCaptures holds the streams Close found capturing, to destroy once
@@ -157,10 +154,10 @@ var callbacks atomic.Int32
 var waiter struct {
 	mu       sync.Mutex
 	pending  []*waitReq
-	dead     []*waitEvent                     // to destroy
-	helpers  map[unsafe.Pointer][]C.uintptr_t // idle helper streams, by context
+	dead     []*waitEvent                 // to destroy
+	helpers  map[unsafe.Pointer][]uintptr // idle helper streams, by context
 	running  bool
-	sleeping bool // the poller is in (or about to enter) hl_poll_sleep
+	sleeping bool // the poller is in (or about to enter) driver.PollSleep
 	wake     chan struct{}
 }
 

@@ -1,8 +1,5 @@
 package highlevel
 
-// #include "shim.h"
-import "C"
-
 import (
 	"cmp"
 	"context"
@@ -13,6 +10,8 @@ import (
 	"time"
 
 	"github.com/gocuda/cuda/cudadrv"
+
+	"github.com/gocuda/cuda/highlevel/internal/driver"
 )
 
 // A Stream is a CUDA stream of a device: work queued on it runs in order.
@@ -79,7 +78,7 @@ type Stream struct {
 	// marks are idle events of the stream's waits (mark); marksClosed is
 	// set by Close, which destroyed them: the events in use then are
 	// destroyed when their waits end.
-	marks       []C.uintptr_t
+	marks       []uintptr
 	marksClosed bool
 	failed      error    // a callback's panic, for the next Synchronize, Wait or Query
 	pools       []*arena // pools that keep free blocks for the stream
@@ -113,12 +112,12 @@ func NewStream(d Device, opts *StreamOptions) (_ *Stream, err error) {
 	if err != nil {
 		return nil, err
 	}
-	var flags C.uint
+	var flags uint32
 	if opts.NonBlocking {
-		flags = C.CU_STREAM_NON_BLOCKING
+		flags = uint32(cudadrv.STREAM_NON_BLOCKING)
 	}
-	var h C.uintptr_t
-	if err := check("cuStreamCreate", C.hl_stream_create(st.ctx, &h, flags, C.int(opts.Priority))); err != nil {
+	var h uintptr
+	if err := check("cuStreamCreate", driver.StreamCreate(st.ctx, &h, flags, int32(opts.Priority))); err != nil {
 		return nil, err
 	}
 	return &Stream{h: cudadrv.Stream(h), dev: d, state: st, owned: true}, nil
@@ -136,8 +135,8 @@ func StreamPriorityRange(d Device) (least, greatest int, err error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	var l, g C.int
-	err = check("cuCtxGetStreamPriorityRange", C.hl_stream_priority_range(ctx, &l, &g))
+	var l, g int32
+	err = check("cuCtxGetStreamPriorityRange", driver.StreamPriorityRange(ctx, &l, &g))
 	return int(l), int(g), err
 }
 
@@ -255,7 +254,7 @@ func (s *Stream) perThread() bool {
 // an error for a zero or closed stream or one of another device. leave ends
 // it. In between, the operation holds joins shared, so that no capture
 // takes s in or out, and, while s takes part in a capture, captureOps.
-func (s *Stream) enter(d Device) (C.uintptr_t, error) {
+func (s *Stream) enter(d Device) (uintptr, error) {
 	h, err := s.open(d)
 	if err != nil || s == nil {
 		return h, err
@@ -343,7 +342,7 @@ func anyInCapture(ss []streamOn) bool {
 
 // enterAlone begins an operation that may take s into a capture or out of
 // one: it holds joins alone, and captureOps as it needs. leaveAlone ends it.
-func (s *Stream) enterAlone() (C.uintptr_t, error) {
+func (s *Stream) enterAlone() (uintptr, error) {
 	h, err := s.open(s.dev)
 	if err != nil {
 		return h, err
@@ -358,7 +357,7 @@ func (s *Stream) leaveAlone() {
 }
 
 // open is enter without the locks; shut is leave's end.
-func (s *Stream) open(d Device) (C.uintptr_t, error) {
+func (s *Stream) open(d Device) (uintptr, error) {
 	if s == nil {
 		return 0, nil
 	}
@@ -374,7 +373,7 @@ func (s *Stream) open(d Device) (C.uintptr_t, error) {
 	if !s.life.Acquire() {
 		return 0, ErrClosed
 	}
-	return C.uintptr_t(s.h), nil
+	return uintptr(s.h), nil
 }
 
 // deviceState returns the state of the stream's device, which pack makes
@@ -394,7 +393,7 @@ func (s *Stream) shut() {
 }
 
 // use begins an operation of the stream's own: Synchronize, Query, Wait.
-func (s *Stream) use() (C.uintptr_t, error) {
+func (s *Stream) use() (uintptr, error) {
 	if s == nil || s.state == nil {
 		return 0, s.usable()
 	}
@@ -404,7 +403,7 @@ func (s *Stream) use() (C.uintptr_t, error) {
 	if !s.life.Acquire() {
 		return 0, ErrClosed
 	}
-	return C.uintptr_t(s.h), nil
+	return uintptr(s.h), nil
 }
 
 // fail records the panic of a callback, for the next Synchronize, Wait or
@@ -439,9 +438,9 @@ func (s *Stream) Synchronize() error {
 	defer s.life.Release()
 	s.joins.RLock()
 	defer s.joins.RUnlock()
-	r := C.int(C.HL_CAPTURING)
+	r := int32(driver.Capturing)
 	if !s.inCapture() {
-		r = C.hl_stream_synchronize(s.state.ctx, h)
+		r = driver.StreamSynchronize(s.state.ctx, h)
 	}
 	return s.failure(check("cuStreamSynchronize", r))
 }
@@ -456,9 +455,9 @@ func (s *Stream) Query() (bool, error) {
 	}
 	defer s.life.Release()
 	s.joins.RLock()
-	r := C.int(C.HL_CAPTURING)
+	r := int32(driver.Capturing)
 	if !s.inCapture() {
-		r = C.hl_stream_query(s.state.ctx, h)
+		r = driver.StreamQuery(s.state.ctx, h)
 	}
 	s.joins.RUnlock()
 	done, err := ready("cuStreamQuery", r)
@@ -563,8 +562,8 @@ func (s *Stream) watch() (*signal, error) {
 // runs only when the graph is launched, and it returns errCapturedWork.
 // The caller holds the stream's life, and gives the event back with
 // waitMark.
-func (s *Stream) mark(h C.uintptr_t) (C.uintptr_t, error) {
-	var ev C.uintptr_t
+func (s *Stream) mark(h uintptr) (uintptr, error) {
+	var ev uintptr
 	s.mu.Lock()
 	if n := len(s.marks); n > 0 {
 		ev = s.marks[n-1]
@@ -572,10 +571,10 @@ func (s *Stream) mark(h C.uintptr_t) (C.uintptr_t, error) {
 	}
 	s.mu.Unlock()
 	s.joins.RLock()
-	r := C.int(C.HL_CAPTURING)
+	r := int32(driver.Capturing)
 	if !s.inCapture() {
-		m := C.hl_stream_mark(s.state.ctx, h, ev)
-		r, ev = m.r, m.h
+		m := driver.StreamMark(s.state.ctx, h, ev)
+		r, ev = m.R, m.H
 	}
 	s.joins.RUnlock()
 	if err := check("cuEventRecord", r); err != nil {
@@ -591,20 +590,20 @@ func (s *Stream) mark(h C.uintptr_t) (C.uintptr_t, error) {
 }
 
 // waitMark waits for the event mark recorded, and gives it back.
-func (s *Stream) waitMark(ctx context.Context, ev C.uintptr_t) error {
+func (s *Stream) waitMark(ctx context.Context, ev uintptr) error {
 	r := waitSteps(ctx, &s.clock, func(nap, spin time.Duration) int {
-		return int(C.hl_event_step(s.state.ctx, ev, C.long(nap), C.long(spin)))
+		return int(driver.EventStep(s.state.ctx, ev, int64(nap), int64(spin)))
 	})
 	s.unmark(ev)
 	if r == ctxDone {
 		return ctx.Err()
 	}
-	return check("cuEventQuery", C.int(r))
+	return check("cuEventQuery", int32(r))
 }
 
 // unmark gives back an event of mark's: to the idle ones, or, once Close
 // has destroyed those, to CUDA.
-func (s *Stream) unmark(ev C.uintptr_t) {
+func (s *Stream) unmark(ev uintptr) {
 	s.mu.Lock()
 	if !s.marksClosed {
 		s.marks = append(s.marks, ev)
@@ -612,7 +611,7 @@ func (s *Stream) unmark(ev C.uintptr_t) {
 		return
 	}
 	s.mu.Unlock()
-	C.hl_event_destroy(s.state.ctx, ev)
+	driver.EventDestroy(s.state.ctx, ev)
 }
 
 // dropMarks destroys the idle events of the stream's waits; Close calls it.
@@ -622,7 +621,7 @@ func (s *Stream) dropMarks() {
 	s.marks, s.marksClosed = nil, true
 	s.mu.Unlock()
 	for _, ev := range marks {
-		C.hl_event_destroy(s.state.ctx, ev)
+		driver.EventDestroy(s.state.ctx, ev)
 	}
 }
 
@@ -679,9 +678,9 @@ func (s *Stream) WaitEvent(e *Event) error {
 	if s.inCapture() && c != s.capture {
 		// What CUDA returns, but CUDA also invalidates the capture,
 		// which may be another goroutine's.
-		return check("cuStreamWaitEvent", C.CUDA_ERROR_STREAM_CAPTURE_ISOLATION)
+		return check("cuStreamWaitEvent", int32(cudadrv.ERROR_STREAM_CAPTURE_ISOLATION))
 	}
-	r := C.hl_stream_wait_event(s.state.ctx, h, C.uintptr_t(e.h))
+	r := driver.StreamWaitEvent(s.state.ctx, h, uintptr(e.h))
 	if r == 0 && c != nil && !c.ended.Load() && !s.inCapture() {
 		s.capture = c // joined
 	}
@@ -709,7 +708,7 @@ func (s *Stream) AddCallback(fn func(error)) error {
 	}
 	defer s.leave()
 	c := newCallback(callback{s: s, withErr: fn})
-	if err := check("cuStreamAddCallback", C.hl_stream_add_callback(s.state.ctx, h, C.uintptr_t(c))); err != nil {
+	if err := check("cuStreamAddCallback", driver.StreamAddCallback(s.state.ctx, h, uintptr(c))); err != nil {
 		c.Delete()
 		return err
 	}
@@ -738,8 +737,8 @@ func (s *Stream) LaunchHostFunc(fn func()) error {
 	defer s.leave()
 	deleteDeadHandles()
 	c := newCallback(callback{s: s, fn: fn})
-	var owned C.int
-	if err := check("cuLaunchHostFunc", C.hl_launch_host_func(s.state.ctx, h, C.uintptr_t(c), &owned)); err != nil {
+	var owned int32
+	if err := check("cuLaunchHostFunc", driver.LaunchHostFunc(s.state.ctx, h, uintptr(c), &owned)); err != nil {
 		if owned == 0 {
 			c.Delete()
 		}
@@ -778,8 +777,8 @@ func (s *Stream) BeginCapture(mode CaptureMode) error {
 		staging.global++
 		staging.Unlock()
 	}
-	var tid C.long
-	err = check("cuStreamBeginCapture", C.hl_stream_begin_capture(s.state.ctx, h, m, &tid))
+	var tid int64
+	err = check("cuStreamBeginCapture", driver.StreamBeginCapture(s.state.ctx, h, m, &tid))
 	if err != nil || s.capturing.Swap(true) {
 		captures.Add(-1)
 		captureMu.RUnlock()
@@ -833,22 +832,22 @@ func (s *Stream) EndCapture() (*Graph, error) {
 // end ends the capture on stream h, s's handle, and returns its graph and
 // what the graph holds; s.joins is held alone. Once a capture is over, the
 // streams Close left to it are destroyed.
-func (s *Stream) end(h C.uintptr_t) (C.uintptr_t, []holder, error) {
-	var g C.uintptr_t
+func (s *Stream) end(h uintptr) (uintptr, []holder, error) {
+	var g uintptr
 	var held []holder
 	captureOps.Lock()
-	r := C.hl_stream_end_capture(s.state.ctx, h, &g, C.long(s.captureThread.Load()))
+	r := driver.StreamEndCapture(s.state.ctx, h, &g, int64(s.captureThread.Load()))
 	// The capture is over, unless it was ended from another thread than
 	// began it (the strict modes): it goes on, and may be ended from that
 	// thread still.
-	over := r != C.CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD
+	over := r != int32(cudadrv.ERROR_STREAM_CAPTURE_WRONG_THREAD)
 	if over && s.capture != nil {
 		s.capture.ended.Store(true)
 		for h := range s.capture.held {
 			held = append(held, h)
 		}
 		for _, e := range s.capture.dead {
-			C.hl_event_destroy(e.ctx, C.uintptr_t(e.ev))
+			driver.EventDestroy(e.ctx, uintptr(e.ev))
 		}
 		s.capture = nil
 	}
@@ -871,12 +870,12 @@ func (s *Stream) endClosed() error {
 	}
 	s.joins.Lock()
 	defer s.joins.Unlock()
-	g, held, err := s.end(C.uintptr_t(s.h))
+	g, held, err := s.end(uintptr(s.h))
 	unholdAll(held)
 	if err != nil {
 		return errors.Join(ErrClosed, err)
 	}
-	C.hl_graph_destroy(s.state.ctx, g)
+	driver.GraphDestroy(s.state.ctx, g)
 	return ErrClosed
 }
 
@@ -928,7 +927,7 @@ func (s *Stream) destroy() error {
 	}
 	var err error
 	if sync := s.pooled.Load(); sync || s.owned {
-		err = check("cuStreamDestroy", C.hl_stream_close(s.state.ctx, C.uintptr_t(s.h), cbool(sync), cbool(s.owned)))
+		err = check("cuStreamDestroy", driver.StreamClose(s.state.ctx, uintptr(s.h), cbool(sync), cbool(s.owned)))
 		if errors.Is(err, ErrCapturing) {
 			return err
 		}

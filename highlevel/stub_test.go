@@ -15,22 +15,27 @@ import (
 	"github.com/gocuda/cuda/internal/stubtest"
 )
 
-// stubHeaders are the headers the stand-in driver is built with.
-var stubHeaders = testHeaders
+// stubHeaders are the headers the stand-in driver is built with, and
+// stubSources the directory of its sources, beside the shim whose
+// functions it lists (zsymbols.h).
+var (
+	stubHeaders = testHeaders
+	stubSources = filepath.Join("internal", "driver", "testdata")
+)
 
-// stubDriver builds the stand-in driver (testdata/stubdriver.c) as
+// stubDriver builds the stand-in driver (stubdriver.c) as
 // libcuda.so.1 with the compiler flags given, and returns its path.
 func stubDriver(t *testing.T, flags ...string) string {
 	t.Helper()
-	src, err := os.ReadFile(filepath.Join("testdata", "stubdriver.c"))
+	src, err := os.ReadFile(filepath.Join(stubSources, "stubdriver.c"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	procs, err := filepath.Abs(filepath.Join("testdata", "stubprocs.c"))
+	procs, err := filepath.Abs(filepath.Join(stubSources, "stubprocs.c"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	flags = append(flags, "-I"+stubHeaders, "-I.", procs)
+	flags = append(flags, "-I"+stubHeaders, "-I"+filepath.Dir(stubSources), procs)
 	return stubtest.Library(t, "libcuda.so.1", string(src), flags...)
 }
 
@@ -106,7 +111,7 @@ var stubCases = []struct {
 // say what was looked for, where, and which driver is needed; a driver
 // without a device and one whose cuInit fails are told apart.
 func TestStubDriver(t *testing.T) {
-	for _, dir := range []string{stubHeaders, "testdata"} {
+	for _, dir := range []string{stubHeaders, stubSources} {
 		if _, err := os.Stat(dir); err != nil {
 			t.Skipf("the sources are not here (a GPU suite's copy of the test): %v", err)
 		}

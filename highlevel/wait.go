@@ -1,8 +1,5 @@
 package highlevel
 
-// #include "shim.h"
-import "C"
-
 import (
 	"context"
 	"runtime"
@@ -12,6 +9,8 @@ import (
 	"unsafe"
 
 	"github.com/gocuda/cuda/cudadrv"
+
+	"github.com/gocuda/cuda/highlevel/internal/driver"
 )
 
 // Waiting (Event.Wait and Done, Stream.Wait and Done) is done by the
@@ -136,7 +135,7 @@ func plan(age, due, dev time.Duration) (nap, spin time.Duration) {
 // yet (CUDA_ERROR_NOT_READY), or it was recorded again (see
 // Event.waitFor); and waitSteps' report that ctx is done.
 const (
-	notReady   = int(C.CUDA_ERROR_NOT_READY)
+	notReady   = int(cudadrv.ERROR_NOT_READY)
 	superseded = -100
 	ctxDone    = -101
 )
@@ -322,8 +321,8 @@ type waitReq struct {
 	start time.Time
 
 	// Guarded by waiter.mu:
-	armed  bool        // a host function will wake it
-	helper C.uintptr_t // the helper stream of its host function
+	armed  bool    // a host function will wake it
+	helper uintptr // the helper stream of its host function
 }
 
 // watch starts watching e as it was last recorded.
@@ -337,9 +336,9 @@ func watch(e *waitEvent) *waitReq {
 	// The event's Record watched was not made in a capture (Record hands
 	// off only such Records), which a helper stream waiting for it would
 	// join.
-	r, op := C.int(0), ""
+	r, op := int32(0), ""
 	if !ok {
-		r, op = C.hl_stream_create(e.ctx, &helper, C.CU_STREAM_NON_BLOCKING, 0), "cuStreamCreate"
+		r, op = driver.StreamCreate(e.ctx, &helper, uint32(cudadrv.STREAM_NON_BLOCKING), 0), "cuStreamCreate"
 	}
 	armed := false
 	if r == 0 {
@@ -348,7 +347,7 @@ func watch(e *waitEvent) *waitReq {
 		w.helper = helper
 		waiter.mu.Unlock()
 		op = "cuStreamWaitEvent"
-		if r = C.hl_wake_after(e.ctx, helper, C.uintptr_t(e.ev), C.uintptr_t(h)); r != 0 {
+		if r = driver.WakeAfter(e.ctx, helper, uintptr(e.ev), uintptr(h)); r != 0 {
 			h.Delete()
 			waiter.mu.Lock()
 			waiter.helpers[e.ctx] = append(waiter.helpers[e.ctx], helper)
@@ -376,7 +375,7 @@ func watch(e *waitEvent) *waitReq {
 	wake := waiter.wake
 	waiter.mu.Unlock()
 	if sleeping {
-		C.hl_poll_wake()
+		driver.PollWake()
 	}
 	select {
 	case wake <- struct{}{}:
@@ -386,9 +385,9 @@ func watch(e *waitEvent) *waitReq {
 }
 
 // takeHelper takes an idle helper stream of ctx; waiter.mu is held.
-func takeHelper(ctx unsafe.Pointer) (C.uintptr_t, bool) {
+func takeHelper(ctx unsafe.Pointer) (uintptr, bool) {
 	if waiter.helpers == nil {
-		waiter.helpers = make(map[unsafe.Pointer][]C.uintptr_t)
+		waiter.helpers = make(map[unsafe.Pointer][]uintptr)
 	}
 	idle := waiter.helpers[ctx]
 	if len(idle) == 0 {
@@ -402,7 +401,7 @@ func takeHelper(ctx unsafe.Pointer) (C.uintptr_t, bool) {
 // hlWake is the host function of a request: its event has happened.
 //
 //export hlWake
-func hlWake(h C.uintptr_t) {
+func hlWake(h uintptr) {
 	c := cgo.Handle(h)
 	w := c.Value().(*waitReq)
 	c.Delete()
@@ -438,7 +437,7 @@ func (e *waitEvent) destroy() {
 			return
 		}
 	}
-	C.hl_event_destroy(e.ctx, C.uintptr_t(e.ev))
+	driver.EventDestroy(e.ctx, uintptr(e.ev))
 }
 
 func poll() {
@@ -446,8 +445,8 @@ func poll() {
 		batch   []*waitReq
 		dead    []*waitEvent
 		ctxs    []unsafe.Pointer
-		handles []C.uintptr_t
-		status  []C.int
+		handles []uintptr
+		status  []int32
 	)
 	for {
 		waiter.mu.Lock()
@@ -506,13 +505,13 @@ func poll() {
 		batch = armed
 		waiter.mu.Unlock()
 		if len(batch) > 0 {
-			C.hl_stream_query_many(C.int(len(batch)), (*unsafe.Pointer)(unsafe.Pointer(&ctxs[0])), &handles[0], &status[0])
+			driver.StreamQueryMany(int32(len(batch)), (*unsafe.Pointer)(unsafe.Pointer(&ctxs[0])), &handles[0], &status[0])
 		}
 
 		waiter.mu.Lock()
 		progress := false
 		for i, w := range batch {
-			if status[i] != C.CUDA_ERROR_NOT_READY {
+			if status[i] != int32(cudadrv.ERROR_NOT_READY) {
 				w.fire(check("cuEventQuery", status[i]))
 				progress = true
 			}
@@ -526,7 +525,7 @@ func poll() {
 		}
 		d := pollInterval(time.Since(youngest))
 		if d < goSleep {
-			C.hl_poll_sleep(C.long(d))
+			driver.PollSleep(int64(d))
 		} else {
 			t := time.NewTimer(d)
 			select {

@@ -3,7 +3,7 @@ package nvtx_test
 import (
 	"runtime"
 
-	"github.com/gocuda/cuda/highlevel/nvtx"
+	"github.com/gocuda/cuda/nvtx"
 )
 
 func train(steps int) {}

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gocuda/cuda/highlevel/nvtx"
+	"github.com/gocuda/cuda/nvtx"
 	"github.com/gocuda/cuda/internal/stubtest"
 )
 

@@ -40,7 +40,7 @@ package nvtx
 
 // The NVTX 3 headers are those of the major the build binds: zcflags_*.go
 // put them on the include path.
-//go:generate go run ../../gen -pkg nvtx
+//go:generate go run ../gen -pkg nvtx
 
 /*
 #cgo linux LDFLAGS: -ldl
