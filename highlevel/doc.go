@@ -93,11 +93,10 @@
 // The package calls the driver API (libcuda.so.1), as NVIDIA's cuda.core
 // does, and not the runtime: one program runs on every driver from CUDA
 // 12.0 on, whichever CUDA version it was built for, and needs no
-// libcudart. Its C shim (package internal/driver, its only cgo) takes each
-// driver function once, from
-// cuGetProcAddress, in the form the function has at CUDA 12.0 (for
-// example cuMemAlloc as CUDA 3.2 made it, cuMemAlloc_v2), so it behaves
-// the same on every driver. A few operations need a later driver: on an
+// libcudart. Its C shim (package internal/driver, its only cgo) takes
+// each driver function once, from cuGetProcAddress, in the form the
+// function has at CUDA 12.0 (for example cuMemAlloc as CUDA 3.2 made it,
+// cuMemAlloc_v2), so it behaves the same on every driver. A few operations need a later driver: on an
 // older one they return a *DriverVersionError that names the function and
 // the CUDA version it needs (Module.Kernel needs CUDA 12.4's
 // cuKernelGetParamInfo), and the rest work. Two functions have no driver
