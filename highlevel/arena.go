@@ -319,9 +319,9 @@ func (b *block) lose() {
 
 // reclaim takes back the lost blocks, once the work that may use them is
 // done: a lost block was dropped at an unknown point of its streams' work,
-// so it is reused only after a.settle succeeded, and then on any stream.
-// Until then (a stream capture in progress, a broken context) the blocks
-// count as used.
+// so it is reused only after a.settle succeeded, and then for the legacy
+// default stream. Until then (a stream capture in progress, a broken
+// context) the blocks count as used.
 func (a *arena) reclaim() error {
 	if a.lost.Load() == nil {
 		return nil
@@ -347,7 +347,7 @@ func (a *arena) reclaim() error {
 	for b != nil {
 		next := b.lostNext
 		b.lostNext = nil
-		b.stream = nil // settled: any stream may reuse it
+		b.stream = nil // settled: the legacy default stream's to reuse
 		if c := a.releaseLocked(b); c != nil {
 			chunks = append(chunks, c)
 		}

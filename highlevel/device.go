@@ -180,8 +180,13 @@ func captureEnded(global bool) {
 }
 
 // ErrCapturing is returned by operations that must wait for a whole device,
-// such as Module.Close, while a stream capture the package started is in
-// progress: the wait would invalidate the capture.
+// such as Device.Synchronize and Module.Close, while a stream capture the
+// package started is in progress: the wait would invalidate the capture.
+// It is also returned, without reaching CUDA, by waits for captured work
+// (Stream.Wait, Event.Wait, ...), by the operations on the legacy default
+// stream during a capture (Stream.BeginCapture says why), by the calls a
+// capture in CaptureGlobal mode refuses (see CaptureGlobal), and by copies
+// with pageable memory on a capturing stream (see Graph).
 var ErrCapturing = errors.New("highlevel: a stream capture is in progress")
 
 // errCapturedWork is the error of a wait for work that a stream capture
@@ -275,9 +280,10 @@ func deviceCount() (int, error) {
 // least one device. It is false both where the machine has no GPU and where
 // its driver fails (too old for this package, or broken), which
 // DeviceCount tells apart: where there is no GPU, its error is a
-// *cudadrv.LibraryError (libcuda.so.1 cannot be loaded) or matches
-// cudadrv.ERROR_NO_DEVICE (the driver reports no device), or it counts
-// none; any other error is the driver's failure.
+// *cudadrv.LibraryError (libcuda.so.1 cannot be loaded: it lists where the
+// library was looked for, and names $GOCUDA_CUDA, which overrides the
+// search) or matches cudadrv.ERROR_NO_DEVICE (the driver reports no
+// device), or it counts none; any other error is the driver's failure.
 func IsAvailable() bool {
 	n, err := DeviceCount()
 	return err == nil && n > 0
@@ -285,7 +291,8 @@ func IsAvailable() bool {
 
 // RuntimeVersion returns the version of the CUDA runtime, 1000*major +
 // 10*minor (13000 for CUDA 13.0). It is one of the few functions of the
-// package that load libcudart: the rest call the driver only.
+// package that load libcudart, and returns an error that says so where it
+// cannot, as Device.Properties does: the rest call the driver only.
 func RuntimeVersion() (int, error) {
 	if err := runtimeAPI("cudaRuntimeGetVersion"); err != nil {
 		return 0, opErr("runtime version", err)
@@ -336,8 +343,10 @@ func (d Device) String() string { return "device " + strconv.Itoa(int(d)) }
 
 // Properties returns the device's properties, read once and cached. The
 // runtime API gives them (cudaGetDeviceProperties), so Properties loads
-// libcudart, and returns an error that says so where it cannot; Name,
-// ComputeCapability, Attribute and NewDeviceData need only the driver.
+// libcudart, and returns an error that says so where it cannot, listing
+// where it was looked for and naming $GOCUDA_CUDART, which overrides the
+// search; Name, ComputeCapability, Attribute and NewDeviceData need only
+// the driver.
 func (d Device) Properties() (_ cudart.DeviceProp, err error) {
 	defer func() {
 		if err != nil {

@@ -27,8 +27,11 @@ const prefix = "highlevel: "
 // memory, an element type device memory cannot hold, a malformed handle, a
 // launch configuration outside the device's limits, a kernel argument of
 // the wrong kind (ErrArgument), the Free of a view; linalg's and
-// collective's refusals too. As os.ErrInvalid, it tells a call that was
-// wrong from CUDA failing:
+// collective's refusals too. Sizes, offsets and counts are checked for sign
+// and overflow before anything else but a nil or zero receiver (before
+// closed pools and streams, and before the driver loads), and a refused
+// call leaves the pools' accounting unchanged. As os.ErrInvalid, it tells
+// a call that was wrong from CUDA failing:
 //
 //	if _, err := highlevel.Alloc(n); errors.Is(err, highlevel.ErrInvalid) {
 //		// n was not a size

@@ -306,8 +306,9 @@ func (e *Event) Err() error {
 // Wait waits until the event has happened (the latest Record before the
 // call) or ctx is done; then it returns ctx's error and leaves the GPU's
 // work alone. Waiting holds no OS thread for long and costs little CPU:
-// any number of goroutines may wait at once (see the package
-// documentation).
+// any number of goroutines may wait at once, as Stream.Wait says. If the
+// event is recorded again while goroutines wait, they are handed over to a
+// helper stream that waits for the Record they began with.
 func (e *Event) Wait(ctx context.Context) error {
 	gen, err := e.beginWait(false)
 	if err != nil {

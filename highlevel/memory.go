@@ -19,6 +19,15 @@ import (
 // right away. A MemoryPointer, and so an Array, keeps its Memory reachable;
 // the address Ptr returns does not.
 //
+// Memory dropped without Free is taken back by a later allocation of its
+// kind (a pool's block by the pool's next Malloc; memory from cuMemAlloc
+// or a MemoryAsyncPool by the next allocation that asks CUDA for memory,
+// such as Device.Malloc or MallocAsync), and only after every device the
+// program used has finished the work queued so far, on every stream: memory
+// is never handed out again while a kernel or a copy queued before the drop
+// may still use it. While a stream captures, that device-wide wait would
+// spoil the capture, so the memory waits for a later allocation.
+//
 // The zero value is not usable: a Memory comes from an allocation
 // (MemoryPointer.Memory); Free on it returns an error wrapping ErrNil.
 type Memory struct {
@@ -65,12 +74,14 @@ func (m *Memory) Device() Device {
 }
 
 // Free gives the memory back to where it came from, once the package's
-// operations in progress on it (a copy in another goroutine) have
-// finished. A second Free returns ErrFreed; so does every later operation
-// on the memory. Memory that a Graph or GraphExec uses (captured work
-// named it) is given back once the last of them is closed and the work
-// queued until then has run. In a stream callback or host function, Free
-// returns ErrInCallback and changes nothing: a later Free frees it.
+// operations in progress on it in other goroutines (copies, memsets,
+// kernel launches and linalg's calls that name it, until they have queued
+// their work) have finished. A second Free returns ErrFreed; so does every
+// later operation on the memory. Memory that a Graph or GraphExec uses
+// (captured work named it) is given back once the last of them is closed
+// and the work queued until then has run. In a stream callback or host
+// function, Free returns ErrInCallback and changes nothing: a later Free
+// frees it.
 func (m *Memory) Free() error {
 	if m == nil {
 		return opErr("free memory", nilError("Memory"))
@@ -576,7 +587,9 @@ var ErrAllocatorInUse = errors.New("highlevel: allocator already in use: it is s
 // GetAllocator, as flags are defined before flag.Parse; after that it
 // changes nothing and returns ErrAllocatorInUse. Code that wants another
 // allocator for some of its allocations names it: a.Malloc, NewArrayOn(a,
-// n), ArrayFromOn(a, s).
+// n), ArrayFromOn(a, s). There is no UsingAllocator (CuPy's
+// using_allocator): swapping the allocator of every goroutine at once is
+// the bug it would invite.
 func SetAllocator(a Allocator) error {
 	allocator.mu.Lock()
 	defer allocator.mu.Unlock()

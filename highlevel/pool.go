@@ -33,9 +33,9 @@ import (
 // start before the old owner's work on the same stream is done. Memory used
 // on other streams too must be synchronized with its stream (Stream.WaitEvent,
 // Synchronize) before it is freed. Blocks are kept by Stream object, not by
-// CUDA handle: a stream of another device, a closed stream and the
-// per-thread default stream (a different stream on every OS thread) are
-// refused. Closing a stream the pool allocated for waits for the stream's
+// CUDA handle, which CUDA may hand out again: a stream of another device, a
+// closed stream and the per-thread default stream (a different stream on
+// every OS thread) are refused. Closing a stream the pool allocated for waits for the stream's
 // work; its blocks then serve the legacy default stream.
 //
 // # Memory dropped without Free
@@ -47,6 +47,15 @@ import (
 // program used has finished the work queued so far, on every stream, then
 // takes them back: memory is never handed out while a kernel may still use
 // it.
+//
+// # Statistics
+//
+// The statistics of every pool (UsedBytes, FreeBytes, TotalBytes,
+// NFreeBlocks, ActiveBlocks, Limit, and MemoryAsyncPool's
+// ReleaseThreshold) never fail: they return an int, 0 for a nil pool. A
+// MemoryPool's are its own counts, and stay readable after Close. What sets
+// something (SetLimit, SetLimitFraction, SetReleaseThreshold) returns an
+// error, ErrClosed after Close.
 //
 // # The zero value
 //
@@ -421,7 +430,10 @@ func (b *block) free(*Memory) error { return b.arena.release(b) }
 // the stream's work. Its Memory values come in slabs of 64, as a
 // MemoryPool's do: memory dropped without Free is freed once the other
 // Memory values of its slab are unreachable too and the pool has moved on
-// to a new slab or was closed, after a device-wide wait.
+// to a new slab or was closed, after a device-wide wait. Its statistics
+// never fail, as MemoryPool's; UsedBytes, FreeBytes, TotalBytes and
+// ReleaseThreshold are CUDA's, for the whole CUDA pool (allocations made
+// around the MemoryAsyncPool included), and 0 for a closed pool.
 //
 // The zero value is not usable: make one with NewMemoryAsyncPool (or
 // DeviceMemoryAsyncPool); its methods return an error wrapping ErrNil, and

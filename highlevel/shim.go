@@ -18,7 +18,12 @@ var (
 	ErrFreed = errors.New("highlevel: use of freed memory")
 	// ErrInCallback is returned by every operation of the package called
 	// from a stream callback or host function (Stream.AddCallback,
-	// Stream.LaunchHostFunc), where CUDA forbids calls into CUDA.
+	// Stream.LaunchHostFunc), where CUDA forbids calls into CUDA. Close,
+	// Free and Unregister, and the pools' FreeAllBlocks and StopHolding,
+	// return it before they change anything: the object stays as it was,
+	// and the same call from a goroutine releases it later. Operations
+	// refuse there before they take a lock of the package's, which a call
+	// that CUDA makes wait for the callback may hold.
 	ErrInCallback = errors.New("highlevel: CUDA called from a stream callback")
 )
 

@@ -17,8 +17,8 @@ import (
 // A Stream is a CUDA stream of a device: work queued on it runs in order.
 // Every asynchronous operation of the package takes a *Stream; nil means
 // the legacy default stream of the device the operation's memory or object
-// belongs to. A Stream is safe for use by several goroutines; see the
-// package documentation for how Close and operations in progress meet.
+// belongs to. A Stream is safe for use by several goroutines; its Close
+// lets the operations in progress on it finish first.
 //
 // The zero value is not usable: make one with NewStream (or
 // LegacyDefaultStream, PerThreadDefaultStream, ExternalStream); its
@@ -142,7 +142,8 @@ func StreamPriorityRange(d Device) (least, greatest int, err error) {
 
 // LegacyDefaultStream returns d's legacy default stream (stream 0), which
 // synchronizes with every blocking stream of the device. Close does nothing
-// to it.
+// to it. It cannot be captured, and while a capture is in progress the
+// operations on it return ErrCapturing (see Stream.BeginCapture).
 func LegacyDefaultStream(d Device) (*Stream, error) {
 	return ExternalStream(0, d)
 }
@@ -495,11 +496,27 @@ func (s *Stream) Err() error {
 }
 
 // Wait waits until the work queued on the stream so far is done, or ctx is
-// done; then it returns ctx's error and leaves the GPU's work alone. Waiting
-// holds no OS thread for long and costs little CPU: any number of
-// goroutines may wait at once (see the package documentation). Its error
-// reports panics as Synchronize does. While the stream captures, its work
-// runs only when the graph is launched: Wait returns ErrCapturing.
+// done; then it returns ctx's error and leaves the GPU's work alone. Its
+// error reports panics as Synchronize does. While the stream captures, its
+// work runs only when the graph is launched: Wait returns ErrCapturing.
+//
+// Waiting holds no OS thread for long and costs little CPU, so any number
+// of goroutines may wait at once. Wait, Done, and Event's Wait and Done
+// wait alike, without a thread, lock or helper stream shared with the
+// waiters of other streams and events: the waiting goroutine queries an
+// event in steps, each a short sleep in C, then a query. A wait like the
+// stream's (or event's) earlier ones sleeps until shortly before it is due
+// and spins on the event across its end, which matches
+// cuEventSynchronize's latency for a fraction of its CPU; a wait with
+// nothing learned spins for 20 µs, then polls at an eighth of its age, and
+// a wait later than the earlier ones at a quarter of how late it is;
+// unless the earlier waits agreed, no sleep is longer than twice the
+// wait's age. A step holds an OS thread while it sleeps or spins in C: at
+// most the larger of 64 and four per GOMAXPROCS waiters sleep there at
+// once (the others, and sleeps of milliseconds, use Go's timers), at most
+// half of GOMAXPROCS spin, and while more than half of GOMAXPROCS sleep
+// there, a sleep under 500 µs first yields the processor to the runnable
+// goroutines.
 func (s *Stream) Wait(ctx context.Context) error {
 	h, err := s.use()
 	if err != nil {
@@ -692,9 +709,11 @@ func (s *Stream) WaitEvent(e *Event) error {
 // stream's error, nil when all went well. fn must not call CUDA: every
 // function of this package called from fn returns ErrInCallback (calling
 // cudart directly from there may deadlock). Hand such work to a goroutine
-// instead. fn must not block for long: the stream waits for it. If fn
-// panics, or calls runtime.Goexit (t.FailNow does), which ends fn alone,
-// the stream's next Synchronize, Wait or Query returns it as a *PanicError.
+// instead. fn must not block for long: the stream waits for it. fn runs on
+// a goroutine of the package's, locked to its OS thread, which CUDA's
+// thread waits for. If fn panics, or calls runtime.Goexit (t.FailNow does),
+// which ends that goroutine alone, the stream's next Synchronize, Wait or
+// Query returns it as a *PanicError (with Goexit set for runtime.Goexit).
 func (s *Stream) AddCallback(fn func(error)) error {
 	if err := s.usable(); err != nil {
 		return err
@@ -757,6 +776,26 @@ func (s *Stream) LaunchHostFunc(fn func()) error {
 // package's own included (cuMemAlloc behind Device.Malloc or a pool that
 // grows, and possibly the loading of a kernel into a device at its first
 // use there: launch kernels once before such a capture).
+//
+// The captured work runs when the graph is launched, not before, so
+// waiting for it returns ErrCapturing: Wait, Done, Synchronize and Query
+// of a stream that takes part in a capture (having begun it, or joined it
+// by WaitEvent), and of an event recorded in one (see Event.Record). CUDA's
+// captures are not safe for calls from several threads at once (driver 580
+// corrupts its heap), so the package makes the calls on the streams of a
+// capture one at a time, whichever goroutines make them.
+//
+// The legacy default stream cannot be captured: BeginCapture on it returns
+// CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED. It waits for every blocking
+// stream, which CUDA forbids while one captures, and the driver crashed
+// where such work raced a capture: so while a capture the package began is
+// in progress, every operation on the legacy default stream (nil,
+// LegacyDefaultStream, and the copies and memsets without Async) returns
+// ErrCapturing without reaching CUDA. So do Device.Synchronize and the
+// package's other device-wide waits, and, during a capture in
+// CaptureGlobal mode, the calls that mode refuses. Programs that capture
+// while other goroutines work use non-blocking streams
+// (StreamOptions.NonBlocking) and CaptureRelaxed or CaptureThreadLocal.
 func (s *Stream) BeginCapture(mode CaptureMode) error {
 	if err := s.usable(); err != nil {
 		return err
@@ -883,11 +922,12 @@ func (s *Stream) endClosed() error {
 // progress on it finish first; later ones return ErrClosed, and so does a
 // second Close. If memory pools kept blocks for the stream, or allocated
 // stream-ordered memory on it, Close waits for the stream's work, so that
-// the blocks can serve every stream and the memory can be freed. A stream
-// that is capturing (BeginCapture, or joined to another stream's capture
-// by WaitEvent) is destroyed once the capture ends, and only then waited
-// for; EndCapture on it ends its capture and returns ErrClosed. Closing a
-// default or external stream only makes the Stream unusable.
+// the blocks can serve the legacy default stream (see MemoryPool) and the
+// memory can be freed. A stream that is capturing (BeginCapture, or joined
+// to another stream's capture by WaitEvent) is destroyed once the capture
+// ends, never inside it, and only then waited for; EndCapture on it ends
+// its capture, discards the graph and returns ErrClosed. Closing a default
+// or external stream only makes the Stream unusable.
 func (s *Stream) Close() error {
 	if err := s.usable(); err != nil {
 		return err
