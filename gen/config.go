@@ -43,9 +43,9 @@ type config struct {
 	// includeDirs are further include directories, whose declarations are
 	// not the package's: with from, the major's CUDA headers.
 	includeDirs []string
-	// cflags, majorConst, tests and symbols ask for a hand-written
+	// cflags, majorConst, tests, symbols and shim ask for a hand-written
 	// package's small files (handwritten; see handwrittenFiles).
-	cflags, majorConst, tests, symbols bool
+	cflags, majorConst, tests, symbols, shim bool
 	// procs are the driver functions a hand-written package's C calls
 	// through cuGetProcAddress, in its order (proc), each at the latest
 	// version no later than procBase (procbase), or its first after it:
@@ -76,7 +76,7 @@ type config struct {
 // handwritten reports whether cfg is a hand-written package's, which gen
 // gives only the small files its handwritten line names.
 func (cfg config) handwritten() bool {
-	return cfg.cflags || cfg.majorConst || cfg.tests || cfg.symbols
+	return cfg.cflags || cfg.majorConst || cfg.tests || cfg.symbols || cfg.shim
 }
 
 // libraryFacts are what gen knows about a library's calls beyond their
@@ -178,7 +178,7 @@ var packageKeys = map[string][2]int{
 	"perthread":    {1, 1},
 	"lib":          {1, 2},
 	"use":          {1, -1},
-	"handwritten":  {1, 4},
+	"handwritten":  {1, 5},
 	"proc":         {1, 1},
 	"procbase":     {1, 1},
 	"guide":        {2, -1},
@@ -358,8 +358,10 @@ func (s *packageSection) set(n int, key string, v []string, dir string) error {
 				c.tests = true
 			case "symbols":
 				c.symbols = true
+			case "shim":
+				c.shim = true
 			default:
-				return fmt.Errorf("handwritten %s: the files are cflags, major, tests and symbols", f)
+				return fmt.Errorf("handwritten %s: the files are cflags, major, tests, symbols and shim", f)
 			}
 		}
 	case "proc":
@@ -450,6 +452,9 @@ func (s *packageSection) check(majors string) error {
 		}
 		if c.symbols && (len(c.procs) == 0 || c.procBase == 0) {
 			return s.errorf("handwritten", "handwritten symbols needs proc lines and a procbase line")
+		}
+		if c.shim && !c.cflags {
+			return s.errorf("handwritten", "handwritten shim needs cflags: gen parses shim.h with the major's headers on the include path, where zcflags puts them for cgo")
 		}
 		for _, key := range []string{"proc", "procbase"} {
 			if has(key) && !c.symbols {

@@ -86,7 +86,7 @@ lib GOCUDA_OWN libown.so.1
 
 package hw
 dir ../hw
-handwritten cflags tests
+handwritten cflags tests shim
 `
 
 func TestReadPackages(t *testing.T) {
@@ -143,7 +143,7 @@ func TestReadPackages(t *testing.T) {
 		{"own's lib", [2]string{own.libEnv, own.lib}, [2]string{"GOCUDA_OWN", "libown.so.1"}},
 		{"own's guide", own.guide == nil, true},
 		{"own's facts known", own.facts.known, false},
-		{"hw's files", [3]bool{hw.cflags, hw.majorConst, hw.tests}, [3]bool{true, false, true}},
+		{"hw's files", [5]bool{hw.cflags, hw.majorConst, hw.tests, hw.symbols, hw.shim}, [5]bool{true, false, true, false, true}},
 		{"hw's handwritten", hw.handwritten(), true},
 		{"rt's handwritten", rt.handwritten(), false},
 	} {
@@ -197,11 +197,13 @@ func TestReadPackagesErrors(t *testing.T) {
 		{"from with headers", own + "from nccl\n", "packages.txt:6: package a: from picks a CUDA major's header directory"},
 		{"handwritten with include", "majors ../headers\n\npackage hw\ndir ../hw\nhandwritten cflags\ninclude a.h\n",
 			"packages.txt:6: package hw: a hand-written package (handwritten) has no include line"},
-		{"handwritten file", "majors ../headers\n\npackage hw\ndir ../hw\nhandwritten cgo\n", "packages.txt:5: handwritten cgo: the files are cflags, major, tests and symbols"},
+		{"handwritten file", "majors ../headers\n\npackage hw\ndir ../hw\nhandwritten cgo\n", "packages.txt:5: handwritten cgo: the files are cflags, major, tests, symbols and shim"},
 		{"symbols without procs", "majors ../headers\n\npackage hw\ndir ../hw\nhandwritten symbols\nprocbase 12000\n",
 			"packages.txt:5: package hw: handwritten symbols needs proc lines and a procbase line"},
 		{"symbols without procbase", "majors ../headers\n\npackage hw\ndir ../hw\nhandwritten symbols\nproc cuInit\n",
 			"packages.txt:5: package hw: handwritten symbols needs proc lines and a procbase line"},
+		{"shim without cflags", "majors ../headers\n\npackage hw\ndir ../hw\nhandwritten tests shim\n",
+			"packages.txt:5: package hw: handwritten shim needs cflags"},
 		{"proc without symbols", "majors ../headers\n\npackage hw\ndir ../hw\nhandwritten cflags\nproc cuInit\n",
 			"packages.txt:6: package hw: a proc line without handwritten symbols"},
 		{"second proc", "majors ../headers\n\npackage hw\ndir ../hw\nhandwritten symbols\nprocbase 12000\nproc cuInit\nproc cuInit\n",
@@ -257,6 +259,9 @@ func TestRepoPackages(t *testing.T) {
 		if c := pkgs[name]; c == nil || !c.handwritten() {
 			t.Errorf("%s: %+v, want a hand-written package", name, c)
 		}
+	}
+	if c := pkgs["driver"]; c == nil || !c.symbols || !c.shim {
+		t.Errorf("driver: %+v, want zsymbols.h and zshim.go (handwritten symbols shim)", c)
 	}
 	if n := len(pkgs); n != 16 {
 		t.Errorf("%d packages, want 16", n)

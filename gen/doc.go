@@ -58,7 +58,8 @@
 //	setattr FUNC ATTR VALUE [SIZE]
 //	getattrs FUNC ONE
 //	headers DIR                        a header directory of its own instead of the majors'
-//	handwritten cflags major tests symbols  a hand-written package: see CUDA majors
+//	handwritten cflags major tests symbols shim
+//	                                   a hand-written package: see CUDA majors
 //	procbase 12000                     with symbols: see CUDA majors
 //	proc cuInit
 //
@@ -112,7 +113,19 @@
 // it asks for: that of its latest typedef in the major's cudaTypedefs.h and
 // cudaProfilerTypedefs.h (PFN_cuMemAlloc_v3020) no later than procbase, or
 // the first of a function that came after it (highlevel's shim.c). Every
-// major must give the same list, or gen stops.
+// major must give the same list, or gen stops. With shim (and cflags),
+// zshim.go, of no major either, binds the package's own C code declared in
+// its shim.h, which gen parses with the major's CUDA headers on the include
+// path, as cgo compiles it: a Go function for each function shim.h declares
+// (hl_mem_info as MemInfo), with the C types of its parameters and result
+// mapped to Go (int to int32, size_t to uintptr, void * to unsafe.Pointer, a
+// pointer to a scalar or a struct to a Go pointer converted through
+// unsafe.Pointer, a const char * result to a string); a Go type of the same
+// layout for each struct (hl_dims as Dims), whose size is checked against
+// C's at compile time; and a constant for each enumerator (HL_IN_CALLBACK as
+// InCallback). gen stops at a C type outside the mapping, naming the
+// declaration and the type, and where the majors would give different files
+// (the driver's shim.h uses its own types alone).
 //
 // # Files
 //

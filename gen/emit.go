@@ -247,6 +247,9 @@ func goType(t *Type) jen.Code {
 		}
 		return jen.Op("*").Add(goType(t.Elem))
 	case Array:
+		if t.LenExpr != "" {
+			return jen.Index(jen.Op(t.LenExpr)).Add(goType(t.Elem))
+		}
 		return jen.Index(jen.Lit(int(t.Len))).Add(goType(t.Elem))
 	case String:
 		return jen.String()

@@ -68,7 +68,10 @@ func (m *major) testConsts(f *jen.File, dir, hdrRel string, more ...jen.Code) er
 // zcflags_cuda13.go puts its headers on cgo's include path, for the
 // package's C code; zmajor_cuda13.go has the constants cudaMajor and
 // MinDriver, and releases, the data file's versions lines;
-// zversion_cuda13_test.go has the constants the package's tests read.
+// zversion_cuda13_test.go has the constants the package's tests read. Two
+// are of no major, and every major must give the same: zsymbols.h, the
+// driver functions the package's C calls (see symbolsHeader), and zshim.go,
+// the Go of its shim.h (see shimSource).
 func handwrittenFiles(cfg config) (map[string][]byte, error) {
 	m := cfg.major
 	dest, err := filepath.Abs(cfg.dest)
@@ -129,14 +132,25 @@ func handwrittenFiles(cfg config) (map[string][]byte, error) {
 		files["zversion_test.go"] = f
 	}
 	out, err := render(files, m)
-	if err != nil || !cfg.symbols {
-		return out, err
-	}
-	versions, err := procVersions(cfg.headerDir, cfg.procs, cfg.procBase)
 	if err != nil {
 		return nil, err
 	}
-	out["zsymbols.h"] = symbolsHeader(cfg.procs, versions, cfg.procBase)
+	if cfg.symbols {
+		versions, err := procVersions(cfg.headerDir, cfg.procs, cfg.procBase)
+		if err != nil {
+			return nil, err
+		}
+		out["zsymbols.h"] = symbolsHeader(cfg.procs, versions, cfg.procBase)
+	}
+	if cfg.shim {
+		s, err := readShim(dest, cfg.headerDir)
+		if err != nil {
+			return nil, err
+		}
+		if out[shimFile], err = shimSource(s, cfg.pkg); err != nil {
+			return nil, err
+		}
+	}
 	return out, nil
 }
 

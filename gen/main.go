@@ -183,8 +183,8 @@ type staged struct {
 	mu    sync.Mutex
 	files map[string][]byte // by path
 	// differ are the paths staged twice with different contents: a file
-	// that is not the CUDA major's (zsymbols.h) comes out of each major's
-	// generation, and they must agree.
+	// that is not the CUDA major's (zsymbols.h, zshim.go) comes out of each
+	// major's generation, and they must agree.
 	differ []string
 }
 

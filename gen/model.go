@@ -139,6 +139,9 @@ type Type struct {
 	Len   int64  // Array
 	Const bool   // Pointer: to const
 	Pkg   string `json:",omitempty"` // Named: import path of the package that declares it, "" for this one
+	// LenExpr is, for an Array of a hand-written package's shim, its
+	// length in Go as shim.h writes it (ArgsSize / 8), or "".
+	LenExpr string `json:",omitempty"`
 }
 
 // Enum is a C enum.
