@@ -79,9 +79,11 @@ func (d Device) state() (*deviceState, error) {
 
 // init retains d's primary context and reads its name and limits.
 func (s *deviceState) init(d Device) error {
-	if r := driver.PrimaryContext(int32(d), &s.ctx); r != 0 {
+	var ctx unsafe.Pointer // not &s.ctx: see driver's package documentation
+	if r := driver.PrimaryContext(int32(d), &ctx); r != 0 {
 		return opErr(fmt.Sprintf("primary context of %v", d), statusError(r))
 	}
+	s.ctx = ctx
 	s.ready.Store(true)
 	var name [256]byte
 	if err := check("cuDeviceGetName", driver.DeviceName(int32(d), &name[0], int32(len(name)))); err != nil {

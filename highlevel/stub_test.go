@@ -76,6 +76,17 @@ var stubCases = []struct {
 	{"no cuGetProcAddress_v2, driver 11.8", []string{"-DSTUB_NO_GET_PROC_ADDRESS"}, []string{"STUB_DRIVER_VERSION=11080"}, func(t *testing.T) {
 		checkDriverVersionError(t, second(DeviceCount()), "cuGetProcAddress_v2", 12000, 11080)
 	}},
+	{"two devices", nil, []string{"STUB_DEVICES=2"}, func(t *testing.T) {
+		// Each device's state (its context, name and limits) is made
+		// where the others' are: the shim writes the context through
+		// cgo, whose check of Go pointers must pass once device 0's name
+		// is a Go string beside device 1's context.
+		for d := range Device(2) {
+			if _, err := d.Name(); err != nil {
+				t.Errorf("%v.Name: %v", d, err)
+			}
+		}
+	}},
 	{"no device", nil, []string{"STUB_INIT=100"}, func(t *testing.T) {
 		// A driver that reports no device (CUDA_ERROR_NO_DEVICE): no GPU,
 		// as IsAvailable's documentation tells it from a failing driver.

@@ -14,6 +14,14 @@
 // by hand stays in shim.c: making the context current around each call, the
 // gates that keep captures and the driver's crashes apart, and the
 // trampolines of callbacks.
+//
+// cgo checks each pointer argument for Go pointers in the memory it points
+// to. Where a call names a field (C.f(&s.x)), it checks the field; through
+// a function of this package's, it checks all of the allocation the
+// argument points into. So a pointer to memory C writes (a *unsafe.Pointer
+// result) must point to a variable of its own, never to a field of a
+// struct that holds Go pointers, or the call panics: "argument of cgo
+// function has Go pointer to unpinned Go pointer".
 package driver
 
 /*

@@ -105,13 +105,19 @@ STUB(cuInit)(unsigned flags) {
 	initialized = 1;
 	return CUDA_SUCCESS;
 }
+// The stand-in has $STUB_DEVICES devices, 1 unless set.
+static int stub_devices(void) {
+	const char *v = getenv("STUB_DEVICES");
+	return v != NULL ? atoi(v) : 1;
+}
+
 STUB(cuDeviceGet)(CUdevice *d, int ordinal) {
 	if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;
 	*d = ordinal;
-	return ordinal == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+	return ordinal >= 0 && ordinal < stub_devices() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
 }
 STUB(cuDeviceGetCount)(int *n) {
-	*n = 1;
+	*n = stub_devices();
 	return CUDA_SUCCESS;
 }
 STUB(cuDeviceGetName)(char *name, int n, CUdevice d) {
