@@ -398,18 +398,16 @@ func takeHelper(ctx unsafe.Pointer) (uintptr, bool) {
 	return h, true
 }
 
-// hlWake is the host function of a request: its event has happened.
-//
-//export hlWake
-func hlWake(h uintptr) {
-	c := cgo.Handle(h)
-	w := c.Value().(*waitReq)
-	c.Delete()
+// Wake is the host function of a request (driver.WakeAfter): its event
+// has happened.
+func (w *waitReq) Wake() {
 	waiter.mu.Lock()
 	waiter.helpers[w.e.ctx] = append(waiter.helpers[w.e.ctx], w.helper)
 	w.fire(nil)
 	waiter.mu.Unlock()
 }
+
+var _ driver.Waker = (*waitReq)(nil)
 
 // close gives e to the waiter, which destroys it once no request watches
 // it: at once when none does. captured tells whether it was recorded in a
