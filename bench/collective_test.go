@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -10,6 +11,17 @@ import (
 	"github.com/gocuda/cuda/nccl"
 )
 
+// requireCollective loads NCCL, or skips without it or two devices.
+func requireCollective(b *testing.B) {
+	b.Helper()
+	if err := nccl.Load(); err != nil {
+		b.Skipf("no NCCL: %v", err)
+	}
+	if n, err := highlevel.DeviceCount(); err != nil || n < 2 {
+		b.Skipf("needs 2 CUDA devices: count %d, %v", n, err)
+	}
+}
+
 // BenchmarkCollectiveAllReduce is BenchmarkAllReduce through
 // highlevel/collective: communicators from NewComms over every device, a
 // blocking highlevel stream and a zeroed Array[float32] of the largest
@@ -17,12 +29,7 @@ import (
 // goroutine, each one Run (one NCCL group), then every stream waited for
 // with Comm.Wait, the wait timed too. busbw-GB/s is as BenchmarkAllReduce's.
 func BenchmarkCollectiveAllReduce(b *testing.B) {
-	if err := nccl.Load(); err != nil {
-		b.Skipf("no NCCL: %v", err)
-	}
-	if n, err := highlevel.DeviceCount(); err != nil || n < 2 {
-		b.Skipf("needs 2 CUDA devices: count %d, %v", n, err)
-	}
+	requireCollective(b)
 	ctx := context.Background()
 	comms, err := collective.NewComms(ctx, nil, &collective.Options{Timeout: time.Minute})
 	if err != nil {
@@ -81,5 +88,87 @@ func BenchmarkCollectiveAllReduce(b *testing.B) {
 			perOp := b.Elapsed().Seconds() / float64(b.N)
 			b.ReportMetric(float64(2*(n-1))/float64(n)*float64(size)/perOp/1e9, "busbw-GB/s")
 		})
+	}
+}
+
+// BenchmarkCollectiveAllReduceProcesses is BenchmarkAllReduceProcesses
+// through highlevel/collective: each rank joins with Join over loopback,
+// rank 0's rendezvous on a free port, rank 1's Config from the torchrun
+// variables (ConfigFromEnv), and has a highlevel stream and a zeroed
+// Array[float32] of the largest size; each sum is a Run of one AllReduce,
+// each wait a Comm.Wait. Its C twin is BenchmarkAllReduceProcesses'.
+func BenchmarkCollectiveAllReduceProcesses(b *testing.B) {
+	requireCollective(b)
+	port := freePort(b)
+	env := []string{collective.EnvAddr + "=127.0.0.1", collective.EnvPort + "=" + strconv.Itoa(port),
+		collective.EnvRank + "=1", collective.EnvWorldSize + "=2", collective.EnvLocalRank + "=1"}
+	cfg := collective.Config{Addr: "127.0.0.1", BindAddr: "127.0.0.1", Port: port, Rank: 0, WorldSize: 2, LocalRank: 0}
+	benchmarkProcs(b, "collective", env, func(tb testing.TB) allReduceRank { return joinCollective(tb, cfg) })
+}
+
+// A collectiveRank is one process's rank of
+// BenchmarkCollectiveAllReduceProcesses, with the Call of its last sum.
+type collectiveRank struct {
+	c     *collective.Comm
+	s     *highlevel.Stream
+	buf   *highlevel.Array[float32]
+	count uint64
+	call  collective.Call
+}
+
+// joinCollective joins the job cfg describes on device cfg.LocalRank and
+// makes the rank's stream and zeroed buffer of the largest size. The
+// rendezvous and the communicator time out within half of procsTimeout, so
+// that a rank that is gone fails the other with an error (ErrAborted)
+// before the watchdogs end the processes.
+func joinCollective(tb testing.TB, cfg collective.Config) *collectiveRank {
+	tb.Helper()
+	cfg.Timeout = procsTimeout / 2
+	dev := highlevel.Device(cfg.LocalRank)
+	c, err := collective.Join(context.Background(), cfg, dev, &collective.Options{Timeout: procsTimeout / 2})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	r := &collectiveRank{c: c}
+	largest := allReduceSizes[len(allReduceSizes)-1]
+	if r.s, err = highlevel.NewStream(dev, nil); err != nil {
+		tb.Fatal(err)
+	}
+	if r.buf, err = highlevel.NewArrayOn[float32](dev, largest/4); err != nil {
+		tb.Fatal(err)
+	}
+	// Zeros stay zeros however often they are summed.
+	if err := r.buf.MemoryPointer().Memset(0, largest); err != nil {
+		tb.Fatal(err)
+	}
+	return r
+}
+
+func (r *collectiveRank) allReduce(count uint64) error {
+	if count != r.count {
+		view, err := r.buf.Slice(0, int(count))
+		if err != nil {
+			return err
+		}
+		r.count, r.call = count, collective.AllReduce(r.c, view, view, collective.Sum, r.s)
+	}
+	return collective.Run(r.call)
+}
+
+func (r *collectiveRank) sync() error { return r.c.Wait(context.Background(), r.s) }
+
+func (r *collectiveRank) close(tb testing.TB) {
+	end := r.c.Close
+	if tb.Failed() {
+		end = r.c.Abort
+	}
+	if err := end(); err != nil {
+		tb.Error(err)
+	}
+	if err := r.s.Close(); err != nil {
+		tb.Error(err)
+	}
+	if err := r.buf.Free(); err != nil {
+		tb.Error(err)
 	}
 }

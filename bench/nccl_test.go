@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"encoding/hex"
 	"fmt"
 	"runtime"
 	"testing"
@@ -33,17 +34,20 @@ func sizeName(n int) string {
 	return fmt.Sprintf("%d%s", n, units[u])
 }
 
-// ncclRanks are one communicator per device, from CommInitAll, each with a
-// non-blocking stream and a zeroed buffer of the largest size.
+// ncclRanks are this process's ranks of an NCCL communicator, one per
+// device, each with a non-blocking stream and a zeroed buffer: every device
+// of the process (newNCCLRanks), or one rank of several processes
+// (newNCCLRank).
 type ncclRanks struct {
+	devs    []int32
 	comms   []nccl.Comm
 	streams []cudart.Stream
 	bufs    []unsafe.Pointer
 }
 
-// newNCCLRanks makes the communicators and buffers over every device, or
-// skips without NCCL or two devices. The caller has locked its OS thread.
-func newNCCLRanks(b *testing.B, bytes int) *ncclRanks {
+// requireNCCL loads NCCL and the CUDA runtime and returns the number of
+// devices, or skips without them or two devices.
+func requireNCCL(b *testing.B) int32 {
 	b.Helper()
 	if err := nccl.Load(); err != nil {
 		b.Skipf("no NCCL: %v", err)
@@ -60,52 +64,100 @@ func newNCCLRanks(b *testing.B, bytes int) *ncclRanks {
 		b.Fatal(err)
 	}
 	b.Logf("NCCL %d from %s, %d devices", v, nccl.LibraryPath(), n)
-	r := &ncclRanks{comms: make([]nccl.Comm, n), streams: make([]cudart.Stream, n), bufs: make([]unsafe.Pointer, n)}
+	return n
+}
+
+// newNCCLRanks makes the communicators, from CommInitAll, and buffers of
+// bytes over every device, or skips without NCCL or two devices. The
+// caller has locked its OS thread.
+func newNCCLRanks(b *testing.B, bytes int) *ncclRanks {
+	b.Helper()
+	n := requireNCCL(b)
+	r := &ncclRanks{devs: make([]int32, n), comms: make([]nccl.Comm, n)}
+	for g := range r.devs {
+		r.devs[g] = int32(g)
+	}
 	if err := nccl.CommInitAll(&r.comms[0], n, nil); err != nil {
 		b.Fatalf("CommInitAll: %v", err)
 	}
-	for g := range r.comms {
-		if err := cudart.SetDevice(int32(g)); err != nil {
-			b.Fatal(err)
+	r.alloc(b, bytes)
+	return r
+}
+
+// newNCCLRank makes rank rank of a communicator of two processes, on
+// device rank, from CommInitRank with id, which returns once both ranks
+// have joined, and its stream and buffer of bytes. The caller has locked
+// its OS thread.
+func newNCCLRank(tb testing.TB, id nccl.UniqueId, rank int32, bytes int) *ncclRanks {
+	tb.Helper()
+	r := &ncclRanks{devs: []int32{rank}, comms: make([]nccl.Comm, 1)}
+	if err := cudart.SetDevice(rank); err != nil {
+		tb.Fatal(err)
+	}
+	if err := nccl.CommInitRank(&r.comms[0], 2, id, rank); err != nil {
+		tb.Fatalf("CommInitRank: %v", err)
+	}
+	r.alloc(tb, bytes)
+	return r
+}
+
+// alloc makes each rank's stream and zeroed buffer of bytes on its device.
+func (r *ncclRanks) alloc(tb testing.TB, bytes int) {
+	tb.Helper()
+	r.streams, r.bufs = make([]cudart.Stream, len(r.devs)), make([]unsafe.Pointer, len(r.devs))
+	for g, dev := range r.devs {
+		if err := cudart.SetDevice(dev); err != nil {
+			tb.Fatal(err)
 		}
 		if err := cudart.StreamCreateWithFlags(&r.streams[g], cudart.StreamNonBlocking); err != nil {
-			b.Fatal(err)
+			tb.Fatal(err)
 		}
 		if err := cudart.Malloc(&r.bufs[g], uint64(bytes)); err != nil {
-			b.Fatal(err)
+			tb.Fatal(err)
 		}
 		// Zeros stay zeros however often they are summed. The memset is
 		// on the default stream, which the non-blocking stream ignores.
 		if err := cudart.Memset(r.bufs[g], 0, uint64(bytes)); err != nil {
-			b.Fatal(err)
+			tb.Fatal(err)
 		}
 		if err := cudart.DeviceSynchronize(); err != nil {
-			b.Fatal(err)
+			tb.Fatal(err)
 		}
 	}
-	return r
 }
 
-func (r *ncclRanks) close(b *testing.B) {
-	for g := range r.comms {
-		if err := cudart.SetDevice(int32(g)); err != nil {
-			b.Error(err)
+// close ends the communicators, aborted where tb failed (their work may
+// wait for a rank that is gone), then frees the streams and buffers.
+func (r *ncclRanks) close(tb testing.TB) {
+	end := nccl.CommDestroy
+	if tb.Failed() {
+		end = nccl.CommAbort
+	}
+	for _, c := range r.comms {
+		if err := end(c); err != nil {
+			tb.Error(err)
+		}
+	}
+	for g, dev := range r.devs {
+		if err := cudart.SetDevice(dev); err != nil {
+			tb.Error(err)
 		}
 		if err := cudart.Free(r.bufs[g]); err != nil {
-			b.Error(err)
+			tb.Error(err)
 		}
 		if err := cudart.StreamDestroy(r.streams[g]); err != nil {
-			b.Error(err)
-		}
-		if err := nccl.CommDestroy(r.comms[g]); err != nil {
-			b.Error(err)
+			tb.Error(err)
 		}
 	}
 }
 
 // allReduce queues one in-place float32 sum of count elements on every
-// device, grouped: what nccl-tests' all_reduce_perf does from one thread.
+// rank of the process, grouped where it has several: what nccl-tests'
+// all_reduce_perf does from one thread.
 func (r *ncclRanks) allReduce(count uint64) error {
+	if len(r.comms) == 1 {
+		return nccl.AllReduce(r.bufs[0], r.bufs[0], count, nccl.Float32, nccl.Sum, r.comms[0], r.streams[0])
+	}
 	if err := nccl.GroupStart(); err != nil {
 		return err
 	}
@@ -169,6 +221,32 @@ func BenchmarkAllReduce(b *testing.B) {
 			b.ReportMetric(float64(2*(n-1))/float64(n)*float64(size)/perOp/1e9, "busbw-GB/s")
 		})
 	}
+}
+
+// BenchmarkAllReduceProcesses is BenchmarkAllReduce in two processes, one
+// GPU each, as a job of one process per GPU runs it: this process is rank
+// 0, on device 0, and runs the test binary again as rank 1, on device 1
+// (TestAllReduceProcessesRank1), with the unique id from GetUniqueId in its
+// environment; the communicators are CommInitRank's, blocking as
+// CommInitAll's are, and each sum is one ncclAllReduce on the rank's
+// non-blocking stream. Each run of a size is a round that both ranks make
+// (allReduceRound): rank 0 sends rank 1 the size and b.N, both make
+// allReduceWarmup sums and wait, then b.N sums and wait; rank 0 times its
+// b.N sums and the wait, as BenchmarkAllReduce does. c/nccl.cu, run as
+// "nccl RUNS procs", is its C twin.
+func BenchmarkAllReduceProcesses(b *testing.B) {
+	// The device made current here belongs to the OS thread.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	requireNCCL(b)
+	var id nccl.UniqueId
+	if err := nccl.GetUniqueId(&id); err != nil {
+		b.Fatal(err)
+	}
+	env := []string{ncclIDEnv + "=" + hex.EncodeToString(id.Internal[:])}
+	benchmarkProcs(b, "nccl", env, func(tb testing.TB) allReduceRank {
+		return newNCCLRank(tb, id, 0, allReduceSizes[len(allReduceSizes)-1])
+	})
 }
 
 // BenchmarkAllReducePaired is BenchmarkAllReduce against c/nccl.cu's calls

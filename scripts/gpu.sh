@@ -5,8 +5,8 @@
 # the summary. "gpu.sh tests" runs only the tests and examples, "gpu.sh bench"
 # only the benchmarks (Go, the C twins, CuPy and cuda.core; then the table
 # of them all, table.md, table.csv and table.png, in $OUT, the raw results
-# in $OUT/results.tgz), "gpu.sh nccl" only the all-reduce benchmark and its
-# twin, so that each part fits in one call to the device. Every run counts:
+# in $OUT/results.tgz), "gpu.sh nccl" only the all-reduce benchmarks and
+# their twin, so that each part fits in one call to the device. Every run counts:
 # the script exits non-zero when any test, example, benchmark, twin or the
 # table failed, and on a machine with a GPU a test that finds none fails.
 set -u -o pipefail
@@ -197,14 +197,21 @@ done
 fi
 
 if [ "$part" != tests ]; then
-echo "== all-reduce over all GPUs: Go (raw and highlevel/collective) and C, taking turns (NCCL's threads need more than one core)"
+echo "== all-reduce over all GPUs, in one process and in two: Go (raw and highlevel/collective) and C, taking turns (NCCL's threads need more than one core)"
 inc=${CUDA_HOME:-/usr/local/cuda}/include
 # The twin links the library the Go side loaded, through a libnccl.so link.
 ln -sf "$ncclso" libnccl.so
 if nvcc -O2 -arch=native -I"$inc" -I. -o nccl nccl.cu -L. -lnccl -Xlinker -rpath="$(dirname "$ncclso")" -lcudart -lcuda -ldl; then
-	for i in 1 2 3 4 5; do
-		./bench.test -test.run '^$' -test.bench '^Benchmark(Collective)?AllReduce(Paired)?$' -test.count 1 -test.benchtime 0.5s -test.v | tee -a "$log/go-nccl.txt" || status=1
-		./nccl | tee -a "$log/c-nccl.txt" || status=1
+	# Each round gives one run of each form, Go's and the twin's (nccl 1:
+	# one run; nccl 1 procs: one run in two processes), in about 85 s on
+	# 2 GPUs: each Go benchmark takes about 0.9 s a size at 0.5s (b.N's
+	# ramp, then 0.5 s), 13 sizes, and a few seconds to start; the twin
+	# 0.6 s a size (warm-up, probe, one run of 0.5 s). Three rounds keep
+	# the part near 4 minutes.
+	for i in 1 2 3; do
+		./bench.test -test.run '^$' -test.bench '^Benchmark(Collective)?AllReduce(Paired|Processes)?$' -test.count 1 -test.benchtime 0.5s -test.v | tee -a "$log/go-nccl.txt" || status=1
+		./nccl 1 | tee -a "$log/c-nccl.txt" || status=1
+		./nccl 1 procs | tee -a "$log/c-nccl.txt" || status=1
 	done
 	# BenchmarkAllReducePaired's C side (c-ns/op) goes to the C results under its name.
 	awk '$1 ~ /^BenchmarkAllReducePaired/ { for (i = 3; i < NF; i++) if ($(i+1) == "c-ns/op") print $1, $2, $i, "ns/op" }' \

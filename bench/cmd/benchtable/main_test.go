@@ -300,3 +300,54 @@ func TestRowComparedWithOtherC(t *testing.T) {
 		t.Errorf("Go/C = %v, want 1.5 (Go's 30 ns over H2DPageable's 20 ns)", got)
 	}
 }
+
+// TestTwoProcessRows checks the rows of the two-process all-reduce: Go's
+// lines (with GOMAXPROCS) pair with the C twin's of the same name, the
+// collective's with the raw C twin's, under issue 31's targets: 0.98x C's
+// bus bandwidth from 2 MiB, 0.95x below.
+func TestTwoProcessRows(t *testing.T) {
+	dir := t.TempDir()
+	goFile, cFile := filepath.Join(dir, "go.txt"), filepath.Join(dir, "c.txt")
+	goText := `BenchmarkAllReduceProcesses/size=32KiB-32         	   25000	     21000 ns/op	1560.38 MB/s	         1.560 busbw-GB/s
+BenchmarkAllReduceProcesses/size=2MiB-32          	   17000	     29000 ns/op	72315.59 MB/s	        72.32 busbw-GB/s
+BenchmarkCollectiveAllReduceProcesses/size=32KiB-32	    4000	    150000 ns/op	 218.45 MB/s	         0.2185 busbw-GB/s
+BenchmarkCollectiveAllReduceProcesses/size=2MiB-32 	   17000	     28500 ns/op	73584.28 MB/s	        73.58 busbw-GB/s
+`
+	cText := `BenchmarkAllReduceProcesses/size=32KiB   	25000	20000.0 ns/op	1638.40 MB/s	1.638 busbw-GB/s
+BenchmarkAllReduceProcesses/size=2MiB    	17000	28000.0 ns/op	74898.29 MB/s	74.898 busbw-GB/s
+`
+	for name, text := range map[string]string{goFile: goText, cFile: cText} {
+		if err := os.WriteFile(name, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var results [numSources]map[string]*stats
+	for src, file := range map[source]string{srcGo: goFile, srcC: cFile, srcCuPy: "testdata/cupy.txt", srcCudaCore: "testdata/cudacore.txt"} {
+		r, err := readSource([]string{file}, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		results[src] = r
+	}
+	rows := buildRows(results)
+	tests := []struct {
+		name        string
+		goC         float64
+		target, met string
+	}{
+		{"AllReduceProcesses/size=32KiB", 21000.0 / 20000, "≤ 1.053x", "yes"},
+		{"AllReduceProcesses/size=2MiB", 29000.0 / 28000, "≤ 1.02x", "no"},
+		{"CollectiveAllReduceProcesses/size=32KiB", 150000.0 / 20000, "≤ 1.053x", "no"},
+		{"CollectiveAllReduceProcesses/size=2MiB", 28500.0 / 28000, "≤ 1.02x", "yes"},
+	}
+	if len(rows) != len(tests) {
+		t.Fatalf("got %d rows, want %d", len(rows), len(tests))
+	}
+	for i, tt := range tests {
+		r := &rows[i]
+		if r.name != tt.name || !same(r.ratio(srcGo), tt.goC) || r.targetString() != tt.target || r.metString("—") != tt.met {
+			t.Errorf("row %d: %s, Go/C %v, target %q, met %q; want %s, %v, %q, %q", i,
+				r.name, r.ratio(srcGo), r.targetString(), r.metString("—"), tt.name, tt.goC, tt.target, tt.met)
+		}
+	}
+}
