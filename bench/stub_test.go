@@ -30,8 +30,8 @@ func cc() string {
 // buildStub builds testdata/stubcuda.c, with highlevel's stand-in driver,
 // into dir and returns the library's path, or skips.
 func buildStub(t *testing.T, dir string) string {
-	hl := filepath.Join("..", "highlevel")
-	if _, err := os.Stat(filepath.Join(hl, "testdata", "stubdriver.c")); err != nil {
+	shim := filepath.Join("..", "highlevel", "internal", "driver") // the shim's zsymbols.h, the stand-in in testdata
+	if _, err := os.Stat(filepath.Join(shim, "testdata", "stubdriver.c")); err != nil {
 		t.Skipf("the sources are not here: %v", err)
 	}
 	if _, err := os.Stat(stubHeaders); err != nil {
@@ -41,9 +41,9 @@ func buildStub(t *testing.T, dir string) string {
 		t.Skipf("no C compiler to build the stub: %v", err)
 	}
 	lib := filepath.Join(dir, "libstubcuda.so")
-	cmd := exec.Command(cc(), "-shared", "-fPIC", "-O2", "-I"+stubHeaders, "-I"+hl, "-o", lib,
-		filepath.Join("testdata", "stubcuda.c"), filepath.Join(hl, "testdata", "stubdriver.c"),
-		filepath.Join(hl, "testdata", "stubprocs.c"))
+	cmd := exec.Command(cc(), "-shared", "-fPIC", "-O2", "-I"+stubHeaders, "-I"+shim, "-o", lib,
+		filepath.Join("testdata", "stubcuda.c"), filepath.Join(shim, "testdata", "stubdriver.c"),
+		filepath.Join(shim, "testdata", "stubprocs.c"))
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("building the stub: %v\n%s", err, out)
 	}
