@@ -80,7 +80,12 @@ func allReduceRound(r allReduceRank, count uint64, n int, start func()) error {
 func benchmarkProcs(b *testing.B, variant string, env []string, join func(testing.TB) allReduceRank) {
 	peer := startRank1(b, variant, env)
 	r := join(b)
-	defer r.close(b)
+	closed := false
+	defer func() {
+		if !closed { // a size failed: r aborts
+			r.close(b)
+		}
+	}()
 	for _, size := range allReduceSizes {
 		ok := b.Run("size="+sizeName(size), func(b *testing.B) {
 			runtime.LockOSThread()
@@ -102,7 +107,11 @@ func benchmarkProcs(b *testing.B, variant string, env []string, join func(testin
 			return
 		}
 	}
-	peer.finish(b)
+	// Closing is collective: rank 0 closes while rank 1 does.
+	peer.finish(b, func() {
+		closed = true
+		r.close(b)
+	})
 }
 
 // A rank1 is rank 1 of a two-process benchmark as rank 0 sees it: the test
@@ -230,8 +239,11 @@ func (p *rank1) done(b *testing.B) {
 	}
 }
 
-// finish ends rank 1's input and waits for it to exit.
-func (p *rank1) finish(b *testing.B) {
+// finish ends rank 1's input, which rank 1 takes for the end, and waits
+// for it to exit, calling closeRank meanwhile: rank 0 closes its
+// communicator while rank 1 closes its own, as NCCL's finalization needs
+// both.
+func (p *rank1) finish(b *testing.B, closeRank func()) {
 	b.Helper()
 	p.mu.Lock()
 	p.ending = true
@@ -240,6 +252,7 @@ func (p *rank1) finish(b *testing.B) {
 	if err := p.rounds.Close(); err != nil {
 		p.fatalf(b, "ending the rounds: %v", err)
 	}
+	closeRank()
 	<-p.exited
 	p.watch.Stop()
 	if p.err != nil {
