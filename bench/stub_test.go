@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/gocuda/cuda/internal/stubtest"
+	"github.com/gocuda/cuda/internal/testsrc"
 )
 
 var stubArgs = flag.String("stub.args", "", "more flags for the benchmarks TestStubMix runs on the stub driver, such as\n"+
@@ -31,12 +32,7 @@ func cc() string {
 // into dir and returns the library's path, or skips.
 func buildStub(t *testing.T, dir string) string {
 	shim := filepath.Join("..", "highlevel", "internal", "driver") // the shim's zsymbols.h, the stand-in in testdata
-	if _, err := os.Stat(filepath.Join(shim, "testdata", "stubdriver.c")); err != nil {
-		t.Skipf("the sources are not here: %v", err)
-	}
-	if _, err := os.Stat(stubHeaders); err != nil {
-		t.Skipf("the headers are not here: %v", err)
-	}
+	testsrc.Require(t, filepath.Join(shim, "testdata", "stubdriver.c"), stubHeaders)
 	if _, err := exec.LookPath(cc()); err != nil {
 		t.Skipf("no C compiler to build the stub: %v", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/gocuda/cuda/cudart"
 	"github.com/gocuda/cuda/internal/dl"
 	"github.com/gocuda/cuda/internal/stubtest"
+	"github.com/gocuda/cuda/internal/testsrc"
 )
 
 // stubHeaders are the headers the stand-in driver is built with, and
@@ -122,11 +123,7 @@ var stubCases = []struct {
 // say what was looked for, where, and which driver is needed; a driver
 // without a device and one whose cuInit fails are told apart.
 func TestStubDriver(t *testing.T) {
-	for _, dir := range []string{stubHeaders, stubSources} {
-		if _, err := os.Stat(dir); err != nil {
-			t.Skipf("the sources are not here (a GPU suite's copy of the test): %v", err)
-		}
-	}
+	testsrc.Require(t, stubHeaders, stubSources)
 	libs := map[string]string{} // by flags
 	for _, tc := range stubCases {
 		if key := strings.Join(tc.flags, " "); libs[key] == "" {
