@@ -2,10 +2,11 @@ package testsrc
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gocuda/cuda/internal/stubtest"
 )
 
 // TestRequire checks the three outcomes of Require, in child processes:
@@ -30,7 +31,7 @@ func TestRequire(t *testing.T) {
 		{missing, "1", "--- FAIL"},
 		{here, "1", "--- PASS"},
 	} {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestRequire$", "-test.v")
+		cmd := stubtest.Command(os.Args[0], "-test.run=^TestRequire$", "-test.v") // under qemu for arm64
 		cmd.Env = append(os.Environ(), "TESTSRC_CHILD="+tc.path, Env+"="+tc.env)
 		out, _ := cmd.CombinedOutput()
 		if !strings.Contains(string(out), tc.want) {
