@@ -22,6 +22,24 @@ import (
 // prefix begins every error message of the package.
 const prefix = "highlevel: "
 
+var (
+	// ErrClosed is returned by operations on a closed Stream, Event, Graph,
+	// GraphExec or pool.
+	ErrClosed = errors.New("highlevel: use of closed object")
+	// ErrFreed is returned by operations on memory that was freed, and by a
+	// second Free.
+	ErrFreed = errors.New("highlevel: use of freed memory")
+	// ErrInCallback is returned by every operation of the package called
+	// from a stream callback or host function (Stream.AddCallback,
+	// Stream.LaunchHostFunc), where CUDA forbids calls into CUDA. Close,
+	// Free and Unregister, and the pools' FreeAllBlocks and StopHolding,
+	// return it before they change anything: the object stays as it was,
+	// and the same call from a goroutine releases it later. Operations
+	// refuse there before they take a lock of the package's, which a call
+	// that CUDA makes wait for the callback may hold.
+	ErrInCallback = errors.New("highlevel: CUDA called from a stream callback")
+)
+
 // ErrInvalid is matched by every refusal of bad input, whatever its
 // operation: a size or length out of range, a range past the end of
 // memory, an element type device memory cannot hold, a malformed handle, a
