@@ -40,7 +40,8 @@
 //
 // # Failure
 //
-// Communicators are made non-blocking (NCCL's blocking = 0): NCCL's calls
+// Communicators are made non-blocking (NCCL's blocking = 0), unless
+// Options.Blocking asks for speed instead (see there): NCCL's calls
 // return at once, and the package polls ncclCommGetAsyncError while NCCL
 // works in the background, for no longer than the Options' Timeout.
 // Comm.Wait does the same while the stream's work runs. An error of NCCL's

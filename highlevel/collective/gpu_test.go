@@ -418,10 +418,19 @@ func onEach(comms []*Comm, fn func(r *rank) error) error {
 }
 
 // TestGPUCollectivesOneProcess runs every collective for every type over
-// every GPU of the process, a goroutine per rank.
+// every GPU of the process, a goroutine per rank, with non-blocking and
+// with blocking communicators.
 func TestGPUCollectivesOneProcess(t *testing.T) {
 	requireGPUs(t, 2)
-	comms := newComms(t, &Options{Timeout: gpuTimeout})
+	for _, blocking := range []bool{false, true} {
+		t.Run(fmt.Sprintf("blocking=%v", blocking), func(t *testing.T) {
+			collectivesOneProcess(t, &Options{Timeout: gpuTimeout, Blocking: blocking})
+		})
+	}
+}
+
+func collectivesOneProcess(t *testing.T, opts *Options) {
+	comms := newComms(t, opts)
 	// 1003 is no multiple of NCCL's chunks: the tail is exercised.
 	if err := onEach(comms, func(r *rank) error { return everyType(r, 1003) }); err != nil {
 		t.Fatal(err)
@@ -883,10 +892,18 @@ const killTimeout = 10 * time.Second
 // one all-reduce; rank 0's next all-reduce waits for it, and its Wait must
 // return an error, the communicator aborted, within its Timeout (and a
 // margin for NCCL's abort), not hang.
-func TestGPUKilledRank(t *testing.T) {
-	const mode = "kill"
+func TestGPUKilledRank(t *testing.T) { testKilledRank(t, "TestGPUKilledRank", "kill", false) }
+
+// TestGPUKilledRankBlocking is TestGPUKilledRank with blocking
+// communicators (Options.Blocking): the all-reduce is queued, its peers
+// connected by the first, and the wait for it is bounded as before.
+func TestGPUKilledRankBlocking(t *testing.T) {
+	testKilledRank(t, "TestGPUKilledRankBlocking", "kill-blocking", true)
+}
+
+func testKilledRank(t *testing.T, test, mode string, blocking bool) {
 	if os.Getenv(childEnv) == mode {
-		c, me := child(t, &Options{Timeout: killTimeout})
+		c, me := child(t, &Options{Timeout: killTimeout, Blocking: blocking})
 		ctx, cancel := context.WithTimeout(context.Background(), gpuTimeout)
 		defer cancel()
 		r, err := newRank(ctx, c)
@@ -923,7 +940,7 @@ func TestGPUKilledRank(t *testing.T) {
 		return
 	}
 	requireGPUs(t, 2)
-	outs, errs := children(t, "TestGPUKilledRank", mode)
+	outs, errs := children(t, test, mode)
 	var ee *exec.ExitError
 	if !errors.As(errs[1], &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
 		t.Errorf("rank 1: %v, want killed by SIGKILL; its output:\n%s", errs[1], outs[1])
