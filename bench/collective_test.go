@@ -98,12 +98,25 @@ func BenchmarkCollectiveAllReduce(b *testing.B) {
 // Array[float32] of the largest size; each sum is a Run of one AllReduce,
 // each wait a Comm.Wait. Its C twin is BenchmarkAllReduceProcesses'.
 func BenchmarkCollectiveAllReduceProcesses(b *testing.B) {
+	collectiveProcesses(b, "collective", false)
+}
+
+// BenchmarkCollectiveAllReduceProcessesBlocking is
+// BenchmarkCollectiveAllReduceProcesses with blocking communicators
+// (collective.Options.Blocking).
+func BenchmarkCollectiveAllReduceProcessesBlocking(b *testing.B) {
+	collectiveProcesses(b, "collective-blocking", true)
+}
+
+// collectiveProcesses runs BenchmarkCollectiveAllReduceProcesses, its rank
+// 1 the variant named.
+func collectiveProcesses(b *testing.B, variant string, blocking bool) {
 	requireCollective(b)
 	port := freePort(b)
 	env := []string{collective.EnvAddr + "=127.0.0.1", collective.EnvPort + "=" + strconv.Itoa(port),
 		collective.EnvRank + "=1", collective.EnvWorldSize + "=2", collective.EnvLocalRank + "=1"}
 	cfg := collective.Config{Addr: "127.0.0.1", BindAddr: "127.0.0.1", Port: port, Rank: 0, WorldSize: 2, LocalRank: 0}
-	benchmarkProcs(b, "collective", env, func(tb testing.TB) allReduceRank { return joinCollective(tb, cfg) })
+	benchmarkProcs(b, variant, env, func(tb testing.TB) allReduceRank { return joinCollective(tb, cfg, blocking) })
 }
 
 // A collectiveRank is one process's rank of
@@ -116,16 +129,17 @@ type collectiveRank struct {
 	call  collective.Call
 }
 
-// joinCollective joins the job cfg describes on device cfg.LocalRank and
-// makes the rank's stream and zeroed buffer of the largest size. The
+// joinCollective joins the job cfg describes on device cfg.LocalRank, its
+// communicator blocking or not, and makes the rank's stream and zeroed
+// buffer of the largest size. The
 // rendezvous and the communicator time out within half of procsTimeout, so
 // that a rank that is gone fails the other with an error (ErrAborted)
 // before the watchdogs end the processes.
-func joinCollective(tb testing.TB, cfg collective.Config) *collectiveRank {
+func joinCollective(tb testing.TB, cfg collective.Config, blocking bool) *collectiveRank {
 	tb.Helper()
 	cfg.Timeout = procsTimeout / 2
 	dev := highlevel.Device(cfg.LocalRank)
-	c, err := collective.Join(context.Background(), cfg, dev, &collective.Options{Timeout: procsTimeout / 2})
+	c, err := collective.Join(context.Background(), cfg, dev, &collective.Options{Timeout: procsTimeout / 2, Blocking: blocking})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -23,8 +23,8 @@ import (
 // BenchmarkCollectiveAllReduceProcesses) run the test binary again as
 // their rank 1, TestAllReduceProcessesRank1, with these variables set.
 const (
-	// rank1Env names the benchmark whose rank 1 the process is: "nccl" or
-	// "collective".
+	// rank1Env names the benchmark whose rank 1 the process is: "nccl",
+	// "collective" or "collective-blocking".
 	rank1Env = "GOCUDA_BENCH_RANK1"
 	// ncclIDEnv is BenchmarkAllReduceProcesses' unique id, in hex.
 	ncclIDEnv = "GOCUDA_BENCH_NCCL_ID"
@@ -288,12 +288,12 @@ func TestAllReduceProcessesRank1(t *testing.T) {
 		}
 		copy(id.Internal[:], raw)
 		r = newNCCLRank(t, id, 1, largest)
-	case "collective":
+	case "collective", "collective-blocking":
 		cfg, err := collective.ConfigFromEnv()
 		if err != nil {
 			t.Fatal(err)
 		}
-		r = joinCollective(t, cfg)
+		r = joinCollective(t, cfg, variant == "collective-blocking")
 	default:
 		t.Fatalf("$%s=%q", rank1Env, variant)
 	}

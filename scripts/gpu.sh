@@ -209,7 +209,7 @@ if nvcc -O2 -arch=native -I"$inc" -I. -o nccl nccl.cu -L. -lnccl -Xlinker -rpath
 	# 0.6 s a size (warm-up, probe, one run of 0.5 s). Three rounds keep
 	# the part near 4 minutes.
 	for i in 1 2 3; do
-		./bench.test -test.run '^$' -test.bench '^Benchmark(Collective)?AllReduce(Paired|Processes)?$' -test.count 1 -test.benchtime 0.5s -test.v | tee -a "$log/go-nccl.txt" || status=1
+		./bench.test -test.run '^$' -test.bench '^Benchmark(Collective)?AllReduce(Paired|Processes|ProcessesBlocking)?$' -test.count 1 -test.benchtime 0.5s -test.v | tee -a "$log/go-nccl.txt" || status=1
 		./nccl 1 | tee -a "$log/c-nccl.txt" || status=1
 		./nccl 1 procs | tee -a "$log/c-nccl.txt" || status=1
 	done

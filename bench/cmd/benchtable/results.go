@@ -241,6 +241,8 @@ var specs = []spec{
 	{"CollectiveAllReduceProcesses/size=32KiB", "all-reduce 2 GPUs, two processes, through highlevel/collective, 32 KiB, vs C", timeKind, target{ratioTarget, 1 / 0.95}, "AllReduceProcesses/size=32KiB"},
 	{"CollectiveAllReduceProcesses/size=2MiB", "all-reduce 2 GPUs, two processes, through highlevel/collective, 2 MiB, vs C", timeKind, target{ratioTarget, 1 / 0.98}, "AllReduceProcesses/size=2MiB"},
 	{"CollectiveAllReduceProcesses/size=1GiB", "all-reduce 2 GPUs, two processes, through highlevel/collective, 1 GiB, vs C", timeKind, target{ratioTarget, 1 / 0.98}, "AllReduceProcesses/size=1GiB"},
+	{"CollectiveAllReduceProcessesBlocking/size=32KiB", "all-reduce 2 GPUs, two processes, through highlevel/collective, blocking, 32 KiB, vs C", timeKind, target{ratioTarget, 1 / 0.95}, "AllReduceProcesses/size=32KiB"},
+	{"CollectiveAllReduceProcessesBlocking/size=2MiB", "all-reduce 2 GPUs, two processes, through highlevel/collective, blocking, 2 MiB, vs C", timeKind, target{ratioTarget, 1 / 0.98}, "AllReduceProcesses/size=2MiB"},
 	{"Regenerate", "regenerate all bindings (2 cores, dev machine)", timeKind, target{absTarget, 5e9}, ""},
 }
 
