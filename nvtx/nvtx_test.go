@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gocuda/cuda/nvtx"
 	"github.com/gocuda/cuda/internal/stubtest"
+	"github.com/gocuda/cuda/nvtx"
 )
 
 // injectSource is the C source of an NVTX injection library that logs

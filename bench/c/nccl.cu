@@ -219,16 +219,26 @@ static void bench_sizes(const char *bench, int rank, int fd) {
 	}
 }
 
-// one_process is the all-reduce over every GPU of this process.
-static int one_process(void) {
+// devices returns the number of CUDA devices, after logging NCCL's
+// version and form, the run's; 0 where there are fewer than 2.
+static int devices(const char *form) {
 	int n, version;
 	check(cudaGetDeviceCount(&n), "cudaGetDeviceCount");
 	if (n < 2) {
 		fprintf(stderr, "needs 2 CUDA devices, found %d\n", n);
-		return 1;
+		return 0;
 	}
 	ncclcheck(ncclGetVersion(&version), "ncclGetVersion");
-	fprintf(stderr, "NCCL %d, %d devices\n", version, n);
+	fprintf(stderr, "NCCL %d, %d devices%s\n", version, n, form);
+	return n;
+}
+
+// one_process is the all-reduce over every GPU of this process.
+static int one_process(void) {
+	int n = devices("");
+	if (n == 0) {
+		return 1;
+	}
 	alloc_ranks(n, 0, n);
 	ncclcheck(ncclCommInitAll(comms, ndev, NULL), "ncclCommInitAll");
 	setup();
@@ -294,7 +304,7 @@ static void be_rank1(int fd, pid_t parent) {
 
 // two_processes is the all-reduce in two processes, this one rank 0.
 static int two_processes(void) {
-	int fds[2], n, version;
+	int fds[2];
 	pid_t parent = getpid();
 	if (pipe(fds) != 0) {
 		perror("nccl: pipe");
@@ -320,13 +330,9 @@ static int two_processes(void) {
 		fprintf(stderr, "nccl: pthread_create failed\n");
 		return 1;
 	}
-	check(cudaGetDeviceCount(&n), "cudaGetDeviceCount");
-	if (n < 2) {
-		fprintf(stderr, "needs 2 CUDA devices, found %d\n", n);
+	if (devices(", two processes") == 0) {
 		return 1;
 	}
-	ncclcheck(ncclGetVersion(&version), "ncclGetVersion");
-	fprintf(stderr, "NCCL %d, %d devices, two processes\n", version, n);
 	ncclUniqueId id;
 	ncclcheck(ncclGetUniqueId(&id), "ncclGetUniqueId");
 	write_all(fds[1], &id, sizeof id);
