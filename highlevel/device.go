@@ -506,19 +506,21 @@ func (d Device) Use() (err error) {
 // returns fn's error, or the error of making d current (then fn does not
 // run).
 func (d Device) Do(fn func() error) error {
-	op := "make " + d.String() + " current"
+	// The operation's name is made only for an error: Do comes before
+	// every NCCL call of collective's.
+	fail := func(err error) error { return opErr("make "+d.String()+" current", err) }
 	ctx, err := d.context()
 	if err != nil {
-		return opErr(op, err)
+		return fail(err)
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	var prev unsafe.Pointer
 	if err := check("cuCtxGetCurrent", driver.CtxCurrent(&prev)); err != nil {
-		return opErr(op, err)
+		return fail(err)
 	}
 	if err := check("cuCtxSetCurrent", driver.CtxSet(ctx)); err != nil {
-		return opErr(op, err)
+		return fail(err)
 	}
 	defer driver.CtxSet(prev)
 	return fn()
