@@ -41,7 +41,7 @@ func BenchmarkCollectiveAllReduce(b *testing.B) {
 	streams := make([]*highlevel.Stream, n)
 	bufs := make([]*highlevel.Array[float32], n)
 	for i, c := range comms {
-		if streams[i], err = highlevel.NewStream(c.Device(), nil); err != nil {
+		if streams[i], err = highlevel.NewStream(c.Device(), &highlevel.StreamOptions{NonBlocking: true}); err != nil {
 			b.Fatal(err)
 		}
 		defer streams[i].Close()
@@ -130,8 +130,8 @@ type collectiveRank struct {
 }
 
 // joinCollective joins the job cfg describes on device cfg.LocalRank, its
-// communicator blocking or not, and makes the rank's stream and zeroed
-// buffer of the largest size. The
+// communicator blocking or not, and makes the rank's stream, non-blocking
+// as the raw binding's and C's, and zeroed buffer of the largest size. The
 // rendezvous and the communicator time out within half of procsTimeout, so
 // that a rank that is gone fails the other with an error (ErrAborted)
 // before the watchdogs end the processes.
@@ -145,7 +145,7 @@ func joinCollective(tb testing.TB, cfg collective.Config, blocking bool) *collec
 	}
 	r := &collectiveRank{c: c}
 	largest := allReduceSizes[len(allReduceSizes)-1]
-	if r.s, err = highlevel.NewStream(dev, nil); err != nil {
+	if r.s, err = highlevel.NewStream(dev, &highlevel.StreamOptions{NonBlocking: true}); err != nil {
 		tb.Fatal(err)
 	}
 	if r.buf, err = highlevel.NewArrayOn[float32](dev, largest/4); err != nil {

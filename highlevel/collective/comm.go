@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -25,18 +26,23 @@ type Options struct {
 	Timeout time.Duration
 	// Name is the communicator's name in NCCL's logs; empty: none.
 	Name string
-	// Blocking makes the communicator blocking (NCCL's blocking = 1):
-	// each NCCL call returns once NCCL has done its part on the host,
-	// with no thread of NCCL's between, so a Run of a small collective
-	// costs about 12 µs rather than 70 (2×H200, two processes; the raw
-	// binding's takes 8-10). The price: a call stuck in NCCL cannot be
-	// timed out. Initialization, Split, Close (NCCL's finalization) and a
-	// collective while NCCL connects its peers (its first of a kind) wait
-	// for every peer, so a peer that dies then leaves the call waiting
-	// until NCCL returns, whatever the Timeout. Waits for queued work
-	// (Comm.Wait, Run's wait) are still bounded by the Timeout.
+	// Blocking makes the communicator's collectives blocking (NCCL's
+	// blocking = 1): Run returns once NCCL has queued the work, with no
+	// thread of NCCL's between, so a Run of a small collective costs
+	// about 12 µs rather than 70 (2×H200, two processes; the raw
+	// binding's takes 8-10). The communicator is still made, split and
+	// closed without blocking, bounded by the Timeout: the package makes
+	// a non-blocking communicator and splits it into the blocking one
+	// (twice the initialization, and a second communicator's resources).
+	// The price: a Run while NCCL connects the ranks (the first
+	// collective of a kind, the first Send to a peer) waits for the peers
+	// in NCCL, so a peer that never makes its call leaves the Run waiting,
+	// whatever the Timeout; a dead one fails it. Waits for queued work
+	// (Comm.Wait, Run's wait) are bounded by the Timeout either way.
 	Blocking bool
 }
+
+func (o *Options) blocking() bool { return o != nil && o.Blocking }
 
 func (o *Options) timeout() time.Duration {
 	if o == nil || o.Timeout <= 0 {
@@ -46,16 +52,16 @@ func (o *Options) timeout() time.Duration {
 }
 
 // config returns NCCL's configuration for o: NCCL_CONFIG_INITIALIZER,
-// non-blocking unless o.Blocking. name must stay alive until the
-// initialization is done.
-func (o *Options) config() (*nccl.Config, []byte) {
+// blocking as asked. name must stay alive until the initialization is
+// done.
+func (o *Options) config(blocking bool) (*nccl.Config, []byte) {
 	const undef = nccl.CONFIG_UNDEF_INT
 	cfg := &nccl.Config{
 		Size:    uint64(unsafe.Sizeof(nccl.Config{})),
 		Magic:   0xcafebeef,
 		Version: nccl.VERSION_CODE,
-		// Every NCCL call returns at once; the package polls
-		// ncclCommGetAsyncError and so can give up and abort.
+		// Every NCCL call returns at once unless blocking; the package
+		// polls ncclCommGetAsyncError and so can give up and abort.
 		Blocking:            0,
 		CgaClusterSize:      undef,
 		MinCTAs:             undef,
@@ -69,7 +75,7 @@ func (o *Options) config() (*nccl.Config, []byte) {
 		NChannelsPerNetPeer: undef,
 		NvlinkCentricSched:  undef,
 	}
-	if o != nil && o.Blocking {
+	if blocking {
 		cfg.Blocking = 1
 	}
 	var name []byte
@@ -95,12 +101,16 @@ func (o *Options) config() (*nccl.Config, []byte) {
 // the package polls ncclCommGetAsyncError, for no longer than the
 // Comm's Timeout, after which the communicator is aborted. A rank that
 // dies therefore never leaves the others waiting past their timeout.
-// Options.Blocking trades that bound, for the calls into NCCL, for speed.
+// Options.Blocking trades that bound, for Run's calls into NCCL, for
+// speed.
 //
 // The zero value is not usable: its methods return an error wrapping
 // highlevel.ErrNil.
 type Comm struct {
-	h       nccl.Comm
+	h nccl.Comm // the collectives'
+	// ctl, with Options.Blocking, is the non-blocking communicator h was
+	// split from, which Split splits; 0 without.
+	ctl     nccl.Comm
 	dev     highlevel.Device
 	rank    int
 	size    int
@@ -216,13 +226,14 @@ func (c *Comm) stopped() error {
 	return ErrAborted
 }
 
-// Do calls fn with the NCCL communicator, the Comm's device current on the
-// calling OS thread, while the Comm stays open (Close and Abort wait for
-// fn), for the NCCL functions the package does not wrap (nccl.AlltoAll,
-// nccl.CommRegister, ...). Unless Options.Blocking made it blocking, the
-// communicator is non-blocking: a call that returns nccl.InProgress must
-// be followed by polls of nccl.CommGetAsyncError until it is no longer in
-// progress, before fn returns. fn must not keep the handle, nor call Close or Abort.
+// Do calls fn with the NCCL communicator of Run's calls, the Comm's device
+// current on the calling OS thread, while the Comm stays open (Close and
+// Abort wait for fn), for the NCCL functions the package does not wrap
+// (nccl.AlltoAll, nccl.CommRegister, ...). Unless Options.Blocking made it
+// blocking, the communicator is non-blocking: a call that returns
+// nccl.InProgress must be followed by polls of nccl.CommGetAsyncError
+// until it is no longer in progress, before fn returns. fn must not keep
+// the handle, nor call Close or Abort.
 func (c *Comm) Do(fn func(h nccl.Comm) error) error {
 	if err := c.acquire(); err != nil {
 		return c.opErr("do", err)
@@ -335,9 +346,48 @@ func poll(ctx context.Context, deadline time.Time, hs []nccl.Comm, stop func() e
 	}
 }
 
-// newComm wraps a communicator NCCL made.
-func newComm(h nccl.Comm, dev highlevel.Device, rank, size int, opts *Options) *Comm {
-	return &Comm{h: h, dev: dev, rank: rank, size: size, timeout: opts.timeout()}
+// newComm wraps a communicator NCCL made, and the one it was split from
+// where opts ask for Blocking.
+func newComm(h, ctl nccl.Comm, dev highlevel.Device, rank, size int, opts *Options) *Comm {
+	return &Comm{h: h, ctl: ctl, dev: dev, rank: rank, size: size, timeout: opts.timeout()}
+}
+
+// splitBlocking makes the blocking communicator of each of ctls, the
+// ranks' non-blocking ones on devs, by splitting it, all in one NCCL group
+// (the ranks of one process split together), without blocking: ctx, the
+// timeout and stop bound the split. ranks are their ranks in ctls, to
+// keep.
+func splitBlocking(ctx context.Context, ctls []nccl.Comm, devs []highlevel.Device, ranks []int, opts *Options, stop func() error) ([]nccl.Comm, error) {
+	cfg, name := opts.config(true)
+	hs := make([]nccl.Comm, len(ctls))
+	runtime.LockOSThread()
+	var errs []error
+	if err := nccl.GroupStart(); err != nil {
+		runtime.UnlockOSThread()
+		return nil, fmt.Errorf("ncclGroupStart: %w", err)
+	}
+	for i, d := range devs {
+		err := d.Do(func() error { return nccl.CommSplit(ctls[i], 0, int32(ranks[i]), &hs[i], cfg) })
+		if err != nil && !errors.Is(err, nccl.InProgress) {
+			errs = append(errs, fmt.Errorf("rank %d on %v: ncclCommSplit: %w", ranks[i], d, ncclErr(ctls[i], err)))
+		}
+	}
+	if err := nccl.GroupEnd(); err != nil && !errors.Is(err, nccl.InProgress) {
+		errs = append(errs, fmt.Errorf("ncclGroupEnd: %w", err))
+	}
+	runtime.UnlockOSThread()
+	if len(errs) == 0 {
+		// The split's work is the parents', NCCL's state of it theirs.
+		timeout := opts.timeout()
+		errs = append(errs, timeoutErr(timeout, poll(ctx, initDeadline(ctx, timeout), append(slices.Clone(ctls), hs...), stop)))
+	}
+	runtime.KeepAlive(cfg)
+	runtime.KeepAlive(name)
+	if err := errors.Join(errs...); err != nil {
+		abortAll(hs, devs)
+		return nil, fmt.Errorf("the blocking communicator: %w", err)
+	}
+	return hs, nil
 }
 
 // abortAll aborts the communicators NCCL made, on their devices; for a
@@ -403,7 +453,7 @@ func NewComms(ctx context.Context, devices []highlevel.Device, opts *Options) (_
 	if err != nil {
 		return nil, fail(err)
 	}
-	cfg, name := opts.config()
+	cfg, name := opts.config(false)
 	hs := make([]nccl.Comm, n)
 	// NCCL's group belongs to the OS thread.
 	runtime.LockOSThread()
@@ -434,9 +484,21 @@ func NewComms(ctx context.Context, devices []highlevel.Device, opts *Options) (_
 		abortAll(hs, devices)
 		return nil, fail(err)
 	}
+	ctls := make([]nccl.Comm, n)
+	if opts.blocking() {
+		ctls = hs
+		ranks := make([]int, n)
+		for r := range ranks {
+			ranks[r] = r
+		}
+		if hs, err = splitBlocking(ctx, ctls, devices, ranks, opts, nil); err != nil {
+			abortAll(ctls, devices)
+			return nil, fail(err)
+		}
+	}
 	comms := make([]*Comm, n)
 	for r, d := range devices {
-		comms[r] = newComm(hs[r], d, r, n, opts)
+		comms[r] = newComm(hs[r], ctls[r], d, r, n, opts)
 	}
 	return comms, nil
 }
@@ -458,7 +520,7 @@ func NewComm(ctx context.Context, dev highlevel.Device, id UniqueID, rank, size 
 	case id == UniqueID{}:
 		return nil, fail(fmt.Errorf("%w: zero UniqueID (make one with NewUniqueID)", ErrConfig))
 	}
-	cfg, name := opts.config()
+	cfg, name := opts.config(false)
 	var h nccl.Comm
 	err := dev.Do(func() error {
 		return nccl.CommInitRankConfig(&h, int32(size), nccl.UniqueId{Internal: id}, int32(rank), cfg)
@@ -475,7 +537,17 @@ func NewComm(ctx context.Context, dev highlevel.Device, id UniqueID, rank, size 
 		abortAll([]nccl.Comm{h}, []highlevel.Device{dev})
 		return nil, fail(err)
 	}
-	return newComm(h, dev, rank, size, opts), nil
+	var ctl nccl.Comm
+	if opts.blocking() {
+		ctl = h
+		hs, err := splitBlocking(ctx, []nccl.Comm{ctl}, []highlevel.Device{dev}, []int{rank}, opts, nil)
+		if err != nil {
+			abortAll([]nccl.Comm{ctl}, []highlevel.Device{dev})
+			return nil, fail(err)
+		}
+		h = hs[0]
+	}
+	return newComm(h, ctl, dev, rank, size, opts), nil
 }
 
 // Join makes this process's rank of the job cfg describes, on device dev:
@@ -518,14 +590,20 @@ func (c *Comm) Split(ctx context.Context, color, key int, opts *Options) (_ *Com
 	case color < 0 && color != NoColor:
 		return nil, c.opErr(op, fmt.Errorf("%w: color %d: want 0 or more, or NoColor", ErrConfig, color))
 	}
-	cfg, name := opts.config()
+	// The non-blocking communicator is split, so that the split is
+	// bounded.
+	parent := c.h
+	if c.ctl != 0 {
+		parent = c.ctl
+	}
+	cfg, name := opts.config(false)
 	var h nccl.Comm
-	err = c.dev.Do(func() error { return nccl.CommSplit(c.h, int32(color), int32(key), &h, cfg) })
+	err = c.dev.Do(func() error { return nccl.CommSplit(parent, int32(color), int32(key), &h, cfg) })
 	if err != nil && !errors.Is(err, nccl.InProgress) {
-		err = fmt.Errorf("ncclCommSplit: %w", ncclErr(c.h, err))
+		err = fmt.Errorf("ncclCommSplit: %w", ncclErr(parent, err))
 	} else {
 		timeout := opts.timeout()
-		err = timeoutErr(timeout, poll(ctx, initDeadline(ctx, timeout), []nccl.Comm{c.h, h}, c.stopped))
+		err = timeoutErr(timeout, poll(ctx, initDeadline(ctx, timeout), []nccl.Comm{parent, h}, c.stopped))
 	}
 	runtime.KeepAlive(cfg)
 	runtime.KeepAlive(name)
@@ -541,7 +619,17 @@ func (c *Comm) Split(ctx context.Context, color, key int, opts *Options) (_ *Com
 		abortAll([]nccl.Comm{h}, []highlevel.Device{c.dev})
 		return nil, c.opErr(op, err)
 	}
-	return newComm(h, c.dev, int(rank), int(size), opts), nil
+	var ctl nccl.Comm
+	if opts.blocking() {
+		ctl = h
+		hs, err := splitBlocking(ctx, []nccl.Comm{ctl}, []highlevel.Device{c.dev}, []int{int(rank)}, opts, c.stopped)
+		if err != nil {
+			abortAll([]nccl.Comm{ctl}, []highlevel.Device{c.dev})
+			return nil, c.opErr(op, err)
+		}
+		h = hs[0]
+	}
+	return newComm(h, ctl, c.dev, int(rank), int(size), opts), nil
 }
 
 // Close ends the communicator once the operations in progress on it have
@@ -560,21 +648,50 @@ func (c *Comm) Close() error {
 		return c.opErr(op, c.closedErr())
 	}
 	defer c.ended.Store(true)
-	err := c.dev.Do(func() error { return nccl.CommFinalize(c.h) })
-	if err != nil && !errors.Is(err, nccl.InProgress) {
-		err = fmt.Errorf("ncclCommFinalize: %w", ncclErr(c.h, err))
-	} else {
-		err = timeoutErr(c.timeout, poll(nil, time.Now().Add(c.timeout), []nccl.Comm{c.h}, c.stopped))
+	// The blocking communicator first, whose finalization returns once
+	// NCCL's work on it is done, waiting for no peer; then the
+	// non-blocking one.
+	hs := [2]nccl.Comm{c.h, c.ctl}
+	var errs []error
+	for i, h := range hs {
+		if h == 0 {
+			continue
+		}
+		err := c.dev.Do(func() error { return nccl.CommFinalize(h) })
+		if err != nil && !errors.Is(err, nccl.InProgress) {
+			err = fmt.Errorf("ncclCommFinalize: %w", ncclErr(h, err))
+		} else {
+			err = timeoutErr(c.timeout, poll(nil, time.Now().Add(c.timeout), []nccl.Comm{h}, c.stopped))
+		}
+		if err != nil {
+			c.setCause(err)
+			c.ncclAbort(hs[i:]...)
+			return c.opErr(op, err)
+		}
+		if err := c.dev.Do(func() error { return nccl.CommDestroy(h) }); err != nil {
+			errs = append(errs, fmt.Errorf("ncclCommDestroy: %w", err))
+		}
 	}
-	if err != nil {
-		c.setCause(err)
-		c.dev.Do(func() error { return nccl.CommAbort(c.h) })
+	if err := errors.Join(errs...); err != nil {
 		return c.opErr(op, err)
 	}
-	if err := c.dev.Do(func() error { return nccl.CommDestroy(c.h) }); err != nil {
-		return c.opErr(op, fmt.Errorf("ncclCommDestroy: %w", err))
-	}
 	return nil
+}
+
+// ncclAbort aborts NCCL's communicators hs of c (ncclCommAbort) on c's
+// device, skipping zeros.
+func (c *Comm) ncclAbort(hs ...nccl.Comm) error {
+	return c.dev.Do(func() error {
+		var errs []error
+		for _, h := range hs {
+			if h != 0 {
+				if err := nccl.CommAbort(h); err != nil {
+					errs = append(errs, fmt.Errorf("ncclCommAbort: %w", err))
+				}
+			}
+		}
+		return errors.Join(errs...)
+	})
 }
 
 func (c *Comm) setCause(err error) {
@@ -608,8 +725,8 @@ func (c *Comm) abort(cause error) error {
 		return c.opErr("abort", c.closedErr())
 	}
 	defer c.ended.Store(true)
-	if err := c.dev.Do(func() error { return nccl.CommAbort(c.h) }); err != nil {
-		return c.opErr("abort", fmt.Errorf("ncclCommAbort: %w", err))
+	if err := c.ncclAbort(c.h, c.ctl); err != nil {
+		return c.opErr("abort", err)
 	}
 	return nil
 }

@@ -7,24 +7,26 @@ import (
 	"github.com/gocuda/cuda/nccl"
 )
 
-// TestOptionsConfig checks NCCL's configuration for Options: non-blocking
-// unless Blocking, the name as a C string, the rest NCCL's defaults.
+// TestOptionsConfig checks NCCL's configuration for Options: blocking as
+// asked, the name as a C string, the rest NCCL's defaults.
 func TestOptionsConfig(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		opts     *Options
-		blocking int32
+		blocking bool
+		want     int32
 		commName string
 	}{
-		{"nil", nil, 0, ""},
-		{"zero", &Options{}, 0, ""},
-		{"blocking", &Options{Blocking: true}, 1, ""},
-		{"named", &Options{Name: "trainer"}, 0, "trainer"},
+		{"nil", nil, false, 0, ""},
+		{"zero", &Options{}, false, 0, ""},
+		{"Blocking, the communicator it is split from", &Options{Blocking: true}, false, 0, ""},
+		{"blocking", &Options{Blocking: true}, true, 1, ""},
+		{"named", &Options{Name: "trainer"}, false, 0, "trainer"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, name := tc.opts.config()
-			if cfg.Blocking != tc.blocking {
-				t.Errorf("Blocking = %d, want %d", cfg.Blocking, tc.blocking)
+			cfg, name := tc.opts.config(tc.blocking)
+			if cfg.Blocking != tc.want {
+				t.Errorf("Blocking = %d, want %d", cfg.Blocking, tc.want)
 			}
 			if cfg.Size != uint64(unsafe.Sizeof(nccl.Config{})) || cfg.Version != nccl.VERSION_CODE || cfg.MinCTAs != nccl.CONFIG_UNDEF_INT {
 				t.Errorf("config %+v: want NCCL_CONFIG_INITIALIZER's size, version and defaults", cfg)

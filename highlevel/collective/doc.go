@@ -40,10 +40,11 @@
 //
 // # Failure
 //
-// Communicators are made non-blocking (NCCL's blocking = 0), unless
-// Options.Blocking asks for speed instead (see there): NCCL's calls
-// return at once, and the package polls ncclCommGetAsyncError while NCCL
-// works in the background, for no longer than the Options' Timeout.
+// Communicators are non-blocking (NCCL's blocking = 0), and so are their
+// collectives unless Options.Blocking asks for speed instead (see there):
+// NCCL's calls return at once, and the package polls
+// ncclCommGetAsyncError while NCCL works in the background, for no longer
+// than the Options' Timeout.
 // Comm.Wait does the same while the stream's work runs. An error of NCCL's
 // or a Timeout passed aborts the communicator (ncclCommAbort): its
 // collectives stop on the GPU, the waits for them return errors wrapping
