@@ -506,8 +506,9 @@ func (d Device) Use() (err error) {
 // returns fn's error, or the error of making d current (then fn does not
 // run).
 func (d Device) Do(fn func() error) error {
-	// The operation's name is made only for an error: Do comes before
-	// every NCCL call of collective's.
+	// The operation's name is made only for an error, and the context
+	// swapped in one call: Do comes before every NCCL call of
+	// collective's.
 	fail := func(err error) error { return opErr("make "+d.String()+" current", err) }
 	ctx, err := d.context()
 	if err != nil {
@@ -515,14 +516,11 @@ func (d Device) Do(fn func() error) error {
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	var prev unsafe.Pointer
-	if err := check("cuCtxGetCurrent", driver.CtxCurrent(&prev)); err != nil {
+	prev := driver.CtxSwap(ctx)
+	if err := check("cuCtxSetCurrent", prev.R); err != nil {
 		return fail(err)
 	}
-	if err := check("cuCtxSetCurrent", driver.CtxSet(ctx)); err != nil {
-		return fail(err)
-	}
-	defer driver.CtxSet(prev)
+	defer driver.CtxSet(prev.Ctx)
 	return fn()
 }
 

@@ -343,8 +343,10 @@ func run(calls []Call) (abort []*Comm, err error) {
 		return &Error{Op: op, Rank: -1, Dev: int(c.dev), Err: fmt.Errorf("rank %d of %d: %w", c.rank, c.size, err)}
 	}
 
-	// The communicators, each once.
-	comms := make([]*Comm, 0, 4)
+	// The communicators, each once. The buffers of this and the holds
+	// below spare a Run of a few calls allocations.
+	var commBuf [4]*Comm
+	comms := commBuf[:0]
 	for i := range calls {
 		if c := calls[i].comm; !slices.Contains(comms, c) {
 			comms = append(comms, c)
@@ -365,7 +367,8 @@ func run(calls []Call) (abort []*Comm, err error) {
 
 	// The arrays' memory.
 	ptrs := make([][2]unsafe.Pointer, len(calls))
-	var holds []buffer.Buffer
+	var holdBuf [8]buffer.Buffer
+	holds := holdBuf[:0]
 	defer func() {
 		for _, a := range holds {
 			a.Release()
@@ -391,8 +394,9 @@ func run(calls []Call) (abort []*Comm, err error) {
 
 	// The streams, each once, entered together: a group over two
 	// capturing streams, entered one by one, would wait for itself.
-	var streams []*highlevel.Stream
-	var devs []highlevel.Device
+	var streamBuf [4]*highlevel.Stream
+	var devBuf [4]highlevel.Device
+	streams, devs := streamBuf[:0], devBuf[:0]
 	for i := range calls {
 		call := &calls[i]
 		if call.s != nil && call.s.Device() != call.comm.dev {
@@ -450,9 +454,13 @@ func run(calls []Call) (abort []*Comm, err error) {
 	}
 
 	// NCCL's background work (connection setup, a non-blocking group's
-	// launch), for which the arrays and streams stay held.
+	// launch), for which the arrays and streams stay held. Blocking
+	// communicators have none: NCCL returned once it was done.
+	if !slices.ContainsFunc(comms, func(c *Comm) bool { return c.ctl == 0 }) {
+		return nil, nil
+	}
 	if err := settle(comms); err != nil {
-		return comms, err
+		return slices.Clone(comms), err
 	}
 	return nil, nil
 }

@@ -37,7 +37,12 @@ int hl_device_attributes(int dev, const int *attrs, int *values, int n);
 int hl_device_name(int dev, char *name, int n);
 int hl_mem_info(void *ctx, size_t *free, size_t *total);
 int hl_pointer_device(void *ptr, int *dev, int *type, int *managed);
-int hl_ctx_current(void **ctx);
+// hl_ctx is a context, returned by value with the status of the call.
+typedef struct {
+	int r;
+	void *ctx;
+} hl_ctx;
+hl_ctx hl_ctx_swap(void *ctx);
 int hl_ctx_set(void *ctx);
 int hl_ctx_synchronize(void *ctx);
 int hl_enable_peer_access(void *ctx, void *peer);

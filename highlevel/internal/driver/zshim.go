@@ -17,6 +17,12 @@ const (
 	ArgsSize    = C.HL_ARGS_SIZE
 )
 
+// Ctx is hl_ctx.
+type Ctx struct {
+	R   int32
+	Ctx unsafe.Pointer
+}
+
 // Alloc is hl_alloc.
 type Alloc struct {
 	R int32
@@ -59,6 +65,8 @@ type Next struct {
 
 // Each type above has the size of its C type: a pointer to one converts to a pointer to the other.
 var (
+	_ = [1]struct{}{}[unsafe.Sizeof(Ctx{})-unsafe.Sizeof(C.hl_ctx{})]
+	_ = [1]struct{}{}[unsafe.Sizeof(C.hl_ctx{})-unsafe.Sizeof(Ctx{})]
 	_ = [1]struct{}{}[unsafe.Sizeof(Alloc{})-unsafe.Sizeof(C.hl_alloc{})]
 	_ = [1]struct{}{}[unsafe.Sizeof(C.hl_alloc{})-unsafe.Sizeof(Alloc{})]
 	_ = [1]struct{}{}[unsafe.Sizeof(Handle{})-unsafe.Sizeof(C.hl_handle{})]
@@ -133,9 +141,10 @@ func PointerDevice(ptr unsafe.Pointer, dev *int32, type_ *int32, managed *int32)
 	return int32(C.hl_pointer_device(ptr, (*C.int)(unsafe.Pointer(dev)), (*C.int)(unsafe.Pointer(type_)), (*C.int)(unsafe.Pointer(managed))))
 }
 
-// CtxCurrent calls hl_ctx_current.
-func CtxCurrent(ctx *unsafe.Pointer) int32 {
-	return int32(C.hl_ctx_current(ctx))
+// CtxSwap calls hl_ctx_swap.
+func CtxSwap(ctx unsafe.Pointer) Ctx {
+	r := C.hl_ctx_swap(ctx)
+	return *(*Ctx)(unsafe.Pointer(&r))
 }
 
 // CtxSet calls hl_ctx_set.

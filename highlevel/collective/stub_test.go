@@ -1,0 +1,203 @@
+package collective
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gocuda/cuda/cudadrv"
+	"github.com/gocuda/cuda/highlevel"
+	"github.com/gocuda/cuda/internal/stubtest"
+	"github.com/gocuda/cuda/internal/testsrc"
+)
+
+// The stand-ins the stub tests run on: highlevel's driver (its sources
+// beside the shim, built with the headers of the CUDA major the test is
+// built for) and NCCL's (testdata/stubnccl.c).
+var (
+	stubShim    = filepath.Join("..", "internal", "driver")
+	stubHeaders = filepath.Join("..", "..", "headers", fmt.Sprintf("cuda-%d.%d", cudadrv.VERSION/1000, cudadrv.VERSION%1000/10))
+)
+
+// stubLibraries builds the stand-in driver and NCCL and returns the
+// environment that makes the packages load them, libcudart unloadable.
+func stubLibraries(t *testing.T) []string {
+	t.Helper()
+	driver := filepath.Join(stubShim, "testdata", "stubdriver.c")
+	testsrc.Require(t, driver, stubHeaders, filepath.Join("testdata", "stubnccl.c"))
+	src, err := os.ReadFile(driver)
+	if err != nil {
+		t.Fatal(err)
+	}
+	procs, err := filepath.Abs(filepath.Join(stubShim, "testdata", "stubprocs.c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cuda := stubtest.Library(t, "libcuda.so.1", string(src), "-I"+stubHeaders, "-I"+stubShim, procs)
+	src, err = os.ReadFile(filepath.Join("testdata", "stubnccl.c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nccl := stubtest.Library(t, "libnccl.so.2", string(src))
+	return []string{"GOCUDA_CUDA=" + cuda, "GOCUDA_NCCL=" + nccl, "GOCUDA_CUDART=" + filepath.Join(t.TempDir(), "no-libcudart.so")}
+}
+
+// stubCases are what TestStubNCCL checks, each in a child process: the
+// NCCL calls a communicator's life makes, as the stand-in NCCL logs them
+// (its comments say how), for communicators with and without
+// Options.Blocking.
+var stubCases = []struct {
+	name    string
+	devices int
+	run     func(t *testing.T) error
+	want    []string // the stand-in's log
+}{
+	{"non-blocking", 1, func(t *testing.T) error {
+		c := stubComm(t, nil)
+		stubAllReduce(t, c)
+		return c.Close()
+	}, []string{"init 1 blocking=0", "allreduce 1", "finalize 1", "destroy 1"}},
+	{"Blocking: made and split non-blocking, the collectives blocking", 1, func(t *testing.T) error {
+		c := stubComm(t, &Options{Blocking: true})
+		stubAllReduce(t, c)
+		return c.Close()
+	}, []string{"init 1 blocking=0", "split 2 1 blocking=1", "allreduce 2", "finalize 2", "destroy 2", "finalize 1", "destroy 1"}},
+	{"Blocking: Abort ends both", 1, func(t *testing.T) error {
+		c := stubComm(t, &Options{Blocking: true})
+		return c.Abort()
+	}, []string{"init 1 blocking=0", "split 2 1 blocking=1", "abort 2", "abort 1"}},
+	{"Blocking: Split splits the non-blocking one", 1, func(t *testing.T) error {
+		c := stubComm(t, &Options{Blocking: true})
+		for _, opts := range []*Options{{Blocking: true}, nil} {
+			d, err := c.Split(context.Background(), 0, 0, opts)
+			if err != nil {
+				return err
+			}
+			stubAllReduce(t, d)
+			if err := d.Close(); err != nil {
+				return err
+			}
+		}
+		return c.Close()
+	}, []string{
+		"init 1 blocking=0", "split 2 1 blocking=1",
+		"split 3 1 blocking=0", "split 4 3 blocking=1", "allreduce 4", "finalize 4", "destroy 4", "finalize 3", "destroy 3",
+		"split 5 1 blocking=0", "allreduce 5", "finalize 5", "destroy 5",
+		"finalize 2", "destroy 2", "finalize 1", "destroy 1",
+	}},
+	{"Blocking: Run costs NCCL's call, a context's swap and its restoring, no allocation", 1, func(t *testing.T) error {
+		c := stubComm(t, &Options{Blocking: true})
+		s, err := highlevel.NewStream(c.Device(), nil)
+		if err != nil {
+			return err
+		}
+		a, err := highlevel.NewArrayOn[float32](c.Device(), 4)
+		if err != nil {
+			return err
+		}
+		call := AllReduce(c, a, a, Sum, s)
+		if err := Run(call); err != nil { // warm
+			return err
+		}
+		cgo := runtime.NumCgoCall()
+		if err := Run(call); err != nil {
+			return err
+		}
+		if n := runtime.NumCgoCall() - cgo; n != 3 {
+			t.Errorf("Run made %d cgo calls, want 3", n)
+		}
+		if n := testing.AllocsPerRun(100, func() { Run(call) }); n != 0 {
+			t.Errorf("Run allocated %v times, want 0", n)
+		}
+		return errors.Join(a.Free(), s.Close(), c.Abort())
+	}, nil},
+	{"Blocking: NewComms splits all in one group", 2, func(t *testing.T) error {
+		comms, err := NewComms(context.Background(), nil, &Options{Blocking: true})
+		if err != nil {
+			return err
+		}
+		// One at a time, for the log's order: the stand-in's finalization
+		// waits for no other rank.
+		return errors.Join(comms[0].Close(), comms[1].Close())
+	}, []string{"init 1 blocking=0", "init 2 blocking=0", "split 3 1 blocking=1", "split 4 2 blocking=1",
+		"finalize 3", "destroy 3", "finalize 1", "destroy 1", "finalize 4", "destroy 4", "finalize 2", "destroy 2"}},
+}
+
+// TestStubNCCL runs the package on the stand-in NCCL and driver, each case
+// of stubCases in a child process, and compares the calls NCCL got with
+// the case's.
+func TestStubNCCL(t *testing.T) {
+	env := stubLibraries(t)
+	for _, tc := range stubCases {
+		t.Run(tc.name, func(t *testing.T) {
+			log := filepath.Join(t.TempDir(), "nccl.log")
+			stubtest.Child(t, "TestStubNCCLChild", append(env, "STUB_NCCL_LOG="+log, "STUB_NCCL_CASE="+tc.name,
+				fmt.Sprintf("STUB_DEVICES=%d", tc.devices))...)
+			if tc.want == nil {
+				return
+			}
+			b, err := os.ReadFile(log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Split(strings.TrimSpace(string(b)), "\n"); !slices.Equal(got, tc.want) {
+				t.Errorf("NCCL's calls:\n%s\nwant:\n%s", b, strings.Join(tc.want, "\n"))
+			}
+		})
+	}
+}
+
+func TestStubNCCLChild(t *testing.T) {
+	stubtest.SkipUnlessChild(t, "TestStubNCCL")
+	for _, tc := range stubCases {
+		if tc.name == os.Getenv("STUB_NCCL_CASE") {
+			if err := tc.run(t); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+	}
+	t.Fatalf("no case %q", os.Getenv("STUB_NCCL_CASE"))
+}
+
+// stubComm makes a communicator of one rank on device 0.
+func stubComm(t *testing.T, opts *Options) *Comm {
+	t.Helper()
+	id, err := NewUniqueID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := NewComm(context.Background(), 0, id, 0, 1, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// stubAllReduce runs one all-reduce on c, on a stream and an array of its
+// own, and waits for it.
+func stubAllReduce(t *testing.T, c *Comm) {
+	t.Helper()
+	s, err := highlevel.NewStream(c.Device(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	a, err := highlevel.NewArrayOn[float32](c.Device(), 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Free()
+	if err := Run(AllReduce(c, a, a, Sum, s)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Wait(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,221 @@
+// stubnccl.c is a stand-in for libnccl, so that collective's tests and
+// bench's benchmarks run without a GPU and without NCCL (stub_test.go
+// builds it and loads it through $GOCUDA_NCCL, beside highlevel's stand-in
+// driver). It queues nothing.
+//
+// It keeps NCCL's contract for non-blocking communicators (config.blocking
+// = 0): a call that makes, splits or finalizes one, or a group with one,
+// returns ncclInProgress, and ncclCommGetAsyncError then reports
+// ncclInProgress for $STUB_NCCL_POLLS more calls (1 if unset) before
+// ncclSuccess. A blocking communicator's calls return ncclSuccess. Blocking
+// and non-blocking communicators in one group are an error, as in NCCL.
+// Each call that makes or ends a communicator is appended to the file
+// $STUB_NCCL_LOG, if set, a line each: "init ID blocking=B", "split
+// ID PARENT blocking=B", "allreduce ID", "finalize ID", "destroy ID",
+// "abort ID"; IDs count from 1 in the order communicators are made. A
+// communicator used after its destroy or abort aborts the process.
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum { ok = 0, internalError = 3, invalidArgument = 4, invalidUsage = 5, inProgress = 7 } result;
+
+// config is the beginning of ncclConfig_t, which is all the stand-in reads.
+typedef struct {
+	size_t size;
+	unsigned int magic;
+	unsigned int version;
+	int blocking;
+} config;
+
+typedef struct {
+	char internal[128];
+} uniqueId;
+
+typedef struct comm {
+	int id, rank, nranks, blocking;
+	int busy; // ncclCommGetAsyncError's ncclInProgress replies left
+	int dead; // destroyed or aborted
+} comm;
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static int comms; // made so far
+
+static __thread int depth;        // ncclGroupStart's nesting
+static __thread int groupBlocking; // -1: no communicator in the group yet
+static __thread comm *group[64];   // the group's non-blocking communicators
+static __thread int ngroup;
+
+// record appends a line to $STUB_NCCL_LOG.
+static void record(const char *format, ...) {
+	const char *path = getenv("STUB_NCCL_LOG");
+	FILE *f = path != NULL ? fopen(path, "a") : NULL;
+	if (f == NULL) {
+		return;
+	}
+	va_list ap;
+	va_start(ap, format);
+	vfprintf(f, format, ap);
+	va_end(ap);
+	fputc('\n', f);
+	fclose(f);
+}
+
+static int polls(void) {
+	const char *v = getenv("STUB_NCCL_POLLS");
+	return v != NULL ? atoi(v) : 1;
+}
+
+static void live(comm *c) {
+	if (c == NULL || c->dead) {
+		fprintf(stderr, "stubnccl: communicator %d used after its end\n", c != NULL ? c->id : 0);
+		abort();
+	}
+}
+
+// use is a call on c: ncclInProgress where c is non-blocking, unless in a
+// group, which ncclGroupEnd ends.
+static result use(comm *c) {
+	live(c);
+	if (depth > 0) {
+		if (groupBlocking == -1) {
+			groupBlocking = c->blocking;
+		} else if (groupBlocking != c->blocking) {
+			return invalidArgument;
+		}
+		if (!c->blocking && ngroup < 64) {
+			group[ngroup++] = c;
+		}
+		return ok;
+	}
+	if (c->blocking) {
+		return ok;
+	}
+	pthread_mutex_lock(&mu);
+	c->busy = polls();
+	pthread_mutex_unlock(&mu);
+	return inProgress;
+}
+
+static comm *newComm(int rank, int nranks, const config *cfg) {
+	comm *c = calloc(1, sizeof *c);
+	pthread_mutex_lock(&mu);
+	c->id = ++comms;
+	pthread_mutex_unlock(&mu);
+	c->rank = rank;
+	c->nranks = nranks;
+	c->blocking = cfg == NULL || cfg->blocking != 0; // NCCL's default is blocking
+	return c;
+}
+
+result ncclGetVersion(int *v) {
+	*v = 22803;
+	return ok;
+}
+
+result ncclGetUniqueId(uniqueId *id) {
+	memset(id, 1, sizeof *id);
+	return ok;
+}
+
+const char *ncclGetErrorString(result r) { return r == ok ? "no error" : "stub error"; }
+const char *ncclGetLastError(comm *c) { return ""; }
+
+result ncclCommInitRankConfig(comm **out, int nranks, uniqueId id, int rank, config *cfg) {
+	if (nranks < 1 || rank < 0 || rank >= nranks) {
+		return invalidArgument;
+	}
+	comm *c = newComm(rank, nranks, cfg);
+	*out = c;
+	record("init %d blocking=%d", c->id, c->blocking);
+	return use(c);
+}
+
+result ncclCommSplit(comm *parent, int color, int key, comm **out, config *cfg) {
+	live(parent);
+	*out = NULL;
+	if (color < 0) {
+		return use(parent);
+	}
+	comm *c = newComm(0, 1, cfg);
+	record("split %d %d blocking=%d", c->id, parent->id, c->blocking);
+	*out = c;
+	// The split is the parent's work, as NCCL's.
+	return use(parent);
+}
+
+result ncclCommUserRank(comm *c, int *rank) {
+	live(c);
+	*rank = c->rank;
+	return ok;
+}
+
+result ncclCommCount(comm *c, int *n) {
+	live(c);
+	*n = c->nranks;
+	return ok;
+}
+
+result ncclGroupStart(void) {
+	if (depth++ == 0) {
+		groupBlocking = -1;
+		ngroup = 0;
+	}
+	return ok;
+}
+
+result ncclGroupEnd(void) {
+	if (depth == 0) {
+		return invalidUsage;
+	}
+	if (--depth > 0 || ngroup == 0) {
+		return ok;
+	}
+	pthread_mutex_lock(&mu);
+	for (int i = 0; i < ngroup; i++) {
+		group[i]->busy = polls();
+	}
+	pthread_mutex_unlock(&mu);
+	ngroup = 0;
+	return inProgress;
+}
+
+result ncclAllReduce(const void *send, void *recv, size_t count, int type, int op, comm *c, void *stream) {
+	live(c);
+	record("allreduce %d", c->id);
+	return use(c);
+}
+
+result ncclCommGetAsyncError(comm *c, result *r) {
+	live(c);
+	pthread_mutex_lock(&mu);
+	*r = ok;
+	if (c->busy > 0) {
+		c->busy--;
+		*r = inProgress;
+	}
+	pthread_mutex_unlock(&mu);
+	return ok;
+}
+
+result ncclCommFinalize(comm *c) {
+	live(c);
+	record("finalize %d", c->id);
+	return use(c);
+}
+
+result ncclCommDestroy(comm *c) {
+	live(c);
+	record("destroy %d", c->id);
+	c->dead = 1; // kept, for live's check
+	return ok;
+}
+
+result ncclCommAbort(comm *c) {
+	live(c);
+	record("abort %d", c->id);
+	c->dead = 1;
+	return ok;
+}
