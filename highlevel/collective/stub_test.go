@@ -10,11 +10,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gocuda/cuda/cudadrv"
 	"github.com/gocuda/cuda/highlevel"
 	"github.com/gocuda/cuda/internal/stubtest"
 	"github.com/gocuda/cuda/internal/testsrc"
+	"github.com/gocuda/cuda/nccl"
 )
 
 // The stand-ins the stub tests run on: highlevel's driver (its sources
@@ -55,24 +57,25 @@ func stubLibraries(t *testing.T) []string {
 var stubCases = []struct {
 	name    string
 	devices int
+	env     []string // the stand-in's faults
 	run     func(t *testing.T) error
 	want    []string // the stand-in's log
 }{
-	{"non-blocking", 1, func(t *testing.T) error {
+	{"non-blocking", 1, nil, func(t *testing.T) error {
 		c := stubComm(t, nil)
 		stubAllReduce(t, c)
 		return c.Close()
 	}, []string{"init 1 blocking=0", "allreduce 1", "finalize 1", "destroy 1"}},
-	{"Blocking: made and split non-blocking, the collectives blocking", 1, func(t *testing.T) error {
+	{"Blocking: made and split non-blocking, the collectives blocking", 1, nil, func(t *testing.T) error {
 		c := stubComm(t, &Options{Blocking: true})
 		stubAllReduce(t, c)
 		return c.Close()
 	}, []string{"init 1 blocking=0", "split 2 1 blocking=1", "allreduce 2", "finalize 2", "destroy 2", "finalize 1", "destroy 1"}},
-	{"Blocking: Abort ends both", 1, func(t *testing.T) error {
+	{"Blocking: Abort ends both", 1, nil, func(t *testing.T) error {
 		c := stubComm(t, &Options{Blocking: true})
 		return c.Abort()
 	}, []string{"init 1 blocking=0", "split 2 1 blocking=1", "abort 2", "abort 1"}},
-	{"Blocking: Split splits the non-blocking one", 1, func(t *testing.T) error {
+	{"Blocking: Split splits the non-blocking one", 1, nil, func(t *testing.T) error {
 		c := stubComm(t, &Options{Blocking: true})
 		for _, opts := range []*Options{{Blocking: true}, nil} {
 			d, err := c.Split(context.Background(), 0, 0, opts)
@@ -91,7 +94,7 @@ var stubCases = []struct {
 		"split 5 1 blocking=0", "allreduce 5", "finalize 5", "destroy 5",
 		"finalize 2", "destroy 2", "finalize 1", "destroy 1",
 	}},
-	{"Blocking: Run costs NCCL's call, a context's swap and its restoring, no allocation", 1, func(t *testing.T) error {
+	{"Blocking: Run costs NCCL's call, a context's swap and its restoring, no allocation", 1, nil, func(t *testing.T) error {
 		c := stubComm(t, &Options{Blocking: true})
 		s, err := highlevel.NewStream(c.Device(), nil)
 		if err != nil {
@@ -117,7 +120,68 @@ var stubCases = []struct {
 		}
 		return errors.Join(a.Free(), s.Close(), c.Abort())
 	}, nil},
-	{"Blocking: NewComms splits all in one group", 2, func(t *testing.T) error {
+	{"initialization past the Timeout is aborted", 1, []string{"STUB_NCCL_BUSY=init:1000000000"}, func(t *testing.T) error {
+		id, err := NewUniqueID()
+		if err != nil {
+			return err
+		}
+		_, err = NewComm(context.Background(), 0, id, 0, 1, &Options{Timeout: 20 * time.Millisecond, Blocking: true})
+		if !errors.Is(err, ErrTimeout) || !errors.Is(err, ErrAborted) {
+			t.Errorf("NewComm: %v, want ErrTimeout and ErrAborted", err)
+		}
+		return nil
+	}, []string{"init 1 blocking=0", "abort 1"}},
+	{"Blocking: a refused split aborts the communicator split", 1, []string{"STUB_NCCL_FAIL=split:3"}, func(t *testing.T) error {
+		id, err := NewUniqueID()
+		if err != nil {
+			return err
+		}
+		_, err = NewComm(context.Background(), 0, id, 0, 1, &Options{Blocking: true})
+		if !errors.Is(err, nccl.InternalError) {
+			t.Errorf("NewComm: %v, want ncclInternalError", err)
+		}
+		return nil
+	}, []string{"init 1 blocking=0", "abort 1"}},
+	{"Blocking: a split failing in the background aborts both", 1, []string{"STUB_NCCL_ASYNC=split:3"}, func(t *testing.T) error {
+		id, err := NewUniqueID()
+		if err != nil {
+			return err
+		}
+		_, err = NewComm(context.Background(), 0, id, 0, 1, &Options{Blocking: true})
+		if !errors.Is(err, nccl.InternalError) {
+			t.Errorf("NewComm: %v, want ncclInternalError", err)
+		}
+		return nil
+	}, []string{"init 1 blocking=0", "split 2 1 blocking=1", "abort 2", "abort 1"}},
+	{"Blocking: Close past the Timeout aborts what is left", 1, []string{"STUB_NCCL_BUSY=finalize:1000000000"}, func(t *testing.T) error {
+		c := stubComm(t, &Options{Timeout: 20 * time.Millisecond, Blocking: true})
+		if err := c.Close(); !errors.Is(err, ErrTimeout) || !errors.Is(err, ErrAborted) {
+			t.Errorf("Close: %v, want ErrTimeout and ErrAborted", err)
+		}
+		if err := c.Abort(); !errors.Is(err, highlevel.ErrClosed) {
+			t.Errorf("Abort after Close: %v, want ErrClosed", err)
+		}
+		return nil
+	}, []string{"init 1 blocking=0", "split 2 1 blocking=1", "finalize 2", "destroy 2", "finalize 1", "abort 1"}},
+	{"a Run failing in the background aborts", 1, []string{"STUB_NCCL_ASYNC=allreduce:3"}, func(t *testing.T) error {
+		c := stubComm(t, nil)
+		s, err := highlevel.NewStream(c.Device(), nil)
+		if err != nil {
+			return err
+		}
+		a, err := highlevel.NewArrayOn[float32](c.Device(), 4)
+		if err != nil {
+			return err
+		}
+		if err := Run(AllReduce(c, a, a, Sum, s)); !errors.Is(err, ErrAborted) || !errors.Is(err, nccl.InternalError) {
+			t.Errorf("Run: %v, want ErrAborted and ncclInternalError", err)
+		}
+		if err := Run(AllReduce(c, a, a, Sum, s)); !errors.Is(err, highlevel.ErrClosed) {
+			t.Errorf("Run after the abort: %v, want ErrClosed", err)
+		}
+		return errors.Join(a.Free(), s.Close())
+	}, []string{"init 1 blocking=0", "allreduce 1", "abort 1"}},
+	{"Blocking: NewComms splits all in one group", 2, nil, func(t *testing.T) error {
 		comms, err := NewComms(context.Background(), nil, &Options{Blocking: true})
 		if err != nil {
 			return err
@@ -137,6 +201,7 @@ func TestStubNCCL(t *testing.T) {
 	for _, tc := range stubCases {
 		t.Run(tc.name, func(t *testing.T) {
 			log := filepath.Join(t.TempDir(), "nccl.log")
+			env := append(slices.Clone(env), tc.env...)
 			stubtest.Child(t, "TestStubNCCLChild", append(env, "STUB_NCCL_LOG="+log, "STUB_NCCL_CASE="+tc.name,
 				fmt.Sprintf("STUB_DEVICES=%d", tc.devices))...)
 			if tc.want == nil {

@@ -6,9 +6,18 @@
 // It keeps NCCL's contract for non-blocking communicators (config.blocking
 // = 0): a call that makes, splits or finalizes one, or a group with one,
 // returns ncclInProgress, and ncclCommGetAsyncError then reports
-// ncclInProgress for $STUB_NCCL_POLLS more calls (1 if unset) before
-// ncclSuccess. A blocking communicator's calls return ncclSuccess. Blocking
-// and non-blocking communicators in one group are an error, as in NCCL.
+// ncclInProgress for one more call before ncclSuccess. A blocking
+// communicator's calls return ncclSuccess. Blocking and non-blocking
+// communicators in one group are an error, as in NCCL. Faults come from the
+// environment, each a CALL:N naming a call as the log does ("init",
+// "split", "allreduce", "finalize"):
+//
+//	STUB_NCCL_BUSY   ncclCommGetAsyncError reports ncclInProgress N times
+//	                 after CALL, instead of once
+//	STUB_NCCL_FAIL   CALL returns the ncclResult_t N
+//	STUB_NCCL_ASYNC  ncclCommGetAsyncError reports N once CALL's work is
+//	                 done (NCCL's failure in the background)
+//
 // Each call that makes or ends a communicator is appended to the file
 // $STUB_NCCL_LOG, if set, a line each: "init ID blocking=B", "split
 // ID PARENT blocking=B", "allreduce ID", "finalize ID", "destroy ID",
@@ -36,8 +45,9 @@ typedef struct {
 
 typedef struct comm {
 	int id, rank, nranks, blocking;
-	int busy; // ncclCommGetAsyncError's ncclInProgress replies left
-	int dead; // destroyed or aborted
+	const char *call; // the last call that has work in the background
+	int busy;         // ncclCommGetAsyncError's ncclInProgress replies left
+	int dead;         // destroyed or aborted
 } comm;
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -63,9 +73,14 @@ static void record(const char *format, ...) {
 	fclose(f);
 }
 
-static int polls(void) {
-	const char *v = getenv("STUB_NCCL_POLLS");
-	return v != NULL ? atoi(v) : 1;
+// fault returns N where the variable env is CALL:N for call, else def.
+static int fault(const char *env, const char *call, int def) {
+	const char *v = getenv(env);
+	size_t n = strlen(call);
+	if (v != NULL && strncmp(v, call, n) == 0 && v[n] == ':') {
+		return atoi(v + n + 1);
+	}
+	return def;
 }
 
 static void live(comm *c) {
@@ -75,10 +90,15 @@ static void live(comm *c) {
 	}
 }
 
-// use is a call on c: ncclInProgress where c is non-blocking, unless in a
-// group, which ncclGroupEnd ends.
-static result use(comm *c) {
+// use is call on c: its fault, or ncclInProgress where c is non-blocking,
+// unless in a group, which ncclGroupEnd ends.
+static result use(comm *c, const char *call) {
 	live(c);
+	result r = fault("STUB_NCCL_FAIL", call, ok);
+	if (r != ok) {
+		return r;
+	}
+	c->call = call;
 	if (depth > 0) {
 		if (groupBlocking == -1) {
 			groupBlocking = c->blocking;
@@ -94,7 +114,7 @@ static result use(comm *c) {
 		return ok;
 	}
 	pthread_mutex_lock(&mu);
-	c->busy = polls();
+	c->busy = fault("STUB_NCCL_BUSY", call, 1);
 	pthread_mutex_unlock(&mu);
 	return inProgress;
 }
@@ -130,20 +150,20 @@ result ncclCommInitRankConfig(comm **out, int nranks, uniqueId id, int rank, con
 	comm *c = newComm(rank, nranks, cfg);
 	*out = c;
 	record("init %d blocking=%d", c->id, c->blocking);
-	return use(c);
+	return use(c, "init");
 }
 
 result ncclCommSplit(comm *parent, int color, int key, comm **out, config *cfg) {
-	live(parent);
 	*out = NULL;
-	if (color < 0) {
-		return use(parent);
+	// The split is the parent's work, as NCCL's.
+	result r = use(parent, "split");
+	if ((r != ok && r != inProgress) || color < 0) {
+		return r;
 	}
 	comm *c = newComm(0, 1, cfg);
 	record("split %d %d blocking=%d", c->id, parent->id, c->blocking);
 	*out = c;
-	// The split is the parent's work, as NCCL's.
-	return use(parent);
+	return r;
 }
 
 result ncclCommUserRank(comm *c, int *rank) {
@@ -175,7 +195,7 @@ result ncclGroupEnd(void) {
 	}
 	pthread_mutex_lock(&mu);
 	for (int i = 0; i < ngroup; i++) {
-		group[i]->busy = polls();
+		group[i]->busy = fault("STUB_NCCL_BUSY", group[i]->call, 1);
 	}
 	pthread_mutex_unlock(&mu);
 	ngroup = 0;
@@ -185,7 +205,7 @@ result ncclGroupEnd(void) {
 result ncclAllReduce(const void *send, void *recv, size_t count, int type, int op, comm *c, void *stream) {
 	live(c);
 	record("allreduce %d", c->id);
-	return use(c);
+	return use(c, "allreduce");
 }
 
 result ncclCommGetAsyncError(comm *c, result *r) {
@@ -195,6 +215,8 @@ result ncclCommGetAsyncError(comm *c, result *r) {
 	if (c->busy > 0) {
 		c->busy--;
 		*r = inProgress;
+	} else if (c->call != NULL) {
+		*r = fault("STUB_NCCL_ASYNC", c->call, ok);
 	}
 	pthread_mutex_unlock(&mu);
 	return ok;
@@ -203,7 +225,7 @@ result ncclCommGetAsyncError(comm *c, result *r) {
 result ncclCommFinalize(comm *c) {
 	live(c);
 	record("finalize %d", c->id);
-	return use(c);
+	return use(c, "finalize");
 }
 
 result ncclCommDestroy(comm *c) {
