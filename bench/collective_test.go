@@ -24,14 +24,21 @@ func requireCollective(b *testing.B) {
 
 // BenchmarkCollectiveAllReduce is BenchmarkAllReduce through
 // highlevel/collective: communicators from NewComms over every device, a
-// blocking highlevel stream and a zeroed Array[float32] of the largest
-// size per device, b.N in-place sums of every device queued from one
-// goroutine, each one Run (one NCCL group), then every stream waited for
-// with Comm.Wait, the wait timed too. busbw-GB/s is as BenchmarkAllReduce's.
-func BenchmarkCollectiveAllReduce(b *testing.B) {
+// non-blocking highlevel stream (as the raw binding's and C's) and a
+// zeroed Array[float32] of the largest size per device, b.N in-place sums
+// of every device queued from one goroutine, each one Run (one NCCL
+// group), then every stream waited for with Comm.Wait, the wait timed too.
+// busbw-GB/s is as BenchmarkAllReduce's.
+func BenchmarkCollectiveAllReduce(b *testing.B) { collectiveAllReduce(b, false) }
+
+// BenchmarkCollectiveAllReduceBlocking is BenchmarkCollectiveAllReduce
+// with Options.Blocking.
+func BenchmarkCollectiveAllReduceBlocking(b *testing.B) { collectiveAllReduce(b, true) }
+
+func collectiveAllReduce(b *testing.B, blocking bool) {
 	requireCollective(b)
 	ctx := context.Background()
-	comms, err := collective.NewComms(ctx, nil, &collective.Options{Timeout: time.Minute})
+	comms, err := collective.NewComms(ctx, nil, &collective.Options{Timeout: time.Minute, Blocking: blocking})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -233,6 +233,8 @@ var specs = []spec{
 	{"CollectiveAllReduce/size=32KiB", "all-reduce 2 GPUs through highlevel/collective, 32 KiB, vs C", timeKind, target{ratioTarget, 1 / 0.95}, "AllReduce/size=32KiB"},
 	{"CollectiveAllReduce/size=2MiB", "all-reduce 2 GPUs through highlevel/collective, 2 MiB, vs C", timeKind, target{ratioTarget, 1 / 0.98}, "AllReduce/size=2MiB"},
 	{"CollectiveAllReduce/size=1GiB", "all-reduce 2 GPUs through highlevel/collective, 1 GiB, vs C", timeKind, target{ratioTarget, 1 / 0.98}, "AllReduce/size=1GiB"},
+	{"CollectiveAllReduceBlocking/size=32KiB", "all-reduce 2 GPUs through highlevel/collective, blocking, 32 KiB, vs C", timeKind, target{ratioTarget, 1 / 0.95}, "AllReduce/size=32KiB"},
+	{"CollectiveAllReduceBlocking/size=2MiB", "all-reduce 2 GPUs through highlevel/collective, blocking, 2 MiB, vs C", timeKind, target{ratioTarget, 1 / 0.98}, "AllReduce/size=2MiB"},
 	{"AllReduceProcesses/size=32KiB", "NCCL all-reduce 2 GPUs, two processes, 32 KiB", timeKind, target{ratioTarget, 1 / 0.95}, ""},
 	{"AllReduceProcesses/size=256KiB", "NCCL all-reduce 2 GPUs, two processes, 256 KiB", timeKind, target{ratioTarget, 1 / 0.95}, ""},
 	{"AllReduceProcesses/size=2MiB", "NCCL all-reduce 2 GPUs, two processes, 2 MiB", timeKind, target{ratioTarget, 1 / 0.98}, ""},
