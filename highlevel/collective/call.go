@@ -424,7 +424,11 @@ func run(calls []Call) (abort []*Comm, err error) {
 		}
 	}
 
-	// NCCL's calls, on one OS thread: a group belongs to it.
+	// NCCL's calls, on one OS thread: a group belongs to it. Each is made
+	// with its device current (Device.Do), although NCCL sets the device
+	// itself: it then sets back the one cudaGetDevice reported, device 0
+	// on a thread without a context, whose context that would make (and
+	// make current) in a process that has no use for it.
 	runtime.LockOSThread()
 	var errs []error
 	grouped := len(calls) > 1
