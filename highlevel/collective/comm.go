@@ -732,10 +732,11 @@ func (c *Comm) abort(cause error) error {
 }
 
 // Wait waits until the work queued on s so far is done, as s.Wait does,
-// while watching the communicator: an asynchronous error of NCCL's (a
-// peer died, the network failed), or a wait longer than the Timeout,
-// aborts the communicator, so that its collectives stop, and Wait returns
-// an error wrapping ErrAborted (and ErrTimeout, or NCCL's status). When
+// while watching the communicator once the wait has lasted a millisecond:
+// an asynchronous error of NCCL's (a peer died, the network failed), or a
+// wait longer than the Timeout, aborts the communicator, so that its
+// collectives stop, and Wait returns an error wrapping ErrAborted (and
+// ErrTimeout, or NCCL's status). When
 // ctx is done first, Wait returns ctx's error and leaves the work and the
 // communicator alone. A nil s is the legacy default stream of the
 // communicator's device.
@@ -759,17 +760,24 @@ func (c *Comm) Wait(ctx context.Context, s *highlevel.Stream) error {
 	if s.Device() != c.dev {
 		return c.opErr(op, fmt.Errorf("a stream of %v for a communicator on %v", s.Device(), c.dev))
 	}
+	// Work that ends within quickWait, as a small collective's does, is
+	// waited for by this goroutine alone, without watching the
+	// communicator: a failure of NCCL's would keep it from ending.
+	start := time.Now()
+	quick, cancel := context.WithTimeout(ctx, min(quickWait, c.timeout))
+	err := s.Wait(quick)
+	cancel()
+	switch {
+	case ctx.Err() != nil:
+		return c.opErr(op, ctx.Err())
+	case !errors.Is(err, context.DeadlineExceeded):
+		return c.waited(op, err)
+	}
 	waitCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- s.Wait(waitCtx) }()
-	// The common case, work that ends soon, pays for no timer.
-	select {
-	case err := <-done:
-		return c.waited(op, err)
-	default:
-	}
-	deadline := time.NewTimer(c.timeout)
+	deadline := time.NewTimer(c.timeout - time.Since(start))
 	defer deadline.Stop()
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
@@ -800,6 +808,10 @@ func (c *Comm) Wait(ctx context.Context, s *highlevel.Stream) error {
 		}
 	}
 }
+
+// quickWait is how long Comm.Wait waits for the stream before it watches
+// the communicator too.
+const quickWait = time.Millisecond
 
 // waited is Wait's result once the stream's wait returned err.
 func (c *Comm) waited(op string, err error) error {
