@@ -11,6 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/gocuda/cuda/highlevel"
+	"github.com/gocuda/cuda/highlevel/internal/driver"
 	"github.com/gocuda/cuda/highlevel/internal/life"
 	"github.com/gocuda/cuda/highlevel/internal/refusal"
 	"github.com/gocuda/cuda/nccl"
@@ -30,15 +31,18 @@ type Options struct {
 	// blocking = 1): Run returns once NCCL has queued the work, with no
 	// thread of NCCL's between, so a Run of a small collective costs
 	// about 12 µs rather than 70 (2×H200, two processes; the raw
-	// binding's takes 8-10). The communicator is still made, split and
-	// closed without blocking, bounded by the Timeout: the package makes
-	// a non-blocking communicator and splits it into the blocking one
-	// (twice the initialization, and a second communicator's resources).
-	// The price: a Run while NCCL connects the ranks (the first
-	// collective of a kind, the first Send to a peer) waits for the peers
-	// in NCCL, so a peer that never makes its call leaves the Run waiting,
-	// whatever the Timeout; a dead one fails it. Waits for queued work
-	// (Comm.Wait, Run's wait) are bounded by the Timeout either way.
+	// binding's takes 8-10). The communicator is still made and split
+	// without blocking, within the Timeout: the package makes a
+	// non-blocking communicator and splits it into the blocking one (a
+	// collective call of every rank, so every rank must ask for Blocking
+	// alike, here and in Split's Options; twice the initialization, and a
+	// second communicator's resources). The price: a Run while NCCL
+	// connects the ranks (the first collective of a kind, the first Send
+	// to a peer) waits in NCCL for the peers, so a peer that never makes
+	// its call leaves the Run waiting, whatever the Timeout, and so does
+	// Close (NCCL's finalization) while a collective queued on the
+	// communicator waits for a dead peer: Comm.Wait, bounded by the
+	// Timeout either way, aborts the communicator first.
 	Blocking bool
 }
 
@@ -51,10 +55,9 @@ func (o *Options) timeout() time.Duration {
 	return o.Timeout
 }
 
-// config returns NCCL's configuration for o: NCCL_CONFIG_INITIALIZER,
-// blocking as asked. name must stay alive until the initialization is
-// done.
-func (o *Options) config(blocking bool) (*nccl.Config, []byte) {
+// config returns NCCL's configuration: NCCL_CONFIG_INITIALIZER, blocking as
+// asked, named name (nil: no name; see cName).
+func config(blocking bool, name *byte) *nccl.Config {
 	const undef = nccl.CONFIG_UNDEF_INT
 	cfg := &nccl.Config{
 		Size:    uint64(unsafe.Sizeof(nccl.Config{})),
@@ -63,6 +66,7 @@ func (o *Options) config(blocking bool) (*nccl.Config, []byte) {
 		// Every NCCL call returns at once unless blocking; the package
 		// polls ncclCommGetAsyncError and so can give up and abort.
 		Blocking:            0,
+		CommName:            name,
 		CgaClusterSize:      undef,
 		MinCTAs:             undef,
 		MaxCTAs:             undef,
@@ -78,12 +82,31 @@ func (o *Options) config(blocking bool) (*nccl.Config, []byte) {
 	if blocking {
 		cfg.Blocking = 1
 	}
-	var name []byte
-	if o != nil && o.Name != "" {
-		name = append([]byte(o.Name), 0)
-		cfg.CommName = &name[0]
+	return cfg
+}
+
+// cName returns the Options' Name as a C string, nil for none. NCCL keeps
+// the pointer for the communicator's life: the string is in C memory, and
+// freeName frees it once the communicators named by it have ended.
+func (o *Options) cName() *byte {
+	if o == nil || o.Name == "" {
+		return nil
 	}
-	return cfg, name
+	return driver.CString(o.Name)
+}
+
+func freeName(name *byte) {
+	if name != nil {
+		driver.CFree(unsafe.Pointer(name))
+	}
+}
+
+// handles returns n communicators in C memory, for NCCL to write after the
+// call that takes them has returned (a split writes its new communicator
+// once its background work ends), and the function that frees them.
+func handles(n int) ([]nccl.Comm, func()) {
+	p := driver.CBytes(make([]byte, n*int(unsafe.Sizeof(nccl.Comm(0)))))
+	return unsafe.Slice((*nccl.Comm)(p), n), func() { driver.CFree(p) }
 }
 
 // A Comm is one rank of an NCCL communicator, on one device: NCCL's
@@ -101,8 +124,8 @@ func (o *Options) config(blocking bool) (*nccl.Config, []byte) {
 // the package polls ncclCommGetAsyncError, for no longer than the
 // Comm's Timeout, after which the communicator is aborted. A rank that
 // dies therefore never leaves the others waiting past their timeout.
-// Options.Blocking trades that bound, for Run's calls into NCCL, for
-// speed.
+// Options.Blocking trades that bound, for Run's calls into NCCL and
+// Close's finalization, for speed.
 //
 // The zero value is not usable: its methods return an error wrapping
 // highlevel.ErrNil.
@@ -111,6 +134,7 @@ type Comm struct {
 	// ctl, with Options.Blocking, is the non-blocking communicator h was
 	// split from, which Split splits; 0 without.
 	ctl     nccl.Comm
+	name    *byte // Options.Name in C memory, or nil
 	dev     highlevel.Device
 	rank    int
 	size    int
@@ -347,27 +371,31 @@ func poll(ctx context.Context, deadline time.Time, hs []nccl.Comm, stop func() e
 }
 
 // newComm wraps a communicator NCCL made, and the one it was split from
-// where opts ask for Blocking.
-func newComm(h, ctl nccl.Comm, dev highlevel.Device, rank, size int, opts *Options) *Comm {
-	return &Comm{h: h, ctl: ctl, dev: dev, rank: rank, size: size, timeout: opts.timeout()}
+// where opts ask for Blocking; name is their name (cName).
+func newComm(h, ctl nccl.Comm, name *byte, dev highlevel.Device, rank, size int, opts *Options) *Comm {
+	return &Comm{h: h, ctl: ctl, name: name, dev: dev, rank: rank, size: size, timeout: opts.timeout()}
 }
 
 // splitBlocking makes the blocking communicator of each of ctls, the
-// ranks' non-blocking ones on devs, by splitting it, all in one NCCL group
-// (the ranks of one process split together), without blocking: ctx, the
-// timeout and stop bound the split. ranks are their ranks in ctls, to
-// keep.
-func splitBlocking(ctx context.Context, ctls []nccl.Comm, devs []highlevel.Device, ranks []int, opts *Options, stop func() error) ([]nccl.Comm, error) {
-	cfg, name := opts.config(true)
-	hs := make([]nccl.Comm, len(ctls))
+// ranks' non-blocking ones on devs, named names, by splitting it, all in
+// one NCCL group (the ranks of one process split together), without
+// blocking: ctx, deadline and stop bound the split (timeout is the
+// Timeout, for the error). ranks are their ranks in ctls, to keep. On
+// failure it aborts ctls and what the split made.
+func splitBlocking(ctx context.Context, deadline time.Time, timeout time.Duration, ctls []nccl.Comm, names []*byte, devs []highlevel.Device, ranks []int, stop func() error) ([]nccl.Comm, error) {
+	hs, free := handles(len(ctls))
+	defer free()
+	cfgs := make([]*nccl.Config, len(ctls))
 	runtime.LockOSThread()
 	var errs []error
 	if err := nccl.GroupStart(); err != nil {
 		runtime.UnlockOSThread()
+		abortAll(ctls, devs)
 		return nil, fmt.Errorf("ncclGroupStart: %w", err)
 	}
 	for i, d := range devs {
-		err := d.Do(func() error { return nccl.CommSplit(ctls[i], 0, int32(ranks[i]), &hs[i], cfg) })
+		cfgs[i] = config(true, names[i])
+		err := d.Do(func() error { return nccl.CommSplit(ctls[i], 0, int32(ranks[i]), &hs[i], cfgs[i]) })
 		if err != nil && !errors.Is(err, nccl.InProgress) {
 			errs = append(errs, fmt.Errorf("rank %d on %v: ncclCommSplit: %w", ranks[i], d, ncclErr(ctls[i], err)))
 		}
@@ -378,16 +406,18 @@ func splitBlocking(ctx context.Context, ctls []nccl.Comm, devs []highlevel.Devic
 	runtime.UnlockOSThread()
 	if len(errs) == 0 {
 		// The split's work is the parents', NCCL's state of it theirs.
-		timeout := opts.timeout()
-		errs = append(errs, timeoutErr(timeout, poll(ctx, initDeadline(ctx, timeout), append(slices.Clone(ctls), hs...), stop)))
+		errs = append(errs, timeoutErr(timeout, poll(ctx, deadline, ctls, stop)))
 	}
-	runtime.KeepAlive(cfg)
-	runtime.KeepAlive(name)
+	runtime.KeepAlive(cfgs)
 	if err := errors.Join(errs...); err != nil {
+		// Aborting the parents ends the split's work, which then writes
+		// the communicators it made, failed or not: those are aborted
+		// after.
+		abortAll(ctls, devs)
 		abortAll(hs, devs)
 		return nil, fmt.Errorf("the blocking communicator: %w", err)
 	}
-	return hs, nil
+	return slices.Clone(hs), nil
 }
 
 // abortAll aborts the communicators NCCL made, on their devices; for a
@@ -453,7 +483,10 @@ func NewComms(ctx context.Context, devices []highlevel.Device, opts *Options) (_
 	if err != nil {
 		return nil, fail(err)
 	}
-	cfg, name := opts.config(false)
+	timeout := opts.timeout()
+	deadline := initDeadline(ctx, timeout)
+	names := make([]*byte, n)
+	cfgs := make([]*nccl.Config, n)
 	hs := make([]nccl.Comm, n)
 	// NCCL's group belongs to the OS thread.
 	runtime.LockOSThread()
@@ -463,8 +496,10 @@ func NewComms(ctx context.Context, devices []highlevel.Device, opts *Options) (_
 		return nil, fail(fmt.Errorf("ncclGroupStart: %w", err))
 	}
 	for r, d := range devices {
+		names[r] = opts.cName()
+		cfgs[r] = config(false, names[r])
 		err := d.Do(func() error {
-			return nccl.CommInitRankConfig(&hs[r], int32(n), nccl.UniqueId{Internal: id}, int32(r), cfg)
+			return nccl.CommInitRankConfig(&hs[r], int32(n), nccl.UniqueId{Internal: id}, int32(r), cfgs[r])
 		})
 		if err != nil && !errors.Is(err, nccl.InProgress) {
 			errs = append(errs, fmt.Errorf("rank %d on %v: ncclCommInitRankConfig: %w", r, d, err))
@@ -475,14 +510,18 @@ func NewComms(ctx context.Context, devices []highlevel.Device, opts *Options) (_
 	}
 	runtime.UnlockOSThread()
 	if len(errs) == 0 {
-		timeout := opts.timeout()
-		errs = append(errs, timeoutErr(timeout, poll(ctx, initDeadline(ctx, timeout), hs, nil)))
+		errs = append(errs, timeoutErr(timeout, poll(ctx, deadline, hs, nil)))
 	}
-	runtime.KeepAlive(cfg)
-	runtime.KeepAlive(name)
+	runtime.KeepAlive(cfgs)
+	fails := func(err error) error {
+		for _, name := range names {
+			freeName(name)
+		}
+		return fail(err)
+	}
 	if err := errors.Join(errs...); err != nil {
 		abortAll(hs, devices)
-		return nil, fail(err)
+		return nil, fails(err)
 	}
 	ctls := make([]nccl.Comm, n)
 	if opts.blocking() {
@@ -491,14 +530,13 @@ func NewComms(ctx context.Context, devices []highlevel.Device, opts *Options) (_
 		for r := range ranks {
 			ranks[r] = r
 		}
-		if hs, err = splitBlocking(ctx, ctls, devices, ranks, opts, nil); err != nil {
-			abortAll(ctls, devices)
-			return nil, fail(err)
+		if hs, err = splitBlocking(ctx, deadline, timeout, ctls, names, devices, ranks, nil); err != nil {
+			return nil, fails(err)
 		}
 	}
 	comms := make([]*Comm, n)
 	for r, d := range devices {
-		comms[r] = newComm(hs[r], ctls[r], d, r, n, opts)
+		comms[r] = newComm(hs[r], ctls[r], names[r], d, r, n, opts)
 	}
 	return comms, nil
 }
@@ -520,7 +558,10 @@ func NewComm(ctx context.Context, dev highlevel.Device, id UniqueID, rank, size 
 	case id == UniqueID{}:
 		return nil, fail(fmt.Errorf("%w: zero UniqueID (make one with NewUniqueID)", ErrConfig))
 	}
-	cfg, name := opts.config(false)
+	timeout := opts.timeout()
+	deadline := initDeadline(ctx, timeout)
+	name := opts.cName()
+	cfg := config(false, name)
 	var h nccl.Comm
 	err := dev.Do(func() error {
 		return nccl.CommInitRankConfig(&h, int32(size), nccl.UniqueId{Internal: id}, int32(rank), cfg)
@@ -528,26 +569,25 @@ func NewComm(ctx context.Context, dev highlevel.Device, id UniqueID, rank, size 
 	if err != nil && !errors.Is(err, nccl.InProgress) {
 		err = fmt.Errorf("ncclCommInitRankConfig: %w", err)
 	} else {
-		timeout := opts.timeout()
-		err = timeoutErr(timeout, poll(ctx, initDeadline(ctx, timeout), []nccl.Comm{h}, nil))
+		err = timeoutErr(timeout, poll(ctx, deadline, []nccl.Comm{h}, nil))
 	}
 	runtime.KeepAlive(cfg)
-	runtime.KeepAlive(name)
 	if err != nil {
 		abortAll([]nccl.Comm{h}, []highlevel.Device{dev})
+		freeName(name)
 		return nil, fail(err)
 	}
 	var ctl nccl.Comm
 	if opts.blocking() {
 		ctl = h
-		hs, err := splitBlocking(ctx, []nccl.Comm{ctl}, []highlevel.Device{dev}, []int{rank}, opts, nil)
+		hs, err := splitBlocking(ctx, deadline, timeout, []nccl.Comm{ctl}, []*byte{name}, []highlevel.Device{dev}, []int{rank}, nil)
 		if err != nil {
-			abortAll([]nccl.Comm{ctl}, []highlevel.Device{dev})
+			freeName(name)
 			return nil, fail(err)
 		}
 		h = hs[0]
 	}
-	return newComm(h, ctl, dev, rank, size, opts), nil
+	return newComm(h, ctl, name, dev, rank, size, opts), nil
 }
 
 // Join makes this process's rank of the job cfg describes, on device dev:
@@ -577,18 +617,19 @@ func Join(ctx context.Context, cfg Config, dev highlevel.Device, opts *Options) 
 // (ties by their rank in c). A rank that passes NoColor takes part in none
 // and gets a nil *Comm and a nil error. The new communicator is on c's
 // device; opts, which may be nil, are its options. ctx and the Timeout
-// bound it.
-func (c *Comm) Split(ctx context.Context, color, key int, opts *Options) (_ *Comm, err error) {
+// bound it. A split that NCCL began and that then fails (a rank never
+// came, ctx was done) aborts c: NCCL's work on it would go on in the
+// background, holding c, until an abort.
+func (c *Comm) Split(ctx context.Context, color, key int, opts *Options) (*Comm, error) {
 	const op = "split"
-	if err := c.acquire(); err != nil {
-		return nil, c.opErr(op, err)
-	}
-	defer c.release()
 	switch {
 	case ctx == nil:
 		return nil, c.opErr(op, fmt.Errorf("%w: nil context", ErrConfig))
 	case color < 0 && color != NoColor:
 		return nil, c.opErr(op, fmt.Errorf("%w: color %d: want 0 or more, or NoColor", ErrConfig, color))
+	}
+	if err := c.acquire(); err != nil {
+		return nil, c.opErr(op, err)
 	}
 	// The non-blocking communicator is split, so that the split is
 	// bounded.
@@ -596,40 +637,58 @@ func (c *Comm) Split(ctx context.Context, color, key int, opts *Options) (_ *Com
 	if c.ctl != 0 {
 		parent = c.ctl
 	}
-	cfg, name := opts.config(false)
-	var h nccl.Comm
-	err = c.dev.Do(func() error { return nccl.CommSplit(parent, int32(color), int32(key), &h, cfg) })
-	if err != nil && !errors.Is(err, nccl.InProgress) {
+	timeout := opts.timeout()
+	deadline := initDeadline(ctx, timeout)
+	name := opts.cName()
+	cfg := config(false, name)
+	hp, free := handles(1)
+	err := c.dev.Do(func() error { return nccl.CommSplit(parent, int32(color), int32(key), &hp[0], cfg) })
+	begun := err == nil || errors.Is(err, nccl.InProgress)
+	if !begun {
 		err = fmt.Errorf("ncclCommSplit: %w", ncclErr(parent, err))
 	} else {
-		timeout := opts.timeout()
-		err = timeoutErr(timeout, poll(ctx, initDeadline(ctx, timeout), []nccl.Comm{parent, h}, c.stopped))
+		err = timeoutErr(timeout, poll(ctx, deadline, []nccl.Comm{parent}, c.stopped))
 	}
 	runtime.KeepAlive(cfg)
-	runtime.KeepAlive(name)
+	c.release()
 	if err != nil {
-		abortAll([]nccl.Comm{h}, []highlevel.Device{c.dev})
+		if begun {
+			// The abort ends NCCL's work, which then writes the
+			// communicator it made, failed: aborted too. An abort of
+			// another goroutine's may be under way instead, and NCCL
+			// write it later: then hp stays allocated.
+			c.abort(wrapf(ErrAborted, err, "split failed"))
+		}
+		if hp[0] != 0 || !begun {
+			abortAll(hp, []highlevel.Device{c.dev})
+			free()
+		}
+		freeName(name)
 		return nil, c.opErr(op, err)
 	}
-	if h == 0 {
+	h := hp[0]
+	free()
+	if h == 0 { // NoColor
+		freeName(name)
 		return nil, nil
 	}
 	var rank, size int32
 	if err := errors.Join(nccl.CommUserRank(h, &rank), nccl.CommCount(h, &size)); err != nil {
 		abortAll([]nccl.Comm{h}, []highlevel.Device{c.dev})
+		freeName(name)
 		return nil, c.opErr(op, err)
 	}
 	var ctl nccl.Comm
 	if opts.blocking() {
 		ctl = h
-		hs, err := splitBlocking(ctx, []nccl.Comm{ctl}, []highlevel.Device{c.dev}, []int{int(rank)}, opts, c.stopped)
+		hs, err := splitBlocking(ctx, deadline, timeout, []nccl.Comm{ctl}, []*byte{name}, []highlevel.Device{c.dev}, []int{int(rank)}, c.stopped)
 		if err != nil {
-			abortAll([]nccl.Comm{ctl}, []highlevel.Device{c.dev})
+			freeName(name)
 			return nil, c.opErr(op, err)
 		}
 		h = hs[0]
 	}
-	return newComm(h, ctl, c.dev, int(rank), int(size), opts), nil
+	return newComm(h, ctl, name, c.dev, int(rank), int(size), opts), nil
 }
 
 // Close ends the communicator once the operations in progress on it have
@@ -648,9 +707,9 @@ func (c *Comm) Close() error {
 		return c.opErr(op, c.closedErr())
 	}
 	defer c.ended.Store(true)
+	defer freeName(c.name)
 	// The blocking communicator first, whose finalization returns once
-	// NCCL's work on it is done, waiting for no peer; then the
-	// non-blocking one.
+	// NCCL's work queued on it is done; then the non-blocking one.
 	hs := [2]nccl.Comm{c.h, c.ctl}
 	var errs []error
 	for i, h := range hs {
@@ -665,8 +724,7 @@ func (c *Comm) Close() error {
 		}
 		if err != nil {
 			c.setCause(err)
-			c.ncclAbort(hs[i:]...)
-			return c.opErr(op, err)
+			return c.opErr(op, errors.Join(err, c.ncclAbort(hs[i:]...)))
 		}
 		if err := c.dev.Do(func() error { return nccl.CommDestroy(h) }); err != nil {
 			errs = append(errs, fmt.Errorf("ncclCommDestroy: %w", err))
@@ -725,6 +783,7 @@ func (c *Comm) abort(cause error) error {
 		return c.opErr("abort", c.closedErr())
 	}
 	defer c.ended.Store(true)
+	defer freeName(c.name)
 	if err := c.ncclAbort(c.h, c.ctl); err != nil {
 		return c.opErr("abort", err)
 	}
@@ -768,6 +827,8 @@ func (c *Comm) Wait(ctx context.Context, s *highlevel.Stream) error {
 	err := s.Wait(quick)
 	cancel()
 	switch {
+	case err == nil:
+		return c.waited(op, nil)
 	case ctx.Err() != nil:
 		return c.opErr(op, ctx.Err())
 	case !errors.Is(err, context.DeadlineExceeded):

@@ -125,7 +125,7 @@ var stubCases = []struct {
 		if err != nil {
 			return err
 		}
-		_, err = NewComm(context.Background(), 0, id, 0, 1, &Options{Timeout: 20 * time.Millisecond, Blocking: true})
+		_, err = NewComm(context.Background(), 0, id, 0, 1, &Options{Timeout: stubTimeout, Blocking: true})
 		if !errors.Is(err, ErrTimeout) || !errors.Is(err, ErrAborted) {
 			t.Errorf("NewComm: %v, want ErrTimeout and ErrAborted", err)
 		}
@@ -152,9 +152,47 @@ var stubCases = []struct {
 			t.Errorf("NewComm: %v, want ncclInternalError", err)
 		}
 		return nil
-	}, []string{"init 1 blocking=0", "split 2 1 blocking=1", "abort 2", "abort 1"}},
+	}, []string{"init 1 blocking=0", "split 2 1 blocking=1", "abort 1", "abort 2"}},
+	{"Blocking: a split past the Timeout aborts both", 1, []string{"STUB_NCCL_BUSY=split:1000000000"}, func(t *testing.T) error {
+		id, err := NewUniqueID()
+		if err != nil {
+			return err
+		}
+		_, err = NewComm(context.Background(), 0, id, 0, 1, &Options{Timeout: stubTimeout, Blocking: true})
+		if !errors.Is(err, ErrTimeout) || !errors.Is(err, ErrAborted) {
+			t.Errorf("NewComm: %v, want ErrTimeout and ErrAborted", err)
+		}
+		return nil
+	}, []string{"init 1 blocking=0", "split 2 1 blocking=1", "abort 1", "abort 2"}},
+	{"Split past the Timeout aborts the communicator split", 1, []string{"STUB_NCCL_BUSY=split:1000000000"}, func(t *testing.T) error {
+		c := stubComm(t, nil)
+		if _, err := c.Split(context.Background(), 0, 0, &Options{Timeout: stubTimeout}); !errors.Is(err, ErrTimeout) {
+			t.Errorf("Split: %v, want ErrTimeout", err)
+		}
+		if err := c.Close(); !errors.Is(err, highlevel.ErrClosed) || !errors.Is(err, ErrTimeout) {
+			t.Errorf("Close after the failed split: %v, want ErrClosed and its cause", err)
+		}
+		return nil
+	}, []string{"init 1 blocking=0", "split 2 1 blocking=0", "abort 1", "abort 2"}},
+	{"Blocking: a failed finalization aborts both", 1, []string{"STUB_NCCL_FAIL=finalize:3"}, func(t *testing.T) error {
+		c := stubComm(t, &Options{Blocking: true})
+		if err := c.Close(); !errors.Is(err, nccl.InternalError) {
+			t.Errorf("Close: %v, want ncclInternalError", err)
+		}
+		return nil
+	}, []string{"init 1 blocking=0", "split 2 1 blocking=1", "finalize 2", "abort 2", "abort 1"}},
+	{"Blocking, named: NCCL keeps the name", 1, nil, func(t *testing.T) error {
+		c := stubComm(t, &Options{Blocking: true, Name: "trainer"})
+		stubAllReduce(t, c)
+		d, err := c.Split(context.Background(), 0, 0, &Options{Name: "half"})
+		if err != nil {
+			return err
+		}
+		return errors.Join(d.Close(), c.Close())
+	}, []string{"init 1 blocking=0 name=trainer", "split 2 1 blocking=1 name=trainer", "allreduce 2",
+		"split 3 1 blocking=0 name=half", "finalize 3", "destroy 3", "finalize 2", "destroy 2", "finalize 1", "destroy 1"}},
 	{"Blocking: Close past the Timeout aborts what is left", 1, []string{"STUB_NCCL_BUSY=finalize:1000000000"}, func(t *testing.T) error {
-		c := stubComm(t, &Options{Timeout: 20 * time.Millisecond, Blocking: true})
+		c := stubComm(t, &Options{Timeout: stubTimeout, Blocking: true})
 		if err := c.Close(); !errors.Is(err, ErrTimeout) || !errors.Is(err, ErrAborted) {
 			t.Errorf("Close: %v, want ErrTimeout and ErrAborted", err)
 		}
@@ -192,6 +230,9 @@ var stubCases = []struct {
 	}, []string{"init 1 blocking=0", "init 2 blocking=0", "split 3 1 blocking=1", "split 4 2 blocking=1",
 		"finalize 3", "destroy 3", "finalize 1", "destroy 1", "finalize 4", "destroy 4", "finalize 2", "destroy 2"}},
 }
+
+// stubTimeout is the Timeout of the cases that run past it.
+const stubTimeout = 200 * time.Millisecond
 
 // TestStubNCCL runs the package on the stand-in NCCL and driver, each case
 // of stubCases in a child process, and compares the calls NCCL got with

@@ -6,7 +6,10 @@
 // It keeps NCCL's contract for non-blocking communicators (config.blocking
 // = 0): a call that makes, splits or finalizes one, or a group with one,
 // returns ncclInProgress, and ncclCommGetAsyncError then reports
-// ncclInProgress for one more call before ncclSuccess. A blocking
+// ncclInProgress for one more call before ncclSuccess. A split of one
+// writes its new communicator only when its work ends: once the parent's
+// ncclCommGetAsyncError no longer reports it in progress, or at the
+// parent's abort (then NCCL writes the failed one). A blocking
 // communicator's calls return ncclSuccess. Blocking and non-blocking
 // communicators in one group are an error, as in NCCL. Faults come from the
 // environment, each a CALL:N naming a call as the log does ("init",
@@ -20,8 +23,9 @@
 //
 // Each call that makes or ends a communicator is appended to the file
 // $STUB_NCCL_LOG, if set, a line each: "init ID blocking=B", "split
-// ID PARENT blocking=B", "allreduce ID", "finalize ID", "destroy ID",
-// "abort ID"; IDs count from 1 in the order communicators are made. A
+// ID PARENT blocking=B", each with " name=NAME" where the configuration
+// names it, "allreduce ID", "finalize ID", "destroy ID", "abort ID"; IDs
+// count from 1 in the order communicators are made. A
 // communicator used after its destroy or abort aborts the process.
 #include <pthread.h>
 #include <stdarg.h>
@@ -37,6 +41,10 @@ typedef struct {
 	unsigned int magic;
 	unsigned int version;
 	int blocking;
+	int cgaClusterSize, minCTAs, maxCTAs;
+	const char *netName;
+	int splitShare, trafficClass;
+	const char *commName;
 } config;
 
 typedef struct {
@@ -48,6 +56,9 @@ typedef struct comm {
 	const char *call; // the last call that has work in the background
 	int busy;         // ncclCommGetAsyncError's ncclInProgress replies left
 	int dead;         // destroyed or aborted
+	// A split of this communicator in the background: NCCL writes the new
+	// one to *out once the split's work ends (done, failed or aborted).
+	struct comm **out, *child;
 } comm;
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -55,7 +66,7 @@ static int comms; // made so far
 
 static __thread int depth;        // ncclGroupStart's nesting
 static __thread int groupBlocking; // -1: no communicator in the group yet
-static __thread comm *group[64];   // the group's non-blocking communicators
+static __thread comm *group[64];   // the group's communicators
 static __thread int ngroup;
 
 // record appends a line to $STUB_NCCL_LOG.
@@ -105,7 +116,7 @@ static result use(comm *c, const char *call) {
 		} else if (groupBlocking != c->blocking) {
 			return invalidArgument;
 		}
-		if (!c->blocking && ngroup < 64) {
+		if (ngroup < 64) {
 			group[ngroup++] = c;
 		}
 		return ok;
@@ -119,6 +130,15 @@ static result use(comm *c, const char *call) {
 	return inProgress;
 }
 
+// publish ends c's split in the background, if any: it writes the new
+// communicator.
+static void publish(comm *c) {
+	if (c->out != NULL) {
+		*c->out = c->child;
+		c->out = NULL;
+	}
+}
+
 static comm *newComm(int rank, int nranks, const config *cfg) {
 	comm *c = calloc(1, sizeof *c);
 	pthread_mutex_lock(&mu);
@@ -128,6 +148,14 @@ static comm *newComm(int rank, int nranks, const config *cfg) {
 	c->nranks = nranks;
 	c->blocking = cfg == NULL || cfg->blocking != 0; // NCCL's default is blocking
 	return c;
+}
+
+// named is the " name=NAME" of a log line, "" for none.
+static void named(char *buf, size_t n, const config *cfg) {
+	buf[0] = 0;
+	if (cfg != NULL && cfg->commName != NULL) {
+		snprintf(buf, n, " name=%s", cfg->commName);
+	}
 }
 
 result ncclGetVersion(int *v) {
@@ -149,7 +177,9 @@ result ncclCommInitRankConfig(comm **out, int nranks, uniqueId id, int rank, con
 	}
 	comm *c = newComm(rank, nranks, cfg);
 	*out = c;
-	record("init %d blocking=%d", c->id, c->blocking);
+	char name[64];
+	named(name, sizeof name, cfg);
+	record("init %d blocking=%d%s", c->id, c->blocking, name);
 	return use(c, "init");
 }
 
@@ -161,8 +191,15 @@ result ncclCommSplit(comm *parent, int color, int key, comm **out, config *cfg) 
 		return r;
 	}
 	comm *c = newComm(0, 1, cfg);
-	record("split %d %d blocking=%d", c->id, parent->id, c->blocking);
-	*out = c;
+	char name[64];
+	named(name, sizeof name, cfg);
+	record("split %d %d blocking=%d%s", c->id, parent->id, c->blocking, name);
+	if (r == ok && depth == 0) {
+		*out = c;
+	} else {
+		parent->out = out;
+		parent->child = c;
+	}
 	return r;
 }
 
@@ -193,12 +230,19 @@ result ncclGroupEnd(void) {
 	if (--depth > 0 || ngroup == 0) {
 		return ok;
 	}
+	int n = ngroup;
+	ngroup = 0;
+	if (groupBlocking == 1) {
+		for (int i = 0; i < n; i++) {
+			publish(group[i]);
+		}
+		return ok;
+	}
 	pthread_mutex_lock(&mu);
-	for (int i = 0; i < ngroup; i++) {
+	for (int i = 0; i < n; i++) {
 		group[i]->busy = fault("STUB_NCCL_BUSY", group[i]->call, 1);
 	}
 	pthread_mutex_unlock(&mu);
-	ngroup = 0;
 	return inProgress;
 }
 
@@ -215,8 +259,11 @@ result ncclCommGetAsyncError(comm *c, result *r) {
 	if (c->busy > 0) {
 		c->busy--;
 		*r = inProgress;
-	} else if (c->call != NULL) {
-		*r = fault("STUB_NCCL_ASYNC", c->call, ok);
+	} else {
+		publish(c);
+		if (c->call != NULL) {
+			*r = fault("STUB_NCCL_ASYNC", c->call, ok);
+		}
 	}
 	pthread_mutex_unlock(&mu);
 	return ok;
@@ -238,6 +285,7 @@ result ncclCommDestroy(comm *c) {
 result ncclCommAbort(comm *c) {
 	live(c);
 	record("abort %d", c->id);
+	publish(c);
 	c->dead = 1;
 	return ok;
 }
