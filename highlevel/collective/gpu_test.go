@@ -627,10 +627,19 @@ func TestGPUArgumentsOnDevice(t *testing.T) {
 	}
 }
 
-// TestGPUSplit splits the ranks by parity and all-reduces in each half.
+// TestGPUSplit splits the ranks by parity and all-reduces in each half,
+// for communicators with and without Options.Blocking.
 func TestGPUSplit(t *testing.T) {
 	requireGPUs(t, 2)
-	comms := newComms(t, &Options{Timeout: gpuTimeout})
+	for _, tc := range []struct{ blocking, subBlocking bool }{{false, false}, {true, true}, {true, false}, {false, true}} {
+		t.Run(fmt.Sprintf("blocking=%v,%v", tc.blocking, tc.subBlocking), func(t *testing.T) {
+			split(t, &Options{Timeout: gpuTimeout, Blocking: tc.blocking}, &Options{Timeout: gpuTimeout, Blocking: tc.subBlocking})
+		})
+	}
+}
+
+func split(t *testing.T, opts, subOpts *Options) {
+	comms := newComms(t, opts)
 	n := len(comms)
 	if err := onEach(comms, func(r *rank) error {
 		me := r.c.Rank()
@@ -638,7 +647,7 @@ func TestGPUSplit(t *testing.T) {
 		if me == n-1 && n > 2 {
 			color = NoColor
 		}
-		sub, err := r.c.Split(r.ctx, color, -me, nil)
+		sub, err := r.c.Split(r.ctx, color, -me, subOpts)
 		if err != nil {
 			return err
 		}
