@@ -456,6 +456,11 @@ func run(calls []Call) (abort []*Comm, err error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	for i := range calls {
+		if c := calls[i].comm; c.ctl != 0 {
+			c.queuedOn(calls[i].s)
+		}
+	}
 
 	// NCCL's background work (connection setup, a non-blocking group's
 	// launch), for which the arrays and streams stay held. Blocking

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -36,13 +37,15 @@ type Options struct {
 	// non-blocking communicator and splits it into the blocking one (a
 	// collective call of every rank, so every rank must ask for Blocking
 	// alike, here and in Split's Options; twice the initialization, and a
-	// second communicator's resources). The price: a Run while NCCL
-	// connects the ranks (the first collective of a kind, the first Send
-	// to a peer) waits in NCCL for the peers, so a peer that never makes
-	// its call leaves the Run waiting, whatever the Timeout, and so does
-	// Close (NCCL's finalization) while a collective queued on the
-	// communicator waits for a dead peer: Comm.Wait, bounded by the
-	// Timeout either way, aborts the communicator first.
+	// second communicator's resources). Close, whose finalization
+	// waits in NCCL for the collectives queued, first waits for the
+	// streams Run queued them on, within the Timeout, as Comm.Wait does.
+	// The price: a Run while NCCL connects the ranks (the first
+	// collective of a kind, the first Send to a peer) waits in NCCL for
+	// the peers, so a peer that never makes its call leaves the Run
+	// waiting, whatever the Timeout; so does Close for a collective
+	// queued on a stream closed since, or captured in a graph not yet
+	// closed.
 	Blocking bool
 }
 
@@ -124,8 +127,8 @@ func handles(n int) ([]nccl.Comm, func()) {
 // the package polls ncclCommGetAsyncError, for no longer than the
 // Comm's Timeout, after which the communicator is aborted. A rank that
 // dies therefore never leaves the others waiting past their timeout.
-// Options.Blocking trades that bound, for Run's calls into NCCL and
-// Close's finalization, for speed.
+// Options.Blocking trades that bound, for some of Run's calls into NCCL
+// and Close's finalization, for speed.
 //
 // The zero value is not usable: its methods return an error wrapping
 // highlevel.ErrNil.
@@ -144,6 +147,11 @@ type Comm struct {
 	aborting atomic.Bool           // pollers stop
 	ended    atomic.Bool           // Close or Abort is done
 	cause    atomic.Pointer[error] // why it was aborted
+
+	// queued, with ctl, are the streams Run queued collectives on whose
+	// work may not be done (nil: the legacy default stream), for Close.
+	mu     sync.Mutex
+	queued []*highlevel.Stream
 }
 
 // NoColor is the color of Split for a rank that takes part in no new
@@ -693,11 +701,12 @@ func (c *Comm) Split(ctx context.Context, color, key int, opts *Options) (*Comm,
 
 // Close ends the communicator once the operations in progress on it have
 // finished: it waits, for no longer than the Timeout, until NCCL has done
-// the work queued on it (ncclCommFinalize), then frees it
+// the work queued on it (with Options.Blocking, first the streams Run
+// queued on; then ncclCommFinalize), then frees it
 // (ncclCommDestroy). Later operations, and a second Close, return an error
 // wrapping highlevel.ErrClosed. A communicator that cannot finish in time
-// (a peer died) is aborted, and Close returns an error wrapping
-// ErrTimeout.
+// (a peer died) is aborted, and Close returns an error wrapping ErrAborted
+// and ErrTimeout (or NCCL's status).
 func (c *Comm) Close() error {
 	const op = "close"
 	if err := c.usable(); err != nil {
@@ -708,8 +717,18 @@ func (c *Comm) Close() error {
 	}
 	defer c.ended.Store(true)
 	defer freeName(c.name)
-	// The blocking communicator first, whose finalization returns once
-	// NCCL's work queued on it is done; then the non-blocking one.
+	// The blocking communicator first, whose finalization waits, in NCCL,
+	// for the collectives queued on it: their streams are waited for
+	// first, watching the communicator, within the Timeout. Then the
+	// non-blocking one.
+	deadline := time.Now().Add(c.timeout)
+	for _, s := range c.queued {
+		if err := c.settleStream(s, deadline); err != nil {
+			c.setCause(err)
+			return c.opErr(op, errors.Join(err, c.ncclAbort(c.h, c.ctl)))
+		}
+	}
+	c.queued = nil
 	hs := [2]nccl.Comm{c.h, c.ctl}
 	var errs []error
 	for i, h := range hs {
@@ -720,7 +739,7 @@ func (c *Comm) Close() error {
 		if err != nil && !errors.Is(err, nccl.InProgress) {
 			err = fmt.Errorf("ncclCommFinalize: %w", ncclErr(h, err))
 		} else {
-			err = timeoutErr(c.timeout, poll(nil, time.Now().Add(c.timeout), []nccl.Comm{h}, c.stopped))
+			err = timeoutErr(c.timeout, poll(nil, deadline, []nccl.Comm{h}, c.stopped))
 		}
 		if err != nil {
 			c.setCause(err)
@@ -734,6 +753,60 @@ func (c *Comm) Close() error {
 		return c.opErr(op, err)
 	}
 	return nil
+}
+
+// queuedOn records that Run queued collectives of c's on s, where c is
+// blocking (Close waits for them). Past a few streams it forgets those
+// whose work is done, or that are closed.
+func (c *Comm) queuedOn(s *highlevel.Stream) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if slices.Contains(c.queued, s) {
+		return
+	}
+	if len(c.queued) >= 8 {
+		c.queued = slices.DeleteFunc(c.queued, func(s *highlevel.Stream) bool {
+			if s == nil {
+				return false
+			}
+			done, err := s.Query()
+			return done || err != nil
+		})
+	}
+	c.queued = append(c.queued, s)
+}
+
+// settleStream waits for the work queued on s (nil: the legacy default
+// stream) while watching c, for Close: it returns nil once the work is
+// done or s is closed, and otherwise why c is to be aborted: NCCL's
+// asynchronous error, or the deadline passed. Close holds c.
+func (c *Comm) settleStream(s *highlevel.Stream, deadline time.Time) error {
+	if s == nil {
+		var err error
+		if s, err = highlevel.LegacyDefaultStream(c.dev); err != nil {
+			return err
+		}
+	}
+	for {
+		step := time.Now().Add(10 * time.Millisecond)
+		if deadline.Before(step) {
+			step = deadline
+		}
+		ctx, cancel := context.WithDeadline(context.Background(), step)
+		err := s.Wait(ctx)
+		cancel()
+		switch {
+		case err == nil || errors.Is(err, highlevel.ErrClosed):
+			return nil
+		case !errors.Is(err, context.DeadlineExceeded):
+			return wrapf(ErrAborted, err, "the stream of NCCL's work failed")
+		case !time.Now().Before(deadline):
+			return wrapf(ErrTimeout, ErrAborted, "NCCL's work not done after %v", c.timeout)
+		}
+		if err := asyncErr(c.h); err != nil && !errors.Is(err, nccl.InProgress) {
+			return wrapf(ErrAborted, err, "NCCL failed")
+		}
+	}
 }
 
 // ncclAbort aborts NCCL's communicators hs of c (ncclCommAbort) on c's

@@ -901,16 +901,24 @@ const killTimeout = 10 * time.Second
 // one all-reduce; rank 0's next all-reduce waits for it, and its Wait must
 // return an error, the communicator aborted, within its Timeout (and a
 // margin for NCCL's abort), not hang.
-func TestGPUKilledRank(t *testing.T) { testKilledRank(t, "TestGPUKilledRank", "kill", false) }
+func TestGPUKilledRank(t *testing.T) { testKilledRank(t, "TestGPUKilledRank", "kill", false, false) }
 
 // TestGPUKilledRankBlocking is TestGPUKilledRank with blocking
 // communicators (Options.Blocking): the all-reduce is queued, its peers
 // connected by the first, and the wait for it is bounded as before.
 func TestGPUKilledRankBlocking(t *testing.T) {
-	testKilledRank(t, "TestGPUKilledRankBlocking", "kill-blocking", true)
+	testKilledRank(t, "TestGPUKilledRankBlocking", "kill-blocking", true, false)
 }
 
-func testKilledRank(t *testing.T, test, mode string, blocking bool) {
+// TestGPUKilledRankBlockingClose is TestGPUKilledRankBlocking with no
+// Comm.Wait: rank 0 closes its communicator with the all-reduce queued,
+// and Close, which waits for it, must abort the communicator within the
+// Timeout rather than wait in NCCL's finalization.
+func TestGPUKilledRankBlockingClose(t *testing.T) {
+	testKilledRank(t, "TestGPUKilledRankBlockingClose", "kill-blocking-close", true, true)
+}
+
+func testKilledRank(t *testing.T, test, mode string, blocking, closeFirst bool) {
 	if os.Getenv(childEnv) == mode {
 		c, me := child(t, &Options{Timeout: killTimeout, Blocking: blocking})
 		ctx, cancel := context.WithTimeout(context.Background(), gpuTimeout)
@@ -933,7 +941,14 @@ func testKilledRank(t *testing.T, test, mode string, blocking bool) {
 		}
 		time.Sleep(500 * time.Millisecond) // rank 1 is dead by now
 		t0 := time.Now()
-		err = r.run(AllReduce(c, a, a, Sum, r.s))
+		if closeFirst {
+			if err := Run(AllReduce(c, a, a, Sum, r.s)); err != nil {
+				t.Fatalf("rank 0: the all-reduce with the dead rank not queued: %v", err)
+			}
+			err = c.Close()
+		} else {
+			err = r.run(AllReduce(c, a, a, Sum, r.s))
+		}
 		took := time.Since(t0)
 		fmt.Printf("rank 0: the all-reduce with the dead rank returned after %v: %v\n", took, err)
 		if err == nil || !errors.Is(err, ErrAborted) {

@@ -174,6 +174,28 @@ var stubCases = []struct {
 		}
 		return nil
 	}, []string{"init 1 blocking=0", "split 2 1 blocking=0", "abort 1", "abort 2"}},
+	{"Blocking: Close waits for the streams Run queued on, which are forgotten once done or closed", 1, nil, func(t *testing.T) error {
+		c := stubComm(t, &Options{Blocking: true})
+		a, err := highlevel.NewArrayOn[float32](c.Device(), 4)
+		if err != nil {
+			return err
+		}
+		var errs []error
+		for i := range 10 {
+			s, err := highlevel.NewStream(c.Device(), nil)
+			if err != nil {
+				return err
+			}
+			errs = append(errs, Run(AllReduce(c, a, a, Sum, s)))
+			if i%2 == 0 {
+				errs = append(errs, s.Close())
+			}
+		}
+		if n := len(c.queued); n > 8 {
+			t.Errorf("%d streams remembered, want at most 8: the stand-in's work is done at once", n)
+		}
+		return errors.Join(append(errs, c.Close(), a.Free())...)
+	}, []string{"init 1 blocking=0", "split 2 1 blocking=1", "allreduce 2", "allreduce 2", "allreduce 2", "allreduce 2", "allreduce 2", "allreduce 2", "allreduce 2", "allreduce 2", "allreduce 2", "allreduce 2", "finalize 2", "destroy 2", "finalize 1", "destroy 1"}},
 	{"Blocking: a failed finalization aborts both", 1, []string{"STUB_NCCL_FAIL=finalize:3"}, func(t *testing.T) error {
 		c := stubComm(t, &Options{Blocking: true})
 		if err := c.Close(); !errors.Is(err, nccl.InternalError) {
