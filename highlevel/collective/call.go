@@ -410,6 +410,16 @@ func run(calls []Call) (abort []*Comm, err error) {
 			streams, devs = append(streams, call.s), append(devs, call.comm.dev)
 		}
 	}
+	// Blocking communicators remember the streams of the calls queued,
+	// once the streams are left, while the communicators are held.
+	queued := false
+	defer func() {
+		for i := range calls {
+			if c := calls[i].comm; queued && c.ctl != 0 {
+				c.queuedOn(calls[i].s)
+			}
+		}
+	}()
 	if err := highlevel.EnterAll(life.Sub, streams, devs); err != nil {
 		return nil, fail(first, err)
 	}
@@ -456,11 +466,7 @@ func run(calls []Call) (abort []*Comm, err error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	for i := range calls {
-		if c := calls[i].comm; c.ctl != 0 {
-			c.queuedOn(calls[i].s)
-		}
-	}
+	queued = true
 
 	// NCCL's background work (connection setup, a non-blocking group's
 	// launch), for which the arrays and streams stay held. Blocking

@@ -12,7 +12,7 @@ import (
 // These tests need neither a GPU nor NCCL: every call they make is refused
 // before it reaches NCCL. fake is rank 0 of 2 with a handle NCCL never
 // sees.
-func fake() *Comm { return &Comm{h: 1, rank: 0, size: 2, timeout: DefaultTimeout} }
+func fake() *Comm { return newComm(1, 0, nil, 0, 0, 2, nil) }
 
 type myFloat float64
 type myByte uint8

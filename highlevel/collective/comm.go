@@ -38,14 +38,15 @@ type Options struct {
 	// collective call of every rank, so every rank must ask for Blocking
 	// alike, here and in Split's Options; twice the initialization, and a
 	// second communicator's resources). Close, whose finalization
-	// waits in NCCL for the collectives queued, first waits for the
-	// streams Run queued them on, within the Timeout, as Comm.Wait does.
-	// The price: a Run while NCCL connects the ranks (the first
-	// collective of a kind, the first Send to a peer) waits in NCCL for
-	// the peers, so a peer that never makes its call leaves the Run
-	// waiting, whatever the Timeout; so does Close for a collective
-	// queued on a stream closed since, or captured in a graph not yet
-	// closed.
+	// waits in NCCL for the collectives queued, first waits for the last
+	// eight streams Run queued them on (the legacy default stream: for
+	// every blocking stream of the device too), within the Timeout, as
+	// Comm.Wait does. The price: a Run while NCCL connects the ranks (the
+	// first collective of a kind, the first Send to a peer) waits in NCCL
+	// for the peers, so a peer that never makes its call leaves the Run
+	// waiting, whatever the Timeout; so does Close for a collective queued
+	// on an earlier stream, on a stream closed since, through Do, or
+	// captured in a graph not yet closed.
 	Blocking bool
 }
 
@@ -146,6 +147,7 @@ type Comm struct {
 	life     life.Life
 	aborting atomic.Bool           // pollers stop
 	ended    atomic.Bool           // Close or Abort is done
+	endedCh  chan struct{}         // closed once ended
 	cause    atomic.Pointer[error] // why it was aborted
 
 	// queued, with ctl, are the streams Run queued collectives on whose
@@ -381,7 +383,7 @@ func poll(ctx context.Context, deadline time.Time, hs []nccl.Comm, stop func() e
 // newComm wraps a communicator NCCL made, and the one it was split from
 // where opts ask for Blocking; name is their name (cName).
 func newComm(h, ctl nccl.Comm, name *byte, dev highlevel.Device, rank, size int, opts *Options) *Comm {
-	return &Comm{h: h, ctl: ctl, name: name, dev: dev, rank: rank, size: size, timeout: opts.timeout()}
+	return &Comm{h: h, ctl: ctl, name: name, dev: dev, rank: rank, size: size, timeout: opts.timeout(), endedCh: make(chan struct{})}
 }
 
 // splitBlocking makes the blocking communicator of each of ctls, the
@@ -660,18 +662,29 @@ func (c *Comm) Split(ctx context.Context, color, key int, opts *Options) (*Comm,
 	runtime.KeepAlive(cfg)
 	c.release()
 	if err != nil {
-		if begun {
-			// The abort ends NCCL's work, which then writes the
-			// communicator it made, failed: aborted too. An abort of
-			// another goroutine's may be under way instead, and NCCL
-			// write it later: then hp stays allocated.
-			c.abort(wrapf(ErrAborted, err, "split failed"))
-		}
-		if hp[0] != 0 || !begun {
+		cleanup := func() {
 			abortAll(hp, []highlevel.Device{c.dev})
 			free()
+			freeName(name)
 		}
-		freeName(name)
+		if !begun {
+			cleanup()
+			return nil, c.opErr(op, err)
+		}
+		// NCCL's work goes on until an abort of c ends it (this one, or
+		// another goroutine's, or its Close's), and then writes the
+		// communicator it made, failed, which uses name: both are
+		// cleaned up once c has ended.
+		c.abort(wrapf(ErrAborted, err, "split failed"))
+		select {
+		case <-c.endedCh:
+			cleanup()
+		default:
+			go func() {
+				<-c.endedCh
+				cleanup()
+			}()
+		}
 		return nil, c.opErr(op, err)
 	}
 	h := hp[0]
@@ -715,8 +728,7 @@ func (c *Comm) Close() error {
 	if !c.life.Close() {
 		return c.opErr(op, c.closedErr())
 	}
-	defer c.ended.Store(true)
-	defer freeName(c.name)
+	defer c.end()
 	// The blocking communicator first, whose finalization waits, in NCCL,
 	// for the collectives queued on it: their streams are waited for
 	// first, watching the communicator, within the Timeout. Then the
@@ -742,6 +754,9 @@ func (c *Comm) Close() error {
 			err = timeoutErr(c.timeout, poll(nil, deadline, []nccl.Comm{h}, c.stopped))
 		}
 		if err != nil {
+			if !errors.Is(err, ErrAborted) {
+				err = wrapf(ErrAborted, err, "NCCL failed")
+			}
 			c.setCause(err)
 			return c.opErr(op, errors.Join(err, c.ncclAbort(hs[i:]...)))
 		}
@@ -756,30 +771,28 @@ func (c *Comm) Close() error {
 }
 
 // queuedOn records that Run queued collectives of c's on s, where c is
-// blocking (Close waits for them). Past a few streams it forgets those
-// whose work is done, or that are closed.
+// blocking, for Close to wait for: the last queuedStreams streams, the
+// earlier ones' work most likely done. It asks nothing of the streams.
 func (c *Comm) queuedOn(s *highlevel.Stream) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if slices.Contains(c.queued, s) {
-		return
-	}
-	if len(c.queued) >= 8 {
-		c.queued = slices.DeleteFunc(c.queued, func(s *highlevel.Stream) bool {
-			if s == nil {
-				return false
-			}
-			done, err := s.Query()
-			return done || err != nil
-		})
+	if i := slices.Index(c.queued, s); i >= 0 {
+		c.queued = slices.Delete(c.queued, i, i+1)
+	} else if len(c.queued) == queuedStreams {
+		c.queued = slices.Delete(c.queued, 0, 1)
 	}
 	c.queued = append(c.queued, s)
 }
 
+// queuedStreams is how many streams a blocking Comm remembers.
+const queuedStreams = 8
+
 // settleStream waits for the work queued on s (nil: the legacy default
 // stream) while watching c, for Close: it returns nil once the work is
-// done or s is closed, and otherwise why c is to be aborted: NCCL's
-// asynchronous error, or the deadline passed. Close holds c.
+// done, s is closed or captures, and otherwise why c is to be aborted:
+// NCCL's asynchronous error, an Abort, or the deadline passed. It waits
+// on an event of its own, which leaves the stream's reports (its
+// callbacks' panics, Done's Err) to its user. Close holds c.
 func (c *Comm) settleStream(s *highlevel.Stream, deadline time.Time) error {
 	if s == nil {
 		var err error
@@ -787,21 +800,35 @@ func (c *Comm) settleStream(s *highlevel.Stream, deadline time.Time) error {
 			return err
 		}
 	}
+	skip := func(err error) bool {
+		return errors.Is(err, highlevel.ErrClosed) || errors.Is(err, highlevel.ErrCapturing)
+	}
+	e, err := s.Record(nil)
+	if err != nil {
+		if skip(err) {
+			return nil
+		}
+		return wrapf(ErrAborted, err, "marking the stream of NCCL's work")
+	}
+	defer e.Close()
 	for {
 		step := time.Now().Add(10 * time.Millisecond)
 		if deadline.Before(step) {
 			step = deadline
 		}
 		ctx, cancel := context.WithDeadline(context.Background(), step)
-		err := s.Wait(ctx)
+		err := e.Wait(ctx)
 		cancel()
 		switch {
-		case err == nil || errors.Is(err, highlevel.ErrClosed):
+		case err == nil || skip(err):
 			return nil
 		case !errors.Is(err, context.DeadlineExceeded):
 			return wrapf(ErrAborted, err, "the stream of NCCL's work failed")
 		case !time.Now().Before(deadline):
 			return wrapf(ErrTimeout, ErrAborted, "NCCL's work not done after %v", c.timeout)
+		}
+		if err := c.stopped(); err != nil {
+			return err
 		}
 		if err := asyncErr(c.h); err != nil && !errors.Is(err, nccl.InProgress) {
 			return wrapf(ErrAborted, err, "NCCL failed")
@@ -823,6 +850,14 @@ func (c *Comm) ncclAbort(hs ...nccl.Comm) error {
 		}
 		return errors.Join(errs...)
 	})
+}
+
+// end marks c ended, once Close or Abort has ended NCCL's communicators,
+// and frees its name.
+func (c *Comm) end() {
+	freeName(c.name)
+	c.ended.Store(true)
+	close(c.endedCh)
 }
 
 func (c *Comm) setCause(err error) {
@@ -855,8 +890,7 @@ func (c *Comm) abort(cause error) error {
 	if !c.life.Close() {
 		return c.opErr("abort", c.closedErr())
 	}
-	defer c.ended.Store(true)
-	defer freeName(c.name)
+	defer c.end()
 	if err := c.ncclAbort(c.h, c.ctl); err != nil {
 		return c.opErr("abort", err)
 	}
