@@ -196,6 +196,29 @@ var stubCases = []struct {
 		}
 		return errors.Join(append(errs, c.Close(), a.Free())...)
 	}, []string{"init 1 blocking=0", "split 2 1 blocking=1", "allreduce 2", "allreduce 2", "allreduce 2", "allreduce 2", "allreduce 2", "allreduce 2", "allreduce 2", "allreduce 2", "allreduce 2", "allreduce 2", "finalize 2", "destroy 2", "finalize 1", "destroy 1"}},
+	{"Split while another goroutine aborts: the communicator made is aborted once the abort is done", 1, []string{"STUB_NCCL_BUSY=split:1000000000"}, func(t *testing.T) error {
+		c := stubComm(t, nil)
+		aborted := make(chan error)
+		go func() {
+			time.Sleep(stubTimeout / 4)
+			aborted <- c.Abort()
+		}()
+		if _, err := c.Split(context.Background(), 0, 0, &Options{Timeout: 10 * stubTimeout}); !errors.Is(err, ErrAborted) {
+			t.Errorf("Split: %v, want ErrAborted", err)
+		}
+		if err := <-aborted; err != nil {
+			t.Errorf("Abort: %v", err)
+		}
+		// The cleanup may run in a goroutine of its own, once the
+		// Abort is done.
+		for range 500 {
+			if b, _ := os.ReadFile(os.Getenv("STUB_NCCL_LOG")); strings.HasSuffix(string(b), "abort 2\n") {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		return nil
+	}, []string{"init 1 blocking=0", "split 2 1 blocking=0", "abort 1", "abort 2"}},
 	{"Blocking: a failed finalization aborts both", 1, []string{"STUB_NCCL_FAIL=finalize:3"}, func(t *testing.T) error {
 		c := stubComm(t, &Options{Blocking: true})
 		if err := c.Close(); !errors.Is(err, nccl.InternalError) {
