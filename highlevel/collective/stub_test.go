@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -264,6 +267,9 @@ var stubCases = []struct {
 		}
 		return errors.Join(a.Free(), s.Close())
 	}, []string{"init 1 blocking=0", "allreduce 1", "abort 1"}},
+	{"random programs of goroutines sharing communicators", 1, nil, stubRandom, nil},
+	{"random programs, NCCL failing in the background after each all-reduce", 1, []string{"STUB_NCCL_ASYNC=allreduce:3"}, stubRandom, nil},
+	{"random programs, NCCL's splits slow", 1, []string{"STUB_NCCL_BUSY=split:50"}, stubRandom, nil},
 	{"Blocking: NewComms splits all in one group", 2, nil, func(t *testing.T) error {
 		comms, err := NewComms(context.Background(), nil, &Options{Blocking: true})
 		if err != nil {
@@ -351,4 +357,86 @@ func stubAllReduce(t *testing.T, c *Comm) {
 	if err := c.Wait(context.Background(), s); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// stubRandom runs random programs on the stand-ins: goroutines that share
+// a communicator (blocking or not), its streams and arrays, and queue
+// all-reduces, wait, split, close streams, free arrays, abort and close,
+// in any order. Every call must return, with nil or an error of a closed,
+// freed or aborted thing; the stand-in NCCL ends the process if a
+// communicator is used after its end.
+func stubRandom(t *testing.T) error {
+	seeds := 200
+	if testing.Short() {
+		seeds = 20
+	}
+	var succeeded atomic.Int64
+	for seed := range uint64(seeds) {
+		rng := rand.New(rand.NewPCG(seed, 32))
+		c := stubComm(t, &Options{Blocking: rng.IntN(2) == 0, Timeout: stubTimeout})
+		var streams [3]*highlevel.Stream
+		var arrays [3]*highlevel.Array[float32]
+		for i := range streams {
+			var err error
+			if streams[i], err = highlevel.NewStream(c.Device(), nil); err != nil {
+				return err
+			}
+			if arrays[i], err = highlevel.NewArrayOn[float32](c.Device(), 4); err != nil {
+				return err
+			}
+		}
+		ok := func(op string, err error) {
+			if err == nil {
+				succeeded.Add(1)
+			}
+			if err != nil && !errors.Is(err, highlevel.ErrClosed) && !errors.Is(err, highlevel.ErrFreed) && !errors.Is(err, ErrAborted) && !errors.Is(err, nccl.InternalError) {
+				t.Errorf("seed %d: %s: %v", seed, op, err)
+			}
+		}
+		var wg sync.WaitGroup
+		for g := range 6 {
+			r := rand.New(rand.NewPCG(seed, uint64(g)))
+			wg.Go(func() {
+				for range 100 {
+					s, a := streams[r.IntN(3)], arrays[r.IntN(3)]
+					switch n := r.IntN(1000); {
+					case n < 450:
+						ok("run", Run(AllReduce(c, a, a, Sum, s)))
+					case n < 650:
+						ok("wait", c.Wait(context.Background(), s))
+					case n < 750:
+						d, err := c.Split(context.Background(), []int{0, NoColor}[r.IntN(2)], 0, &Options{Blocking: r.IntN(2) == 0, Timeout: stubTimeout})
+						ok("split", err)
+						if d != nil {
+							if r.IntN(2) == 0 {
+								ok("run on the split", Run(AllReduce(d, a, a, Sum, s)))
+							}
+							ok("close the split", d.Close())
+						}
+					case n < 900:
+						ok("err", c.Err())
+						ok("do", c.Do(func(nccl.Comm) error { return nil }))
+					case n < 910:
+						ok("close a stream", s.Close())
+					case n < 917:
+						ok("free an array", a.Free())
+					case n < 920:
+						ok("abort", c.Abort())
+					case n < 923:
+						ok("close", c.Close())
+					default:
+						runtime.Gosched()
+					}
+				}
+			})
+		}
+		wg.Wait()
+		ok("close at the end", c.Close())
+		for i := range streams {
+			ok("close a stream at the end", streams[i].Close())
+			ok("free an array at the end", arrays[i].Free())
+		}
+	}
+	t.Logf("%d seeds, %d calls succeeded", seeds, succeeded.Load())
+	return nil
 }
