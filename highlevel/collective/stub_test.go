@@ -53,10 +53,11 @@ func stubLibraries(t *testing.T) []string {
 	return []string{"GOCUDA_CUDA=" + cuda, "GOCUDA_NCCL=" + nccl, "GOCUDA_CUDART=" + filepath.Join(t.TempDir(), "no-libcudart.so")}
 }
 
-// stubCases are what TestStubNCCL checks, each in a child process: the
-// NCCL calls a communicator's life makes, as the stand-in NCCL logs them
-// (its comments say how), for communicators with and without
-// Options.Blocking.
+// stubCases are what TestStubNCCL checks, each in a child process with
+// the stand-in NCCL's faults env: the NCCL calls a communicator's life
+// makes, as the stand-in logs them (its comments say how), for
+// communicators with and without Options.Blocking; a case with no log to
+// compare (want nil) checks what it asserts itself.
 var stubCases = []struct {
 	name    string
 	devices int
