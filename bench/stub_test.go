@@ -37,10 +37,12 @@ func buildStub(t *testing.T, dir string) string {
 		t.Skipf("no C compiler to build the stub: %v", err)
 	}
 	lib := filepath.Join(dir, "libstubcuda.so")
-	cmd := exec.Command(cc(), "-shared", "-fPIC", "-O2", "-I"+stubHeaders, "-I"+shim, "-o", lib,
-		filepath.Join("testdata", "stubcuda.c"), filepath.Join(shim, "testdata", "stubdriver.c"),
-		filepath.Join(shim, "testdata", "stubprocs.c"))
-	if out, err := cmd.CombinedOutput(); err != nil {
+	out, err := stubtest.CombinedOutput(func() *exec.Cmd {
+		return exec.Command(cc(), "-shared", "-fPIC", "-O2", "-I"+stubHeaders, "-I"+shim, "-o", lib,
+			filepath.Join("testdata", "stubcuda.c"), filepath.Join(shim, "testdata", "stubdriver.c"),
+			filepath.Join(shim, "testdata", "stubprocs.c"))
+	})
+	if err != nil {
 		t.Fatalf("building the stub: %v\n%s", err, out)
 	}
 	return lib
@@ -60,11 +62,13 @@ func TestStubMix(t *testing.T) {
 	lib := buildStub(t, dir)
 	args := []string{"-test.run=^$", "-test.bench=^Benchmark(Mix(Memset|Launch|D2D|Wait|Done)?|MallocAsyncFree)$", "-test.benchtime=2000x"}
 	args = append(args, strings.Fields(*stubArgs)...)
-	cmd := stubtest.Command(os.Args[0], args...)
-	// highlevel needs no libcudart: a missing one is the proof.
-	cmd.Env = append(os.Environ(), "GOCUDA_CUDA="+lib, "GOCUDA_CUDART="+filepath.Join(dir, "no-libcudart.so"),
-		"GOCUDA_NVRTC="+lib, "CUDA_DEVICE=0")
-	out, err := cmd.CombinedOutput()
+	out, err := stubtest.CombinedOutput(func() *exec.Cmd {
+		cmd := stubtest.Command(os.Args[0], args...)
+		// highlevel needs no libcudart: a missing one is the proof.
+		cmd.Env = append(os.Environ(), "GOCUDA_CUDA="+lib, "GOCUDA_CUDART="+filepath.Join(dir, "no-libcudart.so"),
+			"GOCUDA_NVRTC="+lib, "CUDA_DEVICE=0")
+		return cmd
+	})
 	if err != nil {
 		t.Fatalf("benchmarks on the stub: %v\n%s", err, out)
 	}
@@ -102,11 +106,12 @@ func TestStubMix(t *testing.T) {
 	}
 
 	twin := filepath.Join(dir, "mix")
-	cmd = exec.Command(cc(), "-O2", "-I"+stubHeaders, "-o", twin, filepath.Join("c", "mix.c"), lib, "-Wl,-rpath,"+dir)
-	if out, err := cmd.CombinedOutput(); err != nil {
+	if out, err := stubtest.CombinedOutput(func() *exec.Cmd {
+		return exec.Command(cc(), "-O2", "-I"+stubHeaders, "-o", twin, filepath.Join("c", "mix.c"), lib, "-Wl,-rpath,"+dir)
+	}); err != nil {
 		t.Fatalf("building the C twin on the stub: %v\n%s", err, out)
 	}
-	if out, err = stubtest.Command(twin).CombinedOutput(); err != nil {
+	if out, err = stubtest.CombinedOutput(func() *exec.Cmd { return stubtest.Command(twin) }); err != nil {
 		t.Fatalf("the C twin on the stub: %v\n%s", err, out)
 	}
 	t.Logf("C on the stub:\n%s", out)

@@ -20,7 +20,9 @@ extern void gocudaStubtestDriverLogger(void *data, int level, char *message, siz
 import "C"
 
 import (
+	"bytes"
 	"debug/elf"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,6 +30,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 	"unsafe"
 )
 
@@ -85,7 +88,7 @@ func Library(t *testing.T, file, src string, flags ...string) string {
 		t.Fatal(err)
 	}
 	args := append([]string{"-shared", "-fPIC", "-o", lib, c}, flags...)
-	if out, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
+	if out, err := CombinedOutput(func() *exec.Cmd { return exec.Command(cc, args...) }); err != nil {
 		t.Skipf("no C compiler to build the stand-in %s: %v\n%s", file, err, out)
 	}
 	f, err := elf.Open(lib)
@@ -119,6 +122,46 @@ func Command(name string, args ...string) *exec.Cmd {
 	return exec.Command(name, args...)
 }
 
+// CombinedOutput runs the command newCmd makes and returns its standard
+// output and error, as exec.Cmd's CombinedOutput does. Under an emulator
+// ($GOCUDA_TEST_EXEC), whose fork can leave the child hung before it runs
+// its program (qemu-user's child waits for a lock that another of qemu's
+// threads held at the fork: seen once, a child of curand's test), a child
+// still running after hungAfter is killed and the command made and run
+// again, three times at most.
+func CombinedOutput(newCmd func() *exec.Cmd) ([]byte, error) {
+	if os.Getenv(ExecEnv) == "" {
+		return newCmd().CombinedOutput()
+	}
+	for try := 1; ; try++ {
+		cmd := newCmd()
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		cmd.WaitDelay = time.Second // for the pipes, once it is killed
+		if err := cmd.Start(); err != nil {
+			return nil, err
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		timer := time.NewTimer(hungAfter)
+		select {
+		case err := <-done:
+			timer.Stop()
+			return out.Bytes(), err
+		case <-timer.C:
+		}
+		cmd.Process.Kill()
+		err := <-done
+		if try == 3 {
+			return out.Bytes(), fmt.Errorf("%s: still running after %v, three times: %w", cmd.Path, hungAfter, err)
+		}
+	}
+}
+
+// hungAfter is how long CombinedOutput lets a child of an emulated test
+// run: the children take seconds.
+var hungAfter = 2 * time.Minute
+
 // childEnv marks the process that Child runs.
 const childEnv = "GOCUDA_STUBTEST_CHILD"
 
@@ -129,9 +172,11 @@ const childEnv = "GOCUDA_STUBTEST_CHILD"
 // library once per process.
 func Child(t *testing.T, child string, env ...string) {
 	t.Helper()
-	cmd := Command(os.Args[0], "-test.run=^"+child+"$", "-test.v")
-	cmd.Env = append(append(os.Environ(), env...), childEnv+"=1")
-	out, err := cmd.CombinedOutput()
+	out, err := CombinedOutput(func() *exec.Cmd {
+		cmd := Command(os.Args[0], "-test.run=^"+child+"$", "-test.v")
+		cmd.Env = append(append(os.Environ(), env...), childEnv+"=1")
+		return cmd
+	})
 	if err != nil || !strings.Contains(string(out), "--- PASS: "+child) {
 		t.Errorf("%s with %s: %v\n%s", child, strings.Join(env, " "), err, out)
 	}
