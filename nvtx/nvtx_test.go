@@ -53,15 +53,17 @@ func runHelper(t *testing.T, mode string, env ...string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := stubtest.Command(exe, "-test.run=^TestHelperProcess$", "-test.count=1", "-test.v")
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "NVTX_") && !strings.HasPrefix(kv, helperEnv+"=") {
-			cmd.Env = append(cmd.Env, kv)
+	out, err := stubtest.CombinedOutput(func() *exec.Cmd {
+		cmd := stubtest.Command(exe, "-test.run=^TestHelperProcess$", "-test.count=1", "-test.v")
+		for _, kv := range os.Environ() {
+			if !strings.HasPrefix(kv, "NVTX_") && !strings.HasPrefix(kv, helperEnv+"=") {
+				cmd.Env = append(cmd.Env, kv)
+			}
 		}
-	}
-	cmd.Env = append(cmd.Env, helperEnv+"="+mode)
-	cmd.Env = append(cmd.Env, env...)
-	out, err := cmd.CombinedOutput()
+		cmd.Env = append(cmd.Env, helperEnv+"="+mode)
+		cmd.Env = append(cmd.Env, env...)
+		return cmd
+	})
 	if err != nil {
 		t.Fatalf("helper process %q: %v\n%s", mode, err, out)
 	}
@@ -206,7 +208,7 @@ func TestTool(t *testing.T) {
 		t.Fatal(err)
 	}
 	args := append(cc[1:len(cc):len(cc)], "-shared", "-fPIC", "-o", lib, src)
-	if out, err := exec.Command(cc[0], args...).CombinedOutput(); err != nil {
+	if out, err := stubtest.CombinedOutput(func() *exec.Cmd { return exec.Command(cc[0], args...) }); err != nil {
 		t.Fatalf("%s %s: %v\n%s", cc[0], strings.Join(args, " "), err, out)
 	}
 	runHelper(t, "tool", "NVTX_INJECTION64_PATH="+lib, "NVTX_TEST_LOG="+logPath)

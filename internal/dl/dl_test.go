@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gocuda/cuda/internal/stubtest"
 )
 
 const testEnv = "GOCUDA_TEST_LIB"
@@ -23,7 +25,7 @@ func standIn(dir, name string) (string, error) {
 	if err := os.WriteFile(src, []byte("int gocuda_standin(void) { return 42; }\n"), 0o644); err != nil {
 		return "", err
 	}
-	if out, err := exec.Command(cc, "-shared", "-fPIC", "-o", lib, src).CombinedOutput(); err != nil {
+	if out, err := stubtest.CombinedOutput(func() *exec.Cmd { return exec.Command(cc, "-shared", "-fPIC", "-o", lib, src) }); err != nil {
 		return "", fmt.Errorf("no C compiler to build a stand-in library: %v\n%s", err, out)
 	}
 	return lib, nil

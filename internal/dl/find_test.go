@@ -3,6 +3,7 @@ package dl
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -378,10 +379,12 @@ func TestLoaderPathRelativeEntry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := stubtest.Command(exe, "-test.run=^TestLoaderPathRelativeEntry$", "-test.v")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOCUDA_DL_CHILD=1", "LD_LIBRARY_PATH=/nonexistent:", testEnv+"=")
-	out, err := cmd.CombinedOutput()
+	out, err := stubtest.CombinedOutput(func() *exec.Cmd {
+		cmd := stubtest.Command(exe, "-test.run=^TestLoaderPathRelativeEntry$", "-test.v")
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GOCUDA_DL_CHILD=1", "LD_LIBRARY_PATH=/nonexistent:", testEnv+"=")
+		return cmd
+	})
 	if err != nil || !strings.Contains(string(out), "--- PASS") {
 		t.Errorf("child: %v\n%s", err, out)
 	}

@@ -2,6 +2,7 @@ package gpuprobe
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -76,10 +77,12 @@ func TestRequire(t *testing.T) {
 		{"two devices, a GPU said", driver, []string{"STUB_DEVICES=2", said}, "PASS", "the test ran"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cmd := stubtest.Command(os.Args[0], "-test.run=^TestRequireChild$", "-test.v")
-			cmd.Env = append(os.Environ(), "GOCUDA_CUDA="+tc.lib, childEnv+"=1", Env+"=")
-			cmd.Env = append(cmd.Env, tc.env...)
-			out, err := cmd.CombinedOutput()
+			out, err := stubtest.CombinedOutput(func() *exec.Cmd {
+				cmd := stubtest.Command(os.Args[0], "-test.run=^TestRequireChild$", "-test.v")
+				cmd.Env = append(os.Environ(), "GOCUDA_CUDA="+tc.lib, childEnv+"=1", Env+"=")
+				cmd.Env = append(cmd.Env, tc.env...)
+				return cmd
+			})
 			if !strings.Contains(string(out), "--- "+tc.end+": TestRequireChild") || !strings.Contains(string(out), tc.msg) ||
 				(err != nil) != (tc.end == "FAIL") {
 				t.Errorf("with %s: %v; want %s with %q:\n%s", strings.Join(tc.env, " "), err, tc.end, tc.msg, out)

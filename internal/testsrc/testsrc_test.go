@@ -2,6 +2,7 @@ package testsrc
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -31,9 +32,11 @@ func TestRequire(t *testing.T) {
 		{missing, "1", "--- FAIL"},
 		{here, "1", "--- PASS"},
 	} {
-		cmd := stubtest.Command(os.Args[0], "-test.run=^TestRequire$", "-test.v") // under qemu for arm64
-		cmd.Env = append(os.Environ(), "TESTSRC_CHILD="+tc.path, Env+"="+tc.env)
-		out, _ := cmd.CombinedOutput()
+		out, _ := stubtest.CombinedOutput(func() *exec.Cmd {
+			cmd := stubtest.Command(os.Args[0], "-test.run=^TestRequire$", "-test.v") // under qemu for arm64
+			cmd.Env = append(os.Environ(), "TESTSRC_CHILD="+tc.path, Env+"="+tc.env)
+			return cmd
+		})
 		if !strings.Contains(string(out), tc.want) {
 			t.Errorf("%s with $%s=%q: want %s, got:\n%s", filepath.Base(tc.path), Env, tc.env, tc.want, out)
 		}
