@@ -396,24 +396,13 @@ func splitBlocking(ctx context.Context, deadline time.Time, timeout time.Duratio
 	hs, free := handles(len(ctls))
 	defer free()
 	cfgs := make([]*nccl.Config, len(ctls))
-	runtime.LockOSThread()
-	var errs []error
-	if err := nccl.GroupStart(); err != nil {
-		runtime.UnlockOSThread()
-		abortAll(ctls, devs)
-		return nil, fmt.Errorf("ncclGroupStart: %w", err)
-	}
-	for i, d := range devs {
+	errs := group(devs, ranks, func(i int) error {
 		cfgs[i] = config(true, names[i])
-		err := d.Do(func() error { return nccl.CommSplit(ctls[i], 0, int32(ranks[i]), &hs[i], cfgs[i]) })
-		if err != nil && !errors.Is(err, nccl.InProgress) {
-			errs = append(errs, fmt.Errorf("rank %d on %v: ncclCommSplit: %w", ranks[i], d, ncclErr(ctls[i], err)))
+		if err := nccl.CommSplit(ctls[i], 0, int32(ranks[i]), &hs[i], cfgs[i]); err != nil {
+			return fmt.Errorf("ncclCommSplit: %w", ncclErr(ctls[i], err))
 		}
-	}
-	if err := nccl.GroupEnd(); err != nil && !errors.Is(err, nccl.InProgress) {
-		errs = append(errs, fmt.Errorf("ncclGroupEnd: %w", err))
-	}
-	runtime.UnlockOSThread()
+		return nil
+	})
 	if len(errs) == 0 {
 		// The split's work is the parents', NCCL's state of it theirs.
 		errs = append(errs, timeoutErr(timeout, poll(ctx, deadline, ctls, stop)))
@@ -428,6 +417,28 @@ func splitBlocking(ctx context.Context, deadline time.Time, timeout time.Duratio
 		return nil, fmt.Errorf("the blocking communicator: %w", err)
 	}
 	return slices.Clone(hs), nil
+}
+
+// group makes call(i) for each of devs, with devs[i] current, in one NCCL
+// group on one OS thread (a group belongs to it), as the ranks of one
+// process make a collective call together, and returns the errors but
+// ncclInProgress, each naming its rank (ranks[i]) and device.
+func group(devs []highlevel.Device, ranks []int, call func(i int) error) []error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := nccl.GroupStart(); err != nil {
+		return []error{fmt.Errorf("ncclGroupStart: %w", err)}
+	}
+	var errs []error
+	for i, d := range devs {
+		if err := d.Do(func() error { return call(i) }); err != nil && !errors.Is(err, nccl.InProgress) {
+			errs = append(errs, fmt.Errorf("rank %d on %v: %w", ranks[i], d, err))
+		}
+	}
+	if err := nccl.GroupEnd(); err != nil && !errors.Is(err, nccl.InProgress) {
+		errs = append(errs, fmt.Errorf("ncclGroupEnd: %w", err))
+	}
+	return errs
 }
 
 // abortAll aborts the communicators NCCL made, on their devices; for a
@@ -498,27 +509,18 @@ func NewComms(ctx context.Context, devices []highlevel.Device, opts *Options) (_
 	names := make([]*byte, n)
 	cfgs := make([]*nccl.Config, n)
 	hs := make([]nccl.Comm, n)
-	// NCCL's group belongs to the OS thread.
-	runtime.LockOSThread()
-	var errs []error
-	if err := nccl.GroupStart(); err != nil {
-		runtime.UnlockOSThread()
-		return nil, fail(fmt.Errorf("ncclGroupStart: %w", err))
+	ranks := make([]int, n)
+	for r := range ranks {
+		ranks[r] = r
 	}
-	for r, d := range devices {
+	errs := group(devices, ranks, func(r int) error {
 		names[r] = opts.cName()
 		cfgs[r] = config(false, names[r])
-		err := d.Do(func() error {
-			return nccl.CommInitRankConfig(&hs[r], int32(n), nccl.UniqueId{Internal: id}, int32(r), cfgs[r])
-		})
-		if err != nil && !errors.Is(err, nccl.InProgress) {
-			errs = append(errs, fmt.Errorf("rank %d on %v: ncclCommInitRankConfig: %w", r, d, err))
+		if err := nccl.CommInitRankConfig(&hs[r], int32(n), nccl.UniqueId{Internal: id}, int32(r), cfgs[r]); err != nil {
+			return fmt.Errorf("ncclCommInitRankConfig: %w", err)
 		}
-	}
-	if err := nccl.GroupEnd(); err != nil && !errors.Is(err, nccl.InProgress) {
-		errs = append(errs, fmt.Errorf("ncclGroupEnd: %w", err))
-	}
-	runtime.UnlockOSThread()
+		return nil
+	})
 	if len(errs) == 0 {
 		errs = append(errs, timeoutErr(timeout, poll(ctx, deadline, hs, nil)))
 	}
@@ -536,10 +538,6 @@ func NewComms(ctx context.Context, devices []highlevel.Device, opts *Options) (_
 	ctls := make([]nccl.Comm, n)
 	if opts.blocking() {
 		ctls = hs
-		ranks := make([]int, n)
-		for r := range ranks {
-			ranks[r] = r
-		}
 		if hs, err = splitBlocking(ctx, deadline, timeout, ctls, names, devices, ranks, nil); err != nil {
 			return nil, fails(err)
 		}
