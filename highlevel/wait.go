@@ -22,8 +22,7 @@ import (
 // sleeps until shortly before it is due and spins across its end, which
 // gives cuEventSynchronize's latency for a fraction of its CPU; a wait
 // with nothing learned spins for firstSpin, then polls at an eighth of its
-// age, and one later than the last ones at a quarter of how late it is,
-// polling at least every maxNap.
+// age, and one later than the last ones at a quarter of how late it is.
 // The first step only queries, and unless the last waits agreed, no
 // sleep is longer than twice the wait's age, so that a wait shorter than
 // they were costs little more than its own time. A step sleeps and spins
@@ -54,12 +53,9 @@ const (
 	maxLead = 100 * time.Microsecond
 	minLead = 8 * time.Microsecond
 	// minNap is the shortest sleep between polls, firstNap the longest
-	// sleep of a wait younger than half of it, maxNap the longest between
-	// polls: a wait of a second, not learned, polls 500 times and ends at
-	// most maxNap late, not an eighth of a second.
+	// sleep of a wait younger than half of it.
 	minNap   = 5 * time.Microsecond
 	firstNap = 50 * time.Microsecond
-	maxNap   = 2 * time.Millisecond
 	// goSleep is the shortest sleep left to Go's timers, which may fire up
 	// to a millisecond late: they sleep all but the last millisecond.
 	goSleep = 2 * time.Millisecond
@@ -117,12 +113,12 @@ func plan(age, due, dev time.Duration) (nap, spin time.Duration) {
 		case age < due+l:
 			return 0, due + l - age
 		default:
-			nap = min(max(min((age-due)/4, age/8), minNap), maxNap)
+			nap = max(min((age-due)/4, age/8), minNap)
 		}
 	case age < firstSpin:
 		return 0, firstSpin - age
 	default:
-		nap = min(max(age/8, minNap), maxNap)
+		nap = max(age/8, minNap)
 	}
 	// A wait may end sooner than the last ones: a sleep goes no further
 	// than four of their deviations before they were due, or twice the

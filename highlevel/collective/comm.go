@@ -895,15 +895,14 @@ func (c *Comm) abort(cause error) error {
 	return nil
 }
 
-// Wait waits until the work queued on s so far is done, as s.Wait does,
-// while watching the communicator once the wait has lasted a millisecond:
-// an asynchronous error of NCCL's (a peer died, the network failed), or a
-// wait longer than the Timeout, aborts the communicator, so that its
-// collectives stop, and Wait returns an error wrapping ErrAborted (and
-// ErrTimeout, or NCCL's status). When
-// ctx is done first, Wait returns ctx's error and leaves the work and the
-// communicator alone. A nil s is the legacy default stream of the
-// communicator's device.
+// Wait waits until the work queued on s so far is done, as s.Wait does.
+// Once the wait has lasted a millisecond, it watches the communicator, and
+// the stream, every millisecond: an asynchronous error of NCCL's (a peer
+// died, the network failed), or a wait longer than the Timeout, aborts the
+// communicator, so that its collectives stop, and Wait returns an error
+// wrapping ErrAborted (and ErrTimeout, or NCCL's status). When ctx is done
+// first, Wait returns ctx's error and leaves the work and the communicator
+// alone. A nil s is the legacy default stream of the communicator's device.
 //
 // A plain s.Wait also waits for the collectives, but not for a rank that
 // never comes: use Comm.Wait where one may fail.
@@ -958,6 +957,16 @@ func (c *Comm) Wait(ctx context.Context, s *highlevel.Stream) error {
 			c.abort(err)
 			return c.opErr(op, err)
 		case <-tick.C:
+			// s.Wait polls ever more rarely, at an eighth of the wait's
+			// age: a wait of a second would end up to 125 ms late.
+			if idle, err := s.Query(); idle || err != nil {
+				// Either may have taken the stream's report of a panic.
+				cancel()
+				if werr := <-done; !errors.Is(werr, context.Canceled) {
+					err = errors.Join(err, werr)
+				}
+				return c.waited(op, err)
+			}
 			if c.life.Closed() && c.cause.Load() == nil {
 				continue // closed: Close finished NCCL's work; the stream's remains
 			}

@@ -268,6 +268,37 @@ var stubCases = []struct {
 		}
 		return errors.Join(a.Free(), s.Close())
 	}, []string{"init 1 blocking=0", "allreduce 1", "abort 1"}},
+	{"Wait sees a long wait end", 1, nil, func(t *testing.T) error {
+		// The stream's own wait polls at an eighth of its age: after 3 s,
+		// every 375 ms; it returned 14-70 ms late after 2 s. Comm.Wait
+		// watches the stream every millisecond.
+		c := stubComm(t, nil)
+		s, err := highlevel.NewStream(c.Device(), nil)
+		if err != nil {
+			return err
+		}
+		release := make(chan struct{})
+		if err := s.LaunchHostFunc(func() { <-release }); err != nil {
+			return err
+		}
+		released := make(chan time.Time, 1)
+		go func() {
+			time.Sleep(3 * time.Second)
+			released <- time.Now()
+			close(release)
+		}()
+		if err := c.Wait(context.Background(), s); err != nil {
+			return err
+		}
+		late, bound := time.Since(<-released), 25*time.Millisecond
+		if os.Getenv(stubtest.ExecEnv) != "" {
+			bound = 200 * time.Millisecond // an emulator's timers
+		}
+		if late > bound {
+			t.Errorf("Wait returned %v after the work ended, want %v at most", late, bound)
+		}
+		return errors.Join(s.Close(), c.Close())
+	}, []string{"init 1 blocking=0", "finalize 1", "destroy 1"}},
 	{"random programs of goroutines sharing communicators", 1, nil, stubRandom, nil},
 	{"random programs, NCCL failing in the background after each all-reduce", 1, []string{"STUB_NCCL_ASYNC=allreduce:3"}, stubRandom, nil},
 	{"random programs, NCCL's splits slow", 1, []string{"STUB_NCCL_BUSY=split:50"}, stubRandom, nil},

@@ -336,4 +336,50 @@ STUB(cuStreamAddCallback)(CUstream s, CUstreamCallback cb, void *data, unsigned 
 	return stub_queue(NULL, cb, s, data);
 }
 STUB(cuStreamSynchronize)(CUstream s) { return stub_host_wait(); }
+
+// An event has happened, and a stream is idle, once the host functions
+// queued before its last record, or before the query, have run, whatever
+// their stream: a host function that blocks holds back the work queued
+// after it. The records are kept by handle in a table, where one pushed
+// out by another counts as happened.
+#define STUB_EVENTS 4096
+static struct {
+	CUevent e;
+	unsigned long at;
+} stub_events[STUB_EVENTS];
+
+static unsigned stub_event_slot(CUevent e) { return (uintptr_t)e / 16 % STUB_EVENTS; }
+
+// stub_pending reports whether e waits for host functions; stub_host_mu is held.
+static int stub_pending(CUevent e) {
+	unsigned i = stub_event_slot(e);
+	return stub_events[i].e == e && stub_host_ran < stub_events[i].at;
+}
+
+STUB(cuEventRecord)(CUevent e, CUstream s) {
+	pthread_mutex_lock(&stub_host_mu);
+	unsigned i = stub_event_slot(e);
+	stub_events[i].e = e;
+	stub_events[i].at = stub_host_queued;
+	pthread_mutex_unlock(&stub_host_mu);
+	return CUDA_SUCCESS;
+}
+STUB(cuEventQuery)(CUevent e) {
+	pthread_mutex_lock(&stub_host_mu);
+	CUresult r = stub_pending(e) ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
+	pthread_mutex_unlock(&stub_host_mu);
+	return r;
+}
+STUB(cuEventSynchronize)(CUevent e) {
+	pthread_mutex_lock(&stub_host_mu);
+	while (stub_pending(e)) pthread_cond_wait(&stub_host_cv, &stub_host_mu);
+	pthread_mutex_unlock(&stub_host_mu);
+	return CUDA_SUCCESS;
+}
+STUB(cuStreamQuery)(CUstream s) {
+	pthread_mutex_lock(&stub_host_mu);
+	CUresult r = stub_host_ran < stub_host_queued ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
+	pthread_mutex_unlock(&stub_host_mu);
+	return r;
+}
 STUB(cuCtxSynchronize)(void) { return stub_host_wait(); }
