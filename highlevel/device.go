@@ -500,11 +500,12 @@ func (d Device) Use() (err error) {
 }
 
 // Do runs fn on a goroutine locked to its OS thread, with d as the thread's
-// current device, and afterwards restores the thread's previous context
-// (none, if it had none: restoring does not make one) and unlocks the
-// thread, also when fn panics. It is CuPy's "with Device(n):" in Go. Do
-// returns fn's error, or the error of making d current (then fn does not
-// run).
+// current device, and afterwards puts back the thread's previous context
+// and unlocks the thread, also when fn panics. It is CuPy's "with
+// Device(n):" in Go. A thread that had no context keeps d's, as after the
+// package's other operations: it had no device of its own to keep, and the
+// next Do of d there switches nothing. Do returns fn's error, or the error
+// of making d current (then fn does not run).
 func (d Device) Do(fn func() error) error {
 	// The operation's name is made only for an error, and the context
 	// swapped in one call: Do comes before every NCCL call of
@@ -520,7 +521,9 @@ func (d Device) Do(fn func() error) error {
 	if err := check("cuCtxSetCurrent", prev.R); err != nil {
 		return fail(err)
 	}
-	defer driver.CtxSet(prev.Ctx)
+	if prev.Ctx != nil && prev.Ctx != ctx {
+		defer driver.CtxSet(prev.Ctx)
+	}
 	return fn()
 }
 

@@ -668,7 +668,7 @@ func onlyDevice1(t *testing.T) {
 	if _, err := UnownedMemory(m.Ptr(), 1024, nil); err != nil {
 		t.Fatal(err)
 	}
-	d.Do(func() error { return nil }) // restores "no context", not device 0
+	d.Do(func() error { return nil }) // leaves device 1's context where there was none, not device 0's
 	p, _ := NewMemoryPool(d)
 	b, _ := p.Malloc(1 << 20)
 	b.Memory().Free()

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/gocuda/cuda/cudadrv"
 	"github.com/gocuda/cuda/cudart"
+	"github.com/gocuda/cuda/highlevel/internal/driver"
 	"github.com/gocuda/cuda/internal/dl"
 	"github.com/gocuda/cuda/internal/stubtest"
 	"github.com/gocuda/cuda/internal/testsrc"
@@ -205,6 +207,20 @@ func checkDriverOnly(t *testing.T) {
 	}); err != nil {
 		t.Error(err)
 	}
+	// A thread with no context keeps d's after Do, and the next Do there
+	// makes one cgo call, which switches nothing.
+	runtime.LockOSThread()
+	driver.CtxSet(nil)
+	d.Do(func() error { return nil })
+	if cur, err := CurrentDevice(); cur != d || err != nil {
+		t.Errorf("CurrentDevice after Do on a thread with no context = %v, %v; want %v", cur, err, d)
+	}
+	cgo := runtime.NumCgoCall()
+	d.Do(func() error { return nil })
+	if n := runtime.NumCgoCall() - cgo; n != 1 {
+		t.Errorf("Do with its context current made %d cgo calls, want 1", n)
+	}
+	runtime.UnlockOSThread()
 	s, err := NewStream(d, nil)
 	if err != nil {
 		t.Fatal(err)

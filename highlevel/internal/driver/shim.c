@@ -776,15 +776,16 @@ int hl_wake_after(void *ctx, uintptr_t s, uintptr_t e, uintptr_t h) {
 	return r;
 }
 
-// hl_ctx_swap makes ctx current on the calling thread (NULL: none) and
-// returns the context that was (NULL for none), in one call for Device.Do;
-// hl_ctx_set makes ctx current, for Device.Use and Do's restoring.
+// hl_ctx_swap makes ctx current on the calling thread (NULL: none), unless
+// it is already, and returns the context that was (NULL for none), in one
+// call for Device.Do; hl_ctx_set makes ctx current, for Device.Use and
+// Do's restoring.
 hl_ctx hl_ctx_swap(void *ctx) {
 	hl_ctx c = {0, NULL};
 	void *prev;
 	if ((c.r = hl_enter(NULL, &prev)) != 0) return c;
 	if ((c.r = DRV(cuCtxGetCurrent)((CUcontext *)&c.ctx)) != 0) return c;
-	c.r = DRV(cuCtxSetCurrent)((CUcontext)ctx);
+	if (c.ctx != ctx) c.r = DRV(cuCtxSetCurrent)((CUcontext)ctx);
 	return c;
 }
 int hl_ctx_set(void *ctx) {
