@@ -960,7 +960,8 @@ func (c *Comm) Wait(ctx context.Context, s *highlevel.Stream) error {
 			// s.Wait polls ever more rarely, at an eighth of the wait's
 			// age: a wait of a second would end up to 125 ms late.
 			if idle, err := s.Query(); idle || err != nil {
-				// Either may have taken the stream's report of a panic.
+				// The stream's report of a callback's panic goes to
+				// whichever call asks first: the wait's is kept too.
 				cancel()
 				if werr := <-done; !errors.Is(werr, context.Canceled) {
 					err = errors.Join(err, werr)
