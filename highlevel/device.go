@@ -502,10 +502,11 @@ func (d Device) Use() (err error) {
 // Do runs fn on a goroutine locked to its OS thread, with d as the thread's
 // current device, and afterwards puts back the thread's previous context
 // and unlocks the thread, also when fn panics. It is CuPy's "with
-// Device(n):" in Go. A thread that had no context keeps d's, as after the
-// package's other operations: it had no device of its own to keep, and the
-// next Do of d there switches nothing. Do returns fn's error, or the error
-// of making d current (then fn does not run).
+// Device(n):" in Go. A thread that had no context is left with d's, as
+// after the package's other operations: it had no device of its own to
+// keep, and a context that came and went around each call would slow the
+// calls made in it. Do returns fn's error, or the error of making d current
+// (then fn does not run).
 func (d Device) Do(fn func() error) error {
 	// The operation's name is made only for an error, and the context
 	// swapped in one call: Do comes before every NCCL call of
@@ -521,9 +522,13 @@ func (d Device) Do(fn func() error) error {
 	if err := check("cuCtxSetCurrent", prev.R); err != nil {
 		return fail(err)
 	}
-	if prev.Ctx != nil && prev.Ctx != ctx {
-		defer driver.CtxSet(prev.Ctx)
+	// Whatever fn made current, the thread gets back its own context,
+	// or keeps d's: swapped only where it differs.
+	back := prev.Ctx
+	if back == nil {
+		back = ctx
 	}
+	defer driver.CtxSwap(back)
 	return fn()
 }
 

@@ -207,18 +207,27 @@ func checkDriverOnly(t *testing.T) {
 	}); err != nil {
 		t.Error(err)
 	}
-	// A thread with no context keeps d's after Do, and the next Do there
-	// makes one cgo call, which switches nothing.
+	// A thread with no context is left with d's after Do, also when fn
+	// unset it; the next Do there makes two cgo calls, which switch
+	// nothing.
 	runtime.LockOSThread()
+	ctx, err := d.context()
+	if err != nil {
+		t.Fatal(err)
+	}
 	driver.CtxSet(nil)
 	d.Do(func() error { return nil })
-	if cur, err := CurrentDevice(); cur != d || err != nil {
-		t.Errorf("CurrentDevice after Do on a thread with no context = %v, %v; want %v", cur, err, d)
+	if cur := driver.CtxSwap(ctx); cur.Ctx != ctx {
+		t.Errorf("context after Do on a thread with none: %p, want d's, %p", cur.Ctx, ctx)
+	}
+	d.Do(func() error { driver.CtxSet(nil); return nil })
+	if cur := driver.CtxSwap(ctx); cur.Ctx != ctx {
+		t.Errorf("context after a Do whose fn unset it: %p, want d's, %p", cur.Ctx, ctx)
 	}
 	cgo := runtime.NumCgoCall()
 	d.Do(func() error { return nil })
-	if n := runtime.NumCgoCall() - cgo; n != 1 {
-		t.Errorf("Do with its context current made %d cgo calls, want 1", n)
+	if n := runtime.NumCgoCall() - cgo; n != 2 {
+		t.Errorf("Do with its context current made %d cgo calls, want 2", n)
 	}
 	runtime.UnlockOSThread()
 	s, err := NewStream(d, nil)

@@ -946,43 +946,66 @@ func (c *Comm) Wait(ctx context.Context, s *highlevel.Stream) error {
 	defer deadline.Stop()
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
+	// The reports of callbacks' panics that the ticks' queries took: a
+	// report goes to whichever call asks first.
+	var panicked error
 	for {
 		select {
 		case err := <-done:
-			return c.waited(op, err)
+			return c.waited(op, errors.Join(err, panicked))
 		case <-ctx.Done():
-			return c.opErr(op, ctx.Err())
+			return c.opErr(op, errors.Join(ctx.Err(), panicked))
 		case <-deadline.C:
 			err := wrapf(ErrTimeout, ErrAborted, "the stream's work not done after %v", c.timeout)
 			c.abort(err)
-			return c.opErr(op, err)
+			return c.opErr(op, errors.Join(err, panicked))
 		case <-tick.C:
 			// s.Wait polls ever more rarely, at an eighth of the wait's
-			// age: a wait of a second would end up to 125 ms late.
-			if idle, err := s.Query(); idle || err != nil {
-				// The stream's report of a callback's panic goes to
-				// whichever call asks first: the wait's is kept too.
+			// age: a wait of a second would end up to 125 ms late. A
+			// query that fails otherwise (a capture elsewhere refuses
+			// it, the stream was closed) leaves the deciding to s.Wait.
+			idle, err := s.Query()
+			if idle {
 				cancel()
-				if werr := <-done; !errors.Is(werr, context.Canceled) {
-					err = errors.Join(err, werr)
+				werr := <-done
+				if errors.Is(werr, context.Canceled) || errors.Is(werr, context.DeadlineExceeded) {
+					werr = nil // the work is done
 				}
-				return c.waited(op, err)
+				return c.waited(op, errors.Join(panicked, err, werr))
 			}
+			panicked = errors.Join(panicked, panics(err))
 			if c.life.Closed() && c.cause.Load() == nil {
 				continue // closed: Close finished NCCL's work; the stream's remains
 			}
 			if err := c.acquire(); err != nil {
-				return c.opErr(op, err)
+				return c.opErr(op, errors.Join(err, panicked))
 			}
-			err := asyncErr(c.h)
+			err = asyncErr(c.h)
 			c.release()
 			if err != nil && !errors.Is(err, nccl.InProgress) {
 				err = wrapf(ErrAborted, err, "NCCL failed")
 				c.abort(err)
-				return c.opErr(op, err)
+				return c.opErr(op, errors.Join(err, panicked))
 			}
 		}
 	}
+}
+
+// panics returns the parts of err that report a callback's panic.
+func panics(err error) error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var ps []error
+		for _, part := range j.Unwrap() {
+			if p := panics(part); p != nil {
+				ps = append(ps, p)
+			}
+		}
+		return errors.Join(ps...)
+	}
+	if _, ok := errors.AsType[*highlevel.PanicError](err); ok {
+		return err
+	}
+	return nil
 }
 
 // quickWait is how long Comm.Wait waits for the stream before it watches

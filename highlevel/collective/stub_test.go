@@ -98,7 +98,7 @@ var stubCases = []struct {
 		"split 5 1 blocking=0", "allreduce 5", "finalize 5", "destroy 5",
 		"finalize 2", "destroy 2", "finalize 1", "destroy 1",
 	}},
-	{"Blocking: Run costs NCCL's call and a look at the context, no allocation", 1, nil, func(t *testing.T) error {
+	{"Blocking: Run costs NCCL's call and two looks at the context, no allocation", 1, nil, func(t *testing.T) error {
 		c := stubComm(t, &Options{Blocking: true})
 		s, err := highlevel.NewStream(c.Device(), nil)
 		if err != nil {
@@ -120,8 +120,8 @@ var stubCases = []struct {
 		if err := Run(call); err != nil {
 			return err
 		}
-		if n := runtime.NumCgoCall() - cgo; n != 2 {
-			t.Errorf("Run made %d cgo calls, want 2", n)
+		if n := runtime.NumCgoCall() - cgo; n != 3 {
+			t.Errorf("Run made %d cgo calls, want 3", n)
 		}
 		if n := testing.AllocsPerRun(100, func() { Run(call) }); n != 0 {
 			t.Errorf("Run allocated %v times, want 0", n)
@@ -300,6 +300,28 @@ var stubCases = []struct {
 		}
 		if late > bound {
 			t.Errorf("Wait returned %v after the work ended, want %v at most", late, bound)
+		}
+		return errors.Join(s.Close(), c.Close())
+	}, []string{"init 1 blocking=0", "finalize 1", "destroy 1"}},
+	{"Wait reports a host function's panic once the work is done", 1, nil, func(t *testing.T) error {
+		// The panic's report goes to the first call that asks for it: a
+		// tick's query, while the work after it is still held back.
+		c := stubComm(t, nil)
+		s, err := highlevel.NewStream(c.Device(), nil)
+		if err != nil {
+			return err
+		}
+		release := make(chan struct{})
+		s.LaunchHostFunc(func() { panic("boom") })
+		s.LaunchHostFunc(func() { <-release })
+		var released atomic.Bool
+		time.AfterFunc(100*time.Millisecond, func() { released.Store(true); close(release) })
+		err = c.Wait(context.Background(), s)
+		if !released.Load() {
+			t.Errorf("Wait returned before the work was done: %v", err)
+		}
+		if _, ok := errors.AsType[*highlevel.PanicError](err); !ok {
+			t.Errorf("Wait: %v, want the host function's PanicError", err)
 		}
 		return errors.Join(s.Close(), c.Close())
 	}, []string{"init 1 blocking=0", "finalize 1", "destroy 1"}},
