@@ -51,11 +51,15 @@ func TestMain(m *testing.M) {
 func run(t *testing.T, dir string, args ...string) map[string][]byte {
 	t.Helper()
 	out := t.TempDir()
-	cmd := exec.Command(gen, append(args, "-out", out)...)
-	cmd.Dir = dir
 	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
+	err := stubtest.Run(func() *exec.Cmd {
+		cmd := exec.Command(gen, append(args, "-out", out)...)
+		cmd.Dir = dir
+		stderr.Reset()
+		cmd.Stderr = &stderr
+		return cmd
+	})
+	if err != nil {
 		t.Fatalf("gen %s: %v\n%s", strings.Join(args, " "), err, stderr.Bytes())
 	}
 	files := read(t, out)
@@ -68,10 +72,14 @@ func run(t *testing.T, dir string, args ...string) map[string][]byte {
 // its report.
 func regenerate(tb testing.TB, out string, args ...string) string {
 	tb.Helper()
-	cmd := exec.Command(gen, append([]string{"-all", "..", "-out", out}, args...)...)
 	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
+	err := stubtest.Run(func() *exec.Cmd {
+		cmd := exec.Command(gen, append([]string{"-all", "..", "-out", out}, args...)...)
+		stderr.Reset()
+		cmd.Stderr = &stderr
+		return cmd
+	})
+	if err != nil {
 		tb.Fatalf("gen -all %s: %v\n%s", strings.Join(args, " "), err, stderr.Bytes())
 	}
 	return stderr.String()

@@ -122,24 +122,21 @@ func Command(name string, args ...string) *exec.Cmd {
 	return exec.Command(name, args...)
 }
 
-// CombinedOutput runs the command newCmd makes and returns its standard
-// output and error, as exec.Cmd's CombinedOutput does. Under an emulator
-// ($GOCUDA_TEST_EXEC), whose fork can leave the child hung before it runs
-// its program (qemu-user's child waits for a lock that another of qemu's
-// threads held at the fork: seen once, a child of curand's test), a child
-// still running after hungAfter is killed and the command made and run
-// again, three times at most.
-func CombinedOutput(newCmd func() *exec.Cmd) ([]byte, error) {
+// Run runs the command newCmd makes, as exec.Cmd's Run does. Under an
+// emulator ($GOCUDA_TEST_EXEC), whose fork can leave the child hung before
+// it runs its program (qemu-user's child waits for a lock that another of
+// qemu's threads held at the fork: seen once, a child of curand's test), a
+// child still running after hungAfter is killed and the command made and
+// run again, three times at most: newCmd gives each try its own output.
+func Run(newCmd func() *exec.Cmd) error {
 	if os.Getenv(ExecEnv) == "" {
-		return newCmd().CombinedOutput()
+		return newCmd().Run()
 	}
 	for try := 1; ; try++ {
 		cmd := newCmd()
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
 		cmd.WaitDelay = time.Second // for the pipes, once it is killed
 		if err := cmd.Start(); err != nil {
-			return nil, err
+			return err
 		}
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
@@ -147,18 +144,32 @@ func CombinedOutput(newCmd func() *exec.Cmd) ([]byte, error) {
 		select {
 		case err := <-done:
 			timer.Stop()
-			return out.Bytes(), err
+			return err
 		case <-timer.C:
 		}
 		cmd.Process.Kill()
 		err := <-done
 		if try == 3 {
-			return out.Bytes(), fmt.Errorf("%s: still running after %v, three times: %w", cmd.Path, hungAfter, err)
+			return fmt.Errorf("%s: still running after %v, three times: %w", cmd.Path, hungAfter, err)
 		}
 	}
 }
 
-// hungAfter is how long CombinedOutput lets a child of an emulated test
+// CombinedOutput runs the command newCmd makes as Run does and returns its
+// standard output and error, as exec.Cmd's CombinedOutput does: the last
+// try's.
+func CombinedOutput(newCmd func() *exec.Cmd) ([]byte, error) {
+	var out bytes.Buffer
+	err := Run(func() *exec.Cmd {
+		cmd := newCmd()
+		out.Reset()
+		cmd.Stdout, cmd.Stderr = &out, &out
+		return cmd
+	})
+	return out.Bytes(), err
+}
+
+// hungAfter is how long Run lets a child of an emulated test
 // run: the children take seconds.
 var hungAfter = 2 * time.Minute
 
