@@ -778,8 +778,8 @@ int hl_wake_after(void *ctx, uintptr_t s, uintptr_t e, uintptr_t h) {
 
 // hl_ctx_swap makes ctx current on the calling thread (NULL: none), unless
 // it is already, and returns the context that was (NULL for none), in one
-// call for Device.Do; hl_ctx_set makes ctx current, for Device.Use and
-// Do's restoring.
+// call, for Device.Do and its putting back; hl_ctx_set makes ctx current,
+// for Device.Use.
 hl_ctx hl_ctx_swap(void *ctx) {
 	hl_ctx c = {0, NULL};
 	void *prev;
