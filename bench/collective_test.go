@@ -2,10 +2,12 @@ package bench
 
 import (
 	"context"
+	"runtime"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/gocuda/cuda/cudart"
 	"github.com/gocuda/cuda/highlevel"
 	"github.com/gocuda/cuda/highlevel/collective"
 	"github.com/gocuda/cuda/nccl"
@@ -29,13 +31,22 @@ func requireCollective(b *testing.B) {
 // of every device queued from one goroutine, each one Run (one NCCL
 // group), then every stream waited for with Comm.Wait, the wait timed too.
 // busbw-GB/s is as BenchmarkAllReduce's.
-func BenchmarkCollectiveAllReduce(b *testing.B) { collectiveAllReduce(b, false) }
+func BenchmarkCollectiveAllReduce(b *testing.B) { collectiveAllReduce(b, false, false) }
 
 // BenchmarkCollectiveAllReduceBlocking is BenchmarkCollectiveAllReduce
 // with Options.Blocking.
-func BenchmarkCollectiveAllReduceBlocking(b *testing.B) { collectiveAllReduce(b, true) }
+func BenchmarkCollectiveAllReduceBlocking(b *testing.B) { collectiveAllReduce(b, true, false) }
 
-func collectiveAllReduce(b *testing.B, blocking bool) {
+// BenchmarkCollectiveAllReduceBlockingPaired is
+// BenchmarkCollectiveAllReduceBlocking against the raw binding's grouped
+// calls (BenchmarkAllReduce's) on the same communicators, streams and
+// arrays, in blocks of allReduceBlock that take turns, for the sizes
+// below 2 MiB and 2 MiB: ns/op is Run's, raw-ns/op the raw calls', and
+// go/raw the median of the blocks' ratios. Separate runs of the two differ
+// by more than the gap between them.
+func BenchmarkCollectiveAllReduceBlockingPaired(b *testing.B) { collectiveAllReduce(b, true, true) }
+
+func collectiveAllReduce(b *testing.B, blocking, pair bool) {
 	requireCollective(b)
 	ctx := context.Background()
 	comms, err := collective.NewComms(ctx, nil, &collective.Options{Timeout: time.Minute, Blocking: blocking})
@@ -68,7 +79,11 @@ func collectiveAllReduce(b *testing.B, blocking bool) {
 			}
 		}
 	}
+	raw := rawRanks(b, comms, streams, bufs)
 	for _, size := range allReduceSizes {
+		if pair && size > 2<<20 {
+			break
+		}
 		b.Run("size="+sizeName(size), func(b *testing.B) {
 			calls := make([]collective.Call, n)
 			for i, c := range comms {
@@ -77,6 +92,21 @@ func collectiveAllReduce(b *testing.B, blocking bool) {
 					b.Fatal(err)
 				}
 				calls[i] = collective.AllReduce(c, view, view, collective.Sum, streams[i])
+			}
+			if pair {
+				count := uint64(size / 4)
+				// The raw binding's group belongs to the OS thread.
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				pairedAs(b, "raw", raw.sync, allReduceBlock, func(n int) error {
+					for range n {
+						if err := collective.Run(calls...); err != nil {
+							return err
+						}
+					}
+					return nil
+				}, func(n int) error { return raw.allReduces(count, n) })
+				return
 			}
 			for range allReduceWarmup {
 				if err := collective.Run(calls...); err != nil {
@@ -120,10 +150,16 @@ func BenchmarkCollectiveAllReduceProcessesBlocking(b *testing.B) {
 func collectiveProcesses(b *testing.B, variant string, blocking bool) {
 	requireCollective(b)
 	port := freePort(b)
+	cfg, env := procsConfig(port)
+	benchmarkProcs(b, variant, env, func(tb testing.TB) allReduceRank { return joinCollective(tb, cfg, blocking) })
+}
+
+// procsConfig returns rank 0's Config of a two-process job whose
+// rendezvous is on port of the loopback, and rank 1's torchrun variables.
+func procsConfig(port int) (collective.Config, []string) {
 	env := []string{collective.EnvAddr + "=127.0.0.1", collective.EnvPort + "=" + strconv.Itoa(port),
 		collective.EnvRank + "=1", collective.EnvWorldSize + "=2", collective.EnvLocalRank + "=1"}
-	cfg := collective.Config{Addr: "127.0.0.1", BindAddr: "127.0.0.1", Port: port, Rank: 0, WorldSize: 2, LocalRank: 0}
-	benchmarkProcs(b, variant, env, func(tb testing.TB) allReduceRank { return joinCollective(tb, cfg, blocking) })
+	return collective.Config{Addr: "127.0.0.1", BindAddr: "127.0.0.1", Port: port, Rank: 0, WorldSize: 2, LocalRank: 0}, env
 }
 
 // A collectiveRank is one process's rank of
@@ -134,6 +170,8 @@ type collectiveRank struct {
 	buf   *highlevel.Array[float32]
 	count uint64
 	call  collective.Call
+	// raw, when set, makes the sums through the raw binding (useRaw).
+	raw *ncclRanks
 }
 
 // joinCollective joins the job cfg describes on device cfg.LocalRank, its
@@ -165,7 +203,16 @@ func joinCollective(tb testing.TB, cfg collective.Config, blocking bool) *collec
 	return r
 }
 
+// useRaw makes r's sums the raw binding's calls on r's communicator,
+// stream and array.
+func (r *collectiveRank) useRaw(tb testing.TB) {
+	r.raw = rawRanks(tb, []*collective.Comm{r.c}, []*highlevel.Stream{r.s}, []*highlevel.Array[float32]{r.buf})
+}
+
 func (r *collectiveRank) allReduce(count uint64) error {
+	if r.raw != nil {
+		return r.raw.allReduce(count)
+	}
 	if count != r.count {
 		view, err := r.buf.Slice(0, int(count))
 		if err != nil {
@@ -192,4 +239,64 @@ func (r *collectiveRank) close(tb testing.TB) {
 	if err := r.buf.Free(); err != nil {
 		tb.Error(err)
 	}
+}
+
+// BenchmarkCollectiveAllReduceProcessesPaired is
+// BenchmarkCollectiveAllReduceProcessesBlocking against the raw binding's
+// calls on the same communicator, stream and array, in blocks of
+// allReduceBlock that take turns on rank 0 (pairedAs, as
+// BenchmarkCollectiveAllReduceBlockingPaired), for the sizes up to 2 MiB.
+// Rank 1 makes its sums through the raw binding, so that on rank 0 the
+// two sides differ only in their calls; ns/op is Run's, raw-ns/op the raw
+// binding's, go/raw the median of the blocks' ratios.
+func BenchmarkCollectiveAllReduceProcessesPaired(b *testing.B) {
+	requireCollective(b)
+	port := freePort(b)
+	cfg, env := procsConfig(port)
+	var sizes []int
+	for _, size := range allReduceSizes {
+		if size <= 2<<20 {
+			sizes = append(sizes, size)
+		}
+	}
+	procs(b, "collective-blocking-raw", env, func(tb testing.TB) allReduceRank { return joinCollective(tb, cfg, true) }, sizes,
+		func(b *testing.B, peer *rank1, ar allReduceRank, count uint64) {
+			r := ar.(*collectiveRank)
+			raw := rawRanks(b, []*collective.Comm{r.c}, []*highlevel.Stream{r.s}, []*highlevel.Array[float32]{r.buf})
+			// Rank 1 makes as many sums as rank 0's two sides, a block of
+			// each to warm up and b.N of each, its own warm-up first.
+			peer.round(b, count, 2*allReduceBlock+2*b.N-allReduceWarmup)
+			pairedAs(b, "raw", r.sync, allReduceBlock, func(n int) error {
+				for range n {
+					if err := r.allReduce(count); err != nil {
+						return err
+					}
+				}
+				return nil
+			}, func(n int) error { return raw.allReduces(count, n) })
+			peer.done(b)
+		})
+}
+
+// rawRanks returns the raw binding's view of comms and their streams and
+// arrays, for benchmarks that pair Run with NCCL's own calls on the same
+// communicators: the handles NCCL and CUDA know them by, kept past Comm.Do,
+// which only a benchmark that closes comms after its last use may. Its
+// close must not be called: they stay comms'.
+func rawRanks(tb testing.TB, comms []*collective.Comm, streams []*highlevel.Stream, bufs []*highlevel.Array[float32]) *ncclRanks {
+	tb.Helper()
+	r := &ncclRanks{}
+	for i, c := range comms {
+		err := c.Do(func(h nccl.Comm) error {
+			r.comms = append(r.comms, h)
+			return nil
+		})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		r.devs = append(r.devs, int32(c.Device()))
+		r.streams = append(r.streams, cudart.Stream(streams[i].Handle()))
+		r.bufs = append(r.bufs, bufs[i].MemoryPointer().Ptr())
+	}
+	return r
 }

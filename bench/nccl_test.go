@@ -170,6 +170,16 @@ func (r *ncclRanks) allReduce(count uint64) error {
 	return nccl.GroupEnd()
 }
 
+// allReduces queues n of allReduce's sums.
+func (r *ncclRanks) allReduces(count uint64, n int) error {
+	for range n {
+		if err := r.allReduce(count); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (r *ncclRanks) sync() error {
 	for _, s := range r.streams {
 		if err := cudart.StreamSynchronize(s); err != nil {
@@ -273,14 +283,8 @@ func BenchmarkAllReducePaired(b *testing.B) {
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
 			count := uint64(size / 4)
-			paired(b, r.sync, allReduceBlock, func(n int) error {
-				for range n {
-					if err := r.allReduce(count); err != nil {
-						return err
-					}
-				}
-				return nil
-			}, func(n int) error { return twin.rounds(count, n) })
+			paired(b, r.sync, allReduceBlock, func(n int) error { return r.allReduces(count, n) },
+				func(n int) error { return twin.rounds(count, n) })
 		})
 	}
 }

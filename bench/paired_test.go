@@ -16,6 +16,13 @@ import (
 // of the blocks' ratios (go/c).
 func paired(b *testing.B, sync func() error, block int, goSide, cSide func(n int) error) {
 	b.Helper()
+	pairedAs(b, "c", sync, block, goSide, cSide)
+}
+
+// pairedAs is paired with another side than C's: the name of that side
+// names its metrics, name-ns/op and go/name.
+func pairedAs(b *testing.B, name string, sync func() error, block int, goSide, cSide func(n int) error) {
+	b.Helper()
 	sides := [2]func(int) error{goSide, cSide}
 	// timed times n operations of side i, in ns an operation.
 	timed := func(i, n int) float64 {
@@ -42,8 +49,8 @@ func paired(b *testing.B, sync func() error, block int, goSide, cSide func(n int
 	}
 	b.StopTimer()
 	b.ReportMetric(median(goNs), "ns/op")
-	b.ReportMetric(median(cNs), "c-ns/op")
-	b.ReportMetric(median(ratios), "go/c")
+	b.ReportMetric(median(cNs), name+"-ns/op")
+	b.ReportMetric(median(ratios), "go/"+name)
 }
 
 // median returns the median of v, which it sorts.

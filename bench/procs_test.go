@@ -24,7 +24,9 @@ import (
 // their rank 1, TestAllReduceProcessesRank1, with these variables set.
 const (
 	// rank1Env names the benchmark whose rank 1 the process is: "nccl",
-	// "collective" or "collective-blocking".
+	// "collective", "collective-blocking" or "collective-blocking-raw"
+	// (a blocking communicator of collective's, its sums the raw
+	// binding's calls).
 	rank1Env = "GOCUDA_BENCH_RANK1"
 	// ncclIDEnv is BenchmarkAllReduceProcesses' unique id, in hex.
 	ncclIDEnv = "GOCUDA_BENCH_NCCL_ID"
@@ -78,6 +80,28 @@ func allReduceRound(r allReduceRank, count uint64, n int, start func()) error {
 // each of its runs a round that rank 1 makes too. It reports ns/op, MB/s
 // and busbw-GB/s as BenchmarkAllReduce does.
 func benchmarkProcs(b *testing.B, variant string, env []string, join func(testing.TB) allReduceRank) {
+	procs(b, variant, env, join, allReduceSizes, func(b *testing.B, peer *rank1, r allReduceRank, count uint64) {
+		peer.round(b, count, b.N)
+		// Not b.Loop: it would stop the timer before the wait.
+		if err := allReduceRound(r, count, b.N, b.ResetTimer); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		peer.done(b)
+		size := int(count) * 4
+		b.SetBytes(int64(size))
+		// nccl-tests' bus bandwidth, 2(n-1)/n times the bytes over the
+		// time, is the bytes over the time for n = 2 ranks.
+		b.ReportMetric(float64(size)/(b.Elapsed().Seconds()/float64(b.N))/1e9, "busbw-GB/s")
+	})
+}
+
+// procs is rank 0 of a two-process benchmark, on device 0: it starts rank
+// 1 with rank1Env set to variant and the variables env, joins it with
+// join, and runs each of sizes (bytes) as a sub-benchmark, on a locked OS
+// thread, with run, which sends rank 1 its round and waits for its reply.
+func procs(b *testing.B, variant string, env []string, join func(testing.TB) allReduceRank, sizes []int,
+	run func(b *testing.B, peer *rank1, r allReduceRank, count uint64)) {
 	peer := startRank1(b, variant, env)
 	r := join(b)
 	closed := false
@@ -86,22 +110,11 @@ func benchmarkProcs(b *testing.B, variant string, env []string, join func(testin
 			r.close(b)
 		}
 	}()
-	for _, size := range allReduceSizes {
+	for _, size := range sizes {
 		ok := b.Run("size="+sizeName(size), func(b *testing.B) {
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
-			count := uint64(size / 4)
-			peer.round(b, count, b.N)
-			// Not b.Loop: it would stop the timer before the wait.
-			if err := allReduceRound(r, count, b.N, b.ResetTimer); err != nil {
-				b.Fatal(err)
-			}
-			b.StopTimer()
-			peer.done(b)
-			b.SetBytes(int64(size))
-			// nccl-tests' bus bandwidth, 2(n-1)/n times the bytes over the
-			// time, is the bytes over the time for n = 2 ranks.
-			b.ReportMetric(float64(size)/(b.Elapsed().Seconds()/float64(b.N))/1e9, "busbw-GB/s")
+			run(b, peer, r, uint64(size/4))
 		})
 		if !ok {
 			return
@@ -288,12 +301,16 @@ func TestAllReduceProcessesRank1(t *testing.T) {
 		}
 		copy(id.Internal[:], raw)
 		r = newNCCLRank(t, id, 1, largest)
-	case "collective", "collective-blocking":
+	case "collective", "collective-blocking", "collective-blocking-raw":
 		cfg, err := collective.ConfigFromEnv()
 		if err != nil {
 			t.Fatal(err)
 		}
-		r = joinCollective(t, cfg, variant == "collective-blocking")
+		c := joinCollective(t, cfg, variant != "collective")
+		if variant == "collective-blocking-raw" {
+			c.useRaw(t)
+		}
+		r = c
 	default:
 		t.Fatalf("$%s=%q", rank1Env, variant)
 	}

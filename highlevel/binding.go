@@ -40,6 +40,22 @@ func (s *Stream) Enter(k lifepkg.Key, d Device) (cudadrv.Stream, error) {
 	return cudadrv.Stream(h), err
 }
 
+// DoRestoring is Do for fn that puts back the device it found current, as
+// NCCL's calls do (cudaGetDevice, then cudaSetDevice of that device once
+// done), and that may change the device meanwhile; it is for highlevel's
+// subpackages. A thread that had d's context or none, which is the rule
+// once the package has run there, is left as fn left it, with one cgo
+// call instead of Do's two. Such calls must not be made on a thread
+// without a context: the device cudaGetDevice reports there is device 0,
+// whose context the library would make, in a process that may have no
+// use for it.
+func (d Device) DoRestoring(k lifepkg.Key, fn func() error) error {
+	if !k.OK() {
+		return errNoKey
+	}
+	return d.do(fn, true)
+}
+
 // EnterAll is Enter for a call that queues work on several streams at once
 // (a group of NCCL calls over several devices), work for devs[i] on
 // streams[i], each pair once: unlike Enters one after the other, it holds

@@ -507,10 +507,15 @@ func (d Device) Use() (err error) {
 // keep, and a context that came and went around each call would slow the
 // calls made in it. Do returns fn's error, or the error of making d current
 // (then fn does not run).
-func (d Device) Do(fn func() error) error {
+func (d Device) Do(fn func() error) error { return d.do(fn, false) }
+
+// do is Do; where restored, fn puts back the device it found current, and
+// the thread's previous context is put back only where it was another
+// device's (see DoRestoring).
+func (d Device) do(fn func() error, restored bool) error {
 	// The operation's name is made only for an error, and the context
-	// swapped in one call: Do comes before every NCCL call of
-	// collective's.
+	// swapped in one call: collective makes its NCCL calls in
+	// DoRestoring.
 	fail := func(err error) error { return opErr("make "+d.String()+" current", err) }
 	ctx, err := d.context()
 	if err != nil {
@@ -523,12 +528,15 @@ func (d Device) Do(fn func() error) error {
 		return fail(err)
 	}
 	// Whatever fn made current, the thread gets back its own context,
-	// or keeps d's: swapped only where it differs.
+	// or keeps d's: swapped only where it differs. A restored fn left
+	// d's current, which the thread keeps where it had d's or none.
 	back := prev.Ctx
 	if back == nil {
 		back = ctx
 	}
-	defer driver.CtxSwap(back)
+	if !restored || back != ctx {
+		defer driver.CtxSwap(back)
+	}
 	return fn()
 }
 

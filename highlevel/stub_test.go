@@ -9,10 +9,12 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/gocuda/cuda/cudadrv"
 	"github.com/gocuda/cuda/cudart"
 	"github.com/gocuda/cuda/highlevel/internal/driver"
+	lifepkg "github.com/gocuda/cuda/highlevel/internal/life"
 	"github.com/gocuda/cuda/internal/dl"
 	"github.com/gocuda/cuda/internal/stubtest"
 	"github.com/gocuda/cuda/internal/testsrc"
@@ -178,6 +180,40 @@ func checkDriverVersionError(t *testing.T, err error, function string, needed, d
 	}
 }
 
+// checkDoRestoring checks DoRestoring on the locked thread, whose context
+// is d's, ctx: it makes one cgo call there, leaves d's on a thread that had
+// none, and puts back another device's (the stand-in takes any pointer
+// for a context).
+func checkDoRestoring(t *testing.T, d Device, ctx unsafe.Pointer) {
+	t.Helper()
+	if err := d.DoRestoring(lifepkg.Key{}, func() error { return nil }); !errors.Is(err, errNoKey) {
+		t.Errorf("DoRestoring without the key: %v, want errNoKey", err)
+	}
+	cgo := runtime.NumCgoCall()
+	var in driver.Ctx
+	d.DoRestoring(lifepkg.Sub, func() error { in = driver.CtxSwap(ctx); return nil })
+	if n := runtime.NumCgoCall() - cgo; n != 2 || in.Ctx != ctx {
+		t.Errorf("DoRestoring with d's context current made %d cgo calls (fn's included), want 2; d's current in fn: %v", n, in.Ctx == ctx)
+	}
+	var other byte
+	for _, tc := range []struct {
+		name       string
+		prev, want unsafe.Pointer
+	}{
+		{"a thread with no context", nil, ctx},
+		{"a thread with another device's context", unsafe.Pointer(&other), unsafe.Pointer(&other)},
+	} {
+		driver.CtxSet(tc.prev)
+		d.DoRestoring(lifepkg.Sub, func() error { in = driver.CtxSwap(ctx); return nil })
+		if in.Ctx != ctx {
+			t.Errorf("%s: DoRestoring's fn ran with %p current, want d's, %p", tc.name, in.Ctx, ctx)
+		}
+		if cur := driver.CtxSwap(ctx); cur.Ctx != tc.want {
+			t.Errorf("%s: context after DoRestoring %p, want %p", tc.name, cur.Ctx, tc.want)
+		}
+	}
+}
+
 // checkDriverOnly uses the package on a CUDA 12.2 driver without libcudart:
 // what needs the driver works, Module.Kernel needs CUDA 12.4 and says so,
 // and what needs libcudart says that; every function of the shim was asked
@@ -229,6 +265,7 @@ func checkDriverOnly(t *testing.T) {
 	if n := runtime.NumCgoCall() - cgo; n != 2 {
 		t.Errorf("Do with its context current made %d cgo calls, want 2", n)
 	}
+	checkDoRestoring(t, d, ctx)
 	runtime.UnlockOSThread()
 	s, err := NewStream(d, nil)
 	if err != nil {

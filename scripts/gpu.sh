@@ -206,11 +206,12 @@ if nvcc -O2 -arch=native -I"$inc" -I. -o nccl nccl.cu -L. -lnccl -Xlinker -rpath
 	# one run; nccl 1 procs: one run in two processes): each Go benchmark
 	# takes about 0.9 s a size at 0.5s (b.N's ramp, then 0.5 s), 13 sizes,
 	# and a few seconds to start; the twin 0.6 s a size (warm-up, probe,
-	# one run of 0.5 s). Three rounds took 210 s on 2×H200 with one
-	# benchmark fewer (BenchmarkCollectiveAllReduceBlocking); they should
-	# stay under 5 minutes.
+	# one run of 0.5 s); the paired ones (Run against the raw binding's
+	# calls, up to 2 MiB) about 1.5 s a size. Three rounds took 270 s on
+	# 4×H200 before the paired collective benchmarks came; they should
+	# stay under 7 minutes.
 	for i in 1 2 3; do
-		./bench.test -test.run '^$' -test.bench '^Benchmark(Collective)?AllReduce(Blocking|Paired|Processes|ProcessesBlocking)?$' -test.count 1 -test.benchtime 0.5s -test.v | tee -a "$log/go-nccl.txt" || status=1
+		./bench.test -test.run '^$' -test.bench '^Benchmark(Collective)?AllReduce(Blocking|Paired|Processes|ProcessesBlocking|BlockingPaired|ProcessesPaired)?$' -test.count 1 -test.benchtime 0.5s -test.v | tee -a "$log/go-nccl.txt" || status=1
 		./nccl 1 | tee -a "$log/c-nccl.txt" || status=1
 		./nccl 1 procs | tee -a "$log/c-nccl.txt" || status=1
 	done
