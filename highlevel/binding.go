@@ -45,10 +45,10 @@ func (s *Stream) Enter(k lifepkg.Key, d Device) (cudadrv.Stream, error) {
 // done), and that may change the device meanwhile; it is for highlevel's
 // subpackages. A thread that had d's context or none, which is the rule
 // once the package has run there, is left as fn left it, with one cgo
-// call instead of Do's two. Such calls must not be made on a thread
-// without a context: the device cudaGetDevice reports there is device 0,
-// whose context the library would make, in a process that may have no
-// use for it.
+// call instead of Do's two. Such a library needs a context current all
+// the same: on a thread without one, the device cudaGetDevice reports is
+// device 0, whose context the library would make, in a process that may
+// have no use for it.
 func (d Device) DoRestoring(k lifepkg.Key, fn func() error) error {
 	if !k.OK() {
 		return errNoKey
