@@ -183,7 +183,7 @@ func checkDriverVersionError(t *testing.T, err error, function string, needed, d
 // checkDoRestoring checks DoRestoring on the locked thread, whose context
 // is d's, ctx: it makes one cgo call there, leaves d's on a thread that had
 // none, and puts back another device's (the stand-in takes any pointer
-// for a context).
+// for a context: one past d's, C memory as a context is).
 func checkDoRestoring(t *testing.T, d Device, ctx unsafe.Pointer) {
 	t.Helper()
 	if err := d.DoRestoring(lifepkg.Key{}, func() error { return nil }); !errors.Is(err, errNoKey) {
@@ -195,13 +195,13 @@ func checkDoRestoring(t *testing.T, d Device, ctx unsafe.Pointer) {
 	if n := runtime.NumCgoCall() - cgo; n != 2 || in.Ctx != ctx {
 		t.Errorf("DoRestoring with d's context current made %d cgo calls (fn's included), want 2; d's current in fn: %v", n, in.Ctx == ctx)
 	}
-	var other byte
+	other := unsafe.Add(ctx, 1)
 	for _, tc := range []struct {
 		name       string
 		prev, want unsafe.Pointer
 	}{
 		{"a thread with no context", nil, ctx},
-		{"a thread with another device's context", unsafe.Pointer(&other), unsafe.Pointer(&other)},
+		{"a thread with another device's context", other, other},
 	} {
 		driver.CtxSet(tc.prev)
 		d.DoRestoring(lifepkg.Sub, func() error { in = driver.CtxSwap(ctx); return nil })
