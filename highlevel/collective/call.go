@@ -342,21 +342,44 @@ func run(calls []Call) (abort []*Comm, err error) {
 		return &Error{Op: op, Rank: -1, Dev: int(c.dev), Err: fmt.Errorf("rank %d of %d: %w", c.rank, c.size, err)}
 	}
 
-	// The communicators, each once. The buffers of this and the holds
-	// below spare a Run of a few calls allocations.
-	var commBuf [4]*Comm
-	comms := commBuf[:0]
+	// What run holds, let go of in one deferred function, so that its
+	// defer stays open-coded (cheaper than a defer each, with run's many
+	// returns): the streams left first, then the blocking communicators
+	// told the streams of the calls queued (while held), the arrays'
+	// memory released, and the communicators. The buffers spare a Run of
+	// a few calls allocations.
+	var (
+		commBuf   [4]*Comm
+		holdBuf   [8]buffer.Buffer
+		streamBuf [4]*highlevel.Stream
+		devBuf    [4]highlevel.Device
+	)
+	comms, holds := commBuf[:0], holdBuf[:0]
+	streams, devs := streamBuf[:0], devBuf[:0]
+	held, entered, queued := 0, false, false
+	defer func() {
+		if entered {
+			highlevel.LeaveAll(life.Sub, streams, devs)
+		}
+		for i := range calls {
+			if c := calls[i].comm; queued && c.ctl != 0 {
+				c.queuedOn(calls[i].s)
+			}
+		}
+		for _, a := range holds {
+			a.Release()
+		}
+		for _, c := range comms[:held] {
+			c.release()
+		}
+	}()
+
+	// The communicators, each once.
 	for i := range calls {
 		if c := calls[i].comm; !slices.Contains(comms, c) {
 			comms = append(comms, c)
 		}
 	}
-	held := 0
-	defer func() {
-		for _, c := range comms[:held] {
-			c.release()
-		}
-	}()
 	for _, c := range comms {
 		if err := c.acquire(); err != nil {
 			return nil, fail(c, err)
@@ -364,19 +387,16 @@ func run(calls []Call) (abort []*Comm, err error) {
 		held++
 	}
 
-	// The arrays' memory.
+	// The arrays' memory, once for a call in place.
 	ptrs := make([][2]unsafe.Pointer, len(calls))
-	var holdBuf [8]buffer.Buffer
-	holds := holdBuf[:0]
-	defer func() {
-		for _, a := range holds {
-			a.Release()
-		}
-	}()
 	for i := range calls {
 		call := &calls[i]
 		for j, a := range call.arrays {
 			if a == (buffer.Buffer{}) {
+				continue
+			}
+			if j == 1 && a == call.arrays[0] {
+				ptrs[i][1] = ptrs[i][0]
 				continue
 			}
 			p, dev, err := a.Acquire()
@@ -393,9 +413,6 @@ func run(calls []Call) (abort []*Comm, err error) {
 
 	// The streams, each once, entered together: a group over two
 	// capturing streams, entered one by one, would wait for itself.
-	var streamBuf [4]*highlevel.Stream
-	var devBuf [4]highlevel.Device
-	streams, devs := streamBuf[:0], devBuf[:0]
 	for i := range calls {
 		call := &calls[i]
 		if call.s != nil && call.s.Device() != call.comm.dev {
@@ -409,20 +426,10 @@ func run(calls []Call) (abort []*Comm, err error) {
 			streams, devs = append(streams, call.s), append(devs, call.comm.dev)
 		}
 	}
-	// Blocking communicators remember the streams of the calls queued,
-	// once the streams are left, while the communicators are held.
-	queued := false
-	defer func() {
-		for i := range calls {
-			if c := calls[i].comm; queued && c.ctl != 0 {
-				c.queuedOn(calls[i].s)
-			}
-		}
-	}()
 	if err := highlevel.EnterAll(life.Sub, streams, devs); err != nil {
 		return nil, fail(first, err)
 	}
-	defer highlevel.LeaveAll(life.Sub, streams, devs)
+	entered = true
 	// A captured call is a node of its stream's graph, which holds the
 	// arrays it names until the graph is closed.
 	for i := range calls {

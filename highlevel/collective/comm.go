@@ -774,6 +774,9 @@ func (c *Comm) Close() error {
 func (c *Comm) queuedOn(s *highlevel.Stream) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if n := len(c.queued); n > 0 && c.queued[n-1] == s {
+		return // the last already: a Run after another on the same stream
+	}
 	if i := slices.Index(c.queued, s); i >= 0 {
 		c.queued = slices.Delete(c.queued, i, i+1)
 	} else if len(c.queued) == queuedStreams {
