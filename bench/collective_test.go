@@ -40,8 +40,8 @@ func BenchmarkCollectiveAllReduceBlocking(b *testing.B) { collectiveAllReduce(b,
 // BenchmarkCollectiveAllReduceBlockingPaired is
 // BenchmarkCollectiveAllReduceBlocking against the raw binding's grouped
 // calls (BenchmarkAllReduce's) on the same communicators, streams and
-// arrays, in blocks of allReduceBlock that take turns, for the sizes
-// below 2 MiB and 2 MiB: ns/op is Run's, raw-ns/op the raw calls', and
+// arrays, in blocks of allReduceBlock that take turns, for the sizes up
+// to 2 MiB: ns/op is Run's, raw-ns/op the raw calls', and
 // go/raw the median of the blocks' ratios. Separate runs of the two differ
 // by more than the gap between them.
 func BenchmarkCollectiveAllReduceBlockingPaired(b *testing.B) { collectiveAllReduce(b, true, true) }
@@ -79,7 +79,10 @@ func collectiveAllReduce(b *testing.B, blocking, pair bool) {
 			}
 		}
 	}
-	raw := rawRanks(b, comms, streams, bufs)
+	var raw *ncclRanks
+	if pair {
+		raw = rawRanks(b, comms, streams, bufs)
+	}
 	for _, size := range allReduceSizes {
 		if pair && size > 2<<20 {
 			break
@@ -259,10 +262,13 @@ func BenchmarkCollectiveAllReduceProcessesPaired(b *testing.B) {
 			sizes = append(sizes, size)
 		}
 	}
+	var raw *ncclRanks // rank 0's, once joined
 	procs(b, "collective-blocking-raw", env, func(tb testing.TB) allReduceRank { return joinCollective(tb, cfg, true) }, sizes,
 		func(b *testing.B, peer *rank1, ar allReduceRank, count uint64) {
 			r := ar.(*collectiveRank)
-			raw := rawRanks(b, []*collective.Comm{r.c}, []*highlevel.Stream{r.s}, []*highlevel.Array[float32]{r.buf})
+			if raw == nil {
+				raw = rawRanks(b, []*collective.Comm{r.c}, []*highlevel.Stream{r.s}, []*highlevel.Array[float32]{r.buf})
+			}
 			// Rank 1 makes as many sums as rank 0's two sides, a block of
 			// each to warm up and b.N of each, its own warm-up first.
 			peer.round(b, count, 2*allReduceBlock+2*b.N-allReduceWarmup)

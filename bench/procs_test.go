@@ -20,8 +20,9 @@ import (
 )
 
 // The two-process all-reduce benchmarks (BenchmarkAllReduceProcesses,
-// BenchmarkCollectiveAllReduceProcesses) run the test binary again as
-// their rank 1, TestAllReduceProcessesRank1, with these variables set.
+// BenchmarkCollectiveAllReduceProcesses and its variants) run the test
+// binary again as their rank 1, TestAllReduceProcessesRank1, with these
+// variables set.
 const (
 	// rank1Env names the benchmark whose rank 1 the process is: "nccl",
 	// "collective", "collective-blocking" or "collective-blocking-raw"
@@ -273,9 +274,10 @@ func (p *rank1) finish(b *testing.B, closeRank func()) {
 	}
 }
 
-// TestAllReduceProcessesRank1 is rank 1 of BenchmarkAllReduceProcesses or
-// BenchmarkCollectiveAllReduceProcesses, which run it with rank1Env set:
-// on device 1, it makes each round rank 0 sends, as rank 0 does, and
+// TestAllReduceProcessesRank1 is rank 1 of the two-process benchmarks
+// (BenchmarkAllReduceProcesses, BenchmarkCollectiveAllReduceProcesses,
+// ...ProcessesBlocking, ...ProcessesPaired), which run it with rank1Env
+// set: on device 1, it makes each round rank 0 sends, as rank 0 does, and
 // replies once done (see rank1). Without rank1Env it skips.
 func TestAllReduceProcessesRank1(t *testing.T) {
 	variant := os.Getenv(rank1Env)

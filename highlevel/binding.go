@@ -40,12 +40,14 @@ func (s *Stream) Enter(k lifepkg.Key, d Device) (cudadrv.Stream, error) {
 	return cudadrv.Stream(h), err
 }
 
-// DoRestoring is Do for fn that puts back the device it found current, as
-// NCCL's calls do (cudaGetDevice, then cudaSetDevice of that device once
-// done), and that may change the device meanwhile; it is for highlevel's
-// subpackages. A thread that had d's context or none, which is the rule
-// once the package has run there, is left as fn left it, with one cgo
-// call instead of Do's two. Such a library needs a context current all
+// DoRestoring is Do for fn that puts back the device it found current
+// where it succeeds, as NCCL's calls do (cudaGetDevice, then cudaSetDevice
+// of that device once done; a group whose launch failed does not), and
+// that may change the device meanwhile; it is for highlevel's
+// subpackages. Where fn returns nil, a thread that had d's context or
+// none, which is the rule once the package has run there, is left as fn
+// left it, with one cgo call instead of Do's two; where fn fails or
+// panics, the thread's context is put back as Do puts it back. Such a library needs a context current all
 // the same: on a thread without one, the device cudaGetDevice reports is
 // device 0, whose context the library would make, in a process that may
 // have no use for it.

@@ -509,13 +509,13 @@ func (d Device) Use() (err error) {
 // (then fn does not run).
 func (d Device) Do(fn func() error) error { return d.do(fn, false) }
 
-// do is Do; where restored, fn puts back the device it found current, and
-// the thread's previous context is put back only where it was another
-// device's (see DoRestoring).
-func (d Device) do(fn func() error, restored bool) error {
+// do is Do; where restored, fn puts back the device it found current once
+// it succeeds, and the thread's previous context is put back only where it
+// was another device's, or fn failed or panicked (see DoRestoring).
+func (d Device) do(fn func() error, restored bool) (err error) {
 	// The operation's name is made only for an error, and the context
-	// swapped in one call: collective makes its NCCL calls in
-	// DoRestoring.
+	// swapped in one call: do comes before every NCCL group of
+	// collective's (DoRestoring).
 	fail := func(err error) error { return opErr("make "+d.String()+" current", err) }
 	ctx, err := d.context()
 	if err != nil {
@@ -528,16 +528,22 @@ func (d Device) do(fn func() error, restored bool) error {
 		return fail(err)
 	}
 	// Whatever fn made current, the thread gets back its own context,
-	// or keeps d's: swapped only where it differs. A restored fn left
-	// d's current, which the thread keeps where it had d's or none.
+	// or keeps d's: swapped only where it differs. A restored fn that
+	// succeeded left d's current, which the thread keeps where it had
+	// d's or none.
 	back := prev.Ctx
 	if back == nil {
 		back = ctx
 	}
-	if !restored || back != ctx {
-		defer driver.CtxSwap(back)
-	}
-	return fn()
+	done := false
+	defer func() {
+		if !done || !restored || back != ctx {
+			driver.CtxSwap(back)
+		}
+	}()
+	err = fn()
+	done = err == nil
+	return err
 }
 
 // EnablePeerAccess lets d's work read and write memory of device peer

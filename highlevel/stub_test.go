@@ -182,8 +182,9 @@ func checkDriverVersionError(t *testing.T, err error, function string, needed, d
 
 // checkDoRestoring checks DoRestoring on the locked thread, whose context
 // is d's, ctx: it makes one cgo call there, leaves d's on a thread that had
-// none, and puts back another device's (the stand-in takes any pointer
-// for a context: one past d's, C memory as a context is).
+// none, puts back another device's, and puts back d's where fn failed or
+// panicked leaving another current (the stand-in takes any pointer for a
+// context: one past d's, C memory as a context is).
 func checkDoRestoring(t *testing.T, d Device, ctx unsafe.Pointer) {
 	t.Helper()
 	if err := d.DoRestoring(lifepkg.Key{}, func() error { return nil }); !errors.Is(err, errNoKey) {
@@ -210,6 +211,30 @@ func checkDoRestoring(t *testing.T, d Device, ctx unsafe.Pointer) {
 		}
 		if cur := driver.CtxSwap(ctx); cur.Ctx != tc.want {
 			t.Errorf("%s: context after DoRestoring %p, want %p", tc.name, cur.Ctx, tc.want)
+		}
+	}
+	// An fn that fails or panics may not have put the device back (an NCCL
+	// group whose launch failed does not): the thread's context is.
+	errFn := errors.New("fn failed")
+	for _, tc := range []struct {
+		name string
+		fn   func() error
+	}{
+		{"failed", func() error { driver.CtxSet(other); return errFn }},
+		{"panicked", func() error { driver.CtxSet(other); panic(errFn) }},
+	} {
+		func() {
+			defer func() {
+				if r := recover(); r != nil && r != errFn {
+					panic(r)
+				}
+			}()
+			if err := d.DoRestoring(lifepkg.Sub, tc.fn); err != errFn {
+				t.Errorf("%s: DoRestoring = %v, want fn's error", tc.name, err)
+			}
+		}()
+		if cur := driver.CtxSwap(ctx); cur.Ctx != ctx {
+			t.Errorf("DoRestoring whose fn %s leaving another context current: %p after it, want d's, %p", tc.name, cur.Ctx, ctx)
 		}
 	}
 }

@@ -453,7 +453,8 @@ func run(calls []Call) (abort []*Comm, err error) {
 		grouped := len(calls) > 1
 		if grouped {
 			if err := nccl.GroupStart(); err != nil {
-				return fmt.Errorf("ncclGroupStart: %w", err)
+				errs = append(errs, fail(first, fmt.Errorf("ncclGroupStart: %w", err)))
+				return errs[0]
 			}
 		}
 		for i := range calls {
@@ -469,12 +470,14 @@ func run(calls []Call) (abort []*Comm, err error) {
 				errs = append(errs, fail(first, fmt.Errorf("ncclGroupEnd: %w", ncclErr(first.h, err))))
 			}
 		}
-		return nil
+		// An error has DoRestoring put the context back: a group whose
+		// launch failed leaves its last device's current.
+		return errors.Join(errs...)
 	}
-	if err := first.dev.DoRestoring(life.Sub, queue); err != nil { // nothing queued
-		return nil, fail(first, err)
-	}
-	if err := errors.Join(errs...); err != nil {
+	if err := first.dev.DoRestoring(life.Sub, queue); err != nil {
+		if len(errs) == 0 { // d's context could not be made current
+			return nil, fail(first, err)
+		}
 		return nil, err
 	}
 	queued = true
