@@ -356,8 +356,11 @@ func run(calls []Call) (abort []*Comm, err error) {
 	)
 	comms, holds := commBuf[:0], holdBuf[:0]
 	streams, devs := streamBuf[:0], devBuf[:0]
-	held, entered, queued := 0, false, false
+	held, locked, entered, queued := 0, false, false, false
 	defer func() {
+		if locked {
+			unlockCalls(comms)
+		}
 		if entered {
 			highlevel.LeaveAll(life.Sub, streams, devs)
 		}
@@ -426,6 +429,10 @@ func run(calls []Call) (abort []*Comm, err error) {
 			streams, devs = append(streams, call.s), append(devs, call.comm.dev)
 		}
 	}
+	// The communicators' NCCL calls, one operation at a time, until
+	// NCCL's work for these is no longer in progress; then the streams.
+	lockCalls(comms)
+	locked = true
 	if err := highlevel.EnterAll(life.Sub, streams, devs); err != nil {
 		return nil, fail(first, err)
 	}

@@ -1,6 +1,7 @@
 package collective
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -117,7 +118,15 @@ func handles(n int) ([]nccl.Comm, func()) {
 // ncclComm_t. NewComms makes one per device of the process, NewComm and
 // Join one rank of a job of several processes, Split new ones from it.
 //
-// A Comm is safe for use by several goroutines. Close follows highlevel's
+// A Comm is safe for use by several goroutines. NCCL takes a
+// communicator's calls from one thread at a time, so the package makes
+// them one operation at a time: a Run, Split, Err or Do waits for another
+// one's NCCL calls on the same communicator (for a non-blocking one, until
+// NCCL's work for them is no longer in progress); Wait, while one is in
+// progress, leaves the watching of the communicator to it; Abort waits for
+// none. Ranks of one communicator must still make their collectives in
+// the same order, as NCCL requires: from one goroutine a rank, or ordered
+// by the program. Close follows highlevel's
 // protocol: the operations in progress finish, later ones return an error
 // wrapping highlevel.ErrClosed, and so does a second Close. Abort ends the
 // communicator at once, without waiting for its peers: the collectives it
@@ -144,7 +153,14 @@ type Comm struct {
 	size    int
 	timeout time.Duration
 
-	life     life.Life
+	life life.Life
+	// calls makes the NCCL calls on h and ctl one at a time, as NCCL
+	// requires of a communicator, and a non-blocking one's operation
+	// last until it is no longer in progress; ncclCommAbort, which may
+	// come at any time, does not take it. seq orders the locking of
+	// several communicators' calls (lockCalls).
+	calls    sync.Mutex
+	seq      uint64
 	aborting atomic.Bool           // pollers stop
 	ended    atomic.Bool           // Close or Abort is done
 	endedCh  chan struct{}         // closed once ended
@@ -263,11 +279,13 @@ func (c *Comm) stopped() error {
 // Do calls fn with the NCCL communicator of Run's calls, the Comm's device
 // current on the calling OS thread, while the Comm stays open (Close and
 // Abort wait for fn), for the NCCL functions the package does not wrap
-// (nccl.AlltoAll, nccl.CommRegister, ...). Unless Options.Blocking made it
-// blocking, the communicator is non-blocking: a call that returns
-// nccl.InProgress must be followed by polls of nccl.CommGetAsyncError
-// until it is no longer in progress, before fn returns. fn must not keep
-// the handle, nor call Close or Abort.
+// (nccl.AlltoAll, nccl.CommRegister, ...), while the package's other NCCL
+// calls on it wait (NCCL takes a communicator's calls from one thread at a
+// time). Unless Options.Blocking made it blocking, the communicator is
+// non-blocking: a call that returns nccl.InProgress must be followed by
+// polls of nccl.CommGetAsyncError until it is no longer in progress,
+// before fn returns. fn must not keep the handle, nor call the Comm's
+// methods, nor Run a Call of it: they would wait for fn.
 func (c *Comm) Do(fn func(h nccl.Comm) error) error {
 	if err := c.acquire(); err != nil {
 		return c.opErr("do", err)
@@ -276,6 +294,8 @@ func (c *Comm) Do(fn func(h nccl.Comm) error) error {
 	if fn == nil {
 		return c.opErr("do", refusal.Errorf("nil function"))
 	}
+	c.calls.Lock()
+	defer c.calls.Unlock()
 	return c.dev.Do(func() error { return fn(c.h) })
 }
 
@@ -287,7 +307,10 @@ func (c *Comm) Err() error {
 		return c.opErr("async error", err)
 	}
 	defer c.release()
-	if err := asyncErr(c.h); err != nil && !errors.Is(err, nccl.InProgress) {
+	c.calls.Lock()
+	err := asyncErr(c.h)
+	c.calls.Unlock()
+	if err != nil && !errors.Is(err, nccl.InProgress) {
 		return c.opErr("async error", err)
 	}
 	return nil
@@ -383,7 +406,30 @@ func poll(ctx context.Context, deadline time.Time, hs []nccl.Comm, stop func() e
 // newComm wraps a communicator NCCL made, and the one it was split from
 // where opts ask for Blocking; name is their name (cName).
 func newComm(h, ctl nccl.Comm, name *byte, dev highlevel.Device, rank, size int, opts *Options) *Comm {
-	return &Comm{h: h, ctl: ctl, name: name, dev: dev, rank: rank, size: size, timeout: opts.timeout(), endedCh: make(chan struct{})}
+	return &Comm{h: h, ctl: ctl, name: name, dev: dev, rank: rank, size: size, timeout: opts.timeout(),
+		seq: commSeq.Add(1), endedCh: make(chan struct{})}
+}
+
+// commSeq counts the Comms made, for their seq.
+var commSeq atomic.Uint64
+
+// lockCalls locks the NCCL calls of comms, in the order of their seq, so
+// that operations over the same communicators wait for each other rather
+// than for ever; unlockCalls unlocks them. A goroutine that holds them may
+// go on to enter streams (highlevel.EnterAll), not the other way round.
+func lockCalls(comms []*Comm) {
+	var buf [4]*Comm
+	sorted := append(buf[:0], comms...)
+	slices.SortFunc(sorted, func(a, b *Comm) int { return cmp.Compare(a.seq, b.seq) })
+	for _, c := range sorted {
+		c.calls.Lock()
+	}
+}
+
+func unlockCalls(comms []*Comm) {
+	for _, c := range comms {
+		c.calls.Unlock()
+	}
 }
 
 // splitBlocking makes the blocking communicator of each of ctls, the
@@ -650,6 +696,7 @@ func (c *Comm) Split(ctx context.Context, color, key int, opts *Options) (*Comm,
 	name := opts.cName()
 	cfg := config(false, name)
 	hp, free := handles(1)
+	c.calls.Lock()
 	err := c.dev.Do(func() error { return nccl.CommSplit(parent, int32(color), int32(key), &hp[0], cfg) })
 	begun := err == nil || errors.Is(err, nccl.InProgress)
 	if !begun {
@@ -657,6 +704,7 @@ func (c *Comm) Split(ctx context.Context, color, key int, opts *Options) (*Comm,
 	} else {
 		err = timeoutErr(timeout, poll(ctx, deadline, []nccl.Comm{parent}, c.stopped))
 	}
+	c.calls.Unlock()
 	runtime.KeepAlive(cfg)
 	c.release()
 	if err != nil {
@@ -983,7 +1031,13 @@ func (c *Comm) Wait(ctx context.Context, s *highlevel.Stream) error {
 			if err := c.acquire(); err != nil {
 				return c.opErr(op, errors.Join(err, panicked))
 			}
-			err = asyncErr(c.h)
+			// An operation whose NCCL calls are in progress watches
+			// the communicator itself: this tick leaves it alone.
+			err = nil
+			if c.calls.TryLock() {
+				err = asyncErr(c.h)
+				c.calls.Unlock()
+			}
 			c.release()
 			if err != nil && !errors.Is(err, nccl.InProgress) {
 				err = wrapf(ErrAborted, err, "NCCL failed")

@@ -26,8 +26,11 @@
 // ID PARENT blocking=B", each with " name=NAME" where the configuration
 // names it, "allreduce ID", "finalize ID", "destroy ID", "abort ID"; IDs
 // count from 1 in the order communicators are made. A
-// communicator used after its destroy or abort aborts the process.
+// communicator used after its destroy or abort aborts the process, and so
+// does one called from two threads at once (but for ncclCommAbort, which
+// may come at any time), which NCCL does not allow.
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +59,7 @@ typedef struct comm {
 	const char *call; // the last call that has work in the background
 	int busy;         // ncclCommGetAsyncError's ncclInProgress replies left
 	int dead;         // destroyed or aborted
+	int calling;      // threads in a call on it (alone)
 	// A split of this communicator in the background: NCCL writes the new
 	// one to *out once the split's work ends (done, failed or aborted).
 	struct comm **out, *child;
@@ -101,10 +105,23 @@ static void live(comm *c) {
 	}
 }
 
+// alone checks that no other thread is in a call on c: it stays in the
+// call for a yield of the processor, so that a call of another thread's
+// that overlaps is likely seen.
+static void alone(comm *c) {
+	if (__atomic_fetch_add(&c->calling, 1, __ATOMIC_SEQ_CST) != 0) {
+		fprintf(stderr, "stubnccl: communicator %d called from two threads at once\n", c->id);
+		abort();
+	}
+	sched_yield();
+	__atomic_fetch_sub(&c->calling, 1, __ATOMIC_SEQ_CST);
+}
+
 // use is call on c: its fault, or ncclInProgress where c is non-blocking,
 // unless in a group, which ncclGroupEnd ends.
 static result use(comm *c, const char *call) {
 	live(c);
+	alone(c);
 	result r = fault("STUB_NCCL_FAIL", call, ok);
 	if (r != ok) {
 		return r;
@@ -205,12 +222,14 @@ result ncclCommSplit(comm *parent, int color, int key, comm **out, config *cfg) 
 
 result ncclCommUserRank(comm *c, int *rank) {
 	live(c);
+	alone(c);
 	*rank = c->rank;
 	return ok;
 }
 
 result ncclCommCount(comm *c, int *n) {
 	live(c);
+	alone(c);
 	*n = c->nranks;
 	return ok;
 }
@@ -254,6 +273,7 @@ result ncclAllReduce(const void *send, void *recv, size_t count, int type, int o
 
 result ncclCommGetAsyncError(comm *c, result *r) {
 	live(c);
+	alone(c);
 	pthread_mutex_lock(&mu);
 	*r = ok;
 	if (c->busy > 0) {
@@ -277,6 +297,7 @@ result ncclCommFinalize(comm *c) {
 
 result ncclCommDestroy(comm *c) {
 	live(c);
+	alone(c);
 	record("destroy %d", c->id);
 	c->dead = 1; // kept, for live's check
 	return ok;
