@@ -431,7 +431,9 @@ func run(calls []Call) (abort []*Comm, err error) {
 	}
 	// The communicators' NCCL calls, one operation at a time, until
 	// NCCL's work for these is no longer in progress; then the streams.
-	lockCalls(comms)
+	if err := lockCalls(comms); err != nil {
+		return nil, fail(first, err)
+	}
 	locked = true
 	if err := highlevel.EnterAll(life.Sub, streams, devs); err != nil {
 		return nil, fail(first, err)

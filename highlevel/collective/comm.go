@@ -120,11 +120,11 @@ func handles(n int) ([]nccl.Comm, func()) {
 //
 // A Comm is safe for use by several goroutines. NCCL takes a
 // communicator's calls from one thread at a time, so the package makes
-// them one operation at a time: a Run, Split, Err or Do waits for another
+// them one operation at a time: a Run, Split or Do waits for another
 // one's NCCL calls on the same communicator (for a non-blocking one, until
-// NCCL's work for them is no longer in progress); Wait, while one is in
-// progress, leaves the watching of the communicator to it; Abort waits for
-// none. Ranks of one communicator must still make their collectives in
+// NCCL's work for them is no longer in progress), or for its abort; Wait
+// and Err, while one is in progress, leave the watching of the
+// communicator to it; Abort waits for none. Ranks of one communicator must still make their collectives in
 // the same order, as NCCL requires: from one goroutine a rank, or ordered
 // by the program. Close follows highlevel's
 // protocol: the operations in progress finish, later ones return an error
@@ -284,8 +284,8 @@ func (c *Comm) stopped() error {
 // time). Unless Options.Blocking made it blocking, the communicator is
 // non-blocking: a call that returns nccl.InProgress must be followed by
 // polls of nccl.CommGetAsyncError until it is no longer in progress,
-// before fn returns. fn must not keep the handle, nor call the Comm's
-// methods, nor Run a Call of it: they would wait for fn.
+// before fn returns. fn must not keep the handle, nor call any Comm's
+// methods or Run: they could wait for fn, or for each other.
 func (c *Comm) Do(fn func(h nccl.Comm) error) error {
 	if err := c.acquire(); err != nil {
 		return c.opErr("do", err)
@@ -307,7 +307,11 @@ func (c *Comm) Err() error {
 		return c.opErr("async error", err)
 	}
 	defer c.release()
-	c.calls.Lock()
+	// An operation whose NCCL calls are in progress watches the
+	// communicator itself, as for Wait.
+	if !c.calls.TryLock() {
+		return nil
+	}
 	err := asyncErr(c.h)
 	c.calls.Unlock()
 	if err != nil && !errors.Is(err, nccl.InProgress) {
@@ -415,15 +419,33 @@ var commSeq atomic.Uint64
 
 // lockCalls locks the NCCL calls of comms, in the order of their seq, so
 // that operations over the same communicators wait for each other rather
-// than for ever; unlockCalls unlocks them. A goroutine that holds them may
-// go on to enter streams (highlevel.EnterAll), not the other way round.
-func lockCalls(comms []*Comm) {
+// than for ever; unlockCalls unlocks them. It gives up, with the abort's
+// error, where one of comms is aborted meanwhile: the abort waits for the
+// operation that waits here, which may wait for another communicator's
+// operation up to that one's Timeout. A goroutine that holds them may go
+// on to enter streams (highlevel.EnterAll), not the other way round.
+func lockCalls(comms []*Comm) error {
 	var buf [4]*Comm
 	sorted := append(buf[:0], comms...)
 	slices.SortFunc(sorted, func(a, b *Comm) int { return cmp.Compare(a.seq, b.seq) })
-	for _, c := range sorted {
-		c.calls.Lock()
+	for i, c := range sorted {
+		for wait := time.Duration(0); !c.calls.TryLock(); {
+			for _, d := range sorted {
+				if err := d.stopped(); err != nil {
+					unlockCalls(sorted[:i])
+					return err
+				}
+			}
+			if wait == 0 {
+				runtime.Gosched()
+				wait = 10 * time.Microsecond
+				continue
+			}
+			time.Sleep(wait)
+			wait = min(2*wait, time.Millisecond)
+		}
 	}
+	return nil
 }
 
 func unlockCalls(comms []*Comm) {
@@ -696,7 +718,12 @@ func (c *Comm) Split(ctx context.Context, color, key int, opts *Options) (*Comm,
 	name := opts.cName()
 	cfg := config(false, name)
 	hp, free := handles(1)
-	c.calls.Lock()
+	if err := lockCalls([]*Comm{c}); err != nil {
+		c.release()
+		free()
+		freeName(name)
+		return nil, c.opErr(op, err)
+	}
 	err := c.dev.Do(func() error { return nccl.CommSplit(parent, int32(color), int32(key), &hp[0], cfg) })
 	begun := err == nil || errors.Is(err, nccl.InProgress)
 	if !begun {

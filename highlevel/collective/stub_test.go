@@ -325,6 +325,52 @@ var stubCases = []struct {
 		}
 		return errors.Join(s.Close(), c.Close())
 	}, []string{"init 1 blocking=0", "finalize 1", "destroy 1"}},
+	{"Abort of a communicator whose Run waits for another's NCCL calls returns at once", 2, []string{"STUB_NCCL_BUSY=split:1000000"}, func(t *testing.T) error {
+		ctx := context.Background()
+		comms, err := NewComms(ctx, nil, &Options{Timeout: stubTimeout})
+		if err != nil {
+			return err
+		}
+		var calls []Call
+		for _, c := range comms {
+			s, err := highlevel.NewStream(c.Device(), nil)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			a, err := highlevel.NewArrayOn[float32](c.Device(), 4)
+			if err != nil {
+				return err
+			}
+			defer a.Free()
+			calls = append(calls, AllReduce(c, a, a, Sum, s))
+		}
+		// A split of comms[1] that NCCL never ends holds its calls until
+		// its Timeout; a Run over both waits for them, holding comms[0].
+		split := make(chan error, 1)
+		go func() {
+			_, err := comms[1].Split(ctx, 0, 0, &Options{Timeout: 1500 * time.Millisecond})
+			split <- err
+		}()
+		time.Sleep(50 * time.Millisecond)
+		run := make(chan error, 1)
+		go func() { run <- Run(calls...) }()
+		time.Sleep(50 * time.Millisecond)
+		start := time.Now()
+		if err := comms[0].Abort(); err != nil {
+			return err
+		}
+		if d, bound := time.Since(start), 750*time.Millisecond; d > bound {
+			t.Errorf("Abort took %v, want %v at most: it waited for the other communicator's split", d, bound)
+		}
+		if err := <-run; !errors.Is(err, ErrAborted) {
+			t.Errorf("Run: %v, want ErrAborted", err)
+		}
+		if err := <-split; !errors.Is(err, ErrAborted) {
+			t.Errorf("Split past its Timeout: %v, want ErrAborted", err)
+		}
+		return nil
+	}, nil},
 	{"random programs of goroutines sharing communicators", 1, nil, stubRandom, nil},
 	{"random programs, NCCL failing in the background after each all-reduce", 1, []string{"STUB_NCCL_ASYNC=allreduce:3"}, stubRandom, nil},
 	{"random programs, NCCL's splits slow", 1, []string{"STUB_NCCL_BUSY=split:50"}, stubRandom, nil},
