@@ -124,13 +124,13 @@ func handles(n int) ([]nccl.Comm, func()) {
 // one's NCCL calls on the same communicator (for a non-blocking one, until
 // NCCL's work for them is no longer in progress), or for its abort; Wait
 // and Err, while one is in progress, leave the watching of the
-// communicator to it; Abort waits for none. Ranks of one communicator must still make their collectives in
-// the same order, as NCCL requires: from one goroutine a rank, or ordered
-// by the program. Close follows highlevel's
-// protocol: the operations in progress finish, later ones return an error
-// wrapping highlevel.ErrClosed, and so does a second Close. Abort ends the
-// communicator at once, without waiting for its peers: the collectives it
-// queued stop, and waits for them return.
+// communicator to it; Abort waits for none. Ranks of one communicator must
+// still make their collectives in the same order, as NCCL requires: from
+// one goroutine a rank, or ordered by the program. Close follows
+// highlevel's protocol: the operations in progress finish, later ones
+// return an error wrapping highlevel.ErrClosed, and so does a second
+// Close. Abort ends the communicator at once, without waiting for its
+// peers: the collectives it queued stop, and waits for them return.
 //
 // Every NCCL call the package makes on a Comm returns at once
 // (NCCL's non-blocking mode): where NCCL's work goes on in the background,
