@@ -84,7 +84,7 @@ func collectiveAllReduce(b *testing.B, blocking, pair bool) {
 		raw = rawRanks(b, comms, streams, bufs)
 	}
 	for _, size := range allReduceSizes {
-		if pair && size > 2<<20 {
+		if pair && size > pairedLargest {
 			break
 		}
 		b.Run("size="+sizeName(size), func(b *testing.B) {
@@ -208,8 +208,12 @@ func joinCollective(tb testing.TB, cfg collective.Config, blocking bool) *collec
 
 // useRaw makes r's sums the raw binding's calls on r's communicator,
 // stream and array.
-func (r *collectiveRank) useRaw(tb testing.TB) {
-	r.raw = rawRanks(tb, []*collective.Comm{r.c}, []*highlevel.Stream{r.s}, []*highlevel.Array[float32]{r.buf})
+func (r *collectiveRank) useRaw(tb testing.TB) { r.raw = r.rawRanks(tb) }
+
+// rawRanks returns the raw binding's view of r's communicator, stream and
+// array (rawRanks).
+func (r *collectiveRank) rawRanks(tb testing.TB) *ncclRanks {
+	return rawRanks(tb, []*collective.Comm{r.c}, []*highlevel.Stream{r.s}, []*highlevel.Array[float32]{r.buf})
 }
 
 func (r *collectiveRank) allReduce(count uint64) error {
@@ -258,7 +262,7 @@ func BenchmarkCollectiveAllReduceProcessesPaired(b *testing.B) {
 	cfg, env := procsConfig(port)
 	var sizes []int
 	for _, size := range allReduceSizes {
-		if size <= 2<<20 {
+		if size <= pairedLargest {
 			sizes = append(sizes, size)
 		}
 	}
@@ -267,7 +271,7 @@ func BenchmarkCollectiveAllReduceProcessesPaired(b *testing.B) {
 		func(b *testing.B, peer *rank1, ar allReduceRank, count uint64) {
 			r := ar.(*collectiveRank)
 			if raw == nil {
-				raw = rawRanks(b, []*collective.Comm{r.c}, []*highlevel.Stream{r.s}, []*highlevel.Array[float32]{r.buf})
+				raw = r.rawRanks(b)
 			}
 			// Rank 1 makes as many sums as rank 0's two sides, a block of
 			// each to warm up and b.N of each, its own warm-up first.

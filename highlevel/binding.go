@@ -47,10 +47,10 @@ func (s *Stream) Enter(k lifepkg.Key, d Device) (cudadrv.Stream, error) {
 // subpackages. Where fn returns nil, a thread that had d's context or
 // none, which is the rule once the package has run there, is left as fn
 // left it, with one cgo call instead of Do's two; where fn fails or
-// panics, the thread's context is put back as Do puts it back. Such a library needs a context current all
-// the same: on a thread without one, the device cudaGetDevice reports is
-// device 0, whose context the library would make, in a process that may
-// have no use for it.
+// panics, the thread's context is put back as Do puts it back. Such a
+// library needs a context current all the same: on a thread without one,
+// the device cudaGetDevice reports is device 0, whose context the library
+// would make, in a process that may have no use for it.
 func (d Device) DoRestoring(k lifepkg.Key, fn func() error) error {
 	if !k.OK() {
 		return errNoKey
