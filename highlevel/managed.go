@@ -58,20 +58,38 @@ func (a Advice) String() string {
 // errNotManaged refuses Prefetch and Advise on memory that is not managed.
 var errNotManaged = invalid("memory is not managed (Device.MallocManaged)")
 
+// location checks that dev is CPUDevice or one of the devices CUDA
+// counts: CUDA takes it as a C int, which would make 2³¹ the CPU and 2³²
+// device 0.
+func location(dev Device) error {
+	if dev == CPUDevice {
+		return nil
+	}
+	_, err := dev.state()
+	return err
+}
+
 // managedSpan checks an operation on n bytes of managed memory from p and
 // begins it, as span does; p.mem.life.Release ends it.
 func (p MemoryPointer) managedSpan(n int, dev Device) (unsafe.Pointer, error) {
-	if dev < CPUDevice {
-		return nil, invalid("no %v", dev)
-	}
 	if err := p.mem.live(); err != nil {
 		return nil, err
 	}
 	if !p.mem.managed {
 		return nil, errNotManaged
 	}
+	if dev < CPUDevice {
+		return nil, invalid("no %v", dev)
+	}
 	d, _, err := p.span(n)
-	return d, err
+	if err != nil {
+		return nil, err
+	}
+	if err := location(dev); err != nil {
+		p.mem.life.Release()
+		return nil, err
+	}
+	return d, nil
 }
 
 // Prefetch migrates n bytes of managed memory from p to dev (CPUDevice:
@@ -126,11 +144,11 @@ func (p MemoryPointer) Advise(n int, advice Advice, dev Device) error {
 }
 
 func (p MemoryPointer) advise(n int, advice Advice, dev Device) error {
-	if empty, err := p.empty(n); empty {
-		return err
-	}
 	if advice < AdviseReadMostly || advice > AdviseUnsetAccessedBy {
 		return invalid("unknown %v", advice)
+	}
+	if empty, err := p.empty(n); empty {
+		return err
 	}
 	d, err := p.managedSpan(n, dev)
 	if err != nil {

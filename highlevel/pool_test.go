@@ -742,6 +742,39 @@ func TestManagedChecks(t *testing.T) {
 	}
 }
 
+// checkManagedDevices checks, on two devices of the stand-in driver, that
+// Prefetch and Advise refuse every device CUDA does not count, and an
+// unknown advice also for an empty range, before CUDA sees them: CUDA takes
+// a device as a C int, where 2³¹ is the CPU and 2³² device 0.
+func checkManagedDevices(t *testing.T) {
+	m, err := Device(0).MallocManaged(64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Memory().Free()
+	for _, d := range []Device{2, 1 << 31, 1 << 32, 1<<32 + 1, -2} {
+		if err := m.Prefetch(8, d, nil); !errors.Is(err, ErrInvalid) {
+			t.Errorf("Prefetch to %v: %v, want an error matching ErrInvalid", d, err)
+		}
+		if err := m.Advise(8, AdvisePreferredLocation, d); !errors.Is(err, ErrInvalid) {
+			t.Errorf("Advise for %v: %v, want an error matching ErrInvalid", d, err)
+		}
+	}
+	for _, n := range []int{0, 8} {
+		if err := m.Advise(n, Advice(99), 0); !errors.Is(err, ErrInvalid) {
+			t.Errorf("Advise(%d, Advice(99)): %v, want an error matching ErrInvalid", n, err)
+		}
+	}
+	for _, d := range []Device{0, 1, CPUDevice} {
+		if err := m.Prefetch(8, d, nil); err != nil {
+			t.Errorf("Prefetch to %v: %v", d, err)
+		}
+		if err := m.Advise(8, AdviseAccessedBy, d); err != nil {
+			t.Errorf("Advise for %v: %v", d, err)
+		}
+	}
+}
+
 // TestSetPinnedMemoryAllocator checks that AllocPinnedMemory goes through
 // the pinned allocator set, and that the allocator is fixed by its first
 // use.

@@ -106,6 +106,7 @@ var stubCases = []struct {
 			t.Errorf("IsAvailable = %v, DeviceCount: %v; want false, CUDA_ERROR_UNKNOWN", IsAvailable(), err)
 		}
 	}},
+	{"devices of managed memory", nil, []string{"STUB_DEVICES=2"}, checkManagedDevices},
 	{"releases in a host function", nil, nil, checkReleaseInCallback},
 	{"stream-ordered memory dropped", nil, nil, checkAsyncDropped},
 	{"stream calls in a host function", nil, nil, checkStreamInCallback},
