@@ -38,6 +38,14 @@ var (
 	// refuse there before they take a lock of the package's, which a call
 	// that CUDA makes wait for the callback may hold.
 	ErrInCallback = errors.New("highlevel: CUDA called from a stream callback")
+	// ErrPartialCopy is matched by the error of a copy that failed after
+	// it had changed part of its destination: a copy staged through pinned
+	// buffers (see MemoryPointer.CopyFromHostPointer) that CUDA refused
+	// after its first chunks. Its message says how many bytes, from the
+	// start, may have been written; they were, if at all, before the copy
+	// returned. Every other copy that returns an error has changed nothing
+	// of its destination that the error does not name.
+	ErrPartialCopy = errors.New("highlevel: part of the copy was done")
 )
 
 // ErrInvalid is matched by every refusal of bad input, whatever its

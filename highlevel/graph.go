@@ -79,10 +79,12 @@ const (
 	// captures in CUDA's thread-local mode, which refuses the unsafe calls
 	// on the capturing thread, and refuses them on every other goroutine
 	// itself, with ErrCapturing: allocation and freeing, copies and
-	// memsets without Async, the Synchronize methods, Advise, module
-	// loading, host registration, and Instantiate, Launch, Upload and
-	// Update of graphs; graphs and streams closed meanwhile are destroyed
-	// when it ends. Calls made through other packages (cudart, cuBLAS
+	// memsets without Async, Device.Synchronize, Stream.Query,
+	// Event.Query, Advise, module loading, host registration, and
+	// Instantiate, Launch, Upload and Update of graphs; graphs and streams
+	// closed meanwhile are destroyed when it ends. Waits for other streams
+	// and events (Synchronize, Wait, Done) are not refused: a capture
+	// elsewhere does not end them. Calls made through other packages (cudart, cuBLAS
 	// directly) are not refused.
 	CaptureGlobal
 	// CaptureThreadLocal refuses potentially unsafe calls on the capturing

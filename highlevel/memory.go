@@ -409,11 +409,13 @@ func (p MemoryPointer) copyHostOp(h unsafe.Pointer, n int, s *Stream, async, toD
 		if pg {
 			// The pipeline waits for its records on s, querying them: no
 			// capture takes s meanwhile (enter holds Stream.joins), s
-			// takes part in none, and none in CaptureGlobal mode, which
-			// refuses queries, runs (staging).
+			// takes part in none, none in CaptureGlobal mode, which
+			// refuses queries, runs, and on the legacy default stream,
+			// which every capture refuses, none at all (staging): so no
+			// capture refuses the pipeline's later chunks.
 			staging.RLock()
 			staged, err := false, error(nil)
-			if staging.global == 0 && (s == nil || !s.inCapture()) {
+			if staging.global == 0 && (sh != 0 || captures.Load() == 0) && (s == nil || !s.inCapture()) {
 				staged, err = stagedCopy(ctx, d, h, n, sh, toDevice)
 			}
 			staging.RUnlock()

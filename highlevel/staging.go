@@ -1,6 +1,7 @@
 package highlevel
 
 import (
+	"fmt"
 	"runtime"
 	"sync"
 	"unsafe"
@@ -91,10 +92,16 @@ func stagedCopy(ctx, d, h unsafe.Pointer, n int, s uintptr, toDevice bool) (bool
 		return check("cuEventQuery", driver.EventSpin(ctx, events[b]))
 	}
 	host := unsafe.Slice((*byte)(h), n)
+	var err error
 	if toDevice {
-		return true, p.toDevice(host)
+		err = p.toDevice(host)
+	} else {
+		err = p.fromDevice(host)
 	}
-	return true, p.fromDevice(host)
+	if err != nil && p.written > 0 {
+		err = fmt.Errorf("%w: up to the first %d of the %d bytes: %w", ErrPartialCopy, p.written, n, err)
+	}
+	return true, err
 }
 
 // A pipeline moves data between host memory and the device through two
@@ -109,6 +116,9 @@ type pipeline struct {
 	wait func(b int) error
 	// busy says which buffers the device may still be copying.
 	busy [2]bool
+	// written is how many bytes from the start of the destination the
+	// copy may have written: it has returned once they are, if at all.
+	written int
 }
 
 // begin queues the device's copy of chunk i of n bytes.
@@ -144,6 +154,8 @@ func (p *pipeline) toDevice(src []byte) error {
 			return p.drain(err)
 		}
 		parallelCopy(p.bufs[b], src[off:min(off+c, len(src))])
+		// A refused chunk may still have been queued (and waited for).
+		p.written = min(off+c, len(src))
 		if err := p.begin(i, len(src)); err != nil {
 			return p.drain(err)
 		}
@@ -167,6 +179,7 @@ func (p *pipeline) fromDevice(dst []byte) error {
 			return p.drain(err)
 		}
 		parallelCopy(dst[off:min(off+c, len(dst))], p.bufs[b])
+		p.written = min(off+c, len(dst))
 		if i+2 < chunks {
 			if err := p.begin(i+2, len(dst)); err != nil {
 				return p.drain(err)

@@ -1,6 +1,7 @@
 package highlevel
 
 import (
+	"context"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -57,6 +58,56 @@ var (
 	waitMu    sync.Mutex
 )
 
+// capturesIdle is closed, and cleared, once no capture is in progress, for
+// the waits on the legacy default stream that a capture holds off
+// (afterCaptures); nil while none waits.
+var capturesIdle struct {
+	sync.Mutex
+	ch chan struct{}
+}
+
+// countCapture counts a capture as begun; staging.Lock is held, so that a
+// staged copy on the legacy default stream sees it before it begins.
+func countCapture() { captures.Add(1) }
+
+// uncountCapture counts a capture as ended, and wakes the waits for no
+// capture once none is in progress.
+func uncountCapture() {
+	if captures.Add(-1) != 0 {
+		return
+	}
+	capturesIdle.Lock()
+	if capturesIdle.ch != nil && captures.Load() == 0 {
+		close(capturesIdle.ch)
+		capturesIdle.ch = nil
+	}
+	capturesIdle.Unlock()
+}
+
+// afterCaptures returns once no capture the package began is in progress,
+// or with ctx's error. Work on the legacy default stream waits for every
+// blocking stream, which no capture allows: a wait on that stream waits
+// for the captures to end rather than fail, since a capture begun
+// elsewhere in the program says nothing of the work waited for.
+func afterCaptures(ctx context.Context) error {
+	capturesIdle.Lock()
+	if captures.Load() == 0 {
+		capturesIdle.Unlock()
+		return nil
+	}
+	if capturesIdle.ch == nil {
+		capturesIdle.ch = make(chan struct{})
+	}
+	ch := capturesIdle.ch
+	capturesIdle.Unlock()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // captureOps is held by every call that queues work on a stream taking
 // part in a capture, or takes a stream into a capture or out of one: the
 // driver's captures are not safe for concurrent calls. With one thread
@@ -69,11 +120,14 @@ var (
 // capture at leave, and one that does not, still out of any.
 var captureOps sync.Mutex
 
-// staging keeps captures in CaptureGlobal mode and staged copies apart:
-// such a capture refuses queries from every thread, which a staged copy
-// makes until its buffers are free. A staged copy holds the lock shared
-// and stages only while global is 0; a global capture counts itself
-// exclusively before it begins.
+// staging keeps captures and staged copies apart: a capture in
+// CaptureGlobal mode refuses queries from every thread, which a staged copy
+// makes until its buffers are free, and any capture refuses work on the
+// legacy default stream, which a staged copy there queues chunk by chunk:
+// refused after its first chunks, it would have changed part of its
+// destination. A staged copy holds the lock shared and stages only while
+// global is 0, and on the legacy default stream while captures is 0; a
+// capture counts itself exclusively (countCapture) before it begins.
 var staging struct {
 	sync.RWMutex
 	global int

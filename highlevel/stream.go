@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -143,7 +144,9 @@ func StreamPriorityRange(d Device) (least, greatest int, err error) {
 // LegacyDefaultStream returns d's legacy default stream (stream 0), which
 // synchronizes with every blocking stream of the device. Close does nothing
 // to it. It cannot be captured, and while a capture is in progress the
-// operations on it return ErrCapturing (see Stream.BeginCapture).
+// operations on it return ErrCapturing, but for the waits (Synchronize,
+// Wait, Done), which wait for the captures to end (see
+// Stream.BeginCapture).
 func LegacyDefaultStream(d Device) (*Stream, error) {
 	return ExternalStream(0, d)
 }
@@ -430,20 +433,26 @@ func (s *Stream) failure(err error) error {
 // short sleeps. It returns the stream's error, and a *PanicError for each
 // callback or host function of the stream that panicked since the last
 // report. While the stream takes part in a capture it returns ErrCapturing
-// and waits for nothing.
+// and waits for nothing. On the legacy default stream, it first waits for
+// the captures in progress elsewhere to end (see BeginCapture).
 func (s *Stream) Synchronize() error {
 	h, err := s.use()
 	if err != nil {
 		return err
 	}
 	defer s.life.Release()
-	s.joins.RLock()
-	defer s.joins.RUnlock()
-	r := int32(driver.Capturing)
-	if !s.inCapture() {
-		r = driver.StreamSynchronize(s.state.ctx, h)
+	for {
+		s.joins.RLock()
+		r := int32(driver.Capturing)
+		if !s.inCapture() {
+			r = driver.StreamSynchronize(s.state.ctx, h)
+		}
+		s.joins.RUnlock()
+		if r != driver.Capturing || h != 0 {
+			return s.failure(check("cuStreamSynchronize", r))
+		}
+		afterCaptures(context.Background()) // the legacy default stream's: see mark
 	}
-	return s.failure(check("cuStreamSynchronize", r))
 }
 
 // Query reports whether the stream has done all its work, without waiting
@@ -518,12 +527,7 @@ func (s *Stream) Err() error {
 // there, a sleep under 500 µs first yields the processor to the runnable
 // goroutines.
 func (s *Stream) Wait(ctx context.Context) error {
-	h, err := s.use()
-	if err != nil {
-		return err
-	}
-	ev, err := s.mark(h)
-	s.life.Release()
+	ev, err := s.markAfterCaptures(ctx)
 	if err != nil {
 		return err
 	}
@@ -531,6 +535,25 @@ func (s *Stream) Wait(ctx context.Context) error {
 		return err
 	}
 	return s.failure(nil)
+}
+
+// markAfterCaptures is mark for a wait that may wait for the captures that
+// hold off the legacy default stream (errHeldOff) to end, or for ctx.
+func (s *Stream) markAfterCaptures(ctx context.Context) (uintptr, error) {
+	for {
+		h, err := s.use()
+		if err != nil {
+			return 0, err
+		}
+		ev, err := s.mark(h)
+		s.life.Release()
+		if err != errHeldOff {
+			return ev, err
+		}
+		if err := afterCaptures(ctx); err != nil {
+			return 0, err
+		}
+	}
 }
 
 // watch returns Done's signal for the work queued so far, shared while
@@ -561,11 +584,19 @@ func (s *Stream) watch() (*signal, error) {
 	gen := s.watches
 	s.mu.Unlock()
 	ev, err := s.mark(h)
-	if err != nil {
+	if err != nil && err != errHeldOff {
 		return nil, err
 	}
 	d := newSignal()
-	go func() { d.fire(s.waitMark(context.Background(), ev)) }()
+	go func() {
+		if err == errHeldOff {
+			if ev, err = s.markAfterCaptures(context.Background()); err != nil {
+				d.fire(err)
+				return
+			}
+		}
+		d.fire(s.waitMark(context.Background(), ev))
+	}()
 	s.mu.Lock()
 	if s.watches == gen {
 		s.done = d
@@ -574,11 +605,17 @@ func (s *Stream) watch() (*signal, error) {
 	return d, nil
 }
 
+// errHeldOff is mark's error for the legacy default stream while a
+// capture is in progress: the record waits for the capture's end
+// (markAfterCaptures).
+var errHeldOff = fmt.Errorf("%w: the legacy default stream waits for the captures in progress", ErrCapturing)
+
 // mark records an event on the stream, one of its idle ones or a new one,
 // for a wait, unless the stream takes part in a capture: then its work
-// runs only when the graph is launched, and it returns errCapturedWork.
-// The caller holds the stream's life, and gives the event back with
-// waitMark.
+// runs only when the graph is launched, and it returns errCapturedWork;
+// or unless the stream is the legacy default stream and a capture is in
+// progress: then it returns errHeldOff. The caller holds the stream's
+// life, and gives the event back with waitMark.
 func (s *Stream) mark(h uintptr) (uintptr, error) {
 	var ev uintptr
 	s.mu.Lock()
@@ -600,6 +637,9 @@ func (s *Stream) mark(h uintptr) (uintptr, error) {
 		}
 		if errors.Is(err, ErrCapturing) {
 			err = errCapturedWork
+			if h == 0 {
+				err = errHeldOff
+			}
 		}
 		return 0, err
 	}
@@ -791,9 +831,14 @@ func (s *Stream) LaunchHostFunc(fn func()) error {
 // where such work raced a capture: so while a capture the package began is
 // in progress, every operation on the legacy default stream (nil,
 // LegacyDefaultStream, and the copies and memsets without Async) returns
-// ErrCapturing without reaching CUDA. So do Device.Synchronize and the
-// package's other device-wide waits, and, during a capture in
-// CaptureGlobal mode, the calls that mode refuses. Programs that capture
+// ErrCapturing without reaching CUDA, but for the stream's waits
+// (Synchronize, Wait, Done), which wait for the captures to end, since a
+// capture says nothing of the work they wait for. So do Device.Synchronize
+// and the package's other device-wide waits, and, during a capture in
+// CaptureGlobal mode, the calls that mode refuses but waits. A copy the
+// package stages through pinned buffers on the legacy default stream (see
+// MemoryPointer.CopyFromHostPointer) is one operation: BeginCapture waits
+// for those in progress. Programs that capture
 // while other goroutines work use non-blocking streams
 // (StreamOptions.NonBlocking) and CaptureRelaxed or CaptureThreadLocal.
 func (s *Stream) BeginCapture(mode CaptureMode) error {
@@ -810,22 +855,22 @@ func (s *Stream) BeginCapture(mode CaptureMode) error {
 	}
 	defer s.leaveAlone()
 	captureMu.RLock()
-	captures.Add(1)
+	staging.Lock()
+	countCapture()
 	if mode == CaptureGlobal {
-		staging.Lock()
 		staging.global++
-		staging.Unlock()
 	}
+	staging.Unlock()
 	var tid int64
 	err = check("cuStreamBeginCapture", driver.StreamBeginCapture(s.state.ctx, h, m, &tid))
 	if err != nil || s.capturing.Swap(true) {
-		captures.Add(-1)
-		captureMu.RUnlock()
 		if mode == CaptureGlobal {
 			staging.Lock()
 			staging.global--
 			staging.Unlock()
 		}
+		uncountCapture()
+		captureMu.RUnlock()
 		return err
 	}
 	s.capture = new(capture)
@@ -840,9 +885,11 @@ func (s *Stream) BeginCapture(mode CaptureMode) error {
 func (s *Stream) endCapture() {
 	if s.capturing.Swap(false) {
 		s.captureThread.Store(0)
-		captures.Add(-1)
-		captureMu.RUnlock()
+		// The shim counts it as ended first, so that a wait woken by
+		// uncountCapture finds the legacy default stream open.
 		captureEnded(s.global.Swap(false))
+		uncountCapture()
+		captureMu.RUnlock()
 	}
 }
 

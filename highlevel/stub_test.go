@@ -107,6 +107,9 @@ var stubCases = []struct {
 		}
 	}},
 	{"devices of managed memory", nil, []string{"STUB_DEVICES=2"}, checkManagedDevices},
+	{"staged copy while a capture begins", nil, []string{"STUB_COPY_US=20000"}, checkStagedCopyCapture},
+	{"waits while others capture", nil, nil, checkWaitsCapture},
+	{"destruction during copies on the legacy stream", nil, []string{"STUB_COPY_US=200"}, checkDestroyLegacyCopies},
 	{"releases in a host function", nil, nil, checkReleaseInCallback},
 	{"stream-ordered memory dropped", nil, nil, checkAsyncDropped},
 	{"stream calls in a host function", nil, nil, checkStreamInCallback},

@@ -139,6 +139,25 @@ static int hl_gate(void *ctx, void **prev, int legacy) {
 
 static int hl_enter_gated(void *ctx, void **prev) { return hl_gate(ctx, prev, 0); }
 
+// hl_enter_exclusive is hl_enter_gated for the destruction of a stream or
+// a memory pool: it holds hl_global_mu exclusively, so that no call on the
+// legacy default stream runs meanwhile. Such a call waits for every
+// blocking stream of its context, and the driver crashed (SIGSEGV inside a
+// synchronous cuMemcpy) where one raced the destruction of busy streams
+// and of pools with frees queued on other threads. hl_leave_gated ends it.
+static int hl_enter_exclusive(void *ctx, void **prev) {
+	*prev = ctx;
+	if (hl_in_callback) {
+		return HL_IN_CALLBACK;
+	}
+	pthread_rwlock_wrlock(&hl_global_mu);
+	int r = hl_global_n > 0 ? HL_CAPTURING : hl_enter(ctx, prev);
+	if (r != 0) {
+		pthread_rwlock_unlock(&hl_global_mu);
+	}
+	return r;
+}
+
 static void hl_leave_gated(void *ctx, void *prev) {
 	hl_leave(ctx, prev);
 	pthread_rwlock_unlock(&hl_global_mu);
@@ -361,7 +380,13 @@ int hl_memcpy_record(void *ctx, void *dst, const void *src, size_t n, uintptr_t 
 	if (r != 0) return r;
 	r = hl_uncaptured(s); // a captured record could not be waited for
 	if (r == 0) r = DRV(cuMemcpyAsync)(DPTR(dst), DPTR(src), n, STREAM(s));
-	if (r == 0) r = DRV(cuEventRecord)(EVENT(e), STREAM(s));
+	if (r == 0) {
+		r = DRV(cuEventRecord)(EVENT(e), STREAM(s));
+		// The copy is queued but e does not follow it: the caller, which
+		// waits for e before it reuses or frees the buffer, would do so
+		// while the device still copies it. Wait for the stream instead.
+		if (r != 0) DRV(cuStreamSynchronize)(STREAM(s));
+	}
 	hl_leave_on(ctx, prev, s);
 	return r;
 }
@@ -414,7 +439,9 @@ int hl_default_mem_pool(void *ctx, uintptr_t *pool, int dev) {
 	hl_leave(ctx, prev);
 	return r;
 }
-int hl_mem_pool_destroy(void *ctx, uintptr_t pool) { GATED(ctx, DRV(cuMemPoolDestroy)((CUmemoryPool)pool)); }
+int hl_mem_pool_destroy(void *ctx, uintptr_t pool) {
+	ENTERED(hl_enter_exclusive(ctx, &prev_), hl_leave_gated(ctx, prev_), DRV(cuMemPoolDestroy)((CUmemoryPool)pool));
+}
 int hl_mem_pool_set_attribute(void *ctx, uintptr_t pool, int attr, uint64_t v) {
 	CALL(ctx, DRV(cuMemPoolSetAttribute)((CUmemoryPool)pool, (CUmemPool_attribute)attr, &v));
 }
@@ -445,29 +472,37 @@ int hl_stream_close(void *ctx, uintptr_t s, int sync, int destroy) {
 	int r = hl_gate(ctx, &prev, s == 0);
 	if (r != 0) return r;
 	r = hl_uncaptured(s);
-	if (r == 0) {
-		if (sync) r = DRV(cuStreamSynchronize)(STREAM(s));
-		int d = destroy ? DRV(cuStreamDestroy)(STREAM(s)) : 0;
-		if (r == 0) r = d;
-	}
+	if (r == 0 && sync) r = DRV(cuStreamSynchronize)(STREAM(s));
 	hl_leave_gated(ctx, prev);
-	return r;
+	if (r == HL_CAPTURING || !destroy) return r;
+	int d = hl_enter_exclusive(ctx, &prev);
+	if (d != 0) return d;
+	d = hl_uncaptured(s);
+	if (d == 0) d = DRV(cuStreamDestroy)(STREAM(s));
+	hl_leave_gated(ctx, prev);
+	return r != 0 ? r : d;
 }
 // hl_stream_ask calls op, which waits for s's work or asks about it,
 // unless s is capturing: then it returns HL_CAPTURING itself. CUDA refuses
 // it too, but invalidates the capture, and the driver crashed where that
-// raced the capture's work on other threads.
-static int hl_stream_ask(void *ctx, uintptr_t s, CUresult (*op)(CUstream)) {
+// raced the capture's work on other threads. A wait (gated 0) is refused
+// by a capture elsewhere only on the legacy default stream; a question
+// (gated 1) also during a global capture, which refuses it in CUDA.
+static int hl_stream_ask(void *ctx, uintptr_t s, CUresult (*op)(CUstream), int gated) {
 	void *prev;
-	int r = hl_gate(ctx, &prev, s == 0);
+	int r = gated ? hl_gate(ctx, &prev, s == 0) : hl_enter_on(ctx, &prev, s);
 	if (r != 0) return r;
 	r = hl_uncaptured(s);
 	if (r == 0) r = op(STREAM(s));
-	hl_leave_gated(ctx, prev);
+	if (gated) {
+		hl_leave_gated(ctx, prev);
+	} else {
+		hl_leave_on(ctx, prev, s);
+	}
 	return r;
 }
-int hl_stream_synchronize(void *ctx, uintptr_t s) { return hl_stream_ask(ctx, s, DRV(cuStreamSynchronize)); }
-int hl_stream_query(void *ctx, uintptr_t s) { return hl_stream_ask(ctx, s, DRV(cuStreamQuery)); }
+int hl_stream_synchronize(void *ctx, uintptr_t s) { return hl_stream_ask(ctx, s, DRV(cuStreamSynchronize), 0); }
+int hl_stream_query(void *ctx, uintptr_t s) { return hl_stream_ask(ctx, s, DRV(cuStreamQuery), 1); }
 int hl_stream_wait_event(void *ctx, uintptr_t s, uintptr_t e) {
 	SCALL(ctx, s, DRV(cuStreamWaitEvent)(STREAM(s), EVENT(e), 0));
 }
@@ -694,15 +729,18 @@ int hl_event_record_capture(void *ctx, uintptr_t e, uintptr_t s, int *captured) 
 // failed.
 hl_handle hl_stream_mark(void *ctx, uintptr_t s, uintptr_t e) {
 	void *prev;
-	hl_handle m = {hl_gate(ctx, &prev, s == 0), e};
+	hl_handle m = {hl_enter_on(ctx, &prev, s), e};
 	if (m.r != 0) return m;
 	m.r = hl_uncaptured(s);
 	if (m.r == 0 && m.h == 0) m.r = DRV(cuEventCreate)((CUevent *)&m.h, CU_EVENT_DISABLE_TIMING);
 	if (m.r == 0) m.r = DRV(cuEventRecord)(EVENT(m.h), STREAM(s));
-	hl_leave_gated(ctx, prev);
+	hl_leave_on(ctx, prev, s);
 	return m;
 }
-int hl_event_synchronize(void *ctx, uintptr_t e) { GATED(ctx, DRV(cuEventSynchronize)(EVENT(e))); }
+// hl_event_synchronize is not gated: a wait ends when the event has
+// happened, whatever captures other threads make (the driver's captures
+// are thread-local, a global one being the shim's).
+int hl_event_synchronize(void *ctx, uintptr_t e) { CALL(ctx, DRV(cuEventSynchronize)(EVENT(e))); }
 int hl_event_query(void *ctx, uintptr_t e) { GATED(ctx, DRV(cuEventQuery)(EVENT(e))); }
 
 // hl_event_spin waits for e by querying it, as cuEventSynchronize does

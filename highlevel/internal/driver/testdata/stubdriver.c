@@ -18,6 +18,11 @@
 //	STUB_INIT            the status cuInit returns, CUDA_SUCCESS if unset
 //	STUB_LATE            NAME=VERSION: the version that introduced NAME instead
 //	STUB_LOG             a file where each request is appended: "NAME VERSION FLAGS"
+//	STUB_COPY_US         copies (cuMemcpy, cuMemcpyAsync) copy, taking this many
+//	                     microseconds each; unset, they copy nothing. Then a
+//	                     stream or pool destroyed during a copy on the legacy
+//	                     default stream, which crashed driver 580, fails with
+//	                     CUDA_ERROR_ILLEGAL_STATE
 //
 // Built with -DSTUB_NO_GET_PROC_ADDRESS, it lacks cuGetProcAddress_v2, as a
 // driver older than CUDA 12.0 does, and has cuDriverGetVersion by name.
@@ -27,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 // STUB names the stand-in of a driver function: STUB(cuMemAlloc) is
 // stub_cuMemAlloc, whatever versioned symbol cuda.h makes of cuMemAlloc.
@@ -194,6 +200,37 @@ STUB(cuMemFreeHost)(void *p) {
 	free(p);
 	return CUDA_SUCCESS;
 }
+
+// stub_copy_us is STUB_COPY_US, or -1 where it is unset; stub_legacy
+// counts the copies in progress on the legacy default stream.
+static long stub_copy_us = -2;
+static int stub_legacy;
+
+static CUresult stub_copy(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
+	long us = __atomic_load_n(&stub_copy_us, __ATOMIC_RELAXED);
+	if (us == -2) {
+		const char *v = getenv("STUB_COPY_US");
+		us = v != NULL ? atol(v) : -1;
+		__atomic_store_n(&stub_copy_us, us, __ATOMIC_RELAXED);
+	}
+	if (us < 0) return CUDA_SUCCESS;
+	if (s == NULL) __atomic_add_fetch(&stub_legacy, 1, __ATOMIC_SEQ_CST);
+	struct timespec t = {us / 1000000, us % 1000000 * 1000};
+	nanosleep(&t, NULL);
+	memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
+	if (s == NULL) __atomic_sub_fetch(&stub_legacy, 1, __ATOMIC_SEQ_CST);
+	return CUDA_SUCCESS;
+}
+STUB(cuMemcpy)(CUdeviceptr dst, CUdeviceptr src, size_t n) { return stub_copy(dst, src, n, NULL); }
+STUB(cuMemcpyAsync)(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) { return stub_copy(dst, src, n, s); }
+
+// stub_destroyable refuses a destruction during a copy on the legacy
+// default stream.
+static CUresult stub_destroyable(void) {
+	return __atomic_load_n(&stub_legacy, __ATOMIC_SEQ_CST) > 0 ? CUDA_ERROR_ILLEGAL_STATE : CUDA_SUCCESS;
+}
+STUB(cuStreamDestroy)(CUstream s) { return stub_destroyable(); }
+STUB(cuMemPoolDestroy)(CUmemoryPool p) { return stub_destroyable(); }
 
 STUB(cuStreamCreate)(CUstream *s, unsigned flags) {
 	*s = (CUstream)next_handle();
