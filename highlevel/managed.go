@@ -144,6 +144,9 @@ func (p MemoryPointer) Advise(n int, advice Advice, dev Device) error {
 }
 
 func (p MemoryPointer) advise(n int, advice Advice, dev Device) error {
+	if p.mem == nil || p.mem.size == 0 {
+		return errNoMemory
+	}
 	if advice < AdviseReadMostly || advice > AdviseUnsetAccessedBy {
 		return invalid("unknown %v", advice)
 	}
