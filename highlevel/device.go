@@ -163,9 +163,12 @@ func afterGlobalCaptures(destroy func() int32) int32 {
 
 // captureEnded counts a capture, global or not, as ended in the shim, and
 // makes the destroys that waited for the global captures, unless another
-// one still refuses them.
+// one still refuses them; the destroys of other libraries' handles that
+// wait for every capture to end (DestroyOutsideCaptures) are looked at
+// again.
 func captureEnded(global bool) {
 	driver.CaptureEnd(cbool(global))
+	kickDestroys()
 	if !global {
 		return
 	}

@@ -333,7 +333,7 @@ func Dot[T Float](s *highlevel.Stream, x, y, result *highlevel.Array[T]) error {
 			err = cublas.Ddot(h, n, (*float64)(px), 1, (*float64)(py), 1, (*float64)(pr))
 		}
 		if cublas.SetPointerMode(h, cublas.POINTER_MODE_HOST) != nil {
-			blas.dirty = true // the next call tries again
+			blas.l.dirty = true // the next call tries again
 		}
 		if err != nil {
 			return opError(op, err)

@@ -11,14 +11,18 @@
 //
 // BLASOf, SolverOf and SparseOf return a device's handle of each library,
 // created on first use and shared by the whole program, as CuPy's
-// get_cublas_handle and its siblings do; highlevel.ClearCaches destroys
-// them (a call in progress finishes first, later calls on the old handle
-// return highlevel.ErrClosed, and the next BLASOf creates a new one). The
-// libraries' handles are not safe for concurrent use; BLAS, Solver and
-// Sparse are: Do runs one call of a handle at a time, with the handle's
-// device current on the calling OS thread and the handle's stream set to
-// the one asked for, so that the generated packages' functions (cublas,
-// cusolver, cusparse) can be called on it directly.
+// get_cublas_handle and its siblings do. highlevel.ClearCaches destroys
+// the libraries' handles they hold, once no call of the library on the
+// device is in progress and no stream capture is (a destroy synchronizes
+// the device, which would invalidate the capture: it waits for the
+// captures to end); the next call creates another. So a ClearCaches never
+// fails a call, whatever goroutines do meanwhile, and a BLAS, Solver or
+// Sparse taken before it goes on working: only the cost of the new handle
+// shows. The libraries' handles are not safe for concurrent use; BLAS,
+// Solver and Sparse are: Do runs one call of a handle at a time, with the
+// handle's device current on the calling OS thread and the handle's
+// stream set to the one asked for, so that the generated packages'
+// functions (cublas, cusolver, cusparse) can be called on it directly.
 //
 // # Matrices
 //

@@ -267,8 +267,9 @@ func TestGPULevel1(t *testing.T) {
 }
 
 // TestGPUHandles checks the per-device handles: the same for the same
-// device, set to the stream of the call, destroyed by ClearCaches (then an
-// ErrClosed, never a crash), and the libraries' own errors for bad input.
+// device, set to the stream of the call, destroyed by ClearCaches (then
+// the next call makes another: a BLAS taken before goes on working), and
+// the libraries' own errors for bad input.
 func TestGPUHandles(t *testing.T) {
 	d := gpu(t)
 	gputest.Require(t, "cuSOLVER", cusolver.Load)
@@ -322,18 +323,21 @@ func TestGPUHandles(t *testing.T) {
 		t.Errorf("Dgetrs with ldb 4 < n 8: %v, want CUSOLVER_STATUS_INVALID_VALUE", err)
 	}
 
-	// ClearCaches destroys the handles; what was taken before is closed.
+	// ClearCaches destroys the handles; what was taken before makes
+	// another at its next call.
+	var before, after cublas.Handle
+	b1.Do(nil, func(h cublas.Handle) error { before = h; return nil })
 	highlevel.ClearCaches()
-	if err := b1.Do(nil, func(cublas.Handle) error { return nil }); !errors.Is(err, highlevel.ErrClosed) {
-		t.Errorf("BLAS after ClearCaches: %v, want ErrClosed", err)
+	if err := b1.Do(nil, func(h cublas.Handle) error { after = h; return nil }); err != nil {
+		t.Errorf("BLAS after ClearCaches: %v", err)
 	}
-	if err := sv.Do(nil, func(cusolver.Handle) error { return nil }); !errors.Is(err, highlevel.ErrClosed) {
-		t.Errorf("Solver after ClearCaches: %v, want ErrClosed", err)
+	if err := sv.Do(nil, func(cusolver.Handle) error { return nil }); err != nil {
+		t.Errorf("Solver after ClearCaches: %v", err)
 	}
-	b3, err := BLASOf(d)
-	if err != nil || b3 == b1 {
-		t.Fatalf("BLASOf after ClearCaches = %p (%v), want a new handle", b3, err)
+	if b3, err := BLASOf(d); err != nil || b3 != b1 {
+		t.Fatalf("BLASOf after ClearCaches = %p (%v), want %p", b3, err, b1)
 	}
+	t.Logf("cuBLAS handle %#x before ClearCaches, %#x after", before, after)
 	testMatMul[float32](t, nil, 16, 16, 16)
 
 	// Bad sizes are refused before cuBLAS is called.
@@ -487,8 +491,8 @@ func TestGPUSparse(t *testing.T) {
 	buf.Free()
 
 	highlevel.ClearCaches()
-	if err := sp.Do(nil, func(cusparse.Handle) error { return nil }); !errors.Is(err, highlevel.ErrClosed) {
-		t.Errorf("Sparse after ClearCaches: %v, want ErrClosed", err)
+	if err := sp.Do(nil, func(cusparse.Handle) error { return nil }); err != nil {
+		t.Errorf("Sparse after ClearCaches: %v", err)
 	}
 }
 
@@ -518,5 +522,129 @@ func TestGPUFreeDuringCalls(t *testing.T) {
 		if err := <-done; !errors.Is(err, highlevel.ErrFreed) {
 			t.Fatalf("Axpy on an array freed meanwhile: %v, want ErrFreed", err)
 		}
+	}
+}
+
+// TestGPUClearCachesDuringCalls calls Axpy, Dot, Gemv and MatMul from
+// goroutines, each on a stream of its own, and on streams that capture
+// them into graphs, while another calls highlevel.ClearCaches over and
+// over: no call fails, and each result is right. Destroying a handle
+// while another goroutine called cuBLAS on the device crashed in
+// cublasDestroy or cublasSgemv before (issue 45).
+func TestGPUClearCachesDuringCalls(t *testing.T) {
+	d := gpu(t)
+	const workers, n = 6, 256
+	rounds := 400
+	if testing.Short() {
+		rounds = 100
+	}
+	ones := make([]float32, n*n)
+	for i := range ones {
+		ones[i] = 1
+	}
+	// Everything is made before the goroutines start: a capture refuses
+	// copies from Go memory on the legacy default stream.
+	var work []func()
+	var checksMu sync.Mutex
+	var checks []func()
+	for w := range workers {
+		s, err := highlevel.NewStream(d, &highlevel.StreamOptions{NonBlocking: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		x, y, r := arrayFrom(t, ones[:n]), arrayFrom(t, make([]float32, n)), arrayFrom(t, make([]float32, 1))
+		a, yv, c := arrayFrom(t, ones), arrayFrom(t, make([]float32, n)), arrayFrom(t, make([]float32, 16))
+		capture := w%3 == 2 // its calls go into a graph, launched at once
+		work = append(work, func() {
+			axpys := 0
+			for i := range rounds {
+				var g *highlevel.Graph
+				if capture {
+					if err := s.BeginCapture(highlevel.CaptureRelaxed); err != nil {
+						t.Errorf("goroutine %d: BeginCapture: %v", w, err)
+						return
+					}
+				}
+				var err error
+				switch i % 4 {
+				case 0:
+					err = Axpy(s, 1, x, y)
+					axpys++
+				case 1:
+					err = Dot(s, x, x, r)
+				case 2:
+					err = Gemv(s, NoTrans, n, n, 2, a, x, 0, yv)
+				case 3:
+					err = MatMul(s, x, x, c, 4, 4, 1)
+				}
+				if capture {
+					var endErr error
+					if g, endErr = s.EndCapture(); endErr == nil {
+						var ge *highlevel.GraphExec
+						if ge, endErr = g.Instantiate(nil); endErr == nil {
+							endErr = ge.Launch(s)
+							ge.Close()
+						}
+						g.Close()
+					}
+					if err == nil {
+						err = endErr
+					}
+				}
+				if err != nil {
+					t.Errorf("goroutine %d, call %d: %v", w, i, err)
+					return
+				}
+			}
+			if err := s.Synchronize(); err != nil {
+				t.Errorf("goroutine %d: %v", w, err)
+				return
+			}
+			// Read once no goroutine captures: a copy to Go memory
+			// waits for the legacy default stream, which a capture holds
+			// off.
+			checksMu.Lock()
+			defer checksMu.Unlock()
+			checks = append(checks, func() {
+				for _, check := range []struct {
+					name string
+					a    *highlevel.Array[float32]
+					want float32
+				}{{"Axpy", y, float32(axpys)}, {"Dot", r, n}, {"Gemv", yv, 2 * n}, {"MatMul", c, 1}} {
+					v, err := check.a.ToHost()
+					if err != nil {
+						t.Error(err)
+					} else if v[0] != check.want {
+						t.Errorf("goroutine %d: %s gave %v, want %v", w, check.name, v[0], check.want)
+					}
+				}
+			})
+		})
+	}
+	var wg sync.WaitGroup
+	for _, f := range work {
+		wg.Go(f)
+	}
+	done := make(chan struct{})
+	cleared := make(chan int)
+	go func() {
+		clears := 0
+		for {
+			select {
+			case <-done:
+				cleared <- clears
+				return
+			default:
+			}
+			highlevel.ClearCaches()
+			clears++
+		}
+	}()
+	wg.Wait()
+	close(done)
+	t.Logf("%d ClearCaches", <-cleared)
+	for _, check := range checks {
+		check()
 	}
 }

@@ -3,6 +3,7 @@ package linalg
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gocuda/cuda/cublas"
 	"github.com/gocuda/cuda/cudart"
@@ -16,14 +17,16 @@ import (
 
 // A BLAS is a device's cuBLAS handle, CuPy's
 // cupy.cuda.device.get_cublas_handle: BLASOf returns the same BLAS for the
-// same device, created on first use, and highlevel.ClearCaches destroys it.
-// cuBLAS handles are not safe for concurrent use; a BLAS is, because Do
-// runs one call at a time.
+// same device, for the life of the process. highlevel.ClearCaches destroys
+// the cuBLAS handle it holds, once no call uses it, and the next call
+// creates another: a BLAS taken before a ClearCaches goes on working, and
+// only the cost of a new handle shows. cuBLAS handles are not safe for
+// concurrent use; a BLAS is, because Do runs one call at a time.
+//
+// The zero BLAS is not usable: get one from BLASOf; its Do returns an
+// error wrapping highlevel.ErrNil.
 type BLAS struct {
 	l lib[cublas.Handle]
-	// dirty is set once a Do may have changed the pointer mode, which the
-	// package's functions need to be CUBLAS_POINTER_MODE_HOST. Under l.mu.
-	dirty bool
 }
 
 // A Solver is a device's cuSOLVER dense handle, CuPy's
@@ -38,77 +41,120 @@ type Sparse struct {
 	l lib[cusparse.Handle]
 }
 
-// lib is a library handle of one device, used one call at a time.
+// lib is the handle of one library on one device, used one call at a
+// time. It lives as long as the process; the library's handle in it comes
+// and goes: highlevel.ClearCaches destroys it (clear), and the next call
+// creates another.
+//
+// The closing protocol of the package's caches: a handle is destroyed only
+// while mu is held, so while no call of the library on the device is in
+// progress, on that handle or any other (there is one at a time); and only
+// through highlevel's DestroyOutsideCaptures, so while no stream capture
+// of highlevel's is in progress (the destroy synchronizes the device,
+// which would invalidate it), else once they have ended. A call never
+// meets a destroyed handle, nor an error because of a ClearCaches: it
+// takes whichever handle is there, and creates one where there is none.
+//
+// Locks, in order: dmu, mu, then highlevel's (DestroyOutsideCaptures, and
+// those of highlevel's functions that a Do's fn may call). Where
+// highlevel's are held already (in DestroyOutsideCaptures's destroy) mu is
+// only tried, never waited for; and clear, which a stream callback may
+// run, waits for no lock there.
 type lib[H ~uintptr] struct {
 	dev       highlevel.Device
+	name      string // of the handle, for errors: "cuBLAS"
+	createOp  string // "cublasCreate"
+	create    func(*H) error
 	setStream func(H, cudart.Stream) error
 	destroy   func(H) error
 
-	mu     sync.Mutex
-	h      H
-	closed bool
+	// clears counts the ClearCaches: a handle created before the last one
+	// is stale, to destroy.
+	clears atomic.Uint64
+
+	mu   sync.Mutex // held by each call, and while the handle is made or destroyed
+	h    H
+	live bool   // h is a handle of the library
+	gen  uint64 // clears when h was created
+	// dirty is set once a BLAS.Do may have changed the pointer mode, which
+	// the package's BLAS functions need to be CUBLAS_POINTER_MODE_HOST;
+	// false for a new handle.
+	dirty bool
+
+	// dmu is held by the goroutine that destroys a stale handle
+	// (destroyStale): another finds it held and leaves its clear to it.
+	dmu sync.Mutex
+	// deferred is set while a later call of destroyStale waits in
+	// highlevel for the captures to end, so that clears meanwhile add no
+	// other. Under dmu.
+	deferred bool
 }
 
-// handles holds each device's handle of one library, until
-// highlevel.ClearCaches closes and forgets them.
+// cached is what handles needs of the objects it holds.
+type cached interface {
+	ensure() error
+	clear()
+}
+
+// handles holds each device's object of one library, for the life of the
+// process: highlevel.ClearCaches clears the handle in each.
 type handles[T any] struct {
-	create func(highlevel.Device) (*T, error)
-	close  func(*T)
+	make func(highlevel.Device) *T
+	lib  func(*T) cached
 
 	once sync.Once
-	mu   sync.Mutex // held while creating, so that each device gets one
-	m    map[highlevel.Device]*T
+	mu   sync.Mutex // held while making one, so that each device gets one
+	m    sync.Map   // highlevel.Device -> *T; read without a lock by each call
 }
 
+// get returns d's object, making it, with its handle, on first use.
 func (c *handles[T]) get(d highlevel.Device) (*T, error) {
+	if v, ok := c.m.Load(d); ok {
+		return v.(*T), nil
+	}
 	c.once.Do(func() { caches.Add(func() bool { c.clear(); return true }) })
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if h := c.m[d]; h != nil {
-		return h, nil
+	if v, ok := c.m.Load(d); ok {
+		return v.(*T), nil
 	}
-	h, err := c.create(d)
-	if err != nil {
-		return nil, err
+	v := c.make(d)
+	if err := c.lib(v).ensure(); err != nil {
+		return nil, err // d may be no device: nothing is kept for it
 	}
-	if c.m == nil {
-		c.m = map[highlevel.Device]*T{}
-	}
-	c.m[d] = h
-	return h, nil
+	c.m.Store(d, v)
+	return v, nil
 }
 
+// clear clears the handle of each device.
 func (c *handles[T]) clear() {
-	c.mu.Lock()
-	old := c.m
-	c.m = nil
-	c.mu.Unlock()
-	for _, h := range old {
-		c.close(h)
-	}
+	c.m.Range(func(_, v any) bool {
+		c.lib(v.(*T)).clear()
+		return true
+	})
 }
 
 var (
 	blasHandles = handles[BLAS]{
-		create: func(d highlevel.Device) (*BLAS, error) {
-			b := &BLAS{l: lib[cublas.Handle]{dev: d, setStream: cublas.SetStream, destroy: cublas.Destroy}}
-			return b, b.l.create("cublasCreate", cublas.Create)
+		make: func(d highlevel.Device) *BLAS {
+			return &BLAS{l: lib[cublas.Handle]{dev: d, name: "cuBLAS", createOp: "cublasCreate",
+				create: cublas.Create, setStream: cublas.SetStream, destroy: cublas.Destroy}}
 		},
-		close: func(b *BLAS) { b.l.close() },
+		lib: func(b *BLAS) cached { return &b.l },
 	}
 	solverHandles = handles[Solver]{
-		create: func(d highlevel.Device) (*Solver, error) {
-			v := &Solver{l: lib[cusolver.Handle]{dev: d, setStream: cusolver.SetStream, destroy: cusolver.Destroy}}
-			return v, v.l.create("cusolverDnCreate", cusolver.Create)
+		make: func(d highlevel.Device) *Solver {
+			return &Solver{l: lib[cusolver.Handle]{dev: d, name: "cuSOLVER", createOp: "cusolverDnCreate",
+				create: cusolver.Create, setStream: cusolver.SetStream, destroy: cusolver.Destroy}}
 		},
-		close: func(v *Solver) { v.l.close() },
+		lib: func(v *Solver) cached { return &v.l },
 	}
 	sparseHandles = handles[Sparse]{
-		create: func(d highlevel.Device) (*Sparse, error) {
-			p := &Sparse{l: lib[cusparse.Handle]{dev: d, setStream: cusparse.SetStream, destroy: cusparse.Destroy}}
-			return p, p.l.create("cusparseCreate", cusparse.Create)
+		make: func(d highlevel.Device) *Sparse {
+			return &Sparse{l: lib[cusparse.Handle]{dev: d, name: "cuSPARSE", createOp: "cusparseCreate",
+				create: cusparse.Create, setStream: cusparse.SetStream, destroy: cusparse.Destroy}}
 		},
-		close: func(p *Sparse) { p.l.close() },
+		lib: func(p *Sparse) cached { return &p.l },
 	}
 )
 
@@ -148,36 +194,117 @@ func inner(err error) error {
 	return err
 }
 
-// create makes the handle with the device current, as the libraries
-// require.
-func (l *lib[H]) create(op string, create func(*H) error) error {
-	return l.dev.Do(func() error {
-		if err := create(&l.h); err != nil {
-			return fmt.Errorf("%s: %w", op, err)
-		}
-		return nil
-	})
+// make creates the handle, with the device current, as the libraries
+// require; mu is held.
+func (l *lib[H]) make() error {
+	if err := l.create(&l.h); err != nil {
+		return fmt.Errorf("%s: %w", l.createOp, err)
+	}
+	l.live, l.gen, l.dirty = true, l.clears.Load(), false
+	return nil
 }
 
-// close destroys the handle once the call in progress, if any, has
-// returned; later calls of do return highlevel.ErrClosed.
-func (l *lib[H]) close() {
+// ensure creates the handle unless there is one.
+func (l *lib[H]) ensure() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closed {
-		return
+	if l.live {
+		return nil
 	}
-	l.closed = true
-	l.dev.Do(func() error { return l.destroy(l.h) })
+	return l.dev.Do(l.make)
+}
+
+// clear marks the handle stale and destroys it once no call uses it and
+// no capture is in progress: before it returns where it can, else later
+// (see destroyStale). The calls meanwhile go on using it; the first call
+// after its destruction creates another.
+func (l *lib[H]) clear() {
+	l.clears.Add(1)
+	l.destroyStale()
+}
+
+// destroyStale destroys the handle if it is stale, unless another
+// goroutine is doing so: that one sees this one's clear, since it tries
+// again until no clear came while it tried.
+func (l *lib[H]) destroyStale() {
+	for {
+		if !l.dmu.TryLock() {
+			return
+		}
+		seen := l.clears.Load()
+		l.tryDestroy()
+		l.dmu.Unlock()
+		if l.clears.Load() == seen {
+			return
+		}
+	}
+}
+
+// later is destroyStale called back by highlevel, on a goroutine of its
+// own, once the captures that put a destroy off have ended.
+func (l *lib[H]) later() {
+	l.dmu.Lock()
+	l.deferred = false
+	seen := l.clears.Load()
+	l.tryDestroy()
+	l.dmu.Unlock()
+	if l.clears.Load() != seen {
+		l.destroyStale()
+	}
+}
+
+// tryDestroy destroys a stale handle now, or leaves it to later while a
+// capture is in progress or from a stream callback; dmu is held. Where a
+// call is in progress it waits for it: not in a stream callback, since
+// highlevel ran the function, and outside highlevel's locks, which the
+// call may wait for.
+func (l *lib[H]) tryDestroy() {
+	var later func()
+	if !l.deferred {
+		later = l.later
+	}
+	busy := false
+	ran, _ := l.dev.DestroyOutsideCaptures(life.Sub, func() error {
+		if !l.mu.TryLock() {
+			busy = true
+			return nil
+		}
+		defer l.mu.Unlock()
+		return l.destroyLocked()
+	}, later)
+	if ran && busy {
+		l.mu.Lock()
+		ran, _ = l.dev.DestroyOutsideCaptures(life.Sub, l.destroyLocked, later)
+		l.mu.Unlock()
+	}
+	if !ran && later != nil {
+		l.deferred = true
+	}
+}
+
+// destroyLocked destroys the handle if it is stale; mu is held, the
+// device is current, and no capture is in progress. A handle whose
+// destroy failed is forgotten all the same: it cannot be told whether it
+// still is one.
+func (l *lib[H]) destroyLocked() error {
+	if !l.live || l.gen == l.clears.Load() {
+		return nil
+	}
+	l.live = false
+	return l.destroy(l.h)
 }
 
 // do calls fn with the handle, its device current on the calling OS
 // thread, its stream set to s, while the stream stays open and no other
-// goroutine uses the handle.
+// goroutine uses the handle; it creates the handle where there is none
+// (before the first call, or after a ClearCaches).
 // Its own errors are those of operation op; fn's it returns as they are.
-func (l *lib[H]) do(op string, s *highlevel.Stream, fn func(h H) error) error {
+func (l *lib[H]) do(op, typ string, s *highlevel.Stream, fn func(h H) error) error {
 	if fn == nil {
 		return opError(op, refusal.Errorf("nil function"))
+	}
+	if l.create == nil {
+		return opError(op, fmt.Errorf("%w: zero %s (get one with %sOf)", highlevel.ErrNil, typ, typ))
 	}
 	hs, err := s.Enter(life.Sub, l.dev)
 	if err != nil {
@@ -186,11 +313,13 @@ func (l *lib[H]) do(op string, s *highlevel.Stream, fn func(h H) error) error {
 	defer s.Leave(life.Sub)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closed {
-		return opError(op, highlevel.ErrClosed)
-	}
 	var fnErr bool
 	err = l.dev.Do(func() error {
+		if !l.live {
+			if err := l.make(); err != nil {
+				return opError(l.name+" handle of "+l.dev.String(), err)
+			}
+		}
 		if err := l.setStream(l.h, cudart.Stream(hs)); err != nil {
 			return fmt.Errorf("setting the stream of the handle: %w", err)
 		}
@@ -216,12 +345,14 @@ func (b *BLAS) Device() highlevel.Device {
 // Do calls fn with the cuBLAS handle, its device current on the calling OS
 // thread and its stream set to s (the legacy default stream of the device
 // when s is nil), while no other goroutine uses the handle and s stays
-// open (its Close waits for fn). fn must not keep the handle, close s, or
-// call Do again. It may change the pointer mode; other settings (math
+// open (its Close waits for fn). fn must not keep the handle, close s,
+// call Do again, or call highlevel.ClearCaches (which waits for fn). It may change the pointer mode; other settings (math
 // mode, workspace) it must put back as it found them, since the package's
-// functions share the handle. Do returns fn's error, highlevel.ErrClosed
-// once highlevel.ClearCaches destroyed the handle or for a closed stream,
-// or an error for a stream of another device.
+// functions share the handle. The handle may differ from one Do to the
+// next: highlevel.ClearCaches destroys it between calls (never during
+// one), and the next Do creates another, as the next BLASOf would. Do
+// returns fn's error, highlevel.ErrClosed for a closed stream, an error
+// for a stream of another device, or the error of creating the handle.
 func (b *BLAS) Do(s *highlevel.Stream, fn func(h cublas.Handle) error) error {
 	if b == nil {
 		return nilError("BLAS")
@@ -229,8 +360,8 @@ func (b *BLAS) Do(s *highlevel.Stream, fn func(h cublas.Handle) error) error {
 	if fn == nil {
 		return opError("BLAS.Do", refusal.Errorf("nil function"))
 	}
-	return b.l.do("BLAS.Do", s, func(h cublas.Handle) error {
-		b.dirty = true
+	return b.l.do("BLAS.Do", "BLAS", s, func(h cublas.Handle) error {
+		b.l.dirty = true
 		return fn(h)
 	})
 }
@@ -238,13 +369,13 @@ func (b *BLAS) Do(s *highlevel.Stream, fn func(h cublas.Handle) error) error {
 // call is Do for the package's functions, on operands o: the pointer mode
 // is host, as it is for a new handle.
 func (b *BLAS) call(op string, s *highlevel.Stream, o *operands, fn func(h cublas.Handle) error) error {
-	return b.l.do(op, s, func(h cublas.Handle) error {
+	return b.l.do(op, "BLAS", s, func(h cublas.Handle) error {
 		o.keep(s)
-		if b.dirty {
+		if b.l.dirty {
 			if err := cublas.SetPointerMode(h, cublas.POINTER_MODE_HOST); err != nil {
 				return opError(op, fmt.Errorf("setting the pointer mode: %w", err))
 			}
-			b.dirty = false
+			b.l.dirty = false
 		}
 		return fn(h)
 	})
@@ -263,7 +394,7 @@ func (v *Solver) Do(s *highlevel.Stream, fn func(h cusolver.Handle) error) error
 	if v == nil {
 		return nilError("Solver")
 	}
-	return v.l.do("Solver.Do", s, fn)
+	return v.l.do("Solver.Do", "Solver", s, fn)
 }
 
 // Device returns the handle's device; 0 for a nil Sparse.
@@ -279,5 +410,5 @@ func (p *Sparse) Do(s *highlevel.Stream, fn func(h cusparse.Handle) error) error
 	if p == nil {
 		return nilError("Sparse")
 	}
-	return p.l.do("Sparse.Do", s, fn)
+	return p.l.do("Sparse.Do", "Sparse", s, fn)
 }

@@ -131,31 +131,36 @@ func TestNilHandles(t *testing.T) {
 	}
 }
 
-// TestClosedHandles checks that Do on a handle ClearCaches closed returns
-// ErrClosed without calling fn (a closed handle is never used); a nil
-// function and a zero Stream are errors too. No CUDA call is made: none is
-// loaded here.
-func TestClosedHandles(t *testing.T) {
+// TestZeroHandles checks that Do on the zero BLAS, Solver and Sparse
+// returns an error wrapping ErrNil that says where to get one, without
+// calling fn; a nil function and a zero Stream are errors too. No CUDA
+// call is made: none is loaded here.
+func TestZeroHandles(t *testing.T) {
 	called := false
-	fn := func(cublas.Handle) error { called = true; return nil }
-	closed := &BLAS{l: lib[cublas.Handle]{closed: true}}
-	if err := closed.Do(nil, fn); !errors.Is(err, highlevel.ErrClosed) {
-		t.Errorf("Do on a closed BLAS: %v, want ErrClosed", err)
+	for _, tc := range []struct {
+		name, want string
+		do         func() error
+	}{
+		{"BLAS", "zero BLAS (get one with BLASOf)", func() error {
+			return new(BLAS).Do(nil, func(cublas.Handle) error { called = true; return nil })
+		}},
+		{"Solver", "zero Solver (get one with SolverOf)", func() error {
+			return new(Solver).Do(nil, func(cusolver.Handle) error { called = true; return nil })
+		}},
+		{"Sparse", "zero Sparse (get one with SparseOf)", func() error {
+			return new(Sparse).Do(nil, func(cusparse.Handle) error { called = true; return nil })
+		}},
+	} {
+		if err := tc.do(); !errors.Is(err, highlevel.ErrNil) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Do on a zero %s: %v, want ErrNil saying %q", tc.name, err, tc.want)
+		}
 	}
-	v := &Solver{l: lib[cusolver.Handle]{closed: true}}
-	if err := v.Do(nil, func(cusolver.Handle) error { called = true; return nil }); !errors.Is(err, highlevel.ErrClosed) {
-		t.Errorf("Do on a closed Solver: %v, want ErrClosed", err)
-	}
-	p := &Sparse{l: lib[cusparse.Handle]{closed: true}}
-	if err := p.Do(nil, func(cusparse.Handle) error { called = true; return nil }); !errors.Is(err, highlevel.ErrClosed) {
-		t.Errorf("Do on a closed Sparse: %v, want ErrClosed", err)
-	}
-	open := &BLAS{l: lib[cublas.Handle]{dev: 1}}
-	if err := open.Do(nil, nil); err == nil {
+	b := blasHandles.make(1)
+	if err := b.Do(nil, nil); err == nil {
 		t.Error("Do with a nil function succeeded")
 	}
 	// Without CUDA there is no Stream to make, and the zero one is refused.
-	if err := open.Do(new(highlevel.Stream), fn); !errors.Is(err, highlevel.ErrNil) {
+	if err := b.Do(new(highlevel.Stream), func(cublas.Handle) error { called = true; return nil }); !errors.Is(err, highlevel.ErrNil) {
 		t.Errorf("Do with a zero Stream: %v, want ErrNil", err)
 	}
 	if called {
@@ -163,22 +168,18 @@ func TestClosedHandles(t *testing.T) {
 	}
 }
 
-// TestClearCaches checks that highlevel.ClearCaches closes the handles the
-// package holds and forgets them.
-func TestClearCaches(t *testing.T) {
-	blasHandles.get(0) // registers the cache; fails here, without a GPU
-	b := &BLAS{l: lib[cublas.Handle]{destroy: func(cublas.Handle) error { return nil }}}
-	blasHandles.mu.Lock()
-	blasHandles.m = map[highlevel.Device]*BLAS{0: b}
-	blasHandles.mu.Unlock()
+// TestClearCachesUnused checks that highlevel.ClearCaches before any
+// handle was made, and after BLASOf failed (no CUDA here), keeps nothing
+// and makes no call.
+func TestClearCachesUnused(t *testing.T) {
 	highlevel.ClearCaches()
-	if err := b.Do(nil, func(cublas.Handle) error { return nil }); !errors.Is(err, highlevel.ErrClosed) {
-		t.Errorf("Do after ClearCaches: %v, want ErrClosed", err)
+	if _, err := BLASOf(0); err == nil {
+		t.Fatal("BLASOf succeeded without CUDA")
 	}
-	blasHandles.mu.Lock()
-	n := len(blasHandles.m)
-	blasHandles.mu.Unlock()
+	highlevel.ClearCaches()
+	n := 0
+	blasHandles.m.Range(func(any, any) bool { n++; return true })
 	if n != 0 {
-		t.Errorf("%d handles left after ClearCaches", n)
+		t.Errorf("%d handles kept after BLASOf failed", n)
 	}
 }

@@ -1,0 +1,457 @@
+package linalg
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/gocuda/cuda/cublas"
+	"github.com/gocuda/cuda/cudart"
+	"github.com/gocuda/cuda/cusolver"
+	"github.com/gocuda/cuda/cusparse"
+	"github.com/gocuda/cuda/highlevel"
+	"github.com/gocuda/cuda/internal/stubtest"
+	"github.com/gocuda/cuda/internal/testsrc"
+)
+
+// stubCases are what TestStubHandles checks, each in a child process
+// (TestStubHandlesChild) on the stand-in libraries.
+var stubCases = []struct {
+	name  string
+	check func(t *testing.T)
+}{
+	{"ClearCaches during calls", checkClearDuringCalls},
+	{"ClearCaches during a capture", checkClearDuringCapture},
+	{"ClearCaches in a stream callback", checkClearInCallback},
+}
+
+// TestStubHandles runs linalg on stand-ins for the driver, cuBLAS,
+// cuSOLVER and cuSPARSE (testdata/stublibs.c, with highlevel's stand-in
+// driver) that record what the libraries forbid: a handle destroyed while
+// a call of its library on the device is in progress (on it or on another
+// handle) or while a stream capture is, a call on a destroyed handle. In
+// each case highlevel.ClearCaches runs while goroutines call the package's
+// functions and the handles' Do, in captures and stream callbacks: no call
+// fails, nothing forbidden happens, and every handle created is destroyed
+// or still in use.
+func TestStubHandles(t *testing.T) {
+	shim := filepath.Join("..", "internal", "driver")
+	driverSrc := filepath.Join(shim, "testdata", "stubdriver.c")
+	libsSrc := filepath.Join("testdata", "stublibs.c")
+	testsrc.Require(t, driverSrc, stubHeaders, libsSrc)
+	src, err := os.ReadFile(driverSrc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	for _, f := range []string{filepath.Join(shim, "testdata", "stubprocs.c"), libsSrc} {
+		abs, err := filepath.Abs(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, abs)
+	}
+	lib := stubtest.Library(t, "libcuda.so.1", string(src), append([]string{"-I" + stubHeaders, "-I" + shim}, files...)...)
+	for _, tc := range stubCases {
+		t.Run(tc.name, func(t *testing.T) {
+			stubtest.Child(t, "TestStubHandlesChild",
+				"GOCUDA_CUDA="+lib, "GOCUDA_CUBLAS="+lib, "GOCUDA_CUSOLVER="+lib, "GOCUDA_CUSPARSE="+lib,
+				"GOCUDA_CUDART="+filepath.Join(t.TempDir(), "no-libcudart.so"),
+				"LINALG_STUB_CASE="+tc.name)
+		})
+	}
+}
+
+// TestStubHandlesChild is TestStubHandles's child; it skips unless run by
+// it. Whatever the case, no violation may be recorded.
+func TestStubHandlesChild(t *testing.T) {
+	stubtest.SkipUnlessChild(t, "TestStubHandles")
+	for _, tc := range stubCases {
+		if tc.name == os.Getenv("LINALG_STUB_CASE") {
+			tc.check(t)
+			checkNoViolation(t)
+			return
+		}
+	}
+	t.Fatalf("no case %q", os.Getenv("LINALG_STUB_CASE"))
+}
+
+// The libraries, as the stand-in numbers them, and what it counts of
+// each (stublibs.c's enum stub_field).
+const (
+	stubBLAS = iota
+	stubSolver
+	stubSparse
+	stubLibs
+)
+
+const (
+	fieldCreates = iota
+	fieldDestroys
+	fieldViolations
+	fieldDestroyDuringCall
+	fieldDestroyInCapture
+	fieldUseAfterDestroy
+	fieldConcurrentUse
+	fieldNoContext
+	fieldCalls
+	fieldCaptures = 15
+)
+
+var libNames = [stubLibs]string{"cuBLAS", "cuSOLVER", "cuSPARSE"}
+
+// stat reads a count of the stand-in's.
+func stat(t *testing.T, lib, field int) int {
+	t.Helper()
+	var v int32
+	if err := cublas.GetProperty(cudart.LibraryPropertyType(100+16*lib+field), &v); err != nil {
+		t.Fatalf("reading the stand-in's count %d of %s: %v", field, libNames[lib], err)
+	}
+	return int(v)
+}
+
+// counts are the handles each library created and destroyed.
+type counts [stubLibs][2]int
+
+func handleCounts(t *testing.T) counts {
+	t.Helper()
+	var c counts
+	for lib := range stubLibs {
+		c[lib] = [2]int{stat(t, lib, fieldCreates), stat(t, lib, fieldDestroys)}
+	}
+	return c
+}
+
+func checkNoViolation(t *testing.T) {
+	t.Helper()
+	for lib := range stubLibs {
+		if stat(t, lib, fieldViolations) == 0 {
+			continue
+		}
+		for _, f := range []struct {
+			field int
+			what  string
+		}{
+			{fieldDestroyDuringCall, "destroys while a call of the library was in progress (or calls during a destroy)"},
+			{fieldDestroyInCapture, "destroys while a stream capture was in progress"},
+			{fieldUseAfterDestroy, "calls on a destroyed handle"},
+			{fieldConcurrentUse, "calls on a handle another call was using"},
+			{fieldNoContext, "calls with no context current"},
+		} {
+			if n := stat(t, lib, f.field); n > 0 {
+				t.Errorf("%s: %d %s", libNames[lib], n, f.what)
+			}
+		}
+	}
+}
+
+// liveHandles counts, per library, the handles linalg holds.
+func liveHandles() [stubLibs]int {
+	var n [stubLibs]int
+	count := func(lib int, l interface{ isLive() bool }) {
+		if l.isLive() {
+			n[lib]++
+		}
+	}
+	blasHandles.m.Range(func(_, v any) bool { count(stubBLAS, &v.(*BLAS).l); return true })
+	solverHandles.m.Range(func(_, v any) bool { count(stubSolver, &v.(*Solver).l); return true })
+	sparseHandles.m.Range(func(_, v any) bool { count(stubSparse, &v.(*Sparse).l); return true })
+	return n
+}
+
+func (l *lib[H]) isLive() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.live
+}
+
+// balanced reports whether every handle created was destroyed or is held:
+// creates = destroys + live, for each library.
+func balanced(t *testing.T) (bool, string) {
+	c, live := handleCounts(t), liveHandles()
+	ok, s := true, ""
+	for lib := range stubLibs {
+		ok = ok && c[lib][0] == c[lib][1]+live[lib]
+		s += fmt.Sprintf(" %s: %d created, %d destroyed, %d held;", libNames[lib], c[lib][0], c[lib][1], live[lib])
+	}
+	return ok, s
+}
+
+// eventually waits up to 10 s for cond, which destroys put off to
+// highlevel's poller meet.
+func eventually(cond func() bool) bool {
+	for start := time.Now(); time.Since(start) < 10*time.Second; time.Sleep(time.Millisecond) {
+		if cond() {
+			return true
+		}
+	}
+	return cond()
+}
+
+// fill sets the elements of a, whose device memory is the host's on the
+// stand-in driver.
+func fill[T any](t *testing.T, a *highlevel.Array[T], v T) {
+	t.Helper()
+	s := unsafe.Slice((*T)(a.Ptr()), a.Len())
+	for i := range s {
+		s[i] = v
+	}
+}
+
+func elems[T any](a *highlevel.Array[T]) []T { return unsafe.Slice((*T)(a.Ptr()), a.Len()) }
+
+func stubArray[T any](t *testing.T, n int, v T) *highlevel.Array[T] {
+	t.Helper()
+	a, err := highlevel.NewArray[T](n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Free() })
+	fill(t, a, v)
+	return a
+}
+
+// checkClearDuringCalls runs goroutines that call Axpy, Dot, Gemv, Gemm
+// and the handles' Do (on a BLAS, Solver and Sparse taken once, before
+// the clears) in a loop, each on a stream of its own or the legacy default
+// stream, while another calls highlevel.ClearCaches over and over: no call
+// fails, each result is right, destroys happen meanwhile, and every handle
+// created is destroyed or held; after a last ClearCaches, none is held.
+func checkClearDuringCalls(t *testing.T) {
+	d := highlevel.Device(0)
+	b, err := BLASOf(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sv, err := SolverOf(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := SparseOf(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const workers, rounds, n = 6, 400, 32
+	var wg sync.WaitGroup
+	var calls atomic.Int64
+	for w := range workers {
+		var s *highlevel.Stream // the legacy default stream for the first
+		if w > 0 {
+			if s, err = highlevel.NewStream(d, &highlevel.StreamOptions{NonBlocking: true}); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+		}
+		x, y, r := stubArray[float32](t, n, 1), stubArray[float32](t, n, 0), stubArray[float32](t, 1, 0)
+		a, xv, yv := stubArray[float64](t, n*n, 1), stubArray[float64](t, n, 1), stubArray[float64](t, n, 0)
+		c := stubArray[float32](t, 4*4, 0)
+		wg.Go(func() {
+			axpys := 0
+			for i := range rounds {
+				var err error
+				switch i % 7 {
+				case 0:
+					err = Axpy(s, 1, x, y)
+					axpys++
+				case 1:
+					if err = Dot(s, x, x, r); err == nil && elems(r)[0] != n {
+						err = fmt.Errorf("Dot = %v, want %d", elems(r)[0], n)
+					}
+				case 2:
+					if err = Gemv(s, NoTrans, n, n, 2, a, xv, 0, yv); err == nil && elems(yv)[n-1] != 2*n {
+						err = fmt.Errorf("Gemv: y[%d] = %v, want %d", n-1, elems(yv)[n-1], 2*n)
+					}
+				case 3:
+					if err = MatMul(s, x, x, c, 4, 4, 1); err == nil && elems(c)[15] != 1 {
+						err = fmt.Errorf("MatMul: c[15] = %v, want 1", elems(c)[15])
+					}
+				case 4:
+					err = b.Do(s, func(h cublas.Handle) error {
+						var got cudart.Stream
+						if err := cublas.GetStream(h, &got); err != nil || got != cudart.Stream(s.Handle()) {
+							return fmt.Errorf("the handle's stream is %#x (%v), want %#x", got, err, s.Handle())
+						}
+						return cublas.SetPointerMode(h, cublas.POINTER_MODE_DEVICE) // MatMul puts it back
+					})
+				case 5:
+					err = sv.Do(s, func(h cusolver.Handle) error {
+						var got cudart.Stream
+						return cusolver.GetStream(h, &got)
+					})
+				case 6:
+					err = sp.Do(s, func(h cusparse.Handle) error {
+						var got cudart.Stream
+						return cusparse.GetStream(h, &got)
+					})
+				}
+				if err != nil {
+					t.Errorf("goroutine %d, call %d: %v", w, i, err)
+					return
+				}
+				calls.Add(1)
+			}
+			if got := elems(y)[n-1]; got != float32(axpys) {
+				t.Errorf("goroutine %d: y = %v after %d Axpy, want %d", w, got, axpys, axpys)
+			}
+		})
+	}
+	done := make(chan struct{})
+	var clears int
+	cleared := make(chan struct{})
+	go func() {
+		defer close(cleared)
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			highlevel.ClearCaches()
+			clears++
+		}
+	}()
+	wg.Wait()
+	close(done)
+	<-cleared
+	if t.Failed() {
+		return
+	}
+	// The destroys a ClearCaches left to the goroutine that was destroying
+	// (or a busy lock) end shortly.
+	if !eventually(func() bool { ok, _ := balanced(t); return ok }) {
+		_, s := balanced(t)
+		t.Errorf("after %d calls and %d ClearCaches:%s", calls.Load(), clears, s)
+	}
+	c := handleCounts(t)
+	for lib := range stubLibs {
+		if c[lib][1] < 2 {
+			t.Errorf("%s: %d handles destroyed during %d ClearCaches, want 2 or more", libNames[lib], c[lib][1], clears)
+		}
+	}
+	highlevel.ClearCaches()
+	if !eventually(func() bool { return liveHandles() == [stubLibs]int{} }) {
+		t.Errorf("handles held after a last ClearCaches: %v", liveHandles())
+	}
+	if ok, s := balanced(t); !ok {
+		t.Errorf("after a last ClearCaches:%s", s)
+	}
+	t.Logf("%d calls, %d ClearCaches; %v (created, destroyed)", calls.Load(), clears, handleCounts(t))
+}
+
+// checkClearDuringCapture calls highlevel.ClearCaches, many times, while a
+// stream captures: no handle is destroyed then, the calls made meanwhile
+// (in the capture and on another stream) use the handles there are, and
+// once the capture ends each is destroyed, once; the next call makes
+// another.
+func checkClearDuringCapture(t *testing.T) {
+	d := highlevel.Device(0)
+	s, err := highlevel.NewStream(d, &highlevel.StreamOptions{NonBlocking: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	other, err := highlevel.NewStream(d, &highlevel.StreamOptions{NonBlocking: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	x, y := stubArray[float32](t, 8, 1), stubArray[float32](t, 8, 0)
+	use := func(s *highlevel.Stream) {
+		t.Helper()
+		if err := Axpy(s, 1, x, y); err != nil {
+			t.Fatal(err)
+		}
+		for _, do := range []func() error{
+			func() error { v, _ := SolverOf(d); return v.Do(s, func(cusolver.Handle) error { return nil }) },
+			func() error { p, _ := SparseOf(d); return p.Do(s, func(cusparse.Handle) error { return nil }) },
+		} {
+			if err := do(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	use(other)
+	before := handleCounts(t)
+	if err := s.BeginCapture(highlevel.CaptureRelaxed); err != nil {
+		t.Fatal(err)
+	}
+	if n := stat(t, 0, fieldCaptures); n != 1 {
+		t.Fatalf("the stand-in counts %d captures in progress, want 1", n)
+	}
+	use(s)
+	for range 50 {
+		highlevel.ClearCaches()
+		use(other)
+	}
+	use(s)
+	if c := handleCounts(t); c != before {
+		t.Errorf("handles (created, destroyed) %v during the capture, %v before it: want none made or destroyed", c, before)
+	}
+	g, err := s.EndCapture()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	want := before
+	for lib := range stubLibs {
+		want[lib][1]++
+	}
+	if !eventually(func() bool { return handleCounts(t) == want }) {
+		t.Errorf("handles (created, destroyed) %v after the capture, want %v: each destroyed once", handleCounts(t), want)
+	}
+	use(other)
+	for lib := range stubLibs {
+		want[lib][0]++
+	}
+	if c := handleCounts(t); c != want {
+		t.Errorf("handles (created, destroyed) %v after a call, want %v: new ones", c, want)
+	}
+}
+
+// checkClearInCallback calls highlevel.ClearCaches from a stream callback,
+// where a destroy, which synchronizes the device, cannot be made: it
+// returns without destroying, and the handles are destroyed soon after.
+func checkClearInCallback(t *testing.T) {
+	d := highlevel.Device(0)
+	s, err := highlevel.NewStream(d, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	x, y := stubArray[float32](t, 8, 1), stubArray[float32](t, 8, 0)
+	if err := Axpy(s, 1, x, y); err != nil {
+		t.Fatal(err)
+	}
+	before := handleCounts(t)
+	done := make(chan counts, 1)
+	if err := s.LaunchHostFunc(func() {
+		highlevel.ClearCaches()
+		done <- handleCounts(t)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case in := <-done:
+		if in != before {
+			t.Errorf("handles (created, destroyed) %v in the callback, %v before it: a destroy ran there", in, before)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("ClearCaches in a stream callback has not returned after 10 s")
+	}
+	want := before
+	want[stubBLAS][1]++
+	if !eventually(func() bool { return handleCounts(t) == want }) {
+		t.Errorf("handles (created, destroyed) %v after the callback, want %v", handleCounts(t), want)
+	}
+	if err := Axpy(s, 1, x, y); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+}
