@@ -55,8 +55,9 @@ func newMemo[K comparable, V any](fn func(d Device, key K) (V, error), release f
 
 // ClearCaches clears every Memo, the package's own included (compiled
 // programs), and destroys the library handles of package highlevel/linalg
-// (a call in progress on one finishes first; later calls on it return
-// ErrClosed). PyCUDA's clear_context_caches.
+// once no call uses them and no capture is in progress (then when the
+// captures end); the next call makes a new handle, so a ClearCaches fails
+// no call. PyCUDA's clear_context_caches.
 func ClearCaches() { caches.Clear() }
 
 // Get returns fn(d, key), calling fn only when no result is cached. If fn
