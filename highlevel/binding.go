@@ -107,6 +107,38 @@ func (s *Stream) Keep(k lifepkg.Key, p MemoryPointer) {
 	}
 }
 
+// A Holder is what a capture may hold for its graph besides memory, for
+// highlevel's subpackages (Stream.KeepHolder): a handle of another CUDA
+// library whose internal workspace the captured work uses, for one.
+type Holder interface {
+	Hold()
+	Unhold()
+}
+
+// KeepHolder makes the capture s takes part in, if any, hold h for its
+// graph, as Keep holds memory: the capture calls h.Hold once, however
+// often KeepHolder is called with h in it (h is compared as an interface
+// value, so it should be a pointer), the graph's instantiations call it
+// again, each, as does a capture that launches one; and each Hold is
+// matched by one h.Unhold once its holder lets h go: the Graph or
+// GraphExec is closed (or updated to another graph), or the capture fails.
+// Launches of the graph may still be in flight then, as for memory a graph
+// held. Unhold may run on any goroutine, holding locks of the package's,
+// so it must neither block nor call the package. KeepHolder is called
+// between Enter and Leave; while s takes part in no capture it does
+// nothing, and allocates nothing.
+func (s *Stream) KeepHolder(k lifepkg.Key, h Holder) {
+	if k.OK() && h != nil && s != nil && s.inCapture() {
+		s.capture.keep(heldFor{h})
+	}
+}
+
+// heldFor is a Holder as the package's captures hold it (holder).
+type heldFor struct{ h Holder }
+
+func (f heldFor) hold()   { f.h.Hold() }
+func (f heldFor) unhold() { f.h.Unhold() }
+
 // Acquire begins a call into another CUDA library on p's memory; it is for
 // highlevel's subpackages. Until Release, Free of the memory waits. It
 // returns p's address, or an error: ErrFreed once the memory is freed,

@@ -18,7 +18,10 @@
 // captures to end); the next call creates another. So a ClearCaches never
 // fails a call, whatever goroutines do meanwhile, and a BLAS, Solver or
 // Sparse taken before it goes on working: only the cost of the new handle
-// shows. The libraries' handles are not safe for concurrent use; BLAS,
+// shows. A call captured into a graph uses its handle's workspace each
+// time the graph runs, so the Graph and its GraphExecs hold the handle: a
+// ClearCaches meanwhile sets it aside (the calls after it create another)
+// and it is destroyed once they are all closed. The libraries' handles are not safe for concurrent use; BLAS,
 // Solver and Sparse are: Do runs one call of a handle at a time, with the
 // handle's device current on the calling OS thread and the handle's
 // stream set to the one asked for, so that the generated packages'

@@ -1,6 +1,7 @@
 package linalg
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -18,10 +19,14 @@ import (
 // A BLAS is a device's cuBLAS handle, CuPy's
 // cupy.cuda.device.get_cublas_handle: BLASOf returns the same BLAS for the
 // same device, for the life of the process. highlevel.ClearCaches destroys
-// the cuBLAS handle it holds, once no call uses it, and the next call
-// creates another: a BLAS taken before a ClearCaches goes on working, and
-// only the cost of a new handle shows. cuBLAS handles are not safe for
-// concurrent use; a BLAS is, because Do runs one call at a time.
+// the cuBLAS handle it holds, once no call uses it and no graph captured
+// with it is left, and the next call creates another: a BLAS taken before
+// a ClearCaches goes on working, and only the cost of a new handle shows.
+// A call captured into a graph uses the handle's workspace when the graph
+// runs, so a Graph and its GraphExecs hold the handle their captured calls
+// used: a ClearCaches meanwhile sets it aside, and it is destroyed once
+// the last of them is closed. cuBLAS handles are not safe for concurrent
+// use; a BLAS is, because Do runs one call at a time.
 //
 // The zero BLAS is not usable: get one from BLASOf; its Do returns an
 // error wrapping highlevel.ErrNil.
@@ -48,12 +53,26 @@ type Sparse struct {
 //
 // The closing protocol of the package's caches: a handle is destroyed only
 // while mu is held, so while no call of the library on the device is in
-// progress, on that handle or any other (there is one at a time); and only
-// through highlevel's DestroyOutsideCaptures, so while no stream capture
-// of highlevel's is in progress (the destroy synchronizes the device,
-// which would invalidate it), else once they have ended. A call never
-// meets a destroyed handle, nor an error because of a ClearCaches: it
-// takes whichever handle is there, and creates one where there is none.
+// progress, on that handle or any other; and only through highlevel's
+// DestroyOutsideCaptures, so while no stream capture of highlevel's is in
+// progress (the destroy synchronizes the device, which would invalidate
+// it), else once they have ended. A call never meets a destroyed handle,
+// nor an error because of a ClearCaches: it takes the current handle, and
+// creates one where there is none.
+//
+// Graphs hold handles too: a call captured into a graph uses the handle's
+// internal workspace each time the graph runs. So a call on a capturing
+// stream makes the capture hold the current handle (Stream.KeepHolder,
+// once per capture), and the graph and each of its instantiations hold it
+// until closed (handle.Hold, Unhold). A stale handle that graphs hold is
+// not destroyed but parked: it is no longer current, so the calls after
+// the ClearCaches create another, and it is destroyed, as above, once the
+// last hold ends (Unhold leaves that to a goroutine of its own, since it
+// may run holding highlevel's locks). Launches of the graphs may still be
+// in flight then: cublasDestroy synchronizes the device first, and
+// cuSOLVER's and cuSPARSE's destroys free CPU-side resources, by their
+// documentation (cuSPARSE may keep its GPU-side ones until the process
+// ends). Every handle created is current, parked or destroyed.
 //
 // Locks, in order: dmu, mu, then highlevel's (DestroyOutsideCaptures, and
 // those of highlevel's functions that a Do's fn may call). Where
@@ -72,10 +91,18 @@ type lib[H ~uintptr] struct {
 	// is stale, to destroy.
 	clears atomic.Uint64
 
-	mu   sync.Mutex // held by each call, and while the handle is made or destroyed
+	// unheld counts the last Unholds of parked handles: each asks for a
+	// destroy, as a clear does.
+	unheld atomic.Uint64
+
+	mu   sync.Mutex // held by each call, and while a handle is made or destroyed
 	h    H
-	live bool   // h is a handle of the library
-	gen  uint64 // clears when h was created
+	live bool       // h is a handle of the library, the current one
+	cur  *handle[H] // h's holds, where live
+	gen  uint64     // clears when h was created
+	// parked are the stale handles that graphs still hold, destroyed once
+	// the last hold ends (handle.Unhold).
+	parked []*handle[H]
 	// dirty is set once a BLAS.Do may have changed the pointer mode, which
 	// the package's BLAS functions need to be CUBLAS_POINTER_MODE_HOST;
 	// false for a new handle.
@@ -89,6 +116,39 @@ type lib[H ~uintptr] struct {
 	// other. Under dmu.
 	deferred bool
 }
+
+// A handle is a handle of the library that graphs may hold, a holder of
+// highlevel's captures (Stream.KeepHolder): a call captured with it uses
+// its workspace each time the graph runs.
+type handle[H ~uintptr] struct {
+	l *lib[H]
+	h H
+	// n is twice the holds, plus 1 once the handle is parked: the Unhold
+	// that leaves 1 is the last of a parked handle, to destroy (as
+	// highlevel's holdCount).
+	n atomic.Int32
+}
+
+// Hold begins a hold of a graph's (or of a capture's, for its graph) on
+// the handle; the handle is current, or held already.
+func (p *handle[H]) Hold() { p.n.Add(2) }
+
+// Unhold ends a hold. The last one of a parked handle has it destroyed,
+// on a goroutine of its own: Unhold runs wherever highlevel lets a graph
+// go, maybe holding its locks, which a call holding mu may wait for.
+func (p *handle[H]) Unhold() {
+	if p.n.Add(-2) == 1 {
+		p.l.unheld.Add(1)
+		go p.l.destroyStale()
+	}
+}
+
+// park marks the handle parked and reports whether graphs hold it; if
+// not, the caller destroys it.
+func (p *handle[H]) park() bool { return p.n.Or(1) != 0 }
+
+// unused reports whether no graph holds the parked handle any longer.
+func (p *handle[H]) unused() bool { return p.n.Load() == 1 }
 
 // cached is what handles needs of the objects it holds.
 type cached interface {
@@ -197,10 +257,12 @@ func inner(err error) error {
 // make creates the handle, with the device current, as the libraries
 // require; mu is held.
 func (l *lib[H]) make() error {
-	if err := l.create(&l.h); err != nil {
+	var h H // not &l.h: cgo refuses a pointer into memory that holds Go pointers
+	if err := l.create(&h); err != nil {
 		return fmt.Errorf("%s: %w", l.createOp, err)
 	}
-	l.live, l.gen, l.dirty = true, l.clears.Load(), false
+	l.h, l.live, l.gen, l.dirty = h, true, l.clears.Load(), false
+	l.cur = &handle[H]{l: l, h: h}
 	return nil
 }
 
@@ -216,25 +278,30 @@ func (l *lib[H]) ensure() error {
 
 // clear marks the handle stale and destroys it once no call uses it and
 // no capture is in progress: before it returns where it can, else later
-// (see destroyStale). The calls meanwhile go on using it; the first call
-// after its destruction creates another.
+// (see destroyStale); or parks it while graphs hold it. The calls
+// meanwhile go on using it; the first call after its destruction, or its
+// parking, creates another.
 func (l *lib[H]) clear() {
 	l.clears.Add(1)
 	l.destroyStale()
 }
 
-// destroyStale destroys the handle if it is stale, unless another
-// goroutine is doing so: that one sees this one's clear, since it tries
-// again until no clear came while it tried.
+// asks counts the clears and last Unholds: each asks for a destroy.
+func (l *lib[H]) asks() uint64 { return l.clears.Load() + l.unheld.Load() }
+
+// destroyStale destroys the handle if it is stale, and the parked handles
+// no graph holds any longer, unless another goroutine is doing so: that
+// one sees this one's clear or Unhold, since it tries again until none
+// came while it tried.
 func (l *lib[H]) destroyStale() {
 	for {
 		if !l.dmu.TryLock() {
 			return
 		}
-		seen := l.clears.Load()
+		seen := l.asks()
 		l.tryDestroy()
 		l.dmu.Unlock()
-		if l.clears.Load() == seen {
+		if l.asks() == seen {
 			return
 		}
 	}
@@ -245,19 +312,19 @@ func (l *lib[H]) destroyStale() {
 func (l *lib[H]) later() {
 	l.dmu.Lock()
 	l.deferred = false
-	seen := l.clears.Load()
+	seen := l.asks()
 	l.tryDestroy()
 	l.dmu.Unlock()
-	if l.clears.Load() != seen {
+	if l.asks() != seen {
 		l.destroyStale()
 	}
 }
 
-// tryDestroy destroys a stale handle now, or leaves it to later while a
-// capture is in progress or from a stream callback; dmu is held. Where a
-// call is in progress it waits for it: not in a stream callback, since
-// highlevel ran the function, and outside highlevel's locks, which the
-// call may wait for.
+// tryDestroy destroys a stale handle (or parks it) and the parked ones no
+// graph holds now, or leaves them to later while a capture is in progress
+// or from a stream callback; dmu is held. Where a call is in progress it
+// waits for it: not in a stream callback, since highlevel ran the
+// function, and outside highlevel's locks, which the call may wait for.
 func (l *lib[H]) tryDestroy() {
 	var later func()
 	if !l.deferred {
@@ -282,16 +349,33 @@ func (l *lib[H]) tryDestroy() {
 	}
 }
 
-// destroyLocked destroys the handle if it is stale; mu is held, the
-// device is current, and no capture is in progress. A handle whose
-// destroy failed is forgotten all the same: it cannot be told whether it
-// still is one.
+// destroyLocked destroys the handle if it is stale, or parks it where
+// graphs hold it, and destroys the parked handles that no graph holds any
+// longer; mu and dmu are held, the device is current, and no capture is
+// in progress. A handle whose destroy failed is forgotten all the same: it
+// cannot be told whether it still is one.
 func (l *lib[H]) destroyLocked() error {
-	if !l.live || l.gen == l.clears.Load() {
-		return nil
+	var errs []error
+	if l.live && l.gen != l.clears.Load() {
+		p := l.cur
+		l.live, l.cur = false, nil
+		if p.park() {
+			l.parked = append(l.parked, p)
+		} else {
+			errs = append(errs, l.destroy(p.h))
+		}
 	}
-	l.live = false
-	return l.destroy(l.h)
+	kept := l.parked[:0]
+	for _, p := range l.parked {
+		if p.unused() { // no hold comes any more: see Hold
+			errs = append(errs, l.destroy(p.h))
+		} else {
+			kept = append(kept, p)
+		}
+	}
+	clear(l.parked[len(kept):])
+	l.parked = kept
+	return errors.Join(errs...)
 }
 
 // do calls fn with the handle, its device current on the calling OS
@@ -323,6 +407,9 @@ func (l *lib[H]) do(op, typ string, s *highlevel.Stream, fn func(h H) error) err
 		if err := l.setStream(l.h, cudart.Stream(hs)); err != nil {
 			return fmt.Errorf("setting the stream of the handle: %w", err)
 		}
+		// A capture's graph holds the handle, whose workspace its
+		// work uses; nothing without a capture.
+		s.KeepHolder(life.Sub, l.cur)
 		fnErr = true
 		return fn(l.h)
 	})

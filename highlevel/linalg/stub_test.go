@@ -1,6 +1,7 @@
 package linalg
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -28,6 +29,8 @@ var stubCases = []struct {
 	{"ClearCaches during calls", checkClearDuringCalls},
 	{"ClearCaches during a capture", checkClearDuringCapture},
 	{"ClearCaches in a stream callback", checkClearInCallback},
+	{"ClearCaches while graphs hold handles", checkGraphsHoldHandles},
+	{"graphs closed at once and ClearCaches", checkGraphsClosedAtOnce},
 }
 
 // TestStubHandles runs linalg on stand-ins for the driver, cuBLAS,
@@ -150,34 +153,50 @@ func checkNoViolation(t *testing.T) {
 	}
 }
 
-// liveHandles counts, per library, the handles linalg holds.
-func liveHandles() [stubLibs]int {
-	var n [stubLibs]int
-	count := func(lib int, l interface{ isLive() bool }) {
-		if l.isLive() {
-			n[lib]++
+// handleState is, per library, what linalg holds: the live handle (0 or
+// 1), the holds of graphs on it, and the stale handles parked until the
+// graphs that hold them are gone.
+type handleState struct{ live, holds, parked [stubLibs]int }
+
+func handleStates() handleState {
+	var st handleState
+	add := func(lib int, l interface{ state() (bool, int, int) }) {
+		live, holds, parked := l.state()
+		if live {
+			st.live[lib]++
 		}
+		st.holds[lib] += holds
+		st.parked[lib] += parked
 	}
-	blasHandles.m.Range(func(_, v any) bool { count(stubBLAS, &v.(*BLAS).l); return true })
-	solverHandles.m.Range(func(_, v any) bool { count(stubSolver, &v.(*Solver).l); return true })
-	sparseHandles.m.Range(func(_, v any) bool { count(stubSparse, &v.(*Sparse).l); return true })
-	return n
+	blasHandles.m.Range(func(_, v any) bool { add(stubBLAS, &v.(*BLAS).l); return true })
+	solverHandles.m.Range(func(_, v any) bool { add(stubSolver, &v.(*Solver).l); return true })
+	sparseHandles.m.Range(func(_, v any) bool { add(stubSparse, &v.(*Sparse).l); return true })
+	return st
 }
 
-func (l *lib[H]) isLive() bool {
+// state reports whether l has a live handle, the holds of graphs on it,
+// and how many stale handles graphs still hold, parked.
+func (l *lib[H]) state() (live bool, holds, parked int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.live
+	if l.live {
+		holds = int(l.cur.n.Load() / 2)
+	}
+	return l.live, holds, len(l.parked)
 }
 
-// balanced reports whether every handle created was destroyed or is held:
-// creates = destroys + live, for each library.
+// liveHandles counts, per library, the live handles linalg holds.
+func liveHandles() [stubLibs]int { return handleStates().live }
+
+// balanced reports whether every handle created was destroyed or is held,
+// live or parked: creates = destroys + live + parked, for each library.
 func balanced(t *testing.T) (bool, string) {
-	c, live := handleCounts(t), liveHandles()
+	c, st := handleCounts(t), handleStates()
 	ok, s := true, ""
 	for lib := range stubLibs {
-		ok = ok && c[lib][0] == c[lib][1]+live[lib]
-		s += fmt.Sprintf(" %s: %d created, %d destroyed, %d held;", libNames[lib], c[lib][0], c[lib][1], live[lib])
+		ok = ok && c[lib][0] == c[lib][1]+st.live[lib]+st.parked[lib]
+		s += fmt.Sprintf(" %s: %d created, %d destroyed, %d held, %d parked;",
+			libNames[lib], c[lib][0], c[lib][1], st.live[lib], st.parked[lib])
 	}
 	return ok, s
 }
@@ -346,8 +365,9 @@ func checkClearDuringCalls(t *testing.T) {
 // checkClearDuringCapture calls highlevel.ClearCaches, many times, while a
 // stream captures: no handle is destroyed then, the calls made meanwhile
 // (in the capture and on another stream) use the handles there are, and
-// once the capture ends each is destroyed, once; the next call makes
-// another.
+// once the capture ends each is parked, since the capture's graph holds
+// it; the next call makes another, and once the graph is closed each
+// parked handle is destroyed, once.
 func checkClearDuringCapture(t *testing.T) {
 	d := highlevel.Device(0)
 	s, err := highlevel.NewStream(d, &highlevel.StreamOptions{NonBlocking: true})
@@ -396,20 +416,26 @@ func checkClearDuringCapture(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer g.Close()
-	want := before
-	for lib := range stubLibs {
-		want[lib][1]++
-	}
-	if !eventually(func() bool { return handleCounts(t) == want }) {
-		t.Errorf("handles (created, destroyed) %v after the capture, want %v: each destroyed once", handleCounts(t), want)
+	// The graph holds the handles its calls used: the clears park them.
+	if !eventually(func() bool { return handleStates().parked == [stubLibs]int{1, 1, 1} }) {
+		t.Errorf("handles parked after the capture: %v, want one of each library", handleStates().parked)
 	}
 	use(other)
+	want := before
 	for lib := range stubLibs {
 		want[lib][0]++
 	}
 	if c := handleCounts(t); c != want {
-		t.Errorf("handles (created, destroyed) %v after a call, want %v: new ones", c, want)
+		t.Errorf("handles (created, destroyed) %v after a call, want %v: new ones, none destroyed while the graph lives", c, want)
+	}
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for lib := range stubLibs {
+		want[lib][1]++
+	}
+	if !eventually(func() bool { return handleCounts(t) == want }) {
+		t.Errorf("handles (created, destroyed) %v after the graph's Close, want %v: each destroyed once", handleCounts(t), want)
 	}
 }
 
@@ -453,5 +479,256 @@ func checkClearInCallback(t *testing.T) {
 	}
 	if err := s.Synchronize(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// useAll calls each library on s: Axpy and a BLAS.Do, a Solver.Do and a
+// Sparse.Do.
+func useAll(t *testing.T, s *highlevel.Stream, x, y *highlevel.Array[float32]) {
+	t.Helper()
+	if err := callAll(s, x, y); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// callAll is useAll for goroutines other than the test's.
+func callAll(s *highlevel.Stream, x, y *highlevel.Array[float32]) error {
+	d := highlevel.Device(0)
+	for _, do := range []func() error{
+		func() error { return Axpy(s, 1, x, y) },
+		func() error { b, _ := BLASOf(d); return b.Do(s, func(cublas.Handle) error { return nil }) },
+		func() error { v, _ := SolverOf(d); return v.Do(s, func(cusolver.Handle) error { return nil }) },
+		func() error { p, _ := SparseOf(d); return p.Do(s, func(cusparse.Handle) error { return nil }) },
+	} {
+		if err := do(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkGraphsHoldHandles captures calls of each library into a graph,
+// whose work uses the handles' internal workspaces, and instantiates it:
+// a ClearCaches then destroys none of those handles while the Graph or
+// its GraphExec lives, but parks them, and the calls after it create new
+// ones; once both are closed, the parked handles are destroyed. Calls
+// outside captures hold nothing: a ClearCaches destroys their handles at
+// once, parking none.
+func checkGraphsHoldHandles(t *testing.T) {
+	d := highlevel.Device(0)
+	s, err := highlevel.NewStream(d, &highlevel.StreamOptions{NonBlocking: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	other, err := highlevel.NewStream(d, &highlevel.StreamOptions{NonBlocking: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	x, y := stubArray[float32](t, 8, 1), stubArray[float32](t, 8, 0)
+	none := [stubLibs]int{}
+	check := func(when string, want counts, holds, parked [stubLibs]int) {
+		t.Helper()
+		if c, st := handleCounts(t), handleStates(); c != want || st.holds != holds || st.parked != parked {
+			t.Errorf("%s: handles (created, destroyed) %v, holds %v, parked %v; want %v, holds %v, parked %v",
+				when, c, st.holds, st.parked, want, holds, parked)
+		}
+		if ok, s := balanced(t); !ok {
+			t.Errorf("%s:%s", when, s)
+		}
+	}
+	add := func(c *counts, field int) {
+		for lib := range stubLibs {
+			c[lib][field]++
+		}
+	}
+
+	useAll(t, other, x, y)
+	useAll(t, nil, x, y)
+	want := handleCounts(t)
+	check("after calls outside captures", want, none, none)
+	highlevel.ClearCaches()
+	add(&want, 1)
+	check("after a ClearCaches that followed calls outside captures", want, none, none)
+
+	if err := s.BeginCapture(highlevel.CaptureRelaxed); err != nil {
+		t.Fatal(err)
+	}
+	useAll(t, s, x, y)
+	useAll(t, s, x, y)
+	add(&want, 0)
+	g, err := s.EndCapture()
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := [stubLibs]int{1, 1, 1}
+	check("after a capture", want, one, none)
+	e, err := g.Instantiate(nil)
+	if err != nil {
+		g.Close()
+		t.Fatal(err)
+	}
+	check("after Instantiate", want, [stubLibs]int{2, 2, 2}, none)
+
+	highlevel.ClearCaches()
+	check("after a ClearCaches while the Graph and its GraphExec live", want, none, one)
+	useAll(t, other, x, y)
+	add(&want, 0)
+	check("after calls that followed", want, none, one)
+	highlevel.ClearCaches()
+	add(&want, 1)
+	check("after a ClearCaches of the handles of those calls", want, none, one)
+	useAll(t, other, x, y)
+	add(&want, 0)
+	if err := e.Launch(other); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+	check("after the Graph's Close", want, none, one)
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	add(&want, 1)
+	if !eventually(func() bool { return handleCounts(t) == want && handleStates().parked == none }) {
+		t.Errorf("the parked handles are not destroyed 10 s after the GraphExec's Close")
+	}
+	check("after the GraphExec's Close", want, none, none)
+	if err := other.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkGraphsClosedAtOnce makes many graphs, each captured with handles of
+// its own (a ClearCaches parks those after each capture), while other
+// goroutines capture, call and clear; then closes them all at once, from
+// as many goroutines, whose last Unholds race for the destroys: each
+// parked handle is destroyed, none is left parked, and every handle
+// created is destroyed or live. It does so in several batches, since the
+// races it is after are not met each time.
+func checkGraphsClosedAtOnce(t *testing.T) {
+	d := highlevel.Device(0)
+	const workers, rounds, batches, graphs = 4, 50, 4, 48
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	for range workers {
+		s, err := highlevel.NewStream(d, &highlevel.StreamOptions{NonBlocking: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		x, y := stubArray[float32](t, 8, 1), stubArray[float32](t, 8, 0)
+		wg.Go(func() {
+			for i := range rounds {
+				if err := callAll(s, x, y); err != nil {
+					t.Error(err)
+					return
+				}
+				if err := s.BeginCapture(highlevel.CaptureRelaxed); err != nil {
+					t.Error(err)
+					return
+				}
+				err := callAll(s, x, y)
+				g, endErr := s.EndCapture()
+				if err = cmp.Or(err, endErr); err != nil {
+					if g != nil {
+						g.Close()
+					}
+					t.Error(err)
+					return
+				}
+				e, err := g.Instantiate(nil)
+				if err != nil {
+					g.Close()
+					t.Error(err)
+					return
+				}
+				if err := e.Launch(s); err != nil {
+					t.Error(err)
+				}
+				first, second := g.Close, e.Close
+				if i%2 == 1 {
+					first, second = second, first
+				}
+				if err := first(); err != nil {
+					t.Error(err)
+				}
+				if err := second(); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	cleared := make(chan struct{})
+	go func() {
+		defer close(cleared)
+		for {
+			select {
+			case <-done:
+				return
+			default:
+				highlevel.ClearCaches()
+			}
+		}
+	}()
+	wg.Wait()
+	close(done)
+	<-cleared
+	if t.Failed() {
+		return
+	}
+	// A clear may be left to a goroutine that was destroying meanwhile.
+	if !eventually(func() bool { ok, _ := balanced(t); return ok && handleStates().parked == [stubLibs]int{} }) {
+		_, s := balanced(t)
+		t.Errorf("10 s after the captures and ClearCaches:%s", s)
+	}
+
+	s, err := highlevel.NewStream(d, &highlevel.StreamOptions{NonBlocking: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	x, y := stubArray[float32](t, 8, 1), stubArray[float32](t, 8, 0)
+	for batch := range batches {
+		var held []*highlevel.Graph
+		for range graphs {
+			if err := s.BeginCapture(highlevel.CaptureRelaxed); err != nil {
+				t.Fatal(err)
+			}
+			useAll(t, s, x, y)
+			g, err := s.EndCapture()
+			if err != nil {
+				t.Fatal(err)
+			}
+			held = append(held, g)
+			highlevel.ClearCaches()
+			// Parked, unless the clear was left to another goroutine:
+			// the next graph must not use it.
+			if !eventually(func() bool { return liveHandles() == [stubLibs]int{} }) {
+				t.Fatalf("handles live 10 s after a ClearCaches: %v", liveHandles())
+			}
+		}
+		if !eventually(func() bool { return handleStates().parked == [stubLibs]int{graphs, graphs, graphs} }) {
+			t.Fatalf("parked handles %v after %d graphs, each followed by a ClearCaches; want %d of each library",
+				handleStates().parked, graphs, graphs)
+		}
+		start := make(chan struct{})
+		for _, g := range held {
+			wg.Go(func() {
+				<-start
+				if err := g.Close(); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		if !eventually(func() bool { ok, _ := balanced(t); return ok && handleStates().parked == [stubLibs]int{} }) {
+			_, s := balanced(t)
+			t.Fatalf("10 s after the Close of batch %d of graphs:%s", batch, s)
+		}
 	}
 }
