@@ -20,7 +20,7 @@ SHELL := bash
 # The suite travels to the GPU machine with the repository (64 MiB at most
 # together): no symbol tables, and packed with xz (29 MiB, against gzip's 49).
 STRIP := -ldflags='-s -w'
-GPU_PKGS := cudart cudadrv nvrtc nvjitlink cublas cublaslt cusolver cusparse curand cufft nccl internal/dl highlevel highlevel/cudatest highlevel/collective highlevel/linalg nvtx
+GPU_PKGS := cudart cudadrv nvrtc nvjitlink cublas cublaslt cusolver cusparse curand cufft nccl internal/dl highlevel highlevel/cudatest highlevel/collective highlevel/linalg highlevel/internal/mixed nvtx
 # The build tags of the CUDA majors other than the default: those of the
 # build lines of headers/cuda*.txt that are one tag (build cuda12).
 MAJOR_TAGS := $(shell sed -n 's/^build  *\([A-Za-z0-9_]*\) *$$/\1/p' headers/cuda*.txt)
@@ -79,6 +79,7 @@ gpu:
 	mkdir -p build/gpu/py
 	$(foreach p,$(GPU_PKGS),$(GO) test $(STRIP) -c -o build/gpu/$(subst /,_,$(p)).test ./$(p) &&) true
 	$(GO) test $(STRIP) -race -c -o build/gpu/highlevel_race.test ./highlevel
+	$(GO) test $(STRIP) -race -c -o build/gpu/highlevel_internal_mixed_race.test ./highlevel/internal/mixed
 	$(foreach t,$(MAJOR_TAGS),$(foreach p,$(GPU_MAJOR_PKGS),$(GO) test $(STRIP) -tags $(t) -c -o build/gpu/$(subst /,_,$(p))_$(t).test ./$(p) &&)) true
 	$(foreach e,devicequery saxpy sgemm bandwidth allreduce,$(GO) build $(STRIP) -o build/gpu/$(e) ./examples/$(e) &&) true
 	$(GO) -C bench test $(STRIP) -c -o $(CURDIR)/build/gpu/bench.test .

@@ -6,7 +6,9 @@
 # only the benchmarks (Go, the C twins, CuPy and cuda.core; then the table
 # of them all, table.md, table.csv and table.png, in $OUT, the raw results
 # in $OUT/results.tgz), "gpu.sh nccl" only the all-reduce benchmarks and
-# their twin, so that each part fits in one call to the device. Every run counts:
+# their twin, "gpu.sh mixed" only highlevel/internal/mixed's programs that mix
+# every kind of work, several processes at once on the GPU (see its part below
+# for the knobs), so that each part fits in one call to the device. Every run counts:
 # the script exits non-zero when any test, example, benchmark, twin or the
 # table failed, and on a machine with a GPU a test that finds none fails.
 set -u -o pipefail
@@ -46,20 +48,25 @@ ncclso=${GOCUDA_NCCL:-$(findlib libnccl.so.2)}
 export GOCUDA_NCCL=$ncclso
 echo "NCCL: $ncclso"
 
-if [ "$part" != bench ] && [ "$part" != nccl ]; then
+if [ "$part" = all ] || [ "$part" = tests ]; then
 # The CUDA 13.0 NVRTC, for the tests built for another major (x_cuda12.test)
 # that compile kernels: the GPU machines have no other.
 nvrtc=$(findlib libnvrtc.so.13)
 for t in *.test; do
 	echo "== $t"
-	# Under -race, the randomized test runs its short form (5 seeds).
+	# Under -race, the randomized tests run their short forms (5 seeds of
+	# highlevel's, one program of highlevel/internal/mixed's).
 	short=
-	[ "$t" = highlevel_race.test ] && short=-test.short
+	case $t in
+	highlevel_race.test | highlevel_internal_mixed_race.test) short=-test.short ;;
+	esac
 	# highlevel built for another major runs on the driver alone, with
 	# libcudart unloadable, and compiles with the NVRTC found above.
+	# highlevel's staged copy stress runs its long form here alone.
 	env=()
 	case $t in
 	highlevel_cuda*.test) env=(GOCUDA_CUDART=/nonexistent/libcudart.so GOCUDA_NVRTC="$nvrtc") short=-test.short ;;
+	highlevel.test) env=(GOCUDA_STRESS_ROUNDS="${GOCUDA_STRESS_ROUNDS:-1000}") ;;
 	esac
 	# highlevel's randomized test runs apart from the rest of its binary,
 	# into a log of its own, so that a crash in it hides none of the others.
@@ -124,7 +131,7 @@ fi
 ./bandwidth 2>&1 | tee "$log/bandwidth.txt" || status=1
 fi
 
-if [ "$part" != tests ] && [ "$part" != nccl ]; then
+if [ "$part" = all ] || [ "$part" = bench ]; then
 echo "== benchmarks: Go, the C twins, CuPy and cuda.core"
 # The calls run on two pinned cores, so that the scheduler adds little
 # noise and Go's runtime threads (sysmon, the collector) have a core beside
@@ -196,7 +203,7 @@ for lib in cupy cudacore; do
 done
 fi
 
-if [ "$part" != tests ]; then
+if [ "$part" = all ] || [ "$part" = nccl ]; then
 echo "== all-reduce over all GPUs, in one process and in two: Go (raw and highlevel/collective) and C, taking turns (NCCL's threads need more than one core)"
 inc=${CUDA_HOME:-/usr/local/cuda}/include
 # The twin links the library the Go side loaded, through a libnccl.so link.
@@ -221,6 +228,47 @@ if nvcc -O2 -arch=native -I"$inc" -I. -o nccl nccl.cu -L. -lnccl -Xlinker -rpath
 else
 	status=1
 fi
+fi
+
+if [ "$part" = all ] || [ "$part" = mixed ]; then
+# highlevel/internal/mixed's TestGPUMixed runs programs that mix every kind
+# of highlevel's and linalg's work, one seed each, in several processes at
+# once on the GPU, as issue 45's faults needed; then a few under -race and
+# a few under compute-sanitizer's memcheck. A child that fails or dies is
+# reported with its seeds and the end of its output; every child's whole
+# output is in logs.tgz, under mixed/. Each stage has a bound of its own,
+# and the defaults fit one 10-minute call on an H200, where a program of
+# 4000 operations took 1.3 s alone, 1.5 to 2 s with 3 others beside it
+# (400 in 4 processes: 3 to 4 minutes), 22 s under -race and 2 s under
+# memcheck (2026-12-01).
+# The knobs (a count of 0 leaves a stage out):
+#   GOCUDA_MIXED_PROGRAMS (400) in GOCUDA_MIXED_PROCS (4) processes at once,
+#   GOCUDA_MIXED_OPS (4000) operations each, GOCUDA_MIXED_SEED (0) the first
+#   seed, GOCUDA_MIXED_TIMEOUT (360) seconds;
+#   GOCUDA_MIXED_RACE_PROGRAMS (2) in GOCUDA_MIXED_RACE_PROCS (2) processes
+#   under -race (about 40 s a program), GOCUDA_MIXED_RACE_TIMEOUT (100);
+#   GOCUDA_MIXED_SANITIZER_PROGRAMS (3) of GOCUDA_MIXED_SANITIZER_OPS (4000)
+#   operations under memcheck, GOCUDA_MIXED_SANITIZER_TIMEOUT (100).
+echo "== highlevel/internal/mixed: every kind of work at once, several programs on one GPU"
+mkdir -p "$log/mixed"
+# mixed NAME SECONDS PROGRAMS COMMAND... runs TestGPUMixed's PROGRAMS with
+# COMMAND, within SECONDS, into $log/NAME.log.
+mixed() {
+	local name=$1 limit=$2 n=$3
+	shift 3
+	[ "$n" -gt 0 ] || return 0
+	echo "-- $name: $n programs"
+	GOCUDA_MIXED_LOGDIR="$log/mixed" GOCUDA_MIXED_PROGRAMS=$n timeout "$limit" "$@" -test.run '^TestGPUMixed$' -test.v \
+		-test.count=1 -test.timeout "$((limit - 10))s" >"$log/$name.log" 2>&1 || status=1
+	grep -E '^\s*(--- |ok|FAIL|PASS)|child [0-9]+, seeds|mixed: seed .* hangs|ERROR SUMMARY|(programs|operations:) ' "$log/$name.log" | tail -40
+}
+mixed mixed "${GOCUDA_MIXED_TIMEOUT:-360}" "${GOCUDA_MIXED_PROGRAMS:-400}" \
+	env GOCUDA_MIXED_PROCS="${GOCUDA_MIXED_PROCS:-4}" ./highlevel_internal_mixed.test
+mixed mixed-race "${GOCUDA_MIXED_RACE_TIMEOUT:-100}" "${GOCUDA_MIXED_RACE_PROGRAMS:-2}" \
+	env GOCUDA_MIXED_PROCS="${GOCUDA_MIXED_RACE_PROCS:-2}" ./highlevel_internal_mixed_race.test
+mixed mixed-sanitizer "${GOCUDA_MIXED_SANITIZER_TIMEOUT:-100}" "${GOCUDA_MIXED_SANITIZER_PROGRAMS:-3}" \
+	env GOCUDA_MIXED_PROCS=1 GOCUDA_MIXED_OPS="${GOCUDA_MIXED_SANITIZER_OPS:-4000}" \
+	compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 1 --print-limit 20 ./highlevel_internal_mixed.test
 fi
 
 if [ -e "$log/go.txt" ]; then
