@@ -218,3 +218,52 @@ func checkDestroyLegacyCopies(t *testing.T) {
 	close(stop)
 	wg.Wait()
 }
+
+// checkFreeGlobalCapture checks that memory freed and a pool closed during
+// another goroutine's capture in CaptureGlobal mode, which refuses
+// cuMemFree and cuMemPoolDestroy, are freed and destroyed once it ends:
+// before, Free marked the memory freed and returned ErrCapturing, so the
+// memory was lost, and Close failed likewise.
+func checkFreeGlobalCapture(t *testing.T) {
+	d := Device(0)
+	s, err := NewStream(d, &StreamOptions{NonBlocking: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	mem, err := d.Malloc(1 << 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool, err := NewMemoryAsyncPool(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	freed := make(chan error, 2)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := s.BeginCapture(CaptureGlobal); err != nil {
+		t.Fatal(err)
+	}
+	go func() { freed <- mem.Memory().Free() }()
+	go func() { freed <- pool.Close() }()
+	for range 2 {
+		if err := <-freed; err != nil {
+			t.Errorf("during a global capture elsewhere: %v", err)
+		}
+	}
+	if err := mem.Memory().Free(); !errors.Is(err, ErrFreed) {
+		t.Errorf("second Free: %v, want ErrFreed", err)
+	}
+	g, err := s.EndCapture()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Close()
+	globalDestroys.Lock()
+	n := len(globalDestroys.later)
+	globalDestroys.Unlock()
+	if n != 0 {
+		t.Errorf("%d destroys still wait after the capture ended", n)
+	}
+}

@@ -716,7 +716,10 @@ func (deviceOwner) free(m *Memory) error {
 	if err != nil {
 		return err
 	}
-	return check("cuMemFree", driver.Free(ctx, m.ptr))
+	// A global capture refuses cuMemFree: the memory is freed when it ends,
+	// as graphs are destroyed, rather than lost with its Free done.
+	ptr := m.ptr
+	return check("cuMemFree", afterGlobalCaptures(func() int32 { return driver.Free(ctx, ptr) }))
 }
 
 // lostMemory is memory from cuMemAlloc or cuMemAllocFromPoolAsync, a host
@@ -777,7 +780,7 @@ func freeLost() {
 		case l.destroy:
 			pools = append(pools, l.pool)
 		default:
-			driver.Free(l.ctx, l.ptr)
+			afterGlobalCaptures(func() int32 { return driver.Free(l.ctx, l.ptr) })
 			if l.pool != nil {
 				l.pool.inUse.Add(-int64(l.size))
 				l.pool.unref()
@@ -787,7 +790,7 @@ func freeLost() {
 	// The frees queued into these pools have run, and no more can be
 	// queued: they have no allocations left.
 	for _, p := range pools {
-		driver.MemPoolDestroy(p.ctx, p.h)
+		afterGlobalCaptures(func() int32 { return driver.MemPoolDestroy(p.ctx, p.h) })
 	}
 }
 

@@ -504,9 +504,15 @@ func (p *MemoryAsyncPool) destroy() error {
 		return nil
 	} else if err != nil {
 		// A device failed; its work is over.
-		return errors.Join(err, check("cuMemPoolDestroy", driver.MemPoolDestroy(p.ctx, p.h)))
+		return errors.Join(err, p.destroyNow())
 	}
-	return check("cuMemPoolDestroy", driver.MemPoolDestroy(p.ctx, p.h))
+	return p.destroyNow()
+}
+
+// destroyNow destroys the pool, whose work is done, or, while a capture in
+// CaptureGlobal mode refuses that, once such captures have ended.
+func (p *MemoryAsyncPool) destroyNow() error {
+	return check("cuMemPoolDestroy", afterGlobalCaptures(func() int32 { return driver.MemPoolDestroy(p.ctx, p.h) }))
 }
 
 // DeviceMemoryAsyncPool returns d's default CUDA memory pool, the one

@@ -110,6 +110,7 @@ var stubCases = []struct {
 	{"staged copy while a capture begins", nil, []string{"STUB_COPY_US=20000"}, checkStagedCopyCapture},
 	{"waits while others capture", nil, nil, checkWaitsCapture},
 	{"destruction during copies on the legacy stream", nil, []string{"STUB_COPY_US=200"}, checkDestroyLegacyCopies},
+	{"frees during a global capture", nil, nil, checkFreeGlobalCapture},
 	{"releases in a host function", nil, nil, checkReleaseInCallback},
 	{"stream-ordered memory dropped", nil, nil, checkAsyncDropped},
 	{"stream calls in a host function", nil, nil, checkStreamInCallback},
