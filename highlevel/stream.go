@@ -144,9 +144,8 @@ func StreamPriorityRange(d Device) (least, greatest int, err error) {
 // LegacyDefaultStream returns d's legacy default stream (stream 0), which
 // synchronizes with every blocking stream of the device. Close does nothing
 // to it. It cannot be captured, and while a capture is in progress the
-// operations on it return ErrCapturing, but for the waits (Synchronize,
-// Wait, Done), which wait for the captures to end (see
-// Stream.BeginCapture).
+// operations on it return ErrCapturing, but for Wait and Done, which wait
+// for the captures to end (see Stream.BeginCapture).
 func LegacyDefaultStream(d Device) (*Stream, error) {
 	return ExternalStream(0, d)
 }
@@ -433,26 +432,23 @@ func (s *Stream) failure(err error) error {
 // short sleeps. It returns the stream's error, and a *PanicError for each
 // callback or host function of the stream that panicked since the last
 // report. While the stream takes part in a capture it returns ErrCapturing
-// and waits for nothing. On the legacy default stream, it first waits for
-// the captures in progress elsewhere to end (see BeginCapture).
+// and waits for nothing. On the legacy default stream it returns
+// ErrCapturing while any capture is in progress, as CUDA does: it cannot
+// be cancelled, and the goroutine that captures would wait for itself;
+// Wait and Done wait for the captures to end instead.
 func (s *Stream) Synchronize() error {
 	h, err := s.use()
 	if err != nil {
 		return err
 	}
 	defer s.life.Release()
-	for {
-		s.joins.RLock()
-		r := int32(driver.Capturing)
-		if !s.inCapture() {
-			r = driver.StreamSynchronize(s.state.ctx, h)
-		}
-		s.joins.RUnlock()
-		if r != driver.Capturing || h != 0 {
-			return s.failure(check("cuStreamSynchronize", r))
-		}
-		afterCaptures(context.Background()) // the legacy default stream's: see mark
+	s.joins.RLock()
+	defer s.joins.RUnlock()
+	r := int32(driver.Capturing)
+	if !s.inCapture() {
+		r = driver.StreamSynchronize(s.state.ctx, h)
 	}
+	return s.failure(check("cuStreamSynchronize", r))
 }
 
 // Query reports whether the stream has done all its work, without waiting
@@ -831,9 +827,9 @@ func (s *Stream) LaunchHostFunc(fn func()) error {
 // where such work raced a capture: so while a capture the package began is
 // in progress, every operation on the legacy default stream (nil,
 // LegacyDefaultStream, and the copies and memsets without Async) returns
-// ErrCapturing without reaching CUDA, but for the stream's waits
-// (Synchronize, Wait, Done), which wait for the captures to end, since a
-// capture says nothing of the work they wait for. So do Device.Synchronize
+// ErrCapturing without reaching CUDA, but for the stream's Wait and Done,
+// which wait for the captures to end, since a capture says nothing of the
+// work they wait for. So do Device.Synchronize
 // and the package's other device-wide waits, and, during a capture in
 // CaptureGlobal mode, the calls that mode refuses but waits. A copy the
 // package stages through pinned buffers on the legacy default stream (see
