@@ -253,12 +253,10 @@ func outcome(err error) writeOutcome {
 }
 
 // partialCopy reports whether err says a copy changed part of its
-// destination before it failed: highlevel's ErrPartialCopy, "highlevel:
-// part of the copy was done", which this test cannot name while it must
-// build with the package of before it (commit dc73b56). Any other refusal
-// of a copy changed nothing, as the package promises.
+// destination before it failed (highlevel.ErrPartialCopy). Any other
+// refusal of a copy changed nothing, as the package promises.
 func partialCopy(err error) bool {
-	return strings.Contains(err.Error(), "part of the copy")
+	return errors.Is(err, highlevel.ErrPartialCopy)
 }
 
 // words returns the little-endian words of b, whose length is a multiple
