@@ -584,15 +584,18 @@ func (s *Stream) watch() (*signal, error) {
 		return nil, err
 	}
 	d := newSignal()
-	go func() {
-		if err == errHeldOff {
-			if ev, err = s.markAfterCaptures(context.Background()); err != nil {
+	if err == errHeldOff { // the legacy default stream, during a capture
+		go func() {
+			ev, err := s.markAfterCaptures(context.Background())
+			if err != nil {
 				d.fire(err)
 				return
 			}
-		}
-		d.fire(s.waitMark(context.Background(), ev))
-	}()
+			d.fire(s.waitMark(context.Background(), ev))
+		}()
+	} else {
+		go func() { d.fire(s.waitMark(context.Background(), ev)) }()
+	}
 	s.mu.Lock()
 	if s.watches == gen {
 		s.done = d
