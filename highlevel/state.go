@@ -66,10 +66,6 @@ var capturesIdle struct {
 	ch chan struct{}
 }
 
-// countCapture counts a capture as begun; staging.Lock is held, so that a
-// staged copy on the legacy default stream sees it before it begins.
-func countCapture() { captures.Add(1) }
-
 // uncountCapture counts a capture as ended, and wakes the waits for no
 // capture once none is in progress.
 func uncountCapture() {
@@ -127,7 +123,7 @@ var captureOps sync.Mutex
 // refused after its first chunks, it would have changed part of its
 // destination. A staged copy holds the lock shared and stages only while
 // global is 0, and on the legacy default stream while captures is 0; a
-// capture counts itself exclusively (countCapture) before it begins.
+// capture counts itself exclusively before it begins.
 var staging struct {
 	sync.RWMutex
 	global int

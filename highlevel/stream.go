@@ -504,6 +504,8 @@ func (s *Stream) Err() error {
 // done; then it returns ctx's error and leaves the GPU's work alone. Its
 // error reports panics as Synchronize does. While the stream captures, its
 // work runs only when the graph is launched: Wait returns ErrCapturing.
+// On the legacy default stream, which no capture lets work wait for, Wait
+// (and Done) first waits for the captures in progress to end.
 //
 // Waiting holds no OS thread for long and costs little CPU, so any number
 // of goroutines may wait at once. Wait, Done, and Event's Wait and Done
@@ -832,14 +834,14 @@ func (s *Stream) LaunchHostFunc(fn func()) error {
 // LegacyDefaultStream, and the copies and memsets without Async) returns
 // ErrCapturing without reaching CUDA, but for the stream's Wait and Done,
 // which wait for the captures to end, since a capture says nothing of the
-// work they wait for. So do Device.Synchronize
-// and the package's other device-wide waits, and, during a capture in
-// CaptureGlobal mode, the calls that mode refuses but waits. A copy the
-// package stages through pinned buffers on the legacy default stream (see
+// work they wait for. So do Device.Synchronize and the package's other
+// device-wide waits, and, during a capture in CaptureGlobal mode, the
+// calls that mode refuses (see CaptureGlobal). A copy the package stages
+// through pinned buffers on the legacy default stream (see
 // MemoryPointer.CopyFromHostPointer) is one operation: BeginCapture waits
-// for those in progress. Programs that capture
-// while other goroutines work use non-blocking streams
-// (StreamOptions.NonBlocking) and CaptureRelaxed or CaptureThreadLocal.
+// for those in progress. Programs that capture while other goroutines
+// work use non-blocking streams (StreamOptions.NonBlocking) and
+// CaptureRelaxed or CaptureThreadLocal.
 func (s *Stream) BeginCapture(mode CaptureMode) error {
 	if err := s.usable(); err != nil {
 		return err
@@ -854,8 +856,11 @@ func (s *Stream) BeginCapture(mode CaptureMode) error {
 	}
 	defer s.leaveAlone()
 	captureMu.RLock()
+	// Counted under staging's lock, so that a staged copy on the legacy
+	// default stream, which stages only while none is counted, sees it
+	// before it begins.
 	staging.Lock()
-	countCapture()
+	captures.Add(1)
 	if mode == CaptureGlobal {
 		staging.global++
 	}
