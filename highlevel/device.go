@@ -163,12 +163,9 @@ func afterGlobalCaptures(destroy func() int32) int32 {
 
 // captureEnded counts a capture, global or not, as ended in the shim, and
 // makes the destroys that waited for the global captures, unless another
-// one still refuses them; the destroys of other libraries' handles that
-// wait for every capture to end (DestroyOutsideCaptures) are looked at
-// again.
+// one still refuses them.
 func captureEnded(global bool) {
 	driver.CaptureEnd(cbool(global))
-	kickDestroys()
 	if !global {
 		return
 	}

@@ -59,8 +59,8 @@ var (
 )
 
 // capturesIdle is closed, and cleared, once no capture is in progress, for
-// the waits on the legacy default stream that a capture holds off
-// (afterCaptures); nil while none waits.
+// what waits for the captures to end (afterCaptures); nil while none
+// waits.
 var capturesIdle struct {
 	sync.Mutex
 	ch chan struct{}
@@ -84,7 +84,8 @@ func uncountCapture() {
 // or with ctx's error. Work on the legacy default stream waits for every
 // blocking stream, which no capture allows: a wait on that stream waits
 // for the captures to end rather than fail, since a capture begun
-// elsewhere in the program says nothing of the work waited for.
+// elsewhere in the program says nothing of the work waited for. A destroy
+// DestroyOutsideCaptures put off waits here too.
 func afterCaptures(ctx context.Context) error {
 	capturesIdle.Lock()
 	if captures.Load() == 0 {

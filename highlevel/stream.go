@@ -855,16 +855,18 @@ func (s *Stream) BeginCapture(mode CaptureMode) error {
 		return err
 	}
 	defer s.leaveAlone()
-	captureMu.RLock()
 	// Counted under staging's lock, so that a staged copy on the legacy
 	// default stream, which stages only while none is counted, sees it
-	// before it begins.
+	// before it begins; and counted while it holds captureMu, so that
+	// what finds captureMu held and waits for the captures' end
+	// (afterCaptures) has one to wait for.
 	staging.Lock()
 	captures.Add(1)
 	if mode == CaptureGlobal {
 		staging.global++
 	}
 	staging.Unlock()
+	captureMu.RLock()
 	var tid int64
 	err = check("cuStreamBeginCapture", driver.StreamBeginCapture(s.state.ctx, h, m, &tid))
 	if err != nil || s.capturing.Swap(true) {
@@ -873,8 +875,8 @@ func (s *Stream) BeginCapture(mode CaptureMode) error {
 			staging.global--
 			staging.Unlock()
 		}
-		uncountCapture()
 		captureMu.RUnlock()
+		uncountCapture()
 		return err
 	}
 	s.capture = new(capture)
@@ -889,11 +891,13 @@ func (s *Stream) BeginCapture(mode CaptureMode) error {
 func (s *Stream) endCapture() {
 	if s.capturing.Swap(false) {
 		s.captureThread.Store(0)
-		// The shim counts it as ended first, so that a wait woken by
-		// uncountCapture finds the legacy default stream open.
+		// The shim counts it as ended, and device-wide waits may go,
+		// before uncountCapture wakes what waits for the captures' end:
+		// waits on the legacy default stream, and the destroys
+		// DestroyOutsideCaptures put off.
 		captureEnded(s.global.Swap(false))
-		uncountCapture()
 		captureMu.RUnlock()
+		uncountCapture()
 	}
 }
 
