@@ -5,11 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"runtime"
-	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gocuda/cuda/cudadrv"
+	"github.com/gocuda/cuda/internal/randomtest"
 )
 
 // randomKernels are the kernels of TestGPURandomOps: fill writes v to n
@@ -177,67 +175,27 @@ type randomConfig struct {
 }
 
 func newRandomConfig(t *testing.T) *randomConfig {
-	cfg := &randomConfig{skip: map[string]bool{}}
+	cfg := &randomConfig{}
 	seeds := 100
 	if testing.Short() {
 		seeds = 5
 	}
-	seeds = envInt(t, "HL_RANDOM_SEEDS", seeds)
-	if s := os.Getenv("HL_RANDOM_SEED"); s != "" {
-		n, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("$HL_RANDOM_SEED = %q: want a seed, a number from 0", s)
-		}
+	seeds = randomtest.Int(t, "HL_RANDOM_SEEDS", seeds)
+	if n, ok := randomtest.Seed(t, "HL_RANDOM_SEED"); ok {
 		cfg.seeds = []uint64{n}
 	} else {
 		for s := range uint64(seeds) {
 			cfg.seeds = append(cfg.seeds, s)
 		}
 	}
-	cfg.ops = envInt(t, "HL_RANDOM_OPS", 150)
-	cfg.goroutines = envInt(t, "HL_RANDOM_GOROUTINES", 8)
+	cfg.ops = randomtest.Int(t, "HL_RANDOM_OPS", 150)
+	cfg.goroutines = randomtest.Int(t, "HL_RANDOM_GOROUTINES", 8)
 	var names []string
 	for _, k := range randomKinds {
 		names = append(names, k.name)
 	}
-	only := map[string]bool{}
-	for _, v := range []string{"HL_RANDOM_SKIP", "HL_RANDOM_ONLY"} {
-		for _, s := range strings.Split(os.Getenv(v), ",") {
-			if s = strings.TrimSpace(s); s == "" {
-				continue
-			}
-			if !slices.Contains(names, s) {
-				t.Fatalf("$%s names %q: the kinds are %s", v, s, strings.Join(names, ","))
-			}
-			if v == "HL_RANDOM_SKIP" {
-				cfg.skip[s] = true
-			} else {
-				only[s] = true
-			}
-		}
-	}
-	if len(only) > 0 {
-		for _, n := range names {
-			if !only[n] {
-				cfg.skip[n] = true
-			}
-		}
-	}
+	cfg.skip = randomtest.Skipped(t, "HL_RANDOM_SKIP", "HL_RANDOM_ONLY", names)
 	return cfg
-}
-
-// envInt returns the positive integer in the environment variable name, or
-// def when it is unset.
-func envInt(t *testing.T, name string, def int) int {
-	s := os.Getenv(name)
-	if s == "" {
-		return def
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n <= 0 {
-		t.Fatalf("$%s = %q: want a positive integer", name, s)
-	}
-	return n
 }
 
 // A randomKind is a kind of operation: its name (for $HL_RANDOM_SKIP and

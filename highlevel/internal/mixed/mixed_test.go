@@ -6,7 +6,6 @@ import (
 	"os"
 	"runtime/pprof"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +14,7 @@ import (
 	"github.com/gocuda/cuda/cublas"
 	"github.com/gocuda/cuda/highlevel"
 	"github.com/gocuda/cuda/internal/gpuprobe"
+	"github.com/gocuda/cuda/internal/randomtest"
 )
 
 // TestGPUMixed runs programs, one per seed, each of which mixes every kind
@@ -122,23 +122,17 @@ type config struct {
 }
 
 func newConfig(t *testing.T) *config {
-	cfg := &config{skip: map[string]bool{}, logDir: os.Getenv("GOCUDA_MIXED_LOGDIR")}
+	cfg := &config{logDir: os.Getenv("GOCUDA_MIXED_LOGDIR")}
 	programs := 3
 	if testing.Short() {
 		programs = 1
 	}
-	cfg.programs = envInt(t, "GOCUDA_MIXED_PROGRAMS", programs)
-	if s := os.Getenv("GOCUDA_MIXED_SEED"); s != "" {
-		n, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("$GOCUDA_MIXED_SEED = %q: want a seed, a number from 0", s)
-		}
-		cfg.first = n
-	}
-	cfg.ops = envInt(t, "GOCUDA_MIXED_OPS", 4000)
-	cfg.goroutines = envInt(t, "GOCUDA_MIXED_GOROUTINES", 8)
-	cfg.blocks = envInt(t, "GOCUDA_MIXED_BLOCKS", 12)
-	cfg.procs = envInt(t, "GOCUDA_MIXED_PROCS", 1)
+	cfg.programs = randomtest.Int(t, "GOCUDA_MIXED_PROGRAMS", programs)
+	cfg.first, _ = randomtest.Seed(t, "GOCUDA_MIXED_SEED")
+	cfg.ops = randomtest.Int(t, "GOCUDA_MIXED_OPS", 4000)
+	cfg.goroutines = randomtest.Int(t, "GOCUDA_MIXED_GOROUTINES", 8)
+	cfg.blocks = randomtest.Int(t, "GOCUDA_MIXED_BLOCKS", 12)
+	cfg.procs = randomtest.Int(t, "GOCUDA_MIXED_PROCS", 1)
 	cfg.wait = 60 * time.Second
 	if s := os.Getenv("GOCUDA_MIXED_WAIT"); s != "" {
 		d, err := time.ParseDuration(s)
@@ -163,44 +157,8 @@ func newConfig(t *testing.T) *config {
 	for _, k := range kinds {
 		names = append(names, k.name)
 	}
-	only := map[string]bool{}
-	for _, v := range []string{"GOCUDA_MIXED_SKIP", "GOCUDA_MIXED_ONLY"} {
-		for _, s := range strings.Split(os.Getenv(v), ",") {
-			if s = strings.TrimSpace(s); s == "" {
-				continue
-			}
-			if !slices.Contains(names, s) {
-				t.Fatalf("$%s names %q: the kinds are %s", v, s, strings.Join(names, ","))
-			}
-			if v == "GOCUDA_MIXED_SKIP" {
-				cfg.skip[s] = true
-			} else {
-				only[s] = true
-			}
-		}
-	}
-	if len(only) > 0 {
-		for _, n := range names {
-			if !only[n] {
-				cfg.skip[n] = true
-			}
-		}
-	}
+	cfg.skip = randomtest.Skipped(t, "GOCUDA_MIXED_SKIP", "GOCUDA_MIXED_ONLY", names)
 	return cfg
-}
-
-// envInt returns the positive integer in the environment variable name, or
-// def when it is unset.
-func envInt(t *testing.T, name string, def int) int {
-	s := os.Getenv(name)
-	if s == "" {
-		return def
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n <= 0 {
-		t.Fatalf("$%s = %q: want a positive integer", name, s)
-	}
-	return n
 }
 
 // A kind is a kind of operation: its name (for $GOCUDA_MIXED_SKIP and the

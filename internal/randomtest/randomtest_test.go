@@ -1,0 +1,46 @@
+package randomtest
+
+import (
+	"maps"
+	"slices"
+	"testing"
+)
+
+func TestSkipped(t *testing.T) {
+	names := []string{"alloc", "write", "read", "graph"}
+	for _, tc := range []struct {
+		skip, only string
+		want       []string
+	}{
+		{"", "", nil},
+		{"write, graph", "", []string{"graph", "write"}},
+		{"", "read", []string{"alloc", "graph", "write"}},
+		{"alloc", "alloc,read", []string{"alloc", "graph", "write"}},
+	} {
+		t.Setenv("RT_SKIP", tc.skip)
+		t.Setenv("RT_ONLY", tc.only)
+		got := slices.Sorted(maps.Keys(Skipped(t, "RT_SKIP", "RT_ONLY", names)))
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("skip %q, only %q: %v skipped, want %v", tc.skip, tc.only, got, tc.want)
+		}
+	}
+}
+
+func TestIntAndSeed(t *testing.T) {
+	t.Setenv("RT_N", "")
+	t.Setenv("RT_SEED", "")
+	if n := Int(t, "RT_N", 7); n != 7 {
+		t.Errorf("Int of an unset variable: %d, want the default 7", n)
+	}
+	if _, ok := Seed(t, "RT_SEED"); ok {
+		t.Error("Seed of an unset variable reports it set")
+	}
+	t.Setenv("RT_N", "42")
+	t.Setenv("RT_SEED", "0")
+	if n := Int(t, "RT_N", 7); n != 42 {
+		t.Errorf("Int: %d, want 42", n)
+	}
+	if s, ok := Seed(t, "RT_SEED"); s != 0 || !ok {
+		t.Errorf("Seed: %d, %v; want 0, true", s, ok)
+	}
+}
