@@ -7,14 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/gocuda/cuda/internal/gpuprobe"
+	"github.com/gocuda/cuda/internal/randomtest"
 )
 
 // stressKernels are TestGPUStagedCopyStress's kernels: stress_spin keeps
@@ -71,11 +70,7 @@ func TestGPUStagedCopyStress(t *testing.T) {
 	if testing.Short() {
 		rounds = 5
 	}
-	if s := os.Getenv("GOCUDA_STRESS_ROUNDS"); s != "" {
-		if rounds, err = strconv.Atoi(s); err != nil || rounds <= 0 {
-			t.Fatalf("$GOCUDA_STRESS_ROUNDS = %q: want a positive integer", s)
-		}
-	}
+	rounds = randomtest.Int(t, "GOCUDA_STRESS_ROUNDS", rounds)
 	c, err := Compile(stressKernels, &CompileOptions{Name: "stress.cu"})
 	if err != nil {
 		t.Fatalf("Compile: %v", err)
