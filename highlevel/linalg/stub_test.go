@@ -235,6 +235,17 @@ func stubArray[T any](t *testing.T, n int, v T) *highlevel.Array[T] {
 	return a
 }
 
+// stubStream returns a non-blocking stream of device 0, closed at cleanup.
+func stubStream(t *testing.T) *highlevel.Stream {
+	t.Helper()
+	s, err := highlevel.NewStream(0, &highlevel.StreamOptions{NonBlocking: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 // checkClearDuringCalls runs goroutines that call Axpy, Dot, Gemv, Gemm
 // and the handles' Do (on a BLAS, Solver and Sparse taken once, before
 // the clears) in a loop, each on a stream of its own or the legacy default
@@ -261,10 +272,7 @@ func checkClearDuringCalls(t *testing.T) {
 	for w := range workers {
 		var s *highlevel.Stream // the legacy default stream for the first
 		if w > 0 {
-			if s, err = highlevel.NewStream(d, &highlevel.StreamOptions{NonBlocking: true}); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
+			s = stubStream(t)
 		}
 		x, y, r := stubArray[float32](t, n, 1), stubArray[float32](t, n, 0), stubArray[float32](t, 1, 0)
 		a, xv, yv := stubArray[float64](t, n*n, 1), stubArray[float64](t, n, 1), stubArray[float64](t, n, 0)
@@ -370,16 +378,8 @@ func checkClearDuringCalls(t *testing.T) {
 // parked handle is destroyed, once.
 func checkClearDuringCapture(t *testing.T) {
 	d := highlevel.Device(0)
-	s, err := highlevel.NewStream(d, &highlevel.StreamOptions{NonBlocking: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	other, err := highlevel.NewStream(d, &highlevel.StreamOptions{NonBlocking: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	s := stubStream(t)
+	other := stubStream(t)
 	x, y := stubArray[float32](t, 8, 1), stubArray[float32](t, 8, 0)
 	use := func(s *highlevel.Stream) {
 		t.Helper()
@@ -515,17 +515,8 @@ func callAll(s *highlevel.Stream, x, y *highlevel.Array[float32]) error {
 // outside captures hold nothing: a ClearCaches destroys their handles at
 // once, parking none.
 func checkGraphsHoldHandles(t *testing.T) {
-	d := highlevel.Device(0)
-	s, err := highlevel.NewStream(d, &highlevel.StreamOptions{NonBlocking: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	other, err := highlevel.NewStream(d, &highlevel.StreamOptions{NonBlocking: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	s := stubStream(t)
+	other := stubStream(t)
 	x, y := stubArray[float32](t, 8, 1), stubArray[float32](t, 8, 0)
 	none := [stubLibs]int{}
 	check := func(when string, want counts, holds, parked [stubLibs]int) {
@@ -610,16 +601,11 @@ func checkGraphsHoldHandles(t *testing.T) {
 // created is destroyed or live. It does so in several batches, since the
 // races it is after are not met each time.
 func checkGraphsClosedAtOnce(t *testing.T) {
-	d := highlevel.Device(0)
 	const workers, rounds, batches, graphs = 4, 50, 4, 48
 	var wg sync.WaitGroup
 	done := make(chan struct{})
 	for range workers {
-		s, err := highlevel.NewStream(d, &highlevel.StreamOptions{NonBlocking: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
+		s := stubStream(t)
 		x, y := stubArray[float32](t, 8, 1), stubArray[float32](t, 8, 0)
 		wg.Go(func() {
 			for i := range rounds {
@@ -686,11 +672,7 @@ func checkGraphsClosedAtOnce(t *testing.T) {
 		t.Errorf("10 s after the captures and ClearCaches:%s", s)
 	}
 
-	s, err := highlevel.NewStream(d, &highlevel.StreamOptions{NonBlocking: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := stubStream(t)
 	x, y := stubArray[float32](t, 8, 1), stubArray[float32](t, 8, 0)
 	for batch := range batches {
 		var held []*highlevel.Graph
