@@ -54,8 +54,12 @@ var (
 
 const prefix = "collective: "
 
-// bare is err's message without a package's prefix.
+// bare is err's message without a package's prefix; "unknown error" for
+// a nil err (an Error or RendezvousError made without one).
 func bare(err error) string {
+	if err == nil {
+		return "unknown error"
+	}
 	s := err.Error()
 	for _, p := range []string{prefix, "highlevel: "} {
 		s = strings.TrimPrefix(s, p)
@@ -67,7 +71,8 @@ func bare(err error) string {
 // which rank failed, at which address, and why. Err wraps one of the
 // package's sentinel errors (ErrWorldSize, ErrDuplicateRank, ErrAddrInUse,
 // ErrMissingRanks, ErrRootUnreachable, ErrPeerClosed, ErrProtocol,
-// ErrConfig) and, where the context ended it, the context's error.
+// ErrConfig) and, where the context ended it, the context's error. One
+// made without an Err says "unknown error" and unwraps to nil.
 type RendezvousError struct {
 	Rank      int    // the rank that reports the error
 	WorldSize int    // its world size
@@ -77,13 +82,26 @@ type RendezvousError struct {
 }
 
 func (e *RendezvousError) Error() string {
-	return fmt.Sprintf("%srendezvous of rank %d of %d at %s: %s", prefix, e.Rank, e.WorldSize, e.Addr, bare(e.Err))
+	if e == nil {
+		return "<nil>"
+	}
+	at := ""
+	if e.Addr != "" {
+		at = " at " + e.Addr
+	}
+	return fmt.Sprintf("%srendezvous of rank %d of %d%s: %s", prefix, e.Rank, e.WorldSize, at, bare(e.Err))
 }
 
-func (e *RendezvousError) Unwrap() error { return e.Err }
+func (e *RendezvousError) Unwrap() error {
+	if e == nil {
+		return nil
+	}
+	return e.Err
+}
 
 // An Error is the error of an operation on a communicator: which
-// operation, which rank and device, and why.
+// operation, which rank and device, and why. One made without an Err says
+// "unknown error" and unwraps to nil.
 type Error struct {
 	Op   string // "all-reduce", "new communicator", "close", ...
 	Rank int    // the communicator's rank; -1 where it has none yet
@@ -93,13 +111,25 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	if e.Rank < 0 {
-		return fmt.Sprintf("%s%s on device %d: %s", prefix, e.Op, e.Dev, bare(e.Err))
+	if e == nil {
+		return "<nil>"
 	}
-	return fmt.Sprintf("%s%s on rank %d of %d (device %d): %s", prefix, e.Op, e.Rank, e.Size, e.Dev, bare(e.Err))
+	op := e.Op
+	if op == "" {
+		op = "operation"
+	}
+	if e.Rank < 0 {
+		return fmt.Sprintf("%s%s on device %d: %s", prefix, op, e.Dev, bare(e.Err))
+	}
+	return fmt.Sprintf("%s%s on rank %d of %d (device %d): %s", prefix, op, e.Rank, e.Size, e.Dev, bare(e.Err))
 }
 
-func (e *Error) Unwrap() error { return e.Err }
+func (e *Error) Unwrap() error {
+	if e == nil {
+		return nil
+	}
+	return e.Err
+}
 
 // wrapped is the error of a sentinel of ours wrapping another error, both
 // errors.Is-able: "rank claimed twice: rank 2 (from 10.0.0.2:4711)".
