@@ -3,8 +3,10 @@ package collective
 import (
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -17,13 +19,16 @@ const DefaultTimeout = 5 * time.Minute
 // it from the variables torchrun sets; a program may also fill it in.
 type Config struct {
 	// Addr is the host (name or address) of the root rank, rank 0, where
-	// the other ranks connect: $MASTER_ADDR.
+	// the other ranks connect: $MASTER_ADDR. It is a host alone: node1,
+	// 10.0.0.1, ::1 or [::1]; one with a port (10.0.0.1:29500,
+	// [::1]:29500) is refused, the port goes in Port.
 	Addr string
 	// Port is the TCP port the root rank listens on: $MASTER_PORT.
 	Port int
 	// BindAddr is the address the root rank listens on. Empty, it listens
 	// on the first address of Interface, or, when Interface is empty too,
-	// on every address of the host, as torchrun's store does.
+	// on every address of the host, as torchrun's store does. Like Addr,
+	// it is a host without a port.
 	BindAddr string
 	// Interface names the network interface (eth0, ib0) whose first
 	// address the root listens on when BindAddr is empty. NCCL's own
@@ -53,8 +58,11 @@ const (
 // ConfigFromEnv returns the Config the torchrun variables give: MASTER_ADDR,
 // MASTER_PORT, RANK, WORLD_SIZE and LOCAL_RANK. All but LOCAL_RANK must be
 // set; without LOCAL_RANK, LocalRank is Rank, as when all ranks run on one
-// host. It checks the Config as Config.Check does; its errors wrap
-// ErrConfig.
+// host. MASTER_ADDR is a host without a port (node1, 10.0.0.1, ::1, [::1],
+// the last kept as ::1): one with a port, 10.0.0.1:29500 or [::1]:29500, is
+// refused at once rather than dialled until the Timeout. It checks the
+// Config as Config.Check does; its errors wrap ErrConfig and name the
+// variable at fault.
 func ConfigFromEnv() (Config, error) {
 	return configFrom(os.LookupEnv)
 }
@@ -87,7 +95,11 @@ func configFrom(lookup func(string) (string, bool)) (Config, error) {
 	if !ok || addr == "" {
 		return Config{}, fmt.Errorf("%w: $%s is not set", ErrConfig, EnvAddr)
 	}
-	c.Addr = addr
+	host, err := hostOf("$"+EnvAddr, "$"+EnvPort, addr)
+	if err != nil {
+		return Config{}, err
+	}
+	c.Addr = host
 	c.LocalRank = -1
 	for _, v := range []struct {
 		name     string
@@ -116,9 +128,11 @@ func configFrom(lookup func(string) (string, bool)) (Config, error) {
 }
 
 // Check reports what makes c unusable, in an error wrapping ErrConfig: no
-// root address, a port outside 1 to 65535, a world size below 1, a rank
-// outside 0 to WorldSize-1, a negative LocalRank or Timeout, or an
-// Interface that is not there or has no address.
+// root address, an Addr or BindAddr that is not a host alone (one with a
+// port, "10.0.0.1:29500", "[::1]:29500"), a port outside 1 to 65535, a
+// world size below 1, a rank outside 0 to WorldSize-1, a negative
+// LocalRank or Timeout, or an Interface that is not there or has no
+// address.
 func (c *Config) Check() error {
 	switch {
 	case c == nil:
@@ -136,6 +150,13 @@ func (c *Config) Check() error {
 	case c.Timeout < 0:
 		return fmt.Errorf("%w: timeout %v is negative", ErrConfig, c.Timeout)
 	}
+	for _, h := range []struct{ name, s string }{{"Addr", c.Addr}, {"BindAddr", c.BindAddr}} {
+		if h.s != "" {
+			if _, err := hostOf(h.name, "Port", h.s); err != nil {
+				return err
+			}
+		}
+	}
 	if c.BindAddr == "" && c.Interface != "" && c.Rank == 0 {
 		if _, err := interfaceAddr(c.Interface); err != nil {
 			return err
@@ -144,12 +165,54 @@ func (c *Config) Check() error {
 	return nil
 }
 
+// hostOf returns the host s names, an IPv6 address without its brackets,
+// or an error wrapping ErrConfig that names s as name, where s is not a
+// host alone: a host and port ("10.0.0.1:29500", "[::1]:29500"), brackets
+// around something else than an IPv6 address. A host name is not looked
+// up: it may come to resolve while the ranks retry.
+func hostOf(name, portName, s string) (string, error) {
+	what := name + " " + strconv.Quote(s)
+	if strings.HasPrefix(name, "$") {
+		what = name + "=" + strconv.Quote(s)
+	}
+	if h, port, err := net.SplitHostPort(s); err == nil {
+		if strings.Trim(port, "0123456789") == "" {
+			return "", fmt.Errorf("%w: %s is a host and a port: want the host alone (%s), the port in %s", ErrConfig, what, h, portName)
+		}
+		return "", fmt.Errorf("%w: %s is not a host name or address", ErrConfig, what)
+	}
+	if strings.HasPrefix(s, "[") {
+		inner, ok := strings.CutSuffix(s[1:], "]")
+		if a, err := netip.ParseAddr(inner); ok && err == nil && a.Is6() {
+			return inner, nil
+		}
+		return "", fmt.Errorf("%w: %s: brackets hold an IPv6 address, as in [::1]", ErrConfig, what)
+	}
+	if strings.Contains(s, ":") {
+		// Not host:port: an IPv6 address (::1, fe80::1%eth0), or nothing.
+		if _, err := netip.ParseAddr(s); err != nil {
+			return "", fmt.Errorf("%w: %s is not a host name or address (an IPv6 address and a port? the port goes in %s)", ErrConfig, what, portName)
+		}
+	}
+	return s, nil
+}
+
+// unbracket is the host s, checked by hostOf, without its brackets.
+func unbracket(s string) string {
+	if len(s) > 1 && s[0] == '[' && s[len(s)-1] == ']' {
+		return s[1 : len(s)-1]
+	}
+	return s
+}
+
 // rootAddr is the address the other ranks dial.
-func (c *Config) rootAddr() string { return net.JoinHostPort(c.Addr, strconv.Itoa(c.Port)) }
+func (c *Config) rootAddr() string {
+	return net.JoinHostPort(unbracket(c.Addr), strconv.Itoa(c.Port))
+}
 
 // bindAddr is the address the root listens on.
 func (c *Config) bindAddr() (string, error) {
-	host := c.BindAddr
+	host := unbracket(c.BindAddr)
 	if host == "" && c.Interface != "" {
 		ip, err := interfaceAddr(c.Interface)
 		if err != nil {

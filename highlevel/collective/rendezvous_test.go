@@ -14,8 +14,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/gocuda/cuda/highlevel"
 )
 
 // These tests need neither a GPU nor NCCL: the rendezvous is plain TCP
@@ -391,6 +389,8 @@ func TestRendezvousBadConfig(t *testing.T) {
 		{"no root address", context.Background(), Config{Port: 1, Rank: 1, WorldSize: 2}, nil},
 		{"no payload at the root", context.Background(), testConfig(1, 0, 2, 0), nil},
 		{"no such interface", context.Background(), Config{Port: 1, WorldSize: 2, Interface: "no-such-if0"}, ok},
+		// Dialled as [127.0.0.1:29500]:29500, it would fail at the Timeout.
+		{"root address with a port", context.Background(), Config{Addr: "127.0.0.1:29500", Port: 29500, Rank: 1, WorldSize: 2, Timeout: 3 * time.Second}, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t0 := time.Now()
@@ -454,63 +454,4 @@ func TestRendezvousConcurrentJobs(t *testing.T) {
 		})
 	}
 	wg.Wait()
-}
-
-func TestConfigFromEnv(t *testing.T) {
-	full := map[string]string{EnvAddr: "10.0.0.1", EnvPort: "29500", EnvRank: "3", EnvWorldSize: "8", EnvLocalRank: "1"}
-	with := func(k, v string) map[string]string {
-		m := maps(full)
-		if v == "<unset>" {
-			delete(m, k)
-		} else {
-			m[k] = v
-		}
-		return m
-	}
-	for _, c := range []struct {
-		name string
-		env  map[string]string
-		want Config // zero: an error wrapping ErrConfig
-	}{
-		{"all set", full, Config{Addr: "10.0.0.1", Port: 29500, Rank: 3, WorldSize: 8, LocalRank: 1}},
-		{"no LOCAL_RANK", with(EnvLocalRank, "<unset>"), Config{Addr: "10.0.0.1", Port: 29500, Rank: 3, WorldSize: 8, LocalRank: 3}},
-		{"no MASTER_ADDR", with(EnvAddr, "<unset>"), Config{}},
-		{"empty MASTER_ADDR", with(EnvAddr, ""), Config{}},
-		{"no MASTER_PORT", with(EnvPort, "<unset>"), Config{}},
-		{"no RANK", with(EnvRank, "<unset>"), Config{}},
-		{"no WORLD_SIZE", with(EnvWorldSize, "<unset>"), Config{}},
-		{"port not a number", with(EnvPort, "http"), Config{}},
-		{"port 0", with(EnvPort, "0"), Config{}},
-		{"port too large", with(EnvPort, "70000"), Config{}},
-		{"rank not a number", with(EnvRank, "3a"), Config{}},
-		{"rank = world size", with(EnvRank, "8"), Config{}},
-		{"negative rank", with(EnvRank, "-1"), Config{}},
-		{"world size 0", with(EnvWorldSize, "0"), Config{}},
-		{"negative local rank", with(EnvLocalRank, "-2"), Config{}},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			got, err := configFrom(func(k string) (string, bool) { v, ok := c.env[k]; return v, ok })
-			if c.want == (Config{}) {
-				if !errors.Is(err, ErrConfig) || !errors.Is(err, highlevel.ErrInvalid) {
-					t.Errorf("got %+v, %v; want an error wrapping ErrConfig, a refusal (highlevel.ErrInvalid)", got, err)
-				}
-				return
-			}
-			if err != nil || got != c.want {
-				t.Errorf("got %+v, %v; want %+v", got, err, c.want)
-			}
-		})
-	}
-	t.Setenv(EnvWorldSize, "2")
-	if !InEnv() {
-		t.Error("InEnv false with WORLD_SIZE set")
-	}
-}
-
-func maps(m map[string]string) map[string]string {
-	c := make(map[string]string, len(m))
-	for k, v := range m {
-		c[k] = v
-	}
-	return c
 }
