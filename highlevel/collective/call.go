@@ -483,11 +483,39 @@ func run(calls []Call) (abort []*Comm, err error) {
 		// launch failed leaves its last device's current.
 		return errors.Join(errs...)
 	}
-	if err := first.dev.DoRestoring(life.Sub, queue); err != nil {
-		if len(errs) == 0 { // d's context could not be made current
-			return nil, fail(first, err)
+	// A blocking communicator's calls may wait in NCCL for peers that
+	// never come: an abort meanwhile ends them (Comm.abortBlocked).
+	entering := 0 // the blocking communicators entered, in comms' order
+	leave := func() (aborted error) {
+		for _, c := range comms {
+			if c.ctl == 0 || entering == 0 {
+				continue
+			}
+			entering--
+			if err := c.leaveBlocking(); err != nil && aborted == nil {
+				aborted = fail(c, err)
+			}
 		}
-		return nil, err
+		return aborted
+	}
+	for _, c := range comms {
+		if c.ctl == 0 {
+			continue
+		}
+		if err := c.enterBlocking(); err != nil {
+			leave()
+			return nil, fail(c, err)
+		}
+		entering++
+	}
+	qerr := first.dev.DoRestoring(life.Sub, queue)
+	switch aborted := leave(); {
+	case aborted != nil:
+		return nil, errors.Join(aborted, qerr)
+	case qerr != nil && len(errs) == 0: // d's context could not be made current
+		return nil, fail(first, qerr)
+	case qerr != nil:
+		return nil, qerr
 	}
 	queued = true
 

@@ -45,9 +45,13 @@ type Options struct {
 	// Comm.Wait does. The price: a Run while NCCL connects the ranks (the
 	// first collective of a kind, the first Send to a peer) waits in NCCL
 	// for the peers, so a peer that never makes its call leaves the Run
-	// waiting, whatever the Timeout; so does Close for a collective queued
+	// waiting, whatever the Timeout, until an Abort (RunEach's, when
+	// another rank fails) ends it; so does Close for a collective queued
 	// on an earlier stream, on a stream closed since, through Do, or
-	// captured in a graph not yet closed.
+	// captured in a graph not yet closed. Such an Abort waits for the
+	// call to have been in NCCL for 50 ms, so that NCCL never sees a call
+	// on the communicator it freed, and then aborts it from another
+	// thread, as NCCL's abort flag allows.
 	Blocking bool
 }
 
@@ -170,6 +174,16 @@ type Comm struct {
 	// work may not be done (nil: the legacy default stream), for Close.
 	mu     sync.Mutex
 	queued []*highlevel.Stream
+
+	// block guards the state of h's blocking NCCL calls, with ctl: the
+	// one in progress, if any (Run's, Close's finalization), which may
+	// wait in NCCL for peers that never come, and which only
+	// ncclCommAbort from another thread ends (abortBlocked); and whether
+	// h was aborted.
+	block     sync.Mutex
+	blocked   bool
+	blockedAt time.Time
+	hAborted  bool
 }
 
 // NoColor is the color of Split for a rank that takes part in no new
@@ -294,7 +308,9 @@ func (c *Comm) Do(fn func(h nccl.Comm) error) error {
 	if fn == nil {
 		return c.opErr("do", refusal.Errorf("nil function"))
 	}
-	c.calls.Lock()
+	if err := lockCalls([]*Comm{c}); err != nil {
+		return c.opErr("do", err)
+	}
 	defer c.calls.Unlock()
 	return c.dev.Do(func() error { return fn(c.h) })
 }
@@ -312,7 +328,10 @@ func (c *Comm) Err() error {
 	if !c.calls.TryLock() {
 		return nil
 	}
-	err := asyncErr(c.h)
+	err := c.stopped()
+	if err == nil {
+		err = asyncErr(c.h)
+	}
 	c.calls.Unlock()
 	if err != nil && !errors.Is(err, nccl.InProgress) {
 		return c.opErr("async error", err)
@@ -443,6 +462,14 @@ func lockCalls(comms []*Comm) error {
 			}
 			time.Sleep(wait)
 			wait = min(2*wait, time.Millisecond)
+		}
+	}
+	// An abort that ended a blocking call, whose operation held them, has
+	// left its communicator to no other NCCL call.
+	for _, c := range sorted {
+		if err := c.stopped(); err != nil {
+			unlockCalls(sorted)
+			return err
 		}
 	}
 	return nil
@@ -820,9 +847,11 @@ func (c *Comm) Close() error {
 		if h == 0 {
 			continue
 		}
-		err := c.dev.Do(func() error { return nccl.CommFinalize(h) })
+		err := c.finalize(h)
 		if err != nil && !errors.Is(err, nccl.InProgress) {
-			err = fmt.Errorf("ncclCommFinalize: %w", ncclErr(h, err))
+			if !errors.Is(err, ErrAborted) {
+				err = fmt.Errorf("ncclCommFinalize: %w", ncclErr(h, err))
+			}
 		} else {
 			err = timeoutErr(c.timeout, poll(nil, deadline, []nccl.Comm{h}, c.stopped))
 		}
@@ -841,6 +870,21 @@ func (c *Comm) Close() error {
 		return c.opErr(op, err)
 	}
 	return nil
+}
+
+// finalize finalizes h, one of c's communicators (ncclCommFinalize), for
+// Close. The blocking one's finalization waits in NCCL for its
+// collectives, which an abort ends (abortBlocked): it then returns the
+// abort's error.
+func (c *Comm) finalize(h nccl.Comm) error {
+	if h != c.h || c.ctl == 0 {
+		return c.dev.Do(func() error { return nccl.CommFinalize(h) })
+	}
+	if err := c.enterBlocking(); err != nil {
+		return err
+	}
+	err := c.dev.Do(func() error { return nccl.CommFinalize(h) })
+	return cmp.Or(c.leaveBlocking(), err)
 }
 
 // queuedOn records that Run queued collectives of c's on s, where c is
@@ -913,11 +957,14 @@ func (c *Comm) settleStream(s *highlevel.Stream, deadline time.Time) error {
 }
 
 // ncclAbort aborts NCCL's communicators hs of c (ncclCommAbort) on c's
-// device, skipping zeros.
+// device, skipping zeros and an h that abortBlocked aborted already.
 func (c *Comm) ncclAbort(hs ...nccl.Comm) error {
 	return c.dev.Do(func() error {
 		var errs []error
 		for _, h := range hs {
+			if h == c.h && !c.markAborted() {
+				continue
+			}
 			if h != 0 {
 				if err := nccl.CommAbort(h); err != nil {
 					errs = append(errs, fmt.Errorf("ncclCommAbort: %w", err))
@@ -926,6 +973,78 @@ func (c *Comm) ncclAbort(hs ...nccl.Comm) error {
 		}
 		return errors.Join(errs...)
 	})
+}
+
+// markAborted records that h is to be aborted, and reports whether it
+// was not yet.
+func (c *Comm) markAborted() bool {
+	c.block.Lock()
+	defer c.block.Unlock()
+	first := !c.hAborted
+	c.hAborted = true
+	return first
+}
+
+// enterBlocking begins a blocking NCCL call on h, where c has ctl (its
+// calls are locked): it returns the error of c's abort, and the call
+// must not be made, where one has begun. leaveBlocking must follow nil.
+func (c *Comm) enterBlocking() error {
+	c.block.Lock()
+	defer c.block.Unlock()
+	if err := c.stopped(); err != nil {
+		return err
+	}
+	c.blocked, c.blockedAt = true, time.Now()
+	return nil
+}
+
+// leaveBlocking ends the call enterBlocking began. It returns the error
+// of the abort that ended the call (abortBlocked), if one did.
+func (c *Comm) leaveBlocking() error {
+	c.block.Lock()
+	c.blocked = false
+	aborted := c.hAborted
+	c.block.Unlock()
+	if !aborted {
+		return nil
+	}
+	if err := c.stopped(); err != nil {
+		return err
+	}
+	return ErrAborted
+}
+
+// blockedGrace is how long a blocking NCCL call must have been in
+// progress before abortBlocked ends it from another thread: the call
+// could otherwise begin after ncclCommAbort has freed the communicator,
+// when the goroutine that makes it was paused between enterBlocking and
+// NCCL.
+const blockedGrace = 50 * time.Millisecond
+
+// abortBlocked ends a blocking NCCL call on h in progress, for an abort
+// of c (c.aborting is set, so that no other one begins): a Run while NCCL
+// connects the ranks, or Close's finalization, waits in NCCL for peers
+// that may never come, and returns only once ncclCommAbort, from another
+// thread, has set NCCL's abort flag. It waits for the call to end by
+// itself, or to have lasted blockedGrace, and then aborts h while holding
+// block, so that the call, and the NCCL calls that follow it, find h
+// aborted (leaveBlocking, and stopped's callers).
+func (c *Comm) abortBlocked() {
+	for wait := 20 * time.Microsecond; ; wait = min(2*wait, 5*time.Millisecond) {
+		c.block.Lock()
+		switch {
+		case !c.blocked || c.hAborted:
+			c.block.Unlock()
+			return
+		case time.Since(c.blockedAt) >= blockedGrace:
+			c.hAborted = true
+			c.dev.Do(func() error { return nccl.CommAbort(c.h) })
+			c.block.Unlock()
+			return
+		}
+		c.block.Unlock()
+		time.Sleep(wait)
+	}
 }
 
 // end marks c ended, once Close or Abort has ended NCCL's communicators,
@@ -943,7 +1062,8 @@ func (c *Comm) setCause(err error) {
 // Abort ends the communicator at once (ncclCommAbort): the collectives it
 // queued stop, on every rank NCCL can tell, and the waits for them return;
 // the data they were to write is undefined. The operations in progress on
-// it give up and return an error wrapping ErrAborted; later ones, and
+// it give up and return an error wrapping ErrAborted, a Run or Close that
+// waits in NCCL with Options.Blocking too; later ones, and
 // Close, return an error wrapping highlevel.ErrClosed and ErrAborted. A
 // second Abort, or one after Close, returns an error wrapping
 // highlevel.ErrClosed.
@@ -960,9 +1080,14 @@ func (c *Comm) abort(cause error) error {
 	if c.ended.Load() {
 		return c.opErr("abort", c.closedErr())
 	}
-	// A Close in progress sees it and aborts instead of waiting.
+	// A Close in progress sees it and aborts instead of waiting; so do
+	// the operations in progress, but for a blocking NCCL call, which
+	// abortBlocked ends.
 	c.setCause(cause)
 	c.aborting.Store(true)
+	if c.ctl != 0 {
+		c.abortBlocked()
+	}
 	if !c.life.Close() {
 		return c.opErr("abort", c.closedErr())
 	}
@@ -1062,7 +1187,9 @@ func (c *Comm) Wait(ctx context.Context, s *highlevel.Stream) error {
 			// the communicator itself: this tick leaves it alone.
 			err = nil
 			if c.calls.TryLock() {
-				err = asyncErr(c.h)
+				if c.stopped() == nil {
+					err = asyncErr(c.h)
+				}
 				c.calls.Unlock()
 			}
 			c.release()

@@ -371,6 +371,66 @@ var stubCases = []struct {
 		}
 		return nil
 	}, nil},
+	{"Blocking: Abort ends a Run that waits in NCCL", 1, []string{"STUB_NCCL_HANG=allreduce:1"}, func(t *testing.T) error {
+		c := stubComm(t, &Options{Blocking: true})
+		run := stubHungRun(t, c)
+		stubEnded(t, "Abort", c.Abort, nil)
+		stubEnded(t, "the Run", func() error { return <-run }, ErrAborted)
+		return nil
+	}, []string{"init 1 blocking=0", "split 2 1 blocking=1", "allreduce 2", "abort 2", "abort 1"}},
+	{"Blocking: Abort ends a Close that waits for a Run in NCCL", 1, []string{"STUB_NCCL_HANG=allreduce:1"}, func(t *testing.T) error {
+		c := stubComm(t, &Options{Blocking: true})
+		run := stubHungRun(t, c)
+		closed := make(chan error, 1)
+		go func() { closed <- c.Close() }()
+		for !c.life.Closed() {
+			time.Sleep(time.Millisecond)
+		}
+		stubEnded(t, "Abort", c.Abort, highlevel.ErrClosed)
+		stubEnded(t, "the Run", func() error { return <-run }, ErrAborted)
+		stubEnded(t, "Close", func() error { return <-closed }, ErrAborted)
+		return nil
+	}, []string{"init 1 blocking=0", "split 2 1 blocking=1", "allreduce 2", "abort 2", "abort 1"}},
+	{"Blocking: Abort ends a Close whose finalization waits in NCCL", 1, []string{"STUB_NCCL_HANG=finalize:1"}, func(t *testing.T) error {
+		c := stubComm(t, &Options{Blocking: true})
+		closed := make(chan error, 1)
+		go func() { closed <- c.Close() }()
+		stubBlocked(c)
+		stubEnded(t, "Abort", c.Abort, highlevel.ErrClosed)
+		stubEnded(t, "Close", func() error { return <-closed }, ErrAborted)
+		return nil
+	}, []string{"init 1 blocking=0", "split 2 1 blocking=1", "finalize 2", "abort 2", "abort 1"}},
+	{"Blocking: RunEach ends the Run of a rank that waits in NCCL for one that failed", 2, []string{"STUB_NCCL_HANG=allreduce:1"}, func(t *testing.T) error {
+		comms, err := NewComms(context.Background(), nil, &Options{Blocking: true})
+		if err != nil {
+			return err
+		}
+		failed := errors.New("rank 1 failed")
+		err = stubEnded(t, "RunEach", func() error {
+			return RunEach(comms, func(c *Comm) error {
+				if c.Rank() == 1 {
+					stubBlocked(comms[0])
+					return failed
+				}
+				s, err := highlevel.NewStream(c.Device(), nil)
+				if err != nil {
+					return err
+				}
+				defer s.Close()
+				a, err := highlevel.NewArrayOn[float32](c.Device(), 4)
+				if err != nil {
+					return err
+				}
+				defer a.Free()
+				return Run(AllReduce(c, a, a, Sum, s))
+			})
+		}, failed)
+		if !errors.Is(err, ErrAborted) {
+			t.Errorf("RunEach: %v, want rank 0's ErrAborted too", err)
+		}
+		return nil
+	}, []string{"init 1 blocking=0", "init 2 blocking=0", "split 3 1 blocking=1", "split 4 2 blocking=1",
+		"allreduce 3", "abort 3", "abort 1", "abort 4", "abort 2"}},
 	{"random programs of goroutines sharing communicators", 1, nil, stubRandom, nil},
 	{"random programs, NCCL failing in the background after each all-reduce", 1, []string{"STUB_NCCL_ASYNC=allreduce:3"}, stubRandom, nil},
 	{"random programs, NCCL's splits slow", 1, []string{"STUB_NCCL_BUSY=split:50"}, stubRandom, nil},
@@ -461,6 +521,59 @@ func stubAllReduce(t *testing.T, c *Comm) {
 	if err := c.Wait(context.Background(), s); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// stubHungRun begins an all-reduce on c, which the stand-in's
+// STUB_NCCL_HANG keeps in NCCL until an abort, and returns its Run's
+// result to come, once NCCL has it.
+func stubHungRun(t *testing.T, c *Comm) <-chan error {
+	t.Helper()
+	s, err := highlevel.NewStream(c.Device(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := highlevel.NewArrayOn[float32](c.Device(), 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := make(chan error, 1)
+	go func() {
+		err := Run(AllReduce(c, a, a, Sum, s))
+		run <- errors.Join(err, a.Free(), s.Close())
+	}()
+	stubBlocked(c)
+	return run
+}
+
+// stubBlocked returns once a blocking NCCL call is in progress on c.
+func stubBlocked(c *Comm) {
+	for {
+		c.block.Lock()
+		blocked := c.blocked
+		c.block.Unlock()
+		if blocked {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// stubEnded checks that fn returns, within a minute, an error that is
+// want (nil: nil), and returns it.
+func stubEnded(t *testing.T, what string, fn func() error, want error) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- fn() }()
+	select {
+	case err := <-done:
+		if want == nil && err != nil || !errors.Is(err, want) {
+			t.Errorf("%s: %v, want %v", what, err, want)
+		}
+		return err
+	case <-time.After(time.Minute):
+		t.Fatalf("%s did not return in a minute", what)
+	}
+	return nil
 }
 
 // stubRandom runs random programs on the stand-ins: goroutines that share

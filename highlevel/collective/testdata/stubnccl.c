@@ -20,6 +20,10 @@
 //	STUB_NCCL_FAIL   CALL returns the ncclResult_t N
 //	STUB_NCCL_ASYNC  ncclCommGetAsyncError reports N once CALL's work is
 //	                 done (NCCL's failure in the background)
+//	STUB_NCCL_HANG   CALL on a blocking communicator, outside a group,
+//	                 waits as NCCL does for peers that never come, until
+//	                 an ncclCommAbort from another thread; it then
+//	                 returns ncclInternalError (N: any but 0)
 //
 // Each call that makes or ends a communicator is appended to the file
 // $STUB_NCCL_LOG, if set, a line each: "init ID blocking=B", "split
@@ -35,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef enum { ok = 0, internalError = 3, invalidArgument = 4, invalidUsage = 5, inProgress = 7 } result;
 
@@ -59,6 +64,7 @@ typedef struct comm {
 	const char *call; // the last call that has work in the background
 	int busy;         // ncclCommGetAsyncError's ncclInProgress replies left
 	int dead;         // destroyed or aborted
+	int abortFlag;    // NCCL's: set first by ncclCommAbort
 	int calling;      // threads in a call on it (alone)
 	// A split of this communicator in the background: NCCL writes the new
 	// one to *out once the split's work ends (done, failed or aborted).
@@ -137,6 +143,15 @@ static result use(comm *c, const char *call) {
 			group[ngroup++] = c;
 		}
 		return ok;
+	}
+	if (c->blocking && fault("STUB_NCCL_HANG", call, 0) != 0) {
+		// In the call, for alone's check, until the abort; c may be freed
+		// once the flag is set, as NCCL's may.
+		__atomic_fetch_add(&c->calling, 1, __ATOMIC_SEQ_CST);
+		while (!__atomic_load_n(&c->abortFlag, __ATOMIC_SEQ_CST)) {
+			usleep(100);
+		}
+		return internalError;
 	}
 	if (c->blocking) {
 		return ok;
@@ -305,6 +320,7 @@ result ncclCommDestroy(comm *c) {
 
 result ncclCommAbort(comm *c) {
 	live(c);
+	__atomic_store_n(&c->abortFlag, 1, __ATOMIC_SEQ_CST);
 	record("abort %d", c->id);
 	publish(c);
 	c->dead = 1;
