@@ -175,8 +175,16 @@ func TestNilComm(t *testing.T) {
 	if err := fake().Wait(nil, nil); !errors.Is(err, ErrConfig) { //nolint:staticcheck
 		t.Errorf("Wait(nil context): %v", err)
 	}
-	if _, err := fake().Split(context.Background(), -5, 0, nil); !errors.Is(err, ErrConfig) {
-		t.Errorf("Split(color -5): %v", err)
+	for _, ck := range [][2]int{{-5, 0}, {1 << 31, 0}, {0, 1 << 31}, {0, -1<<31 - 1}} {
+		if _, err := fake().Split(context.Background(), ck[0], ck[1], nil); !errors.Is(err, ErrConfig) {
+			t.Errorf("Split(color %d, key %d): %v, want ErrConfig", ck[0], ck[1], err)
+		}
+	}
+	// Refused before NCCL: the fake's handle would crash it.
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := fake().Split(done, 0, 0, nil); !errors.Is(err, context.Canceled) {
+		t.Errorf("Split(a context done): %v, want context.Canceled", err)
 	}
 	if err := RunEach(nil, nil); err == nil {
 		t.Error("RunEach(nil function) accepted")
@@ -203,6 +211,8 @@ func TestNewCommArguments(t *testing.T) {
 		{"rank = size", ctx, id, 2, 2},
 		{"negative rank", ctx, id, -1, 2},
 		{"size 0", ctx, id, 0, 0},
+		{"size beyond NCCL's int", ctx, id, 0, 1<<32 + 1},
+		{"rank beyond NCCL's int", ctx, id, 1 << 32, 1<<32 + 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := NewComm(tc.ctx, 0, tc.id, tc.rank, tc.size, nil); !errors.Is(err, ErrConfig) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"slices"
 	"sync"
@@ -658,6 +659,8 @@ func NewComm(ctx context.Context, dev highlevel.Device, id UniqueID, rank, size 
 		return nil, fail(fmt.Errorf("%w: nil context", ErrConfig))
 	case size < 1 || rank < 0 || rank >= size:
 		return nil, fail(fmt.Errorf("%w: rank %d of %d", ErrConfig, rank, size))
+	case size > math.MaxInt32:
+		return nil, fail(fmt.Errorf("%w: %d ranks: NCCL takes %d at most", ErrConfig, size, math.MaxInt32))
 	case id == UniqueID{}:
 		return nil, fail(fmt.Errorf("%w: zero UniqueID (make one with NewUniqueID)", ErrConfig))
 	}
@@ -728,8 +731,13 @@ func (c *Comm) Split(ctx context.Context, color, key int, opts *Options) (*Comm,
 	switch {
 	case ctx == nil:
 		return nil, c.opErr(op, fmt.Errorf("%w: nil context", ErrConfig))
-	case color < 0 && color != NoColor:
-		return nil, c.opErr(op, fmt.Errorf("%w: color %d: want 0 or more, or NoColor", ErrConfig, color))
+	case color < 0 && color != NoColor || color > math.MaxInt32:
+		return nil, c.opErr(op, fmt.Errorf("%w: color %d: want 0 to %d, or NoColor", ErrConfig, color, math.MaxInt32))
+	case key < math.MinInt32 || key > math.MaxInt32:
+		return nil, c.opErr(op, fmt.Errorf("%w: key %d: want a 32-bit int", ErrConfig, key))
+	case ctx.Err() != nil:
+		// NCCL's split, once begun, could end only with an abort of c.
+		return nil, c.opErr(op, ctx.Err())
 	}
 	if err := c.acquire(); err != nil {
 		return nil, c.opErr(op, err)
@@ -745,13 +753,18 @@ func (c *Comm) Split(ctx context.Context, color, key int, opts *Options) (*Comm,
 	name := opts.cName()
 	cfg := config(false, name)
 	hp, free := handles(1)
-	if err := lockCalls([]*Comm{c}); err != nil {
+	err := lockCalls([]*Comm{c})
+	if err == nil && ctx.Err() != nil { // done while another operation held c
+		c.calls.Unlock()
+		err = ctx.Err()
+	}
+	if err != nil {
 		c.release()
 		free()
 		freeName(name)
 		return nil, c.opErr(op, err)
 	}
-	err := c.dev.Do(func() error { return nccl.CommSplit(parent, int32(color), int32(key), &hp[0], cfg) })
+	err = c.dev.Do(func() error { return nccl.CommSplit(parent, int32(color), int32(key), &hp[0], cfg) })
 	begun := err == nil || errors.Is(err, nccl.InProgress)
 	if !begun {
 		err = fmt.Errorf("ncclCommSplit: %w", ncclErr(parent, err))

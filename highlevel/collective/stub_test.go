@@ -431,6 +431,16 @@ var stubCases = []struct {
 		return nil
 	}, []string{"init 1 blocking=0", "init 2 blocking=0", "split 3 1 blocking=1", "split 4 2 blocking=1",
 		"allreduce 3", "abort 3", "abort 1", "abort 4", "abort 2"}},
+	{"Split with a context done leaves the communicator alone", 1, nil, func(t *testing.T) error {
+		c := stubComm(t, nil)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if _, err := c.Split(ctx, 0, 0, nil); !errors.Is(err, context.Canceled) {
+			t.Errorf("Split: %v, want context.Canceled", err)
+		}
+		stubAllReduce(t, c)
+		return c.Close()
+	}, []string{"init 1 blocking=0", "allreduce 1", "finalize 1", "destroy 1"}},
 	{"random programs of goroutines sharing communicators", 1, nil, stubRandom, nil},
 	{"random programs, NCCL failing in the background after each all-reduce", 1, []string{"STUB_NCCL_ASYNC=allreduce:3"}, stubRandom, nil},
 	{"random programs, NCCL's splits slow", 1, []string{"STUB_NCCL_BUSY=split:50"}, stubRandom, nil},
