@@ -96,6 +96,10 @@ type Call struct {
 	comm   *Comm
 	s      *highlevel.Stream
 	arrays [2]buffer.Buffer // the send and receive buffers; the zero Buffer for none
+	// sendAt is where send is in place, in bytes from recv, as NCCL
+	// defines it: 0 (the same array), this rank's place in recv
+	// (AllGather), or minus recv's in send (ReduceScatter).
+	sendAt int
 	err    error
 	// queue makes NCCL's call: p are the addresses of arrays.
 	queue func(p [2]unsafe.Pointer, s cudart.Stream) error
@@ -218,6 +222,7 @@ func AllGather[T Elem](c *Comm, send, recv *highlevel.Array[T], s *highlevel.Str
 	}
 	n, dt, h := uint64(send.Len()), dataType[T](), c.h
 	call.arrays = [2]buffer.Buffer{buffer.Of(send), buffer.Of(recv)}
+	call.sendAt = c.rank * call.arrays[0].Bytes()
 	call.queue = func(p [2]unsafe.Pointer, s cudart.Stream) error {
 		return nccl.AllGather(p[0], p[1], n, dt, h, s)
 	}
@@ -240,6 +245,7 @@ func ReduceScatter[T Elem](c *Comm, send, recv *highlevel.Array[T], op ReduceOp,
 	}
 	n, dt, h := uint64(recv.Len()), dataType[T](), c.h
 	call.arrays = [2]buffer.Buffer{buffer.Of(send), buffer.Of(recv)}
+	call.sendAt = -c.rank * call.arrays[1].Bytes()
 	call.queue = func(p [2]unsafe.Pointer, s cudart.Stream) error {
 		return nccl.ReduceScatter(p[0], p[1], n, dt, o, h, s)
 	}
@@ -280,6 +286,42 @@ func Recv[T Elem](c *Comm, recv *highlevel.Array[T], peer int, s *highlevel.Stre
 	return call
 }
 
+// overlap returns the error of calls whose arrays overlap where NCCL's
+// result is undefined, at the addresses ptrs: two arrays of the calls,
+// one of them written (a recv), but a call's send and recv in place, as
+// NCCL defines it (Call.sendAt). NCCL's calls in a group run at once.
+func overlap(calls []Call, ptrs [][2]unsafe.Pointer) error {
+	names := [2]string{"send", "recv"}
+	for i := range calls {
+		for j := range 2 {
+			n := calls[i].arrays[j].Bytes()
+			if n == 0 {
+				continue
+			}
+			p := uintptr(ptrs[i][j])
+			for k := i; k < len(calls); k++ {
+				for l := range 2 {
+					m := calls[k].arrays[l].Bytes()
+					q := uintptr(ptrs[k][l])
+					switch {
+					case k == i && l <= j, m == 0, j == 0 && l == 0: // itself, empty, both read
+						continue
+					case p >= q+uintptr(m) || q >= p+uintptr(n): // apart
+						continue
+					case k == i && int(p)-int(q) == calls[i].sendAt: // in place
+						continue
+					case k == i:
+						return calls[i].comm.opErr(calls[i].op, fmt.Errorf("%w: send and recv overlap, other than in place", ErrConfig))
+					}
+					return &Error{Op: runOp(calls), Rank: calls[i].comm.rank, Size: calls[i].comm.size, Dev: int(calls[i].comm.dev),
+						Err: fmt.Errorf("%w: the %s of call %d (%s) overlaps the %s of call %d (%s)", ErrConfig, names[j], i, calls[i].op, names[l], k, calls[k].op)}
+				}
+			}
+		}
+	}
+	return nil
+}
+
 // runOp names a Run's operation in errors.
 func runOp(calls []Call) string {
 	if len(calls) == 1 {
@@ -294,7 +336,8 @@ func runOp(calls []Call) string {
 // of several ranks of one communicator must be one Run, as must a Send and
 // a Recv that wait for each other. Nothing is queued unless every call's
 // arguments are right, its communicator open, its arrays and stream on the
-// communicator's device, and its stream open. The arrays' memory and the
+// communicator's device, its arrays overlapping no other's where one is
+// written (but in place), and its stream open. The arrays' memory and the
 // streams are held until NCCL has queued the work (a Free or a Close in
 // another goroutine waits), the communicators until NCCL's background
 // work for the calls is done, polled for no longer than their Timeout
@@ -412,6 +455,10 @@ func run(calls []Call) (abort []*Comm, err error) {
 			}
 			ptrs[i][j] = p
 		}
+	}
+
+	if err := overlap(calls, ptrs); err != nil {
+		return nil, err
 	}
 
 	// The streams, each once, entered together: a group over two

@@ -36,7 +36,9 @@
 // watching the communicator. Arrays and streams must be on the
 // communicator's device. A call is in place where send and recv are the
 // same array (for AllGather, where send is recv's slice at the rank's
-// place).
+// place; for ReduceScatter, recv send's). Arrays that overlap otherwise,
+// in one call or in the calls of one Run where one of them is written,
+// are refused with ErrConfig: NCCL's result would be undefined.
 //
 // # Failure
 //

@@ -441,6 +441,10 @@ var stubCases = []struct {
 		stubAllReduce(t, c)
 		return c.Close()
 	}, []string{"init 1 blocking=0", "allreduce 1", "finalize 1", "destroy 1"}},
+	{"overlapping arrays are refused, in place as NCCL defines it queued", 2, nil, stubOverlap,
+		[]string{"init 1 blocking=0", "init 2 blocking=0",
+			"allreduce 2", "allreduce 2", "broadcast 2", "broadcast 2", "reduce 2", "allgather 2", "reducescatter 2",
+			"send 2", "send 2", "send 2", "recv 2", "finalize 1", "destroy 1", "finalize 2", "destroy 2"}},
 	{"random programs of goroutines sharing communicators", 1, nil, stubRandom, nil},
 	{"random programs, NCCL failing in the background after each all-reduce", 1, []string{"STUB_NCCL_ASYNC=allreduce:3"}, stubRandom, nil},
 	{"random programs, NCCL's splits slow", 1, []string{"STUB_NCCL_BUSY=split:50"}, stubRandom, nil},
@@ -531,6 +535,70 @@ func stubAllReduce(t *testing.T, c *Comm) {
 	if err := c.Wait(context.Background(), s); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// stubOverlap runs calls of rank 1 of 2 whose arrays overlap: those that
+// NCCL defines in place are queued, the others refused with ErrConfig.
+func stubOverlap(t *testing.T) error {
+	comms, err := NewComms(context.Background(), nil, nil)
+	if err != nil {
+		return err
+	}
+	c := comms[1]
+	s, err := highlevel.NewStream(c.Device(), nil)
+	if err != nil {
+		return err
+	}
+	a, err := highlevel.NewArrayOn[float32](c.Device(), 16)
+	if err != nil {
+		return err
+	}
+	b, err := highlevel.NewArrayOn[float32](c.Device(), 16)
+	if err != nil {
+		return err
+	}
+	at := func(i, j int) *highlevel.Array[float32] {
+		v, err := a.Slice(i, j)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	for _, tc := range []struct {
+		name  string
+		calls []Call
+		ok    bool
+	}{
+		{"all-reduce in place", []Call{AllReduce(c, a, a, Sum, s)}, true},
+		{"all-reduce in place, two views", []Call{AllReduce(c, at(0, 8), at(0, 8), Sum, s)}, true},
+		{"all-reduce, shifted", []Call{AllReduce(c, at(0, 8), at(4, 12), Sum, s)}, false},
+		{"all-reduce, recv one element into send", []Call{AllReduce(c, at(0, 8), at(7, 15), Sum, s)}, false},
+		{"broadcast at the root in place", []Call{Broadcast(c, a, a, 1, s)}, true},
+		{"broadcast at the root, shifted", []Call{Broadcast(c, at(0, 4), at(2, 6), 1, s)}, false},
+		{"broadcast elsewhere: send unused", []Call{Broadcast(c, at(2, 6), at(0, 4), 0, s)}, true},
+		{"reduce at the root, shifted", []Call{Reduce(c, at(2, 6), at(0, 4), Sum, 1, s)}, false},
+		{"reduce elsewhere: recv unused", []Call{Reduce(c, at(2, 6), at(0, 4), Sum, 0, s)}, true},
+		{"all-gather in place: send at rank 1's place", []Call{AllGather(c, at(4, 8), at(0, 8), s)}, true},
+		{"all-gather from rank 0's place", []Call{AllGather(c, at(0, 4), at(0, 8), s)}, false},
+		{"all-gather from across the places", []Call{AllGather(c, at(2, 6), at(0, 8), s)}, false},
+		{"reduce-scatter in place: recv at rank 1's place", []Call{ReduceScatter(c, at(0, 8), at(4, 8), Sum, s)}, true},
+		{"reduce-scatter into rank 0's place", []Call{ReduceScatter(c, at(0, 8), at(0, 4), Sum, s)}, false},
+		{"a group sending one array twice", []Call{Send(c, a, 0, s), Send(c, a, 0, s)}, true},
+		{"a group sending one array and receiving another", []Call{Send(c, a, 0, s), Recv(c, b, 0, s)}, true},
+		{"a group receiving into what it sends", []Call{Send(c, at(0, 4), 0, s), Recv(c, at(2, 6), 0, s)}, false},
+		{"a group receiving twice into one array", []Call{Recv(c, at(0, 4), 0, s), Recv(c, at(3, 4), 0, s)}, false},
+		{"a group all-reducing into another's send", []Call{AllReduce(c, b, b, Sum, s), Send(c, b, 0, s)}, false},
+	} {
+		err := Run(tc.calls...)
+		switch {
+		case tc.ok && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case !tc.ok && !errors.Is(err, ErrConfig):
+			t.Errorf("%s: %v, want ErrConfig", tc.name, err)
+		}
+	}
+	// One at a time, for the log's order.
+	return errors.Join(s.Close(), a.Free(), b.Free(), comms[0].Close(), comms[1].Close())
 }
 
 // stubHungRun begins an all-reduce on c, which the stand-in's

@@ -28,7 +28,8 @@
 // Each call that makes or ends a communicator is appended to the file
 // $STUB_NCCL_LOG, if set, a line each: "init ID blocking=B", "split
 // ID PARENT blocking=B", each with " name=NAME" where the configuration
-// names it, "allreduce ID", "finalize ID", "destroy ID", "abort ID"; IDs
+// names it, "allreduce ID" (and "broadcast", "reduce", "allgather",
+// "reducescatter", "send", "recv"), "finalize ID", "destroy ID", "abort ID"; IDs
 // count from 1 in the order communicators are made. A
 // communicator used after its destroy or abort aborts the process, and so
 // does one called from two threads at once (but for ncclCommAbort, which
@@ -284,6 +285,42 @@ result ncclAllReduce(const void *send, void *recv, size_t count, int type, int o
 	live(c);
 	record("allreduce %d", c->id);
 	return use(c, "allreduce");
+}
+
+result ncclBroadcast(const void *send, void *recv, size_t count, int type, int root, comm *c, void *stream) {
+	live(c);
+	record("broadcast %d", c->id);
+	return use(c, "broadcast");
+}
+
+result ncclReduce(const void *send, void *recv, size_t count, int type, int op, int root, comm *c, void *stream) {
+	live(c);
+	record("reduce %d", c->id);
+	return use(c, "reduce");
+}
+
+result ncclAllGather(const void *send, void *recv, size_t count, int type, comm *c, void *stream) {
+	live(c);
+	record("allgather %d", c->id);
+	return use(c, "allgather");
+}
+
+result ncclReduceScatter(const void *send, void *recv, size_t count, int type, int op, comm *c, void *stream) {
+	live(c);
+	record("reducescatter %d", c->id);
+	return use(c, "reducescatter");
+}
+
+result ncclSend(const void *send, size_t count, int type, int peer, comm *c, void *stream) {
+	live(c);
+	record("send %d", c->id);
+	return use(c, "send");
+}
+
+result ncclRecv(void *recv, size_t count, int type, int peer, comm *c, void *stream) {
+	live(c);
+	record("recv %d", c->id);
+	return use(c, "recv");
 }
 
 result ncclCommGetAsyncError(comm *c, result *r) {

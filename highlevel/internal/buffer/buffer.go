@@ -11,17 +11,21 @@ import (
 	"github.com/gocuda/cuda/highlevel/internal/life"
 )
 
-// A Buffer is an array's memory and length. The zero Buffer is an empty
-// array.
+// A Buffer is an array's memory, length and size in bytes. The zero
+// Buffer is an empty array.
 type Buffer struct {
-	p highlevel.MemoryPointer
-	n int
+	p     highlevel.MemoryPointer
+	n     int
+	bytes int
 }
 
 // Of returns the Buffer of a; that of an empty array for a nil a.
 func Of[T any](a *highlevel.Array[T]) Buffer {
-	return Buffer{a.MemoryPointer(), a.Len()}
+	return Buffer{a.MemoryPointer(), a.Len(), a.Len() * int(unsafe.Sizeof(*new(T)))}
 }
+
+// Bytes returns the size of b's memory in bytes.
+func (b Buffer) Bytes() int { return b.bytes }
 
 // Acquire begins a call on b's memory: it returns the address of its first
 // element and its device, -1 where every device may use it (managed
