@@ -1,7 +1,9 @@
 package collective
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/netip"
 	"os"
@@ -36,10 +38,12 @@ type Config struct {
 	Interface string
 	// Rank is this process's rank, 0 to WorldSize-1: $RANK.
 	Rank int
-	// WorldSize is the number of ranks, at least 1: $WORLD_SIZE.
+	// WorldSize is the number of ranks, 1 to math.MaxInt32 (NCCL counts
+	// them in a C int): $WORLD_SIZE. The root's memory grows with the
+	// ranks that come, not with WorldSize.
 	WorldSize int
 	// LocalRank is this process's rank on its host, the device it usually
-	// drives: $LOCAL_RANK.
+	// drives, 0 to math.MaxInt32: $LOCAL_RANK.
 	LocalRank int
 	// Timeout bounds the rendezvous, with the context's deadline if it is
 	// earlier; zero means DefaultTimeout.
@@ -85,6 +89,9 @@ func configFrom(lookup func(string) (string, bool)) (Config, error) {
 			return nil
 		}
 		v, err := strconv.Atoi(s)
+		if errors.Is(err, strconv.ErrRange) {
+			return fmt.Errorf("%w: $%s=%q is out of range", ErrConfig, name, s)
+		}
 		if err != nil {
 			return fmt.Errorf("%w: $%s=%q is not an integer", ErrConfig, name, s)
 		}
@@ -130,9 +137,10 @@ func configFrom(lookup func(string) (string, bool)) (Config, error) {
 // Check reports what makes c unusable, in an error wrapping ErrConfig: no
 // root address, an Addr or BindAddr that is not a host alone (one with a
 // port, "10.0.0.1:29500", "[::1]:29500"), a port outside 1 to 65535, a
-// world size below 1, a rank outside 0 to WorldSize-1, a negative
-// LocalRank or Timeout, or an Interface that is not there or has no
-// address.
+// world size outside 1 to math.MaxInt32 (NCCL's number of ranks is a C
+// int), a rank outside 0 to WorldSize-1, a LocalRank outside 0 to
+// math.MaxInt32, a negative Timeout, or an Interface that is not there or
+// has no address.
 func (c *Config) Check() error {
 	switch {
 	case c == nil:
@@ -141,12 +149,12 @@ func (c *Config) Check() error {
 		return fmt.Errorf("%w: no root address (Addr, $%s)", ErrConfig, EnvAddr)
 	case c.Port < 1 || c.Port > 65535:
 		return fmt.Errorf("%w: port %d: want 1 to 65535", ErrConfig, c.Port)
-	case c.WorldSize < 1:
-		return fmt.Errorf("%w: world size %d: want at least 1", ErrConfig, c.WorldSize)
+	case c.WorldSize < 1 || int64(c.WorldSize) > math.MaxInt32:
+		return fmt.Errorf("%w: world size %d: want 1 to %d, NCCL's number of ranks being a C int", ErrConfig, c.WorldSize, math.MaxInt32)
 	case c.Rank < 0 || c.Rank >= c.WorldSize:
 		return fmt.Errorf("%w: rank %d: want 0 to %d for a world size of %d", ErrConfig, c.Rank, c.WorldSize-1, c.WorldSize)
-	case c.LocalRank < 0:
-		return fmt.Errorf("%w: local rank %d is negative", ErrConfig, c.LocalRank)
+	case c.LocalRank < 0 || int64(c.LocalRank) > math.MaxInt32:
+		return fmt.Errorf("%w: local rank %d: want 0 to %d", ErrConfig, c.LocalRank, math.MaxInt32)
 	case c.Timeout < 0:
 		return fmt.Errorf("%w: timeout %v is negative", ErrConfig, c.Timeout)
 	}

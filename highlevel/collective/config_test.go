@@ -2,6 +2,8 @@ package collective
 
 import (
 	"errors"
+	"math"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -59,6 +61,14 @@ func TestConfigFromEnv(t *testing.T) {
 		{"IPv6 address", with(EnvAddr, "::1"), cfg("::1"), ""},
 		{"bracketed IPv6 address", with(EnvAddr, "[::1]"), cfg("::1"), ""},
 		{"IPv6 address with a zone", with(EnvAddr, "fe80::1%eth0"), cfg("fe80::1%eth0"), ""},
+
+		// NCCL's number of ranks is a C int.
+		{"world size MaxInt32", with(EnvWorldSize, "2147483647", EnvRank, "2147483646"),
+			Config{Addr: "10.0.0.1", Port: 29500, Rank: math.MaxInt32 - 1, WorldSize: math.MaxInt32, LocalRank: 1}, ""},
+		{"world size above MaxInt32", with(EnvWorldSize, "2147483648"), Config{}, "2147483647"},
+		{"world size out of range", with(EnvWorldSize, "99999999999999999999"), Config{}, "$" + EnvWorldSize},
+		{"rank out of range", with(EnvRank, "-99999999999999999999"), Config{}, "$" + EnvRank},
+		{"local rank above MaxInt32", with(EnvLocalRank, "2147483648"), Config{}, "2147483647"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got, err := configFrom(func(k string) (string, bool) { v, ok := c.env[k]; return v, ok })
@@ -92,12 +102,13 @@ func maps(m map[string]string) map[string]string {
 // TestConfigCheck checks the hosts of a Config made by hand, and the
 // addresses the ranks dial and the root listens on.
 func TestConfigCheck(t *testing.T) {
-	for _, c := range []struct {
+	type testCase struct {
 		name         string
 		cfg          Config
 		root, listen string // the addresses; both empty: an error wrapping ErrConfig
 		names        string // with an error: what its message must name
-	}{
+	}
+	cases := []testCase{
 		{"host name", Config{Addr: "node1", Port: 29500, Rank: 1, WorldSize: 2}, "node1:29500", ":29500", ""},
 		{"IPv4 address", Config{Addr: "10.0.0.1", Port: 29500, WorldSize: 2}, "10.0.0.1:29500", ":29500", ""},
 		{"IPv6 address", Config{Addr: "::1", Port: 29500, WorldSize: 2}, "[::1]:29500", ":29500", ""},
@@ -113,7 +124,19 @@ func TestConfigCheck(t *testing.T) {
 		{"IPv6 Addr with a port, unbracketed", Config{Addr: "2001:db8::1:29500", Port: 29500, Rank: 1, WorldSize: 2}, "", "", "Addr"},
 		{"BindAddr with a port", Config{Addr: "node1", BindAddr: "0.0.0.0:29500", Port: 29500, WorldSize: 2}, "", "", "BindAddr"},
 		{"IPv6 BindAddr with a port", Config{Addr: "node1", BindAddr: "[::]:29500", Port: 29500, WorldSize: 2}, "", "", "BindAddr"},
-	} {
+
+		// NCCL's number of ranks is a C int.
+		{"world size MaxInt32", Config{Addr: "node1", Port: 29500, Rank: math.MaxInt32 - 1, WorldSize: math.MaxInt32}, "node1:29500", ":29500", ""},
+	}
+	if strconv.IntSize > 32 { // else no int is larger
+		big := int64(math.MaxInt32) + 1
+		cases = append(cases,
+			testCase{"world size above MaxInt32", Config{Addr: "node1", Port: 29500, WorldSize: int(big)}, "", "", "2147483647"},
+			testCase{"rank above MaxInt32", Config{Addr: "node1", Port: 29500, Rank: int(big), WorldSize: int(big + 1)}, "", "", "2147483647"},
+			testCase{"local rank above MaxInt32", Config{Addr: "node1", Port: 29500, WorldSize: 1, LocalRank: int(big)}, "", "", "2147483647"},
+		)
+	}
+	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			err := c.cfg.Check()
 			if c.root == "" {

@@ -77,7 +77,7 @@ type RendezvousError struct {
 	Rank      int    // the rank that reports the error
 	WorldSize int    // its world size
 	Addr      string // the root's address, host:port
-	Missing   []int  // with ErrMissingRanks: the ranks that did not join
+	Missing   []int  // with ErrMissingRanks: the ranks that did not join, the lowest 1<<20 of them
 	Err       error
 }
 

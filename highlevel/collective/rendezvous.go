@@ -41,6 +41,10 @@ const (
 	maxPayload = 1 << 20
 	maxMessage = 4 << 10
 
+	// maxMissing bounds RendezvousError.Missing, whose world may have
+	// math.MaxInt32 ranks: 8 MiB of ints.
+	maxMissing = 1 << 20
+
 	helloSize = len(magic) + 8
 )
 
@@ -223,7 +227,9 @@ func root(ctx context.Context, cfg *Config, payload func() ([]byte, error), ln n
 		}
 	}()
 
-	peers := make(map[int]*peer, cfg.WorldSize-1)
+	// peers grows with the ranks that come, not with the world, which
+	// may be of math.MaxInt32 ranks.
+	peers := make(map[int]*peer)
 	// fail tells every peer that joined why the rendezvous failed, and
 	// offender, when not nil, its own error.
 	fail := func(err error, offender *peer, offenderErr error) error {
@@ -238,13 +244,15 @@ func root(ctx context.Context, cfg *Config, payload func() ([]byte, error), ln n
 		return err
 	}
 	missing := func() error {
+		// The lowest maxMissing ranks that did not come; n in all.
+		n := cfg.WorldSize - 1 - len(peers)
 		var missing []int
-		for r := 1; r < cfg.WorldSize; r++ {
+		for r := 1; r < cfg.WorldSize && len(missing) < min(n, maxMissing); r++ {
 			if peers[r] == nil {
 				missing = append(missing, r)
 			}
 		}
-		err := wrapf(ErrMissingRanks, ctx.Err(), "%d of %d ranks did not join: %s", len(missing), cfg.WorldSize, rankList(missing))
+		err := wrapf(ErrMissingRanks, ctx.Err(), "%d of %d ranks did not join: %s", n, cfg.WorldSize, rankList(missing, n))
 		fail(err, nil, nil)
 		return &RendezvousError{Rank: 0, WorldSize: cfg.WorldSize, Addr: cfg.rootAddr(), Missing: missing, Err: err}
 	}
@@ -317,12 +325,13 @@ func root(ctx context.Context, cfg *Config, payload func() ([]byte, error), ln n
 	return data, nil
 }
 
-// rankList writes ranks as "1, 2, 5"; at most 32 of them.
-func rankList(ranks []int) string {
+// rankList writes ranks, the first of n, as "1, 2, 5"; at most 32 of
+// them.
+func rankList(ranks []int, n int) string {
 	s := ""
 	for i, r := range ranks {
 		if i == 32 {
-			return s + fmt.Sprintf(", ... (%d more)", len(ranks)-32)
+			return s + fmt.Sprintf(", ... (%d more)", n-32)
 		}
 		if i > 0 {
 			s += ", "

@@ -7,13 +7,20 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
+	"os"
+	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gocuda/cuda/internal/stubtest"
 )
 
 // These tests need neither a GPU nor NCCL: the rendezvous is plain TCP
@@ -454,4 +461,99 @@ func TestRendezvousConcurrentJobs(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// TestRendezvousHugeWorld: a root of a world of math.MaxInt32 ranks, the
+// most NCCL takes, keeps memory for the ranks that come, not for the
+// world: it listens at once, takes the ranks that come, and fails at its
+// Timeout naming the missing ones. It runs in a child process, whose
+// address space is limited to 1 GiB where the limit holds (not under the
+// race detector, whose shadow memory takes terabytes of it, nor under
+// qemu-user, which ignores the limit): a root that allocated for every
+// rank would die there of it.
+func TestRendezvousHugeWorld(t *testing.T) {
+	stubtest.Child(t, "TestRendezvousHugeWorldChild", EnvAddr+"=127.0.0.1", EnvPort+"=29500", EnvRank+"=0", EnvWorldSize+"=2147483647")
+}
+
+func TestRendezvousHugeWorldChild(t *testing.T) {
+	stubtest.SkipUnlessChild(t, "TestRendezvousHugeWorld")
+	defer time.AfterFunc(5*time.Minute, func() {
+		fmt.Println("TestRendezvousHugeWorldChild: still running after 5 minutes")
+		os.Exit(3)
+	}).Stop()
+	if !raceEnabled && os.Getenv(stubtest.ExecEnv) == "" {
+		// 1 GiB more than the process has mapped (the runtime's
+		// reservations, the threads' stacks) when it starts.
+		var lim syscall.Rlimit
+		if err := syscall.Getrlimit(syscall.RLIMIT_AS, &lim); err != nil {
+			t.Fatal(err)
+		}
+		lim.Cur = min(lim.Cur, addressSpace(t)+1<<30)
+		if err := syscall.Setrlimit(syscall.RLIMIT_AS, &lim); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg, err := ConfigFromEnv()
+	if err != nil || cfg.WorldSize != math.MaxInt32 {
+		t.Fatalf("ConfigFromEnv: %+v, %v; want a world size of %d", cfg, err, math.MaxInt32)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+
+	t.Run("no rank comes", func(t *testing.T) {
+		ln, port := listen(t)
+		cfg.Port, cfg.Timeout = port, 300*time.Millisecond
+		re := wantErr(t, "root", get(t, start(cfg, ln, []byte("huge"))).err, ErrMissingRanks, context.DeadlineExceeded)
+		if re == nil {
+			return
+		}
+		// The ranks listed are the lowest, as many as Missing takes.
+		if len(re.Missing) != maxMissing || re.Missing[0] != 1 || re.Missing[maxMissing-1] != maxMissing {
+			t.Errorf("Missing has %d ranks, %v ... %v; want 1 to %d", len(re.Missing), re.Missing[:min(3, len(re.Missing))], re.Missing[max(0, len(re.Missing)-3):], maxMissing)
+		}
+		if want := "2147483646 of 2147483647 ranks did not join"; !strings.Contains(re.Error(), want) {
+			t.Errorf("error %q does not say %q", re, want)
+		}
+	})
+	t.Run("ranks come", func(t *testing.T) {
+		// Rank 1 joins, then another process claims rank 1 too: the root
+		// fails at once, having taken the first.
+		ln, port := listen(t)
+		cfg.Port, cfg.Timeout = port, time.Minute
+		root := start(cfg, ln, []byte("huge"))
+		conn := dial(t, port)
+		sendHello(t, conn, math.MaxInt32, 1)
+		second := dial(t, port)
+		sendHello(t, second, math.MaxInt32, 1)
+		wantErr(t, "root", get(t, root).err, ErrDuplicateRank)
+		for _, c := range []net.Conn{conn, second} {
+			if status, msg := readReply(t, c); statusErr[status] != ErrDuplicateRank {
+				t.Errorf("reply status %d (%q), want that of ErrDuplicateRank", status, msg)
+			}
+		}
+	})
+
+	runtime.ReadMemStats(&after)
+	if n := after.TotalAlloc - before.TotalAlloc; n > 64<<20 {
+		t.Errorf("the rendezvous allocated %d MiB, want less than 64", n>>20)
+	}
+}
+
+// addressSpace is the size of the process's address space, VmSize.
+func addressSpace(t *testing.T) uint64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "VmSize:"); ok {
+			kb, err := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			if err != nil {
+				t.Fatalf("VmSize: %q: %v", v, err)
+			}
+			return kb << 10
+		}
+	}
+	t.Fatal("no VmSize in /proc/self/status")
+	return 0
 }
