@@ -18,7 +18,12 @@
 //	go run ./gen -all .
 //
 // A run writes its files only once every package and major it generates
-// has been generated: one that fails writes nothing.
+// has been generated, and then all or none: each to a temporary file
+// beside it (.NAME.PID-N.gentmp, which Go's tools ignore), renamed over it
+// once every one is complete. A run that fails writes nothing: not where a
+// write fails (a full disk, a file size limit), nor where an output path is
+// a directory, which gen finds before it writes. Killed, it leaves no file
+// empty or cut short, only temporaries, which the next run removes.
 //
 // # Configuration
 //

@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime/debug"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 )
 
 func main() {
@@ -23,6 +25,9 @@ func main() {
 	// generate of two majors, against 0.35 GB; 0.8 to 1.1 GB with
 	// -check-targets).
 	debug.SetGCPercent(400)
+	// Past a file size limit (RLIMIT_FSIZE), a write fails with EFBIG,
+	// which gen reports, rather than killing it.
+	signal.Ignore(syscall.SIGXFSZ)
 	o, err := flags(flag.CommandLine, os.Args[1:])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "gen:", err)
@@ -204,8 +209,8 @@ func (s *staged) add(dir string, files map[string][]byte) {
 	}
 }
 
-// write writes the staged files, unless two majors gave one of them
-// different contents.
+// write writes the staged files, all or none (see writeFiles), unless two
+// majors gave one of them different contents.
 func (s *staged) write() error {
 	if len(s.differ) > 0 {
 		slices.Sort(s.differ)
@@ -234,20 +239,6 @@ func write(pkg *Package, cfg config, w io.Writer, out *staged) error {
 	}
 	out.add(cfg.out, files)
 	report(w, pkg, cfg.major)
-	return nil
-}
-
-// writeFiles writes files, by path relative to dir.
-func writeFiles(dir string, files map[string][]byte) error {
-	for _, name := range sortedKeys(files) {
-		path := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			return err
-		}
-		if err := os.WriteFile(path, files[name], 0o644); err != nil {
-			return err
-		}
-	}
 	return nil
 }
 
