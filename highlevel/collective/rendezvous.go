@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"syscall"
 	"time"
 )
@@ -388,12 +389,12 @@ func join(ctx context.Context, cfg *Config) ([]byte, error) {
 	hello = binary.BigEndian.AppendUint32(hello, uint32(cfg.WorldSize))
 	hello = binary.BigEndian.AppendUint32(hello, uint32(cfg.Rank))
 	if _, err := c.Write(hello); err != nil {
-		return nil, ctxFirst(ctx, wrapf(ErrPeerClosed, err, "saying hello to the root"))
+		return nil, ctxFirst(ctx, err, wrapf(ErrPeerClosed, err, "saying hello to the root"))
 	}
 	var head [len(magic) + 5]byte
 	if _, err := io.ReadFull(c, head[:]); err != nil {
-		if ctx.Err() != nil {
-			return nil, wrapf(ErrMissingRanks, ctx.Err(), "the root did not hear from every rank in time")
+		if cerr := ctxErr(ctx, err); cerr != nil {
+			return nil, wrapf(ErrMissingRanks, cerr, "the root did not hear from every rank in time")
 		}
 		return nil, wrapf(ErrPeerClosed, err, "the root closed the connection")
 	}
@@ -411,7 +412,7 @@ func join(ctx context.Context, cfg *Config) ([]byte, error) {
 	}
 	data := make([]byte, n)
 	if _, err := io.ReadFull(c, data); err != nil {
-		return nil, ctxFirst(ctx, wrapf(ErrPeerClosed, err, "reading the root's reply"))
+		return nil, ctxFirst(ctx, err, wrapf(ErrPeerClosed, err, "reading the root's reply"))
 	}
 	if status != statusOK {
 		sentinel, ok := statusErr[status]
@@ -421,15 +422,30 @@ func join(ctx context.Context, cfg *Config) ([]byte, error) {
 		return nil, wrapf(sentinel, nil, "the root says: %s", data)
 	}
 	if _, err := c.Write([]byte{ackByte}); err != nil {
-		return nil, ctxFirst(ctx, wrapf(ErrPeerClosed, err, "acknowledging the payload"))
+		return nil, ctxFirst(ctx, err, wrapf(ErrPeerClosed, err, "acknowledging the payload"))
 	}
 	return data, nil
 }
 
-// ctxFirst adds ctx's error to err where ctx ended.
-func ctxFirst(ctx context.Context, err error) error {
-	if ctx.Err() != nil {
-		return &wrapped{sentinel: err, err: ctx.Err()}
+// ctxFirst adds ctx's error to err, the error of an operation on the
+// connection that ioErr failed, where ctx ended it.
+func ctxFirst(ctx context.Context, ioErr, err error) error {
+	if cerr := ctxErr(ctx, ioErr); cerr != nil {
+		return &wrapped{sentinel: err, err: cerr}
 	}
 	return err
+}
+
+// ctxErr is ctx's error where ctx ended err, the error of a read or write
+// on a connection whose deadline is ctx's and which ctx's end closes; nil
+// where the connection failed of itself. The connection's deadline may
+// pass before ctx's timer has fired: its i/o timeout is ctx's deadline.
+func ctxErr(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil {
+		return cerr
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }

@@ -316,6 +316,32 @@ func TestRendezvousRootClosesEarly(t *testing.T) {
 	wantErr(t, "rank 1", get(t, start(testConfig(port, 1, 2, 20*time.Second), nil, nil)).err, ErrPeerClosed)
 }
 
+// TestRendezvousRootSilent: a root that reads the hello and never answers
+// ends the rank's rendezvous at its Timeout, with an error that says so
+// (ErrMissingRanks and context.DeadlineExceeded), every time: not that
+// the root closed the connection, though the deadline that ends the read
+// may come before the context's.
+func TestRendezvousRootSilent(t *testing.T) {
+	ln, port := listen(t)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { c.Close() })
+			go io.ReadFull(c, make([]byte, helloSize))
+		}
+	}()
+	for try := range 30 {
+		err := get(t, start(testConfig(port, 1, 2, 50*time.Millisecond), nil, nil)).err
+		wantErr(t, fmt.Sprintf("try %d", try), err, ErrMissingRanks, context.DeadlineExceeded)
+		if errors.Is(err, ErrPeerClosed) {
+			t.Errorf("try %d: %v, want no ErrPeerClosed", try, err)
+		}
+	}
+}
+
 // TestRendezvousForeignServer: something else listens at the root's port.
 func TestRendezvousForeignServer(t *testing.T) {
 	ln, port := listen(t)
