@@ -1,6 +1,6 @@
 # make generate  regenerates the bindings from headers/ (all packages, in one process)
 # make test      vet and tests for the default CUDA major and, with its tag, each other (-tags cuda12), highlevel's
-#                also under -race, and the regeneration check, then test-arm64 where its tools are (or
+#                and highlevel/collective's also under -race, and the regeneration check, then test-arm64 where its tools are (or
 #                REQUIRE_ARM64=1, as CI sets), else a line saying it was skipped; needs no GPU and no CUDA
 # make test-arm64 vet and tests for linux/arm64, cross-built and run under qemu-user
 # make gpu       builds the GPU suite into build/gpu, packed as build/gpu.txz, for scripts/gpu.sh (run on a GPU machine),
@@ -53,7 +53,7 @@ test:
 	$(GO) -C bench test ./...
 	$(foreach t,$(MAJOR_TAGS),$(GO) vet -tags $(t) ./... && $(GO) test -tags $(t) ./... &&) true
 	$(foreach t,$(MAJOR_TAGS),$(GO) -C bench vet -tags $(t) ./... && $(GO) -C bench test -tags $(t) ./... &&) true
-	$(GO) test -race ./highlevel
+	$(GO) test -race ./highlevel ./highlevel/collective
 ifeq ($(ARM64_TOOLS)$(REQUIRE_ARM64),)
 	@echo "make test: test-arm64 skipped: it needs $(ARM64_CC), $(ARM64_QEMU) and the arm64 C library in $(ARM64_SYSROOT) (Debian: gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user)"
 else
@@ -80,6 +80,7 @@ gpu:
 	$(foreach p,$(GPU_PKGS),$(GO) test $(STRIP) -c -o build/gpu/$(subst /,_,$(p)).test ./$(p) &&) true
 	$(GO) test $(STRIP) -race -c -o build/gpu/highlevel_race.test ./highlevel
 	$(GO) test $(STRIP) -race -c -o build/gpu/highlevel_internal_mixed_race.test ./highlevel/internal/mixed
+	$(GO) test $(STRIP) -race -c -o build/gpu/highlevel_collective_race.test ./highlevel/collective
 	$(foreach t,$(MAJOR_TAGS),$(foreach p,$(GPU_MAJOR_PKGS),$(GO) test $(STRIP) -tags $(t) -c -o build/gpu/$(subst /,_,$(p))_$(t).test ./$(p) &&)) true
 	$(foreach e,devicequery saxpy sgemm bandwidth allreduce,$(GO) build $(STRIP) -o build/gpu/$(e) ./examples/$(e) &&) true
 	$(GO) -C bench test $(STRIP) -c -o $(CURDIR)/build/gpu/bench.test .
