@@ -19,6 +19,7 @@ import (
 
 	"github.com/gocuda/cuda/highlevel"
 	"github.com/gocuda/cuda/internal/gpuprobe"
+	"github.com/gocuda/cuda/internal/randomtest"
 	"github.com/gocuda/cuda/nccl"
 )
 
@@ -46,6 +47,17 @@ func requireGPUs(t testing.TB, atLeast int) int {
 		t.Skipf("needs %d CUDA devices: count %d", atLeast, n)
 	}
 	return n
+}
+
+// TestGPURandomPrograms runs the stand-ins' random programs on NCCL, with
+// communicators of one rank on device 0 (GOCUDA_COLLECTIVE_SEEDS programs,
+// 20 unless set): NCCL's calls of goroutines sharing a communicator, one
+// operation at a time, and aborts and closes among them.
+func TestGPURandomPrograms(t *testing.T) {
+	requireGPUs(t, 1)
+	if err := randomPrograms(t, randomtest.Int(t, "GOCUDA_COLLECTIVE_SEEDS", 20)); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // newComms makes a communicator over every device, closed at cleanup.

@@ -663,12 +663,7 @@ func stubEnded(t *testing.T, what string, fn func() error, want error) error {
 	return nil
 }
 
-// stubRandom runs random programs on the stand-ins: goroutines that share
-// a communicator (blocking or not), its streams and arrays, and queue
-// all-reduces, wait, split, close streams, free arrays, abort and close,
-// in any order. Every call must return, with nil or an error of a closed,
-// freed or aborted thing; the stand-in NCCL ends the process if a
-// communicator is used after its end.
+// stubRandom runs randomPrograms on the stand-ins.
 func stubRandom(t *testing.T) error {
 	seeds := 200
 	if testing.Short() || os.Getenv(stubtest.ExecEnv) != "" {
@@ -676,6 +671,16 @@ func stubRandom(t *testing.T) error {
 		// communicator wait for, takes tens of milliseconds.
 		seeds = 20
 	}
+	return randomPrograms(t, seeds)
+}
+
+// randomPrograms runs random programs, one a seed: goroutines that share a
+// communicator of one rank on device 0 (blocking or not), its streams and
+// arrays, and queue all-reduces, wait, split, close streams, free arrays,
+// abort and close, in any order. Every call must return, with nil or an
+// error of a closed, freed or aborted thing; the stand-in NCCL ends the
+// process if a communicator is used after its end.
+func randomPrograms(t *testing.T, seeds int) error {
 	var succeeded atomic.Int64
 	for seed := range uint64(seeds) {
 		rng := rand.New(rand.NewPCG(seed, 32))
