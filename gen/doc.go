@@ -4,7 +4,11 @@
 // model.go; -model prints it as JSON), then emits Go with
 // github.com/dave/jennifer, formatted once by go/format, with the imports
 // grouped as goimports groups them. Its output depends only on the headers,
-// the packages' configuration and the CUDA majors' data files.
+// the packages' configuration and the CUDA majors' data files. It stops,
+// naming the file and line, where #include nests more than 200 levels deep
+// (GCC's limit: a header that includes itself without a guard), or
+// brackets and prefix operators more than 256 (as clang's -fbracket-depth),
+// which would exhaust its memory or its stack.
 //
 // Each generated package runs gen from its //go:generate line, which names
 // it and nothing more:

@@ -243,16 +243,6 @@ func (p *parser) exported(goName, c string) *Type {
 	return t
 }
 
-// translate parses src, a list of #include lines, with the configuration's
-// predefined macros.
-func translate(cfg *cc.Config, src string) (*cc.AST, error) {
-	return cc.Translate(cfg, []cc.Source{
-		{Name: "<predefined>", Value: cfg.Predefined},
-		{Name: "<builtin>", Value: cc.Builtin},
-		{Name: "<input>", Value: src},
-	})
-}
-
 // own reports whether a declaration at pos is the package's: in its header
 // directory and not in a file of a package it uses.
 func (p *parser) own(pos string) bool {
