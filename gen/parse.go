@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -146,12 +145,6 @@ func newParser(cfg config, c *cache) (*parser, error) {
 				where += " (" + cfg.major.file + " names them)"
 			}
 			err = fmt.Errorf("%w\ngen looked in %s: put the missing header there, from the toolkit or the library that has it", err, where)
-		}
-		if strings.Contains(err.Error(), "unexpected EOF") {
-			// cc places the end of the input nowhere: name where each
-			// header ends, where one cut off mid-declaration stops.
-			err = fmt.Errorf("%w\nthe input ends inside a declaration; is a header cut off? %s",
-				err, headerEnds(slices.Concat(cfg.headers, cfg.typeHeaders), dirs))
 		}
 		return nil, err
 	}
@@ -473,25 +466,4 @@ func (p *parser) document() {
 		c.Doc = conv(p.raw[c])
 	}
 	p.deprecateTypes(conv)
-}
-
-// headerEnds names the last line of each header, as found in dirs:
-// "/path/lib.h:120 (its end)".
-func headerEnds(headers, dirs []string) string {
-	var ends []string
-	for _, h := range headers {
-		for _, d := range dirs {
-			b, err := os.ReadFile(filepath.Join(d, h))
-			if err != nil {
-				continue
-			}
-			n := strings.Count(string(b), "\n")
-			if len(b) > 0 && b[len(b)-1] != '\n' {
-				n++
-			}
-			ends = append(ends, fmt.Sprintf("%s:%d (its end)", filepath.Join(d, h), n))
-			break
-		}
-	}
-	return strings.Join(ends, ", ")
 }

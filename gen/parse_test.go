@@ -84,3 +84,40 @@ func TestParseLimits(t *testing.T) {
 		})
 	}
 }
+
+// TestCutHeader runs gen on headers cut short inside a declaration: the
+// first line of its error names the file and line where the input ends.
+// (It was "-: unexpected EOF", which names no position.)
+func TestCutHeader(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		headers map[string]string
+		want    string // the first line of gen's error has it, after the package's directory
+	}{
+		{"in a parameter list", map[string]string{"input.h": "int a;\nint f(int x,\n"},
+			"input.h:2: unexpected end of input: the ( of line 2 is not closed"},
+		{"in a struct", map[string]string{"input.h": "int a;\nstruct s {\n\tint a;\n\tint b;\n"},
+			"input.h:4: unexpected end of input: the { of line 2 is not closed"},
+		{"without a newline", map[string]string{"input.h": "int a;\nint f(int x,\n\tint y"},
+			"input.h:3: unexpected end of input: the ( of line 2 is not closed"},
+		{"in an included header", map[string]string{
+			"input.h": "int a;\n#include \"cut.h\"\n",
+			"cut.h":   "int b;\n\nint f(int x,\n\tint y,\n",
+		}, "cut.h:4: unexpected end of input: the ( of line 3 is not closed"},
+		{"before a semicolon", map[string]string{"input.h": "int a;\n#include \"cut.h\"\n", "cut.h": "int b\n"},
+			"input.h:2: unexpected end of input inside a declaration"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			root := genModule(t, tt.headers)
+			dir := filepath.Join(root, "pkg")
+			r := runGen(t, dir, "", nil, "-config", "packages.txt", "-pkg", "p", "-out", t.TempDir())
+			if r.err == nil {
+				t.Fatalf("gen succeeded:\n%s", r.stderr)
+			}
+			first, _, _ := strings.Cut(r.stderr, "\n")
+			if want := filepath.Join(dir, tt.want); !strings.Contains(first, want) {
+				t.Errorf("gen: %v; the first line of its error does not say %q:\n%s", r.err, want, r.stderr)
+			}
+		})
+	}
+}

@@ -42,7 +42,11 @@ const (
 type sources struct {
 	mu    sync.Mutex
 	err   error        // the first limit passed
+	read  []*scanned   // the files read, in order
 	stack []includedAt // the #include lines being included, outermost first
+	// last is the last file read directly for the input (not through a
+	// file's #include) that ended.
+	last string
 }
 
 // includedAt is an #include line.
@@ -56,6 +60,10 @@ func (a includedAt) String() string { return a.file + ":" + strconv.Itoa(a.line)
 
 // translate parses src, a list of #include lines, with the configuration's
 // predefined macros, within the limits of maxIncludeDepth and maxNesting.
+// Where the input ends inside a declaration, which the front end reports
+// at no position ("-: unexpected EOF"), the error's first line names where
+// it ends: the end of a file that leaves a bracket open, or else of the
+// input's last header.
 func translate(cfg *cc.Config, src string) (*cc.AST, error) {
 	s := new(sources)
 	c := *cfg
@@ -71,7 +79,10 @@ func translate(cfg *cc.Config, src string) (*cc.AST, error) {
 	if s.err != nil {
 		return nil, s.err
 	}
-	return ast, err
+	if err != nil {
+		return nil, s.locate(err)
+	}
+	return ast, nil
 }
 
 // Open opens the file name for the front end, which reads it as gen
@@ -112,7 +123,9 @@ func (f *sourceFile) Read(p []byte) (int, error) {
 // translation fails.
 func (s *sources) prepare(name string, b []byte) []byte {
 	sc := scan(b)
+	sc.name = name
 	s.mu.Lock()
+	s.read = append(s.read, sc)
 	if sc.deep > 0 && s.err == nil {
 		s.err = fmt.Errorf("%s:%d: brackets and prefix operators nested more than %d deep: gen parses no deeper, as clang's -fbracket-depth", name, sc.deep, maxNesting)
 	}
@@ -175,17 +188,48 @@ func (s *sources) pragma(toks []cc.Token) error {
 		}
 		return cc.SkipSource
 	case "end":
-		if len(s.stack) > 0 {
+		if len(s.stack) == 0 {
+			s.last = file
+		} else {
 			s.stack = s.stack[:len(s.stack)-1]
 		}
 	}
 	return nil
 }
 
+// locate returns err, the front end's, with a first line that names where
+// the input ends inside a declaration, where err's first line names no
+// position ("-: unexpected EOF"): the end of the last file read that
+// leaves a bracket open, or else that of the input's last header. Any
+// other err it returns as it is.
+func (s *sources) locate(err error) error {
+	if !strings.HasPrefix(err.Error(), "-: ") {
+		return err
+	}
+	for i := len(s.read) - 1; i >= 0; i-- {
+		if f := s.read[i]; f.open > 0 {
+			return fmt.Errorf("%s:%d: unexpected end of input: the %c of line %d is not closed; is the file cut off?\n%w", f.name, f.lines, f.bracket, f.open, err)
+		}
+	}
+	for _, f := range s.read {
+		if f.name == s.last {
+			return fmt.Errorf("%s:%d: unexpected end of input inside a declaration, at the end of the input's last header; is a header cut off?\n%w", f.name, f.lines, err)
+		}
+	}
+	return err
+}
+
 // scanned is what scan finds in a file.
 type scanned struct {
+	name     string
+	lines    int       // its lines, the last one unended included
 	includes []include // its #include and #include_next lines
 	deep     int       // the line where nesting passes maxNesting, or 0
+	// open is the line of the outermost bracket of its declarations (not
+	// of its directives) that it leaves open, or 0, and bracket that
+	// bracket.
+	open    int
+	bracket byte
 }
 
 // include is an #include line.
@@ -207,14 +251,18 @@ var prefixWords = map[string]bool{
 // prefix operators right before it, and itself.
 type nesting struct {
 	open  []int // the prefix operators and bracket each open bracket holds
-	total int   // the sum of open
-	run   int   // prefix operators since the last other token
+	lines []int // and the line of each
+	brs   []byte
+	total int // the sum of open
+	run   int // prefix operators since the last other token
 }
 
-// push opens a bracket and reports whether the nesting stays within
-// maxNesting.
-func (n *nesting) push() bool {
+// push opens a bracket on line and reports whether the nesting stays
+// within maxNesting.
+func (n *nesting) push(br byte, line int) bool {
 	n.open = append(n.open, n.run+1)
+	n.lines = append(n.lines, line)
+	n.brs = append(n.brs, br)
 	n.total += n.run + 1
 	n.run = 0
 	return n.total <= maxNesting
@@ -226,7 +274,7 @@ func (n *nesting) pop() {
 	n.run = 0
 	if k := len(n.open); k > 0 {
 		n.total -= n.open[k-1]
-		n.open = n.open[:k-1]
+		n.open, n.lines, n.brs = n.open[:k-1], n.lines[:k-1], n.brs[:k-1]
 	}
 }
 
@@ -243,7 +291,10 @@ func (n *nesting) prefix() bool {
 // directives. It keeps to what the limits need: it knows no macros and
 // no conditionals.
 func scan(b []byte) *scanned {
-	sc := new(scanned)
+	sc := &scanned{lines: bytes.Count(b, []byte{'\n'})}
+	if len(b) > 0 && b[len(b)-1] != '\n' {
+		sc.lines++
+	}
 	// The nesting of the declarations, of the directive of the line and,
 	// for a directive that is no expression (#error, #pragma), none.
 	var text, dir, none nesting
@@ -367,7 +418,7 @@ func scan(b []byte) *scanned {
 			}
 		case c == '(' || c == '[' || c == '{':
 			i++
-			if !n.push() && n != &none {
+			if !n.push(c, line) && n != &none {
 				sc.deep = line
 				return sc
 			}
@@ -384,6 +435,9 @@ func scan(b []byte) *scanned {
 			i++
 			n.run = 0
 		}
+	}
+	if len(text.open) > 0 {
+		sc.open, sc.bracket = text.lines[0], text.brs[0]
 	}
 	return sc
 }
