@@ -132,9 +132,14 @@
 // unsafe.Pointer, a const char * result to a string); a Go type of the same
 // layout for each struct (hl_dims as Dims), whose size is checked against
 // C's at compile time; and a constant for each enumerator (HL_IN_CALLBACK as
-// InCallback). gen stops at a C type outside the mapping, naming the
-// declaration and the type, and where the majors would give different files
-// (the driver's shim.h uses its own types alone).
+// InCallback). A parameter keeps its C name, with _ appended where it is
+// a Go keyword or a name the function's body uses (r, C, unsafe, _, the Go
+// types of the mapping and of shim.h's structs). gen stops at a C type
+// outside the mapping, naming the declaration and the type; at names that
+// would give Go two of one name (fields r and R, parameters type and
+// type_), none (hl_, a field _) or C, cgo's, naming shim.h's line; and
+// where the majors would give different files (the driver's shim.h uses
+// its own types alone).
 //
 // # Files
 //

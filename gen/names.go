@@ -83,13 +83,14 @@ func exported(s string) string {
 	return string(unicode.ToUpper(r)) + t[size:]
 }
 
-// reserved are names a parameter may not take in a generated function body.
+// reserved are names a parameter may not take in a generated function
+// body: those the body uses, and _, which it could not pass on.
 var reserved = map[string]bool{
-	"C": true, "unsafe": true, "fp": true, "err": true, "r": true,
+	"C": true, "unsafe": true, "fp": true, "err": true, "r": true, "_": true,
 }
 
 // param names a parameter: the C name, with an underscore appended when it
-// is a Go keyword, a predeclared identifier or a name the body uses.
+// is a Go keyword, a predeclared identifier, a name the body uses or _.
 func param(c string) string {
 	if token.IsKeyword(c) || predeclared[c] || reserved[c] {
 		return c + "_"

@@ -126,7 +126,7 @@ func (r *shimReader) declaration(d *cc.Declaration) error {
 					return fmt.Errorf("enumerator %s: not named %s...", c, shimConstPrefix)
 				}
 				goName := camel(strings.ToLower(rest))
-				if err := r.claim(goName, c); err != nil {
+				if err := r.claim(goName, c, shimConstPrefix); err != nil {
 					return err
 				}
 				r.consts[c] = goName
@@ -182,19 +182,28 @@ func (r *shimReader) record(s *cc.StructOrUnionSpecifier, typedef string) error 
 		return fmt.Errorf("%s: not named %s...", c, shimPrefix)
 	}
 	rec := &Record{CName: c, GoName: camel(rest)}
-	if err := r.claim(rec.GoName, c); err != nil {
+	if err := r.claim(rec.GoName, c, shimPrefix); err != nil {
 		return err
 	}
+	fields := map[string]string{} // the fields' C names by Go name
 	for i := range st.NumFields() {
 		f := st.FieldByIndex(i)
 		if f.Name() == "" || f.IsBitfield() || f.IsFlexibleArrayMember() {
 			return fmt.Errorf("%s: field %d: gen binds named fields of fixed size, not bit fields, anonymous members or flexible arrays", c, i)
 		}
+		goName := camel(f.Name())
+		switch prev, ok := fields[goName]; {
+		case goName == "":
+			return fmt.Errorf("%s: field %s: nothing in its name is Go's, which drops underscores", c, f.Name())
+		case ok:
+			return fmt.Errorf("%s: fields %s and %s would both be Go's %s", c, prev, f.Name(), goName)
+		}
+		fields[goName] = f.Name()
 		t, err := r.field(f)
 		if err != nil {
 			return fmt.Errorf("%s: field %s: %w", c, f.Name(), err)
 		}
-		rec.Fields = append(rec.Fields, Field{CName: f.Name(), GoName: camel(f.Name()), Type: t})
+		rec.Fields = append(rec.Fields, Field{CName: f.Name(), GoName: goName, Type: t})
 	}
 	t := &Type{Kind: Named, Go: rec.GoName, C: c, Class: ClassStruct}
 	r.structs[c] = t
@@ -267,9 +276,10 @@ func (r *shimReader) function(d *cc.Declarator) error {
 		return fmt.Errorf("%s: not named %s...", c, shimPrefix)
 	}
 	fn := &Func{CName: c, GoName: camel(rest)}
-	if err := r.claim(fn.GoName, c); err != nil {
+	if err := r.claim(fn.GoName, c, shimPrefix); err != nil {
 		return err
 	}
+	params := map[string]string{} // the parameters' C names by Go name
 	ft := d.Type().(*cc.FunctionType)
 	if ft.IsVariadic() {
 		return fmt.Errorf("%s: variadic: cgo calls no variadic function", c)
@@ -285,10 +295,11 @@ func (r *shimReader) function(d *cc.Declarator) error {
 		if err != nil {
 			return fmt.Errorf("%s: parameter %s: %w", c, prm.Name(), err)
 		}
-		goName := prm.Name()
-		if token.IsKeyword(goName) {
-			goName += "_"
+		goName := r.param(prm.Name())
+		if prev, ok := params[goName]; ok {
+			return fmt.Errorf("%s: parameters %s and %s would both be Go's %s", c, prev, prm.Name(), goName)
 		}
+		params[goName] = prm.Name()
 		fn.Params = append(fn.Params, Param{CName: prm.Name(), GoName: goName, Type: t})
 	}
 	if rt := ft.Result(); rt.Kind() != cc.Void {
@@ -303,6 +314,26 @@ func (r *shimReader) function(d *cc.Declarator) error {
 	}
 	r.shim.Funcs = append(r.shim.Funcs, fn)
 	return nil
+}
+
+// param names a parameter as the bindings name theirs (see param): the C
+// name, with an underscore appended where it is a Go keyword or a name
+// that the function's body uses: one of reserved, the Go type of one of
+// shimScalars (a body converts a result to it) or the Go name of one of
+// shim.h's structs. Other predeclared names (max) it keeps: the body uses
+// none.
+func (r *shimReader) param(c string) string {
+	rename := token.IsKeyword(c) || reserved[c]
+	for _, s := range shimScalars {
+		rename = rename || s[0] == c
+	}
+	for _, t := range r.structs {
+		rename = rename || t.Go == c
+	}
+	if rename {
+		return c + "_"
+	}
+	return c
 }
 
 // typ maps a C type of shim.h's declarations to Go: the scalars of
@@ -351,10 +382,17 @@ func typeSpelling(t cc.Type) string {
 	return t.String()
 }
 
-// claim records that goName stands for the C name c, and refuses a Go name
-// that two of shim.h's names would take.
-func (r *shimReader) claim(goName, c string) error {
-	if prev, ok := r.names[goName]; ok {
+// claim records that goName stands for the C name c, which begins with
+// prefix, and refuses a Go name that two of shim.h's names would take, an
+// empty one (c is hl_, or hl__) and C, which names cgo's package in
+// zshim.go.
+func (r *shimReader) claim(goName, c, prefix string) error {
+	switch prev, ok := r.names[goName]; {
+	case goName == "":
+		return fmt.Errorf("%s: nothing after %s names it in Go, which drops underscores", c, prefix)
+	case goName == "C":
+		return fmt.Errorf("%s: its Go name, C, is cgo's", c)
+	case ok:
 		return fmt.Errorf("%s and %s would both be Go's %s", prev, c, goName)
 	}
 	r.names[goName] = c

@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -136,5 +138,100 @@ func TestShimMapping(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestShimNames generates zshim.go from shim.h files whose names collide
+// with the names of the Go gen writes or with one another, and compiles
+// each with go vet: gen renames a parameter that collides with a name of
+// the function's body as the bindings do (r is r_, a struct's Go name gets
+// an underscore), and refuses, naming shim.h's line, what it cannot name
+// apart. (It wrote zshim.go files that did not compile, and refused hl_
+// with no line.)
+func TestShimNames(t *testing.T) {
+	mod := t.TempDir()
+	if err := os.WriteFile(filepath.Join(mod, "go.mod"), []byte("module example.com/shim\n\ngo 1.26\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	compiled := 0
+	for i, tt := range []struct {
+		name, decls string
+		want        []string // in zshim.go
+		err         string   // or the error, after shim.h:
+	}{
+		{"r and a struct result", "typedef struct { int a; } hl_res;\nhl_res hl_get(int r, const hl_res *p);",
+			[]string{"func Get(r_ int32, p *Res) Res {\n\tr := C.hl_get(C.int(r_), (*C.hl_res)(unsafe.Pointer(p)))"}, ""},
+		{"C and unsafe", "void *hl_p(void *unsafe, int C);",
+			[]string{"func P(unsafe_ unsafe.Pointer, C_ int32) unsafe.Pointer {"}, ""},
+		{"a struct's name", "typedef struct { int a; } hl_dims;\nhl_dims *hl_d(int Dims, hl_dims Res);",
+			[]string{"func D(Dims_ int32, Res Dims) *Dims {"}, ""},
+		{"Go's types", "int hl_f(int int32, unsigned int uint32, float float32, size_t uintptr, const char *string);",
+			[]string{"func F(int32_ int32, uint32_ uint32, float32_ float32, uintptr_ uintptr, string *byte) int32 {"}, ""},
+		{"Go's other names", "int hl_f(int max, int len, int nil, int error);",
+			[]string{"func F(max int32, len int32, nil int32, error int32) int32 {"}, ""},
+		{"blank", "int hl_f(int _, int b);",
+			[]string{"func F(__ int32, b int32) int32 {\n\treturn int32(C.hl_f(C.int(__), C.int(b)))"}, ""},
+		{"_ and __", "int hl_f(int _, int __);", nil, "4: hl_f: parameters _ and __ would both be Go's __"},
+		{"keywords", "int hl_f(int type, int func, int go, int chan, int map, int var);",
+			[]string{"func F(type_ int32, func_ int32, go_ int32, chan_ int32, map_ int32, var_ int32) int32 {"}, ""},
+		{"type and type_", "int hl_f(int type, int type_);", nil, "4: hl_f: parameters type and type_ would both be Go's type_"},
+		{"r and r_", "typedef struct { int a; } hl_res;\nhl_res hl_g(int r_, int r);", nil, "5: hl_g: parameters r_ and r would both be Go's r_"},
+		{"fields r and R", "typedef struct {\n\tint r;\n\tint R;\n} hl_s;", nil, "4: hl_s: fields r and R would both be Go's R"},
+		{"fields a_b and aB", "struct hl_t { int a_b; int aB; };", nil, "4: struct hl_t: fields a_b and aB would both be Go's AB"},
+		{"field _", "typedef struct { int _; } hl_s;", nil, "4: hl_s: field _: nothing in its name is Go's"},
+		{"function hl_", "int hl_(int a);", nil, "4: hl_: nothing after hl_ names it in Go"},
+		{"function hl__", "int hl__(int a);", nil, "4: hl__: nothing after hl_ names it in Go"},
+		{"struct hl_", "typedef struct { int a; } hl_;", nil, "4: hl_: nothing after hl_ names it in Go"},
+		{"enumerator HL_", "enum { HL_ = 1 };", nil, "4: HL_: nothing after HL_ names it in Go"},
+		{"function hl_c", "int hl_c(void);", nil, "4: hl_c: its Go name, C, is cgo's"},
+		{"enumerator HL_C", "enum { HL_C = 1 };", nil, "4: HL_C: its Go name, C, is cgo's"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := filepath.Join(mod, fmt.Sprintf("case%d", i))
+			src := "#include <stddef.h>\n#include <stdint.h>\n\n" + tt.decls + "\n"
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, shimHeader), []byte(src), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			s, err := readShim(dir, dir)
+			if tt.want == nil {
+				if want := shimHeader + ":" + tt.err; err == nil || !strings.Contains(err.Error(), want) {
+					t.Errorf("readShim = %v, want an error containing %q", err, want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := shimSource(s, "p")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(string(got), w) {
+					t.Errorf("%s has no\n%s\nin\n%s", shimFile, w, got)
+				}
+			}
+			if err := os.WriteFile(filepath.Join(dir, shimFile), got, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			compiled++
+			t.Logf("%s, compiled below: %s", tt.decls, filepath.Join(dir, shimFile))
+		})
+	}
+	if compiled == 0 {
+		return
+	}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command to compile the zshim.go files with:", err)
+	}
+	cmd := exec.Command(goTool, "vet", "./...")
+	cmd.Dir = mod
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=", "GOTOOLCHAIN=local", "CGO_ENABLED=1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("go vet of the %d zshim.go files: %v\n%s", compiled, err, out)
 	}
 }
