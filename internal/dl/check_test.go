@@ -1,10 +1,12 @@
 package dl
 
 import (
+	"context"
 	"debug/elf"
 	"encoding/binary"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -207,5 +209,244 @@ func TestDependencyElsewhereChild(t *testing.T) {
 	}
 	if _, err := l.Lookup("gocuda_far_planted"); err == nil {
 		t.Errorf("the dependency planted in the working directory is loaded")
+	}
+}
+
+// depChildEnv marks the child process of TestBrokenDependencyRefused, and
+// depChildLimit bounds the child's run: a loader blocked opening a named pipe
+// ends there, as a failure, rather than blocking the test for ever.
+const (
+	depChildEnv   = "GOCUDA_TEST_DEP_CHILD"
+	depChildLimit = time.Minute
+)
+
+// TestBrokenDependencyRefused loads, named by the override, a sound
+// library whose dependency (DT_NEEDED) the loader would open from the
+// library's own directories, its DT_RUNPATH or DT_RPATH ($ORIGIN, as
+// NVIDIA's libraries have), where that file is broken: the library is
+// refused with a *DependencyError that names the file, the library that
+// needs it and what is wrong, and nothing of it is opened. A broken file the
+// loader would not open (a sound copy comes first in its order, or the file
+// is of another machine, which the loader passes over) does not stop the
+// library from loading. Each case runs in a child process of its own (the
+// loader's state is the process's), which dies or blocks where the check is
+// missing: a truncated dependency killed the process with SIGBUS, a named
+// pipe blocked Load for ever, and a directory, an unreadable file or one
+// that is not ELF gave only the loader's message, no *DependencyError (for
+// the unreadable file, "No such file or directory"). The unreadable case
+// skips where the test runs as root, who reads any file.
+func TestBrokenDependencyRefused(t *testing.T) {
+	const (
+		mainName = "libgocudamain.so.1"
+		depName  = "libgocudadep.so.1"
+		dep2Name = "libgocudadep2.so.1"
+	)
+	// The sound builds, which the cases copy: the dependency; a copy of it
+	// with another symbol, to tell which copy the loader opened; the same
+	// name needing dep2 beside it; and dep2.
+	dep := stubtest.Library(t, depName, "int gocuda_dep(void) { return 1; }\n", "-Wl,-soname,"+depName)
+	alt := stubtest.Library(t, depName, "int gocuda_dep_alt(void) { return 1; }\n", "-Wl,-soname,"+depName)
+	dep2 := stubtest.Library(t, dep2Name, "int gocuda_dep2(void) { return 2; }\n", "-Wl,-soname,"+dep2Name)
+	depNeeding := stubtest.Library(t, depName, "int gocuda_dep(void) { return 1; }\n", "-Wl,-soname,"+depName,
+		"-Wl,--no-as-needed", dep2, "-Wl,--enable-new-dtags,-rpath,$ORIGIN")
+	read := func(p string) []byte {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	sound := map[string][]byte{"dep": read(dep), "alt": read(alt), "dep2": read(dep2), "depNeeding": read(depNeeding)}
+	other := elf.EM_AARCH64
+	if runtime.GOARCH == "arm64" {
+		other = elf.EM_X86_64
+	}
+
+	// What a case does to a file: writes a sound build, or breaks it.
+	type maker func(t *testing.T, path string, lib []byte) error
+	var (
+		whole maker = func(t *testing.T, p string, lib []byte) error { return os.WriteFile(p, lib, 0o755) }
+		third maker = func(t *testing.T, p string, lib []byte) error { return os.WriteFile(p, lib[:len(lib)/3], 0o755) }
+		fifo  maker = func(t *testing.T, p string, _ []byte) error { return syscall.Mkfifo(p, 0o644) }
+		dir   maker = func(t *testing.T, p string, _ []byte) error { return os.Mkdir(p, 0o755) }
+		text  maker = func(t *testing.T, p string, _ []byte) error {
+			return os.WriteFile(p, []byte(strings.Repeat("not a library\n", 64)), 0o755)
+		}
+		unreadable maker = func(t *testing.T, p string, lib []byte) error {
+			if err := os.WriteFile(p, lib, 0); err != nil {
+				return err
+			}
+			if f, err := os.Open(p); err == nil {
+				f.Close()
+				t.Skip("this user reads a file of mode 0 (root does): no file is unreadable to it")
+			}
+			return nil
+		}
+		foreign maker = func(t *testing.T, p string, lib []byte) error {
+			c := append([]byte(nil), lib...)
+			binary.LittleEndian.PutUint16(c[18:], uint16(other))
+			return os.WriteFile(p, c, 0o755)
+		}
+	)
+	// A file of a case: in lib (beside the library), other or ldpath (the
+	// child's $LD_LIBRARY_PATH), made by make from the sound build named.
+	type file struct {
+		dir, name, build string
+		make             maker
+	}
+	for _, tt := range []struct {
+		name  string
+		rpath string // the library's DT_RUNPATH, in which {other} is the directory other
+		old   bool   // DT_RPATH instead
+		files []file
+		// Refused: the file, and the library that needs it, relative to
+		// the case's root, and part of the reason. Else the dependency's
+		// symbol that Lookup must find.
+		path, needer, reason string
+		symbol               string
+	}{
+		{name: "sound beside", rpath: "$ORIGIN",
+			files:  []file{{"lib", depName, "dep", whole}},
+			symbol: "gocuda_dep"},
+		{name: "truncated beside", rpath: "$ORIGIN",
+			files: []file{{"lib", depName, "dep", third}},
+			path:  "lib/" + depName, needer: "lib/" + mainName, reason: "truncated: "},
+		{name: "truncated beside, DT_RPATH", rpath: "$ORIGIN", old: true,
+			files: []file{{"lib", depName, "dep", third}},
+			path:  "lib/" + depName, needer: "lib/" + mainName, reason: "truncated: "},
+		{name: "named pipe beside", rpath: "$ORIGIN",
+			files: []file{{"lib", depName, "dep", fifo}},
+			path:  "lib/" + depName, needer: "lib/" + mainName, reason: "not a regular file (a named pipe)"},
+		{name: "directory beside", rpath: "$ORIGIN",
+			files: []file{{"lib", depName, "dep", dir}},
+			path:  "lib/" + depName, needer: "lib/" + mainName, reason: "not a regular file (a directory)"},
+		{name: "unreadable beside", rpath: "$ORIGIN",
+			files: []file{{"lib", depName, "dep", unreadable}},
+			path:  "lib/" + depName, needer: "lib/" + mainName, reason: "cannot be read: "},
+		{name: "not ELF beside", rpath: "$ORIGIN",
+			files: []file{{"lib", depName, "dep", text}},
+			path:  "lib/" + depName, needer: "lib/" + mainName, reason: "not an ELF file"},
+		{name: "truncated in DT_RUNPATH's directory", rpath: "{other}",
+			files: []file{{"other", depName, "dep", third}},
+			path:  "other/" + depName, needer: "lib/" + mainName, reason: "truncated: "},
+		{name: "dependency's dependency truncated", rpath: "$ORIGIN",
+			files: []file{{"lib", depName, "depNeeding", whole}, {"lib", dep2Name, "dep2", third}},
+			path:  "lib/" + dep2Name, needer: "lib/" + depName, reason: "truncated: "},
+		{name: "dependency's dependency a named pipe", rpath: "$ORIGIN",
+			files: []file{{"lib", depName, "depNeeding", whole}, {"lib", dep2Name, "dep2", fifo}},
+			path:  "lib/" + dep2Name, needer: "lib/" + depName, reason: "not a regular file (a named pipe)"},
+		{name: "dependency's dependency sound", rpath: "$ORIGIN",
+			files:  []file{{"lib", depName, "depNeeding", whole}, {"lib", dep2Name, "dep2", whole}},
+			symbol: "gocuda_dep2"},
+		// $LD_LIBRARY_PATH comes before DT_RUNPATH: the loader opens its
+		// sound copy, never the one beside; after DT_RPATH, it does not.
+		{name: "truncated beside, sound copy on LD_LIBRARY_PATH", rpath: "$ORIGIN",
+			files:  []file{{"lib", depName, "dep", third}, {"ldpath", depName, "alt", whole}},
+			symbol: "gocuda_dep_alt"},
+		{name: "truncated beside, DT_RPATH before LD_LIBRARY_PATH", rpath: "$ORIGIN", old: true,
+			files: []file{{"lib", depName, "dep", third}, {"ldpath", depName, "alt", whole}},
+			path:  "lib/" + depName, needer: "lib/" + mainName, reason: "truncated: "},
+		{name: "other machine beside, sound copy further on DT_RUNPATH", rpath: "$ORIGIN:{other}",
+			files:  []file{{"lib", depName, "dep", foreign}, {"other", depName, "alt", whole}},
+			symbol: "gocuda_dep_alt"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			for _, d := range []string{"lib", "other", "ldpath"} {
+				if err := os.Mkdir(filepath.Join(root, d), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			tags := "--enable-new-dtags"
+			if tt.old {
+				tags = "--disable-new-dtags"
+			}
+			rpath := strings.ReplaceAll(tt.rpath, "{other}", filepath.Join(root, "other"))
+			built := stubtest.Library(t, mainName, "int gocuda_main(void) { return 0; }\n",
+				"-Wl,--no-as-needed", dep, "-Wl,"+tags, "-Xlinker", "-rpath", "-Xlinker", rpath)
+			main := filepath.Join(root, "lib", mainName)
+			if err := os.WriteFile(main, read(built), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range tt.files {
+				if err := f.make(t, filepath.Join(root, f.dir, f.name), sound[f.build]); err != nil {
+					t.Skip(err)
+				}
+			}
+			env := []string{testEnv + "=" + main, "LD_LIBRARY_PATH=" + filepath.Join(root, "ldpath"),
+				"GOCUDA_TEST_SYMBOL=" + tt.symbol, "GOCUDA_TEST_REASON=" + tt.reason}
+			if tt.path != "" {
+				env = append(env, "GOCUDA_TEST_DEP="+filepath.Join(root, tt.path), "GOCUDA_TEST_NEEDER="+filepath.Join(root, tt.needer))
+			}
+			depChild(t, "TestBrokenDependencyRefusedChild", env...)
+		})
+	}
+}
+
+func TestBrokenDependencyRefusedChild(t *testing.T) {
+	if os.Getenv(depChildEnv) == "" {
+		t.Skip("run by TestBrokenDependencyRefused")
+	}
+	l := New(testEnv, "libgocudamain.so.1")
+	err := l.Load()
+	if sym := os.Getenv("GOCUDA_TEST_SYMBOL"); sym != "" {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Lookup(sym); err != nil {
+			t.Errorf("the dependency's %s: %v", sym, err)
+		}
+		return
+	}
+	main, dep, needer, reason := os.Getenv(testEnv), os.Getenv("GOCUDA_TEST_DEP"), os.Getenv("GOCUDA_TEST_NEEDER"), os.Getenv("GOCUDA_TEST_REASON")
+	var de *DependencyError
+	if !errors.Is(err, ErrBadDependency) || !errors.As(err, &de) {
+		t.Fatalf("Load() = %v, want a *DependencyError for %s", err, dep)
+	}
+	if de.Path != dep || de.Name != filepath.Base(dep) || de.Library != needer || !strings.Contains(de.Reason, reason) {
+		t.Errorf("Load(): %+v, want the file %s, needed by %s as %s, and a reason saying %q", de, dep, needer, filepath.Base(dep), reason)
+	}
+	var le *LibraryError
+	if !errors.As(err, &le) || len(le.Tried) != 1 {
+		t.Fatalf("Load() = %v, want a *LibraryError that tried %s alone", err, main)
+	}
+	for _, s := range []string{main + ": ", dep, reason} {
+		if !strings.Contains(le.Tried[0], s) {
+			t.Errorf("tried %q, want it to say %q", le.Tried[0], s)
+		}
+	}
+	if needer != main && !strings.Contains(le.Tried[0], needer) {
+		t.Errorf("tried %q, want it to name %s, which needs %s", le.Tried[0], needer, dep)
+	}
+	loaded := loadedNames()
+	for _, n := range []string{"libgocudamain.so.1", "libgocudadep.so.1", "libgocudadep2.so.1"} {
+		if loaded[n] {
+			t.Errorf("%s was opened, and the library refused", n)
+		}
+	}
+}
+
+// depChild runs the test binary's test named child in a process of its own
+// with the environment variables env added, and fails t unless child
+// passes: where it dies (SIGBUS) or runs past depChildLimit (the loader
+// blocked), t fails with the child's output.
+func depChild(t *testing.T, child string, env ...string) {
+	t.Helper()
+	// The child's own timeout ends it first, with its goroutines' stacks.
+	ctx, cancel := context.WithTimeout(t.Context(), 2*depChildLimit)
+	defer cancel()
+	out, err := stubtest.CombinedOutput(func() *exec.Cmd {
+		c := stubtest.Command(os.Args[0], "-test.run=^"+child+"$", "-test.v", "-test.timeout="+depChildLimit.String())
+		cmd := exec.CommandContext(ctx, c.Path)
+		cmd.Args = c.Args
+		cmd.Env = append(append(os.Environ(), env...), depChildEnv+"=1")
+		cmd.WaitDelay = time.Second
+		return cmd
+	})
+	if err != nil || !strings.Contains(string(out), "--- PASS: "+child) {
+		if len(out) > 3000 { // the stacks after why it ended
+			out = append(out[:3000:3000], "\n..."...)
+		}
+		t.Errorf("%s with %s: %v\n%s", child, strings.Join(env, " "), err, out)
 	}
 }

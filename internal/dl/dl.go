@@ -43,16 +43,26 @@
 //
 // Before a file is given to the loader, it is checked: a file that is not a
 // regular one (a named pipe would block the loader), not an ELF shared
-// object of this process's class and machine, or truncated (the loader
-// would map its segments past the end of the file, and the process die of
-// SIGBUS) is refused with the reason, and the search goes on. The libraries
-// a file needs that sit beside it are opened first, by absolute path, so
-// that the loader does not look for them elsewhere (the working directory,
-// for an empty entry of LD_LIBRARY_PATH). Where such an entry holds a file
-// named as a dependency that is not beside it and not open yet, the
-// dependency is looked for where the loader looks after that entry and
-// opened first from there; found nowhere else, the file is refused with
-// that reason.
+// object of this process's class and machine, or truncated (the loader would
+// map its segments past the end of the file, and the process die of SIGBUS)
+// is refused with the reason, and the search goes on. So is a file that
+// needs (DT_NEEDED) a library which the loader would open from the file's
+// own directories, where the file there fails those checks or cannot be
+// read: the directories of its DT_RUNPATH or, where it has none, of its
+// DT_RPATH and of those of the libraries that need it, $ORIGIN expanded
+// (NVIDIA's libraries find theirs beside them through $ORIGIN), and the same
+// for each library it needs, in turn; the reason, a *DependencyError, names
+// the broken file, the library that needs it and what is wrong, and nothing
+// of the file is opened. A dependency that the loader finds elsewhere first
+// (LD_LIBRARY_PATH comes before DT_RUNPATH) is left to it, and a file of
+// another class or machine is passed over, as the loader passes over it. The
+// libraries a file needs that sit beside it, or in its own directories, are
+// opened first, by absolute path, so that the loader does not look for them
+// elsewhere (the working directory, for an empty entry of LD_LIBRARY_PATH).
+// Where such an entry holds a file named as a dependency that is not beside
+// it and not open yet, the dependency is looked for where the loader looks
+// after that entry and opened first from there; found nowhere else, the file
+// is refused with that reason.
 //
 // Only absolute paths are tried: a variable that holds a relative path is
 // not searched (the error lists it as such), and nothing is looked for in
@@ -169,6 +179,8 @@ type LibraryError struct {
 	// instead of searching, such as GOCUDA_CUDART; the message says to set
 	// it where it was not set.
 	Override string
+
+	errs []error // the errors behind the tries that have one, in order
 }
 
 func (e *LibraryError) Error() string {
@@ -181,6 +193,11 @@ func (e *LibraryError) Error() string {
 	}
 	return fmt.Sprintf("cannot load %s%s; tried:\n\t%s", e.Name, set, strings.Join(e.Tried, "\n\t"))
 }
+
+// Unwrap returns the errors behind the tries that have one: a
+// *DependencyError for a file refused because a library it needs is
+// broken where the loader would open it.
+func (e *LibraryError) Unwrap() []error { return e.errs }
 
 // MajorError reports that a library reports another CUDA major than the
 // bindings are built for: the structures the two share differ between
@@ -344,7 +361,10 @@ func (l *Library) load() {
 	l.started = true
 	l.mu.Unlock()
 	cands, fromEnv := l.candidates()
-	var tried []string
+	var (
+		tried []string
+		errs  []error
+	)
 	for _, c := range cands {
 		if c.skip != "" {
 			tried = append(tried, c.path+": "+c.skip)
@@ -352,12 +372,17 @@ func (l *Library) load() {
 		}
 		p := c.path
 		if filepath.IsAbs(p) {
-			why := checkFile(p)
-			if why == "" {
-				why = openNeeded(p, 0)
-			}
-			if why != "" {
+			if why := checkFile(p); why != "" {
 				tried = append(tried, p+": "+why)
+				continue
+			}
+			if err := openNeeded(p); err != nil {
+				why := err.Error()
+				if de, ok := err.(*DependencyError); ok && de.Library == p {
+					why = de.needs()
+				}
+				tried = append(tried, p+": "+why)
+				errs = append(errs, err)
 				continue
 			}
 		}
@@ -375,7 +400,7 @@ func (l *Library) load() {
 		// dlerror's message starts with the path already.
 		tried = append(tried, p+": "+strings.TrimPrefix(msg, p+": "))
 	}
-	e := &LibraryError{Name: l.name, Tried: tried, Override: l.env}
+	e := &LibraryError{Name: l.name, Tried: tried, Override: l.env, errs: errs}
 	if fromEnv {
 		e.Env = l.env
 	}
