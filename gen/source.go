@@ -178,10 +178,11 @@ func (s *sources) pragma(toks []cc.Token) error {
 		s.err = fmt.Errorf("%s: #include nested more than %d levels deep (GCC's limit)", at, maxIncludeDepth)
 		for i := len(s.stack) - 1; i >= 0; i-- {
 			if s.stack[i].file == file {
-				cycle := []string{}
-				for _, a := range append(s.stack[i:], at) {
+				var cycle []string
+				for _, a := range s.stack[i:] {
 					cycle = append(cycle, a.String())
 				}
+				cycle = append(cycle, at.String())
 				s.err = fmt.Errorf("%w: the headers include one another in a cycle, %s; is an include guard missing?", s.err, strings.Join(cycle, " -> "))
 				break
 			}
