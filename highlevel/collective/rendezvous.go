@@ -76,13 +76,41 @@ const (
 	retryMax = time.Second
 )
 
+// acceptRetryMin and acceptRetryMax bound the root's wait after an accept
+// that failed for a while (too few file descriptors, buffers), as net/http's
+// Server.Serve waits.
+const (
+	acceptRetryMin = 5 * time.Millisecond
+	acceptRetryMax = time.Second
+)
+
+// temporary reports whether err, an error of Accept, may pass: a lack of
+// file descriptors (EMFILE, ENFILE) or memory (ENOBUFS, ENOMEM), a
+// connection aborted before it was accepted, or an error that says it is
+// temporary, as net/http's Server.Serve takes them.
+func temporary(err error) bool {
+	for _, errno := range []syscall.Errno{syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM, syscall.ECONNABORTED, syscall.EINTR} {
+		if errors.Is(err, errno) {
+			return true
+		}
+	}
+	var t interface{ Temporary() bool }
+	return errors.As(err, &t) && t.Temporary()
+}
+
 // Rendezvous brings the WorldSize processes of a job together through the
 // root rank's address in cfg, and returns the payload the root's payload
 // function made, the same bytes in every rank: NCCL's unique id, for
 // Join. Only the root (rank 0) calls payload, once, after it has begun to
 // listen; the other ranks pass nil. The root waits until every other rank
 // has connected and received the payload; the others retry connecting
-// until the root listens. cfg.Timeout and ctx bound all of it.
+// until the root listens. cfg.Timeout and ctx bound all of it. The root
+// goes on accepting after an error that may pass (EMFILE while other
+// connections hold the file descriptors, ENFILE, ENOBUFS, ENOMEM,
+// ECONNABORTED), waiting 5 ms, then twice as long each time up to 1 s, as
+// net/http's Server.Serve does; another error of its listener ends the
+// rendezvous at once. Its memory grows with the ranks that come, not with
+// cfg.WorldSize.
 //
 // Its errors are *RendezvousError, wrapping ErrConfig for a bad cfg,
 // ErrAddrInUse where the root cannot listen, ErrWorldSize and
@@ -182,6 +210,7 @@ func root(ctx context.Context, cfg *Config, payload func() ([]byte, error), ln n
 	}
 	var conns []net.Conn // every connection accepted, closed at the end
 	connCh := make(chan net.Conn)
+	acceptErr := make(chan error, 1) // the error that ended the accepts
 	defer func() {
 		for _, c := range conns {
 			c.Close()
@@ -192,11 +221,29 @@ func root(ctx context.Context, cfg *Config, payload func() ([]byte, error), ln n
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
 	go func() {
+		var wait time.Duration
 		for {
 			c, err := ln.Accept()
 			if err != nil {
+				// An error that may pass (EMFILE while other connections
+				// hold the descriptors) does not end the accepts: the
+				// ranks that come later would find nobody to take them.
+				if temporary(err) && ctx.Err() == nil {
+					wait = min(max(2*wait, acceptRetryMin), acceptRetryMax)
+					timer := time.NewTimer(wait)
+					select {
+					case <-timer.C:
+						continue
+					case <-ctx.Done():
+						timer.Stop()
+					case <-quit:
+						timer.Stop()
+					}
+				}
+				acceptErr <- err
 				return
 			}
+			wait = 0
 			select {
 			case connCh <- c:
 			case <-quit:
@@ -294,6 +341,11 @@ func root(ctx context.Context, cfg *Config, payload func() ([]byte, error), ln n
 					p, wrapf(ErrConfig, nil, "rank %d is outside the world of %d ranks", p.rank, cfg.WorldSize))
 			}
 			peers[p.rank] = p
+		case err := <-acceptErr:
+			if ctx.Err() != nil { // ctx closed the listener
+				return nil, missing()
+			}
+			return nil, fail(fmt.Errorf("accepting connections on %v: %w", ln.Addr(), err), nil, nil)
 		case <-ctx.Done():
 			return nil, missing()
 		}

@@ -1,6 +1,7 @@
 package collective
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/binary"
@@ -338,6 +339,298 @@ func TestRendezvousRootSilent(t *testing.T) {
 		wantErr(t, fmt.Sprintf("try %d", try), err, ErrMissingRanks, context.DeadlineExceeded)
 		if errors.Is(err, ErrPeerClosed) {
 			t.Errorf("try %d: %v, want no ErrPeerClosed", try, err)
+		}
+	}
+}
+
+// A flakyListener's Accept returns the errors errs, one a call, before it
+// accepts; the last of them forever where forever is set.
+type flakyListener struct {
+	net.Listener
+	errs    []error
+	forever bool
+	calls   atomic.Int32
+}
+
+func (l *flakyListener) Accept() (net.Conn, error) {
+	n := int(l.calls.Add(1))
+	switch {
+	case n <= len(l.errs):
+		return nil, l.errs[n-1]
+	case l.forever:
+		return nil, l.errs[len(l.errs)-1]
+	}
+	return l.Listener.Accept()
+}
+
+// tempErr is a net.Error that says it is temporary, as some listeners'
+// errors do.
+type tempErr struct{}
+
+func (tempErr) Error() string   { return "a temporary error" }
+func (tempErr) Timeout() bool   { return false }
+func (tempErr) Temporary() bool { return true }
+
+// TestRendezvousAcceptRetries: the root goes on accepting after an
+// error that passes (descriptors or buffers short, a connection aborted
+// before it was accepted), as net/http's Server.Serve does, and fails at
+// once on one that does not.
+func TestRendezvousAcceptRetries(t *testing.T) {
+	acceptErr := func(errno syscall.Errno) error {
+		return &net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", errno)}
+	}
+	broken := errors.New("the listener is broken")
+	for _, c := range []struct {
+		name    string
+		errs    []error
+		forever bool
+		want    []error // the root's error; none: the rendezvous succeeds
+	}{
+		{"EMFILE", []error{acceptErr(syscall.EMFILE), acceptErr(syscall.EMFILE), acceptErr(syscall.EMFILE)}, false, nil},
+		{"ENFILE", []error{acceptErr(syscall.ENFILE)}, false, nil},
+		{"ECONNABORTED", []error{acceptErr(syscall.ECONNABORTED)}, false, nil},
+		{"ENOBUFS", []error{acceptErr(syscall.ENOBUFS)}, false, nil},
+		{"ENOMEM", []error{acceptErr(syscall.ENOMEM)}, false, nil},
+		{"temporary net.Error", []error{tempErr{}, tempErr{}}, false, nil},
+		{"a mix", []error{acceptErr(syscall.ENOBUFS), tempErr{}, acceptErr(syscall.EMFILE)}, false, nil},
+		// A permanent error ends the rendezvous at once, not at the
+		// Timeout with ErrMissingRanks.
+		{"permanent", []error{broken}, false, []error{broken}},
+		{"permanent after a temporary", []error{acceptErr(syscall.EMFILE), broken}, false, []error{broken}},
+		// One that lasts ends at the Timeout.
+		{"EMFILE forever", []error{acceptErr(syscall.EMFILE)}, true, []error{ErrMissingRanks, context.DeadlineExceeded}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ln, port := listen(t)
+			fl := &flakyListener{Listener: ln, errs: c.errs, forever: c.forever}
+			timeout := 20 * time.Second
+			if c.forever {
+				timeout = 500 * time.Millisecond
+			}
+			root := start(testConfig(port, 0, 2, timeout), fl, []byte("again"))
+			if c.want != nil {
+				res := get(t, root)
+				wantErr(t, "root", res.err, c.want...)
+				if !c.forever && errors.Is(res.err, ErrMissingRanks) {
+					t.Errorf("root: %v, want no ErrMissingRanks", res.err)
+				}
+				if n := fl.calls.Load(); c.forever && n > 20 {
+					t.Errorf("Accept called %d times in %v: a busy loop", n, timeout)
+				}
+				return
+			}
+			peer := start(testConfig(port, 1, 2, 20*time.Second), nil, nil)
+			for who, ch := range map[string]<-chan result{"root": root, "rank 1": peer} {
+				if res := get(t, ch); res.err != nil || string(res.data) != "again" {
+					t.Errorf("%s: %q, %v", who, res.data, res.err)
+				}
+			}
+		})
+	}
+}
+
+// TestRendezvousAcceptEMFILE: a root out of file descriptors, its accept
+// failing with EMFILE while a burst of idle connections holds them, takes
+// the real rank once they close. The root runs in a child process whose
+// limit of descriptors is a few above those it has open; the idle
+// connections and rank 1 come from this one. The child writes lines:
+// "port N" once it listens, "accept failed: ..." at its first failed
+// Accept.
+func TestRendezvousAcceptEMFILE(t *testing.T) {
+	lines, wait := startChild(t, "TestRendezvousAcceptEMFILEChild")
+	var port int
+	if _, err := fmt.Sscanf(<-lines, "port %d", &port); err != nil {
+		wait()
+		t.Fatalf("the child's first line: %v", err)
+	}
+	// Connect and hold until the root's accept fails.
+	var idle []net.Conn
+	defer func() {
+		for _, c := range idle {
+			c.Close()
+		}
+	}()
+	for failed := false; !failed; {
+		if len(idle) == 1000 {
+			t.Fatal("1000 idle connections, and the root's accept has not failed")
+		}
+		c, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			t.Fatalf("idle connection %d: %v", len(idle), err)
+		}
+		idle = append(idle, c)
+		select {
+		case line, ok := <-lines:
+			if !ok || !strings.HasPrefix(line, "accept failed:") {
+				wait()
+				t.Fatalf("the child says %q, want \"accept failed: ...\"", line)
+			}
+			t.Logf("after %d idle connections: %s", len(idle), line)
+			failed = true
+		case <-time.After(20 * time.Millisecond): // another
+		}
+	}
+	for _, c := range idle {
+		c.Close()
+	}
+	idle = nil
+	res := get(t, start(testConfig(port, 1, 2, 20*time.Second), nil, nil))
+	if res.err != nil || string(res.data) != "emfile" {
+		t.Errorf("rank 1: %q, %v", res.data, res.err)
+	}
+	wait()
+}
+
+// acceptChildEnv marks the child process of TestRendezvousAcceptEMFILE.
+const acceptChildEnv = "GOCUDA_COLLECTIVE_ACCEPT_CHILD"
+
+func TestRendezvousAcceptEMFILEChild(t *testing.T) {
+	if os.Getenv(acceptChildEnv) == "" {
+		t.Skip("run by TestRendezvousAcceptEMFILE")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wl := &watchedListener{Listener: ln, failed: make(chan error, 1)}
+	go func() {
+		if err, ok := <-wl.failed; ok {
+			fmt.Printf("accept failed: %v\n", err)
+		}
+	}()
+	// Room for a few descriptors more: the root's accepted connections.
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	lim.Cur = min(lim.Cur, fdLimit(t, 4))
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Printf("port %d\n", ln.Addr().(*net.TCPAddr).Port)
+	data, err := rendezvous(context.Background(), testConfig(ln.Addr().(*net.TCPAddr).Port, 0, 2, 20*time.Second),
+		func() ([]byte, error) { return []byte("emfile"), nil }, wl)
+	if err != nil || string(data) != "emfile" {
+		t.Fatalf("root: %q, %v", data, err)
+	}
+}
+
+// A watchedListener sends the first error of its Accept on failed.
+type watchedListener struct {
+	net.Listener
+	failed chan error
+}
+
+func (l *watchedListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		select {
+		case l.failed <- err:
+		default:
+		}
+	}
+	return c, err
+}
+
+// fdLimit is the limit of file descriptors (RLIMIT_NOFILE) that leaves
+// the process n free ones, or one more: the limit bounds the number a new
+// descriptor takes, the lowest free, and those open above it stay open.
+func fdLimit(t *testing.T, n int) uint64 {
+	ents, err := os.ReadDir("/proc/self/fd") // one of them, closed since
+	if err != nil {
+		t.Skip(err)
+	}
+	open := make(map[int]bool)
+	for _, e := range ents {
+		if fd, err := strconv.Atoi(e.Name()); err == nil {
+			open[fd] = true
+		}
+	}
+	fd := 0
+	for free := 0; free < n; fd++ {
+		if !open[fd] {
+			free++
+		}
+	}
+	return uint64(fd)
+}
+
+// startChild runs the test binary's test named child in a child process,
+// under the emulator where there is one, and returns the lines it writes,
+// as they come, but go test's own (closed at its end), and a function
+// that waits for its end and fails t unless the test passed. A child that
+// writes nothing for two minutes is killed and, under an emulator (whose
+// fork has been seen to hang), started again, three times at most.
+func startChild(t *testing.T, child string) (<-chan string, func()) {
+	t.Helper()
+	for try := 1; ; try++ {
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := stubtest.Command(os.Args[0], "-test.run=^"+child+"$", "-test.v")
+		cmd.Env = append(os.Environ(), acceptChildEnv+"=1")
+		cmd.Stdout, cmd.Stderr = pw, pw
+		err = cmd.Start()
+		pw.Close()
+		if err != nil {
+			pr.Close()
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill() })
+		started := make(chan struct{})
+		lines := make(chan string, 1000)
+		var log []string // every line, for the report
+		ended := make(chan struct{})
+		go func() {
+			defer close(ended)
+			defer close(lines)
+			defer pr.Close()
+			sc := bufio.NewScanner(pr)
+			for sc.Scan() {
+				l := sc.Text()
+				if log = append(log, l); len(log) == 1 {
+					close(started)
+				}
+				if !strings.HasPrefix(l, "=== ") && !strings.HasPrefix(l, "--- ") && l != "PASS" {
+					select {
+					case lines <- l:
+					default: // nobody reads that many
+					}
+				}
+			}
+		}()
+		// wait waits for the end, for at most two minutes.
+		wait := func() error {
+			select {
+			case <-ended:
+			case <-time.After(2 * time.Minute):
+				cmd.Process.Kill()
+				<-ended
+				cmd.Wait()
+				return errors.New("still running after two minutes")
+			}
+			return cmd.Wait()
+		}
+		select {
+		case <-started:
+		case <-ended:
+		case <-time.After(2 * time.Minute):
+			cmd.Process.Kill()
+			<-ended
+			cmd.Wait()
+			if try < 3 && os.Getenv(stubtest.ExecEnv) != "" {
+				continue
+			}
+			t.Fatalf("%s wrote nothing in two minutes", child)
+		}
+		return lines, func() {
+			t.Helper()
+			err := wait() // then log is whole
+			passed := slices.ContainsFunc(log, func(l string) bool { return strings.HasPrefix(l, "--- PASS: "+child+" ") })
+			if err != nil || !passed {
+				t.Errorf("%s: %v\n%s", child, err, strings.Join(log, "\n"))
+			}
 		}
 	}
 }
