@@ -25,6 +25,13 @@
 //	cfg, err := collective.ConfigFromEnv()
 //	c, err := collective.Join(ctx, cfg, highlevel.Device(cfg.LocalRank), nil)
 //
+// ConfigFromEnv, and Config.Check for a Config filled in by hand, refuse at
+// once, with an error wrapping ErrConfig, what could only fail later: a
+// MASTER_ADDR with a port (10.0.0.1:29500, [::1]:29500; the port goes in
+// MASTER_PORT), a WORLD_SIZE outside 1 to math.MaxInt32 (NCCL counts ranks
+// in a C int), a RANK outside the world. A bare IPv6 address (::1) or one
+// in brackets ([::1]) is a host, and so is a name.
+//
 // # Calls
 //
 // AllReduce, Broadcast, Reduce, AllGather, ReduceScatter, Send and Recv
