@@ -55,7 +55,7 @@ func requireGPUs(t testing.TB, atLeast int) int {
 // operation at a time, and aborts and closes among them.
 func TestGPURandomPrograms(t *testing.T) {
 	requireGPUs(t, 1)
-	if err := randomPrograms(t, randomtest.Int(t, "GOCUDA_COLLECTIVE_SEEDS", 20)); err != nil {
+	if err := randomPrograms(t, randomtest.Int(t, "GOCUDA_COLLECTIVE_SEEDS", 20), false); err != nil {
 		t.Fatal(err)
 	}
 }

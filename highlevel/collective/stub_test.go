@@ -445,13 +445,19 @@ var stubCases = []struct {
 		stubAllReduce(t, c)
 		return c.Close()
 	}, []string{"init 1 blocking=0", "allreduce 1", "finalize 1", "destroy 1"}},
-	{"overlapping arrays are refused, in place as NCCL defines it queued", 2, nil, stubOverlap,
+	{"overlapping arrays and wrong lengths are refused, in place as NCCL defines it queued", 2, nil, stubOverlap,
 		[]string{"init 1 blocking=0", "init 2 blocking=0",
 			"allreduce 2", "allreduce 2", "broadcast 2", "broadcast 2", "reduce 2", "allgather 2", "reducescatter 2",
 			"send 2", "send 2", "send 2", "recv 2", "finalize 1", "destroy 1", "finalize 2", "destroy 2"}},
-	{"random programs of goroutines sharing communicators", 1, nil, stubRandom, nil},
-	{"random programs, NCCL failing in the background after each all-reduce", 1, []string{"STUB_NCCL_ASYNC=allreduce:3"}, stubRandom, nil},
-	{"random programs, NCCL's splits slow", 1, []string{"STUB_NCCL_BUSY=split:50"}, stubRandom, nil},
+	{"the stand-in computes the collectives asked of it", 2, []string{"STUB_COPY_US=0"}, func(t *testing.T) error {
+		return stubCompute(t, nil)
+	}, nil},
+	{"Blocking: the stand-in computes the collectives asked of it", 2, []string{"STUB_COPY_US=0"}, func(t *testing.T) error {
+		return stubCompute(t, &Options{Blocking: true})
+	}, nil},
+	{"random programs of goroutines sharing communicators", 1, []string{"STUB_COPY_US=0"}, stubRandom, nil},
+	{"random programs, NCCL failing in the background after each all-reduce", 1, []string{"STUB_COPY_US=0", "STUB_NCCL_ASYNC=allreduce:3"}, stubRandom, nil},
+	{"random programs, NCCL's splits slow", 1, []string{"STUB_COPY_US=0", "STUB_NCCL_BUSY=split:20"}, stubRandom, nil},
 	{"Blocking: NewComms splits all in one group", 2, nil, func(t *testing.T) error {
 		comms, err := NewComms(context.Background(), nil, &Options{Blocking: true})
 		if err != nil {
@@ -546,8 +552,152 @@ func stubAllReduce(t *testing.T, c *Comm) {
 	}
 }
 
-// stubOverlap runs calls of rank 1 of 2 whose arrays overlap: those that
-// NCCL defines in place are queued, the others refused with ErrConfig.
+// stubCompute runs every kind of call on two ranks, one goroutine each
+// (RunEach), and checks what the stand-in NCCL wrote: rank r sends
+// r·10+i at element i (float32, and int32 for the mean).
+func stubCompute(t *testing.T, opts *Options) error {
+	comms, err := NewComms(context.Background(), nil, opts)
+	if err != nil {
+		return err
+	}
+	const n = 4
+	type check struct {
+		name string
+		got  func() []float64
+		want func(r int) []float64
+	}
+	var mu sync.Mutex
+	checks := make([][]check, 2)
+	// Every rank queues its calls, then waits for the other's (the
+	// stand-in computes a collective when its last rank makes it), then
+	// reads.
+	var queued sync.WaitGroup
+	queued.Add(len(comms))
+	err = RunEach(comms, func(c *Comm) error {
+		r := c.Rank()
+		s, err := highlevel.NewStream(c.Device(), nil)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		var free []func() error
+		defer func() {
+			for _, f := range free {
+				f()
+			}
+		}()
+		arrayOf := func(vals []float32) *highlevel.Array[float32] {
+			a, err := highlevel.NewArrayOn[float32](c.Device(), len(vals))
+			if err != nil {
+				t.Fatal(err)
+			}
+			free = append(free, a.Free)
+			if err := a.CopyFromHost(vals); err != nil {
+				t.Fatal(err)
+			}
+			return a
+		}
+		seq := func(base float32, m int) []float32 {
+			v := make([]float32, m)
+			for i := range v {
+				v[i] = base + float32(i)
+			}
+			return v
+		}
+		read := func(a *highlevel.Array[float32]) func() []float64 {
+			return func() []float64 {
+				v, err := a.ToHost()
+				if err != nil {
+					t.Fatal(err)
+				}
+				out := make([]float64, len(v))
+				for i, x := range v {
+					out[i] = float64(x)
+				}
+				return out
+			}
+		}
+		want := func(f func(i int) float64, m int) []float64 {
+			v := make([]float64, m)
+			for i := range v {
+				v[i] = f(i)
+			}
+			return v
+		}
+		mine := float32(10 * r)
+		send := arrayOf(seq(mine, n))
+		sum, max, bcast, prod, gather, scatter, got, inPlace := arrayOf(make([]float32, n)), arrayOf(make([]float32, n)),
+			arrayOf(make([]float32, n)), arrayOf(make([]float32, n)), arrayOf(make([]float32, 2*n)), arrayOf(make([]float32, n)),
+			arrayOf(make([]float32, n)), arrayOf(seq(mine, n))
+		send2 := arrayOf(seq(mine, 2*n))
+		ints, err := highlevel.NewArrayOn[int32](c.Device(), n)
+		if err != nil {
+			return err
+		}
+		free = append(free, ints.Free)
+		if err := ints.CopyFromHost([]int32{int32(10 * r), int32(10*r + 1), int32(10*r + 2), int32(10*r + 3)}); err != nil {
+			return err
+		}
+		for _, calls := range [][]Call{
+			{AllReduce(c, send, sum, Sum, s)},
+			{AllReduce(c, send, max, Max, s)},
+			{AllReduce(c, inPlace, inPlace, Sum, s)},
+			{AllReduce(c, ints, ints, Avg, s)},
+			{Broadcast(c, send, bcast, 1, s)},
+			{Reduce(c, send, prod, Prod, 0, s)},
+			{AllGather(c, send, gather, s)},
+			{ReduceScatter(c, send2, scatter, Sum, s)},
+			{Send(c, send, 1-r, s), Recv(c, got, 1-r, s)},
+		} {
+			if err := Run(calls...); err != nil {
+				return err
+			}
+		}
+		if err := c.Wait(context.Background(), s); err != nil {
+			return err
+		}
+		queued.Done()
+		queued.Wait()
+		prodWant := func(i int) float64 {
+			if r == 0 {
+				return float64(i * (10 + i))
+			}
+			return 0
+		}
+		mu.Lock()
+		checks[r] = []check{
+			{"all-reduce Sum", read(sum), func(int) []float64 { return want(func(i int) float64 { return float64(10 + 2*i) }, n) }},
+			{"all-reduce Max", read(max), func(int) []float64 { return want(func(i int) float64 { return float64(10 + i) }, n) }},
+			{"all-reduce in place", read(inPlace), func(int) []float64 { return want(func(i int) float64 { return float64(10 + 2*i) }, n) }},
+			{"all-reduce Avg of int32", func() []float64 {
+				v, err := ints.ToHost()
+				if err != nil {
+					t.Fatal(err)
+				}
+				return []float64{float64(v[0]), float64(v[1]), float64(v[2]), float64(v[3])}
+			}, func(int) []float64 { return want(func(i int) float64 { return float64(5 + i) }, n) }},
+			{"broadcast from rank 1", read(bcast), func(int) []float64 { return want(func(i int) float64 { return float64(10 + i) }, n) }},
+			{"reduce Prod to rank 0", read(prod), func(int) []float64 { return want(prodWant, n) }},
+			{"all-gather", read(gather), func(int) []float64 { return want(func(i int) float64 { return float64(10*(i/n) + i%n) }, 2*n) }},
+			{"reduce-scatter Sum", read(scatter), func(int) []float64 {
+				return want(func(i int) float64 { return float64(10 + 2*(r*n+i)) }, n)
+			}},
+			{"send and recv", read(got), func(int) []float64 { return want(func(i int) float64 { return float64(10*(1-r) + i) }, n) }},
+		}
+		for _, ck := range checks[r] {
+			if got, want := ck.got(), ck.want(r); !slices.Equal(got, want) {
+				t.Errorf("rank %d: %s: %v, want %v", r, ck.name, got, want)
+			}
+		}
+		mu.Unlock()
+		return nil
+	})
+	return errors.Join(err, comms[0].Close(), comms[1].Close())
+}
+
+// stubOverlap runs calls of rank 1 of 2 whose arrays overlap, or differ
+// in length: those that NCCL defines in place are queued, the others
+// refused with ErrConfig.
 func stubOverlap(t *testing.T) error {
 	comms, err := NewComms(context.Background(), nil, nil)
 	if err != nil {
@@ -573,11 +723,23 @@ func stubOverlap(t *testing.T) error {
 		}
 		return v
 	}
+	bt := func(i, j int) *highlevel.Array[float32] {
+		v, err := b.Slice(i, j)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
 	for _, tc := range []struct {
 		name  string
 		calls []Call
 		ok    bool
 	}{
+		{"all-reduce, recv shorter than send", []Call{AllReduce(c, a, bt(0, 8), Sum, s)}, false},
+		{"broadcast at the root, recv shorter than send", []Call{Broadcast(c, a, bt(0, 8), 1, s)}, false},
+		{"reduce at the root, recv shorter than send", []Call{Reduce(c, a, bt(0, 8), Sum, 1, s)}, false},
+		{"all-gather, recv not Size times send", []Call{AllGather(c, at(0, 4), bt(0, 4), s)}, false},
+		{"reduce-scatter, send not Size times recv", []Call{ReduceScatter(c, a, bt(0, 4), Sum, s)}, false},
 		{"all-reduce in place", []Call{AllReduce(c, a, a, Sum, s)}, true},
 		{"all-reduce in place, two views", []Call{AllReduce(c, at(0, 8), at(0, 8), Sum, s)}, true},
 		{"all-reduce, shifted", []Call{AllReduce(c, at(0, 8), at(4, 12), Sum, s)}, false},
@@ -665,23 +827,31 @@ func stubEnded(t *testing.T, what string, fn func() error, want error) error {
 
 // stubRandom runs randomPrograms on the stand-ins.
 func stubRandom(t *testing.T) error {
-	seeds := 200
-	if testing.Short() || os.Getenv(stubtest.ExecEnv) != "" {
-		// Under an emulator's timers a slow split, which the Runs on its
-		// communicator wait for, takes tens of milliseconds.
-		seeds = 20
+	seeds := 50
+	if testing.Short() || os.Getenv(stubtest.ExecEnv) != "" || os.Getenv("STUB_NCCL_BUSY") != "" {
+		// A slow split holds its communicator's calls, which the other
+		// goroutines' wait for: some 60 splits a program, each of tens
+		// of milliseconds, more under an emulator's timers.
+		seeds = 10
 	}
-	return randomPrograms(t, seeds)
+	return randomPrograms(t, seeds, os.Getenv("STUB_NCCL_ASYNC") != "")
 }
 
 // randomPrograms runs random programs, one a seed: goroutines that share a
 // communicator of one rank on device 0 (blocking or not), its streams and
 // arrays, and queue all-reduces, wait, split, close streams, free arrays,
 // abort and close, in any order. Every call must return, with nil or an
-// error of a closed, freed or aborted thing; the stand-in NCCL ends the
-// process if a communicator is used after its end.
-func randomPrograms(t *testing.T, seeds int) error {
-	var succeeded atomic.Int64
+// error its program explains: of a closed, freed or aborted thing, or,
+// where faults are injected, NCCL's. Each goroutine also all-reduces an
+// array of its own into another, on a stream of its own, and checks the
+// result, the sum over one rank being the array. Aborts and closes of the
+// communicator come only in the last fifth of a goroutine's operations, and
+// without faults at least 20 checked all-reduces a program must succeed.
+// The stand-in NCCL ends the process if a communicator is used after its
+// end.
+func randomPrograms(t *testing.T, seeds int, faults bool) error {
+	var succeeded, checked atomic.Int64
+	const goroutines, ops = 6, 100
 	for seed := range uint64(seeds) {
 		rng := rand.New(rand.NewPCG(seed, 32))
 		c := stubComm(t, &Options{Blocking: rng.IntN(2) == 0, Timeout: stubNever})
@@ -696,45 +866,83 @@ func randomPrograms(t *testing.T, seeds int) error {
 				return err
 			}
 		}
-		ok := func(op string, err error) {
+		// expected reports whether err, of an operation on what the
+		// goroutines share, is explained by the program: freed marks an
+		// operation that names a shared array or stream.
+		expected := func(err error, shared bool) bool {
+			return errors.Is(err, highlevel.ErrClosed) || errors.Is(err, ErrAborted) ||
+				shared && errors.Is(err, highlevel.ErrFreed) || faults && errors.Is(err, nccl.InternalError)
+		}
+		ok := func(op string, err error, shared bool) {
 			if err == nil {
 				succeeded.Add(1)
-			}
-			if err != nil && !errors.Is(err, highlevel.ErrClosed) && !errors.Is(err, highlevel.ErrFreed) && !errors.Is(err, ErrAborted) && !errors.Is(err, nccl.InternalError) {
+			} else if !expected(err, shared) {
 				t.Errorf("seed %d: %s: %v", seed, op, err)
 			}
 		}
 		var wg sync.WaitGroup
-		for g := range 6 {
+		for g := range goroutines {
 			r := rand.New(rand.NewPCG(seed, uint64(g)))
+			own, err := highlevel.NewStream(c.Device(), nil)
+			if err != nil {
+				return err
+			}
+			src, err := highlevel.NewArrayOn[float32](c.Device(), 4)
+			if err != nil {
+				return err
+			}
+			dst, err := highlevel.NewArrayOn[float32](c.Device(), 4)
+			if err != nil {
+				return err
+			}
 			wg.Go(func() {
-				for range 100 {
+				defer func() { ok("own stream and arrays", errors.Join(own.Close(), src.Free(), dst.Free()), false) }()
+				for i := range ops {
 					s, a := streams[r.IntN(3)], arrays[r.IntN(3)]
 					switch n := r.IntN(1000); {
+					case n < 350:
+						ok("run", Run(AllReduce(c, a, a, Sum, s)), true)
 					case n < 450:
-						ok("run", Run(AllReduce(c, a, a, Sum, s)))
+						want := []float32{float32(seed), float32(g), float32(i), r.Float32()}
+						if err := src.CopyFromHost(want); err != nil {
+							t.Errorf("seed %d: copy to its own array: %v", seed, err)
+							return
+						}
+						err := Run(AllReduce(c, src, dst, Sum, own))
+						if err == nil {
+							err = c.Wait(context.Background(), own)
+						}
+						ok("checked all-reduce", err, false)
+						if err != nil {
+							continue
+						}
+						got, err := dst.ToHost()
+						if err != nil || !slices.Equal(got, want) {
+							t.Errorf("seed %d: all-reduce of %v over one rank: %v, %v", seed, want, got, err)
+						}
+						checked.Add(1)
 					case n < 650:
-						ok("wait", c.Wait(context.Background(), s))
+						ok("wait", c.Wait(context.Background(), s), true)
 					case n < 750:
 						d, err := c.Split(context.Background(), []int{0, NoColor}[r.IntN(2)], 0, &Options{Blocking: r.IntN(2) == 0, Timeout: stubNever})
-						ok("split", err)
+						ok("split", err, false)
 						if d != nil {
 							if r.IntN(2) == 0 {
-								ok("run on the split", Run(AllReduce(d, a, a, Sum, s)))
+								ok("run on the split", Run(AllReduce(d, a, a, Sum, s)), true)
 							}
-							ok("close the split", d.Close())
+							ok("close the split", d.Close(), false)
 						}
 					case n < 900:
-						ok("err", c.Err())
-						ok("do", c.Do(func(nccl.Comm) error { return nil }))
+						ok("err", c.Err(), false)
+						ok("do", c.Do(func(nccl.Comm) error { return nil }), false)
 					case n < 910:
-						ok("close a stream", s.Close())
+						ok("close a stream", s.Close(), true)
 					case n < 917:
-						ok("free an array", a.Free())
-					case n < 920:
-						ok("abort", c.Abort())
-					case n < 923:
-						ok("close", c.Close())
+						ok("free an array", a.Free(), true)
+					case n < 920 && i >= ops*4/5:
+						ok("abort", c.Abort(), false)
+					case n < 923 && i >= ops*4/5:
+						ok("close", c.Close(), false)
 					default:
 						runtime.Gosched()
 					}
@@ -742,12 +950,15 @@ func randomPrograms(t *testing.T, seeds int) error {
 			})
 		}
 		wg.Wait()
-		ok("close at the end", c.Close())
+		ok("close at the end", c.Close(), false)
 		for i := range streams {
-			ok("close a stream at the end", streams[i].Close())
-			ok("free an array at the end", arrays[i].Free())
+			ok("close a stream at the end", streams[i].Close(), true)
+			ok("free an array at the end", arrays[i].Free(), true)
 		}
 	}
-	t.Logf("%d seeds, %d calls succeeded", seeds, succeeded.Load())
+	t.Logf("%d seeds, %d calls succeeded, %d all-reduces checked", seeds, succeeded.Load(), checked.Load())
+	if !faults && checked.Load() < int64(20*seeds) {
+		t.Errorf("%d checked all-reduces succeeded, want %d at least: the programs' calls failed", checked.Load(), 20*seeds)
+	}
 	return nil
 }

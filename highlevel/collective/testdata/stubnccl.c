@@ -1,7 +1,10 @@
 // stubnccl.c is a stand-in for libnccl, so that collective's tests and
 // bench's benchmarks run without a GPU and without NCCL (stub_test.go
 // builds it and loads it through $GOCUDA_NCCL, beside highlevel's stand-in
-// driver). It queues nothing.
+// driver). It queues nothing: it computes each collective, on the
+// stand-in driver's memory (host memory), once every rank of its
+// communicator has made it, and each Send and Recv once both have come
+// (see clique).
 //
 // It keeps NCCL's contract for non-blocking communicators (config.blocking
 // = 0): a call that makes, splits or finalizes one, or a group with one,
@@ -60,8 +63,11 @@ typedef struct {
 	char internal[128];
 } uniqueId;
 
+struct clique;
+
 typedef struct comm {
 	int id, rank, nranks, blocking;
+	struct clique *clique; // the ranks it computes with
 	const char *call; // the last call that has work in the background
 	int busy;         // ncclCommGetAsyncError's ncclInProgress replies left
 	int dead;         // destroyed or aborted
@@ -172,6 +178,199 @@ static void publish(comm *c) {
 	}
 }
 
+// A clique is the ranks of one communicator, which compute its work
+// together: those ncclCommInitRankConfig makes with one number of ranks,
+// one of each rank, in the order they come (the stand-in's unique ids are
+// all alike), or the ranks of a split: a rank's k-th split joins its
+// parent's k-th child, of as many ranks, each keeping its rank (the
+// stand-in takes every rank to pass one color). A rank's k-th collective waits
+// in slot k%SLOTS for the k-th of every other rank; a Send from rank s to
+// rank r waits in sends for the Recv of r from s, or that Recv in recvs.
+// A clique whose rank has ended computes nothing more.
+#define SLOTS 256
+#define P2P 64
+
+typedef struct {
+	const char *kind; // NULL: empty
+	const void *send;
+	void *recv;
+	size_t count;
+	int type, op, root;
+} work;
+
+typedef struct {
+	void *p; // the send's or the recv's
+	size_t bytes;
+} p2p;
+
+typedef struct clique {
+	int nranks, ended;
+	char *has;      // per rank: joined
+	long *splits;   // per rank: its splits so far
+	struct clique **children; // by split
+	long nchildren;
+	long *posted;   // per rank: its collectives so far
+	int *arrived;   // per slot
+	work *slots;    // SLOTS × nranks
+	p2p *sends, *recvs; // per (from, to) pair: P2P each, in order
+	int *nsends, *nrecvs;
+} clique;
+
+static clique *forming; // the clique that ncclCommInitRankConfig fills
+
+static clique *newClique(int nranks) {
+	clique *q = calloc(1, sizeof *q);
+	q->nranks = nranks;
+	q->posted = calloc(nranks, sizeof *q->posted);
+	q->has = calloc(nranks, 1);
+	q->splits = calloc(nranks, sizeof *q->splits);
+	q->arrived = calloc(SLOTS, sizeof *q->arrived);
+	q->slots = calloc((size_t)SLOTS * nranks, sizeof *q->slots);
+	q->sends = calloc((size_t)nranks * nranks * P2P, sizeof *q->sends);
+	q->recvs = calloc((size_t)nranks * nranks * P2P, sizeof *q->recvs);
+	q->nsends = calloc((size_t)nranks * nranks, sizeof *q->nsends);
+	q->nrecvs = calloc((size_t)nranks * nranks, sizeof *q->nrecvs);
+	return q;
+}
+
+static void die(const char *msg, int id) {
+	fprintf(stderr, "stubnccl: communicator %d: %s\n", id, msg);
+	abort();
+}
+
+static size_t typeSize(int t) {
+	static const size_t sizes[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2};
+	if (t < 0 || t > 9) die("no such type", 0);
+	return sizes[t];
+}
+
+// REDUCE reduces element i of the n arrays in, of type T, with op into
+// out; Avg divides the sum, integers as C does.
+#define REDUCE(T)                                                           \
+	{                                                                       \
+		T acc = ((const T *)in[0])[i];                                      \
+		for (int q = 1; q < n; q++) {                                       \
+			T v = ((const T *)in[q])[i];                                    \
+			switch (op) {                                                   \
+			case 1: acc *= v; break;                                        \
+			case 2: acc = v > acc ? v : acc; break;                         \
+			case 3: acc = v < acc ? v : acc; break;                         \
+			default: acc += v;                                              \
+			}                                                               \
+		}                                                                   \
+		if (op == 4) acc /= (T)n;                                           \
+		((T *)out)[i] = acc;                                                \
+	}
+
+// reduce reduces count elements of type t of the n arrays in into out.
+static void reduce(void *out, const void **in, int n, size_t count, int t, int op, int id) {
+	if (op < 0 || op > 4) die("no such reduction", id);
+	for (size_t i = 0; i < count; i++) {
+		switch (t) {
+		case 0: REDUCE(signed char) break;
+		case 1: REDUCE(unsigned char) break;
+		case 2: REDUCE(int) break;
+		case 3: REDUCE(unsigned) break;
+		case 4: REDUCE(long long) break;
+		case 5: REDUCE(unsigned long long) break;
+		case 7: REDUCE(float) break;
+		case 8: REDUCE(double) break;
+		default: die("a type the stand-in does not reduce", id);
+		}
+	}
+}
+
+// compute does the collectives of slot, which every rank has made; mu is
+// held. Inputs are read whole before any output is written: in place,
+// the send of one rank is the recv of it.
+static void compute(clique *q, work *w, int id) {
+	int n = q->nranks;
+	for (int r = 1; r < n; r++) {
+		if (strcmp(w[r].kind, w[0].kind) != 0 || w[r].count != w[0].count || w[r].type != w[0].type ||
+		    w[r].op != w[0].op || w[r].root != w[0].root) {
+			die("ranks made different collectives (NCCL would hang or corrupt)", id);
+		}
+	}
+	const char *k = w[0].kind;
+	size_t count = w[0].count, size = typeSize(w[0].type), bytes = count * size;
+	const void *in[n];
+	char *tmp = malloc((size_t)n * bytes + 1);
+	if (strcmp(k, "broadcast") == 0) {
+		memcpy(tmp, w[w[0].root].send, bytes);
+		for (int r = 0; r < n; r++) memmove(w[r].recv, tmp, bytes);
+	} else if (strcmp(k, "allgather") == 0) {
+		for (int r = 0; r < n; r++) memcpy(tmp + r * bytes, w[r].send, bytes);
+		for (int r = 0; r < n; r++) memmove(w[r].recv, tmp, n * bytes);
+	} else if (strcmp(k, "reducescatter") == 0) {
+		// Rank r's block of the result: the reduction of block r of every send.
+		char *sends = malloc((size_t)n * n * bytes + 1);
+		for (int r = 0; r < n; r++) memcpy(sends + (size_t)r * n * bytes, w[r].send, n * bytes);
+		for (int r = 0; r < n; r++) {
+			for (int s = 0; s < n; s++) in[s] = sends + (size_t)s * n * bytes + r * bytes;
+			reduce(tmp, in, n, count, w[0].type, w[0].op, id);
+			memmove(w[r].recv, tmp, bytes);
+		}
+		free(sends);
+	} else { // allreduce, reduce
+		char *sends = malloc((size_t)n * bytes + 1);
+		for (int r = 0; r < n; r++) {
+			memcpy(sends + r * bytes, w[r].send, bytes);
+			in[r] = sends + r * bytes;
+		}
+		reduce(tmp, in, n, count, w[0].type, w[0].op, id);
+		for (int r = 0; r < n; r++) {
+			if (strcmp(k, "allreduce") == 0 || r == w[0].root) memmove(w[r].recv, tmp, bytes);
+		}
+		free(sends);
+	}
+	free(tmp);
+}
+
+// post makes c's collective kind, of count elements of type t (for
+// allgather: the send's; for reducescatter: the recv's).
+static void post(comm *c, const char *kind, const void *send, void *recv, size_t count, int t, int op, int root) {
+	pthread_mutex_lock(&mu);
+	clique *q = c->clique;
+	if (!q->ended) {
+		long k = q->posted[c->rank]++;
+		int slot = k % SLOTS;
+		work *w = q->slots + (size_t)slot * q->nranks;
+		if (w[c->rank].kind != NULL) die("a rank ran 256 collectives ahead of another", c->id);
+		w[c->rank] = (work){kind, send, recv, count, t, op, root};
+		if (++q->arrived[slot] == q->nranks) {
+			compute(q, w, c->id);
+			q->arrived[slot] = 0;
+			for (int r = 0; r < q->nranks; r++) w[r].kind = NULL;
+		}
+	}
+	pthread_mutex_unlock(&mu);
+}
+
+// pair makes c's Send to (or Recv from) peer: it copies once the other
+// side has come, in the order they come.
+static void pair(comm *c, int sending, void *p, size_t bytes, int peer) {
+	pthread_mutex_lock(&mu);
+	clique *q = c->clique;
+	int n = q->nranks;
+	if (peer < 0 || peer >= n) die("no such peer", c->id);
+	int from = sending ? c->rank : peer, to = sending ? peer : c->rank;
+	int pi = from * n + to;
+	p2p *mine = (sending ? q->sends : q->recvs) + (size_t)pi * P2P, *theirs = (sending ? q->recvs : q->sends) + (size_t)pi * P2P;
+	int *nmine = (sending ? q->nsends : q->nrecvs) + pi, *ntheirs = (sending ? q->nrecvs : q->nsends) + pi;
+	if (q->ended) {
+		// nothing more
+	} else if (*ntheirs > 0) {
+		p2p o = theirs[0];
+		memmove(theirs, theirs + 1, (size_t)(--*ntheirs) * sizeof *theirs);
+		if (o.bytes != bytes) die("a Send and its Recv of different sizes", c->id);
+		memmove(sending ? o.p : p, sending ? p : o.p, bytes);
+	} else {
+		if (*nmine == P2P) die("64 Sends or Recvs wait for their other side", c->id);
+		mine[(*nmine)++] = (p2p){p, bytes};
+	}
+	pthread_mutex_unlock(&mu);
+}
+
 static comm *newComm(int rank, int nranks, const config *cfg) {
 	comm *c = calloc(1, sizeof *c);
 	pthread_mutex_lock(&mu);
@@ -213,6 +412,13 @@ result ncclCommInitRankConfig(comm **out, int nranks, uniqueId id, int rank, con
 	char name[64];
 	named(name, sizeof name, cfg);
 	record("init %d blocking=%d%s", c->id, c->blocking, name);
+	pthread_mutex_lock(&mu);
+	if (forming == NULL || forming->nranks != nranks || forming->has[rank]) {
+		forming = newClique(nranks);
+	}
+	forming->has[rank] = 1;
+	c->clique = forming;
+	pthread_mutex_unlock(&mu);
 	return use(c, "init");
 }
 
@@ -223,7 +429,17 @@ result ncclCommSplit(comm *parent, int color, int key, comm **out, config *cfg) 
 	if ((r != ok && r != inProgress) || color < 0) {
 		return r;
 	}
-	comm *c = newComm(0, 1, cfg);
+	comm *c = newComm(parent->rank, parent->nranks, cfg);
+	pthread_mutex_lock(&mu);
+	clique *q = parent->clique;
+	long k = q->splits[parent->rank]++;
+	if (k >= q->nchildren) {
+		q->children = realloc(q->children, (k + 1) * sizeof *q->children);
+		for (long i = q->nchildren; i <= k; i++) q->children[i] = newClique(q->nranks);
+		q->nchildren = k + 1;
+	}
+	c->clique = q->children[k];
+	pthread_mutex_unlock(&mu);
 	char name[64];
 	named(name, sizeof name, cfg);
 	record("split %d %d blocking=%d%s", c->id, parent->id, c->blocking, name);
@@ -284,43 +500,71 @@ result ncclGroupEnd(void) {
 result ncclAllReduce(const void *send, void *recv, size_t count, int type, int op, comm *c, void *stream) {
 	live(c);
 	record("allreduce %d", c->id);
-	return use(c, "allreduce");
+	result r = use(c, "allreduce");
+	if (r == ok || r == inProgress) {
+		post(c, "allreduce", send, recv, count, type, op, 0);
+	}
+	return r;
 }
 
 result ncclBroadcast(const void *send, void *recv, size_t count, int type, int root, comm *c, void *stream) {
 	live(c);
 	record("broadcast %d", c->id);
-	return use(c, "broadcast");
+	result r = use(c, "broadcast");
+	if (r == ok || r == inProgress) {
+		post(c, "broadcast", send, recv, count, type, 0, root);
+	}
+	return r;
 }
 
 result ncclReduce(const void *send, void *recv, size_t count, int type, int op, int root, comm *c, void *stream) {
 	live(c);
 	record("reduce %d", c->id);
-	return use(c, "reduce");
+	result r = use(c, "reduce");
+	if (r == ok || r == inProgress) {
+		post(c, "reduce", send, recv, count, type, op, root);
+	}
+	return r;
 }
 
 result ncclAllGather(const void *send, void *recv, size_t count, int type, comm *c, void *stream) {
 	live(c);
 	record("allgather %d", c->id);
-	return use(c, "allgather");
+	result r = use(c, "allgather");
+	if (r == ok || r == inProgress) {
+		post(c, "allgather", send, recv, count, type, 0, 0);
+	}
+	return r;
 }
 
 result ncclReduceScatter(const void *send, void *recv, size_t count, int type, int op, comm *c, void *stream) {
 	live(c);
 	record("reducescatter %d", c->id);
-	return use(c, "reducescatter");
+	result r = use(c, "reducescatter");
+	if (r == ok || r == inProgress) {
+		post(c, "reducescatter", send, recv, count, type, op, 0);
+	}
+	return r;
 }
 
 result ncclSend(const void *send, size_t count, int type, int peer, comm *c, void *stream) {
 	live(c);
 	record("send %d", c->id);
-	return use(c, "send");
+	result r = use(c, "send");
+	if (r == ok || r == inProgress) {
+		pair(c, 1, (void *)send, count * typeSize(type), peer);
+	}
+	return r;
 }
 
 result ncclRecv(void *recv, size_t count, int type, int peer, comm *c, void *stream) {
 	live(c);
 	record("recv %d", c->id);
-	return use(c, "recv");
+	result r = use(c, "recv");
+	if (r == ok || r == inProgress) {
+		pair(c, 0, recv, count * typeSize(type), peer);
+	}
+	return r;
 }
 
 result ncclCommGetAsyncError(comm *c, result *r) {
@@ -351,6 +595,9 @@ result ncclCommDestroy(comm *c) {
 	live(c);
 	alone(c);
 	record("destroy %d", c->id);
+	pthread_mutex_lock(&mu);
+	c->clique->ended = 1;
+	pthread_mutex_unlock(&mu);
 	c->dead = 1; // kept, for live's check
 	return ok;
 }
@@ -359,6 +606,9 @@ result ncclCommAbort(comm *c) {
 	live(c);
 	__atomic_store_n(&c->abortFlag, 1, __ATOMIC_SEQ_CST);
 	record("abort %d", c->id);
+	pthread_mutex_lock(&mu);
+	c->clique->ended = 1;
+	pthread_mutex_unlock(&mu);
 	publish(c);
 	c->dead = 1;
 	return ok;
