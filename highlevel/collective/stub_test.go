@@ -716,20 +716,15 @@ func stubOverlap(t *testing.T) error {
 	if err != nil {
 		return err
 	}
-	at := func(i, j int) *highlevel.Array[float32] {
-		v, err := a.Slice(i, j)
+	view := func(x *highlevel.Array[float32], i, j int) *highlevel.Array[float32] {
+		v, err := x.Slice(i, j)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return v
 	}
-	bt := func(i, j int) *highlevel.Array[float32] {
-		v, err := b.Slice(i, j)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
+	at := func(i, j int) *highlevel.Array[float32] { return view(a, i, j) }
+	bt := func(i, j int) *highlevel.Array[float32] { return view(b, i, j) }
 	for _, tc := range []struct {
 		name  string
 		calls []Call
