@@ -286,11 +286,12 @@ func Recv[T Elem](c *Comm, recv *highlevel.Array[T], peer int, s *highlevel.Stre
 	return call
 }
 
-// overlap returns the error of calls whose arrays overlap where NCCL's
-// result is undefined, at the addresses ptrs: two arrays of the calls,
-// one of them written (a recv), but a call's send and recv in place, as
-// NCCL defines it (Call.sendAt). NCCL's calls in a group run at once.
-func overlap(calls []Call, ptrs [][2]unsafe.Pointer) error {
+// overlap returns why calls are refused where their arrays overlap so
+// that NCCL's result is undefined, at the addresses ptrs, and the
+// communicator of the call at fault: two arrays of the calls, one of them
+// written (a recv), but a call's send and recv in place, as NCCL defines
+// it (Call.sendAt). NCCL's calls in a group run at once.
+func overlap(calls []Call, ptrs [][2]unsafe.Pointer) (*Comm, error) {
 	names := [2]string{"send", "recv"}
 	for i := range calls {
 		for j := range 2 {
@@ -310,16 +311,17 @@ func overlap(calls []Call, ptrs [][2]unsafe.Pointer) error {
 						continue
 					case k == i && int(p)-int(q) == calls[i].sendAt: // in place
 						continue
+					case k == i && len(calls) == 1:
+						return calls[i].comm, fmt.Errorf("%w: send and recv overlap, other than in place", ErrConfig)
 					case k == i:
-						return calls[i].comm.opErr(calls[i].op, fmt.Errorf("%w: send and recv overlap, other than in place", ErrConfig))
+						return calls[i].comm, fmt.Errorf("%w: the send and recv of call %d (%s) overlap, other than in place", ErrConfig, i, calls[i].op)
 					}
-					return &Error{Op: runOp(calls), Rank: calls[i].comm.rank, Size: calls[i].comm.size, Dev: int(calls[i].comm.dev),
-						Err: fmt.Errorf("%w: the %s of call %d (%s) overlaps the %s of call %d (%s)", ErrConfig, names[j], i, calls[i].op, names[l], k, calls[k].op)}
+					return calls[i].comm, fmt.Errorf("%w: the %s of call %d (%s) overlaps the %s of call %d (%s)", ErrConfig, names[j], i, calls[i].op, names[l], k, calls[k].op)
 				}
 			}
 		}
 	}
-	return nil
+	return nil, nil
 }
 
 // runOp names a Run's operation in errors.
@@ -457,8 +459,8 @@ func run(calls []Call) (abort []*Comm, err error) {
 		}
 	}
 
-	if err := overlap(calls, ptrs); err != nil {
-		return nil, err
+	if c, err := overlap(calls, ptrs); err != nil {
+		return nil, fail(c, err)
 	}
 
 	// The streams, each once, entered together: a group over two
@@ -532,13 +534,10 @@ func run(calls []Call) (abort []*Comm, err error) {
 	}
 	// A blocking communicator's calls may wait in NCCL for peers that
 	// never come: an abort meanwhile ends them (Comm.abortBlocked).
-	entering := 0 // the blocking communicators entered, in comms' order
+	var blockBuf [4]*Comm
+	blocking := blockBuf[:0] // the blocking communicators entered
 	leave := func() (aborted error) {
-		for _, c := range comms {
-			if c.ctl == 0 || entering == 0 {
-				continue
-			}
-			entering--
+		for _, c := range blocking {
 			if err := c.leaveBlocking(); err != nil && aborted == nil {
 				aborted = fail(c, err)
 			}
@@ -546,14 +545,13 @@ func run(calls []Call) (abort []*Comm, err error) {
 		return aborted
 	}
 	for _, c := range comms {
-		if c.ctl == 0 {
-			continue
+		if c.ctl != 0 {
+			if err := c.enterBlocking(); err != nil {
+				leave()
+				return nil, fail(c, err)
+			}
+			blocking = append(blocking, c)
 		}
-		if err := c.enterBlocking(); err != nil {
-			leave()
-			return nil, fail(c, err)
-		}
-		entering++
 	}
 	qerr := first.dev.DoRestoring(life.Sub, queue)
 	switch aborted := leave(); {
