@@ -561,13 +561,6 @@ func stubCompute(t *testing.T, opts *Options) error {
 		return err
 	}
 	const n = 4
-	type check struct {
-		name string
-		got  func() []float64
-		want func(r int) []float64
-	}
-	var mu sync.Mutex
-	checks := make([][]check, 2)
 	// Every rank queues its calls, then waits for the other's (the
 	// stand-in computes a collective when its last rank makes it), then
 	// reads.
@@ -604,18 +597,16 @@ func stubCompute(t *testing.T, opts *Options) error {
 			}
 			return v
 		}
-		read := func(a *highlevel.Array[float32]) func() []float64 {
-			return func() []float64 {
-				v, err := a.ToHost()
-				if err != nil {
-					t.Fatal(err)
-				}
-				out := make([]float64, len(v))
-				for i, x := range v {
-					out[i] = float64(x)
-				}
-				return out
+		read := func(a *highlevel.Array[float32]) []float64 {
+			v, err := a.ToHost()
+			if err != nil {
+				t.Fatal(err)
 			}
+			out := make([]float64, len(v))
+			for i, x := range v {
+				out[i] = float64(x)
+			}
+			return out
 		}
 		want := func(f func(i int) float64, m int) []float64 {
 			v := make([]float64, m)
@@ -664,32 +655,29 @@ func stubCompute(t *testing.T, opts *Options) error {
 			}
 			return 0
 		}
-		mu.Lock()
-		checks[r] = []check{
-			{"all-reduce Sum", read(sum), func(int) []float64 { return want(func(i int) float64 { return float64(10 + 2*i) }, n) }},
-			{"all-reduce Max", read(max), func(int) []float64 { return want(func(i int) float64 { return float64(10 + i) }, n) }},
-			{"all-reduce in place", read(inPlace), func(int) []float64 { return want(func(i int) float64 { return float64(10 + 2*i) }, n) }},
-			{"all-reduce Avg of int32", func() []float64 {
-				v, err := ints.ToHost()
-				if err != nil {
-					t.Fatal(err)
-				}
-				return []float64{float64(v[0]), float64(v[1]), float64(v[2]), float64(v[3])}
-			}, func(int) []float64 { return want(func(i int) float64 { return float64(5 + i) }, n) }},
-			{"broadcast from rank 1", read(bcast), func(int) []float64 { return want(func(i int) float64 { return float64(10 + i) }, n) }},
-			{"reduce Prod to rank 0", read(prod), func(int) []float64 { return want(prodWant, n) }},
-			{"all-gather", read(gather), func(int) []float64 { return want(func(i int) float64 { return float64(10*(i/n) + i%n) }, 2*n) }},
-			{"reduce-scatter Sum", read(scatter), func(int) []float64 {
-				return want(func(i int) float64 { return float64(10 + 2*(r*n+i)) }, n)
-			}},
-			{"send and recv", read(got), func(int) []float64 { return want(func(i int) float64 { return float64(10*(1-r) + i) }, n) }},
+		avg, err := ints.ToHost()
+		if err != nil {
+			return err
 		}
-		for _, ck := range checks[r] {
-			if got, want := ck.got(), ck.want(r); !slices.Equal(got, want) {
-				t.Errorf("rank %d: %s: %v, want %v", r, ck.name, got, want)
+		for _, ck := range []struct {
+			name      string
+			got, want []float64
+		}{
+			{"all-reduce Sum", read(sum), want(func(i int) float64 { return float64(10 + 2*i) }, n)},
+			{"all-reduce Max", read(max), want(func(i int) float64 { return float64(10 + i) }, n)},
+			{"all-reduce in place", read(inPlace), want(func(i int) float64 { return float64(10 + 2*i) }, n)},
+			{"all-reduce Avg of int32", []float64{float64(avg[0]), float64(avg[1]), float64(avg[2]), float64(avg[3])},
+				want(func(i int) float64 { return float64(5 + i) }, n)},
+			{"broadcast from rank 1", read(bcast), want(func(i int) float64 { return float64(10 + i) }, n)},
+			{"reduce Prod to rank 0", read(prod), want(prodWant, n)},
+			{"all-gather", read(gather), want(func(i int) float64 { return float64(10*(i/n) + i%n) }, 2*n)},
+			{"reduce-scatter Sum", read(scatter), want(func(i int) float64 { return float64(10 + 2*(r*n+i)) }, n)},
+			{"send and recv", read(got), want(func(i int) float64 { return float64(10*(1-r) + i) }, n)},
+		} {
+			if !slices.Equal(ck.got, ck.want) {
+				t.Errorf("rank %d: %s: %v, want %v", r, ck.name, ck.got, ck.want)
 			}
 		}
-		mu.Unlock()
 		return nil
 	})
 	return errors.Join(err, comms[0].Close(), comms[1].Close())
