@@ -113,30 +113,7 @@ func TestShimMapping(t *testing.T) {
 		{"one Go name for two", "int hl_a_b(void);\nint hl_aB(void);", nil, "hl_a_b and hl_aB would both be Go's AB"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := t.TempDir()
-			src := "#include <stddef.h>\n#include <stdint.h>\n\n" + tt.decls + "\n"
-			if err := os.WriteFile(filepath.Join(dir, shimHeader), []byte(src), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			s, err := readShim(dir, dir)
-			if tt.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.err) {
-					t.Fatalf("readShim = %v, want an error containing %q", err, tt.err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := shimSource(s, "p")
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, w := range tt.want {
-				if !strings.Contains(string(got), w) {
-					t.Errorf("%s has no\n%s\nin\n%s", shimFile, w, got)
-				}
-			}
+			shimCase(t, t.TempDir(), tt.decls, tt.want, tt.err)
 		})
 	}
 }
@@ -188,31 +165,16 @@ func TestShimNames(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := filepath.Join(mod, fmt.Sprintf("case%d", i))
-			src := "#include <stddef.h>\n#include <stdint.h>\n\n" + tt.decls + "\n"
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				t.Fatal(err)
 			}
-			if err := os.WriteFile(filepath.Join(dir, shimHeader), []byte(src), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			s, err := readShim(dir, dir)
+			wantErr := ""
 			if tt.want == nil {
-				if want := shimHeader + ":" + tt.err; err == nil || !strings.Contains(err.Error(), want) {
-					t.Errorf("readShim = %v, want an error containing %q", err, want)
-				}
+				wantErr = shimHeader + ":" + tt.err
+			}
+			got := shimCase(t, dir, tt.decls, tt.want, wantErr)
+			if got == nil {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := shimSource(s, "p")
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, w := range tt.want {
-				if !strings.Contains(string(got), w) {
-					t.Errorf("%s has no\n%s\nin\n%s", shimFile, w, got)
-				}
 			}
 			if err := os.WriteFile(filepath.Join(dir, shimFile), got, 0o644); err != nil {
 				t.Fatal(err)
@@ -234,4 +196,36 @@ func TestShimNames(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Errorf("go vet of the %d zshim.go files: %v\n%s", compiled, err, out)
 	}
+}
+
+// shimCase writes a shim.h of decls in dir and generates from it: where
+// wantErr is set, readShim must fail with an error that contains it (the
+// result is nil); otherwise the zshim.go it returns must contain each of
+// want.
+func shimCase(t *testing.T, dir, decls string, want []string, wantErr string) []byte {
+	t.Helper()
+	src := "#include <stddef.h>\n#include <stdint.h>\n\n" + decls + "\n"
+	if err := os.WriteFile(filepath.Join(dir, shimHeader), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := readShim(dir, dir)
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Errorf("readShim = %v, want an error containing %q", err, wantErr)
+		}
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := shimSource(s, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range want {
+		if !strings.Contains(string(got), w) {
+			t.Errorf("%s has no\n%s\nin\n%s", shimFile, w, got)
+		}
+	}
+	return got
 }
