@@ -1,5 +1,7 @@
 // Package randomtest holds what the randomized GPU tests share
-// (highlevel's TestGPURandomOps, highlevel/internal/mixed's TestGPUMixed):
+// (highlevel's TestGPURandomOps and TestGPUStagedCopyStress,
+// highlevel/internal/mixed's TestGPUMixed, highlevel/collective's
+// TestGPURandomPrograms):
 // their knobs, read from the environment, which fail the test where they
 // are malformed.
 package randomtest
