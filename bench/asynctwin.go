@@ -40,7 +40,7 @@ import (
 
 // An asyncTwin makes c/highlevel.c's cudaMallocFromPoolAsync and
 // cudaFreeAsync in this process, a block of rounds a cgo call, so that a
-// benchmark can alternate them with highlevel's MallocAsync and Free
+// benchmark can alternate them with highlevel's AllocAsync and Free
 // (BenchmarkMallocAsyncFreePaired).
 type asyncTwin struct {
 	malloc, free, pool, s C.uintptr_t

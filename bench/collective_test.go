@@ -63,7 +63,7 @@ func collectiveAllReduce(b *testing.B, blocking, pair bool) {
 			b.Fatal(err)
 		}
 		defer streams[i].Close()
-		if bufs[i], err = highlevel.NewArrayOn[float32](c.Device(), largest/4); err != nil {
+		if bufs[i], err = highlevel.AllocArray[float32](c.Device(), largest/4); err != nil {
 			b.Fatal(err)
 		}
 		defer bufs[i].Free()
@@ -94,7 +94,7 @@ func collectiveAllReduce(b *testing.B, blocking, pair bool) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				calls[i] = collective.AllReduce(c, view, view, collective.Sum, streams[i])
+				calls[i] = collective.AllReduce(streams[i], c, view, view, collective.Sum)
 			}
 			if pair {
 				count := uint64(size / 4)
@@ -196,7 +196,7 @@ func joinCollective(tb testing.TB, cfg collective.Config, blocking bool) *collec
 	if r.s, err = highlevel.NewStream(dev, &highlevel.StreamOptions{NonBlocking: true}); err != nil {
 		tb.Fatal(err)
 	}
-	if r.buf, err = highlevel.NewArrayOn[float32](dev, largest/4); err != nil {
+	if r.buf, err = highlevel.AllocArray[float32](dev, largest/4); err != nil {
 		tb.Fatal(err)
 	}
 	// Zeros stay zeros however often they are summed.
@@ -225,7 +225,7 @@ func (r *collectiveRank) allReduce(count uint64) error {
 		if err != nil {
 			return err
 		}
-		r.count, r.call = count, collective.AllReduce(r.c, view, view, collective.Sum, r.s)
+		r.count, r.call = count, collective.AllReduce(r.s, r.c, view, view, collective.Sum)
 	}
 	return collective.Run(r.call)
 }

@@ -15,11 +15,11 @@ const copySize = 256 << 20
 // copySetup returns copySize bytes of device memory and a stream.
 func copySetup(b *testing.B) (highlevel.MemoryPointer, *highlevel.Stream) {
 	d := device(b)
-	m, err := d.Malloc(copySize)
+	m, err := d.Alloc(copySize)
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { m.Memory().Free() })
+	b.Cleanup(func() { m.Free() })
 	s, err := highlevel.NewStream(d, nil)
 	if err != nil {
 		b.Fatal(err)
@@ -31,7 +31,7 @@ func copySetup(b *testing.B) (highlevel.MemoryPointer, *highlevel.Stream) {
 
 // pinnedHost returns copySize bytes of pinned memory.
 func pinnedHost(b *testing.B) unsafe.Pointer {
-	p, err := highlevel.AllocPinnedMemory(copySize)
+	p, err := highlevel.AllocPinned(copySize)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -78,14 +78,14 @@ func loop(b *testing.B, s *highlevel.Stream, op func() error) {
 func BenchmarkH2DPinned(b *testing.B) {
 	m, s := copySetup(b)
 	h := pinnedHost(b)
-	loop(b, s, func() error { return m.CopyFromHostPointerAsync(h, copySize, s) })
+	loop(b, s, func() error { return m.CopyFromHostPointerAsync(s, h, copySize) })
 }
 
 // BenchmarkD2HPinned copies 256 MiB to pinned memory on a stream.
 func BenchmarkD2HPinned(b *testing.B) {
 	m, s := copySetup(b)
 	h := pinnedHost(b)
-	loop(b, s, func() error { return m.CopyToHostPointerAsync(h, copySize, s) })
+	loop(b, s, func() error { return m.CopyToHostPointerAsync(s, h, copySize) })
 }
 
 // BenchmarkH2DPageable copies 256 MiB of ordinary Go memory with
@@ -124,24 +124,24 @@ func BenchmarkD2HPageableUnstaged(b *testing.B) {
 // d2dSetup is copySetup with a second allocation to copy from.
 func d2dSetup(b *testing.B) (dst, src highlevel.MemoryPointer, s *highlevel.Stream) {
 	dst, s = copySetup(b)
-	src, err := dst.Device().Malloc(copySize)
+	src, err := dst.Device().Alloc(copySize)
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { src.Memory().Free() })
+	b.Cleanup(func() { src.Free() })
 	return dst, src, s
 }
 
 // BenchmarkD2D copies 256 MiB between two allocations of one device.
 func BenchmarkD2D(b *testing.B) {
 	m, src, s := d2dSetup(b)
-	loop(b, s, func() error { return m.CopyFromDeviceAsync(src, copySize, s) })
+	loop(b, s, func() error { return m.CopyFromDeviceAsync(s, src, copySize) })
 }
 
 // BenchmarkMemset sets 256 MiB.
 func BenchmarkMemset(b *testing.B) {
 	m, s := copySetup(b)
-	loop(b, s, func() error { return m.MemsetAsync(0, copySize, s) })
+	loop(b, s, func() error { return m.MemsetAsync(s, 0, copySize) })
 }
 
 // BenchmarkH2DRegistered is the other way to copy ordinary Go memory at
@@ -156,7 +156,7 @@ func BenchmarkH2DRegistered(b *testing.B) {
 		if err != nil {
 			return err
 		}
-		if err := m.CopyFromHostPointerAsync(unsafe.Pointer(&h[0]), copySize, s); err != nil {
+		if err := m.CopyFromHostPointerAsync(s, unsafe.Pointer(&h[0]), copySize); err != nil {
 			r.Unregister()
 			return err
 		}

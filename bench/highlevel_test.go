@@ -55,15 +55,15 @@ func BenchmarkPoolMallocFree(b *testing.B) {
 	defer p.FreeAllBlocks()
 	b.ReportAllocs()
 	for b.Loop() {
-		m, err := p.Malloc(1 << 20)
+		m, err := p.Alloc(1 << 20)
 		if err != nil {
 			b.Fatal(err)
 		}
-		m.Memory().Free()
+		m.Free()
 	}
 }
 
-// BenchmarkMallocAsyncFree is MallocAsync + Free of 1 MiB on a stream,
+// BenchmarkMallocAsyncFree is AllocAsync + Free of 1 MiB on a stream,
 // through CUDA's stream-ordered pool.
 func BenchmarkMallocAsyncFree(b *testing.B) {
 	mallocAsyncFree(b, device(b))
@@ -88,11 +88,11 @@ func mallocAsyncFree(b *testing.B, d highlevel.Device) {
 	defer s.Close()
 	b.ReportAllocs()
 	loop(b, s, func() error {
-		m, err := highlevel.MallocAsync(1<<20, s)
+		m, err := highlevel.AllocAsync(s, 1<<20)
 		if err != nil {
 			return err
 		}
-		return m.Memory().Free()
+		return m.Free()
 	})
 }
 
@@ -105,11 +105,11 @@ func BenchmarkMallocAsyncFreePaired(b *testing.B) {
 	b.ReportAllocs()
 	paired(b, s.Synchronize, asyncBlock, func(n int) error {
 		for range n {
-			m, err := highlevel.MallocAsync(1<<20, s)
+			m, err := highlevel.AllocAsync(s, 1<<20)
 			if err != nil {
 				return err
 			}
-			if err := m.Memory().Free(); err != nil {
+			if err := m.Free(); err != nil {
 				return err
 			}
 		}
@@ -144,7 +144,7 @@ func BenchmarkMallocAsyncFreeRawPaired(b *testing.B) {
 }
 
 // asyncPaired returns a stream of device 0, closed when b ends, and C's
-// side of the paired MallocAsync benchmarks on it.
+// side of the paired AllocAsync benchmarks on it.
 func asyncPaired(b *testing.B) (*highlevel.Stream, *asyncTwin) {
 	initDevice(b)
 	s, err := highlevel.NewStream(device(b), nil)

@@ -64,7 +64,7 @@ func launchEmpty(b *testing.B) {
 // float32, two device pointers and an int), as saxpy takes.
 func BenchmarkLaunchArgs(b *testing.B) {
 	k, s := launchSetup(b, "args4")
-	x, err := highlevel.NewArray[float32](1)
+	x, err := highlevel.AllocArray[float32](nil, 1)
 	if err != nil {
 		b.Fatal(err)
 	}

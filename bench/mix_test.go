@@ -48,7 +48,7 @@ func mixSetup(b *testing.B) *mix {
 	}
 	b.Cleanup(func() { pool.Close() })
 	for _, a := range []**highlevel.Array[float32]{&m.x, &m.y} {
-		if *a, err = highlevel.NewArrayOn[float32](pool, mixN); err != nil {
+		if *a, err = highlevel.AllocArray[float32](pool, mixN); err != nil {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { (*a).Free() })
@@ -56,12 +56,12 @@ func mixSetup(b *testing.B) *mix {
 	return m
 }
 
-func (m *mix) memset() error { return m.y.MemoryPointer().MemsetAsync(0, mixBytes, m.s) }
+func (m *mix) memset() error { return m.y.MemoryPointer().MemsetAsync(m.s, 0, mixBytes) }
 
 func (m *mix) launch() error { return m.k.Launch(m.s, mixConfig, float32(2), m.x, m.y, int32(mixN)) }
 
 func (m *mix) copy() error {
-	return m.x.MemoryPointer().CopyFromDeviceAsync(m.y.MemoryPointer(), mixBytes, m.s)
+	return m.x.MemoryPointer().CopyFromDeviceAsync(m.s, m.y.MemoryPointer(), mixBytes)
 }
 
 // round is one round of the mix: a memset, mixLaunches launches and a

@@ -23,7 +23,7 @@ func BenchmarkSgemm8192(b *testing.B) {
 	}
 	var arrs [3]*highlevel.Array[float32]
 	for i := range arrs {
-		a, err := highlevel.ArrayFrom(h)
+		a, err := highlevel.ArrayFrom(nil, h)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -48,7 +48,7 @@ func buildStub(t *testing.T, dir string) string {
 	return lib
 }
 
-// TestStubMix runs the mix benchmarks, MallocAsync + Free and the waits on
+// TestStubMix runs the mix benchmarks, AllocAsync + Free and the waits on
 // a stub of CUDA's libraries that does nothing (testdata/stubcuda.c), where
 // their time is Go's side of each operation alone, and checks what each
 // operation costs Go beyond C's calls: one cgo call each, and no allocation

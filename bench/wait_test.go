@@ -180,30 +180,30 @@ func newServer(b *testing.B) *server {
 	b.Cleanup(func() { s.Close() })
 	sv := &server{s: s}
 	for _, p := range []*[]byte{&sv.in, &sv.out} {
-		m, err := highlevel.AllocPinnedMemory(request)
+		m, err := highlevel.AllocPinned(request)
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { m.Free() })
 		*p = m.Bytes()
 	}
-	if sv.dev, err = highlevel.Device(0).Malloc(request); err != nil {
+	if sv.dev, err = highlevel.Device(0).Alloc(request); err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { sv.dev.Memory().Free() })
+	b.Cleanup(func() { sv.dev.Free() })
 	return sv
 }
 
 // request makes one request and waits for it.
 func (sv *server) request(k *highlevel.Kernel, ns int64, done bool) error {
 	t0 := time.Now()
-	if err := highlevel.CopyFromHostAsync(sv.dev, sv.in, sv.s); err != nil {
+	if err := highlevel.CopyFromHostAsync(sv.s, sv.dev, sv.in); err != nil {
 		return err
 	}
 	if err := k.Launch(sv.s, one, ns); err != nil {
 		return err
 	}
-	if err := highlevel.CopyToHostAsync(sv.out, sv.dev, sv.s); err != nil {
+	if err := highlevel.CopyToHostAsync(sv.s, sv.out, sv.dev); err != nil {
 		return err
 	}
 	var err error

@@ -15,7 +15,7 @@ import (
 // strings, interfaces, channels or funcs, also inside structs and arrays),
 // since the device cannot hold them.
 //
-// An Array made by NewArray, NewArrayOn, ArrayFrom or ArrayFromOn owns its
+// An Array made by AllocArray, AllocArrayAsync or ArrayFrom owns its
 // memory: Free frees it. One made by Slice or ArrayOf is a view: it keeps
 // the memory reachable but does not own it.
 //
@@ -64,28 +64,52 @@ func hasPointers(t reflect.Type) bool {
 	return false
 }
 
-// NewArray allocates an array of n elements from the process's default
-// allocator (Alloc); its contents are undefined. An array of 0 elements
-// allocates nothing, and its copies do nothing.
-func NewArray[T any](n int) (*Array[T], error) {
-	return newArray[T](nil, n)
+// AllocArray allocates an array of n elements from a: a Device
+// (unpooled), a MemoryPool, a MemoryAsyncPool or Managed(d), for instance;
+// a nil a is the process's default allocator (Alloc). Its contents are
+// undefined. An array of 0 elements allocates nothing, and its copies do
+// nothing.
+func AllocArray[T any](a Allocator, n int) (*Array[T], error) {
+	return newArray[T](a, n)
 }
 
-// NewArrayOn allocates an array of n elements from a: a Device (unpooled),
-// a MemoryPool or a MemoryAsyncPool, for instance. Its contents are
-// undefined.
-func NewArrayOn[T any](a Allocator, n int) (*Array[T], error) {
-	if a == nil {
-		return nil, opErr(fmt.Sprintf("new array of %d %v", n, reflect.TypeFor[T]()), nilError("Allocator"))
+// A StreamAllocator allocates memory ordered on a stream: a MemoryPool or
+// a MemoryAsyncPool.
+type StreamAllocator interface {
+	AllocAsync(s *Stream, size int) (MemoryPointer, error)
+}
+
+// AllocArrayAsync allocates an array of n elements from a, ordered on
+// stream s: work queued on s after it may use the array at once, and its
+// Free is ordered as a's AllocAsync says. A nil a is the default memory
+// pool of s's device (the function AllocAsync).
+func AllocArrayAsync[T any](s *Stream, a StreamAllocator, n int) (_ *Array[T], err error) {
+	size, err := arrayBytes[T](n, s.Device())
+	if err == nil && n == 0 {
+		return &Array[T]{owned: true}, nil
 	}
-	return newArray[T](a, n)
+	var p MemoryPointer
+	switch {
+	case err != nil:
+	case a == nil:
+		p, err = AllocAsync(s, size)
+	default:
+		p, err = a.AllocAsync(s, size)
+	}
+	if err == nil {
+		err = fitsAllocation(p, size, unsafe.Alignof(*new(T)))
+	}
+	if err != nil {
+		return nil, opErr(fmt.Sprintf("alloc array of %d %v async", n, reflect.TypeFor[T]()), inner(err))
+	}
+	return &Array[T]{p: p, n: n, owned: true}, nil
 }
 
 // newArray allocates an array of n elements from a; nil a is Alloc's.
 func newArray[T any](a Allocator, n int) (_ *Array[T], err error) {
 	defer func() {
 		if err != nil {
-			wrap(&err, "new array of", n, reflect.TypeFor[T]())
+			wrap(&err, "alloc array of", n, reflect.TypeFor[T]())
 		}
 	}()
 	size, err := arrayBytes[T](n, allocatorDevice(a))
@@ -100,7 +124,7 @@ func newArray[T any](a Allocator, n int) (_ *Array[T], err error) {
 			return nil, err
 		}
 	}
-	p, err := a.Malloc(size)
+	p, err := a.Alloc(size)
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +145,7 @@ func fitsAllocation(p MemoryPointer, size int, align uintptr) error {
 	case p.Size() < size || uintptr(p.Ptr())%align != 0:
 		err := fmt.Errorf("the allocator returned %d bytes at %p for %d bytes aligned to %d", p.Size(), p.Ptr(), size, align)
 		if p.off == 0 {
-			p.mem.Free()
+			p.mem.free()
 		}
 		return err
 	}
@@ -159,17 +183,9 @@ func allocatorDevice(a Allocator) Device {
 	return 0
 }
 
-// ArrayFrom allocates an array as long as s from the process's default
-// allocator and copies s to it.
-func ArrayFrom[T any](s []T) (*Array[T], error) {
-	return newArrayFrom(nil, s)
-}
-
-// ArrayFromOn allocates an array as long as s from a and copies s to it.
-func ArrayFromOn[T any](a Allocator, s []T) (*Array[T], error) {
-	if a == nil {
-		return nil, opErr(fmt.Sprintf("array from []%v", reflect.TypeFor[T]()), nilError("Allocator"))
-	}
+// ArrayFrom allocates an array as long as s from a (nil: the process's
+// default allocator), as AllocArray does, and copies s to it.
+func ArrayFrom[T any](a Allocator, s []T) (*Array[T], error) {
 	return newArrayFrom(a, s)
 }
 
@@ -280,12 +296,12 @@ func (a *Array[T]) CopyFromHost(src []T) error {
 
 // CopyFromHostAsync is CopyFromHost ordered on stream s; see
 // MemoryPointer.CopyFromHostAsync for when src may be reused.
-func (a *Array[T]) CopyFromHostAsync(src []T, s *Stream) error {
+func (a *Array[T]) CopyFromHostAsync(s *Stream, src []T) error {
 	h, err := a.host(src)
 	if err != nil || a.n == 0 {
 		return err
 	}
-	return a.p.CopyFromHostPointerAsync(h, a.bytes(), s)
+	return a.p.CopyFromHostPointerAsync(s, h, a.bytes())
 }
 
 // CopyToHost copies the array to dst, which must be as long as the array.
@@ -299,12 +315,112 @@ func (a *Array[T]) CopyToHost(dst []T) error {
 
 // CopyToHostAsync is CopyToHost ordered on stream s; see
 // MemoryPointer.CopyToHostAsync for when dst holds the data.
-func (a *Array[T]) CopyToHostAsync(dst []T, s *Stream) error {
+func (a *Array[T]) CopyToHostAsync(s *Stream, dst []T) error {
 	h, err := a.host(dst)
 	if err != nil || a.n == 0 {
 		return err
 	}
-	return a.p.CopyToHostPointerAsync(h, a.bytes(), s)
+	return a.p.CopyToHostPointerAsync(s, h, a.bytes())
+}
+
+// CopyFrom copies src, which must be as long as the array, to it; the
+// arrays may be on different devices. It returns once the copy is done.
+func (a *Array[T]) CopyFrom(src *Array[T]) error {
+	if err := a.same(src); err != nil || a.n == 0 {
+		return err
+	}
+	return a.p.CopyFromDevice(src.p, a.bytes())
+}
+
+// CopyFromAsync is CopyFrom ordered on stream s.
+func (a *Array[T]) CopyFromAsync(s *Stream, src *Array[T]) error {
+	if err := a.same(src); err != nil || a.n == 0 {
+		return err
+	}
+	return a.p.CopyFromDeviceAsync(s, src.p, a.bytes())
+}
+
+// same checks that src can be copied to a.
+func (a *Array[T]) same(src *Array[T]) error {
+	switch {
+	case a == nil || src == nil:
+		return nilError("Array")
+	case src.n != a.n:
+		return invalid("highlevel: copy of an array of %d elements to one of %d", src.n, a.n)
+	case a.n == 0 && (a.freed.Load() || src.freed.Load()):
+		return ErrFreed
+	}
+	return nil
+}
+
+// Fill sets every element of the array to v. It returns once the array
+// is filled.
+func (a *Array[T]) Fill(v T) error { return a.fill(nil, v, false) }
+
+// FillAsync is Fill ordered on stream s.
+func (a *Array[T]) FillAsync(s *Stream, v T) error { return a.fill(s, v, true) }
+
+// fillChunk is the most elements Fill copies from the host; it doubles
+// the rest on the device.
+const fillChunk = 4096
+
+// fill sets every element to v: with one memset where v's bytes are all
+// equal (zero, for one), otherwise by copying up to fillChunk copies of v
+// from the host and doubling them on the device.
+func (a *Array[T]) fill(s *Stream, v T, async bool) error {
+	if a == nil {
+		return nilError("Array")
+	}
+	if a.n == 0 {
+		if a.freed.Load() {
+			return ErrFreed
+		}
+		return nil
+	}
+	b := unsafe.Slice((*byte)(unsafe.Pointer(&v)), unsafe.Sizeof(v))
+	if uniform(b) {
+		if async {
+			return a.p.MemsetAsync(s, b[0], a.bytes())
+		}
+		return a.p.Memset(b[0], a.bytes())
+	}
+	k := min(a.n, fillChunk)
+	chunk := make([]T, k)
+	for i := range chunk {
+		chunk[i] = v
+	}
+	head, err := a.Slice(0, k)
+	if err == nil {
+		if async {
+			err = head.CopyFromHostAsync(s, chunk)
+		} else {
+			err = head.CopyFromHost(chunk)
+		}
+	}
+	size := int(unsafe.Sizeof(v))
+	for done := k; err == nil && done < a.n; done *= 2 {
+		n := min(done, a.n-done) * size
+		dst, aerr := a.p.Add(done * size)
+		if aerr != nil {
+			return aerr
+		}
+		if async {
+			err = dst.CopyFromDeviceAsync(s, a.p, n)
+		} else {
+			err = dst.CopyFromDevice(a.p, n)
+		}
+	}
+	return err
+}
+
+// uniform reports whether every byte of b is b[0].
+func uniform(b []byte) bool {
+	for _, c := range b[1:] {
+		if c != b[0] {
+			return false
+		}
+	}
+	return true
 }
 
 // ToHost returns a new Go slice holding the array's elements.
@@ -363,5 +479,5 @@ func (a *Array[T]) Free() error {
 		}
 		return nil
 	}
-	return a.p.mem.Free()
+	return a.p.mem.free()
 }

@@ -163,5 +163,5 @@ func (p MemoryPointer) Release(k lifepkg.Key) {
 }
 
 // Managed reports whether p's memory is managed memory
-// (Device.MallocManaged), which every device may use.
+// (Managed(d).Alloc), which every device may use.
 func (p MemoryPointer) Managed() bool { return p.mem != nil && p.mem.managed }

@@ -31,15 +31,15 @@ func checkReleaseInCallback(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	mem, err := d.Malloc(1 << 10)
+	mem, err := d.Alloc(1 << 10)
 	if err != nil {
 		t.Fatal(err)
 	}
-	async, err := MallocAsync(1<<10, s)
+	async, err := AllocAsync(s, 1<<10)
 	if err != nil {
 		t.Fatal(err)
 	}
-	arr, err := NewArrayOn[float32](d, 256)
+	arr, err := AllocArray[float32](d, 256)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func checkReleaseInCallback(t *testing.T) {
 		t.Fatal(err)
 	}
 	mapped := newMapped(mapping{base: mem.Ptr(), ctx: ctx}, 0, 1<<10, d) // the stand-in's cuIpcCloseMemHandle does nothing
-	pinned, err := HostAlloc(1 << 10)
+	pinned, err := AllocPinnedUnpooled(1 << 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,15 +67,15 @@ func checkReleaseInCallback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := pool.Malloc(1000)
+	p, err := pool.Alloc(1000)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pp, err := pinnedPool.Malloc(1000)
+	pp, err := pinnedPool.Alloc(1000)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := errors.Join(p.Memory().Free(), pp.Free()); err != nil {
+	if err := errors.Join(p.Memory().free(), pp.Free()); err != nil {
 		t.Fatal(err)
 	}
 	unheld, err := NewMemoryPool(d)
@@ -86,11 +86,11 @@ func checkReleaseInCallback(t *testing.T) {
 	if err := errors.Join(unheld.StopHolding(), unheldPinned.StopHolding()); err != nil {
 		t.Fatal(err)
 	}
-	up, err := unheld.Malloc(1000)
+	up, err := unheld.Alloc(1000)
 	if err != nil {
 		t.Fatal(err)
 	}
-	upp, err := unheldPinned.Malloc(1000)
+	upp, err := unheldPinned.Alloc(1000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,11 +107,11 @@ func checkReleaseInCallback(t *testing.T) {
 		name string
 		f    func() error
 	}{
-		{"Memory.Free of Device.Malloc's", mem.Memory().Free},
-		{"Memory.Free of MallocAsync's", async.Memory().Free},
-		{"Memory.Free of OpenIPCMemory's", mapped.Memory().Free},
+		{"MemoryPointer.Free of Device.Alloc's", mem.Memory().free},
+		{"MemoryPointer.Free of AllocAsync's", async.Memory().free},
+		{"MemoryPointer.Free of OpenIPCMemory's", mapped.Memory().free},
 		{"Array.Free", arr.Free},
-		{"PinnedMemory.Free of HostAlloc's", pinned.Free},
+		{"PinnedMemory.Free of AllocPinnedUnpooled's", pinned.Free},
 		{"HostRegistration.Unregister", reg.Unregister},
 		{"MemoryPool.FreeAllBlocks", pool.FreeAllBlocks},
 		{"MemoryPool.StopHolding", pool.StopHolding},
@@ -120,7 +120,7 @@ func checkReleaseInCallback(t *testing.T) {
 		{"PinnedMemoryPool.StopHolding", pinnedPool.StopHolding},
 		{"PinnedMemoryPool.Close", pinnedPool.Close},
 		{"MemoryAsyncPool.Close", asyncPool.Close},
-		{"Memory.Free of a MemoryPool's", up.Memory().Free},
+		{"MemoryPointer.Free of a MemoryPool's", up.Memory().free},
 		{"PinnedMemory.Free of a PinnedMemoryPool's", upp.Free},
 		{"Event.Close", e.Close},
 		{"Stream.Close", other.Close},
@@ -272,11 +272,11 @@ func checkStreamInCallback(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	mem, err := d.Malloc(1 << 10)
+	mem, err := d.Alloc(1 << 10)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer mem.Memory().Free()
+	defer mem.Memory().free()
 	calls := []struct {
 		name string
 		f    func() error
@@ -284,12 +284,12 @@ func checkStreamInCallback(t *testing.T) {
 		{"Stream.Synchronize", v.Synchronize},
 		{"Stream.Query", func() error { _, err := v.Query(); return err }},
 		{"Stream.Wait", func() error { return v.Wait(context.Background()) }},
-		{"Stream.Record", func() error { _, err := v.Record(nil); return err }},
+		{"Stream.Record", func() error { _, err := v.recordNew(nil); return err }},
 		{"Stream.WaitEvent", func() error { return v.WaitEvent(e) }},
 		{"Stream.BeginCapture", func() error { return v.BeginCapture(CaptureRelaxed) }},
 		{"Stream.EndCapture", func() error { _, err := v.EndCapture(); return err }},
 		{"Stream.LaunchHostFunc", func() error { return v.LaunchHostFunc(func() {}) }},
-		{"MemoryPointer.MemsetAsync", func() error { return mem.MemsetAsync(0, 1<<10, v) }},
+		{"MemoryPointer.MemsetAsync", func() error { return mem.MemsetAsync(v, 0, 1<<10) }},
 	}
 	errs := make([]error, len(calls))
 	ran := make(chan struct{})

@@ -26,16 +26,16 @@ func checkStagedCopyCapture(t *testing.T) {
 	var once sync.Once
 	if err := SetPinnedMemoryAllocator(func(n int) (*PinnedMemory, error) {
 		once.Do(func() { close(started) })
-		return HostAlloc(n)
+		return AllocPinnedUnpooled(n)
 	}); err != nil {
 		t.Fatal(err)
 	}
 	const n = 4 << 20 // four chunks
-	mem, err := d.Malloc(n)
+	mem, err := d.Alloc(n)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer mem.Memory().Free()
+	defer mem.Memory().free()
 	if err := mem.Memset(0, n); err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func checkWaitsCapture(t *testing.T) {
 			t.Errorf("Done's channel closed before the host function ran: %v", waiting.Err())
 		default:
 		}
-		e, err := waiting.Record(nil)
+		e, err := waiting.recordNew(nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -177,11 +177,11 @@ func checkWaitsCapture(t *testing.T) {
 // driver 580 crashed in the copy.
 func checkDestroyLegacyCopies(t *testing.T) {
 	d := Device(0)
-	mem, err := d.Malloc(4 << 10)
+	mem, err := d.Alloc(4 << 10)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer mem.Memory().Free()
+	defer mem.Memory().free()
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for range 2 {
@@ -234,7 +234,7 @@ func checkFreeGlobalCapture(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	mem, err := d.Malloc(1 << 10)
+	mem, err := d.Alloc(1 << 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,14 +248,14 @@ func checkFreeGlobalCapture(t *testing.T) {
 	if err := s.BeginCapture(CaptureGlobal); err != nil {
 		t.Fatal(err)
 	}
-	go func() { freed <- mem.Memory().Free() }()
+	go func() { freed <- mem.Memory().free() }()
 	go func() { freed <- pool.Close() }()
 	for range 2 {
 		if err := <-freed; err != nil {
 			t.Errorf("during a global capture elsewhere: %v", err)
 		}
 	}
-	if err := mem.Memory().Free(); !errors.Is(err, ErrFreed) {
+	if err := mem.Memory().free(); !errors.Is(err, ErrFreed) {
 		t.Errorf("second Free: %v, want ErrFreed", err)
 	}
 	g, err := s.EndCapture()

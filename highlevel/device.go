@@ -36,7 +36,7 @@ type deviceState struct {
 	props     cudart.DeviceProp
 	propsErr  error
 
-	asyncOnce sync.Once // the default CUDA memory pool, for MallocAsync
+	asyncOnce sync.Once // the default CUDA memory pool, for AllocAsync
 	async     *MemoryAsyncPool
 	asyncErr  error
 

@@ -3,7 +3,7 @@
 // graphs, and kernels compiled at run time, over the generated cudadrv and
 // nvrtc packages.
 //
-//	a, err := highlevel.ArrayFrom([]float32{1, 2, 3})
+//	a, err := highlevel.ArrayFrom(nil, []float32{1, 2, 3})
 //	if err != nil {
 //		return err
 //	}
@@ -58,8 +58,8 @@
 //
 // Allocation is explicit where it matters. An Allocator (a Device for
 // unpooled cuMemAlloc, a MemoryPool, a MemoryAsyncPool) allocates through
-// its Malloc, and NewArrayOn and ArrayFromOn make Arrays from the one
-// named. Alloc, NewArray and ArrayFrom use the process's default
+// its Malloc, and AllocArray and ArrayFrom make Arrays from the one
+// named. Alloc, AllocArray and ArrayFrom use the process's default
 // allocator, for the simple case: one per process, fixed at its first use
 // (see SetAllocator).
 //
@@ -72,7 +72,7 @@
 // and the cudart.Error of the same value, which CUDA gives the same
 // meaning (CUDA_ERROR_ILLEGAL_ADDRESS is cudaErrorIllegalAddress), so code
 // written for the runtime's statuses keeps working. Refused input, such as
-// a size out of range, matches ErrInvalid; an empty operation (NewArray(0),
+// a size out of range, matches ErrInvalid; an empty operation (AllocArray(nil, 0),
 // a copy or memset of 0 bytes) does nothing. The pools' statistics never
 // fail (see MemoryPool).
 //

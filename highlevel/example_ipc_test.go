@@ -29,7 +29,7 @@ func ExampleOpenIPCMemory() {
 		if err != nil {
 			log.Fatal(err)
 		}
-		defer mem.Memory().Free()
+		defer mem.Free()
 		ready, err := highlevel.OpenIPCEvent(dev, eh)
 		if err != nil {
 			log.Fatal(err)
@@ -41,11 +41,11 @@ func ExampleOpenIPCMemory() {
 		// ... queue kernels and copies of mem on s ...
 		return
 	}
-	mem, _ := dev.Malloc(1 << 20)
-	defer mem.Memory().Free() // after the other process has freed its mapping
+	mem, _ := dev.Alloc(1 << 20)
+	defer mem.Free() // after the other process has freed its mapping
 	ready, _ := highlevel.NewEvent(dev, &highlevel.EventOptions{Interprocess: true, DisableTiming: true})
 	defer ready.Close()
-	mem.MemsetAsync(1, mem.Size(), nil)
+	mem.MemsetAsync(nil, 1, mem.Size())
 	ready.Record(nil)
 	mh, err := mem.IPCHandle()
 	if err != nil {

@@ -43,7 +43,7 @@ func ExampleMemoryPool() {
 		log.Fatal(err)
 	}
 	for range 1000 {
-		m, err := pool.Malloc(1 << 20)
+		m, err := pool.Alloc(1 << 20)
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -56,7 +56,7 @@ func ExampleMemoryPool() {
 
 // Array moves Go slices to the device and back.
 func ExampleArray() {
-	a, err := highlevel.ArrayFrom([]float32{1, 2, 3, 4})
+	a, err := highlevel.ArrayFrom(nil, []float32{1, 2, 3, 4})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -75,11 +75,15 @@ func ExampleElapsedTime() {
 		log.Fatal(err)
 	}
 	defer s.Close()
-	start, _ := s.Record(nil)
-	m, _ := dev.Malloc(256 << 20)
-	defer m.Memory().Free()
-	m.MemsetAsync(0, m.Size(), s)
-	end, _ := s.Record(nil)
+	start, _ := highlevel.NewEvent(dev, nil)
+	defer start.Close()
+	end, _ := highlevel.NewEvent(dev, nil)
+	defer end.Close()
+	m, _ := dev.Alloc(256 << 20)
+	defer m.Free()
+	start.Record(s)
+	m.MemsetAsync(s, 0, m.Size())
+	end.Record(s)
 	if err := end.Wait(context.Background()); err != nil {
 		log.Fatal(err)
 	}
@@ -92,10 +96,10 @@ func ExampleCapture() {
 	dev := highlevel.Device(0)
 	s, _ := highlevel.NewStream(dev, &highlevel.StreamOptions{NonBlocking: true})
 	defer s.Close()
-	m, _ := dev.Malloc(1 << 20)
-	defer m.Memory().Free()
+	m, _ := dev.Alloc(1 << 20)
+	defer m.Free()
 	g, err := highlevel.Capture(s, highlevel.CaptureRelaxed, func() error {
-		return m.MemsetAsync(1, m.Size(), s)
+		return m.MemsetAsync(s, 1, m.Size())
 	})
 	if err != nil {
 		log.Fatal(err)
@@ -115,11 +119,11 @@ func ExampleCapture() {
 // CopyFromHost and CopyToHost move Go slices to and from device memory
 // without unsafe.
 func ExampleCopyFromHost() {
-	m, err := highlevel.Device(0).Malloc(4 * 1024)
+	m, err := highlevel.Device(0).Alloc(4 * 1024)
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer m.Memory().Free()
+	defer m.Free()
 	in := make([]int32, 1024)
 	for i := range in {
 		in[i] = int32(i)
@@ -134,18 +138,18 @@ func ExampleCopyFromHost() {
 
 // Arrays come from the allocator named: here a pool of device 1's own,
 // whatever the process's default allocator is.
-func ExampleNewArrayOn() {
+func ExampleAllocArray() {
 	pool, err := highlevel.NewMemoryPool(highlevel.Device(1))
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer pool.Close()
-	x, err := highlevel.ArrayFromOn(pool, []float32{1, 2, 3})
+	x, err := highlevel.ArrayFrom(pool, []float32{1, 2, 3})
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer x.Free()
-	y, err := highlevel.NewArrayOn[float32](pool, 3)
+	y, err := highlevel.AllocArray[float32](pool, 3)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -156,7 +160,7 @@ func ExampleNewArrayOn() {
 // PinnedSlice views pinned memory as a []T, valid until Free: copies
 // with it run at the link's full speed and truly asynchronously.
 func ExamplePinnedSlice() {
-	pinned, err := highlevel.AllocPinnedMemory(4 << 20)
+	pinned, err := highlevel.AllocPinned(4 << 20)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -168,14 +172,14 @@ func ExamplePinnedSlice() {
 	for i := range v {
 		v[i] = 1
 	}
-	a, err := highlevel.NewArray[float32](len(v))
+	a, err := highlevel.AllocArray[float32](nil, len(v))
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer a.Free()
 	s, _ := highlevel.NewStream(a.Device(), nil)
 	defer s.Close()
-	a.CopyFromHostAsync(v, s) // v must stay untouched until s has copied it
+	a.CopyFromHostAsync(s, v) // v must stay untouched until s has copied it
 	fmt.Println(s.Synchronize())
 }
 
@@ -210,7 +214,7 @@ func ExampleCompile() {
 	}
 	defer pool.Close()
 	const n = 1000
-	y, err := highlevel.NewArrayOn[int32](pool, n)
+	y, err := highlevel.AllocArray[int32](pool, n)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -25,11 +25,11 @@ extern "C" __global__ void count_not(const unsigned *p, unsigned v, int n, int *
 // deviceBuffer allocates n bytes of d, freed when the test ends.
 func deviceBuffer(t *testing.T, d Device, n int) MemoryPointer {
 	t.Helper()
-	p, err := d.Malloc(n)
+	p, err := d.Alloc(n)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { p.Memory().Free() })
+	t.Cleanup(func() { p.Memory().free() })
 	return p
 }
 
@@ -44,7 +44,7 @@ func wordCounter(t *testing.T, d Device) func(p MemoryPointer, v uint32, n int) 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	bad, err := NewArrayOn[int32](d, 1)
+	bad, err := AllocArray[int32](d, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func wordCounter(t *testing.T, d Device) func(p MemoryPointer, v uint32, n int) 
 	return func(p MemoryPointer, v uint32, n int) int {
 		t.Helper()
 		words := n / 4
-		if err := bad.MemoryPointer().MemsetAsync(0, 4, s); err != nil {
+		if err := bad.MemoryPointer().MemsetAsync(s, 0, 4); err != nil {
 			t.Fatal(err)
 		}
 		cfg := LaunchConfig{Grid: Dim3{X: (words + 255) / 256}, Block: Dim3{X: 256}}
@@ -60,7 +60,7 @@ func wordCounter(t *testing.T, d Device) func(p MemoryPointer, v uint32, n int) 
 			t.Fatal(err)
 		}
 		got := make([]int32, 1)
-		if err := CopyToHostAsync(got, bad.MemoryPointer(), s); err != nil {
+		if err := CopyToHostAsync(s, got, bad.MemoryPointer()); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.Synchronize(); err != nil {
@@ -119,7 +119,7 @@ func TestGPUStreamCloseDuringCapture(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				if err := buf.MemsetAsync(1, 1<<12, victim); err != nil {
+				if err := buf.MemsetAsync(victim, 1, 1<<12); err != nil {
 					t.Fatal(err)
 				}
 				closed := make(chan error)
@@ -145,11 +145,11 @@ func TestGPUStreamCloseDuringCapture(t *testing.T) {
 				}
 				// The process goes on: allocation, a plain memset, a
 				// kernel.
-				p, err := d.Malloc(1 << 20)
+				p, err := d.Alloc(1 << 20)
 				if err != nil {
 					t.Fatal(err)
 				}
-				defer p.Memory().Free()
+				defer p.Memory().free()
 				if err := p.Memset(3, 1<<20); err != nil {
 					t.Fatal(err)
 				}
@@ -183,7 +183,7 @@ func TestGPUWaitDuringCapture(t *testing.T) {
 	if err := s.BeginCapture(CaptureRelaxed); err != nil {
 		t.Fatal(err)
 	}
-	if err := buf.MemsetAsync(1, 1<<12, s); err != nil {
+	if err := buf.MemsetAsync(s, 1, 1<<12); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Wait(ctx); !errors.Is(err, ErrCapturing) {
@@ -248,7 +248,7 @@ func TestGPUAsyncPoolClosedWithWorkQueued(t *testing.T) {
 		}
 		var mem []MemoryPointer
 		for i, s := range streams[:2] {
-			m, err := p.MallocAsync(1<<20, s)
+			m, err := p.AllocAsync(s, 1<<20)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -258,7 +258,7 @@ func TestGPUAsyncPoolClosedWithWorkQueued(t *testing.T) {
 		switch round {
 		case 0: // the frees first
 			for _, m := range mem {
-				if err := m.Memory().Free(); err != nil {
+				if err := m.Memory().free(); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -270,7 +270,7 @@ func TestGPUAsyncPoolClosedWithWorkQueued(t *testing.T) {
 				t.Fatalf("Close: %v", err)
 			}
 			for _, m := range mem {
-				if err := m.Memory().Free(); err != nil {
+				if err := m.Memory().free(); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -278,7 +278,7 @@ func TestGPUAsyncPoolClosedWithWorkQueued(t *testing.T) {
 			closed := make(chan error)
 			go func() { closed <- streams[0].Close() }()
 			for _, m := range mem {
-				if err := m.Memory().Free(); err != nil {
+				if err := m.Memory().free(); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -287,11 +287,11 @@ func TestGPUAsyncPoolClosedWithWorkQueued(t *testing.T) {
 			}
 			// A new allocation may take the block the kernel on the
 			// closed stream writes at its end: it must not see that.
-			m, err := p.MallocAsync(1<<20, streams[2])
+			m, err := p.AllocAsync(streams[2], 1<<20)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := m.MemsetAsync(9, 1<<20, streams[2]); err != nil {
+			if err := m.MemsetAsync(streams[2], 9, 1<<20); err != nil {
 				t.Fatal(err)
 			}
 			if err := d.Synchronize(); err != nil {
@@ -300,7 +300,7 @@ func TestGPUAsyncPoolClosedWithWorkQueued(t *testing.T) {
 			if n := count(m, 0x09090909, 1<<20); n != 0 {
 				t.Errorf("%d words of a new allocation changed by a kernel of the memory freed before", n)
 			}
-			m.Memory().Free()
+			m.Memory().free()
 			if err := p.Close(); err != nil {
 				t.Fatalf("Close: %v", err)
 			}
@@ -319,16 +319,16 @@ func TestGPUPlainOperationsComplete(t *testing.T) {
 	d := gpu(t)
 	count := wordCounter(t, d)
 	const n = 64 << 20
-	p, err := d.Malloc(n)
+	p, err := d.Alloc(n)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.Memory().Free()
-	q, err := d.Malloc(n)
+	defer p.Memory().free()
+	q, err := d.Alloc(n)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer q.Memory().Free()
+	defer q.Memory().free()
 	host := make([]uint32, 256<<10) // 1 MiB: below the staging threshold
 	for round := range 4 {
 		v := byte(round + 1)
@@ -368,11 +368,11 @@ func TestGPUDoneLegacyStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := d.Malloc(4)
+	p, err := d.Alloc(4)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.Memory().Free()
+	defer p.Memory().free()
 	<-l.Done()
 	spin(nil, p, 1, 100)
 	select {
@@ -396,7 +396,7 @@ func TestGPUGraphExecConcurrent(t *testing.T) {
 	buf := deviceBuffer(t, d, 1<<12)
 	capture := func(s *Stream, v byte) *Graph {
 		t.Helper()
-		g, err := Capture(s, CaptureRelaxed, func() error { return buf.MemsetAsync(v, 1<<12, s) })
+		g, err := Capture(s, CaptureRelaxed, func() error { return buf.MemsetAsync(s, v, 1<<12) })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -476,15 +476,15 @@ func TestGPUGlobalCaptureBesideOtherWork(t *testing.T) {
 		name string
 		f    func(s *Stream) error
 	}{
-		{"MallocAsync and Free", func(s *Stream) error {
-			p, err := MallocAsync(1<<12, s)
+		{"AllocAsync and Free", func(s *Stream) error {
+			p, err := AllocAsync(s, 1<<12)
 			if err != nil {
 				return err
 			}
-			return refused(p.Memory().Free())
+			return refused(p.Memory().free())
 		}},
 		{"MemsetAsync and Stream.Query", func(s *Stream) error {
-			if err := buf.MemsetAsync(1, 1<<12, s); err != nil {
+			if err := buf.MemsetAsync(s, 1, 1<<12); err != nil {
 				return err
 			}
 			for {
@@ -495,10 +495,10 @@ func TestGPUGlobalCaptureBesideOtherWork(t *testing.T) {
 			}
 		}},
 		{"Stream.Record and Event.Wait", func(s *Stream) error {
-			if err := buf.MemsetAsync(1, 1<<12, s); err != nil {
+			if err := buf.MemsetAsync(s, 1, 1<<12); err != nil {
 				return err
 			}
-			e, err := s.Record(nil)
+			e, err := s.recordNew(nil)
 			if err != nil {
 				return err
 			}
@@ -507,12 +507,12 @@ func TestGPUGlobalCaptureBesideOtherWork(t *testing.T) {
 			defer cancel()
 			return e.Wait(ctx)
 		}},
-		{"Device.Malloc and Free", func(*Stream) error {
-			p, err := d.Malloc(1 << 12)
+		{"Device.Alloc and Free", func(*Stream) error {
+			p, err := d.Alloc(1 << 12)
 			if err != nil {
 				return refused(err)
 			}
-			return refused(p.Memory().Free())
+			return refused(p.Memory().free())
 		}},
 	}
 	var stop atomic.Bool
@@ -544,7 +544,7 @@ func TestGPUGlobalCaptureBesideOtherWork(t *testing.T) {
 	defer cs.Close()
 	captures := 0
 	for start := time.Now(); time.Since(start) < 2*time.Second; captures++ {
-		g, err := Capture(cs, CaptureGlobal, func() error { return buf.MemsetAsync(2, 1<<12, cs) })
+		g, err := Capture(cs, CaptureGlobal, func() error { return buf.MemsetAsync(cs, 2, 1<<12) })
 		if err != nil {
 			t.Errorf("Capture in global mode: %v", err)
 			break
@@ -591,14 +591,14 @@ func TestGPUOtherGoroutinesOnACapturingStream(t *testing.T) {
 	defer cs.Close()
 	others := []func(s *Stream) error{
 		func(*Stream) error { // a record on the capturing stream
-			e, err := cs.Record(nil)
+			e, err := cs.recordNew(nil)
 			if e != nil {
 				e.Close()
 			}
 			return err
 		},
 		func(s *Stream) error { // a wait for an event of another stream
-			e, err := s.Record(nil)
+			e, err := s.recordNew(nil)
 			if err != nil {
 				return err
 			}
@@ -606,7 +606,7 @@ func TestGPUOtherGoroutinesOnACapturingStream(t *testing.T) {
 			return cs.WaitEvent(e)
 		},
 		func(s *Stream) error { // a join of the capture
-			e, err := cs.Record(nil)
+			e, err := cs.recordNew(nil)
 			if err != nil {
 				return err
 			}
@@ -614,9 +614,9 @@ func TestGPUOtherGoroutinesOnACapturingStream(t *testing.T) {
 			if err := s.WaitEvent(e); err != nil {
 				return err
 			}
-			return buf.MemsetAsync(3, 1<<12, s)
+			return buf.MemsetAsync(s, 3, 1<<12)
 		},
-		func(*Stream) error { return buf.MemsetAsync(4, 1<<12, cs) }, // work on the capturing stream
+		func(*Stream) error { return buf.MemsetAsync(cs, 4, 1<<12) }, // work on the capturing stream
 	}
 	var stop atomic.Bool
 	var wg sync.WaitGroup
@@ -643,7 +643,7 @@ func TestGPUOtherGoroutinesOnACapturingStream(t *testing.T) {
 	for start := time.Now(); time.Since(start) < 2*time.Second; captures++ {
 		g, err := Capture(cs, CaptureRelaxed, func() error {
 			for range 4 {
-				if err := buf.MemsetAsync(2, 1<<12, cs); err != nil {
+				if err := buf.MemsetAsync(cs, 2, 1<<12); err != nil {
 					return err
 				}
 			}
@@ -658,7 +658,7 @@ func TestGPUOtherGoroutinesOnACapturingStream(t *testing.T) {
 	wg.Wait()
 	t.Logf("%d captures, %d ended well; %d calls of other goroutines, %d failed", captures, ok, tried.Load(), failed.Load())
 	// The device still works.
-	if err := buf.MemsetAsync(5, 1<<12, cs); err != nil {
+	if err := buf.MemsetAsync(cs, 5, 1<<12); err != nil {
 		t.Fatal(err)
 	}
 	if err := cs.Synchronize(); err != nil {
@@ -690,13 +690,13 @@ func TestGPULegacyStreamDuringCapture(t *testing.T) {
 		name string
 		f    func() error
 	}{
-		{"MemsetAsync on nil", func() error { return buf.MemsetAsync(1, 1<<12, nil) }},
-		{"MemsetAsync on LegacyDefaultStream", func() error { return buf.MemsetAsync(1, 1<<12, legacy) }},
+		{"MemsetAsync on nil", func() error { return buf.MemsetAsync(nil, 1, 1<<12) }},
+		{"MemsetAsync on LegacyDefaultStream", func() error { return buf.MemsetAsync(legacy, 1, 1<<12) }},
 		{"Memset", func() error { return buf.Memset(1, 1<<12) }},
-		{"CopyFromHostAsync on nil", func() error { return buf.CopyFromHostPointerAsync(unsafe.Pointer(&word[0]), 4, nil) }},
+		{"CopyFromHostAsync on nil", func() error { return buf.CopyFromHostPointerAsync(nil, unsafe.Pointer(&word[0]), 4) }},
 		{"CopyToHost", func() error { return buf.CopyToHostPointer(unsafe.Pointer(&word[0]), 4) }},
 		{"LegacyDefaultStream.Record", func() error {
-			e, err := legacy.Record(nil)
+			e, err := legacy.recordNew(nil)
 			if e != nil {
 				e.Close()
 			}
@@ -746,11 +746,11 @@ func TestGPUEventClosedDuringCapture(t *testing.T) {
 		for range 200 {
 			recorded := make(chan error)
 			g, err := Capture(s, mode, func() error {
-				if err := buf.MemsetAsync(1, 1<<12, s); err != nil {
+				if err := buf.MemsetAsync(s, 1, 1<<12); err != nil {
 					return err
 				}
 				go func() {
-					e, err := s.Record(nil)
+					e, err := s.recordNew(nil)
 					if err == nil {
 						ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 						werr := e.Wait(ctx)

@@ -32,7 +32,7 @@ func TestGPUCompileForDevice(t *testing.T) {
 			t.Fatal(err)
 		}
 		k, _ := m.Kernel("set")
-		p, err := d.Malloc(4)
+		p, err := d.Alloc(4)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -47,7 +47,7 @@ func TestGPUCompileForDevice(t *testing.T) {
 			t.Errorf("%v: the kernel wrote %d, want %d", d, got, 40+d)
 		}
 		s.Close()
-		p.Memory().Free()
+		p.Memory().free()
 		m.Close()
 	}
 }
@@ -106,11 +106,11 @@ func loadModuleChild(t *testing.T, arch string, last Device) {
 	}
 	// The program's first device is last: Module.Kernel reads the
 	// parameters in its context, and no other device gets one.
-	p, err := last.Malloc(4)
+	p, err := last.Alloc(4)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.Memory().Free()
+	defer p.Memory().free()
 	k, err := m.Kernel("set")
 	if err != nil {
 		t.Fatal(err)

@@ -33,11 +33,11 @@ func TestGPUOutOfMemory(t *testing.T) {
 		dev  Device
 		op   string
 	}{
-		{"Device.Malloc", second(d.Malloc(size)), size, d, fmt.Sprintf("alloc %d bytes on %v", size, d)},
-		{"MemoryPool.Malloc", second(pool.Malloc(size)), roundSize(size), d, fmt.Sprintf("alloc %d bytes from a memory pool of %v", size, d)},
-		{"NewArrayOn", second(NewArrayOn[float32](d, size/4)), size / 4 * 4, d, fmt.Sprintf("new array of %d float32", size/4)},
-		{"MallocAsync", second(MallocAsync(size, s)), size, d, fmt.Sprintf("alloc %d bytes async from a memory async pool of %v", size, d)},
-		{"HostAlloc", second(HostAlloc(1 << 50)), 1 << 50, CPUDevice, "alloc 1125899906842624 bytes of pinned memory"},
+		{"Device.Alloc", second(d.Alloc(size)), size, d, fmt.Sprintf("alloc %d bytes on %v", size, d)},
+		{"MemoryPool.Alloc", second(pool.Alloc(size)), roundSize(size), d, fmt.Sprintf("alloc %d bytes from a memory pool of %v", size, d)},
+		{"AllocArray", second(AllocArray[float32](d, size/4)), size / 4 * 4, d, fmt.Sprintf("alloc array of %d float32", size/4)},
+		{"AllocAsync", second(AllocAsync(s, size)), size, d, fmt.Sprintf("alloc %d bytes async from a memory async pool of %v", size, d)},
+		{"AllocPinnedUnpooled", second(AllocPinnedUnpooled(1 << 50)), 1 << 50, CPUDevice, "alloc 1125899906842624 bytes of pinned memory"},
 	} {
 		if !checkOutOfMemory(t, tc.name, tc.err, tc.size, tc.dev) {
 			continue
@@ -48,7 +48,7 @@ func TestGPUOutOfMemory(t *testing.T) {
 	if err := s.Synchronize(); err != nil {
 		t.Fatalf("the stream after the failed allocations: %v", err)
 	}
-	a, err := NewArrayOn[float32](pool, 1<<20)
+	a, err := AllocArray[float32](pool, 1<<20)
 	if err != nil {
 		t.Fatalf("a 4 MiB array after the failed allocations: %v", err)
 	}

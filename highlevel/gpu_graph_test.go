@@ -16,11 +16,11 @@ import (
 // refuses only the capturing thread's.
 func TestGPUCaptureModes(t *testing.T) {
 	d := gpu(t)
-	buf, err := d.Malloc(1 << 16)
+	buf, err := d.Alloc(1 << 16)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer buf.Memory().Free()
+	defer buf.Memory().free()
 	for _, c := range []struct {
 		mode            CaptureMode
 		selfOK, otherOK bool
@@ -38,7 +38,7 @@ func TestGPUCaptureModes(t *testing.T) {
 			var got []MemoryPointer
 			defer func() {
 				for _, p := range got {
-					p.Memory().Free()
+					p.Memory().free()
 				}
 			}()
 			runtime.LockOSThread()
@@ -46,10 +46,10 @@ func TestGPUCaptureModes(t *testing.T) {
 			if err := s.BeginCapture(c.mode); err != nil {
 				t.Fatal(err)
 			}
-			if err := buf.MemsetAsync(7, 1<<16, s); err != nil {
+			if err := buf.MemsetAsync(s, 7, 1<<16); err != nil {
 				t.Errorf("MemsetAsync in the capture: %v", err)
 			}
-			self, selfErr := d.Malloc(4096)
+			self, selfErr := d.Alloc(4096)
 			type result struct {
 				p   MemoryPointer
 				err error
@@ -58,7 +58,7 @@ func TestGPUCaptureModes(t *testing.T) {
 			go func() {
 				runtime.LockOSThread() // another OS thread than the capturing one
 				defer runtime.UnlockOSThread()
-				p, err := d.Malloc(4096)
+				p, err := d.Alloc(4096)
 				other <- result{p, err}
 			}()
 			o := <-other
@@ -92,7 +92,7 @@ func TestGPUCaptureModes(t *testing.T) {
 	for _, mode := range []CaptureMode{CaptureGlobal, CaptureThreadLocal} {
 		g, err := Capture(s, mode, func() error {
 			runtime.Gosched()
-			return buf.MemsetAsync(byte(mode), 1<<16, s)
+			return buf.MemsetAsync(s, byte(mode), 1<<16)
 		})
 		if err != nil {
 			t.Fatalf("Capture in %v mode: %v", mode, err)
@@ -185,12 +185,12 @@ func TestGPUInstantiateOptions(t *testing.T) {
 	}
 
 	// Upload: a memset graph instantiated with an upload runs as usual.
-	buf, err := d.Malloc(4096)
+	buf, err := d.Alloc(4096)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer buf.Memory().Free()
-	g2, err := Capture(s, CaptureRelaxed, func() error { return buf.MemsetAsync(9, 4096, s) })
+	defer buf.Memory().free()
+	g2, err := Capture(s, CaptureRelaxed, func() error { return buf.MemsetAsync(s, 9, 4096) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,26 +239,26 @@ func TestGPUGraphHoldsMemory(t *testing.T) {
 	const n = 1 << 12
 	var mems [3]MemoryPointer // memset, copy, the kernel's count
 	for i := range mems {
-		if mems[i], err = pool.Malloc(n); err != nil {
+		if mems[i], err = pool.Alloc(n); err != nil {
 			t.Fatal(err)
 		}
 	}
-	pinned, err := HostAlloc(n)
+	pinned, err := AllocPinnedUnpooled(n)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer pinned.Free()
 	g, err := Capture(s, CaptureRelaxed, func() error {
-		if err := CopyFromHostAsync(mems[0], make([]byte, n), s); !errors.Is(err, ErrCapturing) {
+		if err := CopyFromHostAsync(s, mems[0], make([]byte, n)); !errors.Is(err, ErrCapturing) {
 			t.Errorf("CopyFromHostAsync from Go memory in a capture: %v, want ErrCapturing", err)
 		}
-		if err := mems[0].MemsetAsync(7, n, s); err != nil {
+		if err := mems[0].MemsetAsync(s, 7, n); err != nil {
 			return err
 		}
-		if err := mems[1].CopyFromDeviceAsync(mems[0], n, s); err != nil {
+		if err := mems[1].CopyFromDeviceAsync(s, mems[0], n); err != nil {
 			return err
 		}
-		if err := mems[1].CopyToHostPointerAsync(pinned.Ptr(), n, s); err != nil {
+		if err := mems[1].CopyToHostPointerAsync(s, pinned.Ptr(), n); err != nil {
 			return err
 		}
 		cfg := LaunchConfig{Grid: Dim3{X: n / 4 / 256}, Block: Dim3{X: 256}}
@@ -276,7 +276,7 @@ func TestGPUGraphHoldsMemory(t *testing.T) {
 	}
 	used := pool.UsedBytes()
 	for _, p := range mems {
-		if err := p.Memory().Free(); err != nil {
+		if err := p.Memory().free(); err != nil {
 			t.Fatalf("Free of memory a graph uses: %v", err)
 		}
 		if err := p.Memset(0, n); !errors.Is(err, ErrFreed) {
@@ -288,10 +288,10 @@ func TestGPUGraphHoldsMemory(t *testing.T) {
 	}
 	var fresh [3]MemoryPointer
 	for i := range fresh {
-		if fresh[i], err = pool.Malloc(n); err != nil {
+		if fresh[i], err = pool.Alloc(n); err != nil {
 			t.Fatal(err)
 		}
-		defer fresh[i].Memory().Free()
+		defer fresh[i].Memory().free()
 		for _, p := range mems {
 			if fresh[i].Ptr() == p.Ptr() {
 				t.Errorf("the pool handed out %p again while a graph uses it", p.Ptr())
@@ -329,11 +329,11 @@ func TestGPUGraphHoldsMemory(t *testing.T) {
 	}
 	// The pool's next Malloc takes the blocks back, as those dropped
 	// without Free, once the device is idle.
-	p, err := pool.Malloc(1)
+	p, err := pool.Alloc(1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.Memory().Free()
+	p.Memory().free()
 	if got, want := pool.UsedBytes(), used-len(mems)*n; got != want {
 		t.Errorf("the pool has %d bytes in use after the GraphExec's Close, want %d", got, want)
 	}

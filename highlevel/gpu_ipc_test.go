@@ -115,11 +115,11 @@ func TestGPUIPC(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	alloc, err := d.Malloc(ipcOffset + ipcSize)
+	alloc, err := d.Alloc(ipcOffset + ipcSize)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer alloc.Memory().Free()
+	defer alloc.Memory().free()
 	if err := alloc.Memset(0, alloc.Size()); err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +233,7 @@ func ipcChild(t *testing.T, env string) {
 	}
 	data, _ := shared.Add(ipcData)
 	got := make([]int32, ipcN)
-	if err := data.CopyToHostPointerAsync(unsafe.Pointer(&got[0]), 4*ipcN, s); err != nil {
+	if err := data.CopyToHostPointerAsync(s, unsafe.Pointer(&got[0]), 4*ipcN); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Synchronize(); err != nil {
@@ -265,7 +265,7 @@ func ipcChild(t *testing.T, env string) {
 	if p, err := OpenIPCMemory(d, bad); err == nil || !strings.Contains(err.Error(), "past the end") {
 		t.Errorf("OpenIPCMemory of %d bytes: %v", bad.size, err)
 		if err == nil {
-			p.Memory().Free()
+			p.Memory().free()
 		}
 	}
 	// Opened twice, the mapping is counted: each Free unmaps once.
@@ -276,16 +276,16 @@ func ipcChild(t *testing.T, env string) {
 	if again.Ptr() != shared.Ptr() {
 		t.Logf("opened again at %p, first at %p", again.Ptr(), shared.Ptr())
 	}
-	if err := again.Memory().Free(); err != nil {
+	if err := again.Memory().free(); err != nil {
 		t.Errorf("Free of the second mapping: %v", err)
 	}
 	if v := toHost(t, shared, ipcData, 1)[0]; v != 3 {
 		t.Errorf("the first mapping after the second's Free reads %d, want 3", v)
 	}
-	if err := shared.Memory().Free(); err != nil {
+	if err := shared.Memory().free(); err != nil {
 		t.Errorf("Free: %v", err)
 	}
-	if err := shared.Memory().Free(); !errors.Is(err, ErrFreed) {
+	if err := shared.Memory().free(); !errors.Is(err, ErrFreed) {
 		t.Errorf("second Free: %v, want ErrFreed", err)
 	}
 }
@@ -301,13 +301,13 @@ func TestGPUIPCHandles(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	first, _ := pool.Malloc(512)
-	defer first.Memory().Free()
-	block, err := pool.Malloc(1000)
+	first, _ := pool.Alloc(512)
+	defer first.Memory().free()
+	block, err := pool.Alloc(1000)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer block.Memory().Free()
+	defer block.Memory().free()
 	h, err := block.IPCHandle()
 	if err != nil {
 		t.Fatalf("IPCHandle of a pool's block: %v", err)
@@ -325,24 +325,24 @@ func TestGPUIPCHandles(t *testing.T) {
 	// A process cannot open what it exported itself.
 	if p, err := OpenIPCMemory(d, h); err == nil {
 		t.Logf("the exporting process opened its own handle at %p", p.Ptr())
-		p.Memory().Free()
+		p.Memory().free()
 	} else {
 		t.Logf("OpenIPCMemory in the exporting process: %v", err)
 	}
 
-	async, err := MallocAsync(1024, nil)
+	async, err := AllocAsync(nil, 1024)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer async.Memory().Free()
+	defer async.Memory().free()
 	if _, err := async.IPCHandle(); !errors.Is(err, ErrNotShareable) {
-		t.Errorf("IPCHandle of MallocAsync memory: %v, want ErrNotShareable", err)
+		t.Errorf("IPCHandle of AllocAsync memory: %v, want ErrNotShareable", err)
 	}
-	managed, err := d.MallocManaged(1024)
+	managed, err := Managed(d).Alloc(1024)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer managed.Memory().Free()
+	defer managed.Memory().free()
 	if _, err := managed.IPCHandle(); !errors.Is(err, ErrNotShareable) {
 		t.Errorf("IPCHandle of managed memory: %v, want ErrNotShareable", err)
 	}

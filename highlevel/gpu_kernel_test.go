@@ -91,8 +91,8 @@ func TestGPUCompileAndLaunch(t *testing.T) {
 	for i := range xs {
 		xs[i], ys[i] = float32(i), 1
 	}
-	x, _ := ArrayFrom(xs)
-	y, _ := ArrayFrom(ys)
+	x, _ := ArrayFrom(nil, xs)
+	y, _ := ArrayFrom(nil, ys)
 	defer x.Free()
 	defer y.Free()
 	cfg := LaunchConfig{Grid: Dim3{X: (n + 127) / 128}, Block: Dim3{X: 128}}
@@ -112,7 +112,7 @@ func TestGPUCompileAndLaunch(t *testing.T) {
 
 	// A template instance, by its lowered name; the nil stream.
 	c, _ := Compile(testKernels, &CompileOptions{Name: "test.cu", NameExpressions: []string{"fill<int>", "fill<float>"}})
-	ints, _ := NewArray[int32](n)
+	ints, _ := AllocArray[int32](nil, n)
 	defer ints.Free()
 	if err := kernel(t, m, c.LoweredNames["fill<int>"]).Launch(nil, cfg, ints, int32(7), int32(n)); err != nil {
 		t.Fatal(err)
@@ -194,7 +194,7 @@ func TestGPULaunchErrors(t *testing.T) {
 	if saxpy.NumParams() != 4 {
 		t.Errorf("saxpy has %d parameters, want 4", saxpy.NumParams())
 	}
-	y, _ := NewArray[float32](32)
+	y, _ := AllocArray[float32](nil, 32)
 	defer y.Free()
 	one := LaunchConfig{Grid: Dim3{X: 1}, Block: Dim3{X: 32}}
 	for _, tt := range []struct {
@@ -245,7 +245,7 @@ func TestGPULaunchConfig(t *testing.T) {
 	m := testModule(t)
 	if cc, _ := d.ComputeCapability(); cc >= "90" {
 		// Clusters of 2: block ranks 0, 1, 0, 1, ...
-		out, _ := NewArray[uint32](8)
+		out, _ := AllocArray[uint32](nil, 8)
 		defer out.Free()
 		if err := kernel(t, m, "cluster_rank").Launch(nil, LaunchConfig{Grid: Dim3{X: 8}, Block: Dim3{X: 32}, Cluster: Dim3{X: 2}}, out); err != nil {
 			t.Fatal(err)
@@ -264,7 +264,7 @@ func TestGPULaunchConfig(t *testing.T) {
 	}
 	// Dynamic shared memory beyond 48 KiB needs the attribute raised.
 	k := kernel(t, m, "dynamic_smem")
-	out, _ := NewArray[int32](256)
+	out, _ := AllocArray[int32](nil, 256)
 	defer out.Free()
 	big := LaunchConfig{Block: Dim3{X: 256}, SharedMem: 100 << 10}
 	if err := k.Launch(nil, big, out); err == nil {
@@ -308,12 +308,12 @@ func TestGPULaunchDevices(t *testing.T) {
 				return
 			}
 			defer s.Close()
-			p, err := d.Malloc(4 * 256)
+			p, err := d.Alloc(4 * 256)
 			if err != nil {
 				errs <- err
 				return
 			}
-			defer p.Memory().Free()
+			defer p.Memory().free()
 			for i := range 50 {
 				if err := k.Launch(s, LaunchConfig{Block: Dim3{X: 256}}, p, int32(g*1000+i), int32(256)); err != nil {
 					errs <- err
@@ -362,10 +362,10 @@ func TestGPUKernelFault(t *testing.T) {
 func kernelFaultChild(t *testing.T) {
 	d := Device(0)
 	m := testModule(t)
-	p, _ := d.Malloc(4)
+	p, _ := d.Alloc(4)
 	n, _ := DeviceCount()
 	if n > 1 { // device 1's context is made before the fault
-		if _, err := Device(1).Malloc(4); err != nil {
+		if _, err := Device(1).Alloc(4); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -381,7 +381,7 @@ func kernelFaultChild(t *testing.T) {
 	}
 	t.Logf("Synchronize: %v", err)
 	// The error is sticky: the device's context is unusable from now on.
-	_, err = d.Malloc(4)
+	_, err = d.Alloc(4)
 	t.Logf("Malloc afterwards: %v", err)
 	if err == nil {
 		t.Error("Malloc after the fault succeeded")
@@ -394,7 +394,7 @@ func kernelFaultChild(t *testing.T) {
 	// logs whether it still works (on the driver seen, the sticky error
 	// also came back from calls for it).
 	if n > 1 {
-		_, err := Device(1).Malloc(4)
+		_, err := Device(1).Alloc(4)
 		t.Logf("device 1 Malloc afterwards: %v", err)
 	}
 }
@@ -450,7 +450,7 @@ func TestGPULaunchArgumentSizes(t *testing.T) {
 					return
 				}
 				defer s.Close()
-				out, err := NewArray[int64](1)
+				out, err := AllocArray[int64](nil, 1)
 				if err != nil {
 					t.Error(err)
 					return
@@ -468,7 +468,7 @@ func TestGPULaunchArgumentSizes(t *testing.T) {
 						return
 					}
 					got := make([]int64, 1)
-					if err := out.CopyToHostAsync(got, s); err != nil {
+					if err := out.CopyToHostAsync(s, got); err != nil {
 						t.Error(err)
 						return
 					}

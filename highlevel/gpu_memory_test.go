@@ -27,7 +27,7 @@ func TestGPUTypedCopies(t *testing.T) {
 		N    int32
 	}
 	for _, n := range []int{1, 1000, stagingThreshold/4 + 3} {
-		m, err := d.Malloc(n * 12)
+		m, err := d.Alloc(n * 12)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -47,11 +47,11 @@ func TestGPUTypedCopies(t *testing.T) {
 		if !slices.Equal(got, ints) {
 			t.Errorf("n=%d: int32 round trip differs", n)
 		}
-		if err := CopyFromHostAsync(m, pts, s); err != nil {
+		if err := CopyFromHostAsync(s, m, pts); err != nil {
 			t.Fatal(err)
 		}
 		back := make([]point, n)
-		if err := CopyToHostAsync(back, m, s); err != nil {
+		if err := CopyToHostAsync(s, back, m); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.Wait(context.Background()); err != nil {
@@ -76,16 +76,16 @@ func TestGPUTypedCopies(t *testing.T) {
 				t.Errorf("n=%d: float64 at offset 8 = %v, %v", n, f2, err)
 			}
 		}
-		m.Memory().Free()
+		m.Memory().free()
 	}
 	// Typed views of pinned memory, asynchronous both ways.
 	const n = 1 << 20
-	in, err := AllocPinnedMemory(4 * n)
+	in, err := AllocPinned(4 * n)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer in.Free()
-	out, err := AllocPinnedMemory(4 * n)
+	out, err := AllocPinned(4 * n)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,15 +101,15 @@ func TestGPUTypedCopies(t *testing.T) {
 	for i := range vin {
 		vin[i] = float32(i) / 3
 	}
-	m, err := d.Malloc(4 * n)
+	m, err := d.Alloc(4 * n)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer m.Memory().Free()
-	if err := CopyFromHostAsync(m, vin, s); err != nil {
+	defer m.Memory().free()
+	if err := CopyFromHostAsync(s, m, vin); err != nil {
 		t.Fatal(err)
 	}
-	if err := CopyToHostAsync(vout, m, s); err != nil {
+	if err := CopyToHostAsync(s, vout, m); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Synchronize(); err != nil {
@@ -143,7 +143,7 @@ func TestGPUArrayOnAllocators(t *testing.T) {
 		name string
 		a    Allocator
 	}{{"MemoryPool", pool}, {"Device", d}, {"MemoryAsyncPool", ap}} {
-		a, err := ArrayFromOn(al.a, want)
+		a, err := ArrayFrom(al.a, want)
 		if err != nil {
 			t.Fatalf("%s: %v", al.name, err)
 		}
@@ -164,20 +164,20 @@ func TestGPUArrayOnAllocators(t *testing.T) {
 	if pool.UsedBytes() != 0 || pool.FreeBytes() != binSize {
 		t.Errorf("pool after Free: UsedBytes %d, FreeBytes %d", pool.UsedBytes(), pool.FreeBytes())
 	}
-	b, err := NewArrayOn[int32](pool, 100)
+	b, err := AllocArray[int32](pool, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if b.Ptr() == nil || pool.UsedBytes() != binSize {
-		t.Errorf("NewArrayOn did not reuse the pool's block: UsedBytes %d", pool.UsedBytes())
+		t.Errorf("AllocArray did not reuse the pool's block: UsedBytes %d", pool.UsedBytes())
 	}
 	b.Free()
 	// A view of raw memory, at an offset.
-	m, err := d.Malloc(1024)
+	m, err := d.Alloc(1024)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer m.Memory().Free()
+	defer m.Memory().free()
 	at, _ := m.Add(16)
 	v, err := ArrayOf[float64](at, len(want))
 	if err != nil {
@@ -218,16 +218,16 @@ func TestGPUFreeAllBlocksStream(t *testing.T) {
 	}
 	defer s2.Close()
 	const size = 64 << 20
-	a, err := pool.MallocStream(size, s1)
+	a, err := pool.AllocAsync(s1, size)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := pool.MallocStream(size, s2)
+	b, err := pool.AllocAsync(s2, size)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.Memory().Free()
-	b.Memory().Free()
+	a.Memory().free()
+	b.Memory().free()
 	if pool.FreeBytes() != 2*size {
 		t.Fatalf("FreeBytes = %d, want %d", pool.FreeBytes(), 2*size)
 	}
@@ -248,14 +248,14 @@ func TestGPUFreeAllBlocksStream(t *testing.T) {
 	if after-before < size {
 		t.Errorf("device free memory grew by %d bytes, want at least %d", after-before, size)
 	}
-	c, err := pool.MallocStream(size, s2)
+	c, err := pool.AllocAsync(s2, size)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.Ptr() != b.Ptr() {
 		t.Errorf("s2's block was not kept")
 	}
-	c.Memory().Free()
+	c.Memory().free()
 }
 
 // TestGPUManagedPrefetchAdvise gives advice about managed memory and
@@ -272,11 +272,11 @@ func TestGPUManagedPrefetchAdvise(t *testing.T) {
 	}
 	defer s.Close()
 	const n = 1 << 20
-	m, err := d.MallocManaged(4 * n)
+	m, err := Managed(d).Alloc(4 * n)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer m.Memory().Free()
+	defer m.Memory().free()
 	for _, a := range []Advice{AdvisePreferredLocation, AdviseAccessedBy, AdviseReadMostly, AdviseUnsetReadMostly} {
 		if err := m.Advise(4*n, a, d); err != nil {
 			t.Errorf("Advise(%v, %v): %v", a, d, err)
@@ -292,7 +292,7 @@ func TestGPUManagedPrefetchAdvise(t *testing.T) {
 	if err := CopyFromHost(m, want); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Prefetch(4*n, d, s); err != nil {
+	if err := m.Prefetch(s, 4*n, d); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Synchronize(); err != nil {
@@ -301,7 +301,7 @@ func TestGPUManagedPrefetchAdvise(t *testing.T) {
 	if loc := lastPrefetch(t, m, 4*n); loc != int(d) {
 		t.Errorf("last prefetch location = %d, want %d", loc, d)
 	}
-	if err := m.Prefetch(4*n, CPUDevice, s); err != nil {
+	if err := m.Prefetch(s, 4*n, CPUDevice); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Synchronize(); err != nil {
@@ -314,12 +314,12 @@ func TestGPUManagedPrefetchAdvise(t *testing.T) {
 	if err := CopyToHost(got, m); err != nil || !slices.Equal(got, want) {
 		t.Errorf("managed memory after the prefetches differs (%v)", err)
 	}
-	plain, err := d.Malloc(64)
+	plain, err := d.Alloc(64)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer plain.Memory().Free()
-	if err := plain.Prefetch(64, d, nil); !errors.Is(err, errNotManaged) {
+	defer plain.Memory().free()
+	if err := plain.Prefetch(nil, 64, d); !errors.Is(err, errNotManaged) {
 		t.Errorf("Prefetch of device memory: %v, want errNotManaged", err)
 	}
 }
@@ -364,13 +364,13 @@ func TestGPUSetLimitFraction(t *testing.T) {
 		t.Fatal(err)
 	}
 	limit := int(0.001 * float64(total))
-	if _, err := pool.Malloc(limit + binSize); !errors.Is(err, cudart.ErrorMemoryAllocation) {
+	if _, err := pool.Alloc(limit + binSize); !errors.Is(err, cudart.ErrorMemoryAllocation) {
 		t.Errorf("MemoryPool allocation past the limit: %v", err)
 	}
-	if m, err := pool.Malloc(limit / 2); err != nil {
+	if m, err := pool.Alloc(limit / 2); err != nil {
 		t.Errorf("MemoryPool allocation within the limit: %v", err)
 	} else {
-		m.Memory().Free()
+		m.Memory().free()
 	}
 	ap, err := NewMemoryAsyncPool(d)
 	if err != nil {
@@ -383,18 +383,18 @@ func TestGPUSetLimitFraction(t *testing.T) {
 	if ap.Limit() != limit {
 		t.Errorf("MemoryAsyncPool Limit = %d, want %d", ap.Limit(), limit)
 	}
-	a, err := ap.Malloc(limit / 2)
+	a, err := ap.Alloc(limit / 2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ap.Malloc(limit/2 + 1024); !errors.Is(err, cudart.ErrorMemoryAllocation) {
+	if _, err := ap.Alloc(limit/2 + 1024); !errors.Is(err, cudart.ErrorMemoryAllocation) {
 		t.Errorf("MemoryAsyncPool allocation past the limit: %v", err)
 	}
-	a.Memory().Free()
-	if b, err := ap.Malloc(limit/2 + 1024); err != nil {
+	a.Memory().free()
+	if b, err := ap.Alloc(limit/2 + 1024); err != nil {
 		t.Errorf("MemoryAsyncPool allocation within the limit after a Free: %v", err)
 	} else {
-		b.Memory().Free()
+		b.Memory().free()
 	}
 	if err := ap.SetLimitFraction(0); err != nil || ap.Limit() != 0 {
 		t.Errorf("SetLimitFraction(0) = %v, Limit %d", err, ap.Limit())
@@ -417,17 +417,17 @@ func TestGPUPinnedAllocatorStaging(t *testing.T) {
 		if fail {
 			return nil, errors.New("no pinned memory today")
 		}
-		return pool.Malloc(size)
+		return pool.Alloc(size)
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	const n = 3 * stagingThreshold
-	m, err := d.Malloc(n)
+	m, err := d.Alloc(n)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer m.Memory().Free()
+	defer m.Memory().free()
 	for _, f := range []bool{false, true} {
 		fail, calls = f, 0
 		src := randomBytes(n)

@@ -50,32 +50,32 @@ func (w *randomWorker) alloc() {
 	var err error
 	switch w.r.IntN(11) {
 	case 0:
-		a.kind, a.ipc = "Device.Malloc", true
-		a.p, err = w.d.Malloc(4 * a.n)
+		a.kind, a.ipc = "Device.Alloc", true
+		a.p, err = w.d.Alloc(4 * a.n)
 	case 1:
-		a.kind, a.pooled, a.ipc = "MemoryPool.MallocStream", true, true
+		a.kind, a.pooled, a.ipc = "MemoryPool.AllocAsync", true, true
 		rs := w.stream()
-		if a.p, err = w.pool.MallocStream(4*a.n, rs.s); err == nil {
+		if a.p, err = w.pool.AllocAsync(rs.s, 4*a.n); err == nil {
 			// The block's last owner may have freed it with work still
 			// queued on the stream (poolorder): other streams use it once
 			// that is done.
 			w.settle(rs)
 		}
 	case 2:
-		a.kind, a.pooled, a.ipc = "MemoryPool.Malloc", true, true
-		a.p, err = w.pool.Malloc(4 * a.n)
+		a.kind, a.pooled, a.ipc = "MemoryPool.Alloc", true, true
+		a.p, err = w.pool.Alloc(4 * a.n)
 	case 3, 4:
 		rs := w.stream()
 		pool := w.sharedAsync()
-		a.kind, a.on = "MemoryAsyncPool.MallocAsync", rs
+		a.kind, a.on = "MemoryAsyncPool.AllocAsync", rs
 		if w.r.IntN(3) == 0 {
-			a.kind, pool = "MallocAsync", nil
+			a.kind, pool = "AllocAsync", nil
 		}
 		err = rs.queue(func(s *Stream) (err error) {
 			if pool == nil {
-				a.p, err = MallocAsync(4*a.n, s)
+				a.p, err = AllocAsync(s, 4*a.n)
 			} else {
-				a.p, err = pool.MallocAsync(4*a.n, s)
+				a.p, err = pool.AllocAsync(s, 4*a.n)
 			}
 			return err
 		})
@@ -84,40 +84,40 @@ func (w *randomWorker) alloc() {
 			w.settle(rs)
 		}
 	case 5:
-		a.kind, a.on = "MemoryAsyncPool.Malloc", w.legacy
-		if a.p, err = w.sharedAsync().Malloc(4 * a.n); err == nil {
+		a.kind, a.on = "MemoryAsyncPool.Alloc", w.legacy
+		if a.p, err = w.sharedAsync().Alloc(4 * a.n); err == nil {
 			w.settle(w.legacy)
 		}
 	case 6:
-		a.kind, a.ipc = "NewArrayOn(Device)", true
-		a.arr, err = NewArrayOn[uint32](w.d, a.n)
+		a.kind, a.ipc = "AllocArray(Device)", true
+		a.arr, err = AllocArray[uint32](w.d, a.n)
 	case 7:
-		a.kind, a.pooled, a.ipc = "NewArrayOn(MemoryPool)", true, true
-		a.arr, err = NewArrayOn[uint32](w.pool, a.n)
+		a.kind, a.pooled, a.ipc = "AllocArray(MemoryPool)", true, true
+		a.arr, err = AllocArray[uint32](w.pool, a.n)
 	case 8:
-		a.kind, a.on = "NewArrayOn(MemoryAsyncPool)", w.legacy
-		if a.arr, err = NewArrayOn[uint32](w.sharedAsync(), a.n); err == nil {
+		a.kind, a.on = "AllocArray(MemoryAsyncPool)", w.legacy
+		if a.arr, err = AllocArray[uint32](w.sharedAsync(), a.n); err == nil {
 			w.settle(w.legacy)
 		}
 	case 9:
-		// ArrayFromOn writes the memory as it allocates it.
+		// ArrayFrom writes the memory as it allocates it.
 		v := w.r.Uint32()
 		var on Allocator = w.d
-		a.kind, a.ipc = "ArrayFromOn(Device)", true
+		a.kind, a.ipc = "ArrayFrom(Device)", true
 		if w.r.IntN(2) == 0 {
-			on, a.kind, a.pooled = w.pool, "ArrayFromOn(MemoryPool)", true
+			on, a.kind, a.pooled = w.pool, "ArrayFrom(MemoryPool)", true
 		}
-		a.arr, err = ArrayFromOn(on, randomWords(a.n, v))
+		a.arr, err = ArrayFrom(on, randomWords(a.n, v))
 		if !w.ok(err, 0, "%s of %d words", a.kind, a.n) {
 			return
 		}
 		a.p = a.arr.MemoryPointer()
-		a.segs = []randomSeg{{v: v, known: true, how: "ArrayFromOn"}}
+		a.segs = []randomSeg{{v: v, known: true, how: "ArrayFrom"}}
 		w.mem = append(w.mem, a)
 		return
 	case 10:
-		a.kind, a.managed = "Device.MallocManaged", true
-		a.p, err = w.d.MallocManaged(4 * a.n)
+		a.kind, a.managed = "Managed(d).Alloc", true
+		a.p, err = Managed(w.d).Alloc(4 * a.n)
 	}
 	if !w.ok(err, 0, "%s of %d bytes", a.kind, 4*a.n) {
 		return
@@ -178,15 +178,15 @@ func (w *randomWorker) writeTo(a *randomMem, i, j int) {
 		wrote = "MemsetAsync"
 		b := byte(v)
 		v = uint32(b) * 0x01010101
-		err = rs.queue(func(s *Stream) error { return a.at(i).MemsetAsync(b, 4*n, s) })
+		err = rs.queue(func(s *Stream) error { return a.at(i).MemsetAsync(s, b, 4*n) })
 	case 2:
 		wrote = "CopyFromHostAsync"
 		h := randomWords(n, v)
 		err = rs.queue(func(s *Stream) error {
 			if a.arr != nil && n == a.n {
-				return a.arr.CopyFromHostAsync(h, s)
+				return a.arr.CopyFromHostAsync(s, h)
 			}
-			return a.at(i).CopyFromHostPointerAsync(unsafe.Pointer(&h[0]), 4*n, s)
+			return a.at(i).CopyFromHostPointerAsync(s, unsafe.Pointer(&h[0]), 4*n)
 		})
 	case 3:
 		wrote = "CopyFromHost"
@@ -199,7 +199,7 @@ func (w *randomWorker) writeTo(a *randomMem, i, j int) {
 		// Done when the call returns: the wait below is for rs alone.
 	case 4:
 		wrote = "CopyFromDeviceAsync from " + src.describe()
-		err = rs.queue(func(s *Stream) error { return a.at(i).CopyFromDeviceAsync(src.at(si), 4*n, s) })
+		err = rs.queue(func(s *Stream) error { return a.at(i).CopyFromDeviceAsync(s, src.at(si), 4*n) })
 	}
 	if w.ok(err, 0, "%s to words %d..%d of %s on %s", wrote, i, j-1, a.describe(), rs.what) {
 		if how == 4 {
@@ -250,7 +250,7 @@ func (w *randomWorker) verifyMem(a *randomMem) {
 		how = "CopyToHostAsync"
 		rs := w.stream()
 		// To pageable memory, CUDA has written got when the call returns.
-		err = rs.queue(func(s *Stream) error { return a.at(i).CopyToHostPointerAsync(unsafe.Pointer(&got[0]), 4*(j-i), s) })
+		err = rs.queue(func(s *Stream) error { return a.at(i).CopyToHostPointerAsync(s, unsafe.Pointer(&got[0]), 4*(j-i)) })
 	case x == 2:
 		how = "CopyToHost[uint32]"
 		err = CopyToHost(got, a.at(i))
@@ -283,7 +283,7 @@ func (w *randomWorker) checkOnDevice(a *randomMem, i, j int) {
 	}
 	st := w.stream()
 	err := st.queue(func(s *Stream) error {
-		if err := w.bad.MemsetAsync(0, 4, s); err != nil {
+		if err := w.bad.MemsetAsync(s, 0, 4); err != nil {
 			return err
 		}
 		for k, r := range runs {
@@ -342,11 +342,11 @@ func (w *randomWorker) release(a *randomMem) {
 		w.ok(a.arr.Free(), allowView, "Free of %s", a.describe())
 		w.note("view Free refused")
 	case a.on != nil:
-		w.ok(a.on.queue(func(*Stream) error { return a.p.Memory().Free() }), 0, "Free of %s on %s", a.describe(), a.on.what)
+		w.ok(a.on.queue(func(*Stream) error { return a.p.Memory().free() }), 0, "Free of %s on %s", a.describe(), a.on.what)
 	case a.arr != nil:
 		w.ok(a.arr.Free(), 0, "Array.Free of %s", a.describe())
 	default:
-		w.ok(a.p.Memory().Free(), 0, "Free of %s", a.describe())
+		w.ok(a.p.Memory().free(), 0, "Free of %s", a.describe())
 	}
 }
 
@@ -451,7 +451,7 @@ func (w *randomWorker) deadline() {
 		how = "Event.Wait after Stream.Record"
 		var e *Event
 		err = rs.queue(func(s *Stream) (err error) {
-			e, err = s.Record(nil)
+			e, err = s.recordNew(nil)
 			return err
 		})
 		if err == nil {
@@ -505,7 +505,7 @@ func (w *randomWorker) hostFunc() {
 		case 2:
 			_, err = e.Query()
 		case 3:
-			err = w.scratch.MemsetAsync(0, 4, rs.s)
+			err = w.scratch.MemsetAsync(rs.s, 0, 4)
 		default:
 			return
 		}
@@ -556,27 +556,27 @@ func (w *randomWorker) poolOrder() {
 	n := 1 + w.r.IntN(1<<16)
 	v1, v2 := w.r.Uint32(), w.r.Uint32()
 	err := rs.queue(func(s *Stream) error {
-		p, err := w.pool.MallocStream(4*n, s)
+		p, err := w.pool.AllocAsync(s, 4*n)
 		if err != nil {
 			return err
 		}
 		err = w.fill.Launch(s, randomGrid(n), p, v1, int32(n))
-		return errors.Join(err, p.Memory().Free())
+		return errors.Join(err, p.Memory().free())
 	})
-	if !w.ok(err, 0, "MallocStream, fill and Free on %s", rs.what) {
+	if !w.ok(err, 0, "AllocAsync, fill and Free on %s", rs.what) {
 		return
 	}
 	w.note("poolorder frees with a fill queued")
 	var p MemoryPointer
 	checked := false
 	err = rs.queue(func(s *Stream) (err error) {
-		if p, err = w.pool.MallocStream(4*n, s); err != nil {
+		if p, err = w.pool.AllocAsync(s, 4*n); err != nil {
 			return err
 		}
 		if err := w.fill.Launch(s, randomGrid(n), p, v2, int32(n)); err != nil {
 			return err
 		}
-		if err := w.bad.MemsetAsync(0, 4, s); err != nil {
+		if err := w.bad.MemsetAsync(s, 0, 4); err != nil {
 			return err
 		}
 		if err := w.check.Launch(s, randomGrid(n), p, v2, int32(n), w.bad); err != nil {
@@ -585,7 +585,7 @@ func (w *randomWorker) poolOrder() {
 		checked = true
 		return nil
 	})
-	w.ok(err, 0, "MallocStream, fill and check on %s", rs.what)
+	w.ok(err, 0, "AllocAsync, fill and check on %s", rs.what)
 	settled := w.settle(rs)
 	var bad int32
 	if checked && settled && w.ok(w.bad.CopyToHostPointer(unsafe.Pointer(&bad), 4), 0, "CopyToHost of check's count") && bad != 0 {
@@ -594,7 +594,7 @@ func (w *randomWorker) poolOrder() {
 	switch {
 	case p.Memory() == nil:
 	case settled:
-		w.ok(p.Memory().Free(), 0, "Free of a MemoryPool block")
+		w.ok(p.Memory().free(), 0, "Free of a MemoryPool block")
 	default:
 		w.dropped.Add(1) // its work may be queued still: leave it to the cleanups
 	}

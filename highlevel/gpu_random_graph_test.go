@@ -269,7 +269,7 @@ func (w *randomWorker) capture() {
 		}
 		if b != nil {
 			forked = true
-			e, err := s.Record(nil)
+			e, err := s.recordNew(nil)
 			if err != nil {
 				return err
 			}
@@ -282,7 +282,7 @@ func (w *randomWorker) capture() {
 				return err
 			}
 			if join {
-				e, err := f.Record(nil)
+				e, err := f.recordNew(nil)
 				if err != nil {
 					return err
 				}
@@ -294,7 +294,7 @@ func (w *randomWorker) capture() {
 		}
 		switch refuse {
 		case 3: // refused on the capturing thread in the strict modes
-			p, err := w.d.Malloc(4096)
+			p, err := w.d.Alloc(4096)
 			if err != nil {
 				return err
 			}
@@ -332,7 +332,7 @@ func (w *randomWorker) capture() {
 	w.note(fmt.Sprintf("capture %v %s", mode, outcome))
 	defer func() {
 		for _, p := range extra {
-			w.ok(p.Memory().Free(), 0, "Free of memory allocated during a capture")
+			w.ok(p.Memory().free(), 0, "Free of memory allocated during a capture")
 		}
 	}()
 	if !w.ok(err, allow, "capture in %v mode on %s (direct %v, fork %v joined %v, refuse %d, wrong thread %v)",
@@ -421,7 +421,7 @@ func (w *randomWorker) sharedGraph(tg *randomTarget, shape int) *Graph {
 		if shape == 0 {
 			return s.LaunchHostFunc(func() { w.hostRan.Add(1) })
 		}
-		return tg.p.MemsetAsync(b, 1024, s)
+		return tg.p.MemsetAsync(s, b, 1024)
 	})
 	if !w.ok(err, 0, "capture of a shared graph of shape %d in %v mode", shape, mode) {
 		return nil
@@ -674,7 +674,7 @@ func (w *randomWorker) busyStep(o *randomOp, r *rand.Rand, s *Stream, e *Event) 
 	var how string
 	switch r.IntN(14) {
 	case 0:
-		how, err = "MemsetAsync", w.scratch.MemsetAsync(byte(r.Uint32()), 4*n, s)
+		how, err = "MemsetAsync", w.scratch.MemsetAsync(s, byte(r.Uint32()), 4*n)
 	case 1:
 		how, err = "Launch", w.fill.Launch(s, randomGrid(n), w.scratch, r.Uint32(), int32(n))
 	case 2:
@@ -714,7 +714,7 @@ func (w *randomWorker) busyStep(o *randomOp, r *rand.Rand, s *Stream, e *Event) 
 	case 12:
 		how = "Stream.Record(nil)"
 		var x *Event
-		if x, err = s.Record(nil); err == nil {
+		if x, err = s.recordNew(nil); err == nil {
 			err = x.Close()
 		}
 	case 13:

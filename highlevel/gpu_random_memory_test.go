@@ -119,7 +119,7 @@ func randomTypedWrite[T any](w *randomWorker, a *randomMem, i, n int, x T, how i
 	case 0:
 		return "CopyFromHost", CopyFromHost(dst, src)
 	case 1:
-		return "CopyFromHostAsync", rs.queue(func(s *Stream) error { return CopyFromHostAsync(dst, src, s) })
+		return "CopyFromHostAsync", rs.queue(func(s *Stream) error { return CopyFromHostAsync(s, dst, src) })
 	}
 	arr, err := ArrayOf[T](dst, n)
 	if err != nil {
@@ -128,7 +128,7 @@ func randomTypedWrite[T any](w *randomWorker, a *randomMem, i, n int, x T, how i
 	if how == 2 {
 		return "ArrayOf's CopyFromHost", arr.CopyFromHost(src)
 	}
-	return "ArrayOf's CopyFromHostAsync", rs.queue(func(s *Stream) error { return arr.CopyFromHostAsync(src, s) })
+	return "ArrayOf's CopyFromHostAsync", rs.queue(func(s *Stream) error { return arr.CopyFromHostAsync(s, src) })
 }
 
 // randomTypedRead reads n elements from word i of a, in one of four ways,
@@ -143,7 +143,7 @@ func randomTypedRead[T any](w *randomWorker, a *randomMem, i, n, how int, rs *ra
 		name, err = "CopyToHost", CopyToHost(dst, src)
 	case 1:
 		// To pageable memory, CUDA has written dst when the call returns.
-		name, err = "CopyToHostAsync", rs.queue(func(s *Stream) error { return CopyToHostAsync(dst, src, s) })
+		name, err = "CopyToHostAsync", rs.queue(func(s *Stream) error { return CopyToHostAsync(s, dst, src) })
 	default:
 		var arr *Array[T]
 		if arr, err = ArrayOf[T](src, n); err != nil {
@@ -164,7 +164,7 @@ func randomTypedRead[T any](w *randomWorker, a *randomMem, i, n, how int, rs *ra
 }
 
 // pinned copies a span of one of the goroutine's allocations in and out
-// through pinned memory (AllocPinnedMemory, HostAlloc or a
+// through pinned memory (AllocPinned, AllocPinnedUnpooled or a
 // PinnedMemoryPool) seen as a []uint32 by PinnedSlice, with asynchronous
 // copies on shared streams; the pinned memory is freed once the copies
 // are done.
@@ -180,14 +180,14 @@ func (w *randomWorker) pinned() {
 	var from string
 	switch w.r.IntN(3) {
 	case 0:
-		from = "AllocPinnedMemory"
-		m, err = AllocPinnedMemory(4 * n)
+		from = "AllocPinned"
+		m, err = AllocPinned(4 * n)
 	case 1:
-		from = "HostAlloc"
-		m, err = HostAlloc(4 * n)
+		from = "AllocPinnedUnpooled"
+		m, err = AllocPinnedUnpooled(4 * n)
 	case 2:
-		from = "PinnedMemoryPool.Malloc"
-		m, err = w.pinnedPool.Malloc(4 * n)
+		from = "PinnedMemoryPool.Alloc"
+		m, err = w.pinnedPool.Alloc(4 * n)
 	}
 	if !w.ok(err, 0, "%s of %d bytes", from, 4*n) {
 		return
@@ -205,9 +205,9 @@ func (w *randomWorker) pinned() {
 	raw := w.r.IntN(2) == 0
 	err = rs.queue(func(s *Stream) error {
 		if raw {
-			return a.at(i).CopyFromHostPointerAsync(m.Ptr(), 4*n, s)
+			return a.at(i).CopyFromHostPointerAsync(s, m.Ptr(), 4*n)
 		}
-		return CopyFromHostAsync(a.at(i), h, s)
+		return CopyFromHostAsync(s, a.at(i), h)
 	})
 	if w.ok(err, 0, "copy from pinned memory to words %d..%d of %s on %s", i, j-1, a.describe(), rs.what) {
 		a.set(i, j, v, true, "a copy from pinned memory")
@@ -222,9 +222,9 @@ func (w *randomWorker) pinned() {
 	rs = w.stream()
 	err = rs.queue(func(s *Stream) error {
 		if raw {
-			return a.at(i).CopyToHostPointerAsync(m.Ptr(), 4*n, s)
+			return a.at(i).CopyToHostPointerAsync(s, m.Ptr(), 4*n)
 		}
-		return CopyToHostAsync(h, a.at(i), s)
+		return CopyToHostAsync(s, h, a.at(i))
 	})
 	copied := w.ok(err, 0, "copy to pinned memory from words %d..%d of %s on %s", i, j-1, a.describe(), rs.what)
 	if !w.settle(rs) {
@@ -339,7 +339,7 @@ func (w *randomWorker) ipc() {
 	if w.ok(CopyToHost(got, m), 0, "CopyToHost through an IPC mapping") {
 		a.compare(&w.randomOp, i, got, "a read through an IPC mapping")
 	}
-	w.ok(m.Memory().Free(), 0, "Free of an IPC mapping")
+	w.ok(m.Memory().free(), 0, "Free of an IPC mapping")
 }
 
 func (w *randomWorker) ipcEvent() {
@@ -409,9 +409,9 @@ func (w *randomWorker) managed() {
 		if len(w.mem) == randomOwned {
 			return
 		}
-		a := &randomMem{kind: "Device.MallocManaged", managed: true, n: w.size(), segs: []randomSeg{{at: 0}}}
+		a := &randomMem{kind: "Managed(d).Alloc", managed: true, n: w.size(), segs: []randomSeg{{at: 0}}}
 		var err error
-		if a.p, err = w.d.MallocManaged(4 * a.n); !w.ok(err, 0, "Device.MallocManaged of %d bytes", 4*a.n) {
+		if a.p, err = Managed(w.d).Alloc(4 * a.n); !w.ok(err, 0, "Managed(d).Alloc of %d bytes", 4*a.n) {
 			return
 		}
 		w.mem = append(w.mem, a)
@@ -431,7 +431,7 @@ func (w *randomWorker) managed() {
 		w.note("managed advice")
 	} else {
 		rs := w.stream()
-		w.ok(rs.queue(func(s *Stream) error { return a.at(i).Prefetch(4*(j-i), dev, s) }),
+		w.ok(rs.queue(func(s *Stream) error { return a.at(i).Prefetch(s, 4*(j-i), dev) }),
 			0, "Prefetch to %v of words %d..%d of %s on %s", dev, i, j-1, a.describe(), rs.what)
 		w.settle(rs)
 		w.note("managed prefetches")
@@ -476,17 +476,17 @@ func (w *randomWorker) asyncPool() {
 		var p MemoryPointer
 		var err error
 		if w.r.IntN(3) == 0 {
-			p, err = MallocAsync(4*n, rs.s)
+			p, err = AllocAsync(rs.s, 4*n)
 		} else {
-			p, err = w.sharedAsync().MallocAsync(4*n, rs.s)
+			p, err = w.sharedAsync().AllocAsync(rs.s, 4*n)
 		}
-		if !w.ok(err, 0, "MallocAsync of %d bytes on %s", 4*n, rs.what) {
+		if !w.ok(err, 0, "AllocAsync of %d bytes on %s", 4*n, rs.what) {
 			continue
 		}
 		v := w.r.Uint32()
 		if !w.ok(w.fill.Launch(rs.s, randomGrid(n), p, v, int32(n)), 0, "fill on %s", rs.what) {
 			w.settle(rs)
-			w.ok(p.Memory().Free(), 0, "Free of stream-ordered memory")
+			w.ok(p.Memory().free(), 0, "Free of stream-ordered memory")
 			continue
 		}
 		parts = append(parts, part{p, rs, v})
@@ -502,7 +502,7 @@ func (w *randomWorker) asyncPool() {
 	}()
 	chain := true
 	for _, pt := range parts {
-		e, err := pt.rs.s.Record(nil)
+		e, err := pt.rs.s.recordNew(nil)
 		if chain = w.ok(err, 0, "Record on %s", pt.rs.what); !chain {
 			break
 		}
@@ -517,7 +517,7 @@ func (w *randomWorker) asyncPool() {
 					return err
 				}
 			}
-			if err := w.bad.MemsetAsync(0, 4, s); err != nil {
+			if err := w.bad.MemsetAsync(s, 0, 4); err != nil {
 				return err
 			}
 			for _, pt := range parts {
@@ -526,7 +526,7 @@ func (w *randomWorker) asyncPool() {
 				}
 			}
 			var err error
-			done, err = s.Record(nil)
+			done, err = s.recordNew(nil)
 			return err
 		})
 		chain = w.ok(err, 0, "check of stream-ordered memory on %s", rs.what)
@@ -546,7 +546,7 @@ func (w *randomWorker) asyncPool() {
 		return
 	}
 	for _, pt := range parts {
-		w.ok(pt.p.Memory().Free(), 0, "Free of stream-ordered memory on %s", pt.rs.what)
+		w.ok(pt.p.Memory().free(), 0, "Free of stream-ordered memory on %s", pt.rs.what)
 	}
 	if chain {
 		w.note("async frees queued behind another stream's kernel")

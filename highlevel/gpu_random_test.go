@@ -129,7 +129,7 @@ func TestGPURandomOps(t *testing.T) {
 	fill, check := kernel(t, m, "fill"), kernel(t, m, "check")
 	// Load the kernels into the device before any capture: a strict
 	// capture refuses the loading, at a kernel's first launch.
-	warm, err := d.Malloc(8)
+	warm, err := d.Alloc(8)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func TestGPURandomOps(t *testing.T) {
 	if err := d.Synchronize(); err != nil {
 		t.Fatal(err)
 	}
-	if err := warm.Memory().Free(); err != nil {
+	if err := warm.Memory().free(); err != nil {
 		t.Fatal(err)
 	}
 
@@ -584,11 +584,11 @@ func newRandomWorld(t *testing.T, d Device, seed uint64, cfg *randomConfig, fill
 		}
 		w.events = append(w.events, e)
 	}
-	if w.scratch, err = d.Malloc(1 << 20); err != nil {
+	if w.scratch, err = d.Alloc(1 << 20); err != nil {
 		t.Fatal(err)
 	}
 	for _, n := range []int{4096, 1 << 16} {
-		p, err := d.Malloc(4 * n)
+		p, err := d.Alloc(4 * n)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -661,7 +661,7 @@ func (w *randomWorld) finish() {
 		t.Errorf("MemoryAsyncPool.Close: %v", err)
 	}
 	for _, p := range append([]MemoryPointer{w.scratch}, w.targetPointers()...) {
-		if err := p.Memory().Free(); err != nil {
+		if err := p.Memory().free(); err != nil {
 			t.Errorf("Free of a shared buffer: %v", err)
 		}
 	}
@@ -672,11 +672,11 @@ func (w *randomWorld) finish() {
 	// collected and the pool's next allocation takes them in.
 	runtime.GC()
 	runtime.GC()
-	m, err := w.pool.Malloc(1)
+	m, err := w.pool.Alloc(1)
 	if err != nil {
-		t.Fatalf("MemoryPool.Malloc: %v", err)
+		t.Fatalf("MemoryPool.Alloc: %v", err)
 	}
-	if err := m.Memory().Free(); err != nil {
+	if err := m.Memory().free(); err != nil {
 		t.Errorf("MemoryPool Free: %v", err)
 	}
 	active, dropped := w.pool.ActiveBlocks(), w.dropped.Load()
@@ -977,7 +977,7 @@ func (w *randomWorld) run(g int) {
 		return
 	}
 	r.own2 = &randomStream{s: own2, what: "the goroutine's second stream"}
-	if r.bad, err = w.d.Malloc(4); !r.ok(err, 0, "Device.Malloc") {
+	if r.bad, err = w.d.Alloc(4); !r.ok(err, 0, "Device.Alloc") {
 		return
 	}
 	total := 0
@@ -1011,7 +1011,7 @@ func (w *randomWorld) run(g int) {
 		r.verifyMem(a)
 		r.release(a)
 	}
-	r.ok(r.bad.Memory().Free(), 0, "Free of check's count")
+	r.ok(r.bad.Memory().free(), 0, "Free of check's count")
 	r.ok(r.own.s.Close(), 0, "Stream.Close of the goroutine's own stream")
 	r.ok(r.own2.s.Close(), 0, "Stream.Close of the goroutine's second stream")
 }
@@ -1056,7 +1056,7 @@ func (w *randomWorker) settle(rs *randomStream) bool {
 	case 2:
 		how = "Event.Wait after Stream.Record"
 		var e *Event
-		if e, err = s.Record(nil); err == nil {
+		if e, err = s.recordNew(nil); err == nil {
 			err = e.Wait(ctx)
 		}
 		if e != nil {

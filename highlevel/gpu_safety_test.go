@@ -76,8 +76,8 @@ func TestGPUGraphClosedWhileRunning(t *testing.T) {
 	spin := spinner(t, d)
 	s, _ := NewStream(d, nil)
 	defer s.Close()
-	scratch, _ := d.Malloc(4)
-	defer scratch.Memory().Free()
+	scratch, _ := d.Alloc(4)
+	defer scratch.Memory().free()
 	var runs atomic.Int32
 	capture := func() *Graph {
 		g, err := Capture(s, CaptureRelaxed, func() error { return s.LaunchHostFunc(func() { runs.Add(1) }) })
@@ -127,7 +127,7 @@ func TestGPUGraphCrossStreamHostFunc(t *testing.T) {
 	defer fork.Close()
 	var runs atomic.Int32
 	g, err := Capture(s, CaptureRelaxed, func() error {
-		e, err := s.Record(nil)
+		e, err := s.recordNew(nil)
 		if err != nil {
 			return err
 		}
@@ -138,7 +138,7 @@ func TestGPUGraphCrossStreamHostFunc(t *testing.T) {
 		if err := fork.LaunchHostFunc(func() { runs.Add(1) }); err != nil {
 			return err
 		}
-		j, err := fork.Record(nil)
+		j, err := fork.recordNew(nil)
 		if err != nil {
 			return err
 		}
@@ -188,11 +188,11 @@ func TestGPUCaptureAndPackageSyncs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	p, err := d.Malloc(4)
+	p, err := d.Alloc(4)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.Memory().Free()
+	defer p.Memory().free()
 	// Most tries come while a capture runs and are refused at once: count
 	// the waits that ran, for at most ten seconds.
 	waits := int64(2000)
@@ -223,7 +223,7 @@ func TestGPUCaptureAndPackageSyncs(t *testing.T) {
 			running = false
 		default:
 		}
-		g, err := Capture(s, CaptureRelaxed, func() error { return p.MemsetAsync(byte(captured), 4, s) })
+		g, err := Capture(s, CaptureRelaxed, func() error { return p.MemsetAsync(s, byte(captured), 4) })
 		if err != nil {
 			t.Fatalf("capture %d: %v", captured, err)
 		}
@@ -268,23 +268,23 @@ func TestGPUPoolOverflow(t *testing.T) {
 	d := gpu(t)
 	p, _ := NewMemoryPool(d)
 	defer p.Close()
-	m, _ := p.Malloc(1000)
+	m, _ := p.Alloc(1000)
 	before := counts(p)
 	for _, n := range []int{math.MaxInt, math.MaxInt - 100, math.MaxInt - 511, 1 << 62} {
-		if got, err := p.Malloc(n); err == nil {
+		if got, err := p.Alloc(n); err == nil {
 			t.Errorf("Malloc(%d) = %p, want an error", n, got.Ptr())
 		}
-		if _, err := DefaultPinnedMemoryPool().Malloc(n); err == nil {
+		if _, err := DefaultPinnedMemoryPool().Alloc(n); err == nil {
 			t.Errorf("pinned Malloc(%d) succeeded", n)
 		}
-		if _, err := MallocAsync(n, nil); err == nil {
-			t.Errorf("MallocAsync(%d) succeeded", n)
+		if _, err := AllocAsync(nil, n); err == nil {
+			t.Errorf("AllocAsync(%d) succeeded", n)
 		}
 	}
 	if after := counts(p); after != before {
 		t.Errorf("accounting moved: %+v, then %+v", before, after)
 	}
-	m.Memory().Free()
+	m.Memory().free()
 }
 
 // TestGPUPinnedViewOutlivesMemory drops a PinnedMemory and keeps its Bytes
@@ -294,7 +294,7 @@ func TestGPUPinnedViewOutlivesMemory(t *testing.T) {
 	gpu(t)
 	pool := NewPinnedMemoryPool()
 	view := func() []byte {
-		m, err := pool.Malloc(4096)
+		m, err := pool.Alloc(4096)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -307,7 +307,7 @@ func TestGPUPinnedViewOutlivesMemory(t *testing.T) {
 		runtime.GC()
 	}
 	for range 8 {
-		m, err := pool.Malloc(4096)
+		m, err := pool.Alloc(4096)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -341,7 +341,7 @@ func TestGPUPoolLostBlockWaitsForGPU(t *testing.T) {
 	s2, _ := NewStream(d, &StreamOptions{NonBlocking: true})
 	defer s2.Close()
 	func() {
-		m, err := p.MallocStream(4096, s1)
+		m, err := p.AllocAsync(s1, 4096)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -349,19 +349,19 @@ func TestGPUPoolLostBlockWaitsForGPU(t *testing.T) {
 	}()
 	// Use up the slab, so that its cleanup can run.
 	for range slabSize {
-		m, _ := p.MallocStream(1<<20, s1)
-		m.Memory().Free()
+		m, _ := p.AllocAsync(s1, 1<<20)
+		m.Memory().free()
 	}
 	for range 3 {
 		runtime.GC()
 	}
 	time.Sleep(10 * time.Millisecond) // let the cleanup goroutine run
-	m, err := p.MallocStream(4096, s1)
+	m, err := p.AllocAsync(s1, 4096)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer m.Memory().Free()
-	if err := m.MemsetAsync(0, 4096, s1); err != nil {
+	defer m.Memory().free()
+	if err := m.MemsetAsync(s1, 0, 4096); err != nil {
 		t.Fatal(err)
 	}
 	d.Synchronize()
@@ -381,18 +381,18 @@ func TestGPUStreamCloseSettlesPool(t *testing.T) {
 	p, _ := NewMemoryPool(d)
 	defer p.Close()
 	s, _ := NewStream(d, &StreamOptions{NonBlocking: true})
-	m, _ := p.MallocStream(4096, s)
+	m, _ := p.AllocAsync(s, 4096)
 	addr := m.Ptr()
 	spin(s, m, 0xBAD, 100)
-	m.Memory().Free()
+	m.Memory().free()
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.MallocStream(4096, s); !errors.Is(err, ErrClosed) {
-		t.Errorf("MallocStream on a closed stream: %v, want ErrClosed", err)
+	if _, err := p.AllocAsync(s, 4096); !errors.Is(err, ErrClosed) {
+		t.Errorf("AllocAsync on a closed stream: %v, want ErrClosed", err)
 	}
-	n, _ := p.Malloc(4096)
-	defer n.Memory().Free()
+	n, _ := p.Alloc(4096)
+	defer n.Memory().free()
 	if n.Ptr() != addr {
 		t.Errorf("the legacy stream got %p, want the closed stream's block %p", n.Ptr(), addr)
 	}
@@ -468,13 +468,13 @@ func TestGPUDoneSameChannel(t *testing.T) {
 	d := gpu(t)
 	s, _ := NewStream(d, nil)
 	defer s.Close()
-	m, _ := d.Malloc(1024)
-	defer m.Memory().Free()
+	m, _ := d.Alloc(1024)
+	defer m.Memory().free()
 	a, b := s.Done(), s.Done()
 	if a != b {
 		t.Errorf("Done gave two channels with nothing queued between")
 	}
-	m.MemsetAsync(1, 1024, s)
+	m.MemsetAsync(s, 1, 1024)
 	if c := s.Done(); c == a {
 		t.Errorf("Done gave the old channel after new work")
 	}
@@ -557,8 +557,8 @@ func TestGPUCloseRace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mem, _ := d.Malloc(1 << 12)
-	defer mem.Memory().Free()
+	mem, _ := d.Alloc(1 << 12)
+	defer mem.Memory().free()
 	one := LaunchConfig{Grid: Dim3{X: 1}, Block: Dim3{X: 32}}
 	var ok, closed atomic.Int64
 	note := func(err error) {
@@ -592,7 +592,7 @@ func TestGPUCloseRace(t *testing.T) {
 					case 3:
 						note(x.Launch(s))
 					case 4:
-						note(mem.MemsetAsync(1, 128, s))
+						note(mem.MemsetAsync(s, 1, 128))
 					case 5:
 						_, err := e.Query()
 						note(err)
@@ -650,12 +650,12 @@ func onlyDevice1(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	m, _ := d.Malloc(8 << 20)
+	m, _ := d.Alloc(8 << 20)
 	host := make([]byte, 8<<20) // staged: pinned buffers, pointer queries
 	if err := m.CopyFromHostPointer(unsafe.Pointer(&host[0]), len(host)); err != nil {
 		t.Fatal(err)
 	}
-	pinned, err := AllocPinnedMemory(1 << 20)
+	pinned, err := AllocPinned(1 << 20)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -670,9 +670,9 @@ func onlyDevice1(t *testing.T) {
 	}
 	d.Do(func() error { return nil }) // leaves device 1's context where there was none, not device 0's
 	p, _ := NewMemoryPool(d)
-	b, _ := p.Malloc(1 << 20)
-	b.Memory().Free()
-	m.Memory().Free()
+	b, _ := p.Alloc(1 << 20)
+	b.Memory().free()
+	m.Memory().free()
 	active, err := Device(0).primaryContextActive()
 	if err != nil {
 		t.Fatal(err)
@@ -700,8 +700,8 @@ func TestGPULaunchDeviceOfArguments(t *testing.T) {
 	defer m.Close()
 	k, _ := m.Kernel("set")
 	one := LaunchConfig{Grid: Dim3{X: 1}, Block: Dim3{X: 1}}
-	on1, _ := Device(1).Malloc(4)
-	defer on1.Memory().Free()
+	on1, _ := Device(1).Alloc(4)
+	defer on1.Memory().free()
 	if err := k.Launch(nil, one, on1, uint32(7)); err != nil {
 		t.Fatalf("nil stream with memory of device 1: %v", err)
 	}
@@ -738,7 +738,7 @@ func TestGPUAsyncPoolDroppedMemory(t *testing.T) {
 	}
 	const n, rest = 1 << 20, 8
 	for range slabSize + rest {
-		if _, err := p.MallocAsync(n, nil); err != nil {
+		if _, err := p.AllocAsync(nil, n); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -747,11 +747,11 @@ func TestGPUAsyncPoolDroppedMemory(t *testing.T) {
 	takeLost := func(done func() bool) {
 		for start := time.Now(); time.Since(start) < 5*time.Second; time.Sleep(time.Millisecond) {
 			runtime.GC()
-			m, err := d.Malloc(1) // frees what was lost, once the device is idle
+			m, err := d.Alloc(1) // frees what was lost, once the device is idle
 			if err != nil {
 				t.Fatal(err)
 			}
-			m.Memory().Free()
+			m.Memory().free()
 			if done() {
 				return
 			}

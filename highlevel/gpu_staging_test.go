@@ -15,12 +15,12 @@ import (
 func TestGPUStagedCopies(t *testing.T) {
 	d := gpu(t)
 	const most = 64<<20 + 3 + 8
-	m, err := d.Malloc(most)
+	m, err := d.Alloc(most)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer m.Memory().Free()
-	pinned, err := AllocPinnedMemory(most)
+	defer m.Memory().free()
+	pinned, err := AllocPinned(most)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestGPUStagedArray(t *testing.T) {
 	for i := range src {
 		src[i] = float64(i) * 0.5
 	}
-	a, err := ArrayFrom(src)
+	a, err := ArrayFrom(nil, src)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,11 +95,11 @@ func TestGPUStagedAsyncOrder(t *testing.T) {
 	}
 	defer s.Close()
 	const n = 24<<20 + 1
-	m, err := d.Malloc(n)
+	m, err := d.Alloc(n)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer m.Memory().Free()
+	defer m.Memory().free()
 	hold := func() {
 		if err := s.LaunchHostFunc(func() { time.Sleep(100 * time.Millisecond) }); err != nil {
 			t.Fatal(err)
@@ -108,11 +108,11 @@ func TestGPUStagedAsyncOrder(t *testing.T) {
 
 	// To the host: the memset queued before the copy is what it reads.
 	hold()
-	if err := m.MemsetAsync(0x5A, n, s); err != nil {
+	if err := m.MemsetAsync(s, 0x5A, n); err != nil {
 		t.Fatal(err)
 	}
 	dst := make([]byte, n)
-	if err := m.CopyToHostPointerAsync(unsafe.Pointer(&dst[0]), n, s); err != nil {
+	if err := m.CopyToHostPointerAsync(s, unsafe.Pointer(&dst[0]), n); err != nil {
 		t.Fatal(err)
 	}
 	if want := bytes.Repeat([]byte{0x5A}, n); !bytes.Equal(dst, want) {
@@ -123,18 +123,18 @@ func TestGPUStagedAsyncOrder(t *testing.T) {
 	// before the one queued after it.
 	src := randomBytes(n)
 	hold()
-	if err := m.MemsetAsync(0xFF, n, s); err != nil {
+	if err := m.MemsetAsync(s, 0xFF, n); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.CopyFromHostPointerAsync(unsafe.Pointer(&src[0]), n, s); err != nil {
+	if err := m.CopyFromHostPointerAsync(s, unsafe.Pointer(&src[0]), n); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.MemsetAsync(0, 16, s); err != nil {
+	if err := m.MemsetAsync(s, 0, 16); err != nil {
 		t.Fatal(err)
 	}
 	clear(src[:16])
 	got := make([]byte, n)
-	if err := m.CopyToHostPointerAsync(unsafe.Pointer(&got[0]), n, s); err != nil {
+	if err := m.CopyToHostPointerAsync(s, unsafe.Pointer(&got[0]), n); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, src) {
@@ -147,11 +147,11 @@ func TestGPUStagedAsyncOrder(t *testing.T) {
 func BenchmarkGPUStaging(b *testing.B) {
 	d := gpu(b)
 	const n = 256 << 20
-	m, err := d.Malloc(n)
+	m, err := d.Alloc(n)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer m.Memory().Free()
+	defer m.Memory().free()
 	host := make([]byte, n)
 	for i := range host {
 		host[i] = byte(i)

@@ -43,7 +43,7 @@ const (
 // TestGPUStagedCopyStress looks for copies that corrupt the memory they
 // copy to or from when everything runs at once (issue 45: a 2-4 MiB pool
 // block read back bytes never written there). Four goroutines each own a
-// block of 2 to 4 MiB, two from a MemoryPool and two from Device.Malloc,
+// block of 2 to 4 MiB, two from a MemoryPool and two from Device.Alloc,
 // filled at allocation with a staged CopyFromHost; each round, an owner
 // writes a pattern unique to the write (its id and each word's index) to
 // a span at a random offset with CopyFromHost or CopyFromHostAsync, and
@@ -93,7 +93,7 @@ func TestGPUStagedCopyStress(t *testing.T) {
 	defer st.pool.Close()
 	// Load the kernels into the device before any capture: a strict
 	// capture refuses the loading, at a kernel's first launch.
-	warm, err := d.Malloc(4)
+	warm, err := d.Alloc(4)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestGPUStagedCopyStress(t *testing.T) {
 		}
 	}()
 	for i := range 4 {
-		if mem[4+i], err = d.Malloc(4 << 20); err != nil {
+		if mem[4+i], err = d.Alloc(4 << 20); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -185,14 +185,14 @@ func (st *stressTest) owner(g, rounds int) MemoryPointer {
 	}
 	defer s.Close()
 	n := 2<<20 + 8*r.IntN(1<<18)
-	from := "MemoryPool.Malloc"
+	from := "MemoryPool.Alloc"
 	var p MemoryPointer
 	err = st.retry(func() (err error) {
 		if g%2 == 0 {
-			p, err = st.pool.Malloc(n)
+			p, err = st.pool.Alloc(n)
 		} else {
-			from = "Device.Malloc"
-			p, err = st.d.Malloc(n)
+			from = "Device.Alloc"
+			p, err = st.d.Alloc(n)
 		}
 		return err
 	})
@@ -257,7 +257,7 @@ func (st *stressTest) write(r *rand.Rand, s *Stream, p MemoryPointer, want []byt
 		name, err = "CopyFromHost[uint32]", CopyFromHost(dst, w)
 	case 2:
 		name = "CopyFromHostAsync[byte]"
-		if err = CopyFromHostAsync(dst, data, s); err == nil {
+		if err = CopyFromHostAsync(s, dst, data); err == nil {
 			err = st.wait(s)
 		}
 	}
@@ -302,7 +302,7 @@ func (st *stressTest) read(r *rand.Rand, s *Stream, p MemoryPointer, want []byte
 		}
 	case 2:
 		// To pageable memory, CUDA has written got when the call returns.
-		name, err = "CopyToHostAsync[byte]", CopyToHostAsync(got, src, s)
+		name, err = "CopyToHostAsync[byte]", CopyToHostAsync(s, got, src)
 	}
 	switch {
 	case err == nil:

@@ -218,15 +218,15 @@ func TestGPUMemory(t *testing.T) {
 		name  string
 		alloc func(int) (MemoryPointer, error)
 	}{
-		{"Malloc", d.Malloc},
-		{"MallocManaged", d.MallocManaged},
-		{"MallocAsync", func(n int) (MemoryPointer, error) { return MallocAsync(n, nil) }},
+		{"Malloc", d.Alloc},
+		{"Managed", Managed(d).Alloc},
+		{"AllocAsync", func(n int) (MemoryPointer, error) { return AllocAsync(nil, n) }},
 		{"pool", func(n int) (MemoryPointer, error) {
 			p, err := DefaultMemoryPool()
 			if err != nil {
 				return MemoryPointer{}, err
 			}
-			return p.Malloc(n)
+			return p.Alloc(n)
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -251,11 +251,11 @@ func TestGPUMemory(t *testing.T) {
 				t.Fatal(err)
 			}
 			copy(src[1000:1100], bytes.Repeat([]byte{7}, 100))
-			other, err := d.Malloc(n / 2)
+			other, err := d.Alloc(n / 2)
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer other.Memory().Free()
+			defer other.Memory().free()
 			half, _ := m.Add(n / 2)
 			if err := other.CopyFromDevice(half, n/2); err != nil {
 				t.Fatal(err)
@@ -274,10 +274,10 @@ func TestGPUMemory(t *testing.T) {
 			if err := m.Memset(0, n+1); err == nil {
 				t.Errorf("Memset past the end: no error")
 			}
-			if err := m.Memory().Free(); err != nil {
+			if err := m.Memory().free(); err != nil {
 				t.Fatal(err)
 			}
-			if err := m.Memory().Free(); !errors.Is(err, ErrFreed) {
+			if err := m.Memory().free(); !errors.Is(err, ErrFreed) {
 				t.Errorf("second Free: %v, want ErrFreed", err)
 			}
 			if err := m.CopyToHostPointer(unsafe.Pointer(&got[0]), n); !errors.Is(err, ErrFreed) {
@@ -295,21 +295,21 @@ func TestGPUAsyncCopies(t *testing.T) {
 	}
 	defer s.Close()
 	const n = 4 << 20
-	pinned, err := DefaultPinnedMemoryPool().Malloc(n)
+	pinned, err := DefaultPinnedMemoryPool().Alloc(n)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer pinned.Free()
 	src := randomBytes(n)
 	copy(pinned.Bytes(), src)
-	m, err := MallocAsync(n, s)
+	m, err := AllocAsync(s, n)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := m.CopyFromHostPointerAsync(pinned.Ptr(), n, s); err != nil {
+	if err := m.CopyFromHostPointerAsync(s, pinned.Ptr(), n); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.MemsetAsync(9, 10, s); err != nil {
+	if err := m.MemsetAsync(s, 9, 10); err != nil {
 		t.Fatal(err)
 	}
 	copy(src[:10], bytes.Repeat([]byte{9}, 10))
@@ -320,7 +320,7 @@ func TestGPUAsyncCopies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := m.CopyToHostPointerAsync(unsafe.Pointer(&dst[0]), n, s); err != nil {
+	if err := m.CopyToHostPointerAsync(s, unsafe.Pointer(&dst[0]), n); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Wait(context.Background()); err != nil {
@@ -335,13 +335,13 @@ func TestGPUAsyncCopies(t *testing.T) {
 	if err := reg.Unregister(); !errors.Is(err, ErrClosed) {
 		t.Errorf("second Unregister: %v, want ErrClosed", err)
 	}
-	if err := m.Memory().Free(); err != nil {
+	if err := m.Memory().free(); err != nil {
 		t.Error(err)
 	}
 	if err := s.Synchronize(); err != nil {
 		t.Error(err)
 	}
-	u, err := AllocPinnedMemory(100)
+	u, err := AllocPinned(100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -357,17 +357,17 @@ func TestGPUPoolOnDevice(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 100 {
-		m, err := p.Malloc(3 << 20)
+		m, err := p.Alloc(3 << 20)
 		if err != nil {
 			t.Fatal(err)
 		}
-		m.Memory().Free()
+		m.Memory().free()
 	}
 	if p.UsedBytes() != 0 || p.TotalBytes() != 3<<20 {
 		t.Errorf("after 100 Malloc/Free: used %d, total %d", p.UsedBytes(), p.TotalBytes())
 	}
 	_, total, _ := d.MemInfo()
-	_, err = p.Malloc(2 * total)
+	_, err = p.Alloc(2 * total)
 	if !errors.Is(err, cudart.ErrorMemoryAllocation) {
 		t.Errorf("Malloc of twice the device: %v, want ErrorMemoryAllocation", err)
 	}
@@ -385,14 +385,14 @@ func TestGPUPoolOnDevice(t *testing.T) {
 	if th := ap.ReleaseThreshold(); th != 64<<20 {
 		t.Errorf("ReleaseThreshold = %d", th)
 	}
-	m, err := ap.Malloc(8 << 20)
+	m, err := ap.Alloc(8 << 20)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if used := ap.UsedBytes(); used < 8<<20 {
 		t.Errorf("async pool UsedBytes = %d", used)
 	}
-	m.Memory().Free()
+	m.Memory().free()
 	d.Synchronize()
 	if used := ap.UsedBytes(); used != 0 {
 		t.Errorf("async pool UsedBytes after Free = %d", used)
@@ -403,7 +403,7 @@ func TestGPUPoolOnDevice(t *testing.T) {
 	if total := ap.TotalBytes(); total != 0 {
 		t.Errorf("async pool TotalBytes after FreeAllBlocks = %d", total)
 	}
-	own, err := d.Malloc(1024)
+	own, err := d.Alloc(1024)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -414,8 +414,8 @@ func TestGPUPoolOnDevice(t *testing.T) {
 	if err := un.Memset(1, 1024); err != nil {
 		t.Error(err)
 	}
-	un.Memory().Free()
-	if err := own.Memory().Free(); err != nil {
+	un.Memory().free()
+	if err := own.Memory().free(); err != nil {
 		t.Errorf("the owner's Free after the unowned one's: %v", err)
 	}
 	x := 5
@@ -430,7 +430,7 @@ func TestGPUArray(t *testing.T) {
 	for i := range src {
 		src[i] = float32(i) * 0.5
 	}
-	a, err := ArrayFrom(src)
+	a, err := ArrayFrom(nil, src)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -446,11 +446,11 @@ func TestGPUArray(t *testing.T) {
 	part := []float32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
 	st, _ := NewStream(0, nil)
 	defer st.Close()
-	if err := s.CopyFromHostAsync(part, st); err != nil {
+	if err := s.CopyFromHostAsync(st, part); err != nil {
 		t.Fatal(err)
 	}
 	copy(src[10:20], part)
-	if err := a.CopyToHostAsync(got, st); err != nil {
+	if err := a.CopyToHostAsync(st, got); err != nil {
 		t.Fatal(err)
 	}
 	st.Synchronize()
@@ -494,7 +494,7 @@ func TestGPUStreamsAndEvents(t *testing.T) {
 			t.Errorf("callback status %v", err)
 		}
 	})
-	end, err := lo.Record(nil)
+	end, err := lo.recordNew(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -564,7 +564,7 @@ func TestGPUWait(t *testing.T) {
 	defer s.Close()
 	var ran atomic.Bool
 	s.LaunchHostFunc(func() { time.Sleep(200 * time.Millisecond); ran.Store(true) })
-	e, err := s.Record(nil)
+	e, err := s.recordNew(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -614,7 +614,7 @@ func TestGPUWaitManyGoroutines(t *testing.T) {
 	defer s.Close()
 	var released atomic.Int64
 	s.LaunchHostFunc(func() { time.Sleep(300 * time.Millisecond); released.Store(time.Now().UnixNano()) })
-	e, err := s.Record(nil)
+	e, err := s.recordNew(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -660,7 +660,7 @@ func TestGPUWaitManyGoroutines(t *testing.T) {
 	var waitLat, syncLat []time.Duration
 	for i := range 42 {
 		s.LaunchHostFunc(func() { time.Sleep(5 * time.Millisecond); released.Store(time.Now().UnixNano()) })
-		e, err := s.Record(nil)
+		e, err := s.recordNew(nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -689,13 +689,13 @@ func TestGPUGraph(t *testing.T) {
 	d := gpu(t)
 	s, _ := NewStream(d, &StreamOptions{NonBlocking: true})
 	defer s.Close()
-	m, _ := d.Malloc(1 << 20)
-	defer m.Memory().Free()
+	m, _ := d.Alloc(1 << 20)
+	defer m.Memory().free()
 	host := make([]byte, 1<<20)
 	var runs atomic.Int32
 	capture := func(v byte) *Graph {
 		g, err := Capture(s, CaptureRelaxed, func() error {
-			if err := m.MemsetAsync(v, 1<<20, s); err != nil {
+			if err := m.MemsetAsync(s, v, 1<<20); err != nil {
 				return err
 			}
 			return s.LaunchHostFunc(func() { runs.Add(1) })
@@ -770,21 +770,21 @@ func TestGPUManyGoroutines(t *testing.T) {
 			defer s.Close()
 			for i := range 20 {
 				size := 1024 * (1 + (g+i)%64)
-				m, err := pools[d].MallocStream(size, s)
+				m, err := pools[d].AllocAsync(s, size)
 				if err != nil {
 					t.Error(err)
 					return
 				}
 				src := bytes.Repeat([]byte{byte(g + i)}, size)
 				dst := make([]byte, size)
-				m.CopyFromHostPointerAsync(unsafe.Pointer(&src[0]), size, s)
-				e, err := s.Record(nil)
+				m.CopyFromHostPointerAsync(s, unsafe.Pointer(&src[0]), size)
+				e, err := s.recordNew(nil)
 				if err != nil {
 					t.Error(err)
 					return
 				}
 				s.WaitEvent(e)
-				m.CopyToHostPointerAsync(unsafe.Pointer(&dst[0]), size, s)
+				m.CopyToHostPointerAsync(s, unsafe.Pointer(&dst[0]), size)
 				if err := s.Wait(context.Background()); err != nil {
 					t.Error(err)
 				}
@@ -792,7 +792,7 @@ func TestGPUManyGoroutines(t *testing.T) {
 					t.Errorf("goroutine %d on %v: round trip %d differs", g, d, i)
 				}
 				e.Close()
-				m.Memory().Free()
+				m.Memory().free()
 			}
 		})
 	}
@@ -813,21 +813,21 @@ func TestGPUPeer(t *testing.T) {
 	if n, _ := DeviceCount(); n < 2 {
 		t.Skip("one device: peer copies need two")
 	}
-	a, err := Device(0).Malloc(1 << 20)
+	a, err := Device(0).Alloc(1 << 20)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer a.Memory().Free()
-	b, err := Device(1).Malloc(1 << 20)
+	defer a.Memory().free()
+	b, err := Device(1).Alloc(1 << 20)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer b.Memory().Free()
+	defer b.Memory().free()
 	src := randomBytes(1 << 20)
 	a.CopyFromHostPointer(unsafe.Pointer(&src[0]), len(src))
 	s1, _ := NewStream(1, nil)
 	defer s1.Close()
-	if err := b.CopyFromDeviceAsync(a, 1<<20, s1); err != nil {
+	if err := b.CopyFromDeviceAsync(s1, a, 1<<20); err != nil {
 		t.Fatal(err)
 	}
 	s1.Synchronize()
@@ -836,7 +836,30 @@ func TestGPUPeer(t *testing.T) {
 	if !bytes.Equal(got, src) {
 		t.Errorf("peer copy differs")
 	}
-	if err := a.MemsetAsync(0, 10, s1); err == nil {
+	if err := a.MemsetAsync(s1, 0, 10); err == nil {
 		t.Errorf("memory of device 0 on a stream of device 1: no error")
 	}
+}
+
+// recordNew records e on the stream, or a new event when e is nil, and returns
+// the event.
+func (s *Stream) recordNew(e *Event) (*Event, error) {
+	if err := s.usable(); err != nil {
+		return nil, err
+	}
+	if e != nil {
+		return e, e.Record(s)
+	}
+	if s.life.Closed() {
+		return nil, ErrClosed
+	}
+	e, err := NewEvent(s.dev, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.Record(s); err != nil {
+		e.Close()
+		return nil, err
+	}
+	return e, nil
 }

@@ -21,23 +21,23 @@ import (
 // garbage collector cannot see views of C memory): forgetting Free leaks
 // it, and its pool counts it in ActiveBlocks.
 //
-// The zero value is not usable: make one with AllocPinnedMemory (or
-// HostAlloc, PinnedMemoryPool.Malloc); Free on it returns an error wrapping
+// The zero value is not usable: make one with AllocPinned (or
+// AllocPinnedUnpooled, PinnedMemoryPool.Alloc); Free on it returns an error wrapping
 // ErrNil, and its views are empty.
 type PinnedMemory struct {
 	ptr   unsafe.Pointer // nil in a zero PinnedMemory
 	size  int
 	ctx   unsafe.Pointer // the context it was allocated in
-	block *block         // nil: from HostAlloc
+	block *block         // nil: from AllocPinnedUnpooled
 	freed atomic.Bool
 }
 
 // SetPinnedMemoryAllocator makes alloc the process's pinned memory
-// allocator (CuPy's set_pinned_memory_allocator): the one AllocPinnedMemory
+// allocator (CuPy's set_pinned_memory_allocator): the one AllocPinned
 // and the staging buffers of copies from and to pageable memory use; nil
 // restores DefaultPinnedMemoryPool().Malloc. alloc may be another pool's
-// Malloc, or HostAlloc for no pooling. As with SetAllocator, the allocator
-// is fixed at its first use: after the first AllocPinnedMemory or staged
+// Malloc, or AllocPinnedUnpooled for no pooling. As with SetAllocator, the allocator
+// is fixed at its first use: after the first AllocPinned or staged
 // copy, SetPinnedMemoryAllocator changes nothing and returns
 // ErrAllocatorInUse.
 func SetPinnedMemoryAllocator(alloc func(size int) (*PinnedMemory, error)) error {
@@ -62,16 +62,16 @@ func pinnedAlloc() func(int) (*PinnedMemory, error) {
 	}
 	f := pinnedAllocator.set
 	if f == nil {
-		f = DefaultPinnedMemoryPool().Malloc
+		f = DefaultPinnedMemoryPool().Alloc
 	}
 	pinnedAllocator.fixed.Store(&f)
 	return f
 }
 
-// AllocPinnedMemory allocates size bytes of pinned host memory from the
+// AllocPinned allocates size bytes of pinned host memory from the
 // process's pinned memory allocator (CuPy's alloc_pinned_memory): by
 // default DefaultPinnedMemoryPool; see SetPinnedMemoryAllocator.
-func AllocPinnedMemory(size int) (*PinnedMemory, error) {
+func AllocPinned(size int) (*PinnedMemory, error) {
 	if err := checkSize(size, CPUDevice); err != nil {
 		return nil, opErr(fmt.Sprintf("alloc %d bytes of pinned memory", size), err)
 	}
@@ -82,9 +82,9 @@ func AllocPinnedMemory(size int) (*PinnedMemory, error) {
 	return m, err
 }
 
-// HostAlloc allocates size bytes of pinned host memory with cuMemHostAlloc,
+// AllocPinnedUnpooled allocates size bytes of pinned host memory with cuMemHostAlloc,
 // unpooled: Free gives it back to CUDA.
-func HostAlloc(size int) (_ *PinnedMemory, err error) {
+func AllocPinnedUnpooled(size int) (_ *PinnedMemory, err error) {
 	defer func() {
 		if err != nil {
 			wrap(&err, "alloc", size, "bytes of pinned memory")
@@ -165,7 +165,7 @@ func (m *PinnedMemory) usable() error {
 		return nilError("PinnedMemory")
 	}
 	if m.ptr == nil {
-		return zeroError("PinnedMemory", "AllocPinnedMemory")
+		return zeroError("PinnedMemory", "AllocPinned")
 	}
 	return nil
 }
@@ -208,7 +208,7 @@ type PinnedMemoryPool struct {
 // NewPinnedMemoryPool returns an empty pool.
 func NewPinnedMemoryPool() *PinnedMemoryPool {
 	a := newArena(func(n int) (chunk, error) {
-		m, err := HostAlloc(n)
+		m, err := AllocPinnedUnpooled(n)
 		if err != nil {
 			return chunk{}, inner(err)
 		}
@@ -222,8 +222,8 @@ func NewPinnedMemoryPool() *PinnedMemoryPool {
 // default pinned memory allocator (SetPinnedMemoryAllocator).
 func DefaultPinnedMemoryPool() *PinnedMemoryPool { return defaultPinnedPool() }
 
-// Malloc allocates size bytes of pinned memory from the pool.
-func (p *PinnedMemoryPool) Malloc(size int) (_ *PinnedMemory, err error) {
+// Alloc allocates size bytes of pinned memory from the pool.
+func (p *PinnedMemoryPool) Alloc(size int) (_ *PinnedMemory, err error) {
 	defer func() {
 		if err != nil {
 			wrap(&err, "alloc", size, "bytes from a pinned memory pool")

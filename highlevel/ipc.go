@@ -21,7 +21,7 @@ import (
 // ErrNotShareable is wrapped by the errors of IPCHandle for what CUDA
 // cannot share between processes: an event created without
 // EventOptions.Interprocess, managed memory, and memory of a CUDA memory
-// pool (MallocAsync, MemoryAsyncPool).
+// pool (AllocAsync, MemoryAsyncPool).
 var ErrNotShareable = errors.New("highlevel: not shareable between processes")
 
 // ipcHandleSize is the size of CUDA's interprocess handles.
@@ -149,12 +149,12 @@ func OpenIPCEvent(d Device, h IPCEventHandle) (_ *Event, err error) {
 // processes, which open it with OpenIPCMemory (cuIpcGetMemHandle).
 //
 // CUDA shares whole allocations made by cuMemAlloc: memory from
-// Device.Malloc, and blocks of a MemoryPool over one. The handle names the
+// Device.Alloc, and blocks of a MemoryPool over one. The handle names the
 // allocation that holds p and p's offset in it, so a pointer into the
 // middle of a Memory, or a pool's block inside one of its chunks, can be
 // shared; the other process's MemoryPointer covers only the memory from p
 // to the end of p's Memory. Managed memory and memory of a CUDA memory pool
-// (MallocAsync, MemoryAsyncPool) cannot be shared this way: the error wraps
+// (AllocAsync, MemoryAsyncPool) cannot be shared this way: the error wraps
 // ErrNotShareable.
 //
 // The package cannot see other processes: the memory must not be freed

@@ -376,7 +376,7 @@ func TestFreeWaitsForLaunch(t *testing.T) {
 			}()
 			<-inLaunch
 			freed := make(chan error)
-			go func() { freed <- m.Free() }()
+			go func() { freed <- m.free() }()
 			select {
 			case err := <-freed:
 				t.Fatalf("Free returned (%v, freed %v) while a launch on the memory was under way", err, rec.freed.Load())
@@ -396,7 +396,7 @@ func TestFreeWaitsForLaunch(t *testing.T) {
 	if err := k.Launch(s, LaunchConfig{Grid: Dim3{X: 1}, Block: Dim3{X: 4096}}, float32(2), a, a, int32(2)); err == nil {
 		t.Fatal("Launch with a block of 4096 threads: no error")
 	}
-	if err := m.Free(); err != nil {
+	if err := m.free(); err != nil {
 		t.Errorf("Free after a refused launch: %v", err)
 	}
 }

@@ -321,8 +321,8 @@ func TestClosedObjects(t *testing.T) {
 	open := &Stream{state: standIn}
 	_, kerr := m.Kernel("k")
 	_, aerr := k.Attribute(0, 0)
-	_, merr := pool.Malloc(1)
-	_, serr := (&MemoryPool{arena: newArena(nil, nil)}).MallocStream(1, s)
+	_, merr := pool.Alloc(1)
+	_, serr := (&MemoryPool{arena: newArena(nil, nil)}).AllocAsync(s, 1)
 	_, ierr := g.Instantiate(nil)
 	_, qerr := e.Query()
 	_, cerr := s.EndCapture()
@@ -352,9 +352,9 @@ func TestClosedObjects(t *testing.T) {
 		"MemoryAsyncPool.SetLimitFraction":           p.SetLimitFraction(0.5),
 		"MemoryAsyncPool.FreeAllBlocks":              p.FreeAllBlocks(),
 		"MemoryAsyncPool.Close":                      p.Close(),
-		"MemoryPool.Malloc":                          merr,
+		"MemoryPool.Alloc":                          merr,
 		"MemoryPool.Close":                           pool.Close(),
-		"MemoryPool.MallocStream of a closed stream": serr,
+		"MemoryPool.AllocAsync of a closed stream": serr,
 	} {
 		if !errors.Is(err, ErrClosed) {
 			t.Errorf("%s: %v, want ErrClosed", name, err)
@@ -374,7 +374,7 @@ func TestClosedObjects(t *testing.T) {
 	if _, err := (&Stream{dev: 1, state: standIn}).enter(0); err == nil || !strings.Contains(err.Error(), "device 1") {
 		t.Errorf("a stream of device 1 for work on device 0: %v", err)
 	}
-	if _, err := (&MemoryPool{arena: newArena(nil, nil)}).MallocStream(1, &Stream{h: 2}); err == nil || !strings.Contains(err.Error(), "per-thread") {
+	if _, err := (&MemoryPool{arena: newArena(nil, nil)}).AllocAsync(&Stream{h: 2}, 1); err == nil || !strings.Contains(err.Error(), "per-thread") {
 		t.Errorf("a pool allocation for the per-thread default stream: %v", err)
 	}
 }
@@ -388,7 +388,7 @@ func TestMemoryFreeWaitsForCopies(t *testing.T) {
 		t.Fatal("acquire failed")
 	}
 	freed := make(chan error)
-	go func() { freed <- m.Free() }()
+	go func() { freed <- m.free() }()
 	select {
 	case err := <-freed:
 		t.Fatalf("Free returned during a copy: %v", err)
@@ -402,7 +402,7 @@ func TestMemoryFreeWaitsForCopies(t *testing.T) {
 	if err := p.Memset(0, 8); !errors.Is(err, ErrFreed) {
 		t.Errorf("Memset after Free: %v, want ErrFreed", err)
 	}
-	if err := m.Free(); !errors.Is(err, ErrFreed) {
+	if err := m.free(); !errors.Is(err, ErrFreed) {
 		t.Errorf("second Free: %v, want ErrFreed", err)
 	}
 }
@@ -412,7 +412,7 @@ func TestMemoryFreeWaitsForCopies(t *testing.T) {
 func TestSizesOverflow(t *testing.T) {
 	pool, h := newTestPool(t, 1<<20)
 	for _, n := range []int{-1, 0, maxSize + 1, 1<<62 + 1, int(^uint(0) >> 1), int(^uint(0)>>1) - 100} {
-		if _, err := pool.Malloc(n); err == nil {
+		if _, err := pool.Alloc(n); err == nil {
 			t.Errorf("Malloc(%d) succeeded", n)
 		}
 	}
@@ -426,8 +426,8 @@ func TestSizesOverflow(t *testing.T) {
 		t.Errorf("SetLimit(-1) succeeded")
 	}
 	pool.SetLimit(1 << 20)
-	pool.Malloc(1000)
-	if _, err := pool.Malloc(maxSize); err == nil {
+	pool.Alloc(1000)
+	if _, err := pool.Alloc(maxSize); err == nil {
 		t.Errorf("an allocation past the limit succeeded")
 	}
 	var host [64]byte
@@ -443,12 +443,12 @@ func TestSizesOverflow(t *testing.T) {
 			t.Errorf("Memset of %d bytes at offset 8 of 64: %v", n, err)
 		}
 	}
-	if _, err := NewArray[float64](big / 4); err == nil {
-		t.Errorf("NewArray of %d float64 succeeded", big/4)
+	if _, err := AllocArray[float64](nil, big/4); err == nil {
+		t.Errorf("AllocArray of %d float64 succeeded", big/4)
 	}
-	a, err := NewArray[float32](0)
+	a, err := AllocArray[float32](nil, 0)
 	if err != nil || a.Len() != 0 {
-		t.Fatalf("NewArray(0) = %v, %v", a, err)
+		t.Fatalf("AllocArray(nil, 0) = %v, %v", a, err)
 	}
 	if err := a.CopyFromHost(nil); err != nil {
 		t.Errorf("copying an empty slice to an empty array: %v", err)

@@ -56,7 +56,7 @@ func (a Advice) String() string {
 }
 
 // errNotManaged refuses Prefetch and Advise on memory that is not managed.
-var errNotManaged = invalid("memory is not managed (Device.MallocManaged)")
+var errNotManaged = invalid("memory is not managed (Managed(d).Alloc)")
 
 // location checks that dev is CPUDevice or one of the devices CUDA
 // counts: CUDA takes it as a C int, which would make 2³¹ the CPU and 2³²
@@ -97,7 +97,7 @@ func (p MemoryPointer) managedSpan(n int, dev Device) (unsafe.Pointer, error) {
 // (nil: the legacy default stream of dev, or, for CPUDevice, of the
 // memory's device); for CPUDevice s must be of the memory's device. An
 // empty prefetch does nothing.
-func (p MemoryPointer) Prefetch(n int, dev Device, s *Stream) error {
+func (p MemoryPointer) Prefetch(s *Stream, n int, dev Device) error {
 	if err := p.prefetch(n, dev, s); err != nil {
 		return opErr(fmt.Sprintf("prefetch %d bytes of %s to %v", n, p.where(), dev), err)
 	}

@@ -22,7 +22,7 @@ import (
 // Memory dropped without Free is taken back by a later allocation of its
 // kind (a pool's block by the pool's next Malloc; memory from cuMemAlloc
 // or a MemoryAsyncPool by the next allocation that asks CUDA for memory,
-// such as Device.Malloc or MallocAsync), and only after every device the
+// such as Device.Alloc or AllocAsync), and only after every device the
 // program used has finished the work queued so far, on every stream: memory
 // is never handed out again while a kernel or a copy queued before the drop
 // may still use it. While a stream captures, that device-wide wait would
@@ -73,16 +73,16 @@ func (m *Memory) Device() Device {
 	return m.dev
 }
 
-// Free gives the memory back to where it came from, once the package's
+// free gives the memory back to where it came from, once the package's
 // operations in progress on it in other goroutines (copies, memsets,
 // kernel launches and linalg's calls that name it, until they have queued
-// their work) have finished. A second Free returns ErrFreed; so does every
+// their work) have finished. A second free returns ErrFreed; so does every
 // later operation on the memory. Memory that a Graph or GraphExec uses
 // (captured work named it) is given back once the last of them is closed
 // and the work queued until then has run. In a stream callback or host
-// function, Free returns ErrInCallback and changes nothing: a later Free
+// function, free returns ErrInCallback and changes nothing: a later free
 // frees it.
-func (m *Memory) Free() error {
+func (m *Memory) free() error {
 	if m == nil {
 		return opErr("free memory", nilError("Memory"))
 	}
@@ -187,7 +187,7 @@ func (p MemoryPointer) Free() error {
 		return opErr("free memory of "+p.mem.dev.String(),
 			invalid("pointer %d bytes into its memory: free the pointer the allocation returned", p.off))
 	}
-	return p.mem.Free()
+	return p.mem.free()
 }
 
 // Offset returns the pointer's offset in bytes from the start of its
@@ -287,7 +287,7 @@ func (p MemoryPointer) CopyFromHostPointer(src unsafe.Pointer, n int) error {
 // pageable (ordinary Go) memory CUDA has read src when the call returns; a
 // staged copy (see CopyFromHostPointer) returns when s has done it. From pinned memory src must
 // stay untouched until s has done the copy.
-func (p MemoryPointer) CopyFromHostPointerAsync(src unsafe.Pointer, n int, s *Stream) error {
+func (p MemoryPointer) CopyFromHostPointerAsync(s *Stream, src unsafe.Pointer, n int) error {
 	return p.copyHost(src, n, s, true, true)
 }
 
@@ -303,7 +303,7 @@ func (p MemoryPointer) CopyToHostPointer(dst unsafe.Pointer, n int) error {
 // (ordinary Go) memory CUDA has written dst when the call returns, also
 // when the copy is staged (see CopyFromHostPointer); to pinned memory dst
 // is written when s reaches the copy.
-func (p MemoryPointer) CopyToHostPointerAsync(dst unsafe.Pointer, n int, s *Stream) error {
+func (p MemoryPointer) CopyToHostPointerAsync(s *Stream, dst unsafe.Pointer, n int) error {
 	return p.copyHost(dst, n, s, true, false)
 }
 
@@ -321,7 +321,7 @@ func CopyFromHost[T any](dst MemoryPointer, src []T) error {
 
 // CopyFromHostAsync is CopyFromHost ordered on stream s; src may be reused
 // as MemoryPointer.CopyFromHostPointerAsync says.
-func CopyFromHostAsync[T any](dst MemoryPointer, src []T, s *Stream) error {
+func CopyFromHostAsync[T any](s *Stream, dst MemoryPointer, src []T) error {
 	h, n, err := hostSlice(src)
 	if err != nil {
 		return err
@@ -342,7 +342,7 @@ func CopyToHost[T any](dst []T, src MemoryPointer) error {
 
 // CopyToHostAsync is CopyToHost ordered on stream s; dst holds the data as
 // MemoryPointer.CopyToHostAsync says.
-func CopyToHostAsync[T any](dst []T, src MemoryPointer, s *Stream) error {
+func CopyToHostAsync[T any](s *Stream, dst []T, src MemoryPointer) error {
 	h, n, err := hostSlice(dst)
 	if err != nil {
 		return err
@@ -439,7 +439,7 @@ func (p MemoryPointer) CopyFromDevice(src MemoryPointer, n int) error {
 
 // CopyFromDeviceAsync is CopyFromDevice ordered on s, a stream of p's
 // device.
-func (p MemoryPointer) CopyFromDeviceAsync(src MemoryPointer, n int, s *Stream) error {
+func (p MemoryPointer) CopyFromDeviceAsync(s *Stream, src MemoryPointer, n int) error {
 	return p.copyDevice(src, n, s, true)
 }
 
@@ -505,7 +505,7 @@ func (p MemoryPointer) Memset(value byte, n int) error {
 }
 
 // MemsetAsync is Memset ordered on stream s.
-func (p MemoryPointer) MemsetAsync(value byte, n int, s *Stream) error {
+func (p MemoryPointer) MemsetAsync(s *Stream, value byte, n int) error {
 	return p.memset(value, n, s, true)
 }
 
@@ -548,11 +548,11 @@ func cbool(b bool) int32 {
 
 // An Allocator allocates device memory. Device (cuMemAlloc, unpooled),
 // *MemoryPool and *MemoryAsyncPool are Allocators. Allocation is explicit
-// where it matters: an Allocator's Malloc, NewArrayOn and ArrayFromOn
-// allocate from the allocator named; Alloc, NewArray and ArrayFrom use the
+// where it matters: an Allocator's Malloc, AllocArray and ArrayFrom
+// allocate from the allocator named; Alloc, AllocArray and ArrayFrom use the
 // process's default allocator (SetAllocator).
 type Allocator interface {
-	Malloc(size int) (MemoryPointer, error)
+	Alloc(size int) (MemoryPointer, error)
 }
 
 // Alloc allocates size bytes from the process's default allocator
@@ -566,7 +566,7 @@ func Alloc(size int) (MemoryPointer, error) {
 	if err != nil {
 		return MemoryPointer{}, opErr(fmt.Sprintf("alloc %d bytes", size), err)
 	}
-	p, err := a.Malloc(size)
+	p, err := a.Alloc(size)
 	if _, ok := err.(*opError); !ok && err != nil { // an Allocator of the program's
 		err = opErr(fmt.Sprintf("alloc %d bytes", size), err)
 	}
@@ -579,17 +579,17 @@ func Alloc(size int) (MemoryPointer, error) {
 var ErrAllocatorInUse = errors.New("highlevel: allocator already in use: it is set before its first use")
 
 // SetAllocator makes a the process's default allocator, the one Alloc,
-// NewArray and ArrayFrom use; nil restores DefaultMemoryPool.
+// AllocArray and ArrayFrom use; nil restores DefaultMemoryPool.
 //
 // CuPy's allocator is per thread. Go has no goroutine-local state, and a
 // process-wide allocator that changes while goroutines allocate would send
 // some of their allocations, unpredictably, to the wrong pool or device. So
 // the default is fixed at its first use: SetAllocator may be called, any
-// number of times, until the first Alloc, NewArray, ArrayFrom or
+// number of times, until the first Alloc, AllocArray, ArrayFrom or
 // GetAllocator, as flags are defined before flag.Parse; after that it
 // changes nothing and returns ErrAllocatorInUse. Code that wants another
-// allocator for some of its allocations names it: a.Malloc, NewArrayOn(a,
-// n), ArrayFromOn(a, s). There is no UsingAllocator (CuPy's
+// allocator for some of its allocations names it: a.Malloc, AllocArray(a,
+// n), ArrayFrom(a, s). There is no UsingAllocator (CuPy's
 // using_allocator): swapping the allocator of every goroutine at once is
 // the bug it would invite.
 func SetAllocator(a Allocator) error {
@@ -627,17 +627,27 @@ func GetAllocator() (_ Allocator, err error) {
 	return a, nil
 }
 
-// Malloc allocates size bytes on d with cuMemAlloc, unpooled. Device is an
-// Allocator: NewArrayOn(dev, n) allocates an unpooled Array on dev.
-func (d Device) Malloc(size int) (MemoryPointer, error) {
+// Alloc allocates size bytes on d with cuMemAlloc, unpooled. Device is an
+// Allocator: AllocArray(dev, n) allocates an unpooled Array on dev.
+func (d Device) Alloc(size int) (MemoryPointer, error) {
 	return d.malloc(size, false)
 }
 
-// MallocManaged allocates size bytes of managed (unified) memory, attached
-// globally, with d as its device.
-func (d Device) MallocManaged(size int) (MemoryPointer, error) {
-	return d.malloc(size, true)
+// Managed returns the Allocator of managed (unified) memory with d as its
+// device, attached globally, which every device and the host may use:
+// Managed(d).Alloc(n) for bytes, AllocArray[T](Managed(d), n) for an array.
+func Managed(d Device) Allocator { return managed(d) }
+
+// managed allocates managed memory on its device.
+type managed Device
+
+// Alloc allocates size bytes of managed memory with cuMemAllocManaged.
+func (m managed) Alloc(size int) (MemoryPointer, error) {
+	return Device(m).malloc(size, true)
 }
+
+// Device returns the device of the memory m allocates.
+func (m managed) Device() Device { return Device(m) }
 
 func (d Device) malloc(size int, managed bool) (_ MemoryPointer, err error) {
 	if managed {

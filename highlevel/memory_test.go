@@ -15,7 +15,7 @@ import (
 // tagAllocator is an Allocator that records its name in its failures.
 type tagAllocator string
 
-func (a tagAllocator) Malloc(int) (MemoryPointer, error) {
+func (a tagAllocator) Alloc(int) (MemoryPointer, error) {
 	return MemoryPointer{}, errors.New(string(a))
 }
 
@@ -59,10 +59,10 @@ func TestSetAllocator(t *testing.T) {
 	if got := allocName(t); got != "base" {
 		t.Fatalf("Alloc used %q, want base", got)
 	}
-	if _, err := NewArray[float32](4); err == nil || err.Error() != "highlevel: new array of 4 float32: base" {
-		t.Errorf("NewArray: %v, want base's error", err)
+	if _, err := AllocArray[float32](nil, 4); err == nil || err.Error() != "highlevel: alloc array of 4 float32: base" {
+		t.Errorf("AllocArray: %v, want base's error", err)
 	}
-	if _, err := ArrayFrom([]int32{1}); err == nil || err.Error() != "highlevel: new array of 1 int32: base" {
+	if _, err := ArrayFrom(nil, []int32{1}); err == nil || err.Error() != "highlevel: alloc array of 1 int32: base" {
 		t.Errorf("ArrayFrom: %v, want base's error", err)
 	}
 	if err := SetAllocator(tagAllocator("late")); !errors.Is(err, ErrAllocatorInUse) {
@@ -113,31 +113,25 @@ func TestSetAllocatorRace(t *testing.T) {
 	}
 }
 
-// TestExplicitAllocators checks that NewArrayOn and ArrayFromOn allocate
+// TestExplicitAllocators checks that AllocArray and ArrayFrom allocate
 // from the allocator named, leaving the default alone.
 func TestExplicitAllocators(t *testing.T) {
 	resetAllocators()
 	t.Cleanup(resetAllocators)
-	if _, err := NewArrayOn[float32](tagAllocator("mine"), 4); err == nil || err.Error() != "highlevel: new array of 4 float32: mine" {
-		t.Errorf("NewArrayOn: %v, want mine's error", err)
+	if _, err := AllocArray[float32](tagAllocator("mine"), 4); err == nil || err.Error() != "highlevel: alloc array of 4 float32: mine" {
+		t.Errorf("AllocArray: %v, want mine's error", err)
 	}
-	if _, err := ArrayFromOn(tagAllocator("mine"), []float32{1}); err == nil || err.Error() != "highlevel: new array of 1 float32: mine" {
-		t.Errorf("ArrayFromOn: %v, want mine's error", err)
+	if _, err := ArrayFrom(tagAllocator("mine"), []float32{1}); err == nil || err.Error() != "highlevel: alloc array of 1 float32: mine" {
+		t.Errorf("ArrayFrom: %v, want mine's error", err)
 	}
-	if _, err := NewArrayOn[float32](nil, 4); !errors.Is(err, ErrNil) {
-		t.Errorf("NewArrayOn(nil): %v, want ErrNil", err)
-	}
-	if _, err := ArrayFromOn[float32](nil, nil); !errors.Is(err, ErrNil) {
-		t.Errorf("ArrayFromOn(nil): %v, want ErrNil", err)
-	}
-	if _, err := NewArrayOn[string](tagAllocator("mine"), 4); err == nil || err.Error() == "mine" {
-		t.Errorf("NewArrayOn[string]: %v, want the element type refused first", err)
+	if _, err := AllocArray[string](tagAllocator("mine"), 4); err == nil || err.Error() == "mine" {
+		t.Errorf("AllocArray[string]: %v, want the element type refused first", err)
 	}
 	if err := SetAllocator(tagAllocator("base")); err != nil {
 		t.Errorf("SetAllocator after explicit allocations: %v", err)
 	}
-	if a, err := NewArrayOn[byte](tagAllocator("mine"), 0); err != nil || a.Len() != 0 {
-		t.Errorf("NewArrayOn of 0 elements = %v, %v", a, err)
+	if a, err := AllocArray[byte](tagAllocator("mine"), 0); err != nil || a.Len() != 0 {
+		t.Errorf("AllocArray of 0 elements = %v, %v", a, err)
 	}
 }
 
@@ -164,18 +158,18 @@ func TestArrayElementTypes(t *testing.T) {
 		name string
 		err  error
 	}{
-		{"*int", func() error { _, err := NewArray[*int](4); return err }()},
-		{"string in struct", func() error { _, err := NewArray[named](4); return err }()},
-		{"slice", func() error { _, err := ArrayFrom([][]byte{{1}}); return err }()},
+		{"*int", func() error { _, err := AllocArray[*int](nil, 4); return err }()},
+		{"string in struct", func() error { _, err := AllocArray[named](nil, 4); return err }()},
+		{"slice", func() error { _, err := ArrayFrom(nil, [][]byte{{1}}); return err }()},
 		{"map", func() error { _, err := RegisterHost([]map[int]int{nil}); return err }()},
-		{"empty struct", func() error { _, err := NewArray[struct{}](4); return err }()},
+		{"empty struct", func() error { _, err := AllocArray[struct{}](nil, 4); return err }()},
 	} {
 		if tc.err == nil {
 			t.Errorf("%s accepted", tc.name)
 		}
 	}
-	if _, err := NewArray[int32](-1); err == nil {
-		t.Errorf("NewArray(-1) accepted")
+	if _, err := AllocArray[int32](nil, -1); err == nil {
+		t.Errorf("AllocArray(nil, -1) accepted")
 	}
 }
 
@@ -213,16 +207,16 @@ func TestWithoutCUDA(t *testing.T) {
 	if !errors.As(err, &le) {
 		t.Fatalf("DeviceCount error = %v, want a *LibraryError", err)
 	}
-	if _, err := Device(0).Malloc(1024); !errors.As(err, &le) {
+	if _, err := Device(0).Alloc(1024); !errors.As(err, &le) {
 		t.Errorf("Malloc error = %v, want a *LibraryError", err)
 	}
 	if _, err := NewStream(0, nil); err == nil {
 		t.Errorf("NewStream succeeded without CUDA")
 	}
-	if _, err := AllocPinnedMemory(10); !errors.As(err, &le) {
-		t.Errorf("AllocPinnedMemory error = %v, want a *LibraryError", err)
+	if _, err := AllocPinned(10); !errors.As(err, &le) {
+		t.Errorf("AllocPinned error = %v, want a *LibraryError", err)
 	}
-	if _, err := ArrayFrom([]float32{1, 2}); err == nil {
+	if _, err := ArrayFrom(nil, []float32{1, 2}); err == nil {
 		t.Errorf("ArrayFrom succeeded without CUDA")
 	}
 }
@@ -286,7 +280,7 @@ func TestTypedCopyChecks(t *testing.T) {
 	m := hostMemory(64)
 	p, _ := MemoryPointer{mem: m}.Add(32)
 	freed := hostMemory(64)
-	freed.Free()
+	freed.free()
 	s := &Stream{h: 0x1000} // never reached: every case fails or returns first
 	for _, tc := range []struct {
 		name string
@@ -298,13 +292,13 @@ func TestTypedCopyChecks(t *testing.T) {
 		{"from zero pointer", CopyToHost([]float32{1}, MemoryPointer{}), ErrNil, ""},
 		{"to freed", CopyFromHost(MemoryPointer{mem: freed}, []int64{1}), ErrFreed, ""},
 		{"from freed", CopyToHost(make([]int64, 1), MemoryPointer{mem: freed}), ErrFreed, ""},
-		{"async to freed", CopyFromHostAsync(MemoryPointer{mem: freed}, []int64{1}, s), ErrFreed, ""},
-		{"async from freed", CopyToHostAsync(make([]int64, 1), MemoryPointer{mem: freed}, s), ErrFreed, ""},
+		{"async to freed", CopyFromHostAsync(s, MemoryPointer{mem: freed}, []int64{1}), ErrFreed, ""},
+		{"async from freed", CopyToHostAsync(s, make([]int64, 1), MemoryPointer{mem: freed}), ErrFreed, ""},
 		{"empty to freed", CopyFromHost(MemoryPointer{mem: freed}, []int64{}), ErrFreed, ""},
 		{"past the end", CopyFromHost(p, make([]float64, 5)), nil, "40 bytes at offset 32 are past the end of the 64 bytes"},
 		{"past the end, back", CopyToHost(make([]float64, 5), p), nil, "past the end"},
-		{"async past the end", CopyFromHostAsync(p, make([]int32, 9), s), nil, "past the end"},
-		{"async past the end, back", CopyToHostAsync(make([]int32, 9), p, s), nil, "past the end"},
+		{"async past the end", CopyFromHostAsync(s, p, make([]int32, 9)), nil, "past the end"},
+		{"async past the end, back", CopyToHostAsync(s, make([]int32, 9), p), nil, "past the end"},
 		{"Go pointers", CopyFromHost(p, []*int{nil}), nil, "holds Go pointers"},
 		{"Go pointers, back", CopyToHost([]string{""}, p), nil, "holds Go pointers"},
 		{"empty", CopyFromHost(p, []float32{}), nil, ""},
@@ -414,7 +408,7 @@ func TestArrayOf(t *testing.T) {
 	if v, err := ArrayOf[int32](p, 0); err != nil || v.Len() != 0 {
 		t.Errorf("ArrayOf of 0 elements = %v, %v", v, err)
 	}
-	m.Free()
+	m.free()
 	if _, err := ArrayOf[float32](p, 1); !errors.Is(err, ErrFreed) {
 		t.Errorf("ArrayOf of freed memory: %v, want ErrFreed", err)
 	}
@@ -427,7 +421,7 @@ func TestArrayOf(t *testing.T) {
 // ErrFreed (an empty Array's too, which holds no memory), Close and
 // Unregister return ErrClosed.
 func TestReleaseTwice(t *testing.T) {
-	a, err := NewArray[float32](0)
+	a, err := AllocArray[float32](nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -447,10 +441,10 @@ func TestReleaseTwice(t *testing.T) {
 		t.Errorf("Slice of a freed empty array: %v, want ErrFreed", err)
 	}
 	m := hostMemory(8)
-	if err := m.Free(); err != nil {
+	if err := m.free(); err != nil {
 		t.Errorf("Free: %v", err)
 	}
-	if err := m.Free(); !errors.Is(err, ErrFreed) {
+	if err := m.free(); !errors.Is(err, ErrFreed) {
 		t.Errorf("second Free: %v, want ErrFreed", err)
 	}
 	if err := (&HostRegistration{done: true}).Unregister(); !errors.Is(err, ErrClosed) {
@@ -463,8 +457,8 @@ func TestReleaseTwice(t *testing.T) {
 	if err := pp.Close(); !errors.Is(err, ErrClosed) {
 		t.Errorf("second PinnedMemoryPool.Close: %v, want ErrClosed", err)
 	}
-	if _, err := pp.Malloc(1); !errors.Is(err, ErrClosed) {
-		t.Errorf("PinnedMemoryPool.Malloc after Close: %v, want ErrClosed", err)
+	if _, err := pp.Alloc(1); !errors.Is(err, ErrClosed) {
+		t.Errorf("PinnedMemoryPool.Alloc after Close: %v, want ErrClosed", err)
 	}
 	if err := pp.SetLimit(1); !errors.Is(err, ErrClosed) {
 		t.Errorf("PinnedMemoryPool.SetLimit after Close: %v, want ErrClosed", err)
@@ -478,7 +472,7 @@ func TestReleaseTwice(t *testing.T) {
 // whatever size is asked for.
 type shortAllocator struct{ p MemoryPointer }
 
-func (a shortAllocator) Malloc(int) (MemoryPointer, error) { return a.p, nil }
+func (a shortAllocator) Alloc(int) (MemoryPointer, error) { return a.p, nil }
 
 // TestAllocatorResultChecked checks that an array or a pool refuses what
 // an allocator returns when it is not memory of the size asked for, which
@@ -496,16 +490,16 @@ func TestAllocatorResultChecked(t *testing.T) {
 		{"too small", small, "returned 8 bytes"},
 		{"misaligned", odd, "aligned to 4"},
 	} {
-		_, err := NewArrayOn[float32](shortAllocator{tt.p}, 4)
+		_, err := AllocArray[float32](shortAllocator{tt.p}, 4)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("%s: NewArrayOn = %v, want an error saying %q", tt.name, err, tt.want)
+			t.Errorf("%s: AllocArray = %v, want an error saying %q", tt.name, err, tt.want)
 		}
 	}
 	pool, err := NewMemoryPool(shortAllocator{small})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pool.Malloc(1 << 20); err == nil || !strings.Contains(err.Error(), "returned 8 bytes") {
-		t.Errorf("MemoryPool.Malloc over a short allocator = %v, want an error", err)
+	if _, err := pool.Alloc(1 << 20); err == nil || !strings.Contains(err.Error(), "returned 8 bytes") {
+		t.Errorf("MemoryPool.Alloc over a short allocator = %v, want an error", err)
 	}
 }

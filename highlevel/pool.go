@@ -28,7 +28,7 @@ import (
 // # Streams
 //
 // A block is reused only by allocations for the stream it was allocated
-// for (Malloc: the legacy default stream; MallocStream: the stream given),
+// for (Malloc: the legacy default stream; AllocAsync: the stream given),
 // because work on that stream runs in order: the new owner's work cannot
 // start before the old owner's work on the same stream is done. Memory used
 // on other streams too must be synchronized with its stream (Stream.WaitEvent,
@@ -149,7 +149,7 @@ func (p *MemoryPool) newPooled(b *block, size int) *Memory {
 // that device) makes a pool per device:
 //
 //	pool, err := highlevel.NewMemoryPool(highlevel.Device(1))
-//	x, err := highlevel.NewArrayOn[float32](pool, n)
+//	x, err := highlevel.AllocArray[float32](pool, n)
 func NewMemoryPool(upstream Allocator) (*MemoryPool, error) {
 	if upstream == nil {
 		d, err := DefaultDevice()
@@ -166,14 +166,14 @@ func NewMemoryPool(upstream Allocator) (*MemoryPool, error) {
 		p.dev, p.devOK = u.Device(), true
 	}
 	p.arena = newArena(func(n int) (chunk, error) {
-		m, err := upstream.Malloc(n)
+		m, err := upstream.Alloc(n)
 		if err != nil {
 			return chunk{}, inner(err)
 		}
 		if err := fitsAllocation(m, n, 1); err != nil {
 			return chunk{}, err
 		}
-		return chunk{ptr: m.Ptr(), size: n, dev: m.Device(), managed: m.mem.managed, release: m.mem.Free}, nil
+		return chunk{ptr: m.Ptr(), size: n, dev: m.Device(), managed: m.mem.managed, release: m.mem.free}, nil
 	}, settleDevices)
 	p.arena.dev = p.dev
 	return p, nil
@@ -200,18 +200,18 @@ func DefaultMemoryPool() (*MemoryPool, error) {
 // stream on every OS thread, to a MemoryPool.
 var errPerThreadPool = errors.New("the per-thread default stream is another stream on every OS thread; use a Stream")
 
-// Malloc allocates size bytes for the legacy default stream. If the
+// Alloc allocates size bytes for the legacy default stream. If the
 // pool's upstream Allocator panics, the panic goes on to the caller of
-// Malloc, as a panic of the Allocator's own Malloc would, and the pool's
+// Alloc, as a panic of the Allocator's own Alloc would, and the pool's
 // counts are as they were before the call.
-func (p *MemoryPool) Malloc(size int) (MemoryPointer, error) {
-	return p.MallocStream(size, nil)
+func (p *MemoryPool) Alloc(size int) (MemoryPointer, error) {
+	return p.AllocAsync(nil, size)
 }
 
-// MallocStream allocates size bytes for use on stream s: see the type's
+// AllocAsync allocates size bytes for use on stream s: see the type's
 // documentation. A panic of the upstream Allocator goes on to the caller,
 // as for Malloc.
-func (p *MemoryPool) MallocStream(size int, s *Stream) (MemoryPointer, error) {
+func (p *MemoryPool) AllocAsync(s *Stream, size int) (MemoryPointer, error) {
 	m, err := p.mallocStream(size, s)
 	if err != nil {
 		if p != nil && p.devOK {
@@ -223,7 +223,7 @@ func (p *MemoryPool) MallocStream(size int, s *Stream) (MemoryPointer, error) {
 	return m, err
 }
 
-// mallocStream is MallocStream without the operation in its errors: a
+// mallocStream is AllocAsync without the operation in its errors: a
 // third defer would make the pool hit's defers slower ones (the compiler
 // open-codes only a few defers times returns).
 func (p *MemoryPool) mallocStream(size int, s *Stream) (MemoryPointer, error) {
@@ -375,7 +375,7 @@ func (p *MemoryPool) FreeAllBlocks() error {
 // FreeAllBlocksStream gives back the memory held free for stream s (nil:
 // the legacy default stream) only, where FreeAllBlocks gives back the
 // blocks of every stream (CuPy's free_all_blocks(stream=)). It refuses the
-// per-thread default stream, as MallocStream does, and closed streams,
+// per-thread default stream, as AllocAsync does, and closed streams,
 // whose blocks serve the legacy default stream.
 func (p *MemoryPool) FreeAllBlocksStream(s *Stream) error {
 	const op = "free the blocks of a memory pool for a stream"
@@ -536,10 +536,10 @@ func DeviceMemoryAsyncPool(d Device) (_ *MemoryAsyncPool, err error) {
 	return p, nil
 }
 
-// MallocAsync allocates size bytes from the default CUDA memory pool of s's
+// AllocAsync allocates size bytes from the default CUDA memory pool of s's
 // device (nil: DefaultDevice's, on the legacy default stream), ordered on
 // s. Free frees it on the same stream.
-func MallocAsync(size int, s *Stream) (MemoryPointer, error) {
+func AllocAsync(s *Stream, size int) (MemoryPointer, error) {
 	if err := positive(size); err != nil { // before the driver
 		return MemoryPointer{}, opErr(fmt.Sprintf("alloc %d bytes async", size), err)
 	}
@@ -560,7 +560,7 @@ func MallocAsync(size int, s *Stream) (MemoryPointer, error) {
 	if err != nil {
 		return MemoryPointer{}, opErr(fmt.Sprintf("alloc %d bytes async on %v", size, d), err)
 	}
-	return st.async.MallocAsync(size, s)
+	return st.async.AllocAsync(s, size)
 }
 
 // Device returns the pool's device; 0 for a nil pool.
@@ -594,15 +594,15 @@ func (p *MemoryAsyncPool) use() error {
 	return nil
 }
 
-// Malloc allocates size bytes on the legacy default stream.
-func (p *MemoryAsyncPool) Malloc(size int) (MemoryPointer, error) {
-	return p.MallocAsync(size, nil)
+// Alloc allocates size bytes on the legacy default stream.
+func (p *MemoryAsyncPool) Alloc(size int) (MemoryPointer, error) {
+	return p.AllocAsync(nil, size)
 }
 
-// MallocAsync allocates size bytes ordered on s, a stream of the pool's
+// AllocAsync allocates size bytes ordered on s, a stream of the pool's
 // device (nil: the legacy default stream). Free frees it on the same
 // stream, or, once s is closed (which waited for s's work), at once.
-func (p *MemoryAsyncPool) MallocAsync(size int, s *Stream) (MemoryPointer, error) {
+func (p *MemoryAsyncPool) AllocAsync(s *Stream, size int) (MemoryPointer, error) {
 	m, err := p.mallocAsync(size, s)
 	if err != nil {
 		wrap(&err, "alloc", size, "bytes async from a memory async pool of", p.Device())
@@ -610,7 +610,7 @@ func (p *MemoryAsyncPool) MallocAsync(size int, s *Stream) (MemoryPointer, error
 	return m, err
 }
 
-// mallocAsync is MallocAsync without the operation in its errors, so that
+// mallocAsync is AllocAsync without the operation in its errors, so that
 // its defers stay open-coded.
 func (p *MemoryAsyncPool) mallocAsync(size int, s *Stream) (MemoryPointer, error) {
 	if err := p.usable(); err != nil {

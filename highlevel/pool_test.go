@@ -30,7 +30,7 @@ func newHostAllocator(capacity int) *hostAllocator {
 	return &hostAllocator{capacity: capacity, live: make(map[unsafe.Pointer][]byte)}
 }
 
-func (h *hostAllocator) Malloc(size int) (MemoryPointer, error) {
+func (h *hostAllocator) Alloc(size int) (MemoryPointer, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.held+size > h.capacity {
@@ -79,7 +79,7 @@ func counts(p *MemoryPool) poolCounts {
 
 func mustMalloc(t testing.TB, p *MemoryPool, n int) MemoryPointer {
 	t.Helper()
-	m, err := p.Malloc(n)
+	m, err := p.Alloc(n)
 	if err != nil {
 		t.Fatalf("Malloc(%d): %v", n, err)
 	}
@@ -93,7 +93,7 @@ func TestPoolReusesFreedBlock(t *testing.T) {
 		t.Errorf("after Malloc(1000): %+v, want %+v", got, want)
 	}
 	addr := a.Ptr()
-	if err := a.Memory().Free(); err != nil {
+	if err := a.Memory().free(); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := counts(p), (poolCounts{free: 1024, total: 1024, nfree: 1}); got != want {
@@ -106,14 +106,14 @@ func TestPoolReusesFreedBlock(t *testing.T) {
 	if _, allocs := h.stats(); allocs != 1 {
 		t.Errorf("upstream allocations = %d, want 1", allocs)
 	}
-	b.Memory().Free()
+	b.Memory().free()
 }
 
 func TestPoolSplitAndMerge(t *testing.T) {
 	p, h := newTestPool(t, 1<<20)
 	big := mustMalloc(t, p, 4*binSize)
 	base := big.Ptr()
-	big.Memory().Free()
+	big.Memory().free()
 	// Best fit splits the 2048-byte block into four.
 	var ms []MemoryPointer
 	for i := range 4 {
@@ -127,13 +127,13 @@ func TestPoolSplitAndMerge(t *testing.T) {
 		t.Errorf("NFreeBlocks = %d, want 0", got)
 	}
 	// Free 1 and 2: they merge into one; then 0 and 3 merge them all.
-	ms[1].Memory().Free()
-	ms[2].Memory().Free()
+	ms[1].Memory().free()
+	ms[2].Memory().free()
 	if got := p.NFreeBlocks(); got != 1 {
 		t.Errorf("after freeing neighbours: NFreeBlocks = %d, want 1", got)
 	}
-	ms[0].Memory().Free()
-	ms[3].Memory().Free()
+	ms[0].Memory().free()
+	ms[3].Memory().free()
 	if got, want := counts(p), (poolCounts{free: 2048, total: 2048, nfree: 1}); got != want {
 		t.Errorf("after freeing all: %+v, want %+v", got, want)
 	}
@@ -141,13 +141,13 @@ func TestPoolSplitAndMerge(t *testing.T) {
 	// 512 one.
 	a := mustMalloc(t, p, 512)
 	b := mustMalloc(t, p, 1536)
-	a.Memory().Free()
+	a.Memory().free()
 	c := mustMalloc(t, p, 100)
 	if c.Ptr() != a.Ptr() {
 		t.Errorf("best fit took %p, want %p", c.Ptr(), a.Ptr())
 	}
-	b.Memory().Free()
-	c.Memory().Free()
+	b.Memory().free()
+	c.Memory().free()
 	if err := p.FreeAllBlocks(); err != nil {
 		t.Fatal(err)
 	}
@@ -159,20 +159,20 @@ func TestPoolSplitAndMerge(t *testing.T) {
 func TestPoolStreamTaggedReuse(t *testing.T) {
 	p, h := newTestPool(t, 1<<20)
 	s1, s2 := &Stream{h: 0x1000, state: standIn}, &Stream{h: 0x2000, state: standIn}
-	a, err := p.MallocStream(1024, s1)
+	a, err := p.AllocAsync(s1, 1024)
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := a.Ptr()
-	a.Memory().Free()
-	b, err := p.MallocStream(1024, s2)
+	a.Memory().free()
+	b, err := p.AllocAsync(s2, 1024)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if b.Ptr() == addr {
 		t.Errorf("a block freed on stream 1 was reused on stream 2")
 	}
-	c, err := p.MallocStream(1024, s1)
+	c, err := p.AllocAsync(s1, 1024)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,28 +182,28 @@ func TestPoolStreamTaggedReuse(t *testing.T) {
 	if _, allocs := h.stats(); allocs != 2 {
 		t.Errorf("upstream allocations = %d, want 2", allocs)
 	}
-	b.Memory().Free()
-	c.Memory().Free()
+	b.Memory().free()
+	c.Memory().free()
 }
 
 func TestPoolOutOfMemoryFreesAndRetries(t *testing.T) {
 	p, h := newTestPool(t, 4096)
 	a := mustMalloc(t, p, 4096)
-	a.Memory().Free() // held free, but too small to split into 8192
-	big, err := p.Malloc(2048)
+	a.Memory().free() // held free, but too small to split into 8192
+	big, err := p.Alloc(2048)
 	if err != nil {
 		t.Fatal(err)
 	}
-	big.Memory().Free()
+	big.Memory().free()
 	p.FreeAllBlocks()
 	x := mustMalloc(t, p, 3072)
-	x.Memory().Free() // 3072 held, upstream has 1024 left
-	y, err := p.Malloc(4096)
+	x.Memory().free() // 3072 held, upstream has 1024 left
+	y, err := p.Alloc(4096)
 	if err != nil {
 		t.Fatalf("Malloc(4096) after freeing the held block should succeed: %v", err)
 	}
-	y.Memory().Free()
-	_, err = p.Malloc(8192)
+	y.Memory().free()
+	_, err = p.Alloc(8192)
 	if !errors.Is(err, cudart.ErrorMemoryAllocation) {
 		t.Fatalf("Malloc past capacity: %v, want ErrorMemoryAllocation", err)
 	}
@@ -219,11 +219,11 @@ type panickingAllocator struct {
 	panics bool
 }
 
-func (a *panickingAllocator) Malloc(size int) (MemoryPointer, error) {
+func (a *panickingAllocator) Alloc(size int) (MemoryPointer, error) {
 	if a.panics {
 		panic("upstream")
 	}
-	return a.hostAllocator.Malloc(size)
+	return a.hostAllocator.Alloc(size)
 }
 
 // TestPoolUpstreamPanics makes a pool's upstream Allocator panic: the
@@ -244,7 +244,7 @@ func TestPoolUpstreamPanics(t *testing.T) {
 				t.Errorf("Malloc's panic: %v, want the upstream allocator's", v)
 			}
 		}()
-		p.Malloc(3000)
+		p.Alloc(3000)
 	}()
 	if got := counts(p); got != (poolCounts{}) {
 		t.Errorf("after the upstream allocator panicked: %+v, want nothing held", got)
@@ -254,11 +254,11 @@ func TestPoolUpstreamPanics(t *testing.T) {
 	}
 	p.arena.mu.Unlock()
 	up.panics = false
-	m, err := p.Malloc(3000)
+	m, err := p.Alloc(3000)
 	if err != nil {
 		t.Fatalf("Malloc under the limit after the upstream allocator panicked: %v", err)
 	}
-	if err := errors.Join(m.Memory().Free(), p.Close()); err != nil {
+	if err := errors.Join(m.Memory().free(), p.Close()); err != nil {
 		t.Error(err)
 	}
 }
@@ -271,30 +271,30 @@ func TestPoolLimit(t *testing.T) {
 	}
 	a := mustMalloc(t, p, 1024)
 	b := mustMalloc(t, p, 1024)
-	if _, err := p.Malloc(1); !errors.Is(err, cudart.ErrorMemoryAllocation) {
+	if _, err := p.Alloc(1); !errors.Is(err, cudart.ErrorMemoryAllocation) {
 		t.Errorf("Malloc past the limit: %v, want ErrorMemoryAllocation", err)
 	}
-	a.Memory().Free()
+	a.Memory().free()
 	// The freed 1024 are reused within the limit.
 	c := mustMalloc(t, p, 600)
-	b.Memory().Free()
-	c.Memory().Free()
+	b.Memory().free()
+	c.Memory().free()
 	p.SetLimit(0)
-	mustMalloc(t, p, 1<<19).Memory().Free()
+	mustMalloc(t, p, 1<<19).Memory().free()
 }
 
 func TestPoolStopHolding(t *testing.T) {
 	p, h := newTestPool(t, 1<<20)
 	a := mustMalloc(t, p, 1024)
 	b := mustMalloc(t, p, 1024)
-	a.Memory().Free()
+	a.Memory().free()
 	if err := p.StopHolding(); err != nil {
 		t.Fatal(err)
 	}
 	if held, _ := h.stats(); held != 1024 {
 		t.Errorf("after StopHolding upstream holds %d, want 1024 (the block in use)", held)
 	}
-	b.Memory().Free()
+	b.Memory().free()
 	if held, _ := h.stats(); held != 0 || p.TotalBytes() != 0 || p.NFreeBlocks() != 0 {
 		t.Errorf("after the last Free: upstream %d, pool %d, free blocks %d; want 0", held, p.TotalBytes(), p.NFreeBlocks())
 	}
@@ -303,7 +303,7 @@ func TestPoolStopHolding(t *testing.T) {
 func TestPoolSizeChecks(t *testing.T) {
 	p, _ := newTestPool(t, 1<<20)
 	for _, n := range []int{0, -1} {
-		if _, err := p.Malloc(n); err == nil {
+		if _, err := p.Alloc(n); err == nil {
 			t.Errorf("Malloc(%d) succeeded", n)
 		}
 	}
@@ -336,10 +336,10 @@ func TestPoolSizeChecks(t *testing.T) {
 	if err := q.Memset(0, 41); err == nil {
 		t.Errorf("Memset of 41 bytes at offset 60 of 100: no error")
 	}
-	if err := m.Memory().Free(); err != nil {
+	if err := m.Memory().free(); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Memory().Free(); !errors.Is(err, ErrFreed) {
+	if err := m.Memory().free(); !errors.Is(err, ErrFreed) {
 		t.Errorf("second Free: %v, want ErrFreed", err)
 	}
 	if err := q.Memset(0, 1); !errors.Is(err, ErrFreed) {
@@ -363,14 +363,14 @@ func TestPoolCleanupReturnsLostBlocks(t *testing.T) {
 	// A pool's Memory values come in slabs, and the current slab stays
 	// reachable from the pool until it is used up: use it up.
 	for range slabSize {
-		mustMalloc(t, p, 1<<12).Memory().Free()
+		mustMalloc(t, p, 1<<12).Memory().free()
 	}
 	// The next allocation takes the lost blocks back.
 	deadline := time.Now().Add(5 * time.Second)
 	for p.UsedBytes() != 0 && time.Now().Before(deadline) {
 		runtime.GC()
 		time.Sleep(time.Millisecond)
-		mustMalloc(t, p, 512).Memory().Free()
+		mustMalloc(t, p, 512).Memory().free()
 	}
 	if got := p.UsedBytes(); got != 0 {
 		t.Fatalf("UsedBytes = %d after the lost allocations were collected, want 0", got)
@@ -392,25 +392,25 @@ func TestPoolLostBlocksSettle(t *testing.T) {
 	s1 := &Stream{h: 0x1000, state: standIn}
 	mustMallocStream := func(n int, s *Stream) MemoryPointer {
 		t.Helper()
-		m, err := p.MallocStream(n, s)
+		m, err := p.AllocAsync(s, n)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return m
 	}
-	mustMallocStream(4096, s1).Memory().Free()
+	mustMallocStream(4096, s1).Memory().free()
 	a := mustMallocStream(1024, s1) // the rest, 3072 bytes, stays free for s1
 	rest := unsafe.Add(a.Ptr(), 1024)
 	a.mem.owner.(*block).lose() // as the slab's cleanup does
 	settleErr = ErrCapturing
-	other, err := p.Malloc(512)
+	other, err := p.Alloc(512)
 	if err != nil || settles != 1 || other.Ptr() == a.Ptr() {
 		t.Fatalf("Malloc while settling fails = %p, %v after %d settles; want another block than the lost %p", other.Ptr(), err, settles, a.Ptr())
 	}
 	if p.ActiveBlocks() != 2 {
 		t.Errorf("ActiveBlocks = %d after a failed settle, want the lost block still counted", p.ActiveBlocks())
 	}
-	other.Memory().Free()
+	other.Memory().free()
 	settleErr = nil
 	b := mustMallocStream(512, nil)
 	if settles != 2 {
@@ -426,8 +426,8 @@ func TestPoolLostBlocksSettle(t *testing.T) {
 	if _, allocs := h.stats(); allocs != 2 {
 		t.Errorf("%d upstream allocations, want 2", allocs)
 	}
-	b.Memory().Free()
-	c.Memory().Free()
+	b.Memory().free()
+	c.Memory().free()
 	if settles != 2 {
 		t.Errorf("%d settles, want 2: Free settles nothing", settles)
 	}
@@ -438,20 +438,20 @@ func TestPoolLostBlocksSettle(t *testing.T) {
 func TestPoolStreamClose(t *testing.T) {
 	p, h := newTestPool(t, 1<<20)
 	s := &Stream{h: 0x1000, state: standIn}
-	a, _ := p.MallocStream(1024, s)
-	b, _ := p.MallocStream(1024, s)
-	a.Memory().Free()
+	a, _ := p.AllocAsync(s, 1024)
+	b, _ := p.AllocAsync(s, 1024)
+	a.Memory().free()
 	s.life.Close()
 	s.settlePools() // Close does this once the stream's work is done
-	if _, err := p.MallocStream(1024, s); !errors.Is(err, ErrClosed) {
-		t.Errorf("MallocStream on a closed stream: %v, want ErrClosed", err)
+	if _, err := p.AllocAsync(s, 1024); !errors.Is(err, ErrClosed) {
+		t.Errorf("AllocAsync on a closed stream: %v, want ErrClosed", err)
 	}
-	c, err := p.Malloc(1024)
+	c, err := p.Alloc(1024)
 	if err != nil || c.Ptr() != a.Ptr() {
 		t.Errorf("legacy stream got %p, %v; want the closed stream's block %p", c.Ptr(), err, a.Ptr())
 	}
-	b.Memory().Free()
-	d, err := p.Malloc(1024)
+	b.Memory().free()
+	d, err := p.Alloc(1024)
 	if err != nil || d.Ptr() != b.Ptr() {
 		t.Errorf("legacy stream got %p, %v; want the block freed after Close %p", d.Ptr(), err, b.Ptr())
 	}
@@ -470,7 +470,7 @@ func TestPoolConcurrent(t *testing.T) {
 		wg.Go(func() {
 			var held []MemoryPointer
 			for i := range 500 {
-				m, err := p.Malloc(1 + (g*7919+i*104729)%20000)
+				m, err := p.Alloc(1 + (g*7919+i*104729)%20000)
 				if err != nil {
 					t.Error(err)
 					return
@@ -482,13 +482,13 @@ func TestPoolConcurrent(t *testing.T) {
 						if *(*byte)(h.Ptr()) != byte(g) {
 							t.Errorf("goroutine %d: a block it holds was handed out again", g)
 						}
-						h.Memory().Free()
+						h.Memory().free()
 					}
 					held = held[:0]
 				}
 			}
 			for _, h := range held {
-				h.Memory().Free()
+				h.Memory().free()
 			}
 		})
 	}
@@ -514,7 +514,7 @@ func FuzzPool(f *testing.F) {
 			arg := int(ops[i+1])
 			switch ops[i] % 5 {
 			case 0, 3: // malloc
-				m, err := p.MallocStream(1+arg*97, streams[arg%3])
+				m, err := p.AllocAsync(streams[arg%3], 1+arg*97)
 				if errors.Is(err, ErrClosed) {
 					continue
 				}
@@ -534,7 +534,7 @@ func FuzzPool(f *testing.F) {
 			case 1: // free
 				if len(held) > 0 {
 					k := arg % len(held)
-					if err := held[k].Memory().Free(); err != nil {
+					if err := held[k].Memory().free(); err != nil {
 						t.Fatal(err)
 					}
 					held = append(held[:k], held[k+1:]...)
@@ -560,7 +560,7 @@ func FuzzPool(f *testing.F) {
 			}
 		}
 		for _, m := range held {
-			m.Memory().Free()
+			m.Memory().free()
 		}
 		p.FreeAllBlocks()
 		if p.UsedBytes() != 0 || p.TotalBytes() != 0 {
@@ -575,14 +575,14 @@ func FuzzPool(f *testing.F) {
 // BenchmarkPoolHostMallocFree is the pool's hit path without a GPU.
 func BenchmarkPoolHostMallocFree(b *testing.B) {
 	p, _ := newTestPool(b, 1<<30)
-	mustMalloc(b, p, 1<<20).Memory().Free()
+	mustMalloc(b, p, 1<<20).Memory().free()
 	b.ReportAllocs()
 	for b.Loop() {
-		m, err := p.Malloc(1 << 20)
+		m, err := p.Alloc(1 << 20)
 		if err != nil {
 			b.Fatal(err)
 		}
-		m.Memory().Free()
+		m.Memory().free()
 	}
 }
 
@@ -592,13 +592,13 @@ func BenchmarkPoolHostMallocFree(b *testing.B) {
 func TestPoolFreeAllBlocksStream(t *testing.T) {
 	p, h := newTestPool(t, 1<<20)
 	s1, s2 := &Stream{h: 0x1000, state: standIn}, &Stream{h: 0x2000, state: standIn}
-	a1, _ := p.MallocStream(4096, s1)
-	a2, _ := p.MallocStream(4096, s2)
+	a1, _ := p.AllocAsync(s1, 4096)
+	a2, _ := p.AllocAsync(s2, 4096)
 	a0 := mustMalloc(t, p, 4096)
-	inUse, _ := p.MallocStream(4096, s1)
-	a1.Memory().Free()
-	a2.Memory().Free()
-	a0.Memory().Free()
+	inUse, _ := p.AllocAsync(s1, 4096)
+	a1.Memory().free()
+	a2.Memory().free()
+	a0.Memory().free()
 	if held, _ := h.stats(); held != 4*4096 {
 		t.Fatalf("upstream holds %d bytes, want %d", held, 4*4096)
 	}
@@ -614,12 +614,12 @@ func TestPoolFreeAllBlocksStream(t *testing.T) {
 	if held, _ := h.stats(); held != 2*4096 || p.NFreeBlocks() != 1 {
 		t.Errorf("after FreeAllBlocksStream(nil): upstream %d, NFreeBlocks %d; want %d, 1", held, p.NFreeBlocks(), 2*4096)
 	}
-	if b, _ := p.MallocStream(4096, s2); b.Ptr() != a2.Ptr() {
+	if b, _ := p.AllocAsync(s2, 4096); b.Ptr() != a2.Ptr() {
 		t.Errorf("s2's free block was not kept")
 	} else {
-		b.Memory().Free()
+		b.Memory().free()
 	}
-	inUse.Memory().Free()
+	inUse.Memory().free()
 	closed := &Stream{h: 0x3000, state: standIn}
 	closed.life.Close()
 	if err := p.FreeAllBlocksStream(closed); !errors.Is(err, ErrClosed) {
@@ -710,7 +710,7 @@ func TestManagedChecks(t *testing.T) {
 	managed := MemoryPointer{mem: managedMem}
 	freed := hostMemory(64)
 	freed.managed = true
-	freed.Free()
+	freed.free()
 	const prefetch, advise = "highlevel: prefetch ", "highlevel: advise "
 	for _, tc := range []struct {
 		name string
@@ -719,14 +719,14 @@ func TestManagedChecks(t *testing.T) {
 		text string
 		is   error
 	}{
-		{"prefetch of device memory", plain.Prefetch(64, 0, nil), prefetch, "not managed", ErrInvalid},
+		{"prefetch of device memory", plain.Prefetch(nil, 64, 0), prefetch, "not managed", ErrInvalid},
 		{"advice on device memory", plain.Advise(64, AdviseReadMostly, 0), advise, "not managed", ErrInvalid},
-		{"prefetch past the end", managed.Prefetch(65, 0, nil), prefetch, "past the end", ErrInvalid},
+		{"prefetch past the end", managed.Prefetch(nil, 65, 0), prefetch, "past the end", ErrInvalid},
 		{"advice past the end", managed.Advise(65, AdviseAccessedBy, 0), advise, "past the end", ErrInvalid},
-		{"negative size", managed.Prefetch(-1, 0, nil), prefetch, "negative", ErrInvalid},
-		{"no such device", managed.Prefetch(8, -2, nil), prefetch, "no device -2", ErrInvalid},
+		{"negative size", managed.Prefetch(nil, -1, 0), prefetch, "negative", ErrInvalid},
+		{"no such device", managed.Prefetch(nil, 8, -2), prefetch, "no device -2", ErrInvalid},
 		{"unknown advice", managed.Advise(8, 0, 0), advise, "unknown Advice(0)", ErrInvalid},
-		{"freed", MemoryPointer{mem: freed}.Prefetch(8, CPUDevice, nil), prefetch, "freed", ErrFreed},
+		{"freed", MemoryPointer{mem: freed}.Prefetch(nil, 8, CPUDevice), prefetch, "freed", ErrFreed},
 		{"zero pointer", MemoryPointer{}.Advise(8, AdviseReadMostly, 0), advise, "zero MemoryPointer", ErrNil},
 	} {
 		if tc.err == nil || !strings.HasPrefix(tc.err.Error(), tc.op) || strings.Count(tc.err.Error(), "highlevel:") != 1 ||
@@ -734,7 +734,7 @@ func TestManagedChecks(t *testing.T) {
 			t.Errorf("%s: %v, want an error of %q with %q, matching %v", tc.name, tc.err, tc.op, tc.text, tc.is)
 		}
 	}
-	if err := managed.Prefetch(0, 0, nil); err != nil {
+	if err := managed.Prefetch(nil, 0, 0); err != nil {
 		t.Errorf("empty prefetch: %v", err)
 	}
 	if s := AdvisePreferredLocation.String(); s != "cudaMemAdviseSetPreferredLocation" {
@@ -747,13 +747,13 @@ func TestManagedChecks(t *testing.T) {
 // unknown advice also for an empty range, before CUDA sees them: CUDA takes
 // a device as a C int, where 2³¹ is the CPU and 2³² device 0.
 func checkManagedDevices(t *testing.T) {
-	m, err := Device(0).MallocManaged(64)
+	m, err := Managed(Device(0)).Alloc(64)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer m.Memory().Free()
+	defer m.Memory().free()
 	for _, d := range []Device{2, 1 << 31, 1 << 32, 1<<32 + 1, -2} {
-		if err := m.Prefetch(8, d, nil); !errors.Is(err, ErrInvalid) {
+		if err := m.Prefetch(nil, 8, d); !errors.Is(err, ErrInvalid) {
 			t.Errorf("Prefetch to %v: %v, want an error matching ErrInvalid", d, err)
 		}
 		if err := m.Advise(8, AdvisePreferredLocation, d); !errors.Is(err, ErrInvalid) {
@@ -766,7 +766,7 @@ func checkManagedDevices(t *testing.T) {
 		}
 	}
 	for _, d := range []Device{0, 1, CPUDevice} {
-		if err := m.Prefetch(8, d, nil); err != nil {
+		if err := m.Prefetch(nil, 8, d); err != nil {
 			t.Errorf("Prefetch to %v: %v", d, err)
 		}
 		if err := m.Advise(8, AdviseAccessedBy, d); err != nil {
@@ -775,7 +775,7 @@ func checkManagedDevices(t *testing.T) {
 	}
 }
 
-// TestSetPinnedMemoryAllocator checks that AllocPinnedMemory goes through
+// TestSetPinnedMemoryAllocator checks that AllocPinned goes through
 // the pinned allocator set, and that the allocator is fixed by its first
 // use.
 func TestSetPinnedMemoryAllocator(t *testing.T) {
@@ -790,12 +790,12 @@ func TestSetPinnedMemoryAllocator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := AllocPinnedMemory(48)
+	m, err := AllocPinned(48)
 	if err != nil || m.Ptr() != unsafe.Pointer(&buf[0]) || len(asked) != 1 || asked[0] != 48 {
-		t.Errorf("AllocPinnedMemory(48) = %v, %v; allocator asked for %v", m, err, asked)
+		t.Errorf("AllocPinned(48) = %v, %v; allocator asked for %v", m, err, asked)
 	}
-	if _, err := AllocPinnedMemory(-1); err == nil || len(asked) != 1 {
-		t.Errorf("AllocPinnedMemory(-1) = %v, allocator asked for %v", err, asked)
+	if _, err := AllocPinned(-1); err == nil || len(asked) != 1 {
+		t.Errorf("AllocPinned(-1) = %v, allocator asked for %v", err, asked)
 	}
 	if err := SetPinnedMemoryAllocator(nil); !errors.Is(err, ErrAllocatorInUse) {
 		t.Errorf("SetPinnedMemoryAllocator after use: %v, want ErrAllocatorInUse", err)
@@ -814,7 +814,7 @@ func checkAsyncDropped(t *testing.T) {
 	}
 	const rest = 8
 	for range slabSize + rest {
-		if _, err := p.MallocAsync(1<<10, nil); err != nil {
+		if _, err := p.AllocAsync(nil, 1<<10); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -824,11 +824,11 @@ func checkAsyncDropped(t *testing.T) {
 	takeLost := func(done func() bool) {
 		for start := time.Now(); time.Since(start) < 5*time.Second && !done(); time.Sleep(time.Millisecond) {
 			runtime.GC()
-			m, err := d.Malloc(1)
+			m, err := d.Alloc(1)
 			if err != nil {
 				t.Fatal(err)
 			}
-			m.Memory().Free()
+			m.Memory().free()
 		}
 	}
 	// allocs counts the allocations not freed, and 1 until Close.

@@ -683,29 +683,6 @@ func (s *Stream) dropMarks() {
 	}
 }
 
-// Record records e on the stream, or a new event when e is nil, and returns
-// the event.
-func (s *Stream) Record(e *Event) (*Event, error) {
-	if err := s.usable(); err != nil {
-		return nil, err
-	}
-	if e != nil {
-		return e, e.Record(s)
-	}
-	if s.life.Closed() {
-		return nil, ErrClosed
-	}
-	e, err := NewEvent(s.dev, nil)
-	if err != nil {
-		return nil, err
-	}
-	if err := e.Record(s); err != nil {
-		e.Close()
-		return nil, err
-	}
-	return e, nil
-}
-
 // WaitEvent makes the work queued on the stream from now on wait until e
 // has happened; e may belong to another device. Waiting for an event
 // recorded in a capture joins the stream to that capture. While the stream

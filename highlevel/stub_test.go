@@ -301,7 +301,7 @@ func checkDriverOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := d.Malloc(1 << 10)
+	m, err := d.Alloc(1 << 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,12 +313,12 @@ func checkDriverOnly(t *testing.T) {
 		name string
 		err  error
 	}{
-		{"MemsetAsync", m.MemsetAsync(0, 1<<10, s)},
-		{"CopyFromDeviceAsync", m.CopyFromDeviceAsync(m, 1<<10, s)},
+		{"MemsetAsync", m.MemsetAsync(s, 0, 1<<10)},
+		{"CopyFromDeviceAsync", m.CopyFromDeviceAsync(s, m, 1<<10)},
 		{"Record", e.Record(s)},
 		{"Stream.Synchronize", s.Synchronize()},
 		{"Event.Close", e.Close()},
-		{"Free", m.Memory().Free()},
+		{"Free", m.Memory().free()},
 		{"Stream.Close", s.Close()},
 	} {
 		if op.err != nil {

@@ -103,12 +103,12 @@ func rank(ctx context.Context, c *collective.Comm, n, iters int) (time.Duration,
 	for i := range host {
 		host[i] = float32(c.Rank() + 1 + i%7)
 	}
-	x, err := highlevel.ArrayFromOn(dev, host)
+	x, err := highlevel.ArrayFrom(dev, host)
 	if err != nil {
 		return 0, err
 	}
 	defer x.Free()
-	allReduce := collective.AllReduce(c, x, x, collective.Sum, s)
+	allReduce := collective.AllReduce(s, c, x, x, collective.Sum)
 	if err := collective.Run(allReduce); err != nil {
 		return 0, err
 	}

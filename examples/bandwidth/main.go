@@ -18,7 +18,7 @@
 // Each measurement is timed with two CUDA events recorded on a created stream
 // around the n copies. Rates are in GB/s of 1e9 bytes per second, as
 // bandwidthTest gives them. Pinned host memory comes from
-// highlevel.AllocPinnedMemory, pageable memory is a Go []byte. For
+// highlevel.AllocPinned, pageable memory is a Go []byte. For
 // device-to-device copies bandwidthTest counts every byte twice, once read and
 // once written; the table gives the copy rate and that figure.
 //
@@ -113,12 +113,12 @@ func run(args []string, w io.Writer) (err error) {
 	defer free(stop.Close)
 	var d [2]highlevel.MemoryPointer
 	for i := range d {
-		if d[i], err = dev.Malloc(size); err != nil {
+		if d[i], err = dev.Alloc(size); err != nil {
 			return err
 		}
-		defer free(d[i].Memory().Free)
+		defer free(d[i].Free)
 	}
-	pinned, err := highlevel.AllocPinnedMemory(size)
+	pinned, err := highlevel.AllocPinned(size)
 	if err != nil {
 		return err
 	}
@@ -159,11 +159,11 @@ func run(args []string, w io.Writer) (err error) {
 	// (bandwidthTest times pageable copies with a host timer instead.)
 	var rates [5]float64
 	copies := []func() error{
-		func() error { return highlevel.CopyFromHostAsync(d[0], pin, s) },
-		func() error { return highlevel.CopyFromHostAsync(d[0], pageable, s) },
-		func() error { return highlevel.CopyToHostAsync(pin, d[0], s) },
-		func() error { return highlevel.CopyToHostAsync(pageable, d[0], s) },
-		func() error { return d[1].CopyFromDeviceAsync(d[0], size, s) },
+		func() error { return highlevel.CopyFromHostAsync(s, d[0], pin) },
+		func() error { return highlevel.CopyFromHostAsync(s, d[0], pageable) },
+		func() error { return highlevel.CopyToHostAsync(s, pin, d[0]) },
+		func() error { return highlevel.CopyToHostAsync(s, pageable, d[0]) },
+		func() error { return d[1].CopyFromDeviceAsync(s, d[0], size) },
 	}
 	for i, c := range copies {
 		if rates[i], err = measure(c); err != nil {

@@ -86,12 +86,12 @@ func run(dev, n int, a float32, timeout time.Duration) error {
 	for i := range xs {
 		xs[i], ys[i] = float32(i%1000)/10, float32(i%7)
 	}
-	x, err := highlevel.ArrayFromOn(pool, xs)
+	x, err := highlevel.ArrayFrom(pool, xs)
 	if err != nil {
 		return err
 	}
 	defer x.Free()
-	y, err := highlevel.NewArrayOn[float32](pool, n)
+	y, err := highlevel.AllocArray[float32](pool, n)
 	if err != nil {
 		return err
 	}
@@ -102,7 +102,7 @@ func run(dev, n int, a float32, timeout time.Duration) error {
 		return err
 	}
 	defer s.Close()
-	if err := y.CopyFromHostAsync(ys, s); err != nil {
+	if err := y.CopyFromHostAsync(s, ys); err != nil {
 		return err
 	}
 	_, block, err := saxpy.MaxPotentialBlockSize(d, 0, 0)
@@ -111,7 +111,7 @@ func run(dev, n int, a float32, timeout time.Duration) error {
 	}
 	grid := min((n+block-1)/block, 65535)
 	cfg := highlevel.LaunchConfig{Grid: highlevel.Dim3{X: grid}, Block: highlevel.Dim3{X: block}}
-	start, err := s.Record(nil)
+	start, err := recordNew(s)
 	if err != nil {
 		return err
 	}
@@ -119,13 +119,13 @@ func run(dev, n int, a float32, timeout time.Duration) error {
 	if err := saxpy.Launch(s, cfg, a, x, y, int32(n)); err != nil {
 		return err
 	}
-	end, err := s.Record(nil)
+	end, err := recordNew(s)
 	if err != nil {
 		return err
 	}
 	defer end.Close()
 	got := make([]float32, n)
-	if err := y.CopyToHostAsync(got, s); err != nil {
+	if err := y.CopyToHostAsync(s, got); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -146,4 +146,17 @@ func run(dev, n int, a float32, timeout time.Duration) error {
 	fmt.Printf("%v (%s, %s): saxpy of %d elements in %v (grid %d, block %d), %.1f GB/s; all equal to the CPU's\n",
 		d, name, arch, n, elapsed, grid, block, float64(12*n)/elapsed.Seconds()/1e9)
 	return nil
+}
+
+// recordNew returns a new event recorded on s.
+func recordNew(s *highlevel.Stream) (*highlevel.Event, error) {
+	e, err := highlevel.NewEvent(s.Device(), nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.Record(s); err != nil {
+		e.Close()
+		return nil, err
+	}
+	return e, nil
 }

@@ -64,17 +64,17 @@ func run(dev, size int, timeout time.Duration) error {
 		// additions.
 		as[i], bs[i] = float32(i%7-3), float32(i%5-2)
 	}
-	a, err := highlevel.ArrayFromOn(pool, as)
+	a, err := highlevel.ArrayFrom(pool, as)
 	if err != nil {
 		return err
 	}
 	defer a.Free()
-	b, err := highlevel.ArrayFromOn(pool, bs)
+	b, err := highlevel.ArrayFrom(pool, bs)
 	if err != nil {
 		return err
 	}
 	defer b.Free()
-	c, err := highlevel.NewArrayOn[float32](pool, n*n)
+	c, err := highlevel.AllocArray[float32](pool, n*n)
 	if err != nil {
 		return err
 	}
@@ -89,7 +89,7 @@ func run(dev, size int, timeout time.Duration) error {
 	if err := linalg.MatMul(s, a, b, c, n, n, n); err != nil {
 		return err
 	}
-	start, err := s.Record(nil)
+	start, err := recordNew(s)
 	if err != nil {
 		return err
 	}
@@ -97,13 +97,13 @@ func run(dev, size int, timeout time.Duration) error {
 	if err := linalg.MatMul(s, a, b, c, n, n, n); err != nil {
 		return err
 	}
-	end, err := s.Record(nil)
+	end, err := recordNew(s)
 	if err != nil {
 		return err
 	}
 	defer end.Close()
 	got := make([]float32, n*n)
-	if err := c.CopyToHostAsync(got, s); err != nil {
+	if err := c.CopyToHostAsync(s, got); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -140,4 +140,17 @@ func matMul(a, b []float32, n int) []float32 {
 		}
 	}
 	return c
+}
+
+// recordNew returns a new event recorded on s.
+func recordNew(s *highlevel.Stream) (*highlevel.Event, error) {
+	e, err := highlevel.NewEvent(s.Device(), nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.Record(s); err != nil {
+		e.Close()
+		return nil, err
+	}
+	return e, nil
 }

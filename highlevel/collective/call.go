@@ -147,7 +147,7 @@ func (call *Call) redOp(o ReduceOp) nccl.RedOp {
 // AllReduce reduces send over every rank with op and leaves the result in
 // recv on every rank (ncclAllReduce). send and recv hold as many elements;
 // they may be the same array (in place).
-func AllReduce[T Elem](c *Comm, send, recv *highlevel.Array[T], op ReduceOp, s *highlevel.Stream) Call {
+func AllReduce[T Elem](s *highlevel.Stream, c *Comm, send, recv *highlevel.Array[T], op ReduceOp) Call {
 	call := newCall("all-reduce", c, s)
 	array(&call, "send", send, -1)
 	array(&call, "recv", recv, send.Len())
@@ -166,7 +166,7 @@ func AllReduce[T Elem](c *Comm, send, recv *highlevel.Array[T], op ReduceOp, s *
 // Broadcast copies send of rank root to recv of every rank (ncclBroadcast).
 // send matters on the root alone, where it holds as many elements as recv
 // or is recv itself (in place); elsewhere it may be nil.
-func Broadcast[T Elem](c *Comm, send, recv *highlevel.Array[T], root int, s *highlevel.Stream) Call {
+func Broadcast[T Elem](s *highlevel.Stream, c *Comm, send, recv *highlevel.Array[T], root int) Call {
 	call := newCall("broadcast", c, s)
 	call.rank("root", root)
 	array(&call, "recv", recv, -1)
@@ -188,7 +188,7 @@ func Broadcast[T Elem](c *Comm, send, recv *highlevel.Array[T], root int, s *hig
 // Reduce reduces send over every rank with op into recv of rank root
 // (ncclReduce). recv matters on the root alone, where it holds as many
 // elements as send or is send itself (in place); elsewhere it may be nil.
-func Reduce[T Elem](c *Comm, send, recv *highlevel.Array[T], op ReduceOp, root int, s *highlevel.Stream) Call {
+func Reduce[T Elem](s *highlevel.Stream, c *Comm, send, recv *highlevel.Array[T], op ReduceOp, root int) Call {
 	call := newCall("reduce", c, s)
 	call.rank("root", root)
 	array(&call, "send", send, -1)
@@ -211,7 +211,7 @@ func Reduce[T Elem](c *Comm, send, recv *highlevel.Array[T], op ReduceOp, root i
 // AllGather gathers send of every rank into recv of every rank, rank r's at
 // r·len(send) (ncclAllGather): recv holds Size times as many elements as
 // send. In place, send is recv's slice at this rank's place.
-func AllGather[T Elem](c *Comm, send, recv *highlevel.Array[T], s *highlevel.Stream) Call {
+func AllGather[T Elem](s *highlevel.Stream, c *Comm, send, recv *highlevel.Array[T]) Call {
 	call := newCall("all-gather", c, s)
 	array(&call, "send", send, -1)
 	if call.err == nil {
@@ -233,7 +233,7 @@ func AllGather[T Elem](c *Comm, send, recv *highlevel.Array[T], s *highlevel.Str
 // the result, len(recv) elements at r·len(recv), in recv of rank r
 // (ncclReduceScatter): send holds Size times as many elements as recv. In
 // place, recv is send's slice at this rank's place.
-func ReduceScatter[T Elem](c *Comm, send, recv *highlevel.Array[T], op ReduceOp, s *highlevel.Stream) Call {
+func ReduceScatter[T Elem](s *highlevel.Stream, c *Comm, send, recv *highlevel.Array[T], op ReduceOp) Call {
 	call := newCall("reduce-scatter", c, s)
 	array(&call, "recv", recv, -1)
 	if call.err == nil {
@@ -255,7 +255,7 @@ func ReduceScatter[T Elem](c *Comm, send, recv *highlevel.Array[T], op ReduceOp,
 // Send sends send to rank peer, whose Recv of as many elements receives it
 // (ncclSend). A Send and a Recv between two ranks that both send and
 // receive go in one Run, or NCCL may wait forever (until the Timeout).
-func Send[T Elem](c *Comm, send *highlevel.Array[T], peer int, s *highlevel.Stream) Call {
+func Send[T Elem](s *highlevel.Stream, c *Comm, send *highlevel.Array[T], peer int) Call {
 	call := newCall("send", c, s)
 	call.rank("peer", peer)
 	array(&call, "send", send, -1)
@@ -271,7 +271,7 @@ func Send[T Elem](c *Comm, send *highlevel.Array[T], peer int, s *highlevel.Stre
 }
 
 // Recv receives into recv what rank peer sends with Send (ncclRecv).
-func Recv[T Elem](c *Comm, recv *highlevel.Array[T], peer int, s *highlevel.Stream) Call {
+func Recv[T Elem](s *highlevel.Stream, c *Comm, recv *highlevel.Array[T], peer int) Call {
 	call := newCall("recv", c, s)
 	call.rank("peer", peer)
 	array(&call, "recv", recv, -1)

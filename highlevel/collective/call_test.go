@@ -66,28 +66,28 @@ func TestCallArguments(t *testing.T) {
 		want error
 	}{
 		{"zero Call", Call{}, highlevel.ErrNil},
-		{"nil Comm", AllReduce(nil, empty, empty, Sum, nil), highlevel.ErrNil},
-		{"zero Comm", AllReduce(&Comm{}, empty, empty, Sum, nil), highlevel.ErrNil},
-		{"all-reduce, nil send", AllReduce(c, none, empty, Sum, nil), ErrConfig},
-		{"all-reduce, nil recv", AllReduce(c, empty, none, Sum, nil), ErrConfig},
-		{"all-reduce, no such op", AllReduce(c, empty, empty, ReduceOp(7), nil), ErrConfig},
-		{"all-reduce, negative op", AllReduce(c, empty, empty, ReduceOp(-1), nil), ErrConfig},
-		{"broadcast, root too large", Broadcast(c, empty, empty, 2, nil), ErrConfig},
-		{"broadcast, negative root", Broadcast(c, empty, empty, -1, nil), ErrConfig},
-		{"broadcast, nil send at the root", Broadcast(c, none, empty, 0, nil), ErrConfig},
-		{"broadcast, nil recv", Broadcast(c, empty, none, 1, nil), ErrConfig},
-		{"reduce, nil send", Reduce(c, none, empty, Sum, 1, nil), ErrConfig},
-		{"reduce, nil recv at the root", Reduce(c, empty, none, Sum, 0, nil), ErrConfig},
-		{"reduce, root too large", Reduce(c, empty, empty, Sum, 5, nil), ErrConfig},
-		{"reduce, no such op", Reduce(c, empty, empty, ReduceOp(5), 0, nil), ErrConfig},
-		{"all-gather, nil send", AllGather(c, none, empty, nil), ErrConfig},
-		{"all-gather, nil recv", AllGather(c, empty, none, nil), ErrConfig},
-		{"reduce-scatter, nil recv", ReduceScatter(c, empty, none, Sum, nil), ErrConfig},
-		{"reduce-scatter, nil send", ReduceScatter(c, none, empty, Sum, nil), ErrConfig},
-		{"send, peer too large", Send(c, empty, 2, nil), ErrConfig},
-		{"send, nil array", Send(c, none, 1, nil), ErrConfig},
-		{"recv, negative peer", Recv(c, empty, -1, nil), ErrConfig},
-		{"recv, nil array", Recv(c, none, 1, nil), ErrConfig},
+		{"nil Comm", AllReduce(nil, nil, empty, empty, Sum), highlevel.ErrNil},
+		{"zero Comm", AllReduce(nil, &Comm{}, empty, empty, Sum), highlevel.ErrNil},
+		{"all-reduce, nil send", AllReduce(nil, c, none, empty, Sum), ErrConfig},
+		{"all-reduce, nil recv", AllReduce(nil, c, empty, none, Sum), ErrConfig},
+		{"all-reduce, no such op", AllReduce(nil, c, empty, empty, ReduceOp(7)), ErrConfig},
+		{"all-reduce, negative op", AllReduce(nil, c, empty, empty, ReduceOp(-1)), ErrConfig},
+		{"broadcast, root too large", Broadcast(nil, c, empty, empty, 2), ErrConfig},
+		{"broadcast, negative root", Broadcast(nil, c, empty, empty, -1), ErrConfig},
+		{"broadcast, nil send at the root", Broadcast(nil, c, none, empty, 0), ErrConfig},
+		{"broadcast, nil recv", Broadcast(nil, c, empty, none, 1), ErrConfig},
+		{"reduce, nil send", Reduce(nil, c, none, empty, Sum, 1), ErrConfig},
+		{"reduce, nil recv at the root", Reduce(nil, c, empty, none, Sum, 0), ErrConfig},
+		{"reduce, root too large", Reduce(nil, c, empty, empty, Sum, 5), ErrConfig},
+		{"reduce, no such op", Reduce(nil, c, empty, empty, ReduceOp(5), 0), ErrConfig},
+		{"all-gather, nil send", AllGather(nil, c, none, empty), ErrConfig},
+		{"all-gather, nil recv", AllGather(nil, c, empty, none), ErrConfig},
+		{"reduce-scatter, nil recv", ReduceScatter(nil, c, empty, none, Sum), ErrConfig},
+		{"reduce-scatter, nil send", ReduceScatter(nil, c, none, empty, Sum), ErrConfig},
+		{"send, peer too large", Send(nil, c, empty, 2), ErrConfig},
+		{"send, nil array", Send(nil, c, none, 1), ErrConfig},
+		{"recv, negative peer", Recv(nil, c, empty, -1), ErrConfig},
+		{"recv, nil array", Recv(nil, c, none, 1), ErrConfig},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := Run(tc.call)
@@ -99,7 +99,7 @@ func TestCallArguments(t *testing.T) {
 				t.Errorf("Run: %T, want *Error", err)
 			}
 			// In a group, the bad call keeps the good ones from running.
-			if err := Run(AllReduce(c, empty, empty, Sum, nil), tc.call); !errors.Is(err, tc.want) {
+			if err := Run(AllReduce(nil, c, empty, empty, Sum), tc.call); !errors.Is(err, tc.want) {
 				t.Errorf("Run of a group: %v, want an error wrapping %v", err, tc.want)
 			}
 		})
@@ -131,7 +131,7 @@ func TestClosedComm(t *testing.T) {
 	} {
 		c := tc.c
 		for what, err := range map[string]error{
-			"Run":   Run(AllReduce(c, empty, empty, Sum, nil)),
+			"Run":   Run(AllReduce(nil, c, empty, empty, Sum)),
 			"Close": c.Close(),
 			"Abort": c.Abort(),
 			"Err":   c.Err(),
@@ -231,7 +231,7 @@ func TestNewCommArguments(t *testing.T) {
 
 func TestErrorMessages(t *testing.T) {
 	c := fake()
-	err := Run(AllReduce[float32](c, nil, nil, Sum, nil))
+	err := Run(AllReduce[float32](nil, c, nil, nil, Sum))
 	const want = "collective: all-reduce on rank 0 of 2 (device 0): bad configuration: nil send"
 	if err == nil || err.Error() != want {
 		t.Errorf("got %q, want %q", err, want)

@@ -936,7 +936,12 @@ func (c *Comm) settleStream(s *highlevel.Stream, deadline time.Time) error {
 	skip := func(err error) bool {
 		return errors.Is(err, highlevel.ErrClosed) || errors.Is(err, highlevel.ErrCapturing)
 	}
-	e, err := s.Record(nil)
+	e, err := highlevel.NewEvent(c.dev, nil)
+	if err == nil {
+		if err = e.Record(s); err != nil {
+			e.Close()
+		}
+	}
 	if err != nil {
 		if skip(err) {
 			return nil

@@ -25,12 +25,12 @@ func Example() {
 			return err
 		}
 		defer s.Close()
-		x, err := highlevel.ArrayFromOn(c.Device(), []float32{1, 2, 3})
+		x, err := highlevel.ArrayFrom(c.Device(), []float32{1, 2, 3})
 		if err != nil {
 			return err
 		}
 		defer x.Free()
-		if err := collective.Run(collective.AllReduce(c, x, x, collective.Sum, s)); err != nil {
+		if err := collective.Run(collective.AllReduce(s, c, x, x, collective.Sum)); err != nil {
 			return err
 		}
 		if err := c.Wait(ctx, s); err != nil {

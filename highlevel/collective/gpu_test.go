@@ -211,7 +211,7 @@ func (r *rank) free() error {
 }
 
 func from[T Elem](r *rank, host []T) (*highlevel.Array[T], error) {
-	a, err := highlevel.ArrayFromOn(highlevel.Allocator(r.c.Device()), host)
+	a, err := highlevel.ArrayFrom(highlevel.Allocator(r.c.Device()), host)
 	if err == nil {
 		r.arrays = append(r.arrays, a)
 	}
@@ -247,7 +247,7 @@ func collectives[T Elem](r *rank, count int) error {
 		if err != nil {
 			return err
 		}
-		if err := r.run(AllReduce(c, send, recv, op, r.s)); err != nil {
+		if err := r.run(AllReduce(r.s, c, send, recv, op)); err != nil {
 			return err
 		}
 		want := func(i int) T { return reduced[T](op, n, i) }
@@ -264,7 +264,7 @@ func collectives[T Elem](r *rank, count int) error {
 		if err := check("the out-of-place all-reduce's send", Sum, got, func(i int) T { return mine[i] }); err != nil {
 			return err
 		}
-		if err := r.run(AllReduce(c, send, send, op, r.s)); err != nil {
+		if err := r.run(AllReduce(r.s, c, send, send, op)); err != nil {
 			return err
 		}
 		if got, err = back(send); err != nil {
@@ -279,7 +279,7 @@ func collectives[T Elem](r *rank, count int) error {
 		if err != nil {
 			return err
 		}
-		if err := r.run(Reduce(c, send0(r, mine), recv2, op, n-1, r.s)); err != nil {
+		if err := r.run(Reduce(r.s, c, send0(r, mine), recv2, op, n-1)); err != nil {
 			return err
 		}
 		if me == n-1 {
@@ -298,7 +298,7 @@ func collectives[T Elem](r *rank, count int) error {
 		if err != nil {
 			return err
 		}
-		if err := r.run(ReduceScatter(c, full, block, op, r.s)); err != nil {
+		if err := r.run(ReduceScatter(r.s, c, full, block, op)); err != nil {
 			return err
 		}
 		if got, err = back(block); err != nil {
@@ -315,7 +315,7 @@ func collectives[T Elem](r *rank, count int) error {
 	if err != nil {
 		return err
 	}
-	if err := r.run(Broadcast(c, send0(r, mine), recv, root, r.s)); err != nil {
+	if err := r.run(Broadcast(r.s, c, send0(r, mine), recv, root)); err != nil {
 		return err
 	}
 	rootVal := func(i int) T { return value[T](root, i) }
@@ -330,7 +330,7 @@ func collectives[T Elem](r *rank, count int) error {
 	if err != nil {
 		return err
 	}
-	if err := r.run(Broadcast(c, inPlace, inPlace, root, r.s)); err != nil {
+	if err := r.run(Broadcast(r.s, c, inPlace, inPlace, root)); err != nil {
 		return err
 	}
 	if got, err = back(inPlace); err != nil {
@@ -346,7 +346,7 @@ func collectives[T Elem](r *rank, count int) error {
 	if err != nil {
 		return err
 	}
-	if err := r.run(AllGather(c, send0(r, mine), all, r.s)); err != nil {
+	if err := r.run(AllGather(r.s, c, send0(r, mine), all)); err != nil {
 		return err
 	}
 	if got, err = back(all); err != nil {
@@ -368,7 +368,7 @@ func collectives[T Elem](r *rank, count int) error {
 	if err != nil {
 		return err
 	}
-	if err := r.run(AllGather(c, part, all2, r.s)); err != nil {
+	if err := r.run(AllGather(r.s, c, part, all2)); err != nil {
 		return err
 	}
 	if got, err = back(all2); err != nil {
@@ -384,7 +384,7 @@ func collectives[T Elem](r *rank, count int) error {
 	if err != nil {
 		return err
 	}
-	if err := r.run(Send(c, send0(r, mine), next, r.s), Recv(c, in, prev, r.s)); err != nil {
+	if err := r.run(Send(r.s, c, send0(r, mine), next), Recv(r.s, c, in, prev)); err != nil {
 		return err
 	}
 	if got, err = back(in); err != nil {
@@ -457,7 +457,7 @@ func collectivesOneProcess(t *testing.T, opts *Options) {
 		if err != nil {
 			return err
 		}
-		if err := r.run(AllReduce(r.c, a, a, Sum, r.s)); err != nil {
+		if err := r.run(AllReduce(r.s, r.c, a, a, Sum)); err != nil {
 			return err
 		}
 		got, err := a.ToHost()
@@ -491,8 +491,8 @@ func TestGPUGroupOneGoroutine(t *testing.T) {
 		if ins[i], err = from(r, make([]int32, count)); err != nil {
 			t.Fatal(err)
 		}
-		reduce = append(reduce, AllReduce(r.c, as[i], as[i], Max, r.s))
-		ring = append(ring, Send(r.c, as[i], (i+1)%n, r.s), Recv(r.c, ins[i], (i+n-1)%n, r.s))
+		reduce = append(reduce, AllReduce(r.s, r.c, as[i], as[i], Max))
+		ring = append(ring, Send(r.s, r.c, as[i], (i+1)%n), Recv(r.s, r.c, ins[i], (i+n-1)%n))
 	}
 	for _, group := range [][]Call{reduce, ring} {
 		if err := Run(group...); err != nil {
@@ -536,7 +536,7 @@ func TestGPUGroupCaptured(t *testing.T) {
 		if as[i], err = from(r, fill(count, func(j int) float32 { return value[float32](i, j) })); err != nil {
 			t.Fatal(err)
 		}
-		group = append(group, AllReduce(r.c, as[i], as[i], Sum, r.s))
+		group = append(group, AllReduce(r.s, r.c, as[i], as[i], Sum))
 	}
 	for _, r := range ranks {
 		if err := r.s.Synchronize(); err != nil { // the arrays' copies
@@ -594,17 +594,17 @@ func TestGPUArgumentsOnDevice(t *testing.T) {
 	requireGPUs(t, 2)
 	comms := newComms(t, nil)
 	c := comms[0]
-	a3, err := highlevel.NewArrayOn[float32](highlevel.Device(0), 3)
+	a3, err := highlevel.AllocArray[float32](highlevel.Device(0), 3)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a3.Free()
-	a4, err := highlevel.NewArrayOn[float32](highlevel.Device(0), 4)
+	a4, err := highlevel.AllocArray[float32](highlevel.Device(0), 4)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a4.Free()
-	other, err := highlevel.NewArrayOn[float32](highlevel.Device(1), 3)
+	other, err := highlevel.AllocArray[float32](highlevel.Device(1), 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -619,24 +619,24 @@ func TestGPUArgumentsOnDevice(t *testing.T) {
 		call Call
 		want error
 	}{
-		{"all-reduce of 3 into 4", AllReduce(c, a3, a4, Sum, nil), ErrConfig},
-		{"all-gather into 4", AllGather(c, a3, a4, nil), ErrConfig},
-		{"reduce-scatter from 4", ReduceScatter(c, a4, a3, Sum, nil), ErrConfig},
-		{"broadcast from the root of 4 into 3", Broadcast(c, a4, a3, 0, nil), ErrConfig},
-		{"an array of device 1", AllReduce(c, other, other, Sum, nil), nil},
-		{"a stream of device 1", AllReduce(c, a3, a3, Sum, s1), nil},
+		{"all-reduce of 3 into 4", AllReduce(nil, c, a3, a4, Sum), ErrConfig},
+		{"all-gather into 4", AllGather(nil, c, a3, a4), ErrConfig},
+		{"reduce-scatter from 4", ReduceScatter(nil, c, a4, a3, Sum), ErrConfig},
+		{"broadcast from the root of 4 into 3", Broadcast(nil, c, a4, a3, 0), ErrConfig},
+		{"an array of device 1", AllReduce(nil, c, other, other, Sum), nil},
+		{"a stream of device 1", AllReduce(s1, c, a3, a3, Sum), nil},
 	} {
 		err := Run(tc.call)
 		if err == nil || tc.want != nil && !errors.Is(err, tc.want) {
 			t.Errorf("%s: %v, want an error wrapping %v", tc.name, err, tc.want)
 		}
 	}
-	freed, err := highlevel.NewArrayOn[float32](highlevel.Device(0), 3)
+	freed, err := highlevel.AllocArray[float32](highlevel.Device(0), 3)
 	if err != nil {
 		t.Fatal(err)
 	}
 	freed.Free()
-	if err := Run(AllReduce(c, freed, freed, Sum, nil)); !errors.Is(err, highlevel.ErrFreed) {
+	if err := Run(AllReduce(nil, c, freed, freed, Sum)); !errors.Is(err, highlevel.ErrFreed) {
 		t.Errorf("all-reduce of freed memory: %v, want ErrFreed", err)
 	}
 }
@@ -689,7 +689,7 @@ func split(t *testing.T, opts, subOpts *Options) {
 		if err != nil {
 			return err
 		}
-		if err := Run(AllReduce(sub, a, a, Sum, r.s)); err != nil {
+		if err := Run(AllReduce(r.s, sub, a, a, Sum)); err != nil {
 			return err
 		}
 		if err := sub.Wait(r.ctx, r.s); err != nil {
@@ -744,7 +744,7 @@ func TestGPUFailingRankAborts(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				err = r.run(AllReduce(r.c, a, a, Sum, r.s))
+				err = r.run(AllReduce(r.s, r.c, a, a, Sum))
 				mu.Lock()
 				others[r.c.Rank()] = err
 				mu.Unlock()
@@ -763,7 +763,7 @@ func TestGPUFailingRankAborts(t *testing.T) {
 				}
 			}
 			for _, c := range comms {
-				if err := Run(AllReduce(c, &highlevel.Array[float32]{}, &highlevel.Array[float32]{}, Sum, nil)); !errors.Is(err, highlevel.ErrClosed) {
+				if err := Run(AllReduce(nil, c, &highlevel.Array[float32]{}, &highlevel.Array[float32]{}, Sum)); !errors.Is(err, highlevel.ErrClosed) {
 					t.Errorf("rank %d after the abort: %v, want ErrClosed", c.Rank(), err)
 				}
 			}
@@ -786,7 +786,7 @@ func TestGPUTimeout(t *testing.T) {
 	t0 := time.Now()
 	a, err := from(r, []float32{1})
 	if err == nil {
-		err = r.run(AllReduce(r.c, a, a, Sum, r.s))
+		err = r.run(AllReduce(r.s, r.c, a, a, Sum))
 	}
 	took := time.Since(t0)
 	if !errors.Is(err, ErrTimeout) || !errors.Is(err, ErrAborted) {
@@ -945,7 +945,7 @@ func testKilledRank(t *testing.T, test, mode string, blocking, closeFirst bool) 
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := r.run(AllReduce(c, a, a, Sum, r.s)); err != nil {
+		if err := r.run(AllReduce(r.s, c, a, a, Sum)); err != nil {
 			t.Fatalf("rank %d: first all-reduce: %v", me, err)
 		}
 		if me == 1 {
@@ -960,10 +960,10 @@ func testKilledRank(t *testing.T, test, mode string, blocking, closeFirst bool) 
 		// need not fail.
 		var runErr error
 		if closeFirst {
-			runErr = Run(AllReduce(c, a, a, Sum, r.s))
+			runErr = Run(AllReduce(r.s, c, a, a, Sum))
 			err = c.Close()
 		} else {
-			err = r.run(AllReduce(c, a, a, Sum, r.s))
+			err = r.run(AllReduce(r.s, c, a, a, Sum))
 		}
 		took := time.Since(t0)
 		fmt.Printf("rank 0: the all-reduce with the dead rank returned after %v: %v (Run: %v)\n", took, err, runErr)

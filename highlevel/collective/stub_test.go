@@ -104,11 +104,11 @@ var stubCases = []struct {
 		if err != nil {
 			return err
 		}
-		a, err := highlevel.NewArrayOn[float32](c.Device(), 4)
+		a, err := highlevel.AllocArray[float32](c.Device(), 4)
 		if err != nil {
 			return err
 		}
-		call := AllReduce(c, a, a, Sum, s)
+		call := AllReduce(s, c, a, a, Sum)
 		// The device's context stays current on the thread after the
 		// first Run there (Device.DoRestoring).
 		runtime.LockOSThread()
@@ -184,7 +184,7 @@ var stubCases = []struct {
 	}, []string{"init 1 blocking=0", "split 2 1 blocking=0", "abort 1", "abort 2"}},
 	{"Blocking: Close waits for the last streams Run queued on, closed or not", 1, nil, func(t *testing.T) error {
 		c := stubComm(t, &Options{Blocking: true})
-		a, err := highlevel.NewArrayOn[float32](c.Device(), 4)
+		a, err := highlevel.AllocArray[float32](c.Device(), 4)
 		if err != nil {
 			return err
 		}
@@ -194,7 +194,7 @@ var stubCases = []struct {
 			if err != nil {
 				return err
 			}
-			errs = append(errs, Run(AllReduce(c, a, a, Sum, s)))
+			errs = append(errs, Run(AllReduce(s, c, a, a, Sum)))
 			if i%2 == 0 {
 				errs = append(errs, s.Close())
 			}
@@ -260,14 +260,14 @@ var stubCases = []struct {
 		if err != nil {
 			return err
 		}
-		a, err := highlevel.NewArrayOn[float32](c.Device(), 4)
+		a, err := highlevel.AllocArray[float32](c.Device(), 4)
 		if err != nil {
 			return err
 		}
-		if err := Run(AllReduce(c, a, a, Sum, s)); !errors.Is(err, ErrAborted) || !errors.Is(err, nccl.InternalError) {
+		if err := Run(AllReduce(s, c, a, a, Sum)); !errors.Is(err, ErrAborted) || !errors.Is(err, nccl.InternalError) {
 			t.Errorf("Run: %v, want ErrAborted and ncclInternalError", err)
 		}
-		if err := Run(AllReduce(c, a, a, Sum, s)); !errors.Is(err, highlevel.ErrClosed) {
+		if err := Run(AllReduce(s, c, a, a, Sum)); !errors.Is(err, highlevel.ErrClosed) {
 			t.Errorf("Run after the abort: %v, want ErrClosed", err)
 		}
 		return errors.Join(a.Free(), s.Close())
@@ -342,12 +342,12 @@ var stubCases = []struct {
 				return err
 			}
 			defer s.Close()
-			a, err := highlevel.NewArrayOn[float32](c.Device(), 4)
+			a, err := highlevel.AllocArray[float32](c.Device(), 4)
 			if err != nil {
 				return err
 			}
 			defer a.Free()
-			calls = append(calls, AllReduce(c, a, a, Sum, s))
+			calls = append(calls, AllReduce(s, c, a, a, Sum))
 		}
 		// A split of comms[1] that NCCL never ends holds its calls until
 		// its Timeout, or an abort of comms[1]; a Run over both waits for
@@ -421,12 +421,12 @@ var stubCases = []struct {
 					return err
 				}
 				defer s.Close()
-				a, err := highlevel.NewArrayOn[float32](c.Device(), 4)
+				a, err := highlevel.AllocArray[float32](c.Device(), 4)
 				if err != nil {
 					return err
 				}
 				defer a.Free()
-				return Run(AllReduce(c, a, a, Sum, s))
+				return Run(AllReduce(s, c, a, a, Sum))
 			})
 		}, failed)
 		if !errors.Is(err, ErrAborted) {
@@ -539,12 +539,12 @@ func stubAllReduce(t *testing.T, c *Comm) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	a, err := highlevel.NewArrayOn[float32](c.Device(), 4)
+	a, err := highlevel.AllocArray[float32](c.Device(), 4)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Free()
-	if err := Run(AllReduce(c, a, a, Sum, s)); err != nil {
+	if err := Run(AllReduce(s, c, a, a, Sum)); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Wait(context.Background(), s); err != nil {
@@ -580,7 +580,7 @@ func stubCompute(t *testing.T, opts *Options) error {
 			}
 		}()
 		arrayOf := func(vals []float32) *highlevel.Array[float32] {
-			a, err := highlevel.NewArrayOn[float32](c.Device(), len(vals))
+			a, err := highlevel.AllocArray[float32](c.Device(), len(vals))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -621,7 +621,7 @@ func stubCompute(t *testing.T, opts *Options) error {
 			arrayOf(make([]float32, n)), arrayOf(make([]float32, n)), arrayOf(make([]float32, 2*n)), arrayOf(make([]float32, n)),
 			arrayOf(make([]float32, n)), arrayOf(seq(mine, n))
 		send2 := arrayOf(seq(mine, 2*n))
-		ints, err := highlevel.NewArrayOn[int32](c.Device(), n)
+		ints, err := highlevel.AllocArray[int32](c.Device(), n)
 		if err != nil {
 			return err
 		}
@@ -630,15 +630,15 @@ func stubCompute(t *testing.T, opts *Options) error {
 			return err
 		}
 		for _, calls := range [][]Call{
-			{AllReduce(c, send, sum, Sum, s)},
-			{AllReduce(c, send, max, Max, s)},
-			{AllReduce(c, inPlace, inPlace, Sum, s)},
-			{AllReduce(c, ints, ints, Avg, s)},
-			{Broadcast(c, send, bcast, 1, s)},
-			{Reduce(c, send, prod, Prod, 0, s)},
-			{AllGather(c, send, gather, s)},
-			{ReduceScatter(c, send2, scatter, Sum, s)},
-			{Send(c, send, 1-r, s), Recv(c, got, 1-r, s)},
+			{AllReduce(s, c, send, sum, Sum)},
+			{AllReduce(s, c, send, max, Max)},
+			{AllReduce(s, c, inPlace, inPlace, Sum)},
+			{AllReduce(s, c, ints, ints, Avg)},
+			{Broadcast(s, c, send, bcast, 1)},
+			{Reduce(s, c, send, prod, Prod, 0)},
+			{AllGather(s, c, send, gather)},
+			{ReduceScatter(s, c, send2, scatter, Sum)},
+			{Send(s, c, send, 1-r), Recv(s, c, got, 1-r)},
 		} {
 			if err := Run(calls...); err != nil {
 				return err
@@ -696,11 +696,11 @@ func stubOverlap(t *testing.T) error {
 	if err != nil {
 		return err
 	}
-	a, err := highlevel.NewArrayOn[float32](c.Device(), 16)
+	a, err := highlevel.AllocArray[float32](c.Device(), 16)
 	if err != nil {
 		return err
 	}
-	b, err := highlevel.NewArrayOn[float32](c.Device(), 16)
+	b, err := highlevel.AllocArray[float32](c.Device(), 16)
 	if err != nil {
 		return err
 	}
@@ -718,30 +718,30 @@ func stubOverlap(t *testing.T) error {
 		calls []Call
 		ok    bool
 	}{
-		{"all-reduce, recv shorter than send", []Call{AllReduce(c, a, bt(0, 8), Sum, s)}, false},
-		{"broadcast at the root, recv shorter than send", []Call{Broadcast(c, a, bt(0, 8), 1, s)}, false},
-		{"reduce at the root, recv shorter than send", []Call{Reduce(c, a, bt(0, 8), Sum, 1, s)}, false},
-		{"all-gather, recv not Size times send", []Call{AllGather(c, at(0, 4), bt(0, 4), s)}, false},
-		{"reduce-scatter, send not Size times recv", []Call{ReduceScatter(c, a, bt(0, 4), Sum, s)}, false},
-		{"all-reduce in place", []Call{AllReduce(c, a, a, Sum, s)}, true},
-		{"all-reduce in place, two views", []Call{AllReduce(c, at(0, 8), at(0, 8), Sum, s)}, true},
-		{"all-reduce, shifted", []Call{AllReduce(c, at(0, 8), at(4, 12), Sum, s)}, false},
-		{"all-reduce, recv one element into send", []Call{AllReduce(c, at(0, 8), at(7, 15), Sum, s)}, false},
-		{"broadcast at the root in place", []Call{Broadcast(c, a, a, 1, s)}, true},
-		{"broadcast at the root, shifted", []Call{Broadcast(c, at(0, 4), at(2, 6), 1, s)}, false},
-		{"broadcast elsewhere: send unused", []Call{Broadcast(c, at(2, 6), at(0, 4), 0, s)}, true},
-		{"reduce at the root, shifted", []Call{Reduce(c, at(2, 6), at(0, 4), Sum, 1, s)}, false},
-		{"reduce elsewhere: recv unused", []Call{Reduce(c, at(2, 6), at(0, 4), Sum, 0, s)}, true},
-		{"all-gather in place: send at rank 1's place", []Call{AllGather(c, at(4, 8), at(0, 8), s)}, true},
-		{"all-gather from rank 0's place", []Call{AllGather(c, at(0, 4), at(0, 8), s)}, false},
-		{"all-gather from across the places", []Call{AllGather(c, at(2, 6), at(0, 8), s)}, false},
-		{"reduce-scatter in place: recv at rank 1's place", []Call{ReduceScatter(c, at(0, 8), at(4, 8), Sum, s)}, true},
-		{"reduce-scatter into rank 0's place", []Call{ReduceScatter(c, at(0, 8), at(0, 4), Sum, s)}, false},
-		{"a group sending one array twice", []Call{Send(c, a, 0, s), Send(c, a, 0, s)}, true},
-		{"a group sending one array and receiving another", []Call{Send(c, a, 0, s), Recv(c, b, 0, s)}, true},
-		{"a group receiving into what it sends", []Call{Send(c, at(0, 4), 0, s), Recv(c, at(2, 6), 0, s)}, false},
-		{"a group receiving twice into one array", []Call{Recv(c, at(0, 4), 0, s), Recv(c, at(3, 4), 0, s)}, false},
-		{"a group all-reducing into another's send", []Call{AllReduce(c, b, b, Sum, s), Send(c, b, 0, s)}, false},
+		{"all-reduce, recv shorter than send", []Call{AllReduce(s, c, a, bt(0, 8), Sum)}, false},
+		{"broadcast at the root, recv shorter than send", []Call{Broadcast(s, c, a, bt(0, 8), 1)}, false},
+		{"reduce at the root, recv shorter than send", []Call{Reduce(s, c, a, bt(0, 8), Sum, 1)}, false},
+		{"all-gather, recv not Size times send", []Call{AllGather(s, c, at(0, 4), bt(0, 4))}, false},
+		{"reduce-scatter, send not Size times recv", []Call{ReduceScatter(s, c, a, bt(0, 4), Sum)}, false},
+		{"all-reduce in place", []Call{AllReduce(s, c, a, a, Sum)}, true},
+		{"all-reduce in place, two views", []Call{AllReduce(s, c, at(0, 8), at(0, 8), Sum)}, true},
+		{"all-reduce, shifted", []Call{AllReduce(s, c, at(0, 8), at(4, 12), Sum)}, false},
+		{"all-reduce, recv one element into send", []Call{AllReduce(s, c, at(0, 8), at(7, 15), Sum)}, false},
+		{"broadcast at the root in place", []Call{Broadcast(s, c, a, a, 1)}, true},
+		{"broadcast at the root, shifted", []Call{Broadcast(s, c, at(0, 4), at(2, 6), 1)}, false},
+		{"broadcast elsewhere: send unused", []Call{Broadcast(s, c, at(2, 6), at(0, 4), 0)}, true},
+		{"reduce at the root, shifted", []Call{Reduce(s, c, at(2, 6), at(0, 4), Sum, 1)}, false},
+		{"reduce elsewhere: recv unused", []Call{Reduce(s, c, at(2, 6), at(0, 4), Sum, 0)}, true},
+		{"all-gather in place: send at rank 1's place", []Call{AllGather(s, c, at(4, 8), at(0, 8))}, true},
+		{"all-gather from rank 0's place", []Call{AllGather(s, c, at(0, 4), at(0, 8))}, false},
+		{"all-gather from across the places", []Call{AllGather(s, c, at(2, 6), at(0, 8))}, false},
+		{"reduce-scatter in place: recv at rank 1's place", []Call{ReduceScatter(s, c, at(0, 8), at(4, 8), Sum)}, true},
+		{"reduce-scatter into rank 0's place", []Call{ReduceScatter(s, c, at(0, 8), at(0, 4), Sum)}, false},
+		{"a group sending one array twice", []Call{Send(s, c, a, 0), Send(s, c, a, 0)}, true},
+		{"a group sending one array and receiving another", []Call{Send(s, c, a, 0), Recv(s, c, b, 0)}, true},
+		{"a group receiving into what it sends", []Call{Send(s, c, at(0, 4), 0), Recv(s, c, at(2, 6), 0)}, false},
+		{"a group receiving twice into one array", []Call{Recv(s, c, at(0, 4), 0), Recv(s, c, at(3, 4), 0)}, false},
+		{"a group all-reducing into another's send", []Call{AllReduce(s, c, b, b, Sum), Send(s, c, b, 0)}, false},
 	} {
 		err := Run(tc.calls...)
 		switch {
@@ -764,13 +764,13 @@ func stubHungRun(t *testing.T, c *Comm) <-chan error {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := highlevel.NewArrayOn[float32](c.Device(), 4)
+	a, err := highlevel.AllocArray[float32](c.Device(), 4)
 	if err != nil {
 		t.Fatal(err)
 	}
 	run := make(chan error, 1)
 	go func() {
-		err := Run(AllReduce(c, a, a, Sum, s))
+		err := Run(AllReduce(s, c, a, a, Sum))
 		run <- errors.Join(err, a.Free(), s.Close())
 	}()
 	stubBlocked(c)
@@ -845,7 +845,7 @@ func randomPrograms(t *testing.T, seeds int, faults bool) error {
 			if streams[i], err = highlevel.NewStream(c.Device(), nil); err != nil {
 				return err
 			}
-			if arrays[i], err = highlevel.NewArrayOn[float32](c.Device(), 4); err != nil {
+			if arrays[i], err = highlevel.AllocArray[float32](c.Device(), 4); err != nil {
 				return err
 			}
 		}
@@ -870,11 +870,11 @@ func randomPrograms(t *testing.T, seeds int, faults bool) error {
 			if err != nil {
 				return err
 			}
-			src, err := highlevel.NewArrayOn[float32](c.Device(), 4)
+			src, err := highlevel.AllocArray[float32](c.Device(), 4)
 			if err != nil {
 				return err
 			}
-			dst, err := highlevel.NewArrayOn[float32](c.Device(), 4)
+			dst, err := highlevel.AllocArray[float32](c.Device(), 4)
 			if err != nil {
 				return err
 			}
@@ -884,14 +884,14 @@ func randomPrograms(t *testing.T, seeds int, faults bool) error {
 					s, a := streams[r.IntN(3)], arrays[r.IntN(3)]
 					switch n := r.IntN(1000); {
 					case n < 350:
-						ok("run", Run(AllReduce(c, a, a, Sum, s)), true)
+						ok("run", Run(AllReduce(s, c, a, a, Sum)), true)
 					case n < 450:
 						want := []float32{float32(seed), float32(g), float32(i), r.Float32()}
 						if err := src.CopyFromHost(want); err != nil {
 							t.Errorf("seed %d: copy to its own array: %v", seed, err)
 							return
 						}
-						err := Run(AllReduce(c, src, dst, Sum, own))
+						err := Run(AllReduce(own, c, src, dst, Sum))
 						if err == nil {
 							err = c.Wait(context.Background(), own)
 						}
@@ -911,7 +911,7 @@ func randomPrograms(t *testing.T, seeds int, faults bool) error {
 						ok("split", err, false)
 						if d != nil {
 							if r.IntN(2) == 0 {
-								ok("run on the split", Run(AllReduce(d, a, a, Sum, s)), true)
+								ok("run on the split", Run(AllReduce(s, d, a, a, Sum)), true)
 							}
 							ok("close the split", d.Close(), false)
 						}

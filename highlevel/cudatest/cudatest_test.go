@@ -76,7 +76,7 @@ func TestRequire(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.Memory().Free()
+	p.Free()
 	r.cleanup()
 	if len(r.errors) != 0 {
 		t.Errorf("freed memory reported: %v", r.errors)
@@ -88,7 +88,7 @@ func TestRequire(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.cleanup()
-	p.Memory().Free()
+	p.Free()
 	if len(r.errors) != 1 || !strings.Contains(r.errors[0], "default memory pool has 1048576 bytes in use, 0 at the start") {
 		t.Errorf("kept memory gave %q", r.errors)
 	}

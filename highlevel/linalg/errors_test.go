@@ -14,7 +14,7 @@ import (
 // once, at the start, then the operation; highlevel's errors inside lose
 // their prefix; sentinels stay errors.Is-able.
 func TestErrorMessages(t *testing.T) {
-	empty, err := highlevel.NewArray[float32](0)
+	empty, err := highlevel.AllocArray[float32](nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

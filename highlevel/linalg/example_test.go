@@ -12,7 +12,7 @@ import (
 // by row, on a stream; no unsafe, no handle to manage.
 func ExampleMatMul() {
 	const m, k, n = 2, 3, 2
-	a, err := highlevel.ArrayFrom([]float32{
+	a, err := highlevel.ArrayFrom(nil, []float32{
 		1, 2, 3,
 		4, 5, 6,
 	})
@@ -20,7 +20,7 @@ func ExampleMatMul() {
 		log.Fatal(err)
 	}
 	defer a.Free()
-	b, err := highlevel.ArrayFrom([]float32{
+	b, err := highlevel.ArrayFrom(nil, []float32{
 		1, 0,
 		0, 1,
 		1, 1,
@@ -29,7 +29,7 @@ func ExampleMatMul() {
 		log.Fatal(err)
 	}
 	defer b.Free()
-	c, err := highlevel.NewArray[float32](m * n)
+	c, err := highlevel.AllocArray[float32](nil, m*n)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -43,7 +43,7 @@ func random[T Float](rng *rand.Rand, n int) []T {
 
 func arrayFrom[T any](t *testing.T, s []T) *highlevel.Array[T] {
 	t.Helper()
-	a, err := highlevel.ArrayFrom(s)
+	a, err := highlevel.ArrayFrom(nil, s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +257,7 @@ func TestGPULevel1(t *testing.T) {
 		testLevel1[float64](t, nil, n)
 	}
 	r := arrayFrom(t, []float64{7})
-	e, _ := highlevel.NewArray[float64](0)
+	e, _ := highlevel.AllocArray[float64](nil, 0)
 	if err := Dot(s, e, e, r); err != nil {
 		t.Fatalf("Dot of empty arrays: %v", err)
 	}
@@ -353,7 +353,7 @@ func TestGPUHandles(t *testing.T) {
 	if err := MatMul(closed, small, small, small, 1, 1, 1); !errors.Is(err, highlevel.ErrClosed) {
 		t.Errorf("MatMul on a closed stream: %v, want ErrClosed", err)
 	}
-	freed, err := highlevel.ArrayFrom(make([]float32, 4))
+	freed, err := highlevel.ArrayFrom(nil, make([]float32, 4))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -478,7 +478,7 @@ func TestGPUSparse(t *testing.T) {
 			return err
 		}
 		var err error
-		if buf, err = highlevel.NewArray[byte](int(size)); err != nil {
+		if buf, err = highlevel.AllocArray[byte](nil, int(size)); err != nil {
 			return err
 		}
 		return cusparse.SpMV(h, cusparse.OPERATION_NON_TRANSPOSE, unsafe.Pointer(&alpha), cusparse.ConstSpMatDescr(mat),
@@ -503,7 +503,7 @@ func TestGPUFreeDuringCalls(t *testing.T) {
 	gpu(t)
 	x := arrayFrom(t, make([]float32, 1<<10))
 	for range 50 {
-		y, err := highlevel.ArrayFrom(make([]float32, 1<<10))
+		y, err := highlevel.ArrayFrom(nil, make([]float32, 1<<10))
 		if err != nil {
 			t.Fatal(err)
 		}

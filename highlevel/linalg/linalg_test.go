@@ -16,7 +16,7 @@ import (
 // empty returns an array of no elements, which needs no GPU.
 func empty[T any](t *testing.T) *highlevel.Array[T] {
 	t.Helper()
-	a, err := highlevel.NewArray[T](0)
+	a, err := highlevel.AllocArray[T](nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -226,7 +226,7 @@ func elems[T any](a *highlevel.Array[T]) []T { return unsafe.Slice((*T)(a.Ptr())
 
 func stubArray[T any](t *testing.T, n int, v T) *highlevel.Array[T] {
 	t.Helper()
-	a, err := highlevel.NewArray[T](n)
+	a, err := highlevel.AllocArray[T](nil, n)
 	if err != nil {
 		t.Fatal(err)
 	}

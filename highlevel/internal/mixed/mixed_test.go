@@ -252,7 +252,7 @@ func loadKernels(t *testing.T, d highlevel.Device) *kernels {
 	}
 	// Load the kernels into the device before any capture: a strict
 	// capture refuses the loading, at a kernel's first launch.
-	warm, err := d.Malloc(8)
+	warm, err := d.Alloc(8)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -94,7 +94,7 @@ func (w *worker) write() {
 	case 3:
 		a = rs.allow()
 		waited, err = w.queueAndWait(rs, func(s *highlevel.Stream) error {
-			return highlevel.CopyFromHostAsync(dst, words(data), s)
+			return highlevel.CopyFromHostAsync(s, dst, words(data))
 		})
 	case 4, 5, 9:
 		var v *highlevel.Array[uint32]
@@ -108,7 +108,7 @@ func (w *worker) write() {
 		}
 		if how == 5 {
 			a = rs.allow()
-			waited, err = w.queueAndWait(rs, func(s *highlevel.Stream) error { return v.CopyFromHostAsync(words(data), s) })
+			waited, err = w.queueAndWait(rs, func(s *highlevel.Stream) error { return v.CopyFromHostAsync(s, words(data)) })
 		} else {
 			err = v.CopyFromHost(words(data))
 		}
@@ -120,7 +120,7 @@ func (w *worker) write() {
 		}
 		a = rs.allow()
 		waited, err = w.queueAndWait(rs, func(s *highlevel.Stream) error {
-			return highlevel.CopyFromHostAsync(dst, m.Bytes()[:len(data)], s)
+			return highlevel.CopyFromHostAsync(s, dst, m.Bytes()[:len(data)])
 		})
 		w.freePinned(m, waited)
 	case 7:
@@ -249,7 +249,7 @@ func (w *worker) readSpan(b *block, how int) {
 		// To pageable memory, CUDA has written got when the call returns.
 		a = rs.allow()
 		got = make([]byte, n)
-		err = rs.queue(func(s *highlevel.Stream) error { return highlevel.CopyToHostAsync(got, src, s) })
+		err = rs.queue(func(s *highlevel.Stream) error { return highlevel.CopyToHostAsync(s, got, src) })
 	case 4, 5, 6, 8:
 		var v *highlevel.Array[uint32]
 		if how == 8 {
@@ -268,7 +268,7 @@ func (w *worker) readSpan(b *block, how int) {
 		case 6:
 			a = rs.allow()
 			g = make([]uint32, n/4)
-			err = rs.queue(func(s *highlevel.Stream) error { return v.CopyToHostAsync(g, s) })
+			err = rs.queue(func(s *highlevel.Stream) error { return v.CopyToHostAsync(s, g) })
 		default:
 			g, err = v.ToHost()
 		}
@@ -282,7 +282,7 @@ func (w *worker) readSpan(b *block, how int) {
 		a = rs.allow()
 		var waited bool
 		waited, err = w.queueAndWait(rs, func(s *highlevel.Stream) error {
-			return highlevel.CopyToHostAsync(m.Bytes()[:n], src, s)
+			return highlevel.CopyToHostAsync(s, m.Bytes()[:n], src)
 		})
 		if waited {
 			got = append([]byte(nil), m.Bytes()[:n]...)
@@ -318,13 +318,13 @@ func (w *worker) freeView(v *highlevel.Array[uint32]) {
 func (w *worker) pinnedBuffer(n int) (*highlevel.PinnedMemory, bool) {
 	var m *highlevel.PinnedMemory
 	var err error
-	from := "PinnedMemoryPool.Malloc"
+	from := "PinnedMemoryPool.Alloc"
 	err = retry(&w.op, func() (err error) {
 		if w.r.IntN(3) == 0 {
-			from = "AllocPinnedMemory"
-			m, err = highlevel.AllocPinnedMemory(n)
+			from = "AllocPinned"
+			m, err = highlevel.AllocPinned(n)
 		} else {
-			m, err = w.pinned.Malloc(n)
+			m, err = w.pinned.Alloc(n)
 		}
 		return err
 	})
@@ -370,12 +370,12 @@ func (w *worker) replace() {
 
 // The ways of allocating a block.
 var allocHows = []string{
-	"MemoryPool.Malloc", "MemoryPool.MallocStream", "NewArrayOn(MemoryPool)", "Device.Malloc",
-	"NewArrayOn(Device)", "ArrayFromOn(MemoryPool)", "ArrayFromOn(Device)", "MemoryAsyncPool.Malloc",
+	"MemoryPool.Alloc", "MemoryPool.AllocAsync", "AllocArray(MemoryPool)", "Device.Alloc",
+	"AllocArray(Device)", "ArrayFrom(MemoryPool)", "ArrayFrom(Device)", "MemoryAsyncPool.Alloc",
 }
 
 // allocBlock allocates a block of 2 to 4 MiB for b in one of eight ways,
-// and fills it at once: ArrayFromOn does, the others with a plain
+// and fills it at once: ArrayFrom does, the others with a plain
 // CopyFromHost of it all, staged, or CopyFromHostAsync on the goroutine's
 // own stream. Allocations refused during a capture are tried again.
 func (w *worker) allocBlock(b *block) bool {
@@ -390,7 +390,7 @@ func (w *worker) allocBlock(b *block) bool {
 		switch how {
 		case 0:
 			b.pool = true
-			b.p, err = w.pool.Malloc(n)
+			b.p, err = w.pool.Alloc(n)
 		case 1:
 			rs := w.stream()
 			if rs.legacy {
@@ -398,7 +398,7 @@ func (w *worker) allocBlock(b *block) bool {
 			}
 			a |= aClosed
 			b.pool = true
-			if b.p, err = w.pool.MallocStream(n, rs.s); err == nil {
+			if b.p, err = w.pool.AllocAsync(rs.s, n); err == nil {
 				// The block's last owner may have freed it with work
 				// still queued on the stream (pool): other streams use it
 				// once that is done.
@@ -406,25 +406,25 @@ func (w *worker) allocBlock(b *block) bool {
 			}
 		case 2:
 			b.pool = true
-			b.arr, err = highlevel.NewArrayOn[uint32](w.pool, n/4)
+			b.arr, err = highlevel.AllocArray[uint32](w.pool, n/4)
 		case 3:
-			b.p, err = w.d.Malloc(n)
+			b.p, err = w.d.Alloc(n)
 		case 4:
-			b.arr, err = highlevel.NewArrayOn[uint32](w.d, n/4)
+			b.arr, err = highlevel.AllocArray[uint32](w.d, n/4)
 		case 5, 6:
 			var on highlevel.Allocator = w.d
 			if how == 5 {
 				on, b.pool = w.pool, true
 			}
 			a = aCapAny // its copy is a plain one
-			b.arr, err = highlevel.ArrayFromOn(on, words(data))
+			b.arr, err = highlevel.ArrayFrom(on, words(data))
 			filled = err == nil
 		case 7:
 			// Ordered on the legacy default stream, as the plain copies
 			// are; the pool may have been closed since it was taken.
 			a = aCapAny | aClosed
 			b.async = true
-			b.p, err = w.sharedAsync().Malloc(n)
+			b.p, err = w.sharedAsync().Alloc(n)
 		}
 		return err
 	}
@@ -447,7 +447,7 @@ func (w *worker) allocBlock(b *block) bool {
 	if !filled {
 		var waited bool
 		if w.own != nil && w.r.IntN(3) == 0 {
-			waited, err = w.queueAndWait(w.own, func(s *highlevel.Stream) error { return highlevel.CopyFromHostAsync(b.p, data, s) })
+			waited, err = w.queueAndWait(w.own, func(s *highlevel.Stream) error { return highlevel.CopyFromHostAsync(s, b.p, data) })
 		} else {
 			waited, err = true, retry(&w.op, func() error { return highlevel.CopyFromHost(b.p, data) })
 		}

@@ -82,7 +82,7 @@ func (w *worker) capture() {
 		}
 		if fork {
 			forked = true
-			e, err := s.Record(nil)
+			e, err := recordNew(s)
 			if err != nil {
 				return err
 			}
@@ -93,7 +93,7 @@ func (w *worker) capture() {
 			if err := w.fillTarget(w.own2.s, fi, fj, fv); err != nil {
 				return err
 			}
-			e2, err := w.own2.s.Record(nil)
+			e2, err := recordNew(w.own2.s)
 			if err != nil {
 				return err
 			}
@@ -104,7 +104,7 @@ func (w *worker) capture() {
 		}
 		if memset {
 			p, _ := w.target.Add(4 * mi)
-			if err := p.MemsetAsync(mb, 4*(mj-mi), s); err != nil {
+			if err := p.MemsetAsync(s, mb, 4*(mj-mi)); err != nil {
 				return err
 			}
 		}
@@ -216,7 +216,7 @@ func (w *worker) sharedGraph(shape int) *highlevel.Graph {
 		if shape == 0 {
 			return s.LaunchHostFunc(func() { w.hostRan.Add(1) })
 		}
-		return tg.p.MemsetAsync(b, 1024, s)
+		return tg.p.MemsetAsync(s, b, 1024)
 	})
 	if !w.ok(err, aClosed|aCapStatus|aCapGlobal, "capture in %v mode of a shared graph of shape %d", mode, shape) {
 		return nil

@@ -55,7 +55,7 @@ func newLinalgArrays(d highlevel.Device) (*linalgArrays, error) {
 		n int
 	}{{&la.x, vecN}, {&la.y, vecN}, {&la.res, 1}, {&la.a, mm * kk}, {&la.b, kk * nn}, {&la.c, mm * nn}} {
 		var err error
-		if *x.a, err = highlevel.NewArrayOn[float32](d, x.n); err != nil {
+		if *x.a, err = highlevel.AllocArray[float32](d, x.n); err != nil {
 			return nil, err
 		}
 	}
@@ -156,7 +156,7 @@ func (w *worker) linalg() {
 			a *highlevel.Array[float32]
 			h []float32
 		}{{la.x, x}, {la.y, y}, {la.a, a}, {la.b, b}, {la.c, c}} {
-			if err := op.a.CopyFromHostAsync(op.h, s); err != nil {
+			if err := op.a.CopyFromHostAsync(s, op.h); err != nil {
 				return err
 			}
 		}
@@ -175,7 +175,7 @@ func (w *worker) linalg() {
 	}
 	res := make([]float32, got.Len())
 	// To pageable memory, CUDA has written res when the call returns.
-	if !w.okCopy(got.CopyToHostAsync(res, w.own.s), 0, "CopyToHostAsync of %s's result", name) {
+	if !w.okCopy(got.CopyToHostAsync(w.own.s, res), 0, "CopyToHostAsync of %s's result", name) {
 		return
 	}
 	for i := range want {
@@ -217,13 +217,13 @@ func (w *worker) asyncPool() {
 		var p highlevel.MemoryPointer
 		err := retry(&w.op, func() (err error) {
 			if w.r.IntN(3) == 0 {
-				p, err = highlevel.MallocAsync(4*n, rs.s)
+				p, err = highlevel.AllocAsync(rs.s, 4*n)
 			} else {
-				p, err = w.sharedAsync().MallocAsync(4*n, rs.s)
+				p, err = w.sharedAsync().AllocAsync(rs.s, 4*n)
 			}
 			return err
 		})
-		if !w.ok(err, aClosed|aCapGlobal, "MallocAsync of %d bytes on %s", 4*n, rs.what) {
+		if !w.ok(err, aClosed|aCapGlobal, "AllocAsync of %d bytes on %s", 4*n, rs.what) {
 			continue
 		}
 		v := w.r.Uint32()
@@ -238,7 +238,7 @@ func (w *worker) asyncPool() {
 	}
 	chain := func() error {
 		if len(parts) == 2 {
-			e, err := w.own2.s.Record(nil)
+			e, err := recordNew(w.own2.s)
 			if err != nil {
 				return err
 			}
@@ -247,7 +247,7 @@ func (w *worker) asyncPool() {
 				return err
 			}
 		}
-		if err := w.bad.MemsetAsync(0, 4, w.own.s); err != nil {
+		if err := w.bad.MemsetAsync(w.own.s, 0, 4); err != nil {
 			return err
 		}
 		for _, pt := range parts {
@@ -255,7 +255,7 @@ func (w *worker) asyncPool() {
 				return err
 			}
 		}
-		done, err := w.own.s.Record(nil)
+		done, err := recordNew(w.own.s)
 		if err != nil {
 			return err
 		}
@@ -279,7 +279,7 @@ func (w *worker) asyncPool() {
 		w.ok(rs.s.Wait(ctx), 0, "Stream.Wait of %s", rs.what)
 	}
 	var bad [1]int32
-	if checked && w.okCopy(highlevel.CopyToHostAsync(bad[:], w.bad, w.own.s), 0, "CopyToHostAsync of check's count") && bad[0] != 0 {
+	if checked && w.okCopy(highlevel.CopyToHostAsync(w.own.s, bad[:], w.bad), 0, "CopyToHostAsync of check's count") && bad[0] != 0 {
 		w.fail("check of stream-ordered memory: %d of %d words differ from their fills", bad[0], n*len(parts))
 	}
 }
@@ -318,26 +318,26 @@ func (w *worker) poolOrder() {
 	n := 1 + w.r.IntN(1<<18)
 	v1, v2 := w.r.Uint32(), w.r.Uint32()
 	err := rs.queue(func(s *highlevel.Stream) error {
-		p, err := w.pool.MallocStream(4*n, s)
+		p, err := w.pool.AllocAsync(s, 4*n)
 		if err != nil {
 			return err
 		}
 		err = w.k.fill.Launch(s, grid(n), p, v1, int32(n))
 		return errors.Join(err, p.Free())
 	})
-	if !w.ok(err, aClosed|aCapGlobal, "MallocStream, fill and Free on %s", rs.what) {
+	if !w.ok(err, aClosed|aCapGlobal, "AllocAsync, fill and Free on %s", rs.what) {
 		return
 	}
 	var p highlevel.MemoryPointer
 	checked := false
 	waited, err := w.queueAndWait(rs, func(s *highlevel.Stream) (err error) {
-		if p, err = w.pool.MallocStream(4*n, s); err != nil {
+		if p, err = w.pool.AllocAsync(s, 4*n); err != nil {
 			return err
 		}
 		if err := w.k.fill.Launch(s, grid(n), p, v2, int32(n)); err != nil {
 			return err
 		}
-		if err := w.bad.MemsetAsync(0, 4, s); err != nil {
+		if err := w.bad.MemsetAsync(s, 0, 4); err != nil {
 			return err
 		}
 		if err := w.k.check.Launch(s, grid(n), p, v2, int32(n), w.bad); err != nil {
@@ -346,9 +346,9 @@ func (w *worker) poolOrder() {
 		checked = true
 		return nil
 	})
-	w.ok(err, aClosed|aCapGlobal, "MallocStream, fill and check on %s", rs.what)
+	w.ok(err, aClosed|aCapGlobal, "AllocAsync, fill and check on %s", rs.what)
 	var bad [1]int32
-	if checked && waited && w.okCopy(highlevel.CopyToHostAsync(bad[:], w.bad, w.own.s), 0, "CopyToHostAsync of check's count") && bad[0] != 0 {
+	if checked && waited && w.okCopy(highlevel.CopyToHostAsync(w.own.s, bad[:], w.bad), 0, "CopyToHostAsync of check's count") && bad[0] != 0 {
 		w.fail("a MemoryPool block allocated for %s right after a Free with a fill queued: %d of %d words differ from the new fill", rs.what, bad[0], n)
 	}
 	switch {
@@ -377,20 +377,20 @@ func (w *worker) poolClose(rs *stream) {
 		err := retry(&w.op, func() (err error) {
 			if i%2 == 0 {
 				return rs.queue(func(s *highlevel.Stream) (err error) {
-					p, err = pool.MallocStream(4*n, s)
+					p, err = pool.AllocAsync(s, 4*n)
 					return err
 				})
 			}
-			p, err = pool.Malloc(4 * n)
+			p, err = pool.Alloc(4 * n)
 			return err
 		})
-		if w.ok(err, aClosed|aCapGlobal, "MemoryPool.Malloc of %d bytes", 4*n) {
+		if w.ok(err, aClosed|aCapGlobal, "MemoryPool.Alloc of %d bytes", 4*n) {
 			ps = append(ps, p)
 		}
 	}
 	v := w.r.Uint32()
 	waited, err := w.queueAndWait(rs, func(s *highlevel.Stream) error {
-		if err := w.bad.MemsetAsync(0, 4, s); err != nil {
+		if err := w.bad.MemsetAsync(s, 0, 4); err != nil {
 			return err
 		}
 		for _, p := range ps {
@@ -406,7 +406,7 @@ func (w *worker) poolClose(rs *stream) {
 	checked := w.ok(err, rs.allow(), "fill and check of a MemoryPool's blocks on %s", rs.what) && waited
 	w.ok(pool.Close(), 0, "MemoryPool.Close with its blocks in use")
 	var bad [1]int32
-	if checked && len(ps) > 0 && w.okCopy(highlevel.CopyToHostAsync(bad[:], w.bad, w.own.s), 0, "CopyToHostAsync of check's count") && bad[0] != 0 {
+	if checked && len(ps) > 0 && w.okCopy(highlevel.CopyToHostAsync(w.own.s, bad[:], w.bad), 0, "CopyToHostAsync of check's count") && bad[0] != 0 {
 		w.fail("a closed MemoryPool's blocks: %d of %d words differ from their fill", bad[0], n*len(ps))
 	}
 	for _, p := range ps {
@@ -434,10 +434,10 @@ func (w *worker) managedMem() *managedBuf {
 	n := 1<<14 + w.r.IntN(1<<16)
 	var p highlevel.MemoryPointer
 	err := retry(&w.op, func() (err error) {
-		p, err = w.d.MallocManaged(4 * n)
+		p, err = highlevel.Managed(w.d).Alloc(4 * n)
 		return err
 	})
-	if !w.ok(err, aCapGlobal, "Device.MallocManaged of %d bytes", 4*n) {
+	if !w.ok(err, aCapGlobal, "Managed(d).Alloc of %d bytes", 4*n) {
 		return nil
 	}
 	w.mbuf = &managedBuf{p: p, model: make([]int64, n)}
@@ -488,7 +488,7 @@ func (w *worker) managed() {
 		w.ok(p.Advise(4*(j-i), advice, dev), aCapGlobal, "Advise(%v, %v) of words %d..%d of managed memory", advice, dev, i, j-1)
 	case 1:
 		rs := w.stream()
-		_, err := w.queueAndWait(rs, func(s *highlevel.Stream) error { return p.Prefetch(4*(j-i), dev, s) })
+		_, err := w.queueAndWait(rs, func(s *highlevel.Stream) error { return p.Prefetch(s, 4*(j-i), dev) })
 		w.ok(err, rs.allow(), "Prefetch to %v of words %d..%d of managed memory on %s", dev, i, j-1, rs.what)
 	case 2:
 		w.managedFill(i, j)
@@ -503,7 +503,7 @@ func (w *worker) managed() {
 		err = highlevel.CopyToHost(got, p)
 	} else {
 		a = 0
-		err = highlevel.CopyToHostAsync(got, p, w.own.s)
+		err = highlevel.CopyToHostAsync(w.own.s, got, p)
 	}
 	if !w.okCopy(err, a, "a read of words %d..%d of managed memory", i, j-1) {
 		return
@@ -553,16 +553,16 @@ func (w *worker) refuse() {
 		case 2:
 			s = w.quiet
 		}
-		must(m.p.Prefetch(n, badDev, s), false, "Prefetch of managed memory to %v", badDev)
+		must(m.p.Prefetch(s, n, badDev), false, "Prefetch of managed memory to %v", badDev)
 	}
 	must(w.scratch.Advise(n, highlevel.AdviseReadMostly, w.d), false, "Advise of memory that is not managed")
-	must(w.scratch.Prefetch(n, w.d, w.quiet), false, "Prefetch of memory that is not managed")
-	_, err := w.pool.Malloc(-1 - w.r.IntN(1<<20))
-	must(err, true, "MemoryPool.Malloc of a negative size")
-	_, err = w.d.Malloc(-1)
-	must(err, true, "Device.Malloc(-1)")
-	_, err = highlevel.MallocAsync(-1, w.own.s)
-	must(err, true, "MallocAsync(-1)")
+	must(w.scratch.Prefetch(w.quiet, n, w.d), false, "Prefetch of memory that is not managed")
+	_, err := w.pool.Alloc(-1 - w.r.IntN(1<<20))
+	must(err, true, "MemoryPool.Alloc of a negative size")
+	_, err = w.d.Alloc(-1)
+	must(err, true, "Device.Alloc(-1)")
+	_, err = highlevel.AllocAsync(w.own.s, -1)
+	must(err, true, "AllocAsync(-1)")
 	_, err = highlevel.ArrayOf[uint32](w.scratch, 1<<20+1)
 	must(err, true, "ArrayOf past the end of the memory")
 	_, err = w.scratch.Add(4<<20 + 1)
@@ -595,10 +595,10 @@ func (w *worker) ipc() {
 	n := 4096 + 4*w.r.IntN(1<<14)
 	var p highlevel.MemoryPointer
 	err := retry(&w.op, func() (err error) {
-		p, err = w.d.Malloc(n)
+		p, err = w.d.Alloc(n)
 		return err
 	})
-	if !w.ok(err, aCapGlobal, "Device.Malloc of %d bytes", n) {
+	if !w.ok(err, aCapGlobal, "Device.Alloc of %d bytes", n) {
 		return
 	}
 	defer func() { w.free(p.Free, 0, "Free of exported memory") }()

@@ -217,7 +217,7 @@ func (w *worker) hostFunc() {
 	case 2:
 		how, err = "Stream.Synchronize", q.Synchronize()
 	case 3, 4, 5:
-		e, rerr := q.Record(nil)
+		e, rerr := recordNew(q)
 		if !w.ok(rerr, 0, "Stream.Record on the quiet stream") {
 			return
 		}
@@ -358,7 +358,7 @@ func (w *worker) busyStep(o *op, r *rand.Rand, s *highlevel.Stream, e *highlevel
 	a := aClosed
 	switch r.IntN(15) {
 	case 0:
-		how, err = "MemsetAsync", w.scratch.MemsetAsync(byte(r.Uint32()), 4*n, s)
+		how, err = "MemsetAsync", w.scratch.MemsetAsync(s, byte(r.Uint32()), 4*n)
 	case 1:
 		how, err = "spin", w.k.spin.Launch(s, grid(n), w.scratch, int32(n), int32(1+r.IntN(256)))
 	case 2:
@@ -396,9 +396,9 @@ func (w *worker) busyStep(o *op, r *rand.Rand, s *highlevel.Stream, e *highlevel
 			err = ctx.Err()
 		}
 	case 12:
-		how = "Stream.Record(nil)"
+		how = "recordNew(Stream)"
 		var x *highlevel.Event
-		if x, err = s.Record(nil); err == nil {
+		if x, err = recordNew(s); err == nil {
 			err = x.Close()
 		}
 	case 13:
@@ -412,7 +412,7 @@ func (w *worker) busyStep(o *op, r *rand.Rand, s *highlevel.Stream, e *highlevel
 		// To pageable memory, CUDA has written got when the call returns.
 		how = "CopyToHostAsync of about 47 KB"
 		got := make([]byte, 40<<10+r.IntN(16<<10))
-		err = highlevel.CopyToHostAsync(got, w.scratch, s)
+		err = highlevel.CopyToHostAsync(s, got, w.scratch)
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		o.fail("%s on a stream or event being closed did not end within %v", how, o.cfg.wait)

@@ -155,7 +155,7 @@ func newProgram(t *testing.T, d highlevel.Device, ndev int, seed uint64, cfg *co
 		p.events = append(p.events, e)
 	}
 	p.graphTarget = &sharedTarget{n: 1 << 14, values: map[uint32]bool{0: true}}
-	if p.graphTarget.p, err = d.Malloc(4 * p.graphTarget.n); err != nil {
+	if p.graphTarget.p, err = d.Alloc(4 * p.graphTarget.n); err != nil {
 		t.Fatal(err)
 	}
 	if err := p.graphTarget.p.Memset(0, 4*p.graphTarget.n); err != nil {
@@ -234,8 +234,8 @@ func (p *program) finish() {
 	// collected and the pool's next allocation takes them in.
 	runtime.GC()
 	runtime.GC()
-	m, err := p.pool.Malloc(1)
-	if o.ok(err, 0, "MemoryPool.Malloc") {
+	m, err := p.pool.Alloc(1)
+	if o.ok(err, 0, "MemoryPool.Alloc") {
 		o.ok(m.Free(), 0, "MemoryPool Free")
 	}
 	if active, dropped := p.pool.ActiveBlocks(), p.dropped.Load(); int64(active) > dropped {
@@ -327,7 +327,7 @@ func (o *op) queueAndWait(rs *stream, fn func(s *highlevel.Stream) error) (bool,
 	var rerr error
 	err := rs.queue(func(s *highlevel.Stream) error {
 		err := fn(s)
-		e, rerr = s.Record(nil)
+		e, rerr = recordNew(s)
 		return err
 	})
 	if rerr != nil {
@@ -422,13 +422,13 @@ func newWorker(p *program, g int) (*worker, error) {
 	if w.quiet, err = highlevel.NewStream(p.d, &highlevel.StreamOptions{NonBlocking: true}); err != nil {
 		return nil, err
 	}
-	if w.scratch, err = p.d.Malloc(4 << 20); err != nil {
+	if w.scratch, err = p.d.Alloc(4 << 20); err != nil {
 		return nil, err
 	}
-	if w.bad, err = p.d.Malloc(4); err != nil {
+	if w.bad, err = p.d.Alloc(4); err != nil {
 		return nil, err
 	}
-	if w.target, err = p.d.Malloc(4 * targetWords); err != nil {
+	if w.target, err = p.d.Alloc(4 * targetWords); err != nil {
 		return nil, err
 	}
 	if err := w.target.Memset(0, 4*targetWords); err != nil {
@@ -518,7 +518,7 @@ func (w *worker) checkTarget(i, j int, how string) {
 	got := make([]uint32, j-i)
 	p, _ := w.target.Add(4 * i)
 	// To pageable memory, CUDA has written got when the call returns.
-	if !w.okCopy(highlevel.CopyToHostAsync(got, p, w.own.s), 0, "CopyToHostAsync of the captures' target") {
+	if !w.okCopy(highlevel.CopyToHostAsync(w.own.s, got, p), 0, "CopyToHostAsync of the captures' target") {
 		return
 	}
 	for k, v := range got {
@@ -535,4 +535,17 @@ func (w *worker) setTarget(i, j int, v int64) {
 	for k := i; k < j; k++ {
 		w.tmodel[k] = v
 	}
+}
+
+// recordNew returns a new event recorded on s.
+func recordNew(s *highlevel.Stream) (*highlevel.Event, error) {
+	e, err := highlevel.NewEvent(s.Device(), nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.Record(s); err != nil {
+		e.Close()
+		return nil, err
+	}
+	return e, nil
 }
