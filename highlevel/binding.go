@@ -1,136 +1,245 @@
 package highlevel
 
 import (
-	"errors"
-	"unsafe"
-
-	"github.com/gocuda/cuda/cudadrv"
-	lifepkg "github.com/gocuda/cuda/highlevel/internal/life"
+	"runtime"
+	"sync/atomic"
 )
 
-// The methods below are for highlevel's subpackages (lifepkg.Key): a
-// subpackage that hands a Stream's handle or the address of memory to
-// another CUDA library (highlevel/linalg does, for cuBLAS, cuSOLVER and
-// cuSPARSE; highlevel/collective, for NCCL) holds them for its call as
-// the package's own operations hold theirs, so that Close and Free wait
-// for the call, a capture keeps for its graph the memory the call names,
-// and no call reaches a destroyed handle. As Unlock follows Lock, Leave
-// follows each Enter, and Release each Acquire, that returned a nil error,
-// once the call has queued its work. Without the subpackages' key they do
-// nothing and return errNoKey.
+// The states of a Borrow: Keep and Return wait for each other, with
+// atomics rather than a mutex, whose Lock would move a Borrow to the heap.
+const (
+	borrowOpen int32 = iota
+	borrowKeeping
+	borrowReturned
+)
 
-var errNoKey = errors.New("highlevel: the method is for highlevel's subpackages")
-
-// Enter begins a call into another CUDA library that queues work on s for
-// device d; it is for highlevel's subpackages. It returns the stream's
-// handle, that of the legacy default stream (0) for a nil Stream, or an
-// error: ErrClosed for a closed stream, ErrInCallback from a host function
-// a stream runs, another for a zero Stream or a stream of another device.
-// Until Leave, Close of s waits and no capture takes s in or out, so the
-// goroutine must not close s, begin or end a capture on it, or Enter it
-// again.
-func (s *Stream) Enter(k lifepkg.Key, d Device) (cudadrv.Stream, error) {
-	switch {
-	case s != nil && s.state == nil:
-		return 0, s.usable()
-	case !k.OK():
-		return 0, errNoKey
-	}
-	h, err := s.enter(d)
-	return cudadrv.Stream(h), err
+// A Borrow lends streams and memory of the package's to a call into
+// another CUDA library: cuBLAS, cuDNN, NCCL, a program's own C. The call
+// takes the stream's handle (Stream.Handle) and the memory's address
+// (MemoryPointer.Ptr, Array.Ptr) and queues work on them; until Return,
+// Close of the streams and Free of the memory wait, no capture takes the
+// streams in or out, and a capture a stream takes part in keeps the
+// memory for its graph, as the package's own operations do. So the call
+// never reaches a destroyed stream or freed memory. highlevel/linalg and
+// highlevel/collective bind their libraries this way.
+//
+// As Unlock follows Lock, Return follows each Borrow that returned no
+// error, once the call has queued its work; until then the goroutine must
+// not close the streams, free the memory, or begin or end a capture on
+// them, which would wait for the Borrow. A Borrow is for one call and one
+// goroutine; its methods are safe to call again after Return, and do
+// nothing then.
+type Borrow struct {
+	state atomic.Int32 // open, keeping or returned
+	// The streams and memory, in arrays rather than slices of the arrays,
+	// so that a Borrow that does not escape its caller stays on its stack
+	// (collective's Run allocates nothing).
+	nss, nmem int
+	ssBuf     [4]streamOn
+	ssMore    []streamOn
+	memBuf    [8]*Memory
+	memMore   []*Memory
 }
 
-// DoRestoring is Do for fn that puts back the device it found current
-// where it succeeds, as NCCL's calls do (cudaGetDevice, then cudaSetDevice
-// of that device once done; a group whose launch failed does not), and
-// that may change the device meanwhile; it is for highlevel's
-// subpackages. Where fn returns nil, a thread that had d's context or
-// none, which is the rule once the package has run there, is left as fn
-// left it, with one cgo call instead of Do's two; where fn fails or
+// Borrow lends s, a stream of device d (nil: d's legacy default stream),
+// and the memory mems to a call into another CUDA library that queues
+// work on s. It returns an error, and lends nothing, for a closed stream
+// (ErrClosed), freed memory (ErrFreed), the zero MemoryPointer (ErrNil),
+// a stream of another device, or in a stream's host function
+// (ErrInCallback). See the type's documentation.
+func (s *Stream) Borrow(d Device, mems ...MemoryPointer) (b *Borrow, err error) {
+	b = new(Borrow) // inlined, so that it may stay on the caller's stack
+	if err = b.begin(nil, nil, s, d, mems); err != nil {
+		b = nil
+	}
+	return
+}
+
+// BorrowAll is Stream.Borrow for a call that queues work on several
+// streams at once, such as a group of NCCL calls over several devices:
+// work for devs[i] on streams[i], each pair once. Unlike Borrows one
+// after the other, which may wait for each other where the streams take
+// part in captures, it takes the streams together. A capture any of the
+// streams takes part in keeps all of mems.
+func BorrowAll(streams []*Stream, devs []Device, mems ...MemoryPointer) (b *Borrow, err error) {
+	b = new(Borrow) // inlined, so that it may stay on the caller's stack
+	if err = b.begin(streams, devs, nil, 0, mems); err != nil {
+		b = nil
+	}
+	return
+}
+
+// set records the streams of BorrowAll.
+func (b *Borrow) set(streams []*Stream, devs []Device) error {
+	if len(streams) != len(devs) {
+		return invalid("highlevel: %d streams for %d devices", len(streams), len(devs))
+	}
+	b.nss = len(streams)
+	if b.nss > len(b.ssBuf) {
+		b.ssMore = make([]streamOn, b.nss)
+	}
+	ss := b.streams()
+	for i, s := range streams {
+		ss[i] = streamOn{s, devs[i]}
+	}
+	return nil
+}
+
+// streams returns the borrowed streams.
+func (b *Borrow) streams() []streamOn {
+	if b.ssMore != nil {
+		return b.ssMore
+	}
+	return b.ssBuf[:b.nss]
+}
+
+// memory returns the borrowed memory.
+func (b *Borrow) memory() []*Memory {
+	if b.memMore != nil {
+		return b.memMore
+	}
+	return b.memBuf[:b.nmem]
+}
+
+// begin takes the memory, then the streams: those of BorrowAll, or s on
+// d where streams is nil. On an error it takes nothing.
+func (b *Borrow) begin(streams []*Stream, devs []Device, s *Stream, d Device, mems []MemoryPointer) error {
+	if streams == nil {
+		b.nss, b.ssBuf[0] = 1, streamOn{s, d}
+	} else if err := b.set(streams, devs); err != nil {
+		return err
+	}
+	ss := b.streams()
+	for _, so := range ss {
+		if so.s != nil && so.s.state == nil {
+			return so.s.usable()
+		}
+	}
+	if len(mems) > len(b.memBuf) {
+		b.memMore = make([]*Memory, 0, len(mems))
+	}
+	for _, p := range mems {
+		err := errNoMemory
+		if p.mem != nil {
+			err = p.mem.live()
+		}
+		if err == nil && !p.mem.life.Acquire() {
+			err = ErrFreed
+		}
+		if err != nil {
+			b.releaseMemory()
+			return err
+		}
+		if b.memMore != nil {
+			b.memMore = append(b.memMore, p.mem)
+		} else {
+			b.memBuf[b.nmem] = p.mem
+		}
+		b.nmem++
+	}
+	var err error
+	if len(ss) == 1 {
+		_, err = ss[0].s.enter(ss[0].dev)
+	} else {
+		err = enterAll(ss)
+	}
+	if err != nil {
+		b.releaseMemory()
+		return err
+	}
+	for _, so := range ss {
+		so.s.keep(b.memory()...)
+	}
+	return nil
+}
+
+// Keep makes each capture the borrowed streams take part in hold h for
+// its graph, as the memory of the Borrow is held: a handle of another
+// CUDA library whose workspace the captured work uses, for one. The
+// capture calls h.Hold once, however often Keep is called with h in it (h
+// is compared as an interface value, so it should be a pointer); each
+// instantiation of the graph calls it again; each Hold is matched by one
+// h.Unhold once its holder lets h go (the Graph or GraphExec is closed or
+// updated to another graph, or the capture fails). Unhold may run on any
+// goroutine, holding locks of the package's, so it must neither block
+// nor call the package. Where no borrowed stream takes part in a capture,
+// Keep does nothing and allocates nothing.
+func (b *Borrow) Keep(h Holder) {
+	if b == nil || h == nil {
+		return
+	}
+	if !b.take(borrowKeeping) {
+		return
+	}
+	defer b.state.Store(borrowOpen)
+	for _, so := range b.streams() {
+		if so.s != nil && so.s.inCapture() {
+			so.s.capture.keep(heldFor{h})
+		}
+	}
+}
+
+// Return ends the Borrow: the streams may close and the memory be freed
+// again. A second Return does nothing.
+func (b *Borrow) Return() {
+	if b == nil {
+		return
+	}
+	if !b.take(borrowReturned) {
+		return
+	}
+	if ss := b.streams(); len(ss) == 1 {
+		ss[0].s.leave()
+	} else {
+		leaveAll(ss)
+	}
+	b.releaseMemory()
+}
+
+// take moves an open Borrow to state to, waiting while a Keep runs; it
+// reports false for a returned one.
+func (b *Borrow) take(to int32) bool {
+	for {
+		switch b.state.Load() {
+		case borrowReturned:
+			return false
+		case borrowOpen:
+			if b.state.CompareAndSwap(borrowOpen, to) {
+				return true
+			}
+		default:
+			runtime.Gosched()
+		}
+	}
+}
+
+func (b *Borrow) releaseMemory() {
+	for _, m := range b.memory() {
+		m.life.Release()
+	}
+	b.nmem, b.memMore = 0, nil
+}
+
+// DoRestoring is Device.Do for fn that puts back the device it found
+// current where it succeeds, as NCCL's calls do (cudaGetDevice, then
+// cudaSetDevice of that device once done), and that may change the
+// device meanwhile. Where fn returns nil, a thread that had d's context
+// or none, which is the rule once the package has run there, is left as
+// fn left it, with one cgo call instead of Do's two; where fn fails or
 // panics, the thread's context is put back as Do puts it back. Such a
 // library needs a context current all the same: on a thread without one,
 // the device cudaGetDevice reports is device 0, whose context the library
 // would make, in a process that may have no use for it.
-func (d Device) DoRestoring(k lifepkg.Key, fn func() error) error {
-	if !k.OK() {
-		return errNoKey
-	}
+func (d Device) DoRestoring(fn func() error) error {
 	return d.do(fn, true)
 }
 
-// EnterAll is Enter for a call that queues work on several streams at once
-// (a group of NCCL calls over several devices), work for devs[i] on
-// streams[i], each pair once: unlike Enters one after the other, it holds
-// the lock of captures once where several of the streams take part in
-// captures, and takes the streams in one order whatever the order given.
-// Each stream's handle is its Handle. LeaveAll(k, streams, devs) ends it.
-func EnterAll(k lifepkg.Key, streams []*Stream, devs []Device) error {
-	for _, s := range streams {
-		if s != nil && s.state == nil {
-			return s.usable()
-		}
-	}
-	if !k.OK() {
-		return errNoKey
-	}
-	return enterAll(streamsOn(streams, devs))
-}
-
-// LeaveAll ends the call EnterAll began.
-func LeaveAll(k lifepkg.Key, streams []*Stream, devs []Device) {
-	if k.OK() {
-		leaveAll(streamsOn(streams, devs))
-	}
-}
-
-func streamsOn(streams []*Stream, devs []Device) []streamOn {
-	ss := make([]streamOn, len(streams))
-	for i, s := range streams {
-		ss[i] = streamOn{s, devs[i]}
-	}
-	return ss
-}
-
-// Leave ends the call Enter began.
-func (s *Stream) Leave(k lifepkg.Key) {
-	if k.OK() {
-		s.leave()
-	}
-}
-
-// Keep makes the capture s takes part in, if any, hold p's memory for its
-// graph, as the package's own operations on a capturing stream hold the
-// memory they name; it is called between Enter and Leave.
-func (s *Stream) Keep(k lifepkg.Key, p MemoryPointer) {
-	if k.OK() && p.mem != nil {
-		s.keep(p.mem)
-	}
-}
-
-// A Holder is what a capture may hold for its graph besides memory, for
-// highlevel's subpackages (Stream.KeepHolder): a handle of another CUDA
-// library whose internal workspace the captured work uses, for one.
+// A Holder is what a capture may hold for its graph besides memory
+// (Borrow.Keep): a handle of another CUDA library whose internal
+// workspace the captured work uses, for one.
 type Holder interface {
 	Hold()
 	Unhold()
-}
-
-// KeepHolder makes the capture s takes part in, if any, hold h for its
-// graph, as Keep holds memory: the capture calls h.Hold once, however
-// often KeepHolder is called with h in it (h is compared as an interface
-// value, so it should be a pointer), the graph's instantiations call it
-// again, each, as does a capture that launches one; and each Hold is
-// matched by one h.Unhold once its holder lets h go: the Graph or
-// GraphExec is closed (or updated to another graph), or the capture fails.
-// Launches of the graph may still be in flight then, as for memory a graph
-// held. Unhold may run on any goroutine, holding locks of the package's,
-// so it must neither block nor call the package. KeepHolder is called
-// between Enter and Leave; while s takes part in no capture it does
-// nothing, and allocates nothing.
-func (s *Stream) KeepHolder(k lifepkg.Key, h Holder) {
-	if k.OK() && h != nil && s != nil && s.inCapture() {
-		s.capture.keep(heldFor{h})
-	}
 }
 
 // heldFor is a Holder as the package's captures hold it (holder).
@@ -139,29 +248,6 @@ type heldFor struct{ h Holder }
 func (f heldFor) hold()   { f.h.Hold() }
 func (f heldFor) unhold() { f.h.Unhold() }
 
-// Acquire begins a call into another CUDA library on p's memory; it is for
-// highlevel's subpackages. Until Release, Free of the memory waits. It
-// returns p's address, or an error: ErrFreed once the memory is freed,
-// one wrapping ErrNil for the zero MemoryPointer.
-func (p MemoryPointer) Acquire(k lifepkg.Key) (unsafe.Pointer, error) {
-	switch {
-	case p.mem == nil:
-		return nil, errNoMemory
-	case !k.OK():
-		return nil, errNoKey
-	case !p.mem.life.Acquire():
-		return nil, ErrFreed
-	}
-	return p.Ptr(), nil
-}
-
-// Release ends the call Acquire began.
-func (p MemoryPointer) Release(k lifepkg.Key) {
-	if k.OK() && p.mem != nil {
-		p.mem.life.Release()
-	}
-}
-
-// Managed reports whether p's memory is managed memory
-// (Managed(d).Alloc), which every device may use.
+// Managed reports whether p's memory is managed memory (Managed), which
+// every device may use.
 func (p MemoryPointer) Managed() bool { return p.mem != nil && p.mem.managed }

@@ -2,13 +2,11 @@ package highlevel
 
 import (
 	"context"
-
-	lifepkg "github.com/gocuda/cuda/highlevel/internal/life"
 )
 
-// The handles of other CUDA libraries that highlevel's subpackages cache
-// per device (linalg's cuBLAS, cuSOLVER and cuSPARSE handles) are destroyed
-// through DestroyOutsideCaptures: cublasDestroy synchronizes the device,
+// The handles of other CUDA libraries that a program caches per device
+// (linalg's cuBLAS, cuSOLVER and cuSPARSE handles) are destroyed through
+// DestroyOutsideCaptures: cublasDestroy synchronizes the device,
 // which a stream capture in progress forbids (llama.cpp's "synchronize
 // graph capture and cublas handle destruction" met it as failed captures),
 // so such a destroy waits as the package's device-wide waits do.
@@ -16,7 +14,7 @@ import (
 // DestroyOutsideCaptures calls destroy, which destroys a handle of another
 // CUDA library on device d (cublasDestroy, ...), with d current on the
 // calling OS thread, at a time when no stream capture the package began is
-// in progress; it is for highlevel's subpackages. While destroy runs, no
+// in progress. While destroy runs, no
 // capture begins (BeginCapture waits) and the package's device-wide waits
 // (Device.Synchronize, ...) wait, as they wait for each other. It reports
 // whether destroy ran, and returns its error. Where it cannot run now (a
@@ -30,11 +28,8 @@ import (
 // capture's end or for a device-wide wait; a caller that holds its
 // library's lock while calling DestroyOutsideCaptures must not be inside
 // such a call.
-func (d Device) DestroyOutsideCaptures(k lifepkg.Key, destroy func() error, later func()) (bool, error) {
-	switch {
-	case !k.OK():
-		return false, errNoKey
-	case destroy == nil:
+func (d Device) DestroyOutsideCaptures(destroy func() error, later func()) (bool, error) {
+	if destroy == nil {
 		return false, invalid("nil destroy function")
 	}
 	if err := lockDevices(); err != nil { // ErrCapturing or ErrInCallback

@@ -14,7 +14,6 @@ import (
 	"github.com/gocuda/cuda/cudadrv"
 	"github.com/gocuda/cuda/cudart"
 	"github.com/gocuda/cuda/highlevel/internal/driver"
-	lifepkg "github.com/gocuda/cuda/highlevel/internal/life"
 	"github.com/gocuda/cuda/internal/dl"
 	"github.com/gocuda/cuda/internal/stubtest"
 	"github.com/gocuda/cuda/internal/testsrc"
@@ -113,6 +112,7 @@ var stubCases = []struct {
 	{"frees during a global capture", nil, nil, checkFreeGlobalCapture},
 	{"releases in a host function", nil, nil, checkReleaseInCallback},
 	{"stream-ordered memory dropped", nil, nil, checkAsyncDropped},
+	{"borrows", nil, nil, checkBorrow},
 	{"stream calls in a host function", nil, nil, checkStreamInCallback},
 	{"runtime.Goexit in a host function", nil, nil, checkGoexitInCallback},
 	{"no cuGetProcAddress_v2", []string{"-DSTUB_NO_GET_PROC_ADDRESS"}, nil, func(t *testing.T) {
@@ -192,12 +192,9 @@ func checkDriverVersionError(t *testing.T, err error, function string, needed, d
 // context: one past d's, C memory as a context is).
 func checkDoRestoring(t *testing.T, d Device, ctx unsafe.Pointer) {
 	t.Helper()
-	if err := d.DoRestoring(lifepkg.Key{}, func() error { return nil }); !errors.Is(err, errNoKey) {
-		t.Errorf("DoRestoring without the key: %v, want errNoKey", err)
-	}
 	cgo := runtime.NumCgoCall()
 	var in driver.Ctx
-	d.DoRestoring(lifepkg.Sub, func() error { in = driver.CtxSwap(ctx); return nil })
+	d.DoRestoring(func() error { in = driver.CtxSwap(ctx); return nil })
 	if n := runtime.NumCgoCall() - cgo; n != 2 || in.Ctx != ctx {
 		t.Errorf("DoRestoring with d's context current made %d cgo calls (fn's included), want 2; d's current in fn: %v", n, in.Ctx == ctx)
 	}
@@ -210,7 +207,7 @@ func checkDoRestoring(t *testing.T, d Device, ctx unsafe.Pointer) {
 		{"a thread with another device's context", other, other},
 	} {
 		driver.CtxSet(tc.prev)
-		d.DoRestoring(lifepkg.Sub, func() error { in = driver.CtxSwap(ctx); return nil })
+		d.DoRestoring(func() error { in = driver.CtxSwap(ctx); return nil })
 		if in.Ctx != ctx {
 			t.Errorf("%s: DoRestoring's fn ran with %p current, want d's, %p", tc.name, in.Ctx, ctx)
 		}
@@ -234,7 +231,7 @@ func checkDoRestoring(t *testing.T, d Device, ctx unsafe.Pointer) {
 					panic(r)
 				}
 			}()
-			if err := d.DoRestoring(lifepkg.Sub, tc.fn); err != errFn {
+			if err := d.DoRestoring(tc.fn); err != errFn {
 				t.Errorf("%s: DoRestoring = %v, want fn's error", tc.name, err)
 			}
 		}()
@@ -259,7 +256,7 @@ func checkDriverOnly(t *testing.T) {
 	if cc, err := d.ComputeCapability(); cc != "90" || err != nil {
 		t.Errorf("ComputeCapability = %q, %v", cc, err)
 	}
-	if w, err := d.Attribute(cudadrv.DEVICE_ATTRIBUTE_WARP_SIZE); w != 32 || err != nil {
+	if w, err := d.Attribute(DeviceWarpSize); w != 32 || err != nil {
 		t.Errorf("warp size = %d, %v", w, err)
 	}
 	if _, err := Device(1).Name(); !errors.Is(err, cudart.ErrorInvalidDevice) || !errors.Is(err, cudadrv.ERROR_INVALID_DEVICE) {

@@ -12,7 +12,6 @@ import (
 	"github.com/gocuda/cuda/cudart"
 	"github.com/gocuda/cuda/highlevel"
 	"github.com/gocuda/cuda/highlevel/internal/buffer"
-	"github.com/gocuda/cuda/highlevel/internal/life"
 	"github.com/gocuda/cuda/highlevel/internal/refusal"
 	"github.com/gocuda/cuda/nccl"
 )
@@ -389,33 +388,29 @@ func run(calls []Call) (abort []*Comm, err error) {
 
 	// What run holds, let go of in one deferred function, so that its
 	// defer stays open-coded (cheaper than a defer each, with run's many
-	// returns): the streams left first, then the blocking communicators
-	// told the streams of the calls queued (while held), the arrays'
-	// memory released, and the communicators. The buffers spare a Run of
-	// a few calls allocations.
+	// returns): the streams and the arrays' memory returned first, then
+	// the blocking communicators told the streams of the calls queued
+	// (while held), and the communicators released. The buffers spare a
+	// Run of a few calls allocations.
 	var (
 		commBuf   [4]*Comm
-		holdBuf   [8]buffer.Buffer
+		memBuf    [8]highlevel.MemoryPointer
 		streamBuf [4]*highlevel.Stream
 		devBuf    [4]highlevel.Device
 	)
-	comms, holds := commBuf[:0], holdBuf[:0]
+	comms, mems := commBuf[:0], memBuf[:0]
 	streams, devs := streamBuf[:0], devBuf[:0]
-	held, locked, entered, queued := 0, false, false, false
+	var borrow *highlevel.Borrow
+	held, locked, queued := 0, false, false
 	defer func() {
 		if locked {
 			unlockCalls(comms)
 		}
-		if entered {
-			highlevel.LeaveAll(life.Sub, streams, devs)
-		}
+		borrow.Return()
 		for i := range calls {
 			if c := calls[i].comm; queued && c.ctl != 0 {
 				c.queuedOn(calls[i].s)
 			}
-		}
-		for _, a := range holds {
-			a.Release()
 		}
 		for _, c := range comms[:held] {
 			c.release()
@@ -435,7 +430,8 @@ func run(calls []Call) (abort []*Comm, err error) {
 		held++
 	}
 
-	// The arrays' memory, once for a call in place.
+	// The arrays' addresses, and their memory for the Borrow, once for a
+	// call in place.
 	ptrs := make([][2]unsafe.Pointer, len(calls))
 	for i := range calls {
 		call := &calls[i]
@@ -447,11 +443,13 @@ func run(calls []Call) (abort []*Comm, err error) {
 				ptrs[i][1] = ptrs[i][0]
 				continue
 			}
-			p, dev, err := a.Acquire()
+			p, dev, err := a.Check()
 			if err != nil {
 				return nil, fail(call.comm, err)
 			}
-			holds = append(holds, a)
+			if p != nil {
+				mems = append(mems, a.Memory())
+			}
 			if dev >= 0 && highlevel.Device(dev) != call.comm.dev {
 				return nil, fail(call.comm, refusal.Errorf("an array on %v for a communicator on %v", highlevel.Device(dev), call.comm.dev))
 			}
@@ -484,19 +482,13 @@ func run(calls []Call) (abort []*Comm, err error) {
 		return nil, fail(first, err)
 	}
 	locked = true
-	if err := highlevel.EnterAll(life.Sub, streams, devs); err != nil {
-		return nil, fail(first, err)
-	}
-	entered = true
 	// A captured call is a node of its stream's graph, which holds the
-	// arrays it names until the graph is closed.
-	for i := range calls {
-		for _, a := range calls[i].arrays {
-			if a != (buffer.Buffer{}) && calls[i].s != nil {
-				a.Keep(calls[i].s)
-			}
-		}
+	// arrays it names until the graph is closed: the Borrow's doing.
+	b, berr := highlevel.BorrowAll(streams, devs, mems...)
+	if berr != nil {
+		return nil, fail(first, berr)
 	}
+	borrow = b
 
 	// NCCL's calls, on one OS thread, which a group belongs to, with the
 	// first call's device current (DoRestoring). NCCL sets each call's
@@ -553,7 +545,7 @@ func run(calls []Call) (abort []*Comm, err error) {
 			blocking = append(blocking, c)
 		}
 	}
-	qerr := first.dev.DoRestoring(life.Sub, queue)
+	qerr := first.dev.DoRestoring(queue)
 	switch aborted := leave(); {
 	case aborted != nil:
 		return nil, errors.Join(aborted, qerr)

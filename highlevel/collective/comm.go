@@ -443,7 +443,7 @@ var commSeq atomic.Uint64
 // error, where one of comms is aborted meanwhile: the abort waits for the
 // operation that waits here, which may wait for another communicator's
 // operation up to that one's Timeout. A goroutine that holds them may go
-// on to enter streams (highlevel.EnterAll), not the other way round.
+// on to enter streams (highlevel.BorrowAll), not the other way round.
 func lockCalls(comms []*Comm) error {
 	var buf [4]*Comm
 	sorted := append(buf[:0], comms...)

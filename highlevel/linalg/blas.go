@@ -141,10 +141,9 @@ func gemm[T Float](op string, s *highlevel.Stream, transA, transB Op, m, n, k in
 	}
 	lda, ldb := colsA, colsB
 	var o operands
-	if err := o.hold(op, s, buffer.Of(c), buffer.Of(a), buffer.Of(b)); err != nil {
+	if err := o.check(op, s, buffer.Of(c), buffer.Of(a), buffer.Of(b)); err != nil {
 		return err
 	}
-	defer o.release()
 	blas, err := BLASOf(o.dev)
 	if err != nil {
 		return opError(op, inner(err))
@@ -227,10 +226,9 @@ func Gemv[T Float](s *highlevel.Stream, trans Op, m, n int, alpha T, a, x *highl
 		opC = cublas.OP_N
 	}
 	var o operands
-	if err := o.hold(op, s, buffer.Of(y), buffer.Of(a), buffer.Of(x)); err != nil {
+	if err := o.check(op, s, buffer.Of(y), buffer.Of(a), buffer.Of(x)); err != nil {
 		return err
 	}
-	defer o.release()
 	blas, err := BLASOf(o.dev)
 	if err != nil {
 		return opError(op, inner(err))
@@ -263,10 +261,9 @@ func Axpy[T Float](s *highlevel.Stream, alpha T, x, y *highlevel.Array[T]) error
 		return err
 	}
 	var o operands
-	if err := o.hold(op, s, buffer.Of(y), buffer.Of(x)); err != nil {
+	if err := o.check(op, s, buffer.Of(y), buffer.Of(x)); err != nil {
 		return err
 	}
-	defer o.release()
 	blas, err := BLASOf(o.dev)
 	if err != nil {
 		return opError(op, inner(err))
@@ -305,10 +302,9 @@ func Dot[T Float](s *highlevel.Stream, x, y, result *highlevel.Array[T]) error {
 		return opError(op, refusal.Errorf("result is empty"))
 	}
 	var o operands
-	if err := o.hold(op, s, buffer.Of(result), buffer.Of(x), buffer.Of(y)); err != nil {
+	if err := o.check(op, s, buffer.Of(result), buffer.Of(x), buffer.Of(y)); err != nil {
 		return err
 	}
-	defer o.release()
 	blas, err := BLASOf(o.dev)
 	if err != nil {
 		return opError(op, inner(err))

@@ -12,7 +12,6 @@ import (
 	"github.com/gocuda/cuda/cusparse"
 	"github.com/gocuda/cuda/highlevel"
 	"github.com/gocuda/cuda/highlevel/internal/caches"
-	"github.com/gocuda/cuda/highlevel/internal/life"
 	"github.com/gocuda/cuda/highlevel/internal/refusal"
 )
 
@@ -62,7 +61,7 @@ type Sparse struct {
 //
 // Graphs hold handles too: a call captured into a graph uses the handle's
 // internal workspace each time the graph runs. So a call on a capturing
-// stream makes the capture hold the current handle (Stream.KeepHolder,
+// stream makes the capture hold the current handle (Borrow.Keep,
 // once per capture), and the graph and each of its instantiations hold it
 // until closed (handle.Hold, Unhold). A stale handle that graphs hold is
 // not destroyed but parked: it is no longer current, so the calls after
@@ -118,7 +117,7 @@ type lib[H ~uintptr] struct {
 }
 
 // A handle is a handle of the library that graphs may hold, a holder of
-// highlevel's captures (Stream.KeepHolder): a call captured with it uses
+// highlevel's captures (Borrow.Keep): a call captured with it uses
 // its workspace each time the graph runs.
 type handle[H ~uintptr] struct {
 	l *lib[H]
@@ -331,7 +330,7 @@ func (l *lib[H]) tryDestroy() {
 		later = l.later
 	}
 	busy := false
-	ran, _ := l.dev.DestroyOutsideCaptures(life.Sub, func() error {
+	ran, _ := l.dev.DestroyOutsideCaptures(func() error {
 		if !l.mu.TryLock() {
 			busy = true
 			return nil
@@ -341,7 +340,7 @@ func (l *lib[H]) tryDestroy() {
 	}, later)
 	if ran && busy {
 		l.mu.Lock()
-		ran, _ = l.dev.DestroyOutsideCaptures(life.Sub, l.destroyLocked, later)
+		ran, _ = l.dev.DestroyOutsideCaptures(l.destroyLocked, later)
 		l.mu.Unlock()
 	}
 	if !ran && later != nil {
@@ -383,18 +382,18 @@ func (l *lib[H]) destroyLocked() error {
 // goroutine uses the handle; it creates the handle where there is none
 // (before the first call, or after a ClearCaches).
 // Its own errors are those of operation op; fn's it returns as they are.
-func (l *lib[H]) do(op, typ string, s *highlevel.Stream, fn func(h H) error) error {
+func (l *lib[H]) do(op, typ string, s *highlevel.Stream, mems []highlevel.MemoryPointer, fn func(h H) error) error {
 	if fn == nil {
 		return opError(op, refusal.Errorf("nil function"))
 	}
 	if l.create == nil {
 		return opError(op, fmt.Errorf("%w: zero %s (get one with %sOf)", highlevel.ErrNil, typ, typ))
 	}
-	hs, err := s.Enter(life.Sub, l.dev)
+	b, err := s.Borrow(l.dev, mems...)
 	if err != nil {
 		return opError(op, err)
 	}
-	defer s.Leave(life.Sub)
+	defer b.Return()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var fnErr bool
@@ -404,12 +403,12 @@ func (l *lib[H]) do(op, typ string, s *highlevel.Stream, fn func(h H) error) err
 				return opError(l.name+" handle of "+l.dev.String(), err)
 			}
 		}
-		if err := l.setStream(l.h, cudart.Stream(hs)); err != nil {
+		if err := l.setStream(l.h, cudart.Stream(s.Handle())); err != nil {
 			return fmt.Errorf("setting the stream of the handle: %w", err)
 		}
 		// A capture's graph holds the handle, whose workspace its
 		// work uses; nothing without a capture.
-		s.KeepHolder(life.Sub, l.cur)
+		b.Keep(l.cur)
 		fnErr = true
 		return fn(l.h)
 	})
@@ -447,7 +446,7 @@ func (b *BLAS) Do(s *highlevel.Stream, fn func(h cublas.Handle) error) error {
 	if fn == nil {
 		return opError("BLAS.Do", refusal.Errorf("nil function"))
 	}
-	return b.l.do("BLAS.Do", "BLAS", s, func(h cublas.Handle) error {
+	return b.l.do("BLAS.Do", "BLAS", s, nil, func(h cublas.Handle) error {
 		b.l.dirty = true
 		return fn(h)
 	})
@@ -456,8 +455,7 @@ func (b *BLAS) Do(s *highlevel.Stream, fn func(h cublas.Handle) error) error {
 // call is Do for the package's functions, on operands o: the pointer mode
 // is host, as it is for a new handle.
 func (b *BLAS) call(op string, s *highlevel.Stream, o *operands, fn func(h cublas.Handle) error) error {
-	return b.l.do(op, "BLAS", s, func(h cublas.Handle) error {
-		o.keep(s)
+	return b.l.do(op, "BLAS", s, o.memory(), func(h cublas.Handle) error {
 		if b.l.dirty {
 			if err := cublas.SetPointerMode(h, cublas.POINTER_MODE_HOST); err != nil {
 				return opError(op, fmt.Errorf("setting the pointer mode: %w", err))
@@ -481,7 +479,7 @@ func (v *Solver) Do(s *highlevel.Stream, fn func(h cusolver.Handle) error) error
 	if v == nil {
 		return nilError("Solver")
 	}
-	return v.l.do("Solver.Do", "Solver", s, fn)
+	return v.l.do("Solver.Do", "Solver", s, nil, fn)
 }
 
 // Device returns the handle's device; 0 for a nil Sparse.
@@ -497,5 +495,5 @@ func (p *Sparse) Do(s *highlevel.Stream, fn func(h cusparse.Handle) error) error
 	if p == nil {
 		return nilError("Sparse")
 	}
-	return p.l.do("Sparse.Do", "Sparse", s, fn)
+	return p.l.do("Sparse.Do", "Sparse", s, nil, fn)
 }

@@ -68,42 +68,42 @@ func vectors[T Float](op string, x, y *highlevel.Array[T]) (int32, error) {
 	return int32(x.Len()), nil
 }
 
-// operands holds the arrays of a call, so that their memory is not freed
-// while the call queues work on it, and finds the device of the call.
+// operands are the arrays of a call: their addresses, and the memory a
+// highlevel.Borrow holds while the call queues work on it; and the device
+// of the call.
 type operands struct {
-	arr [3]buffer.Buffer
+	mem [3]highlevel.MemoryPointer
 	ptr [3]unsafe.Pointer
 	n   int
 	dev highlevel.Device
 }
 
-// hold holds the memory of arrays (buffer.Of), which must all be on one
-// device, the stream's; the first is the output. On an error it holds
-// none; otherwise release must follow.
-func (o *operands) hold(op string, s *highlevel.Stream, arrays ...buffer.Buffer) error {
+// check finds the addresses of arrays (buffer.Of), which must all be on
+// one device, the stream's, and that device; the first is the output.
+func (o *operands) check(op string, s *highlevel.Stream, arrays ...buffer.Buffer) error {
 	dev := -1
-	for _, a := range arrays {
-		p, d, err := a.Acquire()
+	for i, a := range arrays {
+		p, d, err := a.Check()
 		if err != nil {
-			o.release()
 			return opError(op, err)
 		}
-		o.arr[o.n], o.ptr[o.n] = a, p
-		o.n++
+		o.ptr[i] = p
+		if p != nil {
+			o.mem[o.n] = a.Memory()
+			o.n++
+		}
 		if d < 0 {
 			continue
 		}
 		if dev >= 0 && d != dev {
-			o.release()
 			return opError(op, refusal.Errorf("arrays on %v and %v", highlevel.Device(dev), highlevel.Device(d)))
 		}
 		dev = d
 	}
 	switch {
 	case s != nil:
-		o.dev = s.Device() // Stream.Enter refuses it for another device
+		o.dev = s.Device() // Stream.Borrow refuses it for another device
 		if dev >= 0 && highlevel.Device(dev) != o.dev {
-			o.release()
 			return opError(op, refusal.Errorf("arrays on %v, stream on %v", highlevel.Device(dev), o.dev))
 		}
 	case dev >= 0:
@@ -111,7 +111,6 @@ func (o *operands) hold(op string, s *highlevel.Stream, arrays ...buffer.Buffer)
 	default: // managed memory on the legacy default stream
 		d, err := highlevel.DefaultDevice()
 		if err != nil {
-			o.release()
 			return opError(op, err)
 		}
 		o.dev = d
@@ -119,17 +118,5 @@ func (o *operands) hold(op string, s *highlevel.Stream, arrays ...buffer.Buffer)
 	return nil
 }
 
-// keep makes the capture s takes part in, if any, hold the operands'
-// memory for its graph; s is entered.
-func (o *operands) keep(s *highlevel.Stream) {
-	for i := range o.n {
-		o.arr[i].Keep(s)
-	}
-}
-
-func (o *operands) release() {
-	for i := range o.n {
-		o.arr[i].Release()
-	}
-	o.n = 0
-}
+// memory returns the memory the call names, for its Borrow.
+func (o *operands) memory() []highlevel.MemoryPointer { return o.mem[:o.n] }

@@ -59,21 +59,3 @@ func (l *Life) Close() bool {
 	}
 	return true
 }
-
-// A Key unlocks the methods of highlevel that its subpackages
-// (highlevel/linalg, highlevel/collective) need to follow this protocol
-// when they hand a Stream's handle or an array's memory to another CUDA
-// library: Stream.Enter, Leave and Keep, MemoryPointer.Acquire and
-// Release. Those methods are exported, so that the subpackages can call
-// them, and take a Key, which only the packages of this module can name;
-// with the zero Key they do nothing and return an error. So the
-// subpackages reach highlevel through typed methods, with no registration
-// at init and no dependence on import order, and other programs cannot
-// unbalance highlevel's counts through them.
-type Key struct{ ok bool }
-
-// Sub is the key of highlevel's subpackages.
-var Sub = Key{ok: true}
-
-// OK reports whether k unlocks the methods: whether it is Sub.
-func (k Key) OK() bool { return k.ok }
