@@ -1,170 +1,78 @@
 // Package highlevel is the idiomatic way to use CUDA from Go: devices,
 // device and pinned memory, caching pools, typed arrays, streams, events,
-// graphs, and kernels compiled at run time, over the generated cudadrv and
-// nvrtc packages.
+// graphs, and kernels compiled at run time, over the driver API. It must
+// not let a program corrupt memory or crash the process, whatever its
+// goroutines, the collector and the GPU do: each type's documentation
+// states its rules, each one tested.
 //
-//	a, err := highlevel.ArrayFrom(nil, []float32{1, 2, 3})
+//	a, err := highlevel.ArrayFrom(nil, []float32{1, 2, 3}) // nil: the default allocator
 //	if err != nil {
 //		return err
 //	}
 //	defer a.Free()
 //	v, err := a.ToHost()
 //
-// The package must not let a program corrupt memory or crash the process,
-// whatever its goroutines, the collector and the GPU do, in any order: its
-// types' and functions' documentation states the rules, each one tested.
+// # One language
 //
-// # Conventions
+// highlevel, highlevel/linalg and highlevel/collective name each thing one
+// way. A call that queues work on a stream takes the *Stream first (after
+// a context.Context where it has one) and returns once the work is queued:
+// x.FillAsync(s, v), k.Launch(s, cfg, args...), e.Record(s),
+// linalg.MatMul(s, ...), collective.AllReduce(s, c, ...). A nil *Stream is
+// the legacy default stream of the device involved. The call without Async
+// (Fill, CopyFromHost) returns once the device has done it. Memory comes
+// from Alloc on an Allocator: a Device (unpooled cuMemAlloc), a
+// MemoryPool, a MemoryAsyncPool, Managed(d); stream-ordered memory from
+// AllocAsync(s, n); arrays from AllocArray[T](a, n), ArrayFrom(a, slice)
+// (a nil a: the default allocator, see SetAllocator) and
+// AllocArrayAsync[T](s, a, n); pinned memory from AllocPinned or a
+// PinnedMemoryPool. docs/one-way.md in the repository gives the one way
+// to do each task, README.md beside this file CuPy's and PyCUDA's names.
 //
-// Every type of the package follows the same rules, and each thing has one
-// name: there are no aliases.
+// # Free and Close
 //
-// Values and pointers. Device and MemoryPointer are small values, copied
-// freely. A MemoryPointer is like a slice header: it has no exported
-// fields (Memory and Offset are methods), and Add returns a new one rather
-// than moving it. What owns a resource is a pointer: *Memory, *Array,
-// *PinnedMemory, *Stream, *Event, *Graph, *GraphExec, *Module and the
-// pools.
+// Memory is freed with Free (MemoryPointer, Array, PinnedMemory), objects
+// with Close (Stream, Event, Graph, GraphExec, Module, the pools). As with
+// os.File, the operations in progress finish first, and no CUDA call ever
+// reaches a destroyed handle. A second Free returns ErrFreed, a second
+// Close ErrClosed, as do later operations on the object. A nil pointer's
+// methods return an error wrapping ErrNil, and so do a zero value's where
+// a function makes the type's values (each type says what its zero value
+// does). Device memory dropped without Free is given back once the GPU's
+// work that may use it is done.
 //
-// Releasing. Memory is freed with Free (Memory, Array, PinnedMemory),
-// objects are closed with Close (Stream, Event, Graph, GraphExec, Module
-// and the pools), a HostRegistration ends with Unregister. As with os.File
-// and database/sql, the operations in progress on an object finish before
-// Close (or Memory's Free) releases it, and no CUDA call is ever made with
-// a destroyed handle. A release happens once: a second Free returns
-// ErrFreed, a second Close or Unregister ErrClosed, and so do later
-// operations on the object. Every method on a nil pointer returns an error
-// wrapping ErrNil (or a zero value where it returns no error).
+// # Errors
 //
-// Zero values. A type whose values a function of the package makes
-// (NewStream, LoadModule, an allocation, ...) has a zero value that is not
-// usable: its methods, and the operations given it, return an error
-// wrapping ErrNil that names that function, and never call CUDA. Each
-// type's documentation says what its zero value does: an Array's is an
-// empty view, a Dim3's is 1 in each dimension.
-//
-// Go memory is typed. Go slices go to and from the device through
-// CopyFromHost and CopyToHost (and their Async forms), Array's methods of
-// the same names, and PinnedSlice for a []T view of pinned memory; element
-// types hold no Go pointers, which is checked. The methods that take an
-// unsafe.Pointer and a byte count (MemoryPointer.CopyFromHostPointer,
-// CopyToHostPointer) are for C interop. Copies name one direction one way:
-// FromHost to the device, ToHost from it, FromDevice between devices.
-//
-// Streams. Copies and memsets come in two forms: the plain one returns
-// once the device has done it, and the second, named ...Async, takes the
-// *Stream it queues on last. Every operation that takes a *Stream takes
-// nil as the legacy default stream of the device involved.
-//
-// Allocation is explicit where it matters. An Allocator (a Device for
-// unpooled cuMemAlloc, a MemoryPool, a MemoryAsyncPool) allocates through
-// its Malloc, and AllocArray and ArrayFrom make Arrays from the one
-// named. Alloc, AllocArray and ArrayFrom use the process's default
-// allocator, for the simple case: one per process, fixed at its first use
-// (see SetAllocator).
-//
-// Errors. Every error of the package says "highlevel: " once, then the
-// operation that failed, with its size and device where it has them, then
-// why: "highlevel: new stream on device 1: cuStreamCreate: ...". Sentinel
-// errors (ErrClosed, ErrNil, ...) and CUDA's statuses inside stay
-// errors.Is-able, typed errors (*OutOfMemoryError, *PanicError, ...)
-// errors.As-able. A status of the driver matches both its cudadrv.Result
-// and the cudart.Error of the same value, which CUDA gives the same
-// meaning (CUDA_ERROR_ILLEGAL_ADDRESS is cudaErrorIllegalAddress), so code
-// written for the runtime's statuses keeps working. Refused input, such as
-// a size out of range, matches ErrInvalid; an empty operation (AllocArray(nil, 0),
-// a copy or memset of 0 bytes) does nothing. The pools' statistics never
-// fail (see MemoryPool).
-//
-// # The driver API
-//
-// The package calls the driver API (libcuda.so.1), as NVIDIA's cuda.core
-// does, and not the runtime: one program runs on every driver from CUDA
-// 12.0 on, whichever CUDA version it was built for, and needs no
-// libcudart. Its C shim (package internal/driver, its only cgo) takes each
-// driver function from cuGetProcAddress in the form it has at CUDA 12.0
-// (cuMemAlloc as CUDA 3.2 made it, cuMemAlloc_v2), so it behaves the same
-// on every driver; the few operations that need a later driver return a
-// *DriverVersionError on an older one. Only Device.Properties and
-// RuntimeVersion, which have no driver form, load libcudart.
-//
-// The exported API speaks the driver's types (package cudadrv), as its
-// calls do: Stream.Handle is a cudadrv.Stream, Event.Handle a
-// cudadrv.Event, Device.Attribute takes a cudadrv.Device_attribute, and so
-// on; only Device.Properties returns the runtime's cudart.DeviceProp. The
-// runtime's handles are the same values: the libraries (cuBLAS, NCCL, ...)
-// take a cudart.Stream, which a Stream's handle converts to.
+// An error says "highlevel: ", the operation, its size and device where it
+// has them, then why: "highlevel: new stream on device 1: cuStreamCreate:
+// ...". Sentinels (ErrClosed, ErrFreed, ErrNil, ErrInvalid, ErrCapturing)
+// and CUDA's statuses stay errors.Is-able, as both their cudadrv.Result and
+// the cudart.Error of the same value; typed errors (*OutOfMemoryError,
+// *PanicError, *CompileError) errors.As-able.
 //
 // # Devices and goroutines
 //
-// CUDA's current device belongs to the OS thread, and a goroutine may move
-// to another thread between any two calls. So the package never relies on
-// it: every object remembers its device, and each operation makes that
-// device's primary context current, does its work and puts the previous
-// context back, all in one cgo call (a thread that had no context keeps
-// the device's: making one current and undoing it costs about 0.3 µs). A
-// goroutine cannot send work to the wrong GPU, and no executor goroutine
-// sits in the way. Host memory (pinned, registered, staging buffers) is
-// allocated portable, in the context of the lowest-numbered device the
-// program has used: a program that uses only device 1 never makes a
-// context on device 0. For code that calls cudart or cudadrv directly,
-// CurrentDevice, Device.Use and Device.Do are cudaGetDevice, cudaSetDevice
-// and CuPy's "with Device(n):".
+// Every object remembers its device, and each operation makes that
+// device's context current, does its work and puts the previous one back
+// in one cgo call: goroutines, which move between OS threads, never send
+// work to the wrong GPU, and the package never relies on a current device.
+// Streams, events, modules, kernels, pools and GraphExecs are safe for
+// use by several goroutines. For code that calls cudart or cudadrv
+// directly, Device.Do runs a function with a device current (CuPy's "with
+// Device(n):").
 //
-// # Streams, waiting and callbacks
+// # Other CUDA libraries
 //
-// The Synchronize methods wait holding an OS thread; Stream.Wait and
-// Event.Wait take a context and, as the Done methods, hold none for long,
-// so that any number of goroutines may wait at once (Stream.Wait says
-// how). Functions queued with Stream.AddCallback and Stream.LaunchHostFunc
-// run for a CUDA thread, which waits for them: they must not call CUDA
-// (see ErrInCallback), and their panics come back as *PanicError.
+// To call another library (cuRAND, cuDNN, your own C) on a stream and
+// memory of the package's, Stream.Borrow(d, mems...) lends them: until
+// Borrow.Return, Close of the stream and Free of the memory wait, so the
+// library's work never reaches a destroyed stream or freed memory. Queue
+// the work with s.Handle() and the memory's Ptr inside Device.Do, then
+// Return; Borrow.Keep makes a capture hold the library's handle for its
+// graph, BorrowAll lends several streams at once. linalg and collective
+// are built this way.
 //
-// # Captures and graphs
-//
-// Capture, or Stream.BeginCapture and Stream.EndCapture, takes the work
-// queued on a stream into a Graph, which Graph.Instantiate makes a
-// GraphExec to launch. Stream.BeginCapture gives the rules a capture sets
-// for the rest of the program, CaptureMode what each mode refuses,
-// ErrCapturing what refuses to run during a capture, and Graph what a
-// graph keeps alive.
-//
-// # Freeing memory
-//
-// Freeing is explicit: CuPy frees when the last reference goes, Go has no
-// reference counts, so Free does it. Cleanups are a safety net: device
-// memory dropped without Free is given back later, once the devices have
-// done the work that may still use it (see Memory, MemoryPool and
-// MemoryAsyncPool); PinnedMemory dropped without Free is never reused.
-//
-// # Kernels
-//
-// Compile turns CUDA C++ in a Go string into device code with NVRTC (no
-// nvcc needed), LoadModule loads it, Module.Kernel finds a kernel, and
-// Kernel.Launch queues it with typed Go arguments, checked before the launch:
-//
-//	c, err := highlevel.Compile(`extern "C" __global__ void scale(float a, float *y, int n) {
-//		int i = blockIdx.x * blockDim.x + threadIdx.x;
-//		if (i < n) y[i] *= a;
-//	}`, nil)
-//	m, err := highlevel.LoadModule(c.Image)
-//	k, err := m.Kernel("scale")
-//	err = k.Launch(stream, highlevel.LaunchConfig{Grid: highlevel.Dim3{X: (n + 255) / 256}, Block: highlevel.Dim3{X: 256}}, float32(2), y, int32(n))
-//
-// # Sharing between processes
-//
-// Event.IPCHandle and MemoryPointer.IPCHandle export an event and memory to
-// other processes (OpenIPCEvent, OpenIPCMemory), and say what each keeps.
-//
-// # Linear algebra
-//
-// Package highlevel/linalg holds each device's cuBLAS, cuSOLVER and
-// cuSPARSE handles and typed cuBLAS calls on row-major arrays (MatMul,
-// Gemm, Gemv, ...). It is a package of its own so that programs that do
-// not use these libraries do not build them.
-//
-// # Coming from CuPy and PyCUDA
-//
-// README.md beside this package's files maps CuPy's (cupy.cuda) and
-// PyCUDA's names to the package's.
+// docs/tutorial.md is a tutorial, and docs/highlevel.md the rest of the
+// design: values and zero values, the driver API, waiting, callbacks,
+// captures and graphs, cleanups, sharing between processes.
 package highlevel
