@@ -13,7 +13,7 @@
 //	...
 //	err = collective.RunEach(comms, func(c *collective.Comm) error {
 //		// a goroutine per rank: its arrays and stream on c.Device()
-//		if err := collective.Run(collective.AllReduce(c, x, x, collective.Sum, s)); err != nil {
+//		if err := collective.Run(collective.AllReduce(s, c, x, x, collective.Sum)); err != nil {
 //			return err
 //		}
 //		return c.Wait(ctx, s)
@@ -35,9 +35,11 @@
 // # Calls
 //
 // AllReduce, Broadcast, Reduce, AllGather, ReduceScatter, Send and Recv
-// make a Call from a communicator, highlevel.Arrays of an element type NCCL
-// has (Elem: a type it lacks does not compile) and a *highlevel.Stream;
-// Run queues one Call, or several as one NCCL group. The work runs on the
+// make a Call from a *highlevel.Stream, which comes first as in every call
+// of highlevel's that queues work (nil: the legacy default stream of the
+// communicator's device), a communicator, and highlevel.Arrays of an
+// element type NCCL has (Elem: a type it lacks does not compile); Run
+// queues one Call, or several as one NCCL group. The work runs on the
 // stream in its order, so the stream's Wait, Done, Synchronize and events
 // recorded after it work as for any other operation; Comm.Wait waits while
 // watching the communicator. Arrays and streams must be on the
@@ -68,11 +70,11 @@
 //	PyTorch / CuPy                           Go
 //	dist.init_process_group("nccl")          cfg, _ := ConfigFromEnv(); Join(ctx, cfg, dev, opts)
 //	init_process_group(timeout=...)          Options{Timeout: ...}
-//	dist.all_reduce(t, op=ReduceOp.SUM)      Run(AllReduce(c, t, t, Sum, s))
-//	dist.broadcast(t, src)                   Run(Broadcast(c, t, t, src, s))
-//	dist.all_gather_into_tensor(out, t)      Run(AllGather(c, t, out, s))
-//	dist.reduce_scatter_tensor(out, t)       Run(ReduceScatter(c, t, out, Sum, s))
-//	dist.send / dist.recv                    Run(Send(c, t, peer, s)), Run(Recv(c, t, peer, s))
+//	dist.all_reduce(t, op=ReduceOp.SUM)      Run(AllReduce(s, c, t, t, Sum))
+//	dist.broadcast(t, src)                   Run(Broadcast(s, c, t, t, src))
+//	dist.all_gather_into_tensor(out, t)      Run(AllGather(s, c, t, out))
+//	dist.reduce_scatter_tensor(out, t)       Run(ReduceScatter(s, c, t, out, Sum))
+//	dist.send / dist.recv                    Run(Send(s, c, t, peer)), Run(Recv(s, c, t, peer))
 //	dist.batch_isend_irecv, ncclGroupStart   Run(call1, call2, ...)
 //	dist.new_subgroups, ncclCommSplit        c.Split(ctx, color, key, opts)
 //	dist.destroy_process_group               c.Close()

@@ -21,11 +21,12 @@
 // shows. A call captured into a graph uses its handle's workspace each
 // time the graph runs, so the Graph and its GraphExecs hold the handle: a
 // ClearCaches meanwhile sets it aside (the calls after it create another)
-// and it is destroyed once they are all closed. The libraries' handles are not safe for concurrent use; BLAS,
-// Solver and Sparse are: Do runs one call of a handle at a time, with the
-// handle's device current on the calling OS thread and the handle's
-// stream set to the one asked for, so that the generated packages'
-// functions (cublas, cusolver, cusparse) can be called on it directly.
+// and it is destroyed once they are all closed (highlevel's Borrow.Keep).
+// The libraries' handles are not safe for concurrent use; BLAS, Solver and
+// Sparse are: Do runs one call of a handle at a time, with the handle's
+// device current on the calling OS thread and the handle's stream set to
+// the one asked for, so that the generated packages' functions (cublas,
+// cusolver, cusparse) can be called on it directly.
 //
 // # Matrices
 //
@@ -36,11 +37,12 @@
 // (cᵀ = bᵀ·aᵀ), which needs no copy. Each function checks its sizes (0 to
 // 2³¹-1), strides and the arrays' lengths, then that the arrays are on one
 // device, the stream's, before any call (a refusal matches
-// highlevel.ErrInvalid, a nil array highlevel.ErrNil); the arrays' memory and the stream are held
-// while the call queues its work, so that a Free or Close in another
-// goroutine waits for it. The work runs on the stream given (nil: the
-// legacy default stream of the arrays' device), ordered with the rest of
-// the stream's work; nothing waits for it.
+// highlevel.ErrInvalid, a nil array highlevel.ErrNil); the arrays' memory
+// and the stream are held while the call queues its work (Stream.Borrow),
+// so that a Free or Close in another goroutine waits for it. The stream
+// comes first, as in every call of highlevel's that queues work; the work
+// runs on it (nil: the legacy default stream of the arrays' device),
+// ordered with the rest of the stream's work, and nothing waits for it.
 //
 // # Coming from CuPy
 //
