@@ -200,7 +200,7 @@ func bare(err error) string {
 
 // An OutOfMemoryError is an allocation the device (or, for pinned memory,
 // the host) could not satisfy, or that a pool's limit refused; CuPy's
-// OutOfMemoryError. Every allocation of the package returns one: Malloc of
+// OutOfMemoryError. Every allocation of the package returns one: Alloc of
 // a Device and of the pools, AllocAsync, pinned memory and Arrays, and so
 // does a size beyond 2⁵⁶ bytes, which no device has.
 //

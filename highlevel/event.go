@@ -16,7 +16,7 @@ import (
 // happens when the stream reaches it. An Event is safe for use by several
 // goroutines.
 //
-// The zero value is not usable: make one with NewEvent (or Stream.Record,
+// The zero value is not usable: make one with NewEvent (or
 // OpenIPCEvent); its methods, and the operations given it, return an error
 // wrapping ErrNil.
 type Event struct {

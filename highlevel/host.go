@@ -35,8 +35,8 @@ type PinnedMemory struct {
 // SetPinnedMemoryAllocator makes alloc the process's pinned memory
 // allocator (CuPy's set_pinned_memory_allocator): the one AllocPinned
 // and the staging buffers of copies from and to pageable memory use; nil
-// restores DefaultPinnedMemoryPool().Malloc. alloc may be another pool's
-// Malloc, or AllocPinnedUnpooled for no pooling. As with SetAllocator, the allocator
+// restores DefaultPinnedMemoryPool().Alloc. alloc may be another pool's
+// Alloc, or AllocPinnedUnpooled for no pooling. As with SetAllocator, the allocator
 // is fixed at its first use: after the first AllocPinned or staged
 // copy, SetPinnedMemoryAllocator changes nothing and returns
 // ErrAllocatorInUse.

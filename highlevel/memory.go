@@ -87,7 +87,7 @@ func (m *Memory) free() error {
 		return opErr("free memory", nilError("Memory"))
 	}
 	if m.size == 0 {
-		return opErr("free memory", zeroError("Memory", "Alloc or an Allocator's Malloc"))
+		return opErr("free memory", zeroError("Memory", "Alloc or an Allocator"))
 	}
 	// In a callback, Free would wait for the operations in progress on the
 	// memory, which may wait for the callback.
@@ -123,7 +123,7 @@ func (m *Memory) unhold() {
 		return
 	}
 	switch o := m.owner.(type) {
-	case *block: // as a pool's block dropped without Free: its next Malloc takes it back
+	case *block: // as a pool's block dropped without Free: its next Alloc takes it back
 		o.lose()
 	case *asyncOwner:
 		// As lost stream-ordered memory is: freeLost may run where the
@@ -147,7 +147,7 @@ func (p MemoryPointer) where() string {
 
 // errNoMemory is the error of operations on the zero MemoryPointer, and on
 // a nil or zero Memory.
-var errNoMemory = zeroError("MemoryPointer", "Alloc or an Allocator's Malloc")
+var errNoMemory = zeroError("MemoryPointer", "Alloc or an Allocator")
 
 // live reports whether m can be used.
 func (m *Memory) live() error {
@@ -548,7 +548,7 @@ func cbool(b bool) int32 {
 
 // An Allocator allocates device memory. Device (cuMemAlloc, unpooled),
 // *MemoryPool and *MemoryAsyncPool are Allocators. Allocation is explicit
-// where it matters: an Allocator's Malloc, AllocArray and ArrayFrom
+// where it matters: an Allocator's Alloc, AllocArray and ArrayFrom
 // allocate from the allocator named; Alloc, AllocArray and ArrayFrom use the
 // process's default allocator (SetAllocator).
 type Allocator interface {
@@ -588,7 +588,7 @@ var ErrAllocatorInUse = errors.New("highlevel: allocator already in use: it is s
 // number of times, until the first Alloc, AllocArray, ArrayFrom or
 // GetAllocator, as flags are defined before flag.Parse; after that it
 // changes nothing and returns ErrAllocatorInUse. Code that wants another
-// allocator for some of its allocations names it: a.Malloc, AllocArray(a,
+// allocator for some of its allocations names it: a.Alloc, AllocArray(a,
 // n), ArrayFrom(a, s). There is no UsingAllocator (CuPy's
 // using_allocator): swapping the allocator of every goroutine at once is
 // the bug it would invite.

@@ -15,7 +15,7 @@ import (
 
 // A MemoryPool is a caching allocator of device memory (CuPy's MemoryPool,
 // PyCUDA's DeviceMemoryPool): Free returns a block to the pool, and the next
-// Malloc that fits takes it back without calling CUDA. It is safe for use by
+// Alloc that fits takes it back without calling CUDA. It is safe for use by
 // several goroutines.
 //
 // Sizes are rounded up to 512 bytes. A request takes the smallest free
@@ -28,7 +28,7 @@ import (
 // # Streams
 //
 // A block is reused only by allocations for the stream it was allocated
-// for (Malloc: the legacy default stream; AllocAsync: the stream given),
+// for (Alloc: the legacy default stream; AllocAsync: the stream given),
 // because work on that stream runs in order: the new owner's work cannot
 // start before the old owner's work on the same stream is done. Memory used
 // on other streams too must be synchronized with its stream (Stream.WaitEvent,
@@ -43,7 +43,7 @@ import (
 // The pool's Memory values come in slabs of 64, watched by one cleanup: a
 // block whose Memory is dropped without Free is lost once all the Memory
 // values of its slab are unreachable and the pool has moved on to a new
-// slab. The next Malloc that finds lost blocks waits until every device the
+// slab. The next Alloc that finds lost blocks waits until every device the
 // program used has finished the work queued so far, on every stream, then
 // takes them back: memory is never handed out while a kernel may still use
 // it.
@@ -210,7 +210,7 @@ func (p *MemoryPool) Alloc(size int) (MemoryPointer, error) {
 
 // AllocAsync allocates size bytes for use on stream s: see the type's
 // documentation. A panic of the upstream Allocator goes on to the caller,
-// as for Malloc.
+// as for Alloc.
 func (p *MemoryPool) AllocAsync(s *Stream, size int) (MemoryPointer, error) {
 	m, err := p.mallocStream(size, s)
 	if err != nil {
