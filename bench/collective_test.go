@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gocuda/cuda/cudart"
 	"github.com/gocuda/cuda/highlevel"
 	"github.com/gocuda/cuda/highlevel/collective"
 	"github.com/gocuda/cuda/nccl"
@@ -305,7 +304,7 @@ func rawRanks(tb testing.TB, comms []*collective.Comm, streams []*highlevel.Stre
 			tb.Fatal(err)
 		}
 		r.devs = append(r.devs, int32(c.Device()))
-		r.streams = append(r.streams, cudart.Stream(streams[i].Handle()))
+		r.streams = append(r.streams, streams[i].Handle())
 		r.bufs = append(r.bufs, bufs[i].MemoryPointer().Ptr())
 	}
 	return r

@@ -174,6 +174,6 @@ func BenchmarkH2DRegistered(b *testing.B) {
 func BenchmarkD2DDefaultKind(b *testing.B) {
 	m, src, s := d2dSetup(b)
 	loop(b, s, func() error {
-		return cudart.MemcpyAsync(m.Ptr(), src.Ptr(), copySize, cudart.MemcpyDefault, cudart.Stream(s.Handle()))
+		return cudart.MemcpyAsync(m.Ptr(), src.Ptr(), copySize, cudart.MemcpyDefault, s.Handle())
 	})
 }

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/gocuda/cuda/cudadrv"
-	"github.com/gocuda/cuda/cudart"
 	"github.com/gocuda/cuda/highlevel"
 )
 
@@ -152,7 +151,7 @@ func asyncPaired(b *testing.B) (*highlevel.Stream, *asyncTwin) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { s.Close() })
-	twin, err := newAsyncTwin(cudart.Stream(s.Handle()))
+	twin, err := newAsyncTwin(s.Handle())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -205,7 +204,7 @@ func BenchmarkStreamCreateDestroy(b *testing.B) {
 func BenchmarkDeviceAttribute(b *testing.B) {
 	d := device(b)
 	for b.Loop() {
-		if _, err := d.Attribute(cudadrv.DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT); err != nil {
+		if _, err := d.Attribute(highlevel.DeviceMultiprocessorCount); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -33,7 +33,7 @@ type deviceState struct {
 	err    error
 
 	propsOnce sync.Once // the properties, from libcudart
-	props     cudart.DeviceProp
+	props     DeviceProperties
 	propsErr  error
 
 	asyncOnce sync.Once // the default CUDA memory pool, for AllocAsync
@@ -42,7 +42,7 @@ type deviceState struct {
 
 	// attrs caches the attributes read so far, each as value<<1 | 1, so
 	// that 0 means not read yet.
-	attrs [cudadrv.DEVICE_ATTRIBUTE_MAX]atomic.Int64
+	attrs [len(deviceAttributeNames)]atomic.Int64
 }
 
 // deviceLimits are the attributes of a device that a launch is checked
@@ -348,8 +348,10 @@ func (d Device) String() string { return "device " + strconv.Itoa(int(d)) }
 // libcudart, and returns an error that says so where it cannot, listing
 // where it was looked for and naming $GOCUDA_CUDART, which overrides the
 // search; Name, ComputeCapability, Attribute and NewDeviceData need only
-// the driver.
-func (d Device) Properties() (_ cudart.DeviceProp, err error) {
+// the driver. The attributes CUDA 13 took out of cudaGetDeviceProperties'
+// answer, such as DeviceClockRate, DeviceMemoryClockRate and
+// DeviceComputeMode, are Attribute's alone.
+func (d Device) Properties() (_ DeviceProperties, err error) {
 	defer func() {
 		if err != nil {
 			wrap(&err, "properties of", d)
@@ -357,15 +359,16 @@ func (d Device) Properties() (_ cudart.DeviceProp, err error) {
 	}()
 	s, err := d.state()
 	if err != nil {
-		return cudart.DeviceProp{}, err
+		return DeviceProperties{}, err
 	}
 	s.propsOnce.Do(func() {
 		if s.propsErr = runtimeAPI("cudaGetDeviceProperties"); s.propsErr == nil {
 			// Into a value of its own: cgo checks all of the object an
 			// unsafe.Pointer argument points into, and s holds Go pointers.
 			var p cudart.DeviceProp
-			s.propsErr = cudart.GetDeviceProperties(&p, int32(d))
-			s.props = p
+			if s.propsErr = cudart.GetDeviceProperties(&p, int32(d)); s.propsErr == nil {
+				s.props = propertiesOf(&p)
+			}
 		}
 	})
 	return s.props, s.propsErr
@@ -411,33 +414,34 @@ func (d Device) Arch() (string, error) {
 	return "sm_" + strconv.Itoa(int(s.limits.major)) + strconv.Itoa(int(s.limits.minor)), nil
 }
 
-// Attribute returns one of the device's attributes. They describe the
+// Attribute returns one of the device's attributes, such as
+// DeviceWarpSize; one that is yes or no is 1 or 0. They describe the
 // hardware and its setup, which do not change while the process runs: each
 // is read from CUDA once and then answered from a cache, with no cgo call.
-func (d Device) Attribute(attr cudadrv.Device_attribute) (_ int, err error) {
+// A value that is none of DeviceAttribute's constants is refused with an
+// error matching ErrInvalid, before CUDA is called.
+func (d Device) Attribute(attr DeviceAttribute) (_ int, err error) {
 	defer func() {
 		if err != nil {
 			wrap(&err, "attribute", attr, "of", d)
 		}
 	}()
+	if !attr.known() {
+		return 0, invalid("unknown device attribute")
+	}
 	s, err := d.state()
 	if err != nil {
 		return 0, err
 	}
-	cached := attr >= 0 && attr < cudadrv.DEVICE_ATTRIBUTE_MAX
-	if cached {
-		if v := s.attrs[attr].Load(); v != 0 {
-			return int(v >> 1), nil
-		}
+	if v := s.attrs[attr].Load(); v != 0 {
+		return int(v >> 1), nil
 	}
 	var v int32
 	a := int32(attr)
 	if err := check("cuDeviceGetAttribute", driver.DeviceAttributes(int32(d), &a, &v, 1)); err != nil {
 		return 0, err
 	}
-	if cached {
-		s.attrs[attr].Store(int64(v)<<1 | 1)
-	}
+	s.attrs[attr].Store(int64(v)<<1 | 1)
 	return int(v), nil
 }
 

@@ -94,7 +94,7 @@ func TestGPUIPC(t *testing.T) {
 		ipcChild(t, env)
 		return
 	}
-	if ok, err := d.Attribute(cudadrv.DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED); err != nil || ok == 0 {
+	if ok, err := d.Attribute(DeviceIPCEventSupported); err != nil || ok == 0 {
 		t.Skipf("%v supports no interprocess events (%v)", d, err)
 	}
 	arch, err := d.Arch()

@@ -263,7 +263,7 @@ func TestGPUFreeAllBlocksStream(t *testing.T) {
 // typed copies and CUDA's own record of the last prefetch location.
 func TestGPUManagedPrefetchAdvise(t *testing.T) {
 	d := gpu(t)
-	if v, err := d.Attribute(cudadrv.DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS); err != nil || v == 0 {
+	if v, err := d.Attribute(DeviceConcurrentManagedAccess); err != nil || v == 0 {
 		t.Skipf("device 0 has no concurrent managed access (%v)", err)
 	}
 	s, err := NewStream(d, nil)

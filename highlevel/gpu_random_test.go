@@ -599,7 +599,7 @@ func newRandomWorld(t *testing.T, d Device, seed uint64, cfg *randomConfig, fill
 	}
 	w.execs = make([]*randomExec, 3)
 	w.srcs = make([]*randomSource, 2)
-	if v, err := d.Attribute(cudadrv.DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS); err == nil && v != 0 {
+	if v, err := d.Attribute(DeviceConcurrentManagedAccess); err == nil && v != 0 {
 		w.managedOK = true
 	}
 	return w

@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 	"unsafe"
-
-	"github.com/gocuda/cuda/cudadrv"
 )
 
 // The GPU side of "safe by construction": each test provokes a way to
@@ -53,7 +51,7 @@ func compiledKernel(t *testing.T, source, name string) *Kernel {
 func spinner(t *testing.T, d Device) func(s *Stream, p MemoryPointer, v uint32, ms int) {
 	t.Helper()
 	k := compiledKernel(t, spinKernel, "spin_then_write")
-	khz, err := d.Attribute(cudadrv.DEVICE_ATTRIBUTE_CLOCK_RATE)
+	khz, err := d.Attribute(DeviceClockRate)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,12 +52,12 @@ func TestGPUDevice(t *testing.T) {
 		t.Errorf("Name = %q, %v", name, err)
 	}
 	cc, err := d.ComputeCapability()
-	major, _ := d.Attribute(cudadrv.DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)
-	minor, _ := d.Attribute(cudadrv.DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
+	major, _ := d.Attribute(DeviceComputeCapabilityMajor)
+	minor, _ := d.Attribute(DeviceComputeCapabilityMinor)
 	if err != nil || cc != strconv.Itoa(major)+strconv.Itoa(minor) {
 		t.Errorf("ComputeCapability = %q, %v; attributes say %d.%d", cc, err, major, minor)
 	}
-	if w, err := d.Attribute(cudadrv.DEVICE_ATTRIBUTE_WARP_SIZE); w != 32 || err != nil {
+	if w, err := d.Attribute(DeviceWarpSize); w != 32 || err != nil {
 		t.Errorf("warp size = %d, %v", w, err)
 	}
 	var total uint64
@@ -95,14 +95,84 @@ func TestGPUProperties(t *testing.T) {
 		t.Fatal(err)
 	}
 	name, _ := d.Name()
-	major, _ := d.Attribute(cudadrv.DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)
 	_, total, _ := d.MemInfo()
-	b := unsafe.Slice((*byte)(unsafe.Pointer(&p.Name[0])), len(p.Name))
-	if got, _, _ := strings.Cut(string(b), "\x00"); got != name {
-		t.Errorf("Properties: name %q, Name says %q", got, name)
+	if p.Name != name || p.TotalMemory != total {
+		t.Errorf("Properties: name %q, memory %d; the driver says %q, %d", p.Name, p.TotalMemory, name, total)
 	}
-	if p.Major != int32(major) || p.TotalGlobalMem != uint64(total) {
-		t.Errorf("Properties: major %d, memory %d; the driver says %d, %d", p.Major, p.TotalGlobalMem, major, total)
+	if p.UUID == ([16]byte{}) {
+		t.Error("Properties: no UUID")
+	}
+	b2i := func(b bool) int {
+		if b {
+			return 1
+		}
+		return 0
+	}
+	// Every field named as an attribute holds the attribute's value.
+	for a, got := range map[DeviceAttribute]int{
+		DeviceComputeCapabilityMajor:                 p.Major,
+		DeviceComputeCapabilityMinor:                 p.Minor,
+		DeviceMultiprocessorCount:                    p.MultiprocessorCount,
+		DeviceMaxThreadsPerBlock:                     p.MaxThreadsPerBlock,
+		DeviceMaxBlockDimX:                           p.MaxBlockDim[0],
+		DeviceMaxBlockDimY:                           p.MaxBlockDim[1],
+		DeviceMaxBlockDimZ:                           p.MaxBlockDim[2],
+		DeviceMaxGridDimX:                            p.MaxGridDim[0],
+		DeviceMaxGridDimY:                            p.MaxGridDim[1],
+		DeviceMaxGridDimZ:                            p.MaxGridDim[2],
+		DeviceMaxThreadsPerMultiprocessor:            p.MaxThreadsPerMultiprocessor,
+		DeviceMaxBlocksPerMultiprocessor:             p.MaxBlocksPerMultiprocessor,
+		DeviceWarpSize:                               p.WarpSize,
+		DeviceMaxRegistersPerBlock:                   p.MaxRegistersPerBlock,
+		DeviceMaxRegistersPerMultiprocessor:          p.MaxRegistersPerMultiprocessor,
+		DeviceMaxSharedMemoryPerBlock:                p.MaxSharedMemoryPerBlock,
+		DeviceMaxSharedMemoryPerBlockOptin:           p.MaxSharedMemoryPerBlockOptin,
+		DeviceMaxSharedMemoryPerMultiprocessor:       p.MaxSharedMemoryPerMultiprocessor,
+		DeviceReservedSharedMemoryPerBlock:           p.ReservedSharedMemoryPerBlock,
+		DeviceTotalConstantMemory:                    p.TotalConstantMemory,
+		DeviceGlobalMemoryBusWidth:                   p.GlobalMemoryBusWidth,
+		DeviceL2CacheSize:                            p.L2CacheSize,
+		DeviceMaxPersistingL2CacheSize:               p.MaxPersistingL2CacheSize,
+		DeviceMaxAccessPolicyWindowSize:              p.MaxAccessPolicyWindowSize,
+		DeviceMaxPitch:                               p.MaxPitch,
+		DeviceTextureAlignment:                       p.TextureAlignment,
+		DeviceConcurrentKernels:                      b2i(p.ConcurrentKernels),
+		DeviceAsyncEngineCount:                       p.AsyncEngineCount,
+		DeviceStreamPrioritiesSupported:              b2i(p.StreamPrioritiesSupported),
+		DeviceComputePreemptionSupported:             b2i(p.ComputePreemptionSupported),
+		DeviceCooperativeLaunch:                      b2i(p.CooperativeLaunch),
+		DeviceClusterLaunch:                          b2i(p.ClusterLaunch),
+		DeviceGlobalL1CacheSupported:                 b2i(p.GlobalL1CacheSupported),
+		DeviceLocalL1CacheSupported:                  b2i(p.LocalL1CacheSupported),
+		DeviceUnifiedFunctionPointers:                b2i(p.UnifiedFunctionPointers),
+		DeviceIntegrated:                             b2i(p.Integrated),
+		DeviceMultiGPUBoard:                          b2i(p.MultiGPUBoard),
+		DeviceMultiGPUBoardGroupID:                   p.MultiGPUBoardGroupID,
+		DevicePCIDomainID:                            p.PCIDomainID,
+		DevicePCIBusID:                               p.PCIBusID,
+		DevicePCIDeviceID:                            p.PCIDeviceID,
+		DeviceECCEnabled:                             b2i(p.ECCEnabled),
+		DeviceUnifiedAddressing:                      b2i(p.UnifiedAddressing),
+		DeviceManagedMemory:                          b2i(p.ManagedMemory),
+		DeviceConcurrentManagedAccess:                b2i(p.ConcurrentManagedAccess),
+		DevicePageableMemoryAccess:                   b2i(p.PageableMemoryAccess),
+		DevicePageableMemoryAccessUsesHostPageTables: b2i(p.PageableMemoryAccessUsesHostPageTables),
+		DeviceDirectManagedMemAccessFromHost:         b2i(p.DirectManagedMemAccessFromHost),
+		DeviceCanMapHostMemory:                       b2i(p.CanMapHostMemory),
+		DeviceCanUseHostPointerForRegisteredMem:      b2i(p.CanUseHostPointerForRegisteredMem),
+		DeviceHostRegisterSupported:                  b2i(p.HostRegisterSupported),
+		DeviceReadOnlyHostRegisterSupported:          b2i(p.ReadOnlyHostRegisterSupported),
+		DeviceHostNativeAtomicSupported:              b2i(p.HostNativeAtomicSupported),
+		DeviceMemoryPoolsSupported:                   b2i(p.MemoryPoolsSupported),
+		DeviceMemoryPoolSupportedHandleTypes:         p.MemoryPoolSupportedHandleTypes,
+		DeviceIPCEventSupported:                      b2i(p.IPCEventSupported),
+		DeviceGPUDirectRDMASupported:                 b2i(p.GPUDirectRDMASupported),
+		DeviceGPUDirectRDMAFlushWritesOptions:        p.GPUDirectRDMAFlushWritesOptions,
+		DeviceGPUDirectRDMAWritesOrdering:            p.GPUDirectRDMAWritesOrdering,
+	} {
+		if want, err := d.Attribute(a); got != want || err != nil {
+			t.Errorf("Properties: %v is %d; Attribute says %d, %v", a, got, want, err)
+		}
 	}
 	dd, err := NewDeviceData(d)
 	if err != nil {
@@ -140,14 +210,14 @@ func driverDevice(t *testing.T, d Device) cudadrv.Device {
 
 // TestGPUAttributeCache reads every attribute from many goroutines at once,
 // most answered from the cache, and compares each with CUDA's answer; an
-// attribute CUDA does not know is an error each time, never cached.
+// attribute highlevel does not name is refused each time, never cached.
 func TestGPUAttributeCache(t *testing.T) {
 	d := gpu(t)
-	want := make(map[cudadrv.Device_attribute]int)
+	want := make(map[DeviceAttribute]int)
 	dev := driverDevice(t, d)
-	for a := cudadrv.Device_attribute(1); a < cudadrv.DEVICE_ATTRIBUTE_MAX; a++ {
+	for a := range DeviceAttribute(len(deviceAttributeNames)) {
 		var v int32
-		if cudadrv.DeviceGetAttribute(&v, cudadrv.Device_attribute(a), dev) == nil {
+		if a.known() && cudadrv.DeviceGetAttribute(&v, cudadrv.Device_attribute(a), dev) == nil {
 			want[a] = int(v)
 		}
 	}
@@ -164,12 +234,10 @@ func TestGPUAttributeCache(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	// Not DevAttrMax: a driver newer than the headers (CUDA 12.6's, under
-	// -tags cuda12, on a CUDA 13 driver) knows attributes past it.
-	for _, a := range []cudadrv.Device_attribute{-1, 100000} {
+	for _, a := range []DeviceAttribute{-1, 0, DeviceAttribute(cudadrv.DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_WIDTH), 100000} {
 		for range 2 {
-			if _, err := d.Attribute(a); !errors.Is(err, cudart.ErrorInvalidValue) {
-				t.Errorf("Attribute(%d): %v, want ErrorInvalidValue", a, err)
+			if _, err := d.Attribute(a); !errors.Is(err, ErrInvalid) {
+				t.Errorf("Attribute(%d): %v, want ErrInvalid", a, err)
 			}
 		}
 	}

@@ -104,7 +104,7 @@ type LaunchConfig struct {
 	Block Dim3 // threads in a block
 	// SharedMem is the dynamic shared memory of a block, in bytes. Beyond
 	// 48 KiB the kernel must allow it first:
-	// SetAttribute(d, cudadrv.FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, n).
+	// SetAttribute(d, KernelMaxDynamicSharedSize, n).
 	SharedMem int
 	// Cluster is the size of a thread block cluster (compute capability 9.0
 	// and later); the zero value launches without clusters.
@@ -290,17 +290,31 @@ func (cfg *LaunchConfig) check(d Device, l *deviceLimits, dims *driver.Dims) err
 }
 
 // KernelAttributes are a kernel's attributes on a device
-// (cuKernelGetAttribute).
+// (cuKernelGetAttribute). Those SetAttribute changes have a KernelAttribute
+// of the same name.
 type KernelAttributes struct {
-	MaxThreadsPerBlock      int // the most threads a block can have, given the kernel's resources
-	NumRegs                 int // registers per thread
-	SharedSizeBytes         int // static shared memory per block
-	ConstSizeBytes          int
-	LocalSizeBytes          int // local memory per thread
-	MaxDynamicSharedSize    int // the dynamic shared memory a launch may ask for
-	PTXVersion              int // major*10 + minor
-	BinaryVersion           int // major*10 + minor
-	PreferredSharedCarveout int // percent, or -1 for no preference
+	MaxThreadsPerBlock      int  // the most threads a block can have, given the kernel's resources
+	NumRegs                 int  // registers per thread
+	SharedSizeBytes         int  // static shared memory per block
+	ConstSizeBytes          int  // constant memory
+	LocalSizeBytes          int  // local memory per thread
+	MaxDynamicSharedSize    int  // the dynamic shared memory a launch may ask for
+	PTXVersion              int  // major*10 + minor
+	BinaryVersion           int  // major*10 + minor
+	CacheModeCA             bool // compiled with -Xptxas --dlcm=ca: global loads cached in L1
+	PreferredSharedCarveout int  // percent, or -1 for no preference
+	// ClusterSizeMustBeSet is true for a kernel that must be launched in
+	// clusters (LaunchConfig.Cluster).
+	ClusterSizeMustBeSet bool
+	// RequiredClusterWidth, Height and Depth are the size in blocks of the
+	// clusters the kernel must be launched with; 0 where it need not.
+	RequiredClusterWidth, RequiredClusterHeight, RequiredClusterDepth int
+	// NonPortableClusterSizeAllowed is true for a kernel that may launch
+	// in clusters larger than the portable size.
+	NonPortableClusterSizeAllowed bool
+	// ClusterSchedulingPolicyPreference is how the blocks of a cluster are
+	// placed: 0 the default, 1 spread, 2 load-balancing.
+	ClusterSchedulingPolicyPreference int
 }
 
 // Attributes returns the kernel's attributes on device d.
@@ -309,6 +323,7 @@ func (k *Kernel) Attributes(d Device) (KernelAttributes, error) {
 	if err := k.usable(); err != nil {
 		return a, err
 	}
+	var cacheModeCA, mustBeSet, nonPortable int
 	for _, f := range []struct {
 		attr cudadrv.Function_attribute
 		v    *int
@@ -321,31 +336,48 @@ func (k *Kernel) Attributes(d Device) (KernelAttributes, error) {
 		{cudadrv.FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, &a.MaxDynamicSharedSize},
 		{cudadrv.FUNC_ATTRIBUTE_PTX_VERSION, &a.PTXVersion},
 		{cudadrv.FUNC_ATTRIBUTE_BINARY_VERSION, &a.BinaryVersion},
+		{cudadrv.FUNC_ATTRIBUTE_CACHE_MODE_CA, &cacheModeCA},
 		{cudadrv.FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, &a.PreferredSharedCarveout},
+		{cudadrv.FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET, &mustBeSet},
+		{cudadrv.FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH, &a.RequiredClusterWidth},
+		{cudadrv.FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT, &a.RequiredClusterHeight},
+		{cudadrv.FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH, &a.RequiredClusterDepth},
+		{cudadrv.FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, &nonPortable},
+		{cudadrv.FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE, &a.ClusterSchedulingPolicyPreference},
 	} {
-		v, err := k.Attribute(d, f.attr)
+		v, err := k.attribute(d, false, f.attr, 0)
 		if err != nil {
 			return a, err
 		}
 		*f.v = v
 	}
+	a.CacheModeCA, a.ClusterSizeMustBeSet, a.NonPortableClusterSizeAllowed = cacheModeCA != 0, mustBeSet != 0, nonPortable != 0
 	return a, nil
 }
 
-// Attribute returns one of the kernel's attributes on device d.
-func (k *Kernel) Attribute(d Device, attr cudadrv.Function_attribute) (int, error) {
-	return k.attribute(d, false, attr, 0)
-}
-
-// SetAttribute sets one of the kernel's attributes on device d, where CUDA
-// allows it: FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-// FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, the required cluster
-// size, and the cluster scheduling policy.
-func (k *Kernel) SetAttribute(d Device, attr cudadrv.Function_attribute, value int) error {
-	_, err := k.attribute(d, true, attr, value)
+// SetAttribute sets one of the kernel's attributes on device d, as CUDA
+// lets a program set them (cuKernelSetAttribute): the most dynamic shared
+// memory a launch may ask for, the shared memory carveout, the required
+// cluster size and the cluster scheduling policy. Attributes reads them
+// back. An attr that is none of KernelAttribute's constants, or a value
+// that does not fit in 32 bits, is refused with an error matching
+// ErrInvalid, before CUDA is called.
+func (k *Kernel) SetAttribute(d Device, attr KernelAttribute, value int) error {
+	if err := k.usable(); err != nil {
+		return err
+	}
+	if !attr.known() {
+		return opErr("set "+attr.String()+" of kernel "+k.name, invalid("unknown kernel attribute"))
+	}
+	if int(int32(value)) != value {
+		return opErr("set "+attr.String()+" of kernel "+k.name, invalid("%d does not fit in 32 bits", value))
+	}
+	_, err := k.attribute(d, true, cudadrv.Function_attribute(attr), value)
 	return err
 }
 
+// attribute reads (set false) or sets the kernel's attribute attr on
+// device d.
 func (k *Kernel) attribute(d Device, set bool, attr cudadrv.Function_attribute, value int) (int, error) {
 	if err := k.usable(); err != nil {
 		return 0, err

@@ -176,6 +176,8 @@ var zeroValues = []struct {
 	{typ: reflect.TypeFor[Borrow](), works: "*"}, // lends nothing
 	{typ: reflect.TypeFor[CaptureMode](), works: "*"}, // CaptureRelaxed
 	{typ: reflect.TypeFor[Advice](), works: "*"},
+	{typ: reflect.TypeFor[DeviceAttribute](), works: "*"}, // names no attribute
+	{typ: reflect.TypeFor[KernelAttribute](), works: "*"}, // names no attribute
 	{typ: reflect.TypeFor[CompileError](), works: "*"},
 	{typ: reflect.TypeFor[DriverVersionError](), works: "*"},
 	{typ: reflect.TypeFor[OutOfMemoryError](), works: "*"},

@@ -4,9 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-
-	"github.com/gocuda/cuda/cudadrv"
-	"github.com/gocuda/cuda/cudart"
 )
 
 // This file is PyCUDA's occupancy calculator (pycuda.tools.DeviceData and
@@ -14,7 +11,7 @@ import (
 // 13.0 header cuda_occupancy.h (cudaOccMaxActiveBlocksPerMultiprocessor and
 // the per-architecture functions it calls), so that it gives what
 // cudaOccupancyMaxActiveBlocksPerMultiprocessor gives on the device, and it
-// needs no GPU: DeviceDataFromProperties takes a cudart.DeviceProp.
+// needs no GPU: DeviceDataFromProperties takes a DeviceProperties.
 
 var (
 	// ErrUnsupportedArch is returned by NewDeviceData and
@@ -53,7 +50,7 @@ type DeviceData struct {
 	// WarpSize is the number of threads in a warp, 32.
 	WarpSize int
 	// WarpsPerMP is the most warps resident on one SM (PyCUDA's
-	// warps_per_mp): MaxThreadsPerMultiProcessor / WarpSize, 64 on sm_70,
+	// warps_per_mp): MaxThreadsPerMultiprocessor / WarpSize, 64 on sm_70,
 	// sm_80, sm_90 and sm_100, 48 on sm_86, sm_89 and sm_120, 32 on sm_75.
 	WarpsPerMP int
 	// ThreadBlocksPerMP is the most blocks resident on one SM whatever
@@ -78,11 +75,12 @@ type DeviceData struct {
 	SharedMemory int
 	// SharedMemoryPerBlock is the most shared memory in bytes, static plus
 	// dynamic, one block may use once its kernel opts in with
-	// cudaFuncAttributeMaxDynamicSharedMemorySize (sharedMemPerBlockOptin),
+	// KernelMaxDynamicSharedSize (DeviceMaxSharedMemoryPerBlockOptin),
 	// 227 KiB on sm_90.
 	SharedMemoryPerBlock int
 	// SharedMemoryPerBlockDefault is the most shared memory in bytes one
-	// block may use without opting in (sharedMemPerBlock), 48 KiB.
+	// block may use without opting in (DeviceMaxSharedMemoryPerBlock),
+	// 48 KiB.
 	SharedMemoryPerBlockDefault int
 	// ReservedSharedMemoryPerBlock is the shared memory in bytes the driver
 	// reserves for each block on top of what the kernel asks for, 1 KiB
@@ -121,78 +119,79 @@ type DeviceData struct {
 	// 1.x; today it does not depend on the word size.
 	AlignBytes int
 	// TextureAlignment is the alignment in bytes a texture bound to linear
-	// memory needs (textureAlignment), 512.
+	// memory needs (DeviceTextureAlignment), 512.
 	TextureAlignment int
 }
 
 // NewDeviceData returns the DeviceData of device d, from its attributes:
-// DeviceDataFromProperties of the properties it reads, which are
-// cudaGetDeviceProperties's, read from the driver.
+// DeviceDataFromProperties of the properties it reads, the fields of
+// DeviceProperties that it needs, read from the driver.
 func NewDeviceData(d Device) (DeviceData, error) {
-	var p cudart.DeviceProp
+	var p DeviceProperties
 	for _, f := range []struct {
-		attr cudadrv.Device_attribute
-		set  func(int)
+		attr DeviceAttribute
+		v    *int
 	}{
-		{cudadrv.DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, func(v int) { p.Major = int32(v) }},
-		{cudadrv.DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, func(v int) { p.Minor = int32(v) }},
-		{cudadrv.DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, func(v int) { p.MultiProcessorCount = int32(v) }},
-		{cudadrv.DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, func(v int) { p.MaxThreadsPerBlock = int32(v) }},
-		{cudadrv.DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, func(v int) { p.MaxThreadsPerMultiProcessor = int32(v) }},
-		{cudadrv.DEVICE_ATTRIBUTE_WARP_SIZE, func(v int) { p.WarpSize = int32(v) }},
-		{cudadrv.DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR, func(v int) { p.RegsPerMultiprocessor = int32(v) }},
-		{cudadrv.DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK, func(v int) { p.RegsPerBlock = int32(v) }},
-		{cudadrv.DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, func(v int) { p.SharedMemPerMultiprocessor = uint64(v) }},
-		{cudadrv.DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, func(v int) { p.SharedMemPerBlockOptin = uint64(v) }},
-		{cudadrv.DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, func(v int) { p.SharedMemPerBlock = uint64(v) }},
-		{cudadrv.DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK, func(v int) { p.ReservedSharedMemPerBlock = uint64(v) }},
-		{cudadrv.DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT, func(v int) { p.TextureAlignment = uint64(v) }},
+		{DeviceComputeCapabilityMajor, &p.Major},
+		{DeviceComputeCapabilityMinor, &p.Minor},
+		{DeviceMultiprocessorCount, &p.MultiprocessorCount},
+		{DeviceMaxThreadsPerBlock, &p.MaxThreadsPerBlock},
+		{DeviceMaxThreadsPerMultiprocessor, &p.MaxThreadsPerMultiprocessor},
+		{DeviceWarpSize, &p.WarpSize},
+		{DeviceMaxRegistersPerMultiprocessor, &p.MaxRegistersPerMultiprocessor},
+		{DeviceMaxRegistersPerBlock, &p.MaxRegistersPerBlock},
+		{DeviceMaxSharedMemoryPerMultiprocessor, &p.MaxSharedMemoryPerMultiprocessor},
+		{DeviceMaxSharedMemoryPerBlockOptin, &p.MaxSharedMemoryPerBlockOptin},
+		{DeviceMaxSharedMemoryPerBlock, &p.MaxSharedMemoryPerBlock},
+		{DeviceReservedSharedMemoryPerBlock, &p.ReservedSharedMemoryPerBlock},
+		{DeviceTextureAlignment, &p.TextureAlignment},
 	} {
 		v, err := d.Attribute(f.attr)
 		if err != nil {
 			return DeviceData{}, err
 		}
-		f.set(v)
+		*f.v = v
 	}
 	return DeviceDataFromProperties(&p)
 }
 
 // DeviceDataFromProperties returns the DeviceData of a device with
-// properties p, as cudaGetDeviceProperties fills them; it calls no CUDA
-// function, so it works for any device without one. It returns an error
+// properties p, as Device.Properties gives them (DeviceProperties says
+// which fields it reads); it calls no CUDA function, so it works for any
+// device without one. It returns an error
 // wrapping ErrUnsupportedArch, naming the architecture, below sm_70 or for
 // an architecture cuda_occupancy.h does not know (sm_70 to sm_121 are
 // known, with sm_10x and sm_11x minors 0, 1 and 3 and sm_12x minors 0 and
 // 1), and an error for a nil p or properties a device cannot have.
-func DeviceDataFromProperties(p *cudart.DeviceProp) (DeviceData, error) {
+func DeviceDataFromProperties(p *DeviceProperties) (DeviceData, error) {
 	if p == nil {
 		return DeviceData{}, invalid("highlevel: DeviceDataFromProperties: nil properties")
 	}
-	major, minor := int(p.Major), int(p.Minor)
+	major, minor := p.Major, p.Minor
 	if occCarveouts(major, minor) == nil {
 		return DeviceData{}, fmt.Errorf("%w: compute capability %d.%d (sm_%d%d)", ErrUnsupportedArch, major, minor, major, minor)
 	}
 	dd := DeviceData{
 		Major:                        major,
 		Minor:                        minor,
-		Multiprocessors:              int(p.MultiProcessorCount),
-		MaxThreads:                   int(p.MaxThreadsPerBlock),
-		WarpSize:                     int(p.WarpSize),
+		Multiprocessors:              p.MultiprocessorCount,
+		MaxThreads:                   p.MaxThreadsPerBlock,
+		WarpSize:                     p.WarpSize,
 		ThreadBlocksPerMP:            occMaxBlocksPerSM(major, minor),
-		Registers:                    int(p.RegsPerMultiprocessor),
-		RegistersPerBlock:            int(p.RegsPerBlock),
+		Registers:                    p.MaxRegistersPerMultiprocessor,
+		RegistersPerBlock:            p.MaxRegistersPerBlock,
 		MaxRegistersPerThread:        255,
-		SharedMemory:                 int(p.SharedMemPerMultiprocessor),
-		SharedMemoryPerBlock:         int(p.SharedMemPerBlockOptin),
-		SharedMemoryPerBlockDefault:  int(p.SharedMemPerBlock),
-		ReservedSharedMemoryPerBlock: int(p.ReservedSharedMemPerBlock),
+		SharedMemory:                 p.MaxSharedMemoryPerMultiprocessor,
+		SharedMemoryPerBlock:         p.MaxSharedMemoryPerBlockOptin,
+		SharedMemoryPerBlockDefault:  p.MaxSharedMemoryPerBlock,
+		ReservedSharedMemoryPerBlock: p.ReservedSharedMemoryPerBlock,
 		SmemGranularity:              32,
 		SmemAllocGranularity:         128,
 		RegAllocGranularity:          256,
 		RegAllocUnit:                 "warp",
 		SubPartitions:                4,
 		AlignBytes:                   128,
-		TextureAlignment:             int(p.TextureAlignment),
+		TextureAlignment:             p.TextureAlignment,
 	}
 	if major == 7 {
 		dd.SmemAllocGranularity = 256
@@ -206,31 +205,31 @@ func DeviceDataFromProperties(p *cudart.DeviceProp) (DeviceData, error) {
 	// cudaOccDevicePropCheck: every limit is positive.
 	switch {
 	case dd.MaxThreads <= 0:
-		return bad("maxThreadsPerBlock", dd.MaxThreads)
-	case p.MaxThreadsPerMultiProcessor <= 0:
-		return bad("maxThreadsPerMultiProcessor", int(p.MaxThreadsPerMultiProcessor))
+		return bad("MaxThreadsPerBlock", dd.MaxThreads)
+	case p.MaxThreadsPerMultiprocessor <= 0:
+		return bad("MaxThreadsPerMultiprocessor", p.MaxThreadsPerMultiprocessor)
 	case dd.WarpSize <= 0:
-		return bad("warpSize", dd.WarpSize)
+		return bad("WarpSize", dd.WarpSize)
 	case dd.RegistersPerBlock <= 0:
-		return bad("regsPerBlock", dd.RegistersPerBlock)
+		return bad("MaxRegistersPerBlock", dd.RegistersPerBlock)
 	case dd.Registers <= 0:
-		return bad("regsPerMultiprocessor", dd.Registers)
+		return bad("MaxRegistersPerMultiprocessor", dd.Registers)
 	case dd.SharedMemoryPerBlockDefault <= 0:
-		return bad("sharedMemPerBlock", dd.SharedMemoryPerBlockDefault)
+		return bad("MaxSharedMemoryPerBlock", dd.SharedMemoryPerBlockDefault)
 	case dd.SharedMemory <= 0:
-		return bad("sharedMemPerMultiprocessor", dd.SharedMemory)
+		return bad("MaxSharedMemoryPerMultiprocessor", dd.SharedMemory)
 	case dd.Multiprocessors <= 0:
-		return bad("multiProcessorCount", dd.Multiprocessors)
+		return bad("MultiprocessorCount", dd.Multiprocessors)
 	case dd.ReservedSharedMemoryPerBlock < 0:
-		return bad("reservedSharedMemPerBlock", dd.ReservedSharedMemoryPerBlock)
+		return bad("ReservedSharedMemoryPerBlock", dd.ReservedSharedMemoryPerBlock)
 	}
 	// The default carveout is the SM's shared memory rounded up to a
 	// carveout the architecture has; without one every computation of
 	// cuda_occupancy.h fails.
 	if _, ok := occAlignUpCarveout(major, minor, dd.SharedMemory); !ok {
-		return bad("sharedMemPerMultiprocessor", dd.SharedMemory)
+		return bad("MaxSharedMemoryPerMultiprocessor", dd.SharedMemory)
 	}
-	dd.WarpsPerMP = int(p.MaxThreadsPerMultiProcessor) / dd.WarpSize
+	dd.WarpsPerMP = p.MaxThreadsPerMultiprocessor / dd.WarpSize
 	return dd, nil
 }
 

@@ -7,63 +7,61 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gocuda/cuda/cudadrv"
-	"github.com/gocuda/cuda/cudart"
 	"github.com/gocuda/cuda/highlevel"
 	"github.com/gocuda/cuda/internal/gpuprobe"
 )
 
-// Properties as cudaGetDeviceProperties reports them for one GPU of each
+// Properties as Device.Properties reports them for one GPU of each
 // architecture; only the fields the calculator reads are set.
 var (
 	// Tesla V100 (sm_70): 96 KiB shared memory per SM, all of it a block's
 	// with opt-in, no reserve.
-	occPropV100 = cudart.DeviceProp{
-		Major: 7, Minor: 0, MultiProcessorCount: 80,
-		MaxThreadsPerBlock: 1024, WarpSize: 32, MaxThreadsPerMultiProcessor: 2048, MaxBlocksPerMultiProcessor: 32,
-		RegsPerBlock: 65536, RegsPerMultiprocessor: 65536,
-		SharedMemPerBlock: 48 << 10, SharedMemPerMultiprocessor: 96 << 10, SharedMemPerBlockOptin: 96 << 10,
+	occPropV100 = highlevel.DeviceProperties{
+		Major: 7, Minor: 0, MultiprocessorCount: 80,
+		MaxThreadsPerBlock: 1024, WarpSize: 32, MaxThreadsPerMultiprocessor: 2048, MaxBlocksPerMultiprocessor: 32,
+		MaxRegistersPerBlock: 65536, MaxRegistersPerMultiprocessor: 65536,
+		MaxSharedMemoryPerBlock: 48 << 10, MaxSharedMemoryPerMultiprocessor: 96 << 10, MaxSharedMemoryPerBlockOptin: 96 << 10,
 		TextureAlignment: 512,
 	}
 	// Tesla T4 (sm_75, Turing): 1024 threads and 16 blocks per SM,
 	// carveouts of 32 or 64 KiB.
-	occPropT4 = cudart.DeviceProp{
-		Major: 7, Minor: 5, MultiProcessorCount: 40,
-		MaxThreadsPerBlock: 1024, WarpSize: 32, MaxThreadsPerMultiProcessor: 1024, MaxBlocksPerMultiProcessor: 16,
-		RegsPerBlock: 65536, RegsPerMultiprocessor: 65536,
-		SharedMemPerBlock: 48 << 10, SharedMemPerMultiprocessor: 64 << 10, SharedMemPerBlockOptin: 64 << 10,
+	occPropT4 = highlevel.DeviceProperties{
+		Major: 7, Minor: 5, MultiprocessorCount: 40,
+		MaxThreadsPerBlock: 1024, WarpSize: 32, MaxThreadsPerMultiprocessor: 1024, MaxBlocksPerMultiprocessor: 16,
+		MaxRegistersPerBlock: 65536, MaxRegistersPerMultiprocessor: 65536,
+		MaxSharedMemoryPerBlock: 48 << 10, MaxSharedMemoryPerMultiprocessor: 64 << 10, MaxSharedMemoryPerBlockOptin: 64 << 10,
 		TextureAlignment: 512,
 	}
 	// A100 (sm_80): 164 KiB per SM, 163 KiB per block with opt-in, 1 KiB
 	// reserved per block.
-	occPropA100 = cudart.DeviceProp{
-		Major: 8, Minor: 0, MultiProcessorCount: 108,
-		MaxThreadsPerBlock: 1024, WarpSize: 32, MaxThreadsPerMultiProcessor: 2048, MaxBlocksPerMultiProcessor: 32,
-		RegsPerBlock: 65536, RegsPerMultiprocessor: 65536,
-		SharedMemPerBlock: 48 << 10, SharedMemPerMultiprocessor: 164 << 10, SharedMemPerBlockOptin: 163 << 10,
-		ReservedSharedMemPerBlock: 1 << 10, TextureAlignment: 512,
+	occPropA100 = highlevel.DeviceProperties{
+		Major: 8, Minor: 0, MultiprocessorCount: 108,
+		MaxThreadsPerBlock: 1024, WarpSize: 32, MaxThreadsPerMultiprocessor: 2048, MaxBlocksPerMultiprocessor: 32,
+		MaxRegistersPerBlock: 65536, MaxRegistersPerMultiprocessor: 65536,
+		MaxSharedMemoryPerBlock: 48 << 10, MaxSharedMemoryPerMultiprocessor: 164 << 10, MaxSharedMemoryPerBlockOptin: 163 << 10,
+		ReservedSharedMemoryPerBlock: 1 << 10, TextureAlignment: 512,
 	}
 	// H100 (sm_90): 228 KiB per SM, 227 KiB per block with opt-in, 1 KiB
 	// reserved per block.
-	occPropH100 = cudart.DeviceProp{
-		Major: 9, Minor: 0, MultiProcessorCount: 132,
-		MaxThreadsPerBlock: 1024, WarpSize: 32, MaxThreadsPerMultiProcessor: 2048, MaxBlocksPerMultiProcessor: 32,
-		RegsPerBlock: 65536, RegsPerMultiprocessor: 65536,
-		SharedMemPerBlock: 48 << 10, SharedMemPerMultiprocessor: 228 << 10, SharedMemPerBlockOptin: 227 << 10,
-		ReservedSharedMemPerBlock: 1 << 10, TextureAlignment: 512,
+	occPropH100 = highlevel.DeviceProperties{
+		Major: 9, Minor: 0, MultiprocessorCount: 132,
+		MaxThreadsPerBlock: 1024, WarpSize: 32, MaxThreadsPerMultiprocessor: 2048, MaxBlocksPerMultiprocessor: 32,
+		MaxRegistersPerBlock: 65536, MaxRegistersPerMultiprocessor: 65536,
+		MaxSharedMemoryPerBlock: 48 << 10, MaxSharedMemoryPerMultiprocessor: 228 << 10, MaxSharedMemoryPerBlockOptin: 227 << 10,
+		ReservedSharedMemoryPerBlock: 1 << 10, TextureAlignment: 512,
 	}
 	// GeForce RTX 5090 (sm_120): 1536 threads (48 warps) and 24 blocks per
 	// SM, 100 KiB per SM, 99 KiB per block with opt-in, 1 KiB reserved.
-	occPropRTX5090 = cudart.DeviceProp{
-		Major: 12, Minor: 0, MultiProcessorCount: 170,
-		MaxThreadsPerBlock: 1024, WarpSize: 32, MaxThreadsPerMultiProcessor: 1536, MaxBlocksPerMultiProcessor: 24,
-		RegsPerBlock: 65536, RegsPerMultiprocessor: 65536,
-		SharedMemPerBlock: 48 << 10, SharedMemPerMultiprocessor: 100 << 10, SharedMemPerBlockOptin: 99 << 10,
-		ReservedSharedMemPerBlock: 1 << 10, TextureAlignment: 512,
+	occPropRTX5090 = highlevel.DeviceProperties{
+		Major: 12, Minor: 0, MultiprocessorCount: 170,
+		MaxThreadsPerBlock: 1024, WarpSize: 32, MaxThreadsPerMultiprocessor: 1536, MaxBlocksPerMultiprocessor: 24,
+		MaxRegistersPerBlock: 65536, MaxRegistersPerMultiprocessor: 65536,
+		MaxSharedMemoryPerBlock: 48 << 10, MaxSharedMemoryPerMultiprocessor: 100 << 10, MaxSharedMemoryPerBlockOptin: 99 << 10,
+		ReservedSharedMemoryPerBlock: 1 << 10, TextureAlignment: 512,
 	}
 )
 
-func occDeviceData(t *testing.T, p cudart.DeviceProp) highlevel.DeviceData {
+func occDeviceData(t *testing.T, p highlevel.DeviceProperties) highlevel.DeviceData {
 	t.Helper()
 	dd, err := highlevel.DeviceDataFromProperties(&p)
 	if err != nil {
@@ -75,7 +73,7 @@ func occDeviceData(t *testing.T, p cudart.DeviceProp) highlevel.DeviceData {
 func TestDeviceDataFromProperties(t *testing.T) {
 	for _, c := range []struct {
 		name string
-		prop cudart.DeviceProp
+		prop highlevel.DeviceProperties
 		want highlevel.DeviceData
 	}{
 		{"sm_70", occPropV100, highlevel.DeviceData{
@@ -125,8 +123,8 @@ func TestDeviceDataFromProperties(t *testing.T) {
 		{9, 0, 32}, {10, 0, 32}, {10, 1, 24}, {10, 3, 32}, {11, 0, 24}, {12, 0, 24}, {12, 1, 24},
 	} {
 		p := occPropH100
-		p.Major, p.Minor = int32(c.major), int32(c.minor)
-		p.SharedMemPerMultiprocessor = 64 << 10 // a carveout every architecture has
+		p.Major, p.Minor = c.major, c.minor
+		p.MaxSharedMemoryPerMultiprocessor = 64 << 10 // a carveout every architecture has
 		if got := occDeviceData(t, p).ThreadBlocksPerMP; got != c.blocks {
 			t.Errorf("sm_%d%d: ThreadBlocksPerMP %d, want %d", c.major, c.minor, got, c.blocks)
 		}
@@ -139,21 +137,21 @@ func TestDeviceDataErrors(t *testing.T) {
 	}
 	for _, c := range []struct{ major, minor int }{{6, 1}, {5, 2}, {3, 5}, {0, 0}, {10, 2}, {11, 2}, {12, 2}, {13, 0}} {
 		p := occPropH100
-		p.Major, p.Minor = int32(c.major), int32(c.minor)
+		p.Major, p.Minor = c.major, c.minor
 		_, err := highlevel.DeviceDataFromProperties(&p)
 		name := fmt.Sprintf("sm_%d%d", c.major, c.minor)
 		if !errors.Is(err, highlevel.ErrUnsupportedArch) || !strings.Contains(err.Error(), name) {
 			t.Errorf("%s: err %v, want ErrUnsupportedArch naming %s", name, err, name)
 		}
 	}
-	for name, edit := range map[string]func(*cudart.DeviceProp){
-		"warp size 0":             func(p *cudart.DeviceProp) { p.WarpSize = 0 },
-		"no threads per SM":       func(p *cudart.DeviceProp) { p.MaxThreadsPerMultiProcessor = 0 },
-		"no SMs":                  func(p *cudart.DeviceProp) { p.MultiProcessorCount = 0 },
-		"no registers":            func(p *cudart.DeviceProp) { p.RegsPerMultiprocessor = 0 },
-		"no shared memory":        func(p *cudart.DeviceProp) { p.SharedMemPerMultiprocessor = 0 },
-		"256 KiB, no carveout":    func(p *cudart.DeviceProp) { p.SharedMemPerMultiprocessor = 256 << 10 },
-		"no shared mem per block": func(p *cudart.DeviceProp) { p.SharedMemPerBlock = 0 },
+	for name, edit := range map[string]func(*highlevel.DeviceProperties){
+		"warp size 0":             func(p *highlevel.DeviceProperties) { p.WarpSize = 0 },
+		"no threads per SM":       func(p *highlevel.DeviceProperties) { p.MaxThreadsPerMultiprocessor = 0 },
+		"no SMs":                  func(p *highlevel.DeviceProperties) { p.MultiprocessorCount = 0 },
+		"no registers":            func(p *highlevel.DeviceProperties) { p.MaxRegistersPerMultiprocessor = 0 },
+		"no shared memory":        func(p *highlevel.DeviceProperties) { p.MaxSharedMemoryPerMultiprocessor = 0 },
+		"256 KiB, no carveout":    func(p *highlevel.DeviceProperties) { p.MaxSharedMemoryPerMultiprocessor = 256 << 10 },
+		"no shared mem per block": func(p *highlevel.DeviceProperties) { p.MaxSharedMemoryPerBlock = 0 },
 	} {
 		p := occPropH100
 		edit(&p)
@@ -402,7 +400,7 @@ func TestGPUOccupancyMatchesCUDA(t *testing.T) {
 			t.Fatal(err)
 		}
 		maxDyn := dd.SharedMemoryPerBlock - a.SharedSizeBytes
-		if err := k.SetAttribute(d, cudadrv.FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, maxDyn); err != nil {
+		if err := k.SetAttribute(d, highlevel.KernelMaxDynamicSharedSize, maxDyn); err != nil {
 			t.Fatal(err)
 		}
 		t.Logf("maxrregcount %d: %d registers, %d bytes static shared memory, at most %d threads", v.maxregs, a.NumRegs, a.SharedSizeBytes, a.MaxThreadsPerBlock)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gocuda/cuda/cudadrv"
+	"github.com/gocuda/cuda/cudart"
 
 	"github.com/gocuda/cuda/highlevel/internal/driver"
 )
@@ -157,28 +158,31 @@ func LegacyDefaultStream(d Device) (*Stream, error) {
 // to its thread (Device.Do) gets one predictable stream, and memory pools
 // refuse it. Close does nothing to it.
 func PerThreadDefaultStream(d Device) (*Stream, error) {
-	return ExternalStream(cudadrv.Stream(cudadrv.STREAM_PER_THREAD), d)
+	return ExternalStream(cudart.StreamPerThread, d)
 }
 
 // ExternalStream wraps a stream of device d that something else created and
 // will destroy (CuPy's ExternalStream): Close only makes the Stream
-// unusable. The stream must outlive the Stream, until its Close.
-func ExternalStream(h cudadrv.Stream, d Device) (*Stream, error) {
+// unusable. The stream must outlive the Stream, until its Close. h is a
+// cudart.Stream, as the libraries' bindings (cuBLAS, NCCL, ...) give it; a
+// cudadrv.Stream is the same value, converted: cudart.Stream(h).
+func ExternalStream(h cudart.Stream, d Device) (*Stream, error) {
 	st, err := d.state()
 	if err != nil {
 		return nil, opErr("stream of "+d.String(), err)
 	}
-	return &Stream{h: h, dev: d, state: st}, nil
+	return &Stream{h: cudadrv.Stream(h), dev: d, state: st}, nil
 }
 
-// Handle returns the CUDA stream, for use with cudadrv (or, converted, with
-// cudart and the libraries: cudart.Stream(s.Handle())); 0, the legacy
-// default stream, for a nil Stream.
-func (s *Stream) Handle() cudadrv.Stream {
+// Handle returns the CUDA stream as the libraries' bindings take it
+// (cublas.SetStream(h, s.Handle()), nccl, cufft, ... and cudart), and,
+// converted, cudadrv: cudadrv.Stream(s.Handle()), the same value. A nil
+// Stream's is 0, the legacy default stream.
+func (s *Stream) Handle() cudart.Stream {
 	if s == nil {
 		return 0
 	}
-	return s.h
+	return cudart.Stream(s.h)
 }
 
 // Device returns the stream's device; 0 for a nil Stream.

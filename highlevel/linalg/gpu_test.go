@@ -289,7 +289,7 @@ func TestGPUHandles(t *testing.T) {
 		if err := cublas.GetStream(h, &got); err != nil {
 			return err
 		}
-		if got != cudart.Stream(s.Handle()) {
+		if got != s.Handle() {
 			t.Errorf("handle's stream = %#x, want %#x", got, s.Handle())
 		}
 		return nil
@@ -453,7 +453,7 @@ func TestGPUSparse(t *testing.T) {
 	var buf *highlevel.Array[byte]
 	err = sp.Do(s, func(h cusparse.Handle) error {
 		var got cudart.Stream
-		if err := cusparse.GetStream(h, &got); err != nil || got != cudart.Stream(s.Handle()) {
+		if err := cusparse.GetStream(h, &got); err != nil || got != s.Handle() {
 			return fmt.Errorf("handle's stream = %#x (%v), want %#x", got, err, s.Handle())
 		}
 		var mat cusparse.SpMatDescr

@@ -300,7 +300,7 @@ func checkClearDuringCalls(t *testing.T) {
 				case 4:
 					err = b.Do(s, func(h cublas.Handle) error {
 						var got cudart.Stream
-						if err := cublas.GetStream(h, &got); err != nil || got != cudart.Stream(s.Handle()) {
+						if err := cublas.GetStream(h, &got); err != nil || got != s.Handle() {
 							return fmt.Errorf("the handle's stream is %#x (%v), want %#x", got, err, s.Handle())
 						}
 						return cublas.SetPointerMode(h, cublas.POINTER_MODE_DEVICE) // MatMul puts it back

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gocuda/cuda/cudadrv"
 	"github.com/gocuda/cuda/highlevel"
 )
 
@@ -162,7 +161,7 @@ func newProgram(t *testing.T, d highlevel.Device, ndev int, seed uint64, cfg *co
 		t.Fatal(err)
 	}
 	p.execs = make([]*sharedExec, 2)
-	if v, err := d.Attribute(cudadrv.DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS); err == nil && v != 0 {
+	if v, err := d.Attribute(highlevel.DeviceConcurrentManagedAccess); err == nil && v != 0 {
 		p.managedOK = true
 	}
 	p.progress = make([]progress, cfg.goroutines+1)
