@@ -509,7 +509,7 @@ func run(calls []Call) (abort []*Comm, err error) {
 		}
 		for i := range calls {
 			call := &calls[i]
-			err := call.queue(ptrs[i], cudart.Stream(call.s.Handle()))
+			err := call.queue(ptrs[i], call.s.Handle())
 			if err != nil && !errors.Is(err, nccl.InProgress) {
 				errs = append(errs, fail(call.comm, ncclErr(call.comm.h, err)))
 			}

@@ -403,7 +403,7 @@ func (l *lib[H]) do(op, typ string, s *highlevel.Stream, mems []highlevel.Memory
 				return opError(l.name+" handle of "+l.dev.String(), err)
 			}
 		}
-		if err := l.setStream(l.h, cudart.Stream(s.Handle())); err != nil {
+		if err := l.setStream(l.h, s.Handle()); err != nil {
 			return fmt.Errorf("setting the stream of the handle: %w", err)
 		}
 		// A capture's graph holds the handle, whose workspace its
