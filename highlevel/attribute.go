@@ -1,7 +1,7 @@
 package highlevel
 
 import (
-	"strconv"
+	"strings"
 
 	"github.com/gocuda/cuda/cudadrv"
 )
@@ -242,101 +242,14 @@ const (
 	DeviceGPUDirectRDMAWritesOrdering = DeviceAttribute(cudadrv.DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WRITES_ORDERING)
 )
 
-// deviceAttributeNames names each DeviceAttribute, without "Device"; ""
-// for a value that is none. Its length bounds the attributes' values, and
-// so the attribute cache of a device.
-var deviceAttributeNames = [...]string{
-	DeviceMaxThreadsPerBlock:                     "MaxThreadsPerBlock",
-	DeviceMaxBlockDimX:                           "MaxBlockDimX",
-	DeviceMaxBlockDimY:                           "MaxBlockDimY",
-	DeviceMaxBlockDimZ:                           "MaxBlockDimZ",
-	DeviceMaxGridDimX:                            "MaxGridDimX",
-	DeviceMaxGridDimY:                            "MaxGridDimY",
-	DeviceMaxGridDimZ:                            "MaxGridDimZ",
-	DeviceMaxSharedMemoryPerBlock:                "MaxSharedMemoryPerBlock",
-	DeviceMaxSharedMemoryPerBlockOptin:           "MaxSharedMemoryPerBlockOptin",
-	DeviceMaxSharedMemoryPerMultiprocessor:       "MaxSharedMemoryPerMultiprocessor",
-	DeviceReservedSharedMemoryPerBlock:           "ReservedSharedMemoryPerBlock",
-	DeviceTotalConstantMemory:                    "TotalConstantMemory",
-	DeviceWarpSize:                               "WarpSize",
-	DeviceMaxPitch:                               "MaxPitch",
-	DeviceMaxRegistersPerBlock:                   "MaxRegistersPerBlock",
-	DeviceMaxRegistersPerMultiprocessor:          "MaxRegistersPerMultiprocessor",
-	DeviceMaxThreadsPerMultiprocessor:            "MaxThreadsPerMultiprocessor",
-	DeviceMaxBlocksPerMultiprocessor:             "MaxBlocksPerMultiprocessor",
-	DeviceMultiprocessorCount:                    "MultiprocessorCount",
-	DeviceComputeCapabilityMajor:                 "ComputeCapabilityMajor",
-	DeviceComputeCapabilityMinor:                 "ComputeCapabilityMinor",
-	DeviceClockRate:                              "ClockRate",
-	DeviceMemoryClockRate:                        "MemoryClockRate",
-	DeviceGlobalMemoryBusWidth:                   "GlobalMemoryBusWidth",
-	DeviceL2CacheSize:                            "L2CacheSize",
-	DeviceMaxPersistingL2CacheSize:               "MaxPersistingL2CacheSize",
-	DeviceMaxAccessPolicyWindowSize:              "MaxAccessPolicyWindowSize",
-	DeviceSingleToDoublePrecisionPerfRatio:       "SingleToDoublePrecisionPerfRatio",
-	DeviceTextureAlignment:                       "TextureAlignment",
-	DeviceIntegrated:                             "Integrated",
-	DeviceMultiGPUBoard:                          "MultiGPUBoard",
-	DeviceMultiGPUBoardGroupID:                   "MultiGPUBoardGroupID",
-	DevicePCIDomainID:                            "PCIDomainID",
-	DevicePCIBusID:                               "PCIBusID",
-	DevicePCIDeviceID:                            "PCIDeviceID",
-	DeviceNUMAConfig:                             "NUMAConfig",
-	DeviceNUMAID:                                 "NUMAID",
-	DeviceHostNUMAID:                             "HostNUMAID",
-	DeviceECCEnabled:                             "ECCEnabled",
-	DeviceComputeMode:                            "ComputeMode",
-	DeviceKernelExecTimeout:                      "KernelExecTimeout",
-	DeviceMPSEnabled:                             "MPSEnabled",
-	DeviceConcurrentKernels:                      "ConcurrentKernels",
-	DeviceAsyncEngineCount:                       "AsyncEngineCount",
-	DeviceStreamPrioritiesSupported:              "StreamPrioritiesSupported",
-	DeviceComputePreemptionSupported:             "ComputePreemptionSupported",
-	DeviceCooperativeLaunch:                      "CooperativeLaunch",
-	DeviceClusterLaunch:                          "ClusterLaunch",
-	DeviceGlobalL1CacheSupported:                 "GlobalL1CacheSupported",
-	DeviceLocalL1CacheSupported:                  "LocalL1CacheSupported",
-	DeviceMemSyncDomainCount:                     "MemSyncDomainCount",
-	DeviceTensorMapAccessSupported:               "TensorMapAccessSupported",
-	DeviceUnifiedFunctionPointers:                "UnifiedFunctionPointers",
-	DeviceUnifiedAddressing:                      "UnifiedAddressing",
-	DeviceManagedMemory:                          "ManagedMemory",
-	DeviceConcurrentManagedAccess:                "ConcurrentManagedAccess",
-	DevicePageableMemoryAccess:                   "PageableMemoryAccess",
-	DevicePageableMemoryAccessUsesHostPageTables: "PageableMemoryAccessUsesHostPageTables",
-	DeviceDirectManagedMemAccessFromHost:         "DirectManagedMemAccessFromHost",
-	DeviceCanMapHostMemory:                       "CanMapHostMemory",
-	DeviceCanUseHostPointerForRegisteredMem:      "CanUseHostPointerForRegisteredMem",
-	DeviceHostRegisterSupported:                  "HostRegisterSupported",
-	DeviceReadOnlyHostRegisterSupported:          "ReadOnlyHostRegisterSupported",
-	DeviceHostNativeAtomicSupported:              "HostNativeAtomicSupported",
-	DeviceMemoryPoolsSupported:                   "MemoryPoolsSupported",
-	DeviceMemoryPoolSupportedHandleTypes:         "MemoryPoolSupportedHandleTypes",
-	DeviceVirtualMemoryManagementSupported:       "VirtualMemoryManagementSupported",
-	DeviceGenericCompressionSupported:            "GenericCompressionSupported",
-	DeviceIPCEventSupported:                      "IPCEventSupported",
-	DeviceHandleTypePOSIXFileDescriptorSupported: "HandleTypePOSIXFileDescriptorSupported",
-	DeviceHandleTypeFabricSupported:              "HandleTypeFabricSupported",
-	DeviceDMABufSupported:                        "DMABufSupported",
-	DeviceMulticastSupported:                     "MulticastSupported",
-	DeviceGPUDirectRDMASupported:                 "GPUDirectRDMASupported",
-	DeviceGPUDirectRDMAWithCUDAVMMSupported:      "GPUDirectRDMAWithCUDAVMMSupported",
-	DeviceGPUDirectRDMAFlushWritesOptions:        "GPUDirectRDMAFlushWritesOptions",
-	DeviceGPUDirectRDMAWritesOrdering:            "GPUDirectRDMAWritesOrdering",
-}
+// deviceAttributeLimit is one past the largest DeviceAttribute constant:
+// it bounds the attribute cache of a device. TestAttributeLimits checks it.
+const deviceAttributeLimit = DeviceHostNUMAID + 1
 
-// known reports whether a is one of the constants.
+// known reports whether a is one of the constants: stringer names every
+// other value "DeviceAttribute(N)".
 func (a DeviceAttribute) known() bool {
-	return a >= 0 && int(a) < len(deviceAttributeNames) && deviceAttributeNames[a] != ""
-}
-
-// String returns the constant's name, "DeviceWarpSize", or
-// "DeviceAttribute(N)" for a value that is none.
-func (a DeviceAttribute) String() string {
-	if !a.known() {
-		return "DeviceAttribute(" + strconv.Itoa(int(a)) + ")"
-	}
-	return "Device" + deviceAttributeNames[a]
+	return a >= 0 && a < deviceAttributeLimit && !strings.HasSuffix(a.String(), ")")
 }
 
 // A KernelAttribute names a setting of a kernel on a device that
@@ -380,28 +293,8 @@ const (
 	KernelClusterSchedulingPolicyPreference = KernelAttribute(cudadrv.FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE)
 )
 
-// kernelAttributeNames names each KernelAttribute, without "Kernel"; ""
-// for a value that is none.
-var kernelAttributeNames = [...]string{
-	KernelMaxDynamicSharedSize:              "MaxDynamicSharedSize",
-	KernelPreferredSharedCarveout:           "PreferredSharedCarveout",
-	KernelRequiredClusterWidth:              "RequiredClusterWidth",
-	KernelRequiredClusterHeight:             "RequiredClusterHeight",
-	KernelRequiredClusterDepth:              "RequiredClusterDepth",
-	KernelNonPortableClusterSizeAllowed:     "NonPortableClusterSizeAllowed",
-	KernelClusterSchedulingPolicyPreference: "ClusterSchedulingPolicyPreference",
-}
-
-// known reports whether a is one of the constants.
+// known reports whether a is one of the constants: stringer names every
+// other value "KernelAttribute(N)".
 func (a KernelAttribute) known() bool {
-	return a >= 0 && int(a) < len(kernelAttributeNames) && kernelAttributeNames[a] != ""
-}
-
-// String returns the constant's name, "KernelMaxDynamicSharedSize", or
-// "KernelAttribute(N)" for a value that is none.
-func (a KernelAttribute) String() string {
-	if !a.known() {
-		return "KernelAttribute(" + strconv.Itoa(int(a)) + ")"
-	}
-	return "Kernel" + kernelAttributeNames[a]
+	return a >= 0 && !strings.HasSuffix(a.String(), ")")
 }

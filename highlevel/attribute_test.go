@@ -53,6 +53,44 @@ func TestKernelAttributeString(t *testing.T) {
 	}
 }
 
+// deviceAttributeNames and kernelAttributeNames name each attribute by its
+// value, without "Device" or "Kernel"; "" for a value that is no constant.
+var (
+	deviceAttributeNames = attributeNames(int(deviceAttributeLimit), func(i int) (string, bool) {
+		a := DeviceAttribute(i)
+		return strings.TrimPrefix(a.String(), "Device"), a.known()
+	})
+	kernelAttributeNames = attributeNames(16, func(i int) (string, bool) {
+		a := KernelAttribute(i)
+		return strings.TrimPrefix(a.String(), "Kernel"), a.known()
+	})
+)
+
+func attributeNames(n int, name func(int) (string, bool)) []string {
+	names := make([]string, n)
+	for i := range names {
+		if s, ok := name(i); ok {
+			names[i] = s
+		}
+	}
+	return names
+}
+
+// TestAttributeLimits checks that no constant lies past the limits the
+// tables above and a device's attribute cache take.
+func TestAttributeLimits(t *testing.T) {
+	for a := deviceAttributeLimit; a < deviceAttributeLimit+1000; a++ {
+		if s := a.String(); !strings.HasSuffix(s, ")") {
+			t.Errorf("%s = %d, past deviceAttributeLimit %d", s, int(a), int(deviceAttributeLimit))
+		}
+	}
+	for a := KernelAttribute(len(kernelAttributeNames)); a < 1000; a++ {
+		if s := a.String(); !strings.HasSuffix(s, ")") {
+			t.Errorf("%s = %d, past the %d kernelAttributeNames", s, int(a), len(kernelAttributeNames))
+		}
+	}
+}
+
 // TestAttributeValues checks that each constant is CUDA's attribute of its
 // name: its name, in capitals and without "_", is CUDA's, but for the few
 // named otherwise.

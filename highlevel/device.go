@@ -42,7 +42,7 @@ type deviceState struct {
 
 	// attrs caches the attributes read so far, each as value<<1 | 1, so
 	// that 0 means not read yet.
-	attrs [len(deviceAttributeNames)]atomic.Int64
+	attrs [deviceAttributeLimit]atomic.Int64
 }
 
 // deviceLimits are the attributes of a device that a launch is checked

@@ -70,7 +70,7 @@ const (
 	// CaptureRelaxed refuses nothing (CU_STREAM_CAPTURE_MODE_RELAXED). It
 	// suits Go best: goroutines move between OS threads, and the
 	// package's waiter queries events while a capture runs.
-	CaptureRelaxed CaptureMode = iota
+	CaptureRelaxed CaptureMode = iota // relaxed
 	// CaptureGlobal refuses potentially unsafe calls on every OS thread of
 	// the process while the capture runs (CU_STREAM_CAPTURE_MODE_GLOBAL),
 	// catching work of other goroutines that would spoil it. Begin and end
@@ -86,25 +86,12 @@ const (
 	// and events (Synchronize, Wait, Done) are not refused: a capture
 	// elsewhere does not end them. Calls made through other packages (cudart, cuBLAS
 	// directly) are not refused.
-	CaptureGlobal
+	CaptureGlobal // global
 	// CaptureThreadLocal refuses potentially unsafe calls on the capturing
 	// OS thread only (CU_STREAM_CAPTURE_MODE_THREAD_LOCAL). Begin and end the
 	// capture on one OS thread (Capture does).
-	CaptureThreadLocal
+	CaptureThreadLocal // thread-local
 )
-
-// String returns the mode's name: "relaxed", "global" or "thread-local".
-func (m CaptureMode) String() string {
-	switch m {
-	case CaptureRelaxed:
-		return "relaxed"
-	case CaptureGlobal:
-		return "global"
-	case CaptureThreadLocal:
-		return "thread-local"
-	}
-	return fmt.Sprintf("CaptureMode(%d)", int(m))
-}
 
 // cuda returns the mode's CUstreamCaptureMode.
 func (m CaptureMode) cuda() (int32, error) {

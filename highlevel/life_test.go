@@ -173,7 +173,7 @@ var zeroValues = []struct {
 	{typ: reflect.TypeFor[IPCEventHandle](), works: "*"}, // names no event
 	{typ: reflect.TypeFor[IPCMemHandle](), works: "*"},   // names no memory
 	{typ: reflect.TypeFor[Dim3](), works: "*"},
-	{typ: reflect.TypeFor[Borrow](), works: "*"}, // lends nothing
+	{typ: reflect.TypeFor[Borrow](), works: "*"},      // lends nothing
 	{typ: reflect.TypeFor[CaptureMode](), works: "*"}, // CaptureRelaxed
 	{typ: reflect.TypeFor[Advice](), works: "*"},
 	{typ: reflect.TypeFor[DeviceAttribute](), works: "*"}, // names no attribute

@@ -22,38 +22,20 @@ type Advice int
 const (
 	// AdviseReadMostly: the memory is mostly read, so each processor may
 	// keep a read-only copy. The device argument is ignored.
-	AdviseReadMostly Advice = Advice(cudadrv.MEM_ADVISE_SET_READ_MOSTLY)
+	AdviseReadMostly Advice = Advice(cudadrv.MEM_ADVISE_SET_READ_MOSTLY) // cudaMemAdviseSetReadMostly
 	// AdviseUnsetReadMostly undoes AdviseReadMostly.
-	AdviseUnsetReadMostly Advice = Advice(cudadrv.MEM_ADVISE_UNSET_READ_MOSTLY)
+	AdviseUnsetReadMostly Advice = Advice(cudadrv.MEM_ADVISE_UNSET_READ_MOSTLY) // cudaMemAdviseUnsetReadMostly
 	// AdvisePreferredLocation: the memory should live on the device given
 	// (CPUDevice: host memory).
-	AdvisePreferredLocation Advice = Advice(cudadrv.MEM_ADVISE_SET_PREFERRED_LOCATION)
+	AdvisePreferredLocation Advice = Advice(cudadrv.MEM_ADVISE_SET_PREFERRED_LOCATION) // cudaMemAdviseSetPreferredLocation
 	// AdviseUnsetPreferredLocation undoes AdvisePreferredLocation.
-	AdviseUnsetPreferredLocation Advice = Advice(cudadrv.MEM_ADVISE_UNSET_PREFERRED_LOCATION)
+	AdviseUnsetPreferredLocation Advice = Advice(cudadrv.MEM_ADVISE_UNSET_PREFERRED_LOCATION) // cudaMemAdviseUnsetPreferredLocation
 	// AdviseAccessedBy: the device given accesses the memory, so it stays
 	// mapped there wherever it lives.
-	AdviseAccessedBy Advice = Advice(cudadrv.MEM_ADVISE_SET_ACCESSED_BY)
+	AdviseAccessedBy Advice = Advice(cudadrv.MEM_ADVISE_SET_ACCESSED_BY) // cudaMemAdviseSetAccessedBy
 	// AdviseUnsetAccessedBy undoes AdviseAccessedBy.
-	AdviseUnsetAccessedBy Advice = Advice(cudadrv.MEM_ADVISE_UNSET_ACCESSED_BY)
+	AdviseUnsetAccessedBy Advice = Advice(cudadrv.MEM_ADVISE_UNSET_ACCESSED_BY) // cudaMemAdviseUnsetAccessedBy
 )
-
-func (a Advice) String() string {
-	switch a {
-	case AdviseReadMostly:
-		return "cudaMemAdviseSetReadMostly"
-	case AdviseUnsetReadMostly:
-		return "cudaMemAdviseUnsetReadMostly"
-	case AdvisePreferredLocation:
-		return "cudaMemAdviseSetPreferredLocation"
-	case AdviseUnsetPreferredLocation:
-		return "cudaMemAdviseUnsetPreferredLocation"
-	case AdviseAccessedBy:
-		return "cudaMemAdviseSetAccessedBy"
-	case AdviseUnsetAccessedBy:
-		return "cudaMemAdviseUnsetAccessedBy"
-	}
-	return fmt.Sprintf("Advice(%d)", int(a))
-}
 
 // errNotManaged refuses Prefetch and Advise on memory that is not managed.
 var errNotManaged = invalid("memory is not managed (Managed(d).Alloc)")

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
-	"strconv"
 	"time"
 	"unsafe"
 
@@ -51,6 +50,8 @@ func dataType[T Elem]() nccl.DataType {
 // A ReduceOp is the reduction of AllReduce, Reduce and ReduceScatter.
 type ReduceOp int
 
+//go:generate go run golang.org/x/tools/cmd/stringer -type=ReduceOp -output=zstring.go
+
 const (
 	Sum  ReduceOp = iota // the sum (ncclSum)
 	Prod                 // the product (ncclProd)
@@ -58,16 +59,6 @@ const (
 	Min                  // the minimum (ncclMin)
 	Avg                  // the mean over the ranks (ncclAvg); integers are divided, rounding as NCCL does
 )
-
-var opNames = [...]string{"Sum", "Prod", "Max", "Min", "Avg"}
-
-// String returns the operation's name: "Sum".
-func (o ReduceOp) String() string {
-	if o >= 0 && int(o) < len(opNames) {
-		return opNames[o]
-	}
-	return "ReduceOp(" + strconv.Itoa(int(o)) + ")"
-}
 
 func (o ReduceOp) nccl() (nccl.RedOp, error) {
 	switch o {

@@ -1,7 +1,6 @@
 package linalg
 
 import (
-	"fmt"
 	"strings"
 	"unsafe"
 
@@ -21,21 +20,12 @@ type Float interface {
 // An Op says how a matrix enters a product: as stored, or transposed.
 type Op int
 
+//go:generate go run golang.org/x/tools/cmd/stringer -type=Op -output=zstring.go
+
 const (
 	NoTrans Op = iota // the matrix as stored (CUBLAS_OP_N)
 	Trans             // its transpose (CUBLAS_OP_T)
 )
-
-// String returns the constant's name.
-func (o Op) String() string {
-	switch o {
-	case NoTrans:
-		return "NoTrans"
-	case Trans:
-		return "Trans"
-	}
-	return fmt.Sprintf("Op(%d)", int(o))
-}
 
 // An opErr is the error of an operation of the package: "linalg: op: what
 // went wrong", where an error of highlevel's, or an inner operation's,
