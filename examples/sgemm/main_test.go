@@ -3,7 +3,6 @@ package main
 import (
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/gocuda/cuda/highlevel"
 	"github.com/gocuda/cuda/internal/gpuprobe"
@@ -19,7 +18,7 @@ func TestMatMul(t *testing.T) {
 
 func TestRun(t *testing.T) {
 	for _, size := range []int{0, -1, maxSize + 1} {
-		if err := run(-1, size, time.Second); err == nil {
+		if err := run(0, size); err == nil {
 			t.Errorf("size %d accepted", size)
 		}
 	}
@@ -28,10 +27,10 @@ func TestRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, dev := range []int{-1, devices - 1} {
+	for _, d := range []highlevel.Device{0, highlevel.Device(devices - 1)} {
 		for _, size := range []int{1, 33, 512} {
-			if err := run(dev, size, time.Minute); err != nil {
-				t.Errorf("device %d, size %d: %v", dev, size, err)
+			if err := run(d, size); err != nil {
+				t.Errorf("device %d, size %d: %v", d, size, err)
 			}
 		}
 	}
