@@ -795,7 +795,7 @@ func (s *Stream) LaunchHostFunc(fn func()) error {
 // BeginCapture, so the goroutine must stay locked to its thread
 // (runtime.LockOSThread) from one to the other, as Capture does; and the
 // calls CUDA refuses during the capture fail whoever makes them, the
-// package's own included (cuMemAlloc behind Device.Malloc or a pool that
+// package's own included (cuMemAlloc behind Device.Alloc or a pool that
 // grows, and possibly the loading of a kernel into a device at its first
 // use there: launch kernels once before such a capture).
 //
