@@ -246,10 +246,19 @@ const (
 // it bounds the attribute cache of a device. TestAttributeLimits checks it.
 const deviceAttributeLimit = DeviceHostNUMAID + 1
 
-// known reports whether a is one of the constants: stringer names every
-// other value "DeviceAttribute(N)".
+// deviceAttributeKnown marks the constants: stringer names every other
+// value "DeviceAttribute(N)". A table, since Device.Attribute asks on each
+// call, and a cached attribute costs about 20 ns in all.
+var deviceAttributeKnown = func() (k [deviceAttributeLimit]bool) {
+	for i := range k {
+		k[i] = !strings.HasSuffix(DeviceAttribute(i).String(), ")")
+	}
+	return k
+}()
+
+// known reports whether a is one of the constants.
 func (a DeviceAttribute) known() bool {
-	return a >= 0 && a < deviceAttributeLimit && !strings.HasSuffix(a.String(), ")")
+	return uint(a) < uint(deviceAttributeLimit) && deviceAttributeKnown[a]
 }
 
 // A KernelAttribute names a setting of a kernel on a device that
