@@ -423,7 +423,8 @@ func uniform(b []byte) bool {
 	return true
 }
 
-// ToHost returns a new Go slice holding the array's elements.
+// ToHost returns a new Go slice holding the array's elements: a
+// convenience over CopyToHost, which copies into a slice of the caller's.
 func (a *Array[T]) ToHost() ([]T, error) {
 	if a == nil {
 		return nil, nilError("Array")

@@ -110,6 +110,8 @@ func (m CaptureMode) cuda() (int32, error) {
 // (CuPy's capture_begin and capture_end). It runs fn on the calling
 // goroutine, locked to its OS thread, as the stricter modes need. If fn
 // returns an error or panics, the capture is ended and its graph discarded.
+// It is a convenience over Stream.BeginCapture and EndCapture, which a
+// capture that spans calls or goroutines uses.
 func Capture(s *Stream, mode CaptureMode, fn func() error) (g *Graph, err error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()

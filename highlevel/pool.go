@@ -538,7 +538,8 @@ func DeviceMemoryAsyncPool(d Device) (_ *MemoryAsyncPool, err error) {
 
 // AllocAsync allocates size bytes from the default CUDA memory pool of s's
 // device (nil: DefaultDevice's, on the legacy default stream), ordered on
-// s. Free frees it on the same stream.
+// s. Free frees it on the same stream. It is a convenience over
+// DeviceMemoryAsyncPool(d).AllocAsync(s, size).
 func AllocAsync(s *Stream, size int) (MemoryPointer, error) {
 	if err := positive(size); err != nil { // before the driver
 		return MemoryPointer{}, opErr(fmt.Sprintf("alloc %d bytes async", size), err)

@@ -32,7 +32,7 @@ func profiler(start bool) error {
 
 // Profile runs fn with the profiler collecting, and stops it also when fn
 // panics: CuPy's cupyx.profiler.profile. It returns fn's error joined with
-// the profiler's.
+// the profiler's. It is a convenience over ProfilerStart and ProfilerStop.
 func Profile(fn func() error) (err error) {
 	if err := ProfilerStart(); err != nil {
 		return err
