@@ -6,6 +6,7 @@ import (
 	"log"
 	"time"
 
+	"github.com/gocuda/cuda/curand"
 	"github.com/gocuda/cuda/highlevel"
 )
 
@@ -235,4 +236,43 @@ func ExampleCompile() {
 	}
 	v, err := y.ToHost()
 	fmt.Println(v[999], err) // 999 <nil>
+}
+
+// Borrow lends a stream and memory to another CUDA library's call, here
+// cuRAND's: no other goroutine closes the stream or frees the memory
+// until Return, once the call has queued its work.
+func ExampleStream_Borrow() {
+	d := highlevel.Device(0)
+	s, err := highlevel.NewStream(d, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	x, err := highlevel.AllocArray[float32](d, 1024)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer x.Free()
+	var gen curand.Generator
+	if err := d.Do(func() error { return curand.CreateGenerator(&gen, curand.RNG_PSEUDO_DEFAULT) }); err != nil {
+		log.Fatal(err)
+	}
+	defer d.Do(func() error { return curand.DestroyGenerator(gen) })
+
+	b, err := s.Borrow(d, x.MemoryPointer())
+	if err != nil {
+		log.Fatal(err)
+	}
+	err = d.Do(func() error {
+		if err := curand.SetStream(gen, s.Handle()); err != nil {
+			return err
+		}
+		return curand.GenerateUniform(gen, (*float32)(x.Ptr()), uint64(x.Len()))
+	})
+	b.Return()
+	if err != nil {
+		log.Fatal(err)
+	}
+	got, err := x.ToHost() // after s's work: s is a blocking stream
+	fmt.Println(len(got), err)
 }
