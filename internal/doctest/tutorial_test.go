@@ -21,12 +21,16 @@ import (
 	"github.com/gocuda/cuda/internal/testsrc"
 )
 
-// tutorial is docs/tutorial.md, from this package's directory; messages
-// name it docName.
-const (
-	tutorial = "../../docs/tutorial.md"
-	docName  = "docs/tutorial.md"
-)
+// docs are the Markdown files whose ```go blocks are whole programs that
+// compile, from this package's directory (path) and as messages name them
+// (name); steps marks the tutorial, whose numbered steps have one each.
+var docs = []struct {
+	path, name string
+	steps      bool
+}{
+	{"../../docs/tutorial.md", "docs/tutorial.md", true},
+	{"../../README.md", "README.md", false},
+}
 
 // A block is one ```go block of a Markdown file.
 type block struct {
@@ -35,8 +39,9 @@ type block struct {
 	code    []byte
 }
 
-// goBlocks returns the ```go blocks of the Markdown in src.
-func goBlocks(t *testing.T, src []byte) []block {
+// goBlocks returns the ```go blocks of the Markdown in src, the file
+// docName.
+func goBlocks(t *testing.T, docName string, src []byte) []block {
 	t.Helper()
 	var blocks []block
 	var cur *block
@@ -68,16 +73,18 @@ func goBlocks(t *testing.T, src []byte) []block {
 // step is the heading of a numbered step of the tutorial: "3. A kernel".
 var step = regexp.MustCompile(`^[0-9]+\. `)
 
-// TestTutorial checks every ```go block of docs/tutorial.md: a whole
-// program (package main, func main), gofmt'd, one in each numbered step,
-// that go vet (which type-checks and compiles it) passes against the
+// TestTutorial checks every ```go block of docs/tutorial.md and of
+// README.md's quick start: a whole program (package main, func main),
+// gofmt'd, one in each numbered step of the tutorial, that go vet (which type-checks and compiles it) passes against the
 // module as it is. Each is written to a directory of its own under a
 // temporary one of this package's whose name begins with "_", which
 // patterns such as ./... leave out, and vetted there by its path, so that
 // its imports of the module resolve to the module's own packages with no
-// go.mod of its own, offline. Errors name the line of docs/tutorial.md.
+// go.mod of its own, offline. Errors name the line of the Markdown file.
 func TestTutorial(t *testing.T) {
-	testsrc.Require(t, tutorial)
+	for _, d := range docs {
+		testsrc.Require(t, d.path)
+	}
 	if testing.Short() {
 		t.Skip("compiles every program of the tutorial")
 	}
@@ -85,11 +92,19 @@ func TestTutorial(t *testing.T) {
 	if err != nil {
 		t.Skip("no go command to compile the tutorial's programs with:", err)
 	}
-	src, err := os.ReadFile(tutorial)
+	for _, d := range docs {
+		t.Run(d.name, func(t *testing.T) { checkDoc(t, goTool, d.path, d.name, d.steps) })
+	}
+}
+
+// checkDoc checks the ```go blocks of the Markdown file at path, named
+// docName, as TestTutorial says.
+func checkDoc(t *testing.T, goTool, path, docName string, steps bool) {
+	src, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	blocks := goBlocks(t, src)
+	blocks := goBlocks(t, docName, src)
 	if len(blocks) == 0 {
 		t.Fatalf("%s: no ```go block", docName)
 	}
@@ -101,12 +116,12 @@ func TestTutorial(t *testing.T) {
 		}
 	}
 	for _, line := range strings.Split(string(src), "\n") {
-		if s, ok := strings.CutPrefix(line, "## "); ok && step.MatchString(s) && perStep[s] != 1 {
+		if s, ok := strings.CutPrefix(line, "## "); ok && steps && step.MatchString(s) && perStep[s] != 1 {
 			t.Errorf("%s: step %q has %d ```go blocks, want one program", docName, s, perStep[s])
 		}
 	}
 
-	dir, err := os.MkdirTemp(".", "_tutorial")
+	dir, err := os.MkdirTemp(".", "_doc")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +132,7 @@ func TestTutorial(t *testing.T) {
 		name := fmt.Sprintf("line%d/main.go", b.line) // as the go command names it
 		f, err := parser.ParseFile(token.NewFileSet(), name, b.code, parser.SkipObjectResolution)
 		if err != nil {
-			t.Errorf("%s: %s", where, relines(err.Error()))
+			t.Errorf("%s: %s", where, relines(docName, err.Error()))
 			continue
 		}
 		if f.Name.Name != "main" || !hasMain(f.Decls) {
@@ -154,7 +169,7 @@ func TestTutorial(t *testing.T) {
 	cmd.Env = append(cmd.Env, "GOWORK=off", "GOTOOLCHAIN=local")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Errorf("go vet of the tutorial's programs: %v\n%s", err, relines(string(out)))
+		t.Errorf("go vet of the programs of %s: %v\n%s", docName, err, relines(docName, string(out)))
 	}
 }
 
@@ -174,14 +189,14 @@ var (
 	position = regexp.MustCompile(`(?:[^\s:]*/)?line([0-9]+)/main\.go:([0-9]+)`)
 	// pkgPath is the import path or directory of a block's package, in
 	// brackets where the go command names it a second time.
-	pkgPath = regexp.MustCompile(`\[?[^\s:\[]*_tutorial[0-9]*/line([0-9]+)\]?`)
+	pkgPath = regexp.MustCompile(`\[?[^\s:\[]*_doc[0-9]*/line([0-9]+)\]?`)
 )
 
 // relines rewrites the positions in the go command's output s as lines of
-// docs/tutorial.md: a block's line<N>/main.go:<L> is the file's line
+// the Markdown file docName: a block's line<N>/main.go:<L> is the file's line
 // N+L-1, and its package the block at line N (the second of two lines
 // that say the same is left out).
-func relines(s string) string {
+func relines(docName, s string) string {
 	s = position.ReplaceAllStringFunc(s, func(m string) string {
 		sm := position.FindStringSubmatch(m)
 		first, _ := strconv.Atoi(sm[1])
