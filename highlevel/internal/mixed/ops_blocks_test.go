@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/gocuda/cuda/cudadrv"
 	"github.com/gocuda/cuda/highlevel"
 )
 
@@ -53,9 +54,10 @@ var writeHows = []string{
 	"CopyFromHost[byte]", "CopyFromHost[uint32]", "CopyFromHost[uint64]", "CopyFromHostAsync[uint32]",
 	"ArrayOf's CopyFromHost", "ArrayOf's CopyFromHostAsync", "CopyFromHostAsync from pinned memory",
 	"the pattern kernel", "a graph of the pattern kernel", "Array.Slice's CopyFromHost",
+	"Array.CopyFromAsync from a new array", "cuMemcpyDtoDAsync from a new array under a Borrow",
 }
 
-// write writes a span of a shared block in one of ten ways, and updates
+// write writes a span of a shared block in one of twelve ways, and updates
 // its model: a write refused before it did anything leaves the model as it
 // was, one that failed otherwise makes the span unknown.
 func (w *worker) write() {
@@ -70,7 +72,7 @@ func (w *worker) write() {
 	}
 	align := 1
 	switch how {
-	case 1, 3, 4, 5, 7, 8, 9:
+	case 1, 3, 4, 5, 7, 8, 9, 10, 11:
 		align = 4
 	case 2:
 		align = 8
@@ -136,8 +138,45 @@ func (w *worker) write() {
 			return // refused before anything was queued: reported
 		}
 		a = aClosed | aCapAny | aCapGlobal
+	case 10, 11:
+		// From an array of the data on the block's device: copied by
+		// highlevel, or by the driver's own call on the stream's handle,
+		// as a program binding another library does, under a Borrow of
+		// the stream and both memories.
+		src, aerr := highlevel.ArrayFrom(dst.Device(), words(data))
+		if !w.ok(aerr, aCapGlobal, "an array of %d words for %s", len(data)/4, name) {
+			return
+		}
+		a = rs.allow()
+		if how == 10 {
+			v, verr := highlevel.ArrayOf[uint32](dst, len(data)/4)
+			if !w.ok(verr, 0, "a view of bytes %d..%d of %s", s.lo, s.hi-1, b.describe()) {
+				w.free(src.Free, 0, "Array.Free of a copy's source")
+				return
+			}
+			waited, err = w.queueAndWait(rs, func(s *highlevel.Stream) error { return v.CopyFromAsync(s, src) })
+			w.freeView(v)
+		} else {
+			waited, err = w.queueAndWait(rs, func(s *highlevel.Stream) error { return borrowedCopy(s, dst, src) })
+		}
+		w.free(src.Free, 0, "Array.Free of a copy's source")
 	}
 	w.model(b, s, data, name, err, a, waited)
+}
+
+// borrowedCopy copies src to dst on s with the driver's cuMemcpyDtoDAsync,
+// called on the handles a Borrow lends.
+func borrowedCopy(s *highlevel.Stream, dst highlevel.MemoryPointer, src *highlevel.Array[uint32]) error {
+	d := dst.Device()
+	b, err := s.Borrow(d, dst, src.MemoryPointer())
+	if err != nil {
+		return err
+	}
+	defer b.Return()
+	return d.Do(func() error {
+		return cudadrv.MemcpyDtoDAsync(cudadrv.Deviceptr(uintptr(dst.Ptr())), cudadrv.Deviceptr(uintptr(src.Ptr())),
+			uint64(4*src.Len()), cudadrv.Stream(s.Handle()))
+	})
 }
 
 // model updates b's model after a write of data to s that returned err,
