@@ -144,7 +144,7 @@ func (w *worker) write() {
 		// as a program binding another library does, under a Borrow of
 		// the stream and both memories.
 		src, aerr := highlevel.ArrayFrom(dst.Device(), words(data))
-		if !w.ok(aerr, aCapGlobal, "an array of %d words for %s", len(data)/4, name) {
+		if !w.ok(aerr, aCapAny|aCapGlobal, "an array of %d words for %s", len(data)/4, name) { // a plain copy
 			return
 		}
 		a = rs.allow()
