@@ -284,7 +284,7 @@ func checkStreamInCallback(t *testing.T) {
 		{"Stream.Synchronize", v.Synchronize},
 		{"Stream.Query", func() error { _, err := v.Query(); return err }},
 		{"Stream.Wait", func() error { return v.Wait(context.Background()) }},
-		{"Stream.Record", func() error { _, err := v.recordNew(nil); return err }},
+		{"Event.Record", func() error { _, err := v.recordNew(nil); return err }},
 		{"Stream.WaitEvent", func() error { return v.WaitEvent(e) }},
 		{"Stream.BeginCapture", func() error { return v.BeginCapture(CaptureRelaxed) }},
 		{"Stream.EndCapture", func() error { _, err := v.EndCapture(); return err }},

@@ -60,16 +60,16 @@ func TestErrorMessages(t *testing.T) {
 		op   string // a part of the message naming the operation
 		is   error  // what errors.Is must match, if not nil
 	}{
-		{"Malloc(0)", second(Device(0).Alloc(0)), "alloc 0 bytes on device 0: size 0", ErrInvalid},
-		{"Malloc(-1)", second(Device(1).Alloc(-1)), "alloc -1 bytes on device 1", ErrInvalid},
-		{"Malloc(2^57)", second(Device(1).Alloc(huge)), "alloc 144115188075855872 bytes on device 1: out of memory", cudart.ErrorMemoryAllocation},
-		{"MallocManaged(2^57)", second(Managed(0).Alloc(huge)), "bytes of managed memory on device 0", cudadrv.ERROR_OUT_OF_MEMORY},
-		{"HostAlloc(2^57)", second(AllocPinnedUnpooled(huge)), "bytes of pinned memory: out of memory", cudart.ErrorMemoryAllocation},
+		{"Alloc(0)", second(Device(0).Alloc(0)), "alloc 0 bytes on device 0: size 0", ErrInvalid},
+		{"Alloc(-1)", second(Device(1).Alloc(-1)), "alloc -1 bytes on device 1", ErrInvalid},
+		{"Alloc(2^57)", second(Device(1).Alloc(huge)), "alloc 144115188075855872 bytes on device 1: out of memory", cudart.ErrorMemoryAllocation},
+		{"Managed(0).Alloc(2^57)", second(Managed(0).Alloc(huge)), "bytes of managed memory on device 0", cudadrv.ERROR_OUT_OF_MEMORY},
+		{"AllocPinnedUnpooled(2^57)", second(AllocPinnedUnpooled(huge)), "bytes of pinned memory: out of memory", cudart.ErrorMemoryAllocation},
 		{"AllocPinned(-1)", second(AllocPinned(-1)), "alloc -1 bytes of pinned memory", ErrInvalid},
-		{"NewArray 2^60", second(AllocArray[float64](nil, 1<<60)), "alloc array of 1152921504606846976 float64: out of memory", cudart.ErrorMemoryAllocation},
+		{"AllocArray 2^60", second(AllocArray[float64](nil, 1<<60)), "alloc array of 1152921504606846976 float64: out of memory", cudart.ErrorMemoryAllocation},
 		{"AllocArray -1", second(AllocArray[int32](nil, -1)), "alloc array of -1 int32: length -1", ErrInvalid},
 		{"AllocArray of pointers", second(AllocArray[*int](nil, 1)), "alloc array of 1 *int", ErrInvalid},
-		{"NewArrayOn a pool over 2^57", second(AllocArray[byte](limited, huge)), "alloc array of 144115188075855872 uint8: out of memory", cudart.ErrorMemoryAllocation},
+		{"AllocArray from a pool over 2^57", second(AllocArray[byte](limited, huge)), "alloc array of 144115188075855872 uint8: out of memory", cudart.ErrorMemoryAllocation},
 		{"pool limit", second(limited.Alloc(2000)), "alloc 2000 bytes from a memory pool: out of memory: the pool's limit is 1000 bytes", cudart.ErrorMemoryAllocation},
 		{"pool upstream", second(AllocArray[byte](limited, 10)), "alloc array of 10 uint8: alloc 10 bytes from a memory pool: upstream", nil},
 		{"pool SetLimit(-1)", limited.SetLimit(-1), "set the limit of a memory pool: limit -1", ErrInvalid},

@@ -494,7 +494,7 @@ func TestGPUGlobalCaptureBesideOtherWork(t *testing.T) {
 				}
 			}
 		}},
-		{"Stream.Record and Event.Wait", func(s *Stream) error {
+		{"Event.Record and Event.Wait", func(s *Stream) error {
 			if err := buf.MemsetAsync(s, 1, 1<<12); err != nil {
 				return err
 			}
@@ -695,7 +695,7 @@ func TestGPULegacyStreamDuringCapture(t *testing.T) {
 		{"Memset", func() error { return buf.Memset(1, 1<<12) }},
 		{"CopyFromHostAsync on nil", func() error { return buf.CopyFromHostPointerAsync(nil, unsafe.Pointer(&word[0]), 4) }},
 		{"CopyToHost", func() error { return buf.CopyToHostPointer(unsafe.Pointer(&word[0]), 4) }},
-		{"LegacyDefaultStream.Record", func() error {
+		{"Event.Record on LegacyDefaultStream", func() error {
 			e, err := legacy.recordNew(nil)
 			if e != nil {
 				e.Close()

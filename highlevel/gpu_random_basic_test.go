@@ -448,7 +448,7 @@ func (w *randomWorker) deadline() {
 	case 1:
 		how, err = "Event.Wait", w.event().Wait(ctx)
 	case 2:
-		how = "Event.Wait after Stream.Record"
+		how = "Event.Wait after Event.Record"
 		var e *Event
 		err = rs.queue(func(s *Stream) (err error) {
 			e, err = s.recordNew(nil)

@@ -712,7 +712,7 @@ func (w *randomWorker) busyStep(o *randomOp, r *rand.Rand, s *Stream, e *Event) 
 			o.fail("Event.Done of an event being closed not closed after %v", randomWait)
 		}
 	case 12:
-		how = "Stream.Record(nil)"
+		how = "Event.Record of a new event"
 		var x *Event
 		if x, err = s.recordNew(nil); err == nil {
 			err = x.Close()

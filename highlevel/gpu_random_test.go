@@ -1054,7 +1054,7 @@ func (w *randomWorker) settle(rs *randomStream) bool {
 	case 1:
 		how, err = "Stream.Wait", s.Wait(ctx)
 	case 2:
-		how = "Event.Wait after Stream.Record"
+		how = "Event.Wait after Event.Record"
 		var e *Event
 		if e, err = s.recordNew(nil); err == nil {
 			err = e.Wait(ctx)

@@ -270,10 +270,10 @@ func TestGPUPoolOverflow(t *testing.T) {
 	before := counts(p)
 	for _, n := range []int{math.MaxInt, math.MaxInt - 100, math.MaxInt - 511, 1 << 62} {
 		if got, err := p.Alloc(n); err == nil {
-			t.Errorf("Malloc(%d) = %p, want an error", n, got.Ptr())
+			t.Errorf("Alloc(%d) = %p, want an error", n, got.Ptr())
 		}
 		if _, err := DefaultPinnedMemoryPool().Alloc(n); err == nil {
-			t.Errorf("pinned Malloc(%d) succeeded", n)
+			t.Errorf("pinned Alloc(%d) succeeded", n)
 		}
 		if _, err := AllocAsync(nil, n); err == nil {
 			t.Errorf("AllocAsync(%d) succeeded", n)

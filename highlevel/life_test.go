@@ -422,7 +422,7 @@ func TestSizesOverflow(t *testing.T) {
 	pool, h := newTestPool(t, 1<<20)
 	for _, n := range []int{-1, 0, maxSize + 1, 1<<62 + 1, int(^uint(0) >> 1), int(^uint(0)>>1) - 100} {
 		if _, err := pool.Alloc(n); err == nil {
-			t.Errorf("Malloc(%d) succeeded", n)
+			t.Errorf("Alloc(%d) succeeded", n)
 		}
 	}
 	if got := counts(pool); got != (poolCounts{}) {

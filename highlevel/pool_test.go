@@ -77,20 +77,20 @@ func counts(p *MemoryPool) poolCounts {
 	return poolCounts{p.UsedBytes(), p.FreeBytes(), p.TotalBytes(), p.RequestedBytes(), p.NFreeBlocks(), p.ActiveBlocks()}
 }
 
-func mustMalloc(t testing.TB, p *MemoryPool, n int) MemoryPointer {
+func mustAlloc(t testing.TB, p *MemoryPool, n int) MemoryPointer {
 	t.Helper()
 	m, err := p.Alloc(n)
 	if err != nil {
-		t.Fatalf("Malloc(%d): %v", n, err)
+		t.Fatalf("Alloc(%d): %v", n, err)
 	}
 	return m
 }
 
 func TestPoolReusesFreedBlock(t *testing.T) {
 	p, h := newTestPool(t, 1<<20)
-	a := mustMalloc(t, p, 1000)
+	a := mustAlloc(t, p, 1000)
 	if got, want := counts(p), (poolCounts{used: 1024, total: 1024, requested: 1000, active: 1}); got != want {
-		t.Errorf("after Malloc(1000): %+v, want %+v", got, want)
+		t.Errorf("after Alloc(1000): %+v, want %+v", got, want)
 	}
 	addr := a.Ptr()
 	if err := a.Memory().free(); err != nil {
@@ -99,7 +99,7 @@ func TestPoolReusesFreedBlock(t *testing.T) {
 	if got, want := counts(p), (poolCounts{free: 1024, total: 1024, nfree: 1}); got != want {
 		t.Errorf("after Free: %+v, want %+v", got, want)
 	}
-	b := mustMalloc(t, p, 1024)
+	b := mustAlloc(t, p, 1024)
 	if b.Ptr() != addr {
 		t.Errorf("second Malloc got %p, want the freed block %p", b.Ptr(), addr)
 	}
@@ -111,13 +111,13 @@ func TestPoolReusesFreedBlock(t *testing.T) {
 
 func TestPoolSplitAndMerge(t *testing.T) {
 	p, h := newTestPool(t, 1<<20)
-	big := mustMalloc(t, p, 4*binSize)
+	big := mustAlloc(t, p, 4*binSize)
 	base := big.Ptr()
 	big.Memory().free()
 	// Best fit splits the 2048-byte block into four.
 	var ms []MemoryPointer
 	for i := range 4 {
-		m := mustMalloc(t, p, binSize)
+		m := mustAlloc(t, p, binSize)
 		if m.Ptr() != unsafe.Add(base, i*binSize) {
 			t.Errorf("block %d at %p, want %p", i, m.Ptr(), unsafe.Add(base, i*binSize))
 		}
@@ -139,10 +139,10 @@ func TestPoolSplitAndMerge(t *testing.T) {
 	}
 	// Best fit: with free blocks of 512 and 1536, a 512 request takes the
 	// 512 one.
-	a := mustMalloc(t, p, 512)
-	b := mustMalloc(t, p, 1536)
+	a := mustAlloc(t, p, 512)
+	b := mustAlloc(t, p, 1536)
 	a.Memory().free()
-	c := mustMalloc(t, p, 100)
+	c := mustAlloc(t, p, 100)
 	if c.Ptr() != a.Ptr() {
 		t.Errorf("best fit took %p, want %p", c.Ptr(), a.Ptr())
 	}
@@ -188,7 +188,7 @@ func TestPoolStreamTaggedReuse(t *testing.T) {
 
 func TestPoolOutOfMemoryFreesAndRetries(t *testing.T) {
 	p, h := newTestPool(t, 4096)
-	a := mustMalloc(t, p, 4096)
+	a := mustAlloc(t, p, 4096)
 	a.Memory().free() // held free, but too small to split into 8192
 	big, err := p.Alloc(2048)
 	if err != nil {
@@ -196,11 +196,11 @@ func TestPoolOutOfMemoryFreesAndRetries(t *testing.T) {
 	}
 	big.Memory().free()
 	p.FreeAllBlocks()
-	x := mustMalloc(t, p, 3072)
+	x := mustAlloc(t, p, 3072)
 	x.Memory().free() // 3072 held, upstream has 1024 left
 	y, err := p.Alloc(4096)
 	if err != nil {
-		t.Fatalf("Malloc(4096) after freeing the held block should succeed: %v", err)
+		t.Fatalf("Alloc(4096) after freeing the held block should succeed: %v", err)
 	}
 	y.Memory().free()
 	_, err = p.Alloc(8192)
@@ -269,24 +269,24 @@ func TestPoolLimit(t *testing.T) {
 	if p.Limit() != 2048 {
 		t.Errorf("Limit = %d", p.Limit())
 	}
-	a := mustMalloc(t, p, 1024)
-	b := mustMalloc(t, p, 1024)
+	a := mustAlloc(t, p, 1024)
+	b := mustAlloc(t, p, 1024)
 	if _, err := p.Alloc(1); !errors.Is(err, cudart.ErrorMemoryAllocation) {
 		t.Errorf("Malloc past the limit: %v, want ErrorMemoryAllocation", err)
 	}
 	a.Memory().free()
 	// The freed 1024 are reused within the limit.
-	c := mustMalloc(t, p, 600)
+	c := mustAlloc(t, p, 600)
 	b.Memory().free()
 	c.Memory().free()
 	p.SetLimit(0)
-	mustMalloc(t, p, 1<<19).Memory().free()
+	mustAlloc(t, p, 1<<19).Memory().free()
 }
 
 func TestPoolStopHolding(t *testing.T) {
 	p, h := newTestPool(t, 1<<20)
-	a := mustMalloc(t, p, 1024)
-	b := mustMalloc(t, p, 1024)
+	a := mustAlloc(t, p, 1024)
+	b := mustAlloc(t, p, 1024)
 	a.Memory().free()
 	if err := p.StopHolding(); err != nil {
 		t.Fatal(err)
@@ -304,10 +304,10 @@ func TestPoolSizeChecks(t *testing.T) {
 	p, _ := newTestPool(t, 1<<20)
 	for _, n := range []int{0, -1} {
 		if _, err := p.Alloc(n); err == nil {
-			t.Errorf("Malloc(%d) succeeded", n)
+			t.Errorf("Alloc(%d) succeeded", n)
 		}
 	}
-	m := mustMalloc(t, p, 100)
+	m := mustAlloc(t, p, 100)
 	for _, tc := range []struct {
 		name string
 		err  error
@@ -358,19 +358,19 @@ func TestPoolSizeChecks(t *testing.T) {
 func TestPoolCleanupReturnsLostBlocks(t *testing.T) {
 	p, _ := newTestPool(t, 1<<20)
 	for range 10 {
-		mustMalloc(t, p, 1000)
+		mustAlloc(t, p, 1000)
 	}
 	// A pool's Memory values come in slabs, and the current slab stays
 	// reachable from the pool until it is used up: use it up.
 	for range slabSize {
-		mustMalloc(t, p, 1<<12).Memory().free()
+		mustAlloc(t, p, 1<<12).Memory().free()
 	}
 	// The next allocation takes the lost blocks back.
 	deadline := time.Now().Add(5 * time.Second)
 	for p.UsedBytes() != 0 && time.Now().Before(deadline) {
 		runtime.GC()
 		time.Sleep(time.Millisecond)
-		mustMalloc(t, p, 512).Memory().free()
+		mustAlloc(t, p, 512).Memory().free()
 	}
 	if got := p.UsedBytes(); got != 0 {
 		t.Fatalf("UsedBytes = %d after the lost allocations were collected, want 0", got)
@@ -390,7 +390,7 @@ func TestPoolLostBlocksSettle(t *testing.T) {
 	var settleErr error
 	p.arena.settle = func() error { settles++; return settleErr }
 	s1 := &Stream{h: 0x1000, state: standIn}
-	mustMallocStream := func(n int, s *Stream) MemoryPointer {
+	mustAllocAsync := func(n int, s *Stream) MemoryPointer {
 		t.Helper()
 		m, err := p.AllocAsync(s, n)
 		if err != nil {
@@ -398,8 +398,8 @@ func TestPoolLostBlocksSettle(t *testing.T) {
 		}
 		return m
 	}
-	mustMallocStream(4096, s1).Memory().free()
-	a := mustMallocStream(1024, s1) // the rest, 3072 bytes, stays free for s1
+	mustAllocAsync(4096, s1).Memory().free()
+	a := mustAllocAsync(1024, s1) // the rest, 3072 bytes, stays free for s1
 	rest := unsafe.Add(a.Ptr(), 1024)
 	a.mem.owner.(*block).lose() // as the slab's cleanup does
 	settleErr = ErrCapturing
@@ -412,14 +412,14 @@ func TestPoolLostBlocksSettle(t *testing.T) {
 	}
 	other.Memory().free()
 	settleErr = nil
-	b := mustMallocStream(512, nil)
+	b := mustAllocAsync(512, nil)
 	if settles != 2 {
 		t.Fatalf("%d settles, want 2", settles)
 	}
 	if b.Ptr() != a.Ptr() && b.Ptr() != other.Ptr() {
 		t.Errorf("the legacy stream got %p, want the settled lost block %p", b.Ptr(), a.Ptr())
 	}
-	c := mustMallocStream(3072, s1)
+	c := mustAllocAsync(3072, s1)
 	if c.Ptr() != rest {
 		t.Errorf("s1 got %p, want its own free block %p (merged into the lost block's?)", c.Ptr(), rest)
 	}
@@ -575,7 +575,7 @@ func FuzzPool(f *testing.F) {
 // BenchmarkPoolHostMallocFree is the pool's hit path without a GPU.
 func BenchmarkPoolHostMallocFree(b *testing.B) {
 	p, _ := newTestPool(b, 1<<30)
-	mustMalloc(b, p, 1<<20).Memory().free()
+	mustAlloc(b, p, 1<<20).Memory().free()
 	b.ReportAllocs()
 	for b.Loop() {
 		m, err := p.Alloc(1 << 20)
@@ -594,7 +594,7 @@ func TestPoolFreeAllBlocksStream(t *testing.T) {
 	s1, s2 := &Stream{h: 0x1000, state: standIn}, &Stream{h: 0x2000, state: standIn}
 	a1, _ := p.AllocAsync(s1, 4096)
 	a2, _ := p.AllocAsync(s2, 4096)
-	a0 := mustMalloc(t, p, 4096)
+	a0 := mustAlloc(t, p, 4096)
 	inUse, _ := p.AllocAsync(s1, 4096)
 	a1.Memory().free()
 	a2.Memory().free()

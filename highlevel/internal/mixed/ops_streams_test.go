@@ -218,7 +218,7 @@ func (w *worker) hostFunc() {
 		how, err = "Stream.Synchronize", q.Synchronize()
 	case 3, 4, 5:
 		e, rerr := recordNew(q)
-		if !w.ok(rerr, 0, "Stream.Record on the quiet stream") {
+		if !w.ok(rerr, 0, "Event.Record on the quiet stream") {
 			return
 		}
 		switch w.r.IntN(3) {

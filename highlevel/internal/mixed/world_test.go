@@ -330,7 +330,7 @@ func (o *op) queueAndWait(rs *stream, fn func(s *highlevel.Stream) error) (bool,
 		return err
 	})
 	if rerr != nil {
-		o.ok(rerr, rs.allow(), "Stream.Record on %s", rs.what)
+		o.ok(rerr, rs.allow(), "Event.Record on %s", rs.what)
 		return o.syncDevice(), err
 	}
 	defer func() { o.ok(e.Close(), 0, "Event.Close") }()
