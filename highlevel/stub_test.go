@@ -113,6 +113,7 @@ var stubCases = []struct {
 	{"releases in a host function", nil, nil, checkReleaseInCallback},
 	{"stream-ordered memory dropped", nil, nil, checkAsyncDropped},
 	{"borrows", nil, nil, checkBorrow},
+	{"a graph holds freed memory", nil, nil, checkGraphHoldsFreed},
 	{"stream calls in a host function", nil, nil, checkStreamInCallback},
 	{"runtime.Goexit in a host function", nil, nil, checkGoexitInCallback},
 	{"no cuGetProcAddress_v2", []string{"-DSTUB_NO_GET_PROC_ADDRESS"}, nil, func(t *testing.T) {
