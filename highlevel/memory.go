@@ -230,19 +230,26 @@ func (p MemoryPointer) Add(n int) (MemoryPointer, error) {
 	return MemoryPointer{p.mem, p.off + n}, nil
 }
 
+// fits checks that n bytes from p, n > 0, lie within its memory.
+func (p MemoryPointer) fits(n int) error {
+	switch {
+	case p.mem == nil:
+		return errNoMemory
+	case n <= 0:
+		return invalid("size %d: it must not be negative", n)
+	case p.off < 0 || p.off > p.mem.size || n > p.mem.size-p.off:
+		return invalid("%d bytes at offset %d are past the end of the %d bytes of the memory", n, p.off, p.mem.size)
+	}
+	return nil
+}
+
 // span begins an operation on n bytes from p, which must lie within its
 // memory: it returns the device address and the primary context of its
 // device, and p.mem.life.Release ends it. n == 0 is an error here: the
 // operations return early for it.
 func (p MemoryPointer) span(n int) (unsafe.Pointer, unsafe.Pointer, error) {
-	if p.mem == nil {
-		return nil, nil, errNoMemory
-	}
-	if n <= 0 {
-		return nil, nil, invalid("size %d: it must not be negative", n)
-	}
-	if p.off < 0 || p.off > p.mem.size || n > p.mem.size-p.off {
-		return nil, nil, invalid("%d bytes at offset %d are past the end of the %d bytes of the memory", n, p.off, p.mem.size)
+	if err := p.fits(n); err != nil {
+		return nil, nil, err
 	}
 	if !p.mem.life.Acquire() {
 		return nil, nil, ErrFreed
@@ -458,6 +465,10 @@ func (p MemoryPointer) copyDeviceOp(src MemoryPointer, n int, s *Stream, async b
 		if err == nil {
 			err = src.mem.live()
 		}
+		return err
+	}
+	// Both ranges first, before anything else (the device's context).
+	if err := cmp.Or(p.fits(n), src.fits(n)); err != nil {
 		return err
 	}
 	dst, ctx, err := p.span(n)
