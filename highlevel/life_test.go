@@ -3,6 +3,7 @@ package highlevel
 import (
 	"context"
 	"errors"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -15,6 +16,8 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/gocuda/cuda/cudart"
 )
 
 // TestLifeCloseWaits checks the closing protocol: Close waits for the
@@ -420,10 +423,11 @@ func TestMemoryFreeWaitsForCopies(t *testing.T) {
 // refused before anything is allocated or copied.
 func TestSizesOverflow(t *testing.T) {
 	pool, h := newTestPool(t, 1<<20)
-	for _, n := range []int{-1, 0, maxSize + 1, 1<<62 + 1, int(^uint(0) >> 1), int(^uint(0)>>1) - 100} {
-		if _, err := pool.Alloc(n); err == nil {
-			t.Errorf("Alloc(%d) succeeded", n)
-		}
+	for _, n := range []int{-1, 0} {
+		refused(t, fmt.Sprintf("Alloc(%d)", n), second(pool.Alloc(n)), ErrInvalid, "it must be positive")
+	}
+	for _, n := range []int{maxSize + 1, 1<<62 + 1, int(^uint(0) >> 1), int(^uint(0)>>1) - 100} {
+		refused(t, fmt.Sprintf("Alloc(%d)", n), second(pool.Alloc(n)), cudart.ErrorMemoryAllocation, "out of memory")
 	}
 	if got := counts(pool); got != (poolCounts{}) {
 		t.Errorf("after refused allocations: %+v, want nothing held", got)
@@ -431,30 +435,21 @@ func TestSizesOverflow(t *testing.T) {
 	if _, allocs := h.stats(); allocs != 0 {
 		t.Errorf("refused allocations reached the upstream allocator %d times", allocs)
 	}
-	if err := pool.SetLimit(-1); err == nil {
-		t.Errorf("SetLimit(-1) succeeded")
-	}
+	refused(t, "SetLimit(-1)", pool.SetLimit(-1), ErrInvalid, "limit -1: it must not be negative")
 	pool.SetLimit(1 << 20)
 	pool.Alloc(1000)
-	if _, err := pool.Alloc(maxSize); err == nil {
-		t.Errorf("an allocation past the limit succeeded")
-	}
+	refused(t, "an allocation past the limit", second(pool.Alloc(maxSize)), cudart.ErrorMemoryAllocation, "the pool's limit is 1048576 bytes")
 	var host [64]byte
 	p := MemoryPointer{mem: &Memory{ptr: unsafe.Pointer(&host[0]), size: len(host)}, off: 8}
 	big := int(^uint(0) >> 1)
 	for _, n := range []int{big, -big, big - 7, -9} {
-		if _, err := p.Add(n); err == nil {
-			t.Errorf("Add(%d) succeeded", n)
-		}
+		refused(t, fmt.Sprintf("Add(%d)", n), second(p.Add(n)), ErrInvalid, "is outside the 64 bytes")
 	}
-	for _, n := range []int{-1, big, big - 7, 57} {
-		if err := p.Memset(0, n); err == nil || errors.Is(err, ErrFreed) {
-			t.Errorf("Memset of %d bytes at offset 8 of 64: %v", n, err)
-		}
+	refused(t, "Memset of -1 bytes", p.Memset(0, -1), ErrInvalid, "size -1: it must not be negative")
+	for _, n := range []int{big, big - 7, 57} {
+		refused(t, fmt.Sprintf("Memset of %d bytes at offset 8 of 64", n), p.Memset(0, n), ErrInvalid, "are past the end of the 64 bytes")
 	}
-	if _, err := AllocArray[float64](nil, big/4); err == nil {
-		t.Errorf("AllocArray of %d float64 succeeded", big/4)
-	}
+	refused(t, "AllocArray of 2^61 float64", second(AllocArray[float64](nil, big/4)), cudart.ErrorMemoryAllocation, "out of memory")
 	a, err := AllocArray[float32](nil, 0)
 	if err != nil || a.Len() != 0 {
 		t.Fatalf("AllocArray(nil, 0) = %v, %v", a, err)

@@ -300,42 +300,42 @@ func TestPoolStopHolding(t *testing.T) {
 	}
 }
 
+// refused checks that err is the refusal the test asked for: one that
+// errors.Is target, with text in its message.
+func refused(t *testing.T, what string, err, target error, text string) {
+	t.Helper()
+	if !errors.Is(err, target) || !strings.Contains(fmt.Sprint(err), text) {
+		t.Errorf("%s: %v, want %v with %q", what, err, target, text)
+	}
+}
+
 func TestPoolSizeChecks(t *testing.T) {
 	p, _ := newTestPool(t, 1<<20)
 	for _, n := range []int{0, -1} {
-		if _, err := p.Alloc(n); err == nil {
-			t.Errorf("Alloc(%d) succeeded", n)
-		}
+		refused(t, fmt.Sprintf("Alloc(%d)", n), second(p.Alloc(n)), ErrInvalid, "it must be positive")
 	}
 	m := mustAlloc(t, p, 100)
 	for _, tc := range []struct {
 		name string
 		err  error
+		text string
 	}{
-		{"negative size", m.CopyToHostPointer(unsafe.Pointer(&[1]byte{}), -5)},
-		{"past the end", m.Memset(0, 101)},
-		{"nil host pointer", m.CopyFromHostPointer(nil, 10)},
+		{"negative size", m.CopyToHostPointer(unsafe.Pointer(&[1]byte{}), -5), "size -5: it must not be negative"},
+		{"past the end", m.Memset(0, 101), "101 bytes at offset 0 are past the end of the 100 bytes"},
+		{"nil host pointer", m.CopyFromHostPointer(nil, 10), "nil host pointer"},
 	} {
-		if tc.err == nil {
-			t.Errorf("%s: no error", tc.name)
-		}
+		refused(t, tc.name, tc.err, ErrInvalid, tc.text)
 	}
 	if err := m.Memset(0, 0); err != nil {
 		t.Errorf("Memset of 0 bytes: %v, want nothing done", err)
 	}
-	if _, err := m.Add(101); err == nil {
-		t.Errorf("Add past the end: no error")
-	}
-	if _, err := m.Add(-1); err == nil {
-		t.Errorf("Add before the start: no error")
-	}
+	refused(t, "Add past the end", second(m.Add(101)), ErrInvalid, "offset 0 + 101 is outside the 100 bytes")
+	refused(t, "Add before the start", second(m.Add(-1)), ErrInvalid, "offset 0 + -1 is outside the 100 bytes")
 	q, err := m.Add(60)
 	if err != nil || q.Size() != 40 || q.Ptr() != unsafe.Add(m.Ptr(), 60) {
 		t.Errorf("Add(60) = %v (size %d), %v", q.Ptr(), q.Size(), err)
 	}
-	if err := q.Memset(0, 41); err == nil {
-		t.Errorf("Memset of 41 bytes at offset 60 of 100: no error")
-	}
+	refused(t, "Memset of 41 bytes at offset 60 of 100", q.Memset(0, 41), ErrInvalid, "41 bytes at offset 60 are past the end of the 100 bytes")
 	if err := m.Memory().free(); err != nil {
 		t.Fatal(err)
 	}
