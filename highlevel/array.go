@@ -83,27 +83,26 @@ type StreamAllocator interface {
 // stream s: work queued on s after it may use the array at once, and its
 // Free is ordered as a's AllocAsync says. A nil a is the default memory
 // pool of s's device (the function AllocAsync).
-func AllocArrayAsync[T any](s *Stream, a StreamAllocator, n int) (_ *Array[T], err error) {
-	size, err := arrayBytes[T](n, s.Device())
-	if err == nil && n == 0 {
-		return &Array[T]{owned: true}, nil
-	}
-	var p MemoryPointer
-	switch {
-	case err != nil:
-	case a == nil:
-		p, err = AllocAsync(s, size)
-	default:
-		p, err = a.AllocAsync(s, size)
-	}
-	if err == nil {
-		err = fitsAllocation(p, size, unsafe.Alignof(*new(T)))
-	}
-	if err != nil {
-		return nil, opErr(fmt.Sprintf("alloc array of %d %v async", n, reflect.TypeFor[T]()), inner(err))
-	}
-	return &Array[T]{p: p, n: n, owned: true}, nil
+func AllocArrayAsync[T any](s *Stream, a StreamAllocator, n int) (*Array[T], error) {
+	return newArray[T](streamAllocator{s, a}, n)
 }
+
+// A streamAllocator is the Allocator AllocArrayAsync allocates from: a's
+// AllocAsync on s, or the function AllocAsync where a is nil.
+type streamAllocator struct {
+	s *Stream
+	a StreamAllocator
+}
+
+func (x streamAllocator) Alloc(size int) (MemoryPointer, error) {
+	if x.a == nil {
+		return AllocAsync(x.s, size)
+	}
+	return x.a.AllocAsync(x.s, size)
+}
+
+// Device returns the device of s, for errors (allocatorDevice).
+func (x streamAllocator) Device() Device { return x.s.Device() }
 
 // newArray allocates an array of n elements from a; nil a is Alloc's.
 func newArray[T any](a Allocator, n int) (_ *Array[T], err error) {
