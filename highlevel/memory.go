@@ -467,8 +467,9 @@ func (p MemoryPointer) copyDeviceOp(src MemoryPointer, n int, s *Stream, async b
 		}
 		return err
 	}
-	// Both ranges first, before anything else (the device's context).
-	if err := cmp.Or(p.fits(n), src.fits(n)); err != nil {
+	// The source's range before the destination's context (span checks
+	// the destination's range first).
+	if err := src.fits(n); err != nil {
 		return err
 	}
 	dst, ctx, err := p.span(n)
