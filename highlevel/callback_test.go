@@ -286,6 +286,7 @@ func checkStreamInCallback(t *testing.T) {
 		{"Stream.Wait", func() error { return v.Wait(context.Background()) }},
 		{"Event.Record", func() error { _, err := v.recordNew(nil); return err }},
 		{"Stream.WaitEvent", func() error { return v.WaitEvent(e) }},
+		{"Stream.WaitStream", func() error { return v.WaitStream(v) }},
 		{"Stream.BeginCapture", func() error { return v.BeginCapture(CaptureRelaxed) }},
 		{"Stream.EndCapture", func() error { _, err := v.EndCapture(); return err }},
 		{"Stream.LaunchHostFunc", func() error { return v.LaunchHostFunc(func() {}) }},

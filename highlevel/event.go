@@ -170,6 +170,11 @@ func (e *Event) Record(s *Stream) (err error) {
 			wrap(&err, "record event of", e.Device())
 		}
 	}()
+	return e.record(s)
+}
+
+// record is Record without the operation's name in its error.
+func (e *Event) record(s *Stream) error {
 	if err := e.use(); err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package highlevel
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"math/rand/v2"
@@ -533,6 +534,70 @@ func TestGPUArray(t *testing.T) {
 	}
 	if err := s.Free(); err == nil {
 		t.Errorf("Free of a slice: no error")
+	}
+}
+
+// TestGPUWaitStream checks that WaitStream orders one stream's work after
+// another's, forks and joins a capture as WaitEvent does, and closes its
+// event with the stream waited for.
+func TestGPUWaitStream(t *testing.T) {
+	d := gpu(t)
+	first, err1 := NewStream(d, &StreamOptions{NonBlocking: true})
+	then, err2 := NewStream(d, &StreamOptions{NonBlocking: true})
+	buf, err3 := AllocArray[uint32](d, 1<<10)
+	if err := cmp.Or(err1, err2, err3); err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	defer then.Close()
+	defer buf.Free()
+	var flag atomic.Int32
+	var seen int32 = -1
+	first.LaunchHostFunc(func() { time.Sleep(20 * time.Millisecond); flag.Store(1) })
+	if err := then.WaitStream(first); err != nil {
+		t.Fatal(err)
+	}
+	then.LaunchHostFunc(func() { seen = flag.Load() })
+	if err := then.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	if seen != 1 {
+		t.Errorf("the waiting stream's host function saw %d, want 1: it ran before the work it waits for", seen)
+	}
+
+	// A fork and a join: then's fill is captured into first's graph.
+	g, err := Capture(first, CaptureRelaxed, func() error {
+		return cmp.Or(then.WaitStream(first), buf.FillAsync(then, 7), first.WaitStream(then))
+	})
+	if err != nil {
+		t.Fatalf("Capture of a fork and a join by WaitStream: %v", err)
+	}
+	defer g.Close()
+	x, err := g.Instantiate(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	if err := cmp.Or(x.Launch(first), first.Synchronize()); err != nil {
+		t.Fatal(err)
+	}
+	got, err := buf.ToHost()
+	if i := slices.IndexFunc(got, func(v uint32) bool { return v != 7 }); err != nil || i >= 0 {
+		t.Errorf("after the graph with the joined stream's fill: %v, word %d differs; want all 7", err, i)
+	}
+
+	if err := then.WaitStream(nil); !errors.Is(err, ErrNil) {
+		t.Errorf("WaitStream(nil) = %v, want ErrNil", err)
+	}
+	after := first.after
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !after.life.Closed() {
+		t.Errorf("Close of a stream waited for left its WaitStream event open")
+	}
+	if err := then.WaitStream(first); !errors.Is(err, ErrClosed) {
+		t.Errorf("WaitStream of a closed stream = %v, want ErrClosed", err)
 	}
 }
 

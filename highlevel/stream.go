@@ -84,6 +84,13 @@ type Stream struct {
 	marksClosed bool
 	failed      error    // a callback's panic, for the next Synchronize, Wait or Query
 	pools       []*arena // pools that keep free blocks for the stream
+
+	// after is the event other streams wait for in WaitStream, made on
+	// first use and recorded anew by each; afterMu guards it, and keeps a
+	// record and its wait together, so that no other WaitStream's record
+	// (perhaps in a capture begun meanwhile) comes between them.
+	afterMu sync.Mutex
+	after   *Event
 }
 
 // StreamOptions are the options of NewStream; the zero value gives a
@@ -726,6 +733,40 @@ func (s *Stream) WaitEvent(e *Event) error {
 	return check("cuStreamWaitEvent", r)
 }
 
+// WaitStream makes the work queued on s from now on wait until the work
+// queued on other so far is done, on any device: a convenience over
+// Event.Record on other and WaitEvent on s with an event of other's own
+// (cudarc's join, cuda.core's Stream.wait(stream)). Waiting for a stream
+// that takes part in a capture joins s to the capture, as WaitEvent does.
+// Use an Event of your own to time the work or to wait for it elsewhere.
+func (s *Stream) WaitStream(other *Stream) (err error) {
+	defer func() {
+		if err != nil {
+			wrap(&err, "wait for stream of", other.Device())
+		}
+	}()
+	if err := s.usable(); err != nil {
+		return err
+	}
+	if _, err := other.use(); err != nil {
+		return err
+	}
+	defer other.life.Release()
+	other.afterMu.Lock()
+	defer other.afterMu.Unlock()
+	if other.after == nil {
+		e, err := NewEvent(other.dev, &EventOptions{DisableTiming: true})
+		if err != nil {
+			return err
+		}
+		other.after = e
+	}
+	if err := other.after.record(other); err != nil {
+		return err
+	}
+	return s.WaitEvent(other.after)
+}
+
 // AddCallback queues fn to run once the work queued before it is done, for
 // a thread of CUDA's that waits for it (cuStreamAddCallback); fn gets the
 // stream's error, nil when all went well. fn must not call CUDA: every
@@ -977,6 +1018,11 @@ func (s *Stream) Close() error {
 		return err
 	}
 	s.dropMarks()
+	s.afterMu.Lock()
+	if s.after != nil {
+		s.after.Close()
+	}
+	s.afterMu.Unlock()
 	err := s.destroy()
 	if errors.Is(err, ErrCapturing) {
 		s.capturedClose = true
