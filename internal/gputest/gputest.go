@@ -14,18 +14,16 @@ import (
 // Require ends the test unless it can use a GPU through the CUDA runtime
 // and load, a library's Load, succeeds. Where the driver has no device or
 // fails, it ends the test as gpuprobe.Require does; where load or
-// libcudart's Load fails (the library is not installed), it skips it,
-// what naming the library in the reason; where the runtime finds no
+// libcudart's Load fails, it ends it as gpuprobe.RequireLibrary does, what
+// naming the library: it skips it where the library is not installed,
+// but fails it, with the loader's error, where $GOCUDA_TEST_GPU=1 says
+// the machine has a GPU (the GPU suite's); where the runtime finds no
 // device on a driver that has one, it fails it.
 func Require(t testing.TB, what string, load func() error) {
 	t.Helper()
 	gpuprobe.Require(t)
-	if err := load(); err != nil {
-		t.Skipf("no %s: %v", what, err)
-	}
-	if err := cudart.Load(); err != nil {
-		t.Skipf("no CUDA runtime: %v", err)
-	}
+	gpuprobe.RequireLibrary(t, what, load())
+	gpuprobe.RequireLibrary(t, "CUDA runtime", cudart.Load())
 	var n int32
 	if err := cudart.GetDeviceCount(&n); err != nil || n == 0 {
 		t.Fatalf("the CUDA runtime counts %d devices, %v, where the driver has one", n, err)
