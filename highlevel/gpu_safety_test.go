@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/gocuda/cuda/cudadrv"
 )
 
 // The GPU side of "safe by construction": each test provokes a way to
@@ -547,61 +549,100 @@ func TestGPUWaitCost(t *testing.T) {
 
 // TestGPUCloseRace has 64 goroutines use shared streams, events, graphs and
 // a module while others close them: every operation either works or
-// returns ErrClosed, never a crash (a destroyed handle reaching the driver
-// is a SIGSEGV in the shim).
+// returns ErrClosed, and ErrClosed only once a Close has begun, never a
+// crash (a destroyed handle reaching the driver is a SIGSEGV in the shim).
+// Every object is made without error, and in each round operations work
+// before the first Close (the closing goroutines make nine each before
+// theirs), so that a round whose operations all fail is no pass.
 func TestGPUCloseRace(t *testing.T) {
 	d := gpu(t)
 	c, err := Compile(`extern "C" __global__ void set(unsigned *p, unsigned v) { p[threadIdx.x] = v; }`, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	mem, _ := d.Alloc(1 << 12)
+	mem, err := d.Alloc(1 << 12)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer mem.Memory().free()
 	one := LaunchConfig{Grid: Dim3{X: 1}, Block: Dim3{X: 32}}
 	var ok, closed atomic.Int64
-	note := func(err error) {
-		switch {
-		case err == nil:
-			ok.Add(1)
-		case errors.Is(err, ErrClosed):
-			closed.Add(1)
-		default:
-			t.Error(err)
-		}
-	}
 	for round := range 20 {
-		s, _ := NewStream(d, nil)
-		e, _ := NewEvent(d, nil)
-		m, _ := LoadModule(c.Image)
-		k, _ := m.Kernel("set")
-		g, _ := Capture(s, CaptureRelaxed, func() error { return k.Launch(s, one, mem, uint32(round)) })
-		x, _ := g.Instantiate(nil)
+		s, err := NewStream(d, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := NewEvent(d, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := LoadModule(c.Image)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, err := m.Kernel("set")
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := Capture(s, CaptureRelaxed, func() error { return k.Launch(s, one, mem, uint32(round)) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, err := g.Instantiate(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// closing is set before the round's first Close begins;
+		// okBefore counts the operations that worked and began before
+		// it.
+		var closing atomic.Bool
+		var okBefore atomic.Int64
+		do := func(op func() error) {
+			before := !closing.Load()
+			err := op()
+			switch {
+			case err == nil:
+				ok.Add(1)
+				if before {
+					okBefore.Add(1)
+				}
+			case errors.Is(err, ErrClosed):
+				closed.Add(1)
+				if !closing.Load() {
+					t.Errorf("ErrClosed before any Close: %v", err)
+				}
+			default:
+				t.Error(err)
+			}
+		}
 		var wg sync.WaitGroup
 		for i := range 64 {
 			wg.Go(func() {
 				for j := range 20 {
 					switch (i + j) % 9 {
 					case 0:
-						note(k.Launch(s, one, mem, uint32(j)))
+						do(func() error { return k.Launch(s, one, mem, uint32(j)) })
 					case 1:
-						note(e.Record(s))
+						do(func() error { return e.Record(s) })
 					case 2:
-						note(s.WaitEvent(e))
+						do(func() error { return s.WaitEvent(e) })
 					case 3:
-						note(x.Launch(s))
+						do(func() error { return x.Launch(s) })
 					case 4:
-						note(mem.MemsetAsync(s, 1, 128))
+						do(func() error { return mem.MemsetAsync(s, 1, 128) })
 					case 5:
-						_, err := e.Query()
-						note(err)
+						do(func() error { _, err := e.Query(); return err })
 					case 6:
-						note(s.LaunchHostFunc(func() {}))
+						do(func() error { return s.LaunchHostFunc(func() {}) })
 					case 7:
-						ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-						note(s.Wait(ctx))
-						cancel()
+						do(func() error {
+							ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+							defer cancel()
+							return s.Wait(ctx)
+						})
 					case 8:
 						if j == 10 {
+							closing.Store(true)
 							for _, c := range []interface{ Close() error }{x, g, e, m, s} {
 								if err := c.Close(); err != nil && !errors.Is(err, ErrClosed) {
 									t.Error(err)
@@ -613,6 +654,9 @@ func TestGPUCloseRace(t *testing.T) {
 			})
 		}
 		wg.Wait()
+		if okBefore.Load() == 0 {
+			t.Errorf("round %d: no operation worked before the first Close", round)
+		}
 	}
 	if err := d.Synchronize(); err != nil {
 		t.Fatal(err)
@@ -683,11 +727,21 @@ func onlyDevice1(t *testing.T) {
 // TestGPULaunchDeviceOfArguments checks which device a launch goes to: a nil
 // stream follows the memory arguments, and memory of a device the stream's
 // device has no peer access to is refused, whether or not an earlier test
-// enabled it.
+// enabled it; once EnablePeerAccess succeeded, it is taken. It skips only
+// with one device, or where CUDA says device 0 cannot access device 1's
+// memory (cuDeviceCanAccessPeer): where it can, EnablePeerAccess must
+// work.
 func TestGPULaunchDeviceOfArguments(t *testing.T) {
 	gpu(t)
-	if n, _ := DeviceCount(); n < 2 {
+	if n, err := DeviceCount(); err != nil || n < 2 {
+		if err != nil {
+			t.Fatal(err)
+		}
 		t.Skip("needs two GPUs")
+	}
+	var canAccess int32
+	if err := cudadrv.DeviceCanAccessPeer(&canAccess, driverDevice(t, 0), driverDevice(t, 1)); err != nil {
+		t.Fatalf("cuDeviceCanAccessPeer(0, 1): %v", err)
 	}
 	setPeers(t)
 	c, err := Compile(`extern "C" __global__ void set(unsigned *p, unsigned v) { p[threadIdx.x] = v; }`, nil)
@@ -714,13 +768,24 @@ func TestGPULaunchDeviceOfArguments(t *testing.T) {
 	if err := k.Launch(s0, one, on1, uint32(8)); !errors.Is(err, ErrArgument) {
 		t.Errorf("memory of device 1 on a stream of device 0, no peer access: %v, want ErrArgument", err)
 	}
+	if canAccess == 0 {
+		t.Skip("device 0 cannot access device 1's memory (cuDeviceCanAccessPeer)")
+	}
 	if err := Device(0).EnablePeerAccess(1); err != nil {
-		t.Skipf("no peer access: %v", err)
+		t.Fatalf("EnablePeerAccess(0, 1), where cuDeviceCanAccessPeer says it can: %v", err)
 	}
 	if err := k.Launch(s0, one, on1, uint32(9)); err != nil {
 		t.Errorf("with peer access: %v", err)
 	}
-	s0.Synchronize()
+	if err := s0.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	if err := on1.CopyToHostPointer(unsafe.Pointer(&got), 4); err != nil {
+		t.Fatal(err)
+	}
+	if got != 9 {
+		t.Errorf("device 1's memory holds %d after the launch on device 0 with peer access, want 9", got)
+	}
 }
 
 // TestGPUAsyncPoolDroppedMemory drops stream-ordered memory without Free:
