@@ -1,6 +1,7 @@
 package highlevel
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -353,7 +354,9 @@ func (a *Array[T]) same(src *Array[T]) error {
 }
 
 // Fill sets every element of the array to v. It returns once the array
-// is filled.
+// is filled. Elements of 1, 2 or a multiple of 4 bytes are set by the
+// driver's memsets, which a capture takes (FillAsync); others are copied
+// from the host, which a capture refuses (ErrCapturing).
 func (a *Array[T]) Fill(v T) error { return a.fill(nil, v, false) }
 
 // FillAsync is Fill ordered on stream s.
@@ -363,9 +366,11 @@ func (a *Array[T]) FillAsync(s *Stream, v T) error { return a.fill(s, v, true) }
 // the rest on the device.
 const fillChunk = 4096
 
-// fill sets every element to v: with one memset where v's bytes are all
-// equal (zero, for one), otherwise by copying up to fillChunk copies of v
-// from the host and doubling them on the device.
+// fill sets every element to v with the driver's memsets, which a capture
+// takes as it takes any memset: one where v's bytes are all equal (zero,
+// for one), or where v is 2 or 4 bytes long; where it is a multiple of 4,
+// one memset of every element's ith 4 bytes for each i. Other sizes copy up
+// to fillChunk copies of v from the host and double them on the device.
 func (a *Array[T]) fill(s *Stream, v T, async bool) error {
 	if a == nil {
 		return nilError("Array")
@@ -377,11 +382,23 @@ func (a *Array[T]) fill(s *Stream, v T, async bool) error {
 		return nil
 	}
 	b := unsafe.Slice((*byte)(unsafe.Pointer(&v)), unsafe.Sizeof(v))
-	if uniform(b) {
-		if async {
-			return a.p.MemsetAsync(s, b[0], a.bytes())
+	size := len(b)
+	switch {
+	case uniform(b):
+		return a.p.set(memsetRows{v: uint32(b[0]), size: 1, width: a.bytes(), height: 1}, s, async)
+	case size == 2:
+		return a.p.set(memsetRows{v: uint32(binary.NativeEndian.Uint16(b)), size: 2, width: a.n, height: 1}, s, async)
+	case size%4 == 0 && uniformWords(b):
+		return a.p.set(memsetRows{v: binary.NativeEndian.Uint32(b), size: 4, width: a.bytes() / 4, height: 1}, s, async)
+	case size%4 == 0:
+		var err error
+		for i := 0; i < size && err == nil; i += 4 {
+			var p MemoryPointer
+			if p, err = a.p.Add(i); err == nil {
+				err = p.set(memsetRows{v: binary.NativeEndian.Uint32(b[i:]), size: 4, width: 1, height: a.n, pitch: size}, s, async)
+			}
 		}
-		return a.p.Memset(b[0], a.bytes())
+		return err
 	}
 	k := min(a.n, fillChunk)
 	chunk := make([]T, k)
@@ -396,7 +413,6 @@ func (a *Array[T]) fill(s *Stream, v T, async bool) error {
 			err = head.CopyFromHost(chunk)
 		}
 	}
-	size := int(unsafe.Sizeof(v))
 	for done := k; err == nil && done < a.n; done *= 2 {
 		n := min(done, a.n-done) * size
 		dst, aerr := a.p.Add(done * size)
@@ -410,6 +426,17 @@ func (a *Array[T]) fill(s *Stream, v T, async bool) error {
 		}
 	}
 	return err
+}
+
+// uniformWords reports whether b, a multiple of 4 bytes long, repeats its
+// first 4 bytes.
+func uniformWords(b []byte) bool {
+	for i := 4; i < len(b); i += 4 {
+		if [4]byte(b[i:]) != [4]byte(b) {
+			return false
+		}
+	}
+	return true
 }
 
 // uniform reports whether every byte of b is b[0].

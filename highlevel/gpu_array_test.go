@@ -26,9 +26,70 @@ func TestGPUArrayFill(t *testing.T) {
 				checkFill(t, s, n, async, uint16(0x0102))
 				checkFill(t, s, n, async, int32(-1))
 				checkFill(t, s, n, async, float64(-2.25))
+				checkFill(t, s, n, async, complex64(complex(2, 2)))
+				checkFill(t, s, n, async, complex(1, -2))
 				checkFill(t, s, n, async, [3]int16{1, -2, 3})
 			})
 		}
+	}
+}
+
+// TestGPUArrayFillCaptured fills arrays in a capture: every element size
+// that the driver's memsets cover is captured, and the graph, launched,
+// fills; a size they do not cover copies from the host, which a capture
+// refuses.
+func TestGPUArrayFillCaptured(t *testing.T) {
+	d := gpu(t)
+	s, err := NewStream(d, &StreamOptions{NonBlocking: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const n = 3*fillChunk + 5
+	f32, err1 := AllocArray[float32](d, n)
+	u16, err2 := AllocArray[uint16](d, n)
+	c128, err3 := AllocArray[complex128](d, n)
+	odd, err4 := AllocArray[[3]int16](d, n)
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
+		t.Fatal(err)
+	}
+	defer f32.Free()
+	defer u16.Free()
+	defer c128.Free()
+	defer odd.Free()
+	g, err := Capture(s, CaptureRelaxed, func() error {
+		return errors.Join(f32.FillAsync(s, 1.5), u16.FillAsync(s, 0x0102), c128.FillAsync(s, complex(1, -2)))
+	})
+	if err != nil {
+		t.Fatalf("Capture of fills of 4, 2 and 16 bytes: %v", err)
+	}
+	defer g.Close()
+	x, err := g.Instantiate(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	if err := errors.Join(x.Launch(s), s.Synchronize()); err != nil {
+		t.Fatal(err)
+	}
+	checkAll(t, f32, 1.5)
+	checkAll(t, u16, 0x0102)
+	checkAll(t, c128, complex(1, -2))
+	_, err = Capture(s, CaptureRelaxed, func() error { return odd.FillAsync(s, [3]int16{1, -2, 3}) })
+	if !errors.Is(err, ErrCapturing) {
+		t.Errorf("Capture of a fill of 6 bytes: %v, want ErrCapturing (a copy from pageable memory)", err)
+	}
+}
+
+// checkAll checks that every element of a is v.
+func checkAll[T comparable](t *testing.T, a *Array[T], v T) {
+	t.Helper()
+	got, err := a.ToHost()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i := slices.IndexFunc(got, func(x T) bool { return x != v }); i >= 0 {
+		t.Errorf("%T array filled with %v: element %d is %v", v, v, i, got[i])
 	}
 }
 

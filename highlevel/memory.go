@@ -522,16 +522,41 @@ func (p MemoryPointer) MemsetAsync(s *Stream, value byte, n int) error {
 }
 
 func (p MemoryPointer) memset(value byte, n int, s *Stream, async bool) error {
-	err := p.memsetOp(value, n, s, async)
+	return p.set(memsetRows{v: uint32(value), size: 1, width: n, height: 1}, s, async)
+}
+
+// memsetRows is a memset of the driver's: height rows of width elements of
+// size bytes (1, 2 or 4; several rows only of 4 bytes), pitch bytes apart,
+// each set to v.
+type memsetRows struct {
+	v                          uint32
+	size, width, height, pitch int
+}
+
+// bytes is how far from its start the memset writes.
+func (r memsetRows) bytes() int { return (r.height-1)*r.pitch + r.width*r.size }
+
+// function names the driver function that does r, of 2 or 4 bytes.
+func (r memsetRows) function() string {
+	if r.height > 1 {
+		return "cuMemsetD2D32"
+	}
+	return [...]string{2: "cuMemsetD16", 4: "cuMemsetD32"}[r.size]
+}
+
+// set does r from p, on s.
+func (p MemoryPointer) set(r memsetRows, s *Stream, async bool) error {
+	err := p.setOp(r, s, async)
 	if err != nil {
-		wrap(&err, "memset", n, "bytes of", p.where())
+		wrap(&err, "memset", r.bytes(), "bytes of", p.where())
 	}
 	return err
 }
 
-// memsetOp does the work of the function above, which names the operation
+// setOp does the work of the function above, which names the operation
 // in its errors: a deferred closure would make its defers slower ones.
-func (p MemoryPointer) memsetOp(value byte, n int, s *Stream, async bool) error {
+func (p MemoryPointer) setOp(r memsetRows, s *Stream, async bool) error {
+	n := r.bytes()
 	if empty, err := p.empty(n); empty {
 		return err
 	}
@@ -548,7 +573,11 @@ func (p MemoryPointer) memsetOp(value byte, n int, s *Stream, async bool) error 
 	s.keep(p.mem)
 	// Integers, not void *, spare cgo's check for Go pointers: neither the
 	// context nor device memory is Go memory.
-	return check("cuMemsetD8", driver.Memset(uintptr(ctx), uintptr(d), int32(value), uintptr(n), sh, cbool(async)))
+	if r.size == 1 {
+		return check("cuMemsetD8", driver.Memset(uintptr(ctx), uintptr(d), int32(r.v), uintptr(r.width), sh, cbool(async)))
+	}
+	return check(r.function(), driver.MemsetRows(uintptr(ctx), uintptr(d), uintptr(r.pitch), r.v, int32(r.size),
+		uintptr(r.width), uintptr(r.height), sh, cbool(async)))
 }
 
 func cbool(b bool) int32 {

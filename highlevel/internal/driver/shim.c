@@ -401,6 +401,26 @@ int hl_memcpy_peer(void *ctx, void *dst, const void *src, void *src_ctx, size_t 
 	SCALL(ctx, 0, DONE(DRV(cuMemcpyPeer)(DPTR(dst), (CUcontext)ctx, DPTR(src), (CUcontext)src_ctx, n)));
 }
 
+// set_memory sets height rows of width elements of size bytes (1, 2 or 4;
+// rows only of 4), pitch bytes apart, to v.
+static CUresult set_memory(uintptr_t p, size_t pitch, unsigned v, int size, size_t width, size_t height, CUstream s, int async) {
+	if (height > 1) {
+		if (size != 4) {
+			return CUDA_ERROR_INVALID_VALUE;
+		}
+		return async ? DRV(cuMemsetD2D32Async)(DPTR(p), pitch, v, width, height, s) : DRV(cuMemsetD2D32)(DPTR(p), pitch, v, width, height);
+	}
+	switch (size) {
+	case 1:
+		return async ? DRV(cuMemsetD8Async)(DPTR(p), (unsigned char)v, width, s) : DRV(cuMemsetD8)(DPTR(p), (unsigned char)v, width);
+	case 2:
+		return async ? DRV(cuMemsetD16Async)(DPTR(p), (unsigned short)v, width, s) : DRV(cuMemsetD16)(DPTR(p), (unsigned short)v, width);
+	case 4:
+		return async ? DRV(cuMemsetD32Async)(DPTR(p), v, width, s) : DRV(cuMemsetD32)(DPTR(p), v, width);
+	}
+	return CUDA_ERROR_INVALID_VALUE;
+}
+
 int hl_memset(uintptr_t ctxv, uintptr_t p, int v, size_t n, uintptr_t s, int async) {
 	void *ctx = (void *)ctxv;
 	int done_;
@@ -408,6 +428,17 @@ int hl_memset(uintptr_t ctxv, uintptr_t p, int v, size_t n, uintptr_t s, int asy
 		SCALL(ctx, s, DRV(cuMemsetD8Async)(DPTR(p), (unsigned char)v, n, STREAM(s)));
 	}
 	SCALL(ctx, 0, DONE(DRV(cuMemsetD8)(DPTR(p), (unsigned char)v, n)));
+}
+
+// hl_memset_rows is hl_memset of elements of 2 or 4 bytes, in rows
+// (set_memory).
+int hl_memset_rows(uintptr_t ctxv, uintptr_t p, size_t pitch, unsigned v, int size, size_t width, size_t height, uintptr_t s, int async) {
+	void *ctx = (void *)ctxv;
+	int done_;
+	if (async) {
+		SCALL(ctx, s, set_memory(p, pitch, v, size, width, height, STREAM(s), 1));
+	}
+	SCALL(ctx, 0, DONE(set_memory(p, pitch, v, size, width, height, NULL, 0)));
 }
 
 // Host memory is portable, pinned for every context whichever one ctx is,

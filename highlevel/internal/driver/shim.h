@@ -66,6 +66,7 @@ int hl_memcpy_device(uintptr_t ctx, uintptr_t dst, uintptr_t src, size_t n, uint
 int hl_memcpy_record(void *ctx, void *dst, const void *src, size_t n, uintptr_t s, uintptr_t e);
 int hl_memcpy_peer(void *ctx, void *dst, const void *src, void *src_ctx, size_t n, uintptr_t s, int async);
 int hl_memset(uintptr_t ctx, uintptr_t p, int v, size_t n, uintptr_t s, int async);
+int hl_memset_rows(uintptr_t ctx, uintptr_t p, size_t pitch, unsigned v, int size, size_t width, size_t height, uintptr_t s, int async);
 
 int hl_malloc_host(void *ctx, void **p, size_t n);
 int hl_free_host(void *ctx, void *p);

@@ -218,6 +218,11 @@ func Memset(ctx uintptr, p uintptr, v int32, n uintptr, s uintptr, async int32) 
 	return int32(C.hl_memset(C.uintptr_t(ctx), C.uintptr_t(p), C.int(v), C.size_t(n), C.uintptr_t(s), C.int(async)))
 }
 
+// MemsetRows calls hl_memset_rows.
+func MemsetRows(ctx uintptr, p uintptr, pitch uintptr, v uint32, size int32, width uintptr, height uintptr, s uintptr, async int32) int32 {
+	return int32(C.hl_memset_rows(C.uintptr_t(ctx), C.uintptr_t(p), C.size_t(pitch), C.uint(v), C.int(size), C.size_t(width), C.size_t(height), C.uintptr_t(s), C.int(async)))
+}
+
 // MallocHost calls hl_malloc_host.
 func MallocHost(ctx unsafe.Pointer, p *unsafe.Pointer, n uintptr) int32 {
 	return int32(C.hl_malloc_host(ctx, p, C.size_t(n)))

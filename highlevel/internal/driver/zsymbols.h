@@ -49,6 +49,12 @@ enum { HL_BASE_VERSION = 12000 };
 	X(cuMemcpyPeerAsync, 4000) \
 	X(cuMemsetD8, 3020) \
 	X(cuMemsetD8Async, 3020) \
+	X(cuMemsetD16, 3020) \
+	X(cuMemsetD16Async, 3020) \
+	X(cuMemsetD32, 3020) \
+	X(cuMemsetD32Async, 3020) \
+	X(cuMemsetD2D32, 3020) \
+	X(cuMemsetD2D32Async, 3020) \
 	X(cuMemHostAlloc, 2020) \
 	X(cuMemFreeHost, 2000) \
 	X(cuMemHostRegister, 6050) \
