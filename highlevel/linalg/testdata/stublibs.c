@@ -6,9 +6,8 @@
 // libcusparse at once ($GOCUDA_CUDA, $GOCUDA_CUBLAS, ...).
 //
 // It counts, per library, the handles created and destroyed and the calls
-// in progress (on any handle), and the stream captures in progress (it
-// defines the driver's cuStreamBeginCapture and cuStreamEndCapture, which
-// stubdriver.c leaves to stubprocs.c's do-nothing stand-ins). What the
+// in progress (on any handle), and asks the stand-in driver how many stream
+// captures are in progress (stub_captures_in_progress). What the
 // libraries forbid it records as violations rather than crashing:
 //
 //   - a destroy while a call of the library is in progress, on any handle
@@ -29,6 +28,7 @@
 #include <stdlib.h>
 
 CUresult stub_cuCtxGetCurrent(CUcontext *ctx); // stubdriver.c's
+int stub_captures_in_progress(void);           // stubdriver.c's
 
 enum { STUB_BLAS, STUB_SOLVER, STUB_SPARSE, STUB_NLIBS };
 
@@ -49,7 +49,6 @@ enum stub_field {
 static long stub_counts[STUB_NLIBS][STUB_NFIELDS];
 static int stub_in_call[STUB_NLIBS];    // calls in progress
 static int stub_destroying[STUB_NLIBS]; // destroys in progress
-static int stub_captures;               // captures in progress
 
 static void stub_add(int lib, int field) { __atomic_add_fetch(&stub_counts[lib][field], 1, __ATOMIC_SEQ_CST); }
 
@@ -106,7 +105,7 @@ static int stub_destroy(int lib, struct stub_handle *h) {
 		if (i == 0) stub_pause();
 	}
 	if (bad) stub_violation(lib, STUB_DESTROY_DURING_CALL);
-	if (__atomic_load_n(&stub_captures, __ATOMIC_SEQ_CST) > 0) stub_violation(lib, STUB_DESTROY_IN_CAPTURE);
+	if (stub_captures_in_progress() > 0) stub_violation(lib, STUB_DESTROY_IN_CAPTURE);
 	__atomic_sub_fetch(&stub_destroying[lib], 1, __ATOMIC_SEQ_CST);
 	stub_add(lib, STUB_DESTROYS);
 	return 0;
@@ -143,18 +142,6 @@ static void stub_leave(int lib, struct stub_handle *h) {
 		return 0;                              \
 	} while (0)
 
-// The driver's captures, counted.
-CUresult stub_cuStreamBeginCapture(CUstream s, CUstreamCaptureMode mode) {
-	__atomic_add_fetch(&stub_captures, 1, __ATOMIC_SEQ_CST);
-	return CUDA_SUCCESS;
-}
-CUresult stub_cuStreamEndCapture(CUstream s, CUgraph *g) {
-	static uintptr_t graphs = 0x900000;
-	__atomic_sub_fetch(&stub_captures, 1, __ATOMIC_SEQ_CST);
-	*g = (CUgraph)__atomic_add_fetch(&graphs, 16, __ATOMIC_RELAXED);
-	return CUDA_SUCCESS;
-}
-
 // cuBLAS.
 typedef struct stub_handle *H;
 
@@ -162,7 +149,7 @@ int cublasGetProperty(int type, int *v) {
 	int lib = (type - 100) / 16, field = (type - 100) % 16;
 	if (type < 100 || lib >= STUB_NLIBS) return 7; // INVALID_VALUE
 	if (field == STUB_CAPTURES) {
-		*v = __atomic_load_n(&stub_captures, __ATOMIC_SEQ_CST);
+		*v = stub_captures_in_progress();
 		return 0;
 	}
 	if (field >= STUB_NFIELDS) return 7;

@@ -1,28 +1,76 @@
 // stubdriver.c is a stand-in for libcuda, so that highlevel's tests and
 // benchmarks run on a machine without a GPU (highlevel's stub_test.go and
 // bench's stub_test.go build it, with stubprocs.c, and load it through
-// $GOCUDA_CUDA). Each function returns at once.
+// $GOCUDA_CUDA).
 //
-// It has one device (compute capability 9.0, an H200's limits), a context
-// current per thread as the driver keeps it, memory from malloc, kernels
-// whose parameters it knows by name (stubKernels), and host functions and
-// stream callbacks run on a thread of its own (stub_queue). Its functions are what
-// cuGetProcAddress_v2 returns, from stub_procs (stubprocs.c): each symbol
-// of highlevel's shim, introduced at the version the shim requests it at.
-// Like a real driver, it returns a symbol at any version from the one that
-// introduced it on, as long as the driver is that recent. The environment
-// sets:
+// What it implements it does, on host memory, at the call, and it checks
+// what it is given as the driver does; what it does not implement it
+// refuses, with CUDA_ERROR_NOT_SUPPORTED, as a driver refuses a call it
+// does not support: each function of highlevel's shim that is not defined
+// here is stubprocs.c's, which returns that, and a function defined here
+// returns it too for a case it does not model (said where). Nothing
+// returns success without doing the work it was asked for.
+//
+// It has one device (compute capability 9.0, an H200's limits), or
+// $STUB_DEVICES, each with a primary context, a context current per thread
+// as the driver keeps it, and:
+//
+//   - memory from malloc, in a table of allocations (device, managed,
+//     pinned host and registered host memory) against which copies,
+//     memsets, kernels, frees and pointer questions are checked: a range
+//     past the end of its allocation, a free of what is no allocation and
+//     a memset of memory that is not the device's are errors;
+//   - copies (cuMemcpy*) that copy and memsets (cuMemsetD*) that set, at
+//     the call, which is in order on every stream; host functions and
+//     stream callbacks run later, on a thread of the stand-in's, in the
+//     order they were queued, whatever their stream (so work queued after
+//     a host function that has not run yet is done before it: the one way
+//     the stand-in's order differs from a stream's); stream-ordered frees
+//     wait for the host functions queued before them;
+//   - kernels whose parameters it knows by name (stubKernels), which it
+//     runs, as their CUDA source (bench's kernels) says: a launch that
+//     would use memory that is not the device's does nothing and returns
+//     CUDA_ERROR_ILLEGAL_ADDRESS; a launch of another kernel is refused;
+//   - stream captures: a stream captures the work queued on it (copies,
+//     memsets, host functions, kernels, graph launches) into a graph
+//     instead of doing it, and reports its capture (cuStreamGetCaptureInfo);
+//     other streams join it by waiting for an event recorded in it, and
+//     the capture ends with CUDA_ERROR_STREAM_CAPTURE_UNJOINED where one
+//     did not rejoin; what CUDA refuses in a capture is refused, and
+//     invalidates it where CUDA's does; work on the legacy default stream
+//     while a blocking stream captures is CUDA_ERROR_STREAM_CAPTURE_IMPLICIT.
+//     The capture modes are kept but refuse no call (the shim itself
+//     refuses what a global capture forbids);
+//   - graphs, as the captured work in order, instantiated as a copy and
+//     launched by doing it (a launch first checks that the memory its work
+//     names is still allocated: CUDA_ERROR_ILLEGAL_ADDRESS, doing nothing,
+//     where it is not), with CUDA user objects that graphs, their
+//     instantiations and the launches in flight hold, destroyed on the
+//     stand-in's thread once the last reference is gone;
+//   - streams, events, memory pools, graphs and libraries as objects of
+//     the stand-in's, never freed, so that a handle used after its destroy
+//     is CUDA_ERROR_INVALID_HANDLE (or CUDA_ERROR_INVALID_VALUE, as the
+//     driver says of some) rather than memory reused.
+//
+// Its functions are what cuGetProcAddress_v2 returns, from stub_procs
+// (stubprocs.c): each symbol of highlevel's shim, introduced at the version
+// the shim requests it at. Like a real driver, it returns a symbol at any
+// version from the one that introduced it on, as long as the driver is that
+// recent. Each function here is STUB(name), in the section of its area;
+// a function added to the shim is refused until it is defined in its
+// section. The environment sets:
 //
 //	STUB_DRIVER_VERSION  the CUDA version of the driver (cuDriverGetVersion),
 //	                     CUDA_VERSION of the headers if unset
 //	STUB_INIT            the status cuInit returns, CUDA_SUCCESS if unset
+//	STUB_DEVICES         the number of devices, 1 if unset
 //	STUB_LATE            NAME=VERSION: the version that introduced NAME instead
 //	STUB_LOG             a file where each request is appended: "NAME VERSION FLAGS"
-//	STUB_COPY_US         copies (cuMemcpy, cuMemcpyAsync) copy, taking this many
-//	                     microseconds each; unset, they copy nothing. Then a
-//	                     stream or pool destroyed during a copy on the legacy
-//	                     default stream, which crashed driver 580, fails with
-//	                     CUDA_ERROR_ILLEGAL_STATE
+//	STUB_COPY_US         copies (cuMemcpy, cuMemcpyAsync) take this many
+//	                     microseconds each, so that what races them is met
+//
+// A stream or pool destroyed during a copy on the legacy default stream,
+// which crashed driver 580, fails with CUDA_ERROR_ILLEGAL_STATE.
 //
 // Built with -DSTUB_NO_GET_PROC_ADDRESS, it lacks cuGetProcAddress_v2, as a
 // driver older than CUDA 12.0 does, and has cuDriverGetVersion by name.
@@ -36,7 +84,20 @@
 
 // STUB names the stand-in of a driver function: STUB(cuMemAlloc) is
 // stub_cuMemAlloc, whatever versioned symbol cuda.h makes of cuMemAlloc.
+// Its parameters are those of the form the shim requests (zsymbols.h),
+// which for some functions is older than cuda.h's.
 #define STUB(name) CUresult stub_##name
+
+// STUB_UNMODELLED is the answer to a case the stand-in does not model:
+// CUDA_ERROR_NOT_SUPPORTED, as for the functions it does not implement.
+#define STUB_UNMODELLED CUDA_ERROR_NOT_SUPPORTED
+
+// The lock order is stub_mu (streams, captures, events, graphs, user
+// objects, pools, libraries), then stub_mem_mu (the allocations), then
+// stub_host_mu (the host thread's queue).
+static pthread_mutex_t stub_mu = PTHREAD_MUTEX_INITIALIZER;
+
+// ---- Versions and entry points ----------------------------------------
 
 static int stub_driver_version(void) {
 	const char *v = getenv("STUB_DRIVER_VERSION");
@@ -95,11 +156,14 @@ CUresult cuGetProcAddress_v2(const char *symbol, void **fn, int version, cuuint6
 }
 #endif
 
-static __thread CUcontext current;
-static char primary; // the device's primary context is its address
-static uintptr_t handles = 0x1000; // streams, events, libraries: distinct values
+// ---- Devices and contexts ---------------------------------------------
 
-static uintptr_t next_handle(void) { return __atomic_add_fetch(&handles, 16, __ATOMIC_RELAXED); }
+enum { STUB_MAX_DEVICES = 64 };
+
+static __thread CUcontext current;
+// Device d's primary context is the address of stub_primary[d]: an address
+// inside one is no context.
+static char stub_primary[STUB_MAX_DEVICES][16];
 
 // The functions that need an initialized driver fail before cuInit, as
 // the driver's do.
@@ -108,29 +172,46 @@ static int initialized;
 STUB(cuInit)(unsigned flags) {
 	const char *r = getenv("STUB_INIT");
 	if (r != NULL && atoi(r) != CUDA_SUCCESS) return atoi(r);
+	if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
 	initialized = 1;
 	return CUDA_SUCCESS;
 }
 // The stand-in has $STUB_DEVICES devices, 1 unless set.
 static int stub_devices(void) {
 	const char *v = getenv("STUB_DEVICES");
-	return v != NULL ? atoi(v) : 1;
+	int n = v != NULL ? atoi(v) : 1;
+	return n < STUB_MAX_DEVICES ? n : STUB_MAX_DEVICES;
 }
+static int stub_device_ok(CUdevice d) { return d >= 0 && d < stub_devices(); }
+
+// stub_ctx_device returns the device of context c, or -1 where c is none.
+static int stub_ctx_device(CUcontext c) {
+	uintptr_t p = (uintptr_t)c, base = (uintptr_t)stub_primary;
+	if (p < base || (p - base) % sizeof stub_primary[0] != 0) return -1;
+	int d = (int)((p - base) / sizeof stub_primary[0]);
+	return stub_device_ok(d) ? d : -1;
+}
+
+// stub_current_device returns the device of the calling thread's context,
+// or -1 where it has none (CUDA_ERROR_INVALID_CONTEXT).
+static int stub_current_device(void) { return current != NULL ? stub_ctx_device(current) : -1; }
 
 STUB(cuDeviceGet)(CUdevice *d, int ordinal) {
 	if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;
 	*d = ordinal;
-	return ordinal >= 0 && ordinal < stub_devices() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+	return stub_device_ok(ordinal) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
 }
 STUB(cuDeviceGetCount)(int *n) {
 	*n = stub_devices();
 	return CUDA_SUCCESS;
 }
 STUB(cuDeviceGetName)(char *name, int n, CUdevice d) {
+	if (!stub_device_ok(d)) return CUDA_ERROR_INVALID_DEVICE;
 	strncpy(name, "stub", n);
 	return CUDA_SUCCESS;
 }
 STUB(cuDeviceGetAttribute)(int *v, CUdevice_attribute attr, CUdevice d) {
+	if (!stub_device_ok(d)) return CUDA_ERROR_INVALID_DEVICE;
 	switch (attr) {
 	case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *v = 9; break;
 	case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *v = 1024; break;
@@ -149,10 +230,13 @@ STUB(cuDeviceGetAttribute)(int *v, CUdevice_attribute attr, CUdevice d) {
 	return CUDA_SUCCESS;
 }
 STUB(cuDevicePrimaryCtxRetain)(CUcontext *ctx, CUdevice d) {
-	*ctx = (CUcontext)&primary;
+	if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;
+	if (!stub_device_ok(d)) return CUDA_ERROR_INVALID_DEVICE;
+	*ctx = (CUcontext)stub_primary[d];
 	return CUDA_SUCCESS;
 }
 STUB(cuDevicePrimaryCtxGetState)(CUdevice d, unsigned *flags, int *active) {
+	if (!stub_device_ok(d)) return CUDA_ERROR_INVALID_DEVICE;
 	*flags = 0;
 	*active = 1;
 	return CUDA_SUCCESS;
@@ -162,13 +246,17 @@ STUB(cuCtxGetCurrent)(CUcontext *ctx) {
 	*ctx = current;
 	return CUDA_SUCCESS;
 }
+// cuCtxSetCurrent takes any pointer, as the driver takes any context
+// handle without looking into it: the tests make others current.
 STUB(cuCtxSetCurrent)(CUcontext ctx) {
 	current = ctx;
 	return CUDA_SUCCESS;
 }
 STUB(cuCtxGetDevice)(CUdevice *d) {
-	*d = 0;
-	return current != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+	int dev = stub_current_device();
+	if (dev < 0) return CUDA_ERROR_INVALID_CONTEXT;
+	*d = dev;
+	return CUDA_SUCCESS;
 }
 STUB(cuCtxGetStreamPriorityRange)(int *least, int *greatest) {
 	*least = 0;
@@ -176,130 +264,432 @@ STUB(cuCtxGetStreamPriorityRange)(int *least, int *greatest) {
 	return CUDA_SUCCESS;
 }
 STUB(cuMemGetInfo)(size_t *free, size_t *total) {
+	if (stub_current_device() < 0) return CUDA_ERROR_INVALID_CONTEXT;
 	*free = *total = (size_t)140 << 30;
 	return CUDA_SUCCESS;
 }
 
-// Memory is the host's: highlevel reads and writes pinned memory itself.
-STUB(cuMemAlloc)(CUdeviceptr *p, size_t n) {
-	*p = (CUdeviceptr)(uintptr_t)malloc(n);
-	return *p != 0 ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
-}
-STUB(cuMemAllocManaged)(CUdeviceptr *p, size_t n, unsigned flags) { return stub_cuMemAlloc(p, n); }
-STUB(cuMemAllocFromPoolAsync)(CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s) { return stub_cuMemAlloc(p, n); }
-STUB(cuMemFree)(CUdeviceptr p) {
-	free((void *)(uintptr_t)p);
-	return CUDA_SUCCESS;
-}
-STUB(cuMemFreeAsync)(CUdeviceptr p, CUstream s) { return stub_cuMemFree(p); }
-STUB(cuMemHostAlloc)(void **p, size_t n, unsigned flags) {
-	*p = malloc(n);
-	return *p != NULL ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
-}
-STUB(cuMemFreeHost)(void *p) {
-	free(p);
-	return CUDA_SUCCESS;
-}
+// ---- Objects ----------------------------------------------------------
 
-// stub_copy_us is STUB_COPY_US, or -1 where it is unset; stub_legacy
-// counts the copies in progress on the legacy default stream.
-static long stub_copy_us = -2;
-static int stub_legacy;
-
-static CUresult stub_copy(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
-	long us = __atomic_load_n(&stub_copy_us, __ATOMIC_RELAXED);
-	if (us == -2) {
-		const char *v = getenv("STUB_COPY_US");
-		us = v != NULL ? atol(v) : -1;
-		__atomic_store_n(&stub_copy_us, us, __ATOMIC_RELAXED);
-	}
-	if (us < 0) return CUDA_SUCCESS;
-	if (s == NULL) __atomic_add_fetch(&stub_legacy, 1, __ATOMIC_SEQ_CST);
-	struct timespec t = {us / 1000000, us % 1000000 * 1000};
-	nanosleep(&t, NULL);
-	memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
-	if (s == NULL) __atomic_sub_fetch(&stub_legacy, 1, __ATOMIC_SEQ_CST);
-	return CUDA_SUCCESS;
-}
-STUB(cuMemcpy)(CUdeviceptr dst, CUdeviceptr src, size_t n) { return stub_copy(dst, src, n, NULL); }
-STUB(cuMemcpyAsync)(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) { return stub_copy(dst, src, n, s); }
-
-// stub_destroyable refuses a destruction during a copy on the legacy
-// default stream.
-static CUresult stub_destroyable(void) {
-	return __atomic_load_n(&stub_legacy, __ATOMIC_SEQ_CST) > 0 ? CUDA_ERROR_ILLEGAL_STATE : CUDA_SUCCESS;
-}
-STUB(cuStreamDestroy)(CUstream s) { return stub_destroyable(); }
-STUB(cuMemPoolDestroy)(CUmemoryPool p) { return stub_destroyable(); }
-
-STUB(cuStreamCreate)(CUstream *s, unsigned flags) {
-	*s = (CUstream)next_handle();
-	return CUDA_SUCCESS;
-}
-STUB(cuStreamCreateWithPriority)(CUstream *s, unsigned flags, int priority) { return stub_cuStreamCreate(s, flags); }
-STUB(cuEventCreate)(CUevent *e, unsigned flags) {
-	*e = (CUevent)next_handle();
-	return CUDA_SUCCESS;
-}
-STUB(cuDeviceGetDefaultMemPool)(CUmemoryPool *p, CUdevice d) {
-	*p = (CUmemoryPool)next_handle();
-	return CUDA_SUCCESS;
-}
-STUB(cuMemPoolCreate)(CUmemoryPool *p, const CUmemPoolProps *props) { return stub_cuDeviceGetDefaultMemPool(p, 0); }
-STUB(cuMemPoolGetAttribute)(CUmemoryPool p, CUmemPool_attribute attr, void *v) {
-	*(uint64_t *)v = 0;
-	return CUDA_SUCCESS;
-}
-STUB(cuStreamGetCaptureInfo)(CUstream s, CUstreamCaptureStatus *st, cuuint64_t *id, CUgraph *g,
-		const CUgraphNode **deps, size_t *n) {
-	*st = CU_STREAM_CAPTURE_STATUS_NONE;
-	return CUDA_SUCCESS;
-}
-
-// stubKernels are the kernels the stub knows the parameters of; any other
-// name has none.
-static const struct {
-	const char *name;
-	int n;
-	size_t offsets[4], sizes[4];
-} stubKernels[] = {
-	{"empty", 0, {0}, {0}},
-	// (float a, const float *x, float *y, int n)
-	{"args4", 4, {0, 8, 16, 24}, {4, 8, 8, 4}},
-	{"axpy", 4, {0, 8, 16, 24}, {4, 8, 8, 4}},
+// Each object the stand-in hands out (stream, event, memory pool, graph,
+// instantiated graph, user object, library) is a struct that begins with
+// its kind's magic number, set to STUB_DEAD when it is destroyed; it is
+// never freed. stub_objects is the set of them all, so that a handle is
+// looked into only once it is known to be one.
+enum {
+	STUB_STREAM = 0x57e4a1,
+	STUB_EVENT,
+	STUB_POOL,
+	STUB_GRAPH,
+	STUB_EXEC,
+	STUB_UOBJ,
+	STUB_LIBRARY,
+	STUB_DEAD = 0xdead,
 };
-enum { NKERNELS = sizeof stubKernels / sizeof stubKernels[0] };
 
-STUB(cuLibraryLoadData)(CUlibrary *lib, const void *image, CUjit_option *jo, void **jv, unsigned nj,
-		CUlibraryOption *lo, void **lv, unsigned nl) {
-	*lib = (CUlibrary)next_handle();
+static void **stub_objects; // open addressing; stub_mu is held
+static size_t stub_nobjects, stub_capobjects;
+
+static size_t stub_object_slot(void *const *set, size_t cap, const void *p) {
+	size_t i = ((uintptr_t)p >> 4) * 0x9e3779b97f4a7c15ull % cap;
+	while (set[i] != NULL && set[i] != p) i = (i + 1) % cap;
+	return i;
+}
+
+// stub_new returns a zeroed object of size n with the magic number magic,
+// or NULL where memory is short; stub_mu is held.
+static void *stub_new(size_t n, unsigned magic) {
+	if (2 * (stub_nobjects + 1) > stub_capobjects) {
+		size_t cap = stub_capobjects ? 2 * stub_capobjects : 1024;
+		void **set = calloc(cap, sizeof *set);
+		if (set == NULL) return NULL;
+		for (size_t i = 0; i < stub_capobjects; i++) {
+			if (stub_objects[i] != NULL) set[stub_object_slot(set, cap, stub_objects[i])] = stub_objects[i];
+		}
+		free(stub_objects);
+		stub_objects = set;
+		stub_capobjects = cap;
+	}
+	unsigned *o = calloc(1, n);
+	if (o == NULL) return NULL;
+	*o = magic;
+	stub_objects[stub_object_slot(stub_objects, stub_capobjects, o)] = o;
+	stub_nobjects++;
+	return o;
+}
+
+// stub_object returns h where it is a live object of kind magic, else
+// NULL; stub_mu is held.
+static void *stub_object(const void *h, unsigned magic) {
+	if (h == NULL || stub_capobjects == 0) return NULL;
+	unsigned *o = stub_objects[stub_object_slot(stub_objects, stub_capobjects, h)];
+	return o != NULL && *o == magic ? o : NULL;
+}
+
+// ---- Memory -----------------------------------------------------------
+
+// The allocations, by address: device memory (cuMemAlloc, a pool's),
+// managed memory, pinned host memory (cuMemHostAlloc) and registered host
+// memory (cuMemHostRegister), all host memory. Host memory is portable and
+// mapped, with unified addressing, so the device uses every kind at its
+// address; an address in none is pageable host memory, which only copies
+// take.
+enum { MEM_DEVICE, MEM_MANAGED, MEM_HOST, MEM_REGISTERED };
+
+struct stub_pool {
+	unsigned magic;
+	int device, reuse[3]; // the CU_MEMPOOL_ATTR_REUSE_* attributes
+	cuuint64_t threshold; // CU_MEMPOOL_ATTR_RELEASE_THRESHOLD
+	size_t used, used_high; // stub_mem_mu is held
+};
+
+struct stub_alloc {
+	uintptr_t base;
+	size_t size;
+	int kind, device;
+	struct stub_pool *pool; // of a pool's memory
+};
+
+static pthread_mutex_t stub_mem_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct stub_alloc *stub_allocs; // sorted by base
+static size_t stub_nallocs, stub_capallocs;
+
+// stub_above returns the index of the first allocation above p; stub_mem_mu
+// is held, as for the functions below that look at the allocations.
+static size_t stub_above(uintptr_t p) {
+	size_t lo = 0, hi = stub_nallocs;
+	while (lo < hi) {
+		size_t m = lo + (hi - lo) / 2;
+		if (stub_allocs[m].base <= p) {
+			lo = m + 1;
+		} else {
+			hi = m;
+		}
+	}
+	return lo;
+}
+
+// stub_find returns the allocation that holds address p, or NULL.
+static struct stub_alloc *stub_find(uintptr_t p) {
+	size_t i = stub_above(p);
+	return i > 0 && p - stub_allocs[i - 1].base < stub_allocs[i - 1].size ? &stub_allocs[i - 1] : NULL;
+}
+
+// Where n bytes at p lie (stub_range): inside one allocation, outside all
+// of them (pageable memory), or across an allocation's end or beginning.
+enum { RANGE_IN, RANGE_OUTSIDE, RANGE_ACROSS };
+
+static int stub_range(uintptr_t p, size_t n, struct stub_alloc **in) {
+	struct stub_alloc *a = stub_find(p);
+	if (in != NULL) *in = a;
+	if (p + n < p) return RANGE_ACROSS;
+	if (a != NULL) return n <= a->size - (p - a->base) ? RANGE_IN : RANGE_ACROSS;
+	size_t i = stub_above(p);
+	return i < stub_nallocs && stub_allocs[i].base < p + n ? RANGE_ACROSS : RANGE_OUTSIDE;
+}
+
+// stub_device_range checks that n bytes at p are memory the device can
+// use, all in one allocation, as a memset's or a kernel's: CUDA_ERROR_INVALID_VALUE
+// where they are not.
+static CUresult stub_device_range(CUdeviceptr p, size_t n) {
+	if (n == 0) return CUDA_SUCCESS;
+	pthread_mutex_lock(&stub_mem_mu);
+	int r = stub_range((uintptr_t)p, n, NULL);
+	pthread_mutex_unlock(&stub_mem_mu);
+	return r == RANGE_IN ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+// stub_copy_range checks one side of a copy, which may be pageable host
+// memory (*pageable is set then) but not part of an allocation and
+// beyond it.
+static CUresult stub_copy_range(CUdeviceptr p, size_t n, int *pageable) {
+	if (n == 0) return CUDA_SUCCESS;
+	if (p == 0) return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&stub_mem_mu);
+	int r = stub_range((uintptr_t)p, n, NULL);
+	pthread_mutex_unlock(&stub_mem_mu);
+	if (r == RANGE_OUTSIDE) *pageable = 1;
+	return r == RANGE_ACROSS ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+}
+
+// stub_list adds an allocation, which overlaps none.
+static CUresult stub_list(struct stub_alloc a) {
+	if (stub_nallocs == stub_capallocs) {
+		size_t cap = stub_capallocs ? 2 * stub_capallocs : 256;
+		struct stub_alloc *p = realloc(stub_allocs, cap * sizeof *p);
+		if (p == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
+		stub_allocs = p;
+		stub_capallocs = cap;
+	}
+	size_t i = stub_above(a.base);
+	memmove(&stub_allocs[i + 1], &stub_allocs[i], (stub_nallocs - i) * sizeof a);
+	stub_allocs[i] = a;
+	stub_nallocs++;
+	if (a.pool != NULL) {
+		a.pool->used += a.size;
+		if (a.pool->used > a.pool->used_high) a.pool->used_high = a.pool->used;
+	}
 	return CUDA_SUCCESS;
 }
-STUB(cuLibraryGetKernel)(CUkernel *k, CUlibrary lib, const char *name) {
-	int i = 0;
-	while (i < NKERNELS && strcmp(stubKernels[i].name, name) != 0) i++;
-	*k = (CUkernel)(uintptr_t)(i + 1); // NKERNELS + 1: no parameters
+
+// stub_unlist removes the allocation that begins at p, of one of the
+// kinds in the bit mask kinds, into *out; it returns 0 where there is none.
+static int stub_unlist(uintptr_t p, unsigned kinds, struct stub_alloc *out) {
+	struct stub_alloc *a = stub_find(p);
+	if (a == NULL || a->base != p || !(kinds & 1u << a->kind)) return 0;
+	*out = *a;
+	if (a->pool != NULL) a->pool->used -= a->size;
+	size_t i = (size_t)(a - stub_allocs);
+	memmove(&stub_allocs[i], &stub_allocs[i + 1], (stub_nallocs - i - 1) * sizeof *a);
+	stub_nallocs--;
+	return 1;
+}
+
+// stub_allocate allocates n bytes of memory of the kind given, on the
+// device of the current context.
+static CUresult stub_allocate(CUdeviceptr *p, size_t n, int kind, struct stub_pool *pool) {
+	*p = 0;
+	int dev = stub_current_device();
+	if (dev < 0) return CUDA_ERROR_INVALID_CONTEXT;
+	if (n == 0) return CUDA_ERROR_INVALID_VALUE;
+	void *m = malloc(n);
+	if (m == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
+	pthread_mutex_lock(&stub_mem_mu);
+	CUresult r = stub_list((struct stub_alloc){(uintptr_t)m, n, kind, dev, pool});
+	pthread_mutex_unlock(&stub_mem_mu);
+	if (r != CUDA_SUCCESS) {
+		free(m);
+		return r;
+	}
+	*p = (CUdeviceptr)(uintptr_t)m;
 	return CUDA_SUCCESS;
 }
-STUB(cuKernelGetFunction)(CUfunction *f, CUkernel k) {
-	*f = (CUfunction)k;
+
+// stub_deallocate frees the allocation at p, of one of kinds.
+static CUresult stub_deallocate(uintptr_t p, unsigned kinds) {
+	if (stub_current_device() < 0) return CUDA_ERROR_INVALID_CONTEXT;
+	struct stub_alloc a;
+	pthread_mutex_lock(&stub_mem_mu);
+	int ok = stub_unlist(p, kinds, &a);
+	pthread_mutex_unlock(&stub_mem_mu);
+	if (!ok) return CUDA_ERROR_INVALID_VALUE;
+	free((void *)a.base);
 	return CUDA_SUCCESS;
 }
-STUB(cuKernelGetParamInfo)(CUkernel k, size_t i, size_t *offset, size_t *size) {
-	int j = (int)(uintptr_t)k - 1;
-	if (j >= NKERNELS || i >= (size_t)stubKernels[j].n) {
+
+STUB(cuMemAlloc)(CUdeviceptr *p, size_t n) { return stub_allocate(p, n, MEM_DEVICE, NULL); }
+STUB(cuMemAllocManaged)(CUdeviceptr *p, size_t n, unsigned flags) {
+	if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST) return CUDA_ERROR_INVALID_VALUE;
+	return stub_allocate(p, n, MEM_MANAGED, NULL);
+}
+// cuMemFree frees device memory, a pool's too, and managed memory.
+STUB(cuMemFree)(CUdeviceptr p) { return stub_deallocate((uintptr_t)p, 1u << MEM_DEVICE | 1u << MEM_MANAGED); }
+STUB(cuMemHostAlloc)(void **p, size_t n, unsigned flags) {
+	if (flags & ~(unsigned)(CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_WRITECOMBINED)) {
 		return CUDA_ERROR_INVALID_VALUE;
 	}
-	*offset = stubKernels[j].offsets[i];
-	*size = stubKernels[j].sizes[i];
+	CUdeviceptr d;
+	CUresult r = stub_allocate(&d, n, MEM_HOST, NULL);
+	*p = (void *)(uintptr_t)d;
+	return r;
+}
+STUB(cuMemFreeHost)(void *p) { return stub_deallocate((uintptr_t)p, 1u << MEM_HOST); }
+
+STUB(cuMemHostRegister)(void *p, size_t n, unsigned flags) {
+	if (stub_current_device() < 0) return CUDA_ERROR_INVALID_CONTEXT;
+	if (p == NULL || n == 0 || (flags & ~(unsigned)(CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP |
+			CU_MEMHOSTREGISTER_IOMEMORY | CU_MEMHOSTREGISTER_READ_ONLY))) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	if (flags & (CU_MEMHOSTREGISTER_IOMEMORY | CU_MEMHOSTREGISTER_READ_ONLY)) return STUB_UNMODELLED;
+	pthread_mutex_lock(&stub_mem_mu);
+	struct stub_alloc *a;
+	CUresult r = CUDA_SUCCESS;
+	if (stub_range((uintptr_t)p, n, &a) != RANGE_OUTSIDE) {
+		if (a == NULL) a = &stub_allocs[stub_above((uintptr_t)p)];
+		r = a->kind == MEM_REGISTERED ? CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED : CUDA_ERROR_INVALID_VALUE;
+	} else {
+		r = stub_list((struct stub_alloc){(uintptr_t)p, n, MEM_REGISTERED, stub_current_device(), NULL});
+	}
+	pthread_mutex_unlock(&stub_mem_mu);
+	return r;
+}
+STUB(cuMemHostUnregister)(void *p) {
+	if (stub_current_device() < 0) return CUDA_ERROR_INVALID_CONTEXT;
+	struct stub_alloc a;
+	pthread_mutex_lock(&stub_mem_mu);
+	int ok = stub_unlist((uintptr_t)p, 1u << MEM_REGISTERED, &a);
+	pthread_mutex_unlock(&stub_mem_mu);
+	return ok ? CUDA_SUCCESS : CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+}
+
+// cuPointerGetAttributes answers from the allocations; an address in none
+// has the answers CUDA gives for memory it does not know, with success.
+STUB(cuPointerGetAttributes)(unsigned n, CUpointer_attribute *attrs, void **data, CUdeviceptr ptr) {
+	pthread_mutex_lock(&stub_mem_mu);
+	struct stub_alloc *found = stub_find((uintptr_t)ptr), a = found != NULL ? *found : (struct stub_alloc){0};
+	pthread_mutex_unlock(&stub_mem_mu);
+	int host = found != NULL && (a.kind == MEM_HOST || a.kind == MEM_REGISTERED);
+	for (unsigned i = 0; i < n; i++) {
+		switch (attrs[i]) {
+		case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+			*(unsigned *)data[i] = found == NULL ? 0 : host ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
+			break;
+		case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: *(int *)data[i] = found != NULL ? a.device : -2; break;
+		case CU_POINTER_ATTRIBUTE_IS_MANAGED: *(unsigned char *)data[i] = found != NULL && a.kind == MEM_MANAGED; break;
+		case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
+			*(unsigned char *)data[i] = found != NULL && a.kind == MEM_DEVICE && a.pool == NULL;
+			break;
+		case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: *(CUdeviceptr *)data[i] = (CUdeviceptr)a.base; break;
+		case CU_POINTER_ATTRIBUTE_RANGE_SIZE: *(size_t *)data[i] = a.size; break;
+		default: return STUB_UNMODELLED;
+		}
+	}
 	return CUDA_SUCCESS;
 }
 
-// Host functions (cuLaunchHostFunc) and stream callbacks
-// (cuStreamAddCallback) run in the order they were queued, whatever their
-// stream, on a thread of the stub's, as the driver runs them on a thread of
-// its own; cuStreamSynchronize and cuCtxSynchronize wait until those queued
-// before them have run.
+// Managed memory lives where the stand-in's memory does: advice and
+// prefetches (cuMemPrefetchAsync, with the work on streams) are checked,
+// and have nothing to move.
+static int stub_managed_range(CUdeviceptr p, size_t n) {
+	struct stub_alloc *a;
+	pthread_mutex_lock(&stub_mem_mu);
+	int ok = stub_range((uintptr_t)p, n, &a) == RANGE_IN && a->kind == MEM_MANAGED;
+	pthread_mutex_unlock(&stub_mem_mu);
+	return ok;
+}
+STUB(cuMemAdvise)(CUdeviceptr p, size_t n, CUmem_advise advice, CUdevice d) {
+	if (stub_current_device() < 0) return CUDA_ERROR_INVALID_CONTEXT;
+	if (advice < CU_MEM_ADVISE_SET_READ_MOSTLY || advice > CU_MEM_ADVISE_UNSET_ACCESSED_BY) return CUDA_ERROR_INVALID_VALUE;
+	if (advice != CU_MEM_ADVISE_SET_READ_MOSTLY && advice != CU_MEM_ADVISE_UNSET_READ_MOSTLY && d != CU_DEVICE_CPU &&
+			!stub_device_ok(d)) {
+		return CUDA_ERROR_INVALID_DEVICE;
+	}
+	return n == 0 || stub_managed_range(p, n) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+// Memory pools keep nothing: freed memory goes back to the system at once,
+// so a pool's reserved memory is its used memory, and a trim has nothing to
+// give back. Each device has its default pool.
+static struct stub_pool *stub_default_pools[STUB_MAX_DEVICES];
+
+static struct stub_pool *stub_new_pool(int dev) {
+	struct stub_pool *p = stub_new(sizeof *p, STUB_POOL);
+	if (p != NULL) *p = (struct stub_pool){STUB_POOL, dev, {1, 1, 1}, 0, 0, 0};
+	return p;
+}
+
+STUB(cuDeviceGetDefaultMemPool)(CUmemoryPool *p, CUdevice d) {
+	if (!stub_device_ok(d)) return CUDA_ERROR_INVALID_DEVICE;
+	pthread_mutex_lock(&stub_mu);
+	if (stub_default_pools[d] == NULL) stub_default_pools[d] = stub_new_pool(d);
+	*p = (CUmemoryPool)stub_default_pools[d];
+	pthread_mutex_unlock(&stub_mu);
+	return *p != NULL ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+STUB(cuMemPoolCreate)(CUmemoryPool *p, const CUmemPoolProps *props) {
+	if (props == NULL || props->allocType != CU_MEM_ALLOCATION_TYPE_PINNED) return CUDA_ERROR_INVALID_VALUE;
+	if (props->location.type != CU_MEM_LOCATION_TYPE_DEVICE || props->handleTypes != CU_MEM_HANDLE_TYPE_NONE ||
+			props->maxSize != 0 || props->usage != 0) {
+		return STUB_UNMODELLED;
+	}
+	if (!stub_device_ok(props->location.id)) return CUDA_ERROR_INVALID_DEVICE;
+	pthread_mutex_lock(&stub_mu);
+	*p = (CUmemoryPool)stub_new_pool(props->location.id);
+	pthread_mutex_unlock(&stub_mu);
+	return *p != NULL ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+// stub_pool returns pool where it is a live pool, else NULL; stub_mu is
+// held.
+static struct stub_pool *stub_pool(CUmemoryPool pool) { return stub_object(pool, STUB_POOL); }
+
+static CUresult stub_destroyable(void);
+
+// cuMemPoolDestroy leaves the memory allocated from the pool to its frees,
+// as CUDA does.
+STUB(cuMemPoolDestroy)(CUmemoryPool pool) {
+	CUresult r = stub_destroyable();
+	if (r != CUDA_SUCCESS) return r;
+	pthread_mutex_lock(&stub_mu);
+	struct stub_pool *p = stub_pool(pool);
+	int dflt = p != NULL && stub_default_pools[p->device] == p;
+	if (p != NULL && !dflt) p->magic = STUB_DEAD;
+	pthread_mutex_unlock(&stub_mu);
+	return p != NULL && !dflt ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+STUB(cuMemPoolSetAttribute)(CUmemoryPool pool, CUmemPool_attribute attr, void *v) {
+	CUresult r = CUDA_SUCCESS;
+	pthread_mutex_lock(&stub_mu);
+	struct stub_pool *p = stub_pool(pool);
+	if (p == NULL) {
+		r = CUDA_ERROR_INVALID_VALUE;
+	} else {
+		pthread_mutex_lock(&stub_mem_mu);
+		switch (attr) {
+		case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
+		case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC:
+		case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES:
+			p->reuse[attr - CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES] = *(int *)v != 0;
+			break;
+		case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD: p->threshold = *(cuuint64_t *)v; break;
+		case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
+		case CU_MEMPOOL_ATTR_USED_MEM_HIGH: // only reset, to the current value
+			if (*(cuuint64_t *)v != 0) {
+				r = CUDA_ERROR_INVALID_VALUE;
+			} else {
+				p->used_high = p->used;
+			}
+			break;
+		default: r = CUDA_ERROR_INVALID_VALUE;
+		}
+		pthread_mutex_unlock(&stub_mem_mu);
+	}
+	pthread_mutex_unlock(&stub_mu);
+	return r;
+}
+STUB(cuMemPoolGetAttribute)(CUmemoryPool pool, CUmemPool_attribute attr, void *v) {
+	CUresult r = CUDA_SUCCESS;
+	pthread_mutex_lock(&stub_mu);
+	struct stub_pool *p = stub_pool(pool);
+	if (p == NULL) {
+		r = CUDA_ERROR_INVALID_VALUE;
+	} else {
+		pthread_mutex_lock(&stub_mem_mu);
+		switch (attr) {
+		case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
+		case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC:
+		case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES:
+			*(int *)v = p->reuse[attr - CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES];
+			break;
+		case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD: *(cuuint64_t *)v = p->threshold; break;
+		case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT:
+		case CU_MEMPOOL_ATTR_USED_MEM_CURRENT: *(cuuint64_t *)v = p->used; break;
+		case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
+		case CU_MEMPOOL_ATTR_USED_MEM_HIGH: *(cuuint64_t *)v = p->used_high; break;
+		default: r = CUDA_ERROR_INVALID_VALUE;
+		}
+		pthread_mutex_unlock(&stub_mem_mu);
+	}
+	pthread_mutex_unlock(&stub_mu);
+	return r;
+}
+STUB(cuMemPoolTrimTo)(CUmemoryPool pool, size_t keep) {
+	pthread_mutex_lock(&stub_mu);
+	struct stub_pool *p = stub_pool(pool);
+	pthread_mutex_unlock(&stub_mu);
+	return p != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+// ---- The host thread --------------------------------------------------
+
+// Host functions (cuLaunchHostFunc, graphs' host nodes) and stream
+// callbacks (cuStreamAddCallback) run in the order they were queued,
+// whatever their stream, on a thread of the stand-in's, as the driver runs
+// them on a thread of its own; so do, behind them, the stand-in's own work
+// that must wait for them: stream-ordered frees, the destruction of user
+// objects. cuStreamSynchronize and cuCtxSynchronize wait until those
+// queued before them have run.
 struct stub_host_fn {
 	CUhostFn fn; // or cb
 	CUstreamCallback cb;
@@ -359,64 +749,1116 @@ static CUresult stub_queue(CUhostFn fn, CUstreamCallback cb, CUstream s, void *d
 
 // stub_host_wait returns once the host functions queued so far have run;
 // at once when none was ever queued (the benchmarks' streams).
-static CUresult stub_host_wait(void) {
-	if (__atomic_load_n(&stub_host_queued, __ATOMIC_RELAXED) == 0) return CUDA_SUCCESS;
+static void stub_host_wait(void) {
+	if (__atomic_load_n(&stub_host_queued, __ATOMIC_RELAXED) == 0) return;
 	pthread_mutex_lock(&stub_host_mu);
 	unsigned long n = stub_host_queued;
 	while (stub_host_ran < n) pthread_cond_wait(&stub_host_cv, &stub_host_mu);
 	pthread_mutex_unlock(&stub_host_mu);
+}
+
+// stub_host_busy reports whether host functions queued so far have not
+// all run.
+static int stub_host_busy(void) {
+	pthread_mutex_lock(&stub_host_mu);
+	int busy = stub_host_ran < stub_host_queued;
+	pthread_mutex_unlock(&stub_host_mu);
+	return busy;
+}
+
+// stub_after_host does fn(data) once the host functions queued so far have
+// run: now, where they have.
+static CUresult stub_after_host(CUhostFn fn, void *data) {
+	if (stub_host_busy()) return stub_queue(fn, NULL, NULL, data);
+	fn(data);
 	return CUDA_SUCCESS;
 }
 
-STUB(cuLaunchHostFunc)(CUstream s, CUhostFn fn, void *data) { return stub_queue(fn, NULL, s, data); }
-STUB(cuStreamAddCallback)(CUstream s, CUstreamCallback cb, void *data, unsigned flags) {
-	return stub_queue(NULL, cb, s, data);
+// ---- Graphs' contents and user objects ----------------------------------
+
+// A graph is the work captured into it, in the order it was captured,
+// which is an order its dependencies allow; an instantiation is a copy of
+// it. Each holds references to CUDA user objects.
+enum { NODE_COPY, NODE_SET, NODE_HOST, NODE_KERNEL };
+
+// A kernel's launch: the kernel (stubKernels' index), its dimensions and
+// its arguments, packed at their parameters' offsets.
+struct stub_launch {
+	int k;
+	unsigned grid[3], block[3], smem;
+	unsigned char args[32];
+};
+
+struct stub_node {
+	int kind;
+	CUdeviceptr dst, src; // a copy's; a memset's dst
+	size_t n; // a copy's bytes; a memset's elements in a row
+	// A memset's: the value, its size (1, 2 or 4 bytes), its rows and the
+	// bytes from one row to the next.
+	unsigned v, elem;
+	size_t rows, pitch;
+	CUhostFn fn; // a host function's
+	void *data;
+	struct stub_launch launch; // a kernel's
+};
+
+struct stub_uobj {
+	unsigned magic;
+	void *ptr;
+	CUhostFn destroy;
+	unsigned refs;
+};
+
+struct stub_ref {
+	struct stub_uobj *o;
+	unsigned n;
+};
+
+struct stub_graph {
+	unsigned magic; // STUB_GRAPH, or STUB_EXEC for an instantiation
+	struct stub_node *nodes;
+	size_t n, cap;
+	struct stub_ref *refs;
+	size_t nrefs, caprefs;
+};
+
+// The functions below that take a graph are called with stub_mu held.
+
+static CUresult stub_graph_add(struct stub_graph *g, const struct stub_node *nd) {
+	if (g->n == g->cap) {
+		size_t cap = g->cap ? 2 * g->cap : 16;
+		struct stub_node *p = realloc(g->nodes, cap * sizeof *p);
+		if (p == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
+		g->nodes = p;
+		g->cap = cap;
+	}
+	g->nodes[g->n++] = *nd;
+	return CUDA_SUCCESS;
 }
-STUB(cuStreamSynchronize)(CUstream s) { return stub_host_wait(); }
+
+// stub_graph_ref gives g n references to o, which the caller has taken.
+static CUresult stub_graph_ref(struct stub_graph *g, struct stub_uobj *o, unsigned n) {
+	for (size_t i = 0; i < g->nrefs; i++) {
+		if (g->refs[i].o == o) {
+			g->refs[i].n += n;
+			return CUDA_SUCCESS;
+		}
+	}
+	if (g->nrefs == g->caprefs) {
+		size_t cap = g->caprefs ? 2 * g->caprefs : 8;
+		struct stub_ref *p = realloc(g->refs, cap * sizeof *p);
+		if (p == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
+		g->refs = p;
+		g->caprefs = cap;
+	}
+	g->refs[g->nrefs++] = (struct stub_ref){o, n};
+	return CUDA_SUCCESS;
+}
+
+// stub_uobj_release drops n references to o; the last one's destroy runs
+// on the host thread, behind the host functions queued before.
+static void stub_uobj_release(struct stub_uobj *o, unsigned n) {
+	if ((o->refs -= n) == 0) {
+		o->magic = STUB_DEAD;
+		if (stub_queue(o->destroy, NULL, NULL, o->ptr) != CUDA_SUCCESS) o->destroy(o->ptr);
+	}
+}
+
+static void stub_refs_release(struct stub_ref *refs, size_t n) {
+	for (size_t i = 0; i < n; i++) stub_uobj_release(refs[i].o, refs[i].n);
+}
+
+// stub_graph_append adds src's work to g, and references to src's user
+// objects.
+static CUresult stub_graph_append(struct stub_graph *g, const struct stub_graph *src) {
+	CUresult r = CUDA_SUCCESS;
+	for (size_t i = 0; r == CUDA_SUCCESS && i < src->n; i++) r = stub_graph_add(g, &src->nodes[i]);
+	for (size_t i = 0; r == CUDA_SUCCESS && i < src->nrefs; i++) {
+		r = stub_graph_ref(g, src->refs[i].o, src->refs[i].n);
+		if (r == CUDA_SUCCESS) src->refs[i].o->refs += src->refs[i].n;
+	}
+	return r;
+}
+
+// stub_graph_clear empties g, dropping its references.
+static void stub_graph_clear(struct stub_graph *g) {
+	stub_refs_release(g->refs, g->nrefs);
+	free(g->nodes);
+	free(g->refs);
+	*g = (struct stub_graph){g->magic};
+}
+
+STUB(cuUserObjectCreate)(CUuserObject *obj, void *ptr, CUhostFn destroy, unsigned refs, unsigned flags) {
+	if (destroy == NULL || refs == 0 || flags != CU_USER_OBJECT_NO_DESTRUCTOR_SYNC) return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&stub_mu);
+	struct stub_uobj *o = stub_new(sizeof *o, STUB_UOBJ);
+	if (o != NULL) *o = (struct stub_uobj){STUB_UOBJ, ptr, destroy, refs};
+	pthread_mutex_unlock(&stub_mu);
+	*obj = (CUuserObject)o;
+	return o != NULL ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+STUB(cuUserObjectRelease)(CUuserObject obj, unsigned n) {
+	pthread_mutex_lock(&stub_mu);
+	struct stub_uobj *o = stub_object(obj, STUB_UOBJ);
+	CUresult r = o == NULL || n == 0 || n > o->refs ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+	if (r == CUDA_SUCCESS) stub_uobj_release(o, n);
+	pthread_mutex_unlock(&stub_mu);
+	return r;
+}
+STUB(cuGraphRetainUserObject)(CUgraph graph, CUuserObject obj, unsigned n, unsigned flags) {
+	pthread_mutex_lock(&stub_mu);
+	struct stub_graph *g = stub_object(graph, STUB_GRAPH);
+	struct stub_uobj *o = stub_object(obj, STUB_UOBJ);
+	CUresult r = g == NULL || o == NULL || n == 0 || (flags & ~(unsigned)CU_GRAPH_USER_OBJECT_MOVE) ||
+		((flags & CU_GRAPH_USER_OBJECT_MOVE) && n > o->refs) ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+	if (r == CUDA_SUCCESS) r = stub_graph_ref(g, o, n);
+	if (r == CUDA_SUCCESS && !(flags & CU_GRAPH_USER_OBJECT_MOVE)) o->refs += n; // else the caller's move to g
+	pthread_mutex_unlock(&stub_mu);
+	return r;
+}
+
+// ---- Streams and captures ---------------------------------------------
+
+// A capture in progress: the streams that take part in it (the one that
+// began it and those that joined it), the graph of their work, and where
+// each of them is in it. It ends on the stream that began it.
+struct stub_capture;
+
+struct stub_stream {
+	unsigned magic;
+	unsigned flags; // CU_STREAM_NON_BLOCKING
+	struct stub_capture *cap; // the capture it takes part in, or NULL
+	// In cap: the position of its last work, and that of the last of its
+	// work that another stream of cap waited for (joined, where equal).
+	unsigned long seq, joined;
+	struct stub_stream *next; // in cap's streams
+};
+
+struct stub_capture {
+	unsigned long long id;
+	int invalidated;
+	struct stub_graph *g;
+	struct stub_stream *origin, *streams;
+	unsigned long seq; // the work captured so far
+	struct stub_capture *next; // in stub_captures
+};
+
+// The legacy default stream (NULL, CU_STREAM_LEGACY) and the per-thread
+// one (CU_STREAM_PER_THREAD) are built in; neither is captured here.
+static struct stub_stream stub_legacy = {STUB_STREAM}, stub_per_thread = {STUB_STREAM, CU_STREAM_NON_BLOCKING};
+
+// The functions below that take or return a stream or a capture are
+// called with stub_mu held.
+static struct stub_capture *stub_captures; // in progress
+static unsigned long long stub_capture_ids;
+static int stub_blocking_captured; // blocking streams in captures
+
+// stub_stream returns s where it is a stream, else NULL
+// (CUDA_ERROR_INVALID_HANDLE).
+static struct stub_stream *stub_stream(CUstream s) {
+	if (s == NULL || s == CU_STREAM_LEGACY) return &stub_legacy;
+	if (s == CU_STREAM_PER_THREAD) return &stub_per_thread;
+	return stub_object(s, STUB_STREAM);
+}
+
+static int stub_blocking(const struct stub_stream *st) { return !(st->flags & CU_STREAM_NON_BLOCKING); }
+
+// stub_implicit checks work on st: on the legacy default stream, while a
+// blocking stream captures, it would wait for the capture: CUDA refuses it,
+// invalidating the captures it would wait for.
+static CUresult stub_implicit(struct stub_stream *st) {
+	if (st != &stub_legacy || stub_blocking_captured == 0) return CUDA_SUCCESS;
+	for (struct stub_capture *c = stub_captures; c != NULL; c = c->next) {
+		for (struct stub_stream *m = c->streams; m != NULL; m = m->next) {
+			if (stub_blocking(m)) c->invalidated = 1;
+		}
+	}
+	return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
+}
+
+// stub_join makes st take part in c from position at.
+static void stub_join(struct stub_capture *c, struct stub_stream *st, unsigned long at) {
+	st->cap = c;
+	st->seq = st->joined = at;
+	st->next = c->streams;
+	c->streams = st;
+	stub_blocking_captured += stub_blocking(st);
+}
+
+// stub_capture_end ends c: its streams leave it, and it is freed; its
+// graph is the caller's.
+static void stub_capture_end(struct stub_capture *c) {
+	for (struct stub_stream *m = c->streams, *next; m != NULL; m = next) {
+		next = m->next;
+		stub_blocking_captured -= stub_blocking(m);
+		m->cap = NULL;
+		m->next = NULL;
+	}
+	struct stub_capture **p = &stub_captures;
+	while (*p != c) p = &(*p)->next;
+	*p = c->next;
+	free(c);
+}
+
+// stub_capture_of returns the capture in progress with the given id, or
+// NULL.
+static struct stub_capture *stub_capture_of(unsigned long long id) {
+	struct stub_capture *c = stub_captures;
+	while (c != NULL && c->id != id) c = c->next;
+	return c;
+}
+
+// stub_captures_in_progress returns the number of captures in progress,
+// for the stand-ins of other libraries built with this one (linalg's
+// stublibs.c).
+int stub_captures_in_progress(void) {
+	int n = 0;
+	pthread_mutex_lock(&stub_mu);
+	for (struct stub_capture *c = stub_captures; c != NULL; c = c->next) n++;
+	pthread_mutex_unlock(&stub_mu);
+	return n;
+}
+
+// stub_captured counts work of st's captured (n nodes added to its graph).
+static void stub_captured(struct stub_stream *st) { st->seq = ++st->cap->seq; }
+
+// stub_submit queues work (node) on stream s: in a capture, the node is
+// added to its graph; otherwise *now is set, and the caller does the work.
+// Work the stand-in does not capture (capturable 0) is refused in a
+// capture, which goes on.
+static CUresult stub_submit(CUstream s, const struct stub_node *node, int capturable, int *now) {
+	*now = 0;
+	CUresult r;
+	pthread_mutex_lock(&stub_mu);
+	struct stub_stream *st = stub_stream(s);
+	if (st == NULL) {
+		r = CUDA_ERROR_INVALID_HANDLE;
+	} else if (st->cap == NULL) {
+		r = stub_implicit(st);
+		*now = r == CUDA_SUCCESS;
+	} else if (st->cap->invalidated) {
+		r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+	} else if (!capturable) {
+		r = STUB_UNMODELLED;
+	} else if ((r = stub_graph_add(st->cap->g, node)) == CUDA_SUCCESS) {
+		stub_captured(st);
+	}
+	pthread_mutex_unlock(&stub_mu);
+	return r;
+}
+
+// stub_uncapturable checks a call that CUDA refuses on a capturing stream
+// (waits, questions, stream callbacks, stream-ordered allocation here): it
+// is refused with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, invalidating the
+// capture where invalidate is set, as CUDA does, and STUB_UNMODELLED
+// where not (the stand-in's own refusal).
+static CUresult stub_uncapturable(struct stub_stream *st, int invalidate) {
+	if (st == NULL) return CUDA_ERROR_INVALID_HANDLE;
+	if (st->cap != NULL) {
+		if (!invalidate) return STUB_UNMODELLED;
+		st->cap->invalidated = 1;
+		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+	}
+	return stub_implicit(st);
+}
+
+static CUresult stub_stream_new(CUstream *s, unsigned flags) {
+	*s = NULL;
+	if (stub_current_device() < 0) return CUDA_ERROR_INVALID_CONTEXT;
+	if (flags & ~(unsigned)CU_STREAM_NON_BLOCKING) return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&stub_mu);
+	struct stub_stream *st = stub_new(sizeof *st, STUB_STREAM);
+	if (st != NULL) st->flags = flags;
+	pthread_mutex_unlock(&stub_mu);
+	*s = (CUstream)st;
+	return st != NULL ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+STUB(cuStreamCreate)(CUstream *s, unsigned flags) { return stub_stream_new(s, flags); }
+// Priorities are taken and order nothing: the work is done at the call.
+STUB(cuStreamCreateWithPriority)(CUstream *s, unsigned flags, int priority) { return stub_stream_new(s, flags); }
+
+// stub_copy_us is STUB_COPY_US, or -1 where it is unset; stub_legacy_copies
+// counts the copies in progress on the legacy default stream.
+static long stub_copy_us = -2;
+static int stub_legacy_copies;
+
+// stub_destroyable refuses a destruction during a copy on the legacy
+// default stream.
+static CUresult stub_destroyable(void) {
+	return __atomic_load_n(&stub_legacy_copies, __ATOMIC_SEQ_CST) > 0 ? CUDA_ERROR_ILLEGAL_STATE : CUDA_SUCCESS;
+}
+
+// cuStreamDestroy refuses a stream that takes part in a capture, which
+// would be left with a dangling stream (highlevel never does it; CUDA's
+// answer is not documented): CUDA_ERROR_ILLEGAL_STATE.
+STUB(cuStreamDestroy)(CUstream s) {
+	CUresult r = stub_destroyable();
+	if (r != CUDA_SUCCESS) return r;
+	pthread_mutex_lock(&stub_mu);
+	struct stub_stream *st = stub_object(s, STUB_STREAM);
+	if (st == NULL) {
+		r = CUDA_ERROR_INVALID_HANDLE;
+	} else if (st->cap != NULL) {
+		r = CUDA_ERROR_ILLEGAL_STATE;
+	} else {
+		st->magic = STUB_DEAD;
+	}
+	pthread_mutex_unlock(&stub_mu);
+	return r;
+}
+
+STUB(cuStreamBeginCapture)(CUstream s, CUstreamCaptureMode mode) {
+	CUresult r = CUDA_SUCCESS;
+	pthread_mutex_lock(&stub_mu);
+	struct stub_stream *st = stub_stream(s);
+	struct stub_capture *c = NULL;
+	if (st == NULL) {
+		r = CUDA_ERROR_INVALID_HANDLE;
+	} else if (st == &stub_legacy) {
+		r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; // as CUDA
+	} else if (st == &stub_per_thread) {
+		r = STUB_UNMODELLED;
+	} else if (mode != CU_STREAM_CAPTURE_MODE_GLOBAL && mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
+			mode != CU_STREAM_CAPTURE_MODE_RELAXED) {
+		r = CUDA_ERROR_INVALID_VALUE;
+	} else if (st->cap != NULL) {
+		r = CUDA_ERROR_ILLEGAL_STATE;
+	} else if ((c = calloc(1, sizeof *c)) == NULL || (c->g = stub_new(sizeof *c->g, STUB_GRAPH)) == NULL) {
+		free(c);
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+	} else {
+		c->id = ++stub_capture_ids;
+		c->origin = st;
+		c->next = stub_captures;
+		stub_captures = c;
+		stub_join(c, st, 0);
+	}
+	pthread_mutex_unlock(&stub_mu);
+	return r;
+}
+
+// cuStreamEndCapture ends the capture on the stream that began it: with
+// its graph, or, where the capture was invalidated or a stream that joined
+// it did not rejoin it, with the error and no graph.
+STUB(cuStreamEndCapture)(CUstream s, CUgraph *g) {
+	CUresult r = CUDA_SUCCESS;
+	*g = NULL;
+	pthread_mutex_lock(&stub_mu);
+	struct stub_stream *st = stub_stream(s);
+	struct stub_capture *c = st != NULL ? st->cap : NULL;
+	if (st == NULL) {
+		r = CUDA_ERROR_INVALID_HANDLE;
+	} else if (c == NULL) {
+		r = CUDA_ERROR_ILLEGAL_STATE;
+	} else if (c->origin != st) {
+		r = CUDA_ERROR_STREAM_CAPTURE_UNMATCHED; // the capture goes on
+	} else {
+		if (c->invalidated) r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+		for (struct stub_stream *m = c->streams; r == CUDA_SUCCESS && m != NULL; m = m->next) {
+			if (m != st && m->seq != m->joined) r = CUDA_ERROR_STREAM_CAPTURE_UNJOINED;
+		}
+		struct stub_graph *graph = c->g;
+		stub_capture_end(c);
+		if (r == CUDA_SUCCESS) {
+			*g = (CUgraph)graph;
+		} else {
+			stub_graph_clear(graph);
+			graph->magic = STUB_DEAD;
+		}
+	}
+	pthread_mutex_unlock(&stub_mu);
+	return r;
+}
+
+// cuStreamGetCaptureInfo reports the capture; the dependencies are not
+// modelled (the captured work is a sequence): asking for them is refused.
+STUB(cuStreamGetCaptureInfo)(CUstream s, CUstreamCaptureStatus *status, cuuint64_t *id, CUgraph *g,
+		const CUgraphNode **deps, size_t *n) {
+	if (deps != NULL || n != NULL) return STUB_UNMODELLED;
+	CUresult r = CUDA_SUCCESS;
+	pthread_mutex_lock(&stub_mu);
+	struct stub_stream *st = stub_stream(s);
+	if (st == NULL) {
+		r = CUDA_ERROR_INVALID_HANDLE;
+	} else if (st == &stub_legacy && stub_blocking_captured > 0) {
+		r = CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
+	} else {
+		struct stub_capture *c = st->cap;
+		*status = c == NULL ? CU_STREAM_CAPTURE_STATUS_NONE
+			: c->invalidated ? CU_STREAM_CAPTURE_STATUS_INVALIDATED : CU_STREAM_CAPTURE_STATUS_ACTIVE;
+		if (id != NULL && c != NULL) *id = c->id;
+		if (g != NULL) *g = c != NULL && !c->invalidated ? (CUgraph)c->g : NULL;
+	}
+	pthread_mutex_unlock(&stub_mu);
+	return r;
+}
+
+// A wait for a stream, or a question about it, is for the host functions
+// queued before, whatever their stream (the rest of its work is done).
+STUB(cuStreamSynchronize)(CUstream s) {
+	pthread_mutex_lock(&stub_mu);
+	CUresult r = stub_uncapturable(stub_stream(s), 1);
+	pthread_mutex_unlock(&stub_mu);
+	if (r == CUDA_SUCCESS) stub_host_wait();
+	return r;
+}
+STUB(cuStreamQuery)(CUstream s) {
+	pthread_mutex_lock(&stub_mu);
+	CUresult r = stub_uncapturable(stub_stream(s), 1);
+	pthread_mutex_unlock(&stub_mu);
+	return r != CUDA_SUCCESS ? r : stub_host_busy() ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
+}
+STUB(cuCtxSynchronize)(void) {
+	if (stub_current_device() < 0) return CUDA_ERROR_INVALID_CONTEXT;
+	stub_host_wait();
+	return CUDA_SUCCESS;
+}
+
+// ---- Events -----------------------------------------------------------
 
 // An event has happened, and a stream is idle, once the host functions
 // queued before its last record, or before the query, have run, whatever
 // their stream: a host function that blocks holds back the work queued
-// after it. The records are kept by handle in a table, where one pushed
-// out by another counts as happened.
-#define STUB_EVENTS 4096
-static struct {
-	CUevent e;
-	unsigned long at;
-} stub_events[STUB_EVENTS];
+// after it. An event recorded in a capture is a point of the capture:
+// CUDA refuses questions and waits on it (CUDA_ERROR_CAPTURED_EVENT), and a
+// stream that waits for it joins the capture.
+struct stub_event {
+	unsigned magic, flags;
+	unsigned long at; // the host functions queued before its record; stub_host_mu is held
+	unsigned long long cap; // the capture it was last recorded in, or 0
+	struct stub_stream *cap_stream; // and where in it
+	unsigned long cap_seq;
+};
 
-static unsigned stub_event_slot(CUevent e) { return (uintptr_t)e / 16 % STUB_EVENTS; }
+// stub_event returns e where it is an event, else NULL; stub_mu is held.
+static struct stub_event *stub_event(CUevent e) { return stub_object(e, STUB_EVENT); }
 
-// stub_pending reports whether e waits for host functions; stub_host_mu is held.
-static int stub_pending(CUevent e) {
-	unsigned i = stub_event_slot(e);
-	return stub_events[i].e == e && stub_host_ran < stub_events[i].at;
+STUB(cuEventCreate)(CUevent *e, unsigned flags) {
+	*e = NULL;
+	if (stub_current_device() < 0) return CUDA_ERROR_INVALID_CONTEXT;
+	if ((flags & ~(unsigned)(CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS)) ||
+			((flags & CU_EVENT_INTERPROCESS) && !(flags & CU_EVENT_DISABLE_TIMING))) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	pthread_mutex_lock(&stub_mu);
+	struct stub_event *ev = stub_new(sizeof *ev, STUB_EVENT);
+	if (ev != NULL) ev->flags = flags;
+	pthread_mutex_unlock(&stub_mu);
+	*e = (CUevent)ev;
+	return ev != NULL ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
-
+STUB(cuEventDestroy)(CUevent e) {
+	pthread_mutex_lock(&stub_mu);
+	struct stub_event *ev = stub_event(e);
+	if (ev != NULL) ev->magic = STUB_DEAD;
+	pthread_mutex_unlock(&stub_mu);
+	return ev != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
 STUB(cuEventRecord)(CUevent e, CUstream s) {
-	pthread_mutex_lock(&stub_host_mu);
-	unsigned i = stub_event_slot(e);
-	stub_events[i].e = e;
-	stub_events[i].at = stub_host_queued;
-	pthread_mutex_unlock(&stub_host_mu);
-	return CUDA_SUCCESS;
+	CUresult r = CUDA_SUCCESS;
+	pthread_mutex_lock(&stub_mu);
+	struct stub_event *ev = stub_event(e);
+	struct stub_stream *st = stub_stream(s);
+	if (ev == NULL || st == NULL) {
+		r = CUDA_ERROR_INVALID_HANDLE;
+	} else if (st->cap != NULL) {
+		if (st->cap->invalidated) {
+			r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+		} else {
+			ev->cap = st->cap->id;
+			ev->cap_stream = st;
+			ev->cap_seq = st->seq;
+		}
+	} else if ((r = stub_implicit(st)) == CUDA_SUCCESS) {
+		ev->cap = 0;
+		pthread_mutex_lock(&stub_host_mu);
+		ev->at = stub_host_queued;
+		pthread_mutex_unlock(&stub_host_mu);
+	}
+	pthread_mutex_unlock(&stub_mu);
+	return r;
 }
+
+// stub_event_ask returns e, an event that is no point of a capture, in
+// *ev; stub_mu is held.
+static CUresult stub_event_ask(CUevent e, struct stub_event **ev) {
+	*ev = stub_event(e);
+	return *ev == NULL ? CUDA_ERROR_INVALID_HANDLE : (*ev)->cap != 0 ? CUDA_ERROR_CAPTURED_EVENT : CUDA_SUCCESS;
+}
+
 STUB(cuEventQuery)(CUevent e) {
+	struct stub_event *ev;
+	pthread_mutex_lock(&stub_mu);
+	CUresult r = stub_event_ask(e, &ev);
+	pthread_mutex_unlock(&stub_mu);
+	if (r != CUDA_SUCCESS) return r;
 	pthread_mutex_lock(&stub_host_mu);
-	CUresult r = stub_pending(e) ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
+	r = stub_host_ran < ev->at ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
 	pthread_mutex_unlock(&stub_host_mu);
 	return r;
 }
 STUB(cuEventSynchronize)(CUevent e) {
+	struct stub_event *ev;
+	pthread_mutex_lock(&stub_mu);
+	CUresult r = stub_event_ask(e, &ev);
+	pthread_mutex_unlock(&stub_mu);
+	if (r != CUDA_SUCCESS) return r;
 	pthread_mutex_lock(&stub_host_mu);
-	while (stub_pending(e)) pthread_cond_wait(&stub_host_cv, &stub_host_mu);
+	while (stub_host_ran < ev->at) pthread_cond_wait(&stub_host_cv, &stub_host_mu);
 	pthread_mutex_unlock(&stub_host_mu);
 	return CUDA_SUCCESS;
 }
-STUB(cuStreamQuery)(CUstream s) {
-	pthread_mutex_lock(&stub_host_mu);
-	CUresult r = stub_host_ran < stub_host_queued ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
-	pthread_mutex_unlock(&stub_host_mu);
+
+// cuStreamWaitEvent orders s's later work after e's record, which the
+// stand-in's work done at the call is. With captures: a stream waiting for
+// a point of a capture joins it (or, in it already, has a stream of it
+// rejoin it); a capturing stream waiting for an event of no capture, or
+// of another, is refused as CUDA refuses it.
+STUB(cuStreamWaitEvent)(CUstream s, CUevent e, unsigned flags) {
+	if (flags != 0) return STUB_UNMODELLED; // external waits
+	CUresult r = CUDA_SUCCESS;
+	pthread_mutex_lock(&stub_mu);
+	struct stub_stream *st = stub_stream(s);
+	struct stub_event *ev = stub_event(e);
+	struct stub_capture *c = ev != NULL && ev->cap != 0 ? stub_capture_of(ev->cap) : NULL;
+	if (st == NULL || ev == NULL) {
+		r = CUDA_ERROR_INVALID_HANDLE;
+	} else if (st->cap != NULL && st->cap->invalidated) {
+		r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+	} else if (ev->cap == 0) {
+		if (st->cap != NULL) {
+			st->cap->invalidated = 1;
+			r = CUDA_ERROR_STREAM_CAPTURE_ISOLATION;
+		} else {
+			r = stub_implicit(st);
+		}
+	} else if (c == NULL) {
+		r = CUDA_ERROR_CAPTURED_EVENT; // of a capture that has ended
+	} else if (st->cap == c) {
+		if (ev->cap_stream != st && ev->cap_seq > ev->cap_stream->joined) ev->cap_stream->joined = ev->cap_seq;
+	} else if (st->cap != NULL) {
+		r = CUDA_ERROR_STREAM_CAPTURE_MERGE;
+	} else if (st == &stub_legacy || st == &stub_per_thread) {
+		r = STUB_UNMODELLED;
+	} else if (c->invalidated) {
+		r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+	} else {
+		stub_join(c, st, ev->cap_seq);
+	}
+	pthread_mutex_unlock(&stub_mu);
 	return r;
 }
-STUB(cuCtxSynchronize)(void) { return stub_host_wait(); }
+
+// ---- Copies, memsets, host functions, stream-ordered memory -------------
+
+// stub_copy copies n bytes, taking $STUB_COPY_US each, and counts those on
+// the legacy default stream (legacy) while they run.
+static void stub_copy(CUdeviceptr dst, CUdeviceptr src, size_t n, int legacy) {
+	long us = __atomic_load_n(&stub_copy_us, __ATOMIC_RELAXED);
+	if (us == -2) {
+		const char *v = getenv("STUB_COPY_US");
+		us = v != NULL ? atol(v) : -1;
+		__atomic_store_n(&stub_copy_us, us, __ATOMIC_RELAXED);
+	}
+	if (legacy) __atomic_add_fetch(&stub_legacy_copies, 1, __ATOMIC_SEQ_CST);
+	if (us > 0) {
+		struct timespec t = {us / 1000000, us % 1000000 * 1000};
+		nanosleep(&t, NULL);
+	}
+	if (n > 0) memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
+	if (legacy) __atomic_sub_fetch(&stub_legacy_copies, 1, __ATOMIC_SEQ_CST);
+}
+
+// stub_memcpy is every copy: between any two addresses, device memory or
+// pinned, registered or pageable host memory, on stream s (async) or on
+// the legacy default stream, done before it returns. A capture takes a
+// copy of memory the stand-in knows, not of pageable memory.
+static CUresult stub_memcpy(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s, int async) {
+	if (stub_current_device() < 0) return CUDA_ERROR_INVALID_CONTEXT;
+	int pageable = 0, now;
+	CUresult r = stub_copy_range(dst, n, &pageable);
+	if (r == CUDA_SUCCESS) r = stub_copy_range(src, n, &pageable);
+	if (r != CUDA_SUCCESS) return r;
+	struct stub_node node = {.kind = NODE_COPY, .dst = dst, .src = src, .n = n};
+	if (!async) s = NULL;
+	r = stub_submit(s, &node, !pageable, &now);
+	if (now) stub_copy(dst, src, n, s == NULL || s == CU_STREAM_LEGACY);
+	return r;
+}
+STUB(cuMemcpy)(CUdeviceptr dst, CUdeviceptr src, size_t n) { return stub_memcpy(dst, src, n, NULL, 0); }
+STUB(cuMemcpyAsync)(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) { return stub_memcpy(dst, src, n, s, 1); }
+STUB(cuMemcpyPeer)(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n) {
+	if (stub_ctx_device(dctx) < 0 || stub_ctx_device(sctx) < 0) return CUDA_ERROR_INVALID_CONTEXT;
+	return stub_memcpy(dst, src, n, NULL, 0);
+}
+STUB(cuMemcpyPeerAsync)(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n, CUstream s) {
+	if (stub_ctx_device(dctx) < 0 || stub_ctx_device(sctx) < 0) return CUDA_ERROR_INVALID_CONTEXT;
+	return stub_memcpy(dst, src, n, s, 1);
+}
+
+// stub_set_span returns the bytes from a memset's first to its last.
+static size_t stub_set_span(const struct stub_node *nd) {
+	return nd->n == 0 || nd->rows == 0 ? 0 : (nd->rows - 1) * nd->pitch + nd->n * nd->elem;
+}
+
+// stub_set does a memset.
+static void stub_set(const struct stub_node *nd) {
+	for (size_t r = 0; r < nd->rows; r++) {
+		unsigned char *row = (unsigned char *)(uintptr_t)nd->dst + r * nd->pitch;
+		if (nd->elem == 1) {
+			memset(row, (int)nd->v, nd->n);
+			continue;
+		}
+		for (size_t i = 0; i < nd->n; i++) {
+			if (nd->elem == 2) {
+				((uint16_t *)row)[i] = (uint16_t)nd->v;
+			} else {
+				((uint32_t *)row)[i] = (uint32_t)nd->v;
+			}
+		}
+	}
+}
+
+// stub_memset sets rows rows, pitch bytes apart, of n elements of elem
+// bytes each at p, memory the device uses, aligned to elem, to v.
+static CUresult stub_memset(CUdeviceptr p, unsigned v, unsigned elem, size_t n, size_t rows, size_t pitch, CUstream s) {
+	if (stub_current_device() < 0) return CUDA_ERROR_INVALID_CONTEXT;
+	if (n > SIZE_MAX / elem) return CUDA_ERROR_INVALID_VALUE;
+	if (rows <= 1) pitch = n * elem; // unused
+	if (p % elem != 0 || pitch % elem != 0 || pitch < n * elem ||
+			(rows > 1 && pitch > (SIZE_MAX - n * elem) / (rows - 1))) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	struct stub_node node = {.kind = NODE_SET, .dst = p, .n = n, .v = v, .elem = elem, .rows = rows, .pitch = pitch};
+	CUresult r = stub_device_range(p, stub_set_span(&node));
+	if (r != CUDA_SUCCESS) return r;
+	int now;
+	r = stub_submit(s, &node, 1, &now);
+	if (now) stub_set(&node);
+	return r;
+}
+STUB(cuMemsetD8)(CUdeviceptr p, unsigned char v, size_t n) { return stub_memset(p, v, 1, n, 1, 0, NULL); }
+STUB(cuMemsetD8Async)(CUdeviceptr p, unsigned char v, size_t n, CUstream s) { return stub_memset(p, v, 1, n, 1, 0, s); }
+STUB(cuMemsetD16)(CUdeviceptr p, unsigned short v, size_t n) { return stub_memset(p, v, 2, n, 1, 0, NULL); }
+STUB(cuMemsetD16Async)(CUdeviceptr p, unsigned short v, size_t n, CUstream s) { return stub_memset(p, v, 2, n, 1, 0, s); }
+STUB(cuMemsetD32)(CUdeviceptr p, unsigned v, size_t n) { return stub_memset(p, v, 4, n, 1, 0, NULL); }
+STUB(cuMemsetD32Async)(CUdeviceptr p, unsigned v, size_t n, CUstream s) { return stub_memset(p, v, 4, n, 1, 0, s); }
+STUB(cuMemsetD2D32)(CUdeviceptr p, size_t pitch, unsigned v, size_t width, size_t height) {
+	return stub_memset(p, v, 4, width, height, pitch, NULL);
+}
+STUB(cuMemsetD2D32Async)(CUdeviceptr p, size_t pitch, unsigned v, size_t width, size_t height, CUstream s) {
+	return stub_memset(p, v, 4, width, height, pitch, s);
+}
+
+STUB(cuLaunchHostFunc)(CUstream s, CUhostFn fn, void *data) {
+	if (fn == NULL) return CUDA_ERROR_INVALID_VALUE;
+	int now;
+	struct stub_node node = {.kind = NODE_HOST, .fn = fn, .data = data};
+	CUresult r = stub_submit(s, &node, 1, &now);
+	return now ? stub_queue(fn, NULL, s, data) : r;
+}
+STUB(cuStreamAddCallback)(CUstream s, CUstreamCallback cb, void *data, unsigned flags) {
+	if (cb == NULL || flags != 0) return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&stub_mu);
+	CUresult r = stub_uncapturable(stub_stream(s), 1);
+	pthread_mutex_unlock(&stub_mu);
+	return r != CUDA_SUCCESS ? r : stub_queue(NULL, cb, s, data);
+}
+
+// Stream-ordered memory is allocated at the call, and freed once the host
+// functions queued before the free have run; neither is captured here
+// (CUDA makes nodes of them).
+STUB(cuMemAllocFromPoolAsync)(CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s) {
+	*p = 0;
+	pthread_mutex_lock(&stub_mu);
+	struct stub_pool *pl = stub_pool(pool);
+	CUresult r = pl == NULL ? CUDA_ERROR_INVALID_VALUE : stub_uncapturable(stub_stream(s), 0);
+	pthread_mutex_unlock(&stub_mu);
+	return r != CUDA_SUCCESS ? r : stub_allocate(p, n, MEM_DEVICE, pl);
+}
+STUB(cuMemFreeAsync)(CUdeviceptr p, CUstream s) {
+	if (stub_current_device() < 0) return CUDA_ERROR_INVALID_CONTEXT;
+	pthread_mutex_lock(&stub_mu);
+	CUresult r = stub_uncapturable(stub_stream(s), 0);
+	pthread_mutex_unlock(&stub_mu);
+	if (r != CUDA_SUCCESS) return r;
+	struct stub_alloc a;
+	pthread_mutex_lock(&stub_mem_mu);
+	int ok = stub_unlist((uintptr_t)p, 1u << MEM_DEVICE, &a);
+	pthread_mutex_unlock(&stub_mem_mu);
+	return ok ? stub_after_host(free, (void *)a.base) : CUDA_ERROR_INVALID_VALUE;
+}
+STUB(cuMemPrefetchAsync)(CUdeviceptr p, size_t n, CUdevice d, CUstream s) {
+	if (stub_current_device() < 0) return CUDA_ERROR_INVALID_CONTEXT;
+	if (d != CU_DEVICE_CPU && !stub_device_ok(d)) return CUDA_ERROR_INVALID_DEVICE;
+	if (n == 0 || !stub_managed_range(p, n)) return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&stub_mu);
+	struct stub_stream *st = stub_stream(s);
+	CUresult r = st == NULL ? CUDA_ERROR_INVALID_HANDLE
+		: st->cap != NULL ? (st->cap->invalidated ? CUDA_ERROR_STREAM_CAPTURE_INVALIDATED : CUDA_SUCCESS)
+		: stub_implicit(st);
+	pthread_mutex_unlock(&stub_mu);
+	return r; // nothing to move, captured or not
+}
+
+// ---- Libraries and kernels --------------------------------------------
+
+// stubKernels are the kernels the stand-in knows, by name: their
+// parameters, and what they do, as bench's CUDA source of each says
+// (run 0: only check the memory it would use); any other name has no
+// parameters, and its launch is refused.
+typedef CUresult (*stub_kernel_fn)(const struct stub_launch *l, int run);
+
+static CUresult stub_empty(const struct stub_launch *l, int run) { return CUDA_SUCCESS; }
+
+// stub_args4 reads the arguments (float a, const float *x, float *y, int n).
+static void stub_args4(const struct stub_launch *l, float *a, float **x, float **y, int *n) {
+	memcpy(a, l->args, sizeof *a);
+	memcpy(x, l->args + 8, sizeof *x);
+	memcpy(y, l->args + 16, sizeof *y);
+	memcpy(n, l->args + 24, sizeof *n);
+}
+
+// if (n > 0 && threadIdx.x == 0) y[0] = a * x[0];
+static CUresult stub_first(const struct stub_launch *l, int run) {
+	float a, *x, *y;
+	int n;
+	stub_args4(l, &a, &x, &y, &n);
+	if (n <= 0) return CUDA_SUCCESS;
+	if (!run) {
+		CUresult r = stub_device_range((CUdeviceptr)(uintptr_t)x, sizeof *x);
+		return r != CUDA_SUCCESS ? r : stub_device_range((CUdeviceptr)(uintptr_t)y, sizeof *y);
+	}
+	y[0] = a * x[0];
+	return CUDA_SUCCESS;
+}
+
+// int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] += a * x[i];
+// each thread of the grid's y and z dimensions doing it again.
+static CUresult stub_axpy(const struct stub_launch *l, int run) {
+	float a, *x, *y;
+	int n;
+	stub_args4(l, &a, &x, &y, &n);
+	unsigned long long threads = (unsigned long long)l->grid[0] * l->block[0];
+	size_t m = n <= 0 ? 0 : threads < (unsigned long long)n ? (size_t)threads : (size_t)n;
+	if (!run) {
+		CUresult r = stub_device_range((CUdeviceptr)(uintptr_t)x, m * sizeof *x);
+		return r != CUDA_SUCCESS ? r : stub_device_range((CUdeviceptr)(uintptr_t)y, m * sizeof *y);
+	}
+	unsigned long long again = (unsigned long long)l->grid[1] * l->grid[2] * l->block[1] * l->block[2];
+	for (unsigned long long t = 0; t < again; t++) {
+		for (size_t i = 0; i < m; i++) y[i] += a * x[i];
+	}
+	return CUDA_SUCCESS;
+}
+
+static const struct {
+	const char *name;
+	int n;
+	size_t offsets[4], sizes[4];
+	stub_kernel_fn fn;
+} stubKernels[] = {
+	{"empty", 0, {0}, {0}, stub_empty},
+	// (float a, const float *x, float *y, int n)
+	{"args4", 4, {0, 8, 16, 24}, {4, 8, 8, 4}, stub_first},
+	{"axpy", 4, {0, 8, 16, 24}, {4, 8, 8, 4}, stub_axpy},
+};
+enum { NKERNELS = sizeof stubKernels / sizeof stubKernels[0] };
+
+// A kernel's handle, and its function's, is its index in stubKernels plus
+// 1; NKERNELS + 1 is any other name's.
+static int stub_kernel_index(const void *k) {
+	uintptr_t i = (uintptr_t)k;
+	return i >= 1 && i <= NKERNELS + 1 ? (int)i - 1 : -1;
+}
+
+struct stub_library {
+	unsigned magic;
+};
+
+STUB(cuLibraryLoadData)(CUlibrary *lib, const void *image, CUjit_option *jo, void **jv, unsigned nj,
+		CUlibraryOption *lo, void **lv, unsigned nl) {
+	*lib = NULL;
+	if (image == NULL) return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&stub_mu);
+	*lib = stub_new(sizeof(struct stub_library), STUB_LIBRARY);
+	pthread_mutex_unlock(&stub_mu);
+	return *lib != NULL ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+STUB(cuLibraryUnload)(CUlibrary lib) {
+	pthread_mutex_lock(&stub_mu);
+	struct stub_library *l = stub_object(lib, STUB_LIBRARY);
+	if (l != NULL) l->magic = STUB_DEAD;
+	pthread_mutex_unlock(&stub_mu);
+	return l != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+STUB(cuLibraryGetKernel)(CUkernel *k, CUlibrary lib, const char *name) {
+	pthread_mutex_lock(&stub_mu);
+	int ok = stub_object(lib, STUB_LIBRARY) != NULL;
+	pthread_mutex_unlock(&stub_mu);
+	if (!ok) return CUDA_ERROR_INVALID_HANDLE;
+	int i = 0;
+	while (i < NKERNELS && strcmp(stubKernels[i].name, name) != 0) i++;
+	*k = (CUkernel)(uintptr_t)(i + 1); // NKERNELS + 1: no parameters
+	return CUDA_SUCCESS;
+}
+STUB(cuKernelGetFunction)(CUfunction *f, CUkernel k) {
+	if (stub_kernel_index(k) < 0) return CUDA_ERROR_INVALID_HANDLE;
+	*f = (CUfunction)k;
+	return CUDA_SUCCESS;
+}
+STUB(cuKernelGetParamInfo)(CUkernel k, size_t i, size_t *offset, size_t *size) {
+	int j = stub_kernel_index(k);
+	if (j < 0 || j >= NKERNELS || i >= (size_t)stubKernels[j].n) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	*offset = stubKernels[j].offsets[i];
+	*size = stubKernels[j].sizes[i];
+	return CUDA_SUCCESS;
+}
+
+// stub_launch_of checks a launch of f and packs it into *l: the dimensions
+// within the device's limits, the dynamic shared memory within the default
+// 48 KiB (a kernel's attributes are not modelled), arguments through params
+// (extra is not modelled), a kernel the stand-in knows.
+static CUresult stub_launch_of(struct stub_launch *l, CUfunction f, const unsigned grid[3], const unsigned block[3],
+		unsigned smem, void **params, void **extra) {
+	if (stub_current_device() < 0) return CUDA_ERROR_INVALID_CONTEXT;
+	int k = stub_kernel_index(f);
+	if (k < 0) return CUDA_ERROR_INVALID_HANDLE;
+	if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0 || block[0] == 0 || block[1] == 0 || block[2] == 0 ||
+			grid[0] > 0x7fffffffu || grid[1] > 65535 || grid[2] > 65535 ||
+			block[0] > 1024 || block[1] > 1024 || block[2] > 64 ||
+			(unsigned long long)block[0] * block[1] * block[2] > 1024 || smem > 48 << 10) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	if (extra != NULL || k == NKERNELS) return STUB_UNMODELLED;
+	*l = (struct stub_launch){.k = k, .smem = smem};
+	memcpy(l->grid, grid, sizeof l->grid);
+	memcpy(l->block, block, sizeof l->block);
+	if (stubKernels[k].n > 0 && params == NULL) return CUDA_ERROR_INVALID_VALUE;
+	for (int i = 0; i < stubKernels[k].n; i++) {
+		memcpy(l->args + stubKernels[k].offsets[i], params[i], stubKernels[k].sizes[i]);
+	}
+	return CUDA_SUCCESS;
+}
+
+// stub_run runs a launch: CUDA_ERROR_ILLEGAL_ADDRESS, and nothing done,
+// where it would use memory that is not the device's.
+static CUresult stub_run(const struct stub_launch *l) {
+	if (stubKernels[l->k].fn(l, 0) != CUDA_SUCCESS) return CUDA_ERROR_ILLEGAL_ADDRESS;
+	return stubKernels[l->k].fn(l, 1);
+}
+
+static CUresult stub_launch(const struct stub_launch *l, CUstream s) {
+	int now;
+	struct stub_node node = {.kind = NODE_KERNEL, .launch = *l};
+	CUresult r = stub_submit(s, &node, 1, &now);
+	return now ? stub_run(l) : r;
+}
+
+STUB(cuLaunchKernel)(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+		unsigned smem, CUstream s, void **params, void **extra) {
+	struct stub_launch l;
+	const unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
+	CUresult r = stub_launch_of(&l, f, grid, block, smem, params, extra);
+	return r != CUDA_SUCCESS ? r : stub_launch(&l, s);
+}
+
+// cuLaunchKernelEx takes a cluster, whose dimensions divide the grid's, at
+// most 8 blocks (the portable size), and cooperative launches; no other
+// attribute.
+STUB(cuLaunchKernelEx)(const CUlaunchConfig *cfg, CUfunction f, void **params, void **extra) {
+	if (cfg == NULL) return CUDA_ERROR_INVALID_VALUE;
+	const unsigned grid[3] = {cfg->gridDimX, cfg->gridDimY, cfg->gridDimZ};
+	const unsigned block[3] = {cfg->blockDimX, cfg->blockDimY, cfg->blockDimZ};
+	struct stub_launch l;
+	CUresult r = stub_launch_of(&l, f, grid, block, cfg->sharedMemBytes, params, extra);
+	for (unsigned i = 0; r == CUDA_SUCCESS && i < cfg->numAttrs; i++) {
+		const CUlaunchAttribute *a = &cfg->attrs[i];
+		if (a->id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) {
+			const unsigned c[3] = {a->value.clusterDim.x, a->value.clusterDim.y, a->value.clusterDim.z};
+			if (c[0] == 0 || c[1] == 0 || c[2] == 0 || grid[0] % c[0] || grid[1] % c[1] || grid[2] % c[2] ||
+					(unsigned long long)c[0] * c[1] * c[2] > 8) {
+				r = CUDA_ERROR_INVALID_CLUSTER_SIZE;
+			}
+		} else if (a->id != CU_LAUNCH_ATTRIBUTE_COOPERATIVE) {
+			r = STUB_UNMODELLED;
+		}
+	}
+	return r != CUDA_SUCCESS ? r : stub_launch(&l, cfg->hStream);
+}
+
+// ---- Graphs -----------------------------------------------------------
+
+// A graph's nodes are struct stub_node, done in the order they were added
+// (stub_graph_add): a function that adds a node to a graph (cuGraphAdd*Node)
+// adds it after its dependencies, which exist already, so that order is
+// one its dependencies allow, and the launch below does it; a node of a
+// kind the stand-in cannot do is refused where it is added.
+
+// stub_node_check checks that the memory a node of a launched graph uses
+// is still allocated, where the capture found it.
+static CUresult stub_node_check(const struct stub_node *nd) {
+	switch (nd->kind) {
+	case NODE_COPY:
+		return stub_device_range(nd->dst, nd->n) == CUDA_SUCCESS && stub_device_range(nd->src, nd->n) == CUDA_SUCCESS
+			? CUDA_SUCCESS : CUDA_ERROR_ILLEGAL_ADDRESS;
+	case NODE_SET:
+		return stub_device_range(nd->dst, stub_set_span(nd)) == CUDA_SUCCESS ? CUDA_SUCCESS : CUDA_ERROR_ILLEGAL_ADDRESS;
+	case NODE_KERNEL:
+		return stubKernels[nd->launch.k].fn(&nd->launch, 0) == CUDA_SUCCESS ? CUDA_SUCCESS : CUDA_ERROR_ILLEGAL_ADDRESS;
+	}
+	return CUDA_SUCCESS;
+}
+
+// stub_node_do does a node's work (a host node's is queued), on stream s.
+static void stub_node_do(const struct stub_node *nd, CUstream s) {
+	switch (nd->kind) {
+	case NODE_COPY: memmove((void *)(uintptr_t)nd->dst, (const void *)(uintptr_t)nd->src, nd->n); break;
+	case NODE_SET: stub_set(nd); break;
+	case NODE_HOST: stub_queue(nd->fn, NULL, s, nd->data); break;
+	case NODE_KERNEL: stubKernels[nd->launch.k].fn(&nd->launch, 1); break;
+	}
+}
+
+// A launch holds references to its graph's user objects until its host
+// nodes have run: a stub_launched, released on the host thread behind them.
+struct stub_launched {
+	size_t n;
+	struct stub_ref refs[];
+};
+
+static void stub_launched_release(void *p) {
+	struct stub_launched *l = p;
+	pthread_mutex_lock(&stub_mu);
+	stub_refs_release(l->refs, l->n);
+	pthread_mutex_unlock(&stub_mu);
+	free(l);
+}
+
+// stub_exec returns x where it is an instantiated graph, else NULL; stub_mu
+// is held.
+static struct stub_graph *stub_exec(CUgraphExec x) { return stub_object(x, STUB_EXEC); }
+
+STUB(cuGraphInstantiateWithParams)(CUgraphExec *exec, CUgraph graph, CUDA_GRAPH_INSTANTIATE_PARAMS *p) {
+	*exec = NULL;
+	if (p == NULL) return CUDA_ERROR_INVALID_VALUE;
+	if (p->flags & ~(cuuint64_t)(CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH | CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD |
+			CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY)) {
+		return STUB_UNMODELLED; // device launch
+	}
+	CUresult r = CUDA_SUCCESS;
+	pthread_mutex_lock(&stub_mu);
+	struct stub_graph *g = stub_object(graph, STUB_GRAPH), *x = NULL;
+	if (g == NULL) {
+		r = CUDA_ERROR_INVALID_VALUE;
+	} else if ((p->flags & CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD) &&
+			(r = stub_uncapturable(stub_stream(p->hUploadStream), 0)) != CUDA_SUCCESS) {
+		// refused
+	} else if ((x = stub_new(sizeof *x, STUB_EXEC)) == NULL) {
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+	} else if ((r = stub_graph_append(x, g)) != CUDA_SUCCESS) {
+		stub_graph_clear(x);
+		x->magic = STUB_DEAD;
+	} else {
+		*exec = (CUgraphExec)x;
+	}
+	p->result_out = r == CUDA_SUCCESS ? CUDA_GRAPH_INSTANTIATE_SUCCESS : CUDA_GRAPH_INSTANTIATE_ERROR;
+	pthread_mutex_unlock(&stub_mu);
+	return r;
+}
+
+// cuGraphLaunch does the graph's work, on s, once it has found all its
+// memory allocated; in a capture, the work is captured.
+STUB(cuGraphLaunch)(CUgraphExec exec, CUstream s) {
+	CUresult r = CUDA_SUCCESS;
+	pthread_mutex_lock(&stub_mu);
+	struct stub_graph *x = stub_exec(exec);
+	struct stub_stream *st = stub_stream(s);
+	if (x == NULL || st == NULL) {
+		r = CUDA_ERROR_INVALID_HANDLE;
+	} else if (st->cap != NULL) {
+		if (st->cap->invalidated) {
+			r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+		} else if ((r = stub_graph_append(st->cap->g, x)) == CUDA_SUCCESS) {
+			stub_captured(st);
+		}
+	} else if ((r = stub_implicit(st)) == CUDA_SUCCESS) {
+		for (size_t i = 0; r == CUDA_SUCCESS && i < x->n; i++) r = stub_node_check(&x->nodes[i]);
+		int hosts = 0;
+		for (size_t i = 0; r == CUDA_SUCCESS && i < x->n; i++) {
+			stub_node_do(&x->nodes[i], s);
+			hosts |= x->nodes[i].kind == NODE_HOST;
+		}
+		struct stub_launched *l;
+		if (r == CUDA_SUCCESS && hosts && x->nrefs > 0 &&
+				(l = malloc(sizeof *l + x->nrefs * sizeof l->refs[0])) != NULL) {
+			l->n = x->nrefs;
+			memcpy(l->refs, x->refs, x->nrefs * sizeof l->refs[0]);
+			for (size_t i = 0; i < l->n; i++) l->refs[i].o->refs += l->refs[i].n;
+			stub_queue(stub_launched_release, NULL, NULL, l);
+		}
+	}
+	pthread_mutex_unlock(&stub_mu);
+	return r;
+}
+
+// cuGraphUpload has nothing to upload: the graph's memory is the host's.
+STUB(cuGraphUpload)(CUgraphExec exec, CUstream s) {
+	pthread_mutex_lock(&stub_mu);
+	CUresult r = stub_exec(exec) == NULL ? CUDA_ERROR_INVALID_HANDLE : stub_uncapturable(stub_stream(s), 0);
+	pthread_mutex_unlock(&stub_mu);
+	return r;
+}
+
+// cuGraphExecUpdate takes g's work and user objects into exec where g has
+// the same nodes, of the same kinds, kernels of the same functions, as
+// CUDA requires; what the nodes do may change.
+STUB(cuGraphExecUpdate)(CUgraphExec exec, CUgraph graph, CUgraphExecUpdateResultInfo *info) {
+	CUresult r = CUDA_SUCCESS;
+	*info = (CUgraphExecUpdateResultInfo){CU_GRAPH_EXEC_UPDATE_ERROR};
+	pthread_mutex_lock(&stub_mu);
+	struct stub_graph *x = stub_exec(exec), *g = stub_object(graph, STUB_GRAPH);
+	if (x == NULL || g == NULL) {
+		r = CUDA_ERROR_INVALID_VALUE;
+	} else if (x->n != g->n) {
+		info->result = CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
+	} else {
+		info->result = CU_GRAPH_EXEC_UPDATE_SUCCESS;
+		for (size_t i = 0; i < x->n && info->result == CU_GRAPH_EXEC_UPDATE_SUCCESS; i++) {
+			if (x->nodes[i].kind != g->nodes[i].kind) {
+				info->result = CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED;
+			} else if (x->nodes[i].kind == NODE_KERNEL && x->nodes[i].launch.k != g->nodes[i].launch.k) {
+				info->result = CU_GRAPH_EXEC_UPDATE_ERROR_UNSUPPORTED_FUNCTION_CHANGE;
+			}
+		}
+	}
+	if (r == CUDA_SUCCESS && info->result != CU_GRAPH_EXEC_UPDATE_SUCCESS) {
+		r = CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
+	} else if (r == CUDA_SUCCESS) {
+		struct stub_graph next = {STUB_EXEC};
+		if ((r = stub_graph_append(&next, g)) != CUDA_SUCCESS) {
+			stub_graph_clear(&next);
+			info->result = CU_GRAPH_EXEC_UPDATE_ERROR;
+		} else {
+			stub_graph_clear(x);
+			*x = next;
+		}
+	}
+	pthread_mutex_unlock(&stub_mu);
+	return r;
+}
+
+static CUresult stub_graph_destroy(const void *h, unsigned magic) {
+	pthread_mutex_lock(&stub_mu);
+	struct stub_graph *g = stub_object(h, magic);
+	if (g != NULL) {
+		stub_graph_clear(g);
+		g->magic = STUB_DEAD;
+	}
+	pthread_mutex_unlock(&stub_mu);
+	return g != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+STUB(cuGraphDestroy)(CUgraph g) { return stub_graph_destroy(g, STUB_GRAPH); }
+STUB(cuGraphExecDestroy)(CUgraphExec x) { return stub_graph_destroy(x, STUB_EXEC); }
