@@ -284,6 +284,8 @@ func putArg(dst []byte, a any, class paramClass) (dev Device, err error) {
 		kind, err = paramUnsigned, put64(dst, v, "uint64")
 	case float64:
 		kind, err = paramDouble, put64(dst, math.Float64bits(v), "float64")
+	case Conditional:
+		kind, err = paramUnsigned, put64(dst, uint64(v), "Conditional")
 	case uintptr:
 		kind, err = paramPointer, put64(dst, uint64(v), "uintptr")
 		if class == paramSigned || class == paramUnsigned {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"unsafe"
 
@@ -41,8 +42,14 @@ type Graph struct {
 	// safe for concurrent use.
 	mu sync.Mutex
 	// held is what the graph's work uses, memory and modules, which it
-	// holds until Close (holder).
-	held []holder
+	// holds until Close (holder); heldSet, made by the first node added
+	// (keep), is the same for looking up.
+	held    []holder
+	heldSet map[holder]struct{}
+	// parent is, for the body of a conditional node, the graph the node
+	// is in: its top (Graph.top) holds the life, the lock and the holds
+	// of every body in it.
+	parent *Graph
 }
 
 // A GraphExec is an instantiated Graph, ready to launch (CuPy's Graph). It
@@ -159,10 +166,17 @@ func (g *Graph) usable() error {
 	return nil
 }
 
+// errBody refuses the operations of a whole graph on a conditional node's
+// body, which belongs to its node.
+var errBody = invalid("highlevel: the body of a conditional node belongs to the graph the node is in: instantiate, update and close that one")
+
 // use begins an operation on the graph; g.life.Release ends it.
 func (g *Graph) use() error {
 	if err := g.usable(); err != nil {
 		return err
+	}
+	if g.parent != nil {
+		return errBody
 	}
 	if inCallback() { // before g.mu, held by calls that may wait for the callback
 		return ErrInCallback
@@ -235,6 +249,7 @@ func (g *Graph) Instantiate(opts *InstantiateOptions) (_ *GraphExec, err error) 
 	graphObjects.Lock()
 	r := driver.GraphInstantiate(g.ctx, &x, uintptr(g.h), flags, sh, &result)
 	graphObjects.Unlock()
+	held := slices.Clone(g.held) // a built graph's grows
 	g.mu.Unlock()
 	if err := check("cuGraphInstantiateWithParams", r); err != nil {
 		if cudadrv.GraphInstantiateResult(result) != cudadrv.GRAPH_INSTANTIATE_SUCCESS {
@@ -242,10 +257,10 @@ func (g *Graph) Instantiate(opts *InstantiateOptions) (_ *GraphExec, err error) 
 		}
 		return nil, err
 	}
-	for _, h := range g.held {
+	for _, h := range held {
 		h.hold()
 	}
-	return &GraphExec{h: cudadrv.GraphExec(x), dev: g.dev, ctx: g.ctx, held: g.held}, nil
+	return &GraphExec{h: cudadrv.GraphExec(x), dev: g.dev, ctx: g.ctx, held: held}, nil
 }
 
 // Close destroys the graph; its instantiations stay usable. Operations in
@@ -255,6 +270,9 @@ func (g *Graph) Close() (err error) {
 	defer wrap(&err, "close graph")
 	if err := g.usable(); err != nil {
 		return err
+	}
+	if g.parent != nil {
+		return errBody
 	}
 	if err := closing(&g.life); err != nil {
 		return err
@@ -375,17 +393,18 @@ func (x *GraphExec) Update(g *Graph) (err error) {
 	graphObjects.Lock()
 	r := driver.GraphUpdate(x.ctx, uintptr(x.h), uintptr(g.h), &result)
 	graphObjects.Unlock()
+	held := slices.Clone(g.held)
 	g.mu.Unlock()
 	err = check("cuGraphExecUpdate", r)
 	if err != nil && cudadrv.GraphExecUpdateResult(result) != cudadrv.GRAPH_EXEC_UPDATE_SUCCESS {
 		err = fmt.Errorf("%w (%v)", err, cudadrv.GraphExecUpdateResult(result))
 	}
 	if err == nil {
-		for _, h := range g.held {
+		for _, h := range held {
 			h.hold()
 		}
 		unholdAll(x.held) // launches in flight: see Memory.unhold
-		x.held = g.held
+		x.held = held
 	}
 	x.mu.Unlock()
 	return err

@@ -1065,6 +1065,86 @@ int hl_launch(uintptr_t ctxv, uintptr_t f, hl_dims dims, uint32_t smem, uintptr_
 	return r;
 }
 
+// kernel_params fills p's kernel fields for a launch of f in ctx as hl_launch
+// makes it, with args packed at params' offsets; kp has room for n pointers.
+static void kernel_params(CUDA_KERNEL_NODE_PARAMS *p, void **kp, void *ctx, uintptr_t f, hl_dims dims, uint32_t smem,
+		char *base, const hl_param *params, int n) {
+	for (int i = 0; i < n; i++) {
+		kp[i] = base + params[i].offset;
+	}
+	p->func = FUNC(f);
+	p->gridDimX = dims.grid[0], p->gridDimY = dims.grid[1], p->gridDimZ = dims.grid[2];
+	p->blockDimX = dims.block[0], p->blockDimY = dims.block[1], p->blockDimZ = dims.block[2];
+	p->sharedMemBytes = smem;
+	p->kernelParams = kp;
+	p->ctx = (CUcontext)ctx; // a conditional node's body needs it named
+}
+
+#define NODE(node) ((CUgraphNode *)(node))
+#define DEPS(deps) ((const CUgraphNode *)(deps))
+
+int hl_graph_create(void *ctx, uintptr_t *g) {
+	CALL(ctx, DRV(cuGraphCreate)((CUgraph *)g, 0));
+}
+
+int hl_graph_add_empty(void *ctx, uintptr_t *node, uintptr_t g, const uintptr_t *deps, size_t n) {
+	CALL(ctx, DRV(cuGraphAddEmptyNode)(NODE(node), (CUgraph)g, DEPS(deps), n));
+}
+
+int hl_graph_add_kernel(uintptr_t ctxv, uintptr_t *node, uintptr_t g, const uintptr_t *deps, size_t ndeps,
+		uintptr_t f, hl_dims dims, uint32_t smem, hl_args args, char *big, const hl_param *params, int n) {
+	void *ctx = (void *)ctxv;
+	void *kp[n > 0 ? n : 1];
+	CUDA_KERNEL_NODE_PARAMS p = {0};
+	kernel_params(&p, kp, ctx, f, dims, smem, big != NULL ? big : (char *)args.w, params, n);
+	CALL(ctx, DRV(cuGraphAddKernelNode)(NODE(node), (CUgraph)g, DEPS(deps), ndeps, &p));
+}
+
+int hl_graph_add_memset(void *ctx, uintptr_t *node, uintptr_t g, const uintptr_t *deps, size_t ndeps,
+		uintptr_t ptr, size_t pitch, unsigned v, int size, size_t width, size_t height) {
+	CUDA_MEMSET_NODE_PARAMS p = {.dst = DPTR(ptr), .pitch = pitch, .value = v, .elementSize = size,
+		.width = width, .height = height};
+	CALL(ctx, DRV(cuGraphAddMemsetNode)(NODE(node), (CUgraph)g, DEPS(deps), ndeps, &p, (CUcontext)ctx));
+}
+
+int hl_graph_add_child(void *ctx, uintptr_t *node, uintptr_t g, const uintptr_t *deps, size_t ndeps, uintptr_t child) {
+	CALL(ctx, DRV(cuGraphAddChildGraphNode)(NODE(node), (CUgraph)g, DEPS(deps), ndeps, (CUgraph)child));
+}
+
+// hl_graph_add_conditional adds a conditional node of type (CUgraphConditionalNodeType)
+// on handle, whose size bodies CUDA makes and writes to bodies.
+int hl_graph_add_conditional(void *ctx, uintptr_t *node, uintptr_t g, const uintptr_t *deps, size_t ndeps,
+		uint64_t handle, int type, unsigned size, uintptr_t *bodies) {
+	if (DRV(cuGraphAddNode) == NULL) return HL_MISSING_BASE - HL_I_cuGraphAddNode; // NEED would expand CUDA 13's #define
+	CUgraphNodeParams p;
+	memset(&p, 0, sizeof p);
+	p.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
+	p.conditional.handle = (CUgraphConditionalHandle)handle;
+	p.conditional.type = (CUgraphConditionalNodeType)type;
+	p.conditional.size = size;
+	p.conditional.phGraph_out = (CUgraph *)bodies;
+	p.conditional.ctx = (CUcontext)ctx;
+	CALL(ctx, DRV(cuGraphAddNode)(NODE(node), (CUgraph)g, DEPS(deps), ndeps, &p));
+}
+
+int hl_graph_conditional(void *ctx, uint64_t *handle, uintptr_t g, unsigned value, unsigned flags) {
+	NEED(cuGraphConditionalHandleCreate);
+	CALL(ctx, DRV(cuGraphConditionalHandleCreate)((CUgraphConditionalHandle *)handle, (CUgraph)g, (CUcontext)ctx, value, flags));
+}
+
+int hl_graph_exec_set_kernel(uintptr_t ctxv, uintptr_t exec, uintptr_t node,
+		uintptr_t f, hl_dims dims, uint32_t smem, hl_args args, char *big, const hl_param *params, int n) {
+	void *ctx = (void *)ctxv;
+	void *kp[n > 0 ? n : 1];
+	CUDA_KERNEL_NODE_PARAMS p = {0};
+	kernel_params(&p, kp, ctx, f, dims, smem, big != NULL ? big : (char *)args.w, params, n);
+	CALL(ctx, DRV(cuGraphExecKernelNodeSetParams)((CUgraphExec)exec, (CUgraphNode)node, &p));
+}
+
+int hl_graph_dot(void *ctx, uintptr_t g, const char *path, unsigned flags) {
+	CALL(ctx, DRV(cuGraphDebugDotPrint)((CUgraph)g, path, flags));
+}
+
 int hl_occupancy_blocks(void *ctx, int *n, uintptr_t k, int block, size_t smem) {
 	CALL(ctx, DRV(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags)(n, FUNC(k), block, smem, CU_OCCUPANCY_DEFAULT));
 }

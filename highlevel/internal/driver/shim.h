@@ -157,6 +157,21 @@ typedef struct {
 	uint32_t offset, size;
 	uint8_t class_;
 } hl_param;
+// Graphs built node by node (graph.go's build): each adds a node to g
+// after the n nodes of deps and returns it in *node.
+int hl_graph_create(void *ctx, uintptr_t *g);
+int hl_graph_add_empty(void *ctx, uintptr_t *node, uintptr_t g, const uintptr_t *deps, size_t n);
+int hl_graph_add_kernel(uintptr_t ctx, uintptr_t *node, uintptr_t g, const uintptr_t *deps, size_t ndeps,
+	uintptr_t f, hl_dims dims, uint32_t smem, hl_args args, char *big, const hl_param *params, int n);
+int hl_graph_add_memset(void *ctx, uintptr_t *node, uintptr_t g, const uintptr_t *deps, size_t ndeps,
+	uintptr_t p, size_t pitch, unsigned v, int size, size_t width, size_t height);
+int hl_graph_add_child(void *ctx, uintptr_t *node, uintptr_t g, const uintptr_t *deps, size_t ndeps, uintptr_t child);
+int hl_graph_add_conditional(void *ctx, uintptr_t *node, uintptr_t g, const uintptr_t *deps, size_t ndeps,
+	uint64_t handle, int type, unsigned size, uintptr_t *bodies);
+int hl_graph_conditional(void *ctx, uint64_t *handle, uintptr_t g, unsigned value, unsigned flags);
+int hl_graph_exec_set_kernel(uintptr_t ctx, uintptr_t exec, uintptr_t node,
+	uintptr_t f, hl_dims dims, uint32_t smem, hl_args args, char *big, const hl_param *params, int n);
+int hl_graph_dot(void *ctx, uintptr_t g, const char *path, unsigned flags);
 int hl_launch(uintptr_t ctx, uintptr_t f, hl_dims dims, uint32_t smem, uintptr_t s, int cooperative,
 	hl_args args, char *big, const hl_param *params, int n);
 int hl_occupancy_blocks(void *ctx, int *n, uintptr_t k, int block, size_t smem);

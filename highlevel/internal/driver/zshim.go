@@ -480,6 +480,51 @@ func KernelAttribute(ctx unsafe.Pointer, set int32, v *int32, attr int32, k uint
 	return int32(C.hl_kernel_attribute(ctx, C.int(set), (*C.int)(unsafe.Pointer(v)), C.int(attr), C.uintptr_t(k), C.int(dev)))
 }
 
+// GraphCreate calls hl_graph_create.
+func GraphCreate(ctx unsafe.Pointer, g *uintptr) int32 {
+	return int32(C.hl_graph_create(ctx, (*C.uintptr_t)(unsafe.Pointer(g))))
+}
+
+// GraphAddEmpty calls hl_graph_add_empty.
+func GraphAddEmpty(ctx unsafe.Pointer, node *uintptr, g uintptr, deps *uintptr, n uintptr) int32 {
+	return int32(C.hl_graph_add_empty(ctx, (*C.uintptr_t)(unsafe.Pointer(node)), C.uintptr_t(g), (*C.uintptr_t)(unsafe.Pointer(deps)), C.size_t(n)))
+}
+
+// GraphAddKernel calls hl_graph_add_kernel.
+func GraphAddKernel(ctx uintptr, node *uintptr, g uintptr, deps *uintptr, ndeps uintptr, f uintptr, dims Dims, smem uint32, args Args, big *byte, params *Param, n int32) int32 {
+	return int32(C.hl_graph_add_kernel(C.uintptr_t(ctx), (*C.uintptr_t)(unsafe.Pointer(node)), C.uintptr_t(g), (*C.uintptr_t)(unsafe.Pointer(deps)), C.size_t(ndeps), C.uintptr_t(f), *(*C.hl_dims)(unsafe.Pointer(&dims)), C.uint32_t(smem), *(*C.hl_args)(unsafe.Pointer(&args)), (*C.char)(unsafe.Pointer(big)), (*C.hl_param)(unsafe.Pointer(params)), C.int(n)))
+}
+
+// GraphAddMemset calls hl_graph_add_memset.
+func GraphAddMemset(ctx unsafe.Pointer, node *uintptr, g uintptr, deps *uintptr, ndeps uintptr, p uintptr, pitch uintptr, v uint32, size int32, width uintptr, height uintptr) int32 {
+	return int32(C.hl_graph_add_memset(ctx, (*C.uintptr_t)(unsafe.Pointer(node)), C.uintptr_t(g), (*C.uintptr_t)(unsafe.Pointer(deps)), C.size_t(ndeps), C.uintptr_t(p), C.size_t(pitch), C.uint(v), C.int(size), C.size_t(width), C.size_t(height)))
+}
+
+// GraphAddChild calls hl_graph_add_child.
+func GraphAddChild(ctx unsafe.Pointer, node *uintptr, g uintptr, deps *uintptr, ndeps uintptr, child uintptr) int32 {
+	return int32(C.hl_graph_add_child(ctx, (*C.uintptr_t)(unsafe.Pointer(node)), C.uintptr_t(g), (*C.uintptr_t)(unsafe.Pointer(deps)), C.size_t(ndeps), C.uintptr_t(child)))
+}
+
+// GraphAddConditional calls hl_graph_add_conditional.
+func GraphAddConditional(ctx unsafe.Pointer, node *uintptr, g uintptr, deps *uintptr, ndeps uintptr, handle uint64, type_ int32, size uint32, bodies *uintptr) int32 {
+	return int32(C.hl_graph_add_conditional(ctx, (*C.uintptr_t)(unsafe.Pointer(node)), C.uintptr_t(g), (*C.uintptr_t)(unsafe.Pointer(deps)), C.size_t(ndeps), C.uint64_t(handle), C.int(type_), C.uint(size), (*C.uintptr_t)(unsafe.Pointer(bodies))))
+}
+
+// GraphConditional calls hl_graph_conditional.
+func GraphConditional(ctx unsafe.Pointer, handle *uint64, g uintptr, value uint32, flags uint32) int32 {
+	return int32(C.hl_graph_conditional(ctx, (*C.uint64_t)(unsafe.Pointer(handle)), C.uintptr_t(g), C.uint(value), C.uint(flags)))
+}
+
+// GraphExecSetKernel calls hl_graph_exec_set_kernel.
+func GraphExecSetKernel(ctx uintptr, exec uintptr, node uintptr, f uintptr, dims Dims, smem uint32, args Args, big *byte, params *Param, n int32) int32 {
+	return int32(C.hl_graph_exec_set_kernel(C.uintptr_t(ctx), C.uintptr_t(exec), C.uintptr_t(node), C.uintptr_t(f), *(*C.hl_dims)(unsafe.Pointer(&dims)), C.uint32_t(smem), *(*C.hl_args)(unsafe.Pointer(&args)), (*C.char)(unsafe.Pointer(big)), (*C.hl_param)(unsafe.Pointer(params)), C.int(n)))
+}
+
+// GraphDot calls hl_graph_dot.
+func GraphDot(ctx unsafe.Pointer, g uintptr, path *byte, flags uint32) int32 {
+	return int32(C.hl_graph_dot(ctx, C.uintptr_t(g), (*C.char)(unsafe.Pointer(path)), C.uint(flags)))
+}
+
 // Launch calls hl_launch.
 func Launch(ctx uintptr, f uintptr, dims Dims, smem uint32, s uintptr, cooperative int32, args Args, big *byte, params *Param, n int32) int32 {
 	return int32(C.hl_launch(C.uintptr_t(ctx), C.uintptr_t(f), *(*C.hl_dims)(unsafe.Pointer(&dims)), C.uint32_t(smem), C.uintptr_t(s), C.int(cooperative), *(*C.hl_args)(unsafe.Pointer(&args)), (*C.char)(unsafe.Pointer(big)), (*C.hl_param)(unsafe.Pointer(params)), C.int(n)))

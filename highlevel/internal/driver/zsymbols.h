@@ -91,6 +91,15 @@ enum { HL_BASE_VERSION = 12000 };
 	X(cuGraphExecUpdate, 12000) \
 	X(cuGraphDestroy, 10000) \
 	X(cuGraphExecDestroy, 10000) \
+	X(cuGraphCreate, 10000) \
+	X(cuGraphAddEmptyNode, 10000) \
+	X(cuGraphAddKernelNode, 12000) \
+	X(cuGraphAddMemsetNode, 10000) \
+	X(cuGraphAddChildGraphNode, 10000) \
+	X(cuGraphAddNode, 12020) \
+	X(cuGraphConditionalHandleCreate, 12030) \
+	X(cuGraphExecKernelNodeSetParams, 12000) \
+	X(cuGraphDebugDotPrint, 11030) \
 	X(cuProfilerStart, 4000) \
 	X(cuProfilerStop, 4000) \
 	X(cuLibraryLoadData, 12000) \

@@ -1,0 +1,344 @@
+package highlevel
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// graphKernels are the kernels of the graphs built node by node: add adds
+// v to n words; step counts the runs of a while node's body and sets its
+// condition to go on below limit; choose sets a condition to v.
+const graphKernels = `
+#include <cuda_device_runtime_api.h>
+extern "C" __global__ void add(unsigned *p, unsigned v, int n) {
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i < n) p[i] += v;
+}
+extern "C" __global__ void step(unsigned *count, unsigned limit, cudaGraphConditionalHandle h) {
+	unsigned c = ++*count;
+	cudaGraphSetConditional(h, c < limit);
+}
+extern "C" __global__ void choose(cudaGraphConditionalHandle h, unsigned v) {
+	cudaGraphSetConditional(h, v);
+}
+`
+
+// cudaInclude is the CUDA toolkit's include directory, for the device
+// runtime's header.
+func cudaInclude() string {
+	if h := os.Getenv("CUDA_HOME"); h != "" {
+		return filepath.Join(h, "include")
+	}
+	return "/usr/local/cuda/include"
+}
+
+// graphKernel returns the kernels of graphKernels, by name, on device d.
+func graphKernel(t *testing.T, d Device) map[string]*Kernel {
+	t.Helper()
+	arch, err := d.Arch()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Compile(graphKernels, &CompileOptions{Arch: arch, IncludePaths: []string{cudaInclude()}})
+	if err != nil {
+		t.Fatalf("Compile: %v", err)
+	}
+	m, err := LoadModule(c.Image)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	ks := map[string]*Kernel{}
+	for _, name := range []string{"add", "step", "choose"} {
+		if ks[name], err = m.Kernel(name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ks
+}
+
+// runGraph instantiates g, launches it times times on s and returns what
+// a holds after.
+func runGraph[T any](t *testing.T, g *Graph, s *Stream, times int, a *Array[T]) []T {
+	t.Helper()
+	x, err := g.Instantiate(nil)
+	if err != nil {
+		t.Fatalf("Instantiate: %v", err)
+	}
+	defer x.Close()
+	for range times {
+		if err := x.Launch(s); err != nil {
+			t.Fatalf("Launch: %v", err)
+		}
+	}
+	if err := s.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := a.ToHost()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+func allEqual[T comparable](s []T, v T) bool {
+	return slices.IndexFunc(s, func(x T) bool { return x != v }) < 0
+}
+
+// TestGPUGraphBuild builds a graph of a memset and two kernels node by
+// node, launches it, updates one kernel's arguments in the instantiation,
+// and checks the refusals.
+func TestGPUGraphBuild(t *testing.T) {
+	d := gpu(t)
+	ks := graphKernel(t, d)
+	s, err := NewStream(d, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const n = 1000
+	a, err := AllocArray[uint32](d, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Free()
+	g, err := NewGraph(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	cfg := LaunchConfig{Grid: Dim3{X: (n + 255) / 256}, Block: Dim3{X: 256}}
+	zero, err := AddMemset(g, nil, a, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, err := g.AddKernel([]GraphNode{zero}, ks["add"], cfg, a, uint32(1), int32(n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	two, err := g.AddKernel([]GraphNode{one}, ks["add"], cfg, a, uint32(2), int32(n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.AddEmpty(one, two); err != nil {
+		t.Fatal(err)
+	}
+	if got := runGraph(t, g, s, 2, a); !allEqual(got, 8) {
+		t.Errorf("memset to 5, add 1, add 2, twice: %v..., want all 8", got[:4])
+	}
+
+	x, err := g.Instantiate(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	if err := x.SetKernelArgs(two, ks["add"], cfg, a, uint32(20), int32(n)); err != nil {
+		t.Fatalf("SetKernelArgs: %v", err)
+	}
+	if err := errors.Join(x.Launch(s), s.Synchronize()); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := a.ToHost(); err != nil || !allEqual(got, 26) {
+		t.Errorf("after SetKernelArgs(add 20): %v, %v..., want all 26", err, got[:4])
+	}
+	if err := x.SetKernelArgs(two, ks["add"], cfg, a, uint32(20)); !errors.Is(err, ErrArgument) {
+		t.Errorf("SetKernelArgs with an argument short: %v, want ErrArgument", err)
+	}
+
+	dot, err := g.Dot()
+	if err != nil || !bytes.Contains(dot, []byte("digraph")) || !bytes.Contains(dot, []byte("add")) {
+		t.Errorf("Dot: %v, %.200q; want a digraph naming add", err, dot)
+	}
+
+	other, err := NewGraph(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.AddEmpty(one); !errors.Is(err, ErrInvalid) {
+		t.Errorf("a dependency of another graph: %v, want ErrInvalid", err)
+	}
+	if _, err := g.AddEmpty(GraphNode{}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("the zero GraphNode as a dependency: %v, want ErrInvalid", err)
+	}
+	if _, err := g.AddKernel(nil, ks["add"], cfg, a); !errors.Is(err, ErrArgument) {
+		t.Errorf("AddKernel with arguments short: %v, want ErrArgument", err)
+	}
+	// The child graph: other runs two copies of g in a row.
+	c1, err := other.AddGraph(nil, g)
+	if err != nil {
+		t.Fatalf("AddGraph: %v", err)
+	}
+	if _, err := other.AddGraph([]GraphNode{c1}, g); err != nil {
+		t.Fatal(err)
+	}
+	if got := runGraph(t, other, s, 1, a); !allEqual(got, 8) {
+		t.Errorf("two copies of the graph: %v..., want all 8 (each sets 5, adds 3)", got[:4])
+	}
+	if err := other.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.AddEmpty(); !errors.Is(err, ErrClosed) {
+		t.Errorf("AddEmpty on a closed graph: %v, want ErrClosed", err)
+	}
+	// The graph holds its memory: freed, the array stays allocated for
+	// the instantiation's launches.
+	b, err := AllocArray[uint32](d, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := NewGraph(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	if _, err := h.AddKernel(nil, ks["add"], cfg, b, uint32(1), int32(n)); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Free(); err != nil {
+		t.Fatal(err)
+	}
+	if b.p.mem.holds.n.Load() < 2 {
+		t.Errorf("freed memory a built graph uses: hold count %d, want the graph's", b.p.mem.holds.n.Load())
+	}
+}
+
+// TestGPUGraphWhile runs a while node whose body counts to a limit its
+// kernel tests on the device, and launches it again: the memset and the
+// condition's reset start it over.
+func TestGPUGraphWhile(t *testing.T) {
+	d := gpu(t)
+	if v, _ := DriverVersion(); v < 12030 {
+		t.Skipf("driver %d has no conditional nodes", v)
+	}
+	ks := graphKernel(t, d)
+	s, err := NewStream(d, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	count, err := AllocArray[uint32](d, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer count.Free()
+	g, err := NewGraph(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	c, err := g.NewConditional(1, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zero, err := AddMemset(g, nil, count, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, body, err := g.AddWhile([]GraphNode{zero}, c)
+	if err != nil {
+		t.Fatalf("AddWhile: %v", err)
+	}
+	one := LaunchConfig{Grid: Dim3{X: 1}, Block: Dim3{X: 1}}
+	if _, err := body.AddKernel(nil, ks["step"], one, count, uint32(100), c); err != nil {
+		t.Fatalf("a kernel in the body: %v", err)
+	}
+	for range 2 {
+		if got := runGraph(t, g, s, 1, count); got[0] != 100 {
+			t.Errorf("the while node ran its body %d times, want 100", got[0])
+		}
+	}
+	if err := body.Close(); !errors.Is(err, ErrInvalid) {
+		t.Errorf("Close of a body: %v, want ErrInvalid", err)
+	}
+	if _, err := body.Instantiate(nil); !errors.Is(err, ErrInvalid) {
+		t.Errorf("Instantiate of a body: %v, want ErrInvalid", err)
+	}
+	if _, _, err := g.AddWhile(nil, 0); !errors.Is(err, ErrInvalid) {
+		t.Errorf("AddWhile of the zero Conditional: %v, want ErrInvalid", err)
+	}
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := body.AddEmpty(); !errors.Is(err, ErrClosed) {
+		t.Errorf("AddEmpty to a body of a closed graph: %v, want ErrClosed", err)
+	}
+}
+
+// TestGPUGraphIfElseSwitch chooses among bodies with a condition a kernel
+// sets: if, if/else and switch.
+func TestGPUGraphIfElseSwitch(t *testing.T) {
+	d := gpu(t)
+	if v, _ := DriverVersion(); v < 12080 {
+		t.Skipf("driver %d has no if/else or switch nodes", v)
+	}
+	ks := graphKernel(t, d)
+	s, err := NewStream(d, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	a, err := AllocArray[uint32](d, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Free()
+	one := LaunchConfig{Grid: Dim3{X: 1}, Block: Dim3{X: 1}}
+	for _, tc := range []struct {
+		what   string
+		v      uint32
+		bodies int
+		want   uint32
+	}{
+		{"if, true", 1, 0, 1}, {"if, false", 0, 0, 0},
+		{"if/else, true", 7, -1, 1}, {"if/else, false", 0, -1, 2},
+		{"switch 1 of 3", 1, 3, 11}, {"switch 3 of 3", 3, 3, 0},
+	} {
+		g, err := NewGraph(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := g.NewConditional(0, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		zero, err := AddMemset(g, nil, a, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		set, err := g.AddKernel([]GraphNode{zero}, ks["choose"], one, c, tc.v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var bodies []*Graph
+		switch {
+		case tc.bodies == 0:
+			_, body, err1 := g.AddIf([]GraphNode{set}, c)
+			bodies, err = []*Graph{body}, err1
+		case tc.bodies < 0:
+			_, then, els, err1 := g.AddIfElse([]GraphNode{set}, c)
+			bodies, err = []*Graph{then, els}, err1
+		default:
+			_, bodies, err = g.AddSwitch([]GraphNode{set}, c, tc.bodies)
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", tc.what, err)
+		}
+		for i, b := range bodies {
+			v := uint32(i + 1)
+			if tc.bodies > 0 {
+				v = uint32(10 + i)
+			}
+			if _, err := b.AddKernel(nil, ks["add"], one, a, v, int32(1)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := runGraph(t, g, s, 1, a); got[0] != tc.want {
+			t.Errorf("%s: %d, want %d", tc.what, got[0], tc.want)
+		}
+		g.Close()
+	}
+}

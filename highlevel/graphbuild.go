@@ -1,0 +1,347 @@
+package highlevel
+
+import (
+	"os"
+	"path/filepath"
+	"unsafe"
+
+	"github.com/gocuda/cuda/cudadrv"
+
+	"github.com/gocuda/cuda/highlevel/internal/driver"
+)
+
+// A GraphNode is a node of a Graph built node by node: a dependency of the
+// nodes added after it, and what GraphExec.SetKernelArgs updates. The zero
+// GraphNode is no node.
+type GraphNode struct {
+	h uintptr
+	g *Graph // the graph, or conditional node's body, it is a node of
+}
+
+// NewGraph makes an empty graph of device d, to build node by node:
+// AddKernel, AddMemset, AddGraph, AddEmpty, and the conditional nodes
+// AddIf, AddIfElse, AddWhile and AddSwitch. Each takes the nodes it comes
+// after, in the graph it is added to; none means the node may run first.
+// Like a captured graph, a built graph holds the memory and modules its
+// nodes use until it and its instantiations are closed (see Graph).
+func NewGraph(d Device) (_ *Graph, err error) {
+	defer func() {
+		if err != nil {
+			wrap(&err, "new graph on", d)
+		}
+	}()
+	ctx, err := d.context()
+	if err != nil {
+		return nil, err
+	}
+	var h uintptr
+	if err := check("cuGraphCreate", driver.GraphCreate(ctx, &h)); err != nil {
+		return nil, err
+	}
+	return &Graph{h: cudadrv.Graph(h), dev: d, ctx: ctx}, nil
+}
+
+// top returns the graph whose life, lock and holds g's nodes share: g, or
+// for a conditional node's body the graph the node is in.
+func (g *Graph) top() *Graph {
+	for g.parent != nil {
+		g = g.parent
+	}
+	return g
+}
+
+// build begins adding a node to g: it returns the graph that owns g's
+// nodes, locked and in use, and the handles of deps, all of g; end ends it.
+func (g *Graph) build(deps []GraphNode) (*Graph, []uintptr, error) {
+	if err := g.usable(); err != nil {
+		return nil, nil, err
+	}
+	t := g.top()
+	if err := t.use(); err != nil {
+		return nil, nil, err
+	}
+	hs := make([]uintptr, len(deps))
+	for i, n := range deps {
+		if n.h == 0 || n.g != g {
+			t.life.Release()
+			return nil, nil, invalid("highlevel: dependency %d is not a node of this graph", i)
+		}
+		hs[i] = n.h
+	}
+	t.mu.Lock()
+	return t, hs, nil
+}
+
+func (t *Graph) end() {
+	t.mu.Unlock()
+	t.life.Release()
+}
+
+// keep makes t hold h for its nodes, once, as a capture's graph holds what
+// its work uses; t.mu is held.
+func (t *Graph) keep(h holder) {
+	if t.heldSet == nil {
+		t.heldSet = make(map[holder]struct{}, len(t.held)+1)
+		for _, x := range t.held {
+			t.heldSet[x] = struct{}{}
+		}
+	}
+	if _, ok := t.heldSet[h]; ok {
+		return
+	}
+	t.heldSet[h] = struct{}{}
+	t.held = append(t.held, h)
+	h.hold()
+}
+
+// depsPtr is the address of the first of hs, or nil.
+func depsPtr(hs []uintptr) *uintptr {
+	if len(hs) == 0 {
+		return nil
+	}
+	return &hs[0]
+}
+
+// AddEmpty adds a node that does nothing, to join or fork dependencies.
+func (g *Graph) AddEmpty(deps ...GraphNode) (_ GraphNode, err error) {
+	defer wrap(&err, "add empty node")
+	t, hs, err := g.build(deps)
+	if err != nil {
+		return GraphNode{}, err
+	}
+	defer t.end()
+	var n uintptr
+	err = check("cuGraphAddEmptyNode", driver.GraphAddEmpty(g.ctx, &n, uintptr(g.h), depsPtr(hs), uintptr(len(hs))))
+	return GraphNode{n, g}, err
+}
+
+// AddKernel adds a launch of k with cfg and args, checked as Kernel.Launch
+// checks them, on the graph's device.
+func (g *Graph) AddKernel(deps []GraphNode, k *Kernel, cfg LaunchConfig, args ...any) (_ GraphNode, err error) {
+	defer func() {
+		if err != nil {
+			wrap(&err, "add kernel node", k.Name())
+		}
+	}()
+	var n uintptr
+	t, hs, err := g.build(deps)
+	if err != nil {
+		return GraphNode{}, err
+	}
+	defer t.end()
+	err = k.node(g, &cfg, args, func(f uintptr, dims driver.Dims, small driver.Args, big *byte, params *driver.Param) int32 {
+		return driver.GraphAddKernel(uintptr(g.ctx), &n, uintptr(g.h), depsPtr(hs), uintptr(len(hs)),
+			f, dims, uint32(cfg.SharedMem), small, big, params, int32(len(k.params)))
+	}, t.keep)
+	return GraphNode{n, g}, err
+}
+
+// SetKernelArgs changes the configuration and arguments of node, a kernel
+// node of the graph x was made of, for x's launches from now on
+// (cuGraphExecKernelNodeSetParams): no new instantiation. The arguments are
+// checked as Kernel.Launch checks them; k must be the node's kernel or one
+// of the same module CUDA accepts in its place. x holds the memory they
+// name, as it holds its graph's.
+func (x *GraphExec) SetKernelArgs(node GraphNode, k *Kernel, cfg LaunchConfig, args ...any) (err error) {
+	defer wrap(&err, "set kernel node arguments")
+	if err := x.usable(); err != nil {
+		return err
+	}
+	if node.h == 0 {
+		return invalid("highlevel: the zero GraphNode")
+	}
+	if inCallback() {
+		return ErrInCallback
+	}
+	if !x.life.Acquire() {
+		return ErrClosed
+	}
+	defer x.life.Release()
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	g := &Graph{dev: x.dev, ctx: x.ctx}
+	return k.node(g, &cfg, args, func(f uintptr, dims driver.Dims, small driver.Args, big *byte, params *driver.Param) int32 {
+		graphObjects.RLock()
+		defer graphObjects.RUnlock()
+		return driver.GraphExecSetKernel(uintptr(x.ctx), uintptr(x.h), node.h,
+			f, dims, uint32(cfg.SharedMem), small, big, params, int32(len(k.params)))
+	}, func(h holder) { x.keep(h) })
+}
+
+// keep makes x hold h until it is closed or updated, once; x.mu is held.
+func (x *GraphExec) keep(h holder) {
+	for _, y := range x.held {
+		if y == h {
+			return
+		}
+	}
+	x.held = append(x.held, h)
+	h.hold()
+}
+
+// node packs args for k on g's device and calls add with them, then makes
+// keep hold k's module and the arguments' memory.
+func (k *Kernel) node(g *Graph, cfg *LaunchConfig, args []any,
+	add func(f uintptr, dims driver.Dims, small driver.Args, big *byte, params *driver.Param) int32, keep func(holder)) error {
+	if k == nil || k.m == nil {
+		return k.usable()
+	}
+	if cfg.Cooperative || cfg.Cluster != (Dim3{}) {
+		return invalid("highlevel: a kernel node has no cooperative or cluster launch here; capture one instead")
+	}
+	if !k.m.life.Acquire() {
+		return ErrClosed
+	}
+	defer k.m.life.Release()
+	st, err := g.dev.state()
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, max(k.size, int(unsafe.Sizeof(driver.Args{}))))
+	if _, err := k.pack(buf, args, &Stream{dev: g.dev}); err != nil {
+		return err
+	}
+	defer k.releaseArgs(args)
+	var dims driver.Dims
+	if err := cfg.check(g.dev, &st.limits, &dims); err != nil {
+		return err
+	}
+	f, err := k.function(g.dev, g.ctx)
+	if err != nil {
+		return err
+	}
+	var small driver.Args
+	var big *byte
+	if k.size <= len(buf) && k.size <= int(unsafe.Sizeof(small)) {
+		small = *(*driver.Args)(unsafe.Pointer(&buf[0]))
+	} else {
+		big = &buf[0]
+	}
+	var params *driver.Param
+	if len(k.params) > 0 {
+		params = (*driver.Param)(unsafe.Pointer(&k.params[0]))
+	}
+	if err := check("cuGraphAddKernelNode", add(f, dims, small, big, params)); err != nil {
+		return err
+	}
+	keep(k.m)
+	k.forArgMemory(args, func(m *Memory) { keep(m) })
+	return nil
+}
+
+// AddMemset adds a memset of every element of a to v, with the driver's
+// memset node: a's elements must be 1, 2 or 4 bytes long, or v's bytes all
+// equal.
+func AddMemset[T any](g *Graph, deps []GraphNode, a *Array[T], v T) (_ GraphNode, err error) {
+	defer wrap(&err, "add memset node")
+	if a == nil {
+		return GraphNode{}, nilError("Array")
+	}
+	b := unsafe.Slice((*byte)(unsafe.Pointer(&v)), unsafe.Sizeof(v))
+	var r memsetRows
+	switch size := len(b); {
+	case uniform(b):
+		r = memsetRows{v: uint32(b[0]), size: 1, width: a.bytes(), height: 1}
+	case size == 2:
+		r = memsetRows{v: uint32(*(*uint16)(unsafe.Pointer(&b[0]))), size: 2, width: a.n, height: 1}
+	case size%4 == 0 && uniformWords(b):
+		r = memsetRows{v: *(*uint32)(unsafe.Pointer(&b[0])), size: 4, width: a.bytes() / 4, height: 1}
+	default:
+		return GraphNode{}, invalid("highlevel: a memset node sets elements of 1, 2 or 4 bytes, not %d bytes that differ", size)
+	}
+	if a.n == 0 {
+		return GraphNode{}, invalid("highlevel: a memset node of an empty array")
+	}
+	t, hs, err := g.build(deps)
+	if err != nil {
+		return GraphNode{}, err
+	}
+	defer t.end()
+	d, _, err := a.p.span(r.bytes())
+	if err != nil {
+		return GraphNode{}, err
+	}
+	defer a.p.mem.life.Release()
+	if a.p.mem.dev != g.dev && !a.p.mem.managed {
+		return GraphNode{}, invalid("highlevel: memory of %v in a graph of %v", a.p.mem.dev, g.dev)
+	}
+	var n uintptr
+	err = check("cuGraphAddMemsetNode", driver.GraphAddMemset(g.ctx, &n, uintptr(g.h), depsPtr(hs), uintptr(len(hs)),
+		uintptr(d), uintptr(r.pitch), r.v, int32(r.size), uintptr(r.width), uintptr(r.height)))
+	if err == nil {
+		t.keep(a.p.mem)
+	}
+	return GraphNode{n, g}, err
+}
+
+// AddGraph adds a node that runs a copy of child, a graph of the same
+// device, as CUDA copies it now (cuGraphAddChildGraphNode): later changes
+// to child do not reach g. g holds what child's nodes use.
+func (g *Graph) AddGraph(deps []GraphNode, child *Graph) (_ GraphNode, err error) {
+	defer wrap(&err, "add child graph node")
+	t, hs, err := g.build(deps)
+	if err != nil {
+		return GraphNode{}, err
+	}
+	t.mu.Unlock() // both graphs are locked below, in the order of their addresses
+	defer t.life.Release()
+	if err := child.usable(); err != nil {
+		return GraphNode{}, err
+	}
+	ct := child.top()
+	if ct == t {
+		return GraphNode{}, invalid("highlevel: a graph in itself")
+	}
+	if err := ct.use(); err != nil {
+		return GraphNode{}, err
+	}
+	defer ct.life.Release()
+	first, second := t, ct
+	if uintptr(unsafe.Pointer(second)) < uintptr(unsafe.Pointer(first)) {
+		first, second = second, first
+	}
+	first.mu.Lock()
+	second.mu.Lock()
+	defer first.mu.Unlock()
+	defer second.mu.Unlock()
+	var n uintptr
+	graphObjects.Lock()
+	r := driver.GraphAddChild(g.ctx, &n, uintptr(g.h), depsPtr(hs), uintptr(len(hs)), uintptr(child.h))
+	graphObjects.Unlock()
+	if err := check("cuGraphAddChildGraphNode", r); err != nil {
+		return GraphNode{}, err
+	}
+	for _, h := range ct.held {
+		t.keep(h)
+	}
+	return GraphNode{n, g}, nil
+}
+
+// Dot returns the graph in Graphviz's DOT language, as
+// cuGraphDebugDotPrint writes it with every detail
+// (CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE): `dot -Tsvg` draws it.
+func (g *Graph) Dot() (_ []byte, err error) {
+	defer wrap(&err, "graph in DOT")
+	if err := g.usable(); err != nil {
+		return nil, err
+	}
+	t := g.top()
+	if err := t.use(); err != nil {
+		return nil, err
+	}
+	defer t.life.Release()
+	dir, err := os.MkdirTemp("", "gocuda-dot")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "graph.dot")
+	cpath := append([]byte(path), 0)
+	t.mu.Lock()
+	r := driver.GraphDot(g.ctx, uintptr(g.h), &cpath[0], uint32(cudadrv.GRAPH_DEBUG_DOT_FLAGS_VERBOSE))
+	t.mu.Unlock()
+	if err := check("cuGraphDebugDotPrint", r); err != nil {
+		return nil, err
+	}
+	return os.ReadFile(path)
+}
