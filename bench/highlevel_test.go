@@ -25,8 +25,14 @@ func device(b *testing.B) highlevel.Device {
 // module closed when the benchmark ends.
 func kernel(b *testing.B, source, name string) *highlevel.Kernel {
 	b.Helper()
+	return kernelWith(b, source, name, nil)
+}
+
+// kernelWith is kernel with the compiler's options opts.
+func kernelWith(b *testing.B, source, name string, opts *highlevel.CompileOptions) *highlevel.Kernel {
+	b.Helper()
 	device(b)
-	c, err := highlevel.Compile(source, nil)
+	c, err := highlevel.Compile(source, opts)
 	if err != nil {
 		b.Fatal(err)
 	}

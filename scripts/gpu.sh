@@ -145,6 +145,15 @@ gobench 'CgoNoop|GetDevice|DeviceAttribute|PoolMallocFree' 5000000x $two
 gobench 'EventRecord|StreamCreateDestroy|MallocAsyncFree|LaunchEmpty|LaunchArgs' 200000x $two
 gobench 'LaunchSync' 50000x $two
 gobench 'Graph100' 5000x $two
+# Graphs built node by node (graphbuild_test.go; their twin, c/graphbuild.c,
+# runs with the others below): a loop of 1000 kernels ended by the device,
+# as a while node (2-5 ms a loop) and as the host's loops (9-15 ms); the
+# build of 100 kernel nodes (about 0.4 ms); a node's arguments set, launch
+# and sync (about 10 µs). About 0.2-0.5 s a run, 15 s in all.
+gobench '^BenchmarkWhileNode$' 100x $two
+gobench '^BenchmarkWhileHostLoop(Copy)?$' 30x $two
+gobench '^BenchmarkGraphBuild100$' 1000x $two
+gobench '^BenchmarkGraphSetKernelArgs$' 20000x $two
 gobench '^Benchmark(H2D|D2H|D2D|Memset)' 20x
 gobench 'Sgemm8192' 30x
 inc=${CUDA_HOME:-/usr/local/cuda}/include

@@ -2,7 +2,7 @@
 // of a loop that times a function queueing work on a stream, and their
 // results printed in Go's benchmark format, one line a run, as `go test
 // -count RUNS` prints them, so that one tool reads both; and kernels loaded
-// as highlevel loads them (load_kernel).
+// as highlevel loads them (load_kernel, load_kernel_include).
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <nvrtc.h>
@@ -68,20 +68,37 @@ static void drvcheck(CUresult r, const char *what) {
 	}
 }
 
-// load_kernel returns the kernel named name of the CUDA C++ source src as
-// highlevel has it: compiled by NVRTC for device 0, loaded as a CUlibrary,
-// its CUfunction for the current context.
-static CUfunction load_kernel(const char *src, const char *name) {
+// load_kernel_include returns the kernel named name of the CUDA C++ source
+// src as highlevel has it: compiled by NVRTC for device 0, with the headers
+// of the directory include, when not NULL, found by #include (-I, Compile's
+// IncludePaths), loaded as a CUlibrary, its CUfunction for the current
+// context.
+static CUfunction load_kernel_include(const char *src, const char *name, const char *include) {
 	int major, minor;
 	check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0), "cudaDeviceGetAttribute");
 	check(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0), "cudaDeviceGetAttribute");
-	char arch[64];
+	char arch[64], inc[4096];
 	snprintf(arch, sizeof arch, "--gpu-architecture=sm_%d%d", major, minor);
-	const char *opts[] = {arch};
+	const char *opts[] = {arch, inc};
+	int nopts = 1;
+	if (include != NULL) {
+		snprintf(inc, sizeof inc, "-I%s", include);
+		nopts = 2;
+	}
 	nvrtcProgram p;
 	size_t n;
-	if (nvrtcCreateProgram(&p, src, "kernel.cu", 0, NULL, NULL) != NVRTC_SUCCESS ||
-			nvrtcCompileProgram(p, 1, opts) != NVRTC_SUCCESS || nvrtcGetCUBINSize(p, &n) != NVRTC_SUCCESS) {
+	if (nvrtcCreateProgram(&p, src, "kernel.cu", 0, NULL, NULL) != NVRTC_SUCCESS) {
+		fprintf(stderr, "NVRTC failed\n");
+		exit(1);
+	}
+	if (nvrtcCompileProgram(p, nopts, opts) != NVRTC_SUCCESS || nvrtcGetCUBINSize(p, &n) != NVRTC_SUCCESS) {
+		size_t size = 0;
+		char *log = NULL;
+		if (nvrtcGetProgramLogSize(p, &size) == NVRTC_SUCCESS && (log = (char *)malloc(size + 1)) != NULL &&
+				nvrtcGetProgramLog(p, log) == NVRTC_SUCCESS) {
+			log[size] = 0;
+			fprintf(stderr, "%s", log);
+		}
 		fprintf(stderr, "NVRTC failed\n");
 		exit(1);
 	}
@@ -100,3 +117,6 @@ static CUfunction load_kernel(const char *src, const char *name) {
 	nvrtcDestroyProgram(&p);
 	return f;
 }
+
+// load_kernel is load_kernel_include without an include directory.
+static CUfunction load_kernel(const char *src, const char *name) { return load_kernel_include(src, name, NULL); }
