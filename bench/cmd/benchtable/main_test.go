@@ -351,3 +351,64 @@ BenchmarkAllReduceProcesses/size=2MiB    	17000	28000.0 ns/op	74898.29 MB/s	74.8
 		}
 	}
 }
+
+// TestGraphBuildRows checks the rows of the graphs built node by node: the
+// while node against C's while node (≤ 1.02x) and against C's host loops
+// (≤ 1x: faster than either), the host loops against C's, and the build
+// and the argument update against C's under their targets.
+func TestGraphBuildRows(t *testing.T) {
+	dir := t.TempDir()
+	goFile, cFile := filepath.Join(dir, "go.txt"), filepath.Join(dir, "c.txt")
+	goText := `BenchmarkWhileNode-16                	     100	   2030000 ns/op
+BenchmarkWhileHostLoop-16            	      30	   9100000 ns/op
+BenchmarkWhileHostLoopCopy-16        	      30	  12500000 ns/op
+BenchmarkGraphBuild100-16            	    1000	    420000 ns/op
+BenchmarkGraphSetKernelArgs-16       	   20000	     10900 ns/op
+`
+	cText := `BenchmarkWhileNode              	100	2000000.00 ns/op
+BenchmarkWhileHostLoop          	30	8800000.00 ns/op
+BenchmarkWhileHostLoopCopy      	30	12000000.00 ns/op
+BenchmarkGraphBuild100          	1000	400000.00 ns/op
+BenchmarkGraphSetKernelArgs     	20000	10000.00 ns/op
+`
+	for name, text := range map[string]string{goFile: goText, cFile: cText} {
+		if err := os.WriteFile(name, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var results [numSources]map[string]*stats
+	for src, file := range map[source]string{srcGo: goFile, srcC: cFile, srcCuPy: "testdata/cupy.txt", srcCudaCore: "testdata/cudacore.txt"} {
+		r, err := readSource([]string{file}, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		results[src] = r
+	}
+	rows := buildRows(results)
+	tests := []struct {
+		name, unit, c, g string
+		goC              float64
+		target, met      string
+	}{
+		{"WhileNode", "ms", "2.00", "2.03", 2.03 / 2, "≤ 1.02x", "yes"},
+		{"WhileNode", "ms", "8.80", "2.03", 2.03 / 8.8, "≤ 1x", "yes"},
+		{"WhileNode", "ms", "12.0", "2.03", 2.03 / 12, "≤ 1x", "yes"},
+		{"WhileHostLoop", "ms", "8.80", "9.10", 9.1 / 8.8, "—", "—"},
+		{"WhileHostLoopCopy", "ms", "12.0", "12.5", 12.5 / 12, "—", "—"},
+		{"GraphBuild100", "µs", "400", "420", 1.05, "≤ 1.1x", "yes"},
+		{"GraphSetKernelArgs", "µs", "10.0", "10.9", 1.09, "≤ 1.05x", "no"},
+	}
+	if len(rows) != len(tests) {
+		t.Fatalf("got %d rows, want %d", len(rows), len(tests))
+	}
+	for i, tt := range tests {
+		r := &rows[i]
+		unit, cells := r.values()
+		if r.name != tt.name || unit != tt.unit || cells[0] != tt.c || cells[1] != tt.g || !same(r.ratio(srcGo), tt.goC) ||
+			r.targetString() != tt.target || r.metString("—") != tt.met {
+			t.Errorf("row %d: %s, %s C %s Go %s, Go/C %v, target %q, met %q; want %s, %s %s %s, %v, %q, %q", i,
+				r.name, unit, cells[0], cells[1], r.ratio(srcGo), r.targetString(), r.metString("—"),
+				tt.name, tt.unit, tt.c, tt.g, tt.goC, tt.target, tt.met)
+		}
+	}
+}
