@@ -230,6 +230,32 @@ func BenchmarkGraphBuild100(b *testing.B) {
 	})
 }
 
+// BenchmarkGraphAdd100 is BenchmarkGraphBuild100 without the
+// instantiation: NewGraph, 100 chained AddKernel and Close, against
+// c/graphbuild.c's cuGraphCreate, cuGraphAddKernelNode and cuGraphDestroy.
+func BenchmarkGraphAdd100(b *testing.B) {
+	k, s := launchSetup(b, "empty")
+	d := device(b)
+	deps := make([]highlevel.GraphNode, 1)
+	b.ReportAllocs()
+	loop(b, s, func() error {
+		g, err := highlevel.NewGraph(d)
+		if err != nil {
+			return err
+		}
+		var prev []highlevel.GraphNode
+		for range graphNodes {
+			n, err := g.AddKernel(prev, k, one)
+			if err != nil {
+				g.Close()
+				return err
+			}
+			deps[0], prev = n, deps
+		}
+		return g.Close()
+	})
+}
+
 // BenchmarkGraphSetKernelArgs changes the arguments of the one kernel node
 // of an instantiated graph (GraphExec.SetKernelArgs), launches the graph
 // and waits for it: args4 of launch_test.go on two one-float arrays, the

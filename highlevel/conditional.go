@@ -113,6 +113,9 @@ func (g *Graph) addConditional(deps []GraphNode, c Conditional, typ, size, need 
 	}
 	bodies := make([]*Graph, size)
 	for i, h := range hb {
+		if h == 0 {
+			return GraphNode{}, nil, fmt.Errorf("highlevel: cuGraphAddNode gave no graph for body %d of %d", i, size)
+		}
 		bodies[i] = &Graph{h: cudadrv.Graph(h), dev: g.dev, ctx: g.ctx, parent: g}
 	}
 	return GraphNode{n, g}, bodies, nil

@@ -43,6 +43,10 @@ type deviceState struct {
 	// attrs caches the attributes read so far, each as value<<1 | 1, so
 	// that 0 means not read yet.
 	attrs [deviceAttributeLimit]atomic.Int64
+
+	// packOn is a Stream of the device for nothing but Kernel.pack, which
+	// takes the device of a kernel node's arguments from it.
+	packOn Stream
 }
 
 // deviceLimits are the attributes of a device that a launch is checked
@@ -85,6 +89,7 @@ func (s *deviceState) init(d Device) error {
 	}
 	s.ctx = ctx
 	s.ready.Store(true)
+	s.packOn.dev = d
 	var name [256]byte
 	if err := check("cuDeviceGetName", driver.DeviceName(int32(d), &name[0], int32(len(name)))); err != nil {
 		return err

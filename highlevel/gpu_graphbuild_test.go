@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -47,6 +48,9 @@ func graphKernel(t *testing.T, d Device) map[string]*Kernel {
 	if err != nil {
 		t.Fatalf("Compile: %v", err)
 	}
+	// Whether NVRTC declares cudaGraphSetConditional without the header.
+	_, err = Compile(strings.Replace(graphKernels, "#include <cuda_device_runtime_api.h>", "", 1), &CompileOptions{Arch: arch})
+	t.Logf("without cuda_device_runtime_api.h: %v", err)
 	m, err := LoadModule(c.Image)
 	if err != nil {
 		t.Fatal(err)

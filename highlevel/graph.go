@@ -50,6 +50,16 @@ type Graph struct {
 	// is in: its top (Graph.top) holds the life, the lock and the holds
 	// of every body in it.
 	parent *Graph
+	// scratch is where the nodes added to the graph and its bodies
+	// (graphbuild.go) pass their dependencies, the node made and a kernel
+	// node's parameters to C, so that adding a node allocates nothing;
+	// mu guards it.
+	scratch struct {
+		deps   []uintptr
+		made   uintptr
+		kernel kernelNode
+		recent [2]holder // the holders kept last, held already
+	}
 }
 
 // A GraphExec is an instantiated Graph, ready to launch (CuPy's Graph). It
@@ -63,8 +73,10 @@ type GraphExec struct {
 	dev  Device
 	ctx  unsafe.Pointer // nil in a zero GraphExec
 	life life
-	mu   sync.Mutex // as Graph's; guards held too
+	mu   sync.Mutex // as Graph's; guards held and kernel too
 	held []holder   // as Graph's
+	// kernel is SetKernelArgs's scratch, as a Graph's.
+	kernel kernelNode
 }
 
 // A CaptureMode says which CUDA calls a stream capture refuses while it

@@ -3,6 +3,7 @@ package highlevel
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"unsafe"
 
 	"github.com/gocuda/cuda/cudadrv"
@@ -51,7 +52,8 @@ func (g *Graph) top() *Graph {
 }
 
 // build begins adding a node to g: it returns the graph that owns g's
-// nodes, locked and in use, and the handles of deps, all of g; end ends it.
+// nodes, locked and in use, and the handles of deps, all of g, in its
+// scratch; end ends it.
 func (g *Graph) build(deps []GraphNode) (*Graph, []uintptr, error) {
 	if err := g.usable(); err != nil {
 		return nil, nil, err
@@ -60,15 +62,16 @@ func (g *Graph) build(deps []GraphNode) (*Graph, []uintptr, error) {
 	if err := t.use(); err != nil {
 		return nil, nil, err
 	}
-	hs := make([]uintptr, len(deps))
+	t.mu.Lock()
+	hs := t.scratch.deps[:0]
 	for i, n := range deps {
 		if n.h == 0 || n.g != g {
-			t.life.Release()
+			t.end()
 			return nil, nil, invalid("highlevel: dependency %d is not a node of this graph", i)
 		}
-		hs[i] = n.h
+		hs = append(hs, n.h)
 	}
-	t.mu.Lock()
+	t.scratch.deps = hs
 	return t, hs, nil
 }
 
@@ -80,6 +83,11 @@ func (t *Graph) end() {
 // keep makes t hold h for its nodes, once, as a capture's graph holds what
 // its work uses; t.mu is held.
 func (t *Graph) keep(h holder) {
+	r := &t.scratch.recent
+	if h == r[0] || h == r[1] {
+		return
+	}
+	r[0], r[1] = h, r[0]
 	if t.heldSet == nil {
 		t.heldSet = make(map[holder]struct{}, len(t.held)+1)
 		for _, x := range t.held {
@@ -110,9 +118,9 @@ func (g *Graph) AddEmpty(deps ...GraphNode) (_ GraphNode, err error) {
 		return GraphNode{}, err
 	}
 	defer t.end()
-	var n uintptr
-	err = check("cuGraphAddEmptyNode", driver.GraphAddEmpty(g.ctx, &n, uintptr(g.h), depsPtr(hs), uintptr(len(hs))))
-	return GraphNode{n, g}, err
+	n := &t.scratch.made
+	err = check("cuGraphAddEmptyNode", driver.GraphAddEmpty(g.ctx, n, uintptr(g.h), depsPtr(hs), uintptr(len(hs))))
+	return GraphNode{*n, g}, err
 }
 
 // AddKernel adds a launch of k with cfg and args, checked as Kernel.Launch
@@ -123,17 +131,23 @@ func (g *Graph) AddKernel(deps []GraphNode, k *Kernel, cfg LaunchConfig, args ..
 			wrap(&err, "add kernel node", k.Name())
 		}
 	}()
-	var n uintptr
 	t, hs, err := g.build(deps)
 	if err != nil {
 		return GraphNode{}, err
 	}
 	defer t.end()
-	err = k.node(g, &cfg, args, func(f uintptr, dims driver.Dims, small driver.Args, big *byte, params *driver.Param) int32 {
-		return driver.GraphAddKernel(uintptr(g.ctx), &n, uintptr(g.h), depsPtr(hs), uintptr(len(hs)),
-			f, dims, uint32(cfg.SharedMem), small, big, params, int32(len(k.params)))
-	}, t.keep)
-	return GraphNode{n, g}, err
+	n, p := &t.scratch.made, &t.scratch.kernel
+	if err := k.node(g.dev, g.ctx, &cfg, args, p); err != nil {
+		return GraphNode{}, err
+	}
+	defer k.release(args)
+	r := driver.GraphAddKernel(uintptr(g.ctx), n, uintptr(g.h), depsPtr(hs), uintptr(len(hs)),
+		p.f, p.dims, uint32(cfg.SharedMem), p.small, p.big, p.params, int32(len(k.params)))
+	if err := check("cuGraphAddKernelNode", r); err != nil {
+		return GraphNode{}, err
+	}
+	k.keep(args, t.keep)
+	return GraphNode{*n, g}, nil
 }
 
 // SetKernelArgs changes the configuration and arguments of node, a kernel
@@ -159,13 +173,20 @@ func (x *GraphExec) SetKernelArgs(node GraphNode, k *Kernel, cfg LaunchConfig, a
 	defer x.life.Release()
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	g := &Graph{dev: x.dev, ctx: x.ctx}
-	return k.node(g, &cfg, args, func(f uintptr, dims driver.Dims, small driver.Args, big *byte, params *driver.Param) int32 {
-		graphObjects.RLock()
-		defer graphObjects.RUnlock()
-		return driver.GraphExecSetKernel(uintptr(x.ctx), uintptr(x.h), node.h,
-			f, dims, uint32(cfg.SharedMem), small, big, params, int32(len(k.params)))
-	}, func(h holder) { x.keep(h) })
+	p := &x.kernel
+	if err := k.node(x.dev, x.ctx, &cfg, args, p); err != nil {
+		return err
+	}
+	defer k.release(args)
+	graphObjects.RLock()
+	r := driver.GraphExecSetKernel(uintptr(x.ctx), uintptr(x.h), node.h,
+		p.f, p.dims, uint32(cfg.SharedMem), p.small, p.big, p.params, int32(len(k.params)))
+	graphObjects.RUnlock()
+	if err := check("cuGraphExecKernelNodeSetParams", r); err != nil {
+		return err
+	}
+	k.keep(args, x.keep)
+	return nil
 }
 
 // keep makes x hold h until it is closed or updated, once; x.mu is held.
@@ -179,54 +200,66 @@ func (x *GraphExec) keep(h holder) {
 	h.hold()
 }
 
-// node packs args for k on g's device and calls add with them, then makes
-// keep hold k's module and the arguments' memory.
-func (k *Kernel) node(g *Graph, cfg *LaunchConfig, args []any,
-	add func(f uintptr, dims driver.Dims, small driver.Args, big *byte, params *driver.Param) int32, keep func(holder)) error {
+// A kernelNode is a kernel node's parameters as the shim takes them.
+type kernelNode struct {
+	f      uintptr
+	dims   driver.Dims
+	small  driver.Args // the arguments, where they fit
+	big    *byte       // else here
+	params *driver.Param
+}
+
+// node packs args for a node of k on device d, whose primary context is
+// ctx, into p, holding k's module and the arguments' memory (operations in
+// progress, which Close and Free wait for) until release.
+func (k *Kernel) node(d Device, ctx unsafe.Pointer, cfg *LaunchConfig, args []any, p *kernelNode) error {
 	if k == nil || k.m == nil {
 		return k.usable()
 	}
+	*p = kernelNode{}
 	if cfg.Cooperative || cfg.Cluster != (Dim3{}) {
 		return invalid("highlevel: a kernel node has no cooperative or cluster launch here; capture one instead")
+	}
+	st, err := d.state()
+	if err != nil {
+		return err
+	}
+	if err := cfg.check(d, &st.limits, &p.dims); err != nil {
+		return err
 	}
 	if !k.m.life.Acquire() {
 		return ErrClosed
 	}
-	defer k.m.life.Release()
-	st, err := g.dev.state()
-	if err != nil {
+	if p.f, err = k.function(d, ctx); err != nil {
+		k.m.life.Release()
 		return err
 	}
-	buf := make([]byte, max(k.size, int(unsafe.Sizeof(driver.Args{}))))
-	if _, err := k.pack(buf, args, &Stream{dev: g.dev}); err != nil {
+	buf := unsafe.Slice((*byte)(unsafe.Pointer(&p.small)), unsafe.Sizeof(p.small))
+	if k.size > len(buf) {
+		buf = make([]byte, k.size)
+		p.big = &buf[0]
+	}
+	if _, err := k.pack(buf, args, &st.packOn); err != nil {
+		k.m.life.Release()
 		return err
 	}
-	defer k.releaseArgs(args)
-	var dims driver.Dims
-	if err := cfg.check(g.dev, &st.limits, &dims); err != nil {
-		return err
-	}
-	f, err := k.function(g.dev, g.ctx)
-	if err != nil {
-		return err
-	}
-	var small driver.Args
-	var big *byte
-	if k.size <= len(buf) && k.size <= int(unsafe.Sizeof(small)) {
-		small = *(*driver.Args)(unsafe.Pointer(&buf[0]))
-	} else {
-		big = &buf[0]
-	}
-	var params *driver.Param
 	if len(k.params) > 0 {
-		params = (*driver.Param)(unsafe.Pointer(&k.params[0]))
+		p.params = (*driver.Param)(unsafe.Pointer(&k.params[0]))
 	}
-	if err := check("cuGraphAddKernelNode", add(f, dims, small, big, params)); err != nil {
-		return err
-	}
+	return nil
+}
+
+// release ends node's holds.
+func (k *Kernel) release(args []any) {
+	k.releaseArgs(args)
+	k.m.life.Release()
+}
+
+// keep makes keep hold the module and the arguments' memory of a node
+// added with args, as a graph holds what its nodes use.
+func (k *Kernel) keep(args []any, keep func(holder)) {
 	keep(k.m)
 	k.forArgMemory(args, func(m *Memory) { keep(m) })
-	return nil
 }
 
 // AddMemset adds a memset of every element of a to v, with the driver's
@@ -265,13 +298,13 @@ func AddMemset[T any](g *Graph, deps []GraphNode, a *Array[T], v T) (_ GraphNode
 	if a.p.mem.dev != g.dev && !a.p.mem.managed {
 		return GraphNode{}, invalid("highlevel: memory of %v in a graph of %v", a.p.mem.dev, g.dev)
 	}
-	var n uintptr
-	err = check("cuGraphAddMemsetNode", driver.GraphAddMemset(g.ctx, &n, uintptr(g.h), depsPtr(hs), uintptr(len(hs)),
+	n := &t.scratch.made
+	err = check("cuGraphAddMemsetNode", driver.GraphAddMemset(g.ctx, n, uintptr(g.h), depsPtr(hs), uintptr(len(hs)),
 		uintptr(d), uintptr(r.pitch), r.v, int32(r.size), uintptr(r.width), uintptr(r.height)))
 	if err == nil {
 		t.keep(a.p.mem)
 	}
-	return GraphNode{n, g}, err
+	return GraphNode{*n, g}, err
 }
 
 // AddGraph adds a node that runs a copy of child, a graph of the same
@@ -283,7 +316,8 @@ func (g *Graph) AddGraph(deps []GraphNode, child *Graph) (_ GraphNode, err error
 	if err != nil {
 		return GraphNode{}, err
 	}
-	t.mu.Unlock() // both graphs are locked below, in the order of their addresses
+	hs = slices.Clone(hs) // t's scratch, which others use while t is unlocked
+	t.mu.Unlock()         // both graphs are locked below, in the order of their addresses
 	defer t.life.Release()
 	if err := child.usable(); err != nil {
 		return GraphNode{}, err

@@ -150,12 +150,32 @@ static void build100(void) {
 	drvcheck(cuGraphDestroy(g), "cuGraphDestroy");
 }
 
+// add100 is build100 without the instantiation; add100ctx names the
+// context in each node's parameters, as highlevel does.
+static void add_nodes(CUcontext c) {
+	CUgraph g;
+	CUgraphNode prev = NULL, node;
+	drvcheck(cuGraphCreate(&g, 0), "cuGraphCreate");
+	CUDA_KERNEL_NODE_PARAMS k = kernel_params(empty, NULL);
+	k.ctx = c;
+	for (int i = 0; i < NODES; i++) {
+		drvcheck(cuGraphAddKernelNode(&node, g, i > 0 ? &prev : NULL, i > 0, &k), "cuGraphAddKernelNode");
+		prev = node;
+	}
+	drvcheck(cuGraphDestroy(g), "cuGraphDestroy");
+}
+static void add100(void) { add_nodes(NULL); }
+static void add100ctx(void) { add_nodes(ctx); }
+
 static CUgraphExec args_exec;
 static CUgraphNode args_node;
 static int turn;
 
 // build_args builds and instantiates BenchmarkGraphSetKernelArgs's graph:
-// one launch of args4.
+// one launch of args4. The graph stays: its node names the node to update
+// in the instantiation (cuGraphExecKernelNodeSetParams refuses a node of a
+// destroyed graph).
+static CUgraph args_graph;
 static void build_args(void) {
 	CUgraph g;
 	float a = 2;
@@ -165,7 +185,7 @@ static void build_args(void) {
 	drvcheck(cuGraphCreate(&g, 0), "cuGraphCreate");
 	drvcheck(cuGraphAddKernelNode(&args_node, g, NULL, 0, &k), "cuGraphAddKernelNode");
 	drvcheck(cuGraphInstantiate(&args_exec, g, 0), "cuGraphInstantiate");
-	drvcheck(cuGraphDestroy(g), "cuGraphDestroy");
+	args_graph = g;
 }
 
 // set_args sets the node's arguments, the scalar and the arrays' roles
@@ -209,6 +229,8 @@ int main(void) {
 	bench("BenchmarkWhileHostLoopCopy", host_loop_copy, 30);
 	check_count();
 	bench("BenchmarkGraphBuild100", build100, 1000);
+	bench("BenchmarkGraphAdd100", add100, 1000);
+	bench("BenchmarkGraphAdd100Context", add100ctx, 1000);
 	build_args();
 	bench("BenchmarkGraphSetKernelArgs", set_args, 20000);
 	return 0;

@@ -1111,8 +1111,10 @@ int hl_graph_add_child(void *ctx, uintptr_t *node, uintptr_t g, const uintptr_t 
 	CALL(ctx, DRV(cuGraphAddChildGraphNode)(NODE(node), (CUgraph)g, DEPS(deps), ndeps, (CUgraph)child));
 }
 
-// hl_graph_add_conditional adds a conditional node of type (CUgraphConditionalNodeType)
-// on handle, whose size bodies CUDA makes and writes to bodies.
+// hl_graph_add_conditional adds a conditional node of type
+// (CUgraphConditionalNodeType) on handle, with size bodies, whose graphs it
+// writes to bodies: CUDA makes them, and points the parameters'
+// phGraph_out at its array of them.
 int hl_graph_add_conditional(void *ctx, uintptr_t *node, uintptr_t g, const uintptr_t *deps, size_t ndeps,
 		uint64_t handle, int type, unsigned size, uintptr_t *bodies) {
 	if (DRV(cuGraphAddNode) == NULL) return HL_MISSING_BASE - HL_I_cuGraphAddNode; // NEED would expand CUDA 13's #define
@@ -1122,9 +1124,16 @@ int hl_graph_add_conditional(void *ctx, uintptr_t *node, uintptr_t g, const uint
 	p.conditional.handle = (CUgraphConditionalHandle)handle;
 	p.conditional.type = (CUgraphConditionalNodeType)type;
 	p.conditional.size = size;
-	p.conditional.phGraph_out = (CUgraph *)bodies;
 	p.conditional.ctx = (CUcontext)ctx;
-	CALL(ctx, DRV(cuGraphAddNode)(NODE(node), (CUgraph)g, DEPS(deps), ndeps, &p));
+	void *prev;
+	int r = hl_enter(ctx, &prev);
+	if (r != 0) return r;
+	r = DRV(cuGraphAddNode)(NODE(node), (CUgraph)g, DEPS(deps), ndeps, &p);
+	hl_leave(ctx, prev);
+	for (unsigned i = 0; r == 0 && i < size; i++) {
+		bodies[i] = (uintptr_t)p.conditional.phGraph_out[i];
+	}
+	return r;
 }
 
 int hl_graph_conditional(void *ctx, uint64_t *handle, uintptr_t g, unsigned value, unsigned flags) {
