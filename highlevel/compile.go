@@ -3,8 +3,11 @@ package highlevel
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"unsafe"
 
 	"github.com/gocuda/cuda/highlevel/internal/driver"
@@ -21,7 +24,12 @@ type CompileOptions struct {
 	// "compute_90" PTX, which the driver compiles for any later device
 	// too. Device.Arch gives a device's; the default is DefaultDevice's.
 	Arch string
-	// IncludePaths are searched by #include (-I).
+	// IncludePaths are searched by #include (-I), before the CUDA
+	// toolkit's include directory, which is searched last where there is
+	// one ($CUDA_HOME/include, $CUDA_PATH/include or
+	// /usr/local/cuda/include), as CuPy does: for
+	// cuda_device_runtime_api.h (cudaGraphSetConditional) and the
+	// toolkit's other headers.
 	IncludePaths []string
 	// Defines are macros defined before the source (-D name=value; an
 	// empty value defines name as 1).
@@ -117,6 +125,9 @@ func Compile(source string, opts *CompileOptions) (_ *Compiled, err error) {
 	for _, p := range opts.IncludePaths {
 		args = append(args, "-I"+p)
 	}
+	if inc := cudaInclude(); inc != "" {
+		args = append(args, "-I"+inc)
+	}
 	macros := make([]string, 0, len(opts.Defines))
 	for m, v := range opts.Defines {
 		if v != "" {
@@ -206,3 +217,20 @@ func programImage(prog nvrtc.Program, ptx bool) ([]byte, error) {
 	}
 	return b, nil
 }
+
+// cudaInclude returns the CUDA toolkit's include directory, which Compile
+// searches last: $CUDA_HOME/include, else $CUDA_PATH/include, else
+// /usr/local/cuda/include, the first that holds cuda.h; "" where none
+// does (NVRTC's built-in headers still serve).
+var cudaInclude = sync.OnceValue(func() string {
+	for _, dir := range []string{os.Getenv("CUDA_HOME"), os.Getenv("CUDA_PATH"), "/usr/local/cuda"} {
+		if dir == "" {
+			continue
+		}
+		inc := filepath.Join(dir, "include")
+		if _, err := os.Stat(filepath.Join(inc, "cuda.h")); err == nil {
+			return inc
+		}
+	}
+	return ""
+})

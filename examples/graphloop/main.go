@@ -1,6 +1,5 @@
-// Graphloop runs a loop on the GPU that the GPU ends: a graph's while node
-// repeats Newton's step x = (x + a/x) / 2 towards √a for a million numbers
-// until a kernel finds that no x moved, with no round trip to the host.
+// Graphloop runs a loop that the GPU ends: a graph's while node repeats Newton's
+// step x = (x + a/x) / 2 towards √a until a kernel finds that no x moved.
 //
 //	go run ./examples/graphloop
 package main
@@ -10,12 +9,11 @@ import (
 	"fmt"
 	"log"
 	"math"
-	"os"
 
 	"github.com/gocuda/cuda/highlevel"
 )
 
-// flags[0] says whether an x moved in the last step, flags[1] counts steps.
+// flags[0] says whether an x moved in the last step; flags[1] counts steps.
 const source = `#include <cuda_device_runtime_api.h>
 extern "C" __global__ void step(float *x, const float *a, unsigned *flags, int n) {
 	int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -35,22 +33,17 @@ func main() {
 
 // run finds √a for n numbers a on the default device and checks them.
 func run(n int) error {
-	inc := cmp.Or(os.Getenv("CUDA_HOME"), "/usr/local/cuda") + "/include" // cuda_device_runtime_api.h
-	compiled, err := highlevel.Compile(source, &highlevel.CompileOptions{IncludePaths: []string{inc}})
+	compiled, err := highlevel.Compile(source, nil) // for the default device, with the toolkit's headers
 	if err != nil {
 		return err
 	}
-	m, err := highlevel.LoadModule(compiled.Image)
-	if err != nil {
-		return err
-	}
-	defer m.Close()
 	as := make([]float32, n)
 	for i := range as {
 		as[i] = float32(i + 1)
 	}
-	// Made, deferred (Free and Close of nil return an error), then checked;
-	// each call after one that failed fails too: the first error is the one.
+	// Made, deferred (Close and Free of nil just fail), then checked.
+	m, err0 := highlevel.LoadModule(compiled.Image)
+	defer m.Close()
 	step, err1 := m.Kernel("step")
 	decide, err2 := m.Kernel("decide")
 	a, err3 := highlevel.ArrayFrom(nil, as)
@@ -68,7 +61,7 @@ func run(n int) error {
 	_, err10 := body.AddKernel([]highlevel.GraphNode{stepped}, decide, highlevel.LaunchConfig{}, flags, loop)
 	exec, err11 := g.Instantiate(nil)
 	defer exec.Close()
-	if err := cmp.Or(err1, err2, err3, err4, err5, err6, err7, err8, err9, err10, err11, exec.Launch(nil)); err != nil {
+	if err := cmp.Or(err0, err1, err2, err3, err4, err5, err6, err7, err8, err9, err10, err11, exec.Launch(nil)); err != nil {
 		return err
 	}
 	xs, err1 := x.ToHost() // on the legacy default stream, after the launch
