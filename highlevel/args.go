@@ -47,7 +47,7 @@ func (k *Kernel) pack(buf []byte, args []any, s *Stream) (Device, error) {
 		switch {
 		case err != nil:
 			k.releaseArgs(args[:i])
-			return 0, invalid("%w: %s argument %d: %v", ErrArgument, k.name, i, err)
+			return 0, invalid("%w: %s argument %d: %w", ErrArgument, k.name, i, err)
 		case dev < 0:
 		case !chosen:
 			d, chosen = dev, true
@@ -310,7 +310,7 @@ func putArg(dst []byte, a any, class paramClass) (dev Device, err error) {
 		// with it.
 		data := anyData(&a)
 		if data == nil {
-			return -1, fmt.Errorf("nil %v", reflect.TypeOf(a))
+			return -1, fmt.Errorf("%w: nil %v", ErrNil, reflect.TypeOf(a))
 		}
 		p := *(*MemoryPointer)(data)
 		kind, err, mem = paramPointer, putMemory(dst, p, reflect.TypeOf(a)), p.mem

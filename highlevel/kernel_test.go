@@ -87,6 +87,11 @@ func TestKernelArguments(t *testing.T) {
 				if !errors.Is(err, ErrArgument) || !strings.Contains(err.Error(), tt.err) || !strings.Contains(err.Error(), "k argument 0") {
 					t.Errorf("pack(%T) = %v, want ErrArgument naming argument 0 and %q", tt.arg, err, tt.err)
 				}
+				// The argument's own error stays matchable: a program
+				// tells a freed array from a wrong type.
+				if is := map[string]error{"freed *Memory": ErrFreed, "nil *Array": ErrNil, "zero MemoryPointer": ErrNil}[tt.name]; is != nil && !errors.Is(err, is) {
+					t.Errorf("pack(%T) = %v, want it to match %v too", tt.arg, err, is)
+				}
 				return
 			}
 			if err != nil || string(buf) != string(tt.want) {
