@@ -15,7 +15,8 @@
 // world_test.go holds what a program's goroutines share, model_test.go the
 // host's copy of the device memory every read is checked against,
 // expect_test.go the errors each operation may return, the ops_*_test.go
-// files the operations, and children_test.go the mode that runs programs
+// files the operations (ops_built_test.go those of graphs built node by
+// node, issue 48), and children_test.go the mode that runs programs
 // in several processes at once (scripts/gpu.sh mixed). Without a GPU the
 // test skips.
 package mixed

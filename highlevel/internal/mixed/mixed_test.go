@@ -22,7 +22,11 @@ import (
 // events, pools, graphs and blocks of memory: copies of every form,
 // staged ones included, kernels compiled with NVRTC, captures in every
 // mode on shared non-blocking streams, graphs instantiated, launched,
-// updated and closed, events recorded and waited for, host functions,
+// updated and closed, graphs built node by node (memset, kernel, child
+// graph and empty nodes; while, if, if/else and switch nodes whose
+// conditions kernels set) and updated with SetKernelArgs while their
+// Graph, GraphExec and module are closed and their memory freed under
+// them, events recorded and waited for, host functions,
 // streams and events closed while others use them, MemoryPool and
 // MemoryAsyncPool memory (the async pools closed with frees queued),
 // views, managed memory with Prefetch and Advise, IPC handles, linalg's
@@ -39,7 +43,13 @@ import (
 //     returns nil, that every host function queued before has run, and
 //     that such a wait never says a capture is in progress (hostfunc);
 //   - that Prefetch and Advise refuse bad devices and bad advice (refuse);
-//   - at the end, that every host function queued ran once.
+//   - that what a graph built node by node writes is what its nodes say,
+//     after its updates too, and that the Graph, GraphExec, Module and
+//     memory the operation closed or freed refuse with ErrClosed or
+//     ErrFreed (ops_built_test.go);
+//   - at the end, that every host function queued ran once, and that a
+//     program of enough operations built, launched, checked and updated
+//     graphs node by node often enough (checkBuilt).
 //
 // A wait that takes longer than $GOCUDA_MIXED_WAIT fails the program, and
 // an operation that runs 30 s longer than that is taken for a hang: the
@@ -63,6 +73,9 @@ import (
 //	GOCUDA_MIXED_PROCS       processes to run the programs in, at once on one
 //	                         GPU (default 1: this one; see children_test.go)
 //	GOCUDA_MIXED_LOGDIR      where the processes' whole output goes
+//	CUDA_HOME                the CUDA toolkit, whose include directory the
+//	                         kernels of the kinds build, cond and update
+//	                         include (default /usr/local/cuda)
 //
 // A program of 4000 operations takes about 1.3 s on an H200, 1.5 to 2 s
 // with three others at once, 22 s under -race.
@@ -87,6 +100,11 @@ func TestGPUMixed(t *testing.T) {
 		t.Fatal(err)
 	}
 	k := loadKernels(t, d)
+	for _, name := range builtKinds {
+		if !cfg.skip[name] && k.graph == nil {
+			k.graph = loadGraphKernels(t, d)
+		}
+	}
 	if err := cublas.Load(); err != nil {
 		t.Logf("no cuBLAS, so no linalg: %v", err)
 		cfg.skip["linalg"] = true
@@ -100,6 +118,7 @@ func TestGPUMixed(t *testing.T) {
 			start := time.Now()
 			p := newProgram(t, d, ndev, seed, cfg, k)
 			p.run()
+			p.checkBuilt()
 			sum.merge(p.tally)
 			sum.add("program seconds", int64(time.Since(start).Seconds()+0.5))
 		})
@@ -183,6 +202,9 @@ func init() {
 		{"clear", 1, (*worker).clear},          // ClearCaches
 		{"capture", 5, (*worker).capture},      // capture in any mode, instantiate, launch, close (ops_graphs)
 		{"gexec", 4, (*worker).gexec},          // shared GraphExecs: launch, update, replace, close
+		{"build", 2, (*worker).build},          // graphs built node by node, launched, checked; closes and frees race them (ops_built)
+		{"cond", 2, (*worker).cond},            // while and if (if/else, switch) nodes, launched, checked
+		{"update", 2, (*worker).update},        // GraphExec.SetKernelArgs, launched, checked; Close of the GraphExec races them
 		{"stream", 2, (*worker).replaceStream}, // close a shared stream, busy or capturing, and replace it (ops_streams)
 		{"event", 2, (*worker).replaceEvent},
 		{"busyclose", 2, (*worker).busyClose}, // close a stream and an event under helpers that use them
@@ -232,6 +254,7 @@ extern "C" __global__ void spin(unsigned *p, int n, int rounds) {
 // kernels are the program's kernels, loaded once for all programs.
 type kernels struct {
 	pattern, fill, check, spin *highlevel.Kernel
+	graph                      *graphKernels // nil where the kinds of ops_built_test.go are all skipped
 }
 
 func loadKernels(t *testing.T, d highlevel.Device) *kernels {

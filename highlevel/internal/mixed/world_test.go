@@ -39,6 +39,9 @@ type program struct {
 	events  []*highlevel.Event
 	async   *highlevel.MemoryAsyncPool
 	execs   []*sharedExec
+	// openModules are modules of operations whose Close was refused
+	// while captures went on (closeModule): the finish closes them.
+	openModules []*highlevel.Module
 
 	// capturing is held shared while a goroutine captures and exclusively
 	// by syncDevice: the package refuses device-wide waits while a
@@ -219,6 +222,9 @@ func (p *program) finish() {
 		if x != nil {
 			o.ok(x.x.Close(), 0, "GraphExec.Close of a shared GraphExec")
 		}
+	}
+	for _, m := range p.openModules {
+		o.ok(m.Close(), 0, "Module.Close of an operation's module, with no capture in progress")
 	}
 	for _, rs := range p.streams {
 		o.ok(rs.s.Close(), 0, "Stream.Close of %s", rs.what)
