@@ -143,10 +143,15 @@ func (w *randomWorker) launched(err error, hostNodes int, allow randomAllow, for
 // graph captures a fill of a span of one of the goroutine's allocations,
 // and maybe a host function, on its own stream in relaxed mode, launches
 // the graph on a shared stream and closes it, before the launch is done or
-// after; the memory lives on after the op, the graph does not.
+// after; the memory lives on after the op, the graph does not. One time in
+// two it builds the graph node by node instead (built).
 func (w *randomWorker) graph() {
 	a := w.pick()
 	if a == nil {
+		return
+	}
+	if w.r.IntN(2) == 0 {
+		w.built(a)
 		return
 	}
 	i, j := w.span(a)
@@ -164,7 +169,7 @@ func (w *randomWorker) graph() {
 	if !w.ok(err, 0, "Capture on the goroutine's own stream") {
 		return
 	}
-	w.launchAndClose(g, hostNode, func(ok, maybe bool) {
+	w.launchAndClose(g, hostNode, false, nil, func(ok, maybe bool) {
 		switch {
 		case ok:
 			a.set(i, j, v, true, "a graph")
@@ -174,15 +179,20 @@ func (w *randomWorker) graph() {
 	})
 }
 
-// launchAndClose instantiates g, launches it on a stream (a shared one,
+// launchAndClose instantiates g (with DeviceLaunch now and then, but for
+// a graph with a host node or where noDevice), calls before, where it is
+// not nil, with the instantiation, launches it on a stream (a shared one,
 // holding its gate, or the goroutine's own), tells model how that went,
 // and closes the graph and its instantiation, before the launch is done or
 // after it.
-func (w *randomWorker) launchAndClose(g *Graph, hostNode bool, model func(ok, maybe bool)) {
-	x, opts := w.instantiate(g, hostNode)
+func (w *randomWorker) launchAndClose(g *Graph, hostNode, noDevice bool, before func(*GraphExec), model func(ok, maybe bool)) {
+	x, opts := w.instantiate(g, hostNode || noDevice)
 	if x == nil {
 		w.ok(g.Close(), 0, "Graph.Close")
 		return
+	}
+	if before != nil {
+		before(x)
 	}
 	var allow randomAllow
 	if opts != nil && opts.DeviceLaunch {
@@ -212,6 +222,174 @@ func (w *randomWorker) launchAndClose(g *Graph, hostNode bool, model func(ok, ma
 	if !early {
 		closeGraph()
 	}
+}
+
+// A randomWrite is what a node of a built graph writes: words i to j-1
+// of an allocation, all v.
+type randomWrite struct {
+	i, j int
+	v    uint32
+	how  string
+}
+
+// built builds, node by node, a graph that writes a span of a, and
+// launches it as graph launches a captured one (launchAndClose), one time
+// in four after a was freed or dropped, which the graph and its
+// instantiation hold: a memset node of the span (but in managed memory),
+// then a kernel node that fills part of it. One time in three the fill's
+// value is changed with GraphExec.SetKernelArgs once the graph is
+// instantiated; one time in four, where the driver has conditional nodes,
+// a fill of the part's first word with 0 and a while node, whose body
+// counts there to a limit, come after instead. A launch that works writes
+// what the nodes say, in their order.
+func (w *randomWorker) built(a *randomMem) {
+	i, j := w.span(a)
+	i2 := i + w.r.IntN(j-i)
+	j2 := i2 + 1 + w.r.IntN(j-i2)
+	v0, v, v2 := w.r.Uint32(), w.r.Uint32(), w.r.Uint32()
+	limit := uint32(1 + w.r.IntN(32))
+	loop := w.r.IntN(4) == 0
+	update := !loop && w.r.IntN(3) == 0
+	freeFirst := w.r.IntN(4) == 0
+	var count *Kernel
+	if loop {
+		if count = w.loopKernel(); count == nil {
+			loop = false
+		}
+	}
+	g, err := NewGraph(w.d)
+	if !w.ok(err, 0, "NewGraph") {
+		return
+	}
+	// add reports whether the node was added; where not, it closes g.
+	add := func(err error, format string, args ...any) bool {
+		if w.ok(err, 0, format, args...) {
+			return true
+		}
+		w.ok(g.Close(), 0, "Graph.Close")
+		return false
+	}
+	var writes []randomWrite
+	var deps []GraphNode
+	if !a.managed {
+		view, err := ArrayOf[uint32](a.at(i), j-i)
+		if !add(err, "ArrayOf of words %d..%d of %s", i, j-1, a.describe()) {
+			return
+		}
+		m, err := AddMemset(g, nil, view, v0)
+		if !add(err, "AddMemset of words %d..%d of %s", i, j-1, a.describe()) {
+			return
+		}
+		deps = []GraphNode{m}
+		writes = append(writes, randomWrite{i, j, v0, "memset node"})
+	}
+	fill, err := g.AddKernel(deps, w.fill, randomGrid(j2-i2), a.arg(i2, j2), v, int32(j2-i2))
+	if !add(err, "AddKernel of fill on words %d..%d of %s", i2, j2-1, a.describe()) {
+		return
+	}
+	filled := len(writes)
+	writes = append(writes, randomWrite{i2, j2, v, "kernel node"})
+	if loop {
+		zero, err := g.AddKernel([]GraphNode{fill}, w.fill, randomGrid(1), a.arg(i2, i2+1), uint32(0), int32(1))
+		if !add(err, "AddKernel of fill on word %d of %s", i2, a.describe()) {
+			return
+		}
+		c, err := g.NewConditional(1, true)
+		if !add(err, "NewConditional") {
+			return
+		}
+		_, body, err := g.AddWhile([]GraphNode{zero}, c)
+		if !add(err, "AddWhile") {
+			return
+		}
+		one := LaunchConfig{Grid: Dim3{X: 1}, Block: Dim3{X: 1}}
+		if _, err := body.AddKernel(nil, count, one, a.arg(i2, i2+1), limit, c); !add(err, "AddKernel of count to a while node's body") {
+			return
+		}
+		writes = append(writes, randomWrite{i2, i2 + 1, limit, "while node"})
+		w.note("built graphs with a while node")
+	}
+	w.note("built graphs")
+	before := func(x *GraphExec) {
+		if update {
+			err := x.SetKernelArgs(fill, w.fill, randomGrid(j2-i2), a.arg(i2, j2), v2, int32(j2-i2))
+			if w.ok(err, 0, "GraphExec.SetKernelArgs of a fill node") {
+				writes[filled].v = v2
+				w.note("built graphs updated")
+			}
+		}
+		if freeFirst {
+			w.note("built graph launched after its memory was freed or dropped")
+			w.discard(a) // the graph and its instantiation hold it
+		}
+	}
+	w.launchAndClose(g, false, loop || update, before, func(ok, maybe bool) {
+		switch {
+		case freeFirst:
+		case ok:
+			for _, wr := range writes {
+				a.set(wr.i, wr.j, wr.v, true, "a built graph's "+wr.how)
+			}
+			w.note("built graphs launched")
+		case maybe:
+			a.forget(i, j)
+		}
+	})
+}
+
+// randomLoopSource is the kernel of built's while nodes: it counts the
+// runs of the body in *n and sets the node's condition to go on below
+// limit.
+const randomLoopSource = `
+#include <cuda_device_runtime_api.h>
+extern "C" __global__ void count(unsigned *n, unsigned limit, cudaGraphConditionalHandle h) {
+	unsigned c = ++*n;
+	cudaGraphSetConditional(h, c < limit);
+}
+`
+
+// randomLoop is randomLoopSource's kernel, compiled with the CUDA
+// toolkit's headers ($CUDA_HOME/include, else /usr/local/cuda/include) and
+// loaded at its first use, for the rest of the process; nil where the
+// driver has no conditional nodes (CUDA 12.3) or it could not be made.
+var randomLoop struct {
+	once sync.Once
+	k    *Kernel
+}
+
+// loopKernel returns randomLoop's kernel, or nil.
+func (w *randomWorker) loopKernel() *Kernel {
+	randomLoop.once.Do(func() {
+		if v, err := DriverVersion(); !w.ok(err, 0, "DriverVersion") || v < 12030 {
+			return
+		}
+		// As before the first capture: CUDA loads a kernel into the device
+		// at its first use, which a strict capture refuses on its thread.
+		w.capturing.Lock()
+		defer w.capturing.Unlock()
+		include := "/usr/local/cuda/include"
+		if h := os.Getenv("CUDA_HOME"); h != "" {
+			include = h + "/include"
+		}
+		c, err := Compile(randomLoopSource, &CompileOptions{Name: "randomloop.cu", IncludePaths: []string{include}})
+		if !w.ok(err, 0, "Compile of the while nodes' kernel, with the headers of %s", include) {
+			return
+		}
+		m, err := LoadModule(c.Image)
+		if !w.ok(err, 0, "LoadModule of the while nodes' kernel") {
+			return
+		}
+		k, err := m.Kernel("count")
+		if !w.ok(err, 0, "Module.Kernel") {
+			return
+		}
+		// An occupancy query loads it into the device, as a launch would.
+		if _, err := k.MaxActiveBlocksPerSM(w.d, 1, 0); !w.ok(err, 0, "MaxActiveBlocksPerSM") {
+			return
+		}
+		randomLoop.k = k
+	})
+	return randomLoop.k
 }
 
 // capture captures, in a mode drawn at random, on a shared stream (which
@@ -352,7 +530,7 @@ func (w *randomWorker) capture() {
 			w.discard(b)
 		}
 	}
-	w.launchAndClose(g, hostNode, func(ok, maybe bool) {
+	w.launchAndClose(g, hostNode, false, nil, func(ok, maybe bool) {
 		switch {
 		case freeFirst:
 		case ok:
