@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -331,5 +333,75 @@ func TestGPUGraphIfElseSwitch(t *testing.T) {
 			t.Errorf("%s: %d, want %d", tc.what, got[0], tc.want)
 		}
 		g.Close()
+	}
+}
+
+// TestGPUGraphCapture captures a stream's work into a built graph between
+// its nodes: a copy between arrays, a launch and a host function, after a
+// memset node and before a kernel node that comes after the captured
+// work's last nodes.
+func TestGPUGraphCapture(t *testing.T) {
+	d := gpu(t)
+	if v, _ := DriverVersion(); v < 12030 {
+		t.Skipf("driver %d cannot capture into a graph", v)
+	}
+	ks := graphKernel(t, d)
+	s, err := NewStream(d, &StreamOptions{NonBlocking: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const n = 1000
+	src, err1 := ArrayFrom(d, make([]uint32, n))
+	dst, err2 := AllocArray[uint32](d, n)
+	if err := errors.Join(err1, err2); err != nil {
+		t.Fatal(err)
+	}
+	defer src.Free()
+	defer dst.Free()
+	g, err := NewGraph(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	cfg := LaunchConfig{Grid: Dim3{X: (n + 255) / 256}, Block: Dim3{X: 256}}
+	set, err := AddMemset(g, nil, src, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ran atomic.Int32
+	var inside error
+	sinks, err := g.Capture(s, CaptureRelaxed, []GraphNode{set}, func() error {
+		_, inside = g.AddEmpty()
+		return errors.Join(
+			ks["add"].Launch(s, cfg, src, uint32(2), int32(n)), // src = 3
+			dst.CopyFromAsync(s, src),                          // dst = 3
+			s.LaunchHostFunc(func() { ran.Add(1) }))
+	})
+	if err != nil {
+		t.Fatalf("Capture into the graph: %v", err)
+	}
+	if !errors.Is(inside, ErrCapturing) {
+		t.Errorf("AddEmpty during a capture into the graph: %v, want ErrCapturing", inside)
+	}
+	if len(sinks) == 0 {
+		t.Fatal("the capture ended with no nodes")
+	}
+	if _, err := g.AddKernel(sinks, ks["add"], cfg, dst, uint32(4), int32(n)); err != nil { // dst = 7
+		t.Fatal(err)
+	}
+	for launch := 1; launch <= 2; launch++ {
+		if got := runGraph(t, g, s, 1, dst); !allEqual(got, 7) {
+			t.Errorf("launch %d: %v..., want all 7", launch, got[:4])
+		}
+		if got := ran.Load(); got != int32(launch) {
+			t.Errorf("the captured host function ran %d times after %d launches", got, launch)
+		}
+	}
+	if _, err := g.Capture(s, CaptureRelaxed, nil, func() error { return errors.New("fn fails") }); err == nil || !strings.Contains(err.Error(), "fn fails") {
+		t.Errorf("Capture whose fn fails: %v", err)
+	}
+	if _, err := g.AddEmpty(); err != nil {
+		t.Errorf("AddEmpty after a failed capture into the graph: %v", err)
 	}
 }

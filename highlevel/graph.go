@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/gocuda/cuda/cudadrv"
@@ -50,6 +51,9 @@ type Graph struct {
 	// is in: its top (Graph.top) holds the life, the lock and the holds
 	// of every body in it.
 	parent *Graph
+	// into is set while Graph.Capture captures into the graph: its other
+	// methods refuse, as CUDA changes it meanwhile.
+	into atomic.Bool
 	// scratch is where the nodes added to the graph and its bodies
 	// (graphbuild.go) pass their dependencies, the node made and a kernel
 	// node's parameters to C, so that adding a node allocates nothing;
@@ -196,8 +200,16 @@ func (g *Graph) use() error {
 	if !g.life.Acquire() {
 		return ErrClosed
 	}
+	if g.into.Load() {
+		g.life.Release()
+		return errInto
+	}
 	return nil
 }
+
+// errInto refuses the other methods of a graph that Graph.Capture is
+// capturing into.
+var errInto = fmt.Errorf("%w: a capture into the graph is in progress", ErrCapturing)
 
 // InstantiateOptions are the options of Graph.Instantiate
 // (CUgraphInstantiate_flags); the zero value sets none.

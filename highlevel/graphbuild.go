@@ -1,8 +1,10 @@
 package highlevel
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"unsafe"
 
@@ -63,6 +65,10 @@ func (g *Graph) build(deps []GraphNode) (*Graph, []uintptr, error) {
 		return nil, nil, err
 	}
 	t.mu.Lock()
+	if t.into.Load() {
+		t.end()
+		return nil, nil, errInto
+	}
 	hs := t.scratch.deps[:0]
 	for i, n := range deps {
 		if n.h == 0 || n.g != g {
@@ -349,6 +355,72 @@ func (g *Graph) AddGraph(deps []GraphNode, child *Graph) (_ GraphNode, err error
 		t.keep(h)
 	}
 	return GraphNode{n, g}, nil
+}
+
+// Capture captures the work fn queues on s, a stream of g's device, into
+// g after deps, as the function Capture captures into a new graph
+// (cuStreamBeginCaptureToGraph; CUDA 12.3), and returns the nodes the
+// captured work ends with, the dependencies of what comes after it. It
+// makes the nodes that have no Add method: copies, host functions
+// (Stream.LaunchHostFunc), event records and waits, linalg's and
+// collective's calls. g holds what they use, as a captured graph does.
+// While fn runs, g's other methods return ErrCapturing, and Close waits.
+// If fn fails or panics, the capture is ended (and the panic goes on); the
+// nodes captured until then stay in g, which is best closed.
+func (g *Graph) Capture(s *Stream, mode CaptureMode, deps []GraphNode, fn func() error) (_ []GraphNode, err error) {
+	defer wrap(&err, "capture into graph")
+	if err := g.usable(); err != nil {
+		return nil, err
+	}
+	if err := s.usable(); err != nil {
+		return nil, err
+	}
+	t, hs, err := g.build(deps)
+	if err != nil {
+		return nil, err
+	}
+	if s.dev != g.dev {
+		t.end()
+		return nil, invalid("highlevel: a stream of %v captured into a graph of %v", s.dev, g.dev)
+	}
+	hs = slices.Clone(hs)
+	t.into.Store(true)
+	t.mu.Unlock() // fn's work changes g through CUDA, not through t
+	defer func() {
+		t.mu.Lock()
+		t.into.Store(false)
+		t.end()
+	}()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := s.beginCapture(mode, uintptr(g.h), hs); err != nil {
+		return nil, err
+	}
+	var sinks []uintptr
+	var held []holder
+	ended := false
+	defer func() {
+		if !ended { // fn panicked
+			_, held, _ = s.endInto()
+		}
+		t.mu.Lock()
+		for _, h := range held {
+			t.keep(h)
+		}
+		t.mu.Unlock()
+		unholdAll(held) // the capture's holds, which t's replace
+	}()
+	ferr := fn()
+	ended = true
+	sinks, held, err = s.endInto()
+	if err := errors.Join(ferr, err); err != nil {
+		return nil, err
+	}
+	nodes := make([]GraphNode, len(sinks))
+	for i, h := range sinks {
+		nodes[i] = GraphNode{h, g}
+	}
+	return nodes, nil
 }
 
 // Dot returns the graph in Graphviz's DOT language, as

@@ -865,6 +865,12 @@ func (s *Stream) LaunchHostFunc(fn func()) error {
 // work use non-blocking streams (StreamOptions.NonBlocking) and
 // CaptureRelaxed or CaptureThreadLocal.
 func (s *Stream) BeginCapture(mode CaptureMode) error {
+	return s.beginCapture(mode, 0, nil)
+}
+
+// beginCapture is BeginCapture, into graph g after the nodes deps where g
+// is not 0 (Graph.Capture).
+func (s *Stream) beginCapture(mode CaptureMode, g uintptr, deps []uintptr) error {
 	if err := s.usable(); err != nil {
 		return err
 	}
@@ -890,7 +896,11 @@ func (s *Stream) BeginCapture(mode CaptureMode) error {
 	staging.Unlock()
 	captureMu.RLock()
 	var tid int64
-	err = check("cuStreamBeginCapture", driver.StreamBeginCapture(s.state.ctx, h, m, &tid))
+	if g == 0 {
+		err = check("cuStreamBeginCapture", driver.StreamBeginCapture(s.state.ctx, h, m, &tid))
+	} else {
+		err = check("cuStreamBeginCaptureToGraph", driver.StreamBeginCaptureToGraph(s.state.ctx, h, m, &tid, g, depsPtr(deps), uintptr(len(deps))))
+	}
 	if err != nil || s.capturing.Swap(true) {
 		if mode == CaptureGlobal {
 			staging.Lock()
@@ -943,6 +953,32 @@ func (s *Stream) EndCapture() (*Graph, error) {
 		return nil, err
 	}
 	return &Graph{h: cudadrv.Graph(g), dev: s.dev, ctx: s.state.ctx, held: held}, nil
+}
+
+// endInto ends a capture Graph.Capture began into a graph of its own, and
+// returns the nodes the capture ended with and what the capture held.
+func (s *Stream) endInto() ([]uintptr, []holder, error) {
+	h, err := s.enterAlone()
+	if errors.Is(err, ErrClosed) {
+		return nil, nil, s.endClosed()
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	defer reapStreams()
+	defer s.leaveAlone()
+	sinks := make([]uintptr, 64)
+	var n uintptr
+	serr := check("cuStreamGetCaptureInfo", driver.StreamCaptureSinks(s.state.ctx, h, &sinks[0], uintptr(len(sinks)), &n))
+	if serr == nil && int(n) > len(sinks) {
+		sinks = make([]uintptr, n) // the capture is still on: ask again
+		serr = check("cuStreamGetCaptureInfo", driver.StreamCaptureSinks(s.state.ctx, h, &sinks[0], uintptr(len(sinks)), &n))
+	}
+	_, held, err := s.end(h)
+	if err = errors.Join(serr, err); err != nil {
+		return nil, held, err
+	}
+	return sinks[:n], held, nil
 }
 
 // end ends the capture on stream h, s's handle, and returns its graph and

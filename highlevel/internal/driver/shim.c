@@ -204,6 +204,8 @@ void hl_capture_end(int global) {
 #define STREAM(s) ((CUstream)(s))
 #define EVENT(e) ((CUevent)(e))
 #define DPTR(p) ((CUdeviceptr)(uintptr_t)(p))
+#define NODE(node) ((CUgraphNode *)(node))
+#define DEPS(deps) ((const CUgraphNode *)(deps))
 
 // hl_primary_context retains dev's primary context, leaving the calling
 // thread's current context alone.
@@ -694,7 +696,10 @@ int hl_launch_host_func(void *ctx, uintptr_t s, uintptr_t h, int *owned) {
 // and in global mode in hl_global_n, from when the gated calls in progress
 // have ended, until hl_capture_end. While a global capture is in progress
 // it returns HL_CAPTURING.
-int hl_stream_begin_capture(void *ctx, uintptr_t s, int mode, long *tid) {
+// begin_capture begins a capture on s in mode, into g after the n nodes of
+// deps where g is not 0 (cuStreamBeginCaptureToGraph), else into a graph
+// of its own; *tid is the calling thread.
+static int begin_capture(void *ctx, uintptr_t s, int mode, long *tid, uintptr_t g, const uintptr_t *deps, size_t n) {
 	*tid = syscall(SYS_gettid);
 	if (hl_in_callback) {
 		return HL_IN_CALLBACK;
@@ -718,7 +723,13 @@ int hl_stream_begin_capture(void *ctx, uintptr_t s, int mode, long *tid) {
 	int r = hl_enter(ctx, &prev);
 	if (r == 0) {
 		int drv = global ? CU_STREAM_CAPTURE_MODE_THREAD_LOCAL : mode;
-		r = DRV(cuStreamBeginCapture)(STREAM(s), (CUstreamCaptureMode)drv);
+		if (g == 0) {
+			r = DRV(cuStreamBeginCapture)(STREAM(s), (CUstreamCaptureMode)drv);
+		} else if (DRV(cuStreamBeginCaptureToGraph) == NULL) {
+			r = HL_MISSING_BASE - HL_I_cuStreamBeginCaptureToGraph;
+		} else {
+			r = DRV(cuStreamBeginCaptureToGraph)(STREAM(s), (CUgraph)g, DEPS(deps), NULL, n, (CUstreamCaptureMode)drv);
+		}
 		hl_leave(ctx, prev);
 	}
 	if (r != 0) {
@@ -726,6 +737,34 @@ int hl_stream_begin_capture(void *ctx, uintptr_t s, int mode, long *tid) {
 	}
 	return r;
 }
+int hl_stream_begin_capture(void *ctx, uintptr_t s, int mode, long *tid) {
+	return begin_capture(ctx, s, mode, tid, 0, NULL, 0);
+}
+
+// hl_stream_begin_capture_to_graph is hl_stream_begin_capture into g,
+// after the n nodes of deps.
+int hl_stream_begin_capture_to_graph(void *ctx, uintptr_t s, int mode, long *tid, uintptr_t g, const uintptr_t *deps, size_t n) {
+	return begin_capture(ctx, s, mode, tid, g, deps, n);
+}
+
+// hl_stream_capture_sinks writes the nodes the capture on s ends with so
+// far, the dependencies of its next work, to nodes, up to max of them, and
+// their number to *n.
+int hl_stream_capture_sinks(void *ctx, uintptr_t s, uintptr_t *nodes, size_t max, size_t *n) {
+	void *prev;
+	int r = hl_enter_on(ctx, &prev, s);
+	if (r != 0) return r;
+	CUstreamCaptureStatus st;
+	const CUgraphNode *deps = NULL;
+	*n = 0;
+	r = DRV(cuStreamGetCaptureInfo)(STREAM(s), &st, NULL, NULL, &deps, n);
+	for (size_t i = 0; r == 0 && i < *n && i < max; i++) {
+		nodes[i] = (uintptr_t)deps[i];
+	}
+	hl_leave_on(ctx, prev, s);
+	return r;
+}
+
 // hl_stream_end_capture ends the capture on s, which the thread tid began
 // in a strict mode (0: relaxed): from another thread it returns
 // CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD itself, as CUDA would.
@@ -1080,8 +1119,6 @@ static void kernel_params(CUDA_KERNEL_NODE_PARAMS *p, void **kp, void *ctx, uint
 	p->ctx = (CUcontext)ctx; // a conditional node's body needs it named
 }
 
-#define NODE(node) ((CUgraphNode *)(node))
-#define DEPS(deps) ((const CUgraphNode *)(deps))
 
 int hl_graph_create(void *ctx, uintptr_t *g) {
 	CALL(ctx, DRV(cuGraphCreate)((CUgraph *)g, 0));

@@ -102,6 +102,8 @@ struct hl_next hl_next_job(void);
 void hl_job_done(void *job, int again);
 int hl_dead_handles(uintptr_t *out, int max);
 int hl_stream_begin_capture(void *ctx, uintptr_t s, int mode, long *tid);
+int hl_stream_begin_capture_to_graph(void *ctx, uintptr_t s, int mode, long *tid, uintptr_t g, const uintptr_t *deps, size_t n);
+int hl_stream_capture_sinks(void *ctx, uintptr_t s, uintptr_t *nodes, size_t max, size_t *n);
 int hl_stream_end_capture(void *ctx, uintptr_t s, uintptr_t *g, long tid);
 
 int hl_event_create(void *ctx, uintptr_t *e, unsigned flags);

@@ -349,6 +349,16 @@ func StreamBeginCapture(ctx unsafe.Pointer, s uintptr, mode int32, tid *int64) i
 	return int32(C.hl_stream_begin_capture(ctx, C.uintptr_t(s), C.int(mode), (*C.long)(unsafe.Pointer(tid))))
 }
 
+// StreamBeginCaptureToGraph calls hl_stream_begin_capture_to_graph.
+func StreamBeginCaptureToGraph(ctx unsafe.Pointer, s uintptr, mode int32, tid *int64, g uintptr, deps *uintptr, n uintptr) int32 {
+	return int32(C.hl_stream_begin_capture_to_graph(ctx, C.uintptr_t(s), C.int(mode), (*C.long)(unsafe.Pointer(tid)), C.uintptr_t(g), (*C.uintptr_t)(unsafe.Pointer(deps)), C.size_t(n)))
+}
+
+// StreamCaptureSinks calls hl_stream_capture_sinks.
+func StreamCaptureSinks(ctx unsafe.Pointer, s uintptr, nodes *uintptr, max uintptr, n *uintptr) int32 {
+	return int32(C.hl_stream_capture_sinks(ctx, C.uintptr_t(s), (*C.uintptr_t)(unsafe.Pointer(nodes)), C.size_t(max), (*C.size_t)(unsafe.Pointer(n))))
+}
+
 // StreamEndCapture calls hl_stream_end_capture.
 func StreamEndCapture(ctx unsafe.Pointer, s uintptr, g *uintptr, tid int64) int32 {
 	return int32(C.hl_stream_end_capture(ctx, C.uintptr_t(s), (*C.uintptr_t)(unsafe.Pointer(g)), C.long(tid)))

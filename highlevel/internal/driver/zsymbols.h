@@ -76,6 +76,7 @@ enum { HL_BASE_VERSION = 12000 };
 	X(cuStreamGetCaptureInfo, 11030) \
 	X(cuStreamBeginCapture, 10010) \
 	X(cuStreamEndCapture, 10000) \
+	X(cuStreamBeginCaptureToGraph, 12030) \
 	X(cuUserObjectCreate, 11030) \
 	X(cuUserObjectRelease, 11030) \
 	X(cuGraphRetainUserObject, 11030) \
