@@ -142,6 +142,42 @@ func TestGPUGraphBuild(t *testing.T) {
 		t.Errorf("SetKernelArgs with an argument short: %v, want ErrArgument", err)
 	}
 
+	// A copy node: cb = a, then cb += 1 while a stays.
+	cb, err := AllocArray[uint32](d, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cb.Free()
+	c, err := NewGraph(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copied, err := AddCopy(c, nil, cb, a)
+	if err != nil {
+		t.Fatalf("AddCopy: %v", err)
+	}
+	if _, err := c.AddKernel([]GraphNode{copied}, ks["add"], cfg, cb, uint32(1), int32(n)); err != nil {
+		t.Fatal(err)
+	}
+	if got := runGraph(t, c, s, 1, cb); !allEqual(got, 27) {
+		t.Errorf("copy node then add 1: %v..., want all 27", got[:4])
+	}
+	short, _ := a.Slice(0, n-1)
+	if _, err := AddCopy(c, nil, cb, short); !errors.Is(err, ErrInvalid) {
+		t.Errorf("AddCopy of arrays of different lengths: %v, want ErrInvalid", err)
+	}
+	cx, err := c.Instantiate(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cx.Close()
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cx.SetKernelArgs(copied, ks["add"], cfg, cb, uint32(1), int32(n)); !errors.Is(err, ErrClosed) {
+		t.Errorf("SetKernelArgs of a node of a closed graph: %v, want ErrClosed", err)
+	}
+
 	dot, err := g.Dot()
 	if err != nil || !bytes.Contains(dot, []byte("digraph")) || !bytes.Contains(dot, []byte("add")) {
 		t.Errorf("Dot: %v, %.200q; want a digraph naming add", err, dot)

@@ -2,6 +2,7 @@ package highlevel
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -157,8 +158,9 @@ func (g *Graph) AddKernel(deps []GraphNode, k *Kernel, cfg LaunchConfig, args ..
 }
 
 // SetKernelArgs changes the configuration and arguments of node, a kernel
-// node of the graph x was made of, for x's launches from now on
-// (cuGraphExecKernelNodeSetParams): no new instantiation. The arguments are
+// node of the graph x was made of, which must still be open, for x's
+// launches from now on (cuGraphExecKernelNodeSetParams): no new
+// instantiation. The arguments are
 // checked as Kernel.Launch checks them; k must be the node's kernel or one
 // of the same module CUDA accepts in its place. x holds the memory they
 // name, as it holds its graph's.
@@ -177,6 +179,13 @@ func (x *GraphExec) SetKernelArgs(node GraphNode, k *Kernel, cfg LaunchConfig, a
 		return ErrClosed
 	}
 	defer x.life.Release()
+	// CUDA finds the node through its graph, which must not be destroyed
+	// meanwhile: a node of a closed graph is refused.
+	t := node.g.top()
+	if err := t.use(); err != nil {
+		return fmt.Errorf("the node's graph: %w", err)
+	}
+	defer t.life.Release()
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	p := &x.kernel
@@ -311,6 +320,49 @@ func AddMemset[T any](g *Graph, deps []GraphNode, a *Array[T], v T) (_ GraphNode
 		t.keep(a.p.mem)
 	}
 	return GraphNode{*n, g}, err
+}
+
+// AddCopy adds a copy of src's elements to dst, arrays of g's device (or
+// managed memory) of one length. A copy to or from host memory, or between
+// devices, is captured instead (Graph.Capture).
+func AddCopy[T any](g *Graph, deps []GraphNode, dst, src *Array[T]) (_ GraphNode, err error) {
+	defer wrap(&err, "add copy node")
+	if err := dst.same(src); err != nil {
+		return GraphNode{}, err
+	}
+	if dst.n == 0 {
+		return GraphNode{}, invalid("highlevel: a copy node of empty arrays")
+	}
+	t, hs, err := g.build(deps)
+	if err != nil {
+		return GraphNode{}, err
+	}
+	defer t.end()
+	n := dst.bytes()
+	for _, m := range []*Memory{dst.p.mem, src.p.mem} {
+		if m != nil && m.dev != g.dev && !m.managed {
+			return GraphNode{}, invalid("highlevel: memory of %v in a graph of %v", m.dev, g.dev)
+		}
+	}
+	d, _, err := dst.p.span(n)
+	if err != nil {
+		return GraphNode{}, err
+	}
+	defer dst.p.mem.life.Release()
+	sp, _, err := src.p.span(n)
+	if err != nil {
+		return GraphNode{}, err
+	}
+	defer src.p.mem.life.Release()
+	made := &t.scratch.made
+	err = check("cuGraphAddMemcpyNode", driver.GraphAddCopy(g.ctx, made, uintptr(g.h), depsPtr(hs), uintptr(len(hs)),
+		uintptr(d), uintptr(sp), uintptr(n)))
+	if err != nil {
+		return GraphNode{}, err
+	}
+	t.keep(dst.p.mem)
+	t.keep(src.p.mem)
+	return GraphNode{*made, g}, nil
 }
 
 // AddGraph adds a node that runs a copy of child, a graph of the same

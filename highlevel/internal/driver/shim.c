@@ -1144,6 +1144,22 @@ int hl_graph_add_memset(void *ctx, uintptr_t *node, uintptr_t g, const uintptr_t
 	CALL(ctx, DRV(cuGraphAddMemsetNode)(NODE(node), (CUgraph)g, DEPS(deps), ndeps, &p, (CUcontext)ctx));
 }
 
+// hl_graph_add_copy adds a copy of n bytes from src to dst, addresses of
+// the unified address space, as cuMemcpy takes them.
+int hl_graph_add_copy(void *ctx, uintptr_t *node, uintptr_t g, const uintptr_t *deps, size_t ndeps,
+		uintptr_t dst, uintptr_t src, size_t n) {
+	CUDA_MEMCPY3D p;
+	memset(&p, 0, sizeof p);
+	p.srcMemoryType = CU_MEMORYTYPE_UNIFIED;
+	p.srcDevice = DPTR(src);
+	p.dstMemoryType = CU_MEMORYTYPE_UNIFIED;
+	p.dstDevice = DPTR(dst);
+	p.WidthInBytes = n;
+	p.Height = 1;
+	p.Depth = 1;
+	CALL(ctx, DRV(cuGraphAddMemcpyNode)(NODE(node), (CUgraph)g, DEPS(deps), ndeps, &p, (CUcontext)ctx));
+}
+
 int hl_graph_add_child(void *ctx, uintptr_t *node, uintptr_t g, const uintptr_t *deps, size_t ndeps, uintptr_t child) {
 	CALL(ctx, DRV(cuGraphAddChildGraphNode)(NODE(node), (CUgraph)g, DEPS(deps), ndeps, (CUgraph)child));
 }

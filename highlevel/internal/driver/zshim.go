@@ -510,6 +510,11 @@ func GraphAddMemset(ctx unsafe.Pointer, node *uintptr, g uintptr, deps *uintptr,
 	return int32(C.hl_graph_add_memset(ctx, (*C.uintptr_t)(unsafe.Pointer(node)), C.uintptr_t(g), (*C.uintptr_t)(unsafe.Pointer(deps)), C.size_t(ndeps), C.uintptr_t(p), C.size_t(pitch), C.uint(v), C.int(size), C.size_t(width), C.size_t(height)))
 }
 
+// GraphAddCopy calls hl_graph_add_copy.
+func GraphAddCopy(ctx unsafe.Pointer, node *uintptr, g uintptr, deps *uintptr, ndeps uintptr, dst uintptr, src uintptr, n uintptr) int32 {
+	return int32(C.hl_graph_add_copy(ctx, (*C.uintptr_t)(unsafe.Pointer(node)), C.uintptr_t(g), (*C.uintptr_t)(unsafe.Pointer(deps)), C.size_t(ndeps), C.uintptr_t(dst), C.uintptr_t(src), C.size_t(n)))
+}
+
 // GraphAddChild calls hl_graph_add_child.
 func GraphAddChild(ctx unsafe.Pointer, node *uintptr, g uintptr, deps *uintptr, ndeps uintptr, child uintptr) int32 {
 	return int32(C.hl_graph_add_child(ctx, (*C.uintptr_t)(unsafe.Pointer(node)), C.uintptr_t(g), (*C.uintptr_t)(unsafe.Pointer(deps)), C.size_t(ndeps), C.uintptr_t(child)))

@@ -96,6 +96,7 @@ enum { HL_BASE_VERSION = 12000 };
 	X(cuGraphAddEmptyNode, 10000) \
 	X(cuGraphAddKernelNode, 12000) \
 	X(cuGraphAddMemsetNode, 10000) \
+	X(cuGraphAddMemcpyNode, 10000) \
 	X(cuGraphAddChildGraphNode, 10000) \
 	X(cuGraphAddNode, 12020) \
 	X(cuGraphConditionalHandleCreate, 12030) \
