@@ -41,16 +41,21 @@
 //     while a blocking stream captures is CUDA_ERROR_STREAM_CAPTURE_IMPLICIT.
 //     The capture modes are kept but refuse no call (the shim itself
 //     refuses what a global capture forbids);
-//   - graphs, as the captured work in order, instantiated as a copy and
-//     launched by doing it (a launch first checks that the memory its work
-//     names is still allocated: CUDA_ERROR_ILLEGAL_ADDRESS, doing nothing,
-//     where it is not), with CUDA user objects that graphs, their
-//     instantiations and the launches in flight hold, destroyed on the
-//     stand-in's thread once the last reference is gone;
-//   - streams, events, memory pools, graphs and libraries as objects of
-//     the stand-in's, never freed, so that a handle used after its destroy
-//     is CUDA_ERROR_INVALID_HANDLE (or CUDA_ERROR_INVALID_VALUE, as the
-//     driver says of some) rather than memory reused.
+//   - graphs, as the captured work in order, or built node by node (empty,
+//     kernel, memset, copy, child graph and conditional nodes, with their
+//     dependencies), instantiated as a copy and launched by doing the work
+//     in an order its dependencies allow (a launch first checks that the
+//     memory its work names is still allocated: CUDA_ERROR_ILLEGAL_ADDRESS,
+//     doing nothing, where it is not); the kernel nodes of an instantiation
+//     take new arguments, and a built graph is written in DOT; with CUDA
+//     user objects that graphs, their instantiations and the launches in
+//     flight hold, destroyed on the stand-in's thread once the last
+//     reference is gone (the section "Graphs" says what it refuses);
+//   - streams, events, memory pools, graphs, graph nodes, conditional
+//     handles and libraries as objects of the stand-in's, never freed, so
+//     that a handle used after its destroy is CUDA_ERROR_INVALID_HANDLE
+//     (or CUDA_ERROR_INVALID_VALUE, as the driver says of some) rather
+//     than memory reused.
 //
 // Its functions are what cuGetProcAddress_v2 returns, from stub_procs
 // (stubprocs.c): each symbol of highlevel's shim, introduced at the version
@@ -272,10 +277,11 @@ STUB(cuMemGetInfo)(size_t *free, size_t *total) {
 // ---- Objects ----------------------------------------------------------
 
 // Each object the stand-in hands out (stream, event, memory pool, graph,
-// instantiated graph, user object, library) is a struct that begins with
-// its kind's magic number, set to STUB_DEAD when it is destroyed; it is
-// never freed. stub_objects is the set of them all, so that a handle is
-// looked into only once it is known to be one.
+// instantiated graph, user object, library, graph node, conditional
+// handle) is a struct that begins with its kind's magic number, set to
+// STUB_DEAD when it is destroyed; it is never freed. stub_objects is the
+// set of them all, so that a handle is looked into only once it is known
+// to be one.
 enum {
 	STUB_STREAM = 0x57e4a1,
 	STUB_EVENT,
@@ -284,6 +290,8 @@ enum {
 	STUB_EXEC,
 	STUB_UOBJ,
 	STUB_LIBRARY,
+	STUB_NODE,
+	STUB_COND,
 	STUB_DEAD = 0xdead,
 };
 
@@ -776,10 +784,12 @@ static CUresult stub_after_host(CUhostFn fn, void *data) {
 
 // ---- Graphs' contents and user objects ----------------------------------
 
-// A graph is the work captured into it, in the order it was captured,
-// which is an order its dependencies allow; an instantiation is a copy of
-// it. Each holds references to CUDA user objects.
-enum { NODE_COPY, NODE_SET, NODE_HOST, NODE_KERNEL };
+// A graph is its work in an order its dependencies allow: the work
+// captured into it, in the order it was captured, and the nodes added to it
+// (cuGraphAdd*Node), each after the nodes it depends on, which exist
+// already; an instantiation is a copy of it. Each holds references to CUDA
+// user objects.
+enum { NODE_COPY, NODE_SET, NODE_HOST, NODE_KERNEL, NODE_EMPTY, NODE_GRAPH, NODE_COND };
 
 // A kernel's launch: the kernel (stubKernels' index), its dimensions and
 // its arguments, packed at their parameters' offsets.
@@ -787,6 +797,25 @@ struct stub_launch {
 	int k;
 	unsigned grid[3], block[3], smem;
 	unsigned char args[32];
+};
+
+struct stub_graph;
+
+// A node added to a graph has a handle (CUgraphNode), an object that names
+// its graph and its place there; captured work has none.
+struct stub_gnode {
+	unsigned magic;
+	struct stub_graph *g;
+	size_t i;
+};
+
+// A conditional handle (CUgraphConditionalHandle) of graph g, whose value
+// is value at the start of each launch where flags has
+// CU_GRAPH_COND_ASSIGN_DEFAULT, and is not known otherwise.
+struct stub_cond {
+	unsigned magic;
+	struct stub_graph *g;
+	unsigned value, flags;
 };
 
 struct stub_node {
@@ -800,6 +829,18 @@ struct stub_node {
 	CUhostFn fn; // a host function's
 	void *data;
 	struct stub_launch launch; // a kernel's
+	// An added node's handle, in the graph it was added to and in that
+	// graph's instantiations; and the nodes it comes after, by their place
+	// in its graph.
+	struct stub_gnode *id;
+	size_t *deps, ndeps;
+	// The graphs it runs, its own: a child graph node's copy of its child,
+	// a conditional node's bodies. A conditional node's type
+	// (CUgraphConditionalNodeType), and its handle's value and flags.
+	struct stub_graph **subs;
+	unsigned nsubs;
+	int ctype;
+	unsigned cvalue, cflags;
 };
 
 struct stub_uobj {
@@ -815,11 +856,14 @@ struct stub_ref {
 };
 
 struct stub_graph {
-	unsigned magic; // STUB_GRAPH, or STUB_EXEC for an instantiation
+	unsigned magic; // STUB_GRAPH; STUB_EXEC for an instantiation; 0 for a node's copy
 	struct stub_node *nodes;
 	size_t n, cap;
 	struct stub_ref *refs;
 	size_t nrefs, caprefs;
+	// For a conditional node's body, a graph object of its own: the graph
+	// the node is in, which owns it.
+	struct stub_graph *owner;
 };
 
 // The functions below that take a graph are called with stub_mu held.
@@ -868,11 +912,73 @@ static void stub_refs_release(struct stub_ref *refs, size_t n) {
 	for (size_t i = 0; i < n; i++) stub_uobj_release(refs[i].o, refs[i].n);
 }
 
-// stub_graph_append adds src's work to g, and references to src's user
-// objects.
-static CUresult stub_graph_append(struct stub_graph *g, const struct stub_graph *src) {
+static void stub_graph_clear(struct stub_graph *g);
+
+// stub_node_free frees what node nd owns: its dependencies and the graphs
+// it runs; a body, a graph object, is destroyed.
+static void stub_node_free(struct stub_node *nd) {
+	free(nd->deps);
+	for (unsigned i = 0; i < nd->nsubs; i++) {
+		struct stub_graph *sub = nd->subs[i];
+		if (sub == NULL) continue;
+		int object = sub->owner != NULL;
+		stub_graph_clear(sub);
+		if (object) {
+			sub->magic = STUB_DEAD;
+		} else {
+			free(sub);
+		}
+	}
+	free(nd->subs);
+	nd->deps = NULL, nd->ndeps = 0, nd->subs = NULL, nd->nsubs = 0;
+}
+
+static CUresult stub_graph_append(struct stub_graph *g, const struct stub_graph *src, int keep_ids);
+
+// stub_graph_copy returns a copy of src, with copies of its nodes' graphs
+// and references to its user objects, or NULL where memory is short.
+static struct stub_graph *stub_graph_copy(const struct stub_graph *src) {
+	struct stub_graph *g = calloc(1, sizeof *g);
+	if (g != NULL && stub_graph_append(g, src, 0) != CUDA_SUCCESS) {
+		stub_graph_clear(g);
+		free(g);
+		g = NULL;
+	}
+	return g;
+}
+
+// stub_node_copy copies nd into *dst, with copies of the graphs it runs;
+// its handle, with keep_id, and its dependencies moved by base places.
+static CUresult stub_node_copy(struct stub_node *dst, const struct stub_node *nd, int keep_id, size_t base) {
+	*dst = *nd;
+	if (!keep_id) dst->id = NULL;
+	dst->deps = NULL, dst->ndeps = 0, dst->subs = NULL, dst->nsubs = 0;
+	if (nd->ndeps > 0) {
+		if ((dst->deps = malloc(nd->ndeps * sizeof *dst->deps)) == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
+		for (size_t i = 0; i < nd->ndeps; i++) dst->deps[i] = nd->deps[i] + base;
+		dst->ndeps = nd->ndeps;
+	}
+	if (nd->nsubs > 0) {
+		if ((dst->subs = calloc(nd->nsubs, sizeof *dst->subs)) == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
+		dst->nsubs = nd->nsubs;
+		for (unsigned i = 0; i < nd->nsubs; i++) {
+			if ((dst->subs[i] = stub_graph_copy(nd->subs[i])) == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
+		}
+	}
+	return CUDA_SUCCESS;
+}
+
+// stub_graph_append adds copies of src's work to g, and references to
+// src's user objects; the nodes keep their handles where keep_ids is set
+// (an instantiation).
+static CUresult stub_graph_append(struct stub_graph *g, const struct stub_graph *src, int keep_ids) {
 	CUresult r = CUDA_SUCCESS;
-	for (size_t i = 0; r == CUDA_SUCCESS && i < src->n; i++) r = stub_graph_add(g, &src->nodes[i]);
+	size_t base = g->n;
+	for (size_t i = 0; r == CUDA_SUCCESS && i < src->n; i++) {
+		struct stub_node nd;
+		if ((r = stub_node_copy(&nd, &src->nodes[i], keep_ids, base)) == CUDA_SUCCESS) r = stub_graph_add(g, &nd);
+		if (r != CUDA_SUCCESS) stub_node_free(&nd);
+	}
 	for (size_t i = 0; r == CUDA_SUCCESS && i < src->nrefs; i++) {
 		r = stub_graph_ref(g, src->refs[i].o, src->refs[i].n);
 		if (r == CUDA_SUCCESS) src->refs[i].o->refs += src->refs[i].n;
@@ -880,9 +986,15 @@ static CUresult stub_graph_append(struct stub_graph *g, const struct stub_graph 
 	return r;
 }
 
-// stub_graph_clear empties g, dropping its references.
+// stub_graph_clear empties g, dropping its references; the handles of the
+// nodes added to it, and its conditional nodes' bodies, are destroyed.
 static void stub_graph_clear(struct stub_graph *g) {
 	stub_refs_release(g->refs, g->nrefs);
+	for (size_t i = 0; i < g->n; i++) {
+		struct stub_node *nd = &g->nodes[i];
+		if (nd->id != NULL && nd->id->g == g) nd->id->magic = STUB_DEAD;
+		stub_node_free(nd);
+	}
 	free(g->nodes);
 	free(g->refs);
 	*g = (struct stub_graph){g->magic};
@@ -1419,18 +1531,27 @@ static void stub_set(const struct stub_node *nd) {
 	}
 }
 
-// stub_memset sets rows rows, pitch bytes apart, of n elements of elem
-// bytes each at p, memory the device uses, aligned to elem, to v.
-static CUresult stub_memset(CUdeviceptr p, unsigned v, unsigned elem, size_t n, size_t rows, size_t pitch, CUstream s) {
-	if (stub_current_device() < 0) return CUDA_ERROR_INVALID_CONTEXT;
+// stub_set_of checks a memset of rows rows, pitch bytes apart, of n
+// elements of elem bytes each at p, memory the device uses, aligned to
+// elem, to v, and makes *node of it.
+static CUresult stub_set_of(struct stub_node *node, CUdeviceptr p, unsigned v, unsigned elem, size_t n, size_t rows,
+		size_t pitch) {
 	if (n > SIZE_MAX / elem) return CUDA_ERROR_INVALID_VALUE;
 	if (rows <= 1) pitch = n * elem; // unused
 	if (p % elem != 0 || pitch % elem != 0 || pitch < n * elem ||
 			(rows > 1 && pitch > (SIZE_MAX - n * elem) / (rows - 1))) {
 		return CUDA_ERROR_INVALID_VALUE;
 	}
-	struct stub_node node = {.kind = NODE_SET, .dst = p, .n = n, .v = v, .elem = elem, .rows = rows, .pitch = pitch};
-	CUresult r = stub_device_range(p, stub_set_span(&node));
+	*node = (struct stub_node){.kind = NODE_SET, .dst = p, .n = n, .v = v, .elem = elem, .rows = rows, .pitch = pitch};
+	return stub_device_range(p, stub_set_span(node));
+}
+
+// stub_memset sets rows rows, pitch bytes apart, of n elements of elem
+// bytes each at p to v (stub_set_of).
+static CUresult stub_memset(CUdeviceptr p, unsigned v, unsigned elem, size_t n, size_t rows, size_t pitch, CUstream s) {
+	if (stub_current_device() < 0) return CUDA_ERROR_INVALID_CONTEXT;
+	struct stub_node node;
+	CUresult r = stub_set_of(&node, p, v, elem, n, rows, pitch);
 	if (r != CUDA_SUCCESS) return r;
 	int now;
 	r = stub_submit(s, &node, 1, &now);
@@ -1691,14 +1812,88 @@ STUB(cuLaunchKernelEx)(const CUlaunchConfig *cfg, CUfunction f, void **params, v
 
 // ---- Graphs -----------------------------------------------------------
 
-// A graph's nodes are struct stub_node, done in the order they were added
-// (stub_graph_add): a function that adds a node to a graph (cuGraphAdd*Node)
-// adds it after its dependencies, which exist already, so that order is
-// one its dependencies allow, and the launch below does it; a node of a
-// kind the stand-in cannot do is refused where it is added.
+// A graph's nodes are struct stub_node, done in the order they are in
+// (stub_graph_add): captured work in the order it was captured, and each
+// node added by a cuGraphAdd*Node after the nodes it depends on, which
+// exist already, so that the order is one its dependencies allow, and the
+// launch below does them in it. A dependency that is not a node of the
+// graph, or one named twice, is CUDA_ERROR_INVALID_VALUE, as CUDA says. A
+// node added gets a handle (struct stub_gnode), which its graph's
+// instantiations know it by (cuGraphExecKernelNodeSetParams) and
+// cuGraphDebugDotPrint names it by; a node of a kind the stand-in cannot
+// do is refused where it is added. The stand-in adds empty, kernel,
+// memset, copy, child graph and conditional nodes:
+//
+//   - a kernel node's launch is checked as cuLaunchKernel checks one, of a
+//     kernel the stand-in knows;
+//   - a memset node's memory, and a copy node's, must be allocated when
+//     the node is added, as a memset's or a copy's when it is called;
+//   - a child graph node runs a copy of its child made when it is added;
+//   - a conditional node's bodies are graph objects of the stand-in's that
+//     the node owns (cuGraphDestroy and instantiation refuse them) and that
+//     take nodes as graphs do, but no host node (CUDA allows none there).
+//     No kernel of the stand-in's sets a condition
+//     (cudaGraphSetConditional): a conditional node's handle keeps through
+//     a launch the value it starts it with, its default where it has
+//     CU_GRAPH_COND_ASSIGN_DEFAULT. So an `if` runs its body once where
+//     that is not 0, else its `else` body, if any; a `switch` runs the body
+//     it names, if any; a `while` runs none where it is 0. What it cannot
+//     run, instantiation (and cuGraphExecUpdate) refuses with
+//     STUB_UNMODELLED: a conditional node that the launch would reach whose
+//     handle has no default assigned at each launch (its value is then
+//     whatever the device left, which the stand-in does not know), and a
+//     `while` that starts non-zero, which with no kernel to set it to 0
+//     would run forever.
+//
+// A capture into a graph (cuStreamBeginCaptureToGraph), which would need
+// the dependencies of captured work that the stand-in does not keep, is
+// not implemented.
+
+// stub_node_sub returns the graph node nd runs, at its turn of a launch:
+// a child graph node's child, or the body a conditional node's condition
+// picks (a while node's none: it starts 0 where it can run); or NULL.
+static const struct stub_graph *stub_node_sub(const struct stub_node *nd) {
+	if (nd->kind == NODE_GRAPH) return nd->subs[0];
+	if (nd->kind != NODE_COND) return NULL;
+	switch ((int)nd->ctype) {
+	case CU_GRAPH_COND_TYPE_IF:
+		return nd->cvalue != 0 ? nd->subs[0] : nd->nsubs == 2 ? nd->subs[1] : NULL;
+	case 2: // CU_GRAPH_COND_TYPE_SWITCH, which CUDA 12.6's headers lack
+		return nd->cvalue < nd->nsubs ? nd->subs[nd->cvalue] : NULL;
+	}
+	return NULL;
+}
+
+// stub_graph_runnable returns STUB_UNMODELLED where a launch of g would
+// reach a conditional node whose run the stand-in does not know (above).
+static CUresult stub_graph_runnable(const struct stub_graph *g) {
+	for (size_t i = 0; i < g->n; i++) {
+		const struct stub_node *nd = &g->nodes[i];
+		if (nd->kind == NODE_COND && (!(nd->cflags & CU_GRAPH_COND_ASSIGN_DEFAULT) ||
+				(nd->ctype == CU_GRAPH_COND_TYPE_WHILE && nd->cvalue != 0))) {
+			return STUB_UNMODELLED;
+		}
+		const struct stub_graph *sub = stub_node_sub(nd);
+		CUresult r = sub != NULL ? stub_graph_runnable(sub) : CUDA_SUCCESS;
+		if (r != CUDA_SUCCESS) return r;
+	}
+	return CUDA_SUCCESS;
+}
+
+// stub_graph_hosts reports whether g, or a graph its nodes run, has a host
+// node.
+static int stub_graph_hosts(const struct stub_graph *g) {
+	for (size_t i = 0; i < g->n; i++) {
+		if (g->nodes[i].kind == NODE_HOST) return 1;
+		for (unsigned j = 0; j < g->nodes[i].nsubs; j++) {
+			if (stub_graph_hosts(g->nodes[i].subs[j])) return 1;
+		}
+	}
+	return 0;
+}
 
 // stub_node_check checks that the memory a node of a launched graph uses
-// is still allocated, where the capture found it.
+// is still allocated, where the capture, or the node's addition, found it.
 static CUresult stub_node_check(const struct stub_node *nd) {
 	switch (nd->kind) {
 	case NODE_COPY:
@@ -1712,22 +1907,62 @@ static CUresult stub_node_check(const struct stub_node *nd) {
 	return CUDA_SUCCESS;
 }
 
-// stub_node_do does a node's work (a host node's is queued), on stream s.
-static void stub_node_do(const struct stub_node *nd, CUstream s) {
-	switch (nd->kind) {
-	case NODE_COPY: memmove((void *)(uintptr_t)nd->dst, (const void *)(uintptr_t)nd->src, nd->n); break;
-	case NODE_SET: stub_set(nd); break;
-	case NODE_HOST: stub_queue(nd->fn, NULL, s, nd->data); break;
-	case NODE_KERNEL: stubKernels[nd->launch.k].fn(&nd->launch, 1); break;
+// stub_graph_check checks the nodes a launch of g runs (stub_node_check).
+static CUresult stub_graph_check(const struct stub_graph *g) {
+	for (size_t i = 0; i < g->n; i++) {
+		CUresult r = stub_node_check(&g->nodes[i]);
+		const struct stub_graph *sub = stub_node_sub(&g->nodes[i]);
+		if (r == CUDA_SUCCESS && sub != NULL) r = stub_graph_check(sub);
+		if (r != CUDA_SUCCESS) return r;
 	}
+	return CUDA_SUCCESS;
 }
 
-// A launch holds references to its graph's user objects until its host
-// nodes have run: a stub_launched, released on the host thread behind them.
+// stub_graph_do does g's work (a host node's is queued), on stream s, and
+// reports whether it queued a host node.
+static int stub_graph_do(const struct stub_graph *g, CUstream s) {
+	int hosts = 0;
+	for (size_t i = 0; i < g->n; i++) {
+		const struct stub_node *nd = &g->nodes[i];
+		switch (nd->kind) {
+		case NODE_COPY: memmove((void *)(uintptr_t)nd->dst, (const void *)(uintptr_t)nd->src, nd->n); break;
+		case NODE_SET: stub_set(nd); break;
+		case NODE_HOST: stub_queue(nd->fn, NULL, s, nd->data), hosts = 1; break;
+		case NODE_KERNEL: stubKernels[nd->launch.k].fn(&nd->launch, 1); break;
+		}
+		const struct stub_graph *sub = stub_node_sub(nd);
+		if (sub != NULL) hosts |= stub_graph_do(sub, s);
+	}
+	return hosts;
+}
+
+// A launch holds references to its graph's user objects, its child
+// graphs' included, until its host nodes have run: a stub_launched,
+// released on the host thread behind them.
 struct stub_launched {
 	size_t n;
 	struct stub_ref refs[];
 };
+
+// stub_graph_nrefs returns the references g and the graphs its nodes run
+// hold, which stub_graph_refs_to copies to refs, taking them.
+static size_t stub_graph_nrefs(const struct stub_graph *g) {
+	size_t n = g->nrefs;
+	for (size_t i = 0; i < g->n; i++) {
+		for (unsigned j = 0; j < g->nodes[i].nsubs; j++) n += stub_graph_nrefs(g->nodes[i].subs[j]);
+	}
+	return n;
+}
+static struct stub_ref *stub_graph_refs_to(const struct stub_graph *g, struct stub_ref *refs) {
+	for (size_t i = 0; i < g->nrefs; i++) {
+		*refs = g->refs[i];
+		refs++->o->refs += g->refs[i].n;
+	}
+	for (size_t i = 0; i < g->n; i++) {
+		for (unsigned j = 0; j < g->nodes[i].nsubs; j++) refs = stub_graph_refs_to(g->nodes[i].subs[j], refs);
+	}
+	return refs;
+}
 
 static void stub_launched_release(void *p) {
 	struct stub_launched *l = p;
@@ -1753,12 +1988,14 @@ STUB(cuGraphInstantiateWithParams)(CUgraphExec *exec, CUgraph graph, CUDA_GRAPH_
 	struct stub_graph *g = stub_object(graph, STUB_GRAPH), *x = NULL;
 	if (g == NULL) {
 		r = CUDA_ERROR_INVALID_VALUE;
+	} else if (g->owner != NULL || (r = stub_graph_runnable(g)) != CUDA_SUCCESS) {
+		r = STUB_UNMODELLED; // a conditional node's body; a conditional node the stand-in cannot run
 	} else if ((p->flags & CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD) &&
 			(r = stub_uncapturable(stub_stream(p->hUploadStream), 0)) != CUDA_SUCCESS) {
 		// refused
 	} else if ((x = stub_new(sizeof *x, STUB_EXEC)) == NULL) {
 		r = CUDA_ERROR_OUT_OF_MEMORY;
-	} else if ((r = stub_graph_append(x, g)) != CUDA_SUCCESS) {
+	} else if ((r = stub_graph_append(x, g, 1)) != CUDA_SUCCESS) {
 		stub_graph_clear(x);
 		x->magic = STUB_DEAD;
 	} else {
@@ -1781,22 +2018,16 @@ STUB(cuGraphLaunch)(CUgraphExec exec, CUstream s) {
 	} else if (st->cap != NULL) {
 		if (st->cap->invalidated) {
 			r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
-		} else if ((r = stub_graph_append(st->cap->g, x)) == CUDA_SUCCESS) {
+		} else if ((r = stub_graph_append(st->cap->g, x, 0)) == CUDA_SUCCESS) {
 			stub_captured(st);
 		}
-	} else if ((r = stub_implicit(st)) == CUDA_SUCCESS) {
-		for (size_t i = 0; r == CUDA_SUCCESS && i < x->n; i++) r = stub_node_check(&x->nodes[i]);
-		int hosts = 0;
-		for (size_t i = 0; r == CUDA_SUCCESS && i < x->n; i++) {
-			stub_node_do(&x->nodes[i], s);
-			hosts |= x->nodes[i].kind == NODE_HOST;
-		}
+	} else if ((r = stub_implicit(st)) == CUDA_SUCCESS && (r = stub_graph_check(x)) == CUDA_SUCCESS) {
+		int hosts = stub_graph_do(x, s);
+		size_t n = stub_graph_nrefs(x);
 		struct stub_launched *l;
-		if (r == CUDA_SUCCESS && hosts && x->nrefs > 0 &&
-				(l = malloc(sizeof *l + x->nrefs * sizeof l->refs[0])) != NULL) {
-			l->n = x->nrefs;
-			memcpy(l->refs, x->refs, x->nrefs * sizeof l->refs[0]);
-			for (size_t i = 0; i < l->n; i++) l->refs[i].o->refs += l->refs[i].n;
+		if (hosts && n > 0 && (l = malloc(sizeof *l + n * sizeof l->refs[0])) != NULL) {
+			l->n = n;
+			stub_graph_refs_to(x, l->refs);
 			stub_queue(stub_launched_release, NULL, NULL, l);
 		}
 	}
@@ -1812,9 +2043,40 @@ STUB(cuGraphUpload)(CUgraphExec exec, CUstream s) {
 	return r;
 }
 
+// stub_same_deps reports whether a and b depend on the same nodes.
+static int stub_same_deps(const struct stub_node *a, const struct stub_node *b) {
+	if (a->ndeps != b->ndeps) return 0;
+	for (size_t i = 0; i < a->ndeps; i++) {
+		size_t j = 0;
+		while (j < b->ndeps && b->deps[j] != a->deps[i]) j++;
+		if (j == b->ndeps) return 0;
+	}
+	return 1;
+}
+
+// stub_graph_same returns CU_GRAPH_EXEC_UPDATE_SUCCESS where b has a's
+// nodes, of the same kinds, with the same dependencies, kernels of the
+// same functions, conditional nodes of the same types and graphs of the
+// same shapes, as CUDA requires of an update; else why not.
+static CUgraphExecUpdateResult stub_graph_same(const struct stub_graph *a, const struct stub_graph *b) {
+	if (a->n != b->n) return CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
+	for (size_t i = 0; i < a->n; i++) {
+		const struct stub_node *x = &a->nodes[i], *y = &b->nodes[i];
+		if (x->kind != y->kind) return CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED;
+		if (!stub_same_deps(x, y) || x->nsubs != y->nsubs) return CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
+		if (x->kind == NODE_KERNEL && x->launch.k != y->launch.k) return CU_GRAPH_EXEC_UPDATE_ERROR_UNSUPPORTED_FUNCTION_CHANGE;
+		if (x->kind == NODE_COND && x->ctype != y->ctype) return CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
+		for (unsigned j = 0; j < x->nsubs; j++) {
+			CUgraphExecUpdateResult r = stub_graph_same(x->subs[j], y->subs[j]);
+			if (r != CU_GRAPH_EXEC_UPDATE_SUCCESS) return r;
+		}
+	}
+	return CU_GRAPH_EXEC_UPDATE_SUCCESS;
+}
+
 // cuGraphExecUpdate takes g's work and user objects into exec where g has
-// the same nodes, of the same kinds, kernels of the same functions, as
-// CUDA requires; what the nodes do may change.
+// the shape of exec's (stub_graph_same); what the nodes do may change. The
+// nodes keep their handles, those of the graph exec was instantiated from.
 STUB(cuGraphExecUpdate)(CUgraphExec exec, CUgraph graph, CUgraphExecUpdateResultInfo *info) {
 	CUresult r = CUDA_SUCCESS;
 	*info = (CUgraphExecUpdateResultInfo){CU_GRAPH_EXEC_UPDATE_ERROR};
@@ -1822,26 +2084,20 @@ STUB(cuGraphExecUpdate)(CUgraphExec exec, CUgraph graph, CUgraphExecUpdateResult
 	struct stub_graph *x = stub_exec(exec), *g = stub_object(graph, STUB_GRAPH);
 	if (x == NULL || g == NULL) {
 		r = CUDA_ERROR_INVALID_VALUE;
-	} else if (x->n != g->n) {
-		info->result = CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
+	} else if (g->owner != NULL || stub_graph_runnable(g) != CUDA_SUCCESS) {
+		r = STUB_UNMODELLED; // as for cuGraphInstantiateWithParams
 	} else {
-		info->result = CU_GRAPH_EXEC_UPDATE_SUCCESS;
-		for (size_t i = 0; i < x->n && info->result == CU_GRAPH_EXEC_UPDATE_SUCCESS; i++) {
-			if (x->nodes[i].kind != g->nodes[i].kind) {
-				info->result = CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED;
-			} else if (x->nodes[i].kind == NODE_KERNEL && x->nodes[i].launch.k != g->nodes[i].launch.k) {
-				info->result = CU_GRAPH_EXEC_UPDATE_ERROR_UNSUPPORTED_FUNCTION_CHANGE;
-			}
-		}
+		info->result = stub_graph_same(x, g);
 	}
 	if (r == CUDA_SUCCESS && info->result != CU_GRAPH_EXEC_UPDATE_SUCCESS) {
 		r = CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
 	} else if (r == CUDA_SUCCESS) {
 		struct stub_graph next = {STUB_EXEC};
-		if ((r = stub_graph_append(&next, g)) != CUDA_SUCCESS) {
+		if ((r = stub_graph_append(&next, g, 0)) != CUDA_SUCCESS) {
 			stub_graph_clear(&next);
 			info->result = CU_GRAPH_EXEC_UPDATE_ERROR;
 		} else {
+			for (size_t i = 0; i < x->n; i++) next.nodes[i].id = x->nodes[i].id;
 			stub_graph_clear(x);
 			*x = next;
 		}
@@ -1853,12 +2109,350 @@ STUB(cuGraphExecUpdate)(CUgraphExec exec, CUgraph graph, CUgraphExecUpdateResult
 static CUresult stub_graph_destroy(const void *h, unsigned magic) {
 	pthread_mutex_lock(&stub_mu);
 	struct stub_graph *g = stub_object(h, magic);
-	if (g != NULL) {
+	CUresult r = g == NULL ? CUDA_ERROR_INVALID_VALUE : g->owner != NULL ? STUB_UNMODELLED : CUDA_SUCCESS; // a body
+	if (r == CUDA_SUCCESS) {
 		stub_graph_clear(g);
 		g->magic = STUB_DEAD;
 	}
 	pthread_mutex_unlock(&stub_mu);
-	return g != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+	return r;
 }
 STUB(cuGraphDestroy)(CUgraph g) { return stub_graph_destroy(g, STUB_GRAPH); }
 STUB(cuGraphExecDestroy)(CUgraphExec x) { return stub_graph_destroy(x, STUB_EXEC); }
+
+// ---- Graphs built node by node ----------------------------------------
+
+STUB(cuGraphCreate)(CUgraph *graph, unsigned flags) {
+	if (graph == NULL) return CUDA_ERROR_INVALID_VALUE;
+	*graph = NULL;
+	if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&stub_mu);
+	*graph = stub_new(sizeof(struct stub_graph), STUB_GRAPH);
+	pthread_mutex_unlock(&stub_mu);
+	return *graph != NULL ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+// stub_graph_node_add adds nd to g after the n nodes deps, which must be
+// nodes of g, each once, and returns its new handle in *node. Where it
+// fails, it frees what nd owns. stub_mu is held.
+static CUresult stub_graph_node_add(struct stub_graph *g, const CUgraphNode *deps, size_t n, struct stub_node *nd,
+		CUgraphNode *node) {
+	CUresult r = n > 0 && deps == NULL ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+	nd->id = NULL, nd->deps = NULL, nd->ndeps = 0;
+	if (r == CUDA_SUCCESS && n > 0 && (nd->deps = malloc(n * sizeof *nd->deps)) == NULL) r = CUDA_ERROR_OUT_OF_MEMORY;
+	for (size_t i = 0; r == CUDA_SUCCESS && i < n; i++) {
+		struct stub_gnode *d = stub_object(deps[i], STUB_NODE);
+		if (d == NULL || d->g != g) r = CUDA_ERROR_INVALID_VALUE;
+		for (size_t j = 0; r == CUDA_SUCCESS && j < i; j++) {
+			if (deps[j] == deps[i]) r = CUDA_ERROR_INVALID_VALUE;
+		}
+		if (r == CUDA_SUCCESS) nd->deps[nd->ndeps++] = d->i;
+	}
+	struct stub_gnode *id = NULL;
+	if (r == CUDA_SUCCESS && (id = stub_new(sizeof *id, STUB_NODE)) == NULL) r = CUDA_ERROR_OUT_OF_MEMORY;
+	if (r == CUDA_SUCCESS) {
+		*id = (struct stub_gnode){STUB_NODE, g, g->n};
+		nd->id = id;
+		if ((r = stub_graph_add(g, nd)) != CUDA_SUCCESS) id->magic = STUB_DEAD;
+	}
+	if (r != CUDA_SUCCESS) {
+		stub_node_free(nd);
+		return r;
+	}
+	*node = (CUgraphNode)id;
+	return CUDA_SUCCESS;
+}
+
+// stub_add adds nd, whose parameters' check returned r, to graph, as
+// stub_graph_node_add does.
+static CUresult stub_add(CUresult r, CUgraphNode *node, CUgraph graph, const CUgraphNode *deps, size_t n,
+		struct stub_node *nd) {
+	if (node == NULL) r = CUDA_ERROR_INVALID_VALUE;
+	if (r != CUDA_SUCCESS) return r;
+	*node = NULL;
+	pthread_mutex_lock(&stub_mu);
+	struct stub_graph *g = stub_object(graph, STUB_GRAPH);
+	r = g == NULL ? CUDA_ERROR_INVALID_VALUE : stub_graph_node_add(g, deps, n, nd, node);
+	pthread_mutex_unlock(&stub_mu);
+	return r;
+}
+
+// stub_context_ok reports whether ctx is a context, or NULL, the current
+// one, and there is one.
+static int stub_context_ok(CUcontext ctx) { return ctx == NULL ? stub_current_device() >= 0 : stub_ctx_device(ctx) >= 0; }
+
+STUB(cuGraphAddEmptyNode)(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps, size_t n) {
+	struct stub_node nd = {.kind = NODE_EMPTY};
+	return stub_add(CUDA_SUCCESS, node, graph, deps, n, &nd);
+}
+
+// stub_kernel_node_of checks a kernel node's parameters as a launch's
+// (stub_launch_of) and packs them into *l.
+static CUresult stub_kernel_node_of(struct stub_launch *l, const CUDA_KERNEL_NODE_PARAMS *p) {
+	if (p == NULL) return CUDA_ERROR_INVALID_VALUE;
+	CUfunction f = p->func;
+	if (f == NULL) { // the kernel, in ctx
+		if (!stub_context_ok(p->ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+		f = (CUfunction)p->kern;
+	}
+	const unsigned grid[3] = {p->gridDimX, p->gridDimY, p->gridDimZ};
+	const unsigned block[3] = {p->blockDimX, p->blockDimY, p->blockDimZ};
+	return stub_launch_of(l, f, grid, block, p->sharedMemBytes, p->kernelParams, p->extra);
+}
+
+STUB(cuGraphAddKernelNode)(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps, size_t n,
+		const CUDA_KERNEL_NODE_PARAMS *p) {
+	struct stub_node nd = {.kind = NODE_KERNEL};
+	return stub_add(stub_kernel_node_of(&nd.launch, p), node, graph, deps, n, &nd);
+}
+
+// A memset node is checked as a memset (stub_set_of), with elements of 1,
+// 2 or 4 bytes; one of no element is not modelled.
+STUB(cuGraphAddMemsetNode)(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps, size_t n,
+		const CUDA_MEMSET_NODE_PARAMS *p, CUcontext ctx) {
+	struct stub_node nd = {.kind = NODE_SET};
+	CUresult r;
+	if (!stub_context_ok(ctx)) {
+		r = CUDA_ERROR_INVALID_CONTEXT;
+	} else if (p == NULL || (p->elementSize != 1 && p->elementSize != 2 && p->elementSize != 4)) {
+		r = CUDA_ERROR_INVALID_VALUE;
+	} else if (p->width == 0 || p->height == 0) {
+		r = STUB_UNMODELLED;
+	} else {
+		r = stub_set_of(&nd, p->dst, p->value, p->elementSize, p->width, p->height, p->pitch);
+	}
+	return stub_add(r, node, graph, deps, n, &nd);
+}
+
+// stub_copy_side returns the address of one side of a copy node, of
+// memory type type at host or device, in *p: device memory (an address of
+// the unified space, as the stand-in's memory all is) or pinned host
+// memory; an array is not modelled.
+static CUresult stub_copy_side(CUdeviceptr *p, CUmemorytype type, const void *host, CUdeviceptr device) {
+	switch (type) {
+	case CU_MEMORYTYPE_HOST: *p = (CUdeviceptr)(uintptr_t)host; return CUDA_SUCCESS;
+	case CU_MEMORYTYPE_DEVICE: case CU_MEMORYTYPE_UNIFIED: *p = device; return CUDA_SUCCESS;
+	case CU_MEMORYTYPE_ARRAY: return STUB_UNMODELLED;
+	}
+	return CUDA_ERROR_INVALID_VALUE;
+}
+
+// A copy node copies WidthInBytes bytes between two allocations, checked
+// as a copy (stub_copy_range) when the node is added; pageable memory, as
+// in a capture, and copies of rows, planes or arrays are not modelled.
+STUB(cuGraphAddMemcpyNode)(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps, size_t n,
+		const CUDA_MEMCPY3D *p, CUcontext ctx) {
+	struct stub_node nd = {.kind = NODE_COPY};
+	CUresult r = CUDA_SUCCESS;
+	int pageable = 0;
+	if (!stub_context_ok(ctx)) {
+		r = CUDA_ERROR_INVALID_CONTEXT;
+	} else if (p == NULL) {
+		r = CUDA_ERROR_INVALID_VALUE;
+	} else if (p->srcXInBytes || p->srcY || p->srcZ || p->srcLOD || p->dstXInBytes || p->dstY || p->dstZ || p->dstLOD ||
+			p->Height != 1 || p->Depth != 1 || p->WidthInBytes == 0) {
+		r = STUB_UNMODELLED;
+	} else if ((r = stub_copy_side(&nd.src, p->srcMemoryType, p->srcHost, p->srcDevice)) == CUDA_SUCCESS &&
+			(r = stub_copy_side(&nd.dst, p->dstMemoryType, p->dstHost, p->dstDevice)) == CUDA_SUCCESS) {
+		nd.n = p->WidthInBytes;
+		if ((r = stub_copy_range(nd.dst, nd.n, &pageable)) == CUDA_SUCCESS) r = stub_copy_range(nd.src, nd.n, &pageable);
+		if (r == CUDA_SUCCESS && pageable) r = STUB_UNMODELLED;
+	}
+	return stub_add(r, node, graph, deps, n, &nd);
+}
+
+// A child graph node runs a copy of child, made now, with its references
+// to user objects; in a conditional node's body, one with host nodes is
+// refused, as CUDA refuses it (with an error the stand-in does not model).
+STUB(cuGraphAddChildGraphNode)(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps, size_t n, CUgraph child) {
+	if (node == NULL) return CUDA_ERROR_INVALID_VALUE;
+	*node = NULL;
+	CUresult r = CUDA_SUCCESS;
+	pthread_mutex_lock(&stub_mu);
+	struct stub_graph *g = stub_object(graph, STUB_GRAPH), *c = stub_object(child, STUB_GRAPH);
+	struct stub_node nd = {.kind = NODE_GRAPH};
+	if (g == NULL || c == NULL) {
+		r = CUDA_ERROR_INVALID_VALUE;
+	} else if (g->owner != NULL && stub_graph_hosts(c)) {
+		r = STUB_UNMODELLED;
+	} else if ((nd.subs = calloc(1, sizeof *nd.subs)) == NULL) {
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+	} else {
+		nd.nsubs = 1;
+		r = (nd.subs[0] = stub_graph_copy(c)) == NULL ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
+		r = r != CUDA_SUCCESS ? (stub_node_free(&nd), r) : stub_graph_node_add(g, deps, n, &nd, node);
+	}
+	pthread_mutex_unlock(&stub_mu);
+	return r;
+}
+
+STUB(cuGraphConditionalHandleCreate)(CUgraphConditionalHandle *h, CUgraph graph, CUcontext ctx, unsigned value,
+		unsigned flags) {
+	if (h == NULL || (flags & ~(unsigned)CU_GRAPH_COND_ASSIGN_DEFAULT)) return CUDA_ERROR_INVALID_VALUE;
+	*h = 0;
+	if (!stub_context_ok(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+	CUresult r = CUDA_SUCCESS;
+	pthread_mutex_lock(&stub_mu);
+	struct stub_graph *g = stub_object(graph, STUB_GRAPH);
+	struct stub_cond *c = NULL;
+	if (g == NULL) {
+		r = CUDA_ERROR_INVALID_VALUE;
+	} else if ((c = stub_new(sizeof *c, STUB_COND)) == NULL) {
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+	} else {
+		*c = (struct stub_cond){STUB_COND, g, value, flags};
+		*h = (CUgraphConditionalHandle)(uintptr_t)c;
+	}
+	pthread_mutex_unlock(&stub_mu);
+	return r;
+}
+
+// cuGraphAddNode adds conditional nodes only, of a handle of the graph or
+// of a graph that holds it (as a conditional node holds its bodies): an
+// `if` of one body, or two from CUDA 12.8; a `while` of one; a `switch`
+// of one or more, from CUDA 12.8. It makes their bodies, and points
+// phGraph_out at the node's array of them.
+STUB(cuGraphAddNode)(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps, size_t n, CUgraphNodeParams *p) {
+	if (node == NULL || p == NULL) return CUDA_ERROR_INVALID_VALUE;
+	*node = NULL;
+	if (p->type != CU_GRAPH_NODE_TYPE_CONDITIONAL) return STUB_UNMODELLED;
+	CUDA_CONDITIONAL_NODE_PARAMS *c = &p->conditional;
+	if (!stub_context_ok(c->ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+	int recent = stub_driver_version() >= 12080, type = (int)c->type;
+	if (!((type == CU_GRAPH_COND_TYPE_IF && (c->size == 1 || (c->size == 2 && recent))) ||
+			(type == CU_GRAPH_COND_TYPE_WHILE && c->size == 1) || (type == 2 && recent && c->size >= 1))) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	CUresult r = CUDA_SUCCESS;
+	pthread_mutex_lock(&stub_mu);
+	struct stub_graph *g = stub_object(graph, STUB_GRAPH), *a = g;
+	struct stub_cond *h = stub_object((void *)(uintptr_t)c->handle, STUB_COND);
+	if (g != NULL && h != NULL) {
+		while (a != NULL && a != h->g) a = a->owner;
+	}
+	struct stub_node nd = {.kind = NODE_COND, .ctype = type};
+	if (g == NULL || h == NULL || a == NULL) {
+		r = CUDA_ERROR_INVALID_VALUE;
+	} else if ((nd.subs = calloc(c->size, sizeof *nd.subs)) == NULL) {
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+	} else {
+		nd.nsubs = c->size, nd.cvalue = h->value, nd.cflags = h->flags;
+		for (unsigned i = 0; r == CUDA_SUCCESS && i < c->size; i++) {
+			if ((nd.subs[i] = stub_new(sizeof(struct stub_graph), STUB_GRAPH)) == NULL) {
+				r = CUDA_ERROR_OUT_OF_MEMORY;
+			} else {
+				nd.subs[i]->owner = g;
+			}
+		}
+		r = r != CUDA_SUCCESS ? (stub_node_free(&nd), r) : stub_graph_node_add(g, deps, n, &nd, node);
+		if (r == CUDA_SUCCESS) c->phGraph_out = (CUgraph *)nd.subs; // the node's, while it lives
+	}
+	pthread_mutex_unlock(&stub_mu);
+	return r;
+}
+
+// cuGraphExecKernelNodeSetParams sets the launch of node, a kernel node of
+// the graph exec was instantiated from, in exec. A node of a conditional
+// node's body is not modelled.
+STUB(cuGraphExecKernelNodeSetParams)(CUgraphExec exec, CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS *p) {
+	struct stub_launch l;
+	CUresult r = stub_kernel_node_of(&l, p);
+	if (r != CUDA_SUCCESS) return r;
+	pthread_mutex_lock(&stub_mu);
+	struct stub_graph *x = stub_exec(exec);
+	struct stub_gnode *id = stub_object(node, STUB_NODE);
+	if (x == NULL || id == NULL) {
+		r = CUDA_ERROR_INVALID_VALUE;
+	} else if (id->g->owner != NULL) {
+		r = STUB_UNMODELLED;
+	} else if (id->i >= x->n || x->nodes[id->i].id != id || x->nodes[id->i].kind != NODE_KERNEL) {
+		r = CUDA_ERROR_INVALID_VALUE; // of another graph, added after exec was made, or not a kernel node
+	} else {
+		x->nodes[id->i].launch = l;
+	}
+	pthread_mutex_unlock(&stub_mu);
+	return r;
+}
+
+// stub_dot_known reports whether every node of g has a handle: captured
+// work has none, and the stand-in does not keep the dependencies of what
+// it captures, which a DOT file draws.
+static int stub_dot_known(const struct stub_graph *g) {
+	for (size_t i = 0; i < g->n; i++) {
+		if (g->nodes[i].id == NULL) return 0;
+	}
+	return 1;
+}
+
+// stub_dot writes g's nodes, named prefix followed by their places (n0,
+// n1, ...; n2.0.0 for the first node of node n2's first body), and their
+// dependencies, in Graphviz's DOT language; a conditional node's bodies
+// are clusters of their own, and a child graph node is one node.
+static void stub_dot(FILE *f, const struct stub_graph *g, const char *prefix) {
+	static const char *const types[] = {"IF", "WHILE", "SWITCH"};
+	for (size_t i = 0; i < g->n; i++) {
+		const struct stub_node *nd = &g->nodes[i];
+		fprintf(f, "\t\"%s%zu\" [shape=box label=\"%s%zu ", prefix, i, prefix, i);
+		switch (nd->kind) {
+		case NODE_EMPTY:
+			fprintf(f, "EMPTY");
+			break;
+		case NODE_KERNEL: {
+			const struct stub_launch *l = &nd->launch;
+			fprintf(f, "KERNEL\\n%s\\ngrid %u,%u,%u block %u,%u,%u shared %u", stubKernels[l->k].name,
+				l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1], l->block[2], l->smem);
+			break;
+		}
+		case NODE_SET:
+			fprintf(f, "MEMSET\\ndst 0x%llx value 0x%x elementSize %u\\nwidth %zu height %zu pitch %zu",
+				(unsigned long long)nd->dst, nd->v, nd->elem, nd->n, nd->rows, nd->pitch);
+			break;
+		case NODE_COPY:
+			fprintf(f, "MEMCPY\\ndst 0x%llx src 0x%llx\\n%zu bytes", (unsigned long long)nd->dst,
+				(unsigned long long)nd->src, nd->n);
+			break;
+		case NODE_GRAPH:
+			fprintf(f, "GRAPH\\n%zu nodes", nd->subs[0]->n);
+			break;
+		case NODE_COND:
+			fprintf(f, "CONDITIONAL\\n%s, %u bodies\\nvalue %u%s", types[nd->ctype % 3], nd->nsubs, nd->cvalue,
+				nd->cflags & CU_GRAPH_COND_ASSIGN_DEFAULT ? " at each launch" : "");
+			break;
+		}
+		fprintf(f, "\"];\n");
+		for (size_t j = 0; j < nd->ndeps; j++) fprintf(f, "\t\"%s%zu\" -> \"%s%zu\";\n", prefix, nd->deps[j], prefix, i);
+		for (unsigned j = 0; nd->kind == NODE_COND && j < nd->nsubs; j++) {
+			char sub[512];
+			snprintf(sub, sizeof sub, "%s%zu.%u.", prefix, i, j);
+			fprintf(f, "\tsubgraph \"cluster_%s\" {\n\tlabel=\"%s%zu body %u\";\n", sub, prefix, i, j);
+			stub_dot(f, nd->subs[j], sub);
+			fprintf(f, "\t}\n");
+		}
+	}
+}
+
+// cuGraphDebugDotPrint writes a graph built node by node (stub_dot), with
+// whatever flags; a captured one is not modelled (stub_dot_known).
+STUB(cuGraphDebugDotPrint)(CUgraph graph, const char *path, unsigned flags) {
+	if (path == NULL || flags >= (unsigned)CU_GRAPH_DEBUG_DOT_FLAGS_CONDITIONAL_NODE_PARAMS << 1) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	CUresult r = CUDA_SUCCESS;
+	pthread_mutex_lock(&stub_mu);
+	struct stub_graph *g = stub_object(graph, STUB_GRAPH);
+	FILE *f = NULL;
+	if (g == NULL) {
+		r = CUDA_ERROR_INVALID_VALUE;
+	} else if (!stub_dot_known(g)) {
+		r = STUB_UNMODELLED;
+	} else if ((f = fopen(path, "w")) == NULL) {
+		r = CUDA_ERROR_OPERATING_SYSTEM;
+	} else {
+		fprintf(f, "digraph \"graph %p\" {\n", (void *)g);
+		stub_dot(f, g, "n");
+		fprintf(f, "}\n");
+		if (ferror(f) | fclose(f)) r = CUDA_ERROR_OPERATING_SYSTEM;
+	}
+	pthread_mutex_unlock(&stub_mu);
+	return r;
+}
