@@ -1,0 +1,1186 @@
+package highlevel
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/gocuda/cuda/cudadrv"
+	"github.com/gocuda/cuda/highlevel/internal/driver"
+	"github.com/gocuda/cuda/internal/stubtest"
+	"github.com/gocuda/cuda/internal/testsrc"
+)
+
+// graphBuildCases are what TestGraphBuild checks of graphs built node by
+// node (NewGraph, the Add methods, SetKernelArgs, Dot, the conditional
+// nodes) on the stand-in driver, each in a child process
+// (TestGraphBuildChild).
+var graphBuildCases = []struct {
+	name  string
+	check func(t *testing.T)
+}{
+	{"a chain of nodes runs in its order", checkBuiltChain},
+	{"SetKernelArgs changes an instantiation", checkBuiltSetArgs},
+	{"AddGraph runs a copy", checkBuiltChild},
+	{"Dot names the nodes", checkBuiltDot},
+	{"conditional nodes", checkBuiltConditional},
+	{"refusals", checkBuiltRefusals},
+	{"the stand-in refuses what CUDA refuses", checkBuiltStandInRefusals},
+	{"a built graph holds what its nodes use", checkBuiltHolds},
+	{"nodes added concurrently", checkBuiltConcurrent},
+}
+
+// TestGraphBuild runs graphBuildCases on the stand-in driver, in child
+// processes where libcudart cannot be loaded, as TestStandIn does: a graph
+// built node by node runs its nodes, in an order their dependencies allow,
+// at each launch of an instantiation and not before; an instantiation's
+// kernel node takes new arguments; a child graph node runs a copy of its
+// child; Dot draws the nodes and their dependencies; conditional nodes run
+// the bodies their conditions pick; the package refuses what is wrong with
+// the error kinds it documents; and a built graph, and its instantiations,
+// keep the memory and modules its nodes use until they are closed.
+func TestGraphBuild(t *testing.T) {
+	testsrc.Require(t, stubHeaders, stubSources)
+	lib := stubDriver(t)
+	for _, tc := range graphBuildCases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			stubtest.Child(t, "TestGraphBuildChild",
+				"GOCUDA_CUDA="+lib,
+				"GOCUDA_CUDART="+filepath.Join(dir, "no-libcudart.so"),
+				"HL_GRAPHBUILD_CASE="+tc.name)
+		})
+	}
+}
+
+func TestGraphBuildChild(t *testing.T) {
+	stubtest.SkipUnlessChild(t, "TestGraphBuild")
+	for _, tc := range graphBuildCases {
+		if tc.name == os.Getenv("HL_GRAPHBUILD_CASE") {
+			tc.check(t)
+			return
+		}
+	}
+	t.Fatalf("no case %q", os.Getenv("HL_GRAPHBUILD_CASE"))
+}
+
+// builtCfg is the configuration of the kernel nodes: 4 threads, one for
+// each element of the arrays.
+var builtCfg = LaunchConfig{Grid: Dim3{X: 1}, Block: Dim3{X: 4}}
+
+// builtXs are the elements of x, the arrays the kernel nodes read.
+var builtXs = []float32{1, 2, 3, 4}
+
+// builtArray returns an array of device 0 holding v, freed when t ends.
+func builtArray(t *testing.T, v []float32) *Array[float32] {
+	t.Helper()
+	a, err := ArrayFrom(Device(0), v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Free() })
+	return a
+}
+
+// newBuiltGraph returns a new graph of device 0, closed when t ends.
+func newBuiltGraph(t *testing.T) *Graph {
+	t.Helper()
+	g, err := NewGraph(0)
+	if err != nil {
+		t.Fatalf("NewGraph: %v", err)
+	}
+	t.Cleanup(func() { g.Close() })
+	return g
+}
+
+// A builtChain is a graph built node by node: set sets y to 1 (a memset
+// node), first adds 2x to y, second 3x after it (axpy kernel nodes), join
+// comes after both kernels (an empty node). Each launch leaves y = 1 + 5x.
+type builtChain struct {
+	g                        *Graph
+	k                        *Kernel
+	x, y                     *Array[float32]
+	set, first, second, join GraphNode
+}
+
+func newBuiltChain(t *testing.T) *builtChain {
+	t.Helper()
+	c := &builtChain{g: newBuiltGraph(t), k: standInAxpy(t), x: builtArray(t, builtXs), y: builtArray(t, make([]float32, 4))}
+	var err error
+	if c.set, err = AddMemset(c.g, nil, c.y, float32(1)); err != nil {
+		t.Fatalf("AddMemset: %v", err)
+	}
+	if c.first, err = c.g.AddKernel([]GraphNode{c.set}, c.k, builtCfg, float32(2), c.x, c.y, int32(4)); err != nil {
+		t.Fatalf("AddKernel: %v", err)
+	}
+	if c.second, err = c.g.AddKernel([]GraphNode{c.first}, c.k, builtCfg, float32(3), c.x, c.y, int32(4)); err != nil {
+		t.Fatalf("AddKernel: %v", err)
+	}
+	if c.join, err = c.g.AddEmpty(c.first, c.second); err != nil {
+		t.Fatalf("AddEmpty: %v", err)
+	}
+	return c
+}
+
+// axpyWant returns y0 + a*x for each x of builtXs, below n of them, and
+// y0 for the others.
+func axpyWant(y0, a float32, n int) []float32 {
+	want := make([]float32, len(builtXs))
+	for i, x := range builtXs {
+		want[i] = y0
+		if i < n {
+			want[i] += a * x
+		}
+	}
+	return want
+}
+
+// builtInstantiate instantiates g, closing the instantiation when t ends.
+func builtInstantiate(t *testing.T, g *Graph) *GraphExec {
+	t.Helper()
+	x, err := g.Instantiate(nil)
+	if err != nil {
+		t.Fatalf("Instantiate: %v", err)
+	}
+	t.Cleanup(func() { x.Close() })
+	return x
+}
+
+// launchBuilt launches x once on s and returns what y holds after.
+func launchBuilt(t *testing.T, x *GraphExec, s *Stream, y *Array[float32]) []float32 {
+	t.Helper()
+	if err := x.Launch(s); err != nil {
+		t.Fatalf("Launch: %v", err)
+	}
+	if err := s.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	return builtHost(t, y)
+}
+
+func builtHost(t *testing.T, y *Array[float32]) []float32 {
+	t.Helper()
+	got, err := y.ToHost()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// checkBuiltChain builds a chain of a memset and two kernels: nothing runs
+// while it is built and instantiated; each launch runs the nodes, in the
+// order of their dependencies, once; so does a launch of a graph that
+// captured a launch of it. A graph of the same nodes added the other way
+// round, the memset last, leaves what the memset sets.
+func checkBuiltChain(t *testing.T) {
+	s := standInStream(t)
+	c := newBuiltChain(t)
+	x := builtInstantiate(t, c.g)
+	if got := builtHost(t, c.y); !slices.Equal(got, make([]float32, 4)) {
+		t.Errorf("y after the graph was built and instantiated: %v, want it untouched", got)
+	}
+	want := axpyWant(1, 5, 4)
+	for i := range 2 {
+		if err := c.y.CopyFromHost([]float32{-1, -1, -1, -1}); err != nil {
+			t.Fatal(err)
+		}
+		if got := launchBuilt(t, x, s, c.y); !slices.Equal(got, want) {
+			t.Errorf("launch %d of set y 1, y += 2x, y += 3x: %v, want %v", i+1, got, want)
+		}
+	}
+
+	// A capture of the launch takes the nodes' work, which the captured
+	// graph's launches do.
+	if err := c.y.CopyFromHost(make([]float32, 4)); err != nil {
+		t.Fatal(err)
+	}
+	cg, err := Capture(s, CaptureRelaxed, func() error { return x.Launch(s) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cg.Close()
+	if got := builtHost(t, c.y); !slices.Equal(got, make([]float32, 4)) {
+		t.Errorf("y after a capture of the launch: %v, want it untouched", got)
+	}
+	if got := launchBuilt(t, builtInstantiate(t, cg), s, c.y); !slices.Equal(got, want) {
+		t.Errorf("launch of a graph that captured the launch: %v, want %v", got, want)
+	}
+
+	// A copy node after the chain: z gets y.
+	z := builtArray(t, make([]float32, 4))
+	if _, err := AddCopy(c.g, []GraphNode{c.join}, z, c.y); err != nil {
+		t.Fatalf("AddCopy: %v", err)
+	}
+	if got := launchBuilt(t, builtInstantiate(t, c.g), s, z); !slices.Equal(got, want) {
+		t.Errorf("a copy of y after the chain: %v, want %v", got, want)
+	}
+
+	// The memset after the kernels: its value is what is left.
+	g := newBuiltGraph(t)
+	k1, err := g.AddKernel(nil, c.k, builtCfg, float32(2), c.x, c.y, int32(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k2, err := g.AddKernel([]GraphNode{k1}, c.k, builtCfg, float32(3), c.x, c.y, int32(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := AddMemset(g, []GraphNode{k1, k2}, c.y, float32(7)); err != nil {
+		t.Fatal(err)
+	}
+	if got := launchBuilt(t, builtInstantiate(t, g), s, c.y); !slices.Equal(got, axpyWant(7, 0, 0)) {
+		t.Errorf("kernels, then a memset to 7: %v, want all 7", got)
+	}
+}
+
+// checkBuiltSetArgs changes the arguments and configuration of a kernel
+// node in an instantiation: its launches run the new ones, the graph and
+// its other instantiations the old ones. Bad arguments, and nodes that are
+// not kernel nodes of the graph, are refused, and change nothing.
+func checkBuiltSetArgs(t *testing.T) {
+	s := standInStream(t)
+	c := newBuiltChain(t)
+	x, other := builtInstantiate(t, c.g), builtInstantiate(t, c.g)
+	if err := x.SetKernelArgs(c.second, c.k, builtCfg, float32(10), c.x, c.y, int32(4)); err != nil {
+		t.Fatalf("SetKernelArgs: %v", err)
+	}
+	want := axpyWant(1, 12, 4)
+	if got := launchBuilt(t, x, s, c.y); !slices.Equal(got, want) {
+		t.Errorf("after SetKernelArgs(y += 10x): %v, want %v", got, want)
+	}
+	if got := launchBuilt(t, other, s, c.y); !slices.Equal(got, axpyWant(1, 5, 4)) {
+		t.Errorf("another instantiation after SetKernelArgs: %v, want %v", got, axpyWant(1, 5, 4))
+	}
+	if got := launchBuilt(t, builtInstantiate(t, c.g), s, c.y); !slices.Equal(got, axpyWant(1, 5, 4)) {
+		t.Errorf("a new instantiation of the graph after SetKernelArgs: %v, want %v", got, axpyWant(1, 5, 4))
+	}
+
+	// A new configuration: two threads, over the first two elements.
+	two := LaunchConfig{Grid: Dim3{X: 1}, Block: Dim3{X: 2}}
+	if err := x.SetKernelArgs(c.second, c.k, two, float32(10), c.x, c.y, int32(4)); err != nil {
+		t.Fatalf("SetKernelArgs: %v", err)
+	}
+	want = axpyWant(1, 2, 4)
+	for i := range 2 {
+		want[i] += 10 * builtXs[i]
+	}
+	if got := launchBuilt(t, x, s, c.y); !slices.Equal(got, want) {
+		t.Errorf("after SetKernelArgs with 2 threads: %v, want %v", got, want)
+	}
+
+	other2 := newBuiltGraph(t)
+	elsewhere, err := other2.AddKernel(nil, c.k, builtCfg, float32(1), c.x, c.y, int32(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ten := []any{float32(10), c.x, c.y, int32(4)} // y += 10x
+	big := LaunchConfig{Grid: Dim3{X: 1}, Block: Dim3{X: 2000}}
+	for _, r := range []struct {
+		name string
+		err  error
+		want error
+	}{
+		{"an argument short", x.SetKernelArgs(c.second, c.k, builtCfg, ten[:3]...), ErrArgument},
+		{"an int for a float", x.SetKernelArgs(c.second, c.k, builtCfg, int64(10), c.x, c.y, int32(4)), ErrArgument},
+		{"a configuration of 2000 threads a block", x.SetKernelArgs(c.second, c.k, big, ten...), ErrInvalid},
+		{"the zero GraphNode", x.SetKernelArgs(GraphNode{}, c.k, builtCfg, ten...), ErrInvalid},
+		{"a nil Kernel", x.SetKernelArgs(c.second, nil, builtCfg, ten...), ErrNil},
+		// CUDA's refusals: a node of another graph, one that is no kernel node.
+		{"a node of another graph", x.SetKernelArgs(elsewhere, c.k, builtCfg, ten...), cudadrv.ERROR_INVALID_VALUE},
+		{"a memset node", x.SetKernelArgs(c.set, c.k, builtCfg, ten...), cudadrv.ERROR_INVALID_VALUE},
+		{"a nil GraphExec", (*GraphExec)(nil).SetKernelArgs(c.second, c.k, builtCfg, ten...), ErrNil},
+		{"the zero GraphExec", new(GraphExec).SetKernelArgs(c.second, c.k, builtCfg, ten...), ErrNil},
+	} {
+		if !errors.Is(r.err, r.want) {
+			t.Errorf("SetKernelArgs with %s: %v, want %v", r.name, r.err, r.want)
+		}
+	}
+	if got := launchBuilt(t, x, s, c.y); !slices.Equal(got, want) {
+		t.Errorf("after the refused SetKernelArgs: %v, want %v, as before them", got, want)
+	}
+	// The node's graph closed: CUDA finds the node through it.
+	if err := c.g.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.SetKernelArgs(c.second, c.k, builtCfg, float32(10), c.x, c.y, int32(4)); !errors.Is(err, ErrClosed) {
+		t.Errorf("SetKernelArgs of a node of a closed graph: %v, want ErrClosed", err)
+	}
+	if got := launchBuilt(t, x, s, c.y); !slices.Equal(got, want) {
+		t.Errorf("after the graph's Close: %v, want %v", got, want)
+	}
+	if err := x.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.SetKernelArgs(c.second, c.k, builtCfg, float32(10), c.x, c.y, int32(4)); !errors.Is(err, ErrClosed) {
+		t.Errorf("SetKernelArgs after Close: %v, want ErrClosed", err)
+	}
+}
+
+// checkBuiltChild adds a graph to another twice, as child graph nodes:
+// the other runs both copies, as the child was when added, whatever is
+// added to the child later, and after the child is closed.
+func checkBuiltChild(t *testing.T) {
+	s := standInStream(t)
+	k := standInAxpy(t)
+	x, y := builtArray(t, builtXs), builtArray(t, make([]float32, 4))
+	child := newBuiltGraph(t)
+	if _, err := child.AddKernel(nil, k, builtCfg, float32(2), x, y, int32(4)); err != nil {
+		t.Fatal(err)
+	}
+	g := newBuiltGraph(t)
+	set, err := AddMemset(g, nil, y, float32(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	once, err := g.AddGraph([]GraphNode{set}, child)
+	if err != nil {
+		t.Fatalf("AddGraph: %v", err)
+	}
+	if _, err := g.AddGraph([]GraphNode{once}, child); err != nil {
+		t.Fatalf("AddGraph: %v", err)
+	}
+	// Added to the child later: not in g's copies.
+	if _, err := child.AddKernel(nil, k, builtCfg, float32(100), x, y, int32(4)); err != nil {
+		t.Fatal(err)
+	}
+	want := axpyWant(1, 4, 4)
+	if got := launchBuilt(t, builtInstantiate(t, g), s, y); !slices.Equal(got, want) {
+		t.Errorf("set y 1, then two copies of y += 2x: %v, want %v", got, want)
+	}
+	// The child itself runs both its nodes, on what g left.
+	w := slices.Clone(want)
+	addAxpy(w, 102)
+	if got := launchBuilt(t, builtInstantiate(t, child), s, y); !slices.Equal(got, w) {
+		t.Errorf("the child itself, y += 2x, y += 100x: %v, want %v", got, w)
+	}
+	if err := child.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := launchBuilt(t, builtInstantiate(t, g), s, y); !slices.Equal(got, want) {
+		t.Errorf("after the child's Close: %v, want %v", got, want)
+	}
+}
+
+// addAxpy adds a*x to w, for each x of builtXs.
+func addAxpy(w []float32, a float32) {
+	for i, x := range builtXs {
+		w[i] += a * x
+	}
+}
+
+// dotLine is the lines of the DOT the stand-in writes: a node with its
+// label, an edge, a cluster of a body and its label, its end.
+var (
+	dotNode    = regexp.MustCompile(`^\s*"([^"]+)" \[[^]]*label="((?:[^"\\]|\\.)*)"\];$`)
+	dotEdge    = regexp.MustCompile(`^\s*"([^"]+)" -> "([^"]+)";$`)
+	dotCluster = regexp.MustCompile(`^\s*subgraph "cluster_[^"]*" \{$`)
+	dotLabel   = regexp.MustCompile(`^\s*label="[^"]*";$`)
+)
+
+// parseDot checks that dot is a digraph of the lines the stand-in writes,
+// whose edges join nodes it declares, and returns its nodes' labels, by
+// name, and its edges, "from -> to"; with Graphviz installed, dot checks it
+// too.
+func parseDot(t *testing.T, dot []byte) (map[string]string, []string) {
+	t.Helper()
+	if path, err := exec.LookPath("dot"); err == nil {
+		cmd := exec.Command(path, "-Tcanon")
+		cmd.Stdin = strings.NewReader(string(dot))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("dot -Tcanon: %v\n%s", err, out)
+		}
+	}
+	lines := strings.Split(strings.TrimSuffix(string(dot), "\n"), "\n")
+	if len(lines) < 2 || !strings.HasPrefix(lines[0], "digraph ") || !strings.HasSuffix(lines[0], " {") ||
+		lines[len(lines)-1] != "}" {
+		t.Fatalf("DOT not one digraph:\n%s", dot)
+	}
+	nodes := map[string]string{}
+	var edges []string
+	depth := 1
+	for _, l := range lines[1 : len(lines)-1] {
+		switch {
+		case dotNode.MatchString(l):
+			m := dotNode.FindStringSubmatch(l)
+			nodes[m[1]] = m[2]
+		case dotEdge.MatchString(l):
+			m := dotEdge.FindStringSubmatch(l)
+			edges = append(edges, m[1]+" -> "+m[2])
+		case dotCluster.MatchString(l):
+			depth++
+		case dotLabel.MatchString(l) && depth > 1:
+		case strings.TrimSpace(l) == "}" && depth > 1:
+			depth--
+		default:
+			t.Fatalf("DOT line %q is none the stand-in writes:\n%s", l, dot)
+		}
+	}
+	if depth != 1 {
+		t.Fatalf("DOT with a cluster not closed:\n%s", dot)
+	}
+	for _, e := range edges {
+		from, to, _ := strings.Cut(e, " -> ")
+		if nodes[from] == "" || nodes[to] == "" {
+			t.Errorf("edge %s joins a node the DOT does not declare", e)
+		}
+	}
+	return nodes, edges
+}
+
+// checkBuiltDot writes the chain in DOT: its nodes, named, each with its
+// kind (and a kernel's name), and an edge for each dependency.
+func checkBuiltDot(t *testing.T) {
+	c := newBuiltChain(t)
+	dot, err := c.g.Dot()
+	if err != nil {
+		t.Fatalf("Dot: %v", err)
+	}
+	nodes, edges := parseDot(t, dot)
+	for name, kind := range map[string]string{"n0": "MEMSET", "n1": `KERNEL\naxpy`, "n2": `KERNEL\naxpy`, "n3": "EMPTY"} {
+		if !strings.Contains(nodes[name], kind) {
+			t.Errorf("node %s: label %q, want one saying %s", name, nodes[name], kind)
+		}
+	}
+	if len(nodes) != 4 {
+		t.Errorf("DOT of 4 nodes declares %d: %v", len(nodes), nodes)
+	}
+	slices.Sort(edges)
+	if want := []string{"n0 -> n1", "n1 -> n2", "n1 -> n3", "n2 -> n3"}; !slices.Equal(edges, want) {
+		t.Errorf("edges %q, want %q", edges, want)
+	}
+
+	// A captured graph: the stand-in keeps no dependencies of captured
+	// work, and refuses to draw it.
+	s := standInStream(t)
+	cg, err := Capture(s, CaptureRelaxed, func() error { return c.y.FillAsync(s, 2) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cg.Close()
+	if _, err := cg.Dot(); !errors.Is(err, cudadrv.ERROR_NOT_SUPPORTED) {
+		t.Errorf("Dot of a captured graph on the stand-in: %v, want CUDA_ERROR_NOT_SUPPORTED", err)
+	}
+	if err := c.g.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.g.Dot(); !errors.Is(err, ErrClosed) {
+		t.Errorf("Dot after Close: %v, want ErrClosed", err)
+	}
+	if _, err := (*Graph)(nil).Dot(); !errors.Is(err, ErrNil) {
+		t.Errorf("Dot of a nil Graph: %v, want ErrNil", err)
+	}
+}
+
+// checkBuiltConditional adds if, if/else, while and switch nodes whose
+// conditions are their handles' defaults, assigned at each launch (no
+// kernel of the stand-in's sets one): each runs the body its condition
+// picks; what the stand-in cannot run (a while that starts true, a
+// condition with no default) it refuses at instantiation. A body is built
+// as a graph is, but is closed, instantiated and updated with its graph.
+func checkBuiltConditional(t *testing.T) {
+	s := standInStream(t)
+	k := standInAxpy(t)
+	x, y := builtArray(t, builtXs), builtArray(t, make([]float32, 4))
+	v, err := DriverVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// build makes a graph that sets y to 1, then runs a conditional node of
+	// a handle of value c: add adds it, and a kernel y += (i+1)x to each
+	// body i.
+	build := func(c uint32, reset bool, add func(g *Graph, deps []GraphNode, c Conditional) ([]*Graph, error)) (*Graph, error) {
+		g, err := NewGraph(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cond, err := g.NewConditional(c, reset)
+		if err != nil {
+			t.Fatalf("NewConditional: %v", err)
+		}
+		set, err := AddMemset(g, nil, y, float32(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		bodies, err := add(g, []GraphNode{set}, cond)
+		if err != nil {
+			g.Close()
+			return nil, err
+		}
+		for i, b := range bodies {
+			if _, err := b.AddKernel(nil, k, builtCfg, float32(i+1), x, y, int32(4)); err != nil {
+				t.Fatalf("AddKernel to body %d: %v", i, err)
+			}
+		}
+		return g, nil
+	}
+	addIf := func(g *Graph, deps []GraphNode, c Conditional) ([]*Graph, error) {
+		_, b, err := g.AddIf(deps, c)
+		return []*Graph{b}, err
+	}
+	addIfElse := func(g *Graph, deps []GraphNode, c Conditional) ([]*Graph, error) {
+		_, then, els, err := g.AddIfElse(deps, c)
+		return []*Graph{then, els}, err
+	}
+	addWhile := func(g *Graph, deps []GraphNode, c Conditional) ([]*Graph, error) {
+		_, b, err := g.AddWhile(deps, c)
+		return []*Graph{b}, err
+	}
+	addSwitch := func(g *Graph, deps []GraphNode, c Conditional) ([]*Graph, error) {
+		_, bs, err := g.AddSwitch(deps, c, 3)
+		return bs, err
+	}
+	for _, tc := range []struct {
+		what  string
+		c     uint32
+		add   func(*Graph, []GraphNode, Conditional) ([]*Graph, error)
+		need  int
+		body  int // the body that runs, from 0; -1: none
+		cases []int
+	}{
+		{"if, true", 1, addIf, 12030, 0, nil},
+		{"if, false", 0, addIf, 12030, -1, nil},
+		{"while, false", 0, addWhile, 12030, -1, nil},
+		{"if/else, true", 7, addIfElse, 12080, 0, nil},
+		{"if/else, false", 0, addIfElse, 12080, 1, nil},
+		{"switch, 1 of 3", 1, addSwitch, 12080, 1, nil},
+		{"switch, 3 of 3", 3, addSwitch, 12080, -1, nil},
+	} {
+		g, err := build(tc.c, true, tc.add)
+		if v < tc.need {
+			var dv *DriverVersionError
+			if !errors.As(err, &dv) {
+				t.Errorf("%s on driver %d: %v, want a *DriverVersionError", tc.what, v, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", tc.what, err)
+			continue
+		}
+		want := axpyWant(1, float32(tc.body+1), 4)
+		if tc.body < 0 {
+			want = axpyWant(1, 0, 0)
+		}
+		xg := builtInstantiate(t, g)
+		for range 2 {
+			if got := launchBuilt(t, xg, s, y); !slices.Equal(got, want) {
+				t.Errorf("%s: %v, want %v", tc.what, got, want)
+			}
+		}
+		g.Close()
+	}
+
+	// What the stand-in cannot run: a while whose condition starts true,
+	// which no kernel of its sets false, and a condition with no default,
+	// whose value at a launch the stand-in does not know.
+	for _, tc := range []struct {
+		what  string
+		c     uint32
+		reset bool
+		add   func(*Graph, []GraphNode, Conditional) ([]*Graph, error)
+	}{
+		{"while, true", 1, true, addWhile},
+		{"if, no default", 1, false, addIf},
+	} {
+		g, err := build(tc.c, tc.reset, tc.add)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := g.Instantiate(nil); !errors.Is(err, cudadrv.ERROR_NOT_SUPPORTED) {
+			t.Errorf("Instantiate of %s on the stand-in: %v, want CUDA_ERROR_NOT_SUPPORTED", tc.what, err)
+		}
+		g.Close()
+	}
+
+	// A body: nodes of its own, a conditional node in it of a handle of
+	// its own, drawn in its graph's DOT; closed, instantiated and updated
+	// with its graph, refused alone.
+	g := newBuiltGraph(t)
+	c, err := g.NewConditional(1, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := AddMemset(g, nil, y, float32(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ifNode, body, err := g.AddIf([]GraphNode{set}, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := body.AddKernel(nil, k, builtCfg, float32(2), x, y, int32(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner, err := body.NewConditional(1, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, innerBody, err := body.AddIf([]GraphNode{first}, inner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := innerBody.AddKernel(nil, k, builtCfg, float32(3), x, y, int32(4)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.AddEmpty(ifNode); err != nil {
+		t.Fatal(err)
+	}
+	if got := launchBuilt(t, builtInstantiate(t, g), s, y); !slices.Equal(got, axpyWant(1, 5, 4)) {
+		t.Errorf("if (y += 2x, if (y += 3x)): %v, want %v", got, axpyWant(1, 5, 4))
+	}
+	dot, err := g.Dot()
+	if err != nil {
+		t.Fatalf("Dot: %v", err)
+	}
+	nodes, edges := parseDot(t, dot)
+	if !strings.Contains(nodes["n1"], "CONDITIONAL") || !strings.Contains(nodes["n1.0.0"], `KERNEL\naxpy`) ||
+		!strings.Contains(nodes["n1.0.1"], "CONDITIONAL") || !strings.Contains(nodes["n1.0.1.0.0"], `KERNEL\naxpy`) ||
+		!slices.Contains(edges, "n1.0.0 -> n1.0.1") || len(nodes) != 6 {
+		t.Errorf("Dot of a graph with nested if nodes: nodes %q, edges %q", nodes, edges)
+	}
+	if bodyDot, err := body.Dot(); err != nil || !strings.Contains(string(bodyDot), `KERNEL\naxpy`) {
+		t.Errorf("Dot of a body: %v\n%s", err, bodyDot)
+	}
+	for _, r := range []struct {
+		name string
+		err  error
+		want error
+	}{
+		{"Close of a body", body.Close(), ErrInvalid},
+		{"Instantiate of a body", second(body.Instantiate(nil)), ErrInvalid},
+		{"Update to a body", builtInstantiate(t, g).Update(body), ErrInvalid},
+		{"a body's node as a dependency in its graph", second(g.AddEmpty(first)), ErrInvalid},
+		{"a graph's node as a dependency in a body", second(body.AddEmpty(set)), ErrInvalid},
+		{"the body's own graph as a child", second(body.AddGraph(nil, g)), ErrInvalid},
+		{"the zero Conditional", thirdErr(g.AddWhile(nil, 0)), ErrInvalid},
+		// CUDA's refusal: a handle of another graph.
+		{"a handle of another graph", thirdErr(newBuiltGraph(t).AddWhile(nil, c)), cudadrv.ERROR_INVALID_VALUE},
+		{"NewConditional on a nil Graph", second((*Graph)(nil).NewConditional(1, true)), ErrNil},
+		{"AddIf on a nil Graph", thirdErr((*Graph)(nil).AddIf(nil, c)), ErrNil},
+	} {
+		if !errors.Is(r.err, r.want) {
+			t.Errorf("%s: %v, want %v", r.name, r.err, r.want)
+		}
+	}
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []struct {
+		name string
+		err  error
+	}{
+		{"AddEmpty to a body of a closed graph", second(body.AddEmpty())},
+		{"AddKernel to a body of a closed graph", second(body.AddKernel(nil, k, builtCfg, float32(2), x, y, int32(4)))},
+		{"NewConditional on a body of a closed graph", second(body.NewConditional(0, true))},
+		{"Dot of a body of a closed graph", second(body.Dot())},
+	} {
+		if !errors.Is(r.err, ErrClosed) {
+			t.Errorf("%s: %v, want ErrClosed", r.name, r.err)
+		}
+	}
+}
+
+// checkBuiltRefusals makes the calls the package refuses: nodes of other
+// graphs as dependencies, bad kernel arguments, closed graphs, nil and
+// zero receivers and arguments.
+func checkBuiltRefusals(t *testing.T) {
+	c := newBuiltChain(t)
+	other := newBuiltGraph(t)
+	closed, err := NewGraph(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := closed.Close(); err != nil {
+		t.Fatal(err)
+	}
+	g, k, x, y := c.g, c.k, c.x, c.y
+	one := []any{float32(1), x, y, int32(4)} // y += x
+	coop := LaunchConfig{Grid: Dim3{X: 1}, Block: Dim3{X: 4}, Cooperative: true}
+	big := LaunchConfig{Grid: Dim3{X: 1}, Block: Dim3{X: 2000}}
+	for _, r := range []struct {
+		name string
+		err  error
+		want error
+	}{
+		{"a dependency of another graph", second(other.AddEmpty(c.first)), ErrInvalid},
+		{"another graph's node, of a kernel node", second(other.AddKernel([]GraphNode{c.first}, k, builtCfg, one...)), ErrInvalid},
+		{"another graph's node, of a memset node", second(AddMemset(other, []GraphNode{c.set}, y, float32(1))), ErrInvalid},
+		{"another graph's node, of a child node", second(other.AddGraph([]GraphNode{c.set}, newBuiltGraph(t))), ErrInvalid},
+		{"the zero GraphNode", second(g.AddEmpty(GraphNode{})), ErrInvalid},
+		{"the zero GraphNode after a node", second(g.AddEmpty(c.set, GraphNode{})), ErrInvalid},
+		{"arguments short", second(g.AddKernel(nil, k, builtCfg, one[:3]...)), ErrArgument},
+		{"an argument too many", second(g.AddKernel(nil, k, builtCfg, append(one, int32(4))...)), ErrArgument},
+		{"a slice for an array", second(g.AddKernel(nil, k, builtCfg, float32(1), builtXs, y, int32(4))), ErrArgument},
+		{"a freed array", second(g.AddKernel(nil, k, builtCfg, float32(1), freedArray(t), y, int32(4))), ErrArgument},
+		{"a cooperative launch", second(g.AddKernel(nil, k, coop, one...)), ErrInvalid},
+		{"a block of 2000 threads", second(g.AddKernel(nil, k, big, one...)), ErrInvalid},
+		{"a memset of differing bytes in 8", second(AddMemset(g, nil, float64Array(t), 1.5)), ErrInvalid},
+		{"a memset of a freed array", second(AddMemset(g, nil, freedArray(t), 1)), ErrFreed},
+		{"a graph in itself", second(g.AddGraph(nil, g)), ErrInvalid},
+		{"a copy of arrays of different lengths", second(AddCopy(g, nil, y, builtArray(t, make([]float32, 3)))), ErrInvalid},
+		{"a copy of a freed array", second(AddCopy(g, nil, y, freedArray(t))), ErrFreed},
+		{"a copy to a nil Array", second(AddCopy(g, nil, nil, y)), ErrNil},
+		{"AddCopy to a nil Graph", second(AddCopy(nil, nil, y, x)), ErrNil},
+		{"AddCopy to a closed graph", second(AddCopy(closed, nil, y, x)), ErrClosed},
+		// CUDA's refusal: a node named twice.
+		{"a dependency twice", second(g.AddEmpty(c.set, c.set)), cudadrv.ERROR_INVALID_VALUE},
+
+		{"AddEmpty to a closed graph", second(closed.AddEmpty()), ErrClosed},
+		{"AddKernel to a closed graph", second(closed.AddKernel(nil, k, builtCfg, one...)), ErrClosed},
+		{"AddMemset to a closed graph", second(AddMemset(closed, nil, y, 1)), ErrClosed},
+		{"AddGraph to a closed graph", second(closed.AddGraph(nil, g)), ErrClosed},
+		{"AddGraph of a closed graph", second(g.AddGraph(nil, closed)), ErrClosed},
+		{"NewConditional on a closed graph", second(closed.NewConditional(1, true)), ErrClosed},
+		{"Instantiate of a closed graph", second(closed.Instantiate(nil)), ErrClosed},
+		{"Dot of a closed graph", second(closed.Dot()), ErrClosed},
+		{"a second Close", closed.Close(), ErrClosed},
+
+		{"AddEmpty to a nil Graph", second((*Graph)(nil).AddEmpty()), ErrNil},
+		{"AddEmpty to the zero Graph", second(new(Graph).AddEmpty()), ErrNil},
+		{"AddKernel to a nil Graph", second((*Graph)(nil).AddKernel(nil, k, builtCfg, one...)), ErrNil},
+		{"AddKernel of a nil Kernel", second(g.AddKernel(nil, nil, builtCfg, one...)), ErrNil},
+		{"AddKernel of the zero Kernel", second(g.AddKernel(nil, new(Kernel), builtCfg, one...)), ErrNil},
+		{"AddMemset to a nil Graph", second(AddMemset((*Graph)(nil), nil, y, 1)), ErrNil},
+		{"AddMemset of a nil Array", second(AddMemset(g, nil, (*Array[float32])(nil), 1)), ErrNil},
+		{"AddGraph to a nil Graph", second((*Graph)(nil).AddGraph(nil, g)), ErrNil},
+		{"AddGraph of a nil Graph", second(g.AddGraph(nil, nil)), ErrNil},
+		{"AddGraph of the zero Graph", second(g.AddGraph(nil, new(Graph))), ErrNil},
+		{"NewConditional on the zero Graph", second(new(Graph).NewConditional(1, true)), ErrNil},
+		{"AddWhile on the zero Graph", thirdErr(new(Graph).AddWhile(nil, 1)), ErrNil},
+		{"AddIfElse on a nil Graph", fourthErr((*Graph)(nil).AddIfElse(nil, 1)), ErrNil},
+		{"AddSwitch on a nil Graph", thirdErr((*Graph)(nil).AddSwitch(nil, 1, 2)), ErrNil},
+		{"Dot of the zero Graph", second(new(Graph).Dot()), ErrNil},
+	} {
+		if !errors.Is(r.err, r.want) {
+			t.Errorf("%s: %v, want %v", r.name, r.err, r.want)
+		}
+	}
+	// The graph refused them all: it runs its four nodes.
+	s := standInStream(t)
+	if got := launchBuilt(t, builtInstantiate(t, g), s, y); !slices.Equal(got, axpyWant(1, 5, 4)) {
+		t.Errorf("the chain after the refusals: %v, want %v", got, axpyWant(1, 5, 4))
+	}
+	if dot, err := g.Dot(); err != nil || strings.Count(string(dot), "label=") != 4 {
+		t.Errorf("Dot of the chain after the refusals: %v\n%s\nwant 4 nodes", err, dot)
+	}
+}
+
+// freedArray returns an array of device 0, freed.
+func freedArray(t *testing.T) *Array[float32] {
+	t.Helper()
+	a := builtArray(t, builtXs)
+	if err := a.Free(); err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// float64Array returns an array of 4 float64s of device 0, freed when t
+// ends.
+func float64Array(t *testing.T) *Array[float64] {
+	t.Helper()
+	a, err := AllocArray[float64](Device(0), 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Free() })
+	return a
+}
+
+// thirdErr and fourthErr return the error of a call of three and four
+// results.
+func thirdErr[A, B any](_ A, _ B, err error) error          { return err }
+func fourthErr[A, B, C any](_ A, _ B, _ C, err error) error { return err }
+
+// checkBuiltStandInRefusals makes, through the shim, the calls that the
+// package's checks keep from the driver: the stand-in refuses them as
+// CUDA does, with CUDA_ERROR_INVALID_VALUE, and adds no node.
+func checkBuiltStandInRefusals(t *testing.T) {
+	d := Device(0)
+	ctx, err := d.context()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, other := newBuiltGraph(t), newBuiltGraph(t)
+	node, err := g.AddEmpty()
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreign, err := other.AddEmpty()
+	if err != nil {
+		t.Fatal(err)
+	}
+	y := builtArray(t, make([]float32, 4))
+	host := make([]float32, 4)
+	h := uintptr(g.h)
+	var n uintptr
+	for _, c := range []struct {
+		name string
+		r    int32
+	}{
+		{"a dependency of another graph", driver.GraphAddEmpty(ctx, &n, h, &foreign.h, 1)},
+		{"a dependency twice", driver.GraphAddEmpty(ctx, &n, h, &[]uintptr{node.h, node.h}[0], 2)},
+		{"a dependency that is no node", driver.GraphAddEmpty(ctx, &n, h, &[]uintptr{h}[0], 1)},
+		{"a node of no graph", driver.GraphAddEmpty(ctx, &n, uintptr(unsafe.Pointer(&host[0])), nil, 0)},
+		{"a memset of pageable memory", driver.GraphAddMemset(ctx, &n, h, nil, 0, uintptr(unsafe.Pointer(&host[0])), 0, 1, 4, 4, 1)},
+		{"a memset past its memory's end", driver.GraphAddMemset(ctx, &n, h, nil, 0, uintptr(y.Ptr()), 0, 1, 4, 5, 1)},
+		{"a memset of 3-byte elements", driver.GraphAddMemset(ctx, &n, h, nil, 0, uintptr(y.Ptr()), 0, 1, 3, 4, 1)},
+		{"a memset misaligned", driver.GraphAddMemset(ctx, &n, h, nil, 0, uintptr(y.Ptr())+1, 0, 1, 4, 2, 1)},
+		{"a child of no graph", driver.GraphAddChild(ctx, &n, h, nil, 0, uintptr(unsafe.Pointer(&host[0])))},
+		{"a copy past its memory's end", driver.GraphAddCopy(ctx, &n, h, nil, 0, uintptr(y.Ptr()), uintptr(y.Ptr()), 17)},
+	} {
+		if err := check(c.name, c.r); !errors.Is(err, cudadrv.ERROR_INVALID_VALUE) {
+			t.Errorf("%s: %v, want CUDA_ERROR_INVALID_VALUE", c.name, err)
+		}
+	}
+	// What it does not model: a copy node of pageable memory (as it
+	// captures none), a capture into a graph.
+	if err := check("copy node of pageable memory", driver.GraphAddCopy(ctx, &n, h, nil, 0, uintptr(y.Ptr()),
+		uintptr(unsafe.Pointer(&host[0])), 16)); !errors.Is(err, cudadrv.ERROR_NOT_SUPPORTED) {
+		t.Errorf("a copy node of pageable memory: %v, want CUDA_ERROR_NOT_SUPPORTED", err)
+	}
+	s := standInStream(t)
+	if _, err := g.Capture(s, CaptureRelaxed, nil, func() error { return nil }); !errors.Is(err, cudadrv.ERROR_NOT_SUPPORTED) {
+		t.Errorf("Graph.Capture on the stand-in: %v, want CUDA_ERROR_NOT_SUPPORTED", err)
+	}
+	if dot, err := g.Dot(); err != nil || strings.Count(string(dot), "label=") != 1 {
+		t.Errorf("Dot after the refused calls: %v\n%s\nwant the one node", err, dot)
+	}
+	// A memset node of memory freed after it was added: the launch fails,
+	// doing nothing, as a captured graph's does.
+	var raw unsafe.Pointer
+	if err := check("cuMemAlloc", driver.Malloc(ctx, &raw, 16)); err != nil {
+		t.Fatal(err)
+	}
+	if err := check("cuGraphAddMemsetNode", driver.GraphAddMemset(ctx, &n, h, nil, 0, uintptr(raw), 0, 1, 4, 4, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := check("cuGraphAddMemsetNode", driver.GraphAddMemset(ctx, &n, h, nil, 0, uintptr(y.Ptr()), 0, 7, 1, 16, 1)); err != nil {
+		t.Fatal(err)
+	}
+	x := builtInstantiate(t, g)
+	if err := check("cuMemFree", driver.Free(ctx, raw)); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Launch(nil); !errors.Is(err, cudadrv.ERROR_ILLEGAL_ADDRESS) {
+		t.Errorf("launch of a memset node whose memory was freed behind the package's back: %v, want CUDA_ERROR_ILLEGAL_ADDRESS", err)
+	}
+	if got := builtHost(t, y); !slices.Equal(got, make([]float32, 4)) {
+		t.Errorf("the refused launch wrote %v", got)
+	}
+}
+
+// standInAllocated reports whether the stand-in has p allocated.
+func standInAllocated(t *testing.T, p unsafe.Pointer) bool {
+	t.Helper()
+	var dev, typ, managed int32
+	if err := check("cuPointerGetAttributes", driver.PointerDevice(p, &dev, &typ, &managed)); err != nil {
+		t.Fatal(err)
+	}
+	return typ != 0
+}
+
+// libraryLoaded reports whether the stand-in has m's library loaded.
+func libraryLoaded(t *testing.T, m *Module) bool {
+	t.Helper()
+	ctx, err := Device(0).context()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var k uintptr
+	name := []byte("axpy\x00")
+	return driver.LibraryGetKernel(ctx, &k, m.lib, &name[0]) == 0
+}
+
+// checkBuiltHolds frees the memory, and closes the module, that nodes of a
+// built graph use: a memset node's array, a kernel node's arguments and
+// module, a child graph's arrays, the arrays of an instantiation's new
+// kernel arguments. Each stays allocated (the stand-in's allocation
+// table says so, and launches that use it work) until the last graph and
+// instantiation that use it are closed, and is given back then.
+func checkBuiltHolds(t *testing.T) {
+	s := standInStream(t)
+	alloc := func() (*Array[float32], unsafe.Pointer) {
+		a, err := ArrayFrom(Device(0), builtXs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a, a.Ptr()
+	}
+	// given checks that the memory at ps is given back, where back is
+	// set, or still allocated, once the package has freed what was let go
+	// of (freeLost, which its next allocation would call).
+	given := func(what string, back bool, ps ...unsafe.Pointer) {
+		t.Helper()
+		freeLost()
+		for i, p := range ps {
+			if a := standInAllocated(t, p); a == back {
+				t.Errorf("%s: memory %d allocated %v, want %v", what, i, a, !back)
+			}
+		}
+	}
+
+	// A memset node.
+	{
+		a, p := alloc()
+		g := newBuiltGraph(t)
+		if _, err := AddMemset(g, nil, a, float32(3)); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Free(); err != nil {
+			t.Fatalf("Free of memory a built graph's memset node uses: %v", err)
+		}
+		given("a memset node's array, freed", false, p)
+		x, err := g.Instantiate(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Close(); err != nil {
+			t.Fatal(err)
+		}
+		given("a memset node's array, freed, its graph closed", false, p)
+		if err := errors.Join(x.Launch(s), s.Synchronize()); err != nil {
+			t.Errorf("launch of a memset node whose array was freed, its graph closed: %v", err)
+		}
+		if err := x.Close(); err != nil {
+			t.Fatal(err)
+		}
+		given("a memset node's array, freed, its graph and instantiation closed", true, p)
+	}
+
+	// A kernel node: its arrays and its module.
+	{
+		mod, err := LoadModule([]byte("stub image"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, err := mod.Kernel("axpy")
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, pa := alloc()
+		b, pb := alloc()
+		g := newBuiltGraph(t)
+		if _, err := g.AddKernel(nil, k, builtCfg, float32(1), a, b, int32(4)); err != nil {
+			t.Fatal(err)
+		}
+		x := builtInstantiate(t, g)
+		if err := errors.Join(a.Free(), b.Free(), mod.Close()); err != nil {
+			t.Fatalf("Free and Close of what a built graph's kernel node uses: %v", err)
+		}
+		given("a kernel node's arrays, freed", false, pa, pb)
+		if !libraryLoaded(t, mod) {
+			t.Errorf("the module of a built graph's kernel node was unloaded at its Close")
+		}
+		if err := errors.Join(x.Launch(s), s.Synchronize()); err != nil {
+			t.Errorf("launch of a kernel node whose arrays were freed and module closed: %v", err)
+		}
+		if err := g.Close(); err != nil {
+			t.Fatal(err)
+		}
+		given("a kernel node's arrays, freed, its graph closed", false, pa, pb)
+		if err := x.Close(); err != nil {
+			t.Fatal(err)
+		}
+		given("a kernel node's arrays, freed, its graph and instantiation closed", true, pa, pb)
+		if libraryLoaded(t, mod) {
+			t.Errorf("the module of a kernel node is loaded after its graph and instantiation were closed")
+		}
+	}
+
+	// A copy node: both its arrays.
+	{
+		a, pa := alloc()
+		b, pb := alloc()
+		g := newBuiltGraph(t)
+		if _, err := AddCopy(g, nil, a, b); err != nil {
+			t.Fatal(err)
+		}
+		x := builtInstantiate(t, g)
+		if err := errors.Join(a.Free(), b.Free(), g.Close()); err != nil {
+			t.Fatal(err)
+		}
+		given("a copy node's arrays, freed, its graph closed", false, pa, pb)
+		if err := errors.Join(x.Launch(s), s.Synchronize()); err != nil {
+			t.Errorf("launch of a copy node whose arrays were freed: %v", err)
+		}
+		if err := x.Close(); err != nil {
+			t.Fatal(err)
+		}
+		given("a copy node's arrays, freed, its graph and instantiation closed", true, pa, pb)
+	}
+
+	// A child graph node: the child's arrays, held by the graph it was
+	// added to after the child is closed.
+	{
+		k := standInAxpy(t)
+		a, pa := alloc()
+		b, pb := alloc()
+		child, g := newBuiltGraph(t), newBuiltGraph(t)
+		if _, err := child.AddKernel(nil, k, builtCfg, float32(1), a, b, int32(4)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := g.AddGraph(nil, child); err != nil {
+			t.Fatal(err)
+		}
+		if err := errors.Join(a.Free(), b.Free(), child.Close()); err != nil {
+			t.Fatal(err)
+		}
+		given("a child graph's arrays, freed, the child closed", false, pa, pb)
+		x := builtInstantiate(t, g)
+		if err := errors.Join(x.Launch(s), s.Synchronize()); err != nil {
+			t.Errorf("launch of a child graph node whose arrays were freed and child closed: %v", err)
+		}
+		if err := errors.Join(g.Close(), x.Close()); err != nil {
+			t.Fatal(err)
+		}
+		given("a child graph's arrays, freed, the graphs and instantiation closed", true, pa, pb)
+	}
+
+	// The arrays of new kernel arguments, held by the instantiation.
+	{
+		c := newBuiltChain(t)
+		x := builtInstantiate(t, c.g)
+		a, pa := alloc()
+		if err := x.SetKernelArgs(c.second, c.k, builtCfg, float32(10), a, c.y, int32(4)); err != nil {
+			t.Fatal(err)
+		}
+		if err := errors.Join(a.Free(), c.g.Close()); err != nil {
+			t.Fatal(err)
+		}
+		given("SetKernelArgs's array, freed", false, pa)
+		if got := launchBuilt(t, x, s, c.y); !slices.Equal(got, axpyWant(1, 12, 4)) {
+			t.Errorf("launch after SetKernelArgs with an array since freed: %v, want %v", got, axpyWant(1, 12, 4))
+		}
+		if err := x.Close(); err != nil {
+			t.Fatal(err)
+		}
+		given("SetKernelArgs's array, freed, the instantiation closed", true, pa)
+	}
+
+	// A body's nodes: held by the graph of the conditional node.
+	{
+		a, pa := alloc()
+		g := newBuiltGraph(t)
+		c, err := g.NewConditional(1, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, body, err := g.AddIf(nil, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := AddMemset(body, nil, a, float32(1)); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Free(); err != nil {
+			t.Fatal(err)
+		}
+		given("a body's array, freed", false, pa)
+		if err := g.Close(); err != nil {
+			t.Fatal(err)
+		}
+		given("a body's array, freed, its graph closed", true, pa)
+	}
+}
+
+// checkBuiltConcurrent adds nodes to one graph from several goroutines,
+// each a chain of its own, and draws it meanwhile: every node is added, once;
+// and graphs added to each other at once, and closed meanwhile, neither
+// deadlock nor fail but as documented.
+func checkBuiltConcurrent(t *testing.T) {
+	s := standInStream(t)
+	k := standInAxpy(t)
+	x, y := builtArray(t, builtXs), builtArray(t, make([]float32, 4))
+	g := newBuiltGraph(t)
+	const workers, each = 8, 16
+	var wg sync.WaitGroup
+	errs := make(chan error, workers*each+16)
+	for range workers {
+		wg.Go(func() {
+			var prev []GraphNode
+			for range each {
+				n, err := g.AddKernel(prev, k, builtCfg, float32(1), x, y, int32(4))
+				if err != nil {
+					errs <- err
+					return
+				}
+				prev = []GraphNode{n}
+			}
+		})
+	}
+	wg.Go(func() {
+		for range 8 {
+			if _, err := g.Dot(); err != nil {
+				errs <- err
+			}
+		}
+	})
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("AddKernel or Dot from several goroutines: %v", err)
+	}
+	if got := launchBuilt(t, builtInstantiate(t, g), s, y); !slices.Equal(got, axpyWant(0, workers*each, 4)) {
+		t.Errorf("%d nodes y += x added from %d goroutines: %v, want %v", workers*each, workers, got, axpyWant(0, workers*each, 4))
+	}
+	if dot, err := g.Dot(); err != nil || strings.Count(string(dot), "->") != workers*(each-1) {
+		t.Errorf("Dot: %v, %d edges, want %d", err, strings.Count(string(dot), "->"), workers*(each-1))
+	}
+
+	// g.AddGraph(h) racing h.AddGraph(g), three times each, and Close of
+	// g: no deadlock; each adds the other or is refused, closed.
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 1000 {
+			a, err := NewGraph(0)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			b, err := NewGraph(0)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if err := errors.Join(second(a.AddEmpty()), second(b.AddEmpty())); err != nil {
+				t.Error(err)
+				return
+			}
+			start := make(chan struct{})
+			add := func(g, h *Graph) {
+				<-start
+				for range 3 {
+					if _, err := g.AddGraph(nil, h); err != nil && !errors.Is(err, ErrClosed) {
+						t.Errorf("round %d: AddGraph racing the other way and Close: %v", i, err)
+					}
+				}
+			}
+			var wg sync.WaitGroup
+			wg.Go(func() { add(a, b) })
+			wg.Go(func() { add(b, a) })
+			if i%4 == 3 {
+				wg.Go(func() { <-start; a.Close() })
+			}
+			close(start)
+			wg.Wait()
+			a.Close()
+			b.Close()
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("g.AddGraph(h) racing h.AddGraph(g): not done after 30s, deadlocked")
+	}
+}
