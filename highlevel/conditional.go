@@ -18,9 +18,10 @@ import (
 type Conditional uint64
 
 // NewConditional makes a Conditional for a conditional node of g (for a
-// node in a body, call it on the body). With reset, each launch of the graph starts with
-// it set to value (CU_GRAPH_COND_ASSIGN_DEFAULT); without, it keeps what
-// the last launch left, 0 at first. Conditionals need CUDA 12.3: on an
+// node in a body, call it on the body). With reset, each launch of the
+// graph starts with it set to value (CU_GRAPH_COND_ASSIGN_DEFAULT);
+// without, its value at a launch's start is not defined: a kernel of the
+// graph must set it before the node tests it. Conditionals need CUDA 12.3: on an
 // older driver it returns a *DriverVersionError.
 func (g *Graph) NewConditional(value uint32, reset bool) (_ Conditional, err error) {
 	defer wrap(&err, "new conditional")

@@ -270,6 +270,10 @@ func (g *Graph) Instantiate(opts *InstantiateOptions) (_ *GraphExec, err error) 
 	var x uintptr
 	var result int32
 	g.mu.Lock()
+	if g.into.Load() { // began after use's look
+		g.mu.Unlock()
+		return nil, errInto
+	}
 	graphObjects.Lock()
 	r := driver.GraphInstantiate(g.ctx, &x, uintptr(g.h), flags, sh, &result)
 	graphObjects.Unlock()
@@ -414,6 +418,11 @@ func (x *GraphExec) Update(g *Graph) (err error) {
 	var result int32
 	x.mu.Lock()
 	g.mu.Lock()
+	if g.into.Load() { // began after use's look
+		g.mu.Unlock()
+		x.mu.Unlock()
+		return errInto
+	}
 	graphObjects.Lock()
 	r := driver.GraphUpdate(x.ctx, uintptr(x.h), uintptr(g.h), &result)
 	graphObjects.Unlock()

@@ -72,9 +72,13 @@ func (g *Graph) build(deps []GraphNode) (*Graph, []uintptr, error) {
 	}
 	hs := t.scratch.deps[:0]
 	for i, n := range deps {
-		if n.h == 0 || n.g != g {
+		switch {
+		case n.h == 0 || n.g != g:
 			t.end()
 			return nil, nil, invalid("highlevel: dependency %d is not a node of this graph", i)
+		case slices.Contains(hs, n.h):
+			t.end()
+			return nil, nil, invalid("highlevel: dependency %d is named twice", i)
 		}
 		hs = append(hs, n.h)
 	}
@@ -188,6 +192,11 @@ func (x *GraphExec) SetKernelArgs(node GraphNode, k *Kernel, cfg LaunchConfig, a
 	defer t.life.Release()
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	t.mu.Lock() // CUDA reads the graph: no node may be added meanwhile
+	defer t.mu.Unlock()
+	if t.into.Load() {
+		return errInto
+	}
 	p := &x.kernel
 	if err := k.node(x.dev, x.ctx, &cfg, args, p); err != nil {
 		return err
@@ -396,6 +405,9 @@ func (g *Graph) AddGraph(deps []GraphNode, child *Graph) (_ GraphNode, err error
 	second.mu.Lock()
 	defer first.mu.Unlock()
 	defer second.mu.Unlock()
+	if t.into.Load() || ct.into.Load() { // began after the looks of build and use
+		return GraphNode{}, errInto
+	}
 	var n uintptr
 	graphObjects.Lock()
 	r := driver.GraphAddChild(g.ctx, &n, uintptr(g.h), depsPtr(hs), uintptr(len(hs)), uintptr(child.h))
@@ -496,6 +508,10 @@ func (g *Graph) Dot() (_ []byte, err error) {
 	path := filepath.Join(dir, "graph.dot")
 	cpath := append([]byte(path), 0)
 	t.mu.Lock()
+	if t.into.Load() { // began after use's look
+		t.mu.Unlock()
+		return nil, errInto
+	}
 	r := driver.GraphDot(g.ctx, uintptr(g.h), &cpath[0], uint32(cudadrv.GRAPH_DEBUG_DOT_FLAGS_VERBOSE))
 	t.mu.Unlock()
 	if err := check("cuGraphDebugDotPrint", r); err != nil {
