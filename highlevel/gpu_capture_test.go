@@ -711,7 +711,11 @@ func TestGPUOtherGoroutinesOnACapturingStream(t *testing.T) {
 	if othersWorked == 0 {
 		t.Errorf("no call of the other goroutines worked")
 	}
-	// The device still works.
+	// The device still works. The joins' memsets on streams of their own
+	// may still be queued: the device is waited for first.
+	if err := d.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
 	if err := buf.MemsetAsync(cs, 5, 1<<12); err != nil {
 		t.Fatal(err)
 	}

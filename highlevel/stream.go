@@ -696,7 +696,9 @@ func (s *Stream) dropMarks() {
 
 // WaitEvent makes the work queued on the stream from now on wait until e
 // has happened; e may belong to another device. Waiting for an event
-// recorded in a capture joins the stream to that capture. While the stream
+// recorded in a capture joins the stream to that capture; once the
+// capture has ended, such an event stands for the graph's work, and
+// WaitEvent returns ErrCapturing until e is recorded again. While the stream
 // takes part in a capture, e must have been recorded in it: otherwise
 // WaitEvent returns CUDA_ERROR_STREAM_CAPTURE_ISOLATION, as CUDA does, but
 // leaves the capture as it was, where CUDA would invalidate it.
@@ -725,6 +727,12 @@ func (s *Stream) WaitEvent(e *Event) error {
 		// What CUDA returns, but CUDA also invalidates the capture,
 		// which may be another goroutine's.
 		return check("cuStreamWaitEvent", int32(cudadrv.ERROR_STREAM_CAPTURE_ISOLATION))
+	}
+	if c != nil && c.ended.Load() {
+		// e's latest record was a point of a capture that has ended
+		// (set under captureOps, held): it stands for the graph's work,
+		// which CUDA refuses to wait for with CUDA_ERROR_INVALID_VALUE.
+		return errCapturedWork
 	}
 	r := driver.StreamWaitEvent(s.state.ctx, h, uintptr(e.h))
 	if r == 0 && c != nil && !c.ended.Load() && !s.inCapture() {
