@@ -198,7 +198,16 @@ const graphNodes = 100
 // BenchmarkGraph100 launches one. c/graphbuild.c makes the driver's calls:
 // cuGraphCreate, cuGraphAddKernelNode, cuGraphInstantiate,
 // cuGraphExecDestroy and cuGraphDestroy.
-func BenchmarkGraphBuild100(b *testing.B) {
+func BenchmarkGraphBuild100(b *testing.B) { benchmarkGraphBuild(b, true) }
+
+// BenchmarkGraphAdd100 is BenchmarkGraphBuild100 without the
+// instantiation: NewGraph, 100 chained AddKernel and Close, against
+// c/graphbuild.c's cuGraphCreate, cuGraphAddKernelNode and cuGraphDestroy.
+func BenchmarkGraphAdd100(b *testing.B) { benchmarkGraphBuild(b, false) }
+
+// benchmarkGraphBuild builds a chain of graphNodes launches of empty, and
+// instantiates it where instantiate says so, then closes it all.
+func benchmarkGraphBuild(b *testing.B, instantiate bool) {
 	k, s := launchSetup(b, "empty")
 	d := device(b)
 	deps := make([]highlevel.GraphNode, 1)
@@ -217,40 +226,15 @@ func BenchmarkGraphBuild100(b *testing.B) {
 			}
 			deps[0], prev = n, deps
 		}
-		x, err := g.Instantiate(nil)
-		if err != nil {
-			g.Close()
-			return err
-		}
-		if err := x.Close(); err != nil {
-			g.Close()
-			return err
-		}
-		return g.Close()
-	})
-}
-
-// BenchmarkGraphAdd100 is BenchmarkGraphBuild100 without the
-// instantiation: NewGraph, 100 chained AddKernel and Close, against
-// c/graphbuild.c's cuGraphCreate, cuGraphAddKernelNode and cuGraphDestroy.
-func BenchmarkGraphAdd100(b *testing.B) {
-	k, s := launchSetup(b, "empty")
-	d := device(b)
-	deps := make([]highlevel.GraphNode, 1)
-	b.ReportAllocs()
-	loop(b, s, func() error {
-		g, err := highlevel.NewGraph(d)
-		if err != nil {
-			return err
-		}
-		var prev []highlevel.GraphNode
-		for range graphNodes {
-			n, err := g.AddKernel(prev, k, one)
+		if instantiate {
+			x, err := g.Instantiate(nil)
+			if err == nil {
+				err = x.Close()
+			}
 			if err != nil {
 				g.Close()
 				return err
 			}
-			deps[0], prev = n, deps
 		}
 		return g.Close()
 	})

@@ -2,9 +2,7 @@ package highlevel
 
 import (
 	"errors"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -15,18 +13,13 @@ import (
 
 	"github.com/gocuda/cuda/cudadrv"
 	"github.com/gocuda/cuda/highlevel/internal/driver"
-	"github.com/gocuda/cuda/internal/stubtest"
-	"github.com/gocuda/cuda/internal/testsrc"
 )
 
 // graphBuildCases are what TestGraphBuild checks of graphs built node by
 // node (NewGraph, the Add methods, SetKernelArgs, Dot, the conditional
 // nodes) on the stand-in driver, each in a child process
 // (TestGraphBuildChild).
-var graphBuildCases = []struct {
-	name  string
-	check func(t *testing.T)
-}{
+var graphBuildCases = []childCase{
 	{"a chain of nodes runs in its order", checkBuiltChain},
 	{"SetKernelArgs changes an instantiation", checkBuiltSetArgs},
 	{"AddGraph runs a copy", checkBuiltChild},
@@ -48,28 +41,11 @@ var graphBuildCases = []struct {
 // the error kinds it documents; and a built graph, and its instantiations,
 // keep the memory and modules its nodes use until they are closed.
 func TestGraphBuild(t *testing.T) {
-	testsrc.Require(t, stubHeaders, stubSources)
-	lib := stubDriver(t)
-	for _, tc := range graphBuildCases {
-		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			stubtest.Child(t, "TestGraphBuildChild",
-				"GOCUDA_CUDA="+lib,
-				"GOCUDA_CUDART="+filepath.Join(dir, "no-libcudart.so"),
-				"HL_GRAPHBUILD_CASE="+tc.name)
-		})
-	}
+	runChildCases(t, "TestGraphBuildChild", "HL_GRAPHBUILD_CASE", graphBuildCases)
 }
 
 func TestGraphBuildChild(t *testing.T) {
-	stubtest.SkipUnlessChild(t, "TestGraphBuild")
-	for _, tc := range graphBuildCases {
-		if tc.name == os.Getenv("HL_GRAPHBUILD_CASE") {
-			tc.check(t)
-			return
-		}
-	}
-	t.Fatalf("no case %q", os.Getenv("HL_GRAPHBUILD_CASE"))
+	runChildCase(t, "TestGraphBuild", "HL_GRAPHBUILD_CASE", graphBuildCases)
 }
 
 // builtCfg is the configuration of the kernel nodes: 4 threads, one for

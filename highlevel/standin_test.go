@@ -3,8 +3,6 @@ package highlevel
 import (
 	"bytes"
 	"errors"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -13,18 +11,13 @@ import (
 
 	"github.com/gocuda/cuda/cudadrv"
 	"github.com/gocuda/cuda/highlevel/internal/driver"
-	"github.com/gocuda/cuda/internal/stubtest"
-	"github.com/gocuda/cuda/internal/testsrc"
 )
 
 // standInCases are what TestStandIn checks of the stand-in driver itself
 // (internal/driver/testdata/stubdriver.c), each in a child process
 // (TestStandInChild): the tests that run on it (TestStubDriver, linalg's
 // and collective's) are worth what it does with what it is given.
-var standInCases = []struct {
-	name  string
-	check func(t *testing.T)
-}{
+var standInCases = []childCase{
 	{"copies and memsets move bytes", checkStandInBytes},
 	{"kernels compute", checkStandInKernels},
 	{"a capture takes the work a graph launch does", checkStandInCapture},
@@ -41,30 +34,9 @@ var standInCases = []struct {
 // the graph's launches do it; the memory a call names is checked against
 // the allocations; and a call the stand-in does not implement is an error,
 // never a success with nothing done.
-func TestStandIn(t *testing.T) {
-	testsrc.Require(t, stubHeaders, stubSources)
-	lib := stubDriver(t)
-	for _, tc := range standInCases {
-		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			stubtest.Child(t, "TestStandInChild",
-				"GOCUDA_CUDA="+lib,
-				"GOCUDA_CUDART="+filepath.Join(dir, "no-libcudart.so"),
-				"HL_STANDIN_CASE="+tc.name)
-		})
-	}
-}
+func TestStandIn(t *testing.T) { runChildCases(t, "TestStandInChild", "HL_STANDIN_CASE", standInCases) }
 
-func TestStandInChild(t *testing.T) {
-	stubtest.SkipUnlessChild(t, "TestStandIn")
-	for _, tc := range standInCases {
-		if tc.name == os.Getenv("HL_STANDIN_CASE") {
-			tc.check(t)
-			return
-		}
-	}
-	t.Fatalf("no case %q", os.Getenv("HL_STANDIN_CASE"))
-}
+func TestStandInChild(t *testing.T) { runChildCase(t, "TestStandIn", "HL_STANDIN_CASE", standInCases) }
 
 // standInStream returns a new stream of device 0, closed when t ends.
 func standInStream(t *testing.T) *Stream {

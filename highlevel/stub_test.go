@@ -43,6 +43,43 @@ func stubDriver(t *testing.T, flags ...string) string {
 	return stubtest.Library(t, "libcuda.so.1", string(src), flags...)
 }
 
+// A childCase is a check that runs on the stand-in driver in a child
+// process of its own (runChildCases).
+type childCase struct {
+	name  string
+	check func(t *testing.T)
+}
+
+// runChildCases runs each of cases in a child process, the test child,
+// with the stand-in driver and libcudart unloadable; the child finds its
+// case in $env (runChildCase).
+func runChildCases(t *testing.T, child, env string, cases []childCase) {
+	testsrc.Require(t, stubHeaders, stubSources)
+	lib := stubDriver(t)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			stubtest.Child(t, child,
+				"GOCUDA_CUDA="+lib,
+				"GOCUDA_CUDART="+filepath.Join(dir, "no-libcudart.so"),
+				env+"="+tc.name)
+		})
+	}
+}
+
+// runChildCase runs, in a child process of parent, the case of cases
+// that $env names.
+func runChildCase(t *testing.T, parent, env string, cases []childCase) {
+	stubtest.SkipUnlessChild(t, parent)
+	for _, tc := range cases {
+		if tc.name == os.Getenv(env) {
+			tc.check(t)
+			return
+		}
+	}
+	t.Fatalf("no case %q", os.Getenv(env))
+}
+
 // stubCases are the drivers TestStubDriver runs the package on, each in a
 // child process (TestStubDriverChild) with libcudart unloadable, with what
 // the child checks there.
