@@ -49,11 +49,11 @@ func buildStub(t *testing.T, dir string) string {
 }
 
 // TestStubMix runs the mix benchmarks, AllocAsync + Free and the waits on
-// a stub of CUDA's libraries that does nothing (testdata/stubcuda.c), where
-// their time is Go's side of each operation alone, and checks what each
-// operation costs Go beyond C's calls: one cgo call each, and no allocation
-// but Done's. It logs the times of the C twin (c/mix.c) on the same stub
-// beside Go's.
+// the stand-in of CUDA's libraries (testdata/stubcuda.c, with highlevel's
+// stand-in driver), which does the work on host memory for Go and for the
+// C twin alike, and checks what each operation costs Go beyond C's calls:
+// one cgo call each, and no allocation but Done's. It logs the times of
+// the C twin (c/mix.c) on the same stand-in beside Go's.
 func TestStubMix(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a library and runs benchmarks")
