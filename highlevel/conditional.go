@@ -12,17 +12,17 @@ import (
 // (CUgraphConditionalHandle). A kernel of the graph sets it on the device:
 // it takes the Conditional as an argument of type
 // cudaGraphConditionalHandle (an unsigned long long) and calls
-// cudaGraphSetConditional(handle, value) (cuda_device_runtime_api.h, which
-// Compile's kernels may include), so that a loop runs until the device
-// says stop, with no round trip to the host.
+// cudaGraphSetConditional(handle, value) (from cuda_device_runtime_api.h,
+// which Compile finds), so that a loop runs until the device says stop,
+// with no round trip to the host.
 type Conditional uint64
 
 // NewConditional makes a Conditional for a conditional node of g (for a
 // node in a body, call it on the body). With reset, each launch of the
 // graph starts with it set to value (CU_GRAPH_COND_ASSIGN_DEFAULT);
 // without, its value at a launch's start is not defined: a kernel of the
-// graph must set it before the node tests it. Conditionals need CUDA 12.3: on an
-// older driver it returns a *DriverVersionError.
+// graph must set it before the node tests it. Conditionals need CUDA 12.3:
+// on an older driver it returns a *DriverVersionError.
 func (g *Graph) NewConditional(value uint32, reset bool) (_ Conditional, err error) {
 	defer wrap(&err, "new conditional")
 	t, _, err := g.build(nil)
