@@ -2,11 +2,14 @@ package highlevel
 
 import (
 	"errors"
+	"fmt"
 	"os/exec"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unsafe"
@@ -16,8 +19,8 @@ import (
 )
 
 // graphBuildCases are what TestGraphBuild checks of graphs built node by
-// node (NewGraph, the Add methods, SetKernelArgs, Dot, the conditional
-// nodes) on the stand-in driver, each in a child process
+// node (NewGraph, the Add methods, Graph.Capture, SetKernelArgs, Dot, the
+// conditional nodes) on the stand-in driver, each in a child process
 // (TestGraphBuildChild).
 var graphBuildCases = []childCase{
 	{"a chain of nodes runs in its order", checkBuiltChain},
@@ -29,6 +32,12 @@ var graphBuildCases = []childCase{
 	{"the stand-in refuses what CUDA refuses", checkBuiltStandInRefusals},
 	{"a built graph holds what its nodes use", checkBuiltHolds},
 	{"nodes added concurrently", checkBuiltConcurrent},
+	{"Graph.Capture runs its work between nodes", checkCaptureInto},
+	{"Graph.Capture has the graph to itself", checkCaptureExclusive},
+	{"Graph.Capture whose fn fails or panics", checkCaptureFails},
+	{"Graph.Capture's graph holds what the work uses", checkCaptureHolds},
+	{"Graph.Capture refusals", checkCaptureRefusals},
+	{"the stand-in captures into a graph", checkStandInCaptureInto},
 }
 
 // TestGraphBuild runs graphBuildCases on the stand-in driver, in child
@@ -38,8 +47,11 @@ var graphBuildCases = []childCase{
 // kernel node takes new arguments; a child graph node runs a copy of its
 // child; Dot draws the nodes and their dependencies; conditional nodes run
 // the bodies their conditions pick; the package refuses what is wrong with
-// the error kinds it documents; and a built graph, and its instantiations,
-// keep the memory and modules its nodes use until they are closed.
+// the error kinds it documents; a built graph, and its instantiations,
+// keep the memory and modules its nodes use until they are closed; and
+// work captured into a graph (Graph.Capture) becomes nodes between its
+// others, while the graph refuses its other methods and its Close waits,
+// and is held as nodes added are.
 func TestGraphBuild(t *testing.T) {
 	runChildCases(t, "TestGraphBuildChild", "HL_GRAPHBUILD_CASE", graphBuildCases)
 }
@@ -433,16 +445,17 @@ func checkBuiltDot(t *testing.T) {
 		t.Errorf("edges %q, want %q", edges, want)
 	}
 
-	// A captured graph: the stand-in keeps no dependencies of captured
-	// work, and refuses to draw it.
+	// A captured graph is drawn too: its one memset, after nothing.
 	s := standInStream(t)
 	cg, err := Capture(s, CaptureRelaxed, func() error { return c.y.FillAsync(s, 2) })
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cg.Close()
-	if _, err := cg.Dot(); !errors.Is(err, cudadrv.ERROR_NOT_SUPPORTED) {
-		t.Errorf("Dot of a captured graph on the stand-in: %v, want CUDA_ERROR_NOT_SUPPORTED", err)
+	if dot, err := cg.Dot(); err != nil {
+		t.Errorf("Dot of a captured graph: %v", err)
+	} else if nodes, edges := parseDot(t, dot); len(nodes) != 1 || !strings.Contains(nodes["n0"], "MEMSET") || len(edges) != 0 {
+		t.Errorf("Dot of a graph that captured a memset: nodes %q, edges %q", nodes, edges)
 	}
 	if err := c.g.Close(); err != nil {
 		t.Fatal(err)
@@ -819,14 +832,10 @@ func checkBuiltStandInRefusals(t *testing.T) {
 		}
 	}
 	// What it does not model: a copy node of pageable memory (as it
-	// captures none), a capture into a graph.
+	// captures none).
 	if err := check("copy node of pageable memory", driver.GraphAddCopy(ctx, &n, h, nil, 0, uintptr(y.Ptr()),
 		uintptr(unsafe.Pointer(&host[0])), 16)); !errors.Is(err, cudadrv.ERROR_NOT_SUPPORTED) {
 		t.Errorf("a copy node of pageable memory: %v, want CUDA_ERROR_NOT_SUPPORTED", err)
-	}
-	s := standInStream(t)
-	if _, err := g.Capture(s, CaptureRelaxed, nil, func() error { return nil }); !errors.Is(err, cudadrv.ERROR_NOT_SUPPORTED) {
-		t.Errorf("Graph.Capture on the stand-in: %v, want CUDA_ERROR_NOT_SUPPORTED", err)
 	}
 	if dot, err := g.Dot(); err != nil || strings.Count(string(dot), "label=") != 1 {
 		t.Errorf("Dot after the refused calls: %v\n%s\nwant the one node", err, dot)
@@ -1158,5 +1167,730 @@ func checkBuiltConcurrent(t *testing.T) {
 	case <-done:
 	case <-time.After(30 * time.Second):
 		t.Fatal("g.AddGraph(h) racing h.AddGraph(g): not done after 30s, deadlocked")
+	}
+}
+
+// checkCaptureInto captures work between nodes of a graph (Graph.Capture):
+// a kernel, a copy and a host function after a memset node, and a kernel
+// node added after the nodes the capture returned. Nothing runs while the
+// graph is built; each launch runs them all, once, in that order, and the
+// DOT draws that chain; so it does for a graph's launch captured. Work
+// forked to other streams and joined back ends on each branch: the
+// capture returns every branch's last node, more than the 64 the package
+// asks for first. A conditional node's body is captured into as a graph
+// is, but takes no host function, as in CUDA.
+func checkCaptureInto(t *testing.T) {
+	s := standInStream(t)
+	k := standInAxpy(t)
+	x, y, z := builtArray(t, builtXs), builtArray(t, make([]float32, 4)), builtArray(t, make([]float32, 4))
+	g := newBuiltGraph(t)
+	set, err := AddMemset(g, nil, y, float32(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ran atomic.Int32
+	sinks, err := g.Capture(s, CaptureRelaxed, []GraphNode{set}, func() error {
+		return errors.Join(
+			k.Launch(s, builtCfg, float32(2), x, y, int32(4)), // y = 1 + 2x
+			z.CopyFromAsync(s, y),                             // z = y
+			s.LaunchHostFunc(func() { ran.Add(1) }))
+	})
+	if err != nil {
+		t.Fatalf("Graph.Capture: %v", err)
+	}
+	if len(sinks) != 1 || sinks[0].g != g {
+		t.Fatalf("Graph.Capture of work on one stream returned %v, want its last node, of the graph", sinks)
+	}
+	if _, err := g.AddKernel(sinks, k, builtCfg, float32(3), x, z, int32(4)); err != nil { // z += 3x
+		t.Fatalf("AddKernel after the captured work: %v", err)
+	}
+	xg := builtInstantiate(t, g)
+	if y0, z0 := builtHost(t, y), builtHost(t, z); !slices.Equal(y0, make([]float32, 4)) ||
+		!slices.Equal(z0, make([]float32, 4)) || ran.Load() != 0 {
+		t.Errorf("after the capture and instantiation: y %v, z %v, the host function ran %d times; want nothing run",
+			y0, z0, ran.Load())
+	}
+	for launch := int32(1); launch <= 2; launch++ {
+		if err := errors.Join(y.CopyFromHost([]float32{-1, -1, -1, -1}), z.CopyFromHost([]float32{-1, -1, -1, -1})); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := launchBuilt(t, xg, s, z), axpyWant(1, 5, 4); !slices.Equal(got, want) {
+			t.Errorf("launch %d: z %v, want %v (set y 1, y += 2x, z = y captured, then z += 3x)", launch, got, want)
+		}
+		if got, want := builtHost(t, y), axpyWant(1, 2, 4); !slices.Equal(got, want) {
+			t.Errorf("launch %d: y %v, want %v", launch, got, want)
+		}
+		if got := ran.Load(); got != launch {
+			t.Errorf("the captured host function ran %d times after %d launches", got, launch)
+		}
+	}
+	dot, err := g.Dot()
+	if err != nil {
+		t.Fatalf("Dot: %v", err)
+	}
+	nodes, edges := parseDot(t, dot)
+	for name, kind := range map[string]string{"n0": "MEMSET", "n1": `KERNEL\naxpy`, "n2": "MEMCPY", "n3": "HOST", "n4": `KERNEL\naxpy`} {
+		if !strings.Contains(nodes[name], kind) {
+			t.Errorf("node %s: label %q, want one saying %s", name, nodes[name], kind)
+		}
+	}
+	slices.Sort(edges)
+	if want := []string{"n0 -> n1", "n1 -> n2", "n2 -> n3", "n3 -> n4"}; len(nodes) != 5 || !slices.Equal(edges, want) {
+		t.Errorf("DOT of memset, captured kernel, copy and host function, kernel: %d nodes, edges %q, want 5, %q", len(nodes), edges, want)
+	}
+
+	// A launch of the graph captured: its nodes, the first after root,
+	// the last before what comes after the capture.
+	g5 := newBuiltGraph(t)
+	first, err := g5.AddEmpty()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sinks, err = g5.Capture(s, CaptureRelaxed, []GraphNode{first}, func() error { return xg.Launch(s) })
+	if err != nil || len(sinks) != 1 {
+		t.Fatalf("Graph.Capture of a graph's launch: %v, %v; want one node", sinks, err)
+	}
+	if _, err := g5.AddEmpty(sinks...); err != nil {
+		t.Fatal(err)
+	}
+	if dot, err = g5.Dot(); err != nil {
+		t.Fatalf("Dot: %v", err)
+	}
+	nodes, edges = parseDot(t, dot)
+	slices.Sort(edges)
+	if want := []string{"n0 -> n1", "n1 -> n2", "n2 -> n3", "n3 -> n4", "n4 -> n5", "n5 -> n6"}; len(nodes) != 7 || !slices.Equal(edges, want) {
+		t.Errorf("DOT of empty, a launch of 5 nodes captured, empty: %d nodes, edges %q, want 7, %q", len(nodes), edges, want)
+	}
+	if got, want := launchBuilt(t, builtInstantiate(t, g5), s, z), axpyWant(1, 5, 4); !slices.Equal(got, want) || ran.Load() != 3 {
+		t.Errorf("a launch of the graph that captured its launch: z %v, host function run %d times; want %v, 3", got, ran.Load(), want)
+	}
+
+	// Forked and joined: after root, y set 2 on s and z set 3 on each of
+	// the branches, which s waits for.
+	const branches = 70
+	side := make([]*Stream, branches)
+	for i := range side {
+		side[i] = standInStream(t)
+	}
+	g2 := newBuiltGraph(t)
+	root, err := g2.AddEmpty()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sinks, err = g2.Capture(s, CaptureRelaxed, []GraphNode{root}, func() error {
+		for _, o := range side {
+			if err := o.WaitStream(s); err != nil {
+				return err
+			}
+		}
+		if err := y.FillAsync(s, 2); err != nil {
+			return err
+		}
+		for _, o := range side {
+			if err := z.FillAsync(o, 3); err != nil {
+				return err
+			}
+		}
+		for _, o := range side {
+			if err := s.WaitStream(o); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("Graph.Capture of work forked to %d streams: %v", branches, err)
+	}
+	if len(sinks) != branches+1 {
+		t.Fatalf("Graph.Capture of work forked to %d streams and joined: %d nodes, want %d", branches, len(sinks), branches+1)
+	}
+	if _, err := g2.AddEmpty(sinks...); err != nil {
+		t.Fatalf("AddEmpty after the %d nodes: %v", len(sinks), err)
+	}
+	if dot, err = g2.Dot(); err != nil {
+		t.Fatalf("Dot: %v", err)
+	}
+	nodes, edges = parseDot(t, dot)
+	last := fmt.Sprintf("n%d", len(nodes)-1)
+	var from, into int
+	for _, e := range edges {
+		a, b, _ := strings.Cut(e, " -> ")
+		from += b2i(a == "n0")
+		into += b2i(b == last)
+	}
+	if len(nodes) != branches+3 || len(edges) != 2*(branches+1) || from != branches+1 || into != branches+1 {
+		t.Errorf("DOT of a fork of %d: %d nodes, %d edges, %d from the root, %d into the join; want %d, %d, %d, %d",
+			branches, len(nodes), len(edges), from, into, branches+3, 2*(branches+1), branches+1, branches+1)
+	}
+	if got := launchBuilt(t, builtInstantiate(t, g2), s, z); !slices.Equal(got, axpyWant(3, 0, 0)) || !slices.Equal(builtHost(t, y), axpyWant(2, 0, 0)) {
+		t.Errorf("launch of the fork: z %v, y %v; want all 3, all 2", got, builtHost(t, y))
+	}
+
+	// A body: if (true) { y += 2x captured, then y += 3x added }.
+	g3 := newBuiltGraph(t)
+	c, err := g3.NewConditional(1, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set3, err := AddMemset(g3, nil, y, float32(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, body, err := g3.AddIf([]GraphNode{set3}, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bs, err := body.Capture(s, CaptureRelaxed, nil, func() error { return k.Launch(s, builtCfg, float32(2), x, y, int32(4)) })
+	if err != nil {
+		t.Fatalf("Graph.Capture into a body: %v", err)
+	}
+	if _, err := body.AddKernel(bs, k, builtCfg, float32(3), x, y, int32(4)); err != nil {
+		t.Fatalf("AddKernel after the work captured into a body: %v", err)
+	}
+	if _, err := g3.AddEmpty(bs...); !errors.Is(err, ErrInvalid) {
+		t.Errorf("AddEmpty to the graph after nodes captured into its body: %v, want ErrInvalid", err)
+	}
+	if got, want := launchBuilt(t, builtInstantiate(t, g3), s, y), axpyWant(1, 5, 4); !slices.Equal(got, want) {
+		t.Errorf("if (y += 2x captured, y += 3x): %v, want %v", got, want)
+	}
+	if _, err := body.Capture(s, CaptureRelaxed, nil, func() error { return s.LaunchHostFunc(func() {}) }); !errors.Is(err, cudadrv.ERROR_NOT_SUPPORTED) {
+		t.Errorf("a host function captured into a body: %v, want the stand-in's CUDA_ERROR_NOT_SUPPORTED", err)
+	}
+}
+
+// b2i is 1 for true.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// checkCaptureExclusive calls the graph's other methods while fn runs:
+// the Add methods, on the graph and its body, Instantiate, Dot, Update,
+// SetKernelArgs of its node, a second capture into it, on fn's goroutine
+// and another, all return ErrCapturing and add nothing; once Capture has
+// returned they work again. A Close called while fn runs waits until
+// Capture has returned, and then closes the graph.
+func checkCaptureExclusive(t *testing.T) {
+	s, s2 := standInStream(t), standInStream(t)
+	k := standInAxpy(t)
+	x, y := builtArray(t, builtXs), builtArray(t, make([]float32, 4))
+	g, other := newBuiltGraph(t), newBuiltGraph(t)
+	set, err := AddMemset(g, nil, y, float32(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cond, err := g.NewConditional(1, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, body, err := g.AddIf([]GraphNode{set}, cond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kn, err := g.AddKernel([]GraphNode{set}, k, builtCfg, float32(1), x, y, int32(4)) // y += x
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.AddEmpty(); err != nil {
+		t.Fatal(err)
+	}
+	xg := builtInstantiate(t, g)
+	type call struct {
+		name string
+		err  error
+	}
+	var inside []call
+	nop := func() error { return nil }
+	sinks, err := g.Capture(s, CaptureRelaxed, []GraphNode{set}, func() error {
+		inside = []call{
+			{"AddEmpty", second(g.AddEmpty(set))},
+			{"AddKernel", second(g.AddKernel([]GraphNode{set}, k, builtCfg, float32(1), x, y, int32(4)))},
+			{"AddMemset", second(AddMemset(g, nil, y, float32(1)))},
+			{"AddCopy", second(AddCopy(g, nil, y, x))},
+			{"AddGraph", second(g.AddGraph(nil, other))},
+			{"AddGraph of the graph to another", second(other.AddGraph(nil, g))},
+			{"NewConditional", second(g.NewConditional(1, true))},
+			{"AddIf", thirdErr(g.AddIf(nil, cond))},
+			{"AddWhile", thirdErr(g.AddWhile(nil, cond))},
+			{"AddEmpty to its body", second(body.AddEmpty())},
+			{"Instantiate", second(g.Instantiate(nil))},
+			{"Dot", second(g.Dot())},
+			{"Dot of its body", second(body.Dot())},
+			{"Update of an instantiation to it", xg.Update(g)},
+			{"SetKernelArgs of its node", xg.SetKernelArgs(kn, k, builtCfg, float32(2), x, y, int32(4))},
+			{"a second Capture into it", second(g.Capture(s2, CaptureRelaxed, nil, nop))},
+			{"a Capture into its body", second(body.Capture(s2, CaptureRelaxed, nil, nop))},
+		}
+		done := make(chan error)
+		go func() { done <- second(g.AddEmpty()) }()
+		inside = append(inside, call{"AddEmpty on another goroutine", <-done})
+		return k.Launch(s, builtCfg, float32(2), x, y, int32(4)) // y += 2x
+	})
+	if err != nil {
+		t.Fatalf("Graph.Capture: %v", err)
+	}
+	for _, c := range inside {
+		if !errors.Is(c.err, ErrCapturing) {
+			t.Errorf("%s while fn runs: %v, want ErrCapturing", c.name, c.err)
+		}
+	}
+	// None added a node: the memset, the if, the kernel, the captured
+	// kernel; and the graph takes nodes again.
+	if _, err := g.AddEmpty(sinks...); err != nil {
+		t.Fatalf("AddEmpty after Capture: %v", err)
+	}
+	if dot, err := g.Dot(); err != nil {
+		t.Errorf("Dot after Capture: %v", err)
+	} else if nodes, _ := parseDot(t, dot); len(nodes) != 5 {
+		t.Errorf("DOT after the refused calls: %d nodes %q, want 5", len(nodes), nodes)
+	}
+	if got, want := launchBuilt(t, builtInstantiate(t, g), s, y), axpyWant(1, 3, 4); !slices.Equal(got, want) {
+		t.Errorf("launch of the graph: %v, want %v", got, want)
+	}
+
+	// Close while fn runs: it has begun (the graph's life says it is
+	// closing) but not returned when fn goes on and returns, and it
+	// returns nil once Capture is over.
+	g4, err := NewGraph(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fnReturned, early atomic.Bool
+	closed := make(chan struct{})
+	var closeErr error
+	_, err = g4.Capture(s, CaptureRelaxed, nil, func() error {
+		go func() {
+			closeErr = g4.Close()
+			early.Store(!fnReturned.Load())
+			close(closed)
+		}()
+		for !g4.life.Closed() {
+			runtime.Gosched()
+		}
+		err := y.FillAsync(s, 3) // captured into g4, still open
+		select {
+		case <-closed: // Close did not wait
+		case <-time.After(20 * time.Millisecond): // time for a Close that did not wait to return
+		}
+		fnReturned.Store(true)
+		return err
+	})
+	<-closed
+	if err != nil || closeErr != nil || early.Load() {
+		t.Errorf("Close while fn runs: Capture returned %v, Close returned %v, before fn returned: %v; want nil, nil, false",
+			err, closeErr, early.Load())
+	}
+	if _, err := g4.AddEmpty(); !errors.Is(err, ErrClosed) {
+		t.Errorf("AddEmpty after that Close: %v, want ErrClosed", err)
+	}
+}
+
+// checkCaptureFails makes fn fail and panic: Capture returns fn's error,
+// or lets the panic go on, having ended the capture (the stream works
+// again); the graph takes nodes, captures and instantiations after.
+func checkCaptureFails(t *testing.T) {
+	s := standInStream(t)
+	y := builtArray(t, make([]float32, 4))
+	g := newBuiltGraph(t)
+	set, err := AddMemset(g, nil, y, float32(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	boom := errors.New("fn fails")
+	sinks, err := g.Capture(s, CaptureRelaxed, []GraphNode{set}, func() error {
+		if err := y.FillAsync(s, 2); err != nil {
+			return err
+		}
+		return boom
+	})
+	if !errors.Is(err, boom) || sinks != nil {
+		t.Errorf("Graph.Capture whose fn fails: %v, %v; want fn's error, no nodes", sinks, err)
+	}
+	if err := s.Synchronize(); err != nil {
+		t.Errorf("Synchronize after a Capture whose fn failed: %v, want the capture ended", err)
+	}
+	n, err := g.AddEmpty(set)
+	if err != nil {
+		t.Errorf("AddEmpty after a Capture whose fn failed: %v", err)
+	}
+
+	var recovered any
+	func() {
+		defer func() { recovered = recover() }()
+		g.Capture(s, CaptureRelaxed, []GraphNode{n}, func() error {
+			if err := y.FillAsync(s, 3); err != nil {
+				t.Error(err)
+			}
+			panic("fn panics")
+		})
+	}()
+	if recovered != "fn panics" {
+		t.Errorf("Graph.Capture whose fn panics: recovered %v, want fn's panic", recovered)
+	}
+	if err := s.Synchronize(); err != nil {
+		t.Errorf("Synchronize after a Capture whose fn panicked: %v, want the capture ended", err)
+	}
+	if _, err := g.AddEmpty(n); err != nil {
+		t.Errorf("AddEmpty after a Capture whose fn panicked: %v", err)
+	}
+	if sinks, err := g.Capture(s, CaptureRelaxed, []GraphNode{n}, func() error { return y.FillAsync(s, 4) }); err != nil || len(sinks) != 1 {
+		t.Errorf("Graph.Capture after one whose fn panicked: %v, %v; want one node", sinks, err)
+	}
+	if _, err := g.Instantiate(nil); err != nil {
+		t.Errorf("Instantiate after the captures whose fn failed: %v", err)
+	}
+}
+
+// standInGiven checks that the memory at ps is given back, where back is
+// set, or still allocated, once the package has freed what was let go of
+// (freeLost, which its next allocation would call).
+func standInGiven(t *testing.T, what string, back bool, ps ...unsafe.Pointer) {
+	t.Helper()
+	freeLost()
+	for i, p := range ps {
+		if a := standInAllocated(t, p); a == back {
+			t.Errorf("%s: memory %d allocated %v, want %v", what, i, a, !back)
+		}
+	}
+}
+
+// checkCaptureHolds frees the memory, and closes the module, that work
+// captured into a graph uses: a fill's array, a kernel's arrays and
+// module, a copy's arrays, a pool's block, and a fill's captured before fn
+// panicked. Each stays allocated (the stand-in's allocation table, the
+// pool's count), and launches that use it work, until the graph and its
+// instantiation are closed; then it is given back.
+func checkCaptureHolds(t *testing.T) {
+	s := standInStream(t)
+	alloc := func() (*Array[float32], unsafe.Pointer) {
+		a, err := ArrayFrom(Device(0), builtXs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a, a.Ptr()
+	}
+	mod, err := LoadModule([]byte("stub image"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := mod.Kernel("axpy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool, err := NewMemoryPool(Device(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	m, err := pool.Alloc(1024)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, pa := alloc()
+	b, pb := alloc()
+	c, pc := alloc()
+	d, pd := alloc()
+	e, pe := alloc()
+	f, pf := alloc()
+	g, err := NewGraph(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := g.AddEmpty()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Capture(s, CaptureRelaxed, []GraphNode{first}, func() error {
+		return errors.Join(a.FillAsync(s, 1), k.Launch(s, builtCfg, float32(1), b, c, int32(4)), e.CopyFromAsync(s, d),
+			m.MemsetAsync(s, 0, 1024))
+	}); err != nil {
+		t.Fatalf("Graph.Capture: %v", err)
+	}
+	func() {
+		defer func() { recover() }()
+		g.Capture(s, CaptureRelaxed, nil, func() error {
+			if err := f.FillAsync(s, 2); err != nil {
+				t.Error(err)
+			}
+			panic("fn panics")
+		})
+	}()
+	if err := errors.Join(a.Free(), b.Free(), c.Free(), d.Free(), e.Free(), f.Free(), m.Free(), mod.Close()); err != nil {
+		t.Fatalf("Free and Close of what captured work uses: %v", err)
+	}
+	ps := []unsafe.Pointer{pa, pb, pc, pd, pe, pf}
+	standInGiven(t, "the captured work's arrays, freed", false, ps...)
+	if !libraryLoaded(t, mod) {
+		t.Errorf("the module of a captured kernel was unloaded at its Close")
+	}
+	mp := m.Ptr()
+	if used := pool.UsedBytes(); used < 1024 {
+		t.Errorf("UsedBytes after Free of a block captured work uses: %d, want it in use", used)
+	}
+	if next, err := pool.Alloc(1024); err != nil {
+		t.Fatal(err)
+	} else {
+		if next.Ptr() == mp {
+			t.Errorf("the pool gave %p, which a graph holds, to another allocation", mp)
+		}
+		next.Free()
+	}
+	x, err := g.Instantiate(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+	standInGiven(t, "the captured work's arrays, freed, the graph closed", false, ps...)
+	if err := errors.Join(x.Launch(s), s.Synchronize()); err != nil {
+		t.Errorf("launch of the captured work, its memory freed and graph closed: %v", err)
+	}
+	if err := x.Close(); err != nil {
+		t.Fatal(err)
+	}
+	standInGiven(t, "the captured work's arrays, freed, the graph and instantiation closed", true, ps...)
+	if libraryLoaded(t, mod) {
+		t.Errorf("the module of a captured kernel is loaded after its graph and instantiation were closed")
+	}
+	// The block is the pool's again: its next allocation takes it back.
+	next, err := pool.Alloc(1024)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer next.Free()
+	if used := pool.UsedBytes(); used != 1024 {
+		t.Errorf("UsedBytes after the graph and instantiation were closed and 1024 bytes allocated: %d, want 1024", used)
+	}
+}
+
+// checkCaptureRefusals makes the calls Graph.Capture refuses: a stream of
+// another device, nil, zero and closed graphs and streams, dependencies of
+// another graph, an unknown mode, and the streams CUDA will not capture.
+// None runs fn or changes the graph; a capture of nothing returns the
+// nodes it was given.
+func checkCaptureRefusals(t *testing.T) {
+	t.Setenv("STUB_DEVICES", "2") // read by the stand-in at each call; before the package counts the devices
+	if n, err := DeviceCount(); n != 2 || err != nil {
+		t.Fatalf("DeviceCount = %d, %v; want 2 devices of the stand-in's", n, err)
+	}
+	s := standInStream(t)
+	s1, err := NewStream(1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s1.Close()
+	closedStream, err := NewStream(0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := closedStream.Close(); err != nil {
+		t.Fatal(err)
+	}
+	legacy, err := LegacyDefaultStream(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	capturing := standInStream(t)
+	if err := capturing.BeginCapture(CaptureRelaxed); err != nil {
+		t.Fatal(err)
+	}
+	g, other := newBuiltGraph(t), newBuiltGraph(t)
+	node, err := g.AddEmpty()
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreign, err := other.AddEmpty()
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed, err := NewGraph(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := closed.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var ran int
+	fn := func() error { ran++; return nil }
+	for _, r := range []struct {
+		name string
+		err  error
+		want error
+	}{
+		{"a stream of another device", second(g.Capture(s1, CaptureRelaxed, nil, fn)), ErrInvalid},
+		{"a nil Stream", second(g.Capture(nil, CaptureRelaxed, nil, fn)), ErrNil},
+		{"the zero Stream", second(g.Capture(new(Stream), CaptureRelaxed, nil, fn)), ErrNil},
+		{"a closed Stream", second(g.Capture(closedStream, CaptureRelaxed, nil, fn)), ErrClosed},
+		{"a nil Graph", second((*Graph)(nil).Capture(s, CaptureRelaxed, nil, fn)), ErrNil},
+		{"the zero Graph", second(new(Graph).Capture(s, CaptureRelaxed, nil, fn)), ErrNil},
+		{"a closed Graph", second(closed.Capture(s, CaptureRelaxed, nil, fn)), ErrClosed},
+		{"a dependency of another graph", second(g.Capture(s, CaptureRelaxed, []GraphNode{foreign}, fn)), ErrInvalid},
+		{"the zero GraphNode", second(g.Capture(s, CaptureRelaxed, []GraphNode{{}}, fn)), ErrInvalid},
+		{"a dependency twice", second(g.Capture(s, CaptureRelaxed, []GraphNode{node, node}, fn)), ErrInvalid},
+		{"an unknown mode", second(g.Capture(s, CaptureMode(9), nil, fn)), ErrInvalid},
+		// CUDA's refusals.
+		{"the legacy default stream", second(g.Capture(legacy, CaptureRelaxed, nil, fn)), cudadrv.ERROR_STREAM_CAPTURE_UNSUPPORTED},
+		{"a stream that captures already", second(g.Capture(capturing, CaptureRelaxed, nil, fn)), cudadrv.ERROR_ILLEGAL_STATE},
+	} {
+		if !errors.Is(r.err, r.want) {
+			t.Errorf("Graph.Capture with %s: %v, want %v", r.name, r.err, r.want)
+		}
+	}
+	if ran != 0 {
+		t.Errorf("the refused captures ran fn %d times", ran)
+	}
+	if cg, err := capturing.EndCapture(); err != nil {
+		t.Errorf("EndCapture of the capture a Graph.Capture was refused: %v", err)
+	} else {
+		cg.Close()
+	}
+	if dot, err := g.Dot(); err != nil || strings.Count(string(dot), "label=") != 1 {
+		t.Errorf("Dot after the refusals: %v\n%s\nwant the one node", err, dot)
+	}
+	// A capture of nothing ends where it began: after the nodes given.
+	for _, mode := range []CaptureMode{CaptureRelaxed, CaptureGlobal, CaptureThreadLocal} {
+		if sinks, err := g.Capture(s, mode, []GraphNode{node}, fn); err != nil || !slices.Equal(sinks, []GraphNode{node}) {
+			t.Errorf("Graph.Capture of nothing in mode %v: %v, %v; want the node given", mode, sinks, err)
+		}
+	}
+}
+
+// checkStandInCaptureInto captures into a graph through the package's
+// internals, without Graph.Capture's checks: the stand-in refuses the
+// dependencies CUDA refuses; while the capture goes on, it reports the
+// nodes the stream's work came to, takes nodes added to the graph, draws
+// it, and refuses to instantiate or destroy it or to begin a second
+// capture into it; the capture ends with the same graph. A capture into
+// a graph that fails leaves the graph, with what it captured.
+func checkStandInCaptureInto(t *testing.T) {
+	d := Device(0)
+	ctx, err := d.context()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, s2 := standInStream(t), standInStream(t)
+	y := builtArray(t, make([]float32, 4))
+	g, other := newBuiltGraph(t), newBuiltGraph(t)
+	node, err := g.AddEmpty()
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreign, err := other.AddEmpty()
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := make([]float32, 4)
+	h := uintptr(g.h)
+	for _, c := range []struct {
+		name string
+		err  error
+	}{
+		{"a dependency of another graph", s.beginCapture(CaptureRelaxed, h, []uintptr{foreign.h})},
+		{"a dependency twice", s.beginCapture(CaptureRelaxed, h, []uintptr{node.h, node.h})},
+		{"a dependency that is no node", s.beginCapture(CaptureRelaxed, h, []uintptr{h})},
+		{"a graph that is none", s.beginCapture(CaptureRelaxed, uintptr(unsafe.Pointer(&host[0])), nil)},
+	} {
+		if !errors.Is(c.err, cudadrv.ERROR_INVALID_VALUE) {
+			t.Errorf("a capture into a graph with %s: %v, want CUDA_ERROR_INVALID_VALUE", c.name, c.err)
+		}
+	}
+	// sinks asks the stand-in for the nodes s's next work would come after.
+	sinks := func() []uintptr {
+		t.Helper()
+		buf := make([]uintptr, 8)
+		var n uintptr
+		if err := check("cuStreamGetCaptureInfo", driver.StreamCaptureSinks(ctx, uintptr(s.h), &buf[0], uintptr(len(buf)), &n)); err != nil {
+			t.Fatal(err)
+		}
+		return buf[:n]
+	}
+	end := func() (uintptr, error) {
+		s.joins.Lock()
+		defer s.joins.Unlock()
+		g, held, err := s.end(uintptr(s.h))
+		unholdAll(held)
+		return g, err
+	}
+	if got := sinks(); len(got) != 0 {
+		t.Errorf("the nodes of a stream that does not capture: %v, want none", got)
+	}
+	if err := s.beginCapture(CaptureRelaxed, h, []uintptr{node.h}); err != nil {
+		t.Fatalf("a capture into a graph: %v", err)
+	}
+	if got := sinks(); !slices.Equal(got, []uintptr{node.h}) {
+		t.Errorf("the nodes of a capture that captured nothing: %v, want the one it was given, %v", got, node.h)
+	}
+	if err := y.FillAsync(s, 2); err != nil {
+		t.Fatal(err)
+	}
+	set := sinks()
+	if len(set) != 1 || set[0] == node.h {
+		t.Fatalf("the nodes of a capture after a memset: %v, want the memset's", set)
+	}
+	var n, x uintptr
+	var result int32
+	if err := check("cuGraphAddEmptyNode", driver.GraphAddEmpty(ctx, &n, h, &set[0], 1)); err != nil {
+		t.Errorf("a node added to a graph captured into, after its captured node: %v", err)
+	}
+	if err := check("cuGraphInstantiateWithParams", driver.GraphInstantiate(ctx, &x, h, 0, 0, &result)); !errors.Is(err, cudadrv.ERROR_NOT_SUPPORTED) {
+		t.Errorf("instantiation of a graph captured into: %v, want the stand-in's CUDA_ERROR_NOT_SUPPORTED", err)
+	}
+	if err := check("cuGraphDestroy", driver.GraphDestroy(ctx, h)); !errors.Is(err, cudadrv.ERROR_NOT_SUPPORTED) {
+		t.Errorf("destruction of a graph captured into: %v, want the stand-in's CUDA_ERROR_NOT_SUPPORTED", err)
+	}
+	if err := s2.beginCapture(CaptureRelaxed, h, nil); !errors.Is(err, cudadrv.ERROR_NOT_SUPPORTED) {
+		t.Errorf("a second capture into a graph captured into: %v, want the stand-in's CUDA_ERROR_NOT_SUPPORTED", err)
+	}
+	if _, err := g.Dot(); err != nil {
+		t.Errorf("Dot of a graph captured into: %v", err)
+	}
+	if got, err := end(); err != nil || got != h {
+		t.Errorf("the end of a capture into a graph: %#x, %v; want the graph, %#x", got, err, h)
+	}
+	if got := sinks(); len(got) != 0 {
+		t.Errorf("the nodes of a stream whose capture ended: %v, want none", got)
+	}
+	dot, err := g.Dot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes, edges := parseDot(t, dot)
+	slices.Sort(edges)
+	if want := []string{"n0 -> n1", "n1 -> n2"}; len(nodes) != 3 || !strings.Contains(nodes["n1"], "MEMSET") || !slices.Equal(edges, want) {
+		t.Errorf("DOT of empty, captured memset, empty: nodes %q, edges %q, want 3, %q", nodes, edges, want)
+	}
+
+	// Invalidated by a wait for an event of no capture: the graph is
+	// left, with the memset captured before.
+	e, err := NewEvent(d, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if err := e.Record(s2); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.beginCapture(CaptureRelaxed, h, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := y.FillAsync(s, 3); err != nil {
+		t.Fatal(err)
+	}
+	if err := check("cuStreamWaitEvent", driver.StreamWaitEvent(ctx, uintptr(s.h), uintptr(e.h))); !errors.Is(err, cudadrv.ERROR_STREAM_CAPTURE_ISOLATION) {
+		t.Errorf("a wait for an event of no capture: %v, want CUDA_ERROR_STREAM_CAPTURE_ISOLATION", err)
+	}
+	if got, err := end(); got != 0 || !errors.Is(err, cudadrv.ERROR_STREAM_CAPTURE_INVALIDATED) {
+		t.Errorf("the end of an invalidated capture into a graph: %#x, %v; want no graph, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED", got, err)
+	}
+	if dot, err := g.Dot(); err != nil || strings.Count(string(dot), "MEMSET") != 2 {
+		t.Errorf("Dot after an invalidated capture into the graph: %v\n%s\nwant both memsets", err, dot)
+	}
+	if err := check("cuGraphInstantiateWithParams", driver.GraphInstantiate(ctx, &x, h, 0, 0, &result)); err != nil {
+		t.Errorf("instantiation after an invalidated capture into the graph: %v", err)
+	} else {
+		driver.GraphExecDestroy(ctx, x)
 	}
 }

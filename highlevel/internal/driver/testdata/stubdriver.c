@@ -32,11 +32,14 @@
 //     would use memory that is not the device's does nothing and returns
 //     CUDA_ERROR_ILLEGAL_ADDRESS; a launch of another kernel is refused;
 //   - stream captures: a stream captures the work queued on it (copies,
-//     memsets, host functions, kernels, graph launches) into a graph
-//     instead of doing it, and reports its capture (cuStreamGetCaptureInfo);
-//     other streams join it by waiting for an event recorded in it, and
-//     the capture ends with CUDA_ERROR_STREAM_CAPTURE_UNJOINED where one
-//     did not rejoin; what CUDA refuses in a capture is refused, and
+//     memsets, host functions, kernels, graph launches) into a graph of
+//     its own, or into a graph given after nodes of it
+//     (cuStreamBeginCaptureToGraph), instead of doing it, each piece after
+//     the nodes the stream's work came to, and reports its capture and
+//     those nodes (cuStreamGetCaptureInfo); other streams join it by
+//     waiting for an event recorded in it, and the capture ends with
+//     CUDA_ERROR_STREAM_CAPTURE_UNJOINED where one did not rejoin; what
+//     CUDA refuses in a capture is refused, and
 //     invalidates it where CUDA's does; work on the legacy default stream
 //     while a blocking stream captures is CUDA_ERROR_STREAM_CAPTURE_IMPLICIT.
 //     The capture modes are kept but refuse no call (the shim itself
@@ -47,7 +50,7 @@
 //     in an order its dependencies allow (a launch first checks that the
 //     memory its work names is still allocated: CUDA_ERROR_ILLEGAL_ADDRESS,
 //     doing nothing, where it is not); the kernel nodes of an instantiation
-//     take new arguments, and a built graph is written in DOT; with CUDA
+//     take new arguments, and a graph is written in DOT; with CUDA
 //     user objects that graphs, their instantiations and the launches in
 //     flight hold, destroyed on the stand-in's thread once the last
 //     reference is gone (the section "Graphs" says what it refuses);
@@ -785,10 +788,11 @@ static CUresult stub_after_host(CUhostFn fn, void *data) {
 // ---- Graphs' contents and user objects ----------------------------------
 
 // A graph is its work in an order its dependencies allow: the work
-// captured into it, in the order it was captured, and the nodes added to it
-// (cuGraphAdd*Node), each after the nodes it depends on, which exist
-// already; an instantiation is a copy of it. Each holds references to CUDA
-// user objects.
+// captured into it, in the order it was captured, after the nodes its
+// stream's work came to, and the nodes added to it (cuGraphAdd*Node), each
+// after the nodes it depends on; either way those exist already. An
+// instantiation is a copy of it. Each holds references to CUDA user
+// objects.
 enum { NODE_COPY, NODE_SET, NODE_HOST, NODE_KERNEL, NODE_EMPTY, NODE_GRAPH, NODE_COND };
 
 // A kernel's launch: the kernel (stubKernels' index), its dimensions and
@@ -802,7 +806,8 @@ struct stub_launch {
 struct stub_graph;
 
 // A node added to a graph has a handle (CUgraphNode), an object that names
-// its graph and its place there; captured work has none.
+// its graph and its place there; captured work gets one once it is named
+// (stub_node_handle).
 struct stub_gnode {
 	unsigned magic;
 	struct stub_graph *g;
@@ -864,6 +869,12 @@ struct stub_graph {
 	// For a conditional node's body, a graph object of its own: the graph
 	// the node is in, which owns it.
 	struct stub_graph *owner;
+	// captured is set while a capture is in progress into the graph (its
+	// own, or cuStreamBeginCaptureToGraph's); captures counts those into
+	// it and into its bodies, at every level, which keep it from being
+	// instantiated, updated from or destroyed.
+	int captured;
+	unsigned captures;
 };
 
 // The functions below that take a graph are called with stub_mu held.
@@ -877,6 +888,19 @@ static CUresult stub_graph_add(struct stub_graph *g, const struct stub_node *nd)
 		g->cap = cap;
 	}
 	g->nodes[g->n++] = *nd;
+	return CUDA_SUCCESS;
+}
+
+// stub_node_handle returns the handle of the node at place i of g in *h,
+// making one for captured work, which has none until it is named
+// (cuStreamGetCaptureInfo).
+static CUresult stub_node_handle(struct stub_graph *g, size_t i, CUgraphNode *h) {
+	struct stub_node *nd = &g->nodes[i];
+	if (nd->id == NULL) {
+		if ((nd->id = stub_new(sizeof *nd->id, STUB_NODE)) == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
+		*nd->id = (struct stub_gnode){STUB_NODE, g, i};
+	}
+	*h = (CUgraphNode)nd->id;
 	return CUDA_SUCCESS;
 }
 
@@ -1033,7 +1057,11 @@ STUB(cuGraphRetainUserObject)(CUgraph graph, CUuserObject obj, unsigned n, unsig
 
 // A capture in progress: the streams that take part in it (the one that
 // began it and those that joined it), the graph of their work, and where
-// each of them is in it. It ends on the stream that began it.
+// each of them is in it: the nodes its next work comes after, the
+// dependencies of what CUDA captures, which are the nodes the stream's
+// work came to on that stream, or after it waited for an event recorded in
+// the capture, those the recording stream's came to then too. It ends on
+// the stream that began it.
 struct stub_capture;
 
 struct stub_stream {
@@ -1043,13 +1071,24 @@ struct stub_stream {
 	// In cap: the position of its last work, and that of the last of its
 	// work that another stream of cap waited for (joined, where equal).
 	unsigned long seq, joined;
+	// In cap: the nodes its next work comes after, by their places in
+	// cap's graph (its capture's terminal nodes on it); and their handles
+	// as cuStreamGetCaptureInfo last returned them, an array of the
+	// stand-in's until the next such call or the capture's end.
+	size_t *deps, ndeps;
+	CUgraphNode *out;
 	struct stub_stream *next; // in cap's streams
 };
 
 struct stub_capture {
 	unsigned long long id;
 	int invalidated;
+	// The graph its work is captured into: one of its own, or the
+	// caller's where into is set (cuStreamBeginCaptureToGraph), which
+	// cuStreamEndCapture gives back, and keeps, with what was captured
+	// into it, where the capture fails.
 	struct stub_graph *g;
+	int into;
 	struct stub_stream *origin, *streams;
 	unsigned long seq; // the work captured so far
 	struct stub_capture *next; // in stub_captures
@@ -1088,24 +1127,56 @@ static CUresult stub_implicit(struct stub_stream *st) {
 	return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
 }
 
-// stub_join makes st take part in c from position at.
-static void stub_join(struct stub_capture *c, struct stub_stream *st, unsigned long at) {
+// stub_places_copy makes *dst, of *ndst places of nodes in a graph, a
+// copy of the n places src; stub_places_add adds those of src it lacks.
+static CUresult stub_places_copy(size_t **dst, size_t *ndst, const size_t *src, size_t n) {
+	size_t *p = NULL;
+	if (n > 0 && (p = malloc(n * sizeof *p)) == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
+	if (n > 0) memcpy(p, src, n * sizeof *p);
+	free(*dst);
+	*dst = p, *ndst = n;
+	return CUDA_SUCCESS;
+}
+static CUresult stub_places_add(size_t **dst, size_t *ndst, const size_t *src, size_t n) {
+	if (n == 0) return CUDA_SUCCESS;
+	size_t *p = realloc(*dst, (*ndst + n) * sizeof *p);
+	if (p == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
+	*dst = p;
+	for (size_t i = 0; i < n; i++) {
+		size_t j = 0;
+		while (j < *ndst && p[j] != src[i]) j++;
+		if (j == *ndst) p[(*ndst)++] = src[i];
+	}
+	return CUDA_SUCCESS;
+}
+
+// stub_join makes st take part in c from position at, its next work
+// after the n nodes at places deps of c's graph.
+static CUresult stub_join(struct stub_capture *c, struct stub_stream *st, unsigned long at, const size_t *deps, size_t n) {
+	CUresult r = stub_places_copy(&st->deps, &st->ndeps, deps, n);
+	if (r != CUDA_SUCCESS) return r;
 	st->cap = c;
 	st->seq = st->joined = at;
 	st->next = c->streams;
 	c->streams = st;
 	stub_blocking_captured += stub_blocking(st);
+	return CUDA_SUCCESS;
 }
 
 // stub_capture_end ends c: its streams leave it, and it is freed; its
-// graph is the caller's.
+// graph, no longer captured into, is the caller's.
 static void stub_capture_end(struct stub_capture *c) {
 	for (struct stub_stream *m = c->streams, *next; m != NULL; m = next) {
 		next = m->next;
 		stub_blocking_captured -= stub_blocking(m);
+		free(m->deps);
+		free(m->out);
+		m->deps = NULL, m->ndeps = 0, m->out = NULL;
 		m->cap = NULL;
 		m->next = NULL;
 	}
+	c->g->captured = 0;
+	for (struct stub_graph *a = c->g; a != NULL; a = a->owner) a->captures--;
 	struct stub_capture **p = &stub_captures;
 	while (*p != c) p = &(*p)->next;
 	*p = c->next;
@@ -1131,8 +1202,33 @@ int stub_captures_in_progress(void) {
 	return n;
 }
 
-// stub_captured counts work of st's captured (n nodes added to its graph).
+// stub_captured counts work of st's captured.
 static void stub_captured(struct stub_stream *st) { st->seq = ++st->cap->seq; }
+
+// stub_capture_add adds nd, work captured on st, to its capture's graph,
+// after the nodes st's work comes after, and makes st's next work come
+// after it. Where it fails, it frees what nd owns. A conditional node's
+// body takes no host node (CUDA allows none there; its error is not
+// modelled).
+static CUresult stub_capture_add(struct stub_stream *st, struct stub_node *nd) {
+	struct stub_graph *g = st->cap->g;
+	size_t *one = NULL;
+	CUresult r = g->owner != NULL && nd->kind == NODE_HOST ? STUB_UNMODELLED : CUDA_SUCCESS;
+	nd->id = NULL, nd->deps = NULL, nd->ndeps = 0;
+	if (r == CUDA_SUCCESS) r = stub_places_copy(&nd->deps, &nd->ndeps, st->deps, st->ndeps);
+	if (r == CUDA_SUCCESS && (one = malloc(sizeof *one)) == NULL) r = CUDA_ERROR_OUT_OF_MEMORY;
+	if (r == CUDA_SUCCESS) r = stub_graph_add(g, nd);
+	if (r != CUDA_SUCCESS) {
+		free(one);
+		stub_node_free(nd);
+		return r;
+	}
+	*one = g->n - 1;
+	free(st->deps);
+	st->deps = one, st->ndeps = 1;
+	stub_captured(st);
+	return CUDA_SUCCESS;
+}
 
 // stub_submit queues work (node) on stream s: in a capture, the node is
 // added to its graph; otherwise *now is set, and the caller does the work.
@@ -1152,8 +1248,9 @@ static CUresult stub_submit(CUstream s, const struct stub_node *node, int captur
 		r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
 	} else if (!capturable) {
 		r = STUB_UNMODELLED;
-	} else if ((r = stub_graph_add(st->cap->g, node)) == CUDA_SUCCESS) {
-		stub_captured(st);
+	} else {
+		struct stub_node nd = *node;
+		r = stub_capture_add(st, &nd);
 	}
 	pthread_mutex_unlock(&stub_mu);
 	return r;
@@ -1219,11 +1316,21 @@ STUB(cuStreamDestroy)(CUstream s) {
 	return r;
 }
 
-STUB(cuStreamBeginCapture)(CUstream s, CUstreamCaptureMode mode) {
+// stub_begin_capture begins a capture on s in mode: into a graph of its
+// own where graph is NULL, else into graph, after the n nodes deps, with
+// the data of each edge from them (edges; NULL: the default). A graph is
+// captured into by one capture at a time (two at once are not modelled),
+// which may be a conditional node's body; an edge other than the default
+// one is not modelled.
+static CUresult stub_begin_capture(CUstream s, CUstreamCaptureMode mode, CUgraph graph, const CUgraphNode *deps,
+		const CUgraphEdgeData *edges, size_t n) {
 	CUresult r = CUDA_SUCCESS;
 	pthread_mutex_lock(&stub_mu);
 	struct stub_stream *st = stub_stream(s);
+	struct stub_graph *g = graph != NULL ? stub_object(graph, STUB_GRAPH) : NULL;
 	struct stub_capture *c = NULL;
+	size_t *places = NULL;
+	static const CUgraphEdgeData plain;
 	if (st == NULL) {
 		r = CUDA_ERROR_INVALID_HANDLE;
 	} else if (st == &stub_legacy) {
@@ -1235,23 +1342,63 @@ STUB(cuStreamBeginCapture)(CUstream s, CUstreamCaptureMode mode) {
 		r = CUDA_ERROR_INVALID_VALUE;
 	} else if (st->cap != NULL) {
 		r = CUDA_ERROR_ILLEGAL_STATE;
-	} else if ((c = calloc(1, sizeof *c)) == NULL || (c->g = stub_new(sizeof *c->g, STUB_GRAPH)) == NULL) {
-		free(c);
+	} else if (graph != NULL && (g == NULL || (n > 0 && deps == NULL))) {
+		r = CUDA_ERROR_INVALID_VALUE;
+	} else if (g != NULL && g->captured) {
+		r = STUB_UNMODELLED;
+	} else if (n > 0 && (places = malloc(n * sizeof *places)) == NULL) {
 		r = CUDA_ERROR_OUT_OF_MEMORY;
-	} else {
+	}
+	// The dependencies: nodes of the graph, each once, as for a node added.
+	for (size_t i = 0; r == CUDA_SUCCESS && i < n; i++) {
+		struct stub_gnode *d = stub_object(deps[i], STUB_NODE);
+		if (d == NULL || d->g != g) r = CUDA_ERROR_INVALID_VALUE;
+		for (size_t j = 0; r == CUDA_SUCCESS && j < i; j++) {
+			if (deps[j] == deps[i]) r = CUDA_ERROR_INVALID_VALUE;
+		}
+		if (r == CUDA_SUCCESS && edges != NULL && memcmp(&edges[i], &plain, sizeof plain) != 0) r = STUB_UNMODELLED;
+		if (r == CUDA_SUCCESS) places[i] = d->i;
+	}
+	if (r == CUDA_SUCCESS && ((c = calloc(1, sizeof *c)) == NULL ||
+			(g == NULL && (g = stub_new(sizeof *g, STUB_GRAPH)) == NULL))) {
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	if (r == CUDA_SUCCESS && (r = stub_join(c, st, 0, places, n)) == CUDA_SUCCESS) {
 		c->id = ++stub_capture_ids;
+		c->g = g;
+		c->into = graph != NULL;
 		c->origin = st;
 		c->next = stub_captures;
 		stub_captures = c;
-		stub_join(c, st, 0);
+		g->captured = 1;
+		for (struct stub_graph *a = g; a != NULL; a = a->owner) a->captures++;
+	} else {
+		if (c != NULL && graph == NULL && g != NULL) g->magic = STUB_DEAD;
+		free(c);
 	}
+	free(places);
 	pthread_mutex_unlock(&stub_mu);
 	return r;
+}
+STUB(cuStreamBeginCapture)(CUstream s, CUstreamCaptureMode mode) {
+	return stub_begin_capture(s, mode, NULL, NULL, NULL, 0);
+}
+
+// cuStreamBeginCaptureToGraph captures into graph, as cuStreamBeginCapture
+// captures into a graph of its own: graph is not instantiable until the
+// capture ends (its captures, which cuStreamEndCapture counts down), but
+// takes nodes added meanwhile.
+STUB(cuStreamBeginCaptureToGraph)(CUstream s, CUgraph graph, const CUgraphNode *deps, const CUgraphEdgeData *edges,
+		size_t n, CUstreamCaptureMode mode) {
+	if (graph == NULL) return CUDA_ERROR_INVALID_VALUE;
+	return stub_begin_capture(s, mode, graph, deps, edges, n);
 }
 
 // cuStreamEndCapture ends the capture on the stream that began it: with
 // its graph, or, where the capture was invalidated or a stream that joined
-// it did not rejoin it, with the error and no graph.
+// it did not rejoin it, with the error and no graph. A graph of the
+// capture's own is then destroyed; the caller's (cuStreamBeginCaptureToGraph)
+// is not, and keeps what was captured into it.
 STUB(cuStreamEndCapture)(CUstream s, CUgraph *g) {
 	CUresult r = CUDA_SUCCESS;
 	*g = NULL;
@@ -1270,10 +1417,11 @@ STUB(cuStreamEndCapture)(CUstream s, CUgraph *g) {
 			if (m != st && m->seq != m->joined) r = CUDA_ERROR_STREAM_CAPTURE_UNJOINED;
 		}
 		struct stub_graph *graph = c->g;
+		int into = c->into;
 		stub_capture_end(c);
 		if (r == CUDA_SUCCESS) {
 			*g = (CUgraph)graph;
-		} else {
+		} else if (!into) {
 			stub_graph_clear(graph);
 			graph->magic = STUB_DEAD;
 		}
@@ -1282,11 +1430,15 @@ STUB(cuStreamEndCapture)(CUstream s, CUgraph *g) {
 	return r;
 }
 
-// cuStreamGetCaptureInfo reports the capture; the dependencies are not
-// modelled (the captured work is a sequence): asking for them is refused.
+// cuStreamGetCaptureInfo reports the capture; its dependencies
+// (dependencies_out) are the handles of the nodes the stream's next work
+// would come after, in an array that is the stand-in's until the next
+// such question about the stream or the capture's end; none where the
+// stream does not capture, or its capture was invalidated. An array asked
+// for without its length is not modelled.
 STUB(cuStreamGetCaptureInfo)(CUstream s, CUstreamCaptureStatus *status, cuuint64_t *id, CUgraph *g,
 		const CUgraphNode **deps, size_t *n) {
-	if (deps != NULL || n != NULL) return STUB_UNMODELLED;
+	if (deps != NULL && n == NULL) return STUB_UNMODELLED;
 	CUresult r = CUDA_SUCCESS;
 	pthread_mutex_lock(&stub_mu);
 	struct stub_stream *st = stub_stream(s);
@@ -1296,10 +1448,23 @@ STUB(cuStreamGetCaptureInfo)(CUstream s, CUstreamCaptureStatus *status, cuuint64
 		r = CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
 	} else {
 		struct stub_capture *c = st->cap;
+		int active = c != NULL && !c->invalidated;
 		*status = c == NULL ? CU_STREAM_CAPTURE_STATUS_NONE
 			: c->invalidated ? CU_STREAM_CAPTURE_STATUS_INVALIDATED : CU_STREAM_CAPTURE_STATUS_ACTIVE;
 		if (id != NULL && c != NULL) *id = c->id;
-		if (g != NULL) *g = c != NULL && !c->invalidated ? (CUgraph)c->g : NULL;
+		if (g != NULL) *g = active ? (CUgraph)c->g : NULL;
+		if (n != NULL) *n = active ? st->ndeps : 0;
+		if (deps != NULL) *deps = NULL;
+		if (deps != NULL && active && st->ndeps > 0) {
+			CUgraphNode *out = realloc(st->out, st->ndeps * sizeof *out);
+			r = out == NULL ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
+			if (out != NULL) st->out = out;
+			for (size_t i = 0; r == CUDA_SUCCESS && i < st->ndeps; i++) {
+				r = stub_node_handle(c->g, st->deps[i], &out[i]);
+			}
+			if (r == CUDA_SUCCESS) *deps = out;
+		}
+		if (r != CUDA_SUCCESS && n != NULL) *n = 0;
 	}
 	pthread_mutex_unlock(&stub_mu);
 	return r;
@@ -1340,6 +1505,7 @@ struct stub_event {
 	unsigned long long cap; // the capture it was last recorded in, or 0
 	struct stub_stream *cap_stream; // and where in it
 	unsigned long cap_seq;
+	size_t *deps, ndeps; // the nodes cap_stream's next work came after then (stub_stream's deps)
 };
 
 // stub_event returns e where it is an event, else NULL; stub_mu is held.
@@ -1362,7 +1528,11 @@ STUB(cuEventCreate)(CUevent *e, unsigned flags) {
 STUB(cuEventDestroy)(CUevent e) {
 	pthread_mutex_lock(&stub_mu);
 	struct stub_event *ev = stub_event(e);
-	if (ev != NULL) ev->magic = STUB_DEAD;
+	if (ev != NULL) {
+		ev->magic = STUB_DEAD;
+		free(ev->deps);
+		ev->deps = NULL, ev->ndeps = 0;
+	}
 	pthread_mutex_unlock(&stub_mu);
 	return ev != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
@@ -1376,13 +1546,15 @@ STUB(cuEventRecord)(CUevent e, CUstream s) {
 	} else if (st->cap != NULL) {
 		if (st->cap->invalidated) {
 			r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
-		} else {
+		} else if ((r = stub_places_copy(&ev->deps, &ev->ndeps, st->deps, st->ndeps)) == CUDA_SUCCESS) {
 			ev->cap = st->cap->id;
 			ev->cap_stream = st;
 			ev->cap_seq = st->seq;
 		}
 	} else if ((r = stub_implicit(st)) == CUDA_SUCCESS) {
 		ev->cap = 0;
+		free(ev->deps);
+		ev->deps = NULL, ev->ndeps = 0;
 		pthread_mutex_lock(&stub_host_mu);
 		ev->at = stub_host_queued;
 		pthread_mutex_unlock(&stub_host_mu);
@@ -1423,9 +1595,11 @@ STUB(cuEventSynchronize)(CUevent e) {
 
 // cuStreamWaitEvent orders s's later work after e's record, which the
 // stand-in's work done at the call is. With captures: a stream waiting for
-// a point of a capture joins it (or, in it already, has a stream of it
-// rejoin it); a capturing stream waiting for an event of no capture, or
-// of another, is refused as CUDA refuses it.
+// a point of a capture joins it, its next work after the nodes the
+// recording stream's came after (or, in it already, has a stream of it
+// rejoin it, its next work after those too); a capturing stream waiting
+// for an event of no capture, or of another, is refused as CUDA refuses
+// it.
 STUB(cuStreamWaitEvent)(CUstream s, CUevent e, unsigned flags) {
 	if (flags != 0) return STUB_UNMODELLED; // external waits
 	CUresult r = CUDA_SUCCESS;
@@ -1447,7 +1621,10 @@ STUB(cuStreamWaitEvent)(CUstream s, CUevent e, unsigned flags) {
 	} else if (c == NULL) {
 		r = CUDA_ERROR_CAPTURED_EVENT; // of a capture that has ended
 	} else if (st->cap == c) {
-		if (ev->cap_stream != st && ev->cap_seq > ev->cap_stream->joined) ev->cap_stream->joined = ev->cap_seq;
+		r = stub_places_add(&st->deps, &st->ndeps, ev->deps, ev->ndeps);
+		if (r == CUDA_SUCCESS && ev->cap_stream != st && ev->cap_seq > ev->cap_stream->joined) {
+			ev->cap_stream->joined = ev->cap_seq;
+		}
 	} else if (st->cap != NULL) {
 		r = CUDA_ERROR_STREAM_CAPTURE_MERGE;
 	} else if (st == &stub_legacy || st == &stub_per_thread) {
@@ -1455,7 +1632,7 @@ STUB(cuStreamWaitEvent)(CUstream s, CUevent e, unsigned flags) {
 	} else if (c->invalidated) {
 		r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
 	} else {
-		stub_join(c, st, ev->cap_seq);
+		r = stub_join(c, st, ev->cap_seq, ev->deps, ev->ndeps);
 	}
 	pthread_mutex_unlock(&stub_mu);
 	return r;
@@ -1813,7 +1990,8 @@ STUB(cuLaunchKernelEx)(const CUlaunchConfig *cfg, CUfunction f, void **params, v
 // ---- Graphs -----------------------------------------------------------
 
 // A graph's nodes are struct stub_node, done in the order they are in
-// (stub_graph_add): captured work in the order it was captured, and each
+// (stub_graph_add): captured work in the order it was captured (a
+// captured graph launch as a copy of the graph's nodes), and each
 // node added by a cuGraphAdd*Node after the nodes it depends on, which
 // exist already, so that the order is one its dependencies allow, and the
 // launch below does them in it. A dependency that is not a node of the
@@ -1845,9 +2023,13 @@ STUB(cuLaunchKernelEx)(const CUlaunchConfig *cfg, CUfunction f, void **params, v
 //     `while` that starts non-zero, which with no kernel to set it to 0
 //     would run forever.
 //
-// A capture into a graph (cuStreamBeginCaptureToGraph), which would need
-// the dependencies of captured work that the stand-in does not keep, is
-// not implemented.
+// A capture into a graph (cuStreamBeginCaptureToGraph) adds its work to
+// the graph as a capture of its own does to its graph, the first after
+// the nodes it was given; the graph takes nodes added meanwhile, and
+// keeps those captured where the capture fails. While a capture into a
+// graph, or into a body of it, is in progress, the graph is refused to
+// instantiation, update and destruction, as CUDA refuses it (with an
+// error CUDA does not document: STUB_UNMODELLED).
 
 // stub_node_sub returns the graph node nd runs, at its turn of a launch:
 // a child graph node's child, or the body a conditional node's condition
@@ -1988,8 +2170,10 @@ STUB(cuGraphInstantiateWithParams)(CUgraphExec *exec, CUgraph graph, CUDA_GRAPH_
 	struct stub_graph *g = stub_object(graph, STUB_GRAPH), *x = NULL;
 	if (g == NULL) {
 		r = CUDA_ERROR_INVALID_VALUE;
-	} else if (g->owner != NULL || (r = stub_graph_runnable(g)) != CUDA_SUCCESS) {
-		r = STUB_UNMODELLED; // a conditional node's body; a conditional node the stand-in cannot run
+	} else if (g->owner != NULL || g->captures > 0 || (r = stub_graph_runnable(g)) != CUDA_SUCCESS) {
+		// A conditional node's body; a graph captured into (CUDA refuses it
+		// without saying how); a conditional node the stand-in cannot run.
+		r = STUB_UNMODELLED;
 	} else if ((p->flags & CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD) &&
 			(r = stub_uncapturable(stub_stream(p->hUploadStream), 0)) != CUDA_SUCCESS) {
 		// refused
@@ -2006,8 +2190,43 @@ STUB(cuGraphInstantiateWithParams)(CUgraphExec *exec, CUgraph graph, CUDA_GRAPH_
 	return r;
 }
 
+// stub_capture_graph captures the work of x, launched on st, which
+// captures: a copy of x's nodes, those that depend on none after the nodes
+// st's work comes after; st's next work comes after those of them that
+// none depends on. Into a conditional node's body, a graph with host
+// nodes is refused, as cuGraphAddChildGraphNode refuses it.
+static CUresult stub_capture_graph(struct stub_stream *st, const struct stub_graph *x) {
+	struct stub_graph *g = st->cap->g;
+	if (g->owner != NULL && stub_graph_hosts(x)) return STUB_UNMODELLED;
+	size_t base = g->n, *sinks = NULL, nsinks = 0;
+	unsigned char *before = NULL; // the nodes of x that others of x come after
+	if (x->n > 0 && ((sinks = malloc(x->n * sizeof *sinks)) == NULL || (before = calloc(x->n, 1)) == NULL)) {
+		free(sinks);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	CUresult r = stub_graph_append(g, x, 0);
+	for (size_t i = base; r == CUDA_SUCCESS && i < g->n; i++) {
+		struct stub_node *nd = &g->nodes[i];
+		for (size_t k = 0; k < nd->ndeps; k++) before[nd->deps[k] - base] = 1;
+		if (nd->ndeps == 0) r = stub_places_copy(&nd->deps, &nd->ndeps, st->deps, st->ndeps);
+	}
+	for (size_t i = base; r == CUDA_SUCCESS && i < g->n; i++) {
+		if (!before[i - base]) sinks[nsinks++] = i;
+	}
+	if (r == CUDA_SUCCESS && nsinks > 0) {
+		free(st->deps);
+		st->deps = sinks, st->ndeps = nsinks;
+		sinks = NULL;
+	}
+	free(sinks);
+	free(before);
+	if (r == CUDA_SUCCESS) stub_captured(st);
+	return r;
+}
+
 // cuGraphLaunch does the graph's work, on s, once it has found all its
-// memory allocated; in a capture, the work is captured.
+// memory allocated; in a capture, the work is captured
+// (stub_capture_graph).
 STUB(cuGraphLaunch)(CUgraphExec exec, CUstream s) {
 	CUresult r = CUDA_SUCCESS;
 	pthread_mutex_lock(&stub_mu);
@@ -2016,11 +2235,7 @@ STUB(cuGraphLaunch)(CUgraphExec exec, CUstream s) {
 	if (x == NULL || st == NULL) {
 		r = CUDA_ERROR_INVALID_HANDLE;
 	} else if (st->cap != NULL) {
-		if (st->cap->invalidated) {
-			r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
-		} else if ((r = stub_graph_append(st->cap->g, x, 0)) == CUDA_SUCCESS) {
-			stub_captured(st);
-		}
+		r = st->cap->invalidated ? CUDA_ERROR_STREAM_CAPTURE_INVALIDATED : stub_capture_graph(st, x);
 	} else if ((r = stub_implicit(st)) == CUDA_SUCCESS && (r = stub_graph_check(x)) == CUDA_SUCCESS) {
 		int hosts = stub_graph_do(x, s);
 		size_t n = stub_graph_nrefs(x);
@@ -2084,7 +2299,7 @@ STUB(cuGraphExecUpdate)(CUgraphExec exec, CUgraph graph, CUgraphExecUpdateResult
 	struct stub_graph *x = stub_exec(exec), *g = stub_object(graph, STUB_GRAPH);
 	if (x == NULL || g == NULL) {
 		r = CUDA_ERROR_INVALID_VALUE;
-	} else if (g->owner != NULL || stub_graph_runnable(g) != CUDA_SUCCESS) {
+	} else if (g->owner != NULL || g->captures > 0 || stub_graph_runnable(g) != CUDA_SUCCESS) {
 		r = STUB_UNMODELLED; // as for cuGraphInstantiateWithParams
 	} else {
 		info->result = stub_graph_same(x, g);
@@ -2106,10 +2321,12 @@ STUB(cuGraphExecUpdate)(CUgraphExec exec, CUgraph graph, CUgraphExecUpdateResult
 	return r;
 }
 
+// A graph captured into, or whose body is, cannot be destroyed (CUDA says
+// so, without the error it returns); nor can a body, but with its graph.
 static CUresult stub_graph_destroy(const void *h, unsigned magic) {
 	pthread_mutex_lock(&stub_mu);
 	struct stub_graph *g = stub_object(h, magic);
-	CUresult r = g == NULL ? CUDA_ERROR_INVALID_VALUE : g->owner != NULL ? STUB_UNMODELLED : CUDA_SUCCESS; // a body
+	CUresult r = g == NULL ? CUDA_ERROR_INVALID_VALUE : g->owner != NULL || g->captures > 0 ? STUB_UNMODELLED : CUDA_SUCCESS;
 	if (r == CUDA_SUCCESS) {
 		stub_graph_clear(g);
 		g->magic = STUB_DEAD;
@@ -2374,16 +2591,6 @@ STUB(cuGraphExecKernelNodeSetParams)(CUgraphExec exec, CUgraphNode node, const C
 	return r;
 }
 
-// stub_dot_known reports whether every node of g has a handle: captured
-// work has none, and the stand-in does not keep the dependencies of what
-// it captures, which a DOT file draws.
-static int stub_dot_known(const struct stub_graph *g) {
-	for (size_t i = 0; i < g->n; i++) {
-		if (g->nodes[i].id == NULL) return 0;
-	}
-	return 1;
-}
-
 // stub_dot writes g's nodes, named prefix followed by their places (n0,
 // n1, ...; n2.0.0 for the first node of node n2's first body), and their
 // dependencies, in Graphviz's DOT language; a conditional node's bodies
@@ -2411,6 +2618,9 @@ static void stub_dot(FILE *f, const struct stub_graph *g, const char *prefix) {
 			fprintf(f, "MEMCPY\\ndst 0x%llx src 0x%llx\\n%zu bytes", (unsigned long long)nd->dst,
 				(unsigned long long)nd->src, nd->n);
 			break;
+		case NODE_HOST:
+			fprintf(f, "HOST\\nfn %p data %p", (void *)nd->fn, nd->data);
+			break;
 		case NODE_GRAPH:
 			fprintf(f, "GRAPH\\n%zu nodes", nd->subs[0]->n);
 			break;
@@ -2431,8 +2641,8 @@ static void stub_dot(FILE *f, const struct stub_graph *g, const char *prefix) {
 	}
 }
 
-// cuGraphDebugDotPrint writes a graph built node by node (stub_dot), with
-// whatever flags; a captured one is not modelled (stub_dot_known).
+// cuGraphDebugDotPrint writes a graph, built node by node or captured
+// (stub_dot), with whatever flags.
 STUB(cuGraphDebugDotPrint)(CUgraph graph, const char *path, unsigned flags) {
 	if (path == NULL || flags >= (unsigned)CU_GRAPH_DEBUG_DOT_FLAGS_CONDITIONAL_NODE_PARAMS << 1) {
 		return CUDA_ERROR_INVALID_VALUE;
@@ -2443,8 +2653,6 @@ STUB(cuGraphDebugDotPrint)(CUgraph graph, const char *path, unsigned flags) {
 	FILE *f = NULL;
 	if (g == NULL) {
 		r = CUDA_ERROR_INVALID_VALUE;
-	} else if (!stub_dot_known(g)) {
-		r = STUB_UNMODELLED;
 	} else if ((f = fopen(path, "w")) == NULL) {
 		r = CUDA_ERROR_OPERATING_SYSTEM;
 	} else {
