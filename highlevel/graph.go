@@ -136,6 +136,9 @@ func (m CaptureMode) cuda() (int32, error) {
 // It is a convenience over Stream.BeginCapture and EndCapture, which a
 // capture that spans calls or goroutines uses.
 func Capture(s *Stream, mode CaptureMode, fn func() error) (g *Graph, err error) {
+	if fn == nil {
+		return nil, opErr("capture", invalid("highlevel: a nil function to capture"))
+	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	if err := s.BeginCapture(mode); err != nil {

@@ -428,9 +428,11 @@ func (g *Graph) AddGraph(deps []GraphNode, child *Graph) (_ GraphNode, err error
 // makes the nodes that have no Add method: copies, host functions
 // (Stream.LaunchHostFunc), event records and waits, linalg's and
 // collective's calls. g holds what they use, as a captured graph does.
-// While fn runs, g's other methods return ErrCapturing, and Close waits.
-// If fn fails or panics, the capture is ended (and the panic goes on); the
-// nodes captured until then stay in g, which is best closed.
+// While fn runs, g's other methods return ErrCapturing, s's EndCapture
+// too, and Close waits for Capture to return (so fn must not close g: it
+// would wait for itself). If fn fails or panics, the capture is ended (and
+// the panic goes on); the nodes captured until then stay in g, which is
+// best closed.
 func (g *Graph) Capture(s *Stream, mode CaptureMode, deps []GraphNode, fn func() error) (_ []GraphNode, err error) {
 	defer wrap(&err, "capture into graph")
 	if err := g.usable(); err != nil {
@@ -438,6 +440,9 @@ func (g *Graph) Capture(s *Stream, mode CaptureMode, deps []GraphNode, fn func()
 	}
 	if err := s.usable(); err != nil {
 		return nil, err
+	}
+	if fn == nil {
+		return nil, invalid("highlevel: a nil function to capture")
 	}
 	t, hs, err := g.build(deps)
 	if err != nil {

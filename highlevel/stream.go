@@ -205,6 +205,9 @@ func (s *Stream) Device() Device {
 // it, and it is ended once EndCapture has ended it in CUDA.
 type capture struct {
 	ended atomic.Bool // set holding captureOps
+	// into is set for a capture into a graph of the program's
+	// (Graph.Capture), which ends it: EndCapture refuses it.
+	into bool
 	// held is what the captured work uses, memory and modules, each held
 	// once for the graph (holder); captureOps guards it.
 	held map[holder]struct{}
@@ -919,7 +922,7 @@ func (s *Stream) beginCapture(mode CaptureMode, g uintptr, deps []uintptr) error
 		uncountCapture()
 		return err
 	}
-	s.capture = new(capture)
+	s.capture = &capture{into: g != 0}
 	s.global.Store(mode == CaptureGlobal)
 	if mode != CaptureRelaxed {
 		s.captureThread.Store(int64(tid))
@@ -948,13 +951,17 @@ func (s *Stream) EndCapture() (*Graph, error) {
 	}
 	h, err := s.enterAlone()
 	if errors.Is(err, ErrClosed) {
-		return nil, s.endClosed()
+		_, err := s.endClosed(false)
+		return nil, err
 	}
 	if err != nil {
 		return nil, err
 	}
 	defer reapStreams()
 	defer s.leaveAlone()
+	if s.capture != nil && s.capture.into && !s.capture.ended.Load() {
+		return nil, errIntoCapture
+	}
 	g, held, err := s.end(h)
 	if err != nil {
 		unholdAll(held)
@@ -963,12 +970,17 @@ func (s *Stream) EndCapture() (*Graph, error) {
 	return &Graph{h: cudadrv.Graph(g), dev: s.dev, ctx: s.state.ctx, held: held}, nil
 }
 
+// errIntoCapture is EndCapture's error for a capture Graph.Capture began,
+// which it ends itself.
+var errIntoCapture = fmt.Errorf("%w: the capture is into a graph (Graph.Capture), which ends it", ErrCapturing)
+
 // endInto ends a capture Graph.Capture began into a graph of its own, and
 // returns the nodes the capture ended with and what the capture held.
 func (s *Stream) endInto() ([]uintptr, []holder, error) {
 	h, err := s.enterAlone()
 	if errors.Is(err, ErrClosed) {
-		return nil, nil, s.endClosed()
+		held, err := s.endClosed(true)
+		return nil, held, err
 	}
 	if err != nil {
 		return nil, nil, err
@@ -1021,22 +1033,27 @@ func (s *Stream) end(h uintptr) (uintptr, []holder, error) {
 // endClosed ends the capture BeginCapture started on s, which Close found
 // capturing and left open to it: the graph is discarded, and the error is
 // ErrClosed.
-func (s *Stream) endClosed() error {
+func (s *Stream) endClosed(into bool) ([]holder, error) {
 	defer reapStreams()
 	s.closeMu.Lock()
 	defer s.closeMu.Unlock()
 	if !s.capturedClose || !s.capturing.Load() {
-		return ErrClosed
+		return nil, ErrClosed
 	}
 	s.joins.Lock()
 	defer s.joins.Unlock()
 	g, held, err := s.end(uintptr(s.h))
+	if into {
+		// The graph is Graph.Capture's, which keeps it and what the
+		// capture held.
+		return held, errors.Join(ErrClosed, err)
+	}
 	unholdAll(held)
 	if err != nil {
-		return errors.Join(ErrClosed, err)
+		return nil, errors.Join(ErrClosed, err)
 	}
 	driver.GraphDestroy(s.state.ctx, g)
-	return ErrClosed
+	return nil, ErrClosed
 }
 
 // Close destroys the stream; work queued on it still runs. Operations in
