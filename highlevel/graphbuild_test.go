@@ -35,6 +35,7 @@ var graphBuildCases = []childCase{
 	{"Graph.Capture runs its work between nodes", checkCaptureInto},
 	{"Graph.Capture has the graph to itself", checkCaptureExclusive},
 	{"Graph.Capture whose fn fails or panics", checkCaptureFails},
+	{"Graph.Capture whose fn closes or ends the stream", checkCaptureStreamEnds},
 	{"Graph.Capture's graph holds what the work uses", checkCaptureHolds},
 	{"Graph.Capture refusals", checkCaptureRefusals},
 	{"the stand-in captures into a graph", checkStandInCaptureInto},
@@ -1540,6 +1541,60 @@ func checkCaptureFails(t *testing.T) {
 	}
 	if _, err := g.Instantiate(nil); err != nil {
 		t.Errorf("Instantiate after the captures whose fn failed: %v", err)
+	}
+}
+
+// checkCaptureStreamEnds closes, then ends, the capturing stream from fn:
+// the graph stays the program's and whole. Close of the stream leaves the
+// capture to Graph.Capture, which gets ErrClosed and keeps the graph and
+// what the capture held (it destroyed the graph, and g's Close destroyed it
+// again); EndCapture is refused with ErrCapturing (it wrapped g's handle
+// in a second Graph, whose Close destroyed g).
+func checkCaptureStreamEnds(t *testing.T) {
+	y := builtArray(t, make([]float32, 4))
+	g := newBuiltGraph(t)
+	set, err := AddMemset(g, nil, y, float32(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewStream(0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = g.Capture(s, CaptureRelaxed, []GraphNode{set}, func() error {
+		if err := y.FillAsync(s, 2); err != nil {
+			return err
+		}
+		return s.Close()
+	})
+	if !errors.Is(err, ErrClosed) {
+		t.Errorf("Graph.Capture whose fn closes the stream: %v, want ErrClosed", err)
+	}
+	if _, err := g.AddEmpty(set); err != nil {
+		t.Errorf("AddEmpty after the stream closed in Capture: %v, want the graph whole", err)
+	}
+	if _, err := g.Dot(); err != nil {
+		t.Errorf("Dot after the stream closed in Capture: %v", err)
+	}
+
+	s2 := standInStream(t)
+	var ended error
+	var other *Graph
+	if _, err := g.Capture(s2, CaptureRelaxed, []GraphNode{set}, func() error {
+		other, ended = s2.EndCapture()
+		return y.FillAsync(s2, 3)
+	}); err != nil {
+		t.Errorf("Graph.Capture whose fn called EndCapture: %v", err)
+	}
+	if !errors.Is(ended, ErrCapturing) || other != nil {
+		t.Errorf("EndCapture of a capture into a graph: %v, %v; want ErrCapturing, no graph", other, ended)
+	}
+	x, err := g.Instantiate(nil)
+	if err != nil {
+		t.Fatalf("Instantiate after both: %v", err)
+	}
+	if err := errors.Join(x.Close(), g.Close()); err != nil {
+		t.Errorf("Close of the graph and its instantiation: %v, want the graph destroyed once", err)
 	}
 }
 
