@@ -145,6 +145,7 @@ func packShape(buf []byte, args []any, s *Stream, sh shape) (Device, bool) {
 	for i := range args {
 		a, sa := &args[i], &sh[i]
 		if typeWord(a) != sa.word {
+			releaseShaped(args[:i], sh) // the Arrays before it, acquired
 			return 0, false
 		}
 		dst, v := unsafe.Add(base, sa.off), anyData(a)

@@ -496,3 +496,31 @@ func TestDim3String(t *testing.T) {
 		}
 	}
 }
+
+// TestKernelShapeReleases launches with an Array where the kernel's shape
+// has one, then a type the shape does not have: packShape gives the launch
+// to pack, and must first release the Arrays it acquired before that
+// argument, or their Free waits forever (TestStandInRandom found it).
+func TestKernelShapeReleases(t *testing.T) {
+	var host [64]byte
+	m := &Memory{ptr: unsafe.Pointer(&host[0]), size: len(host)}
+	x := &Array[float32]{p: MemoryPointer{mem: m}, n: 1}
+	k := testKernel(4, 8, 8, 4)
+	buf := make([]byte, k.size)
+	for _, args := range [][]any{
+		{float32(2), x, x, int32(7)},                 // records the shape
+		{float32(2), x, x.MemoryPointer(), int32(7)}, // differs after x
+	} {
+		if _, err := k.pack(buf, args, &Stream{}); err != nil {
+			t.Fatal(err)
+		}
+		k.releaseArgs(args)
+	}
+	closed := make(chan struct{})
+	go func() { m.life.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the memory's Close still waits after 10 s: an operation on it never ended")
+	}
+}

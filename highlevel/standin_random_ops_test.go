@@ -696,21 +696,14 @@ func (w *srWorker) axpyArgs(r *rand.Rand) (srAxpyArgs, bool) {
 	}, true
 }
 
-// args returns the kernel's arguments: the arrays as Arrays (views, or
-// Slices of a block's own array) or as MemoryPointers, both the same.
-//
-// Both the same: a launch whose x is an Array where the kernel's recorded
-// shape has one and whose y is not leaves x's memory in use for good
-// (packShape returns without releasing what it acquired), and its Free
-// waits forever. Mixing them, as srMixedArgs does, finds that bug.
+// args returns the kernel's arguments: each array as an Array (a view, or
+// a Slice of a block's own array) or as a MemoryPointer, drawn apart, so
+// that a launch's types often differ from the kernel's recorded shape
+// after an Array: packShape then returned without releasing the Arrays it
+// had acquired, and their Free waited forever.
 func (l srAxpyArgs) args(r *rand.Rand) ([]any, error) {
-	form := r.IntN(3)
 	arg := func(b *srBlock, off int) (any, error) {
-		f := form
-		if srMixedArgs {
-			f = r.IntN(3)
-		}
-		switch {
+		switch f := r.IntN(3); {
 		case f == 0:
 			return b.p.Add(off)
 		case f == 1 && b.arr != nil:
@@ -732,9 +725,6 @@ func (l srAxpyArgs) args(r *rand.Rand) ([]any, error) {
 	}
 	return []any{l.a, xa, ya, int32(l.n)}, nil
 }
-
-// srMixedArgs mixes Arrays and MemoryPointers in one launch; see args.
-const srMixedArgs = false
 
 // effect is what the launch does.
 func (l srAxpyArgs) effect() srEffect {
