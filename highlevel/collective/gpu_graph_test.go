@@ -2,6 +2,7 @@ package collective
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -48,30 +49,11 @@ func TestGPUCapturedCollectivesLaunchedMany(t *testing.T) {
 		for i, r := range ranks {
 			group = append(group, AllReduce(r.s, r.c, send[i][k], recv[i][k], Sum))
 		}
-		ran := make(chan error, 1)
-		go func() { ran <- Run(group...) }()
-		select {
-		case err := <-ran:
-			if err != nil {
-				t.Fatalf("Run of %d floats on capturing streams: %v", counts[k], err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Fatal("Run over capturing streams still waits after 30s")
+		if err := runCaptured(group); err != nil {
+			t.Fatalf("Run of %d floats on capturing streams: %v", counts[k], err)
 		}
 	}
-	execs := make([]*highlevel.GraphExec, n)
-	for i, r := range ranks {
-		g, err := r.s.EndCapture()
-		if err != nil {
-			t.Fatal(err)
-		}
-		execs[i], err = g.Instantiate(nil)
-		g.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer execs[i].Close()
-	}
+	execs := instantiateCaptures(t, ranks)
 	const launches = 25
 	for l := range launches {
 		// Rank i sends i+l+1 everywhere: the sum is n(n+1)/2 + n·l.
@@ -102,4 +84,39 @@ func TestGPUCapturedCollectivesLaunchedMany(t *testing.T) {
 			}
 		}
 	}
+}
+
+// runCaptured runs group, calls on capturing streams, which queue their
+// work into the captures: it returns Run's error, or one once Run still
+// waits after 30 s (Run entered the streams one by one, and the second
+// capturing stream waited for the first's capture lock forever).
+func runCaptured(group []Call) error {
+	ran := make(chan error, 1)
+	go func() { ran <- Run(group...) }()
+	select {
+	case err := <-ran:
+		return err
+	case <-time.After(30 * time.Second):
+		return errors.New("Run over capturing streams still waits after 30s")
+	}
+}
+
+// instantiateCaptures ends each rank's capture and returns the
+// instantiations of their graphs, closed when t ends.
+func instantiateCaptures(t *testing.T, ranks []*rank) []*highlevel.GraphExec {
+	t.Helper()
+	execs := make([]*highlevel.GraphExec, len(ranks))
+	for i, r := range ranks {
+		g, err := r.s.EndCapture()
+		if err != nil {
+			t.Fatal(err)
+		}
+		execs[i], err = g.Instantiate(nil)
+		g.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { execs[i].Close() })
+	}
+	return execs
 }

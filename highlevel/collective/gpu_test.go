@@ -546,29 +546,10 @@ func TestGPUGroupCaptured(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ran := make(chan error, 1)
-	go func() { ran <- Run(group...) }()
-	select {
-	case err := <-ran:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("Run over capturing streams still waits after 30s")
+	if err := runCaptured(group); err != nil {
+		t.Fatal(err)
 	}
-	execs := make([]*highlevel.GraphExec, n)
-	for i, r := range ranks {
-		g, err := r.s.EndCapture()
-		if err != nil {
-			t.Fatal(err)
-		}
-		execs[i], err = g.Instantiate(nil)
-		g.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer execs[i].Close()
-	}
+	execs := instantiateCaptures(t, ranks)
 	for i, r := range ranks {
 		if err := execs[i].Launch(r.s); err != nil {
 			t.Fatal(err)
