@@ -974,7 +974,7 @@ func (s *Stream) EndCapture() (*Graph, error) {
 // which it ends itself.
 var errIntoCapture = fmt.Errorf("%w: the capture is into a graph (Graph.Capture), which ends it", ErrCapturing)
 
-// endInto ends a capture Graph.Capture began into a graph of its own, and
+// endInto ends a capture Graph.Capture began into the program's graph, and
 // returns the nodes the capture ended with and what the capture held.
 func (s *Stream) endInto() ([]uintptr, []holder, error) {
 	h, err := s.enterAlone()
@@ -1032,7 +1032,8 @@ func (s *Stream) end(h uintptr) (uintptr, []holder, error) {
 
 // endClosed ends the capture BeginCapture started on s, which Close found
 // capturing and left open to it: the graph is discarded, and the error is
-// ErrClosed.
+// ErrClosed. A capture into the program's graph (into) leaves the graph,
+// and returns what the capture held for it.
 func (s *Stream) endClosed(into bool) ([]holder, error) {
 	defer reapStreams()
 	s.closeMu.Lock()
