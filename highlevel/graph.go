@@ -15,16 +15,16 @@ import (
 )
 
 // A Graph is CUDA work captured from a stream (Capture, or
-// Stream.BeginCapture and Stream.EndCapture), to be instantiated and
-// launched as a whole. The Go functions of its host nodes
+// Stream.BeginCapture and Stream.EndCapture) or built node by node
+// (NewGraph), to be instantiated and launched as a whole. The Go functions of its host nodes
 // (Stream.LaunchHostFunc during the capture) belong to CUDA user objects of
 // the graph: they live until the graph, its instantiations and all their
 // launches are gone, whatever is closed or updated meanwhile.
 //
 // A Graph, and each of its instantiations, holds the device memory its
-// captured work names (copies, memsets, kernel arguments, prefetches,
-// linalg's calls, launches of other graphs) and the Modules whose kernels
-// it launches: Free of such memory, or Close of such a module, makes it
+// work names, captured or added (copies, memsets, kernel arguments,
+// prefetches, linalg's calls, launches of other graphs) and the Modules
+// whose kernels it launches: Free of such memory, or Close of such a module, makes it
 // unusable at once, and gives it back once the last Graph and GraphExec
 // that use it are closed and their launches have run, as for memory
 // dropped without Free. Host memory is not held: a capture refuses copies
@@ -32,8 +32,8 @@ import (
 // with ErrCapturing, and pinned memory a graph copies must stay allocated
 // while the graph may be launched.
 //
-// The zero value is not usable: make one with Capture or
-// Stream.EndCapture; its methods return an error wrapping ErrNil.
+// The zero value is not usable: make one with Capture, Stream.EndCapture
+// or NewGraph; its methods return an error wrapping ErrNil.
 type Graph struct {
 	h    cudadrv.Graph
 	dev  Device
@@ -180,7 +180,7 @@ func (g *Graph) usable() error {
 		return nilError("Graph")
 	}
 	if g.ctx == nil {
-		return zeroError("Graph", "Capture or Stream.EndCapture")
+		return zeroError("Graph", "Capture, Stream.EndCapture or NewGraph")
 	}
 	return nil
 }
