@@ -24,10 +24,10 @@ import (
 // A Graph, and each of its instantiations, holds the device memory its
 // work names, captured or added (copies, memsets, kernel arguments,
 // prefetches, linalg's calls, launches of other graphs) and the Modules
-// whose kernels it launches: Free of such memory, or Close of such a module, makes it
-// unusable at once, and gives it back once the last Graph and GraphExec
-// that use it are closed and their launches have run, as for memory
-// dropped without Free. Host memory is not held: a capture refuses copies
+// whose kernels it launches: Free of such memory, or Close of such a
+// module, makes it unusable at once, and gives it back once the last Graph
+// and GraphExec that use it are closed and their launches have run, as for
+// memory dropped without Free. Host memory is not held: a capture refuses copies
 // with pageable (Go) memory, which the graph would copy at each launch,
 // with ErrCapturing, and pinned memory a graph copies must stay allocated
 // while the graph may be launched.
