@@ -306,8 +306,6 @@ func TestRowComparedWithOtherC(t *testing.T) {
 // collective's with the raw C twin's, under issue 31's targets: 0.98x C's
 // bus bandwidth from 2 MiB, 0.95x below.
 func TestTwoProcessRows(t *testing.T) {
-	dir := t.TempDir()
-	goFile, cFile := filepath.Join(dir, "go.txt"), filepath.Join(dir, "c.txt")
 	goText := `BenchmarkAllReduceProcesses/size=32KiB-32         	   25000	     21000 ns/op	1560.38 MB/s	         1.560 busbw-GB/s
 BenchmarkAllReduceProcesses/size=2MiB-32          	   17000	     29000 ns/op	72315.59 MB/s	        72.32 busbw-GB/s
 BenchmarkCollectiveAllReduceProcesses/size=32KiB-32	    4000	    150000 ns/op	 218.45 MB/s	         0.2185 busbw-GB/s
@@ -316,20 +314,7 @@ BenchmarkCollectiveAllReduceProcesses/size=2MiB-32 	   17000	     28500 ns/op	73
 	cText := `BenchmarkAllReduceProcesses/size=32KiB   	25000	20000.0 ns/op	1638.40 MB/s	1.638 busbw-GB/s
 BenchmarkAllReduceProcesses/size=2MiB    	17000	28000.0 ns/op	74898.29 MB/s	74.898 busbw-GB/s
 `
-	for name, text := range map[string]string{goFile: goText, cFile: cText} {
-		if err := os.WriteFile(name, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var results [numSources]map[string]*stats
-	for src, file := range map[source]string{srcGo: goFile, srcC: cFile, srcCuPy: "testdata/cupy.txt", srcCudaCore: "testdata/cudacore.txt"} {
-		r, err := readSource([]string{file}, io.Discard)
-		if err != nil {
-			t.Fatal(err)
-		}
-		results[src] = r
-	}
-	rows := buildRows(results)
+	rows := rowsOf(t, goText, cText)
 	tests := []struct {
 		name        string
 		goC         float64
@@ -357,8 +342,6 @@ BenchmarkAllReduceProcesses/size=2MiB    	17000	28000.0 ns/op	74898.29 MB/s	74.8
 // (≤ 1x: faster than either), the host loops against C's, and the build
 // and the argument update against C's under their targets.
 func TestGraphBuildRows(t *testing.T) {
-	dir := t.TempDir()
-	goFile, cFile := filepath.Join(dir, "go.txt"), filepath.Join(dir, "c.txt")
 	goText := `BenchmarkWhileNode-16                	     100	   2030000 ns/op
 BenchmarkWhileHostLoop-16            	      30	   9100000 ns/op
 BenchmarkWhileHostLoopCopy-16        	      30	  12500000 ns/op
@@ -371,20 +354,7 @@ BenchmarkWhileHostLoopCopy      	30	12000000.00 ns/op
 BenchmarkGraphBuild100          	1000	400000.00 ns/op
 BenchmarkGraphSetKernelArgs     	20000	10000.00 ns/op
 `
-	for name, text := range map[string]string{goFile: goText, cFile: cText} {
-		if err := os.WriteFile(name, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var results [numSources]map[string]*stats
-	for src, file := range map[source]string{srcGo: goFile, srcC: cFile, srcCuPy: "testdata/cupy.txt", srcCudaCore: "testdata/cudacore.txt"} {
-		r, err := readSource([]string{file}, io.Discard)
-		if err != nil {
-			t.Fatal(err)
-		}
-		results[src] = r
-	}
-	rows := buildRows(results)
+	rows := rowsOf(t, goText, cText)
 	tests := []struct {
 		name, unit, c, g string
 		goC              float64
@@ -411,4 +381,26 @@ BenchmarkGraphSetKernelArgs     	20000	10000.00 ns/op
 				tt.name, tt.unit, tt.c, tt.g, tt.goC, tt.target, tt.met)
 		}
 	}
+}
+
+// rowsOf builds the table's rows from Go's and C's results, goText and
+// cText, beside testdata's CuPy and cuda.core results.
+func rowsOf(t *testing.T, goText, cText string) []row {
+	t.Helper()
+	dir := t.TempDir()
+	goFile, cFile := filepath.Join(dir, "go.txt"), filepath.Join(dir, "c.txt")
+	for name, text := range map[string]string{goFile: goText, cFile: cText} {
+		if err := os.WriteFile(name, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var results [numSources]map[string]*stats
+	for src, file := range map[source]string{srcGo: goFile, srcC: cFile, srcCuPy: "testdata/cupy.txt", srcCudaCore: "testdata/cudacore.txt"} {
+		r, err := readSource([]string{file}, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		results[src] = r
+	}
+	return buildRows(results)
 }
