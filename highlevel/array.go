@@ -383,14 +383,10 @@ func (a *Array[T]) fill(s *Stream, v T, async bool) error {
 	}
 	b := unsafe.Slice((*byte)(unsafe.Pointer(&v)), unsafe.Sizeof(v))
 	size := len(b)
-	switch {
-	case uniform(b):
-		return a.p.set(memsetRows{v: uint32(b[0]), size: 1, width: a.bytes(), height: 1}, s, async)
-	case size == 2:
-		return a.p.set(memsetRows{v: uint32(binary.NativeEndian.Uint16(b)), size: 2, width: a.n, height: 1}, s, async)
-	case size%4 == 0 && uniformWords(b):
-		return a.p.set(memsetRows{v: binary.NativeEndian.Uint32(b), size: 4, width: a.bytes() / 4, height: 1}, s, async)
-	case size%4 == 0:
+	if r, ok := oneMemset(b, a.n); ok {
+		return a.p.set(r, s, async)
+	}
+	if size%4 == 0 {
 		var err error
 		for i := 0; i < size && err == nil; i += 4 {
 			var p MemoryPointer
@@ -426,6 +422,21 @@ func (a *Array[T]) fill(s *Stream, v T, async bool) error {
 		}
 	}
 	return err
+}
+
+// oneMemset returns the one memset of the driver's that sets n elements
+// whose bytes are b, where there is one: b's bytes all equal, b 2 bytes
+// long, or b its first 4 bytes repeated.
+func oneMemset(b []byte, n int) (memsetRows, bool) {
+	switch size := len(b); {
+	case uniform(b):
+		return memsetRows{v: uint32(b[0]), size: 1, width: n * size, height: 1}, true
+	case size == 2:
+		return memsetRows{v: uint32(binary.NativeEndian.Uint16(b)), size: 2, width: n, height: 1}, true
+	case size%4 == 0 && uniformWords(b):
+		return memsetRows{v: binary.NativeEndian.Uint32(b), size: 4, width: n * size / 4, height: 1}, true
+	}
+	return memsetRows{}, false
 }
 
 // uniformWords reports whether b, a multiple of 4 bytes long, repeats its

@@ -295,16 +295,9 @@ func AddMemset[T any](g *Graph, deps []GraphNode, a *Array[T], v T) (_ GraphNode
 		return GraphNode{}, nilError("Array")
 	}
 	b := unsafe.Slice((*byte)(unsafe.Pointer(&v)), unsafe.Sizeof(v))
-	var r memsetRows
-	switch size := len(b); {
-	case uniform(b):
-		r = memsetRows{v: uint32(b[0]), size: 1, width: a.bytes(), height: 1}
-	case size == 2:
-		r = memsetRows{v: uint32(*(*uint16)(unsafe.Pointer(&b[0]))), size: 2, width: a.n, height: 1}
-	case size%4 == 0 && uniformWords(b):
-		r = memsetRows{v: *(*uint32)(unsafe.Pointer(&b[0])), size: 4, width: a.bytes() / 4, height: 1}
-	default:
-		return GraphNode{}, invalid("highlevel: a memset node sets elements of 1, 2 or 4 bytes, not %d bytes that differ", size)
+	r, ok := oneMemset(b, a.n)
+	if !ok {
+		return GraphNode{}, invalid("highlevel: a memset node sets elements of 1, 2 or 4 bytes, not %d bytes that differ", len(b))
 	}
 	if a.n == 0 {
 		return GraphNode{}, invalid("highlevel: a memset node of an empty array")
