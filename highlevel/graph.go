@@ -203,15 +203,12 @@ func (g *Graph) use() error {
 	if !g.life.Acquire() {
 		return ErrClosed
 	}
-	if g.into.Load() {
-		g.life.Release()
-		return errInto
-	}
 	return nil
 }
 
 // errInto refuses the other methods of a graph that Graph.Capture is
-// capturing into.
+// capturing into; each looks at Graph.into under the graph's lock, which
+// Capture sets and clears it under.
 var errInto = fmt.Errorf("%w: a capture into the graph is in progress", ErrCapturing)
 
 // InstantiateOptions are the options of Graph.Instantiate
@@ -273,7 +270,7 @@ func (g *Graph) Instantiate(opts *InstantiateOptions) (_ *GraphExec, err error) 
 	var x uintptr
 	var result int32
 	g.mu.Lock()
-	if g.into.Load() { // began after use's look
+	if g.into.Load() {
 		g.mu.Unlock()
 		return nil, errInto
 	}
@@ -421,7 +418,7 @@ func (x *GraphExec) Update(g *Graph) (err error) {
 	var result int32
 	x.mu.Lock()
 	g.mu.Lock()
-	if g.into.Load() { // began after use's look
+	if g.into.Load() {
 		g.mu.Unlock()
 		x.mu.Unlock()
 		return errInto

@@ -398,7 +398,7 @@ func (g *Graph) AddGraph(deps []GraphNode, child *Graph) (_ GraphNode, err error
 	second.mu.Lock()
 	defer first.mu.Unlock()
 	defer second.mu.Unlock()
-	if t.into.Load() || ct.into.Load() { // began after the looks of build and use
+	if t.into.Load() || ct.into.Load() {
 		return GraphNode{}, errInto
 	}
 	var n uintptr
@@ -506,7 +506,7 @@ func (g *Graph) Dot() (_ []byte, err error) {
 	path := filepath.Join(dir, "graph.dot")
 	cpath := append([]byte(path), 0)
 	t.mu.Lock()
-	if t.into.Load() { // began after use's look
+	if t.into.Load() {
 		t.mu.Unlock()
 		return nil, errInto
 	}
