@@ -1,6 +1,7 @@
 package highlevel
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -312,8 +313,8 @@ func AddMemset[T any](g *Graph, deps []GraphNode, a *Array[T], v T) (_ GraphNode
 		return GraphNode{}, err
 	}
 	defer a.p.mem.life.Release()
-	if a.p.mem.dev != g.dev && !a.p.mem.managed {
-		return GraphNode{}, invalid("highlevel: memory of %v in a graph of %v", a.p.mem.dev, g.dev)
+	if err := g.local(a.p.mem); err != nil {
+		return GraphNode{}, err
 	}
 	n := &t.scratch.made
 	err = check("cuGraphAddMemsetNode", driver.GraphAddMemset(g.ctx, n, uintptr(g.h), depsPtr(hs), uintptr(len(hs)),
@@ -341,10 +342,8 @@ func AddCopy[T any](g *Graph, deps []GraphNode, dst, src *Array[T]) (_ GraphNode
 	}
 	defer t.end()
 	n := dst.bytes()
-	for _, m := range []*Memory{dst.p.mem, src.p.mem} {
-		if m != nil && m.dev != g.dev && !m.managed {
-			return GraphNode{}, invalid("highlevel: memory of %v in a graph of %v", m.dev, g.dev)
-		}
+	if err := cmp.Or(g.local(dst.p.mem), g.local(src.p.mem)); err != nil {
+		return GraphNode{}, err
 	}
 	d, _, err := dst.p.span(n)
 	if err != nil {
@@ -365,6 +364,15 @@ func AddCopy[T any](g *Graph, deps []GraphNode, dst, src *Array[T]) (_ GraphNode
 	t.keep(dst.p.mem)
 	t.keep(src.p.mem)
 	return GraphNode{*made, g}, nil
+}
+
+// local refuses memory of another device than g's, but managed memory: a
+// memset or copy node works in g's context.
+func (g *Graph) local(m *Memory) error {
+	if m != nil && m.dev != g.dev && !m.managed {
+		return invalid("highlevel: memory of %v in a graph of %v", m.dev, g.dev)
+	}
+	return nil
 }
 
 // AddGraph adds a node that runs a copy of child, a graph of the same
