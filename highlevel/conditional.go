@@ -2,6 +2,7 @@ package highlevel
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/gocuda/cuda/cudadrv"
 
@@ -119,5 +120,66 @@ func (g *Graph) addConditional(deps []GraphNode, c Conditional, typ, size, need 
 		}
 		bodies[i] = &Graph{h: cudadrv.Graph(h), dev: g.dev, ctx: g.ctx, parent: g}
 	}
+	ds, err := g.dev.state()
+	if err != nil {
+		return GraphNode{}, nil, err
+	}
+	t.keep(&ds.turns)
 	return GraphNode{n, g}, bodies, nil
+}
+
+// condTurns orders the launches of a device's graphs with conditional
+// nodes, one after the other. CUDA calls concurrent calls of
+// cudaGraphSetConditional undefined (cuda_device_runtime_api.h), and
+// graphs with while nodes running at once on an H200 (driver 580.159.04,
+// 2026-12-02) ended in CUDA_ERROR_LAUNCH_FAILED within a thousand
+// launches, from 8 threads of a C program as from Go, where the same
+// launches ordered by an event ran clean; so a launch waits for the
+// device's last one, where it was on another stream, by an event
+// recorded after each.
+//
+// A graph with a conditional node holds its device's condTurns as it holds
+// memory, so that the graphs it is copied into (AddGraph), captured into
+// (a launch during a capture) and instantiated as hold it too:
+// GraphExec.Launch takes a turn for those.
+type condTurns struct {
+	mu   sync.Mutex
+	ev   uintptr // recorded after the last launch; made by the first
+	last *Stream // where the last launch was
+	any  bool    // a launch was recorded
+}
+
+func (*condTurns) hold()   {}
+func (*condTurns) unhold() {}
+
+// launch launches x on s, entered as sh, after the device's last launch of
+// a graph with conditional nodes.
+func (c *condTurns) launch(x *GraphExec, s *Stream, sh uintptr) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ev == 0 {
+		if err := check("cuEventCreate", driver.EventCreate(x.ctx, &c.ev, uint32(cudadrv.EVENT_DISABLE_TIMING))); err != nil {
+			c.ev = 0
+			return err
+		}
+	}
+	var wait int32
+	if c.any && c.last != s { // on s, the stream orders them
+		wait = 1
+	}
+	if err := check("cuGraphLaunch", driver.GraphLaunchAfter(x.ctx, uintptr(x.h), sh, c.ev, wait)); err != nil {
+		return err
+	}
+	c.last, c.any = s, true
+	return nil
+}
+
+// turnsOf returns the condTurns among held, if any.
+func turnsOf(held []holder) *condTurns {
+	for _, h := range held {
+		if c, ok := h.(*condTurns); ok {
+			return c
+		}
+	}
+	return nil
 }

@@ -47,6 +47,10 @@ type deviceState struct {
 	// packOn is a Stream of the device for nothing but Kernel.pack, which
 	// takes the device of a kernel node's arguments from it.
 	packOn Stream
+
+	// turns orders the launches of the device's graphs with conditional
+	// nodes (condTurns).
+	turns condTurns
 }
 
 // deviceLimits are the attributes of a device that a launch is checked

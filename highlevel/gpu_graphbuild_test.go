@@ -3,8 +3,10 @@ package highlevel
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 )
@@ -295,6 +297,91 @@ func TestGPUGraphWhile(t *testing.T) {
 	if _, err := body.AddEmpty(); !errors.Is(err, ErrClosed) {
 		t.Errorf("AddEmpty to a body of a closed graph: %v, want ErrClosed", err)
 	}
+}
+
+// TestGPUGraphWhileGoroutines launches graphs with while nodes from 8
+// goroutines at once, each on a stream of its own, and checks each count:
+// such graphs take turns on the device (condTurns). Without the turns,
+// driver 580.159.04 on an H200 failed within a few hundred launches, with
+// CUDA_ERROR_LAUNCH_FAILED.
+func TestGPUGraphWhileGoroutines(t *testing.T) {
+	d := gpu(t)
+	if v, _ := DriverVersion(); v < 12030 {
+		t.Skipf("driver %d has no conditional nodes", v)
+	}
+	ks := graphKernel(t, d)
+	const goroutines, launches = 8, 400
+	var wg sync.WaitGroup
+	errs := make(chan error, goroutines)
+	for i := range goroutines {
+		wg.Go(func() {
+			if err := whileLaunches(d, ks["step"], uint32(1+i*7), launches); err != nil {
+				errs <- fmt.Errorf("goroutine %d: %w", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+// whileLaunches builds a graph whose while node counts to limit with step,
+// launches it n times on a stream of its own and checks the count after
+// each.
+func whileLaunches(d Device, step *Kernel, limit uint32, n int) error {
+	s, err := NewStream(d, &StreamOptions{NonBlocking: true})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	count, err := AllocArray[uint32](d, 1)
+	if err != nil {
+		return err
+	}
+	defer count.Free()
+	g, err := NewGraph(d)
+	if err != nil {
+		return err
+	}
+	defer g.Close()
+	c, err := g.NewConditional(1, true)
+	if err != nil {
+		return err
+	}
+	zero, err := AddMemset(g, nil, count, 0)
+	if err != nil {
+		return err
+	}
+	_, body, err := g.AddWhile([]GraphNode{zero}, c)
+	if err != nil {
+		return err
+	}
+	if _, err := body.AddKernel(nil, step, LaunchConfig{Grid: Dim3{X: 1}, Block: Dim3{X: 1}}, count, limit, c); err != nil {
+		return err
+	}
+	x, err := g.Instantiate(nil)
+	if err != nil {
+		return err
+	}
+	defer x.Close()
+	got := make([]uint32, 1)
+	for i := range n {
+		if err := x.Launch(s); err != nil {
+			return fmt.Errorf("launch %d: %w", i, err)
+		}
+		if err := count.CopyToHostAsync(s, got); err != nil {
+			return fmt.Errorf("copy after launch %d: %w", i, err)
+		}
+		if err := s.Synchronize(); err != nil {
+			return fmt.Errorf("launch %d: %w", i, err)
+		}
+		if got[0] != limit {
+			return fmt.Errorf("launch %d counted to %d, want %d", i, got[0], limit)
+		}
+	}
+	return nil
 }
 
 // TestGPUGraphIfElseSwitch chooses among bodies with a condition a kernel

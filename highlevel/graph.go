@@ -79,6 +79,9 @@ type GraphExec struct {
 	life life
 	mu   sync.Mutex // as Graph's; guards held and kernel too
 	held []holder   // as Graph's
+	// turns, for a graph with conditional nodes, orders its launches with
+	// the device's others (condTurns); x.mu guards it.
+	turns *condTurns
 	// kernel is SetKernelArgs's scratch, as a Graph's.
 	kernel kernelNode
 }
@@ -288,7 +291,7 @@ func (g *Graph) Instantiate(opts *InstantiateOptions) (_ *GraphExec, err error) 
 	for _, h := range held {
 		h.hold()
 	}
-	return &GraphExec{h: cudadrv.GraphExec(x), dev: g.dev, ctx: g.ctx, held: held}, nil
+	return &GraphExec{h: cudadrv.GraphExec(x), dev: g.dev, ctx: g.ctx, held: held, turns: turnsOf(held)}, nil
 }
 
 // Close destroys the graph; its instantiations stay usable. Operations in
@@ -371,13 +374,17 @@ func (x *GraphExec) Launch(s *Stream) (err error) {
 	defer x.done(s)
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if s != nil && s.inCapture() { // the launch is a node of s's graph
+	capturing := s != nil && s.inCapture()
+	if capturing { // the launch is a node of s's graph
 		for _, h := range x.held {
 			s.capture.keep(h)
 		}
 	}
 	graphObjects.RLock()
 	defer graphObjects.RUnlock()
+	if x.turns != nil && !capturing {
+		return x.turns.launch(x, s, sh)
+	}
 	return check("cuGraphLaunch", driver.GraphLaunch(x.ctx, uintptr(x.h), sh))
 }
 
@@ -437,7 +444,7 @@ func (x *GraphExec) Update(g *Graph) (err error) {
 			h.hold()
 		}
 		unholdAll(x.held) // launches in flight: see Memory.unhold
-		x.held = held
+		x.held, x.turns = held, turnsOf(held)
 	}
 	x.mu.Unlock()
 	return err

@@ -28,6 +28,7 @@ var graphBuildCases = []childCase{
 	{"AddGraph runs a copy", checkBuiltChild},
 	{"Dot names the nodes", checkBuiltDot},
 	{"conditional nodes", checkBuiltConditional},
+	{"graphs with conditional nodes take turns", checkBuiltCondTurns},
 	{"refusals", checkBuiltRefusals},
 	{"the stand-in refuses what CUDA refuses", checkBuiltStandInRefusals},
 	{"a built graph holds what its nodes use", checkBuiltHolds},
@@ -59,6 +60,79 @@ func TestGraphBuild(t *testing.T) {
 
 func TestGraphBuildChild(t *testing.T) {
 	runChildCase(t, "TestGraphBuild", "HL_GRAPHBUILD_CASE", graphBuildCases)
+}
+
+// checkBuiltCondTurns launches graphs with conditional nodes on two
+// non-blocking streams by turns, with no wait between: two built graphs,
+// one that has the first as a child, and one captured from a launch of the
+// second. Each launch must come after the last (the stand-in refuses one
+// that may run with another with CUDA_ERROR_LAUNCH_FAILED, as such graphs
+// failed on driver 580), and each adds what its if node's body says.
+func checkBuiltCondTurns(t *testing.T) {
+	k := standInAxpy(t)
+	x, y := builtArray(t, builtXs), builtArray(t, make([]float32, 4))
+	var ss [3]*Stream
+	for i := range ss {
+		s, err := NewStream(0, &StreamOptions{NonBlocking: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		ss[i] = s
+	}
+	// ifAxpy returns a graph whose if node adds a*x to y.
+	ifAxpy := func(a float32) *Graph {
+		g := newBuiltGraph(t)
+		c, err := g.NewConditional(1, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, body, err := g.AddIf(nil, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := body.AddKernel(nil, k, builtCfg, a, x, y, int32(4)); err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	one, two := ifAxpy(1), ifAxpy(2)
+	parent := newBuiltGraph(t)
+	if _, err := parent.AddGraph(nil, one); err != nil {
+		t.Fatal(err)
+	}
+	xTwo := builtInstantiate(t, two)
+	captured, err := Capture(ss[2], CaptureRelaxed, func() error { return xTwo.Launch(ss[2]) })
+	if err != nil {
+		t.Fatalf("a capture of a launch: %v", err)
+	}
+	t.Cleanup(func() { captured.Close() })
+	execs := []struct {
+		name string
+		x    *GraphExec
+		a    float32
+	}{
+		{"an if node", builtInstantiate(t, one), 1},
+		{"another", xTwo, 2},
+		{"a child graph with an if node", builtInstantiate(t, parent), 1},
+		{"a captured launch of a graph with an if node", builtInstantiate(t, captured), 2},
+	}
+	var sum float32
+	for i := range 12 {
+		e, s := execs[i%len(execs)], ss[i%2]
+		if err := e.x.Launch(s); err != nil {
+			t.Fatalf("launch %d, of %s on stream %d: %v", i, e.name, i%2, err)
+		}
+		sum += e.a
+	}
+	for _, s := range ss[:2] {
+		if err := s.Synchronize(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := builtHost(t, y); !slices.Equal(got, axpyWant(0, sum, 4)) {
+		t.Errorf("after the launches: %v, want %v", got, axpyWant(0, sum, 4))
+	}
 }
 
 // builtCfg is the configuration of the kernel nodes: 4 threads, one for

@@ -961,6 +961,20 @@ int hl_graph_launch(void *ctx, uintptr_t exec, uintptr_t s) {
 	hl_leave_gated(ctx, prev);
 	return r;
 }
+// hl_graph_launch_after launches exec on s as hl_graph_launch does, after
+// (where wait) the work e was last recorded after, then records e on s:
+// the launches of a device's graphs with conditional nodes take turns
+// (highlevel's condTurns).
+int hl_graph_launch_after(void *ctx, uintptr_t exec, uintptr_t s, uintptr_t e, int wait) {
+	void *prev;
+	int r = hl_gate(ctx, &prev, s == 0);
+	if (r != 0) return r;
+	if (wait) r = DRV(cuStreamWaitEvent)(STREAM(s), EVENT(e), 0);
+	if (r == 0) r = DRV(cuGraphLaunch)((CUgraphExec)exec, STREAM(s));
+	if (r == 0) r = DRV(cuEventRecord)(EVENT(e), STREAM(s));
+	hl_leave_gated(ctx, prev);
+	return r;
+}
 int hl_graph_upload(void *ctx, uintptr_t exec, uintptr_t s) {
 	void *prev;
 	int r = hl_gate(ctx, &prev, s == 0);

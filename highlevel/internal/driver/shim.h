@@ -128,6 +128,7 @@ void hl_stream_query_many(int n, void **ctxs, const uintptr_t *streams, int *sta
 int hl_graph_instantiate(void *ctx, uintptr_t *exec, uintptr_t g, unsigned long long flags, uintptr_t upload,
 	int *result);
 int hl_graph_launch(void *ctx, uintptr_t exec, uintptr_t s);
+int hl_graph_launch_after(void *ctx, uintptr_t exec, uintptr_t s, uintptr_t e, int wait);
 int hl_graph_upload(void *ctx, uintptr_t exec, uintptr_t s);
 int hl_graph_update(void *ctx, uintptr_t exec, uintptr_t g, int *result);
 int hl_graph_destroy(void *ctx, uintptr_t g);

@@ -435,6 +435,11 @@ func GraphLaunch(ctx unsafe.Pointer, exec uintptr, s uintptr) int32 {
 	return int32(C.hl_graph_launch(ctx, C.uintptr_t(exec), C.uintptr_t(s)))
 }
 
+// GraphLaunchAfter calls hl_graph_launch_after.
+func GraphLaunchAfter(ctx unsafe.Pointer, exec uintptr, s uintptr, e uintptr, wait int32) int32 {
+	return int32(C.hl_graph_launch_after(ctx, C.uintptr_t(exec), C.uintptr_t(s), C.uintptr_t(e), C.int(wait)))
+}
+
 // GraphUpload calls hl_graph_upload.
 func GraphUpload(ctx unsafe.Pointer, exec uintptr, s uintptr) int32 {
 	return int32(C.hl_graph_upload(ctx, C.uintptr_t(exec), C.uintptr_t(s)))

@@ -1078,6 +1078,9 @@ struct stub_stream {
 	size_t *deps, ndeps;
 	CUgraphNode *out;
 	struct stub_stream *next; // in cap's streams
+	// The last launch of a graph with conditional nodes that its next work
+	// comes after (stub_cond_last's count), where no capture is.
+	unsigned long cond;
 };
 
 struct stub_capture {
@@ -1117,6 +1120,58 @@ static int stub_blocking(const struct stub_stream *st) { return !(st->flags & CU
 // stub_implicit checks work on st: on the legacy default stream, while a
 // blocking stream captures, it would wait for the capture: CUDA refuses it,
 // invalidating the captures it would wait for.
+// Graphs with conditional nodes take turns: on driver 580, two running at
+// once ended in CUDA_ERROR_LAUNCH_FAILED (highlevel's condTurns). The
+// stand-in counts their launches outside captures (stub_cond_last), and
+// refuses one with CUDA_ERROR_LAUNCH_FAILED unless the last one before it
+// is known to have ended (stub_cond_done: a wait for it) or its stream's
+// work comes after that one (stub_stream's cond: the same stream, or an
+// event recorded after it and waited for). The legacy default stream and
+// blocking streams are ordered with each other, as CUDA orders them; its
+// work is the stand-in's at the call, so the model is coarse: it follows
+// the launches, not the work. stub_mu is held.
+static unsigned long stub_cond_last, stub_cond_done, stub_cond_blocking;
+
+// stub_cond_after returns the last launch of a graph with conditional
+// nodes that st's next work comes after.
+static unsigned long stub_cond_after(struct stub_stream *st) {
+	unsigned long c = st->cond;
+	if (st == &stub_legacy) {
+		if (stub_cond_blocking > c) c = stub_cond_blocking;
+	} else if (stub_blocking(st) && stub_legacy.cond > c) {
+		c = stub_legacy.cond;
+	}
+	return c;
+}
+
+// stub_cond_ended records that the launches up to n have ended.
+static void stub_cond_ended(unsigned long n) {
+	if (n > stub_cond_done) stub_cond_done = n;
+}
+
+// stub_has_cond reports whether g has a conditional node, at any level.
+static int stub_has_cond(const struct stub_graph *g) {
+	for (size_t i = 0; i < g->n; i++) {
+		const struct stub_node *nd = &g->nodes[i];
+		if (nd->kind == NODE_COND) return 1;
+		for (unsigned j = 0; j < nd->nsubs; j++) {
+			if (stub_has_cond(nd->subs[j])) return 1;
+		}
+	}
+	return 0;
+}
+
+// stub_cond_turn counts a launch of x on st, or refuses it.
+static CUresult stub_cond_turn(const struct stub_graph *x, struct stub_stream *st) {
+	if (!stub_has_cond(x)) return CUDA_SUCCESS;
+	if (stub_cond_last > stub_cond_done && stub_cond_after(st) < stub_cond_last) {
+		return CUDA_ERROR_LAUNCH_FAILED; // another may be running
+	}
+	st->cond = ++stub_cond_last;
+	if (st != &stub_legacy && stub_blocking(st)) stub_cond_blocking = st->cond;
+	return CUDA_SUCCESS;
+}
+
 static CUresult stub_implicit(struct stub_stream *st) {
 	if (st != &stub_legacy || stub_blocking_captured == 0) return CUDA_SUCCESS;
 	for (struct stub_capture *c = stub_captures; c != NULL; c = c->next) {
@@ -1475,6 +1530,7 @@ STUB(cuStreamGetCaptureInfo)(CUstream s, CUstreamCaptureStatus *status, cuuint64
 STUB(cuStreamSynchronize)(CUstream s) {
 	pthread_mutex_lock(&stub_mu);
 	CUresult r = stub_uncapturable(stub_stream(s), 1);
+	if (r == CUDA_SUCCESS) stub_cond_ended(stub_cond_after(stub_stream(s)));
 	pthread_mutex_unlock(&stub_mu);
 	if (r == CUDA_SUCCESS) stub_host_wait();
 	return r;
@@ -1487,6 +1543,9 @@ STUB(cuStreamQuery)(CUstream s) {
 }
 STUB(cuCtxSynchronize)(void) {
 	if (stub_current_device() < 0) return CUDA_ERROR_INVALID_CONTEXT;
+	pthread_mutex_lock(&stub_mu);
+	stub_cond_ended(stub_cond_last);
+	pthread_mutex_unlock(&stub_mu);
 	stub_host_wait();
 	return CUDA_SUCCESS;
 }
@@ -1506,6 +1565,7 @@ struct stub_event {
 	struct stub_stream *cap_stream; // and where in it
 	unsigned long cap_seq;
 	size_t *deps, ndeps; // the nodes cap_stream's next work came after then (stub_stream's deps)
+	unsigned long cond; // the recording stream's cond then
 };
 
 // stub_event returns e where it is an event, else NULL; stub_mu is held.
@@ -1553,6 +1613,7 @@ STUB(cuEventRecord)(CUevent e, CUstream s) {
 		}
 	} else if ((r = stub_implicit(st)) == CUDA_SUCCESS) {
 		ev->cap = 0;
+		ev->cond = stub_cond_after(st);
 		free(ev->deps);
 		ev->deps = NULL, ev->ndeps = 0;
 		pthread_mutex_lock(&stub_host_mu);
@@ -1574,6 +1635,7 @@ STUB(cuEventQuery)(CUevent e) {
 	struct stub_event *ev;
 	pthread_mutex_lock(&stub_mu);
 	CUresult r = stub_event_ask(e, &ev);
+	if (r == CUDA_SUCCESS) stub_cond_ended(ev->cond); // the host functions aside, done
 	pthread_mutex_unlock(&stub_mu);
 	if (r != CUDA_SUCCESS) return r;
 	pthread_mutex_lock(&stub_host_mu);
@@ -1585,6 +1647,7 @@ STUB(cuEventSynchronize)(CUevent e) {
 	struct stub_event *ev;
 	pthread_mutex_lock(&stub_mu);
 	CUresult r = stub_event_ask(e, &ev);
+	if (r == CUDA_SUCCESS) stub_cond_ended(ev->cond);
 	pthread_mutex_unlock(&stub_mu);
 	if (r != CUDA_SUCCESS) return r;
 	pthread_mutex_lock(&stub_host_mu);
@@ -1615,8 +1678,8 @@ STUB(cuStreamWaitEvent)(CUstream s, CUevent e, unsigned flags) {
 		if (st->cap != NULL) {
 			st->cap->invalidated = 1;
 			r = CUDA_ERROR_STREAM_CAPTURE_ISOLATION;
-		} else {
-			r = stub_implicit(st);
+		} else if ((r = stub_implicit(st)) == CUDA_SUCCESS && ev->cond > st->cond) {
+			st->cond = ev->cond;
 		}
 	} else if (c == NULL) {
 		r = CUDA_ERROR_CAPTURED_EVENT; // of a capture that has ended
@@ -2236,7 +2299,8 @@ STUB(cuGraphLaunch)(CUgraphExec exec, CUstream s) {
 		r = CUDA_ERROR_INVALID_HANDLE;
 	} else if (st->cap != NULL) {
 		r = st->cap->invalidated ? CUDA_ERROR_STREAM_CAPTURE_INVALIDATED : stub_capture_graph(st, x);
-	} else if ((r = stub_implicit(st)) == CUDA_SUCCESS && (r = stub_graph_check(x)) == CUDA_SUCCESS) {
+	} else if ((r = stub_implicit(st)) == CUDA_SUCCESS && (r = stub_graph_check(x)) == CUDA_SUCCESS &&
+			(r = stub_cond_turn(x, st)) == CUDA_SUCCESS) {
 		int hosts = stub_graph_do(x, s);
 		size_t n = stub_graph_nrefs(x);
 		struct stub_launched *l;
