@@ -134,9 +134,12 @@ func (g *Graph) addConditional(deps []GraphNode, c Conditional, typ, size, need 
 // graphs with while nodes running at once on an H200 (driver 580.159.04,
 // 2026-12-02) ended in CUDA_ERROR_LAUNCH_FAILED within a thousand
 // launches, from 8 threads of a C program as from Go, where the same
-// launches ordered by an event ran clean; so a launch waits for the
-// device's last one, where it was on another stream, by an event
-// recorded after each.
+// launches ordered by an event ran clean (testdata/whilefault.c); so a
+// launch waits for the device's last one, where it was on another stream,
+// by an event recorded after each. On that driver a while node also
+// failed beside kernels or memsets on four other streams, which no
+// ordering short of the whole device's would prevent: docs/graphs.md says
+// so.
 //
 // A graph with a conditional node holds its device's condTurns as it holds
 // memory, so that the graphs it is copied into (AddGraph), captured into

@@ -448,7 +448,7 @@ func (w *worker) buildClosing(om *opModule, arr *highlevel.Array[uint32]) {
 }
 
 // cond builds a graph of a memset of two new words, a while node whose
-// body's kernel counts in word 0 to a limit, and a kernel that sets a
+// body's kernel counts in word 0 to a limit, then a kernel that sets a
 // second condition to v, then an if node (an if/else or a switch of three
 // bodies, where the driver has them) whose bodies add to word 1; then it
 // runs it (runBuilt). Each launch starts with the memset and the
@@ -499,7 +499,7 @@ func (w *worker) condNodes(b *built) bool {
 		return false
 	}
 	limit := 1 + w.r.IntN(64)
-	_, body, err := g.AddWhile([]highlevel.GraphNode{zero}, loop)
+	while, body, err := g.AddWhile([]highlevel.GraphNode{zero}, loop)
 	if !w.ok(err, 0, "AddWhile") {
 		return false
 	}
@@ -515,7 +515,9 @@ func (w *worker) condNodes(b *built) bool {
 	if shape == 2 {
 		v = uint32(w.r.IntN(4))
 	}
-	set, err := g.AddKernel([]highlevel.GraphNode{zero}, om.choose, one, pick, v)
+	// After the while node: CUDA leaves concurrent calls of
+	// cudaGraphSetConditional undefined.
+	set, err := g.AddKernel([]highlevel.GraphNode{while}, om.choose, one, pick, v)
 	if !w.ok(err, 0, "AddKernel of choose") {
 		return false
 	}
