@@ -9,12 +9,17 @@ import (
 )
 
 // callback is a Go function queued on a stream (Stream.AddCallback,
-// Stream.LaunchHostFunc), passed to C as a cgo.Handle.
+// Stream.LaunchHostFunc) or a graph's host node (Graph.AddHost), passed to
+// C as a cgo.Handle.
 type callback struct {
-	s       *Stream // where a panic is reported
+	to      failer // where a panic is reported
 	fn      func()
 	withErr func(error)
 }
+
+// A failer keeps the panics of callbacks for its next report: a Stream's
+// waits, a graph's launches (hostPanics).
+type failer interface{ fail(error) }
 
 // newCallback returns the handle of cb for the shim, which hands its
 // calls to the dispatchers: the first starts here, before any is queued.
@@ -63,7 +68,7 @@ func runCallback(job unsafe.Pointer, h cgo.Handle, status int32, keep bool) {
 				op = "stream callback"
 			}
 			p = recovered(op, recover())
-			cb.s.fail(p)
+			cb.to.fail(p)
 		}
 		callbacks.Add(-1)
 		driver.JobDone(job, cbool(p == nil || !p.Goexit))

@@ -177,12 +177,3 @@ func (c *condTurns) launch(x *GraphExec, s *Stream, sh uintptr) error {
 	return nil
 }
 
-// turnsOf returns the condTurns among held, if any.
-func turnsOf(held []holder) *condTurns {
-	for _, h := range held {
-		if c, ok := h.(*condTurns); ok {
-			return c
-		}
-	}
-	return nil
-}

@@ -54,6 +54,9 @@ type Graph struct {
 	// into is set while Graph.Capture captures into the graph: its other
 	// methods refuse, as CUDA changes it meanwhile.
 	into atomic.Bool
+	// panics, made by the first AddHost, keeps the panics of its host
+	// nodes' functions; it is among held, and mu guards it.
+	panics *hostPanics
 	// scratch is where the nodes added to the graph and its bodies
 	// (graphbuild.go) pass their dependencies, the node made and a kernel
 	// node's parameters to C, so that adding a node allocates nothing;
@@ -80,8 +83,11 @@ type GraphExec struct {
 	mu   sync.Mutex // as Graph's; guards held and kernel too
 	held []holder   // as Graph's
 	// turns, for a graph with conditional nodes, orders its launches with
-	// the device's others (condTurns); x.mu guards it.
-	turns *condTurns
+	// the device's others (condTurns); panics are where its host nodes'
+	// functions report theirs (Graph.AddHost). Both are among held; x.mu
+	// guards them.
+	turns  *condTurns
+	panics []*hostPanics
 	// kernel is SetKernelArgs's scratch, as a Graph's.
 	kernel kernelNode
 }
@@ -291,7 +297,9 @@ func (g *Graph) Instantiate(opts *InstantiateOptions) (_ *GraphExec, err error) 
 	for _, h := range held {
 		h.hold()
 	}
-	return &GraphExec{h: cudadrv.GraphExec(x), dev: g.dev, ctx: g.ctx, held: held, turns: turnsOf(held)}, nil
+	exec := &GraphExec{h: cudadrv.GraphExec(x), dev: g.dev, ctx: g.ctx}
+	exec.setHeld(held)
+	return exec, nil
 }
 
 // Close destroys the graph; its instantiations stay usable. Operations in
@@ -364,7 +372,10 @@ func (x *GraphExec) done(s *Stream) {
 
 // Launch launches the graph on s, a stream of its device (nil: the legacy
 // default stream). The GraphExec may be closed as soon as Launch returns:
-// the launch runs to its end.
+// the launch runs to its end. A graph with conditional nodes waits for the
+// device's last launch of one (see docs/graphs.md). Launch returns, joined
+// to its own result, a *PanicError for each panic of a host node's function
+// (Graph.AddHost) in the graph's launches so far not reported yet.
 func (x *GraphExec) Launch(s *Stream) (err error) {
 	defer wrap(&err, "launch graph")
 	sh, err := x.use(s)
@@ -383,9 +394,11 @@ func (x *GraphExec) Launch(s *Stream) (err error) {
 	graphObjects.RLock()
 	defer graphObjects.RUnlock()
 	if x.turns != nil && !capturing {
-		return x.turns.launch(x, s, sh)
+		err = x.turns.launch(x, s, sh)
+	} else {
+		err = check("cuGraphLaunch", driver.GraphLaunch(x.ctx, uintptr(x.h), sh))
 	}
-	return check("cuGraphLaunch", driver.GraphLaunch(x.ctx, uintptr(x.h), sh))
+	return reportPanics(err, x.panics)
 }
 
 // Upload uploads the graph's work to the device ahead of its first Launch,
@@ -444,7 +457,7 @@ func (x *GraphExec) Update(g *Graph) (err error) {
 			h.hold()
 		}
 		unholdAll(x.held) // launches in flight: see Memory.unhold
-		x.held, x.turns = held, turnsOf(held)
+		x.setHeld(held)
 	}
 	x.mu.Unlock()
 	return err
@@ -452,7 +465,8 @@ func (x *GraphExec) Update(g *Graph) (err error) {
 
 // Close destroys the executable graph; launches in flight run to their
 // end. Operations in progress on it finish first; later ones return
-// ErrClosed, and so does a second Close.
+// ErrClosed, and so does a second Close. It reports its host nodes' panics
+// as Launch does.
 func (x *GraphExec) Close() (err error) {
 	defer wrap(&err, "close graph exec")
 	if err := x.usable(); err != nil {
@@ -463,9 +477,24 @@ func (x *GraphExec) Close() (err error) {
 	}
 	defer deleteDeadHandles()
 	defer unholdAll(x.held)
-	return check("cuGraphExecDestroy", afterGlobalCaptures(func() int32 {
+	err = check("cuGraphExecDestroy", afterGlobalCaptures(func() int32 {
 		graphObjects.Lock()
 		defer graphObjects.Unlock()
 		return driver.GraphExecDestroy(x.ctx, uintptr(x.h))
 	}))
+	return reportPanics(err, x.panics)
+}
+
+// setHeld makes held what x holds, held already, and finds its condTurns
+// and hostPanics among them.
+func (x *GraphExec) setHeld(held []holder) {
+	x.held, x.turns, x.panics = held, nil, nil
+	for _, h := range held {
+		switch h := h.(type) {
+		case *condTurns:
+			x.turns = h
+		case *hostPanics:
+			x.panics = append(x.panics, h)
+		}
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"sync"
 	"unsafe"
 
 	"github.com/gocuda/cuda/cudadrv"
@@ -171,6 +172,26 @@ func (g *Graph) AddKernel(deps []GraphNode, k *Kernel, cfg LaunchConfig, args ..
 // name, as it holds its graph's.
 func (x *GraphExec) SetKernelArgs(node GraphNode, k *Kernel, cfg LaunchConfig, args ...any) (err error) {
 	defer wrap(&err, "set kernel node arguments")
+	return x.setNode(node, func() error {
+		p := &x.kernel
+		if err := k.node(x.dev, x.ctx, &cfg, args, p); err != nil {
+			return err
+		}
+		defer k.release(args)
+		r := driver.GraphExecSetKernel(uintptr(x.ctx), uintptr(x.h), node.h,
+			p.f, p.dims, uint32(cfg.SharedMem), p.small, p.big, p.params, int32(len(k.params)))
+		if err := check("cuGraphExecKernelNodeSetParams", r); err != nil {
+			return err
+		}
+		k.keep(args, x.keep)
+		return nil
+	})
+}
+
+// setNode calls set, which changes node's parameters in x, with x and
+// node's graph locked. CUDA finds the node through its graph, which must
+// not be destroyed meanwhile: a node of a closed graph is refused.
+func (x *GraphExec) setNode(node GraphNode, set func() error) error {
 	if err := x.usable(); err != nil {
 		return err
 	}
@@ -184,8 +205,6 @@ func (x *GraphExec) SetKernelArgs(node GraphNode, k *Kernel, cfg LaunchConfig, a
 		return ErrClosed
 	}
 	defer x.life.Release()
-	// CUDA finds the node through its graph, which must not be destroyed
-	// meanwhile: a node of a closed graph is refused.
 	t := node.g.top()
 	if err := t.use(); err != nil {
 		return fmt.Errorf("the node's graph: %w", err)
@@ -198,20 +217,84 @@ func (x *GraphExec) SetKernelArgs(node GraphNode, k *Kernel, cfg LaunchConfig, a
 	if t.into.Load() {
 		return errInto
 	}
-	p := &x.kernel
-	if err := k.node(x.dev, x.ctx, &cfg, args, p); err != nil {
-		return err
-	}
-	defer k.release(args)
 	graphObjects.RLock()
-	r := driver.GraphExecSetKernel(uintptr(x.ctx), uintptr(x.h), node.h,
-		p.f, p.dims, uint32(cfg.SharedMem), p.small, p.big, p.params, int32(len(k.params)))
-	graphObjects.RUnlock()
-	if err := check("cuGraphExecKernelNodeSetParams", r); err != nil {
+	defer graphObjects.RUnlock()
+	return set()
+}
+
+// SetMemset makes node, a memset node of the graph x was made of
+// (AddMemset), which must still be open, set every element of a to v at
+// x's launches from now on (cuGraphExecMemsetNodeSetParams): no new
+// instantiation. CUDA takes a new array and value but may refuse a new
+// shape: an array of another length, or elements set in units of another
+// size. x holds a's memory, as it holds its graph's.
+func SetMemset[T any](x *GraphExec, node GraphNode, a *Array[T], v T) (err error) {
+	defer wrap(&err, "set memset node")
+	if a == nil {
+		return nilError("Array")
+	}
+	b := unsafe.Slice((*byte)(unsafe.Pointer(&v)), unsafe.Sizeof(v))
+	r, ok := oneMemset(b, a.n)
+	if !ok {
+		return invalid("highlevel: a memset node sets elements of 1, 2 or 4 bytes, not %d bytes that differ", len(b))
+	}
+	if a.n == 0 {
+		return invalid("highlevel: a memset node of an empty array")
+	}
+	return x.setNode(node, func() error {
+		d, _, err := a.p.span(r.bytes())
+		if err != nil {
+			return err
+		}
+		defer a.p.mem.life.Release()
+		if err := local(x.dev, a.p.mem); err != nil {
+			return err
+		}
+		err = check("cuGraphExecMemsetNodeSetParams", driver.GraphExecSetMemset(x.ctx, uintptr(x.h), node.h,
+			uintptr(d), uintptr(r.pitch), r.v, int32(r.size), uintptr(r.width), uintptr(r.height)))
+		if err == nil {
+			x.keep(a.p.mem)
+		}
+		return err
+	})
+}
+
+// SetCopy makes node, a copy node of the graph x was made of (AddCopy),
+// which must still be open, copy src's elements to dst at x's launches
+// from now on (cuGraphExecMemcpyNodeSetParams), as AddCopy would: no new
+// instantiation. CUDA may refuse arrays of another length than the
+// node's. x holds their memory, as it holds its graph's.
+func SetCopy[T any](x *GraphExec, node GraphNode, dst, src *Array[T]) (err error) {
+	defer wrap(&err, "set copy node")
+	if err := dst.same(src); err != nil {
 		return err
 	}
-	k.keep(args, x.keep)
-	return nil
+	if dst.n == 0 {
+		return invalid("highlevel: a copy node of empty arrays")
+	}
+	return x.setNode(node, func() error {
+		n := dst.bytes()
+		if err := cmp.Or(local(x.dev, dst.p.mem), local(x.dev, src.p.mem)); err != nil {
+			return err
+		}
+		d, _, err := dst.p.span(n)
+		if err != nil {
+			return err
+		}
+		defer dst.p.mem.life.Release()
+		sp, _, err := src.p.span(n)
+		if err != nil {
+			return err
+		}
+		defer src.p.mem.life.Release()
+		err = check("cuGraphExecMemcpyNodeSetParams", driver.GraphExecSetCopy(x.ctx, uintptr(x.h), node.h,
+			uintptr(d), uintptr(sp), uintptr(n)))
+		if err == nil {
+			x.keep(dst.p.mem)
+			x.keep(src.p.mem)
+		}
+		return err
+	})
 }
 
 // keep makes x hold h until it is closed or updated, once; x.mu is held.
@@ -313,7 +396,7 @@ func AddMemset[T any](g *Graph, deps []GraphNode, a *Array[T], v T) (_ GraphNode
 		return GraphNode{}, err
 	}
 	defer a.p.mem.life.Release()
-	if err := g.local(a.p.mem); err != nil {
+	if err := local(g.dev, a.p.mem); err != nil {
 		return GraphNode{}, err
 	}
 	n := &t.scratch.made
@@ -342,7 +425,7 @@ func AddCopy[T any](g *Graph, deps []GraphNode, dst, src *Array[T]) (_ GraphNode
 	}
 	defer t.end()
 	n := dst.bytes()
-	if err := cmp.Or(g.local(dst.p.mem), g.local(src.p.mem)); err != nil {
+	if err := cmp.Or(local(g.dev, dst.p.mem), local(g.dev, src.p.mem)); err != nil {
 		return GraphNode{}, err
 	}
 	d, _, err := dst.p.span(n)
@@ -366,13 +449,82 @@ func AddCopy[T any](g *Graph, deps []GraphNode, dst, src *Array[T]) (_ GraphNode
 	return GraphNode{*made, g}, nil
 }
 
-// local refuses memory of another device than g's, but managed memory: a
-// memset or copy node works in g's context.
-func (g *Graph) local(m *Memory) error {
-	if m != nil && m.dev != g.dev && !m.managed {
-		return invalid("highlevel: memory of %v in a graph of %v", m.dev, g.dev)
+// local refuses memory of another device than d, a graph's, but managed
+// memory: a memset or copy node works in the graph's context.
+func local(d Device, m *Memory) error {
+	if m != nil && m.dev != d && !m.managed {
+		return invalid("highlevel: memory of %v in a graph of %v", m.dev, d)
 	}
 	return nil
+}
+
+// AddHost adds a node that calls fn at each of its runs, as
+// Stream.LaunchHostFunc calls its function: on a thread of CUDA's, where fn
+// must not call CUDA (the package's calls return ErrInCallback), holding
+// back the graph's later nodes until it returns. A panic or
+// runtime.Goexit in fn is reported, as a *PanicError, by the next Launch or
+// Close of an instantiation of the graph or of a graph it is a child of.
+// The body of a conditional node takes no host node (CUDA refuses it):
+// there AddHost returns ErrInvalid.
+func (g *Graph) AddHost(deps []GraphNode, fn func()) (_ GraphNode, err error) {
+	defer wrap(&err, "add host node")
+	t, hs, err := g.build(deps)
+	if err != nil {
+		return GraphNode{}, err
+	}
+	defer t.end()
+	switch {
+	case fn == nil:
+		return GraphNode{}, invalid("highlevel: a nil function")
+	case g.parent != nil:
+		return GraphNode{}, invalid("highlevel: a host node in the body of a conditional node, which CUDA refuses")
+	}
+	if t.panics == nil {
+		t.panics = new(hostPanics)
+	}
+	t.keep(t.panics)
+	deleteDeadHandles()
+	c := newCallback(callback{to: t.panics, fn: fn})
+	var owned int32
+	n := &t.scratch.made
+	err = check("cuGraphAddHostNode", driver.GraphAddHost(g.ctx, n, uintptr(g.h), depsPtr(hs), uintptr(len(hs)), uintptr(c), &owned))
+	if err != nil {
+		if owned == 0 {
+			c.Delete()
+		}
+		return GraphNode{}, err
+	}
+	return GraphNode{*n, g}, nil
+}
+
+// hostPanics keeps the panics of a graph's host node functions
+// (Graph.AddHost) for the next Launch or Close of an instantiation. The
+// graph holds it as it holds memory, so that the graphs it is copied or
+// captured into, and their instantiations, report them too.
+type hostPanics struct {
+	mu  sync.Mutex
+	err error
+}
+
+func (*hostPanics) hold()   {}
+func (*hostPanics) unhold() {}
+
+func (p *hostPanics) fail(err error) {
+	p.mu.Lock()
+	p.err = errors.Join(p.err, err)
+	p.mu.Unlock()
+}
+
+// reportPanics returns err joined with the panics of ps, which they
+// forget.
+func reportPanics(err error, ps []*hostPanics) error {
+	for _, p := range ps {
+		p.mu.Lock()
+		err = errors.Join(err, p.err)
+		p.err = nil
+		p.mu.Unlock()
+	}
+	return err
 }
 
 // AddGraph adds a node that runs a copy of child, a graph of the same

@@ -25,6 +25,8 @@ import (
 var graphBuildCases = []childCase{
 	{"a chain of nodes runs in its order", checkBuiltChain},
 	{"SetKernelArgs changes an instantiation", checkBuiltSetArgs},
+	{"SetMemset and SetCopy change an instantiation", checkBuiltSetMemsetCopy},
+	{"AddHost calls its function at each launch", checkBuiltHost},
 	{"AddGraph runs a copy", checkBuiltChild},
 	{"Dot names the nodes", checkBuiltDot},
 	{"conditional nodes", checkBuiltConditional},
@@ -60,6 +62,228 @@ func TestGraphBuild(t *testing.T) {
 
 func TestGraphBuildChild(t *testing.T) {
 	runChildCase(t, "TestGraphBuild", "HL_GRAPHBUILD_CASE", graphBuildCases)
+}
+
+// checkBuiltSetMemsetCopy changes a memset node's value and array, and a
+// copy node's arrays, in an instantiation; checks that it holds the new
+// memory; and that the refusals are the package's or CUDA's, as they
+// should be.
+func checkBuiltSetMemsetCopy(t *testing.T) {
+	s := standInStream(t)
+	c := newBuiltChain(t)
+	x := builtInstantiate(t, c.g)
+	if err := SetMemset(x, c.set, c.y, float32(4)); err != nil {
+		t.Fatalf("SetMemset of a new value: %v", err)
+	}
+	if got := launchBuilt(t, x, s, c.y); !slices.Equal(got, axpyWant(4, 5, 4)) {
+		t.Errorf("after SetMemset(y, 4): %v, want %v", got, axpyWant(4, 5, 4))
+	}
+	// The memset sets z instead: y keeps what it had, plus 5x.
+	z := builtArray(t, make([]float32, 4))
+	if err := SetMemset(x, c.set, z, float32(7)); err != nil {
+		t.Fatalf("SetMemset of another array: %v", err)
+	}
+	if got := launchBuilt(t, x, s, c.y); !slices.Equal(got, axpyWant(4, 10, 4)) {
+		t.Errorf("y after SetMemset(z, 7): %v, want %v", got, axpyWant(4, 10, 4))
+	}
+	if got := builtHost(t, z); !slices.Equal(got, []float32{7, 7, 7, 7}) {
+		t.Errorf("z after SetMemset(z, 7): %v, want 7s", got)
+	}
+
+	g := newBuiltGraph(t)
+	a, b := builtArray(t, make([]float32, 4)), builtArray(t, builtXs)
+	cp, err := AddCopy(g, nil, a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	xc := builtInstantiate(t, g)
+	if got := launchBuilt(t, xc, s, a); !slices.Equal(got, builtXs) {
+		t.Errorf("a copy node: %v, want %v", got, builtXs)
+	}
+	a2, b2 := builtArray(t, make([]float32, 4)), builtArray(t, []float32{5, 6, 7, 8})
+	if err := SetCopy(xc, cp, a2, b2); err != nil {
+		t.Fatalf("SetCopy: %v", err)
+	}
+	if err := a.CopyFromHost(make([]float32, 4)); err != nil {
+		t.Fatal(err)
+	}
+	if got := launchBuilt(t, xc, s, a2); !slices.Equal(got, []float32{5, 6, 7, 8}) {
+		t.Errorf("after SetCopy(a2, b2): %v, want [5 6 7 8]", got)
+	}
+	if got := builtHost(t, a); !slices.Equal(got, make([]float32, 4)) {
+		t.Errorf("the copy's old destination after SetCopy: %v, want zeros", got)
+	}
+	// xc holds b2: Free leaves it to xc's Close.
+	p := b2.Ptr()
+	if err := b2.Free(); err != nil {
+		t.Fatal(err)
+	}
+	if got := launchBuilt(t, xc, s, a2); !slices.Equal(got, []float32{5, 6, 7, 8}) {
+		t.Errorf("SetCopy's source freed while held: %v, want [5 6 7 8]", got)
+	}
+	if !standInAllocated(t, p) {
+		t.Error("SetCopy's source was given back while its instantiation holds it")
+	}
+	if err := xc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	freeLost() // as the next allocation would
+	if standInAllocated(t, p) {
+		t.Error("SetCopy's source was kept after its instantiation's Close")
+	}
+
+	three := builtArray(t, make([]float32, 3))
+	freed := builtArray(t, make([]float32, 4))
+	if err := freed.Free(); err != nil {
+		t.Fatal(err)
+	}
+	x2 := builtInstantiate(t, c.g)
+	for _, r := range []struct {
+		name string
+		err  error
+		want error
+	}{
+		{"SetMemset of a value of 3 bytes that differ", SetMemset(x2, c.set, builtBytes(t), [3]byte{1, 2, 3}), ErrInvalid},
+		{"SetMemset of the zero GraphNode", SetMemset(x2, GraphNode{}, c.y, float32(1)), ErrInvalid},
+		{"SetMemset of a nil Array", SetMemset(x2, c.set, nil, float32(1)), ErrNil},
+		{"SetMemset of a freed Array", SetMemset(x2, c.set, freed, float32(1)), ErrFreed},
+		{"SetMemset on a nil GraphExec", SetMemset(nil, c.set, c.y, float32(1)), ErrNil},
+		{"SetCopy of arrays of 3 and 4", SetCopy(x2, cp, three, c.y), ErrInvalid},
+		{"SetCopy of a freed Array", SetCopy(x2, cp, freed, c.y), ErrFreed},
+		// CUDA's refusals: a node of another kind, another shape.
+		{"SetMemset of a kernel node", SetMemset(x2, c.first, c.y, float32(1)), cudadrv.ERROR_INVALID_VALUE},
+		{"SetMemset of another length", SetMemset(x2, c.set, three, float32(1)), cudadrv.ERROR_INVALID_VALUE},
+		{"SetCopy of a memset node", SetCopy(x2, c.set, z, c.y), cudadrv.ERROR_INVALID_VALUE},
+	} {
+		if !errors.Is(r.err, r.want) {
+			t.Errorf("%s: %v, want %v", r.name, r.err, r.want)
+		}
+	}
+	if got := launchBuilt(t, x2, s, c.y); !slices.Equal(got, axpyWant(1, 5, 4)) {
+		t.Errorf("after the refused calls: %v, want %v, as before them", got, axpyWant(1, 5, 4))
+	}
+	if err := x2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := SetMemset(x2, c.set, c.y, float32(1)); !errors.Is(err, ErrClosed) {
+		t.Errorf("SetMemset after the GraphExec's Close: %v, want ErrClosed", err)
+	}
+	x3 := builtInstantiate(t, c.g)
+	if err := c.g.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := SetMemset(x3, c.set, c.y, float32(1)); !errors.Is(err, ErrClosed) {
+		t.Errorf("SetMemset of a node of a closed graph: %v, want ErrClosed", err)
+	}
+}
+
+// builtBytes is an array of [3]byte, for the refusal of a memset of a
+// value whose bytes differ.
+func builtBytes(t *testing.T) *Array[[3]byte] {
+	a, err := AllocArray[[3]byte](Device(0), 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Free() })
+	return a
+}
+
+// checkBuiltHost adds host nodes: their functions run once at each launch,
+// in the graph's order; a panic in one is reported by the next Launch or
+// Close of an instantiation, also of a graph it is a child of; and the
+// refusals.
+func checkBuiltHost(t *testing.T) {
+	s := standInStream(t)
+	g := newBuiltGraph(t)
+	var runs atomic.Int32
+	first, err := g.AddHost(nil, func() { runs.Add(1) })
+	if err != nil {
+		t.Fatalf("AddHost: %v", err)
+	}
+	// The second doubles what the first counted: it runs after it.
+	if _, err := g.AddHost([]GraphNode{first}, func() { runs.Add(runs.Load()) }); err != nil {
+		t.Fatalf("AddHost after a host node: %v", err)
+	}
+	x := builtInstantiate(t, g)
+	for range 3 {
+		if err := x.Launch(s); err != nil {
+			t.Fatalf("Launch: %v", err)
+		}
+	}
+	if err := s.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	if got := runs.Load(); got != 14 { // ((0+1)*2+1)*2+1)*2
+		t.Errorf("after 3 launches of a graph of two host nodes: %d, want 14", got)
+	}
+
+	boom := newBuiltGraph(t)
+	if _, err := boom.AddHost(nil, func() { panic("boom") }); err != nil {
+		t.Fatal(err)
+	}
+	parent := newBuiltGraph(t)
+	if _, err := parent.AddGraph(nil, boom); err != nil {
+		t.Fatal(err)
+	}
+	xb, xp := builtInstantiate(t, boom), builtInstantiate(t, parent)
+	// reported counts the panics err reports, each a *PanicError; Launch
+	// reports those of earlier launches, or its own where it ran already.
+	reported := func(err error) int {
+		var p *PanicError
+		if err != nil && !errors.As(err, &p) {
+			t.Errorf("a report of panics: %v, want *PanicErrors", err)
+		}
+		if err == nil {
+			return 0
+		}
+		return strings.Count(err.Error(), "panicked: boom")
+	}
+	n := 0
+	for range 2 {
+		n += reported(xb.Launch(s))
+		if err := s.Synchronize(); err != nil {
+			t.Fatalf("Synchronize after a host node's panic: %v, want nil (the graph's launches report it)", err)
+		}
+	}
+	if n += reported(xb.Close()); n != 2 {
+		t.Errorf("two launches of a graph whose host node panics, then Close: %d panics reported, want 2", n)
+	}
+	n = reported(xp.Launch(s))
+	if err := s.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	if n += reported(xp.Close()); n != 1 {
+		t.Errorf("a launch of a graph with it as a child, then Close: %d panics reported, want 1", n)
+	}
+
+	c, err := g.NewConditional(1, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, body, err := g.AddIf(nil, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := newBuiltGraph(t)
+	if err := closed.Close(); err != nil {
+		t.Fatal(err)
+	}
+	fn := func() {}
+	for _, r := range []struct {
+		name string
+		err  error
+		want error
+	}{
+		{"a nil function", second(g.AddHost(nil, nil)), ErrInvalid},
+		{"a conditional node's body", second(body.AddHost(nil, fn)), ErrInvalid},
+		{"a closed graph", second(closed.AddHost(nil, fn)), ErrClosed},
+		{"a nil graph", second((*Graph)(nil).AddHost(nil, fn)), ErrNil},
+		{"a dependency of another graph", second(g.AddHost([]GraphNode{{1, boom}}, fn)), ErrInvalid},
+	} {
+		if !errors.Is(r.err, r.want) {
+			t.Errorf("AddHost to %s: %v, want %v", r.name, r.err, r.want)
+		}
+	}
 }
 
 // checkBuiltCondTurns launches graphs with conditional nodes on two

@@ -800,7 +800,7 @@ func (s *Stream) AddCallback(fn func(error)) error {
 		return err
 	}
 	defer s.leave()
-	c := newCallback(callback{s: s, withErr: fn})
+	c := newCallback(callback{to: s, withErr: fn})
 	if err := check("cuStreamAddCallback", driver.StreamAddCallback(s.state.ctx, h, uintptr(c))); err != nil {
 		c.Delete()
 		return err
@@ -829,7 +829,7 @@ func (s *Stream) LaunchHostFunc(fn func()) error {
 	}
 	defer s.leave()
 	deleteDeadHandles()
-	c := newCallback(callback{s: s, fn: fn})
+	c := newCallback(callback{to: s, fn: fn})
 	var owned int32
 	if err := check("cuLaunchHostFunc", driver.LaunchHostFunc(s.state.ctx, h, uintptr(c), &owned)); err != nil {
 		if owned == 0 {

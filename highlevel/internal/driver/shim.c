@@ -1158,20 +1158,68 @@ int hl_graph_add_memset(void *ctx, uintptr_t *node, uintptr_t g, const uintptr_t
 	CALL(ctx, DRV(cuGraphAddMemsetNode)(NODE(node), (CUgraph)g, DEPS(deps), ndeps, &p, (CUcontext)ctx));
 }
 
-// hl_graph_add_copy adds a copy of n bytes from src to dst, addresses of
+// hl_graph_exec_set_memset makes node, a memset node, of exec's set
+// what hl_graph_add_memset's parameters say.
+int hl_graph_exec_set_memset(void *ctx, uintptr_t exec, uintptr_t node, uintptr_t ptr, size_t pitch, unsigned v,
+		int size, size_t width, size_t height) {
+	CUDA_MEMSET_NODE_PARAMS p = {.dst = DPTR(ptr), .pitch = pitch, .value = v, .elementSize = size,
+		.width = width, .height = height};
+	CALL(ctx, DRV(cuGraphExecMemsetNodeSetParams)((CUgraphExec)exec, (CUgraphNode)node, &p, (CUcontext)ctx));
+}
+
+// copy_params sets *p to a copy of n bytes from src to dst, addresses of
 // the unified address space, as cuMemcpy takes them.
+static void copy_params(CUDA_MEMCPY3D *p, uintptr_t dst, uintptr_t src, size_t n) {
+	memset(p, 0, sizeof *p);
+	p->srcMemoryType = CU_MEMORYTYPE_UNIFIED;
+	p->srcDevice = DPTR(src);
+	p->dstMemoryType = CU_MEMORYTYPE_UNIFIED;
+	p->dstDevice = DPTR(dst);
+	p->WidthInBytes = n;
+	p->Height = 1;
+	p->Depth = 1;
+}
+
+// hl_graph_add_copy adds a copy of n bytes from src to dst (copy_params).
 int hl_graph_add_copy(void *ctx, uintptr_t *node, uintptr_t g, const uintptr_t *deps, size_t ndeps,
 		uintptr_t dst, uintptr_t src, size_t n) {
 	CUDA_MEMCPY3D p;
-	memset(&p, 0, sizeof p);
-	p.srcMemoryType = CU_MEMORYTYPE_UNIFIED;
-	p.srcDevice = DPTR(src);
-	p.dstMemoryType = CU_MEMORYTYPE_UNIFIED;
-	p.dstDevice = DPTR(dst);
-	p.WidthInBytes = n;
-	p.Height = 1;
-	p.Depth = 1;
+	copy_params(&p, dst, src, n);
 	CALL(ctx, DRV(cuGraphAddMemcpyNode)(NODE(node), (CUgraph)g, DEPS(deps), ndeps, &p, (CUcontext)ctx));
+}
+
+// hl_graph_exec_set_copy makes node, a copy node, of exec's copy n bytes
+// from src to dst.
+int hl_graph_exec_set_copy(void *ctx, uintptr_t exec, uintptr_t node, uintptr_t dst, uintptr_t src, size_t n) {
+	CUDA_MEMCPY3D p;
+	copy_params(&p, dst, src, n);
+	CALL(ctx, DRV(cuGraphExecMemcpyNodeSetParams)((CUgraphExec)exec, (CUgraphNode)node, &p, (CUcontext)ctx));
+}
+
+// hl_graph_add_host adds a host node to g that calls the Go function
+// behind h at each of its runs: the handle belongs to a CUDA user object
+// that g owns, as a captured host function's belongs to the capture's
+// graph (hl_launch_host_func); *owned as there.
+int hl_graph_add_host(void *ctx, uintptr_t *node, uintptr_t g, const uintptr_t *deps, size_t ndeps, uintptr_t h,
+		int *owned) {
+	*owned = 0;
+	void *prev;
+	int r = hl_enter(ctx, &prev);
+	if (r != 0) return r;
+	CUuserObject obj;
+	r = DRV(cuUserObjectCreate)(&obj, (void *)h, hl_handle_destroy, 1, CU_USER_OBJECT_NO_DESTRUCTOR_SYNC);
+	if (r == 0) {
+		*owned = 1; // the user object deletes it
+		r = DRV(cuGraphRetainUserObject)((CUgraph)g, obj, 1, CU_GRAPH_USER_OBJECT_MOVE);
+		if (r != 0) {
+			DRV(cuUserObjectRelease)(obj, 1);
+		} else {
+			CUDA_HOST_NODE_PARAMS p = {.fn = hl_host_fn_node, .userData = (void *)h};
+			r = DRV(cuGraphAddHostNode)(NODE(node), (CUgraph)g, DEPS(deps), ndeps, &p);
+		}
+	}
+	hl_leave(ctx, prev);
+	return r;
 }
 
 int hl_graph_add_child(void *ctx, uintptr_t *node, uintptr_t g, const uintptr_t *deps, size_t ndeps, uintptr_t child) {

@@ -170,6 +170,11 @@ int hl_graph_add_memset(void *ctx, uintptr_t *node, uintptr_t g, const uintptr_t
 	uintptr_t p, size_t pitch, unsigned v, int size, size_t width, size_t height);
 int hl_graph_add_copy(void *ctx, uintptr_t *node, uintptr_t g, const uintptr_t *deps, size_t ndeps,
 	uintptr_t dst, uintptr_t src, size_t n);
+int hl_graph_exec_set_memset(void *ctx, uintptr_t exec, uintptr_t node, uintptr_t ptr, size_t pitch, unsigned v,
+	int size, size_t width, size_t height);
+int hl_graph_exec_set_copy(void *ctx, uintptr_t exec, uintptr_t node, uintptr_t dst, uintptr_t src, size_t n);
+int hl_graph_add_host(void *ctx, uintptr_t *node, uintptr_t g, const uintptr_t *deps, size_t ndeps, uintptr_t h,
+	int *owned);
 int hl_graph_add_child(void *ctx, uintptr_t *node, uintptr_t g, const uintptr_t *deps, size_t ndeps, uintptr_t child);
 int hl_graph_add_conditional(void *ctx, uintptr_t *node, uintptr_t g, const uintptr_t *deps, size_t ndeps,
 	uint64_t handle, int type, unsigned size, uintptr_t *bodies);

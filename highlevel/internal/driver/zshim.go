@@ -520,6 +520,21 @@ func GraphAddCopy(ctx unsafe.Pointer, node *uintptr, g uintptr, deps *uintptr, n
 	return int32(C.hl_graph_add_copy(ctx, (*C.uintptr_t)(unsafe.Pointer(node)), C.uintptr_t(g), (*C.uintptr_t)(unsafe.Pointer(deps)), C.size_t(ndeps), C.uintptr_t(dst), C.uintptr_t(src), C.size_t(n)))
 }
 
+// GraphExecSetMemset calls hl_graph_exec_set_memset.
+func GraphExecSetMemset(ctx unsafe.Pointer, exec uintptr, node uintptr, ptr uintptr, pitch uintptr, v uint32, size int32, width uintptr, height uintptr) int32 {
+	return int32(C.hl_graph_exec_set_memset(ctx, C.uintptr_t(exec), C.uintptr_t(node), C.uintptr_t(ptr), C.size_t(pitch), C.uint(v), C.int(size), C.size_t(width), C.size_t(height)))
+}
+
+// GraphExecSetCopy calls hl_graph_exec_set_copy.
+func GraphExecSetCopy(ctx unsafe.Pointer, exec uintptr, node uintptr, dst uintptr, src uintptr, n uintptr) int32 {
+	return int32(C.hl_graph_exec_set_copy(ctx, C.uintptr_t(exec), C.uintptr_t(node), C.uintptr_t(dst), C.uintptr_t(src), C.size_t(n)))
+}
+
+// GraphAddHost calls hl_graph_add_host.
+func GraphAddHost(ctx unsafe.Pointer, node *uintptr, g uintptr, deps *uintptr, ndeps uintptr, h uintptr, owned *int32) int32 {
+	return int32(C.hl_graph_add_host(ctx, (*C.uintptr_t)(unsafe.Pointer(node)), C.uintptr_t(g), (*C.uintptr_t)(unsafe.Pointer(deps)), C.size_t(ndeps), C.uintptr_t(h), (*C.int)(unsafe.Pointer(owned))))
+}
+
 // GraphAddChild calls hl_graph_add_child.
 func GraphAddChild(ctx unsafe.Pointer, node *uintptr, g uintptr, deps *uintptr, ndeps uintptr, child uintptr) int32 {
 	return int32(C.hl_graph_add_child(ctx, (*C.uintptr_t)(unsafe.Pointer(node)), C.uintptr_t(g), (*C.uintptr_t)(unsafe.Pointer(deps)), C.size_t(ndeps), C.uintptr_t(child)))

@@ -101,6 +101,9 @@ enum { HL_BASE_VERSION = 12000 };
 	X(cuGraphAddNode, 12020) \
 	X(cuGraphConditionalHandleCreate, 12030) \
 	X(cuGraphExecKernelNodeSetParams, 12000) \
+	X(cuGraphExecMemsetNodeSetParams, 10020) \
+	X(cuGraphExecMemcpyNodeSetParams, 10020) \
+	X(cuGraphAddHostNode, 10000) \
 	X(cuGraphDebugDotPrint, 11030) \
 	X(cuProfilerStart, 4000) \
 	X(cuProfilerStop, 4000) \

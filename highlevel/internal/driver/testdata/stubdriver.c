@@ -2521,9 +2521,15 @@ static CUresult stub_copy_side(CUdeviceptr *p, CUmemorytype type, const void *ho
 // A copy node copies WidthInBytes bytes between two allocations, checked
 // as a copy (stub_copy_range) when the node is added; pageable memory, as
 // in a capture, and copies of rows, planes or arrays are not modelled.
+static CUresult stub_copy_node_of(struct stub_node *nd, const CUDA_MEMCPY3D *p, CUcontext ctx);
 STUB(cuGraphAddMemcpyNode)(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps, size_t n,
 		const CUDA_MEMCPY3D *p, CUcontext ctx) {
 	struct stub_node nd = {.kind = NODE_COPY};
+	return stub_add(stub_copy_node_of(&nd, p, ctx), node, graph, deps, n, &nd);
+}
+
+// stub_copy_node_of checks a copy node's parameters and sets nd's.
+static CUresult stub_copy_node_of(struct stub_node *nd, const CUDA_MEMCPY3D *p, CUcontext ctx) {
 	CUresult r = CUDA_SUCCESS;
 	int pageable = 0;
 	if (!stub_context_ok(ctx)) {
@@ -2533,12 +2539,26 @@ STUB(cuGraphAddMemcpyNode)(CUgraphNode *node, CUgraph graph, const CUgraphNode *
 	} else if (p->srcXInBytes || p->srcY || p->srcZ || p->srcLOD || p->dstXInBytes || p->dstY || p->dstZ || p->dstLOD ||
 			p->Height != 1 || p->Depth != 1 || p->WidthInBytes == 0) {
 		r = STUB_UNMODELLED;
-	} else if ((r = stub_copy_side(&nd.src, p->srcMemoryType, p->srcHost, p->srcDevice)) == CUDA_SUCCESS &&
-			(r = stub_copy_side(&nd.dst, p->dstMemoryType, p->dstHost, p->dstDevice)) == CUDA_SUCCESS) {
-		nd.n = p->WidthInBytes;
-		if ((r = stub_copy_range(nd.dst, nd.n, &pageable)) == CUDA_SUCCESS) r = stub_copy_range(nd.src, nd.n, &pageable);
+	} else if ((r = stub_copy_side(&nd->src, p->srcMemoryType, p->srcHost, p->srcDevice)) == CUDA_SUCCESS &&
+			(r = stub_copy_side(&nd->dst, p->dstMemoryType, p->dstHost, p->dstDevice)) == CUDA_SUCCESS) {
+		nd->n = p->WidthInBytes;
+		if ((r = stub_copy_range(nd->dst, nd->n, &pageable)) == CUDA_SUCCESS) r = stub_copy_range(nd->src, nd->n, &pageable);
 		if (r == CUDA_SUCCESS && pageable) r = STUB_UNMODELLED;
 	}
+	return r;
+}
+
+// A host node calls its function at each run of the node; a conditional
+// node's body takes none, as in a capture (stub_capture_add).
+STUB(cuGraphAddHostNode)(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps, size_t n,
+		const CUDA_HOST_NODE_PARAMS *p) {
+	if (p == NULL || p->fn == NULL) return CUDA_ERROR_INVALID_VALUE;
+	struct stub_node nd = {.kind = NODE_HOST, .fn = p->fn, .data = p->userData};
+	CUresult r = CUDA_SUCCESS;
+	pthread_mutex_lock(&stub_mu);
+	struct stub_graph *g = stub_object(graph, STUB_GRAPH);
+	if (g != NULL && g->owner != NULL) r = STUB_UNMODELLED;
+	pthread_mutex_unlock(&stub_mu);
 	return stub_add(r, node, graph, deps, n, &nd);
 }
 
@@ -2635,21 +2655,73 @@ STUB(cuGraphAddNode)(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps, 
 // cuGraphExecKernelNodeSetParams sets the launch of node, a kernel node of
 // the graph exec was instantiated from, in exec. A node of a conditional
 // node's body is not modelled.
+// stub_exec_node returns exec's instance of node, a node of kind of the
+// graph exec was made of and not of a body (not modelled), whose
+// parameters are to change; else NULL, with the error in *r. stub_mu is
+// held.
+static struct stub_node *stub_exec_node(CUgraphExec exec, CUgraphNode node, int kind, CUresult *r) {
+	struct stub_graph *x = stub_exec(exec);
+	struct stub_gnode *id = stub_object(node, STUB_NODE);
+	if (x == NULL || id == NULL) {
+		*r = CUDA_ERROR_INVALID_VALUE;
+	} else if (id->g->owner != NULL) {
+		*r = STUB_UNMODELLED;
+	} else if (id->i >= x->n || x->nodes[id->i].id != id || x->nodes[id->i].kind != kind) {
+		*r = CUDA_ERROR_INVALID_VALUE; // of another graph, added after exec was made, or of another kind
+	} else {
+		return &x->nodes[id->i];
+	}
+	return NULL;
+}
+
 STUB(cuGraphExecKernelNodeSetParams)(CUgraphExec exec, CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS *p) {
 	struct stub_launch l;
 	CUresult r = stub_kernel_node_of(&l, p);
 	if (r != CUDA_SUCCESS) return r;
 	pthread_mutex_lock(&stub_mu);
-	struct stub_graph *x = stub_exec(exec);
-	struct stub_gnode *id = stub_object(node, STUB_NODE);
-	if (x == NULL || id == NULL) {
-		r = CUDA_ERROR_INVALID_VALUE;
-	} else if (id->g->owner != NULL) {
-		r = STUB_UNMODELLED;
-	} else if (id->i >= x->n || x->nodes[id->i].id != id || x->nodes[id->i].kind != NODE_KERNEL) {
-		r = CUDA_ERROR_INVALID_VALUE; // of another graph, added after exec was made, or not a kernel node
-	} else {
-		x->nodes[id->i].launch = l;
+	struct stub_node *nd = stub_exec_node(exec, node, NODE_KERNEL, &r);
+	if (nd != NULL) nd->launch = l;
+	pthread_mutex_unlock(&stub_mu);
+	return r;
+}
+
+// A memset node of an instantiation takes a new address and value; a new
+// shape (elements, their size, rows, pitch), which CUDA may refuse, is
+// refused.
+STUB(cuGraphExecMemsetNodeSetParams)(CUgraphExec exec, CUgraphNode node, const CUDA_MEMSET_NODE_PARAMS *p,
+		CUcontext ctx) {
+	if (!stub_context_ok(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+	if (p == NULL || (p->elementSize != 1 && p->elementSize != 2 && p->elementSize != 4)) return CUDA_ERROR_INVALID_VALUE;
+	struct stub_node set;
+	CUresult r = stub_set_of(&set, p->dst, p->value, p->elementSize, p->width, p->height, p->pitch);
+	if (r != CUDA_SUCCESS) return r;
+	pthread_mutex_lock(&stub_mu);
+	struct stub_node *nd = stub_exec_node(exec, node, NODE_SET, &r);
+	if (nd != NULL) {
+		if (nd->n != set.n || nd->elem != set.elem || nd->rows != set.rows || (set.rows > 1 && nd->pitch != set.pitch)) {
+			r = CUDA_ERROR_INVALID_VALUE;
+		} else {
+			nd->dst = set.dst, nd->v = set.v;
+		}
+	}
+	pthread_mutex_unlock(&stub_mu);
+	return r;
+}
+
+// A copy node of an instantiation takes new addresses; a new size is
+// refused.
+STUB(cuGraphExecMemcpyNodeSetParams)(CUgraphExec exec, CUgraphNode node, const CUDA_MEMCPY3D *p, CUcontext ctx) {
+	struct stub_node cp = {.kind = NODE_COPY};
+	CUresult r = stub_copy_node_of(&cp, p, ctx);
+	if (r != CUDA_SUCCESS) return r;
+	pthread_mutex_lock(&stub_mu);
+	struct stub_node *nd = stub_exec_node(exec, node, NODE_COPY, &r);
+	if (nd != NULL) {
+		if (nd->n != cp.n) {
+			r = CUDA_ERROR_INVALID_VALUE;
+		} else {
+			nd->src = cp.src, nd->dst = cp.dst;
+		}
 	}
 	pthread_mutex_unlock(&stub_mu);
 	return r;
