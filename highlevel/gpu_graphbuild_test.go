@@ -299,6 +299,114 @@ func TestGPUGraphWhile(t *testing.T) {
 	}
 }
 
+// TestGPUGraphHostAndUpdates builds a memset, a host node and a copy;
+// changes the memset's value and the copy's destination in the
+// instantiation; and has a host node panic, which the graph's Close
+// reports.
+func TestGPUGraphHostAndUpdates(t *testing.T) {
+	d := gpu(t)
+	s, err := NewStream(d, &StreamOptions{NonBlocking: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const n = 1 << 16
+	var arrays [3]*Array[uint32]
+	for i := range arrays {
+		if arrays[i], err = AllocArray[uint32](d, n); err != nil {
+			t.Fatal(err)
+		}
+		defer arrays[i].Free()
+	}
+	y, z, z2 := arrays[0], arrays[1], arrays[2]
+	g, err := NewGraph(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	set, err := AddMemset(g, nil, y, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs atomic.Int32
+	host, err := g.AddHost([]GraphNode{set}, func() { runs.Add(1) })
+	if err != nil {
+		t.Fatalf("AddHost: %v", err)
+	}
+	cp, err := AddCopy(g, []GraphNode{host}, z, y)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := g.Instantiate(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	// check launches x times times and checks that a holds v everywhere
+	// and that the host node ran once a launch.
+	check := func(what string, times int, a *Array[uint32], v uint32) {
+		t.Helper()
+		before := runs.Load()
+		for range times {
+			if err := x.Launch(s); err != nil {
+				t.Fatalf("%s: Launch: %v", what, err)
+			}
+		}
+		if err := s.Synchronize(); err != nil {
+			t.Fatal(err)
+		}
+		got, err := a.ToHost()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !allEqual(got, v) {
+			t.Errorf("%s: %v..., want all %d", what, got[:4], v)
+		}
+		if ran := runs.Load() - before; ran != int32(times) {
+			t.Errorf("%s: the host node ran %d times in %d launches", what, ran, times)
+		}
+	}
+	check("memset to 3, copy", 3, z, 3)
+	if err := SetMemset(x, set, y, uint32(9)); err != nil {
+		t.Fatalf("SetMemset: %v", err)
+	}
+	check("after SetMemset to 9", 1, z, 9)
+	if err := SetCopy(x, cp, z2, y); err != nil {
+		t.Fatalf("SetCopy: %v", err)
+	}
+	check("after SetCopy to another array", 2, z2, 9)
+	short, err := AllocArray[uint32](d, n/2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer short.Free()
+	if err := SetMemset(x, set, short, uint32(1)); err == nil {
+		t.Error("SetMemset of an array of another length: nil, want CUDA's refusal")
+	}
+	check("after a refused SetMemset", 1, z2, 9)
+
+	boom, err := NewGraph(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer boom.Close()
+	if _, err := boom.AddHost(nil, func() { panic("boom") }); err != nil {
+		t.Fatal(err)
+	}
+	xb, err := boom.Instantiate(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	launchErr := xb.Launch(s)
+	if err := s.Synchronize(); err != nil {
+		t.Fatalf("Synchronize after a host node's panic: %v, want nil (the graph reports it)", err)
+	}
+	var p *PanicError
+	if err := errors.Join(launchErr, xb.Close()); !errors.As(err, &p) || strings.Count(err.Error(), "boom") != 1 {
+		t.Errorf("Launch and Close of a graph whose host node panicked once: %v, want one *PanicError", err)
+	}
+}
+
 // TestGPUGraphWhileGoroutines launches graphs with while nodes from 8
 // goroutines at once, each on a stream of its own, and checks each count:
 // such graphs take turns on the device (condTurns). Without the turns,
