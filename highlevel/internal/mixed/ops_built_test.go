@@ -275,6 +275,10 @@ type built struct {
 	arr  *highlevel.Array[uint32]
 	want []uint32
 	om   *opModule
+	// host is set where the graph has a host node, which counts its runs
+	// in runs.
+	host bool
+	runs atomic.Int32
 }
 
 // build builds a graph of a memset of a new array and one to four kernel
@@ -378,6 +382,13 @@ func (w *worker) buildNodes(b *built) bool {
 		if !w.ok(err, 0, "AddEmpty after %d nodes", len(nodes)) {
 			return false
 		}
+	}
+	if w.r.IntN(4) == 0 {
+		_, err := g.AddHost([]highlevel.GraphNode{prev}, func() { b.runs.Add(1) })
+		if !w.ok(err, 0, "AddHost after %d nodes", len(nodes)) {
+			return false
+		}
+		b.host = true
 	}
 	if w.r.IntN(16) == 0 {
 		dot, err := g.Dot()
@@ -661,6 +672,13 @@ func (w *worker) runBuilt(b *built) {
 		return
 	}
 	w.note(b.kind + ": launches")
+	if b.host {
+		if got := b.runs.Load(); got != int32(times) {
+			w.fail("%s: its host node ran %d times in %d launches", b.what, got, times)
+		} else {
+			w.note(b.kind + ": host nodes checked")
+		}
+	}
 	if freed {
 		w.note(b.kind + ": launches of freed memory")
 	} else if w.checkWords(b.arr, 0, b.want, "a launch of "+b.what) {
@@ -846,6 +864,15 @@ func (w *worker) update() {
 			}
 		}
 		updated := false
+		if !freed && w.r.IntN(3) == 0 {
+			// The memset sets arr to a new value from now on.
+			nv0 := w.r.Uint32()
+			after := closed.Load()
+			if onX(highlevel.SetMemset(x, zero, arr, nv0), after, 0, "SetMemset of %d words", n) {
+				v0, updated = nv0, true
+				w.note("update: memsets updated")
+			}
+		}
 		if !om.closed && nt != nil {
 			ni, nj, nv := i, j, w.r.Uint32()
 			if w.r.IntN(3) == 0 {
