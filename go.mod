@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/dave/jennifer v1.7.1
+	github.com/google/pprof v0.0.0-20261105003125-4bf881d7fb0b
 	golang.org/x/mod v0.42.0
 	golang.org/x/tools v0.52.0
 	modernc.org/cc/v4 v4.31.0

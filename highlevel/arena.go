@@ -65,6 +65,9 @@ type block struct {
 	isFree     bool
 	index      int    // in its bin, while free
 	lostNext   *block // the lost stack's link
+	// rec is the allocation recorder's record of the block in use
+	// (StartMemoryProfile), or nil; guarded by memProfile.mu.
+	rec *memRecord
 }
 
 // freeBins are one stream's free blocks: bins[i] holds those of sizes[i].
@@ -112,6 +115,9 @@ func (a *arena) alloc(size int, s *Stream) (*block, error) {
 	a.requested += size
 	a.active++
 	a.mu.Unlock()
+	if memRecording.Load() {
+		a.recordBlock(b, size, s)
+	}
 	return b, nil
 }
 
@@ -189,6 +195,9 @@ func (a *arena) allocChunk(n int) (chunk, error) {
 // reuse on its stream, or, when the arena stopped holding and the block is
 // a whole chunk, given back to the source.
 func (a *arena) release(b *block) error {
+	if memRecording.Load() {
+		forgetBlock(b) // before another allocation may take b
+	}
 	a.mu.Lock()
 	c := a.releaseLocked(b)
 	a.mu.Unlock()
@@ -342,6 +351,11 @@ func (a *arena) reclaim() error {
 			return nil
 		}
 	}
+	if memRecording.Load() {
+		for l := b; l != nil; l = l.lostNext {
+			forgetBlock(l)
+		}
+	}
 	var chunks []*chunk
 	a.mu.Lock()
 	for b != nil {
@@ -464,3 +478,21 @@ func (a *arena) SetLimit(n int) error {
 
 // Limit returns the limit SetLimit set, 0 for none.
 func (a *arena) Limit() int { return a.stat(func() int { return a.limit }) }
+
+// stats returns the arena's statistics at one moment, for an
+// out-of-memory report: all but the pool's name and device.
+func (a *arena) stats() PoolStats {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	largest := 0
+	for _, f := range a.streams {
+		for i := len(f.bins) - 1; i >= 0; i-- {
+			if len(f.bins[i]) > 0 {
+				largest = max(largest, f.sizes[i])
+				break
+			}
+		}
+	}
+	return PoolStats{UsedBytes: a.used, FreeBytes: a.total - a.used, TotalBytes: a.total,
+		ActiveBlocks: a.active, NFreeBlocks: a.nfree, LargestFreeBlock: largest, Limit: a.limit}
+}

@@ -109,6 +109,7 @@ func (x streamAllocator) Device() Device { return x.s.Device() }
 func newArray[T any](a Allocator, n int) (_ *Array[T], err error) {
 	defer func() {
 		if err != nil {
+			noteOutOfMemory(err) // a size no device has, or an Allocator of the program's
 			wrap(&err, "alloc array of", n, reflect.TypeFor[T]())
 		}
 	}()

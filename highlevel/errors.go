@@ -210,6 +210,14 @@ func bare(err error) string {
 // DefaultMemoryPool) gives their unused blocks back to the device, and
 // freeing Arrays and Memory no longer needed gives their blocks back to
 // their pool; then the allocation may be tried again.
+//
+// The error reports what held the memory when the allocation failed: the
+// statistics of every pool the package made (Pools), what the driver said
+// of the device's memory (DeviceFree, DeviceTotal) and, while the
+// allocation recorder is on (StartMemoryProfile), the largest holders by
+// stack (Holders). Error sums them up in its one paragraph, Report gives
+// them in full, and SetOutOfMemoryHook sees each such error as it is
+// returned.
 type OutOfMemoryError struct {
 	Size   int    // the bytes asked for (math.MaxInt: more than an int counts)
 	Device Device // the device, or CPUDevice for pinned host memory
@@ -218,10 +226,31 @@ type OutOfMemoryError struct {
 	// (or the host) had no more memory.
 	Limit, Held int
 	Err         error // what CUDA returned, or nil where the package refused
+
+	// Pools are the statistics of the pools the package made (and the
+	// program still reaches) that held memory or had a limit when the
+	// allocation failed, of every device: the memory each holds in use,
+	// and free for reuse, which FreeAllBlocks gives back.
+	Pools []PoolStats
+	// DeviceFree and DeviceTotal are Device's free and total memory as
+	// cuMemGetInfo said after the failure; 0 where the driver was not
+	// asked (pinned memory, a size no device has, a device the program
+	// had not used) or failed.
+	DeviceFree, DeviceTotal int
+	// Holders are, while the allocation recorder is on
+	// (StartMemoryProfile), the stacks that allocated the most memory in
+	// use on Device, the largest first, at most five; nil while it is
+	// off.
+	Holders []MemoryHolder
+
+	reported bool // the report above is filled in, and the hook called
 }
 
 // Error says "out of memory", and why; the operation's error around it
-// names the size and the device.
+// names the size and the device. Once the report is filled in (as it is
+// in every error an allocation of the package returns), a sentence each
+// adds the device's free memory, what its pools hold, and the stack that
+// holds the most.
 func (e *OutOfMemoryError) Error() string {
 	msg := prefix + "out of memory"
 	if e.Limit > 0 {
@@ -230,7 +259,7 @@ func (e *OutOfMemoryError) Error() string {
 	if e.Err != nil {
 		msg += ": " + bare(e.Err)
 	}
-	return msg
+	return msg + e.summary()
 }
 
 func (e *OutOfMemoryError) Unwrap() error { return e.Err }

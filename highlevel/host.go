@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"unsafe"
+	"weak"
 
 	"github.com/gocuda/cuda/highlevel/internal/driver"
 )
@@ -73,18 +74,33 @@ func pinnedAlloc() func(int) (*PinnedMemory, error) {
 // default DefaultPinnedMemoryPool; see SetPinnedMemoryAllocator.
 func AllocPinned(size int) (*PinnedMemory, error) {
 	if err := checkSize(size, CPUDevice); err != nil {
-		return nil, opErr(fmt.Sprintf("alloc %d bytes of pinned memory", size), err)
+		err = opErr(fmt.Sprintf("alloc %d bytes of pinned memory", size), err)
+		noteOutOfMemory(err)
+		return nil, err
 	}
 	m, err := pinnedAlloc()(size)
-	if _, ok := err.(*opError); !ok && err != nil { // an allocator of the program's
-		err = opErr(fmt.Sprintf("alloc %d bytes of pinned memory", size), err)
+	if err != nil {
+		if _, ok := err.(*opError); !ok { // an allocator of the program's
+			err = opErr(fmt.Sprintf("alloc %d bytes of pinned memory", size), err)
+		}
+		noteOutOfMemory(err)
 	}
 	return m, err
 }
 
 // AllocPinnedUnpooled allocates size bytes of pinned host memory with cuMemHostAlloc,
 // unpooled: Free gives it back to CUDA.
-func AllocPinnedUnpooled(size int) (_ *PinnedMemory, err error) {
+func AllocPinnedUnpooled(size int) (*PinnedMemory, error) {
+	m, err := allocPinnedUnpooled(size)
+	if err != nil {
+		noteOutOfMemory(err)
+	}
+	return m, err
+}
+
+// allocPinnedUnpooled is AllocPinnedUnpooled without the out-of-memory
+// report, for a PinnedMemoryPool, which may recover from it.
+func allocPinnedUnpooled(size int) (_ *PinnedMemory, err error) {
 	defer func() {
 		if err != nil {
 			wrap(&err, "alloc", size, "bytes of pinned memory")
@@ -104,6 +120,9 @@ func AllocPinnedUnpooled(size int) (_ *PinnedMemory, err error) {
 	var p unsafe.Pointer
 	if err := check("cuMemHostAlloc", driver.MallocHost(ctx, &p, uintptr(size))); err != nil {
 		return nil, outOfMemory(size, CPUDevice, err)
+	}
+	if memRecording.Load() {
+		recordAddr(p, size, CPUDevice, nil, memPinned)
 	}
 	return &PinnedMemory{ptr: p, size: size, ctx: ctx}, nil
 }
@@ -188,6 +207,9 @@ func (m *PinnedMemory) Free() (err error) {
 	if m.block != nil {
 		return m.block.arena.release(m.block)
 	}
+	if memRecording.Load() {
+		forgetAddr(m.ptr) // before the driver may hand the address out again
+	}
 	return check("cuMemFreeHost", driver.FreeHost(m.ctx, m.ptr))
 }
 
@@ -208,14 +230,19 @@ type PinnedMemoryPool struct {
 // NewPinnedMemoryPool returns an empty pool.
 func NewPinnedMemoryPool() *PinnedMemoryPool {
 	a := newArena(func(n int) (chunk, error) {
-		m, err := AllocPinnedUnpooled(n)
+		m, err := allocPinnedUnpooled(n) // unreported: the pool may recover
 		if err != nil {
 			return chunk{}, inner(err)
+		}
+		if memRecording.Load() {
+			recordPinnedSegment(m)
 		}
 		return chunk{ptr: m.ptr, size: n, release: m.Free}, nil
 	}, nil)
 	a.dev = CPUDevice
-	return &PinnedMemoryPool{arena: a}
+	p := &PinnedMemoryPool{arena: a}
+	registerPool(registeredPool{pinned: weak.Make(p)})
+	return p
 }
 
 // DefaultPinnedMemoryPool returns the process's pinned memory pool, the
@@ -226,6 +253,7 @@ func DefaultPinnedMemoryPool() *PinnedMemoryPool { return defaultPinnedPool() }
 func (p *PinnedMemoryPool) Alloc(size int) (_ *PinnedMemory, err error) {
 	defer func() {
 		if err != nil {
+			noteOutOfMemory(err) // after p.life.Release: the hook may close p
 			wrap(&err, "alloc", size, "bytes from a pinned memory pool")
 		}
 	}()

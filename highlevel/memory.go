@@ -608,8 +608,11 @@ func Alloc(size int) (MemoryPointer, error) {
 		return MemoryPointer{}, opErr(fmt.Sprintf("alloc %d bytes", size), err)
 	}
 	p, err := a.Alloc(size)
-	if _, ok := err.(*opError); !ok && err != nil { // an Allocator of the program's
-		err = opErr(fmt.Sprintf("alloc %d bytes", size), err)
+	if err != nil {
+		if _, ok := err.(*opError); !ok { // an Allocator of the program's
+			err = opErr(fmt.Sprintf("alloc %d bytes", size), err)
+		}
+		noteOutOfMemory(err)
 	}
 	return p, err
 }
@@ -671,8 +674,16 @@ func GetAllocator() (_ Allocator, err error) {
 // Alloc allocates size bytes on d with cuMemAlloc, unpooled. Device is an
 // Allocator: AllocArray(dev, n) allocates an unpooled Array on dev.
 func (d Device) Alloc(size int) (MemoryPointer, error) {
-	return d.malloc(size, false)
+	p, err := d.malloc(size, false)
+	if err != nil {
+		noteOutOfMemory(err)
+	}
+	return p, err
 }
+
+// allocUnreported is Alloc without the out-of-memory report, for a pool
+// upstream of which d is.
+func (d Device) allocUnreported(size int) (MemoryPointer, error) { return d.malloc(size, false) }
 
 // Managed returns the Allocator of managed (unified) memory with d as its
 // device, attached globally, which every device and the host may use:
@@ -684,6 +695,16 @@ type managed Device
 
 // Alloc allocates size bytes of managed memory with cuMemAllocManaged.
 func (m managed) Alloc(size int) (MemoryPointer, error) {
+	p, err := Device(m).malloc(size, true)
+	if err != nil {
+		noteOutOfMemory(err)
+	}
+	return p, err
+}
+
+// allocUnreported is Alloc without the out-of-memory report, for a pool
+// upstream of which m is.
+func (m managed) allocUnreported(size int) (MemoryPointer, error) {
 	return Device(m).malloc(size, true)
 }
 
@@ -723,6 +744,13 @@ func (d Device) malloc(size int, managed bool) (_ MemoryPointer, err error) {
 	}
 	m := newMemory(p, size, d, deviceOwner{}, lostMemory{ptr: p, ctx: ctx})
 	m.mem.managed = managed
+	if memRecording.Load() {
+		kind := memDevice
+		if managed {
+			kind = memManaged
+		}
+		recordAddr(p, size, d, nil, kind)
+	}
 	return m, nil
 }
 
@@ -770,6 +798,9 @@ func (deviceOwner) free(m *Memory) error {
 	// A global capture refuses cuMemFree: the memory is freed when it ends,
 	// as graphs are destroyed, rather than lost with its Free done.
 	ptr := m.ptr
+	if memRecording.Load() {
+		forgetAddr(ptr) // before the driver may hand the address out again
+	}
 	return check("cuMemFree", afterGlobalCaptures(func() int32 { return driver.Free(ctx, ptr) }))
 }
 
@@ -831,6 +862,9 @@ func freeLost() {
 		case l.destroy:
 			pools = append(pools, l.pool)
 		default:
+			if memRecording.Load() {
+				forgetAddr(l.ptr)
+			}
 			afterGlobalCaptures(func() int32 { return driver.Free(l.ctx, l.ptr) })
 			if l.pool != nil {
 				l.pool.inUse.Add(-int64(l.size))

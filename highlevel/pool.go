@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"sync/atomic"
 	"unsafe"
+	"weak"
 
 	"github.com/gocuda/cuda/cudadrv"
 	"github.com/gocuda/cuda/highlevel/internal/driver"
@@ -166,16 +167,21 @@ func NewMemoryPool(upstream Allocator) (*MemoryPool, error) {
 		p.dev, p.devOK = u.Device(), true
 	}
 	p.arena = newArena(func(n int) (chunk, error) {
-		m, err := upstream.Alloc(n)
+		// Unreported: the pool may recover from running out of memory.
+		m, err := allocUpstream(upstream, n)
 		if err != nil {
 			return chunk{}, inner(err)
 		}
 		if err := fitsAllocation(m, n, 1); err != nil {
 			return chunk{}, err
 		}
+		if memRecording.Load() {
+			recordSegment(m)
+		}
 		return chunk{ptr: m.Ptr(), size: n, dev: m.Device(), managed: m.mem.managed, release: m.mem.free}, nil
 	}, settleDevices)
 	p.arena.dev = p.dev
+	registerPool(registeredPool{mem: weak.Make(p)})
 	return p, nil
 }
 
@@ -214,6 +220,7 @@ func (p *MemoryPool) Alloc(size int) (MemoryPointer, error) {
 func (p *MemoryPool) AllocAsync(s *Stream, size int) (MemoryPointer, error) {
 	m, err := p.mallocStream(size, s)
 	if err != nil {
+		noteOutOfMemory(err)
 		if p != nil && p.devOK {
 			wrap(&err, "alloc", size, "bytes from a memory pool of", p.dev)
 		} else {
@@ -260,6 +267,12 @@ func (p *MemoryPool) mallocStream(size int, s *Stream) (MemoryPointer, error) {
 		return MemoryPointer{}, invalid("memory of %v for a stream of %v", b.chunk.dev, s.dev)
 	}
 	return MemoryPointer{mem: p.newPooled(b, size)}, nil
+}
+
+// allocUnreported is Alloc without the out-of-memory report, for a pool
+// upstream of which p is.
+func (p *MemoryPool) allocUnreported(size int) (MemoryPointer, error) {
+	return p.mallocStream(size, nil)
 }
 
 // usable returns the error of a method called on a nil or zero MemoryPool;
@@ -479,6 +492,7 @@ func NewMemoryAsyncPool(d Device) (_ *MemoryAsyncPool, err error) {
 	p := &MemoryAsyncPool{h: h, dev: d, ctx: ctx, owned: true}
 	p.legacy.p = p
 	p.allocs.Store(1)
+	registerPool(registeredPool{async: weak.Make(p)})
 	return p, nil
 }
 
@@ -533,6 +547,7 @@ func DeviceMemoryAsyncPool(d Device) (_ *MemoryAsyncPool, err error) {
 	}
 	p := &MemoryAsyncPool{h: h, dev: d, ctx: ctx}
 	p.legacy.p = p
+	registerPool(registeredPool{async: weak.Make(p)})
 	return p, nil
 }
 
@@ -606,9 +621,16 @@ func (p *MemoryAsyncPool) Alloc(size int) (MemoryPointer, error) {
 func (p *MemoryAsyncPool) AllocAsync(s *Stream, size int) (MemoryPointer, error) {
 	m, err := p.mallocAsync(size, s)
 	if err != nil {
+		noteOutOfMemory(err)
 		wrap(&err, "alloc", size, "bytes async from a memory async pool of", p.Device())
 	}
 	return m, err
+}
+
+// allocUnreported is Alloc without the out-of-memory report, for a pool
+// upstream of which p is.
+func (p *MemoryAsyncPool) allocUnreported(size int) (MemoryPointer, error) {
+	return p.mallocAsync(size, nil)
 }
 
 // mallocAsync is AllocAsync without the operation in its errors, so that
@@ -646,6 +668,9 @@ func (p *MemoryAsyncPool) mallocAsync(size int, s *Stream) (MemoryPointer, error
 	*m = Memory{ptr: a.P, size: size, dev: p.dev, owner: o, ledger: l, slot: i}
 	l.async.size[i] = size
 	l.async.ptr[i].Store((*byte)(a.P))
+	if memRecording.Load() {
+		recordAddr(a.P, size, p.dev, s, memAsyncPool)
+	}
 	return MemoryPointer{mem: m}, nil
 }
 
@@ -705,6 +730,12 @@ func (o *asyncOwner) free(m *Memory) error {
 		return err
 	}
 	defer o.s.leave()
+	if memRecording.Load() {
+		// Before the pool may hand the address out again. Where the
+		// stream captures, the memory is freed later; the program's Free
+		// is what the recorder sees.
+		forgetAddr(m.ptr)
+	}
 	r := driver.FreeAsync(uintptr(ctx), uintptr(m.ptr), sh)
 	if r == driver.Capturing {
 		// The stream captures: the memory is lost memory, freed after
@@ -731,6 +762,9 @@ func (o *asyncOwner) freeClosed(m *Memory, ctx unsafe.Pointer) error {
 	o.s.closeMu.Lock()
 	captured := o.s.capturedClose
 	o.s.closeMu.Unlock()
+	if memRecording.Load() {
+		forgetAddr(m.ptr)
+	}
 	if captured || driver.Free(ctx, m.ptr) != 0 {
 		o.p.lose(m.ptr, m.size)
 		return nil
