@@ -22,15 +22,24 @@ import (
 // Capture or, when direct, BeginCapture and EndCapture (on a locked OS
 // thread, but for some relaxed captures). It holds the test's capturing
 // lock shared and rs's gate exclusively, and counts the capture in
-// progress for randomExpected's window.
+// progress, in the program's count, the goroutine's own and rs's, for
+// the oracle (randomOp.others, allowIsolation).
 func (w *randomWorker) captureOn(rs *randomStream, mode CaptureMode, direct bool, fn func(s *Stream) error) (*Graph, error) {
 	lock := mode != CaptureRelaxed || w.r.IntN(2) == 0
 	w.capturing.RLock()
 	defer w.capturing.RUnlock()
 	rs.gate.Lock()
 	defer rs.gate.Unlock()
+	// The goroutine reads its own count only between its operations' calls
+	// (its helpers not at all), so the two need not change at one instant.
 	w.capCount.Add(capBegun)
-	defer w.capCount.Add(-1)
+	w.ownCaps.Add(capBegun)
+	rs.caps.Add(capBegun)
+	defer func() {
+		rs.caps.Add(-1)
+		w.ownCaps.Add(-1)
+		w.capCount.Add(-1)
+	}()
 	if !direct {
 		return Capture(rs.s, mode, func() error { return fn(rs.s) })
 	}
@@ -45,7 +54,7 @@ func (w *randomWorker) captureOn(rs *randomStream, mode CaptureMode, direct bool
 	g, err := rs.s.EndCapture()
 	if ferr != nil {
 		if err == nil {
-			g.Close()
+			w.ok(w.on(0), g.Close(), "Graph.Close of a capture whose work failed")
 		}
 		return nil, errors.Join(ferr, err)
 	}
@@ -58,8 +67,9 @@ func (w *randomWorker) captureOn(rs *randomStream, mode CaptureMode, direct bool
 // ($HL_SANITIZER: memcheck deadlocks where device-launchable graphs are
 // launched and destroyed on several threads, in a C program as well),
 // Upload on a shared stream or the goroutine's own, holding its gate. It
-// returns nil where the instantiation failed.
-func (w *randomWorker) instantiate(g *Graph, hostNode bool) (*GraphExec, *InstantiateOptions) {
+// returns nil where the instantiation failed. gobj is g's Close, where
+// another goroutine may close g (nil where the caller does).
+func (w *randomWorker) instantiate(g *Graph, gobj *randomObj, hostNode bool) (*GraphExec, *InstantiateOptions) {
 	var opts *InstantiateOptions
 	var up *randomStream
 	if w.r.IntN(4) != 0 {
@@ -83,13 +93,15 @@ func (w *randomWorker) instantiate(g *Graph, hostNode bool) (*GraphExec, *Instan
 		return err
 	}
 	var err error
+	u := w.on(allow, gobj)
 	if up != nil {
+		u = w.on(allow, gobj, up.obj)
 		err = up.queue(inst)
 	} else {
 		err = inst(nil)
 	}
 	flags := randomInstantiateFlags(opts)
-	if !w.ok(err, allow, "Graph.Instantiate with %s", flags) {
+	if !w.ok(u, err, "Graph.Instantiate with %s", flags) {
 		return nil, nil
 	}
 	if allow != 0 {
@@ -124,11 +136,11 @@ func randomInstantiateFlags(o *InstantiateOptions) string {
 	return strings.Join(f, "+")
 }
 
-// launched accounts for a launch of a graph with hostNodes host nodes: it
-// reports whether the launch was queued, and whether, having failed with
-// another error than ErrClosed, it may have run.
-func (w *randomWorker) launched(err error, hostNodes int, allow randomAllow, format string, args ...any) (ok, maybe bool) {
-	if w.ok(err, allow, format, args...) {
+// launched accounts for a launch of a graph with hostNodes host nodes,
+// which u began: it reports whether the launch was queued, and whether,
+// having failed with another error than ErrClosed, it may have run.
+func (w *randomWorker) launched(u randomUse, err error, hostNodes int, format string, args ...any) (ok, maybe bool) {
+	if w.ok(u, err, format, args...) {
 		w.note("graphs launched")
 		w.hostWant.Add(int64(hostNodes))
 		return true, false
@@ -150,6 +162,7 @@ func (w *randomWorker) graph() {
 	if a == nil {
 		return
 	}
+	w.reached()
 	if w.r.IntN(2) == 0 {
 		w.built(a)
 		return
@@ -157,6 +170,10 @@ func (w *randomWorker) graph() {
 	i, j := w.span(a)
 	v := w.r.Uint32()
 	hostNode := w.r.IntN(4) != 0
+	// Nothing of the goroutine's own spoils a relaxed capture of its own
+	// stream: it may fail only where another goroutine's capture in
+	// CaptureGlobal mode refuses it (ErrCapturing).
+	u := w.on(0)
 	g, err := w.captureOn(w.own, CaptureRelaxed, w.r.IntN(3) == 0, func(s *Stream) error {
 		if err := w.fill.Launch(s, randomGrid(j-i), a.arg(i, j), v, int32(j-i)); err != nil {
 			return err
@@ -166,29 +183,27 @@ func (w *randomWorker) graph() {
 		}
 		return nil
 	})
-	if !w.ok(err, 0, "Capture on the goroutine's own stream") {
+	if !w.ok(u, err, "Capture on the goroutine's own stream") {
 		return
 	}
-	w.launchAndClose(g, hostNode, false, nil, func(ok, maybe bool) {
-		switch {
-		case ok:
-			a.set(i, j, v, true, "a graph")
-		case maybe:
-			a.forget(i, j) // CUDA does not say whether a failed launch ran
-		}
+	w.note("capture own ok")
+	w.launchAndClose(g, hostNode, false, nil, func(ok, maybe, settled bool) {
+		// CUDA does not say whether a failed launch ran.
+		a.modelWrite(i, j, v, "a graph", ok, maybe, settled)
 	})
 }
 
 // launchAndClose instantiates g (with DeviceLaunch now and then, but for
 // a graph with a host node or where noDevice), calls before, where it is
 // not nil, with the instantiation, launches it on a stream (a shared one,
-// holding its gate, or the goroutine's own), tells model how that went,
-// and closes the graph and its instantiation, before the launch is done or
-// after it.
-func (w *randomWorker) launchAndClose(g *Graph, hostNode, noDevice bool, before func(*GraphExec), model func(ok, maybe bool)) {
-	x, opts := w.instantiate(g, hostNode || noDevice)
+// holding its gate, or the goroutine's own), closes the graph and its
+// instantiation, before the launch is done or after it, waits for the
+// stream, and tells model how that went: whether the launch was queued,
+// may have run though it failed, and was waited for.
+func (w *randomWorker) launchAndClose(g *Graph, hostNode, noDevice bool, before func(*GraphExec), model func(ok, maybe, settled bool)) {
+	x, opts := w.instantiate(g, nil, hostNode || noDevice)
 	if x == nil {
-		w.ok(g.Close(), 0, "Graph.Close")
+		w.ok(w.on(0), g.Close(), "Graph.Close")
 		return
 	}
 	if before != nil {
@@ -203,25 +218,27 @@ func (w *randomWorker) launchAndClose(g *Graph, hostNode, noDevice bool, before 
 		hostNodes = 1
 	}
 	rs := w.anyStream()
+	u := w.on(allow, rs.obj)
 	err := rs.queue(func(s *Stream) error { return x.Launch(s) })
-	model(w.launched(err, hostNodes, allow, "GraphExec.Launch on %s", rs.what))
+	ok, maybe := w.launched(u, err, hostNodes, "GraphExec.Launch on %s", rs.what)
 	closeGraph := func() {
 		if w.r.IntN(2) == 0 {
-			w.ok(x.Close(), 0, "GraphExec.Close")
-			w.ok(g.Close(), 0, "Graph.Close")
+			w.ok(w.on(0), x.Close(), "GraphExec.Close")
+			w.ok(w.on(0), g.Close(), "Graph.Close")
 		} else {
-			w.ok(g.Close(), 0, "Graph.Close")
-			w.ok(x.Close(), 0, "GraphExec.Close")
+			w.ok(w.on(0), g.Close(), "Graph.Close")
+			w.ok(w.on(0), x.Close(), "GraphExec.Close")
 		}
 	}
 	early := w.r.IntN(2) == 0
 	if early {
 		closeGraph()
 	}
-	w.settle(rs)
+	settled := w.settle(rs)
 	if !early {
 		closeGraph()
 	}
+	model(ok, maybe, settled)
 }
 
 // A randomWrite is what a node of a built graph writes: words i to j-1
@@ -261,15 +278,17 @@ func (w *randomWorker) built(a *randomMem) {
 		}
 	}
 	g, err := NewGraph(w.d)
-	if !w.ok(err, 0, "NewGraph") {
+	if !w.ok(w.on(0), err, "NewGraph") {
 		return
 	}
-	// add reports whether the node was added; where not, it closes g.
+	// add reports whether the node was added; where not, it closes g. The
+	// nodes name only what the goroutine owns: nothing explains an error
+	// but another goroutine's capture in CaptureGlobal mode.
 	add := func(err error, format string, args ...any) bool {
-		if w.ok(err, 0, format, args...) {
+		if w.ok(w.on(0), err, format, args...) {
 			return true
 		}
-		w.ok(g.Close(), 0, "Graph.Close")
+		w.ok(w.on(0), g.Close(), "Graph.Close")
 		return false
 	}
 	var writes []randomWrite
@@ -316,7 +335,7 @@ func (w *randomWorker) built(a *randomMem) {
 	before := func(x *GraphExec) {
 		if update {
 			err := x.SetKernelArgs(fill, w.fill, randomGrid(j2-i2), a.arg(i2, j2), v2, int32(j2-i2))
-			if w.ok(err, 0, "GraphExec.SetKernelArgs of a fill node") {
+			if w.ok(w.on(0), err, "GraphExec.SetKernelArgs of a fill node") {
 				writes[filled].v = v2
 				w.note("built graphs updated")
 			}
@@ -326,16 +345,21 @@ func (w *randomWorker) built(a *randomMem) {
 			w.discard(a) // the graph and its instantiation hold it
 		}
 	}
-	w.launchAndClose(g, false, loop || update, before, func(ok, maybe bool) {
-		switch {
-		case freeFirst:
-		case ok:
-			for _, wr := range writes {
-				a.set(wr.i, wr.j, wr.v, true, "a built graph's "+wr.how)
-			}
+	w.launchAndClose(g, false, loop || update, before, func(ok, maybe, settled bool) {
+		if ok {
 			w.note("built graphs launched")
-		case maybe:
-			a.forget(i, j)
+		}
+		if freeFirst {
+			return
+		}
+		// A launch that failed may have run some of the nodes, in their
+		// order: each word holds what it held or what one of them wrote;
+		// the count of a while node, any number up to its limit.
+		for _, wr := range writes {
+			a.modelWrite(wr.i, wr.j, wr.v, "a built graph's "+wr.how, ok, maybe, settled)
+		}
+		if loop && !ok && maybe {
+			a.forget(i2, i2+1)
 		}
 	})
 }
@@ -363,7 +387,7 @@ var randomLoop struct {
 // loopKernel returns randomLoop's kernel, or nil.
 func (w *randomWorker) loopKernel() *Kernel {
 	randomLoop.once.Do(func() {
-		if v, err := DriverVersion(); !w.ok(err, 0, "DriverVersion") || v < 12030 {
+		if v, err := DriverVersion(); !w.ok(w.on(0), err, "DriverVersion") || v < 12030 {
 			return
 		}
 		// As before the first capture: CUDA loads a kernel into the device
@@ -375,19 +399,19 @@ func (w *randomWorker) loopKernel() *Kernel {
 			include = h + "/include"
 		}
 		c, err := Compile(randomLoopSource, &CompileOptions{Name: "randomloop.cu", IncludePaths: []string{include}})
-		if !w.ok(err, 0, "Compile of the while nodes' kernel, with the headers of %s", include) {
+		if !w.ok(w.on(0), err, "Compile of the while nodes' kernel, with the headers of %s", include) {
 			return
 		}
 		m, err := LoadModule(c.Image)
-		if !w.ok(err, 0, "LoadModule of the while nodes' kernel") {
+		if !w.ok(w.on(0), err, "LoadModule of the while nodes' kernel") {
 			return
 		}
 		k, err := m.Kernel("count")
-		if !w.ok(err, 0, "Module.Kernel") {
+		if !w.ok(w.on(0), err, "Module.Kernel") {
 			return
 		}
 		// An occupancy query loads it into the device, as a launch would.
-		if _, err := k.MaxActiveBlocksPerSM(w.d, 1, 0); !w.ok(err, 0, "MaxActiveBlocksPerSM") {
+		if _, err := k.MaxActiveBlocksPerSM(w.d, 1, 0); !w.ok(w.on(0), err, "MaxActiveBlocksPerSM") {
 			return
 		}
 		randomLoop.k = k
@@ -403,24 +427,38 @@ func (w *randomWorker) loopKernel() *Kernel {
 // capture with an event and joined back, or, one time in eight, left
 // unjoined; maybe a call the strict modes refuse (cuMemAlloc, a synchronous
 // copy) or every mode refuses (a query of the capturing stream); in a
-// strict mode, maybe an EndCapture from another OS thread, which CUDA
-// refuses; and a host function. A capture that fails leaves the memory as
-// it was: CUDA ran nothing of it. One that works is launched as graph
-// launches, one time in four after the memory it writes was freed or
-// dropped: the graph holds it, and writes no memory handed out again.
+// strict mode, maybe an EndCapture from another OS thread, which the shim
+// refuses without ending the capture; and a host function. A capture that
+// fails leaves the memory as it was: CUDA ran nothing of it. One that
+// works is launched as graph launches, one time in four after the memory
+// it writes was freed or dropped: the graph holds it, and writes no memory
+// handed out again.
+//
+// The draws that must spoil the capture, by the package's code: the legacy
+// default stream (the shim refuses BeginCapture on it); Query of the
+// capturing stream (the package refuses it, ErrCapturing); a synchronous
+// copy (on the legacy default stream, which the shim refuses while any
+// capture is in progress, ErrCapturing); cuMemAlloc in CaptureGlobal mode
+// (the shim refuses it, ErrCapturing) or CaptureThreadLocal mode (CUDA
+// refuses it on the capturing thread, to which the goroutine is locked);
+// a fork left unjoined (CUDA_ERROR_STREAM_CAPTURE_UNJOINED at the end).
+// Nothing else may make it fail but another goroutine's Close of its
+// stream (ErrClosed, and the fork left unjoined) or capture in
+// CaptureGlobal mode (ErrCapturing).
 func (w *randomWorker) capture() {
 	a := w.pick()
 	if a == nil {
 		return
 	}
+	w.reached()
 	mode := CaptureMode(w.r.IntN(3))
 	rs := w.own
 	if w.r.IntN(4) != 0 {
 		rs = w.stream()
 	}
-	var allow randomAllow
+	allow := allowCaptureStatus
 	if rs.legacy {
-		allow = allowLegacyCapture
+		allow |= allowLegacyCapture
 	}
 	i, j := w.span(a)
 	v := w.r.Uint32()
@@ -440,6 +478,26 @@ func (w *randomWorker) capture() {
 	direct := w.r.IntN(3) == 0
 	hostNode := w.r.IntN(4) != 0
 	freeFirst := w.r.IntN(4) == 0
+
+	var must []string
+	if rs.legacy {
+		must = append(must, "BeginCapture on the legacy default stream")
+	}
+	switch {
+	case refuse == 3 && mode != CaptureRelaxed:
+		must = append(must, fmt.Sprintf("cuMemAlloc during a capture in %v mode", mode))
+	case refuse == 4:
+		must = append(must, "Query of the capturing stream")
+	case refuse == 5:
+		must = append(must, "a synchronous copy, on the legacy default stream, during a capture")
+	}
+	if b != nil && !join {
+		must = append(must, "a fork left unjoined")
+	}
+	u := w.on(allow, rs.obj)
+	if len(must) > 0 {
+		u = u.mustFail(strings.Join(must, "; "))
+	}
 
 	var extra []MemoryPointer // allocated in the capture, where the mode allows it
 	var events []*Event       // of the fork, closed after the capture
@@ -491,7 +549,7 @@ func (w *randomWorker) capture() {
 			}
 		}
 		if wrong {
-			w.endFromAnotherThread(s, mode)
+			w.endFromAnotherThread(rs, mode)
 		}
 		if hostNode {
 			return s.LaunchHostFunc(func() { w.hostRan.Add(1) })
@@ -499,7 +557,7 @@ func (w *randomWorker) capture() {
 		return nil
 	})
 	for _, e := range events {
-		w.ok(e.Close(), 0, "Event.Close of a fork's event")
+		w.ok(w.on(0), e.Close(), "Event.Close of a fork's event")
 	}
 	if forked && (err != nil || !join) {
 		// The second stream took part in a capture that failed; start
@@ -513,19 +571,17 @@ func (w *randomWorker) capture() {
 	w.note(fmt.Sprintf("capture %v %s", mode, outcome))
 	defer func() {
 		for _, p := range extra {
-			w.ok(p.Memory().free(), 0, "Free of memory allocated during a capture")
+			w.ok(w.on(0), p.Memory().free(), "Free of memory allocated during a capture")
 		}
 	}()
-	if !w.ok(err, allow, "capture in %v mode on %s (direct %v, fork %v joined %v, refuse %d, wrong thread %v)",
+	if !w.ok(u, err, "capture in %v mode on %s (direct %v, fork %v joined %v, refuse %d, wrong thread %v)",
 		mode, rs.what, direct, forked, join, refuse, wrong) {
+		if u.must != "" && err != nil {
+			w.note("capture refusals required")
+		}
 		return
 	}
-	if rs.legacy {
-		w.note("capture of the legacy default stream accepted")
-	}
-	if forked && !join {
-		w.note("capture with an unjoined fork accepted")
-	}
+	w.note("capture ok")
 	if freeFirst {
 		w.note("graph launched after its memory was freed or dropped")
 		w.discard(a)
@@ -533,55 +589,59 @@ func (w *randomWorker) capture() {
 			w.discard(b)
 		}
 	}
-	w.launchAndClose(g, hostNode, false, nil, func(ok, maybe bool) {
-		switch {
-		case freeFirst:
-		case ok:
-			a.set(i, j, v, true, fmt.Sprintf("a graph captured in %v mode", mode))
-			if b != nil {
-				b.set(bi, bj, bv, true, fmt.Sprintf("a fork of a graph captured in %v mode", mode))
-			}
-		case maybe:
-			a.forget(i, j)
-			if b != nil {
-				b.forget(bi, bj)
-			}
+	w.launchAndClose(g, hostNode, false, nil, func(ok, maybe, settled bool) {
+		if ok {
+			w.note("captured graphs launched")
+		}
+		if freeFirst {
+			return
+		}
+		a.modelWrite(i, j, v, fmt.Sprintf("a graph captured in %v mode", mode), ok, maybe, settled)
+		if b != nil {
+			b.modelWrite(bi, bj, bv, fmt.Sprintf("a fork of a graph captured in %v mode", mode), ok, maybe, settled)
 		}
 	})
 }
 
-// endFromAnotherThread calls EndCapture on s from another OS thread than
-// the one that began the strict capture: CUDA refuses, and the capture
-// goes on.
-func (w *randomWorker) endFromAnotherThread(s *Stream, mode CaptureMode) {
+// endFromAnotherThread calls EndCapture on rs from another OS thread than
+// the one that began the strict capture: the shim refuses it with
+// CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD without calling CUDA, and the
+// capture goes on. Where another goroutine closed rs meanwhile,
+// EndCapture answers ErrClosed (with the refusal, where Close left the
+// capture to it).
+func (w *randomWorker) endFromAnotherThread(rs *randomStream, mode CaptureMode) {
 	o := w.helper(0)
 	done := make(chan error)
 	go func() {
 		runtime.LockOSThread() // a thread other than the capturing one, which is locked
 		defer runtime.UnlockOSThread()
-		g, err := s.EndCapture()
+		g, err := rs.s.EndCapture()
 		if err == nil {
 			g.Close()
 			o.fail("EndCapture from another OS thread than BeginCapture's succeeded in %v mode", mode)
 		}
 		done <- err
 	}()
-	if err := <-done; errors.Is(err, cudadrv.ERROR_STREAM_CAPTURE_WRONG_THREAD) {
+	switch err := <-done; {
+	case err == nil:
+	case errors.Is(err, ErrClosed) && rs.obj.state.Load() != randomOpen:
+		w.note("capture ended from the wrong thread: its stream closed")
+	case errors.Is(err, cudadrv.ERROR_STREAM_CAPTURE_WRONG_THREAD) && len(randomParts(err)) == 1:
 		w.note("capture ended from the wrong thread: refused")
-	} else if err != nil {
-		o.ok(err, 0, "EndCapture from another OS thread in %v mode", mode)
+	default:
+		o.fail("EndCapture from another OS thread in %v mode: %v, want CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD", mode, err)
 	}
 }
 
 // replaceOwn2 replaces the goroutine's second stream.
 func (w *randomWorker) replaceOwn2() {
 	s, err := NewStream(w.d, &StreamOptions{NonBlocking: true, Priority: -1})
-	if !w.ok(err, 0, "NewStream") {
+	if !w.ok(w.on(0), err, "NewStream") {
 		return
 	}
 	old := w.own2
-	w.own2 = &randomStream{s: s, what: "the goroutine's second stream"}
-	w.ok(old.s.Close(), 0, "Stream.Close of the goroutine's second stream after a failed capture")
+	w.own2 = newRandomStream(s, "the goroutine's second stream", false)
+	w.ok(w.on(0), old.obj.closeWith(old.s.Close), "Stream.Close of the goroutine's second stream after a failed capture")
 }
 
 // sharedGraph captures, on the goroutine's own stream in a mode drawn at
@@ -604,7 +664,7 @@ func (w *randomWorker) sharedGraph(tg *randomTarget, shape int) *Graph {
 		}
 		return tg.p.MemsetAsync(s, b, 1024)
 	})
-	if !w.ok(err, 0, "capture of a shared graph of shape %d in %v mode", shape, mode) {
+	if !w.ok(w.on(0), err, "capture of a shared graph of shape %d in %v mode", shape, mode) {
 		return nil
 	}
 	return g
@@ -618,13 +678,14 @@ func (w *randomWorker) newExec() *randomExec {
 	if g == nil {
 		return nil
 	}
-	x, opts := w.instantiate(g, shape == 0)
+	x, opts := w.instantiate(g, nil, shape == 0)
 	// The instantiation stays usable.
-	w.ok(g.Close(), 0, "Graph.Close of a shared graph")
+	w.ok(w.on(0), g.Close(), "Graph.Close of a shared graph")
 	if x == nil {
 		return nil
 	}
-	return &randomExec{x: x, shape: shape, device: opts != nil && opts.DeviceLaunch, target: tg}
+	return &randomExec{x: x, shape: shape, device: opts != nil && opts.DeviceLaunch, target: tg,
+		obj: newRandomObj("a shared GraphExec", ErrClosed)}
 }
 
 // gexec works on the GraphExecs the goroutines share: launches one on a
@@ -634,6 +695,7 @@ func (w *randomWorker) newExec() *randomExec {
 // graphs write. Each of these meets the others' launches, updates and
 // closes of the same GraphExec.
 func (w *randomWorker) gexec() {
+	w.reached()
 	slot, ex := pick(w, w.execs)
 	act := w.r.IntN(10)
 	if ex == nil && act < 8 {
@@ -647,6 +709,7 @@ func (w *randomWorker) gexec() {
 			allow = allowDeviceLaunch
 		}
 		upload := w.r.IntN(4) == 0
+		u := w.on(allow, ex.obj, rs.obj)
 		err := rs.queue(func(s *Stream) error {
 			if upload {
 				if err := ex.x.Upload(s); err != nil {
@@ -663,7 +726,7 @@ func (w *randomWorker) gexec() {
 			}
 			return err
 		})
-		if ok, _ := w.launched(err, 1-ex.shape, allow, "Launch of a shared GraphExec (shape %d, device %v, uploaded first %v) on %s",
+		if ok, _ := w.launched(u, err, 1-ex.shape, "Launch of a shared GraphExec (shape %d, device %v, uploaded first %v) on %s",
 			ex.shape, ex.device, upload, rs.what); ok {
 			w.note("gexec launches")
 		}
@@ -683,14 +746,14 @@ func (w *randomWorker) gexec() {
 		if ex.device {
 			allow |= allowDeviceLaunch
 		}
-		err := ex.x.Update(g)
-		if w.ok(err, allow, "GraphExec.Update of a shared GraphExec of shape %d (device %v) to shape %d", ex.shape, ex.device, shape) {
-			if shape != ex.shape {
-				w.fail("GraphExec.Update from shape %d to shape %d (a host node to a memset node) succeeded", ex.shape, shape)
-			}
+		u := w.on(allow, ex.obj)
+		if shape != ex.shape {
+			u = u.mustFail(fmt.Sprintf("GraphExec.Update from shape %d to shape %d (a host node to a memset node)", ex.shape, shape))
+		}
+		if w.ok(u, ex.x.Update(g), "GraphExec.Update of a shared GraphExec of shape %d (device %v) to shape %d", ex.shape, ex.device, shape) {
 			w.note("gexec updates")
 		}
-		w.ok(g.Close(), 0, "Graph.Close of an update's graph")
+		w.ok(w.on(0), g.Close(), "Graph.Close of an update's graph")
 	case act < 8:
 		nx := w.newExec()
 		if nx == nil {
@@ -701,7 +764,7 @@ func (w *randomWorker) gexec() {
 		w.execs[slot] = nx
 		w.mu.Unlock()
 		if old != nil {
-			w.ok(old.x.Close(), 0, "GraphExec.Close of a replaced shared GraphExec")
+			w.ok(w.on(0), old.obj.closeWith(old.x.Close), "GraphExec.Close of a replaced shared GraphExec")
 		}
 		w.note("gexec replaced")
 	case act == 8:
@@ -710,12 +773,12 @@ func (w *randomWorker) gexec() {
 		w.execs[slot] = nil
 		w.mu.Unlock()
 		if old != nil {
-			w.ok(old.x.Close(), 0, "GraphExec.Close of a shared GraphExec")
+			w.ok(w.on(0), old.obj.closeWith(old.x.Close), "GraphExec.Close of a shared GraphExec")
 			w.note("gexec closed")
 		}
 	default:
 		tg := w.targets[w.r.IntN(len(w.targets))]
-		w.ok(w.verifyTarget(tg, w.fail), 0, "CopyToHost of a shared graphs' target")
+		w.ok(w.on(0), w.verifyTarget(tg, w.fail), "CopyToHost of a shared graphs' target")
 	}
 }
 
@@ -733,6 +796,7 @@ type randomSource struct {
 	g      *Graph
 	shape  int
 	target *randomTarget
+	obj    *randomObj
 }
 
 // sources works on the Graphs the goroutines share: instantiates one,
@@ -742,6 +806,7 @@ type randomSource struct {
 // instantiations, updates and closes of GraphExecs of the same Graph, where
 // driver 580 crashed in cuGraphExecDestroy (TestGPUGraphExecConcurrent).
 func (w *randomWorker) sources() {
+	w.reached()
 	slot, src := pick(w, w.srcs)
 	act := w.r.IntN(8)
 	switch {
@@ -754,14 +819,14 @@ func (w *randomWorker) sources() {
 		}
 		w.mu.Lock()
 		old := w.srcs[slot]
-		w.srcs[slot] = &randomSource{g: g, shape: shape, target: tg}
+		w.srcs[slot] = &randomSource{g: g, shape: shape, target: tg, obj: newRandomObj("a shared source graph", ErrClosed)}
 		w.mu.Unlock()
 		if old != nil {
-			w.ok(old.g.Close(), 0, "Graph.Close of a replaced shared source graph")
+			w.ok(w.on(0), old.obj.closeWith(old.g.Close), "Graph.Close of a replaced shared source graph")
 		}
 		w.note("sources replaced")
 	case act < 5:
-		x, opts := w.instantiate(src.g, src.shape == 0)
+		x, opts := w.instantiate(src.g, src.obj, src.shape == 0)
 		if x == nil {
 			return
 		}
@@ -771,12 +836,13 @@ func (w *randomWorker) sources() {
 			allow = allowDeviceLaunch
 		}
 		rs := w.anyStream()
+		u := w.on(allow, rs.obj)
 		err := rs.queue(func(s *Stream) error { return x.Launch(s) })
-		if ok, _ := w.launched(err, 1-src.shape, allow, "Launch of an instantiation of a shared source graph (shape %d, device %v) on %s",
+		if ok, _ := w.launched(u, err, 1-src.shape, "Launch of an instantiation of a shared source graph (shape %d, device %v) on %s",
 			src.shape, device, rs.what); ok {
 			w.note("sources launched and closed")
 		}
-		w.ok(x.Close(), 0, "GraphExec.Close of an instantiation of a shared source graph")
+		w.ok(w.on(0), x.Close(), "GraphExec.Close of an instantiation of a shared source graph")
 	default:
 		_, ex := pick(w, w.execs)
 		if ex == nil || ex.target != src.target { // a target's values are its graphs'
@@ -789,12 +855,12 @@ func (w *randomWorker) sources() {
 		if ex.device {
 			allow |= allowDeviceLaunch
 		}
-		err := ex.x.Update(src.g)
-		if w.ok(err, allow, "GraphExec.Update of a shared GraphExec of shape %d (device %v) from a shared source graph of shape %d",
+		u := w.on(allow, ex.obj, src.obj)
+		if src.shape != ex.shape {
+			u = u.mustFail(fmt.Sprintf("GraphExec.Update from shape %d to shape %d (a host node to a memset node)", ex.shape, src.shape))
+		}
+		if w.ok(u, ex.x.Update(src.g), "GraphExec.Update of a shared GraphExec of shape %d (device %v) from a shared source graph of shape %d",
 			ex.shape, ex.device, src.shape) {
-			if src.shape != ex.shape {
-				w.fail("GraphExec.Update from shape %d to shape %d (a host node to a memset node) succeeded", ex.shape, src.shape)
-			}
 			w.note("sources updated a shared GraphExec")
 		}
 	}
@@ -803,18 +869,21 @@ func (w *randomWorker) sources() {
 // busyClose makes a stream and an event, has two to four helper goroutines
 // queue memsets, kernels, host functions, callbacks, records, waits and
 // queries on them, and closes both while they do: every operation works
-// or returns ErrClosed, every host function queued runs.
+// or returns ErrClosed, which it must once the Close of what it uses has
+// returned; every host function queued runs.
 func (w *randomWorker) busyClose() {
+	w.reached()
 	nonBlocking := w.r.IntN(2) == 0
 	s, err := NewStream(w.d, &StreamOptions{NonBlocking: nonBlocking})
-	if !w.ok(err, 0, "NewStream") {
+	if !w.ok(w.on(0), err, "NewStream") {
 		return
 	}
 	e, err := NewEvent(w.d, &EventOptions{DisableTiming: w.r.IntN(2) == 0, Blocking: w.r.IntN(2) == 0})
-	if !w.ok(err, 0, "NewEvent") {
-		w.ok(s.Close(), 0, "Stream.Close")
+	if !w.ok(w.on(0), err, "NewEvent") {
+		w.ok(w.on(0), s.Close(), "Stream.Close")
 		return
 	}
+	so, eo := newRandomObj("a busy stream", ErrClosed), newRandomObj("a busy event", ErrClosed)
 	var wg sync.WaitGroup
 	for h := range 2 + w.r.IntN(3) {
 		o := w.helper(h)
@@ -822,37 +891,44 @@ func (w *randomWorker) busyClose() {
 		steps := 4 + r.IntN(16)
 		wg.Go(func() {
 			for range steps {
-				w.busyStep(o, r, s, e)
+				w.busyStep(o, r, s, e, so, eo)
 			}
 		})
 	}
 	for range w.r.IntN(64) {
 		runtime.Gosched()
 	}
+	closeS := func() bool { return w.ok(w.on(0), so.closeWith(s.Close), "Stream.Close of a busy stream") }
+	closeE := func() bool { return w.ok(w.on(0), eo.closeWith(e.Close), "Event.Close of a busy event") }
+	var sok, eok bool
 	switch w.r.IntN(3) {
 	case 0:
-		w.ok(s.Close(), 0, "Stream.Close of a busy stream")
-		w.ok(e.Close(), 0, "Event.Close of a busy event")
+		sok = closeS()
+		eok = closeE()
 	case 1:
-		w.ok(e.Close(), 0, "Event.Close of a busy event")
-		w.ok(s.Close(), 0, "Stream.Close of a busy stream")
+		eok = closeE()
+		sok = closeS()
 	case 2:
 		var cw sync.WaitGroup
-		cw.Go(func() { w.ok(s.Close(), 0, "Stream.Close of a busy stream") })
-		w.ok(e.Close(), 0, "Event.Close of a busy event")
+		cw.Go(func() { sok = closeS() })
+		eok = closeE()
 		cw.Wait()
 	}
 	wg.Wait()
-	w.note("busy streams closed")
+	if sok && eok {
+		w.note("busy streams closed")
+	}
 }
 
-// busyStep is one operation of a busyClose helper on s and e.
-func (w *randomWorker) busyStep(o *randomOp, r *rand.Rand, s *Stream, e *Event) {
+// busyStep is one operation of a busyClose helper on s and e, whose Closes
+// so and eo follow.
+func (w *randomWorker) busyStep(o *randomOp, r *rand.Rand, s *Stream, e *Event, so, eo *randomObj) {
 	ctx, cancel := context.WithTimeout(context.Background(), randomWait)
 	defer cancel()
 	n := 1 + r.IntN(1<<16)
 	var err error
 	var how string
+	u := o.on(0, so) // the calls on s alone
 	switch r.IntN(14) {
 	case 0:
 		how, err = "MemsetAsync", w.scratch.MemsetAsync(s, byte(r.Uint32()), 4*n)
@@ -865,18 +941,22 @@ func (w *randomWorker) busyStep(o *randomOp, r *rand.Rand, s *Stream, e *Event) 
 		how, err = "AddCallback", s.AddCallback(func(error) { w.hostRan.Add(1) })
 		w.countHost(err)
 	case 4:
+		u = o.on(0, so, eo)
 		how, err = "Event.Record", e.Record(s)
 	case 5:
+		u = o.on(0, so, eo)
 		how, err = "Stream.WaitEvent", s.WaitEvent(e)
 	case 6:
 		how = "Stream.Query"
 		_, err = s.Query()
 	case 7:
+		u = o.on(0, eo)
 		how = "Event.Query"
 		_, err = e.Query()
 	case 8:
 		how, err = "Stream.Wait", s.Wait(ctx)
 	case 9:
+		u = o.on(0, eo)
 		how, err = "Event.Wait", e.Wait(ctx)
 	case 10:
 		how = "Stream.Done"
@@ -903,10 +983,11 @@ func (w *randomWorker) busyStep(o *randomOp, r *rand.Rand, s *Stream, e *Event) 
 		if r.IntN(2) == 0 {
 			err = s.Synchronize()
 		} else {
+			u = o.on(0, eo)
 			err = e.Synchronize()
 		}
 	}
-	o.ok(err, 0, "%s on a stream or event being closed", how)
+	o.ok(u, err, "%s on a stream or event being closed", how)
 }
 
 // countHost counts a host function or callback queued, or maybe queued.

@@ -1,6 +1,7 @@
 package highlevel
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"slices"
@@ -27,6 +28,7 @@ func (w *randomWorker) typed() {
 	if a == nil {
 		return
 	}
+	w.reached()
 	elem := w.r.IntN(4)
 	i, j := w.typedSpan(a, elem)
 	if i < j {
@@ -35,6 +37,10 @@ func (w *randomWorker) typed() {
 		rs := w.stream()
 		var err error
 		var name string
+		u := w.on(0) // CopyFromHost: the legacy default stream
+		if how%2 == 1 {
+			u = w.on(0, rs.obj)
+		}
 		switch elem {
 		case 0:
 			name, err = randomTypedWrite(w, a, i, j-i, v, how, rs)
@@ -47,15 +53,16 @@ func (w *randomWorker) typed() {
 		case 3:
 			name, err = randomTypedWrite(w, a, i, (j-i)/3, randomTriple{v, v, v}, how, rs)
 		}
-		if w.ok(err, 0, "%s of %s to words %d..%d of %s", name, randomElemName(elem), i, j-1, a.describe()) {
-			a.set(i, j, v, true, name+" of "+randomElemName(elem))
+		ok := w.ok(u, err, "%s of %s to words %d..%d of %s", name, randomElemName(elem), i, j-1, a.describe())
+		if ok {
+			w.note("typed writes")
 			if j-i >= randomStaged {
 				w.note("typed copies staged")
 			}
-		} else {
-			a.forget(i, j)
 		}
-		w.settle(rs)
+		// A typed copy that failed may have copied some of its elements
+		// (a staged one, chunk by chunk), each word whole.
+		a.modelWrite(i, j, v, name+" of "+randomElemName(elem), ok, true, w.settle(rs))
 	}
 	elem = w.r.IntN(4)
 	i, j = w.typedSpan(a, elem)
@@ -67,6 +74,10 @@ func (w *randomWorker) typed() {
 	var got []uint32
 	var err error
 	var name string
+	u := w.on(0) // but CopyToHostAsync, on rs
+	if how == 1 {
+		u = w.on(0, rs.obj)
+	}
 	switch elem {
 	case 0:
 		got, name, err = randomTypedRead[uint32](w, a, i, j-i, how, rs)
@@ -77,8 +88,12 @@ func (w *randomWorker) typed() {
 	case 3:
 		got, name, err = randomTypedRead[randomTriple](w, a, i, (j-i)/3, how, rs)
 	}
-	if w.ok(err, 0, "%s of %s from words %d..%d of %s", name, randomElemName(elem), i, j-1, a.describe()) {
+	if w.ok(u, err, "%s of %s from words %d..%d of %s", name, randomElemName(elem), i, j-1, a.describe()) {
 		a.compare(&w.randomOp, i, got, name+" of "+randomElemName(elem))
+		w.note("typed reads")
+		if j-i >= randomStaged {
+			w.note("typed copies staged")
+		}
 	}
 }
 
@@ -173,11 +188,13 @@ func (w *randomWorker) pinned() {
 	if a == nil {
 		return
 	}
+	w.reached()
 	i, j := w.span(a)
 	n := j - i
 	var m *PinnedMemory
 	var err error
 	var from string
+	u := w.on(0)
 	switch w.r.IntN(3) {
 	case 0:
 		from = "AllocPinned"
@@ -189,12 +206,12 @@ func (w *randomWorker) pinned() {
 		from = "PinnedMemoryPool.Alloc"
 		m, err = w.pinnedPool.Alloc(4 * n)
 	}
-	if !w.ok(err, 0, "%s of %d bytes", from, 4*n) {
+	if !w.ok(u, err, "%s of %d bytes", from, 4*n) {
 		return
 	}
 	h, err := PinnedSlice[uint32](m)
-	if !w.ok(err, 0, "PinnedSlice of %s", from) {
-		w.ok(m.Free(), 0, "PinnedMemory.Free")
+	if !w.ok(w.on(0), err, "PinnedSlice of %s", from) {
+		w.ok(w.on(0), m.Free(), "PinnedMemory.Free")
 		return
 	}
 	v := w.r.Uint32()
@@ -203,70 +220,75 @@ func (w *randomWorker) pinned() {
 	}
 	rs := w.stream()
 	raw := w.r.IntN(2) == 0
+	u = w.on(0, rs.obj)
 	err = rs.queue(func(s *Stream) error {
 		if raw {
 			return a.at(i).CopyFromHostPointerAsync(s, m.Ptr(), 4*n)
 		}
 		return CopyFromHostAsync(s, a.at(i), h)
 	})
-	if w.ok(err, 0, "copy from pinned memory to words %d..%d of %s on %s", i, j-1, a.describe(), rs.what) {
-		a.set(i, j, v, true, "a copy from pinned memory")
-	} else {
-		a.forget(i, j)
-	}
+	in := w.ok(u, err, "copy from pinned memory to words %d..%d of %s on %s", i, j-1, a.describe(), rs.what)
 	// The pinned memory must stay untouched until the copy is done.
-	if !w.settle(rs) {
+	settled := w.settle(rs)
+	a.modelWrite(i, j, v, "a copy from pinned memory", in, true, settled)
+	if !settled {
 		return // leak it rather than free it under a copy
 	}
 	clear(h)
 	rs = w.stream()
+	u = w.on(0, rs.obj)
 	err = rs.queue(func(s *Stream) error {
 		if raw {
 			return a.at(i).CopyToHostPointerAsync(s, m.Ptr(), 4*n)
 		}
 		return CopyToHostAsync(s, h, a.at(i))
 	})
-	copied := w.ok(err, 0, "copy to pinned memory from words %d..%d of %s on %s", i, j-1, a.describe(), rs.what)
+	out := w.ok(u, err, "copy to pinned memory from words %d..%d of %s on %s", i, j-1, a.describe(), rs.what)
 	if !w.settle(rs) {
 		return
 	}
-	if copied {
+	if out {
 		a.compare(&w.randomOp, i, h, "a copy to pinned memory")
 	}
-	w.ok(m.Free(), 0, "PinnedMemory.Free of %s", from)
-	w.note("pinned copies")
+	w.ok(w.on(0), m.Free(), "PinnedMemory.Free of %s", from)
+	if in && out {
+		w.note("pinned copies")
+	}
 }
 
 // view makes a view of a span of one of the goroutine's allocations
-// (ArrayOf, or Array.Slice of an Array). One time in two it drops the
-// owner, without Free, and keeps the view in its place: the view keeps
-// the memory alive, the other kinds write and read through it, and its
-// Free refuses. Else it writes and reads through the view, checks the
-// owner, and drops the view.
+// (ArrayOf, or Array.Slice of an Array). One time in two it checks the
+// owner whole and drops it, without Free, and keeps the view in its
+// place: the view keeps the memory alive, the other kinds write and read
+// through it, and its Free refuses. Else it writes and reads through the
+// view, checks the view whole and drops it, and checks the owner.
 func (w *randomWorker) view() {
 	a := w.pick()
 	if a == nil {
 		return
 	}
+	w.reached()
 	i, j := w.span(a)
 	var v *Array[uint32]
 	var err error
 	how := "ArrayOf"
+	u := w.on(0)
 	if a.arr != nil && w.r.IntN(2) == 0 {
 		how = "Array.Slice"
 		v, err = a.arr.Slice(i, j)
 	} else {
 		v, err = ArrayOf[uint32](a.at(i), j-i)
 	}
-	if !w.ok(err, 0, "%s of words %d..%d of %s", how, i, j-1, a.describe()) {
+	if !w.ok(u, err, "%s of words %d..%d of %s", how, i, j-1, a.describe()) {
 		return
 	}
-	nv := &randomMem{
-		kind: fmt.Sprintf("%s view of a %s", how, a.kind), p: v.MemoryPointer(), arr: v, view: true,
-		pooled: a.pooled, managed: a.managed, ipc: a.ipc, n: j - i, segs: []randomSeg{{at: 0}},
-	}
-	nv.copyFrom(0, a, i, j-i)
+	w.note("views")
+	nv := newRandomMem(fmt.Sprintf("%s view of a %s", how, a.kind), j-i)
+	nv.p, nv.arr, nv.view = v.MemoryPointer(), v, true
+	nv.pooled, nv.managed, nv.ipc = a.pooled, a.managed, a.ipc
 	if w.r.IntN(2) == 0 {
+		w.checkWhole(a, "drop") // which settles what a failed write left
+		nv.copyFrom(0, a, i, j-i)
 		k := slices.Index(w.mem, a)
 		w.mem[k] = nv
 		w.drop(a)
@@ -276,11 +298,13 @@ func (w *randomWorker) view() {
 		w.note("view owners dropped")
 		return
 	}
+	nv.copyFrom(0, a, i, j-i)
 	x, y := w.span(nv)
 	w.writeTo(nv, x, y)
 	a.copyFrom(i, nv, 0, nv.n)
 	w.verifyMem(nv)
-	w.ok(v.Free(), allowView, "Free of %s", nv.describe())
+	w.checkWhole(nv, "view drop")
+	w.ok(w.on(allowView).mustFail("Array.Free of a view"), v.Free(), "Free of %s", nv.describe())
 	w.verifyMem(a)
 }
 
@@ -289,9 +313,10 @@ func (w *randomWorker) view() {
 // binary form, and opens it in this same process, which CUDA refuses; if
 // it opens, it reads through the mapping (or waits on the event) and frees
 // it. Stream-ordered and managed memory, and events without Interprocess,
-// are not shareable.
+// are not shareable: IPCHandle must refuse them.
 func (w *randomWorker) ipc() {
 	if w.r.IntN(3) == 0 {
+		w.reached()
 		w.ipcEvent()
 		return
 	}
@@ -299,29 +324,27 @@ func (w *randomWorker) ipc() {
 	if a == nil {
 		return
 	}
+	w.reached()
 	i := w.r.IntN(a.n)
 	p := a.at(i)
+	u := w.on(0)
+	if !a.ipc {
+		u = w.on(allowNotShareable).mustFail("IPCHandle of " + a.kind)
+	}
 	h, err := p.IPCHandle()
-	var allow randomAllow
-	if !a.ipc {
-		allow = allowNotShareable
-	}
-	if !w.ok(err, allow, "IPCHandle of word %d of %s", i, a.describe()) {
+	if !w.ok(u, err, "IPCHandle of word %d of %s", i, a.describe()) {
 		return
 	}
-	if !a.ipc {
-		w.fail("IPCHandle of word %d of %s succeeded: want ErrNotShareable", i, a.describe())
-		return
-	}
+	w.note("ipc handles")
 	if h.Size() != p.Size() {
 		w.fail("IPCHandle of word %d of %s: %d bytes, want %d", i, a.describe(), h.Size(), p.Size())
 	}
 	b, err := h.MarshalBinary()
-	if !w.ok(err, 0, "IPCMemHandle.MarshalBinary") {
+	if !w.ok(w.on(0), err, "IPCMemHandle.MarshalBinary") {
 		return
 	}
 	var h2 IPCMemHandle
-	if !w.ok(h2.UnmarshalBinary(b), 0, "IPCMemHandle.UnmarshalBinary") {
+	if !w.ok(w.on(0), h2.UnmarshalBinary(b), "IPCMemHandle.UnmarshalBinary") {
 		return
 	}
 	if h2 != h {
@@ -329,44 +352,41 @@ func (w *randomWorker) ipc() {
 		return
 	}
 	m, err := OpenIPCMemory(w.d, h2)
-	if !w.ok(err, allowIPCSelf, "OpenIPCMemory of word %d of %s in the process that exported it", i, a.describe()) {
+	if !w.ok(w.on(allowIPCSelf), err, "OpenIPCMemory of word %d of %s in the process that exported it", i, a.describe()) {
 		w.note("ipc memory opened by its exporter: refused")
 		return
 	}
 	w.note("ipc memory opened by its exporter: accepted")
 	n := min(a.n-i, m.Size()/4)
 	got := make([]uint32, n)
-	if w.ok(CopyToHost(got, m), 0, "CopyToHost through an IPC mapping") {
+	if w.ok(w.on(0), CopyToHost(got, m), "CopyToHost through an IPC mapping") {
 		a.compare(&w.randomOp, i, got, "a read through an IPC mapping")
 	}
-	w.ok(m.Memory().free(), 0, "Free of an IPC mapping")
+	w.ok(w.on(0), m.Memory().free(), "Free of an IPC mapping")
 }
 
 func (w *randomWorker) ipcEvent() {
 	interprocess := w.r.IntN(3) != 0
 	e, err := NewEvent(w.d, &EventOptions{Interprocess: interprocess, DisableTiming: true})
-	if !w.ok(err, 0, "NewEvent") {
+	if !w.ok(w.on(0), err, "NewEvent") {
 		return
 	}
-	defer func() { w.ok(e.Close(), 0, "Event.Close of an exported event") }()
+	defer func() { w.ok(w.on(0), e.Close(), "Event.Close of an exported event") }()
+	u := w.on(0)
+	if !interprocess {
+		u = w.on(allowNotShareable).mustFail("Event.IPCHandle of an event without Interprocess")
+	}
 	h, err := e.IPCHandle()
-	var allow randomAllow
-	if !interprocess {
-		allow = allowNotShareable
-	}
-	if !w.ok(err, allow, "Event.IPCHandle (interprocess %v)", interprocess) {
+	if !w.ok(u, err, "Event.IPCHandle (interprocess %v)", interprocess) {
 		return
 	}
-	if !interprocess {
-		w.fail("Event.IPCHandle of an event without Interprocess succeeded: want ErrNotShareable")
-		return
-	}
+	w.note("ipc handles")
 	b, err := h.MarshalBinary()
-	if !w.ok(err, 0, "IPCEventHandle.MarshalBinary") {
+	if !w.ok(w.on(0), err, "IPCEventHandle.MarshalBinary") {
 		return
 	}
 	var h2 IPCEventHandle
-	if !w.ok(h2.UnmarshalBinary(b), 0, "IPCEventHandle.UnmarshalBinary") {
+	if !w.ok(w.on(0), h2.UnmarshalBinary(b), "IPCEventHandle.UnmarshalBinary") {
 		return
 	}
 	if h2 != h {
@@ -374,20 +394,20 @@ func (w *randomWorker) ipcEvent() {
 		return
 	}
 	o, err := OpenIPCEvent(w.d, h2)
-	if !w.ok(err, allowIPCSelf, "OpenIPCEvent in the process that exported it") {
+	if !w.ok(w.on(allowIPCSelf), err, "OpenIPCEvent in the process that exported it") {
 		w.note("ipc event opened by its exporter: refused")
 		return
 	}
 	w.note("ipc event opened by its exporter: accepted")
 	rs := w.stream()
-	if w.ok(rs.queue(func(s *Stream) error { return o.Record(s) }), 0, "Record of an opened IPC event on %s", rs.what) {
+	if w.ok(w.on(0, rs.obj), rs.queue(func(s *Stream) error { return o.Record(s) }), "Record of an opened IPC event on %s", rs.what) {
 		select {
 		case <-o.Done():
 		case <-time.After(randomWait):
 			w.fail("Done of an opened IPC event not closed after %v", randomWait)
 		}
 	}
-	w.ok(o.Close(), 0, "Event.Close of an opened IPC event")
+	w.ok(w.on(0), o.Close(), "Event.Close of an opened IPC event")
 }
 
 // managed gives advice about a span of one of the goroutine's managed
@@ -409,15 +429,17 @@ func (w *randomWorker) managed() {
 		if len(w.mem) == randomOwned {
 			return
 		}
-		a := &randomMem{kind: "Managed(d).Alloc", managed: true, n: w.size(), segs: []randomSeg{{at: 0}}}
+		a := newRandomMem("Managed(d).Alloc", w.size())
+		a.managed = true
 		var err error
-		if a.p, err = Managed(w.d).Alloc(4 * a.n); !w.ok(err, 0, "Managed(d).Alloc of %d bytes", 4*a.n) {
+		if a.p, err = Managed(w.d).Alloc(4 * a.n); !w.ok(w.on(0), err, "Managed(d).Alloc of %d bytes", 4*a.n) {
 			return
 		}
 		w.mem = append(w.mem, a)
 		w.writeTo(a, 0, a.n)
 		ms = append(ms, a)
 	}
+	w.reached()
 	a := ms[w.r.IntN(len(ms))]
 	i, j := w.span(a)
 	dev := w.d
@@ -427,12 +449,16 @@ func (w *randomWorker) managed() {
 	if w.r.IntN(2) == 0 {
 		advice := []Advice{AdviseReadMostly, AdviseUnsetReadMostly, AdvisePreferredLocation,
 			AdviseUnsetPreferredLocation, AdviseAccessedBy, AdviseUnsetAccessedBy}[w.r.IntN(6)]
-		w.ok(a.at(i).Advise(4*(j-i), advice, dev), 0, "Advise(%v, %v) of words %d..%d of %s", advice, dev, i, j-1, a.describe())
+		if w.ok(w.on(0), a.at(i).Advise(4*(j-i), advice, dev), "Advise(%v, %v) of words %d..%d of %s", advice, dev, i, j-1, a.describe()) {
+			w.note("managed ok")
+		}
 		w.note("managed advice")
 	} else {
 		rs := w.stream()
-		w.ok(rs.queue(func(s *Stream) error { return a.at(i).Prefetch(s, 4*(j-i), dev) }),
-			0, "Prefetch to %v of words %d..%d of %s on %s", dev, i, j-1, a.describe(), rs.what)
+		if w.ok(w.on(0, rs.obj), rs.queue(func(s *Stream) error { return a.at(i).Prefetch(s, 4*(j-i), dev) }),
+			"Prefetch to %v of words %d..%d of %s on %s", dev, i, j-1, a.describe(), rs.what) {
+			w.note("managed ok")
+		}
 		w.settle(rs)
 		w.note("managed prefetches")
 	}
@@ -454,14 +480,15 @@ func (w *randomWorker) managed() {
 // there is left to the program; the test waits on the host before such
 // frees (the free kind).
 func (w *randomWorker) asyncPool() {
+	w.reached()
 	if w.r.IntN(3) == 0 {
 		p, err := NewMemoryAsyncPool(w.d)
-		if w.ok(err, 0, "NewMemoryAsyncPool") {
+		if w.ok(w.on(0), err, "NewMemoryAsyncPool") {
 			w.mu.Lock()
 			old := w.async
-			w.async = p
+			w.async = &randomAsync{p: p, obj: newRandomObj("the shared MemoryAsyncPool", ErrClosed)}
 			w.mu.Unlock()
-			w.ok(old.Close(), 0, "MemoryAsyncPool.Close of the shared pool")
+			w.ok(w.on(0), old.obj.closeWith(old.p.Close), "MemoryAsyncPool.Close of the shared pool")
 			w.note("async pools replaced")
 		}
 	}
@@ -475,18 +502,21 @@ func (w *randomWorker) asyncPool() {
 	for _, rs := range []*randomStream{w.own, w.own2} {
 		var p MemoryPointer
 		var err error
+		u := w.on(0)
 		if w.r.IntN(3) == 0 {
 			p, err = AllocAsync(rs.s, 4*n)
 		} else {
-			p, err = w.sharedAsync().AllocAsync(rs.s, 4*n)
+			pool := w.sharedAsync()
+			u = w.on(0, pool.obj)
+			p, err = pool.p.AllocAsync(rs.s, 4*n)
 		}
-		if !w.ok(err, 0, "AllocAsync of %d bytes on %s", 4*n, rs.what) {
+		if !w.ok(u, err, "AllocAsync of %d bytes on %s", 4*n, rs.what) {
 			continue
 		}
 		v := w.r.Uint32()
-		if !w.ok(w.fill.Launch(rs.s, randomGrid(n), p, v, int32(n)), 0, "fill on %s", rs.what) {
+		if !w.ok(w.on(0), w.fill.Launch(rs.s, randomGrid(n), p, v, int32(n)), "fill on %s", rs.what) {
 			w.settle(rs)
-			w.ok(p.Memory().free(), 0, "Free of stream-ordered memory")
+			w.ok(w.on(0), p.Memory().free(), "Free of stream-ordered memory")
 			continue
 		}
 		parts = append(parts, part{p, rs, v})
@@ -497,13 +527,13 @@ func (w *randomWorker) asyncPool() {
 	var events []*Event
 	defer func() {
 		for _, e := range events {
-			w.ok(e.Close(), 0, "Event.Close")
+			w.ok(w.on(0), e.Close(), "Event.Close")
 		}
 	}()
 	chain := true
 	for _, pt := range parts {
 		e, err := pt.rs.s.recordNew(nil)
-		if chain = w.ok(err, 0, "Record on %s", pt.rs.what); !chain {
+		if chain = w.ok(w.on(0), err, "Record on %s", pt.rs.what); !chain {
 			break
 		}
 		events = append(events, e)
@@ -511,6 +541,7 @@ func (w *randomWorker) asyncPool() {
 	rs := w.stream()
 	var done *Event
 	if chain {
+		u := w.on(0, rs.obj)
 		err := rs.queue(func(s *Stream) error {
 			for _, e := range events {
 				if err := s.WaitEvent(e); err != nil {
@@ -529,7 +560,7 @@ func (w *randomWorker) asyncPool() {
 			done, err = s.recordNew(nil)
 			return err
 		})
-		chain = w.ok(err, 0, "check of stream-ordered memory on %s", rs.what)
+		chain = w.ok(u, err, "check of stream-ordered memory on %s", rs.what)
 	}
 	checked := chain
 	if done != nil {
@@ -537,7 +568,8 @@ func (w *randomWorker) asyncPool() {
 	}
 	for _, pt := range parts {
 		if chain {
-			chain = w.ok(pt.rs.s.WaitEvent(done), 0, "WaitEvent on %s", pt.rs.what)
+			// The goroutine's own streams: no other goroutine captures them.
+			chain = w.ok(w.on(0), pt.rs.s.WaitEvent(done), "WaitEvent on %s", pt.rs.what)
 		}
 	}
 	if !chain && !w.syncDevice() {
@@ -546,7 +578,7 @@ func (w *randomWorker) asyncPool() {
 		return
 	}
 	for _, pt := range parts {
-		w.ok(pt.p.Memory().free(), 0, "Free of stream-ordered memory on %s", pt.rs.what)
+		w.ok(w.on(0), pt.p.Memory().free(), "Free of stream-ordered memory on %s", pt.rs.what)
 	}
 	if chain {
 		w.note("async frees queued behind another stream's kernel")
@@ -556,16 +588,16 @@ func (w *randomWorker) asyncPool() {
 	if !checked || !w.settle(rs) {
 		return
 	}
-	var bad int32
-	if w.ok(w.bad.CopyToHostPointer(unsafe.Pointer(&bad), 4), 0, "CopyToHost of check's count") && bad != 0 {
+	if bad, read := w.readBad(); read && bad != 0 {
 		w.fail("check of stream-ordered memory on %s: %d words differ", rs.what, bad)
 	}
 }
 
-// freeRace frees one of the goroutine's allocations while a helper
-// goroutine copies a span of it to the host: Free waits for the copy in
-// progress, so the copy either reads what the model says or, begun after
-// the Free, returns ErrFreed.
+// freeRace checks one of the goroutine's allocations whole and frees it
+// while a helper goroutine copies a span of it to the host: Free waits for
+// the copy in progress, so the copy either reads what the model says or,
+// begun after the Free began, returns ErrFreed, which it must where the
+// Free had returned before it began.
 func (w *randomWorker) freeRace() {
 	if len(w.mem) == 0 {
 		return
@@ -575,17 +607,21 @@ func (w *randomWorker) freeRace() {
 	if a.view {
 		return
 	}
+	w.reached()
 	w.mem = slices.Delete(w.mem, k, k+1)
+	w.checkWhole(a, "free")
 	i, j := w.span(a)
 	src := a.at(i)
 	got := make([]uint32, j-i)
 	raw := w.r.IntN(2) == 0
 	o := w.helper(0)
 	var cerr error
+	var u randomUse
 	var wg sync.WaitGroup
 	start := make(chan struct{})
 	wg.Go(func() {
 		<-start
+		u = o.on(0, a.obj)
 		if raw {
 			cerr = src.CopyToHostPointer(unsafe.Pointer(&got[0]), 4*len(got))
 		} else {
@@ -598,10 +634,11 @@ func (w *randomWorker) freeRace() {
 	}
 	w.release(a)
 	wg.Wait()
-	if o.ok(cerr, allowFreed, "CopyToHost of words %d..%d of %s while it is freed", i, j-1, a.describe()) {
+	w.note("freerace copies")
+	if o.ok(u, cerr, "CopyToHost of words %d..%d of %s while it is freed", i, j-1, a.describe()) {
 		a.compare(o, i, got, "a copy during Free")
 		w.note("freerace copies done before Free")
-	} else {
+	} else if errors.Is(cerr, ErrFreed) {
 		w.note("freerace copies refused after Free")
 	}
 }

@@ -2,18 +2,14 @@ package highlevel
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"runtime"
-	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/gocuda/cuda/cudadrv"
 	"github.com/gocuda/cuda/internal/randomtest"
 )
 
@@ -49,13 +45,27 @@ const (
 // others use and close, launch, update and close executable graphs that
 // all of them share, and free memory or drop it for the GC. Each goroutine
 // owns its allocations and keeps a model of every word of them (runs of
-// words of one value, or unknown after a write that failed), against which
-// every read is checked, on the host or with a kernel. The test proves
-// that an operation on an object closed by another goroutine fails with
-// ErrClosed and never crashes, that no pool hands out memory still in use,
-// that no memory is corrupted, that every host function queued runs, that
-// every error is one randomExpected lists, and that the test's pool gets
-// back all the memory freed.
+// words of one value; of one of a few values after a write that failed,
+// until a read or a write that worked says which; unknown only where a
+// write may still be in flight), against which every read is checked, on
+// the host or with a kernel; every allocation is read whole and checked
+// before it is freed or dropped and at the end, views included. The test
+// proves that an operation on an object closed by another goroutine fails
+// with ErrClosed and never crashes, that no pool hands out memory still in
+// use, that no memory is corrupted, that every host function queued runs,
+// and that the test's pool gets back all the memory freed.
+//
+// The oracle (gpu_random_oracle_test.go) is strict: an error is expected
+// only where the program's own actions explain it (randomExpected,
+// randomJudge): ErrClosed where the program closed an object the call
+// names, ErrFreed where it freed the memory, ErrCapturing where another
+// goroutine's capture overlapped the call, CUDA's statuses of stream
+// capture where a capture's own draws spoil it; and where they require an
+// error (an object closed or freed before the call began, a draw that asks
+// for a refusal), nil fails. Each program must reach randomMinimums, per
+// kind of operation and outcome, and so must all the seeds together: a
+// regression that makes a whole kind fail with an expected error fails
+// the test.
 //
 // Each kind of operation has a short name (see randomKinds), used by
 // $HL_RANDOM_SKIP and in the summary the test logs at its end: operations
@@ -160,10 +170,18 @@ func TestGPURandomOps(t *testing.T) {
 			}
 			wg.Wait()
 			w.finish()
+			for _, s := range randomShortfalls(w.tally.counts(), randomMinimums) {
+				t.Errorf("seed %d (HL_RANDOM_SEED=%d): %s", seed, seed, s)
+			}
 			sum.merge(w.tally)
 		})
 	}
 	t.Logf("%d seeds of %d goroutines, %d operations each:\n%s", len(cfg.seeds), cfg.goroutines, cfg.ops, sum)
+	// The seeds together: most minimums are checked here only, where their
+	// expectation is large enough.
+	for _, s := range randomShortfalls(sum.counts(), randomMinimums) {
+		t.Errorf("all seeds: %s", s)
+	}
 }
 
 // A randomConfig is what the knobs chose.
@@ -241,221 +259,6 @@ func init() {
 	}
 }
 
-// A randomAllow lets an operation accept errors of randomExpected that
-// only some operations may get.
-type randomAllow uint32
-
-const (
-	allowFreed randomAllow = 1 << iota
-	allowDeadline
-	allowUpdateShape
-	allowDeviceLaunch
-	allowAutoFreeDevice
-	allowView
-	allowNotShareable
-	allowIPCSelf
-	allowLegacyCapture
-)
-
-// randomExpected is every error TestGPURandomOps accepts, and why. An
-// error is accepted when each of its parts (errors.Join) matches an entry
-// that the call allows (allow 0: every call) and, for the entries marked
-// window, when a stream capture was in progress at some time during the
-// operation (from its start to the error). Any other error fails the seed
-// and prints the seed, goroutine, operation and kind.
-var randomExpected = []struct {
-	name   string
-	allow  randomAllow
-	window bool
-	is     func(error) bool
-	why    string
-}{
-	{
-		name: "closed",
-		is:   func(err error) bool { return errors.Is(err, ErrClosed) },
-		why: "another goroutine closed the stream, event, graph, GraphExec or pool " +
-			"(stream, event, asyncpool, gexec, sources and busyclose close what the others use)",
-	},
-	{
-		name:   "capture",
-		window: true,
-		is:     randomCaptureStatus,
-		why: "a capture was in progress: CUDA refuses what the capture mode forbids " +
-			"(cuMemAlloc, cuMemFree, synchronous copies and device-wide waits in the strict modes, " +
-			"on every thread in global mode, on the capturing one in thread-local mode: " +
-			"CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED), waits and queries of a capturing stream in every mode " +
-			"(_UNSUPPORTED, CUDA_ERROR_CAPTURED_EVENT for an event recorded in it), the legacy default " +
-			"stream while a blocking stream captures (_IMPLICIT), a wait for an event outside the capture " +
-			"(_ISOLATION), and then everything on the spoilt capture (_INVALIDATED); the capture kind " +
-			"also ends a strict capture from another OS thread (_WRONG_THREAD) and leaves a fork unjoined (_UNJOINED)",
-	},
-	{
-		name:   "capturing",
-		window: true,
-		is:     func(err error) bool { return errors.Is(err, ErrCapturing) },
-		why:    "the package refuses a device-wide wait while one of its captures is in progress",
-	},
-	{
-		name:  "freed",
-		allow: allowFreed,
-		is:    func(err error) bool { return errors.Is(err, ErrFreed) },
-		why:   "freerace: the memory was freed by the other goroutine before the copy began",
-	},
-	{
-		name:  "deadline",
-		allow: allowDeadline,
-		is: func(err error) bool {
-			return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
-		},
-		why: "deadline: a wait given a deadline of 0 to 5 ms, or a cancelled context, ended before the work",
-	},
-	{
-		name:  "updateshape",
-		allow: allowUpdateShape,
-		is:    func(err error) bool { return errors.Is(err, cudadrv.ERROR_GRAPH_EXEC_UPDATE_FAILURE) },
-		why:   "gexec and sources: GraphExec.Update with a graph of another shape (a memset node where a host node was)",
-	},
-	{
-		name:  "devicelaunch",
-		allow: allowDeviceLaunch,
-		is: func(err error) bool {
-			return errors.Is(err, cudadrv.ERROR_GRAPH_EXEC_UPDATE_FAILURE) ||
-				errors.Is(err, cudadrv.ERROR_NOT_SUPPORTED) || errors.Is(err, cudadrv.ERROR_INVALID_VALUE)
-		},
-		why: "gexec and sources: an update or a host launch of a GraphExec instantiated with DeviceLaunch, " +
-			"which CUDA may restrict (unsure: the test counts them so that they can be looked at)",
-	},
-	{
-		name:  "autofreedevice",
-		allow: allowAutoFreeDevice,
-		is:    func(err error) bool { return errors.Is(err, cudadrv.ERROR_INVALID_VALUE) },
-		why:   "InstantiateOptions with AutoFreeOnLaunch and DeviceLaunch: CUDA refuses the two together",
-	},
-	{
-		name:  "view",
-		allow: allowView,
-		is: func(err error) bool {
-			return strings.Contains(err.Error(), "Free of a view of memory")
-		},
-		why: "Array.Free of a view (ArrayOf, Slice) refuses: the memory's owner frees it",
-	},
-	{
-		name:  "notshareable",
-		allow: allowNotShareable,
-		is:    func(err error) bool { return errors.Is(err, ErrNotShareable) },
-		why:   "IPCHandle of managed or stream-ordered memory, or of an event without Interprocess",
-	},
-	{
-		name:  "ipcself",
-		allow: allowIPCSelf,
-		is:    randomAnyStatus,
-		why: "OpenIPCMemory or OpenIPCEvent of a handle the process exported itself: " +
-			"\"a process cannot open memory it exported itself\", with no status named, so any CUDA status",
-	},
-	{
-		name:  "legacycapture",
-		allow: allowLegacyCapture,
-		is:    randomAnyStatus,
-		why: "capture: BeginCapture on the legacy default stream, which CUDA cannot capture " +
-			"(\"capture may not be initiated if stream is cudaStreamLegacy\", with no status named, so any CUDA status)",
-	},
-}
-
-// randomCaptureStatus reports whether err is one of CUDA's statuses of
-// stream capture.
-func randomCaptureStatus(err error) bool {
-	var r cudadrv.Result
-	if !errors.As(err, &r) {
-		return false
-	}
-	switch r {
-	case cudadrv.ERROR_STREAM_CAPTURE_UNSUPPORTED, cudadrv.ERROR_STREAM_CAPTURE_INVALIDATED,
-		cudadrv.ERROR_STREAM_CAPTURE_MERGE, cudadrv.ERROR_STREAM_CAPTURE_UNMATCHED,
-		cudadrv.ERROR_STREAM_CAPTURE_UNJOINED, cudadrv.ERROR_STREAM_CAPTURE_ISOLATION,
-		cudadrv.ERROR_STREAM_CAPTURE_IMPLICIT, cudadrv.ERROR_CAPTURED_EVENT,
-		cudadrv.ERROR_STREAM_CAPTURE_WRONG_THREAD:
-		return true
-	}
-	return false
-}
-
-// randomAnyStatus reports whether err is one of CUDA's statuses.
-func randomAnyStatus(err error) bool {
-	var r cudadrv.Result
-	return errors.As(err, &r)
-}
-
-// randomParts returns the parts of err: the errors it joins (errors.Join,
-// also inside a wrapping), each whole with its wrappings; or err.
-func randomParts(err error) []error {
-	for e := err; e != nil; e = errors.Unwrap(e) {
-		if j, ok := e.(interface{ Unwrap() []error }); ok {
-			var parts []error
-			for _, c := range j.Unwrap() {
-				parts = append(parts, randomParts(c)...)
-			}
-			return parts
-		}
-	}
-	return []error{err}
-}
-
-// A randomTally counts what happened: operations per kind, expected errors
-// per reason, and events ("graphs launched", "capture global ok").
-type randomTally struct {
-	mu sync.Mutex
-	n  map[string]int64
-}
-
-func newRandomTally() *randomTally { return &randomTally{n: map[string]int64{}} }
-
-func (c *randomTally) add(key string, n int64) {
-	c.mu.Lock()
-	c.n[key] += n
-	c.mu.Unlock()
-}
-
-func (c *randomTally) merge(o *randomTally) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	for k, v := range o.n {
-		c.add(k, v)
-	}
-}
-
-// String gives the operations per kind, the expected errors, then the rest.
-func (c *randomTally) String() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var b strings.Builder
-	b.WriteString("operations:")
-	for _, k := range randomKinds {
-		fmt.Fprintf(&b, " %s %d", k.name, c.n["op "+k.name])
-		if s := c.n["skipped "+k.name]; s > 0 {
-			fmt.Fprintf(&b, " (skipped %d)", s)
-		}
-	}
-	b.WriteString("\nexpected errors:")
-	for _, x := range randomExpected {
-		fmt.Fprintf(&b, " %s %d", x.name, c.n["expected "+x.name])
-	}
-	var rest []string
-	for k := range c.n {
-		if !strings.HasPrefix(k, "op ") && !strings.HasPrefix(k, "skipped ") && !strings.HasPrefix(k, "expected ") {
-			rest = append(rest, k)
-		}
-	}
-	sort.Strings(rest)
-	b.WriteString("\nevents:")
-	for i, k := range rest {
-		if i%6 == 0 {
-			b.WriteString("\n ")
-		}
-		fmt.Fprintf(&b, " %s %d;", k, c.n[k])
-	}
-	return b.String()
-}
-
 // A randomStream is a stream the goroutines share (or a goroutine's own),
 // with its gate. Work whose effect a goroutine's model counts on (writes,
 // checks, host functions, graph launches, stream-ordered allocations and
@@ -470,11 +273,33 @@ func (c *randomTally) String() string {
 // outside the capture: refused), Close, and every call on other streams
 // and on no stream (cuMemAlloc and the like, which the strict modes
 // refuse).
+//
+// obj is the stream's Close, for the oracle; caps counts its captures
+// (capBegun), for WaitEvent's CUDA_ERROR_STREAM_CAPTURE_ISOLATION.
 type randomStream struct {
 	s      *Stream
 	what   string
 	legacy bool // the legacy default stream, which CUDA cannot capture
 	gate   sync.RWMutex
+	obj    *randomObj
+	caps   atomic.Int64
+}
+
+func newRandomStream(s *Stream, what string, legacy bool) *randomStream {
+	return &randomStream{s: s, what: what, legacy: legacy, obj: newRandomObj(what, ErrClosed)}
+}
+
+// A randomEvent is an event the goroutines share, with its Close.
+type randomEvent struct {
+	e   *Event
+	obj *randomObj
+}
+
+// A randomAsync is the MemoryAsyncPool the goroutines share, with its
+// Close.
+type randomAsync struct {
+	p   *MemoryAsyncPool
+	obj *randomObj
 }
 
 // queue runs fn, which queues work on rs, with rs's gate held shared.
@@ -505,6 +330,7 @@ type randomExec struct {
 	shape  int // 0: fill and a host node; 1: fill and a memset
 	device bool
 	target *randomTarget
+	obj    *randomObj
 }
 
 // A randomWorld is what the goroutines of one seed share.
@@ -516,15 +342,15 @@ type randomWorld struct {
 	fill, check *Kernel
 	pool        *MemoryPool
 	pinnedPool  *PinnedMemoryPool
-	legacy      *randomStream // the legacy default stream, never closed
+	legacy      *randomStream // the legacy default stream, never closed (its obj neither)
 	scratch     MemoryPointer // written by busyclose, never read
 	targets     []*randomTarget
 	managedOK   bool // the device has concurrent managed access, for Advise and Prefetch
 
 	mu      sync.Mutex // guards what follows; the objects are used without it
 	streams []*randomStream
-	events  []*Event
-	async   *MemoryAsyncPool
+	events  []*randomEvent
+	async   *randomAsync
 	execs   []*randomExec
 	srcs    []*randomSource
 
@@ -533,9 +359,9 @@ type randomWorld struct {
 	// stream of the device captures, and invalidates the capture.
 	capturing sync.RWMutex
 	// capCount holds the number of captures begun in its upper 32 bits
-	// and of those in progress in its lower ones: an error of
-	// randomExpected's window entries is accepted when a capture was in
-	// progress during the operation. Both are in one word, so that a
+	// and of those in progress in its lower ones (capBegun): ErrCapturing
+	// is expected where another goroutine's capture was in progress during
+	// the operation (randomOp.others). Both are in one word, so that a
 	// window reads them at one instant: read one after the other, a
 	// capture that began between the reads and ended before the error was
 	// checked was in neither.
@@ -555,34 +381,36 @@ func newRandomWorld(t *testing.T, d Device, seed uint64, cfg *randomConfig, fill
 		t.Fatal(err)
 	}
 	w.pinnedPool = NewPinnedMemoryPool()
-	if w.async, err = NewMemoryAsyncPool(d); err != nil {
+	async, err := NewMemoryAsyncPool(d)
+	if err != nil {
 		t.Fatal(err)
 	}
+	w.async = &randomAsync{p: async, obj: newRandomObj("the shared MemoryAsyncPool", ErrClosed)}
 	legacy, err := LegacyDefaultStream(d)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.legacy = &randomStream{s: legacy, what: "the legacy default stream", legacy: true}
+	w.legacy = newRandomStream(legacy, "the legacy default stream", true)
 	// The legacy default stream is shared too, through a Stream of its
 	// own: closing that only makes it unusable.
 	shared, err := LegacyDefaultStream(d)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.streams = append(w.streams, &randomStream{s: shared, what: "a shared legacy default stream", legacy: true})
+	w.streams = append(w.streams, newRandomStream(shared, "a shared legacy default stream", true))
 	for i, nonBlocking := range []bool{false, true, true} {
 		s, err := NewStream(d, &StreamOptions{NonBlocking: nonBlocking, Priority: -i})
 		if err != nil {
 			t.Fatal(err)
 		}
-		w.streams = append(w.streams, &randomStream{s: s, what: randomStreamWhat(nonBlocking)})
+		w.streams = append(w.streams, newRandomStream(s, randomStreamWhat(nonBlocking), false))
 	}
 	for i := range 4 {
 		e, err := NewEvent(d, &EventOptions{DisableTiming: i%2 == 0, Blocking: i >= 2})
 		if err != nil {
 			t.Fatal(err)
 		}
-		w.events = append(w.events, e)
+		w.events = append(w.events, &randomEvent{e: e, obj: newRandomObj("a shared event", ErrClosed)})
 	}
 	if w.scratch, err = d.Alloc(1 << 20); err != nil {
 		t.Fatal(err)
@@ -653,11 +481,11 @@ func (w *randomWorld) finish() {
 		}
 	}
 	for _, e := range w.events {
-		if err := e.Close(); err != nil {
+		if err := e.e.Close(); err != nil {
 			t.Errorf("Event.Close: %v", err)
 		}
 	}
-	if err := w.async.Close(); err != nil {
+	if err := w.async.p.Close(); err != nil {
 		t.Errorf("MemoryAsyncPool.Close: %v", err)
 	}
 	for _, p := range append([]MemoryPointer{w.scratch}, w.targetPointers()...) {
@@ -716,237 +544,6 @@ func (w *randomWorld) verifyTarget(tg *randomTarget, fail func(string, ...any)) 
 	return nil
 }
 
-// A randomWindow is the state of the captures when an operation began.
-type randomWindow struct {
-	active bool
-	begun  int64
-}
-
-// capBegun is what a capture adds to randomWorld.capCount as it begins; it
-// takes 1 away as it ends.
-const capBegun = 1<<32 + 1
-
-func (w *randomWorld) window() randomWindow {
-	c := w.capCount.Load()
-	return randomWindow{active: c%(1<<32) > 0, begun: c >> 32}
-}
-
-// inWindow reports whether a capture was in progress at some time since
-// the operation that took x began.
-func (w *randomWorld) inWindow(x randomWindow) bool {
-	now := w.window()
-	return x.active || now.active || now.begun != x.begun
-}
-
-// A randomOp is who does an operation, for its errors: a goroutine, the
-// operation's number and kind, and for a helper goroutine its number.
-type randomOp struct {
-	*randomWorld
-	g, op, sub int
-	kind       string
-	win        randomWindow
-}
-
-// ok reports whether err is nil. It counts the errors randomExpected lists
-// and allow admits, and reports any other error as a failure.
-func (o *randomOp) ok(err error, allow randomAllow, format string, args ...any) bool {
-	if err == nil {
-		return true
-	}
-	names, expected := randomClassify(err, allow, o.inWindow(o.win))
-	if !expected {
-		o.fail("%s: %v (window %+v, captures now: the test's %d, the package's %d)",
-			fmt.Sprintf(format, args...), err, o.win, o.capCount.Load()%(1<<32), captures.Load())
-		return false
-	}
-	for i, part := range randomParts(err) {
-		o.tally.add("expected "+names[i], 1)
-		// Which of CUDA's statuses, for the summary.
-		var r cudadrv.Result
-		if errors.As(part, &r) {
-			o.tally.add(names[i]+" "+r.String(), 1)
-		}
-	}
-	return false
-}
-
-// randomClassify returns the names of randomExpected's entries that err's
-// parts match, and whether each part matches one that allow admits;
-// inWindow says whether a capture was in progress during the operation.
-func randomClassify(err error, allow randomAllow, inWindow bool) ([]string, bool) {
-	var names []string
-parts:
-	for _, part := range randomParts(err) {
-		for _, x := range randomExpected {
-			if x.allow != 0 && allow&x.allow == 0 || x.window && !inWindow {
-				continue
-			}
-			if x.is(part) {
-				names = append(names, x.name)
-				continue parts
-			}
-		}
-		return nil, false
-	}
-	return names, true
-}
-
-func (o *randomOp) fail(format string, args ...any) {
-	who := fmt.Sprintf("goroutine %d", o.g)
-	if o.sub >= 0 {
-		who += fmt.Sprintf(" (helper %d)", o.sub)
-	}
-	o.t.Errorf("seed %d (HL_RANDOM_SEED=%d) %s op %d (%s): %s", o.seed, o.seed, who, o.op, o.kind, fmt.Sprintf(format, args...))
-}
-
-func (o *randomOp) note(key string) { o.tally.add(key, 1) }
-
-// helper returns o for helper goroutine i of the operation.
-func (o randomOp) helper(i int) *randomOp {
-	o.sub = i
-	return &o
-}
-
-// A randomSeg is a run of words of a randomMem from word at to the next
-// run: all v, or unknown.
-type randomSeg struct {
-	at    int
-	v     uint32
-	known bool
-	how   string // how it was written, for errors
-}
-
-// A randomMem is an allocation a goroutine owns, and its model.
-type randomMem struct {
-	kind    string // how it was allocated
-	p       MemoryPointer
-	arr     *Array[uint32] // for arrays and views, else nil
-	view    bool           // arr is a view: ArrayOf or Slice, its owner dropped
-	on      *randomStream  // the stream a stream-ordered allocation is freed on, or nil
-	pooled  bool           // a block of the world's MemoryPool (counts as dropped when dropped)
-	managed bool
-	ipc     bool // from cuMemAlloc: IPCHandle shares it
-	n       int  // words
-	segs    []randomSeg
-}
-
-// segEnd returns the end of segment k.
-func (a *randomMem) segEnd(k int) int {
-	if k+1 < len(a.segs) {
-		return a.segs[k+1].at
-	}
-	return a.n
-}
-
-// set makes words i to j-1 all v, or unknown.
-func (a *randomMem) set(i, j int, v uint32, known bool, how string) {
-	if i >= j {
-		return
-	}
-	var before, after []randomSeg
-	for k, s := range a.segs {
-		e := a.segEnd(k)
-		if s.at < min(e, i) {
-			before = append(before, s)
-		}
-		if st := max(s.at, j); st < e {
-			s.at = st
-			after = append(after, s)
-		}
-	}
-	var out []randomSeg
-	add := func(s randomSeg) {
-		if n := len(out); n > 0 && out[n-1].known == s.known && (!s.known || out[n-1].v == s.v) {
-			return
-		}
-		out = append(out, s)
-	}
-	for _, s := range before {
-		add(s)
-	}
-	add(randomSeg{at: i, v: v, known: known, how: how})
-	for _, s := range after {
-		add(s)
-	}
-	a.segs = out
-}
-
-// forget makes words i to j-1 unknown.
-func (a *randomMem) forget(i, j int) { a.set(i, j, 0, false, "") }
-
-// runs returns the runs of words i to j-1, clipped to them.
-func (a *randomMem) runs(i, j int) []randomSeg {
-	var rs []randomSeg
-	for k, s := range a.segs {
-		if e := a.segEnd(k); e > i && s.at < j {
-			s.at = max(s.at, i)
-			rs = append(rs, s)
-		}
-	}
-	return rs
-}
-
-// copyFrom sets words i to i+n-1 to what words bi to bi+n-1 of b hold.
-func (a *randomMem) copyFrom(i int, b *randomMem, bi, n int) {
-	rs := b.runs(bi, bi+n)
-	for k, s := range rs {
-		e := bi + n
-		if k+1 < len(rs) {
-			e = rs[k+1].at
-		}
-		a.set(i+s.at-bi, i+e-bi, s.v, s.known, s.how)
-	}
-}
-
-// at returns a pointer to word i.
-func (a *randomMem) at(i int) MemoryPointer {
-	p, err := a.p.Add(4 * i)
-	if err != nil {
-		panic(err) // the model keeps i within the memory
-	}
-	return p
-}
-
-// arg is words i to j-1 of a as a kernel argument: the Array when the span
-// is all of it.
-func (a *randomMem) arg(i, j int) any {
-	if a.arr != nil && i == 0 && j == a.n {
-		return a.arr
-	}
-	return a.at(i)
-}
-
-// compare checks got, words i to i+len(got)-1 of a, against the model.
-func (a *randomMem) compare(o *randomOp, i int, got []uint32, how string) {
-	j := i + len(got)
-	for k, s := range a.runs(i, j) {
-		if !s.known {
-			continue
-		}
-		e := j
-		if rs := a.runs(i, j); k+1 < len(rs) {
-			e = rs[k+1].at
-		}
-		for x := s.at; x < e; x++ {
-			if got[x-i] != s.v {
-				bad := 0
-				for y := s.at; y < e; y++ {
-					if got[y-i] != s.v {
-						bad++
-					}
-				}
-				o.fail("%s of %s: word %d is %#x, want %#x (written by %s); %d of words %d..%d differ",
-					how, a.describe(), x, got[x-i], s.v, s.how, bad, s.at, e-1)
-				return
-			}
-		}
-	}
-}
-
-func (a *randomMem) describe() string {
-	return fmt.Sprintf("a %s of %d words", a.kind, a.n)
-}
-
 // A randomWorker is one goroutine of a seed.
 type randomWorker struct {
 	randomOp
@@ -955,29 +552,32 @@ type randomWorker struct {
 	own, own2 *randomStream
 	bad       MemoryPointer // check's count
 	mem       []*randomMem
+	ownCaps   atomic.Int64 // the goroutine's captures (capBegun): randomOp.own
 }
 
-// run runs goroutine g: cfg.ops random operations, then it verifies and
-// frees what it still owns.
+// run runs goroutine g: cfg.ops random operations, then it checks whole
+// and frees what it still owns.
 func (w *randomWorld) run(g int) {
 	r := &randomWorker{
 		randomOp: randomOp{randomWorld: w, g: g, op: -1, sub: -1, kind: "setup"},
 		main:     rand.New(rand.NewPCG(w.seed, uint64(g))),
 	}
+	r.randomOp.own = &r.ownCaps
 	r.r = rand.New(rand.NewPCG(w.seed, uint64(g)))
+	r.win = r.window()
 	// A capture on a blocking stream would take in the legacy default
 	// stream's work that the other goroutines queue meanwhile.
 	own, err := NewStream(w.d, &StreamOptions{NonBlocking: true})
-	if !r.ok(err, 0, "NewStream") {
+	if !r.ok(r.on(0), err, "NewStream") {
 		return
 	}
-	r.own = &randomStream{s: own, what: "the goroutine's own stream"}
+	r.own = newRandomStream(own, "the goroutine's own stream", false)
 	own2, err := NewStream(w.d, &StreamOptions{NonBlocking: true, Priority: -1})
-	if !r.ok(err, 0, "NewStream") {
+	if !r.ok(r.on(0), err, "NewStream") {
 		return
 	}
-	r.own2 = &randomStream{s: own2, what: "the goroutine's second stream"}
-	if r.bad, err = w.d.Alloc(4); !r.ok(err, 0, "Device.Alloc") {
+	r.own2 = newRandomStream(own2, "the goroutine's second stream", false)
+	if r.bad, err = w.d.Alloc(4); !r.ok(r.on(0), err, "Device.Alloc") {
 		return
 	}
 	total := 0
@@ -997,7 +597,7 @@ func (w *randomWorld) run(g int) {
 			continue
 		}
 		r.r = rand.New(rand.NewPCG(seed, w.seed))
-		r.win = w.window()
+		r.win = r.window()
 		for _, k := range randomKinds {
 			if k.name == r.kind {
 				k.do(r)
@@ -1005,15 +605,16 @@ func (w *randomWorld) run(g int) {
 		}
 		w.tally.add("op "+r.kind, 1)
 	}
-	r.op, r.kind = w.cfg.ops, "teardown"
-	r.win = w.window()
+	r.op, r.kind = w.cfg.ops, "end"
+	r.win = r.window()
 	for _, a := range r.mem {
-		r.verifyMem(a)
+		r.reached()
+		r.checkWhole(a, "end")
 		r.release(a)
 	}
-	r.ok(r.bad.Memory().free(), 0, "Free of check's count")
-	r.ok(r.own.s.Close(), 0, "Stream.Close of the goroutine's own stream")
-	r.ok(r.own2.s.Close(), 0, "Stream.Close of the goroutine's second stream")
+	r.ok(r.on(0), r.bad.Memory().free(), "Free of check's count")
+	r.ok(r.on(0), r.own.obj.closeWith(r.own.s.Close), "Stream.Close of the goroutine's own stream")
+	r.ok(r.on(0), r.own2.obj.closeWith(r.own2.s.Close), "Stream.Close of the goroutine's second stream")
 }
 
 // stream returns one of the shared streams.
@@ -1031,7 +632,7 @@ func (w *randomWorker) anyStream() *randomStream {
 	return w.stream()
 }
 
-func (w *randomWorker) event() *Event {
+func (w *randomWorker) event() *randomEvent {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.events[w.r.IntN(len(w.events))]
@@ -1039,15 +640,16 @@ func (w *randomWorker) event() *Event {
 
 // settle waits, in one of the package's ways, until rs has done the work
 // queued on it so far. If that fails, because another goroutine closed the
-// stream (the work queued on it still runs), a capture refused the wait,
-// or otherwise, it waits for the whole device. It reports whether one of
-// the waits worked.
+// stream (the work queued on it still runs) or captures it, it waits for
+// the whole device. It reports whether one of the waits worked; the
+// second must.
 func (w *randomWorker) settle(rs *randomStream) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), randomWait)
 	defer cancel()
 	s := rs.s
 	var err error
 	var how string
+	u := w.on(0, rs.obj)
 	switch w.r.IntN(3) {
 	case 0:
 		how, err = "Stream.Synchronize", s.Synchronize()
@@ -1060,19 +662,46 @@ func (w *randomWorker) settle(rs *randomStream) bool {
 			err = e.Wait(ctx)
 		}
 		if e != nil {
-			w.ok(e.Close(), 0, "Event.Close of a waited event")
+			w.ok(w.on(0), e.Close(), "Event.Close of a waited event")
 		}
 	}
-	if err != nil {
-		w.ok(err, 0, "%s of %s", how, rs.what)
+	if !w.ok(u, err, "%s of %s", how, rs.what) {
 		return w.syncDevice()
 	}
 	return true
 }
 
-// syncDevice waits for all the device's work, with no capture in progress.
+// syncDevice waits for all the device's work, with no capture in progress:
+// the capturing lock keeps the test's captures out, and no other captures
+// the package's, so Device.Synchronize must work.
 func (w *randomWorker) syncDevice() bool {
 	w.capturing.Lock()
 	defer w.capturing.Unlock()
-	return w.ok(w.d.Synchronize(), 0, "Device.Synchronize")
+	if err := w.d.Synchronize(); err != nil {
+		w.fail("Device.Synchronize with no capture in progress: %v", err)
+		return false
+	}
+	return true
+}
+
+// checkWhole reads all of a, on the goroutine's own stream, and checks it
+// against the model: before a is freed or dropped, and at the end. The
+// read must work: the goroutine neither closes its own stream nor
+// captures it here, a is its own and not freed, and a copy to pageable
+// memory on a stream other than the legacy default one is refused by no
+// capture (the shim gates only the legacy default stream's and the
+// calls CaptureGlobal forbids, and a staged copy stages only outside
+// global captures, which wait for it). To pageable memory, CUDA has written
+// got when the call returns.
+func (w *randomWorker) checkWhole(a *randomMem, why string) {
+	got := make([]uint32, a.n)
+	if err := CopyToHostAsync(w.own.s, got, a.p); err != nil {
+		w.fail("a whole read of %s on the goroutine's own stream (%s): %v", a.describe(), why, err)
+		return
+	}
+	if msg := a.check(0, got); msg != "" {
+		w.fail("a whole read (%s) of %s: %s", why, a.describe(), msg)
+		return
+	}
+	w.note("check " + why + " ok")
 }
