@@ -82,7 +82,7 @@ gpu:
 	$(GO) test $(STRIP) -race -c -o build/gpu/highlevel_internal_mixed_race.test ./highlevel/internal/mixed
 	$(GO) test $(STRIP) -race -c -o build/gpu/highlevel_collective_race.test ./highlevel/collective
 	$(foreach t,$(MAJOR_TAGS),$(foreach p,$(GPU_MAJOR_PKGS),$(GO) test $(STRIP) -tags $(t) -c -o build/gpu/$(subst /,_,$(p))_$(t).test ./$(p) &&)) true
-	$(foreach e,devicequery saxpy pipeline graphloop sgemm bandwidth allreduce,$(GO) build $(STRIP) -o build/gpu/$(e) ./examples/$(e) &&) true
+	$(foreach e,devicequery saxpy pipeline graphloop memprofile sgemm bandwidth allreduce,$(GO) build $(STRIP) -o build/gpu/$(e) ./examples/$(e) &&) true
 	$(GO) -C bench test $(STRIP) -c -o $(CURDIR)/build/gpu/bench.test .
 	CGO_ENABLED=0 $(GO) -C bench build $(STRIP) -o $(CURDIR)/build/gpu/benchtable ./cmd/benchtable
 	cp bench/c/*.c bench/c/*.cu bench/c/*.h headers/nccl-2.28.3/nccl.h scripts/gpu.sh build/gpu/

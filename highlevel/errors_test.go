@@ -3,6 +3,7 @@ package highlevel
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -121,13 +122,17 @@ func TestErrorMessages(t *testing.T) {
 
 // TestOutOfMemoryError checks that every allocation path refuses sizes
 // beyond 2^56 bytes with an *OutOfMemoryError of its size and device,
-// which matches the runtime's and the driver's out-of-memory statuses.
+// which matches the runtime's and the driver's out-of-memory statuses, and
+// which the out-of-memory hook sees once, its report filled in.
 func TestOutOfMemoryError(t *testing.T) {
 	const huge = 1<<56 + 1
 	pool, err := NewMemoryPool(Device(1))
 	if err != nil {
 		t.Fatal(err)
 	}
+	var seen []*OutOfMemoryError
+	SetOutOfMemoryHook(func(e *OutOfMemoryError) { seen = append(seen, e) })
+	defer SetOutOfMemoryHook(nil)
 	for _, tc := range []struct {
 		name string
 		err  error
@@ -146,6 +151,11 @@ func TestOutOfMemoryError(t *testing.T) {
 	} {
 		if !checkOutOfMemory(t, tc.name, tc.err, tc.size, tc.dev) {
 			continue
+		}
+		var oom *OutOfMemoryError
+		errors.As(tc.err, &oom)
+		if n := len(slices.DeleteFunc(slices.Clone(seen), func(e *OutOfMemoryError) bool { return e != oom })); n != 1 || !oom.reported {
+			t.Errorf("%s: the hook saw the error %d times, want once, its report filled in", tc.name, n)
 		}
 		if errors.Is(tc.err, cudart.ErrorInvalidValue) {
 			t.Errorf("%s: %v matches cudart.ErrorInvalidValue", tc.name, tc.err)

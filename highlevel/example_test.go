@@ -2,8 +2,11 @@ package highlevel_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
+	"os"
+	"runtime/pprof"
 	"time"
 
 	"github.com/gocuda/cuda/curand"
@@ -275,4 +278,52 @@ func ExampleStream_Borrow() {
 	}
 	got, err := x.ToHost() // after s's work: s is a blocking stream
 	fmt.Println(len(got), err)
+}
+
+// The allocation recorder draws device memory by stack and label: record,
+// allocate, write the profile, then run go tool pprof -http=: gpu.pprof.
+func ExampleWriteMemoryProfile() {
+	highlevel.StartMemoryProfile(nil)
+	defer highlevel.StopMemoryProfile()
+	pool, err := highlevel.NewMemoryPool(highlevel.Device(0))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer pool.Close()
+	// The labels of runtime/pprof, carried by the allocator.
+	ctx := pprof.WithLabels(context.Background(), pprof.Labels("layer", "embedding"))
+	x, err := highlevel.AllocArray[float32](highlevel.LabelAllocator(ctx, pool), 1<<20)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer x.Free()
+	f, err := os.Create("gpu.pprof")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer f.Close()
+	if err := highlevel.WriteMemoryProfile(f); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// An out-of-memory hook sees each out-of-memory error as it is returned,
+// with what held the memory: here it logs the report and keeps the
+// profile of the moment.
+func ExampleSetOutOfMemoryHook() {
+	highlevel.StartMemoryProfile(nil)
+	highlevel.SetOutOfMemoryHook(func(e *highlevel.OutOfMemoryError) {
+		log.Print(e.Report())
+		if f, err := os.Create("oom.pprof"); err == nil {
+			highlevel.WriteMemoryProfile(f)
+			f.Close()
+		}
+	})
+	defer highlevel.SetOutOfMemoryHook(nil)
+	if _, err := highlevel.AllocArray[float64](highlevel.Device(0), 1<<40); err != nil {
+		var oom *highlevel.OutOfMemoryError
+		if errors.As(err, &oom) {
+			fmt.Println(oom.DeviceFree, oom.DeviceTotal, len(oom.Pools))
+		}
+	}
 }

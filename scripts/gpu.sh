@@ -118,6 +118,7 @@ head -20 "$log/devicequery.txt"
 ./saxpy 2>&1 | tee "$log/saxpy.txt" || status=1
 ./pipeline 2>&1 | tee "$log/pipeline.txt" || status=1
 ./graphloop 2>&1 | tee "$log/graphloop.txt" || status=1
+./memprofile -o "$log/memprofile.pprof" 2>&1 | tee "$log/memprofile.txt" || status=1
 # highlevel/collective's example: one process over every GPU.
 ./allreduce 2>&1 | tee "$log/allreduce.txt" || status=1
 if [ "$(nvidia-smi -L 2>/dev/null | wc -l)" -ge 2 ]; then

@@ -79,7 +79,7 @@ func suite(t *testing.T) (dir, bin string) {
 		}
 	}
 	write(filepath.Join(dir, "gpu.sh"), string(script), 0o755)
-	for _, name := range []string{"highlevel.test", "bench.test", "devicequery", "saxpy", "pipeline", "graphloop", "allreduce", "bandwidth", "sgemm", "benchtable"} {
+	for _, name := range []string{"highlevel.test", "bench.test", "devicequery", "saxpy", "pipeline", "graphloop", "memprofile", "allreduce", "bandwidth", "sgemm", "benchtable"} {
 		write(filepath.Join(dir, name), fmt.Sprintf(standIn, name), 0o755)
 	}
 	for _, name := range []string{"highlevel.c", "launch.cu", "nccl.cu"} {
@@ -114,6 +114,7 @@ func TestScriptStatus(t *testing.T) {
 		{"tests", "saxpy", true},
 		{"tests", "pipeline", true},
 		{"tests", "graphloop", true},
+		{"tests", "memprofile", true},
 		{"tests", "allreduce", true},
 		{"tests", "bandwidth", true},
 		{"tests", "sgemm", true},
