@@ -7,10 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"runtime"
 	"runtime/pprof"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -513,6 +515,69 @@ func TestOutOfMemoryHookRecovered(t *testing.T) {
 		if !errors.Is(err, cudart.ErrorMemoryAllocation) || calls != 1 {
 			t.Errorf("%s: %v; the hook was called %d times, want once", tc.name, err, calls)
 		}
+	}
+}
+
+// TestMemoryProfileConcurrent allocates and frees from several goroutines
+// while another writes profiles and timelines and stops and starts the
+// recorder: under the race detector, the recorder's state is guarded;
+// afterwards, recording again, the profile holds what is still allocated
+// and nothing freed.
+func TestMemoryProfileConcurrent(t *testing.T) {
+	p, _ := newTestPool(t, 1<<30)
+	recordMemory(t, &MemoryProfileOptions{Events: 64})
+	const workers, rounds = 4, 200
+	stop := make(chan struct{})
+	var toggler sync.WaitGroup
+	toggler.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			WriteMemoryProfile(io.Discard)
+			WriteMemoryTimeline(io.Discard)
+			if i%4 == 3 {
+				StopMemoryProfile()
+				StartMemoryProfile(&MemoryProfileOptions{Events: 32 + i%64})
+			}
+		}
+	})
+	kept := make([]MemoryPointer, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			a := LabelAllocator(pprof.WithLabels(context.Background(), pprof.Labels("worker", fmt.Sprint(w))), p)
+			for i := range rounds {
+				m, err := a.Alloc(512 * (1 + i%5))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if i == rounds-1 {
+					kept[w] = m
+					break
+				}
+				m.Free()
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	toggler.Wait()
+	StopMemoryProfile()
+	StartMemoryProfile(nil)
+	for _, m := range kept {
+		m.Free()
+	}
+	if s := readMemoryProfile(t, "TestMemoryProfileConcurrent"); len(s) != 0 {
+		t.Errorf("all freed: the profile holds %v", s)
+	}
+	m := mustAlloc(t, p, 100)
+	defer m.Free()
+	if s := readMemoryProfile(t, "TestMemoryProfileConcurrent"); len(s) != 1 || s[0].size != 100 {
+		t.Errorf("one allocation: the profile holds %v", s)
 	}
 }
 
