@@ -177,8 +177,8 @@ type MemoryProfileOptions struct {
 //
 // Recording is off by default, and then costs an allocation and a free one
 // atomic load. On, an allocation costs a stack (runtime.Callers) and a
-// lock more, about a microsecond, and a free a lock (see
-// BenchmarkMemoryProfile). A call while recording keeps what was recorded
+// lock more, and a free a lock: together 1 to 2 microseconds (see
+// BenchmarkMemoryProfile and docs/memory-profiling.md). A call while recording keeps what was recorded
 // and applies opts; allocations made before the first call are not
 // recorded, nor are their frees.
 func StartMemoryProfile(opts *MemoryProfileOptions) {
@@ -284,13 +284,13 @@ func (mp *memRecorder) stackLocked(pcs []uintptr) *memStack {
 func record(addr unsafe.Pointer, size int, d Device, s *Stream, kind memKind, b *block) {
 	var pcs [memStackDepth]uintptr
 	n := runtime.Callers(3, pcs[:]) // from record's caller's caller
-	ns := time.Now().UnixNano()
 	mp := &memProfile
 	mp.mu.Lock()
 	defer mp.mu.Unlock()
 	if !memRecording.Load() {
 		return
 	}
+	ns := time.Now().UnixNano() // under the lock: the events' times ascend
 	r := &memRecord{addr: uintptr(addr), size: size, dev: d, stream: streamID(s), kind: kind, ns: ns, stack: mp.stackLocked(pcs[:n])}
 	r.listed = true
 	r.prev, r.next = mp.list.prev, &mp.list
@@ -356,8 +356,8 @@ func forgetBlock(b *block) {
 	mp.mu.Unlock()
 }
 
-// recordOf returns the record of the memory p points to the start of: its
-// block's, or that of its address; nil for none. memProfile.mu is held.
+// recordOfLocked returns the record of the memory p points to the start
+// of: its block's, or that of its address; nil for none.
 func recordOfLocked(p MemoryPointer) *memRecord {
 	if p.mem == nil || p.off != 0 {
 		return nil
@@ -375,9 +375,8 @@ func recordOfLocked(p MemoryPointer) *memRecord {
 	return r
 }
 
-// recordSegment marks the record of p, memory a pool of kind got from its
-// upstream allocator, as a segment: its alloc event becomes a
-// segment_alloc, and it leaves the profile.
+// recordSegment marks the record of p, memory a pool got from its
+// upstream allocator, as a segment (segmentLocked).
 func recordSegment(p MemoryPointer) {
 	mp := &memProfile
 	mp.mu.Lock()
@@ -396,6 +395,8 @@ func recordPinnedSegment(m *PinnedMemory) {
 	}
 }
 
+// segmentLocked marks r as a segment: its alloc event, while the timeline
+// keeps it, becomes a segment_alloc, and it leaves the profile.
 func (mp *memRecorder) segmentLocked(r *memRecord) {
 	if r == nil || !r.listed || r.segment {
 		return
@@ -780,6 +781,7 @@ type timelineEvent struct {
 	Allocator   string            `json:"allocator,omitempty"`
 	Stream      string            `json:"stream,omitempty"`
 	Labels      map[string]string `json:"labels,omitempty"`
+	AllocTimeNS int64             `json:"alloc_time_ns,omitempty"`
 	Frames      []timelineFrame   `json:"frames,omitempty"`
 	DeviceFree  int               `json:"device_free,omitempty"`
 	DeviceTotal int               `json:"device_total,omitempty"`
@@ -807,7 +809,8 @@ type timelineFrame struct {
 //     (LabelAllocator's) and "frames", innermost first, each with "name",
 //     "filename" and "line", as in PyTorch's memory snapshots;
 //   - "free" and "segment_free": the same but "frames", of the allocation
-//     freed (or taken back after it was dropped without Free);
+//     freed (or taken back after it was dropped without Free), and
+//     "alloc_time_ns", when it was allocated;
 //   - "oom": an *OutOfMemoryError returned: "size", "device", "frames" of
 //     the allocation refused, and, where known, "device_free" and
 //     "device_total" (cuMemGetInfo).
@@ -860,6 +863,9 @@ func WriteMemoryTimeline(w io.Writer) error {
 				}
 			}
 		}
+		if it.ev.act == actFree || it.ev.act == actSegmentFree {
+			e.AllocTimeNS = r.ns
+		}
 		if it.ev.act == actAlloc || it.ev.act == actSegmentAlloc || it.ev.act == actOOM {
 			f, ok := frames[r.stack]
 			if !ok {
@@ -882,13 +888,13 @@ func WriteMemoryTimeline(w io.Writer) error {
 func recordOutOfMemory(e *OutOfMemoryError) {
 	var pcs [memStackDepth]uintptr
 	n := runtime.Callers(3, pcs[:])
-	ns := time.Now().UnixNano()
 	mp := &memProfile
 	mp.mu.Lock()
 	defer mp.mu.Unlock()
 	if !memRecording.Load() {
 		return
 	}
+	ns := time.Now().UnixNano()
 	// An oom event's record is never listed.
 	r := &memRecord{size: e.Size, dev: e.Device, ns: ns, free: e.DeviceFree, total: e.DeviceTotal, stack: mp.stackLocked(pcs[:n])}
 	mp.appendEventLocked(ns, actOOM, r)

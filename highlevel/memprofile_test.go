@@ -317,6 +317,9 @@ func TestMemoryTimeline(t *testing.T) {
 		if e.TimeNS < last {
 			t.Errorf("event %d at %d, before the one before (%d)", i, e.TimeNS, last)
 		}
+		if a, ok := map[int]int{1: 0, 4: 3, 5: 2}[i]; ok && e.AllocTimeNS != mine[a].TimeNS {
+			t.Errorf("event %d: %+v, want the time of its allocation, event %d (%d)", i, e, a, mine[a].TimeNS)
+		}
 		last = e.TimeNS
 	}
 	if l := mine[0].Labels; len(l) != 1 || l["step"] != "7" {
