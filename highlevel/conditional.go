@@ -176,4 +176,3 @@ func (c *condTurns) launch(x *GraphExec, s *Stream, sh uintptr) error {
 	c.last, c.any = s, true
 	return nil
 }
-

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -380,10 +382,17 @@ func TestGPUGraphHostAndUpdates(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer short.Free()
+	// CUDA may take a shorter 1D memset ("opportunistically", its docs
+	// say) or refuse it; taken, it sets short, and y no more.
 	if err := SetMemset(x, set, short, uint32(1)); err == nil {
-		t.Error("SetMemset of an array of another length: nil, want CUDA's refusal")
+		check("after SetMemset of a shorter array", 1, z2, 9)
+		if got, err := short.ToHost(); err != nil || !allEqual(got, 1) {
+			t.Errorf("a shorter array after SetMemset to 1: %v..., %v", got[:4], err)
+		}
+	} else {
+		t.Logf("SetMemset of a shorter array: %v", err)
+		check("after a refused SetMemset", 1, z2, 9)
 	}
-	check("after a refused SetMemset", 1, z2, 9)
 
 	boom, err := NewGraph(d)
 	if err != nil {
@@ -411,11 +420,23 @@ func TestGPUGraphHostAndUpdates(t *testing.T) {
 // goroutines at once, each on a stream of its own, and checks each count:
 // such graphs take turns on the device (condTurns). Without the turns,
 // driver 580.159.04 on an H200 failed within a few hundred launches, with
-// CUDA_ERROR_LAUNCH_FAILED.
+// CUDA_ERROR_LAUNCH_FAILED. It runs in a child process: on that driver a
+// while node also fails while other processes' work runs on the GPU (see
+// docs/graphs.md), and the fault spoils the context for the rest of the
+// process.
 func TestGPUGraphWhileGoroutines(t *testing.T) {
 	d := gpu(t)
 	if v, _ := DriverVersion(); v < 12030 {
 		t.Skipf("driver %d has no conditional nodes", v)
+	}
+	if os.Getenv("HL_WHILE_CHILD") != "1" {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestGPUGraphWhileGoroutines$", "-test.v", "-test.count=1")
+		cmd.Env = append(os.Environ(), "HL_WHILE_CHILD=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("child: %v\n%s", err, out)
+		}
+		return
 	}
 	ks := graphKernel(t, d)
 	const goroutines, launches = 8, 400

@@ -959,16 +959,19 @@ func (w *randomWorker) busyStep(o *randomOp, r *rand.Rand, s *Stream, e *Event, 
 		u = o.on(0, eo)
 		how, err = "Event.Wait", e.Wait(ctx)
 	case 10:
-		how = "Stream.Done"
+		how = "Stream.Done, then Err"
 		select {
 		case <-s.Done():
+			err = s.Err() // ErrClosed where Done began after Close
 		case <-ctx.Done():
 			o.fail("Stream.Done of a stream being closed not closed after %v", randomWait)
 		}
 	case 11:
-		how = "Event.Done"
+		u = o.on(0, eo)
+		how = "Event.Done, then Err"
 		select {
 		case <-e.Done():
+			err = e.Err()
 		case <-ctx.Done():
 			o.fail("Event.Done of an event being closed not closed after %v", randomWait)
 		}
