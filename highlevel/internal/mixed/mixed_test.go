@@ -1,7 +1,9 @@
 package mixed
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"runtime/pprof"
@@ -10,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/google/pprof/profile"
 
 	"github.com/gocuda/cuda/cublas"
 	"github.com/gocuda/cuda/highlevel"
@@ -49,7 +53,9 @@ import (
 //     ErrFreed (ops_built_test.go);
 //   - at the end, that every host function queued ran once, and that a
 //     program of enough operations built, launched, checked and updated
-//     graphs node by node often enough (checkBuilt).
+//     graphs node by node often enough (checkBuilt);
+//   - in one program in three, with the memory recorder on, that its
+//     profile parses as pprof's and its timeline is written.
 //
 // A wait that takes longer than $GOCUDA_MIXED_WAIT fails the program, and
 // an operation that runs 30 s longer than that is taken for a hang: the
@@ -117,7 +123,19 @@ func TestGPUMixed(t *testing.T) {
 		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
 			start := time.Now()
 			p := newProgram(t, d, ndev, seed, cfg, k)
+			// One program in three records its allocations (issue 49):
+			// the recorder must change nothing it sees, and what it
+			// writes must parse.
+			recording := seed%3 == 0
+			if recording {
+				highlevel.StartMemoryProfile(nil)
+			}
 			p.run()
+			if recording {
+				checkMemoryProfile(t)
+				highlevel.StopMemoryProfile()
+				sum.add("programs recorded", 1)
+			}
 			p.checkBuilt()
 			sum.merge(p.tally)
 			sum.add("program seconds", int64(time.Since(start).Seconds()+0.5))
@@ -412,5 +430,20 @@ func (p *program) watch(stop chan struct{}) {
 		pprof.Lookup("goroutine").WriteTo(os.Stderr, 2)
 		fmt.Fprintf(os.Stderr, "mixed: seed %d hangs: FAIL\n", p.seed)
 		os.Exit(2)
+	}
+}
+
+// checkMemoryProfile checks that the memory recorder's profile and
+// timeline of a program's allocations are written and that the profile
+// parses as pprof's.
+func checkMemoryProfile(t *testing.T) {
+	var b bytes.Buffer
+	if err := highlevel.WriteMemoryProfile(&b); err != nil {
+		t.Errorf("WriteMemoryProfile: %v", err)
+	} else if _, err := profile.Parse(&b); err != nil {
+		t.Errorf("the memory profile does not parse: %v", err)
+	}
+	if err := highlevel.WriteMemoryTimeline(io.Discard); err != nil {
+		t.Errorf("WriteMemoryTimeline: %v", err)
 	}
 }
