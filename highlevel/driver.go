@@ -14,9 +14,14 @@ import (
 const baseVersion = driver.BaseVersion
 
 // load takes the shim's entry points from the driver, once, through
-// cuGetProcAddress_v2 of the libcuda.so.1 that cudadrv opened.
+// cuGetProcAddress_v2 of the libcuda.so.1 that cudadrv opened, and
+// registers the shim's logger where the driver has its error log.
 func load() error {
-	loadOnce.Do(func() { loadErr = opErr("loading CUDA", resolve()) })
+	loadOnce.Do(func() {
+		if loadErr = opErr("loading CUDA", resolve()); loadErr == nil {
+			registerDriverLog()
+		}
+	})
 	return loadErr
 }
 
@@ -97,7 +102,9 @@ func ready(op string, r int32) (bool, error) {
 	return r == 0, check(op, r)
 }
 
-// statusError returns the error of the shim's status r, which is not 0.
+// statusError returns the error of the shim's status r, which is not 0:
+// a driver's status with the driver's log lines for it where it has some
+// (driverError).
 func statusError(r int32) error {
 	switch {
 	case r == driver.InCallback:
@@ -109,5 +116,5 @@ func statusError(r int32) error {
 			return err
 		}
 	}
-	return driverStatus(r)
+	return driverError(r)
 }

@@ -12,21 +12,34 @@
 #include <unistd.h>
 #include <time.h>
 
+#include "cudalogs.h"
+
+// HL_LATE_SYMBOLS lists, as HL_SYMBOLS does, the driver functions the shim
+// calls that came after the CUDA headers of some major it is built with:
+// gen takes each proc's version from every major's cudaTypedefs.h, and
+// CUDA 12.6's has no cuLogsRegisterCallback (CUDA 12.9), so the shim lists
+// it here, at the version that introduced it, with its typedef from
+// cudalogs.h where the headers lack it. They follow HL_SYMBOLS' in the
+// shim's order (hl_symbol) and are resolved as theirs are.
+#define HL_LATE_SYMBOLS(X) \
+	X(cuLogsRegisterCallback, 12090)
+
 // Each function is a pointer of its typedef's type, named after it: the
 // shim calls DRV(cuMemAlloc)(...), checked by the compiler against
 // PFN_cuMemAlloc_v3020.
 #define HL_POINTER(name, version) static PFN_##name##_v##version hl_fn_##name;
 HL_SYMBOLS(HL_POINTER)
+HL_LATE_SYMBOLS(HL_POINTER)
 
 #define HL_INDEX(name, version) HL_I_##name,
-enum { HL_SYMBOLS(HL_INDEX) HL_NSYMBOLS };
+enum { HL_SYMBOLS(HL_INDEX) HL_LATE_SYMBOLS(HL_INDEX) HL_NSYMBOLS };
 
 #define HL_ENTRY(name, version) {#name, version, (void **)&hl_fn_##name},
 static const struct {
 	const char *name;
 	int version;
 	void **fn;
-} hl_symbols[] = { HL_SYMBOLS(HL_ENTRY) };
+} hl_symbols[] = { HL_SYMBOLS(HL_ENTRY) HL_LATE_SYMBOLS(HL_ENTRY) };
 
 #define DRV(name) hl_fn_##name
 
@@ -69,9 +82,22 @@ int hl_driver_version(int *v) { return DRV(cuDriverGetVersion)(v); }
 // rather than deadlock.
 static __thread int hl_in_callback;
 
+// hl_calls counts the shim's calls on this thread, each from its hl_enter
+// (a function that returns a CUresult of its own before, or that makes
+// several calls whose statuses it returns apart, counts too): the
+// driver's log lines are stamped with it (the section "Logs"), so that a
+// failure's lines are told from an earlier call's. It costs an increment
+// of a thread-local variable per call.
+static __thread unsigned long long hl_calls;
+
+// hl_log_quiet is set around a driver call whose failure the shim expects
+// and handles itself (a probe): the driver's lines for it are dropped.
+static __thread int hl_log_quiet;
+
 // hl_enter makes ctx current (when it is not NULL and not current already)
 // and leaves the context to restore in *prev.
 static int hl_enter(void *ctx, void **prev) {
+	hl_calls++;
 	*prev = ctx;
 	if (hl_in_callback) {
 		return HL_IN_CALLBACK;
@@ -708,6 +734,7 @@ static int begin_capture(void *ctx, uintptr_t s, int mode, long *tid, uintptr_t 
 		// CUDA cannot capture the legacy default stream, and driver 580
 		// crashed where cuStreamBeginCapture on it raced other threads'
 		// work: refused as CUDA documents it.
+		hl_calls++; // a status of no driver call's (hl_calls)
 		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 	}
 	int global = mode == CU_STREAM_CAPTURE_MODE_GLOBAL;
@@ -770,6 +797,7 @@ int hl_stream_capture_sinks(void *ctx, uintptr_t s, uintptr_t *nodes, size_t max
 // CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD itself, as CUDA would.
 int hl_stream_end_capture(void *ctx, uintptr_t s, uintptr_t *g, long tid) {
 	if (tid != 0 && tid != syscall(SYS_gettid)) {
+		hl_calls++; // a status of no driver call's (hl_calls)
 		return CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD;
 	}
 	SCALL(ctx, s, DRV(cuStreamEndCapture)(STREAM(s), (CUgraph *)g));
@@ -922,6 +950,7 @@ int hl_primary_context_active(int dev, int *active) {
 // waiter's poller.
 void hl_stream_query_many(int n, void **ctxs, const uintptr_t *streams, int *status) {
 	CUcontext prev = NULL;
+	hl_calls++;
 	if (hl_in_callback) {
 		for (int i = 0; i < n; i++) status[i] = HL_IN_CALLBACK;
 		return;
@@ -936,6 +965,7 @@ void hl_stream_query_many(int n, void **ctxs, const uintptr_t *streams, int *sta
 		status[i] = DRV(cuStreamQuery)(STREAM(streams[i]));
 	}
 	if (cur != prev) DRV(cuCtxSetCurrent)(prev);
+	hl_calls++; // which query a line was of, no stamp tells: none is attached
 }
 
 // hl_graph_instantiate instantiates g with CUgraphInstantiate_flags flags,
@@ -1040,7 +1070,9 @@ int hl_kernel_params(void *ctx, uintptr_t k, uint32_t *offsets, uint32_t *sizes,
 	if (r != 0) return r;
 	for (int i = 0; i < max; i++) {
 		size_t off, size;
+		hl_log_quiet = 1; // the probe past the last parameter fails, as asked
 		CUresult e = DRV(cuKernelGetParamInfo)(KERNEL(k), i, &off, &size);
+		hl_log_quiet = 0;
 		if (e == CUDA_ERROR_INVALID_VALUE) {
 			break; // no parameter i
 		}
@@ -1417,3 +1449,71 @@ int hl_ipc_open_mem(void *ctx, void **base, const void *handle, size_t *size) {
 }
 
 int hl_ipc_close_mem(void *ctx, void *base) { GATED(ctx, DRV(cuIpcCloseMemHandle)(DPTR(base))); }
+
+// ---- Logs ------------------------------------------------------------
+
+// The driver's error log (CUDA 12.9, cuLogsRegisterCallback): the driver
+// explains in a line why it refused a call, and calls the function
+// registered for it with the line. On which thread, cuda.h does not say;
+// the driver stamps its log file's lines with the thread of the call
+// that failed, and highlevel attaches a line to a call's error only where
+// the line came, during the call, on the thread that made it (driverlog.go),
+// so a line the driver gives elsewhere goes to the program's logger only.
+// hl_driver_log hands each line to Go (hlDriverLog), stamped with the
+// calling thread and its count of the shim's calls, hl_calls; hl_log_now
+// gives the same stamp for the thread that asks.
+
+extern void hlDriverLog(int level, char *msg, size_t n, long tid, unsigned long long serial);
+extern void hlLibraryLog(int lib, int level, char *fn, char *msg);
+
+// hl_tid is the calling thread's id, once asked for.
+static __thread long hl_tid;
+
+static long hl_thread(void) {
+	if (hl_tid == 0) hl_tid = syscall(SYS_gettid);
+	return hl_tid;
+}
+
+static void CUDA_CB hl_driver_log(void *data, CUlogLevel level, char *msg, size_t n) {
+	(void)data;
+	if (hl_log_quiet || msg == NULL) return;
+	hlDriverLog((int)level, msg, n, hl_thread(), hl_calls);
+}
+
+// hl_logs_init registers hl_driver_log with the driver, once, for the
+// process's life; a driver without the log (before CUDA 12.9) returns
+// HL_MISSING_BASE - i.
+int hl_logs_init(void) {
+	if (DRV(cuLogsRegisterCallback) == NULL) return HL_MISSING_BASE - HL_I_cuLogsRegisterCallback;
+	CUlogsCallbackHandle h = NULL;
+	return DRV(cuLogsRegisterCallback)(hl_driver_log, NULL, &h);
+}
+
+hl_log_stamp hl_log_now(void) { return (hl_log_stamp){hl_thread(), hl_calls}; }
+
+// The loggers of the toolkit's libraries (linalg's SetLogger): cuBLAS's
+// takes the message alone (cublasLogCallback), cuBLASLt's and cuSPARSE's
+// a level, the function and the message (cublasLtLoggerCallback_t,
+// cusparseLoggerCallback_t). Each hands the message to Go (hlLibraryLog)
+// with its library, on whichever thread the library calls it.
+static void hl_blas_log(const char *msg) {
+	if (msg != NULL) hlLibraryLog(HL_LOG_BLAS, 0, NULL, (char *)msg);
+}
+static void hl_blas_lt_log(int level, const char *fn, const char *msg) {
+	if (msg != NULL) hlLibraryLog(HL_LOG_BLAS_LT, level, (char *)fn, (char *)msg);
+}
+static void hl_sparse_log(int level, const char *fn, const char *msg) {
+	if (msg != NULL) hlLibraryLog(HL_LOG_SPARSE, level, (char *)fn, (char *)msg);
+}
+
+uintptr_t hl_library_logger(int lib) {
+	switch (lib) {
+	case HL_LOG_BLAS:
+		return (uintptr_t)hl_blas_log;
+	case HL_LOG_BLAS_LT:
+		return (uintptr_t)hl_blas_lt_log;
+	case HL_LOG_SPARSE:
+		return (uintptr_t)hl_sparse_log;
+	}
+	return 0;
+}

@@ -199,4 +199,23 @@ int hl_ipc_mem_handle(void *ctx, void *ptr, void *handle, size_t *offset, int *c
 int hl_ipc_open_mem(void *ctx, void **base, const void *handle, size_t *size);
 int hl_ipc_close_mem(void *ctx, void *base);
 
+// The driver's error log and the libraries' loggers (shim.c's section
+// "Logs"): hl_logs_init registers the shim's logger with the driver;
+// hl_log_now is the calling thread's stamp, its id and its count of the
+// shim's calls, as the logger stamps the lines it hands to Go.
+typedef struct {
+	long tid;
+	unsigned long long serial;
+} hl_log_stamp;
+int hl_logs_init(void);
+hl_log_stamp hl_log_now(void);
+// The libraries whose loggers the shim has, for hl_library_logger, which
+// returns the C function to register as each one's logger.
+enum {
+	HL_LOG_BLAS = 1, // cublasSetLoggerCallback
+	HL_LOG_BLAS_LT = 2, // cublasLtLoggerSetCallback
+	HL_LOG_SPARSE = 3, // cusparseLoggerSetCallback
+};
+uintptr_t hl_library_logger(int lib);
+
 #endif

@@ -15,6 +15,9 @@ const (
 	Capturing   = C.HL_CAPTURING
 	MissingBase = C.HL_MISSING_BASE
 	ArgsSize    = C.HL_ARGS_SIZE
+	LogBlas     = C.HL_LOG_BLAS
+	LogBlasLt   = C.HL_LOG_BLAS_LT
+	LogSparse   = C.HL_LOG_SPARSE
 )
 
 // Ctx is hl_ctx.
@@ -54,6 +57,12 @@ type Param struct {
 	Class  uint8
 }
 
+// LogStamp is hl_log_stamp.
+type LogStamp struct {
+	Tid    int64
+	Serial uint64
+}
+
 // Next is struct hl_next.
 type Next struct {
 	Job    unsafe.Pointer
@@ -77,6 +86,8 @@ var (
 	_ = [1]struct{}{}[unsafe.Sizeof(C.hl_args{})-unsafe.Sizeof(Args{})]
 	_ = [1]struct{}{}[unsafe.Sizeof(Param{})-unsafe.Sizeof(C.hl_param{})]
 	_ = [1]struct{}{}[unsafe.Sizeof(C.hl_param{})-unsafe.Sizeof(Param{})]
+	_ = [1]struct{}{}[unsafe.Sizeof(LogStamp{})-unsafe.Sizeof(C.hl_log_stamp{})]
+	_ = [1]struct{}{}[unsafe.Sizeof(C.hl_log_stamp{})-unsafe.Sizeof(LogStamp{})]
 	_ = [1]struct{}{}[unsafe.Sizeof(Next{})-unsafe.Sizeof(C.struct_hl_next{})]
 	_ = [1]struct{}{}[unsafe.Sizeof(C.struct_hl_next{})-unsafe.Sizeof(Next{})]
 )
@@ -623,4 +634,20 @@ func IpcOpenMem(ctx unsafe.Pointer, base *unsafe.Pointer, handle unsafe.Pointer,
 // IpcCloseMem calls hl_ipc_close_mem.
 func IpcCloseMem(ctx unsafe.Pointer, base unsafe.Pointer) int32 {
 	return int32(C.hl_ipc_close_mem(ctx, base))
+}
+
+// LogsInit calls hl_logs_init.
+func LogsInit() int32 {
+	return int32(C.hl_logs_init())
+}
+
+// LogNow calls hl_log_now.
+func LogNow() LogStamp {
+	r := C.hl_log_now()
+	return *(*LogStamp)(unsafe.Pointer(&r))
+}
+
+// LibraryLogger calls hl_library_logger.
+func LibraryLogger(lib int32) uintptr {
+	return uintptr(C.hl_library_logger(C.int(lib)))
 }

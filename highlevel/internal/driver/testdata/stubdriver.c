@@ -126,6 +126,7 @@ struct stub_proc {
 	void *fn;
 };
 extern const struct stub_proc stub_procs[]; // ends with a NULL name
+static const struct stub_proc *stub_logs_procs(void); // the section "Logs"
 
 // stub_since returns the version that introduced p: $STUB_LATE's, if it
 // names p.
@@ -148,17 +149,20 @@ CUresult cuGetProcAddress_v2(const char *symbol, void **fn, int version, cuuint6
 	}
 	*fn = NULL;
 	*status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
-	for (const struct stub_proc *p = stub_procs; p->name != NULL; p++) {
-		if (strcmp(p->name, symbol) != 0 || stub_since(p) > stub_driver_version()) {
-			continue; // an older driver does not know the function
+	const struct stub_proc *tables[] = {stub_procs, stub_logs_procs()};
+	for (int t = 0; t < 2; t++) {
+		for (const struct stub_proc *p = tables[t]; p->name != NULL; p++) {
+			if (strcmp(p->name, symbol) != 0 || stub_since(p) > stub_driver_version()) {
+				continue; // an older driver does not know the function
+			}
+			if (stub_since(p) > version) {
+				*status = CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;
+				return CUDA_ERROR_NOT_FOUND;
+			}
+			*fn = p->fn;
+			*status = CU_GET_PROC_ADDRESS_SUCCESS;
+			return CUDA_SUCCESS;
 		}
-		if (stub_since(p) > version) {
-			*status = CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;
-			break;
-		}
-		*fn = p->fn;
-		*status = CU_GET_PROC_ADDRESS_SUCCESS;
-		return CUDA_SUCCESS;
 	}
 	return CUDA_ERROR_NOT_FOUND;
 }
@@ -1701,6 +1705,90 @@ STUB(cuStreamWaitEvent)(CUstream s, CUevent e, unsigned flags) {
 	return r;
 }
 
+// ---- Logs -------------------------------------------------------------
+
+// The driver's error log (CUDA 12.9): functions registered with
+// cuLogsRegisterCallback, and removed with cuLogsUnregisterCallback, are
+// called with a line of the log where the stand-in refuses a call it
+// explains (stub_logs_say: a memset, stub_memset), on the thread of the
+// refused call, before it returns. A line has the form of the driver's
+// log file's, "[time][thread][CUDA][E][function] why". The functions come
+// from cuGetProcAddress_v2 as the shim's do (stub_logs_procs), introduced
+// in CUDA 12.9: a driver of $STUB_DRIVER_VERSION below 12090 has neither,
+// and logs nothing.
+#include <stdarg.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "cudalogs.h"
+
+enum { STUB_LOGGERS = 8 };
+
+static pthread_mutex_t stub_logs_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct stub_logger {
+	CUlogsCallback fn;
+	void *data;
+} stub_loggers[STUB_LOGGERS]; // a handle is the address of its entry
+
+STUB(cuLogsRegisterCallback)(CUlogsCallback fn, void *data, CUlogsCallbackHandle *out) {
+	if (fn == NULL) return CUDA_ERROR_INVALID_VALUE;
+	CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
+	pthread_mutex_lock(&stub_logs_mu);
+	for (int i = 0; i < STUB_LOGGERS; i++) {
+		if (stub_loggers[i].fn == NULL) {
+			stub_loggers[i] = (struct stub_logger){fn, data};
+			if (out != NULL) *out = (CUlogsCallbackHandle)&stub_loggers[i];
+			r = CUDA_SUCCESS;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&stub_logs_mu);
+	return r;
+}
+
+STUB(cuLogsUnregisterCallback)(CUlogsCallbackHandle h) {
+	struct stub_logger *l = (struct stub_logger *)h;
+	if (l < stub_loggers || l >= stub_loggers + STUB_LOGGERS || (uintptr_t)l % _Alignof(struct stub_logger) != 0) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	pthread_mutex_lock(&stub_logs_mu);
+	CUresult r = l->fn != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+	l->fn = NULL;
+	pthread_mutex_unlock(&stub_logs_mu);
+	return r;
+}
+
+#ifndef STUB_NO_GET_PROC_ADDRESS
+static const struct stub_proc stub_logs_table[] = {
+	{"cuLogsRegisterCallback", 12090, (void *)stub_cuLogsRegisterCallback},
+	{"cuLogsUnregisterCallback", 12090, (void *)stub_cuLogsUnregisterCallback},
+	{0, 0, 0},
+};
+static const struct stub_proc *stub_logs_procs(void) { return stub_logs_table; }
+#endif
+
+// stub_logs_say logs, at level, why fn refused a call (printf's format),
+// to each function registered, called outside the stand-in's locks.
+static void stub_logs_say(CUlogLevel level, const char *fn, const char *format, ...) {
+	struct stub_logger loggers[STUB_LOGGERS];
+	pthread_mutex_lock(&stub_logs_mu);
+	memcpy(loggers, stub_loggers, sizeof loggers);
+	pthread_mutex_unlock(&stub_logs_mu);
+	char line[512];
+	struct timespec t;
+	clock_gettime(CLOCK_REALTIME, &t);
+	int n = snprintf(line, sizeof line, "[%02ld:%02ld:%02ld.%03ld][%ld][CUDA][%c][%s] ", t.tv_sec / 3600 % 24,
+		t.tv_sec / 60 % 60, t.tv_sec % 60, t.tv_nsec / 1000000, (long)syscall(SYS_gettid),
+		level == CU_LOG_LEVEL_WARNING ? 'W' : 'E', fn);
+	va_list ap;
+	va_start(ap, format);
+	vsnprintf(line + n, sizeof line - n, format, ap);
+	va_end(ap);
+	for (int i = 0; i < STUB_LOGGERS; i++) {
+		if (loggers[i].fn != NULL) loggers[i].fn(loggers[i].data, level, line, strlen(line));
+	}
+}
+
 // ---- Copies, memsets, host functions, stream-ordered memory -------------
 
 // stub_copy copies n bytes, taking $STUB_COPY_US each, and counts those on
@@ -1792,7 +1880,13 @@ static CUresult stub_memset(CUdeviceptr p, unsigned v, unsigned elem, size_t n, 
 	if (stub_current_device() < 0) return CUDA_ERROR_INVALID_CONTEXT;
 	struct stub_node node;
 	CUresult r = stub_set_of(&node, p, v, elem, n, rows, pitch);
-	if (r != CUDA_SUCCESS) return r;
+	if (r != CUDA_SUCCESS) {
+		static const char *const fns[] = {[1] = "cuMemsetD8", [2] = "cuMemsetD16", [4] = "cuMemsetD32"};
+		stub_logs_say(CU_LOG_LEVEL_ERROR, rows > 1 ? "cuMemsetD2D32" : fns[elem],
+			"%zu bytes at 0x%llx are not all in one allocation of the device's, or not aligned to %u bytes",
+			n * elem, (unsigned long long)p, elem);
+		return r;
+	}
 	int now;
 	r = stub_submit(s, &node, 1, &now);
 	if (now) stub_set(&node);
