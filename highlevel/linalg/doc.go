@@ -44,6 +44,13 @@
 // runs on it (nil: the legacy default stream of the arrays' device),
 // ordered with the rest of the stream's work, and nothing waits for it.
 //
+// # Logs
+//
+// SetLogger sends cuBLAS's, cuBLASLt's and cuSPARSE's log messages to a
+// *slog.Logger, at slog's levels, asking each library for what the
+// logger enables; highlevel.SetLogger does the same for the driver's, and
+// docs/logging.md in the repository says what each logs.
+//
 // # Coming from CuPy
 //
 //	CuPy                                    Go
