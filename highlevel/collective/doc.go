@@ -65,6 +65,13 @@
 // goroutine fails or panics. Comm.Close waits for the operations in
 // progress, as highlevel's Close does; Comm.Abort does not.
 //
+// # Logs
+//
+// SetLogger, called before the first communicator, sends NCCL's debug
+// output (NCCL_DEBUG, NCCL_DEBUG_FILE) to a *slog.Logger, at slog's
+// levels, as highlevel.SetLogger does the driver's log; docs/logging.md
+// in the repository says more.
+//
 // # Coming from PyTorch and CuPy
 //
 //	PyTorch / CuPy                           Go

@@ -240,6 +240,36 @@ func FromLibrary(lib Library, level int, fn, msg string) {
 	add(lib, LibraryLevel(lib, level), fn, clean(msg))
 }
 
+// FromNCCL queues a line of NCCL's debug output, "host:pid:tid [dev] NCCL
+// INFO message" (NCCL_DEBUG_FILE): NCCL's WARN is slog.LevelWarn; its INFO,
+// a detailed account of what it sets up (the version line too), is
+// slog.LevelDebug; its TRACE and CALL are LevelTrace. The record's
+// message is what follows the level, its func, for a warning, the source
+// file and line NCCL names before it; a line of another form is a message
+// at slog.LevelDebug, an empty one nothing.
+func FromNCCL(line string) {
+	line = clean(line)
+	if line == "" {
+		return
+	}
+	level, fn, msg := slog.LevelDebug, "", line
+	for _, l := range []struct {
+		word  string
+		level slog.Level
+	}{{" NCCL WARN ", slog.LevelWarn}, {" NCCL INFO ", slog.LevelDebug}, {" NCCL TRACE ", LevelTrace}, {" NCCL CALL ", LevelTrace}} {
+		before, after, ok := strings.Cut(line, l.word)
+		if !ok {
+			continue
+		}
+		level, msg = l.level, after
+		if i := strings.LastIndexByte(before, ' '); l.level == slog.LevelWarn && i >= 0 && strings.Contains(before[i:], ":") {
+			fn = before[i+1:] // init.cc:1234
+		}
+		break
+	}
+	add(NCCL, level, fn, msg)
+}
+
 // A Stamp says when, in a thread's calls into the driver, a driver message
 // came: the thread's id, and how many of the shim's calls it had begun.
 type Stamp struct {

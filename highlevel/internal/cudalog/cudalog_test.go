@@ -285,3 +285,30 @@ func TestDropped(t *testing.T) {
 		t.Errorf("%d records, the second %q", len(msgs), msgs[min(1, len(msgs)-1)])
 	}
 }
+
+// TestFromNCCL checks how NCCL's debug lines become records.
+func TestFromNCCL(t *testing.T) {
+	reset(t)
+	h := &recorder{}
+	SetLogger(NCCL, slog.New(h))
+	for _, line := range []string{
+		"",
+		"host:4711:4712 [0] NCCL INFO NCCL version 2.28.3+cuda13.0",
+		"host:4711:4712 [1] init.cc:1234 NCCL WARN Cuda failure 'out of memory'",
+		"host:4711:4712 [0] 12.5 enqueue.cc:99 NCCL TRACE a trace",
+		"host:4711:4712 NCCL CALL ncclAllReduce(...)",
+		"something else\n",
+	} {
+		FromNCCL(line)
+	}
+	want := []string{
+		"DEBUG NCCL version 2.28.3+cuda13.0 lib=NCCL",
+		"WARN Cuda failure 'out of memory' lib=NCCL func=init.cc:1234",
+		"DEBUG-4 a trace lib=NCCL",
+		"DEBUG-4 ncclAllReduce(...) lib=NCCL",
+		"DEBUG something else lib=NCCL",
+	}
+	if got := h.messages(); !slices.Equal(got, want) {
+		t.Errorf("records\n%q\nwant\n%q", got, want)
+	}
+}
