@@ -47,7 +47,7 @@ const discard = "/dev/null"
 //
 // The error joins those of the libraries that could not be set (one that
 // is not installed: its *LibraryError); the others are set all the same.
-// cuSOLVER's logger is not routed: its library does not export it.
+// cuSOLVER's logger (cusolverDnLoggerSetCallback) is not routed.
 func SetLogger(l *slog.Logger) error {
 	loggerMu.Lock()
 	defer loggerMu.Unlock()
