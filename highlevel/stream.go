@@ -729,7 +729,7 @@ func (s *Stream) WaitEvent(e *Event) error {
 	if s.inCapture() && c != s.capture {
 		// What CUDA returns, but CUDA also invalidates the capture,
 		// which may be another goroutine's.
-		return check("cuStreamWaitEvent", int32(cudadrv.ERROR_STREAM_CAPTURE_ISOLATION))
+		return opErr("cuStreamWaitEvent", driverStatus(cudadrv.ERROR_STREAM_CAPTURE_ISOLATION))
 	}
 	if c != nil && c.ended.Load() {
 		// e's latest record was a point of a capture that has ended
