@@ -48,7 +48,12 @@
 // ...". Sentinels (ErrClosed, ErrFreed, ErrNil, ErrInvalid, ErrCapturing)
 // and CUDA's statuses stay errors.Is-able, as both their cudadrv.Result and
 // the cudart.Error of the same value; typed errors (*OutOfMemoryError,
-// *PanicError, *CompileError) errors.As-able.
+// *PanicError, *CompileError) errors.As-able. Where the driver logs why it
+// refused a call (CUDA 12.9), the error ends with its lines, which
+// DriverLog returns; SetLogger sends all of the driver's lines to a
+// *slog.Logger (docs/logging.md). An *OutOfMemoryError's Report says what
+// the pools hold, and with StartMemoryProfile on, which stacks hold it
+// (docs/memory-profiling.md).
 //
 // # Devices and goroutines
 //
