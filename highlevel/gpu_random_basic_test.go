@@ -553,6 +553,7 @@ func (w *randomWorker) deadline() {
 		how, err = "Event.Wait", e.e.Wait(ctx)
 	case 2:
 		how = "Event.Wait after Event.Record"
+		u = u.recordsOn(rs)
 		var e *Event
 		err = rs.queue(func(s *Stream) (err error) {
 			e, err = s.recordNew(nil)

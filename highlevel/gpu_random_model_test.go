@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/gocuda/cuda/cudadrv"
+	"github.com/gocuda/cuda/internal/testsrc"
 )
 
 // The tests of TestGPURandomOps's oracle (gpu_random_oracle_test.go): they
@@ -170,6 +171,7 @@ func TestRandomJudge(t *testing.T) {
 	unsupported := opErr("launch", driverStatus(cudadrv.ERROR_STREAM_CAPTURE_UNSUPPORTED))
 	unjoined := opErr("end capture", driverStatus(cudadrv.ERROR_STREAM_CAPTURE_UNJOINED))
 	isolation := opErr("wait event", driverStatus(cudadrv.ERROR_STREAM_CAPTURE_ISOLATION))
+	invalidated := opErr("record event", driverStatus(cudadrv.ERROR_STREAM_CAPTURE_INVALIDATED))
 	closed := opErr("launch", ErrClosed)
 	freed := opErr("copy", ErrFreed)
 	capturing := opErr("synchronize", ErrCapturing)
@@ -212,6 +214,9 @@ func TestRandomJudge(t *testing.T) {
 		// during the call.
 		{isolation, randomFacts{allow: allowIsolation}, nil, "unexpected"},
 		{isolation, randomFacts{allow: allowIsolation, isolated: true}, []string{"isolation"}, ""},
+		{invalidated, randomFacts{allow: allowJoin}, nil, "unexpected"},
+		{invalidated, randomFacts{allow: allowJoin, isolated: true}, []string{"joined"}, ""},
+		{invalidated, randomFacts{isolated: true}, nil, "unexpected"},
 		{isolation, randomFacts{isolated: true, others: true}, nil, "unexpected"},
 		// Each part must be expected.
 		{opErr("capture", errors.Join(closed, errors.New("other"))), randomFacts{closing: gone, others: true}, nil, "unexpected"},
@@ -297,8 +302,10 @@ func TestRandomShortfalls(t *testing.T) {
 // would make the GPU test fail for a count nobody makes, or check
 // nothing.
 func TestRandomMinimumKeys(t *testing.T) {
+	files := []string{"gpu_random_test.go", "gpu_random_basic_test.go", "gpu_random_memory_test.go", "gpu_random_graph_test.go"}
+	testsrc.Require(t, files...)
 	var src strings.Builder
-	for _, f := range []string{"gpu_random_test.go", "gpu_random_basic_test.go", "gpu_random_memory_test.go", "gpu_random_graph_test.go"} {
+	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)

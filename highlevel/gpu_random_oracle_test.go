@@ -62,6 +62,7 @@ const (
 	allowLegacyCapture
 	allowCaptureStatus // a capture: CUDA's statuses of stream capture, where its own draws or a close of its stream explain them
 	allowIsolation     // Stream.WaitEvent on a stream another goroutine captured meanwhile
+	allowJoin          // Event.Record on a shared stream another goroutine captured meanwhile
 )
 
 // randomWhen is when an entry of randomExpected applies, besides the
@@ -74,7 +75,7 @@ const (
 	whenFreed                           // memory the operation names was freed by the program (its Free had begun)
 	whenCapture                         // another goroutine's capture was in progress during the operation, or a capture's own draws require it to fail
 	whenCaptureStatus                   // a capture whose own draws require it to fail, or whose stream was closed
-	whenIsolated                        // the waiting stream was captured by another goroutine during the call
+	whenIsolated                        // the stream waiting or recorded on was captured by another goroutine during the call
 )
 
 // randomExpected is every error TestGPURandomOps accepts, and why. An
@@ -93,7 +94,10 @@ const (
 // ErrCapturing (Close puts the destruction off) and answers a wait for an
 // event outside the capture with CUDA_ERROR_STREAM_CAPTURE_ISOLATION
 // without handing it to CUDA; the test's gates keep every other call off
-// a stream another goroutine captures. CUDA ignores, in the thread-local
+// a stream another goroutine captures but for the Event.Record of settle
+// and deadline, which joins the capture, and is refused with
+// CUDA_ERROR_STREAM_CAPTURE_INVALIDATED where the capture was spoiled
+// already (allowJoin; seen on an H200, 2026-12-02). CUDA ignores, in the thread-local
 // and relaxed modes, what other threads do. So a capture fails with one of
 // CUDA's statuses only where its own draws make it (the legacy default
 // stream, cuMemAlloc on the capturing thread in a strict mode, a fork left
@@ -146,6 +150,14 @@ var randomExpected = []struct {
 		is:    func(err error) bool { return errors.Is(err, cudadrv.ERROR_STREAM_CAPTURE_ISOLATION) },
 		why: "recordwait: WaitEvent on a shared stream another goroutine captured meanwhile, for an event outside " +
 			"the capture: the package answers as CUDA would, and leaves the capture alone",
+	},
+	{
+		name:  "joined",
+		allow: allowJoin,
+		when:  whenIsolated,
+		is:    func(err error) bool { return errors.Is(err, cudadrv.ERROR_STREAM_CAPTURE_INVALIDATED) },
+		why: "settle and deadline: Event.Record on a shared stream another goroutine captured meanwhile joins " +
+			"its capture, and CUDA refuses it where that capture was invalidated already",
 	},
 	{
 		name:  "deadline",
@@ -371,7 +383,7 @@ type randomUse struct {
 	before []bool
 	allow  randomAllow
 	must   string
-	iso    *randomStream // allowIsolation's stream, and its capture count before the call
+	iso    *randomStream // allowIsolation's or allowJoin's stream, and its capture count before the call
 	isoAt  int64
 }
 
@@ -391,6 +403,13 @@ func (o *randomOp) on(allow randomAllow, objs ...*randomObj) randomUse {
 // mustFail records that the call's own draws require it to fail, and why.
 func (u randomUse) mustFail(why string) randomUse {
 	u.must = why
+	return u
+}
+
+// recordsOn records the stream an Event.Record records on, for allowJoin.
+func (u randomUse) recordsOn(rs *randomStream) randomUse {
+	u.allow |= allowJoin
+	u.iso, u.isoAt = rs, rs.caps.Load()
 	return u
 }
 

@@ -657,6 +657,7 @@ func (w *randomWorker) settle(rs *randomStream) bool {
 		how, err = "Stream.Wait", s.Wait(ctx)
 	case 2:
 		how = "Event.Wait after Event.Record"
+		u = u.recordsOn(rs)
 		var e *Event
 		if e, err = s.recordNew(nil); err == nil {
 			err = e.Wait(ctx)
