@@ -199,8 +199,9 @@ func newConfig(t *testing.T) *config {
 	// (driver 580.159.04, 2026-12-02) a graph with a while node ended in
 	// CUDA_ERROR_LAUNCH_FAILED while kernels or memsets ran on four other
 	// streams, in C as in Go (highlevel/testdata/whilefault.c), which the
-	// other kinds do. Alone, its graphs take turns (condTurns) and run
-	// clean: scripts/gpu.sh runs it so.
+	// other kinds do, and while other processes' work ran (1 program of 16
+	// in 4 processes of the kind alone). Alone in one process, its graphs
+	// take turns (condTurns) and run clean: scripts/gpu.sh runs it so.
 	if !strings.Contains(os.Getenv("GOCUDA_MIXED_ONLY"), "cond") {
 		cfg.skip["cond"] = true
 	}
