@@ -140,6 +140,7 @@ func randomInstantiateFlags(o *InstantiateOptions) string {
 // which u began: it reports whether the launch was queued, and whether,
 // having failed with another error than ErrClosed, it may have run.
 func (w *randomWorker) launched(u randomUse, err error, hostNodes int, format string, args ...any) (ok, maybe bool) {
+	u.allow |= allowLaunchUnknown
 	if w.ok(u, err, format, args...) {
 		w.note("graphs launched")
 		w.hostWant.Add(int64(hostNodes))

@@ -172,6 +172,7 @@ func TestRandomJudge(t *testing.T) {
 	unjoined := opErr("end capture", driverStatus(cudadrv.ERROR_STREAM_CAPTURE_UNJOINED))
 	isolation := opErr("wait event", driverStatus(cudadrv.ERROR_STREAM_CAPTURE_ISOLATION))
 	invalidated := opErr("record event", driverStatus(cudadrv.ERROR_STREAM_CAPTURE_INVALIDATED))
+	unknown := opErr("launch graph", driverStatus(cudadrv.ERROR_UNKNOWN))
 	closed := opErr("launch", ErrClosed)
 	freed := opErr("copy", ErrFreed)
 	capturing := opErr("synchronize", ErrCapturing)
@@ -217,6 +218,9 @@ func TestRandomJudge(t *testing.T) {
 		{invalidated, randomFacts{allow: allowJoin}, nil, "unexpected"},
 		{invalidated, randomFacts{allow: allowJoin, isolated: true}, []string{"joined"}, ""},
 		{invalidated, randomFacts{isolated: true}, nil, "unexpected"},
+		{unknown, randomFacts{allow: allowLaunchUnknown, others: true}, []string{"launchunknown"}, ""},
+		{unknown, randomFacts{allow: allowLaunchUnknown}, nil, "unexpected"},
+		{unknown, randomFacts{others: true}, nil, "unexpected"},
 		{isolation, randomFacts{isolated: true, others: true}, nil, "unexpected"},
 		// Each part must be expected.
 		{opErr("capture", errors.Join(closed, errors.New("other"))), randomFacts{closing: gone, others: true}, nil, "unexpected"},
@@ -351,6 +355,22 @@ func TestRandomMinimumKeys(t *testing.T) {
 		}
 		if m.per <= 0 || m.per > 1 {
 			t.Errorf("minimum %q: odds %v", m.key, m.per)
+		}
+	}
+}
+
+// TestLaunchUnknownBound checks the bound on the launches refused with
+// CUDA_ERROR_UNKNOWN: 2, or 1 in 500 launches that worked.
+func TestLaunchUnknownBound(t *testing.T) {
+	for _, c := range []struct {
+		unknown, launched int64
+		fail              bool
+	}{
+		{0, 0, false}, {2, 10, false}, {3, 10, true}, {4, 2000, false}, {5, 2000, true},
+	} {
+		got := launchUnknownBound(map[string]int64{"expected launchunknown": c.unknown, "graphs launched": c.launched})
+		if (got != "") != c.fail {
+			t.Errorf("%d refused of %d launched: %q, want a failure %v", c.unknown, c.launched, got, c.fail)
 		}
 	}
 }

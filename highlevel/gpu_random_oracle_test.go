@@ -63,6 +63,7 @@ const (
 	allowCaptureStatus // a capture: CUDA's statuses of stream capture, where its own draws or a close of its stream explain them
 	allowIsolation     // Stream.WaitEvent on a stream another goroutine captured meanwhile
 	allowJoin          // Event.Record on a shared stream another goroutine captured meanwhile
+	allowLaunchUnknown // a graph launch: driver 580's rare CUDA_ERROR_UNKNOWN beside a capture (launchUnknownBound)
 )
 
 // randomWhen is when an entry of randomExpected applies, besides the
@@ -158,6 +159,15 @@ var randomExpected = []struct {
 		is:    func(err error) bool { return errors.Is(err, cudadrv.ERROR_STREAM_CAPTURE_INVALIDATED) },
 		why: "settle and deadline: Event.Record on a shared stream another goroutine captured meanwhile joins " +
 			"its capture, and CUDA refuses it where that capture was invalidated already",
+	},
+	{
+		name:  "launchunknown",
+		allow: allowLaunchUnknown,
+		when:  whenCapture,
+		is:    func(err error) bool { return errors.Is(err, cudadrv.ERROR_UNKNOWN) },
+		why: "a graph launch while another goroutine captured: driver 580 answered CUDA_ERROR_UNKNOWN, rarely " +
+			"(a 4xH200 host, seed 94, 2026-11-27; an H200, 2 of 300 seeds, 2026-12-02), and the context went on; " +
+			"counted, and bounded over the seeds (launchUnknownBound)",
 	},
 	{
 		name:  "deadline",
@@ -960,4 +970,15 @@ func (a *randomMem) arg(i, j int) any {
 
 func (a *randomMem) describe() string {
 	return fmt.Sprintf("a %s of %d words", a.kind, a.n)
+}
+
+// launchUnknownBound checks that the graph launches refused with
+// CUDA_ERROR_UNKNOWN (allowLaunchUnknown) stay rare: at most 1 in 500 of
+// the launches that worked, or 2, over all seeds. n are the seeds' counts.
+func launchUnknownBound(n map[string]int64) string {
+	unknown, launched := n["expected launchunknown"], n["graphs launched"]
+	if unknown > max(2, launched/500) {
+		return fmt.Sprintf("%d graph launches refused with CUDA_ERROR_UNKNOWN beside a capture, of %d that worked: more than driver 580's rare fault", unknown, launched)
+	}
+	return ""
 }

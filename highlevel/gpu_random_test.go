@@ -182,6 +182,9 @@ func TestGPURandomOps(t *testing.T) {
 	for _, s := range randomShortfalls(sum.counts(), randomMinimums) {
 		t.Errorf("all seeds: %s", s)
 	}
+	if s := launchUnknownBound(sum.counts()); s != "" {
+		t.Errorf("all seeds: %s", s)
+	}
 }
 
 // A randomConfig is what the knobs chose.
