@@ -12,6 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/gocuda/cuda/cudadrv"
+	"github.com/gocuda/cuda/internal/randomtest"
 )
 
 // The graph kinds of TestGPURandomOps: graph, capture, gexec, and
@@ -628,7 +629,7 @@ func (w *randomWorker) endFromAnotherThread(rs *randomStream, mode CaptureMode) 
 	case err == nil:
 	case errors.Is(err, ErrClosed) && rs.obj.state.Load() != randomOpen:
 		w.note("capture ended from the wrong thread: its stream closed")
-	case errors.Is(err, cudadrv.ERROR_STREAM_CAPTURE_WRONG_THREAD) && len(randomParts(err)) == 1:
+	case errors.Is(err, cudadrv.ERROR_STREAM_CAPTURE_WRONG_THREAD) && len(randomtest.Parts(err)) == 1:
 		w.note("capture ended from the wrong thread: refused")
 	default:
 		o.fail("EndCapture from another OS thread in %v mode: %v, want CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD", mode, err)

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/gocuda/cuda/cudadrv"
+	"github.com/gocuda/cuda/internal/randomtest"
 )
 
 // The oracle of TestGPURandomOps: the state of everything the program
@@ -139,7 +140,7 @@ var randomExpected = []struct {
 		name:  "capture",
 		allow: allowCaptureStatus,
 		when:  whenCaptureStatus,
-		is:    randomCaptureStatus,
+		is:    randomtest.CaptureStatus,
 		why: "a capture whose own draws spoil it: cuMemAlloc on the capturing thread in CaptureThreadLocal mode " +
 			"(_UNSUPPORTED, then _INVALIDATED), a fork left unjoined (_UNJOINED), the legacy default stream " +
 			"(_UNSUPPORTED); or whose stream another goroutine closed, which leaves a fork unjoined",
@@ -216,56 +217,17 @@ var randomExpected = []struct {
 	{
 		name:  "ipcself",
 		allow: allowIPCSelf,
-		is:    randomAnyStatus,
+		is:    randomtest.AnyStatus,
 		why: "OpenIPCMemory or OpenIPCEvent of a handle the process exported itself: " +
 			"\"a process cannot open memory it exported itself\", with no status named, so any CUDA status",
 	},
 	{
 		name:  "legacycapture",
 		allow: allowLegacyCapture,
-		is:    randomAnyStatus,
+		is:    randomtest.AnyStatus,
 		why: "capture: BeginCapture on the legacy default stream, which CUDA cannot capture " +
 			"(the shim answers CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED); required",
 	},
-}
-
-// randomCaptureStatus reports whether err is one of CUDA's statuses of
-// stream capture.
-func randomCaptureStatus(err error) bool {
-	var r cudadrv.Result
-	if !errors.As(err, &r) {
-		return false
-	}
-	switch r {
-	case cudadrv.ERROR_STREAM_CAPTURE_UNSUPPORTED, cudadrv.ERROR_STREAM_CAPTURE_INVALIDATED,
-		cudadrv.ERROR_STREAM_CAPTURE_MERGE, cudadrv.ERROR_STREAM_CAPTURE_UNMATCHED,
-		cudadrv.ERROR_STREAM_CAPTURE_UNJOINED, cudadrv.ERROR_STREAM_CAPTURE_ISOLATION,
-		cudadrv.ERROR_STREAM_CAPTURE_IMPLICIT, cudadrv.ERROR_CAPTURED_EVENT,
-		cudadrv.ERROR_STREAM_CAPTURE_WRONG_THREAD:
-		return true
-	}
-	return false
-}
-
-// randomAnyStatus reports whether err is one of CUDA's statuses.
-func randomAnyStatus(err error) bool {
-	var r cudadrv.Result
-	return errors.As(err, &r)
-}
-
-// randomParts returns the parts of err: the errors it joins (errors.Join,
-// also inside a wrapping), each whole with its wrappings; or err.
-func randomParts(err error) []error {
-	for e := err; e != nil; e = errors.Unwrap(e) {
-		if j, ok := e.(interface{ Unwrap() []error }); ok {
-			var parts []error
-			for _, c := range j.Unwrap() {
-				parts = append(parts, randomParts(c)...)
-			}
-			return parts
-		}
-	}
-	return []error{err}
 }
 
 // randomFacts are what the oracle knows of an operation when its error
@@ -328,7 +290,7 @@ func randomJudge(err error, f randomFacts) ([]string, string) {
 	}
 	var names []string
 parts:
-	for _, part := range randomParts(err) {
+	for _, part := range randomtest.Parts(err) {
 		for _, x := range randomExpected {
 			if f.admits(x.allow, x.when) && x.is(part) {
 				names = append(names, x.name)
@@ -492,7 +454,7 @@ func (o *randomOp) ok(u randomUse, err error, format string, args ...any) bool {
 	if len(f.before) > 0 || u.must != "" {
 		o.note("required errors returned")
 	}
-	for i, part := range randomParts(err) {
+	for i, part := range randomtest.Parts(err) {
 		o.tally.add("expected "+names[i], 1)
 		// Which of CUDA's statuses, for the summary.
 		var r cudadrv.Result

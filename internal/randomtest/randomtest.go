@@ -3,15 +3,19 @@
 // highlevel/internal/mixed's TestGPUMixed, highlevel/collective's
 // TestGPURandomPrograms):
 // their knobs, read from the environment, which fail the test where they
-// are malformed.
+// are malformed; and how their oracles take an error apart (Parts) and
+// tell CUDA's statuses (CaptureStatus, AnyStatus).
 package randomtest
 
 import (
+	"errors"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/gocuda/cuda/cudadrv"
 )
 
 // Int returns the positive integer in the environment variable name, or
@@ -73,4 +77,43 @@ func Skipped(t testing.TB, skip, only string, names []string) map[string]bool {
 		}
 	}
 	return skipped
+}
+
+// CaptureStatus reports whether err is one of CUDA's statuses of stream
+// capture.
+func CaptureStatus(err error) bool {
+	var r cudadrv.Result
+	if !errors.As(err, &r) {
+		return false
+	}
+	switch r {
+	case cudadrv.ERROR_STREAM_CAPTURE_UNSUPPORTED, cudadrv.ERROR_STREAM_CAPTURE_INVALIDATED,
+		cudadrv.ERROR_STREAM_CAPTURE_MERGE, cudadrv.ERROR_STREAM_CAPTURE_UNMATCHED,
+		cudadrv.ERROR_STREAM_CAPTURE_UNJOINED, cudadrv.ERROR_STREAM_CAPTURE_ISOLATION,
+		cudadrv.ERROR_STREAM_CAPTURE_IMPLICIT, cudadrv.ERROR_CAPTURED_EVENT,
+		cudadrv.ERROR_STREAM_CAPTURE_WRONG_THREAD:
+		return true
+	}
+	return false
+}
+
+// AnyStatus reports whether err is one of CUDA's statuses.
+func AnyStatus(err error) bool {
+	var r cudadrv.Result
+	return errors.As(err, &r)
+}
+
+// Parts returns the parts of err: the errors it joins (errors.Join, also
+// inside a wrapping), each whole with its wrappings; or err.
+func Parts(err error) []error {
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if j, ok := e.(interface{ Unwrap() []error }); ok {
+			var ps []error
+			for _, c := range j.Unwrap() {
+				ps = append(ps, Parts(c)...)
+			}
+			return ps
+		}
+	}
+	return []error{err}
 }

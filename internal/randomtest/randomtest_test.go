@@ -1,9 +1,13 @@
 package randomtest
 
 import (
+	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"testing"
+
+	"github.com/gocuda/cuda/cudadrv"
 )
 
 func TestSkipped(t *testing.T) {
@@ -42,5 +46,35 @@ func TestIntAndSeed(t *testing.T) {
 	}
 	if s, ok := Seed(t, "RT_SEED"); s != 0 || !ok {
 		t.Errorf("Seed: %d, %v; want 0, true", s, ok)
+	}
+}
+
+func TestParts(t *testing.T) {
+	a, b, c := errors.New("a"), errors.New("b"), errors.New("c")
+	joined := fmt.Errorf("op: %w", errors.Join(a, errors.Join(b, c)))
+	if got := Parts(joined); len(got) != 3 || got[0] != a || got[1] != b || got[2] != c {
+		t.Errorf("Parts of a wrapped join of a and a join of b and c: %v", got)
+	}
+	if got := Parts(a); len(got) != 1 || got[0] != a {
+		t.Errorf("Parts of one error: %v", got)
+	}
+}
+
+func TestStatuses(t *testing.T) {
+	for _, c := range []struct {
+		err          error
+		capture, any bool
+	}{
+		{fmt.Errorf("op: %w", cudadrv.ERROR_STREAM_CAPTURE_INVALIDATED), true, true},
+		{cudadrv.ERROR_CAPTURED_EVENT, true, true},
+		{cudadrv.ERROR_INVALID_VALUE, false, true},
+		{errors.New("not CUDA's"), false, false},
+	} {
+		if got := CaptureStatus(c.err); got != c.capture {
+			t.Errorf("CaptureStatus(%v) = %v", c.err, got)
+		}
+		if got := AnyStatus(c.err); got != c.any {
+			t.Errorf("AnyStatus(%v) = %v", c.err, got)
+		}
 	}
 }

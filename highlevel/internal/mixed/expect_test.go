@@ -10,6 +10,7 @@ import (
 
 	"github.com/gocuda/cuda/cudadrv"
 	"github.com/gocuda/cuda/highlevel"
+	"github.com/gocuda/cuda/internal/randomtest"
 )
 
 // An allow names the errors of expected that a call may return: each call
@@ -79,7 +80,7 @@ var expected = []struct {
 		name:  "capture-status",
 		allow: aCapStatus,
 		when:  duringCapture,
-		is:    captureStatus,
+		is:    randomtest.CaptureStatus,
 		why: "a capture was in progress: CUDA refuses a wait for an event outside the capture on a capturing " +
 			"stream (_ISOLATION), and what its mode forbids, and invalidates the capture (_INVALIDATED)",
 	},
@@ -113,55 +114,16 @@ var expected = []struct {
 	{
 		name:  "ipcself",
 		allow: aIPCSelf,
-		is:    func(err error) bool { return anyStatus(err) || errors.Is(err, highlevel.ErrInvalid) },
+		is:    func(err error) bool { return randomtest.AnyStatus(err) || errors.Is(err, highlevel.ErrInvalid) },
 		why:   "ipc: a process cannot open memory or an event it exported itself; CUDA's status, or the package's refusal",
 	},
-}
-
-// captureStatus reports whether err is one of CUDA's statuses of stream
-// capture.
-func captureStatus(err error) bool {
-	var r cudadrv.Result
-	if !errors.As(err, &r) {
-		return false
-	}
-	switch r {
-	case cudadrv.ERROR_STREAM_CAPTURE_UNSUPPORTED, cudadrv.ERROR_STREAM_CAPTURE_INVALIDATED,
-		cudadrv.ERROR_STREAM_CAPTURE_MERGE, cudadrv.ERROR_STREAM_CAPTURE_UNMATCHED,
-		cudadrv.ERROR_STREAM_CAPTURE_UNJOINED, cudadrv.ERROR_STREAM_CAPTURE_ISOLATION,
-		cudadrv.ERROR_STREAM_CAPTURE_IMPLICIT, cudadrv.ERROR_CAPTURED_EVENT,
-		cudadrv.ERROR_STREAM_CAPTURE_WRONG_THREAD:
-		return true
-	}
-	return false
-}
-
-// anyStatus reports whether err is one of CUDA's statuses.
-func anyStatus(err error) bool {
-	var r cudadrv.Result
-	return errors.As(err, &r)
-}
-
-// parts returns the parts of err: the errors it joins (also inside a
-// wrapping), each whole with its wrappings; or err.
-func parts(err error) []error {
-	for e := err; e != nil; e = errors.Unwrap(e) {
-		if j, ok := e.(interface{ Unwrap() []error }); ok {
-			var ps []error
-			for _, c := range j.Unwrap() {
-				ps = append(ps, parts(c)...)
-			}
-			return ps
-		}
-	}
-	return []error{err}
 }
 
 // classify returns the names of expected's entries that err matches, and
 // whether it is accepted: each part of err (or err whole, when whole) matches
 // an entry that a admits in its window.
 func classify(err error, a allow, whole bool, w windowState) ([]string, bool) {
-	ps := parts(err)
+	ps := randomtest.Parts(err)
 	if whole {
 		ps = []error{err}
 	}

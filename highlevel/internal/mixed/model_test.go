@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/gocuda/cuda/highlevel"
+	"github.com/gocuda/cuda/internal/randomtest"
 )
 
 // The model: every block the goroutines share has a copy of its bytes on
@@ -238,7 +239,7 @@ func outcome(err error) writeOutcome {
 	if partialCopy(err) {
 		return wroteUnknown
 	}
-	for _, part := range parts(err) {
+	for _, part := range randomtest.Parts(err) {
 		refused := false
 		for _, s := range []error{highlevel.ErrClosed, highlevel.ErrCapturing, highlevel.ErrInvalid, highlevel.ErrNil, highlevel.ErrFreed} {
 			if errors.Is(part, s) {
