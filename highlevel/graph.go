@@ -373,9 +373,11 @@ func (x *GraphExec) done(s *Stream) {
 // Launch launches the graph on s, a stream of its device (nil: the legacy
 // default stream). The GraphExec may be closed as soon as Launch returns:
 // the launch runs to its end. A graph with conditional nodes waits for the
-// device's last launch of one (see docs/graphs.md). Launch returns, joined
-// to its own result, a *PanicError for each panic of a host node's function
-// (Graph.AddHost) in the graph's launches so far not reported yet.
+// device's last launch of one (see docs/graphs.md). The panics of its host
+// nodes' functions (Graph.AddHost) go to s's next Synchronize, Wait or
+// Query; on the legacy default stream, Launch returns, joined to its own
+// result, a *PanicError for each panic of an earlier launch not reported
+// yet.
 func (x *GraphExec) Launch(s *Stream) (err error) {
 	defer wrap(&err, "launch graph")
 	sh, err := x.use(s)
@@ -393,6 +395,11 @@ func (x *GraphExec) Launch(s *Stream) (err error) {
 	}
 	graphObjects.RLock()
 	defer graphObjects.RUnlock()
+	if !capturing {
+		for _, p := range x.panics {
+			p.launchedOn(s)
+		}
+	}
 	if x.turns != nil && !capturing {
 		err = x.turns.launch(x, s, sh)
 	} else {
@@ -465,8 +472,8 @@ func (x *GraphExec) Update(g *Graph) (err error) {
 
 // Close destroys the executable graph; launches in flight run to their
 // end. Operations in progress on it finish first; later ones return
-// ErrClosed, and so does a second Close. It reports its host nodes' panics
-// as Launch does.
+// ErrClosed, and so does a second Close. It reports the panics of its host
+// nodes after launches on the legacy default stream, as Launch does.
 func (x *GraphExec) Close() (err error) {
 	defer wrap(&err, "close graph exec")
 	if err := x.usable(); err != nil {

@@ -462,10 +462,13 @@ func local(d Device, m *Memory) error {
 // Stream.LaunchHostFunc calls its function: on a thread of CUDA's, where fn
 // must not call CUDA (the package's calls return ErrInCallback), holding
 // back the graph's later nodes until it returns. A panic or
-// runtime.Goexit in fn is reported, as a *PanicError, by the next Launch or
-// Close of an instantiation of the graph or of a graph it is a child of.
-// The body of a conditional node takes no host node (CUDA refuses it):
-// there AddHost returns ErrInvalid.
+// runtime.Goexit in fn is reported, as a *PanicError, as
+// LaunchHostFunc's are: by the next Synchronize, Wait or Query of the
+// stream of the latest launch of the graph (of an instantiation of it or
+// of a graph it is a child of); after a launch on the legacy default
+// stream, by the next Launch or Close of an instantiation. The body of a
+// conditional node takes no host node (CUDA refuses it): there AddHost
+// returns ErrInvalid.
 func (g *Graph) AddHost(deps []GraphNode, fn func()) (_ GraphNode, err error) {
 	defer wrap(&err, "add host node")
 	t, hs, err := g.build(deps)
@@ -497,12 +500,15 @@ func (g *Graph) AddHost(deps []GraphNode, fn func()) (_ GraphNode, err error) {
 	return GraphNode{*n, g}, nil
 }
 
-// hostPanics keeps the panics of a graph's host node functions
-// (Graph.AddHost) for the next Launch or Close of an instantiation. The
-// graph holds it as it holds memory, so that the graphs it is copied or
-// captured into, and their instantiations, report them too.
+// hostPanics sends the panics of a graph's host node functions
+// (Graph.AddHost) to the stream of the graph's latest launch, or, after a
+// launch on the legacy default stream, keeps them for the next Launch or
+// Close of an instantiation. The graph holds it as it holds memory, so
+// that the graphs it is copied or captured into, and their instantiations,
+// launch it too.
 type hostPanics struct {
 	mu  sync.Mutex
+	to  *Stream // the latest launch's stream; nil: err keeps the panics
 	err error
 }
 
@@ -511,7 +517,20 @@ func (*hostPanics) unhold() {}
 
 func (p *hostPanics) fail(err error) {
 	p.mu.Lock()
-	p.err = errors.Join(p.err, err)
+	to := p.to
+	if to == nil {
+		p.err = errors.Join(p.err, err)
+	}
+	p.mu.Unlock()
+	if to != nil {
+		to.fail(err)
+	}
+}
+
+// launchedOn makes s, a launch's stream, where the panics go from now on.
+func (p *hostPanics) launchedOn(s *Stream) {
+	p.mu.Lock()
+	p.to = s
 	p.mu.Unlock()
 }
 

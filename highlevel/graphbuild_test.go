@@ -189,9 +189,9 @@ func builtBytes(t *testing.T) *Array[[3]byte] {
 }
 
 // checkBuiltHost adds host nodes: their functions run once at each launch,
-// in the graph's order; a panic in one is reported by the next Launch or
-// Close of an instantiation, also of a graph it is a child of; and the
-// refusals.
+// in the graph's order; a panic in one is reported by the launch's
+// stream, also for a graph it is a child of, or after a launch on the
+// legacy default stream by the next Launch or Close; and the refusals.
 func checkBuiltHost(t *testing.T) {
 	s := standInStream(t)
 	g := newBuiltGraph(t)
@@ -238,22 +238,32 @@ func checkBuiltHost(t *testing.T) {
 		}
 		return strings.Count(err.Error(), "panicked: boom")
 	}
-	n := 0
-	for range 2 {
-		n += reported(xb.Launch(s))
-		if err := s.Synchronize(); err != nil {
-			t.Fatalf("Synchronize after a host node's panic: %v, want nil (the graph's launches report it)", err)
+	// Each panic goes to the launch's stream, as LaunchHostFunc's does:
+	// its Synchronize reports it, once.
+	for i := range 2 {
+		if n := reported(xb.Launch(s)); n != 0 {
+			t.Errorf("launch %d of a graph whose host node panics: %d panics reported, want 0", i, n)
+		}
+		if n := reported(s.Synchronize()); n != 1 {
+			t.Errorf("Synchronize after launch %d: %d panics reported, want 1", i, n)
 		}
 	}
-	if n += reported(xb.Close()); n != 2 {
-		t.Errorf("two launches of a graph whose host node panics, then Close: %d panics reported, want 2", n)
+	if n := reported(xb.Close()); n != 0 {
+		t.Errorf("Close after the stream reported the panics: %d reported again", n)
 	}
-	n = reported(xp.Launch(s))
-	if err := s.Synchronize(); err != nil {
+	if n := reported(xp.Launch(s)) + reported(s.Synchronize()) + reported(xp.Close()); n != 1 {
+		t.Errorf("a launch of a graph with it as a child, Synchronize and Close: %d panics reported, want 1", n)
+	}
+	// On the legacy default stream, which reports nothing, the next
+	// Launch or Close does; a Close before the function runs does not
+	// lose it: the stream of a later launch gets it.
+	xl := builtInstantiate(t, boom)
+	n := reported(xl.Launch(nil))
+	if err := Device(0).Synchronize(); err != nil {
 		t.Fatal(err)
 	}
-	if n += reported(xp.Close()); n != 1 {
-		t.Errorf("a launch of a graph with it as a child, then Close: %d panics reported, want 1", n)
+	if n += reported(xl.Close()); n != 1 {
+		t.Errorf("a launch on the legacy default stream, then Close: %d panics reported, want 1", n)
 	}
 
 	c, err := g.NewConditional(1, true)
