@@ -430,6 +430,7 @@ func poll(ctx context.Context, deadline time.Time, hs []nccl.Comm, stop func() e
 // newComm wraps a communicator NCCL made, and the one it was split from
 // where opts ask for Blocking; name is their name (cName).
 func newComm(h, ctl nccl.Comm, name *byte, dev highlevel.Device, rank, size int, opts *Options) *Comm {
+	ncclStarted()
 	return &Comm{h: h, ctl: ctl, name: name, dev: dev, rank: rank, size: size, timeout: opts.timeout(),
 		seq: commSeq.Add(1), endedCh: make(chan struct{})}
 }

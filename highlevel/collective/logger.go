@@ -16,7 +16,16 @@ var (
 	// ncclLog is the write end of the pipe NCCL writes its debug output
 	// into (NCCL_DEBUG_FILE names it), kept open for the process's life.
 	ncclLog *os.File
+	// ncclEnv are the variables SetLogger set, with the values they had,
+	// put back once NCCL has read them (ncclStarted).
+	ncclEnv []envVar
 )
+
+// An envVar is an environment variable's value, and whether it was set.
+type envVar struct {
+	name, value string
+	set         bool
+}
 
 // SetLogger sends NCCL's debug output to l (nil: drops it). NCCL has no
 // logger to register (nccl.h 2.28 declares none): it writes its debug
@@ -36,7 +45,10 @@ var (
 //
 // Called after NCCL's first call, SetLogger changes where the lines of a
 // pipe it set before go, and nothing else: NCCL writes where it started
-// writing. To send NCCL's output to a file instead, set NCCL_DEBUG_FILE
+// writing. The two variables stay set only until the first communicator
+// is made, when SetLogger's values give way to the program's again; a
+// child process started meanwhile inherits them, and its NCCL would write
+// into the descriptor of that number it has, if any. To send NCCL's output to a file instead, set NCCL_DEBUG_FILE
 // (%h and %p in it are the host's name and the process's id) and
 // NCCL_DEBUG before the first call, and do not call SetLogger.
 func SetLogger(l *slog.Logger) error {
@@ -51,6 +63,7 @@ func SetLogger(l *slog.Logger) error {
 		return fmt.Errorf("%sset the logger: %w", prefix, err)
 	}
 	if os.Getenv("NCCL_DEBUG") == "" {
+		ncclEnv = append(ncclEnv, saveEnv("NCCL_DEBUG"))
 		level := "WARN"
 		switch ctx := context.Background(); {
 		case l.Enabled(ctx, cudalog.LevelTrace):
@@ -60,10 +73,33 @@ func SetLogger(l *slog.Logger) error {
 		}
 		os.Setenv("NCCL_DEBUG", level)
 	}
+	ncclEnv = append(ncclEnv, saveEnv("NCCL_DEBUG_FILE"))
 	os.Setenv("NCCL_DEBUG_FILE", fmt.Sprintf("/proc/self/fd/%d", w.Fd()))
 	ncclLog = w
 	go readNCCLLog(r)
 	return nil
+}
+
+// saveEnv returns the variable name as it is.
+func saveEnv(name string) envVar {
+	v, ok := os.LookupEnv(name)
+	return envVar{name, v, ok}
+}
+
+// ncclStarted puts back the variables SetLogger set, once NCCL has made a
+// communicator and so read them: a child process must not inherit a path
+// of this process's descriptors, which NCCL in it would open and truncate.
+func ncclStarted() {
+	ncclLogMu.Lock()
+	defer ncclLogMu.Unlock()
+	for _, e := range ncclEnv {
+		if e.set {
+			os.Setenv(e.name, e.value)
+		} else {
+			os.Unsetenv(e.name)
+		}
+	}
+	ncclEnv = nil
 }
 
 // readNCCLLog hands each line NCCL writes to the pipe to cudalog, as long

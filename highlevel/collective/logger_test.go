@@ -87,4 +87,13 @@ func TestSetLoggerChild(t *testing.T) {
 		got[1] != "WARN peer gone lib=NCCL func=init.cc:42" || got[len(got)-1] != "DEBUG after the long line lib=NCCL" {
 		t.Errorf("records: %.200q", got)
 	}
+	// Once NCCL has made a communicator, the program's variables are back:
+	// a child process inherits no path of this one's descriptors.
+	ncclStarted()
+	if v, ok := os.LookupEnv("NCCL_DEBUG_FILE"); ok {
+		t.Errorf("NCCL_DEBUG_FILE=%q after the first communicator, want it unset, as before SetLogger", v)
+	}
+	if v := os.Getenv("NCCL_DEBUG"); v != os.Getenv("COLLECTIVE_NCCL_DEBUG") {
+		t.Errorf("NCCL_DEBUG=%q after the first communicator, want %q, as before SetLogger", v, os.Getenv("COLLECTIVE_NCCL_DEBUG"))
+	}
 }
