@@ -1090,7 +1090,12 @@ var outOfMemoryHook atomic.Pointer[func(*OutOfMemoryError)]
 //
 // An out-of-memory error of a pool's upstream allocator that the pool
 // recovers from (it gives back the blocks it holds free and tries again)
-// is not reported: the hook sees the errors the program sees.
+// is not reported: the hook sees the errors the program sees. The
+// exception is an upstream Allocator of the program's own that allocates
+// through the package (a pool, Device.Alloc, Alloc): its errors are
+// reported as the package returns them to it, inside the pool's
+// allocation, which the pool may still recover from; a hook run there
+// must not Close that pool, whose Close waits for the allocation.
 func SetOutOfMemoryHook(f func(*OutOfMemoryError)) {
 	if f == nil {
 		outOfMemoryHook.Store(nil)
@@ -1141,10 +1146,16 @@ func (e *OutOfMemoryError) summary() string {
 	for _, s := range e.Pools {
 		if s.Device == e.Device {
 			pools++
-			held += s.TotalBytes
 			used += s.UsedBytes
 			free += s.FreeBytes
 			largest = max(largest, s.LargestFreeBlock)
+			if p, ok := s.Pool.(*MemoryPool); ok && p.overPool {
+				// Its chunks are blocks of its upstream pool, in use
+				// there: counted once, as this pool's blocks.
+				used -= s.TotalBytes
+			} else {
+				held += s.TotalBytes
+			}
 		}
 	}
 	if pools > 0 {

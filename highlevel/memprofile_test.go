@@ -826,3 +826,46 @@ func BenchmarkMemoryProfile(b *testing.B) {
 		})
 	}
 }
+
+// TestOutOfMemoryNestedPools checks that the summary of an
+// *OutOfMemoryError counts the memory of a pool over another pool once:
+// its chunks are blocks in use in the pool below.
+func TestOutOfMemoryNestedPools(t *testing.T) {
+	inner, _ := newTestPool(t, 1<<20)
+	outer, err := NewMemoryPool(inner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := outer.SetLimit(64 << 10); err != nil {
+		t.Fatal(err)
+	}
+	m := mustAlloc(t, outer, 64<<10)
+	defer m.Free()
+	_, err = outer.Alloc(1 << 10)
+	var e *OutOfMemoryError
+	if !errors.As(err, &e) {
+		t.Fatalf("Alloc past the limit: %v, want an *OutOfMemoryError", err)
+	}
+	var held, used, free int
+	for _, s := range e.Pools {
+		if s.Device != e.Device {
+			continue
+		}
+		used, free = used+s.UsedBytes, free+s.FreeBytes
+		switch p, _ := s.Pool.(*MemoryPool); {
+		case p == outer:
+			used -= s.TotalBytes // outer's chunk is a block in use in inner
+		case p != nil && p != inner && p.overPool:
+			used -= s.TotalBytes // another test's, alike
+		default:
+			held += s.TotalBytes
+		}
+	}
+	sum := fmt.Sprintf("the pools of device 0 hold %s, %s in use and %s free", byteSize(held), byteSize(used), byteSize(free))
+	if !strings.Contains(err.Error(), sum) {
+		t.Errorf("Error() = %q, want %q: a pool over a pool counted once", err, sum)
+	}
+	if held != used+free {
+		t.Errorf("held %d, in use %d and free %d do not add up", held, used, free)
+	}
+}

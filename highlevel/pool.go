@@ -69,6 +69,21 @@ type MemoryPool struct {
 	slab  atomic.Pointer[memSlab]
 	dev   Device // the upstream allocator's device, when devOK
 	devOK bool
+	// overPool is set where the upstream allocator is another pool of
+	// the package's, whose blocks this one's chunks are: an
+	// *OutOfMemoryError's summary counts that memory once.
+	overPool bool
+}
+
+// isPool reports whether a is one of the package's pools, labeled or not.
+func isPool(a Allocator) bool {
+	switch a := a.(type) {
+	case *MemoryPool, *MemoryAsyncPool:
+		return true
+	case labeledAllocator:
+		return isPool(a.a)
+	}
+	return false
 }
 
 // slabSize is how many Memory values a memSlab holds.
@@ -159,7 +174,7 @@ func NewMemoryPool(upstream Allocator) (*MemoryPool, error) {
 		}
 		upstream = d
 	}
-	p := &MemoryPool{}
+	p := &MemoryPool{overPool: isPool(upstream)}
 	switch u := upstream.(type) {
 	case Device:
 		p.dev, p.devOK = u, true
