@@ -434,12 +434,7 @@ func TestOutOfMemoryReport(t *testing.T) {
 				t.Errorf("device memory %d of %d, want none: the pool holds Go memory, and no pool of device 0 holds CUDA's", e.DeviceFree, e.DeviceTotal)
 			}
 			// Error sums up the pools of device 0, other tests' too.
-			var held, used, free, largest int
-			for _, s := range e.Pools {
-				if s.Device == 0 {
-					held, used, free, largest = held+s.TotalBytes, used+s.UsedBytes, free+s.FreeBytes, max(largest, s.LargestFreeBlock)
-				}
-			}
+			held, used, free, largest := poolSums(e)
 			msg := err.Error()
 			sum := fmt.Sprintf("; the pools of device 0 hold %s, %s in use and %s free (the largest free block %s)",
 				byteSize(held), byteSize(used), byteSize(free), byteSize(largest))
@@ -846,21 +841,10 @@ func TestOutOfMemoryNestedPools(t *testing.T) {
 	if !errors.As(err, &e) {
 		t.Fatalf("Alloc past the limit: %v, want an *OutOfMemoryError", err)
 	}
-	var held, used, free int
-	for _, s := range e.Pools {
-		if s.Device != e.Device {
-			continue
-		}
-		used, free = used+s.UsedBytes, free+s.FreeBytes
-		switch p, _ := s.Pool.(*MemoryPool); {
-		case p == outer:
-			used -= s.TotalBytes // outer's chunk is a block in use in inner
-		case p != nil && p != inner && p.overPool:
-			used -= s.TotalBytes // another test's, alike
-		default:
-			held += s.TotalBytes
-		}
+	if i := slices.IndexFunc(e.Pools, func(s PoolStats) bool { return s.Pool == outer }); i < 0 || !outer.overPool {
+		t.Fatalf("the report lacks the pool over a pool, or it is not marked: %+v", e.Pools)
 	}
+	held, used, free, _ := poolSums(e)
 	sum := fmt.Sprintf("the pools of device 0 hold %s, %s in use and %s free", byteSize(held), byteSize(used), byteSize(free))
 	if !strings.Contains(err.Error(), sum) {
 		t.Errorf("Error() = %q, want %q: a pool over a pool counted once", err, sum)
@@ -868,4 +852,22 @@ func TestOutOfMemoryNestedPools(t *testing.T) {
 	if held != used+free {
 		t.Errorf("held %d, in use %d and free %d do not add up", held, used, free)
 	}
+}
+
+// poolSums sums up the pools of e's device as Error should: a pool over a
+// pool (outer's, other tests') counts its chunks as its blocks, not as
+// the lower pool's blocks in use.
+func poolSums(e *OutOfMemoryError) (held, used, free, largest int) {
+	for _, s := range e.Pools {
+		if s.Device != e.Device {
+			continue
+		}
+		used, free, largest = used+s.UsedBytes, free+s.FreeBytes, max(largest, s.LargestFreeBlock)
+		if p, ok := s.Pool.(*MemoryPool); ok && p.overPool {
+			used -= s.TotalBytes
+		} else {
+			held += s.TotalBytes
+		}
+	}
+	return held, used, free, largest
 }
