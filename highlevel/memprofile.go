@@ -959,21 +959,15 @@ func (r registeredPool) dead() bool {
 	return r.mem.Value() == nil && r.async.Value() == nil && r.pinned.Value() == nil
 }
 
-// registerPool adds r to the registry. A MemoryAsyncPool of a CUDA pool
-// already listed is not listed again: DeviceMemoryAsyncPool returns a new
-// MemoryAsyncPool of the same pool at every call.
+// registerPool adds r to the registry, and drops the pools collected
+// since. DeviceMemoryAsyncPool returns a new MemoryAsyncPool of the same
+// CUDA pool at every call: each is listed, as any of them may be the one
+// still reachable, and poolStats counts their CUDA pool once.
 func registerPool(r registeredPool) {
 	reg := &poolRegistry
 	reg.mu.Lock()
 	defer reg.mu.Unlock()
 	reg.pools = slices.DeleteFunc(reg.pools, registeredPool.dead)
-	if a := r.async.Value(); a != nil {
-		for _, o := range reg.pools {
-			if b := o.async.Value(); b != nil && b.h == a.h && b.dev == a.dev && !b.life.Closed() {
-				return
-			}
-		}
-	}
 	reg.pools = append(reg.pools, r)
 }
 
@@ -987,6 +981,11 @@ func poolStats() []PoolStats {
 	reg.mu.Unlock()
 	callCUDA := !inCallback()
 	var stats []PoolStats
+	type cudaPool struct {
+		h   uintptr
+		dev Device
+	}
+	seen := map[cudaPool]bool{} // the CUDA pools of the MemoryAsyncPools counted
 	for _, r := range pools {
 		var s PoolStats
 		mem, pinned, async := r.mem.Value(), r.pinned.Value(), r.async.Value()
@@ -997,7 +996,8 @@ func poolStats() []PoolStats {
 		case pinned != nil:
 			s = pinned.arena.stats()
 			s.Pool, s.Device = pinned, CPUDevice
-		case async != nil && callCUDA:
+		case async != nil && callCUDA && !async.life.Closed() && !seen[cudaPool{async.h, async.dev}]:
+			seen[cudaPool{async.h, async.dev}] = true
 			used, total := async.UsedBytes(), async.TotalBytes()
 			s = PoolStats{Pool: async, Device: async.dev, UsedBytes: used, FreeBytes: max(total-used, 0),
 				TotalBytes: total, ActiveBlocks: -1, NFreeBlocks: -1, LargestFreeBlock: -1, Limit: async.Limit()}

@@ -592,6 +592,47 @@ var memoryProfileCases = []childCase{
 	{"every allocator", checkProfileAllocators},
 	{"memory dropped is taken back", checkProfileDropped},
 	{"out-of-memory reports", checkOutOfMemoryReports},
+	{"a device's async pool, through any of its wrappers", checkAsyncPoolWrappers},
+}
+
+// checkAsyncPoolWrappers checks that the statistics of a device's CUDA
+// memory pool, which each DeviceMemoryAsyncPool call wraps anew, are
+// listed once while any wrapper is reachable, the first collected or not.
+func checkAsyncPoolWrappers(t *testing.T) {
+	count := func() int {
+		n := 0
+		for _, s := range poolStats() {
+			if p, ok := s.Pool.(*MemoryAsyncPool); ok && p.dev == 0 && p.owned == false {
+				n++
+			}
+		}
+		return n
+	}
+	first, err := DeviceMemoryAsyncPool(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := DeviceMemoryAsyncPool(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := second.AllocAsync(nil, 4096) // memory it holds, which first does not keep
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Free()
+	runtime.KeepAlive(first)
+	if n := count(); n != 1 {
+		t.Errorf("two wrappers of the device's pool: listed %d times, want once", n)
+	}
+	first = nil
+	for range 3 {
+		runtime.GC()
+	}
+	if n := count(); n != 1 {
+		t.Errorf("the first wrapper collected, the second reachable: listed %d times, want once", n)
+	}
+	runtime.KeepAlive(second)
 }
 
 // TestMemoryProfileStandIn runs memoryProfileCases on the stand-in driver:
