@@ -54,8 +54,8 @@ type Graph struct {
 	// into is set while Graph.Capture captures into the graph: its other
 	// methods refuse, as CUDA changes it meanwhile.
 	into atomic.Bool
-	// panics, made by the first AddHost, keeps the panics of its host
-	// nodes' functions; it is among held, and mu guards it.
+	// panics, made by the first AddHost, routes the panics of its host
+	// nodes' functions (hostPanics); it is among held, and mu guards it.
 	panics *hostPanics
 	// scratch is where the nodes added to the graph and its bodies
 	// (graphbuild.go) pass their dependencies, the node made and a kernel

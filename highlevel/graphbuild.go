@@ -230,16 +230,9 @@ func (x *GraphExec) setNode(node GraphNode, set func() error) error {
 // size. x holds a's memory, as it holds its graph's.
 func SetMemset[T any](x *GraphExec, node GraphNode, a *Array[T], v T) (err error) {
 	defer wrap(&err, "set memset node")
-	if a == nil {
-		return nilError("Array")
-	}
-	b := unsafe.Slice((*byte)(unsafe.Pointer(&v)), unsafe.Sizeof(v))
-	r, ok := oneMemset(b, a.n)
-	if !ok {
-		return invalid("highlevel: a memset node sets elements of 1, 2 or 4 bytes, not %d bytes that differ", len(b))
-	}
-	if a.n == 0 {
-		return invalid("highlevel: a memset node of an empty array")
+	r, err := memsetOf(a, v)
+	if err != nil {
+		return err
 	}
 	return x.setNode(node, func() error {
 		d, _, err := a.p.span(r.bytes())
@@ -266,11 +259,8 @@ func SetMemset[T any](x *GraphExec, node GraphNode, a *Array[T], v T) (err error
 // node's. x holds their memory, as it holds its graph's.
 func SetCopy[T any](x *GraphExec, node GraphNode, dst, src *Array[T]) (err error) {
 	defer wrap(&err, "set copy node")
-	if err := dst.same(src); err != nil {
+	if err := copyOf(dst, src); err != nil {
 		return err
-	}
-	if dst.n == 0 {
-		return invalid("highlevel: a copy node of empty arrays")
 	}
 	return x.setNode(node, func() error {
 		n := dst.bytes()
@@ -375,16 +365,9 @@ func (k *Kernel) keep(args []any, keep func(holder)) {
 // equal.
 func AddMemset[T any](g *Graph, deps []GraphNode, a *Array[T], v T) (_ GraphNode, err error) {
 	defer wrap(&err, "add memset node")
-	if a == nil {
-		return GraphNode{}, nilError("Array")
-	}
-	b := unsafe.Slice((*byte)(unsafe.Pointer(&v)), unsafe.Sizeof(v))
-	r, ok := oneMemset(b, a.n)
-	if !ok {
-		return GraphNode{}, invalid("highlevel: a memset node sets elements of 1, 2 or 4 bytes, not %d bytes that differ", len(b))
-	}
-	if a.n == 0 {
-		return GraphNode{}, invalid("highlevel: a memset node of an empty array")
+	r, err := memsetOf(a, v)
+	if err != nil {
+		return GraphNode{}, err
 	}
 	t, hs, err := g.build(deps)
 	if err != nil {
@@ -413,11 +396,8 @@ func AddMemset[T any](g *Graph, deps []GraphNode, a *Array[T], v T) (_ GraphNode
 // devices, is captured instead (Graph.Capture).
 func AddCopy[T any](g *Graph, deps []GraphNode, dst, src *Array[T]) (_ GraphNode, err error) {
 	defer wrap(&err, "add copy node")
-	if err := dst.same(src); err != nil {
+	if err := copyOf(dst, src); err != nil {
 		return GraphNode{}, err
-	}
-	if dst.n == 0 {
-		return GraphNode{}, invalid("highlevel: a copy node of empty arrays")
 	}
 	t, hs, err := g.build(deps)
 	if err != nil {
@@ -447,6 +427,34 @@ func AddCopy[T any](g *Graph, deps []GraphNode, dst, src *Array[T]) (_ GraphNode
 	t.keep(dst.p.mem)
 	t.keep(src.p.mem)
 	return GraphNode{*made, g}, nil
+}
+
+// memsetOf checks a memset node of every element of a to v (AddMemset,
+// SetMemset) and returns its rows.
+func memsetOf[T any](a *Array[T], v T) (memsetRows, error) {
+	if a == nil {
+		return memsetRows{}, nilError("Array")
+	}
+	b := unsafe.Slice((*byte)(unsafe.Pointer(&v)), unsafe.Sizeof(v))
+	r, ok := oneMemset(b, a.n)
+	if !ok {
+		return memsetRows{}, invalid("highlevel: a memset node sets elements of 1, 2 or 4 bytes, not %d bytes that differ", len(b))
+	}
+	if a.n == 0 {
+		return memsetRows{}, invalid("highlevel: a memset node of an empty array")
+	}
+	return r, nil
+}
+
+// copyOf checks a copy node of src's elements to dst (AddCopy, SetCopy).
+func copyOf[T any](dst, src *Array[T]) error {
+	if err := dst.same(src); err != nil {
+		return err
+	}
+	if dst.n == 0 {
+		return invalid("highlevel: a copy node of empty arrays")
+	}
+	return nil
 }
 
 // local refuses memory of another device than d, a graph's, but managed
