@@ -86,12 +86,19 @@ func shimSymbols() []shimSymbol {
 func cudaVersion(v int) string { return fmt.Sprintf("%d.%d", v/1000, v%1000/10) }
 
 // check turns a status of the shim into an error naming the operation.
+// It stays small enough to be inlined into every call of the driver:
+// checkFailed, the rest, is not.
 func check(op string, r int32) error {
 	if r == 0 {
 		return nil
 	}
-	return opErr(op, statusError(r))
+	return checkFailed(op, r)
 }
+
+// checkFailed is check of a status that is not 0.
+//
+//go:noinline
+func checkFailed(op string, r int32) error { return opErr(op, statusError(r)) }
 
 // ready turns the status of a query (cuEventQuery, cuStreamQuery) into
 // whether the work is done: CUDA_ERROR_NOT_READY is not an error.
