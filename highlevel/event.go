@@ -43,6 +43,8 @@ type Event struct {
 
 	clock waitClock // how long waits for the event take
 
+	holds holdCount // the graphs with nodes that record or wait for it, and whether Close came
+
 	mu sync.Mutex // held by Record, and by a wait's query of the event
 	// Guarded by mu:
 	gen      uint64    // the Records made
@@ -419,6 +421,9 @@ func (e *Event) handoff(gen uint64) *waitReq {
 // Close destroys the event. Operations in progress on it finish first;
 // later ones return ErrClosed, and so does a second Close. Goroutines
 // waiting for it are woken when it happens, as if it were still open.
+// An event that nodes of graphs record or wait for (Graph.AddEventRecord,
+// Graph.AddEventWait) is destroyed once the last of those graphs and
+// their instantiations is closed, and the work queued until then has run.
 func (e *Event) Close() error {
 	if err := e.usable(); err != nil {
 		return opErr("close event", err)
@@ -426,6 +431,16 @@ func (e *Event) Close() error {
 	if err := closing(&e.life); err != nil {
 		return opErr("close event of "+e.dev.String(), err)
 	}
+	if e.holds.release() { // graphs use it: the last to let go destroys it
+		return nil
+	}
+	e.destroy()
+	return nil
+}
+
+// destroy destroys the closed event now or, while goroutines wait for
+// it, leaves that to the last of them.
+func (e *Event) destroy() {
 	e.mu.Lock()
 	e.closeLater = e.waits > 0
 	later := e.closeLater
@@ -433,7 +448,21 @@ func (e *Event) Close() error {
 	if !later { // else the last waiter closes it
 		e.we.close(e.capturedOnce.Load(), e.capture.Load()) // now, or once no watch uses it
 	}
-	return nil
+}
+
+// hold records that a graph's node records or waits for e; Close then
+// leaves the event to the last unhold. It is called during an operation
+// on e, which Close waits for, or by a graph or instantiation that holds e
+// already, so never once e is destroyed.
+func (e *Event) hold() { e.holds.add() }
+
+// unhold ends a hold. The last one after Close destroys the event, as lost
+// memory is freed, once the work queued so far has run: launches of the
+// graph may still be in flight.
+func (e *Event) unhold() {
+	if e.holds.done() {
+		lostMemory{event: e}.lose()
+	}
 }
 
 // ElapsedTime returns the time between two recorded events that have

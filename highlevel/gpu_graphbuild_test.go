@@ -14,13 +14,25 @@ import (
 )
 
 // graphKernels are the kernels of the graphs built node by node: add adds
-// v to n words; step counts the runs of a while node's body and sets its
-// condition to go on below limit; choose sets a condition to v.
+// v to n words; spin_add does too, after spinning for cycles clock cycles;
+// mul multiplies n words by v; step counts the runs of a while node's
+// body and sets its condition to go on below limit; choose sets a
+// condition to v.
 const graphKernels = `
 #include <cuda_device_runtime_api.h>
 extern "C" __global__ void add(unsigned *p, unsigned v, int n) {
 	int i = blockIdx.x * blockDim.x + threadIdx.x;
 	if (i < n) p[i] += v;
+}
+extern "C" __global__ void spin_add(unsigned *p, unsigned v, int n, long long cycles) {
+	long long start = clock64();
+	while (clock64() - start < cycles) {}
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i < n) p[i] += v;
+}
+extern "C" __global__ void mul(unsigned *p, unsigned v, int n) {
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i < n) p[i] *= v;
 }
 extern "C" __global__ void step(unsigned *count, unsigned limit, cudaGraphConditionalHandle h) {
 	unsigned c = ++*count;
@@ -50,7 +62,7 @@ func graphKernel(t *testing.T, d Device) map[string]*Kernel {
 	}
 	t.Cleanup(func() { m.Close() })
 	ks := map[string]*Kernel{}
-	for _, name := range []string{"add", "step", "choose"} {
+	for _, name := range []string{"add", "spin_add", "mul", "step", "choose"} {
 		if ks[name], err = m.Kernel(name); err != nil {
 			t.Fatal(err)
 		}
@@ -299,6 +311,111 @@ func TestGPUGraphWhile(t *testing.T) {
 	if _, err := body.AddEmpty(); !errors.Is(err, ErrClosed) {
 		t.Errorf("AddEmpty to a body of a closed graph: %v, want ErrClosed", err)
 	}
+}
+
+// TestGPUGraphEvents checks event nodes on the GPU: a record node's event
+// happens after the node's dependency, a kernel that spins for about 20 ms,
+// and a wait node in another graph, launched on another stream, holds its
+// kernel back until then; the graphs hold their event past its Close.
+func TestGPUGraphEvents(t *testing.T) {
+	d := gpu(t)
+	ks := graphKernel(t, d)
+	var streams [2]*Stream
+	for i := range streams {
+		s, err := NewStream(d, &StreamOptions{NonBlocking: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		streams[i] = s
+	}
+	const n = 1 << 12
+	a, err := AllocArray[uint32](d, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Free()
+	if err := a.CopyFromHost(make([]uint32, n)); err != nil {
+		t.Fatal(err)
+	}
+	e, err := NewEvent(d, &EventOptions{DisableTiming: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := LaunchConfig{Grid: Dim3{X: n / 256}, Block: Dim3{X: 256}}
+	// rec adds 1 after spinning, then records e; wait waits for e, then
+	// multiplies by 10.
+	rec, wait := newGraph(t, d), newGraph(t, d)
+	k, err := rec.AddKernel(nil, ks["spin_add"], cfg, a, uint32(1), int32(n), int64(40_000_000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rec.AddEventRecord([]GraphNode{k}, e); err != nil {
+		t.Fatalf("AddEventRecord: %v", err)
+	}
+	w, err := wait.AddEventWait(nil, e)
+	if err != nil {
+		t.Fatalf("AddEventWait: %v", err)
+	}
+	if _, err := wait.AddKernel([]GraphNode{w}, ks["mul"], cfg, a, uint32(10), int32(n)); err != nil {
+		t.Fatal(err)
+	}
+	xr, xw := instantiate(t, rec), instantiate(t, wait)
+	check := func(what string, want uint32) {
+		t.Helper()
+		got, err := a.ToHost()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !allEqual(got, want) {
+			t.Errorf("%s: %d..., want all %d", what, got[0], want)
+		}
+	}
+	if err := xr.Launch(streams[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Synchronize(); err != nil {
+		t.Fatalf("Synchronize of a record node's event: %v", err)
+	}
+	check("after the record node's event", 1)
+	both := func() {
+		t.Helper()
+		if err := errors.Join(xr.Launch(streams[0]), xw.Launch(streams[1])); err != nil {
+			t.Fatal(err)
+		}
+		if err := errors.Join(streams[1].Synchronize(), streams[0].Synchronize()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	both()
+	check("a wait node's graph launched beside the record node's", 20)
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	both()
+	check("the same, the event closed", 210)
+}
+
+// newGraph returns a new graph of d, closed when t ends.
+func newGraph(t *testing.T, d Device) *Graph {
+	t.Helper()
+	g, err := NewGraph(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	return g
+}
+
+// instantiate instantiates g, closing the instantiation when t ends.
+func instantiate(t *testing.T, g *Graph) *GraphExec {
+	t.Helper()
+	x, err := g.Instantiate(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { x.Close() })
+	return x
 }
 
 // TestGPUGraphHostAndUpdates builds a memset, a host node and a copy;

@@ -25,11 +25,13 @@ type GraphNode struct {
 }
 
 // NewGraph makes an empty graph of device d, to build node by node:
-// AddKernel, AddMemset, AddGraph, AddEmpty, and the conditional nodes
-// AddIf, AddIfElse, AddWhile and AddSwitch. Each takes the nodes it comes
+// AddKernel, AddMemset, AddCopy, AddHost, AddEventRecord, AddEventWait,
+// AddGraph, AddEmpty, the conditional nodes AddIf, AddIfElse, AddWhile
+// and AddSwitch, and Capture for the rest. Each takes the nodes it comes
 // after, in the graph it is added to; none means the node may run first.
-// Like a captured graph, a built graph holds the memory and modules its
-// nodes use until it and its instantiations are closed (see Graph).
+// Like a captured graph, a built graph holds the memory, modules and
+// events its nodes use until it and its instantiations are closed (see
+// Graph).
 func NewGraph(d Device) (_ *Graph, err error) {
 	defer func() {
 		if err != nil {
@@ -508,6 +510,59 @@ func (g *Graph) AddHost(deps []GraphNode, fn func()) (_ GraphNode, err error) {
 	return GraphNode{*n, g}, nil
 }
 
+// AddEventRecord adds a node that records e, an event of g's device, at
+// each run, as Event.Record records it on a stream: e happens once the
+// node's dependencies have run. Streams wait for it with
+// Stream.WaitEvent, the program with Event.Wait, Synchronize or Query,
+// which see e's latest record, a stream's or a graph's. g holds e as it
+// holds memory: Close of e leaves its destruction to the last of g and
+// its instantiations. The body of a conditional node takes no event node
+// (CUDA refuses it): there AddEventRecord returns ErrInvalid.
+func (g *Graph) AddEventRecord(deps []GraphNode, e *Event) (GraphNode, error) {
+	n, err := g.addEvent(deps, e, true)
+	return n, opErr("add event record node", err)
+}
+
+// AddEventWait adds a node that waits, at each run, for e's latest
+// record, as Stream.WaitEvent does: the nodes after it run once e has
+// happened. e may be an event of another device. g holds e, as
+// AddEventRecord's graph does, and a conditional node's body takes no
+// such node either.
+func (g *Graph) AddEventWait(deps []GraphNode, e *Event) (GraphNode, error) {
+	n, err := g.addEvent(deps, e, false)
+	return n, opErr("add event wait node", err)
+}
+
+// addEvent adds an event record node of e to g (record), or an event wait
+// node.
+func (g *Graph) addEvent(deps []GraphNode, e *Event, record bool) (GraphNode, error) {
+	t, hs, err := g.build(deps)
+	if err != nil {
+		return GraphNode{}, err
+	}
+	defer t.end()
+	if g.parent != nil {
+		return GraphNode{}, invalid("highlevel: an event node in the body of a conditional node, which CUDA refuses")
+	}
+	if err := e.use(); err != nil {
+		return GraphNode{}, err
+	}
+	defer e.life.Release()
+	op, rec := "cuGraphAddEventWaitNode", int32(0)
+	if record {
+		if e.dev != g.dev {
+			return GraphNode{}, invalid("highlevel: an event of %v recorded in a graph of %v", e.dev, g.dev)
+		}
+		op, rec = "cuGraphAddEventRecordNode", 1
+	}
+	n := &t.scratch.made
+	if err := check(op, driver.GraphAddEvent(g.ctx, n, uintptr(g.h), depsPtr(hs), uintptr(len(hs)), uintptr(e.h), rec)); err != nil {
+		return GraphNode{}, err
+	}
+	t.keep(e)
+	return GraphNode{*n, g}, nil
+}
+
 // hostPanics sends the panics of a graph's host node functions
 // (Graph.AddHost) to the stream of the graph's latest launch, or, after a
 // launch on the legacy default stream, keeps them for the next Launch or
@@ -605,9 +660,9 @@ func (g *Graph) AddGraph(deps []GraphNode, child *Graph) (_ GraphNode, err error
 // g after deps, as the function Capture captures into a new graph
 // (cuStreamBeginCaptureToGraph; CUDA 12.3), and returns the nodes the
 // captured work ends with, the dependencies of what comes after it. It
-// makes the nodes that have no Add method: copies, host functions
-// (Stream.LaunchHostFunc), event records and waits, linalg's and
-// collective's calls. g holds what they use, as a captured graph does.
+// makes the nodes that have no Add method: copies to and from the host,
+// memory allocation and free (AllocAsync), linalg's and collective's
+// calls. g holds what they use, as a captured graph does.
 // While fn runs, g's other methods return ErrCapturing, s's EndCapture
 // too, and Close waits for Capture to return (so fn must not close g: it
 // would wait for itself). If fn fails or panics, the capture is ended (and

@@ -27,6 +27,7 @@ var graphBuildCases = []childCase{
 	{"SetKernelArgs changes an instantiation", checkBuiltSetArgs},
 	{"SetMemset and SetCopy change an instantiation", checkBuiltSetMemsetCopy},
 	{"AddHost calls its function at each launch", checkBuiltHost},
+	{"event record and wait nodes", checkBuiltEvents},
 	{"AddGraph runs a copy", checkBuiltChild},
 	{"Dot names the nodes", checkBuiltDot},
 	{"conditional nodes", checkBuiltConditional},
@@ -292,6 +293,121 @@ func checkBuiltHost(t *testing.T) {
 	} {
 		if !errors.Is(r.err, r.want) {
 			t.Errorf("AddHost to %s: %v, want %v", r.name, r.err, r.want)
+		}
+	}
+}
+
+// checkBuiltEvents checks event nodes: a record node's event happens
+// once the node's dependencies have run, at each launch, and not before
+// one; a wait node's graph runs; a graph and its instantiation hold their
+// events, which Close leaves to the last of them (the stand-in fails a
+// launch whose event was destroyed); and the refusals.
+func checkBuiltEvents(t *testing.T) {
+	s, other := standInStream(t), standInStream(t)
+	e, err := NewEvent(0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newBuiltGraph(t)
+	release := make(chan struct{})
+	held, err := g.AddHost(nil, func() { <-release })
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = g.AddEventRecord([]GraphNode{held}, e)
+	if err != nil {
+		t.Fatalf("AddEventRecord: %v", err)
+	}
+	c := newBuiltChain(t)
+	if _, err := c.g.AddEventWait(nil, e); err != nil {
+		t.Fatalf("AddEventWait: %v", err)
+	}
+	x, xc := builtInstantiate(t, g), builtInstantiate(t, c.g)
+	if err := e.Record(other); err != nil { // done at once: nothing on other
+		t.Fatal(err)
+	}
+	if err := x.Launch(s); err != nil {
+		t.Fatal(err)
+	}
+	if done, err := e.Query(); err != nil || done {
+		t.Errorf("Query while the record node's dependency runs: %v, %v, want false, nil", done, err)
+	}
+	close(release)
+	if err := e.Synchronize(); err != nil {
+		t.Errorf("Synchronize of a record node's event: %v", err)
+	}
+	if done, err := e.Query(); err != nil || !done {
+		t.Errorf("Query after: %v, %v, want true, nil", done, err)
+	}
+	// Closed, e stays while the graphs hold it: their launches run.
+	if err := e.Close(); err != nil {
+		t.Fatalf("Close of an event graphs hold: %v", err)
+	}
+	freeLost()
+	if err := errors.Join(x.Launch(s), s.Synchronize()); err != nil {
+		t.Errorf("a launch of a record node whose event was closed: %v", err)
+	}
+	if got := launchBuilt(t, xc, s, c.y); !slices.Equal(got, axpyWant(1, 5, 4)) {
+		t.Errorf("a graph with a wait node, its event closed: %v, want %v", got, axpyWant(1, 5, 4))
+	}
+	if err := errors.Join(g.Close(), x.Close(), c.g.Close()); err != nil {
+		t.Fatal(err)
+	}
+	freeLost()
+	if r := driver.EventQuery(e.ctx, uintptr(e.h)); r != 0 {
+		t.Errorf("cuEventQuery of the event while an instantiation holds it: %d, want CUDA_SUCCESS", r)
+	}
+	if err := xc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	freeLost()
+	if r := driver.EventQuery(e.ctx, uintptr(e.h)); r != int32(cudadrv.ERROR_INVALID_HANDLE) {
+		t.Errorf("cuEventQuery of the event once its graphs are closed: %d, want CUDA_ERROR_INVALID_HANDLE", r)
+	}
+
+	e2, err := NewEvent(0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e2.Close()
+	g2 := newBuiltGraph(t)
+	r2, err := g2.AddEventRecord(nil, e2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g2.AddEventWait([]GraphNode{r2}, e2); err != nil {
+		t.Fatal(err)
+	}
+	if dot, err := g2.Dot(); err != nil || !strings.Contains(string(dot), "EVENT_RECORD") || !strings.Contains(string(dot), "EVENT_WAIT") {
+		t.Errorf("Dot of a record and a wait node: %v\n%s", err, dot)
+	}
+	cond, err := g2.NewConditional(1, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, body, err := g2.AddIf(nil, cond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := newBuiltGraph(t)
+	if err := closed.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []struct {
+		name string
+		err  error
+		want error
+	}{
+		{"a nil event", second(g2.AddEventRecord(nil, nil)), ErrNil},
+		{"a zero event", second(g2.AddEventWait(nil, &Event{})), ErrNil},
+		{"a closed event", second(g2.AddEventRecord(nil, e)), ErrClosed},
+		{"a conditional node's body", second(body.AddEventWait(nil, e2)), ErrInvalid},
+		{"a closed graph", second(closed.AddEventRecord(nil, e2)), ErrClosed},
+		{"a nil graph", second((*Graph)(nil).AddEventWait(nil, e2)), ErrNil},
+		{"a dependency of another graph", second(g2.AddEventRecord([]GraphNode{r2, {1, g}}, e2)), ErrInvalid},
+	} {
+		if !errors.Is(r.err, r.want) {
+			t.Errorf("an event node with %s: %v, want %v", r.name, r.err, r.want)
 		}
 	}
 }

@@ -806,11 +806,12 @@ func (deviceOwner) free(m *Memory) error {
 
 // lostMemory is memory from cuMemAlloc or cuMemAllocFromPoolAsync, a host
 // registration or an IPC mapping, whose owner was dropped without Free, or
-// a Memory freed while graphs used it, which the last of them let go. A
-// cleanup must not call CUDA, so it is queued, and freed by the next
-// allocation of the package, once the work queued before has finished:
-// cuMemFree, cuMemHostUnregister or cuIpcCloseMemHandle of memory a kernel
-// or a copy still uses would be undefined.
+// a Memory freed (a Module or Event closed) while graphs used it, which
+// the last of them let go. A cleanup must not call CUDA, so it is queued,
+// and freed by the next allocation of the package, once the work queued
+// before has finished: cuMemFree, cuMemHostUnregister or
+// cuIpcCloseMemHandle of memory a kernel or a copy still uses would be
+// undefined.
 type lostMemory struct {
 	ptr, ctx unsafe.Pointer
 	reg      *registration    // a HostRegistration's, when not nil
@@ -820,6 +821,7 @@ type lostMemory struct {
 	destroy  bool             // no memory: pool is to be destroyed
 	mem      *Memory          // a Memory to give back to its owner (not a stream's), when not nil
 	module   *Module          // a Module to unload, when not nil
+	event    *Event           // an Event to destroy, when not nil
 }
 
 func (l lostMemory) lose() {
@@ -855,6 +857,8 @@ func freeLost() {
 			l.mem.owner.free(l.mem)
 		case l.module != nil:
 			l.module.unload()
+		case l.event != nil:
+			l.event.destroy()
 		case l.reg != nil:
 			l.reg.unregister()
 		case l.mapped:

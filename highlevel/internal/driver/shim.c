@@ -1258,6 +1258,16 @@ int hl_graph_add_child(void *ctx, uintptr_t *node, uintptr_t g, const uintptr_t 
 	CALL(ctx, DRV(cuGraphAddChildGraphNode)(NODE(node), (CUgraph)g, DEPS(deps), ndeps, (CUgraph)child));
 }
 
+// hl_graph_add_event adds a node to g that records the event e (record)
+// or waits for it.
+int hl_graph_add_event(void *ctx, uintptr_t *node, uintptr_t g, const uintptr_t *deps, size_t ndeps, uintptr_t e,
+		int record) {
+	if (record) {
+		CALL(ctx, DRV(cuGraphAddEventRecordNode)(NODE(node), (CUgraph)g, DEPS(deps), ndeps, EVENT(e)));
+	}
+	CALL(ctx, DRV(cuGraphAddEventWaitNode)(NODE(node), (CUgraph)g, DEPS(deps), ndeps, EVENT(e)));
+}
+
 // hl_graph_add_conditional adds a conditional node of type
 // (CUgraphConditionalNodeType) on handle, with size bodies, whose graphs it
 // writes to bodies: CUDA makes them, and points the parameters'

@@ -176,6 +176,8 @@ int hl_graph_exec_set_copy(void *ctx, uintptr_t exec, uintptr_t node, uintptr_t 
 int hl_graph_add_host(void *ctx, uintptr_t *node, uintptr_t g, const uintptr_t *deps, size_t ndeps, uintptr_t h,
 	int *owned);
 int hl_graph_add_child(void *ctx, uintptr_t *node, uintptr_t g, const uintptr_t *deps, size_t ndeps, uintptr_t child);
+int hl_graph_add_event(void *ctx, uintptr_t *node, uintptr_t g, const uintptr_t *deps, size_t ndeps, uintptr_t e,
+	int record);
 int hl_graph_add_conditional(void *ctx, uintptr_t *node, uintptr_t g, const uintptr_t *deps, size_t ndeps,
 	uint64_t handle, int type, unsigned size, uintptr_t *bodies);
 int hl_graph_conditional(void *ctx, uint64_t *handle, uintptr_t g, unsigned value, unsigned flags);

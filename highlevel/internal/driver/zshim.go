@@ -551,6 +551,11 @@ func GraphAddChild(ctx unsafe.Pointer, node *uintptr, g uintptr, deps *uintptr, 
 	return int32(C.hl_graph_add_child(ctx, (*C.uintptr_t)(unsafe.Pointer(node)), C.uintptr_t(g), (*C.uintptr_t)(unsafe.Pointer(deps)), C.size_t(ndeps), C.uintptr_t(child)))
 }
 
+// GraphAddEvent calls hl_graph_add_event.
+func GraphAddEvent(ctx unsafe.Pointer, node *uintptr, g uintptr, deps *uintptr, ndeps uintptr, e uintptr, record int32) int32 {
+	return int32(C.hl_graph_add_event(ctx, (*C.uintptr_t)(unsafe.Pointer(node)), C.uintptr_t(g), (*C.uintptr_t)(unsafe.Pointer(deps)), C.size_t(ndeps), C.uintptr_t(e), C.int(record)))
+}
+
 // GraphAddConditional calls hl_graph_add_conditional.
 func GraphAddConditional(ctx unsafe.Pointer, node *uintptr, g uintptr, deps *uintptr, ndeps uintptr, handle uint64, type_ int32, size uint32, bodies *uintptr) int32 {
 	return int32(C.hl_graph_add_conditional(ctx, (*C.uintptr_t)(unsafe.Pointer(node)), C.uintptr_t(g), (*C.uintptr_t)(unsafe.Pointer(deps)), C.size_t(ndeps), C.uint64_t(handle), C.int(type_), C.uint(size), (*C.uintptr_t)(unsafe.Pointer(bodies))))

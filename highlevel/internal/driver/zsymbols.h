@@ -104,6 +104,8 @@ enum { HL_BASE_VERSION = 12000 };
 	X(cuGraphExecMemsetNodeSetParams, 10020) \
 	X(cuGraphExecMemcpyNodeSetParams, 10020) \
 	X(cuGraphAddHostNode, 10000) \
+	X(cuGraphAddEventRecordNode, 11010) \
+	X(cuGraphAddEventWaitNode, 11010) \
 	X(cuGraphDebugDotPrint, 11030) \
 	X(cuProfilerStart, 4000) \
 	X(cuProfilerStop, 4000) \

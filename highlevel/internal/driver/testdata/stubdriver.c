@@ -797,7 +797,7 @@ static CUresult stub_after_host(CUhostFn fn, void *data) {
 // after the nodes it depends on; either way those exist already. An
 // instantiation is a copy of it. Each holds references to CUDA user
 // objects.
-enum { NODE_COPY, NODE_SET, NODE_HOST, NODE_KERNEL, NODE_EMPTY, NODE_GRAPH, NODE_COND };
+enum { NODE_COPY, NODE_SET, NODE_HOST, NODE_KERNEL, NODE_EMPTY, NODE_GRAPH, NODE_COND, NODE_RECORD, NODE_WAIT };
 
 // A kernel's launch: the kernel (stubKernels' index), its dimensions and
 // its arguments, packed at their parameters' offsets.
@@ -837,6 +837,7 @@ struct stub_node {
 	size_t rows, pitch;
 	CUhostFn fn; // a host function's
 	void *data;
+	CUevent event; // an event record or wait node's
 	struct stub_launch launch; // a kernel's
 	// An added node's handle, in the graph it was added to and in that
 	// graph's instantiations; and the nodes it comes after, by their place
@@ -1600,6 +1601,7 @@ STUB(cuEventDestroy)(CUevent e) {
 	pthread_mutex_unlock(&stub_mu);
 	return ev != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
+static void stub_event_recorded(struct stub_event *ev, struct stub_stream *st);
 STUB(cuEventRecord)(CUevent e, CUstream s) {
 	CUresult r = CUDA_SUCCESS;
 	pthread_mutex_lock(&stub_mu);
@@ -1616,16 +1618,23 @@ STUB(cuEventRecord)(CUevent e, CUstream s) {
 			ev->cap_seq = st->seq;
 		}
 	} else if ((r = stub_implicit(st)) == CUDA_SUCCESS) {
-		ev->cap = 0;
-		ev->cond = stub_cond_after(st);
-		free(ev->deps);
-		ev->deps = NULL, ev->ndeps = 0;
-		pthread_mutex_lock(&stub_host_mu);
-		ev->at = stub_host_queued;
-		pthread_mutex_unlock(&stub_host_mu);
+		stub_event_recorded(ev, st);
 	}
 	pthread_mutex_unlock(&stub_mu);
 	return r;
+}
+
+// stub_event_recorded records ev on st, a stream that does not capture,
+// by cuEventRecord or an event record node: ev happens once the host
+// functions queued until now have run; stub_mu is held.
+static void stub_event_recorded(struct stub_event *ev, struct stub_stream *st) {
+	ev->cap = 0;
+	ev->cond = stub_cond_after(st);
+	free(ev->deps);
+	ev->deps = NULL, ev->ndeps = 0;
+	pthread_mutex_lock(&stub_host_mu);
+	ev->at = stub_host_queued;
+	pthread_mutex_unlock(&stub_host_mu);
 }
 
 // stub_event_ask returns e, an event that is no point of a capture, in
@@ -2242,6 +2251,8 @@ static CUresult stub_node_check(const struct stub_node *nd) {
 		return stub_device_range(nd->dst, stub_set_span(nd)) == CUDA_SUCCESS ? CUDA_SUCCESS : CUDA_ERROR_ILLEGAL_ADDRESS;
 	case NODE_KERNEL:
 		return stubKernels[nd->launch.k].fn(&nd->launch, 0) == CUDA_SUCCESS ? CUDA_SUCCESS : CUDA_ERROR_ILLEGAL_ADDRESS;
+	case NODE_RECORD: case NODE_WAIT: // an event destroyed meanwhile: undefined in CUDA
+		return stub_event(nd->event) != NULL ? CUDA_SUCCESS : CUDA_ERROR_ILLEGAL_ADDRESS;
 	}
 	return CUDA_SUCCESS;
 }
@@ -2268,6 +2279,7 @@ static int stub_graph_do(const struct stub_graph *g, CUstream s) {
 		case NODE_SET: stub_set(nd); break;
 		case NODE_HOST: stub_queue(nd->fn, NULL, s, nd->data), hosts = 1; break;
 		case NODE_KERNEL: stubKernels[nd->launch.k].fn(&nd->launch, 1); break;
+		case NODE_RECORD: stub_event_recorded(stub_event(nd->event), stub_stream(s)); break;
 		}
 		const struct stub_graph *sub = stub_node_sub(nd);
 		if (sub != NULL) hosts |= stub_graph_do(sub, s);
@@ -2656,6 +2668,32 @@ STUB(cuGraphAddHostNode)(CUgraphNode *node, CUgraph graph, const CUgraphNode *de
 	return stub_add(r, node, graph, deps, n, &nd);
 }
 
+// An event record node records its event at each run of the node, as
+// cuEventRecord does (stub_event_recorded), and a wait node waits for it,
+// which the stand-in's work, done at the launch, has nothing to do for; a
+// conditional node's body takes neither. A launch checks that the event
+// still exists (stub_node_check).
+static CUresult stub_add_event(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps, size_t n, CUevent e,
+		int kind) {
+	struct stub_node nd = {.kind = kind, .event = e};
+	CUresult r = CUDA_SUCCESS;
+	pthread_mutex_lock(&stub_mu);
+	struct stub_graph *g = stub_object(graph, STUB_GRAPH);
+	if (stub_event(e) == NULL) {
+		r = CUDA_ERROR_INVALID_HANDLE;
+	} else if (g != NULL && g->owner != NULL) {
+		r = STUB_UNMODELLED;
+	}
+	pthread_mutex_unlock(&stub_mu);
+	return stub_add(r, node, graph, deps, n, &nd);
+}
+STUB(cuGraphAddEventRecordNode)(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps, size_t n, CUevent e) {
+	return stub_add_event(node, graph, deps, n, e, NODE_RECORD);
+}
+STUB(cuGraphAddEventWaitNode)(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps, size_t n, CUevent e) {
+	return stub_add_event(node, graph, deps, n, e, NODE_WAIT);
+}
+
 // A child graph node runs a copy of child, made now, with its references
 // to user objects; in a conditional node's body, one with host nodes is
 // refused, as CUDA refuses it (with an error the stand-in does not model).
@@ -2853,6 +2891,9 @@ static void stub_dot(FILE *f, const struct stub_graph *g, const char *prefix) {
 			break;
 		case NODE_GRAPH:
 			fprintf(f, "GRAPH\\n%zu nodes", nd->subs[0]->n);
+			break;
+		case NODE_RECORD: case NODE_WAIT:
+			fprintf(f, "%s\\nevent %p", nd->kind == NODE_RECORD ? "EVENT_RECORD" : "EVENT_WAIT", (void *)nd->event);
 			break;
 		case NODE_COND:
 			fprintf(f, "CONDITIONAL\\n%s, %u bodies\\nvalue %u%s", types[nd->ctype % 3], nd->nsubs, nd->cvalue,
