@@ -283,8 +283,9 @@ type built struct {
 
 // build builds a graph of a memset of a new array and one to four kernel
 // nodes that set or add to spans of it, each after the one before, one of
-// them maybe in a child graph, closed once added, and maybe an empty node
-// after them; then it runs it (runBuilt). One time in six another
+// them maybe in a child graph, closed once added, and maybe an empty node,
+// a host node and event nodes (buildEvents) after them; then it runs it
+// (runBuilt). One time in six another
 // goroutine closes the graph while this one adds the nodes instead.
 func (w *worker) build() {
 	om := w.graphModule()
@@ -390,6 +391,9 @@ func (w *worker) buildNodes(b *built) bool {
 		}
 		b.host = true
 	}
+	if w.r.IntN(4) == 0 && !w.buildEvents(g, prev) {
+		return false
+	}
 	if w.r.IntN(16) == 0 {
 		dot, err := g.Dot()
 		if w.ok(err, 0, "Graph.Dot") && !bytes.Contains(dot, []byte("digraph")) {
@@ -397,6 +401,27 @@ func (w *worker) buildNodes(b *built) bool {
 		}
 	}
 	return true
+}
+
+// buildEvents adds to g, after prev, an event record node of a new event
+// and a wait node for it, then closes the event, which g holds. It
+// reports whether both nodes were added.
+func (w *worker) buildEvents(g *highlevel.Graph, prev highlevel.GraphNode) bool {
+	e, err := highlevel.NewEvent(w.d, &highlevel.EventOptions{DisableTiming: true})
+	if !w.ok(err, 0, "NewEvent for event nodes") {
+		return false
+	}
+	rec, err := g.AddEventRecord([]highlevel.GraphNode{prev}, e)
+	ok := w.ok(err, 0, "AddEventRecord")
+	if ok {
+		_, err = g.AddEventWait([]highlevel.GraphNode{rec}, e)
+		ok = w.ok(err, 0, "AddEventWait after the event's record node")
+	}
+	w.ok(e.Close(), 0, "Event.Close of an event a graph holds")
+	if ok {
+		w.note("build: event nodes")
+	}
+	return ok
 }
 
 // buildClosing adds nodes to a new graph while a helper goroutine closes
