@@ -44,6 +44,10 @@ func (k *Kernel) pack(buf []byte, args []any, s *Stream) (Device, error) {
 	for i, a := range args {
 		p := &k.params[i]
 		dev, err := putArg(buf[p.off:p.off+p.size], a, p.class)
+		if m := argMemory(&args[i]); err == nil && m != nil && m.graph != nil && (s == nil || !s.nodes) {
+			k.releaseArgs(args[:i+1])
+			return 0, invalid("%w: %s argument %d: %w", ErrArgument, k.name, i, errGraphMemory)
+		}
 		switch {
 		case err != nil:
 			k.releaseArgs(args[:i])
@@ -140,6 +144,7 @@ func packShape(buf []byte, args []any, s *Stream, sh shape) (Device, bool) {
 		return 0, false
 	}
 	d, chosen := s.Device(), s != nil
+	nodes := chosen && s.nodes
 	// buf holds every parameter at its offset.
 	base := unsafe.Pointer(unsafe.SliceData(buf))
 	for i := range args {
@@ -162,6 +167,9 @@ func packShape(buf []byte, args []any, s *Stream, sh shape) (Device, bool) {
 				return 0, false
 			}
 			switch m := mp.mem; {
+			case m.graph != nil && !nodes: // refused below (pack)
+				releaseShaped(args[:i+1], sh)
+				return 0, false
 			case m.managed:
 			case !chosen:
 				d, chosen = m.dev, true

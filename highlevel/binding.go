@@ -123,6 +123,9 @@ func (b *Borrow) begin(streams []*Stream, devs []Device, s *Stream, d Device, me
 		if p.mem != nil {
 			err = p.mem.live()
 		}
+		if err == nil && p.mem.graph != nil {
+			err = errGraphMemory
+		}
 		if err == nil && !p.mem.life.Acquire() {
 			err = ErrFreed
 		}

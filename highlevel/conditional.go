@@ -125,7 +125,7 @@ func (g *Graph) addConditional(deps []GraphNode, c Conditional, typ, size, need 
 		return GraphNode{}, nil, err
 	}
 	t.keep(&ds.turns)
-	return GraphNode{n, g}, bodies, nil
+	return t.made(g, n, hs), bodies, nil
 }
 
 // condTurns orders the launches of a device's graphs with conditional

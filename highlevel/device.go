@@ -93,7 +93,7 @@ func (s *deviceState) init(d Device) error {
 	}
 	s.ctx = ctx
 	s.ready.Store(true)
-	s.packOn.dev = d
+	s.packOn.dev, s.packOn.nodes = d, true
 	var name [256]byte
 	if err := check("cuDeviceGetName", driver.DeviceName(int32(d), &name[0], int32(len(name)))); err != nil {
 		return err

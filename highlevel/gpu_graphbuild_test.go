@@ -396,6 +396,82 @@ func TestGPUGraphEvents(t *testing.T) {
 	check("the same, the event closed", 210)
 }
 
+// TestGPUGraphMemory builds a graph that allocates an array, sets it,
+// adds to it with a kernel, copies it out and frees it; each launch gives
+// the same result, a SetMemset of the array's node changes it, and the
+// array is refused outside the graph.
+func TestGPUGraphMemory(t *testing.T) {
+	d := gpu(t)
+	ks := graphKernel(t, d)
+	s, err := NewStream(d, &StreamOptions{NonBlocking: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const n = 1 << 16
+	y, err := AllocArray[uint32](d, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer y.Free()
+	g := newGraph(t, d)
+	alloc, a, err := AddAlloc[uint32](g, nil, n)
+	if err != nil {
+		t.Fatalf("AddAlloc: %v", err)
+	}
+	set, err := AddMemset(g, []GraphNode{alloc}, a, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := LaunchConfig{Grid: Dim3{X: n / 256}, Block: Dim3{X: 256}}
+	k, err := g.AddKernel([]GraphNode{set}, ks["add"], cfg, a, uint32(5), int32(n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := AddCopy(g, []GraphNode{k}, y, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := AddFree(g, []GraphNode{cp}, a); err != nil {
+		t.Fatalf("AddFree: %v", err)
+	}
+	x := instantiate(t, g)
+	run := func(what string, want uint32) {
+		t.Helper()
+		if err := y.CopyFromHost(make([]uint32, n)); err != nil {
+			t.Fatal(err)
+		}
+		if err := errors.Join(x.Launch(s), s.Synchronize()); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		got, err := y.ToHost()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !allEqual(got, want) {
+			t.Errorf("%s: %d..., want all %d", what, got[0], want)
+		}
+	}
+	for i := range 3 {
+		run(fmt.Sprintf("launch %d", i), 8)
+	}
+	if err := SetMemset(x, set, a, 10); err != nil {
+		t.Fatalf("SetMemset of the array's memset node: %v", err)
+	}
+	run("after SetMemset", 15)
+	if _, err := a.ToHost(); !errors.Is(err, errGraphMemory) {
+		t.Errorf("ToHost of an allocation node's array: %v, want errGraphMemory", err)
+	}
+	if err := ks["add"].Launch(s, cfg, a, uint32(1), int32(n)); !errors.Is(err, errGraphMemory) {
+		t.Errorf("a launch with an allocation node's array: %v, want errGraphMemory", err)
+	}
+	// CUDA has one instantiation of such a graph at a time.
+	if x2, err := g.Instantiate(nil); err == nil {
+		x2.Close()
+		t.Errorf("a second instantiation of a graph with allocation nodes: no error")
+	}
+}
+
 // newGraph returns a new graph of d, closed when t ends.
 func newGraph(t *testing.T, d Device) *Graph {
 	t.Helper()

@@ -1,6 +1,7 @@
 package highlevel
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"runtime"
@@ -57,6 +58,9 @@ type Graph struct {
 	// panics, made by the first AddHost, routes the panics of its host
 	// nodes' functions (hostPanics); it is among held, and mu guards it.
 	panics *hostPanics
+	// mem, made by the first AddAlloc, checks the uses of its allocation
+	// nodes' memory (graphmem.go); mu guards it.
+	mem *graphMemory
 	// scratch is where the nodes added to the graph and its bodies
 	// (graphbuild.go) pass their dependencies, the node made and a kernel
 	// node's parameters to C, so that adding a node allocates nothing;
@@ -220,6 +224,14 @@ func (g *Graph) use() error {
 // Capture sets and clears it under.
 var errInto = fmt.Errorf("%w: a capture into the graph is in progress", ErrCapturing)
 
+// intoErr returns errInto while a capture into g is in progress.
+func intoErr(g *Graph) error {
+	if g.into.Load() {
+		return errInto
+	}
+	return nil
+}
+
 // InstantiateOptions are the options of Graph.Instantiate
 // (CUgraphInstantiate_flags); the zero value sets none.
 type InstantiateOptions struct {
@@ -279,9 +291,9 @@ func (g *Graph) Instantiate(opts *InstantiateOptions) (_ *GraphExec, err error) 
 	var x uintptr
 	var result int32
 	g.mu.Lock()
-	if g.into.Load() {
+	if err := cmp.Or(g.unfreed(), intoErr(g)); err != nil {
 		g.mu.Unlock()
-		return nil, errInto
+		return nil, err
 	}
 	graphObjects.Lock()
 	r := driver.GraphInstantiate(g.ctx, &x, uintptr(g.h), flags, sh, &result)
@@ -445,10 +457,10 @@ func (x *GraphExec) Update(g *Graph) (err error) {
 	var result int32
 	x.mu.Lock()
 	g.mu.Lock()
-	if g.into.Load() {
+	if err := cmp.Or(g.unfreed(), intoErr(g)); err != nil {
 		g.mu.Unlock()
 		x.mu.Unlock()
-		return errInto
+		return err
 	}
 	graphObjects.Lock()
 	r := driver.GraphUpdate(x.ctx, uintptr(x.h), uintptr(g.h), &result)

@@ -26,8 +26,8 @@ type GraphNode struct {
 
 // NewGraph makes an empty graph of device d, to build node by node:
 // AddKernel, AddMemset, AddCopy, AddHost, AddEventRecord, AddEventWait,
-// AddGraph, AddEmpty, the conditional nodes AddIf, AddIfElse, AddWhile
-// and AddSwitch, and Capture for the rest. Each takes the nodes it comes
+// AddAlloc, AddFree, AddGraph, AddEmpty, the conditional nodes AddIf,
+// AddIfElse, AddWhile and AddSwitch, and Capture for the rest. Each takes the nodes it comes
 // after, in the graph it is added to; none means the node may run first.
 // Like a captured graph, a built graph holds the memory, modules and
 // events its nodes use until it and its instantiations are closed (see
@@ -134,8 +134,10 @@ func (g *Graph) AddEmpty(deps ...GraphNode) (_ GraphNode, err error) {
 	}
 	defer t.end()
 	n := &t.scratch.made
-	err = check("cuGraphAddEmptyNode", driver.GraphAddEmpty(g.ctx, n, uintptr(g.h), depsPtr(hs), uintptr(len(hs))))
-	return GraphNode{*n, g}, err
+	if err := check("cuGraphAddEmptyNode", driver.GraphAddEmpty(g.ctx, n, uintptr(g.h), depsPtr(hs), uintptr(len(hs)))); err != nil {
+		return GraphNode{}, err
+	}
+	return t.made(g, *n, hs), nil
 }
 
 // AddKernel adds a launch of k with cfg and args, checked as Kernel.Launch
@@ -156,13 +158,17 @@ func (g *Graph) AddKernel(deps []GraphNode, k *Kernel, cfg LaunchConfig, args ..
 		return GraphNode{}, err
 	}
 	defer k.release(args)
+	if err := k.argsIn(t, g, args, hs); err != nil {
+		return GraphNode{}, err
+	}
 	r := driver.GraphAddKernel(uintptr(g.ctx), n, uintptr(g.h), depsPtr(hs), uintptr(len(hs)),
 		p.f, p.dims, uint32(cfg.SharedMem), p.small, p.big, p.params, int32(len(k.params)))
 	if err := check("cuGraphAddKernelNode", r); err != nil {
 		return GraphNode{}, err
 	}
 	k.keep(args, t.keep)
-	return GraphNode{*n, g}, nil
+	k.argsUsedBy(*n, args)
+	return t.made(g, *n, hs), nil
 }
 
 // SetKernelArgs changes the configuration and arguments of node, a kernel
@@ -180,6 +186,9 @@ func (x *GraphExec) SetKernelArgs(node GraphNode, k *Kernel, cfg LaunchConfig, a
 			return err
 		}
 		defer k.release(args)
+		if err := k.argsSetIn(node.g.top(), node.h, args); err != nil {
+			return err
+		}
 		r := driver.GraphExecSetKernel(uintptr(x.ctx), uintptr(x.h), node.h,
 			p.f, p.dims, uint32(cfg.SharedMem), p.small, p.big, p.params, int32(len(k.params)))
 		if err := check("cuGraphExecKernelNodeSetParams", r); err != nil {
@@ -237,12 +246,12 @@ func SetMemset[T any](x *GraphExec, node GraphNode, a *Array[T], v T) (err error
 		return err
 	}
 	return x.setNode(node, func() error {
-		d, _, err := a.p.span(r.bytes())
+		d, _, err := a.p.nodeSpan(r.bytes())
 		if err != nil {
 			return err
 		}
 		defer a.p.mem.life.Release()
-		if err := local(x.dev, a.p.mem); err != nil {
+		if err := cmp.Or(local(x.dev, a.p.mem), a.p.mem.setIn(node.g.top(), node.h)); err != nil {
 			return err
 		}
 		err = check("cuGraphExecMemsetNodeSetParams", driver.GraphExecSetMemset(x.ctx, uintptr(x.h), node.h,
@@ -265,16 +274,17 @@ func SetCopy[T any](x *GraphExec, node GraphNode, dst, src *Array[T]) (err error
 		return err
 	}
 	return x.setNode(node, func() error {
-		n := dst.bytes()
-		if err := cmp.Or(local(x.dev, dst.p.mem), local(x.dev, src.p.mem)); err != nil {
+		n, t := dst.bytes(), node.g.top()
+		if err := cmp.Or(local(x.dev, dst.p.mem), local(x.dev, src.p.mem),
+			dst.p.mem.setIn(t, node.h), src.p.mem.setIn(t, node.h)); err != nil {
 			return err
 		}
-		d, _, err := dst.p.span(n)
+		d, _, err := dst.p.nodeSpan(n)
 		if err != nil {
 			return err
 		}
 		defer dst.p.mem.life.Release()
-		sp, _, err := src.p.span(n)
+		sp, _, err := src.p.nodeSpan(n)
 		if err != nil {
 			return err
 		}
@@ -376,21 +386,23 @@ func AddMemset[T any](g *Graph, deps []GraphNode, a *Array[T], v T) (_ GraphNode
 		return GraphNode{}, err
 	}
 	defer t.end()
-	d, _, err := a.p.span(r.bytes())
+	d, _, err := a.p.nodeSpan(r.bytes())
 	if err != nil {
 		return GraphNode{}, err
 	}
 	defer a.p.mem.life.Release()
-	if err := local(g.dev, a.p.mem); err != nil {
+	if err := cmp.Or(local(g.dev, a.p.mem), a.p.mem.useIn(t, g, hs)); err != nil {
 		return GraphNode{}, err
 	}
 	n := &t.scratch.made
 	err = check("cuGraphAddMemsetNode", driver.GraphAddMemset(g.ctx, n, uintptr(g.h), depsPtr(hs), uintptr(len(hs)),
 		uintptr(d), uintptr(r.pitch), r.v, int32(r.size), uintptr(r.width), uintptr(r.height)))
-	if err == nil {
-		t.keep(a.p.mem)
+	if err != nil {
+		return GraphNode{}, err
 	}
-	return GraphNode{*n, g}, err
+	t.keep(a.p.mem)
+	a.p.mem.usedBy(*n)
+	return t.made(g, *n, hs), nil
 }
 
 // AddCopy adds a copy of src's elements to dst, arrays of g's device (or
@@ -410,16 +422,19 @@ func AddCopy[T any](g *Graph, deps []GraphNode, dst, src *Array[T]) (_ GraphNode
 	if err := cmp.Or(local(g.dev, dst.p.mem), local(g.dev, src.p.mem)); err != nil {
 		return GraphNode{}, err
 	}
-	d, _, err := dst.p.span(n)
+	d, _, err := dst.p.nodeSpan(n)
 	if err != nil {
 		return GraphNode{}, err
 	}
 	defer dst.p.mem.life.Release()
-	sp, _, err := src.p.span(n)
+	sp, _, err := src.p.nodeSpan(n)
 	if err != nil {
 		return GraphNode{}, err
 	}
 	defer src.p.mem.life.Release()
+	if err := cmp.Or(dst.p.mem.useIn(t, g, hs), src.p.mem.useIn(t, g, hs)); err != nil {
+		return GraphNode{}, err
+	}
 	made := &t.scratch.made
 	err = check("cuGraphAddMemcpyNode", driver.GraphAddCopy(g.ctx, made, uintptr(g.h), depsPtr(hs), uintptr(len(hs)),
 		uintptr(d), uintptr(sp), uintptr(n)))
@@ -428,7 +443,9 @@ func AddCopy[T any](g *Graph, deps []GraphNode, dst, src *Array[T]) (_ GraphNode
 	}
 	t.keep(dst.p.mem)
 	t.keep(src.p.mem)
-	return GraphNode{*made, g}, nil
+	dst.p.mem.usedBy(*made)
+	src.p.mem.usedBy(*made)
+	return t.made(g, *made, hs), nil
 }
 
 // memsetOf checks a memset node of every element of a to v (AddMemset,
@@ -507,7 +524,7 @@ func (g *Graph) AddHost(deps []GraphNode, fn func()) (_ GraphNode, err error) {
 		}
 		return GraphNode{}, err
 	}
-	return GraphNode{*n, g}, nil
+	return t.made(g, *n, hs), nil
 }
 
 // AddEventRecord adds a node that records e, an event of g's device, at
@@ -560,7 +577,7 @@ func (g *Graph) addEvent(deps []GraphNode, e *Event, record bool) (GraphNode, er
 		return GraphNode{}, err
 	}
 	t.keep(e)
-	return GraphNode{*n, g}, nil
+	return t.made(g, *n, hs), nil
 }
 
 // hostPanics sends the panics of a graph's host node functions
@@ -640,8 +657,11 @@ func (g *Graph) AddGraph(deps []GraphNode, child *Graph) (_ GraphNode, err error
 	second.mu.Lock()
 	defer first.mu.Unlock()
 	defer second.mu.Unlock()
-	if t.into.Load() || ct.into.Load() {
+	switch {
+	case t.into.Load() || ct.into.Load():
 		return GraphNode{}, errInto
+	case ct.mem != nil:
+		return GraphNode{}, invalid("highlevel: a graph with allocation nodes as a child graph, which CUDA refuses")
 	}
 	var n uintptr
 	graphObjects.Lock()
@@ -653,7 +673,7 @@ func (g *Graph) AddGraph(deps []GraphNode, child *Graph) (_ GraphNode, err error
 	for _, h := range ct.held {
 		t.keep(h)
 	}
-	return GraphNode{n, g}, nil
+	return t.made(g, n, hs), nil
 }
 
 // Capture captures the work fn queues on s, a stream of g's device, into
@@ -661,8 +681,8 @@ func (g *Graph) AddGraph(deps []GraphNode, child *Graph) (_ GraphNode, err error
 // (cuStreamBeginCaptureToGraph; CUDA 12.3), and returns the nodes the
 // captured work ends with, the dependencies of what comes after it. It
 // makes the nodes that have no Add method: copies to and from the host,
-// memory allocation and free (AllocAsync), linalg's and collective's
-// calls. g holds what they use, as a captured graph does.
+// linalg's and collective's calls. g holds what they use, as a captured
+// graph does.
 // While fn runs, g's other methods return ErrCapturing, s's EndCapture
 // too, and Close waits for Capture to return (so fn must not close g: it
 // would wait for itself). If fn fails or panics, the capture is ended (and
@@ -721,9 +741,11 @@ func (g *Graph) Capture(s *Stream, mode CaptureMode, deps []GraphNode, fn func()
 		return nil, err
 	}
 	nodes := make([]GraphNode, len(sinks))
-	for i, h := range sinks {
-		nodes[i] = GraphNode{h, g}
+	t.mu.Lock()
+	for i, h := range sinks { // each comes after hs, as the capture began there
+		nodes[i] = t.made(g, h, hs)
 	}
+	t.mu.Unlock()
 	return nodes, nil
 }
 

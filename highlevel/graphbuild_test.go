@@ -28,6 +28,8 @@ var graphBuildCases = []childCase{
 	{"SetMemset and SetCopy change an instantiation", checkBuiltSetMemsetCopy},
 	{"AddHost calls its function at each launch", checkBuiltHost},
 	{"event record and wait nodes", checkBuiltEvents},
+	{"allocation and free nodes", checkBuiltMemory},
+	{"allocation node memory is for its graph's nodes", checkBuiltMemoryRefusals},
 	{"AddGraph runs a copy", checkBuiltChild},
 	{"Dot names the nodes", checkBuiltDot},
 	{"conditional nodes", checkBuiltConditional},
@@ -410,6 +412,193 @@ func checkBuiltEvents(t *testing.T) {
 			t.Errorf("an event node with %s: %v, want %v", r.name, r.err, r.want)
 		}
 	}
+}
+
+// checkBuiltMemory builds a graph that allocates an array, sets it, adds
+// 2x to it with a kernel, copies it out and frees it: each launch gives
+// the same result; SetMemset and SetKernelArgs change the nodes that use
+// it in an instantiation.
+func checkBuiltMemory(t *testing.T) {
+	s := standInStream(t)
+	k := standInAxpy(t)
+	x, y := builtArray(t, builtXs), builtArray(t, make([]float32, 4))
+	g := newBuiltGraph(t)
+	alloc, a, err := AddAlloc[float32](g, nil, 4)
+	if err != nil {
+		t.Fatalf("AddAlloc: %v", err)
+	}
+	set, err := AddMemset(g, []GraphNode{alloc}, a, float32(1))
+	if err != nil {
+		t.Fatalf("AddMemset of an allocation node's array: %v", err)
+	}
+	kn, err := g.AddKernel([]GraphNode{set}, k, builtCfg, float32(2), x, a, int32(4))
+	if err != nil {
+		t.Fatalf("AddKernel with an allocation node's array: %v", err)
+	}
+	cp, err := AddCopy(g, []GraphNode{kn}, y, a)
+	if err != nil {
+		t.Fatalf("AddCopy from an allocation node's array: %v", err)
+	}
+	if _, err := AddFree(g, []GraphNode{cp}, a); err != nil {
+		t.Fatalf("AddFree: %v", err)
+	}
+	xg := builtInstantiate(t, g)
+	for i := range 3 {
+		if got := launchBuilt(t, xg, s, y); !slices.Equal(got, axpyWant(1, 2, 4)) {
+			t.Errorf("launch %d: %v, want %v", i, got, axpyWant(1, 2, 4))
+		}
+	}
+	if err := SetMemset(xg, set, a, float32(5)); err != nil {
+		t.Errorf("SetMemset of the array's memset node: %v", err)
+	}
+	if err := xg.SetKernelArgs(kn, k, builtCfg, float32(3), x, a, int32(4)); err != nil {
+		t.Errorf("SetKernelArgs of the array's kernel node: %v", err)
+	}
+	if got := launchBuilt(t, xg, s, y); !slices.Equal(got, axpyWant(5, 3, 4)) {
+		t.Errorf("after the updates: %v, want %v", got, axpyWant(5, 3, 4))
+	}
+	if dot, err := g.Dot(); err != nil || !strings.Contains(string(dot), "MEM_ALLOC") || !strings.Contains(string(dot), "MEM_FREE") {
+		t.Errorf("Dot of allocation and free nodes: %v\n%s", err, dot)
+	}
+}
+
+// checkBuiltMemoryRefusals checks that an allocation node's array is
+// refused everywhere but in its graph's nodes after the allocation node
+// and before the free node, and the other refusals of AddAlloc and
+// AddFree.
+func checkBuiltMemoryRefusals(t *testing.T) {
+	s := standInStream(t)
+	k := standInAxpy(t)
+	x, y := builtArray(t, builtXs), builtArray(t, make([]float32, 4))
+	g, other := newBuiltGraph(t), newBuiltGraph(t)
+	before, err := g.AddEmpty()
+	if err != nil {
+		t.Fatal(err)
+	}
+	alloc, a, err := AddAlloc[float32](g, []GraphNode{before}, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bAlloc, b, err := AddAlloc[float32](g, nil, 4) // never used
+	if err != nil {
+		t.Fatal(err)
+	}
+	aside, err := g.AddEmpty(before) // not after the allocation node
+	if err != nil {
+		t.Fatal(err)
+	}
+	user, err := AddMemset(g, []GraphNode{alloc}, a, float32(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	yset, err := AddMemset(g, []GraphNode{alloc}, y, float32(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The kernel's arguments take the fast path, a shape of three
+	// arrays and two numbers, which must refuse a too.
+	if err := errors.Join(k.Launch(s, builtCfg, float32(1), x, y, int32(4)), s.Synchronize()); err != nil {
+		t.Fatal(err)
+	}
+	cond, err := g.NewConditional(1, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, body, err := g.AddIf(nil, cond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([]float32, 4)
+	for _, r := range []struct {
+		name      string
+		err, want error
+	}{
+		{"ToHost", second(a.ToHost()), errGraphMemory},
+		{"CopyFromHost", a.CopyFromHost(got), errGraphMemory},
+		{"CopyToHostAsync", a.CopyToHostAsync(s, got), errGraphMemory},
+		{"CopyFrom into another array", y.CopyFrom(a), errGraphMemory},
+		{"Kernel.Launch", k.Launch(s, builtCfg, float32(1), x, a, int32(4)), errGraphMemory},
+		{"Kernel.Launch, the shape's fast path", k.Launch(s, builtCfg, float32(1), x, a, int32(4)), errGraphMemory},
+		{"Free", a.Free(), errGraphMemory},
+		{"Stream.Borrow, as linalg's calls do", borrowErr(s, a.MemoryPointer()), errGraphMemory},
+		{"a node of another graph", second(other.AddKernel(nil, k, builtCfg, float32(1), x, a, int32(4))), errGraphMemory},
+		{"a memset node of another graph", second(AddMemset(other, nil, a, float32(1))), errGraphMemory},
+		{"a node of a conditional node's body", second(body.AddKernel(nil, k, builtCfg, float32(1), x, a, int32(4))), errGraphMemory},
+		{"a node not after the allocation node", second(g.AddKernel([]GraphNode{aside}, k, builtCfg, float32(1), x, a, int32(4))), ErrInvalid},
+		{"a copy node not after the allocation node", second(AddCopy(g, []GraphNode{aside}, y, a)), ErrInvalid},
+		{"a node with no dependencies", second(AddMemset(g, nil, a, float32(2))), ErrInvalid},
+		{"a free node not after its user", second(AddFree(g, []GraphNode{alloc}, a)), ErrInvalid},
+		{"a free node not after the allocation node", second(AddFree(g, []GraphNode{aside}, b)), ErrInvalid},
+		{"a free node of another graph", second(AddFree(other, nil, a)), ErrInvalid},
+		{"a free node of an array of no allocation node", second(AddFree(g, []GraphNode{user}, x)), ErrInvalid},
+		{"Instantiate with an allocation never freed", second(g.Instantiate(nil)), ErrInvalid},
+		{"an allocation node of no elements", thirdErr(AddAlloc[float32](g, nil, 0)), ErrInvalid},
+		{"an allocation node of -1 elements", thirdErr(AddAlloc[float32](g, nil, -1)), ErrInvalid},
+		{"an allocation node in a conditional node's body", thirdErr(AddAlloc[float32](body, nil, 4)), ErrInvalid},
+	} {
+		if !errors.Is(r.err, r.want) {
+			t.Errorf("%s: %v, want %v", r.name, r.err, r.want)
+		}
+	}
+	free, err := AddFree(g, []GraphNode{user}, a)
+	if err != nil {
+		t.Fatalf("AddFree after the user: %v", err)
+	}
+	for _, r := range []struct {
+		name string
+		err  error
+	}{
+		{"a node after the free node", second(AddMemset(g, []GraphNode{free}, a, float32(1)))},
+		{"a second free node", second(AddFree(g, []GraphNode{free}, a))},
+		{"Instantiate with b never freed", second(g.Instantiate(nil))},
+	} {
+		if !errors.Is(r.err, ErrInvalid) {
+			t.Errorf("%s: %v, want ErrInvalid", r.name, r.err)
+		}
+	}
+	if _, err := AddFree(g, []GraphNode{bAlloc}, b); err != nil {
+		t.Fatalf("AddFree of b, after its allocation node: %v", err)
+	}
+	if _, err := other.AddGraph(nil, g); !errors.Is(err, ErrInvalid) {
+		t.Errorf("AddGraph of a graph with allocation nodes: %v, want ErrInvalid", err)
+	}
+	x1 := builtInstantiate(t, g)
+	if err := errors.Join(x1.Launch(s), s.Synchronize()); err != nil {
+		t.Errorf("a launch once every allocation is freed: %v", err)
+	}
+	if err := SetMemset(x1, yset, a, float32(1)); !errors.Is(err, ErrInvalid) {
+		t.Errorf("SetMemset with the array of a node that did not use it: %v, want ErrInvalid", err)
+	}
+	if err := SetMemset(x1, user, a, float32(3)); err != nil {
+		t.Errorf("SetMemset of the node that uses the array: %v", err)
+	}
+	closed := newBuiltGraph(t)
+	if err := closed.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []struct {
+		name      string
+		err, want error
+	}{
+		{"a closed graph", thirdErr(AddAlloc[float32](closed, nil, 4)), ErrClosed},
+		{"a nil graph", thirdErr(AddAlloc[float32](nil, nil, 4)), ErrNil},
+		{"a nil array", second(AddFree[float32](g, nil, nil)), ErrNil},
+		{"elements that hold pointers", thirdErr(AddAlloc[*int](g, nil, 4)), ErrInvalid},
+	} {
+		if !errors.Is(r.err, r.want) {
+			t.Errorf("%s: %v, want %v", r.name, r.err, r.want)
+		}
+	}
+}
+
+// borrowErr returns the error of s.Borrow of p; a Borrow that works is
+// returned.
+func borrowErr(s *Stream, p MemoryPointer) error {
+	b, err := s.Borrow(0, p)
+	if err == nil {
+		b.Return()
+	}
+	return err
 }
 
 // checkBuiltCondTurns launches graphs with conditional nodes on two

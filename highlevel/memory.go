@@ -40,7 +40,10 @@ type Memory struct {
 	ledger  *slabLedger     // its slab's ledger
 	slot    int32
 	holds   holdCount // the graphs that use the memory, and whether Free came
-	managed bool      // beside slot and holds, so that a Memory takes 88 bytes (a pool slab holds 64)
+	managed bool      // beside slot and holds, so that a Memory takes 96 bytes (a pool slab holds 64)
+	// graph is, for an allocation node's memory (AddAlloc), the node's:
+	// only nodes of its graph use the memory.
+	graph *graphAlloc
 }
 
 // owner gives back the memory it handed out.
@@ -88,6 +91,9 @@ func (m *Memory) free() error {
 	}
 	if m.size == 0 {
 		return opErr("free memory", zeroError("Memory", "Alloc or an Allocator"))
+	}
+	if m.graph != nil { // its graph's free node frees it
+		return opErr("free memory of "+m.dev.String(), errGraphMemory)
 	}
 	// In a callback, Free would wait for the operations in progress on the
 	// memory, which may wait for the callback.
@@ -246,13 +252,29 @@ func (p MemoryPointer) fits(n int) error {
 // span begins an operation on n bytes from p, which must lie within its
 // memory: it returns the device address and the primary context of its
 // device, and p.mem.life.Release ends it. n == 0 is an error here: the
-// operations return early for it.
+// operations return early for it. The memory of an allocation node is
+// refused (errGraphMemory).
 func (p MemoryPointer) span(n int) (unsafe.Pointer, unsafe.Pointer, error) {
+	return p.spanOf(n, false)
+}
+
+// nodeSpan is span for a node of a graph, which may use the memory of an
+// allocation node (Memory.useIn checks that it may).
+func (p MemoryPointer) nodeSpan(n int) (unsafe.Pointer, unsafe.Pointer, error) {
+	return p.spanOf(n, true)
+}
+
+// spanOf is span, or nodeSpan for a node.
+func (p MemoryPointer) spanOf(n int, node bool) (unsafe.Pointer, unsafe.Pointer, error) {
 	if err := p.fits(n); err != nil {
 		return nil, nil, err
 	}
 	if !p.mem.life.Acquire() {
 		return nil, nil, ErrFreed
+	}
+	if p.mem.graph != nil && !node {
+		p.mem.life.Release()
+		return nil, nil, errGraphMemory
 	}
 	ctx, err := p.mem.dev.context()
 	if err != nil {

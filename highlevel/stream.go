@@ -30,6 +30,7 @@ type Stream struct {
 	dev   Device
 	state *deviceState // dev's: its primary context, and for launches its limits; nil in a zero Stream
 	owned bool         // Close destroys it
+	nodes bool         // a deviceState's packOn, for graph nodes, which may name an allocation node's memory
 
 	life life
 	// queued is set by every operation of the package on the stream once

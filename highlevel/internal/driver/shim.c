@@ -1268,6 +1268,33 @@ int hl_graph_add_event(void *ctx, uintptr_t *node, uintptr_t g, const uintptr_t 
 	CALL(ctx, DRV(cuGraphAddEventWaitNode)(NODE(node), (CUgraph)g, DEPS(deps), ndeps, EVENT(e)));
 }
 
+// hl_graph_add_alloc adds a node to g that allocates n bytes of device
+// dev's memory at each run, at the address it writes to *p, the same at
+// every run.
+int hl_graph_add_alloc(void *ctx, uintptr_t *node, uintptr_t g, const uintptr_t *deps, size_t ndeps, int dev, size_t n,
+		void **p) {
+	CUDA_MEM_ALLOC_NODE_PARAMS a;
+	memset(&a, 0, sizeof a);
+	a.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+	a.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	a.poolProps.location.id = dev;
+	a.bytesize = n;
+	*p = NULL;
+	void *prev;
+	int r = hl_enter(ctx, &prev);
+	if (r != 0) return r;
+	r = DRV(cuGraphAddMemAllocNode)(NODE(node), (CUgraph)g, DEPS(deps), ndeps, &a);
+	hl_leave(ctx, prev);
+	if (r == 0) *p = (void *)(uintptr_t)a.dptr;
+	return r;
+}
+
+// hl_graph_add_free adds a node to g that frees p, the memory of an
+// allocation node of g.
+int hl_graph_add_free(void *ctx, uintptr_t *node, uintptr_t g, const uintptr_t *deps, size_t ndeps, uintptr_t p) {
+	CALL(ctx, DRV(cuGraphAddMemFreeNode)(NODE(node), (CUgraph)g, DEPS(deps), ndeps, DPTR(p)));
+}
+
 // hl_graph_add_conditional adds a conditional node of type
 // (CUgraphConditionalNodeType) on handle, with size bodies, whose graphs it
 // writes to bodies: CUDA makes them, and points the parameters'

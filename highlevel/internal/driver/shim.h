@@ -178,6 +178,9 @@ int hl_graph_add_host(void *ctx, uintptr_t *node, uintptr_t g, const uintptr_t *
 int hl_graph_add_child(void *ctx, uintptr_t *node, uintptr_t g, const uintptr_t *deps, size_t ndeps, uintptr_t child);
 int hl_graph_add_event(void *ctx, uintptr_t *node, uintptr_t g, const uintptr_t *deps, size_t ndeps, uintptr_t e,
 	int record);
+int hl_graph_add_alloc(void *ctx, uintptr_t *node, uintptr_t g, const uintptr_t *deps, size_t ndeps, int dev, size_t n,
+	void **p);
+int hl_graph_add_free(void *ctx, uintptr_t *node, uintptr_t g, const uintptr_t *deps, size_t ndeps, uintptr_t p);
 int hl_graph_add_conditional(void *ctx, uintptr_t *node, uintptr_t g, const uintptr_t *deps, size_t ndeps,
 	uint64_t handle, int type, unsigned size, uintptr_t *bodies);
 int hl_graph_conditional(void *ctx, uint64_t *handle, uintptr_t g, unsigned value, unsigned flags);

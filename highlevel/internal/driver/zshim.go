@@ -556,6 +556,16 @@ func GraphAddEvent(ctx unsafe.Pointer, node *uintptr, g uintptr, deps *uintptr, 
 	return int32(C.hl_graph_add_event(ctx, (*C.uintptr_t)(unsafe.Pointer(node)), C.uintptr_t(g), (*C.uintptr_t)(unsafe.Pointer(deps)), C.size_t(ndeps), C.uintptr_t(e), C.int(record)))
 }
 
+// GraphAddAlloc calls hl_graph_add_alloc.
+func GraphAddAlloc(ctx unsafe.Pointer, node *uintptr, g uintptr, deps *uintptr, ndeps uintptr, dev int32, n uintptr, p *unsafe.Pointer) int32 {
+	return int32(C.hl_graph_add_alloc(ctx, (*C.uintptr_t)(unsafe.Pointer(node)), C.uintptr_t(g), (*C.uintptr_t)(unsafe.Pointer(deps)), C.size_t(ndeps), C.int(dev), C.size_t(n), p))
+}
+
+// GraphAddFree calls hl_graph_add_free.
+func GraphAddFree(ctx unsafe.Pointer, node *uintptr, g uintptr, deps *uintptr, ndeps uintptr, p uintptr) int32 {
+	return int32(C.hl_graph_add_free(ctx, (*C.uintptr_t)(unsafe.Pointer(node)), C.uintptr_t(g), (*C.uintptr_t)(unsafe.Pointer(deps)), C.size_t(ndeps), C.uintptr_t(p)))
+}
+
 // GraphAddConditional calls hl_graph_add_conditional.
 func GraphAddConditional(ctx unsafe.Pointer, node *uintptr, g uintptr, deps *uintptr, ndeps uintptr, handle uint64, type_ int32, size uint32, bodies *uintptr) int32 {
 	return int32(C.hl_graph_add_conditional(ctx, (*C.uintptr_t)(unsafe.Pointer(node)), C.uintptr_t(g), (*C.uintptr_t)(unsafe.Pointer(deps)), C.size_t(ndeps), C.uint64_t(handle), C.int(type_), C.uint(size), (*C.uintptr_t)(unsafe.Pointer(bodies))))

@@ -106,6 +106,8 @@ enum { HL_BASE_VERSION = 12000 };
 	X(cuGraphAddHostNode, 10000) \
 	X(cuGraphAddEventRecordNode, 11010) \
 	X(cuGraphAddEventWaitNode, 11010) \
+	X(cuGraphAddMemAllocNode, 11040) \
+	X(cuGraphAddMemFreeNode, 11040) \
 	X(cuGraphDebugDotPrint, 11030) \
 	X(cuProfilerStart, 4000) \
 	X(cuProfilerStop, 4000) \

@@ -349,7 +349,7 @@ static void *stub_object(const void *h, unsigned magic) {
 // mapped, with unified addressing, so the device uses every kind at its
 // address; an address in none is pageable host memory, which only copies
 // take.
-enum { MEM_DEVICE, MEM_MANAGED, MEM_HOST, MEM_REGISTERED };
+enum { MEM_DEVICE, MEM_MANAGED, MEM_HOST, MEM_REGISTERED, MEM_GRAPH };
 
 struct stub_pool {
 	unsigned magic;
@@ -363,7 +363,31 @@ struct stub_alloc {
 	size_t size;
 	int kind, device;
 	struct stub_pool *pool; // of a pool's memory
+	struct stub_galloc *galloc; // of a graph's allocation (MEM_GRAPH)
 };
+
+// A graph's allocation (cuGraphAddMemAllocNode): its memory, reserved as
+// the node is added at an address of its own (a MEM_GRAPH allocation), is
+// there (live) from a run of the node to a run of its free node: a node
+// that uses it outside runs, or any other work, finds no memory there
+// (stub_usable), but the nodes being added or changed (stub_adding) do.
+// The graph's nodes and their copies (instantiations) share it, refs of
+// them, and the last frees it. A launch of a graph whose allocation is
+// live, not freed by its last launch, is refused.
+struct stub_galloc {
+	unsigned refs;
+	int live, freed; // freed: a free node of the graph frees it
+	uintptr_t base;
+	size_t size;
+};
+
+// stub_adding is set while a graph node's parameters are checked: the
+// memory of graphs' allocations counts as there.
+static __thread int stub_adding;
+
+// stub_usable reports whether the memory of allocation a is there for the
+// device's work; stub_mem_mu is held.
+static int stub_usable(const struct stub_alloc *a) { return a->galloc == NULL || a->galloc->live || stub_adding; }
 
 static pthread_mutex_t stub_mem_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct stub_alloc *stub_allocs; // sorted by base
@@ -409,9 +433,11 @@ static int stub_range(uintptr_t p, size_t n, struct stub_alloc **in) {
 static CUresult stub_device_range(CUdeviceptr p, size_t n) {
 	if (n == 0) return CUDA_SUCCESS;
 	pthread_mutex_lock(&stub_mem_mu);
-	int r = stub_range((uintptr_t)p, n, NULL);
+	struct stub_alloc *in;
+	int r = stub_range((uintptr_t)p, n, &in);
+	int ok = r == RANGE_IN && stub_usable(in);
 	pthread_mutex_unlock(&stub_mem_mu);
-	return r == RANGE_IN ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+	return ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 // stub_copy_range checks one side of a copy, which may be pageable host
@@ -421,7 +447,9 @@ static CUresult stub_copy_range(CUdeviceptr p, size_t n, int *pageable) {
 	if (n == 0) return CUDA_SUCCESS;
 	if (p == 0) return CUDA_ERROR_INVALID_VALUE;
 	pthread_mutex_lock(&stub_mem_mu);
-	int r = stub_range((uintptr_t)p, n, NULL);
+	struct stub_alloc *in;
+	int r = stub_range((uintptr_t)p, n, &in);
+	if (r == RANGE_IN && !stub_usable(in)) r = RANGE_ACROSS;
 	pthread_mutex_unlock(&stub_mem_mu);
 	if (r == RANGE_OUTSIDE) *pageable = 1;
 	return r == RANGE_ACROSS ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
@@ -797,7 +825,8 @@ static CUresult stub_after_host(CUhostFn fn, void *data) {
 // after the nodes it depends on; either way those exist already. An
 // instantiation is a copy of it. Each holds references to CUDA user
 // objects.
-enum { NODE_COPY, NODE_SET, NODE_HOST, NODE_KERNEL, NODE_EMPTY, NODE_GRAPH, NODE_COND, NODE_RECORD, NODE_WAIT };
+enum { NODE_COPY, NODE_SET, NODE_HOST, NODE_KERNEL, NODE_EMPTY, NODE_GRAPH, NODE_COND, NODE_RECORD, NODE_WAIT, NODE_ALLOC,
+	NODE_FREE };
 
 // A kernel's launch: the kernel (stubKernels' index), its dimensions and
 // its arguments, packed at their parameters' offsets.
@@ -838,6 +867,7 @@ struct stub_node {
 	CUhostFn fn; // a host function's
 	void *data;
 	CUevent event; // an event record or wait node's
+	struct stub_galloc *galloc; // an allocation or free node's allocation
 	struct stub_launch launch; // a kernel's
 	// An added node's handle, in the graph it was added to and in that
 	// graph's instantiations; and the nodes it comes after, by their place
@@ -947,6 +977,14 @@ static void stub_graph_clear(struct stub_graph *g);
 // it runs; a body, a graph object, is destroyed.
 static void stub_node_free(struct stub_node *nd) {
 	free(nd->deps);
+	if (nd->kind == NODE_ALLOC && --nd->galloc->refs == 0) {
+		struct stub_alloc out;
+		pthread_mutex_lock(&stub_mem_mu);
+		stub_unlist(nd->galloc->base, 1u << MEM_GRAPH, &out);
+		pthread_mutex_unlock(&stub_mem_mu);
+		free((void *)nd->galloc->base);
+		free(nd->galloc);
+	}
 	for (unsigned i = 0; i < nd->nsubs; i++) {
 		struct stub_graph *sub = nd->subs[i];
 		if (sub == NULL) continue;
@@ -981,6 +1019,7 @@ static struct stub_graph *stub_graph_copy(const struct stub_graph *src) {
 static CUresult stub_node_copy(struct stub_node *dst, const struct stub_node *nd, int keep_id, size_t base) {
 	*dst = *nd;
 	if (!keep_id) dst->id = NULL;
+	if (nd->kind == NODE_ALLOC) nd->galloc->refs++;
 	dst->deps = NULL, dst->ndeps = 0, dst->subs = NULL, dst->nsubs = 0;
 	if (nd->ndeps > 0) {
 		if ((dst->deps = malloc(nd->ndeps * sizeof *dst->deps)) == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
@@ -2228,6 +2267,14 @@ static CUresult stub_graph_runnable(const struct stub_graph *g) {
 	return CUDA_SUCCESS;
 }
 
+// stub_graph_mem reports whether g has allocation or free nodes.
+static int stub_graph_mem(const struct stub_graph *g) {
+	for (size_t i = 0; i < g->n; i++) {
+		if (g->nodes[i].kind == NODE_ALLOC || g->nodes[i].kind == NODE_FREE) return 1;
+	}
+	return 0;
+}
+
 // stub_graph_hosts reports whether g, or a graph its nodes run, has a host
 // node.
 static int stub_graph_hosts(const struct stub_graph *g) {
@@ -2257,15 +2304,41 @@ static CUresult stub_node_check(const struct stub_node *nd) {
 	return CUDA_SUCCESS;
 }
 
-// stub_graph_check checks the nodes a launch of g runs (stub_node_check).
-static CUresult stub_graph_check(const struct stub_graph *g) {
-	for (size_t i = 0; i < g->n; i++) {
-		CUresult r = stub_node_check(&g->nodes[i]);
-		const struct stub_graph *sub = stub_node_sub(&g->nodes[i]);
-		if (r == CUDA_SUCCESS && sub != NULL) r = stub_graph_check(sub);
-		if (r != CUDA_SUCCESS) return r;
+// stub_galloc_live makes a's memory there (on), where *r is
+// CUDA_SUCCESS and it is not (else it sets *r to
+// CUDA_ERROR_INVALID_VALUE: freed by no launch since the last), or not.
+static void stub_galloc_live(struct stub_galloc *a, int on, CUresult *r) {
+	pthread_mutex_lock(&stub_mem_mu);
+	if (!on) {
+		a->live = 0;
+	} else if (*r == CUDA_SUCCESS && a->live) {
+		*r = CUDA_ERROR_INVALID_VALUE;
+	} else if (*r == CUDA_SUCCESS) {
+		a->live = 1;
 	}
-	return CUDA_SUCCESS;
+	pthread_mutex_unlock(&stub_mem_mu);
+}
+
+// stub_graph_check checks the nodes a launch of g runs (stub_node_check),
+// in their order, with its allocations there from their allocation nodes
+// to their free nodes, as the run (stub_graph_do) makes them: it undoes
+// what it made live.
+static CUresult stub_graph_check(const struct stub_graph *g) {
+	CUresult r = CUDA_SUCCESS;
+	size_t i;
+	for (i = 0; r == CUDA_SUCCESS && i < g->n; i++) {
+		const struct stub_node *nd = &g->nodes[i];
+		if (nd->kind == NODE_ALLOC || nd->kind == NODE_FREE) stub_galloc_live(nd->galloc, nd->kind == NODE_ALLOC, &r);
+		if (r == CUDA_SUCCESS) r = stub_node_check(nd);
+		const struct stub_graph *sub = stub_node_sub(nd);
+		if (r == CUDA_SUCCESS && sub != NULL) r = stub_graph_check(sub);
+	}
+	// The allocations this check made live; one live before it failed it.
+	size_t checked = r == CUDA_SUCCESS ? i : i - 1;
+	for (size_t j = 0; j < checked; j++) {
+		if (g->nodes[j].kind == NODE_ALLOC) stub_galloc_live(g->nodes[j].galloc, 0, NULL);
+	}
+	return r;
 }
 
 // stub_graph_do does g's work (a host node's is queued), on stream s, and
@@ -2280,6 +2353,11 @@ static int stub_graph_do(const struct stub_graph *g, CUstream s) {
 		case NODE_HOST: stub_queue(nd->fn, NULL, s, nd->data), hosts = 1; break;
 		case NODE_KERNEL: stubKernels[nd->launch.k].fn(&nd->launch, 1); break;
 		case NODE_RECORD: stub_event_recorded(stub_event(nd->event), stub_stream(s)); break;
+		case NODE_ALLOC: case NODE_FREE: { // checked: it may
+			CUresult r = CUDA_SUCCESS;
+			stub_galloc_live(nd->galloc, nd->kind == NODE_ALLOC, &r);
+			break;
+		}
 		}
 		const struct stub_graph *sub = stub_node_sub(nd);
 		if (sub != NULL) hosts |= stub_graph_do(sub, s);
@@ -2574,9 +2652,17 @@ STUB(cuGraphAddEmptyNode)(CUgraphNode *node, CUgraph graph, const CUgraphNode *d
 }
 
 // stub_kernel_node_of checks a kernel node's parameters as a launch's
-// (stub_launch_of) and packs them into *l.
+// (stub_launch_of, stub_kernel_params_of), with graphs' allocations there
+// (stub_adding), and packs them into *l.
+static CUresult stub_kernel_params_of(struct stub_launch *l, const CUDA_KERNEL_NODE_PARAMS *p);
 static CUresult stub_kernel_node_of(struct stub_launch *l, const CUDA_KERNEL_NODE_PARAMS *p) {
 	if (p == NULL) return CUDA_ERROR_INVALID_VALUE;
+	stub_adding++;
+	CUresult r = stub_kernel_params_of(l, p);
+	stub_adding--;
+	return r;
+}
+static CUresult stub_kernel_params_of(struct stub_launch *l, const CUDA_KERNEL_NODE_PARAMS *p) {
 	CUfunction f = p->func;
 	if (f == NULL) { // the kernel, in ctx
 		if (!stub_context_ok(p->ctx)) return CUDA_ERROR_INVALID_CONTEXT;
@@ -2606,7 +2692,9 @@ STUB(cuGraphAddMemsetNode)(CUgraphNode *node, CUgraph graph, const CUgraphNode *
 	} else if (p->width == 0 || p->height == 0) {
 		r = STUB_UNMODELLED;
 	} else {
+		stub_adding++;
 		r = stub_set_of(&nd, p->dst, p->value, p->elementSize, p->width, p->height, p->pitch);
+		stub_adding--;
 	}
 	return stub_add(r, node, graph, deps, n, &nd);
 }
@@ -2648,7 +2736,9 @@ static CUresult stub_copy_node_of(struct stub_node *nd, const CUDA_MEMCPY3D *p, 
 	} else if ((r = stub_copy_side(&nd->src, p->srcMemoryType, p->srcHost, p->srcDevice)) == CUDA_SUCCESS &&
 			(r = stub_copy_side(&nd->dst, p->dstMemoryType, p->dstHost, p->dstDevice)) == CUDA_SUCCESS) {
 		nd->n = p->WidthInBytes;
+		stub_adding++;
 		if ((r = stub_copy_range(nd->dst, nd->n, &pageable)) == CUDA_SUCCESS) r = stub_copy_range(nd->src, nd->n, &pageable);
+		stub_adding--;
 		if (r == CUDA_SUCCESS && pageable) r = STUB_UNMODELLED;
 	}
 	return r;
@@ -2694,6 +2784,68 @@ STUB(cuGraphAddEventWaitNode)(CUgraphNode *node, CUgraph graph, const CUgraphNod
 	return stub_add_event(node, graph, deps, n, e, NODE_WAIT);
 }
 
+// An allocation node reserves its memory now (struct stub_galloc), on the
+// device of its location, which must be the current context's; a free
+// node frees the memory of an allocation node of its graph, once. A
+// conditional node's body takes neither.
+STUB(cuGraphAddMemAllocNode)(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps, size_t n,
+		CUDA_MEM_ALLOC_NODE_PARAMS *p) {
+	if (p == NULL || p->bytesize == 0 || p->poolProps.allocType != CU_MEM_ALLOCATION_TYPE_PINNED ||
+			p->poolProps.location.type != CU_MEM_LOCATION_TYPE_DEVICE) {
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	if (p->accessDescCount != 0 || p->poolProps.handleTypes != 0) return STUB_UNMODELLED;
+	int dev = p->poolProps.location.id;
+	if (dev != stub_current_device()) return STUB_UNMODELLED;
+	struct stub_galloc *a = calloc(1, sizeof *a);
+	void *m = malloc(p->bytesize);
+	CUresult r = a == NULL || m == NULL ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
+	if (r == CUDA_SUCCESS) {
+		*a = (struct stub_galloc){.refs = 1, .base = (uintptr_t)m, .size = p->bytesize};
+		pthread_mutex_lock(&stub_mem_mu);
+		r = stub_list((struct stub_alloc){(uintptr_t)m, p->bytesize, MEM_GRAPH, dev, NULL, a});
+		pthread_mutex_unlock(&stub_mem_mu);
+	}
+	if (r != CUDA_SUCCESS) {
+		free(a), free(m);
+		return r;
+	}
+	struct stub_node nd = {.kind = NODE_ALLOC, .galloc = a};
+	pthread_mutex_lock(&stub_mu);
+	struct stub_graph *g = stub_object(graph, STUB_GRAPH);
+	if (g != NULL && g->owner != NULL) r = STUB_UNMODELLED;
+	pthread_mutex_unlock(&stub_mu);
+	r = stub_add(r, node, graph, deps, n, &nd);
+	if (r != CUDA_SUCCESS) {
+		stub_node_free(&nd);
+		return r;
+	}
+	p->dptr = (CUdeviceptr)a->base;
+	return CUDA_SUCCESS;
+}
+STUB(cuGraphAddMemFreeNode)(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps, size_t n, CUdeviceptr dptr) {
+	struct stub_node nd = {.kind = NODE_FREE};
+	CUresult r = CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&stub_mu);
+	struct stub_graph *g = stub_object(graph, STUB_GRAPH);
+	for (size_t i = 0; g != NULL && i < g->n; i++) {
+		struct stub_galloc *a = g->nodes[i].galloc;
+		if (g->nodes[i].kind == NODE_ALLOC && a->base == (uintptr_t)dptr && !a->freed) {
+			nd.galloc = a;
+			r = CUDA_SUCCESS;
+		}
+	}
+	if (g != NULL && g->owner != NULL) r = STUB_UNMODELLED;
+	pthread_mutex_unlock(&stub_mu);
+	r = stub_add(r, node, graph, deps, n, &nd);
+	if (r == CUDA_SUCCESS) {
+		pthread_mutex_lock(&stub_mu);
+		nd.galloc->freed = 1;
+		pthread_mutex_unlock(&stub_mu);
+	}
+	return r;
+}
+
 // A child graph node runs a copy of child, made now, with its references
 // to user objects; in a conditional node's body, one with host nodes is
 // refused, as CUDA refuses it (with an error the stand-in does not model).
@@ -2706,6 +2858,8 @@ STUB(cuGraphAddChildGraphNode)(CUgraphNode *node, CUgraph graph, const CUgraphNo
 	struct stub_node nd = {.kind = NODE_GRAPH};
 	if (g == NULL || c == NULL) {
 		r = CUDA_ERROR_INVALID_VALUE;
+	} else if (stub_graph_mem(c)) {
+		r = CUDA_ERROR_INVALID_VALUE; // CUDA moves such a child, which the stand-in does not model, or refuses it
 	} else if (g->owner != NULL && stub_graph_hosts(c)) {
 		r = STUB_UNMODELLED;
 	} else if ((nd.subs = calloc(1, sizeof *nd.subs)) == NULL) {
@@ -2825,7 +2979,9 @@ STUB(cuGraphExecMemsetNodeSetParams)(CUgraphExec exec, CUgraphNode node, const C
 	if (!stub_context_ok(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
 	if (p == NULL || (p->elementSize != 1 && p->elementSize != 2 && p->elementSize != 4)) return CUDA_ERROR_INVALID_VALUE;
 	struct stub_node set;
+	stub_adding++;
 	CUresult r = stub_set_of(&set, p->dst, p->value, p->elementSize, p->width, p->height, p->pitch);
+	stub_adding--;
 	if (r != CUDA_SUCCESS) return r;
 	pthread_mutex_lock(&stub_mu);
 	struct stub_node *nd = stub_exec_node(exec, node, NODE_SET, &r);
@@ -2894,6 +3050,10 @@ static void stub_dot(FILE *f, const struct stub_graph *g, const char *prefix) {
 			break;
 		case NODE_RECORD: case NODE_WAIT:
 			fprintf(f, "%s\\nevent %p", nd->kind == NODE_RECORD ? "EVENT_RECORD" : "EVENT_WAIT", (void *)nd->event);
+			break;
+		case NODE_ALLOC: case NODE_FREE:
+			fprintf(f, "%s\\n0x%llx %zu bytes", nd->kind == NODE_ALLOC ? "MEM_ALLOC" : "MEM_FREE",
+				(unsigned long long)nd->galloc->base, nd->galloc->size);
 			break;
 		case NODE_COND:
 			fprintf(f, "CONDITIONAL\\n%s, %u bodies\\nvalue %u%s", types[nd->ctype % 3], nd->nsubs, nd->cvalue,
