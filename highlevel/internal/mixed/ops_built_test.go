@@ -283,9 +283,10 @@ type built struct {
 
 // build builds a graph of a memset of a new array and one to four kernel
 // nodes that set or add to spans of it, each after the one before, one of
-// them maybe in a child graph, closed once added, and maybe an empty node,
-// a host node and event nodes (buildEvents) after them; then it runs it
-// (runBuilt). One time in six another
+// them maybe in a child graph, closed once added, maybe an array
+// allocated, set, copied in and freed by nodes (buildMemory), and maybe an
+// empty node, a host node and event nodes (buildEvents) after them; then
+// it runs it (runBuilt). One time in six another
 // goroutine closes the graph while this one adds the nodes instead.
 func (w *worker) build() {
 	om := w.graphModule()
@@ -378,6 +379,13 @@ func (w *worker) buildNodes(b *built) bool {
 		prev = nd
 		nodes = append(nodes, nd)
 	}
+	if w.r.IntN(4) == 0 {
+		var ok bool
+		if prev, ok = w.buildMemory(b, prev); !ok {
+			return false
+		}
+		nodes = append(nodes, prev)
+	}
 	if w.r.IntN(3) == 0 {
 		_, err := g.AddEmpty(nodes...)
 		if !w.ok(err, 0, "AddEmpty after %d nodes", len(nodes)) {
@@ -401,6 +409,42 @@ func (w *worker) buildNodes(b *built) bool {
 		}
 	}
 	return true
+}
+
+// buildMemory adds to b's graph, after prev, an allocation node of an
+// array the length of some of b.arr's words, a memset of it, a copy of it
+// to those words and its free node, and returns the copy node. Outside
+// its graph, the array is refused.
+func (w *worker) buildMemory(b *built, prev highlevel.GraphNode) (highlevel.GraphNode, bool) {
+	i, j := w.wordSpan(b.arr.Len())
+	alloc, scratch, err := highlevel.AddAlloc[uint32](b.g, []highlevel.GraphNode{prev}, j-i)
+	if !w.ok(err, 0, "AddAlloc of %d words", j-i) {
+		return prev, false
+	}
+	v := w.r.Uint32()
+	set, err := highlevel.AddMemset(b.g, []highlevel.GraphNode{alloc}, scratch, v)
+	if !w.ok(err, 0, "AddMemset of an allocation node's array") {
+		return prev, false
+	}
+	words, err := b.arr.Slice(i, j)
+	if !w.ok(err, 0, "Array.Slice(%d, %d)", i, j) {
+		return prev, false
+	}
+	cp, err := highlevel.AddCopy(b.g, []highlevel.GraphNode{set}, words, scratch)
+	if !w.ok(err, 0, "AddCopy from an allocation node's array") {
+		return prev, false
+	}
+	_, err = highlevel.AddFree(b.g, []highlevel.GraphNode{cp}, scratch)
+	if !w.ok(err, 0, "AddFree of an allocation node's array") {
+		return prev, false
+	}
+	w.mustBe(scratch.Free(), highlevel.ErrInvalid, "Free of an allocation node's array")
+	w.mustBe(scratch.CopyFromHost(make([]uint32, j-i)), highlevel.ErrInvalid, "CopyFromHost to an allocation node's array")
+	for x := i; x < j; x++ {
+		b.want[x] = v
+	}
+	w.note("build: allocation nodes")
+	return cp, true
 }
 
 // buildEvents adds to g, after prev, an event record node of a new event
