@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"unsafe"
 
+	"github.com/gocuda/cuda/cudadrv"
 	"github.com/gocuda/cuda/highlevel"
 )
 
@@ -212,33 +214,59 @@ func benchmarkGraphBuild(b *testing.B, instantiate bool) {
 	d := device(b)
 	deps := make([]highlevel.GraphNode, 1)
 	b.ReportAllocs()
-	loop(b, s, func() error {
-		g, err := highlevel.NewGraph(d)
+	loop(b, s, func() error { return buildGraph(d, k, deps, instantiate) })
+}
+
+// buildGraph is an operation of benchmarkGraphBuild: deps is its scratch.
+func buildGraph(d highlevel.Device, k *highlevel.Kernel, deps []highlevel.GraphNode, instantiate bool) error {
+	g, err := highlevel.NewGraph(d)
+	if err != nil {
+		return err
+	}
+	var prev []highlevel.GraphNode // none for the first node
+	for range graphNodes {
+		n, err := g.AddKernel(prev, k, one)
 		if err != nil {
+			g.Close()
 			return err
 		}
-		var prev []highlevel.GraphNode // none for the first node
-		for range graphNodes {
-			n, err := g.AddKernel(prev, k, one)
-			if err != nil {
-				g.Close()
-				return err
-			}
-			deps[0], prev = n, deps
+		deps[0], prev = n, deps
+	}
+	if instantiate {
+		x, err := g.Instantiate(nil)
+		if err == nil {
+			err = x.Close()
 		}
-		if instantiate {
-			x, err := g.Instantiate(nil)
-			if err == nil {
-				err = x.Close()
-			}
-			if err != nil {
-				g.Close()
-				return err
-			}
+		if err != nil {
+			g.Close()
+			return err
 		}
-		return g.Close()
-	})
+	}
+	return g.Close()
 }
+
+// BenchmarkGraphBuild100Paired is BenchmarkGraphBuild100 against
+// c/graphbuild.c's build100 made in this process (graphTwin), in blocks of
+// graphBuildBlock rounds that take turns (paired).
+func BenchmarkGraphBuild100Paired(b *testing.B) {
+	k, s := launchSetup(b, "empty")
+	twin := newGraphTwinFor(b, s)
+	d := device(b)
+	deps := make([]highlevel.GraphNode, 1)
+	b.ReportAllocs()
+	paired(b, s.Synchronize, graphBuildBlock, func(n int) error {
+		for range n {
+			if err := buildGraph(d, k, deps, true); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, func(n int) error { return twin.build(n, graphNodes) })
+}
+
+// graphBuildBlock is the rounds of a block of BenchmarkGraphBuild100Paired:
+// a few milliseconds.
+const graphBuildBlock = 20
 
 // BenchmarkGraphSetKernelArgs changes the arguments of the one kernel node
 // of an instantiated graph (GraphExec.SetKernelArgs), launches the graph
@@ -274,14 +302,97 @@ func BenchmarkGraphSetKernelArgs(b *testing.B) {
 	b.Cleanup(func() { x.Close() })
 	i := 0
 	b.ReportAllocs()
-	loop(b, s, func() error {
-		i ^= 1
-		if err := x.SetKernelArgs(node, k, one, float32(2+i), xy[i], xy[1-i], int32(1)); err != nil {
-			return err
+	loop(b, s, func() error { return setKernelArgs(x, node, k, s, xy, &i) })
+}
+
+// setKernelArgs is an operation of BenchmarkGraphSetKernelArgs: i is its
+// turn.
+func setKernelArgs(x *highlevel.GraphExec, node highlevel.GraphNode, k *highlevel.Kernel, s *highlevel.Stream,
+	xy [2]*highlevel.Array[float32], i *int) error {
+	*i ^= 1
+	if err := x.SetKernelArgs(node, k, one, float32(2+*i), xy[*i], xy[1-*i], int32(1)); err != nil {
+		return err
+	}
+	if err := x.Launch(s); err != nil {
+		return err
+	}
+	return s.Synchronize()
+}
+
+// BenchmarkGraphSetKernelArgsPaired is BenchmarkGraphSetKernelArgs
+// against c/graphbuild.c's set_args made in this process (graphTwin), on
+// its own graph of the same kernel and arrays, in blocks of
+// setArgsBlock rounds that take turns (paired).
+func BenchmarkGraphSetKernelArgsPaired(b *testing.B) {
+	k, s := launchSetup(b, "args4")
+	d := device(b)
+	var xy [2]*highlevel.Array[float32]
+	for i := range xy {
+		a, err := highlevel.AllocArray[float32](d, 1)
+		if err != nil {
+			b.Fatal(err)
 		}
-		if err := x.Launch(s); err != nil {
-			return err
+		b.Cleanup(func() { a.Free() })
+		xy[i] = a
+	}
+	twin := newGraphTwinFor(b, s, xy[0], xy[1])
+	g, err := highlevel.NewGraph(d)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { g.Close() })
+	node, err := g.AddKernel(nil, k, one, float32(2), xy[0], xy[1], int32(1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	x, err := g.Instantiate(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { x.Close() })
+	i := 0
+	b.ReportAllocs()
+	paired(b, s.Synchronize, setArgsBlock, func(n int) error {
+		for range n {
+			if err := setKernelArgs(x, node, k, s, xy, &i); err != nil {
+				return err
+			}
 		}
-		return s.Synchronize()
-	})
+		return nil
+	}, twin.setArgs)
+}
+
+// setArgsBlock is the rounds of a block of
+// BenchmarkGraphSetKernelArgsPaired: a few milliseconds.
+const setArgsBlock = 400
+
+// newGraphTwinFor returns the twin of the graph benchmarks on stream s,
+// with kernels of their own from the same source, and for set_args
+// arrays xy (none: two of its own), stopped when b ends.
+func newGraphTwinFor(b *testing.B, s *highlevel.Stream, xy ...*highlevel.Array[float32]) *graphTwin {
+	b.Helper()
+	if len(xy) == 0 {
+		for range 2 {
+			a, err := highlevel.AllocArray[float32](device(b), 1)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { a.Free() })
+			xy = append(xy, a)
+		}
+	}
+	// The raw calls need the context current: on this thread, for now.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	initDevice(b)
+	empty, args4 := rawFunction(b, kernels, "empty"), rawFunction(b, kernels, "args4")
+	ptr := func(a *highlevel.Array[float32]) cudadrv.Deviceptr {
+		return cudadrv.Deviceptr(uintptr(a.MemoryPointer().Ptr()))
+	}
+	twin, err := newGraphTwin(empty, args4, cudadrv.Stream(s.Handle()), ptr(xy[0]), ptr(xy[1]))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(twin.close)
+	return twin
 }

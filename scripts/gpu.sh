@@ -156,6 +156,10 @@ gobench '^BenchmarkWhileNode$' 100x $two
 gobench '^BenchmarkWhileHostLoop(Copy)?$' 30x $two
 gobench '^BenchmarkGraphBuild100$' 1000x $two
 gobench '^BenchmarkGraphSetKernelArgs$' 20000x $two
+# The same two against c/graphbuild.c's calls alternating in one process
+# (graphtwin.go), which separate runs drift too far apart to compare.
+gobench '^BenchmarkGraphBuild100Paired$' 1000x $two
+gobench '^BenchmarkGraphSetKernelArgsPaired$' 20000x $two
 gobench '^Benchmark(H2D|D2H|D2D|Memset)' 20x
 gobench 'Sgemm8192' 30x
 inc=${CUDA_HOME:-/usr/local/cuda}/include

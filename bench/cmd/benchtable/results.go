@@ -192,6 +192,8 @@ var specs = []spec{
 	{"WhileHostLoopCopy", "host loop: 1000 launches + flag D2H copies + syncs", timeKind, target{}, ""},
 	{"GraphBuild100", "graph of 100 kernel nodes: build + instantiate + destroy", timeKind, target{ratioTarget, 1.10}, ""},
 	{"GraphSetKernelArgs", "graph kernel node: set arguments + launch + sync", timeKind, target{ratioTarget, 1.05}, ""},
+	{"GraphBuild100Paired", "graph of 100 kernel nodes, alternating with C's calls in one process", timeKind, target{ratioTarget, 1.10}, ""},
+	{"GraphSetKernelArgsPaired", "graph kernel node arguments, alternating with C's calls in one process", timeKind, target{ratioTarget, 1.05}, ""},
 	{"H2DPinned", "H2D pinned, 256 MiB", bandwidthKind, target{ratioTarget, 1.02}, ""},
 	{"D2HPinned", "D2H pinned, 256 MiB", bandwidthKind, target{ratioTarget, 1.02}, ""},
 	{"H2DPageable", "H2D pageable, 256 MiB", bandwidthKind, target{ratioTarget, 0.5}, ""},
