@@ -92,6 +92,9 @@ type GraphExec struct {
 	// guards them.
 	turns  *condTurns
 	panics []*hostPanics
+	// mem is set for a graph with allocation nodes (AddAlloc), which a
+	// capture cannot take: among held is its graphMemory.
+	mem bool
 	// kernel is SetKernelArgs's scratch, as a Graph's.
 	kernel kernelNode
 }
@@ -400,6 +403,9 @@ func (x *GraphExec) Launch(s *Stream) (err error) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	capturing := s != nil && s.inCapture()
+	if capturing && x.mem {
+		return errCapturedAlloc
+	}
 	if capturing { // the launch is a node of s's graph
 		for _, h := range x.held {
 			s.capture.keep(h)
@@ -507,13 +513,15 @@ func (x *GraphExec) Close() (err error) {
 // setHeld makes held what x holds, held already, and finds its condTurns
 // and hostPanics among them.
 func (x *GraphExec) setHeld(held []holder) {
-	x.held, x.turns, x.panics = held, nil, nil
+	x.held, x.turns, x.panics, x.mem = held, nil, nil, false
 	for _, h := range held {
 		switch h := h.(type) {
 		case *condTurns:
 			x.turns = h
 		case *hostPanics:
 			x.panics = append(x.panics, h)
+		case *graphMemory:
+			x.mem = true
 		}
 	}
 }

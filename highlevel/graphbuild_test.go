@@ -460,6 +460,18 @@ func checkBuiltMemory(t *testing.T) {
 	if dot, err := g.Dot(); err != nil || !strings.Contains(string(dot), "MEM_ALLOC") || !strings.Contains(string(dot), "MEM_FREE") {
 		t.Errorf("Dot of allocation and free nodes: %v\n%s", err, dot)
 	}
+	// A captured launch would be a child graph node, which CUDA refuses
+	// such a graph as: refused before CUDA, the capture goes on.
+	cg, err := Capture(s, CaptureRelaxed, func() error {
+		if err := xg.Launch(s); !errors.Is(err, errCapturedAlloc) {
+			t.Errorf("a launch in a capture: %v, want errCapturedAlloc", err)
+		}
+		return k.Launch(s, builtCfg, float32(1), x, y, int32(4))
+	})
+	if err != nil {
+		t.Fatalf("the capture around the refused launch: %v", err)
+	}
+	cg.Close()
 }
 
 // checkBuiltMemoryRefusals checks that an allocation node's array is

@@ -14,6 +14,12 @@ import (
 // (AddAlloc) anywhere but in its graph's nodes.
 var errGraphMemory = fmt.Errorf("%w: memory of a graph's allocation node, which only that graph's nodes use", ErrInvalid)
 
+// errCapturedAlloc is the error of a launch of a graph with allocation
+// nodes on a stream that captures: the captured launch would be a child
+// graph node, which CUDA refuses such a graph as, as AllocAsync is
+// refused there.
+var errCapturedAlloc = fmt.Errorf("%w: a graph with allocation nodes launched in a capture", ErrCapturing)
+
 // graphMemoryMade is set by the first AddAlloc: until then no node
 // argument can be an allocation node's memory, and the node adds skip the
 // look for it.
@@ -22,11 +28,15 @@ var graphMemoryMade atomic.Bool
 // A graphMemory is what a graph with allocation nodes keeps to check the
 // nodes that use their memory: the dependencies of each node added since
 // its first allocation node, which nodes added before cannot come after,
-// and the allocations.
+// and the allocations. The graph holds it, as it holds memory, so that its
+// instantiations know they have allocation nodes (GraphExec.Launch).
 type graphMemory struct {
 	deps   map[uintptr][]uintptr
 	allocs []*graphAlloc
 }
+
+func (*graphMemory) hold()   {}
+func (*graphMemory) unhold() {}
 
 // A graphAlloc is the memory of an allocation node of graph t: node
 // allocates it, the nodes users use it, each after node, and free, once
@@ -78,7 +88,9 @@ func (m *graphMemory) before(hs []uintptr) map[uintptr]bool {
 // come after the allocation node (which AddKernel and the others
 // refuse), and its Free. AddFree must free it: Instantiate refuses a graph
 // with an allocation node that no free node frees. As CUDA requires, such
-// a graph has one instantiation at a time and is no child graph.
+// a graph has one instantiation at a time and is no child graph (AddGraph
+// refuses it, and GraphExec.Launch on a stream that captures returns
+// ErrCapturing).
 func AddAlloc[T any](g *Graph, deps []GraphNode, n int) (_ GraphNode, _ *Array[T], err error) {
 	defer wrap(&err, "add allocation node of", n, reflect.TypeFor[T]())
 	if err := checkElem[T](); err != nil {
@@ -106,6 +118,7 @@ func AddAlloc[T any](g *Graph, deps []GraphNode, n int) (_ GraphNode, _ *Array[T
 	}
 	if t.mem == nil {
 		t.mem = &graphMemory{deps: map[uintptr][]uintptr{}}
+		t.keep(t.mem)
 	}
 	a := &graphAlloc{t: t, node: node}
 	t.mem.allocs = append(t.mem.allocs, a)
