@@ -128,9 +128,12 @@ type graphTwin struct {
 // and the one-float arrays x and y; close stops it.
 func newGraphTwin(empty, args4 cudadrv.Function, s cudadrv.Stream, x, y cudadrv.Deviceptr) (*graphTwin, error) {
 	t := (*C.graph_twin)(C.calloc(1, C.sizeof_graph_twin))
-	names := []string{"cuGraphCreate", "cuGraphAddKernelNode", "cuGraphInstantiate", "cuGraphExecDestroy",
+	names := []string{"cuGraphCreate", "cuGraphAddKernelNode", "cuGraphInstantiateWithFlags", "cuGraphExecDestroy",
 		"cuGraphDestroy", "cuGraphExecKernelNodeSetParams", "cuGraphLaunch", "cuStreamSynchronize"}
 	fns := []*C.uintptr_t{&t.create, &t.add, &t.instantiate, &t.exec_destroy, &t.destroy, &t.set, &t.launch, &t.sync}
+	// Each as c/graphbuild.c calls it with CUDA 12's headers: their
+	// cuGraphInstantiate is cuGraphInstantiateWithFlags, where
+	// cuGetProcAddress gives the 11.0 function of that name.
 	for i, name := range names {
 		var p unsafe.Pointer
 		var st cudadrv.DriverProcAddressQueryResult
