@@ -248,7 +248,20 @@ func buildGraph(d highlevel.Device, k *highlevel.Kernel, deps []highlevel.GraphN
 // BenchmarkGraphBuild100Paired is BenchmarkGraphBuild100 against
 // c/graphbuild.c's build100 made in this process (graphTwin), in blocks of
 // graphBuildBlock rounds that take turns (paired).
-func BenchmarkGraphBuild100Paired(b *testing.B) {
+func BenchmarkGraphBuild100Paired(b *testing.B) { graphBuildPaired(b) }
+
+// BenchmarkGraphBuild100PairedContextCurrent is
+// BenchmarkGraphBuild100Paired with Go's side on a thread where the
+// device's primary context is current already, as C's is: the shim then
+// sets no context around each call.
+func BenchmarkGraphBuild100PairedContextCurrent(b *testing.B) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	initDevice(b)
+	graphBuildPaired(b)
+}
+
+func graphBuildPaired(b *testing.B) {
 	k, s := launchSetup(b, "empty")
 	twin := newGraphTwinFor(b, s)
 	d := device(b)
@@ -323,7 +336,19 @@ func setKernelArgs(x *highlevel.GraphExec, node highlevel.GraphNode, k *highleve
 // against c/graphbuild.c's set_args made in this process (graphTwin), on
 // its own graph of the same kernel and arrays, in blocks of
 // setArgsBlock rounds that take turns (paired).
-func BenchmarkGraphSetKernelArgsPaired(b *testing.B) {
+func BenchmarkGraphSetKernelArgsPaired(b *testing.B) { setKernelArgsPaired(b) }
+
+// BenchmarkGraphSetKernelArgsPairedContextCurrent is
+// BenchmarkGraphSetKernelArgsPaired with Go's side on a thread where the
+// device's primary context is current already, as C's is.
+func BenchmarkGraphSetKernelArgsPairedContextCurrent(b *testing.B) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	initDevice(b)
+	setKernelArgsPaired(b)
+}
+
+func setKernelArgsPaired(b *testing.B) {
 	k, s := launchSetup(b, "args4")
 	d := device(b)
 	var xy [2]*highlevel.Array[float32]
