@@ -120,6 +120,65 @@ func ExampleCapture() {
 	fmt.Println(s.Synchronize())
 }
 
+// AddAlloc gives a graph memory of its own, allocated and freed at each
+// launch: only the graph's nodes between the two use it.
+func ExampleAddAlloc() {
+	dev := highlevel.Device(0)
+	s, err := highlevel.NewStream(dev, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	c, err := highlevel.Compile(`extern "C" __global__ void twice(const float *x, float *y, int n) {
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i < n) y[i] = 2 * x[i];
+}`, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	mod, err := highlevel.LoadModule(c.Image)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer mod.Close()
+	twice, _ := mod.Kernel("twice")
+	const n = 1024
+	out, err := highlevel.AllocArray[float32](dev, n)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer out.Free()
+
+	g, err := highlevel.NewGraph(dev)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer g.Close()
+	alloc, tmp, err := highlevel.AddAlloc[float32](g, nil, n)
+	if err != nil {
+		log.Fatal(err)
+	}
+	set, _ := highlevel.AddMemset(g, []highlevel.GraphNode{alloc}, tmp, 1.5)
+	cfg := highlevel.LaunchConfig{Grid: highlevel.Dim3{X: n / 256}, Block: highlevel.Dim3{X: 256}}
+	k, _ := g.AddKernel([]highlevel.GraphNode{set}, twice, cfg, tmp, out, int32(n))
+	if _, err := highlevel.AddFree(g, []highlevel.GraphNode{k}, tmp); err != nil {
+		log.Fatal(err)
+	}
+	x, err := g.Instantiate(nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer x.Close()
+	if err := errors.Join(x.Launch(s), s.Synchronize()); err != nil {
+		log.Fatal(err)
+	}
+	got, _ := out.ToHost()
+	fmt.Println(got[0], got[n-1])
+	// Outside its graph, the memory is refused.
+	_, err = tmp.ToHost()
+	fmt.Println(errors.Is(err, highlevel.ErrInvalid))
+}
+
 // CopyFromHost and CopyToHost move Go slices to and from device memory
 // without unsafe.
 func ExampleCopyFromHost() {
