@@ -188,22 +188,11 @@ func (e *Event) record(s *Stream) error {
 	defer s.leave()
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	// The goroutines that wait for the Record before this one, by querying
-	// the event, would see this one: a waiter's watch of it takes over.
-	if e.waiting > 0 {
-		e.handoffs = append(e.handoffs, handoff{gen: e.gen, n: e.waiting, w: watch(e.we)})
-		e.waiting = 0
-	}
-	e.gen++
-	e.done = nil // waits from now on are for this Record
 	var c *capture
 	if s != nil && s.inCapture() {
 		c = s.capture
 	}
-	e.capture.Store(c)
-	if c != nil && !e.capturedOnce.Load() {
-		e.capturedOnce.Store(true)
-	}
+	e.rerecord(c)
 	// With no capture in progress, the record is not captured.
 	if captures.Load() == 0 {
 		if e.captured.Load() {
@@ -215,6 +204,48 @@ func (e *Event) record(s *Stream) error {
 	err = check("cuEventRecord", driver.EventRecordCapture(e.ctx, uintptr(e.h), sh, &captured))
 	e.captured.Store(captured != 0)
 	return err
+}
+
+// rerecord counts a new record of the event, made in capture c (or none)
+// by the caller while it holds e.mu, by Record or by the launch of a graph
+// with a record node of it (GraphExec.Launch). The goroutines that wait
+// for the record before, by querying the event, would see this one: a
+// waiter's watch of it takes over.
+func (e *Event) rerecord(c *capture) {
+	if e.waiting > 0 {
+		e.handoffs = append(e.handoffs, handoff{gen: e.gen, n: e.waiting, w: watch(e.we)})
+		e.waiting = 0
+	}
+	e.gen++
+	e.done = nil // waits from now on are for this record
+	e.capture.Store(c)
+	if c != nil && !e.capturedOnce.Load() {
+		e.capturedOnce.Store(true)
+	}
+}
+
+// A recordedEvent is an event a graph's record node records
+// (Graph.AddEventRecord): the graph holds it as it holds the event, and
+// its instantiations' launches count a record of it (rerecord).
+type recordedEvent struct{ e *Event }
+
+func (r recordedEvent) hold()   { r.e.hold() }
+func (r recordedEvent) unhold() { r.e.unhold() }
+
+// lockEvents counts a record of each of es, sorted by address, by a
+// graph launch to be made while they stay locked: the record is no
+// capture's. It returns the function that unlocks them.
+func lockEvents(es []*Event) func() {
+	for _, e := range es {
+		e.mu.Lock()
+		e.rerecord(nil)
+		e.captured.Store(false)
+	}
+	return func() {
+		for _, e := range es {
+			e.mu.Unlock()
+		}
+	}
 }
 
 // uncaptured returns errCapturedWork when the event's latest Record was

@@ -95,6 +95,9 @@ type GraphExec struct {
 	// mem is set for a graph with allocation nodes (AddAlloc), which a
 	// capture cannot take: among held is its graphMemory.
 	mem bool
+	// records are the events its record nodes record, as recordedEvents
+	// among held: each launch counts a record of them.
+	records []*Event
 	// kernel is SetKernelArgs's scratch, as a Graph's.
 	kernel kernelNode
 }
@@ -418,6 +421,12 @@ func (x *GraphExec) Launch(s *Stream) (err error) {
 			p.launchedOn(s)
 		}
 	}
+	if !capturing && len(x.records) > 0 {
+		// As Record does, under each event's lock: waits begun from now
+		// on are for the launch's record.
+		unlock := lockEvents(x.records)
+		defer unlock()
+	}
 	if x.turns != nil && !capturing {
 		err = x.turns.launch(x, s, sh)
 	} else {
@@ -446,7 +455,9 @@ func (x *GraphExec) Upload(s *Stream) (err error) {
 // the graph x was made of and differs only in the nodes' parameters
 // (cuGraphExecUpdate); otherwise it returns an error naming why, and x is
 // unchanged. Launches of x in flight run as they were launched. While a
-// capture in CaptureGlobal mode is in progress it returns ErrCapturing.
+// capture in CaptureGlobal mode is in progress it returns ErrCapturing. A
+// graph with allocation nodes (AddAlloc) is neither updated nor an
+// update: ErrInvalid.
 func (x *GraphExec) Update(g *Graph) (err error) {
 	defer wrap(&err, "update graph")
 	if err := x.usable(); err != nil {
@@ -463,7 +474,7 @@ func (x *GraphExec) Update(g *Graph) (err error) {
 	var result int32
 	x.mu.Lock()
 	g.mu.Lock()
-	if err := cmp.Or(g.unfreed(), intoErr(g)); err != nil {
+	if err := cmp.Or(intoErr(g), updateAllocs(x, g)); err != nil {
 		g.mu.Unlock()
 		x.mu.Unlock()
 		return err
@@ -513,7 +524,7 @@ func (x *GraphExec) Close() (err error) {
 // setHeld makes held what x holds, held already, and finds its condTurns
 // and hostPanics among them.
 func (x *GraphExec) setHeld(held []holder) {
-	x.held, x.turns, x.panics, x.mem = held, nil, nil, false
+	x.held, x.turns, x.panics, x.mem, x.records = held, nil, nil, false, nil
 	for _, h := range held {
 		switch h := h.(type) {
 		case *condTurns:
@@ -522,6 +533,12 @@ func (x *GraphExec) setHeld(held []holder) {
 			x.panics = append(x.panics, h)
 		case *graphMemory:
 			x.mem = true
+		case recordedEvent:
+			x.records = append(x.records, h.e)
 		}
 	}
+	// In one order, as lockEvents locks them.
+	slices.SortFunc(x.records, func(a, b *Event) int {
+		return cmp.Compare(uintptr(unsafe.Pointer(a)), uintptr(unsafe.Pointer(b)))
+	})
 }

@@ -530,8 +530,9 @@ func (g *Graph) AddHost(deps []GraphNode, fn func()) (_ GraphNode, err error) {
 // AddEventRecord adds a node that records e, an event of g's device, at
 // each run, as Event.Record records it on a stream: e happens once the
 // node's dependencies have run. Streams wait for it with
-// Stream.WaitEvent, the program with Event.Wait, Synchronize or Query,
-// which see e's latest record, a stream's or a graph's. g holds e as it
+// Stream.WaitEvent, the program with Event.Wait, Done, Synchronize or
+// Query: each launch of an instantiation outside a capture is a record of
+// e for them, as Record is. g holds e as it
 // holds memory: Close of e leaves its destruction to the last of g and
 // its instantiations. The body of a conditional node takes no event node
 // (CUDA refuses it): there AddEventRecord returns ErrInvalid.
@@ -576,7 +577,11 @@ func (g *Graph) addEvent(deps []GraphNode, e *Event, record bool) (GraphNode, er
 	if err := check(op, driver.GraphAddEvent(g.ctx, n, uintptr(g.h), depsPtr(hs), uintptr(len(hs)), uintptr(e.h), rec)); err != nil {
 		return GraphNode{}, err
 	}
-	t.keep(e)
+	if record {
+		t.keep(recordedEvent{e})
+	} else {
+		t.keep(e)
+	}
 	return t.made(g, *n, hs), nil
 }
 
@@ -742,8 +747,12 @@ func (g *Graph) Capture(s *Stream, mode CaptureMode, deps []GraphNode, fn func()
 	}
 	nodes := make([]GraphNode, len(sinks))
 	t.mu.Lock()
-	for i, h := range sinks { // each comes after hs, as the capture began there
-		nodes[i] = t.made(g, h, hs)
+	for i, h := range sinks {
+		if slices.Contains(hs, h) { // no work came after it: no new node
+			nodes[i] = GraphNode{h, g}
+		} else { // a new node, after hs, as the capture began there
+			nodes[i] = t.made(g, h, hs)
+		}
 	}
 	t.mu.Unlock()
 	return nodes, nil

@@ -28,6 +28,7 @@ var graphBuildCases = []childCase{
 	{"SetMemset and SetCopy change an instantiation", checkBuiltSetMemsetCopy},
 	{"AddHost calls its function at each launch", checkBuiltHost},
 	{"event record and wait nodes", checkBuiltEvents},
+	{"a record node's launch is a record for the event's waits", checkBuiltEventState},
 	{"allocation and free nodes", checkBuiltMemory},
 	{"allocation node memory is for its graph's nodes", checkBuiltMemoryRefusals},
 	{"AddGraph runs a copy", checkBuiltChild},
@@ -414,6 +415,60 @@ func checkBuiltEvents(t *testing.T) {
 	}
 }
 
+// checkBuiltEventState checks that a launch of a graph with a record node
+// is a record of the event for its waits: a Done channel closed for the
+// event's earlier record is not given again while the node waits, and a
+// Record made in a capture no longer refuses the waits.
+func checkBuiltEventState(t *testing.T) {
+	s := standInStream(t)
+	e, err := NewEvent(0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	g := newBuiltGraph(t)
+	gate := make(chan struct{}, 2) // a token lets the host node's function return
+	held, err := g.AddHost(nil, func() { <-gate })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.AddEventRecord([]GraphNode{held}, e); err != nil {
+		t.Fatal(err)
+	}
+	x := builtInstantiate(t, g)
+	if err := e.Record(s); err != nil {
+		t.Fatal(err)
+	}
+	<-e.Done() // the stream's record has happened
+	if err := x.Launch(s); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-e.Done():
+		t.Errorf("Done closed while the launch's record node waits for its dependency")
+	default:
+	}
+	gate <- struct{}{}
+	<-e.Done()
+	if err := e.Err(); err != nil {
+		t.Errorf("Err after the record node's event: %v", err)
+	}
+	// Recorded in a capture, the event stands for the graph's work; a
+	// launch of x records it anew.
+	cg, err := Capture(s, CaptureRelaxed, func() error { return e.Record(s) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cg.Close()
+	if _, err := e.Query(); !errors.Is(err, ErrCapturing) {
+		t.Fatalf("Query of an event recorded in a capture: %v, want ErrCapturing", err)
+	}
+	gate <- struct{}{}
+	if err := errors.Join(x.Launch(s), e.Synchronize()); err != nil {
+		t.Errorf("Synchronize after a launch recorded it: %v", err)
+	}
+}
+
 // checkBuiltMemory builds a graph that allocates an array, sets it, adds
 // 2x to it with a kernel, copies it out and frees it: each launch gives
 // the same result; SetMemset and SetKernelArgs change the nodes that use
@@ -529,7 +584,7 @@ func checkBuiltMemoryRefusals(t *testing.T) {
 		{"CopyFromHost", a.CopyFromHost(got), errGraphMemory},
 		{"CopyToHostAsync", a.CopyToHostAsync(s, got), errGraphMemory},
 		{"CopyFrom into another array", y.CopyFrom(a), errGraphMemory},
-		{"Kernel.Launch", k.Launch(s, builtCfg, float32(1), x, a, int32(4)), errGraphMemory},
+		{"Kernel.Launch, with no shape yet", standInAxpy(t).Launch(s, builtCfg, float32(1), x, a, int32(4)), errGraphMemory},
 		{"Kernel.Launch, the shape's fast path", k.Launch(s, builtCfg, float32(1), x, a, int32(4)), errGraphMemory},
 		{"Free", a.Free(), errGraphMemory},
 		{"Stream.Borrow, as linalg's calls do", borrowErr(s, a.MemoryPointer()), errGraphMemory},
@@ -551,6 +606,15 @@ func checkBuiltMemoryRefusals(t *testing.T) {
 		if !errors.Is(r.err, r.want) {
 			t.Errorf("%s: %v, want %v", r.name, r.err, r.want)
 		}
+	}
+	// A capture of nothing after aside and the allocation node makes no
+	// node: aside stays not after it.
+	sinks, err := g.Capture(s, CaptureRelaxed, []GraphNode{alloc, aside}, func() error { return nil })
+	if err != nil {
+		t.Fatalf("Graph.Capture of nothing: %v", err)
+	}
+	if _, err := AddMemset(g, sinks[len(sinks)-1:], a, float32(1)); !errors.Is(err, ErrInvalid) || len(sinks) != 2 {
+		t.Errorf("a memset after the sinks %v of an empty capture after aside: %v, want ErrInvalid", sinks, err)
 	}
 	free, err := AddFree(g, []GraphNode{user}, a)
 	if err != nil {
@@ -583,6 +647,16 @@ func checkBuiltMemoryRefusals(t *testing.T) {
 	}
 	if err := SetMemset(x1, user, a, float32(3)); err != nil {
 		t.Errorf("SetMemset of the node that uses the array: %v", err)
+	}
+	if err := x1.Update(g); !errors.Is(err, ErrInvalid) {
+		t.Errorf("Update of an instantiation with allocation nodes: %v, want ErrInvalid", err)
+	}
+	plain := newBuiltGraph(t)
+	if _, err := plain.AddEmpty(); err != nil {
+		t.Fatal(err)
+	}
+	if err := builtInstantiate(t, plain).Update(g); !errors.Is(err, ErrInvalid) {
+		t.Errorf("Update to a graph with allocation nodes: %v, want ErrInvalid", err)
 	}
 	closed := newBuiltGraph(t)
 	if err := closed.Close(); err != nil {

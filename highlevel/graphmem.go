@@ -219,6 +219,16 @@ func (t *Graph) unfreed() error {
 	return nil
 }
 
+// updateAllocs refuses an update of x, or one to g, where either has
+// allocation nodes: an allocation node's address is its own, which the
+// nodes of the other graph do not name. x.mu and g.mu are held.
+func updateAllocs(x *GraphExec, g *Graph) error {
+	if x.mem || g.mem != nil {
+		return invalid("highlevel: an update of or to a graph with allocation nodes")
+	}
+	return nil
+}
+
 // argsIn checks the allocation node memory among the arguments of a
 // kernel node of g (top t) added after hs (useIn), which k.node took hold
 // of.

@@ -977,7 +977,7 @@ static void stub_graph_clear(struct stub_graph *g);
 // it runs; a body, a graph object, is destroyed.
 static void stub_node_free(struct stub_node *nd) {
 	free(nd->deps);
-	if (nd->kind == NODE_ALLOC && --nd->galloc->refs == 0) {
+	if (nd->kind == NODE_ALLOC && nd->galloc != NULL && --nd->galloc->refs == 0) {
 		struct stub_alloc out;
 		pthread_mutex_lock(&stub_mem_mu);
 		stub_unlist(nd->galloc->base, 1u << MEM_GRAPH, &out);
@@ -985,6 +985,7 @@ static void stub_node_free(struct stub_node *nd) {
 		free((void *)nd->galloc->base);
 		free(nd->galloc);
 	}
+	if (nd->kind == NODE_ALLOC) nd->galloc = NULL; // released, once
 	for (unsigned i = 0; i < nd->nsubs; i++) {
 		struct stub_graph *sub = nd->subs[i];
 		if (sub == NULL) continue;
