@@ -588,6 +588,8 @@ func checkBuiltMemoryRefusals(t *testing.T) {
 		{"Kernel.Launch, the shape's fast path", k.Launch(s, builtCfg, float32(1), x, a, int32(4)), errGraphMemory},
 		{"Free", a.Free(), errGraphMemory},
 		{"Stream.Borrow, as linalg's calls do", borrowErr(s, a.MemoryPointer()), errGraphMemory},
+		{"IPCHandle", second(a.MemoryPointer().IPCHandle()), errGraphMemory},
+		{"ToHost of a view", viewToHost(a), errGraphMemory},
 		{"a node of another graph", second(other.AddKernel(nil, k, builtCfg, float32(1), x, a, int32(4))), errGraphMemory},
 		{"a memset node of another graph", second(AddMemset(other, nil, a, float32(1))), errGraphMemory},
 		{"a node of a conditional node's body", second(body.AddKernel(nil, k, builtCfg, float32(1), x, a, int32(4))), errGraphMemory},
@@ -675,6 +677,17 @@ func checkBuiltMemoryRefusals(t *testing.T) {
 			t.Errorf("%s: %v, want %v", r.name, r.err, r.want)
 		}
 	}
+}
+
+// viewToHost returns the error of ToHost of a view of a's elements 1 to
+// 2.
+func viewToHost(a *Array[float32]) error {
+	v, err := a.Slice(1, 3)
+	if err != nil {
+		return err
+	}
+	_, err = v.ToHost()
+	return err
 }
 
 // borrowErr returns the error of s.Borrow of p; a Borrow that works is
