@@ -254,12 +254,7 @@ func BenchmarkGraphBuild100Paired(b *testing.B) { graphBuildPaired(b) }
 // BenchmarkGraphBuild100Paired with Go's side on a thread where the
 // device's primary context is current already, as C's is: the shim then
 // sets no context around each call.
-func BenchmarkGraphBuild100PairedContextCurrent(b *testing.B) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	initDevice(b)
-	graphBuildPaired(b)
-}
+func BenchmarkGraphBuild100PairedContextCurrent(b *testing.B) { onContextThread(b, graphBuildPaired) }
 
 func graphBuildPaired(b *testing.B) {
 	k, s := launchSetup(b, "empty")
@@ -288,48 +283,62 @@ const graphBuildBlock = 20
 // update changes every argument but n. c/graphbuild.c makes the driver's
 // calls: cuGraphExecKernelNodeSetParams, cuGraphLaunch and the wait.
 func BenchmarkGraphSetKernelArgs(b *testing.B) {
-	k, s := launchSetup(b, "args4")
+	a := newSetArgs(b)
+	b.ReportAllocs()
+	loop(b, a.s, a.op)
+}
+
+// A setArgs is BenchmarkGraphSetKernelArgs's instantiated graph of one
+// launch of args4 on two one-float arrays, xy, and the turn of its
+// operations.
+type setArgs struct {
+	k    *highlevel.Kernel
+	s    *highlevel.Stream
+	xy   [2]*highlevel.Array[float32]
+	x    *highlevel.GraphExec
+	node highlevel.GraphNode
+	turn int
+}
+
+// newSetArgs makes the graph, closed with the rest when b ends.
+func newSetArgs(b *testing.B) *setArgs {
+	a := &setArgs{}
+	a.k, a.s = launchSetup(b, "args4")
 	d := device(b)
-	var xy [2]*highlevel.Array[float32]
-	for i := range xy {
-		a, err := highlevel.AllocArray[float32](d, 1)
+	for i := range a.xy {
+		m, err := highlevel.AllocArray[float32](d, 1)
 		if err != nil {
 			b.Fatal(err)
 		}
-		b.Cleanup(func() { a.Free() })
-		xy[i] = a
+		b.Cleanup(func() { m.Free() })
+		a.xy[i] = m
 	}
 	g, err := highlevel.NewGraph(d)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { g.Close() })
-	node, err := g.AddKernel(nil, k, one, float32(2), xy[0], xy[1], int32(1))
-	if err != nil {
+	if a.node, err = g.AddKernel(nil, a.k, one, float32(2), a.xy[0], a.xy[1], int32(1)); err != nil {
 		b.Fatal(err)
 	}
-	x, err := g.Instantiate(nil)
-	if err != nil {
+	if a.x, err = g.Instantiate(nil); err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { x.Close() })
-	i := 0
-	b.ReportAllocs()
-	loop(b, s, func() error { return setKernelArgs(x, node, k, s, xy, &i) })
+	b.Cleanup(func() { a.x.Close() })
+	return a
 }
 
-// setKernelArgs is an operation of BenchmarkGraphSetKernelArgs: i is its
-// turn.
-func setKernelArgs(x *highlevel.GraphExec, node highlevel.GraphNode, k *highlevel.Kernel, s *highlevel.Stream,
-	xy [2]*highlevel.Array[float32], i *int) error {
-	*i ^= 1
-	if err := x.SetKernelArgs(node, k, one, float32(2+*i), xy[*i], xy[1-*i], int32(1)); err != nil {
+// op is an operation of BenchmarkGraphSetKernelArgs.
+func (a *setArgs) op() error {
+	a.turn ^= 1
+	i := a.turn
+	if err := a.x.SetKernelArgs(a.node, a.k, one, float32(2+i), a.xy[i], a.xy[1-i], int32(1)); err != nil {
 		return err
 	}
-	if err := x.Launch(s); err != nil {
+	if err := a.x.Launch(a.s); err != nil {
 		return err
 	}
-	return s.Synchronize()
+	return a.s.Synchronize()
 }
 
 // BenchmarkGraphSetKernelArgsPaired is BenchmarkGraphSetKernelArgs
@@ -342,44 +351,16 @@ func BenchmarkGraphSetKernelArgsPaired(b *testing.B) { setKernelArgsPaired(b) }
 // BenchmarkGraphSetKernelArgsPaired with Go's side on a thread where the
 // device's primary context is current already, as C's is.
 func BenchmarkGraphSetKernelArgsPairedContextCurrent(b *testing.B) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	initDevice(b)
-	setKernelArgsPaired(b)
+	onContextThread(b, setKernelArgsPaired)
 }
 
 func setKernelArgsPaired(b *testing.B) {
-	k, s := launchSetup(b, "args4")
-	d := device(b)
-	var xy [2]*highlevel.Array[float32]
-	for i := range xy {
-		a, err := highlevel.AllocArray[float32](d, 1)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { a.Free() })
-		xy[i] = a
-	}
-	twin := newGraphTwinFor(b, s, xy[0], xy[1])
-	g, err := highlevel.NewGraph(d)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { g.Close() })
-	node, err := g.AddKernel(nil, k, one, float32(2), xy[0], xy[1], int32(1))
-	if err != nil {
-		b.Fatal(err)
-	}
-	x, err := g.Instantiate(nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { x.Close() })
-	i := 0
+	a := newSetArgs(b)
+	twin := newGraphTwinFor(b, a.s, a.xy[0], a.xy[1])
 	b.ReportAllocs()
-	paired(b, s.Synchronize, setArgsBlock, func(n int) error {
+	paired(b, a.s.Synchronize, setArgsBlock, func(n int) error {
 		for range n {
-			if err := setKernelArgs(x, node, k, s, xy, &i); err != nil {
+			if err := a.op(); err != nil {
 				return err
 			}
 		}

@@ -40,11 +40,15 @@ func BenchmarkLaunchEmpty(b *testing.B) {
 
 // BenchmarkLaunchEmptyContextCurrent is BenchmarkLaunchEmpty on a thread
 // where the device's primary context is current already.
-func BenchmarkLaunchEmptyContextCurrent(b *testing.B) {
+func BenchmarkLaunchEmptyContextCurrent(b *testing.B) { onContextThread(b, launchEmpty) }
+
+// onContextThread runs bench on a thread where device 0's primary context
+// is current already, as it is for C's calls.
+func onContextThread(b *testing.B, bench func(*testing.B)) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	initDevice(b)
-	launchEmpty(b)
+	bench(b)
 }
 
 func launchEmpty(b *testing.B) {
