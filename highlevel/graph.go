@@ -521,8 +521,8 @@ func (x *GraphExec) Close() (err error) {
 	return reportPanics(err, x.panics)
 }
 
-// setHeld makes held what x holds, held already, and finds its condTurns
-// and hostPanics among them.
+// setHeld makes held what x holds, held already, and finds among them its
+// condTurns, hostPanics, graphMemory and recordedEvents.
 func (x *GraphExec) setHeld(held []holder) {
 	x.held, x.turns, x.panics, x.mem, x.records = held, nil, nil, false, nil
 	for _, h := range held {

@@ -27,11 +27,11 @@ type GraphNode struct {
 // NewGraph makes an empty graph of device d, to build node by node:
 // AddKernel, AddMemset, AddCopy, AddHost, AddEventRecord, AddEventWait,
 // AddAlloc, AddFree, AddGraph, AddEmpty, the conditional nodes AddIf,
-// AddIfElse, AddWhile and AddSwitch, and Capture for the rest. Each takes the nodes it comes
-// after, in the graph it is added to; none means the node may run first.
-// Like a captured graph, a built graph holds the memory, modules and
-// events its nodes use until it and its instantiations are closed (see
-// Graph).
+// AddIfElse, AddWhile and AddSwitch, and Capture for the rest. Each takes
+// the nodes it comes after, in the graph it is added to; none means the
+// node may run first. Like a captured graph, a built graph holds the
+// memory, modules and events its nodes use until it and its
+// instantiations are closed (see Graph).
 func NewGraph(d Device) (_ *Graph, err error) {
 	defer func() {
 		if err != nil {
@@ -532,10 +532,10 @@ func (g *Graph) AddHost(deps []GraphNode, fn func()) (_ GraphNode, err error) {
 // node's dependencies have run. Streams wait for it with
 // Stream.WaitEvent, the program with Event.Wait, Done, Synchronize or
 // Query: each launch of an instantiation outside a capture is a record of
-// e for them, as Record is. g holds e as it
-// holds memory: Close of e leaves its destruction to the last of g and
-// its instantiations. The body of a conditional node takes no event node
-// (CUDA refuses it): there AddEventRecord returns ErrInvalid.
+// e for them, as Record is. g holds e as it holds memory: Close of e
+// leaves its destruction to the last of g and its instantiations. The
+// body of a conditional node takes no event node (CUDA refuses it): there
+// AddEventRecord returns ErrInvalid.
 func (g *Graph) AddEventRecord(deps []GraphNode, e *Event) (GraphNode, error) {
 	n, err := g.addEvent(deps, e, true)
 	return n, opErr("add event record node", err)
