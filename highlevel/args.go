@@ -44,9 +44,11 @@ func (k *Kernel) pack(buf []byte, args []any, s *Stream) (Device, error) {
 	for i, a := range args {
 		p := &k.params[i]
 		dev, err := putArg(buf[p.off:p.off+p.size], a, p.class)
-		if m := argMemory(&args[i]); err == nil && m != nil && m.graph != nil && (s == nil || !s.nodes) {
-			k.releaseArgs(args[:i+1])
-			return 0, invalid("%w: %s argument %d: %w", ErrArgument, k.name, i, errGraphMemory)
+		if err == nil && graphMemoryMade.Load() && (s == nil || !s.nodes) {
+			if m := argMemory(&args[i]); m != nil && m.graph != nil {
+				k.releaseArgs(args[:i+1])
+				return 0, invalid("%w: %s argument %d: %w", ErrArgument, k.name, i, errGraphMemory)
+			}
 		}
 		switch {
 		case err != nil:

@@ -158,7 +158,7 @@ func (g *Graph) AddKernel(deps []GraphNode, k *Kernel, cfg LaunchConfig, args ..
 		return GraphNode{}, err
 	}
 	defer k.release(args)
-	if err := k.argsIn(t, g, args, hs); err != nil {
+	if err := k.argsCheck(args, func(m *Memory) error { return m.useIn(t, g, hs) }); err != nil {
 		return GraphNode{}, err
 	}
 	r := driver.GraphAddKernel(uintptr(g.ctx), n, uintptr(g.h), depsPtr(hs), uintptr(len(hs)),
@@ -186,7 +186,8 @@ func (x *GraphExec) SetKernelArgs(node GraphNode, k *Kernel, cfg LaunchConfig, a
 			return err
 		}
 		defer k.release(args)
-		if err := k.argsSetIn(node.g.top(), node.h, args); err != nil {
+		t := node.g.top()
+		if err := k.argsCheck(args, func(m *Memory) error { return m.setIn(t, node.h) }); err != nil {
 			return err
 		}
 		r := driver.GraphExecSetKernel(uintptr(x.ctx), uintptr(x.h), node.h,

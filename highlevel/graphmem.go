@@ -152,11 +152,11 @@ func AddFree[T any](g *Graph, deps []GraphNode, a *Array[T]) (_ GraphNode, err e
 		return GraphNode{}, invalid("highlevel: an allocation freed twice")
 	}
 	before := t.mem.before(hs)
-	for i, u := range append([]uintptr{ga.node}, ga.users...) {
+	if !before[ga.node] {
+		return GraphNode{}, invalid("highlevel: a free node that does not come after its allocation node")
+	}
+	for _, u := range ga.users {
 		if !before[u] {
-			if i == 0 {
-				return GraphNode{}, invalid("highlevel: a free node that does not come after its allocation node")
-			}
 			return GraphNode{}, invalid("highlevel: a free node that does not come after every node that uses the memory")
 		}
 	}
@@ -229,16 +229,17 @@ func updateAllocs(x *GraphExec, g *Graph) error {
 	return nil
 }
 
-// argsIn checks the allocation node memory among the arguments of a
-// kernel node of g (top t) added after hs (useIn), which k.node took hold
-// of.
-func (k *Kernel) argsIn(t, g *Graph, args []any, hs []uintptr) (err error) {
+// argsCheck returns the first error of check of the memory among the
+// arguments of a kernel node, which k.node took hold of: useIn for a node
+// added, setIn for an update. With no allocation node made yet, none is
+// one's and it checks nothing.
+func (k *Kernel) argsCheck(args []any, check func(*Memory) error) (err error) {
 	if !graphMemoryMade.Load() {
 		return nil
 	}
 	k.forArgMemory(args, func(m *Memory) {
 		if err == nil {
-			err = m.useIn(t, g, hs)
+			err = check(m)
 		}
 	})
 	return err
@@ -250,18 +251,4 @@ func (k *Kernel) argsUsedBy(node uintptr, args []any) {
 	if graphMemoryMade.Load() {
 		k.forArgMemory(args, func(m *Memory) { m.usedBy(node) })
 	}
-}
-
-// argsSetIn checks the allocation node memory among the new arguments of
-// node, a kernel node of t, in an instantiation (setIn).
-func (k *Kernel) argsSetIn(t *Graph, node uintptr, args []any) (err error) {
-	if !graphMemoryMade.Load() {
-		return nil
-	}
-	k.forArgMemory(args, func(m *Memory) {
-		if err == nil {
-			err = m.setIn(t, node)
-		}
-	})
-	return err
 }
