@@ -105,7 +105,6 @@ static void graph_twin_close(graph_twin *t) {
 import "C"
 
 import (
-	"fmt"
 	"runtime"
 	"unsafe"
 
@@ -127,25 +126,17 @@ type graphTwin struct {
 // newGraphTwin returns the twin of the kernels empty and args4, stream s
 // and the one-float arrays x and y; close stops it.
 func newGraphTwin(empty, args4 cudadrv.Function, s cudadrv.Stream, x, y cudadrv.Deviceptr) (*graphTwin, error) {
+	// CUDA 12's headers' cuGraphInstantiate is
+	// cuGraphInstantiateWithFlags; cuGetProcAddress gives the 11.0
+	// function of that name.
+	fns, err := driverProcs("cuGraphCreate", "cuGraphAddKernelNode", "cuGraphInstantiateWithFlags",
+		"cuGraphExecDestroy", "cuGraphDestroy", "cuGraphExecKernelNodeSetParams", "cuGraphLaunch", "cuStreamSynchronize")
+	if err != nil {
+		return nil, err
+	}
 	t := (*C.graph_twin)(C.calloc(1, C.sizeof_graph_twin))
-	names := []string{"cuGraphCreate", "cuGraphAddKernelNode", "cuGraphInstantiateWithFlags", "cuGraphExecDestroy",
-		"cuGraphDestroy", "cuGraphExecKernelNodeSetParams", "cuGraphLaunch", "cuStreamSynchronize"}
-	fns := []*C.uintptr_t{&t.create, &t.add, &t.instantiate, &t.exec_destroy, &t.destroy, &t.set, &t.launch, &t.sync}
-	// Each as c/graphbuild.c calls it with CUDA 12's headers: their
-	// cuGraphInstantiate is cuGraphInstantiateWithFlags, where
-	// cuGetProcAddress gives the 11.0 function of that name.
-	for i, name := range names {
-		var p unsafe.Pointer
-		var st cudadrv.DriverProcAddressQueryResult
-		if err := cudadrv.GetProcAddress(name, &p, 12000, cudadrv.Uint64(cudadrv.GET_PROC_ADDRESS_DEFAULT), &st); err != nil {
-			C.free(unsafe.Pointer(t))
-			return nil, err
-		}
-		if st != cudadrv.GET_PROC_ADDRESS_SUCCESS || p == nil {
-			C.free(unsafe.Pointer(t))
-			return nil, fmt.Errorf("cuGetProcAddress %s: %v", name, st)
-		}
-		*fns[i] = C.uintptr_t(uintptr(p))
+	for i, p := range []*C.uintptr_t{&t.create, &t.add, &t.instantiate, &t.exec_destroy, &t.destroy, &t.set, &t.launch, &t.sync} {
+		*p = C.uintptr_t(uintptr(fns[i]))
 	}
 	t.empty, t.args4, t.s = C.uintptr_t(empty), C.uintptr_t(args4), C.uintptr_t(s)
 	t.xy[0], t.xy[1] = C.uint64_t(x), C.uint64_t(y)
@@ -153,6 +144,7 @@ func newGraphTwin(empty, args4 cudadrv.Function, s cudadrv.Stream, x, y cudadrv.
 	ready := make(chan error)
 	go g.serve(ready)
 	if err := <-ready; err != nil {
+		C.free(unsafe.Pointer(t))
 		return nil, err
 	}
 	if err := g.call(func() C.int { return C.graph_twin_args(t) }); err != nil {

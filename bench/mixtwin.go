@@ -62,8 +62,22 @@ type mixTwin struct{ t C.mix_twin }
 // driver's entry points up with cuGetProcAddress, in the libcuda that
 // cudadrv loaded.
 func newMixTwin(f cudadrv.Function, s cudadrv.Stream, x, y cudadrv.Deviceptr, n, launches int) (*mixTwin, error) {
-	var fns [3]unsafe.Pointer
-	for i, name := range []string{"cuMemsetD8Async", "cuLaunchKernel", "cuMemcpyAsync"} {
+	fns, err := driverProcs("cuMemsetD8Async", "cuLaunchKernel", "cuMemcpyAsync")
+	if err != nil {
+		return nil, err
+	}
+	return &mixTwin{C.mix_twin{
+		memset: C.uintptr_t(uintptr(fns[0])), launch: C.uintptr_t(uintptr(fns[1])), copy: C.uintptr_t(uintptr(fns[2])),
+		f: C.uintptr_t(f), s: C.uintptr_t(s), x: C.uint64_t(x), y: C.uint64_t(y), n: C.int(n), launches: C.int(launches),
+	}}, nil
+}
+
+// driverProcs returns the driver's entry points of names, as CUDA 12's
+// headers call them, from cuGetProcAddress in the libcuda that cudadrv
+// loaded.
+func driverProcs(names ...string) ([]unsafe.Pointer, error) {
+	fns := make([]unsafe.Pointer, len(names))
+	for i, name := range names {
 		var st cudadrv.DriverProcAddressQueryResult
 		if err := cudadrv.GetProcAddress(name, &fns[i], 12000, cudadrv.Uint64(cudadrv.GET_PROC_ADDRESS_DEFAULT), &st); err != nil {
 			return nil, err
@@ -72,10 +86,7 @@ func newMixTwin(f cudadrv.Function, s cudadrv.Stream, x, y cudadrv.Deviceptr, n,
 			return nil, fmt.Errorf("cuGetProcAddress %s: %v", name, st)
 		}
 	}
-	return &mixTwin{C.mix_twin{
-		memset: C.uintptr_t(uintptr(fns[0])), launch: C.uintptr_t(uintptr(fns[1])), copy: C.uintptr_t(uintptr(fns[2])),
-		f: C.uintptr_t(f), s: C.uintptr_t(s), x: C.uint64_t(x), y: C.uint64_t(y), n: C.int(n), launches: C.int(launches),
-	}}, nil
+	return fns, nil
 }
 
 // round makes one round of the twin's calls.
