@@ -5,7 +5,8 @@
 // kernel and reads its flag after each launch, from mapped pinned memory or
 // copied back; a graph of 100 kernel nodes built, instantiated and
 // destroyed; and one kernel node's arguments set in an instantiated graph,
-// then a launch and the wait for it. Made with the driver's calls, as
+// then a launch and the wait for it; the last two also with the driver
+// work highlevel's shim adds (the Shim rows). Made with the driver's calls, as
 // highlevel makes them, the kernels compiled by NVRTC and loaded with
 // cuLibraryLoadData (load_kernel). Printed in Go benchmark format.
 //
@@ -15,6 +16,7 @@
 // $CUDA_HOME/include, else /usr/local/cuda/include, as the Go benchmarks
 // find it.
 #include "bench.h"
+#include <pthread.h>
 #include <string.h>
 
 // loop_source is the Go benchmarks' loopSource.
@@ -150,6 +152,54 @@ static void build100(void) {
 	drvcheck(cuGraphDestroy(g), "cuGraphDestroy");
 }
 
+// The driver work highlevel's shim adds around each call, which C makes
+// none of: the current context asked before every call (hl_enter), a
+// lock held shared around instantiations, launches and destructions
+// (hl_gate), the capture status asked before a wait (hl_uncaptured), and
+// the context named in a kernel node's parameters. The Shim rows make
+// their rows' calls with it, taking turns with them run by run, to tell
+// how much of highlevel's gap to C is the driver's.
+static pthread_rwlock_t gate = PTHREAD_RWLOCK_INITIALIZER;
+
+// shim_enter is hl_enter where ctx is current already; shared says
+// whether the call is one hl_gate holds the lock shared around.
+static void shim_enter(int shared) {
+	CUcontext c;
+	if (shared) pthread_rwlock_rdlock(&gate);
+	drvcheck(cuCtxGetCurrent(&c), "cuCtxGetCurrent");
+}
+
+static void shim_leave(int shared) {
+	if (shared) pthread_rwlock_unlock(&gate);
+}
+
+// build100_shim is build100 as highlevel's shim makes it.
+static void build100_shim(void) {
+	CUgraph g;
+	CUgraphExec x;
+	CUgraphNode prev = NULL, node;
+	shim_enter(0);
+	drvcheck(cuGraphCreate(&g, 0), "cuGraphCreate");
+	CUDA_KERNEL_NODE_PARAMS k = kernel_params(empty, NULL);
+	k.ctx = ctx;
+	for (int i = 0; i < NODES; i++) {
+		shim_enter(0);
+		drvcheck(cuGraphAddKernelNode(&node, g, i > 0 ? &prev : NULL, i > 0, &k), "cuGraphAddKernelNode");
+		prev = node;
+	}
+	CUDA_GRAPH_INSTANTIATE_PARAMS p;
+	memset(&p, 0, sizeof p);
+	shim_enter(1);
+	drvcheck(cuGraphInstantiateWithParams(&x, g, &p), "cuGraphInstantiateWithParams");
+	shim_leave(1);
+	shim_enter(1);
+	drvcheck(cuGraphExecDestroy(x), "cuGraphExecDestroy");
+	shim_leave(1);
+	shim_enter(1);
+	drvcheck(cuGraphDestroy(g), "cuGraphDestroy");
+	shim_leave(1);
+}
+
 // add100 is build100 without the instantiation; add100ctx names the
 // context in each node's parameters, as highlevel does.
 static void add_nodes(CUcontext c) {
@@ -201,6 +251,36 @@ static void set_args(void) {
 	check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
 }
 
+// set_args_shim is set_args as highlevel's shim makes it.
+static void set_args_shim(void) {
+	turn ^= 1;
+	float a = 2 + turn;
+	int n = 1;
+	void *args[] = {&a, &xy[turn], &xy[1 - turn], &n};
+	CUDA_KERNEL_NODE_PARAMS k = kernel_params(args4, args);
+	k.ctx = ctx;
+	shim_enter(0);
+	drvcheck(cuGraphExecKernelNodeSetParams(args_exec, args_node, &k), "cuGraphExecKernelNodeSetParams");
+	shim_enter(1);
+	drvcheck(cuGraphLaunch(args_exec, (CUstream)stream), "cuGraphLaunch");
+	shim_leave(1);
+	shim_enter(0);
+	CUstreamCaptureStatus st;
+	drvcheck(cuStreamIsCapturing((CUstream)stream, &st), "cuStreamIsCapturing");
+	check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+}
+
+// bench_turns runs fn and with_shim a run each in turn, RUNS times, so
+// that both see the same drift.
+static void bench_turns(const char *name, void (*fn)(void), const char *shim_name, void (*with_shim)(void), long n) {
+	runs = 1;
+	for (int r = 0; r < RUNS; r++) {
+		bench(name, fn, n);
+		bench(shim_name, with_shim, n);
+	}
+	runs = RUNS;
+}
+
 int main(void) {
 	check(cudaSetDevice(0), "cudaSetDevice");
 	check(cudaFree(0), "cudaFree");
@@ -228,10 +308,10 @@ int main(void) {
 	check_count();
 	bench("BenchmarkWhileHostLoopCopy", host_loop_copy, 30);
 	check_count();
-	bench("BenchmarkGraphBuild100", build100, 1000);
+	bench_turns("BenchmarkGraphBuild100", build100, "BenchmarkGraphBuild100Shim", build100_shim, 1000);
 	bench("BenchmarkGraphAdd100", add100, 1000);
 	bench("BenchmarkGraphAdd100Context", add100ctx, 1000);
 	build_args();
-	bench("BenchmarkGraphSetKernelArgs", set_args, 20000);
+	bench_turns("BenchmarkGraphSetKernelArgs", set_args, "BenchmarkGraphSetKernelArgsShim", set_args_shim, 20000);
 	return 0;
 }
