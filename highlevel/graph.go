@@ -297,7 +297,7 @@ func (g *Graph) Instantiate(opts *InstantiateOptions) (_ *GraphExec, err error) 
 	var x uintptr
 	var result int32
 	g.mu.Lock()
-	if err := cmp.Or(g.unfreed(), intoErr(g)); err != nil {
+	if err := cmp.Or(intoErr(g), g.unfreed()); err != nil {
 		g.mu.Unlock()
 		return nil, err
 	}

@@ -2198,6 +2198,27 @@ func checkCaptureExclusive(t *testing.T) {
 	if _, err := g4.AddEmpty(); !errors.Is(err, ErrClosed) {
 		t.Errorf("AddEmpty after that Close: %v, want ErrClosed", err)
 	}
+
+	// Instantiate of a graph with an allocation not freed yet: while fn
+	// runs, ErrCapturing, as the graph's other methods; after, the
+	// refusal of the unfreed allocation, ErrInvalid.
+	ga := newBuiltGraph(t)
+	if _, _, err := AddAlloc[float32](ga, nil, 4); err != nil {
+		t.Fatal(err)
+	}
+	var during error
+	if _, err := ga.Capture(s, CaptureRelaxed, nil, func() error {
+		during = second(ga.Instantiate(nil))
+		return nil
+	}); err != nil {
+		t.Fatalf("Capture into a graph with an allocation node: %v", err)
+	}
+	if !errors.Is(during, ErrCapturing) {
+		t.Errorf("Instantiate of a graph with an unfreed allocation while fn runs: %v, want ErrCapturing", during)
+	}
+	if _, err := ga.Instantiate(nil); !errors.Is(err, ErrInvalid) || errors.Is(err, ErrCapturing) {
+		t.Errorf("Instantiate of it after: %v, want ErrInvalid", err)
+	}
 }
 
 // checkCaptureFails makes fn fail and panic: Capture returns fn's error,
