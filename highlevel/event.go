@@ -453,8 +453,10 @@ func (e *Event) handoff(gen uint64) *waitReq {
 // later ones return ErrClosed, and so does a second Close. Goroutines
 // waiting for it are woken when it happens, as if it were still open.
 // An event that nodes of graphs record or wait for (Graph.AddEventRecord,
-// Graph.AddEventWait) is destroyed once the last of those graphs and
-// their instantiations is closed, and the work queued until then has run.
+// Graph.AddEventWait) is destroyed after the last of those graphs and
+// their instantiations is closed, as memory dropped without Free is given
+// back: by a later allocation, once the work queued until then has run
+// (see Memory).
 func (e *Event) Close() error {
 	if err := e.usable(); err != nil {
 		return opErr("close event", err)
@@ -487,9 +489,9 @@ func (e *Event) destroy() {
 // already, so never once e is destroyed.
 func (e *Event) hold() { e.holds.add() }
 
-// unhold ends a hold. The last one after Close destroys the event, as lost
-// memory is freed, once the work queued so far has run: launches of the
-// graph may still be in flight.
+// unhold ends a hold. The last one after Close leaves the event to be
+// destroyed as lost memory is freed, by a later allocation, once the work
+// queued so far has run: launches of the graph may still be in flight.
 func (e *Event) unhold() {
 	if e.holds.done() {
 		lostMemory{event: e}.lose()

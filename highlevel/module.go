@@ -153,9 +153,10 @@ const maxParams = 8191
 // Kernels of the module already queued run to their end: Close waits for
 // the devices that launched them. While a stream capture is in progress,
 // that wait would invalidate it: Close returns ErrCapturing and leaves the
-// module open. A module whose kernels a Graph or GraphExec launches
-// (captured launches) is unloaded once the last of them is closed and the
-// work queued until then has run.
+// module open. A module whose kernels a Graph or GraphExec launches is
+// unloaded after the last of them is closed, as memory dropped without
+// Free is given back: by a later allocation, once the work queued until
+// then has run (see Memory).
 func (m *Module) Close() error {
 	if err := m.usable(); err != nil {
 		return err
