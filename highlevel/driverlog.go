@@ -24,9 +24,9 @@ import (
 // The lines are those the driver gave during the failed call, on the
 // thread that made it; a line the driver gives elsewhere, or one the
 // package cannot tie to the call for sure, goes to the logger SetLogger
-// sets, never to another call's error: so does a goroutine's, where the
-// scheduler moved it to another thread as its call returned, which a
-// goroutine locked to its thread (runtime.LockOSThread) is not.
+// sets, never to another call's error. So do the lines of a call after
+// which the scheduler moved the goroutine to another thread, which it
+// does not do to a goroutine locked to its thread (runtime.LockOSThread).
 // docs/logging.md in the repository says how.
 func DriverLog(err error) []string {
 	var e *driverLogError
