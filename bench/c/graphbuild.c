@@ -135,23 +135,6 @@ static void host_loop(void) { host_loop_flag(flag_mapped); }
 
 static void host_loop_copy(void) { host_loop_flag(dflag); }
 
-// build100 builds a chain of NODES launches of empty, instantiates it and
-// destroys both.
-static void build100(void) {
-	CUgraph g;
-	CUgraphExec x;
-	CUgraphNode prev = NULL, node;
-	drvcheck(cuGraphCreate(&g, 0), "cuGraphCreate");
-	CUDA_KERNEL_NODE_PARAMS k = kernel_params(empty, NULL);
-	for (int i = 0; i < NODES; i++) {
-		drvcheck(cuGraphAddKernelNode(&node, g, i > 0 ? &prev : NULL, i > 0, &k), "cuGraphAddKernelNode");
-		prev = node;
-	}
-	drvcheck(cuGraphInstantiate(&x, g, 0), "cuGraphInstantiate");
-	drvcheck(cuGraphExecDestroy(x), "cuGraphExecDestroy");
-	drvcheck(cuGraphDestroy(g), "cuGraphDestroy");
-}
-
 // The driver work highlevel's shim adds around each call, which C makes
 // none of: the current context asked before every call (hl_enter), a
 // lock held shared around instantiations, launches and destructions
@@ -161,44 +144,53 @@ static void build100(void) {
 // how much of highlevel's gap to C is the driver's.
 static pthread_rwlock_t gate = PTHREAD_RWLOCK_INITIALIZER;
 
-// shim_enter is hl_enter where ctx is current already; shared says
-// whether the call is one hl_gate holds the lock shared around.
-static void shim_enter(int shared) {
+// shim_enter is, where shim is set, hl_enter where ctx is current
+// already; shared says whether the call is one hl_gate holds the lock
+// shared around.
+static void shim_enter(int shim, int shared) {
+	if (!shim) return;
 	CUcontext c;
 	if (shared) pthread_rwlock_rdlock(&gate);
 	drvcheck(cuCtxGetCurrent(&c), "cuCtxGetCurrent");
 }
 
-static void shim_leave(int shared) {
-	if (shared) pthread_rwlock_unlock(&gate);
+static void shim_leave(int shim, int shared) {
+	if (shim && shared) pthread_rwlock_unlock(&gate);
 }
 
-// build100_shim is build100 as highlevel's shim makes it.
-static void build100_shim(void) {
+// build_nodes builds a chain of NODES launches of empty, instantiates it
+// and destroys both; with shim, as highlevel's shim makes those calls.
+static void build_nodes(int shim) {
 	CUgraph g;
 	CUgraphExec x;
 	CUgraphNode prev = NULL, node;
-	shim_enter(0);
+	shim_enter(shim, 0);
 	drvcheck(cuGraphCreate(&g, 0), "cuGraphCreate");
 	CUDA_KERNEL_NODE_PARAMS k = kernel_params(empty, NULL);
-	k.ctx = ctx;
+	if (shim) k.ctx = ctx;
 	for (int i = 0; i < NODES; i++) {
-		shim_enter(0);
+		shim_enter(shim, 0);
 		drvcheck(cuGraphAddKernelNode(&node, g, i > 0 ? &prev : NULL, i > 0, &k), "cuGraphAddKernelNode");
 		prev = node;
 	}
-	CUDA_GRAPH_INSTANTIATE_PARAMS p;
-	memset(&p, 0, sizeof p);
-	shim_enter(1);
-	drvcheck(cuGraphInstantiateWithParams(&x, g, &p), "cuGraphInstantiateWithParams");
-	shim_leave(1);
-	shim_enter(1);
+	shim_enter(shim, 1);
+	if (shim) {
+		CUDA_GRAPH_INSTANTIATE_PARAMS p;
+		memset(&p, 0, sizeof p);
+		drvcheck(cuGraphInstantiateWithParams(&x, g, &p), "cuGraphInstantiateWithParams");
+	} else {
+		drvcheck(cuGraphInstantiate(&x, g, 0), "cuGraphInstantiate");
+	}
+	shim_leave(shim, 1);
+	shim_enter(shim, 1);
 	drvcheck(cuGraphExecDestroy(x), "cuGraphExecDestroy");
-	shim_leave(1);
-	shim_enter(1);
+	shim_leave(shim, 1);
+	shim_enter(shim, 1);
 	drvcheck(cuGraphDestroy(g), "cuGraphDestroy");
-	shim_leave(1);
+	shim_leave(shim, 1);
 }
+static void build100(void) { build_nodes(0); }
+static void build100_shim(void) { build_nodes(1); }
 
 // add100 is build100 without the instantiation; add100ctx names the
 // context in each node's parameters, as highlevel does.
@@ -238,37 +230,30 @@ static void build_args(void) {
 	args_graph = g;
 }
 
-// set_args sets the node's arguments, the scalar and the arrays' roles
-// swapped each time, then launches the graph and waits for it.
-static void set_args(void) {
+// set_args_as sets the node's arguments, the scalar and the arrays' roles
+// swapped each time, then launches the graph and waits for it; with shim,
+// as highlevel's shim makes those calls.
+static void set_args_as(int shim) {
 	turn ^= 1;
 	float a = 2 + turn;
 	int n = 1;
 	void *args[] = {&a, &xy[turn], &xy[1 - turn], &n};
 	CUDA_KERNEL_NODE_PARAMS k = kernel_params(args4, args);
+	if (shim) k.ctx = ctx;
+	shim_enter(shim, 0);
 	drvcheck(cuGraphExecKernelNodeSetParams(args_exec, args_node, &k), "cuGraphExecKernelNodeSetParams");
+	shim_enter(shim, 1);
 	drvcheck(cuGraphLaunch(args_exec, (CUstream)stream), "cuGraphLaunch");
+	shim_leave(shim, 1);
+	if (shim) {
+		shim_enter(shim, 0);
+		CUstreamCaptureStatus st;
+		drvcheck(cuStreamIsCapturing((CUstream)stream, &st), "cuStreamIsCapturing");
+	}
 	check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
 }
-
-// set_args_shim is set_args as highlevel's shim makes it.
-static void set_args_shim(void) {
-	turn ^= 1;
-	float a = 2 + turn;
-	int n = 1;
-	void *args[] = {&a, &xy[turn], &xy[1 - turn], &n};
-	CUDA_KERNEL_NODE_PARAMS k = kernel_params(args4, args);
-	k.ctx = ctx;
-	shim_enter(0);
-	drvcheck(cuGraphExecKernelNodeSetParams(args_exec, args_node, &k), "cuGraphExecKernelNodeSetParams");
-	shim_enter(1);
-	drvcheck(cuGraphLaunch(args_exec, (CUstream)stream), "cuGraphLaunch");
-	shim_leave(1);
-	shim_enter(0);
-	CUstreamCaptureStatus st;
-	drvcheck(cuStreamIsCapturing((CUstream)stream, &st), "cuStreamIsCapturing");
-	check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-}
+static void set_args(void) { set_args_as(0); }
+static void set_args_shim(void) { set_args_as(1); }
 
 // bench_turns runs fn and with_shim a run each in turn, RUNS times, so
 // that both see the same drift.
